@@ -1,0 +1,157 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrUnknownTopic is matched (errors.Is) when a topic does not exist.
+var ErrUnknownTopic = errors.New("unknown topic")
+
+// Broker is an admin connection to a Kafka-protocol cluster.
+type Broker struct {
+	Seeds []string
+	cl    *kgo.Client
+	adm   *kadm.Client
+	opts  []kgo.Opt
+}
+
+// DefaultDialTimeout bounds the first request to the cluster, so that an
+// unreachable broker is an error rather than a hang.
+const DefaultDialTimeout = 15 * time.Second
+
+// Dial connects to the cluster and checks that it answers within timeout.
+// Extra options (TLS, SASL) are applied to this and every consumer client.
+func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kgo.Opt) (*Broker, error) {
+	if len(seeds) == 0 {
+		return nil, errors.New("no brokers given: pass --brokers HOST:PORT[,HOST:PORT]")
+	}
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
+	}
+	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTimeout(min(timeout, 10*time.Second))}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, fmt.Errorf("brokers %s: %w", strings.Join(seeds, ","), err)
+	}
+	b := &Broker{Seeds: seeds, cl: cl, adm: kadm.NewClient(cl), opts: opts}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("cannot reach brokers %s within %s (check --brokers and that Kafka is running): %w",
+			strings.Join(seeds, ","), timeout, err)
+	}
+	return b, nil
+}
+
+// Close closes the admin connection.
+func (b *Broker) Close() { b.cl.Close() }
+
+// Client is the underlying franz-go client, for producing in tests and demos.
+func (b *Broker) Client() *kgo.Client { return b.cl }
+
+// Admin is the underlying kadm client.
+func (b *Broker) Admin() *kadm.Client { return b.adm }
+
+// Partitions lists the partitions of topic, sorted.
+func (b *Broker) Partitions(ctx context.Context, topic string) ([]int32, error) {
+	tds, err := b.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list partitions of topic %s: %w", topic, err)
+	}
+	td, ok := tds[topic]
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return nil, fmt.Errorf("topic %q does not exist on brokers %s (check --topic): %w", topic, strings.Join(b.Seeds, ","), ErrUnknownTopic)
+	}
+	if td.Err != nil {
+		return nil, fmt.Errorf("list partitions of topic %s: %w", topic, td.Err)
+	}
+	ps := make([]int32, 0, len(td.Partitions))
+	for p := range td.Partitions {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps, nil
+}
+
+// Watermarks are a partition's offsets as the broker reports them. The
+// retained log is [LogStart, HighWatermark); under read_committed a consumer
+// reads up to LastStable.
+type Watermarks struct {
+	LogStart, LastStable, HighWatermark int64
+}
+
+// Watermarks returns the watermarks of every partition of topic.
+func (b *Broker) Watermarks(ctx context.Context, topic string) (map[int32]Watermarks, error) {
+	if _, err := b.Partitions(ctx, topic); err != nil {
+		return nil, err
+	}
+	starts, err := b.adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+	}
+	ends, err := b.adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+	}
+	// ListCommittedOffsets asks with read_committed isolation: the answer
+	// is the last stable offset.
+	stable, err := b.adm.ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = stable.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list last stable offsets of %s: %w", topic, err)
+	}
+	out := map[int32]Watermarks{}
+	starts.Each(func(o kadm.ListedOffset) {
+		w := out[o.Partition]
+		w.LogStart = o.Offset
+		out[o.Partition] = w
+	})
+	ends.Each(func(o kadm.ListedOffset) {
+		w := out[o.Partition]
+		w.HighWatermark = o.Offset
+		out[o.Partition] = w
+	})
+	stable.Each(func(o kadm.ListedOffset) {
+		w := out[o.Partition]
+		w.LastStable = o.Offset
+		out[o.Partition] = w
+	})
+	return out, nil
+}
+
+// OffsetsForTime returns, per partition, the first offset whose record
+// timestamp is at or after t, or the end offset where no record is (Kafka's
+// ListOffsets by timestamp, offsets_for_times).
+func (b *Broker) OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
+	if _, err := b.Partitions(ctx, topic); err != nil {
+		return nil, err
+	}
+	los, err := b.adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
+	if err == nil {
+		err = los.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of %s at %s: %w", topic, t.Format(time.RFC3339Nano), err)
+	}
+	out := map[int32]int64{}
+	los.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
+}

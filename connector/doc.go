@@ -1,0 +1,9 @@
+// Package connector owns the Kafka side of floe and the sink loop: reaching
+// the brokers, listing partitions and watermarks, consuming assigned
+// partitions with franz-go under read_committed, checking every offset
+// against the expected next one, batching rows per partition, flushing by
+// records, bytes and interval, and resuming from the table's ledger.
+//
+// One loop serves live sinking and bounded jobs (--stop-at-end, replay):
+// a bounded job is the same loop with end offsets.
+package connector

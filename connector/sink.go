@@ -1,0 +1,485 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Start says where a partition the ledger has never seen begins.
+type Start string
+
+const (
+	// StartEarliest begins at the partition's log start offset.
+	StartEarliest Start = "earliest"
+	// StartLatest begins at the partition's last stable offset: only
+	// records written from now on are sunk.
+	StartLatest Start = "latest"
+)
+
+// OnDataLoss says what happens when retention deleted offsets before they
+// were sunk.
+type OnDataLoss string
+
+const (
+	// LossFail stops the sink with a *DataLossError after committing what
+	// came before the loss.
+	LossFail OnDataLoss = "fail"
+	// LossRecord writes the lost offsets into the ledger as a lost range and
+	// goes on.
+	LossRecord OnDataLoss = "record"
+)
+
+// DataLossError reports offsets that retention deleted before they were sunk.
+type DataLossError struct {
+	Partition mapping.TopicPartition
+	Lost      mapping.Interval
+}
+
+func (e *DataLossError) Error() string {
+	return fmt.Sprintf("data loss on %s: offsets %s were deleted by retention before they were sunk; "+
+		"nothing after offset %d was committed. Rerun with --on-data-loss record to record the lost range in the ledger and continue",
+		e.Partition, e.Lost, e.Lost.Low)
+}
+
+// Defaults of the flush policy.
+const (
+	DefaultFlushRecords  = 500_000
+	DefaultFlushBytes    = 128 << 20
+	DefaultFlushInterval = 30 * time.Second
+)
+
+// Config configures a sink run.
+type Config struct {
+	Topic string
+	// Start applies to partitions the ledger has no range for and that
+	// StartOffsets does not name. Empty means StartEarliest.
+	Start Start
+	// StartOffsets override Start per partition (replay from an offset or a
+	// time). A partition the ledger already has resumes from the ledger.
+	StartOffsets map[int32]int64
+	// RecordHeadLoss records [0, logStart) as lost when a partition starts
+	// at its log start above offset 0, so the ledger shows that the
+	// beginning of the log was gone before the table was built.
+	RecordHeadLoss bool
+	// EndOffsets bound the job: each partition is sunk up to its end offset,
+	// then the run returns. Nil with StopAtEnd means the last stable offsets
+	// at start.
+	EndOffsets map[int32]int64
+	StopAtEnd  bool
+
+	FlushRecords  int
+	FlushBytes    int64
+	FlushInterval time.Duration
+	OnDataLoss    OnDataLoss
+
+	// Writer identifies this process in the ledger; empty means host:pid:id.
+	Writer string
+	Logger *slog.Logger
+	// OnCommit, when set, is called after every successful commit.
+	OnCommit func(snapshot.Result)
+	// OnRecords, when set, is called with the number of offsets consumed
+	// (records, markers and gaps alike) as the sink advances.
+	OnRecords func(offsets int64)
+}
+
+// Stats summarises a run.
+type Stats struct {
+	Records int64 // rows committed
+	Commits int
+	Files   int
+	Fenced  int // times another writer fenced this one
+	// Next is each partition's next offset in the ledger when the run ended.
+	Next map[mapping.TopicPartition]int64
+	// HeadLost lists partitions whose log began above offset 0.
+	HeadLost map[int32]int64
+}
+
+// Sink consumes one topic into one table.
+type Sink struct {
+	cfg    Config
+	broker *Broker
+	tbl    *snapshot.Table
+	log    *slog.Logger
+	alloc  memory.Allocator
+	stats  Stats
+}
+
+// NewSink checks cfg and returns a sink. The broker and table stay owned by
+// the caller.
+func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
+	if cfg.Topic == "" {
+		return nil, errors.New("no topic: pass --topic NAME")
+	}
+	switch cfg.Start {
+	case "":
+		cfg.Start = StartEarliest
+	case StartEarliest, StartLatest:
+	default:
+		return nil, fmt.Errorf("--start %q: want earliest or latest", cfg.Start)
+	}
+	switch cfg.OnDataLoss {
+	case "":
+		cfg.OnDataLoss = LossFail
+	case LossFail, LossRecord:
+	default:
+		return nil, fmt.Errorf("--on-data-loss %q: want fail or record", cfg.OnDataLoss)
+	}
+	if cfg.FlushRecords <= 0 {
+		cfg.FlushRecords = DefaultFlushRecords
+	}
+	if cfg.FlushBytes <= 0 {
+		cfg.FlushBytes = DefaultFlushBytes
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	if cfg.Writer == "" {
+		host, _ := os.Hostname()
+		cfg.Writer = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Sink{cfg: cfg, broker: broker, tbl: tbl, log: log.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}, nil
+}
+
+// Run sinks until ctx is cancelled (live mode) or every partition reached
+// its end offset (bounded mode). Cancelling ctx flushes and commits what was
+// consumed, then returns nil: an interrupt loses nothing and duplicates
+// nothing. When another writer fences this one, Run re-reads the ledger and
+// continues from it.
+func (s *Sink) Run(ctx context.Context) (Stats, error) {
+	s.stats = Stats{}
+	for {
+		err := s.session(ctx)
+		if errors.Is(err, snapshot.ErrFenced) {
+			s.stats.Fenced++
+			s.log.Warn("fenced by another writer; re-reading the ledger and re-seeking", "err", err)
+			continue
+		}
+		if err != nil {
+			return s.stats, err
+		}
+		return s.stats, nil
+	}
+}
+
+// partState is one partition's progress within a session.
+type partState struct {
+	tp mapping.TopicPartition
+	// low is where the open range starts, next the expected next offset.
+	low, next int64
+	records   int64
+	// closed are ranges finished within this flush (before a loss).
+	closed []mapping.Range
+	rows   *mapping.RowBuilder
+	end    int64 // bounded mode: stop at this offset; -1 when unbounded
+}
+
+func (p *partState) done() bool { return p.end >= 0 && p.next >= p.end }
+
+// session reads the ledger, seeks every partition and consumes until done,
+// cancelled, fenced or failed.
+func (s *Sink) session(ctx context.Context) error {
+	if err := s.tbl.Refresh(ctx); err != nil {
+		return err
+	}
+	ledger, err := s.tbl.Ledger()
+	if err != nil {
+		return fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
+	}
+	next := ledger.Next()
+	parts, err := s.broker.Partitions(ctx, s.cfg.Topic)
+	if err != nil {
+		return err
+	}
+	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
+	if err != nil {
+		return err
+	}
+	states := map[int32]*partState{}
+	defer func() {
+		for _, p := range states {
+			p.rows.Release()
+		}
+	}()
+	assign := map[int32]kgo.Offset{}
+	for _, p := range parts {
+		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
+		w := wm[p]
+		st := &partState{tp: tp, end: -1}
+		if s.cfg.EndOffsets != nil {
+			e, ok := s.cfg.EndOffsets[p]
+			if !ok {
+				continue
+			}
+			st.end = e
+		} else if s.cfg.StopAtEnd {
+			st.end = w.LastStable
+		}
+		pos, resumed := next[tp]
+		switch {
+		case resumed:
+		case s.cfg.StartOffsets != nil:
+			o, ok := s.cfg.StartOffsets[p]
+			if !ok {
+				continue
+			}
+			pos = o
+		case s.cfg.Start == StartLatest:
+			pos = w.LastStable
+		default:
+			pos = w.LogStart
+			if pos > 0 {
+				if s.stats.HeadLost == nil {
+					s.stats.HeadLost = map[int32]int64{}
+				}
+				s.stats.HeadLost[p] = pos
+				if s.cfg.RecordHeadLoss {
+					st.closed = append(st.closed, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: pos}, Lost: true})
+				} else {
+					s.log.Warn("log starts above offset 0: retention deleted the beginning before this table existed",
+						"partition", p, "log_start", pos)
+				}
+			}
+		}
+		st.low, st.next = pos, pos
+		if resumed && pos < w.LogStart {
+			if err := s.lose(st, w.LogStart); err != nil {
+				// Nothing was consumed in this session: fail before reading.
+				return err
+			}
+		}
+		if st.done() && len(st.closed) == 0 {
+			continue
+		}
+		rb, err := mapping.NewRowBuilder(s.alloc, s.tbl.ArrowSchema())
+		if err != nil {
+			return err
+		}
+		st.rows = rb
+		states[p] = st
+		if !st.done() {
+			assign[p] = kgo.NewOffset().At(st.next)
+		}
+	}
+	if len(states) == 0 {
+		s.finish(next)
+		return nil
+	}
+	s.log.Info("sink session started", "partitions", len(states), "consuming", len(assign))
+
+	opts := append(slices.Clone(s.broker.opts),
+		kgo.SeedBrokers(s.broker.Seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: assign}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Control records occupy offsets; seeing them lets a range end
+		// exactly at a commit marker.
+		kgo.KeepControlRecords(),
+		// A fetch position below the log start (retention ran) resets to
+		// the log start; the offset check below turns the jump into a loss.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("create consumer: %w", err)
+	}
+	defer cl.Close()
+	return s.consume(ctx, cl, states)
+}
+
+// lose handles offsets [p.next, logStart) deleted before they were sunk.
+func (s *Sink) lose(p *partState, logStart int64) error {
+	lost := mapping.Interval{Low: p.next, High: logStart}
+	if s.cfg.OnDataLoss != LossRecord {
+		return &DataLossError{Partition: p.tp, Lost: lost}
+	}
+	s.log.Warn("data loss recorded in the ledger: retention deleted offsets before they were sunk",
+		"partition", p.tp.Partition, "lost", lost.String())
+	if p.next > p.low {
+		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records})
+	}
+	p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: lost, Lost: true})
+	p.low, p.next, p.records = logStart, logStart, 0
+	return nil
+}
+
+func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*partState) error {
+	var (
+		pending      int
+		pendingBytes int64
+		deadline     time.Time // flush deadline, set by the first unflushed offset
+		failure      error
+	)
+	allDone := func() bool {
+		for _, p := range states {
+			if !p.done() {
+				return false
+			}
+		}
+		return true
+	}
+	dirty := func() bool {
+		for _, p := range states {
+			if p.next > p.low || len(p.closed) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	flush := func() error {
+		if !dirty() {
+			return nil
+		}
+		// Commit even when ctx was cancelled: an interrupt flushes what was
+		// consumed. The commit has its own deadline.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		err := s.flush(cctx, states)
+		pending, pendingBytes, deadline = 0, 0, time.Time{}
+		return err
+	}
+
+	for !allDone() {
+		if ctx.Err() != nil {
+			break
+		}
+		pctx := ctx
+		var cancel context.CancelFunc = func() {}
+		if !deadline.IsZero() {
+			pctx, cancel = context.WithDeadline(ctx, deadline)
+		}
+		fetches := cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-pending)))
+		cancel()
+		var consumed int64
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if failure != nil {
+				return
+			}
+			if fp.Err != nil {
+				if errors.Is(fp.Err, context.Canceled) || errors.Is(fp.Err, context.DeadlineExceeded) {
+					return
+				}
+				failure = fmt.Errorf("fetch %s/%d: %w", fp.Topic, fp.Partition, fp.Err)
+				return
+			}
+			p := states[fp.Partition]
+			if p == nil {
+				return
+			}
+			for _, r := range fp.Records {
+				if p.done() || r.Offset < p.next {
+					continue
+				}
+				if p.end >= 0 && r.Offset >= p.end {
+					// Offsets up to the end that yielded nothing were
+					// aborted records; a record past the end proves the
+					// consumer passed them.
+					consumed += p.end - p.next
+					p.next = p.end
+					continue
+				}
+				if r.Offset > p.next && fp.LogStartOffset > p.next {
+					// The jump crosses the log start: retention deleted
+					// offsets we had not sunk. Jumps inside the retained
+					// log (aborted records, compaction) are normal.
+					if err := s.lose(p, min(fp.LogStartOffset, r.Offset)); err != nil {
+						failure = err
+						return
+					}
+				}
+				consumed += r.Offset + 1 - p.next
+				p.next = r.Offset + 1
+				if r.Attrs.IsControl() {
+					continue
+				}
+				p.rows.Append(r)
+				p.records++
+				pending++
+				pendingBytes += mapping.RecordSize(r)
+			}
+		})
+		if consumed > 0 {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(s.cfg.FlushInterval)
+			}
+			if s.cfg.OnRecords != nil {
+				s.cfg.OnRecords(consumed)
+			}
+		}
+		if failure != nil {
+			break
+		}
+		if pending >= s.cfg.FlushRecords || pendingBytes >= s.cfg.FlushBytes ||
+			(!deadline.IsZero() && !time.Now().Before(deadline)) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return errors.Join(failure, err)
+	}
+	if failure != nil {
+		return failure
+	}
+	next := map[mapping.TopicPartition]int64{}
+	for _, p := range states {
+		next[p.tp] = p.next
+	}
+	s.finish(next)
+	return nil
+}
+
+// flush commits every partition's rows and ranges in one snapshot.
+func (s *Sink) flush(ctx context.Context, states map[int32]*partState) error {
+	f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
+	for _, p := range slices.Sorted(maps.Keys(states)) {
+		st := states[p]
+		f.Ranges = append(f.Ranges, st.closed...)
+		if st.next > st.low {
+			f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: st.tp, Interval: mapping.Interval{Low: st.low, High: st.next}, Records: st.records})
+		}
+		if st.rows.Rows() > 0 {
+			f.Batches[st.tp] = st.rows.NewBatch()
+		}
+	}
+	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	for _, st := range states {
+		st.low, st.records, st.closed = st.next, 0, nil
+	}
+	s.stats.Commits++
+	s.stats.Records += res.Rows
+	s.stats.Files += res.Files
+	s.log.Info("committed", "snapshot", res.Commit.SnapshotID, "rows", res.Rows, "files", res.Files,
+		"ranges", len(res.Commit.Ranges), "attempts", res.Attempts, "write", res.WriteTime.Round(time.Millisecond), "commit", res.CommitTime.Round(time.Millisecond))
+	if s.cfg.OnCommit != nil {
+		s.cfg.OnCommit(res)
+	}
+	return nil
+}
+
+func (s *Sink) finish(next map[mapping.TopicPartition]int64) {
+	if s.stats.Next == nil {
+		s.stats.Next = map[mapping.TopicPartition]int64{}
+	}
+	maps.Copy(s.stats.Next, next)
+}

@@ -1,0 +1,83 @@
+package localstack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Options configure Start.
+type Options struct {
+	// Dir holds the catalog, the warehouse and (with Persist) the broker's
+	// log. Empty means a new temporary folder, removed by Close.
+	Dir string
+	// Ports fixes the broker's loopback ports, one per broker; empty means
+	// one broker on a free port.
+	Ports []int
+	// Persist keeps the broker's log under Dir/kafka across restarts.
+	Persist bool
+	// Kfake are extra options for the broker (topics, configs).
+	Kfake []kfake.Opt
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	Dir     string
+	Brokers []string
+	Cluster *kfake.Cluster
+	temp    bool
+}
+
+// Start starts the broker (kfake listens on 127.0.0.1 only) and lays out the catalog and warehouse folders.
+func Start(opts Options) (*Stack, error) {
+	s := &Stack{Dir: opts.Dir}
+	if s.Dir == "" {
+		d, err := os.MkdirTemp("", "floe-local-")
+		if err != nil {
+			return nil, fmt.Errorf("local stack: create folder: %w", err)
+		}
+		s.Dir, s.temp = d, true
+	}
+	if err := os.MkdirAll(filepath.Join(s.Dir, "warehouse"), 0o755); err != nil {
+		return nil, fmt.Errorf("local stack: %w", err)
+	}
+	kopts := []kfake.Opt{
+		kfake.NumBrokers(max(1, len(opts.Ports))),
+	}
+	if len(opts.Ports) > 0 {
+		kopts = append(kopts, kfake.Ports(opts.Ports...))
+	}
+	if opts.Persist {
+		kopts = append(kopts, kfake.DataDir(filepath.Join(s.Dir, "kafka")))
+	}
+	c, err := kfake.NewCluster(append(kopts, opts.Kfake...)...)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("local stack: start broker: %w", err)
+	}
+	s.Cluster = c
+	s.Brokers = c.ListenAddrs()
+	return s, nil
+}
+
+// Catalog is the stack's catalog configuration.
+func (s *Stack) Catalog() snapshot.CatalogConfig {
+	return snapshot.CatalogConfig{
+		Catalog:   filepath.Join(s.Dir, "catalog.db"),
+		Warehouse: filepath.Join(s.Dir, "warehouse"),
+	}
+}
+
+// Close stops the broker and removes a temporary folder.
+func (s *Stack) Close() {
+	if s.Cluster != nil {
+		s.Cluster.Close()
+	}
+	if s.temp {
+		os.RemoveAll(s.Dir)
+	}
+}

@@ -1,0 +1,10 @@
+// Package mapping owns how a Kafka log maps onto an Iceberg table, in both
+// directions, as pure functions with no I/O:
+//
+//   - records to rows: the table schema (metadata columns plus the value) and
+//     the builder that turns Kafka records into Arrow record batches;
+//   - offsets to snapshots: ranges [low, high) per topic partition, the ledger
+//     encoding carried in snapshot summary properties, and the interval
+//     arithmetic (coverage, gaps, overlaps, lookups) that the sink, the audit
+//     and the lookups share.
+package mapping

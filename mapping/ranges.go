@@ -1,0 +1,143 @@
+package mapping
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// TopicPartition names one partition of one topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+
+// Compare orders partitions by topic, then partition number.
+func (tp TopicPartition) Compare(o TopicPartition) int {
+	if c := cmp.Compare(tp.Topic, o.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(tp.Partition, o.Partition)
+}
+
+// Interval is a half-open offset interval [Low, High).
+type Interval struct {
+	Low, High int64
+}
+
+func (iv Interval) String() string { return fmt.Sprintf("[%d, %d)", iv.Low, iv.High) }
+
+// Len is the number of offsets in the interval.
+func (iv Interval) Len() int64 { return iv.High - iv.Low }
+
+// Contains reports whether offset lies in the interval.
+func (iv Interval) Contains(offset int64) bool { return iv.Low <= offset && offset < iv.High }
+
+// Range is the half-open offset range [Low, High) of one partition that one
+// commit consumed. High is the next offset to read, not the last one read.
+// A range may contain offsets that produced no row (transaction markers,
+// aborted records, compacted offsets), so Records counts the rows it produced.
+//
+// A lost range (Lost true) is one that retention deleted before it was sunk:
+// it produced no rows, and the ledger records it so the loss is never silent.
+type Range struct {
+	TopicPartition
+	Interval
+	Records int64
+	Lost    bool
+}
+
+func (r Range) String() string {
+	if r.Lost {
+		return fmt.Sprintf("%s %s lost", r.TopicPartition, r.Interval)
+	}
+	return fmt.Sprintf("%s %s %d records", r.TopicPartition, r.Interval, r.Records)
+}
+
+// SortRanges orders ranges by partition, then by low offset.
+func SortRanges(rs []Range) {
+	slices.SortFunc(rs, func(a, b Range) int {
+		if c := a.TopicPartition.Compare(b.TopicPartition); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Low, b.Low); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.High, b.High)
+	})
+}
+
+// Coverage is what a set of ranges of one partition says about it.
+type Coverage struct {
+	// First is the lowest offset covered, Next the offset after the highest.
+	First, Next int64
+	// Ranges is the number of ranges, Records the sum of their record counts.
+	Ranges  int
+	Records int64
+	// Gaps are offsets between First and Next that no range covers.
+	Gaps []Interval
+	// Overlaps are offsets that more than one range covers.
+	Overlaps []Interval
+	// Lost are the offsets recorded as lost to retention.
+	Lost []Interval
+}
+
+// Cover computes the coverage of ranges, which must all belong to one
+// partition. Empty ranges (Low == High) count as ranges but cover nothing.
+func Cover(ranges []Range) Coverage {
+	var c Coverage
+	if len(ranges) == 0 {
+		return c
+	}
+	rs := slices.Clone(ranges)
+	SortRanges(rs)
+	c.First, c.Next = rs[0].Low, rs[0].Low
+	for _, r := range rs {
+		c.Ranges++
+		c.Records += r.Records
+		if r.Lost && r.Len() > 0 {
+			c.Lost = appendMerged(c.Lost, r.Interval)
+		}
+		if r.Len() <= 0 {
+			continue
+		}
+		if r.Low > c.Next {
+			c.Gaps = append(c.Gaps, Interval{c.Next, r.Low})
+		}
+		if r.Low < c.Next {
+			c.Overlaps = appendMerged(c.Overlaps, Interval{r.Low, min(r.High, c.Next)})
+		}
+		c.Next = max(c.Next, r.High)
+	}
+	return c
+}
+
+// appendMerged appends iv to a sorted list of intervals, merging it with the
+// last one when they touch.
+func appendMerged(ivs []Interval, iv Interval) []Interval {
+	if n := len(ivs); n > 0 && iv.Low <= ivs[n-1].High {
+		ivs[n-1].High = max(ivs[n-1].High, iv.High)
+		return ivs
+	}
+	return append(ivs, iv)
+}
+
+// Validate checks a range on its own: a valid partition and Low <= High,
+// with no records in a lost range and no more records than offsets.
+func (r Range) Validate() error {
+	switch {
+	case r.Topic == "":
+		return fmt.Errorf("range %s: empty topic", r)
+	case r.Partition < 0:
+		return fmt.Errorf("range %s: negative partition", r)
+	case r.Low < 0 || r.High < r.Low:
+		return fmt.Errorf("range %s: bounds must satisfy 0 <= low <= high", r)
+	case r.Records < 0 || r.Records > r.Len():
+		return fmt.Errorf("range %s: record count outside [0, %d]", r, r.Len())
+	case r.Lost && r.Records != 0:
+		return fmt.Errorf("range %s: a lost range has no records", r)
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// ErrFenced is matched (errors.Is) by a *FencedError.
+var ErrFenced = errors.New("fenced")
+
+// FencedError reports that another writer advanced one of this writer's
+// partitions since this writer read the ledger: this writer is a zombie for
+// that partition. Its files were dropped and nothing was committed; the
+// caller must re-read the ledger and re-seek.
+type FencedError struct {
+	Table     string
+	Partition mapping.TopicPartition
+	// Low is where this writer's range started, Next where the ledger now is.
+	Low, Next int64
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("fenced on table %s: another writer moved %s to offset %d while this one was committing from %d",
+		e.Table, e.Partition, e.Next, e.Low)
+}
+
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// Flush is what one commit writes: rows per partition and the ranges they
+// come from. Every partition with rows must have a range; ranges without
+// rows (only markers, aborted records, or a recorded loss) are fine.
+type Flush struct {
+	Batches map[mapping.TopicPartition]arrow.RecordBatch
+	Ranges  []mapping.Range
+}
+
+// Result describes a successful commit.
+type Result struct {
+	Commit   mapping.Commit
+	Files    int
+	Rows     int64
+	Bytes    int64
+	Attempts int
+	// WriteTime and CommitTime split the duration between writing Parquet
+	// files and committing metadata.
+	WriteTime, CommitTime time.Duration
+}
+
+// CommitOptions tune Commit.
+type CommitOptions struct {
+	// Writer identifies this process in the ledger.
+	Writer string
+	// MaxAttempts bounds commit attempts on conflicts and transient errors.
+	// Zero means 30.
+	MaxAttempts int
+	// Logger receives retries; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Commit writes the flush's batches as Parquet files, one file set per
+// partition, and commits them in one append snapshot on the table's branch
+// whose summary carries the ranges. It releases the batches.
+//
+// The commit asserts the branch head it started from. When another commit
+// got in first, Commit reloads the table: if the ledger still ends where
+// each of this flush's ranges starts, it retries with the same files;
+// otherwise it deletes its files and returns a *FencedError. When a commit's
+// outcome is unknown (the catalog failed mid-request), the reloaded ledger
+// tells whether this commit id made it, so a commit is never applied twice.
+func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (Result, error) {
+	defer func() {
+		for _, b := range f.Batches {
+			b.Release()
+		}
+	}()
+	if len(f.Ranges) == 0 {
+		return Result{}, errors.New("commit: no ranges (floe never writes a snapshot without ranges)")
+	}
+	for tp, b := range f.Batches {
+		if b.NumRows() > 0 && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Lost }) {
+			return Result{}, fmt.Errorf("commit: rows of %s have no range", tp)
+		}
+	}
+	res := Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges}}
+	props, err := res.Commit.Encode()
+	if err != nil {
+		return res, err
+	}
+
+	start := time.Now()
+	files, err := t.writeFiles(ctx, f.Batches)
+	res.WriteTime = time.Since(start)
+	if err != nil {
+		t.removeFiles(ctx, files)
+		return res, fmt.Errorf("write data files of %s: %w", t.Name(), err)
+	}
+	for _, df := range files {
+		res.Rows += df.Count()
+		res.Bytes += df.FileSizeBytes()
+	}
+	res.Files = len(files)
+
+	start = time.Now()
+	defer func() { res.CommitTime = time.Since(start) }()
+	maxAttempts := opts.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = 30
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	var lastErr error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		res.Attempts = attempt
+		if attempt > 1 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return res, fmt.Errorf("commit %s to %s: %w (last error: %w)", res.Commit.ID, t.Name(), err, lastErr)
+			}
+			if err := t.Refresh(ctx); err != nil {
+				lastErr = err
+				log.Warn("reload before commit retry failed", "table", t.Name(), "attempt", attempt, "err", err)
+				continue
+			}
+			done, err := t.settle(ctx, res.Commit, files)
+			if err != nil || done {
+				if done {
+					res.Commit = t.committed(res.Commit.ID, res.Commit)
+				}
+				return res, err
+			}
+		}
+		snap, err := t.commitOnce(ctx, files, props)
+		if err == nil {
+			res.Commit.SnapshotID = snap.SnapshotID
+			res.Commit.CommittedAt = time.UnixMilli(snap.TimestampMs).UTC()
+			return res, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
+		}
+		log.Info("commit attempt failed, reloading to decide between retry and fencing",
+			"table", t.Name(), "attempt", attempt, "conflict", isConflict(err), "err", err)
+	}
+	return res, fmt.Errorf("commit %s to %s: gave up after %d attempts (data files kept for inspection; the ledger is unchanged): %w",
+		res.Commit.ID, t.Name(), maxAttempts, lastErr)
+}
+
+// settle inspects a freshly reloaded ledger after a failed attempt. It
+// returns done when the commit turns out to have been applied, and a
+// *FencedError (after deleting the files) when another writer advanced one
+// of the flush's partitions.
+func (t *Table) settle(ctx context.Context, c mapping.Commit, files []iceberg.DataFile) (bool, error) {
+	l, err := t.Ledger()
+	if err != nil {
+		return false, fmt.Errorf("read ledger of %s after a failed commit: %w", t.Name(), err)
+	}
+	for _, lc := range l.Commits {
+		if lc.ID == c.ID {
+			return true, nil
+		}
+	}
+	next := l.Next()
+	for _, r := range c.Ranges {
+		if n, ok := next[r.TopicPartition]; ok && n != r.Low {
+			t.removeFiles(ctx, files)
+			return false, &FencedError{Table: t.Name(), Partition: r.TopicPartition, Low: r.Low, Next: n}
+		}
+	}
+	return false, nil
+}
+
+// committed returns the ledger's copy of commit id, which carries the
+// snapshot id and commit time.
+func (t *Table) committed(id string, fallback mapping.Commit) mapping.Commit {
+	l, err := t.Ledger()
+	if err != nil {
+		return fallback
+	}
+	for _, c := range l.Commits {
+		if c.ID == id {
+			return c
+		}
+	}
+	return fallback
+}
+
+func (t *Table) commitOnce(ctx context.Context, files []iceberg.DataFile, props iceberg.Properties) (*table.Snapshot, error) {
+	txn := t.tbl.NewTransactionOnBranch(t.branch)
+	if err := txn.AssertRefSnapshotID(t.branch); err != nil {
+		return nil, err
+	}
+	var err error
+	if len(files) == 0 {
+		// A snapshot with no files still carries ranges of offsets that
+		// produced no rows (markers, aborted records, losses).
+		err = txn.AddFiles(ctx, nil, props, false)
+	} else {
+		// File names are random UUIDs, so the duplicate check, which reads
+		// every manifest of the table, would only cost time.
+		err = txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
+	}
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.tbl = tbl
+	snap := tbl.Metadata().SnapshotByName(t.branch)
+	if snap == nil {
+		return nil, fmt.Errorf("commit succeeded but branch %s has no head", t.branch)
+	}
+	return snap, nil
+}
+
+// isConflict reports whether err is a lost optimistic-concurrency race.
+// iceberg-go's SQL catalog reports a stale branch head as a plain
+// "requirement failed" error, not ErrCommitFailed.
+func isConflict(err error) bool {
+	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
+}
+
+// writeFiles writes each partition's batch into its own data files, in
+// parallel up to the number of CPUs.
+func (t *Table) writeFiles(ctx context.Context, batches map[mapping.TopicPartition]arrow.RecordBatch) ([]iceberg.DataFile, error) {
+	var (
+		mu    sync.Mutex
+		files []iceberg.DataFile
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for tp, b := range batches {
+		if b.NumRows() == 0 {
+			continue
+		}
+		b.Retain() // WriteRecords releases what it consumes; Commit releases its own reference.
+		g.Go(func() error {
+			one := func(yield func(arrow.RecordBatch, error) bool) { yield(b, nil) }
+			for df, err := range table.WriteRecords(gctx, t.tbl, t.schema, one) {
+				if err != nil {
+					return fmt.Errorf("partition %s: %w", tp, err)
+				}
+				mu.Lock()
+				files = append(files, df)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	return files, err
+}
+
+// removeFiles deletes data files that will never be committed. Failures only
+// leave orphans, which maintenance removes, so they are logged, not returned.
+func (t *Table) removeFiles(ctx context.Context, files []iceberg.DataFile) {
+	if len(files) == 0 {
+		return
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		slog.Warn("cannot open table storage to remove uncommitted files", "table", t.Name(), "err", err)
+		return
+	}
+	for _, df := range files {
+		if err := fsys.Remove(df.FilePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("cannot remove uncommitted data file", "file", df.FilePath(), "err", err)
+		}
+	}
+}
+
+func backoff(attempt int) time.Duration {
+	d := min(10*time.Millisecond<<min(attempt, 8), 2*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}

@@ -1,0 +1,154 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// TableProperties are set on every table floe creates. They keep metadata
+// small and commits cheap under a steady commit rate: manifests are merged,
+// old metadata.json versions are deleted, and iceberg-go does not retry
+// conflicts itself (floe's own loop decides between retry and fencing).
+var TableProperties = iceberg.Properties{
+	table.ManifestMergeEnabledKey:             "true",
+	table.MetadataDeleteAfterCommitEnabledKey: "true",
+	table.MetadataPreviousVersionsMaxKey:      "20",
+	table.CommitNumRetriesKey:                 "0",
+	"floe.created-by":                         "floe",
+}
+
+// Table is a floe table: an Iceberg table with floe's columns and a ledger,
+// written on one branch.
+type Table struct {
+	cat    catalog.Catalog
+	ident  table.Identifier
+	branch string
+	tbl    *table.Table
+	schema *arrow.Schema
+}
+
+// OpenOptions control Open.
+type OpenOptions struct {
+	// Create creates the namespace and table when missing.
+	Create bool
+	// Branch is the branch read and written; empty means main.
+	Branch string
+}
+
+// Open loads the table (creating it when asked) and checks that its schema
+// can hold floe rows.
+func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts OpenOptions) (*Table, error) {
+	name := strings.Join(ident, ".")
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil && IsNoSuchTable(err) && opts.Create {
+		tbl, err = create(ctx, cat, ident)
+	}
+	if err != nil {
+		if IsNoSuchTable(err) {
+			return nil, fmt.Errorf("table %s does not exist in the catalog (check --table and --catalog): %w", name, err)
+		}
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	if err := mapping.CheckSchema(tbl.Schema()); err != nil {
+		return nil, fmt.Errorf("table %s cannot hold floe rows: %w (sink into a new table, or fix its schema)", name, err)
+	}
+	sc, err := mapping.ArrowSchema(tbl.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", name, err)
+	}
+	branch := opts.Branch
+	if branch == "" {
+		branch = table.MainBranch
+	}
+	return &Table{cat: cat, ident: ident, branch: branch, tbl: tbl, schema: sc}, nil
+}
+
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier) (*table.Table, error) {
+	ns := catalog.NamespaceFromIdent(ident)
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
+	}
+	tbl, err := cat.CreateTable(ctx, ident, mapping.Schema(), catalog.WithProperties(TableProperties))
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		// Another floe process created it first.
+		return cat.LoadTable(ctx, ident)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), err)
+	}
+	return tbl, nil
+}
+
+// Name is the table's NAMESPACE.TABLE name.
+func (t *Table) Name() string { return strings.Join(t.ident, ".") }
+
+// Identifier is the table's catalog identifier.
+func (t *Table) Identifier() table.Identifier { return t.ident }
+
+// Branch is the branch this Table reads and writes.
+func (t *Table) Branch() string { return t.branch }
+
+// Iceberg returns the underlying iceberg-go table as last loaded.
+func (t *Table) Iceberg() *table.Table { return t.tbl }
+
+// Catalog returns the catalog the table lives in.
+func (t *Table) Catalog() catalog.Catalog { return t.cat }
+
+// ArrowSchema is the schema of the batches Commit accepts.
+func (t *Table) ArrowSchema() *arrow.Schema { return t.schema }
+
+// Refresh reloads the table's metadata from the catalog.
+func (t *Table) Refresh(ctx context.Context) error {
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return fmt.Errorf("reload table %s: %w", t.Name(), err)
+	}
+	t.tbl = tbl
+	return nil
+}
+
+// Head returns the snapshot at the head of the table's branch, or nil when
+// the branch has none yet.
+func (t *Table) Head() *table.Snapshot {
+	return t.tbl.Metadata().SnapshotByName(t.branch)
+}
+
+// Ledger decodes the ledger of the table's branch as last loaded: the floe
+// commits in the branch's ancestry, oldest first. Snapshots without floe
+// properties (other writers, maintenance) are skipped; a malformed floe
+// property is a *mapping.MalformedError.
+func (t *Table) Ledger() (mapping.Ledger, error) {
+	return LedgerOf(t.tbl.Metadata(), t.branch)
+}
+
+// LedgerOf decodes the ledger of one branch of table metadata.
+func LedgerOf(meta table.Metadata, branch string) (mapping.Ledger, error) {
+	var l mapping.Ledger
+	head := meta.SnapshotByName(branch)
+	if head == nil {
+		return l, nil
+	}
+	ancestors := table.AncestorsOf(head.SnapshotID, meta.SnapshotByID)
+	for i := len(ancestors) - 1; i >= 0; i-- {
+		s := ancestors[i]
+		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
+			continue
+		}
+		c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Summary.Properties)
+		if err != nil {
+			return l, err
+		}
+		l.Commits = append(l.Commits, c)
+	}
+	return l, nil
+}

@@ -125,7 +125,10 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int) error {
 	}
 	printLedger(w, ledger)
 	fmt.Fprintf(w, "\ntable %s: metadata at %s\n", tbl.Name(), tbl.Iceberg().MetadataLocation())
-	return nil
+	if err := demoAudit(ctx, w, stack, tbl); err != nil {
+		return err
+	}
+	return demoReplay(ctx, w, stack, tbl)
 }
 
 // printLedger prints each snapshot with its ranges, then a per-partition summary.

@@ -1,0 +1,233 @@
+package connector_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// env is one test's stack: broker, catalog and warehouse.
+type env struct {
+	t     testing.TB
+	ctx   context.Context
+	stack *localstack.Stack
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	stack, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.Close)
+	return &env{t: t, ctx: t.Context(), stack: stack}
+}
+
+func (e *env) topic(name string, partitions int32, configs map[string]*string) {
+	e.t.Helper()
+	if err := localstack.CreateTopic(e.ctx, e.stack.Brokers, name, partitions, configs); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) produce(recs []*kgo.Record) {
+	e.t.Helper()
+	if err := localstack.Produce(e.ctx, e.stack.Brokers, recs); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) txn(id string, recs []*kgo.Record, commit bool) {
+	e.t.Helper()
+	if err := localstack.ProduceTxn(e.ctx, e.stack.Brokers, id, recs, commit); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) table(name string) *snapshot.Table {
+	e.t.Helper()
+	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ident, err := snapshot.ParseIdent(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := snapshot.Open(e.ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tbl
+}
+
+func (e *env) broker() *connector.Broker {
+	e.t.Helper()
+	b, err := connector.Dial(e.ctx, e.stack.Brokers, 5*time.Second)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(b.Close)
+	return b
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// sink runs a bounded sink of topic into tbl and returns its stats.
+func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) (connector.Stats, error) {
+	e.t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	s, err := connector.NewSink(e.broker(), tbl, cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s.Run(e.ctx)
+}
+
+// records makes n keyed records for one partition with headers; every
+// tenth has a null value and every seventh a null key.
+func records(topic string, partition int32, n int, tag string) []*kgo.Record {
+	out := make([]*kgo.Record, n)
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Partition: partition,
+			Key:       fmt.Appendf(nil, "k%d", i%13),
+			Value:     fmt.Appendf(nil, "%s-%d-%d", tag, partition, i),
+			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000),
+			Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte("1")}, {Key: "h", Value: []byte("2")}},
+		}
+		if i%10 == 3 {
+			r.Value = nil
+		}
+		if i%7 == 5 {
+			r.Key = nil
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// row is one table row's identity and content.
+type row struct {
+	tp     mapping.TopicPartition
+	offset int64
+	key    string
+	keyNil bool
+	value  string
+	valNil bool
+	ts     int64
+}
+
+// rows scans every row of the table's branch head.
+func rows(t testing.TB, tbl *snapshot.Table) []row {
+	t.Helper()
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if tbl.Head() == nil {
+		return nil
+	}
+	scan := tbl.Iceberg().Scan(table.WithSnapshotID(tbl.Head().SnapshotID))
+	_, it, err := scan.ToArrowRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []row
+	for b, err := range it {
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx := func(name string) int { return b.Schema().FieldIndices(name)[0] }
+		topic := b.Column(idx(mapping.ColTopic)).(*array.String)
+		part := b.Column(idx(mapping.ColPartition)).(*array.Int32)
+		off := b.Column(idx(mapping.ColOffset)).(*array.Int64)
+		key := b.Column(idx(mapping.ColKey)).(*array.Binary)
+		val := b.Column(idx(mapping.ColValue)).(*array.Binary)
+		ts := b.Column(idx(mapping.ColTimestamp)).(*array.Timestamp)
+		for i := range int(b.NumRows()) {
+			out = append(out, row{
+				tp:     mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)},
+				offset: off.Value(i),
+				key:    string(key.Value(i)), keyNil: key.IsNull(i),
+				value: string(val.Value(i)), valNil: val.IsNull(i),
+				ts: int64(ts.Value(i)),
+			})
+		}
+		b.Release()
+	}
+	return out
+}
+
+// checkExactlyOnce asserts that rows are unique per (partition, offset),
+// that the ledger of every partition is contiguous from first to want[tp],
+// and that each range's record count matches the rows inside it.
+func checkExactlyOnce(t testing.TB, tbl *snapshot.Table, want map[mapping.TopicPartition]int64) []row {
+	t.Helper()
+	rs := rows(t, tbl)
+	seen := map[mapping.TopicPartition]map[int64]bool{}
+	for _, r := range rs {
+		if seen[r.tp] == nil {
+			seen[r.tp] = map[int64]bool{}
+		}
+		if seen[r.tp][r.offset] {
+			t.Fatalf("duplicate row %s@%d", r.tp, r.offset)
+		}
+		seen[r.tp][r.offset] = true
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp, next := range want {
+		rgs := l.Ranges(tp)
+		c := mapping.Cover(rgs)
+		if len(c.Gaps) > 0 || len(c.Overlaps) > 0 || c.Next != next || (len(rgs) > 0 && c.First != 0) {
+			t.Fatalf("%s: ledger first %d next %d gaps %v overlaps %v; want contiguous [0, %d)", tp, c.First, c.Next, c.Gaps, c.Overlaps, next)
+		}
+		for _, r := range rgs {
+			var n int64
+			for o := range seen[tp] {
+				if r.Contains(o) {
+					n++
+				}
+			}
+			if n != r.Records {
+				t.Fatalf("%s: range %s records %d, rows in it %d", tp, r.Interval, r.Records, n)
+			}
+		}
+		for o := range seen[tp] {
+			if !slices.ContainsFunc(rgs, func(r mapping.Range) bool { return r.Contains(o) }) {
+				t.Fatalf("%s: row at offset %d outside the ledger", tp, o)
+			}
+		}
+	}
+	return rs
+}
+
+// endOffsets returns the high watermark of every partition of topic.
+func (e *env) endOffsets(topic string) map[mapping.TopicPartition]int64 {
+	e.t.Helper()
+	wm, err := e.broker().Watermarks(e.ctx, topic)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[mapping.TopicPartition]int64{}
+	for p, w := range wm {
+		out[mapping.TopicPartition{Topic: topic, Partition: p}] = w.HighWatermark
+	}
+	return out
+}

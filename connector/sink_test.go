@@ -1,0 +1,150 @@
+package connector_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+)
+
+func TestSinkExactlyOnceWithTransactions(t *testing.T) {
+	e := newEnv(t)
+	const topic = "events"
+	e.topic(topic, 4, nil)
+	var committed int
+	for p := range int32(4) {
+		e.produce(records(topic, p, 300, "a"))
+		committed += 300
+	}
+	var txnRecs, abortRecs []*kgo.Record
+	for p := range int32(4) {
+		txnRecs = append(txnRecs, records(topic, p, 20, "txn")...)
+		abortRecs = append(abortRecs, records(topic, p, 15, "aborted")...)
+	}
+	e.txn("t-commit", txnRecs, true)
+	committed += len(txnRecs)
+	e.txn("t-abort", abortRecs, false)
+	// Partition 0 ends in more data, the others end in the abort marker.
+	e.produce(records(topic, 0, 50, "b"))
+	committed += 50
+
+	tbl := e.table("lake.events")
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Records != int64(committed) {
+		t.Fatalf("sink reports %d rows, want %d", stats.Records, committed)
+	}
+	ends := e.endOffsets(topic)
+	rs := checkExactlyOnce(t, tbl, ends)
+	if len(rs) != committed {
+		t.Fatalf("table has %d rows, want %d", len(rs), committed)
+	}
+	var nullKeys, nullValues int
+	for _, r := range rs {
+		if strings.HasPrefix(r.value, "aborted") {
+			t.Fatalf("aborted record in table: %+v", r)
+		}
+		if r.keyNil {
+			nullKeys++
+		}
+		if r.valNil {
+			nullValues++
+		}
+	}
+	if nullKeys == 0 || nullValues == 0 {
+		t.Fatalf("null keys %d, null values %d: want both kept as nulls", nullKeys, nullValues)
+	}
+	// The ledger reaches the end offset even where the log ends in a marker.
+	for tp, end := range ends {
+		if stats.Next[tp] != end {
+			t.Fatalf("%s: next %d, end %d", tp, stats.Next[tp], end)
+		}
+	}
+	// Every data file holds one partition only.
+	files, err := tbl.Files(e.ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !f.HasBounds || f.PartitionMin != f.PartitionMax {
+			t.Fatalf("file %s mixes partitions %d..%d", f.Path, f.PartitionMin, f.PartitionMax)
+		}
+	}
+}
+
+func TestSinkResumesExactly(t *testing.T) {
+	e := newEnv(t)
+	const topic = "resume"
+	e.topic(topic, 2, nil)
+	e.produce(records(topic, 0, 100, "a"))
+	e.produce(records(topic, 1, 80, "a"))
+	tbl := e.table("lake.resume")
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.produce(records(topic, 0, 30, "b"))
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Records != 30 || stats.Commits != 1 {
+		t.Fatalf("second run: %d rows in %d commits, want 30 in 1", stats.Records, stats.Commits)
+	}
+	// A third run with nothing new commits nothing.
+	stats, err = e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true})
+	if err != nil || stats.Commits != 0 {
+		t.Fatalf("idle run: %d commits, err %v; want none", stats.Commits, err)
+	}
+	if rs := checkExactlyOnce(t, tbl, e.endOffsets(topic)); len(rs) != 210 {
+		t.Fatalf("%d rows, want 210", len(rs))
+	}
+}
+
+func TestSinkRetentionLoss(t *testing.T) {
+	e := newEnv(t)
+	const topic = "retained"
+	e.topic(topic, 1, nil)
+	e.produce(records(topic, 0, 100, "a"))
+	tbl := e.table("lake.retained")
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.produce(records(topic, 0, 100, "b"))
+	// Retention deletes offsets [100, 150) before they were sunk.
+	if err := e.stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+		t.Fatal(err)
+	}
+	before := len(rows(t, tbl))
+	_, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true})
+	var loss *connector.DataLossError
+	if !errors.As(err, &loss) || loss.Lost != (mapping.Interval{Low: 100, High: 150}) {
+		t.Fatalf("default run: err %v, want a data loss of [100, 150)", err)
+	}
+	if !strings.Contains(err.Error(), "--on-data-loss record") {
+		t.Fatalf("error does not name the fix: %v", err)
+	}
+	if after := len(rows(t, tbl)); after != before {
+		t.Fatalf("failed run changed the table: %d rows, was %d", after, before)
+	}
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Records != 50 {
+		t.Fatalf("record run: %d rows, want 50", stats.Records)
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mapping.Cover(l.Ranges(mapping.TopicPartition{Topic: topic, Partition: 0}))
+	if len(c.Lost) != 1 || c.Lost[0] != (mapping.Interval{Low: 100, High: 150}) || c.Next != 200 || len(c.Gaps) != 0 {
+		t.Fatalf("ledger coverage %+v: want lost [100, 150) and next 200", c)
+	}
+}

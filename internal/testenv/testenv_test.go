@@ -1,0 +1,197 @@
+package testenv
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAWSEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"/b/a b/ü~x.y_z-": "/b/a%20b/%C3%BC~x.y_z-",
+		"k=v&x":           "k%3Dv%26x",
+	} {
+		if got := awsEscape(in, strings.HasPrefix(in, "/")); got != want {
+			t.Errorf("awsEscape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSignV4KnownAnswer checks the signer against the examples of AWS's
+// "Signature Calculations for the Authorization Header" for S3.
+func TestSignV4KnownAnswer(t *testing.T) {
+	now, _ := time.Parse("20060102T150405Z", "20130524T000000Z")
+	for url, want := range map[string]string{
+		"https://examplebucket.s3.amazonaws.com/?lifecycle":           "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543",
+		"https://examplebucket.s3.amazonaws.com/?max-keys=2&prefix=J": "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7",
+	} {
+		req, _ := http.NewRequest("GET", url, nil)
+		signV4(req, nil, "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1", now)
+		got := req.Header.Get("Authorization")
+		if want := "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, " +
+			"SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=" + want; got != want {
+			t.Errorf("%s:\n got %s\nwant %s", url, got, want)
+		}
+	}
+}
+
+func TestVersityGW(t *testing.T) {
+	s := VersityGW(t)
+	if !strings.HasPrefix(s.Endpoint, "http://127.0.0.1:") || s.Region != "us-east-1" || s.AccessKey == "" || s.SecretKey == "" {
+		t.Fatalf("bad server fields: %+v", s)
+	}
+
+	// Unsigned requests are refused.
+	resp, err := http.Get(s.Endpoint + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("unsigned GET /: %s, want 403", resp.Status)
+	}
+
+	// A wrong secret is refused: the gateway checks signatures.
+	req, _ := http.NewRequest("GET", s.Endpoint+"/", nil)
+	signV4(req, nil, s.AccessKey, "wrong", s.Region, time.Now())
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("GET / with a wrong secret: %s, want 403", resp.Status)
+	}
+
+	s.CreateBucket(t, "warehouse")
+	if st, err := os.Stat(filepath.Join(s.Dir, "warehouse")); err != nil || !st.IsDir() {
+		t.Fatalf("bucket directory: %v", err)
+	}
+	do := func(method, path string, body []byte, want int) string {
+		t.Helper()
+		resp, err := s.Do(context.Background(), method, path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %s, want %d: %s", method, path, resp.Status, want, b)
+		}
+		return string(b)
+	}
+	if got := do("GET", "/", nil, 200); !strings.Contains(got, "<Name>warehouse</Name>") {
+		t.Fatalf("ListBuckets does not list warehouse: %s", got)
+	}
+	key := "/warehouse/lake/events/data/a b+c=1.parquet"
+	do("PUT", key, []byte("hello"), 200)
+	if b, err := os.ReadFile(filepath.Join(s.Dir, "warehouse", "lake/events/data/a b+c=1.parquet")); err != nil || string(b) != "hello" {
+		t.Fatalf("object file: %q, %v", b, err)
+	}
+	if got := do("GET", key, nil, 200); got != "hello" {
+		t.Fatalf("GET object = %q", got)
+	}
+	if got := do("GET", "/warehouse?list-type=2&prefix="+url.QueryEscape("lake/events/"), nil, 200); !strings.Contains(got, "<Key>lake/events/data/a b+c=1.parquet</Key>") {
+		t.Fatalf("ListObjectsV2: %s", got)
+	}
+
+	// A top-level directory made by hand is a bucket too.
+	if err := os.Mkdir(filepath.Join(s.Dir, "byhand"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	do("PUT", "/byhand/x", []byte("x"), 200)
+
+	// Stop makes it vanish; Start brings it back on the same port with the data.
+	s.Stop()
+	if _, err := http.Get(s.Endpoint + "/"); err == nil {
+		t.Fatal("server still answers after Stop")
+	}
+	s.Stop() // idempotent
+	s.Start()
+	if got := do("GET", key, nil, 200); got != "hello" {
+		t.Fatalf("GET object after restart = %q", got)
+	}
+}
+
+func TestPostgres(t *testing.T) {
+	start := time.Now()
+	p := Postgres(t)
+	t.Logf("postgres ready in %s", time.Since(start).Round(time.Millisecond))
+	u, err := url.Parse(p.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := u.User.Password()
+	if u.Scheme != "postgres" || u.Host != "127.0.0.1:"+strconv.Itoa(p.Port) || u.User.Username() != p.User || pw != p.Password ||
+		u.Path != "/"+p.Database || u.Query().Get("sslmode") != "disable" {
+		t.Fatalf("bad URI %q", p.URI)
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if err := probePostgres(u.Host, p.User, p.Database); err != nil {
+		t.Fatalf("protocol handshake: %v", err)
+	}
+
+	if isready := filepath.Join(p.binDir, "pg_isready"); isExecutable(isready) {
+		if out, err := exec.Command(isready, "-h", p.Host, "-p", strconv.Itoa(p.Port), "-d", p.Database, "-U", p.User).CombinedOutput(); err != nil {
+			t.Fatalf("pg_isready: %v: %s", err, out)
+		}
+	}
+	psql := filepath.Join(p.binDir, "psql")
+	if !isExecutable(psql) {
+		t.Log("no psql: checked TCP and the protocol handshake only")
+		return
+	}
+	query := func(uri, sql string) (string, error) {
+		out, err := exec.Command(psql, uri, "-XAtc", sql).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	// Password auth over TCP with the URI as given.
+	if got, err := query(p.URI, "select current_database() || ' ' || current_user"); err != nil || got != p.Database+" "+p.User {
+		t.Fatalf("psql: %q, %v", got, err)
+	}
+	if _, err := query(p.URI, "create table t (x int); insert into t values (42)"); err != nil {
+		t.Fatal(err)
+	}
+	wrong := strings.Replace(p.URI, ":"+p.Password+"@", ":wrong@", 1)
+	if got, err := query(wrong, "select 1"); err == nil {
+		t.Fatalf("wrong password accepted: %q", got)
+	}
+
+	// Stop and Start keep the data.
+	p.Stop()
+	if _, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {
+		t.Fatal("port still open after Stop")
+	}
+	p.Start()
+	if got, err := query(p.URI, "select x from t"); err != nil || got != "42" {
+		t.Fatalf("after restart: %q, %v", got, err)
+	}
+}
+
+func TestUnavailableSkips(t *testing.T) {
+	if required() {
+		t.Skip("FLOE_REQUIRE_SERVERS=1")
+	}
+	t.Setenv(PostgresBinEnv, t.TempDir())
+	ran := false
+	t.Run("missing", func(t *testing.T) {
+		Postgres(t)
+		ran = true
+	})
+	if ran {
+		t.Fatal("Postgres returned without binaries")
+	}
+}

@@ -1,0 +1,168 @@
+package mapping
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func tp(topic string, p int32) TopicPartition { return TopicPartition{Topic: topic, Partition: p} }
+
+func rng(topic string, p int32, lo, hi, n int64) Range {
+	return Range{TopicPartition: tp(topic, p), Interval: Interval{lo, hi}, Records: n}
+}
+
+func TestCommitRoundTrip(t *testing.T) {
+	c := Commit{ID: "0b7c1c9e-8f0e-4a53-9d37-6a1d0f6c7a10", Writer: "host:42:abcd", Ranges: []Range{
+		rng("orders", 3, 950, 1800, 850),
+		rng("orders", 0, 0, 1200, 1187),
+		{TopicPartition: tp("orders", 0), Interval: Interval{1200, 1300}, Lost: true},
+		rng("orders", 0, 1300, 1301, 0),
+		rng("pay.v2_x-y", 1, 5, 5, 0),
+	}}
+	props, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := props["floe.ranges.orders"]; got != "0:0-1200:1187,0:1300-1301:0,3:950-1800:850" {
+		t.Fatalf("encoding changed: %q", got)
+	}
+	if got := props["floe.lost.orders"]; got != "0:1200-1300" {
+		t.Fatalf("lost encoding changed: %q", got)
+	}
+	props["other.key"] = "kept out of the ledger"
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	got, err := DecodeCommit(7, at, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := c
+	want.SnapshotID, want.CommittedAt = 7, at
+	SortRanges(want.Ranges)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestDecodeRejectsMalformed(t *testing.T) {
+	base := map[string]string{KeyVersion: "1", KeyCommitID: "id", KeyWriter: "w"}
+	cases := map[string]map[string]string{
+		"no ranges":         {},
+		"bad version":       {KeyVersion: "9", "floe.ranges.t": "0:0-1:1"},
+		"garbage":           {"floe.ranges.t": "zero"},
+		"missing records":   {"floe.ranges.t": "0:0-10"},
+		"reversed":          {"floe.ranges.t": "0:10-5:0"},
+		"too many records":  {"floe.ranges.t": "0:0-5:6"},
+		"negative":          {"floe.ranges.t": "0:-1-5:0"},
+		"overlap in commit": {"floe.ranges.t": "0:0-10:1,0:5-12:1"},
+		"bad topic":         {"floe.ranges.a:b": "0:0-1:1"},
+		"unknown key":       {"floe.ranges.t": "0:0-1:1", "floe.frobnicate": "x"},
+		"lost with records": {"floe.lost.t": "0:0-5:1"},
+		"empty value":       {"floe.ranges.t": ""},
+		"partition int32":   {"floe.ranges.t": "4294967296:0-1:1"},
+		"empty commit id":   {KeyCommitID: "", "floe.ranges.t": "0:0-1:1"},
+	}
+	for name, extra := range cases {
+		t.Run(name, func(t *testing.T) {
+			props := map[string]string{}
+			for k, v := range base {
+				props[k] = v
+			}
+			for k, v := range extra {
+				props[k] = v
+			}
+			_, err := DecodeCommit(42, time.Time{}, props)
+			var me *MalformedError
+			if !errors.As(err, &me) || me.SnapshotID != 42 {
+				t.Fatalf("err = %v, want a MalformedError naming snapshot 42", err)
+			}
+			if !strings.Contains(err.Error(), "snapshot 42") {
+				t.Fatalf("error does not name the snapshot: %v", err)
+			}
+		})
+	}
+}
+
+func TestEncodeRejectsInvalid(t *testing.T) {
+	for name, c := range map[string]Commit{
+		"no id":     {Ranges: []Range{rng("t", 0, 0, 1, 1)}},
+		"no ranges": {ID: "x"},
+		"bad topic": {ID: "x", Ranges: []Range{rng("a b", 0, 0, 1, 1)}},
+		"records":   {ID: "x", Ranges: []Range{rng("t", 0, 0, 1, 2)}},
+	} {
+		if _, err := c.Encode(); err == nil {
+			t.Errorf("%s: Encode accepted %+v", name, c)
+		}
+	}
+}
+
+func TestCover(t *testing.T) {
+	rs := []Range{
+		rng("t", 0, 10, 20, 10),
+		rng("t", 0, 0, 10, 9),
+		rng("t", 0, 25, 30, 5),
+		rng("t", 0, 28, 35, 7),
+		{TopicPartition: tp("t", 0), Interval: Interval{35, 40}, Lost: true},
+		rng("t", 0, 40, 40, 0),
+	}
+	c := Cover(rs)
+	want := Coverage{First: 0, Next: 40, Ranges: 6, Records: 31,
+		Gaps: []Interval{{20, 25}}, Overlaps: []Interval{{28, 30}}, Lost: []Interval{{35, 40}}}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("got %+v\nwant %+v", c, want)
+	}
+	if c := Cover(nil); c.Ranges != 0 || c.Next != 0 {
+		t.Fatalf("empty cover %+v", c)
+	}
+}
+
+func TestLedgerNextAndLocate(t *testing.T) {
+	l := Ledger{Commits: []Commit{
+		{SnapshotID: 1, Ranges: []Range{rng("t", 0, 0, 10, 10), rng("t", 1, 0, 4, 4)}},
+		{SnapshotID: 2, Ranges: []Range{rng("t", 0, 10, 15, 3)}},
+	}}
+	if n := l.Next(); n[tp("t", 0)] != 15 || n[tp("t", 1)] != 4 || len(n) != 2 {
+		t.Fatalf("next %v", n)
+	}
+	if c, r, ok := l.Locate(tp("t", 0), 12); !ok || c.SnapshotID != 2 || r.Low != 10 {
+		t.Fatalf("locate 12: %v %v %v", c.SnapshotID, r, ok)
+	}
+	if _, _, ok := l.Locate(tp("t", 0), 15); ok {
+		t.Fatal("offset 15 is not sunk yet")
+	}
+	if ps := l.Partitions(); !reflect.DeepEqual(ps, []TopicPartition{tp("t", 0), tp("t", 1)}) {
+		t.Fatalf("partitions %v", ps)
+	}
+}
+
+// FuzzDecodeCommit checks that decoding never panics and that whatever
+// decodes re-encodes to the same ledger entry.
+func FuzzDecodeCommit(f *testing.F) {
+	f.Add("orders", "0:0-1200:1187,3:950-1800:850", "0:1200-1300")
+	f.Add("t", "0:0-0:0", "")
+	f.Add("x", "1:5-4:0", "1:a-b")
+	f.Fuzz(func(t *testing.T, topic, ranges, lost string) {
+		props := map[string]string{KeyVersion: "1", KeyCommitID: "id", KeyWriter: "w", KeyRangesPrefix + topic: ranges}
+		if lost != "" {
+			props[KeyLostPrefix+topic] = lost
+		}
+		c, err := DecodeCommit(1, time.Time{}, props)
+		if err != nil {
+			var me *MalformedError
+			if !errors.As(err, &me) {
+				t.Fatalf("error is not a MalformedError: %v", err)
+			}
+			return
+		}
+		again, err := c.Encode()
+		if err != nil {
+			t.Fatalf("decoded commit does not encode: %v", err)
+		}
+		c2, err := DecodeCommit(1, time.Time{}, again)
+		if err != nil || !reflect.DeepEqual(c, c2) {
+			t.Fatalf("re-decode: %v\n%+v\n%+v", err, c, c2)
+		}
+	})
+}

@@ -76,7 +76,9 @@ type CommitOptions struct {
 
 // Commit writes the flush's batches as Parquet files, one file set per
 // partition, and commits them in one append snapshot on the table's branch
-// whose summary carries the ranges. It releases the batches.
+// whose summary carries the ranges. It releases the batches. On a state
+// table (PropFold) the snapshot instead folds the batches into the table's
+// rows, replacing the data files it rewrites (see foldFiles).
 //
 // The commit asserts the branch head it started from. When another commit
 // got in first, Commit reloads the table: if the ledger still ends where
@@ -104,17 +106,22 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (Result
 		return res, err
 	}
 
+	write := t.appendFiles
+	if t.Fold() != "" {
+		write = t.foldFiles
+	}
 	start := time.Now()
-	files, err := t.writeFiles(ctx, f.Batches)
+	st, err := write(ctx, f.Batches)
 	res.WriteTime = time.Since(start)
+	files := st.add
 	if err != nil {
 		t.removeFiles(ctx, files)
 		return res, fmt.Errorf("write data files of %s: %w", t.Name(), err)
 	}
 	for _, df := range files {
-		res.Rows += df.Count()
 		res.Bytes += df.FileSizeBytes()
 	}
+	res.Rows = st.rows
 	res.Files = len(files)
 
 	start = time.Now()
@@ -147,7 +154,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (Result
 				return res, err
 			}
 		}
-		snap, err := t.commitOnce(ctx, files, props)
+		snap, err := t.commitOnce(ctx, st, props)
 		if err == nil {
 			res.Commit.SnapshotID = snap.SnapshotID
 			res.Commit.CommittedAt = time.UnixMilli(snap.TimestampMs).UTC()
@@ -203,17 +210,32 @@ func (t *Table) committed(id string, fallback mapping.Commit) mapping.Commit {
 	return fallback
 }
 
-func (t *Table) commitOnce(ctx context.Context, files []iceberg.DataFile, props iceberg.Properties) (*table.Snapshot, error) {
+// staged is what one commit applies: data files written before the first
+// attempt, and live data files they replace (a fold's rewritten files).
+type staged struct {
+	add, remove []iceberg.DataFile
+	// rows is the number of rows the flush contributes: every row of an
+	// append; the latest values written by a fold.
+	rows int64
+}
+
+func (t *Table) commitOnce(ctx context.Context, st staged, props iceberg.Properties) (*table.Snapshot, error) {
 	txn := t.tbl.NewTransactionOnBranch(t.branch)
 	if err := txn.AssertRefSnapshotID(t.branch); err != nil {
 		return nil, err
 	}
 	var err error
-	if len(files) == 0 {
+	files := st.add
+	switch {
+	case len(st.remove) > 0:
+		// One overwrite snapshot: the replaced files leave, the new ones
+		// arrive. It fails if a replaced file is no longer live.
+		err = txn.ReplaceDataFilesWithDataFiles(ctx, st.remove, files, props, table.WithoutDuplicateCheck())
+	case len(files) == 0:
 		// A snapshot with no files still carries ranges of offsets that
 		// produced no rows (markers, aborted records, losses).
 		err = txn.AddFiles(ctx, nil, props, false)
-	} else {
+	default:
 		// File names are random UUIDs, so the duplicate check, which reads
 		// every manifest of the table, would only cost time.
 		err = txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
@@ -238,6 +260,16 @@ func (t *Table) commitOnce(ctx context.Context, files []iceberg.DataFile, props 
 // "requirement failed" error, not ErrCommitFailed.
 func isConflict(err error) bool {
 	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
+}
+
+// appendFiles stages an append: every row of every batch.
+func (t *Table) appendFiles(ctx context.Context, batches map[mapping.TopicPartition]arrow.RecordBatch) (staged, error) {
+	files, err := t.writeFiles(ctx, batches)
+	st := staged{add: files}
+	for _, df := range files {
+		st.rows += df.Count()
+	}
+	return st, err
 }
 
 // writeFiles writes each partition's batch into its own data files, in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -43,6 +44,10 @@ type OpenOptions struct {
 	Create bool
 	// Branch is the branch read and written; empty means main.
 	Branch string
+	// Properties are set, beside TableProperties, on a table Create creates
+	// (for example PropFold, or a replay's marker). An existing table keeps
+	// its own.
+	Properties map[string]string
 }
 
 // Open loads the table (creating it when asked) and checks that its schema
@@ -51,7 +56,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	name := strings.Join(ident, ".")
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil && IsNoSuchTable(err) && opts.Create {
-		tbl, err = create(ctx, cat, ident)
+		tbl, err = create(ctx, cat, ident, opts.Properties)
 	}
 	if err != nil {
 		if IsNoSuchTable(err) {
@@ -73,12 +78,14 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	return &Table{cat: cat, ident: ident, branch: branch, tbl: tbl, schema: sc}, nil
 }
 
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier) (*table.Table, error) {
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, extra map[string]string) (*table.Table, error) {
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
 	}
-	tbl, err := cat.CreateTable(ctx, ident, mapping.Schema(), catalog.WithProperties(TableProperties))
+	props := maps.Clone(TableProperties)
+	maps.Copy(props, extra)
+	tbl, err := cat.CreateTable(ctx, ident, mapping.Schema(), catalog.WithProperties(props))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		// Another floe process created it first.
 		return cat.LoadTable(ctx, ident)
@@ -133,12 +140,18 @@ func (t *Table) Ledger() (mapping.Ledger, error) {
 
 // LedgerOf decodes the ledger of one branch of table metadata.
 func LedgerOf(meta table.Metadata, branch string) (mapping.Ledger, error) {
-	var l mapping.Ledger
 	head := meta.SnapshotByName(branch)
 	if head == nil {
-		return l, nil
+		return mapping.Ledger{}, nil
 	}
-	ancestors := table.AncestorsOf(head.SnapshotID, meta.SnapshotByID)
+	return LedgerAt(meta, head.SnapshotID)
+}
+
+// LedgerAt decodes the ledger as of one snapshot: the floe commits in its
+// ancestry, oldest first, the snapshot itself included.
+func LedgerAt(meta table.Metadata, snapshotID int64) (mapping.Ledger, error) {
+	var l mapping.Ledger
+	ancestors := table.AncestorsOf(snapshotID, meta.SnapshotByID)
 	for i := len(ancestors) - 1; i >= 0; i-- {
 		s := ancestors[i]
 		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {

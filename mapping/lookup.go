@@ -1,0 +1,190 @@
+package mapping
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Status says where an offset stands in a table's ledger.
+type Status string
+
+const (
+	// StatusCovered: a range of a commit consumed the offset. The offset
+	// produced a row, or it was a transaction marker, an aborted record or
+	// a compacted-away offset; which of these only the data (or the broker)
+	// can tell.
+	StatusCovered Status = "covered"
+	// StatusLost: the offset lies in a range recorded as lost to retention.
+	StatusLost Status = "lost"
+	// StatusUnsunk: no range covers the offset: it is below the
+	// partition's first sunk offset, in a gap, or at or past its next
+	// offset.
+	StatusUnsunk Status = "unsunk"
+)
+
+// Location is the ledger's answer for one position.
+type Location struct {
+	TopicPartition
+	Offset int64
+	Status Status
+	// Commit and Range hold the offset when Status is covered or lost.
+	Commit Commit
+	Range  Range
+	// Known is false when the ledger never mentions the partition. First
+	// and Next are the partition's coverage otherwise, which places an
+	// unsunk offset: below First, in a gap, or at or past Next.
+	Known       bool
+	First, Next int64
+}
+
+// Where locates one position in the ledger.
+func (l Ledger) Where(tp TopicPartition, offset int64) Location {
+	loc := Location{TopicPartition: tp, Offset: offset, Status: StatusUnsunk}
+	rs := l.Ranges(tp)
+	if len(rs) > 0 {
+		c := Cover(rs)
+		loc.Known, loc.First, loc.Next = true, c.First, c.Next
+	}
+	if c, r, ok := l.Locate(tp, offset); ok {
+		loc.Commit, loc.Range = c, r
+		loc.Status = StatusCovered
+		if r.Lost {
+			loc.Status = StatusLost
+		}
+	}
+	return loc
+}
+
+// Cut is a position vector: per partition, the offset below which records
+// belong to the table "as of" the cut. Partitions the cut does not name are
+// unconstrained.
+type Cut map[TopicPartition]int64
+
+// Below reports whether a row at offset of tp lies below the cut.
+func (c Cut) Below(tp TopicPartition, offset int64) bool {
+	o, ok := c[tp]
+	return !ok || offset < o
+}
+
+func (c Cut) String() string {
+	parts := make([]string, 0, len(c))
+	for _, tp := range slices.SortedFunc(maps.Keys(c), TopicPartition.Compare) {
+		parts = append(parts, fmt.Sprintf("%s=%d", tp, c[tp]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseCut parses a position vector "TOPIC/PARTITION=OFFSET[,...]". Items
+// written "PARTITION=OFFSET" take defaultTopic, which must then be set.
+func ParseCut(s, defaultTopic string) (Cut, error) {
+	c := Cut{}
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty position list: want TOPIC/PARTITION=OFFSET[,...]")
+	}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		pos, off, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("position %q: want TOPIC/PARTITION=OFFSET", item)
+		}
+		tp := TopicPartition{Topic: defaultTopic}
+		part := pos
+		if i := strings.LastIndexByte(pos, '/'); i >= 0 {
+			tp.Topic, part = pos[:i], pos[i+1:]
+		}
+		if tp.Topic == "" {
+			return nil, fmt.Errorf("position %q: no topic; want TOPIC/PARTITION=OFFSET", item)
+		}
+		if !topicName.MatchString(tp.Topic) {
+			return nil, fmt.Errorf("position %q: %q is not a legal Kafka topic name", item, tp.Topic)
+		}
+		p, err := strconv.ParseInt(part, 10, 32)
+		if err != nil || p < 0 {
+			return nil, fmt.Errorf("position %q: partition %q is not a partition number", item, part)
+		}
+		tp.Partition = int32(p)
+		o, err := strconv.ParseInt(off, 10, 64)
+		if err != nil || o < 0 {
+			return nil, fmt.Errorf("position %q: offset %q is not an offset", item, off)
+		}
+		if _, dup := c[tp]; dup {
+			return nil, fmt.Errorf("position %q: %s given twice", item, tp)
+		}
+		c[tp] = o
+	}
+	return c, nil
+}
+
+// NotCoveredError reports a position the ledger does not reach: the table
+// has not (yet) sunk the offsets below it.
+type NotCoveredError struct {
+	Partition TopicPartition
+	Offset    int64
+	// Known is false when the ledger never mentions the partition; Next is
+	// where the ledger ends otherwise.
+	Known bool
+	Next  int64
+}
+
+func (e *NotCoveredError) Error() string {
+	if !e.Known {
+		return fmt.Sprintf("the table has nothing of %s, so it never reached offset %d", e.Partition, e.Offset)
+	}
+	return fmt.Sprintf("the table has sunk %s only up to offset %d, not up to %d", e.Partition, e.Next, e.Offset)
+}
+
+// FirstCovering returns the first commit at which every position of the cut
+// is covered: for each partition, the ledger up to that commit reaches the
+// cut's offset, so every record below the cut is in that commit's snapshot.
+// A cut at or below a partition's first sunk offset is covered from the
+// first commit on (the table never held anything of it below the cut).
+// Where the ledger never reaches a position, the error is a
+// *NotCoveredError.
+func (l Ledger) FirstCovering(cut Cut) (Commit, error) {
+	if len(cut) == 0 {
+		return Commit{}, fmt.Errorf("no positions given")
+	}
+	if len(l.Commits) == 0 {
+		return Commit{}, fmt.Errorf("the table has no floe commits yet")
+	}
+	// need[tp] is the offset the ledger must reach; trivially covered
+	// partitions are dropped.
+	need := map[TopicPartition]int64{}
+	for tp, o := range cut {
+		rs := l.Ranges(tp)
+		if len(rs) == 0 {
+			if o > 0 {
+				return Commit{}, &NotCoveredError{Partition: tp, Offset: o}
+			}
+			continue
+		}
+		c := Cover(rs)
+		if o > c.Next {
+			return Commit{}, &NotCoveredError{Partition: tp, Offset: o, Known: true, Next: c.Next}
+		}
+		if o > c.First {
+			need[tp] = o
+		}
+	}
+	next := map[TopicPartition]int64{}
+	for _, c := range l.Commits {
+		for _, r := range c.Ranges {
+			next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
+		}
+		done := true
+		for tp, o := range need {
+			if next[tp] < o {
+				done = false
+				break
+			}
+		}
+		if done {
+			return c, nil
+		}
+	}
+	// Unreachable: every needed offset is at most the partition's Next.
+	return Commit{}, fmt.Errorf("no commit covers %s", cut)
+}

@@ -1,0 +1,100 @@
+package mapping
+
+import (
+	"errors"
+	"testing"
+)
+
+// lookupLedger: partition 0 sunk from 0 in three commits with a recorded
+// loss [100, 150); partition 1 sunk from 500 (replay from an offset).
+func lookupLedger() Ledger {
+	lost := Range{TopicPartition: tp("t", 0), Interval: Interval{100, 150}, Lost: true}
+	return Ledger{Commits: []Commit{
+		{SnapshotID: 1, ID: "a", Ranges: []Range{rng("t", 0, 0, 60, 58), rng("t", 1, 500, 520, 20)}},
+		{SnapshotID: 2, ID: "b", Ranges: []Range{rng("t", 0, 60, 100, 40), lost, rng("t", 0, 150, 170, 20)}},
+		{SnapshotID: 3, ID: "c", Ranges: []Range{rng("t", 1, 520, 600, 80)}},
+	}}
+}
+
+func TestWhere(t *testing.T) {
+	l := lookupLedger()
+	for _, c := range []struct {
+		tp     TopicPartition
+		offset int64
+		status Status
+		snap   int64
+		iv     Interval
+	}{
+		{tp("t", 0), 0, StatusCovered, 1, Interval{0, 60}},
+		{tp("t", 0), 59, StatusCovered, 1, Interval{0, 60}},
+		{tp("t", 0), 60, StatusCovered, 2, Interval{60, 100}},
+		{tp("t", 0), 120, StatusLost, 2, Interval{100, 150}},
+		{tp("t", 0), 170, StatusUnsunk, 0, Interval{}},
+		{tp("t", 1), 499, StatusUnsunk, 0, Interval{}},
+		{tp("t", 1), 599, StatusCovered, 3, Interval{520, 600}},
+		{tp("t", 7), 0, StatusUnsunk, 0, Interval{}},
+	} {
+		loc := l.Where(c.tp, c.offset)
+		if loc.Status != c.status || loc.Commit.SnapshotID != c.snap || loc.Range.Interval != c.iv {
+			t.Errorf("Where(%s, %d) = %s snapshot %d range %s; want %s %d %s",
+				c.tp, c.offset, loc.Status, loc.Commit.SnapshotID, loc.Range.Interval, c.status, c.snap, c.iv)
+		}
+	}
+	if loc := l.Where(tp("t", 1), 10); !loc.Known || loc.First != 500 || loc.Next != 600 {
+		t.Errorf("unsunk location carries coverage %v [%d, %d), want known [500, 600)", loc.Known, loc.First, loc.Next)
+	}
+	if loc := l.Where(tp("t", 7), 0); loc.Known {
+		t.Errorf("partition the ledger never saw is known")
+	}
+}
+
+func TestFirstCovering(t *testing.T) {
+	l := lookupLedger()
+	for _, c := range []struct {
+		cut  Cut
+		snap int64
+	}{
+		{Cut{tp("t", 0): 30}, 1},
+		{Cut{tp("t", 0): 60}, 1},
+		{Cut{tp("t", 0): 61}, 2},
+		{Cut{tp("t", 0): 170}, 2},
+		{Cut{tp("t", 0): 10, tp("t", 1): 521}, 3},
+		// At or below the first sunk offset: covered from the first commit.
+		{Cut{tp("t", 1): 400}, 1},
+		{Cut{tp("t", 9): 0}, 1},
+	} {
+		got, err := l.FirstCovering(c.cut)
+		if err != nil || got.SnapshotID != c.snap {
+			t.Errorf("FirstCovering(%s) = %d, %v; want %d", c.cut, got.SnapshotID, err, c.snap)
+		}
+	}
+	var nc *NotCoveredError
+	if _, err := l.FirstCovering(Cut{tp("t", 0): 171}); !errors.As(err, &nc) || !nc.Known || nc.Next != 170 {
+		t.Errorf("cut past the ledger: %v, want NotCoveredError with next 170", err)
+	}
+	if _, err := l.FirstCovering(Cut{tp("t", 9): 5}); !errors.As(err, &nc) || nc.Known {
+		t.Errorf("cut on an unknown partition: %v, want NotCoveredError, not known", err)
+	}
+	if _, err := (Ledger{}).FirstCovering(Cut{tp("t", 0): 1}); err == nil {
+		t.Errorf("empty ledger covers a cut")
+	}
+}
+
+func TestParseCut(t *testing.T) {
+	c, err := ParseCut("orders/0=10, pay.v2/3=0,1=7", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Cut{tp("orders", 0): 10, tp("pay.v2", 3): 0, tp("orders", 1): 7}
+	if c.String() != want.String() {
+		t.Fatalf("got %s, want %s", c, want)
+	}
+	if !c.Below(tp("orders", 0), 9) || c.Below(tp("orders", 0), 10) || !c.Below(tp("other", 0), 1<<40) {
+		t.Fatal("Below disagrees with the cut")
+	}
+	for _, bad := range []string{"", "orders/0", "0=1", "orders/x=1", "orders/0=-1", "orders/0=1,orders/0=2", "bad topic/0=1", "orders/-1=0"} {
+		if _, err := ParseCut(bad, ""); err == nil {
+			t.Errorf("ParseCut(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package snapshot_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// testCatalog opens a SQLite catalog and file warehouse in a temporary folder.
+func testCatalog(t testing.TB) catalog.Catalog {
+	t.Helper()
+	dir := t.TempDir()
+	cat, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{
+		Catalog:   filepath.Join(dir, "catalog.db"),
+		Warehouse: filepath.Join(dir, "warehouse"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func openTable(t testing.TB, cat catalog.Catalog, name string, opts snapshot.OpenOptions) *snapshot.Table {
+	t.Helper()
+	ident, err := snapshot.ParseIdent(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := snapshot.Open(t.Context(), cat, ident, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// rec is a record of topic "t": key "" means a null key, value "-" a tombstone.
+type rec struct {
+	partition int32
+	offset    int64
+	key       string
+	value     string
+}
+
+func (r rec) kgo() *kgo.Record {
+	k := &kgo.Record{Topic: "t", Partition: r.partition, Offset: r.offset,
+		Timestamp: time.UnixMilli(1_700_000_000_000 + r.offset*1000)}
+	if r.key != "" {
+		k.Key = []byte(r.key)
+	}
+	if r.value != "-" {
+		k.Value = []byte(r.value)
+	}
+	return k
+}
+
+// commit commits recs (one partition each, in offset order) as one flush
+// whose ranges run from low to high per partition.
+func commit(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Interval, recs ...rec) snapshot.Result {
+	t.Helper()
+	f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
+	builders := map[int32]*mapping.RowBuilder{}
+	counts := map[int32]int64{}
+	for _, r := range recs {
+		rb := builders[r.partition]
+		if rb == nil {
+			var err error
+			rb, err = mapping.NewRowBuilder(memory.DefaultAllocator, tbl.ArrowSchema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rb.Release()
+			builders[r.partition] = rb
+		}
+		rb.Append(r.kgo())
+		counts[r.partition]++
+	}
+	for p, rb := range builders {
+		f.Batches[mapping.TopicPartition{Topic: "t", Partition: p}] = rb.NewBatch()
+	}
+	for p, iv := range bounds {
+		f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: p}, Interval: iv, Records: counts[p]})
+	}
+	res, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// scanRows returns "partition/offset key=value" for every row of a
+// snapshot (0: the branch head), sorted.
+func scanRows(t testing.TB, tbl *snapshot.Table, snapshotID int64) []string {
+	t.Helper()
+	if snapshotID == 0 {
+		if tbl.Head() == nil {
+			return nil
+		}
+		snapshotID = tbl.Head().SnapshotID
+	}
+	_, it, err := tbl.Iceberg().Scan(table.WithSnapshotID(snapshotID)).ToArrowRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for b, err := range it {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rowStrings(b)...)
+		b.Release()
+	}
+	slices.Sort(out)
+	return out
+}
+
+func rowStrings(b arrow.RecordBatch) []string {
+	idx := func(name string) int { return b.Schema().FieldIndices(name)[0] }
+	part := b.Column(idx(mapping.ColPartition)).(*array.Int32)
+	off := b.Column(idx(mapping.ColOffset)).(*array.Int64)
+	key := b.Column(idx(mapping.ColKey)).(*array.Binary)
+	val := b.Column(idx(mapping.ColValue)).(*array.Binary)
+	var out []string
+	for i := range int(b.NumRows()) {
+		v := string(val.Value(i))
+		if val.IsNull(i) {
+			v = "-"
+		}
+		out = append(out, fmt.Sprintf("%d/%03d %s=%s", part.Value(i), off.Value(i), key.Value(i), v))
+	}
+	return out
+}
+
+func join(rows []string) string { return strings.Join(rows, "\n") }

@@ -8,34 +8,34 @@ import (
 )
 
 func TestFoldLatest(t *testing.T) {
-	cat := testCatalog(t)
-	tbl := openTable(t, cat, "lake.state", snapshot.OpenOptions{Create: true,
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.state", snapshot.OpenOptions{Create: true,
 		Properties: map[string]string{snapshot.PropFold: snapshot.FoldLatest}})
 	if tbl.Fold() != snapshot.FoldLatest {
 		t.Fatalf("fold %q", tbl.Fold())
 	}
 	iv := func(lo, hi int64) mapping.Interval { return mapping.Interval{Low: lo, High: hi} }
 
-	res := commit(t, tbl, map[int32]mapping.Interval{0: iv(0, 5), 1: iv(0, 1)},
-		rec{0, 0, "a", "1"}, rec{0, 1, "b", "1"}, rec{0, 2, "c", "1"}, rec{0, 4, "a", "2"},
-		rec{1, 0, "a", "9"})
+	res := commitRecs(t, tbl, map[int32]mapping.Interval{0: iv(0, 5), 1: iv(0, 1)},
+		testRec{0, 0, "a", "1"}, testRec{0, 1, "b", "1"}, testRec{0, 2, "c", "1"}, testRec{0, 4, "a", "2"},
+		testRec{1, 0, "a", "9"})
 	if res.Rows != 4 {
 		t.Fatalf("first fold wrote %d rows, want 4 (a, b, c on 0; a on 1)", res.Rows)
 	}
 	first := tbl.Head().SnapshotID
 	// A tombstone, an update, a new key, and a null key (dropped).
-	commit(t, tbl, map[int32]mapping.Interval{0: iv(5, 9)},
-		rec{0, 5, "b", "-"}, rec{0, 6, "c", "3"}, rec{0, 7, "d", "1"}, rec{0, 8, "", "x"})
+	commitRecs(t, tbl, map[int32]mapping.Interval{0: iv(5, 9)},
+		testRec{0, 5, "b", "-"}, testRec{0, 6, "c", "3"}, testRec{0, 7, "d", "1"}, testRec{0, 8, "", "x"})
 	// A deleted and re-created key, and a tombstone of a key never seen.
-	commit(t, tbl, map[int32]mapping.Interval{0: iv(9, 12)},
-		rec{0, 9, "a", "-"}, rec{0, 10, "e", "-"}, rec{0, 11, "a", "5"})
+	commitRecs(t, tbl, map[int32]mapping.Interval{0: iv(9, 12)},
+		testRec{0, 9, "a", "-"}, testRec{0, 10, "e", "-"}, testRec{0, 11, "a", "5"})
 
-	want := join([]string{"0/006 c=3", "0/007 d=1", "0/011 a=5", "1/000 a=9"})
-	if got := join(scanRows(t, tbl, 0)); got != want {
+	want := joinLines([]string{"0/006 c=3", "0/007 d=1", "0/011 a=5", "1/000 a=9"})
+	if got := joinLines(snapshotRows(t, tbl, 0)); got != want {
 		t.Fatalf("state:\n%s\nwant:\n%s", got, want)
 	}
 	// Earlier snapshots keep their state: time travel works on a state table.
-	if got := join(scanRows(t, tbl, first)); got != join([]string{"0/001 b=1", "0/002 c=1", "0/004 a=2", "1/000 a=9"}) {
+	if got := joinLines(snapshotRows(t, tbl, first)); got != joinLines([]string{"0/001 b=1", "0/002 c=1", "0/004 a=2", "1/000 a=9"}) {
 		t.Fatalf("state at the first snapshot:\n%s", got)
 	}
 	// The ledger is the log's: contiguous, with the records folded.

@@ -20,7 +20,7 @@ import (
 )
 
 // testCatalog opens a SQLite catalog and file warehouse in a temporary folder.
-func testCatalog(t testing.TB) catalog.Catalog {
+func tempCatalog(t testing.TB) catalog.Catalog {
 	t.Helper()
 	dir := t.TempDir()
 	cat, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{
@@ -33,7 +33,7 @@ func testCatalog(t testing.TB) catalog.Catalog {
 	return cat
 }
 
-func openTable(t testing.TB, cat catalog.Catalog, name string, opts snapshot.OpenOptions) *snapshot.Table {
+func openTestTable(t testing.TB, cat catalog.Catalog, name string, opts snapshot.OpenOptions) *snapshot.Table {
 	t.Helper()
 	ident, err := snapshot.ParseIdent(name)
 	if err != nil {
@@ -46,15 +46,15 @@ func openTable(t testing.TB, cat catalog.Catalog, name string, opts snapshot.Ope
 	return tbl
 }
 
-// rec is a record of topic "t": key "" means a null key, value "-" a tombstone.
-type rec struct {
+// testRec is a record of topic "t": key "" means a null key, value "-" a tombstone.
+type testRec struct {
 	partition int32
 	offset    int64
 	key       string
 	value     string
 }
 
-func (r rec) kgo() *kgo.Record {
+func (r testRec) kgo() *kgo.Record {
 	k := &kgo.Record{Topic: "t", Partition: r.partition, Offset: r.offset,
 		Timestamp: time.UnixMilli(1_700_000_000_000 + r.offset*1000)}
 	if r.key != "" {
@@ -66,9 +66,9 @@ func (r rec) kgo() *kgo.Record {
 	return k
 }
 
-// commit commits recs (one partition each, in offset order) as one flush
+// commitRecs commits recs (one partition each, in offset order) as one flush
 // whose ranges run from low to high per partition.
-func commit(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Interval, recs ...rec) snapshot.Result {
+func commitRecs(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Interval, recs ...testRec) snapshot.Result {
 	t.Helper()
 	f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
 	builders := map[int32]*mapping.RowBuilder{}
@@ -100,9 +100,9 @@ func commit(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Interval
 	return res
 }
 
-// scanRows returns "partition/offset key=value" for every row of a
+// snapshotRows returns "partition/offset key=value" for every row of a
 // snapshot (0: the branch head), sorted.
-func scanRows(t testing.TB, tbl *snapshot.Table, snapshotID int64) []string {
+func snapshotRows(t testing.TB, tbl *snapshot.Table, snapshotID int64) []string {
 	t.Helper()
 	if snapshotID == 0 {
 		if tbl.Head() == nil {
@@ -143,4 +143,4 @@ func rowStrings(b arrow.RecordBatch) []string {
 	return out
 }
 
-func join(rows []string) string { return strings.Join(rows, "\n") }
+func joinLines(rows []string) string { return strings.Join(rows, "\n") }

@@ -1,0 +1,185 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+)
+
+// HasBranch reports whether the table, as last loaded, has a branch of that
+// name.
+func (t *Table) HasBranch(name string) bool {
+	for n, ref := range t.tbl.Metadata().Refs() {
+		if n == name {
+			return ref.SnapshotRefType == table.BranchRef
+		}
+	}
+	return false
+}
+
+// CreateEmptyBranch creates branch name as an empty root snapshot: no
+// parent, no data files, no ledger. Commits on the branch (a Table opened
+// with OpenOptions.Branch) then build content that shares nothing with main
+// — a rebuild — and its ledger holds only the branch's own commits, so a
+// replay on the branch resumes from the branch, never from main. (iceberg-go
+// forks a branch that does not exist yet from main's head, which would carry
+// main's files and ledger into the rebuild.)
+//
+// The commit asserts that the branch still does not exist; creating a branch
+// that exists is an error.
+func (t *Table) CreateEmptyBranch(ctx context.Context, name string) error {
+	if name == "" || name == table.MainBranch {
+		return fmt.Errorf("create branch %q of %s: pick a branch name other than %q", name, t.Name(), table.MainBranch)
+	}
+	if err := t.Refresh(ctx); err != nil {
+		return err
+	}
+	meta := t.tbl.Metadata()
+	for n := range meta.Refs() {
+		if n == name {
+			return fmt.Errorf("create branch %s of %s: a ref of that name exists", name, t.Name())
+		}
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open storage of %s: %w", t.Name(), err)
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return fmt.Errorf("storage of %s is read-only", t.Name())
+	}
+	locs, err := t.tbl.LocationProvider()
+	if err != nil {
+		return fmt.Errorf("locations of %s: %w", t.Name(), err)
+	}
+	id := newSnapshotID(meta)
+	seq := meta.LastSequenceNumber() + 1
+	path := locs.NewMetadataLocation(fmt.Sprintf("snap-%d-0-%s.avro", id, uuid.New()))
+	out, err := wfs.Create(path)
+	if err != nil {
+		return fmt.Errorf("write manifest list of branch %s: %w", name, err)
+	}
+	firstRowID := meta.NextRowID()
+	err = iceberg.WriteManifestList(meta.Version(), out, id, nil, &seq, firstRowID, nil)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write manifest list of branch %s: %w", name, err)
+	}
+	schemaID := meta.CurrentSchema().ID
+	snap := table.Snapshot{
+		SnapshotID:     id,
+		SequenceNumber: seq,
+		TimestampMs:    time.Now().UnixMilli(),
+		ManifestList:   path,
+		Summary:        &table.Summary{Operation: table.OpAppend, Properties: iceberg.Properties{}},
+		SchemaID:       &schemaID,
+	}
+	if meta.Version() >= 3 {
+		var added int64
+		snap.FirstRowID, snap.AddedRows = &firstRowID, &added
+	}
+	reqs := []table.Requirement{
+		table.AssertTableUUID(meta.TableUUID()),
+		table.AssertRefSnapshotID(name, nil),
+	}
+	updates := []table.Update{
+		table.NewAddSnapshotUpdate(&snap),
+		table.NewSetSnapshotRefUpdate(name, id, table.BranchRef, 0, 0, 0),
+	}
+	if _, _, err := t.cat.CommitTable(ctx, t.ident, reqs, updates); err != nil {
+		_ = wfs.Remove(path)
+		return fmt.Errorf("create branch %s of %s: %w", name, t.Name(), err)
+	}
+	return t.Refresh(ctx)
+}
+
+// newSnapshotID returns a positive snapshot id the table does not use.
+func newSnapshotID(meta table.Metadata) int64 {
+	for {
+		id := rand.Int64()
+		if id > 0 && meta.SnapshotByID(id) == nil {
+			return id
+		}
+	}
+}
+
+// ErrPublishRace is matched (errors.Is) when main or the branch kept moving
+// while Publish tried to swap them.
+var ErrPublishRace = errors.New("publish raced with other commits")
+
+// Publish makes the head of this Table's branch the head of main in one
+// catalog commit. Readers of main see either the old content or the
+// branch's, never a mix, and main's ledger becomes the branch's. The commit
+// asserts that the branch head has not moved; when another commit moved main
+// meanwhile it reloads and tries again (main is replaced either way, and a
+// live sink on main resumes from the new ledger). It returns main's previous
+// head (0 if main had none) and the new one.
+func (t *Table) Publish(ctx context.Context) (from, to int64, err error) {
+	if t.branch == table.MainBranch {
+		return 0, 0, fmt.Errorf("publish %s: the table is open on main; publish needs a branch", t.Name())
+	}
+	for attempt := 1; ; attempt++ {
+		if err := t.Refresh(ctx); err != nil {
+			return 0, 0, err
+		}
+		head := t.Head()
+		if head == nil {
+			return 0, 0, fmt.Errorf("publish branch %s of %s: the branch does not exist", t.branch, t.Name())
+		}
+		meta := t.tbl.Metadata()
+		var mainID *int64
+		var mainRef table.SnapshotRef
+		for n, ref := range meta.Refs() {
+			if n == table.MainBranch {
+				id := ref.SnapshotID
+				mainID, mainRef = &id, ref
+			}
+		}
+		if mainID != nil && *mainID == head.SnapshotID {
+			return head.SnapshotID, head.SnapshotID, nil
+		}
+		var maxRef, maxSnap int64
+		var minKeep int
+		if mainRef.MaxRefAgeMs != nil {
+			maxRef = *mainRef.MaxRefAgeMs
+		}
+		if mainRef.MaxSnapshotAgeMs != nil {
+			maxSnap = *mainRef.MaxSnapshotAgeMs
+		}
+		if mainRef.MinSnapshotsToKeep != nil {
+			minKeep = *mainRef.MinSnapshotsToKeep
+		}
+		headID := head.SnapshotID
+		reqs := []table.Requirement{
+			table.AssertTableUUID(meta.TableUUID()),
+			table.AssertRefSnapshotID(table.MainBranch, mainID),
+			table.AssertRefSnapshotID(t.branch, &headID),
+		}
+		updates := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, headID, table.BranchRef, maxRef, maxSnap, minKeep)}
+		_, _, err := t.cat.CommitTable(ctx, t.ident, reqs, updates)
+		if err == nil {
+			if mainID != nil {
+				from = *mainID
+			}
+			return from, headID, t.Refresh(ctx)
+		}
+		if !isConflict(err) || attempt >= 5 {
+			if isConflict(err) {
+				err = fmt.Errorf("%w: %w", ErrPublishRace, err)
+			}
+			return 0, 0, fmt.Errorf("publish branch %s of %s as main: %w", t.branch, t.Name(), err)
+		}
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			return 0, 0, err
+		}
+	}
+}

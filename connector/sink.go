@@ -118,44 +118,54 @@ type Sink struct {
 	stats  Stats
 }
 
+// Validate reports the first invalid setting of c, with the flag to fix.
+func (c Config) Validate() error { return c.normalize() }
+
+// normalize checks c and fills in defaults.
+func (c *Config) normalize() error {
+	if c.Topic == "" {
+		return errors.New("no topic: pass --topic NAME")
+	}
+	switch c.Start {
+	case "":
+		c.Start = StartEarliest
+	case StartEarliest, StartLatest:
+	default:
+		return fmt.Errorf("--start %q: want earliest or latest", c.Start)
+	}
+	switch c.OnDataLoss {
+	case "":
+		c.OnDataLoss = LossFail
+	case LossFail, LossRecord:
+	default:
+		return fmt.Errorf("--on-data-loss %q: want fail or record", c.OnDataLoss)
+	}
+	if c.FlushRecords <= 0 {
+		c.FlushRecords = DefaultFlushRecords
+	}
+	if c.FlushBytes <= 0 {
+		c.FlushBytes = DefaultFlushBytes
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.Writer == "" {
+		host, _ := os.Hostname()
+		c.Writer = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
 // NewSink checks cfg and returns a sink. The broker and table stay owned by
 // the caller.
 func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
-	if cfg.Topic == "" {
-		return nil, errors.New("no topic: pass --topic NAME")
+	if err := cfg.normalize(); err != nil {
+		return nil, err
 	}
-	switch cfg.Start {
-	case "":
-		cfg.Start = StartEarliest
-	case StartEarliest, StartLatest:
-	default:
-		return nil, fmt.Errorf("--start %q: want earliest or latest", cfg.Start)
-	}
-	switch cfg.OnDataLoss {
-	case "":
-		cfg.OnDataLoss = LossFail
-	case LossFail, LossRecord:
-	default:
-		return nil, fmt.Errorf("--on-data-loss %q: want fail or record", cfg.OnDataLoss)
-	}
-	if cfg.FlushRecords <= 0 {
-		cfg.FlushRecords = DefaultFlushRecords
-	}
-	if cfg.FlushBytes <= 0 {
-		cfg.FlushBytes = DefaultFlushBytes
-	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = DefaultFlushInterval
-	}
-	if cfg.Writer == "" {
-		host, _ := os.Hostname()
-		cfg.Writer = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Sink{cfg: cfg, broker: broker, tbl: tbl, log: log.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}, nil
+	return &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}, nil
 }
 
 // Run sinks until ctx is cancelled (live mode) or every partition reached

@@ -9,6 +9,7 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 func TestSinkExactlyOnceWithTransactions(t *testing.T) {
@@ -146,5 +147,48 @@ func TestSinkRetentionLoss(t *testing.T) {
 	c := mapping.Cover(l.Ranges(mapping.TopicPartition{Topic: topic, Partition: 0}))
 	if len(c.Lost) != 1 || c.Lost[0] != (mapping.Interval{Low: 100, High: 150}) || c.Next != 200 || len(c.Gaps) != 0 {
 		t.Fatalf("ledger coverage %+v: want lost [100, 150) and next 200", c)
+	}
+}
+
+// TestTwoSinksOneTable runs two sinks on the same table and partitions at
+// once: both finish, every offset lands exactly once, and the loser of a
+// commit race reports that it was fenced.
+func TestTwoSinksOneTable(t *testing.T) {
+	e := newEnv(t)
+	const topic = "contended"
+	e.topic(topic, 4, nil)
+	for p := range int32(4) {
+		e.produce(records(topic, p, 3000, "a"))
+	}
+	a, b := e.table("lake.contended"), e.table("lake.contended")
+	type result struct {
+		stats connector.Stats
+		err   error
+	}
+	results := make(chan result, 2)
+	for _, tbl := range []*snapshot.Table{a, b} {
+		go func() {
+			st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 400})
+			results <- result{st, err}
+		}()
+	}
+	var fenced int
+	var rowsSunk int64
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		fenced += r.stats.Fenced
+		rowsSunk += r.stats.Records
+	}
+	if fenced == 0 {
+		t.Fatal("neither sink reports being fenced")
+	}
+	if rowsSunk != 12000 {
+		t.Fatalf("the sinks committed %d rows together, want 12000", rowsSunk)
+	}
+	if rs := checkExactlyOnce(t, a, e.endOffsets(topic)); len(rs) != 12000 {
+		t.Fatalf("%d rows, want 12000", len(rs))
 	}
 }

@@ -55,16 +55,7 @@ lost offsets; --on-data-loss record writes them into the ledger as a lost range 
 			if f.topic == "" {
 				return fmt.Errorf("missing --topic NAME")
 			}
-			tbl, err := f.open(ctx, snapshot.OpenOptions{Create: true})
-			if err != nil {
-				return err
-			}
-			broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
-			if err != nil {
-				return err
-			}
-			defer broker.Close()
-			sink, err := connector.NewSink(broker, tbl, connector.Config{
+			cfg := connector.Config{
 				Topic:         f.topic,
 				Start:         connector.Start(f.start),
 				StopAtEnd:     f.stopAtEnd,
@@ -72,7 +63,24 @@ lost offsets; --on-data-loss record writes them into the ledger as a lost range 
 				FlushBytes:    f.flushBytes,
 				FlushInterval: f.flushInterval,
 				OnDataLoss:    connector.OnDataLoss(f.onDataLoss),
-			})
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
+			if err != nil {
+				return err
+			}
+			defer broker.Close()
+			// Check the topic before creating a table for it.
+			if _, err := broker.Partitions(ctx, f.topic); err != nil {
+				return err
+			}
+			tbl, err := f.open(ctx, snapshot.OpenOptions{Create: true})
+			if err != nil {
+				return err
+			}
+			sink, err := connector.NewSink(broker, tbl, cfg)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// floe runs the CLI in-process and returns its exit code and output.
+func floe(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// sinkStack starts a local stack with a topic of 3 partitions and 300 events.
+func sinkStack(t *testing.T) (*localstack.Stack, []string) {
+	t.Helper()
+	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("orders", 3, 300, time.Now().Add(-time.Hour), 1)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	return st, []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+}
+
+func snapshotCount(t *testing.T, st *localstack.Stack, name string) int {
+	t.Helper()
+	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := snapshot.ParseIdent(name)
+	tbl, err := cat.LoadTable(t.Context(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(tbl.Metadata().Snapshots())
+}
+
+func TestSinkCommand(t *testing.T) {
+	st, loc := sinkStack(t)
+	args := append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)
+	code, out, errs := floe(t, args...)
+	if code != 0 || !strings.Contains(out, "300 rows") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, out, _ = floe(t, args...)
+	if code != 0 || !strings.Contains(out, "0 rows in 0 commits") {
+		t.Fatalf("second run: exit %d: %s", code, out)
+	}
+}
+
+func TestSinkBadInput(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+
+	// An existing table whose schema cannot hold floe rows.
+	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(t.Context(), []string{"other"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	foreign := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "kafka_offset", Type: iceberg.PrimitiveTypes.String, Required: true})
+	if _, err := cat.CreateTable(t.Context(), []string{"other", "strings"}, foreign, catalog.WithLocation(filepath.Join(t.TempDir(), "strings"))); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unreachable broker", []string{"--brokers", "127.0.0.1:1", "--dial-timeout", "2s", "--topic", "orders", "--table", "lake.a"}, "cannot reach brokers 127.0.0.1:1"},
+		{"unknown topic", []string{"--brokers", brokers, "--topic", "nope", "--table", "lake.b"}, `topic "nope" does not exist`},
+		{"malformed table", []string{"--brokers", brokers, "--topic", "orders", "--table", "orders"}, "want NAMESPACE.TABLE"},
+		{"empty table part", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake."}, "empty name part"},
+		{"incompatible schema", []string{"--brokers", brokers, "--topic", "orders", "--table", "other.strings"}, `cannot hold floe rows: column "kafka_topic" (string) is missing`},
+		{"bad start", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.c", "--start", "middle"}, "want earliest or latest"},
+		{"missing brokers", []string{"--topic", "orders", "--table", "lake.d"}, "missing --brokers"},
+		{"unknown flag", []string{"--frobnicate"}, "unknown flag: --frobnicate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"sink", "--stop-at-end"}, tc.args...), loc...)
+			code, _, errs := floe(t, args...)
+			if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line containing %q", code, errs, tc.want)
+			}
+		})
+	}
+	if n := snapshotCount(t, st, "other.strings"); n != 0 {
+		t.Fatalf("incompatible table got %d snapshots", n)
+	}
+	// Failing runs create no table.
+	cat, err = snapshot.OpenCatalog(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if ok, _ := cat.CheckTableExists(t.Context(), []string{"lake", name}); ok {
+			t.Fatalf("failed run created lake.%s", name)
+		}
+	}
+}
+
+// TestSinkRefusesMalformedLedger: a snapshot whose floe property does not
+// decode stops the sink before it writes anything.
+func TestSinkRefusesMalformedLedger(t *testing.T) {
+	st, loc := sinkStack(t)
+	args := append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)
+	if code, _, errs := floe(t, args...); code != 0 {
+		t.Fatal(errs)
+	}
+	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(t.Context(), []string{"lake", "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.AddFiles(t.Context(), nil, iceberg.Properties{"floe.version": "1", "floe.commit-id": "x", "floe.ranges.orders": "0:10-5:1"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotCount(t, st, "lake.orders")
+	code, _, errs := floe(t, args...)
+	if code != 2 || !strings.Contains(errs, "malformed ledger property") || !strings.Contains(errs, "floe.ranges.orders") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if after := snapshotCount(t, st, "lake.orders"); after != before {
+		t.Fatalf("snapshots %d -> %d: the sink wrote past a malformed ledger", before, after)
+	}
+}

@@ -1,0 +1,286 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers the s3:// (s3a, s3n) file IO
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// Errors that storage and catalog failures are classified into, so that
+// callers can branch with errors.Is and users read what to fix.
+var (
+	// ErrBucketNotFound: the warehouse's bucket does not exist.
+	ErrBucketNotFound = errors.New("bucket does not exist")
+	// ErrStorageCredentials: the object store rejected the credentials
+	// (unknown access key, signature mismatch, expired token).
+	ErrStorageCredentials = errors.New("object store rejected the credentials")
+	// ErrStorageUnreachable: nothing answers at the object store's endpoint.
+	ErrStorageUnreachable = errors.New("object store unreachable")
+	// ErrCatalogUnreachable: nothing answers at the catalog's address.
+	ErrCatalogUnreachable = errors.New("catalog unreachable")
+	// ErrCatalogAuth: the catalog rejected the credentials.
+	ErrCatalogAuth = errors.New("catalog rejected the credentials")
+	// ErrOwnedByAnotherCatalog: a new table's location already holds
+	// Iceberg metadata that this catalog does not know.
+	ErrOwnedByAnotherCatalog = errors.New("table location is owned by another catalog")
+)
+
+// S3Config configures S3 access for s3:// warehouses. Every field is
+// optional: empty fields come from aws-sdk-go-v2's standard configuration
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
+// AWS_PROFILE, the shared config and credentials files, web identity, SSO,
+// container and instance roles; AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for
+// an S3-compatible endpoint such as MinIO). Set fields override it.
+type S3Config struct {
+	// Endpoint is an S3-compatible endpoint URL, e.g. http://minio:9000.
+	// Empty means the standard configuration's, else AWS S3.
+	Endpoint string
+	// Region is the signing region. Empty means the standard
+	// configuration's, else us-east-1 when an endpoint is set.
+	Region string
+	// AccessKeyID, SecretAccessKey and SessionToken are static credentials;
+	// when AccessKeyID is empty the SDK's credential chain is used.
+	AccessKeyID, SecretAccessKey, SessionToken string
+	// PathStyle forces path-style (true) or virtual-hosted-style (false)
+	// addressing. Nil means path style with a custom endpoint (MinIO,
+	// versitygw) and virtual-hosted style on AWS.
+	PathStyle *bool
+}
+
+// s3Storage is an S3Config resolved against the standard configuration.
+type s3Storage struct {
+	cfg       aws.Config
+	endpoint  string // empty: AWS S3
+	pathStyle bool
+	// props are the s3.* properties handed to iceberg-go.
+	props iceberg.Properties
+}
+
+// describe names the endpoint for messages.
+func (s *s3Storage) describe() string {
+	if s.endpoint == "" {
+		return "AWS S3 (region " + s.cfg.Region + ")"
+	}
+	return s.endpoint
+}
+
+// endpointSource is implemented by the SDK's environment and shared config
+// sources: they know service-specific endpoints (AWS_ENDPOINT_URL_S3, the
+// services section of ~/.aws/config).
+type endpointSource interface {
+	GetServiceBaseEndpoint(ctx context.Context, sdkID string) (string, bool, error)
+}
+
+// resolveS3 loads the SDK's standard configuration with c's overrides,
+// resolves the credentials once (so that a missing or malformed credential
+// setup is an error at start, not at the first flush) and builds the
+// properties that configure iceberg-go's S3 IO.
+//
+// Static credentials (keys from flags, the environment or a credentials
+// file) are handed to iceberg-go as s3.access-key-id / s3.secret-access-key
+// / s3.session-token. Credentials that expire (assumed roles, SSO, web
+// identity, instance and container roles) are not: iceberg-go then resolves
+// the same standard chain itself each time it opens the storage, so they
+// are refreshed for as long as the sink runs.
+func resolveS3(ctx context.Context, c S3Config) (*s3Storage, error) {
+	var opts []func(*config.LoadOptions) error
+	if c.Region != "" {
+		opts = append(opts, config.WithRegion(c.Region))
+	}
+	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
+		return nil, errors.New("S3 credentials: set both the access key id and the secret access key, or neither (to use AWS_* variables, AWS_PROFILE or a role)")
+	}
+	if c.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, c.SessionToken)))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration (AWS_* variables, AWS_PROFILE, ~/.aws/config): %w", err)
+	}
+	s := &s3Storage{cfg: cfg, endpoint: c.Endpoint}
+	if s.endpoint == "" {
+		s.endpoint = configuredEndpoint(ctx, cfg)
+	}
+	if s.endpoint != "" {
+		u, err := url.Parse(s.endpoint)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("S3 endpoint %q: want a URL such as http://127.0.0.1:9000", s.endpoint)
+		}
+	}
+	if s.cfg.Region == "" {
+		if s.endpoint == "" {
+			return nil, errors.New("no AWS region for S3: set AWS_REGION, a region in ~/.aws/config, or --s3-region")
+		}
+		// S3-compatible servers accept any region; us-east-1 is their default.
+		s.cfg.Region = "us-east-1"
+	}
+	s.pathStyle = s.endpoint != ""
+	if c.PathStyle != nil {
+		s.pathStyle = *c.PathStyle
+	}
+
+	creds, err := s.cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: no usable AWS credentials for %s (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or --s3-access-key-id and --s3-secret-access-key): %w",
+			ErrStorageCredentials, s.describe(), err)
+	}
+	s.props = iceberg.Properties{
+		iceio.S3Region:                 s.cfg.Region,
+		iceio.S3ForceVirtualAddressing: fmt.Sprint(!s.pathStyle),
+	}
+	if s.endpoint != "" {
+		s.props[iceio.S3EndpointURL] = s.endpoint
+	}
+	if !creds.CanExpire {
+		s.props[iceio.S3AccessKeyID] = creds.AccessKeyID
+		s.props[iceio.S3SecretAccessKey] = creds.SecretAccessKey
+		if creds.SessionToken != "" {
+			s.props[iceio.S3SessionToken] = creds.SessionToken
+		}
+	}
+	slog.Debug("S3 storage configured", "endpoint", s.describe(), "path_style", s.pathStyle,
+		"credentials", creds.Source, "access_key_id", creds.AccessKeyID, "refreshing", creds.CanExpire)
+	return s, nil
+}
+
+// configuredEndpoint returns the S3 endpoint of the standard configuration:
+// a service-specific one (AWS_ENDPOINT_URL_S3, services section of the
+// shared config) before the global one (AWS_ENDPOINT_URL, endpoint_url), as
+// the SDK's S3 client itself resolves it.
+func configuredEndpoint(ctx context.Context, cfg aws.Config) string {
+	for _, src := range cfg.ConfigSources {
+		if es, ok := src.(endpointSource); ok {
+			if v, found, err := es.GetServiceBaseEndpoint(ctx, "S3"); err == nil && found && v != "" {
+				return v
+			}
+		}
+	}
+	if cfg.BaseEndpoint != nil {
+		return *cfg.BaseEndpoint
+	}
+	// iceberg-go's own fallback variable.
+	return os.Getenv("AWS_S3_ENDPOINT")
+}
+
+// client returns an S3 client for the resolved configuration that fails
+// fast: its only use is the start-up check.
+func (s *s3Storage) client() *s3.Client {
+	return s3.NewFromConfig(s.cfg, func(o *s3.Options) {
+		if s.endpoint != "" {
+			o.BaseEndpoint = aws.String(s.endpoint)
+		}
+		o.UsePathStyle = s.pathStyle
+		o.RetryMaxAttempts = 2
+	})
+}
+
+// check lists at most one object under prefix of bucket, which proves in one
+// request that the endpoint answers, the bucket exists and the credentials
+// are accepted. A principal that may write but not list is let through
+// (iceberg never lists a bucket to write).
+func (s *s3Storage) check(ctx context.Context, bucket, prefix string) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err := s.client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket:  aws.String(bucket),
+		Prefix:  aws.String(prefix),
+		MaxKeys: aws.Int32(1),
+	})
+	if err == nil {
+		return nil
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "AccessDenied" {
+		slog.Warn("S3 denied listing the warehouse; going on, since writing needs no listing",
+			"bucket", bucket, "endpoint", s.describe())
+		return nil
+	}
+	return s.explain(err, bucket)
+}
+
+// explain classifies an S3 error: a missing bucket, rejected credentials or
+// an unreachable endpoint become errors wrapping ErrBucketNotFound,
+// ErrStorageCredentials or ErrStorageUnreachable with a hint; other errors
+// are returned as they are.
+func (s *s3Storage) explain(err error, bucket string) error {
+	where := s.describe()
+	switch storageKind(err) {
+	case ErrBucketNotFound:
+		return fmt.Errorf("%w: bucket %q at %s (create it, e.g. 'aws s3 mb s3://%s', or fix --warehouse): %w",
+			ErrBucketNotFound, bucket, where, bucket, err)
+	case ErrStorageCredentials:
+		return fmt.Errorf("%w: %s refused access to bucket %q: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or --s3-access-key-id/--s3-secret-access-key) and that the endpoint and region are right: %w",
+			ErrStorageCredentials, where, bucket, err)
+	case ErrStorageUnreachable:
+		return fmt.Errorf("%w: cannot reach %s (check --s3-endpoint or AWS_ENDPOINT_URL_S3, and that the server runs): %w",
+			ErrStorageUnreachable, where, err)
+	}
+	return fmt.Errorf("S3 bucket %q at %s: %w", bucket, where, err)
+}
+
+// storageKind returns the sentinel an object-store error belongs to, or nil.
+func storageKind(err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "NoSuchBucket":
+			return ErrBucketNotFound
+		case "SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidClientTokenId", "ExpiredToken",
+			"InvalidToken", "TokenRefreshRequired", "AuthorizationHeaderMalformed":
+			return ErrStorageCredentials
+		}
+	}
+	if isUnreachable(err) {
+		return ErrStorageUnreachable
+	}
+	return nil
+}
+
+// isUnreachable reports whether err says that nothing answered at a network
+// address: refused or reset connection, unknown host, dial timeout.
+func isUnreachable(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return true
+	case errors.As(err, &dns):
+		return true
+	case errors.As(err, &op) && op.Op == "dial":
+		return true
+	}
+	return false
+}
+
+// splitS3 splits s3://bucket/prefix (or s3a://, s3n://) into bucket and
+// prefix; ok is false for other schemes.
+func splitS3(uri string) (bucket, prefix string, ok bool) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "", "", false
+	}
+	switch u.Scheme {
+	case "s3", "s3a", "s3n":
+	default:
+		return "", "", false
+	}
+	return u.Host, strings.TrimPrefix(u.Path, "/"), true
+}

@@ -94,6 +94,17 @@ type Config struct {
 	// OnRecords, when set, is called with the number of offsets consumed
 	// (records, markers and gaps alike) as the sink advances.
 	OnRecords func(offsets int64)
+	// OnConsumed, when set, is called after each poll with the records
+	// (rows, not markers) and their bytes (keys, values, headers) it added.
+	OnConsumed func(records int, bytes int64)
+	// OnFenced, when set, is called each time another writer fences this
+	// one, before the sink re-reads the ledger.
+	OnFenced func(err error)
+
+	// Partitions restricts the sink to these partitions of the topic; nil
+	// means every partition. Processes with disjoint Partitions share one
+	// table without fencing each other.
+	Partitions []int32
 }
 
 // Stats summarises a run.
@@ -179,6 +190,9 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 		err := s.session(ctx)
 		if errors.Is(err, snapshot.ErrFenced) {
 			s.stats.Fenced++
+			if s.cfg.OnFenced != nil {
+				s.cfg.OnFenced(err)
+			}
 			s.log.Warn("fenced by another writer; re-reading the ledger and re-seeking", "err", err)
 			continue
 		}
@@ -228,8 +242,16 @@ func (s *Sink) session(ctx context.Context) error {
 			p.rows.Release()
 		}
 	}()
+	for _, p := range s.cfg.Partitions {
+		if !slices.Contains(parts, p) {
+			return fmt.Errorf("topic %s has no partition %d (it has %d partitions)", s.cfg.Topic, p, len(parts))
+		}
+	}
 	assign := map[int32]kgo.Offset{}
 	for _, p := range parts {
+		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) {
+			continue
+		}
 		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
 		w := wm[p]
 		st := &partState{tp: tp, end: -1}
@@ -352,18 +374,38 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		}
 		return false
 	}
+	// One flush commits in the background while the loop goes on consuming
+	// into fresh builders, so building rows overlaps writing Parquet. At most
+	// one flush is in flight: memory stays within twice the flush thresholds.
+	var inflight chan error
+	wait := func() error {
+		if inflight == nil {
+			return nil
+		}
+		err := <-inflight
+		inflight = nil
+		return err
+	}
 	flush := func() error {
+		if err := wait(); err != nil {
+			return err
+		}
 		if !dirty() {
 			return nil
 		}
-		// Commit even when ctx was cancelled: an interrupt flushes what was
-		// consumed. The commit has its own deadline.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		err := s.flush(cctx, states)
+		f := s.take(states)
 		pending, pendingBytes, deadline = 0, 0, time.Time{}
-		return err
+		inflight = make(chan error, 1)
+		go func() {
+			// Commit even when ctx was cancelled: an interrupt flushes what
+			// was consumed. The commit has its own deadline.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			inflight <- s.commit(cctx, f)
+		}()
+		return nil
 	}
+	defer func() { _ = wait() }()
 
 	for !allDone() {
 		if ctx.Err() != nil {
@@ -376,7 +418,11 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		}
 		fetches := cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-pending)))
 		cancel()
-		var consumed int64
+		var (
+			consumed    int64
+			polled      int
+			polledBytes int64
+		)
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			if failure != nil {
 				return
@@ -421,7 +467,10 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 				p.rows.Append(r)
 				p.records++
 				pending++
-				pendingBytes += mapping.RecordSize(r)
+				size := mapping.RecordSize(r)
+				pendingBytes += size
+				polled++
+				polledBytes += size
 			}
 		})
 		if consumed > 0 {
@@ -431,6 +480,9 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 			if s.cfg.OnRecords != nil {
 				s.cfg.OnRecords(consumed)
 			}
+		}
+		if polled > 0 && s.cfg.OnConsumed != nil {
+			s.cfg.OnConsumed(polled, polledBytes)
 		}
 		if failure != nil {
 			break
@@ -445,6 +497,9 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 	if err := flush(); err != nil {
 		return errors.Join(failure, err)
 	}
+	if err := wait(); err != nil {
+		return errors.Join(failure, err)
+	}
 	if failure != nil {
 		return failure
 	}
@@ -456,8 +511,9 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 	return nil
 }
 
-// flush commits every partition's rows and ranges in one snapshot.
-func (s *Sink) flush(ctx context.Context, states map[int32]*partState) error {
+// take moves every partition's rows and ranges since the last flush into a
+// Flush and starts the next ranges where these end.
+func (s *Sink) take(states map[int32]*partState) snapshot.Flush {
 	f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
 	for _, p := range slices.Sorted(maps.Keys(states)) {
 		st := states[p]
@@ -468,13 +524,18 @@ func (s *Sink) flush(ctx context.Context, states map[int32]*partState) error {
 		if st.rows.Rows() > 0 {
 			f.Batches[st.tp] = st.rows.NewBatch()
 		}
+		st.low, st.records, st.closed = st.next, 0, nil
 	}
+	return f
+}
+
+// commit commits one flush in one snapshot. A failure ends the session:
+// the next one resumes from the ledger, so the ranges take advanced past
+// are never lost.
+func (s *Sink) commit(ctx context.Context, f snapshot.Flush) error {
 	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log})
 	if err != nil {
 		return err
-	}
-	for _, st := range states {
-		st.low, st.records, st.closed = st.next, 0, nil
 	}
 	s.stats.Commits++
 	s.stats.Records += res.Rows

@@ -12,7 +12,7 @@ func TestEmptyBranchAndPublish(t *testing.T) {
 	cat := tempCatalog(t)
 	iv := func(lo, hi int64) mapping.Interval { return mapping.Interval{Low: lo, High: hi} }
 	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
-	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 2)}, testRec{0, 0, "a", "old"}, testRec{0, 1, "b", "old"})
+	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 2)}, testRec{0, 0, "a", "old", 0}, testRec{0, 1, "b", "old", 0})
 	oldRows := joinLines(snapshotRows(t, main, 0))
 	oldHead := main.Head().SnapshotID
 
@@ -32,7 +32,7 @@ func TestEmptyBranchAndPublish(t *testing.T) {
 	if l, err := br.Ledger(); err != nil || len(l.Commits) != 0 {
 		t.Fatalf("new branch ledger %+v, %v: want empty (it must not inherit main's)", l, err)
 	}
-	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 3)}, testRec{0, 0, "a", "new"}, testRec{0, 1, "b", "new"}, testRec{0, 2, "c", "new"})
+	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 3)}, testRec{0, 0, "a", "new", 0}, testRec{0, 1, "b", "new", 0}, testRec{0, 2, "c", "new", 0})
 	newRows := joinLines(snapshotRows(t, br, 0))
 
 	if err := main.Refresh(t.Context()); err != nil {

@@ -17,18 +17,18 @@ func TestFoldLatest(t *testing.T) {
 	iv := func(lo, hi int64) mapping.Interval { return mapping.Interval{Low: lo, High: hi} }
 
 	res := commitRecs(t, tbl, map[int32]mapping.Interval{0: iv(0, 5), 1: iv(0, 1)},
-		testRec{0, 0, "a", "1"}, testRec{0, 1, "b", "1"}, testRec{0, 2, "c", "1"}, testRec{0, 4, "a", "2"},
-		testRec{1, 0, "a", "9"})
+		testRec{0, 0, "a", "1", 0}, testRec{0, 1, "b", "1", 0}, testRec{0, 2, "c", "1", 0}, testRec{0, 4, "a", "2", 0},
+		testRec{1, 0, "a", "9", 0})
 	if res.Rows != 4 {
 		t.Fatalf("first fold wrote %d rows, want 4 (a, b, c on 0; a on 1)", res.Rows)
 	}
 	first := tbl.Head().SnapshotID
 	// A tombstone, an update, a new key, and a null key (dropped).
 	commitRecs(t, tbl, map[int32]mapping.Interval{0: iv(5, 9)},
-		testRec{0, 5, "b", "-"}, testRec{0, 6, "c", "3"}, testRec{0, 7, "d", "1"}, testRec{0, 8, "", "x"})
+		testRec{0, 5, "b", "-", 0}, testRec{0, 6, "c", "3", 0}, testRec{0, 7, "d", "1", 0}, testRec{0, 8, "", "x", 0})
 	// A deleted and re-created key, and a tombstone of a key never seen.
 	commitRecs(t, tbl, map[int32]mapping.Interval{0: iv(9, 12)},
-		testRec{0, 9, "a", "-"}, testRec{0, 10, "e", "-"}, testRec{0, 11, "a", "5"})
+		testRec{0, 9, "a", "-", 0}, testRec{0, 10, "e", "-", 0}, testRec{0, 11, "a", "5", 0})
 
 	want := joinLines([]string{"0/006 c=3", "0/007 d=1", "0/011 a=5", "1/000 a=9"})
 	if got := joinLines(snapshotRows(t, tbl, 0)); got != want {

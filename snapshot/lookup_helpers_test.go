@@ -46,17 +46,25 @@ func openTestTable(t testing.TB, cat catalog.Catalog, name string, opts snapshot
 	return tbl
 }
 
-// testRec is a record of topic "t": key "" means a null key, value "-" a tombstone.
+// testRec is a record of topic "t": key "" means a null key, value "-" a
+// tombstone. Its timestamp is base + sec seconds, or base + offset seconds
+// when sec is 0.
 type testRec struct {
 	partition int32
 	offset    int64
 	key       string
 	value     string
+	sec       int64
 }
 
+var base = time.UnixMilli(1_700_000_000_000)
+
 func (r testRec) kgo() *kgo.Record {
-	k := &kgo.Record{Topic: "t", Partition: r.partition, Offset: r.offset,
-		Timestamp: time.UnixMilli(1_700_000_000_000 + r.offset*1000)}
+	sec := r.sec
+	if sec == 0 {
+		sec = r.offset
+	}
+	k := &kgo.Record{Topic: "t", Partition: r.partition, Offset: r.offset, Timestamp: base.Add(time.Duration(sec) * time.Second)}
 	if r.key != "" {
 		k.Key = []byte(r.key)
 	}

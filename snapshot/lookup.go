@@ -1,0 +1,268 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// Snapshot returns a snapshot of the table (0: the branch head), or an
+// *UnknownSnapshotError.
+func (t *Table) Snapshot(snapshotID int64) (*table.Snapshot, error) {
+	if snapshotID == 0 {
+		if h := t.Head(); h != nil {
+			return h, nil
+		}
+		return nil, fmt.Errorf("table %s has no snapshot on branch %s yet", t.Name(), t.branch)
+	}
+	if s := t.tbl.Metadata().SnapshotByID(snapshotID); s != nil {
+		return s, nil
+	}
+	return nil, &UnknownSnapshotError{Table: t.Name(), SnapshotID: snapshotID}
+}
+
+// UnknownSnapshotError reports a snapshot id a table (or a catalog) does not
+// have.
+type UnknownSnapshotError struct {
+	Table      string // empty: no table of the catalog has it
+	SnapshotID int64
+}
+
+func (e *UnknownSnapshotError) Error() string {
+	if e.Table == "" {
+		return fmt.Sprintf("no table of the catalog has snapshot %d", e.SnapshotID)
+	}
+	return fmt.Sprintf("table %s has no snapshot %d (expired, or of another table)", e.Table, e.SnapshotID)
+}
+
+// LedgerAt decodes the table's ledger as of one of its snapshots.
+func (t *Table) LedgerAt(snapshotID int64) (mapping.Ledger, error) {
+	s, err := t.Snapshot(snapshotID)
+	if err != nil {
+		return mapping.Ledger{}, err
+	}
+	return LedgerAt(t.tbl.Metadata(), s.SnapshotID)
+}
+
+// RowAt looks for the row of offset in tp in a snapshot (0: the branch
+// head). Data files are pruned by their manifest bounds on the topic,
+// partition and offset columns, and only the offset column of the remaining
+// candidates (normally one) is read. It returns the data file holding the
+// row, or ok false when the snapshot has no such row.
+func (t *Table) RowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64) (file string, ok bool, err error) {
+	s, err := t.Snapshot(snapshotID)
+	if err != nil {
+		return "", false, err
+	}
+	scan := t.tbl.Scan(
+		table.WithSnapshotID(s.SnapshotID),
+		table.WithSelectedFields(mapping.ColOffset),
+		table.WithRowFilter(iceberg.NewAnd(partitionFilter(tp), iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), offset))))
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("plan lookup of %s@%d in %s: %w", tp, offset, t.Name(), err)
+	}
+	for _, task := range tasks {
+		_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
+		if err != nil {
+			return "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
+		}
+		found := false
+		for b, err := range it {
+			if err != nil {
+				return "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
+			}
+			found = found || b.NumRows() > 0
+			b.Release()
+		}
+		if found {
+			return task.File.FilePath(), true, nil
+		}
+	}
+	return "", false, nil
+}
+
+func partitionFilter(tp mapping.TopicPartition) iceberg.BooleanExpression {
+	return iceberg.NewAnd(
+		iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic),
+		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition))
+}
+
+// cutFilter selects the rows below a cut: rows of a partition the cut names
+// with an offset below its cut, and every row of the other partitions.
+func cutFilter(cut mapping.Cut) iceberg.BooleanExpression {
+	var below, named []iceberg.BooleanExpression
+	for _, tp := range slices.SortedFunc(maps.Keys(cut), mapping.TopicPartition.Compare) {
+		below = append(below, iceberg.NewAnd(partitionFilter(tp), iceberg.LessThan(iceberg.Reference(mapping.ColOffset), cut[tp])))
+		named = append(named, partitionFilter(tp))
+	}
+	return anyOf(append(below, iceberg.NewNot(anyOf(named...)))...)
+}
+
+// anyOf is the disjunction of one or more expressions.
+func anyOf(es ...iceberg.BooleanExpression) iceberg.BooleanExpression {
+	if len(es) == 1 {
+		return es[0]
+	}
+	return iceberg.NewOr(es[0], es[1], es[2:]...)
+}
+
+// Rows calls fn with the rows of a snapshot (0: the branch head) that lie
+// below the cut (a nil cut: every row), in batches of the table's columns;
+// each batch is released when fn returns. Data files wholly above the cut
+// are pruned by their bounds. An error from fn stops the scan.
+func (t *Table) Rows(ctx context.Context, snapshotID int64, cut mapping.Cut, fn func(arrow.RecordBatch) error) error {
+	s, err := t.Snapshot(snapshotID)
+	if err != nil {
+		return err
+	}
+	opts := []table.ScanOption{table.WithSnapshotID(s.SnapshotID)}
+	if len(cut) > 0 {
+		opts = append(opts, table.WithRowFilter(cutFilter(cut)))
+	}
+	_, it, err := t.tbl.Scan(opts...).ToArrowRecords(ctx)
+	if err != nil {
+		return fmt.Errorf("scan %s at snapshot %d: %w", t.Name(), s.SnapshotID, err)
+	}
+	for b, err := range it {
+		if err != nil {
+			return fmt.Errorf("scan %s at snapshot %d: %w", t.Name(), s.SnapshotID, err)
+		}
+		err = fn(b)
+		b.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TimeCut maps a record time to a cut from the table's own timestamp column,
+// as Kafka's ListOffsets by timestamp does from the log: for every partition
+// in the ledger of a snapshot (0: the branch head), the offset of the first
+// row whose timestamp is at or after at, or the ledger's next offset where no
+// row is. Rows below the cut are those before the first record at or after
+// at, out-of-order timestamps included. It reads only the topic, partition,
+// offset and timestamp columns, of files whose bounds reach at.
+func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (mapping.Cut, error) {
+	s, err := t.Snapshot(snapshotID)
+	if err != nil {
+		return nil, err
+	}
+	l, err := LedgerAt(t.tbl.Metadata(), s.SnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	cut := mapping.Cut(l.Next())
+	first := map[mapping.TopicPartition]int64{}
+	scan := t.tbl.Scan(
+		table.WithSnapshotID(s.SnapshotID),
+		table.WithSelectedFields(mapping.ColTopic, mapping.ColPartition, mapping.ColOffset),
+		table.WithRowFilter(iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColTimestamp), iceberg.Timestamp(at.UnixMicro()))))
+	_, it, err := scan.ToArrowRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scan timestamps of %s: %w", t.Name(), err)
+	}
+	for b, err := range it {
+		if err != nil {
+			return nil, fmt.Errorf("scan timestamps of %s: %w", t.Name(), err)
+		}
+		err = eachPosition(b, func(tp mapping.TopicPartition, off int64) {
+			if o, ok := first[tp]; !ok || off < o {
+				first[tp] = off
+			}
+		})
+		b.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	maps.Copy(cut, first)
+	return cut, nil
+}
+
+// eachPosition calls fn with the topic partition and offset of every row.
+func eachPosition(b arrow.RecordBatch, fn func(mapping.TopicPartition, int64)) error {
+	topic, err := column[*array.String](b, mapping.ColTopic)
+	if err != nil {
+		return err
+	}
+	part, err := column[*array.Int32](b, mapping.ColPartition)
+	if err != nil {
+		return err
+	}
+	off, err := column[*array.Int64](b, mapping.ColOffset)
+	if err != nil {
+		return err
+	}
+	for i := range int(b.NumRows()) {
+		fn(mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}, off.Value(i))
+	}
+	return nil
+}
+
+// FindSnapshot returns the table of the catalog that has snapshot id,
+// looking first at the tables named in prefer (which may not exist), then at
+// every table of every namespace. The table is opened on main.
+func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...table.Identifier) (*Table, error) {
+	has := func(ident table.Identifier) (*Table, error) {
+		t, err := Open(ctx, cat, ident, OpenOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if t.tbl.Metadata().SnapshotByID(id) == nil {
+			return nil, nil
+		}
+		return t, nil
+	}
+	for _, ident := range prefer {
+		t, err := has(ident)
+		if err == nil && t != nil {
+			return t, nil
+		}
+	}
+	namespaces, err := cat.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces to find snapshot %d: %w", id, err)
+	}
+	var found []*Table
+	for _, ns := range namespaces {
+		for ident, err := range cat.ListTables(ctx, ns) {
+			if err != nil {
+				return nil, fmt.Errorf("list tables of %s to find snapshot %d: %w", strings.Join(ns, "."), id, err)
+			}
+			t, err := has(ident)
+			if err != nil {
+				// Not a floe table, or unreadable: it cannot be a
+				// replay's starting point anyway.
+				continue
+			}
+			if t != nil {
+				found = append(found, t)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, &UnknownSnapshotError{SnapshotID: id}
+	case 1:
+		return found[0], nil
+	default:
+		names := make([]string, len(found))
+		for i, t := range found {
+			names[i] = t.Name()
+		}
+		return nil, fmt.Errorf("snapshot %d exists in several tables: %s", id, strings.Join(names, ", "))
+	}
+}

@@ -95,15 +95,15 @@ func (t *Table) foldFiles(ctx context.Context, batches map[mapping.TopicPartitio
 // indices, in offset order, of each key's latest record when that record is
 // not a tombstone.
 func latestPerKey(b arrow.RecordBatch) (map[string]struct{}, []int, error) {
-	keyCol, err := column[*array.Binary](b, mapping.ColKey)
+	keyCol, err := columnAs[*array.Binary](b, mapping.ColKey)
 	if err != nil {
 		return nil, nil, err
 	}
-	offCol, err := column[*array.Int64](b, mapping.ColOffset)
+	offCol, err := columnAs[*array.Int64](b, mapping.ColOffset)
 	if err != nil {
 		return nil, nil, err
 	}
-	valCol, err := column[*array.Binary](b, mapping.ColValue)
+	valCol, err := columnAs[*array.Binary](b, mapping.ColValue)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,8 +129,8 @@ func latestPerKey(b arrow.RecordBatch) (map[string]struct{}, []int, error) {
 	return keys, rows, nil
 }
 
-// column returns the named column of b as type A.
-func column[A arrow.Array](b arrow.RecordBatch, name string) (A, error) {
+// columnAs returns the named column of b as type A.
+func columnAs[A arrow.Array](b arrow.RecordBatch, name string) (A, error) {
 	var zero A
 	idx := b.Schema().FieldIndices(name)
 	if len(idx) != 1 {
@@ -204,7 +204,7 @@ func anyKey(ctx context.Context, scan *table.Scan, task table.FileScanTask, keys
 		if err != nil {
 			return false, err
 		}
-		col, err := column[*array.Binary](b, mapping.ColKey)
+		col, err := columnAs[*array.Binary](b, mapping.ColKey)
 		if err != nil {
 			b.Release()
 			return false, err
@@ -261,7 +261,7 @@ func (t *Table) writeFold(ctx context.Context, head *table.Snapshot, tp mapping.
 // survivors returns the rows of b whose key is not in keys, in the table's
 // write schema, or nil when none survive.
 func (t *Table) survivors(ctx context.Context, b arrow.RecordBatch, keys map[string]struct{}) (arrow.RecordBatch, error) {
-	col, err := column[*array.Binary](b, mapping.ColKey)
+	col, err := columnAs[*array.Binary](b, mapping.ColKey)
 	if err != nil {
 		return nil, err
 	}

@@ -194,15 +194,15 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 
 // eachPosition calls fn with the topic partition and offset of every row.
 func eachPosition(b arrow.RecordBatch, fn func(mapping.TopicPartition, int64)) error {
-	topic, err := column[*array.String](b, mapping.ColTopic)
+	topic, err := columnAs[*array.String](b, mapping.ColTopic)
 	if err != nil {
 		return err
 	}
-	part, err := column[*array.Int32](b, mapping.ColPartition)
+	part, err := columnAs[*array.Int32](b, mapping.ColPartition)
 	if err != nil {
 		return err
 	}
-	off, err := column[*array.Int64](b, mapping.ColOffset)
+	off, err := columnAs[*array.Int64](b, mapping.ColOffset)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,474 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Depth is how far into the table an audit reads.
+type Depth int
+
+const (
+	// DepthLedger reads snapshot summaries only.
+	DepthLedger Depth = iota + 1
+	// DepthFiles also reads manifests, but no data file. It is the default.
+	DepthFiles
+	// DepthRows also reads the partition and offset columns of every live
+	// data file (floe audit --deep).
+	DepthRows
+)
+
+// Level names the level of the audit that made a finding.
+type Level string
+
+// The levels, cheapest first.
+const (
+	LevelLedger  Level = "ledger"
+	LevelFiles   Level = "files"
+	LevelRows    Level = "rows"
+	LevelBroker  Level = "broker"
+	LevelContent Level = "content"
+)
+
+func (l Level) order() int {
+	return slices.Index([]Level{LevelLedger, LevelFiles, LevelRows, LevelBroker, LevelContent}, l)
+}
+
+// Kind says what a finding is. Kinds are part of the JSON schema.
+type Kind string
+
+const (
+	// KindGap (ledger): offsets between the first and the next offset that
+	// no range covers.
+	KindGap Kind = "gap"
+	// KindOverlap (ledger): offsets that more than one range covers.
+	KindOverlap Kind = "overlap"
+	// KindLost (ledger): offsets the sink recorded as deleted by retention
+	// before they were sunk (--on-data-loss record).
+	KindLost Kind = "lost"
+
+	// KindForeignFile (files): a live data file added by a snapshot that is
+	// not a floe commit; its rows are not explained by the ledger.
+	KindForeignFile Kind = "foreign-file"
+	// KindMissingFile (files): a data file a floe commit added is no longer
+	// live (deleted or overwritten since).
+	KindMissingFile Kind = "missing-file"
+	// KindStrayFile (files): a data file of a floe commit that does not lie
+	// inside exactly one range of that commit (rows outside its ranges, rows
+	// of several partitions, or no column bounds to tell).
+	KindStrayFile Kind = "stray-file"
+	// KindCountMismatch (files, rows): the rows of a range differ from the
+	// record count the ledger gives it.
+	KindCountMismatch Kind = "count-mismatch"
+	// KindDeleteFiles (files): row-level delete files hide rows of the table.
+	KindDeleteFiles Kind = "delete-files"
+
+	// KindDuplicate (rows): offsets held by more than one row.
+	KindDuplicate Kind = "duplicate"
+	// KindOutsideLedger (rows): rows whose offsets no (non-lost) range covers.
+	KindOutsideLedger Kind = "outside-ledger"
+	// KindFileContent (rows): a data file whose rows disagree with its
+	// manifest entry (row count, partition or offset bounds): the file was
+	// altered after it was committed.
+	KindFileContent Kind = "file-content"
+
+	// KindUnrecordedLoss (broker): the partition's log starts above the
+	// ledger's next offset: retention deleted offsets before they were sunk
+	// and the ledger does not record it.
+	KindUnrecordedLoss Kind = "unrecorded-loss"
+	// KindUnseenPartition (broker): a partition of the topic holding offsets
+	// that the ledger has never seen.
+	KindUnseenPartition Kind = "unseen-partition"
+	// KindBeyondEnd (broker): the ledger covers offsets at or above the
+	// partition's high watermark (topic recreated, or another cluster).
+	KindBeyondEnd Kind = "beyond-end"
+	// KindMissingPartition (broker): a partition of the ledger that the
+	// broker does not have (topic deleted, or another cluster).
+	KindMissingPartition Kind = "missing-partition"
+
+	// KindMissingRow (content): a committed record inside a range has no row.
+	KindMissingRow Kind = "missing-row"
+	// KindContentMismatch (content): a row's key, value, headers or
+	// timestamp differ from its record in the log.
+	KindContentMismatch Kind = "content-mismatch"
+	// KindUnexpectedRow (content): a row at an offset that holds no
+	// committed record (a transaction marker, an aborted record, or a record
+	// of a transaction still open).
+	KindUnexpectedRow Kind = "unexpected-row"
+	// KindUnclassified (content): an offset inside a range that has no row
+	// and that the log does not explain as a marker, an aborted record or a
+	// compacted one (a record of a transaction still open, or a control
+	// record of an unknown type).
+	KindUnclassified Kind = "unclassified"
+)
+
+// Finding is one thing the audit could not account for.
+type Finding struct {
+	Level Level
+	Kind  Kind
+	// Partition is the partition concerned when HasPartition. Its Topic is
+	// empty when the partition number is known but not the topic (a file
+	// of a table holding several topics).
+	Partition    mapping.TopicPartition
+	HasPartition bool
+	// Offsets are the offsets concerned when HasOffsets.
+	Offsets    mapping.Interval
+	HasOffsets bool
+	// File is the data file concerned, if any; SnapshotID the snapshot.
+	File       string
+	SnapshotID int64
+	// Detail says what is wrong in one sentence.
+	Detail string
+}
+
+// BrokerState is a partition as the broker reports it.
+type BrokerState struct {
+	LogStart, LastStable, HighWatermark int64
+	// Lag is the number of retained offsets, up to the last stable offset,
+	// that the ledger does not cover yet: LastStable - max(next, LogStart),
+	// never negative.
+	Lag int64
+}
+
+// ContentStats counts what the content level saw in the retained part of
+// a partition's ledger coverage.
+type ContentStats struct {
+	// Verified rows matched their record's digest.
+	Verified int64
+	// Markers, Aborted and Compacted count offsets inside a range that hold
+	// no row, by cause.
+	Markers, Aborted, Compacted int64
+	// Unverifiable rows have no record left in the log to compare with
+	// (compacted or deleted after they were sunk).
+	Unverifiable int64
+}
+
+// PartitionReport is the audit of one partition.
+type PartitionReport struct {
+	mapping.TopicPartition
+	// InLedger is false for a partition only the broker knows.
+	InLedger bool
+	// First is the lowest offset the ledger covers, Next the offset after
+	// the highest; Ranges and Records count the ranges and their rows.
+	First, Next int64
+	Ranges      int
+	Records     int64
+	// Gaps, Overlaps and Lost are the ledger's findings, merged and sorted.
+	Gaps, Overlaps, Lost []mapping.Interval
+	// Files is the number of live data files attributed to the partition
+	// (files level).
+	Files int
+	// Rows is the number of rows read (rows level), -1 when not read.
+	Rows int64
+	// Broker is nil without a broker; Content nil without --verify-content.
+	Broker  *BrokerState
+	Content *ContentStats
+	// Findings counts the findings about this partition at every level.
+	Findings int
+}
+
+// Evidence identifies exactly what was audited.
+type Evidence struct {
+	// Digest is "sha256:" and the hex SHA-256 of Canonical(report's table
+	// metadata location, ledger); recomputing it proves that a later
+	// audit saw the same ledger in the same metadata version.
+	Digest           string
+	MetadataLocation string
+	SnapshotID       int64
+	Commits          int
+}
+
+// Report is the outcome of an audit.
+type Report struct {
+	Table  string
+	Branch string
+	// Levels are the levels that ran, cheapest first.
+	Levels     []Level
+	Partitions []PartitionReport
+	// Findings are sorted by partition, level and offset. The table is
+	// complete when there are none.
+	Findings []Finding
+	// Notes are facts worth knowing that are not findings.
+	Notes    []string
+	Evidence Evidence
+	// Files is the number of live data files, RowsRead the rows read by the
+	// rows and content levels.
+	Files    int
+	RowsRead int64
+	Started  time.Time
+	Duration time.Duration
+}
+
+// Complete reports whether the audit found nothing.
+func (r *Report) Complete() bool { return len(r.Findings) == 0 }
+
+// Progress receives the advance of the row and content levels.
+type Progress interface {
+	Add(n int64)
+	Finish()
+}
+
+// Options configure Run.
+type Options struct {
+	// Depth is how far into the table to read; zero means DepthFiles.
+	Depth Depth
+	// Topic restricts the audit to one topic of the ledger; empty means all.
+	Topic string
+	// Broker, when set, adds the broker level.
+	Broker *connector.Broker
+	// VerifyContent re-reads the retained log and compares every record
+	// with its row. It needs Broker.
+	VerifyContent bool
+	// Progress, when set, is called when the row or content level starts,
+	// with a description and the total units (rows, offsets) to do.
+	Progress func(desc string, total int64) Progress
+	// Concurrency bounds the data files read at once; zero means GOMAXPROCS.
+	Concurrency int
+}
+
+// ErrNoLedger is matched (errors.Is) when a table has no floe ledger.
+var ErrNoLedger = errors.New("no floe ledger")
+
+// NoLedgerError reports a table whose branch has no floe commit: floe never
+// wrote it, or its ledger was expired away.
+type NoLedgerError struct {
+	Table, Branch string
+	// Snapshots is the number of snapshots of the branch.
+	Snapshots int
+}
+
+func (e *NoLedgerError) Error() string {
+	if e.Snapshots == 0 {
+		return fmt.Sprintf("table %s has no ledger to audit: branch %s has no snapshot yet (floe sink has not committed to it)", e.Table, e.Branch)
+	}
+	return fmt.Sprintf("table %s has no ledger to audit: none of the %d snapshots of branch %s carries floe ledger properties (the table was not written by floe sink, or its floe snapshots were expired)",
+		e.Table, e.Snapshots, e.Branch)
+}
+
+func (e *NoLedgerError) Is(target error) bool { return target == ErrNoLedger }
+
+// ErrUnknownTopic is matched (errors.Is) when Options.Topic is not in the
+// ledger.
+var ErrUnknownTopic = errors.New("topic not in the ledger")
+
+// Run audits tbl as last loaded (call Refresh first to audit the latest
+// metadata). Findings are not errors: an error means the audit could not
+// run, and is a *NoLedgerError, a *mapping.MalformedError, an
+// ErrUnknownTopic, or a failure to read the table or the broker.
+func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error) {
+	if opts.Depth == 0 {
+		opts.Depth = DepthFiles
+	}
+	if opts.Depth < DepthLedger || opts.Depth > DepthRows {
+		return nil, fmt.Errorf("audit %s: unknown depth %d", tbl.Name(), opts.Depth)
+	}
+	if opts.VerifyContent && opts.Broker == nil {
+		return nil, errors.New("content verification re-reads the log: it needs a broker (--brokers)")
+	}
+	a := &auditor{
+		tbl:   tbl,
+		opts:  opts,
+		parts: map[mapping.TopicPartition]*PartitionReport{},
+		rep: &Report{
+			Table:   tbl.Name(),
+			Branch:  tbl.Branch(),
+			Started: time.Now().UTC(),
+		},
+	}
+	if err := a.loadLedger(); err != nil {
+		return nil, err
+	}
+	a.rep.Evidence = evidence(tbl.Iceberg().MetadataLocation(), a.headID, a.ledger)
+
+	a.ledgerLevel()
+	if opts.Depth >= DepthFiles {
+		if err := a.filesLevel(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Depth >= DepthRows {
+		if err := a.rowsLevel(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Broker != nil {
+		if err := a.brokerLevel(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.VerifyContent {
+		if err := a.contentLevel(ctx); err != nil {
+			return nil, err
+		}
+	}
+	a.finish()
+	return a.rep, nil
+}
+
+// auditor carries one audit's state across its levels.
+type auditor struct {
+	tbl  *snapshot.Table
+	opts Options
+	rep  *Report
+
+	headID int64
+	ledger mapping.Ledger
+	// topics are the ledger's topics, sorted; single is the only topic
+	// when there is one (it names the topic of partition numbers read
+	// from files).
+	topics []string
+	single string
+	// ranges holds each partition's ranges in commit order.
+	ranges map[mapping.TopicPartition][]mapping.Range
+	// commits indexes the ledger by snapshot id.
+	commits map[int64]*mapping.Commit
+	parts   map[mapping.TopicPartition]*PartitionReport
+	// files are the live data files at the head (files level).
+	files []snapshot.DataFile
+}
+
+func (a *auditor) loadLedger() error {
+	name := a.tbl.Name()
+	l, err := a.tbl.Ledger()
+	if err != nil {
+		return fmt.Errorf("read the ledger of %s: %w", name, err)
+	}
+	if head := a.tbl.Head(); head != nil {
+		a.headID = head.SnapshotID
+	}
+	if len(l.Commits) == 0 {
+		n := 0
+		if a.headID != 0 {
+			n = len(a.tbl.Iceberg().Metadata().Snapshots())
+		}
+		return &NoLedgerError{Table: name, Branch: a.tbl.Branch(), Snapshots: n}
+	}
+	a.ledger = l
+	a.ranges = map[mapping.TopicPartition][]mapping.Range{}
+	a.commits = make(map[int64]*mapping.Commit, len(l.Commits))
+	seen := map[string]bool{}
+	for i := range l.Commits {
+		c := &l.Commits[i]
+		a.commits[c.SnapshotID] = c
+		for _, r := range c.Ranges {
+			a.ranges[r.TopicPartition] = append(a.ranges[r.TopicPartition], r)
+			seen[r.Topic] = true
+		}
+	}
+	a.topics = slices.Sorted(maps.Keys(seen))
+	if len(a.topics) == 1 {
+		a.single = a.topics[0]
+	}
+	if t := a.opts.Topic; t != "" {
+		if !seen[t] {
+			return fmt.Errorf("audit %s: %w: the ledger has no range of topic %q (it has %s)",
+				name, ErrUnknownTopic, t, strings.Join(a.topics, ", "))
+		}
+		a.single = t
+	}
+	return nil
+}
+
+// selected reports whether the audit covers topic.
+func (a *auditor) selected(topic string) bool {
+	return a.opts.Topic == "" || topic == a.opts.Topic
+}
+
+// selectedTopics are the ledger topics the audit covers.
+func (a *auditor) selectedTopics() []string {
+	if a.opts.Topic != "" {
+		return []string{a.opts.Topic}
+	}
+	return a.topics
+}
+
+// topicOf names the topic of a partition number read from a file, or ""
+// when the ledger has several topics and the audit covers all of them.
+func (a *auditor) topicOf(partition int32) mapping.TopicPartition {
+	return mapping.TopicPartition{Topic: a.single, Partition: partition}
+}
+
+// part returns the report of tp, creating one for a partition outside the
+// ledger.
+func (a *auditor) part(tp mapping.TopicPartition) *PartitionReport {
+	p := a.parts[tp]
+	if p == nil {
+		p = &PartitionReport{TopicPartition: tp, Rows: -1}
+		a.parts[tp] = p
+	}
+	return p
+}
+
+func (a *auditor) addLevel(l Level) { a.rep.Levels = append(a.rep.Levels, l) }
+
+func (a *auditor) note(format string, args ...any) {
+	a.rep.Notes = append(a.rep.Notes, fmt.Sprintf(format, args...))
+}
+
+// find records a finding. Findings about a topic the audit does not cover
+// are dropped.
+func (a *auditor) find(f Finding) {
+	if f.HasPartition && f.Partition.Topic != "" && !a.selected(f.Partition.Topic) {
+		return
+	}
+	a.rep.Findings = append(a.rep.Findings, f)
+}
+
+// progress starts progress reporting, or returns a no-op.
+func (a *auditor) progress(desc string, total int64) Progress {
+	if a.opts.Progress == nil {
+		return nopProgress{}
+	}
+	return a.opts.Progress(desc, total)
+}
+
+type nopProgress struct{}
+
+func (nopProgress) Add(int64) {}
+func (nopProgress) Finish()   {}
+
+// finish sorts the report and counts findings per partition.
+func (a *auditor) finish() {
+	r := a.rep
+	for _, tp := range slices.SortedFunc(maps.Keys(a.parts), mapping.TopicPartition.Compare) {
+		if a.selected(tp.Topic) || tp.Topic == "" {
+			r.Partitions = append(r.Partitions, *a.parts[tp])
+		}
+	}
+	slices.SortStableFunc(r.Findings, compareFindings)
+	for i := range r.Partitions {
+		p := &r.Partitions[i]
+		for _, f := range r.Findings {
+			if f.HasPartition && f.Partition == p.TopicPartition {
+				p.Findings++
+			}
+		}
+	}
+	r.Duration = time.Since(r.Started)
+}
+
+func compareFindings(a, b Finding) int {
+	if a.HasPartition != b.HasPartition {
+		if a.HasPartition {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(
+		a.Partition.Compare(b.Partition),
+		cmp.Compare(a.Level.order(), b.Level.order()),
+		cmp.Compare(a.Offsets.Low, b.Offsets.Low),
+		cmp.Compare(a.Offsets.High, b.Offsets.High),
+		cmp.Compare(a.File, b.File),
+	)
+}

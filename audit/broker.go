@@ -1,0 +1,89 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// brokerLevel compares each partition's retained log [logStart,
+// highWatermark) with the ledger: lag, offsets lost to retention before
+// they were sunk, and partitions the table has never seen.
+func (a *auditor) brokerLevel(ctx context.Context) error {
+	a.addLevel(LevelBroker)
+	for _, topic := range a.selectedTopics() {
+		wm, err := a.opts.Broker.Watermarks(ctx, topic)
+		if errors.Is(err, connector.ErrUnknownTopic) {
+			wm = nil
+		} else if err != nil {
+			return fmt.Errorf("broker level: %w", err)
+		}
+		inLedger := map[int32]bool{}
+		for tp := range a.ranges {
+			if tp.Topic == topic {
+				inLedger[tp.Partition] = true
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(inLedger)) {
+			tp := mapping.TopicPartition{Topic: topic, Partition: p}
+			w, ok := wm[p]
+			if !ok {
+				what := "the broker has no such partition"
+				if wm == nil {
+					what = "the topic does not exist on the broker"
+				}
+				a.find(Finding{Level: LevelBroker, Kind: KindMissingPartition, Partition: tp, HasPartition: true,
+					Detail: what + " (deleted, or another cluster): the ledger cannot be checked against the log"})
+				continue
+			}
+			a.comparePartition(tp, w)
+		}
+		for _, p := range slices.Sorted(maps.Keys(wm)) {
+			if inLedger[p] {
+				continue
+			}
+			tp := mapping.TopicPartition{Topic: topic, Partition: p}
+			w := wm[p]
+			rep := a.part(tp)
+			rep.Broker = &BrokerState{LogStart: w.LogStart, LastStable: w.LastStable, HighWatermark: w.HighWatermark,
+				Lag: max(w.LastStable-w.LogStart, 0)}
+			if w.HighWatermark == 0 {
+				continue // an empty partition: nothing to sink yet
+			}
+			iv := mapping.Interval{Low: w.LogStart, High: w.HighWatermark}
+			detail := fmt.Sprintf("the table has never seen this partition: offsets %s are retained and not sunk", iv)
+			if w.LogStart > 0 {
+				detail += fmt.Sprintf(", and offsets [0, %d) are already deleted", w.LogStart)
+			}
+			a.find(Finding{Level: LevelBroker, Kind: KindUnseenPartition, Partition: tp, HasPartition: true,
+				Offsets: mapping.Interval{Low: 0, High: w.HighWatermark}, HasOffsets: true, Detail: detail})
+		}
+	}
+	return nil
+}
+
+// comparePartition checks one ledger partition against its watermarks.
+func (a *auditor) comparePartition(tp mapping.TopicPartition, w connector.Watermarks) {
+	p := a.part(tp)
+	p.Broker = &BrokerState{LogStart: w.LogStart, LastStable: w.LastStable, HighWatermark: w.HighWatermark,
+		Lag: max(w.LastStable-max(p.Next, w.LogStart), 0)}
+	if p.Next < w.LogStart {
+		iv := mapping.Interval{Low: p.Next, High: w.LogStart}
+		a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedLoss, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
+			Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk, and the ledger does not record it (the next sink run fails, or records the loss with --on-data-loss record)", iv)})
+	}
+	if p.Next > w.HighWatermark {
+		iv := mapping.Interval{Low: w.HighWatermark, High: p.Next}
+		a.find(Finding{Level: LevelBroker, Kind: KindBeyondEnd, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
+			Detail: fmt.Sprintf("the ledger covers offsets %s at or above the high watermark %d: the topic was recreated, or this is another cluster", iv, w.HighWatermark)})
+	}
+	if p.First > w.LogStart && p.First < w.HighWatermark {
+		a.note("%s: offsets [%d, %d) are retained on the broker but precede the first sunk offset (the sink started there, e.g. with --start latest)",
+			tp, w.LogStart, p.First)
+	}
+}

@@ -1,0 +1,261 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// offsetDigest is the content fingerprint of the record or row at offset.
+type offsetDigest struct {
+	offset int64
+	sum    digest
+}
+
+// contentLevel re-reads the retained part of each partition's ledger
+// coverage from the broker and compares it, record by record, with the
+// table's rows.
+func (a *auditor) contentLevel(ctx context.Context) error {
+	a.addLevel(LevelContent)
+	type job struct {
+		tp mapping.TopicPartition
+		iv mapping.Interval
+	}
+	var (
+		jobs  []job
+		total int64
+	)
+	for _, tp := range slices.SortedFunc(maps.Keys(a.parts), mapping.TopicPartition.Compare) {
+		p := a.parts[tp]
+		if !p.InLedger || p.Broker == nil || !a.selected(tp.Topic) {
+			continue
+		}
+		p.Content = &ContentStats{}
+		iv := mapping.Interval{Low: max(p.First, p.Broker.LogStart), High: min(p.Next, p.Broker.HighWatermark)}
+		if iv.Len() > 0 {
+			jobs = append(jobs, job{tp, iv})
+			total += iv.Len()
+		}
+	}
+	prog := a.progress("content: re-reading the log", total)
+	defer prog.Finish()
+	for _, j := range jobs {
+		if err := a.verifyPartition(ctx, j.tp, j.iv, prog); err != nil {
+			return fmt.Errorf("content level, %s: %w", j.tp, err)
+		}
+	}
+	return nil
+}
+
+// verifier compares one partition's log with its rows.
+type verifier struct {
+	a     *auditor
+	tp    mapping.TopicPartition
+	iv    mapping.Interval   // the retained part of the coverage
+	segs  []mapping.Interval // where the ledger allows rows
+	rows  []offsetDigest     // the table's rows in iv, sorted, one per offset
+	stats *ContentStats
+	d     digester
+}
+
+// verifyPartition checks the offsets iv of tp, which the ledger covers and
+// the broker retains.
+func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, prog Progress) error {
+	rows, err := a.tableDigests(ctx, tp, iv)
+	if err != nil {
+		return err
+	}
+	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, stats: a.parts[tp].Content}
+	pending := map[int64][]offsetDigest{} // open transactions by producer id
+	cursor := iv.Low                      // the next offset not yet accounted for
+	err = a.opts.Broker.ReadLog(ctx, tp.Topic, tp.Partition, iv.Low, a.parts[tp].Broker.HighWatermark, func(r *kgo.Record, _ int64) bool {
+		o := r.Offset
+		if o > cursor {
+			v.hole(mapping.Interval{Low: cursor, High: min(o, iv.High)})
+		}
+		if cursor < iv.High {
+			prog.Add(min(o+1, iv.High) - cursor)
+		}
+		cursor = max(cursor, o+1)
+		switch {
+		case r.Attrs.IsControl():
+			commit, known := markerType(r.Key)
+			if known {
+				for _, rec := range pending[r.ProducerID] {
+					v.decide(rec, commit)
+				}
+				delete(pending, r.ProducerID)
+			}
+			v.marker(o, known)
+		case o >= iv.High:
+			// Past the coverage, only markers matter: they settle the
+			// transactions that began inside it.
+		case r.Attrs.IsTransactional():
+			pending[r.ProducerID] = append(pending[r.ProducerID], offsetDigest{o, v.d.record(r)})
+		default:
+			v.decide(offsetDigest{o, v.d.record(r)}, true)
+		}
+		return cursor < iv.High || len(pending) > 0
+	})
+	if err != nil {
+		return err
+	}
+	if cursor < iv.High {
+		prog.Add(iv.High - cursor)
+		v.hole(mapping.Interval{Low: cursor, High: iv.High})
+	}
+	for _, pid := range slices.Sorted(maps.Keys(pending)) {
+		for _, rec := range pending[pid] {
+			v.open(rec)
+		}
+	}
+	a.rep.RowsRead += int64(len(rows))
+	return nil
+}
+
+// tableDigests reads the rows of tp with offsets in iv and returns their
+// digests sorted by offset, keeping the first row of a duplicated offset
+// (duplicates are the rows level's finding).
+func (a *auditor) tableDigests(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval) ([]offsetDigest, error) {
+	filter := iceberg.NewAnd(
+		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition),
+		iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), iv.Low),
+		iceberg.LessThan(iceberg.Reference(mapping.ColOffset), iv.High),
+	)
+	if len(a.topics) > 1 {
+		filter = iceberg.NewAnd(filter, iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic))
+	}
+	var (
+		out []offsetDigest
+		d   digester
+	)
+	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: contentColumns, Filter: filter, Concurrency: a.opts.Concurrency},
+		func(fb snapshot.FileBatch) error {
+			if fb.Done {
+				return nil
+			}
+			c, err := newRowColumns(fb.Batch)
+			if err != nil {
+				return fmt.Errorf("data file %s: %w", fb.Path, err)
+			}
+			for i := range int(fb.Batch.NumRows()) {
+				out = append(out, offsetDigest{c.offset.Value(i), d.row(c, i)})
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("read the rows of %s: %w", tp, err)
+	}
+	slices.SortStableFunc(out, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
+	return slices.CompactFunc(out, func(x, y offsetDigest) bool { return x.offset == y.offset }), nil
+}
+
+// markerType decodes a control record's key: version (int16), then type
+// (int16): 0 aborts the producer's transaction, 1 commits it.
+func markerType(key []byte) (commit, known bool) {
+	if len(key) < 4 {
+		return false, false
+	}
+	switch binary.BigEndian.Uint16(key[2:4]) {
+	case 0:
+		return false, true
+	case 1:
+		return true, true
+	}
+	return false, false
+}
+
+// row returns the table's row at offset.
+func (v *verifier) row(offset int64) (digest, bool) {
+	i, ok := slices.BinarySearchFunc(v.rows, offset, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
+	if !ok {
+		return digest{}, false
+	}
+	return v.rows[i].sum, true
+}
+
+// covered reports whether offset is in the checked part of a range.
+func (v *verifier) covered(offset int64) bool {
+	return v.iv.Contains(offset) && inSegments(v.segs, offset)
+}
+
+func (v *verifier) find(kind Kind, offset int64, detail string) {
+	v.a.find(Finding{Level: LevelContent, Kind: kind, Partition: v.tp, HasPartition: true,
+		Offsets: mapping.Interval{Low: offset, High: offset + 1}, HasOffsets: true, Detail: detail})
+}
+
+// decide checks the record at rec.offset once its fate is known: committed
+// (or not transactional) records must have an identical row, aborted ones
+// must have none.
+func (v *verifier) decide(rec offsetDigest, committed bool) {
+	if !v.covered(rec.offset) {
+		return
+	}
+	sum, ok := v.row(rec.offset)
+	switch {
+	case committed && !ok:
+		v.find(KindMissingRow, rec.offset, fmt.Sprintf("the committed record at offset %d has no row", rec.offset))
+	case committed && sum != rec.sum:
+		v.find(KindContentMismatch, rec.offset, fmt.Sprintf("the row at offset %d differs from its record in the log (key, value, headers or timestamp)", rec.offset))
+	case committed:
+		v.stats.Verified++
+	case ok:
+		v.find(KindUnexpectedRow, rec.offset, fmt.Sprintf("offset %d holds an aborted record, but the table has a row for it", rec.offset))
+	default:
+		v.stats.Aborted++
+	}
+}
+
+// marker accounts for a control record at offset.
+func (v *verifier) marker(offset int64, known bool) {
+	if !v.covered(offset) {
+		return
+	}
+	_, ok := v.row(offset)
+	switch {
+	case ok:
+		v.find(KindUnexpectedRow, offset, fmt.Sprintf("offset %d holds a transaction marker, but the table has a row for it", offset))
+	case !known:
+		v.find(KindUnclassified, offset, fmt.Sprintf("offset %d holds a control record of an unknown type and no row", offset))
+	default:
+		v.stats.Markers++
+	}
+}
+
+// open accounts for a record of a transaction without a marker in the log.
+func (v *verifier) open(rec offsetDigest) {
+	if !v.covered(rec.offset) {
+		return
+	}
+	if _, ok := v.row(rec.offset); ok {
+		v.find(KindUnexpectedRow, rec.offset, fmt.Sprintf("offset %d holds a record of a transaction still open, but the table has a row for it", rec.offset))
+		return
+	}
+	v.find(KindUnclassified, rec.offset, fmt.Sprintf("offset %d holds a record of a transaction still open, inside a committed range", rec.offset))
+}
+
+// hole accounts for offsets in iv that have no record in the log: removed
+// by compaction (or by retention while the audit ran). Rows there cannot be
+// verified; offsets without rows are compacted.
+func (v *verifier) hole(iv mapping.Interval) {
+	for _, s := range v.segs {
+		lo, hi := max(s.Low, iv.Low, v.iv.Low), min(s.High, iv.High, v.iv.High)
+		if lo >= hi {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(v.rows, lo, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
+		j, _ := slices.BinarySearchFunc(v.rows, hi, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
+		rows := int64(j - i)
+		v.stats.Unverifiable += rows
+		v.stats.Compacted += hi - lo - rows
+	}
+}

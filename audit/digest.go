@@ -1,0 +1,126 @@
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// digest fingerprints a record's content: the first 16 bytes of the SHA-256
+// of its canonical encoding, which is, in order:
+//
+//   - the timestamp in microseconds since the Unix epoch, 8 bytes big-endian;
+//   - the key, then the value, each as 0x00 when null, or 0x01, the length
+//     as an unsigned varint, and the bytes;
+//   - the number of headers as an unsigned varint, then each header's key
+//     (length as an unsigned varint, then the bytes) and value (as above).
+//
+// The same record read from Kafka and its row read from the table have the
+// same digest; a change to any of these fields changes it.
+type digest [16]byte
+
+// digester computes digests, reusing one buffer. It is not safe for
+// concurrent use.
+type digester struct{ buf []byte }
+
+func (d *digester) begin(tsMicros int64) {
+	d.buf = binary.BigEndian.AppendUint64(d.buf[:0], uint64(tsMicros))
+}
+
+func (d *digester) bytes(b []byte, null bool) {
+	if null {
+		d.buf = append(d.buf, 0)
+		return
+	}
+	d.buf = append(d.buf, 1)
+	d.buf = binary.AppendUvarint(d.buf, uint64(len(b)))
+	d.buf = append(d.buf, b...)
+}
+
+func (d *digester) headerCount(n int) { d.buf = binary.AppendUvarint(d.buf, uint64(n)) }
+
+func (d *digester) header(key string, value []byte, null bool) {
+	d.buf = binary.AppendUvarint(d.buf, uint64(len(key)))
+	d.buf = append(d.buf, key...)
+	d.bytes(value, null)
+}
+
+func (d *digester) sum() digest {
+	s := sha256.Sum256(d.buf)
+	return digest(s[:16])
+}
+
+// record returns the digest of a record read from Kafka.
+func (d *digester) record(r *kgo.Record) digest {
+	d.begin(r.Timestamp.UnixMicro())
+	d.bytes(r.Key, r.Key == nil)
+	d.bytes(r.Value, r.Value == nil)
+	d.headerCount(len(r.Headers))
+	for _, h := range r.Headers {
+		d.header(h.Key, h.Value, h.Value == nil)
+	}
+	return d.sum()
+}
+
+// rowColumns are the columns of a table batch that digests read.
+type rowColumns struct {
+	offset   *array.Int64
+	ts       *array.Timestamp
+	key      *array.Binary
+	value    *array.Binary
+	headers  *array.List
+	hdrKey   *array.String
+	hdrValue *array.Binary
+}
+
+// contentColumns are the columns the content level reads.
+var contentColumns = []string{mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColHeaders, mapping.ColValue}
+
+func newRowColumns(b arrow.RecordBatch) (rowColumns, error) {
+	var c rowColumns
+	var ok [5]bool
+	c.offset, ok[0] = column[*array.Int64](b, mapping.ColOffset)
+	c.ts, ok[1] = column[*array.Timestamp](b, mapping.ColTimestamp)
+	c.key, ok[2] = column[*array.Binary](b, mapping.ColKey)
+	c.value, ok[3] = column[*array.Binary](b, mapping.ColValue)
+	c.headers, ok[4] = column[*array.List](b, mapping.ColHeaders)
+	if ok != [5]bool{true, true, true, true, true} {
+		return c, fmt.Errorf("unexpected column types %s", b.Schema())
+	}
+	st, isStruct := c.headers.ListValues().(*array.Struct)
+	if !isStruct || st.NumField() != 2 {
+		return c, fmt.Errorf("column %s is not a list of key/value structs", mapping.ColHeaders)
+	}
+	var kOK, vOK bool
+	c.hdrKey, kOK = st.Field(0).(*array.String)
+	c.hdrValue, vOK = st.Field(1).(*array.Binary)
+	if !kOK || !vOK {
+		return c, fmt.Errorf("column %s has unexpected key/value types", mapping.ColHeaders)
+	}
+	if unit := c.ts.DataType().(*arrow.TimestampType).Unit; unit != arrow.Microsecond {
+		return c, fmt.Errorf("column %s has unit %s, want microseconds", mapping.ColTimestamp, unit)
+	}
+	return c, nil
+}
+
+// row returns the digest of row i of a table batch.
+func (d *digester) row(c rowColumns, i int) digest {
+	d.begin(int64(c.ts.Value(i)))
+	d.bytes(c.key.Value(i), c.key.IsNull(i))
+	d.bytes(c.value.Value(i), c.value.IsNull(i))
+	start, end := c.headers.ValueOffsets(i)
+	if c.headers.IsNull(i) {
+		start, end = 0, 0
+	}
+	d.headerCount(int(end - start))
+	for j := int(start); j < int(end); j++ {
+		d.header(c.hdrKey.Value(j), c.hdrValue.Value(j), c.hdrValue.IsNull(j))
+	}
+	return d.sum()
+}

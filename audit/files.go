@@ -1,0 +1,178 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// maxRemovedLookups bounds how many commits the files level inspects to
+// name the files that were removed from them; each lookup reads the
+// manifests of one snapshot.
+const maxRemovedLookups = 100
+
+// rangeKey names one range of one commit.
+type rangeKey struct {
+	snapshot int64
+	r        mapping.Range
+}
+
+// filesLevel checks the live data files against the ledger, from manifests
+// only: every file lies inside one range of the commit that added it, and
+// the files of every range hold its record count.
+func (a *auditor) filesLevel(ctx context.Context) error {
+	a.addLevel(LevelFiles)
+	files, err := a.tbl.Files(ctx, a.headID)
+	if err != nil {
+		return fmt.Errorf("list the data files of %s: %w", a.tbl.Name(), err)
+	}
+	a.files = files
+	a.rep.Files = len(files)
+
+	live := make(map[string]bool, len(files))
+	held := map[rangeKey]int64{}
+	unattributed := map[rangeKey]bool{}
+	ambiguous := 0
+	for _, f := range files {
+		live[f.Path] = true
+		c := a.commits[f.AddedBy]
+		if c == nil {
+			a.foreignFile(f)
+			continue
+		}
+		if !f.HasBounds || f.PartitionMin != f.PartitionMax {
+			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
+				Detail: fmt.Sprintf("file of floe snapshot %d has no partition and offset bounds of one partition in its manifest; its %d rows cannot be placed in a range", c.SnapshotID, f.Records)})
+			continue
+		}
+		var cands []mapping.Range
+		for _, r := range c.Ranges {
+			if !r.Lost && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High {
+				cands = append(cands, r)
+			}
+		}
+		switch len(cands) {
+		case 0:
+			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, Partition: a.topicOf(f.PartitionMin), HasPartition: true,
+				Offsets: f.Offsets, HasOffsets: true, File: f.Path, SnapshotID: c.SnapshotID,
+				Detail: fmt.Sprintf("%d rows at offsets %s lie outside every range of snapshot %d, which added the file", f.Records, f.Offsets, c.SnapshotID)})
+		case 1:
+			held[rangeKey{c.SnapshotID, cands[0]}] += f.Records
+			if a.selected(cands[0].Topic) {
+				a.part(cands[0].TopicPartition).Files++
+			}
+		default:
+			// One commit holding the same partition of several topics:
+			// manifests cannot tell which topic a file holds.
+			ambiguous++
+			for _, r := range cands {
+				unattributed[rangeKey{c.SnapshotID, r}] = true
+			}
+		}
+	}
+	if ambiguous > 0 {
+		a.note("files level: %d data files of commits holding several topics cannot be attributed to one topic from manifests; their ranges were not counted (--deep counts them)", ambiguous)
+	}
+
+	lookups := 0
+	for _, c := range a.ledger.Commits {
+		for _, r := range c.Ranges {
+			k := rangeKey{c.SnapshotID, r}
+			if r.Lost || !a.selected(r.Topic) || unattributed[k] || held[k] == r.Records {
+				continue
+			}
+			got := held[k]
+			if got < r.Records && lookups < maxRemovedLookups {
+				lookups++
+				removed, err := a.removedFiles(ctx, c.SnapshotID, r, live)
+				if err != nil {
+					return err
+				}
+				for _, f := range removed {
+					got += f.Records
+					a.find(Finding{Level: LevelFiles, Kind: KindMissingFile, Partition: r.TopicPartition, HasPartition: true,
+						Offsets: f.Offsets, HasOffsets: f.HasBounds, File: f.Path, SnapshotID: c.SnapshotID,
+						Detail: fmt.Sprintf("file added by snapshot %d for range %s is no longer live: its %d rows were deleted or overwritten", c.SnapshotID, r.Interval, f.Records)})
+				}
+				if got == r.Records {
+					continue
+				}
+			}
+			a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
+				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
+				Detail: fmt.Sprintf("range %s of snapshot %d has %d records in the ledger; its live files hold %d rows", r.Interval, c.SnapshotID, r.Records, held[k])})
+		}
+	}
+	if lookups == maxRemovedLookups {
+		a.note("files level: removed files were looked up for the first %d commits with missing rows only", maxRemovedLookups)
+	}
+	a.deleteFiles()
+	return nil
+}
+
+// foreignFile reports a live file added by a snapshot outside the ledger.
+func (a *auditor) foreignFile(f snapshot.DataFile) {
+	fd := Finding{Level: LevelFiles, Kind: KindForeignFile, File: f.Path, SnapshotID: f.AddedBy}
+	if f.HasBounds && f.PartitionMin == f.PartitionMax {
+		fd.Partition, fd.HasPartition = a.topicOf(f.PartitionMin), true
+		fd.Offsets, fd.HasOffsets = f.Offsets, f.Records > 0
+	}
+	switch s := a.tbl.Iceberg().Metadata().SnapshotByID(f.AddedBy); {
+	case s == nil:
+		fd.Detail = fmt.Sprintf("file added by snapshot %d, which is no longer in the table metadata (expired): the ledger cannot explain its %d rows", f.AddedBy, f.Records)
+	case s.Summary != nil:
+		fd.Detail = fmt.Sprintf("file added by snapshot %d (%s), which is not a floe commit: the ledger does not explain its %d rows", f.AddedBy, s.Summary.Operation, f.Records)
+	default:
+		fd.Detail = fmt.Sprintf("file added by snapshot %d, which is not a floe commit: the ledger does not explain its %d rows", f.AddedBy, f.Records)
+	}
+	a.find(fd)
+}
+
+// removedFiles lists the files that snapshot added for range r and that
+// are no longer live.
+func (a *auditor) removedFiles(ctx context.Context, snapshotID int64, r mapping.Range, live map[string]bool) ([]snapshot.DataFile, error) {
+	if a.tbl.Iceberg().Metadata().SnapshotByID(snapshotID) == nil {
+		return nil, nil
+	}
+	then, err := a.tbl.Files(ctx, snapshotID)
+	if err != nil {
+		return nil, fmt.Errorf("list the data files of %s at snapshot %d: %w", a.tbl.Name(), snapshotID, err)
+	}
+	var out []snapshot.DataFile
+	for _, f := range then {
+		if f.AddedBy != snapshotID || live[f.Path] {
+			continue
+		}
+		if f.HasBounds && (f.PartitionMin != r.Partition || f.PartitionMax != r.Partition || f.Offsets.Low < r.Low || f.Offsets.High > r.High) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// deleteFiles reports row-level delete files at the head: they hide rows
+// without removing data files, and floe never writes them.
+func (a *auditor) deleteFiles() {
+	head := a.tbl.Head()
+	if head == nil || head.Summary == nil {
+		return
+	}
+	n, _ := strconv.ParseInt(head.Summary.Properties["total-delete-files"], 10, 64)
+	if n == 0 {
+		return
+	}
+	a.find(Finding{Level: LevelFiles, Kind: KindDeleteFiles, SnapshotID: head.SnapshotID,
+		Detail: fmt.Sprintf("the table has %d row-level delete files (%s position deletes, %s equality deletes) hiding rows; floe never writes deletes (--deep counts the rows left)",
+			n, orZero(head.Summary.Properties["total-position-deletes"]), orZero(head.Summary.Properties["total-equality-deletes"]))})
+}
+
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}

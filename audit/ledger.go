@@ -1,0 +1,97 @@
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// ledgerLevel checks each partition's ranges for contiguity, from snapshot
+// summaries only.
+func (a *auditor) ledgerLevel() {
+	a.addLevel(LevelLedger)
+	for _, tp := range slices.SortedFunc(maps.Keys(a.ranges), mapping.TopicPartition.Compare) {
+		if !a.selected(tp.Topic) {
+			continue
+		}
+		rs := a.ranges[tp]
+		c := mapping.Cover(rs)
+		p := a.part(tp)
+		p.InLedger = true
+		p.First, p.Next, p.Ranges, p.Records = c.First, c.Next, c.Ranges, c.Records
+		p.Gaps, p.Overlaps, p.Lost = nonNil(c.Gaps), nonNil(c.Overlaps), nonNil(c.Lost)
+		for _, g := range c.Gaps {
+			a.find(Finding{Level: LevelLedger, Kind: KindGap, Partition: tp, HasPartition: true, Offsets: g, HasOffsets: true,
+				Detail: fmt.Sprintf("no commit covers offsets %s (%d offsets never sunk)", g, g.Len())})
+		}
+		for _, o := range c.Overlaps {
+			a.find(Finding{Level: LevelLedger, Kind: KindOverlap, Partition: tp, HasPartition: true, Offsets: o, HasOffsets: true,
+				Detail: fmt.Sprintf("offsets %s were committed more than once, by snapshots %s", o, a.snapshotsCovering(tp, o))})
+		}
+		for _, l := range c.Lost {
+			a.find(Finding{Level: LevelLedger, Kind: KindLost, Partition: tp, HasPartition: true, Offsets: l, HasOffsets: true,
+				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk (recorded by snapshot %s)", l, a.snapshotsCovering(tp, l))})
+		}
+	}
+}
+
+// snapshotsCovering lists the snapshots whose ranges of tp intersect iv.
+func (a *auditor) snapshotsCovering(tp mapping.TopicPartition, iv mapping.Interval) string {
+	var ids []string
+	for _, c := range a.ledger.Commits {
+		for _, r := range c.Ranges {
+			if r.TopicPartition == tp && r.Low < iv.High && iv.Low < r.High {
+				ids = append(ids, fmt.Sprint(c.SnapshotID))
+				break
+			}
+		}
+	}
+	return strings.Join(ids, ", ")
+}
+
+// segments returns the merged, sorted offsets the non-lost ranges of tp
+// cover: where rows may be.
+func (a *auditor) segments(tp mapping.TopicPartition) []mapping.Interval {
+	var ivs []mapping.Interval
+	for _, r := range a.ranges[tp] {
+		if !r.Lost && r.Len() > 0 {
+			ivs = append(ivs, r.Interval)
+		}
+	}
+	slices.SortFunc(ivs, func(x, y mapping.Interval) int { return cmp.Compare(x.Low, y.Low) })
+	var out []mapping.Interval
+	for _, iv := range ivs {
+		if n := len(out); n > 0 && iv.Low <= out[n-1].High {
+			out[n-1].High = max(out[n-1].High, iv.High)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// inSegments reports whether offset lies in one of the sorted, disjoint
+// intervals.
+func inSegments(segs []mapping.Interval, offset int64) bool {
+	_, found := slices.BinarySearchFunc(segs, offset, func(iv mapping.Interval, o int64) int {
+		switch {
+		case iv.High <= o:
+			return -1
+		case iv.Low > o:
+			return 1
+		}
+		return 0
+	})
+	return found
+}
+
+func nonNil(ivs []mapping.Interval) []mapping.Interval {
+	if ivs == nil {
+		return []mapping.Interval{}
+	}
+	return ivs
+}

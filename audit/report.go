@@ -1,0 +1,368 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// JSONSchema identifies the JSON report's schema. It changes only when a
+// field changes meaning or is removed; fields may be added within a version.
+const JSONSchema = "floe.audit/v1"
+
+// span is a half-open offset interval [low, high) in JSON: a two-element
+// array.
+type span [2]int64
+
+func spans(ivs []mapping.Interval) []span {
+	out := make([]span, 0, len(ivs))
+	for _, iv := range ivs {
+		out = append(out, span{iv.Low, iv.High})
+	}
+	return out
+}
+
+type jsonReport struct {
+	Schema           string          `json:"schema"`
+	Table            string          `json:"table"`
+	Branch           string          `json:"branch"`
+	SnapshotID       int64           `json:"snapshot_id"`
+	MetadataLocation string          `json:"metadata_location"`
+	AuditedAt        string          `json:"audited_at"`
+	DurationMs       int64           `json:"duration_ms"`
+	Levels           []Level         `json:"levels"`
+	Complete         bool            `json:"complete"`
+	Files            *int            `json:"files"`
+	RowsRead         int64           `json:"rows_read"`
+	Partitions       []jsonPartition `json:"partitions"`
+	Findings         []jsonFinding   `json:"findings"`
+	Notes            []string        `json:"notes"`
+	Evidence         jsonEvidence    `json:"evidence"`
+}
+
+type jsonPartition struct {
+	Topic         string       `json:"topic"`
+	Partition     int32        `json:"partition"`
+	InLedger      bool         `json:"in_ledger"`
+	First         *int64       `json:"first"`
+	Next          *int64       `json:"next"`
+	Ranges        int          `json:"ranges"`
+	Records       int64        `json:"records"`
+	Gaps          []span       `json:"gaps"`
+	Overlaps      []span       `json:"overlaps"`
+	Lost          []span       `json:"lost"`
+	Files         *int         `json:"files"`
+	Rows          *int64       `json:"rows"`
+	LogStart      *int64       `json:"log_start"`
+	LastStable    *int64       `json:"last_stable"`
+	HighWatermark *int64       `json:"high_watermark"`
+	Lag           *int64       `json:"lag"`
+	Content       *jsonContent `json:"content"`
+	Findings      int          `json:"findings"`
+	Status        string       `json:"status"`
+}
+
+type jsonContent struct {
+	Verified     int64 `json:"verified"`
+	Markers      int64 `json:"markers"`
+	Aborted      int64 `json:"aborted"`
+	Compacted    int64 `json:"compacted"`
+	Unverifiable int64 `json:"unverifiable"`
+}
+
+type jsonFinding struct {
+	Level      Level   `json:"level"`
+	Kind       Kind    `json:"kind"`
+	Topic      *string `json:"topic"`
+	Partition  *int32  `json:"partition"`
+	Offsets    *span   `json:"offsets"`
+	File       *string `json:"file"`
+	SnapshotID *int64  `json:"snapshot_id"`
+	Detail     string  `json:"detail"`
+}
+
+type jsonEvidence struct {
+	Digest           string `json:"digest"`
+	MetadataLocation string `json:"metadata_location"`
+	SnapshotID       int64  `json:"snapshot_id"`
+	LedgerCommits    int    `json:"ledger_commits"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// WriteJSON writes the report as one JSON document (schema JSONSchema,
+// described in docs/audit.md), indented, followed by a newline.
+func (r *Report) WriteJSON(w io.Writer) error {
+	ran := func(l Level) bool { return slices.Contains(r.Levels, l) }
+	out := jsonReport{
+		Schema:           JSONSchema,
+		Table:            r.Table,
+		Branch:           r.Branch,
+		SnapshotID:       r.Evidence.SnapshotID,
+		MetadataLocation: r.Evidence.MetadataLocation,
+		AuditedAt:        r.Started.Format(time.RFC3339),
+		DurationMs:       r.Duration.Milliseconds(),
+		Levels:           r.Levels,
+		Complete:         r.Complete(),
+		RowsRead:         r.RowsRead,
+		Partitions:       []jsonPartition{},
+		Findings:         []jsonFinding{},
+		Notes:            append([]string{}, r.Notes...),
+		Evidence: jsonEvidence{
+			Digest:           r.Evidence.Digest,
+			MetadataLocation: r.Evidence.MetadataLocation,
+			SnapshotID:       r.Evidence.SnapshotID,
+			LedgerCommits:    r.Evidence.Commits,
+		},
+	}
+	if ran(LevelFiles) {
+		out.Files = ptr(r.Files)
+	}
+	for _, p := range r.Partitions {
+		jp := jsonPartition{
+			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger,
+			Ranges: p.Ranges, Records: p.Records,
+			Gaps: spans(p.Gaps), Overlaps: spans(p.Overlaps), Lost: spans(p.Lost),
+			Findings: p.Findings, Status: p.status(),
+		}
+		if p.InLedger {
+			jp.First, jp.Next = ptr(p.First), ptr(p.Next)
+		}
+		if ran(LevelFiles) {
+			jp.Files = ptr(p.Files)
+		}
+		if p.Rows >= 0 {
+			jp.Rows = ptr(p.Rows)
+		}
+		if b := p.Broker; b != nil {
+			jp.LogStart, jp.LastStable, jp.HighWatermark, jp.Lag = ptr(b.LogStart), ptr(b.LastStable), ptr(b.HighWatermark), ptr(b.Lag)
+		}
+		if c := p.Content; c != nil {
+			jp.Content = &jsonContent{Verified: c.Verified, Markers: c.Markers, Aborted: c.Aborted, Compacted: c.Compacted, Unverifiable: c.Unverifiable}
+		}
+		out.Partitions = append(out.Partitions, jp)
+	}
+	for _, f := range r.Findings {
+		jf := jsonFinding{Level: f.Level, Kind: f.Kind, Detail: f.Detail}
+		if f.HasPartition {
+			jf.Partition = ptr(f.Partition.Partition)
+			if f.Partition.Topic != "" {
+				jf.Topic = ptr(f.Partition.Topic)
+			}
+		}
+		if f.HasOffsets {
+			jf.Offsets = &span{f.Offsets.Low, f.Offsets.High}
+		}
+		if f.File != "" {
+			jf.File = ptr(f.File)
+		}
+		if f.SnapshotID != 0 {
+			jf.SnapshotID = ptr(f.SnapshotID)
+		}
+		out.Findings = append(out.Findings, jf)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write audit report as JSON: %w", err)
+	}
+	return nil
+}
+
+func (p PartitionReport) status() string {
+	if p.Findings == 0 {
+		return "complete"
+	}
+	return "findings"
+}
+
+// maxTextFindings bounds the findings the text report lists.
+const maxTextFindings = 50
+
+// textWidth is the terminal width the text report fits (paths excepted).
+const textWidth = 80
+
+// WriteText writes the report for a person at an 80-column terminal: a
+// header, one line per partition, the findings, notes and a verdict line.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "audit of %s (branch %s) at snapshot %d\n", r.Table, r.Branch, r.Evidence.SnapshotID)
+	levels := make([]string, len(r.Levels))
+	for i, l := range r.Levels {
+		levels[i] = string(l)
+	}
+	fmt.Fprintf(&b, "levels: %s; %d commits", strings.Join(levels, ", "), r.Evidence.Commits)
+	if slices.Contains(r.Levels, LevelFiles) {
+		fmt.Fprintf(&b, ", %d live files", r.Files)
+	}
+	if r.RowsRead > 0 {
+		fmt.Fprintf(&b, ", %d rows read", r.RowsRead)
+	}
+	fmt.Fprintf(&b, "\n\n")
+	r.partitionTable(&b)
+	if c := r.contentTotals(); c != nil {
+		b.WriteString("\n")
+		wrap(&b, "", fmt.Sprintf("content: %d rows verified against the log; offsets inside ranges without rows: %d transaction markers, %d aborted, %d compacted; %d rows no longer in the log to compare",
+			c.Verified, c.Markers, c.Aborted, c.Compacted, c.Unverifiable))
+	}
+	if len(r.Findings) > 0 {
+		fmt.Fprintf(&b, "\nFINDINGS\n")
+		for i, f := range r.Findings {
+			if i == maxTextFindings {
+				fmt.Fprintf(&b, "... and %d more (--json lists them all)\n", len(r.Findings)-i)
+				break
+			}
+			head := fmt.Sprintf("%s %s", f.Level, f.Kind)
+			if f.HasPartition {
+				head += " " + partName(f.Partition)
+			}
+			if f.HasOffsets {
+				head += " " + f.Offsets.String()
+			}
+			fmt.Fprintf(&b, "- %s\n", head)
+			wrap(&b, "    ", f.Detail)
+			if f.File != "" {
+				fmt.Fprintf(&b, "    file %s\n", f.File)
+			}
+		}
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintf(&b, "\nNOTES\n")
+		for _, n := range r.Notes {
+			wrap(&b, "    ", n)
+		}
+	}
+	b.WriteString("\n")
+	if r.Complete() {
+		fmt.Fprintf(&b, "verdict: COMPLETE, every offset of %d partitions is accounted for\n", len(r.Partitions))
+	} else {
+		fmt.Fprintf(&b, "verdict: NOT COMPLETE, %s\n", r.findingSummary())
+	}
+	fmt.Fprintf(&b, "evidence %s\n", r.Evidence.Digest)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// partitionTable writes one aligned line per partition.
+func (r *Report) partitionTable(b *strings.Builder) {
+	header := []string{"PARTITION", "FIRST", "NEXT", "RANGES", "ROWS", "GAPS", "OVLP", "LOST", "LAG", "STATUS"}
+	rows := [][]string{header}
+	for _, p := range r.Partitions {
+		row := []string{partName(p.TopicPartition), "-", "-", "-", "-", "-", "-", "-", "-", "ok"}
+		if p.InLedger {
+			row[1], row[2], row[3], row[4] = fmt.Sprint(p.First), fmt.Sprint(p.Next), fmt.Sprint(p.Ranges), fmt.Sprint(p.Records)
+			row[5], row[6], row[7] = fmt.Sprint(total(p.Gaps)), fmt.Sprint(total(p.Overlaps)), fmt.Sprint(total(p.Lost))
+		}
+		if p.Broker != nil {
+			row[8] = fmt.Sprint(p.Broker.Lag)
+		}
+		if p.Findings > 0 {
+			row[9] = fmt.Sprintf("%d FINDINGS", p.Findings)
+			if p.Findings == 1 {
+				row[9] = "1 FINDING"
+			}
+		}
+		rows = append(rows, row)
+	}
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	for _, row := range rows {
+		var line strings.Builder
+		for i, c := range row {
+			switch i {
+			case 0:
+				fmt.Fprintf(&line, "%-*s", widths[i], c)
+			case len(row) - 1:
+				fmt.Fprintf(&line, " %s", c)
+			default:
+				fmt.Fprintf(&line, " %*s", widths[i], c)
+			}
+		}
+		b.WriteString(line.String() + "\n")
+	}
+	b.WriteString("(GAPS, OVLP and LOST count offsets; LAG counts retained offsets not yet sunk)\n")
+}
+
+func (r *Report) contentTotals() *ContentStats {
+	var (
+		sum  ContentStats
+		seen bool
+	)
+	for _, p := range r.Partitions {
+		if c := p.Content; c != nil {
+			seen = true
+			sum.Verified += c.Verified
+			sum.Markers += c.Markers
+			sum.Aborted += c.Aborted
+			sum.Compacted += c.Compacted
+			sum.Unverifiable += c.Unverifiable
+		}
+	}
+	if !seen {
+		return nil
+	}
+	return &sum
+}
+
+// findingSummary counts the findings by kind, for example "3 findings: 1
+// gap, 2 missing-file".
+func (r *Report) findingSummary() string {
+	var kinds []Kind
+	count := map[Kind]int{}
+	for _, f := range r.Findings {
+		if count[f.Kind] == 0 {
+			kinds = append(kinds, f.Kind)
+		}
+		count[f.Kind]++
+	}
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", count[k], k)
+	}
+	noun := "findings"
+	if len(r.Findings) == 1 {
+		noun = "finding"
+	}
+	return fmt.Sprintf("%d %s: %s", len(r.Findings), noun, strings.Join(parts, ", "))
+}
+
+func partName(tp mapping.TopicPartition) string {
+	if tp.Topic == "" {
+		return fmt.Sprintf("?/%d", tp.Partition)
+	}
+	return tp.String()
+}
+
+func total(ivs []mapping.Interval) int64 {
+	var n int64
+	for _, iv := range ivs {
+		n += iv.Len()
+	}
+	return n
+}
+
+// wrap writes text word-wrapped to textWidth, each line starting with
+// indent.
+func wrap(b *strings.Builder, indent, text string) {
+	line := indent
+	for _, word := range strings.Fields(text) {
+		if len(line) > len(indent) && len(line)+1+len(word) > textWidth {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+}

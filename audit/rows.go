@@ -1,0 +1,212 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// partRows is what the rows level learns about one partition.
+type partRows struct {
+	segs               []mapping.Interval // where the ledger allows rows
+	seen, dup, outside *offsetSet
+	rows               int64
+}
+
+// fileRows is what the rows level learns about one data file.
+type fileRows struct {
+	rows               int64
+	pmin, pmax         int32
+	omin, omax         int64
+	mixedTopics, empty bool
+	topic              string
+}
+
+// rowsLevel reads the partition and offset columns of every live data file
+// (plus the topic column when the ledger holds several topics): every
+// offset must be unique and inside a range, every range must hold exactly
+// its record count, and every file's rows must agree with its manifest.
+func (a *auditor) rowsLevel(ctx context.Context) error {
+	a.addLevel(LevelRows)
+	if a.files == nil {
+		files, err := a.tbl.Files(ctx, a.headID)
+		if err != nil {
+			return fmt.Errorf("list the data files of %s: %w", a.tbl.Name(), err)
+		}
+		a.files = files
+	}
+	manifest := make(map[string]snapshot.DataFile, len(a.files))
+	var total int64
+	for _, f := range a.files {
+		manifest[f.Path] = f
+		total += f.Records
+	}
+	cols := []string{mapping.ColPartition, mapping.ColOffset}
+	withTopic := len(a.topics) > 1
+	if withTopic {
+		cols = append(cols, mapping.ColTopic)
+	}
+
+	parts := map[mapping.TopicPartition]*partRows{}
+	state := func(tp mapping.TopicPartition) *partRows {
+		s := parts[tp]
+		if s == nil {
+			s = &partRows{segs: a.segments(tp), seen: newOffsetSet(), dup: newOffsetSet(), outside: newOffsetSet()}
+			parts[tp] = s
+		}
+		return s
+	}
+	perFile := map[string]*fileRows{}
+	prog := a.progress("rows: reading partition and offset columns", total)
+	defer prog.Finish()
+
+	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
+		fr := perFile[fb.Path]
+		if fr == nil {
+			fr = &fileRows{pmin: math.MaxInt32, pmax: math.MinInt32, omin: math.MaxInt64, omax: math.MinInt64, empty: true}
+			perFile[fb.Path] = fr
+		}
+		if fb.Done {
+			a.checkFile(manifest[fb.Path], fb.Deletes, fr)
+			return nil
+		}
+		b := fb.Batch
+		part, ok1 := column[*array.Int32](b, mapping.ColPartition)
+		off, ok2 := column[*array.Int64](b, mapping.ColOffset)
+		var topic *array.String
+		ok3 := true
+		if withTopic {
+			topic, ok3 = column[*array.String](b, mapping.ColTopic)
+		}
+		if !ok1 || !ok2 || !ok3 {
+			return fmt.Errorf("data file %s: unexpected column types %s", fb.Path, b.Schema())
+		}
+		var (
+			s    *partRows
+			last mapping.TopicPartition
+		)
+		for i := range int(b.NumRows()) {
+			tp := a.topicOf(part.Value(i))
+			if withTopic {
+				tp.Topic = topic.Value(i)
+				if fr.empty {
+					fr.topic = tp.Topic
+				} else if tp.Topic != fr.topic {
+					fr.mixedTopics = true
+				}
+			}
+			if s == nil || tp != last {
+				s, last = state(tp), tp
+			}
+			o := off.Value(i)
+			s.rows++
+			if s.seen.add(o) {
+				s.dup.add(o)
+			}
+			if !inSegments(s.segs, o) {
+				s.outside.add(o)
+			}
+			fr.empty = false
+			fr.rows++
+			fr.pmin, fr.pmax = min(fr.pmin, tp.Partition), max(fr.pmax, tp.Partition)
+			fr.omin, fr.omax = min(fr.omin, o), max(fr.omax, o)
+		}
+		a.rep.RowsRead += b.NumRows()
+		prog.Add(b.NumRows())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rows level: %w", err)
+	}
+
+	for _, tp := range slices.SortedFunc(maps.Keys(parts), mapping.TopicPartition.Compare) {
+		s := parts[tp]
+		if a.selected(tp.Topic) {
+			a.part(tp).Rows = s.rows
+		}
+		for _, iv := range s.dup.intervals() {
+			a.find(Finding{Level: LevelRows, Kind: KindDuplicate, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
+				Detail: fmt.Sprintf("offsets %s are held by more than one row", iv)})
+		}
+		for _, iv := range s.outside.intervals() {
+			a.find(Finding{Level: LevelRows, Kind: KindOutsideLedger, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
+				Detail: fmt.Sprintf("rows at offsets %s lie outside every range of the ledger", iv)})
+		}
+	}
+	for _, c := range a.ledger.Commits {
+		for _, r := range c.Ranges {
+			if r.Lost || !a.selected(r.Topic) {
+				continue
+			}
+			var got int64
+			if s := parts[r.TopicPartition]; s != nil {
+				got = s.seen.count(r.Interval)
+			}
+			if got != r.Records {
+				a.find(Finding{Level: LevelRows, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
+					Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
+					Detail: fmt.Sprintf("range %s of snapshot %d has %d records in the ledger; the table holds %d distinct offsets in it", r.Interval, c.SnapshotID, r.Records, got)})
+			}
+		}
+	}
+	for _, p := range a.parts {
+		if p.InLedger && p.Rows < 0 {
+			p.Rows = 0 // the table holds no row of the partition
+		}
+	}
+	return nil
+}
+
+// checkFile compares the rows read from one data file with its manifest
+// entry. Delete files make the manifest's row count and bounds an upper
+// limit rather than exact.
+func (a *auditor) checkFile(m snapshot.DataFile, deletes int, fr *fileRows) {
+	var problem string
+	switch {
+	case fr.mixedTopics:
+		problem = "it holds rows of several topics"
+	case !fr.empty && fr.pmin != fr.pmax:
+		problem = fmt.Sprintf("it holds rows of partitions %d to %d", fr.pmin, fr.pmax)
+	case deletes == 0 && fr.rows != m.Records:
+		problem = fmt.Sprintf("its manifest says %d rows, the file holds %d", m.Records, fr.rows)
+	case fr.empty || !m.HasBounds:
+	case deletes == 0 && (fr.pmin != m.PartitionMin || fr.omin != m.Offsets.Low || fr.omax+1 != m.Offsets.High):
+		problem = fmt.Sprintf("its manifest says partition %d offsets %s, the rows are partition %d offsets %s",
+			m.PartitionMin, m.Offsets, fr.pmin, mapping.Interval{Low: fr.omin, High: fr.omax + 1})
+	case fr.pmin != m.PartitionMin || fr.omin < m.Offsets.Low || fr.omax >= m.Offsets.High:
+		problem = fmt.Sprintf("its rows (partition %d offsets %s) lie outside its manifest bounds (partition %d offsets %s)",
+			fr.pmin, mapping.Interval{Low: fr.omin, High: fr.omax + 1}, m.PartitionMin, m.Offsets)
+	}
+	if problem == "" {
+		return
+	}
+	f := Finding{Level: LevelRows, Kind: KindFileContent, File: m.Path, SnapshotID: m.AddedBy,
+		Detail: "the data file was altered after it was committed: " + problem}
+	if !fr.empty && fr.pmin == fr.pmax {
+		f.Partition, f.HasPartition = mapping.TopicPartition{Topic: fr.topic, Partition: fr.pmin}, true
+		if fr.topic == "" {
+			f.Partition.Topic = a.single
+		}
+		f.Offsets, f.HasOffsets = mapping.Interval{Low: fr.omin, High: fr.omax + 1}, true
+	}
+	a.find(f)
+}
+
+// column returns the named column of b as type T.
+func column[T arrow.Array](b arrow.RecordBatch, name string) (T, bool) {
+	var zero T
+	idx := b.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return zero, false
+	}
+	c, ok := b.Column(idx[0]).(T)
+	return c, ok
+}

@@ -1,0 +1,158 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
+)
+
+// ScanOptions select what ScanFiles reads.
+type ScanOptions struct {
+	// Columns are the names of the columns to read; only those columns are
+	// read from the Parquet files. Nil reads every column.
+	Columns []string
+	// Filter prunes files by their column bounds and drops rows that do not
+	// match; nil reads every row.
+	Filter iceberg.BooleanExpression
+	// Concurrency bounds the files decoded at once; zero means GOMAXPROCS.
+	Concurrency int
+}
+
+// FileBatch is one step of ScanFiles: some rows of one data file, or the end
+// of that file.
+type FileBatch struct {
+	// Path is the data file the rows come from.
+	Path string
+	// Deletes is the number of delete files that apply to the file; the rows
+	// they delete are not in the batches.
+	Deletes int
+	// Batch holds some of the file's rows, nil when Done. It is released
+	// when the callback returns.
+	Batch arrow.RecordBatch
+	// Done marks the last call for the file: all its rows were delivered.
+	Done bool
+}
+
+// ScanFiles reads the rows of a snapshot (0 means the branch head) file by
+// file, with delete files applied. Files are decoded in parallel; fn is
+// called from one goroutine at a time, with each file's batches in order
+// followed by one Done call for that file (files interleave). A file whose
+// rows were all deleted or filtered out gets only its Done call. An error
+// from fn stops the scan and is returned.
+func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOptions, fn func(FileBatch) error) error {
+	snap := t.Head()
+	if snapshotID != 0 {
+		snap = t.tbl.Metadata().SnapshotByID(snapshotID)
+		if snap == nil {
+			return fmt.Errorf("scan %s: no snapshot %d", t.Name(), snapshotID)
+		}
+	}
+	if snap == nil {
+		return nil
+	}
+	scanOpts := []table.ScanOption{
+		table.WithSnapshotID(snap.SnapshotID),
+		table.WithMaxConcurrency(1),
+	}
+	if opts.Columns != nil {
+		scanOpts = append(scanOpts, table.WithSelectedFields(opts.Columns...))
+	}
+	if opts.Filter != nil {
+		scanOpts = append(scanOpts, table.WithRowFilter(opts.Filter))
+	}
+	scan := t.tbl.Scan(scanOpts...)
+	defer scan.Close()
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("plan scan of %s at snapshot %d: %w", t.Name(), snap.SnapshotID, err)
+	}
+	// A large file may be split into several tasks; one worker reads all
+	// tasks of a file so that its batches stay in order.
+	var files [][]table.FileScanTask
+	index := map[string]int{}
+	for _, task := range tasks {
+		p := task.File.FilePath()
+		i, ok := index[p]
+		if !ok {
+			i = len(files)
+			index[p] = i
+			files = append(files, nil)
+		}
+		files[i] = append(files[i], task)
+	}
+
+	workers := opts.Concurrency
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	out := make(chan FileBatch, 2*workers)
+	go func() {
+		for _, fileTasks := range files {
+			if gctx.Err() != nil {
+				break
+			}
+			g.Go(func() error { return readFile(gctx, scan, fileTasks, out) })
+		}
+		_ = g.Wait()
+		close(out)
+	}()
+
+	var fnErr error
+	for fb := range out {
+		if fnErr == nil {
+			if fnErr = fn(fb); fnErr != nil {
+				cancel()
+			}
+		}
+		if fb.Batch != nil {
+			fb.Batch.Release()
+		}
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("scan %s at snapshot %d: %w", t.Name(), snap.SnapshotID, err)
+	}
+	return nil
+}
+
+// readFile reads every task of one data file and sends its batches, then
+// its Done marker.
+func readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, out chan<- FileBatch) error {
+	path := tasks[0].File.FilePath()
+	deletes := len(tasks[0].DeleteFiles) + len(tasks[0].EqualityDeleteFiles) + len(tasks[0].DeletionVectorFiles)
+	send := func(fb FileBatch) error {
+		select {
+		case out <- fb:
+			return nil
+		case <-ctx.Done():
+			if fb.Batch != nil {
+				fb.Batch.Release()
+			}
+			return ctx.Err()
+		}
+	}
+	_, batches, err := scan.ReadTasks(ctx, tasks)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	for b, err := range batches {
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if err := send(FileBatch{Path: path, Deletes: deletes, Batch: b}); err != nil {
+			return err
+		}
+	}
+	return send(FileBatch{Path: path, Deletes: deletes, Done: true})
+}

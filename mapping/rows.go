@@ -124,9 +124,26 @@ func (rb *RowBuilder) Bytes() int64 { return rb.bytes }
 
 // NewBatch returns the rows appended so far as one record batch and resets
 // the builder. The caller owns the batch and must release it.
+//
+// The builder then reserves room for a batch like this one: flushes tend to
+// be alike, and growing buffers row by row costs copies.
 func (rb *RowBuilder) NewBatch() arrow.RecordBatch {
+	rows := rb.rows
+	keyBytes, valueBytes := rb.key.DataLen(), rb.value.DataLen()
+	topicBytes, hdrRows := rb.topic.DataLen(), rb.hdr.Len()
+	hdrKeyBytes, hdrValueBytes := rb.hdrKey.DataLen(), rb.hdrValue.DataLen()
 	rb.rows, rb.bytes = 0, 0
-	return rb.b.NewRecordBatch()
+	batch := rb.b.NewRecordBatch()
+	rb.b.Reserve(rows)
+	rb.key.ReserveData(keyBytes)
+	rb.value.ReserveData(valueBytes)
+	rb.topic.ReserveData(topicBytes)
+	rb.hdr.Reserve(hdrRows)
+	rb.hdrKey.Reserve(hdrRows)
+	rb.hdrKey.ReserveData(hdrKeyBytes)
+	rb.hdrValue.Reserve(hdrRows)
+	rb.hdrValue.ReserveData(hdrValueBytes)
+	return batch
 }
 
 // Release frees the builder's buffers.

@@ -86,7 +86,7 @@ type CommitOptions struct {
 // otherwise it deletes its files and returns a *FencedError. When a commit's
 // outcome is unknown (the catalog failed mid-request), the reloaded ledger
 // tells whether this commit id made it, so a commit is never applied twice.
-func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (Result, error) {
+func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Result, err error) {
 	defer func() {
 		for _, b := range f.Batches {
 			b.Release()
@@ -100,7 +100,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (Result
 			return Result{}, fmt.Errorf("commit: rows of %s have no range", tp)
 		}
 	}
-	res := Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges}}
+	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges}}
 	props, err := res.Commit.Encode()
 	if err != nil {
 		return res, err

@@ -1,0 +1,146 @@
+package connector_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// BenchmarkSinkVsConsume sinks FLOE_BENCH_RECORDS (default 1,000,000)
+// records of about 200 bytes from kfake into the file warehouse and, in the
+// same run, consumes the same records with a plain franz-go client (the
+// baseline). It reports both rates, their ratio and the sink's peak heap.
+//
+//	go test ./connector/ -run '^$' -bench SinkVsConsume -benchtime 1x
+func BenchmarkSinkVsConsume(b *testing.B) {
+	n := 1_000_000
+	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	const partitions = 4
+	e := newEnv(b)
+	const topic = "bench"
+	e.topic(topic, partitions, nil)
+	value := make([]byte, 160)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	batch := make([]*kgo.Record, 0, 10_000)
+	for i := range n {
+		batch = append(batch, &kgo.Record{Topic: topic, Partition: int32(i % partitions),
+			Key:       fmt.Appendf(nil, "key-%08d", i),
+			Value:     value,
+			Headers:   []kgo.RecordHeader{{Key: "src", Value: []byte("bench")}},
+			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))})
+		if len(batch) == cap(batch) || i == n-1 {
+			e.produce(batch)
+			batch = batch[:0]
+		}
+	}
+	ends := e.endOffsets(topic)
+	b.ResetTimer()
+	var consumeSec, sinkSec float64
+	var peak uint64
+	for i := range b.N {
+		start := time.Now()
+		if got := consumeAll(b, e, topic, ends); got != n {
+			b.Fatalf("baseline consumed %d records, want %d", got, n)
+		}
+		consumeSec += time.Since(start).Seconds()
+
+		tbl := e.table(fmt.Sprintf("bench.t%d", i))
+		runtime.GC()
+		stop := watchHeap(&peak)
+		if path := os.Getenv("FLOE_BENCH_CPUPROFILE"); path != "" {
+			// Profile the sink alone, without producing and the baseline.
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				b.Fatal(err)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		start = time.Now()
+		cfg := connector.Config{Topic: topic, StopAtEnd: true}
+		if os.Getenv("FLOE_BENCH_LOG") != "" {
+			cfg.Logger = slog.Default()
+		}
+		stats, err := e.sink(tbl, cfg)
+		sinkSec += time.Since(start).Seconds()
+		stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if stats.Records != int64(n) {
+			b.Fatalf("sink committed %d rows, want %d", stats.Records, n)
+		}
+	}
+	total := float64(n * b.N)
+	b.ReportMetric(total/consumeSec, "consume_rec/s")
+	b.ReportMetric(total/sinkSec, "sink_rec/s")
+	b.ReportMetric(consumeSec/sinkSec, "sink/consume")
+	b.ReportMetric(float64(peak)/(1<<20), "sink_peak_heap_MiB")
+}
+
+// consumeAll reads every partition to its end offset with a plain franz-go
+// consumer, as the baseline a sink cannot beat.
+func consumeAll(b *testing.B, e *env, topic string, ends map[mapping.TopicPartition]int64) int {
+	assign := map[int32]kgo.Offset{}
+	for tp := range ends {
+		assign[tp.Partition] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.stack.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	left := len(ends)
+	next := map[int32]int64{}
+	count := 0
+	for left > 0 {
+		fs := cl.PollFetches(context.Background())
+		if err := fs.Err0(); err != nil {
+			b.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			count++
+			next[r.Partition] = r.Offset + 1
+			if next[r.Partition] == ends[mapping.TopicPartition{Topic: topic, Partition: r.Partition}] {
+				left--
+			}
+		})
+	}
+	return count
+}
+
+// watchHeap samples the live heap every 10 ms into peak until stopped.
+func watchHeap(peak *uint64) (stop func()) {
+	var done atomic.Bool
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var ms runtime.MemStats
+		for !done.Load() {
+			runtime.ReadMemStats(&ms)
+			*peak = max(*peak, ms.HeapInuse)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return func() { done.Store(true); <-finished }
+}

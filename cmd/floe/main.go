@@ -78,6 +78,9 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd); err != nil {
+				return err
+			}
 			return setupLogging(stderr, g)
 		},
 	}
@@ -85,7 +88,8 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
-	root.AddCommand(newSinkCmd(), newDemoCmd(), newAuditCmd(), newWhereCmd(), newAsOfCmd(), newReplayCmd())
+	root.AddCommand(newSinkCmd(), newDemoCmd(), newAuditCmd(), newWhereCmd(), newAsOfCmd(), newReplayCmd(), newLocalstackCmd(), newStatusCmd())
+	addConfigFlag(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see --help)", err)
 	})

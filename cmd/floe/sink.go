@@ -11,7 +11,6 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 type sinkFlags struct {
@@ -25,6 +24,7 @@ type sinkFlags struct {
 	stopAtEnd     bool
 	onDataLoss    string
 	dialTimeout   time.Duration
+	opsFlags
 }
 
 func newSinkCmd() *cobra.Command {
@@ -45,52 +45,18 @@ whichever comes first. SIGINT or SIGTERM flushes, commits and exits 0.
 If retention deleted records before they were sunk, the sink stops with an error naming the
 lost offsets; --on-data-loss record writes them into the ledger as a lost range and goes on.`,
 		Example: `  floe sink --brokers localhost:9092 --topic orders --table lake.orders
-  floe sink --brokers localhost:9092 --topic orders --table lake.orders --stop-at-end`,
+  floe sink --brokers localhost:9092 --topic orders --table lake.orders --stop-at-end
+  floe sink --config floe.yaml --metrics-addr :9464
+  floe sink --brokers kafka:9092 --topic orders --table lake.orders \
+    --catalog postgres://floe:secret@pg:5432/iceberg --warehouse s3://lake/warehouse --s3-endpoint http://minio:9000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if len(f.brokers) == 0 {
-				return fmt.Errorf("missing --brokers HOST:PORT[,HOST:PORT]")
-			}
-			if f.topic == "" {
-				return fmt.Errorf("missing --topic NAME")
-			}
-			cfg := connector.Config{
-				Topic:         f.topic,
-				Start:         connector.Start(f.start),
-				StopAtEnd:     f.stopAtEnd,
-				FlushRecords:  f.flushRecords,
-				FlushBytes:    f.flushBytes,
-				FlushInterval: f.flushInterval,
-				OnDataLoss:    connector.OnDataLoss(f.onDataLoss),
-			}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
-			if err != nil {
-				return err
-			}
-			defer broker.Close()
-			// Check the topic before creating a table for it.
-			if _, err := broker.Partitions(ctx, f.topic); err != nil {
-				return err
-			}
-			tbl, err := f.open(ctx, snapshot.OpenOptions{Create: true})
-			if err != nil {
-				return err
-			}
-			sink, err := connector.NewSink(broker, tbl, cfg)
-			if err != nil {
-				return err
-			}
-			stats, err := sink.Run(ctx)
-			printSinkStats(cmd, tbl.Name(), stats)
-			return err
+			return runSinks(cmd, &f)
 		},
 	}
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
+	f.opsFlags.register(fs)
 	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT] (required)")
 	fs.StringVar(&f.topic, "topic", "", "topic to sink; every partition is consumed (required)")
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")

@@ -3,23 +3,110 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/spf13/pflag"
 
 	"github.com/floe-dev/floe/snapshot"
 )
 
+// catalogFlags say where the catalog and the warehouse are and how to reach
+// them: the catalog, the warehouse, REST authentication and S3 access.
+type catalogFlags struct {
+	catalog     string
+	catalogName string
+	warehouse   string
+	props       []string
+	token       string
+	credential  string
+	oauth2URI   string
+	scope       string
+
+	s3Endpoint  string
+	s3Region    string
+	s3KeyID     string
+	s3Secret    string
+	s3Token     string
+	s3PathStyle bool
+
+	fs *pflag.FlagSet // to tell whether --s3-path-style was given
+}
+
+func (f *catalogFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.StringVar(&f.catalog, "catalog", snapshot.DefaultCatalog,
+		"catalog: a SQLite file path, postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=..., an Iceberg REST catalog http(s)://HOST/PATH, or glue")
+	fs.StringVar(&f.catalogName, "catalog-name", snapshot.DefaultCatalogName,
+		"catalog name stored by SQL catalogs with each table; use your Spark or Trino JDBC catalog's name to share its tables")
+	fs.StringVar(&f.warehouse, "warehouse", "",
+		"where new tables are created: a path, file:// or s3://BUCKET/PREFIX (default "+snapshot.DefaultWarehouse+" with the SQLite catalog); for a REST catalog, the warehouse name it expects")
+	fs.StringArrayVar(&f.props, "catalog-prop", nil, "extra iceberg-go catalog property KEY=VALUE, repeatable; overrides what floe derives")
+	fs.StringVar(&f.token, "catalog-token", "", "REST catalog bearer token (prefer the FLOE_CATALOG_TOKEN variable)")
+	fs.StringVar(&f.credential, "catalog-credential", "", "REST catalog OAuth2 client credentials CLIENT_ID:CLIENT_SECRET (prefer FLOE_CATALOG_CREDENTIAL)")
+	fs.StringVar(&f.oauth2URI, "catalog-oauth2-uri", "", "REST catalog OAuth2 token endpoint (default: the catalog's /v1/oauth/tokens)")
+	fs.StringVar(&f.scope, "catalog-scope", "", "REST catalog OAuth2 scope (default: catalog)")
+	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", "S3-compatible endpoint URL, e.g. http://minio:9000 (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS)")
+	fs.StringVar(&f.s3Region, "s3-region", "", "S3 region (default: AWS_REGION or the shared config; us-east-1 with a custom endpoint)")
+	fs.StringVar(&f.s3KeyID, "s3-access-key-id", "", "S3 access key id (default: the AWS credential chain: AWS_ACCESS_KEY_ID, AWS_PROFILE, roles)")
+	fs.StringVar(&f.s3Secret, "s3-secret-access-key", "", "S3 secret access key (prefer AWS_SECRET_ACCESS_KEY or FLOE_S3_SECRET_ACCESS_KEY)")
+	fs.StringVar(&f.s3Token, "s3-session-token", "", "S3 session token for temporary static credentials")
+	fs.BoolVar(&f.s3PathStyle, "s3-path-style", false, "force path-style S3 addressing (on by default with a custom endpoint; --s3-path-style=false forces virtual-hosted style)")
+}
+
+// config turns the flags into a snapshot.CatalogConfig.
+func (f *catalogFlags) config() (snapshot.CatalogConfig, error) {
+	cfg := snapshot.CatalogConfig{
+		Catalog:         f.catalog,
+		Name:            f.catalogName,
+		Warehouse:       f.warehouse,
+		Token:           f.token,
+		Credential:      f.credential,
+		OAuth2ServerURI: f.oauth2URI,
+		Scope:           f.scope,
+		S3: snapshot.S3Config{
+			Endpoint:        f.s3Endpoint,
+			Region:          f.s3Region,
+			AccessKeyID:     f.s3KeyID,
+			SecretAccessKey: f.s3Secret,
+			SessionToken:    f.s3Token,
+		},
+	}
+	if f.fs != nil && f.fs.Changed("s3-path-style") {
+		ps := f.s3PathStyle
+		cfg.S3.PathStyle = &ps
+	}
+	for _, kv := range f.props {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return cfg, fmt.Errorf("--catalog-prop %q: want KEY=VALUE", kv)
+		}
+		if cfg.Props == nil {
+			cfg.Props = map[string]string{}
+		}
+		cfg.Props[k] = v
+	}
+	return cfg, nil
+}
+
+// openCatalog opens the catalog the flags name.
+func (f *catalogFlags) openCatalog(ctx context.Context) (catalog.Catalog, error) {
+	cfg, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.OpenCatalog(ctx, cfg)
+}
+
 // tableFlags are the flags that name a table and where it lives.
 type tableFlags struct {
-	table     string
-	catalog   string
-	warehouse string
+	table string
+	catalogFlags
 }
 
 func (f *tableFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.table, "table", "", "Iceberg table as NAMESPACE.TABLE (required)")
-	fs.StringVar(&f.catalog, "catalog", snapshot.DefaultCatalog, "catalog: a SQLite file path")
-	fs.StringVar(&f.warehouse, "warehouse", snapshot.DefaultWarehouse, "warehouse root for new tables: a path or file:// URI")
+	f.catalogFlags.register(fs)
 }
 
 // open opens the catalog and the table; create makes a missing table.
@@ -31,7 +118,7 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 	if err != nil {
 		return nil, err
 	}
-	cat, err := snapshot.OpenCatalog(ctx, snapshot.CatalogConfig{Catalog: f.catalog, Warehouse: f.warehouse})
+	cat, err := f.openCatalog(ctx)
 	if err != nil {
 		return nil, err
 	}

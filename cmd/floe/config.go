@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+// Configuration sources, strongest first: command-line flags, FLOE_*
+// environment variables, the config file, the flags' defaults.
+//
+// The config file is YAML. Its keys are the flag names without the dashes
+// (every flag of every command may appear; a command uses the keys it has
+// flags for), plus "pipelines" for floe sink. A key that is no flag of any
+// command is an error, so a typo never goes unnoticed. The environment
+// variable of a flag is FLOE_ and its name in upper case with underscores:
+// --s3-secret-access-key is FLOE_S3_SECRET_ACCESS_KEY. List flags take a
+// comma-separated value there.
+const (
+	configEnv = "FLOE_CONFIG"
+	envPrefix = "FLOE_"
+)
+
+// pipeline is one topic -> table of a config file's pipelines list.
+type pipeline struct {
+	Topic string `yaml:"topic"`
+	Table string `yaml:"table"`
+	// Partitions restricts the pipeline to these partitions; empty means all.
+	Partitions []int32 `yaml:"partitions"`
+}
+
+// configFile is a parsed config file.
+type configFile struct {
+	path      string
+	values    map[string][]string // flag name -> value(s)
+	pipelines []pipeline
+}
+
+type configKey struct{}
+
+// configFrom returns the config file loaded for this run, or nil.
+func configFrom(ctx context.Context) *configFile {
+	c, _ := ctx.Value(configKey{}).(*configFile)
+	return c
+}
+
+// addConfigFlag registers --config on the root command.
+func addConfigFlag(root *cobra.Command) {
+	root.PersistentFlags().String("config", "", "YAML config file holding any of the flags (and pipelines for floe sink); flags and FLOE_* variables override it (default: $"+configEnv+")")
+}
+
+// applyConfig fills every flag of cmd that was not given on the command
+// line from its FLOE_* environment variable, else from the config file, and
+// keeps the parsed file in cmd's context for the pipelines.
+func applyConfig(cmd *cobra.Command) error {
+	path, _ := cmd.Flags().GetString("config")
+	if path == "" {
+		path = os.Getenv(configEnv)
+	}
+	var file *configFile
+	if path != "" {
+		var err error
+		if file, err = loadConfigFile(path, allFlagNames(cmd.Root())); err != nil {
+			return err
+		}
+		cmd.SetContext(context.WithValue(cmd.Context(), configKey{}, file))
+	}
+	var errs []error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "config" || f.Name == "help" {
+			return
+		}
+		env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			vals := []string{v}
+			if _, isSlice := f.Value.(pflag.SliceValue); isSlice {
+				vals = strings.Split(v, ",")
+			}
+			if err := setFlag(cmd.Flags(), f, vals); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+			return
+		}
+		if file == nil {
+			return
+		}
+		if vals, ok := file.values[f.Name]; ok {
+			if err := setFlag(cmd.Flags(), f, vals); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %s: %w", file.path, f.Name, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// setFlag sets f as if given on the command line, so that Changed is true.
+func setFlag(fs *pflag.FlagSet, f *pflag.Flag, vals []string) error {
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		if err := sv.Replace(vals); err != nil {
+			return err
+		}
+		f.Changed = true
+		return nil
+	}
+	if len(vals) != 1 {
+		return fmt.Errorf("want one value, got a list of %d", len(vals))
+	}
+	return fs.Set(f.Name, vals[0])
+}
+
+// allFlagNames lists the flag names of every command under root.
+func allFlagNames(root *cobra.Command) map[string]bool {
+	names := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return names
+}
+
+// loadConfigFile parses a config file; known are the valid keys.
+func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config file: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	c := &configFile{path: path, values: map[string][]string{}}
+	if len(doc.Content) == 0 {
+		return c, nil // empty file
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("config file %s: want a mapping of flag names to values at the top", path)
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		key := k.Value
+		if key == "pipelines" {
+			dec := yaml.NewDecoder(bytes.NewReader(mustMarshal(v)))
+			dec.KnownFields(true)
+			if err := dec.Decode(&c.pipelines); err != nil {
+				return nil, fmt.Errorf("config file %s line %d: pipelines: %w", path, v.Line, err)
+			}
+			for j, p := range c.pipelines {
+				if p.Topic == "" || p.Table == "" {
+					return nil, fmt.Errorf("config file %s: pipelines[%d]: want both topic and table", path, j)
+				}
+			}
+			continue
+		}
+		if !known[key] || key == "config" || key == "help" {
+			return nil, fmt.Errorf("config file %s line %d: unknown key %q (keys are flag names without dashes, e.g. %s)",
+				path, k.Line, key, strings.Join(suggest(key, known), ", "))
+		}
+		if _, dup := c.values[key]; dup {
+			return nil, fmt.Errorf("config file %s line %d: %q given twice", path, k.Line, key)
+		}
+		vals, err := nodeValues(v)
+		if err != nil {
+			return nil, fmt.Errorf("config file %s line %d: %s: %w", path, v.Line, key, err)
+		}
+		c.values[key] = vals
+	}
+	return c, nil
+}
+
+// nodeValues turns a YAML value into flag values: a scalar is one value, a
+// sequence of scalars a list, a mapping a list of KEY=VALUE (for
+// catalog-prop).
+func nodeValues(n *yaml.Node) ([]string, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return []string{n.Value}, nil
+	case yaml.SequenceNode:
+		out := make([]string, 0, len(n.Content))
+		for _, e := range n.Content {
+			if e.Kind != yaml.ScalarNode {
+				return nil, errors.New("want a list of plain values")
+			}
+			out = append(out, e.Value)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		var out []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i+1].Kind != yaml.ScalarNode {
+				return nil, errors.New("want a mapping of plain values")
+			}
+			out = append(out, n.Content[i].Value+"="+n.Content[i+1].Value)
+		}
+		return out, nil
+	}
+	return nil, errors.New("want a value, a list or a mapping")
+}
+
+func mustMarshal(n *yaml.Node) []byte {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		panic(err) // a node parsed from YAML always marshals
+	}
+	return b
+}
+
+// suggest returns up to three known keys that share a word with key.
+func suggest(key string, known map[string]bool) []string {
+	var out []string
+	for _, part := range strings.Split(key, "-") {
+		for k := range known {
+			if strings.Contains(k, part) && !slices.Contains(out, k) && len(out) < 3 {
+				out = append(out, k)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"brokers", "catalog", "warehouse"}
+	}
+	slices.Sort(out)
+	return out
+}

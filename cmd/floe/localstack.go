@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/floe-dev/floe/localstack"
+)
+
+func newLocalstackCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "localstack",
+		Short: "Run a whole local stack (Kafka-protocol broker, S3, catalog) in this process",
+	}
+	cmd.AddCommand(newLocalstackUpCmd())
+	return cmd
+}
+
+func newLocalstackUpCmd() *cobra.Command {
+	var (
+		dir               string
+		kafkaPort, s3Port int
+	)
+	cmd := &cobra.Command{
+		Use:   "up [--dir DIR]",
+		Short: "Start a broker, an S3 endpoint and a SQLite catalog on loopback ports; run until interrupted",
+		Long: `Start, in this process and with nothing to install:
+  - a Kafka-protocol broker (franz-go's kfake) on 127.0.0.1:--kafka-port,
+  - an S3 endpoint (gofakes3; it accepts any credentials) on 127.0.0.1:--s3-port with bucket "warehouse",
+  - a SQLite catalog whose warehouse is s3://warehouse/.
+Everything is kept in --dir: stopping (Ctrl-C) and starting again on the same folder finds the
+topics, their records, the tables and their files again. Any Kafka client (kcat, kafkajs,
+franz-go, the Java client) and any S3 client (aws CLI, DuckDB, Spark) can use it.
+
+The command writes DIR/floe.yaml (a floe config file) and DIR/env.sh (the environment for
+floe and the AWS clients), prints how to use them, and runs until interrupted.`,
+		Example: `  floe localstack up --dir ./floe-local
+  # in another shell:
+  . ./floe-local/env.sh
+  kcat -b 127.0.0.1:19092 -t orders -P -K: <<< 'k1:{"amount":3}'
+  floe sink --config ./floe-local/floe.yaml --topic orders --table lake.orders --stop-at-end`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := localstack.Up(localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port})
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			if err := writeLocalFiles(l); err != nil {
+				return err
+			}
+			printLocalUsage(cmd.OutOrStdout(), l)
+			<-cmd.Context().Done()
+			fmt.Fprintf(cmd.OutOrStdout(), "\nstopping; the data stays in %s\n", l.Dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "floe-local", "folder that holds the broker's log, the S3 buckets and the catalog")
+	cmd.Flags().IntVar(&kafkaPort, "kafka-port", localstack.DefaultKafkaPort, "loopback port of the Kafka-protocol broker")
+	cmd.Flags().IntVar(&s3Port, "s3-port", localstack.DefaultS3Port, "loopback port of the S3 endpoint")
+	return cmd
+}
+
+// writeLocalFiles writes DIR/floe.yaml and DIR/env.sh.
+func writeLocalFiles(l *localstack.Local) error {
+	var env strings.Builder
+	env.WriteString("# Environment for the floe local stack; use: . " + filepath.Join(l.Dir, "env.sh") + "\n")
+	for _, kv := range l.Env() {
+		fmt.Fprintf(&env, "export %s=%q\n", kv[0], kv[1])
+	}
+	if err := os.WriteFile(filepath.Join(l.Dir, "env.sh"), []byte(env.String()), 0o644); err != nil {
+		return fmt.Errorf("write env.sh: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(l.Dir, "floe.yaml"), []byte(l.ConfigYAML()), 0o644); err != nil {
+		return fmt.Errorf("write floe.yaml: %w", err)
+	}
+	return nil
+}
+
+func printLocalUsage(w io.Writer, l *localstack.Local) {
+	broker := l.Brokers[0]
+	fmt.Fprintf(w, `floe local stack is up (Ctrl-C stops it; data stays in %[1]s)
+
+  Kafka broker   %[2]s
+  S3 endpoint    %[3]s   bucket %[4]s, any credentials (use %[5]s / %[6]s)
+  catalog        %[7]s   (SQLite), warehouse %[8]s
+
+Environment (also in %[1]s/env.sh):
+`, l.Dir, broker, l.S3.Endpoint, localstack.Bucket, localstack.AccessKeyID, localstack.SecretAccessKey,
+		l.CatalogPath(), l.Warehouse())
+	for _, kv := range l.Env() {
+		fmt.Fprintf(w, "  export %s=%q\n", kv[0], kv[1])
+	}
+	fmt.Fprintf(w, `
+floe (flags; or --config %[1]s/floe.yaml, or the FLOE_* variables above):
+  floe sink   --brokers %[2]s --catalog %[3]s --warehouse %[4]s --s3-endpoint %[5]s --topic orders --table lake.orders
+  floe status --brokers %[2]s --catalog %[3]s --warehouse %[4]s --s3-endpoint %[5]s --table lake.orders
+
+Other clients:
+  kcat      kcat -b %[2]s -t orders -P -K:            (then type key:value lines)
+            kcat -b %[2]s -t orders -C -e
+  kafkajs   new Kafka({ clientId: 'app', brokers: ['%[2]s'] })
+  aws CLI   aws --endpoint-url %[5]s s3 ls s3://%[6]s/ --recursive
+  DuckDB    CREATE SECRET (TYPE s3, KEY_ID '%[7]s', SECRET '%[8]s', REGION '%[9]s',
+                           ENDPOINT '%[10]s', URL_STYLE 'path', USE_SSL false);
+            SELECT * FROM iceberg_scan('METADATA');   -- METADATA: the "metadata" line of floe status
+`, l.Dir, broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint, localstack.Bucket,
+		localstack.AccessKeyID, localstack.SecretAccessKey, localstack.Region, strings.TrimPrefix(l.S3.Endpoint, "http://"))
+}

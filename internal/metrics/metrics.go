@@ -1,0 +1,337 @@
+// Package metrics exposes a running sink to Prometheus and to health checks:
+// counters and histograms fed by the connector's Config callbacks, gauges of
+// each partition's lag polled from the broker, and an HTTP handler serving
+// /metrics and /healthz.
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Registry holds the metrics of every pipeline of one process.
+type Registry struct {
+	reg *prometheus.Registry
+
+	recordsConsumed, bytesConsumed, offsetsConsumed *prometheus.CounterVec
+	recordsCommitted, bytesCommitted, commits       *prometheus.CounterVec
+	retries, fenced, failures, lagErrors            *prometheus.CounterVec
+	commitSeconds, writeSeconds                     *prometheus.HistogramVec
+	flushRecords, flushBytes                        *prometheus.HistogramVec
+	lastCommit, up                                  *prometheus.GaugeVec
+	lag, next, end                                  *prometheus.GaugeVec
+
+	mu        sync.Mutex
+	pipelines []*Pipeline
+}
+
+// New returns a registry with floe's metrics and the Go runtime and process
+// collectors.
+func New() *Registry {
+	pl := []string{"topic", "table"}
+	ppl := []string{"topic", "partition", "table"}
+	counter := func(name, help string, labels []string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "floe", Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels []string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "floe", Name: name, Help: help}, labels)
+	}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "floe", Name: name, Help: help, Buckets: buckets}, pl)
+	}
+	r := &Registry{
+		reg:              prometheus.NewRegistry(),
+		recordsConsumed:  counter("records_consumed_total", "Records (rows, not transaction markers) read from Kafka.", pl),
+		bytesConsumed:    counter("bytes_consumed_total", "Bytes of keys, values and headers read from Kafka.", pl),
+		offsetsConsumed:  counter("offsets_consumed_total", "Offsets passed while consuming: records, transaction markers and aborted records.", pl),
+		recordsCommitted: counter("records_committed_total", "Rows committed to the table.", pl),
+		bytesCommitted:   counter("bytes_committed_total", "Bytes of Parquet data files committed to the table.", pl),
+		commits:          counter("commits_total", "Snapshots committed.", pl),
+		retries:          counter("commit_retries_total", "Commit attempts beyond the first (lost races with other writers, transient catalog errors).", pl),
+		fenced:           counter("fenced_total", "Times another writer advanced one of this sink's partitions, so it dropped its files and re-read the ledger.", pl),
+		failures:         counter("sink_failures_total", "Times a pipeline stopped with an error.", pl),
+		lagErrors:        counter("lag_poll_errors_total", "Failed polls of the broker's offsets for the lag gauges.", pl),
+		commitSeconds:    hist("commit_duration_seconds", "Time to commit a snapshot's metadata, retries included.", prometheus.ExponentialBuckets(0.005, 2, 14)),
+		writeSeconds:     hist("write_duration_seconds", "Time to write a flush's Parquet data files.", prometheus.ExponentialBuckets(0.005, 2, 14)),
+		flushRecords:     hist("flush_records", "Rows per committed flush.", prometheus.ExponentialBuckets(1, 4, 12)),
+		flushBytes:       hist("flush_bytes", "Parquet bytes per committed flush.", prometheus.ExponentialBuckets(1024, 4, 12)),
+		lastCommit:       gauge("last_commit_timestamp_seconds", "Unix time of the last snapshot this process committed.", pl),
+		up:               gauge("sink_up", "1 while the pipeline runs, 0 once it stopped.", pl),
+		lag:              gauge("partition_lag", "Offsets the broker holds (last stable offset) that the table does not yet: last stable offset minus the table's next offset.", ppl),
+		next:             gauge("partition_next_offset", "The table's next offset for the partition (its ledger's end).", ppl),
+		end:              gauge("partition_end_offset", "The broker's last stable offset for the partition.", ppl),
+	}
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted, r.bytesCommitted, r.commits,
+		r.retries, r.fenced, r.failures, r.lagErrors, r.commitSeconds, r.writeSeconds, r.flushRecords, r.flushBytes,
+		r.lastCommit, r.up, r.lag, r.next, r.end)
+	return r
+}
+
+// Gatherer returns the registry for tests and custom exposition.
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// Pipeline state values reported by /healthz.
+const (
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StateDone     = "done"
+	StateFailed   = "failed"
+)
+
+// Pipeline is the metrics and health of one topic -> table sink.
+type Pipeline struct {
+	r            *Registry
+	topic, table string
+	labels       prometheus.Labels
+
+	mu         sync.Mutex
+	state      string
+	err        string
+	lastCommit time.Time
+	next       map[int32]int64 // the table's next offset per partition
+	partitions []int32         // nil: all
+}
+
+// Pipeline registers a pipeline. partitions restricts the lag gauges to the
+// partitions it sinks; nil means all.
+func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
+	p := &Pipeline{r: r, topic: topic, table: table, labels: prometheus.Labels{"topic": topic, "table": table},
+		state: StateStarting, next: map[int32]int64{}, partitions: partitions}
+	// Make every series exist from the start, so rates work from zero.
+	for _, v := range []*prometheus.CounterVec{r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted,
+		r.bytesCommitted, r.commits, r.retries, r.fenced, r.failures, r.lagErrors} {
+		v.With(p.labels)
+	}
+	r.up.With(p.labels).Set(1)
+	r.mu.Lock()
+	r.pipelines = append(r.pipelines, p)
+	r.mu.Unlock()
+	return p
+}
+
+// Hook sets cfg's callbacks to feed the pipeline's metrics, keeping any
+// callbacks already set.
+func (p *Pipeline) Hook(cfg *connector.Config) {
+	r := p.r
+	onCommit, onConsumed, onRecords, onFenced := cfg.OnCommit, cfg.OnConsumed, cfg.OnRecords, cfg.OnFenced
+	cfg.OnCommit = func(res snapshot.Result) {
+		r.commits.With(p.labels).Inc()
+		r.recordsCommitted.With(p.labels).Add(float64(res.Rows))
+		r.bytesCommitted.With(p.labels).Add(float64(res.Bytes))
+		r.retries.With(p.labels).Add(float64(max(0, res.Attempts-1)))
+		r.commitSeconds.With(p.labels).Observe(res.CommitTime.Seconds())
+		r.writeSeconds.With(p.labels).Observe(res.WriteTime.Seconds())
+		r.flushRecords.With(p.labels).Observe(float64(res.Rows))
+		r.flushBytes.With(p.labels).Observe(float64(res.Bytes))
+		at := res.Commit.CommittedAt
+		if at.IsZero() {
+			at = time.Now()
+		}
+		r.lastCommit.With(p.labels).Set(float64(at.UnixMilli()) / 1000)
+		p.mu.Lock()
+		p.state, p.lastCommit = StateRunning, at
+		for _, rg := range res.Commit.Ranges {
+			if rg.Topic == p.topic && rg.High > p.next[rg.Partition] {
+				p.next[rg.Partition] = rg.High
+			}
+		}
+		p.mu.Unlock()
+		if onCommit != nil {
+			onCommit(res)
+		}
+	}
+	cfg.OnConsumed = func(records int, bytes int64) {
+		r.recordsConsumed.With(p.labels).Add(float64(records))
+		r.bytesConsumed.With(p.labels).Add(float64(bytes))
+		if onConsumed != nil {
+			onConsumed(records, bytes)
+		}
+	}
+	cfg.OnRecords = func(offsets int64) {
+		r.offsetsConsumed.With(p.labels).Add(float64(offsets))
+		p.setState(StateRunning)
+		if onRecords != nil {
+			onRecords(offsets)
+		}
+	}
+	cfg.OnFenced = func(err error) {
+		r.fenced.With(p.labels).Inc()
+		if onFenced != nil {
+			onFenced(err)
+		}
+	}
+}
+
+// Started records that the pipeline runs, and the table's next offsets as
+// its ledger says before the first commit.
+func (p *Pipeline) Started(next map[int32]int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for part, n := range next {
+		if n > p.next[part] {
+			p.next[part] = n
+		}
+	}
+	if p.state == StateStarting {
+		p.state = StateRunning
+	}
+}
+
+func (p *Pipeline) setState(s string) {
+	p.mu.Lock()
+	if p.state != StateFailed {
+		p.state = s
+	}
+	p.mu.Unlock()
+}
+
+// Stopped records that the pipeline returned, with its error or nil.
+func (p *Pipeline) Stopped(err error) {
+	p.r.up.With(p.labels).Set(0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.state, p.err = StateFailed, err.Error()
+		p.r.failures.With(p.labels).Inc()
+		return
+	}
+	p.state = StateDone
+}
+
+// WatchLag polls the broker's last stable offsets every interval until ctx
+// ends and sets the lag gauges against the table's next offsets.
+func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := p.PollLag(ctx, b); err != nil && ctx.Err() == nil {
+			p.r.lagErrors.With(p.labels).Inc()
+			slog.Debug("lag poll failed", "topic", p.topic, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// PollLag reads the broker's offsets once and updates the lag gauges.
+func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
+	wm, err := b.Watermarks(ctx, p.topic)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for part, w := range wm {
+		if p.partitions != nil && !slices.Contains(p.partitions, part) {
+			continue
+		}
+		next, ok := p.next[part]
+		if !ok {
+			// Never sunk: everything retained is lag.
+			next = w.LogStart
+		}
+		l := prometheus.Labels{"topic": p.topic, "partition": strconv.Itoa(int(part)), "table": p.table}
+		p.r.end.With(l).Set(float64(w.LastStable))
+		p.r.next.With(l).Set(float64(next))
+		p.r.lag.With(l).Set(float64(max(0, w.LastStable-next)))
+	}
+	return nil
+}
+
+// health is the /healthz document.
+type health struct {
+	Status    string           `json:"status"`
+	Pipelines []pipelineHealth `json:"pipelines"`
+}
+
+type pipelineHealth struct {
+	Topic      string     `json:"topic"`
+	Table      string     `json:"table"`
+	State      string     `json:"state"`
+	LastCommit *time.Time `json:"last_commit,omitempty"`
+	Error      string     `json:"error,omitempty"`
+}
+
+// Health reports whether every pipeline is starting, running or done
+// without error, and each one's state.
+func (r *Registry) Health() (ok bool, doc health) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ok = true
+	for _, p := range r.pipelines {
+		p.mu.Lock()
+		ph := pipelineHealth{Topic: p.topic, Table: p.table, State: p.state, Error: p.err}
+		if !p.lastCommit.IsZero() {
+			t := p.lastCommit
+			ph.LastCommit = &t
+		}
+		p.mu.Unlock()
+		if ph.State == StateFailed {
+			ok = false
+		}
+		doc.Pipelines = append(doc.Pipelines, ph)
+	}
+	doc.Status = "ok"
+	if !ok {
+		doc.Status = "failed"
+	}
+	return ok, doc
+}
+
+// Handler serves /metrics (Prometheus text format) and /healthz (200 with
+// a JSON document while no pipeline failed, 503 otherwise).
+func (r *Registry) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, doc := r.Health()
+		w.Header().Set("Content-Type", "application/json")
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(doc)
+	})
+	return mux
+}
+
+// Serve listens on addr and serves Handler until ctx ends. It returns the
+// address it listens on (useful with port 0) once listening.
+func (r *Registry) Serve(ctx context.Context, addr string) (string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("metrics server stopped", "err", err)
+		}
+	}()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,78 @@
+package localstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3afero"
+)
+
+// S3Server is an in-process S3 endpoint (gofakes3, MIT) on loopback TCP
+// that keeps its buckets as plain files under a folder, so they survive a
+// restart. It checks no credentials: any key pair is accepted. It is for
+// the local stack only; tests of S3 behaviour use a real server
+// (internal/testenv's versitygw).
+type S3Server struct {
+	// Endpoint is http://127.0.0.1:PORT, path-style addressing.
+	Endpoint string
+	// Dir holds the buckets (Dir/buckets/NAME/KEY) and object metadata.
+	Dir string
+	srv *http.Server
+}
+
+// StartS3 serves S3 on 127.0.0.1:port (0: a free port) from dir and creates
+// the buckets that do not exist yet.
+func StartS3(dir string, port int, buckets ...string) (*S3Server, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("local S3: %w", err)
+	}
+	fs, err := s3afero.FsPath(abs, s3afero.FsPathCreateAll)
+	if err != nil {
+		return nil, fmt.Errorf("local S3: folder %s: %w", abs, err)
+	}
+	backend, err := s3afero.MultiBucket(fs)
+	if err != nil {
+		return nil, fmt.Errorf("local S3: %w", err)
+	}
+	for _, b := range buckets {
+		ok, err := backend.BucketExists(b)
+		if err == nil && !ok {
+			err = backend.CreateBucket(b)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("local S3: create bucket %s: %w", b, err)
+		}
+	}
+	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog()), gofakes3.WithAutoBucket(false))
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("local S3: listen on port %d (is another local stack running? pick another with --s3-port): %w", port, err)
+	}
+	s := &S3Server{
+		Endpoint: "http://" + l.Addr().String(),
+		Dir:      abs,
+		srv:      &http.Server{Handler: faker.Server(), ReadHeaderTimeout: 10 * time.Second},
+	}
+	go func() {
+		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("local S3 server stopped", "err", err)
+		}
+	}()
+	return s, nil
+}
+
+// Close stops the server, letting requests in flight finish for a moment.
+func (s *S3Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
+}

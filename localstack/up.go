@@ -1,0 +1,129 @@
+package localstack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Defaults of Up: fixed loopback ports, so that clients configured once keep
+// working across restarts, and the local S3's fixed credentials.
+const (
+	DefaultKafkaPort = 19092
+	DefaultS3Port    = 19000
+	// Bucket is the local S3 bucket that holds the warehouse.
+	Bucket = "warehouse"
+	// AccessKeyID, SecretAccessKey and Region are what clients of the local
+	// S3 use; it checks no credentials, but S3 clients insist on some.
+	AccessKeyID     = "floe"
+	SecretAccessKey = "floe-local-secret"
+	Region          = "us-east-1"
+)
+
+// UpOptions configure Up.
+type UpOptions struct {
+	// Dir holds everything: the broker's log (Dir/kafka), the S3 buckets
+	// (Dir/s3), the SQLite catalog (Dir/catalog.db). Required.
+	Dir string
+	// KafkaPort and S3Port are the loopback ports; zero means the defaults.
+	KafkaPort, S3Port int
+}
+
+// Local is a running local stack as 'floe localstack up' starts it: a
+// persistent broker, an S3 endpoint and a SQLite catalog whose warehouse is
+// on that S3. Everything lives in Dir, so a restart on the same Dir finds
+// the topics, the records, the tables and their data again.
+type Local struct {
+	Dir     string
+	Brokers []string
+	S3      *S3Server
+	stack   *Stack
+}
+
+// Up starts a local stack in opts.Dir.
+func Up(opts UpOptions) (*Local, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("local stack: no folder given")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("local stack: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("local stack: %w", err)
+	}
+	if opts.KafkaPort == 0 {
+		opts.KafkaPort = DefaultKafkaPort
+	}
+	if opts.S3Port == 0 {
+		opts.S3Port = DefaultS3Port
+	}
+	s3, err := StartS3(filepath.Join(dir, "s3"), opts.S3Port, Bucket)
+	if err != nil {
+		return nil, err
+	}
+	stack, err := Start(Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true})
+	if err != nil {
+		s3.Close()
+		return nil, fmt.Errorf("%w (is another local stack running? pick another port with --kafka-port)", err)
+	}
+	return &Local{Dir: dir, Brokers: stack.Brokers, S3: s3, stack: stack}, nil
+}
+
+// Close stops the broker and the S3 endpoint; the data stays in Dir.
+func (l *Local) Close() {
+	l.stack.Close()
+	l.S3.Close()
+}
+
+// Warehouse is the warehouse URI of the local stack's catalog.
+func (l *Local) Warehouse() string { return "s3://" + Bucket + "/" }
+
+// CatalogPath is the SQLite catalog file.
+func (l *Local) CatalogPath() string { return filepath.Join(l.Dir, "catalog.db") }
+
+// Catalog is the catalog configuration that reaches the local stack.
+func (l *Local) Catalog() snapshot.CatalogConfig {
+	return snapshot.CatalogConfig{
+		Catalog:   l.CatalogPath(),
+		Warehouse: l.Warehouse(),
+		S3: snapshot.S3Config{
+			Endpoint:        l.S3.Endpoint,
+			Region:          Region,
+			AccessKeyID:     AccessKeyID,
+			SecretAccessKey: SecretAccessKey,
+		},
+	}
+}
+
+// Env is the environment that points floe and other clients (aws CLI,
+// DuckDB, Spark through the AWS SDK) at the local stack, in order.
+func (l *Local) Env() [][2]string {
+	return [][2]string{
+		{"AWS_ENDPOINT_URL_S3", l.S3.Endpoint},
+		{"AWS_ACCESS_KEY_ID", AccessKeyID},
+		{"AWS_SECRET_ACCESS_KEY", SecretAccessKey},
+		{"AWS_REGION", Region},
+		{"FLOE_BROKERS", l.Brokers[0]},
+		{"FLOE_CATALOG", l.CatalogPath()},
+		{"FLOE_WAREHOUSE", l.Warehouse()},
+	}
+}
+
+// ConfigYAML is a floe config file for the local stack.
+func (l *Local) ConfigYAML() string {
+	return fmt.Sprintf(`# floe config for the local stack in %s (written by 'floe localstack up').
+# Use: floe sink --config %s --topic TOPIC --table NAMESPACE.TABLE
+brokers: [%s]
+catalog: %s
+warehouse: %s
+s3-endpoint: %s
+s3-region: %s
+s3-access-key-id: %s
+s3-secret-access-key: %s
+`, l.Dir, filepath.Join(l.Dir, "floe.yaml"), l.Brokers[0], strconv.Quote(l.CatalogPath()), l.Warehouse(),
+		l.S3.Endpoint, Region, AccessKeyID, SecretAccessKey)
+}

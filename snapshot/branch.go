@@ -183,3 +183,17 @@ func (t *Table) Publish(ctx context.Context) (from, to int64, err error) {
 		}
 	}
 }
+
+// SetProperties sets table properties in one metadata-only commit.
+func (t *Table) SetProperties(ctx context.Context, props map[string]string) error {
+	txn := t.tbl.NewTransaction()
+	if err := txn.SetProperties(props); err != nil {
+		return fmt.Errorf("set properties of %s: %w", t.Name(), err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("set properties of %s: %w", t.Name(), err)
+	}
+	t.tbl = tbl
+	return nil
+}

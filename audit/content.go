@@ -65,6 +65,7 @@ type verifier struct {
 	rows  []offsetDigest     // the table's rows in iv, sorted, one per offset
 	stats *ContentStats
 	d     digester
+	found []Finding
 }
 
 // verifyPartition checks the offsets iv of tp, which the ledger covers and
@@ -113,11 +114,15 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 		prog.Add(iv.High - cursor)
 		v.hole(mapping.Interval{Low: cursor, High: iv.High})
 	}
-	for _, pid := range slices.Sorted(maps.Keys(pending)) {
-		for _, rec := range pending[pid] {
-			v.open(rec)
-		}
+	var open []offsetDigest
+	for _, recs := range pending {
+		open = append(open, recs...)
 	}
+	slices.SortFunc(open, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
+	for _, rec := range open {
+		v.open(rec)
+	}
+	v.flush()
 	a.rep.RowsRead += int64(len(rows))
 	return nil
 }
@@ -188,9 +193,45 @@ func (v *verifier) covered(offset int64) bool {
 	return v.iv.Contains(offset) && inSegments(v.segs, offset)
 }
 
-func (v *verifier) find(kind Kind, offset int64, detail string) {
-	v.a.find(Finding{Level: LevelContent, Kind: kind, Partition: v.tp, HasPartition: true,
-		Offsets: mapping.Interval{Low: offset, High: offset + 1}, HasOffsets: true, Detail: detail})
+// find records a content finding at offset, merged with the previous one
+// when it has the same kind and ends at offset.
+func (v *verifier) find(kind Kind, offset int64) {
+	if n := len(v.found); n > 0 && v.found[n-1].Kind == kind && v.found[n-1].Offsets.High == offset {
+		v.found[n-1].Offsets.High++
+		return
+	}
+	v.found = append(v.found, Finding{Level: LevelContent, Kind: kind, Partition: v.tp, HasPartition: true,
+		Offsets: mapping.Interval{Low: offset, High: offset + 1}, HasOffsets: true})
+}
+
+// flush hands the content findings to the report, merged and with their
+// details.
+func (v *verifier) flush() {
+	slices.SortFunc(v.found, func(x, y Finding) int {
+		return cmp.Or(cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Offsets.Low, y.Offsets.Low))
+	})
+	var merged []Finding
+	for _, f := range v.found {
+		if n := len(merged); n > 0 && merged[n-1].Kind == f.Kind && merged[n-1].Offsets.High == f.Offsets.Low {
+			merged[n-1].Offsets.High = f.Offsets.High
+			continue
+		}
+		merged = append(merged, f)
+	}
+	for _, f := range merged {
+		iv := f.Offsets
+		switch f.Kind {
+		case KindMissingRow:
+			f.Detail = fmt.Sprintf("the committed records at offsets %s have no row", iv)
+		case KindContentMismatch:
+			f.Detail = fmt.Sprintf("the rows at offsets %s differ from their records in the log (key, value, headers or timestamp)", iv)
+		case KindUnexpectedRow:
+			f.Detail = fmt.Sprintf("offsets %s hold no committed record (transaction markers, aborted records, or records of a transaction still open), but the table has rows for them", iv)
+		case KindUnclassified:
+			f.Detail = fmt.Sprintf("offsets %s inside a range have no row, and the log holds records of a transaction still open or control records of an unknown type there", iv)
+		}
+		v.a.find(f)
+	}
 }
 
 // decide checks the record at rec.offset once its fate is known: committed
@@ -203,13 +244,13 @@ func (v *verifier) decide(rec offsetDigest, committed bool) {
 	sum, ok := v.row(rec.offset)
 	switch {
 	case committed && !ok:
-		v.find(KindMissingRow, rec.offset, fmt.Sprintf("the committed record at offset %d has no row", rec.offset))
+		v.find(KindMissingRow, rec.offset)
 	case committed && sum != rec.sum:
-		v.find(KindContentMismatch, rec.offset, fmt.Sprintf("the row at offset %d differs from its record in the log (key, value, headers or timestamp)", rec.offset))
+		v.find(KindContentMismatch, rec.offset)
 	case committed:
 		v.stats.Verified++
 	case ok:
-		v.find(KindUnexpectedRow, rec.offset, fmt.Sprintf("offset %d holds an aborted record, but the table has a row for it", rec.offset))
+		v.find(KindUnexpectedRow, rec.offset)
 	default:
 		v.stats.Aborted++
 	}
@@ -223,9 +264,9 @@ func (v *verifier) marker(offset int64, known bool) {
 	_, ok := v.row(offset)
 	switch {
 	case ok:
-		v.find(KindUnexpectedRow, offset, fmt.Sprintf("offset %d holds a transaction marker, but the table has a row for it", offset))
+		v.find(KindUnexpectedRow, offset)
 	case !known:
-		v.find(KindUnclassified, offset, fmt.Sprintf("offset %d holds a control record of an unknown type and no row", offset))
+		v.find(KindUnclassified, offset)
 	default:
 		v.stats.Markers++
 	}
@@ -237,10 +278,10 @@ func (v *verifier) open(rec offsetDigest) {
 		return
 	}
 	if _, ok := v.row(rec.offset); ok {
-		v.find(KindUnexpectedRow, rec.offset, fmt.Sprintf("offset %d holds a record of a transaction still open, but the table has a row for it", rec.offset))
+		v.find(KindUnexpectedRow, rec.offset)
 		return
 	}
-	v.find(KindUnclassified, rec.offset, fmt.Sprintf("offset %d holds a record of a transaction still open, inside a committed range", rec.offset))
+	v.find(KindUnclassified, rec.offset)
 }
 
 // hole accounts for offsets in iv that have no record in the log: removed

@@ -241,7 +241,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Complete() {
 		fmt.Fprintf(&b, "verdict: COMPLETE, every offset of %d partitions is accounted for\n", len(r.Partitions))
 	} else {
-		fmt.Fprintf(&b, "verdict: NOT COMPLETE, %s\n", r.findingSummary())
+		wrap(&b, "", "verdict: NOT COMPLETE, "+r.findingSummary())
 	}
 	fmt.Fprintf(&b, "evidence %s\n", r.Evidence.Digest)
 	_, err := io.WriteString(w, b.String())

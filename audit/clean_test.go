@@ -1,0 +1,172 @@
+package audit_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// auditEveryLevel audits tbl at every depth, without and with a broker and
+// content verification, and fails on any finding. It returns the deepest
+// report.
+func auditEveryLevel(t *testing.T, e *env, tbl *snapshot.Table) *audit.Report {
+	t.Helper()
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
+		expectFindings(t, e.audit(tbl, opts))
+		opts.Broker = e.broker()
+		expectFindings(t, e.audit(tbl, opts))
+	}
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	expectFindings(t, rep)
+	if !rep.Complete() {
+		t.Fatal("report with no findings is not complete")
+	}
+	return rep
+}
+
+// contentTotals sums the content statistics of every partition.
+func contentTotals(rep *audit.Report) audit.ContentStats {
+	var s audit.ContentStats
+	for _, p := range rep.Partitions {
+		if c := p.Content; c != nil {
+			s.Verified += c.Verified
+			s.Markers += c.Markers
+			s.Aborted += c.Aborted
+			s.Compacted += c.Compacted
+			s.Unverifiable += c.Unverifiable
+		}
+	}
+	return s
+}
+
+func TestCleanTransactions(t *testing.T) {
+	e := newEnv(t)
+	const topic = "events"
+	e.topic(topic, 3, nil)
+	rows := 0
+	for p := range int32(3) {
+		e.produce(records(topic, p, 120, "a"))
+		rows += 120
+	}
+	var committed, aborted []*kgo.Record
+	for p := range int32(3) {
+		committed = append(committed, records(topic, p, 10, "txn")...)
+		aborted = append(aborted, records(topic, p, 7, "aborted")...)
+	}
+	e.txn("t-commit", committed, true)
+	e.txn("t-abort", aborted, false)
+	rows += len(committed)
+	// Partition 0 goes on after the aborted transaction; the others end in
+	// its abort marker.
+	e.produce(records(topic, 0, 25, "b"))
+	rows += 25
+
+	tbl := e.table("lake.events")
+	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 50})
+	rep := auditEveryLevel(t, e, tbl)
+
+	if rep.RowsRead == 0 || len(rep.Partitions) != 3 {
+		t.Fatalf("report: %d rows read, %d partitions", rep.RowsRead, len(rep.Partitions))
+	}
+	c := contentTotals(rep)
+	// Two markers per partition (commit and abort), 7 aborted records each.
+	if c.Verified != int64(rows) || c.Markers != 6 || c.Aborted != 21 || c.Compacted != 0 || c.Unverifiable != 0 {
+		t.Fatalf("content %+v, want %d verified, 6 markers, 21 aborted", c, rows)
+	}
+	for _, p := range rep.Partitions {
+		if p.Broker == nil || p.Broker.Lag != 0 || p.Next != p.Broker.HighWatermark {
+			t.Fatalf("%s: broker %+v next %d: want no lag", p.TopicPartition, p.Broker, p.Next)
+		}
+	}
+}
+
+func TestCleanCompactedTopic(t *testing.T) {
+	e := newEnv(t)
+	const topic = "state"
+	compact := "compact"
+	e.topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	// Each produce call is one batch; compaction keeps the last batch.
+	// Keys: u0 is unique (kept, log start stays 0); k1..k3 repeat.
+	produce := func(key string, n int) {
+		var recs []*kgo.Record
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(strings.Repeat("x", i+1))})
+		}
+		e.produce(recs)
+	}
+	produce("u0", 1)
+	produce("k1", 3)
+	produce("k2", 3)
+	e.stack.Cluster.Compact() // before the sink: the sink reads holes
+	produce("k1", 2)
+	produce("k3", 1)
+
+	tbl := e.table("lake.state")
+	e.sink(tbl, connector.Config{Topic: topic})
+	produce("k2", 2)
+	produce("k4", 1)
+	e.stack.Cluster.Compact() // after the sink: rows whose records are gone
+	e.sink(tbl, connector.Config{Topic: topic})
+
+	rep := auditEveryLevel(t, e, tbl)
+	c := contentTotals(rep)
+	if c.Compacted == 0 || c.Unverifiable == 0 {
+		t.Fatalf("content %+v: want compacted offsets and rows compacted after the sink", c)
+	}
+	p := rep.Partitions[0]
+	if p.First != 0 || p.Next != p.Broker.HighWatermark {
+		t.Fatalf("coverage [%d, %d), broker %+v", p.First, p.Next, p.Broker)
+	}
+}
+
+func TestCleanAfterRetention(t *testing.T) {
+	e := newEnv(t)
+	const topic = "retained"
+	e.topic(topic, 2, nil)
+	e.produce(records(topic, 0, 80, "a"))
+	e.produce(records(topic, 1, 40, "a"))
+	tbl := e.table("lake.retained")
+	e.sink(tbl, connector.Config{Topic: topic})
+	// Retention moves the log start after everything was sunk: all of
+	// partition 0, half of partition 1.
+	if err := e.stack.Cluster.DeleteRecords(topic, 0, 80); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.stack.Cluster.DeleteRecords(topic, 1, 20); err != nil {
+		t.Fatal(err)
+	}
+	rep := auditEveryLevel(t, e, tbl)
+	if c := contentTotals(rep); c.Verified != 20 {
+		t.Fatalf("content %+v: want the 20 retained records verified", c)
+	}
+	for _, p := range rep.Partitions {
+		want := map[int32]int64{0: 80, 1: 20}[p.Partition]
+		if p.Broker.LogStart != want {
+			t.Fatalf("%s: log start %d, want %d", p.TopicPartition, p.Broker.LogStart, want)
+		}
+	}
+}
+
+// TestCleanHandMadeContiguous checks that commits which are contiguous but
+// made by hand, with ranges holding offsets without rows, audit clean
+// without a broker.
+func TestCleanHandMadeContiguous(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.table("lake.hand")
+	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
+	commit(t, tbl, tp, 0, 10, span(0, 10))
+	commit(t, tbl, tp, 10, 20, []int64{10, 12, 19}) // offsets without rows: markers, aborted
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
+		rep := e.audit(tbl, opts)
+		expectFindings(t, rep)
+		if p := rep.Partitions[0]; p.First != 0 || p.Next != 20 || p.Records != 13 || p.Ranges != 2 {
+			t.Fatalf("partition report %+v", p)
+		}
+	}
+}

@@ -1,0 +1,341 @@
+package audit_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Each test injects one fault and checks that the cheapest level able to
+// see it reports it exactly, and that cheaper levels report nothing.
+
+func TestFaultGap(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.table("lake.gap")
+	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
+	commit(t, tbl, tp, 0, 10, span(0, 10))
+	commit(t, tbl, tp, 15, 20, span(15, 20)) // skips [10, 15)
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
+		rep := e.audit(tbl, opts)
+		expectFindings(t, rep, "ledger gap t/0 [10, 15)")
+		if p := rep.Partitions[0]; len(p.Gaps) != 1 || p.Gaps[0] != (mapping.Interval{Low: 10, High: 15}) {
+			t.Fatalf("partition gaps %v", p.Gaps)
+		}
+	}
+}
+
+func TestFaultOverlap(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.table("lake.overlap")
+	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
+	commit(t, tbl, tp, 0, 10, span(0, 10))
+	commit(t, tbl, tp, 5, 15, span(5, 15)) // commits [5, 10) again
+	expectFindings(t, e.audit(tbl, ledgerOnly), "ledger overlap t/0 [5, 10)")
+	expectFindings(t, e.audit(tbl, filesDepth), "ledger overlap t/0 [5, 10)")
+	// The rows level sees the consequence: the offsets are held twice.
+	expectFindings(t, e.audit(tbl, rowsDepth), "ledger overlap t/0 [5, 10)", "rows duplicate t/0 [5, 10)")
+}
+
+// sunkTable sinks 3 partitions of 60 records each in three runs, so that
+// each partition has ranges and files [0, 20), [20, 40) and [40, 60).
+func sunkTable(t *testing.T, e *env, name string) *snapshot.Table {
+	t.Helper()
+	e.topic(name, 3, nil)
+	tbl := e.table("lake." + name)
+	for run := range 3 {
+		for p := range int32(3) {
+			e.produce(records(name, p, 20, fmt.Sprint("run", run)))
+		}
+		e.sink(tbl, connector.Config{Topic: name})
+	}
+	return tbl
+}
+
+// fileOf returns a live data file of partition p whose rows start at low.
+func fileOf(t *testing.T, tbl *snapshot.Table, p int32, low int64) snapshot.DataFile {
+	t.Helper()
+	files, err := tbl.Files(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.PartitionMin == p && f.Offsets.Low == low {
+			return f
+		}
+	}
+	t.Fatalf("no file of partition %d starting at %d among %+v", p, low, files)
+	return snapshot.DataFile{}
+}
+
+func TestFaultFileRemovedByOverwrite(t *testing.T) {
+	e := newEnv(t)
+	tbl := sunkTable(t, e, "over")
+	f := fileOf(t, tbl, 1, 20)
+	// An overwrite whose filter matches exactly that file's rows deletes
+	// it, and adds nothing.
+	empty, err := array.NewRecordReader(tbl.ArrowSchema(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.Iceberg().NewTransaction()
+	filter := iceberg.NewAnd(
+		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(1)),
+		iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), f.Offsets.Low),
+		iceberg.LessThan(iceberg.Reference(mapping.ColOffset), f.Offsets.High))
+	if err := txn.Overwrite(e.ctx, empty, nil, table.WithOverwriteFilter(filter)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	expectFindings(t, e.audit(tbl, ledgerOnly))
+	rep := e.audit(tbl, filesDepth)
+	expectFindings(t, rep, "files missing-file over/1 [20, 40)")
+	if rep.Findings[0].File != f.Path {
+		t.Fatalf("finding names %q, want the removed file %q", rep.Findings[0].File, f.Path)
+	}
+	expectFindings(t, e.audit(tbl, rowsDepth), "files missing-file over/1 [20, 40)", "rows count-mismatch over/1 [20, 40)")
+	rep = e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	expectFindings(t, rep, "files missing-file over/1 [20, 40)", "rows count-mismatch over/1 [20, 40)",
+		"content missing-row over/1 [20, 40)")
+}
+
+// writeFile writes rows as a Parquet data file in the table's location and
+// returns its path; nothing is committed.
+func writeFile(t *testing.T, tbl *snapshot.Table, rows arrow.RecordBatch) string {
+	t.Helper()
+	one := func(yield func(arrow.RecordBatch, error) bool) { yield(rows, nil) }
+	var path string
+	for df, err := range table.WriteRecords(t.Context(), tbl.Iceberg(), tbl.ArrowSchema(), one) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		path = df.FilePath()
+	}
+	return path
+}
+
+func TestFaultForeignFile(t *testing.T) {
+	e := newEnv(t)
+	tbl := sunkTable(t, e, "foreign")
+	tp := mapping.TopicPartition{Topic: "foreign", Partition: 0}
+	path := writeFile(t, tbl, batch(t, tbl, tp, span(1000, 1010)...))
+	txn := tbl.Iceberg().NewTransaction()
+	if err := txn.AddFiles(e.ctx, []string{path}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	expectFindings(t, e.audit(tbl, ledgerOnly))
+	rep := e.audit(tbl, filesDepth)
+	expectFindings(t, rep, "files foreign-file foreign/0 [1000, 1010)")
+	if f := rep.Findings[0]; f.File != path || !strings.Contains(f.Detail, "not a floe commit") {
+		t.Fatalf("finding %+v, want file %s", f, path)
+	}
+	expectFindings(t, e.audit(tbl, rowsDepth), "files foreign-file foreign/0 [1000, 1010)", "rows outside-ledger foreign/0 [1000, 1010)")
+}
+
+// rewriteInPlace replaces the content of a committed data file, keeping
+// its path, so that its manifest entry no longer describes it.
+func rewriteInPlace(t *testing.T, tbl *snapshot.Table, f snapshot.DataFile, rows arrow.RecordBatch) {
+	t.Helper()
+	tmp := writeFile(t, tbl, rows)
+	if err := os.Rename(strings.TrimPrefix(tmp, "file://"), strings.TrimPrefix(f.Path, "file://")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFaultAlteredOffsets(t *testing.T) {
+	e := newEnv(t)
+	tbl := sunkTable(t, e, "altered")
+	tp := mapping.TopicPartition{Topic: "altered", Partition: 2}
+	f := fileOf(t, tbl, 2, 20)
+	// Same row count; the last row claims offset 38 instead of 39.
+	offsets := append(span(20, 39), 38)
+	rewriteInPlace(t, tbl, f, batch(t, tbl, tp, offsets...))
+
+	expectFindings(t, e.audit(tbl, ledgerOnly))
+	expectFindings(t, e.audit(tbl, filesDepth))
+	rep := e.audit(tbl, rowsDepth)
+	expectFindings(t, rep,
+		"rows duplicate altered/2 [38, 39)",
+		"rows count-mismatch altered/2 [20, 40)",
+		"rows file-content altered/2 [20, 39)")
+	for _, fd := range rep.Findings {
+		if fd.Kind == audit.KindFileContent && fd.File != f.Path {
+			t.Fatalf("file-content finding names %q, want %q", fd.File, f.Path)
+		}
+	}
+}
+
+func TestFaultAlteredContent(t *testing.T) {
+	e := newEnv(t)
+	tbl := sunkTable(t, e, "edited")
+	tp := mapping.TopicPartition{Topic: "edited", Partition: 0}
+	f := fileOf(t, tbl, 0, 40)
+	// Same offsets, other keys and values: only the content level sees it.
+	rewriteInPlace(t, tbl, f, batch(t, tbl, tp, span(40, 60)...))
+	expectFindings(t, e.audit(tbl, rowsDepth))
+	expectFindings(t, e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker()}))
+	rep := e.audit(tbl, audit.Options{Broker: e.broker(), VerifyContent: true})
+	expectFindings(t, rep, "content content-mismatch edited/0 [40, 60)")
+}
+
+func TestFaultLossRecorded(t *testing.T) {
+	e := newEnv(t)
+	const topic = "lossy"
+	e.topic(topic, 1, nil)
+	e.produce(records(topic, 0, 100, "a"))
+	tbl := e.table("lake.lossy")
+	e.sink(tbl, connector.Config{Topic: topic})
+	e.produce(records(topic, 0, 100, "b"))
+	// Retention deletes [100, 150) before it was sunk; the sink records it.
+	if err := e.stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+		t.Fatal(err)
+	}
+	e.sink(tbl, connector.Config{Topic: topic, OnDataLoss: connector.LossRecord})
+
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth, {Broker: e.broker(), VerifyContent: true}} {
+		rep := e.audit(tbl, opts)
+		expectFindings(t, rep, "ledger lost lossy/0 [100, 150)")
+		if p := rep.Partitions[0]; len(p.Lost) != 1 || p.Next != 200 {
+			t.Fatalf("partition %+v", p)
+		}
+	}
+}
+
+func TestFaultLossUnrecorded(t *testing.T) {
+	e := newEnv(t)
+	const topic = "gone"
+	e.topic(topic, 1, nil)
+	e.produce(records(topic, 0, 100, "a"))
+	tbl := e.table("lake.gone")
+	e.sink(tbl, connector.Config{Topic: topic})
+	e.produce(records(topic, 0, 100, "b"))
+	// Deleted before any sink run saw them: only the broker can tell.
+	if err := e.stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+		t.Fatal(err)
+	}
+	expectFindings(t, e.audit(tbl, rowsDepth))
+	rep := e.audit(tbl, audit.Options{Broker: e.broker()})
+	expectFindings(t, rep, "broker unrecorded-loss gone/0 [100, 150)")
+	if b := rep.Partitions[0].Broker; b.Lag != 50 || b.LogStart != 150 {
+		t.Fatalf("broker state %+v, want lag 50 from log start 150", b)
+	}
+}
+
+func TestFaultUnseenPartition(t *testing.T) {
+	e := newEnv(t)
+	const topic = "grown"
+	e.topic(topic, 2, nil)
+	e.produce(records(topic, 0, 30, "a"))
+	e.produce(records(topic, 1, 30, "a"))
+	tbl := e.table("lake.grown")
+	e.sink(tbl, connector.Config{Topic: topic})
+	// A third partition appears and receives records the table never saw;
+	// a fourth stays empty, which is not a finding.
+	resp, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.ctx, 2, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.produce(records(topic, 2, 5, "new"))
+
+	expectFindings(t, e.audit(tbl, rowsDepth))
+	rep := e.audit(tbl, audit.Options{Broker: e.broker(), VerifyContent: true})
+	expectFindings(t, rep, "broker unseen-partition grown/2 [0, 5)")
+	if n := len(rep.Partitions); n != 4 {
+		t.Fatalf("%d partitions in the report, want 4", n)
+	}
+}
+
+func TestBadInputNoLedger(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.table("lake.empty")
+	_, err := audit.Run(e.ctx, tbl, audit.Options{})
+	var nl *audit.NoLedgerError
+	if !errors.As(err, &nl) || nl.Snapshots != 0 {
+		t.Fatalf("never written: err %v, want a NoLedgerError", err)
+	}
+	// Written by a plain Iceberg append, not by floe.
+	txn := tbl.Iceberg().NewTransaction()
+	rows := batch(t, tbl, mapping.TopicPartition{Topic: "t", Partition: 0}, 0, 1, 2)
+	tab := array.NewTableFromRecords(tbl.ArrowSchema(), []arrow.RecordBatch{rows})
+	defer tab.Release()
+	if err := txn.AppendTable(e.ctx, tab, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = audit.Run(e.ctx, tbl, audit.Options{})
+	if !errors.Is(err, audit.ErrNoLedger) || !strings.Contains(err.Error(), "not written by floe") {
+		t.Fatalf("foreign table: err %v", err)
+	}
+}
+
+func TestBadInputMalformedLedger(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.table("lake.malformed")
+	commit(t, tbl, mapping.TopicPartition{Topic: "t", Partition: 0}, 0, 3, span(0, 3))
+	txn := tbl.Iceberg().NewTransaction()
+	props := iceberg.Properties{
+		mapping.KeyVersion:            mapping.LedgerVersion,
+		mapping.KeyCommitID:           "3b1f0c2e-hand-edited",
+		mapping.KeyRangesPrefix + "t": "0:3-oops:2",
+	}
+	if err := txn.AddFiles(e.ctx, nil, props, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := audit.Run(e.ctx, tbl, audit.Options{})
+	var me *mapping.MalformedError
+	if !errors.As(err, &me) || me.Key != mapping.KeyRangesPrefix+"t" {
+		t.Fatalf("err %v, want a MalformedError naming %s", err, mapping.KeyRangesPrefix+"t")
+	}
+}
+
+func TestBadInputOptions(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.table("lake.opts")
+	commit(t, tbl, mapping.TopicPartition{Topic: "t", Partition: 0}, 0, 3, span(0, 3))
+	if _, err := audit.Run(e.ctx, tbl, audit.Options{Topic: "other"}); !errors.Is(err, audit.ErrUnknownTopic) {
+		t.Fatalf("unknown topic: err %v", err)
+	}
+	if _, err := audit.Run(e.ctx, tbl, audit.Options{VerifyContent: true}); err == nil || !strings.Contains(err.Error(), "--brokers") {
+		t.Fatalf("content without broker: err %v", err)
+	}
+	// A topic the broker does not have: every partition is a finding, not
+	// an error.
+	rep := e.audit(tbl, audit.Options{Broker: e.broker()})
+	expectFindings(t, rep, "broker missing-partition t/0")
+	if !strings.Contains(rep.Findings[0].Detail, "does not exist on the broker") {
+		t.Fatalf("detail %q", rep.Findings[0].Detail)
+	}
+}

@@ -1,0 +1,230 @@
+package audit_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// env is one test's stack: a kfake broker over TCP, a SQLite catalog and a
+// file warehouse.
+type env struct {
+	t     testing.TB
+	ctx   context.Context
+	stack *localstack.Stack
+	b     *connector.Broker
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	stack, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.Close)
+	return &env{t: t, ctx: t.Context(), stack: stack}
+}
+
+func (e *env) topic(name string, partitions int32, configs map[string]*string) {
+	e.t.Helper()
+	if err := localstack.CreateTopic(e.ctx, e.stack.Brokers, name, partitions, configs); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) produce(recs []*kgo.Record) {
+	e.t.Helper()
+	if err := localstack.Produce(e.ctx, e.stack.Brokers, recs); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) txn(id string, recs []*kgo.Record, commit bool) {
+	e.t.Helper()
+	if err := localstack.ProduceTxn(e.ctx, e.stack.Brokers, id, recs, commit); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// table opens (creating) a floe table.
+func (e *env) table(name string) *snapshot.Table {
+	e.t.Helper()
+	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ident, err := snapshot.ParseIdent(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := snapshot.Open(e.ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tbl
+}
+
+func (e *env) broker() *connector.Broker {
+	e.t.Helper()
+	if e.b == nil {
+		b, err := connector.Dial(e.ctx, e.stack.Brokers, 5*time.Second)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(b.Close)
+		e.b = b
+	}
+	return e.b
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// sink runs a bounded sink of cfg.Topic into tbl.
+func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) connector.Stats {
+	e.t.Helper()
+	cfg.StopAtEnd = true
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	s, err := connector.NewSink(e.broker(), tbl, cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	stats, err := s.Run(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return stats
+}
+
+// records makes n keyed records for one partition with repeated headers;
+// every tenth has a null value and every seventh a null key.
+func records(topic string, partition int32, n int, tag string) []*kgo.Record {
+	out := make([]*kgo.Record, n)
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Partition: partition,
+			Key:       fmt.Appendf(nil, "k%d", i%13),
+			Value:     fmt.Appendf(nil, "%s-%d-%d", tag, partition, i),
+			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000),
+			Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte("1")}, {Key: "h", Value: []byte("2")}},
+		}
+		if i%10 == 3 {
+			r.Value = nil
+		}
+		if i%7 == 5 {
+			r.Key = nil
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// audit runs an audit of tbl as currently committed.
+func (e *env) audit(tbl *snapshot.Table, opts audit.Options) *audit.Report {
+	e.t.Helper()
+	if err := tbl.Refresh(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	rep, err := audit.Run(e.ctx, tbl, opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rep
+}
+
+// batch builds the rows of partition tp at the given offsets, as the sink
+// would.
+func batch(t testing.TB, tbl *snapshot.Table, tp mapping.TopicPartition, offsets ...int64) arrow.RecordBatch {
+	t.Helper()
+	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Release()
+	for _, o := range offsets {
+		rb.Append(&kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: o,
+			Key: fmt.Appendf(nil, "k%d", o), Value: fmt.Appendf(nil, "v%d", o), Timestamp: time.UnixMilli(1_700_000_000_000 + o)})
+	}
+	return rb.NewBatch()
+}
+
+// span returns the offsets [low, high).
+func span(low, high int64) []int64 {
+	out := make([]int64, 0, high-low)
+	for o := low; o < high; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// commit writes a hand-made floe commit: rows at offsets, and one range
+// [low, high) holding them.
+func commit(t testing.TB, tbl *snapshot.Table, tp mapping.TopicPartition, low, high int64, offsets []int64) {
+	t.Helper()
+	f := snapshot.Flush{
+		Batches: map[mapping.TopicPartition]arrow.RecordBatch{tp: batch(t, tbl, tp, offsets...)},
+		Ranges: []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: low, High: high},
+			Records: int64(len(offsets))}},
+	}
+	if _, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test", Logger: quietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// want describes the findings a test expects: level, kind, partition and
+// offsets, rendered by key.
+func key(f audit.Finding) string {
+	s := fmt.Sprintf("%s %s", f.Level, f.Kind)
+	if f.HasPartition {
+		s += " " + f.Partition.String()
+	}
+	if f.HasOffsets {
+		s += " " + f.Offsets.String()
+	}
+	return s
+}
+
+// findings returns the keys of the report's findings, sorted.
+func findings(rep *audit.Report) []string {
+	out := make([]string, 0, len(rep.Findings))
+	for _, f := range rep.Findings {
+		out = append(out, key(f))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// expectFindings fails unless the report holds exactly the wanted findings.
+func expectFindings(t testing.TB, rep *audit.Report, want ...string) {
+	t.Helper()
+	got := findings(rep)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		var b strings.Builder
+		_ = rep.WriteText(&b)
+		t.Fatalf("findings:\n  got  %q\n  want %q\nreport:\n%s", got, want, b.String())
+	}
+}
+
+// levels of increasing depth, for checking that a fault is found by the
+// cheapest level that can see it and not before.
+var (
+	ledgerOnly = audit.Options{Depth: audit.DepthLedger}
+	filesDepth = audit.Options{Depth: audit.DepthFiles}
+	rowsDepth  = audit.Options{Depth: audit.DepthRows}
+)

@@ -397,11 +397,12 @@ func (g *guardedCatalog) checkLocationFree(ctx context.Context, name, loc string
 			"the table is probably registered in another catalog (another --catalog, or another --catalog-name: SQL catalogs only see tables of their own name), "+
 			"or was dropped without purging its files. Point --catalog at the catalog that owns it, or sink into another table",
 			ErrOwnedByAnotherCatalog, name, loc, found)
-	case err == nil, errors.Is(err, fs.ErrNotExist):
-		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		// Some S3-compatible servers answer a listing of a missing prefix
+		// with an error; creating the table reports real storage problems.
+		slog.Debug("cannot list a new table's location; assuming it is free", "location", loc, "err", err)
 	}
-	slog.Warn("cannot check whether a new table's location is free", "location", loc, "err", err)
-	return g.explain(err)
+	return nil
 }
 
 // warehouseURI turns a warehouse flag into a URI iceberg-go understands:

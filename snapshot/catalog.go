@@ -316,6 +316,8 @@ func Explain(err error) error {
 		return fmt.Errorf("%w: the table's bucket is gone (check --warehouse and the table's location): %w", ErrBucketNotFound, err)
 	case ErrStorageCredentials:
 		return fmt.Errorf("%w: check the S3 credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or --s3-* flags): %w", ErrStorageCredentials, err)
+	case ErrStorageUnreachable:
+		return fmt.Errorf("%w: nothing committed is lost; restart the sink once the object store answers, it resumes from the ledger: %w", ErrStorageUnreachable, err)
 	}
 	return err
 }

@@ -243,7 +243,8 @@ func storageKind(err error) error {
 		case "NoSuchBucket":
 			return ErrBucketNotFound
 		case "SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidClientTokenId", "ExpiredToken",
-			"InvalidToken", "TokenRefreshRequired", "AuthorizationHeaderMalformed":
+			"InvalidToken", "TokenRefreshRequired", "AuthorizationHeaderMalformed",
+			"XAdminUserNotFound": // versitygw's answer to an unknown access key
 			return ErrStorageCredentials
 		}
 	}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TestConfigFilePipelinesAndMetrics runs floe sink from a config file with
+// two topic -> table pipelines in one process and the metrics endpoint on,
+// scrapes /metrics and /healthz while it runs, stops it with the context
+// (as SIGTERM does) and checks both tables.
+func TestConfigFilePipelinesAndMetrics(t *testing.T) {
+	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	for _, topic := range []string{"orders", "payments"} {
+		if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orders, payments := map[int32]int64{}, map[int32]int64{}
+	produceRound(t, st.Brokers, "orders", 2, 300, orders)
+	produceRound(t, st.Brokers, "payments", 2, 100, payments)
+
+	cat := st.Catalog()
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, conf, fmt.Sprintf(`
+brokers: [%s]
+catalog: %q
+warehouse: %q
+flush-records: 50
+flush-interval: 200ms
+metrics-addr: %s
+lag-interval: 100ms
+log-format: json
+catalog-prop:
+  write.parquet.compression-codec: zstd
+pipelines:
+  - topic: orders
+    table: lake.orders
+  - topic: payments
+    table: lake.payments
+`, st.Brokers[0], cat.Catalog, cat.Warehouse, metricsAddr))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var (
+		wg     sync.WaitGroup
+		runErr error
+		out    string
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		out, _, runErr = floeCtx(ctx, "sink", "--config", conf)
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + metricsAddr + path)
+		if err != nil {
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	want := []string{
+		`floe_records_committed_total{table="lake.orders",topic="orders"} 300`,
+		`floe_records_committed_total{table="lake.payments",topic="payments"} 100`,
+		`floe_records_consumed_total{table="lake.orders",topic="orders"} 300`,
+		`floe_partition_lag{partition="0",table="lake.orders",topic="orders"} 0`,
+		`floe_partition_end_offset{partition="1",table="lake.payments",topic="payments"} 50`,
+		`floe_sink_up{table="lake.orders",topic="orders"} 1`,
+	}
+	var metrics string
+	waitFor(t, time.Minute, "metrics of both pipelines", func() bool {
+		_, metrics = get("/metrics")
+		for _, w := range want {
+			if !strings.Contains(metrics, w) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, w := range []string{"floe_commit_duration_seconds_bucket", "floe_flush_records_bucket", "floe_bytes_consumed_total",
+		"floe_bytes_committed_total", "floe_commit_retries_total", "floe_fenced_total", "floe_last_commit_timestamp_seconds", "go_goroutines"} {
+		if !strings.Contains(metrics, w) {
+			t.Errorf("/metrics lacks %s", w)
+		}
+	}
+	code, health := get("/healthz")
+	if code != http.StatusOK || !strings.Contains(health, `"status":"ok"`) || !strings.Contains(health, `"table":"lake.payments"`) {
+		t.Errorf("/healthz: %d %s", code, health)
+	}
+	cancel()
+	wg.Wait()
+	if runErr != nil {
+		t.Fatalf("sink: %v", runErr)
+	}
+	if !strings.Contains(out, "sink lake.orders: 300 rows") || !strings.Contains(out, "sink lake.payments: 100 rows") {
+		t.Errorf("output:\n%s", out)
+	}
+	checkTable(t, cat, "lake.orders", "orders", orders)
+	checkTable(t, cat, "lake.payments", "payments", payments)
+}
+
+// TestConfigPrecedence: command-line flags override FLOE_* variables, which
+// override the config file, which overrides the defaults; unknown keys and
+// malformed values are errors that name the file and line.
+func TestConfigPrecedence(t *testing.T) {
+	st, loc := sinkStack(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "floe.yaml")
+	writeFile(t, conf, fmt.Sprintf("brokers: [%s]\ncatalog: %q\nwarehouse: %q\ntopic: orders\ntable: lake.fromfile\nstop-at-end: true\n",
+		st.Brokers[0], loc[1], loc[3]))
+
+	mustFloe(t, "sink", "--config", conf)
+	t.Setenv("FLOE_TABLE", "lake.fromenv")
+	mustFloe(t, "sink", "--config", conf)
+	mustFloe(t, "sink", "--config", conf, "--table", "lake.fromflag")
+	t.Setenv("FLOE_CONFIG", conf)
+	t.Setenv("FLOE_TABLE", "")
+	os.Unsetenv("FLOE_TABLE")
+	mustFloe(t, "sink", "--table", "lake.fromconfigenv")
+	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lake.fromfile", "lake.fromenv", "lake.fromflag", "lake.fromconfigenv"} {
+		ident, _ := snapshot.ParseIdent(name)
+		if _, err := cat.LoadTable(t.Context(), ident); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	for _, c := range []struct{ body, want string }{
+		{"brokers: [a:1]\nbrokres: [b:2]\n", `bad.yaml line 2: unknown key "brokres"`},
+		{"flush-records: lots\n", "flush-records"},
+		{"pipelines:\n  - topic: a\n    tabel: x.y\n", "tabel"},
+		{"catalog: [a, b]\n", "want one value"},
+	} {
+		writeFile(t, bad, c.body)
+		code, _, errs := floe(t, "sink", "--config", bad)
+		if code != exitError || !strings.Contains(errs, c.want) {
+			t.Errorf("config %q: exit %d, stderr %s; want %q", c.body, code, errs, c.want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

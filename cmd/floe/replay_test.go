@@ -104,6 +104,10 @@ func TestReplayCommandRebuildsTheSinkTable(t *testing.T) {
 	if countRows(a) != 412 || !maps.Equal(a, b) {
 		t.Fatalf("rebuilt table (%d rows) differs from the sunk one (%d rows)", countRows(b), countRows(a))
 	}
+	// The rebuilt table has its own ledger, and the audit passes on it.
+	if code, out, errs := floe(t, append([]string{"audit", "--table", "lake.rebuilt", "--deep", "--brokers", brokers}, loc...)...); code != exitOK {
+		t.Fatalf("audit of the rebuilt table: exit %d\n%s\n%s", code, out, errs)
+	}
 	// The same command again resumes: nothing left to do.
 	if out := mustFloe(t, args...); !strings.Contains(out, "resuming") || !strings.Contains(out, "replayed 0 rows") {
 		t.Fatalf("second run:\n%s", out)
@@ -112,6 +116,31 @@ func TestReplayCommandRebuildsTheSinkTable(t *testing.T) {
 	code, _, errs := floe(t, append([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders"}, loc...)...)
 	if code != exitError || !strings.Contains(errs, "--branch") {
 		t.Fatalf("replay into the sunk table: exit %d: %s", code, errs)
+	}
+}
+
+func TestReplayCommandHeadLoss(t *testing.T) {
+	st, loc := replayStack(t)
+	ctx := t.Context()
+	if err := localstack.CreateTopic(ctx, st.Brokers, "old", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(ctx, st.Brokers, localstack.DemoEvents("old", 1, 40, time.Now().Add(-time.Hour), 9)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Cluster.DeleteRecords("old", 0, 15); err != nil {
+		t.Fatal(err)
+	}
+	out := mustFloe(t, append([]string{"replay", "--brokers", strings.Join(st.Brokers, ","), "--topic", "old", "--table", "lake.old"}, loc...)...)
+	if !strings.Contains(out, "old/0 starts at offset 15, not 0: retention deleted [0, 15)") || !strings.Contains(out, "replayed 25 rows") {
+		t.Fatalf("replay output does not say the head was lost:\n%s", out)
+	}
+	var r whereResult
+	if err := json.Unmarshal([]byte(mustFloe(t, append([]string{"where", "--table", "lake.old", "--topic", "old", "--partition", "0", "--offset", "3", "--json"}, loc...)...)), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "lost" || *r.Low != 0 || *r.High != 15 {
+		t.Fatalf("the lost head is not visible in the ledger: %+v", r)
 	}
 }
 

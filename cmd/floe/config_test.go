@@ -167,3 +167,32 @@ func writeFile(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// TestExampleConfig keeps floe.example.yaml, the documented complete
+// example, valid: every key is a flag, every value parses into its flag.
+func TestExampleConfig(t *testing.T) {
+	root := newRoot(io.Discard, io.Discard)
+	file, err := loadConfigFile(filepath.Join("..", "..", "floe.example.yaml"), allFlagNames(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.pipelines) != 2 || file.pipelines[1].Partitions[2] != 2 {
+		t.Errorf("pipelines: %+v", file.pipelines)
+	}
+	sink, _, err := root.Find([]string{"sink"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := sink.Flags()
+	fs.AddFlagSet(root.PersistentFlags())
+	for key, vals := range file.values {
+		f := fs.Lookup(key)
+		if f == nil {
+			t.Errorf("example key %q is no flag of floe sink", key)
+			continue
+		}
+		if err := setFlag(fs, f, vals); err != nil {
+			t.Errorf("example key %q: %v", key, err)
+		}
+	}
+}

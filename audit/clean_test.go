@@ -1,6 +1,8 @@
 package audit_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -168,5 +170,31 @@ func TestCleanHandMadeContiguous(t *testing.T) {
 		if p := rep.Partitions[0]; p.First != 0 || p.Next != 20 || p.Records != 13 || p.Ranges != 2 {
 			t.Fatalf("partition report %+v", p)
 		}
+	}
+}
+
+// TestEvidenceDigest checks that the digest is stable for one metadata
+// version, changes with the ledger, and can be recomputed from the ledger
+// and the metadata location alone.
+func TestEvidenceDigest(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.table("lake.evidence")
+	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
+	commit(t, tbl, tp, 0, 10, span(0, 10))
+	first := e.audit(tbl, filesDepth).Evidence
+	if again := e.audit(tbl, rowsDepth).Evidence; again != first {
+		t.Fatalf("evidence changed between two audits of the same metadata: %+v, %+v", first, again)
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(audit.Canonical(tbl.Iceberg().MetadataLocation(), l))
+	if first.Digest != "sha256:"+hex.EncodeToString(sum[:]) || first.MetadataLocation != tbl.Iceberg().MetadataLocation() {
+		t.Fatalf("evidence %+v is not the digest of the canonical ledger", first)
+	}
+	commit(t, tbl, tp, 10, 20, span(10, 20))
+	if next := e.audit(tbl, filesDepth).Evidence; next.Digest == first.Digest || next.Commits != 2 {
+		t.Fatalf("evidence after a commit: %+v, before %+v", next, first)
 	}
 }

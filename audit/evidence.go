@@ -3,7 +3,6 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 
 	"github.com/floe-dev/floe/mapping"
@@ -28,17 +27,34 @@ const evidenceHeader = "floe-audit-evidence/1\n"
 // check the digest with sha256sum.
 func Canonical(metadataLocation string, l mapping.Ledger) []byte {
 	b := []byte(evidenceHeader)
-	b = fmt.Appendf(b, "metadata %s\n", metadataLocation)
+	b = append(b, "metadata "...)
+	b = append(b, metadataLocation...)
+	b = append(b, '\n')
+	num := func(b []byte, n int64) []byte { return strconv.AppendInt(append(b, ' '), n, 10) }
+	var rs []mapping.Range
 	for _, c := range l.Commits {
-		b = fmt.Appendf(b, "commit %d %d %s %s\n", c.SnapshotID, c.CommittedAt.UnixMilli(), strconv.Quote(c.ID), strconv.Quote(c.Writer))
-		rs := append([]mapping.Range(nil), c.Ranges...)
+		b = append(b, "commit"...)
+		b = num(b, c.SnapshotID)
+		b = num(b, c.CommittedAt.UnixMilli())
+		b = strconv.AppendQuote(append(b, ' '), c.ID)
+		b = strconv.AppendQuote(append(b, ' '), c.Writer)
+		b = append(b, '\n')
+		rs = append(rs[:0], c.Ranges...)
 		mapping.SortRanges(rs)
 		for _, r := range rs {
 			if r.Lost {
-				b = fmt.Appendf(b, "lost %s %d %d %d\n", r.Topic, r.Partition, r.Low, r.High)
-				continue
+				b = append(b, "lost "...)
+			} else {
+				b = append(b, "range "...)
 			}
-			b = fmt.Appendf(b, "range %s %d %d %d %d\n", r.Topic, r.Partition, r.Low, r.High, r.Records)
+			b = append(b, r.Topic...)
+			b = num(b, int64(r.Partition))
+			b = num(b, r.Low)
+			b = num(b, r.High)
+			if !r.Lost {
+				b = num(b, r.Records)
+			}
+			b = append(b, '\n')
 		}
 	}
 	return b

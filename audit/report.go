@@ -196,12 +196,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	for i, l := range r.Levels {
 		levels[i] = string(l)
 	}
-	fmt.Fprintf(&b, "levels: %s; %d commits", strings.Join(levels, ", "), r.Evidence.Commits)
+	fmt.Fprintf(&b, "levels: %s\n", strings.Join(levels, ", "))
+	fmt.Fprintf(&b, "read: %s", plural(r.Evidence.Commits, "ledger commit"))
 	if slices.Contains(r.Levels, LevelFiles) {
-		fmt.Fprintf(&b, ", %d live files", r.Files)
+		fmt.Fprintf(&b, ", %s", plural(r.Files, "live data file"))
 	}
 	if r.RowsRead > 0 {
-		fmt.Fprintf(&b, ", %d rows read", r.RowsRead)
+		fmt.Fprintf(&b, ", %s", plural(r.RowsRead, "row"))
 	}
 	fmt.Fprintf(&b, "\n\n")
 	r.partitionTable(&b)
@@ -333,6 +334,14 @@ func (r *Report) findingSummary() string {
 		noun = "finding"
 	}
 	return fmt.Sprintf("%d %s: %s", len(r.Findings), noun, strings.Join(parts, ", "))
+}
+
+// plural formats a count and a noun, adding an s unless the count is one.
+func plural[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func partName(tp mapping.TopicPartition) string {

@@ -3,24 +3,198 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/snapshot"
 )
 
-func newAuditCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "audit",
-		Short:  "Prove a table complete against its ledger (not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("floe audit is not built yet") },
-	}
+type auditFlags struct {
+	tableFlags
+	branch        string
+	brokers       []string
+	topic         string
+	deep          bool
+	verifyContent bool
+	json          bool
+	dialTimeout   time.Duration
 }
 
-// demoAudit is the demo's audit step.
+func newAuditCmd() *cobra.Command {
+	var f auditFlags
+	cmd := &cobra.Command{
+		Use:   "audit --table NAMESPACE.TABLE [--deep] [--brokers HOST:PORT [--verify-content]] [--json]",
+		Short: "Prove a table complete: every offset of the log accounted for, exactly once",
+		Long: `Audit a floe table against its ledger (the offset ranges each snapshot committed) and report,
+per topic partition, whether every offset from the first sunk one to the next one is accounted
+for. The levels run cheapest first; each finding names the level that saw it:
+
+  ledger   snapshot summaries only: gaps and overlaps between ranges, ranges lost to retention
+  files    manifests only (always on): every live data file inside one range of the floe commit
+           that added it, record counts per range; files added by other writers, files deleted
+           or overwritten, row-level delete files
+  rows     --deep, reads only the partition and offset columns: every offset unique and inside a
+           range, exact counts, each file's rows as its manifest describes them
+  broker   --brokers: [log start, high watermark) against the ledger: lag, offsets deleted by
+           retention before they were sunk, partitions the table has never seen
+  content  --verify-content: re-reads the retained log and compares key, value, headers and
+           timestamp of every record with its row; classifies offsets without rows as
+           transaction markers, aborted records or compacted
+
+The audit writes nothing, to the table or to the broker. --json prints a stable document (schema
+floe.audit/v1, see docs/audit.md) with an evidence digest: the SHA-256 of the canonical ledger
+and the table's metadata location, to archive with the report.
+
+Exit status: 0 the table is complete, 1 there are findings, 2 the audit could not run.`,
+		Example: `  floe audit --table lake.orders
+  floe audit --table lake.orders --deep --brokers localhost:9092 --verify-content
+  floe audit --table lake.orders --brokers localhost:9092 --json > audit.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAudit(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
+		},
+	}
+	fs := cmd.Flags()
+	f.tableFlags.register(fs)
+	fs.StringVar(&f.branch, "branch", "", "branch whose ledger is audited (default main)")
+	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT]: adds the broker level")
+	fs.StringVar(&f.topic, "topic", "", "audit only this topic of the ledger (default: every topic)")
+	fs.BoolVar(&f.deep, "deep", false, "also read the partition and offset columns of every live data file")
+	fs.BoolVar(&f.verifyContent, "verify-content", false, "re-read the retained log and compare every record with its row (needs --brokers)")
+	fs.BoolVar(&f.json, "json", false, "print the report as JSON (schema floe.audit/v1)")
+	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
+	return cmd
+}
+
+// runAudit audits the table the flags name and prints the report. A table
+// with findings returns a codeError carrying exitFindings and no message.
+func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) error {
+	if f.verifyContent && len(f.brokers) == 0 {
+		return errors.New("--verify-content re-reads the log: it needs --brokers HOST:PORT")
+	}
+	tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: f.branch})
+	if err != nil {
+		return err
+	}
+	opts := audit.Options{
+		Depth:         audit.DepthFiles,
+		Topic:         f.topic,
+		VerifyContent: f.verifyContent,
+		Progress: func(desc string, total int64) audit.Progress {
+			return newProgress(stderr, desc, total)
+		},
+	}
+	if f.deep {
+		opts.Depth = audit.DepthRows
+	}
+	if len(f.brokers) > 0 {
+		broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
+		if err != nil {
+			return err
+		}
+		defer broker.Close()
+		opts.Broker = broker
+	}
+	rep, err := audit.Run(ctx, tbl, opts)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Complete() {
+		return &codeError{code: exitFindings}
+	}
+	return nil
+}
+
+// demoAudit is the demo's audit step. It audits the demo table at every
+// level, then shows a finding: on a second topic, retention deletes
+// records before they are sunk, floe sink --on-data-loss record records the
+// loss in the ledger, and the audit names the lost range.
 func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *snapshot.Table) error {
+	broker, err := connector.Dial(ctx, stack.Brokers, 0)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	fmt.Fprintf(w, "\n$ floe audit --table %s --deep --verify-content \\\n    --brokers %s\n", tbl.Name(), stack.Brokers[0])
+	rep, err := audit.Run(ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: broker, VerifyContent: true})
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteText(w); err != nil {
+		return err
+	}
+
+	const (
+		topic     = "payments"
+		tableName = "lake.payments"
+	)
+	if err := localstack.CreateTopic(ctx, stack.Brokers, topic, 1, nil); err != nil {
+		return err
+	}
+	start := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := localstack.Produce(ctx, stack.Brokers, localstack.DemoEvents(topic, 1, 100, start, 11)); err != nil {
+		return err
+	}
+	cat, err := snapshot.OpenCatalog(ctx, stack.Catalog())
+	if err != nil {
+		return err
+	}
+	ident, _ := snapshot.ParseIdent(tableName)
+	payments, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		return err
+	}
+	sink := func(loss connector.OnDataLoss) error {
+		s, err := connector.NewSink(broker, payments, connector.Config{
+			Topic: topic, StopAtEnd: true, OnDataLoss: loss, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			return err
+		}
+		_, err = s.Run(ctx)
+		return err
+	}
+	if err := sink(connector.LossFail); err != nil {
+		return err
+	}
+	if err := localstack.Produce(ctx, stack.Brokers, localstack.DemoEvents(topic, 1, 100, start.Add(30*time.Minute), 12)); err != nil {
+		return err
+	}
+	if err := stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+		return fmt.Errorf("delete records of %s: %w", topic, err)
+	}
+	fmt.Fprintf(w, "\nNow a finding. Offsets [0, 100) of topic %s were sunk into %s,\n", topic, tableName)
+	fmt.Fprintf(w, "then 100 more were produced, and retention deleted offsets [100, 150) before\n")
+	fmt.Fprintf(w, "they were sunk; floe sink --on-data-loss record wrote the loss into the ledger.\n")
+	if err := sink(connector.LossRecord); err != nil {
+		return err
+	}
+	if err := payments.Refresh(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n$ floe audit --table %s --brokers %s\n", tableName, stack.Brokers[0])
+	rep, err = audit.Run(ctx, payments, audit.Options{Broker: broker})
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteText(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "(floe audit exits 1 here: the table is not complete, and the report says why)\n")
 	return nil
 }

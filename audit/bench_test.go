@@ -1,0 +1,189 @@
+package audit_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// benchTable creates an empty floe table in a fresh catalog.
+func benchTable(b *testing.B, name string) *snapshot.Table {
+	b.Helper()
+	dir := b.TempDir()
+	cat, err := snapshot.OpenCatalog(b.Context(), snapshot.CatalogConfig{Catalog: dir + "/catalog.db", Warehouse: dir + "/warehouse"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ident, _ := snapshot.ParseIdent(name)
+	tbl, err := snapshot.Open(b.Context(), cat, ident, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tbl
+}
+
+// BenchmarkLedgerAudit audits a table of 10,000 floe snapshots across 16
+// partitions at the ledger level. The snapshots carry real ledger
+// properties but no data files: they are added to the table metadata in
+// one catalog commit, since 10,000 separate commits would spend hours
+// rewriting metadata.json and measure the commit path, not the audit.
+//
+// "load+audit" reloads the table from the catalog (reading and parsing the
+// 10,000-snapshot metadata.json) and audits it: what floe audit costs on
+// such a table. "audit" measures audit.Run on loaded metadata: decoding the
+// ledger from summaries, coverage and the report.
+func BenchmarkLedgerAudit(b *testing.B) {
+	const (
+		snapshots  = 10_000
+		partitions = 16
+		perRange   = 1000
+	)
+	tbl := benchTable(b, "bench.ledger")
+	updates := make([]table.Update, 0, snapshots+1)
+	var parent *int64
+	start := time.Now().UnixMilli()
+	for i := range snapshots {
+		c := mapping.Commit{ID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Writer: "bench"}
+		for p := range int32(partitions) {
+			c.Ranges = append(c.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: p},
+				Interval: mapping.Interval{Low: int64(i) * perRange, High: int64(i+1) * perRange}, Records: perRange - 2})
+		}
+		props, err := c.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		id := int64(i + 1)
+		updates = append(updates, table.NewAddSnapshotUpdate(&table.Snapshot{
+			SnapshotID: id, ParentSnapshotID: parent, SequenceNumber: id, TimestampMs: start + int64(i),
+			ManifestList: fmt.Sprintf("%s/metadata/snap-%d.avro", tbl.Iceberg().Location(), id),
+			Summary:      &table.Summary{Operation: table.OpAppend, Properties: props},
+		}))
+		parent = &id
+	}
+	updates = append(updates, table.NewSetSnapshotRefUpdate(table.MainBranch, snapshots, table.BranchRef, -1, -1, -1))
+	if _, _, err := tbl.Catalog().CommitTable(b.Context(), tbl.Identifier(), nil, updates); err != nil {
+		b.Fatal(err)
+	}
+	if err := tbl.Refresh(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+
+	run := func(b *testing.B, reload bool) {
+		for b.Loop() {
+			if reload {
+				if err := tbl.Refresh(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rep, err := audit.Run(b.Context(), tbl, audit.Options{Depth: audit.DepthLedger})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !rep.Complete() || rep.Evidence.Commits != snapshots || len(rep.Partitions) != partitions {
+				b.Fatalf("report: complete %v, %d commits, %d partitions", rep.Complete(), rep.Evidence.Commits, len(rep.Partitions))
+			}
+		}
+		b.ReportMetric(float64(snapshots), "snapshots")
+		b.ReportMetric(float64(snapshots*partitions)*float64(b.N)/b.Elapsed().Seconds(), "ranges/s")
+	}
+	b.Run("load+audit", func(b *testing.B) { run(b, true) })
+	b.Run("audit", func(b *testing.B) { run(b, false) })
+}
+
+// BenchmarkRowAudit audits a table of 10,000,000 rows (16 partitions, 10
+// commits of 62,500 rows per partition, so 160 data files) at the rows
+// level: the manifests, then the partition and offset columns of every
+// file. FLOE_BENCH_ROWS overrides the row count. Building the table takes
+// seconds and is not measured. Each row carries a key, a header and a
+// distinct 60-byte JSON value, which the rows level does not read;
+// "all-columns" scans every column of the same files, for reference.
+func BenchmarkRowAudit(b *testing.B) {
+	rows := int64(10_000_000)
+	if s := os.Getenv("FLOE_BENCH_ROWS"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 16 {
+			b.Fatalf("FLOE_BENCH_ROWS=%q: want a row count of at least 16", s)
+		}
+		rows = n
+	}
+	const (
+		partitions = 16
+		commits    = 10
+	)
+	perFile := rows / partitions / commits
+	rows = perFile * partitions * commits
+	tbl := benchTable(b, "bench.rows")
+	rec := &kgo.Record{Topic: "orders", Key: []byte("customer-0042"),
+		Headers: []kgo.RecordHeader{{Key: "source", Value: []byte("web")}}, Timestamp: time.UnixMilli(1_700_000_000_000)}
+	var value []byte
+	built := time.Now()
+	for c := range int64(commits) {
+		f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
+		for p := range int32(partitions) {
+			tp := mapping.TopicPartition{Topic: "orders", Partition: p}
+			rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec.Partition = p
+			for o := c * perFile; o < (c+1)*perFile; o++ {
+				rec.Offset = o
+				value = append(value[:0], `{"order_id":`...)
+				value = strconv.AppendInt(value, o*31+int64(p), 10)
+				value = append(value, `,"amount_cents":`...)
+				value = strconv.AppendInt(value, o%99991, 10)
+				value = append(value, `,"currency":"EUR"}`...)
+				rec.Value = value
+				rb.Append(rec)
+			}
+			f.Batches[tp] = rb.NewBatch()
+			rb.Release()
+			f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: tp,
+				Interval: mapping.Interval{Low: c * perFile, High: (c + 1) * perFile}, Records: perFile})
+		}
+		if _, err := tbl.Commit(b.Context(), f, snapshot.CommitOptions{Writer: "bench", Logger: quietLogger()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("built %d rows in %d files in %s", rows, partitions*commits, time.Since(built).Round(time.Second))
+
+	b.Run("rows-level", func(b *testing.B) {
+		for b.Loop() {
+			rep, err := audit.Run(b.Context(), tbl, audit.Options{Depth: audit.DepthRows})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !rep.Complete() || rep.RowsRead != rows {
+				b.Fatalf("report: complete %v, %d rows read, want %d", rep.Complete(), rep.RowsRead, rows)
+			}
+		}
+		b.ReportMetric(float64(rows), "rows")
+		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("all-columns", func(b *testing.B) {
+		for b.Loop() {
+			var n int64
+			err := tbl.ScanFiles(b.Context(), 0, snapshot.ScanOptions{}, func(fb snapshot.FileBatch) error {
+				if !fb.Done {
+					n += fb.Batch.NumRows()
+				}
+				return nil
+			})
+			if err != nil || n != rows {
+				b.Fatalf("scanned %d rows, err %v", n, err)
+			}
+		}
+		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// auditStack starts a local stack and sinks 300 events of topic orders (3
+// partitions) into lake.orders. It returns the stack and the catalog
+// flags.
+func auditStack(t *testing.T) (*localstack.Stack, []string) {
+	t.Helper()
+	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("orders", 3, 300, time.Now().Add(-time.Hour), 1)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	if code, out, errs := floe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...); code != 0 {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	return st, loc
+}
+
+// auditTable opens (creating) a table of the stack's catalog.
+func auditTable(t *testing.T, st *localstack.Stack, name string) *snapshot.Table {
+	t.Helper()
+	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := snapshot.ParseIdent(name)
+	tbl, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// auditJSON is the part of the floe.audit/v1 document the tests read.
+type auditJSON struct {
+	Schema     string   `json:"schema"`
+	Complete   bool     `json:"complete"`
+	Levels     []string `json:"levels"`
+	Partitions []struct {
+		Topic     string     `json:"topic"`
+		Partition int32      `json:"partition"`
+		Gaps      [][2]int64 `json:"gaps"`
+		Overlaps  [][2]int64 `json:"overlaps"`
+		Lost      [][2]int64 `json:"lost"`
+		Lag       *int64     `json:"lag"`
+		Rows      *int64     `json:"rows"`
+		Content   *struct {
+			Verified int64 `json:"verified"`
+		} `json:"content"`
+		Status string `json:"status"`
+	} `json:"partitions"`
+	Findings []struct {
+		Level   string    `json:"level"`
+		Kind    string    `json:"kind"`
+		Topic   *string   `json:"topic"`
+		Offsets *[2]int64 `json:"offsets"`
+	} `json:"findings"`
+	Evidence struct {
+		Digest string `json:"digest"`
+	} `json:"evidence"`
+}
+
+func decodeAudit(t *testing.T, out string) auditJSON {
+	t.Helper()
+	var doc auditJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+	}
+	return doc
+}
+
+// checkWidth fails when a text report line is wider than 80 columns; file
+// paths are exempt.
+func checkWidth(t *testing.T, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if len(line) > 80 && !strings.Contains(line, "file://") && !strings.HasPrefix(line, "audit of ") {
+			t.Fatalf("line wider than 80 columns:\n%s", line)
+		}
+	}
+}
+
+func TestAuditCommandComplete(t *testing.T) {
+	st, loc := auditStack(t)
+	base := append([]string{"audit", "--table", "lake.orders"}, loc...)
+
+	code, out, errs := floe(t, base...)
+	if code != exitOK || !strings.Contains(out, "verdict: COMPLETE") || errs != "" {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	checkWidth(t, out)
+
+	code, out, errs = floe(t, append(base, "--json")...)
+	doc := decodeAudit(t, out)
+	if code != exitOK || !doc.Complete || doc.Schema != "floe.audit/v1" || len(doc.Partitions) != 3 ||
+		!strings.HasPrefix(doc.Evidence.Digest, "sha256:") {
+		t.Fatalf("exit %d, %+v\n%s", code, doc, errs)
+	}
+	for _, p := range doc.Partitions {
+		if p.Lag != nil || p.Rows != nil || p.Gaps == nil || len(p.Gaps) != 0 || p.Status != "complete" {
+			t.Fatalf("partition without broker and --deep: %+v (want lag and rows null, gaps [])", p)
+		}
+	}
+
+	code, out, errs = floe(t, append(base, "--json", "--deep", "--brokers", st.Brokers[0], "--verify-content")...)
+	doc = decodeAudit(t, out)
+	if code != exitOK || !doc.Complete || len(doc.Levels) != 5 {
+		t.Fatalf("exit %d, %+v\n%s", code, doc, errs)
+	}
+	var verified int64
+	for _, p := range doc.Partitions {
+		if p.Lag == nil || *p.Lag != 0 || p.Rows == nil || p.Content == nil {
+			t.Fatalf("partition with broker, --deep and content: %+v", p)
+		}
+		verified += p.Content.Verified
+	}
+	if verified != 300 {
+		t.Fatalf("%d records verified, want 300", verified)
+	}
+}
+
+// commitRows writes a hand-made floe commit of partition p: rows at
+// offsets, in one range [low, high).
+func commitRows(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, offsets ...int64) {
+	t.Helper()
+	tp := mapping.TopicPartition{Topic: "orders", Partition: p}
+	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Release()
+	for _, o := range offsets {
+		rb.Append(&kgo.Record{Topic: tp.Topic, Partition: p, Offset: o, Value: fmt.Appendf(nil, "v%d", o), Timestamp: time.Now()})
+	}
+	f := snapshot.Flush{
+		Batches: map[mapping.TopicPartition]arrow.RecordBatch{tp: rb.NewBatch()},
+		Ranges:  []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: low, High: high}, Records: int64(len(offsets))}},
+	}
+	if _, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAuditCommandFindings(t *testing.T) {
+	st, loc := auditStack(t)
+	tbl := auditTable(t, st, "lake.orders")
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := l.Next()[mapping.TopicPartition{Topic: "orders", Partition: 1}]
+	// A commit that skips 5 offsets of partition 1.
+	commitRows(t, tbl, 1, next+5, next+7, next+5, next+6)
+
+	base := append([]string{"audit", "--table", "lake.orders"}, loc...)
+	code, out, errs := floe(t, base...)
+	if code != exitFindings || errs != "" || !strings.Contains(out, "NOT COMPLETE") ||
+		!strings.Contains(out, fmt.Sprintf("ledger gap orders/1 [%d, %d)", next, next+5)) {
+		t.Fatalf("exit %d (want %d, no message)\nstdout:\n%s\nstderr:\n%s", code, exitFindings, out, errs)
+	}
+	checkWidth(t, out)
+
+	code, out, _ = floe(t, append(base, "--json", "--brokers", st.Brokers[0])...)
+	doc := decodeAudit(t, out)
+	if code != exitFindings || doc.Complete {
+		t.Fatalf("exit %d, complete %v", code, doc.Complete)
+	}
+	for _, p := range doc.Partitions {
+		want := 0
+		if p.Partition == 1 {
+			want = 1
+		}
+		if len(p.Gaps) != want || (want == 1 && p.Gaps[0] != [2]int64{next, next + 5}) {
+			t.Fatalf("partition %d gaps %v", p.Partition, p.Gaps)
+		}
+	}
+	// The broker never had offsets past its high watermark: the ledger now
+	// claims [next+5, next+7) beyond it.
+	kinds := map[string]bool{}
+	for _, f := range doc.Findings {
+		kinds[f.Level+" "+f.Kind] = true
+	}
+	if !kinds["ledger gap"] || !kinds["broker beyond-end"] || len(doc.Findings) != 2 {
+		t.Fatalf("findings %+v", doc.Findings)
+	}
+}
+
+func TestAuditCommandBadInput(t *testing.T) {
+	st, loc := auditStack(t)
+	audit := func(want int, wantErr string, args ...string) {
+		t.Helper()
+		code, out, errs := floe(t, append(append([]string{"audit"}, args...), loc...)...)
+		if code != want || !strings.Contains(errs, wantErr) {
+			t.Fatalf("%v: exit %d (want %d), stderr %q (want %q), stdout:\n%s", args, code, want, errs, wantErr, out)
+		}
+		if want == exitError && out != "" {
+			t.Fatalf("%v: a failed audit printed a report:\n%s", args, out)
+		}
+	}
+	audit(exitError, "missing --table")
+	audit(exitError, "does not exist", "--table", "lake.nope")
+	audit(exitError, "--verify-content re-reads the log", "--table", "lake.orders", "--verify-content")
+	audit(exitError, `no range of topic "payments"`, "--table", "lake.orders", "--topic", "payments")
+
+	// Created by floe but never written: no ledger.
+	auditTable(t, st, "lake.unwritten")
+	audit(exitError, "has no ledger to audit", "--table", "lake.unwritten")
+
+	// Written by someone else, with floe's schema: still no ledger.
+	other := auditTable(t, st, "lake.other")
+	txn := other.Iceberg().NewTransaction()
+	if err := txn.AddFiles(t.Context(), nil, iceberg.Properties{"writer": "spark"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	audit(exitError, "not written by floe sink", "--table", "lake.other")
+
+	// A ledger property edited by hand.
+	tbl := auditTable(t, st, "lake.orders")
+	txn = tbl.Iceberg().NewTransaction()
+	if err := txn.AddFiles(t.Context(), nil, iceberg.Properties{
+		mapping.KeyVersion: mapping.LedgerVersion, mapping.KeyCommitID: "hand-made", mapping.KeyRangesPrefix + "orders": "1:x-2:1",
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	audit(exitError, "malformed ledger property", "--table", "lake.orders")
+}
+
+func TestDemoAudit(t *testing.T) {
+	st, _ := auditStack(t)
+	tbl := auditTable(t, st, "lake.orders")
+	var out bytes.Buffer
+	if err := demoAudit(t.Context(), &out, st, tbl); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"verdict: COMPLETE", "ledger lost payments/0 [100, 150)", "verdict: NOT COMPLETE"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	checkWidth(t, out.String())
+}

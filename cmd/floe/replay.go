@@ -122,12 +122,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
-	var bar *progress
-	defer func() {
-		if bar != nil {
-			bar.Finish()
-		}
-	}()
+	var bar *progress // started by OnStart, once the total is known
 	opts := connector.ReplayOptions{
 		Topic: f.topic, From: from, Until: until,
 		Branch: f.branch, Publish: f.publish, Fold: f.fold,
@@ -150,7 +145,6 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	res, err := connector.Replay(ctx, broker, cat, ident, opts)
 	if bar != nil {
 		bar.Finish()
-		bar = nil
 	}
 	if err != nil {
 		return snapshot.Explain(err)

@@ -337,8 +337,10 @@ type ReplayResult struct {
 	// the branch's.
 	Published        bool
 	MainFrom, MainTo int64
-	// Head is the target's head snapshot when the run ended (0: none).
+	// Head is the target's head snapshot when the run ended (0: none), and
+	// Next each partition's next offset in its ledger then (absent: none).
 	Head int64
+	Next map[int32]int64
 }
 
 // Replay rebuilds a table from the log with the same sink that sinks live
@@ -418,6 +420,12 @@ func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident tabl
 		return res, fmt.Errorf("read ledger of %s: %w", res.Target, err)
 	}
 	res.Complete = plan.Complete(ledger)
+	res.Next = map[int32]int64{}
+	for tp, n := range ledger.Next() {
+		if tp.Topic == plan.Topic {
+			res.Next[tp.Partition] = n
+		}
+	}
 	if h := tbl.Head(); h != nil {
 		res.Head = h.SnapshotID
 	}

@@ -186,8 +186,8 @@ func printReplayResult(w io.Writer, r connector.ReplayResult) {
 	}
 	fmt.Fprintln(w)
 	var parts []string
-	for _, tp := range slices.SortedFunc(maps.Keys(r.Stats.Next), mapping.TopicPartition.Compare) {
-		parts = append(parts, fmt.Sprintf("%s=%d", tp, r.Stats.Next[tp]))
+	for _, p := range slices.Sorted(maps.Keys(r.Next)) {
+		parts = append(parts, fmt.Sprintf("%s/%d=%d", r.Plan.Topic, p, r.Next[p]))
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", strings.Join(parts, " "))

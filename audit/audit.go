@@ -64,8 +64,8 @@ const (
 	// live (deleted or overwritten since).
 	KindMissingFile Kind = "missing-file"
 	// KindStrayFile (files): a data file of a floe commit that does not lie
-	// inside exactly one range of that commit (rows outside its ranges, rows
-	// of several partitions, or no column bounds to tell).
+	// inside one range of that commit (rows outside its ranges, or rows of
+	// several partitions).
 	KindStrayFile Kind = "stray-file"
 	// KindCountMismatch (files, rows): the rows of a range differ from the
 	// record count the ledger gives it.

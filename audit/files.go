@@ -35,7 +35,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	live := make(map[string]bool, len(files))
 	held := map[rangeKey]int64{}
 	unattributed := map[rangeKey]bool{}
-	ambiguous := 0
+	ambiguous, unbounded := 0, 0
 	for _, f := range files {
 		live[f.Path] = true
 		c := a.commits[f.AddedBy]
@@ -43,9 +43,18 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 			a.foreignFile(f)
 			continue
 		}
-		if !f.HasBounds || f.PartitionMin != f.PartitionMax {
+		if !f.HasBounds {
+			// Metrics disabled on the table: manifests cannot place the
+			// file, so none of its commit's ranges can be counted.
+			unbounded++
+			for _, r := range c.Ranges {
+				unattributed[rangeKey{c.SnapshotID, r}] = true
+			}
+			continue
+		}
+		if f.PartitionMin != f.PartitionMax {
 			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("file of floe snapshot %d has no partition and offset bounds of one partition in its manifest; its %d rows cannot be placed in a range", c.SnapshotID, f.Records)})
+				Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
 			continue
 		}
 		var cands []mapping.Range
@@ -75,6 +84,10 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	}
 	if ambiguous > 0 {
 		a.note("files level: %d data files of commits holding several topics cannot be attributed to one topic from manifests; their ranges were not counted (--deep counts them)", ambiguous)
+	}
+
+	if unbounded > 0 {
+		a.note("files level: %d data files have no partition and offset bounds in their manifests (column metrics disabled); their commits' ranges were not counted (--deep counts them)", unbounded)
 	}
 
 	lookups := 0

@@ -202,7 +202,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, ", %s", plural(r.Files, "live data file"))
 	}
 	if r.RowsRead > 0 {
-		fmt.Fprintf(&b, ", %s", plural(r.RowsRead, "row"))
+		fmt.Fprintf(&b, ", %s read", plural(r.RowsRead, "row"))
 	}
 	fmt.Fprintf(&b, "\n\n")
 	r.partitionTable(&b)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -204,7 +205,22 @@ func openSQLite(ctx context.Context, name, spec string, props iceberg.Properties
 	props[sqlcat.DriverKey] = sqliteshim.ShimName
 	props[sqlcat.DialectKey] = string(sqlcat.SQLite)
 	maps.Copy(props, extra)
-	cat, err := catalog.Load(ctx, name, props)
+	// Switching a new file to WAL needs an exclusive lock that the busy
+	// timeout does not wait for: processes opening one new catalog at the
+	// same moment retry.
+	var (
+		cat catalog.Catalog
+		err error
+	)
+	for attempt := 1; ; attempt++ {
+		cat, err = catalog.Load(ctx, name, props)
+		if err == nil || attempt == 10 || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			break
+		}
+		if serr := sleep(ctx, time.Duration(attempt)*100*time.Millisecond); serr != nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
 	}

@@ -309,8 +309,6 @@ type ReplayOptions struct {
 	// OnStart, when set, is called once the target is open, before the
 	// first record is read.
 	OnStart func(ReplayStart)
-	// Now is the wall clock for checking --from; nil means time.Now.
-	Now func() time.Time
 }
 
 // ReplayStart describes a replay about to run.
@@ -364,10 +362,6 @@ func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident tabl
 	case opts.Until.Snapshot != 0:
 		return res, &BoundError{Flag: "--until", Value: opts.Until.Spec, Reason: "a snapshot is a start position; want end, a time or offsets"}
 	}
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
-	}
 	from := opts.From
 	if from.Snapshot != 0 {
 		src, offsets, err := snapshotPositions(ctx, cat, ident, opts.Topic, from.Snapshot)
@@ -376,7 +370,7 @@ func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident tabl
 		}
 		from.Offsets, res.SourceTable = offsets, src
 	}
-	plan, err := broker.Plan(ctx, opts.Topic, from, opts.Until, now())
+	plan, err := broker.Plan(ctx, opts.Topic, from, opts.Until, time.Now())
 	if err != nil {
 		return res, err
 	}

@@ -228,6 +228,8 @@ func (s *Sink) session(ctx context.Context) error {
 		return fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
 	}
 	next := ledger.Next()
+	// Partitions with nothing to do this session still report where they are.
+	s.finish(next)
 	parts, err := s.broker.Partitions(ctx, s.cfg.Topic)
 	if err != nil {
 		return err
@@ -311,7 +313,6 @@ func (s *Sink) session(ctx context.Context) error {
 		}
 	}
 	if len(states) == 0 {
-		s.finish(next)
 		return nil
 	}
 	s.log.Info("sink session started", "partitions", len(states), "consuming", len(assign))
@@ -552,5 +553,9 @@ func (s *Sink) finish(next map[mapping.TopicPartition]int64) {
 	if s.stats.Next == nil {
 		s.stats.Next = map[mapping.TopicPartition]int64{}
 	}
-	maps.Copy(s.stats.Next, next)
+	for tp, n := range next {
+		if tp.Topic == s.cfg.Topic {
+			s.stats.Next[tp] = n
+		}
+	}
 }

@@ -243,7 +243,7 @@ var ErrNoLedger = errors.New("no floe ledger")
 // wrote it, or its ledger was expired away.
 type NoLedgerError struct {
 	Table, Branch string
-	// Snapshots is the number of snapshots of the branch.
+	// Snapshots is the number of snapshots in the table's metadata.
 	Snapshots int
 }
 
@@ -251,7 +251,7 @@ func (e *NoLedgerError) Error() string {
 	if e.Snapshots == 0 {
 		return fmt.Sprintf("table %s has no ledger to audit: branch %s has no snapshot yet (floe sink has not committed to it)", e.Table, e.Branch)
 	}
-	return fmt.Sprintf("table %s has no ledger to audit: none of the %d snapshots of branch %s carries floe ledger properties (the table was not written by floe sink, or its floe snapshots were expired)",
+	return fmt.Sprintf("table %s has no ledger to audit: none of its %d snapshots on branch %s carries floe ledger properties (the table was not written by floe sink, or its floe snapshots were expired)",
 		e.Table, e.Snapshots, e.Branch)
 }
 
@@ -441,7 +441,7 @@ func (nopProgress) Finish()   {}
 func (a *auditor) finish() {
 	r := a.rep
 	for _, tp := range slices.SortedFunc(maps.Keys(a.parts), mapping.TopicPartition.Compare) {
-		if a.selected(tp.Topic) || tp.Topic == "" {
+		if a.selected(tp.Topic) {
 			r.Partitions = append(r.Partitions, *a.parts[tp])
 		}
 	}

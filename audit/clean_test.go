@@ -198,3 +198,35 @@ func TestEvidenceDigest(t *testing.T) {
 		t.Fatalf("evidence after a commit: %+v, before %+v", next, first)
 	}
 }
+
+// TestCleanTwoTopics audits a table holding the same partition number of
+// two topics: the rows level then reads the topic column too, and --topic
+// narrows the report to one topic.
+func TestCleanTwoTopics(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.table("lake.two")
+	a, b := mapping.TopicPartition{Topic: "a", Partition: 0}, mapping.TopicPartition{Topic: "b", Partition: 0}
+	commit(t, tbl, a, 0, 10, span(0, 10))
+	commit(t, tbl, b, 0, 10, span(0, 8))
+	commit(t, tbl, a, 10, 12, span(10, 12))
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
+		rep := e.audit(tbl, opts)
+		expectFindings(t, rep)
+		if len(rep.Partitions) != 2 {
+			t.Fatalf("%d partitions, want a/0 and b/0", len(rep.Partitions))
+		}
+	}
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Topic: "b"})
+	expectFindings(t, rep)
+	if len(rep.Partitions) != 1 || rep.Partitions[0].TopicPartition != b || rep.Partitions[0].Rows != 8 {
+		t.Fatalf("--topic b: partitions %+v", rep.Partitions)
+	}
+	// A commit of topic b whose range claims one row more than it wrote.
+	commit(t, tbl, b, 10, 20, span(10, 15))
+	f := snapshot.Flush{Ranges: []mapping.Range{{TopicPartition: b, Interval: mapping.Interval{Low: 20, High: 25}, Records: 1}}}
+	if _, err := tbl.Commit(e.ctx, f, snapshot.CommitOptions{Writer: "test", Logger: quietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	expectFindings(t, e.audit(tbl, rowsDepth), "files count-mismatch b/0 [20, 25)", "rows count-mismatch b/0 [20, 25)")
+	expectFindings(t, e.audit(tbl, audit.Options{Depth: audit.DepthRows, Topic: "a"}))
+}

@@ -228,6 +228,21 @@ func TestAuditCommandBadInput(t *testing.T) {
 	audit(exitError, "--verify-content re-reads the log", "--table", "lake.orders", "--verify-content")
 	audit(exitError, `no range of topic "payments"`, "--table", "lake.orders", "--topic", "payments")
 
+	// A table floe never wrote, whose schema cannot hold floe rows.
+	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(t.Context(), []string{"other"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	plain := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	if _, err := cat.CreateTable(t.Context(), []string{"other", "plain"}, plain); err != nil {
+		t.Fatal(err)
+	}
+	audit(exitError, "cannot hold floe rows", "--table", "other.plain")
+	audit(exitError, "cannot reach brokers", "--table", "lake.orders", "--brokers", "127.0.0.1:1", "--dial-timeout", "1s")
+
 	// Created by floe but never written: no ledger.
 	auditTable(t, st, "lake.unwritten")
 	audit(exitError, "has no ledger to audit", "--table", "lake.unwritten")

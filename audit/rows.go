@@ -34,15 +34,10 @@ type fileRows struct {
 // (plus the topic column when the ledger holds several topics): every
 // offset must be unique and inside a range, every range must hold exactly
 // its record count, and every file's rows must agree with its manifest.
+//
+// It runs after the files level, whose list of live files it reuses.
 func (a *auditor) rowsLevel(ctx context.Context) error {
 	a.addLevel(LevelRows)
-	if a.files == nil {
-		files, err := a.tbl.Files(ctx, a.headID)
-		if err != nil {
-			return fmt.Errorf("list the data files of %s: %w", a.tbl.Name(), err)
-		}
-		a.files = files
-	}
 	manifest := make(map[string]snapshot.DataFile, len(a.files))
 	var total int64
 	for _, f := range a.files {

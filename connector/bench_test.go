@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
-	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +20,8 @@ import (
 // BenchmarkSinkVsConsume sinks FLOE_BENCH_RECORDS (default 1,000,000)
 // records of about 200 bytes from kfake into the file warehouse and, in the
 // same run, consumes the same records with a plain franz-go client (the
-// baseline). It reports both rates, their ratio and the sink's peak heap.
+// baseline). It reports both rates, their ratio, and the peak resident set
+// of the same sink run as its own process.
 //
 //	go test ./connector/ -run '^$' -bench SinkVsConsume -benchtime 1x
 func BenchmarkSinkVsConsume(b *testing.B) {
@@ -52,7 +52,6 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 	ends := e.endOffsets(topic)
 	b.ResetTimer()
 	var consumeSec, sinkSec float64
-	var peak uint64
 	for i := range b.N {
 		start := time.Now()
 		if got := consumeAll(b, e, topic, ends); got != n {
@@ -61,8 +60,6 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 		consumeSec += time.Since(start).Seconds()
 
 		tbl := e.table(fmt.Sprintf("bench.t%d", i))
-		runtime.GC()
-		stop := watchHeap(&peak)
 		if path := os.Getenv("FLOE_BENCH_CPUPROFILE"); path != "" {
 			// Profile the sink alone, without producing and the baseline.
 			f, err := os.Create(path)
@@ -81,7 +78,6 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 		}
 		stats, err := e.sink(tbl, cfg)
 		sinkSec += time.Since(start).Seconds()
-		stop()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -93,7 +89,17 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 	b.ReportMetric(total/consumeSec, "consume_rec/s")
 	b.ReportMetric(total/sinkSec, "sink_rec/s")
 	b.ReportMetric(consumeSec/sinkSec, "sink/consume")
-	b.ReportMetric(float64(peak)/(1<<20), "sink_peak_heap_MiB")
+
+	// Memory is measured on a sink in its own process (the in-process broker
+	// would dominate this one): its peak resident set.
+	b.StopTimer()
+	cmd := e.childCmd(topic, "bench.rss", connector.DefaultFlushRecords, true)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("sink process: %v\n%s", err, out)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "sink_maxrss_MiB")
+	}
 }
 
 // consumeAll reads every partition to its end offset with a plain franz-go
@@ -127,20 +133,4 @@ func consumeAll(b *testing.B, e *env, topic string, ends map[mapping.TopicPartit
 		})
 	}
 	return count
-}
-
-// watchHeap samples the live heap every 10 ms into peak until stopped.
-func watchHeap(peak *uint64) (stop func()) {
-	var done atomic.Bool
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var ms runtime.MemStats
-		for !done.Load() {
-			runtime.ReadMemStats(&ms)
-			*peak = max(*peak, ms.HeapInuse)
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	return func() { done.Store(true); <-finished }
 }

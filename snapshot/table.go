@@ -83,7 +83,14 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if branch == "" {
 		branch = table.MainBranch
 	}
-	return &Table{cat: cat, ident: ident, branch: branch, tbl: tbl, schema: sc}, nil
+	t := &Table{cat: cat, ident: ident, branch: branch, tbl: tbl, schema: sc}
+	// iceberg-go would fork a missing branch from main on its first commit,
+	// inheriting main's files and ledger; a branch must exist (replay
+	// creates its branches empty with CreateEmptyBranch).
+	if branch != table.MainBranch && !t.HasBranch(branch) {
+		return nil, fmt.Errorf("table %s has no branch %q (list its branches, or let floe replay --branch create it)", name, branch)
+	}
+	return t, nil
 }
 
 func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, extra map[string]string) (*table.Table, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"strings"
@@ -61,14 +62,17 @@ const (
 	// not a floe commit; its rows are not explained by the ledger.
 	KindForeignFile Kind = "foreign-file"
 	// KindMissingFile (files): a data file a floe commit added is no longer
-	// live (deleted or overwritten since).
+	// live (deleted or overwritten since). In a state table, whose commits
+	// replace files, only a removal by a snapshot that is not a floe commit.
 	KindMissingFile Kind = "missing-file"
 	// KindStrayFile (files): a data file of a floe commit that does not lie
 	// inside one range of that commit (rows outside its ranges, or rows of
-	// several partitions).
+	// several partitions). In a state table: outside the partition's
+	// coverage up to the end of that commit's range.
 	KindStrayFile Kind = "stray-file"
 	// KindCountMismatch (files, rows): the rows of a range differ from the
-	// record count the ledger gives it.
+	// record count the ledger gives it. In a state table: more rows than
+	// records (a partition's live files, or a range's distinct offsets).
 	KindCountMismatch Kind = "count-mismatch"
 	// KindDeleteFiles (files): row-level delete files hide rows of the table.
 	KindDeleteFiles Kind = "delete-files"
@@ -81,6 +85,12 @@ const (
 	// manifest entry (row count, partition or offset bounds): the file was
 	// altered after it was committed.
 	KindFileContent Kind = "file-content"
+	// KindDuplicateKey (rows, state tables): rows holding a key that a row
+	// at a higher offset of the same partition holds too.
+	KindDuplicateKey Kind = "duplicate-key"
+	// KindNullKey (rows, state tables): rows with a null key, which a state
+	// table drops.
+	KindNullKey Kind = "null-key"
 
 	// KindUnrecordedLoss (broker): the partition's log starts above the
 	// ledger's next offset: retention deleted offsets before they were sunk
@@ -97,14 +107,21 @@ const (
 	KindMissingPartition Kind = "missing-partition"
 
 	// KindMissingRow (content): a committed record inside a range has no row.
+	// In a state table: the latest committed record of its key inside the
+	// ranges, not a tombstone, has no row.
 	KindMissingRow Kind = "missing-row"
 	// KindContentMismatch (content): a row's key, value, headers or
 	// timestamp differ from its record in the log.
 	KindContentMismatch Kind = "content-mismatch"
 	// KindUnexpectedRow (content): a row at an offset that holds no
 	// committed record (a transaction marker, an aborted record, or a record
-	// of a transaction still open).
+	// of a transaction still open); in a state table also a row at a
+	// tombstone or at a record without a key.
 	KindUnexpectedRow Kind = "unexpected-row"
+	// KindSupersededRow (content, state tables): a row whose key has a later
+	// committed record inside the ranges (a new value or a tombstone) that
+	// the fold did not apply.
+	KindSupersededRow Kind = "superseded-row"
 	// KindUnclassified (content): an offset inside a range that has no row
 	// and that the log does not explain as a marker, an aborted record or a
 	// compacted one (a record of a transaction still open, or a control
@@ -148,6 +165,10 @@ type ContentStats struct {
 	// Markers, Aborted and Compacted count offsets inside a range that hold
 	// no row, by cause.
 	Markers, Aborted, Compacted int64
+	// Folded counts, in a state table, committed records inside a range that
+	// rightly have no row: superseded by a later record of their key,
+	// tombstones and the records they delete, records without a key.
+	Folded int64
 	// Unverifiable rows have no record left in the log to compare with
 	// (compacted or deleted after they were sunk).
 	Unverifiable int64
@@ -192,6 +213,10 @@ type Evidence struct {
 type Report struct {
 	Table  string
 	Branch string
+	// Fold is the table's floe.fold property: empty for an event table,
+	// snapshot.FoldLatest for a state table, which the audit checks against
+	// a state table's invariants (see docs/audit.md).
+	Fold string
 	// Levels are the levels that ran, cheapest first.
 	Levels     []Level
 	Partitions []PartitionReport
@@ -275,13 +300,22 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	if opts.VerifyContent && opts.Broker == nil {
 		return nil, errors.New("content verification re-reads the log: it needs a broker (--brokers)")
 	}
+	switch f := tbl.Fold(); f {
+	case "", snapshot.FoldLatest:
+	default:
+		return nil, fmt.Errorf("audit %s: the table has %s=%q; this floe audits event tables and %s=%s state tables only",
+			tbl.Name(), snapshot.PropFold, f, snapshot.PropFold, snapshot.FoldLatest)
+	}
 	a := &auditor{
-		tbl:   tbl,
-		opts:  opts,
-		parts: map[mapping.TopicPartition]*PartitionReport{},
+		tbl:      tbl,
+		opts:     opts,
+		fold:     tbl.Fold(),
+		keySeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		parts:    map[mapping.TopicPartition]*PartitionReport{},
 		rep: &Report{
 			Table:   tbl.Name(),
 			Branch:  tbl.Branch(),
+			Fold:    tbl.Fold(),
 			Started: time.Now().UTC(),
 		},
 	}
@@ -320,6 +354,11 @@ type auditor struct {
 	tbl  *snapshot.Table
 	opts Options
 	rep  *Report
+	// fold is the table's floe.fold: "" for an event table, otherwise the
+	// table is a state table and the files, rows and content levels check a
+	// state table's invariants (state.go). keySeeds hash its keys.
+	fold     string
+	keySeeds [2]maphash.Seed
 
 	headID int64
 	ledger mapping.Ledger

@@ -41,6 +41,7 @@ func contentTotals(rep *audit.Report) audit.ContentStats {
 			s.Markers += c.Markers
 			s.Aborted += c.Aborted
 			s.Compacted += c.Compacted
+			s.Folded += c.Folded
 			s.Unverifiable += c.Unverifiable
 		}
 	}

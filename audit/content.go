@@ -15,7 +15,7 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// offsetDigest is the content fingerprint of the record or row at offset.
+// offsetDigest is the content fingerprint of the row at offset.
 type offsetDigest struct {
 	offset int64
 	sum    digest
@@ -23,7 +23,8 @@ type offsetDigest struct {
 
 // contentLevel re-reads the retained part of each partition's ledger
 // coverage from the broker and compares it, record by record, with the
-// table's rows.
+// table's rows. In a state table it also checks that the rows are the fold
+// of the log (foldCheck).
 func (a *auditor) contentLevel(ctx context.Context) error {
 	a.addLevel(LevelContent)
 	type job struct {
@@ -63,6 +64,7 @@ type verifier struct {
 	iv    mapping.Interval   // the retained part of the coverage
 	segs  []mapping.Interval // where the ledger allows rows
 	rows  []offsetDigest     // the table's rows in iv, sorted, one per offset
+	fold  *foldCheck         // state tables only
 	stats *ContentStats
 	d     digester
 	found []Finding
@@ -71,13 +73,16 @@ type verifier struct {
 // verifyPartition checks the offsets iv of tp, which the ledger covers and
 // the broker retains.
 func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, prog Progress) error {
-	rows, err := a.tableDigests(ctx, tp, iv)
+	rows, keys, err := a.tableDigests(ctx, tp, iv)
 	if err != nil {
 		return err
 	}
 	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, stats: a.parts[tp].Content}
-	pending := map[int64][]offsetDigest{} // open transactions by producer id
-	cursor := iv.Low                      // the next offset not yet accounted for
+	if a.fold != "" {
+		v.fold = newFoldCheck(keys)
+	}
+	pending := map[int64][]logRecord{} // open transactions by producer id
+	cursor := iv.Low                   // the next offset not yet accounted for
 	err = a.opts.Broker.ReadLog(ctx, tp.Topic, tp.Partition, iv.Low, a.parts[tp].Broker.HighWatermark, func(r *kgo.Record, _ int64) bool {
 		o := r.Offset
 		if o > cursor {
@@ -101,9 +106,9 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 			// Past the coverage, only markers matter: they settle the
 			// transactions that began inside it.
 		case r.Attrs.IsTransactional():
-			pending[r.ProducerID] = append(pending[r.ProducerID], offsetDigest{o, v.d.record(r)})
+			pending[r.ProducerID] = append(pending[r.ProducerID], v.record(r))
 		default:
-			v.decide(offsetDigest{o, v.d.record(r)}, true)
+			v.decide(v.record(r), true)
 		}
 		return cursor < iv.High || len(pending) > 0
 	})
@@ -114,34 +119,41 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 		prog.Add(iv.High - cursor)
 		v.hole(mapping.Interval{Low: cursor, High: iv.High})
 	}
-	var open []offsetDigest
+	var open []logRecord
 	for _, recs := range pending {
 		open = append(open, recs...)
 	}
-	slices.SortFunc(open, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
+	slices.SortFunc(open, func(x, y logRecord) int { return cmp.Compare(x.offset, y.offset) })
 	for _, rec := range open {
 		v.open(rec)
 	}
+	if v.fold != nil {
+		v.settle()
+	}
 	v.flush()
-	a.rep.RowsRead += int64(len(rows))
 	return nil
 }
 
 // tableDigests reads the rows of tp with offsets in iv and returns their
 // digests sorted by offset, keeping the first row of a duplicated offset
-// (duplicates are the rows level's finding).
-func (a *auditor) tableDigests(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval) ([]offsetDigest, error) {
-	filter := iceberg.NewAnd(
-		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition),
-		iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), iv.Low),
-		iceberg.LessThan(iceberg.Reference(mapping.ColOffset), iv.High),
-	)
+// (duplicates are the rows level's finding). In a state table it reads
+// every row of tp and also returns the key of each row that has one, at
+// any offset: a row below iv is superseded by a later record of its key
+// just as well.
+func (a *auditor) tableDigests(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval) ([]offsetDigest, []keyedOffset, error) {
+	var filter iceberg.BooleanExpression = iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition)
+	if a.fold == "" {
+		filter = iceberg.NewAnd(filter,
+			iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), iv.Low),
+			iceberg.LessThan(iceberg.Reference(mapping.ColOffset), iv.High))
+	}
 	if len(a.topics) > 1 {
 		filter = iceberg.NewAnd(filter, iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic))
 	}
 	var (
-		out []offsetDigest
-		d   digester
+		out  []offsetDigest
+		keys []keyedOffset
+		d    digester
 	)
 	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: contentColumns, Filter: filter, Concurrency: a.opts.Concurrency},
 		func(fb snapshot.FileBatch) error {
@@ -152,16 +164,39 @@ func (a *auditor) tableDigests(ctx context.Context, tp mapping.TopicPartition, i
 			if err != nil {
 				return fmt.Errorf("data file %s: %w", fb.Path, err)
 			}
+			a.rep.RowsRead += fb.Batch.NumRows()
 			for i := range int(fb.Batch.NumRows()) {
-				out = append(out, offsetDigest{c.offset.Value(i), d.row(c, i)})
+				o := c.offset.Value(i)
+				if a.fold != "" {
+					if !c.key.IsNull(i) {
+						keys = append(keys, keyedOffset{a.keyOf(c.key.Value(i)), o})
+					}
+					if !iv.Contains(o) {
+						continue
+					}
+				}
+				out = append(out, offsetDigest{o, d.row(c, i)})
 			}
 			return nil
 		})
 	if err != nil {
-		return nil, fmt.Errorf("read the rows of %s: %w", tp, err)
+		return nil, nil, fmt.Errorf("read the rows of %s: %w", tp, err)
 	}
 	slices.SortStableFunc(out, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
-	return slices.CompactFunc(out, func(x, y offsetDigest) bool { return x.offset == y.offset }), nil
+	return slices.CompactFunc(out, func(x, y offsetDigest) bool { return x.offset == y.offset }), keys, nil
+}
+
+// record returns what the content level keeps of a record read from the
+// log: its offset and digest, and in a state table its key.
+func (v *verifier) record(r *kgo.Record) logRecord {
+	rec := logRecord{offset: r.Offset, sum: v.d.record(r)}
+	if v.fold != nil {
+		rec.noKey, rec.tombstone = r.Key == nil, r.Value == nil
+		if !rec.noKey {
+			rec.key = v.a.keyOf(r.Key)
+		}
+	}
+	return rec
 }
 
 // markerType decodes a control record's key: version (int16), then type
@@ -218,15 +253,24 @@ func (v *verifier) flush() {
 		}
 		merged = append(merged, f)
 	}
+	state := v.fold != nil
 	for _, f := range merged {
 		iv := f.Offsets
 		switch f.Kind {
 		case KindMissingRow:
 			f.Detail = fmt.Sprintf("the committed records at offsets %s have no row", iv)
+			if state {
+				f.Detail = fmt.Sprintf("the records at offsets %s are the latest committed records of their keys and not tombstones, but the state table has no row for them", iv)
+			}
 		case KindContentMismatch:
 			f.Detail = fmt.Sprintf("the rows at offsets %s differ from their records in the log (key, value, headers or timestamp)", iv)
 		case KindUnexpectedRow:
 			f.Detail = fmt.Sprintf("offsets %s hold no committed record (transaction markers, aborted records, or records of a transaction still open), but the table has rows for them", iv)
+			if state {
+				f.Detail = fmt.Sprintf("offsets %s hold no record a state table keeps (transaction markers, aborted records, records of a transaction still open, tombstones or records without a key), but the table has rows for them", iv)
+			}
+		case KindSupersededRow:
+			f.Detail = fmt.Sprintf("the rows at offsets %s hold keys that later committed records inside the ranges supersede (a new value, or a tombstone deleting the key): the fold did not apply them", iv)
 		case KindUnclassified:
 			f.Detail = fmt.Sprintf("offsets %s inside a range have no row, and the log holds records of a transaction still open or control records of an unknown type there", iv)
 		}
@@ -236,12 +280,25 @@ func (v *verifier) flush() {
 
 // decide checks the record at rec.offset once its fate is known: committed
 // (or not transactional) records must have an identical row, aborted ones
+// must have none. In a state table a committed record may rightly have no
+// row (settle checks which must), and a tombstone or a record without a key
 // must have none.
-func (v *verifier) decide(rec offsetDigest, committed bool) {
+func (v *verifier) decide(rec logRecord, committed bool) {
 	if !v.covered(rec.offset) {
 		return
 	}
 	sum, ok := v.row(rec.offset)
+	if committed && v.fold != nil {
+		v.fold.observe(rec)
+		switch {
+		case !ok:
+			v.stats.Folded++
+			return
+		case rec.noKey || rec.tombstone:
+			v.find(KindUnexpectedRow, rec.offset)
+			return
+		}
+	}
 	switch {
 	case committed && !ok:
 		v.find(KindMissingRow, rec.offset)
@@ -273,7 +330,7 @@ func (v *verifier) marker(offset int64, known bool) {
 }
 
 // open accounts for a record of a transaction without a marker in the log.
-func (v *verifier) open(rec offsetDigest) {
+func (v *verifier) open(rec logRecord) {
 	if !v.covered(rec.offset) {
 		return
 	}

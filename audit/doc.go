@@ -21,6 +21,10 @@
 //     without a row classified as transaction marker, aborted record or
 //     compacted away.
 //
+// A state table (snapshot.PropFold) keeps only each key's latest record; its
+// files, rows and content levels check a state table's invariants instead
+// of an event table's (state.go).
+//
 // It renders reports as 80-column text and as stable JSON carrying an
 // evidence digest over the canonical ledger and the table's metadata
 // location. The audit reads the ledger through snapshot.Table, like every

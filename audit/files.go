@@ -22,7 +22,8 @@ type rangeKey struct {
 
 // filesLevel checks the live data files against the ledger, from manifests
 // only: every file lies inside one range of the commit that added it, and
-// the files of every range hold its record count.
+// the files of every range hold its record count. A state table's files
+// are checked against its own invariants (stateFiles).
 func (a *auditor) filesLevel(ctx context.Context) error {
 	a.addLevel(LevelFiles)
 	files, err := a.tbl.Files(ctx, a.headID)
@@ -31,6 +32,13 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	}
 	a.files = files
 	a.rep.Files = len(files)
+	if a.fold != "" {
+		if err := a.stateFiles(ctx); err != nil {
+			return err
+		}
+		a.deleteFiles()
+		return nil
+	}
 
 	live := make(map[string]bool, len(files))
 	held := map[rangeKey]int64{}

@@ -31,6 +31,7 @@ type jsonReport struct {
 	Schema           string          `json:"schema"`
 	Table            string          `json:"table"`
 	Branch           string          `json:"branch"`
+	Fold             *string         `json:"fold"`
 	SnapshotID       int64           `json:"snapshot_id"`
 	MetadataLocation string          `json:"metadata_location"`
 	AuditedAt        string          `json:"audited_at"`
@@ -72,6 +73,7 @@ type jsonContent struct {
 	Markers      int64 `json:"markers"`
 	Aborted      int64 `json:"aborted"`
 	Compacted    int64 `json:"compacted"`
+	Folded       int64 `json:"folded"`
 	Unverifiable int64 `json:"unverifiable"`
 }
 
@@ -123,6 +125,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	if ran(LevelFiles) {
 		out.Files = ptr(r.Files)
 	}
+	if r.Fold != "" {
+		out.Fold = ptr(r.Fold)
+	}
 	for _, p := range r.Partitions {
 		jp := jsonPartition{
 			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger,
@@ -143,7 +148,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			jp.LogStart, jp.LastStable, jp.HighWatermark, jp.Lag = ptr(b.LogStart), ptr(b.LastStable), ptr(b.HighWatermark), ptr(b.Lag)
 		}
 		if c := p.Content; c != nil {
-			jp.Content = &jsonContent{Verified: c.Verified, Markers: c.Markers, Aborted: c.Aborted, Compacted: c.Compacted, Unverifiable: c.Unverifiable}
+			jp.Content = &jsonContent{Verified: c.Verified, Markers: c.Markers, Aborted: c.Aborted, Compacted: c.Compacted,
+				Folded: c.Folded, Unverifiable: c.Unverifiable}
 		}
 		out.Partitions = append(out.Partitions, jp)
 	}
@@ -197,6 +203,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		levels[i] = string(l)
 	}
 	fmt.Fprintf(&b, "levels: %s\n", strings.Join(levels, ", "))
+	if r.Fold != "" {
+		fmt.Fprintf(&b, "state table (floe.fold=%s): one row per key, its latest record\n", r.Fold)
+	}
 	fmt.Fprintf(&b, "read: %s", plural(r.Evidence.Commits, "ledger commit"))
 	if slices.Contains(r.Levels, LevelFiles) {
 		fmt.Fprintf(&b, ", %s", plural(r.Files, "live data file"))
@@ -208,8 +217,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.partitionTable(&b)
 	if c := r.contentTotals(); c != nil {
 		b.WriteString("\n")
-		wrap(&b, "", fmt.Sprintf("content: %d rows verified against the log; offsets inside ranges without rows: %d transaction markers, %d aborted, %d compacted; %d rows no longer in the log to compare",
-			c.Verified, c.Markers, c.Aborted, c.Compacted, c.Unverifiable))
+		folded := ""
+		if r.Fold != "" {
+			folded = fmt.Sprintf(", %d folded away (superseded, tombstones and the keys they delete, no key)", c.Folded)
+		}
+		wrap(&b, "", fmt.Sprintf("content: %d rows verified against the log; offsets inside ranges without rows: %d transaction markers, %d aborted, %d compacted%s; %d rows no longer in the log to compare",
+			c.Verified, c.Markers, c.Aborted, c.Compacted, folded, c.Unverifiable))
 	}
 	if len(r.Findings) > 0 {
 		fmt.Fprintf(&b, "\nFINDINGS\n")
@@ -291,6 +304,9 @@ func (r *Report) partitionTable(b *strings.Builder) {
 		b.WriteString(line.String() + "\n")
 	}
 	b.WriteString("(GAPS, OVLP and LOST count offsets; LAG counts retained offsets not yet sunk)\n")
+	if r.Fold != "" {
+		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
+	}
 }
 
 func (r *Report) contentTotals() *ContentStats {
@@ -305,6 +321,7 @@ func (r *Report) contentTotals() *ContentStats {
 			sum.Markers += c.Markers
 			sum.Aborted += c.Aborted
 			sum.Compacted += c.Compacted
+			sum.Folded += c.Folded
 			sum.Unverifiable += c.Unverifiable
 		}
 	}

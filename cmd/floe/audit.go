@@ -48,6 +48,11 @@ for. The levels run cheapest first; each finding names the level that saw it:
            timestamp of every record with its row; classifies offsets without rows as
            transaction markers, aborted records or compacted
 
+A state table (floe.fold=latest, written by floe replay --fold latest) keeps only each key's
+latest record, so its files, rows and content are checked against a state table's invariants:
+files inside the partition's coverage, no more rows than records folded, one row per key and no
+null key, every row a copy of its key's latest record. The report says "state table".
+
 The audit writes nothing, to the table or to the broker. --json prints a stable document (schema
 floe.audit/v1, see docs/audit.md) with an evidence digest: the SHA-256 of the canonical ledger
 and the table's metadata location, to archive with the report.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -67,8 +68,8 @@ type Result struct {
 type CommitOptions struct {
 	// Writer identifies this process in the ledger.
 	Writer string
-	// MaxAttempts bounds commit attempts on conflicts and transient errors.
-	// Zero means 30.
+	// MaxAttempts bounds commit attempts on conflicts; zero means 30.
+	// Other failures are tried at most 5 times.
 	MaxAttempts int
 	// Logger receives retries; nil means slog.Default().
 	Logger *slog.Logger
@@ -134,7 +135,14 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if log == nil {
 		log = slog.Default()
 	}
-	var lastErr error
+	// Conflicts are retried up to maxAttempts: every round one writer wins.
+	// Other failures (storage or catalog errors) get a few tries: a
+	// permanent one, such as a rejected credential, should surface soon.
+	const maxErrors = 5
+	var (
+		lastErr error
+		errs    int
+	)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		res.Attempts = attempt
 		if attempt > 1 {
@@ -144,14 +152,22 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			if err := t.Refresh(ctx); err != nil {
 				lastErr = err
 				log.Warn("reload before commit retry failed", "table", t.Name(), "attempt", attempt, "err", err)
+				if errs++; errs >= maxErrors {
+					break
+				}
 				continue
 			}
+			// The failed attempt may have been applied (an unknown
+			// outcome), or another writer may have fenced this one.
 			done, err := t.settle(ctx, res.Commit, files)
 			if err != nil || done {
 				if done {
 					res.Commit = t.committed(res.Commit.ID, res.Commit)
 				}
 				return res, err
+			}
+			if errs >= maxErrors {
+				break
 			}
 		}
 		snap, err := t.commitOnce(ctx, st, props)
@@ -164,11 +180,15 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 		}
+		conflict := isConflict(err)
+		if !conflict {
+			errs++
+		}
 		log.Info("commit attempt failed, reloading to decide between retry and fencing",
-			"table", t.Name(), "attempt", attempt, "conflict", isConflict(err), "err", err)
+			"table", t.Name(), "attempt", attempt, "conflict", conflict, "err", err)
 	}
 	return res, fmt.Errorf("commit %s to %s: gave up after %d attempts (data files kept for inspection; the ledger is unchanged): %w",
-		res.Commit.ID, t.Name(), maxAttempts, lastErr)
+		res.Commit.ID, t.Name(), res.Attempts, lastErr)
 }
 
 // settle inspects a freshly reloaded ledger after a failed attempt. It
@@ -185,11 +205,19 @@ func (t *Table) settle(ctx context.Context, c mapping.Commit, files []iceberg.Da
 			return true, nil
 		}
 	}
-	next := l.Next()
+	// A flush may hold several ranges of one partition (data, a recorded
+	// loss, more data): only the lowest must meet the ledger's end.
+	low := map[mapping.TopicPartition]int64{}
 	for _, r := range c.Ranges {
-		if n, ok := next[r.TopicPartition]; ok && n != r.Low {
+		if l, ok := low[r.TopicPartition]; !ok || r.Low < l {
+			low[r.TopicPartition] = r.Low
+		}
+	}
+	next := l.Next()
+	for _, tp := range slices.SortedFunc(maps.Keys(low), mapping.TopicPartition.Compare) {
+		if n, ok := next[tp]; ok && n != low[tp] {
 			t.removeFiles(ctx, files)
-			return false, &FencedError{Table: t.Name(), Partition: r.TopicPartition, Low: r.Low, Next: n}
+			return false, &FencedError{Table: t.Name(), Partition: tp, Low: low[tp], Next: n}
 		}
 	}
 	return false, nil

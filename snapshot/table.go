@@ -153,6 +153,27 @@ func (t *Table) Ledger() (mapping.Ledger, error) {
 	return LedgerOf(t.tbl.Metadata(), t.branch)
 }
 
+// ErrTruncatedLedger is matched (errors.Is) by a *TruncatedLedgerError.
+var ErrTruncatedLedger = errors.New("truncated ledger")
+
+// TruncatedLedgerError reports a snapshot whose ancestry is incomplete: a
+// parent was expired (or the metadata is damaged), so the ledger ranges it
+// carried are gone. A writer must not trust such a ledger for resuming: a
+// partition whose ranges were all in expired snapshots would look unsunk
+// and be written again.
+type TruncatedLedgerError struct {
+	SnapshotID int64
+	// Oldest is the oldest snapshot still reachable; its parent is missing.
+	Oldest int64
+}
+
+func (e *TruncatedLedgerError) Error() string {
+	return fmt.Sprintf("the history of snapshot %d is incomplete: the parent of snapshot %d was expired, so the ledger ranges it carried are gone "+
+		"(floe cannot tell which offsets the table already holds; keep floe tables' history, or replay into a new table)", e.SnapshotID, e.Oldest)
+}
+
+func (e *TruncatedLedgerError) Is(target error) bool { return target == ErrTruncatedLedger }
+
 // LedgerOf decodes the ledger of one branch of table metadata.
 func LedgerOf(meta table.Metadata, branch string) (mapping.Ledger, error) {
 	head := meta.SnapshotByName(branch)
@@ -166,7 +187,14 @@ func LedgerOf(meta table.Metadata, branch string) (mapping.Ledger, error) {
 // ancestry, oldest first, the snapshot itself included.
 func LedgerAt(meta table.Metadata, snapshotID int64) (mapping.Ledger, error) {
 	var l mapping.Ledger
-	ancestors := table.AncestorsOf(snapshotID, meta.SnapshotByID)
+	ancestors, complete := table.AncestorsOfChecked(snapshotID, meta.SnapshotByID)
+	if !complete {
+		oldest := snapshotID
+		if len(ancestors) > 0 {
+			oldest = ancestors[len(ancestors)-1].SnapshotID
+		}
+		return l, &TruncatedLedgerError{SnapshotID: snapshotID, Oldest: oldest}
+	}
 	for i := len(ancestors) - 1; i >= 0; i-- {
 		s := ancestors[i]
 		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {

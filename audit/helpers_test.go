@@ -32,7 +32,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	stack, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	stack, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,13 @@ type S3Server struct {
 }
 
 // StartS3 serves S3 on 127.0.0.1:port (0: a free port) from dir and creates
-// the buckets that do not exist yet.
-func StartS3(dir string, port int, buckets ...string) (*S3Server, error) {
+// the buckets that do not exist yet. ctx bounds the start only (a cancelled
+// ctx creates no folder and opens no port); once started, the server runs
+// until Close.
+func StartS3(ctx context.Context, dir string, port int, buckets ...string) (*S3Server, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("local S3: %w", err)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("local S3: %w", err)
@@ -53,7 +58,8 @@ func StartS3(dir string, port int, buckets ...string) (*S3Server, error) {
 		}
 	}
 	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog()), gofakes3.WithAutoBucket(false))
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("local S3: listen on port %d (is another local stack running? pick another with --s3-port): %w", port, err)
 	}

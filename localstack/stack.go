@@ -1,6 +1,7 @@
 package localstack
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,8 +33,13 @@ type Stack struct {
 	temp    bool
 }
 
-// Start starts the broker (kfake listens on 127.0.0.1 only) and lays out the catalog and warehouse folders.
-func Start(opts Options) (*Stack, error) {
+// Start starts the broker (kfake listens on 127.0.0.1 only) and lays out the
+// catalog and warehouse folders. ctx bounds the start only: a cancelled ctx
+// starts nothing; once started, the stack runs until Close.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("local stack: %w", err)
+	}
 	s := &Stack{Dir: opts.Dir}
 	if s.Dir == "" {
 		d, err := os.MkdirTemp("", "floe-local-")
@@ -53,6 +59,10 @@ func Start(opts Options) (*Stack, error) {
 	}
 	if opts.Persist {
 		kopts = append(kopts, kfake.DataDir(filepath.Join(s.Dir, "kafka")))
+	}
+	if err := ctx.Err(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("local stack: %w", err)
 	}
 	c, err := kfake.NewCluster(append(kopts, opts.Kfake...)...)
 	if err != nil {

@@ -1,6 +1,7 @@
 package localstack
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,10 +44,15 @@ type Local struct {
 	stack   *Stack
 }
 
-// Up starts a local stack in opts.Dir.
-func Up(opts UpOptions) (*Local, error) {
+// Up starts a local stack in opts.Dir. ctx bounds the start only: a
+// cancelled ctx creates no folder and opens no port; once started, the stack
+// runs until Close.
+func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("local stack: no folder given")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("local stack: %w", err)
 	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
@@ -61,11 +67,11 @@ func Up(opts UpOptions) (*Local, error) {
 	if opts.S3Port == 0 {
 		opts.S3Port = DefaultS3Port
 	}
-	s3, err := StartS3(filepath.Join(dir, "s3"), opts.S3Port, Bucket)
+	s3, err := StartS3(ctx, filepath.Join(dir, "s3"), opts.S3Port, Bucket)
 	if err != nil {
 		return nil, err
 	}
-	stack, err := Start(Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true})
+	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true})
 	if err != nil {
 		s3.Close()
 		return nil, fmt.Errorf("%w (is another local stack running? pick another port with --kafka-port)", err)

@@ -23,7 +23,7 @@ import (
 // flags.
 func auditStack(t *testing.T) (*localstack.Stack, []string) {
 	t.Helper()
-	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // scrapes /metrics and /healthz while it runs, stops it with the context
 // (as SIGTERM does) and checks both tables.
 func TestConfigFilePipelinesAndMetrics(t *testing.T) {
-	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

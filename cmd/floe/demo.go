@@ -44,7 +44,7 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int) error {
 		partitions = 4
 		tableName  = "lake.orders"
 	)
-	stack, err := localstack.Start(localstack.Options{Dir: dir})
+	stack, err := localstack.Start(ctx, localstack.Options{Dir: dir})
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
   floe sink --config ./floe-local/floe.yaml --topic orders --table lake.orders --stop-at-end`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := localstack.Up(localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port})
+			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port})
 			if err != nil {
 				return err
 			}

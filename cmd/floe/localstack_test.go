@@ -19,7 +19,7 @@ import (
 func TestLocalstackUpSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t)}
-	l, err := localstack.Up(opts)
+	l, err := localstack.Up(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestLocalstackUpSurvivesRestart(t *testing.T) {
 	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
 	l.Close()
 
-	l, err = localstack.Up(opts)
+	l, err = localstack.Up(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("restart on the same folder: %v", err)
 	}

@@ -21,7 +21,7 @@ import (
 // replayStack starts a local stack and returns it with the catalog flags.
 func replayStack(t *testing.T) (*localstack.Stack, []string) {
 	t.Helper()
-	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

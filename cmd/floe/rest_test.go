@@ -233,7 +233,7 @@ func (f *restFixture) commitTable(w http.ResponseWriter, r *http.Request) {
 // reported as such without showing the secret.
 func TestRESTCatalog(t *testing.T) {
 	f := newRESTFixture(t)
-	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

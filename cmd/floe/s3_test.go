@@ -36,7 +36,7 @@ func newS3Env(t *testing.T) *s3Env {
 	t.Helper()
 	srv := testenv.VersityGW(t)
 	srv.CreateBucket(t, "lake")
-	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

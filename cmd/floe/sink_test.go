@@ -25,7 +25,7 @@ func floe(t *testing.T, args ...string) (int, string, string) {
 // sinkStack starts a local stack with a topic of 3 partitions and 300 events.
 func sinkStack(t *testing.T) (*localstack.Stack, []string) {
 	t.Helper()
-	st, err := localstack.Start(localstack.Options{Dir: t.TempDir()})
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,63 @@
+package localstack
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A cancelled context starts nothing: no folder is created and no port is
+// opened.
+func TestStartCancelledCreatesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	base := t.TempDir()
+
+	dir := filepath.Join(base, "stack")
+	if s, err := Start(ctx, Options{Dir: dir}); !errors.Is(err, context.Canceled) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("Start with a cancelled context: err = %v, want context.Canceled", err)
+	}
+	s3dir := filepath.Join(base, "s3")
+	if s, err := StartS3(ctx, s3dir, 0, Bucket); !errors.Is(err, context.Canceled) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("StartS3 with a cancelled context: err = %v, want context.Canceled", err)
+	}
+	updir := filepath.Join(base, "up")
+	if l, err := Up(ctx, UpOptions{Dir: updir}); !errors.Is(err, context.Canceled) {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("Up with a cancelled context: err = %v, want context.Canceled", err)
+	}
+	for _, d := range []string{dir, s3dir, updir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s exists after a cancelled start (stat: %v)", d, err)
+		}
+	}
+}
+
+func TestStartAndStartS3(t *testing.T) {
+	s, err := Start(t.Context(), Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.Brokers) != 1 {
+		t.Errorf("brokers = %v, want one", s.Brokers)
+	}
+	srv, err := StartS3(t.Context(), t.TempDir(), 0, Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if srv.Endpoint == "" {
+		t.Error("no endpoint")
+	}
+}

@@ -71,7 +71,8 @@ type CommitOptions struct {
 	// MaxAttempts bounds commit attempts on conflicts; zero means 30.
 	// Other failures are tried at most 5 times.
 	MaxAttempts int
-	// Logger receives retries; nil means slog.Default().
+	// Logger receives retries and failures to remove uncommitted files;
+	// nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -116,7 +117,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	res.WriteTime = time.Since(start)
 	files := st.add
 	if err != nil {
-		t.removeFiles(ctx, files)
+		t.removeFiles(ctx, opts.Logger, files)
 		return res, fmt.Errorf("write data files of %s: %w", t.Name(), err)
 	}
 	for _, df := range files {
@@ -159,7 +160,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			}
 			// The failed attempt may have been applied (an unknown
 			// outcome), or another writer may have fenced this one.
-			done, err := t.settle(ctx, res.Commit, files)
+			done, err := t.settle(ctx, log, res.Commit, files)
 			if err != nil || done {
 				if done {
 					res.Commit = t.committed(res.Commit.ID, res.Commit)
@@ -195,7 +196,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 // returns done when the commit turns out to have been applied, and a
 // *FencedError (after deleting the files) when another writer advanced one
 // of the flush's partitions.
-func (t *Table) settle(ctx context.Context, c mapping.Commit, files []iceberg.DataFile) (bool, error) {
+func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, files []iceberg.DataFile) (bool, error) {
 	l, err := t.Ledger()
 	if err != nil {
 		return false, fmt.Errorf("read ledger of %s after a failed commit: %w", t.Name(), err)
@@ -216,7 +217,7 @@ func (t *Table) settle(ctx context.Context, c mapping.Commit, files []iceberg.Da
 	next := l.Next()
 	for _, tp := range slices.SortedFunc(maps.Keys(low), mapping.TopicPartition.Compare) {
 		if n, ok := next[tp]; ok && n != low[tp] {
-			t.removeFiles(ctx, files)
+			t.removeFiles(ctx, log, files)
 			return false, &FencedError{Table: t.Name(), Partition: tp, Low: low[tp], Next: n}
 		}
 	}
@@ -332,19 +333,23 @@ func (t *Table) writeFiles(ctx context.Context, batches map[mapping.TopicPartiti
 }
 
 // removeFiles deletes data files that will never be committed. Failures only
-// leave orphans, which maintenance removes, so they are logged, not returned.
-func (t *Table) removeFiles(ctx context.Context, files []iceberg.DataFile) {
+// leave orphans, which maintenance removes, so they are logged to log (nil:
+// slog.Default()), not returned.
+func (t *Table) removeFiles(ctx context.Context, log *slog.Logger, files []iceberg.DataFile) {
 	if len(files) == 0 {
 		return
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
-		slog.Warn("cannot open table storage to remove uncommitted files", "table", t.Name(), "err", err)
+		log.Warn("cannot open table storage to remove uncommitted files", "table", t.Name(), "err", err)
 		return
 	}
 	for _, df := range files {
 		if err := fsys.Remove(df.FilePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			slog.Warn("cannot remove uncommitted data file", "file", df.FilePath(), "err", err)
+			log.Warn("cannot remove uncommitted data file", "file", df.FilePath(), "err", err)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package audit_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -16,122 +15,71 @@ import (
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// env is one test's stack: a kfake broker over TCP, a SQLite catalog and a
-// file warehouse.
+// env is one test's stack (floetest.Env: a kfake broker over TCP, a SQLite
+// catalog and a file warehouse) under the short names this package's tests
+// use.
 type env struct {
 	t     testing.TB
 	ctx   context.Context
 	stack *localstack.Stack
-	b     *connector.Broker
+	h     *floetest.Env
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	stack, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stack.Close)
-	return &env{t: t, ctx: t.Context(), stack: stack}
+	h := floetest.New(t)
+	return &env{t: t, ctx: h.Ctx, stack: h.Stack, h: h}
 }
 
 func (e *env) topic(name string, partitions int32, configs map[string]*string) {
 	e.t.Helper()
-	if err := localstack.CreateTopic(e.ctx, e.stack.Brokers, name, partitions, configs); err != nil {
-		e.t.Fatal(err)
-	}
+	e.h.Topic(name, partitions, configs)
 }
 
 func (e *env) produce(recs []*kgo.Record) {
 	e.t.Helper()
-	if err := localstack.Produce(e.ctx, e.stack.Brokers, recs); err != nil {
-		e.t.Fatal(err)
-	}
+	e.h.Produce(recs)
 }
 
 func (e *env) txn(id string, recs []*kgo.Record, commit bool) {
 	e.t.Helper()
-	if err := localstack.ProduceTxn(e.ctx, e.stack.Brokers, id, recs, commit); err != nil {
-		e.t.Fatal(err)
-	}
+	e.h.Txn(id, recs, commit)
 }
 
 // table opens (creating) a floe table.
 func (e *env) table(name string) *snapshot.Table {
 	e.t.Helper()
-	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ident, err := snapshot.ParseIdent(name)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	tbl, err := snapshot.Open(e.ctx, cat, ident, snapshot.OpenOptions{Create: true})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return tbl
+	return e.h.Table(name)
 }
 
+// broker returns the test's one broker connection.
 func (e *env) broker() *connector.Broker {
 	e.t.Helper()
-	if e.b == nil {
-		b, err := connector.Dial(e.ctx, e.stack.Brokers, 5*time.Second)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		e.t.Cleanup(b.Close)
-		e.b = b
-	}
-	return e.b
+	return e.h.Broker()
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLogger() *slog.Logger { return floetest.QuietLogger() }
 
 // sink runs a bounded sink of cfg.Topic into tbl.
 func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) connector.Stats {
 	e.t.Helper()
 	cfg.StopAtEnd = true
-	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
-	}
-	s, err := connector.NewSink(e.broker(), tbl, cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	stats, err := s.Run(e.ctx)
+	stats, err := e.h.Sink(e.broker(), tbl, cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return stats
 }
 
-// records makes n keyed records for one partition with repeated headers;
-// every tenth has a null value and every seventh a null key.
+// records is floetest.Records.
 func records(topic string, partition int32, n int, tag string) []*kgo.Record {
-	out := make([]*kgo.Record, n)
-	for i := range n {
-		r := &kgo.Record{Topic: topic, Partition: partition,
-			Key:       fmt.Appendf(nil, "k%d", i%13),
-			Value:     fmt.Appendf(nil, "%s-%d-%d", tag, partition, i),
-			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000),
-			Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte("1")}, {Key: "h", Value: []byte("2")}},
-		}
-		if i%10 == 3 {
-			r.Value = nil
-		}
-		if i%7 == 5 {
-			r.Key = nil
-		}
-		out[i] = r
-	}
-	return out
+	return floetest.Records(topic, partition, n, tag)
 }
 
 // audit runs an audit of tbl as currently committed.

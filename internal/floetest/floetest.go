@@ -1,0 +1,154 @@
+// Package floetest is the test harness shared by the tests of several floe
+// packages (connector, audit): one test's stack (an in-process kfake broker
+// over TCP, a SQLite catalog and a file warehouse in t.TempDir()), and
+// helpers to create topics, produce records, open tables and run sinks.
+//
+// It is for tests only: production code must not import it. Every helper
+// fails the test (t.Fatal) on error, except Env.Sink, whose error is part of
+// what tests check.
+package floetest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// DialTimeout bounds how long the harness waits for the in-process broker.
+const DialTimeout = 5 * time.Second
+
+// Env is one test's stack: broker, catalog and warehouse. It is closed in
+// t.Cleanup.
+type Env struct {
+	T     testing.TB
+	Ctx   context.Context
+	Stack *localstack.Stack
+
+	broker *connector.Broker // the shared connection Broker returns
+}
+
+// New starts a stack for t.
+func New(t testing.TB) *Env {
+	t.Helper()
+	stack, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.Close)
+	return &Env{T: t, Ctx: t.Context(), Stack: stack}
+}
+
+// Topic creates topic name with the given partitions and configs.
+func (e *Env) Topic(name string, partitions int32, configs map[string]*string) {
+	e.T.Helper()
+	if err := localstack.CreateTopic(e.Ctx, e.Stack.Brokers, name, partitions, configs); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// Produce produces recs, non-transactionally.
+func (e *Env) Produce(recs []*kgo.Record) {
+	e.T.Helper()
+	if err := localstack.Produce(e.Ctx, e.Stack.Brokers, recs); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// Txn produces recs in one transaction of transactional id id, and commits
+// or aborts it.
+func (e *Env) Txn(id string, recs []*kgo.Record, commit bool) {
+	e.T.Helper()
+	if err := localstack.ProduceTxn(e.Ctx, e.Stack.Brokers, id, recs, commit); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// Table opens the floe table name ("namespace.table"), creating it.
+func (e *Env) Table(name string) *snapshot.Table {
+	e.T.Helper()
+	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	ident, err := snapshot.ParseIdent(name)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return tbl
+}
+
+// Dial returns a new connection to the stack's broker, closed in t.Cleanup.
+// Each call is its own client, as a separate process would have.
+func (e *Env) Dial() *connector.Broker {
+	e.T.Helper()
+	b, err := connector.Dial(e.Ctx, e.Stack.Brokers, DialTimeout)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(b.Close)
+	return b
+}
+
+// Broker returns one connection to the stack's broker, shared by every call
+// on e (dialled on the first).
+func (e *Env) Broker() *connector.Broker {
+	e.T.Helper()
+	if e.broker == nil {
+		e.broker = e.Dial()
+	}
+	return e.broker
+}
+
+// Sink runs a sink of cfg.Topic into tbl over broker connection b (Broker,
+// or Dial for a sink of its own, as a separate process would have) and
+// returns its stats. A nil cfg.Logger discards the sink's log.
+func (e *Env) Sink(b *connector.Broker, tbl *snapshot.Table, cfg connector.Config) (connector.Stats, error) {
+	e.T.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = QuietLogger()
+	}
+	s, err := connector.NewSink(b, tbl, cfg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return s.Run(e.Ctx)
+}
+
+// QuietLogger discards everything.
+func QuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Records makes n keyed records for one partition, each with two headers
+// of the same key; every tenth has a null value and every seventh a null
+// key. Values are "tag-partition-i", timestamps one second apart.
+func Records(topic string, partition int32, n int, tag string) []*kgo.Record {
+	out := make([]*kgo.Record, n)
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Partition: partition,
+			Key:       fmt.Appendf(nil, "k%d", i%13),
+			Value:     fmt.Appendf(nil, "%s-%d-%d", tag, partition, i),
+			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000),
+			Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte("1")}, {Key: "h", Value: []byte("2")}},
+		}
+		if i%10 == 3 {
+			r.Value = nil
+		}
+		if i%7 == 5 {
+			r.Key = nil
+		}
+		out[i] = r
+	}
+	return out
+}

@@ -60,6 +60,8 @@ const (
 	DefaultFlushRecords  = 500_000
 	DefaultFlushBytes    = 128 << 20
 	DefaultFlushInterval = 30 * time.Second
+	// DefaultPartitionCheck is how often a live sink looks for new partitions.
+	DefaultPartitionCheck = time.Minute
 )
 
 // Config configures a sink run.
@@ -100,6 +102,10 @@ type Config struct {
 	// OnFenced, when set, is called each time another writer fences this
 	// one, before the sink re-reads the ledger.
 	OnFenced func(err error)
+
+	// PartitionCheck is how often a live sink of a whole topic looks for
+	// partitions added to it; zero means DefaultPartitionCheck.
+	PartitionCheck time.Duration
 
 	// Partitions restricts the sink to these partitions of the topic; nil
 	// means every partition. Processes with disjoint Partitions share one
@@ -160,6 +166,9 @@ func (c *Config) normalize() error {
 	if c.FlushInterval <= 0 {
 		c.FlushInterval = DefaultFlushInterval
 	}
+	if c.PartitionCheck <= 0 {
+		c.PartitionCheck = DefaultPartitionCheck
+	}
 	if c.Writer == "" {
 		host, _ := os.Hostname()
 		c.Writer = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
@@ -188,6 +197,9 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	s.stats = Stats{}
 	for {
 		err := s.session(ctx)
+		if errors.Is(err, errPartitionsChanged) {
+			continue
+		}
 		if errors.Is(err, snapshot.ErrFenced) {
 			s.stats.Fenced++
 			if s.cfg.OnFenced != nil {
@@ -216,6 +228,14 @@ type partState struct {
 }
 
 func (p *partState) done() bool { return p.end >= 0 && p.next >= p.end }
+
+// capped limits an offset to the partition's end in bounded mode.
+func (p *partState) capped(offset int64) int64 {
+	if p.end >= 0 {
+		return min(offset, p.end)
+	}
+	return offset
+}
 
 // session reads the ledger, seeks every partition and consumes until done,
 // cancelled, fenced or failed.
@@ -293,6 +313,10 @@ func (s *Sink) session(ctx context.Context) error {
 			}
 		}
 		st.low, st.next = pos, pos
+		if resumed && pos > w.HighWatermark {
+			return fmt.Errorf("the ledger of %s is at offset %d of %s, but the partition ends at %d: the topic was deleted and recreated, or its log truncated; "+
+				"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark)
+		}
 		if resumed && pos < w.LogStart {
 			if err := s.lose(st, w.LogStart); err != nil {
 				// Nothing was consumed in this session: fail before reading.
@@ -334,6 +358,30 @@ func (s *Sink) session(ctx context.Context) error {
 	}
 	defer cl.Close()
 	return s.consume(ctx, cl, states)
+}
+
+// idleCheck is how long a poll waits before the loop looks around.
+const idleCheck = 2 * time.Second
+
+// errPartitionsChanged ends a live session so that the next one consumes
+// partitions added to the topic.
+var errPartitionsChanged = errors.New("partitions were added to the topic")
+
+// checkRetention re-reads the watermarks and handles partitions whose
+// next offset fell below the log start while no record arrived.
+func (s *Sink) checkRetention(ctx context.Context, states map[int32]*partState) error {
+	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
+	if err != nil {
+		return err
+	}
+	for p, st := range states {
+		if ls := wm[p].LogStart; !st.done() && ls > st.next {
+			if err := s.lose(st, st.capped(ls)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // lose handles offsets [p.next, logStart) deleted before they were sunk.
@@ -408,17 +456,41 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 	}
 	defer func() { _ = wait() }()
 
+	bounded := !allDone() && slices.ContainsFunc(slices.Collect(maps.Values(states)), func(p *partState) bool { return p.end >= 0 })
+	known := len(states)
+	lastPartitionCheck := time.Now()
 	for !allDone() {
 		if ctx.Err() != nil {
 			break
 		}
-		pctx := ctx
-		var cancel context.CancelFunc = func() {}
-		if !deadline.IsZero() {
-			pctx, cancel = context.WithDeadline(ctx, deadline)
+		// Polls wake up regularly even when nothing arrives, to flush on
+		// time and to run the checks below.
+		wake := time.Now().Add(idleCheck)
+		if !deadline.IsZero() && deadline.Before(wake) {
+			wake = deadline
 		}
+		pctx, cancel := context.WithDeadline(ctx, wake)
 		fetches := cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-pending)))
 		cancel()
+		if fetches.NumRecords() == 0 && ctx.Err() == nil {
+			if bounded {
+				// A bounded job waits on no new records: if retention
+				// deleted the rest of a partition's range, no record
+				// would ever arrive to reveal the jump.
+				if err := s.checkRetention(ctx, states); err != nil {
+					failure = err
+					break
+				}
+			} else if s.cfg.Partitions == nil && time.Since(lastPartitionCheck) >= s.cfg.PartitionCheck {
+				lastPartitionCheck = time.Now()
+				parts, err := s.broker.Partitions(ctx, s.cfg.Topic)
+				if err == nil && len(parts) > known {
+					s.log.Info("partitions were added to the topic; committing and starting a session that includes them", "partitions", len(parts))
+					failure = errPartitionsChanged
+					break
+				}
+			}
+		}
 		var (
 			consumed    int64
 			polled      int
@@ -440,8 +512,26 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 				return
 			}
 			for _, r := range fp.Records {
-				if p.done() || r.Offset < p.next {
-					continue
+				if p.done() {
+					break
+				}
+				if r.Offset < p.next {
+					// franz-go never returns offsets below the fetch
+					// position unless it was reset to the log start
+					// because the position was past the log end.
+					failure = fmt.Errorf("%s went back from offset %d to %d: the topic was recreated or its log truncated; sink it into a new table", p.tp, p.next, r.Offset)
+					return
+				}
+				if r.Offset > p.next && fp.LogStartOffset > p.next {
+					// The jump crosses the log start: retention deleted
+					// offsets we had not sunk. Jumps inside the retained
+					// log (aborted records, compaction) are normal.
+					before := p.next
+					if err := s.lose(p, p.capped(min(fp.LogStartOffset, r.Offset))); err != nil {
+						failure = err
+						return
+					}
+					consumed += p.next - before
 				}
 				if p.end >= 0 && r.Offset >= p.end {
 					// Offsets up to the end that yielded nothing were
@@ -450,15 +540,6 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 					consumed += p.end - p.next
 					p.next = p.end
 					continue
-				}
-				if r.Offset > p.next && fp.LogStartOffset > p.next {
-					// The jump crosses the log start: retention deleted
-					// offsets we had not sunk. Jumps inside the retained
-					// log (aborted records, compaction) are normal.
-					if err := s.lose(p, min(fp.LogStartOffset, r.Offset)); err != nil {
-						failure = err
-						return
-					}
 				}
 				consumed += r.Offset + 1 - p.next
 				p.next = r.Offset + 1

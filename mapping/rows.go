@@ -27,8 +27,7 @@ type RowBuilder struct {
 	hdrValue  *array.BinaryBuilder
 	value     *array.BinaryBuilder
 
-	rows  int
-	bytes int64
+	rows int
 }
 
 // NewRowBuilder returns a builder for the given Arrow schema, which must be
@@ -103,7 +102,6 @@ func (rb *RowBuilder) Append(r *kgo.Record) {
 		rb.value.Append(r.Value)
 	}
 	rb.rows++
-	rb.bytes += RecordSize(r)
 }
 
 // RecordSize is the number of payload bytes a record contributes to a flush:
@@ -119,9 +117,6 @@ func RecordSize(r *kgo.Record) int64 {
 // Rows is the number of rows appended since the last NewBatch.
 func (rb *RowBuilder) Rows() int { return rb.rows }
 
-// Bytes is the payload size appended since the last NewBatch (see RecordSize).
-func (rb *RowBuilder) Bytes() int64 { return rb.bytes }
-
 // NewBatch returns the rows appended so far as one record batch and resets
 // the builder. The caller owns the batch and must release it.
 //
@@ -132,7 +127,7 @@ func (rb *RowBuilder) NewBatch() arrow.RecordBatch {
 	keyBytes, valueBytes := rb.key.DataLen(), rb.value.DataLen()
 	topicBytes, hdrRows := rb.topic.DataLen(), rb.hdr.Len()
 	hdrKeyBytes, hdrValueBytes := rb.hdrKey.DataLen(), rb.hdrValue.DataLen()
-	rb.rows, rb.bytes = 0, 0
+	rb.rows = 0
 	batch := rb.b.NewRecordBatch()
 	rb.b.Reserve(rows)
 	rb.key.ReserveData(keyBytes)

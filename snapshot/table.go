@@ -16,24 +16,26 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// TableProperties are set on every table floe creates. They keep metadata
+// TableProperties returns the properties set on every table floe creates. They keep metadata
 // small and commits cheap under a steady commit rate: manifests are merged,
 // old metadata.json versions are deleted, and iceberg-go does not retry
 // conflicts itself (floe's own loop decides between retry and fencing).
-var TableProperties = iceberg.Properties{
-	table.ManifestMergeEnabledKey:             "true",
-	table.MetadataDeleteAfterCommitEnabledKey: "true",
-	table.MetadataPreviousVersionsMaxKey:      "20",
-	table.CommitNumRetriesKey:                 "0",
-	"floe.created-by":                         "floe",
-	// Offsets and timestamps are unique per row and values rarely repeat:
-	// dictionary encoding would cost CPU and then fall back anyway.
-	"write.parquet.dict-encoding-enabled.column." + mapping.ColOffset:    "false",
-	"write.parquet.dict-encoding-enabled.column." + mapping.ColTimestamp: "false",
-	"write.parquet.dict-encoding-enabled.column." + mapping.ColValue:     "false",
-	// zstd level 1 compresses Kafka payloads nearly as well as the default
-	// level at a fraction of the CPU.
-	table.ParquetCompressionLevelKey: "1",
+func TableProperties() iceberg.Properties {
+	return iceberg.Properties{
+		table.ManifestMergeEnabledKey:             "true",
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      "20",
+		table.CommitNumRetriesKey:                 "0",
+		"floe.created-by":                         "floe",
+		// Offsets and timestamps are unique per row and values rarely repeat:
+		// dictionary encoding would cost CPU and then fall back anyway.
+		"write.parquet.dict-encoding-enabled.column." + mapping.ColOffset:    "false",
+		"write.parquet.dict-encoding-enabled.column." + mapping.ColTimestamp: "false",
+		"write.parquet.dict-encoding-enabled.column." + mapping.ColValue:     "false",
+		// zstd level 1 compresses Kafka payloads nearly as well as the default
+		// level at a fraction of the CPU.
+		table.ParquetCompressionLevelKey: "1",
+	}
 }
 
 // Table is a floe table: an Iceberg table with floe's columns and a ledger,
@@ -52,7 +54,7 @@ type OpenOptions struct {
 	Create bool
 	// Branch is the branch read and written; empty means main.
 	Branch string
-	// Properties are set, beside TableProperties, on a table Create creates
+	// Properties are set, beside TableProperties(), on a table Create creates
 	// (for example PropFold, or a replay's marker). An existing table keeps
 	// its own.
 	Properties map[string]string
@@ -98,7 +100,7 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, ex
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
 	}
-	props := maps.Clone(TableProperties)
+	props := TableProperties()
 	maps.Copy(props, extra)
 	tbl, err := cat.CreateTable(ctx, ident, mapping.Schema(), catalog.WithProperties(props))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {

@@ -25,7 +25,7 @@ const (
 	exitError    = 2 // usage or runtime error
 )
 
-// exitError carries a specific exit code through cobra.
+// codeError carries a specific exit code through cobra.
 type codeError struct {
 	code int
 	err  error

@@ -155,7 +155,7 @@ func (a *auditor) tableDigests(ctx context.Context, tp mapping.TopicPartition, i
 		keys []keyedOffset
 		d    digester
 	)
-	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: contentColumns, Filter: filter, Concurrency: a.opts.Concurrency},
+	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: contentColumns(), Filter: filter, Concurrency: a.opts.Concurrency},
 		func(fb snapshot.FileBatch) error {
 			if fb.Done {
 				return nil

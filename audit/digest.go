@@ -79,8 +79,11 @@ type rowColumns struct {
 	hdrValue *array.Binary
 }
 
-// contentColumns are the columns the content level reads.
-var contentColumns = []string{mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColHeaders, mapping.ColValue}
+// contentColumns returns the columns the content level reads, a new slice
+// on every call (the scan it is handed to owns it).
+func contentColumns() []string {
+	return []string{mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColHeaders, mapping.ColValue}
+}
 
 func newRowColumns(b arrow.RecordBatch) (rowColumns, error) {
 	var c rowColumns

@@ -98,6 +98,10 @@ type CatalogConfig struct {
 	// Props are extra catalog properties passed to iceberg-go as they are;
 	// they override everything floe derives.
 	Props map[string]string
+	// Logger receives what opening the catalog and creating tables log
+	// (S3 configuration, tolerated storage errors); nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // OpenCatalog opens the catalog, on first use initialising a SQL catalog's
@@ -125,6 +129,10 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error
 	if name == "" {
 		name = DefaultCatalogName
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	props := iceberg.Properties{}
 	wh := cfg.Warehouse
 	if kind != CatalogREST {
@@ -143,7 +151,7 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error
 	var st *s3Storage
 	bucket, prefix, onS3 := splitS3(wh)
 	if onS3 || kind == CatalogGlue || (kind == CatalogREST && s3Configured(cfg.S3)) {
-		if st, err = resolveS3(ctx, cfg.S3); err != nil {
+		if st, err = resolveS3(ctx, cfg.S3, log); err != nil {
 			return nil, err
 		}
 		maps.Copy(props, st.props)
@@ -172,7 +180,7 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error
 		// The server chooses table locations and guards them.
 		return cat, nil
 	}
-	return &guardedCatalog{Catalog: cat, warehouse: wh, props: props, st: st}, nil
+	return &guardedCatalog{Catalog: cat, warehouse: wh, props: props, st: st, log: log}, nil
 }
 
 // s3Configured reports whether any S3 setting was given explicitly or by
@@ -345,6 +353,7 @@ type guardedCatalog struct {
 	warehouse string
 	props     iceberg.Properties
 	st        *s3Storage // nil: not on S3
+	log       *slog.Logger
 }
 
 // CreateTable creates the table unless its default location already holds
@@ -418,7 +427,7 @@ func (g *guardedCatalog) checkLocationFree(ctx context.Context, name, loc string
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		// Some S3-compatible servers answer a listing of a missing prefix
 		// with an error; creating the table reports real storage problems.
-		slog.Debug("cannot list a new table's location; assuming it is free", "location", loc, "err", err)
+		g.log.Debug("cannot list a new table's location; assuming it is free", "location", loc, "err", err)
 	}
 	return nil
 }

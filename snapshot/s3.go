@@ -70,6 +70,7 @@ type s3Storage struct {
 	pathStyle bool
 	// props are the s3.* properties handed to iceberg-go.
 	props iceberg.Properties
+	log   *slog.Logger
 }
 
 // describe names the endpoint for messages.
@@ -97,8 +98,8 @@ type endpointSource interface {
 // / s3.session-token. Credentials that expire (assumed roles, SSO, web
 // identity, instance and container roles) are not: iceberg-go then resolves
 // the same standard chain itself each time it opens the storage, so they
-// are refreshed for as long as the sink runs.
-func resolveS3(ctx context.Context, c S3Config) (*s3Storage, error) {
+// are refreshed for as long as the sink runs. What it logs goes to log.
+func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, error) {
 	var opts []func(*config.LoadOptions) error
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
@@ -114,7 +115,7 @@ func resolveS3(ctx context.Context, c S3Config) (*s3Storage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration (AWS_* variables, AWS_PROFILE, ~/.aws/config): %w", err)
 	}
-	s := &s3Storage{cfg: cfg, endpoint: c.Endpoint}
+	s := &s3Storage{cfg: cfg, endpoint: c.Endpoint, log: log}
 	if s.endpoint == "" {
 		s.endpoint = configuredEndpoint(ctx, cfg)
 	}
@@ -155,7 +156,7 @@ func resolveS3(ctx context.Context, c S3Config) (*s3Storage, error) {
 			s.props[iceio.S3SessionToken] = creds.SessionToken
 		}
 	}
-	slog.Debug("S3 storage configured", "endpoint", s.describe(), "path_style", s.pathStyle,
+	s.log.Debug("S3 storage configured", "endpoint", s.describe(), "path_style", s.pathStyle,
 		"credentials", creds.Source, "access_key_id", creds.AccessKeyID, "refreshing", creds.CanExpire)
 	return s, nil
 }
@@ -208,7 +209,7 @@ func (s *s3Storage) check(ctx context.Context, bucket, prefix string) error {
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "AccessDenied" {
-		slog.Warn("S3 denied listing the warehouse; going on, since writing needs no listing",
+		s.log.Warn("S3 denied listing the warehouse; going on, since writing needs no listing",
 			"bucket", bucket, "endpoint", s.describe())
 		return nil
 	}

@@ -27,6 +27,10 @@ import (
 
 // Registry holds the metrics of every pipeline of one process.
 type Registry struct {
+	// Logger receives failed lag polls and a metrics server that stops
+	// with an error; nil means slog.Default(). Set it before use.
+	Logger *slog.Logger
+
 	reg *prometheus.Registry
 
 	recordsConsumed, bytesConsumed, offsetsConsumed *prometheus.CounterVec
@@ -82,6 +86,13 @@ func New() *Registry {
 		r.retries, r.fenced, r.failures, r.lagErrors, r.commitSeconds, r.writeSeconds, r.flushRecords, r.flushBytes,
 		r.lastCommit, r.up, r.lag, r.next, r.end)
 	return r
+}
+
+func (r *Registry) log() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
 }
 
 // Gatherer returns the registry for tests and custom exposition.
@@ -223,7 +234,7 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 	for {
 		if err := p.PollLag(ctx, b); err != nil && ctx.Err() == nil {
 			p.r.lagErrors.With(p.labels).Inc()
-			slog.Debug("lag poll failed", "topic", p.topic, "err", err)
+			p.r.log().Debug("lag poll failed", "topic", p.topic, "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -330,7 +341,7 @@ func (r *Registry) Serve(ctx context.Context, addr string) (string, error) {
 	}()
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("metrics server stopped", "err", err)
+			r.log().Error("metrics server stopped", "err", err)
 		}
 	}()
 	return l.Addr().String(), nil

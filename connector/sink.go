@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/mapping"
@@ -102,6 +103,10 @@ type Config struct {
 	// OnFenced, when set, is called each time another writer fences this
 	// one, before the sink re-reads the ledger.
 	OnFenced func(err error)
+
+	// Group, when set, receives each commit's next offsets as consumer
+	// group offsets, for lag tooling only; resuming never reads them.
+	Group string
 
 	// PartitionCheck is how often a live sink of a whole topic looks for
 	// partitions added to it; zero means DefaultPartitionCheck.
@@ -627,7 +632,31 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush) error {
 	if s.cfg.OnCommit != nil {
 		s.cfg.OnCommit(res)
 	}
+	s.commitGroupOffsets(ctx, res.Commit.Ranges)
 	return nil
+}
+
+// commitGroupOffsets mirrors the committed ranges into the consumer group,
+// so that standard lag tooling (kafka-consumer-groups, Burrow, exporters)
+// sees the sink's progress. The group is never read back: the ledger alone
+// says where to resume, so a failure here only costs a warning.
+func (s *Sink) commitGroupOffsets(ctx context.Context, ranges []mapping.Range) {
+	if s.cfg.Group == "" {
+		return
+	}
+	var offs kadm.Offsets
+	for _, r := range ranges {
+		if o, ok := offs.Lookup(r.Topic, r.Partition); !ok || r.High > o.At {
+			offs.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.High, LeaderEpoch: -1})
+		}
+	}
+	resp, err := s.broker.adm.CommitOffsets(ctx, s.cfg.Group, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		s.log.Warn("could not mirror committed offsets into the consumer group (resuming does not depend on it)", "group", s.cfg.Group, "err", err)
+	}
 }
 
 func (s *Sink) finish(next map[mapping.TopicPartition]int64) {

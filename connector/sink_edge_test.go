@@ -156,3 +156,27 @@ func TestSinkRefusesRecreatedTopic(t *testing.T) {
 		t.Fatalf("commits %d -> %d", before, after)
 	}
 }
+
+// TestSinkMirrorsGroupOffsets: with a group, each commit's next offsets
+// reach the consumer group for lag tooling.
+func TestSinkMirrorsGroupOffsets(t *testing.T) {
+	e := newEnv(t)
+	const topic, group = "lagged", "floe-lake-lagged"
+	e.topic(topic, 2, nil)
+	e.produce(records(topic, 0, 40, "a"))
+	e.produce(records(topic, 1, 25, "a"))
+	tbl := e.table("lake.lagged")
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, Group: group}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := kadm.NewClient(e.broker().Client()).FetchOffsets(e.ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp, end := range e.endOffsets(topic) {
+		o, ok := resp.Lookup(topic, tp.Partition)
+		if !ok || o.Err != nil || o.At != end {
+			t.Fatalf("%s: group offset %+v, want %d", tp, o, end)
+		}
+	}
+}

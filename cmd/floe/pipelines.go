@@ -75,6 +75,7 @@ func runSinks(cmd *cobra.Command, f *sinkFlags) error {
 			FlushBytes:    f.flushBytes,
 			FlushInterval: f.flushInterval,
 			OnDataLoss:    connector.OnDataLoss(f.onDataLoss),
+			Group:         f.group,
 		}
 		if err := cfgs[i].Validate(); err != nil {
 			return err

@@ -23,6 +23,7 @@ type sinkFlags struct {
 	flushInterval time.Duration
 	stopAtEnd     bool
 	onDataLoss    string
+	group         string
 	dialTimeout   time.Duration
 	opsFlags
 }
@@ -65,6 +66,7 @@ lost offsets; --on-data-loss record writes them into the ledger as a lost range 
 	fs.DurationVar(&f.flushInterval, "flush-interval", connector.DefaultFlushInterval, "flush at most this long after the first unflushed record")
 	fs.BoolVar(&f.stopAtEnd, "stop-at-end", false, "sink each partition up to its end offset as of start (last stable offset), commit and exit")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
+	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer group, for lag tooling only (resuming never reads them)")
 	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
 	return cmd
 }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -193,5 +196,33 @@ func TestUnavailableSkips(t *testing.T) {
 	})
 	if ran {
 		t.Fatal("Postgres returned without binaries")
+	}
+}
+
+// TestMemoOnce checks that concurrent gets run the lookup once and all get
+// its result, a failure included.
+func TestMemoOnce(t *testing.T) {
+	for _, want := range []error{nil, errors.New("no binary")} {
+		var (
+			m     memo
+			calls atomic.Int32
+			wg    sync.WaitGroup
+		)
+		for range 16 {
+			wg.Go(func() {
+				v, err := m.get(func() (string, error) {
+					calls.Add(1)
+					time.Sleep(20 * time.Millisecond) // a lookup that takes a while
+					return "/bin/versitygw", want
+				})
+				if v != "/bin/versitygw" || err != want {
+					t.Errorf("get = %q, %v; want /bin/versitygw, %v", v, err, want)
+				}
+			})
+		}
+		wg.Wait()
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("lookup ran %d times, want once", n)
+		}
 	}
 }

@@ -203,9 +203,16 @@ func (s *S3Server) CreateBucket(t testing.TB, name string) {
 
 // --- finding or building the binary ---
 
+// versitygwMemo is the only package-level state of testenv, and it is
+// needed: it makes the lookup (which runs `go env GOPATH`) and a build
+// happen once per test process, and off Linux, where lockFile is a no-op,
+// its mutex is what keeps parallel tests of one process from building
+// versitygw at the same time (into the same temporary file). memo guards
+// it: get holds its mutex while the lookup runs.
 var versitygwMemo memo
 
 // versitygwBinary finds or builds the versitygw binary, once per process.
+// The outcome, a failure included, holds for the rest of the process.
 func versitygwBinary(t testing.TB) (string, error) {
 	return versitygwMemo.get(func() (string, error) {
 		if p := os.Getenv(VersityGWEnv); p != "" {

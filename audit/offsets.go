@@ -108,6 +108,3 @@ func (s *offsetSet) intervals() []mapping.Interval {
 	}
 	return out
 }
-
-// empty reports whether the set holds no offset.
-func (s *offsetSet) empty() bool { return len(s.pages) == 0 }

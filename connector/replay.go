@@ -344,9 +344,10 @@ type ReplayResult struct {
 // Replay rebuilds a table from the log with the same sink that sinks live
 // data: a bounded run from opts.From to opts.Until into a new table ident
 // (refusing a table that holds anything but this replay), or onto a branch
-// of an existing one. Every bound is checked against the broker before
-// anything is written. Interrupting it (cancelling ctx) commits what was
-// read; running the same replay again resumes from the target's ledger.
+// of an existing one. The sink's settings, and every bound against the
+// broker, are checked before anything is written. Interrupting it
+// (cancelling ctx) commits what was read; running the same replay again
+// resumes from the target's ledger.
 func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident table.Identifier, opts ReplayOptions) (ReplayResult, error) {
 	var res ReplayResult
 	name := strings.Join(ident, ".")
@@ -361,6 +362,14 @@ func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident tabl
 		return res, fmt.Errorf("--branch %s: replay onto a branch other than main, then --publish it", table.MainBranch)
 	case opts.Until.Snapshot != 0:
 		return res, &BoundError{Flag: "--until", Value: opts.Until.Spec, Reason: "a snapshot is a start position; want end, a time or offsets"}
+	}
+	// The sink's settings (--on-data-loss, --start) are checked before
+	// anything is written: NewSink would check them only once the target
+	// table or branch exists.
+	sinkCfg := opts.Sink
+	sinkCfg.Topic = opts.Topic
+	if err := sinkCfg.Validate(); err != nil {
+		return res, err
 	}
 	from := opts.From
 	if from.Snapshot != 0 {

@@ -1,0 +1,42 @@
+package connector_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/floe-dev/floe/connector"
+)
+
+// A bad sink setting is refused before the replay writes anything: no
+// table, no branch.
+func TestReplayBadSinkConfigWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	const topic = "cfg"
+	e.topic(topic, 1, nil)
+	e.produce(records(topic, 0, 10, "a"))
+	main := e.table("lake.main")
+	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		opts    connector.ReplayOptions
+		target  string
+		mention string
+	}{
+		{"on-data-loss, new table", connector.ReplayOptions{Topic: topic, Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.cfg", "--on-data-loss"},
+		{"on-data-loss, branch", connector.ReplayOptions{Topic: topic, Branch: "b", Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.main", "--on-data-loss"},
+		{"start, new table", connector.ReplayOptions{Topic: topic, From: bound(t, "0=2", topic, true), Sink: connector.Config{Start: "bogus"}}, "lake.cfg", "--start"},
+	} {
+		_, err := e.replay(c.target, c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.mention) || !strings.Contains(err.Error(), "bogus") {
+			t.Errorf("%s: error %v; want one naming %s bogus", c.name, err, c.mention)
+		}
+		if e.exists("lake.cfg") {
+			t.Fatalf("%s: the refused replay created its table", c.name)
+		}
+		if e.openExisting("lake.main", "").HasBranch("b") {
+			t.Fatalf("%s: the refused replay created its branch", c.name)
+		}
+	}
+}

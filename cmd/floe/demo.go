@@ -23,11 +23,19 @@ func newDemoCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run produce -> sink on an embedded broker, catalog and warehouse (nothing to install)",
+		Short: "Run produce, sink, audit, replay, as-of, where and fold on an embedded stack (nothing to install)",
 		Long: `Start an in-process Kafka-protocol broker on loopback TCP, a SQLite catalog and a file
-warehouse, produce realistic keyed order events with headers across four partitions (with one
-committed and one aborted transaction), sink them into lake.orders, and print the rows, the
-snapshots and each snapshot's offset ranges. Nothing outside --dir is touched.`,
+warehouse, and run floe's whole story on them:
+  - produce realistic keyed order events with headers across four partitions (with one
+    committed and one aborted transaction) and sink them into lake.orders; produce more and
+    sink again, resuming from the ledger; print the snapshots and each one's offset ranges;
+  - audit lake.orders (--deep --verify-content, with the broker); then sink a payments topic
+    that loses offsets to retention, recorded as lost, and audit that finding;
+  - replay the topic from offset 0 into lake.orders_rebuilt and compare it row by row with
+    lake.orders; show the table as of an earlier position (as-of) and which snapshot and file
+    hold an offset (where); fold the topic into the state table lake.orders_state
+    (--fold latest).
+Nothing outside --dir is touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), dir, events)

@@ -51,7 +51,7 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 			w := wm[p]
 			rep := a.part(tp)
 			rep.Broker = &BrokerState{LogStart: w.LogStart, LastStable: w.LastStable, HighWatermark: w.HighWatermark,
-				Lag: max(w.LastStable-w.LogStart, 0)}
+				Lag: w.Lag(w.LogStart)}
 			if w.HighWatermark == 0 {
 				continue // an empty partition: nothing to sink yet
 			}
@@ -71,7 +71,7 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 func (a *auditor) comparePartition(tp mapping.TopicPartition, w connector.Watermarks) {
 	p := a.part(tp)
 	p.Broker = &BrokerState{LogStart: w.LogStart, LastStable: w.LastStable, HighWatermark: w.HighWatermark,
-		Lag: max(w.LastStable-max(p.Next, w.LogStart), 0)}
+		Lag: w.Lag(p.Next)}
 	if p.Next < w.LogStart {
 		iv := mapping.Interval{Low: p.Next, High: w.LogStart}
 		a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedLoss, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,

@@ -27,8 +27,14 @@ type partitionStatus struct {
 	HighWatermark *int64 `json:"high_watermark,omitempty"`
 	// TableNext is the ledger's next offset; absent when never sunk.
 	TableNext *int64 `json:"table_next,omitempty"`
-	// Lag is EndOffset minus TableNext (minus LogStart when never sunk).
-	Lag        *int64     `json:"lag,omitempty"`
+	// Lag is the retained offsets up to EndOffset that the table does not
+	// have yet: EndOffset minus the later of TableNext and LogStart
+	// (connector.Watermarks.Lag).
+	Lag *int64 `json:"lag,omitempty"`
+	// Lost is the offsets from TableNext up to LogStart: deleted by
+	// retention before they were sunk (the next sink run fails on them, or
+	// records them with --on-data-loss record). Absent when none.
+	Lost       *int64     `json:"lost,omitempty"`
 	LastCommit *time.Time `json:"last_commit,omitempty"`
 }
 
@@ -52,8 +58,9 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show per partition the broker's end offset, the table's next offset, the lag and the last commit",
 		Long: `For every partition of the topics in the table's ledger (and of --topic), show the broker's log
 start and end offset (the last stable offset, which is where a read_committed consumer ends),
-the table's next offset from its ledger, the lag between them and when a commit last advanced
-the partition. Without --brokers only the table's side is shown. The table's current metadata
+the table's next offset from its ledger, the lag (retained offsets up to the end offset that the
+table does not have yet), the offsets lost to retention before they were sunk (from the table's
+next offset up to the log start) and when a commit last advanced the partition. Without --brokers only the table's side is shown. The table's current metadata
 location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read it directly.`,
 		Example: `  floe status --table lake.orders --brokers localhost:9092
   floe status --config floe.yaml --table lake.orders --format json`,
@@ -110,12 +117,15 @@ location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read i
 					for p, w := range wm {
 						r := row(mapping.TopicPartition{Topic: topic, Partition: p})
 						r.LogStart, r.EndOffset, r.HighWatermark = &w.LogStart, &w.LastStable, &w.HighWatermark
-						from := w.LogStart
+						next := w.LogStart // never sunk: everything retained is lag
 						if r.TableNext != nil {
-							from = *r.TableNext
+							next = *r.TableNext
 						}
-						lag := max(0, w.LastStable-from)
+						lag := w.Lag(next)
 						r.Lag = &lag
+						if lost := w.Lost(next); lost > 0 {
+							r.Lost = &lost
+						}
 					}
 				}
 			}
@@ -156,7 +166,7 @@ func printStatus(w io.Writer, st tableStatus) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG START\tEND OFFSET\tTABLE NEXT\tLAG\tLAST COMMIT\t")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG START\tEND OFFSET\tTABLE NEXT\tLAG\tLOST\tLAST COMMIT\t")
 	opt := func(v *int64) string {
 		if v == nil {
 			return "-"
@@ -168,8 +178,8 @@ func printStatus(w io.Writer, st tableStatus) {
 		if p.LastCommit != nil {
 			last = p.LastCommit.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", p.Topic, p.Partition, opt(p.LogStart), opt(p.EndOffset),
-			opt(p.TableNext), opt(p.Lag), last)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Topic, p.Partition, opt(p.LogStart), opt(p.EndOffset),
+			opt(p.TableNext), opt(p.Lag), opt(p.Lost), last)
 	}
 	tw.Flush()
 }

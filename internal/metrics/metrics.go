@@ -39,7 +39,7 @@ type Registry struct {
 	commitSeconds, writeSeconds                     *prometheus.HistogramVec
 	flushRecords, flushBytes                        *prometheus.HistogramVec
 	lastCommit, up                                  *prometheus.GaugeVec
-	lag, next, end                                  *prometheus.GaugeVec
+	lag, lost, next, end                            *prometheus.GaugeVec
 
 	mu        sync.Mutex
 	pipelines []*Pipeline
@@ -77,14 +77,15 @@ func New() *Registry {
 		flushBytes:       hist("flush_bytes", "Parquet bytes per committed flush.", prometheus.ExponentialBuckets(1024, 4, 12)),
 		lastCommit:       gauge("last_commit_timestamp_seconds", "Unix time of the last snapshot this process committed.", pl),
 		up:               gauge("sink_up", "1 while the pipeline runs, 0 once it stopped.", pl),
-		lag:              gauge("partition_lag", "Offsets the broker holds (last stable offset) that the table does not yet: last stable offset minus the table's next offset.", ppl),
+		lag:              gauge("partition_lag", "Retained offsets, up to the broker's last stable offset, that the table does not have yet: last stable offset minus the later of the table's next offset and the log start.", ppl),
+		lost:             gauge("partition_lost_offsets", "Offsets from the table's next offset up to the broker's log start: deleted by retention before they were sunk.", ppl),
 		next:             gauge("partition_next_offset", "The table's next offset for the partition (its ledger's end).", ppl),
 		end:              gauge("partition_end_offset", "The broker's last stable offset for the partition.", ppl),
 	}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted, r.bytesCommitted, r.commits,
 		r.retries, r.fenced, r.failures, r.lagErrors, r.commitSeconds, r.writeSeconds, r.flushRecords, r.flushBytes,
-		r.lastCommit, r.up, r.lag, r.next, r.end)
+		r.lastCommit, r.up, r.lag, r.lost, r.next, r.end)
 	return r
 }
 
@@ -264,7 +265,8 @@ func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
 		l := prometheus.Labels{"topic": p.topic, "partition": strconv.Itoa(int(part)), "table": p.table}
 		p.r.end.With(l).Set(float64(w.LastStable))
 		p.r.next.With(l).Set(float64(next))
-		p.r.lag.With(l).Set(float64(max(0, w.LastStable-next)))
+		p.r.lag.With(l).Set(float64(w.Lag(next)))
+		p.r.lost.With(l).Set(float64(w.Lost(next)))
 	}
 	return nil
 }

@@ -3,7 +3,14 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 )
 
@@ -77,9 +85,9 @@ func TestWatchLagLogsToRegistryLogger(t *testing.T) {
 	}
 }
 
-// gauge returns the value of the gauge name with the given labels, as g
-// gathers it, and whether it exists.
-func gauge(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
+// value returns the value of the gauge or counter name with the given
+// labels, as g gathers it, and whether it exists.
+func value(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
@@ -98,6 +106,9 @@ func gauge(t *testing.T, g prometheus.Gatherer, name string, labels map[string]s
 				if labels[lp.GetName()] != lp.GetValue() {
 					continue metrics
 				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue(), true
 			}
 			return m.GetGauge().GetValue(), true
 		}
@@ -146,9 +157,137 @@ func TestPollLagExcludesLoss(t *testing.T) {
 		{"1", "floe_partition_lag", 0}, // empty, never sunk
 		{"1", "floe_partition_lost_offsets", 0},
 	} {
-		got, ok := gauge(t, r.Gatherer(), c.name, map[string]string{"topic": "orders", "table": "lake.orders", "partition": c.partition})
+		got, ok := value(t, r.Gatherer(), c.name, map[string]string{"topic": "orders", "table": "lake.orders", "partition": c.partition})
 		if !ok || got != c.want {
 			t.Errorf("%s{partition=%s} = %v (present %v), want %v", c.name, c.partition, got, ok, c.want)
 		}
+	}
+}
+
+// get fetches url and returns its status and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestServeExposesSinkMetrics runs a real sink with its callbacks hooked to
+// a registry served on a loopback port, and checks what /metrics and
+// /healthz say over HTTP against the sink's stats and what the registry
+// gathers.
+func TestServeExposesSinkMetrics(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("orders", 2, nil)
+	e.Produce(append(floetest.Records("orders", 0, 120, "a"), floetest.Records("orders", 1, 80, "a")...))
+
+	r := New()
+	r.Logger = floetest.QuietLogger()
+	p := r.Pipeline("orders", "lake.orders", nil)
+	cfg := connector.Config{Topic: "orders", StopAtEnd: true, FlushRecords: 50}
+	p.Hook(&cfg)
+	stats, err := e.Sink(e.Broker(), e.Table("lake.orders"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stopped(nil)
+	if err := p.PollLag(e.Ctx, e.Broker()); err != nil {
+		t.Fatal(err)
+	}
+	failed := r.Pipeline("payments", "lake.payments", nil) // a second pipeline, still starting
+
+	ctx, cancel := context.WithCancel(e.Ctx)
+	defer cancel()
+	addr, err := r.Serve(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("Serve listens on %s, want a loopback port", addr)
+	}
+	base := "http://" + addr
+
+	code, body := get(t, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
+	pl := map[string]string{"topic": "orders", "table": "lake.orders"}
+	part := func(p string) map[string]string {
+		return map[string]string{"topic": "orders", "table": "lake.orders", "partition": p}
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"floe_records_committed_total", pl, float64(stats.Records)},
+		{"floe_commits_total", pl, float64(stats.Commits)},
+		{"floe_records_consumed_total", pl, 200},
+		{"floe_sink_up", pl, 0},
+		{"floe_fenced_total", pl, 0},
+		{"floe_partition_next_offset", part("0"), 120},
+		{"floe_partition_next_offset", part("1"), 80},
+		{"floe_partition_end_offset", part("0"), 120},
+		{"floe_partition_lag", part("0"), 0},
+		{"floe_partition_lag", part("1"), 0},
+		{"floe_partition_lost_offsets", part("1"), 0},
+	} {
+		got, ok := value(t, r.Gatherer(), c.name, c.labels)
+		if !ok || got != c.want {
+			t.Errorf("gathered %s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+		// The exposition over HTTP says the same: labels sorted by name.
+		keys := slices.Sorted(maps.Keys(c.labels))
+		var ls []string
+		for _, k := range keys {
+			ls = append(ls, fmt.Sprintf("%s=%q", k, c.labels[k]))
+		}
+		line := fmt.Sprintf("%s{%s} %s", c.name, strings.Join(ls, ","), strconv.FormatFloat(c.want, 'g', -1, 64))
+		if !slices.Contains(strings.Split(body, "\n"), line) {
+			t.Errorf("/metrics has no line %q", line)
+		}
+	}
+	if stats.Records != 200 || stats.Commits < 2 {
+		t.Errorf("sink stats %+v: want 200 records in several commits (flushes of 50)", stats)
+	}
+	for _, want := range []string{"# TYPE floe_commit_duration_seconds histogram", "go_goroutines ", "process_start_time_seconds "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+
+	code, body = get(t, base+"/healthz")
+	if code != http.StatusOK || !strings.Contains(body, `"status":"ok"`) || !strings.Contains(body, `"state":"done"`) || !strings.Contains(body, `"state":"starting"`) {
+		t.Errorf("/healthz with one pipeline done and one starting: %d %s", code, body)
+	}
+	failed.Stopped(errors.New("catalog unreachable"))
+	code, body = get(t, base+"/healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"status":"failed"`) || !strings.Contains(body, "catalog unreachable") {
+		t.Errorf("/healthz with a failed pipeline: %d %s", code, body)
+	}
+	if got, _ := value(t, r.Gatherer(), "floe_sink_failures_total", map[string]string{"topic": "payments", "table": "lake.payments"}); got != 1 {
+		t.Errorf("floe_sink_failures_total of the failed pipeline = %v, want 1", got)
+	}
+
+	// Cancelling the context stops the server.
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the metrics server still answers after its context ended")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -23,6 +23,32 @@ import (
 // the same replay again resumes it.
 const PropReplayOf = "floe.replay.of"
 
+// PropReplayUntil records the end offsets a replay runs to, as an --until
+// value (P=OFFSET,...), so that the replay is a finite job: written before
+// its first record is read, and used by a later run of the same replay with
+// the default --until, which therefore continues to the same end instead of
+// the log's end at that run. A replay onto a branch keeps it under
+// PropReplayUntil + "." + BRANCH.
+const PropReplayUntil = "floe.replay.until"
+
+// replayUntilKey is the table property holding the end of a replay onto
+// branch ("" for a replay into its own table).
+func replayUntilKey(branch string) string {
+	if branch == "" {
+		return PropReplayUntil
+	}
+	return PropReplayUntil + "." + branch
+}
+
+// formatUntil writes end offsets as an --until value.
+func formatUntil(end map[int32]int64) string {
+	parts := make([]string, 0, len(end))
+	for _, p := range slices.Sorted(maps.Keys(end)) {
+		parts = append(parts, fmt.Sprintf("%d=%d", p, end[p]))
+	}
+	return strings.Join(parts, ",")
+}
+
 // ErrBadBound is matched (errors.Is) by every error about a replay's --from
 // or --until: malformed, in the future, out of the log, or until before from.
 var ErrBadBound = errors.New("bad replay bound")
@@ -318,6 +344,10 @@ type ReplayStart struct {
 	Target string
 	// Resumed is set when the target already held part of this replay.
 	Resumed bool
+	// FixedEnd is set when the default --until was taken from the end this
+	// replay recorded when it started (PropReplayUntil), not from the log's
+	// end offsets now.
+	FixedEnd bool
 	// Remaining is the number of offsets left to read.
 	Remaining int64
 	// SourceTable is the table a --from snapshot:ID was found in.
@@ -348,6 +378,13 @@ type ReplayResult struct {
 // broker, are checked before anything is written. Interrupting it
 // (cancelling ctx) commits what was read; running the same replay again
 // resumes from the target's ledger.
+//
+// A replay is a finite job: the default --until (opts.Until is the edge)
+// is the log's end offsets when the replay starts, recorded in the target
+// (PropReplayUntil). Running the same replay again continues to that end,
+// never past it, so a complete replay run again reads and writes nothing
+// even when the log has grown since. An explicit --until replaces the
+// recorded end.
 func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident table.Identifier, opts ReplayOptions) (ReplayResult, error) {
 	var res ReplayResult
 	name := strings.Join(ident, ".")
@@ -379,9 +416,28 @@ func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident tabl
 		}
 		from.Offsets, res.SourceTable = offsets, src
 	}
-	plan, err := broker.Plan(ctx, opts.Topic, from, opts.Until, time.Now())
+	until := opts.Until
+	if until.IsEdge() {
+		fixed, ok, err := recordedUntil(ctx, cat, ident, opts)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			until, res.FixedEnd = fixed, true
+		}
+	}
+	plan, err := broker.Plan(ctx, opts.Topic, from, until, time.Now())
 	if err != nil {
 		return res, err
+	}
+	if res.FixedEnd {
+		// A partition added to the topic after the replay started has
+		// nothing to replay: its end offset at start did not exist.
+		for _, part := range plan.Partitions {
+			if _, ok := until.Offsets[part]; !ok {
+				plan.End[part] = plan.Start[part]
+			}
+		}
 	}
 	res.Plan = plan
 
@@ -402,6 +458,13 @@ func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident tabl
 			return res, err
 		}
 		res.Resumed = true
+	}
+	// Record the replay's end before reading anything, so that an
+	// interrupted run continues to it.
+	if key, v := replayUntilKey(opts.Branch), formatUntil(plan.End); tbl.Iceberg().Properties()[key] != v {
+		if err := setProperty(ctx, tbl, key, v); err != nil {
+			return res, err
+		}
 	}
 	res.Remaining = plan.Remaining(ledger)
 	if opts.OnStart != nil {
@@ -440,6 +503,55 @@ func Replay(ctx context.Context, broker *Broker, cat catalog.Catalog, ident tabl
 		res.Published = true
 	}
 	return res, nil
+}
+
+// recordedUntil returns the end an earlier run of this replay recorded in
+// its target (PropReplayUntil) as an --until bound. ok is false when there
+// is none to continue: no target yet (or not loadable: opening the target
+// reports why), an empty ledger, a ledger of another topic, or no recorded
+// end.
+func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts ReplayOptions) (b Bound, ok bool, err error) {
+	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Branch: opts.Branch})
+	if err != nil {
+		return Bound{}, false, nil
+	}
+	v := t.Iceberg().Properties()[replayUntilKey(opts.Branch)]
+	if v == "" {
+		return Bound{}, false, nil
+	}
+	l, err := t.Ledger()
+	if err != nil || len(l.Commits) == 0 {
+		return Bound{}, false, nil
+	}
+	for _, tp := range l.Partitions() {
+		if tp.Topic != opts.Topic {
+			return Bound{}, false, nil
+		}
+	}
+	b, err = ParseBound(v, opts.Topic, false)
+	if err != nil || b.Offsets == nil {
+		return Bound{}, false, fmt.Errorf("table %s: property %s=%q is not the end offsets of a replay (P=OFFSET,...): %v",
+			t.Name(), replayUntilKey(opts.Branch), v, err)
+	}
+	b.Spec = "end (fixed when this replay started: " + v + ")"
+	return b, true, nil
+}
+
+// setProperty sets one table property, reloading and trying again when
+// another writer (a live sink on main) committed in between.
+func setProperty(ctx context.Context, tbl *snapshot.Table, key, value string) error {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			if err := tbl.Refresh(ctx); err != nil {
+				return err
+			}
+		}
+		if err = tbl.SetProperties(ctx, map[string]string{key: value}); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // snapshotPositions returns the next offset per partition of topic that

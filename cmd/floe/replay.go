@@ -52,7 +52,9 @@ rebuilt table has its own ledger, so floe audit works on it like on any other.
          snapshot:ID: the positions a snapshot of a floe table (found in the catalog) had reached.
 --until  end (default): the end offsets (last stable offsets) at start, so the replay is a
          finite job with a known total. Or an RFC3339 time (offsets below the first record at or
-         after it), or P=OFFSET[,...].
+         after it), or P=OFFSET[,...]. The resolved end is recorded in the target (table property
+         floe.replay.until): running the replay again with --until end continues to that same
+         end, not to the log's end at that run; pass --until to take it further.
 
 Without --branch the target must be a new (or empty) table; floe refuses to write into a table
 that holds anything but this same replay. With --branch NAME the replay writes onto that branch
@@ -65,7 +67,8 @@ semantics: a null value deletes the key; records with a null key are dropped). E
 into the table in one snapshot, so memory is bounded by the flush size, not the key space.
 
 Every bound is checked before anything is written. SIGINT commits what was read and stops: the
-table is consistent, and running the same command again continues where it stopped.`,
+table is consistent, and running the same command again continues where it stopped. A complete
+replay run again reads and writes nothing.`,
 		Example: `  floe replay --brokers localhost:9092 --topic orders --table lake.orders_rebuilt
   floe replay --brokers localhost:9092 --topic orders --table lake.orders_today --from 2024-05-01T00:00:00Z
   floe replay --brokers localhost:9092 --topic orders --table lake.orders --branch rebuild --publish
@@ -78,7 +81,7 @@ table is consistent, and running the same command again continues where it stopp
 	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT] (required)")
 	fs.StringVar(&f.topic, "topic", "", "topic to replay; every partition is read (required)")
 	fs.StringVar(&f.from, "from", "earliest", "where to start: earliest, an RFC3339 time, P=OFFSET[,P=OFFSET] or snapshot:ID")
-	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets at start), an RFC3339 time or P=OFFSET[,P=OFFSET]")
+	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets when the replay first started), an RFC3339 time or P=OFFSET[,P=OFFSET]")
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
 	fs.StringVar(&f.fold, "fold", "", "fold the log into a state table: latest (the latest value per key; null deletes)")
@@ -174,8 +177,15 @@ func printReplayStart(w io.Writer, s connector.ReplayStart) {
 		fmt.Fprintf(w, "  note: %s/%d starts at offset %d, not 0: retention deleted [0, %d) before this replay; the ledger records it as lost\n",
 			p.Topic, part, ls, ls)
 	}
+	if s.FixedEnd {
+		fmt.Fprintf(w, "  until: the end offsets recorded when this replay started; records produced since are not part of it (pass --until to go further)\n")
+	}
 	if s.Resumed {
-		fmt.Fprintf(w, "  resuming: %s already holds part of this replay; %d offsets left\n", s.Target, s.Remaining)
+		if s.Remaining == 0 {
+			fmt.Fprintf(w, "  resuming: %s already holds this whole replay; nothing left to read\n", s.Target)
+		} else {
+			fmt.Fprintf(w, "  resuming: %s already holds part of this replay; %d offsets left\n", s.Target, s.Remaining)
+		}
 	}
 }
 

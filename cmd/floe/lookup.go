@@ -11,20 +11,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -53,35 +51,8 @@ func (f *lookupFlags) dial(ctx context.Context) (*connector.Broker, error) {
 	return connector.Dial(ctx, f.brokers, f.dialTimeout)
 }
 
-// whereResult is floe where's answer. Its JSON field names are stable.
-type whereResult struct {
-	Table     string `json:"table"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	// Status is row (a row holds the offset), no_row (a range covers the
-	// offset but it produced no row), lost (recorded as lost to retention)
-	// or unsunk (no range covers it).
-	Status string `json:"status"`
-	// Kind refines no_row when it can be told: marker, aborted (read from
-	// the broker), absent (the broker has no record there: compacted or
-	// deleted) or superseded (a state table's older value).
-	Kind        string     `json:"kind,omitempty"`
-	SnapshotID  *int64     `json:"snapshot_id,omitempty"`
-	Low         *int64     `json:"low,omitempty"`
-	High        *int64     `json:"high,omitempty"`
-	Records     *int64     `json:"records,omitempty"`
-	CommittedAt *time.Time `json:"committed_at,omitempty"`
-	File        string     `json:"file,omitempty"`
-	// TableFirst and TableNext bound the partition's coverage in the ledger.
-	TableFirst *int64 `json:"table_first,omitempty"`
-	TableNext  *int64 `json:"table_next,omitempty"`
-	// LogStart and EndOffset are the broker's, with --brokers.
-	LogStart  *int64 `json:"log_start,omitempty"`
-	EndOffset *int64 `json:"end_offset,omitempty"`
-	// Explanation says the same in a sentence.
-	Explanation string `json:"explanation"`
-}
+// whereResult is floe where's answer (its JSON is floe where --json).
+type whereResult = lookup.WhereResult
 
 func newWhereCmd() *cobra.Command {
 	var (
@@ -129,7 +100,7 @@ The answer is one of:
 			if broker != nil {
 				defer broker.Close()
 			}
-			res, err := where(ctx, tbl, broker, mapping.TopicPartition{Topic: topic, Partition: partition}, offset)
+			res, err := lookup.Where(ctx, tbl, broker, mapping.TopicPartition{Topic: topic, Partition: partition}, offset)
 			if err != nil {
 				return err
 			}
@@ -149,118 +120,6 @@ The answer is one of:
 	fs.Int32Var(&partition, "partition", -1, "partition of the position (required)")
 	fs.Int64Var(&offset, "offset", -1, "offset to look up (required)")
 	return cmd
-}
-
-// where answers for one position of tbl's main branch; broker may be nil.
-func where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (whereResult, error) {
-	res := whereResult{Table: tbl.Name(), Topic: tp.Topic, Partition: tp.Partition, Offset: offset}
-	ledger, err := tbl.Ledger()
-	if err != nil {
-		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-	}
-	loc := ledger.Where(tp, offset)
-	if loc.Known {
-		res.TableFirst, res.TableNext = &loc.First, &loc.Next
-	}
-	var wm *connector.Watermarks
-	if broker != nil {
-		all, err := broker.Watermarks(ctx, tp.Topic)
-		if err != nil && !errors.Is(err, connector.ErrUnknownTopic) {
-			return res, err
-		}
-		if w, ok := all[tp.Partition]; ok {
-			wm = &w
-			res.LogStart, res.EndOffset = &w.LogStart, &w.LastStable
-		}
-	}
-	if loc.Status != mapping.StatusUnsunk {
-		c, r := loc.Commit, loc.Range
-		res.SnapshotID, res.Low, res.High, res.CommittedAt = &c.SnapshotID, &r.Low, &r.High, &c.CommittedAt
-		if !r.Lost {
-			res.Records = &r.Records
-		}
-	}
-	at := fmt.Sprintf("%s offset %d", tp, offset)
-	switch loc.Status {
-	case mapping.StatusLost:
-		res.Status = "lost"
-		res.Explanation = fmt.Sprintf("%s was deleted by retention before it was sunk; snapshot %d records [%d, %d) as lost",
-			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High)
-	case mapping.StatusCovered:
-		file, ok, err := tbl.RowAt(ctx, 0, tp, offset)
-		if err != nil {
-			return res, err
-		}
-		if ok {
-			res.Status, res.File = "row", file
-			res.Explanation = fmt.Sprintf("%s is a row, committed by snapshot %d in range [%d, %d), in data file %s",
-				at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High, file)
-			break
-		}
-		res.Status = "no_row"
-		res.Kind, res.Explanation, err = explainNoRow(ctx, tbl, broker, tp, offset)
-		if err != nil {
-			return res, err
-		}
-		res.Explanation = fmt.Sprintf("%s is accounted for by snapshot %d in range [%d, %d) but has no row: %s",
-			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High, res.Explanation)
-	default:
-		res.Status = "unsunk"
-		switch {
-		case !loc.Known:
-			res.Explanation = fmt.Sprintf("%s was never sunk: the table has nothing of %s", at, tp)
-		case offset < loc.First:
-			res.Explanation = fmt.Sprintf("%s was never sunk: the table holds %s from offset %d on", at, tp, loc.First)
-		case offset < loc.Next:
-			res.Explanation = fmt.Sprintf("%s is in a gap of the ledger, which covers %s from %d to %d: run floe audit", at, tp, loc.First, loc.Next)
-		default:
-			res.Explanation = fmt.Sprintf("%s is not sunk yet: the table has reached offset %d of %s", at, loc.Next, tp)
-		}
-		switch {
-		case broker == nil:
-		case wm == nil:
-			res.Explanation += fmt.Sprintf("; the broker has no partition %s", tp)
-		case offset < wm.LogStart:
-			res.Explanation += fmt.Sprintf("; the broker no longer has it (its log starts at %d)", wm.LogStart)
-		case offset >= wm.HighWatermark:
-			res.Explanation += fmt.Sprintf("; the broker has no such offset yet (its log ends at %d)", wm.HighWatermark)
-		default:
-			res.Explanation += fmt.Sprintf("; the broker still retains it (log [%d, %d))", wm.LogStart, wm.HighWatermark)
-		}
-	}
-	return res, nil
-}
-
-// explainNoRow says why a covered offset has no row: from the log when a
-// broker is given, otherwise by listing what it can be.
-func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (kind, why string, err error) {
-	state := tbl.Fold() != ""
-	if broker == nil {
-		why = "a transaction marker, an aborted transactional record or an offset removed by compaction (pass --brokers to tell which)"
-		if state {
-			why = "this is a state table, so a value superseded by a later one for its key, deleted by a tombstone or without a key; or " + why
-		}
-		return "", why, nil
-	}
-	var rec *kgo.Record
-	err = broker.ReadLog(ctx, tp.Topic, tp.Partition, offset, offset+1, func(r *kgo.Record, _ int64) bool {
-		if r.Offset == offset {
-			rec = r
-		}
-		return false
-	})
-	switch {
-	case err != nil:
-		return "", "", fmt.Errorf("read %s offset %d from the broker: %w", tp, offset, err)
-	case rec == nil:
-		return "absent", "the broker has no record there: removed by compaction, or deleted by retention since", nil
-	case rec.Attrs.IsControl():
-		return "marker", "it is a transaction marker (read from the broker)", nil
-	case state:
-		return "superseded", "it is a record the state table folded: superseded by a later value for its key, deleted by a tombstone, without a key, or aborted", nil
-	default:
-		return "aborted", "it is a record of an aborted transaction (read from the broker), which read_committed never delivers", nil
-	}
 }
 
 func printWhere(w io.Writer, r whereResult) {
@@ -285,27 +144,11 @@ func printWhere(w io.Writer, r whereResult) {
 	fmt.Fprintf(w, "  %s\n", r.Explanation)
 }
 
-// asOfPosition is one partition's cut in floe as-of's answer.
-type asOfPosition struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	// Offset is the cut: the table as of it holds the partition's records
-	// below it.
-	Offset int64 `json:"offset"`
-	// Source is where the cut came from: given (--offsets), broker or
-	// table (--time, from ListOffsets by timestamp or the table's own
-	// timestamp column).
-	Source string `json:"source"`
-}
-
-// asOfResult is floe as-of's answer. Its JSON field names are stable.
+// asOfResult is floe as-of's JSON document: the answer, and with --output
+// how many rows went to which file. Its JSON field names are stable.
 type asOfResult struct {
-	Table       string         `json:"table"`
-	SnapshotID  int64          `json:"snapshot_id"`
-	CommittedAt time.Time      `json:"committed_at"`
-	Time        *time.Time     `json:"time,omitempty"`
-	Positions   []asOfPosition `json:"positions"`
-	// RowCount and Output are set with --rows.
+	lookup.AsOfResult
+	// RowCount and Output are set with --rows --output.
 	RowCount *int64 `json:"row_count,omitempty"`
 	Output   string `json:"output,omitempty"`
 }
@@ -362,21 +205,30 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if broker != nil {
 				defer broker.Close()
 			}
-			res, cut, err := asOf(ctx, tbl, broker, offsets, at)
+			q := lookup.AsOfQuery{Offsets: offsets}
+			if at != "" {
+				t, err := time.Parse(time.RFC3339Nano, at)
+				if err != nil {
+					return fmt.Errorf("--time %q: want an RFC3339 time such as 2024-05-01T09:00:00Z", at)
+				}
+				q.Time = &t
+			}
+			answer, err := lookup.AsOf(ctx, tbl, broker, q)
 			if err != nil {
 				return err
 			}
+			res := asOfResult{AsOfResult: answer}
 			w := cmd.OutOrStdout()
 			if !rows {
 				return printAsOf(w, f.json, res)
 			}
-			if err := exactAt(tbl, res.SnapshotID, cut); err != nil {
+			if err := lookup.ExactAt(tbl, res.SnapshotID, res.Cut); err != nil {
 				return err
 			}
 			if output == "" {
-				return printAsOfRows(ctx, w, f.json, tbl, res, cut)
+				return printAsOfRows(ctx, w, f.json, tbl, res)
 			}
-			n, err := writeRows(ctx, tbl, res.SnapshotID, cut, output, format)
+			n, err := writeRows(ctx, tbl, res.SnapshotID, res.Cut, output, format)
 			if err != nil {
 				return err
 			}
@@ -391,128 +243,6 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 	fs.BoolVar(&rows, "rows", false, "also print (or write to --output) the table's rows as of the position")
 	fs.StringVarP(&output, "output", "o", "", "write the rows to this file: .parquet, .csv, .jsonl/.ndjson/.json")
 	return cmd
-}
-
-// asOf resolves --offsets or --time into a cut and the first snapshot
-// covering it.
-func asOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, offsets, at string) (asOfResult, mapping.Cut, error) {
-	res := asOfResult{Table: tbl.Name()}
-	ledger, err := tbl.Ledger()
-	if err != nil {
-		return res, nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-	}
-	source := map[mapping.TopicPartition]string{}
-	var cut mapping.Cut
-	if offsets != "" {
-		topics := map[string]bool{}
-		for _, tp := range ledger.Partitions() {
-			topics[tp.Topic] = true
-		}
-		def := ""
-		if len(topics) == 1 {
-			for t := range topics {
-				def = t
-			}
-		}
-		if cut, err = mapping.ParseCut(offsets, def); err != nil {
-			return res, nil, fmt.Errorf("--offsets: %w", err)
-		}
-		for tp := range cut {
-			source[tp] = "given"
-		}
-	} else {
-		t, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
-			return res, nil, fmt.Errorf("--time %q: want an RFC3339 time such as 2024-05-01T09:00:00Z", at)
-		}
-		res.Time = &t
-		if cut, err = timeCut(ctx, tbl, broker, ledger, t, source); err != nil {
-			return res, nil, err
-		}
-	}
-	c, err := ledger.FirstCovering(cut)
-	if err != nil {
-		return res, nil, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
-	}
-	res.SnapshotID, res.CommittedAt = c.SnapshotID, c.CommittedAt
-	tps := make([]mapping.TopicPartition, 0, len(cut))
-	for tp := range cut {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, mapping.TopicPartition.Compare)
-	for _, tp := range tps {
-		res.Positions = append(res.Positions, asOfPosition{Topic: tp.Topic, Partition: tp.Partition, Offset: cut[tp], Source: source[tp]})
-	}
-	return res, cut, nil
-}
-
-// timeCut maps a record time to a cut over every partition of the ledger:
-// from the broker where it retains everything the table holds of a
-// partition, else from the table's timestamp column.
-func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Ledger, t time.Time, source map[mapping.TopicPartition]string) (mapping.Cut, error) {
-	cut := mapping.Cut{}
-	var fromTable []mapping.TopicPartition
-	byTopic := map[string]map[int32]int64{}
-	starts := map[string]map[int32]connector.Watermarks{}
-	for _, tp := range ledger.Partitions() {
-		if broker != nil {
-			if _, ok := byTopic[tp.Topic]; !ok {
-				offs, err := broker.OffsetsForTime(ctx, tp.Topic, t)
-				if err != nil {
-					return nil, err
-				}
-				wm, err := broker.Watermarks(ctx, tp.Topic)
-				if err != nil {
-					return nil, err
-				}
-				byTopic[tp.Topic], starts[tp.Topic] = offs, wm
-			}
-			w, ok := starts[tp.Topic][tp.Partition]
-			o, listed := byTopic[tp.Topic][tp.Partition]
-			if ok && listed && w.LogStart <= mapping.Cover(ledger.Ranges(tp)).First {
-				cut[tp], source[tp] = o, "broker"
-				continue
-			}
-		}
-		fromTable = append(fromTable, tp)
-	}
-	if len(fromTable) == 0 {
-		return cut, nil
-	}
-	if tbl.Fold() != "" {
-		return nil, fmt.Errorf("%s is a state table: its rows are only each key's latest value, so its timestamps cannot place --time; pass --brokers of a cluster that still retains the log", tbl.Name())
-	}
-	tc, err := tbl.TimeCut(ctx, 0, t)
-	if err != nil {
-		return nil, err
-	}
-	for _, tp := range fromTable {
-		cut[tp], source[tp] = tc[tp], "table"
-	}
-	return cut, nil
-}
-
-// exactAt checks that a state table can be shown exactly as of the cut: its
-// rows are folded per commit, so only a cut at a commit's end is exact.
-func exactAt(tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) error {
-	if tbl.Fold() == "" {
-		return nil
-	}
-	l, err := tbl.LedgerAt(snapshotID)
-	if err != nil {
-		return err
-	}
-	next := l.Next()
-	for tp, o := range cut {
-		rs := l.Ranges(tp)
-		if len(rs) == 0 || o <= mapping.Cover(rs).First || o == next[tp] {
-			continue
-		}
-		loc := l.Where(tp, o-1)
-		return fmt.Errorf("%s is a state table: it is exact only at the end of a commit, and %s=%d lies inside range [%d, %d); use offset %d or %d",
-			tbl.Name(), tp, o, loc.Range.Low, loc.Range.High, loc.Range.Low, loc.Range.High)
-	}
-	return nil
 }
 
 func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
@@ -539,7 +269,7 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 
 // printAsOfRows prints the summary and the rows: as one JSON document with
 // a rows array, or as text lines.
-func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.Table, r asOfResult, cut mapping.Cut) error {
+func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.Table, r asOfResult) error {
 	bw := bufio.NewWriter(w)
 	var n int64
 	if asJSON {
@@ -549,16 +279,14 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 		}
 		bw.Write(head[:len(head)-1])
 		bw.WriteString(`,"rows":[`)
-		err = tbl.Rows(ctx, r.SnapshotID, cut, func(b arrow.RecordBatch) error {
-			return eachRow(b, func(row jsonRow) error {
-				if n > 0 {
-					bw.WriteByte(',')
-				}
-				n++
-				bw.WriteString("\n")
-				bw.WriteString(row.String())
-				return nil
-			})
+		err = lookup.Rows(ctx, tbl, r.SnapshotID, r.Cut, func(lr lookup.Row) error {
+			if n > 0 {
+				bw.WriteByte(',')
+			}
+			n++
+			bw.WriteString("\n")
+			bw.WriteString(jsonRowOf(lr).String())
+			return nil
 		})
 		if err != nil {
 			return err
@@ -570,13 +298,12 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 		return err
 	}
 	fmt.Fprintf(bw, "%-16s %-9s %-10s %-24s %-20s %s\n", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "KEY", "VALUE")
-	err := tbl.Rows(ctx, r.SnapshotID, cut, func(b arrow.RecordBatch) error {
-		return eachRow(b, func(row jsonRow) error {
-			n++
-			fmt.Fprintf(bw, "%-16s %-9d %-10d %-24s %-20s %s\n", row.Topic, row.Partition, row.Offset,
-				row.Timestamp.Format(time.RFC3339Nano), clip(row.Key.text(), 20), clip(row.Value.text(), 80))
-			return nil
-		})
+	err := lookup.Rows(ctx, tbl, r.SnapshotID, r.Cut, func(lr lookup.Row) error {
+		row := jsonRowOf(lr)
+		n++
+		fmt.Fprintf(bw, "%-16s %-9d %-10d %-24s %-20s %s\n", row.Topic, row.Partition, row.Offset,
+			row.Timestamp.Format(time.RFC3339Nano), clip(row.Key.text(), 20), clip(row.Value.text(), 80))
+		return nil
 	})
 	if err != nil {
 		return err
@@ -648,16 +375,15 @@ func writeRows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut m
 		cw := csv.NewWriter(bw)
 		err = cw.Write([]string{"topic", "partition", "offset", "timestamp", "key", "value", "headers"})
 		if err == nil {
-			err = tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
-				return eachRow(b, func(r jsonRow) error {
-					n++
-					hdrs, err := json.Marshal(r.Headers)
-					if err != nil {
-						return err
-					}
-					return cw.Write([]string{r.Topic, strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10),
-						r.Timestamp.Format(time.RFC3339Nano), r.Key.text(), r.Value.text(), string(hdrs)})
-				})
+			err = lookup.Rows(ctx, tbl, snapshotID, cut, func(lr lookup.Row) error {
+				r := jsonRowOf(lr)
+				n++
+				hdrs, err := json.Marshal(r.Headers)
+				if err != nil {
+					return err
+				}
+				return cw.Write([]string{r.Topic, strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10),
+					r.Timestamp.Format(time.RFC3339Nano), r.Key.text(), r.Value.text(), string(hdrs)})
 			})
 		}
 		cw.Flush()
@@ -665,12 +391,10 @@ func writeRows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut m
 			err = cw.Error()
 		}
 	default:
-		err = tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
-			return eachRow(b, func(r jsonRow) error {
-				n++
-				bw.WriteString(r.String())
-				return bw.WriteByte('\n')
-			})
+		err = lookup.Rows(ctx, tbl, snapshotID, cut, func(lr lookup.Row) error {
+			n++
+			bw.WriteString(jsonRowOf(lr).String())
+			return bw.WriteByte('\n')
 		})
 	}
 	if err == nil {
@@ -742,58 +466,15 @@ func (r jsonRow) String() string {
 	return string(b)
 }
 
-// eachRow calls fn with every row of a batch of floe columns.
-func eachRow(b arrow.RecordBatch, fn func(jsonRow) error) error {
-	col := func(name string) (arrow.Array, error) {
-		idx := b.Schema().FieldIndices(name)
-		if len(idx) != 1 {
-			return nil, fmt.Errorf("rows have no %s column", name)
-		}
-		return b.Column(idx[0]), nil
+// jsonRowOf renders a row for JSON, JSON lines, CSV and text output.
+func jsonRowOf(r lookup.Row) jsonRow {
+	bytes := func(b lookup.Bytes) bin { return bin{b: b.B, null: b.Null} }
+	out := jsonRow{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		Key: bytes(r.Key), Value: bytes(r.Value), Headers: make([]jsonHeader, 0, len(r.Headers)),
 	}
-	var cols [7]arrow.Array
-	for i, name := range []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColValue, mapping.ColHeaders} {
-		c, err := col(name)
-		if err != nil {
-			return err
-		}
-		cols[i] = c
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, jsonHeader{Key: h.Key, Value: bytes(h.Value)})
 	}
-	topic, ok1 := cols[0].(*array.String)
-	part, ok2 := cols[1].(*array.Int32)
-	off, ok3 := cols[2].(*array.Int64)
-	ts, ok4 := cols[3].(*array.Timestamp)
-	key, ok5 := cols[4].(*array.Binary)
-	val, ok6 := cols[5].(*array.Binary)
-	hdrs, ok7 := cols[6].(*array.List)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
-		return fmt.Errorf("rows do not have floe's column types: %s", b.Schema())
-	}
-	hs, ok := hdrs.ListValues().(*array.Struct)
-	if !ok || hs.NumField() != 2 {
-		return fmt.Errorf("rows do not have floe's header type: %s", hdrs.DataType())
-	}
-	hk, ok1 := hs.Field(0).(*array.String)
-	hv, ok2 := hs.Field(1).(*array.Binary)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("rows do not have floe's header type: %s", hdrs.DataType())
-	}
-	unit := ts.DataType().(*arrow.TimestampType).Unit
-	for i := range int(b.NumRows()) {
-		r := jsonRow{
-			Topic: topic.Value(i), Partition: part.Value(i), Offset: off.Value(i),
-			Timestamp: ts.Value(i).ToTime(unit).UTC(),
-			Key:       bin{b: key.Value(i), null: key.IsNull(i)},
-			Value:     bin{b: val.Value(i), null: val.IsNull(i)},
-			Headers:   []jsonHeader{},
-		}
-		start, end := hdrs.ValueOffsets(i)
-		for j := int(start); j < int(end); j++ {
-			r.Headers = append(r.Headers, jsonHeader{Key: hk.Value(j), Value: bin{b: hv.Value(j), null: hv.IsNull(j)}})
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out
 }

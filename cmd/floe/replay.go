@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -248,16 +248,16 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	if err != nil {
 		return err
 	}
-	a, err := rowMultiset(ctx, tbl, 0, nil)
+	a, err := lookup.ReadRowSet(ctx, tbl, 0, nil)
 	if err != nil {
 		return err
 	}
-	b, err := rowMultiset(ctx, rebuilt, 0, nil)
+	b, err := lookup.ReadRowSet(ctx, rebuilt, 0, nil)
 	if err != nil {
 		return err
 	}
 	same := "EQUAL"
-	if !maps.Equal(a, b) {
+	if !a.Equal(b) {
 		same = "DIFFERENT"
 	}
 	fmt.Fprintf(w, "replayed %d rows in %d snapshots; compared with %s row by row (partition, offset, key, value, headers, timestamp): %s\n",
@@ -268,32 +268,35 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	for tp, next := range ledger.Next() {
 		cut[tp] = next / 2
 	}
-	c, err := ledger.FirstCovering(cut)
+	c, err := lookup.AsOf(ctx, tbl, nil, lookup.AsOfQuery{Offsets: cut.String()})
 	if err != nil {
 		return err
 	}
-	asOf, err := rowMultiset(ctx, tbl, c.SnapshotID, cut)
+	if err := lookup.ExactAt(tbl, c.SnapshotID, c.Cut); err != nil {
+		return err
+	}
+	asOf, err := lookup.ReadRowSet(ctx, tbl, c.SnapshotID, c.Cut)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\n$ floe as-of --table %s --offsets %s --rows\n", tbl.Name(), cut)
 	fmt.Fprintf(w, "first snapshot covering those positions: %d (committed %s); rows below the cut: %d of %d\n",
-		c.SnapshotID, c.CommittedAt.Format(time.RFC3339), countRows(asOf), countRows(a))
+		c.SnapshotID, c.CommittedAt.Format(time.RFC3339), asOf.Len(), a.Len())
 	// Which snapshot holds an offset: the first partition's cut, and the
 	// nearest row below it when the cut itself has none.
 	tp := slices.MinFunc(tps, mapping.TopicPartition.Compare)
 	for o, shown := cut[tp], 0; o >= 0 && shown < 2; o-- {
-		r, err := where(ctx, tbl, broker, tp, o)
+		r, err := lookup.Where(ctx, tbl, broker, tp, o)
 		if err != nil {
 			return err
 		}
-		if shown > 0 && r.Status != "row" {
+		if shown > 0 && r.Status != lookup.StatusRow {
 			continue
 		}
 		fmt.Fprintf(w, "\n$ floe where --table %s --topic %s --partition %d --offset %d --brokers ...\n", tbl.Name(), tp.Topic, tp.Partition, o)
 		printWhere(w, r)
 		shown++
-		if r.Status == "row" {
+		if r.Status == lookup.StatusRow {
 			break
 		}
 	}
@@ -307,7 +310,7 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	if err != nil {
 		return err
 	}
-	keys, err := rowMultiset(ctx, state, 0, nil)
+	keys, err := lookup.ReadRowSet(ctx, state, 0, nil)
 	if err != nil {
 		return err
 	}
@@ -320,27 +323,6 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 		folded += mapping.Cover(stateLedger.Ranges(tp)).Records
 	}
 	fmt.Fprintf(w, "folded %d records into %d rows: the latest order event per customer (tombstones delete), in %d snapshots; its ledger covers the same offsets\n",
-		folded, countRows(keys), res.Stats.Commits)
+		folded, keys.Len(), res.Stats.Commits)
 	return nil
-}
-
-// rowMultiset reads the rows of a snapshot (0: head) below a cut as a
-// multiset of their full content.
-func rowMultiset(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) (map[string]int, error) {
-	out := map[string]int{}
-	err := tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
-		return eachRow(b, func(r jsonRow) error {
-			out[r.String()]++
-			return nil
-		})
-	})
-	return out, err
-}
-
-func countRows(m map[string]int) int {
-	n := 0
-	for _, c := range m {
-		n += c
-	}
-	return n
 }

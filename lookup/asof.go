@@ -1,0 +1,191 @@
+package lookup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Sources of a position's cut (Position.Source).
+const (
+	// SourceGiven: the cut was given (AsOfQuery.Offsets).
+	SourceGiven = "given"
+	// SourceBroker: from the broker's ListOffsets by timestamp.
+	SourceBroker = "broker"
+	// SourceTable: from the table's own timestamp column.
+	SourceTable = "table"
+)
+
+// Position is one partition's cut in an AsOfResult.
+type Position struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Offset is the cut: the table as of it holds the partition's records
+	// below it.
+	Offset int64 `json:"offset"`
+	// Source is where the cut came from: given, broker or table (a record
+	// time, from ListOffsets by timestamp or the table's own timestamp
+	// column).
+	Source string `json:"source"`
+}
+
+// AsOfResult is the first snapshot covering a position or a record time.
+// Its JSON field names are stable (floe as-of --json).
+type AsOfResult struct {
+	Table       string     `json:"table"`
+	SnapshotID  int64      `json:"snapshot_id"`
+	CommittedAt time.Time  `json:"committed_at"`
+	Time        *time.Time `json:"time,omitempty"`
+	Positions   []Position `json:"positions"`
+	// Cut is the position: the table as of it is SnapshotID's rows below
+	// the cut (Rows).
+	Cut mapping.Cut `json:"-"`
+}
+
+// AsOfQuery is a position or a record time; exactly one is set.
+type AsOfQuery struct {
+	// Offsets is a position as floe as-of --offsets takes it:
+	// TOPIC/P=OFFSET[,...], or P=OFFSET when the table holds one topic.
+	Offsets string
+	// Time is a record time: every partition of the ledger is cut before
+	// its first record whose timestamp is at or after it.
+	Time *time.Time
+}
+
+// AsOf resolves q into a cut and finds the first snapshot of tbl's branch
+// covering it. For a time, each partition's cut comes from the broker's
+// ListOffsets by timestamp when broker is given and still retains
+// everything the table holds of the partition, else from the table's
+// timestamp column. A position the table has not reached yet is an error
+// saying how far the table got.
+func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q AsOfQuery) (AsOfResult, error) {
+	res := AsOfResult{Table: tbl.Name()}
+	if (q.Offsets == "") == (q.Time == nil) {
+		return res, errors.New("as-of: give exactly one of a position and a record time")
+	}
+	ledger, err := tbl.Ledger()
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	source := map[mapping.TopicPartition]string{}
+	var cut mapping.Cut
+	if q.Offsets != "" {
+		topics := map[string]bool{}
+		for _, tp := range ledger.Partitions() {
+			topics[tp.Topic] = true
+		}
+		def := ""
+		if len(topics) == 1 {
+			for t := range topics {
+				def = t
+			}
+		}
+		if cut, err = mapping.ParseCut(q.Offsets, def); err != nil {
+			return res, fmt.Errorf("--offsets: %w", err)
+		}
+		for tp := range cut {
+			source[tp] = SourceGiven
+		}
+	} else {
+		t := *q.Time
+		res.Time = &t
+		if cut, err = timeCut(ctx, tbl, broker, ledger, t, source); err != nil {
+			return res, err
+		}
+	}
+	c, err := ledger.FirstCovering(cut)
+	if err != nil {
+		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
+	}
+	res.SnapshotID, res.CommittedAt, res.Cut = c.SnapshotID, c.CommittedAt, cut
+	tps := make([]mapping.TopicPartition, 0, len(cut))
+	for tp := range cut {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, mapping.TopicPartition.Compare)
+	for _, tp := range tps {
+		res.Positions = append(res.Positions, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: cut[tp], Source: source[tp]})
+	}
+	return res, nil
+}
+
+// timeCut maps a record time to a cut over every partition of the ledger:
+// from the broker where it retains everything the table holds of a
+// partition, else from the table's timestamp column. It records each
+// partition's source in source.
+func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Ledger, t time.Time, source map[mapping.TopicPartition]string) (mapping.Cut, error) {
+	cut := mapping.Cut{}
+	var fromTable []mapping.TopicPartition
+	byTopic := map[string]map[int32]int64{}
+	starts := map[string]map[int32]connector.Watermarks{}
+	for _, tp := range ledger.Partitions() {
+		if broker != nil {
+			if _, ok := byTopic[tp.Topic]; !ok {
+				offs, err := broker.OffsetsForTime(ctx, tp.Topic, t)
+				if err != nil {
+					return nil, err
+				}
+				wm, err := broker.Watermarks(ctx, tp.Topic)
+				if err != nil {
+					return nil, err
+				}
+				byTopic[tp.Topic], starts[tp.Topic] = offs, wm
+			}
+			w, ok := starts[tp.Topic][tp.Partition]
+			o, listed := byTopic[tp.Topic][tp.Partition]
+			if ok && listed && w.LogStart <= mapping.Cover(ledger.Ranges(tp)).First {
+				cut[tp], source[tp] = o, SourceBroker
+				continue
+			}
+		}
+		fromTable = append(fromTable, tp)
+	}
+	if len(fromTable) == 0 {
+		return cut, nil
+	}
+	if tbl.Fold() != "" {
+		return nil, fmt.Errorf("%s is a state table: its rows are only each key's latest value, so its timestamps cannot place --time; pass --brokers of a cluster that still retains the log", tbl.Name())
+	}
+	tc, err := tbl.TimeCut(ctx, 0, t)
+	if err != nil {
+		return nil, err
+	}
+	for _, tp := range fromTable {
+		cut[tp], source[tp] = tc[tp], SourceTable
+	}
+	return cut, nil
+}
+
+// ExactAt checks that tbl's rows of snapshotID below cut are exactly the
+// table as of the cut. They are for an event table. A state table's rows
+// are each key's latest value as of the snapshot, so its rows are the
+// table as of a cut only where the cut is the snapshot's end of the
+// partition (or at or below its first offset): use the first snapshot
+// covering the cut (AsOf). A cut inside a range is an error naming the
+// range's ends, the nearest exact offsets.
+func ExactAt(tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) error {
+	if tbl.Fold() == "" {
+		return nil
+	}
+	l, err := tbl.LedgerAt(snapshotID)
+	if err != nil {
+		return err
+	}
+	next := l.Next()
+	for tp, o := range cut {
+		rs := l.Ranges(tp)
+		if len(rs) == 0 || o <= mapping.Cover(rs).First || o == next[tp] {
+			continue
+		}
+		loc := l.Where(tp, o-1)
+		return fmt.Errorf("%s is a state table: it is exact only at the end of a commit, and %s=%d lies inside range [%d, %d); use offset %d or %d",
+			tbl.Name(), tp, o, loc.Range.Low, loc.Range.High, loc.Range.Low, loc.Range.High)
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package lookup
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Bytes is a nullable binary value.
+type Bytes struct {
+	B    []byte
+	Null bool
+}
+
+// Header is one Kafka header of a row; keys may repeat.
+type Header struct {
+	Key   string
+	Value Bytes
+}
+
+// Row is one table row: a Kafka record as floe stores it.
+type Row struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time // UTC
+	Key       Bytes
+	Value     Bytes
+	Headers   []Header
+}
+
+// Rows calls fn with every row of a snapshot of tbl (0: the branch head)
+// below cut (nil: every row); see snapshot.Table.Rows. The byte slices of
+// a row are valid only until fn returns. An error from fn stops the scan.
+func Rows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut, fn func(Row) error) error {
+	return tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
+		return EachRow(b, fn)
+	})
+}
+
+// EachRow calls fn with every row of a batch of floe's columns. The byte
+// slices of a row are valid only until fn returns.
+func EachRow(b arrow.RecordBatch, fn func(Row) error) error {
+	col := func(name string) (arrow.Array, error) {
+		idx := b.Schema().FieldIndices(name)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("rows have no %s column", name)
+		}
+		return b.Column(idx[0]), nil
+	}
+	var cols [7]arrow.Array
+	for i, name := range []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColValue, mapping.ColHeaders} {
+		c, err := col(name)
+		if err != nil {
+			return err
+		}
+		cols[i] = c
+	}
+	topic, ok1 := cols[0].(*array.String)
+	part, ok2 := cols[1].(*array.Int32)
+	off, ok3 := cols[2].(*array.Int64)
+	ts, ok4 := cols[3].(*array.Timestamp)
+	key, ok5 := cols[4].(*array.Binary)
+	val, ok6 := cols[5].(*array.Binary)
+	hdrs, ok7 := cols[6].(*array.List)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+		return fmt.Errorf("rows do not have floe's column types: %s", b.Schema())
+	}
+	hs, ok := hdrs.ListValues().(*array.Struct)
+	if !ok || hs.NumField() != 2 {
+		return fmt.Errorf("rows do not have floe's header type: %s", hdrs.DataType())
+	}
+	hk, ok1 := hs.Field(0).(*array.String)
+	hv, ok2 := hs.Field(1).(*array.Binary)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("rows do not have floe's header type: %s", hdrs.DataType())
+	}
+	unit := ts.DataType().(*arrow.TimestampType).Unit
+	for i := range int(b.NumRows()) {
+		r := Row{
+			Topic: topic.Value(i), Partition: part.Value(i), Offset: off.Value(i),
+			Timestamp: ts.Value(i).ToTime(unit).UTC(),
+			Key:       Bytes{B: key.Value(i), Null: key.IsNull(i)},
+			Value:     Bytes{B: val.Value(i), Null: val.IsNull(i)},
+			Headers:   []Header{},
+		}
+		start, end := hdrs.ValueOffsets(i)
+		for j := int(start); j < int(end); j++ {
+			r.Headers = append(r.Headers, Header{Key: hk.Value(j), Value: Bytes{B: hv.Value(j), Null: hv.IsNull(j)}})
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RowSet is a multiset of rows by their whole content (topic, partition,
+// offset, timestamp, key, value, headers): two tables hold the same rows
+// when their row sets are Equal.
+type RowSet map[string]int
+
+// ReadRowSet reads the rows of a snapshot of tbl (0: the branch head) below
+// cut (nil: every row) into a RowSet.
+func ReadRowSet(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) (RowSet, error) {
+	s := RowSet{}
+	err := Rows(ctx, tbl, snapshotID, cut, func(r Row) error {
+		s[r.identity()]++
+		return nil
+	})
+	return s, err
+}
+
+// Len is the number of rows.
+func (s RowSet) Len() int {
+	n := 0
+	for _, c := range s {
+		n += c
+	}
+	return n
+}
+
+// Equal reports whether s and o hold the same rows, as many times each.
+func (s RowSet) Equal(o RowSet) bool {
+	if len(s) != len(o) {
+		return false
+	}
+	for k, c := range s {
+		if o[k] != c {
+			return false
+		}
+	}
+	return true
+}
+
+// identity encodes a row's whole content unambiguously.
+func (r Row) identity() string {
+	var sb strings.Builder
+	bytes := func(b Bytes) {
+		if b.Null {
+			sb.WriteString(" null")
+			return
+		}
+		sb.WriteByte(' ')
+		sb.WriteString(strconv.Quote(string(b.B)))
+	}
+	sb.WriteString(strconv.Quote(r.Topic))
+	fmt.Fprintf(&sb, " %d %d %d", r.Partition, r.Offset, r.Timestamp.UnixNano())
+	bytes(r.Key)
+	bytes(r.Value)
+	fmt.Fprintf(&sb, " %d", len(r.Headers))
+	for _, h := range r.Headers {
+		sb.WriteByte(' ')
+		sb.WriteString(strconv.Quote(h.Key))
+		bytes(h.Value)
+	}
+	return sb.String()
+}

@@ -1,0 +1,183 @@
+package lookup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Answers of Where (WhereResult.Status).
+const (
+	// StatusRow: a row holds the offset.
+	StatusRow = "row"
+	// StatusNoRow: a range covers the offset, but it produced no row.
+	StatusNoRow = "no_row"
+	// StatusLost: the ledger records the offset as lost to retention.
+	StatusLost = "lost"
+	// StatusUnsunk: no range covers the offset.
+	StatusUnsunk = "unsunk"
+)
+
+// Kinds of an offset without a row (WhereResult.Kind).
+const (
+	// KindMarker: a transaction marker (read from the broker).
+	KindMarker = "marker"
+	// KindAborted: a record of an aborted transaction (read from the broker).
+	KindAborted = "aborted"
+	// KindAbsent: the broker has no record there (compacted or deleted).
+	KindAbsent = "absent"
+	// KindSuperseded: a record a state table folded away.
+	KindSuperseded = "superseded"
+)
+
+// WhereResult is the answer for one position. Its JSON field names are
+// stable (floe where --json); fields that do not apply are nil or empty.
+type WhereResult struct {
+	Table     string `json:"table"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Status is row (a row holds the offset), no_row (a range covers the
+	// offset but it produced no row), lost (recorded as lost to retention)
+	// or unsunk (no range covers it).
+	Status string `json:"status"`
+	// Kind refines no_row when it can be told: marker, aborted (read from
+	// the broker), absent (the broker has no record there: compacted or
+	// deleted) or superseded (a state table's older value).
+	Kind        string     `json:"kind,omitempty"`
+	SnapshotID  *int64     `json:"snapshot_id,omitempty"`
+	Low         *int64     `json:"low,omitempty"`
+	High        *int64     `json:"high,omitempty"`
+	Records     *int64     `json:"records,omitempty"`
+	CommittedAt *time.Time `json:"committed_at,omitempty"`
+	File        string     `json:"file,omitempty"`
+	// TableFirst and TableNext bound the partition's coverage in the ledger.
+	TableFirst *int64 `json:"table_first,omitempty"`
+	TableNext  *int64 `json:"table_next,omitempty"`
+	// LogStart and EndOffset are the broker's, when a broker is given.
+	LogStart  *int64 `json:"log_start,omitempty"`
+	EndOffset *int64 `json:"end_offset,omitempty"`
+	// Explanation says the same in a sentence.
+	Explanation string `json:"explanation"`
+}
+
+// Where answers which range, snapshot and data file of tbl's branch hold
+// offset of tp. broker may be nil; given, it tells what an offset without a
+// row is and whether the broker still has an unsunk one.
+func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (WhereResult, error) {
+	res := WhereResult{Table: tbl.Name(), Topic: tp.Topic, Partition: tp.Partition, Offset: offset}
+	ledger, err := tbl.Ledger()
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	loc := ledger.Where(tp, offset)
+	if loc.Known {
+		res.TableFirst, res.TableNext = &loc.First, &loc.Next
+	}
+	var wm *connector.Watermarks
+	if broker != nil {
+		all, err := broker.Watermarks(ctx, tp.Topic)
+		if err != nil && !errors.Is(err, connector.ErrUnknownTopic) {
+			return res, err
+		}
+		if w, ok := all[tp.Partition]; ok {
+			wm = &w
+			res.LogStart, res.EndOffset = &w.LogStart, &w.LastStable
+		}
+	}
+	if loc.Status != mapping.StatusUnsunk {
+		c, r := loc.Commit, loc.Range
+		res.SnapshotID, res.Low, res.High, res.CommittedAt = &c.SnapshotID, &r.Low, &r.High, &c.CommittedAt
+		if !r.Lost {
+			res.Records = &r.Records
+		}
+	}
+	at := fmt.Sprintf("%s offset %d", tp, offset)
+	switch loc.Status {
+	case mapping.StatusLost:
+		res.Status = StatusLost
+		res.Explanation = fmt.Sprintf("%s was deleted by retention before it was sunk; snapshot %d records [%d, %d) as lost",
+			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High)
+	case mapping.StatusCovered:
+		file, ok, err := tbl.RowAt(ctx, 0, tp, offset)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			res.Status, res.File = StatusRow, file
+			res.Explanation = fmt.Sprintf("%s is a row, committed by snapshot %d in range [%d, %d), in data file %s",
+				at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High, file)
+			break
+		}
+		res.Status = StatusNoRow
+		res.Kind, res.Explanation, err = explainNoRow(ctx, tbl, broker, tp, offset)
+		if err != nil {
+			return res, err
+		}
+		res.Explanation = fmt.Sprintf("%s is accounted for by snapshot %d in range [%d, %d) but has no row: %s",
+			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High, res.Explanation)
+	default:
+		res.Status = StatusUnsunk
+		switch {
+		case !loc.Known:
+			res.Explanation = fmt.Sprintf("%s was never sunk: the table has nothing of %s", at, tp)
+		case offset < loc.First:
+			res.Explanation = fmt.Sprintf("%s was never sunk: the table holds %s from offset %d on", at, tp, loc.First)
+		case offset < loc.Next:
+			res.Explanation = fmt.Sprintf("%s is in a gap of the ledger, which covers %s from %d to %d: run floe audit", at, tp, loc.First, loc.Next)
+		default:
+			res.Explanation = fmt.Sprintf("%s is not sunk yet: the table has reached offset %d of %s", at, loc.Next, tp)
+		}
+		switch {
+		case broker == nil:
+		case wm == nil:
+			res.Explanation += fmt.Sprintf("; the broker has no partition %s", tp)
+		case offset < wm.LogStart:
+			res.Explanation += fmt.Sprintf("; the broker no longer has it (its log starts at %d)", wm.LogStart)
+		case offset >= wm.HighWatermark:
+			res.Explanation += fmt.Sprintf("; the broker has no such offset yet (its log ends at %d)", wm.HighWatermark)
+		default:
+			res.Explanation += fmt.Sprintf("; the broker still retains it (log [%d, %d))", wm.LogStart, wm.HighWatermark)
+		}
+	}
+	return res, nil
+}
+
+// explainNoRow says why a covered offset has no row: from the log when a
+// broker is given, otherwise by listing what it can be.
+func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (kind, why string, err error) {
+	state := tbl.Fold() != ""
+	if broker == nil {
+		why = "a transaction marker, an aborted transactional record or an offset removed by compaction (pass --brokers to tell which)"
+		if state {
+			why = "this is a state table, so a value superseded by a later one for its key, deleted by a tombstone or without a key; or " + why
+		}
+		return "", why, nil
+	}
+	var rec *kgo.Record
+	err = broker.ReadLog(ctx, tp.Topic, tp.Partition, offset, offset+1, func(r *kgo.Record, _ int64) bool {
+		if r.Offset == offset {
+			rec = r
+		}
+		return false
+	})
+	switch {
+	case err != nil:
+		return "", "", fmt.Errorf("read %s offset %d from the broker: %w", tp, offset, err)
+	case rec == nil:
+		return KindAbsent, "the broker has no record there: removed by compaction, or deleted by retention since", nil
+	case rec.Attrs.IsControl():
+		return KindMarker, "it is a transaction marker (read from the broker)", nil
+	case state:
+		return KindSuperseded, "it is a record the state table folded: superseded by a later value for its key, deleted by a tombstone, without a key, or aborted", nil
+	default:
+		return KindAborted, "it is a record of an aborted transaction (read from the broker), which read_committed never delivers", nil
+	}
+}

@@ -127,6 +127,11 @@ const (
 	// compacted one (a record of a transaction still open, or a control
 	// record of an unknown type).
 	KindUnclassified Kind = "unclassified"
+	// KindUnclassifiedHole (content): offsets inside a range that have no
+	// record in the retained log although the topic's cleanup.policy does
+	// not include compact: retention removes records from the start of the
+	// log only, so nothing explains them. Rows there cannot be verified.
+	KindUnclassifiedHole Kind = "unclassified-hole"
 )
 
 // Finding is one thing the audit could not account for.

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -32,8 +33,9 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 		iv mapping.Interval
 	}
 	var (
-		jobs  []job
-		total int64
+		jobs     []job
+		total    int64
+		policies = map[string]string{} // cleanup.policy by topic
 	)
 	for _, tp := range slices.SortedFunc(maps.Keys(a.parts), mapping.TopicPartition.Compare) {
 		p := a.parts[tp]
@@ -45,12 +47,19 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 		if iv.Len() > 0 {
 			jobs = append(jobs, job{tp, iv})
 			total += iv.Len()
+			if _, ok := policies[tp.Topic]; !ok {
+				policy, err := a.opts.Broker.CleanupPolicy(ctx, tp.Topic)
+				if err != nil {
+					return fmt.Errorf("content level: %w", err)
+				}
+				policies[tp.Topic] = policy
+			}
 		}
 	}
 	prog := a.progress("content: re-reading the log", total)
 	defer prog.Finish()
 	for _, j := range jobs {
-		if err := a.verifyPartition(ctx, j.tp, j.iv, prog); err != nil {
+		if err := a.verifyPartition(ctx, j.tp, j.iv, policies[j.tp.Topic], prog); err != nil {
 			return fmt.Errorf("content level, %s: %w", j.tp, err)
 		}
 	}
@@ -68,22 +77,31 @@ type verifier struct {
 	stats *ContentStats
 	d     digester
 	found []Finding
+	// policy is the topic's cleanup.policy: only compaction explains
+	// offsets without a record inside the retained log.
+	policy string
+	// holes are the parts of iv the log holds no record for, classified
+	// once the read is over; logStart is the highest log start the broker
+	// reported meanwhile.
+	holes    []mapping.Interval
+	logStart int64
 }
 
 // verifyPartition checks the offsets iv of tp, which the ledger covers and
-// the broker retains.
-func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, prog Progress) error {
+// the broker retains; policy is the topic's cleanup.policy.
+func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, policy string, prog Progress) error {
 	rows, keys, err := a.tableDigests(ctx, tp, iv)
 	if err != nil {
 		return err
 	}
-	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, stats: a.parts[tp].Content}
+	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, stats: a.parts[tp].Content, policy: policy}
 	if a.fold != "" {
 		v.fold = newFoldCheck(keys)
 	}
 	pending := map[int64][]logRecord{} // open transactions by producer id
 	cursor := iv.Low                   // the next offset not yet accounted for
-	err = a.opts.Broker.ReadLog(ctx, tp.Topic, tp.Partition, iv.Low, a.parts[tp].Broker.HighWatermark, func(r *kgo.Record, _ int64) bool {
+	err = a.opts.Broker.ReadLog(ctx, tp.Topic, tp.Partition, iv.Low, a.parts[tp].Broker.HighWatermark, func(r *kgo.Record, logStart int64) bool {
+		v.logStart = max(v.logStart, logStart)
 		o := r.Offset
 		if o > cursor {
 			v.hole(mapping.Interval{Low: cursor, High: min(o, iv.High)})
@@ -118,6 +136,19 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	if cursor < iv.High {
 		prog.Add(iv.High - cursor)
 		v.hole(mapping.Interval{Low: cursor, High: iv.High})
+	}
+	if len(v.holes) > 0 {
+		// Retention may have moved the log start since the last record.
+		wm, err := a.opts.Broker.Watermarks(ctx, tp.Topic)
+		if err != nil {
+			return err
+		}
+		if w, ok := wm[tp.Partition]; ok {
+			v.logStart = max(v.logStart, w.LogStart)
+		}
+		for _, h := range v.holes {
+			v.classifyHole(h)
+		}
 	}
 	var open []logRecord
 	for _, recs := range pending {
@@ -273,6 +304,8 @@ func (v *verifier) flush() {
 			f.Detail = fmt.Sprintf("the rows at offsets %s hold keys that later committed records inside the ranges supersede (a new value, or a tombstone deleting the key): the fold did not apply them", iv)
 		case KindUnclassified:
 			f.Detail = fmt.Sprintf("offsets %s inside a range have no row, and the log holds records of a transaction still open or control records of an unknown type there", iv)
+		case KindUnclassifiedHole:
+			f.Detail = fmt.Sprintf("offsets %s inside a range have no record in the retained log, which the topic's cleanup.policy %q does not explain (only compaction removes records from inside the log, retention only from its start): rows there cannot be verified", iv, v.policy)
 		}
 		v.a.find(f)
 	}
@@ -341,19 +374,40 @@ func (v *verifier) open(rec logRecord) {
 	v.find(KindUnclassified, rec.offset)
 }
 
-// hole accounts for offsets in iv that have no record in the log: removed
-// by compaction (or by retention while the audit ran). Rows there cannot be
-// verified; offsets without rows are compacted.
+// hole notes offsets in iv that have no record in the log, for
+// classifyHole once the read is over.
 func (v *verifier) hole(iv mapping.Interval) {
+	v.holes = append(v.holes, iv)
+}
+
+// classifyHole accounts for offsets in iv that have no record in the log.
+// Rows there cannot be verified. Offsets below the log start were deleted
+// by retention while the audit ran and, like those below it when the audit
+// began, are not checked. The others were removed by compaction when the
+// topic's cleanup.policy includes compact; otherwise nothing explains them
+// and they are a finding.
+func (v *verifier) classifyHole(iv mapping.Interval) {
 	for _, s := range v.segs {
 		lo, hi := max(s.Low, iv.Low, v.iv.Low), min(s.High, iv.High, v.iv.High)
 		if lo >= hi {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(v.rows, lo, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
-		j, _ := slices.BinarySearchFunc(v.rows, hi, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
-		rows := int64(j - i)
-		v.stats.Unverifiable += rows
-		v.stats.Compacted += hi - lo - rows
+		v.stats.Unverifiable += v.rowsIn(lo, hi)
+		lo = min(max(lo, v.logStart), hi)
+		switch {
+		case lo == hi:
+		case connector.Compacts(v.policy):
+			v.stats.Compacted += hi - lo - v.rowsIn(lo, hi)
+		default:
+			v.found = append(v.found, Finding{Level: LevelContent, Kind: KindUnclassifiedHole, Partition: v.tp, HasPartition: true,
+				Offsets: mapping.Interval{Low: lo, High: hi}, HasOffsets: true})
+		}
 	}
+}
+
+// rowsIn returns how many of the table's rows lie in [lo, hi).
+func (v *verifier) rowsIn(lo, hi int64) int64 {
+	i, _ := slices.BinarySearchFunc(v.rows, lo, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
+	j, _ := slices.BinarySearchFunc(v.rows, hi, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
+	return int64(j - i)
 }

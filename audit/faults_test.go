@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
@@ -337,5 +338,60 @@ func TestBadInputOptions(t *testing.T) {
 	expectFindings(t, rep, "broker missing-partition t/0")
 	if !strings.Contains(rep.Findings[0].Detail, "does not exist on the broker") {
 		t.Fatalf("detail %q", rep.Findings[0].Detail)
+	}
+}
+
+// TestFaultHoleOnDeleteTopic: offsets inside the retained log without a
+// record are "compacted" only when the topic's cleanup.policy includes
+// compact. The log here has such holes (compacted while the policy was
+// compact); once the policy is delete, nothing explains them and the
+// content level reports them, with or without rows.
+func TestFaultHoleOnDeleteTopic(t *testing.T) {
+	e := newEnv(t)
+	const topic = "events"
+	compact := "compact"
+	e.topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	produce := func(key string) { // one batch each: compaction keeps the last batch
+		e.produce([]*kgo.Record{{Topic: topic, Key: []byte(key), Value: []byte(key)}})
+	}
+	tbl := e.table("lake.events")
+	produce("u0")                               // 0, unique: the log start stays 0
+	produce("k1")                               // 1, superseded by 2 before it is sunk
+	produce("k1")                               // 2
+	produce("a")                                // 3
+	e.stack.Cluster.Compact()                   // removes 1
+	e.sink(tbl, connector.Config{Topic: topic}) // rows 0, 2, 3
+	produce("k2")                               // 4, sunk, then superseded by 5
+	e.sink(tbl, connector.Config{Topic: topic}) // row 4
+	produce("k2")                               // 5
+	produce("z")                                // 6
+	e.stack.Cluster.Compact()                   // removes 4
+	e.sink(tbl, connector.Config{Topic: topic}) // rows 5, 6
+
+	content := audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true}
+	rep := e.audit(tbl, content)
+	expectFindings(t, rep)
+	if c := contentTotals(rep); c.Verified != 5 || c.Compacted != 1 || c.Unverifiable != 1 {
+		t.Fatalf("compact topic: content %+v, want 5 verified, offset 1 compacted, the row at 4 unverifiable", c)
+	}
+
+	del := "delete"
+	resp, err := kadm.NewClient(e.broker().Client()).AlterTopicConfigs(e.ctx,
+		[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &del}}, topic)
+	if err == nil {
+		_, err = resp.On(topic, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep = e.audit(tbl, content)
+	expectFindings(t, rep, "content unclassified-hole events/0 [1, 2)", "content unclassified-hole events/0 [4, 5)")
+	if c := contentTotals(rep); c.Verified != 5 || c.Compacted != 0 || c.Unverifiable != 1 {
+		t.Fatalf("delete topic: content %+v, want 5 verified, nothing compacted, the row at 4 unverifiable", c)
+	}
+	for _, f := range rep.Findings {
+		if !strings.Contains(f.Detail, `cleanup.policy "delete"`) {
+			t.Errorf("finding %s does not name the cleanup.policy: %s", f.Offsets, f.Detail)
+		}
 	}
 }

@@ -46,6 +46,14 @@ type Table struct {
 	branch string
 	tbl    *table.Table
 	schema *arrow.Schema
+	// archive holds the ledger entries of expired snapshots, loaded with
+	// the metadata by Open and Refresh (so that reading the ledger needs no
+	// I/O). Archives only grow, so one loaded before a later commit is a
+	// subset of the current one: the ledger it completes is never wrong,
+	// at worst truncated until the next Refresh. archivePath is the path it
+	// was read from (PropLedgerArchive then), compared on Refresh.
+	archive     *Archive
+	archivePath string
 }
 
 // OpenOptions control Open.
@@ -86,6 +94,9 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		branch = table.MainBranch
 	}
 	t := &Table{cat: cat, ident: ident, branch: branch, tbl: tbl, schema: sc}
+	if err := t.loadArchive(ctx, tbl); err != nil {
+		return nil, err
+	}
 	// iceberg-go would fork a missing branch from main on its first commit,
 	// inheriting main's files and ledger; a branch must exist (replay
 	// creates its branches empty with CreateEmptyBranch).
@@ -137,7 +148,25 @@ func (t *Table) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reload table %s: %w", t.Name(), err)
 	}
+	if err := t.loadArchive(ctx, tbl); err != nil {
+		return err
+	}
 	t.tbl = tbl
+	return nil
+}
+
+// loadArchive reads the ledger archive tbl names, unless it is the one
+// already loaded.
+func (t *Table) loadArchive(ctx context.Context, tbl *table.Table) error {
+	path := tbl.Properties()[PropLedgerArchive]
+	if path == t.archivePath {
+		return nil
+	}
+	a, err := readArchive(ctx, tbl, t.Name())
+	if err != nil {
+		return err
+	}
+	t.archive, t.archivePath = a, path
 	return nil
 }
 
@@ -148,18 +177,20 @@ func (t *Table) Head() *table.Snapshot {
 }
 
 // Ledger decodes the ledger of the table's branch as last loaded: the floe
-// commits in the branch's ancestry, oldest first. Snapshots without floe
-// properties (other writers, maintenance) are skipped; a malformed floe
-// property is a *mapping.MalformedError.
+// commits in the branch's ancestry, oldest first, expired ones read from
+// the ledger archive. Snapshots without floe properties (other writers,
+// maintenance) are skipped; a malformed floe property is a
+// *mapping.MalformedError.
 func (t *Table) Ledger() (mapping.Ledger, error) {
-	return LedgerOf(t.tbl.Metadata(), t.branch)
+	return LedgerOf(t.tbl.Metadata(), t.archive, t.branch)
 }
 
 // ErrTruncatedLedger is matched (errors.Is) by a *TruncatedLedgerError.
 var ErrTruncatedLedger = errors.New("truncated ledger")
 
 // TruncatedLedgerError reports a snapshot whose ancestry is incomplete: a
-// parent was expired (or the metadata is damaged), so the ledger ranges it
+// parent was expired without being archived (expired by another tool than
+// floe maintain, or the metadata is damaged), so the ledger ranges it
 // carried are gone. A writer must not trust such a ledger for resuming: a
 // partition whose ranges were all in expired snapshots would look unsunk
 // and be written again.
@@ -170,26 +201,36 @@ type TruncatedLedgerError struct {
 }
 
 func (e *TruncatedLedgerError) Error() string {
-	return fmt.Sprintf("the history of snapshot %d is incomplete: the parent of snapshot %d was expired, so the ledger ranges it carried are gone "+
-		"(floe cannot tell which offsets the table already holds; keep floe tables' history, or replay into a new table)", e.SnapshotID, e.Oldest)
+	return fmt.Sprintf("the history of snapshot %d is incomplete: the parent of snapshot %d was expired and is not in the ledger archive, so the ledger ranges it carried are gone "+
+		"(floe cannot tell which offsets the table already holds; expire floe tables' snapshots only with floe maintain, or replay into a new table)", e.SnapshotID, e.Oldest)
 }
 
 func (e *TruncatedLedgerError) Is(target error) bool { return target == ErrTruncatedLedger }
 
-// LedgerOf decodes the ledger of one branch of table metadata.
-func LedgerOf(meta table.Metadata, branch string) (mapping.Ledger, error) {
+// LedgerOf decodes the ledger of one branch of table metadata, completed
+// from archive (nil: none).
+func LedgerOf(meta table.Metadata, archive *Archive, branch string) (mapping.Ledger, error) {
 	head := meta.SnapshotByName(branch)
 	if head == nil {
 		return mapping.Ledger{}, nil
 	}
-	return LedgerAt(meta, head.SnapshotID)
+	return LedgerAt(meta, archive, head.SnapshotID)
 }
 
 // LedgerAt decodes the ledger as of one snapshot: the floe commits in its
-// ancestry, oldest first, the snapshot itself included.
-func LedgerAt(meta table.Metadata, snapshotID int64) (mapping.Ledger, error) {
+// ancestry, oldest first, the snapshot itself included. The ancestry is
+// walked through the live snapshots and, past the oldest one, through the
+// archived ones, so an expired snapshot gives the same entry as before its
+// expiry. When neither has a parent, the ledger is a *TruncatedLedgerError.
+func LedgerAt(meta table.Metadata, archive *Archive, snapshotID int64) (mapping.Ledger, error) {
 	var l mapping.Ledger
-	ancestors, complete := table.AncestorsOfChecked(snapshotID, meta.SnapshotByID)
+	lookup := func(id int64) *table.Snapshot {
+		if s := meta.SnapshotByID(id); s != nil {
+			return s
+		}
+		return archive.snapshot(id)
+	}
+	ancestors, complete := table.AncestorsOfChecked(snapshotID, lookup)
 	if !complete {
 		oldest := snapshotID
 		if len(ancestors) > 0 {

@@ -1,0 +1,229 @@
+package snapshot_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// maintainTable opens a new table of a SQLite catalog and file warehouse
+// in a temporary folder and commits n ranges to it, one per snapshot.
+func maintainTable(t *testing.T, n int) (*snapshot.Table, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cat, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{
+		Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := snapshot.Open(t.Context(), cat, []string{"lake", "maint"}, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, tbl, 0, n)
+	return tbl, dir
+}
+
+// commitRanges commits ranges [10i, 10i+10) of partition 0, for i in
+// [from, to), one per snapshot.
+func commitRanges(t *testing.T, tbl *snapshot.Table, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: 0}, Interval: mapping.Interval{Low: int64(10 * i), High: int64(10*i + 10)}}
+		if _, err := tbl.Commit(t.Context(), snapshot.Flush{Ranges: []mapping.Range{r}}, snapshot.CommitOptions{Writer: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ledger(t *testing.T, tbl *snapshot.Table) mapping.Ledger {
+	t.Helper()
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestMaintainKeepsLedger: after expiry the ledger is the same, also for a
+// table opened afresh, and commits after the expiry extend it; a second
+// expiry carries the first one's archived entries over.
+func TestMaintainKeepsLedger(t *testing.T) {
+	tbl, _ := maintainTable(t, 5)
+	before := ledger(t, tbl)
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Expired) != 4 || res.ExpiredCommits != 4 || res.Archived != 4 || res.Archive == "" {
+		t.Fatalf("result %+v, want 4 expired and archived commits", res)
+	}
+	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots left, want 1", n)
+	}
+	fresh, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := ledger(t, fresh); !reflect.DeepEqual(before, after) {
+		t.Fatalf("ledger after expiry\n%+v\nwant\n%+v", after, before)
+	}
+	first := res.Archive
+	commitRanges(t, fresh, 5, 8)
+	res, err = fresh.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Expired) != 2 || res.Archived != 6 || res.Archive == first {
+		t.Fatalf("second expiry %+v, want 2 more expired, 6 archived in a new archive", res)
+	}
+	if _, err := os.Stat(strings.TrimPrefix(first, "file://")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("superseded archive %s: stat err %v, want it removed", first, err)
+	}
+	l := ledger(t, fresh)
+	if len(l.Commits) != 8 || !reflect.DeepEqual(l.Commits[:5], before.Commits) {
+		t.Fatalf("ledger after the second expiry: %d commits, first five differ: %+v", len(l.Commits), l.Commits)
+	}
+	if next := l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}]; next != 80 {
+		t.Fatalf("next %d, want 80", next)
+	}
+}
+
+// TestMaintainDryRunChangesNothing: a dry run reports the snapshots it would
+// expire and keeps them.
+func TestMaintainDryRunChangesNothing(t *testing.T) {
+	tbl, _ := maintainTable(t, 3)
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Expired) != 2 || res.Archive != "" {
+		t.Fatalf("dry run %+v, want 2 snapshots to expire and no archive", res)
+	}
+	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 3 {
+		t.Fatalf("%d snapshots after a dry run, want 3", n)
+	}
+}
+
+// TestMaintainArchiveFailureExpiresNothing: when the archive cannot be
+// written (here a file stands where its folder must go), no snapshot is
+// expired.
+func TestMaintainArchiveFailureExpiresNothing(t *testing.T) {
+	tbl, _ := maintainTable(t, 3)
+	meta := strings.TrimPrefix(tbl.Iceberg().Location(), "file://") + "/metadata"
+	if err := os.WriteFile(filepath.Join(meta, "floe-ledger"), []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1})
+	var ae *snapshot.ArchiveError
+	if !errors.As(err, &ae) {
+		t.Fatalf("err %v, want an *ArchiveError", err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 3 {
+		t.Fatalf("%d snapshots after a failed archive write, want all 3", n)
+	}
+	if l := ledger(t, tbl); len(l.Commits) != 3 {
+		t.Fatalf("ledger has %d commits, want 3", len(l.Commits))
+	}
+}
+
+// TestLedgerTruncatedBeyondArchive: snapshots expired by another tool after
+// floe maintain are not in the archive, so the ledger is still refused.
+func TestLedgerTruncatedBeyondArchive(t *testing.T) {
+	tbl, _ := maintainTable(t, 3)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, tbl, 3, 4)
+	txn := tbl.Iceberg().NewTransaction()
+	if err := txn.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Ledger(); !errors.Is(err, snapshot.ErrTruncatedLedger) {
+		t.Fatalf("err %v, want ErrTruncatedLedger", err)
+	}
+}
+
+// TestMaintainRemovesOldOrphansOnly: an unreferenced data file older than
+// the safety age (a crashed writer's) is deleted; a young one (a writer may
+// be about to commit it) is kept.
+func TestMaintainRemovesOldOrphansOnly(t *testing.T) {
+	tbl, _ := maintainTable(t, 1)
+	data := strings.TrimPrefix(tbl.DataLocation(), "file://")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, young := filepath.Join(data, "crashed.parquet"), filepath.Join(data, "inflight.parquet")
+	for _, f := range []string{old, young} {
+		if err := os.WriteFile(f, []byte("PAR1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Orphans) != 1 || !strings.HasSuffix(res.Orphans[0], "crashed.parquet") {
+		t.Fatalf("dry run orphans %v, want only crashed.parquet", res.Orphans)
+	}
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("dry run deleted %s: %v", old, err)
+	}
+	if res, err = tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Orphans) != 1 {
+		t.Fatalf("orphans %v, want one", res.Orphans)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("old orphan: stat err %v, want it deleted", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Fatalf("young unreferenced file deleted: %v", err)
+	}
+}
+
+// TestLedgerAfterConcurrentMaintain: a writer that loaded the table before
+// another process expired its history commits on top of the expiry; its
+// next reload must read the new archive, though its own commit already
+// brought the metadata naming it.
+func TestLedgerAfterConcurrentMaintain(t *testing.T) {
+	a, _ := maintainTable(t, 3)
+	b, err := snapshot.Open(t.Context(), a.Catalog(), a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, b, 3, 4)
+	if err := b.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l := ledger(t, b)
+	if len(l.Commits) != 4 || l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}] != 40 {
+		t.Fatalf("ledger %+v, want 4 commits up to 40", l)
+	}
+}

@@ -23,7 +23,8 @@ const evidenceHeader = "floe-audit-evidence/1\n"
 //
 // with one commit line per ledger commit, oldest first, each followed by
 // its ranges sorted by topic, partition and low offset. Quoting is Go's
-// strconv.Quote. Anyone can rebuild it from the table's metadata.json and
+// strconv.Quote. Anyone can rebuild it from the table's metadata.json (and,
+// for snapshots floe maintain expired, the ledger archive it names) and
 // check the digest with sha256sum.
 func Canonical(metadataLocation string, l mapping.Ledger) []byte {
 	b := []byte(evidenceHeader)

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -225,5 +226,82 @@ func TestLedgerAfterConcurrentMaintain(t *testing.T) {
 	l := ledger(t, b)
 	if len(l.Commits) != 4 || l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}] != 40 {
 		t.Fatalf("ledger %+v, want 4 commits up to 40", l)
+	}
+}
+
+// TestMaintainRacesWriter: expiries running while another handle commits
+// lose races to its commits (their branch assertions fail) and retry; the
+// writer's retries read the archive the expiries wrote. In the end every
+// commit is in the ledger, in order, and the history is expired.
+func TestMaintainRacesWriter(t *testing.T) {
+	a, _ := maintainTable(t, 1)
+	w, err := snapshot.Open(t.Context(), a.Catalog(), a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const commits = 30
+	quiet := slog.New(slog.DiscardHandler)
+	done := make(chan error, 1)
+	go func() {
+		for i := 1; i <= commits; i++ {
+			r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: 0}, Interval: mapping.Interval{Low: int64(10 * i), High: int64(10*i + 10)}}
+			if _, err := w.Commit(t.Context(), snapshot.Flush{Ranges: []mapping.Range{r}}, snapshot.CommitOptions{Writer: "w", Logger: quiet}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	runs := 0
+	for finished := false; !finished; runs++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("writer: %v", err)
+			}
+			finished = true
+		default:
+		}
+		if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
+			t.Fatalf("maintain run %d: %v", runs, err)
+		}
+	}
+	fresh, err := snapshot.Open(t.Context(), a.Catalog(), a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ledger(t, fresh)
+	if len(l.Commits) != commits+1 {
+		t.Fatalf("%d commits in the ledger, want %d", len(l.Commits), commits+1)
+	}
+	for i, c := range l.Commits {
+		if r := c.Ranges[0]; r.Low != int64(10*i) {
+			t.Fatalf("commit %d covers %s, want it to start at %d", i, r.Interval, 10*i)
+		}
+	}
+	if n := len(fresh.Iceberg().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots after the last expiry, want 1", n)
+	}
+	t.Logf("%d maintain runs during %d commits", runs, commits)
+}
+
+// TestMaintainRefusesGCDisabled: a table whose files may be shared
+// (gc.enabled=false) is neither expired nor cleaned.
+func TestMaintainRefusesGCDisabled(t *testing.T) {
+	tbl, _ := maintainTable(t, 2)
+	txn := tbl.Iceberg().NewTransaction()
+	if err := txn.SetProperties(map[string]string{table.GCEnabledKey: "false"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true})
+	var ge *snapshot.GCDisabledError
+	if !errors.As(err, &ge) {
+		t.Fatalf("err %v, want a *GCDisabledError", err)
+	}
+	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 2 {
+		t.Fatalf("%d snapshots, want 2", n)
 	}
 }

@@ -165,3 +165,32 @@ func TestMaintainExpiresWithoutLosingTheLedger(t *testing.T) {
 		t.Fatalf("evidence digest %s is not that of the ledger with the expired commits", doc.Evidence.Digest)
 	}
 }
+
+// TestMaintainCommandErrors: nothing to do is a usage error, and an archive
+// that cannot be written (a file stands where its folder must go) fails the
+// run with exit 2 and expires nothing.
+func TestMaintainCommandErrors(t *testing.T) {
+	st, loc := sinkStack(t)
+	if code, out, errs := floe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "100"}, loc...)...); code != exitOK {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := floe(t, append([]string{"maintain", "--table", "lake.orders"}, loc...)...); code != exitError || !strings.Contains(errs, "nothing to do") {
+		t.Fatalf("maintain without an action: exit %d, %s", code, errs)
+	}
+	tbl := auditTable(t, st, "lake.orders")
+	n := len(tbl.Iceberg().Metadata().Snapshots())
+	meta := strings.TrimPrefix(tbl.Iceberg().Location(), "file://") + "/metadata"
+	if err := os.WriteFile(filepath.Join(meta, "floe-ledger"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := floe(t, append([]string{"maintain", "--table", "lake.orders", "--retain-last", "1"}, loc...)...)
+	if code != exitError || !strings.Contains(errs, "nothing was expired") {
+		t.Fatalf("maintain with an unwritable archive: exit %d, %s", code, errs)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(tbl.Iceberg().Metadata().Snapshots()); n < 2 || got != n {
+		t.Fatalf("%d snapshots after a failed archive write, want all %d", got, n)
+	}
+}

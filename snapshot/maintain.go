@@ -154,6 +154,13 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			return fmt.Errorf("stage the ledger archive of %s: %w", t.Name(), err)
 		}
 		tbl, err := txn.Commit(ctx)
+		if err != nil && tbl != nil {
+			// The catalog accepted the commit; only deleting the files the
+			// expired snapshots alone referenced failed. Data files left
+			// behind are orphans that --remove-orphans deletes.
+			log.Warn("snapshots expired, but deleting their files failed", "table", t.Name(), "err", err)
+			err = nil
+		}
 		if err != nil && isConflict(err) {
 			// Nothing was committed: the new archive is unreferenced.
 			t.removePaths(ctx, log, path)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -138,6 +139,12 @@ type Sink struct {
 	log    *slog.Logger
 	alloc  memory.Allocator
 	stats  Stats
+	// starts remembers where each partition without a ledger entry began in
+	// this run, so that a later session (after fencing, or when partitions
+	// were added) does not move it to a newer --start latest position and
+	// skip what arrived in between.
+	starts       map[int32]int64
+	firstSession bool
 }
 
 // Validate reports the first invalid setting of c, with the flag to fix.
@@ -200,8 +207,15 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 // continues from it.
 func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	s.stats = Stats{}
-	for {
+	s.starts = map[int32]int64{}
+	for first := true; ; first = false {
+		s.firstSession = first
 		err := s.session(ctx)
+		if (errors.Is(err, errPartitionsChanged) || errors.Is(err, snapshot.ErrFenced)) && ctx.Err() != nil {
+			// Interrupted while restarting: what was consumed is committed
+			// or, when fenced, belongs to the other writer.
+			return s.stats, nil
+		}
 		if errors.Is(err, errPartitionsChanged) {
 			continue
 		}
@@ -230,6 +244,10 @@ type partState struct {
 	closed []mapping.Range
 	rows   *mapping.RowBuilder
 	end    int64 // bounded mode: stop at this offset; -1 when unbounded
+	// lostFrom is where the last lost range began: records below next but
+	// at or above it were fetched before the loss was declared.
+	lostFrom int64
+	paused   bool
 }
 
 func (p *partState) done() bool { return p.end >= 0 && p.next >= p.end }
@@ -281,7 +299,7 @@ func (s *Sink) session(ctx context.Context) error {
 		}
 		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
 		w := wm[p]
-		st := &partState{tp: tp, end: -1}
+		st := &partState{tp: tp, end: -1, lostFrom: math.MaxInt64}
 		if s.cfg.EndOffsets != nil {
 			e, ok := s.cfg.EndOffsets[p]
 			if !ok {
@@ -292,8 +310,15 @@ func (s *Sink) session(ctx context.Context) error {
 			st.end = w.LastStable
 		}
 		pos, resumed := next[tp]
+		started, seen := s.starts[p]
 		switch {
 		case resumed:
+		case seen:
+			pos = started
+		case !s.firstSession && s.cfg.StartOffsets == nil:
+			// A partition added to the topic while the sink ran: all of
+			// it is new data.
+			pos = w.LogStart
 		case s.cfg.StartOffsets != nil:
 			o, ok := s.cfg.StartOffsets[p]
 			if !ok {
@@ -317,13 +342,16 @@ func (s *Sink) session(ctx context.Context) error {
 				}
 			}
 		}
+		if !resumed {
+			s.starts[p] = pos
+		}
 		st.low, st.next = pos, pos
 		if resumed && pos > w.HighWatermark {
 			return fmt.Errorf("the ledger of %s is at offset %d of %s, but the partition ends at %d: the topic was deleted and recreated, or its log truncated; "+
 				"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark)
 		}
 		if resumed && pos < w.LogStart {
-			if err := s.lose(st, w.LogStart); err != nil {
+			if err := s.lose(st, st.capped(w.LogStart)); err != nil {
 				// Nothing was consumed in this session: fail before reading.
 				return err
 			}
@@ -401,7 +429,7 @@ func (s *Sink) lose(p *partState, logStart int64) error {
 		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records})
 	}
 	p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: lost, Lost: true})
-	p.low, p.next, p.records = logStart, logStart, 0
+	p.low, p.next, p.records, p.lostFrom = logStart, logStart, 0, lost.Low
 	return nil
 }
 
@@ -452,8 +480,9 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		inflight = make(chan error, 1)
 		go func() {
 			// Commit even when ctx was cancelled: an interrupt flushes what
-			// was consumed. The commit has its own deadline.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			// was consumed. The commit (Parquet writes included) has its own
+			// deadline, generous enough for a large flush to slow storage.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 			defer cancel()
 			inflight <- s.commit(cctx, f)
 		}()
@@ -463,10 +492,20 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 
 	bounded := !allDone() && slices.ContainsFunc(slices.Collect(maps.Values(states)), func(p *partState) bool { return p.end >= 0 })
 	known := len(states)
-	lastPartitionCheck := time.Now()
+	lastCheck, lastPartitionCheck := time.Now(), time.Now()
 	for !allDone() {
 		if ctx.Err() != nil {
 			break
+		}
+		select {
+		case err := <-inflight:
+			// A background commit failed (or finished): learn it now, not
+			// at the next flush, so as not to consume for nothing.
+			inflight = nil
+			if err != nil {
+				return errors.Join(err, failure)
+			}
+		default:
 		}
 		// Polls wake up regularly even when nothing arrives, to flush on
 		// time and to run the checks below.
@@ -477,11 +516,13 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		pctx, cancel := context.WithDeadline(ctx, wake)
 		fetches := cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-pending)))
 		cancel()
-		if fetches.NumRecords() == 0 && ctx.Err() == nil {
+		// The checks run on a timer, not only when polls come back empty:
+		// a busy partition must not starve them.
+		if time.Since(lastCheck) >= idleCheck && ctx.Err() == nil {
+			lastCheck = time.Now()
 			if bounded {
-				// A bounded job waits on no new records: if retention
-				// deleted the rest of a partition's range, no record
-				// would ever arrive to reveal the jump.
+				// If retention deleted the rest of a partition's range, no
+				// record would ever arrive to reveal the jump.
 				if err := s.checkRetention(ctx, states); err != nil {
 					failure = err
 					break
@@ -521,6 +562,12 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 					break
 				}
 				if r.Offset < p.next {
+					if r.Offset >= p.lostFrom {
+						// Fetched before the watermark check declared
+						// these offsets lost: the ledger says lost, so
+						// they stay out of the table.
+						continue
+					}
 					// franz-go never returns offsets below the fetch
 					// position unless it was reset to the log start
 					// because the position was past the log end.
@@ -558,6 +605,11 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 				pendingBytes += size
 				polled++
 				polledBytes += size
+			}
+			if p.done() && !p.paused {
+				// Records past the end would keep arriving and be dropped.
+				cl.PauseFetchPartitions(map[string][]int32{s.cfg.Topic: {p.tp.Partition}})
+				p.paused = true
 			}
 		})
 		if consumed > 0 {

@@ -3,6 +3,7 @@ package connector_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -105,20 +107,7 @@ func TestLiveSinkPicksUpNewPartitions(t *testing.T) {
 	}
 	e.produce(records(topic, 2, 30, "new"))
 	want := e.endOffsets(topic)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if err := tbl.Refresh(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-		next := mustLedger(t, tbl).Next()
-		if next[mapping.TopicPartition{Topic: topic, Partition: 2}] == 30 && len(next) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the new partition was not sunk: ledger next %v", next)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForNext(t, e, "lake.growing", mapping.TopicPartition{Topic: topic, Partition: 2}, 30)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -179,4 +168,148 @@ func TestSinkMirrorsGroupOffsets(t *testing.T) {
 			t.Fatalf("%s: group offset %+v, want %d", tp, o, end)
 		}
 	}
+}
+
+// waitForNext polls the table, through its own handle (the sink's is not
+// for sharing), until the ledger's next offset of tp reaches want.
+func waitForNext(t *testing.T, e *env, table string, tp mapping.TopicPartition, want int64) {
+	t.Helper()
+	reader := e.table(table)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := reader.Refresh(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := mustLedger(t, reader).Next()
+		if next[tp] >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not reach %d: ledger next %v", tp, want, next)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLiveSinkNewPartitionOnBusyTopic: a partition added while another one
+// is busy (polls never come back empty) is still found, and with
+// --start latest it is sunk from its first record: all of it is new.
+func TestLiveSinkNewPartitionOnBusyTopic(t *testing.T) {
+	e := newEnv(t)
+	const topic = "busy"
+	e.topic(topic, 1, nil)
+	tbl := e.table("lake.busy")
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	s, err := connector.NewSink(e.broker(), tbl, connector.Config{Topic: topic, Start: connector.StartLatest,
+		FlushRecords: 20, FlushInterval: 100 * time.Millisecond, PartitionCheck: 200 * time.Millisecond, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(ctx)
+		done <- err
+	}()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if err := localstackProduce(e, records(topic, 0, 1, fmt.Sprintf("busy%d", i))); err != nil {
+				return
+			}
+		}
+	}()
+	waitForNext(t, e, "lake.busy", mapping.TopicPartition{Topic: topic, Partition: 0}, 1)
+	if _, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.ctx, 1, topic); err != nil {
+		t.Fatal(err)
+	}
+	e.produce(records(topic, 1, 30, "new"))
+	waitForNext(t, e, "lake.busy", mapping.TopicPartition{Topic: topic, Partition: 1}, 30)
+	close(stop)
+	wg.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rs := rows(t, e.table("lake.busy"))
+	var fromNew int
+	for _, r := range rs {
+		if r.tp.Partition == 1 {
+			fromNew++
+		}
+	}
+	if fromNew != 30 {
+		t.Fatalf("%d rows of the new partition, want all 30", fromNew)
+	}
+}
+
+// TestBoundedRunRetentionWhileOtherPartitionBusy: retention deletes the rest
+// of one partition's range while another partition keeps receiving records;
+// the bounded run still ends, with the loss recorded.
+func TestBoundedRunRetentionWhileOtherPartitionBusy(t *testing.T) {
+	e := newEnv(t)
+	const topic = "hot"
+	e.topic(topic, 2, nil)
+	e.produce(records(topic, 0, 20, "a"))
+	e.produceOneByOne(records(topic, 1, 15, "a"))
+	tbl := e.table("lake.hot")
+	slow, err := connector.Dial(e.ctx, e.stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	var once sync.Once
+	s, err := connector.NewSink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, Logger: quietLogger(),
+		OnRecords: func(int64) {
+			once.Do(func() {
+				if err := e.stack.Cluster.DeleteRecords(topic, 1, 15); err != nil {
+					t.Error(err)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(time.Millisecond):
+						}
+						if localstackProduce(e, records(topic, 0, 1, "more")) != nil {
+							return
+						}
+					}
+				}()
+			})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the bounded run did not end")
+	}
+	c := mapping.Cover(mustLedger(t, tbl).Ranges(mapping.TopicPartition{Topic: topic, Partition: 1}))
+	if c.Next != 15 || len(c.Lost) != 1 || c.Lost[0].High != 15 {
+		t.Fatalf("partition 1 coverage %+v: want the loss recorded up to 15", c)
+	}
+}
+
+// localstackProduce produces without failing the test, for goroutines.
+func localstackProduce(e *env, recs []*kgo.Record) error {
+	return localstack.Produce(e.ctx, e.stack.Brokers, recs)
 }

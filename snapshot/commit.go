@@ -107,6 +107,16 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if err != nil {
 		return res, err
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	// The ledger as last loaded must end where this flush starts. Normally
+	// the caller read it there; if the table was reloaded since and another
+	// writer had advanced, the branch-head assertion alone would not notice.
+	if _, err := t.settle(ctx, log, res.Commit, nil); err != nil {
+		return res, err
+	}
 
 	write := t.appendFiles
 	if t.Fold() != "" {
@@ -131,10 +141,6 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	maxAttempts := opts.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = 30
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
 	}
 	// Conflicts are retried up to maxAttempts: every round one writer wins.
 	// Other failures (storage or catalog errors) get a few tries: a
@@ -188,7 +194,21 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		log.Info("commit attempt failed, reloading to decide between retry and fencing",
 			"table", t.Name(), "attempt", attempt, "conflict", conflict, "err", err)
 	}
-	return res, fmt.Errorf("commit %s to %s: gave up after %d attempts (data files kept for inspection; the ledger is unchanged): %w",
+	// A last look: the final attempt may have been applied after all, or
+	// failed because another writer fenced this one.
+	if err := t.Refresh(ctx); err == nil {
+		done, err := t.settle(ctx, log, res.Commit, files)
+		if done {
+			res.Commit = t.committed(res.Commit.ID, res.Commit)
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		return res, fmt.Errorf("commit %s to %s: gave up after %d attempts; the ledger does not hold it, so its data files are orphans for maintenance: %w",
+			res.Commit.ID, t.Name(), res.Attempts, lastErr)
+	}
+	return res, fmt.Errorf("commit %s to %s: gave up after %d attempts; whether the last one was applied is unknown until the table can be read again, and the next run resumes from the ledger either way: %w",
 		res.Commit.ID, t.Name(), res.Attempts, lastErr)
 }
 

@@ -28,7 +28,7 @@ func TestFaultGap(t *testing.T) {
 	tbl := e.table("lake.gap")
 	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
 	commit(t, tbl, tp, 0, 10, span(0, 10))
-	commit(t, tbl, tp, 15, 20, span(15, 20)) // skips [10, 15)
+	forceCommit(t, tbl, tp, 15, 20, span(15, 20)) // skips [10, 15)
 	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
 		rep := e.audit(tbl, opts)
 		expectFindings(t, rep, "ledger gap t/0 [10, 15)")
@@ -43,7 +43,7 @@ func TestFaultOverlap(t *testing.T) {
 	tbl := e.table("lake.overlap")
 	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
 	commit(t, tbl, tp, 0, 10, span(0, 10))
-	commit(t, tbl, tp, 5, 15, span(5, 15)) // commits [5, 10) again
+	forceCommit(t, tbl, tp, 5, 15, span(5, 15)) // commits [5, 10) again
 	expectFindings(t, e.audit(tbl, ledgerOnly), "ledger overlap t/0 [5, 10)")
 	expectFindings(t, e.audit(tbl, filesDepth), "ledger overlap t/0 [5, 10)")
 	// The rows level sees the consequence: the offsets are held twice.

@@ -11,9 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
@@ -137,42 +134,12 @@ func commit(t testing.TB, tbl *snapshot.Table, tp mapping.TopicPartition, low, h
 	}
 }
 
-// forceCommit writes a floe commit the way floe never would: its range
-// need not start where the ledger ends. It injects gaps and overlaps
-// through iceberg-go directly, since Table.Commit refuses them.
+// forceCommit writes a commit whose range [low, high) holds rows at
+// offsets, wherever the ledger ends (see floetest.ForceCommit).
 func forceCommit(t testing.TB, tbl *snapshot.Table, tp mapping.TopicPartition, low, high int64, offsets []int64) {
 	t.Helper()
-	c := mapping.Commit{ID: uuid.NewString(), Writer: "fault-injection", Ranges: []mapping.Range{
-		{TopicPartition: tp, Interval: mapping.Interval{Low: low, High: high}, Records: int64(len(offsets))}}}
-	props, err := c.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ice := tbl.Iceberg()
-	txn := ice.NewTransaction()
-	if len(offsets) == 0 {
-		err = txn.AddFiles(t.Context(), nil, props, false)
-	} else {
-		b := batch(t, tbl, tp, offsets...)
-		one := func(yield func(arrow.RecordBatch, error) bool) { yield(b, nil) }
-		var files []iceberg.DataFile
-		for df, err := range table.WriteRecords(t.Context(), ice, tbl.ArrowSchema(), one) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, df)
-		}
-		err = txn.AddDataFiles(t.Context(), files, props)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	floetest.ForceCommit(t, tbl, []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: low, High: high},
+		Records: int64(len(offsets))}}, batch(t, tbl, tp, offsets...))
 }
 
 // want describes the findings a test expects: level, kind, partition and

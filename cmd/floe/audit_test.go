@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -145,8 +145,8 @@ func TestAuditCommandComplete(t *testing.T) {
 	}
 }
 
-// commitRows writes a hand-made floe commit of partition p: rows at
-// offsets, in one range [low, high).
+// commitRows injects a hand-made floe commit of partition p: rows at
+// offsets, in one range [low, high), wherever the ledger ends.
 func commitRows(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, offsets ...int64) {
 	t.Helper()
 	tp := mapping.TopicPartition{Topic: "orders", Partition: p}
@@ -158,13 +158,8 @@ func commitRows(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, off
 	for _, o := range offsets {
 		rb.Append(&kgo.Record{Topic: tp.Topic, Partition: p, Offset: o, Value: fmt.Appendf(nil, "v%d", o), Timestamp: time.Now()})
 	}
-	f := snapshot.Flush{
-		Batches: map[mapping.TopicPartition]arrow.RecordBatch{tp: rb.NewBatch()},
-		Ranges:  []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: low, High: high}, Records: int64(len(offsets))}},
-	}
-	if _, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	floetest.ForceCommit(t, tbl, []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: low, High: high},
+		Records: int64(len(offsets))}}, rb.NewBatch())
 }
 
 func TestAuditCommandFindings(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,6 +54,13 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int) error {
 		partitions = 4
 		tableName  = "lake.orders"
 	)
+	if dir != "" {
+		// The demo's broker lives in memory: a catalog left by an earlier
+		// run holds ledgers of a log that no longer exists.
+		if _, err := os.Stat(filepath.Join(dir, "catalog.db")); err == nil {
+			return fmt.Errorf("--dir %s already holds a demo's catalog, whose log is gone with that demo's in-memory broker; pass a new or empty folder", dir)
+		}
+	}
 	stack, err := localstack.Start(ctx, localstack.Options{Dir: dir})
 	if err != nil {
 		return err

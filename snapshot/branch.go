@@ -194,6 +194,8 @@ func (t *Table) SetProperties(ctx context.Context, props map[string]string) erro
 	if err != nil {
 		return fmt.Errorf("set properties of %s: %w", t.Name(), err)
 	}
-	t.tbl = tbl
+	if err := t.adopt(ctx, tbl); err != nil {
+		return fmt.Errorf("set properties of %s: reload after the commit: %w", t.Name(), err)
+	}
 	return nil
 }

@@ -296,10 +296,13 @@ func (t *Table) commitOnce(ctx context.Context, st staged, props iceberg.Propert
 	if err != nil {
 		return nil, err
 	}
-	t.tbl = tbl
 	snap := tbl.Metadata().SnapshotByName(t.branch)
 	if snap == nil {
 		return nil, fmt.Errorf("commit succeeded but branch %s has no head", t.branch)
+	}
+	if err := t.adopt(ctx, tbl); err != nil {
+		// The commit is applied; the retry's reload and settle find it.
+		return nil, fmt.Errorf("commit applied, but loading the table it produced failed: %w", err)
 	}
 	return snap, nil
 }

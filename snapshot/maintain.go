@@ -173,7 +173,12 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			// so it stays.
 			return fmt.Errorf("commit snapshot expiry of %s (outcome unknown; run floe maintain again): %w", t.Name(), err)
 		}
-		t.tbl, t.archive, t.archivePath = tbl, archive, path
+		// The archive just written is the one tbl names: adopt need not
+		// read it back.
+		t.archive, t.archivePath = archive, path
+		if err := t.adopt(ctx, tbl); err != nil {
+			return err
+		}
 		if prev != "" {
 			// Superseded: the new archive holds every entry of the old one.
 			t.removePaths(ctx, log, prev)

@@ -305,3 +305,25 @@ func TestMaintainRefusesGCDisabled(t *testing.T) {
 		t.Fatalf("%d snapshots, want 2", n)
 	}
 }
+
+// TestWriterCommitsTwiceAfterConcurrentMaintain: a running sink's handle,
+// opened before another process expired its history, commits on top of
+// the expiry and then commits again without a reload in between. The
+// first commit brings metadata naming the new archive, so the second
+// commit's ledger check must read that archive, not the one loaded at
+// Open.
+func TestWriterCommitsTwiceAfterConcurrentMaintain(t *testing.T) {
+	a, _ := maintainTable(t, 3)
+	b, err := snapshot.Open(t.Context(), a.Catalog(), a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, b, 3, 5)
+	l := ledger(t, b)
+	if len(l.Commits) != 5 || l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}] != 50 {
+		t.Fatalf("ledger %+v, want 5 commits up to 50", l)
+	}
+}

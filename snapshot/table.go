@@ -47,11 +47,9 @@ type Table struct {
 	tbl    *table.Table
 	schema *arrow.Schema
 	// archive holds the ledger entries of expired snapshots, loaded with
-	// the metadata by Open and Refresh (so that reading the ledger needs no
-	// I/O). Archives only grow, so one loaded before a later commit is a
-	// subset of the current one: the ledger it completes is never wrong,
-	// at worst truncated until the next Refresh. archivePath is the path it
-	// was read from (PropLedgerArchive then), compared on Refresh.
+	// the metadata whenever tbl changes (adopt), so that reading the ledger
+	// needs no I/O and always matches tbl. archivePath is the path it was
+	// read from (tbl's PropLedgerArchive).
 	archive     *Archive
 	archivePath string
 }
@@ -93,8 +91,8 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if branch == "" {
 		branch = table.MainBranch
 	}
-	t := &Table{cat: cat, ident: ident, branch: branch, tbl: tbl, schema: sc}
-	if err := t.loadArchive(ctx, tbl); err != nil {
+	t := &Table{cat: cat, ident: ident, branch: branch, schema: sc}
+	if err := t.adopt(ctx, tbl); err != nil {
 		return nil, err
 	}
 	// iceberg-go would fork a missing branch from main on its first commit,
@@ -148,25 +146,26 @@ func (t *Table) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reload table %s: %w", t.Name(), err)
 	}
-	if err := t.loadArchive(ctx, tbl); err != nil {
-		return err
-	}
-	t.tbl = tbl
-	return nil
+	return t.adopt(ctx, tbl)
 }
 
-// loadArchive reads the ledger archive tbl names, unless it is the one
-// already loaded.
-func (t *Table) loadArchive(ctx context.Context, tbl *table.Table) error {
+// adopt makes tbl the table's metadata, loading the ledger archive it
+// names when that is not the one already loaded. Every assignment of t.tbl
+// goes through adopt: metadata returned by a commit may name an archive
+// another process wrote (a floe maintain that expired snapshots without
+// moving the branch), and reading its ledger with the archive loaded
+// before would find the expired parents missing. On error t.tbl and the
+// archive are left as they were.
+func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 	path := tbl.Properties()[PropLedgerArchive]
-	if path == t.archivePath {
-		return nil
+	if path != t.archivePath {
+		a, err := readArchive(ctx, tbl, t.Name())
+		if err != nil {
+			return err
+		}
+		t.archive, t.archivePath = a, path
 	}
-	a, err := readArchive(ctx, tbl, t.Name())
-	if err != nil {
-		return err
-	}
-	t.archive, t.archivePath = a, path
+	t.tbl = tbl
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
@@ -325,5 +327,48 @@ func TestWriterCommitsTwiceAfterConcurrentMaintain(t *testing.T) {
 	l := ledger(t, b)
 	if len(l.Commits) != 5 || l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}] != 50 {
 		t.Fatalf("ledger %+v, want 5 commits up to 50", l)
+	}
+}
+
+// staleCatalog answers the first LoadTable with stale metadata, as a
+// reader sees it when a maintain run commits between its loading the
+// metadata and its reading the archive the metadata names.
+type staleCatalog struct {
+	catalog.Catalog
+	stale *table.Table
+}
+
+func (c *staleCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	if s := c.stale; s != nil {
+		c.stale = nil
+		return s, nil
+	}
+	return c.Catalog.LoadTable(ctx, ident)
+}
+
+// TestOpenAfterArchiveSuperseded: a reader whose metadata names an archive
+// that a later maintain run superseded and deleted reloads the table and
+// reads the new archive, instead of failing.
+func TestOpenAfterArchiveSuperseded(t *testing.T) {
+	a, _ := maintainTable(t, 3)
+	if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	stale := a.Iceberg()
+	commitRanges(t, a, 3, 4)
+	res, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := stale.Properties()[snapshot.PropLedgerArchive]
+	if _, err := os.Stat(strings.TrimPrefix(old, "file://")); old == res.Archive || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("archive %s: stat err %v, want it superseded by %s and removed", old, err, res.Archive)
+	}
+	r, err := snapshot.Open(t.Context(), &staleCatalog{Catalog: a.Catalog(), stale: stale}, a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := ledger(t, r); len(l.Commits) != 4 {
+		t.Fatalf("ledger has %d commits, want 4", len(l.Commits))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"strings"
 	"time"
@@ -156,17 +157,35 @@ func (t *Table) Refresh(ctx context.Context) error {
 // moving the branch), and reading its ledger with the archive loaded
 // before would find the expired parents missing. On error t.tbl and the
 // archive are left as they were.
+//
+// An archive that no longer exists was superseded after tbl was loaded: a
+// floe maintain that commits a new archive deletes the one before. The
+// table is then reloaded once; the archive it names holds every entry of
+// the deleted one.
 func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
-	path := tbl.Properties()[PropLedgerArchive]
-	if path != t.archivePath {
+	for reloaded := false; ; reloaded = true {
+		path := tbl.Properties()[PropLedgerArchive]
+		if path == t.archivePath {
+			t.tbl = tbl
+			return nil
+		}
 		a, err := readArchive(ctx, tbl, t.Name())
-		if err != nil {
+		if err == nil {
+			t.tbl, t.archive, t.archivePath = tbl, a, path
+			return nil
+		}
+		if reloaded || !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		t.archive, t.archivePath = a, path
+		fresh, lerr := t.cat.LoadTable(ctx, t.ident)
+		if lerr != nil {
+			return fmt.Errorf("reload table %s after its ledger archive was not found: %w (reading it: %w)", t.Name(), lerr, err)
+		}
+		if fresh.Properties()[PropLedgerArchive] == path {
+			return err
+		}
+		tbl = fresh
 	}
-	t.tbl = tbl
-	return nil
 }
 
 // Head returns the snapshot at the head of the table's branch, or nil when

@@ -95,15 +95,8 @@ func (a *Archive) index() {
 // with returns a new archive holding a's snapshots and snaps (a snapshot
 // already archived is kept once), ordered by commit time.
 func (a *Archive) with(tableUUID string, snaps []table.Snapshot) *Archive {
-	out := &Archive{Format: ArchiveFormat, TableUUID: tableUUID}
-	if a != nil {
-		out.Snapshots = slices.Clone(a.Snapshots)
-	}
-	out.index()
+	add := make([]ArchivedSnapshot, 0, len(snaps))
 	for _, s := range snaps {
-		if _, ok := out.byID[s.SnapshotID]; ok {
-			continue
-		}
 		as := ArchivedSnapshot{SnapshotID: s.SnapshotID, ParentID: s.ParentSnapshotID, TimestampMs: s.TimestampMs}
 		if s.Summary != nil {
 			for k, v := range s.Summary.Properties {
@@ -115,7 +108,31 @@ func (a *Archive) with(tableUUID string, snaps []table.Snapshot) *Archive {
 				}
 			}
 		}
-		out.byID[s.SnapshotID] = len(out.Snapshots)
+		add = append(add, as)
+	}
+	return a.plus(tableUUID, add)
+}
+
+// union returns a new archive holding the snapshots of a and b. Entries
+// describe immutable snapshots, so two archives never disagree about one.
+func (a *Archive) union(tableUUID string, b *Archive) *Archive {
+	if b == nil {
+		return a.plus(tableUUID, nil)
+	}
+	return a.plus(tableUUID, b.Snapshots)
+}
+
+func (a *Archive) plus(tableUUID string, add []ArchivedSnapshot) *Archive {
+	out := &Archive{Format: ArchiveFormat, TableUUID: tableUUID}
+	if a != nil {
+		out.Snapshots = slices.Clone(a.Snapshots)
+	}
+	out.index()
+	for _, as := range add {
+		if _, ok := out.byID[as.SnapshotID]; ok {
+			continue
+		}
+		out.byID[as.SnapshotID] = len(out.Snapshots)
 		out.Snapshots = append(out.Snapshots, as)
 	}
 	slices.SortFunc(out.Snapshots, func(x, y ArchivedSnapshot) int {
@@ -147,11 +164,17 @@ func readArchive(ctx context.Context, tbl *table.Table, name string) (*Archive, 
 	if path == "" {
 		return nil, nil
 	}
-	fail := func(err error) (*Archive, error) { return nil, &ArchiveError{Table: name, Path: path, Err: err} }
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return fail(err)
+		return nil, &ArchiveError{Table: name, Path: path, Err: err}
 	}
+	return readArchiveFile(fsys, tbl.Metadata().TableUUID().String(), name, path)
+}
+
+// readArchiveFile reads and checks one archive file of the table with uuid
+// tableUUID.
+func readArchiveFile(fsys iceio.IO, tableUUID, name, path string) (*Archive, error) {
+	fail := func(err error) (*Archive, error) { return nil, &ArchiveError{Table: name, Path: path, Err: err} }
 	f, err := fsys.Open(path)
 	if err != nil {
 		return fail(err)
@@ -168,11 +191,20 @@ func readArchive(ctx context.Context, tbl *table.Table, name string) (*Archive, 
 	if a.Format != ArchiveFormat {
 		return fail(fmt.Errorf("format %q, this floe reads %q", a.Format, ArchiveFormat))
 	}
-	if u := tbl.Metadata().TableUUID().String(); a.TableUUID != u {
-		return fail(fmt.Errorf("written for table uuid %s, not this table's %s", a.TableUUID, u))
+	if a.TableUUID != tableUUID {
+		return fail(fmt.Errorf("written for table uuid %s, not this table's %s", a.TableUUID, tableUUID))
 	}
 	a.index()
 	return &a, nil
+}
+
+// archiveLocation is the folder of a table's archive files.
+func archiveLocation(meta table.Metadata) string {
+	loc := meta.Properties()[table.WriteMetadataPathKey]
+	if loc == "" {
+		loc = strings.TrimSuffix(meta.Location(), "/") + "/metadata"
+	}
+	return strings.TrimSuffix(loc, "/") + "/" + archiveFolder
 }
 
 // writeArchive writes a new archive file under the table's metadata
@@ -180,12 +212,7 @@ func readArchive(ctx context.Context, tbl *table.Table, name string) (*Archive, 
 // archive the table currently names is never overwritten: a maintenance run
 // that fails after writing leaves only an unreferenced file.
 func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, error) {
-	meta := tbl.Metadata()
-	loc := meta.Properties()[table.WriteMetadataPathKey]
-	if loc == "" {
-		loc = strings.TrimSuffix(meta.Location(), "/") + "/metadata"
-	}
-	path := fmt.Sprintf("%s/%s/%05d-%s.json", strings.TrimSuffix(loc, "/"), archiveFolder, a.Len(), uuid.NewString())
+	path := fmt.Sprintf("%s/%05d-%s.json", archiveLocation(tbl.Metadata()), a.Len(), uuid.NewString())
 	b, err := json.MarshalIndent(a, "", " ")
 	if err != nil {
 		return path, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
@@ -173,6 +174,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			// so it stays.
 			return fmt.Errorf("commit snapshot expiry of %s (outcome unknown; run floe maintain again): %w", t.Name(), err)
 		}
+		planned := t.tbl.Metadata()
 		// The archive just written is the one tbl names: adopt need not
 		// read it back.
 		t.archive, t.archivePath = archive, path
@@ -183,9 +185,148 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			// Superseded: the new archive holds every entry of the old one.
 			t.removePaths(ctx, log, prev)
 		}
-		return nil
+		return t.checkArchive(ctx, log, planned, archive)
 	}
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
+}
+
+// LostEntriesError reports ledger entries that overlapping expiries lost
+// and that no archive file of the table still holds (for example snapshots
+// another tool expired meanwhile): the ledgers through them are truncated.
+type LostEntriesError struct {
+	Table     string
+	Snapshots []int64
+}
+
+func (e *LostEntriesError) Error() string {
+	return fmt.Sprintf("table %s: snapshots %v were expired but are in no ledger archive file (another tool expired them while floe maintain ran?); ledgers through them are truncated", e.Table, e.Snapshots)
+}
+
+// checkArchive makes sure that no ledger entry was lost to an overlapping
+// maintain run. iceberg-go's expiry asserts only the table uuid and the
+// branch heads, which an expiry does not move, and iceberg-go has no
+// requirement on a table property, so a run that planned on metadata
+// another run has since changed still commits, and its archive (the one it
+// started from plus its own expired snapshots) replaces the other run's.
+//
+// checkArchive reloads the table and looks for snapshots that were live
+// when this run planned (planned) or are in the archive it wrote, but are
+// now neither live nor in the archive the table names. It then merges every
+// archive file of the table into a new archive and commits it: a run
+// deletes the archive it started from only after committing a superset of
+// it, so together the files still hold every entry.
+func (t *Table) checkArchive(ctx context.Context, log *slog.Logger, planned table.Metadata, archive *Archive) error {
+	const maxRepairs = 5
+	for attempt := 1; ; attempt++ {
+		if err := t.Refresh(ctx); err != nil {
+			return fmt.Errorf("check the ledger archive of %s after expiry: %w", t.Name(), err)
+		}
+		lost := t.lost(planned, archive)
+		if len(lost) == 0 {
+			return nil
+		}
+		if attempt > maxRepairs {
+			return fmt.Errorf("repair the ledger archive of %s: gave up after %d attempts (is another floe maintain running?): %w",
+				t.Name(), maxRepairs, &LostEntriesError{Table: t.Name(), Snapshots: lost})
+		}
+		log.Warn("an overlapping maintain run replaced the ledger archive; merging the archive files", "table", t.Name(), "missing", len(lost))
+		merged, err := t.mergeArchives(ctx, log)
+		if err != nil {
+			return err
+		}
+		if missing := slices.DeleteFunc(lost, func(id int64) bool { return merged.snapshot(id) != nil }); len(missing) > 0 {
+			return &LostEntriesError{Table: t.Name(), Snapshots: missing}
+		}
+		path, err := writeArchive(ctx, t.tbl, merged)
+		if err != nil {
+			return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}
+		}
+		txn := t.tbl.NewTransaction()
+		if err := txn.SetProperties(iceberg.Properties{PropLedgerArchive: path}); err != nil {
+			t.removePaths(ctx, log, path)
+			return fmt.Errorf("stage the merged ledger archive of %s: %w", t.Name(), err)
+		}
+		tbl, err := txn.Commit(ctx)
+		if err != nil && isConflict(err) {
+			t.removePaths(ctx, log, path)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
+		}
+		// The superseded archives stay: a run overlapping this one may
+		// still be about to name one of them.
+		t.archive, t.archivePath = merged, path
+		if err := t.adopt(ctx, tbl); err != nil {
+			return err
+		}
+		archive = merged
+	}
+}
+
+// lost returns the snapshots live in planned or held by archive that are
+// neither live in the table as loaded nor in its archive, in id order.
+func (t *Table) lost(planned table.Metadata, archive *Archive) []int64 {
+	meta := t.tbl.Metadata()
+	seen := map[int64]bool{}
+	var ids []int64
+	check := func(id int64) {
+		if !seen[id] && meta.SnapshotByID(id) == nil && t.archive.snapshot(id) == nil {
+			ids = append(ids, id)
+		}
+		seen[id] = true
+	}
+	for _, s := range planned.Snapshots() {
+		check(s.SnapshotID)
+	}
+	for _, s := range archive.Snapshots {
+		check(s.SnapshotID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// mergeArchives returns the union of the loaded archive and every archive
+// file of the table under its archive folder. A file that vanished (a
+// concurrent run removed it) is skipped, and so, with a warning, is one
+// that is not an archive of this table.
+func (t *Table) mergeArchives(ctx context.Context, log *slog.Logger) (*Archive, error) {
+	uuid := t.tbl.Metadata().TableUUID().String()
+	merged := t.archive.union(uuid, nil)
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("merge the ledger archives of %s: %w", t.Name(), err)
+	}
+	lfs, ok := fsys.(iceio.ListableIO)
+	if !ok {
+		return nil, fmt.Errorf("merge the ledger archives of %s: the table's storage cannot list files", t.Name())
+	}
+	dir := archiveLocation(t.tbl.Metadata())
+	err = lfs.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return nil
+		}
+		a, err := readArchiveFile(fsys, uuid, t.Name(), path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			log.Warn("skipping a file that is not a ledger archive of this table", "table", t.Name(), "file", path, "err", err)
+			return nil
+		}
+		merged = merged.union(uuid, a)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("merge the ledger archives of %s: list %s: %w", t.Name(), dir, err)
+	}
+	return merged, nil
 }
 
 // DataLocation is where the table's data files are written.

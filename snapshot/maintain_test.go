@@ -372,3 +372,65 @@ func TestOpenAfterArchiveSuperseded(t *testing.T) {
 		t.Fatalf("ledger has %d commits, want 4", len(l.Commits))
 	}
 }
+
+// hookCatalog runs beforeCommit (once) when a table loaded through it
+// commits, before the commit reaches the catalog: the commit was planned on
+// metadata that beforeCommit makes stale.
+type hookCatalog struct {
+	catalog.Catalog
+	beforeCommit func()
+}
+
+func (c *hookCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c *hookCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if f := c.beforeCommit; f != nil {
+		c.beforeCommit = nil
+		f()
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// TestOverlappingMaintainRuns: two maintain runs plan their expiries on the
+// same metadata; one expiring much commits first, then the other, expiring
+// less, commits an archive that lacks the first one's entries (iceberg-go's
+// expiry asserts no branch head that either moves). The second run notices
+// and repairs the archive: the table ends with a complete ledger.
+func TestOverlappingMaintainRuns(t *testing.T) {
+	a, _ := maintainTable(t, 3)
+	if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, a, 3, 8)
+	want := ledger(t, a)
+	quiet := slog.New(slog.DiscardHandler)
+	hc := &hookCatalog{Catalog: a.Catalog()}
+	b, err := snapshot.Open(t.Context(), hc, a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.beforeCommit = func() {
+		if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
+			t.Errorf("first maintain run: %v", err)
+		}
+	}
+	if _, err := b.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 4, Logger: quiet}); err != nil {
+		t.Fatalf("second maintain run: %v", err)
+	}
+	fresh, err := snapshot.Open(t.Context(), a.Catalog(), a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ledger(t, fresh); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ledger after overlapping runs\n%+v\nwant\n%+v", got, want)
+	}
+	if n := len(fresh.Iceberg().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots, want 1", n)
+	}
+}

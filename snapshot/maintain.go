@@ -88,6 +88,12 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	if v, ok := t.tbl.Properties()[table.GCEnabledKey]; ok && strings.EqualFold(v, "false") {
 		return res, &GCDisabledError{Table: t.Name()}
 	}
+	if opts.RemoveOrphans {
+		// Before the expiry, so that a refused run changes nothing.
+		if err := t.checkOrphanLocation(); err != nil {
+			return res, err
+		}
+	}
 	if opts.Expire {
 		if err := t.expire(ctx, log, opts, &res); err != nil {
 			return res, err
@@ -96,7 +102,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	res.Archive = t.tbl.Properties()[PropLedgerArchive]
 	res.Archived = t.archive.Len()
 	if opts.RemoveOrphans {
-		if err := t.removeOrphans(ctx, opts, &res); err != nil {
+		if err := t.removeOrphans(ctx, log, opts, &res); err != nil {
 			return res, err
 		}
 	}
@@ -337,23 +343,104 @@ func (t *Table) DataLocation() string {
 	return strings.TrimSuffix(t.tbl.Location(), "/") + "/data"
 }
 
+// OrphanLocationError reports a data location that --remove-orphans must
+// not scan: every unreferenced file under it would be deleted, and there
+// that includes files that are not this table's data files.
+type OrphanLocationError struct {
+	Table        string
+	DataLocation string
+	// Reason says what else lives under DataLocation.
+	Reason string
+}
+
+func (e *OrphanLocationError) Error() string {
+	return fmt.Sprintf("table %s: refusing to remove orphans under its data location %s: %s; set %s to a folder of its own under the table location (the default is <location>/data), or remove orphans with a tool that scans only this table's data files",
+		e.Table, e.DataLocation, e.Reason, table.WriteDataPathKey)
+}
+
+// metadataLocation is where the table's metadata files (and the ledger
+// archive folder) are written.
+func (t *Table) metadataLocation() string {
+	if loc := t.tbl.Properties()[table.WriteMetadataPathKey]; loc != "" {
+		return strings.TrimSuffix(loc, "/")
+	}
+	return strings.TrimSuffix(t.tbl.Location(), "/") + "/metadata"
+}
+
+// within reports whether path is dir or lies under it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// checkOrphanLocation refuses a data location that is not a folder of this
+// table's own: write.data.path may be the table location itself (then the
+// metadata and the ledger archive, which no snapshot references, would be
+// deleted) or a folder shared with other tables (then their files would).
+func (t *Table) checkOrphanLocation() error {
+	data, loc, meta := t.DataLocation(), strings.TrimSuffix(t.tbl.Location(), "/"), t.metadataLocation()
+	fail := func(reason string) error {
+		return &OrphanLocationError{Table: t.Name(), DataLocation: data, Reason: reason}
+	}
+	switch {
+	case !strings.HasPrefix(data, loc+"/"):
+		return fail(fmt.Sprintf("it is not a folder under the table location %s, so other tables' files may be there", loc))
+	case within(meta, data):
+		return fail(fmt.Sprintf("it holds the metadata location %s, whose files (the ledger archive among them) no snapshot references", meta))
+	}
+	return nil
+}
+
 // removeOrphans deletes (or, in a dry run, lists) the data files under the
 // data location that no snapshot references and that are old enough that
-// no writer can still be about to commit them.
-func (t *Table) removeOrphans(ctx context.Context, opts MaintainOptions, res *MaintainResult) error {
+// no writer can still be about to commit them. Files under the metadata
+// location or in a ledger archive folder are never deleted, whatever the
+// data location: the archive is referenced by a property, not a snapshot.
+func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, opts MaintainOptions, res *MaintainResult) error {
 	age := opts.OrphanMinAge
 	if age <= 0 {
 		age = DefaultOrphanMinAge
 	}
-	r, err := t.tbl.DeleteOrphanFiles(ctx,
-		table.WithLocation(t.DataLocation()),
-		table.WithFilesOlderThan(age),
-		table.WithDryRun(opts.DryRun))
+	plan, err := t.tbl.PlanOrphanFiles(ctx, table.WithLocation(t.DataLocation()), table.WithFilesOlderThan(age))
 	if err != nil {
 		return fmt.Errorf("remove orphan files of %s: %w", t.Name(), err)
 	}
-	res.Orphans = slices.Sorted(slices.Values(r.OrphanFileLocations))
-	res.OrphanBytes = r.TotalSizeBytes
+	meta := t.metadataLocation()
+	var orphans []table.OrphanFile
+	for _, f := range plan.OrphanFiles() {
+		if within(f.Path, meta) || strings.Contains(f.Path, "/"+archiveFolder+"/") {
+			log.Warn("not deleting an unreferenced file in a metadata or ledger archive folder", "table", t.Name(), "file", f.Path)
+			continue
+		}
+		orphans = append(orphans, f)
+	}
+	slices.SortFunc(orphans, func(x, y table.OrphanFile) int { return strings.Compare(x.Path, y.Path) })
+	if opts.DryRun {
+		for _, f := range orphans {
+			res.Orphans = append(res.Orphans, f.Path)
+			res.OrphanBytes += f.SizeBytes
+		}
+		return nil
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("remove orphan files of %s: %w", t.Name(), err)
+	}
+	var errs []error
+	for _, f := range orphans {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if err := fsys.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		res.Orphans = append(res.Orphans, f.Path)
+		res.OrphanBytes += f.SizeBytes
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove orphan files of %s (%d deleted): %w", t.Name(), len(res.Orphans), err)
+	}
 	return nil
 }
 

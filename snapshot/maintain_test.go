@@ -434,3 +434,60 @@ func TestOverlappingMaintainRuns(t *testing.T) {
 		t.Fatalf("%d snapshots, want 1", n)
 	}
 }
+
+// TestRemoveOrphansRefusesUnsafeDataLocation: a data location that is the
+// table location (it holds the metadata and the ledger archive, which no
+// snapshot references) or lies outside it (other tables' files may be
+// there) is refused before anything changes.
+func TestRemoveOrphansRefusesUnsafeDataLocation(t *testing.T) {
+	for name, dataPath := range map[string]func(loc string) string{
+		"table location": func(loc string) string { return loc },
+		"shared folder":  func(loc string) string { return strings.TrimSuffix(loc, "/maint") + "/shared-data" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			tbl, _ := maintainTable(t, 3)
+			if err := tbl.SetProperties(t.Context(), map[string]string{table.WriteDataPathKey: dataPath(tbl.Iceberg().Location())}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true, OrphanMinAge: time.Nanosecond})
+			var le *snapshot.OrphanLocationError
+			if !errors.As(err, &le) || !strings.Contains(err.Error(), table.WriteDataPathKey) {
+				t.Fatalf("err %v, want an *OrphanLocationError naming %s", err, table.WriteDataPathKey)
+			}
+			if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 3 {
+				t.Fatalf("%d snapshots after a refused run, want 3", n)
+			}
+		})
+	}
+}
+
+// TestRemoveOrphansKeepsArchiveFolders: an unreferenced file in a ledger
+// archive folder is never deleted as an orphan, even under the data
+// location.
+func TestRemoveOrphansKeepsArchiveFolders(t *testing.T) {
+	tbl, _ := maintainTable(t, 1)
+	data := strings.TrimPrefix(tbl.DataLocation(), "file://")
+	if err := os.MkdirAll(filepath.Join(data, "floe-ledger"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orphan, archive := filepath.Join(data, "crashed.parquet"), filepath.Join(data, "floe-ledger", "00001-old.json")
+	past := time.Now().Add(-2 * time.Hour)
+	for _, f := range []string{orphan, archive} {
+		if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f, past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Orphans) != 1 || !strings.HasSuffix(res.Orphans[0], "crashed.parquet") {
+		t.Fatalf("orphans %v, want only crashed.parquet", res.Orphans)
+	}
+	if _, err := os.Stat(archive); err != nil {
+		t.Fatalf("file in a ledger archive folder deleted: %v", err)
+	}
+}

@@ -20,18 +20,23 @@ func newMaintainCmd() *cobra.Command {
 		dryRun        bool
 	)
 	cmd := &cobra.Command{
-		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans] [--dry-run]",
+		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--dry-run]",
 		Short: "Expire old snapshots without losing the ledger, and delete orphan data files",
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan data files
 (--remove-orphans). The ledger entries of the snapshots an expiry removes are first written to the
 table's ledger archive (a JSON file under metadata/floe-ledger/, named by the table property
 floe.ledger-archive), and the same catalog commit that removes the snapshots points the table at
 it: the sink resumes, audits and lookups read expired commits from it. When the archive cannot be
-written, nothing is expired. Branch and tag heads are always kept.
+written, nothing is expired. Branch and tag heads are always kept. A branch's own retention
+(min-snapshots-to-keep, max-snapshot-age-ms on the ref) wins over the flags, and a branch or tag
+other than main older than its max-ref-age-ms (or history.expire.max-ref-age-ms) is dropped. Run
+one maintain per table at a time; a run that finds that an overlapping one replaced its archive
+merges the archive files and commits the merge.
 
 Orphans are data files under the table's data location that no snapshot references (a crashed or
 fenced writer leaves them). Only files older than --orphan-min-age are deleted: a younger one may
-belong to a writer that is about to commit it.`,
+belong to a writer that is about to commit it. A data location (write.data.path) that is not a
+folder of the table's own under its location, or that holds the metadata folder, is refused.`,
 		Example: `  floe maintain --table lake.orders --expire-older-than 168h --retain-last 100
   floe maintain --table lake.orders --remove-orphans --dry-run`,
 		Args: cobra.NoArgs,

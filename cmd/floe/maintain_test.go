@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
@@ -193,4 +195,18 @@ func TestMaintainCommandErrors(t *testing.T) {
 	if got := len(tbl.Iceberg().Metadata().Snapshots()); n < 2 || got != n {
 		t.Fatalf("%d snapshots after a failed archive write, want all %d", got, n)
 	}
+}
+
+// TestMaintainUsageListsFlags: the usage line names every flag of the
+// maintain command except the catalog flags every table command shares.
+func TestMaintainUsageListsFlags(t *testing.T) {
+	cmd := newMaintainCmd()
+	var shared tableFlags
+	sharedSet := pflag.NewFlagSet("shared", pflag.ContinueOnError)
+	shared.register(sharedSet)
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if sharedSet.Lookup(fl.Name) == nil && !strings.Contains(cmd.Use, "--"+fl.Name) {
+			t.Errorf("usage %q lacks --%s", cmd.Use, fl.Name)
+		}
+	})
 }

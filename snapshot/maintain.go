@@ -76,6 +76,9 @@ func (e *GCDisabledError) Error() string {
 // (PropLedgerArchive). When the archive cannot be written, nothing is
 // expired. A concurrent commit (a sink) makes the expiry commit fail its
 // branch assertions; Maintain then reloads and computes the expiry again.
+// An overlapping maintain run fails no assertion, so after its commit
+// Maintain reloads and repairs an archive the other run replaced
+// (checkArchive).
 func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainResult, error) {
 	var res MaintainResult
 	log := opts.Logger

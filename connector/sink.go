@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"os"
 	"slices"
 	"time"
@@ -211,20 +210,21 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	for first := true; ; first = false {
 		s.firstSession = first
 		err := s.session(ctx)
-		if (errors.Is(err, errPartitionsChanged) || errors.Is(err, snapshot.ErrFenced)) && ctx.Err() != nil {
-			// Interrupted while restarting: what was consumed is committed
-			// or, when fenced, belongs to the other writer.
-			return s.stats, nil
-		}
-		if errors.Is(err, errPartitionsChanged) {
-			continue
-		}
+		restart := err == errPartitionsChanged
 		if errors.Is(err, snapshot.ErrFenced) {
+			restart = true
 			s.stats.Fenced++
 			if s.cfg.OnFenced != nil {
 				s.cfg.OnFenced(err)
 			}
 			s.log.Warn("fenced by another writer; re-reading the ledger and re-seeking", "err", err)
+		}
+		if restart {
+			if ctx.Err() != nil {
+				// Interrupted while restarting: what was consumed is
+				// committed or, when fenced, the other writer's.
+				return s.stats, nil
+			}
 			continue
 		}
 		if err != nil {
@@ -244,10 +244,12 @@ type partState struct {
 	closed []mapping.Range
 	rows   *mapping.RowBuilder
 	end    int64 // bounded mode: stop at this offset; -1 when unbounded
-	// lostFrom is where the last lost range began: records below next but
-	// at or above it were fetched before the loss was declared.
-	lostFrom int64
-	paused   bool
+	// lost is the last lost range: records inside it were fetched before
+	// the loss was declared and stay out of the table.
+	lost mapping.Interval
+	// checked is next as of the last retention check.
+	checked int64
+	paused  bool
 }
 
 func (p *partState) done() bool { return p.end >= 0 && p.next >= p.end }
@@ -255,7 +257,7 @@ func (p *partState) done() bool { return p.end >= 0 && p.next >= p.end }
 // capped limits an offset to the partition's end in bounded mode.
 func (p *partState) capped(offset int64) int64 {
 	if p.end >= 0 {
-		return min(offset, p.end)
+		return max(p.next, min(offset, p.end))
 	}
 	return offset
 }
@@ -299,7 +301,7 @@ func (s *Sink) session(ctx context.Context) error {
 		}
 		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
 		w := wm[p]
-		st := &partState{tp: tp, end: -1, lostFrom: math.MaxInt64}
+		st := &partState{tp: tp, end: -1}
 		if s.cfg.EndOffsets != nil {
 			e, ok := s.cfg.EndOffsets[p]
 			if !ok {
@@ -315,6 +317,11 @@ func (s *Sink) session(ctx context.Context) error {
 		case resumed:
 		case seen:
 			pos = started
+			if hl, ok := s.stats.HeadLost[p]; ok && hl == started && s.cfg.RecordHeadLoss {
+				// The first session's head-loss range was not committed
+				// (it was fenced first): record it again.
+				st.closed = append(st.closed, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: hl}, Lost: true})
+			}
 		case !s.firstSession && s.cfg.StartOffsets == nil:
 			// A partition added to the topic while the sink ran: all of
 			// it is new data.
@@ -350,7 +357,7 @@ func (s *Sink) session(ctx context.Context) error {
 			return fmt.Errorf("the ledger of %s is at offset %d of %s, but the partition ends at %d: the topic was deleted and recreated, or its log truncated; "+
 				"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark)
 		}
-		if resumed && pos < w.LogStart {
+		if resumed && pos < w.LogStart && !st.done() {
 			if err := s.lose(st, st.capped(w.LogStart)); err != nil {
 				// Nothing was consumed in this session: fail before reading.
 				return err
@@ -400,16 +407,23 @@ const idleCheck = 2 * time.Second
 // partitions added to the topic.
 var errPartitionsChanged = errors.New("partitions were added to the topic")
 
-// checkRetention re-reads the watermarks and handles partitions whose
-// next offset fell below the log start while no record arrived.
+// checkRetention re-reads the watermarks and declares lost the rest of a
+// bounded partition's range when retention deleted all of it: then no
+// record below the end will ever arrive to reveal the jump. Only a
+// partition that made no progress since the previous check qualifies, so
+// that records the client already holds are never declared lost; when part
+// of the range is still retained, records arrive and the fetch path sees
+// the jump.
 func (s *Sink) checkRetention(ctx context.Context, states map[int32]*partState) error {
 	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
 	if err != nil {
 		return err
 	}
 	for p, st := range states {
-		if ls := wm[p].LogStart; !st.done() && ls > st.next {
-			if err := s.lose(st, st.capped(ls)); err != nil {
+		stalled := st.next == st.checked
+		st.checked = st.next
+		if st.end >= 0 && !st.done() && stalled && wm[p].LogStart >= st.end {
+			if err := s.lose(st, st.end); err != nil {
 				return err
 			}
 		}
@@ -429,7 +443,7 @@ func (s *Sink) lose(p *partState, logStart int64) error {
 		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records})
 	}
 	p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: lost, Lost: true})
-	p.low, p.next, p.records, p.lostFrom = logStart, logStart, 0, lost.Low
+	p.low, p.next, p.records, p.lost = logStart, logStart, 0, lost
 	return nil
 }
 
@@ -516,27 +530,6 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		pctx, cancel := context.WithDeadline(ctx, wake)
 		fetches := cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-pending)))
 		cancel()
-		// The checks run on a timer, not only when polls come back empty:
-		// a busy partition must not starve them.
-		if time.Since(lastCheck) >= idleCheck && ctx.Err() == nil {
-			lastCheck = time.Now()
-			if bounded {
-				// If retention deleted the rest of a partition's range, no
-				// record would ever arrive to reveal the jump.
-				if err := s.checkRetention(ctx, states); err != nil {
-					failure = err
-					break
-				}
-			} else if s.cfg.Partitions == nil && time.Since(lastPartitionCheck) >= s.cfg.PartitionCheck {
-				lastPartitionCheck = time.Now()
-				parts, err := s.broker.Partitions(ctx, s.cfg.Topic)
-				if err == nil && len(parts) > known {
-					s.log.Info("partitions were added to the topic; committing and starting a session that includes them", "partitions", len(parts))
-					failure = errPartitionsChanged
-					break
-				}
-			}
-		}
 		var (
 			consumed    int64
 			polled      int
@@ -562,7 +555,7 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 					break
 				}
 				if r.Offset < p.next {
-					if r.Offset >= p.lostFrom {
+					if p.lost.Contains(r.Offset) {
 						// Fetched before the watermark check declared
 						// these offsets lost: the ledger says lost, so
 						// they stay out of the table.
@@ -622,6 +615,25 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		}
 		if polled > 0 && s.cfg.OnConsumed != nil {
 			s.cfg.OnConsumed(polled, polledBytes)
+		}
+		if failure != nil {
+			break
+		}
+		// The checks run on a timer, not only when polls come back empty
+		// (a busy partition must not starve them), and after this poll's
+		// records are counted.
+		if time.Since(lastCheck) >= idleCheck && ctx.Err() == nil {
+			lastCheck = time.Now()
+			if bounded {
+				failure = s.checkRetention(ctx, states)
+			} else if s.cfg.Partitions == nil && time.Since(lastPartitionCheck) >= s.cfg.PartitionCheck {
+				lastPartitionCheck = time.Now()
+				parts, err := s.broker.Partitions(ctx, s.cfg.Topic)
+				if err == nil && len(parts) > known {
+					s.log.Info("partitions were added to the topic; committing and starting a session that includes them", "partitions", len(parts))
+					failure = errPartitionsChanged
+				}
+			}
 		}
 		if failure != nil {
 			break

@@ -313,3 +313,60 @@ func TestBoundedRunRetentionWhileOtherPartitionBusy(t *testing.T) {
 func localstackProduce(e *env, recs []*kgo.Record) error {
 	return localstack.Produce(e.ctx, e.stack.Brokers, recs)
 }
+
+// TestBoundedRunTrailingRetentionKeepsRecordsInHand: retention deletes
+// offsets the client has already fetched while the run is slow; those
+// records were read, so they are sunk, not declared lost.
+func TestBoundedRunTrailingRetentionKeepsRecordsInHand(t *testing.T) {
+	e := newEnv(t)
+	const topic = "trailing"
+	e.topic(topic, 1, nil)
+	e.produce(records(topic, 0, 100, "a"))
+	tbl := e.table("lake.trailing")
+	var once sync.Once
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 10,
+		OnRecords: func(int64) {
+			once.Do(func() {
+				time.Sleep(2100 * time.Millisecond) // past the retention check's period
+				if err := e.stack.Cluster.DeleteRecords(topic, 0, 50); err != nil {
+					t.Error(err)
+				}
+			})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Records != 100 {
+		t.Fatalf("%d rows, want all 100 the client had fetched", stats.Records)
+	}
+	c := mapping.Cover(mustLedger(t, tbl).Ranges(mapping.TopicPartition{Topic: topic, Partition: 0}))
+	if len(c.Lost) != 0 || c.Next != 100 {
+		t.Fatalf("coverage %+v: want [0, 100) with no loss", c)
+	}
+}
+
+// TestBoundedRunEndBelowLedger: a bounded run whose end lies below where
+// the ledger already is has nothing to do, even when retention has since
+// moved the log start past the ledger.
+func TestBoundedRunEndBelowLedger(t *testing.T) {
+	for _, policy := range []connector.OnDataLoss{connector.LossFail, connector.LossRecord} {
+		t.Run(string(policy), func(t *testing.T) {
+			e := newEnv(t)
+			const topic = "behind"
+			e.topic(topic, 1, nil)
+			e.produce(records(topic, 0, 100, "a"))
+			tbl := e.table("lake.behind")
+			if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+				t.Fatal(err)
+			}
+			e.produce(records(topic, 0, 30, "b"))
+			if err := e.stack.Cluster.DeleteRecords(topic, 0, 120); err != nil {
+				t.Fatal(err)
+			}
+			stats, err := e.sink(tbl, connector.Config{Topic: topic, EndOffsets: map[int32]int64{0: 50}, OnDataLoss: policy})
+			if err != nil || stats.Commits != 0 {
+				t.Fatalf("err %v, %d commits: want nothing to do", err, stats.Commits)
+			}
+		})
+	}
+}

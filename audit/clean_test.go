@@ -51,10 +51,10 @@ func contentTotals(rep *audit.Report) audit.ContentStats {
 func TestCleanTransactions(t *testing.T) {
 	e := newEnv(t)
 	const topic = "events"
-	e.topic(topic, 3, nil)
+	e.Topic(topic, 3, nil)
 	rows := 0
 	for p := range int32(3) {
-		e.produce(records(topic, p, 120, "a"))
+		e.Produce(records(topic, p, 120, "a"))
 		rows += 120
 	}
 	var committed, aborted []*kgo.Record
@@ -62,15 +62,15 @@ func TestCleanTransactions(t *testing.T) {
 		committed = append(committed, records(topic, p, 10, "txn")...)
 		aborted = append(aborted, records(topic, p, 7, "aborted")...)
 	}
-	e.txn("t-commit", committed, true)
-	e.txn("t-abort", aborted, false)
+	e.Txn("t-commit", committed, true)
+	e.Txn("t-abort", aborted, false)
 	rows += len(committed)
 	// Partition 0 goes on after the aborted transaction; the others end in
 	// its abort marker.
-	e.produce(records(topic, 0, 25, "b"))
+	e.Produce(records(topic, 0, 25, "b"))
 	rows += 25
 
-	tbl := e.table("lake.events")
+	tbl := e.Table("lake.events")
 	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 50})
 	rep := auditEveryLevel(t, e, tbl)
 
@@ -93,7 +93,7 @@ func TestCleanCompactedTopic(t *testing.T) {
 	e := newEnv(t)
 	const topic = "state"
 	compact := "compact"
-	e.topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
 	// Each produce call is one batch; compaction keeps the last batch.
 	// Keys: u0 is unique (kept, log start stays 0); k1..k3 repeat.
 	produce := func(key string, n int) {
@@ -101,20 +101,20 @@ func TestCleanCompactedTopic(t *testing.T) {
 		for i := range n {
 			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(strings.Repeat("x", i+1))})
 		}
-		e.produce(recs)
+		e.Produce(recs)
 	}
 	produce("u0", 1)
 	produce("k1", 3)
 	produce("k2", 3)
-	e.stack.Cluster.Compact() // before the sink: the sink reads holes
+	e.Stack.Cluster.Compact() // before the sink: the sink reads holes
 	produce("k1", 2)
 	produce("k3", 1)
 
-	tbl := e.table("lake.state")
+	tbl := e.Table("lake.state")
 	e.sink(tbl, connector.Config{Topic: topic})
 	produce("k2", 2)
 	produce("k4", 1)
-	e.stack.Cluster.Compact() // after the sink: rows whose records are gone
+	e.Stack.Cluster.Compact() // after the sink: rows whose records are gone
 	e.sink(tbl, connector.Config{Topic: topic})
 
 	rep := auditEveryLevel(t, e, tbl)
@@ -131,17 +131,17 @@ func TestCleanCompactedTopic(t *testing.T) {
 func TestCleanAfterRetention(t *testing.T) {
 	e := newEnv(t)
 	const topic = "retained"
-	e.topic(topic, 2, nil)
-	e.produce(records(topic, 0, 80, "a"))
-	e.produce(records(topic, 1, 40, "a"))
-	tbl := e.table("lake.retained")
+	e.Topic(topic, 2, nil)
+	e.Produce(records(topic, 0, 80, "a"))
+	e.Produce(records(topic, 1, 40, "a"))
+	tbl := e.Table("lake.retained")
 	e.sink(tbl, connector.Config{Topic: topic})
 	// Retention moves the log start after everything was sunk: all of
 	// partition 0, half of partition 1.
-	if err := e.stack.Cluster.DeleteRecords(topic, 0, 80); err != nil {
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 80); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.stack.Cluster.DeleteRecords(topic, 1, 20); err != nil {
+	if err := e.Stack.Cluster.DeleteRecords(topic, 1, 20); err != nil {
 		t.Fatal(err)
 	}
 	rep := auditEveryLevel(t, e, tbl)
@@ -161,7 +161,7 @@ func TestCleanAfterRetention(t *testing.T) {
 // without a broker.
 func TestCleanHandMadeContiguous(t *testing.T) {
 	e := newEnv(t)
-	tbl := e.table("lake.hand")
+	tbl := e.Table("lake.hand")
 	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
 	commit(t, tbl, tp, 0, 10, span(0, 10))
 	commit(t, tbl, tp, 10, 20, []int64{10, 12, 19}) // offsets without rows: markers, aborted
@@ -179,7 +179,7 @@ func TestCleanHandMadeContiguous(t *testing.T) {
 // and the metadata location alone.
 func TestEvidenceDigest(t *testing.T) {
 	e := newEnv(t)
-	tbl := e.table("lake.evidence")
+	tbl := e.Table("lake.evidence")
 	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
 	commit(t, tbl, tp, 0, 10, span(0, 10))
 	first := e.audit(tbl, filesDepth).Evidence
@@ -205,7 +205,7 @@ func TestEvidenceDigest(t *testing.T) {
 // narrows the report to one topic.
 func TestCleanTwoTopics(t *testing.T) {
 	e := newEnv(t)
-	tbl := e.table("lake.two")
+	tbl := e.Table("lake.two")
 	a, b := mapping.TopicPartition{Topic: "a", Partition: 0}, mapping.TopicPartition{Topic: "b", Partition: 0}
 	commit(t, tbl, a, 0, 10, span(0, 10))
 	commit(t, tbl, b, 0, 10, span(0, 8))
@@ -225,7 +225,7 @@ func TestCleanTwoTopics(t *testing.T) {
 	// A commit of topic b whose range claims one row more than it wrote.
 	commit(t, tbl, b, 10, 20, span(10, 15))
 	f := snapshot.Flush{Ranges: []mapping.Range{{TopicPartition: b, Interval: mapping.Interval{Low: 20, High: 25}, Records: 1}}}
-	if _, err := tbl.Commit(e.ctx, f, snapshot.CommitOptions{Writer: "test", Logger: quietLogger()}); err != nil {
+	if _, err := tbl.Commit(e.Ctx, f, snapshot.CommitOptions{Writer: "test", Logger: quietLogger()}); err != nil {
 		t.Fatal(err)
 	}
 	expectFindings(t, e.audit(tbl, rowsDepth), "files count-mismatch b/0 [20, 25)", "rows count-mismatch b/0 [20, 25)")

@@ -25,7 +25,7 @@ import (
 
 func TestFaultGap(t *testing.T) {
 	e := newEnv(t)
-	tbl := e.table("lake.gap")
+	tbl := e.Table("lake.gap")
 	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
 	commit(t, tbl, tp, 0, 10, span(0, 10))
 	forceCommit(t, tbl, tp, 15, 20, span(15, 20)) // skips [10, 15)
@@ -40,7 +40,7 @@ func TestFaultGap(t *testing.T) {
 
 func TestFaultOverlap(t *testing.T) {
 	e := newEnv(t)
-	tbl := e.table("lake.overlap")
+	tbl := e.Table("lake.overlap")
 	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
 	commit(t, tbl, tp, 0, 10, span(0, 10))
 	forceCommit(t, tbl, tp, 5, 15, span(5, 15)) // commits [5, 10) again
@@ -54,11 +54,11 @@ func TestFaultOverlap(t *testing.T) {
 // each partition has ranges and files [0, 20), [20, 40) and [40, 60).
 func sunkTable(t *testing.T, e *env, name string) *snapshot.Table {
 	t.Helper()
-	e.topic(name, 3, nil)
-	tbl := e.table("lake." + name)
+	e.Topic(name, 3, nil)
+	tbl := e.Table("lake." + name)
 	for run := range 3 {
 		for p := range int32(3) {
-			e.produce(records(name, p, 20, fmt.Sprint("run", run)))
+			e.Produce(records(name, p, 20, fmt.Sprint("run", run)))
 		}
 		e.sink(tbl, connector.Config{Topic: name})
 	}
@@ -96,10 +96,10 @@ func TestFaultFileRemovedByOverwrite(t *testing.T) {
 		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(1)),
 		iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), f.Offsets.Low),
 		iceberg.LessThan(iceberg.Reference(mapping.ColOffset), f.Offsets.High))
-	if err := txn.Overwrite(e.ctx, empty, nil, table.WithOverwriteFilter(filter)); err != nil {
+	if err := txn.Overwrite(e.Ctx, empty, nil, table.WithOverwriteFilter(filter)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(e.ctx); err != nil {
+	if _, err := txn.Commit(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -136,10 +136,10 @@ func TestFaultForeignFile(t *testing.T) {
 	tp := mapping.TopicPartition{Topic: "foreign", Partition: 0}
 	path := writeFile(t, tbl, batch(t, tbl, tp, span(1000, 1010)...))
 	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.AddFiles(e.ctx, []string{path}, nil, false); err != nil {
+	if err := txn.AddFiles(e.Ctx, []string{path}, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(e.ctx); err != nil {
+	if _, err := txn.Commit(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -201,13 +201,13 @@ func TestFaultAlteredContent(t *testing.T) {
 func TestFaultLossRecorded(t *testing.T) {
 	e := newEnv(t)
 	const topic = "lossy"
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 100, "a"))
-	tbl := e.table("lake.lossy")
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 100, "a"))
+	tbl := e.Table("lake.lossy")
 	e.sink(tbl, connector.Config{Topic: topic})
-	e.produce(records(topic, 0, 100, "b"))
+	e.Produce(records(topic, 0, 100, "b"))
 	// Retention deletes [100, 150) before it was sunk; the sink records it.
-	if err := e.stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
 		t.Fatal(err)
 	}
 	e.sink(tbl, connector.Config{Topic: topic, OnDataLoss: connector.LossRecord})
@@ -224,13 +224,13 @@ func TestFaultLossRecorded(t *testing.T) {
 func TestFaultLossUnrecorded(t *testing.T) {
 	e := newEnv(t)
 	const topic = "gone"
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 100, "a"))
-	tbl := e.table("lake.gone")
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 100, "a"))
+	tbl := e.Table("lake.gone")
 	e.sink(tbl, connector.Config{Topic: topic})
-	e.produce(records(topic, 0, 100, "b"))
+	e.Produce(records(topic, 0, 100, "b"))
 	// Deleted before any sink run saw them: only the broker can tell.
-	if err := e.stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
 		t.Fatal(err)
 	}
 	expectFindings(t, e.audit(tbl, rowsDepth))
@@ -244,21 +244,21 @@ func TestFaultLossUnrecorded(t *testing.T) {
 func TestFaultUnseenPartition(t *testing.T) {
 	e := newEnv(t)
 	const topic = "grown"
-	e.topic(topic, 2, nil)
-	e.produce(records(topic, 0, 30, "a"))
-	e.produce(records(topic, 1, 30, "a"))
-	tbl := e.table("lake.grown")
+	e.Topic(topic, 2, nil)
+	e.Produce(records(topic, 0, 30, "a"))
+	e.Produce(records(topic, 1, 30, "a"))
+	tbl := e.Table("lake.grown")
 	e.sink(tbl, connector.Config{Topic: topic})
 	// A third partition appears and receives records the table never saw;
 	// a fourth stays empty, which is not a finding.
-	resp, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.ctx, 2, topic)
+	resp, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.Ctx, 2, topic)
 	if err == nil {
 		err = resp.Error()
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.produce(records(topic, 2, 5, "new"))
+	e.Produce(records(topic, 2, 5, "new"))
 
 	expectFindings(t, e.audit(tbl, rowsDepth))
 	rep := e.audit(tbl, audit.Options{Broker: e.broker(), VerifyContent: true})
@@ -270,8 +270,8 @@ func TestFaultUnseenPartition(t *testing.T) {
 
 func TestBadInputNoLedger(t *testing.T) {
 	e := newEnv(t)
-	tbl := e.table("lake.empty")
-	_, err := audit.Run(e.ctx, tbl, audit.Options{})
+	tbl := e.Table("lake.empty")
+	_, err := audit.Run(e.Ctx, tbl, audit.Options{})
 	var nl *audit.NoLedgerError
 	if !errors.As(err, &nl) || nl.Snapshots != 0 {
 		t.Fatalf("never written: err %v, want a NoLedgerError", err)
@@ -281,16 +281,16 @@ func TestBadInputNoLedger(t *testing.T) {
 	rows := batch(t, tbl, mapping.TopicPartition{Topic: "t", Partition: 0}, 0, 1, 2)
 	tab := array.NewTableFromRecords(tbl.ArrowSchema(), []arrow.RecordBatch{rows})
 	defer tab.Release()
-	if err := txn.AppendTable(e.ctx, tab, 10, nil); err != nil {
+	if err := txn.AppendTable(e.Ctx, tab, 10, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(e.ctx); err != nil {
+	if _, err := txn.Commit(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.Refresh(e.ctx); err != nil {
+	if err := tbl.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = audit.Run(e.ctx, tbl, audit.Options{})
+	_, err = audit.Run(e.Ctx, tbl, audit.Options{})
 	if !errors.Is(err, audit.ErrNoLedger) || !strings.Contains(err.Error(), "not written by floe") {
 		t.Fatalf("foreign table: err %v", err)
 	}
@@ -298,7 +298,7 @@ func TestBadInputNoLedger(t *testing.T) {
 
 func TestBadInputMalformedLedger(t *testing.T) {
 	e := newEnv(t)
-	tbl := e.table("lake.malformed")
+	tbl := e.Table("lake.malformed")
 	commit(t, tbl, mapping.TopicPartition{Topic: "t", Partition: 0}, 0, 3, span(0, 3))
 	txn := tbl.Iceberg().NewTransaction()
 	props := iceberg.Properties{
@@ -306,16 +306,16 @@ func TestBadInputMalformedLedger(t *testing.T) {
 		mapping.KeyCommitID:           "3b1f0c2e-hand-edited",
 		mapping.KeyRangesPrefix + "t": "0:3-oops:2",
 	}
-	if err := txn.AddFiles(e.ctx, nil, props, false); err != nil {
+	if err := txn.AddFiles(e.Ctx, nil, props, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(e.ctx); err != nil {
+	if _, err := txn.Commit(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.Refresh(e.ctx); err != nil {
+	if err := tbl.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err := audit.Run(e.ctx, tbl, audit.Options{})
+	_, err := audit.Run(e.Ctx, tbl, audit.Options{})
 	var me *mapping.MalformedError
 	if !errors.As(err, &me) || me.Key != mapping.KeyRangesPrefix+"t" {
 		t.Fatalf("err %v, want a MalformedError naming %s", err, mapping.KeyRangesPrefix+"t")
@@ -324,12 +324,12 @@ func TestBadInputMalformedLedger(t *testing.T) {
 
 func TestBadInputOptions(t *testing.T) {
 	e := newEnv(t)
-	tbl := e.table("lake.opts")
+	tbl := e.Table("lake.opts")
 	commit(t, tbl, mapping.TopicPartition{Topic: "t", Partition: 0}, 0, 3, span(0, 3))
-	if _, err := audit.Run(e.ctx, tbl, audit.Options{Topic: "other"}); !errors.Is(err, audit.ErrUnknownTopic) {
+	if _, err := audit.Run(e.Ctx, tbl, audit.Options{Topic: "other"}); !errors.Is(err, audit.ErrUnknownTopic) {
 		t.Fatalf("unknown topic: err %v", err)
 	}
-	if _, err := audit.Run(e.ctx, tbl, audit.Options{VerifyContent: true}); err == nil || !strings.Contains(err.Error(), "--brokers") {
+	if _, err := audit.Run(e.Ctx, tbl, audit.Options{VerifyContent: true}); err == nil || !strings.Contains(err.Error(), "--brokers") {
 		t.Fatalf("content without broker: err %v", err)
 	}
 	// A topic the broker does not have: every partition is a finding, not
@@ -350,22 +350,22 @@ func TestFaultHoleOnDeleteTopic(t *testing.T) {
 	e := newEnv(t)
 	const topic = "events"
 	compact := "compact"
-	e.topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
 	produce := func(key string) { // one batch each: compaction keeps the last batch
-		e.produce([]*kgo.Record{{Topic: topic, Key: []byte(key), Value: []byte(key)}})
+		e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(key), Value: []byte(key)}})
 	}
-	tbl := e.table("lake.events")
+	tbl := e.Table("lake.events")
 	produce("u0")                               // 0, unique: the log start stays 0
 	produce("k1")                               // 1, superseded by 2 before it is sunk
 	produce("k1")                               // 2
 	produce("a")                                // 3
-	e.stack.Cluster.Compact()                   // removes 1
+	e.Stack.Cluster.Compact()                   // removes 1
 	e.sink(tbl, connector.Config{Topic: topic}) // rows 0, 2, 3
 	produce("k2")                               // 4, sunk, then superseded by 5
 	e.sink(tbl, connector.Config{Topic: topic}) // row 4
 	produce("k2")                               // 5
 	produce("z")                                // 6
-	e.stack.Cluster.Compact()                   // removes 4
+	e.Stack.Cluster.Compact()                   // removes 4
 	e.sink(tbl, connector.Config{Topic: topic}) // rows 5, 6
 
 	content := audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true}
@@ -376,7 +376,7 @@ func TestFaultHoleOnDeleteTopic(t *testing.T) {
 	}
 
 	del := "delete"
-	resp, err := kadm.NewClient(e.broker().Client()).AlterTopicConfigs(e.ctx,
+	resp, err := kadm.NewClient(e.broker().Client()).AlterTopicConfigs(e.Ctx,
 		[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &del}}, topic)
 	if err == nil {
 		_, err = resp.On(topic, nil)

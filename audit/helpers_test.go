@@ -1,7 +1,6 @@
 package audit_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -16,63 +15,33 @@ import (
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
-	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// env is one test's stack (floetest.Env: a kfake broker over TCP, a SQLite
-// catalog and a file warehouse) under the short names this package's tests
-// use.
+// env is one test's stack: floetest.Env (a kfake broker over TCP, a SQLite
+// catalog and a file warehouse) with this package's helpers.
 type env struct {
-	t     testing.TB
-	ctx   context.Context
-	stack *localstack.Stack
-	h     *floetest.Env
+	*floetest.Env
 }
 
-func newEnv(t testing.TB) *env {
-	t.Helper()
-	h := floetest.New(t)
-	return &env{t: t, ctx: h.Ctx, stack: h.Stack, h: h}
-}
-
-func (e *env) topic(name string, partitions int32, configs map[string]*string) {
-	e.t.Helper()
-	e.h.Topic(name, partitions, configs)
-}
-
-func (e *env) produce(recs []*kgo.Record) {
-	e.t.Helper()
-	e.h.Produce(recs)
-}
-
-func (e *env) txn(id string, recs []*kgo.Record, commit bool) {
-	e.t.Helper()
-	e.h.Txn(id, recs, commit)
-}
-
-// table opens (creating) a floe table.
-func (e *env) table(name string) *snapshot.Table {
-	e.t.Helper()
-	return e.h.Table(name)
-}
+func newEnv(t testing.TB) *env { return &env{floetest.New(t)} }
 
 // broker returns the test's one broker connection.
 func (e *env) broker() *connector.Broker {
-	e.t.Helper()
-	return e.h.Broker()
+	e.T.Helper()
+	return e.Env.Broker()
 }
 
 func quietLogger() *slog.Logger { return floetest.QuietLogger() }
 
 // sink runs a bounded sink of cfg.Topic into tbl.
 func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) connector.Stats {
-	e.t.Helper()
+	e.T.Helper()
 	cfg.StopAtEnd = true
-	stats, err := e.h.Sink(e.broker(), tbl, cfg)
+	stats, err := e.Env.Sink(e.broker(), tbl, cfg)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return stats
 }
@@ -84,13 +53,13 @@ func records(topic string, partition int32, n int, tag string) []*kgo.Record {
 
 // audit runs an audit of tbl as currently committed.
 func (e *env) audit(tbl *snapshot.Table, opts audit.Options) *audit.Report {
-	e.t.Helper()
-	if err := tbl.Refresh(e.ctx); err != nil {
-		e.t.Fatal(err)
+	e.T.Helper()
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		e.T.Fatal(err)
 	}
-	rep, err := audit.Run(e.ctx, tbl, opts)
+	rep, err := audit.Run(e.Ctx, tbl, opts)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return rep
 }

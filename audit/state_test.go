@@ -32,19 +32,19 @@ import (
 
 // stateTable opens (creating) a state table.
 func (e *env) stateTable(name string) *snapshot.Table {
-	e.t.Helper()
-	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+	e.T.Helper()
+	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	ident, err := snapshot.ParseIdent(name)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	tbl, err := snapshot.Open(e.ctx, cat, ident, snapshot.OpenOptions{Create: true,
+	tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Create: true,
 		Properties: map[string]string{snapshot.PropFold: snapshot.FoldLatest}})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return tbl
 }
@@ -52,14 +52,14 @@ func (e *env) stateTable(name string) *snapshot.Table {
 // foldReplay replays topic into the state table name (floe replay --fold
 // latest), 40 records per commit.
 func (e *env) foldReplay(ctx context.Context, name, topic string, onCommit func(snapshot.Result)) (connector.ReplayResult, error) {
-	e.t.Helper()
-	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+	e.T.Helper()
+	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	ident, err := snapshot.ParseIdent(name)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return connector.Replay(ctx, e.broker(), cat, ident, connector.ReplayOptions{Topic: topic, Fold: snapshot.FoldLatest,
 		Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(), OnCommit: onCommit}})
@@ -104,12 +104,12 @@ func runs(offsets []int64) []mapping.Interval {
 // records; their offsets are their indices.
 func foldedTopic(t *testing.T, e *env, name string) (*snapshot.Table, []*kgo.Record) {
 	t.Helper()
-	e.topic(name, 1, nil)
+	e.Topic(name, 1, nil)
 	recs := records(name, 0, 60, "a")
-	e.produce(recs)
+	e.Produce(recs)
 	tbl := e.stateTable("lake." + name)
 	e.sink(tbl, connector.Config{Topic: name, FlushRecords: 25})
-	if err := tbl.Refresh(e.ctx); err != nil {
+	if err := tbl.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	return tbl, recs
@@ -150,24 +150,24 @@ func contentDepth(e *env) audit.Options {
 func TestStateCleanFoldWithTransactions(t *testing.T) {
 	e := newEnv(t)
 	const topic = "kv"
-	e.topic(topic, 2, nil)
+	e.Topic(topic, 2, nil)
 	for p := range int32(2) {
-		e.produce(records(topic, p, 90, "a"))
+		e.Produce(records(topic, p, 90, "a"))
 	}
 	var committed, aborted []*kgo.Record
 	for p := range int32(2) {
 		committed = append(committed, records(topic, p, 10, "txn")...)
 		aborted = append(aborted, records(topic, p, 7, "aborted")...)
 	}
-	e.txn("t-commit", committed, true)
-	e.txn("t-abort", aborted, false)
-	e.produce(records(topic, 0, 25, "b"))
+	e.Txn("t-commit", committed, true)
+	e.Txn("t-abort", aborted, false)
+	e.Produce(records(topic, 0, 25, "b"))
 
-	res, err := e.foldReplay(e.ctx, "lake.kv", topic, nil)
+	res, err := e.foldReplay(e.Ctx, "lake.kv", topic, nil)
 	if err != nil || !res.Complete || res.Stats.Commits < 3 {
 		t.Fatalf("fold: %+v, %v; want a complete fold in several commits", res, err)
 	}
-	tbl := e.table("lake.kv")
+	tbl := e.Table("lake.kv")
 	rep := auditEveryLevel(t, e, tbl)
 	if rep.Fold != snapshot.FoldLatest {
 		t.Fatalf("report fold %q, want %q", rep.Fold, snapshot.FoldLatest)
@@ -215,7 +215,7 @@ func TestStateCleanFoldWithTransactions(t *testing.T) {
 
 	// The same topic sunk as events: fold is null, and the event-table
 	// invariants hold.
-	events := e.table("lake.kv_events")
+	events := e.Table("lake.kv_events")
 	e.sink(events, connector.Config{Topic: topic})
 	rep = auditEveryLevel(t, e, events)
 	js.Reset()
@@ -230,11 +230,11 @@ func TestStateCleanFoldWithTransactions(t *testing.T) {
 func TestStateCleanInterruptedResumedAndSunk(t *testing.T) {
 	e := newEnv(t)
 	const topic = "resumed"
-	e.topic(topic, 2, nil)
+	e.Topic(topic, 2, nil)
 	for p := range int32(2) {
-		e.produce(records(topic, p, 150, "a"))
+		e.Produce(records(topic, p, 150, "a"))
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	var commits atomic.Int32
 	res, err := e.foldReplay(ctx, "lake.resumed", topic, func(snapshot.Result) {
@@ -245,13 +245,13 @@ func TestStateCleanInterruptedResumedAndSunk(t *testing.T) {
 	if err != nil || res.Complete {
 		t.Fatalf("interrupted fold: complete %v, %v; want an incomplete run", res.Complete, err)
 	}
-	tbl := e.table("lake.resumed")
+	tbl := e.Table("lake.resumed")
 	// A consistent prefix: the broker would only add that partition 1 is
 	// not sunk yet.
 	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
 		expectFindings(t, e.audit(tbl, opts))
 	}
-	res, err = e.foldReplay(e.ctx, "lake.resumed", topic, nil)
+	res, err = e.foldReplay(e.Ctx, "lake.resumed", topic, nil)
 	if err != nil || !res.Complete || !res.Resumed {
 		t.Fatalf("resumed fold: %+v, %v", res, err)
 	}
@@ -259,7 +259,7 @@ func TestStateCleanInterruptedResumedAndSunk(t *testing.T) {
 
 	// The live sink keeps folding into the state table.
 	for p := range int32(2) {
-		e.produce(records(topic, p, 40, "b"))
+		e.Produce(records(topic, p, 40, "b"))
 	}
 	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 30})
 	rep := auditEveryLevel(t, e, tbl)
@@ -274,7 +274,7 @@ func TestStateCleanCompactedAndTruncated(t *testing.T) {
 	e := newEnv(t)
 	const topic = "cs"
 	compact := "compact"
-	e.topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
 	// Each call is one batch; compaction never touches the last batch.
 	// The value "-" makes a tombstone.
 	batch := func(kvs ...string) {
@@ -286,13 +286,13 @@ func TestStateCleanCompactedAndTruncated(t *testing.T) {
 			}
 			recs = append(recs, r)
 		}
-		e.produce(recs)
+		e.Produce(recs)
 	}
 	tbl := e.stateTable("lake.cs")
 	batch("u", "1", "a", "1", "b", "1", "c", "1") // 0-3
 	batch("a", "2", "b", "-")                     // 4-5
 	batch("d", "1")                               // 6
-	e.stack.Cluster.Compact()                     // removes a@1 and b@2 before the fold reads them
+	e.Stack.Cluster.Compact()                     // removes a@1 and b@2 before the fold reads them
 	e.sink(tbl, connector.Config{Topic: topic})
 	batch("c", "2", "e", "1") // 7-8
 	batch("a", "3")           // 9
@@ -302,8 +302,8 @@ func TestStateCleanCompactedAndTruncated(t *testing.T) {
 	batch("g", "1") // 12
 	// Removes c@3, a@4 and the row d@6's record (superseded by d@11,
 	// outside the ranges), then retention deletes u@0, whose row stays.
-	e.stack.Cluster.Compact()
-	if err := e.stack.Cluster.DeleteRecords(topic, 0, 1); err != nil {
+	e.Stack.Cluster.Compact()
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -321,12 +321,12 @@ func TestStateCleanCompactedAndTruncated(t *testing.T) {
 func TestStateCleanLossRecorded(t *testing.T) {
 	e := newEnv(t)
 	const topic = "statelossy"
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 100, "a"))
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 100, "a"))
 	tbl := e.stateTable("lake.statelossy")
 	e.sink(tbl, connector.Config{Topic: topic})
-	e.produce(records(topic, 0, 100, "b"))
-	if err := e.stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+	e.Produce(records(topic, 0, 100, "b"))
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
 		t.Fatal(err)
 	}
 	e.sink(tbl, connector.Config{Topic: topic, OnDataLoss: connector.LossRecord})
@@ -344,7 +344,7 @@ func TestStateFaultDuplicateKey(t *testing.T) {
 	// A later record of the same key, committed without folding: the old
 	// row stays beside the new one.
 	rec := &kgo.Record{Topic: "dupkey", Key: recs[old].Key, Value: []byte("again"), Timestamp: time.UnixMilli(1_700_000_100_000)}
-	e.produce([]*kgo.Record{rec})
+	e.Produce([]*kgo.Record{rec})
 	rec.Offset = 60
 	tp := mapping.TopicPartition{Topic: "dupkey", Partition: 0}
 	appendUnfolded(t, tbl, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: 60, High: 61}, Records: 1}, rec)
@@ -360,7 +360,7 @@ func TestStateFaultRowOutsideLedger(t *testing.T) {
 	e := newEnv(t)
 	tbl, _ := foldedTopic(t, e, "outside")
 	rec := &kgo.Record{Topic: "outside", Key: []byte("fresh"), Value: []byte("v"), Timestamp: time.UnixMilli(1_700_000_100_000)}
-	e.produce([]*kgo.Record{rec})
+	e.Produce([]*kgo.Record{rec})
 	// The commit covers [60, 61), but its row claims offset 63.
 	row := *rec
 	row.Offset = 63
@@ -379,7 +379,7 @@ func TestStateFaultNullKeyRow(t *testing.T) {
 	e := newEnv(t)
 	tbl, _ := foldedTopic(t, e, "nullkey")
 	rec := &kgo.Record{Topic: "nullkey", Value: []byte("no key"), Timestamp: time.UnixMilli(1_700_000_100_000)}
-	e.produce([]*kgo.Record{rec})
+	e.Produce([]*kgo.Record{rec})
 	rec.Offset = 60
 	tp := mapping.TopicPartition{Topic: "nullkey", Partition: 0}
 	appendUnfolded(t, tbl, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: 60, High: 61}, Records: 1}, rec)
@@ -395,10 +395,10 @@ func TestStateFaultForeignFile(t *testing.T) {
 	tp := mapping.TopicPartition{Topic: "stateforeign", Partition: 0}
 	path := writeFile(t, tbl, batch(t, tbl, tp, span(1000, 1010)...))
 	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.AddFiles(e.ctx, []string{path}, nil, false); err != nil {
+	if err := txn.AddFiles(e.Ctx, []string{path}, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(e.ctx); err != nil {
+	if _, err := txn.Commit(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -416,7 +416,7 @@ func TestStateFaultForeignFile(t *testing.T) {
 func TestStateFaultFileRemovedByOverwrite(t *testing.T) {
 	e := newEnv(t)
 	tbl, recs := foldedTopic(t, e, "stateover")
-	before, err := tbl.Files(e.ctx, 0)
+	before, err := tbl.Files(e.Ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,10 +426,10 @@ func TestStateFaultFileRemovedByOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.Overwrite(e.ctx, empty, nil, table.WithOverwriteFilter(iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(0)))); err != nil {
+	if err := txn.Overwrite(e.Ctx, empty, nil, table.WithOverwriteFilter(iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(0)))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(e.ctx); err != nil {
+	if _, err := txn.Commit(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -455,10 +455,10 @@ func TestStateFaultFileRemovedByOverwrite(t *testing.T) {
 func TestStateUnknownFold(t *testing.T) {
 	e := newEnv(t)
 	tbl, _ := foldedTopic(t, e, "sum")
-	if err := tbl.SetProperties(e.ctx, map[string]string{snapshot.PropFold: "sum"}); err != nil {
+	if err := tbl.SetProperties(e.Ctx, map[string]string{snapshot.PropFold: "sum"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := audit.Run(e.ctx, tbl, audit.Options{}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s=%q", snapshot.PropFold, "sum")) {
+	if _, err := audit.Run(e.Ctx, tbl, audit.Options{}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s=%q", snapshot.PropFold, "sum")) {
 		t.Fatalf("err %v, want the unknown fold named", err)
 	}
 }

@@ -32,7 +32,7 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 	const partitions = 4
 	e := newEnv(b)
 	const topic = "bench"
-	e.topic(topic, partitions, nil)
+	e.Topic(topic, partitions, nil)
 	value := make([]byte, 160)
 	for i := range value {
 		value[i] = byte('a' + i%26)
@@ -45,7 +45,7 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 			Headers:   []kgo.RecordHeader{{Key: "src", Value: []byte("bench")}},
 			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))})
 		if len(batch) == cap(batch) || i == n-1 {
-			e.produce(batch)
+			e.Produce(batch)
 			batch = batch[:0]
 		}
 	}
@@ -59,7 +59,7 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 		}
 		consumeSec += time.Since(start).Seconds()
 
-		tbl := e.table(fmt.Sprintf("bench.t%d", i))
+		tbl := e.Table(fmt.Sprintf("bench.t%d", i))
 		if path := os.Getenv("FLOE_BENCH_CPUPROFILE"); path != "" {
 			// Profile the sink alone, without producing and the baseline.
 			f, err := os.Create(path)
@@ -109,7 +109,7 @@ func consumeAll(b *testing.B, e *env, topic string, ends map[mapping.TopicPartit
 	for tp := range ends {
 		assign[tp.Partition] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.stack.Brokers...),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {

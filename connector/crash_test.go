@@ -77,7 +77,7 @@ func sinkChild() int {
 
 func (e *env) childCmd(topic, table string, flush int, stopAtEnd bool) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cfg := e.stack.Catalog()
+	cfg := e.Stack.Catalog()
 	stop := "0"
 	if stopAtEnd {
 		stop = "1"
@@ -85,7 +85,7 @@ func (e *env) childCmd(topic, table string, flush int, stopAtEnd bool) *exec.Cmd
 	cmd.Env = append(os.Environ(), childEnv+"=1",
 		"FLOE_TEST_CATALOG="+cfg.Catalog, "FLOE_TEST_WAREHOUSE="+cfg.Warehouse,
 		"FLOE_TEST_TABLE="+table, "FLOE_TEST_TOPIC="+topic,
-		"FLOE_TEST_BROKERS="+strings.Join(e.stack.Brokers, ","),
+		"FLOE_TEST_BROKERS="+strings.Join(e.Stack.Brokers, ","),
 		"FLOE_TEST_FLUSH_RECORDS="+strconv.Itoa(flush), "FLOE_TEST_STOP_AT_END="+stop)
 	return cmd
 }
@@ -115,16 +115,16 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 	}
 	e := newEnv(t)
 	const topic, table = "crash", "lake.crash"
-	e.topic(topic, 4, nil)
+	e.Topic(topic, 4, nil)
 	produced := 0
 	produce := func(n int) {
 		for p := range int32(4) {
-			e.produce(records(topic, p, n, fmt.Sprintf("r%d", produced)))
+			e.Produce(records(topic, p, n, fmt.Sprintf("r%d", produced)))
 		}
 		produced += 4 * n
 	}
 	produce(2000)
-	tbl := e.table(table)
+	tbl := e.Table(table)
 	rng := rand.New(rand.NewPCG(1, 2))
 	const kills = 40
 	var orphanKills, commitKills, orphans int
@@ -137,18 +137,18 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 		time.Sleep(time.Duration(50+rng.IntN(700)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
-		if err := tbl.Refresh(e.ctx); err != nil {
+		if err := tbl.Refresh(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		l := mustLedger(t, tbl)
 		if len(l.Commits) > before {
 			commitKills++
 		}
-		files, err := tbl.Files(e.ctx, 0)
+		files, err := tbl.Files(e.Ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(dataFiles(t, e.stack.Catalog().Warehouse)) - len(files); n > orphans {
+		if n := len(dataFiles(t, e.Stack.Catalog().Warehouse)) - len(files); n > orphans {
 			orphanKills++ // killed after writing files, before their commit
 			orphans = n
 		}
@@ -175,10 +175,10 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 func TestSinkSIGINTFlushes(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "interrupt", "lake.interrupt"
-	e.topic(topic, 2, nil)
-	e.produce(records(topic, 0, 400, "a"))
-	e.produce(records(topic, 1, 600, "a"))
-	tbl := e.table(table)
+	e.Topic(topic, 2, nil)
+	e.Produce(records(topic, 0, 400, "a"))
+	e.Produce(records(topic, 1, 600, "a"))
+	tbl := e.Table(table)
 	cmd := e.childCmd(topic, table, 1_000_000, false)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -1,7 +1,6 @@
 package connector_test
 
 import (
-	"context"
 	"log/slog"
 	"slices"
 	"testing"
@@ -12,50 +11,22 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
-	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// env is one test's stack (floetest.Env) under the short names this
-// package's tests use.
+// env is one test's stack: floetest.Env (a kfake broker over TCP, a SQLite
+// catalog and a file warehouse) with this package's helpers.
 type env struct {
-	t     testing.TB
-	ctx   context.Context
-	stack *localstack.Stack
-	h     *floetest.Env
+	*floetest.Env
 }
 
-func newEnv(t testing.TB) *env {
-	t.Helper()
-	h := floetest.New(t)
-	return &env{t: t, ctx: h.Ctx, stack: h.Stack, h: h}
-}
-
-func (e *env) topic(name string, partitions int32, configs map[string]*string) {
-	e.t.Helper()
-	e.h.Topic(name, partitions, configs)
-}
-
-func (e *env) produce(recs []*kgo.Record) {
-	e.t.Helper()
-	e.h.Produce(recs)
-}
-
-func (e *env) txn(id string, recs []*kgo.Record, commit bool) {
-	e.t.Helper()
-	e.h.Txn(id, recs, commit)
-}
-
-func (e *env) table(name string) *snapshot.Table {
-	e.t.Helper()
-	return e.h.Table(name)
-}
+func newEnv(t testing.TB) *env { return &env{floetest.New(t)} }
 
 // broker returns a new broker connection on every call.
 func (e *env) broker() *connector.Broker {
-	e.t.Helper()
-	return e.h.Dial()
+	e.T.Helper()
+	return e.Env.Dial()
 }
 
 func quietLogger() *slog.Logger { return floetest.QuietLogger() }
@@ -63,8 +34,8 @@ func quietLogger() *slog.Logger { return floetest.QuietLogger() }
 // sink runs a sink of cfg.Topic into tbl, over a broker connection of its
 // own, and returns its stats.
 func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) (connector.Stats, error) {
-	e.t.Helper()
-	return e.h.Sink(e.broker(), tbl, cfg)
+	e.T.Helper()
+	return e.Env.Sink(e.broker(), tbl, cfg)
 }
 
 // records is floetest.Records.
@@ -171,10 +142,10 @@ func checkExactlyOnce(t testing.TB, tbl *snapshot.Table, want map[mapping.TopicP
 
 // endOffsets returns the high watermark of every partition of topic.
 func (e *env) endOffsets(topic string) map[mapping.TopicPartition]int64 {
-	e.t.Helper()
-	wm, err := e.broker().Watermarks(e.ctx, topic)
+	e.T.Helper()
+	wm, err := e.broker().Watermarks(e.Ctx, topic)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	out := map[mapping.TopicPartition]int64{}
 	for p, w := range wm {

@@ -37,7 +37,7 @@ func span(low, high int64) []int64 {
 // delayFetches makes the broker hold the next n fetch requests for d before
 // answering them.
 func delayFetches(e *env, n int, d time.Duration) {
-	c := e.stack.Cluster
+	c := e.Stack.Cluster
 	left := n
 	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.SleepControl(func() { time.Sleep(d) })
@@ -52,10 +52,10 @@ func delayFetches(e *env, n int, d time.Duration) {
 // the read ends at the requested end, not after a quiet spell.
 func TestReadLogWaitsForASlowBroker(t *testing.T) {
 	e := newEnv(t)
-	e.topic("slow", 1, nil)
-	e.produce(records("slow", 0, 50, "a"))
+	e.Topic("slow", 1, nil)
+	e.Produce(records("slow", 0, 50, "a"))
 	delayFetches(e, 1, 4*time.Second)
-	got, _, err := readAll(e.ctx, e, "slow", 0, 50)
+	got, _, err := readAll(e.Ctx, e, "slow", 0, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +68,10 @@ func TestReadLogWaitsForASlowBroker(t *testing.T) {
 // once rather than after a wait.
 func TestReadLogEndsAtTheHighWatermark(t *testing.T) {
 	e := newEnv(t)
-	e.topic("short", 1, nil)
-	e.produce(records("short", 0, 50, "a"))
+	e.Topic("short", 1, nil)
+	e.Produce(records("short", 0, 50, "a"))
 	start := time.Now()
-	got, logStart, err := readAll(e.ctx, e, "short", 10, 1000)
+	got, logStart, err := readAll(e.Ctx, e, "short", 10, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestReadLogEndsAtTheHighWatermark(t *testing.T) {
 		t.Fatalf("the read took %s after the last record: it waited instead of stopping at the high watermark", d)
 	}
 	// From the high watermark on there is nothing to read.
-	got, _, err = readAll(e.ctx, e, "short", 50, 60)
+	got, _, err = readAll(e.Ctx, e, "short", 50, 60)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("read past the end: %v, %v", got, err)
 	}
@@ -91,12 +91,12 @@ func TestReadLogEndsAtTheHighWatermark(t *testing.T) {
 // Offsets retention deleted are skipped; the log start is reported.
 func TestReadLogSkipsDeletedOffsets(t *testing.T) {
 	e := newEnv(t)
-	e.topic("trimmed", 1, nil)
-	e.produce(records("trimmed", 0, 50, "a"))
-	if err := e.stack.Cluster.DeleteRecords("trimmed", 0, 20); err != nil {
+	e.Topic("trimmed", 1, nil)
+	e.Produce(records("trimmed", 0, 50, "a"))
+	if err := e.Stack.Cluster.DeleteRecords("trimmed", 0, 20); err != nil {
 		t.Fatal(err)
 	}
-	got, logStart, err := readAll(e.ctx, e, "trimmed", 0, 50)
+	got, logStart, err := readAll(e.Ctx, e, "trimmed", 0, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,16 +110,16 @@ func TestReadLogSkipsDeletedOffsets(t *testing.T) {
 func TestReadLogCompactedGaps(t *testing.T) {
 	e := newEnv(t)
 	compact := "compact"
-	e.topic("compacted", 1, map[string]*string{"cleanup.policy": &compact})
+	e.Topic("compacted", 1, map[string]*string{"cleanup.policy": &compact})
 	rec := func(key string) *kgo.Record {
 		return &kgo.Record{Topic: "compacted", Key: []byte(key), Value: []byte("v")}
 	}
-	e.produce([]*kgo.Record{rec("a"), rec("b"), rec("c")}) // [0, 3): one batch, superseded below
-	e.produce([]*kgo.Record{rec("a"), rec("b"), rec("c")}) // [3, 6)
-	e.produce([]*kgo.Record{rec("d")})                     // 6: the last batch, never compacted
-	e.stack.Cluster.Compact()
+	e.Produce([]*kgo.Record{rec("a"), rec("b"), rec("c")}) // [0, 3): one batch, superseded below
+	e.Produce([]*kgo.Record{rec("a"), rec("b"), rec("c")}) // [3, 6)
+	e.Produce([]*kgo.Record{rec("d")})                     // 6: the last batch, never compacted
+	e.Stack.Cluster.Compact()
 	start := time.Now()
-	got, _, err := readAll(e.ctx, e, "compacted", 0, 7)
+	got, _, err := readAll(e.Ctx, e, "compacted", 0, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +135,11 @@ func TestReadLogCompactedGaps(t *testing.T) {
 // never with a silent, partial success.
 func TestReadLogDeadlineIsAnError(t *testing.T) {
 	e := newEnv(t)
-	e.topic("stuck", 1, nil)
-	e.produce(records("stuck", 0, 10, "a"))
+	e.Topic("stuck", 1, nil)
+	e.Produce(records("stuck", 0, 10, "a"))
 	b := e.broker()
 	delayFetches(e, 1, 3*time.Second)
-	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+	ctx, cancel := context.WithTimeout(e.Ctx, time.Second)
 	defer cancel()
 	var n int
 	err := b.ReadLog(ctx, "stuck", 0, 0, 10, func(*kgo.Record, int64) bool { n++; return true })

@@ -12,9 +12,9 @@ import (
 func TestReplayBadSinkConfigWritesNothing(t *testing.T) {
 	e := newEnv(t)
 	const topic = "cfg"
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 10, "a"))
-	main := e.table("lake.main")
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 10, "a"))
+	main := e.Table("lake.main")
 	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}

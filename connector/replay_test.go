@@ -22,46 +22,46 @@ import (
 
 // replay runs connector.Replay into table name with a quiet sink.
 func (e *env) replay(name string, opts connector.ReplayOptions) (connector.ReplayResult, error) {
-	e.t.Helper()
-	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+	e.T.Helper()
+	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	ident, err := snapshot.ParseIdent(name)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if opts.Sink.Logger == nil {
 		opts.Sink.Logger = quietLogger()
 	}
-	return connector.Replay(e.ctx, e.broker(), cat, ident, opts)
+	return connector.Replay(e.Ctx, e.broker(), cat, ident, opts)
 }
 
 // openExisting opens a table (on a branch) without creating it.
 func (e *env) openExisting(name, branch string) *snapshot.Table {
-	e.t.Helper()
-	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+	e.T.Helper()
+	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	ident, _ := snapshot.ParseIdent(name)
-	tbl, err := snapshot.Open(e.ctx, cat, ident, snapshot.OpenOptions{Branch: branch})
+	tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Branch: branch})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return tbl
 }
 
 func (e *env) exists(name string) bool {
-	e.t.Helper()
-	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+	e.T.Helper()
+	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	ident, _ := snapshot.ParseIdent(name)
-	ok, err := cat.CheckTableExists(e.ctx, ident)
+	ok, err := cat.CheckTableExists(e.Ctx, ident)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return ok
 }
@@ -117,20 +117,20 @@ func tableRows(ctx context.Context, tbl *snapshot.Table) ([]string, error) {
 func TestReplayRebuildEqualsSink(t *testing.T) {
 	e := newEnv(t)
 	const topic = "rebuild"
-	e.topic(topic, 3, nil)
+	e.Topic(topic, 3, nil)
 	for p := range int32(3) {
-		e.produce(records(topic, p, 120, "a"))
+		e.Produce(records(topic, p, 120, "a"))
 	}
 	var committed, aborted []*kgo.Record
 	for p := range int32(3) {
 		committed = append(committed, records(topic, p, 10, "txn")...)
 		aborted = append(aborted, records(topic, p, 7, "aborted")...)
 	}
-	e.txn("r-commit", committed, true)
-	e.txn("r-abort", aborted, false)
-	e.produce(records(topic, 1, 30, "b"))
+	e.Txn("r-commit", committed, true)
+	e.Txn("r-abort", aborted, false)
+	e.Produce(records(topic, 1, 30, "b"))
 
-	sunk := e.table("lake.sunk")
+	sunk := e.Table("lake.sunk")
 	if _, err := e.sink(sunk, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestReplayRebuildEqualsSink(t *testing.T) {
 func TestReplayFromTimestamp(t *testing.T) {
 	e := newEnv(t)
 	const topic = "bytime"
-	e.topic(topic, 2, nil)
+	e.Topic(topic, 2, nil)
 	base := time.UnixMilli(1_700_000_000_000)
 	// Per partition, one record per produce call (one batch each), with
 	// timestamps out of order: seconds 0, 12, 10, 22, 20, 32, 30, ...
@@ -190,13 +190,13 @@ func TestReplayFromTimestamp(t *testing.T) {
 				s += 7 + int64(p)
 			}
 			secs[p] = append(secs[p], s)
-			e.produce([]*kgo.Record{{Topic: topic, Partition: p, Key: []byte("k"), Value: fmt.Appendf(nil, "%d", s),
+			e.Produce([]*kgo.Record{{Topic: topic, Partition: p, Key: []byte("k"), Value: fmt.Appendf(nil, "%d", s),
 				Timestamp: base.Add(time.Duration(s) * time.Second)}})
 		}
 	}
 	for _, at := range []int64{0, 33, 62, 500} {
 		when := base.Add(time.Duration(at) * time.Second)
-		listed, err := e.broker().Admin().ListOffsetsAfterMilli(e.ctx, when.UnixMilli(), topic)
+		listed, err := e.broker().Admin().ListOffsetsAfterMilli(e.Ctx, when.UnixMilli(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,10 +246,10 @@ func TestReplayFromTimestamp(t *testing.T) {
 func TestReplayBadInput(t *testing.T) {
 	e := newEnv(t)
 	const topic = "bad"
-	e.topic(topic, 2, nil)
-	e.produce(records(topic, 0, 20, "a"))
-	e.produce(records(topic, 1, 20, "a"))
-	main := e.table("lake.main")
+	e.Topic(topic, 2, nil)
+	e.Produce(records(topic, 0, 20, "a"))
+	e.Produce(records(topic, 1, 20, "a"))
+	main := e.Table("lake.main")
 	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -302,9 +302,9 @@ func TestReplayBadInput(t *testing.T) {
 func TestReplayHeadLoss(t *testing.T) {
 	e := newEnv(t)
 	const topic = "headloss"
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 60, "a"))
-	if err := e.stack.Cluster.DeleteRecords(topic, 0, 25); err != nil {
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 60, "a"))
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 25); err != nil {
 		t.Fatal(err)
 	}
 	res, err := e.replay("lake.headloss", connector.ReplayOptions{Topic: topic})
@@ -349,7 +349,7 @@ func keyedLog(e *env, topic string) map[string]string {
 		}
 		recs = append(recs, r)
 	}
-	e.produce(recs)
+	e.Produce(recs)
 	return want
 }
 
@@ -374,7 +374,7 @@ func state(t testing.TB, tbl *snapshot.Table) map[string]string {
 func TestReplayFold(t *testing.T) {
 	e := newEnv(t)
 	const topic = "keyed"
-	e.topic(topic, 2, nil)
+	e.Topic(topic, 2, nil)
 	want := keyedLog(e, topic)
 
 	res, err := e.replay("lake.state", connector.ReplayOptions{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40}})
@@ -398,9 +398,9 @@ func TestReplayFold(t *testing.T) {
 	}
 
 	// The same fold interrupted after its second commit, then resumed.
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	var commits atomic.Int32
-	cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,19 +432,19 @@ func TestReplayFold(t *testing.T) {
 func TestReplayBranchPublish(t *testing.T) {
 	e := newEnv(t)
 	const topic = "swap"
-	e.topic(topic, 2, nil)
+	e.Topic(topic, 2, nil)
 	for p := range int32(2) {
-		e.produce(records(topic, p, 100, "a"))
+		e.Produce(records(topic, p, 100, "a"))
 	}
-	main := e.table("lake.swap")
+	main := e.Table("lake.swap")
 	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}
 	old := strings.Join(fullRows(t, main), "\n")
 	for p := range int32(2) {
-		e.produce(records(topic, p, 50, "b"))
+		e.Produce(records(topic, p, 50, "b"))
 	}
-	expected := e.table("lake.expected")
+	expected := e.Table("lake.expected")
 	if _, err := e.sink(expected, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -467,18 +467,18 @@ func TestReplayBranchPublish(t *testing.T) {
 				return
 			default:
 			}
-			cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+			cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 			if err != nil {
 				failed.Store(err.Error())
 				return
 			}
 			ident, _ := snapshot.ParseIdent("lake.swap")
-			tbl, err := snapshot.Open(e.ctx, cat, ident, snapshot.OpenOptions{})
+			tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{})
 			if err != nil {
 				failed.Store(err.Error())
 				return
 			}
-			rs, err := tableRows(e.ctx, tbl)
+			rs, err := tableRows(e.Ctx, tbl)
 			if err != nil {
 				failed.Store(err.Error())
 				return

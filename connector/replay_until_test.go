@@ -23,21 +23,21 @@ func TestReplayRunAgainKeepsItsEnd(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
 			const topic = "grow"
-			e.topic(topic, 2, nil)
+			e.Topic(topic, 2, nil)
 			for p := range int32(2) {
-				e.produce(records(topic, p, 60, "a"))
+				e.Produce(records(topic, p, 60, "a"))
 			}
 			if c.branch != "" {
-				if _, err := e.sink(e.table(c.table), connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+				if _, err := e.sink(e.Table(c.table), connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cat, err := snapshot.OpenCatalog(e.ctx, e.stack.Catalog())
+			cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 			if err != nil {
 				t.Fatal(err)
 			}
 			ident, _ := snapshot.ParseIdent(c.table)
-			ctx, cancel := context.WithCancel(e.ctx)
+			ctx, cancel := context.WithCancel(e.Ctx)
 			defer cancel()
 			var commits atomic.Int32
 			opts := connector.ReplayOptions{Topic: topic, Branch: c.branch, Sink: connector.Config{FlushRecords: 25, Logger: quietLogger(),
@@ -57,7 +57,7 @@ func TestReplayRunAgainKeepsItsEnd(t *testing.T) {
 
 			// The log grows; the same replay continues to its own end.
 			for p := range int32(2) {
-				e.produce(records(topic, p, 40, "b"))
+				e.Produce(records(topic, p, 40, "b"))
 			}
 			res, err = e.replay(c.table, opts)
 			if err != nil || !res.Complete || !res.Resumed || !res.FixedEnd {

@@ -20,9 +20,9 @@ import (
 // produceOneByOne writes records in separate batches, so that a consumer
 // limited to one batch per fetch advances record by record.
 func (e *env) produceOneByOne(recs []*kgo.Record) {
-	e.t.Helper()
+	e.T.Helper()
 	for _, r := range recs {
-		e.produce([]*kgo.Record{r})
+		e.Produce([]*kgo.Record{r})
 	}
 }
 
@@ -34,10 +34,10 @@ func TestBoundedRunRetentionPastEnd(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			e := newEnv(t)
 			const topic = "shrinking"
-			e.topic(topic, 1, nil)
+			e.Topic(topic, 1, nil)
 			e.produceOneByOne(records(topic, 0, 80, "a"))
-			tbl := e.table("lake.shrinking")
-			slow, err := connector.Dial(e.ctx, e.stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+			tbl := e.Table("lake.shrinking")
+			slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestBoundedRunRetentionPastEnd(t *testing.T) {
 					once.Do(func() {
 						// The end was fixed at 80 when the run started.
 						e.produceOneByOne(records(topic, 0, 20, "b"))
-						if err := e.stack.Cluster.DeleteRecords(topic, 0, 90); err != nil {
+						if err := e.Stack.Cluster.DeleteRecords(topic, 0, 90); err != nil {
 							t.Error(err)
 						}
 					})
@@ -56,7 +56,7 @@ func TestBoundedRunRetentionPastEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.Run(e.ctx)
+			_, err = s.Run(e.Ctx)
 			tp := mapping.TopicPartition{Topic: topic, Partition: 0}
 			l := mustLedger(t, tbl)
 			c := mapping.Cover(l.Ranges(tp))
@@ -86,11 +86,11 @@ func TestBoundedRunRetentionPastEnd(t *testing.T) {
 func TestLiveSinkPicksUpNewPartitions(t *testing.T) {
 	e := newEnv(t)
 	const topic = "growing"
-	e.topic(topic, 2, nil)
-	e.produce(records(topic, 0, 50, "a"))
-	e.produce(records(topic, 1, 50, "a"))
-	tbl := e.table("lake.growing")
-	ctx, cancel := context.WithCancel(e.ctx)
+	e.Topic(topic, 2, nil)
+	e.Produce(records(topic, 0, 50, "a"))
+	e.Produce(records(topic, 1, 50, "a"))
+	tbl := e.Table("lake.growing")
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	s, err := connector.NewSink(e.broker(), tbl, connector.Config{Topic: topic, FlushInterval: 100 * time.Millisecond,
 		PartitionCheck: 100 * time.Millisecond, Logger: quietLogger()})
@@ -102,10 +102,10 @@ func TestLiveSinkPicksUpNewPartitions(t *testing.T) {
 		_, err := s.Run(ctx)
 		done <- err
 	}()
-	if _, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.ctx, 1, topic); err != nil {
+	if _, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
 		t.Fatal(err)
 	}
-	e.produce(records(topic, 2, 30, "new"))
+	e.Produce(records(topic, 2, 30, "new"))
 	want := e.endOffsets(topic)
 	waitForNext(t, e, "lake.growing", mapping.TopicPartition{Topic: topic, Partition: 2}, 30)
 	cancel()
@@ -122,23 +122,23 @@ func TestLiveSinkPicksUpNewPartitions(t *testing.T) {
 func TestSinkRefusesRecreatedTopic(t *testing.T) {
 	e := newEnv(t)
 	const topic = "reborn"
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 50, "a"))
-	tbl := e.table("lake.reborn")
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 50, "a"))
+	tbl := e.Table("lake.reborn")
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.stack.Cluster.DeleteTopic(topic); err != nil {
+	if err := e.Stack.Cluster.DeleteTopic(topic); err != nil {
 		t.Fatal(err)
 	}
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 10, "b"))
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 10, "b"))
 	before := len(mustLedger(t, tbl).Commits)
 	_, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true})
 	if err == nil || !strings.Contains(err.Error(), "recreated") {
 		t.Fatalf("err %v: want a refusal naming a recreated topic", err)
 	}
-	if err := tbl.Refresh(e.ctx); err != nil {
+	if err := tbl.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	if after := len(mustLedger(t, tbl).Commits); after != before {
@@ -151,14 +151,14 @@ func TestSinkRefusesRecreatedTopic(t *testing.T) {
 func TestSinkMirrorsGroupOffsets(t *testing.T) {
 	e := newEnv(t)
 	const topic, group = "lagged", "floe-lake-lagged"
-	e.topic(topic, 2, nil)
-	e.produce(records(topic, 0, 40, "a"))
-	e.produce(records(topic, 1, 25, "a"))
-	tbl := e.table("lake.lagged")
+	e.Topic(topic, 2, nil)
+	e.Produce(records(topic, 0, 40, "a"))
+	e.Produce(records(topic, 1, 25, "a"))
+	tbl := e.Table("lake.lagged")
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, Group: group}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := kadm.NewClient(e.broker().Client()).FetchOffsets(e.ctx, group)
+	resp, err := kadm.NewClient(e.broker().Client()).FetchOffsets(e.Ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +174,10 @@ func TestSinkMirrorsGroupOffsets(t *testing.T) {
 // for sharing), until the ledger's next offset of tp reaches want.
 func waitForNext(t *testing.T, e *env, table string, tp mapping.TopicPartition, want int64) {
 	t.Helper()
-	reader := e.table(table)
+	reader := e.Table(table)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if err := reader.Refresh(e.ctx); err != nil {
+		if err := reader.Refresh(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		next := mustLedger(t, reader).Next()
@@ -197,9 +197,9 @@ func waitForNext(t *testing.T, e *env, table string, tp mapping.TopicPartition, 
 func TestLiveSinkNewPartitionOnBusyTopic(t *testing.T) {
 	e := newEnv(t)
 	const topic = "busy"
-	e.topic(topic, 1, nil)
-	tbl := e.table("lake.busy")
-	ctx, cancel := context.WithCancel(e.ctx)
+	e.Topic(topic, 1, nil)
+	tbl := e.Table("lake.busy")
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	s, err := connector.NewSink(e.broker(), tbl, connector.Config{Topic: topic, Start: connector.StartLatest,
 		FlushRecords: 20, FlushInterval: 100 * time.Millisecond, PartitionCheck: 200 * time.Millisecond, Logger: quietLogger()})
@@ -228,10 +228,10 @@ func TestLiveSinkNewPartitionOnBusyTopic(t *testing.T) {
 		}
 	}()
 	waitForNext(t, e, "lake.busy", mapping.TopicPartition{Topic: topic, Partition: 0}, 1)
-	if _, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.ctx, 1, topic); err != nil {
+	if _, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
 		t.Fatal(err)
 	}
-	e.produce(records(topic, 1, 30, "new"))
+	e.Produce(records(topic, 1, 30, "new"))
 	waitForNext(t, e, "lake.busy", mapping.TopicPartition{Topic: topic, Partition: 1}, 30)
 	close(stop)
 	wg.Wait()
@@ -239,7 +239,7 @@ func TestLiveSinkNewPartitionOnBusyTopic(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	rs := rows(t, e.table("lake.busy"))
+	rs := rows(t, e.Table("lake.busy"))
 	var fromNew int
 	for _, r := range rs {
 		if r.tp.Partition == 1 {
@@ -257,11 +257,11 @@ func TestLiveSinkNewPartitionOnBusyTopic(t *testing.T) {
 func TestBoundedRunRetentionWhileOtherPartitionBusy(t *testing.T) {
 	e := newEnv(t)
 	const topic = "hot"
-	e.topic(topic, 2, nil)
-	e.produce(records(topic, 0, 20, "a"))
+	e.Topic(topic, 2, nil)
+	e.Produce(records(topic, 0, 20, "a"))
 	e.produceOneByOne(records(topic, 1, 15, "a"))
-	tbl := e.table("lake.hot")
-	slow, err := connector.Dial(e.ctx, e.stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	tbl := e.Table("lake.hot")
+	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestBoundedRunRetentionWhileOtherPartitionBusy(t *testing.T) {
 	s, err := connector.NewSink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, Logger: quietLogger(),
 		OnRecords: func(int64) {
 			once.Do(func() {
-				if err := e.stack.Cluster.DeleteRecords(topic, 1, 15); err != nil {
+				if err := e.Stack.Cluster.DeleteRecords(topic, 1, 15); err != nil {
 					t.Error(err)
 				}
 				wg.Add(1)
@@ -295,7 +295,7 @@ func TestBoundedRunRetentionWhileOtherPartitionBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(e.Ctx, 30*time.Second)
 	defer cancel()
 	if _, err := s.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func TestBoundedRunRetentionWhileOtherPartitionBusy(t *testing.T) {
 
 // localstackProduce produces without failing the test, for goroutines.
 func localstackProduce(e *env, recs []*kgo.Record) error {
-	return localstack.Produce(e.ctx, e.stack.Brokers, recs)
+	return localstack.Produce(e.Ctx, e.Stack.Brokers, recs)
 }
 
 // TestBoundedRunTrailingRetentionKeepsRecordsInHand: retention deletes
@@ -320,15 +320,15 @@ func localstackProduce(e *env, recs []*kgo.Record) error {
 func TestBoundedRunTrailingRetentionKeepsRecordsInHand(t *testing.T) {
 	e := newEnv(t)
 	const topic = "trailing"
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 100, "a"))
-	tbl := e.table("lake.trailing")
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 100, "a"))
+	tbl := e.Table("lake.trailing")
 	var once sync.Once
 	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 10,
 		OnRecords: func(int64) {
 			once.Do(func() {
 				time.Sleep(2100 * time.Millisecond) // past the retention check's period
-				if err := e.stack.Cluster.DeleteRecords(topic, 0, 50); err != nil {
+				if err := e.Stack.Cluster.DeleteRecords(topic, 0, 50); err != nil {
 					t.Error(err)
 				}
 			})
@@ -353,14 +353,14 @@ func TestBoundedRunEndBelowLedger(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			e := newEnv(t)
 			const topic = "behind"
-			e.topic(topic, 1, nil)
-			e.produce(records(topic, 0, 100, "a"))
-			tbl := e.table("lake.behind")
+			e.Topic(topic, 1, nil)
+			e.Produce(records(topic, 0, 100, "a"))
+			tbl := e.Table("lake.behind")
 			if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 				t.Fatal(err)
 			}
-			e.produce(records(topic, 0, 30, "b"))
-			if err := e.stack.Cluster.DeleteRecords(topic, 0, 120); err != nil {
+			e.Produce(records(topic, 0, 30, "b"))
+			if err := e.Stack.Cluster.DeleteRecords(topic, 0, 120); err != nil {
 				t.Fatal(err)
 			}
 			stats, err := e.sink(tbl, connector.Config{Topic: topic, EndOffsets: map[int32]int64{0: 50}, OnDataLoss: policy})

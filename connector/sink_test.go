@@ -15,10 +15,10 @@ import (
 func TestSinkExactlyOnceWithTransactions(t *testing.T) {
 	e := newEnv(t)
 	const topic = "events"
-	e.topic(topic, 4, nil)
+	e.Topic(topic, 4, nil)
 	var committed int
 	for p := range int32(4) {
-		e.produce(records(topic, p, 300, "a"))
+		e.Produce(records(topic, p, 300, "a"))
 		committed += 300
 	}
 	var txnRecs, abortRecs []*kgo.Record
@@ -26,14 +26,14 @@ func TestSinkExactlyOnceWithTransactions(t *testing.T) {
 		txnRecs = append(txnRecs, records(topic, p, 20, "txn")...)
 		abortRecs = append(abortRecs, records(topic, p, 15, "aborted")...)
 	}
-	e.txn("t-commit", txnRecs, true)
+	e.Txn("t-commit", txnRecs, true)
 	committed += len(txnRecs)
-	e.txn("t-abort", abortRecs, false)
+	e.Txn("t-abort", abortRecs, false)
 	// Partition 0 ends in more data, the others end in the abort marker.
-	e.produce(records(topic, 0, 50, "b"))
+	e.Produce(records(topic, 0, 50, "b"))
 	committed += 50
 
-	tbl := e.table("lake.events")
+	tbl := e.Table("lake.events")
 	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestSinkExactlyOnceWithTransactions(t *testing.T) {
 		}
 	}
 	// Every data file holds one partition only.
-	files, err := tbl.Files(e.ctx, 0)
+	files, err := tbl.Files(e.Ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +82,14 @@ func TestSinkExactlyOnceWithTransactions(t *testing.T) {
 func TestSinkResumesExactly(t *testing.T) {
 	e := newEnv(t)
 	const topic = "resume"
-	e.topic(topic, 2, nil)
-	e.produce(records(topic, 0, 100, "a"))
-	e.produce(records(topic, 1, 80, "a"))
-	tbl := e.table("lake.resume")
+	e.Topic(topic, 2, nil)
+	e.Produce(records(topic, 0, 100, "a"))
+	e.Produce(records(topic, 1, 80, "a"))
+	tbl := e.Table("lake.resume")
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}
-	e.produce(records(topic, 0, 30, "b"))
+	e.Produce(records(topic, 0, 30, "b"))
 	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true})
 	if err != nil {
 		t.Fatal(err)
@@ -110,15 +110,15 @@ func TestSinkResumesExactly(t *testing.T) {
 func TestSinkRetentionLoss(t *testing.T) {
 	e := newEnv(t)
 	const topic = "retained"
-	e.topic(topic, 1, nil)
-	e.produce(records(topic, 0, 100, "a"))
-	tbl := e.table("lake.retained")
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 100, "a"))
+	tbl := e.Table("lake.retained")
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}
-	e.produce(records(topic, 0, 100, "b"))
+	e.Produce(records(topic, 0, 100, "b"))
 	// Retention deletes offsets [100, 150) before they were sunk.
-	if err := e.stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
 		t.Fatal(err)
 	}
 	before := len(rows(t, tbl))
@@ -156,11 +156,11 @@ func TestSinkRetentionLoss(t *testing.T) {
 func TestTwoSinksOneTable(t *testing.T) {
 	e := newEnv(t)
 	const topic = "contended"
-	e.topic(topic, 4, nil)
+	e.Topic(topic, 4, nil)
 	for p := range int32(4) {
-		e.produce(records(topic, p, 3000, "a"))
+		e.Produce(records(topic, p, 3000, "a"))
 	}
-	a, b := e.table("lake.contended"), e.table("lake.contended")
+	a, b := e.Table("lake.contended"), e.Table("lake.contended")
 	type result struct {
 		stats connector.Stats
 		err   error

@@ -9,9 +9,9 @@ import (
 func TestCleanupPolicy(t *testing.T) {
 	e := newEnv(t)
 	compact, both := "compact", "compact,delete"
-	e.topic("plain", 1, nil)
-	e.topic("compacted", 1, map[string]*string{"cleanup.policy": &compact})
-	e.topic("both", 1, map[string]*string{"cleanup.policy": &both})
+	e.Topic("plain", 1, nil)
+	e.Topic("compacted", 1, map[string]*string{"cleanup.policy": &compact})
+	e.Topic("both", 1, map[string]*string{"cleanup.policy": &both})
 	b := e.broker()
 	for topic, want := range map[string]struct {
 		policy   string
@@ -21,7 +21,7 @@ func TestCleanupPolicy(t *testing.T) {
 		"compacted": {"compact", true},
 		"both":      {"compact,delete", true},
 	} {
-		got, err := b.CleanupPolicy(e.ctx, topic)
+		got, err := b.CleanupPolicy(e.Ctx, topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestCleanupPolicy(t *testing.T) {
 			t.Errorf("%s: cleanup.policy %q (compacts %v), want %q (%v)", topic, got, connector.Compacts(got), want.policy, want.compacts)
 		}
 	}
-	if _, err := b.CleanupPolicy(e.ctx, "missing"); err == nil {
+	if _, err := b.CleanupPolicy(e.Ctx, "missing"); err == nil {
 		t.Error("cleanup.policy of a topic that does not exist: no error")
 	}
 	for policy, want := range map[string]bool{"delete": false, "compact": true, " Compact , delete": true, "": false} {

@@ -275,14 +275,13 @@ func (s *Sink) session(ctx context.Context) error {
 	next := ledger.Next()
 	// Partitions with nothing to do this session still report where they are.
 	s.finish(next)
-	parts, err := s.broker.Partitions(ctx, s.cfg.Topic)
-	if err != nil {
-		return err
-	}
+	// Watermarks lists every partition of the topic (and fails clearly on
+	// an unknown one).
 	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
 	if err != nil {
 		return err
 	}
+	parts := slices.Sorted(maps.Keys(wm))
 	states := map[int32]*partState{}
 	defer func() {
 		for _, p := range states {

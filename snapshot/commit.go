@@ -166,11 +166,11 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			}
 			// The failed attempt may have been applied (an unknown
 			// outcome), or another writer may have fenced this one.
-			done, err := t.settle(ctx, log, res.Commit, files)
-			if err != nil || done {
-				if done {
-					res.Commit = t.committed(res.Commit.ID, res.Commit)
-				}
+			applied, err := t.settle(ctx, log, res.Commit, files)
+			if applied != nil {
+				res.Commit = *applied
+			}
+			if err != nil || applied != nil {
 				return res, err
 			}
 			if errs >= maxErrors {
@@ -197,9 +197,9 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	// A last look: the final attempt may have been applied after all, or
 	// failed because another writer fenced this one.
 	if err := t.Refresh(ctx); err == nil {
-		done, err := t.settle(ctx, log, res.Commit, files)
-		if done {
-			res.Commit = t.committed(res.Commit.ID, res.Commit)
+		applied, err := t.settle(ctx, log, res.Commit, files)
+		if applied != nil {
+			res.Commit = *applied
 			return res, nil
 		}
 		if err != nil {
@@ -212,18 +212,19 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		res.Commit.ID, t.Name(), res.Attempts, lastErr)
 }
 
-// settle inspects a freshly reloaded ledger after a failed attempt. It
-// returns done when the commit turns out to have been applied, and a
-// *FencedError (after deleting the files) when another writer advanced one
-// of the flush's partitions.
-func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, files []iceberg.DataFile) (bool, error) {
+// settle checks commit c against the ledger as last loaded: before the
+// first attempt, and after a failed one. It returns the ledger's copy of c
+// (with its snapshot id and commit time) when c turns out to have been
+// applied, and a *FencedError (after deleting the files) when another
+// writer advanced one of the flush's partitions.
+func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, files []iceberg.DataFile) (*mapping.Commit, error) {
 	l, err := t.Ledger()
 	if err != nil {
-		return false, fmt.Errorf("read ledger of %s after a failed commit: %w", t.Name(), err)
+		return nil, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), c.ID, err)
 	}
 	for _, lc := range l.Commits {
 		if lc.ID == c.ID {
-			return true, nil
+			return &lc, nil
 		}
 	}
 	// A flush may hold several ranges of one partition (data, a recorded
@@ -238,25 +239,10 @@ func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, 
 	for _, tp := range slices.SortedFunc(maps.Keys(low), mapping.TopicPartition.Compare) {
 		if n, ok := next[tp]; ok && n != low[tp] {
 			t.removeFiles(ctx, log, files)
-			return false, &FencedError{Table: t.Name(), Partition: tp, Low: low[tp], Next: n}
+			return nil, &FencedError{Table: t.Name(), Partition: tp, Low: low[tp], Next: n}
 		}
 	}
-	return false, nil
-}
-
-// committed returns the ledger's copy of commit id, which carries the
-// snapshot id and commit time.
-func (t *Table) committed(id string, fallback mapping.Commit) mapping.Commit {
-	l, err := t.Ledger()
-	if err != nil {
-		return fallback
-	}
-	for _, c := range l.Commits {
-		if c.ID == id {
-			return c
-		}
-	}
-	return fallback
+	return nil, nil
 }
 
 // staged is what one commit applies: data files written before the first

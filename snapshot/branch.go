@@ -194,7 +194,7 @@ func (t *Table) SetProperties(ctx context.Context, props map[string]string) erro
 	if err != nil {
 		return fmt.Errorf("set properties of %s: %w", t.Name(), err)
 	}
-	if err := t.adopt(ctx, tbl); err != nil {
+	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		return fmt.Errorf("set properties of %s: reload after the commit: %w", t.Name(), err)
 	}
 	return nil

@@ -35,9 +35,17 @@ type FencedError struct {
 	Partition mapping.TopicPartition
 	// Low is where this writer's range started, Next where the ledger now is.
 	Low, Next int64
+	// Vanished is set when the partition is no longer in the ledger at all
+	// (the table was rolled back, or a branch was published over it); Next
+	// is then meaningless.
+	Vanished bool
 }
 
 func (e *FencedError) Error() string {
+	if e.Vanished {
+		return fmt.Sprintf("fenced on table %s: %s is no longer in the ledger (the table was rolled back, or a branch was published over it) while this writer was committing it from offset %d",
+			e.Table, e.Partition, e.Low)
+	}
 	return fmt.Sprintf("fenced on table %s: another writer moved %s to offset %d while this one was committing from %d",
 		e.Table, e.Partition, e.Next, e.Low)
 }
@@ -114,7 +122,12 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	// The ledger as last loaded must end where this flush starts. Normally
 	// the caller read it there; if the table was reloaded since and another
 	// writer had advanced, the branch-head assertion alone would not notice.
-	if _, err := t.settle(ctx, log, res.Commit, nil); err != nil {
+	l, err := t.Ledger()
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), res.Commit.ID, err)
+	}
+	known := l.Next()
+	if _, err := t.settle(ctx, log, res.Commit, known, nil); err != nil {
 		return res, err
 	}
 
@@ -166,7 +179,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			}
 			// The failed attempt may have been applied (an unknown
 			// outcome), or another writer may have fenced this one.
-			applied, err := t.settle(ctx, log, res.Commit, files)
+			applied, err := t.settle(ctx, log, res.Commit, known, files)
 			if applied != nil {
 				res.Commit = *applied
 			}
@@ -197,7 +210,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	// A last look: the final attempt may have been applied after all, or
 	// failed because another writer fenced this one.
 	if err := t.Refresh(ctx); err == nil {
-		applied, err := t.settle(ctx, log, res.Commit, files)
+		applied, err := t.settle(ctx, log, res.Commit, known, files)
 		if applied != nil {
 			res.Commit = *applied
 			return res, nil
@@ -216,8 +229,11 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 // first attempt, and after a failed one. It returns the ledger's copy of c
 // (with its snapshot id and commit time) when c turns out to have been
 // applied, and a *FencedError (after deleting the files) when another
-// writer advanced one of the flush's partitions.
-func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, files []iceberg.DataFile) (*mapping.Commit, error) {
+// writer advanced one of the flush's partitions, or when a partition that
+// was in the ledger before the first attempt (known, each partition's next
+// offset then) is no longer in it: committing on top would restart that
+// partition at this writer's offset and leave everything below it unsunk.
+func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, known map[mapping.TopicPartition]int64, files []iceberg.DataFile) (*mapping.Commit, error) {
 	l, err := t.Ledger()
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), c.ID, err)
@@ -237,9 +253,11 @@ func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, 
 	}
 	next := l.Next()
 	for _, tp := range slices.SortedFunc(maps.Keys(low), mapping.TopicPartition.Compare) {
-		if n, ok := next[tp]; ok && n != low[tp] {
+		n, ok := next[tp]
+		_, wasKnown := known[tp]
+		if (ok && n != low[tp]) || (!ok && wasKnown) {
 			t.removeFiles(ctx, log, files)
-			return nil, &FencedError{Table: t.Name(), Partition: tp, Low: low[tp], Next: n}
+			return nil, &FencedError{Table: t.Name(), Partition: tp, Low: low[tp], Next: n, Vanished: !ok}
 		}
 	}
 	return nil, nil
@@ -268,8 +286,10 @@ func (t *Table) commitOnce(ctx context.Context, st staged, props iceberg.Propert
 		err = txn.ReplaceDataFilesWithDataFiles(ctx, st.remove, files, props, table.WithoutDuplicateCheck())
 	case len(files) == 0:
 		// A snapshot with no files still carries ranges of offsets that
-		// produced no rows (markers, aborted records, losses).
-		err = txn.AddFiles(ctx, nil, props, false)
+		// produced no rows (markers, aborted records, losses). With no file
+		// to add there is no duplicate to look for: the check would read
+		// every manifest of the table.
+		err = txn.AddFiles(ctx, nil, props, true)
 	default:
 		// File names are random UUIDs, so the duplicate check, which reads
 		// every manifest of the table, would only cost time.
@@ -286,7 +306,7 @@ func (t *Table) commitOnce(ctx context.Context, st staged, props iceberg.Propert
 	if snap == nil {
 		return nil, fmt.Errorf("commit succeeded but branch %s has no head", t.branch)
 	}
-	if err := t.adopt(ctx, tbl); err != nil {
+	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		// The commit is applied; the retry's reload and settle find it.
 		return nil, fmt.Errorf("commit applied, but loading the table it produced failed: %w", err)
 	}

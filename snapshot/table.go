@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
@@ -186,6 +188,33 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 		}
 		tbl = fresh
 	}
+}
+
+// adoptCommitted adopts the table a commit of this process returned.
+//
+// iceberg-go builds that table's metadata from the metadata it committed
+// on, and the result keeps its predecessor reachable: adopting it commit
+// after commit keeps every earlier version of the metadata alive, and a
+// long-running sink's heap grows with the square of its commits (190 MB at
+// 300 commits). Re-reading the metadata from its own JSON, as a load from
+// the catalog would, gives a table that holds only itself; it costs a
+// marshal and a parse, no I/O.
+func (t *Table) adoptCommitted(ctx context.Context, tbl *table.Table) error {
+	b, err := json.Marshal(tbl.Metadata())
+	if err != nil {
+		return fmt.Errorf("encode the metadata of %s: %w", t.Name(), err)
+	}
+	meta, err := table.ParseMetadataBytes(b)
+	if err != nil {
+		return fmt.Errorf("decode the metadata of %s: %w", t.Name(), err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open the storage of %s: %w", t.Name(), err)
+	}
+	fresh := table.New(t.ident, meta, tbl.MetadataLocation(),
+		func(context.Context) (iceio.IO, error) { return fsys, nil }, t.cat)
+	return t.adopt(ctx, fresh)
 }
 
 // Head returns the snapshot at the head of the table's branch, or nil when

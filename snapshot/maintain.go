@@ -32,8 +32,10 @@ type MaintainOptions struct {
 	ExpireOlderThan time.Duration
 	RetainLast      int
 	// RemoveOrphans deletes data files under the table's data location
-	// that no snapshot references and that are older than OrphanMinAge
-	// (zero: DefaultOrphanMinAge).
+	// that no snapshot references, metadata files no table version will
+	// reference (RemoveStaleMetadata) and ledger archive files the table
+	// does not name whose entries it still holds (staleArchives), all
+	// older than OrphanMinAge (zero: DefaultOrphanMinAge).
 	RemoveOrphans bool
 	OrphanMinAge  time.Duration
 	// DryRun reports what would be done and changes nothing.
@@ -44,6 +46,13 @@ type MaintainOptions struct {
 
 // MaintainResult reports what Maintain did (or, in a dry run, would do).
 type MaintainResult struct {
+	// TruncatedRefs are the branches and tags whose ledger was truncated
+	// (an overlapping maintain run was killed before its repair) and that
+	// Maintain repaired from the archive files before anything else;
+	// Restored are the archived snapshots the repair put back into the
+	// table's archive.
+	TruncatedRefs []string
+	Restored      []int64
 	// Expired are the ids of the expired snapshots, oldest first;
 	// ExpiredCommits how many of them were floe commits.
 	Expired        []int64
@@ -57,6 +66,11 @@ type MaintainResult struct {
 	// size.
 	Orphans     []string
 	OrphanBytes int64
+	// StaleMetadata are the metadata files deleted that no table version
+	// will reference, StaleArchives the ledger archive files deleted that
+	// the table does not name.
+	StaleMetadata []string
+	StaleArchives []string
 }
 
 // GCDisabledError reports a table with gc.enabled=false: its files may be
@@ -69,8 +83,8 @@ func (e *GCDisabledError) Error() string {
 		e.Table, table.GCEnabledKey, table.GCEnabledKey)
 }
 
-// Maintain expires snapshots and deletes orphan data files without losing
-// the ledger: the ledger entries of the snapshots an expiry removes are
+// Maintain expires snapshots and deletes orphan files without losing the
+// ledger: the ledger entries of the snapshots an expiry removes are
 // written to a new ledger archive first, and the same catalog commit that
 // removes the snapshots points the table at that archive
 // (PropLedgerArchive). When the archive cannot be written, nothing is
@@ -79,6 +93,10 @@ func (e *GCDisabledError) Error() string {
 // An overlapping maintain run fails no assertion, so after its commit
 // Maintain reloads and repairs an archive the other run replaced
 // (checkArchive).
+//
+// Whatever the options, Maintain first repairs a truncated ledger that the
+// archive files can repair (repairLedger): a run killed between its commit
+// and checkArchive leaves one, and nothing else would ever repair it.
 func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainResult, error) {
 	var res MaintainResult
 	log := opts.Logger
@@ -88,13 +106,23 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	if err := t.Refresh(ctx); err != nil {
 		return res, err
 	}
+	if err := t.repairLedger(ctx, log, opts.DryRun, &res); err != nil {
+		return res, err
+	}
 	if v, ok := t.tbl.Properties()[table.GCEnabledKey]; ok && strings.EqualFold(v, "false") {
 		return res, &GCDisabledError{Table: t.Name()}
 	}
+	removeDebris := opts.RemoveOrphans
 	if opts.RemoveOrphans {
 		// Before the expiry, so that a refused run changes nothing.
 		if err := t.checkOrphanLocation(); err != nil {
 			return res, err
+		}
+		// Data orphans can still be removed safely.
+		var le *MetadataLocationError
+		if err := t.checkMetadataLocation(); errors.As(err, &le) {
+			log.Warn("not removing stale metadata and ledger archive files", "table", t.Name(), "err", err)
+			removeDebris = false
 		}
 	}
 	if opts.Expire {
@@ -104,8 +132,17 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	}
 	res.Archive = t.tbl.Properties()[PropLedgerArchive]
 	res.Archived = t.archive.Len()
+	age := opts.OrphanMinAge
+	if age <= 0 {
+		age = DefaultOrphanMinAge
+	}
 	if opts.RemoveOrphans {
-		if err := t.removeOrphans(ctx, log, opts, &res); err != nil {
+		if err := t.removeOrphans(ctx, log, age, opts.DryRun, &res); err != nil {
+			return res, err
+		}
+	}
+	if removeDebris {
+		if err := t.removeDebris(ctx, log, age, opts.DryRun, &res); err != nil {
 			return res, err
 		}
 	}
@@ -199,16 +236,25 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
 }
 
-// LostEntriesError reports ledger entries that overlapping expiries lost
-// and that no archive file of the table still holds (for example snapshots
-// another tool expired meanwhile): the ledgers through them are truncated.
+// LostEntriesError reports ledger entries that no archive file of the
+// table holds although their snapshots were expired (for example by
+// another tool): the ledgers through them are truncated, and floe cannot
+// repair them.
 type LostEntriesError struct {
 	Table     string
 	Snapshots []int64
+	// Refs are the branches and tags whose ledger is truncated, when
+	// known.
+	Refs []string
 }
 
 func (e *LostEntriesError) Error() string {
-	return fmt.Sprintf("table %s: snapshots %v were expired but are in no ledger archive file (another tool expired them while floe maintain ran?); ledgers through them are truncated", e.Table, e.Snapshots)
+	through := "the ledgers through them are truncated"
+	if len(e.Refs) > 0 {
+		through = fmt.Sprintf("the ledgers of %s are truncated", strings.Join(e.Refs, ", "))
+	}
+	return fmt.Sprintf("table %s: the ledger entries of snapshots %v are gone: they were expired but no ledger archive file holds them (expired by another tool than floe maintain?), so %s and floe maintain cannot repair them; replay the topics into a new table, or drop the branches and tags that need them",
+		e.Table, e.Snapshots, through)
 }
 
 // checkArchive makes sure that no ledger entry was lost to an overlapping
@@ -246,31 +292,125 @@ func (t *Table) checkArchive(ctx context.Context, log *slog.Logger, planned tabl
 		if missing := slices.DeleteFunc(lost, func(id int64) bool { return merged.snapshot(id) != nil }); len(missing) > 0 {
 			return &LostEntriesError{Table: t.Name(), Snapshots: missing}
 		}
-		path, err := writeArchive(ctx, t.tbl, merged)
+		committed, err := t.commitMergedArchive(ctx, log, merged)
 		if err != nil {
-			return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}
-		}
-		txn := t.tbl.NewTransaction()
-		if err := txn.SetProperties(iceberg.Properties{PropLedgerArchive: path}); err != nil {
-			t.removePaths(ctx, log, path)
-			return fmt.Errorf("stage the merged ledger archive of %s: %w", t.Name(), err)
-		}
-		tbl, err := txn.Commit(ctx)
-		if err != nil && isConflict(err) {
-			t.removePaths(ctx, log, path)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
-		}
-		// The superseded archives stay: a run overlapping this one may
-		// still be about to name one of them.
-		t.archive, t.archivePath = merged, path
-		if err := t.adopt(ctx, tbl); err != nil {
 			return err
 		}
-		archive = merged
+		if committed {
+			archive = merged
+		}
 	}
+}
+
+// commitMergedArchive writes merged as a new archive file and commits a
+// table version naming it. It reports false, having changed nothing, when
+// the commit lost a race to another commit; the caller reloads and checks
+// again. The superseded archives stay: a run overlapping this one may
+// still be about to commit on metadata that names one of them, and its
+// repair merges them; floe maintain --remove-orphans deletes them once
+// they are old and hold nothing the table lacks (staleArchives).
+func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merged *Archive) (bool, error) {
+	path, err := writeArchive(ctx, t.tbl, merged)
+	if err != nil {
+		return false, &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}
+	}
+	txn := t.tbl.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{PropLedgerArchive: path}); err != nil {
+		t.removePaths(ctx, log, path)
+		return false, fmt.Errorf("stage the merged ledger archive of %s: %w", t.Name(), err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil && isConflict(err) {
+		t.removePaths(ctx, log, path)
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
+	}
+	t.archive, t.archivePath = merged, path
+	return true, t.adopt(ctx, tbl)
+}
+
+// repairLedger repairs the ledger of every branch and tag that reads
+// truncated (LedgerAt fails with a *TruncatedLedgerError) when the archive
+// files still hold the missing entries. Of two overlapping maintain runs,
+// the one whose commit replaced the other's archive repairs it in
+// checkArchive; killed before that, it leaves every reader of the table
+// (sinks, audits, lookups) failing for good, and only a later run can
+// repair it: it merges every archive file (mergeArchives) and commits the
+// merge, as checkArchive does. When even the merge leaves a ledger
+// truncated, the entries are gone (another tool expired the snapshots):
+// that is a *LostEntriesError naming the snapshots, and nothing changes.
+// A dry run reports what it would repair and commits nothing.
+func (t *Table) repairLedger(ctx context.Context, log *slog.Logger, dryRun bool, res *MaintainResult) error {
+	const maxRepairs = 5
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			if err := t.Refresh(ctx); err != nil {
+				return fmt.Errorf("check the repaired ledger of %s: %w", t.Name(), err)
+			}
+		}
+		meta := t.tbl.Metadata()
+		refs, _ := truncations(meta, t.archive)
+		if len(refs) == 0 {
+			return nil
+		}
+		if attempt > maxRepairs {
+			return fmt.Errorf("repair the ledger of %s: gave up after %d attempts, branches and tags %v still read truncated (is another floe maintain running?)",
+				t.Name(), maxRepairs, refs)
+		}
+		merged, err := t.mergeArchives(ctx, log)
+		if err != nil {
+			return err
+		}
+		if still, missing := truncations(meta, merged); len(missing) > 0 {
+			return &LostEntriesError{Table: t.Name(), Snapshots: missing, Refs: still}
+		}
+		res.TruncatedRefs, res.Restored = refs, res.Restored[:0]
+		for _, s := range merged.Snapshots {
+			if meta.SnapshotByID(s.SnapshotID) == nil && t.archive.snapshot(s.SnapshotID) == nil {
+				res.Restored = append(res.Restored, s.SnapshotID)
+			}
+		}
+		if dryRun {
+			return nil
+		}
+		log.Warn("the ledger archive lacks entries (a floe maintain run was interrupted before its repair); committing the merge of the archive files",
+			"table", t.Name(), "refs", refs, "restored", len(res.Restored))
+		if _, err := t.commitMergedArchive(ctx, log, merged); err != nil {
+			return err
+		}
+	}
+}
+
+// truncations returns the branches and tags of meta whose ledger, with
+// archive, is truncated, and the snapshots whose missing entries truncate
+// them, each sorted.
+func truncations(meta table.Metadata, archive *Archive) (refs []string, missing []int64) {
+	for name, ref := range meta.Refs() {
+		_, err := LedgerAt(meta, archive, ref.SnapshotID)
+		var te *TruncatedLedgerError
+		if !errors.As(err, &te) {
+			continue
+		}
+		refs = append(refs, name)
+		// The oldest snapshot found is there, and its parent is not; when
+		// the head itself is missing, Oldest is the head.
+		id := te.Oldest
+		s := meta.SnapshotByID(id)
+		if s == nil {
+			s = archive.snapshot(id)
+		}
+		if s != nil && s.ParentSnapshotID != nil {
+			id = *s.ParentSnapshotID
+		}
+		if !slices.Contains(missing, id) {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(refs)
+	slices.Sort(missing)
+	return refs, missing
 }
 
 // lost returns the snapshots live in planned or held by archive that are
@@ -394,17 +534,18 @@ func (t *Table) checkOrphanLocation() error {
 }
 
 // removeOrphans deletes (or, in a dry run, lists) the data files under the
-// data location that no snapshot references and that are old enough that
-// no writer can still be about to commit them. Files under the metadata
-// location or in a ledger archive folder are never deleted, whatever the
-// data location: the archive is referenced by a property, not a snapshot.
-func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, opts MaintainOptions, res *MaintainResult) error {
-	age := opts.OrphanMinAge
-	if age <= 0 {
-		age = DefaultOrphanMinAge
-	}
-	plan, err := t.tbl.PlanOrphanFiles(ctx, table.WithLocation(t.DataLocation()), table.WithFilesOlderThan(age))
+// data location that no snapshot references and that are older than
+// minAge, so that no writer can still be about to commit them. Files under
+// the metadata location or in a ledger archive folder are never deleted,
+// whatever the data location: the archive is referenced by a property, not
+// a snapshot. A table whose data folder does not exist (only file-less
+// commits so far) has no orphans.
+func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, minAge time.Duration, dryRun bool, res *MaintainResult) error {
+	plan, err := t.tbl.PlanOrphanFiles(ctx, table.WithLocation(t.DataLocation()), table.WithFilesOlderThan(minAge))
 	if err != nil {
+		if ok, serr := t.folderExists(ctx, t.DataLocation()); serr == nil && !ok {
+			return nil
+		}
 		return fmt.Errorf("remove orphan files of %s: %w", t.Name(), err)
 	}
 	meta := t.metadataLocation()
@@ -417,7 +558,7 @@ func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, opts Mainta
 		orphans = append(orphans, f)
 	}
 	slices.SortFunc(orphans, func(x, y table.OrphanFile) int { return strings.Compare(x.Path, y.Path) })
-	if opts.DryRun {
+	if dryRun {
 		for _, f := range orphans {
 			res.Orphans = append(res.Orphans, f.Path)
 			res.OrphanBytes += f.SizeBytes
@@ -445,6 +586,31 @@ func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, opts Mainta
 		return fmt.Errorf("remove orphan files of %s (%d deleted): %w", t.Name(), len(res.Orphans), err)
 	}
 	return nil
+}
+
+// folderExists reports whether dir exists on the table's storage, walking
+// no further than dir itself.
+func (t *Table) folderExists(ctx context.Context, dir string) (bool, error) {
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return false, err
+	}
+	lfs, ok := fsys.(iceio.ListableIO)
+	if !ok {
+		return false, errors.New("the table's storage cannot list files")
+	}
+	found := false
+	err = lfs.WalkDir(dir, func(_ string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		found = true
+		return fs.SkipAll
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return found, err
 }
 
 // removePaths deletes files floe wrote but no metadata references; failures

@@ -2,11 +2,14 @@ package snapshot_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -375,13 +378,25 @@ func TestOpenAfterArchiveSuperseded(t *testing.T) {
 
 // hookCatalog runs beforeCommit (once) when a table loaded through it
 // commits, before the commit reaches the catalog: the commit was planned on
-// metadata that beforeCommit makes stale.
+// metadata that beforeCommit makes stale. It also plays a process killed
+// around a commit: with failCommits no commit reaches the catalog (killed
+// before it answered), with dieAfterCommit the next commit lands and every
+// later load fails (killed right after it).
 type hookCatalog struct {
 	catalog.Catalog
-	beforeCommit func()
+	beforeCommit   func()
+	failCommits    bool
+	dieAfterCommit bool
+	dead           bool
 }
 
+// errKilled is what a hookCatalog answers once its process is "dead".
+var errKilled = errors.New("killed")
+
 func (c *hookCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	if c.dead {
+		return nil, errKilled
+	}
 	tbl, err := c.Catalog.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -394,7 +409,14 @@ func (c *hookCatalog) CommitTable(ctx context.Context, ident table.Identifier, r
 		c.beforeCommit = nil
 		f()
 	}
-	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+	if c.failCommits || c.dead {
+		return nil, "", errKilled
+	}
+	meta, loc, err := c.Catalog.CommitTable(ctx, ident, reqs, updates)
+	if err == nil && c.dieAfterCommit {
+		c.dead = true
+	}
+	return meta, loc, err
 }
 
 // TestOverlappingMaintainRuns: two maintain runs plan their expiries on the
@@ -489,5 +511,202 @@ func TestRemoveOrphansKeepsArchiveFolders(t *testing.T) {
 	}
 	if _, err := os.Stat(archive); err != nil {
 		t.Fatalf("file in a ledger archive folder deleted: %v", err)
+	}
+}
+
+// TestMaintainRepairsLedgerOfKilledRun: of two overlapping maintain runs,
+// the one whose commit drops the other's archived entries is killed right
+// after that commit, before its repair (checkArchive). The ledger is then
+// truncated for every reader; any later maintain run, even one with
+// nothing to do, merges the archive files and makes it whole again.
+func TestMaintainRepairsLedgerOfKilledRun(t *testing.T) {
+	a, _ := maintainTable(t, 3)
+	if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, a, 3, 8)
+	want := ledger(t, a)
+	quiet := slog.New(slog.DiscardHandler)
+	hc := &hookCatalog{Catalog: a.Catalog(), dieAfterCommit: true}
+	b, err := snapshot.Open(t.Context(), hc, a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.beforeCommit = func() {
+		if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
+			t.Errorf("first maintain run: %v", err)
+		}
+	}
+	if _, err := b.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 4, Logger: quiet}); !errors.Is(err, errKilled) {
+		t.Fatalf("second maintain run: err %v, want it killed after its commit", err)
+	}
+	r, err := snapshot.Open(t.Context(), a.Catalog(), a.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var te *snapshot.TruncatedLedgerError
+	if _, err := r.Ledger(); !errors.As(err, &te) {
+		t.Fatalf("ledger after the killed run: err %v, want a *TruncatedLedgerError", err)
+	}
+
+	// The snapshots only the first run's archive holds.
+	var lost []int64
+	for _, c := range want.Commits {
+		if r.Iceberg().Metadata().SnapshotByID(c.SnapshotID) == nil && !slices.ContainsFunc(archived(t, r), func(s snapshot.ArchivedSnapshot) bool { return s.SnapshotID == c.SnapshotID }) {
+			lost = append(lost, c.SnapshotID)
+		}
+	}
+	slices.Sort(lost)
+
+	res, err := r.Maintain(t.Context(), snapshot.MaintainOptions{DryRun: true, Logger: quiet})
+	if err != nil || !slices.Equal(res.TruncatedRefs, []string{"main"}) || !slices.Equal(sorted(res.Restored), lost) {
+		t.Fatalf("dry run: %+v, %v; want main truncated and snapshots %v to restore", res, err, lost)
+	}
+	if _, err := freshTable(t, r).Ledger(); !errors.As(err, &te) {
+		t.Fatalf("ledger after a dry run: err %v, want it still truncated", err)
+	}
+	if res, err = r.Maintain(t.Context(), snapshot.MaintainOptions{Logger: quiet}); err != nil {
+		t.Fatalf("maintain run with nothing to expire: %v", err)
+	}
+	if !slices.Equal(res.TruncatedRefs, []string{"main"}) || !slices.Equal(sorted(res.Restored), lost) || res.Archive == "" {
+		t.Fatalf("repair %+v, want main repaired, snapshots %v restored", res, lost)
+	}
+	if got := freshLedger(t, a); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ledger after the repair\n%+v\nwant\n%+v", got, want)
+	}
+	if res, err = r.Maintain(t.Context(), snapshot.MaintainOptions{Logger: quiet}); err != nil || res.TruncatedRefs != nil {
+		t.Fatalf("second run after the repair: %+v, %v; want nothing to repair", res, err)
+	}
+}
+
+// TestMaintainRepairsTruncatedBranch: a branch other than main whose
+// archived entries the named archive lost (simulated: an archive without
+// them is committed directly, the complete one stays on disk) is repaired
+// by a maintain run that only removes orphans, and main is not reported.
+func TestMaintainRepairsTruncatedBranch(t *testing.T) {
+	tbl, _ := maintainTable(t, 2)
+	if err := tbl.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	br, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{Branch: "rebuild"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, br, 0, 4)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	wantMain, wantBranch := ledger(t, freshTable(t, tbl)), ledger(t, freshTable(t, br))
+
+	// An archive holding main's archived entries only.
+	mainIDs := map[int64]bool{}
+	for _, c := range wantMain.Commits {
+		mainIDs[c.SnapshotID] = true
+	}
+	b, err := os.ReadFile(strings.TrimPrefix(tbl.Iceberg().Properties()[snapshot.PropLedgerArchive], "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a snapshot.Archive
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	var branchOnly []int64
+	a.Snapshots = slices.DeleteFunc(a.Snapshots, func(s snapshot.ArchivedSnapshot) bool {
+		if !mainIDs[s.SnapshotID] {
+			branchOnly = append(branchOnly, s.SnapshotID)
+		}
+		return !mainIDs[s.SnapshotID]
+	})
+	if b, err = json.Marshal(&a); err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(metadataDir(tbl), "floe-ledger", "00001-partial.json")
+	if err := os.WriteFile(partial, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.SetProperties(t.Context(), map[string]string{snapshot.PropLedgerArchive: "file://" + partial}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := freshTable(t, br).Ledger(); !errors.Is(err, snapshot.ErrTruncatedLedger) {
+		t.Fatalf("branch ledger: err %v, want it truncated", err)
+	}
+
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true})
+	if err != nil || !slices.Equal(res.TruncatedRefs, []string{"rebuild"}) || !slices.Equal(sorted(res.Restored), sorted(branchOnly)) {
+		t.Fatalf("repair %+v, %v; want branch rebuild repaired, snapshots %v restored", res, err, branchOnly)
+	}
+	if got := ledger(t, freshTable(t, br)); !reflect.DeepEqual(got, wantBranch) {
+		t.Fatalf("branch ledger after the repair\n%+v\nwant\n%+v", got, wantBranch)
+	}
+	if got := ledger(t, freshTable(t, tbl)); !reflect.DeepEqual(got, wantMain) {
+		t.Fatalf("main ledger after the repair\n%+v\nwant\n%+v", got, wantMain)
+	}
+}
+
+// freshTable opens tbl's table and branch afresh.
+func freshTable(t *testing.T, tbl *snapshot.Table) *snapshot.Table {
+	t.Helper()
+	fresh, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{Branch: tbl.Branch()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fresh
+}
+
+// archived returns the snapshots of the archive the table names.
+func archived(t *testing.T, tbl *snapshot.Table) []snapshot.ArchivedSnapshot {
+	t.Helper()
+	path := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(strings.TrimPrefix(path, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a snapshot.Archive
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a.Snapshots
+}
+
+func sorted(ids []int64) []int64 { return slices.Sorted(slices.Values(ids)) }
+
+// TestMaintainReportsUnrepairableLedger: a ledger truncated by snapshots
+// another tool expired cannot be repaired from the archive files; maintain
+// fails naming the snapshot whose entry is gone, and changes nothing.
+func TestMaintainReportsUnrepairableLedger(t *testing.T) {
+	tbl, _ := maintainTable(t, 3)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, tbl, 3, 4)
+	gone := *tbl.Head().ParentSnapshotID
+	txn := tbl.Iceberg().NewTransaction()
+	if err := txn.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	archive := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]
+	_, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1})
+	if err == nil || !strings.Contains(err.Error(), strconv.FormatInt(gone, 10)) {
+		t.Fatalf("err %v, want an error naming snapshot %d, the head's parent", err, gone)
+	}
+	var le *snapshot.LostEntriesError
+	if !errors.As(err, &le) || !slices.Equal(le.Snapshots, []int64{gone}) || !slices.Equal(le.Refs, []string{"main"}) {
+		t.Fatalf("err %v, want a *LostEntriesError for snapshot %d alone, truncating main", err, gone)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]; got != archive {
+		t.Fatalf("the table names archive %s after a failed repair, want %s unchanged", got, archive)
 	}
 }

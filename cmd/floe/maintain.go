@@ -1,8 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,32 +21,40 @@ func newMaintainCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--dry-run]",
-		Short: "Expire old snapshots without losing the ledger, and delete orphan data files",
-		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan data files
-(--remove-orphans). The ledger entries of the snapshots an expiry removes are first written to the
-table's ledger archive (a JSON file under metadata/floe-ledger/, named by the table property
+		Short: "Expire old snapshots without losing the ledger, repair a truncated ledger, and delete orphan files",
+		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
+(--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and
+tag and repairs one that an interrupted maintain run left truncated (see below).
+
+The ledger entries of the snapshots an expiry removes are first written to the table's ledger
+archive (a JSON file under metadata/floe-ledger/, named by the table property
 floe.ledger-archive), and the same catalog commit that removes the snapshots points the table at
 it: the sink resumes, audits and lookups read expired commits from it. When the archive cannot be
 written, nothing is expired. Branch and tag heads are always kept. A branch's own retention
 (min-snapshots-to-keep, max-snapshot-age-ms on the ref) wins over the flags, and a branch or tag
 other than main older than its max-ref-age-ms (or history.expire.max-ref-age-ms) is dropped. Run
 one maintain per table at a time; a run that finds that an overlapping one replaced its archive
-merges the archive files and commits the merge.
+merges the archive files and commits the merge. A run killed before that merge leaves the ledger
+truncated (sinks, audits and lookups refuse it); the next run merges the archive files and commits
+the merge, or, when no archive file holds the missing entries, fails naming their snapshots.
 
 Orphans are data files under the table's data location that no snapshot references (a crashed or
-fenced writer leaves them). Only files older than --orphan-min-age are deleted: a younger one may
-belong to a writer that is about to commit it. A data location (write.data.path) that is not a
-folder of the table's own under its location, or that holds the metadata folder, is refused.`,
+fenced writer leaves them), metadata files no table version will reference (commits that lost the
+catalog's race leave them: their version is at most the current one and the metadata log does not
+list them), and ledger archive files the table does not name whose every entry is live or in the
+archive it names (killed maintain runs leave them). Only files older than --orphan-min-age are
+deleted: a younger data file may belong to a writer that is about to commit it, a younger archive
+to a maintain run that is about to. A data location (write.data.path) that is not a folder of the
+table's own under its location, or that holds the metadata folder, is refused; a metadata location
+(write.metadata.path) outside the table's location is not cleaned (a warning says so).`,
 		Example: `  floe maintain --table lake.orders --expire-older-than 168h --retain-last 100
-  floe maintain --table lake.orders --remove-orphans --dry-run`,
+  floe maintain --table lake.orders --remove-orphans --dry-run
+  floe maintain --table lake.orders                  # check and repair the ledger only`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			fs := cmd.Flags()
 			expire := fs.Changed("expire-older-than") || fs.Changed("retain-last")
-			if !expire && !removeOrphans {
-				return errors.New("nothing to do: give --expire-older-than, --retain-last or --remove-orphans")
-			}
 			if olderThan < 0 {
 				return fmt.Errorf("--expire-older-than %s: want a non-negative duration", olderThan)
 			}
@@ -73,19 +81,33 @@ folder of the table's own under its location, or that holds the metadata folder,
 				would = "would be "
 				fmt.Fprintf(out, "dry run: %s is unchanged\n", tbl.Name())
 			}
+			if len(res.TruncatedRefs) > 0 {
+				fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",
+					would, len(res.Restored), strings.Join(res.TruncatedRefs, ", "))
+			} else {
+				fmt.Fprintln(out, "ledger: every branch and tag reads its whole history (nothing to repair)")
+			}
 			if expire {
 				fmt.Fprintf(out, "snapshots %sexpired: %d (%d floe commits)", would, len(res.Expired), res.ExpiredCommits)
 				if len(res.Expired) > 0 {
 					fmt.Fprintf(out, ", %d to %d", res.Expired[0], res.Expired[len(res.Expired)-1])
 				}
 				fmt.Fprintln(out)
-				if res.Archive != "" {
-					fmt.Fprintf(out, "ledger archive: %s (%d snapshots)\n", res.Archive, res.Archived)
-				}
+			}
+			if (expire || len(res.TruncatedRefs) > 0) && res.Archive != "" {
+				fmt.Fprintf(out, "ledger archive: %s (%d snapshots)\n", res.Archive, res.Archived)
 			}
 			if removeOrphans {
 				fmt.Fprintf(out, "orphan data files %sdeleted: %d (%d bytes, older than %s)\n", would, len(res.Orphans), res.OrphanBytes, orphanMinAge)
 				for _, o := range res.Orphans {
+					fmt.Fprintf(out, "  %s\n", o)
+				}
+				fmt.Fprintf(out, "stale metadata files %sdeleted: %d (older than %s)\n", would, len(res.StaleMetadata), orphanMinAge)
+				for _, o := range res.StaleMetadata {
+					fmt.Fprintf(out, "  %s\n", o)
+				}
+				fmt.Fprintf(out, "stale ledger archive files %sdeleted: %d (older than %s)\n", would, len(res.StaleArchives), orphanMinAge)
+				for _, o := range res.StaleArchives {
 					fmt.Fprintf(out, "  %s\n", o)
 				}
 			}
@@ -96,7 +118,7 @@ folder of the table's own under its location, or that holds the metadata folder,
 	f.register(fs)
 	fs.DurationVar(&olderThan, "expire-older-than", 0, "expire snapshots older than this (0 with --retain-last: every snapshot beyond the last N)")
 	fs.IntVar(&retainLast, "retain-last", 1, "keep at least this many snapshots per branch, however old")
-	fs.BoolVar(&removeOrphans, "remove-orphans", false, "delete data files no snapshot references that are older than --orphan-min-age")
+	fs.BoolVar(&removeOrphans, "remove-orphans", false, "delete data files no snapshot references, metadata files no table version references and ledger archive files the table does not need, older than --orphan-min-age")
 	fs.DurationVar(&orphanMinAge, "orphan-min-age", snapshot.DefaultOrphanMinAge, "only delete orphans older than this")
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
 	return cmd

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,11 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestMaintainExpiresWithoutLosingTheLedger sinks in several commits,
@@ -168,16 +179,16 @@ func TestMaintainExpiresWithoutLosingTheLedger(t *testing.T) {
 	}
 }
 
-// TestMaintainCommandErrors: nothing to do is a usage error, and an archive
-// that cannot be written (a file stands where its folder must go) fails the
-// run with exit 2 and expires nothing.
+// TestMaintainCommandErrors: a run without flags only checks the ledger,
+// and an archive that cannot be written (a file stands where its folder
+// must go) fails the run with exit 2 and expires nothing.
 func TestMaintainCommandErrors(t *testing.T) {
 	st, loc := sinkStack(t)
 	if code, out, errs := floe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "100"}, loc...)...); code != exitOK {
 		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
 	}
-	if code, _, errs := floe(t, append([]string{"maintain", "--table", "lake.orders"}, loc...)...); code != exitError || !strings.Contains(errs, "nothing to do") {
-		t.Fatalf("maintain without an action: exit %d, %s", code, errs)
+	if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.orders"}, loc...)...); code != exitOK || !strings.Contains(out, "nothing to repair") {
+		t.Fatalf("maintain without an action: exit %d\n%s\n%s", code, out, errs)
 	}
 	tbl := auditTable(t, st, "lake.orders")
 	n := len(tbl.Iceberg().Metadata().Snapshots())
@@ -209,4 +220,295 @@ func TestMaintainUsageListsFlags(t *testing.T) {
 			t.Errorf("usage %q lacks --%s", cmd.Use, fl.Name)
 		}
 	})
+}
+
+// killedCatalog plays a floe maintain killed before the catalog answered
+// its commit: no commit reaches the catalog.
+type killedCatalog struct{ catalog.Catalog }
+
+func (c killedCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (killedCatalog) CommitTable(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error) {
+	return nil, "", errors.New("killed")
+}
+
+// TestMaintainRemovesDebris: floe maintain --remove-orphans deletes the
+// metadata file a commit that lost the catalog's race left and the archive
+// a maintain run killed before its commit left, once they are older than
+// --orphan-min-age, reports them apart from data files, and keeps young
+// ones and everything the table references; the table audits complete
+// with the same ledger afterwards.
+func TestMaintainRemovesDebris(t *testing.T) {
+	st, loc := sinkStack(t)
+	if code, out, errs := floe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "60"}, loc...)...); code != exitOK {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.orders", "--retain-last", "3"}, loc...)...); code != exitOK {
+		t.Fatalf("maintain: exit %d\n%s\n%s", code, out, errs)
+	}
+	tbl := auditTable(t, st, "lake.orders")
+	before, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := strings.TrimPrefix(tbl.Iceberg().Location(), "file://") + "/metadata"
+
+	// Metadata files of commits that lost the race for the current version
+	// and the one before, written as iceberg-go's SQL catalog writes them
+	// before its compare-and-swap fails (the snapshot package's
+	// TestRemoveOrphansRemovesLostCommitMetadata loses that race for real).
+	current := filepath.Base(tbl.Iceberg().MetadataLocation())
+	version, err := strconv.Atoi(current[:strings.IndexByte(current, '-')])
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := os.ReadFile(filepath.Join(meta, current))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := func(v int) string {
+		path := filepath.Join(meta, fmt.Sprintf("%05d-%s.metadata.json", v, uuid.NewString()))
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	oldMeta, youngMeta := lost(version), lost(version-1)
+
+	// A maintain run killed before its commit, for real.
+	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed, err := snapshot.Open(t.Context(), killedCatalog{cat}, tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives := func() []string {
+		t.Helper()
+		files, err := filepath.Glob(filepath.Join(meta, "floe-ledger", "*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	named := archives()
+	if len(named) != 1 {
+		t.Fatalf("archive files %v, want the one the table names", named)
+	}
+	if _, err := killed.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err == nil {
+		t.Fatal("the killed maintain run succeeded")
+	}
+	var oldArchive string
+	for _, f := range archives() {
+		if f != named[0] {
+			oldArchive = f
+		}
+	}
+	if oldArchive == "" {
+		t.Fatal("the killed maintain run left no archive")
+	}
+	past := time.Now().Add(-3 * time.Hour)
+	for _, f := range []string{oldMeta, oldArchive, named[0]} {
+		if err := os.Chtimes(f, past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	maintain := append([]string{"maintain", "--table", "lake.orders", "--remove-orphans"}, loc...)
+	code, out, errs := floe(t, append(maintain, "--dry-run")...)
+	if code != exitOK || !strings.Contains(out, "stale metadata files would be deleted: 1") || !strings.Contains(out, oldMeta) ||
+		!strings.Contains(out, "stale ledger archive files would be deleted: 1") || !strings.Contains(out, oldArchive) {
+		t.Fatalf("maintain --remove-orphans --dry-run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(oldMeta); err != nil {
+		t.Fatalf("dry run deleted %s: %v", oldMeta, err)
+	}
+	if code, out, errs = floe(t, maintain...); code != exitOK || !strings.Contains(out, "orphan data files deleted: 0") ||
+		!strings.Contains(out, "stale metadata files deleted: 1") || !strings.Contains(out, "stale ledger archive files deleted: 1") {
+		t.Fatalf("maintain --remove-orphans: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, f := range []string{oldMeta, oldArchive} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Fatalf("%s kept: %v", f, err)
+		}
+	}
+	keep := []string{youngMeta, named[0], filepath.Join(meta, current)}
+	for e := range tbl.Iceberg().Metadata().PreviousFiles() {
+		keep = append(keep, strings.TrimPrefix(e.MetadataFile, "file://"))
+	}
+	for _, f := range keep {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s deleted: %v", f, err)
+		}
+	}
+
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("ledger after removing debris differs:\n%+v\nwant\n%+v", after, before)
+	}
+	if code, out, errs := floe(t, append([]string{"audit", "--table", "lake.orders"}, loc...)...); code != exitOK {
+		t.Fatalf("audit after removing debris: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestMaintainRepairsTruncatedLedger: the table names an archive that
+// lacks entries another archive file still holds (what an overlapping
+// maintain run killed before its repair leaves; simulated here by
+// committing such an archive): the audit refuses the truncated ledger,
+// floe maintain without flags repairs it and says so, and the audit is
+// complete again with the ledger as it was.
+func TestMaintainRepairsTruncatedLedger(t *testing.T) {
+	st, loc := sinkStack(t)
+	if code, out, errs := floe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "60"}, loc...)...); code != exitOK {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.orders", "--retain-last", "1"}, loc...)...); code != exitOK {
+		t.Fatalf("maintain: exit %d\n%s\n%s", code, out, errs)
+	}
+	tbl := auditTable(t, st, "lake.orders")
+	before, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := strings.TrimPrefix(tbl.Iceberg().Properties()[snapshot.PropLedgerArchive], "file://")
+	b, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a snapshot.Archive
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Snapshots) < 3 {
+		t.Fatalf("%d archived snapshots, want several", len(a.Snapshots))
+	}
+	dropped := 2
+	a.Snapshots = a.Snapshots[dropped:]
+	if b, err = json.Marshal(&a); err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(filepath.Dir(full), "00001-partial.json")
+	if err := os.WriteFile(partial, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.SetProperties(t.Context(), map[string]string{snapshot.PropLedgerArchive: "file://" + partial}); err != nil {
+		t.Fatal(err)
+	}
+
+	audit := append([]string{"audit", "--table", "lake.orders"}, loc...)
+	if code, out, errs := floe(t, audit...); code != exitError || !strings.Contains(errs, "incomplete") {
+		t.Fatalf("audit of the truncated ledger: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.orders"}, loc...)...)
+	if code != exitOK || !strings.Contains(out, fmt.Sprintf("ledger repaired: %d archived snapshots restored", dropped)) || !strings.Contains(out, "truncated: main") {
+		t.Fatalf("maintain: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := floe(t, audit...); code != exitOK {
+		t.Fatalf("audit after the repair: exit %d\n%s\n%s", code, out, errs)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("ledger after the repair differs:\n%+v\nwant\n%+v", after, before)
+	}
+}
+
+// TestS3MaintainRemovesDebris: on s3://, where the storage lists objects
+// as URIs rather than local paths, floe maintain --remove-orphans finds
+// and deletes a lost commit's metadata object (written as iceberg-go's SQL
+// catalog writes it before its compare-and-swap fails) and a killed
+// maintain run's archive, and keeps what the table references.
+func TestS3MaintainRemovesDebris(t *testing.T) {
+	e := newS3Env(t)
+	cat, err := snapshot.OpenCatalog(t.Context(), e.catalogConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := snapshot.Open(t.Context(), cat, []string{"lake", "orders"}, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(5) {
+		r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: 0}, Interval: mapping.Interval{Low: 10 * i, High: 10*i + 10}}
+		if _, err := tbl.Commit(t.Context(), snapshot.Flush{Ranges: []mapping.Range{r}}, snapshot.CommitOptions{Writer: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loc := []string{"--table", "lake.orders", "--catalog", e.catalog, "--warehouse", e.warehouse()}
+	mustFloe(t, append([]string{"maintain", "--retain-last", "3"}, loc...)...)
+	tbl = openTable(t, e.catalogConfig(), "lake.orders")
+	before, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]
+	fsys, err := tbl.Iceberg().FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := tbl.Iceberg().MetadataLocation()
+	f, err := fsys.Open(current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := current[strings.LastIndexByte(current, '/')+1:]
+	leftover := strings.TrimSuffix(current, name) + name[:strings.IndexByte(name, '-')] + "-" + uuid.NewString() + ".metadata.json"
+	if err := fsys.(iceio.WriteFileIO).WriteFile(leftover, content); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := snapshot.Open(t.Context(), killedCatalog{cat}, tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := killed.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err == nil {
+		t.Fatal("the killed maintain run succeeded")
+	}
+	time.Sleep(10 * time.Millisecond)
+
+	out := mustFloe(t, append([]string{"maintain", "--remove-orphans", "--orphan-min-age", "1ms"}, loc...)...)
+	if !strings.Contains(out, "stale metadata files deleted: 1") || !strings.Contains(out, "  "+leftover+"\n") ||
+		!strings.Contains(out, "stale ledger archive files deleted: 1") {
+		t.Fatalf("maintain --remove-orphans did not delete %s and the killed run's archive:\n%s", leftover, out)
+	}
+	if _, err := fsys.Open(leftover); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s: open err %v, want it deleted", leftover, err)
+	}
+	for _, p := range []string{current, named} {
+		f, err := fsys.Open(p)
+		if err != nil {
+			t.Fatalf("%s deleted: %v", p, err)
+		}
+		f.Close()
+	}
+	tbl = openTable(t, e.catalogConfig(), "lake.orders")
+	after, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("ledger after removing debris differs:\n%+v\nwant\n%+v", after, before)
+	}
 }

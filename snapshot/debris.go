@@ -1,0 +1,341 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// metadataFileName matches the metadata file names iceberg-go and the Java
+// implementation write, VERSION-UUID.metadata.json, with the compression
+// codec before the extension (.gz.metadata.json, .zstd.metadata.json) or,
+// as older Java releases wrote it, a .gz after it (.metadata.json.gz).
+var metadataFileName = regexp.MustCompile(`^(\d+)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?:\.[a-z0-9]+)?\.metadata\.json(?:\.gz)?$`)
+
+// metadataVersion returns the version a metadata file name carries.
+func metadataVersion(name string) (int, bool) {
+	m := metadataFileName.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.Atoi(m[1])
+	return v, err == nil
+}
+
+// MetadataLocationError reports a metadata location (write.metadata.path)
+// that is not a folder under the table's location: other tables' metadata
+// files may be there, and nothing tells a losing commit's metadata file
+// from theirs, so floe deletes no file in it.
+type MetadataLocationError struct {
+	Table            string
+	MetadataLocation string
+	Location         string
+}
+
+func (e *MetadataLocationError) Error() string {
+	return fmt.Sprintf("table %s: not removing stale metadata or ledger archive files under its metadata location %s: it is not a folder under the table location %s, so other tables' files may be there",
+		e.Table, e.MetadataLocation, e.Location)
+}
+
+// checkMetadataLocation refuses a metadata location that is not a folder
+// of the table's own.
+func (t *Table) checkMetadataLocation() error {
+	loc, meta := strings.TrimSuffix(t.tbl.Location(), "/"), t.metadataLocation()
+	if !strings.HasPrefix(meta, loc+"/") {
+		return &MetadataLocationError{Table: t.Name(), MetadataLocation: meta, Location: loc}
+	}
+	return nil
+}
+
+// RemoveStaleMetadata deletes (with dryRun, only lists) the metadata files
+// of the table that no table version will ever reference, and returns
+// their paths. Commits that lost the catalog's race leave them: iceberg-go's
+// SQL and Glue catalogs write the new metadata file before their
+// compare-and-swap of the table's metadata location, and a failed swap
+// ("metadata-location moved underneath us") leaves the file. Killed
+// commits and failed post-commit cleanups leave some too.
+//
+// A file is stale when its name carries a version (VERSION-UUID.metadata.json,
+// compressed variants included) no greater than that of the metadata last
+// loaded, and it is neither that metadata's file nor in its metadata log.
+// That is safe with no age, while other writers commit: a catalog commit
+// stages the version of the file it started from plus one, and swaps only
+// if the catalog's entry is still the one that named that file (the SQL
+// catalog compares the location, Glue the entry's version), so versions
+// grow along the table's history and a file is never current again once
+// one with a higher version was. A commit that staged version v <= V (the loaded file's)
+// started from a file of version v-1 < V, which stopped being current when
+// the loaded file was or earlier: that commit cannot win. A file of such a
+// version that did win was current before the loaded file, so it is the
+// loaded file or one of its predecessors, which the metadata log lists
+// unless it dropped them (write.metadata.previous-versions-max); iceberg-go
+// deletes dropped ones after its commit when
+// write.metadata.delete-after-commit.enabled is set, and when it is not,
+// the versions older than the log's oldest are kept here too (the table's
+// owner keeps them on purpose). The metadata last loaded need not be the
+// newest, only one that was current once (a load or a commit's result).
+// Call it after reloading the table: a losing commit's file has the
+// version of the commit that beat it, which only a reload brings.
+//
+// minAge > 0 also keeps files younger than minAge. Files whose names carry
+// no version are never touched, nor is anything outside the metadata
+// folder itself. A metadata location outside the table's location is
+// refused with a *MetadataLocationError: other tables' files may be there.
+//
+// Cost: one listing of the metadata folder (a directory read; on object
+// stores a HEAD and a delimited LIST, paginated every 1000 keys; the
+// folder holds the metadata log's files, the ledger archive folder, which
+// is not listed, and whatever debris there is), one delete per stale file,
+// and no file read. A file another cleaner deleted first is not an error.
+func (t *Table) RemoveStaleMetadata(ctx context.Context, log *slog.Logger, minAge time.Duration, dryRun bool) ([]string, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := t.checkMetadataLocation(); err != nil {
+		return nil, err
+	}
+	files, _, err := t.listMetadataFolder(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("remove stale metadata files of %s: %w", t.Name(), err)
+	}
+	removed, err := t.deleteFolderFiles(ctx, t.staleMetadata(log, files, minAge, time.Now()), dryRun)
+	if err != nil {
+		return removed, fmt.Errorf("remove stale metadata files of %s (%d deleted): %w", t.Name(), len(removed), err)
+	}
+	return removed, nil
+}
+
+// removeDebris deletes (or, in a dry run, lists) the stale metadata files
+// (see RemoveStaleMetadata) and the stale ledger archive files (see
+// staleArchives) older than minAge, from one listing of the metadata
+// folder.
+func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.Duration, dryRun bool, res *MaintainResult) error {
+	fail := func(err error) error {
+		return fmt.Errorf("remove stale metadata and ledger archive files of %s: %w", t.Name(), err)
+	}
+	metaFiles, archiveFiles, err := t.listMetadataFolder(ctx, true)
+	if err != nil {
+		return fail(err)
+	}
+	now := time.Now()
+	archives, err := t.staleArchives(ctx, log, archiveFiles, minAge, now)
+	if err != nil {
+		return fail(err)
+	}
+	var errs []error
+	res.StaleMetadata, err = t.deleteFolderFiles(ctx, t.staleMetadata(log, metaFiles, minAge, now), dryRun)
+	errs = append(errs, err)
+	res.StaleArchives, err = t.deleteFolderFiles(ctx, archives, dryRun)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return fail(fmt.Errorf("%d metadata and %d archive files deleted: %w", len(res.StaleMetadata), len(res.StaleArchives), err))
+	}
+	return nil
+}
+
+// folderFile is a file of the metadata folder.
+type folderFile struct {
+	// path is the file's path as the storage lists it, which is what its
+	// Remove takes.
+	path    string
+	name    string
+	modTime time.Time
+}
+
+// listMetadataFolder lists the files directly in the table's metadata
+// folder and, with archives, those directly in its ledger archive folder,
+// in one walk that descends into no other folder.
+func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metaFiles, archiveFiles []folderFile, err error) {
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	lfs, ok := fsys.(iceio.ListableIO)
+	if !ok {
+		return nil, nil, errors.New("the table's storage cannot list files")
+	}
+	dir := t.metadataLocation()
+	// Storages list a folder's files under the folder's path in their own
+	// form (LocalFS as a local path, object stores as a URI): the first
+	// path walked, the folder itself, gives that form.
+	root := ""
+	err = lfs.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// No metadata folder, or a file removed while listing.
+				return nil
+			}
+			return err
+		}
+		if root == "" {
+			root = strings.TrimSuffix(p, "/")
+			return nil
+		}
+		if d.IsDir() {
+			if archives && strings.TrimSuffix(p, "/") == root+"/"+archiveFolder {
+				return nil
+			}
+			return fs.SkipDir
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f := folderFile{path: p, name: p[i+1:], modTime: info.ModTime()}
+		switch p[:i] {
+		case root:
+			metaFiles = append(metaFiles, f)
+		case root + "/" + archiveFolder:
+			archiveFiles = append(archiveFiles, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	return metaFiles, archiveFiles, nil
+}
+
+// staleMetadata picks the stale metadata files out of files (see
+// RemoveStaleMetadata for why each rule is safe).
+func (t *Table) staleMetadata(log *slog.Logger, files []folderFile, minAge time.Duration, now time.Time) []folderFile {
+	current, ok := metadataVersion(path.Base(t.tbl.MetadataLocation()))
+	if !ok {
+		log.Info("the table's metadata file name carries no version: not removing stale metadata files", "table", t.Name(), "metadata", t.tbl.MetadataLocation())
+		return nil
+	}
+	meta := t.tbl.Metadata()
+	referenced := map[string]bool{path.Base(t.tbl.MetadataLocation()): true}
+	oldest := current
+	for e := range meta.PreviousFiles() {
+		name := path.Base(e.MetadataFile)
+		referenced[name] = true
+		if v, ok := metadataVersion(name); ok {
+			oldest = min(oldest, v)
+		}
+	}
+	floor := 0
+	if !meta.Properties().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
+		floor = oldest
+	}
+	var stale []folderFile
+	for _, f := range files {
+		v, ok := metadataVersion(f.name)
+		switch {
+		case !ok, referenced[f.name], v > current, v < floor:
+		case minAge > 0 && !f.modTime.Before(now.Add(-minAge)):
+		default:
+			stale = append(stale, f)
+		}
+	}
+	return stale
+}
+
+// staleArchives picks, out of the files of the ledger archive folder, the
+// archives that the table does not name, that are older than minAge, and
+// whose every entry the table still holds: the snapshot is live, or in the
+// archive the table names. Maintain runs killed before their commit leave
+// such files, and so do runs whose repair merged archives (checkArchive
+// keeps the superseded ones).
+//
+// The age keeps the archive of a run in progress, written before its
+// commit. The entry check keeps what checkArchive and repairLedger need to
+// repair an archive an overlapping run replaced: they merge every archive
+// file, so an entry must never lose its last file. A file is deleted only
+// when each of its entries is live or in the named archive, which this
+// never deletes; a live snapshot expired later is archived by the expiry
+// that removes it. A file that is not an archive of this table is kept.
+func (t *Table) staleArchives(ctx context.Context, log *slog.Logger, files []folderFile, minAge time.Duration, now time.Time) ([]folderFile, error) {
+	named := ""
+	if p := t.tbl.Properties()[PropLedgerArchive]; p != "" {
+		named = path.Base(p)
+	}
+	var candidates []folderFile
+	for _, f := range files {
+		if strings.HasSuffix(f.name, ".json") && f.name != named && f.modTime.Before(now.Add(-minAge)) {
+			candidates = append(candidates, f)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	meta := t.tbl.Metadata()
+	var stale []folderFile
+	for _, f := range candidates {
+		a, err := readArchiveFile(fsys, meta.TableUUID().String(), t.Name(), f.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			log.Warn("keeping a file of the ledger archive folder that is not a ledger archive of this table", "table", t.Name(), "file", f.path, "err", err)
+			continue
+		}
+		held := true
+		for _, s := range a.Snapshots {
+			if meta.SnapshotByID(s.SnapshotID) == nil && t.archive.snapshot(s.SnapshotID) == nil {
+				log.Warn("keeping an unreferenced ledger archive: it holds the entry of a snapshot that is neither live nor in the table's archive",
+					"table", t.Name(), "file", f.path, "snapshot", s.SnapshotID)
+				held = false
+				break
+			}
+		}
+		if held {
+			stale = append(stale, f)
+		}
+	}
+	return stale, nil
+}
+
+// deleteFolderFiles deletes files (in a dry run, deletes nothing) and returns
+// the paths deleted, or that a dry run would delete. A file already gone
+// counts as deleted: another cleaner was first.
+func (t *Table) deleteFolderFiles(ctx context.Context, files []folderFile, dryRun bool) ([]string, error) {
+	var removed []string
+	if dryRun {
+		for _, f := range files {
+			removed = append(removed, f.path)
+		}
+		return removed, nil
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if err := fsys.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, f.path)
+	}
+	return removed, errors.Join(errs...)
+}

@@ -105,6 +105,18 @@ const (
 	// KindMissingPartition (broker): a partition of the ledger that the
 	// broker does not have (topic deleted, or another cluster).
 	KindMissingPartition Kind = "missing-partition"
+	// KindUnrecordedStart (broker): the partition's first sunk offset lies
+	// inside the retained log, and the ledger does not record that a
+	// writer started the partition there: offsets below it may have been
+	// skipped (a --start latest sink that was restarted before floe
+	// recorded start positions).
+	KindUnrecordedStart Kind = "unrecorded-start"
+	// KindTopicRecreated (ledger, broker): the ledger recorded more than one
+	// Kafka topic ID for a topic (ledger), or another ID than the broker's
+	// topic of that name (broker): the topic was deleted and recreated, or
+	// this is another cluster, so the ledger's offsets do not name its
+	// records.
+	KindTopicRecreated Kind = "topic-recreated"
 
 	// KindMissingRow (content): a committed record inside a range has no row.
 	// In a state table: the latest committed record of its key inside the
@@ -191,6 +203,9 @@ type PartitionReport struct {
 	Records     int64
 	// Gaps, Overlaps and Lost are the ledger's findings, merged and sorted.
 	Gaps, Overlaps, Lost []mapping.Interval
+	// Started is set when the ledger records where a sink began the
+	// partition (mapping.Coverage.Started).
+	Started bool
 	// Files is the number of live data files attributed to the partition
 	// (files level).
 	Files int

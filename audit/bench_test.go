@@ -129,7 +129,7 @@ func BenchmarkRowAudit(b *testing.B) {
 	var value []byte
 	built := time.Now()
 	for c := range int64(commits) {
-		f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
+		f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}}
 		for p := range int32(partitions) {
 			tp := mapping.TopicPartition{Topic: "orders", Partition: p}
 			rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
@@ -147,7 +147,7 @@ func BenchmarkRowAudit(b *testing.B) {
 				rec.Value = value
 				rb.Append(rec)
 			}
-			f.Batches[tp] = rb.NewBatch()
+			f.Batches[tp] = []arrow.RecordBatch{rb.NewBatch()}
 			rb.Release()
 			f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: tp,
 				Interval: mapping.Interval{Low: c * perFile, High: (c + 1) * perFile}, Records: perFile})

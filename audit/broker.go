@@ -23,6 +23,11 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 		} else if err != nil {
 			return fmt.Errorf("broker level: %w", err)
 		}
+		if wm != nil {
+			if err := a.compareTopicID(ctx, topic); err != nil {
+				return err
+			}
+		}
 		inLedger := map[int32]bool{}
 		for tp := range a.ranges {
 			if tp.Topic == topic {
@@ -67,6 +72,25 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 	return nil
 }
 
+// compareTopicID checks that the ledger's ranges of topic were read from
+// the topic the broker has under that name.
+func (a *auditor) compareTopicID(ctx context.Context, topic string) error {
+	t, err := a.opts.Broker.Topic(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("broker level: %w", err)
+	}
+	recorded := a.ledger.TopicID(topic)
+	switch {
+	case recorded == "" || t.ID == "":
+		a.note("%s: the ledger records no topic ID (written before floe recorded them) or the brokers have none: a recreated topic is noticed only when the ledger is past its end", topic)
+	case recorded != t.ID:
+		a.find(Finding{Level: LevelBroker, Kind: KindTopicRecreated,
+			Detail: fmt.Sprintf("topic %s has ID %s on the brokers, but the ledger's ranges were read from topic ID %s: the topic was deleted and recreated (or this is another cluster), so the ledger cannot be checked against this log",
+				topic, t.ID, recorded)})
+	}
+	return nil
+}
+
 // comparePartition checks one ledger partition against its watermarks.
 func (a *auditor) comparePartition(tp mapping.TopicPartition, w connector.Watermarks) {
 	p := a.part(tp)
@@ -82,8 +106,15 @@ func (a *auditor) comparePartition(tp mapping.TopicPartition, w connector.Waterm
 		a.find(Finding{Level: LevelBroker, Kind: KindBeyondEnd, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
 			Detail: fmt.Sprintf("the ledger covers offsets %s at or above the high watermark %d: the topic was recreated, or this is another cluster", iv, w.HighWatermark)})
 	}
-	if p.First > w.LogStart && p.First < w.HighWatermark {
-		a.note("%s: offsets [%d, %d) are retained on the broker but precede the first sunk offset (the sink started there, e.g. with --start latest)",
-			tp, w.LogStart, p.First)
+	switch {
+	case p.First <= w.LogStart || p.First >= w.HighWatermark:
+	case p.Started:
+		a.note("%s: offsets [%d, %d) are retained on the broker but precede offset %d, where the ledger records that the sink started the partition (e.g. with --start latest)",
+			tp, w.LogStart, p.First, p.First)
+	default:
+		iv := mapping.Interval{Low: w.LogStart, High: p.First}
+		a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedStart, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
+			Detail: fmt.Sprintf("offsets %s are retained on the broker but were never sunk, and the ledger does not record that a sink started the partition at %d: a --start latest sink that restarted before floe recorded start positions may have skipped them (floe replay rebuilds the table from the log)",
+				iv, p.First)})
 	}
 }

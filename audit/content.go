@@ -3,7 +3,6 @@ package audit
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
@@ -112,7 +111,7 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 		cursor = max(cursor, o+1)
 		switch {
 		case r.Attrs.IsControl():
-			commit, known := markerType(r.Key)
+			commit, known := connector.MarkerType(r.Key)
 			if known {
 				for _, rec := range pending[r.ProducerID] {
 					v.decide(rec, commit)
@@ -228,21 +227,6 @@ func (v *verifier) record(r *kgo.Record) logRecord {
 		}
 	}
 	return rec
-}
-
-// markerType decodes a control record's key: version (int16), then type
-// (int16): 0 aborts the producer's transaction, 1 commits it.
-func markerType(key []byte) (commit, known bool) {
-	if len(key) < 4 {
-		return false, false
-	}
-	switch binary.BigEndian.Uint16(key[2:4]) {
-	case 0:
-		return false, true
-	case 1:
-		return true, true
-	}
-	return false, false
 }
 
 // row returns the table's row at offset.

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -221,6 +224,54 @@ func TestFaultLossRecorded(t *testing.T) {
 	}
 }
 
+// TestCleanLossInsideOneFlush: one flush holds rows of a partition, then a
+// recorded loss, then more rows of the same partition. Its rows used to go
+// into one data file whose offset bounds spanned the loss, and the files
+// level reported a stray file and two count mismatches for a table that
+// is exactly what its ledger says. The only finding is the loss.
+func TestCleanLossInsideOneFlush(t *testing.T) {
+	e := newEnv(t)
+	const topic = "midloss"
+	e.Topic(topic, 1, nil)
+	for _, r := range records(topic, 0, 100, "a") {
+		e.Produce([]*kgo.Record{r}) // one batch each: the sink reads them one fetch at a time
+	}
+	tbl := e.Table("lake.midloss")
+	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	var once sync.Once
+	stats, err := e.Env.Sink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord,
+		OnRecords: func(int64) {
+			once.Do(func() {
+				if err := e.Stack.Cluster.DeleteRecords(topic, 0, 50); err != nil {
+					t.Error(err)
+				}
+			})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Commits != 2 { // the start, then everything in one flush
+		t.Fatalf("%d commits, want the start and one flush", stats.Commits)
+	}
+	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mapping.Cover(l.Ranges(tp))
+	if len(c.Lost) != 1 || c.Lost[0].High != 50 || c.Lost[0].Low == 0 || c.Next != 100 {
+		t.Fatalf("coverage %+v: want rows, a loss up to 50 and rows up to 100", c)
+	}
+	lost := fmt.Sprintf("ledger lost midloss/0 %s", c.Lost[0])
+	for _, opts := range []audit.Options{filesDepth, rowsDepth, {Broker: e.broker(), VerifyContent: true}} {
+		expectFindings(t, e.audit(tbl, opts), lost)
+	}
+}
+
 func TestFaultLossUnrecorded(t *testing.T) {
 	e := newEnv(t)
 	const topic = "gone"
@@ -394,4 +445,62 @@ func TestFaultHoleOnDeleteTopic(t *testing.T) {
 			t.Errorf("finding %s does not name the cleanup.policy: %s", f.Offsets, f.Detail)
 		}
 	}
+}
+
+// TestFaultUnrecordedStart: a partition whose first sunk offset lies inside
+// the retained log, with no start recorded there (a --start latest sink of
+// a floe that did not record starts, whose restart may have skipped
+// records), is not complete: the broker level says which offsets were
+// never sunk.
+func TestFaultUnrecordedStart(t *testing.T) {
+	e := newEnv(t)
+	const topic = "late"
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 30, "a"))
+	tbl := e.Table("lake.late")
+	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+	forceCommit(t, tbl, tp, 20, 30, span(20, 30))
+	expectFindings(t, e.audit(tbl, rowsDepth))
+	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.broker()}), "broker unrecorded-start late/0 [0, 20)")
+}
+
+// TestCleanStartLatest: a sink started with --start latest records where
+// it started, so the retained offsets before that are a note, not a
+// finding.
+func TestCleanStartLatest(t *testing.T) {
+	e := newEnv(t)
+	const topic = "fresh"
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 20, "old"))
+	tbl := e.Table("lake.fresh")
+	e.sink(tbl, connector.Config{Topic: topic, Start: connector.StartLatest})
+	e.Produce(records(topic, 0, 10, "new"))
+	e.sink(tbl, connector.Config{Topic: topic, Start: connector.StartLatest})
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	expectFindings(t, rep)
+	if p := rep.Partitions[0]; !p.Started || p.First != 20 || p.Next != 30 {
+		t.Fatalf("partition %+v: want a recorded start at 20 and next 30", p)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "records that the sink started") }) {
+		t.Fatalf("notes %q: want one about the recorded start", rep.Notes)
+	}
+}
+
+// TestFaultTopicRecreated: the topic was deleted and recreated, and the new
+// one holds more records than the ledger's next offset, so nothing about
+// the offsets gives it away: the topic ID does.
+func TestFaultTopicRecreated(t *testing.T) {
+	e := newEnv(t)
+	const topic = "again"
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 50, "a"))
+	tbl := e.Table("lake.again")
+	e.sink(tbl, connector.Config{Topic: topic})
+	if err := e.Stack.Cluster.DeleteTopic(topic); err != nil {
+		t.Fatal(err)
+	}
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 80, "b"))
+	expectFindings(t, e.audit(tbl, rowsDepth))
+	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.broker()}), "broker topic-recreated")
 }

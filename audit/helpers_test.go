@@ -94,7 +94,7 @@ func span(low, high int64) []int64 {
 func commit(t testing.TB, tbl *snapshot.Table, tp mapping.TopicPartition, low, high int64, offsets []int64) {
 	t.Helper()
 	f := snapshot.Flush{
-		Batches: map[mapping.TopicPartition]arrow.RecordBatch{tp: batch(t, tbl, tp, offsets...)},
+		Batches: map[mapping.TopicPartition][]arrow.RecordBatch{tp: {batch(t, tbl, tp, offsets...)}},
 		Ranges: []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: low, High: high},
 			Records: int64(len(offsets))}},
 	}

@@ -89,22 +89,6 @@ func TestCanonical(t *testing.T) {
 	}
 }
 
-func TestMarkerType(t *testing.T) {
-	for _, c := range []struct {
-		key           []byte
-		commit, known bool
-	}{
-		{[]byte{0, 0, 0, 0}, false, true},
-		{[]byte{0, 0, 0, 1}, true, true},
-		{[]byte{0, 0, 0, 7}, false, false},
-		{[]byte{0, 0}, false, false},
-	} {
-		if commit, known := markerType(c.key); commit != c.commit || known != c.known {
-			t.Fatalf("markerType(%v) = %v, %v", c.key, commit, known)
-		}
-	}
-}
-
 // TestContentColumnsNotShared checks that a caller changing the column list
 // it was given does not change what the next content scan reads.
 func TestContentColumnsNotShared(t *testing.T) {

@@ -22,7 +22,7 @@ func (a *auditor) ledgerLevel() {
 		c := mapping.Cover(rs)
 		p := a.part(tp)
 		p.InLedger = true
-		p.First, p.Next, p.Ranges, p.Records = c.First, c.Next, c.Ranges, c.Records
+		p.First, p.Next, p.Ranges, p.Records, p.Started = c.First, c.Next, c.Ranges, c.Records, c.Started
 		p.Gaps, p.Overlaps, p.Lost = nonNil(c.Gaps), nonNil(c.Overlaps), nonNil(c.Lost)
 		for _, g := range c.Gaps {
 			a.find(Finding{Level: LevelLedger, Kind: KindGap, Partition: tp, HasPartition: true, Offsets: g, HasOffsets: true,
@@ -35,6 +35,13 @@ func (a *auditor) ledgerLevel() {
 		for _, l := range c.Lost {
 			a.find(Finding{Level: LevelLedger, Kind: KindLost, Partition: tp, HasPartition: true, Offsets: l, HasOffsets: true,
 				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk (recorded by snapshot %s)", l, a.snapshotsCovering(tp, l))})
+		}
+	}
+	for _, topic := range a.selectedTopics() {
+		if ids := a.ledger.TopicIDs(topic); len(ids) > 1 {
+			a.find(Finding{Level: LevelLedger, Kind: KindTopicRecreated,
+				Detail: fmt.Sprintf("the ledger holds ranges of topic %s read from %d different topics of that name (topic IDs %s): its offsets mix records of a deleted topic and of its successor",
+					topic, len(ids), strings.Join(ids, ", "))})
 		}
 	}
 }

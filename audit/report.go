@@ -52,6 +52,7 @@ type jsonPartition struct {
 	InLedger      bool         `json:"in_ledger"`
 	First         *int64       `json:"first"`
 	Next          *int64       `json:"next"`
+	Started       bool         `json:"started"`
 	Ranges        int          `json:"ranges"`
 	Records       int64        `json:"records"`
 	Gaps          []span       `json:"gaps"`
@@ -130,7 +131,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	for _, p := range r.Partitions {
 		jp := jsonPartition{
-			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger,
+			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger, Started: p.Started,
 			Ranges: p.Ranges, Records: p.Records,
 			Gaps: spans(p.Gaps), Overlaps: spans(p.Overlaps), Lost: spans(p.Lost),
 			Findings: p.Findings, Status: p.status(),

@@ -11,6 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // ErrUnknownTopic is matched (errors.Is) when a topic does not exist.
@@ -62,25 +65,54 @@ func (b *Broker) Client() *kgo.Client { return b.cl }
 // Admin is the underlying kadm client.
 func (b *Broker) Admin() *kadm.Client { return b.adm }
 
+// Topic is a topic as the broker describes it.
+type Topic struct {
+	Name string
+	// ID is the topic's ID in Kafka's text form (mapping.FormatTopicID), or
+	// "" when the broker does not support topic IDs. Deleting a topic and
+	// creating one of the same name gives a new ID.
+	ID string
+	// Partitions are the topic's partitions, sorted.
+	Partitions []int32
+}
+
+// Topic describes topic as the brokers see it now. It asks them directly:
+// franz-go's cached metadata (which kadm uses) can name a topic that was
+// deleted and recreated seconds ago by its old ID.
+func (b *Broker) Topic(ctx context.Context, topic string) (Topic, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, b.cl)
+	if err != nil {
+		return Topic{}, fmt.Errorf("describe topic %s: %w", topic, err)
+	}
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil || *rt.Topic != topic {
+			continue
+		}
+		switch err := kerr.ErrorForCode(rt.ErrorCode); {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+		case err != nil:
+			return Topic{}, fmt.Errorf("describe topic %s: %w", topic, err)
+		default:
+			t := Topic{Name: topic, ID: mapping.FormatTopicID(rt.TopicID), Partitions: make([]int32, 0, len(rt.Partitions))}
+			for _, p := range rt.Partitions {
+				t.Partitions = append(t.Partitions, p.Partition)
+			}
+			slices.Sort(t.Partitions)
+			return t, nil
+		}
+	}
+	return Topic{}, fmt.Errorf("topic %q does not exist on brokers %s (check --topic): %w", topic, strings.Join(b.Seeds, ","), ErrUnknownTopic)
+}
+
 // Partitions lists the partitions of topic, sorted.
 func (b *Broker) Partitions(ctx context.Context, topic string) ([]int32, error) {
-	tds, err := b.adm.ListTopics(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("list partitions of topic %s: %w", topic, err)
-	}
-	td, ok := tds[topic]
-	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-		return nil, fmt.Errorf("topic %q does not exist on brokers %s (check --topic): %w", topic, strings.Join(b.Seeds, ","), ErrUnknownTopic)
-	}
-	if td.Err != nil {
-		return nil, fmt.Errorf("list partitions of topic %s: %w", topic, td.Err)
-	}
-	ps := make([]int32, 0, len(td.Partitions))
-	for p := range td.Partitions {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	return ps, nil
+	t, err := b.Topic(ctx, topic)
+	return t.Partitions, err
 }
 
 // Watermarks are a partition's offsets as the broker reports them. The

@@ -60,7 +60,7 @@ func sinkChild() int {
 	defer b.Close()
 	var consumed atomic.Int64
 	s, err := connector.NewSink(b, tbl, connector.Config{
-		Topic: env("TOPIC"), StopAtEnd: env("STOP_AT_END") == "1", FlushRecords: flush,
+		Topic: env("TOPIC"), Start: connector.Start(env("START")), StopAtEnd: env("STOP_AT_END") == "1", FlushRecords: flush,
 		FlushInterval: time.Hour, Logger: quietLogger(),
 		OnRecords: func(n int64) { fmt.Printf("consumed %d\n", consumed.Add(n)) },
 	})
@@ -76,6 +76,12 @@ func sinkChild() int {
 }
 
 func (e *env) childCmd(topic, table string, flush int, stopAtEnd bool) *exec.Cmd {
+	return e.childCmdFrom(topic, table, flush, stopAtEnd, connector.StartEarliest)
+}
+
+// childCmdFrom is childCmd with a --start for partitions the ledger does
+// not have.
+func (e *env) childCmdFrom(topic, table string, flush int, stopAtEnd bool, start connector.Start) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cfg := e.Stack.Catalog()
 	stop := "0"
@@ -86,7 +92,7 @@ func (e *env) childCmd(topic, table string, flush int, stopAtEnd bool) *exec.Cmd
 		"FLOE_TEST_CATALOG="+cfg.Catalog, "FLOE_TEST_WAREHOUSE="+cfg.Warehouse,
 		"FLOE_TEST_TABLE="+table, "FLOE_TEST_TOPIC="+topic,
 		"FLOE_TEST_BROKERS="+strings.Join(e.Stack.Brokers, ","),
-		"FLOE_TEST_FLUSH_RECORDS="+strconv.Itoa(flush), "FLOE_TEST_STOP_AT_END="+stop)
+		"FLOE_TEST_FLUSH_RECORDS="+strconv.Itoa(flush), "FLOE_TEST_STOP_AT_END="+stop, "FLOE_TEST_START="+string(start))
 	return cmd
 }
 
@@ -108,11 +114,23 @@ func dataFiles(t testing.TB, root string) map[string]bool {
 // TestSinkSurvivesSIGKILL kills a sink process at random points of its
 // work (while consuming, writing Parquet files, committing, and right after
 // a commit), restarts it each time, and checks that the table ends with
-// every offset exactly once.
+// every offset exactly once. With --start latest, the table begins where
+// the first run that recorded its start began, and nothing after that is
+// skipped, however often the sink is killed before a partition's first
+// row.
 func TestSinkSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test runs many processes")
 	}
+	for _, c := range []struct {
+		start connector.Start
+		kills int
+	}{{connector.StartEarliest, 40}, {connector.StartLatest, 20}} {
+		t.Run(string(c.start), func(t *testing.T) { sigkillRun(t, c.start, c.kills) })
+	}
+}
+
+func sigkillRun(t *testing.T, start connector.Start, kills int) {
 	e := newEnv(t)
 	const topic, table = "crash", "lake.crash"
 	e.Topic(topic, 4, nil)
@@ -126,11 +144,10 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 	produce(2000)
 	tbl := e.Table(table)
 	rng := rand.New(rand.NewPCG(1, 2))
-	const kills = 40
 	var orphanKills, commitKills, orphans int
 	for range kills {
 		before := len(mustLedger(t, tbl).Commits)
-		cmd := e.childCmd(topic, table, 100+rng.IntN(300), true)
+		cmd := e.childCmdFrom(topic, table, 100+rng.IntN(300), true, start)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -160,13 +177,17 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 	if commitKills == 0 || orphanKills == 0 {
 		t.Fatalf("kills did not cover both commit and file-write phases (commit %d, files %d)", commitKills, orphanKills)
 	}
-	out, err := e.childCmd(topic, table, 1000, true).CombinedOutput()
+	out, err := e.childCmdFrom(topic, table, 1000, true, start).CombinedOutput()
 	if err != nil {
 		t.Fatalf("final run: %v\n%s", err, out)
 	}
 	rs := checkExactlyOnce(t, tbl, e.endOffsets(topic))
-	if len(rs) != produced {
-		t.Fatalf("%d rows after crashes, want %d", len(rs), produced)
+	want := produced
+	for tp := range e.endOffsets(topic) {
+		want -= int(mapping.Cover(mustLedger(t, tbl).Ranges(tp)).First) // before a --start latest
+	}
+	if len(rs) != want {
+		t.Fatalf("%d rows after crashes, want %d", len(rs), want)
 	}
 }
 

@@ -213,10 +213,17 @@ func (r *logReader) locate(ctx context.Context) error {
 	return nil
 }
 
-// fetch sends one fetch at offset to the leader and returns the partition's
-// part of the answer and how long the broker asks the client to wait
-// (throttling).
+// fetch sends one read_uncommitted fetch at offset to the leader and
+// returns the partition's part of the answer and how long the broker asks
+// the client to wait (throttling).
 func (r *logReader) fetch(ctx context.Context, offset int64) (*kmsg.FetchResponseTopicPartition, time.Duration, error) {
+	return r.fetchIsolated(ctx, offset, 0)
+}
+
+// fetchIsolated is fetch with an isolation level: 0 read_uncommitted, 1
+// read_committed (the answer then lists the aborted transactions that
+// overlap it).
+func (r *logReader) fetchIsolated(ctx context.Context, offset int64, isolation int8) (*kmsg.FetchResponseTopicPartition, time.Duration, error) {
 	if !r.located || r.leader < 0 {
 		if err := r.locate(ctx); err != nil {
 			return nil, 0, err
@@ -227,7 +234,7 @@ func (r *logReader) fetch(ctx context.Context, offset int64) (*kmsg.FetchRespons
 	req.MaxWaitMillis = int32(readLogMaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = readLogMaxBytes
-	req.IsolationLevel = 0 // read_uncommitted
+	req.IsolationLevel = isolation
 	req.SessionID = 0
 	req.SessionEpoch = -1 // no fetch session
 	rt := kmsg.NewFetchRequestTopic()

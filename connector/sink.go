@@ -138,12 +138,13 @@ type Sink struct {
 	log    *slog.Logger
 	alloc  memory.Allocator
 	stats  Stats
-	// starts remembers where each partition without a ledger entry began in
-	// this run, so that a later session (after fencing, or when partitions
-	// were added) does not move it to a newer --start latest position and
-	// skip what arrived in between.
-	starts       map[int32]int64
-	firstSession bool
+	// known are the topic's partitions when the run's first session began:
+	// a partition the ledger does not have and that is not among them was
+	// added to the topic while the sink ran, and all of it is new data.
+	known map[int32]bool
+	// topicID is the topic's ID as the broker reported it when the session
+	// began ("" without topic IDs); every commit records it.
+	topicID string
 }
 
 // Validate reports the first invalid setting of c, with the flag to fix.
@@ -206,9 +207,8 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 // continues from it.
 func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	s.stats = Stats{}
-	s.starts = map[int32]int64{}
-	for first := true; ; first = false {
-		s.firstSession = first
+	s.known = nil
+	for {
 		err := s.session(ctx)
 		restart := err == errPartitionsChanged
 		if errors.Is(err, snapshot.ErrFenced) {
@@ -243,7 +243,10 @@ type partState struct {
 	// closed are ranges finished within this flush (before a loss).
 	closed []mapping.Range
 	rows   *mapping.RowBuilder
-	end    int64 // bounded mode: stop at this offset; -1 when unbounded
+	// batches hold the rows of closed ranges, cut from rows when a range
+	// closes, so that every data file lies inside one range.
+	batches []arrow.RecordBatch
+	end     int64 // bounded mode: stop at this offset; -1 when unbounded
 	// lost is the last lost range: records inside it were fetched before
 	// the loss was declared and stay out of the table.
 	lost mapping.Interval
@@ -254,6 +257,29 @@ type partState struct {
 
 func (p *partState) done() bool { return p.end >= 0 && p.next >= p.end }
 
+// closeRange closes the open range [low, next), when it is not empty, with
+// its rows cut into a batch of their own.
+func (p *partState) closeRange() {
+	if p.next > p.low {
+		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records})
+		if p.rows.Rows() > 0 {
+			p.batches = append(p.batches, p.rows.NewBatch())
+		}
+	}
+	p.low, p.records = p.next, 0
+}
+
+// release frees the rows the partition holds.
+func (p *partState) release() {
+	for _, b := range p.batches {
+		b.Release()
+	}
+	p.batches = nil
+	if p.rows != nil {
+		p.rows.Release()
+	}
+}
+
 // capped limits an offset to the partition's end in bounded mode.
 func (p *partState) capped(offset int64) int64 {
 	if p.end >= 0 {
@@ -263,7 +289,10 @@ func (p *partState) capped(offset int64) int64 {
 }
 
 // session reads the ledger, seeks every partition and consumes until done,
-// cancelled, fenced or failed.
+// cancelled, fenced or failed. Partitions the ledger does not have yet are
+// started first: one commit records where each begins (a start range, or
+// the head of the log lost before it), before anything of them is read, so
+// that a restart resumes them there instead of evaluating --start again.
 func (s *Sink) session(ctx context.Context) error {
 	if err := s.tbl.Refresh(ctx); err != nil {
 		return err
@@ -275,17 +304,29 @@ func (s *Sink) session(ctx context.Context) error {
 	next := ledger.Next()
 	// Partitions with nothing to do this session still report where they are.
 	s.finish(next)
-	// Watermarks lists every partition of the topic (and fails clearly on
-	// an unknown one).
+	topic, err := s.broker.Topic(ctx, s.cfg.Topic)
+	if err != nil {
+		return err
+	}
+	if err := snapshot.CheckTopicID(s.tbl.Name(), ledger, s.cfg.Topic, topic.ID); err != nil {
+		return err
+	}
+	s.topicID = topic.ID
 	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
 	if err != nil {
 		return err
 	}
 	parts := slices.Sorted(maps.Keys(wm))
+	if s.known == nil {
+		s.known = map[int32]bool{}
+		for _, p := range parts {
+			s.known[p] = true
+		}
+	}
 	states := map[int32]*partState{}
 	defer func() {
 		for _, p := range states {
-			p.rows.Release()
+			p.release()
 		}
 	}()
 	for _, p := range s.cfg.Partitions {
@@ -293,6 +334,7 @@ func (s *Sink) session(ctx context.Context) error {
 			return fmt.Errorf("topic %s has no partition %d (it has %d partitions)", s.cfg.Topic, p, len(parts))
 		}
 	}
+	var starts []mapping.Range
 	assign := map[int32]kgo.Offset{}
 	for _, p := range parts {
 		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) {
@@ -311,45 +353,13 @@ func (s *Sink) session(ctx context.Context) error {
 			st.end = w.LastStable
 		}
 		pos, resumed := next[tp]
-		started, seen := s.starts[p]
-		switch {
-		case resumed:
-		case seen:
-			pos = started
-			if hl, ok := s.stats.HeadLost[p]; ok && hl == started && s.cfg.RecordHeadLoss {
-				// The first session's head-loss range was not committed
-				// (it was fenced first): record it again.
-				st.closed = append(st.closed, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: hl}, Lost: true})
-			}
-		case !s.firstSession && s.cfg.StartOffsets == nil:
-			// A partition added to the topic while the sink ran: all of
-			// it is new data.
-			pos = w.LogStart
-		case s.cfg.StartOffsets != nil:
-			o, ok := s.cfg.StartOffsets[p]
+		if !resumed {
+			start, ok := s.startOf(p, w)
 			if !ok {
 				continue
 			}
-			pos = o
-		case s.cfg.Start == StartLatest:
-			pos = w.LastStable
-		default:
-			pos = w.LogStart
-			if pos > 0 {
-				if s.stats.HeadLost == nil {
-					s.stats.HeadLost = map[int32]int64{}
-				}
-				s.stats.HeadLost[p] = pos
-				if s.cfg.RecordHeadLoss {
-					st.closed = append(st.closed, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: pos}, Lost: true})
-				} else {
-					s.log.Warn("log starts above offset 0: retention deleted the beginning before this table existed",
-						"partition", p, "log_start", pos)
-				}
-			}
-		}
-		if !resumed {
-			s.starts[p] = pos
+			pos = start[len(start)-1].High
+			starts = append(starts, start...)
 		}
 		st.low, st.next = pos, pos
 		if resumed && pos > w.HighWatermark {
@@ -357,12 +367,14 @@ func (s *Sink) session(ctx context.Context) error {
 				"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark)
 		}
 		if resumed && pos < w.LogStart && !st.done() {
-			if err := s.lose(st, st.capped(w.LogStart)); err != nil {
-				// Nothing was consumed in this session: fail before reading.
+			// Nothing was consumed in this session: a loss fails before
+			// reading. Undecided, the partition is read from pos and the
+			// fetch decides once the transaction holding it ends.
+			if _, err := s.skipDeleted(ctx, st, st.capped(w.LogStart), true); err != nil {
 				return err
 			}
 		}
-		if st.done() && len(st.closed) == 0 {
+		if st.done() && len(st.closed) == 0 && st.next == st.low {
 			continue
 		}
 		rb, err := mapping.NewRowBuilder(s.alloc, s.tbl.ArrowSchema())
@@ -373,6 +385,13 @@ func (s *Sink) session(ctx context.Context) error {
 		states[p] = st
 		if !st.done() {
 			assign[p] = kgo.NewOffset().At(st.next)
+		}
+	}
+	if len(starts) > 0 {
+		// A fenced start (another writer started a partition elsewhere)
+		// ends the session: the next one resumes from that writer's ledger.
+		if err := s.commit(ctx, snapshot.Flush{Ranges: starts}); err != nil {
+			return err
 		}
 	}
 	if len(states) == 0 {
@@ -399,6 +418,70 @@ func (s *Sink) session(ctx context.Context) error {
 	return s.consume(ctx, cl, states)
 }
 
+// startOf returns the ranges that record where partition p, which the
+// ledger does not have, begins: a start range at its first offset, or,
+// when a replay from the log start finds the head of the log deleted, that
+// head as a lost range. ok is false when the run does not sink p (a replay
+// whose start offsets do not name it).
+func (s *Sink) startOf(p int32, w Watermarks) (start []mapping.Range, ok bool) {
+	tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
+	var pos int64
+	switch {
+	case !s.known[p] && s.cfg.StartOffsets == nil:
+		// A partition added to the topic while the sink ran: all of it is
+		// new data.
+		pos = w.LogStart
+	case s.cfg.StartOffsets != nil:
+		if pos, ok = s.cfg.StartOffsets[p]; !ok {
+			return nil, false
+		}
+	case s.cfg.Start == StartLatest:
+		pos = w.LastStable
+	default:
+		pos = w.LogStart
+		if pos > 0 {
+			if s.stats.HeadLost == nil {
+				s.stats.HeadLost = map[int32]int64{}
+			}
+			s.stats.HeadLost[p] = pos
+			if s.cfg.RecordHeadLoss {
+				return []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: pos}, Lost: true}}, true
+			}
+			s.log.Warn("log starts above offset 0: retention deleted the beginning before this table existed",
+				"partition", p, "log_start", pos)
+		}
+	}
+	return []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: pos, High: pos}}}, true
+}
+
+// skipDeleted handles offsets [p.next, logStart) of a partition that
+// retention deleted before they were read. When the broker shows that they
+// held only aborted records (ClassifyDeleted), they join the open range
+// like aborted records the log still holds, with no row; otherwise they are
+// a loss (lose). mayWait lets an undecided answer (an open transaction
+// holds the log start) leave the partition as it is, for a later check;
+// without it, undecided is a loss. decided reports whether p moved or the
+// loss was recorded.
+func (s *Sink) skipDeleted(ctx context.Context, p *partState, logStart int64, mayWait bool) (decided bool, err error) {
+	v, err := s.broker.ClassifyDeleted(ctx, p.tp.Topic, p.tp.Partition, p.next, logStart)
+	if err != nil {
+		s.log.Warn("cannot tell whether offsets deleted by retention held only aborted records; treating them as lost", "partition", p.tp.Partition, "err", err)
+		v.Deleted = DeletedCommitted
+	}
+	switch {
+	case v.Deleted == DeletedAborted:
+		s.log.Info("retention deleted offsets before they were sunk, but only aborted records: nothing was lost",
+			"partition", p.tp.Partition, "offsets", mapping.Interval{Low: p.next, High: logStart}.String(), "evidence", v.Evidence)
+		p.next = logStart
+		return true, nil
+	case v.Deleted == DeletedUndecided && mayWait:
+		s.log.Info("retention deleted offsets before they were sunk; whether they were committed is known when the open transaction ends",
+			"partition", p.tp.Partition, "offsets", mapping.Interval{Low: p.next, High: logStart}.String(), "evidence", v.Evidence)
+		return false, nil
+	}
+	return true, s.lose(p, logStart)
+}
+
 // idleCheck is how long a poll waits before the loop looks around.
 const idleCheck = 2 * time.Second
 
@@ -406,43 +489,53 @@ const idleCheck = 2 * time.Second
 // partitions added to the topic.
 var errPartitionsChanged = errors.New("partitions were added to the topic")
 
-// checkRetention re-reads the watermarks and declares lost the rest of a
-// bounded partition's range when retention deleted all of it: then no
-// record below the end will ever arrive to reveal the jump. Only a
-// partition that made no progress since the previous check qualifies, so
-// that records the client already holds are never declared lost; when part
-// of the range is still retained, records arrive and the fetch path sees
-// the jump.
-func (s *Sink) checkRetention(ctx context.Context, states map[int32]*partState) error {
+// checkRetention re-reads the watermarks and handles, in every partition
+// that made no progress since the previous check, offsets that retention
+// deleted before they were read (skipDeleted). An idle partition needs it:
+// when everything after its position was deleted, no record arrives to
+// reveal the jump, and a live sink would not notice the loss until the
+// next record. Only a stalled partition qualifies, and the check runs after
+// the poll's records are counted, so that records the client already holds
+// are not declared lost.
+// It returns the number of offsets the partitions advanced by.
+func (s *Sink) checkRetention(ctx context.Context, states map[int32]*partState) (int64, error) {
 	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	for p, st := range states {
+	var advanced int64
+	for _, p := range slices.Sorted(maps.Keys(states)) {
+		st := states[p]
 		stalled := st.next == st.checked
-		st.checked = st.next
-		if st.end >= 0 && !st.done() && stalled && wm[p].LogStart >= st.end {
-			if err := s.lose(st, st.end); err != nil {
-				return err
+		if !st.done() && stalled && wm[p].LogStart > st.next {
+			before := st.next
+			if _, err := s.skipDeleted(ctx, st, st.capped(wm[p].LogStart), true); err != nil {
+				return advanced, err
 			}
+			advanced += st.next - before
 		}
+		st.checked = st.next
 	}
-	return nil
+	return advanced, nil
 }
 
-// lose handles offsets [p.next, logStart) deleted before they were sunk.
+// lose handles offsets [p.next, logStart) deleted before they were sunk:
+// with --on-data-loss record, the open range closes before them (its rows
+// in a batch of their own, so that no data file spans the loss) and they
+// become a lost range.
 func (s *Sink) lose(p *partState, logStart int64) error {
 	lost := mapping.Interval{Low: p.next, High: logStart}
+	if lost.Len() <= 0 {
+		return nil
+	}
 	if s.cfg.OnDataLoss != LossRecord {
 		return &DataLossError{Partition: p.tp, Lost: lost}
 	}
 	s.log.Warn("data loss recorded in the ledger: retention deleted offsets before they were sunk",
 		"partition", p.tp.Partition, "lost", lost.String())
-	if p.next > p.low {
-		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records})
-	}
+	p.closeRange()
 	p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: lost, Lost: true})
-	p.low, p.next, p.records, p.lost = logStart, logStart, 0, lost
+	p.low, p.next, p.lost = logStart, logStart, lost
 	return nil
 }
 
@@ -504,7 +597,6 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 	defer func() { _ = wait() }()
 
 	bounded := !allDone() && slices.ContainsFunc(slices.Collect(maps.Values(states)), func(p *partState) bool { return p.end >= 0 })
-	known := len(states)
 	lastCheck, lastPartitionCheck := time.Now(), time.Now()
 	for !allDone() {
 		if ctx.Err() != nil {
@@ -569,9 +661,12 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 				if r.Offset > p.next && fp.LogStartOffset > p.next {
 					// The jump crosses the log start: retention deleted
 					// offsets we had not sunk. Jumps inside the retained
-					// log (aborted records, compaction) are normal.
+					// log (aborted records, compaction) are normal. The
+					// transaction that may hold the log start has ended
+					// (a record past it arrived), so the broker can tell
+					// whether only aborted records were deleted.
 					before := p.next
-					if err := s.lose(p, p.capped(min(fp.LogStartOffset, r.Offset))); err != nil {
+					if _, err := s.skipDeleted(ctx, p, p.capped(min(fp.LogStartOffset, r.Offset)), false); err != nil {
 						failure = err
 						return
 					}
@@ -623,15 +718,19 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		// records are counted.
 		if time.Since(lastCheck) >= idleCheck && ctx.Err() == nil {
 			lastCheck = time.Now()
-			if bounded {
-				failure = s.checkRetention(ctx, states)
-			} else if s.cfg.Partitions == nil && time.Since(lastPartitionCheck) >= s.cfg.PartitionCheck {
-				lastPartitionCheck = time.Now()
-				parts, err := s.broker.Partitions(ctx, s.cfg.Topic)
-				if err == nil && len(parts) > known {
-					s.log.Info("partitions were added to the topic; committing and starting a session that includes them", "partitions", len(parts))
-					failure = errPartitionsChanged
+			var advanced int64
+			advanced, failure = s.checkRetention(ctx, states)
+			if advanced > 0 {
+				if deadline.IsZero() {
+					deadline = time.Now().Add(s.cfg.FlushInterval)
 				}
+				if s.cfg.OnRecords != nil {
+					s.cfg.OnRecords(advanced)
+				}
+			}
+			if failure == nil && !bounded && time.Since(lastPartitionCheck) >= s.cfg.PartitionCheck {
+				lastPartitionCheck = time.Now()
+				failure = s.checkTopic(ctx)
 			}
 		}
 		if failure != nil {
@@ -661,28 +760,55 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 	return nil
 }
 
+// checkTopic looks at the topic again in a live sink: a topic deleted and
+// recreated under the sink ends the run (its ledger belongs to the old
+// topic), and partitions added to it end the session, so that the next one
+// includes them.
+func (s *Sink) checkTopic(ctx context.Context) error {
+	t, err := s.broker.Topic(ctx, s.cfg.Topic)
+	if err != nil {
+		// A failed look is tried again at the next check; fetching reports
+		// a topic that is gone.
+		return nil
+	}
+	if t.ID != "" && s.topicID != "" && t.ID != s.topicID {
+		return &snapshot.TopicIDError{Table: s.tbl.Name(), Topic: s.cfg.Topic, Ledger: s.topicID, Broker: t.ID}
+	}
+	if s.cfg.Partitions != nil {
+		return nil
+	}
+	for _, p := range t.Partitions {
+		if !s.known[p] {
+			s.log.Info("partitions were added to the topic; committing and starting a session that includes them", "partitions", len(t.Partitions))
+			return errPartitionsChanged
+		}
+	}
+	return nil
+}
+
 // take moves every partition's rows and ranges since the last flush into a
 // Flush and starts the next ranges where these end.
 func (s *Sink) take(states map[int32]*partState) snapshot.Flush {
-	f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
+	f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}}
 	for _, p := range slices.Sorted(maps.Keys(states)) {
 		st := states[p]
+		st.closeRange()
 		f.Ranges = append(f.Ranges, st.closed...)
-		if st.next > st.low {
-			f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: st.tp, Interval: mapping.Interval{Low: st.low, High: st.next}, Records: st.records})
+		if len(st.batches) > 0 {
+			f.Batches[st.tp] = st.batches
 		}
-		if st.rows.Rows() > 0 {
-			f.Batches[st.tp] = st.rows.NewBatch()
-		}
-		st.low, st.records, st.closed = st.next, 0, nil
+		st.closed, st.batches = nil, nil
 	}
 	return f
 }
 
-// commit commits one flush in one snapshot. A failure ends the session:
-// the next one resumes from the ledger, so the ranges take advanced past
-// are never lost.
+// commit commits one flush in one snapshot, recording the topic's ID. A
+// failure ends the session: the next one resumes from the ledger, so the
+// ranges take advanced past are never lost.
 func (s *Sink) commit(ctx context.Context, f snapshot.Flush) error {
+	if s.topicID != "" {
+		f.TopicIDs = map[string]string{s.cfg.Topic: s.topicID}
+	}
 	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -190,5 +191,39 @@ func TestTwoSinksOneTable(t *testing.T) {
 	}
 	if rs := checkExactlyOnce(t, a, e.endOffsets(topic)); len(rs) != 12000 {
 		t.Fatalf("%d rows, want 12000", len(rs))
+	}
+}
+
+// TestTwoLiveSinksStartLatest runs two live sinks with --start latest on the
+// same table and partitions: one of them records the partitions' starts,
+// the other resumes from them (or is fenced and then does), and every
+// record produced after the starts lands exactly once.
+func TestTwoLiveSinksStartLatest(t *testing.T) {
+	e := newEnv(t)
+	const topic, table = "contended-latest", "lake.contended_latest"
+	e.Topic(topic, 4, nil)
+	for p := range int32(4) {
+		e.Produce(records(topic, p, 500, "before"))
+	}
+	cfg := connector.Config{Topic: topic, Start: connector.StartLatest, FlushRecords: 400, FlushInterval: 200 * time.Millisecond}
+	stopA := e.runLive(e.Table(table), cfg)
+	stopB := e.runLive(e.Table(table), cfg)
+	for p := range int32(4) {
+		waitForNext(t, e, table, mapping.TopicPartition{Topic: topic, Partition: p}, 500)
+	}
+	for p := range int32(4) {
+		e.Produce(records(topic, p, 3000, "after"))
+	}
+	end := e.endOffsets(topic)
+	for tp, n := range end {
+		waitForNext(t, e, table, tp, n)
+	}
+	for _, stop := range []func() (connector.Stats, error){stopA, stopB} {
+		if _, err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rs := checkExactlyOnce(t, e.Table(table), end); len(rs) != 12000 {
+		t.Fatalf("%d rows, want the 12000 produced after the start", len(rs))
 	}
 }

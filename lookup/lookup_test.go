@@ -101,7 +101,8 @@ func TestAsOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, second := l.Commits[0].SnapshotID, l.Commits[1].SnapshotID
+	// Commits[0] records where the sink started the partition.
+	first, second := l.Commits[1].SnapshotID, l.Commits[2].SnapshotID
 
 	r, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "0=5"})
 	if err != nil {
@@ -218,8 +219,9 @@ func TestExactAtStateTable(t *testing.T) {
 	if len(l.Commits) < 2 {
 		t.Fatalf("%d commits, want several", len(l.Commits))
 	}
-	first, head := l.Commits[0].SnapshotID, l.Commits[len(l.Commits)-1].SnapshotID
-	r := l.Commits[0].Ranges[0]
+	// Commits[0] records where the replay started the partition.
+	first, head := l.Commits[1].SnapshotID, l.Commits[len(l.Commits)-1].SnapshotID
+	r := l.Commits[1].Ranges[0]
 	// As AsOf finds it: the first snapshot covering the cut.
 	asOf, err := lookup.AsOf(t.Context(), state, nil, lookup.AsOfQuery{Offsets: mapping.Cut{r.TopicPartition: r.High}.String()})
 	if err != nil || asOf.SnapshotID != first {

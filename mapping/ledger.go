@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,8 +13,10 @@ import (
 )
 
 // Snapshot summary property keys of the ledger. Every floe commit carries
-// KeyVersion, KeyCommitID and KeyWriter, and one KeyRangesPrefix+topic key
-// per topic it advanced (KeyLostPrefix+topic where it recorded a loss).
+// KeyVersion, KeyCommitID and KeyWriter, one KeyRangesPrefix+topic key per
+// topic it advanced (KeyLostPrefix+topic where it recorded a loss), and,
+// from version 2 on, KeyTopicIDPrefix+topic for each of those topics whose
+// broker reports topic IDs.
 //
 // A ranges value lists the topic's ranges as comma-separated
 // "partition:low-high:records" items, for example
@@ -22,18 +25,47 @@ import (
 //
 // and a lost value lists "partition:low-high" items. Offsets are decimal,
 // [low, high) is half-open. This keeps a 16-partition commit under 400 bytes
-// of metadata.json.
+// of metadata.json. An empty range "partition:pos-pos:0" is a start: it
+// records where a writer began a partition the ledger did not have yet,
+// before anything of it was sunk (see Range.IsStart).
+//
+// A topic id value is the Kafka topic ID the ranges were read from, in
+// Kafka's own text form (URL-safe base64 of the 16-byte UUID, unpadded),
+// for example "floe.topic-id.orders = 8bMxWQbKQ0yJDWexrLrJWA".
 const (
-	KeyPrefix       = "floe."
-	KeyVersion      = "floe.version"
-	KeyCommitID     = "floe.commit-id"
-	KeyWriter       = "floe.writer"
-	KeyRangesPrefix = "floe.ranges."
-	KeyLostPrefix   = "floe.lost."
+	KeyPrefix        = "floe."
+	KeyVersion       = "floe.version"
+	KeyCommitID      = "floe.commit-id"
+	KeyWriter        = "floe.writer"
+	KeyRangesPrefix  = "floe.ranges."
+	KeyLostPrefix    = "floe.lost."
+	KeyTopicIDPrefix = "floe.topic-id."
 
-	// LedgerVersion is the encoding version floe writes and reads.
-	LedgerVersion = "1"
+	// LedgerVersion is the encoding version floe writes. Version 1 (no
+	// topic ids, no starts) is still read.
+	LedgerVersion = "2"
 )
+
+// readableVersions are the encoding versions DecodeCommit accepts.
+var readableVersions = []string{"1", LedgerVersion}
+
+// FormatTopicID returns a Kafka topic ID in Kafka's text form, or "" for
+// the all-zero ID of a broker without topic IDs.
+func FormatTopicID(id [16]byte) string {
+	if id == ([16]byte{}) {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+// checkTopicID reports whether s is a topic ID in Kafka's text form.
+func checkTopicID(s string) error {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return fmt.Errorf("topic id %q is not a Kafka topic ID (22 characters of URL-safe base64)", s)
+	}
+	return nil
+}
 
 // Commit is one floe snapshot's entry in the ledger.
 type Commit struct {
@@ -46,6 +78,10 @@ type Commit struct {
 	Writer string
 	// Ranges are the ranges the commit consumed, lost ones included, sorted.
 	Ranges []Range
+	// TopicIDs maps topics of Ranges to the Kafka topic ID they were read
+	// from (FormatTopicID); a topic is absent when its broker has no topic
+	// IDs, and for every topic of a version 1 commit.
+	TopicIDs map[string]string
 }
 
 // MalformedError reports a snapshot whose floe properties do not decode.
@@ -111,6 +147,15 @@ func (c Commit) Encode() (map[string]string, error) {
 	for t, b := range lost {
 		props[KeyLostPrefix+t] = b.String()
 	}
+	for t, id := range c.TopicIDs {
+		if ranges[t] == nil && lost[t] == nil {
+			return nil, fmt.Errorf("encode ledger: topic id of %s, which the commit has no range of", t)
+		}
+		if err := checkTopicID(id); err != nil {
+			return nil, fmt.Errorf("encode ledger: topic %s: %w", t, err)
+		}
+		props[KeyTopicIDPrefix+t] = id
+	}
 	return props, nil
 }
 
@@ -129,8 +174,8 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 		return Commit{}, &MalformedError{SnapshotID: snapshotID, Key: key, Err: err}
 	}
 	c := Commit{SnapshotID: snapshotID, CommittedAt: committedAt}
-	if v := props[KeyVersion]; v != LedgerVersion {
-		return bad(KeyVersion, fmt.Errorf("version %q, this floe reads %q", v, LedgerVersion))
+	if v := props[KeyVersion]; !slices.Contains(readableVersions, v) {
+		return bad(KeyVersion, fmt.Errorf("version %q, this floe reads %s", v, strings.Join(readableVersions, " and ")))
 	}
 	c.ID = props[KeyCommitID]
 	if c.ID == "" {
@@ -145,6 +190,19 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 			topic = strings.TrimPrefix(key, KeyRangesPrefix)
 		case strings.HasPrefix(key, KeyLostPrefix):
 			topic, lost = strings.TrimPrefix(key, KeyLostPrefix), true
+		case strings.HasPrefix(key, KeyTopicIDPrefix) && props[KeyVersion] != "1":
+			topic := strings.TrimPrefix(key, KeyTopicIDPrefix)
+			if _, ok := props[KeyRangesPrefix+topic]; !ok && props[KeyLostPrefix+topic] == "" {
+				return bad(key, fmt.Errorf("topic id of %q, which the commit has no range of", topic))
+			}
+			if err := checkTopicID(props[key]); err != nil {
+				return bad(key, err)
+			}
+			if c.TopicIDs == nil {
+				c.TopicIDs = map[string]string{}
+			}
+			c.TopicIDs[topic] = props[key]
+			continue
 		case key == KeyVersion || key == KeyCommitID || key == KeyWriter || !strings.HasPrefix(key, KeyPrefix):
 			continue
 		default:
@@ -259,6 +317,31 @@ func (l Ledger) Next() map[TopicPartition]int64 {
 		}
 	}
 	return next
+}
+
+// TopicID returns the Kafka topic ID the latest commit that recorded one
+// for topic read it from, or "" when no commit did (a ledger written before
+// floe recorded topic IDs, or a broker without them).
+func (l Ledger) TopicID(topic string) string {
+	for i := len(l.Commits) - 1; i >= 0; i-- {
+		if id := l.Commits[i].TopicIDs[topic]; id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// TopicIDs returns the distinct topic IDs the ledger recorded for topic, in
+// the order they first appear. More than one means the ledger holds ranges
+// of different topics that had the same name.
+func (l Ledger) TopicIDs(topic string) []string {
+	var ids []string
+	for _, c := range l.Commits {
+		if id := c.TopicIDs[topic]; id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Locate returns the commit and range holding offset in partition tp, and

@@ -85,6 +85,59 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 	}
 }
 
+// TestTopicIDs: version 2 commits carry the topic ID of each topic they
+// hold ranges of; version 1 commits (written before) still decode, without
+// one, and may not carry one.
+func TestTopicIDs(t *testing.T) {
+	id := FormatTopicID([16]byte{0xf1, 0xb3, 0x31, 0x59, 6, 0xca, 0x43, 0x4c, 0x89, 0x0d, 0x67, 0xb1, 0xac, 0xba, 0xc9, 0x58})
+	if id != "8bMxWQbKQ0yJDWexrLrJWA" {
+		t.Fatalf("FormatTopicID = %q, want Kafka's text form", id)
+	}
+	if FormatTopicID([16]byte{}) != "" {
+		t.Fatal("the zero topic ID (a broker without IDs) must format as empty")
+	}
+	c := Commit{ID: "c", Writer: "w", Ranges: []Range{rng("orders", 0, 0, 5, 5)}, TopicIDs: map[string]string{"orders": id}}
+	props, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props[KeyVersion] != "2" || props[KeyTopicIDPrefix+"orders"] != id {
+		t.Fatalf("props %v", props)
+	}
+	got, err := DecodeCommit(1, time.Time{}, props)
+	if err != nil || got.TopicIDs["orders"] != id {
+		t.Fatalf("decode: %+v, %v", got, err)
+	}
+	v1 := map[string]string{KeyVersion: "1", KeyCommitID: "old", KeyWriter: "w", KeyRangesPrefix + "orders": "0:0-5:5"}
+	if old, err := DecodeCommit(2, time.Time{}, v1); err != nil || old.TopicIDs != nil {
+		t.Fatalf("a version 1 commit: %+v, %v", old, err)
+	}
+	v1[KeyTopicIDPrefix+"orders"] = id
+	if _, err := DecodeCommit(2, time.Time{}, v1); err == nil {
+		t.Fatal("a version 1 commit with a topic id decoded")
+	}
+	for name, bad := range map[string]map[string]string{
+		"not base64":      {KeyTopicIDPrefix + "orders": "not an id!"},
+		"short":           {KeyTopicIDPrefix + "orders": "AAAA"},
+		"topic not in it": {KeyTopicIDPrefix + "other": id},
+	} {
+		p := map[string]string{KeyVersion: "2", KeyCommitID: "c", KeyWriter: "w", KeyRangesPrefix + "orders": "0:0-5:5"}
+		for k, v := range bad {
+			p[k] = v
+		}
+		if _, err := DecodeCommit(3, time.Time{}, p); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	if _, err := (Commit{ID: "c", Ranges: c.Ranges, TopicIDs: map[string]string{"other": id}}).Encode(); err == nil {
+		t.Error("encoded a topic id of a topic without ranges")
+	}
+	l := Ledger{Commits: []Commit{got, {Ranges: c.Ranges}, {Ranges: c.Ranges, TopicIDs: map[string]string{"orders": "AAAAAAAAAAAAAAAAAAAAAA"}}}}
+	if l.TopicID("orders") != "AAAAAAAAAAAAAAAAAAAAAA" || len(l.TopicIDs("orders")) != 2 || l.TopicID("other") != "" {
+		t.Fatalf("ledger topic ids: %q %q", l.TopicID("orders"), l.TopicIDs("orders"))
+	}
+}
+
 func TestEncodeRejectsInvalid(t *testing.T) {
 	for name, c := range map[string]Commit{
 		"no id":     {Ranges: []Range{rng("t", 0, 0, 1, 1)}},
@@ -115,6 +168,19 @@ func TestCover(t *testing.T) {
 	}
 	if c := Cover(nil); c.Ranges != 0 || c.Next != 0 {
 		t.Fatalf("empty cover %+v", c)
+	}
+	for name, tc := range map[string]struct {
+		ranges  []Range
+		started bool
+	}{
+		"start":            {[]Range{rng("t", 0, 20, 30, 10), rng("t", 0, 20, 20, 0)}, true},
+		"head lost":        {[]Range{{TopicPartition: tp("t", 0), Interval: Interval{0, 20}, Lost: true}, rng("t", 0, 20, 30, 10)}, true},
+		"no start":         {[]Range{rng("t", 0, 20, 30, 10)}, false},
+		"start further on": {[]Range{rng("t", 0, 20, 30, 10), rng("t", 0, 30, 30, 0)}, false},
+	} {
+		if c := Cover(tc.ranges); c.Started != tc.started {
+			t.Errorf("%s: started %v, want %v", name, c.Started, tc.started)
+		}
 	}
 }
 

@@ -49,6 +49,13 @@ type Range struct {
 	Lost    bool
 }
 
+// IsStart reports whether r is a start: an empty range that records where
+// a writer began a partition the ledger did not have yet (its log start,
+// its last stable offset for --start latest, or a replay's start offset),
+// committed before anything of it was sunk. Data and lost ranges are never
+// empty.
+func (r Range) IsStart() bool { return !r.Lost && r.Len() == 0 }
+
 func (r Range) String() string {
 	if r.Lost {
 		return fmt.Sprintf("%s %s lost", r.TopicPartition, r.Interval)
@@ -82,6 +89,11 @@ type Coverage struct {
 	Overlaps []Interval
 	// Lost are the offsets recorded as lost to retention.
 	Lost []Interval
+	// Started is set when the ledger records where the partition began: a
+	// start (Range.IsStart) at First, or a lost range from offset 0 (the
+	// log's head was gone before the partition was first sunk). Without
+	// it, offsets below First may have been skipped unnoticed.
+	Started bool
 }
 
 // Cover computes the coverage of ranges, which must all belong to one
@@ -94,6 +106,7 @@ func Cover(ranges []Range) Coverage {
 	rs := slices.Clone(ranges)
 	SortRanges(rs)
 	c.First, c.Next = rs[0].Low, rs[0].Low
+	c.Started = rs[0].IsStart() || (rs[0].Lost && rs[0].Low == 0)
 	for _, r := range rs {
 		c.Ranges++
 		c.Records += r.Records

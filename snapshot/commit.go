@@ -54,10 +54,43 @@ func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 
 // Flush is what one commit writes: rows per partition and the ranges they
 // come from. Every partition with rows must have a range; ranges without
-// rows (only markers, aborted records, or a recorded loss) are fine.
+// rows (only markers, aborted records, or a recorded loss) are fine. Each
+// batch of a partition is written to files of its own: a writer that cuts
+// a partition's rows where its ranges are cut (at a recorded loss) keeps
+// every data file inside one range, as the file-level audit expects.
 type Flush struct {
-	Batches map[mapping.TopicPartition]arrow.RecordBatch
+	Batches map[mapping.TopicPartition][]arrow.RecordBatch
 	Ranges  []mapping.Range
+	// TopicIDs are the Kafka topic IDs the ranges were read from, by topic
+	// (mapping.FormatTopicID); a topic without one is not recorded. A
+	// commit whose topic ID differs from the one the ledger recorded for
+	// the topic is refused with a *TopicIDError.
+	TopicIDs map[string]string
+}
+
+// TopicIDError reports a topic whose ID differs from the one the ledger
+// recorded: the topic was deleted and recreated under the same name (or
+// this is another cluster), so the ledger's offsets do not name its
+// records.
+type TopicIDError struct {
+	Table, Topic string
+	// Ledger is the ID the ledger recorded, Broker the topic's ID now.
+	Ledger, Broker string
+}
+
+func (e *TopicIDError) Error() string {
+	return fmt.Sprintf("topic %s has ID %s on the brokers, but the ledger of %s was read from topic ID %s: the topic was deleted and recreated (or this is another cluster); sink it into a new table (floe will not guess which records are new)",
+		e.Topic, e.Broker, e.Table, e.Ledger)
+}
+
+// CheckTopicID returns a *TopicIDError when the ledger of table recorded a
+// topic ID for topic and the broker reports another (id, "" when the broker
+// has no topic IDs).
+func CheckTopicID(table string, l mapping.Ledger, topic, id string) error {
+	if recorded := l.TopicID(topic); recorded != "" && id != "" && recorded != id {
+		return &TopicIDError{Table: table, Topic: topic, Ledger: recorded, Broker: id}
+	}
+	return nil
 }
 
 // Result describes a successful commit.
@@ -98,19 +131,25 @@ type CommitOptions struct {
 // tells whether this commit id made it, so a commit is never applied twice.
 func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Result, err error) {
 	defer func() {
-		for _, b := range f.Batches {
-			b.Release()
+		for _, bs := range f.Batches {
+			for _, b := range bs {
+				b.Release()
+			}
 		}
 	}()
 	if len(f.Ranges) == 0 {
 		return Result{}, errors.New("commit: no ranges (floe never writes a snapshot without ranges)")
 	}
-	for tp, b := range f.Batches {
-		if b.NumRows() > 0 && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Lost }) {
+	for tp, bs := range f.Batches {
+		rows := false
+		for _, b := range bs {
+			rows = rows || b.NumRows() > 0
+		}
+		if rows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Lost }) {
 			return Result{}, fmt.Errorf("commit: rows of %s have no range", tp)
 		}
 	}
-	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges}}
+	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges, TopicIDs: f.TopicIDs}}
 	props, err := res.Commit.Encode()
 	if err != nil {
 		return res, err
@@ -125,6 +164,11 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	l, err := t.Ledger()
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), res.Commit.ID, err)
+	}
+	for topic, id := range f.TopicIDs {
+		if err := CheckTopicID(t.Name(), l, topic, id); err != nil {
+			return res, err
+		}
 	}
 	known := l.Next()
 	if _, err := t.settle(ctx, log, res.Commit, known, nil); err != nil {
@@ -176,6 +220,14 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 					break
 				}
 				continue
+			}
+			if errors.Is(lastErr, table.ErrCommitFailed) {
+				// The catalog refused the swap after the metadata file
+				// was written ("moved underneath us"): that file can
+				// never become current, and nothing else collects it.
+				if _, err := t.RemoveStaleMetadata(ctx, log, 0, false); err != nil {
+					log.Warn("cannot remove the metadata file of a commit that lost the race", "table", t.Name(), "err", err)
+				}
 			}
 			// The failed attempt may have been applied (an unknown
 			// outcome), or another writer may have fenced this one.
@@ -321,7 +373,7 @@ func isConflict(err error) bool {
 }
 
 // appendFiles stages an append: every row of every batch.
-func (t *Table) appendFiles(ctx context.Context, batches map[mapping.TopicPartition]arrow.RecordBatch) (staged, error) {
+func (t *Table) appendFiles(ctx context.Context, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
 	files, err := t.writeFiles(ctx, batches)
 	st := staged{add: files}
 	for _, df := range files {
@@ -330,32 +382,34 @@ func (t *Table) appendFiles(ctx context.Context, batches map[mapping.TopicPartit
 	return st, err
 }
 
-// writeFiles writes each partition's batch into its own data files, in
-// parallel up to the number of CPUs.
-func (t *Table) writeFiles(ctx context.Context, batches map[mapping.TopicPartition]arrow.RecordBatch) ([]iceberg.DataFile, error) {
+// writeFiles writes each batch into data files of its own, in parallel up
+// to the number of CPUs.
+func (t *Table) writeFiles(ctx context.Context, batches map[mapping.TopicPartition][]arrow.RecordBatch) ([]iceberg.DataFile, error) {
 	var (
 		mu    sync.Mutex
 		files []iceberg.DataFile
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for tp, b := range batches {
-		if b.NumRows() == 0 {
-			continue
-		}
-		b.Retain() // WriteRecords releases what it consumes; Commit releases its own reference.
-		g.Go(func() error {
-			one := func(yield func(arrow.RecordBatch, error) bool) { yield(b, nil) }
-			for df, err := range table.WriteRecords(gctx, t.tbl, t.schema, one) {
-				if err != nil {
-					return fmt.Errorf("partition %s: %w", tp, err)
-				}
-				mu.Lock()
-				files = append(files, df)
-				mu.Unlock()
+	for tp, bs := range batches {
+		for _, b := range bs {
+			if b.NumRows() == 0 {
+				continue
 			}
-			return nil
-		})
+			b.Retain() // WriteRecords releases what it consumes; Commit releases its own reference.
+			g.Go(func() error {
+				one := func(yield func(arrow.RecordBatch, error) bool) { yield(b, nil) }
+				for df, err := range table.WriteRecords(gctx, t.tbl, t.schema, one) {
+					if err != nil {
+						return fmt.Errorf("partition %s: %w", tp, err)
+					}
+					mu.Lock()
+					files = append(files, df)
+					mu.Unlock()
+				}
+				return nil
+			})
+		}
 	}
 	err := g.Wait()
 	return files, err

@@ -125,13 +125,19 @@ func racingTables(t *testing.T, n int) (loser, winner *snapshot.Table) {
 // commits range i of partition 1 inside loser's first attempt, between
 // its metadata write and its compare-and-swap. loser's first attempt fails
 // and leaves its metadata file; floe retries it (the winner advanced
-// another partition) and the retry lands.
-func loseRace(t *testing.T, loser, winner *snapshot.Table, i int) {
+// another partition), the retry lands, and the loser deletes the file its
+// lost attempt left.
+//
+// With die, the loser dies right after losing (its context ends inside the
+// attempt, as a killed process would): the file stays, for maintenance.
+func loseRace(t *testing.T, loser, winner *snapshot.Table, i int, die bool) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	rng := func(p int32) []mapping.Range {
 		return []mapping.Range{{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: p}, Interval: mapping.Interval{Low: int64(10 * i), High: int64(10*i + 10)}}}
 	}
+	ctx, kill := context.WithCancel(t.Context())
+	defer kill()
 	var werr error
 	hook := func() {
 		if err := winner.Refresh(t.Context()); err != nil {
@@ -139,15 +145,43 @@ func loseRace(t *testing.T, loser, winner *snapshot.Table, i int) {
 			return
 		}
 		_, werr = winner.Commit(t.Context(), snapshot.Flush{Ranges: rng(1)}, snapshot.CommitOptions{Writer: "winner", Logger: quiet})
+		if die {
+			kill()
+		}
 	}
 	beforeCAS.Store(&hook)
 	defer beforeCAS.Store(nil)
-	res, err := loser.Commit(t.Context(), snapshot.Flush{Ranges: rng(0)}, snapshot.CommitOptions{Writer: "loser", Logger: quiet})
-	if err != nil || werr != nil {
-		t.Fatalf("loser: %v; winner: %v", err, werr)
+	res, err := loser.Commit(ctx, snapshot.Flush{Ranges: rng(0)}, snapshot.CommitOptions{Writer: "loser", Logger: quiet})
+	if werr != nil {
+		t.Fatalf("winner: %v", werr)
+	}
+	if die {
+		if err == nil {
+			t.Fatal("the loser's commit landed although it died")
+		}
+		// What the loser's restart (or maintenance) loads.
+		if err := loser.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("loser: %v", err)
 	}
 	if res.Attempts != 2 {
 		t.Fatalf("the loser committed in %d attempts, want 2 (one lost race)", res.Attempts)
+	}
+}
+
+// TestCommitRemovesItsLostRaceMetadata: a writer whose commit lost the
+// catalog's compare-and-swap deletes the metadata file the lost attempt
+// wrote, once it has reloaded the table: it used to leave one file per
+// lost race behind (52 races, 53 files in the fault campaign).
+func TestCommitRemovesItsLostRaceMetadata(t *testing.T) {
+	loser, winner := racingTables(t, 2)
+	loseRace(t, loser, winner, 2, false)
+	if _, others := metadataFiles(t, loser); len(others) != 0 {
+		t.Fatalf("metadata files no table version references after the lost race: %v", others)
 	}
 }
 
@@ -218,7 +252,7 @@ func freshLedger(t *testing.T, tbl *snapshot.Table) mapping.Ledger {
 // metadata file the table references. The ledger reads the same.
 func TestRemoveOrphansRemovesLostCommitMetadata(t *testing.T) {
 	loser, winner := racingTables(t, 3)
-	loseRace(t, loser, winner, 3)
+	loseRace(t, loser, winner, 3, true)
 	referenced, leftover := lostCommitFile(t, loser)
 	before := freshLedger(t, loser)
 
@@ -273,7 +307,7 @@ func lostCommitFile(t *testing.T, tbl *snapshot.Table) (referenced []string, lef
 // as the sink does; a dry run only reports it.
 func TestRemoveStaleMetadataAfterLostRace(t *testing.T) {
 	loser, winner := racingTables(t, 2)
-	loseRace(t, loser, winner, 2)
+	loseRace(t, loser, winner, 2, true)
 	referenced, leftover := lostCommitFile(t, loser)
 	got, err := loser.RemoveStaleMetadata(t.Context(), nil, 0, true)
 	if err != nil || !slices.Equal(got, []string{leftover}) || !exists(t, leftover) {
@@ -285,8 +319,8 @@ func TestRemoveStaleMetadataAfterLostRace(t *testing.T) {
 	if now, others := metadataFiles(t, loser); !slices.Equal(now, referenced) || len(others) != 0 {
 		t.Fatalf("metadata files after the removal: referenced %v, others %v; want %v and none", now, others, referenced)
 	}
-	if l := freshLedger(t, loser); len(l.Commits) != 4 {
-		t.Fatalf("ledger has %d commits, want 4", len(l.Commits))
+	if l := freshLedger(t, loser); len(l.Commits) != 3 {
+		t.Fatalf("ledger has %d commits, want 3 (the dead loser's commit did not land)", len(l.Commits))
 	}
 }
 
@@ -371,7 +405,7 @@ func TestRemoveStaleMetadataKeepsKeptVersions(t *testing.T) {
 	if len(old) < 4 {
 		t.Fatalf("old metadata versions %v, want them kept by the table", old)
 	}
-	loseRace(t, loser, winner, 4)
+	loseRace(t, loser, winner, 4, true)
 	// The lost commit's file has the version of the commit that beat it,
 	// which the metadata log holds; the versions before are kept ones.
 	referenced, others := metadataFiles(t, loser)
@@ -394,8 +428,8 @@ func TestRemoveStaleMetadataKeepsKeptVersions(t *testing.T) {
 	if _, now := metadataFiles(t, loser); !slices.Equal(now, kept) {
 		t.Fatalf("unreferenced metadata files after the removal %v, want the kept versions %v", now, kept)
 	}
-	if l := freshLedger(t, loser); len(l.Commits) != 6 {
-		t.Fatalf("ledger has %d commits, want 6", len(l.Commits))
+	if l := freshLedger(t, loser); len(l.Commits) != 5 {
+		t.Fatalf("ledger has %d commits, want 5 (the dead loser's commit did not land)", len(l.Commits))
 	}
 }
 

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -51,14 +52,20 @@ func (t *Table) Fold() string { return t.tbl.Properties()[PropFold] }
 // the batch (itself bounded by the flush policy) plus one decoded batch of a
 // data file at a time, never by the key space: a long fold is a sequence of
 // such passes, one per flush, each an atomic snapshot.
-func (t *Table) foldFiles(ctx context.Context, batches map[mapping.TopicPartition]arrow.RecordBatch) (staged, error) {
+func (t *Table) foldFiles(ctx context.Context, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
 	var st staged
 	if f := t.Fold(); f != FoldLatest {
 		return st, fmt.Errorf("table %s has %s=%q; this floe folds only %q", t.Name(), PropFold, f, FoldLatest)
 	}
 	head := t.Head()
 	for _, tp := range slices.SortedFunc(maps.Keys(batches), mapping.TopicPartition.Compare) {
-		b := batches[tp]
+		// A state table's files do not follow ranges: one pass per
+		// partition over all of its rows.
+		b, err := concatBatches(batches[tp])
+		if err != nil {
+			return st, fmt.Errorf("fold %s: %w", tp, err)
+		}
+		defer b.Release()
 		keys, latest, err := latestPerKey(b)
 		if err != nil {
 			return st, fmt.Errorf("fold %s: %w", tp, err)
@@ -89,6 +96,43 @@ func (t *Table) foldFiles(ctx context.Context, batches map[mapping.TopicPartitio
 		st.rows += int64(len(latest))
 	}
 	return st, nil
+}
+
+// concatBatches returns batches of one schema as one batch, which the
+// caller releases.
+func concatBatches(batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(batches) == 1 {
+		batches[0].Retain()
+		return batches[0], nil
+	}
+	if len(batches) == 0 {
+		return nil, errors.New("no batch to fold")
+	}
+	sc := batches[0].Schema()
+	cols := make([]arrow.Array, sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
+	for i := range cols {
+		parts := make([]arrow.Array, len(batches))
+		for j, b := range batches {
+			parts[j] = b.Column(i)
+		}
+		c, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			return nil, fmt.Errorf("concatenate column %s: %w", sc.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(sc, cols, rows), nil
 }
 
 // latestPerKey returns the set of non-null keys of a batch and the row

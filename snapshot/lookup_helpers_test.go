@@ -78,7 +78,7 @@ func (r testRec) kgo() *kgo.Record {
 // whose ranges run from low to high per partition.
 func commitRecs(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Interval, recs ...testRec) snapshot.Result {
 	t.Helper()
-	f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
+	f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}}
 	builders := map[int32]*mapping.RowBuilder{}
 	counts := map[int32]int64{}
 	for _, r := range recs {
@@ -96,7 +96,7 @@ func commitRecs(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Inte
 		counts[r.partition]++
 	}
 	for p, rb := range builders {
-		f.Batches[mapping.TopicPartition{Topic: "t", Partition: p}] = rb.NewBatch()
+		f.Batches[mapping.TopicPartition{Topic: "t", Partition: p}] = []arrow.RecordBatch{rb.NewBatch()}
 	}
 	for p, iv := range bounds {
 		f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: p}, Interval: iv, Records: counts[p]})

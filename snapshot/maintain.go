@@ -224,7 +224,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		// The archive just written is the one tbl names: adopt need not
 		// read it back.
 		t.archive, t.archivePath = archive, path
-		if err := t.adopt(ctx, tbl); err != nil {
+		if err := t.adoptCommitted(ctx, tbl); err != nil {
 			return err
 		}
 		if prev != "" {
@@ -328,7 +328,7 @@ func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merge
 		return false, fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
 	}
 	t.archive, t.archivePath = merged, path
-	return true, t.adopt(ctx, tbl)
+	return true, t.adoptCommitted(ctx, tbl)
 }
 
 // repairLedger repairs the ledger of every branch and tag that reads

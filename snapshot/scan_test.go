@@ -28,7 +28,7 @@ func scanTable(t *testing.T) *snapshot.Table {
 		t.Fatal(err)
 	}
 	for c := range int64(2) {
-		f := snapshot.Flush{Batches: map[mapping.TopicPartition]arrow.RecordBatch{}}
+		f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}}
 		for p := range int32(3) {
 			tp := mapping.TopicPartition{Topic: "t", Partition: p}
 			rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
@@ -38,7 +38,7 @@ func scanTable(t *testing.T) *snapshot.Table {
 			for o := c * 100; o < (c+1)*100; o++ {
 				rb.Append(&kgo.Record{Topic: "t", Partition: p, Offset: o, Value: []byte("v")})
 			}
-			f.Batches[tp] = rb.NewBatch()
+			f.Batches[tp] = []arrow.RecordBatch{rb.NewBatch()}
 			rb.Release()
 			f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: c * 100, High: (c + 1) * 100}, Records: 100})
 		}

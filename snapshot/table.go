@@ -229,7 +229,12 @@ func (t *Table) Head() *table.Snapshot {
 // maintenance) are skipped; a malformed floe property is a
 // *mapping.MalformedError.
 func (t *Table) Ledger() (mapping.Ledger, error) {
-	return LedgerOf(t.tbl.Metadata(), t.archive, t.branch)
+	l, err := LedgerOf(t.tbl.Metadata(), t.archive, t.branch)
+	var te *TruncatedLedgerError
+	if errors.As(err, &te) {
+		te.Table = t.Name()
+	}
+	return l, err
 }
 
 // ErrTruncatedLedger is matched (errors.Is) by a *TruncatedLedgerError.
@@ -242,14 +247,21 @@ var ErrTruncatedLedger = errors.New("truncated ledger")
 // partition whose ranges were all in expired snapshots would look unsunk
 // and be written again.
 type TruncatedLedgerError struct {
+	// Table is the table's name when known (NAMESPACE.TABLE).
+	Table      string
 	SnapshotID int64
 	// Oldest is the oldest snapshot still reachable; its parent is missing.
 	Oldest int64
 }
 
 func (e *TruncatedLedgerError) Error() string {
-	return fmt.Sprintf("the history of snapshot %d is incomplete: the parent of snapshot %d was expired and is not in the ledger archive, so the ledger ranges it carried are gone "+
-		"(floe cannot tell which offsets the table already holds; expire floe tables' snapshots only with floe maintain, or replay into a new table)", e.SnapshotID, e.Oldest)
+	table := e.Table
+	if table == "" {
+		table = "NAMESPACE.TABLE"
+	}
+	return fmt.Sprintf("the history of snapshot %d is incomplete: the parent of snapshot %d was expired and is not in the ledger archive the table names, so floe cannot tell which offsets the table already holds. "+
+		"Run floe maintain --table %s: when an interrupted floe maintain left the entries in the table's other archive files it repairs the ledger, and otherwise it names the snapshots whose entries are gone "+
+		"(expire floe tables' snapshots only with floe maintain; if the entries are gone, replay into a new table)", e.SnapshotID, e.Oldest, table)
 }
 
 func (e *TruncatedLedgerError) Is(target error) bool { return target == ErrTruncatedLedger }

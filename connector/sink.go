@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cenkalti/backoff/v5"
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -63,6 +64,9 @@ const (
 	DefaultFlushInterval = 30 * time.Second
 	// DefaultPartitionCheck is how often a live sink looks for new partitions.
 	DefaultPartitionCheck = time.Minute
+	// DefaultRetryFor is how long a sink keeps retrying transient storage,
+	// catalog and broker errors before it gives up.
+	DefaultRetryFor = 5 * time.Minute
 )
 
 // Config configures a sink run.
@@ -103,6 +107,16 @@ type Config struct {
 	// OnFenced, when set, is called each time another writer fences this
 	// one, before the sink re-reads the ledger.
 	OnFenced func(err error)
+	// OnRetry, when set, is called each time a transient error ended a
+	// session and the sink waits before it starts the next one.
+	OnRetry func(err error, wait time.Duration)
+
+	// RetryFor is how long transient storage, catalog and broker errors
+	// (snapshot.IsTransient) are retried, counted from the first failure
+	// since the last commit; zero means DefaultRetryFor, negative never
+	// retries. Each retry starts a new session from the ledger, so what
+	// was consumed but not committed is read again, never lost.
+	RetryFor time.Duration
 
 	// Group, when set, receives each commit's next offsets as consumer
 	// group offsets, for lag tooling only; resuming never reads them.
@@ -124,6 +138,7 @@ type Stats struct {
 	Commits int
 	Files   int
 	Fenced  int // times another writer fenced this one
+	Retries int // sessions started again after a transient error
 	// Next is each partition's next offset in the ledger when the run ended.
 	Next map[mapping.TopicPartition]int64
 	// HeadLost lists partitions whose log began above offset 0.
@@ -181,6 +196,9 @@ func (c *Config) normalize() error {
 	if c.PartitionCheck <= 0 {
 		c.PartitionCheck = DefaultPartitionCheck
 	}
+	if c.RetryFor == 0 {
+		c.RetryFor = DefaultRetryFor
+	}
 	if c.Writer == "" {
 		host, _ := os.Hostname()
 		c.Writer = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
@@ -204,12 +222,42 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 // its end offset (bounded mode). Cancelling ctx flushes and commits what was
 // consumed, then returns nil: an interrupt loses nothing and duplicates
 // nothing. When another writer fences this one, Run re-reads the ledger and
-// continues from it.
+// continues from it. A transient storage, catalog or broker error
+// (snapshot.IsTransient) ends the session too, and Run starts the next one
+// after a backoff, for up to Config.RetryFor without a commit; what the
+// failed session consumed and did not commit is read again.
 func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	s.stats = Stats{}
 	s.known = nil
+	var failingSince time.Time
+	wait := backoff.NewExponentialBackOff()
+	wait.InitialInterval, wait.MaxInterval = 250*time.Millisecond, 15*time.Second
 	for {
+		commits := s.stats.Commits
 		err := s.session(ctx)
+		if s.stats.Commits > commits {
+			failingSince = time.Time{}
+			wait.Reset()
+		}
+		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && snapshot.IsTransient(err) {
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if failed := time.Since(failingSince); failed < s.cfg.RetryFor {
+				d := min(wait.NextBackOff(), s.cfg.RetryFor-failed)
+				s.stats.Retries++
+				s.log.Warn("transient storage, catalog or broker error; starting again from the ledger after a pause",
+					"err", err, "retry_in", d.Round(time.Millisecond), "failing_for", failed.Round(time.Millisecond), "gives_up_after", s.cfg.RetryFor)
+				if s.cfg.OnRetry != nil {
+					s.cfg.OnRetry(err, d)
+				}
+				if serr := sleepCtx(ctx, d); serr != nil {
+					return s.stats, fmt.Errorf("interrupted while waiting to retry (nothing uncommitted was kept): %w", err)
+				}
+				continue
+			}
+			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit: %w", s.cfg.RetryFor, err)
+		}
 		restart := err == errPartitionsChanged
 		if errors.Is(err, snapshot.ErrFenced) {
 			restart = true
@@ -231,6 +279,18 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 			return s.stats, err
 		}
 		return s.stats, nil
+	}
+}
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
@@ -55,6 +54,11 @@ type Table struct {
 	// read from (tbl's PropLedgerArchive).
 	archive     *Archive
 	archivePath string
+	// fsys opens the table's storage as the table last loaded from the
+	// catalog does (a method value of it). Tables rebuilt after a commit
+	// (adoptCommitted) use it: storage opened with a context of its own
+	// keeps that context, and a commit's context ends with the commit.
+	fsys table.FSysF
 }
 
 // OpenOptions control Open.
@@ -95,7 +99,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		branch = table.MainBranch
 	}
 	t := &Table{cat: cat, ident: ident, branch: branch, schema: sc}
-	if err := t.adopt(ctx, tbl); err != nil {
+	if err := t.adoptLoaded(ctx, tbl); err != nil {
 		return nil, err
 	}
 	// iceberg-go would fork a missing branch from main on its first commit,
@@ -149,7 +153,16 @@ func (t *Table) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reload table %s: %w", t.Name(), err)
 	}
-	return t.adopt(ctx, tbl)
+	return t.adoptLoaded(ctx, tbl)
+}
+
+// adoptLoaded adopts a table loaded from the catalog.
+func (t *Table) adoptLoaded(ctx context.Context, tbl *table.Table) error {
+	if err := t.adopt(ctx, tbl); err != nil {
+		return err
+	}
+	t.fsys = tbl.FS
+	return nil
 }
 
 // adopt makes tbl the table's metadata, loading the ledger archive it
@@ -198,7 +211,8 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 // long-running sink's heap grows with the square of its commits (190 MB at
 // 300 commits). Re-reading the metadata from its own JSON, as a load from
 // the catalog would, gives a table that holds only itself; it costs a
-// marshal and a parse, no I/O.
+// marshal and a parse, no I/O. Its storage is opened the way the table
+// last loaded from the catalog opens it (t.fsys), with each caller's context.
 func (t *Table) adoptCommitted(ctx context.Context, tbl *table.Table) error {
 	b, err := json.Marshal(tbl.Metadata())
 	if err != nil {
@@ -208,13 +222,7 @@ func (t *Table) adoptCommitted(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return fmt.Errorf("decode the metadata of %s: %w", t.Name(), err)
 	}
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		return fmt.Errorf("open the storage of %s: %w", t.Name(), err)
-	}
-	fresh := table.New(t.ident, meta, tbl.MetadataLocation(),
-		func(context.Context) (iceio.IO, error) { return fsys, nil }, t.cat)
-	return t.adopt(ctx, fresh)
+	return t.adopt(ctx, table.New(t.ident, meta, tbl.MetadataLocation(), t.fsys, t.cat))
 }
 
 // Head returns the snapshot at the head of the table's branch, or nil when

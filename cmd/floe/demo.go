@@ -150,13 +150,17 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int) error {
 
 // printLedger prints each snapshot with its ranges, then a per-partition summary.
 func printLedger(w io.Writer, l mapping.Ledger) {
-	fmt.Fprintf(w, "%-20s %-20s %s\n", "SNAPSHOT", "COMMITTED", "RANGES [low, high) rows")
+	fmt.Fprintf(w, "%-20s %-20s %s\n", "SNAPSHOT", "COMMITTED", "RANGES [low, high) rows (start@OFFSET: where the sink began a partition)")
 	var rows int64
 	for _, c := range l.Commits {
 		var parts []string
 		for _, r := range c.Ranges {
-			if r.Lost {
+			switch {
+			case r.Lost:
 				parts = append(parts, fmt.Sprintf("%d:%s LOST", r.Partition, r.Interval))
+				continue
+			case r.IsStart():
+				parts = append(parts, fmt.Sprintf("%d:start@%d", r.Partition, r.Low))
 				continue
 			}
 			parts = append(parts, fmt.Sprintf("%d:%s %d", r.Partition, r.Interval, r.Records))

@@ -75,6 +75,7 @@ func runSinks(cmd *cobra.Command, f *sinkFlags) error {
 			FlushBytes:    f.flushBytes,
 			FlushInterval: f.flushInterval,
 			OnDataLoss:    connector.OnDataLoss(f.onDataLoss),
+			RetryFor:      retryFor(f.retryFor),
 			Group:         f.group,
 		}
 		if err := cfgs[i].Validate(); err != nil {
@@ -161,6 +162,15 @@ func runSinks(cmd *cobra.Command, f *sinkFlags) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// retryFor turns --retry-for into connector.Config.RetryFor, where zero
+// means the default: 0s on the command line means no retries.
+func retryFor(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // partitionNext is the ledger's next offset per partition of topic.

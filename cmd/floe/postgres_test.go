@@ -146,3 +146,11 @@ func TestPostgresCatalogErrors(t *testing.T) {
 		t.Errorf("status under catalog name spark:\n%s", out)
 	}
 }
+
+// TestPostgresOutage stops the PostgreSQL catalog for about two seconds
+// while a live sink commits every few hundred milliseconds: the sink
+// retries from the ledger and ends with every record exactly once.
+func TestPostgresOutage(t *testing.T) {
+	e := newPGEnv(t)
+	rideOutOutage(t, e.s3Env, e.pg.Stop, e.pg.Start)
+}

@@ -32,6 +32,7 @@ type replayFlags struct {
 	flushBytes    int64
 	flushInterval time.Duration
 	onDataLoss    string
+	retryFor      time.Duration
 	dialTimeout   time.Duration
 }
 
@@ -89,6 +90,8 @@ replay run again reads and writes nothing.`,
 	fs.Int64Var(&f.flushBytes, "flush-bytes", connector.DefaultFlushBytes, "commit after this many bytes of keys, values and headers")
 	fs.DurationVar(&f.flushInterval, "flush-interval", connector.DefaultFlushInterval, "commit at most this long after the first uncommitted record")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deletes records during the replay: fail, or record the lost range and go on")
+	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
+		"how long to keep retrying when storage, the catalog or the brokers fail transiently before giving up; 0s never retries")
 	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
 	return cmd
 }
@@ -134,6 +137,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 			FlushBytes:    f.flushBytes,
 			FlushInterval: f.flushInterval,
 			OnDataLoss:    connector.OnDataLoss(f.onDataLoss),
+			RetryFor:      retryFor(f.retryFor),
 			OnRecords: func(n int64) {
 				if bar != nil {
 					bar.Add(n)

@@ -23,6 +23,7 @@ type sinkFlags struct {
 	flushInterval time.Duration
 	stopAtEnd     bool
 	onDataLoss    string
+	retryFor      time.Duration
 	group         string
 	dialTimeout   time.Duration
 	opsFlags
@@ -44,7 +45,12 @@ ledger. A flush happens when --flush-records, --flush-bytes or --flush-interval 
 whichever comes first. SIGINT or SIGTERM flushes, commits and exits 0.
 
 If retention deleted records before they were sunk, the sink stops with an error naming the
-lost offsets; --on-data-loss record writes them into the ledger as a lost range and goes on.`,
+lost offsets; --on-data-loss record writes them into the ledger as a lost range and goes on.
+
+When storage, the catalog or the brokers fail transiently (an S3 outage, a catalog restarting),
+the sink starts again from the ledger after a pause, for up to --retry-for without a commit,
+then stops with exit code 2. Rejected credentials, a missing bucket and other errors that need a
+person stop it at once.`,
 		Example: `  floe sink --brokers localhost:9092 --topic orders --table lake.orders
   floe sink --brokers localhost:9092 --topic orders --table lake.orders --stop-at-end
   floe sink --config floe.yaml --metrics-addr :9464
@@ -66,6 +72,8 @@ lost offsets; --on-data-loss record writes them into the ledger as a lost range 
 	fs.DurationVar(&f.flushInterval, "flush-interval", connector.DefaultFlushInterval, "flush at most this long after the first unflushed record")
 	fs.BoolVar(&f.stopAtEnd, "stop-at-end", false, "sink each partition up to its end offset as of start (last stable offset), commit and exit")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
+	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
+		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
 	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer group, for lag tooling only (resuming never reads them)")
 	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
 	return cmd

@@ -36,6 +36,7 @@ type Registry struct {
 	recordsConsumed, bytesConsumed, offsetsConsumed *prometheus.CounterVec
 	recordsCommitted, bytesCommitted, commits       *prometheus.CounterVec
 	retries, fenced, failures, lagErrors            *prometheus.CounterVec
+	sessionRetries                                  *prometheus.CounterVec
 	commitSeconds, writeSeconds                     *prometheus.HistogramVec
 	flushRecords, flushBytes                        *prometheus.HistogramVec
 	lastCommit, up                                  *prometheus.GaugeVec
@@ -70,6 +71,7 @@ func New() *Registry {
 		retries:          counter("commit_retries_total", "Commit attempts beyond the first (lost races with other writers, transient catalog errors).", pl),
 		fenced:           counter("fenced_total", "Times another writer advanced one of this sink's partitions, so it dropped its files and re-read the ledger.", pl),
 		failures:         counter("sink_failures_total", "Times a pipeline stopped with an error.", pl),
+		sessionRetries:   counter("transient_errors_total", "Times a transient storage, catalog or broker error ended a sink session and the sink started again from the ledger after a pause (see --retry-for).", pl),
 		lagErrors:        counter("lag_poll_errors_total", "Failed polls of the broker's offsets for the lag gauges.", pl),
 		commitSeconds:    hist("commit_duration_seconds", "Time to commit a snapshot's metadata, retries included.", prometheus.ExponentialBuckets(0.005, 2, 14)),
 		writeSeconds:     hist("write_duration_seconds", "Time to write a flush's Parquet data files.", prometheus.ExponentialBuckets(0.005, 2, 14)),
@@ -84,7 +86,7 @@ func New() *Registry {
 	}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted, r.bytesCommitted, r.commits,
-		r.retries, r.fenced, r.failures, r.lagErrors, r.commitSeconds, r.writeSeconds, r.flushRecords, r.flushBytes,
+		r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries, r.commitSeconds, r.writeSeconds, r.flushRecords, r.flushBytes,
 		r.lastCommit, r.up, r.lag, r.lost, r.next, r.end)
 	return r
 }
@@ -103,6 +105,9 @@ func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
 const (
 	StateStarting = "starting"
 	StateRunning  = "running"
+	// StateRetrying: a transient error ended a session and the sink waits
+	// to start again; /healthz stays 200 (the error is shown).
+	StateRetrying = "retrying"
 	StateDone     = "done"
 	StateFailed   = "failed"
 )
@@ -128,7 +133,7 @@ func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
 		state: StateStarting, next: map[int32]int64{}, partitions: partitions}
 	// Make every series exist from the start, so rates work from zero.
 	for _, v := range []*prometheus.CounterVec{r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted,
-		r.bytesCommitted, r.commits, r.retries, r.fenced, r.failures, r.lagErrors} {
+		r.bytesCommitted, r.commits, r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries} {
 		v.With(p.labels)
 	}
 	r.up.With(p.labels).Set(1)
@@ -142,7 +147,7 @@ func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
 // callbacks already set.
 func (p *Pipeline) Hook(cfg *connector.Config) {
 	r := p.r
-	onCommit, onConsumed, onRecords, onFenced := cfg.OnCommit, cfg.OnConsumed, cfg.OnRecords, cfg.OnFenced
+	onCommit, onConsumed, onRecords, onFenced, onRetry := cfg.OnCommit, cfg.OnConsumed, cfg.OnRecords, cfg.OnFenced, cfg.OnRetry
 	cfg.OnCommit = func(res snapshot.Result) {
 		r.commits.With(p.labels).Inc()
 		r.recordsCommitted.With(p.labels).Add(float64(res.Rows))
@@ -158,7 +163,7 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 		}
 		r.lastCommit.With(p.labels).Set(float64(at.UnixMilli()) / 1000)
 		p.mu.Lock()
-		p.state, p.lastCommit = StateRunning, at
+		p.state, p.lastCommit, p.err = StateRunning, at, ""
 		for _, rg := range res.Commit.Ranges {
 			if rg.Topic == p.topic && rg.High > p.next[rg.Partition] {
 				p.next[rg.Partition] = rg.High
@@ -187,6 +192,16 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 		r.fenced.With(p.labels).Inc()
 		if onFenced != nil {
 			onFenced(err)
+		}
+	}
+	cfg.OnRetry = func(err error, wait time.Duration) {
+		r.sessionRetries.With(p.labels).Inc()
+		p.setState(StateRetrying)
+		p.mu.Lock()
+		p.err = err.Error()
+		p.mu.Unlock()
+		if onRetry != nil {
+			onRetry(err, wait)
 		}
 	}
 }

@@ -1,0 +1,85 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/uptrace/bun/driver/pgdriver"
+)
+
+// IsTransient reports whether err is a failure of storage, the catalog or
+// the brokers that may pass on its own: nothing answering (connection
+// refused or reset, a timeout), a server error or throttling (HTTP 5xx or
+// 429, S3's SlowDown), a catalog busy or restarting (SQLite's "database is
+// locked", PostgreSQL shutting down or out of connections, an Iceberg REST
+// catalog's 503), a retriable Kafka error, or a commit whose outcome is
+// unknown. A writer that restarts from the ledger after such an error loses
+// nothing and duplicates nothing, so it may try again.
+//
+// What a person must fix is never transient, even when it arrives as an
+// HTTP error: rejected credentials, a missing bucket, a table location
+// owned by another catalog. Neither are floe's own verdicts (a data loss, a
+// fenced writer, a recreated topic), which carry no network error.
+func IsTransient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	for _, fix := range []error{ErrBucketNotFound, ErrStorageCredentials, ErrCatalogAuth, ErrOwnedByAnotherCatalog} {
+		if errors.Is(err, fix) {
+			return false
+		}
+	}
+	switch storageKind(err) {
+	case ErrBucketNotFound, ErrStorageCredentials:
+		return false
+	case ErrStorageUnreachable:
+		return true
+	}
+	if errors.Is(err, ErrStorageUnreachable) || errors.Is(err, ErrCatalogUnreachable) || isUnreachable(err) {
+		return true
+	}
+	var (
+		resp *smithyhttp.ResponseError
+		api  smithy.APIError
+		ne   net.Error
+		pg   pgdriver.Error
+		ke   *kerr.Error
+	)
+	switch {
+	case errors.As(err, &resp):
+		code := resp.HTTPStatusCode()
+		return code >= 500 || code == 429 || code == 408
+	case errors.As(err, &api):
+		switch api.ErrorCode() {
+		case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling", "ThrottlingException",
+			"RequestLimitExceeded", "TooManyRequestsException", "ConcurrentModificationException":
+			return true
+		}
+	case errors.Is(err, rest.ErrServiceUnavailable), errors.Is(err, rest.ErrServerError), errors.Is(err, rest.ErrCommitStateUnknown):
+		return true
+	case errors.As(err, &pg):
+		code := pg.Field('C')
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57P") || code == "53300" || code == "40001" || code == "40P01"
+	case errors.As(err, &ke):
+		return ke.Retriable
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ETIMEDOUT):
+		return true
+	case isConflict(err):
+		// Lost races that ran out of attempts: the next try reloads.
+		return true
+	}
+	msg := err.Error()
+	// SQLite (modernc) reports a held lock as text only.
+	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY") ||
+		strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset by peer")
+}

@@ -1,0 +1,60 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-dev/floe/snapshot"
+)
+
+func TestIsTransient(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	status := func(code int) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}}, Err: errors.New("boom")}
+	}
+	api := func(code string) error { return &smithy.GenericAPIError{Code: code, Message: "m"} }
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", fmt.Errorf("write data files: %w", refused), true},
+		{"classified unreachable", fmt.Errorf("x: %w", snapshot.ErrStorageUnreachable), true},
+		{"S3 503", status(503), true},
+		{"S3 429", status(429), true},
+		{"S3 SlowDown", api("SlowDown"), true},
+		{"SQLite busy", errors.New("database is locked (5) (SQLITE_BUSY)"), true},
+		{"REST 503", fmt.Errorf("load: %w", rest.ErrServiceUnavailable), true},
+		{"REST unknown commit outcome", rest.ErrCommitStateUnknown, true},
+		{"lost races", fmt.Errorf("gave up: %w", table.ErrCommitFailed), true},
+		{"Kafka leader moving", kerr.NotLeaderForPartition, true},
+		{"deadline", context.DeadlineExceeded, true},
+
+		{"S3 403", status(403), false},
+		{"wrong secret", api("SignatureDoesNotMatch"), false},
+		{"unknown key", api("InvalidAccessKeyId"), false},
+		{"missing bucket", api("NoSuchBucket"), false},
+		{"credentials classified", fmt.Errorf("x: %w", snapshot.ErrStorageCredentials), false},
+		{"catalog auth", fmt.Errorf("x: %w", snapshot.ErrCatalogAuth), false},
+		{"Kafka authorization", kerr.TopicAuthorizationFailed, false},
+		{"interrupted", context.Canceled, false},
+		{"plain", errors.New("table lake.t cannot hold floe rows"), false},
+		{"nil", nil, false},
+	} {
+		if got := snapshot.IsTransient(c.err); got != c.want {
+			t.Errorf("%s: IsTransient(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}

@@ -203,6 +203,9 @@ type PartitionReport struct {
 	Records     int64
 	// Gaps, Overlaps and Lost are the ledger's findings, merged and sorted.
 	Gaps, Overlaps, Lost []mapping.Interval
+	// Aborted are offsets deleted by retention before they were sunk that
+	// held only aborted records (not findings).
+	Aborted []mapping.Interval
 	// Started is set when the ledger records where a sink began the
 	// partition (mapping.Coverage.Started).
 	Started bool

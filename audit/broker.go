@@ -46,7 +46,9 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 					Detail: what + " (deleted, or another cluster): the ledger cannot be checked against the log"})
 				continue
 			}
-			a.comparePartition(tp, w)
+			if err := a.comparePartition(ctx, tp, w); err != nil {
+				return err
+			}
 		}
 		for _, p := range slices.Sorted(maps.Keys(wm)) {
 			if inLedger[p] {
@@ -92,14 +94,28 @@ func (a *auditor) compareTopicID(ctx context.Context, topic string) error {
 }
 
 // comparePartition checks one ledger partition against its watermarks.
-func (a *auditor) comparePartition(tp mapping.TopicPartition, w connector.Watermarks) {
+func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartition, w connector.Watermarks) error {
 	p := a.part(tp)
 	p.Broker = &BrokerState{LogStart: w.LogStart, LastStable: w.LastStable, HighWatermark: w.HighWatermark,
 		Lag: w.Lag(p.Next)}
 	if p.Next < w.LogStart {
 		iv := mapping.Interval{Low: p.Next, High: w.LogStart}
-		a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedLoss, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
-			Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk, and the ledger does not record it (the next sink run fails, or records the loss with --on-data-loss record)", iv)})
+		// The sink's own test: only aborted records deleted is no loss.
+		v, err := a.opts.Broker.ClassifyDeleted(ctx, tp.Topic, tp.Partition, iv.Low, iv.High)
+		if err != nil {
+			return fmt.Errorf("broker level: %w", err)
+		}
+		switch v.Deleted {
+		case connector.DeletedAborted:
+			a.note("%s: retention deleted offsets %s before they were sunk, but the broker shows they held only aborted records (%s): the next sink run records them as aborted, not lost",
+				tp, iv, v.Evidence)
+		case connector.DeletedUndecided:
+			a.note("%s: retention deleted offsets %s before they were sunk; whether they held committed records is known when the open transaction at the log start ends (%s)",
+				tp, iv, v.Evidence)
+		default:
+			a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedLoss, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
+				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk, and the ledger does not record it (the next sink run fails, or records the loss with --on-data-loss record)", iv)})
+		}
 	}
 	if p.Next > w.HighWatermark {
 		iv := mapping.Interval{Low: w.HighWatermark, High: p.Next}
@@ -117,4 +133,5 @@ func (a *auditor) comparePartition(tp mapping.TopicPartition, w connector.Waterm
 			Detail: fmt.Sprintf("offsets %s are retained on the broker but were never sunk, and the ledger does not record that a sink started the partition at %d: a --start latest sink that restarted before floe recorded start positions may have skipped them (floe replay rebuilds the table from the log)",
 				iv, p.First)})
 	}
+	return nil
 }

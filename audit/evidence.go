@@ -3,6 +3,8 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/floe-dev/floe/mapping"
@@ -10,19 +12,22 @@ import (
 
 // evidenceHeader opens the canonical form; its version changes whenever
 // the form does.
-const evidenceHeader = "floe-audit-evidence/1\n"
+const evidenceHeader = "floe-audit-evidence/2\n"
 
 // Canonical returns the canonical form of a ledger that the evidence
 // digest hashes: UTF-8 text, one item per line, each line ending in "\n":
 //
-//	floe-audit-evidence/1
+//	floe-audit-evidence/2
 //	metadata <metadata location>
 //	commit <snapshot id> <commit time, Unix ms> <commit id, quoted> <writer, quoted>
+//	topic-id <topic> <topic id>
 //	range <topic> <partition> <low> <high> <records>
 //	lost <topic> <partition> <low> <high>
+//	aborted <topic> <partition> <low> <high>
 //
 // with one commit line per ledger commit, oldest first, each followed by
-// its ranges sorted by topic, partition and low offset. Quoting is Go's
+// the topic IDs it recorded, sorted by topic, then its ranges sorted by
+// topic, partition and low offset. Quoting is Go's
 // strconv.Quote. Anyone can rebuild it from the table's metadata.json (and,
 // for snapshots floe maintain expired, the ledger archive it names) and
 // check the digest with sha256sum.
@@ -40,19 +45,28 @@ func Canonical(metadataLocation string, l mapping.Ledger) []byte {
 		b = strconv.AppendQuote(append(b, ' '), c.ID)
 		b = strconv.AppendQuote(append(b, ' '), c.Writer)
 		b = append(b, '\n')
+		for _, topic := range slices.Sorted(maps.Keys(c.TopicIDs)) {
+			b = append(b, "topic-id "...)
+			b = append(b, topic...)
+			b = append(append(b, ' '), c.TopicIDs[topic]...)
+			b = append(b, '\n')
+		}
 		rs = append(rs[:0], c.Ranges...)
 		mapping.SortRanges(rs)
 		for _, r := range rs {
-			if r.Lost {
+			switch {
+			case r.Lost:
 				b = append(b, "lost "...)
-			} else {
+			case r.Aborted:
+				b = append(b, "aborted "...)
+			default:
 				b = append(b, "range "...)
 			}
 			b = append(b, r.Topic...)
 			b = num(b, int64(r.Partition))
 			b = num(b, r.Low)
 			b = num(b, r.High)
-			if !r.Lost {
+			if !r.Deleted() {
 				b = num(b, r.Records)
 			}
 			b = append(b, '\n')

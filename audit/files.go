@@ -67,7 +67,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		}
 		var cands []mapping.Range
 		for _, r := range c.Ranges {
-			if !r.Lost && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High {
+			if !r.Deleted() && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High {
 				cands = append(cands, r)
 			}
 		}
@@ -102,7 +102,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	for _, c := range a.ledger.Commits {
 		for _, r := range c.Ranges {
 			k := rangeKey{c.SnapshotID, r}
-			if r.Lost || !a.selected(r.Topic) || unattributed[k] || held[k] == r.Records {
+			if r.Deleted() || !a.selected(r.Topic) || unattributed[k] || held[k] == r.Records {
 				continue
 			}
 			got := held[k]

@@ -70,15 +70,20 @@ func TestCanonical(t *testing.T) {
 		}},
 		{SnapshotID: 12, CommittedAt: time.UnixMilli(1700000000456), ID: "c-2", Writer: "w", Ranges: []mapping.Range{
 			{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: 0}, Interval: mapping.Interval{Low: 5, High: 8}, Records: 3},
-		}},
+			{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: 1}, Interval: mapping.Interval{Low: 10, High: 14}, Aborted: true},
+			{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: 2}, Interval: mapping.Interval{Low: 7, High: 7}},
+		}, TopicIDs: map[string]string{"orders": "8bMxWQbKQ0yJDWexrLrJWA"}},
 	}}
-	want := "floe-audit-evidence/1\n" +
+	want := "floe-audit-evidence/2\n" +
 		"metadata s3://lake/t/metadata/00002.metadata.json\n" +
 		"commit 11 1700000000123 \"c-1\" \"host:1 \\\"a\\\"\"\n" +
 		"lost orders 0 0 5\n" +
 		"range orders 1 0 10 9\n" +
 		"commit 12 1700000000456 \"c-2\" \"w\"\n" +
-		"range orders 0 5 8 3\n"
+		"topic-id orders 8bMxWQbKQ0yJDWexrLrJWA\n" +
+		"range orders 0 5 8 3\n" +
+		"aborted orders 1 10 14\n" +
+		"range orders 2 7 7 0\n"
 	got := string(Canonical("s3://lake/t/metadata/00002.metadata.json", l))
 	if got != want {
 		t.Fatalf("canonical form:\n%s\nwant:\n%s", got, want)

@@ -36,6 +36,11 @@ func (a *auditor) ledgerLevel() {
 			a.find(Finding{Level: LevelLedger, Kind: KindLost, Partition: tp, HasPartition: true, Offsets: l, HasOffsets: true,
 				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk (recorded by snapshot %s)", l, a.snapshotsCovering(tp, l))})
 		}
+		p.Aborted = nonNil(c.Aborted)
+		for _, ab := range c.Aborted {
+			a.note("%s: retention deleted offsets %s before they were sunk; the broker showed that they held only aborted records (recorded by snapshot %s), so nothing was lost",
+				tp, ab, a.snapshotsCovering(tp, ab))
+		}
 	}
 	for _, topic := range a.selectedTopics() {
 		if ids := a.ledger.TopicIDs(topic); len(ids) > 1 {
@@ -65,7 +70,7 @@ func (a *auditor) snapshotsCovering(tp mapping.TopicPartition, iv mapping.Interv
 func (a *auditor) segments(tp mapping.TopicPartition) []mapping.Interval {
 	var ivs []mapping.Interval
 	for _, r := range a.ranges[tp] {
-		if !r.Lost && r.Len() > 0 {
+		if !r.Deleted() && r.Len() > 0 {
 			ivs = append(ivs, r.Interval)
 		}
 	}

@@ -58,6 +58,7 @@ type jsonPartition struct {
 	Gaps          []span       `json:"gaps"`
 	Overlaps      []span       `json:"overlaps"`
 	Lost          []span       `json:"lost"`
+	Aborted       []span       `json:"aborted"`
 	Files         *int         `json:"files"`
 	Rows          *int64       `json:"rows"`
 	LogStart      *int64       `json:"log_start"`
@@ -133,7 +134,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		jp := jsonPartition{
 			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger, Started: p.Started,
 			Ranges: p.Ranges, Records: p.Records,
-			Gaps: spans(p.Gaps), Overlaps: spans(p.Overlaps), Lost: spans(p.Lost),
+			Gaps: spans(p.Gaps), Overlaps: spans(p.Overlaps), Lost: spans(p.Lost), Aborted: spans(p.Aborted),
 			Findings: p.Findings, Status: p.status(),
 		}
 		if p.InLedger {

@@ -160,7 +160,7 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 	}
 	for _, c := range a.ledger.Commits {
 		for _, r := range c.Ranges {
-			if r.Lost || !a.selected(r.Topic) {
+			if r.Deleted() || !a.selected(r.Topic) {
 				continue
 			}
 			var got int64

@@ -102,7 +102,7 @@ func (a *auditor) stateFiles(ctx context.Context) error {
 		// end of its last range of it.
 		reach := map[mapping.TopicPartition]int64{}
 		for _, r := range c.Ranges {
-			if !r.Lost && r.Partition == f.PartitionMin {
+			if !r.Deleted() && r.Partition == f.PartitionMin {
 				reach[r.TopicPartition] = max(reach[r.TopicPartition], r.High)
 			}
 		}

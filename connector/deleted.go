@@ -8,9 +8,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Deleted is what the broker says about offsets [From, LogStart) of a
@@ -22,9 +24,9 @@ const (
 	// records, so committed records may be among them: a loss.
 	DeletedCommitted Deleted = iota
 	// DeletedAborted: the offsets lie inside aborted transactions that
-	// began at or before From and ended after the log start, and every
-	// record the log still holds up to their abort markers belongs to an
-	// aborted transaction.
+	// began at or before From and ended after the log start, the log still
+	// holds some of their records, and every record it holds up to their
+	// abort markers belongs to an aborted transaction.
 	DeletedAborted
 	// DeletedUndecided: an open transaction holds the log start; whether its
 	// records were committed is known only when it ends.
@@ -49,12 +51,14 @@ type DeletedVerdict struct {
 // aborted transactions that overlap it with their first offsets (Kafka's
 // aborted-transaction index), and the log holds their abort markers. The
 // offsets are judged aborted when aborted transactions began at or before
-// from, and every record from the log start up to their abort markers is a
-// record of an aborted transaction. That last check is what the broker can
-// still show: a committed record of another producer inside the deleted
-// part of the transaction's span would have left no trace, and a record of
-// another producer in the retained part of the span is taken as the sign
-// that there were such records, so the offsets are then a loss.
+// from, the log still holds some of their records, and every record from
+// the log start up to their abort markers is a record of an aborted
+// transaction. That is what the broker can still show, and it is evidence,
+// not proof: a committed record of another producer inside the deleted
+// part of the transaction's span would have left no trace. A record of
+// another producer in the retained part of the span, or a span retention
+// deleted whole, makes the offsets a loss; the sink records a judgement in
+// the ledger as an aborted range, which the audit reports.
 func (b *Broker) ClassifyDeleted(ctx context.Context, topic string, partition int32, from, logStart int64) (DeletedVerdict, error) {
 	committed := DeletedVerdict{Deleted: DeletedCommitted}
 	if from >= logStart {
@@ -63,14 +67,7 @@ func (b *Broker) ClassifyDeleted(ctx context.Context, topic string, partition in
 	fail := func(err error) (DeletedVerdict, error) {
 		return committed, fmt.Errorf("classify the deleted offsets [%d, %d) of %s/%d: %w", from, logStart, topic, partition, err)
 	}
-	r := &logReader{b: b, topic: topic, partition: partition, leader: -1}
-	rp, _, err := r.fetchIsolated(ctx, logStart, 1)
-	if err == nil && rp == nil {
-		err = errors.New("the fetch was throttled")
-	}
-	if err == nil {
-		err = kerr.ErrorForCode(rp.ErrorCode)
-	}
+	rp, err := b.abortIndex(ctx, topic, partition, logStart)
 	if err != nil {
 		return fail(err)
 	}
@@ -87,49 +84,96 @@ func (b *Broker) ClassifyDeleted(ctx context.Context, topic string, partition in
 		}
 	}
 	// Scan the retained log from the log start: the spanning transactions
-	// must end with abort markers before any record that is not a record of
-	// an aborted transaction.
+	// must end with abort markers before any record that is not a record
+	// of an aborted transaction, and some of their records must still be
+	// there to show it.
 	var (
-		verdict   = committed
-		ended     = map[int64]bool{}
-		open      = map[int64]bool{} // transactional producers with records and no marker yet
-		firstData = true
+		verdict = committed
+		ended   = map[int64]bool{}
+		seen    = false // a retained record of a spanning transaction
 	)
 	err = b.ReadLog(ctx, topic, partition, logStart, rp.HighWatermark, func(rec *kgo.Record, _ int64) bool {
+		if len(spanning) == 0 {
+			// No aborted transaction reaches back to from. The deleted
+			// offsets are undecided only while an open transaction holds
+			// the log start: the first record is then unstable.
+			if !rec.Attrs.IsControl() && rec.Offset >= rp.LastStableOffset {
+				verdict = DeletedVerdict{Deleted: DeletedUndecided,
+					Evidence: fmt.Sprintf("an open transaction of producer %d holds the log start", rec.ProducerID)}
+			}
+			return rec.Attrs.IsControl()
+		}
 		if rec.Attrs.IsControl() {
-			delete(open, rec.ProducerID)
 			if commit, known := MarkerType(rec.Key); spanning[rec.ProducerID] && known && !commit {
 				ended[rec.ProducerID] = true
 				if len(ended) == len(spanning) {
-					verdict = DeletedVerdict{Deleted: DeletedAborted, Evidence: describeSpanning(spanning, aborted, rec.Offset)}
+					if seen {
+						verdict = DeletedVerdict{Deleted: DeletedAborted, Evidence: describeSpanning(spanning, aborted, rec.Offset)}
+					} else {
+						verdict.Evidence = "retention deleted every record of the aborted transactions spanning the offsets, so the log cannot show what else they held"
+					}
 					return false
 				}
 			}
 			return true
 		}
-		if len(spanning) == 0 {
-			// No aborted transaction reaches back to from: only an open one
-			// at the log start leaves the question open.
-			if firstData && rec.Attrs.IsTransactional() {
-				open[rec.ProducerID] = true
-			}
-			firstData = false
-			return len(open) > 0
-		}
 		if _, ok := aborted[rec.ProducerID]; !ok || !rec.Attrs.IsTransactional() {
 			verdict.Evidence = fmt.Sprintf("offset %d, before the abort marker of the transaction spanning the deleted offsets, holds a record of producer %d, which was not aborted", rec.Offset, rec.ProducerID)
 			return false
 		}
+		seen = seen || spanning[rec.ProducerID]
 		return true
 	})
 	if err != nil {
 		return fail(err)
 	}
-	if len(spanning) == 0 && len(open) > 0 && rp.LastStableOffset < rp.HighWatermark {
-		ids := slices.Sorted(maps.Keys(open))
-		return DeletedVerdict{Deleted: DeletedUndecided, Evidence: fmt.Sprintf("an open transaction of producer %d holds the log start", ids[0])}, nil
-	}
 	return verdict, nil
+}
+
+// abortIndex fetches the partition at offset with read_committed isolation,
+// for the aborted transactions the answer lists, retrying what can be
+// retried as ReadLog does. When the log start has moved past offset since,
+// it fetches at the log start: an aborted transaction that spans offsets
+// below it is listed there too.
+func (b *Broker) abortIndex(ctx context.Context, topic string, partition int32, offset int64) (*kmsg.FetchResponseTopicPartition, error) {
+	r := &logReader{b: b, topic: topic, partition: partition, leader: -1}
+	var last error
+	for attempt := range readLogRetries {
+		if attempt > 0 {
+			r.leader = -1
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
+			case <-time.After(min(readLogBackoff<<min(attempt-1, 4), time.Second)):
+			}
+		}
+		rp, throttle, err := r.fetchIsolated(ctx, offset, 1)
+		if err == nil && rp == nil {
+			err = fmt.Errorf("throttled for %s", throttle)
+		}
+		if err == nil {
+			err = kerr.ErrorForCode(rp.ErrorCode)
+		}
+		switch {
+		case err == nil:
+			return rp, nil
+		case errors.Is(err, kerr.OffsetOutOfRange):
+			start, _, berr := r.bounds(ctx)
+			if berr != nil {
+				last = berr
+				continue
+			}
+			if start <= offset {
+				return nil, err
+			}
+			offset = start
+		case isRetriable(err) || rp == nil:
+			last = err
+		default:
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%d attempts failed, the last with: %w", readLogRetries, last)
 }
 
 // describeSpanning names the aborted transactions that span deleted offsets.

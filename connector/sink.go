@@ -160,6 +160,9 @@ type Sink struct {
 	// topicID is the topic's ID as the broker reported it when the session
 	// began ("" without topic IDs); every commit records it.
 	topicID string
+	// inLedger are the session's partitions once its start commit is in:
+	// one missing from the ledger at a commit fences the sink.
+	inLedger []mapping.TopicPartition
 }
 
 // Validate reports the first invalid setting of c, with the flag to fix.
@@ -239,7 +242,8 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 			failingSince = time.Time{}
 			wait.Reset()
 		}
-		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && snapshot.IsTransient(err) {
+		var behind *watermarkBehindError
+		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (snapshot.IsTransient(err) || errors.As(err, &behind)) {
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 			}
@@ -257,6 +261,11 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 				continue
 			}
 			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit: %w", s.cfg.RetryFor, err)
+		}
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Interrupted while the session started (reading the ledger or
+			// the watermarks): nothing was consumed, nothing is lost.
+			return s.stats, nil
 		}
 		restart := err == errPartitionsChanged
 		if errors.Is(err, snapshot.ErrFenced) {
@@ -307,8 +316,8 @@ type partState struct {
 	// closes, so that every data file lies inside one range.
 	batches []arrow.RecordBatch
 	end     int64 // bounded mode: stop at this offset; -1 when unbounded
-	// lost is the last lost range: records inside it were fetched before
-	// the loss was declared and stay out of the table.
+	// lost is the last lost or aborted range: records inside it were
+	// fetched before it was declared and stay out of the table.
 	lost mapping.Interval
 	// checked is next as of the last retention check.
 	checked int64
@@ -327,6 +336,16 @@ func (p *partState) closeRange() {
 		}
 	}
 	p.low, p.records = p.next, 0
+}
+
+// deleted records r, a lost or aborted range starting at next: the open
+// range closes before it (its rows in a batch of their own, so that no
+// data file spans r), and the partition goes on after it. Records inside r
+// that the client fetched before it was declared stay out of the table.
+func (p *partState) deleted(r mapping.Range) {
+	p.closeRange()
+	p.closed = append(p.closed, r)
+	p.low, p.next, p.lost = r.High, r.High, r.Interval
 }
 
 // release frees the rows the partition holds.
@@ -394,14 +413,25 @@ func (s *Sink) session(ctx context.Context) error {
 			return fmt.Errorf("topic %s has no partition %d (it has %d partitions)", s.cfg.Topic, p, len(parts))
 		}
 	}
+	// The table began the topic in an earlier session when the ledger
+	// holds any of its partitions: every record of a partition it does
+	// not hold yet was written since (the partition was added while no
+	// sink ran, or an older floe never recorded its start).
+	begun := slices.ContainsFunc(ledger.Partitions(), func(tp mapping.TopicPartition) bool { return tp.Topic == s.cfg.Topic })
 	var starts []mapping.Range
 	assign := map[int32]kgo.Offset{}
 	for _, p := range parts {
-		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) {
-			continue
-		}
 		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
 		w := wm[p]
+		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) {
+			if _, ok := next[tp]; !ok && !begun && s.cfg.StartOffsets == nil && s.cfg.EndOffsets == nil {
+				// --start is evaluated once for the whole topic: the
+				// writers of the other partitions resume from here.
+				start, _ := s.startOf(p, w, begun)
+				starts = append(starts, start...)
+			}
+			continue
+		}
 		st := &partState{tp: tp, end: -1}
 		if s.cfg.EndOffsets != nil {
 			e, ok := s.cfg.EndOffsets[p]
@@ -414,7 +444,7 @@ func (s *Sink) session(ctx context.Context) error {
 		}
 		pos, resumed := next[tp]
 		if !resumed {
-			start, ok := s.startOf(p, w)
+			start, ok := s.startOf(p, w, begun)
 			if !ok {
 				continue
 			}
@@ -423,13 +453,20 @@ func (s *Sink) session(ctx context.Context) error {
 		}
 		st.low, st.next = pos, pos
 		if resumed && pos > w.HighWatermark {
+			if topic.ID != "" && ledger.TopicID(s.cfg.Topic) == topic.ID {
+				// The same topic (its ID says so): a high watermark behind
+				// the ledger is a broker catching up after a leader change.
+				return &watermarkBehindError{tp: tp, next: pos, high: w.HighWatermark}
+			}
 			return fmt.Errorf("the ledger of %s is at offset %d of %s, but the partition ends at %d: the topic was deleted and recreated, or its log truncated; "+
 				"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark)
 		}
-		if resumed && pos < w.LogStart && !st.done() {
-			// Nothing was consumed in this session: a loss fails before
-			// reading. Undecided, the partition is read from pos and the
-			// fetch decides once the transaction holding it ends.
+		if pos < w.LogStart && !st.done() {
+			// Offsets this table should hold were deleted (a resumed
+			// partition, or one that began after the table did). Nothing
+			// was consumed in this session: a loss fails before reading.
+			// Undecided, the partition is read from pos and the fetch
+			// decides once the transaction holding it ends.
 			if _, err := s.skipDeleted(ctx, st, st.capped(w.LogStart), true); err != nil {
 				return err
 			}
@@ -447,12 +484,20 @@ func (s *Sink) session(ctx context.Context) error {
 			assign[p] = kgo.NewOffset().At(st.next)
 		}
 	}
+	s.inLedger = nil
 	if len(starts) > 0 {
 		// A fenced start (another writer started a partition elsewhere)
 		// ends the session: the next one resumes from that writer's ledger.
-		if err := s.commit(ctx, snapshot.Flush{Ranges: starts}); err != nil {
+		// An interrupt does not cut it short: it is one small commit.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		err := s.commit(cctx, snapshot.Flush{Ranges: starts})
+		cancel()
+		if err != nil {
 			return err
 		}
+	}
+	for _, st := range states {
+		s.inLedger = append(s.inLedger, st.tp)
 	}
 	if len(states) == 0 {
 		return nil
@@ -483,14 +528,18 @@ func (s *Sink) session(ctx context.Context) error {
 // when a replay from the log start finds the head of the log deleted, that
 // head as a lost range. ok is false when the run does not sink p (a replay
 // whose start offsets do not name it).
-func (s *Sink) startOf(p int32, w Watermarks) (start []mapping.Range, ok bool) {
+//
+// --start applies once per topic, when the table begins it (begun false):
+// a partition that appears later, while the sink runs or while it was
+// stopped, holds only records written since, and starts at offset 0 (its
+// first offset, what retention already deleted of it being a loss).
+func (s *Sink) startOf(p int32, w Watermarks, begun bool) (start []mapping.Range, ok bool) {
 	tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
 	var pos int64
 	switch {
-	case !s.known[p] && s.cfg.StartOffsets == nil:
-		// A partition added to the topic while the sink ran: all of it is
-		// new data.
-		pos = w.LogStart
+	case (begun || !s.known[p]) && s.cfg.StartOffsets == nil && s.cfg.EndOffsets == nil:
+		// Not in a replay, whose end offsets fix the partitions it reads.
+		pos = 0
 	case s.cfg.StartOffsets != nil:
 		if pos, ok = s.cfg.StartOffsets[p]; !ok {
 			return nil, false
@@ -516,23 +565,23 @@ func (s *Sink) startOf(p int32, w Watermarks) (start []mapping.Range, ok bool) {
 
 // skipDeleted handles offsets [p.next, logStart) of a partition that
 // retention deleted before they were read. When the broker shows that they
-// held only aborted records (ClassifyDeleted), they join the open range
-// like aborted records the log still holds, with no row; otherwise they are
-// a loss (lose). mayWait lets an undecided answer (an open transaction
-// holds the log start) leave the partition as it is, for a later check;
-// without it, undecided is a loss. decided reports whether p moved or the
-// loss was recorded.
+// held only aborted records (ClassifyDeleted), they become an aborted range
+// of the ledger, with no row and no loss; otherwise they are a loss (lose).
+// mayWait lets an undecided answer (an open transaction holds the log
+// start) leave the partition as it is, for a later check; without it,
+// undecided is a loss. decided reports whether p moved or the loss was
+// recorded. When the broker cannot be asked, the error is returned: a
+// failed question is not a loss.
 func (s *Sink) skipDeleted(ctx context.Context, p *partState, logStart int64, mayWait bool) (decided bool, err error) {
 	v, err := s.broker.ClassifyDeleted(ctx, p.tp.Topic, p.tp.Partition, p.next, logStart)
 	if err != nil {
-		s.log.Warn("cannot tell whether offsets deleted by retention held only aborted records; treating them as lost", "partition", p.tp.Partition, "err", err)
-		v.Deleted = DeletedCommitted
+		return false, err
 	}
 	switch {
 	case v.Deleted == DeletedAborted:
 		s.log.Info("retention deleted offsets before they were sunk, but only aborted records: nothing was lost",
 			"partition", p.tp.Partition, "offsets", mapping.Interval{Low: p.next, High: logStart}.String(), "evidence", v.Evidence)
-		p.next = logStart
+		p.deleted(mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.next, High: logStart}, Aborted: true})
 		return true, nil
 	case v.Deleted == DeletedUndecided && mayWait:
 		s.log.Info("retention deleted offsets before they were sunk; whether they were committed is known when the open transaction ends",
@@ -542,8 +591,26 @@ func (s *Sink) skipDeleted(ctx context.Context, p *partState, logStart int64, ma
 	return true, s.lose(p, logStart)
 }
 
+// commitTimeout bounds one commit, Parquet writes included: generous
+// enough for a large flush to slow storage.
+const commitTimeout = 10 * time.Minute
+
 // idleCheck is how long a poll waits before the loop looks around.
 const idleCheck = 2 * time.Second
+
+// watermarkBehindError reports a partition whose high watermark is below
+// the ledger's next offset although the topic is the one the ledger
+// recorded: a new leader that has not caught up yet. It passes on its own,
+// so Run retries it like a transient error.
+type watermarkBehindError struct {
+	tp         mapping.TopicPartition
+	next, high int64
+}
+
+func (e *watermarkBehindError) Error() string {
+	return fmt.Sprintf("%s ends at offset %d on the brokers, below the ledger's next offset %d, although it is the same topic (same topic ID): a leader that has not caught up yet; waiting for it",
+		e.tp, e.high, e.next)
+}
 
 // errPartitionsChanged ends a live session so that the next one consumes
 // partitions added to the topic.
@@ -554,14 +621,24 @@ var errPartitionsChanged = errors.New("partitions were added to the topic")
 // deleted before they were read (skipDeleted). An idle partition needs it:
 // when everything after its position was deleted, no record arrives to
 // reveal the jump, and a live sink would not notice the loss until the
-// next record. Only a stalled partition qualifies, and the check runs after
-// the poll's records are counted, so that records the client already holds
-// are not declared lost.
+// next record. Only a partition stalled over a whole check period
+// qualifies, and only while the client holds no fetched record it has not
+// polled, so that records in hand are never declared lost.
 // It returns the number of offsets the partitions advanced by.
-func (s *Sink) checkRetention(ctx context.Context, states map[int32]*partState) (int64, error) {
+func (s *Sink) checkRetention(ctx context.Context, cl *kgo.Client, states map[int32]*partState) (int64, error) {
 	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
 	if err != nil {
 		return 0, err
+	}
+	if cl.BufferedFetchRecords() > 0 {
+		// The client holds fetched records not polled yet (a poll returns
+		// at most its limit, and a flush can hold the loop up): a
+		// partition may look stalled with its records in hand. The next
+		// check decides.
+		for _, st := range states {
+			st.checked = -1
+		}
+		return 0, nil
 	}
 	var advanced int64
 	for _, p := range slices.Sorted(maps.Keys(states)) {
@@ -593,9 +670,7 @@ func (s *Sink) lose(p *partState, logStart int64) error {
 	}
 	s.log.Warn("data loss recorded in the ledger: retention deleted offsets before they were sunk",
 		"partition", p.tp.Partition, "lost", lost.String())
-	p.closeRange()
-	p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: lost, Lost: true})
-	p.low, p.next, p.lost = logStart, logStart, lost
+	p.deleted(mapping.Range{TopicPartition: p.tp, Interval: lost, Lost: true})
 	return nil
 }
 
@@ -646,9 +721,8 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		inflight = make(chan error, 1)
 		go func() {
 			// Commit even when ctx was cancelled: an interrupt flushes what
-			// was consumed. The commit (Parquet writes included) has its own
-			// deadline, generous enough for a large flush to slow storage.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+			// was consumed.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 			defer cancel()
 			inflight <- s.commit(cctx, f)
 		}()
@@ -656,6 +730,12 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 	}
 	defer func() { _ = wait() }()
 
+	if dirty() {
+		// The session began with something to commit (a loss, or offsets
+		// deleted after aborted records): commit it on time even when no
+		// record follows.
+		deadline = time.Now().Add(s.cfg.FlushInterval)
+	}
 	bounded := !allDone() && slices.ContainsFunc(slices.Collect(maps.Values(states)), func(p *partState) bool { return p.end >= 0 })
 	lastCheck, lastPartitionCheck := time.Now(), time.Now()
 	for !allDone() {
@@ -708,7 +788,7 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 				if r.Offset < p.next {
 					if p.lost.Contains(r.Offset) {
 						// Fetched before the watermark check declared
-						// these offsets lost: the ledger says lost, so
+						// these offsets deleted: the ledger says so, and
 						// they stay out of the table.
 						continue
 					}
@@ -779,7 +859,7 @@ func (s *Sink) consume(ctx context.Context, cl *kgo.Client, states map[int32]*pa
 		if time.Since(lastCheck) >= idleCheck && ctx.Err() == nil {
 			lastCheck = time.Now()
 			var advanced int64
-			advanced, failure = s.checkRetention(ctx, states)
+			advanced, failure = s.checkRetention(ctx, cl, states)
 			if advanced > 0 {
 				if deadline.IsZero() {
 					deadline = time.Now().Add(s.cfg.FlushInterval)
@@ -869,7 +949,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush) error {
 	if s.topicID != "" {
 		f.TopicIDs = map[string]string{s.cfg.Topic: s.topicID}
 	}
-	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log})
+	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: s.inLedger})
 	if err != nil {
 		return err
 	}

@@ -323,8 +323,9 @@ func TestAbortedRecordsDeletedAreNotALoss(t *testing.T) {
 			}
 			end := e.endOffsets(topic)[tp]
 			cov := mapping.Cover(mustLedger(t, tbl).Ranges(tp))
-			if cov.Next != end || len(cov.Gaps) > 0 || len(cov.Lost) > 0 || cov.Records != 15 {
-				t.Fatalf("coverage %+v: want [0, %d) with 15 records, no gap and no loss", cov, end)
+			if cov.Next != end || len(cov.Gaps) > 0 || len(cov.Lost) > 0 || cov.Records != 15 ||
+				len(cov.Aborted) != 1 || cov.Aborted[0] != (mapping.Interval{Low: 10, High: 15}) {
+				t.Fatalf("coverage %+v: want [0, %d) with 15 records, [10, 15) recorded as aborted, no gap and no loss", cov, end)
 			}
 			checkExactlyOnce(t, tbl, map[mapping.TopicPartition]int64{tp: end})
 		})

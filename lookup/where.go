@@ -95,7 +95,7 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	if loc.Status != mapping.StatusUnsunk {
 		c, r := loc.Commit, loc.Range
 		res.SnapshotID, res.Low, res.High, res.CommittedAt = &c.SnapshotID, &r.Low, &r.High, &c.CommittedAt
-		if !r.Lost {
+		if !r.Deleted() {
 			res.Records = &r.Records
 		}
 	}
@@ -104,6 +104,11 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	case mapping.StatusLost:
 		res.Status = StatusLost
 		res.Explanation = fmt.Sprintf("%s was deleted by retention before it was sunk; snapshot %d records [%d, %d) as lost",
+			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High)
+	case mapping.StatusAborted:
+		res.Status = StatusNoRow
+		res.Kind = KindAborted
+		res.Explanation = fmt.Sprintf("%s was deleted by retention before it was sunk; snapshot %d records [%d, %d) as having held only aborted records",
 			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High)
 	case mapping.StatusCovered:
 		file, ok, err := tbl.RowAt(ctx, 0, tp, offset)

@@ -16,14 +16,15 @@ import (
 // KeyVersion, KeyCommitID and KeyWriter, one KeyRangesPrefix+topic key per
 // topic it advanced (KeyLostPrefix+topic where it recorded a loss), and,
 // from version 2 on, KeyTopicIDPrefix+topic for each of those topics whose
-// broker reports topic IDs.
+// broker reports topic IDs, and KeyAbortedPrefix+topic where offsets
+// deleted by retention were judged to have held only aborted records.
 //
 // A ranges value lists the topic's ranges as comma-separated
 // "partition:low-high:records" items, for example
 //
 //	floe.ranges.orders = "0:0-1200:1187,3:950-1800:850"
 //
-// and a lost value lists "partition:low-high" items. Offsets are decimal,
+// and a lost (or aborted) value lists "partition:low-high" items. Offsets are decimal,
 // [low, high) is half-open. This keeps a 16-partition commit under 400 bytes
 // of metadata.json. An empty range "partition:pos-pos:0" is a start: it
 // records where a writer began a partition the ledger did not have yet,
@@ -39,6 +40,7 @@ const (
 	KeyWriter        = "floe.writer"
 	KeyRangesPrefix  = "floe.ranges."
 	KeyLostPrefix    = "floe.lost."
+	KeyAbortedPrefix = "floe.aborted."
 	KeyTopicIDPrefix = "floe.topic-id."
 
 	// LedgerVersion is the encoding version floe writes. Version 1 (no
@@ -113,6 +115,7 @@ func (c Commit) Encode() (map[string]string, error) {
 	SortRanges(rs)
 	ranges := map[string]*strings.Builder{}
 	lost := map[string]*strings.Builder{}
+	aborted := map[string]*strings.Builder{}
 	for _, r := range rs {
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("encode ledger: %w", err)
@@ -121,8 +124,11 @@ func (c Commit) Encode() (map[string]string, error) {
 			return nil, fmt.Errorf("encode ledger: %q is not a legal Kafka topic name", r.Topic)
 		}
 		dst := ranges
-		if r.Lost {
+		switch {
+		case r.Lost:
 			dst = lost
+		case r.Aborted:
+			dst = aborted
 		}
 		b := dst[r.Topic]
 		if b == nil {
@@ -132,7 +138,7 @@ func (c Commit) Encode() (map[string]string, error) {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(b, "%d:%d-%d", r.Partition, r.Low, r.High)
-		if !r.Lost {
+		if !r.Deleted() {
 			fmt.Fprintf(b, ":%d", r.Records)
 		}
 	}
@@ -147,8 +153,11 @@ func (c Commit) Encode() (map[string]string, error) {
 	for t, b := range lost {
 		props[KeyLostPrefix+t] = b.String()
 	}
+	for t, b := range aborted {
+		props[KeyAbortedPrefix+t] = b.String()
+	}
 	for t, id := range c.TopicIDs {
-		if ranges[t] == nil && lost[t] == nil {
+		if ranges[t] == nil && lost[t] == nil && aborted[t] == nil {
 			return nil, fmt.Errorf("encode ledger: topic id of %s, which the commit has no range of", t)
 		}
 		if err := checkTopicID(id); err != nil {
@@ -184,15 +193,18 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 	c.Writer = props[KeyWriter]
 	for _, key := range slices.Sorted(maps.Keys(props)) {
 		var topic string
-		var lost bool
+		var lost, aborted bool
+		v1 := props[KeyVersion] == "1"
 		switch {
 		case strings.HasPrefix(key, KeyRangesPrefix):
 			topic = strings.TrimPrefix(key, KeyRangesPrefix)
 		case strings.HasPrefix(key, KeyLostPrefix):
 			topic, lost = strings.TrimPrefix(key, KeyLostPrefix), true
-		case strings.HasPrefix(key, KeyTopicIDPrefix) && props[KeyVersion] != "1":
+		case strings.HasPrefix(key, KeyAbortedPrefix) && !v1:
+			topic, aborted = strings.TrimPrefix(key, KeyAbortedPrefix), true
+		case strings.HasPrefix(key, KeyTopicIDPrefix) && !v1:
 			topic := strings.TrimPrefix(key, KeyTopicIDPrefix)
-			if _, ok := props[KeyRangesPrefix+topic]; !ok && props[KeyLostPrefix+topic] == "" {
+			if props[KeyRangesPrefix+topic] == "" && props[KeyLostPrefix+topic] == "" && props[KeyAbortedPrefix+topic] == "" {
 				return bad(key, fmt.Errorf("topic id of %q, which the commit has no range of", topic))
 			}
 			if err := checkTopicID(props[key]); err != nil {
@@ -211,7 +223,7 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 		if !topicName.MatchString(topic) {
 			return bad(key, fmt.Errorf("%q is not a legal Kafka topic name", topic))
 		}
-		rs, err := decodeRanges(topic, props[key], lost)
+		rs, err := decodeRanges(topic, props[key], lost, aborted)
 		if err != nil {
 			return bad(key, err)
 		}
@@ -230,14 +242,14 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 	return c, nil
 }
 
-func decodeRanges(topic, v string, lost bool) ([]Range, error) {
+func decodeRanges(topic, v string, lost, aborted bool) ([]Range, error) {
 	if v == "" {
 		return nil, errors.New("empty value")
 	}
 	items := strings.Split(v, ",")
 	out := make([]Range, 0, len(items))
 	want := 3
-	if lost {
+	if lost || aborted {
 		want = 2
 	}
 	for _, item := range items {
@@ -253,14 +265,14 @@ func decodeRanges(topic, v string, lost bool) ([]Range, error) {
 		if !ok {
 			return nil, fmt.Errorf("item %q: range %q is not low-high", item, parts[1])
 		}
-		r := Range{TopicPartition: TopicPartition{topic, int32(p)}, Lost: lost}
+		r := Range{TopicPartition: TopicPartition{topic, int32(p)}, Lost: lost, Aborted: aborted}
 		if r.Low, err = strconv.ParseInt(lo, 10, 64); err != nil {
 			return nil, fmt.Errorf("item %q: low: %w", item, err)
 		}
 		if r.High, err = strconv.ParseInt(hi, 10, 64); err != nil {
 			return nil, fmt.Errorf("item %q: high: %w", item, err)
 		}
-		if !lost {
+		if !r.Deleted() {
 			if r.Records, err = strconv.ParseInt(parts[2], 10, 64); err != nil {
 				return nil, fmt.Errorf("item %q: records: %w", item, err)
 			}

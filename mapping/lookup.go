@@ -19,6 +19,9 @@ const (
 	StatusCovered Status = "covered"
 	// StatusLost: the offset lies in a range recorded as lost to retention.
 	StatusLost Status = "lost"
+	// StatusAborted: the offset lies in a range that retention deleted
+	// before it was sunk and that held only aborted records.
+	StatusAborted Status = "aborted"
 	// StatusUnsunk: no range covers the offset: it is below the
 	// partition's first sunk offset, in a gap, or at or past its next
 	// offset.
@@ -51,8 +54,11 @@ func (l Ledger) Where(tp TopicPartition, offset int64) Location {
 	if c, r, ok := l.Locate(tp, offset); ok {
 		loc.Commit, loc.Range = c, r
 		loc.Status = StatusCovered
-		if r.Lost {
+		switch {
+		case r.Lost:
 			loc.Status = StatusLost
+		case r.Aborted:
+			loc.Status = StatusAborted
 		}
 	}
 	return loc

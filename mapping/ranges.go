@@ -42,23 +42,37 @@ func (iv Interval) Contains(offset int64) bool { return iv.Low <= offset && offs
 //
 // A lost range (Lost true) is one that retention deleted before it was sunk:
 // it produced no rows, and the ledger records it so the loss is never silent.
+//
+// An aborted range (Aborted true) was deleted by retention before it was
+// sunk too, but the broker showed that it held only aborted records (see
+// connector.ClassifyDeleted): it produced no rows, and it is not a loss. The
+// ledger records it apart from data ranges so that the judgement stays
+// visible to an audit.
 type Range struct {
 	TopicPartition
 	Interval
 	Records int64
 	Lost    bool
+	Aborted bool
 }
+
+// Deleted reports whether retention deleted r's offsets before they were
+// sunk (a lost or an aborted range): no row can be in it.
+func (r Range) Deleted() bool { return r.Lost || r.Aborted }
 
 // IsStart reports whether r is a start: an empty range that records where
 // a writer began a partition the ledger did not have yet (its log start,
 // its last stable offset for --start latest, or a replay's start offset),
 // committed before anything of it was sunk. Data and lost ranges are never
 // empty.
-func (r Range) IsStart() bool { return !r.Lost && r.Len() == 0 }
+func (r Range) IsStart() bool { return !r.Deleted() && r.Len() == 0 }
 
 func (r Range) String() string {
-	if r.Lost {
+	switch {
+	case r.Lost:
 		return fmt.Sprintf("%s %s lost", r.TopicPartition, r.Interval)
+	case r.Aborted:
+		return fmt.Sprintf("%s %s deleted, aborted", r.TopicPartition, r.Interval)
 	}
 	return fmt.Sprintf("%s %s %d records", r.TopicPartition, r.Interval, r.Records)
 }
@@ -89,6 +103,9 @@ type Coverage struct {
 	Overlaps []Interval
 	// Lost are the offsets recorded as lost to retention.
 	Lost []Interval
+	// Aborted are the offsets recorded as deleted by retention and judged
+	// to have held only aborted records.
+	Aborted []Interval
 	// Started is set when the ledger records where the partition began: a
 	// start (Range.IsStart) at First, or a lost range from offset 0 (the
 	// log's head was gone before the partition was first sunk). Without
@@ -112,6 +129,9 @@ func Cover(ranges []Range) Coverage {
 		c.Records += r.Records
 		if r.Lost && r.Len() > 0 {
 			c.Lost = appendMerged(c.Lost, r.Interval)
+		}
+		if r.Aborted && r.Len() > 0 {
+			c.Aborted = appendMerged(c.Aborted, r.Interval)
 		}
 		if r.Len() <= 0 {
 			continue
@@ -149,8 +169,10 @@ func (r Range) Validate() error {
 		return fmt.Errorf("range %s: bounds must satisfy 0 <= low <= high", r)
 	case r.Records < 0 || r.Records > r.Len():
 		return fmt.Errorf("range %s: record count outside [0, %d]", r, r.Len())
-	case r.Lost && r.Records != 0:
-		return fmt.Errorf("range %s: a lost range has no records", r)
+	case r.Deleted() && r.Records != 0:
+		return fmt.Errorf("range %s: a deleted range has no records", r)
+	case r.Lost && r.Aborted:
+		return fmt.Errorf("range %s: lost and aborted at once", r)
 	}
 	return nil
 }

@@ -115,6 +115,12 @@ type CommitOptions struct {
 	// Logger receives retries and failures to remove uncommitted files;
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// InLedger are partitions the caller read in the ledger (a writer's
+	// session): when one of them is missing from the ledger at commit
+	// time, the table was rolled back (or a branch published over it)
+	// under the writer, which is then fenced, even if the table as this
+	// writer last loaded it already lacked the partition.
+	InLedger []mapping.TopicPartition
 }
 
 // Commit writes the flush's batches as Parquet files, one file set per
@@ -145,7 +151,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		for _, b := range bs {
 			rows = rows || b.NumRows() > 0
 		}
-		if rows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Lost }) {
+		if rows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Deleted() }) {
 			return Result{}, fmt.Errorf("commit: rows of %s have no range", tp)
 		}
 	}
@@ -171,6 +177,11 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		}
 	}
 	known := l.Next()
+	for _, tp := range opts.InLedger {
+		if _, ok := known[tp]; !ok {
+			known[tp] = -1 // gone already: settle fences
+		}
+	}
 	if _, err := t.settle(ctx, log, res.Commit, known, nil); err != nil {
 		return res, err
 	}

@@ -159,6 +159,9 @@ func printLedger(w io.Writer, l mapping.Ledger) {
 			case r.Lost:
 				parts = append(parts, fmt.Sprintf("%d:%s LOST", r.Partition, r.Interval))
 				continue
+			case r.Aborted:
+				parts = append(parts, fmt.Sprintf("%d:%s DELETED-ABORTED", r.Partition, r.Interval))
+				continue
 			case r.IsStart():
 				parts = append(parts, fmt.Sprintf("%d:start@%d", r.Partition, r.Low))
 				continue

@@ -1,0 +1,69 @@
+package audit_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// abortedThenDeleted builds the situation of connector's
+// TestAbortedRecordsDeletedAreNotALoss: a bounded run stops at offset 10,
+// where an open transaction begins (10-19); the transaction is aborted
+// (marker 20), five records follow (21-25), and retention deletes [10, 15):
+// only aborted records. It returns the table, whose ledger ends at 10.
+func abortedThenDeleted(t *testing.T, e *env, topic string) *snapshot.Table {
+	t.Helper()
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 10, "a"))
+	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID("open-"+topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(e.Ctx, records(topic, 0, 10, "txn")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	tbl := e.Table("lake." + topic)
+	e.sink(tbl, connector.Config{Topic: topic})
+	if err := txn.EndTransaction(e.Ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce(records(topic, 0, 5, "b"))
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 15); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// TestAuditAbortedDeletedIsNoLoss: retention deleted offsets [10, 15) past the
+// ledger's end, but they held only aborted records, which the sink does not
+// count as a loss: its next run resumes with an aborted range and no error.
+// The broker level reports a note, not "unrecorded-loss" (a false alarm
+// whose suggested fix did not apply).
+func TestAuditAbortedDeletedIsNoLoss(t *testing.T) {
+	e := newEnv(t)
+	tbl := abortedThenDeleted(t, e, "abortgap")
+	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.broker()}))
+	// The next run records the deleted offsets as aborted: every level is
+	// clean, and a note says what was judged.
+	e.sink(tbl, connector.Config{Topic: "abortgap"})
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	expectFindings(t, rep)
+	if p := rep.Partitions[0]; len(p.Aborted) != 1 || p.Aborted[0] != (mapping.Interval{Low: 10, High: 15}) || len(p.Lost) != 0 {
+		t.Fatalf("partition %+v: want [10, 15) recorded as aborted, nothing lost", p)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "held only aborted records") }) {
+		t.Fatalf("notes %q: want one about the deleted aborted records", rep.Notes)
+	}
+}

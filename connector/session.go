@@ -1,0 +1,577 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// commitTimeout bounds one commit, Parquet writes included: generous
+// enough for a large flush to slow storage.
+const commitTimeout = 10 * time.Minute
+
+// idleCheck is how long a poll waits before the loop looks around, and how
+// often the retention check runs.
+const idleCheck = 2 * time.Second
+
+// errPartitionsChanged ends a live session so that the next one consumes
+// partitions added to the topic.
+var errPartitionsChanged = errors.New("partitions were added to the topic")
+
+// watermarkBehindError reports a partition whose high watermark is below
+// the ledger's next offset although the topic is the one the ledger
+// recorded: a new leader that has not caught up yet. It passes on its own,
+// so Run retries it like a transient error.
+type watermarkBehindError struct {
+	tp         mapping.TopicPartition
+	next, high int64
+}
+
+func (e *watermarkBehindError) Error() string {
+	return fmt.Sprintf("%s ends at offset %d on the brokers, below the ledger's next offset %d, although it is the same topic (same topic ID): a leader that has not caught up yet; waiting for it",
+		e.tp, e.high, e.next)
+}
+
+// session is one pass of a sink from the ledger: the partitions it reads,
+// the consumer that reads them, and the flush being built and committed.
+// Each round polls, feeds the records to the partitions' accounting
+// (partition.observe), runs the periodic checks and flushes when a
+// threshold is reached. One flush commits in the background while the
+// loop consumes into fresh builders, so building rows overlaps writing
+// Parquet; at most one is in flight, so memory stays within twice the
+// flush thresholds.
+type session struct {
+	s       *Sink
+	cl      *kgo.Client
+	parts   map[int32]*partition
+	bounded bool
+
+	pending      int
+	pendingBytes int64
+	deadline     time.Time  // flush deadline, set by the first unflushed offset
+	inflight     chan error // the flush committing in the background, if any
+}
+
+// session reads the ledger, seeks every partition and consumes until done,
+// cancelled, fenced or failed.
+func (s *Sink) session(ctx context.Context) error {
+	ss, err := s.open(ctx)
+	if ss != nil {
+		defer ss.close()
+	}
+	if err != nil || ss == nil {
+		return err
+	}
+	return ss.consume(ctx)
+}
+
+// open reads the ledger and the topic, and returns the session that reads
+// the partitions with something to do (nil when none has). Partitions the
+// ledger does not have yet are started first: one commit records where
+// each begins (a start range, or the head of the log lost before it),
+// before anything of them is read, so that a restart resumes them there
+// instead of evaluating --start again.
+func (s *Sink) open(ctx context.Context) (*session, error) {
+	if err := s.tbl.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	ledger, err := s.tbl.Ledger()
+	if err != nil {
+		return nil, fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
+	}
+	next := ledger.Next()
+	// Partitions with nothing to do this session still report where they are.
+	s.finish(next)
+	topic, err := s.broker.Topic(ctx, s.cfg.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := snapshot.CheckTopicID(s.tbl.Name(), ledger, s.cfg.Topic, topic.ID); err != nil {
+		return nil, err
+	}
+	s.topicID = topic.ID
+	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
+	if err != nil {
+		return nil, err
+	}
+	all := slices.Sorted(maps.Keys(wm))
+	for _, p := range s.cfg.Partitions {
+		if !slices.Contains(all, p) {
+			return nil, fmt.Errorf("topic %s has no partition %d (it has %d partitions)", s.cfg.Topic, p, len(all))
+		}
+	}
+	if s.known == nil {
+		s.known = map[int32]bool{}
+		for _, p := range all {
+			s.known[p] = true
+		}
+	}
+	// The table began the topic in an earlier session when the ledger
+	// holds any of its partitions: every record of a partition it does
+	// not hold yet was written since (the partition was added while no
+	// sink ran, or an older floe never recorded its start).
+	begun := slices.ContainsFunc(ledger.Partitions(), func(tp mapping.TopicPartition) bool { return tp.Topic == s.cfg.Topic })
+	policy := startPolicy{start: s.cfg.Start, offsets: s.cfg.StartOffsets, replay: s.cfg.EndOffsets != nil, recordHeadLoss: s.cfg.RecordHeadLoss}
+	ss := &session{s: s, parts: map[int32]*partition{}}
+	fail := func(err error) (*session, error) {
+		ss.close()
+		return nil, err
+	}
+	var starts []mapping.Range
+	assign := map[int32]kgo.Offset{}
+	for _, p := range all {
+		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
+		w := wm[p]
+		_, resumed := next[tp]
+		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) {
+			if !resumed && !begun && s.cfg.StartOffsets == nil && s.cfg.EndOffsets == nil {
+				// --start is evaluated once for the whole topic: the
+				// writers of the other partitions resume from here.
+				start, _ := s.begin(policy, tp, w, false)
+				starts = append(starts, start...)
+			}
+			continue
+		}
+		end := int64(-1)
+		if s.cfg.EndOffsets != nil {
+			e, ok := s.cfg.EndOffsets[p]
+			if !ok {
+				continue
+			}
+			end = e
+		} else if s.cfg.StopAtEnd {
+			end = w.LastStable
+		}
+		pos := next[tp]
+		if !resumed {
+			start, ok := s.begin(policy, tp, w, begun || !s.known[p])
+			if !ok {
+				continue
+			}
+			pos = start[len(start)-1].High
+			starts = append(starts, start...)
+		}
+		if resumed && pos > w.HighWatermark {
+			if topic.ID != "" && ledger.TopicID(s.cfg.Topic) == topic.ID {
+				// The same topic (its ID says so): a high watermark behind
+				// the ledger is a broker catching up after a leader change.
+				return fail(&watermarkBehindError{tp: tp, next: pos, high: w.HighWatermark})
+			}
+			return fail(fmt.Errorf("the ledger of %s is at offset %d of %s, but the partition ends at %d: the topic was deleted and recreated, or its log truncated; "+
+				"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark))
+		}
+		pt := newPartition(tp, pos, end)
+		if pos < w.LogStart && !pt.done() {
+			// Offsets this table should hold were deleted (a resumed
+			// partition, or one that began after the table did). Nothing
+			// was consumed in this session: a loss fails before reading.
+			// Undecided, the partition is read from pos and the fetch
+			// decides once the transaction holding it ends.
+			if _, err := s.skipDeleted(ctx, pt, pt.capped(w.LogStart), true); err != nil {
+				return fail(err)
+			}
+		}
+		if pt.done() && !pt.dirty() {
+			continue
+		}
+		if pt.rows, err = mapping.NewRowBuilder(s.alloc, s.tbl.ArrowSchema()); err != nil {
+			return fail(err)
+		}
+		ss.parts[p] = pt
+		if !pt.done() {
+			assign[p] = kgo.NewOffset().At(pt.next)
+			ss.bounded = ss.bounded || end >= 0
+		}
+	}
+	s.inLedger = nil
+	if len(starts) > 0 {
+		// A fenced start (another writer started a partition elsewhere)
+		// ends the session: the next one resumes from that writer's ledger.
+		// An interrupt does not cut it short: it is one small commit.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		err := s.commit(cctx, snapshot.Flush{Ranges: starts})
+		cancel()
+		if err != nil {
+			return fail(err)
+		}
+	}
+	for _, pt := range ss.parts {
+		s.inLedger = append(s.inLedger, pt.tp)
+	}
+	if len(ss.parts) == 0 {
+		return fail(nil)
+	}
+	s.log.Info("sink session started", "partitions", len(ss.parts), "consuming", len(assign))
+	opts := append(slices.Clone(s.broker.opts),
+		kgo.SeedBrokers(s.broker.Seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: assign}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Control records occupy offsets; seeing them lets a range end
+		// exactly at a commit marker.
+		kgo.KeepControlRecords(),
+		// A fetch position below the log start (retention ran) resets to
+		// the log start; partition.observe turns the jump into a deletion.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if ss.cl, err = kgo.NewClient(opts...); err != nil {
+		return fail(fmt.Errorf("create consumer: %w", err))
+	}
+	return ss, nil
+}
+
+// begin is startPolicy.begin for the sink: it reports a head of the log
+// deleted before the table existed (Stats.HeadLost, and a warning when it
+// is not recorded as lost).
+func (s *Sink) begin(policy startPolicy, tp mapping.TopicPartition, w Watermarks, fresh bool) ([]mapping.Range, bool) {
+	start, headDeleted, ok := policy.begin(tp, w, fresh)
+	if headDeleted > 0 {
+		if s.stats.HeadLost == nil {
+			s.stats.HeadLost = map[int32]int64{}
+		}
+		s.stats.HeadLost[tp.Partition] = headDeleted
+		if !policy.recordHeadLoss {
+			s.log.Warn("log starts above offset 0: retention deleted the beginning before this table existed",
+				"partition", tp.Partition, "log_start", headDeleted)
+		}
+	}
+	return start, ok
+}
+
+// close stops the consumer and frees the rows the session holds.
+func (ss *session) close() {
+	if ss.cl != nil {
+		ss.cl.Close()
+	}
+	for _, pt := range ss.parts {
+		pt.release()
+	}
+}
+
+func (ss *session) allDone() bool {
+	for _, pt := range ss.parts {
+		if !pt.done() {
+			return false
+		}
+	}
+	return true
+}
+
+func (ss *session) dirty() bool {
+	for _, pt := range ss.parts {
+		if pt.dirty() {
+			return true
+		}
+	}
+	return false
+}
+
+// consume polls, accounts and flushes until every partition is done (a
+// bounded run), ctx ends (what was consumed is flushed and committed), a
+// commit fails, or a check ends the session.
+func (ss *session) consume(ctx context.Context) error {
+	s := ss.s
+	defer func() { _ = ss.wait() }()
+	if ss.dirty() {
+		// The session began with something to commit (a loss, or offsets
+		// deleted after aborted records): commit it on time even when no
+		// record follows.
+		ss.deadline = time.Now().Add(s.cfg.FlushInterval)
+	}
+	var failure error
+	lastCheck, lastPartitionCheck := time.Now(), time.Now()
+	for !ss.allDone() && ctx.Err() == nil {
+		select {
+		case err := <-ss.inflight:
+			// A background commit failed (or finished): learn it now, not
+			// at the next flush, so as not to consume for nothing.
+			ss.inflight = nil
+			if err != nil {
+				return err
+			}
+		default:
+		}
+		if failure = ss.poll(ctx); failure != nil {
+			break
+		}
+		// The checks run on a timer, not only when polls come back empty
+		// (a busy partition must not starve them), and after this poll's
+		// records are counted.
+		if time.Since(lastCheck) >= idleCheck && ctx.Err() == nil {
+			lastCheck = time.Now()
+			failure = ss.checkRetention(ctx)
+			if failure == nil && !ss.bounded && time.Since(lastPartitionCheck) >= s.cfg.PartitionCheck {
+				lastPartitionCheck = time.Now()
+				failure = s.checkTopic(ctx)
+			}
+			if failure != nil {
+				break
+			}
+		}
+		if ss.pending >= s.cfg.FlushRecords || ss.pendingBytes >= s.cfg.FlushBytes ||
+			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
+			if err := ss.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ss.flush(ctx); err != nil {
+		return errors.Join(failure, err)
+	}
+	if err := ss.wait(); err != nil {
+		return errors.Join(failure, err)
+	}
+	if failure != nil {
+		return failure
+	}
+	next := map[mapping.TopicPartition]int64{}
+	for _, pt := range ss.parts {
+		next[pt.tp] = pt.next
+	}
+	s.finish(next)
+	return nil
+}
+
+// poll waits for records (until the flush deadline, and never longer than
+// idleCheck, so that the loop flushes on time and runs its checks) and
+// feeds them to the partitions. It returns what ends the session: a fetch
+// error, a log that went back, or a data loss.
+func (ss *session) poll(ctx context.Context) error {
+	s := ss.s
+	wake := time.Now().Add(idleCheck)
+	if !ss.deadline.IsZero() && ss.deadline.Before(wake) {
+		wake = ss.deadline
+	}
+	pctx, cancel := context.WithDeadline(ctx, wake)
+	fetches := ss.cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-ss.pending)))
+	cancel()
+	var (
+		failure     error
+		advanced    int64
+		polled      int
+		polledBytes int64
+	)
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if failure != nil {
+			return
+		}
+		if fp.Err != nil {
+			if !errors.Is(fp.Err, context.Canceled) && !errors.Is(fp.Err, context.DeadlineExceeded) {
+				failure = fmt.Errorf("fetch %s/%d: %w", fp.Topic, fp.Partition, fp.Err)
+			}
+			return
+		}
+		pt := ss.parts[fp.Partition]
+		if pt == nil {
+			return
+		}
+		for _, r := range fp.Records {
+			st, n, deleted := pt.observe(r.Offset, r.Attrs.IsControl(), fp.LogStartOffset)
+			if st == stepDeleted {
+				// The transaction that may hold the log start has ended (a
+				// record past it arrived), so the broker can tell whether
+				// only aborted records were deleted.
+				before := pt.next
+				if _, err := s.skipDeleted(ctx, pt, deleted.High, false); err != nil {
+					failure = err
+					return
+				}
+				advanced += pt.next - before
+				st, n, _ = pt.observe(r.Offset, r.Attrs.IsControl(), fp.LogStartOffset)
+			}
+			advanced += n
+			switch st {
+			case stepBack:
+				failure = fmt.Errorf("%s went back from offset %d to %d: the topic was recreated or its log truncated; sink it into a new table", pt.tp, pt.next, r.Offset)
+				return
+			case stepRow:
+				pt.rows.Append(r)
+				size := mapping.RecordSize(r)
+				ss.pending++
+				ss.pendingBytes += size
+				polled++
+				polledBytes += size
+			}
+			if st == stepDone {
+				break
+			}
+		}
+		if pt.done() && !pt.paused {
+			// Records past the end would keep arriving and be dropped.
+			ss.cl.PauseFetchPartitions(map[string][]int32{s.cfg.Topic: {pt.tp.Partition}})
+			pt.paused = true
+		}
+	})
+	ss.advanced(advanced)
+	if polled > 0 && s.cfg.OnConsumed != nil {
+		s.cfg.OnConsumed(polled, polledBytes)
+	}
+	return failure
+}
+
+// advanced accounts for offsets the partitions moved by: the first sets
+// the flush deadline.
+func (ss *session) advanced(n int64) {
+	if n <= 0 {
+		return
+	}
+	if ss.deadline.IsZero() {
+		ss.deadline = time.Now().Add(ss.s.cfg.FlushInterval)
+	}
+	if ss.s.cfg.OnRecords != nil {
+		ss.s.cfg.OnRecords(n)
+	}
+}
+
+// checkRetention re-reads the watermarks and handles, in every partition
+// that made no progress since the previous check, offsets that retention
+// deleted before they were read (skipDeleted). An idle partition needs it:
+// when everything after its position was deleted, no record arrives to
+// reveal the jump, and a live sink would not notice the loss until the
+// next record. Only a partition stalled over a whole check period
+// qualifies (partition.stalledBehind), and only while the client holds no
+// fetched record it has not polled, so that records in hand are never
+// declared lost.
+func (ss *session) checkRetention(ctx context.Context) error {
+	s := ss.s
+	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
+	if err != nil {
+		return err
+	}
+	if ss.cl.BufferedFetchRecords() > 0 {
+		// The client holds fetched records not polled yet (a poll returns
+		// at most its limit, and a flush can hold the loop up): a
+		// partition may look stalled with its records in hand. The next
+		// check decides.
+		for _, pt := range ss.parts {
+			pt.checked = -1
+		}
+		return nil
+	}
+	var advanced int64
+	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
+		pt := ss.parts[p]
+		if !pt.stalledBehind(wm[p].LogStart) {
+			continue
+		}
+		before := pt.next
+		if _, err := s.skipDeleted(ctx, pt, pt.capped(wm[p].LogStart), true); err != nil {
+			return err
+		}
+		advanced += pt.next - before
+	}
+	ss.advanced(advanced)
+	return nil
+}
+
+// wait waits for the flush in flight, if any, and returns its error.
+func (ss *session) wait() error {
+	if ss.inflight == nil {
+		return nil
+	}
+	err := <-ss.inflight
+	ss.inflight = nil
+	return err
+}
+
+// flush waits for the flush in flight, then takes every partition's ranges
+// and rows since the last flush and commits them in the background.
+func (ss *session) flush(ctx context.Context) error {
+	if err := ss.wait(); err != nil {
+		return err
+	}
+	if !ss.dirty() {
+		return nil
+	}
+	f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}}
+	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
+		pt := ss.parts[p]
+		rs, bs := pt.take()
+		f.Ranges = append(f.Ranges, rs...)
+		if len(bs) > 0 {
+			f.Batches[pt.tp] = bs
+		}
+	}
+	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
+	ss.inflight = make(chan error, 1)
+	go func() {
+		// Commit even when ctx was cancelled: an interrupt flushes what
+		// was consumed.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
+		ss.inflight <- ss.s.commit(cctx, f)
+	}()
+	return nil
+}
+
+// skipDeleted handles offsets [p.next, logStart) of a partition that
+// retention deleted before they were read. When the broker shows that they
+// held only aborted records (ClassifyDeleted), they become an aborted range
+// of the ledger, with no row and no loss; otherwise they are a loss (lose).
+// mayWait lets an undecided answer (an open transaction holds the log
+// start) leave the partition as it is, for a later check; without it,
+// undecided is a loss. decided reports whether p moved or the loss was
+// recorded. When the broker cannot be asked, the error is returned: a
+// failed question is not a loss.
+func (s *Sink) skipDeleted(ctx context.Context, p *partition, logStart int64, mayWait bool) (decided bool, err error) {
+	deleted := mapping.Interval{Low: p.next, High: logStart}
+	if deleted.Len() <= 0 {
+		return true, nil
+	}
+	v, err := s.broker.ClassifyDeleted(ctx, p.tp.Topic, p.tp.Partition, deleted.Low, deleted.High)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case v.Deleted == DeletedAborted:
+		s.log.Info("retention deleted offsets before they were sunk, but only aborted records: nothing was lost",
+			"partition", p.tp.Partition, "offsets", deleted.String(), "evidence", v.Evidence)
+		p.skip(mapping.Range{TopicPartition: p.tp, Interval: deleted, Aborted: true})
+		return true, nil
+	case v.Deleted == DeletedUndecided && mayWait:
+		s.log.Info("retention deleted offsets before they were sunk; whether they were committed is known when the open transaction ends",
+			"partition", p.tp.Partition, "offsets", deleted.String(), "evidence", v.Evidence)
+		return false, nil
+	}
+	if s.cfg.OnDataLoss != LossRecord {
+		return true, &DataLossError{Partition: p.tp, Lost: deleted}
+	}
+	s.log.Warn("data loss recorded in the ledger: retention deleted offsets before they were sunk",
+		"partition", p.tp.Partition, "lost", deleted.String())
+	p.skip(mapping.Range{TopicPartition: p.tp, Interval: deleted, Lost: true})
+	return true, nil
+}
+
+// checkTopic looks at the topic again in a live sink: a topic deleted and
+// recreated under the sink ends the run (its ledger belongs to the old
+// topic), and partitions added to it end the session, so that the next one
+// includes them.
+func (s *Sink) checkTopic(ctx context.Context) error {
+	t, err := s.broker.Topic(ctx, s.cfg.Topic)
+	if err != nil {
+		// A failed look is tried again at the next check; fetching reports
+		// a topic that is gone.
+		return nil
+	}
+	if t.ID != "" && s.topicID != "" && t.ID != s.topicID {
+		return &snapshot.TopicIDError{Table: s.tbl.Name(), Topic: s.cfg.Topic, Ledger: s.topicID, Broker: t.ID}
+	}
+	if s.cfg.Partitions != nil {
+		return nil
+	}
+	for _, p := range t.Partitions {
+		if !s.known[p] {
+			s.log.Info("partitions were added to the topic; committing and starting a session that includes them", "partitions", len(t.Partitions))
+			return errPartitionsChanged
+		}
+	}
+	return nil
+}

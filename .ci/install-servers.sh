@@ -2,6 +2,7 @@
 # Installs the real servers that internal/testenv starts for tests, on a
 # Debian machine, as root. Idempotent: installs only what is missing.
 #   - PostgreSQL server binaries (initdb, postgres) from Debian's postgresql.
+#   - kcat from Debian's kcat (the local stack's documented Kafka client).
 #   - versitygw, built from the pin in tools/go.mod into $(go env GOPATH)/bin.
 # Run it before the tests with FLOE_REQUIRE_SERVERS=1, which turns a missing
 # server into a test failure instead of a skip.
@@ -25,6 +26,15 @@ else
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends postgresql >/dev/null
 	have_pg || { echo "install-servers: postgresql installed but no initdb/postgres in /usr/lib/postgresql/*/bin" >&2; exit 1; }
+fi
+
+if command -v kcat >/dev/null; then
+	echo "install-servers: kcat present"
+else
+	echo "install-servers: installing kcat"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends kcat >/dev/null
 fi
 
 gobin="$(go env GOPATH | cut -d: -f1)/bin"

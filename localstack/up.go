@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -31,6 +33,11 @@ type UpOptions struct {
 	Dir string
 	// KafkaPort and S3Port are the loopback ports; zero means the defaults.
 	KafkaPort, S3Port int
+	// NumPartitions is the number of partitions of a topic the broker
+	// creates on first use (a producer or a consumer naming a topic that
+	// does not exist, as a default Kafka broker does); zero means 1, Kafka's
+	// num.partitions default.
+	NumPartitions int
 }
 
 // Local is a running local stack as 'floe localstack up' starts it: a
@@ -71,7 +78,10 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true})
+	// Topics are created on first use, like a default Kafka broker: the
+	// usual first steps (kcat -P on a new topic) work as documented.
+	auto := []kfake.Opt{kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(max(1, opts.NumPartitions))}
+	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true, Kfake: auto})
 	if err != nil {
 		s3.Close()
 		return nil, fmt.Errorf("%w (is another local stack running? pick another port with --kafka-port)", err)

@@ -25,12 +25,14 @@ func newLocalstackUpCmd() *cobra.Command {
 	var (
 		dir               string
 		kafkaPort, s3Port int
+		numPartitions     int
 	)
 	cmd := &cobra.Command{
 		Use:   "up [--dir DIR]",
 		Short: "Start a broker, an S3 endpoint and a SQLite catalog on loopback ports; run until interrupted",
 		Long: `Start, in this process and with nothing to install:
-  - a Kafka-protocol broker (franz-go's kfake) on 127.0.0.1:--kafka-port,
+  - a Kafka-protocol broker (franz-go's kfake) on 127.0.0.1:--kafka-port, which creates a topic on
+    first use like a default Kafka broker (--num-partitions partitions),
   - an S3 endpoint (gofakes3; it accepts any credentials) on 127.0.0.1:--s3-port with bucket "warehouse",
   - a SQLite catalog whose warehouse is s3://warehouse/.
 Everything is kept in --dir: stopping (Ctrl-C) and starting again on the same folder finds the
@@ -46,7 +48,10 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
   floe sink --config ./floe-local/floe.yaml --topic orders --table lake.orders --stop-at-end`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port})
+			if numPartitions < 1 {
+				return fmt.Errorf("--num-partitions %d: want 1 or more", numPartitions)
+			}
+			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port, NumPartitions: numPartitions})
 			if err != nil {
 				return err
 			}
@@ -63,6 +68,7 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 	cmd.Flags().StringVar(&dir, "dir", "floe-local", "folder that holds the broker's log, the S3 buckets and the catalog")
 	cmd.Flags().IntVar(&kafkaPort, "kafka-port", localstack.DefaultKafkaPort, "loopback port of the Kafka-protocol broker")
 	cmd.Flags().IntVar(&s3Port, "s3-port", localstack.DefaultS3Port, "loopback port of the S3 endpoint")
+	cmd.Flags().IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic the broker creates on first use (Kafka's num.partitions); create topics yourself for more")
 	return cmd
 }
 

@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 )
 
@@ -74,4 +76,30 @@ func TestLocalstackUpSurvivesRestart(t *testing.T) {
 			t.Errorf("status of partition %d: %+v", p.Partition, p)
 		}
 	}
+}
+
+// TestLocalstackCreatesTopicsOnFirstUse: the broker of 'floe localstack up'
+// creates a topic a client names for the first time, as a default Kafka
+// broker does, so the documented first step (kcat -P on a new topic) works.
+func TestLocalstackCreatesTopicsOnFirstUse(t *testing.T) {
+	kcat := testenv.Tool(t, "kcat", "apt-get install kcat")
+	dir := t.TempDir()
+	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), kcat, "-b", l.Brokers[0], "-t", "fresh", "-P", "-K:")
+	cmd.Stdin = strings.NewReader("k1:{\"amount\":3}\nk2:{\"amount\":4}\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P on a topic that does not exist: %v\n%s", err, out)
+	}
+	out := mustFloe(t, "sink", "--config", filepath.Join(dir, "floe.yaml"), "--topic", "fresh", "--table", "lake.fresh", "--stop-at-end")
+	if !strings.Contains(out, "2 rows") {
+		t.Fatalf("sink of the topic kcat created:\n%s", out)
+	}
+	checkTable(t, l.Catalog(), "lake.fresh", "fresh", map[int32]int64{0: 2})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -51,7 +52,7 @@ func (e *env) stateTable(name string) *snapshot.Table {
 
 // foldReplay replays topic into the state table name (floe replay --fold
 // latest), 40 records per commit.
-func (e *env) foldReplay(ctx context.Context, name, topic string, onCommit func(snapshot.Result)) (connector.ReplayResult, error) {
+func (e *env) foldReplay(ctx context.Context, name, topic string, onCommit func(snapshot.Result)) (replay.Result, error) {
 	e.T.Helper()
 	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 	if err != nil {
@@ -61,7 +62,7 @@ func (e *env) foldReplay(ctx context.Context, name, topic string, onCommit func(
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	return connector.Replay(ctx, e.broker(), cat, ident, connector.ReplayOptions{Topic: topic, Fold: snapshot.FoldLatest,
+	return replay.Run(ctx, e.broker(), cat, ident, replay.Options{Topic: topic, Fold: snapshot.FoldLatest,
 		Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(), OnCommit: onCommit}})
 }
 

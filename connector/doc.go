@@ -5,5 +5,7 @@
 // records, bytes and interval, and resuming from the table's ledger.
 //
 // One loop serves live sinking and bounded jobs (--stop-at-end, replay):
-// a bounded job is the same loop with end offsets.
+// a bounded job is the same loop with start and end offsets. Package replay
+// decides those offsets and the table a replay writes, then runs this
+// package's Sink; connector itself knows nothing of replays.
 package connector

@@ -242,7 +242,7 @@ func TestLiveSinkNewPartitionOnBusyTopic(t *testing.T) {
 	rs := rows(t, e.Table("lake.busy"))
 	var fromNew int
 	for _, r := range rs {
-		if r.tp.Partition == 1 {
+		if r.TP.Partition == 1 {
 			fromNew++
 		}
 	}

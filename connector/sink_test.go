@@ -49,13 +49,13 @@ func TestSinkExactlyOnceWithTransactions(t *testing.T) {
 	}
 	var nullKeys, nullValues int
 	for _, r := range rs {
-		if strings.HasPrefix(r.value, "aborted") {
+		if strings.HasPrefix(r.Value, "aborted") {
 			t.Fatalf("aborted record in table: %+v", r)
 		}
-		if r.keyNil {
+		if r.KeyNil {
 			nullKeys++
 		}
-		if r.valNil {
+		if r.ValNil {
 			nullValues++
 		}
 	}

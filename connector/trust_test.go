@@ -49,8 +49,8 @@ func offsetsOf(t testing.TB, tbl *snapshot.Table, tp mapping.TopicPartition) []i
 	t.Helper()
 	var out []int64
 	for _, r := range rows(t, tbl) {
-		if r.tp == tp {
-			out = append(out, r.offset)
+		if r.TP == tp {
+			out = append(out, r.Offset)
 		}
 	}
 	slices.Sort(out)

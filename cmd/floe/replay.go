@@ -17,6 +17,7 @@ import (
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -111,11 +112,11 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
-	from, err := connector.ParseBound(f.from, f.topic, true)
+	from, err := replay.ParseBound(f.from, f.topic, true)
 	if err != nil {
 		return err
 	}
-	until, err := connector.ParseBound(f.until, f.topic, false)
+	until, err := replay.ParseBound(f.until, f.topic, false)
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		return err
 	}
 	var bar *progress // started by OnStart, once the total is known
-	opts := connector.ReplayOptions{
+	opts := replay.Options{
 		Topic: f.topic, From: from, Until: until,
 		Branch: f.branch, Publish: f.publish, Fold: f.fold,
 		Sink: connector.Config{
@@ -144,12 +145,12 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 				}
 			},
 		},
-		OnStart: func(s connector.ReplayStart) {
+		OnStart: func(s replay.Start) {
 			printReplayStart(w, s)
 			bar = newProgress(cmd.ErrOrStderr(), "replay "+f.topic, s.Remaining)
 		},
 	}
-	res, err := connector.Replay(ctx, broker, cat, ident, opts)
+	res, err := replay.Run(ctx, broker, cat, ident, opts)
 	if bar != nil {
 		bar.Finish()
 	}
@@ -163,7 +164,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	return nil
 }
 
-func printReplayStart(w io.Writer, s connector.ReplayStart) {
+func printReplayStart(w io.Writer, s replay.Start) {
 	p := s.Plan
 	var total int64
 	for _, part := range p.Partitions {
@@ -193,7 +194,7 @@ func printReplayStart(w io.Writer, s connector.ReplayStart) {
 	}
 }
 
-func printReplayResult(w io.Writer, r connector.ReplayResult) {
+func printReplayResult(w io.Writer, r replay.Result) {
 	fmt.Fprintf(w, "replayed %d rows in %d commits (%d files) into %s", r.Stats.Records, r.Stats.Commits, r.Stats.Files, r.Target)
 	if r.Head != 0 {
 		fmt.Fprintf(w, ", head snapshot %d", r.Head)
@@ -234,17 +235,17 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	}
 	defer broker.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	replay := func(table, fold string) (connector.ReplayResult, error) {
+	replayInto := func(table, fold string) (replay.Result, error) {
 		ident, err := snapshot.ParseIdent(table)
 		if err != nil {
-			return connector.ReplayResult{}, err
+			return replay.Result{}, err
 		}
-		return connector.Replay(ctx, broker, tbl.Catalog(), ident, connector.ReplayOptions{
+		return replay.Run(ctx, broker, tbl.Catalog(), ident, replay.Options{
 			Topic: topic, Fold: fold, Sink: connector.Config{FlushRecords: 1000, Logger: quiet}})
 	}
 
 	fmt.Fprintf(w, "\n$ floe replay --topic %s --table lake.orders_rebuilt   (from offset 0 to the end offsets)\n", topic)
-	res, err := replay("lake.orders_rebuilt", "")
+	res, err := replayInto("lake.orders_rebuilt", "")
 	if err != nil {
 		return err
 	}
@@ -306,7 +307,7 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	}
 
 	fmt.Fprintf(w, "\n$ floe replay --topic %s --table lake.orders_state --fold latest\n", topic)
-	res, err = replay("lake.orders_state", snapshot.FoldLatest)
+	res, err = replayInto("lake.orders_state", snapshot.FoldLatest)
 	if err != nil {
 		return err
 	}

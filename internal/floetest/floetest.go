@@ -1,7 +1,9 @@
 // Package floetest is the test harness shared by the tests of several floe
-// packages (connector, audit): one test's stack (an in-process kfake broker
-// over TCP, a SQLite catalog and a file warehouse in t.TempDir()), and
-// helpers to create topics, produce records, open tables and run sinks.
+// packages (connector, replay, audit, lookup): one test's stack (an
+// in-process kfake broker over TCP, a SQLite catalog and a file warehouse
+// in t.TempDir()), helpers to create topics, produce records, open tables
+// and run sinks, and the exactly-once check of a table's rows against its
+// ledger (rows.go).
 //
 // It is for tests only: production code must not import it. Every helper
 // fails the test (t.Fatal) on error, except Env.Sink, whose error is part of

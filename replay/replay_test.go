@@ -1,4 +1,4 @@
-package connector_test
+package replay_test
 
 import (
 	"context"
@@ -17,11 +17,12 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// replay runs connector.Replay into table name with a quiet sink.
-func (e *env) replay(name string, opts connector.ReplayOptions) (connector.ReplayResult, error) {
+// replay runs replay.Run into table name with a quiet sink.
+func (e *env) replay(name string, opts replay.Options) (replay.Result, error) {
 	e.T.Helper()
 	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
 	if err != nil {
@@ -34,7 +35,7 @@ func (e *env) replay(name string, opts connector.ReplayOptions) (connector.Repla
 	if opts.Sink.Logger == nil {
 		opts.Sink.Logger = quietLogger()
 	}
-	return connector.Replay(e.Ctx, e.broker(), cat, ident, opts)
+	return replay.Run(e.Ctx, e.broker(), cat, ident, opts)
 }
 
 // openExisting opens a table (on a branch) without creating it.
@@ -66,9 +67,9 @@ func (e *env) exists(name string) bool {
 	return ok
 }
 
-func bound(t testing.TB, s, topic string, from bool) connector.Bound {
+func bound(t testing.TB, s, topic string, from bool) replay.Bound {
 	t.Helper()
-	b, err := connector.ParseBound(s, topic, from)
+	b, err := replay.ParseBound(s, topic, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,10 +136,10 @@ func TestReplayRebuildEqualsSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	var done atomic.Int64
-	var started connector.ReplayStart
-	res, err := e.replay("lake.rebuilt", connector.ReplayOptions{Topic: topic,
+	var started replay.Start
+	res, err := e.replay("lake.rebuilt", replay.Options{Topic: topic,
 		Sink:    connector.Config{FlushRecords: 70, OnRecords: func(n int64) { done.Add(n) }},
-		OnStart: func(s connector.ReplayStart) { started = s }})
+		OnStart: func(s replay.Start) { started = s }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +162,13 @@ func TestReplayRebuildEqualsSink(t *testing.T) {
 	}
 
 	// The same replay again resumes from the rebuilt table's ledger: nothing left.
-	res, err = e.replay("lake.rebuilt", connector.ReplayOptions{Topic: topic})
+	res, err = e.replay("lake.rebuilt", replay.Options{Topic: topic})
 	if err != nil || !res.Resumed || res.Remaining != 0 || res.Stats.Commits != 0 {
 		t.Fatalf("second run: %+v, %v; want a resumed no-op", res, err)
 	}
 	// A replay never writes into a table that is not its own.
 	before := fullRows(t, sunk)
-	if _, err := e.replay("lake.sunk", connector.ReplayOptions{Topic: topic}); err == nil || !strings.Contains(err.Error(), "--branch") {
+	if _, err := e.replay("lake.sunk", replay.Options{Topic: topic}); err == nil || !strings.Contains(err.Error(), "--branch") {
 		t.Fatalf("replay into the sunk table: %v, want a refusal naming --branch", err)
 	}
 	if !slices.Equal(fullRows(t, sunk), before) {
@@ -201,7 +202,7 @@ func TestReplayFromTimestamp(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("lake.from_%d", at)
-		res, err := e.replay(name, connector.ReplayOptions{Topic: topic, From: bound(t, when.Format(time.RFC3339), topic, true)})
+		res, err := e.replay(name, replay.Options{Topic: topic, From: bound(t, when.Format(time.RFC3339), topic, true)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,10 +230,10 @@ func TestReplayFromTimestamp(t *testing.T) {
 			c := mapping.Cover(l.Ranges(tp))
 			var n int64
 			for _, r := range rows {
-				if r.tp == tp {
+				if r.TP == tp {
 					n++
-					if r.offset < want {
-						t.Fatalf("at +%ds partition %d: row at offset %d is below the start %d", at, p, r.offset, want)
+					if r.Offset < want {
+						t.Fatalf("at +%ds partition %d: row at offset %d is below the start %d", at, p, r.Offset, want)
 					}
 				}
 			}
@@ -256,21 +257,21 @@ func TestReplayBadInput(t *testing.T) {
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	for _, c := range []struct {
 		name         string
-		opts         connector.ReplayOptions
+		opts         replay.Options
 		is           error
 		mention      string
 		branchOfMain bool
 	}{
-		{"from in the future", connector.ReplayOptions{Topic: topic, From: bound(t, future, topic, true)}, connector.ErrBadBound, "future", false},
-		{"until before from", connector.ReplayOptions{Topic: topic, From: bound(t, "0=10", topic, true), Until: bound(t, "0=5", topic, false)}, connector.ErrBadBound, "before --from", false},
-		{"until time before from time", connector.ReplayOptions{Topic: topic,
-			From: bound(t, "2024-05-02T00:00:00Z", topic, true), Until: bound(t, "2024-05-01T00:00:00Z", topic, false)}, connector.ErrBadBound, "before --from", false},
-		{"until past the end", connector.ReplayOptions{Topic: topic, Until: bound(t, "1=999", topic, false)}, connector.ErrBadBound, "past its end", false},
-		{"unknown partition", connector.ReplayOptions{Topic: topic, From: bound(t, "7=0", topic, true)}, connector.ErrBadBound, "no partition 7", false},
-		{"unknown snapshot", connector.ReplayOptions{Topic: topic, From: bound(t, "snapshot:424242", topic, true)}, nil, "snapshot 424242", false},
-		{"unknown snapshot on a branch", connector.ReplayOptions{Topic: topic, From: bound(t, "snapshot:424242", topic, true), Branch: "b"}, nil, "snapshot 424242", true},
-		{"unknown topic", connector.ReplayOptions{Topic: "nope"}, connector.ErrUnknownTopic, "does not exist", false},
-		{"unknown topic on a branch", connector.ReplayOptions{Topic: "nope", Branch: "b", Publish: true}, connector.ErrUnknownTopic, "does not exist", true},
+		{"from in the future", replay.Options{Topic: topic, From: bound(t, future, topic, true)}, replay.ErrBadBound, "future", false},
+		{"until before from", replay.Options{Topic: topic, From: bound(t, "0=10", topic, true), Until: bound(t, "0=5", topic, false)}, replay.ErrBadBound, "before --from", false},
+		{"until time before from time", replay.Options{Topic: topic,
+			From: bound(t, "2024-05-02T00:00:00Z", topic, true), Until: bound(t, "2024-05-01T00:00:00Z", topic, false)}, replay.ErrBadBound, "before --from", false},
+		{"until past the end", replay.Options{Topic: topic, Until: bound(t, "1=999", topic, false)}, replay.ErrBadBound, "past its end", false},
+		{"unknown partition", replay.Options{Topic: topic, From: bound(t, "7=0", topic, true)}, replay.ErrBadBound, "no partition 7", false},
+		{"unknown snapshot", replay.Options{Topic: topic, From: bound(t, "snapshot:424242", topic, true)}, nil, "snapshot 424242", false},
+		{"unknown snapshot on a branch", replay.Options{Topic: topic, From: bound(t, "snapshot:424242", topic, true), Branch: "b"}, nil, "snapshot 424242", true},
+		{"unknown topic", replay.Options{Topic: "nope"}, connector.ErrUnknownTopic, "does not exist", false},
+		{"unknown topic on a branch", replay.Options{Topic: "nope", Branch: "b", Publish: true}, connector.ErrUnknownTopic, "does not exist", true},
 	} {
 		target := "lake.bad"
 		if c.branchOfMain {
@@ -288,12 +289,12 @@ func TestReplayBadInput(t *testing.T) {
 		}
 	}
 	var unknown *snapshot.UnknownSnapshotError
-	if _, err := e.replay("lake.bad", connector.ReplayOptions{Topic: topic, From: bound(t, "snapshot:424242", topic, true)}); !errors.As(err, &unknown) {
+	if _, err := e.replay("lake.bad", replay.Options{Topic: topic, From: bound(t, "snapshot:424242", topic, true)}); !errors.As(err, &unknown) {
 		t.Fatalf("unknown snapshot: %v, want an UnknownSnapshotError", err)
 	}
 	// A snapshot of the sunk table is a valid start: its positions.
 	mid := e.openExisting("lake.main", "").Head().SnapshotID
-	res, err := e.replay("lake.fromsnap", connector.ReplayOptions{Topic: topic, From: bound(t, fmt.Sprintf("snapshot:%d", mid), topic, true)})
+	res, err := e.replay("lake.fromsnap", replay.Options{Topic: topic, From: bound(t, fmt.Sprintf("snapshot:%d", mid), topic, true)})
 	if err != nil || res.Plan.Start[0] != 20 || res.Plan.Start[1] != 20 || res.SourceTable != "lake.main" {
 		t.Fatalf("replay from a snapshot: %+v, %v", res.Plan, err)
 	}
@@ -307,7 +308,7 @@ func TestReplayHeadLoss(t *testing.T) {
 	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 25); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.replay("lake.headloss", connector.ReplayOptions{Topic: topic})
+	res, err := e.replay("lake.headloss", replay.Options{Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func TestReplayHeadLoss(t *testing.T) {
 		t.Fatalf("ledger coverage %+v: want [0, 60) with [0, 25) lost", c)
 	}
 	// Resuming a replay from earliest recognises its own table.
-	if res, err := e.replay("lake.headloss", connector.ReplayOptions{Topic: topic}); err != nil || !res.Resumed {
+	if res, err := e.replay("lake.headloss", replay.Options{Topic: topic}); err != nil || !res.Resumed {
 		t.Fatalf("resume: %+v, %v", res, err)
 	}
 }
@@ -362,11 +363,11 @@ func state(t testing.TB, tbl *snapshot.Table) map[string]string {
 	}
 	out := map[string]string{}
 	for _, r := range rows(t, tbl) {
-		id := fmt.Sprintf("%d/%s", r.tp.Partition, r.key)
-		if _, dup := out[id]; dup || r.keyNil || r.valNil {
+		id := fmt.Sprintf("%d/%s", r.TP.Partition, r.Key)
+		if _, dup := out[id]; dup || r.KeyNil || r.ValNil {
 			t.Fatalf("state row %+v is a duplicate, a null key or a tombstone", r)
 		}
-		out[id] = r.value
+		out[id] = r.Value
 	}
 	return out
 }
@@ -377,7 +378,7 @@ func TestReplayFold(t *testing.T) {
 	e.Topic(topic, 2, nil)
 	want := keyedLog(e, topic)
 
-	res, err := e.replay("lake.state", connector.ReplayOptions{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40}})
+	res, err := e.replay("lake.state", replay.Options{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40}})
 	if err != nil || !res.Complete {
 		t.Fatalf("fold: %+v, %v", res, err)
 	}
@@ -405,13 +406,13 @@ func TestReplayFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	ident, _ := snapshot.ParseIdent("lake.state2")
-	opts := connector.ReplayOptions{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(),
+	opts := replay.Options{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(),
 		OnCommit: func(snapshot.Result) {
 			if commits.Add(1) == 2 {
 				cancel()
 			}
 		}}}
-	res, err = connector.Replay(ctx, e.broker(), cat, ident, opts)
+	res, err = replay.Run(ctx, e.broker(), cat, ident, opts)
 	if err != nil || res.Complete {
 		t.Fatalf("interrupted fold: complete %v, %v; want an incomplete run", res.Complete, err)
 	}
@@ -424,7 +425,7 @@ func TestReplayFold(t *testing.T) {
 		t.Fatalf("interrupted and resumed fold:\n%v\nwant:\n%v", got, want)
 	}
 	// A fold never goes into an event table, nor events into a state table.
-	if _, err := e.replay("lake.state", connector.ReplayOptions{Topic: topic}); err == nil || !strings.Contains(err.Error(), "--fold") {
+	if _, err := e.replay("lake.state", replay.Options{Topic: topic}); err == nil || !strings.Contains(err.Error(), "--fold") {
 		t.Fatalf("events into a state table: %v", err)
 	}
 }
@@ -491,7 +492,7 @@ func TestReplayBranchPublish(t *testing.T) {
 			}
 		}
 	}()
-	res, err := e.replay("lake.swap", connector.ReplayOptions{Topic: topic, Branch: "rebuild", Publish: true,
+	res, err := e.replay("lake.swap", replay.Options{Topic: topic, Branch: "rebuild", Publish: true,
 		Sink: connector.Config{FlushRecords: 30}})
 	time.Sleep(200 * time.Millisecond) // let readers see the published content
 	close(stop)
@@ -514,7 +515,7 @@ func TestReplayBranchPublish(t *testing.T) {
 	}
 	// The rebuilt branch is auditable on its own, and re-running the same
 	// replay is a resumed no-op that publishes nothing new.
-	res, err = e.replay("lake.swap", connector.ReplayOptions{Topic: topic, Branch: "rebuild", Publish: true})
+	res, err = e.replay("lake.swap", replay.Options{Topic: topic, Branch: "rebuild", Publish: true})
 	if err != nil || !res.Resumed || res.Stats.Commits != 0 || res.MainFrom != res.MainTo {
 		t.Fatalf("second run: %+v, %v", res, err)
 	}

@@ -1,10 +1,11 @@
-package connector_test
+package replay_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/replay"
 )
 
 // A bad sink setting is refused before the replay writes anything: no
@@ -20,13 +21,13 @@ func TestReplayBadSinkConfigWritesNothing(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		opts    connector.ReplayOptions
+		opts    replay.Options
 		target  string
 		mention string
 	}{
-		{"on-data-loss, new table", connector.ReplayOptions{Topic: topic, Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.cfg", "--on-data-loss"},
-		{"on-data-loss, branch", connector.ReplayOptions{Topic: topic, Branch: "b", Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.main", "--on-data-loss"},
-		{"start, new table", connector.ReplayOptions{Topic: topic, From: bound(t, "0=2", topic, true), Sink: connector.Config{Start: "bogus"}}, "lake.cfg", "--start"},
+		{"on-data-loss, new table", replay.Options{Topic: topic, Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.cfg", "--on-data-loss"},
+		{"on-data-loss, branch", replay.Options{Topic: topic, Branch: "b", Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.main", "--on-data-loss"},
+		{"start, new table", replay.Options{Topic: topic, From: bound(t, "0=2", topic, true), Sink: connector.Config{Start: "bogus"}}, "lake.cfg", "--start"},
 	} {
 		_, err := e.replay(c.target, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.mention) || !strings.Contains(err.Error(), "bogus") {

@@ -1,4 +1,4 @@
-package connector_test
+package replay_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -40,13 +41,13 @@ func TestReplayRunAgainKeepsItsEnd(t *testing.T) {
 			ctx, cancel := context.WithCancel(e.Ctx)
 			defer cancel()
 			var commits atomic.Int32
-			opts := connector.ReplayOptions{Topic: topic, Branch: c.branch, Sink: connector.Config{FlushRecords: 25, Logger: quietLogger(),
+			opts := replay.Options{Topic: topic, Branch: c.branch, Sink: connector.Config{FlushRecords: 25, Logger: quietLogger(),
 				OnCommit: func(snapshot.Result) {
 					if commits.Add(1) == 1 {
 						cancel()
 					}
 				}}}
-			res, err := connector.Replay(ctx, e.broker(), cat, ident, opts)
+			res, err := replay.Run(ctx, e.broker(), cat, ident, opts)
 			if err != nil || res.Complete {
 				t.Fatalf("interrupted replay: complete %v, %v; want an incomplete run", res.Complete, err)
 			}
@@ -85,7 +86,7 @@ func TestReplayRunAgainKeepsItsEnd(t *testing.T) {
 			if err != nil || !res.Complete || res.Stats.Records != 80 {
 				t.Fatalf("replay to --until 0=100,1=100: %+v, %v", res, err)
 			}
-			opts.Until = connector.Bound{}
+			opts.Until = replay.Bound{}
 			res, err = e.replay(c.table, opts)
 			if err != nil || !res.Complete || !res.FixedEnd || res.Stats.Commits != 0 || res.Plan.End[0] != 100 {
 				t.Fatalf("run again after --until: %+v, %v", res, err)

@@ -1,0 +1,97 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// ErrBadBound is matched (errors.Is) by every error about a replay's --from
+// or --until: malformed, in the future, out of the log, or until before from.
+var ErrBadBound = errors.New("bad replay bound")
+
+// BoundError reports a --from or --until that cannot be replayed.
+type BoundError struct {
+	Flag, Value string
+	Reason      string
+}
+
+func (e *BoundError) Error() string {
+	return fmt.Sprintf("%s %s: %s", e.Flag, e.Value, e.Reason)
+}
+
+func (e *BoundError) Is(target error) bool { return target == ErrBadBound }
+
+// Bound is where a replay starts (--from) or ends (--until). Exactly one of
+// its forms is set; the zero Bound is the log's edge: earliest for --from,
+// the end offsets at start for --until.
+type Bound struct {
+	// Spec is the text the bound was parsed from, for messages.
+	Spec string
+	// Time: per partition, the first offset whose record timestamp is at or
+	// after Time (ListOffsets by timestamp), or the end offset where none is.
+	Time time.Time
+	// Offsets per partition; partitions not named start at their log start
+	// (--from) or end at their end offset (--until).
+	Offsets map[int32]int64
+	// Snapshot (--from only): the positions a floe table's snapshot had
+	// reached; Run resolves it into Offsets.
+	Snapshot int64
+}
+
+// IsEdge reports whether b is the log's edge (earliest or end).
+func (b Bound) IsEdge() bool { return b.Time.IsZero() && b.Offsets == nil && b.Snapshot == 0 }
+
+// ParseBound parses a --from (from true) or --until value for topic:
+// "earliest" (from) or "end" (until), an RFC 3339 time, "snapshot:ID"
+// (from), or offsets "P=OFFSET[,P=OFFSET]" (TOPIC/P=OFFSET also accepted).
+func ParseBound(s, topic string, from bool) (Bound, error) {
+	flag, edge := "--until", "end"
+	if from {
+		flag, edge = "--from", "earliest"
+	}
+	bad := func(reason string) (Bound, error) {
+		return Bound{}, &BoundError{Flag: flag, Value: s, Reason: reason}
+	}
+	s = strings.TrimSpace(s)
+	b := Bound{Spec: s}
+	switch {
+	case s == "" || s == edge:
+		b.Spec = edge
+		return b, nil
+	case from && strings.HasPrefix(s, "snapshot:"):
+		id, err := strconv.ParseInt(strings.TrimPrefix(s, "snapshot:"), 10, 64)
+		if err != nil || id <= 0 {
+			return bad("want snapshot:ID with a snapshot id of a floe table")
+		}
+		b.Snapshot = id
+		return b, nil
+	case strings.Contains(s, "="):
+		cut, err := mapping.ParseCut(s, topic)
+		if err != nil {
+			return bad(err.Error())
+		}
+		b.Offsets = map[int32]int64{}
+		for tp, o := range cut {
+			if tp.Topic != topic {
+				return bad(fmt.Sprintf("names topic %s, but the replay reads %s", tp.Topic, topic))
+			}
+			b.Offsets[tp.Partition] = o
+		}
+		return b, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		forms := "end, an RFC 3339 time (2024-05-01T09:00:00Z) or offsets P=OFFSET[,P=OFFSET]"
+		if from {
+			forms = "earliest, an RFC 3339 time (2024-05-01T09:00:00Z), offsets P=OFFSET[,P=OFFSET] or snapshot:ID"
+		}
+		return bad("want " + forms)
+	}
+	b.Time = t
+	return b, nil
+}

@@ -1,0 +1,57 @@
+package replay_test
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// env is one test's stack: floetest.Env (a kfake broker over TCP, a SQLite
+// catalog and a file warehouse) with this package's helpers.
+type env struct {
+	*floetest.Env
+}
+
+func newEnv(t testing.TB) *env { return &env{floetest.New(t)} }
+
+// broker returns a new broker connection on every call, as a separate
+// process (a sink, a replay) would have.
+func (e *env) broker() *connector.Broker {
+	e.T.Helper()
+	return e.Env.Dial()
+}
+
+func quietLogger() *slog.Logger { return floetest.QuietLogger() }
+
+// sink runs a sink of cfg.Topic into tbl, over a broker connection of its
+// own, and returns its stats: the live tables replays are compared with.
+func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) (connector.Stats, error) {
+	e.T.Helper()
+	return e.Env.Sink(e.broker(), tbl, cfg)
+}
+
+// records is floetest.Records.
+func records(topic string, partition int32, n int, tag string) []*kgo.Record {
+	return floetest.Records(topic, partition, n, tag)
+}
+
+// rows is floetest.Rows.
+func rows(t testing.TB, tbl *snapshot.Table) []floetest.Row { return floetest.Rows(t, tbl) }
+
+// checkExactlyOnce is floetest.CheckExactlyOnce.
+func checkExactlyOnce(t testing.TB, tbl *snapshot.Table, want map[mapping.TopicPartition]int64) []floetest.Row {
+	t.Helper()
+	return floetest.CheckExactlyOnce(t, tbl, want)
+}
+
+// endOffsets is floetest.Env.HighWatermarks.
+func (e *env) endOffsets(topic string) map[mapping.TopicPartition]int64 {
+	e.T.Helper()
+	return e.HighWatermarks(topic)
+}

@@ -1,0 +1,198 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// Plan is a replay resolved against the broker: a finite job with a known
+// start and end per partition.
+type Plan struct {
+	Topic      string
+	Partitions []int32
+	// Start is each partition's first offset to read, End the offset it
+	// stops before (the last stable offset at most).
+	Start, End map[int32]int64
+	// Earliest is set when the replay starts at the log start; HeadLost
+	// then names partitions whose log start is above 0: retention deleted
+	// [0, log start) before the replay, and the ledger records it as lost.
+	Earliest bool
+	HeadLost map[int32]int64
+}
+
+// NewPlan resolves from and until into offsets per partition of topic, as
+// broker reports them now, and checks them, so that a bad bound fails
+// before anything is written: --from in the future, offsets outside the
+// retained log or of unknown partitions, and --until before --from are
+// *BoundError. A from.Snapshot must have been resolved into Offsets. now is
+// the wall clock.
+func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, until Bound, now time.Time) (Plan, error) {
+	p := Plan{Topic: topic, Start: map[int32]int64{}, End: map[int32]int64{}}
+	if from.Snapshot != 0 && from.Offsets == nil {
+		return p, fmt.Errorf("plan replay of %s: --from %s is not resolved to offsets", topic, from.Spec)
+	}
+	if !from.Time.IsZero() && from.Time.After(now) {
+		return p, &BoundError{Flag: "--from", Value: from.Spec,
+			Reason: fmt.Sprintf("is in the future (now is %s): no record can be at or after it", now.UTC().Format(time.RFC3339))}
+	}
+	if !from.Time.IsZero() && !until.Time.IsZero() && until.Time.Before(from.Time) {
+		return p, &BoundError{Flag: "--until", Value: until.Spec, Reason: "is before --from " + from.Spec}
+	}
+	parts, err := broker.Partitions(ctx, topic)
+	if err != nil {
+		return p, err
+	}
+	p.Partitions = parts
+	wm, err := broker.Watermarks(ctx, topic)
+	if err != nil {
+		return p, err
+	}
+	for _, bd := range []struct {
+		flag string
+		b    Bound
+	}{{"--from", from}, {"--until", until}} {
+		for _, part := range slices.Sorted(maps.Keys(bd.b.Offsets)) {
+			if _, ok := wm[part]; !ok {
+				return p, &BoundError{Flag: bd.flag, Value: bd.b.Spec,
+					Reason: fmt.Sprintf("topic %s has no partition %d (it has %d partitions)", topic, part, len(parts))}
+			}
+		}
+	}
+	byTime := func(t time.Time) (map[int32]int64, error) {
+		if t.IsZero() {
+			return nil, nil
+		}
+		return broker.OffsetsForTime(ctx, topic, t)
+	}
+	fromTime, err := byTime(from.Time)
+	if err != nil {
+		return p, err
+	}
+	untilTime, err := byTime(until.Time)
+	if err != nil {
+		return p, err
+	}
+	p.Earliest = from.IsEdge()
+	for _, part := range parts {
+		w := wm[part]
+		start, end := w.LogStart, w.LastStable
+		switch {
+		case fromTime != nil:
+			// The end offset where no record is at or after the time; an
+			// open transaction's records past the last stable offset are
+			// not readable yet.
+			start = min(fromTime[part], w.LastStable)
+		case from.Offsets != nil:
+			if o, ok := from.Offsets[part]; ok {
+				start = o
+			}
+		}
+		switch {
+		case untilTime != nil:
+			end = min(untilTime[part], w.LastStable)
+		case until.Offsets != nil:
+			if o, ok := until.Offsets[part]; ok {
+				end = o
+			}
+		}
+		if start < w.LogStart {
+			return p, &BoundError{Flag: "--from", Value: from.Spec,
+				Reason: fmt.Sprintf("partition %d starts at offset %d, but retention deleted everything below %d; replay from offset %d or later, or --from earliest",
+					part, start, w.LogStart, w.LogStart)}
+		}
+		if start > w.LastStable {
+			return p, &BoundError{Flag: "--from", Value: from.Spec,
+				Reason: fmt.Sprintf("partition %d starts at offset %d, past its end offset %d", part, start, w.LastStable)}
+		}
+		if end > w.LastStable {
+			return p, &BoundError{Flag: "--until", Value: until.Spec,
+				Reason: fmt.Sprintf("partition %d ends at offset %d, past its end offset %d: a replay reads only what the log holds at start", part, end, w.LastStable)}
+		}
+		if end < start {
+			return p, &BoundError{Flag: "--until", Value: until.Spec,
+				Reason: fmt.Sprintf("is before --from %s on partition %d (from offset %d, until offset %d)", from.Spec, part, start, end)}
+		}
+		p.Start[part], p.End[part] = start, end
+		if p.Earliest && w.LogStart > 0 {
+			if p.HeadLost == nil {
+				p.HeadLost = map[int32]int64{}
+			}
+			p.HeadLost[part] = w.LogStart
+		}
+	}
+	return p, nil
+}
+
+// Config returns the sink configuration that runs the plan: base (flush
+// policy, logger, callbacks) with the plan's start and end offsets. This is
+// how a replay stays the live sink's pipeline: the same connector.Sink,
+// bounded. A replay from earliest records [0, log start) as lost where
+// retention deleted it.
+func (p Plan) Config(base connector.Config) connector.Config {
+	c := base
+	c.Topic = p.Topic
+	c.StopAtEnd = true
+	c.EndOffsets = maps.Clone(p.End)
+	if p.Earliest {
+		c.Start, c.StartOffsets, c.RecordHeadLoss = connector.StartEarliest, nil, true
+	} else {
+		c.StartOffsets = maps.Clone(p.Start)
+	}
+	return c
+}
+
+// Remaining is the number of offsets left to replay given the target's
+// ledger: per partition, from where the ledger ends (or the plan's start) to
+// the plan's end.
+func (p Plan) Remaining(l mapping.Ledger) int64 {
+	next := l.Next()
+	var n int64
+	for _, part := range p.Partitions {
+		from := p.Start[part]
+		if o, ok := next[mapping.TopicPartition{Topic: p.Topic, Partition: part}]; ok {
+			from = max(from, o)
+		}
+		n += max(0, p.End[part]-from)
+	}
+	return n
+}
+
+// Complete reports whether the ledger reaches the plan's end on every
+// partition.
+func (p Plan) Complete(l mapping.Ledger) bool {
+	next := l.Next()
+	for _, part := range p.Partitions {
+		if p.End[part] > p.Start[part] && next[mapping.TopicPartition{Topic: p.Topic, Partition: part}] < p.End[part] {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckResume checks that a non-empty target ledger is this plan's own
+// earlier run, so that running a replay again continues it: the ledger holds
+// only the plan's topic, and every partition begins where the plan begins
+// (offset 0 for a replay from earliest, which records the head lost).
+func (p Plan) CheckResume(target string, l mapping.Ledger) error {
+	for _, tp := range l.Partitions() {
+		if tp.Topic != p.Topic {
+			return fmt.Errorf("%s holds topic %s, not %s: it is not this replay's target; replay into a new table or another --branch", target, tp.Topic, p.Topic)
+		}
+		want, ok := p.Start[tp.Partition]
+		if p.Earliest {
+			want = 0
+		}
+		first := mapping.Cover(l.Ranges(tp)).First
+		if !ok || first != want {
+			return fmt.Errorf("%s holds %s from offset %d, but this replay starts it at %d: it is another replay's target; replay into a new table or another --branch",
+				target, tp, first, want)
+		}
+	}
+	return nil
+}

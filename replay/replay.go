@@ -1,0 +1,202 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Options configure Run.
+type Options struct {
+	Topic       string
+	From, Until Bound
+	// Branch, when set, writes onto that branch of an existing table,
+	// created empty when missing; Publish then makes it main's head.
+	Branch  string
+	Publish bool
+	// Fold is "" (every record a row) or snapshot.FoldLatest (a state
+	// table; see snapshot.PropFold).
+	Fold string
+	// Sink carries the flush policy, writer identity, logger and the
+	// OnRecords/OnCommit callbacks; Run sets its topic and bounds.
+	Sink connector.Config
+	// OnStart, when set, is called once the target is open, before the
+	// first record is read.
+	OnStart func(Start)
+}
+
+// Start describes a replay about to run.
+type Start struct {
+	Plan Plan
+	// Target names the table (and branch) written.
+	Target string
+	// Resumed is set when the target already held part of this replay.
+	Resumed bool
+	// FixedEnd is set when the default --until was taken from the end this
+	// replay recorded when it started (PropUntil), not from the log's end
+	// offsets now.
+	FixedEnd bool
+	// Remaining is the number of offsets left to read.
+	Remaining int64
+	// SourceTable is the table a --from snapshot:ID was found in.
+	SourceTable string
+}
+
+// Result describes a finished (or interrupted) replay.
+type Result struct {
+	Start
+	Stats connector.Stats
+	// Complete is set when every partition reached its end offset; an
+	// interrupted replay is not complete, and running it again resumes it.
+	Complete bool
+	// Published is set when Publish moved main: from its previous head to
+	// the branch's.
+	Published        bool
+	MainFrom, MainTo int64
+	// Head is the target's head snapshot when the run ended (0: none), and
+	// Next each partition's next offset in its ledger then (absent: none).
+	Head int64
+	Next map[int32]int64
+}
+
+// Run rebuilds a table from the log with the same sink that sinks live
+// data (connector.Sink, bounded by the plan): from opts.From to opts.Until
+// into a new table ident (refusing a table that holds anything but this
+// replay), or onto a branch of an existing one. The sink's settings, and
+// every bound against the broker, are checked before anything is written.
+// Interrupting it (cancelling ctx) commits what was read; running the same
+// replay again resumes from the target's ledger.
+//
+// A replay is a finite job: the default --until (opts.Until is the edge)
+// is the log's end offsets when the replay starts, recorded in the target
+// (PropUntil). Running the same replay again continues to that end, never
+// past it, so a complete replay run again reads and writes nothing even
+// when the log has grown since. An explicit --until replaces the recorded
+// end.
+func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ident table.Identifier, opts Options) (Result, error) {
+	var res Result
+	name := strings.Join(ident, ".")
+	switch {
+	case opts.Topic == "":
+		return res, errors.New("no topic: pass --topic NAME")
+	case opts.Fold != "" && opts.Fold != snapshot.FoldLatest:
+		return res, fmt.Errorf("--fold %q: want %s", opts.Fold, snapshot.FoldLatest)
+	case opts.Publish && opts.Branch == "":
+		return res, errors.New("--publish needs --branch: a replay into a new table has nothing to publish")
+	case opts.Branch == table.MainBranch:
+		return res, fmt.Errorf("--branch %s: replay onto a branch other than main, then --publish it", table.MainBranch)
+	case opts.Until.Snapshot != 0:
+		return res, &BoundError{Flag: "--until", Value: opts.Until.Spec, Reason: "a snapshot is a start position; want end, a time or offsets"}
+	}
+	// The sink's settings (--on-data-loss, --start) are checked before
+	// anything is written: connector.NewSink would check them only once
+	// the target table or branch exists.
+	sinkCfg := opts.Sink
+	sinkCfg.Topic = opts.Topic
+	if err := sinkCfg.Validate(); err != nil {
+		return res, err
+	}
+	from := opts.From
+	if from.Snapshot != 0 {
+		src, offsets, err := snapshotPositions(ctx, cat, ident, opts.Topic, from.Snapshot)
+		if err != nil {
+			return res, err
+		}
+		from.Offsets, res.SourceTable = offsets, src
+	}
+	until := opts.Until
+	if until.IsEdge() {
+		fixed, ok, err := recordedUntil(ctx, cat, ident, opts)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			until, res.FixedEnd = fixed, true
+		}
+	}
+	plan, err := NewPlan(ctx, broker, opts.Topic, from, until, time.Now())
+	if err != nil {
+		return res, err
+	}
+	if res.FixedEnd {
+		// A partition added to the topic after the replay started has
+		// nothing to replay: its end offset at start did not exist.
+		for _, part := range plan.Partitions {
+			if _, ok := until.Offsets[part]; !ok {
+				plan.End[part] = plan.Start[part]
+			}
+		}
+	}
+	res.Plan = plan
+
+	tbl, err := openTarget(ctx, cat, ident, opts)
+	if err != nil {
+		return res, err
+	}
+	res.Target = name
+	if opts.Branch != "" {
+		res.Target = name + " branch " + opts.Branch
+	}
+	ledger, err := tbl.Ledger()
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", res.Target, err)
+	}
+	if len(ledger.Commits) > 0 {
+		if err := plan.CheckResume(res.Target, ledger); err != nil {
+			return res, err
+		}
+		res.Resumed = true
+	}
+	// Record the replay's end before reading anything, so that an
+	// interrupted run continues to it.
+	if key, v := untilKey(opts.Branch), formatUntil(plan.End); tbl.Iceberg().Properties()[key] != v {
+		if err := setProperty(ctx, tbl, key, v); err != nil {
+			return res, err
+		}
+	}
+	res.Remaining = plan.Remaining(ledger)
+	if opts.OnStart != nil {
+		opts.OnStart(res.Start)
+	}
+
+	sink, err := connector.NewSink(broker, tbl, plan.Config(opts.Sink))
+	if err != nil {
+		return res, err
+	}
+	res.Stats, err = sink.Run(ctx)
+	if err != nil {
+		return res, err
+	}
+	if err := tbl.Refresh(context.WithoutCancel(ctx)); err != nil {
+		return res, err
+	}
+	if ledger, err = tbl.Ledger(); err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", res.Target, err)
+	}
+	res.Complete = plan.Complete(ledger)
+	res.Next = map[int32]int64{}
+	for tp, n := range ledger.Next() {
+		if tp.Topic == plan.Topic {
+			res.Next[tp.Partition] = n
+		}
+	}
+	if h := tbl.Head(); h != nil {
+		res.Head = h.SnapshotID
+	}
+	if res.Complete && opts.Publish && ctx.Err() == nil {
+		res.MainFrom, res.MainTo, err = tbl.Publish(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Published = true
+	}
+	return res, nil
+}

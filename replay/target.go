@@ -1,0 +1,173 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// PropOf marks a table created by a replay: its value is the topic
+// replayed. Only such a table (or an empty one) accepts a replay without
+// --branch, so a replay never writes into someone else's table, and running
+// the same replay again resumes it.
+const PropOf = "floe.replay.of"
+
+// PropUntil records the end offsets a replay runs to, as an --until value
+// (P=OFFSET,...), so that the replay is a finite job: written before its
+// first record is read, and used by a later run of the same replay with the
+// default --until, which therefore continues to the same end instead of the
+// log's end at that run. A replay onto a branch keeps it under PropUntil +
+// "." + BRANCH.
+const PropUntil = "floe.replay.until"
+
+// untilKey is the table property holding the end of a replay onto branch
+// ("" for a replay into its own table).
+func untilKey(branch string) string {
+	if branch == "" {
+		return PropUntil
+	}
+	return PropUntil + "." + branch
+}
+
+// formatUntil writes end offsets as an --until value.
+func formatUntil(end map[int32]int64) string {
+	parts := make([]string, 0, len(end))
+	for _, p := range slices.Sorted(maps.Keys(end)) {
+		parts = append(parts, fmt.Sprintf("%d=%d", p, end[p]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// recordedUntil returns the end an earlier run of this replay recorded in
+// its target (PropUntil) as an --until bound. ok is false when there is
+// none to continue: no target yet (or not loadable: opening the target
+// reports why), an empty ledger, a ledger of another topic, or no recorded
+// end.
+func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (b Bound, ok bool, err error) {
+	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Branch: opts.Branch})
+	if err != nil {
+		return Bound{}, false, nil
+	}
+	v := t.Iceberg().Properties()[untilKey(opts.Branch)]
+	if v == "" {
+		return Bound{}, false, nil
+	}
+	l, err := t.Ledger()
+	if err != nil || len(l.Commits) == 0 {
+		return Bound{}, false, nil
+	}
+	for _, tp := range l.Partitions() {
+		if tp.Topic != opts.Topic {
+			return Bound{}, false, nil
+		}
+	}
+	b, err = ParseBound(v, opts.Topic, false)
+	if err != nil || b.Offsets == nil {
+		return Bound{}, false, fmt.Errorf("table %s: property %s=%q is not the end offsets of a replay (P=OFFSET,...): %v",
+			t.Name(), untilKey(opts.Branch), v, err)
+	}
+	b.Spec = "end (fixed when this replay started: " + v + ")"
+	return b, true, nil
+}
+
+// setProperty sets one table property, reloading and trying again when
+// another writer (a live sink on main) committed in between.
+func setProperty(ctx context.Context, tbl *snapshot.Table, key, value string) error {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			if err := tbl.Refresh(ctx); err != nil {
+				return err
+			}
+		}
+		if err = tbl.SetProperties(ctx, map[string]string{key: value}); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// snapshotPositions returns the next offset per partition of topic that
+// snapshot id of a floe table had reached, and the table's name.
+func snapshotPositions(ctx context.Context, cat catalog.Catalog, target table.Identifier, topic string, id int64) (string, map[int32]int64, error) {
+	src, err := snapshot.FindSnapshot(ctx, cat, id, target)
+	if err != nil {
+		return "", nil, fmt.Errorf("--from snapshot:%d: %w", id, err)
+	}
+	l, err := src.LedgerAt(id)
+	if err != nil {
+		return "", nil, fmt.Errorf("--from snapshot:%d: ledger of %s: %w", id, src.Name(), err)
+	}
+	out := map[int32]int64{}
+	for tp, next := range l.Next() {
+		if tp.Topic == topic {
+			out[tp.Partition] = next
+		}
+	}
+	if len(out) == 0 {
+		return "", nil, &BoundError{Flag: "--from", Value: fmt.Sprintf("snapshot:%d", id),
+			Reason: fmt.Sprintf("snapshot of %s has no positions of topic %s", src.Name(), topic)}
+	}
+	return src.Name(), out, nil
+}
+
+// openTarget opens the table a replay writes: a new table (created with the
+// replay marker), an empty one, or this replay's own earlier target; or,
+// with a branch, that branch of an existing table, created empty.
+func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (*snapshot.Table, error) {
+	name := strings.Join(ident, ".")
+	checkFold := func(t *snapshot.Table) error {
+		switch {
+		case t.Fold() == opts.Fold:
+			return nil
+		case opts.Fold == "":
+			return fmt.Errorf("table %s is a state table (%s=%s); pass --fold %s, or replay into another table", name, snapshot.PropFold, t.Fold(), t.Fold())
+		default:
+			return fmt.Errorf("table %s is not a state table; --fold %s needs a new table or a state table", name, opts.Fold)
+		}
+	}
+	if opts.Branch == "" {
+		props := map[string]string{PropOf: opts.Topic}
+		if opts.Fold != "" {
+			props[snapshot.PropFold] = opts.Fold
+		}
+		t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Properties: props})
+		if err != nil {
+			return nil, err
+		}
+		if t.Head() != nil && t.Iceberg().Properties()[PropOf] != opts.Topic {
+			return nil, fmt.Errorf("table %s exists and is not empty: a replay writes a new table; pick another --table, or pass --branch NAME to rebuild it on a branch", name)
+		}
+		if err := checkFold(t); err != nil {
+			return nil, err
+		}
+		if t.Iceberg().Properties()[PropOf] != opts.Topic {
+			// An empty table someone created: mark it, so that running
+			// this replay again resumes.
+			if err := t.SetProperties(ctx, props); err != nil {
+				return nil, err
+			}
+		}
+		return t, nil
+	}
+	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--branch writes onto a branch of an existing table: %w", err)
+	}
+	if err := checkFold(t); err != nil {
+		return nil, err
+	}
+	if !t.HasBranch(opts.Branch) {
+		if err := t.CreateEmptyBranch(ctx, opts.Branch); err != nil {
+			return nil, err
+		}
+	}
+	return snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Branch: opts.Branch})
+}

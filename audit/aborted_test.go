@@ -54,11 +54,11 @@ func abortedThenDeleted(t *testing.T, e *env, topic string) *snapshot.Table {
 func TestAuditAbortedDeletedIsNoLoss(t *testing.T) {
 	e := newEnv(t)
 	tbl := abortedThenDeleted(t, e, "abortgap")
-	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.broker()}))
+	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.Broker()}))
 	// The next run records the deleted offsets as aborted: every level is
 	// clean, and a note says what was judged.
 	e.sink(tbl, connector.Config{Topic: "abortgap"})
-	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
 	expectFindings(t, rep)
 	if p := rep.Partitions[0]; len(p.Aborted) != 1 || p.Aborted[0] != (mapping.Interval{Low: 10, High: 15}) || len(p.Lost) != 0 {
 		t.Fatalf("partition %+v: want [10, 15) recorded as aborted, nothing lost", p)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -21,10 +22,10 @@ func auditEveryLevel(t *testing.T, e *env, tbl *snapshot.Table) *audit.Report {
 	t.Helper()
 	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
 		expectFindings(t, e.audit(tbl, opts))
-		opts.Broker = e.broker()
+		opts.Broker = e.Broker()
 		expectFindings(t, e.audit(tbl, opts))
 	}
-	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
 	expectFindings(t, rep)
 	if !rep.Complete() {
 		t.Fatal("report with no findings is not complete")
@@ -51,24 +52,9 @@ func contentTotals(rep *audit.Report) audit.ContentStats {
 func TestCleanTransactions(t *testing.T) {
 	e := newEnv(t)
 	const topic = "events"
-	e.Topic(topic, 3, nil)
-	rows := 0
-	for p := range int32(3) {
-		e.Produce(records(topic, p, 120, "a"))
-		rows += 120
-	}
-	var committed, aborted []*kgo.Record
-	for p := range int32(3) {
-		committed = append(committed, records(topic, p, 10, "txn")...)
-		aborted = append(aborted, records(topic, p, 7, "aborted")...)
-	}
-	e.Txn("t-commit", committed, true)
-	e.Txn("t-abort", aborted, false)
-	rows += len(committed)
 	// Partition 0 goes on after the aborted transaction; the others end in
 	// its abort marker.
-	e.Produce(records(topic, 0, 25, "b"))
-	rows += 25
+	rows := e.MixedLog(topic, floetest.MixedLog{Partitions: 3, Records: 120, Committed: 10, Aborted: 7, Trailing: 25})
 
 	tbl := e.Table("lake.events")
 	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 50})

@@ -84,38 +84,74 @@ func fileOf(t *testing.T, tbl *snapshot.Table, p int32, low int64) snapshot.Data
 	return snapshot.DataFile{}
 }
 
-func TestFaultFileRemovedByOverwrite(t *testing.T) {
-	e := newEnv(t)
-	tbl := sunkTable(t, e, "over")
-	f := fileOf(t, tbl, 1, 20)
-	// An overwrite whose filter matches exactly that file's rows deletes
-	// it, and adds nothing.
+// overwriteRows commits, as another writer would, an overwrite that adds
+// nothing and deletes the rows filter matches.
+func overwriteRows(t *testing.T, tbl *snapshot.Table, filter iceberg.BooleanExpression) {
+	t.Helper()
 	empty, err := array.NewRecordReader(tbl.ArrowSchema(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	txn := tbl.Iceberg().NewTransaction()
-	filter := iceberg.NewAnd(
-		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(1)),
-		iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), f.Offsets.Low),
-		iceberg.LessThan(iceberg.Reference(mapping.ColOffset), f.Offsets.High))
-	if err := txn.Overwrite(e.Ctx, empty, nil, table.WithOverwriteFilter(filter)); err != nil {
+	if err := txn.Overwrite(t.Context(), empty, nil, table.WithOverwriteFilter(filter)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(e.Ctx); err != nil {
+	if _, err := txn.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	expectFindings(t, e.audit(tbl, ledgerOnly))
-	rep := e.audit(tbl, filesDepth)
-	expectFindings(t, rep, "files missing-file over/1 [20, 40)")
-	if rep.Findings[0].File != f.Path {
-		t.Fatalf("finding names %q, want the removed file %q", rep.Findings[0].File, f.Path)
-	}
-	expectFindings(t, e.audit(tbl, rowsDepth), "files missing-file over/1 [20, 40)", "rows count-mismatch over/1 [20, 40)")
-	rep = e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
-	expectFindings(t, rep, "files missing-file over/1 [20, 40)", "rows count-mismatch over/1 [20, 40)",
-		"content missing-row over/1 [20, 40)")
+// TestFaultFileRemovedByOverwrite: another writer's overwrite deletes
+// rows floe committed, in an event table (one data file) and in a state
+// table (every row of a partition).
+func TestFaultFileRemovedByOverwrite(t *testing.T) {
+	t.Run("event", func(t *testing.T) {
+		e := newEnv(t)
+		tbl := sunkTable(t, e, "over")
+		f := fileOf(t, tbl, 1, 20)
+		// A filter that matches exactly that file's rows deletes it.
+		overwriteRows(t, tbl, iceberg.NewAnd(
+			iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(1)),
+			iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), f.Offsets.Low),
+			iceberg.LessThan(iceberg.Reference(mapping.ColOffset), f.Offsets.High)))
+
+		expectFindings(t, e.audit(tbl, ledgerOnly))
+		rep := e.audit(tbl, filesDepth)
+		expectFindings(t, rep, "files missing-file over/1 [20, 40)")
+		if rep.Findings[0].File != f.Path {
+			t.Fatalf("finding names %q, want the removed file %q", rep.Findings[0].File, f.Path)
+		}
+		expectFindings(t, e.audit(tbl, rowsDepth), "files missing-file over/1 [20, 40)", "rows count-mismatch over/1 [20, 40)")
+		expectFindings(t, e.audit(tbl, contentDepth(e)), "files missing-file over/1 [20, 40)", "rows count-mismatch over/1 [20, 40)",
+			"content missing-row over/1 [20, 40)")
+	})
+	t.Run("state", func(t *testing.T) {
+		e := newEnv(t)
+		tbl, recs := foldedTopic(t, e, "stateover")
+		before, err := tbl.Files(e.Ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		overwriteRows(t, tbl, iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(0)))
+
+		var removed []string
+		for _, f := range before {
+			removed = append(removed, "files missing-file stateover/0 "+f.Offsets.String())
+		}
+		expectFindings(t, e.audit(tbl, ledgerOnly))
+		rep := e.audit(tbl, filesDepth)
+		expectFindings(t, rep, removed...)
+		if f := rep.Findings[0]; f.SnapshotID != tbl.Head().SnapshotID || !strings.Contains(f.Detail, "not a floe commit") {
+			t.Fatalf("finding %+v, want the overwrite snapshot %d named", f, tbl.Head().SnapshotID)
+		}
+		expectFindings(t, e.audit(tbl, rowsDepth), removed...)
+		// Every key's latest value is gone.
+		want := slices.Clone(removed)
+		for _, iv := range runs(stateOffsets(recs)) {
+			want = append(want, "content missing-row stateover/0 "+iv.String())
+		}
+		expectFindings(t, e.audit(tbl, contentDepth(e)), want...)
+	})
 }
 
 // writeFile writes rows as a Parquet data file in the table's location and
@@ -133,26 +169,48 @@ func writeFile(t *testing.T, tbl *snapshot.Table, rows arrow.RecordBatch) string
 	return path
 }
 
-func TestFaultForeignFile(t *testing.T) {
-	e := newEnv(t)
-	tbl := sunkTable(t, e, "foreign")
-	tp := mapping.TopicPartition{Topic: "foreign", Partition: 0}
-	path := writeFile(t, tbl, batch(t, tbl, tp, span(1000, 1010)...))
-	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.AddFiles(e.Ctx, []string{path}, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
+// tableKinds are the two kinds of floe table the audit checks: an event
+// table (floe sink) and a state table (a fold), each with a partition 0 of
+// the given topic, for faults that both must report alike.
+var tableKinds = []struct {
+	name  string
+	build func(t *testing.T, e *env, topic string) *snapshot.Table
+}{
+	{"event", sunkTable},
+	{"state", func(t *testing.T, e *env, topic string) *snapshot.Table {
+		tbl, _ := foldedTopic(t, e, topic)
+		return tbl
+	}},
+}
 
-	expectFindings(t, e.audit(tbl, ledgerOnly))
-	rep := e.audit(tbl, filesDepth)
-	expectFindings(t, rep, "files foreign-file foreign/0 [1000, 1010)")
-	if f := rep.Findings[0]; f.File != path || !strings.Contains(f.Detail, "not a floe commit") {
-		t.Fatalf("finding %+v, want file %s", f, path)
+func TestFaultForeignFile(t *testing.T) {
+	for _, k := range tableKinds {
+		t.Run(k.name, func(t *testing.T) {
+			e := newEnv(t)
+			topic := "foreign" + k.name
+			tbl := k.build(t, e, topic)
+			tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+			path := writeFile(t, tbl, batch(t, tbl, tp, span(1000, 1010)...))
+			txn := tbl.Iceberg().NewTransaction()
+			if err := txn.AddFiles(e.Ctx, []string{path}, nil, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := txn.Commit(e.Ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			expectFindings(t, e.audit(tbl, ledgerOnly))
+			foreign := "files foreign-file " + topic + "/0 [1000, 1010)"
+			rep := e.audit(tbl, filesDepth)
+			expectFindings(t, rep, foreign)
+			if f := rep.Findings[0]; f.File != path || !strings.Contains(f.Detail, "not a floe commit") {
+				t.Fatalf("finding %+v, want file %s", f, path)
+			}
+			want := []string{foreign, "rows outside-ledger " + topic + "/0 [1000, 1010)"}
+			expectFindings(t, e.audit(tbl, rowsDepth), want...)
+			expectFindings(t, e.audit(tbl, contentDepth(e)), want...)
+		})
 	}
-	expectFindings(t, e.audit(tbl, rowsDepth), "files foreign-file foreign/0 [1000, 1010)", "rows outside-ledger foreign/0 [1000, 1010)")
 }
 
 // rewriteInPlace replaces the content of a committed data file, keeping
@@ -196,8 +254,8 @@ func TestFaultAlteredContent(t *testing.T) {
 	// Same offsets, other keys and values: only the content level sees it.
 	rewriteInPlace(t, tbl, f, batch(t, tbl, tp, span(40, 60)...))
 	expectFindings(t, e.audit(tbl, rowsDepth))
-	expectFindings(t, e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker()}))
-	rep := e.audit(tbl, audit.Options{Broker: e.broker(), VerifyContent: true})
+	expectFindings(t, e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker()}))
+	rep := e.audit(tbl, audit.Options{Broker: e.Broker(), VerifyContent: true})
 	expectFindings(t, rep, "content content-mismatch edited/0 [40, 60)")
 }
 
@@ -215,7 +273,7 @@ func TestFaultLossRecorded(t *testing.T) {
 	}
 	e.sink(tbl, connector.Config{Topic: topic, OnDataLoss: connector.LossRecord})
 
-	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth, {Broker: e.broker(), VerifyContent: true}} {
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth, {Broker: e.Broker(), VerifyContent: true}} {
 		rep := e.audit(tbl, opts)
 		expectFindings(t, rep, "ledger lost lossy/0 [100, 150)")
 		if p := rep.Partitions[0]; len(p.Lost) != 1 || p.Next != 200 {
@@ -267,7 +325,7 @@ func TestCleanLossInsideOneFlush(t *testing.T) {
 		t.Fatalf("coverage %+v: want rows, a loss up to 50 and rows up to 100", c)
 	}
 	lost := fmt.Sprintf("ledger lost midloss/0 %s", c.Lost[0])
-	for _, opts := range []audit.Options{filesDepth, rowsDepth, {Broker: e.broker(), VerifyContent: true}} {
+	for _, opts := range []audit.Options{filesDepth, rowsDepth, {Broker: e.Broker(), VerifyContent: true}} {
 		expectFindings(t, e.audit(tbl, opts), lost)
 	}
 }
@@ -285,7 +343,7 @@ func TestFaultLossUnrecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectFindings(t, e.audit(tbl, rowsDepth))
-	rep := e.audit(tbl, audit.Options{Broker: e.broker()})
+	rep := e.audit(tbl, audit.Options{Broker: e.Broker()})
 	expectFindings(t, rep, "broker unrecorded-loss gone/0 [100, 150)")
 	if b := rep.Partitions[0].Broker; b.Lag != 50 || b.LogStart != 150 {
 		t.Fatalf("broker state %+v, want lag 50 from log start 150", b)
@@ -302,7 +360,7 @@ func TestFaultUnseenPartition(t *testing.T) {
 	e.sink(tbl, connector.Config{Topic: topic})
 	// A third partition appears and receives records the table never saw;
 	// a fourth stays empty, which is not a finding.
-	resp, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.Ctx, 2, topic)
+	resp, err := kadm.NewClient(e.Broker().Client()).CreatePartitions(e.Ctx, 2, topic)
 	if err == nil {
 		err = resp.Error()
 	}
@@ -312,7 +370,7 @@ func TestFaultUnseenPartition(t *testing.T) {
 	e.Produce(records(topic, 2, 5, "new"))
 
 	expectFindings(t, e.audit(tbl, rowsDepth))
-	rep := e.audit(tbl, audit.Options{Broker: e.broker(), VerifyContent: true})
+	rep := e.audit(tbl, audit.Options{Broker: e.Broker(), VerifyContent: true})
 	expectFindings(t, rep, "broker unseen-partition grown/2 [0, 5)")
 	if n := len(rep.Partitions); n != 4 {
 		t.Fatalf("%d partitions in the report, want 4", n)
@@ -385,7 +443,7 @@ func TestBadInputOptions(t *testing.T) {
 	}
 	// A topic the broker does not have: every partition is a finding, not
 	// an error.
-	rep := e.audit(tbl, audit.Options{Broker: e.broker()})
+	rep := e.audit(tbl, audit.Options{Broker: e.Broker()})
 	expectFindings(t, rep, "broker missing-partition t/0")
 	if !strings.Contains(rep.Findings[0].Detail, "does not exist on the broker") {
 		t.Fatalf("detail %q", rep.Findings[0].Detail)
@@ -419,7 +477,7 @@ func TestFaultHoleOnDeleteTopic(t *testing.T) {
 	e.Stack.Cluster.Compact()                   // removes 4
 	e.sink(tbl, connector.Config{Topic: topic}) // rows 5, 6
 
-	content := audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true}
+	content := audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}
 	rep := e.audit(tbl, content)
 	expectFindings(t, rep)
 	if c := contentTotals(rep); c.Verified != 5 || c.Compacted != 1 || c.Unverifiable != 1 {
@@ -427,7 +485,7 @@ func TestFaultHoleOnDeleteTopic(t *testing.T) {
 	}
 
 	del := "delete"
-	resp, err := kadm.NewClient(e.broker().Client()).AlterTopicConfigs(e.Ctx,
+	resp, err := kadm.NewClient(e.Broker().Client()).AlterTopicConfigs(e.Ctx,
 		[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &del}}, topic)
 	if err == nil {
 		_, err = resp.On(topic, nil)
@@ -461,7 +519,7 @@ func TestFaultUnrecordedStart(t *testing.T) {
 	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
 	forceCommit(t, tbl, tp, 20, 30, span(20, 30))
 	expectFindings(t, e.audit(tbl, rowsDepth))
-	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.broker()}), "broker unrecorded-start late/0 [0, 20)")
+	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.Broker()}), "broker unrecorded-start late/0 [0, 20)")
 }
 
 // TestCleanStartLatest: a sink started with --start latest records where
@@ -476,7 +534,7 @@ func TestCleanStartLatest(t *testing.T) {
 	e.sink(tbl, connector.Config{Topic: topic, Start: connector.StartLatest})
 	e.Produce(records(topic, 0, 10, "new"))
 	e.sink(tbl, connector.Config{Topic: topic, Start: connector.StartLatest})
-	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
 	expectFindings(t, rep)
 	if p := rep.Partitions[0]; !p.Started || p.First != 20 || p.Next != 30 {
 		t.Fatalf("partition %+v: want a recorded start at 20 and next 30", p)
@@ -502,5 +560,5 @@ func TestFaultTopicRecreated(t *testing.T) {
 	e.Topic(topic, 1, nil)
 	e.Produce(records(topic, 0, 80, "b"))
 	expectFindings(t, e.audit(tbl, rowsDepth))
-	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.broker()}), "broker topic-recreated")
+	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.Broker()}), "broker topic-recreated")
 }

@@ -27,19 +27,13 @@ type env struct {
 
 func newEnv(t testing.TB) *env { return &env{floetest.New(t)} }
 
-// broker returns the test's one broker connection.
-func (e *env) broker() *connector.Broker {
-	e.T.Helper()
-	return e.Env.Broker()
-}
-
 func quietLogger() *slog.Logger { return floetest.QuietLogger() }
 
 // sink runs a bounded sink of cfg.Topic into tbl.
 func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) connector.Stats {
 	e.T.Helper()
 	cfg.StopAtEnd = true
-	stats, err := e.Env.Sink(e.broker(), tbl, cfg)
+	stats, err := e.Env.Sink(e.Broker(), tbl, cfg)
 	if err != nil {
 		e.T.Fatal(err)
 	}

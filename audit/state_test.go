@@ -11,15 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
@@ -62,7 +60,7 @@ func (e *env) foldReplay(ctx context.Context, name, topic string, onCommit func(
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	return replay.Run(ctx, e.broker(), cat, ident, replay.Options{Topic: topic, Fold: snapshot.FoldLatest,
+	return replay.Run(ctx, e.Broker(), cat, ident, replay.Options{Topic: topic, Fold: snapshot.FoldLatest,
 		Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(), OnCommit: onCommit}})
 }
 
@@ -145,24 +143,13 @@ func appendUnfolded(t *testing.T, tbl *snapshot.Table, r mapping.Range, recs ...
 
 // contentDepth is every level.
 func contentDepth(e *env) audit.Options {
-	return audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true}
+	return audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}
 }
 
 func TestStateCleanFoldWithTransactions(t *testing.T) {
 	e := newEnv(t)
 	const topic = "kv"
-	e.Topic(topic, 2, nil)
-	for p := range int32(2) {
-		e.Produce(records(topic, p, 90, "a"))
-	}
-	var committed, aborted []*kgo.Record
-	for p := range int32(2) {
-		committed = append(committed, records(topic, p, 10, "txn")...)
-		aborted = append(aborted, records(topic, p, 7, "aborted")...)
-	}
-	e.Txn("t-commit", committed, true)
-	e.Txn("t-abort", aborted, false)
-	e.Produce(records(topic, 0, 25, "b"))
+	e.MixedLog(topic, floetest.MixedLog{Partitions: 2, Records: 90, Committed: 10, Aborted: 7, Trailing: 25})
 
 	res, err := e.foldReplay(e.Ctx, "lake.kv", topic, nil)
 	if err != nil || !res.Complete || res.Stats.Commits < 3 {
@@ -388,69 +375,6 @@ func TestStateFaultNullKeyRow(t *testing.T) {
 	expectFindings(t, e.audit(tbl, filesDepth))
 	expectFindings(t, e.audit(tbl, rowsDepth), "rows null-key nullkey/0 [60, 61)")
 	expectFindings(t, e.audit(tbl, contentDepth(e)), "rows null-key nullkey/0 [60, 61)", "content unexpected-row nullkey/0 [60, 61)")
-}
-
-func TestStateFaultForeignFile(t *testing.T) {
-	e := newEnv(t)
-	tbl, _ := foldedTopic(t, e, "stateforeign")
-	tp := mapping.TopicPartition{Topic: "stateforeign", Partition: 0}
-	path := writeFile(t, tbl, batch(t, tbl, tp, span(1000, 1010)...))
-	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.AddFiles(e.Ctx, []string{path}, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	expectFindings(t, e.audit(tbl, ledgerOnly))
-	rep := e.audit(tbl, filesDepth)
-	expectFindings(t, rep, "files foreign-file stateforeign/0 [1000, 1010)")
-	if rep.Findings[0].File != path {
-		t.Fatalf("finding names %q, want %q", rep.Findings[0].File, path)
-	}
-	want := []string{"files foreign-file stateforeign/0 [1000, 1010)", "rows outside-ledger stateforeign/0 [1000, 1010)"}
-	expectFindings(t, e.audit(tbl, rowsDepth), want...)
-	expectFindings(t, e.audit(tbl, contentDepth(e)), want...)
-}
-
-func TestStateFaultFileRemovedByOverwrite(t *testing.T) {
-	e := newEnv(t)
-	tbl, recs := foldedTopic(t, e, "stateover")
-	before, err := tbl.Files(e.Ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Another writer deletes every row of the partition.
-	empty, err := array.NewRecordReader(tbl.ArrowSchema(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.Overwrite(e.Ctx, empty, nil, table.WithOverwriteFilter(iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(0)))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	var removed []string
-	for _, f := range before {
-		removed = append(removed, "files missing-file stateover/0 "+f.Offsets.String())
-	}
-	expectFindings(t, e.audit(tbl, ledgerOnly))
-	rep := e.audit(tbl, filesDepth)
-	expectFindings(t, rep, removed...)
-	if f := rep.Findings[0]; f.SnapshotID != tbl.Head().SnapshotID || !strings.Contains(f.Detail, "not a floe commit") {
-		t.Fatalf("finding %+v, want the overwrite snapshot %d named", f, tbl.Head().SnapshotID)
-	}
-	expectFindings(t, e.audit(tbl, rowsDepth), removed...)
-	// Every key's latest value is gone.
-	want := slices.Clone(removed)
-	for _, iv := range runs(stateOffsets(recs)) {
-		want = append(want, "content missing-row stateover/0 "+iv.String())
-	}
-	expectFindings(t, e.audit(tbl, contentDepth(e)), want...)
 }
 
 func TestStateUnknownFold(t *testing.T) {

@@ -20,19 +20,13 @@ type env struct {
 
 func newEnv(t testing.TB) *env { return &env{floetest.New(t)} }
 
-// broker returns a new broker connection on every call.
-func (e *env) broker() *connector.Broker {
-	e.T.Helper()
-	return e.Env.Dial()
-}
-
 func quietLogger() *slog.Logger { return floetest.QuietLogger() }
 
 // sink runs a sink of cfg.Topic into tbl, over a broker connection of its
 // own, and returns its stats.
 func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) (connector.Stats, error) {
 	e.T.Helper()
-	return e.Env.Sink(e.broker(), tbl, cfg)
+	return e.Env.Sink(e.Dial(), tbl, cfg)
 }
 
 // records is floetest.Records.

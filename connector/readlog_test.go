@@ -18,7 +18,7 @@ func readAll(ctx context.Context, e *env, topic string, from, to int64) ([]int64
 		offsets  []int64
 		logStart int64 = -1
 	)
-	err := e.broker().ReadLog(ctx, topic, 0, from, to, func(r *kgo.Record, ls int64) bool {
+	err := e.Dial().ReadLog(ctx, topic, 0, from, to, func(r *kgo.Record, ls int64) bool {
 		offsets = append(offsets, r.Offset)
 		logStart = ls
 		return true
@@ -137,7 +137,7 @@ func TestReadLogDeadlineIsAnError(t *testing.T) {
 	e := newEnv(t)
 	e.Topic("stuck", 1, nil)
 	e.Produce(records("stuck", 0, 10, "a"))
-	b := e.broker()
+	b := e.Dial()
 	delayFetches(e, 1, 3*time.Second)
 	ctx, cancel := context.WithTimeout(e.Ctx, time.Second)
 	defer cancel()

@@ -74,7 +74,7 @@ func TestDeletedCommittedRecordsAreALoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, aerr := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	rep, aerr := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Dial(), VerifyContent: true})
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
@@ -115,7 +115,7 @@ func TestLossAtSessionStartCommittedWhenIdle(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	rep, err := audit.Run(e.Ctx, reader, audit.Options{Broker: e.broker()})
+	rep, err := audit.Run(e.Ctx, reader, audit.Options{Broker: e.Dial()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func TestLiveSinkPicksUpNewPartitions(t *testing.T) {
 	tbl := e.Table("lake.growing")
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
-	s, err := connector.NewSink(e.broker(), tbl, connector.Config{Topic: topic, FlushInterval: 100 * time.Millisecond,
+	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, FlushInterval: 100 * time.Millisecond,
 		PartitionCheck: 100 * time.Millisecond, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestLiveSinkPicksUpNewPartitions(t *testing.T) {
 		_, err := s.Run(ctx)
 		done <- err
 	}()
-	if _, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
+	if _, err := kadm.NewClient(e.Dial().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
 		t.Fatal(err)
 	}
 	e.Produce(records(topic, 2, 30, "new"))
@@ -158,7 +158,7 @@ func TestSinkMirrorsGroupOffsets(t *testing.T) {
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, Group: group}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := kadm.NewClient(e.broker().Client()).FetchOffsets(e.Ctx, group)
+	resp, err := kadm.NewClient(e.Dial().Client()).FetchOffsets(e.Ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestLiveSinkNewPartitionOnBusyTopic(t *testing.T) {
 	tbl := e.Table("lake.busy")
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
-	s, err := connector.NewSink(e.broker(), tbl, connector.Config{Topic: topic, Start: connector.StartLatest,
+	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, Start: connector.StartLatest,
 		FlushRecords: 20, FlushInterval: 100 * time.Millisecond, PartitionCheck: 200 * time.Millisecond, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +228,7 @@ func TestLiveSinkNewPartitionOnBusyTopic(t *testing.T) {
 		}
 	}()
 	waitForNext(t, e, "lake.busy", mapping.TopicPartition{Topic: topic, Partition: 0}, 1)
-	if _, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
+	if _, err := kadm.NewClient(e.Dial().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
 		t.Fatal(err)
 	}
 	e.Produce(records(topic, 1, 30, "new"))

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -16,23 +15,8 @@ import (
 func TestSinkExactlyOnceWithTransactions(t *testing.T) {
 	e := newEnv(t)
 	const topic = "events"
-	e.Topic(topic, 4, nil)
-	var committed int
-	for p := range int32(4) {
-		e.Produce(records(topic, p, 300, "a"))
-		committed += 300
-	}
-	var txnRecs, abortRecs []*kgo.Record
-	for p := range int32(4) {
-		txnRecs = append(txnRecs, records(topic, p, 20, "txn")...)
-		abortRecs = append(abortRecs, records(topic, p, 15, "aborted")...)
-	}
-	e.Txn("t-commit", txnRecs, true)
-	committed += len(txnRecs)
-	e.Txn("t-abort", abortRecs, false)
 	// Partition 0 ends in more data, the others end in the abort marker.
-	e.Produce(records(topic, 0, 50, "b"))
-	committed += 50
+	committed := e.MixedLog(topic, floetest.MixedLog{Partitions: 4, Records: 300, Committed: 20, Aborted: 15, Trailing: 50})
 
 	tbl := e.Table("lake.events")
 	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 200})

@@ -41,7 +41,7 @@ func TestStartLatestPartitionAddedWhileDown(t *testing.T) {
 	}
 	e.Produce(records(topic, 0, 10, "after")) // 20-29: sunk by the next run
 	// While the sink is down, the topic grows a partition that gets data.
-	if _, err := kadm.NewClient(e.broker().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
+	if _, err := kadm.NewClient(e.Dial().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
 		t.Fatal(err)
 	}
 	e.Produce(records(topic, 1, 30, "new"))
@@ -50,7 +50,7 @@ func TestStartLatestPartitionAddedWhileDown(t *testing.T) {
 	}
 	p1 := mapping.TopicPartition{Topic: topic, Partition: 1}
 	got := offsetsOf(t, tbl, p1)
-	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.broker(), VerifyContent: true})
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Dial(), VerifyContent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestInterruptDuringStartCommit(t *testing.T) {
 	tbl := e.Table("lake.interrupted_start")
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
-	s, err := connector.NewSink(e.broker(), tbl, connector.Config{Topic: topic,
+	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic,
 		Logger: slog.New(cancelOn{msg: "log starts above offset 0", cancel: cancel})})
 	if err != nil {
 		t.Fatal(err)

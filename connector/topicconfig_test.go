@@ -12,7 +12,7 @@ func TestCleanupPolicy(t *testing.T) {
 	e.Topic("plain", 1, nil)
 	e.Topic("compacted", 1, map[string]*string{"cleanup.policy": &compact})
 	e.Topic("both", 1, map[string]*string{"cleanup.policy": &both})
-	b := e.broker()
+	b := e.Dial()
 	for topic, want := range map[string]struct {
 		policy   string
 		compacts bool

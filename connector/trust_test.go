@@ -23,7 +23,7 @@ func (e *env) runLive(tbl *snapshot.Table, cfg connector.Config) (stop func() (c
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
-	s, err := connector.NewSink(e.broker(), tbl, cfg)
+	s, err := connector.NewSink(e.Dial(), tbl, cfg)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestSinkRefusesRecreatedTopicByID(t *testing.T) {
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}
-	old, err := e.broker().Topic(e.Ctx, topic)
+	old, err := e.Dial().Topic(e.Ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestSinkRefusesRecreatedTopicByID(t *testing.T) {
 	}
 	e.Topic(topic, 1, nil)
 	e.Produce(records(topic, 0, 100, "b"))
-	reborn, err := e.broker().Topic(e.Ctx, topic)
+	reborn, err := e.Dial().Topic(e.Ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

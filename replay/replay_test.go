@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
@@ -35,7 +36,7 @@ func (e *env) replay(name string, opts replay.Options) (replay.Result, error) {
 	if opts.Sink.Logger == nil {
 		opts.Sink.Logger = quietLogger()
 	}
-	return replay.Run(e.Ctx, e.broker(), cat, ident, opts)
+	return replay.Run(e.Ctx, e.Dial(), cat, ident, opts)
 }
 
 // openExisting opens a table (on a branch) without creating it.
@@ -118,18 +119,7 @@ func tableRows(ctx context.Context, tbl *snapshot.Table) ([]string, error) {
 func TestReplayRebuildEqualsSink(t *testing.T) {
 	e := newEnv(t)
 	const topic = "rebuild"
-	e.Topic(topic, 3, nil)
-	for p := range int32(3) {
-		e.Produce(records(topic, p, 120, "a"))
-	}
-	var committed, aborted []*kgo.Record
-	for p := range int32(3) {
-		committed = append(committed, records(topic, p, 10, "txn")...)
-		aborted = append(aborted, records(topic, p, 7, "aborted")...)
-	}
-	e.Txn("r-commit", committed, true)
-	e.Txn("r-abort", aborted, false)
-	e.Produce(records(topic, 1, 30, "b"))
+	e.MixedLog(topic, floetest.MixedLog{Partitions: 3, Records: 120, Committed: 10, Aborted: 7, Trailing: 30, TrailingOn: 1})
 
 	sunk := e.Table("lake.sunk")
 	if _, err := e.sink(sunk, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100}); err != nil {
@@ -197,7 +187,7 @@ func TestReplayFromTimestamp(t *testing.T) {
 	}
 	for _, at := range []int64{0, 33, 62, 500} {
 		when := base.Add(time.Duration(at) * time.Second)
-		listed, err := e.broker().Admin().ListOffsetsAfterMilli(e.Ctx, when.UnixMilli(), topic)
+		listed, err := e.Dial().Admin().ListOffsetsAfterMilli(e.Ctx, when.UnixMilli(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +402,7 @@ func TestReplayFold(t *testing.T) {
 				cancel()
 			}
 		}}}
-	res, err = replay.Run(ctx, e.broker(), cat, ident, opts)
+	res, err = replay.Run(ctx, e.Dial(), cat, ident, opts)
 	if err != nil || res.Complete {
 		t.Fatalf("interrupted fold: complete %v, %v; want an incomplete run", res.Complete, err)
 	}

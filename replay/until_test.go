@@ -47,7 +47,7 @@ func TestReplayRunAgainKeepsItsEnd(t *testing.T) {
 						cancel()
 					}
 				}}}
-			res, err := replay.Run(ctx, e.broker(), cat, ident, opts)
+			res, err := replay.Run(ctx, e.Dial(), cat, ident, opts)
 			if err != nil || res.Complete {
 				t.Fatalf("interrupted replay: complete %v, %v; want an incomplete run", res.Complete, err)
 			}

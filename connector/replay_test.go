@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -23,11 +24,11 @@ import (
 // replay runs connector.Replay into table name with a quiet sink.
 func (e *env) replay(name string, opts connector.ReplayOptions) (connector.ReplayResult, error) {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, err := snapshot.ParseIdent(name)
+	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -40,11 +41,11 @@ func (e *env) replay(name string, opts connector.ReplayOptions) (connector.Repla
 // openExisting opens a table (on a branch) without creating it.
 func (e *env) openExisting(name, branch string) *snapshot.Table {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Branch: branch})
 	if err != nil {
 		e.T.Fatal(err)
@@ -54,11 +55,11 @@ func (e *env) openExisting(name, branch string) *snapshot.Table {
 
 func (e *env) exists(name string) bool {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	ok, err := cat.CheckTableExists(e.Ctx, ident)
 	if err != nil {
 		e.T.Fatal(err)
@@ -400,11 +401,11 @@ func TestReplayFold(t *testing.T) {
 	// The same fold interrupted after its second commit, then resumed.
 	ctx, cancel := context.WithCancel(e.Ctx)
 	var commits atomic.Int32
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent("lake.state2")
+	ident, _ := catalog.ParseIdent("lake.state2")
 	opts := connector.ReplayOptions{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(),
 		OnCommit: func(snapshot.Result) {
 			if commits.Add(1) == 2 {
@@ -467,12 +468,12 @@ func TestReplayBranchPublish(t *testing.T) {
 				return
 			default:
 			}
-			cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+			cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 			if err != nil {
 				failed.Store(err.Error())
 				return
 			}
-			ident, _ := snapshot.ParseIdent("lake.swap")
+			ident, _ := catalog.ParseIdent("lake.swap")
 			tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{})
 			if err != nil {
 				failed.Store(err.Error())

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -21,11 +22,11 @@ import (
 func benchTable(b *testing.B, name string) *snapshot.Table {
 	b.Helper()
 	dir := b.TempDir()
-	cat, err := snapshot.OpenCatalog(b.Context(), snapshot.CatalogConfig{Catalog: dir + "/catalog.db", Warehouse: dir + "/warehouse"})
+	cat, err := catalog.Open(b.Context(), catalog.Config{Catalog: dir + "/catalog.db", Warehouse: dir + "/warehouse"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	tbl, err := snapshot.Open(b.Context(), cat, ident, snapshot.OpenOptions{Create: true})
 	if err != nil {
 		b.Fatal(err)

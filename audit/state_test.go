@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
@@ -32,11 +33,11 @@ import (
 // stateTable opens (creating) a state table.
 func (e *env) stateTable(name string) *snapshot.Table {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, err := snapshot.ParseIdent(name)
+	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -52,11 +53,11 @@ func (e *env) stateTable(name string) *snapshot.Table {
 // latest), 40 records per commit.
 func (e *env) foldReplay(ctx context.Context, name, topic string, onCommit func(snapshot.Result)) (replay.Result, error) {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, err := snapshot.ParseIdent(name)
+	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -41,12 +42,12 @@ func sinkChild() int {
 	defer stop()
 	env := func(k string) string { return os.Getenv("FLOE_TEST_" + k) }
 	flush, _ := strconv.Atoi(env("FLUSH_RECORDS"))
-	cat, err := snapshot.OpenCatalog(ctx, snapshot.CatalogConfig{Catalog: env("CATALOG"), Warehouse: env("WAREHOUSE")})
+	cat, err := catalog.Open(ctx, catalog.Config{Catalog: env("CATALOG"), Warehouse: env("WAREHOUSE")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ident, _ := snapshot.ParseIdent(env("TABLE"))
+	ident, _ := catalog.ParseIdent(env("TABLE"))
 	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

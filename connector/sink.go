@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -108,7 +109,7 @@ type Config struct {
 	OnRetry func(err error, wait time.Duration)
 
 	// RetryFor is how long transient storage, catalog and broker errors
-	// (snapshot.IsTransient) are retried, counted from the first failure
+	// (catalog.IsTransient) are retried, counted from the first failure
 	// since the last commit; zero means DefaultRetryFor, negative never
 	// retries. Each retry starts a new session from the ledger, so what
 	// was consumed but not committed is read again, never lost.
@@ -222,7 +223,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 // consumed, then returns nil: an interrupt loses nothing and duplicates
 // nothing. When another writer fences this one, Run re-reads the ledger and
 // continues from it. A transient storage, catalog or broker error
-// (snapshot.IsTransient) ends the session too, and Run starts the next one
+// (catalog.IsTransient) ends the session too, and Run starts the next one
 // after a backoff, for up to Config.RetryFor without a commit; what the
 // failed session consumed and did not commit is read again.
 func (s *Sink) Run(ctx context.Context) (Stats, error) {
@@ -239,7 +240,7 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 			wait.Reset()
 		}
 		var behind *watermarkBehindError
-		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (snapshot.IsTransient(err) || errors.As(err, &behind)) {
+		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (catalog.IsTransient(err) || errors.As(err, &behind)) {
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/floe-dev/floe/snapshot"
+	"github.com/floe-dev/floe/catalog"
 )
 
 // Options configure Start.
@@ -75,8 +75,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 }
 
 // Catalog is the stack's catalog configuration.
-func (s *Stack) Catalog() snapshot.CatalogConfig {
-	return snapshot.CatalogConfig{
+func (s *Stack) Catalog() catalog.Config {
+	return catalog.Config{
 		Catalog:   filepath.Join(s.Dir, "catalog.db"),
 		Warehouse: filepath.Join(s.Dir, "warehouse"),
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/floe-dev/floe/snapshot"
+	"github.com/floe-dev/floe/catalog"
 )
 
 // Defaults of Up: fixed loopback ports, so that clients configured once keep
@@ -102,11 +102,11 @@ func (l *Local) Warehouse() string { return "s3://" + Bucket + "/" }
 func (l *Local) CatalogPath() string { return filepath.Join(l.Dir, "catalog.db") }
 
 // Catalog is the catalog configuration that reaches the local stack.
-func (l *Local) Catalog() snapshot.CatalogConfig {
-	return snapshot.CatalogConfig{
+func (l *Local) Catalog() catalog.Config {
+	return catalog.Config{
 		Catalog:   l.CatalogPath(),
 		Warehouse: l.Warehouse(),
-		S3: snapshot.S3Config{
+		S3: catalog.S3Config{
 			Endpoint:        l.S3.Endpoint,
 			Region:          Region,
 			AccessKeyID:     AccessKeyID,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
@@ -201,7 +202,7 @@ func TestExactAtStateTable(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: "s", Key: []byte{byte('a' + i%4)}, Value: []byte{byte(i)}})
 	}
 	e.Produce(recs)
-	cat, err := snapshot.OpenCatalog(t.Context(), e.Stack.Catalog())
+	cat, err := catalog.Open(t.Context(), e.Stack.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
@@ -25,11 +26,11 @@ import (
 // replay runs replay.Run into table name with a quiet sink.
 func (e *env) replay(name string, opts replay.Options) (replay.Result, error) {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, err := snapshot.ParseIdent(name)
+	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -42,11 +43,11 @@ func (e *env) replay(name string, opts replay.Options) (replay.Result, error) {
 // openExisting opens a table (on a branch) without creating it.
 func (e *env) openExisting(name, branch string) *snapshot.Table {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Branch: branch})
 	if err != nil {
 		e.T.Fatal(err)
@@ -56,11 +57,11 @@ func (e *env) openExisting(name, branch string) *snapshot.Table {
 
 func (e *env) exists(name string) bool {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	ok, err := cat.CheckTableExists(e.Ctx, ident)
 	if err != nil {
 		e.T.Fatal(err)
@@ -391,11 +392,11 @@ func TestReplayFold(t *testing.T) {
 	// The same fold interrupted after its second commit, then resumed.
 	ctx, cancel := context.WithCancel(e.Ctx)
 	var commits atomic.Int32
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent("lake.state2")
+	ident, _ := catalog.ParseIdent("lake.state2")
 	opts := replay.Options{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(),
 		OnCommit: func(snapshot.Result) {
 			if commits.Add(1) == 2 {
@@ -458,12 +459,12 @@ func TestReplayBranchPublish(t *testing.T) {
 				return
 			default:
 			}
-			cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+			cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 			if err != nil {
 				failed.Store(err.Error())
 				return
 			}
-			ident, _ := snapshot.ParseIdent("lake.swap")
+			ident, _ := catalog.ParseIdent("lake.swap")
 			tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{})
 			if err != nil {
 				failed.Store(err.Error())

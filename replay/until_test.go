@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
@@ -33,11 +34,11 @@ func TestReplayRunAgainKeepsItsEnd(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+			cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 			if err != nil {
 				t.Fatal(err)
 			}
-			ident, _ := snapshot.ParseIdent(c.table)
+			ident, _ := catalog.ParseIdent(c.table)
 			ctx, cancel := context.WithCancel(e.Ctx)
 			defer cancel()
 			var commits atomic.Int32

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -100,13 +101,13 @@ func (c raceConn) IsValid() bool {
 func racingTables(t *testing.T, n int) (loser, winner *snapshot.Table) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := snapshot.CatalogConfig{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")}
-	plain, err := snapshot.OpenCatalog(t.Context(), cfg)
+	cfg := catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")}
+	plain, err := catalog.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Props = map[string]string{sqlcat.DriverKey: raceDriverName}
-	racy, err := snapshot.OpenCatalog(t.Context(), cfg)
+	racy, err := catalog.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

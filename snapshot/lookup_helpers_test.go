@@ -11,19 +11,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/catalog"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
 // testCatalog opens a SQLite catalog and file warehouse in a temporary folder.
-func tempCatalog(t testing.TB) catalog.Catalog {
+func tempCatalog(t testing.TB) icecat.Catalog {
 	t.Helper()
 	dir := t.TempDir()
-	cat, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{
+	cat, err := catalog.Open(t.Context(), catalog.Config{
 		Catalog:   filepath.Join(dir, "catalog.db"),
 		Warehouse: filepath.Join(dir, "warehouse"),
 	})
@@ -33,9 +34,9 @@ func tempCatalog(t testing.TB) catalog.Catalog {
 	return cat
 }
 
-func openTestTable(t testing.TB, cat catalog.Catalog, name string, opts snapshot.OpenOptions) *snapshot.Table {
+func openTestTable(t testing.TB, cat icecat.Catalog, name string, opts snapshot.OpenOptions) *snapshot.Table {
 	t.Helper()
-	ident, err := snapshot.ParseIdent(name)
+	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		t.Fatal(err)
 	}

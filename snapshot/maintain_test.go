@@ -14,9 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -26,7 +27,7 @@ import (
 func maintainTable(t *testing.T, n int) (*snapshot.Table, string) {
 	t.Helper()
 	dir := t.TempDir()
-	cat, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{
+	cat, err := catalog.Open(t.Context(), catalog.Config{
 		Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")})
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +338,7 @@ func TestWriterCommitsTwiceAfterConcurrentMaintain(t *testing.T) {
 // reader sees it when a maintain run commits between its loading the
 // metadata and its reading the archive the metadata names.
 type staleCatalog struct {
-	catalog.Catalog
+	icecat.Catalog
 	stale *table.Table
 }
 
@@ -383,7 +384,7 @@ func TestOpenAfterArchiveSuperseded(t *testing.T) {
 // before it answered), with dieAfterCommit the next commit lands and every
 // later load fails (killed right after it).
 type hookCatalog struct {
-	catalog.Catalog
+	icecat.Catalog
 	beforeCommit   func()
 	failCommits    bool
 	dieAfterCommit bool

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -19,7 +20,7 @@ import (
 func scanTable(t *testing.T) *snapshot.Table {
 	t.Helper()
 	dir := t.TempDir()
-	cat, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{Catalog: filepath.Join(dir, "c.db"), Warehouse: filepath.Join(dir, "wh")})
+	cat, err := catalog.Open(t.Context(), catalog.Config{Catalog: filepath.Join(dir, "c.db"), Warehouse: filepath.Join(dir, "wh")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,11 +78,11 @@ type OpenOptions struct {
 func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts OpenOptions) (*Table, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil && IsNoSuchTable(err) && opts.Create {
+	if err != nil && isNoSuchTable(err) && opts.Create {
 		tbl, err = create(ctx, cat, ident, opts.Properties)
 	}
 	if err != nil {
-		if IsNoSuchTable(err) {
+		if isNoSuchTable(err) {
 			return nil, fmt.Errorf("table %s does not exist in the catalog (check --table and --catalog): %w", name, err)
 		}
 		return nil, fmt.Errorf("load table %s: %w", name, err)
@@ -317,4 +317,10 @@ func LedgerAt(meta table.Metadata, archive *Archive, snapshotID int64) (mapping.
 		l.Commits = append(l.Commits, c)
 	}
 	return l, nil
+}
+
+// isNoSuchTable reports whether err is the catalog's answer that the table
+// (or its namespace) does not exist, which Open creates when asked to.
+func isNoSuchTable(err error) bool {
+	return errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace)
 }

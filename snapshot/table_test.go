@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -16,7 +17,7 @@ import (
 // fork it from main, so Open refuses it.
 func TestOpenRefusesMissingBranch(t *testing.T) {
 	dir := t.TempDir()
-	cat, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{
+	cat, err := catalog.Open(t.Context(), catalog.Config{
 		Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestOpenRefusesMissingBranch(t *testing.T) {
 // reading it is an error.
 func TestLedgerRefusesExpiredHistory(t *testing.T) {
 	dir := t.TempDir()
-	cat, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{
+	cat, err := catalog.Open(t.Context(), catalog.Config{
 		Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")})
 	if err != nil {
 		t.Fatal(err)
@@ -81,9 +82,9 @@ func TestLedgerRefusesExpiredHistory(t *testing.T) {
 // consider itself fenced.
 func TestCommitRetriesAfterForeignPartitionConflict(t *testing.T) {
 	dir := t.TempDir()
-	cfg := snapshot.CatalogConfig{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")}
+	cfg := catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")}
 	open := func() *snapshot.Table {
-		cat, err := snapshot.OpenCatalog(t.Context(), cfg)
+		cat, err := catalog.Open(t.Context(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/snapshot"
@@ -155,11 +156,11 @@ func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *s
 	if err := localstack.Produce(ctx, stack.Brokers, localstack.DemoEvents(topic, 1, 100, start, 11)); err != nil {
 		return err
 	}
-	cat, err := snapshot.OpenCatalog(ctx, stack.Catalog())
+	cat, err := catalog.Open(ctx, stack.Catalog())
 	if err != nil {
 		return err
 	}
-	ident, _ := snapshot.ParseIdent(tableName)
+	ident, _ := catalog.ParseIdent(tableName)
 	payments, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
@@ -45,11 +46,11 @@ func auditStack(t *testing.T) (*localstack.Stack, []string) {
 // auditTable opens (creating) a table of the stack's catalog.
 func auditTable(t *testing.T, st *localstack.Stack, name string) *snapshot.Table {
 	t.Helper()
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	tbl, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{Create: true})
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +225,7 @@ func TestAuditCommandBadInput(t *testing.T) {
 	audit(exitError, `no range of topic "payments"`, "--table", "lake.orders", "--topic", "payments")
 
 	// A table floe never wrote, whose schema cannot hold floe rows.
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

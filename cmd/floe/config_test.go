@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestConfigFilePipelinesAndMetrics runs floe sink from a config file with
@@ -135,12 +135,12 @@ func TestConfigPrecedence(t *testing.T) {
 	t.Setenv("FLOE_TABLE", "")
 	os.Unsetenv("FLOE_TABLE")
 	mustFloe(t, "sink", "--table", "lake.fromconfigenv")
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"lake.fromfile", "lake.fromenv", "lake.fromflag", "lake.fromconfigenv"} {
-		ident, _ := snapshot.ParseIdent(name)
+		ident, _ := catalog.ParseIdent(name)
 		if _, err := cat.LoadTable(t.Context(), ident); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
@@ -94,11 +95,11 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int) error {
 		events, topic, partitions)
 
 	cfg := stack.Catalog()
-	cat, err := snapshot.OpenCatalog(ctx, cfg)
+	cat, err := catalog.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	ident, _ := snapshot.ParseIdent(tableName)
+	ident, _ := catalog.ParseIdent(tableName)
 	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -65,13 +66,13 @@ func produceRound(t *testing.T, brokers []string, topic string, partitions int32
 }
 
 // openTable opens a table for checks.
-func openTable(t *testing.T, cfg snapshot.CatalogConfig, name string) *snapshot.Table {
+func openTable(t *testing.T, cfg catalog.Config, name string) *snapshot.Table {
 	t.Helper()
-	cat, err := snapshot.OpenCatalog(t.Context(), cfg)
+	cat, err := catalog.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, err := snapshot.ParseIdent(name)
+	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func openTable(t *testing.T, cfg snapshot.CatalogConfig, name string) *snapshot.
 // each partition of topic, once each: the ledger is contiguous from 0 with
 // no gap, overlap or loss, ends at want, its record counts add up, and the
 // rows' (partition, offset) pairs are unique and complete.
-func checkTable(t *testing.T, cfg snapshot.CatalogConfig, name, topic string, want map[int32]int64) mapping.Ledger {
+func checkTable(t *testing.T, cfg catalog.Config, name, topic string, want map[int32]int64) mapping.Ledger {
 	t.Helper()
 	tbl := openTable(t, cfg, name)
 	ledger, err := tbl.Ledger()

@@ -91,7 +91,7 @@ The answer is one of:
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
-				return snapshot.Explain(err)
+				return err
 			}
 			broker, err := f.dial(ctx)
 			if err != nil {
@@ -196,7 +196,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
-				return snapshot.Explain(err)
+				return err
 			}
 			broker, err := f.dial(ctx)
 			if err != nil {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/floe-dev/floe/catalog"
 )
 
 // Exit codes shared by every command.
@@ -51,6 +53,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ce) && ce.err == nil {
 		return ce.code
 	}
+	// The one place where every command's error is explained: the catalog
+	// and Open have classified what passed through them, and this names
+	// what to fix for storage errors that reached a command directly
+	// (data files, manifests), whichever command it is.
+	err = catalog.Explain(err)
 	fmt.Fprintf(stderr, "floe: %s\n", oneLine(err.Error()))
 	if errors.As(err, &ce) {
 		return ce.code

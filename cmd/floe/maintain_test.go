@@ -17,13 +17,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
+	icecat "github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
@@ -224,7 +225,7 @@ func TestMaintainUsageListsFlags(t *testing.T) {
 
 // killedCatalog plays a floe maintain killed before the catalog answered
 // its commit: no commit reaches the catalog.
-type killedCatalog struct{ catalog.Catalog }
+type killedCatalog struct{ icecat.Catalog }
 
 func (c killedCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	tbl, err := c.Catalog.LoadTable(ctx, ident)
@@ -282,7 +283,7 @@ func TestMaintainRemovesDebris(t *testing.T) {
 	oldMeta, youngMeta := lost(version), lost(version-1)
 
 	// A maintain run killed before its commit, for real.
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +439,7 @@ func TestMaintainRepairsTruncatedLedger(t *testing.T) {
 // maintain run's archive, and keeps what the table references.
 func TestS3MaintainRemovesDebris(t *testing.T) {
 	e := newS3Env(t)
-	cat, err := snapshot.OpenCatalog(t.Context(), e.catalogConfig())
+	cat, err := catalog.Open(t.Context(), e.catalogConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/metrics"
 	"github.com/floe-dev/floe/mapping"
@@ -81,7 +82,7 @@ func runSinks(cmd *cobra.Command, f *sinkFlags) error {
 		if err := cfgs[i].Validate(); err != nil {
 			return err
 		}
-		if idents[i], err = snapshot.ParseIdent(p.Table); err != nil {
+		if idents[i], err = catalog.ParseIdent(p.Table); err != nil {
 			return err
 		}
 	}
@@ -103,7 +104,7 @@ func runSinks(cmd *cobra.Command, f *sinkFlags) error {
 	tables := make([]*snapshot.Table, len(pipes))
 	for i := range pipes {
 		if tables[i], err = snapshot.Open(ctx, cat, idents[i], snapshot.OpenOptions{Create: true}); err != nil {
-			return snapshot.Explain(err)
+			return err
 		}
 	}
 
@@ -155,7 +156,7 @@ func runSinks(cmd *cobra.Command, f *sinkFlags) error {
 				if len(pipes) > 1 {
 					err = fmt.Errorf("pipeline %s -> %s: %w", p.Topic, tables[i].Name(), err)
 				}
-				errs = append(errs, snapshot.Explain(err))
+				errs = append(errs, err)
 				cancel()
 			}
 		}()

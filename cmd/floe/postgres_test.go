@@ -7,9 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -79,7 +82,7 @@ func TestPostgresTwoSinksDisjointPartitions(t *testing.T) {
 			t.Errorf("sink %d was fenced although its partitions are its own:\n%s", i, out)
 		}
 	}
-	ledger := checkTable(t, snapshot.CatalogConfig{Catalog: e.pg.URI, Warehouse: e.warehouse()}, "lake.orders", "orders", count)
+	ledger := checkTable(t, catalog.Config{Catalog: e.pg.URI, Warehouse: e.warehouse()}, "lake.orders", "orders", count)
 	writers := map[string]map[int32]bool{}
 	for _, c := range ledger.Commits {
 		if writers[c.Writer] == nil {
@@ -111,7 +114,7 @@ func TestPostgresTwoSinksSamePartitions(t *testing.T) {
 		e.sinkArgs("orders", "lake.orders", "--stop-at-end", "--flush-records", "30"),
 	)
 	t.Logf("sink outputs:\n%s\n%s", outs[0], outs[1])
-	checkTable(t, snapshot.CatalogConfig{Catalog: e.pg.URI, Warehouse: e.warehouse()}, "lake.orders", "orders", count)
+	checkTable(t, catalog.Config{Catalog: e.pg.URI, Warehouse: e.warehouse()}, "lake.orders", "orders", count)
 }
 
 // TestPostgresCatalogErrors: a wrong password is reported as rejected
@@ -153,4 +156,74 @@ func TestPostgresCatalogErrors(t *testing.T) {
 func TestPostgresOutage(t *testing.T) {
 	e := newPGEnv(t)
 	rideOutOutage(t, e.s3Env, e.pg.Stop, e.pg.Start)
+}
+
+// TestOutageNamesTheComponent stops, under a live sink that may not retry
+// (--retry-for 0s), the PostgreSQL catalog or the S3 server: the sink exits
+// 2 naming the component that went away, and so do the other commands.
+// Both fail with a refused connection; a stopped PostgreSQL catalog used to
+// read "object store unreachable: cannot reach <the S3 endpoint>". The
+// catalog's failure is classified by the catalog floe opened (the commit's
+// reload), the object store's by the command's final explanation step (a
+// data file write, which does not pass through the catalog).
+func TestOutageNamesTheComponent(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		stop      func(*pgEnv)
+		want, not string
+	}{
+		{"catalog", func(e *pgEnv) { e.pg.Stop() }, "catalog unreachable", "object store unreachable"},
+		{"object store", func(e *pgEnv) { e.s3.Stop() }, "object store unreachable", "catalog unreachable"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newPGEnv(t)
+			if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			count := map[int32]int64{}
+			produceRound(t, e.brokers, "orders", 1, 50, count)
+			type result struct {
+				code   int
+				stderr string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, _, errs := floe(t, e.sinkArgs("orders", "lake.orders", "--flush-records", "10", "--flush-interval", "100ms", "--retry-for", "0s")...)
+				done <- result{code, errs}
+			}()
+			cat, err := catalog.Open(t.Context(), e.catalogConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Once the sink has committed everything, the next flush meets
+			// the outage: the object store's when writing its data files,
+			// the catalog's when committing them.
+			waitFor(t, time.Minute, "the sink to commit the first records", func() bool {
+				tbl, err := snapshot.Open(t.Context(), cat, []string{"lake", "orders"}, snapshot.OpenOptions{})
+				if err != nil {
+					return false
+				}
+				l, err := tbl.Ledger()
+				return err == nil && l.Next()[mapping.TopicPartition{Topic: "orders", Partition: 0}] == count[0]
+			})
+
+			c.stop(e)
+			produceRound(t, e.brokers, "orders", 1, 20, count)
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the sink did not stop")
+			}
+			if r.code != exitError || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, c.not) {
+				t.Errorf("sink: exit %d, want %d and %q; stderr:\n%s", r.code, exitError, c.want, r.stderr)
+			}
+			for _, cmd := range []string{"status", "audit"} {
+				code, _, errs := floe(t, cmd, "--table", "lake.orders", "--catalog", e.catalog, "--warehouse", e.warehouse())
+				if code != exitError || !strings.Contains(errs, c.want) || strings.Contains(errs, c.not) {
+					t.Errorf("%s: exit %d, want %d and %q; stderr:\n%s", cmd, code, exitError, c.want, errs)
+				}
+			}
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
@@ -108,7 +109,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	case f.table == "":
 		return errors.New("missing --table NAMESPACE.TABLE")
 	}
-	ident, err := snapshot.ParseIdent(f.table)
+	ident, err := catalog.ParseIdent(f.table)
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		bar.Finish()
 	}
 	if err != nil {
-		return snapshot.Explain(err)
+		return err
 	}
 	printReplayResult(w, res)
 	if !res.Complete {
@@ -236,7 +237,7 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	defer broker.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	replayInto := func(table, fold string) (replay.Result, error) {
-		ident, err := snapshot.ParseIdent(table)
+		ident, err := catalog.ParseIdent(table)
 		if err != nil {
 			return replay.Result{}, err
 		}

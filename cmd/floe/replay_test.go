@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -32,11 +33,11 @@ func replayStack(t *testing.T) (*localstack.Stack, []string) {
 
 func openFloeTable(t *testing.T, st *localstack.Stack, name string) *snapshot.Table {
 	t.Helper()
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	tbl, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +47,11 @@ func openFloeTable(t *testing.T, st *localstack.Stack, name string) *snapshot.Ta
 
 func replayTableExists(t *testing.T, st *localstack.Stack, name string) bool {
 	t.Helper()
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	ok, err := cat.CheckTableExists(t.Context(), ident)
 	if err != nil {
 		t.Fatal(err)

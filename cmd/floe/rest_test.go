@@ -13,11 +13,11 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 // restFixture is an Iceberg REST catalog endpoint for tests: the HTTP
@@ -30,7 +30,7 @@ import (
 type restFixture struct {
 	t        *testing.T
 	srv      *httptest.Server
-	backend  catalog.Catalog
+	backend  icecat.Catalog
 	clientID string
 	secret   string
 	token    string // static token also accepted
@@ -46,7 +46,7 @@ type restFixture struct {
 func newRESTFixture(t *testing.T) *restFixture {
 	t.Helper()
 	dir := t.TempDir()
-	backend, err := snapshot.OpenCatalog(t.Context(), snapshot.CatalogConfig{
+	backend, err := catalog.Open(t.Context(), catalog.Config{
 		Catalog: filepath.Join(dir, "rest-backend.db"), Warehouse: filepath.Join(dir, "warehouse")})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func (f *restFixture) createNamespace(w http.ResponseWriter, r *http.Request) {
 	}
 	err := f.backend.CreateNamespace(r.Context(), req.Namespace, req.Properties)
 	switch {
-	case errors.Is(err, catalog.ErrNamespaceAlreadyExists):
+	case errors.Is(err, icecat.ErrNamespaceAlreadyExists):
 		restError(w, http.StatusConflict, "AlreadyExistsException", err.Error())
 	case err != nil:
 		restError(w, http.StatusInternalServerError, "ServerError", err.Error())
@@ -177,9 +177,9 @@ func (f *restFixture) createTable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ident := append(strings.Split(r.PathValue("ns"), "\x1f"), req.Name)
-	tbl, err := f.backend.CreateTable(r.Context(), ident, req.Schema, catalog.WithProperties(req.Properties))
+	tbl, err := f.backend.CreateTable(r.Context(), ident, req.Schema, icecat.WithProperties(req.Properties))
 	switch {
-	case errors.Is(err, catalog.ErrTableAlreadyExists):
+	case errors.Is(err, icecat.ErrTableAlreadyExists):
 		restError(w, http.StatusConflict, "AlreadyExistsException", err.Error())
 	case err != nil:
 		restError(w, http.StatusInternalServerError, "ServerError", err.Error())
@@ -252,7 +252,7 @@ func TestRESTCatalog(t *testing.T) {
 		t.Errorf("second run should add 40 rows:\n%s", out)
 	}
 	os.Unsetenv("FLOE_CATALOG_CREDENTIAL")
-	checkTable(t, snapshot.CatalogConfig{Catalog: f.srv.URL, Warehouse: "analytics", Token: f.token}, "lake.orders", "orders", count)
+	checkTable(t, catalog.Config{Catalog: f.srv.URL, Warehouse: "analytics", Token: f.token}, "lake.orders", "orders", count)
 
 	f.mu.Lock()
 	if len(f.issued) == 0 || f.commits < 5 || f.unauthed != 0 {

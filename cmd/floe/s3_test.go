@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
@@ -66,8 +67,8 @@ func (e *s3Env) warehouse() string { return "s3://" + e.bucket + "/warehouse" }
 
 // catalogConfig reaches the test's table the way the CLI does, from the
 // environment.
-func (e *s3Env) catalogConfig() snapshot.CatalogConfig {
-	return snapshot.CatalogConfig{Catalog: e.catalog, Warehouse: e.warehouse()}
+func (e *s3Env) catalogConfig() catalog.Config {
+	return catalog.Config{Catalog: e.catalog, Warehouse: e.warehouse()}
 }
 
 func (e *s3Env) sinkArgs(topic, table string, extra ...string) []string {
@@ -213,6 +214,84 @@ func TestS3Errors(t *testing.T) {
 	})
 }
 
+// TestS3ErrorsEveryCommand: every command that reads a table on S3 reports
+// an unreachable endpoint, rejected credentials and an unreachable catalog
+// as floe sink does, also when the warehouse for new tables is elsewhere
+// (the table is on S3 all the same): the --s3-* flags are used and the
+// failure is named. An endpoint from the environment that does not answer
+// used to be called "catalog unreachable", and --s3-* flags without an
+// s3:// warehouse were ignored.
+func TestS3ErrorsEveryCommand(t *testing.T) {
+	e := newS3Env(t)
+	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int32]int64{}
+	produceRound(t, e.brokers, "orders", 1, 10, count)
+	mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
+	closed := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	const badSecret = "not-the-secret-0123456789"
+	local := t.TempDir() // a warehouse for new tables that is not on S3
+
+	commands := [][]string{
+		{"sink", "--brokers", strings.Join(e.brokers, ","), "--topic", "orders", "--stop-at-end"},
+		{"audit"},
+		{"status"},
+		{"maintain"},
+		{"where", "--topic", "orders", "--partition", "0", "--offset", "1"},
+		{"as-of", "--offsets", "orders/0=3"},
+	}
+	cases := []struct {
+		name string
+		env  [2]string
+		args []string
+		want []string
+		not  string
+	}{
+		{name: "endpoint unreachable", args: []string{"--catalog", e.catalog, "--warehouse", local, "--s3-endpoint", "http://" + closed},
+			want: []string{"object store unreachable", closed}, not: "catalog unreachable"},
+		{name: "endpoint unreachable, from the environment", env: [2]string{"AWS_ENDPOINT_URL_S3", "http://" + closed},
+			args: []string{"--catalog", e.catalog, "--warehouse", local},
+			want: []string{"object store unreachable", closed}, not: "catalog unreachable"},
+		{name: "wrong secret", args: []string{"--catalog", e.catalog, "--warehouse", local, "--s3-access-key-id", e.s3.AccessKey, "--s3-secret-access-key", badSecret},
+			want: []string{"object store rejected the credentials", "SignatureDoesNotMatch"}},
+		{name: "wrong secret, s3:// warehouse", args: []string{"--catalog", e.catalog, "--warehouse", e.warehouse(), "--s3-access-key-id", e.s3.AccessKey, "--s3-secret-access-key", badSecret},
+			want: []string{"object store rejected the credentials", "SignatureDoesNotMatch", `bucket "lake"`}},
+		{name: "catalog unreachable", args: []string{"--catalog", "postgres://floe:hunter2secret@" + closed + "/iceberg?sslmode=disable", "--warehouse", e.warehouse()},
+			want: []string{"catalog unreachable", closed}, not: "object store unreachable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env[0] != "" {
+				t.Setenv(c.env[0], c.env[1])
+			}
+			for _, cmd := range commands {
+				args := append(append(append([]string{}, cmd...), "--table", "lake.orders"), c.args...)
+				code, _, errs := floe(t, args...)
+				if code != exitError {
+					t.Errorf("floe %s: exit %d, want %d; stderr:\n%s", cmd[0], code, exitError, errs)
+					continue
+				}
+				for _, w := range c.want {
+					if !strings.Contains(errs, w) {
+						t.Errorf("floe %s: stderr lacks %q:\n%s", cmd[0], w, errs)
+					}
+				}
+				if c.not != "" && strings.Contains(errs, c.not) {
+					t.Errorf("floe %s: stderr blames the wrong component (%q):\n%s", cmd[0], c.not, errs)
+				}
+				for _, secret := range []string{badSecret, e.s3.SecretKey, "hunter2secret"} {
+					if strings.Contains(errs, secret) {
+						t.Errorf("floe %s: stderr shows a secret:\n%s", cmd[0], errs)
+					}
+				}
+			}
+		})
+	}
+	// Nothing was written on the way.
+	checkTable(t, e.catalogConfig(), "lake.orders", "orders", count)
+}
+
 // TestS3ServerDisappearsMidFlush kills the S3 server (SIGKILL) for about
 // two seconds while a live sink flushes every few hundred milliseconds
 // under a steady stream of records, then starts it again. The sink rides
@@ -257,7 +336,7 @@ func rideOutOutage(t *testing.T, e *s3Env, down, up func()) {
 			t.Logf("sink error %v, output:\n%s\n%s", sinkErr, sinkOut, sinkLog)
 		}
 	}()
-	cat, err := snapshot.OpenCatalog(t.Context(), e.catalogConfig())
+	cat, err := catalog.Open(t.Context(), e.catalogConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

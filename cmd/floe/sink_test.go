@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
+	icecat "github.com/apache/iceberg-go/catalog"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 // floe runs the CLI in-process and returns its exit code and output.
@@ -42,11 +42,11 @@ func sinkStack(t *testing.T) (*localstack.Stack, []string) {
 
 func snapshotCount(t *testing.T, st *localstack.Stack, name string) int {
 	t.Helper()
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, _ := snapshot.ParseIdent(name)
+	ident, _ := catalog.ParseIdent(name)
 	tbl, err := cat.LoadTable(t.Context(), ident)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestSinkBadInput(t *testing.T) {
 	brokers := strings.Join(st.Brokers, ",")
 
 	// An existing table whose schema cannot hold floe rows.
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSinkBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "kafka_offset", Type: iceberg.PrimitiveTypes.String, Required: true})
-	if _, err := cat.CreateTable(t.Context(), []string{"other", "strings"}, foreign, catalog.WithLocation(filepath.Join(t.TempDir(), "strings"))); err != nil {
+	if _, err := cat.CreateTable(t.Context(), []string{"other", "strings"}, foreign, icecat.WithLocation(filepath.Join(t.TempDir(), "strings"))); err != nil {
 		t.Fatal(err)
 	}
 
@@ -110,7 +110,7 @@ func TestSinkBadInput(t *testing.T) {
 		t.Fatalf("incompatible table got %d snapshots", n)
 	}
 	// Failing runs create no table.
-	cat, err = snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err = catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSinkRefusesMalformedLedger(t *testing.T) {
 	if code, _, errs := floe(t, args...); code != 0 {
 		t.Fatal(errs)
 	}
-	cat, err := snapshot.OpenCatalog(t.Context(), st.Catalog())
+	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

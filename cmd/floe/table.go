@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/apache/iceberg-go/catalog"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/spf13/pflag"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -35,12 +36,12 @@ type catalogFlags struct {
 
 func (f *catalogFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
-	fs.StringVar(&f.catalog, "catalog", snapshot.DefaultCatalog,
+	fs.StringVar(&f.catalog, "catalog", catalog.DefaultCatalog,
 		"catalog: a SQLite file path, postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=..., an Iceberg REST catalog http(s)://HOST/PATH, or glue")
-	fs.StringVar(&f.catalogName, "catalog-name", snapshot.DefaultCatalogName,
+	fs.StringVar(&f.catalogName, "catalog-name", catalog.DefaultName,
 		"catalog name stored by SQL catalogs with each table; use your Spark or Trino JDBC catalog's name to share its tables")
 	fs.StringVar(&f.warehouse, "warehouse", "",
-		"where new tables are created: a path, file:// or s3://BUCKET/PREFIX (default "+snapshot.DefaultWarehouse+" with the SQLite catalog); for a REST catalog, the warehouse name it expects")
+		"where new tables are created: a path, file:// or s3://BUCKET/PREFIX (default "+catalog.DefaultWarehouse+" with the SQLite catalog); for a REST catalog, the warehouse name it expects")
 	fs.StringArrayVar(&f.props, "catalog-prop", nil, "extra iceberg-go catalog property KEY=VALUE, repeatable; overrides what floe derives")
 	fs.StringVar(&f.token, "catalog-token", "", "REST catalog bearer token (prefer the FLOE_CATALOG_TOKEN variable)")
 	fs.StringVar(&f.credential, "catalog-credential", "", "REST catalog OAuth2 client credentials CLIENT_ID:CLIENT_SECRET (prefer FLOE_CATALOG_CREDENTIAL)")
@@ -54,9 +55,9 @@ func (f *catalogFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.s3PathStyle, "s3-path-style", false, "force path-style S3 addressing (on by default with a custom endpoint; --s3-path-style=false forces virtual-hosted style)")
 }
 
-// config turns the flags into a snapshot.CatalogConfig.
-func (f *catalogFlags) config() (snapshot.CatalogConfig, error) {
-	cfg := snapshot.CatalogConfig{
+// config turns the flags into a catalog.Config.
+func (f *catalogFlags) config() (catalog.Config, error) {
+	cfg := catalog.Config{
 		Catalog:         f.catalog,
 		Name:            f.catalogName,
 		Warehouse:       f.warehouse,
@@ -64,7 +65,7 @@ func (f *catalogFlags) config() (snapshot.CatalogConfig, error) {
 		Credential:      f.credential,
 		OAuth2ServerURI: f.oauth2URI,
 		Scope:           f.scope,
-		S3: snapshot.S3Config{
+		S3: catalog.S3Config{
 			Endpoint:        f.s3Endpoint,
 			Region:          f.s3Region,
 			AccessKeyID:     f.s3KeyID,
@@ -90,12 +91,12 @@ func (f *catalogFlags) config() (snapshot.CatalogConfig, error) {
 }
 
 // openCatalog opens the catalog the flags name.
-func (f *catalogFlags) openCatalog(ctx context.Context) (catalog.Catalog, error) {
+func (f *catalogFlags) openCatalog(ctx context.Context) (icecat.Catalog, error) {
 	cfg, err := f.config()
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.OpenCatalog(ctx, cfg)
+	return catalog.Open(ctx, cfg)
 }
 
 // tableFlags are the flags that name a table and where it lives.
@@ -114,7 +115,7 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 	if f.table == "" {
 		return nil, fmt.Errorf("missing --table NAMESPACE.TABLE")
 	}
-	ident, err := snapshot.ParseIdent(f.table)
+	ident, err := catalog.ParseIdent(f.table)
 	if err != nil {
 		return nil, err
 	}

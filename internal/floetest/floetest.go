@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/snapshot"
@@ -77,11 +78,11 @@ func (e *Env) Txn(id string, recs []*kgo.Record, commit bool) {
 // Table opens the floe table name ("namespace.table"), creating it.
 func (e *Env) Table(name string) *snapshot.Table {
 	e.T.Helper()
-	cat, err := snapshot.OpenCatalog(e.Ctx, e.Stack.Catalog())
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ident, err := snapshot.ParseIdent(name)
+	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package snapshot_test
+package catalog_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/floe-dev/floe/snapshot"
+	"github.com/floe-dev/floe/catalog"
 )
 
 func TestIsTransient(t *testing.T) {
@@ -31,7 +31,7 @@ func TestIsTransient(t *testing.T) {
 		want bool
 	}{
 		{"connection refused", fmt.Errorf("write data files: %w", refused), true},
-		{"classified unreachable", fmt.Errorf("x: %w", snapshot.ErrStorageUnreachable), true},
+		{"classified unreachable", fmt.Errorf("x: %w", catalog.ErrStorageUnreachable), true},
 		{"S3 503", status(503), true},
 		{"S3 429", status(429), true},
 		{"S3 SlowDown", api("SlowDown"), true},
@@ -39,6 +39,8 @@ func TestIsTransient(t *testing.T) {
 		{"REST 503", fmt.Errorf("load: %w", rest.ErrServiceUnavailable), true},
 		{"REST unknown commit outcome", rest.ErrCommitStateUnknown, true},
 		{"lost races", fmt.Errorf("gave up: %w", table.ErrCommitFailed), true},
+		{"lost races, SQL catalog", errors.New("gave up: requirement failed: branch main has changed"), true},
+		{"catalog unreachable", fmt.Errorf("reload: %w", catalog.ErrCatalogUnreachable), true},
 		{"Kafka leader moving", kerr.NotLeaderForPartition, true},
 		{"deadline", context.DeadlineExceeded, true},
 
@@ -46,14 +48,14 @@ func TestIsTransient(t *testing.T) {
 		{"wrong secret", api("SignatureDoesNotMatch"), false},
 		{"unknown key", api("InvalidAccessKeyId"), false},
 		{"missing bucket", api("NoSuchBucket"), false},
-		{"credentials classified", fmt.Errorf("x: %w", snapshot.ErrStorageCredentials), false},
-		{"catalog auth", fmt.Errorf("x: %w", snapshot.ErrCatalogAuth), false},
+		{"credentials classified", fmt.Errorf("x: %w", catalog.ErrStorageCredentials), false},
+		{"catalog auth", fmt.Errorf("x: %w", catalog.ErrCatalogAuth), false},
 		{"Kafka authorization", kerr.TopicAuthorizationFailed, false},
 		{"interrupted", context.Canceled, false},
 		{"plain", errors.New("table lake.t cannot hold floe rows"), false},
 		{"nil", nil, false},
 	} {
-		if got := snapshot.IsTransient(c.err); got != c.want {
+		if got := catalog.IsTransient(c.err); got != c.want {
 			t.Errorf("%s: IsTransient(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
 	}

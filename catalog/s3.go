@@ -1,15 +1,13 @@
-package snapshot
+package catalog
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -22,26 +20,8 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// Errors that storage and catalog failures are classified into, so that
-// callers can branch with errors.Is and users read what to fix.
-var (
-	// ErrBucketNotFound: the warehouse's bucket does not exist.
-	ErrBucketNotFound = errors.New("bucket does not exist")
-	// ErrStorageCredentials: the object store rejected the credentials
-	// (unknown access key, signature mismatch, expired token).
-	ErrStorageCredentials = errors.New("object store rejected the credentials")
-	// ErrStorageUnreachable: nothing answers at the object store's endpoint.
-	ErrStorageUnreachable = errors.New("object store unreachable")
-	// ErrCatalogUnreachable: nothing answers at the catalog's address.
-	ErrCatalogUnreachable = errors.New("catalog unreachable")
-	// ErrCatalogAuth: the catalog rejected the credentials.
-	ErrCatalogAuth = errors.New("catalog rejected the credentials")
-	// ErrOwnedByAnotherCatalog: a new table's location already holds
-	// Iceberg metadata that this catalog does not know.
-	ErrOwnedByAnotherCatalog = errors.New("table location is owned by another catalog")
-)
-
-// S3Config configures S3 access for s3:// warehouses. Every field is
+// S3Config configures S3 access for s3:// warehouses, and for tables on S3
+// of a catalog whose warehouse is elsewhere (see Open). Every field is
 // optional: empty fields come from aws-sdk-go-v2's standard configuration
 // (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
 // AWS_PROFILE, the shared config and credentials files, web identity, SSO,
@@ -222,7 +202,13 @@ func (s *s3Storage) check(ctx context.Context, bucket, prefix string) error {
 // are returned as they are.
 func (s *s3Storage) explain(err error, bucket string) error {
 	where := s.describe()
-	switch storageKind(err) {
+	kind := storageKind(err)
+	if bucket == "" && kind != ErrStorageUnreachable {
+		// The warehouse is not on S3, so the table's bucket is not known
+		// here; the error names the object.
+		return Explain(err)
+	}
+	switch kind {
 	case ErrBucketNotFound:
 		return fmt.Errorf("%w: bucket %q at %s (create it, e.g. 'aws s3 mb s3://%s', or fix --warehouse): %w",
 			ErrBucketNotFound, bucket, where, bucket, err)
@@ -234,42 +220,6 @@ func (s *s3Storage) explain(err error, bucket string) error {
 			ErrStorageUnreachable, where, err)
 	}
 	return fmt.Errorf("S3 bucket %q at %s: %w", bucket, where, err)
-}
-
-// storageKind returns the sentinel an object-store error belongs to, or nil.
-func storageKind(err error) error {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "NoSuchBucket":
-			return ErrBucketNotFound
-		case "SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidClientTokenId", "ExpiredToken",
-			"InvalidToken", "TokenRefreshRequired", "AuthorizationHeaderMalformed",
-			"XAdminUserNotFound": // versitygw's answer to an unknown access key
-			return ErrStorageCredentials
-		}
-	}
-	if isUnreachable(err) {
-		return ErrStorageUnreachable
-	}
-	return nil
-}
-
-// isUnreachable reports whether err says that nothing answered at a network
-// address: refused or reset connection, unknown host, dial timeout.
-func isUnreachable(err error) bool {
-	var dns *net.DNSError
-	var op *net.OpError
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return true
-	case errors.As(err, &dns):
-		return true
-	case errors.As(err, &op) && op.Op == "dial":
-		return true
-	}
-	return false
 }
 
 // splitS3 splits s3://bucket/prefix (or s3a://, s3n://) into bucket and

@@ -1,4 +1,4 @@
-package snapshot
+package catalog
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,8 +75,11 @@ func IsTransient(err error) bool {
 		return true
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ETIMEDOUT):
 		return true
-	case isConflict(err):
-		// Lost races that ran out of attempts: the next try reloads.
+	case errors.Is(err, table.ErrCommitFailed), strings.Contains(err.Error(), "requirement failed"):
+		// A catalog's answer to a lost race (iceberg-go's SQL catalog
+		// reports a stale branch head as a plain "requirement failed", as
+		// snapshot's commit loop knows too), here after the writer ran
+		// out of attempts: the next try reloads.
 		return true
 	}
 	msg := err.Error()

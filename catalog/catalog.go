@@ -1,0 +1,367 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/glue"
+	_ "github.com/apache/iceberg-go/catalog/rest" // registers the rest catalog type
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/uptrace/bun/driver/sqliteshim"
+)
+
+// Defaults of the zero-setup layout: everything under ./floe-data.
+const (
+	DefaultCatalog   = "floe-data/catalog.db"
+	DefaultWarehouse = "floe-data/warehouse"
+	// DefaultName is the name floe's SQL catalogs store in their
+	// catalog_name column. Spark's and Trino's JDBC catalogs store theirs:
+	// to share tables with them, use the same name.
+	DefaultName = "floe"
+)
+
+// Kind is the kind of catalog a Config.Catalog names.
+type Kind string
+
+// Catalog kinds.
+const (
+	// SQLite is iceberg-go's SQL catalog in a SQLite file: a path,
+	// sqlite:// or file: URI.
+	SQLite Kind = "sqlite"
+	// Postgres is iceberg-go's SQL catalog in PostgreSQL:
+	// postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...
+	Postgres Kind = "postgres"
+	// REST is an Iceberg REST catalog: http:// or https:// URI.
+	REST Kind = "rest"
+	// Glue is AWS Glue: the word glue.
+	Glue Kind = "glue"
+)
+
+// KindOf returns the kind of catalog spec names (empty means SQLite).
+func KindOf(spec string) (Kind, error) {
+	lower := strings.ToLower(spec)
+	switch {
+	case lower == "glue":
+		return Glue, nil
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		return Postgres, nil
+	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
+		return REST, nil
+	case strings.HasPrefix(lower, "sqlite://"), strings.HasPrefix(lower, "file:"), !strings.Contains(lower, "://"):
+		return SQLite, nil
+	}
+	return "", fmt.Errorf("catalog %s: unsupported; want a SQLite file path, postgres://..., http(s)://... (REST) or glue", redact(spec))
+}
+
+// Config says where the catalog and the warehouse are and how to reach
+// them.
+type Config struct {
+	// Catalog names the catalog; see KindOf. Empty means DefaultCatalog.
+	Catalog string
+	// Name is the catalog's name: SQL catalogs store it with every table
+	// (Spark's and Trino's JDBC catalogs use their catalog name), Glue and
+	// REST ignore it. Empty means DefaultName.
+	Name string
+	// Warehouse is where new tables are created. For SQLite, PostgreSQL and
+	// Glue: a local path, file:// URI or s3://bucket/prefix URI; empty means
+	// DefaultWarehouse (SQLite) or is an error (PostgreSQL, Glue). For REST:
+	// the warehouse name or location the server expects, passed through;
+	// empty means the server's default.
+	Warehouse string
+	// S3 configures access to s3:// warehouses and tables.
+	S3 S3Config
+	// Token is a REST catalog's bearer token.
+	Token string
+	// Credential is a REST catalog's OAuth2 client credentials,
+	// CLIENT_ID:CLIENT_SECRET, exchanged for a token at OAuth2ServerURI.
+	Credential string
+	// OAuth2ServerURI is the token endpoint for Credential; empty means the
+	// catalog's own /v1/oauth/tokens.
+	OAuth2ServerURI string
+	// Scope is the OAuth2 scope requested with Credential; empty means
+	// iceberg-go's default (catalog).
+	Scope string
+	// Props are extra catalog properties passed to iceberg-go as they are;
+	// they override everything floe derives.
+	Props map[string]string
+	// Logger receives what opening the catalog and creating tables log
+	// (S3 configuration, tolerated storage errors); nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Open opens the catalog, on first use initialising a SQL catalog's
+// tables. For s3:// warehouses it resolves S3 access from the AWS standard
+// configuration and checks that the bucket answers, so that a missing
+// bucket, rejected credentials or an unreachable endpoint are reported at
+// start with what to fix (errors wrapping ErrBucketNotFound,
+// ErrStorageCredentials, ErrStorageUnreachable). A catalog that does not
+// answer or rejects its credentials is an error wrapping
+// ErrCatalogUnreachable or ErrCatalogAuth.
+//
+// The SQL and Glue catalogs it returns classify every error they return
+// the same way, attributing a failure to the object store or to the
+// catalog by where it came from; and they refuse to create a table (with
+// an error wrapping ErrOwnedByAnotherCatalog) when its location already
+// holds Iceberg metadata this catalog does not know.
+func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
+	spec := cfg.Catalog
+	if spec == "" {
+		spec = DefaultCatalog
+	}
+	kind, err := KindOf(spec)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.Name
+	if name == "" {
+		name = DefaultName
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	props := iceberg.Properties{}
+	wh := cfg.Warehouse
+	if kind != REST {
+		if wh == "" && kind != SQLite {
+			return nil, fmt.Errorf("catalog %s: no warehouse: pass --warehouse s3://BUCKET/PREFIX (where new tables are created)", redact(spec))
+		}
+		if wh, err = warehouseURI(wh); err != nil {
+			return nil, err
+		}
+	}
+	if wh != "" {
+		props["warehouse"] = wh
+	}
+	// S3 access: for an s3:// warehouse, for Glue, whose tables live on S3
+	// whatever the warehouse property says, and for tables on S3 of a
+	// catalog whose warehouse is elsewhere when S3 is configured (REST
+	// catalogs may vend credentials, so only then).
+	var st *s3Storage
+	bucket, prefix, onS3 := splitS3(wh)
+	if onS3 || kind == Glue || s3Configured(cfg.S3, kind) {
+		if st, err = resolveS3(ctx, cfg.S3, log); err != nil {
+			return nil, err
+		}
+		maps.Copy(props, st.props)
+	}
+	if onS3 {
+		if err := st.check(ctx, bucket, prefix); err != nil {
+			return nil, fmt.Errorf("warehouse %s: %w", wh, err)
+		}
+	}
+
+	var cat icecat.Catalog
+	switch kind {
+	case SQLite:
+		cat, err = openSQLite(ctx, name, spec, props, cfg.Props)
+	case Postgres:
+		cat, err = openPostgres(ctx, name, spec, props, cfg.Props)
+	case REST:
+		cat, err = openREST(ctx, name, spec, cfg, props)
+	case Glue:
+		cat, err = openGlue(st, props, cfg.Props)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if kind == REST {
+		// The server chooses table locations and guards them; and a
+		// wrapper would hide the REST catalog's server-side scan planning
+		// from the tables floe rebuilds after a commit.
+		return cat, nil
+	}
+	return &guardedCatalog{Catalog: cat, warehouse: wh, bucket: bucket, props: props, st: st, log: log}, nil
+}
+
+// s3Configured reports whether S3 access should be resolved for a catalog
+// whose warehouse is not on S3. Settings given explicitly (flags) always
+// count: without them resolved, they would be ignored. The AWS environment
+// counts for REST catalogs only (which may vend credentials instead); SQL
+// catalogs' tables on S3 get it from iceberg-go, which reads the same
+// environment, so a file warehouse never fails on an unrelated AWS setup.
+func s3Configured(c S3Config, kind Kind) bool {
+	if c.Endpoint != "" || c.AccessKeyID != "" || c.Region != "" || c.PathStyle != nil {
+		return true
+	}
+	if kind != REST {
+		return false
+	}
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		if os.Getenv(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func openSQLite(ctx context.Context, name, spec string, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
+	path := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite://"), "file://"), "file:")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open catalog %s: create its folder: %w", path, err)
+	}
+	// WAL and a busy timeout let several floe processes share one SQLite
+	// catalog (iceberg-go #1793).
+	props["uri"] = "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	props["type"] = "sql"
+	props[sqlcat.DriverKey] = sqliteshim.ShimName
+	props[sqlcat.DialectKey] = string(sqlcat.SQLite)
+	maps.Copy(props, extra)
+	// Switching a new file to WAL needs an exclusive lock that the busy
+	// timeout does not wait for: processes opening one new catalog at the
+	// same moment retry.
+	var (
+		cat icecat.Catalog
+		err error
+	)
+retry:
+	for attempt := 1; ; attempt++ {
+		cat, err = icecat.Load(ctx, name, props)
+		if err == nil || attempt == 10 || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			break
+		}
+		pause := time.NewTimer(time.Duration(attempt) * 100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			break retry
+		case <-pause.C:
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
+	}
+	return cat, nil
+}
+
+func openPostgres(ctx context.Context, name, spec string, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
+	props["uri"] = spec
+	props["type"] = "sql"
+	props[sqlcat.DriverKey] = "pg" // bun's pgdriver, registered by its import
+	props[sqlcat.DialectKey] = string(sqlcat.Postgres)
+	maps.Copy(props, extra)
+	// Processes starting together race to create the catalog's tables;
+	// PostgreSQL reports the loser as a unique violation. Retry once.
+	var (
+		cat icecat.Catalog
+		err error
+	)
+	for attempt := 0; attempt < 3; attempt++ {
+		cat, err = icecat.Load(ctx, name, props)
+		var pgErr pgdriver.Error
+		if err == nil || !errors.As(err, &pgErr) || !pgErr.IntegrityViolation() {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open PostgreSQL catalog %s: %w", redact(spec), explainCatalog(err))
+	}
+	return cat, nil
+}
+
+func openREST(ctx context.Context, name, spec string, cfg Config, props iceberg.Properties) (icecat.Catalog, error) {
+	props["uri"] = spec
+	props["type"] = string(icecat.REST)
+	if cfg.Token != "" {
+		props["token"] = cfg.Token
+	}
+	if cfg.Credential != "" {
+		if !strings.Contains(cfg.Credential, ":") {
+			return nil, errors.New("REST catalog credential: want CLIENT_ID:CLIENT_SECRET")
+		}
+		props["credential"] = cfg.Credential
+	}
+	if cfg.OAuth2ServerURI != "" {
+		props["oauth2-server-uri"] = cfg.OAuth2ServerURI
+	}
+	if cfg.Scope != "" {
+		props["scope"] = cfg.Scope
+	}
+	maps.Copy(props, cfg.Props)
+	cat, err := icecat.Load(ctx, name, props)
+	if err != nil {
+		return nil, fmt.Errorf("open REST catalog %s: %w", redact(spec), explainCatalog(err))
+	}
+	return cat, nil
+}
+
+func openGlue(st *s3Storage, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
+	maps.Copy(props, extra)
+	// The Glue client gets the whole resolved AWS configuration, so that
+	// expiring credentials are refreshed. AWS_ENDPOINT_URL_GLUE and
+	// glue.endpoint reach a Glue-compatible endpoint.
+	cfg := st.cfg.Copy()
+	if r := props[glue.Region]; r != "" {
+		cfg.Region = r
+	}
+	if e := props[glue.Endpoint]; e != "" {
+		cfg.BaseEndpoint = &e
+	}
+	cat, err := glue.NewCatalog(glue.WithAwsConfig(cfg), glue.WithAwsProperties(glue.AwsProperties(props)))
+	if err != nil {
+		return nil, fmt.Errorf("open Glue catalog: %w", err)
+	}
+	return cat, nil
+}
+
+// warehouseURI turns a warehouse flag into a URI iceberg-go understands:
+// plain paths become absolute file:// URIs.
+func warehouseURI(w string) (string, error) {
+	if w == "" {
+		w = DefaultWarehouse
+	}
+	if strings.Contains(w, "://") {
+		return strings.TrimSuffix(w, "/"), nil
+	}
+	abs, err := filepath.Abs(w)
+	if err != nil {
+		return "", fmt.Errorf("warehouse %s: %w", w, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", fmt.Errorf("warehouse %s: create it: %w", abs, err)
+	}
+	return "file://" + abs, nil
+}
+
+// redact hides the password of a URI so errors and logs never show it.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// ParseIdent parses a table name as catalogs address tables,
+// NAMESPACE.TABLE (the namespace may itself be dotted: a.b.table). It
+// lives here, beside the catalog it names a table of, because every
+// catalog kind floe opens resolves tables by namespace and name; package
+// snapshot only ever receives the parsed identifier.
+func ParseIdent(s string) (table.Identifier, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("table %q: want NAMESPACE.TABLE, for example lake.orders", s)
+	}
+	for _, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("table %q: empty name part; want NAMESPACE.TABLE, for example lake.orders", s)
+		}
+	}
+	return parts, nil
+}

@@ -9,9 +9,9 @@ import "github.com/twmb/franz-go/pkg/kgo"
 // more records on partition TrailingOn only, so that the other partitions
 // end in the abort marker.
 type MixedLog struct {
-	Partitions                           int32
+	Partitions                            int32
 	Records, Committed, Aborted, Trailing int
-	TrailingOn                           int32
+	TrailingOn                            int32
 }
 
 // MixedLog creates topic and writes m's log into it (records from Records,

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"errors"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -122,5 +123,41 @@ func TestCommitFencedWhenPartitionVanishes(t *testing.T) {
 	}
 	if n, ok := l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}]; ok {
 		t.Fatalf("partition 0 is in the ledger at %d after the fenced commit; the rollback removed it", n)
+	}
+}
+
+// TestLedgerDecodedIncrementally: a writer's ledger, extended commit by
+// commit from what it already decoded, equals the ledger a fresh reader
+// decodes from the metadata, also with another writer committing between.
+func TestLedgerDecodedIncrementally(t *testing.T) {
+	cat := tempCatalog(t)
+	a := openTestTable(t, cat, "lake.inc", snapshot.OpenOptions{Create: true})
+	b := openTestTable(t, cat, "lake.inc", snapshot.OpenOptions{})
+	commit := func(tbl *snapshot.Table, p int32, i int64) {
+		r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: p}, Interval: mapping.Interval{Low: i, High: i + 1}, Records: 0}
+		if _, err := tbl.Commit(t.Context(), snapshot.Flush{Ranges: []mapping.Range{r}}, snapshot.CommitOptions{Writer: "w"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range int64(12) {
+		commit(a, 0, i)
+		if i%4 == 3 {
+			if err := b.Refresh(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			commit(b, 1, i/4)
+		}
+		got, err := a.Ledger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := openTestTable(t, cat, "lake.inc", snapshot.OpenOptions{})
+		want, err := fresh.Ledger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%4 != 3 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("after commit %d: writer's ledger\n%+v\nfresh reader's\n%+v", i, got, want)
+		}
 	}
 }

@@ -1,0 +1,151 @@
+package mapping
+
+import (
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+)
+
+// SchemaConflictError reports a decoded value whose type the table cannot
+// take, even by evolving its schema: a type Iceberg cannot promote the
+// column to (narrowing, string to int, long to double), or a field whose
+// kind changed (a struct where a list was). The record goes to the
+// dead-letter table with it as the reason, or, with --on-schema-conflict
+// fail, stops the sink.
+type SchemaConflictError struct {
+	// Path names the field, dotted from the top-level column.
+	Path      string
+	Have, Got iceberg.Type
+}
+
+func (e *SchemaConflictError) Error() string {
+	return fmt.Sprintf("field %s: the table's type %s cannot take a value of type %s (Iceberg allows only adding optional fields and widening int to long, float to double and a decimal's precision)",
+		e.Path, e.Have, e.Got)
+}
+
+// MergeType returns the type that holds values of both have (a column or
+// field of the table) and in (the type of newly decoded values), and
+// whether it differs from have: the schema evolution the table needs before
+// it takes the new values. The changes are the ones Iceberg allows: a
+// struct gains the fields it lacked (always optional, so that older rows
+// read as null), int widens to long, float to double, and a decimal to a
+// larger precision of the same scale. A field that in lacks keeps its
+// column: rows of the new type hold null there. Anything else is a
+// *SchemaConflictError.
+//
+// Field IDs of in are ignored; new fields keep in's IDs as placeholders,
+// and the table assigns real ones when it commits the change.
+func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
+	conflict := func() (iceberg.Type, bool, error) {
+		return have, false, &SchemaConflictError{Path: path, Have: have, Got: in}
+	}
+	switch h := have.(type) {
+	case *iceberg.StructType:
+		i, ok := in.(*iceberg.StructType)
+		if !ok {
+			return conflict()
+		}
+		out := &iceberg.StructType{FieldList: make([]iceberg.NestedField, 0, len(h.FieldList))}
+		changed := false
+		for _, f := range h.FieldList {
+			g, ok := findField(i, f.Name)
+			if !ok {
+				out.FieldList = append(out.FieldList, f)
+				continue
+			}
+			t, c, err := MergeType(path+"."+f.Name, f.Type, g.Type)
+			if err != nil {
+				return have, false, err
+			}
+			f.Type = t
+			out.FieldList = append(out.FieldList, f)
+			changed = changed || c
+		}
+		for _, g := range i.FieldList {
+			if _, ok := findField(h, g.Name); !ok {
+				g.Required = false
+				out.FieldList = append(out.FieldList, g)
+				changed = true
+			}
+		}
+		if !changed {
+			return have, false, nil
+		}
+		return out, true, nil
+	case *iceberg.ListType:
+		i, ok := in.(*iceberg.ListType)
+		if !ok {
+			return conflict()
+		}
+		t, c, err := MergeType(path+".element", h.Element, i.Element)
+		if err != nil || !c {
+			return have, false, err
+		}
+		out := *h
+		out.Element = t
+		return &out, true, nil
+	case *iceberg.MapType:
+		i, ok := in.(*iceberg.MapType)
+		if !ok || !h.KeyType.Equals(i.KeyType) {
+			return conflict()
+		}
+		t, c, err := MergeType(path+".value", h.ValueType, i.ValueType)
+		if err != nil || !c {
+			return have, false, err
+		}
+		out := *h
+		out.ValueType = t
+		return &out, true, nil
+	case iceberg.Int32Type:
+		switch in.(type) {
+		case iceberg.Int32Type:
+			return have, false, nil
+		case iceberg.Int64Type:
+			return iceberg.PrimitiveTypes.Int64, true, nil
+		}
+		return conflict()
+	case iceberg.Int64Type:
+		switch in.(type) {
+		case iceberg.Int32Type, iceberg.Int64Type:
+			return have, false, nil
+		}
+		return conflict()
+	case iceberg.Float32Type:
+		switch in.(type) {
+		case iceberg.Float32Type:
+			return have, false, nil
+		case iceberg.Float64Type:
+			return iceberg.PrimitiveTypes.Float64, true, nil
+		}
+		return conflict()
+	case iceberg.Float64Type:
+		switch in.(type) {
+		case iceberg.Float32Type, iceberg.Float64Type:
+			return have, false, nil
+		}
+		return conflict()
+	case iceberg.DecimalType:
+		i, ok := in.(iceberg.DecimalType)
+		if !ok || i.Scale() != h.Scale() {
+			return conflict()
+		}
+		if i.Precision() <= h.Precision() {
+			return have, false, nil
+		}
+		return iceberg.DecimalTypeOf(i.Precision(), h.Scale()), true, nil
+	}
+	if have.Equals(in) {
+		return have, false, nil
+	}
+	return conflict()
+}
+
+// findField returns the field of st named name.
+func findField(st *iceberg.StructType, name string) (iceberg.NestedField, bool) {
+	for _, f := range st.FieldList {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return iceberg.NestedField{}, false
+}

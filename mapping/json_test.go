@@ -1,0 +1,124 @@
+package mapping
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+)
+
+func field(name string, t iceberg.Type) iceberg.NestedField {
+	return iceberg.NestedField{Name: name, Type: t}
+}
+
+func st(fields ...iceberg.NestedField) *iceberg.StructType {
+	return &iceberg.StructType{FieldList: fields}
+}
+
+var (
+	tLong   = iceberg.PrimitiveTypes.Int64
+	tDouble = iceberg.PrimitiveTypes.Float64
+	tString = iceberg.PrimitiveTypes.String
+	tBool   = iceberg.PrimitiveTypes.Bool
+)
+
+// TestDecodeJSON checks inference, evolution against the table's columns,
+// and the canonical values, one case per rule.
+func TestDecodeJSON(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		have    *iceberg.StructType
+		json    string
+		want    *iceberg.StructType
+		changed bool
+		value   map[string]any
+	}{
+		{"types of a new table, in document order", st(), `{"id":7,"price":2.5,"ok":true,"name":"a"}`,
+			st(field("id", tLong), field("price", tDouble), field("ok", tBool), field("name", tString)), true,
+			map[string]any{"id": int64(7), "price": 2.5, "ok": true, "name": "a"}},
+		{"nested objects and arrays", st(), `{"o":{"x":1},"l":[1,2]}`,
+			st(field("o", st(field("x", tLong))), field("l", &iceberg.ListType{Element: tLong})), true,
+			map[string]any{"o": map[string]any{"x": int64(1)}, "l": []any{int64(1), int64(2)}}},
+		{"integers and fractions in one new array meet in double", st(), `{"l":[1,2.5]}`,
+			st(field("l", &iceberg.ListType{Element: tDouble})), true,
+			map[string]any{"l": []any{1.0, 2.5}}},
+		{"an integer fits a double column", st(field("p", tDouble)), `{"p":3}`,
+			st(field("p", tDouble)), false, map[string]any{"p": 3.0}},
+		{"a new field adds an optional column", st(field("id", tLong)), `{"id":1,"extra":"x"}`,
+			st(field("id", tLong), field("extra", tString)), true, map[string]any{"id": int64(1), "extra": "x"}},
+		{"a missing field keeps its column", st(field("id", tLong), field("gone", tString)), `{"id":1}`,
+			st(field("id", tLong), field("gone", tString)), false, map[string]any{"id": int64(1)}},
+		{"nulls and empty lists make no column", st(), `{"id":1,"n":null,"e":[],"o":{"z":null}}`,
+			st(field("id", tLong)), true, map[string]any{"id": int64(1)}},
+		{"null in an existing column", st(field("id", tLong)), `{"id":null}`,
+			st(field("id", tLong)), false, map[string]any{"id": nil}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, changed, v, err := DecodeJSON([]byte(c.json), c.have)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Equals(c.want) || changed != c.changed || !reflect.DeepEqual(v, c.value) {
+				t.Fatalf("DecodeJSON = %s, changed %v, %v\nwant %s, changed %v, %v", got, changed, v, c.want, c.changed, c.value)
+			}
+			if err := CheckValue("", got, false, v); err != nil {
+				t.Fatalf("the value does not fit the type it came with: %v", err)
+			}
+		})
+	}
+}
+
+func TestDecodeJSONRejects(t *testing.T) {
+	var decodeErr *DecodeError
+	var conflict *SchemaConflictError
+	var typeErr *TypeError
+	for _, c := range []struct {
+		name   string
+		have   *iceberg.StructType
+		json   string
+		target any
+	}{
+		{"malformed", st(), `{"a":`, &decodeErr},
+		{"not an object", st(), `[1,2]`, &decodeErr},
+		{"trailing data", st(), `{} {}`, &decodeErr},
+		{"a fraction in a long column (Iceberg cannot widen long to double)", st(field("id", tLong)), `{"id":1.5}`, &conflict},
+		{"a string where a struct was", st(field("o", st(field("x", tLong)))), `{"o":"s"}`, &conflict},
+		{"an integer out of range", st(), `{"id":123456789012345678901234567890}`, &typeErr},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, _, err := DecodeJSON([]byte(c.json), c.have)
+			switch target := c.target.(type) {
+			case **DecodeError:
+				if !errors.As(err, target) {
+					t.Fatalf("err %v, want a DecodeError", err)
+				}
+			case **SchemaConflictError:
+				if !errors.As(err, target) {
+					t.Fatalf("err %v, want a SchemaConflictError", err)
+				}
+			case **TypeError:
+				if !errors.As(err, target) {
+					t.Fatalf("err %v, want a TypeError", err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzDecodeJSON: decoding never panics, and whatever decodes fits the
+// type it came with.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":[1,2.5],"b":{"c":null}}`, `{"a":"x","a":2}`, `[]`, `{"a":[[]]}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, _, v, err := DecodeJSON([]byte(s), st(field("a", tLong)))
+		if err != nil {
+			return
+		}
+		if err := CheckValue("", got, false, v); err != nil {
+			t.Fatalf("%q decoded to a value that does not fit its type %s: %v", s, got, err)
+		}
+	})
+}

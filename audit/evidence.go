@@ -21,7 +21,7 @@ const evidenceHeader = "floe-audit-evidence/2\n"
 //	metadata <metadata location>
 //	commit <snapshot id> <commit time, Unix ms> <commit id, quoted> <writer, quoted>
 //	topic-id <topic> <topic id>
-//	range <topic> <partition> <low> <high> <records>
+//	range <topic> <partition> <low> <high> <records> [<dead letters>]
 //	lost <topic> <partition> <low> <high>
 //	aborted <topic> <partition> <low> <high>
 //
@@ -68,6 +68,9 @@ func Canonical(metadataLocation string, l mapping.Ledger) []byte {
 			b = num(b, r.High)
 			if !r.Deleted() {
 				b = num(b, r.Records)
+				if r.DeadLetters > 0 {
+					b = num(b, r.DeadLetters)
+				}
 			}
 			b = append(b, '\n')
 		}

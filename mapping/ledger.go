@@ -20,7 +20,8 @@ import (
 // deleted by retention were judged to have held only aborted records.
 //
 // A ranges value lists the topic's ranges as comma-separated
-// "partition:low-high:records" items, for example
+// "partition:low-high:records" items ("partition:low-high:records:dead"
+// when the range sent records to the dead-letter table), for example
 //
 //	floe.ranges.orders = "0:0-1200:1187,3:950-1800:850"
 //
@@ -140,6 +141,9 @@ func (c Commit) Encode() (map[string]string, error) {
 		fmt.Fprintf(b, "%d:%d-%d", r.Partition, r.Low, r.High)
 		if !r.Deleted() {
 			fmt.Fprintf(b, ":%d", r.Records)
+			if r.DeadLetters > 0 {
+				fmt.Fprintf(b, ":%d", r.DeadLetters)
+			}
 		}
 	}
 	props := map[string]string{
@@ -223,7 +227,7 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 		if !topicName.MatchString(topic) {
 			return bad(key, fmt.Errorf("%q is not a legal Kafka topic name", topic))
 		}
-		rs, err := decodeRanges(topic, props[key], lost, aborted)
+		rs, err := decodeRanges(topic, props[key], lost, aborted, !v1)
 		if err != nil {
 			return bad(key, err)
 		}
@@ -242,7 +246,9 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 	return c, nil
 }
 
-func decodeRanges(topic, v string, lost, aborted bool) ([]Range, error) {
+// decodeRanges decodes one ranges, lost or aborted value; deadLetters
+// allows a fourth field, the dead letters of a data range (version 2).
+func decodeRanges(topic, v string, lost, aborted, deadLetters bool) ([]Range, error) {
 	if v == "" {
 		return nil, errors.New("empty value")
 	}
@@ -254,7 +260,7 @@ func decodeRanges(topic, v string, lost, aborted bool) ([]Range, error) {
 	}
 	for _, item := range items {
 		parts := strings.Split(item, ":")
-		if len(parts) != want {
+		if len(parts) != want && (want != 3 || !deadLetters || len(parts) != 4) {
 			return nil, fmt.Errorf("item %q: want %d colon-separated fields", item, want)
 		}
 		p, err := strconv.ParseInt(parts[0], 10, 32)
@@ -275,6 +281,11 @@ func decodeRanges(topic, v string, lost, aborted bool) ([]Range, error) {
 		if !r.Deleted() {
 			if r.Records, err = strconv.ParseInt(parts[2], 10, 64); err != nil {
 				return nil, fmt.Errorf("item %q: records: %w", item, err)
+			}
+		}
+		if len(parts) == 4 {
+			if r.DeadLetters, err = strconv.ParseInt(parts[3], 10, 64); err != nil || r.DeadLetters == 0 {
+				return nil, fmt.Errorf("item %q: dead letters: want a positive count", item)
 			}
 		}
 		if err := r.Validate(); err != nil {

@@ -21,6 +21,7 @@ func TestCommitRoundTrip(t *testing.T) {
 		{TopicPartition: tp("orders", 0), Interval: Interval{1200, 1300}, Lost: true},
 		rng("orders", 0, 1300, 1301, 0),
 		rng("pay.v2_x-y", 1, 5, 5, 0),
+		{TopicPartition: tp("pay.v2_x-y", 2), Interval: Interval{0, 10}, Records: 6, DeadLetters: 3},
 	}}
 	props, err := c.Encode()
 	if err != nil {

@@ -38,7 +38,10 @@ func (iv Interval) Contains(offset int64) bool { return iv.Low <= offset && offs
 // Range is the half-open offset range [Low, High) of one partition that one
 // commit consumed. High is the next offset to read, not the last one read.
 // A range may contain offsets that produced no row (transaction markers,
-// aborted records, compacted offsets), so Records counts the rows it produced.
+// aborted records, compacted offsets), so Records counts the rows it produced
+// and DeadLetters the records it sent to the dead-letter table instead (a
+// typed table's records that could not be decoded): per range, rows + dead
+// letters + offsets without a record = offsets.
 //
 // A lost range (Lost true) is one that retention deleted before it was sunk:
 // it produced no rows, and the ledger records it so the loss is never silent.
@@ -51,9 +54,10 @@ func (iv Interval) Contains(offset int64) bool { return iv.Low <= offset && offs
 type Range struct {
 	TopicPartition
 	Interval
-	Records int64
-	Lost    bool
-	Aborted bool
+	Records     int64
+	DeadLetters int64
+	Lost        bool
+	Aborted     bool
 }
 
 // Deleted reports whether retention deleted r's offsets before they were
@@ -73,6 +77,9 @@ func (r Range) String() string {
 		return fmt.Sprintf("%s %s lost", r.TopicPartition, r.Interval)
 	case r.Aborted:
 		return fmt.Sprintf("%s %s deleted, aborted", r.TopicPartition, r.Interval)
+	}
+	if r.DeadLetters > 0 {
+		return fmt.Sprintf("%s %s %d records, %d dead letters", r.TopicPartition, r.Interval, r.Records, r.DeadLetters)
 	}
 	return fmt.Sprintf("%s %s %d records", r.TopicPartition, r.Interval, r.Records)
 }
@@ -94,9 +101,11 @@ func SortRanges(rs []Range) {
 type Coverage struct {
 	// First is the lowest offset covered, Next the offset after the highest.
 	First, Next int64
-	// Ranges is the number of ranges, Records the sum of their record counts.
-	Ranges  int
-	Records int64
+	// Ranges is the number of ranges, Records and DeadLetters the sums of
+	// their counts.
+	Ranges      int
+	Records     int64
+	DeadLetters int64
 	// Gaps are offsets between First and Next that no range covers.
 	Gaps []Interval
 	// Overlaps are offsets that more than one range covers.
@@ -127,6 +136,7 @@ func Cover(ranges []Range) Coverage {
 	for _, r := range rs {
 		c.Ranges++
 		c.Records += r.Records
+		c.DeadLetters += r.DeadLetters
 		if r.Lost && r.Len() > 0 {
 			c.Lost = appendMerged(c.Lost, r.Interval)
 		}
@@ -167,9 +177,9 @@ func (r Range) Validate() error {
 		return fmt.Errorf("range %s: negative partition", r)
 	case r.Low < 0 || r.High < r.Low:
 		return fmt.Errorf("range %s: bounds must satisfy 0 <= low <= high", r)
-	case r.Records < 0 || r.Records > r.Len():
-		return fmt.Errorf("range %s: record count outside [0, %d]", r, r.Len())
-	case r.Deleted() && r.Records != 0:
+	case r.Records < 0 || r.DeadLetters < 0 || r.Records+r.DeadLetters > r.Len():
+		return fmt.Errorf("range %s: records and dead letters outside [0, %d]", r, r.Len())
+	case r.Deleted() && r.Records+r.DeadLetters != 0:
 		return fmt.Errorf("range %s: a deleted range has no records", r)
 	case r.Lost && r.Aborted:
 		return fmt.Errorf("range %s: lost and aborted at once", r)

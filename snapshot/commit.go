@@ -66,6 +66,13 @@ type Flush struct {
 	// commit whose topic ID differs from the one the ledger recorded for
 	// the topic is refused with a *TopicIDError.
 	TopicIDs map[string]string
+	// Schema, for a table of a typed layout, is the schema the batches were
+	// built for (their Arrow columns carry its names; field IDs do not
+	// matter). The commit evolves the table's schema to take them (columns
+	// and nested fields added, promotions) in the same snapshot as the
+	// data, so that no data file ever has columns the table does not have.
+	// Nil for a raw layout.
+	Schema *iceberg.Schema
 }
 
 // TopicIDError reports a topic whose ID differs from the one the ledger
@@ -186,12 +193,19 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		return res, err
 	}
 
+	// The schema the files are written for: the table's, evolved to take
+	// the flush's columns.
+	_, target, err := t.stage(f.Schema)
+	if err != nil {
+		return res, err
+	}
+	writtenFor := t.tbl.Schema().ID
 	write := t.appendFiles
 	if t.Fold() != "" {
 		write = t.foldFiles
 	}
 	start := time.Now()
-	st, err := write(ctx, f.Batches)
+	st, err := write(ctx, target, f.Batches)
 	res.WriteTime = time.Since(start)
 	files := st.add
 	if err != nil {
@@ -253,7 +267,16 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 				break
 			}
 		}
-		snap, err := t.commitOnce(ctx, st, props)
+		if f.Schema != nil && t.tbl.Schema().ID != writtenFor {
+			// Another writer changed the schema: the files carry field
+			// IDs of a schema this commit would not produce. Write them
+			// again for the one it would.
+			if st, err = t.rewrite(ctx, log, f, st, write); err != nil {
+				return res, err
+			}
+			files, writtenFor = st.add, t.tbl.Schema().ID
+		}
+		snap, err := t.commitOnce(ctx, st, props, f.Schema)
 		if err == nil {
 			res.Commit.SnapshotID = snap.SnapshotID
 			res.Commit.CommittedAt = time.UnixMilli(snap.TimestampMs).UTC()
@@ -335,12 +358,58 @@ type staged struct {
 	rows int64
 }
 
-func (t *Table) commitOnce(ctx context.Context, st staged, props iceberg.Properties) (*table.Snapshot, error) {
+// stage returns a transaction on the table's branch with the schema
+// changes that let it take rows of schema want applied (none for a nil
+// want), and the table as it will be with them. A want the table's schema
+// cannot be evolved to is a *SchemaChangedError: the flush was built for a
+// schema another writer has since changed.
+func (t *Table) stage(want *iceberg.Schema) (*table.Transaction, *table.Table, error) {
 	txn := t.tbl.NewTransactionOnBranch(t.branch)
+	if want == nil {
+		return txn, t.tbl, nil
+	}
+	upd := txn.UpdateSchema(true, false)
+	changed, err := evolveSchema(upd, t.tbl.Schema(), want)
+	if err != nil {
+		return nil, nil, &SchemaChangedError{Table: t.Name(), Err: err}
+	}
+	if !changed {
+		return txn, t.tbl, nil
+	}
+	if err := upd.Commit(); err != nil {
+		return nil, nil, fmt.Errorf("stage the schema change of %s: %w", t.Name(), err)
+	}
+	staged, err := txn.StagedTable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage the schema change of %s: %w", t.Name(), err)
+	}
+	return txn, staged.Table, nil
+}
+
+// rewrite removes the files of st and writes the flush again for the
+// schema the table (as reloaded) would have with the flush's changes.
+func (t *Table) rewrite(ctx context.Context, log *slog.Logger, f Flush, st staged, write func(context.Context, *table.Table, map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error)) (staged, error) {
+	t.removeFiles(ctx, log, st.add)
+	_, target, err := t.stage(f.Schema)
+	if err != nil {
+		return staged{}, err
+	}
+	st, err = write(ctx, target, f.Batches)
+	if err != nil {
+		t.removeFiles(ctx, log, st.add)
+		return staged{}, fmt.Errorf("write data files of %s again for its new schema: %w", t.Name(), err)
+	}
+	return st, nil
+}
+
+func (t *Table) commitOnce(ctx context.Context, st staged, props iceberg.Properties, want *iceberg.Schema) (*table.Snapshot, error) {
+	txn, _, err := t.stage(want)
+	if err != nil {
+		return nil, err
+	}
 	if err := txn.AssertRefSnapshotID(t.branch); err != nil {
 		return nil, err
 	}
-	var err error
 	files := st.add
 	switch {
 	case len(st.remove) > 0:
@@ -383,9 +452,10 @@ func isConflict(err error) bool {
 	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
 }
 
-// appendFiles stages an append: every row of every batch.
-func (t *Table) appendFiles(ctx context.Context, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
-	files, err := t.writeFiles(ctx, batches)
+// appendFiles stages an append to target (the table, with the flush's
+// schema changes): every row of every batch.
+func (t *Table) appendFiles(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
+	files, err := t.writeFiles(ctx, target, batches)
 	st := staged{add: files}
 	for _, df := range files {
 		st.rows += df.Count()
@@ -395,7 +465,7 @@ func (t *Table) appendFiles(ctx context.Context, batches map[mapping.TopicPartit
 
 // writeFiles writes each batch into data files of its own, in parallel up
 // to the number of CPUs.
-func (t *Table) writeFiles(ctx context.Context, batches map[mapping.TopicPartition][]arrow.RecordBatch) ([]iceberg.DataFile, error) {
+func (t *Table) writeFiles(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) ([]iceberg.DataFile, error) {
 	var (
 		mu    sync.Mutex
 		files []iceberg.DataFile
@@ -410,7 +480,7 @@ func (t *Table) writeFiles(ctx context.Context, batches map[mapping.TopicPartiti
 			b.Retain() // WriteRecords releases what it consumes; Commit releases its own reference.
 			g.Go(func() error {
 				one := func(yield func(arrow.RecordBatch, error) bool) { yield(b, nil) }
-				for df, err := range table.WriteRecords(gctx, t.tbl, t.schema, one) {
+				for df, err := range table.WriteRecords(gctx, target, b.Schema(), one) {
 					if err != nil {
 						return fmt.Errorf("partition %s: %w", tp, err)
 					}

@@ -52,7 +52,7 @@ func (t *Table) Fold() string { return t.tbl.Properties()[PropFold] }
 // the batch (itself bounded by the flush policy) plus one decoded batch of a
 // data file at a time, never by the key space: a long fold is a sequence of
 // such passes, one per flush, each an atomic snapshot.
-func (t *Table) foldFiles(ctx context.Context, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
+func (t *Table) foldFiles(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
 	var st staged
 	if f := t.Fold(); f != FoldLatest {
 		return st, fmt.Errorf("table %s has %s=%q; this floe folds only %q", t.Name(), PropFold, f, FoldLatest)
@@ -84,7 +84,7 @@ func (t *Table) foldFiles(ctx context.Context, batches map[mapping.TopicPartitio
 		if err != nil {
 			return st, fmt.Errorf("fold %s: %w", tp, err)
 		}
-		files, err := t.writeFold(ctx, head, tp, touched, keys, newRows)
+		files, err := t.writeFold(ctx, target, head, tp, touched, keys, newRows)
 		newRows.Release()
 		st.add = append(st.add, files...)
 		if err != nil {
@@ -266,7 +266,7 @@ func anyKey(ctx context.Context, scan *table.Scan, task table.FileScanTask, keys
 
 // writeFold writes the rows of the touched files whose key is not in keys,
 // followed by newRows, as the partition's new data files.
-func (t *Table) writeFold(ctx context.Context, head *table.Snapshot, tp mapping.TopicPartition, touched []table.FileScanTask, keys map[string]struct{}, newRows arrow.RecordBatch) ([]iceberg.DataFile, error) {
+func (t *Table) writeFold(ctx context.Context, target *table.Table, head *table.Snapshot, tp mapping.TopicPartition, touched []table.FileScanTask, keys map[string]struct{}, newRows arrow.RecordBatch) ([]iceberg.DataFile, error) {
 	rows := func(yield func(arrow.RecordBatch, error) bool) {
 		if len(touched) > 0 {
 			scan := t.partitionScan(head.SnapshotID, tp)
@@ -299,7 +299,7 @@ func (t *Table) writeFold(ctx context.Context, head *table.Snapshot, tp mapping.
 			yield(newRows, nil)
 		}
 	}
-	return t.writeRows(ctx, rows)
+	return t.writeRows(ctx, target, rows)
 }
 
 // survivors returns the rows of b whose key is not in keys, in the table's
@@ -352,10 +352,11 @@ func (t *Table) conform(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 }
 
 // writeRows writes a stream of batches in the table's write schema as data
-// files (rolled at the table's target file size). It releases the batches.
-func (t *Table) writeRows(ctx context.Context, rows iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
+// files of target (rolled at the table's target file size). It releases
+// the batches.
+func (t *Table) writeRows(ctx context.Context, target *table.Table, rows iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, t.tbl, t.schema, rows) {
+	for df, err := range table.WriteRecords(ctx, target, t.schema, rows) {
 		if err != nil {
 			return files, err
 		}

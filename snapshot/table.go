@@ -54,6 +54,10 @@ type Table struct {
 	// read from (tbl's PropLedgerArchive).
 	archive     *Archive
 	archivePath string
+	// layout is how the table holds records; schema the Arrow schema of
+	// its rows, for the table's current schema (schemaID).
+	layout   mapping.Layout
+	schemaID int
 	// ledger is the ledger last decoded (see Ledger).
 	ledger *ledgerCache
 	// fsys opens the table's storage as the table last loaded from the
@@ -73,15 +77,25 @@ type OpenOptions struct {
 	// (for example PropFold, or a replay's marker). An existing table keeps
 	// its own.
 	Properties map[string]string
+	// Layout is how the table holds records. A table Create creates gets it
+	// (the zero Layout: mapping.RawLayout); an existing table keeps the
+	// layout it was created with, and a non-zero Layout that differs from
+	// it is a *mapping.LayoutError.
+	Layout mapping.Layout
 }
 
 // Open loads the table (creating it when asked) and checks that its schema
 // can hold floe rows.
 func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts OpenOptions) (*Table, error) {
 	name := strings.Join(ident, ".")
+	want := opts.Layout
+	asked := want != (mapping.Layout{})
+	if err := want.Normalize(); err != nil {
+		return nil, err
+	}
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil && isNoSuchTable(err) && opts.Create {
-		tbl, err = create(ctx, cat, ident, opts.Properties)
+		tbl, err = create(ctx, cat, ident, want, opts.Properties)
 	}
 	if err != nil {
 		if isNoSuchTable(err) {
@@ -89,18 +103,29 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		}
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}
-	if err := mapping.CheckSchema(tbl.Schema()); err != nil {
-		return nil, fmt.Errorf("table %s cannot hold floe rows: %w (sink into a new table, or fix its schema)", name, err)
-	}
-	sc, err := mapping.ArrowSchema(tbl.Schema())
+	layout, err := mapping.LayoutOf(tbl.Properties())
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
+	}
+	if asked {
+		for setting, pair := range map[string][2]string{
+			"values":     {string(want.Value), string(layout.Value)},
+			"keys":       {string(want.Key), string(layout.Key)},
+			"raw values": {fmt.Sprint(want.RawValue), fmt.Sprint(layout.RawValue)},
+		} {
+			if pair[0] != pair[1] {
+				return nil, &mapping.LayoutError{Table: name, Setting: setting, Value: pair[0], Want: pair[1]}
+			}
+		}
+	}
+	if err := layout.Check(tbl.Schema()); err != nil {
+		return nil, fmt.Errorf("table %s cannot hold floe rows: %w (sink into a new table, or fix its schema)", name, err)
 	}
 	branch := opts.Branch
 	if branch == "" {
 		branch = table.MainBranch
 	}
-	t := &Table{cat: cat, ident: ident, branch: branch, schema: sc}
+	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout}
 	if err := t.adoptLoaded(ctx, tbl); err != nil {
 		return nil, err
 	}
@@ -113,14 +138,19 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	return t, nil
 }
 
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, extra map[string]string) (*table.Table, error) {
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, extra map[string]string) (*table.Table, error) {
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
 	}
 	props := TableProperties()
+	if layout != mapping.RawLayout {
+		// A raw table records nothing: tables of floes before typed
+		// tables look the same.
+		maps.Copy(props, layout.Properties())
+	}
 	maps.Copy(props, extra)
-	tbl, err := cat.CreateTable(ctx, ident, mapping.Schema(), catalog.WithProperties(props))
+	tbl, err := cat.CreateTable(ctx, ident, layout.Schema(), catalog.WithProperties(props))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		// Another floe process created it first.
 		return cat.LoadTable(ctx, ident)
@@ -146,8 +176,12 @@ func (t *Table) Iceberg() *table.Table { return t.tbl }
 // Catalog returns the catalog the table lives in.
 func (t *Table) Catalog() catalog.Catalog { return t.cat }
 
-// ArrowSchema is the schema of the batches Commit accepts.
+// ArrowSchema is the schema of the batches Commit accepts, for the table's
+// schema as last loaded.
 func (t *Table) ArrowSchema() *arrow.Schema { return t.schema }
+
+// Layout is how the table holds records.
+func (t *Table) Layout() mapping.Layout { return t.layout }
 
 // Refresh reloads the table's metadata from the catalog.
 func (t *Table) Refresh(ctx context.Context) error {
@@ -180,6 +214,13 @@ func (t *Table) adoptLoaded(ctx context.Context, tbl *table.Table) error {
 // table is then reloaded once; the archive it names holds every entry of
 // the deleted one.
 func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
+	if t.schema == nil || tbl.Schema().ID != t.schemaID {
+		sc, err := t.layout.ArrowSchema(tbl.Schema())
+		if err != nil {
+			return fmt.Errorf("table %s: %w", t.Name(), err)
+		}
+		t.schema, t.schemaID = sc, tbl.Schema().ID
+	}
 	for reloaded := false; ; reloaded = true {
 		path := tbl.Properties()[PropLedgerArchive]
 		if path == t.archivePath {

@@ -115,7 +115,11 @@ type Config struct {
 // the same way, attributing a failure to the object store or to the
 // catalog by where it came from; and they refuse to create a table (with
 // an error wrapping ErrOwnedByAnotherCatalog) when its location already
-// holds Iceberg metadata this catalog does not know.
+// holds Iceberg metadata this catalog does not know. All S3 I/O of their
+// tables (data, manifest and metadata files, listings, deletions) goes
+// through one S3 configuration and HTTP client resolved here, however
+// often iceberg-go opens the storage; tables committed through them and
+// tables rebuilt from them with their FS and catalog keep it.
 func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	spec := cfg.Catalog
 	if spec == "" {
@@ -184,7 +188,15 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		// from the tables floe rebuilds after a commit.
 		return cat, nil
 	}
-	return &guardedCatalog{Catalog: cat, warehouse: wh, bucket: bucket, props: props, st: st, log: log}, nil
+	g := &guardedCatalog{Catalog: cat, warehouse: wh, bucket: bucket, props: props, st: st, log: log}
+	if st != nil {
+		// props now hold cfg.Props too.
+		g.shareS3 = sharesConfig(props)
+		if !g.shareS3 {
+			log.Debug("S3 access is configured by iceberg-go for each storage opening (--catalog-prop sets s3.proxy-uri, s3.connect-timeout or s3.remote-signing-enabled)")
+		}
+	}
+	return g, nil
 }
 
 // s3Configured reports whether S3 access should be resolved for a catalog

@@ -20,13 +20,51 @@ import (
 // a location another catalog already uses, and classifies every error it
 // returns (see explain), so that every command that opens tables through
 // it reports a catalog or storage failure the same way.
+//
+// It also makes all S3 I/O of its tables use the S3 configuration and HTTP
+// client resolved once when it was opened (see storage and own): iceberg-go
+// opens the storage for every data file, commit and catalog load, and
+// configured on its own it builds a new AWS configuration, S3 client and
+// transport each time, which a long-running sink accumulates by the
+// thousand.
 type guardedCatalog struct {
 	icecat.Catalog
 	warehouse string
 	bucket    string // the warehouse's bucket; empty when it is not on S3
 	props     iceberg.Properties
 	st        *s3Storage // nil: S3 access was not resolved
-	log       *slog.Logger
+	// shareS3 says that st's configuration is handed to iceberg-go's S3 IO
+	// (see sharesConfig).
+	shareS3 bool
+	log     *slog.Logger
+}
+
+// storage returns ctx for a call that may open the tables' storage,
+// carrying the catalog's S3 configuration when it is shared.
+func (g *guardedCatalog) storage(ctx context.Context) context.Context {
+	if !g.shareS3 {
+		return ctx
+	}
+	return g.st.attach(ctx)
+}
+
+// own returns tbl rebuilt to open its storage as tbl does, through
+// storage, and to commit through this catalog. The caller's context is
+// all that reaches iceberg-go when a table writes data files, reads
+// manifests or opens its storage to delete, list or read files, so the
+// table's storage opener adds the configuration; and commits, which write
+// metadata files, go through g.CommitTable, which adds it too (and
+// classifies their errors like any other call of this catalog). Tables
+// iceberg-go derives from it (commits' results, snapshot's rebuilt tables)
+// keep both.
+func (g *guardedCatalog) own(tbl *table.Table) *table.Table {
+	if tbl == nil {
+		return nil
+	}
+	fsys := tbl.FS
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		func(ctx context.Context) (iceio.IO, error) { return fsys(g.storage(ctx)) },
+		g, table.WithMetricsReporter(tbl.MetricsReporter()))
 }
 
 // explain classifies an error of a catalog call. The call talks to two
@@ -51,6 +89,7 @@ func (g *guardedCatalog) explain(err error) error {
 // dropped without purging, and two catalogs writing one location would
 // corrupt it).
 func (g *guardedCatalog) CreateTable(ctx context.Context, ident table.Identifier, sc *iceberg.Schema, opts ...icecat.CreateTableOpt) (*table.Table, error) {
+	ctx = g.storage(ctx)
 	if _, err := g.Catalog.LoadTable(ctx, ident); err == nil {
 		return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), icecat.ErrTableAlreadyExists)
 	}
@@ -65,7 +104,7 @@ func (g *guardedCatalog) CreateTable(ctx context.Context, ident table.Identifier
 		}
 	}
 	tbl, err := g.Catalog.CreateTable(ctx, ident, sc, opts...)
-	return tbl, g.explain(err)
+	return g.own(tbl), g.explain(err)
 }
 
 // checkLocationFree fails with ErrOwnedByAnotherCatalog when loc/metadata
@@ -105,10 +144,12 @@ func (g *guardedCatalog) checkLocationFree(ctx context.Context, name, loc string
 	return nil
 }
 
-// The other calls pass through, their errors classified.
+// The other calls pass through, their errors classified; those that read or
+// write metadata files get the shared S3 configuration, and the tables
+// they return are owned (see own).
 
 func (g *guardedCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
-	meta, loc, err := g.Catalog.CommitTable(ctx, ident, reqs, updates)
+	meta, loc, err := g.Catalog.CommitTable(g.storage(ctx), ident, reqs, updates)
 	return meta, loc, g.explain(err)
 }
 
@@ -123,8 +164,8 @@ func (g *guardedCatalog) ListTables(ctx context.Context, ns table.Identifier) it
 }
 
 func (g *guardedCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	tbl, err := g.Catalog.LoadTable(ctx, ident)
-	return tbl, g.explain(err)
+	tbl, err := g.Catalog.LoadTable(g.storage(ctx), ident)
+	return g.own(tbl), g.explain(err)
 }
 
 func (g *guardedCatalog) DropTable(ctx context.Context, ident table.Identifier) error {
@@ -132,8 +173,8 @@ func (g *guardedCatalog) DropTable(ctx context.Context, ident table.Identifier) 
 }
 
 func (g *guardedCatalog) RenameTable(ctx context.Context, from, to table.Identifier) (*table.Table, error) {
-	tbl, err := g.Catalog.RenameTable(ctx, from, to)
-	return tbl, g.explain(err)
+	tbl, err := g.Catalog.RenameTable(g.storage(ctx), from, to)
+	return g.own(tbl), g.explain(err)
 }
 
 func (g *guardedCatalog) CheckTableExists(ctx context.Context, ident table.Identifier) (bool, error) {

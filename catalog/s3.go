@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -13,7 +15,10 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers the s3:// (s3a, s3n) file IO
+	"github.com/apache/iceberg-go/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/defaults"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -45,6 +50,9 @@ type S3Config struct {
 
 // s3Storage is an S3Config resolved against the standard configuration.
 type s3Storage struct {
+	// cfg is resolved once per opened catalog, with one HTTP client (see
+	// sharedHTTPClient), and handed to iceberg-go's S3 IO through the
+	// context (attach).
 	cfg       aws.Config
 	endpoint  string // empty: AWS S3
 	pathStyle bool
@@ -76,9 +84,11 @@ type endpointSource interface {
 // Static credentials (keys from flags, the environment or a credentials
 // file) are handed to iceberg-go as s3.access-key-id / s3.secret-access-key
 // / s3.session-token. Credentials that expire (assumed roles, SSO, web
-// identity, instance and container roles) are not: iceberg-go then resolves
-// the same standard chain itself each time it opens the storage, so they
-// are refreshed for as long as the sink runs. What it logs goes to log.
+// identity, instance and container roles) are not: they come from the
+// resolved configuration's credential cache, which refreshes them for as
+// long as the sink runs (and where iceberg-go opens storage without that
+// configuration, it resolves the same standard chain itself). What it logs
+// goes to log.
 func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, error) {
 	var opts []func(*config.LoadOptions) error
 	if c.Region != "" {
@@ -112,6 +122,7 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 		// S3-compatible servers accept any region; us-east-1 is their default.
 		s.cfg.Region = "us-east-1"
 	}
+	s.cfg.HTTPClient = sharedHTTPClient(s.cfg)
 	s.pathStyle = s.endpoint != ""
 	if c.PathStyle != nil {
 		s.pathStyle = *c.PathStyle
@@ -158,6 +169,82 @@ func configuredEndpoint(ctx context.Context, cfg aws.Config) string {
 	}
 	// iceberg-go's own fallback variable.
 	return os.Getenv("AWS_S3_ENDPOINT")
+}
+
+// Tuning of the shared transport: iceberg-go's own (io/gocloud/s3), which
+// it applies only to the transports it builds itself, when the
+// configuration it is given has no HTTP client.
+const (
+	s3MaxIdleConns        = 256
+	s3MaxIdleConnsPerHost = 256
+	s3MaxConnsPerHost     = 2048
+	s3IdleConnTimeout     = 90 * time.Second
+)
+
+// sharedHTTPClient returns the HTTP client every S3 request of one opened
+// catalog goes through, built from cfg.HTTPClient, the client the SDK's
+// standard configuration built (a BuildableClient carrying the
+// AWS_CA_BUNDLE certificates) or nil (the SDK's default transport).
+//
+// The client is frozen into a plain *http.Client: in every defaults mode
+// but legacy (AWS_DEFAULTS_MODE, defaults_mode), the SDK copies a
+// BuildableClient's transport, and with it its connection pool, into each
+// S3 client built from it, and iceberg-go builds an S3 client every time it
+// opens the storage (every data file, commit and catalog load); each copy
+// stayed alive, with its goroutines and descriptors, as long as it held
+// idle connections. A frozen client is used as it is, so they all share one
+// pool. The connect and TLS handshake timeouts the S3 client would have set
+// for the defaults mode are set here instead.
+func sharedHTTPClient(cfg aws.Config) aws.HTTPClient {
+	b, _ := cfg.HTTPClient.(*awshttp.BuildableClient)
+	if b == nil {
+		b = awshttp.NewBuildableClient()
+	}
+	b = b.WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = s3MaxIdleConns
+		t.MaxIdleConnsPerHost = s3MaxIdleConnsPerHost
+		t.MaxConnsPerHost = s3MaxConnsPerHost
+		t.IdleConnTimeout = s3IdleConnTimeout
+	})
+	var mode aws.DefaultsMode
+	mode.SetFromString(string(cfg.DefaultsMode))
+	if mode == aws.DefaultsModeAuto {
+		mode = defaults.ResolveDefaultsModeAuto(cfg.Region, cfg.RuntimeEnvironment)
+	}
+	// The legacy mode, the default, has no settings (an error).
+	if mc, err := defaults.GetModeConfiguration(mode); err == nil {
+		b = b.WithDialerOptions(func(d *net.Dialer) {
+			if timeout, ok := mc.GetConnectTimeout(); ok {
+				d.Timeout = timeout
+			}
+		}).WithTransportOptions(func(t *http.Transport) {
+			if timeout, ok := mc.GetTLSNegotiationTimeout(); ok {
+				t.TLSHandshakeTimeout = timeout
+			}
+		})
+	}
+	return b.Freeze()
+}
+
+// attach returns ctx carrying the resolved configuration for iceberg-go's
+// S3 IO, which uses a configuration found in its context instead of
+// loading the standard configuration again (reading the shared config
+// files and parsing AWS_CA_BUNDLE each time) and keeps its HTTP client. It
+// still applies the s3.* properties (endpoint, region, static keys,
+// addressing, compat mode) over it, so every setting acts as before.
+func (s *s3Storage) attach(ctx context.Context) context.Context {
+	return utils.WithAwsConfig(ctx, &s.cfg)
+}
+
+// sharesConfig reports whether iceberg-go's S3 IO may be given the
+// resolved configuration for storage opened with props. Settings iceberg-go
+// applies only while building a configuration of its own (a proxy, a
+// connect timeout, remote signing, from --catalog-prop) would be ignored
+// with it; then iceberg-go keeps building its own, as it always did.
+func sharesConfig(props iceberg.Properties) bool {
+	_, proxy := props[iceio.S3ProxyURI]
+	_, timeout := props[iceio.S3ConnectTimeout]
+	return !proxy && !timeout && !props.GetBool(iceio.S3RemoteSigningEnabled, false)
 }
 
 // client returns an S3 client for the resolved configuration that fails

@@ -63,7 +63,10 @@ type Table struct {
 	// fsys opens the table's storage as the table last loaded from the
 	// catalog does (a method value of it). Tables rebuilt after a commit
 	// (adoptCommitted) use it: storage opened with a context of its own
-	// keeps that context, and a commit's context ends with the commit.
+	// keeps that context, and a commit's context ends with the commit; and
+	// the catalog's opener may add to each caller's context what the
+	// storage needs (floe's catalogs add their one S3 configuration, so
+	// that opening the storage builds no new S3 client and transport).
 	fsys table.FSysF
 }
 

@@ -16,7 +16,9 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// ErrUnknownTopic is matched (errors.Is) when a topic does not exist.
+// ErrUnknownTopic is matched (errors.Is) when a topic does not exist on the
+// brokers. (A topic missing from a table's ledger is audit's
+// ErrTopicNotInLedger.)
 var ErrUnknownTopic = errors.New("unknown topic")
 
 // Broker is an admin connection to a Kafka-protocol cluster.

@@ -322,7 +322,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 		return nil, fmt.Errorf("audit %s: unknown depth %d", tbl.Name(), opts.Depth)
 	}
 	if opts.VerifyContent && opts.Broker == nil {
-		return nil, errors.New("content verification re-reads the log: it needs a broker (--brokers)")
+		return nil, errors.New("content verification re-reads the log: it needs a broker (Options.Broker)")
 	}
 	switch f := tbl.Fold(); f {
 	case "", snapshot.FoldLatest:

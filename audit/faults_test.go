@@ -438,7 +438,7 @@ func TestBadInputOptions(t *testing.T) {
 	if _, err := audit.Run(e.Ctx, tbl, audit.Options{Topic: "other"}); !errors.Is(err, audit.ErrTopicNotInLedger) {
 		t.Fatalf("unknown topic: err %v", err)
 	}
-	if _, err := audit.Run(e.Ctx, tbl, audit.Options{VerifyContent: true}); err == nil || !strings.Contains(err.Error(), "--brokers") {
+	if _, err := audit.Run(e.Ctx, tbl, audit.Options{VerifyContent: true}); err == nil || !strings.Contains(err.Error(), "Options.Broker") {
 		t.Fatalf("content without broker: err %v", err)
 	}
 	// A topic the broker does not have: every partition is a finding, not

@@ -137,7 +137,8 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	wh := cfg.Warehouse
 	if kind != REST {
 		if wh == "" && kind != SQLite {
-			return nil, fmt.Errorf("catalog %s: no warehouse: pass --warehouse s3://BUCKET/PREFIX (where new tables are created)", redact(spec))
+			return nil, &ConfigError{Setting: SettingWarehouse,
+				Want: fmt.Sprintf("where catalog %s creates new tables, e.g. s3://BUCKET/PREFIX", redact(spec))}
 		}
 		if wh, err = warehouseURI(wh); err != nil {
 			return nil, err

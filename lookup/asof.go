@@ -69,6 +69,12 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	if (q.Offsets == "") == (q.Time == nil) {
 		return res, errors.New("as-of: give exactly one of a position and a record time")
 	}
+	// A cut at a time still to come would move as records arrive: the
+	// answer would be the table now, not as of that time.
+	if now := time.Now(); q.Time != nil && q.Time.After(now) {
+		return res, &QueryError{Setting: SettingTime, Value: q.Time.Format(time.RFC3339Nano),
+			Want: fmt.Sprintf("a time that has passed (now is %s): no record can be at or after it yet", now.UTC().Format(time.RFC3339))}
+	}
 	ledger, err := tbl.Ledger()
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
@@ -87,7 +93,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			}
 		}
 		if cut, err = mapping.ParseCut(q.Offsets, def); err != nil {
-			return res, fmt.Errorf("--offsets: %w", err)
+			return res, &QueryError{Setting: SettingOffsets, Value: q.Offsets, Want: err.Error()}
 		}
 		for tp := range cut {
 			source[tp] = SourceGiven
@@ -150,7 +156,8 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		return cut, nil
 	}
 	if tbl.Fold() != "" {
-		return nil, fmt.Errorf("%s is a state table: its rows are only each key's latest value, so its timestamps cannot place --time; pass --brokers of a cluster that still retains the log", tbl.Name())
+		return nil, &CheckError{Settings: []Setting{SettingBroker},
+			Err: fmt.Errorf("%s is a state table: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name())}
 	}
 	tc, err := tbl.TimeCut(ctx, 0, t)
 	if err != nil {

@@ -1,6 +1,7 @@
 package lookup_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +116,19 @@ func TestExactAtStateTable(t *testing.T) {
 	}
 	if _, err := lookup.AsOf(t.Context(), state, nil, lookup.AsOfQuery{Time: new(time.Now())}); err == nil || !strings.Contains(err.Error(), "state table") {
 		t.Fatalf("a record time on a state table without a broker: %v", err)
+	}
+}
+
+// TestAsOfRefusesTheFuture: a record time still to come has no answer yet
+// (records at or after it may still arrive), with or without a broker.
+func TestAsOfRefusesTheFuture(t *testing.T) {
+	e, tbl := lookupEnv(t)
+	future := time.Now().Add(time.Hour)
+	for _, broker := range []*connector.Broker{nil, e.Broker()} {
+		_, err := lookup.AsOf(t.Context(), tbl, broker, lookup.AsOfQuery{Time: &future})
+		var qe *lookup.QueryError
+		if !errors.As(err, &qe) || qe.Setting != lookup.SettingTime || !strings.Contains(err.Error(), "has passed") {
+			t.Errorf("as of %s (broker %v): %v; want a QueryError on the time", future, broker != nil, err)
+		}
 	}
 }

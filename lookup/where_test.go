@@ -1,6 +1,7 @@
 package lookup_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestWhere(t *testing.T) {
 	}{
 		{5, false, lookup.StatusRow, "", 0, 10, "is a row"},
 		{12, false, lookup.StatusRow, "", 10, 22, "is a row"},
-		{13, false, lookup.StatusNoRow, "", 10, 22, "pass --brokers"},
+		{13, false, lookup.StatusNoRow, "", 10, 22, "removed by compaction"},
 		{13, true, lookup.StatusNoRow, lookup.KindMarker, 10, 22, "transaction marker"},
 		{14, true, lookup.StatusNoRow, lookup.KindAborted, 10, 22, "aborted transaction"},
 		{23, true, lookup.StatusUnsunk, "", 0, 0, "still retains it"},
@@ -58,6 +59,27 @@ func TestWhere(t *testing.T) {
 		}
 		if (r.File != "") != (c.status == lookup.StatusRow) {
 			t.Errorf("where %d: file %q", c.offset, r.File)
+		}
+	}
+}
+
+// TestWhereRefusesNegativePositions: no record has a negative offset or
+// partition; the error names the value.
+func TestWhereRefusesNegativePositions(t *testing.T) {
+	_, tbl := lookupEnv(t)
+	for _, c := range []struct {
+		tp      mapping.TopicPartition
+		offset  int64
+		setting lookup.Setting
+		value   string
+	}{
+		{mapping.TopicPartition{Topic: "w", Partition: 0}, -5, lookup.SettingOffset, "-5"},
+		{mapping.TopicPartition{Topic: "w", Partition: -1}, 3, lookup.SettingPartition, "-1"},
+	} {
+		_, err := lookup.Where(t.Context(), tbl, nil, c.tp, c.offset)
+		var qe *lookup.QueryError
+		if !errors.As(err, &qe) || qe.Setting != c.setting || qe.Value != c.value {
+			t.Errorf("where %s offset %d: %v; want a QueryError naming %s %s", c.tp, c.offset, err, c.setting, c.value)
 		}
 	}
 }

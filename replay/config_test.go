@@ -1,7 +1,7 @@
 package replay_test
 
 import (
-	"strings"
+	"errors"
 	"testing"
 
 	"github.com/floe-dev/floe/connector"
@@ -23,15 +23,16 @@ func TestReplayBadSinkConfigWritesNothing(t *testing.T) {
 		name    string
 		opts    replay.Options
 		target  string
-		mention string
+		setting connector.Setting
 	}{
-		{"on-data-loss, new table", replay.Options{Topic: topic, Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.cfg", "--on-data-loss"},
-		{"on-data-loss, branch", replay.Options{Topic: topic, Branch: "b", Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.main", "--on-data-loss"},
-		{"start, new table", replay.Options{Topic: topic, From: bound(t, "0=2", topic, true), Sink: connector.Config{Start: "bogus"}}, "lake.cfg", "--start"},
+		{"on-data-loss, new table", replay.Options{Topic: topic, Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.cfg", connector.SettingOnDataLoss},
+		{"on-data-loss, branch", replay.Options{Topic: topic, Branch: "b", Sink: connector.Config{OnDataLoss: "bogus"}}, "lake.main", connector.SettingOnDataLoss},
+		{"start, new table", replay.Options{Topic: topic, From: bound(t, "0=2", topic, true), Sink: connector.Config{Start: "bogus"}}, "lake.cfg", connector.SettingStart},
 	} {
 		_, err := e.replay(c.target, c.opts)
-		if err == nil || !strings.Contains(err.Error(), c.mention) || !strings.Contains(err.Error(), "bogus") {
-			t.Errorf("%s: error %v; want one naming %s bogus", c.name, err, c.mention)
+		var bad *connector.ConfigError
+		if !errors.As(err, &bad) || bad.Setting != c.setting || bad.Value != "bogus" {
+			t.Errorf("%s: error %v; want one naming %s bogus", c.name, err, c.setting)
 		}
 		if e.exists("lake.cfg") {
 			t.Fatalf("%s: the refused replay created its table", c.name)

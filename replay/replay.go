@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -86,17 +85,17 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	name := strings.Join(ident, ".")
 	switch {
 	case opts.Topic == "":
-		return res, errors.New("no topic: pass --topic NAME")
+		return res, &OptionError{Setting: SettingTopic, Want: "a topic name"}
 	case opts.Fold != "" && opts.Fold != snapshot.FoldLatest:
-		return res, fmt.Errorf("--fold %q: want %s", opts.Fold, snapshot.FoldLatest)
+		return res, &OptionError{Setting: SettingFold, Value: opts.Fold, Want: snapshot.FoldLatest}
 	case opts.Publish && opts.Branch == "":
-		return res, errors.New("--publish needs --branch: a replay into a new table has nothing to publish")
+		return res, &OptionError{Setting: SettingPublish, Needs: SettingBranch, Want: "a replay into a new table has nothing to publish"}
 	case opts.Branch == table.MainBranch:
-		return res, fmt.Errorf("--branch %s: replay onto a branch other than main, then --publish it", table.MainBranch)
+		return res, &OptionError{Setting: SettingBranch, Value: opts.Branch, Want: "a branch other than main (publish it to make it main's head)"}
 	case opts.Until.Snapshot != 0:
-		return res, &BoundError{Flag: "--until", Value: opts.Until.Spec, Reason: "a snapshot is a start position; want end, a time or offsets"}
+		return res, &BoundError{Setting: SettingUntil, Value: opts.Until.Spec, Reason: "a snapshot is a start position; want end, a time or offsets"}
 	}
-	// The sink's settings (--on-data-loss, --start) are checked before
+	// The sink's settings (on data loss, start) are checked before
 	// anything is written: connector.NewSink would check them only once
 	// the target table or branch exists.
 	sinkCfg := opts.Sink

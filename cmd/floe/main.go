@@ -56,9 +56,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The one place where every command's error is explained: the catalog
 	// and Open have classified what passed through them, and this names
 	// what to fix for storage errors that reached a command directly
-	// (data files, manifests), whichever command it is.
+	// (data files, manifests), whichever command it is; then the settings
+	// the libraries' errors name become the flags that set them.
 	err = catalog.Explain(err)
-	fmt.Fprintf(stderr, "floe: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "floe: %s\n", oneLine(withFlags(err)))
 	if errors.As(err, &ce) {
 		return ce.code
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -12,38 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/connector"
-	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/snapshot"
 )
-
-// partitionStatus is one row of floe status.
-type partitionStatus struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	// LogStart, EndOffset (last stable offset) and HighWatermark are the
-	// broker's; absent without --brokers.
-	LogStart      *int64 `json:"log_start,omitempty"`
-	EndOffset     *int64 `json:"end_offset,omitempty"`
-	HighWatermark *int64 `json:"high_watermark,omitempty"`
-	// TableNext is the ledger's next offset; absent when never sunk.
-	TableNext *int64 `json:"table_next,omitempty"`
-	// Lag is the retained offsets up to EndOffset that the table does not
-	// have yet: EndOffset minus the later of TableNext and LogStart
-	// (connector.Watermarks.Lag).
-	Lag *int64 `json:"lag,omitempty"`
-	// Lost is the offsets from TableNext up to LogStart: deleted by
-	// retention before they were sunk (the next sink run fails on them, or
-	// records them with --on-data-loss record). Absent when none.
-	Lost       *int64     `json:"lost,omitempty"`
-	LastCommit *time.Time `json:"last_commit,omitempty"`
-}
-
-type tableStatus struct {
-	Table            string            `json:"table"`
-	MetadataLocation string            `json:"metadata_location"`
-	SnapshotID       *int64            `json:"snapshot_id,omitempty"`
-	Partitions       []partitionStatus `json:"partitions"`
-}
 
 func newStatusCmd() *cobra.Command {
 	var (
@@ -74,63 +44,16 @@ location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read i
 			if err != nil {
 				return err
 			}
-			ledger, err := tbl.Ledger()
-			if err != nil {
-				return fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-			}
-			st := tableStatus{Table: tbl.Name(), MetadataLocation: tbl.Iceberg().MetadataLocation()}
-			if h := tbl.Head(); h != nil {
-				st.SnapshotID = &h.SnapshotID
-			}
-			rows := map[mapping.TopicPartition]*partitionStatus{}
-			row := func(tp mapping.TopicPartition) *partitionStatus {
-				if rows[tp] == nil {
-					rows[tp] = &partitionStatus{Topic: tp.Topic, Partition: tp.Partition}
-				}
-				return rows[tp]
-			}
-			for tp, n := range ledger.Next() {
-				row(tp).TableNext = &n
-			}
-			for _, c := range ledger.Commits {
-				for _, r := range c.Ranges {
-					at := c.CommittedAt
-					row(r.TopicPartition).LastCommit = &at
-				}
-			}
-			for _, tp := range ledger.Partitions() {
-				if !slices.Contains(topics, tp.Topic) {
-					topics = append(topics, tp.Topic)
-				}
-			}
+			var broker *connector.Broker
 			if len(brokers) > 0 {
-				b, err := connector.Dial(ctx, brokers, dialTimeout)
-				if err != nil {
+				if broker, err = connector.Dial(ctx, brokers, dialTimeout); err != nil {
 					return err
 				}
-				defer b.Close()
-				for _, topic := range topics {
-					wm, err := b.Watermarks(ctx, topic)
-					if err != nil {
-						return err
-					}
-					for p, w := range wm {
-						r := row(mapping.TopicPartition{Topic: topic, Partition: p})
-						r.LogStart, r.EndOffset, r.HighWatermark = &w.LogStart, &w.LastStable, &w.HighWatermark
-						next := w.LogStart // never sunk: everything retained is lag
-						if r.TableNext != nil {
-							next = *r.TableNext
-						}
-						lag := w.Lag(next)
-						r.Lag = &lag
-						if lost := w.Lost(next); lost > 0 {
-							r.Lost = &lost
-						}
-					}
-				}
+				defer broker.Close()
 			}
-			for _, tp := range slicesSortedKeys(rows) {
-				st.Partitions = append(st.Partitions, *rows[tp])
+			st, err := lookup.Status(ctx, tbl, broker, topics)
+			if err != nil {
+				return err
 			}
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -150,16 +73,7 @@ location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read i
 	return cmd
 }
 
-func slicesSortedKeys(m map[mapping.TopicPartition]*partitionStatus) []mapping.TopicPartition {
-	keys := make([]mapping.TopicPartition, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, mapping.TopicPartition.Compare)
-	return keys
-}
-
-func printStatus(w io.Writer, st tableStatus) {
+func printStatus(w io.Writer, st lookup.TableStatus) {
 	fmt.Fprintf(w, "table %s\nmetadata %s\n", st.Table, st.MetadataLocation)
 	if st.SnapshotID != nil {
 		fmt.Fprintf(w, "snapshot %d\n", *st.SnapshotID)

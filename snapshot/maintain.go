@@ -79,7 +79,7 @@ type MaintainResult struct {
 type GCDisabledError struct{ Table string }
 
 func (e *GCDisabledError) Error() string {
-	return fmt.Sprintf("table %s has %s=false (its files may be shared with other tables): floe maintain does not expire or delete its files; set %s=true if the table owns its files",
+	return fmt.Sprintf("table %s has %s=false (its files may be shared with other tables): maintenance does not expire or delete its files; set %s=true if the table owns its files",
 		e.Table, table.GCEnabledKey, table.GCEnabledKey)
 }
 

@@ -34,7 +34,7 @@ func newAsOfCmd() *cobra.Command {
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "as-of --table NAMESPACE.TABLE (--offsets TOPIC/P=OFFSET[,...] | --time RFC3339) [--rows]",
+		Use:   "as-of --table NAMESPACE.TABLE (--offsets TOPIC/P=OFFSET[,...] | --time RFC3339) [--rows [-o FILE]] [--json]",
 		Short: "Find the snapshot at which the table reached a position or a time, and the exact table then",
 		Long: `Answer "what did the table look like as of offset N / time T". A position is a cut per partition:
 the table as of it holds each named partition's records below the cut's offset (partitions not
@@ -46,7 +46,8 @@ Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json).
 --time means record time: every partition is cut before its first record whose timestamp is at
 or after it (out-of-order timestamps included), from the broker's ListOffsets by timestamp when
 --brokers is given and the broker still retains what the table holds, else from the table's own
-timestamp column.
+timestamp column. A time in the future is refused: records at or after it may still arrive, so
+the table as of it is not known yet.
 
 In JSON and JSON lines, keys, values and header values are strings when they are valid UTF-8,
 null when null, and {"base64": "..."} otherwise. CSV writes null as an empty field.`,
@@ -111,12 +112,12 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			return printAsOf(w, f.json, res)
 		},
 	}
-	f.register(cmd, "Kafka brokers: map --time to offsets with ListOffsets by timestamp")
+	f.register(cmd, ": map --time to offsets with ListOffsets by timestamp")
 	fs := cmd.Flags()
-	fs.StringVar(&offsets, "offsets", "", "position per partition, TOPIC/P=OFFSET[,...] (P=OFFSET when the table holds one topic)")
-	fs.StringVar(&at, "time", "", "record time, RFC3339, e.g. 2024-05-01T09:00:00Z")
+	fs.StringVar(&offsets, "offsets", "", "position per partition, `TOPIC/P=OFFSET[,...]` (P=OFFSET when the table holds one topic)")
+	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z; not in the future")
 	fs.BoolVar(&rows, "rows", false, "also print (or write to --output) the table's rows as of the position")
-	fs.StringVarP(&output, "output", "o", "", "write the rows to this file: .parquet, .csv, .jsonl/.ndjson/.json")
+	fs.StringVarP(&output, "output", "o", "", "write the rows to this `FILE`: .parquet, .csv, .jsonl/.ndjson/.json (mode 0644)")
 	return cmd
 }
 

@@ -4,24 +4,21 @@ import (
 	"context"
 	"errors"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/audit"
-	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/snapshot"
 )
 
 type auditFlags struct {
 	tableFlags
+	brokerFlags
 	branch        string
-	brokers       []string
 	topic         string
 	deep          bool
 	verifyContent bool
 	json          bool
-	dialTimeout   time.Duration
 }
 
 func newAuditCmd() *cobra.Command {
@@ -66,12 +63,11 @@ Exit status: 0 the table is complete, 1 there are findings, 2 the audit could no
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
 	fs.StringVar(&f.branch, "branch", "", "branch whose ledger is audited (default main)")
-	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT]: adds the broker level")
-	fs.StringVar(&f.topic, "topic", "", "audit only this topic of the ledger (default: every topic)")
+	f.brokerFlags.register(fs, ": adds the broker level")
+	topicFlag(fs, &f.topic, "audit only this topic of the ledger (default: every topic)")
 	fs.BoolVar(&f.deep, "deep", false, "also read the partition and offset columns of every live data file")
 	fs.BoolVar(&f.verifyContent, "verify-content", false, "re-read the retained log and compare every record with its row (needs --brokers)")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON (schema floe.audit/v1)")
-	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
 	return cmd
 }
 
@@ -96,11 +92,11 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if f.deep {
 		opts.Depth = audit.DepthRows
 	}
-	if len(f.brokers) > 0 {
-		broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
-		if err != nil {
-			return err
-		}
+	broker, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	if broker != nil {
 		defer broker.Close()
 		opts.Broker = broker
 	}

@@ -96,7 +96,7 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
-	root.AddCommand(newSinkCmd(), newDemoCmd(), newAuditCmd(), newWhereCmd(), newAsOfCmd(), newReplayCmd(), newLocalstackCmd(), newStatusCmd(), newMaintainCmd())
+	root.AddCommand(newSinkCmd(), newDemoCmd(), newAuditCmd(), newWhereCmd(), newAsOfCmd(), newReplayCmd(), newLocalstackCmd(), newStatusCmd(), newMaintainCmd(), newVersionCmd())
 	addConfigFlag(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see --help)", err)
@@ -114,9 +114,21 @@ func setupLogging(w io.Writer, g globalFlags) error {
 	case "text":
 		slog.SetDefault(slog.New(slog.NewTextHandler(w, opts)))
 	case "json":
+		opts.ReplaceAttr = durationText
 		slog.SetDefault(slog.New(slog.NewJSONHandler(w, opts)))
 	default:
 		return fmt.Errorf("--log-format %q: want text or json", g.logFormat)
 	}
 	return nil
+}
+
+// durationText writes durations as text with their unit ("1.5s", "12ms"):
+// slog's JSON handler writes a time.Duration as an integer of nanoseconds,
+// which a person reading the log cannot tell from a count, and a log
+// pipeline cannot tell the unit of. The text handler already writes text.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

@@ -18,7 +18,7 @@ import (
 
 type replayFlags struct {
 	tableFlags
-	brokers       []string
+	brokerFlags
 	topic         string
 	from, until   string
 	branch        string
@@ -29,7 +29,6 @@ type replayFlags struct {
 	flushInterval time.Duration
 	onDataLoss    string
 	retryFor      time.Duration
-	dialTimeout   time.Duration
 }
 
 func newReplayCmd() *cobra.Command {
@@ -75,8 +74,8 @@ replay run again reads and writes nothing.`,
 	}
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
-	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT] (required)")
-	fs.StringVar(&f.topic, "topic", "", "topic to replay; every partition is read (required)")
+	f.brokerFlags.register(fs, " (required)")
+	topicFlag(fs, &f.topic, "topic to replay; every partition is read (required)")
 	fs.StringVar(&f.from, "from", "earliest", "where to start: earliest, an RFC3339 time, P=OFFSET[,P=OFFSET] or snapshot:ID")
 	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets when the replay first started), an RFC3339 time or P=OFFSET[,P=OFFSET]")
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
@@ -88,7 +87,6 @@ replay run again reads and writes nothing.`,
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deletes records during the replay: fail, or record the lost range and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently before giving up; 0s never retries")
-	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
 	return cmd
 }
 
@@ -115,7 +113,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
-	broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
+	broker, err := f.dial(ctx)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 
 type sinkFlags struct {
 	tableFlags
-	brokers       []string
+	brokerFlags
 	topic         string
 	start         string
 	flushRecords  int
@@ -34,7 +34,6 @@ type sinkFlags struct {
 	onDataLoss    string
 	retryFor      time.Duration
 	group         string
-	dialTimeout   time.Duration
 	opsFlags
 }
 
@@ -73,8 +72,8 @@ person stop it at once.`,
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
 	f.opsFlags.register(fs)
-	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT] (required)")
-	fs.StringVar(&f.topic, "topic", "", "topic to sink; every partition is consumed (required)")
+	f.brokerFlags.register(fs, " (required)")
+	topicFlag(fs, &f.topic, "topic to sink; every partition is consumed (required)")
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
 	fs.IntVar(&f.flushRecords, "flush-records", connector.DefaultFlushRecords, "flush after this many records")
 	fs.Int64Var(&f.flushBytes, "flush-bytes", connector.DefaultFlushBytes, "flush after this many bytes of keys, values and headers")
@@ -83,8 +82,7 @@ person stop it at once.`,
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
-	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer group, for lag tooling only (resuming never reads them)")
-	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
+	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer `GROUP`, for lag tooling only (resuming never reads them)")
 	return cmd
 }
 
@@ -97,9 +95,11 @@ type opsFlags struct {
 
 func (f *opsFlags) register(fs *pflag.FlagSet) {
 	fs.Int32SliceVar(&f.partitions, "partitions", nil,
-		"sink only these partitions of the topic, e.g. 0,1,2 (default: all); processes with disjoint partitions share a table without fencing each other")
+		"sink only these partitions of the topic, `P[,P]`, e.g. 0,1,2 (default: all); processes with disjoint partitions share a table without fencing each other")
+	// The usage says what the default is; pflag would add "(default [])".
+	fs.Lookup("partitions").DefValue = ""
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "",
-		"serve Prometheus metrics on http://ADDR/metrics and health on http://ADDR/healthz, e.g. :9464 (default: off)")
+		"serve Prometheus metrics on http://`ADDR`/metrics and health on http://ADDR/healthz, e.g. :9464 (default: off)")
 	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges poll the broker's offsets")
 }
 
@@ -170,7 +170,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		}
 		slog.Info("serving metrics and health", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz")
 	}
-	broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
+	broker, err := f.dial(ctx)
 	if err != nil {
 		return err
 	}

@@ -10,21 +10,20 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/snapshot"
 )
 
 func newStatusCmd() *cobra.Command {
 	var (
-		f           tableFlags
-		brokers     []string
-		topics      []string
-		format      string
-		dialTimeout time.Duration
+		f      tableFlags
+		b      brokerFlags
+		topics []string
+		asJSON bool
+		format string
 	)
 	cmd := &cobra.Command{
-		Use:   "status --table NAMESPACE.TABLE [--brokers HOST:PORT]",
+		Use:   "status --table NAMESPACE.TABLE [--brokers HOST:PORT] [--json]",
 		Short: "Show per partition the broker's end offset, the table's next offset, the lag and the last commit",
 		Long: `For every partition of the topics in the table's ledger (and of --topic), show the broker's log
 start and end offset (the last stable offset, which is where a read_committed consumer ends),
@@ -32,30 +31,34 @@ the table's next offset from its ledger, the lag (retained offsets up to the end
 table does not have yet), the offsets lost to retention before they were sunk (from the table's
 next offset up to the log start) and when a commit last advanced the partition. Without --brokers only the table's side is shown. The table's current metadata
 location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read it directly.`,
-		Example: `  floe status --table lake.orders --brokers localhost:9092
-  floe status --config floe.yaml --table lake.orders --format json`,
+		Example: `  floe status --table lake.orders -b localhost:9092
+  floe status --config floe.yaml --table lake.orders --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if format != "text" && format != "json" {
-				return fmt.Errorf("--format %q: want text or json", format)
+			switch format {
+			case "text":
+			case "json":
+				asJSON = true
+			default:
+				return fmt.Errorf("--format %q: want text or json (or use --json)", format)
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
 				return err
 			}
-			var broker *connector.Broker
-			if len(brokers) > 0 {
-				if broker, err = connector.Dial(ctx, brokers, dialTimeout); err != nil {
-					return err
-				}
+			broker, err := b.dial(ctx)
+			if err != nil {
+				return err
+			}
+			if broker != nil {
 				defer broker.Close()
 			}
 			st, err := lookup.Status(ctx, tbl, broker, topics)
 			if err != nil {
 				return err
 			}
-			if format == "json" {
+			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
@@ -66,10 +69,11 @@ location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read i
 	}
 	fs := cmd.Flags()
 	f.register(fs)
-	fs.StringSliceVar(&brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT]; without them only the table's side is shown")
-	fs.StringSliceVar(&topics, "topic", nil, "also show these topics' partitions that the ledger does not have yet")
-	fs.StringVar(&format, "format", "text", "output: text or json")
-	fs.DurationVar(&dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer")
+	b.register(fs, "; without them only the table's side is shown")
+	fs.StringSliceVarP(&topics, "topic", "t", nil, "also show the partitions of these topics, `NAME[,NAME]`, that the ledger does not have yet")
+	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	// --format came first; it stays for scripts that use it, and says so.
+	fs.StringVar(&format, "format", "text", "deprecated, use --json: output `FORMAT`, text or json")
 	return cmd
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -20,25 +18,15 @@ import (
 // lookupFlags are the flags where and as-of share.
 type lookupFlags struct {
 	tableFlags
-	json        bool
-	brokers     []string
-	dialTimeout time.Duration
+	brokerFlags
+	json bool
 }
 
 func (f *lookupFlags) register(cmd *cobra.Command, brokersUse string) {
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
+	f.brokerFlags.register(fs, brokersUse)
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
-	fs.StringSliceVar(&f.brokers, "brokers", nil, brokersUse)
-	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer")
-}
-
-// dial connects to the brokers when they were given; nil otherwise.
-func (f *lookupFlags) dial(ctx context.Context) (*connector.Broker, error) {
-	if len(f.brokers) == 0 {
-		return nil, nil
-	}
-	return connector.Dial(ctx, f.brokers, f.dialTimeout)
 }
 
 func newWhereCmd() *cobra.Command {
@@ -49,7 +37,7 @@ func newWhereCmd() *cobra.Command {
 		offset    int64
 	)
 	cmd := &cobra.Command{
-		Use:   "where --table NAMESPACE.TABLE --topic NAME --partition P --offset X",
+		Use:   "where --table NAMESPACE.TABLE --topic NAME --partition P --offset X [--json]",
 		Short: "Find the range, snapshot, commit time and data file holding an offset",
 		Long: `Answer "which snapshot holds offset X": the ledger range [low, high) that consumed the offset,
 the snapshot that committed it and when, and the data file that holds its row (found from the
@@ -68,12 +56,14 @@ The answer is one of:
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			// Given or not is told by Changed, not by a sentinel default:
+			// a negative value given is the lookup's to refuse, naming it.
 			switch {
 			case topic == "":
 				return errors.New("missing --topic NAME")
-			case !cmd.Flags().Changed("partition") || partition < 0:
+			case !cmd.Flags().Changed("partition"):
 				return errors.New("missing --partition P (a partition number)")
-			case !cmd.Flags().Changed("offset") || offset < 0:
+			case !cmd.Flags().Changed("offset"):
 				return errors.New("missing --offset X (an offset, 0 or more)")
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
@@ -104,11 +94,11 @@ The answer is one of:
 			return nil
 		},
 	}
-	f.register(cmd, "Kafka brokers: tell a marker from an aborted or compacted offset, and show the broker's offsets")
+	f.register(cmd, ": tell a marker from an aborted or compacted offset, and show the broker's offsets")
 	fs := cmd.Flags()
-	fs.StringVar(&topic, "topic", "", "topic of the position (required)")
-	fs.Int32Var(&partition, "partition", -1, "partition of the position (required)")
-	fs.Int64Var(&offset, "offset", -1, "offset to look up (required)")
+	topicFlag(fs, &topic, "topic of the position (required)")
+	fs.Int32Var(&partition, "partition", 0, "partition `P` of the position (required)")
+	fs.Int64Var(&offset, "offset", 0, "`OFFSET` to look up (required)")
 	return cmd
 }
 

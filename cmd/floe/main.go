@@ -1,7 +1,10 @@
 // Command floe sinks Kafka topics into Apache Iceberg tables exactly once and
 // keeps a ledger of which offset range each snapshot committed.
 //
-// This package holds only the CLI: flags, output formatting and exit codes.
+// This package holds only the CLI: flags, config, output formatting and exit
+// codes, one file per command (flags.go holds the flags several share). The
+// packages it calls name their own settings in their errors; hints.go turns
+// those into the flags that set them.
 package main
 
 import (

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -78,10 +77,47 @@ table's own under its location, or that holds the metadata folder, is refused; a
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
 			if asJSON {
-				return printMaintainJSON(cmd.OutOrStdout(), tbl.Name(), dryRun, res)
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res})
 			}
-			printMaintain(cmd.OutOrStdout(), tbl.Name(), res, maintainShown{dryRun: dryRun, expire: expire, removeOrphans: removeOrphans, orphanMinAge: orphanMinAge})
+			would := ""
+			if dryRun {
+				would = "would be "
+				fmt.Fprintf(out, "dry run: %s is unchanged\n", tbl.Name())
+			}
+			if len(res.TruncatedRefs) > 0 {
+				fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",
+					would, len(res.Restored), strings.Join(res.TruncatedRefs, ", "))
+			} else {
+				fmt.Fprintln(out, "ledger: every branch and tag reads its whole history (nothing to repair)")
+			}
+			if expire {
+				fmt.Fprintf(out, "snapshots %sexpired: %d (%d floe commits)", would, len(res.Expired), res.ExpiredCommits)
+				if len(res.Expired) > 0 {
+					fmt.Fprintf(out, ", %d to %d", res.Expired[0], res.Expired[len(res.Expired)-1])
+				}
+				fmt.Fprintln(out)
+			}
+			if (expire || len(res.TruncatedRefs) > 0) && res.Archive != "" {
+				fmt.Fprintf(out, "ledger archive: %s (%d snapshots)\n", res.Archive, res.Archived)
+			}
+			if removeOrphans {
+				fmt.Fprintf(out, "orphan data files %sdeleted: %d (%d bytes, older than %s)\n", would, len(res.Orphans), res.OrphanBytes, orphanMinAge)
+				for _, o := range res.Orphans {
+					fmt.Fprintf(out, "  %s\n", o)
+				}
+				fmt.Fprintf(out, "stale metadata files %sdeleted: %d (older than %s)\n", would, len(res.StaleMetadata), orphanMinAge)
+				for _, o := range res.StaleMetadata {
+					fmt.Fprintf(out, "  %s\n", o)
+				}
+				fmt.Fprintf(out, "stale ledger archive files %sdeleted: %d (older than %s)\n", would, len(res.StaleArchives), orphanMinAge)
+				for _, o := range res.StaleArchives {
+					fmt.Fprintf(out, "  %s\n", o)
+				}
+			}
 			return nil
 		},
 	}
@@ -96,91 +132,11 @@ table's own under its location, or that holds the metadata folder, is refused; a
 	return cmd
 }
 
-// maintainShown is what a maintain run was asked to do, which decides the
-// lines of its text report.
-type maintainShown struct {
-	dryRun, expire, removeOrphans bool
-	orphanMinAge                  time.Duration
-}
-
-func printMaintain(out io.Writer, table string, res snapshot.MaintainResult, sh maintainShown) {
-	would := ""
-	if sh.dryRun {
-		would = "would be "
-		fmt.Fprintf(out, "dry run: %s is unchanged\n", table)
-	}
-	if len(res.TruncatedRefs) > 0 {
-		fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",
-			would, len(res.Restored), strings.Join(res.TruncatedRefs, ", "))
-	} else {
-		fmt.Fprintln(out, "ledger: every branch and tag reads its whole history (nothing to repair)")
-	}
-	if sh.expire {
-		fmt.Fprintf(out, "snapshots %sexpired: %d (%d floe commits)", would, len(res.Expired), res.ExpiredCommits)
-		if len(res.Expired) > 0 {
-			fmt.Fprintf(out, ", %d to %d", res.Expired[0], res.Expired[len(res.Expired)-1])
-		}
-		fmt.Fprintln(out)
-	}
-	if (sh.expire || len(res.TruncatedRefs) > 0) && res.Archive != "" {
-		fmt.Fprintf(out, "ledger archive: %s (%d snapshots)\n", res.Archive, res.Archived)
-	}
-	if sh.removeOrphans {
-		fmt.Fprintf(out, "orphan data files %sdeleted: %d (%d bytes, older than %s)\n", would, len(res.Orphans), res.OrphanBytes, sh.orphanMinAge)
-		for _, o := range res.Orphans {
-			fmt.Fprintf(out, "  %s\n", o)
-		}
-		fmt.Fprintf(out, "stale metadata files %sdeleted: %d (older than %s)\n", would, len(res.StaleMetadata), sh.orphanMinAge)
-		for _, o := range res.StaleMetadata {
-			fmt.Fprintf(out, "  %s\n", o)
-		}
-		fmt.Fprintf(out, "stale ledger archive files %sdeleted: %d (older than %s)\n", would, len(res.StaleArchives), sh.orphanMinAge)
-		for _, o := range res.StaleArchives {
-			fmt.Fprintf(out, "  %s\n", o)
-		}
-	}
-}
-
-// maintainJSON is floe maintain --json's document; its field names are
-// stable. Lists are empty, never null, so that a script can count them.
-type maintainJSON struct {
+// maintainReport is floe maintain --json: the result (whose field names
+// snapshot.MaintainResult documents) with the table and whether it was a
+// dry run.
+type maintainReport struct {
 	Table  string `json:"table"`
 	DryRun bool   `json:"dry_run"`
-	// TruncatedRefs are the branches and tags whose ledger was repaired
-	// (would be, in a dry run); Restored the archived snapshots restored.
-	TruncatedRefs  []string `json:"truncated_refs"`
-	Restored       []int64  `json:"restored"`
-	Expired        []int64  `json:"expired"`
-	ExpiredCommits int      `json:"expired_commits"`
-	Archive        string   `json:"archive,omitempty"`
-	Archived       int      `json:"archived"`
-	Orphans        []string `json:"orphans"`
-	OrphanBytes    int64    `json:"orphan_bytes"`
-	StaleMetadata  []string `json:"stale_metadata"`
-	StaleArchives  []string `json:"stale_archives"`
-}
-
-func printMaintainJSON(w io.Writer, table string, dryRun bool, r snapshot.MaintainResult) error {
-	list := func(v []string) []string {
-		if v == nil {
-			return []string{}
-		}
-		return v
-	}
-	ids := func(v []int64) []int64 {
-		if v == nil {
-			return []int64{}
-		}
-		return v
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(maintainJSON{
-		Table: table, DryRun: dryRun,
-		TruncatedRefs: list(r.TruncatedRefs), Restored: ids(r.Restored),
-		Expired: ids(r.Expired), ExpiredCommits: r.ExpiredCommits,
-		Archive: r.Archive, Archived: r.Archived,
-		Orphans: list(r.Orphans), OrphanBytes: r.OrphanBytes,
-		StaleMetadata: list(r.StaleMetadata), StaleArchives: list(r.StaleArchives),
-	})
+	snapshot.MaintainResult
 }

@@ -73,14 +73,11 @@ type WhereResult struct {
 // offset of tp. broker may be nil; given, it tells what an offset without a
 // row is and whether the broker still has an unsunk one.
 //
-// A negative offset is a *QueryError: no record has one.
+// A position no record can have is refused (ValidatePosition).
 func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (WhereResult, error) {
 	res := WhereResult{Table: tbl.Name(), Topic: tp.Topic, Partition: tp.Partition, Offset: offset}
-	switch {
-	case tp.Partition < 0:
-		return res, &QueryError{Setting: SettingPartition, Value: fmt.Sprint(tp.Partition), Want: "a partition number, 0 or more"}
-	case offset < 0:
-		return res, &QueryError{Setting: SettingOffset, Value: fmt.Sprint(offset), Want: "an offset, 0 or more"}
+	if err := ValidatePosition(tp, offset); err != nil {
+		return res, err
 	}
 	ledger, err := tbl.Ledger()
 	if err != nil {
@@ -162,6 +159,19 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		}
 	}
 	return res, nil
+}
+
+// ValidatePosition reports, as a *QueryError, a position no record can
+// have: a negative partition or offset. Where calls it first; a caller may
+// call it before it opens anything.
+func ValidatePosition(tp mapping.TopicPartition, offset int64) error {
+	switch {
+	case tp.Partition < 0:
+		return &QueryError{Setting: SettingPartition, Value: fmt.Sprint(tp.Partition), Want: "a partition number, 0 or more"}
+	case offset < 0:
+		return &QueryError{Setting: SettingOffset, Value: fmt.Sprint(offset), Want: "an offset, 0 or more"}
+	}
+	return nil
 }
 
 // explainNoRow says why a covered offset has no row: from the log when a

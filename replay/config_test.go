@@ -42,3 +42,39 @@ func TestReplayBadSinkConfigWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionsValidate: options no replay can use are refused before any
+// broker or catalog is asked, each naming the option.
+func TestOptionsValidate(t *testing.T) {
+	for _, c := range []struct {
+		opts    replay.Options
+		setting string
+	}{
+		{replay.Options{}, string(replay.SettingTopic)},
+		{replay.Options{Topic: "t", Fold: "sum"}, string(replay.SettingFold)},
+		{replay.Options{Topic: "t", Publish: true}, string(replay.SettingPublish)},
+		{replay.Options{Topic: "t", Branch: "main"}, string(replay.SettingBranch)},
+		{replay.Options{Topic: "t", Until: replay.Bound{Spec: "snapshot:1", Snapshot: 1}}, string(replay.SettingUntil)},
+		{replay.Options{Topic: "t", Sink: connector.Config{OnDataLoss: "x"}}, string(connector.SettingOnDataLoss)},
+	} {
+		err := c.opts.Validate()
+		var oe *replay.OptionError
+		var be *replay.BoundError
+		var ce *connector.ConfigError
+		got := ""
+		switch {
+		case errors.As(err, &oe):
+			got = string(oe.Setting)
+		case errors.As(err, &be):
+			got = string(be.Setting)
+		case errors.As(err, &ce):
+			got = string(ce.Setting)
+		}
+		if got != c.setting {
+			t.Errorf("%+v: %v; want an error naming %s", c.opts, err, c.setting)
+		}
+	}
+	if err := (replay.Options{Topic: "t", Branch: "rebuild", Publish: true, Fold: "latest"}).Validate(); err != nil {
+		t.Errorf("valid options: %v", err)
+	}
+}

@@ -70,6 +70,17 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 					return fmt.Errorf("--output %s: %w", output, err)
 				}
 			}
+			q := lookup.AsOfQuery{Offsets: offsets}
+			if at != "" {
+				t, err := time.Parse(time.RFC3339Nano, at)
+				if err != nil {
+					return fmt.Errorf("--time %q: want an RFC3339 time such as 2024-05-01T09:00:00Z", at)
+				}
+				q.Time = &t
+			}
+			if err := q.Validate(); err != nil {
+				return err
+			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
 				return err
@@ -80,14 +91,6 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			}
 			if broker != nil {
 				defer broker.Close()
-			}
-			q := lookup.AsOfQuery{Offsets: offsets}
-			if at != "" {
-				t, err := time.Parse(time.RFC3339Nano, at)
-				if err != nil {
-					return fmt.Errorf("--time %q: want an RFC3339 time such as 2024-05-01T09:00:00Z", at)
-				}
-				q.Time = &t
 			}
 			answer, err := lookup.AsOf(ctx, tbl, broker, q)
 			if err != nil {

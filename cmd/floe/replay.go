@@ -113,15 +113,6 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
-	broker, err := f.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer broker.Close()
-	cat, err := f.openCatalog(ctx)
-	if err != nil {
-		return err
-	}
 	var bar *progress // started by OnStart, once the total is known
 	opts := replay.Options{
 		Topic: f.topic, From: from, Until: until,
@@ -142,6 +133,19 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 			printReplayStart(w, s)
 			bar = newProgress(cmd.ErrOrStderr(), "replay "+f.topic, s.Remaining)
 		},
+	}
+	// Every option is checked before the brokers or the catalog are asked.
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	broker, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	cat, err := f.openCatalog(ctx)
+	if err != nil {
+		return err
 	}
 	res, err := replay.Run(ctx, broker, cat, ident, opts)
 	if bar != nil {

@@ -66,6 +66,10 @@ The answer is one of:
 			case !cmd.Flags().Changed("offset"):
 				return errors.New("missing --offset X (an offset, 0 or more)")
 			}
+			tp := mapping.TopicPartition{Topic: topic, Partition: partition}
+			if err := lookup.ValidatePosition(tp, offset); err != nil {
+				return err
+			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
 				return err
@@ -77,7 +81,7 @@ The answer is one of:
 			if broker != nil {
 				defer broker.Close()
 			}
-			res, err := lookup.Where(ctx, tbl, broker, mapping.TopicPartition{Topic: topic, Partition: partition}, offset)
+			res, err := lookup.Where(ctx, tbl, broker, tp, offset)
 			if err != nil {
 				return err
 			}

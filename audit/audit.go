@@ -305,14 +305,15 @@ func (e *NoLedgerError) Error() string {
 
 func (e *NoLedgerError) Is(target error) bool { return target == ErrNoLedger }
 
-// ErrUnknownTopic is matched (errors.Is) when Options.Topic is not in the
-// ledger.
-var ErrUnknownTopic = errors.New("topic not in the ledger")
+// ErrTopicNotInLedger is matched (errors.Is) when Options.Topic has no
+// range in the table's ledger. It says nothing about the brokers: a topic
+// that does not exist there is connector.ErrUnknownTopic.
+var ErrTopicNotInLedger = errors.New("topic not in the ledger")
 
 // Run audits tbl as last loaded (call Refresh first to audit the latest
 // metadata). Findings are not errors: an error means the audit could not
 // run, and is a *NoLedgerError, a *mapping.MalformedError, an
-// ErrUnknownTopic, or a failure to read the table or the broker.
+// ErrTopicNotInLedger, or a failure to read the table or the broker.
 func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error) {
 	if opts.Depth == 0 {
 		opts.Depth = DepthFiles
@@ -321,7 +322,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 		return nil, fmt.Errorf("audit %s: unknown depth %d", tbl.Name(), opts.Depth)
 	}
 	if opts.VerifyContent && opts.Broker == nil {
-		return nil, errors.New("content verification re-reads the log: it needs a broker (--brokers)")
+		return nil, errors.New("content verification re-reads the log: it needs a broker (Options.Broker)")
 	}
 	switch f := tbl.Fold(); f {
 	case "", snapshot.FoldLatest:
@@ -434,7 +435,7 @@ func (a *auditor) loadLedger() error {
 	if t := a.opts.Topic; t != "" {
 		if !seen[t] {
 			return fmt.Errorf("audit %s: %w: the ledger has no range of topic %q (it has %s)",
-				name, ErrUnknownTopic, t, strings.Join(a.topics, ", "))
+				name, ErrTopicNotInLedger, t, strings.Join(a.topics, ", "))
 		}
 		a.single = t
 	}

@@ -114,7 +114,7 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 				tp, iv, v.Evidence)
 		default:
 			a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedLoss, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
-				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk, and the ledger does not record it (the next sink run fails, or records the loss with --on-data-loss record)", iv)})
+				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk, and the ledger does not record it (the next sink run fails on it, or records it as lost when told to record data loss)", iv)})
 		}
 	}
 	if p.Next > w.HighWatermark {
@@ -125,12 +125,12 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 	switch {
 	case p.First <= w.LogStart || p.First >= w.HighWatermark:
 	case p.Started:
-		a.note("%s: offsets [%d, %d) are retained on the broker but precede offset %d, where the ledger records that the sink started the partition (e.g. with --start latest)",
+		a.note("%s: offsets [%d, %d) are retained on the broker but precede offset %d, where the ledger records that the sink started the partition (e.g. a sink started at the latest offset)",
 			tp, w.LogStart, p.First, p.First)
 	default:
 		iv := mapping.Interval{Low: w.LogStart, High: p.First}
 		a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedStart, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
-			Detail: fmt.Sprintf("offsets %s are retained on the broker but were never sunk, and the ledger does not record that a sink started the partition at %d: a --start latest sink that restarted before floe recorded start positions may have skipped them (floe replay rebuilds the table from the log)",
+			Detail: fmt.Sprintf("offsets %s are retained on the broker but were never sunk, and the ledger does not record that a sink started the partition at %d: a sink started at the latest offset that restarted before floe recorded start positions may have skipped them (floe replay rebuilds the table from the log)",
 				iv, p.First)})
 	}
 	return nil

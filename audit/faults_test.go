@@ -435,10 +435,10 @@ func TestBadInputOptions(t *testing.T) {
 	e := newEnv(t)
 	tbl := e.Table("lake.opts")
 	commit(t, tbl, mapping.TopicPartition{Topic: "t", Partition: 0}, 0, 3, span(0, 3))
-	if _, err := audit.Run(e.Ctx, tbl, audit.Options{Topic: "other"}); !errors.Is(err, audit.ErrUnknownTopic) {
+	if _, err := audit.Run(e.Ctx, tbl, audit.Options{Topic: "other"}); !errors.Is(err, audit.ErrTopicNotInLedger) {
 		t.Fatalf("unknown topic: err %v", err)
 	}
-	if _, err := audit.Run(e.Ctx, tbl, audit.Options{VerifyContent: true}); err == nil || !strings.Contains(err.Error(), "--brokers") {
+	if _, err := audit.Run(e.Ctx, tbl, audit.Options{VerifyContent: true}); err == nil || !strings.Contains(err.Error(), "Options.Broker") {
 		t.Fatalf("content without broker: err %v", err)
 	}
 	// A topic the broker does not have: every partition is a finding, not

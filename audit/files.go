@@ -91,11 +91,11 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		}
 	}
 	if ambiguous > 0 {
-		a.note("files level: %d data files of commits holding several topics cannot be attributed to one topic from manifests; their ranges were not counted (--deep counts them)", ambiguous)
+		a.note("files level: %d data files of commits holding several topics cannot be attributed to one topic from manifests; their ranges were not counted (the rows level counts them)", ambiguous)
 	}
 
 	if unbounded > 0 {
-		a.note("files level: %d data files have no partition and offset bounds in their manifests (column metrics disabled); their commits' ranges were not counted (--deep counts them)", unbounded)
+		a.note("files level: %d data files have no partition and offset bounds in their manifests (column metrics disabled); their commits' ranges were not counted (the rows level counts them)", unbounded)
 	}
 
 	lookups := 0
@@ -187,7 +187,7 @@ func (a *auditor) deleteFiles() {
 		return
 	}
 	a.find(Finding{Level: LevelFiles, Kind: KindDeleteFiles, SnapshotID: head.SnapshotID,
-		Detail: fmt.Sprintf("the table has %d row-level delete files (%s position deletes, %s equality deletes) hiding rows; floe never writes deletes (--deep counts the rows left)",
+		Detail: fmt.Sprintf("the table has %d row-level delete files (%s position deletes, %s equality deletes) hiding rows; floe never writes deletes (the rows level counts the rows left)",
 			n, orZero(head.Summary.Properties["total-position-deletes"]), orZero(head.Summary.Properties["total-equality-deletes"]))})
 }
 

@@ -230,7 +230,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "\nFINDINGS\n")
 		for i, f := range r.Findings {
 			if i == maxTextFindings {
-				fmt.Fprintf(&b, "... and %d more (--json lists them all)\n", len(r.Findings)-i)
+				fmt.Fprintf(&b, "... and %d more (the JSON report lists them all)\n", len(r.Findings)-i)
 				break
 			}
 			head := fmt.Sprintf("%s %s", f.Level, f.Kind)

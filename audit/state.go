@@ -143,10 +143,10 @@ func (a *auditor) stateFiles(ctx context.Context) error {
 		}
 	}
 	if ambiguous > 0 {
-		a.note("files level: %d data files of commits holding several topics cannot be attributed to one topic from manifests; their partitions' rows were not counted (--deep counts them)", ambiguous)
+		a.note("files level: %d data files of commits holding several topics cannot be attributed to one topic from manifests; their partitions' rows were not counted (the rows level counts them)", ambiguous)
 	}
 	if unbounded > 0 {
-		a.note("files level: %d data files have no partition and offset bounds in their manifests (column metrics disabled); their partitions' rows were not counted (--deep counts them)", unbounded)
+		a.note("files level: %d data files have no partition and offset bounds in their manifests (column metrics disabled); their partitions' rows were not counted (the rows level counts them)", unbounded)
 	}
 	for _, tp := range slices.SortedFunc(maps.Keys(a.ranges), mapping.TopicPartition.Compare) {
 		if !a.selected(tp.Topic) || unplaced[tp] || held[tp] <= records[tp] {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -141,7 +142,8 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	wh := cfg.Warehouse
 	if kind != REST {
 		if wh == "" && kind != SQLite {
-			return nil, fmt.Errorf("catalog %s: no warehouse: pass --warehouse s3://BUCKET/PREFIX (where new tables are created)", redact(spec))
+			return nil, &ConfigError{Setting: SettingWarehouse,
+				Want: fmt.Sprintf("where catalog %s creates new tables, e.g. s3://BUCKET/PREFIX", redact(spec))}
 		}
 		if wh, err = warehouseURI(wh); err != nil {
 			return nil, err
@@ -365,6 +367,11 @@ func redact(s string) string {
 // lives here, beside the catalog it names a table of, because every
 // catalog kind floe opens resolves tables by namespace and name; package
 // snapshot only ever receives the parsed identifier.
+//
+// A name part that no catalog can hold is refused here, as invalid, rather
+// than reported later as a table that does not exist: a "/" (iceberg-go
+// refuses it: locations are paths), a control character, or spaces around
+// a part (a quoting mistake far more often than a name).
 func ParseIdent(s string) (table.Identifier, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 {
@@ -374,6 +381,22 @@ func ParseIdent(s string) (table.Identifier, error) {
 		if p == "" {
 			return nil, fmt.Errorf("table %q: empty name part; want NAMESPACE.TABLE, for example lake.orders", s)
 		}
+		if why := invalidPart(p); why != "" {
+			return nil, fmt.Errorf("table %q: invalid name part %q: %s", s, p, why)
+		}
 	}
 	return parts, nil
+}
+
+// invalidPart says why a part of a table name cannot be used, or "".
+func invalidPart(p string) string {
+	switch {
+	case strings.Contains(p, "/"):
+		return `it holds a "/"`
+	case strings.TrimSpace(p) != p:
+		return "it begins or ends with a space"
+	case strings.IndexFunc(p, unicode.IsControl) >= 0:
+		return "it holds a control character"
+	}
+	return ""
 }

@@ -31,6 +31,61 @@ var (
 	ErrOwnedByAnotherCatalog = errors.New("table location is owned by another catalog")
 )
 
+// Setting names a field of Config that an error is about. The catalog
+// package does not know how its caller's users set them; the floe command
+// maps each to its flag.
+type Setting string
+
+// Settings that errors name.
+const (
+	SettingCatalog           Setting = "Config.Catalog"
+	SettingName              Setting = "Config.Name"
+	SettingWarehouse         Setting = "Config.Warehouse"
+	SettingToken             Setting = "Config.Token"
+	SettingCredential        Setting = "Config.Credential"
+	SettingS3Endpoint        Setting = "Config.S3.Endpoint"
+	SettingS3Region          Setting = "Config.S3.Region"
+	SettingS3AccessKeyID     Setting = "Config.S3.AccessKeyID"
+	SettingS3SecretAccessKey Setting = "Config.S3.SecretAccessKey"
+)
+
+// s3Keys are the settings of static S3 credentials.
+var s3Keys = []Setting{SettingS3AccessKeyID, SettingS3SecretAccessKey}
+
+// ConfigError reports a setting that is missing or whose value cannot be
+// used, before anything is opened.
+type ConfigError struct {
+	Setting Setting
+	// Value is the value given; "" when the setting is missing.
+	Value string
+	// Want says what would do.
+	Want string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s is not set: want %s", e.Setting, e.Want)
+	}
+	return fmt.Sprintf("%s %q: want %s", e.Setting, e.Value, e.Want)
+}
+
+// CheckError is an error that a different value of one of Settings may
+// fix: a missing bucket (Warehouse), rejected credentials, an unreachable
+// endpoint. Its message is Err's, which says what failed and names the
+// environment variables that can fix it too.
+type CheckError struct {
+	Settings []Setting
+	Err      error
+}
+
+func (e *CheckError) Error() string { return e.Err.Error() }
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// check wraps err as a *CheckError naming settings.
+func check(err error, settings ...Setting) error {
+	return &CheckError{Settings: settings, Err: err}
+}
+
 // Explain adds what to fix to an error, when it can tell from the error
 // alone whose it is: a missing bucket, rejected credentials or an
 // unreachable endpoint of the object store (an S3 request's error), or
@@ -50,14 +105,14 @@ func Explain(err error) error {
 	}
 	switch storageKind(err) {
 	case ErrBucketNotFound:
-		return fmt.Errorf("%w: the table's bucket is gone (check --warehouse and the table's location): %w", ErrBucketNotFound, err)
+		return check(fmt.Errorf("%w: the table's bucket is gone (check the table's location): %w", ErrBucketNotFound, err), SettingWarehouse)
 	case ErrStorageCredentials:
-		return fmt.Errorf("%w: check the S3 credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or --s3-* flags): %w", ErrStorageCredentials, err)
+		return check(fmt.Errorf("%w: check the S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE): %w", ErrStorageCredentials, err), s3Keys...)
 	case ErrStorageUnreachable:
 		return fmt.Errorf("%w: nothing committed is lost; run the command again once the object store answers (a sink resumes from the ledger): %w", ErrStorageUnreachable, err)
 	}
-	if hint := catalogAuthHint(err); hint != "" {
-		return fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err)
+	if hint, settings := catalogAuthHint(err); hint != "" {
+		return check(fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err), settings...)
 	}
 	return err
 }
@@ -79,10 +134,10 @@ func classified(err error) bool {
 func explainCatalog(err error) error {
 	var pgErr pgdriver.Error
 	if isUnreachable(err) || errors.As(err, &pgErr) && pgUnavailable(pgErr.Field('C')) {
-		return fmt.Errorf("%w (check the address in --catalog and that the server runs): %w", ErrCatalogUnreachable, err)
+		return check(fmt.Errorf("%w (is its server running at that address?): %w", ErrCatalogUnreachable, err), SettingCatalog)
 	}
-	if hint := catalogAuthHint(err); hint != "" {
-		return fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err)
+	if hint, settings := catalogAuthHint(err); hint != "" {
+		return check(fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err), settings...)
 	}
 	return err
 }
@@ -95,18 +150,19 @@ func pgUnavailable(code string) bool {
 	return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03"
 }
 
-// catalogAuthHint says what to check when err is a REST or PostgreSQL
-// catalog's refusal of the credentials, and is empty otherwise.
-func catalogAuthHint(err error) string {
+// catalogAuthHint says what to check, and in which settings, when err is a
+// REST or PostgreSQL catalog's refusal of the credentials; the hint is
+// empty otherwise.
+func catalogAuthHint(err error) (string, []Setting) {
 	var pgErr pgdriver.Error
 	switch {
 	case errors.Is(err, rest.ErrUnauthorized), errors.Is(err, rest.ErrForbidden), errors.Is(err, rest.ErrOAuthError),
 		errors.Is(err, rest.ErrAuthorizationExpired):
-		return "check --catalog-token or --catalog-credential"
+		return "check the bearer token or the OAuth2 client credentials", []Setting{SettingToken, SettingCredential}
 	case errors.As(err, &pgErr) && (pgErr.Field('C') == "28P01" || pgErr.Field('C') == "28000"):
-		return "check the user and password in --catalog"
+		return "check the user and password in the catalog's URL", []Setting{SettingCatalog}
 	}
-	return ""
+	return "", nil
 }
 
 // storageKind returns the sentinel an object-store error belongs to, or

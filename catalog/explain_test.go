@@ -57,3 +57,24 @@ func TestExplain(t *testing.T) {
 		t.Error("Explain(nil) != nil")
 	}
 }
+
+// TestParseIdentRefusesInvalidNames: a name no catalog can hold is reported
+// as invalid, not as a table that does not exist.
+func TestParseIdentRefusesInvalidNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"orders":    "want NAMESPACE.TABLE",
+		"lake.":     "empty name part",
+		"lake.a/b":  `invalid name part "a/b"`,
+		"lake. a":   `invalid name part " a"`,
+		"lake.a\tb": "control character",
+	} {
+		if _, err := catalog.ParseIdent(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseIdent(%q): %v; want an error containing %q", in, err, want)
+		}
+	}
+	for _, ok := range []string{"lake.orders", "a.b.orders", "lake.order lines", "lake.Ordérs$1"} {
+		if _, err := catalog.ParseIdent(ok); err != nil {
+			t.Errorf("ParseIdent(%q): %v", ok, err)
+		}
+	}
+}

@@ -112,12 +112,12 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 	if s.endpoint != "" {
 		u, err := url.Parse(s.endpoint)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("S3 endpoint %q: want a URL such as http://127.0.0.1:9000", s.endpoint)
+			return nil, &ConfigError{Setting: SettingS3Endpoint, Value: s.endpoint, Want: "a URL such as http://127.0.0.1:9000"}
 		}
 	}
 	if s.cfg.Region == "" {
 		if s.endpoint == "" {
-			return nil, errors.New("no AWS region for S3: set AWS_REGION, a region in ~/.aws/config, or --s3-region")
+			return nil, check(errors.New("no AWS region for S3: set AWS_REGION or a region in ~/.aws/config"), SettingS3Region)
 		}
 		// S3-compatible servers accept any region; us-east-1 is their default.
 		s.cfg.Region = "us-east-1"
@@ -130,8 +130,8 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 
 	creds, err := s.cfg.Credentials.Retrieve(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no usable AWS credentials for %s (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or --s3-access-key-id and --s3-secret-access-key): %w",
-			ErrStorageCredentials, s.describe(), err)
+		return nil, check(fmt.Errorf("%w: no usable AWS credentials for %s (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE): %w",
+			ErrStorageCredentials, s.describe(), err), s3Keys...)
 	}
 	s.props = iceberg.Properties{
 		iceio.S3Region:                 s.cfg.Region,
@@ -297,14 +297,14 @@ func (s *s3Storage) explain(err error, bucket string) error {
 	}
 	switch kind {
 	case ErrBucketNotFound:
-		return fmt.Errorf("%w: bucket %q at %s (create it, e.g. 'aws s3 mb s3://%s', or fix --warehouse): %w",
-			ErrBucketNotFound, bucket, where, bucket, err)
+		return check(fmt.Errorf("%w: bucket %q at %s (create it, e.g. 'aws s3 mb s3://%s', or write to another bucket): %w",
+			ErrBucketNotFound, bucket, where, bucket, err), SettingWarehouse)
 	case ErrStorageCredentials:
-		return fmt.Errorf("%w: %s refused access to bucket %q: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or --s3-access-key-id/--s3-secret-access-key) and that the endpoint and region are right: %w",
-			ErrStorageCredentials, where, bucket, err)
+		return check(fmt.Errorf("%w: %s refused access to bucket %q: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY and that the endpoint and region are right: %w",
+			ErrStorageCredentials, where, bucket, err), SettingS3AccessKeyID, SettingS3SecretAccessKey, SettingS3Endpoint, SettingS3Region)
 	case ErrStorageUnreachable:
-		return fmt.Errorf("%w: cannot reach %s (check --s3-endpoint or AWS_ENDPOINT_URL_S3, and that the server runs): %w",
-			ErrStorageUnreachable, where, err)
+		return check(fmt.Errorf("%w: cannot reach %s (is the server running there? AWS_ENDPOINT_URL_S3 sets the endpoint too): %w",
+			ErrStorageUnreachable, where, err), SettingS3Endpoint)
 	}
 	return fmt.Errorf("S3 bucket %q at %s: %w", bucket, where, err)
 }

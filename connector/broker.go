@@ -16,9 +16,6 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// ErrUnknownTopic is matched (errors.Is) when a topic does not exist.
-var ErrUnknownTopic = errors.New("unknown topic")
-
 // Broker is an admin connection to a Kafka-protocol cluster.
 type Broker struct {
 	Seeds []string
@@ -35,7 +32,7 @@ const DefaultDialTimeout = 15 * time.Second
 // Extra options (TLS, SASL) are applied to this and every consumer client.
 func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kgo.Opt) (*Broker, error) {
 	if len(seeds) == 0 {
-		return nil, errors.New("no brokers given: pass --brokers HOST:PORT[,HOST:PORT]")
+		return nil, &ConfigError{Setting: SettingBrokers, Want: "HOST:PORT[,HOST:PORT]"}
 	}
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
@@ -50,8 +47,8 @@ func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kg
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("cannot reach brokers %s within %s (check --brokers and that Kafka is running): %w",
-			strings.Join(seeds, ","), timeout, err)
+		return nil, &CheckError{Settings: []Setting{SettingBrokers},
+			Err: fmt.Errorf("cannot reach brokers %s within %s (is Kafka running there?): %w", strings.Join(seeds, ","), timeout, err)}
 	}
 	return b, nil
 }
@@ -106,7 +103,7 @@ func (b *Broker) Topic(ctx context.Context, topic string) (Topic, error) {
 			return t, nil
 		}
 	}
-	return Topic{}, fmt.Errorf("topic %q does not exist on brokers %s (check --topic): %w", topic, strings.Join(b.Seeds, ","), ErrUnknownTopic)
+	return Topic{}, unknownTopic(topic, b.Seeds)
 }
 
 // Partitions lists the partitions of topic, sorted.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"syscall"
 	"time"
 
@@ -194,7 +193,7 @@ func (r *logReader) locate(ctx context.Context) error {
 	}
 	td, ok := tds[r.topic]
 	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-		return fmt.Errorf("topic %q does not exist on brokers %s: %w", r.topic, strings.Join(r.b.Seeds, ","), ErrUnknownTopic)
+		return unknownTopic(r.topic, r.b.Seeds)
 	}
 	if td.Err != nil {
 		return td.Err

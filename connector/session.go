@@ -103,12 +103,10 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Sorted(maps.Keys(wm))
-	for _, p := range s.cfg.Partitions {
-		if !slices.Contains(all, p) {
-			return nil, fmt.Errorf("topic %s has no partition %d (it has %d partitions)", s.cfg.Topic, p, len(all))
-		}
+	if err := checkPartitions(topic, s.cfg.Partitions); err != nil {
+		return nil, err
 	}
+	all := slices.Sorted(maps.Keys(wm))
 	if s.known == nil {
 		s.known = map[int32]bool{}
 		for _, p := range all {

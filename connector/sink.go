@@ -42,18 +42,6 @@ const (
 	LossRecord OnDataLoss = "record"
 )
 
-// DataLossError reports offsets that retention deleted before they were sunk.
-type DataLossError struct {
-	Partition mapping.TopicPartition
-	Lost      mapping.Interval
-}
-
-func (e *DataLossError) Error() string {
-	return fmt.Sprintf("data loss on %s: offsets %s were deleted by retention before they were sunk; "+
-		"nothing after offset %d was committed. Rerun with --on-data-loss record to record the lost range in the ledger and continue",
-		e.Partition, e.Lost, e.Lost.Low)
-}
-
 // Defaults of the flush policy.
 const (
 	DefaultFlushRecords  = 500_000
@@ -162,27 +150,27 @@ type Sink struct {
 	inLedger []mapping.TopicPartition
 }
 
-// Validate reports the first invalid setting of c, with the flag to fix.
+// Validate reports the first invalid setting of c, as a *ConfigError.
 func (c Config) Validate() error { return c.normalize() }
 
 // normalize checks c and fills in defaults.
 func (c *Config) normalize() error {
 	if c.Topic == "" {
-		return errors.New("no topic: pass --topic NAME")
+		return &ConfigError{Setting: SettingTopic, Want: "a topic name"}
 	}
 	switch c.Start {
 	case "":
 		c.Start = StartEarliest
 	case StartEarliest, StartLatest:
 	default:
-		return fmt.Errorf("--start %q: want earliest or latest", c.Start)
+		return &ConfigError{Setting: SettingStart, Value: string(c.Start), Want: "earliest or latest"}
 	}
 	switch c.OnDataLoss {
 	case "":
 		c.OnDataLoss = LossFail
 	case LossFail, LossRecord:
 	default:
-		return fmt.Errorf("--on-data-loss %q: want fail or record", c.OnDataLoss)
+		return &ConfigError{Setting: SettingOnDataLoss, Value: string(c.OnDataLoss), Want: "fail or record"}
 	}
 	if c.FlushRecords <= 0 {
 		c.FlushRecords = DefaultFlushRecords

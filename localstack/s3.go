@@ -61,7 +61,7 @@ func StartS3(ctx context.Context, dir string, port int, buckets ...string) (*S3S
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
-		return nil, fmt.Errorf("local S3: listen on port %d (is another local stack running? pick another with --s3-port): %w", port, err)
+		return nil, fmt.Errorf("local S3: listen on port %d (is another local stack running?): %w", port, err)
 	}
 	s := &S3Server{
 		Endpoint: "http://" + l.Addr().String(),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -25,6 +24,26 @@ const (
 	SecretAccessKey = "floe-local-secret"
 	Region          = "us-east-1"
 )
+
+// Setting names a field of UpOptions that an error is about; the floe
+// command maps each to its flag.
+type Setting string
+
+// Settings that errors name.
+const (
+	SettingKafkaPort Setting = "UpOptions.KafkaPort"
+	SettingS3Port    Setting = "UpOptions.S3Port"
+)
+
+// CheckError is an error that a different value of one of Settings may
+// fix: a port another process listens on. Its message is Err's.
+type CheckError struct {
+	Settings []Setting
+	Err      error
+}
+
+func (e *CheckError) Error() string { return e.Err.Error() }
+func (e *CheckError) Unwrap() error { return e.Err }
 
 // UpOptions configure Up.
 type UpOptions struct {
@@ -76,7 +95,7 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	}
 	s3, err := StartS3(ctx, filepath.Join(dir, "s3"), opts.S3Port, Bucket)
 	if err != nil {
-		return nil, err
+		return nil, &CheckError{Settings: []Setting{SettingS3Port}, Err: err}
 	}
 	// Topics are created on first use, like a default Kafka broker: the
 	// usual first steps (kcat -P on a new topic) work as documented.
@@ -84,7 +103,7 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true, Kfake: auto})
 	if err != nil {
 		s3.Close()
-		return nil, fmt.Errorf("%w (is another local stack running? pick another port with --kafka-port)", err)
+		return nil, &CheckError{Settings: []Setting{SettingKafkaPort}, Err: fmt.Errorf("%w (is another local stack running?)", err)}
 	}
 	return &Local{Dir: dir, Brokers: stack.Brokers, S3: s3, stack: stack}, nil
 }
@@ -115,31 +134,13 @@ func (l *Local) Catalog() catalog.Config {
 	}
 }
 
-// Env is the environment that points floe and other clients (aws CLI,
-// DuckDB, Spark through the AWS SDK) at the local stack, in order.
+// Env is the environment that points AWS SDK clients (aws CLI, DuckDB,
+// Spark, floe's own S3 access) at the local S3, in order.
 func (l *Local) Env() [][2]string {
 	return [][2]string{
 		{"AWS_ENDPOINT_URL_S3", l.S3.Endpoint},
 		{"AWS_ACCESS_KEY_ID", AccessKeyID},
 		{"AWS_SECRET_ACCESS_KEY", SecretAccessKey},
 		{"AWS_REGION", Region},
-		{"FLOE_BROKERS", l.Brokers[0]},
-		{"FLOE_CATALOG", l.CatalogPath()},
-		{"FLOE_WAREHOUSE", l.Warehouse()},
 	}
-}
-
-// ConfigYAML is a floe config file for the local stack.
-func (l *Local) ConfigYAML() string {
-	return fmt.Sprintf(`# floe config for the local stack in %s (written by 'floe localstack up').
-# Use: floe sink --config %s --topic TOPIC --table NAMESPACE.TABLE
-brokers: [%s]
-catalog: %s
-warehouse: %s
-s3-endpoint: %s
-s3-region: %s
-s3-access-key-id: %s
-s3-secret-access-key: %s
-`, l.Dir, filepath.Join(l.Dir, "floe.yaml"), l.Brokers[0], strconv.Quote(l.CatalogPath()), l.Warehouse(),
-		l.S3.Endpoint, Region, AccessKeyID, SecretAccessKey)
 }

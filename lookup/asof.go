@@ -58,6 +58,23 @@ type AsOfQuery struct {
 	Time *time.Time
 }
 
+// Validate reports a query that has no true answer whatever the table
+// holds: neither or both of a position and a time, or a record time still
+// to come (a *QueryError). AsOf calls it first; a caller may call it before
+// it opens anything.
+func (q AsOfQuery) Validate() error {
+	if (q.Offsets == "") == (q.Time == nil) {
+		return errors.New("as-of: give exactly one of a position and a record time")
+	}
+	// A cut at a time still to come would move as records arrive: the
+	// answer would be the table now, not as of that time.
+	if now := time.Now(); q.Time != nil && q.Time.After(now) {
+		return &QueryError{Setting: SettingTime, Value: q.Time.Format(time.RFC3339Nano),
+			Want: fmt.Sprintf("a time that has passed (now is %s): no record can be at or after it yet", now.UTC().Format(time.RFC3339))}
+	}
+	return nil
+}
+
 // AsOf resolves q into a cut and finds the first snapshot of tbl's branch
 // covering it. For a time, each partition's cut comes from the broker's
 // ListOffsets by timestamp when broker is given and still retains
@@ -66,8 +83,8 @@ type AsOfQuery struct {
 // saying how far the table got.
 func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q AsOfQuery) (AsOfResult, error) {
 	res := AsOfResult{Table: tbl.Name()}
-	if (q.Offsets == "") == (q.Time == nil) {
-		return res, errors.New("as-of: give exactly one of a position and a record time")
+	if err := q.Validate(); err != nil {
+		return res, err
 	}
 	ledger, err := tbl.Ledger()
 	if err != nil {
@@ -87,7 +104,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			}
 		}
 		if cut, err = mapping.ParseCut(q.Offsets, def); err != nil {
-			return res, fmt.Errorf("--offsets: %w", err)
+			return res, &QueryError{Setting: SettingOffsets, Value: q.Offsets, Want: err.Error()}
 		}
 		for tp := range cut {
 			source[tp] = SourceGiven
@@ -150,7 +167,8 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		return cut, nil
 	}
 	if tbl.Fold() != "" {
-		return nil, fmt.Errorf("%s is a state table: its rows are only each key's latest value, so its timestamps cannot place --time; pass --brokers of a cluster that still retains the log", tbl.Name())
+		return nil, &CheckError{Settings: []Setting{SettingBroker},
+			Err: fmt.Errorf("%s is a state table: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name())}
 	}
 	tc, err := tbl.TimeCut(ctx, 0, t)
 	if err != nil {

@@ -2,10 +2,13 @@ package lookup
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,27 +17,64 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// Bytes is a nullable binary value.
+// Bytes is a nullable binary value. In JSON it is a string when valid
+// UTF-8, null when null, and {"base64": "..."} otherwise: keys and values
+// are text far more often than not, and a reader of an export should not
+// have to decode every one of them to see that.
 type Bytes struct {
 	B    []byte
 	Null bool
 }
 
-// Header is one Kafka header of a row; keys may repeat.
-type Header struct {
-	Key   string
-	Value Bytes
+// MarshalJSON encodes b as a string, null or {"base64": "..."}.
+func (b Bytes) MarshalJSON() ([]byte, error) {
+	switch {
+	case b.Null:
+		return []byte("null"), nil
+	case utf8.Valid(b.B):
+		return json.Marshal(string(b.B))
+	default:
+		return json.Marshal(map[string]string{"base64": base64.StdEncoding.EncodeToString(b.B)})
+	}
 }
 
-// Row is one table row: a Kafka record as floe stores it.
+// Text renders b for text and CSV: as is when valid UTF-8, base64:...
+// otherwise, empty when null (CSV has no null).
+func (b Bytes) Text() string {
+	switch {
+	case b.Null:
+		return ""
+	case utf8.Valid(b.B):
+		return string(b.B)
+	default:
+		return "base64:" + base64.StdEncoding.EncodeToString(b.B)
+	}
+}
+
+// Header is one Kafka header of a row; keys may repeat.
+type Header struct {
+	Key   string `json:"key"`
+	Value Bytes  `json:"value"`
+}
+
+// Row is one table row: a Kafka record as floe stores it. Its JSON form
+// (one line of a JSON lines export, or an element of floe as-of --json's
+// rows) has stable field names.
 type Row struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	Timestamp time.Time // UTC
-	Key       Bytes
-	Value     Bytes
-	Headers   []Header
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp time.Time `json:"timestamp"` // UTC
+	Key       Bytes     `json:"key"`
+	Value     Bytes     `json:"value"`
+	Headers   []Header  `json:"headers"`
+}
+
+// JSON is the row as one line of JSON. Every field of a row marshals, so
+// there is no error to report.
+func (r Row) JSON() []byte {
+	b, _ := json.Marshal(r)
+	return b
 }
 
 // Rows calls fn with every row of a snapshot of tbl (0: the branch head)

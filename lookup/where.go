@@ -50,7 +50,8 @@ type WhereResult struct {
 	Status string `json:"status"`
 	// Kind refines no_row when it can be told: marker, aborted (read from
 	// the broker), absent (the broker has no record there: compacted or
-	// deleted) or superseded (a state table's older value).
+	// deleted) or superseded (a state table's older value). It is empty for
+	// no_row when no broker was given: the log would tell which.
 	Kind        string     `json:"kind,omitempty"`
 	SnapshotID  *int64     `json:"snapshot_id,omitempty"`
 	Low         *int64     `json:"low,omitempty"`
@@ -71,8 +72,13 @@ type WhereResult struct {
 // Where answers which range, snapshot and data file of tbl's branch hold
 // offset of tp. broker may be nil; given, it tells what an offset without a
 // row is and whether the broker still has an unsunk one.
+//
+// A position no record can have is refused (ValidatePosition).
 func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (WhereResult, error) {
 	res := WhereResult{Table: tbl.Name(), Topic: tp.Topic, Partition: tp.Partition, Offset: offset}
+	if err := ValidatePosition(tp, offset); err != nil {
+		return res, err
+	}
 	ledger, err := tbl.Ledger()
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
@@ -155,12 +161,25 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	return res, nil
 }
 
+// ValidatePosition reports, as a *QueryError, a position no record can
+// have: a negative partition or offset. Where calls it first; a caller may
+// call it before it opens anything.
+func ValidatePosition(tp mapping.TopicPartition, offset int64) error {
+	switch {
+	case tp.Partition < 0:
+		return &QueryError{Setting: SettingPartition, Value: fmt.Sprint(tp.Partition), Want: "a partition number, 0 or more"}
+	case offset < 0:
+		return &QueryError{Setting: SettingOffset, Value: fmt.Sprint(offset), Want: "an offset, 0 or more"}
+	}
+	return nil
+}
+
 // explainNoRow says why a covered offset has no row: from the log when a
 // broker is given, otherwise by listing what it can be.
 func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (kind, why string, err error) {
 	state := tbl.Fold() != ""
 	if broker == nil {
-		why = "a transaction marker, an aborted transactional record or an offset removed by compaction (pass --brokers to tell which)"
+		why = "a transaction marker, an aborted transactional record or an offset removed by compaction"
 		if state {
 			why = "this is a state table, so a value superseded by a later one for its key, deleted by a tombstone or without a key; or " + why
 		}

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,22 +8,6 @@ import (
 
 	"github.com/floe-dev/floe/mapping"
 )
-
-// ErrBadBound is matched (errors.Is) by every error about a replay's --from
-// or --until: malformed, in the future, out of the log, or until before from.
-var ErrBadBound = errors.New("bad replay bound")
-
-// BoundError reports a --from or --until that cannot be replayed.
-type BoundError struct {
-	Flag, Value string
-	Reason      string
-}
-
-func (e *BoundError) Error() string {
-	return fmt.Sprintf("%s %s: %s", e.Flag, e.Value, e.Reason)
-}
-
-func (e *BoundError) Is(target error) bool { return target == ErrBadBound }
 
 // Bound is where a replay starts (--from) or ends (--until). Exactly one of
 // its forms is set; the zero Bound is the log's edge: earliest for --from,
@@ -50,12 +33,12 @@ func (b Bound) IsEdge() bool { return b.Time.IsZero() && b.Offsets == nil && b.S
 // "earliest" (from) or "end" (until), an RFC 3339 time, "snapshot:ID"
 // (from), or offsets "P=OFFSET[,P=OFFSET]" (TOPIC/P=OFFSET also accepted).
 func ParseBound(s, topic string, from bool) (Bound, error) {
-	flag, edge := "--until", "end"
+	setting, edge := SettingUntil, "end"
 	if from {
-		flag, edge = "--from", "earliest"
+		setting, edge = SettingFrom, "earliest"
 	}
 	bad := func(reason string) (Bound, error) {
-		return Bound{}, &BoundError{Flag: flag, Value: s, Reason: reason}
+		return Bound{}, &BoundError{Setting: setting, Value: s, Reason: reason}
 	}
 	s = strings.TrimSpace(s)
 	b := Bound{Spec: s}

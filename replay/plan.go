@@ -35,14 +35,14 @@ type Plan struct {
 func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, until Bound, now time.Time) (Plan, error) {
 	p := Plan{Topic: topic, Start: map[int32]int64{}, End: map[int32]int64{}}
 	if from.Snapshot != 0 && from.Offsets == nil {
-		return p, fmt.Errorf("plan replay of %s: --from %s is not resolved to offsets", topic, from.Spec)
+		return p, fmt.Errorf("plan replay of %s: start bound %s is a snapshot not resolved to offsets", topic, from.Spec)
 	}
 	if !from.Time.IsZero() && from.Time.After(now) {
-		return p, &BoundError{Flag: "--from", Value: from.Spec,
+		return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
 			Reason: fmt.Sprintf("is in the future (now is %s): no record can be at or after it", now.UTC().Format(time.RFC3339))}
 	}
 	if !from.Time.IsZero() && !until.Time.IsZero() && until.Time.Before(from.Time) {
-		return p, &BoundError{Flag: "--until", Value: until.Spec, Reason: "is before --from " + from.Spec}
+		return p, &BoundError{Setting: SettingUntil, Value: until.Spec, From: from.Spec}
 	}
 	parts, err := broker.Partitions(ctx, topic)
 	if err != nil {
@@ -54,12 +54,12 @@ func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 		return p, err
 	}
 	for _, bd := range []struct {
-		flag string
-		b    Bound
-	}{{"--from", from}, {"--until", until}} {
+		setting Setting
+		b       Bound
+	}{{SettingFrom, from}, {SettingUntil, until}} {
 		for _, part := range slices.Sorted(maps.Keys(bd.b.Offsets)) {
 			if _, ok := wm[part]; !ok {
-				return p, &BoundError{Flag: bd.flag, Value: bd.b.Spec,
+				return p, &BoundError{Setting: bd.setting, Value: bd.b.Spec,
 					Reason: fmt.Sprintf("topic %s has no partition %d (it has %d partitions)", topic, part, len(parts))}
 			}
 		}
@@ -102,21 +102,21 @@ func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 			}
 		}
 		if start < w.LogStart {
-			return p, &BoundError{Flag: "--from", Value: from.Spec,
-				Reason: fmt.Sprintf("partition %d starts at offset %d, but retention deleted everything below %d; replay from offset %d or later, or --from earliest",
+			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
+				Reason: fmt.Sprintf("partition %d starts at offset %d, but retention deleted everything below %d; replay from offset %d or later, or from earliest",
 					part, start, w.LogStart, w.LogStart)}
 		}
 		if start > w.LastStable {
-			return p, &BoundError{Flag: "--from", Value: from.Spec,
+			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
 				Reason: fmt.Sprintf("partition %d starts at offset %d, past its end offset %d", part, start, w.LastStable)}
 		}
 		if end > w.LastStable {
-			return p, &BoundError{Flag: "--until", Value: until.Spec,
+			return p, &BoundError{Setting: SettingUntil, Value: until.Spec,
 				Reason: fmt.Sprintf("partition %d ends at offset %d, past its end offset %d: a replay reads only what the log holds at start", part, end, w.LastStable)}
 		}
 		if end < start {
-			return p, &BoundError{Flag: "--until", Value: until.Spec,
-				Reason: fmt.Sprintf("is before --from %s on partition %d (from offset %d, until offset %d)", from.Spec, part, start, end)}
+			return p, &BoundError{Setting: SettingUntil, Value: until.Spec, From: from.Spec,
+				Reason: fmt.Sprintf(" on partition %d (from offset %d, until offset %d)", part, start, end)}
 		}
 		p.Start[part], p.End[part] = start, end
 		if p.Earliest && w.LogStart > 0 {
@@ -182,7 +182,8 @@ func (p Plan) Complete(l mapping.Ledger) bool {
 func (p Plan) CheckResume(target string, l mapping.Ledger) error {
 	for _, tp := range l.Partitions() {
 		if tp.Topic != p.Topic {
-			return fmt.Errorf("%s holds topic %s, not %s: it is not this replay's target; replay into a new table or another --branch", target, tp.Topic, p.Topic)
+			return &CheckError{Settings: []Setting{SettingTable, SettingBranch},
+				Err: fmt.Errorf("%s holds topic %s, not %s: it is not this replay's target", target, tp.Topic, p.Topic)}
 		}
 		want, ok := p.Start[tp.Partition]
 		if p.Earliest {
@@ -190,8 +191,8 @@ func (p Plan) CheckResume(target string, l mapping.Ledger) error {
 		}
 		first := mapping.Cover(l.Ranges(tp)).First
 		if !ok || first != want {
-			return fmt.Errorf("%s holds %s from offset %d, but this replay starts it at %d: it is another replay's target; replay into a new table or another --branch",
-				target, tp, first, want)
+			return &CheckError{Settings: []Setting{SettingTable, SettingBranch},
+				Err: fmt.Errorf("%s holds %s from offset %d, but this replay starts it at %d: it is another replay's target", target, tp, first, want)}
 		}
 	}
 	return nil

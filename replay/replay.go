@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -67,6 +66,31 @@ type Result struct {
 	Next map[int32]int64
 }
 
+// Validate reports the first option of o that no replay can use, as an
+// *OptionError, a *BoundError or the sink's *connector.ConfigError, without
+// asking the brokers or the catalog. Run calls it first; a caller may call
+// it sooner, before it connects to anything.
+func (o Options) Validate() error {
+	switch {
+	case o.Topic == "":
+		return &OptionError{Setting: SettingTopic, Want: "a topic name"}
+	case o.Fold != "" && o.Fold != snapshot.FoldLatest:
+		return &OptionError{Setting: SettingFold, Value: o.Fold, Want: snapshot.FoldLatest}
+	case o.Publish && o.Branch == "":
+		return &OptionError{Setting: SettingPublish, Needs: SettingBranch, Want: "a replay into a new table has nothing to publish"}
+	case o.Branch == table.MainBranch:
+		return &OptionError{Setting: SettingBranch, Value: o.Branch, Want: "a branch other than main (publish it to make it main's head)"}
+	case o.Until.Snapshot != 0:
+		return &BoundError{Setting: SettingUntil, Value: o.Until.Spec, Reason: "a snapshot is a start position; want end, a time or offsets"}
+	}
+	// The sink's settings (on data loss, start) are checked here too:
+	// connector.NewSink would check them only once the target table or
+	// branch exists.
+	cfg := o.Sink
+	cfg.Topic = o.Topic
+	return cfg.Validate()
+}
+
 // Run rebuilds a table from the log with the same sink that sinks live
 // data (connector.Sink, bounded by the plan): from opts.From to opts.Until
 // into a new table ident (refusing a table that holds anything but this
@@ -84,24 +108,7 @@ type Result struct {
 func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ident table.Identifier, opts Options) (Result, error) {
 	var res Result
 	name := strings.Join(ident, ".")
-	switch {
-	case opts.Topic == "":
-		return res, errors.New("no topic: pass --topic NAME")
-	case opts.Fold != "" && opts.Fold != snapshot.FoldLatest:
-		return res, fmt.Errorf("--fold %q: want %s", opts.Fold, snapshot.FoldLatest)
-	case opts.Publish && opts.Branch == "":
-		return res, errors.New("--publish needs --branch: a replay into a new table has nothing to publish")
-	case opts.Branch == table.MainBranch:
-		return res, fmt.Errorf("--branch %s: replay onto a branch other than main, then --publish it", table.MainBranch)
-	case opts.Until.Snapshot != 0:
-		return res, &BoundError{Flag: "--until", Value: opts.Until.Spec, Reason: "a snapshot is a start position; want end, a time or offsets"}
-	}
-	// The sink's settings (--on-data-loss, --start) are checked before
-	// anything is written: connector.NewSink would check them only once
-	// the target table or branch exists.
-	sinkCfg := opts.Sink
-	sinkCfg.Topic = opts.Topic
-	if err := sinkCfg.Validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return res, err
 	}
 	from := opts.From

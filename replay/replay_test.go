@@ -159,8 +159,9 @@ func TestReplayRebuildEqualsSink(t *testing.T) {
 	}
 	// A replay never writes into a table that is not its own.
 	before := fullRows(t, sunk)
-	if _, err := e.replay("lake.sunk", replay.Options{Topic: topic}); err == nil || !strings.Contains(err.Error(), "--branch") {
-		t.Fatalf("replay into the sunk table: %v, want a refusal naming --branch", err)
+	var refused *replay.CheckError
+	if _, err := e.replay("lake.sunk", replay.Options{Topic: topic}); !errors.As(err, &refused) || !slices.Contains(refused.Settings, replay.SettingBranch) {
+		t.Fatalf("replay into the sunk table: %v, want a refusal naming the branch option", err)
 	}
 	if !slices.Equal(fullRows(t, sunk), before) {
 		t.Fatal("refused replay changed the table")
@@ -254,9 +255,9 @@ func TestReplayBadInput(t *testing.T) {
 		branchOfMain bool
 	}{
 		{"from in the future", replay.Options{Topic: topic, From: bound(t, future, topic, true)}, replay.ErrBadBound, "future", false},
-		{"until before from", replay.Options{Topic: topic, From: bound(t, "0=10", topic, true), Until: bound(t, "0=5", topic, false)}, replay.ErrBadBound, "before --from", false},
+		{"until before from", replay.Options{Topic: topic, From: bound(t, "0=10", topic, true), Until: bound(t, "0=5", topic, false)}, replay.ErrBadBound, "is before Options.From", false},
 		{"until time before from time", replay.Options{Topic: topic,
-			From: bound(t, "2024-05-02T00:00:00Z", topic, true), Until: bound(t, "2024-05-01T00:00:00Z", topic, false)}, replay.ErrBadBound, "before --from", false},
+			From: bound(t, "2024-05-02T00:00:00Z", topic, true), Until: bound(t, "2024-05-01T00:00:00Z", topic, false)}, replay.ErrBadBound, "is before Options.From", false},
 		{"until past the end", replay.Options{Topic: topic, Until: bound(t, "1=999", topic, false)}, replay.ErrBadBound, "past its end", false},
 		{"unknown partition", replay.Options{Topic: topic, From: bound(t, "7=0", topic, true)}, replay.ErrBadBound, "no partition 7", false},
 		{"unknown snapshot", replay.Options{Topic: topic, From: bound(t, "snapshot:424242", topic, true)}, nil, "snapshot 424242", false},
@@ -416,8 +417,9 @@ func TestReplayFold(t *testing.T) {
 		t.Fatalf("interrupted and resumed fold:\n%v\nwant:\n%v", got, want)
 	}
 	// A fold never goes into an event table, nor events into a state table.
-	if _, err := e.replay("lake.state", replay.Options{Topic: topic}); err == nil || !strings.Contains(err.Error(), "--fold") {
-		t.Fatalf("events into a state table: %v", err)
+	var refused *replay.CheckError
+	if _, err := e.replay("lake.state", replay.Options{Topic: topic}); !errors.As(err, &refused) || !slices.Contains(refused.Settings, replay.SettingFold) {
+		t.Fatalf("events into a state table: %v, want a refusal naming the fold option", err)
 	}
 }
 

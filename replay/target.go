@@ -99,11 +99,11 @@ func setProperty(ctx context.Context, tbl *snapshot.Table, key, value string) er
 func snapshotPositions(ctx context.Context, cat catalog.Catalog, target table.Identifier, topic string, id int64) (string, map[int32]int64, error) {
 	src, err := snapshot.FindSnapshot(ctx, cat, id, target)
 	if err != nil {
-		return "", nil, fmt.Errorf("--from snapshot:%d: %w", id, err)
+		return "", nil, fmt.Errorf("start bound snapshot:%d: %w", id, err)
 	}
 	l, err := src.LedgerAt(id)
 	if err != nil {
-		return "", nil, fmt.Errorf("--from snapshot:%d: ledger of %s: %w", id, src.Name(), err)
+		return "", nil, fmt.Errorf("start bound snapshot:%d: ledger of %s: %w", id, src.Name(), err)
 	}
 	out := map[int32]int64{}
 	for tp, next := range l.Next() {
@@ -112,7 +112,7 @@ func snapshotPositions(ctx context.Context, cat catalog.Catalog, target table.Id
 		}
 	}
 	if len(out) == 0 {
-		return "", nil, &BoundError{Flag: "--from", Value: fmt.Sprintf("snapshot:%d", id),
+		return "", nil, &BoundError{Setting: SettingFrom, Value: fmt.Sprintf("snapshot:%d", id),
 			Reason: fmt.Sprintf("snapshot of %s has no positions of topic %s", src.Name(), topic)}
 	}
 	return src.Name(), out, nil
@@ -128,9 +128,11 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 		case t.Fold() == opts.Fold:
 			return nil
 		case opts.Fold == "":
-			return fmt.Errorf("table %s is a state table (%s=%s); pass --fold %s, or replay into another table", name, snapshot.PropFold, t.Fold(), t.Fold())
+			return &CheckError{Settings: []Setting{SettingFold, SettingTable},
+				Err: fmt.Errorf("table %s is a state table (%s=%s), and this replay writes every record", name, snapshot.PropFold, t.Fold())}
 		default:
-			return fmt.Errorf("table %s is not a state table; --fold %s needs a new table or a state table", name, opts.Fold)
+			return &CheckError{Settings: []Setting{SettingFold, SettingTable},
+				Err: fmt.Errorf("table %s is not a state table, and this replay folds (%s=%s needs a new table or a state table)", name, snapshot.PropFold, opts.Fold)}
 		}
 	}
 	if opts.Branch == "" {
@@ -143,7 +145,8 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 			return nil, err
 		}
 		if t.Head() != nil && t.Iceberg().Properties()[PropOf] != opts.Topic {
-			return nil, fmt.Errorf("table %s exists and is not empty: a replay writes a new table; pick another --table, or pass --branch NAME to rebuild it on a branch", name)
+			return nil, &CheckError{Settings: []Setting{SettingTable, SettingBranch},
+				Err: fmt.Errorf("table %s exists and is not empty: a replay writes a new table, or onto a branch of an existing one", name)}
 		}
 		if err := checkFold(t); err != nil {
 			return nil, err
@@ -159,7 +162,7 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 	}
 	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("--branch writes onto a branch of an existing table: %w", err)
+		return nil, fmt.Errorf("a replay onto branch %s writes onto a branch of an existing table: %w", opts.Branch, err)
 	}
 	if err := checkFold(t); err != nil {
 		return nil, err

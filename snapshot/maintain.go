@@ -45,32 +45,35 @@ type MaintainOptions struct {
 }
 
 // MaintainResult reports what Maintain did (or, in a dry run, would do).
+//
+// Its JSON field names are stable (floe maintain --json); empty lists and
+// an empty Archive are left out.
 type MaintainResult struct {
 	// TruncatedRefs are the branches and tags whose ledger was truncated
 	// (an overlapping maintain run was killed before its repair) and that
 	// Maintain repaired from the archive files before anything else;
 	// Restored are the archived snapshots the repair put back into the
 	// table's archive.
-	TruncatedRefs []string
-	Restored      []int64
+	TruncatedRefs []string `json:"truncated_refs,omitempty"`
+	Restored      []int64  `json:"restored,omitempty"`
 	// Expired are the ids of the expired snapshots, oldest first;
 	// ExpiredCommits how many of them were floe commits.
-	Expired        []int64
-	ExpiredCommits int
+	Expired        []int64 `json:"expired,omitempty"`
+	ExpiredCommits int     `json:"expired_commits"`
 	// Archive is the ledger archive the table names afterwards ("": none)
 	// and Archived the number of snapshots it holds; a dry run leaves both
 	// as they were.
-	Archive  string
-	Archived int
+	Archive  string `json:"archive,omitempty"`
+	Archived int    `json:"archived"`
 	// Orphans are the unreferenced data files deleted, OrphanBytes their
 	// size.
-	Orphans     []string
-	OrphanBytes int64
+	Orphans     []string `json:"orphans,omitempty"`
+	OrphanBytes int64    `json:"orphan_bytes"`
 	// StaleMetadata are the metadata files deleted that no table version
 	// will reference, StaleArchives the ledger archive files deleted that
 	// the table does not name.
-	StaleMetadata []string
-	StaleArchives []string
+	StaleMetadata []string `json:"stale_metadata,omitempty"`
+	StaleArchives []string `json:"stale_archives,omitempty"`
 }
 
 // GCDisabledError reports a table with gc.enabled=false: its files may be
@@ -79,7 +82,7 @@ type MaintainResult struct {
 type GCDisabledError struct{ Table string }
 
 func (e *GCDisabledError) Error() string {
-	return fmt.Sprintf("table %s has %s=false (its files may be shared with other tables): floe maintain does not expire or delete its files; set %s=true if the table owns its files",
+	return fmt.Sprintf("table %s has %s=false (its files may be shared with other tables): maintenance does not expire or delete its files; set %s=true if the table owns its files",
 		e.Table, table.GCEnabledKey, table.GCEnabledKey)
 }
 

@@ -87,6 +87,27 @@ type OpenOptions struct {
 	Layout mapping.Layout
 }
 
+// ErrTableNotFound is matched (errors.Is) when Open finds no table of the
+// name (or no namespace), and was not asked to create it.
+var ErrTableNotFound = errors.New("table not found")
+
+// ErrNoBranch is matched (errors.Is) when Open is asked for a branch the
+// table does not have. Open never creates one: iceberg-go would fork it
+// from main on its first commit, inheriting main's files and ledger.
+var ErrNoBranch = errors.New("no such branch")
+
+// notFoundError is Open's error for a missing table: ErrTableNotFound and
+// the catalog's own error.
+type notFoundError struct {
+	table string
+	err   error
+}
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("table %s does not exist in the catalog: %v", e.table, e.err)
+}
+func (e *notFoundError) Unwrap() []error { return []error{ErrTableNotFound, e.err} }
+
 // Open loads the table (creating it when asked) and checks that its schema
 // can hold floe rows.
 func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts OpenOptions) (*Table, error) {
@@ -102,7 +123,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	}
 	if err != nil {
 		if isNoSuchTable(err) {
-			return nil, fmt.Errorf("table %s does not exist in the catalog (check --table and --catalog): %w", name, err)
+			return nil, &notFoundError{table: name, err: err}
 		}
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}
@@ -136,7 +157,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	// inheriting main's files and ledger; a branch must exist (replay
 	// creates its branches empty with CreateEmptyBranch).
 	if branch != table.MainBranch && !t.HasBranch(branch) {
-		return nil, fmt.Errorf("table %s has no branch %q (list its branches, or let floe replay --branch create it)", name, branch)
+		return nil, fmt.Errorf("table %s has no branch %q: %w", name, branch, ErrNoBranch)
 	}
 	return t, nil
 }
@@ -361,10 +382,13 @@ var ErrTruncatedLedger = errors.New("truncated ledger")
 
 // TruncatedLedgerError reports a snapshot whose ancestry is incomplete: a
 // parent was expired without being archived (expired by another tool than
-// floe maintain, or the metadata is damaged), so the ledger ranges it
+// Table.Maintain, or the metadata is damaged), so the ledger ranges it
 // carried are gone. A writer must not trust such a ledger for resuming: a
 // partition whose ranges were all in expired snapshots would look unsunk
-// and be written again.
+// and be written again. Table.Maintain repairs the ledger when an
+// interrupted maintenance left the missing entries in the table's other
+// archive files, and otherwise names the snapshots whose entries are gone
+// (then only a replay into a new table gives a complete ledger).
 type TruncatedLedgerError struct {
 	// Table is the table's name when known (NAMESPACE.TABLE).
 	Table      string
@@ -374,13 +398,8 @@ type TruncatedLedgerError struct {
 }
 
 func (e *TruncatedLedgerError) Error() string {
-	table := e.Table
-	if table == "" {
-		table = "NAMESPACE.TABLE"
-	}
-	return fmt.Sprintf("the history of snapshot %d is incomplete: the parent of snapshot %d was expired and is not in the ledger archive the table names, so floe cannot tell which offsets the table already holds. "+
-		"Run floe maintain --table %s: when an interrupted floe maintain left the entries in the table's other archive files it repairs the ledger, and otherwise it names the snapshots whose entries are gone "+
-		"(expire floe tables' snapshots only with floe maintain; if the entries are gone, replay into a new table)", e.SnapshotID, e.Oldest, table)
+	return fmt.Sprintf("the history of snapshot %d is incomplete: the parent of snapshot %d was expired and is not in the ledger archive the table names, so floe cannot tell which offsets the table already holds",
+		e.SnapshotID, e.Oldest)
 }
 
 func (e *TruncatedLedgerError) Is(target error) bool { return target == ErrTruncatedLedger }

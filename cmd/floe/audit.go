@@ -3,29 +3,22 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"log/slog"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/audit"
-	"github.com/floe-dev/floe/catalog"
-	"github.com/floe-dev/floe/connector"
-	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/snapshot"
 )
 
 type auditFlags struct {
 	tableFlags
+	brokerFlags
 	branch        string
-	brokers       []string
 	topic         string
 	deep          bool
 	verifyContent bool
 	json          bool
-	dialTimeout   time.Duration
 }
 
 func newAuditCmd() *cobra.Command {
@@ -70,12 +63,11 @@ Exit status: 0 the table is complete, 1 there are findings, 2 the audit could no
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
 	fs.StringVar(&f.branch, "branch", "", "branch whose ledger is audited (default main)")
-	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT]: adds the broker level")
-	fs.StringVar(&f.topic, "topic", "", "audit only this topic of the ledger (default: every topic)")
+	f.brokerFlags.register(fs, ": adds the broker level")
+	topicFlag(fs, &f.topic, "audit only this topic of the ledger (default: every topic)")
 	fs.BoolVar(&f.deep, "deep", false, "also read the partition and offset columns of every live data file")
 	fs.BoolVar(&f.verifyContent, "verify-content", false, "re-read the retained log and compare every record with its row (needs --brokers)")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON (schema floe.audit/v1)")
-	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
 	return cmd
 }
 
@@ -100,11 +92,11 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if f.deep {
 		opts.Depth = audit.DepthRows
 	}
-	if len(f.brokers) > 0 {
-		broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
-		if err != nil {
-			return err
-		}
+	broker, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	if broker != nil {
 		defer broker.Close()
 		opts.Broker = broker
 	}
@@ -123,84 +115,5 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if !rep.Complete() {
 		return &codeError{code: exitFindings}
 	}
-	return nil
-}
-
-// demoAudit is the demo's audit step. It audits the demo table at every
-// level, then shows a finding: on a second topic, retention deletes
-// records before they are sunk, floe sink --on-data-loss record records the
-// loss in the ledger, and the audit names the lost range.
-func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *snapshot.Table) error {
-	broker, err := connector.Dial(ctx, stack.Brokers, 0)
-	if err != nil {
-		return err
-	}
-	defer broker.Close()
-	fmt.Fprintf(w, "\n$ floe audit --table %s --deep --verify-content \\\n    --brokers %s\n", tbl.Name(), stack.Brokers[0])
-	rep, err := audit.Run(ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: broker, VerifyContent: true})
-	if err != nil {
-		return err
-	}
-	if err := rep.WriteText(w); err != nil {
-		return err
-	}
-
-	const (
-		topic     = "payments"
-		tableName = "lake.payments"
-	)
-	if err := localstack.CreateTopic(ctx, stack.Brokers, topic, 1, nil); err != nil {
-		return err
-	}
-	start := time.Now().Add(-time.Hour).Truncate(time.Second)
-	if err := localstack.Produce(ctx, stack.Brokers, localstack.DemoEvents(topic, 1, 100, start, 11)); err != nil {
-		return err
-	}
-	cat, err := catalog.Open(ctx, stack.Catalog())
-	if err != nil {
-		return err
-	}
-	ident, _ := catalog.ParseIdent(tableName)
-	payments, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
-	if err != nil {
-		return err
-	}
-	sink := func(loss connector.OnDataLoss) error {
-		s, err := connector.NewSink(broker, payments, connector.Config{
-			Topic: topic, StopAtEnd: true, OnDataLoss: loss, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-		if err != nil {
-			return err
-		}
-		_, err = s.Run(ctx)
-		return err
-	}
-	if err := sink(connector.LossFail); err != nil {
-		return err
-	}
-	if err := localstack.Produce(ctx, stack.Brokers, localstack.DemoEvents(topic, 1, 100, start.Add(30*time.Minute), 12)); err != nil {
-		return err
-	}
-	if err := stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
-		return fmt.Errorf("delete records of %s: %w", topic, err)
-	}
-	fmt.Fprintf(w, "\nNow a finding. Offsets [0, 100) of topic %s were sunk into %s,\n", topic, tableName)
-	fmt.Fprintf(w, "then 100 more were produced, and retention deleted offsets [100, 150) before\n")
-	fmt.Fprintf(w, "they were sunk; floe sink --on-data-loss record wrote the loss into the ledger.\n")
-	if err := sink(connector.LossRecord); err != nil {
-		return err
-	}
-	if err := payments.Refresh(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\n$ floe audit --table %s --brokers %s\n", tableName, stack.Brokers[0])
-	rep, err = audit.Run(ctx, payments, audit.Options{Broker: broker})
-	if err != nil {
-		return err
-	}
-	if err := rep.WriteText(w); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "(floe audit exits 1 here: the table is not complete, and the report says why)\n")
 	return nil
 }

@@ -2,20 +2,25 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -178,4 +183,199 @@ func printLedger(w io.Writer, l mapping.Ledger) {
 		fmt.Fprintf(w, "%-12s %8d %8d %7d %8d\n", tp, c.First, c.Next, c.Ranges, c.Records)
 	}
 	fmt.Fprintf(w, "%d snapshots, %d rows in the ledger\n", len(l.Commits), rows)
+}
+
+// demoAudit is the demo's audit step. It audits the demo table at every
+// level, then shows a finding: on a second topic, retention deletes
+// records before they are sunk, floe sink --on-data-loss record records the
+// loss in the ledger, and the audit names the lost range.
+func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *snapshot.Table) error {
+	broker, err := connector.Dial(ctx, stack.Brokers, 0)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	fmt.Fprintf(w, "\n$ floe audit --table %s --deep --verify-content \\\n    --brokers %s\n", tbl.Name(), stack.Brokers[0])
+	rep, err := audit.Run(ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: broker, VerifyContent: true})
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteText(w); err != nil {
+		return err
+	}
+
+	const (
+		topic     = "payments"
+		tableName = "lake.payments"
+	)
+	if err := localstack.CreateTopic(ctx, stack.Brokers, topic, 1, nil); err != nil {
+		return err
+	}
+	start := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := localstack.Produce(ctx, stack.Brokers, localstack.DemoEvents(topic, 1, 100, start, 11)); err != nil {
+		return err
+	}
+	cat, err := catalog.Open(ctx, stack.Catalog())
+	if err != nil {
+		return err
+	}
+	ident, _ := catalog.ParseIdent(tableName)
+	payments, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	if err != nil {
+		return err
+	}
+	sink := func(loss connector.OnDataLoss) error {
+		s, err := connector.NewSink(broker, payments, connector.Config{
+			Topic: topic, StopAtEnd: true, OnDataLoss: loss, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			return err
+		}
+		_, err = s.Run(ctx)
+		return err
+	}
+	if err := sink(connector.LossFail); err != nil {
+		return err
+	}
+	if err := localstack.Produce(ctx, stack.Brokers, localstack.DemoEvents(topic, 1, 100, start.Add(30*time.Minute), 12)); err != nil {
+		return err
+	}
+	if err := stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
+		return fmt.Errorf("delete records of %s: %w", topic, err)
+	}
+	fmt.Fprintf(w, "\nNow a finding. Offsets [0, 100) of topic %s were sunk into %s,\n", topic, tableName)
+	fmt.Fprintf(w, "then 100 more were produced, and retention deleted offsets [100, 150) before\n")
+	fmt.Fprintf(w, "they were sunk; floe sink --on-data-loss record wrote the loss into the ledger.\n")
+	if err := sink(connector.LossRecord); err != nil {
+		return err
+	}
+	if err := payments.Refresh(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n$ floe audit --table %s --brokers %s\n", tableName, stack.Brokers[0])
+	rep, err = audit.Run(ctx, payments, audit.Options{Broker: broker})
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteText(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "(floe audit exits 1 here: the table is not complete, and the report says why)\n")
+	return nil
+}
+
+// demoReplay is the demo's rebuild step: replay into a new table from offset
+// 0 and show it equals the sunk table, show the table as of an earlier
+// position, and fold the log into a state table.
+func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *snapshot.Table) error {
+	ledger, err := tbl.Ledger()
+	if err != nil {
+		return err
+	}
+	tps := ledger.Partitions()
+	if len(tps) == 0 {
+		return errors.New("demo: the sunk table has no ledger")
+	}
+	topic := tps[0].Topic
+	broker, err := connector.Dial(ctx, stack.Brokers, 0)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	replayInto := func(table, fold string) (replay.Result, error) {
+		ident, err := catalog.ParseIdent(table)
+		if err != nil {
+			return replay.Result{}, err
+		}
+		return replay.Run(ctx, broker, tbl.Catalog(), ident, replay.Options{
+			Topic: topic, Fold: fold, Sink: connector.Config{FlushRecords: 1000, Logger: quiet}})
+	}
+
+	fmt.Fprintf(w, "\n$ floe replay --topic %s --table lake.orders_rebuilt   (from offset 0 to the end offsets)\n", topic)
+	res, err := replayInto("lake.orders_rebuilt", "")
+	if err != nil {
+		return err
+	}
+	rebuilt, err := snapshot.Open(ctx, tbl.Catalog(), []string{"lake", "orders_rebuilt"}, snapshot.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	a, err := lookup.ReadRowSet(ctx, tbl, 0, nil)
+	if err != nil {
+		return err
+	}
+	b, err := lookup.ReadRowSet(ctx, rebuilt, 0, nil)
+	if err != nil {
+		return err
+	}
+	same := "EQUAL"
+	if !a.Equal(b) {
+		same = "DIFFERENT"
+	}
+	fmt.Fprintf(w, "replayed %d rows in %d snapshots; compared with %s row by row (partition, offset, key, value, headers, timestamp): %s\n",
+		res.Stats.Records, res.Stats.Commits, tbl.Name(), same)
+
+	// The table as of an earlier position: half-way through every partition.
+	cut := mapping.Cut{}
+	for tp, next := range ledger.Next() {
+		cut[tp] = next / 2
+	}
+	c, err := lookup.AsOf(ctx, tbl, nil, lookup.AsOfQuery{Offsets: cut.String()})
+	if err != nil {
+		return err
+	}
+	if err := lookup.ExactAt(tbl, c.SnapshotID, c.Cut); err != nil {
+		return err
+	}
+	asOf, err := lookup.ReadRowSet(ctx, tbl, c.SnapshotID, c.Cut)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n$ floe as-of --table %s --offsets %s --rows\n", tbl.Name(), cut)
+	fmt.Fprintf(w, "first snapshot covering those positions: %d (committed %s); rows below the cut: %d of %d\n",
+		c.SnapshotID, c.CommittedAt.Format(time.RFC3339), asOf.Len(), a.Len())
+	// Which snapshot holds an offset: the first partition's cut, and the
+	// nearest row below it when the cut itself has none.
+	tp := slices.MinFunc(tps, mapping.TopicPartition.Compare)
+	for o, shown := cut[tp], 0; o >= 0 && shown < 2; o-- {
+		r, err := lookup.Where(ctx, tbl, broker, tp, o)
+		if err != nil {
+			return err
+		}
+		if shown > 0 && r.Status != lookup.StatusRow {
+			continue
+		}
+		fmt.Fprintf(w, "\n$ floe where --table %s --topic %s --partition %d --offset %d --brokers ...\n", tbl.Name(), tp.Topic, tp.Partition, o)
+		printWhere(w, r)
+		shown++
+		if r.Status == lookup.StatusRow {
+			break
+		}
+	}
+
+	fmt.Fprintf(w, "\n$ floe replay --topic %s --table lake.orders_state --fold latest\n", topic)
+	res, err = replayInto("lake.orders_state", snapshot.FoldLatest)
+	if err != nil {
+		return err
+	}
+	state, err := snapshot.Open(ctx, tbl.Catalog(), []string{"lake", "orders_state"}, snapshot.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	keys, err := lookup.ReadRowSet(ctx, state, 0, nil)
+	if err != nil {
+		return err
+	}
+	stateLedger, err := state.Ledger()
+	if err != nil {
+		return err
+	}
+	var folded int64
+	for _, tp := range stateLedger.Partitions() {
+		folded += mapping.Cover(stateLedger.Ranges(tp)).Records
+	}
+	fmt.Fprintf(w, "folded %d records into %d rows: the latest order event per customer (tombstones delete), in %d snapshots; its ledger covers the same offsets\n",
+		folded, keys.Len(), res.Stats.Commits)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -76,16 +77,40 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 func writeLocalFiles(l *localstack.Local) error {
 	var env strings.Builder
 	env.WriteString("# Environment for the floe local stack; use: . " + filepath.Join(l.Dir, "env.sh") + "\n")
-	for _, kv := range l.Env() {
+	for _, kv := range localEnv(l) {
 		fmt.Fprintf(&env, "export %s=%q\n", kv[0], kv[1])
 	}
 	if err := os.WriteFile(filepath.Join(l.Dir, "env.sh"), []byte(env.String()), 0o644); err != nil {
 		return fmt.Errorf("write env.sh: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(l.Dir, "floe.yaml"), []byte(l.ConfigYAML()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(l.Dir, "floe.yaml"), []byte(localConfig(l)), 0o644); err != nil {
 		return fmt.Errorf("write floe.yaml: %w", err)
 	}
 	return nil
+}
+
+// localEnv is the environment that points floe (its FLOE_* variables) and
+// the AWS clients at the local stack, in order.
+func localEnv(l *localstack.Local) [][2]string {
+	return append(l.Env(),
+		[2]string{envPrefix + "BROKERS", l.Brokers[0]},
+		[2]string{envPrefix + "CATALOG", l.CatalogPath()},
+		[2]string{envPrefix + "WAREHOUSE", l.Warehouse()})
+}
+
+// localConfig is a floe config file for the local stack.
+func localConfig(l *localstack.Local) string {
+	return fmt.Sprintf(`# floe config for the local stack in %s (written by 'floe localstack up').
+# Use: floe sink --config %s --topic TOPIC --table NAMESPACE.TABLE
+brokers: [%s]
+catalog: %s
+warehouse: %s
+s3-endpoint: %s
+s3-region: %s
+s3-access-key-id: %s
+s3-secret-access-key: %s
+`, l.Dir, filepath.Join(l.Dir, "floe.yaml"), l.Brokers[0], strconv.Quote(l.CatalogPath()), l.Warehouse(),
+		l.S3.Endpoint, localstack.Region, localstack.AccessKeyID, localstack.SecretAccessKey)
 }
 
 func printLocalUsage(w io.Writer, l *localstack.Local) {
@@ -99,7 +124,7 @@ func printLocalUsage(w io.Writer, l *localstack.Local) {
 Environment (also in %[1]s/env.sh):
 `, l.Dir, broker, l.S3.Endpoint, localstack.Bucket, localstack.AccessKeyID, localstack.SecretAccessKey,
 		l.CatalogPath(), l.Warehouse())
-	for _, kv := range l.Env() {
+	for _, kv := range localEnv(l) {
 		fmt.Fprintf(w, "  export %s=%q\n", kv[0], kv[1])
 	}
 	fmt.Fprintf(w, `

@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
 )
 
 // TestLocalstackUpSurvivesRestart runs the stack 'floe localstack up'
@@ -64,7 +65,7 @@ func TestLocalstackUpSurvivesRestart(t *testing.T) {
 
 	// floe status through the same config file: no lag.
 	js := mustFloe(t, "status", "--config", conf, "--table", "lake.orders", "--format", "json")
-	var st tableStatus
+	var st lookup.TableStatus
 	if err := json.Unmarshal([]byte(js), &st); err != nil {
 		t.Fatalf("status json: %v\n%s", err, js)
 	}

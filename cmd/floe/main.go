@@ -1,7 +1,10 @@
 // Command floe sinks Kafka topics into Apache Iceberg tables exactly once and
 // keeps a ledger of which offset range each snapshot committed.
 //
-// This package holds only the CLI: flags, output formatting and exit codes.
+// This package holds only the CLI: flags, config, output formatting and exit
+// codes, one file per command (flags.go holds the flags several share). The
+// packages it calls name their own settings in their errors; hints.go turns
+// those into the flags that set them.
 package main
 
 import (
@@ -56,9 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The one place where every command's error is explained: the catalog
 	// and Open have classified what passed through them, and this names
 	// what to fix for storage errors that reached a command directly
-	// (data files, manifests), whichever command it is.
+	// (data files, manifests), whichever command it is; then the settings
+	// the libraries' errors name become the flags that set them.
 	err = catalog.Explain(err)
-	fmt.Fprintf(stderr, "floe: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "floe: %s\n", oneLine(withFlags(err)))
 	if errors.As(err, &ce) {
 		return ce.code
 	}
@@ -95,7 +99,7 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
-	root.AddCommand(newSinkCmd(), newDemoCmd(), newAuditCmd(), newWhereCmd(), newAsOfCmd(), newReplayCmd(), newLocalstackCmd(), newStatusCmd(), newMaintainCmd())
+	root.AddCommand(newSinkCmd(), newDemoCmd(), newAuditCmd(), newWhereCmd(), newAsOfCmd(), newReplayCmd(), newLocalstackCmd(), newStatusCmd(), newMaintainCmd(), newVersionCmd())
 	addConfigFlag(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see --help)", err)
@@ -113,9 +117,21 @@ func setupLogging(w io.Writer, g globalFlags) error {
 	case "text":
 		slog.SetDefault(slog.New(slog.NewTextHandler(w, opts)))
 	case "json":
+		opts.ReplaceAttr = durationText
 		slog.SetDefault(slog.New(slog.NewJSONHandler(w, opts)))
 	default:
 		return fmt.Errorf("--log-format %q: want text or json", g.logFormat)
 	}
 	return nil
+}
+
+// durationText writes durations as text with their unit ("1.5s", "12ms"):
+// slog's JSON handler writes a time.Duration as an integer of nanoseconds,
+// which a person reading the log cannot tell from a count, and a log
+// pipeline cannot tell the unit of. The text handler already writes text.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

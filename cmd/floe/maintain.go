@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -18,9 +19,10 @@ func newMaintainCmd() *cobra.Command {
 		removeOrphans bool
 		orphanMinAge  time.Duration
 		dryRun        bool
+		asJSON        bool
 	)
 	cmd := &cobra.Command{
-		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--dry-run]",
+		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--dry-run] [--json]",
 		Short: "Expire old snapshots without losing the ledger, repair a truncated ledger, and delete orphan files",
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
 (--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and
@@ -76,6 +78,11 @@ table's own under its location, or that holds the metadata folder, is refused; a
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res})
+			}
 			would := ""
 			if dryRun {
 				would = "would be "
@@ -121,5 +128,15 @@ table's own under its location, or that holds the metadata folder, is refused; a
 	fs.BoolVar(&removeOrphans, "remove-orphans", false, "delete data files no snapshot references, metadata files no table version references and ledger archive files the table does not need, older than --orphan-min-age")
 	fs.DurationVar(&orphanMinAge, "orphan-min-age", snapshot.DefaultOrphanMinAge, "only delete orphans older than this")
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
+	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 	return cmd
+}
+
+// maintainReport is floe maintain --json: the result (whose field names
+// snapshot.MaintainResult documents) with the table and whether it was a
+// dry run.
+type maintainReport struct {
+	Table  string `json:"table"`
+	DryRun bool   `json:"dry_run"`
+	snapshot.MaintainResult
 }

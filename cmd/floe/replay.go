@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -15,16 +13,12 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
-	"github.com/floe-dev/floe/localstack"
-	"github.com/floe-dev/floe/lookup"
-	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 type replayFlags struct {
 	tableFlags
-	brokers       []string
+	brokerFlags
 	topic         string
 	from, until   string
 	branch        string
@@ -35,7 +29,6 @@ type replayFlags struct {
 	flushInterval time.Duration
 	onDataLoss    string
 	retryFor      time.Duration
-	dialTimeout   time.Duration
 }
 
 func newReplayCmd() *cobra.Command {
@@ -81,8 +74,8 @@ replay run again reads and writes nothing.`,
 	}
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
-	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT] (required)")
-	fs.StringVar(&f.topic, "topic", "", "topic to replay; every partition is read (required)")
+	f.brokerFlags.register(fs, " (required)")
+	topicFlag(fs, &f.topic, "topic to replay; every partition is read (required)")
 	fs.StringVar(&f.from, "from", "earliest", "where to start: earliest, an RFC3339 time, P=OFFSET[,P=OFFSET] or snapshot:ID")
 	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets when the replay first started), an RFC3339 time or P=OFFSET[,P=OFFSET]")
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
@@ -94,7 +87,6 @@ replay run again reads and writes nothing.`,
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deletes records during the replay: fail, or record the lost range and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently before giving up; 0s never retries")
-	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
 	return cmd
 }
 
@@ -121,15 +113,6 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
-	broker, err := connector.Dial(ctx, f.brokers, f.dialTimeout)
-	if err != nil {
-		return err
-	}
-	defer broker.Close()
-	cat, err := f.openCatalog(ctx)
-	if err != nil {
-		return err
-	}
 	var bar *progress // started by OnStart, once the total is known
 	opts := replay.Options{
 		Topic: f.topic, From: from, Until: until,
@@ -150,6 +133,19 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 			printReplayStart(w, s)
 			bar = newProgress(cmd.ErrOrStderr(), "replay "+f.topic, s.Remaining)
 		},
+	}
+	// Every option is checked before the brokers or the catalog are asked.
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	broker, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	cat, err := f.openCatalog(ctx)
+	if err != nil {
+		return err
 	}
 	res, err := replay.Run(ctx, broker, cat, ident, opts)
 	if bar != nil {
@@ -215,120 +211,4 @@ func printReplayResult(w io.Writer, r replay.Result) {
 			fmt.Fprintf(w, "published: main moved from snapshot %d to %d in one commit\n", r.MainFrom, r.MainTo)
 		}
 	}
-}
-
-// demoReplay is the demo's rebuild step: replay into a new table from offset
-// 0 and show it equals the sunk table, show the table as of an earlier
-// position, and fold the log into a state table.
-func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *snapshot.Table) error {
-	ledger, err := tbl.Ledger()
-	if err != nil {
-		return err
-	}
-	tps := ledger.Partitions()
-	if len(tps) == 0 {
-		return errors.New("demo: the sunk table has no ledger")
-	}
-	topic := tps[0].Topic
-	broker, err := connector.Dial(ctx, stack.Brokers, 0)
-	if err != nil {
-		return err
-	}
-	defer broker.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	replayInto := func(table, fold string) (replay.Result, error) {
-		ident, err := catalog.ParseIdent(table)
-		if err != nil {
-			return replay.Result{}, err
-		}
-		return replay.Run(ctx, broker, tbl.Catalog(), ident, replay.Options{
-			Topic: topic, Fold: fold, Sink: connector.Config{FlushRecords: 1000, Logger: quiet}})
-	}
-
-	fmt.Fprintf(w, "\n$ floe replay --topic %s --table lake.orders_rebuilt   (from offset 0 to the end offsets)\n", topic)
-	res, err := replayInto("lake.orders_rebuilt", "")
-	if err != nil {
-		return err
-	}
-	rebuilt, err := snapshot.Open(ctx, tbl.Catalog(), []string{"lake", "orders_rebuilt"}, snapshot.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	a, err := lookup.ReadRowSet(ctx, tbl, 0, nil)
-	if err != nil {
-		return err
-	}
-	b, err := lookup.ReadRowSet(ctx, rebuilt, 0, nil)
-	if err != nil {
-		return err
-	}
-	same := "EQUAL"
-	if !a.Equal(b) {
-		same = "DIFFERENT"
-	}
-	fmt.Fprintf(w, "replayed %d rows in %d snapshots; compared with %s row by row (partition, offset, key, value, headers, timestamp): %s\n",
-		res.Stats.Records, res.Stats.Commits, tbl.Name(), same)
-
-	// The table as of an earlier position: half-way through every partition.
-	cut := mapping.Cut{}
-	for tp, next := range ledger.Next() {
-		cut[tp] = next / 2
-	}
-	c, err := lookup.AsOf(ctx, tbl, nil, lookup.AsOfQuery{Offsets: cut.String()})
-	if err != nil {
-		return err
-	}
-	if err := lookup.ExactAt(tbl, c.SnapshotID, c.Cut); err != nil {
-		return err
-	}
-	asOf, err := lookup.ReadRowSet(ctx, tbl, c.SnapshotID, c.Cut)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\n$ floe as-of --table %s --offsets %s --rows\n", tbl.Name(), cut)
-	fmt.Fprintf(w, "first snapshot covering those positions: %d (committed %s); rows below the cut: %d of %d\n",
-		c.SnapshotID, c.CommittedAt.Format(time.RFC3339), asOf.Len(), a.Len())
-	// Which snapshot holds an offset: the first partition's cut, and the
-	// nearest row below it when the cut itself has none.
-	tp := slices.MinFunc(tps, mapping.TopicPartition.Compare)
-	for o, shown := cut[tp], 0; o >= 0 && shown < 2; o-- {
-		r, err := lookup.Where(ctx, tbl, broker, tp, o)
-		if err != nil {
-			return err
-		}
-		if shown > 0 && r.Status != lookup.StatusRow {
-			continue
-		}
-		fmt.Fprintf(w, "\n$ floe where --table %s --topic %s --partition %d --offset %d --brokers ...\n", tbl.Name(), tp.Topic, tp.Partition, o)
-		printWhere(w, r)
-		shown++
-		if r.Status == lookup.StatusRow {
-			break
-		}
-	}
-
-	fmt.Fprintf(w, "\n$ floe replay --topic %s --table lake.orders_state --fold latest\n", topic)
-	res, err = replayInto("lake.orders_state", snapshot.FoldLatest)
-	if err != nil {
-		return err
-	}
-	state, err := snapshot.Open(ctx, tbl.Catalog(), []string{"lake", "orders_state"}, snapshot.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	keys, err := lookup.ReadRowSet(ctx, state, 0, nil)
-	if err != nil {
-		return err
-	}
-	stateLedger, err := state.Ledger()
-	if err != nil {
-		return err
-	}
-	var folded int64
-	for _, tp := range stateLedger.Partitions() {
-		folded += mapping.Cover(stateLedger.Ranges(tp)).Records
-	}
-	fmt.Fprintf(w, "folded %d records into %d rows: the latest order event per customer (tombstones delete), in %d snapshots; its ledger covers the same offsets\n",
-		folded, keys.Len(), res.Stats.Commits)
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -136,7 +137,7 @@ func TestReplayCommandHeadLoss(t *testing.T) {
 	if !strings.Contains(out, "old/0 starts at offset 15, not 0: retention deleted [0, 15)") || !strings.Contains(out, "replayed 25 rows") {
 		t.Fatalf("replay output does not say the head was lost:\n%s", out)
 	}
-	var r whereResult
+	var r lookup.WhereResult
 	if err := json.Unmarshal([]byte(mustFloe(t, append([]string{"where", "--table", "lake.old", "--topic", "old", "--partition", "0", "--offset", "3", "--json"}, loc...)...)), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -276,13 +277,13 @@ func whereStack(t *testing.T) (*localstack.Stack, []string) {
 func TestWhereCommand(t *testing.T) {
 	st, loc := whereStack(t)
 	brokers := strings.Join(st.Brokers, ",")
-	whereJSON := func(offset int, withBrokers bool) whereResult {
+	whereJSON := func(offset int, withBrokers bool) lookup.WhereResult {
 		t.Helper()
 		args := append([]string{"where", "--table", "lake.w", "--topic", "w", "--partition", "0", "--offset", fmt.Sprint(offset), "--json"}, loc...)
 		if withBrokers {
 			args = append(args, "--brokers", brokers)
 		}
-		var r whereResult
+		var r lookup.WhereResult
 		if err := json.Unmarshal([]byte(mustFloe(t, args...)), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 func rowMultiset(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) (map[string]int, error) {
 	out := map[string]int{}
 	err := lookup.Rows(ctx, tbl, snapshotID, cut, func(r lookup.Row) error {
-		out[jsonRowOf(r).String()]++
+		out[string(r.JSON())]++
 		return nil
 	})
 	return out, err

@@ -16,6 +16,7 @@ import (
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -136,7 +137,7 @@ func TestS3Sink(t *testing.T) {
 
 	js := mustFloe(t, "status", "--brokers", strings.Join(e.brokers, ","), "--catalog", e.catalog, "--warehouse", e.warehouse(),
 		"--table", "lake.orders", "--format", "json")
-	var st tableStatus
+	var st lookup.TableStatus
 	if err := json.Unmarshal([]byte(js), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -1,21 +1,30 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/metrics"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 type sinkFlags struct {
 	tableFlags
-	brokers       []string
+	brokerFlags
 	topic         string
 	start         string
 	flushRecords  int
@@ -25,7 +34,6 @@ type sinkFlags struct {
 	onDataLoss    string
 	retryFor      time.Duration
 	group         string
-	dialTimeout   time.Duration
 	opsFlags
 }
 
@@ -58,14 +66,14 @@ person stop it at once.`,
     --catalog postgres://floe:secret@pg:5432/iceberg --warehouse s3://lake/warehouse --s3-endpoint http://minio:9000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSinks(cmd, &f)
+			return runSink(cmd, &f)
 		},
 	}
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
 	f.opsFlags.register(fs)
-	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT] (required)")
-	fs.StringVar(&f.topic, "topic", "", "topic to sink; every partition is consumed (required)")
+	f.brokerFlags.register(fs, " (required)")
+	topicFlag(fs, &f.topic, "topic to sink; every partition is consumed (required)")
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
 	fs.IntVar(&f.flushRecords, "flush-records", connector.DefaultFlushRecords, "flush after this many records")
 	fs.Int64Var(&f.flushBytes, "flush-bytes", connector.DefaultFlushBytes, "flush after this many bytes of keys, values and headers")
@@ -74,13 +82,162 @@ person stop it at once.`,
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
-	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer group, for lag tooling only (resuming never reads them)")
-	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long to wait for the brokers to answer at start")
+	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer `GROUP`, for lag tooling only (resuming never reads them)")
 	return cmd
 }
 
-func printSinkStats(cmd *cobra.Command, table string, s connector.Stats) {
+// opsFlags are floe sink's operations flags: partitions, metrics and health.
+type opsFlags struct {
+	partitions  []int32
+	metricsAddr string
+	lagInterval time.Duration
+}
+
+func (f *opsFlags) register(fs *pflag.FlagSet) {
+	fs.Int32SliceVar(&f.partitions, "partitions", nil,
+		"sink only these partitions of the topic, `P[,P]`, e.g. 0,1,2 (default: all); processes with disjoint partitions share a table without fencing each other")
+	// The usage says what the default is; pflag would add "(default [])".
+	fs.Lookup("partitions").DefValue = ""
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "",
+		"serve Prometheus metrics on http://`ADDR`/metrics and health on http://ADDR/healthz, e.g. :9464 (default: off)")
+	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges poll the broker's offsets")
+}
+
+// sinkPipelines returns what floe sink runs: the --topic/--table of the
+// command line (or of the flat config keys), else the config file's
+// pipelines.
+func sinkPipelines(ctx context.Context, f *sinkFlags) ([]pipeline, error) {
+	file := configFrom(ctx)
+	if f.topic == "" && f.table == "" && file != nil && len(file.pipelines) > 0 {
+		return file.pipelines, nil
+	}
+	if f.topic == "" {
+		return nil, errors.New("missing --topic NAME (or pipelines in the --config file)")
+	}
+	if f.table == "" {
+		return nil, errors.New("missing --table NAMESPACE.TABLE")
+	}
+	return []pipeline{{Topic: f.topic, Table: f.table, Partitions: f.partitions}}, nil
+}
+
+// runSink runs floe sink: one connector.Pipeline per pipeline, sharing the
+// broker connection, the catalog and the metrics endpoint. Every flag is
+// checked, and the metrics address bound, before the brokers are asked
+// anything; connector.Pipelines checks topics and partitions before it
+// creates a table.
+func runSink(cmd *cobra.Command, f *sinkFlags) error {
+	ctx := cmd.Context()
+	if len(f.brokers) == 0 {
+		return errors.New("missing --brokers HOST:PORT[,HOST:PORT]")
+	}
+	pipes, err := sinkPipelines(ctx, f)
+	if err != nil {
+		return err
+	}
+	reg := metrics.New()
+	run := make(connector.Pipelines, len(pipes))
+	for i, p := range pipes {
+		cfg := connector.Config{
+			Topic:         p.Topic,
+			Partitions:    p.Partitions,
+			Start:         connector.Start(f.start),
+			StopAtEnd:     f.stopAtEnd,
+			FlushRecords:  f.flushRecords,
+			FlushBytes:    f.flushBytes,
+			FlushInterval: f.flushInterval,
+			OnDataLoss:    connector.OnDataLoss(f.onDataLoss),
+			RetryFor:      retryFor(f.retryFor),
+			Group:         f.group,
+		}
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		ident, err := catalog.ParseIdent(p.Table)
+		if err != nil {
+			return err
+		}
+		run[i] = connector.Pipeline{Table: ident, Config: cfg}
+	}
+
+	// The metrics and health endpoint outlives the signal: it serves
+	// while the sinks commit what they consumed.
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
+	if f.metricsAddr != "" {
+		addr, err := reg.Serve(srvCtx, f.metricsAddr)
+		if err != nil {
+			return err
+		}
+		slog.Info("serving metrics and health", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz")
+	}
+	broker, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	cat, err := f.openCatalog(ctx)
+	if err != nil {
+		return err
+	}
+
 	w := cmd.OutOrStdout()
+	var started sync.Once // once every pipeline is checked and its table open
+	for i, p := range pipes {
+		mp := reg.Pipeline(p.Topic, strings.Join(run[i].Table, "."), p.Partitions)
+		mp.Hook(&run[i].Config)
+		var stopLag context.CancelFunc
+		run[i].OnStart = func(tbl *snapshot.Table) {
+			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes)) })
+			if l, err := tbl.Ledger(); err == nil {
+				mp.Started(partitionNext(l, p.Topic))
+			}
+			var lagCtx context.Context
+			lagCtx, stopLag = context.WithCancel(srvCtx)
+			go mp.WatchLag(lagCtx, broker, f.lagInterval)
+		}
+		run[i].OnStop = func(tbl *snapshot.Table, stats connector.Stats, err error) {
+			stopLag()
+			mp.Stopped(err)
+			// A failed pipeline's error says what happened; a summary
+			// beside it would read as a success.
+			if err == nil {
+				printSinkStats(w, tbl.Name(), stats)
+			}
+		}
+	}
+	return run.Run(ctx, broker, cat)
+}
+
+// retryFor turns --retry-for into connector.Config.RetryFor, where zero
+// means the default: 0s on the command line means no retries.
+func retryFor(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// partitionNext is the ledger's next offset per partition of topic.
+func partitionNext(l mapping.Ledger, topic string) map[int32]int64 {
+	out := map[int32]int64{}
+	for tp, n := range l.Next() {
+		if tp.Topic == topic {
+			out[tp.Partition] = n
+		}
+	}
+	return out
+}
+
+// pipelineNames lists pipelines for messages.
+func pipelineNames(pipes []pipeline) string {
+	var s []string
+	for _, p := range pipes {
+		s = append(s, p.Topic+"->"+p.Table)
+	}
+	return strings.Join(s, ", ")
+}
+
+func printSinkStats(w io.Writer, table string, s connector.Stats) {
 	fmt.Fprintf(w, "sink %s: %d rows in %d commits (%d files)", table, s.Records, s.Commits, s.Files)
 	if s.Fenced > 0 {
 		fmt.Fprintf(w, ", fenced %d times by another writer", s.Fenced)

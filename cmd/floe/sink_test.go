@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,5 +152,88 @@ func TestSinkRefusesMalformedLedger(t *testing.T) {
 	}
 	if after := snapshotCount(t, st, "lake.orders"); after != before {
 		t.Fatalf("snapshots %d -> %d: the sink wrote past a malformed ledger", before, after)
+	}
+}
+
+// TestSinkChecksBeforeCreating: every check that can fail runs before a
+// namespace or table is created: a partition the topic does not have, a
+// metrics address another process holds, a bad flag. Each failure is exit 2
+// with one line on stderr, and no summary on stdout.
+func TestSinkChecksBeforeCreating(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "pairs", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	base := []string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "pairs", "--table", "fresh.t", "--stop-at-end",
+		"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"partition the topic lacks", []string{"--partitions", "9"}, `--partitions "9": want partitions of topic pairs, which has 2`},
+		{"some partitions the topic lacks", []string{"--partitions", "1,5,9"}, `--partitions "5,9"`},
+		{"busy metrics address", []string{"--metrics-addr", busy.Addr().String()}, "metrics: listen on " + busy.Addr().String()},
+		{"bad flag value", []string{"--on-data-loss", "sometimes"}, `--on-data-loss "sometimes": want fail or record`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := floe(t, append(base, c.args...)...)
+			if code != exitError || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line containing %q", code, errs, c.want)
+			}
+			if out != "" {
+				t.Fatalf("a failed run printed a summary:\n%s", out)
+			}
+			cat, err := catalog.Open(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := cat.CheckTableExists(t.Context(), []string{"fresh", "t"}); ok {
+				t.Fatal("the failed run created its table")
+			}
+			if ok, _ := cat.CheckNamespaceExists(t.Context(), []string{"fresh"}); ok {
+				t.Fatal("the failed run created its namespace")
+			}
+		})
+	}
+}
+
+// TestFailedSinkPrintsNoSummary: a run that fails after its table exists
+// (retention deleted offsets it had not sunk) reports the failure and no
+// "N rows in M commits" line that would read as a success.
+func TestFailedSinkPrintsNoSummary(t *testing.T) {
+	st, loc := sinkStack(t)
+	ctx := t.Context()
+	if err := localstack.CreateTopic(ctx, st.Brokers, "events", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(-time.Hour)
+	if err := localstack.Produce(ctx, st.Brokers, localstack.DemoEvents("events", 1, 100, start, 1)); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "events", "--table", "lake.events", "--stop-at-end"}, loc...)
+	mustFloe(t, args...)
+	if err := localstack.Produce(ctx, st.Brokers, localstack.DemoEvents("events", 1, 50, start, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Cluster.DeleteRecords("events", 0, 120); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := floe(t, args...)
+	if code != exitError || !strings.Contains(errs, "data loss") || !strings.Contains(errs, "--on-data-loss record") {
+		t.Fatalf("exit %d, stderr %q; want the data loss and its fix", code, errs)
+	}
+	if strings.Contains(out, "rows in") {
+		t.Fatalf("a failed run printed a summary:\n%s", out)
 	}
 }

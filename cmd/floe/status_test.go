@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
 )
 
 // TestStatusLagExcludesLoss: offsets that retention deleted before they
@@ -31,7 +32,7 @@ func TestStatusLagExcludesLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var got tableStatus
+	var got lookup.TableStatus
 	js := mustFloe(t, append([]string{"status", "--brokers", brokers, "--table", "lake.events", "--format", "json"}, loc...)...)
 	if err := json.Unmarshal([]byte(js), &got); err != nil {
 		t.Fatalf("status json: %v\n%s", err, js)

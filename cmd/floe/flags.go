@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/spf13/pflag"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -42,7 +44,7 @@ func (f *catalogFlags) register(fs *pflag.FlagSet) {
 		"catalog name stored by SQL catalogs with each table; use your Spark or Trino JDBC catalog's name to share its tables")
 	fs.StringVar(&f.warehouse, "warehouse", "",
 		"where new tables are created: a path, file:// or s3://BUCKET/PREFIX (default "+catalog.DefaultWarehouse+" with the SQLite catalog); for a REST catalog, the warehouse name it expects")
-	fs.StringArrayVar(&f.props, "catalog-prop", nil, "extra iceberg-go catalog property KEY=VALUE, repeatable; overrides what floe derives")
+	fs.StringArrayVar(&f.props, "catalog-prop", nil, "extra iceberg-go catalog property `KEY=VALUE`, repeatable; overrides what floe derives")
 	fs.StringVar(&f.token, "catalog-token", "", "REST catalog bearer token (prefer the FLOE_CATALOG_TOKEN variable)")
 	fs.StringVar(&f.credential, "catalog-credential", "", "REST catalog OAuth2 client credentials CLIENT_ID:CLIENT_SECRET (prefer FLOE_CATALOG_CREDENTIAL)")
 	fs.StringVar(&f.oauth2URI, "catalog-oauth2-uri", "", "REST catalog OAuth2 token endpoint (default: the catalog's /v1/oauth/tokens)")
@@ -106,7 +108,7 @@ type tableFlags struct {
 }
 
 func (f *tableFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.table, "table", "", "Iceberg table as NAMESPACE.TABLE (required)")
+	fs.StringVar(&f.table, "table", "", "Iceberg table as `NAMESPACE.TABLE` (required)")
 	f.catalogFlags.register(fs)
 }
 
@@ -124,4 +126,29 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 		return nil, err
 	}
 	return snapshot.Open(ctx, cat, ident, opts)
+}
+
+// brokerFlags say how to reach the Kafka brokers: -b like kcat.
+type brokerFlags struct {
+	brokers     []string
+	dialTimeout time.Duration
+}
+
+// register adds --brokers (-b) with usage, and --dial-timeout.
+func (f *brokerFlags) register(fs *pflag.FlagSet, usage string) {
+	fs.StringSliceVarP(&f.brokers, "brokers", "b", nil, "Kafka bootstrap brokers `HOST:PORT[,HOST:PORT]`"+usage)
+	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long the brokers have to answer at start")
+}
+
+// dial connects to the brokers when they were given; nil otherwise.
+func (f *brokerFlags) dial(ctx context.Context) (*connector.Broker, error) {
+	if len(f.brokers) == 0 {
+		return nil, nil
+	}
+	return connector.Dial(ctx, f.brokers, f.dialTimeout)
+}
+
+// topicFlag adds --topic (-t, like kcat) with usage.
+func topicFlag(fs *pflag.FlagSet, topic *string, usage string) {
+	fs.StringVarP(topic, "topic", "t", "", usage)
 }

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// asOfResult is floe as-of's JSON document: the answer, and with --output
+// how many rows went to which file. Its JSON field names are stable.
+type asOfResult struct {
+	lookup.AsOfResult
+	// RowCount and Output are set with --rows --output.
+	RowCount *int64 `json:"row_count,omitempty"`
+	Output   string `json:"output,omitempty"`
+}
+
+func newAsOfCmd() *cobra.Command {
+	var (
+		f       lookupFlags
+		offsets string
+		at      string
+		rows    bool
+		output  string
+	)
+	cmd := &cobra.Command{
+		Use:   "as-of --table NAMESPACE.TABLE (--offsets TOPIC/P=OFFSET[,...] | --time RFC3339) [--rows [-o FILE]] [--json]",
+		Short: "Find the snapshot at which the table reached a position or a time, and the exact table then",
+		Long: `Answer "what did the table look like as of offset N / time T". A position is a cut per partition:
+the table as of it holds each named partition's records below the cut's offset (partitions not
+named are taken as they are in the answer's snapshot). floe as-of prints the first snapshot at
+which every position is covered (snapshot_id), and with --rows the exact table at the position:
+that snapshot's rows filtered to offsets below each cut, printed, or written to --output as
+Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json).
+
+--time means record time: every partition is cut before its first record whose timestamp is at
+or after it (out-of-order timestamps included), from the broker's ListOffsets by timestamp when
+--brokers is given and the broker still retains what the table holds, else from the table's own
+timestamp column. A time in the future is refused: records at or after it may still arrive, so
+the table as of it is not known yet.
+
+In JSON and JSON lines, keys, values and header values are strings when they are valid UTF-8,
+null when null, and {"base64": "..."} otherwise. CSV writes null as an empty field.`,
+		Example: `  floe as-of --table lake.orders --offsets orders/0=1200,orders/1=950
+  floe as-of --table lake.orders --time 2024-05-01T09:00:00Z --rows --output orders-9am.parquet
+  floe as-of --table lake.orders --time 2024-05-01T09:00:00Z --brokers localhost:9092 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if (offsets == "") == (at == "") {
+				return errors.New("give exactly one of --offsets TOPIC/P=OFFSET[,...] and --time RFC3339")
+			}
+			if output != "" && !rows {
+				return errors.New("--output writes rows: add --rows")
+			}
+			var format lookup.Format
+			if output != "" {
+				var err error
+				if format, err = lookup.FormatOf(output); err != nil {
+					return fmt.Errorf("--output %s: %w", output, err)
+				}
+			}
+			q := lookup.AsOfQuery{Offsets: offsets}
+			if at != "" {
+				t, err := time.Parse(time.RFC3339Nano, at)
+				if err != nil {
+					return fmt.Errorf("--time %q: want an RFC3339 time such as 2024-05-01T09:00:00Z", at)
+				}
+				q.Time = &t
+			}
+			if err := q.Validate(); err != nil {
+				return err
+			}
+			tbl, err := f.open(ctx, snapshot.OpenOptions{})
+			if err != nil {
+				return err
+			}
+			broker, err := f.dial(ctx)
+			if err != nil {
+				return err
+			}
+			if broker != nil {
+				defer broker.Close()
+			}
+			answer, err := lookup.AsOf(ctx, tbl, broker, q)
+			if err != nil {
+				return err
+			}
+			res := asOfResult{AsOfResult: answer}
+			w := cmd.OutOrStdout()
+			if !rows {
+				return printAsOf(w, f.json, res)
+			}
+			if err := lookup.ExactAt(tbl, res.SnapshotID, res.Cut); err != nil {
+				return err
+			}
+			if output == "" {
+				return printAsOfRows(ctx, w, f.json, tbl, res)
+			}
+			n, err := lookup.Export(ctx, tbl, res.SnapshotID, res.Cut, output, format)
+			if err != nil {
+				return err
+			}
+			res.RowCount, res.Output = &n, output
+			return printAsOf(w, f.json, res)
+		},
+	}
+	f.register(cmd, ": map --time to offsets with ListOffsets by timestamp")
+	fs := cmd.Flags()
+	fs.StringVar(&offsets, "offsets", "", "position per partition, `TOPIC/P=OFFSET[,...]` (P=OFFSET when the table holds one topic)")
+	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z; not in the future")
+	fs.BoolVar(&rows, "rows", false, "also print (or write to --output) the table's rows as of the position")
+	fs.StringVarP(&output, "output", "o", "", "write the rows to this `FILE`: .parquet, .csv, .jsonl/.ndjson/.json (mode 0644)")
+	return cmd
+}
+
+func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(w, "%s as of ", r.Table)
+	if r.Time != nil {
+		fmt.Fprintf(w, "record time %s", r.Time.Format(time.RFC3339Nano))
+	} else {
+		fmt.Fprint(w, "the given offsets")
+	}
+	fmt.Fprintf(w, ": snapshot %d, committed %s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339))
+	for _, p := range r.Positions {
+		fmt.Fprintf(w, "  %s/%d below offset %d (%s)\n", p.Topic, p.Partition, p.Offset, p.Source)
+	}
+	if r.RowCount != nil {
+		fmt.Fprintf(w, "wrote %d rows to %s\n", *r.RowCount, r.Output)
+	}
+	return nil
+}
+
+// printAsOfRows prints the summary and the rows: as one JSON document with
+// a rows array, or as text lines.
+func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.Table, r asOfResult) error {
+	bw := bufio.NewWriter(w)
+	var n int64
+	if asJSON {
+		head, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		bw.Write(head[:len(head)-1])
+		bw.WriteString(`,"rows":[`)
+		err = lookup.Rows(ctx, tbl, r.SnapshotID, r.Cut, func(lr lookup.Row) error {
+			if n > 0 {
+				bw.WriteByte(',')
+			}
+			n++
+			bw.WriteString("\n")
+			bw.Write(lr.JSON())
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(bw, "\n],\"row_count\":%d}\n", n)
+		return bw.Flush()
+	}
+	if err := printAsOf(bw, false, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(bw, "%-16s %-9s %-10s %-24s %-20s %s\n", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "KEY", "VALUE")
+	err := lookup.Rows(ctx, tbl, r.SnapshotID, r.Cut, func(row lookup.Row) error {
+		n++
+		fmt.Fprintf(bw, "%-16s %-9d %-10d %-24s %-20s %s\n", row.Topic, row.Partition, row.Offset,
+			row.Timestamp.Format(time.RFC3339Nano), clip(row.Key.Text(), 20), clip(row.Value.Text(), 80))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(bw, "%d rows\n", n)
+	return bw.Flush()
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

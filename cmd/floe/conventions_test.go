@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
+)
+
+// TestAnswersThatCannotBeTrue: a record time still to come and a negative
+// offset have no answer; the commands say which value is wrong, exit 2 and
+// print nothing on stdout.
+func TestAnswersThatCannotBeTrue(t *testing.T) {
+	_, loc := whereStack(t)
+	future := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"as-of", "--table", "lake.w", "--time", future}, `--time "` + future + `": want a time that has passed`},
+		{[]string{"where", "--table", "lake.w", "-t", "w", "--partition", "0", "--offset", "-5"}, `--offset "-5": want an offset, 0 or more`},
+		{[]string{"where", "--table", "lake.w", "-t", "w", "--partition", "-1", "--offset", "3"}, `--partition "-1"`},
+		{[]string{"where", "--table", "lake.w", "-t", "w", "--partition", "0"}, "missing --offset"},
+	} {
+		code, out, errs := floe(t, append(c.args, loc...)...)
+		if code != exitError || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {
+			t.Errorf("floe %v: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", c.args, code, out, errs, c.want)
+		}
+	}
+	// Offset 0 is an offset, not a missing one.
+	if out := mustFloe(t, append([]string{"where", "--table", "lake.w", "-t", "w", "--partition", "0", "--offset", "0"}, loc...)...); !strings.Contains(out, "offset 0") {
+		t.Fatalf("where offset 0:\n%s", out)
+	}
+}
+
+// TestInvalidTableNameIsInvalid: a table name no catalog can hold is
+// reported as invalid, not as a table that does not exist, by every
+// command that takes one.
+func TestInvalidTableNameIsInvalid(t *testing.T) {
+	_, loc := replayStack(t)
+	for _, cmd := range [][]string{{"status"}, {"audit"}, {"maintain"}, {"where", "-t", "x", "--partition", "0", "--offset", "0"}, {"as-of", "--offsets", "x/0=1"}} {
+		args := append(append(cmd, "--table", "lake.a/b"), loc...)
+		code, _, errs := floe(t, args...)
+		if code != exitError || !strings.Contains(errs, `invalid name part "a/b"`) || strings.Contains(errs, "does not exist") {
+			t.Errorf("floe %s: exit %d, stderr %q; want the name reported invalid", cmd[0], code, errs)
+		}
+	}
+}
+
+// TestStatusJSONAndShortFlags: --json is the status report's JSON, as on
+// every other command; the old --format json still prints the same; -b
+// and -t work where kcat users expect them.
+func TestStatusJSONAndShortFlags(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	status := append([]string{"status", "-b", brokers, "--table", "lake.orders"}, loc...)
+	js := mustFloe(t, append(status, "--json")...)
+	var doc lookup.TableStatus
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Partitions) != 3 || doc.Partitions[0].Lag == nil || *doc.Partitions[0].Lag != 0 {
+		t.Fatalf("status --json: %v\n%s", err, js)
+	}
+	if old := mustFloe(t, append(status, "--format", "json")...); old != js {
+		t.Fatalf("status --format json differs from --json:\n%s\n%s", old, js)
+	}
+	if help := mustFloe(t, "status", "--help"); !strings.Contains(help, "deprecated, use --json") {
+		t.Fatalf("status --help does not say --format is deprecated:\n%s", help)
+	}
+}
+
+// TestVersion: the module version, the commit (or that there is none: the
+// tests build with -buildvcs=false here), Go, iceberg-go and franz-go.
+func TestVersion(t *testing.T) {
+	text := mustFloe(t, "version")
+	for _, want := range []string{"floe ", "commit ", "go          go1.", "iceberg-go  v", "franz-go    v"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("floe version lacks %q:\n%s", want, text)
+		}
+	}
+	var v versionInfo
+	if err := json.Unmarshal([]byte(mustFloe(t, "version", "--json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Version == "" || !strings.HasPrefix(v.Go, "go1.") || !strings.HasPrefix(v.IcebergGo, "v0.") || !strings.HasPrefix(v.FranzGo, "v1.") {
+		t.Fatalf("version --json: %+v", v)
+	}
+	if v.Commit == "" && !strings.Contains(text, "unknown (built without VCS information)") {
+		t.Fatalf("no commit, and the text does not say so:\n%s", text)
+	}
+	var none bytes.Buffer
+	printVersion(&none, versionInfo{Version: "v1.2.3", Go: "go1.26"})
+	if !strings.Contains(none.String(), "commit      unknown") || !strings.Contains(none.String(), "iceberg-go  (unknown)") {
+		t.Fatalf("version without build information:\n%s", none.String())
+	}
+}
+
+// TestJSONLogDurationsHaveUnits: slog's JSON handler writes durations as
+// nanoseconds; floe's writes them with their unit.
+func TestJSONLogDurationsHaveUnits(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	var buf bytes.Buffer
+	if err := setupLogging(&buf, globalFlags{logLevel: "info", logFormat: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	slog.Info("committed", "write", 12*time.Millisecond, slog.Group("retry", "in", 1500*time.Millisecond))
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["write"] != "12ms" || line["retry"].(map[string]any)["in"] != "1.5s" {
+		t.Fatalf("durations in the JSON log: %s", buf.String())
+	}
+}
+
+// TestExportedFileMode: as-of --output writes a file anyone may read, like
+// any file a user asks for.
+func TestExportedFileMode(t *testing.T) {
+	_, loc := whereStack(t)
+	out := filepath.Join(t.TempDir(), "rows.csv")
+	mustFloe(t, append([]string{"as-of", "--table", "lake.w", "--offsets", "w/0=5", "--rows", "-o", out}, loc...)...)
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o644 {
+		t.Fatalf("%s: mode %v, want -rw-r--r--", out, fi.Mode())
+	}
+}
+
+// TestMaintainJSON: floe maintain's report as JSON.
+func TestMaintainJSON(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	js := mustFloe(t, append([]string{"maintain", "--table", "lake.orders", "--remove-orphans", "--dry-run", "--json"}, loc...)...)
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["table"] != "lake.orders" || doc["dry_run"] != true || doc["orphan_bytes"] != 0.0 || doc["archived"] != 0.0 || doc["orphans"] != nil {
+		t.Fatalf("maintain --json:\n%s", js)
+	}
+}
+
+// TestLocalstackPortHint: a port another process holds names the flag
+// that picks another.
+func TestLocalstackPortHint(t *testing.T) {
+	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: t.TempDir(), KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s3Port := strings.TrimPrefix(l.S3.Endpoint, "http://127.0.0.1:")
+	code, _, errs := floe(t, "localstack", "up", "--dir", t.TempDir(), "--s3-port", s3Port)
+	if code != exitError || !strings.Contains(errs, "pick another port with --s3-port") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// everyCommand lists every command under a fresh root, the root too.
+func everyCommand() []*cobra.Command {
+	var out []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		out = append(out, c)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot(io.Discard, io.Discard))
+	return out
+}
+
+// TestHelpShowsNoGoTypesOrSentinels renders every command's --help and
+// fails on what pflag prints when a usage string names no value: Go type
+// names (int32Slice, stringSlice as "strings", ...) and sentinel defaults
+// that mean "not given" (-1, an empty list).
+func TestHelpShowsNoGoTypesOrSentinels(t *testing.T) {
+	leaks := []string{"int32Slice", "stringSlice", "stringArray", " strings ", " int32 ", " int64 ", " ints ",
+		"(default -1)", "(default [])", `(default "")`}
+	for _, c := range everyCommand() {
+		if c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		args := append(strings.Fields(strings.TrimPrefix(c.CommandPath(), "floe")), "--help")
+		code, out, errs := floe(t, args...)
+		if code != exitOK || !strings.Contains(out, "Usage:") {
+			t.Fatalf("floe %v: exit %d, stderr %q", args, code, errs)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "-") {
+				continue // prose, not a flag
+			}
+			for _, leak := range leaks {
+				if strings.Contains(line+" ", leak) {
+					t.Errorf("floe %s --help shows %q:\n%s", c.CommandPath(), strings.TrimSpace(leak), line)
+				}
+			}
+		}
+	}
+}
+
+// TestOneConventionPerFlag: the same flag means the same thing with the
+// same short name on every command that has it (-b and -t as kcat has
+// them), and every command that prints a report can print it as JSON.
+func TestOneConventionPerFlag(t *testing.T) {
+	shorts := map[string]string{"brokers": "b", "topic": "t", "output": "o"}
+	reports := map[string]bool{"audit": true, "status": true, "where": true, "as-of": true, "maintain": true, "version": true}
+	for _, c := range everyCommand() {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if want, ok := shorts[f.Name]; ok && f.Shorthand != want {
+				t.Errorf("%s: --%s has short name %q, want -%s", c.CommandPath(), f.Name, f.Shorthand, want)
+			}
+		})
+		if reports[c.Name()] {
+			if f := c.Flags().Lookup("json"); f == nil || f.Value.Type() != "bool" {
+				t.Errorf("%s prints a report but has no --json", c.CommandPath())
+			}
+			delete(reports, c.Name())
+		}
+	}
+	if len(reports) > 0 {
+		t.Errorf("commands not found: %v", reports)
+	}
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/replay"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// flagOf maps each setting that library errors name (a field of a
+// package's Config or Options, or an argument) to the flag that sets it.
+// The libraries speak of their own settings, so that they serve callers
+// other than this command; the command's users know flags.
+var flagOf = map[any]string{
+	connector.SettingBrokers:    "--brokers",
+	connector.SettingTopic:      "--topic",
+	connector.SettingStart:      "--start",
+	connector.SettingOnDataLoss: "--on-data-loss",
+	connector.SettingPartitions: "--partitions",
+
+	catalog.SettingCatalog:           "--catalog",
+	catalog.SettingName:              "--catalog-name",
+	catalog.SettingWarehouse:         "--warehouse",
+	catalog.SettingToken:             "--catalog-token",
+	catalog.SettingCredential:        "--catalog-credential",
+	catalog.SettingS3Endpoint:        "--s3-endpoint",
+	catalog.SettingS3Region:          "--s3-region",
+	catalog.SettingS3AccessKeyID:     "--s3-access-key-id",
+	catalog.SettingS3SecretAccessKey: "--s3-secret-access-key",
+
+	replay.SettingTopic:   "--topic",
+	replay.SettingFrom:    "--from",
+	replay.SettingUntil:   "--until",
+	replay.SettingBranch:  "--branch",
+	replay.SettingPublish: "--publish",
+	replay.SettingFold:    "--fold",
+	replay.SettingTable:   "--table",
+
+	lookup.SettingOffsets:   "--offsets",
+	lookup.SettingTime:      "--time",
+	lookup.SettingPartition: "--partition",
+	lookup.SettingOffset:    "--offset",
+	lookup.SettingBroker:    "--brokers",
+
+	localstack.SettingKafkaPort: "--kafka-port",
+	localstack.SettingS3Port:    "--s3-port",
+}
+
+// flag is the flag of a setting; a setting without one (a library added it
+// and this table was not updated) is shown as the library names it, which
+// a test catches.
+func flag[S ~string](s S) string {
+	if f, ok := flagOf[s]; ok {
+		return f
+	}
+	return string(s)
+}
+
+// flags lists the flags of settings, joined with and.
+func flags[S ~string](settings []S) string {
+	out := make([]string, 0, len(settings))
+	for _, s := range settings {
+		out = append(out, flag(s))
+	}
+	return strings.Join(out, " and ")
+}
+
+// valueMessage is how every command reports a flag's bad or missing value.
+func valueMessage(flag, value, want string) string {
+	if value == "" {
+		return fmt.Sprintf("missing %s: want %s", flag, want)
+	}
+	return fmt.Sprintf("%s %q: want %s", flag, value, want)
+}
+
+// withFlags renders err for the command line. Errors about a setting's
+// value are rewritten to name its flag (--start "middle": want earliest or
+// latest); errors that a flag may fix end with which ("...; check
+// --warehouse"). Every other part of the message is the library's.
+func withFlags(err error) string {
+	msg := err.Error()
+	var hints []string
+	hint := func(h string) {
+		if !slices.Contains(hints, h) {
+			hints = append(hints, h)
+		}
+	}
+	// Replace a value error's text in place: wrapping errors repeat it
+	// verbatim, and outer errors are visited first, so an inner one is
+	// still found after its parent was rewritten.
+	rewrite := func(lib, cli string) { msg = strings.Replace(msg, lib, cli, 1) }
+	walkErrors(err, func(e error) {
+		switch e := e.(type) {
+		case *connector.ConfigError:
+			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
+		case *catalog.ConfigError:
+			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
+		case *lookup.QueryError:
+			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
+		case *replay.OptionError:
+			cli := valueMessage(flag(e.Setting), e.Value, e.Want)
+			if e.Needs != "" {
+				cli = fmt.Sprintf("%s needs %s: %s", flag(e.Setting), flag(e.Needs), e.Want)
+			}
+			rewrite(e.Error(), cli)
+		case *replay.BoundError:
+			cli := fmt.Sprintf("%s %s: %s", flag(e.Setting), e.Value, e.Reason)
+			if e.From != "" {
+				cli = fmt.Sprintf("%s %s: is before %s %s%s", flag(e.Setting), e.Value, flag(replay.SettingFrom), e.From, e.Reason)
+			}
+			rewrite(e.Error(), cli)
+
+		case *connector.CheckError:
+			hint("check " + flags(e.Settings))
+		case *catalog.CheckError:
+			hint("check " + flags(e.Settings))
+		case *localstack.CheckError:
+			hint("pick another port with " + flags(e.Settings))
+		case *lookup.CheckError:
+			hint("pass " + flags(e.Settings) + " of a cluster that still retains the log")
+		case *replay.CheckError:
+			if slices.Contains(e.Settings, replay.SettingFold) {
+				hint("check --fold, or replay into another --table")
+			} else {
+				hint("replay into another --table, or onto another --branch")
+			}
+		case *connector.DataLossError:
+			hint("rerun with --on-data-loss record to record the lost range in the ledger and continue")
+		case *snapshot.TruncatedLedgerError:
+			table := e.Table
+			if table == "" {
+				table = "NAMESPACE.TABLE"
+			}
+			hint(fmt.Sprintf("run floe maintain --table %s: when an interrupted floe maintain left the entries in the table's other archive files "+
+				"it repairs the ledger, and otherwise it names the snapshots whose entries are gone "+
+				"(expire floe tables' snapshots only with floe maintain; if the entries are gone, replay into a new table)", table))
+		}
+		switch e {
+		case snapshot.ErrTableNotFound:
+			hint("check --table and --catalog")
+		case snapshot.ErrNoBranch:
+			hint("list its branches, or let floe replay --branch create it")
+		}
+	})
+	if len(hints) > 0 {
+		msg += "; " + strings.Join(hints, "; ")
+	}
+	return msg
+}
+
+// walkErrors calls fn with err and every error it wraps, outermost first.
+func walkErrors(err error, fn func(error)) {
+	if err == nil {
+		return
+	}
+	fn(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), fn)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, fn)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TestLibraryErrorsNameFlags: the libraries name their own settings; the
+// command shows the flag in their place, or adds which flag fixes it, also
+// when the error is wrapped or joined with others.
+func TestLibraryErrorsNameFlags(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("pipeline orders -> lake.orders: %w", err) }
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&connector.ConfigError{Setting: connector.SettingStart, Value: "middle", Want: "earliest or latest"}, `--start "middle": want earliest or latest`},
+		{wrap(&connector.ConfigError{Setting: connector.SettingOnDataLoss, Value: "bogus", Want: "fail or record"}),
+			`pipeline orders -> lake.orders: --on-data-loss "bogus": want fail or record`},
+		{&connector.ConfigError{Setting: connector.SettingBrokers, Want: "HOST:PORT"}, "missing --brokers: want HOST:PORT"},
+		{&connector.CheckError{Settings: []connector.Setting{connector.SettingTopic}, Err: connector.ErrUnknownTopic}, "unknown topic; check --topic"},
+		{wrap(&connector.DataLossError{Partition: mapping.TopicPartition{Topic: "orders"}, Lost: mapping.Interval{Low: 5, High: 9}}),
+			"nothing after offset 5 was committed; rerun with --on-data-loss record"},
+		{&catalog.ConfigError{Setting: catalog.SettingWarehouse, Want: "s3://BUCKET/PREFIX"}, "missing --warehouse: want s3://BUCKET/PREFIX"},
+		{&catalog.CheckError{Settings: []catalog.Setting{catalog.SettingToken, catalog.SettingCredential}, Err: catalog.ErrCatalogAuth},
+			"check --catalog-token and --catalog-credential"},
+		{&replay.BoundError{Setting: replay.SettingUntil, Value: "0=5", From: "0=10"}, "--until 0=5: is before --from 0=10"},
+		{&replay.BoundError{Setting: replay.SettingFrom, Value: "yesterday", Reason: "want earliest"}, "--from yesterday: want earliest"},
+		{&replay.OptionError{Setting: replay.SettingPublish, Needs: replay.SettingBranch, Want: "nothing to publish"}, "--publish needs --branch: nothing to publish"},
+		{&replay.OptionError{Setting: replay.SettingFold, Value: "sum", Want: "latest"}, `--fold "sum": want latest`},
+		{&replay.CheckError{Settings: []replay.Setting{replay.SettingTable, replay.SettingBranch}, Err: errors.New("not empty")},
+			"not empty; replay into another --table, or onto another --branch"},
+		{&lookup.QueryError{Setting: lookup.SettingOffset, Value: "-5", Want: "an offset, 0 or more"}, `--offset "-5": want an offset, 0 or more`},
+		{&lookup.CheckError{Settings: []lookup.Setting{lookup.SettingBroker}, Err: errors.New("state table")}, "state table; pass --brokers"},
+		{&localstack.CheckError{Settings: []localstack.Setting{localstack.SettingKafkaPort}, Err: errors.New("busy")}, "busy; pick another port with --kafka-port"},
+		{fmt.Errorf("open: %w", &snapshot.TruncatedLedgerError{Table: "lake.orders", SnapshotID: 3, Oldest: 2}), "run floe maintain --table lake.orders"},
+		{fmt.Errorf("table lake.x does not exist: %w", snapshot.ErrTableNotFound), "; check --table and --catalog"},
+		{errors.Join(
+			wrap(&connector.ConfigError{Setting: connector.SettingStart, Value: "a", Want: "earliest or latest"}),
+			wrap(&connector.CheckError{Settings: []connector.Setting{connector.SettingTopic}, Err: connector.ErrUnknownTopic})),
+			`--start "a": want earliest or latest` + "\n" + "pipeline orders -> lake.orders: unknown topic; check --topic"},
+	} {
+		got := withFlags(c.err)
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%v\n  rendered %q\n  want     %q", c.err, got, c.want)
+		}
+		for _, lib := range []string{"Config.", "Options.", "AsOfQuery.", "UpOptions.", "seed brokers"} {
+			if strings.Contains(got, lib) {
+				t.Errorf("%q shows the library's setting %s", got, lib)
+			}
+		}
+	}
+}
+
+// TestEveryHintFlagExists: every flag that a library setting is rendered as
+// is a flag of some command, so a renamed flag cannot leave hints naming a
+// flag that no longer exists.
+func TestEveryHintFlagExists(t *testing.T) {
+	exists := map[string]bool{}
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { exists["--"+f.Name] = true })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot(io.Discard, io.Discard))
+	for setting, f := range flagOf {
+		if !exists[f] {
+			t.Errorf("setting %v is rendered as %s, which no command has", setting, f)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// lookupFlags are the flags where and as-of share.
+type lookupFlags struct {
+	tableFlags
+	brokerFlags
+	json bool
+}
+
+func (f *lookupFlags) register(cmd *cobra.Command, brokersUse string) {
+	fs := cmd.Flags()
+	f.tableFlags.register(fs)
+	f.brokerFlags.register(fs, brokersUse)
+	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
+}
+
+func newWhereCmd() *cobra.Command {
+	var (
+		f         lookupFlags
+		topic     string
+		partition int32
+		offset    int64
+	)
+	cmd := &cobra.Command{
+		Use:   "where --table NAMESPACE.TABLE --topic NAME --partition P --offset X [--json]",
+		Short: "Find the range, snapshot, commit time and data file holding an offset",
+		Long: `Answer "which snapshot holds offset X": the ledger range [low, high) that consumed the offset,
+the snapshot that committed it and when, and the data file that holds its row (found from the
+manifests' bounds on the partition and offset columns; only that file's offset column is read
+to confirm the row).
+
+The answer is one of:
+  row      a row holds the offset;
+  no_row   a range consumed the offset, but it produced no row: a transaction marker, an
+           aborted transactional record or an offset removed by compaction (with --brokers the
+           log is read to tell which), or, in a state table, a value superseded since;
+  lost     retention deleted the offset before it was sunk, and the ledger records the loss;
+  unsunk   no range covers it: below the partition's first sunk offset, in a gap, or not sunk yet.`,
+		Example: `  floe where --table lake.orders --topic orders --partition 0 --offset 1234
+  floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			// Given or not is told by Changed, not by a sentinel default:
+			// a negative value given is the lookup's to refuse, naming it.
+			switch {
+			case topic == "":
+				return errors.New("missing --topic NAME")
+			case !cmd.Flags().Changed("partition"):
+				return errors.New("missing --partition P (a partition number)")
+			case !cmd.Flags().Changed("offset"):
+				return errors.New("missing --offset X (an offset, 0 or more)")
+			}
+			tp := mapping.TopicPartition{Topic: topic, Partition: partition}
+			if err := lookup.ValidatePosition(tp, offset); err != nil {
+				return err
+			}
+			tbl, err := f.open(ctx, snapshot.OpenOptions{})
+			if err != nil {
+				return err
+			}
+			broker, err := f.dial(ctx)
+			if err != nil {
+				return err
+			}
+			if broker != nil {
+				defer broker.Close()
+			}
+			res, err := lookup.Where(ctx, tbl, broker, tp, offset)
+			if err != nil {
+				return err
+			}
+			if res.Status == lookup.StatusNoRow && res.Kind == "" {
+				res.Explanation += " (pass --brokers to tell which)"
+			}
+			w := cmd.OutOrStdout()
+			if f.json {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			printWhere(w, res)
+			return nil
+		},
+	}
+	f.register(cmd, ": tell a marker from an aborted or compacted offset, and show the broker's offsets")
+	fs := cmd.Flags()
+	topicFlag(fs, &topic, "topic of the position (required)")
+	fs.Int32Var(&partition, "partition", 0, "partition `P` of the position (required)")
+	fs.Int64Var(&offset, "offset", 0, "`OFFSET` to look up (required)")
+	return cmd
+}
+
+func printWhere(w io.Writer, r lookup.WhereResult) {
+	fmt.Fprintf(w, "%s/%d offset %d in %s: %s\n", r.Topic, r.Partition, r.Offset, r.Table, strings.ReplaceAll(r.Status, "_", " "))
+	if r.SnapshotID != nil {
+		fmt.Fprintf(w, "  range      [%d, %d)", *r.Low, *r.High)
+		if r.Records != nil {
+			fmt.Fprintf(w, ", %d records", *r.Records)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  snapshot   %d, committed %s\n", *r.SnapshotID, r.CommittedAt.Format(time.RFC3339))
+	}
+	if r.File != "" {
+		fmt.Fprintf(w, "  file       %s\n", r.File)
+	}
+	if r.TableFirst != nil {
+		fmt.Fprintf(w, "  table      [%d, %d) of %s/%d\n", *r.TableFirst, *r.TableNext, r.Topic, r.Partition)
+	}
+	if r.LogStart != nil {
+		fmt.Fprintf(w, "  broker     log start %d, end offset %d\n", *r.LogStart, *r.EndOffset)
+	}
+	fmt.Fprintf(w, "  %s\n", r.Explanation)
+}

@@ -1,0 +1,91 @@
+package connector
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// Setting names what a connector error is about: a field of Config, or
+// Dial's seed brokers. The connector does not know how its caller's users
+// set them; the floe command maps each to its flag.
+type Setting string
+
+// Settings that errors name.
+const (
+	SettingBrokers    Setting = "seed brokers"
+	SettingTopic      Setting = "Config.Topic"
+	SettingStart      Setting = "Config.Start"
+	SettingOnDataLoss Setting = "Config.OnDataLoss"
+	SettingPartitions Setting = "Config.Partitions"
+)
+
+// ConfigError reports a setting that is missing or whose value cannot be
+// used. It is returned before anything is read or written.
+type ConfigError struct {
+	Setting Setting
+	// Value is the value given; "" when the setting is missing.
+	Value string
+	// Want says what would do.
+	Want string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s is not set: want %s", e.Setting, e.Want)
+	}
+	return fmt.Sprintf("%s %q: want %s", e.Setting, e.Value, e.Want)
+}
+
+// CheckError is an error that a different value of one of Settings may
+// fix: brokers that do not answer, a topic that does not exist. Its
+// message is Err's, which says what failed.
+type CheckError struct {
+	Settings []Setting
+	Err      error
+}
+
+func (e *CheckError) Error() string { return e.Err.Error() }
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// ErrUnknownTopic is matched (errors.Is) when a topic does not exist on the
+// brokers. (A topic missing from a table's ledger is audit's
+// ErrTopicNotInLedger.)
+var ErrUnknownTopic = errors.New("unknown topic")
+
+// unknownTopic is the error for a topic the brokers seeds do not have.
+func unknownTopic(topic string, seeds []string) error {
+	return &CheckError{Settings: []Setting{SettingTopic},
+		Err: fmt.Errorf("topic %q does not exist on brokers %s: %w", topic, strings.Join(seeds, ","), ErrUnknownTopic)}
+}
+
+// DataLossError reports offsets that retention deleted before they were
+// sunk. The sink committed everything before them and stopped; with
+// Config.OnDataLoss LossRecord it records them as lost and goes on.
+type DataLossError struct {
+	Partition mapping.TopicPartition
+	Lost      mapping.Interval
+}
+
+func (e *DataLossError) Error() string {
+	return fmt.Sprintf("data loss on %s: offsets %s were deleted by retention before they were sunk; nothing after offset %d was committed",
+		e.Partition, e.Lost, e.Lost.Low)
+}
+
+// checkPartitions checks that t has every partition of want (nil: all).
+func checkPartitions(t Topic, want []int32) error {
+	var bad []string
+	for _, p := range want {
+		if !slices.Contains(t.Partitions, p) {
+			bad = append(bad, fmt.Sprint(p))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &ConfigError{Setting: SettingPartitions, Value: strings.Join(bad, ","),
+		Want: fmt.Sprintf("partitions of topic %s, which has %d (0 to %d)", t.Name, len(t.Partitions), len(t.Partitions)-1)}
+}

@@ -1,0 +1,134 @@
+package lookup_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+func TestAsOf(t *testing.T) {
+	e, tbl := lookupEnv(t)
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Commits[0] records where the sink started the partition.
+	first, second := l.Commits[1].SnapshotID, l.Commits[2].SnapshotID
+
+	r, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "0=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := mapping.TopicPartition{Topic: "w", Partition: 0}
+	if r.SnapshotID != first || r.Time != nil || r.Cut[tp] != 5 || len(r.Positions) != 1 ||
+		r.Positions[0] != (lookup.Position{Topic: "w", Partition: 0, Offset: 5, Source: lookup.SourceGiven}) {
+		t.Fatalf("as of 0=5: %+v", r)
+	}
+	if r, err = lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "w/0=15"}); err != nil || r.SnapshotID != second {
+		t.Fatalf("as of w/0=15: %+v, %v; want snapshot %d", r, err, second)
+	}
+	if _, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "0=23"}); err == nil || !strings.Contains(err.Error(), "22") {
+		t.Fatalf("as of a position the table has not reached: %v", err)
+	}
+	if _, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{}); err == nil {
+		t.Fatal("as of nothing: no error")
+	}
+
+	// A record time: offset 5 is the first record at or after base+5s.
+	at := time.UnixMilli(1_700_000_000_000).Add(5 * time.Second)
+	for _, b := range []*connector.Broker{nil, e.Broker()} {
+		r, err := lookup.AsOf(t.Context(), tbl, b, lookup.AsOfQuery{Time: &at})
+		want := lookup.SourceTable
+		if b != nil {
+			want = lookup.SourceBroker
+		}
+		if err != nil || r.Time == nil || !r.Time.Equal(at) || r.SnapshotID != first || len(r.Positions) != 1 ||
+			r.Positions[0].Offset != 5 || r.Positions[0].Source != want {
+			t.Fatalf("as of %s (broker %v): %+v, %v", at, b != nil, r, err)
+		}
+		if err := lookup.ExactAt(tbl, r.SnapshotID, r.Cut); err != nil {
+			t.Fatalf("an event table is exact at any cut: %v", err)
+		}
+	}
+}
+
+// A state table is exact only at a commit's end.
+func TestExactAtStateTable(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("s", 1, nil)
+	var recs []*kgo.Record
+	for i := range 30 {
+		recs = append(recs, &kgo.Record{Topic: "s", Key: []byte{byte('a' + i%4)}, Value: []byte{byte(i)}})
+	}
+	e.Produce(recs)
+	cat, err := catalog.Open(t.Context(), e.Stack.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Run(t.Context(), e.Broker(), cat, []string{"lake", "s"}, replay.Options{Topic: "s", Fold: snapshot.FoldLatest,
+		Sink: connector.Config{FlushRecords: 10, Logger: floetest.QuietLogger()}}); err != nil {
+		t.Fatal(err)
+	}
+	state, err := snapshot.Open(t.Context(), cat, []string{"lake", "s"}, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := state.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Commits) < 2 {
+		t.Fatalf("%d commits, want several", len(l.Commits))
+	}
+	// Commits[0] records where the replay started the partition.
+	first, head := l.Commits[1].SnapshotID, l.Commits[len(l.Commits)-1].SnapshotID
+	r := l.Commits[1].Ranges[0]
+	// As AsOf finds it: the first snapshot covering the cut.
+	asOf, err := lookup.AsOf(t.Context(), state, nil, lookup.AsOfQuery{Offsets: mapping.Cut{r.TopicPartition: r.High}.String()})
+	if err != nil || asOf.SnapshotID != first {
+		t.Fatalf("as of the first commit's end: %+v, %v; want snapshot %d", asOf, err, first)
+	}
+	if err := lookup.ExactAt(state, first, asOf.Cut); err != nil {
+		t.Fatalf("cut at the snapshot's end: %v", err)
+	}
+	if err := lookup.ExactAt(state, first, mapping.Cut{r.TopicPartition: r.Low}); err != nil {
+		t.Fatalf("cut at the first offset: %v", err)
+	}
+	for _, c := range []struct {
+		snapshot int64
+		offset   int64
+	}{{first, r.High - 1}, {head, r.High}} {
+		err = lookup.ExactAt(state, c.snapshot, mapping.Cut{r.TopicPartition: c.offset})
+		if err == nil || !strings.Contains(err.Error(), "state table") {
+			t.Fatalf("cut %d in snapshot %d, which folded past it: %v", c.offset, c.snapshot, err)
+		}
+	}
+	if _, err := lookup.AsOf(t.Context(), state, nil, lookup.AsOfQuery{Time: new(time.Now())}); err == nil || !strings.Contains(err.Error(), "state table") {
+		t.Fatalf("a record time on a state table without a broker: %v", err)
+	}
+}
+
+// TestAsOfRefusesTheFuture: a record time still to come has no answer yet
+// (records at or after it may still arrive), with or without a broker.
+func TestAsOfRefusesTheFuture(t *testing.T) {
+	e, tbl := lookupEnv(t)
+	future := time.Now().Add(time.Hour)
+	for _, broker := range []*connector.Broker{nil, e.Broker()} {
+		_, err := lookup.AsOf(t.Context(), tbl, broker, lookup.AsOfQuery{Time: &future})
+		var qe *lookup.QueryError
+		if !errors.As(err, &qe) || qe.Setting != lookup.SettingTime || !strings.Contains(err.Error(), "has passed") {
+			t.Errorf("as of %s (broker %v): %v; want a QueryError on the time", future, broker != nil, err)
+		}
+	}
+}

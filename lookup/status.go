@@ -1,0 +1,116 @@
+package lookup
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TableStatus is where a table stands against its log: per partition the
+// broker's offsets, the ledger's next offset, the lag and the loss. Its
+// JSON field names are stable (floe status --json); fields that are not
+// known are omitted.
+type TableStatus struct {
+	Table string `json:"table"`
+	// MetadataLocation is the table's current metadata file: engines
+	// without a catalog of floe's (DuckDB's iceberg_scan, Spark) read the
+	// table from it.
+	MetadataLocation string `json:"metadata_location"`
+	// SnapshotID is the branch head; absent while the table is empty.
+	SnapshotID *int64 `json:"snapshot_id,omitempty"`
+	// Partitions are sorted by topic and partition.
+	Partitions []PartitionStatus `json:"partitions"`
+}
+
+// PartitionStatus is one partition of a TableStatus.
+type PartitionStatus struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// LogStart, EndOffset (the last stable offset, where a read_committed
+	// consumer ends) and HighWatermark are the broker's; absent without a
+	// broker.
+	LogStart      *int64 `json:"log_start,omitempty"`
+	EndOffset     *int64 `json:"end_offset,omitempty"`
+	HighWatermark *int64 `json:"high_watermark,omitempty"`
+	// TableNext is the ledger's next offset; absent when never sunk.
+	TableNext *int64 `json:"table_next,omitempty"`
+	// Lag is the retained offsets up to EndOffset that the table does not
+	// have yet: EndOffset minus the later of TableNext and LogStart
+	// (connector.Watermarks.Lag).
+	Lag *int64 `json:"lag,omitempty"`
+	// Lost is the offsets from TableNext up to LogStart: deleted by
+	// retention before they were sunk (the next sink run fails on them, or
+	// records them as lost). Absent when none.
+	Lost *int64 `json:"lost,omitempty"`
+	// LastCommit is when a commit last advanced the partition.
+	LastCommit *time.Time `json:"last_commit,omitempty"`
+}
+
+// Status reports where tbl's branch stands: every partition of its ledger,
+// and with a broker (nil: none) every partition of the ledger's topics and
+// of topics, with the broker's offsets, the lag and the offsets lost to
+// retention before they were sunk. A partition the table has never sunk
+// counts everything retained as lag.
+func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, topics []string) (TableStatus, error) {
+	st := TableStatus{Table: tbl.Name(), MetadataLocation: tbl.Iceberg().MetadataLocation()}
+	ledger, err := tbl.Ledger()
+	if err != nil {
+		return st, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	if h := tbl.Head(); h != nil {
+		st.SnapshotID = &h.SnapshotID
+	}
+	rows := map[mapping.TopicPartition]*PartitionStatus{}
+	row := func(tp mapping.TopicPartition) *PartitionStatus {
+		if rows[tp] == nil {
+			rows[tp] = &PartitionStatus{Topic: tp.Topic, Partition: tp.Partition}
+		}
+		return rows[tp]
+	}
+	for tp, n := range ledger.Next() {
+		row(tp).TableNext = &n
+	}
+	for _, c := range ledger.Commits {
+		for _, r := range c.Ranges {
+			at := c.CommittedAt
+			row(r.TopicPartition).LastCommit = &at
+		}
+	}
+	topics = slices.Clone(topics)
+	for _, tp := range ledger.Partitions() {
+		if !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	if broker != nil {
+		for _, topic := range topics {
+			wm, err := broker.Watermarks(ctx, topic)
+			if err != nil {
+				return st, err
+			}
+			for p, w := range wm {
+				r := row(mapping.TopicPartition{Topic: topic, Partition: p})
+				r.LogStart, r.EndOffset, r.HighWatermark = &w.LogStart, &w.LastStable, &w.HighWatermark
+				next := w.LogStart // never sunk: everything retained is lag
+				if r.TableNext != nil {
+					next = *r.TableNext
+				}
+				lag := w.Lag(next)
+				r.Lag = &lag
+				if lost := w.Lost(next); lost > 0 {
+					r.Lost = &lost
+				}
+			}
+		}
+	}
+	for _, tp := range slices.SortedFunc(maps.Keys(rows), mapping.TopicPartition.Compare) {
+		st.Partitions = append(st.Partitions, *rows[tp])
+	}
+	return st, nil
+}

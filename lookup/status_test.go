@@ -1,0 +1,61 @@
+package lookup_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/floe-dev/floe/lookup"
+)
+
+// TestStatus: the table's side from its ledger, and with a broker the log's
+// offsets and the lag; the JSON document keeps its field names.
+func TestStatus(t *testing.T) {
+	e, tbl := lookupEnv(t)
+	e.Topic("other", 2, nil)
+	st, err := lookup.Status(t.Context(), tbl, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Table != "lake.w" || st.MetadataLocation == "" || st.SnapshotID == nil || len(st.Partitions) != 1 {
+		t.Fatalf("status without broker: %+v", st)
+	}
+	p := st.Partitions[0]
+	if *p.TableNext != 22 || p.LastCommit == nil || p.LogStart != nil || p.Lag != nil {
+		t.Fatalf("partition without broker: %+v", p)
+	}
+
+	st, err = lookup.Status(t.Context(), tbl, e.Broker(), []string{"other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Partitions) != 3 || st.Partitions[0].Topic != "other" || st.Partitions[2].Topic != "w" {
+		t.Fatalf("status with broker and another topic: %+v", st.Partitions)
+	}
+	w := st.Partitions[2]
+	// Offsets 22-24 are produced but not sunk.
+	if *w.LogStart != 0 || *w.EndOffset != 25 || *w.HighWatermark != 25 || *w.Lag != 3 || w.Lost != nil {
+		t.Fatalf("partition w/0 with broker: %+v", w)
+	}
+	if o := st.Partitions[0]; o.TableNext != nil || *o.Lag != 0 || o.LastCommit != nil {
+		t.Fatalf("never sunk partition: %+v", o)
+	}
+
+	js, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range doc["partitions"].([]any)[2].(map[string]any) {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"end_offset", "high_watermark", "lag", "last_commit", "log_start", "partition", "table_next", "topic"}
+	if !slices.Equal(keys, want) || doc["table"] != "lake.w" || doc["metadata_location"] == nil || doc["snapshot_id"] == nil {
+		t.Fatalf("status JSON %s; partition keys %v, want %v", js, keys, want)
+	}
+}

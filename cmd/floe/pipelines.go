@@ -64,6 +64,12 @@ func runSinks(cmd *cobra.Command, f *sinkFlags) error {
 	if err != nil {
 		return err
 	}
+	// Registry flags are checked before anything starts, so that a
+	// malformed URL, conflicting credentials or an unreadable CA file stop
+	// the sink at once. The sink decodes no wire-format values yet.
+	if _, err := f.registry(); err != nil {
+		return err
+	}
 	cfgs := make([]connector.Config, len(pipes))
 	idents := make([][]string, len(pipes))
 	for i, p := range pipes {

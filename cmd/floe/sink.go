@@ -27,6 +27,7 @@ type sinkFlags struct {
 	group         string
 	dialTimeout   time.Duration
 	opsFlags
+	registryFlags
 }
 
 func newSinkCmd() *cobra.Command {
@@ -64,6 +65,7 @@ person stop it at once.`,
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
 	f.opsFlags.register(fs)
+	f.registryFlags.register(fs)
 	fs.StringSliceVar(&f.brokers, "brokers", nil, "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT] (required)")
 	fs.StringVar(&f.topic, "topic", "", "topic to sink; every partition is consumed (required)")
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")

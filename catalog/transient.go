@@ -16,10 +16,10 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 )
 
-// IsTransient reports whether err is a failure of storage, the catalog or
-// the brokers that may pass on its own: nothing answering (connection
-// refused or reset, a timeout), a server error or throttling (HTTP 5xx or
-// 429, S3's SlowDown), a catalog busy or restarting (SQLite's "database is
+// IsTransient reports whether err is a failure of storage, the catalog, the
+// brokers or the schema registry that may pass on its own: nothing
+// answering (connection refused or reset, a timeout), a server error or
+// throttling (HTTP 5xx or 429, S3's SlowDown), a catalog busy or restarting (SQLite's "database is
 // locked", PostgreSQL shutting down or out of connections, an Iceberg REST
 // catalog's 503), a retriable Kafka error, or a commit whose outcome is
 // unknown. A writer that restarts from the ledger after such an error loses
@@ -29,6 +29,10 @@ import (
 // HTTP error: rejected credentials, a missing bucket, a table location
 // owned by another catalog. Neither are floe's own verdicts (a data loss, a
 // fenced writer, a recreated topic), which carry no network error.
+//
+// An error of a client this package cannot import (the schema registry's,
+// in package connector) that knows the answer says it with a method
+// Transient() bool, which IsTransient takes as it is.
 func IsTransient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
@@ -37,6 +41,10 @@ func IsTransient(err error) bool {
 		if errors.Is(err, fix) {
 			return false
 		}
+	}
+	var knows interface{ Transient() bool }
+	if errors.As(err, &knows) {
+		return knows.Transient()
 	}
 	switch storageKind(err) {
 	case ErrBucketNotFound, ErrStorageCredentials:

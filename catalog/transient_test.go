@@ -43,6 +43,7 @@ func TestIsTransient(t *testing.T) {
 		{"catalog unreachable", fmt.Errorf("reload: %w", catalog.ErrCatalogUnreachable), true},
 		{"Kafka leader moving", kerr.NotLeaderForPartition, true},
 		{"deadline", context.DeadlineExceeded, true},
+		{"says it is transient", fmt.Errorf("resolve: %w", knows{true, errors.New("HTTP 503")}), true},
 
 		{"S3 403", status(403), false},
 		{"wrong secret", api("SignatureDoesNotMatch"), false},
@@ -53,6 +54,8 @@ func TestIsTransient(t *testing.T) {
 		{"Kafka authorization", kerr.TopicAuthorizationFailed, false},
 		{"interrupted", context.Canceled, false},
 		{"plain", errors.New("table lake.t cannot hold floe rows"), false},
+		// Its own word beats the heuristics on the message.
+		{"says it is not transient", knows{false, errors.New("HTTP 401 behind a connection refused proxy")}, false},
 		{"nil", nil, false},
 	} {
 		if got := catalog.IsTransient(c.err); got != c.want {
@@ -60,3 +63,13 @@ func TestIsTransient(t *testing.T) {
 		}
 	}
 }
+
+// knows is an error of another package's client that says whether it is
+// transient, as the schema registry client's errors do.
+type knows struct {
+	transient bool
+	err       error
+}
+
+func (k knows) Error() string   { return k.err.Error() }
+func (k knows) Transient() bool { return k.transient }

@@ -19,8 +19,12 @@ type Options struct {
 	// Ports fixes the broker's loopback ports, one per broker; empty means
 	// one broker on a free port.
 	Ports []int
-	// Persist keeps the broker's log under Dir/kafka across restarts.
+	// Persist keeps the broker's log under Dir/kafka and the schema
+	// registry's changes in Dir/schema-registry.jsonl across restarts.
 	Persist bool
+	// RegistryPort fixes the schema registry's loopback port; zero means a
+	// free port.
+	RegistryPort int
 	// Kfake are extra options for the broker (topics, configs).
 	Kfake []kfake.Opt
 }
@@ -30,11 +34,15 @@ type Stack struct {
 	Dir     string
 	Brokers []string
 	Cluster *kfake.Cluster
-	temp    bool
+	// Registry is the schema registry's URL, http://127.0.0.1:PORT.
+	Registry string
+	registry *RegistryServer
+	temp     bool
 }
 
-// Start starts the broker (kfake listens on 127.0.0.1 only) and lays out the
-// catalog and warehouse folders. ctx bounds the start only: a cancelled ctx
+// Start starts the broker (kfake listens on 127.0.0.1 only) and the schema
+// registry (srfake, served on 127.0.0.1), and lays out the catalog and
+// warehouse folders. ctx bounds the start only: a cancelled ctx
 // starts nothing; once started, the stack runs until Close.
 func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err := ctx.Err(); err != nil {
@@ -67,10 +75,22 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	c, err := kfake.NewCluster(append(kopts, opts.Kfake...)...)
 	if err != nil {
 		s.Close()
+		if len(opts.Ports) > 0 {
+			return nil, fmt.Errorf("local stack: start broker on ports %v (is another local stack running? pick another port with --kafka-port): %w", opts.Ports, err)
+		}
 		return nil, fmt.Errorf("local stack: start broker: %w", err)
 	}
 	s.Cluster = c
 	s.Brokers = c.ListenAddrs()
+	journal := ""
+	if opts.Persist {
+		journal = filepath.Join(s.Dir, "schema-registry.jsonl")
+	}
+	if s.registry, err = StartRegistry(ctx, opts.RegistryPort, journal); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("local stack: %w", err)
+	}
+	s.Registry = s.registry.URL
 	return s, nil
 }
 
@@ -82,8 +102,12 @@ func (s *Stack) Catalog() catalog.Config {
 	}
 }
 
-// Close stops the broker and removes a temporary folder.
+// Close stops the broker and the schema registry and removes a temporary
+// folder.
 func (s *Stack) Close() {
+	if s.registry != nil {
+		s.registry.Close()
+	}
 	if s.Cluster != nil {
 		s.Cluster.Close()
 	}

@@ -3,8 +3,11 @@ package localstack
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +32,13 @@ func TestStartCancelledCreatesNothing(t *testing.T) {
 		}
 		t.Fatalf("StartS3 with a cancelled context: err = %v, want context.Canceled", err)
 	}
+	journal := filepath.Join(base, "schema-registry.jsonl")
+	if s, err := StartRegistry(ctx, 0, journal); !errors.Is(err, context.Canceled) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("StartRegistry with a cancelled context: err = %v, want context.Canceled", err)
+	}
 	updir := filepath.Join(base, "up")
 	if l, err := Up(ctx, UpOptions{Dir: updir}); !errors.Is(err, context.Canceled) {
 		if l != nil {
@@ -36,7 +46,7 @@ func TestStartCancelledCreatesNothing(t *testing.T) {
 		}
 		t.Fatalf("Up with a cancelled context: err = %v, want context.Canceled", err)
 	}
-	for _, d := range []string{dir, s3dir, updir} {
+	for _, d := range []string{dir, s3dir, journal, updir} {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("%s exists after a cancelled start (stat: %v)", d, err)
 		}
@@ -51,6 +61,16 @@ func TestStartAndStartS3(t *testing.T) {
 	defer s.Close()
 	if len(s.Brokers) != 1 {
 		t.Errorf("brokers = %v, want one", s.Brokers)
+	}
+	// The schema registry answers over HTTP.
+	resp, err := http.Get(s.Registry + "/subjects")
+	if err != nil {
+		t.Fatalf("schema registry at %q: %v", s.Registry, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "[]" {
+		t.Errorf("GET %s/subjects: %s %s, want 200 []", s.Registry, resp.Status, body)
 	}
 	srv, err := StartS3(t.Context(), t.TempDir(), 0, Bucket)
 	if err != nil {

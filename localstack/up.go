@@ -48,10 +48,12 @@ func (e *CheckError) Unwrap() error { return e.Err }
 // UpOptions configure Up.
 type UpOptions struct {
 	// Dir holds everything: the broker's log (Dir/kafka), the S3 buckets
-	// (Dir/s3), the SQLite catalog (Dir/catalog.db). Required.
+	// (Dir/s3), the SQLite catalog (Dir/catalog.db), the schema registry's
+	// journal (Dir/schema-registry.jsonl). Required.
 	Dir string
-	// KafkaPort and S3Port are the loopback ports; zero means the defaults.
-	KafkaPort, S3Port int
+	// KafkaPort, S3Port and RegistryPort are the loopback ports; zero means
+	// the defaults.
+	KafkaPort, S3Port, RegistryPort int
 	// NumPartitions is the number of partitions of a topic the broker
 	// creates on first use (a producer or a consumer naming a topic that
 	// does not exist, as a default Kafka broker does); zero means 1, Kafka's
@@ -60,14 +62,17 @@ type UpOptions struct {
 }
 
 // Local is a running local stack as 'floe localstack up' starts it: a
-// persistent broker, an S3 endpoint and a SQLite catalog whose warehouse is
-// on that S3. Everything lives in Dir, so a restart on the same Dir finds
-// the topics, the records, the tables and their data again.
+// persistent broker, a schema registry, an S3 endpoint and a SQLite
+// catalog whose warehouse is on that S3. Everything lives in Dir, so a
+// restart on the same Dir finds the topics, the records, the schemas (with
+// their IDs), the tables and their data again.
 type Local struct {
 	Dir     string
 	Brokers []string
-	S3      *S3Server
-	stack   *Stack
+	// Registry is the schema registry's URL, http://127.0.0.1:PORT.
+	Registry string
+	S3       *S3Server
+	stack    *Stack
 }
 
 // Up starts a local stack in opts.Dir. ctx bounds the start only: a
@@ -93,6 +98,9 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	if opts.S3Port == 0 {
 		opts.S3Port = DefaultS3Port
 	}
+	if opts.RegistryPort == 0 {
+		opts.RegistryPort = DefaultRegistryPort
+	}
 	s3, err := StartS3(ctx, filepath.Join(dir, "s3"), opts.S3Port, Bucket)
 	if err != nil {
 		return nil, &CheckError{Settings: []Setting{SettingS3Port}, Err: err}
@@ -100,15 +108,16 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	// Topics are created on first use, like a default Kafka broker: the
 	// usual first steps (kcat -P on a new topic) work as documented.
 	auto := []kfake.Opt{kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(max(1, opts.NumPartitions))}
-	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true, Kfake: auto})
+	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true, RegistryPort: opts.RegistryPort, Kfake: auto})
 	if err != nil {
 		s3.Close()
 		return nil, &CheckError{Settings: []Setting{SettingKafkaPort}, Err: fmt.Errorf("%w (is another local stack running?)", err)}
 	}
-	return &Local{Dir: dir, Brokers: stack.Brokers, S3: s3, stack: stack}, nil
+	return &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, stack: stack}, nil
 }
 
-// Close stops the broker and the S3 endpoint; the data stays in Dir.
+// Close stops the broker, the schema registry and the S3 endpoint; the
+// data stays in Dir.
 func (l *Local) Close() {
 	l.stack.Close()
 	l.S3.Close()

@@ -16,7 +16,7 @@ import (
 func newLocalstackCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "localstack",
-		Short: "Run a whole local stack (Kafka-protocol broker, S3, catalog) in this process",
+		Short: "Run a whole local stack (Kafka-protocol broker, schema registry, S3, catalog) in this process",
 	}
 	cmd.AddCommand(newLocalstackUpCmd())
 	return cmd
@@ -26,19 +26,23 @@ func newLocalstackUpCmd() *cobra.Command {
 	var (
 		dir               string
 		kafkaPort, s3Port int
+		registryPort      int
 		numPartitions     int
 	)
 	cmd := &cobra.Command{
 		Use:   "up [--dir DIR]",
-		Short: "Start a broker, an S3 endpoint and a SQLite catalog on loopback ports; run until interrupted",
+		Short: "Start a broker, a schema registry, an S3 endpoint and a SQLite catalog on loopback ports; run until interrupted",
 		Long: `Start, in this process and with nothing to install:
   - a Kafka-protocol broker (franz-go's kfake) on 127.0.0.1:--kafka-port, which creates a topic on
     first use like a default Kafka broker (--num-partitions partitions),
+  - a Confluent-compatible schema registry (franz-go's srfake; no credentials) on
+    http://127.0.0.1:--schema-registry-port, for Avro, Protobuf and JSON Schema producers,
   - an S3 endpoint (gofakes3; it accepts any credentials) on 127.0.0.1:--s3-port with bucket "warehouse",
   - a SQLite catalog whose warehouse is s3://warehouse/.
 Everything is kept in --dir: stopping (Ctrl-C) and starting again on the same folder finds the
-topics, their records, the tables and their files again. Any Kafka client (kcat, kafkajs,
-franz-go, the Java client) and any S3 client (aws CLI, DuckDB, Spark) can use it.
+topics, their records, the registered schemas (same IDs), the tables and their files again.
+Any Kafka client (kcat, kafkajs, franz-go, the Java client), any schema registry client
+(Confluent's serializers, curl) and any S3 client (aws CLI, DuckDB, Spark) can use it.
 
 The command writes DIR/floe.yaml (a floe config file) and DIR/env.sh (the environment for
 floe and the AWS clients), prints how to use them, and runs until interrupted.`,
@@ -46,13 +50,15 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
   # in another shell:
   . ./floe-local/env.sh
   kcat -b 127.0.0.1:19092 -t orders -P -K: <<< 'k1:{"amount":3}'
+  curl -s $FLOE_SCHEMA_REGISTRY/subjects
   floe sink --config ./floe-local/floe.yaml --topic orders --table lake.orders --stop-at-end`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if numPartitions < 1 {
 				return fmt.Errorf("--num-partitions %d: want 1 or more", numPartitions)
 			}
-			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port, NumPartitions: numPartitions})
+			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port,
+				RegistryPort: registryPort, NumPartitions: numPartitions})
 			if err != nil {
 				return err
 			}
@@ -66,9 +72,10 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "floe-local", "folder that holds the broker's log, the S3 buckets and the catalog")
+	cmd.Flags().StringVar(&dir, "dir", "floe-local", "folder that holds the broker's log, the schemas, the S3 buckets and the catalog")
 	cmd.Flags().IntVar(&kafkaPort, "kafka-port", localstack.DefaultKafkaPort, "loopback port of the Kafka-protocol broker")
 	cmd.Flags().IntVar(&s3Port, "s3-port", localstack.DefaultS3Port, "loopback port of the S3 endpoint")
+	cmd.Flags().IntVar(&registryPort, "schema-registry-port", localstack.DefaultRegistryPort, "loopback port of the schema registry")
 	cmd.Flags().IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic the broker creates on first use (Kafka's num.partitions); create topics yourself for more")
 	return cmd
 }
@@ -95,7 +102,8 @@ func localEnv(l *localstack.Local) [][2]string {
 	return append(l.Env(),
 		[2]string{envPrefix + "BROKERS", l.Brokers[0]},
 		[2]string{envPrefix + "CATALOG", l.CatalogPath()},
-		[2]string{envPrefix + "WAREHOUSE", l.Warehouse()})
+		[2]string{envPrefix + "WAREHOUSE", l.Warehouse()},
+		[2]string{envPrefix + "SCHEMA_REGISTRY", l.Registry})
 }
 
 // localConfig is a floe config file for the local stack.
@@ -109,21 +117,23 @@ s3-endpoint: %s
 s3-region: %s
 s3-access-key-id: %s
 s3-secret-access-key: %s
+schema-registry: %s
 `, l.Dir, filepath.Join(l.Dir, "floe.yaml"), l.Brokers[0], strconv.Quote(l.CatalogPath()), l.Warehouse(),
-		l.S3.Endpoint, localstack.Region, localstack.AccessKeyID, localstack.SecretAccessKey)
+		l.S3.Endpoint, localstack.Region, localstack.AccessKeyID, localstack.SecretAccessKey, l.Registry)
 }
 
 func printLocalUsage(w io.Writer, l *localstack.Local) {
 	broker := l.Brokers[0]
 	fmt.Fprintf(w, `floe local stack is up (Ctrl-C stops it; data stays in %[1]s)
 
-  Kafka broker   %[2]s
-  S3 endpoint    %[3]s   bucket %[4]s, any credentials (use %[5]s / %[6]s)
-  catalog        %[7]s   (SQLite), warehouse %[8]s
+  Kafka broker      %[2]s
+  schema registry   %[9]s   (Confluent REST API, no credentials)
+  S3 endpoint       %[3]s   bucket %[4]s, any credentials (use %[5]s / %[6]s)
+  catalog           %[7]s   (SQLite), warehouse %[8]s
 
 Environment (also in %[1]s/env.sh):
 `, l.Dir, broker, l.S3.Endpoint, localstack.Bucket, localstack.AccessKeyID, localstack.SecretAccessKey,
-		l.CatalogPath(), l.Warehouse())
+		l.CatalogPath(), l.Warehouse(), l.Registry)
 	for _, kv := range localEnv(l) {
 		fmt.Fprintf(w, "  export %s=%q\n", kv[0], kv[1])
 	}
@@ -136,10 +146,15 @@ Other clients:
   kcat      kcat -b %[2]s -t orders -P -K:            (then type key:value lines)
             kcat -b %[2]s -t orders -C -e
   kafkajs   new Kafka({ clientId: 'app', brokers: ['%[2]s'] })
+  registry  curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
+              --data '{"schema": "{\"type\":\"record\",\"name\":\"Order\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"}]}"}' \
+              %[11]s/subjects/orders-value/versions
+            curl -s %[11]s/subjects          (Confluent serializers: schema.registry.url=%[11]s)
   aws CLI   aws --endpoint-url %[5]s s3 ls s3://%[6]s/ --recursive
   DuckDB    CREATE SECRET (TYPE s3, KEY_ID '%[7]s', SECRET '%[8]s', REGION '%[9]s',
                            ENDPOINT '%[10]s', URL_STYLE 'path', USE_SSL false);
             SELECT * FROM iceberg_scan('METADATA');   -- METADATA: the "metadata" line of floe status
 `, l.Dir, broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint, localstack.Bucket,
-		localstack.AccessKeyID, localstack.SecretAccessKey, localstack.Region, strings.TrimPrefix(l.S3.Endpoint, "http://"))
+		localstack.AccessKeyID, localstack.SecretAccessKey, localstack.Region, strings.TrimPrefix(l.S3.Endpoint, "http://"),
+		l.Registry)
 }

@@ -1,32 +1,53 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 )
 
 // TestLocalstackUpSurvivesRestart runs the stack 'floe localstack up'
-// starts (persistent broker, in-process S3, SQLite catalog with an s3://
-// warehouse), sinks through its generated config file, stops it, starts it
-// again on the same folder and ports, and proves that the topic, its
-// records, the table and its files are all still there: the second sink
-// resumes from the ledger and the table holds every offset exactly once.
+// starts (persistent broker, schema registry, in-process S3, SQLite catalog
+// with an s3:// warehouse), sinks through its generated config file, stops
+// it, starts it again on the same folder and ports, and proves that the
+// topic, its records, the registered schemas, the table and its files are
+// all still there: the second sink resumes from the ledger and the table
+// holds every offset exactly once.
 func TestLocalstackUpSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t)}
+	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)}
 	l, err := localstack.Up(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	registry := fmt.Sprintf("http://127.0.0.1:%d", opts.RegistryPort)
+	if l.Registry != registry {
+		t.Errorf("registry URL %q, want %q", l.Registry, registry)
+	}
+	// The config file and the environment point floe at the registry.
+	yml, _ := os.ReadFile(filepath.Join(dir, "floe.yaml"))
+	env, _ := os.ReadFile(filepath.Join(dir, "env.sh"))
+	if !strings.Contains(string(yml), "\nschema-registry: "+registry+"\n") || !strings.Contains(string(env), `export FLOE_SCHEMA_REGISTRY="`+registry+`"`) {
+		t.Errorf("floe.yaml or env.sh lacks the registry:\n%s\n%s", yml, env)
+	}
+	schemaID, err := localstack.RegisterSchema(t.Context(), l.Registry, "orders-value",
+		sr.Schema{Schema: `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}`})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 2, nil); err != nil {
@@ -50,6 +71,16 @@ func TestLocalstackUpSurvivesRestart(t *testing.T) {
 		t.Errorf("second sink should add exactly the 60 new records, got:\n%s", out)
 	}
 	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
+
+	// The schema registered before the restart has its ID still.
+	reg, err := connector.NewRegistry(connector.RegistryConfig{URL: l.Registry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := reg.Resolve(t.Context(), localstack.WireFormat(schemaID, nil, []byte{2}))
+	if err != nil || v.Schema.Type != connector.SchemaAvro || !strings.Contains(v.Schema.Text, `"Order"`) {
+		t.Errorf("schema %d after the restart: %+v, %v", schemaID, v.Schema, err)
+	}
 
 	// The data files are plain files of the local S3 bucket.
 	var parquet int
@@ -85,7 +116,7 @@ func TestLocalstackUpSurvivesRestart(t *testing.T) {
 func TestLocalstackCreatesTopicsOnFirstUse(t *testing.T) {
 	kcat := testenv.Tool(t, "kcat", "apt-get install kcat")
 	dir := t.TempDir()
-	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t)})
+	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,4 +134,41 @@ func TestLocalstackCreatesTopicsOnFirstUse(t *testing.T) {
 		t.Fatalf("sink of the topic kcat created:\n%s", out)
 	}
 	checkTable(t, l.Catalog(), "lake.fresh", "fresh", map[int32]int64{0: 2})
+}
+
+// TestLocalstackUpPrintsRegistry: 'floe localstack up' prints the schema
+// registry's URL, and its curl example, run as printed, registers a schema.
+func TestLocalstackUpPrintsRegistry(t *testing.T) {
+	curl := testenv.Tool(t, "curl", "apt-get install curl")
+	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: t.TempDir(), KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var out bytes.Buffer
+	printLocalUsage(&out, l)
+	text := out.String()
+	if !strings.Contains(text, "schema registry   "+l.Registry) || !strings.Contains(text, `export FLOE_SCHEMA_REGISTRY="`+l.Registry+`"`) {
+		t.Fatalf("usage does not show the registry %s:\n%s", l.Registry, text)
+	}
+	// The example runs from "curl -s -X POST" to the end of the line
+	// naming the subject, its lines joined by backslash-newlines.
+	start := strings.Index(text, "curl -s -X POST")
+	end := strings.Index(text, "/subjects/orders-value/versions")
+	if start < 0 || end < start {
+		t.Fatalf("no curl example to register a schema:\n%s", text)
+	}
+	example := text[start : end+len("/subjects/orders-value/versions")]
+	cmd := exec.CommandContext(t.Context(), "sh", "-c", strings.Replace(example, "curl", curl, 1))
+	got, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(got)) != `{"id":1}` {
+		t.Fatalf("the printed example %s\nanswered %s (%v), want {\"id\":1}", example, got, err)
+	}
+	cl, err := sr.NewClient(sr.URLs(l.Registry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := cl.SchemaByID(t.Context(), 1); err != nil || !strings.Contains(s.Schema, `"Order"`) {
+		t.Errorf("schema 1 after the example: %+v, %v", s, err)
+	}
 }

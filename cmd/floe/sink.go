@@ -35,6 +35,7 @@ type sinkFlags struct {
 	retryFor      time.Duration
 	group         string
 	opsFlags
+	registryFlags
 }
 
 func newSinkCmd() *cobra.Command {
@@ -74,6 +75,7 @@ person stop it at once.`,
 	f.opsFlags.register(fs)
 	f.brokerFlags.register(fs, " (required)")
 	topicFlag(fs, &f.topic, "topic to sink; every partition is consumed (required)")
+	f.registryFlags.register(fs)
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
 	fs.IntVar(&f.flushRecords, "flush-records", connector.DefaultFlushRecords, "flush after this many records")
 	fs.Int64Var(&f.flushBytes, "flush-bytes", connector.DefaultFlushBytes, "flush after this many bytes of keys, values and headers")
@@ -132,6 +134,11 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	}
 	pipes, err := sinkPipelines(ctx, f)
 	if err != nil {
+		return err
+	}
+	// A malformed registry URL, conflicting credentials or an unreadable
+	// CA file stop the sink before anything starts.
+	if _, err := f.registry(); err != nil {
 		return err
 	}
 	reg := metrics.New()

@@ -53,7 +53,7 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 
 // metadataColumns are the names of floe's own columns, which a value field
 // cannot take.
-var metadataColumns = []string{ColTopic, ColPartition, ColOffset, ColTimestamp, ColKey, ColHeaders}
+var metadataColumns = []string{ColTopic, ColPartition, ColOffset, ColTimestamp, ColKey, ColHeaders, ColRawValue}
 
 // checkColumnNames refuses top-level value fields named like a metadata
 // column. The comparison ignores case: Iceberg names are case-sensitive,

@@ -125,14 +125,24 @@ func LayoutOf(props iceberg.Properties) (Layout, error) {
 	return l, nil
 }
 
-// metadataColumns are floe's metadata columns but the key, in order.
-var metadataColumns = []string{ColTopic, ColPartition, ColOffset, ColTimestamp, ColHeaders}
-
 // IsMetadataColumn reports whether name is one of floe's own columns
-// (kafka_*, and value in a layout that keeps the raw value): a value field
-// of that name cannot become a column.
+// (kafka_*, and value in the raw layout): a value field of that name cannot
+// become a column.
 func (l Layout) IsMetadataColumn(name string) bool {
-	return name == ColKey || slices.Contains(metadataColumns, name) || (l.RawValue && name == ColValue)
+	return slices.Contains(metadataColumns, name) || (!l.Typed() && name == ColValue)
+}
+
+// RawValueColumn is the name of the column that keeps the value bytes:
+// value in the raw layout, kafka_value beside typed columns (where value
+// may be a decoded column); "" when the layout does not keep them.
+func (l Layout) RawValueColumn() string {
+	switch {
+	case !l.RawValue:
+		return ""
+	case l.Typed():
+		return ColRawValue
+	}
+	return ColValue
 }
 
 // Schema returns the columns a table of layout l starts with: the
@@ -151,6 +161,9 @@ func (l Layout) Schema() *iceberg.Schema {
 			f.Doc = "record key as UTF-8 text; null when the record has no key"
 		case f.Name == ColValue && !l.RawValue:
 			continue
+		case f.Name == ColValue && l.Typed():
+			f.Name = ColRawValue
+			f.Doc = "record value as written by the producer, beside its decoded columns; null for a tombstone"
 		}
 		fields = append(fields, f)
 	}

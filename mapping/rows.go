@@ -42,11 +42,19 @@ type valueColumn struct {
 	b    array.Builder
 }
 
-// NewRowBuilder returns a builder for the given Arrow schema, which must be
-// one a Layout's ArrowSchema returned: floe's metadata columns by name, the
-// key column (binary, string or struct), the value column when the raw value
-// is kept, and any other column a typed value column.
+// NewRowBuilder returns a builder of rows of the raw layout for the given
+// Arrow schema (RawLayout.ArrowSchema of the table's schema): floe's
+// metadata columns by name, the key column, and the value column.
 func NewRowBuilder(mem memory.Allocator, schema *arrow.Schema) (*RowBuilder, error) {
+	return RawLayout.NewRowBuilder(mem, schema)
+}
+
+// NewRowBuilder returns a builder of rows of layout l for the given Arrow
+// schema (the layout's ArrowSchema, or WriterArrowSchema of its
+// WriterSchema): the raw value column, when kept, is the layout's
+// RawValueColumn, and a typed value column may be named value.
+func (l Layout) NewRowBuilder(mem memory.Allocator, schema *arrow.Schema) (*RowBuilder, error) {
+	raw := l.RawValueColumn()
 	b := array.NewRecordBuilder(mem, schema)
 	rb := &RowBuilder{schema: schema, b: b}
 	ok := true
@@ -72,12 +80,8 @@ func NewRowBuilder(mem memory.Allocator, schema *arrow.Schema) (*RowBuilder, err
 			}
 		case ColKey:
 			rb.key, good = fb, true
-		case ColValue:
-			if rb.value, good = fb.(*array.BinaryBuilder); !good {
-				// A typed value column named value (no raw value kept).
-				rb.value, good = nil, true
-				rb.columns = append(rb.columns, valueColumn{name: f.Name, b: fb})
-			}
+		case raw:
+			rb.value, good = fb.(*array.BinaryBuilder)
 		default:
 			rb.columns, good = append(rb.columns, valueColumn{name: f.Name, b: fb}), true
 		}

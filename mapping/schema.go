@@ -18,6 +18,9 @@ const (
 	ColKey       = "kafka_key"
 	ColHeaders   = "kafka_headers"
 	ColValue     = "value"
+	// ColRawValue keeps the value bytes beside a typed table's decoded
+	// columns (--keep-raw-value).
+	ColRawValue = "kafka_value"
 )
 
 // Schema returns the Iceberg schema of a floe table in raw value mode. Field

@@ -26,7 +26,7 @@ func typedFlush(t *testing.T, l mapping.Layout, values *iceberg.StructType, low 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), sc)
+	rb, err := l.NewRowBuilder(memory.NewGoAllocator(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

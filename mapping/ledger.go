@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,6 +44,11 @@ const (
 	KeyLostPrefix    = "floe.lost."
 	KeyAbortedPrefix = "floe.aborted."
 	KeyTopicIDPrefix = "floe.topic-id."
+	// KeyDeadLetterFiles lists, as a JSON array, the data files of the
+	// dead-letter table that hold the commit's dead letters: the commit is
+	// what decides they exist, and a writer that crashed before adding them
+	// to the dead-letter table has them added by the next one.
+	KeyDeadLetterFiles = "floe.dead-letter-files"
 
 	// LedgerVersion is the encoding version floe writes. Version 1 (no
 	// topic ids, no starts) is still read.
@@ -85,6 +91,9 @@ type Commit struct {
 	// from (FormatTopicID); a topic is absent when its broker has no topic
 	// IDs, and for every topic of a version 1 commit.
 	TopicIDs map[string]string
+	// DeadLetterFiles are the dead-letter table's data files that hold the
+	// records of Ranges' DeadLetters.
+	DeadLetterFiles []string
 }
 
 // MalformedError reports a snapshot whose floe properties do not decode.
@@ -169,6 +178,13 @@ func (c Commit) Encode() (map[string]string, error) {
 		}
 		props[KeyTopicIDPrefix+t] = id
 	}
+	if len(c.DeadLetterFiles) > 0 {
+		b, err := json.Marshal(c.DeadLetterFiles)
+		if err != nil {
+			return nil, fmt.Errorf("encode ledger: dead-letter files: %w", err)
+		}
+		props[KeyDeadLetterFiles] = string(b)
+	}
 	return props, nil
 }
 
@@ -218,6 +234,11 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 				c.TopicIDs = map[string]string{}
 			}
 			c.TopicIDs[topic] = props[key]
+			continue
+		case key == KeyDeadLetterFiles && !v1:
+			if err := json.Unmarshal([]byte(props[key]), &c.DeadLetterFiles); err != nil || len(c.DeadLetterFiles) == 0 {
+				return bad(key, errors.New("want a JSON array of file paths"))
+			}
 			continue
 		case key == KeyVersion || key == KeyCommitID || key == KeyWriter || !strings.HasPrefix(key, KeyPrefix):
 			continue

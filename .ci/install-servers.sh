@@ -3,6 +3,10 @@
 # Debian machine, as root. Idempotent: installs only what is missing.
 #   - PostgreSQL server binaries (initdb, postgres) from Debian's postgresql.
 #   - kcat from Debian's kcat (the local stack's documented Kafka client).
+#   - the aws CLI from Debian's awscli, which the deployment guide's local-stack
+#     block uses. Debian's package rather than pip: CI machines reach Debian's
+#     archive but not PyPI. It is version 2.9, older than AWS_ENDPOINT_URL_S3
+#     support, which is why the guide passes --endpoint-url.
 #   - versitygw, built from the pin in tools/go.mod into $(go env GOPATH)/bin.
 # Run it before the tests with FLOE_REQUIRE_SERVERS=1, which turns a missing
 # server into a test failure instead of a skip.
@@ -35,6 +39,24 @@ else
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends kcat >/dev/null
+fi
+
+if command -v aws >/dev/null; then
+	echo "install-servers: aws CLI present"
+else
+	echo "install-servers: installing awscli"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends awscli >/dev/null
+fi
+
+if command -v curl >/dev/null; then
+	echo "install-servers: curl present"
+else
+	echo "install-servers: installing curl"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends curl ca-certificates >/dev/null
 fi
 
 gobin="$(go env GOPATH | cut -d: -f1)/bin"

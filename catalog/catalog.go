@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -98,10 +99,26 @@ type Config struct {
 	// they override everything floe derives.
 	Props map[string]string
 	// Logger receives what opening the catalog and creating tables log
-	// (S3 configuration, tolerated storage errors); nil means
-	// slog.Default().
+	// (S3 configuration, a new SQLite catalog, tolerated storage errors);
+	// nil means slog.Default().
 	Logger *slog.Logger
+	// Existing opens a catalog that must already exist, for work on
+	// existing tables (reading them, maintaining them), and creates
+	// nothing: a SQLite file that does not exist is an error wrapping
+	// ErrCatalogNotFound (no file, folder or warehouse folder is made, so a
+	// mistyped path or a command run in the wrong folder is reported, not
+	// answered from a new empty catalog), SQL catalogs do not create their
+	// catalog tables (a PostgreSQL role with read grants only can read), and
+	// no Warehouse is needed: tables are found at the locations their
+	// metadata records, so an empty Warehouse is never defaulted or
+	// required. Without it, Open creates a missing SQLite catalog (and logs
+	// that it does) and the default warehouse folder.
+	Existing bool
 }
+
+// ErrCatalogNotFound is wrapped by Open's error when Config.Existing names a
+// SQLite catalog file that does not exist.
+var ErrCatalogNotFound = errors.New("catalog not found")
 
 // Open opens the catalog, on first use initialising a SQL catalog's
 // tables. For s3:// warehouses it resolves S3 access from the AWS standard
@@ -139,13 +156,18 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		log = slog.Default()
 	}
 	props := iceberg.Properties{}
+	if cfg.Existing && kind != REST && kind != Glue {
+		// iceberg-go's SQL catalog creates its tables when they are
+		// missing unless told not to; Props may still override it.
+		props["init_catalog_tables"] = "false"
+	}
 	wh := cfg.Warehouse
-	if kind != REST {
+	if kind != REST && (wh != "" || !cfg.Existing) {
 		if wh == "" && kind != SQLite {
 			return nil, &ConfigError{Setting: SettingWarehouse,
 				Want: fmt.Sprintf("where catalog %s creates new tables, e.g. s3://BUCKET/PREFIX", redact(spec))}
 		}
-		if wh, err = warehouseURI(wh); err != nil {
+		if wh, err = warehouseURI(wh, !cfg.Existing); err != nil {
 			return nil, err
 		}
 	}
@@ -158,7 +180,7 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	// catalogs may vend credentials, so only then).
 	var st *s3Storage
 	bucket, prefix, onS3 := splitS3(wh)
-	if onS3 || kind == Glue || s3Configured(cfg.S3, kind) {
+	if onS3 || kind == Glue || s3Configured(cfg.S3, kind == REST || wh == "") {
 		if st, err = resolveS3(ctx, cfg.S3, log); err != nil {
 			return nil, err
 		}
@@ -173,7 +195,7 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	var cat icecat.Catalog
 	switch kind {
 	case SQLite:
-		cat, err = openSQLite(ctx, name, spec, props, cfg.Props)
+		cat, err = openSQLite(ctx, name, spec, cfg.Existing, log, props, cfg.Props)
 	case Postgres:
 		cat, err = openPostgres(ctx, name, spec, props, cfg.Props)
 	case REST:
@@ -204,14 +226,18 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 // s3Configured reports whether S3 access should be resolved for a catalog
 // whose warehouse is not on S3. Settings given explicitly (flags) always
 // count: without them resolved, they would be ignored. The AWS environment
-// counts for REST catalogs only (which may vend credentials instead); SQL
-// catalogs' tables on S3 get it from iceberg-go, which reads the same
-// environment, so a file warehouse never fails on an unrelated AWS setup.
-func s3Configured(c S3Config, kind Kind) bool {
+// counts only where floe cannot tell where the tables are (envCounts): for
+// REST catalogs (which may vend credentials instead), and for catalogs
+// opened without a warehouse (Config.Existing), whose tables may be on an
+// S3-compatible server that needs floe's path-style and endpoint
+// properties. Where the warehouse is a folder, SQL catalogs' tables on S3
+// get the environment from iceberg-go, which reads it too, so a file
+// warehouse never fails on an unrelated AWS setup.
+func s3Configured(c S3Config, envCounts bool) bool {
 	if c.Endpoint != "" || c.AccessKeyID != "" || c.Region != "" || c.PathStyle != nil {
 		return true
 	}
-	if kind != REST {
+	if !envCounts {
 		return false
 	}
 	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
@@ -222,13 +248,32 @@ func s3Configured(c S3Config, kind Kind) bool {
 	return false
 }
 
-func openSQLite(ctx context.Context, name, spec string, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
+// openSQLite opens the SQLite catalog file spec names. A file that does
+// not exist is created, and the log says so (a mistyped path would
+// otherwise be a new, empty catalog without a word), unless existing: then
+// it is an error naming the absolute path looked at, and nothing is made.
+func openSQLite(ctx context.Context, name, spec string, existing bool, log *slog.Logger, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
 	path := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite://"), "file://"), "file:")
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("open catalog %s: create its folder: %w", path, err)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
+	}
+	switch fi, err := os.Stat(abs); {
+	case err == nil && !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("open SQLite catalog %s: not a file", abs)
+	case err == nil:
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open SQLite catalog %s: %w", abs, err)
+	case existing:
+		return nil, fmt.Errorf("%w: SQLite catalog %s does not exist", ErrCatalogNotFound, abs)
+	default:
+		log.Info("creating a new SQLite catalog", "path", abs)
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return nil, fmt.Errorf("create SQLite catalog %s: create its folder: %w", abs, err)
+		}
 	}
 	// WAL and a busy timeout let several floe processes share one SQLite
 	// catalog (iceberg-go #1793).
@@ -240,10 +285,7 @@ func openSQLite(ctx context.Context, name, spec string, props iceberg.Properties
 	// Switching a new file to WAL needs an exclusive lock that the busy
 	// timeout does not wait for: processes opening one new catalog at the
 	// same moment retry.
-	var (
-		cat icecat.Catalog
-		err error
-	)
+	var cat icecat.Catalog
 retry:
 	for attempt := 1; ; attempt++ {
 		cat, err = icecat.Load(ctx, name, props)
@@ -335,8 +377,9 @@ func openGlue(st *s3Storage, props iceberg.Properties, extra map[string]string) 
 }
 
 // warehouseURI turns a warehouse flag into a URI iceberg-go understands:
-// plain paths become absolute file:// URIs.
-func warehouseURI(w string) (string, error) {
+// plain paths become absolute file:// URIs, whose folder is created when
+// create is set.
+func warehouseURI(w string, create bool) (string, error) {
 	if w == "" {
 		w = DefaultWarehouse
 	}
@@ -347,8 +390,10 @@ func warehouseURI(w string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("warehouse %s: %w", w, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", fmt.Errorf("warehouse %s: create it: %w", abs, err)
+	if create {
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return "", fmt.Errorf("warehouse %s: create it: %w", abs, err)
+		}
 	}
 	return "file://" + abs, nil
 }

@@ -73,6 +73,13 @@ type Config struct {
 	EndOffsets map[int32]int64
 	StopAtEnd  bool
 
+	// FlushRecords, FlushBytes and FlushInterval end a flush, whichever is
+	// reached first: a number of records, of bytes of keys, values and
+	// headers, or a time since the flush's first record. Zero means the
+	// default (DefaultFlushRecords, DefaultFlushBytes,
+	// DefaultFlushInterval), as Go's zero value should; a negative value is
+	// an error, since no default is what a caller computing a negative
+	// threshold meant. (floe's CLI refuses 0 too: there it is a typo.)
 	FlushRecords  int
 	FlushBytes    int64
 	FlushInterval time.Duration
@@ -172,13 +179,16 @@ func (c *Config) normalize() error {
 	default:
 		return &ConfigError{Setting: SettingOnDataLoss, Value: string(c.OnDataLoss), Want: "fail or record"}
 	}
-	if c.FlushRecords <= 0 {
+	if c.FlushRecords < 0 || c.FlushBytes < 0 || c.FlushInterval < 0 {
+		return fmt.Errorf("flush thresholds %d records, %d bytes, %s: want 0 (the default) or more", c.FlushRecords, c.FlushBytes, c.FlushInterval)
+	}
+	if c.FlushRecords == 0 {
 		c.FlushRecords = DefaultFlushRecords
 	}
-	if c.FlushBytes <= 0 {
+	if c.FlushBytes == 0 {
 		c.FlushBytes = DefaultFlushBytes
 	}
-	if c.FlushInterval <= 0 {
+	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
 	}
 	if c.PartitionCheck <= 0 {

@@ -41,6 +41,7 @@ type pipeline struct {
 type configFile struct {
 	path      string
 	values    map[string][]string // flag name -> value(s)
+	lines     map[string]int      // flag name -> line of its value, for errors
 	pipelines []pipeline
 }
 
@@ -94,7 +95,7 @@ func applyConfig(cmd *cobra.Command) error {
 		}
 		if vals, ok := file.values[f.Name]; ok {
 			if err := setFlag(cmd.Flags(), f, vals); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %s: %w", file.path, f.Name, err))
+				errs = append(errs, fmt.Errorf("config file %s line %d: %s: %w", file.path, file.lines[f.Name], f.Name, err))
 			}
 		}
 	})
@@ -141,7 +142,7 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
-	c := &configFile{path: path, values: map[string][]string{}}
+	c := &configFile{path: path, values: map[string][]string{}, lines: map[string]int{}}
 	if len(doc.Content) == 0 {
 		return c, nil // empty file
 	}
@@ -177,6 +178,7 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 			return nil, fmt.Errorf("config file %s line %d: %s: %w", path, v.Line, key, err)
 		}
 		c.values[key] = vals
+		c.lines[key] = v.Line
 	}
 	return c, nil
 }

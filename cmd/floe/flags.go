@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -112,7 +113,11 @@ func (f *tableFlags) register(fs *pflag.FlagSet) {
 	f.catalogFlags.register(fs)
 }
 
-// open opens the catalog and the table; create makes a missing table.
+// open opens the catalog and the table. Unless opts.Create makes a missing
+// table, the catalog must exist and nothing is created (not even the
+// default ./floe-data/), so that a command run in the wrong folder or with
+// a mistyped --catalog says where it looked instead of answering from a
+// new, empty catalog; and no --warehouse is needed.
 func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snapshot.Table, error) {
 	if f.table == "" {
 		return nil, fmt.Errorf("missing --table NAMESPACE.TABLE")
@@ -121,7 +126,15 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 	if err != nil {
 		return nil, err
 	}
-	cat, err := f.openCatalog(ctx)
+	cfg, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Existing = !opts.Create
+	cat, err := catalog.Open(ctx, cfg)
+	if errors.Is(err, catalog.ErrCatalogNotFound) {
+		return nil, fmt.Errorf("%w (--catalog names an existing catalog; floe sink creates one)", err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -104,6 +104,7 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see --help)", err)
 	})
+	root.AddCommand(newFilesCmd())
 	return root
 }
 

@@ -81,9 +81,9 @@ replay run again reads and writes nothing.`,
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
 	fs.StringVar(&f.fold, "fold", "", "fold the log into a state table: latest (the latest value per key; null deletes)")
-	fs.IntVar(&f.flushRecords, "flush-records", connector.DefaultFlushRecords, "commit after this many records")
-	fs.Int64Var(&f.flushBytes, "flush-bytes", connector.DefaultFlushBytes, "commit after this many bytes of keys, values and headers")
-	fs.DurationVar(&f.flushInterval, "flush-interval", connector.DefaultFlushInterval, "commit at most this long after the first uncommitted record")
+	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "commit after this many records")
+	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "commit after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
+	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "commit at most this long after the first uncommitted record")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deletes records during the replay: fail, or record the lost range and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently before giving up; 0s never retries")

@@ -77,9 +77,9 @@ person stop it at once.`,
 	topicFlag(fs, &f.topic, "topic to sink; every partition is consumed (required)")
 	f.registryFlags.register(fs)
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
-	fs.IntVar(&f.flushRecords, "flush-records", connector.DefaultFlushRecords, "flush after this many records")
-	fs.Int64Var(&f.flushBytes, "flush-bytes", connector.DefaultFlushBytes, "flush after this many bytes of keys, values and headers")
-	fs.DurationVar(&f.flushInterval, "flush-interval", connector.DefaultFlushInterval, "flush at most this long after the first unflushed record")
+	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "flush after this many records")
+	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
+	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "flush at most this long after the first unflushed record")
 	fs.BoolVar(&f.stopAtEnd, "stop-at-end", false, "sink each partition up to its end offset as of start (last stable offset), commit and exit")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/floe-dev/floe/lookup"
+)
+
+// TestFilesCommand: floe files lists the current snapshot's data files as
+// text and as JSON; every listed file exists, they hold every row, one
+// partition each; an unknown --snapshot is an error naming it.
+func TestFilesCommand(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders",
+		"--stop-at-end", "--flush-records", "150"}, loc...)...)
+
+	js := mustFloe(t, append([]string{"files", "--table", "lake.orders", "--json"}, loc[:2]...)...)
+	var res lookup.FilesResult
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatalf("files --json: %v\n%s", err, js)
+	}
+	if res.Table != "lake.orders" || res.SnapshotID == nil || res.Records != 300 || len(res.Files) < 3 {
+		t.Fatalf("files --json: %+v; want the 300 rows in at least one file per partition", res)
+	}
+	parts := map[int32]int64{}
+	for _, f := range res.Files {
+		if f.Topic != "orders" || f.Partition == nil || f.MinOffset == nil || *f.MaxOffset < *f.MinOffset {
+			t.Errorf("file %+v: want topic, partition and offsets", f)
+			continue
+		}
+		parts[*f.Partition] += f.Records
+		if fi, err := os.Stat(strings.TrimPrefix(f.Path, "file://")); err != nil || fi.Size() != f.SizeBytes {
+			t.Errorf("listed file %s: %v (size %d listed)", f.Path, err, f.SizeBytes)
+		}
+	}
+	if len(parts) != 3 || parts[0]+parts[1]+parts[2] != 300 {
+		t.Errorf("rows per partition %v, want 3 partitions holding 300", parts)
+	}
+
+	text := mustFloe(t, append([]string{"files", "--table", "lake.orders"}, loc[:2]...)...)
+	if !strings.Contains(text, "lake.orders snapshot ") || !strings.Contains(text, "300 rows") ||
+		!strings.Contains(text, "TOPIC   PARTITION  OFFSETS") || strings.Count(text, ".parquet") != len(res.Files) {
+		t.Errorf("files text:\n%s", text)
+	}
+
+	code, _, errs := floe(t, append([]string{"files", "--table", "lake.orders", "--snapshot", "42"}, loc[:2]...)...)
+	if code != exitError || !strings.Contains(errs, "has no snapshot 42") {
+		t.Errorf("unknown snapshot: exit %d, %q", code, errs)
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Flag values that refuse what cannot be meant. connector.Config takes a
+// zero flush threshold as "the default" (the Go zero value), but on the
+// command line, in a config file or in a FLOE_* variable, 0 or a negative
+// number is a mistake, and turning it silently into a default would hide
+// it. Each of these rejects it in Set, which all three sources go through
+// (pflag for flags, applyConfig for the file and the variables), so the
+// error names the flag, and the variable or the file's line it came from.
+
+// positiveInt is an int flag that must be 1 or more (--flush-records).
+type positiveInt struct{ v *int }
+
+func newPositiveInt(v *int, def int) positiveInt {
+	*v = def
+	return positiveInt{v}
+}
+
+func (p positiveInt) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 1 {
+		return errors.New("want a whole number of 1 or more")
+	}
+	*p.v = n
+	return nil
+}
+
+func (p positiveInt) String() string { return strconv.Itoa(*p.v) }
+func (positiveInt) Type() string     { return "count" }
+
+// byteSize is a size flag that must be 1 byte or more (--flush-bytes). It
+// takes a number of bytes with an optional unit, as the README writes
+// sizes: IEC units are powers of 1024 (128MiB, 1GiB, 512KiB; Ki, Mi, Gi
+// alone too), SI units powers of 1000 (500kB, 1GB; k, M, G alone too);
+// case and a space before the unit do not matter, and decimals are allowed
+// (1.5GiB). It parses with go-humanize's ParseBytes.
+type byteSize struct{ v *int64 }
+
+func newByteSize(v *int64, def int64) byteSize {
+	*v = def
+	return byteSize{v}
+}
+
+func (b byteSize) Set(s string) error {
+	const want = "want a size of 1 byte or more, such as 134217728, 128MiB or 1GB"
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "-") {
+		return errors.New(want)
+	}
+	n, err := humanize.ParseBytes(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s (%w)", want, err)
+	case n < 1:
+		return errors.New(want)
+	case n > math.MaxInt64:
+		return fmt.Errorf("%s; %s is too large", want, s)
+	}
+	*b.v = int64(n)
+	return nil
+}
+
+// String prints the size in the largest IEC unit that divides it, so that
+// help shows the default as 128MiB, not 134217728.
+func (b byteSize) String() string {
+	n := *b.v
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (byteSize) Type() string { return "size" }
+
+// positiveDuration is a duration flag that must be above zero
+// (--flush-interval).
+type positiveDuration struct{ v *time.Duration }
+
+func newPositiveDuration(v *time.Duration, def time.Duration) positiveDuration {
+	*v = def
+	return positiveDuration{v}
+}
+
+func (p positiveDuration) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d <= 0 {
+		return errors.New("want a duration above 0, such as 500ms, 30s or 5m")
+	}
+	*p.v = d
+	return nil
+}
+
+func (p positiveDuration) String() string { return p.v.String() }
+func (positiveDuration) Type() string     { return "duration" }

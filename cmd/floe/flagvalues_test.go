@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFlushFlagsRefuseNonPositive: floe sink and floe replay refuse flush
+// thresholds of zero or below from the command line, a FLOE_* variable or
+// the config file (there naming the line), with exit code 2 and one line
+// naming the flag and what it wants, before anything else happens (no
+// broker is needed to see it).
+func TestFlushFlagsRefuseNonPositive(t *testing.T) {
+	wants := map[string]string{
+		"flush-records":  "want a whole number of 1 or more",
+		"flush-bytes":    "want a size of 1 byte or more",
+		"flush-interval": "want a duration above 0",
+	}
+	bad := []struct{ flag, value string }{
+		{"flush-records", "0"}, {"flush-records", "-5"}, {"flush-records", "lots"},
+		{"flush-bytes", "0"}, {"flush-bytes", "-1"}, {"flush-bytes", "-1MiB"}, {"flush-bytes", "12 parsecs"},
+		{"flush-interval", "0"}, {"flush-interval", "-1s"}, {"flush-interval", "soon"},
+	}
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	for _, command := range []string{"sink", "replay"} {
+		for _, b := range bad {
+			check := func(how, where string, code int, errs string) {
+				t.Helper()
+				line := strings.TrimSuffix(errs, "\n")
+				if code != exitError || strings.Contains(line, "\n") || !strings.Contains(line, "--"+b.flag) ||
+					!strings.Contains(line, wants[b.flag]) || !strings.Contains(line, where) {
+					t.Errorf("floe %s %s %s=%q: exit %d, stderr %q; want exit 2 and one line naming --%s, %q and %q",
+						command, how, b.flag, b.value, code, errs, b.flag, wants[b.flag], where)
+				}
+			}
+			code, _, errs := floe(t, command, "--"+b.flag, b.value)
+			check("flag", "", code, errs)
+			code, _, errs = floe(t, command, "--"+b.flag+"="+b.value)
+			check("flag=", "", code, errs)
+
+			env := "FLOE_" + strings.ToUpper(strings.ReplaceAll(b.flag, "-", "_"))
+			t.Setenv(env, b.value)
+			code, _, errs = floe(t, command)
+			check("variable", env, code, errs)
+			// An empty variable is a value too (and invalid): unset it.
+			os.Unsetenv(env)
+
+			writeFile(t, conf, "topic: orders\n\n"+b.flag+": "+b.value+"\n")
+			code, _, errs = floe(t, command, "--config", conf)
+			check("config", "floe.yaml line 3: "+b.flag, code, errs)
+		}
+	}
+}
+
+// TestFlushFlagsAcceptUnits: sizes take the units the README writes, from
+// every source, and the help shows the default with its unit.
+func TestFlushFlagsAcceptUnits(t *testing.T) {
+	for in, want := range map[string]int64{
+		"134217728": 134217728, "128MiB": 128 << 20, "128 MiB": 128 << 20, "128mib": 128 << 20, "128Mi": 128 << 20,
+		"1GiB": 1 << 30, "1GB": 1_000_000_000, "1G": 1_000_000_000, "500k": 500_000, "500kB": 500_000, "512KiB": 512 << 10,
+		"1.5GiB": 3 << 29, "1B": 1,
+	} {
+		var n int64
+		if err := newByteSize(&n, 7).Set(in); err != nil || n != want {
+			t.Errorf("size %q: %d, %v; want %d", in, n, err, want)
+		}
+	}
+	for n, want := range map[int64]string{128 << 20: "128MiB", 1 << 30: "1GiB", 3 << 29: "1536MiB", 1000: "1000", 2048: "2KiB"} {
+		if got := newByteSize(new(int64), n).String(); got != want {
+			t.Errorf("size %d prints %q, want %q", n, got, want)
+		}
+	}
+
+	// Past flag parsing, the sink only misses its brokers.
+	t.Setenv("FLOE_FLUSH_INTERVAL", "2m")
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, conf, "flush-records: 1000\nflush-bytes: 64MiB\n")
+	for _, command := range []string{"sink", "replay"} {
+		if code, _, errs := floe(t, command, "--config", conf, "--flush-bytes", "1GB"); code != exitError || !strings.Contains(errs, "missing --brokers") {
+			t.Errorf("floe %s with sizes in units: exit %d, stderr %q; want only missing --brokers", command, code, errs)
+		}
+	}
+	_, out, _ := floe(t, "sink", "--help")
+	if !strings.Contains(out, "--flush-bytes size") || !strings.Contains(out, "(default 128MiB)") {
+		t.Errorf("sink --help should show --flush-bytes as a size with default 128MiB:\n%s", out)
+	}
+}

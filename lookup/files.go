@@ -1,0 +1,162 @@
+package lookup
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// FilesResult lists the data files that make up one snapshot of a table:
+// exactly the Parquet files a reader without Iceberg support must read to
+// see that snapshot. Its JSON field names are stable (floe files --json).
+//
+// Listing the table's data folder instead gives wrong answers, because the
+// folder also holds files that are not part of the snapshot: orphans that
+// no snapshot references (written by a writer that was fenced or crashed
+// before its commit; floe maintain --remove-orphans deletes them after an
+// hour), files of other branches (floe replay --branch writes the rebuilt
+// rows into the same folder), and files that are no longer live (a state
+// table's fold replaces the files it rewrites at every flush, a published
+// replay replaces main's files; they stay until floe maintain expires the
+// snapshots that had them).
+type FilesResult struct {
+	Table string `json:"table"`
+	// SnapshotID and CommittedAt are the snapshot's; absent when the table
+	// has no snapshot yet (and so no files).
+	SnapshotID  *int64     `json:"snapshot_id,omitempty"`
+	CommittedAt *time.Time `json:"committed_at,omitempty"`
+	// Records and SizeBytes add up the files'.
+	Records   int64  `json:"records"`
+	SizeBytes int64  `json:"size_bytes"`
+	Files     []File `json:"files"`
+}
+
+// File is one live data file, as its manifest entry describes it (no data
+// is read).
+type File struct {
+	// Path is the file's URI (file:// or s3://).
+	Path string `json:"path"`
+	// Topic is the Kafka topic of the file's rows, from the ledger; empty
+	// when the ledger cannot tell (a table holding the same partition of
+	// several topics, whose commit cannot attribute the file).
+	Topic string `json:"topic,omitempty"`
+	// Partition, MinOffset and MaxOffset are the Kafka partition of the
+	// file's rows (floe writes one partition per file) and the smallest and
+	// largest offset among them, from the manifest's column bounds; absent
+	// for a file without such bounds (not written by floe, or with column
+	// metrics disabled) or holding several partitions.
+	Partition *int32 `json:"partition,omitempty"`
+	MinOffset *int64 `json:"min_offset,omitempty"`
+	MaxOffset *int64 `json:"max_offset,omitempty"`
+	// Records is the file's row count, SizeBytes its size.
+	Records   int64 `json:"records"`
+	SizeBytes int64 `json:"size_bytes"`
+	// AddedBy is the snapshot that added the file.
+	AddedBy int64 `json:"added_by_snapshot"`
+}
+
+// Files lists the live data files of a snapshot of tbl's branch (0: its
+// head), reading manifests only. A snapshot with row-level delete files is
+// refused: its data files hold rows the deletes remove, so reading them
+// without Iceberg would give wrong answers (floe never writes deletes;
+// another engine did).
+func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesResult, error) {
+	res := FilesResult{Table: tbl.Name(), Files: []File{}}
+	if snapshotID == 0 && tbl.Head() == nil {
+		return res, nil
+	}
+	snap, err := tbl.Snapshot(snapshotID)
+	if err != nil {
+		return res, err
+	}
+	if snap.Summary != nil {
+		if n, _ := strconv.ParseInt(snap.Summary.Properties["total-delete-files"], 10, 64); n > 0 {
+			return res, fmt.Errorf("snapshot %d of %s has %d row-level delete files (written by another engine): its data files hold rows those delete, so read it with an Iceberg reader", snap.SnapshotID, tbl.Name(), n)
+		}
+	}
+	at := time.UnixMilli(snap.TimestampMs).UTC()
+	res.SnapshotID, res.CommittedAt = &snap.SnapshotID, &at
+	ledger, err := tbl.LedgerAt(snap.SnapshotID)
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	files, err := tbl.Files(ctx, snap.SnapshotID)
+	if err != nil {
+		return res, fmt.Errorf("list the data files of %s: %w", tbl.Name(), err)
+	}
+	topics := newTopicIndex(ledger)
+	for _, f := range files {
+		out := File{Path: f.Path, Records: f.Records, SizeBytes: f.SizeBytes, AddedBy: f.AddedBy}
+		if f.HasBounds && f.PartitionMin == f.PartitionMax {
+			p, lo, hi := f.PartitionMin, f.Offsets.Low, f.Offsets.High-1
+			out.Partition, out.MinOffset, out.MaxOffset = &p, &lo, &hi
+			out.Topic = topics.of(f)
+		}
+		res.Records += f.Records
+		res.SizeBytes += f.SizeBytes
+		res.Files = append(res.Files, out)
+	}
+	slices.SortFunc(res.Files, func(a, b File) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmpPtr(a.Partition, b.Partition), cmpPtr(a.MinOffset, b.MinOffset), cmp.Compare(a.Path, b.Path))
+	})
+	return res, nil
+}
+
+// cmpPtr orders absent values first.
+func cmpPtr[T cmp.Ordered](a, b *T) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return cmp.Compare(*a, *b)
+}
+
+// topicIndex tells the Kafka topic of a data file, which manifests do not
+// give exactly (string column bounds may be truncated), from the ledger.
+type topicIndex struct {
+	commits map[int64]mapping.Commit
+	// byPartition lists the ledger's topics that have each partition.
+	byPartition map[int32][]string
+}
+
+func newTopicIndex(l mapping.Ledger) topicIndex {
+	ix := topicIndex{commits: map[int64]mapping.Commit{}, byPartition: map[int32][]string{}}
+	for _, c := range l.Commits {
+		ix.commits[c.SnapshotID] = c
+	}
+	for _, tp := range l.Partitions() {
+		if !slices.Contains(ix.byPartition[tp.Partition], tp.Topic) {
+			ix.byPartition[tp.Partition] = append(ix.byPartition[tp.Partition], tp.Topic)
+		}
+	}
+	return ix
+}
+
+// of returns f's topic: the only topic of the ledger with f's partition (a
+// table of one topic), else the only one whose range in the commit that
+// added f holds f's offsets; empty when neither tells.
+func (ix topicIndex) of(f snapshot.DataFile) string {
+	if ts := ix.byPartition[f.PartitionMin]; len(ts) == 1 {
+		return ts[0]
+	}
+	var found []string
+	for _, r := range ix.commits[f.AddedBy].Ranges {
+		if !r.Deleted() && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High && !slices.Contains(found, r.Topic) {
+			found = append(found, r.Topic)
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	return ""
+}

@@ -1,0 +1,148 @@
+package lookup_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/replay"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// parquetIn lists the Parquet files under a table's data folder, as a
+// glob such as data/*.parquet would.
+func parquetIn(t *testing.T, tbl *snapshot.Table) []string {
+	t.Helper()
+	var out []string
+	root := strings.TrimPrefix(tbl.Iceberg().Location(), "file://") + "/data"
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			out = append(out, "file://"+p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFilesSkipsOrphans: Files lists the files of the snapshot only, with
+// their partition, offsets, rows and size; a Parquet file in the data
+// folder that was written but never committed (a fenced or crashed
+// writer's, here a copy of a committed file, whose rows a glob would count
+// twice) is not among them. An older snapshot has fewer files.
+func TestFilesSkipsOrphans(t *testing.T) {
+	_, tbl := lookupEnv(t)
+	res, err := lookup.Files(t.Context(), tbl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Table != "lake.w" || res.SnapshotID == nil || *res.SnapshotID != tbl.Head().SnapshotID || len(res.Files) != 2 || res.Records != 18 {
+		t.Fatalf("files of the head: %+v; want the head's 2 files with 18 rows", res)
+	}
+	var size int64
+	for i, f := range res.Files {
+		lo, hi := []int64{0, 10}[i], []int64{9, 21}[i]
+		if f.Topic != "w" || f.Partition == nil || *f.Partition != 0 || *f.MinOffset != lo || *f.MaxOffset != hi || f.SizeBytes <= 0 || f.AddedBy == 0 {
+			t.Errorf("file %d: %+v; want w/0 offsets %d-%d", i, f, lo, hi)
+		}
+		size += f.SizeBytes
+	}
+	if res.SizeBytes != size || res.Files[0].Records+res.Files[1].Records != 18 {
+		t.Errorf("totals %d rows %d bytes; files %+v", res.Records, res.SizeBytes, res.Files)
+	}
+
+	committed := strings.TrimPrefix(res.Files[1].Path, "file://")
+	body, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(filepath.Dir(committed), "00000-0-orphan.parquet")
+	if err := os.WriteFile(orphan, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(parquetIn(t, tbl)); n != 3 {
+		t.Fatalf("%d Parquet files in the data folder, want the 2 live ones and the orphan", n)
+	}
+	again, err := lookup.Files(t.Context(), tbl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Files) != 2 || again.Records != 18 {
+		t.Fatalf("with an orphan in the data folder: %+v", again)
+	}
+	for _, f := range again.Files {
+		if strings.Contains(f.Path, "orphan") {
+			t.Errorf("the orphan is listed: %s", f.Path)
+		}
+	}
+
+	first, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var older int64
+	for _, c := range first.Commits {
+		if len(c.Ranges) > 0 && c.Ranges[0].High == 10 {
+			older = c.SnapshotID
+		}
+	}
+	old, err := lookup.Files(t.Context(), tbl, older)
+	if err != nil || len(old.Files) != 1 || old.Records != 10 || *old.SnapshotID != older {
+		t.Fatalf("files of snapshot %d (offsets [0, 10)): %+v, %v", older, old, err)
+	}
+	var unknown *snapshot.UnknownSnapshotError
+	if _, err := lookup.Files(t.Context(), tbl, 42); !errors.As(err, &unknown) {
+		t.Errorf("unknown snapshot: %v", err)
+	}
+}
+
+// TestFilesOfAStateTable: a state table's fold replaces the files it
+// rewrites, so its data folder holds more files than its snapshot; Files
+// lists only the live ones, whose rows are exactly the table's.
+func TestFilesOfAStateTable(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("s", 1, nil)
+	var recs []*kgo.Record
+	for i := range 40 {
+		recs = append(recs, &kgo.Record{Topic: "s", Key: []byte{byte('a' + i%4)}, Value: []byte{byte(i)}})
+	}
+	e.Produce(recs)
+	cat, err := catalog.Open(t.Context(), e.Stack.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Run(t.Context(), e.Broker(), cat, []string{"lake", "s"}, replay.Options{Topic: "s", Fold: snapshot.FoldLatest,
+		Sink: connector.Config{FlushRecords: 10, Logger: floetest.QuietLogger()}}); err != nil {
+		t.Fatal(err)
+	}
+	state, err := snapshot.Open(t.Context(), cat, []string{"lake", "s"}, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lookup.Files(t.Context(), state, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := floetest.Rows(t, state)
+	if res.Records != int64(len(rows)) || len(rows) != 4 {
+		t.Fatalf("the live files hold %d rows, the table %d; want 4 (one per key)", res.Records, len(rows))
+	}
+	if all := parquetIn(t, state); len(all) <= len(res.Files) {
+		t.Fatalf("data folder: %d files, live: %d; a fold of 4 flushes should have replaced files", len(all), len(res.Files))
+	}
+	for _, f := range res.Files {
+		if f.Topic != "s" || f.Partition == nil || *f.Partition != 0 {
+			t.Errorf("file %+v: want topic s partition 0", f)
+		}
+	}
+}

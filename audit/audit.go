@@ -76,6 +76,11 @@ const (
 	KindCountMismatch Kind = "count-mismatch"
 	// KindDeleteFiles (files): row-level delete files hide rows of the table.
 	KindDeleteFiles Kind = "delete-files"
+	// KindDeadLettersPending (files): a commit lists dead-letter files that
+	// are not in the dead-letter table yet: its writer stopped between the
+	// commit and adding them. The next sink session, or floe maintain,
+	// adds them.
+	KindDeadLettersPending Kind = "dead-letters-pending"
 
 	// KindDuplicate (rows): offsets held by more than one row.
 	KindDuplicate Kind = "duplicate"
@@ -201,6 +206,10 @@ type PartitionReport struct {
 	First, Next int64
 	Ranges      int
 	Records     int64
+	// DeadLetters counts the records the ledger's ranges sent to the
+	// dead-letter table instead of rows; DeadLettersRead the dead letters
+	// read there (rows level).
+	DeadLetters, DeadLettersRead int64
 	// Gaps, Overlaps and Lost are the ledger's findings, merged and sorted.
 	Gaps, Overlaps, Lost []mapping.Interval
 	// Aborted are offsets deleted by retention before they were sunk that
@@ -350,6 +359,9 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 
 	a.ledgerLevel()
 	if opts.Depth >= DepthFiles {
+		if err := a.openDeadLetters(ctx); err != nil {
+			return nil, err
+		}
 		if err := a.filesLevel(ctx); err != nil {
 			return nil, err
 		}
@@ -398,6 +410,13 @@ type auditor struct {
 	parts   map[mapping.TopicPartition]*PartitionReport
 	// files are the live data files at the head (files level).
 	files []snapshot.DataFile
+	// deadTables are the dead-letter tables the ledger names, by name, and
+	// deadAt the offsets of the dead letters read there (rows level).
+	deadTables map[string]*deadLetterTable
+	deadAt     map[mapping.TopicPartition]*offsetSet
+	// deadBad are the commits whose dead-letter files have a finding of
+	// the files level already (missing, pending).
+	deadBad map[int64]bool
 }
 
 func (a *auditor) loadLedger() error {

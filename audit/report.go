@@ -55,6 +55,7 @@ type jsonPartition struct {
 	Started       bool         `json:"started"`
 	Ranges        int          `json:"ranges"`
 	Records       int64        `json:"records"`
+	DeadLetters   int64        `json:"dead_letters"`
 	Gaps          []span       `json:"gaps"`
 	Overlaps      []span       `json:"overlaps"`
 	Lost          []span       `json:"lost"`
@@ -133,7 +134,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	for _, p := range r.Partitions {
 		jp := jsonPartition{
 			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger, Started: p.Started,
-			Ranges: p.Ranges, Records: p.Records,
+			Ranges: p.Ranges, Records: p.Records, DeadLetters: p.DeadLetters,
 			Gaps: spans(p.Gaps), Overlaps: spans(p.Overlaps), Lost: spans(p.Lost), Aborted: spans(p.Aborted),
 			Findings: p.Findings, Status: p.status(),
 		}
@@ -306,6 +307,13 @@ func (r *Report) partitionTable(b *strings.Builder) {
 		b.WriteString(line.String() + "\n")
 	}
 	b.WriteString("(GAPS, OVLP and LOST count offsets; LAG counts retained offsets not yet sunk)\n")
+	var dead int64
+	for _, p := range r.Partitions {
+		dead += p.DeadLetters
+	}
+	if dead > 0 {
+		fmt.Fprintf(b, "(ROWS counts rows of the table; %d more records went to the dead-letter table, accounted for in the ledger)\n", dead)
+	}
 	if r.Fold != "" {
 		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
 	}

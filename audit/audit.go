@@ -194,6 +194,8 @@ type ContentStats struct {
 	// Unverifiable rows have no record left in the log to compare with
 	// (compacted or deleted after they were sunk).
 	Unverifiable int64
+	// DeadLetters are dead letters that matched their record's bytes.
+	DeadLetters int64
 }
 
 // PartitionReport is the audit of one partition.
@@ -284,8 +286,11 @@ type Options struct {
 	// Broker, when set, adds the broker level.
 	Broker *connector.Broker
 	// VerifyContent re-reads the retained log and compares every record
-	// with its row. It needs Broker.
+	// with its row, or its dead letter. It needs Broker, and Registry for a
+	// table that decodes with a schema registry: a typed table's records
+	// are decoded as the sink decodes them, and compared with the rows.
 	VerifyContent bool
+	Registry      *connector.Registry
 	// Progress, when set, is called when the row or content level starts,
 	// with a description and the total units (rows, offsets) to do.
 	Progress func(desc string, total int64) Progress
@@ -417,6 +422,8 @@ type auditor struct {
 	// deadBad are the commits whose dead-letter files have a finding of
 	// the files level already (missing, pending).
 	deadBad map[int64]bool
+	// typed decodes records for the content level of a typed table.
+	typed *typedContent
 }
 
 func (a *auditor) loadLedger() error {

@@ -78,6 +78,7 @@ type jsonContent struct {
 	Compacted    int64 `json:"compacted"`
 	Folded       int64 `json:"folded"`
 	Unverifiable int64 `json:"unverifiable"`
+	DeadLetters  int64 `json:"dead_letters"`
 }
 
 type jsonFinding struct {
@@ -152,7 +153,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		}
 		if c := p.Content; c != nil {
 			jp.Content = &jsonContent{Verified: c.Verified, Markers: c.Markers, Aborted: c.Aborted, Compacted: c.Compacted,
-				Folded: c.Folded, Unverifiable: c.Unverifiable}
+				Folded: c.Folded, Unverifiable: c.Unverifiable, DeadLetters: c.DeadLetters}
 		}
 		out.Partitions = append(out.Partitions, jp)
 	}
@@ -224,8 +225,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.Fold != "" {
 			folded = fmt.Sprintf(", %d folded away (superseded, tombstones and the keys they delete, no key)", c.Folded)
 		}
-		wrap(&b, "", fmt.Sprintf("content: %d rows verified against the log; offsets inside ranges without rows: %d transaction markers, %d aborted, %d compacted%s; %d rows no longer in the log to compare",
-			c.Verified, c.Markers, c.Aborted, c.Compacted, folded, c.Unverifiable))
+		dead := ""
+		if c.DeadLetters > 0 {
+			dead = fmt.Sprintf(", %d dead letters (verified against the log)", c.DeadLetters)
+		}
+		wrap(&b, "", fmt.Sprintf("content: %d rows verified against the log; offsets inside ranges without rows: %d transaction markers, %d aborted, %d compacted%s%s; %d rows no longer in the log to compare",
+			c.Verified, c.Markers, c.Aborted, c.Compacted, folded, dead, c.Unverifiable))
 	}
 	if len(r.Findings) > 0 {
 		fmt.Fprintf(&b, "\nFINDINGS\n")
@@ -333,6 +338,7 @@ func (r *Report) contentTotals() *ContentStats {
 			sum.Compacted += c.Compacted
 			sum.Folded += c.Folded
 			sum.Unverifiable += c.Unverifiable
+			sum.DeadLetters += c.DeadLetters
 		}
 	}
 	if !seen {

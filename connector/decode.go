@@ -319,3 +319,27 @@ func newCodec(rv RegistryValue) (mapping.Codec, error) {
 	}
 	return nil, fmt.Errorf("schema type %q: floe decodes AVRO, PROTOBUF and JSON", s.Type)
 }
+
+// RowDecoder decodes records into the values of rows of a table's layout,
+// exactly as a sink does. The content audit uses it to compare the log
+// with a typed table. It is not safe for concurrent use.
+type RowDecoder struct{ d *decoder }
+
+// NewRowDecoder returns the decoder of a table of layout l (not raw) whose
+// schema is schema. registry is needed for the registry modes.
+func NewRowDecoder(l mapping.Layout, registry *Registry, schema *iceberg.Schema) (*RowDecoder, error) {
+	if (l.Value == mapping.ValueRegistry || l.Key == mapping.KeyRegistry) && registry == nil {
+		return nil, &ConfigError{Setting: SettingRegistry, Want: fmt.Sprintf("a schema registry: the table decodes %s in the registry's wire format", registryParts(l))}
+	}
+	d := newDecoder(l, registry)
+	d.reset(schema)
+	return &RowDecoder{d: d}, nil
+}
+
+// Decode returns the key and value of r's row, or dead: why r cannot be a
+// row (a sink dead-letters it). The error is for what stops a sink (the
+// registry cannot be reached, a schema cannot become columns).
+func (rd *RowDecoder) Decode(ctx context.Context, r *kgo.Record) (key any, value map[string]any, dead, err error) {
+	out, err := rd.d.decode(ctx, r)
+	return out.key, out.value, out.dead, err
+}

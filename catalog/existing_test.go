@@ -97,7 +97,8 @@ func TestOpenExistingNeedsNoWarehouse(t *testing.T) {
 
 	for _, spec := range []string{pg, "glue"} {
 		_, err := catalog.Open(t.Context(), catalog.Config{Catalog: spec, S3: s3})
-		if err == nil || !strings.Contains(err.Error(), "no warehouse") {
+		var cfgErr *catalog.ConfigError
+		if !errors.As(err, &cfgErr) || cfgErr.Setting != catalog.SettingWarehouse {
 			t.Errorf("%s without a warehouse, to create tables: %v; want a no-warehouse error", spec, err)
 		}
 	}

@@ -224,6 +224,9 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 	switch d.layout.Value {
 	case mapping.ValueJSON:
 		st, changed, obj, err := mapping.DecodeJSON(value, d.values)
+		if err == nil && changed {
+			err = mapping.CheckColumnNames("json", st)
+		}
 		if err != nil {
 			return nil, nil, false, 0, err, nil
 		}

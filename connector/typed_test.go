@@ -58,6 +58,7 @@ func TestJSONSinkEvolvesAndDeadLetters(t *testing.T) {
 		`{"id":"three"}`,
 		`<tombstone>`,
 		`{"id":4,"nested":{"a":1.5}}`,
+		`{"id":5,"Kafka_Offset":7}`,
 	))
 	e.Produce(jsonRecords("orders", 1,
 		`[1,2]`,
@@ -71,12 +72,12 @@ func TestJSONSinkEvolvesAndDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Records != 7 || stats.DeadLetters != 4 {
-		t.Fatalf("rows %d, dead letters %d; want 7 and 4", stats.Records, stats.DeadLetters)
+	if stats.Records != 7 || stats.DeadLetters != 5 {
+		t.Fatalf("rows %d, dead letters %d; want 7 and 5", stats.Records, stats.DeadLetters)
 	}
-	want := map[mapping.TopicPartition]int64{{Topic: "orders", Partition: 0}: 6, {Topic: "orders", Partition: 1}: 5}
+	want := map[mapping.TopicPartition]int64{{Topic: "orders", Partition: 0}: 7, {Topic: "orders", Partition: 1}: 5}
 	rows, dead := floetest.CheckWithDeadLetters(t, tbl, dlq, want)
-	if len(rows) != 7 || len(dead) != 4 {
+	if len(rows) != 7 || len(dead) != 5 {
 		t.Fatalf("%d rows, %d dead letters", len(rows), len(dead))
 	}
 	cols := columns(t, e, "lake.orders", layout)
@@ -111,7 +112,7 @@ func TestJSONSinkEvolvesAndDeadLetters(t *testing.T) {
 	}
 	// A fraction in a long column is a conflict: Iceberg cannot widen long
 	// to double (docs/typed-tables.md).
-	for at, want := range map[[2]int64]string{{0, 2}: "json", {0, 3}: "id", {1, 0}: "not a JSON object", {1, 2}: "price"} {
+	for at, want := range map[[2]int64]string{{0, 2}: "json", {0, 3}: "id", {1, 0}: "not a JSON object", {1, 2}: "price", {0, 6}: "named like floe's metadata column kafka_offset"} {
 		if !strings.Contains(reasons[at], want) {
 			t.Errorf("dead letter %v: reason %q, want it to mention %q", at, reasons[at], want)
 		}
@@ -126,10 +127,10 @@ func TestJSONSinkEvolvesAndDeadLetters(t *testing.T) {
 	if _, err := e.sink(tbl, cfg); err != nil {
 		t.Fatal(err)
 	}
-	want[mapping.TopicPartition{Topic: "orders", Partition: 0}] = 8
+	want[mapping.TopicPartition{Topic: "orders", Partition: 0}] = 9
 	rows, dead = floetest.CheckWithDeadLetters(t, tbl, dlq, want)
-	if len(rows) != 8 || len(dead) != 5 {
-		t.Fatalf("after the second run: %d rows, %d dead letters; want 8 and 5", len(rows), len(dead))
+	if len(rows) != 8 || len(dead) != 6 {
+		t.Fatalf("after the second run: %d rows, %d dead letters; want 8 and 6", len(rows), len(dead))
 	}
 	cols = columns(t, e, "lake.orders", layout)
 	if cols["flag"] != "boolean" || !strings.Contains(cols["nested"], "b: optional string") {
@@ -275,6 +276,59 @@ func TestRegistryEvolution(t *testing.T) {
 	} {
 		if !strings.Contains(reasons[off], want) {
 			t.Errorf("dead letter %d: %q, want it to contain %q", off, reasons[off], want)
+		}
+	}
+}
+
+// TestConcurrentSinksEvolveOneSchema: two sinks of disjoint partitions
+// evolve one typed table at once, each adding its own columns over many
+// small commits; the table ends with one schema holding both, and every
+// row reads back with its values (a commit that lost the race rewrote its
+// files for the schema the winner committed).
+func TestConcurrentSinksEvolveOneSchema(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 2, nil)
+	layout := mapping.Layout{Value: mapping.ValueJSON}
+	tbl, dlq := e.TypedTable("lake.orders", layout)
+	const n = 60
+	for p := range int32(2) {
+		var values []string
+		for i := range n {
+			values = append(values, fmt.Sprintf(`{"id":%d,"f%d_%d":%d}`, i, p, i/10, i))
+		}
+		e.Produce(jsonRecords("orders", p, values...))
+	}
+	errs := make(chan error, 2)
+	for p := range int32(2) {
+		go func() {
+			// Each sink opens the table as its own process would.
+			own, ownDLQ := e.TypedTable("lake.orders", layout)
+			_, err := e.sink(own, connector.Config{Topic: "orders", Partitions: []int32{p}, StopAtEnd: true, FlushRecords: 5, DeadLetters: ownDLQ})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[mapping.TopicPartition]int64{{Topic: "orders", Partition: 0}: n, {Topic: "orders", Partition: 1}: n}
+	rows, dead := floetest.CheckWithDeadLetters(t, tbl, dlq, want)
+	if len(rows) != 2*n || len(dead) != 0 {
+		t.Fatalf("%d rows, %d dead letters", len(rows), len(dead))
+	}
+	cols := columns(t, e, "lake.orders", layout)
+	for p := range 2 {
+		for g := range n / 10 {
+			if cols[fmt.Sprintf("f%d_%d", p, g)] != "long" {
+				t.Fatalf("column f%d_%d missing: %v", p, g, cols)
+			}
+		}
+	}
+	for _, r := range rows {
+		i := r.Offset
+		if got := r.Columns[fmt.Sprintf("f%d_%d", r.TP.Partition, i/10)]; got != fmt.Sprint(i) {
+			t.Fatalf("row %s@%d: %v", r.TP, i, r.Columns)
 		}
 	}
 }

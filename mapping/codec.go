@@ -75,6 +75,12 @@ func checkColumnNames(format string, t iceberg.Type) error {
 	return nil
 }
 
+// CheckColumnNames refuses top-level fields of t (a struct of value
+// columns) named like one of floe's metadata columns, in any case, as a
+// *SchemaError of format: the check every codec makes of its schema, for
+// columns inferred from schemaless JSON.
+func CheckColumnNames(format string, t iceberg.Type) error { return checkColumnNames(format, t) }
+
 // finishType numbers the fields of a decoded type 1..n and checks the
 // top-level names: the last step of every codec's type.
 func finishType(format string, t iceberg.Type) (iceberg.Type, error) {

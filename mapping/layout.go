@@ -92,6 +92,9 @@ func (l *Layout) Normalize() error {
 	return nil
 }
 
+// SettingRawValues is the LayoutError setting of keeping raw values.
+const SettingRawValues = "raw values"
+
 // LayoutError reports a layout setting that is not valid, or a table whose
 // recorded layout is not the one asked for.
 type LayoutError struct {
@@ -101,6 +104,9 @@ type LayoutError struct {
 }
 
 func (e *LayoutError) Error() string {
+	if e.Table != "" && e.Setting == SettingRawValues {
+		return fmt.Sprintf("table %s does not keep the values' bytes (%s): a table keeps the layout it was created with; sink into a new table to keep them", e.Table, ColRawValue)
+	}
 	if e.Table != "" {
 		return fmt.Sprintf("table %s keeps its %s as %s, not %s (a table keeps the layout it was created with; sink into a new table)", e.Table, e.Setting, e.Want, e.Value)
 	}

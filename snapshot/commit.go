@@ -516,7 +516,8 @@ func (t *Table) commitOnce(ctx context.Context, st staged, props iceberg.Propert
 // iceberg-go's SQL catalog reports a stale branch head as a plain
 // "requirement failed" error, not ErrCommitFailed.
 func isConflict(err error) bool {
-	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
+	// Its schema requirement says "Requirement failed" (capitalised).
+	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(strings.ToLower(err.Error()), "requirement failed")
 }
 
 // appendFiles stages an append to target (the table, with the flush's

@@ -81,9 +81,10 @@ type OpenOptions struct {
 	// its own.
 	Properties map[string]string
 	// Layout is how the table holds records. A table Create creates gets it
-	// (the zero Layout: mapping.RawLayout); an existing table keeps the
-	// layout it was created with, and a non-zero Layout that differs from
-	// it is a *mapping.LayoutError.
+	// (empty modes: the defaults of mapping.RawLayout); an existing table
+	// keeps the layout it was created with, and a mode set here that
+	// differs from it (or RawValue for a table without them) is a
+	// *mapping.LayoutError.
 	Layout mapping.Layout
 	// Schema is the schema of a table Create creates; nil means the
 	// layout's (mapping.Layout.Schema).
@@ -116,7 +117,9 @@ func (e *notFoundError) Unwrap() []error { return []error{ErrTableNotFound, e.er
 func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts OpenOptions) (*Table, error) {
 	name := strings.Join(ident, ".")
 	want := opts.Layout
-	asked := want != (mapping.Layout{})
+	// A mode left empty is not asked for: an existing table keeps its own,
+	// a new one gets the default.
+	asked := want
 	if err := want.Normalize(); err != nil {
 		return nil, err
 	}
@@ -134,19 +137,15 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
-	if asked {
-		for setting, pair := range map[string][2]string{
-			"values":     {string(want.Value), string(layout.Value)},
-			"keys":       {string(want.Key), string(layout.Key)},
-			"raw values": {fmt.Sprint(want.RawValue), fmt.Sprint(layout.RawValue)},
-		} {
-			// A table that keeps raw values beside its columns keeps them
-			// for a writer that did not ask: only asking for what the
-			// table lacks is an error.
-			if pair[0] != pair[1] && (setting != "raw values" || want.RawValue) {
-				return nil, &mapping.LayoutError{Table: name, Setting: setting, Value: pair[0], Want: pair[1]}
-			}
-		}
+	switch {
+	case asked.Value != "" && asked.Value != layout.Value:
+		return nil, &mapping.LayoutError{Table: name, Setting: "values", Value: string(asked.Value), Want: string(layout.Value)}
+	case asked.Key != "" && asked.Key != layout.Key:
+		return nil, &mapping.LayoutError{Table: name, Setting: "keys", Value: string(asked.Key), Want: string(layout.Key)}
+	case asked.RawValue && !layout.RawValue:
+		// A table that keeps raw values keeps them for a writer that did
+		// not ask; only asking for what the table lacks is an error.
+		return nil, &mapping.LayoutError{Table: name, Setting: mapping.SettingRawValues, Value: "kept", Want: "not kept"}
 	}
 	if err := layout.Check(tbl.Schema()); err != nil {
 		return nil, fmt.Errorf("table %s cannot hold floe rows: %w (sink into a new table, or fix its schema)", name, err)

@@ -42,7 +42,11 @@ warehouse, and run floe's whole story on them:
   - replay the topic from offset 0 into lake.orders_rebuilt and compare it row by row with
     lake.orders; show the table as of an earlier position (as-of) and which snapshot and file
     hold an offset (where); fold the topic into the state table lake.orders_state
-    (--fold latest).
+    (--fold latest);
+  - produce Avro shipment events through the embedded schema registry, with one schema
+    change and three records that cannot become rows, sink them into the typed table
+    lake.shipments (--value registry), and show its columns, a few rows, the dead letters in
+    lake.shipments_dlq and the audit that accounts for both.
 Nothing outside --dir is touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -151,7 +155,10 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int) error {
 	if err := demoAudit(ctx, w, stack, tbl); err != nil {
 		return err
 	}
-	return demoReplay(ctx, w, stack, tbl)
+	if err := demoReplay(ctx, w, stack, tbl); err != nil {
+		return err
+	}
+	return demoTyped(ctx, w, stack)
 }
 
 // printLedger prints each snapshot with its ranges, then a per-partition summary.

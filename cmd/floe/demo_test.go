@@ -23,6 +23,10 @@ func TestDemoCommand(t *testing.T) {
 		"first snapshot covering those positions",
 		"but has no row: it is a",
 		"folded",
+		"400 rows and 3 dead letters (into lake.shipments_dlq)",
+		"carrier string",
+		"does not have schema 9999",
+		"3 dead letters (verified against",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q", want)

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/localstack"
+)
+
+// TestTypedSinkCommand runs floe sink --value registry --key string on
+// Avro records with a schema change and bad records, then floe audit at
+// every level with the registry, as a user would; then the typed flags'
+// errors.
+func TestTypedSinkCommand(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "shipments", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := localstack.DemoShipments(t.Context(), st.Registry, "shipments", 2, 100, time.Now().Add(-time.Hour), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	sink := append([]string{"sink", "-b", brokers, "-t", "shipments", "--table", "lake.shipments", "--stop-at-end", "--flush-records", "40"}, loc...)
+
+	// Without the registry a registry table cannot be sunk: one line names the flag.
+	code, _, errs := floe(t, append(sink, "--value", "registry")...)
+	if code != 2 || !strings.Contains(errs, "--schema-registry") || strings.Count(strings.TrimSpace(errs), "\n") > 1 {
+		t.Fatalf("without --schema-registry: exit %d, %q", code, errs)
+	}
+	code, _, errs = floe(t, append(sink, "--value", "avro")...)
+	if code != 2 || !strings.Contains(errs, `--value "avro": want raw, json or registry`) {
+		t.Fatalf("--value avro: exit %d, %q", code, errs)
+	}
+
+	// --dlq off stops at the first bad record, naming it, after committing
+	// what came before.
+	typed := append(sink, "--value", "registry", "--key", "string", "--schema-registry", st.Registry)
+	code, _, errs = floe(t, append(typed, "--dlq", "off")...)
+	if code != 2 || !strings.Contains(errs, "cannot become a row") || !strings.Contains(errs, "shipments/") {
+		t.Fatalf("--dlq off: exit %d, %q", code, errs)
+	}
+
+	code, out, errs := floe(t, typed...)
+	if code != 0 || !strings.Contains(out, "100 rows") && !strings.Contains(out, "rows") {
+		t.Fatalf("typed sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	// A later run may leave out the typed flags: the table keeps its layout.
+	code, out, errs = floe(t, append(sink, "--schema-registry", st.Registry)...)
+	if code != 0 || !strings.Contains(out, "0 rows in 0 commits") {
+		t.Fatalf("second run without --value: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Another layout for an existing table is refused.
+	code, _, errs = floe(t, append(sink, "--value", "json")...)
+	if code != 2 || !strings.Contains(errs, "keeps its values as registry") {
+		t.Fatalf("--value json on a registry table: exit %d, %q", code, errs)
+	}
+
+	audit := append([]string{"audit", "--table", "lake.shipments", "--deep", "-b", brokers, "--verify-content", "--schema-registry", st.Registry, "--json"}, loc...)
+	code, out, errs = floe(t, audit...)
+	if code != 0 {
+		t.Fatalf("audit: exit %d\n%s\n%s", code, out, errs)
+	}
+	var rep struct {
+		Complete   bool `json:"complete"`
+		Partitions []struct {
+			Records     int64 `json:"records"`
+			DeadLetters int64 `json:"dead_letters"`
+			Content     struct {
+				Verified    int64 `json:"verified"`
+				DeadLetters int64 `json:"dead_letters"`
+			} `json:"content"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var rows, dead, verified, verifiedDead int64
+	for _, p := range rep.Partitions {
+		rows += p.Records
+		dead += p.DeadLetters
+		verified += p.Content.Verified
+		verifiedDead += p.Content.DeadLetters
+	}
+	if !rep.Complete || rows != 100 || dead != 3 || verified != 100 || verifiedDead != 3 {
+		t.Fatalf("audit: complete %v, %d rows (%d verified), %d dead letters (%d verified)", rep.Complete, rows, verified, dead, verifiedDead)
+	}
+}

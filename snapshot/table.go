@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -85,6 +86,17 @@ type OpenOptions struct {
 	// layout it was created with, and a non-zero Layout that differs from
 	// it is a *mapping.LayoutError.
 	Layout mapping.Layout
+	// PartitionBy, when set, is the partition spec the table should have.
+	// A table Create creates gets it for the columns it has and records
+	// it (mapping.PropPartitionBy), so that the commits that add the
+	// other columns add their fields. An existing table is evolved to it
+	// when its spec differs (SetPartitionBy). A spec the table's columns
+	// cannot take is a *mapping.PartitionByError, before anything is
+	// created or changed. Nil leaves an existing table's spec as it is.
+	PartitionBy *mapping.PartitionBy
+	// Logger receives a change of the partition spec; nil:
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // ErrTableNotFound is matched (errors.Is) when Open finds no table of the
@@ -119,7 +131,10 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	}
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil && isNoSuchTable(err) && opts.Create {
-		tbl, err = create(ctx, cat, ident, want, opts.Properties)
+		if err := opts.CheckNew(); err != nil {
+			return nil, err
+		}
+		tbl, err = create(ctx, cat, ident, want, opts.Properties, opts.PartitionBy)
 	}
 	if err != nil {
 		if isNoSuchTable(err) {
@@ -159,10 +174,19 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if branch != table.MainBranch && !t.HasBranch(branch) {
 		return nil, fmt.Errorf("table %s has no branch %q: %w", name, branch, ErrNoBranch)
 	}
+	if opts.PartitionBy != nil {
+		// A table just created has the spec already; one another process
+		// created first, or an existing one, may not.
+		if err := t.SetPartitionBy(ctx, *opts.PartitionBy, opts.Logger); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, extra map[string]string) (*table.Table, error) {
+// create creates the table of layout with properties extra, partitioned by
+// pb (nil: unpartitioned).
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, extra map[string]string, pb *mapping.PartitionBy) (*table.Table, error) {
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
@@ -174,7 +198,16 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 		maps.Copy(props, layout.Properties())
 	}
 	maps.Copy(props, extra)
-	tbl, err := cat.CreateTable(ctx, ident, layout.Schema(), catalog.WithProperties(props))
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+	if pb != nil {
+		spec, err := newSpec(layout.Schema(), *pb)
+		if err != nil {
+			return nil, err
+		}
+		props[mapping.PropPartitionBy] = pb.String()
+		opts = append(opts, catalog.WithPartitionSpec(spec))
+	}
+	tbl, err := cat.CreateTable(ctx, ident, layout.Schema(), opts...)
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		// Another floe process created it first.
 		return cat.LoadTable(ctx, ident)

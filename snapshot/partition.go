@@ -96,6 +96,10 @@ func (t *Table) PendingPartitionFields() ([]mapping.PartitionField, error) {
 	return out, nil
 }
 
+// PartitionSpec is the table's Iceberg partition spec, written as
+// --partition-by asks for it ("none": unpartitioned).
+func (t *Table) PartitionSpec() string { return specText(t.tbl.Spec(), t.tbl.Schema()) }
+
 // CheckPartitionBy reports, as a *mapping.PartitionByError, a field of p
 // the table cannot be partitioned by (Layout.CheckPartitionBy).
 func (t *Table) CheckPartitionBy(p mapping.PartitionBy) error {
@@ -232,7 +236,7 @@ func (t *Table) stagePartitionFields(txn *table.Transaction) error {
 		_, has, err := f.Source(after)
 		if err != nil {
 			return &mapping.PartitionByError{Spec: p.String(), Part: f.String(), Table: t.Name(),
-				Problem: fmt.Sprintf("the column appeared, but %v; change the table's spec (--partition-by) to one its columns take", err)}
+				Problem: fmt.Sprintf("the column appeared, but %v; give the table a spec its columns take", err)}
 		}
 		if has {
 			add = append(add, f)

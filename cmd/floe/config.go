@@ -35,6 +35,9 @@ type pipeline struct {
 	Table string `yaml:"table"`
 	// Partitions restricts the pipeline to these partitions; empty means all.
 	Partitions []int32 `yaml:"partitions"`
+	// PartitionBy is the pipeline's table's partition spec; empty means
+	// the partition-by key (or --partition-by) of all pipelines.
+	PartitionBy string `yaml:"partition-by"`
 }
 
 // configFile is a parsed config file.

@@ -264,3 +264,226 @@ func TestPartitionByEachTransform(t *testing.T) {
 		})
 	}
 }
+
+// TestPartitionByBadSpecs: a spec floe cannot apply exits 2 with one line
+// naming the part at fault, before a table is created or changed.
+func TestPartitionByBadSpecs(t *testing.T) {
+	st, loc := partitionStack(t, 30)
+	sink := func(table string, spec ...string) []string {
+		args := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "ev", "--table", table, "--stop-at-end"}, loc...)
+		if len(spec) > 0 {
+			args = append(args, "--partition-by", spec[0])
+		}
+		return args
+	}
+	mustFloe(t, sink("lake.existing", "hour(kafka_timestamp)")...)
+	loc0 := openFloeTable(t, st, "lake.existing").Iceberg().MetadataLocation()
+	for spec, want := range map[string]string{
+		"day(placed_at)":          `--partition-by "day(placed_at)" on table lake.%s: day(placed_at): floe writes no column placed_at into a table of raw values; its columns are kafka_topic,`,
+		"hourly(kafka_timestamp)": `invalid argument "hourly(kafka_timestamp)" for "--partition-by" flag: hourly(kafka_timestamp): unknown transform "hourly"`,
+		"bucket(kafka_key)":       `bucket(kafka_key): bucket takes the number of buckets and a column: bucket(N, COLUMN), e.g. bucket(16, kafka_key)`,
+		"hour(kafka_offset)":      `hour(kafka_offset): column kafka_offset is a long, which hour does not take (it takes timestamp or timestamptz)`,
+		"identity(kafka_headers)": `Iceberg partitions only by primitive columns`,
+	} {
+		for _, table := range []string{"lake.fresh", "lake.existing"} {
+			code, out, errs := floe(t, sink(table, spec)...)
+			w := want
+			if strings.Contains(w, "%s") {
+				w = fmt.Sprintf(w, strings.TrimPrefix(table, "lake."))
+				if table == "lake.fresh" {
+					w = strings.Replace(w, " on table lake.fresh", "", 1)
+				}
+			}
+			if code != exitError || !strings.Contains(errs, w) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {
+				t.Errorf("%s on %s: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", spec, table, code, out, errs, w)
+			}
+		}
+	}
+	if replayTableExists(t, st, "lake.fresh") {
+		t.Error("a refused spec created its table")
+	}
+	if got := openFloeTable(t, st, "lake.existing").Iceberg().MetadataLocation(); got != loc0 {
+		t.Error("a refused spec changed the existing table")
+	}
+	t.Setenv("FLOE_PARTITION_BY", "day(")
+	if code, _, errs := floe(t, sink("lake.fresh")...); code != exitError || !strings.Contains(errs, `FLOE_PARTITION_BY: invalid argument "day(" for "--partition-by" flag: a ( is not closed`) {
+		t.Errorf("FLOE_PARTITION_BY: exit %d, %q", code, errs)
+	}
+}
+
+// TestPartitionSpecEvolves: a sink asked for another spec evolves the
+// table's: files written before keep theirs, the audit and where answer
+// across both; a sink without --partition-by keeps the spec.
+func TestPartitionSpecEvolves(t *testing.T) {
+	st, loc := partitionStack(t, 60)
+	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "ev", "--table", "lake.ev", "--stop-at-end", "--flush-records", "25"}, loc...)
+	mustFloe(t, append(sink, "--partition-by", "hour(kafka_timestamp)")...)
+	produceEvents(t, st, 60, 120)
+	code, _, errs := floe(t, append(sink, "--partition-by", "day(kafka_timestamp), identity(kafka_partition)")...)
+	if code != exitOK || !strings.Contains(errs, "partition spec changed: files written before keep the spec they were written with") ||
+		!strings.Contains(errs, "from=hour(kafka_timestamp)") {
+		t.Fatalf("evolving sink: exit %d\n%s", code, errs)
+	}
+	tbl := openFloeTable(t, st, "lake.ev")
+	if tbl.PartitionSpec() != "day(kafka_timestamp), identity(kafka_partition)" {
+		t.Fatalf("spec %s", tbl.PartitionSpec())
+	}
+	specs := map[int32]map[int64]bool{}
+	for _, f := range readFiles(t, tbl) {
+		if specs[f.spec] == nil {
+			specs[f.spec] = map[int64]bool{}
+		}
+		for _, o := range f.offsets {
+			specs[f.spec][o] = true
+		}
+	}
+	// Offsets 0-19 of each partition have the old spec, 20-39 the new.
+	if len(specs) != 2 || !specs[0][19] || specs[0][20] || !specs[1][20] || specs[1][19] {
+		t.Fatalf("offsets per spec: %v", specs)
+	}
+	js := mustFloe(t, append([]string{"audit", "--table", "lake.ev", "--deep", "--json"}, loc[:2]...)...)
+	if !strings.Contains(js, `"complete": true`) {
+		t.Fatalf("audit:\n%s", js)
+	}
+	for _, off := range []string{"3", "33"} {
+		if out := mustFloe(t, append([]string{"where", "--table", "lake.ev", "-t", "ev", "--partition", "1", "--offset", off}, loc[:2]...)...); !strings.Contains(out, "is a row") {
+			t.Fatalf("where offset %s:\n%s", off, out)
+		}
+	}
+
+	produceEvents(t, st, 120, 150)
+	t.Setenv("FLOE_PARTITION_BY", "day(kafka_timestamp), identity(kafka_partition)")
+	mustFloe(t, sink...)
+	os.Unsetenv("FLOE_PARTITION_BY")
+	produceEvents(t, st, 150, 180)
+	mustFloe(t, sink...)
+	after := openFloeTable(t, st, "lake.ev")
+	if after.PartitionSpec() != tbl.PartitionSpec() || len(after.Iceberg().Metadata().PartitionSpecs()) != 2 {
+		t.Fatalf("spec after sinks without a change: %s (%d specs)", after.PartitionSpec(), len(after.Iceberg().Metadata().PartitionSpecs()))
+	}
+	for path, f := range readFiles(t, after) {
+		if slices.Max(f.offsets) >= 40 && f.spec != 1 {
+			t.Fatalf("file %s of offsets %v has spec %d", path, f.offsets, f.spec)
+		}
+	}
+}
+
+// TestPartitionedReplayFoldAndMaintain: a replay into a new table gets its
+// --partition-by; a replay onto a branch has its table's spec and refuses
+// another; a partitioned state table folds and audits; floe maintain
+// expires and removes orphans in partition folders without touching live
+// files.
+func TestPartitionedReplayFoldAndMaintain(t *testing.T) {
+	st, loc := partitionStack(t, 90)
+	brokers := strings.Join(st.Brokers, ",")
+	replay := func(args ...string) (int, string, string) {
+		return floe(t, append(append([]string{"replay", "-b", brokers, "-t", "ev", "--flush-records", "20"}, args...), loc...)...)
+	}
+	complete := func(table string) {
+		t.Helper()
+		js := mustFloe(t, append([]string{"audit", "--table", table, "--deep", "--json"}, loc[:2]...)...)
+		if !strings.Contains(js, `"complete": true`) {
+			t.Fatalf("audit of %s:\n%s", table, js)
+		}
+	}
+	if code, out, errs := replay("--table", "lake.rebuilt", "--partition-by", "bucket(4, kafka_key)"); code != exitOK {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
+	}
+	rebuilt := openFloeTable(t, st, "lake.rebuilt")
+	if rebuilt.PartitionSpec() != "bucket(4, kafka_key)" {
+		t.Fatalf("replayed table's spec: %s", rebuilt.PartitionSpec())
+	}
+	readFiles(t, rebuilt)
+	complete("lake.rebuilt")
+
+	code, _, errs := replay("--table", "lake.rebuilt", "--branch", "again", "--partition-by", "day(kafka_timestamp)")
+	if code != exitError || !strings.Contains(errs, "table lake.rebuilt is partitioned by bucket(4, kafka_key), and its branches share its partition spec") ||
+		!strings.Contains(errs, "omit --partition-by") {
+		t.Fatalf("branch with another spec: exit %d, %q", code, errs)
+	}
+	if openFloeTable(t, st, "lake.rebuilt").HasBranch("again") {
+		t.Fatal("the refused replay created its branch")
+	}
+	if code, out, errs := replay("--table", "lake.rebuilt", "--branch", "again", "--partition-by", "bucket(4, kafka_key)"); code != exitOK {
+		t.Fatalf("branch with the table's spec: exit %d\n%s\n%s", code, out, errs)
+	}
+	mustFloe(t, append([]string{"audit", "--table", "lake.rebuilt", "--branch", "again", "--deep"}, loc[:2]...)...)
+
+	// A state table: the latest value per key, folded into bucket files.
+	if code, out, errs := replay("--table", "lake.state", "--fold", "latest", "--partition-by", "bucket(4, kafka_key)"); code != exitOK {
+		t.Fatalf("fold: exit %d\n%s\n%s", code, out, errs)
+	}
+	state := openFloeTable(t, st, "lake.state")
+	keys := 0
+	for _, f := range readFiles(t, state) {
+		keys += len(f.offsets)
+	}
+	if keys != 60 {
+		t.Fatalf("state table holds %d rows, want one per key (60)", keys)
+	}
+	complete("lake.state")
+
+	// maintain: expire every snapshot but the head, and delete an old
+	// orphan in a partition folder.
+	live := readFiles(t, rebuilt)
+	var dir string
+	for path := range live {
+		dir = filepath.Dir(strings.TrimPrefix(path, "file://"))
+		break
+	}
+	orphan := filepath.Join(dir, "crashed-00000.parquet")
+	if err := os.WriteFile(orphan, []byte("PAR1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(orphan, past, past); err != nil {
+		t.Fatal(err)
+	}
+	out := mustFloe(t, append([]string{"maintain", "--table", "lake.rebuilt", "--retain-last", "1", "--remove-orphans"}, loc[:2]...)...)
+	if !strings.Contains(out, "orphan data files deleted: 1") {
+		t.Fatalf("maintain:\n%s", out)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Fatalf("orphan kept: %v", err)
+	}
+	after := readFiles(t, openFloeTable(t, st, "lake.rebuilt"))
+	if len(after) != len(live) {
+		t.Fatalf("%d live files after maintain, %d before", len(after), len(live))
+	}
+	complete("lake.rebuilt")
+}
+
+// TestPartitionByInConfigFile: partition-by in a config file applies to
+// every pipeline but those with one of their own.
+func TestPartitionByInConfigFile(t *testing.T) {
+	st, _ := partitionStack(t, 30)
+	cat := st.Catalog()
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	write := func(own string) {
+		writeFile(t, conf, fmt.Sprintf(`
+brokers: [%s]
+catalog: %q
+warehouse: %q
+stop-at-end: true
+partition-by: month(kafka_timestamp)
+pipelines:
+  - topic: ev
+    table: lake.a
+  - topic: ev
+    table: lake.b
+    partition-by: %s
+`, st.Brokers[0], cat.Catalog, cat.Warehouse, own))
+	}
+	write("bucket(2, kafka_key)")
+	mustFloe(t, "sink", "--config", conf)
+	for table, want := range map[string]string{"lake.a": "month(kafka_timestamp)", "lake.b": "bucket(2, kafka_key)"} {
+		if got := openFloeTable(t, st, table).PartitionSpec(); got != want {
+			t.Errorf("%s: spec %s, want %s", table, got, want)
+		}
+	}
+	write("'bucket(2)'")
+	code, _, errs := floe(t, "sink", "--config", conf)
+	if code != exitError || !strings.Contains(errs, `config file: pipeline ev -> lake.b: partition-by: partition spec "bucket(2)": bucket(2): bucket takes the number of buckets and a column`) {
+		t.Fatalf("bad pipeline partition-by: exit %d, %q", code, errs)
+	}
+}

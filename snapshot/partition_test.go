@@ -263,3 +263,26 @@ func TestCommitRewritesForANewSpec(t *testing.T) {
 		t.Fatalf("rows: %v", got)
 	}
 }
+
+// TestWriterSwitchesToANewSpec: a writer that commits after another
+// process changed the spec (which moves no branch head, so nothing
+// conflicts) commits its files under the spec they were written with,
+// which they name, and writes its next flush with the new spec.
+func TestWriterSwitchesToANewSpec(t *testing.T) {
+	cat := tempCatalog(t)
+	a := openTestTable(t, cat, "lake.switch", snapshot.OpenOptions{Create: true})
+	openTestTable(t, cat, "lake.switch", snapshot.OpenOptions{PartitionBy: partitionBy(t, "identity(kafka_key)")})
+	commitRecs(t, a, map[int32]mapping.Interval{0: {Low: 0, High: 2}}, testRec{partition: 0, offset: 0, key: "k1", value: "a"}, testRec{partition: 0, offset: 1, key: "k2", value: "a"})
+	first := a.Head().SnapshotID
+	commitRecs(t, a, map[int32]mapping.Interval{0: {Low: 2, High: 4}}, testRec{partition: 0, offset: 2, key: "k1", value: "b"}, testRec{partition: 0, offset: 3, key: "k2", value: "b"})
+	specs := map[int64][]int32{}
+	for _, f := range liveFiles(t, a, a.Head().SnapshotID) {
+		specs[f.addedBy] = append(specs[f.addedBy], f.spec)
+	}
+	if fmt.Sprint(specs[first]) != "[0]" || fmt.Sprint(specs[a.Head().SnapshotID]) != "[1 1]" {
+		t.Fatalf("specs of the files per snapshot: %v", specs)
+	}
+	if got := snapshotRows(t, a, 0); len(got) != 4 {
+		t.Fatalf("rows: %v", got)
+	}
+}

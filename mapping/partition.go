@@ -242,6 +242,23 @@ func (f PartitionField) String() string {
 	return fmt.Sprintf("%s(%s)", f.Transform, f.Column)
 }
 
+// Name is the name of the field in the table's partition spec: Iceberg's
+// default (the column for identity, COLUMN_bucket_N, COLUMN_trunc_W,
+// COLUMN_day, ...), with the dots of a nested column's path made
+// underscores, since Iceberg refuses dots in partition field names.
+func (f PartitionField) Name() string {
+	col := strings.ReplaceAll(f.Column, ".", "_")
+	switch f.Transform {
+	case TransformIdentity:
+		return col
+	case TransformTruncate:
+		return fmt.Sprintf("%s_trunc_%d", col, f.Param)
+	case TransformBucket:
+		return fmt.Sprintf("%s_bucket_%d", col, f.Param)
+	}
+	return col + "_" + f.Transform
+}
+
 // IcebergTransform is the field's Iceberg transform.
 func (f PartitionField) IcebergTransform() iceberg.Transform {
 	switch f.Transform {

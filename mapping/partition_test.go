@@ -31,7 +31,15 @@ func TestParsePartitionBy(t *testing.T) {
 			t.Errorf("%q does not read back: %v %v", p, again, err)
 		}
 	}
-	p, _ := ParsePartitionBy("bucket(16, id)")
+	p, _ := ParsePartitionBy("identity(a), bucket(16, b), truncate(4, c), year(d), hour(e.f)")
+	var names []string
+	for _, f := range p.Fields {
+		names = append(names, f.Name())
+	}
+	if got := strings.Join(names, " "); got != "a b_bucket_16 c_trunc_4 d_year e_f_hour" {
+		t.Fatalf("partition field names %s", got)
+	}
+	p, _ = ParsePartitionBy("bucket(16, id)")
 	if got := p.Fields[0]; got != (PartitionField{Transform: TransformBucket, Param: 16, Column: "id"}) || !got.IcebergTransform().Equals(iceberg.BucketTransform{NumBuckets: 16}) {
 		t.Fatalf("bucket(16, id) is %+v", got)
 	}

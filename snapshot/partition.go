@@ -35,11 +35,7 @@ func newSpec(s *iceberg.Schema, p mapping.PartitionBy) (*iceberg.PartitionSpec, 
 		if !ok {
 			continue
 		}
-		name, err := iceberg.GeneratePartitionFieldName(s, iceberg.PartitionField{SourceIDs: []int{col.ID}, Transform: f.IcebergTransform()})
-		if err != nil {
-			return nil, fmt.Errorf("name the partition field %s: %w", f, err)
-		}
-		opts = append(opts, iceberg.AddPartitionFieldBySourceID(col.ID, name, f.IcebergTransform(), s, nil))
+		opts = append(opts, iceberg.AddPartitionFieldBySourceID(col.ID, f.Name(), f.IcebergTransform(), s, nil))
 	}
 	spec, err := iceberg.NewPartitionSpecOpts(opts...)
 	if err != nil {
@@ -207,7 +203,7 @@ func stageSpec(txn *table.Transaction, s *iceberg.Schema, p mapping.PartitionBy)
 		upd.RemoveField(name)
 	}
 	for _, f := range add {
-		upd.AddField(f.Column, f.IcebergTransform(), "")
+		upd.AddField(f.Column, f.IcebergTransform(), f.Name())
 	}
 	return true, upd.Commit()
 }
@@ -247,7 +243,7 @@ func (t *Table) stagePartitionFields(txn *table.Transaction) error {
 	}
 	upd := txn.UpdateSpec(true)
 	for _, f := range add {
-		upd.AddField(f.Column, f.IcebergTransform(), "")
+		upd.AddField(f.Column, f.IcebergTransform(), f.Name())
 	}
 	if err := upd.Commit(); err != nil {
 		return fmt.Errorf("stage the partition fields %v of %s with the columns they need: %w", add, t.Name(), err)

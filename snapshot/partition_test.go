@@ -307,3 +307,29 @@ func TestWriterSwitchesToANewSpec(t *testing.T) {
 		t.Fatalf("rows: %v", got)
 	}
 }
+
+// TestPartitionByNestedField: a field of a struct column, as a dotted
+// path, partitions like a top-level column once the struct appears.
+func TestPartitionByNestedField(t *testing.T) {
+	l := mapping.Layout{Value: mapping.ValueJSON}
+	tbl := openTestTable(t, tempCatalog(t), "lake.nested", snapshot.OpenOptions{Create: true, Layout: l, PartitionBy: partitionBy(t, "day(order.placed_at)")})
+	v1 := &iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 1, Name: "order", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
+		{ID: 2, Name: "placed_at", Type: iceberg.PrimitiveTypes.TimestampTz}, {ID: 3, Name: "sku", Type: iceberg.PrimitiveTypes.String}}}}}}
+	day := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	var rows []map[string]any
+	for i := range 6 {
+		rows = append(rows, map[string]any{"order": map[string]any{"placed_at": mapping.TimestampOf(day.Add(time.Duration(i) * 12 * time.Hour)), "sku": "s"}})
+	}
+	rows = append(rows, map[string]any{"order": nil})
+	if _, err := tbl.Commit(t.Context(), typedFlush(t, l, v1, 0, rows...), snapshot.CommitOptions{Writer: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := specOf(tbl); got != "order_placed_at_day" {
+		t.Fatalf("spec: %s", got)
+	}
+	// Four days and the null partition of the row without an order.
+	files := checkPure(t, tbl, tbl.Head().SnapshotID, 1)
+	if len(files) != 5 {
+		t.Fatalf("files: %v", files)
+	}
+}

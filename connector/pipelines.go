@@ -19,6 +19,17 @@ type Pipeline struct {
 	// Table is created, with its namespace, when missing.
 	Table  table.Identifier
 	Config Config
+	// Layout is how a table Run creates holds records (the zero Layout:
+	// raw); an existing table keeps its own, and a non-zero Layout that
+	// differs from it is an error.
+	Layout mapping.Layout
+	// DeadLetters names the dead-letter table of a table whose records are
+	// decoded (its layout is not raw); nil means
+	// snapshot.DeadLetterName(Table). It is created when missing.
+	DeadLetters table.Identifier
+	// NoDeadLetters runs without a dead-letter table: the first record
+	// that cannot become a row stops the sink (Config.DeadLetters).
+	NoDeadLetters bool
 	// PartitionBy, when set, is the table's partition spec: a new table is
 	// created with it, an existing one is evolved to it when its spec
 	// differs (snapshot.OpenOptions.PartitionBy). Nil keeps an existing
@@ -59,19 +70,8 @@ type Pipelines []Pipeline
 // failures are returned (joined, each naming its pipeline when there are
 // several).
 func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog) error {
-	for i, p := range ps {
-		if err := p.Config.Validate(); err != nil {
-			return ps.wrap(i, err)
-		}
-	}
-	for i, p := range ps {
-		t, err := broker.Topic(ctx, p.Config.Topic)
-		if err == nil {
-			err = checkPartitions(t, p.Config.Partitions)
-		}
-		if err != nil {
-			return ps.wrap(i, err)
-		}
+	if err := ps.Check(ctx, broker); err != nil {
+		return err
 	}
 	tables, err := ps.open(ctx, cat)
 	if err != nil {
@@ -79,7 +79,17 @@ func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog
 	}
 	sinks := make([]*Sink, len(ps))
 	for i, p := range ps {
-		if sinks[i], err = NewSink(broker, tables[i], p.Config); err != nil {
+		cfg := p.Config
+		if tables[i].Layout() != mapping.RawLayout && !p.NoDeadLetters {
+			name := p.DeadLetters
+			if name == nil {
+				name = snapshot.DeadLetterName(p.Table)
+			}
+			if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true); err != nil {
+				return ps.wrap(i, err)
+			}
+		}
+		if sinks[i], err = NewSink(broker, tables[i], cfg); err != nil {
 			return ps.wrap(i, err)
 		}
 	}
@@ -113,6 +123,28 @@ func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog
 	return errors.Join(errs...)
 }
 
+// Check checks what Run checks before it opens anything: each Config, and
+// that each topic exists on the brokers with the partitions
+// Config.Partitions names. A caller that creates things before Run (a
+// catalog) calls it first.
+func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
+	for i, p := range ps {
+		if err := p.Config.Validate(); err != nil {
+			return ps.wrap(i, err)
+		}
+	}
+	for i, p := range ps {
+		t, err := broker.Topic(ctx, p.Config.Topic)
+		if err == nil {
+			err = checkPartitions(t, p.Config.Partitions)
+		}
+		if err != nil {
+			return ps.wrap(i, err)
+		}
+	}
+	return nil
+}
+
 // wrap names pipeline i in err when there are several.
 func (ps Pipelines) wrap(i int, err error) error {
 	if len(ps) > 1 {
@@ -130,7 +162,7 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	tables := make([]*snapshot.Table, len(ps))
 	var missing []int
 	for i, p := range ps {
-		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{})
+		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Layout: p.Layout})
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			err = ps.create(i).CheckNew()
@@ -162,5 +194,5 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 
 // create is how pipeline i opens its table when it is missing.
 func (ps Pipelines) create(i int) snapshot.OpenOptions {
-	return snapshot.OpenOptions{Create: true, PartitionBy: ps[i].PartitionBy, Logger: ps[i].Config.Logger}
+	return snapshot.OpenOptions{Create: true, Layout: ps[i].Layout, PartitionBy: ps[i].PartitionBy, Logger: ps[i].Config.Logger}
 }

@@ -56,7 +56,11 @@ func (o OpenOptions) CheckNew() error {
 	if o.PartitionBy == nil {
 		return nil
 	}
-	return l.CheckPartitionBy(*o.PartitionBy, l.Schema())
+	s := o.Schema
+	if s == nil {
+		s = l.Schema()
+	}
+	return l.CheckPartitionBy(*o.PartitionBy, s)
 }
 
 // PartitionBy returns the partition spec the table was last asked for

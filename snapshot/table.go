@@ -86,6 +86,9 @@ type OpenOptions struct {
 	// layout it was created with, and a non-zero Layout that differs from
 	// it is a *mapping.LayoutError.
 	Layout mapping.Layout
+	// Schema is the schema of a table Create creates; nil means the
+	// layout's (mapping.Layout.Schema).
+	Schema *iceberg.Schema
 	// PartitionBy, when set, is the partition spec the table should have.
 	// A table Create creates gets it for the columns it has and records
 	// it (mapping.PropPartitionBy), so that the commits that add the
@@ -134,7 +137,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		if err := opts.CheckNew(); err != nil {
 			return nil, err
 		}
-		tbl, err = create(ctx, cat, ident, want, opts.Properties, opts.PartitionBy)
+		tbl, err = create(ctx, cat, ident, want, opts.Schema, opts.Properties, opts.PartitionBy)
 	}
 	if err != nil {
 		if isNoSuchTable(err) {
@@ -152,7 +155,10 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 			"keys":       {string(want.Key), string(layout.Key)},
 			"raw values": {fmt.Sprint(want.RawValue), fmt.Sprint(layout.RawValue)},
 		} {
-			if pair[0] != pair[1] {
+			// A table that keeps raw values beside its columns keeps them
+			// for a writer that did not ask: only asking for what the
+			// table lacks is an error.
+			if pair[0] != pair[1] && (setting != "raw values" || want.RawValue) {
 				return nil, &mapping.LayoutError{Table: name, Setting: setting, Value: pair[0], Want: pair[1]}
 			}
 		}
@@ -184,9 +190,9 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	return t, nil
 }
 
-// create creates the table of layout with properties extra, partitioned by
-// pb (nil: unpartitioned).
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, extra map[string]string, pb *mapping.PartitionBy) (*table.Table, error) {
+// create creates the table of layout (of schema, nil: the layout's) with
+// properties extra, partitioned by pb (nil: unpartitioned).
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, schema *iceberg.Schema, extra map[string]string, pb *mapping.PartitionBy) (*table.Table, error) {
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
@@ -198,16 +204,19 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 		maps.Copy(props, layout.Properties())
 	}
 	maps.Copy(props, extra)
+	if schema == nil {
+		schema = layout.Schema()
+	}
 	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
 	if pb != nil {
-		spec, err := newSpec(layout.Schema(), *pb)
+		spec, err := newSpec(schema, *pb)
 		if err != nil {
 			return nil, err
 		}
 		props[mapping.PropPartitionBy] = pb.String()
 		opts = append(opts, catalog.WithPartitionSpec(spec))
 	}
-	tbl, err := cat.CreateTable(ctx, ident, layout.Schema(), opts...)
+	tbl, err := cat.CreateTable(ctx, ident, schema, opts...)
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		// Another floe process created it first.
 		return cat.LoadTable(ctx, ident)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -137,8 +138,8 @@ func addedBy(t *testing.T, tbl *snapshot.Table) map[string]int64 {
 	return out
 }
 
-// literalAt is row i of a column of floe's metadata columns as an Iceberg
-// literal.
+// literalAt is row i of a column of the types these tests partition by as
+// an Iceberg literal.
 func literalAt(t *testing.T, col arrow.Array, i int) iceberg.Literal {
 	t.Helper()
 	switch c := col.(type) {
@@ -147,6 +148,8 @@ func literalAt(t *testing.T, col arrow.Array, i int) iceberg.Literal {
 	case *array.Int64:
 		return iceberg.NewLiteral(c.Value(i))
 	case *array.String:
+		return iceberg.NewLiteral(c.Value(i))
+	case *array.LargeString:
 		return iceberg.NewLiteral(c.Value(i))
 	case *array.Binary:
 		return iceberg.NewLiteral(slices.Clone(c.Value(i)))
@@ -485,5 +488,84 @@ pipelines:
 	code, _, errs := floe(t, "sink", "--config", conf)
 	if code != exitError || !strings.Contains(errs, `config file: pipeline ev -> lake.b: partition-by: partition spec "bucket(2)": bucket(2): bucket takes the number of buckets and a column`) {
 		t.Fatalf("bad pipeline partition-by: exit %d, %q", code, errs)
+	}
+}
+
+// TestPartitionByValueColumns: a typed table (--value json) partitioned by
+// value columns: each field is added to the spec by the commit that adds
+// its column, files stay pure, the audit is complete; a column that
+// appears with a type its transform does not take stops the sink, and a
+// spec without that field lets it go on.
+func TestPartitionByValueColumns(t *testing.T) {
+	st, loc := replayStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	for _, topic := range []string{"ty", "bad"} {
+		if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce := func(topic string, from, to int, value func(i int) string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 2), Key: fmt.Appendf(nil, "k%d", i%7), Value: []byte(value(i))})
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce("ty", 0, 40, func(i int) string { return fmt.Sprintf(`{"customer":"c%d","n":%d}`, i%9, i) })
+	sink := append([]string{"sink", "-b", brokers, "-t", "ty", "--table", "lake.ty", "--stop-at-end", "--flush-records", "15", "--value", "json"}, loc...)
+	spec := "identity(kafka_partition), bucket(4, customer), truncate(2, region)"
+	code, _, errs := floe(t, append(sink, "--partition-by", spec)...)
+	if code != exitOK || !strings.Contains(errs, "partition fields wait for their columns") {
+		t.Fatalf("sink: exit %d\n%s", code, errs)
+	}
+	tbl := openFloeTable(t, st, "lake.ty")
+	if got := tbl.PartitionSpec(); got != "identity(kafka_partition), bucket(4, customer)" {
+		t.Fatalf("spec after the first records: %s", got)
+	}
+	readFiles(t, tbl)
+
+	regions := []string{"eu-west", "us-east", "ap-south"}
+	produce("ty", 40, 80, func(i int) string { return fmt.Sprintf(`{"customer":"c%d","n":%d,"region":%q}`, i%9, i, regions[i%3]) })
+	mustFloe(t, sink...)
+	tbl = openFloeTable(t, st, "lake.ty")
+	if got := tbl.PartitionSpec(); got != spec {
+		t.Fatalf("spec after region appeared: %s", got)
+	}
+	files := readFiles(t, tbl)
+	// region's field arrived with its column: no file of a record with a
+	// region was written under a spec without the field.
+	for _, f := range files {
+		if slices.Max(f.offsets) >= 20 && f.spec != int32(tbl.Iceberg().Metadata().DefaultPartitionSpec()) {
+			t.Fatalf("file of offsets %v has spec %d, not the one with region", f.offsets, f.spec)
+		}
+	}
+	js := mustFloe(t, append([]string{"audit", "--table", "lake.ty", "--deep", "--json"}, loc[:2]...)...)
+	if !strings.Contains(js, `"complete": true`) {
+		t.Fatalf("audit:\n%s", js)
+	}
+	if out := mustFloe(t, append([]string{"where", "--table", "lake.ty", "-t", "ty", "--partition", "1", "--offset", "30"}, loc[:2]...)...); !strings.Contains(out, "is a row") {
+		t.Fatalf("where:\n%s", out)
+	}
+
+	// placed_at arrives as a string: day() cannot take it.
+	produce("bad", 0, 10, func(i int) string { return fmt.Sprintf(`{"placed_at":"2024-05-0%dT10:00:00Z"}`, 1+i%5) })
+	bad := append([]string{"sink", "-b", brokers, "-t", "bad", "--table", "lake.bad", "--stop-at-end", "--value", "json"}, loc...)
+	code, out, errs := floe(t, append(bad, "--partition-by", "day(placed_at)")...)
+	if code != exitError || !strings.Contains(errs, `--partition-by "day(placed_at)" on table lake.bad: day(placed_at): the column appeared, but column placed_at is a string, which day does not take`) {
+		t.Fatalf("wrong type: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if l, err := openFloeTable(t, st, "lake.bad").Ledger(); err != nil || l.Next()[mapping.TopicPartition{Topic: "bad", Partition: 0}] != 0 {
+		t.Fatalf("the refused flush committed: %v %v", l, err)
+	}
+	mustFloe(t, append(bad, "--partition-by", "identity(kafka_partition)")...)
+	fixed := openFloeTable(t, st, "lake.bad")
+	if got := fixed.PartitionSpec(); got != "identity(kafka_partition)" {
+		t.Fatalf("spec after the fix: %s", got)
+	}
+	if js := mustFloe(t, append([]string{"audit", "--table", "lake.bad", "--deep", "--json"}, loc[:2]...)...); !strings.Contains(js, `"complete": true`) {
+		t.Fatalf("audit after the fix:\n%s", js)
 	}
 }

@@ -4,9 +4,8 @@
 // partition value in a partitioned table), committing one snapshot per
 // flush that carries its ledger ranges (with the schema changes and the
 // partition fields its columns need), partition spec evolution, optimistic
-// concurrency
-// and fencing of zombie writers, reading the ledger back from the table's
-// snapshots, and ledger-preserving maintenance.
+// concurrency and fencing of zombie writers, reading the ledger back from
+// the table's snapshots, and ledger-preserving maintenance.
 //
 // It knows nothing of Kafka beyond the vocabulary of package mapping.
 package snapshot

@@ -30,6 +30,11 @@ type Pipeline struct {
 	// NoDeadLetters runs without a dead-letter table: the first record
 	// that cannot become a row stops the sink (Config.DeadLetters).
 	NoDeadLetters bool
+	// PartitionBy, when set, is the table's partition spec: a new table is
+	// created with it, an existing one is evolved to it when its spec
+	// differs (snapshot.OpenOptions.PartitionBy). Nil keeps an existing
+	// table's spec.
+	PartitionBy *mapping.PartitionBy
 	// OnStart, when set, is called with the open table once every pipeline
 	// is checked and every table open, just before the pipeline's sink
 	// runs (metrics read its ledger here).
@@ -54,9 +59,11 @@ type Pipelines []Pipeline
 //
 // Everything that can be checked is checked before anything is created:
 // each Config, that each topic exists on the brokers and has the
-// partitions Config.Partitions names, and that each existing table can
-// hold floe rows; only then are missing tables and namespaces created. A
-// mistake in one pipeline therefore leaves no empty table behind for any.
+// partitions Config.Partitions names, that each existing table can hold
+// floe rows, and that each table's columns take its PartitionBy; only then
+// are partition specs changed and missing tables and namespaces created. A
+// mistake in one pipeline therefore leaves no empty table behind for any,
+// nor a changed spec.
 //
 // When one sink fails, the others are stopped as if ctx were cancelled:
 // each commits what it consumed, so nothing is lost or duplicated, and the
@@ -147,8 +154,10 @@ func (ps Pipelines) wrap(i int, err error) error {
 }
 
 // open opens every pipeline's table: first those that exist, so that a
-// table that cannot hold floe rows fails before any is created, then the
-// missing ones, with their namespaces.
+// table that cannot hold floe rows, or a partition spec a table cannot
+// take, fails before any table is created or changed; then it evolves the
+// existing tables' specs and creates the missing ones, with their
+// namespaces.
 func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.Table, error) {
 	tables := make([]*snapshot.Table, len(ps))
 	var missing []int
@@ -156,19 +165,34 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Layout: p.Layout})
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound):
+			err = ps.create(i).CheckNew()
 			missing = append(missing, i)
-		case err != nil:
+		case err == nil && p.PartitionBy != nil:
+			err = t.CheckPartitionBy(*p.PartitionBy)
+		}
+		if err != nil {
 			return nil, ps.wrap(i, err)
-		default:
-			tables[i] = t
+		}
+		tables[i] = t
+	}
+	for i, t := range tables {
+		if t != nil && ps[i].PartitionBy != nil {
+			if err := t.SetPartitionBy(ctx, *ps[i].PartitionBy, ps[i].Config.Logger); err != nil {
+				return nil, ps.wrap(i, err)
+			}
 		}
 	}
 	for _, i := range missing {
-		t, err := snapshot.Open(ctx, cat, ps[i].Table, snapshot.OpenOptions{Create: true, Layout: ps[i].Layout})
+		t, err := snapshot.Open(ctx, cat, ps[i].Table, ps.create(i))
 		if err != nil {
 			return nil, ps.wrap(i, err)
 		}
 		tables[i] = t
 	}
 	return tables, nil
+}
+
+// create is how pipeline i opens its table when it is missing.
+func (ps Pipelines) create(i int) snapshot.OpenOptions {
+	return snapshot.OpenOptions{Create: true, Layout: ps[i].Layout, PartitionBy: ps[i].PartitionBy, Logger: ps[i].Config.Logger}
 }

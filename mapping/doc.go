@@ -2,7 +2,8 @@
 // directions, as pure functions with no I/O:
 //
 //   - records to rows: the table schema (metadata columns plus the value) and
-//     the builder that turns Kafka records into Arrow record batches;
+//     the builder that turns Kafka records into Arrow record batches, and the
+//     partition spec a table is asked for (PartitionBy: --partition-by);
 //   - offsets to snapshots: ranges [low, high) per topic partition, the ledger
 //     encoding carried in snapshot summary properties, and the interval
 //     arithmetic (coverage, gaps, overlaps, lookups) that the sink, the audit

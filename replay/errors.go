@@ -18,7 +18,9 @@ const (
 	SettingBranch  Setting = "Options.Branch"
 	SettingPublish Setting = "Options.Publish"
 	SettingFold    Setting = "Options.Fold"
-	SettingTable   Setting = "target table"
+	// SettingPartitionBy is Options.PartitionBy.
+	SettingPartitionBy Setting = "Options.PartitionBy"
+	SettingTable       Setting = "target table"
 )
 
 // ErrBadBound is matched (errors.Is) by every error about a replay's start

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -24,6 +25,11 @@ type Options struct {
 	// Fold is "" (every record a row) or snapshot.FoldLatest (a state
 	// table; see snapshot.PropFold).
 	Fold string
+	// PartitionBy, when set, is the partition spec of the target: a new
+	// table is created with it, this replay's own earlier target is
+	// evolved to it (snapshot.OpenOptions.PartitionBy). A branch has its
+	// table's spec; asking it for another is a *CheckError.
+	PartitionBy *mapping.PartitionBy
 	// Sink carries the flush policy, writer identity, logger and the
 	// OnRecords/OnCommit callbacks; Run sets its topic and bounds.
 	Sink connector.Config

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -140,7 +142,11 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 		if opts.Fold != "" {
 			props[snapshot.PropFold] = opts.Fold
 		}
-		t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Properties: props})
+		// An existing table is checked before its spec may change.
+		t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+		if errors.Is(err, snapshot.ErrTableNotFound) {
+			t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Properties: props, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger})
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +156,11 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 		}
 		if err := checkFold(t); err != nil {
 			return nil, err
+		}
+		if opts.PartitionBy != nil {
+			if err := t.SetPartitionBy(ctx, *opts.PartitionBy, opts.Sink.Logger); err != nil {
+				return nil, err
+			}
 		}
 		if t.Iceberg().Properties()[PropOf] != opts.Topic {
 			// An empty table someone created: mark it, so that running
@@ -167,10 +178,32 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 	if err := checkFold(t); err != nil {
 		return nil, err
 	}
+	if err := checkBranchSpec(t, opts.PartitionBy); err != nil {
+		return nil, err
+	}
 	if !t.HasBranch(opts.Branch) {
 		if err := t.CreateEmptyBranch(ctx, opts.Branch); err != nil {
 			return nil, err
 		}
 	}
 	return snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Branch: opts.Branch})
+}
+
+// checkBranchSpec refuses a replay onto a branch of t that asks for
+// another partition spec than t's: the spec is the table's, shared by its
+// branches, so changing it for the replay would change it for the writers
+// of main too.
+func checkBranchSpec(t *snapshot.Table, want *mapping.PartitionBy) error {
+	if want == nil {
+		return nil
+	}
+	asked, err := t.PartitionBy()
+	if err != nil {
+		return err
+	}
+	if (asked != nil && asked.Equal(*want)) || t.PartitionSpec() == want.String() {
+		return nil
+	}
+	return &CheckError{Settings: []Setting{SettingPartitionBy, SettingBranch},
+		Err: fmt.Errorf("table %s is partitioned by %s, and its branches share its partition spec, so a replay onto a branch of it cannot ask for %s", t.Name(), t.PartitionSpec(), want)}
 }

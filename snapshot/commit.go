@@ -242,7 +242,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if err != nil {
 		return res, dead, err
 	}
-	writtenFor := t.tbl.Schema().ID
+	writtenFor := t.writeShape(f)
 	write := t.appendFiles
 	if t.Fold() != "" {
 		write = t.foldFiles
@@ -334,14 +334,15 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 				break
 			}
 		}
-		if f.Schema != nil && t.tbl.Schema().ID != writtenFor {
-			// Another writer changed the schema: the files carry field
-			// IDs of a schema this commit would not produce. Write them
-			// again for the one it would.
+		if t.writeShape(f) != writtenFor {
+			// Another writer changed the schema or the partition spec:
+			// the files carry field IDs of a schema, or partition values
+			// of a spec, this commit would not produce. Write them again
+			// for the ones it would.
 			if st, err = t.rewrite(ctx, log, f, st, write); err != nil {
 				return res, dead, err
 			}
-			files, writtenFor = st.add, t.tbl.Schema().ID
+			files, writtenFor = st.add, t.writeShape(f)
 		}
 		snap, err := t.commitOnce(ctx, st, props, f.Schema)
 		if err == nil {
@@ -445,6 +446,10 @@ func (t *Table) stage(want *iceberg.Schema) (*table.Transaction, *table.Table, e
 	}
 	if err := upd.Commit(); err != nil {
 		return nil, nil, fmt.Errorf("stage the schema change of %s: %w", t.Name(), err)
+	}
+	// Partition fields on the columns this change creates (partition.go).
+	if err := t.stagePartitionFields(txn); err != nil {
+		return nil, nil, err
 	}
 	staged, err := txn.StagedTable()
 	if err != nil {

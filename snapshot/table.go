@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -89,6 +90,17 @@ type OpenOptions struct {
 	// Schema is the schema of a table Create creates; nil means the
 	// layout's (mapping.Layout.Schema).
 	Schema *iceberg.Schema
+	// PartitionBy, when set, is the partition spec the table should have.
+	// A table Create creates gets it for the columns it has and records
+	// it (mapping.PropPartitionBy), so that the commits that add the
+	// other columns add their fields. An existing table is evolved to it
+	// when its spec differs (SetPartitionBy). A spec the table's columns
+	// cannot take is a *mapping.PartitionByError, before anything is
+	// created or changed. Nil leaves an existing table's spec as it is.
+	PartitionBy *mapping.PartitionBy
+	// Logger receives a change of the partition spec; nil:
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // ErrTableNotFound is matched (errors.Is) when Open finds no table of the
@@ -125,7 +137,10 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	}
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil && isNoSuchTable(err) && opts.Create {
-		tbl, err = create(ctx, cat, ident, want, opts.Schema, opts.Properties)
+		if err := opts.CheckNew(); err != nil {
+			return nil, err
+		}
+		tbl, err = create(ctx, cat, ident, want, opts.Schema, opts.Properties, opts.PartitionBy)
 	}
 	if err != nil {
 		if isNoSuchTable(err) {
@@ -164,10 +179,19 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if branch != table.MainBranch && !t.HasBranch(branch) {
 		return nil, fmt.Errorf("table %s has no branch %q: %w", name, branch, ErrNoBranch)
 	}
+	if opts.PartitionBy != nil {
+		// A table just created has the spec already; one another process
+		// created first, or an existing one, may not.
+		if err := t.SetPartitionBy(ctx, *opts.PartitionBy, opts.Logger); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, schema *iceberg.Schema, extra map[string]string) (*table.Table, error) {
+// create creates the table of layout (of schema, nil: the layout's) with
+// properties extra, partitioned by pb (nil: unpartitioned).
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, schema *iceberg.Schema, extra map[string]string, pb *mapping.PartitionBy) (*table.Table, error) {
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
@@ -182,7 +206,16 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 	if schema == nil {
 		schema = layout.Schema()
 	}
-	tbl, err := cat.CreateTable(ctx, ident, schema, catalog.WithProperties(props))
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+	if pb != nil {
+		spec, err := newSpec(schema, *pb)
+		if err != nil {
+			return nil, err
+		}
+		props[mapping.PropPartitionBy] = pb.String()
+		opts = append(opts, catalog.WithPartitionSpec(spec))
+	}
+	tbl, err := cat.CreateTable(ctx, ident, schema, opts...)
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		// Another floe process created it first.
 		return cat.LoadTable(ctx, ident)

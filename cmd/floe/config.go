@@ -38,6 +38,9 @@ type pipeline struct {
 	// Value and Key override --value and --key for this pipeline.
 	Value string `yaml:"value"`
 	Key   string `yaml:"key"`
+	// PartitionBy is the pipeline's table's partition spec; empty means
+	// the partition-by key (or --partition-by) of all pipelines.
+	PartitionBy string `yaml:"partition-by"`
 }
 
 // configFile is a parsed config file.

@@ -176,7 +176,7 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(file.pipelines) != 2 || file.pipelines[1].Partitions[2] != 2 {
+	if len(file.pipelines) != 2 || file.pipelines[1].Partitions[2] != 2 || file.pipelines[1].PartitionBy == "" {
 		t.Errorf("pipelines: %+v", file.pipelines)
 	}
 	sink, _, err := root.Find([]string{"sink"})
@@ -185,6 +185,13 @@ func TestExampleConfig(t *testing.T) {
 	}
 	fs := sink.Flags()
 	fs.AddFlagSet(root.PersistentFlags())
+	for _, p := range file.pipelines {
+		if p.PartitionBy != "" {
+			if _, err := pipelinePartitionBy(p); err != nil {
+				t.Errorf("pipeline %s: %v", p.Table, err)
+			}
+		}
+	}
 	for key, vals := range file.values {
 		f := fs.Lookup(key)
 		if f == nil {

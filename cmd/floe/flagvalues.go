@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // Flag values that refuse what cannot be meant. connector.Config takes a
@@ -108,3 +110,36 @@ func (p positiveDuration) Set(s string) error {
 
 func (p positiveDuration) String() string { return p.v.String() }
 func (positiveDuration) Type() string     { return "duration" }
+
+// partitionBy is --partition-by, parsed in Set like the flags above, so
+// that a malformed spec names where it came from; nil when not given.
+type partitionBy struct{ p **mapping.PartitionBy }
+
+func (v partitionBy) Set(s string) error {
+	p, err := mapping.ParsePartitionBy(s)
+	var pe *mapping.PartitionByError
+	switch {
+	case errors.As(err, &pe) && pe.Part != "":
+		// pflag and applyConfig name the whole value already.
+		return fmt.Errorf("%s: %s", pe.Part, pe.Problem)
+	case errors.As(err, &pe):
+		return errors.New(pe.Problem)
+	case err != nil:
+		return err
+	}
+	*v.p = &p
+	return nil
+}
+
+func (v partitionBy) String() string {
+	if *v.p == nil {
+		return ""
+	}
+	return (*v.p).String()
+}
+
+func (partitionBy) Type() string { return "spec" }
+
+// partitionByUsage is --partition-by's usage on every command that has it.
+const partitionByUsage = "partition the table by Iceberg transforms of its columns, comma-separated: identity(COL), bucket(N, COL), truncate(W, COL), year(COL), month(COL), day(COL), hour(COL), e.g. 'hour(kafka_timestamp), bucket(16, kafka_key)'; none for unpartitioned. " +
+	"A new table gets it; an existing table whose spec differs is evolved to it (files written before keep theirs); omitted, a table keeps its spec"

@@ -37,13 +37,14 @@ var flagOf = map[any]string{
 	catalog.SettingS3AccessKeyID:     "--s3-access-key-id",
 	catalog.SettingS3SecretAccessKey: "--s3-secret-access-key",
 
-	replay.SettingTopic:   "--topic",
-	replay.SettingFrom:    "--from",
-	replay.SettingUntil:   "--until",
-	replay.SettingBranch:  "--branch",
-	replay.SettingPublish: "--publish",
-	replay.SettingFold:    "--fold",
-	replay.SettingTable:   "--table",
+	replay.SettingTopic:       "--topic",
+	replay.SettingFrom:        "--from",
+	replay.SettingUntil:       "--until",
+	replay.SettingBranch:      "--branch",
+	replay.SettingPublish:     "--publish",
+	replay.SettingFold:        "--fold",
+	replay.SettingTable:       "--table",
+	replay.SettingPartitionBy: "--partition-by",
 
 	lookup.SettingOffsets:   "--offsets",
 	lookup.SettingTime:      "--time",
@@ -125,6 +126,9 @@ func withFlags(err error) string {
 			}
 			rewrite(e.Error(), cli)
 
+		case *mapping.PartitionByError:
+			rewrite(e.Error(), "--partition-by "+strings.TrimPrefix(e.Error(), "partition spec "))
+
 		case *connector.CheckError:
 			hint("check " + flags(e.Settings))
 		case *catalog.CheckError:
@@ -134,9 +138,12 @@ func withFlags(err error) string {
 		case *lookup.CheckError:
 			hint("pass " + flags(e.Settings) + " of a cluster that still retains the log")
 		case *replay.CheckError:
-			if slices.Contains(e.Settings, replay.SettingFold) {
+			switch {
+			case slices.Contains(e.Settings, replay.SettingFold):
 				hint("check --fold, or replay into another --table")
-			} else {
+			case slices.Contains(e.Settings, replay.SettingPartitionBy):
+				hint("omit --partition-by (a branch is written with its table's spec), or replay into a new --table")
+			default:
 				hint("replay into another --table, or onto another --branch")
 			}
 		case *connector.DataLossError:

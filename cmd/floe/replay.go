@@ -13,6 +13,7 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
 )
 
@@ -24,6 +25,7 @@ type replayFlags struct {
 	branch        string
 	publish       bool
 	fold          string
+	partitionBy   *mapping.PartitionBy
 	flushRecords  int
 	flushBytes    int64
 	flushInterval time.Duration
@@ -58,6 +60,10 @@ of an existing table, starting empty (it shares nothing with main); --publish th
 branch's head main's head in one atomic commit, so readers of main switch from the old content
 to the rebuilt one at once.
 
+--partition-by gives a new target table that Iceberg partition spec (see floe sink --help); run
+again, the replay evolves its own target to a changed one. A branch has its table's spec: a replay
+onto one refuses a --partition-by that differs from it.
+
 --fold latest writes a state table instead: the latest value per key and partition (KTable
 semantics: a null value deletes the key; records with a null key are dropped). Each flush folds
 into the table in one snapshot, so memory is bounded by the flush size, not the key space.
@@ -81,6 +87,7 @@ replay run again reads and writes nothing.`,
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
 	fs.StringVar(&f.fold, "fold", "", "fold the log into a state table: latest (the latest value per key; null deletes)")
+	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "commit after this many records")
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "commit after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "commit at most this long after the first uncommitted record")
@@ -116,7 +123,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	var bar *progress // started by OnStart, once the total is known
 	opts := replay.Options{
 		Topic: f.topic, From: from, Until: until,
-		Branch: f.branch, Publish: f.publish, Fold: f.fold,
+		Branch: f.branch, Publish: f.publish, Fold: f.fold, PartitionBy: f.partitionBy,
 		Sink: connector.Config{
 			FlushRecords:  f.flushRecords,
 			FlushBytes:    f.flushBytes,

@@ -34,6 +34,7 @@ type sinkFlags struct {
 	onDataLoss    string
 	retryFor      time.Duration
 	group         string
+	partitionBy   *mapping.PartitionBy
 	opsFlags
 	decodeFlags
 }
@@ -59,9 +60,17 @@ lost offsets; --on-data-loss record writes them into the ledger as a lost range 
 When storage, the catalog or the brokers fail transiently (an S3 outage, a catalog restarting),
 the sink starts again from the ledger after a pause, for up to --retry-for without a commit,
 then stops with exit code 2. Rejected credentials, a missing bucket and other errors that need a
-person stop it at once.`,
+person stop it at once.
+
+--partition-by gives the table an Iceberg partition spec: transforms of any column, floe's
+kafka_* columns or decoded value columns (a nested field as a dotted path, order.placed_at).
+A new table is created with it; a value column that appears later gets its field in the same
+commit that adds the column. Changing it on an existing table evolves the table's spec: files
+written before keep theirs, files written from then on have the new one. Omitted, a table keeps
+its spec. Each data file still holds rows of one Kafka partition, and of one Iceberg partition.`,
 		Example: `  floe sink --brokers localhost:9092 --topic orders --table lake.orders
   floe sink --brokers localhost:9092 --topic orders --table lake.orders --stop-at-end
+  floe sink --brokers localhost:9092 --topic orders --table lake.orders --partition-by 'day(kafka_timestamp)'
   floe sink --config floe.yaml --metrics-addr :9464
   floe sink --brokers kafka:9092 --topic orders --table lake.orders \
     --catalog postgres://floe:secret@pg:5432/iceberg --warehouse s3://lake/warehouse --s3-endpoint http://minio:9000`,
@@ -84,6 +93,7 @@ person stop it at once.`,
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
+	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer `GROUP`, for lag tooling only (resuming never reads them)")
 	return cmd
 }
@@ -164,7 +174,13 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		if err != nil {
 			return err
 		}
-		run[i] = connector.Pipeline{Table: ident, Config: cfg}
+		pb := f.partitionBy
+		if p.PartitionBy != "" {
+			if pb, err = pipelinePartitionBy(p); err != nil {
+				return err
+			}
+		}
+		run[i] = connector.Pipeline{Table: ident, Config: cfg, PartitionBy: pb}
 		if err := f.decodeFlags.pipeline(&run[i], p, registry); err != nil {
 			return err
 		}
@@ -206,6 +222,10 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			if l, err := tbl.Ledger(); err == nil {
 				mp.Started(partitionNext(l, p.Topic))
 			}
+			if pending, err := tbl.PendingPartitionFields(); err == nil && len(pending) > 0 {
+				slog.Info("partition fields wait for their columns: each is added with the first commit that has its column",
+					"table", tbl.Name(), "spec", tbl.PartitionSpec(), "waiting", fmt.Sprint(pending))
+			}
 			var lagCtx context.Context
 			lagCtx, stopLag = context.WithCancel(srvCtx)
 			go mp.WatchLag(lagCtx, broker, f.lagInterval)
@@ -221,6 +241,16 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		}
 	}
 	return run.Run(ctx, broker, cat)
+}
+
+// pipelinePartitionBy parses a config file pipeline's own partition-by.
+func pipelinePartitionBy(p pipeline) (*mapping.PartitionBy, error) {
+	pb, err := mapping.ParsePartitionBy(p.PartitionBy)
+	if err != nil {
+		// %v: the error names the key, not the --partition-by flag.
+		return nil, fmt.Errorf("config file: pipeline %s -> %s: partition-by: %v", p.Topic, p.Table, err)
+	}
+	return &pb, nil
 }
 
 // retryFor turns --retry-for into connector.Config.RetryFor, where zero

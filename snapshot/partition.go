@@ -1,0 +1,291 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// Partitioning. A table's requested spec (mapping.PartitionBy) is recorded
+// in its property mapping.PropPartitionBy; its Iceberg spec holds the
+// requested fields whose columns exist. A field on a value column of a
+// typed table that has not appeared yet is added to the spec by the commit
+// whose schema change creates the column, in the same transaction (see
+// stagePartitionFields), so no data file of that column is ever written
+// under a spec without it. Every data file is written by iceberg-go's
+// partitioned writer from rows of one Kafka partition, so a file holds one
+// Kafka partition and one Iceberg partition value.
+
+// newSpec returns the spec of a new table of schema s asked to be
+// partitioned by p: the fields whose columns s has.
+func newSpec(s *iceberg.Schema, p mapping.PartitionBy) (*iceberg.PartitionSpec, error) {
+	var opts []iceberg.PartitionOption
+	for _, f := range p.Fields {
+		col, ok, err := f.Source(s)
+		if err != nil {
+			return nil, &mapping.PartitionByError{Spec: p.String(), Part: f.String(), Problem: err.Error()}
+		}
+		if !ok {
+			continue
+		}
+		opts = append(opts, iceberg.AddPartitionFieldBySourceID(col.ID, f.Name(), f.IcebergTransform(), s, nil))
+	}
+	spec, err := iceberg.NewPartitionSpecOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("build the partition spec %s: %w", p, err)
+	}
+	return &spec, nil
+}
+
+// CheckNew reports what would keep Open from creating a table with these
+// options: a layout that is not valid, or a partition spec the new table's
+// columns cannot take (a *mapping.PartitionByError). It reads nothing, so a
+// caller opening several tables can check them all before it creates any.
+func (o OpenOptions) CheckNew() error {
+	l := o.Layout
+	if err := l.Normalize(); err != nil {
+		return err
+	}
+	if o.PartitionBy == nil {
+		return nil
+	}
+	s := o.Schema
+	if s == nil {
+		s = l.Schema()
+	}
+	return l.CheckPartitionBy(*o.PartitionBy, s)
+}
+
+// PartitionBy returns the partition spec the table was last asked for
+// (mapping.PropPartitionBy), nil when it records none (it was created
+// without one, by an older floe, or by another engine; its Iceberg spec is
+// then whatever it is).
+func (t *Table) PartitionBy() (*mapping.PartitionBy, error) {
+	v, ok := t.tbl.Properties()[mapping.PropPartitionBy]
+	if !ok {
+		return nil, nil
+	}
+	p, err := mapping.ParsePartitionBy(v)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: property %s: %w", t.Name(), mapping.PropPartitionBy, err)
+	}
+	return &p, nil
+}
+
+// PendingPartitionFields returns the fields of the requested spec that are
+// not in the table's spec because their column does not exist yet: they
+// are added with the commit that creates it.
+func (t *Table) PendingPartitionFields() ([]mapping.PartitionField, error) {
+	p, err := t.PartitionBy()
+	if p == nil || err != nil {
+		return nil, err
+	}
+	var out []mapping.PartitionField
+	for _, f := range p.Fields {
+		if _, ok, _ := f.Source(t.tbl.Schema()); !ok {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// PartitionSpec is the table's Iceberg partition spec, written as
+// --partition-by asks for it ("none": unpartitioned).
+func (t *Table) PartitionSpec() string { return specText(t.tbl.Spec(), t.tbl.Schema()) }
+
+// CheckPartitionBy reports, as a *mapping.PartitionByError, a field of p
+// the table cannot be partitioned by (Layout.CheckPartitionBy).
+func (t *Table) CheckPartitionBy(p mapping.PartitionBy) error {
+	err := t.layout.CheckPartitionBy(p, t.tbl.Schema())
+	if pe, ok := err.(*mapping.PartitionByError); ok {
+		pe.Table = t.Name()
+	}
+	return err
+}
+
+// SetPartitionBy makes p the table's partition spec, by Iceberg partition
+// spec evolution: fields of the current spec that p does not ask for are
+// removed, the fields p asks for whose columns exist are added (the others
+// wait for their columns), and p is recorded (mapping.PropPartitionBy), in
+// one metadata commit that writes no snapshot. Data files keep the spec
+// they were written with, so a query over both old and new files is still
+// pruned correctly; only files written from then on have the new spec.
+// Nothing is committed when the table already has p. A change is logged
+// to log (nil: slog.Default()).
+//
+// The spec is the table's, shared by its branches.
+func (t *Table) SetPartitionBy(ctx context.Context, p mapping.PartitionBy, log *slog.Logger) error {
+	if err := t.CheckPartitionBy(p); err != nil {
+		return err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	const maxAttempts = 5
+	for attempt := 1; ; attempt++ {
+		before := t.tbl.Spec()
+		txn := t.tbl.NewTransaction()
+		changed, err := stageSpec(txn, t.tbl.Schema(), p)
+		if err != nil {
+			return fmt.Errorf("stage the partition spec %s of %s: %w", p, t.Name(), err)
+		}
+		recorded := t.tbl.Properties()[mapping.PropPartitionBy]
+		if !changed && recorded == p.String() {
+			return nil
+		}
+		if recorded != p.String() {
+			if err := txn.SetProperties(iceberg.Properties{mapping.PropPartitionBy: p.String()}); err != nil {
+				return fmt.Errorf("record the partition spec %s of %s: %w", p, t.Name(), err)
+			}
+		}
+		tbl, err := txn.Commit(ctx)
+		if err != nil && isConflict(err) && attempt < maxAttempts {
+			if err := t.Refresh(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("commit the partition spec %s of %s: %w", p, t.Name(), err)
+		}
+		if err := t.adoptCommitted(ctx, tbl); err != nil {
+			return err
+		}
+		if changed {
+			msg := "partition spec set"
+			if len(t.tbl.Metadata().Snapshots()) > 0 {
+				msg = "partition spec changed: files written before keep the spec they were written with"
+			}
+			log.Info(msg, "table", t.Name(), "from", specText(before, t.tbl.Schema()), "to", specText(t.tbl.Spec(), t.tbl.Schema()), "requested", p.String())
+		}
+		return nil
+	}
+}
+
+// stageSpec stages in txn the partition spec evolution that makes the
+// spec of a table of schema s the fields of p whose columns s has, and
+// reports whether there is any. Fields of the current spec that
+// --partition-by cannot ask for (another engine's) are removed too.
+func stageSpec(txn *table.Transaction, s *iceberg.Schema, p mapping.PartitionBy) (bool, error) {
+	staged, err := txn.StagedTable()
+	if err != nil {
+		return false, err
+	}
+	var remove []string // partition field names
+	have := map[mapping.PartitionField]bool{}
+	spec := staged.Spec()
+	for _, pf := range spec.Fields() {
+		if _, void := pf.Transform.(iceberg.VoidTransform); void {
+			continue // a field format v1 keeps after its removal
+		}
+		col, _ := s.FindColumnName(pf.SourceID())
+		f, ok := mapping.PartitionFieldOf(col, pf.Transform)
+		if !ok || !slices.Contains(p.Fields, f) {
+			remove = append(remove, pf.Name)
+			continue
+		}
+		have[f] = true
+	}
+	var add []mapping.PartitionField
+	for _, f := range p.Fields {
+		if _, ok, err := f.Source(s); err == nil && ok && !have[f] {
+			add = append(add, f)
+		}
+	}
+	if len(add) == 0 && len(remove) == 0 {
+		return false, nil
+	}
+	upd := txn.UpdateSpec(true)
+	for _, name := range remove {
+		upd.RemoveField(name)
+	}
+	for _, f := range add {
+		upd.AddField(f.Column, f.IcebergTransform(), f.Name())
+	}
+	return true, upd.Commit()
+}
+
+// stagePartitionFields adds to the spec staged in txn the requested fields
+// (mapping.PropPartitionBy) on columns that txn's schema change creates,
+// so that the columns and their partition fields arrive in one commit. A
+// column that appears with a type its transform does not take is a
+// *mapping.PartitionByError: the spec cannot be applied to the rows, and
+// writing them unpartitioned would be the silent mix the request forbids.
+func (t *Table) stagePartitionFields(txn *table.Transaction) error {
+	p, err := t.PartitionBy()
+	if p == nil || err != nil {
+		return err
+	}
+	staged, err := txn.StagedTable()
+	if err != nil {
+		return fmt.Errorf("stage the schema change of %s: %w", t.Name(), err)
+	}
+	before, after := t.tbl.Schema(), staged.Schema()
+	var add []mapping.PartitionField
+	for _, f := range p.Fields {
+		if _, had, _ := f.Source(before); had {
+			continue
+		}
+		_, has, err := f.Source(after)
+		if err != nil {
+			return &mapping.PartitionByError{Spec: p.String(), Part: f.String(), Table: t.Name(),
+				Problem: fmt.Sprintf("the column appeared, but %v; give the table a spec its columns take", err)}
+		}
+		if has {
+			add = append(add, f)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	upd := txn.UpdateSpec(true)
+	for _, f := range add {
+		upd.AddField(f.Column, f.IcebergTransform(), f.Name())
+	}
+	if err := upd.Commit(); err != nil {
+		return fmt.Errorf("stage the partition fields %v of %s with the columns they need: %w", add, t.Name(), err)
+	}
+	return nil
+}
+
+// specText writes a spec as --partition-by would ask for it.
+func specText(spec iceberg.PartitionSpec, s *iceberg.Schema) string {
+	var p mapping.PartitionBy
+	var other []string
+	for _, pf := range spec.Fields() {
+		col, _ := s.FindColumnName(pf.SourceID())
+		if f, ok := mapping.PartitionFieldOf(col, pf.Transform); ok {
+			p.Fields = append(p.Fields, f)
+		} else {
+			other = append(other, fmt.Sprintf("%s(%s)", pf.Transform, col))
+		}
+	}
+	if len(p.Fields) > 0 {
+		other = append([]string{p.String()}, other...)
+	}
+	if len(other) > 0 {
+		return strings.Join(other, ", ")
+	}
+	return p.String()
+}
+
+// writeShape identifies what a flush's data files were written for: the
+// table's schema (when the flush evolves it: f.Schema) and its default
+// partition spec. Files written for another shape than the table's at
+// commit time are written again.
+type writeShape struct{ schema, spec int }
+
+func (t *Table) writeShape(f Flush) writeShape {
+	s := writeShape{schema: -1, spec: t.tbl.Metadata().DefaultPartitionSpec()}
+	if f.Schema != nil {
+		s.schema = t.tbl.Schema().ID
+	}
+	return s
+}

@@ -362,11 +362,11 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	}
 	a.rep.Evidence = evidence(tbl.Iceberg().MetadataLocation(), a.headID, a.ledger)
 
+	if err := a.openDeadLetters(ctx); err != nil {
+		return nil, err
+	}
 	a.ledgerLevel()
 	if opts.Depth >= DepthFiles {
-		if err := a.openDeadLetters(ctx); err != nil {
-			return nil, err
-		}
 		if err := a.filesLevel(ctx); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,13 +57,19 @@ func TestAuditFindsPendingDeadLetters(t *testing.T) {
 	layout := mapping.Layout{Value: mapping.ValueJSON}
 	tbl, dlq := e.TypedTable("lake.orders", layout)
 	jsonLog(e, "orders", `{"id":1}`, ``, `{"id":2}`)
-	// The dead-letter table disappears under the sink (renamed away): its
-	// commit goes in, adding the dead letters fails.
+	// The dead-letter table disappears under the sink (renamed away) once
+	// it has consumed the records: its commit goes in, adding the dead
+	// letters fails.
 	hidden := []string{"lake", "hidden"}
-	if _, err := tbl.Catalog().RenameTable(e.Ctx, dlq.Identifier(), hidden); err != nil {
-		t.Fatal(err)
+	var once sync.Once
+	hide := func(int, int64) {
+		once.Do(func() {
+			if _, err := tbl.Catalog().RenameTable(e.Ctx, dlq.Identifier(), hidden); err != nil {
+				t.Error(err)
+			}
+		})
 	}
-	_, err := e.Env.Sink(e.Broker(), tbl, connector.Config{Topic: "orders", DeadLetters: dlq, StopAtEnd: true})
+	_, err := e.Env.Sink(e.Broker(), tbl, connector.Config{Topic: "orders", DeadLetters: dlq, StopAtEnd: true, OnConsumed: hide})
 	if _, pending := errors.AsType[*snapshot.DeadLettersPendingError](err); !pending {
 		t.Fatalf("err = %v, want a DeadLettersPendingError", err)
 	}

@@ -14,6 +14,7 @@ import (
 // summaries only.
 func (a *auditor) ledgerLevel() {
 	a.addLevel(LevelLedger)
+	a.deadLetterLedger()
 	for _, tp := range slices.SortedFunc(maps.Keys(a.ranges), mapping.TopicPartition.Compare) {
 		if !a.selected(tp.Topic) {
 			continue

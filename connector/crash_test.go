@@ -193,11 +193,11 @@ func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, ki
 	check := func(next map[mapping.TopicPartition]int64) (rows, dead []floetest.Row) {
 		t.Helper()
 		if dlq != nil {
-			n, err := tbl.RollForwardDeadLetters(e.Ctx, dlq, quietLogger())
+			res, err := tbl.ReconcileDeadLetters(e.Ctx, dlq, quietLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
-			rolled += n
+			rolled += res.Added
 		}
 		return floetest.CheckWithDeadLetters(t, tbl, dlq, next)
 	}

@@ -80,10 +80,14 @@ type codecKey struct {
 // codecEntry is a codec and what is known of its type against the table's.
 type codecEntry struct {
 	codec mapping.Codec
-	// typ is the codec's type as columns: a struct; a value schema that is
-	// not a record is wrapped into one column named value.
-	typ     iceberg.Type
-	wrapped bool
+	// err is why the schema cannot become columns (a *mapping.SchemaError):
+	// every record written with it is a dead letter.
+	err error
+	// typ is the codec's type, a key column's type; valueType its type as
+	// value columns: typ when it is a struct, else a struct of one column
+	// named value (wrapped).
+	typ, valueType iceberg.Type
+	wrapped        bool
 	// valueAt and keyAt are the decoder versions at which typ was merged
 	// into the value columns or the key type (0: never); conflict is the
 	// *mapping.SchemaConflictError of that merge, if any.
@@ -122,10 +126,10 @@ type decoded struct {
 }
 
 // decode decodes r. A record that cannot be a row is returned with dead
-// set. The error is for what stops the sink whatever the record: a
-// registry that cannot be reached (transient: retried), rejected
-// credentials, a schema that cannot become columns. When r changes the
-// columns, version moves on.
+// set (a schema that cannot become columns makes every record written
+// with it one). The error is for what stops the sink whatever the record:
+// a registry that cannot be reached (transient: retried), rejected
+// credentials. When r changes the columns, version moves on.
 func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	var out decoded
 	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
@@ -173,6 +177,11 @@ func (d *decoder) decodeKey(ctx context.Context, key []byte) (v any, typ iceberg
 		st, changed, obj, err := mapping.DecodeJSON(key, have)
 		if err != nil {
 			return nil, nil, false, 0, fmt.Errorf("key: %w", err), nil
+		}
+		if len(st.FieldList) == 0 {
+			// {} or an object of nulls: nothing a column could hold yet
+			// (Parquet has no empty groups); the key reads as null.
+			return nil, d.key, false, 0, nil, nil
 		}
 		if d.key == nil {
 			changed = true
@@ -239,7 +248,7 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 		values, changed := d.values, false
 		if e.valueAt != d.version {
 			var merged iceberg.Type
-			merged, changed, e.valueConflict = mapping.MergeType("", d.values, e.typ)
+			merged, changed, e.valueConflict = mapping.MergeType("", d.values, e.valueType)
 			if e.valueConflict == nil {
 				values = merged.(*iceberg.StructType)
 			}
@@ -265,9 +274,9 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 
 // resolve splits a wire-format payload and returns the codec of its schema
 // (made once per schema and message), the encoded value and the schema id.
-// A payload not in the wire format or naming a schema the registry does
-// not have is dead; a schema that cannot become columns, or a registry that
-// cannot answer, is an error.
+// A payload not in the wire format, naming a schema the registry does not
+// have or one that cannot become columns is dead; a registry that cannot
+// answer is an error.
 func (d *decoder) resolve(ctx context.Context, payload []byte) (*codecEntry, []byte, int, error, error) {
 	rv, err := d.registry.Resolve(ctx, payload)
 	var wire *WireError
@@ -290,15 +299,24 @@ func (d *decoder) resolve(ctx context.Context, payload []byte) (*codecEntry, []b
 	}
 	e, ok := d.codecs[k]
 	if !ok {
+		e = &codecEntry{}
 		codec, err := newCodec(rv)
 		if err != nil {
-			return nil, nil, rv.Schema.ID, nil, fmt.Errorf("schema %d from the registry: %w", rv.Schema.ID, err)
-		}
-		e = &codecEntry{codec: codec, typ: codec.Type()}
-		if _, ok := e.typ.(*iceberg.StructType); !ok {
-			e.wrapped = true
+			// A schema that cannot become columns concerns its records
+			// only: they are dead letters, and records of other schemas
+			// go on.
+			e.err = fmt.Errorf("schema %d from the registry: %w", rv.Schema.ID, err)
+		} else {
+			e.codec, e.typ, e.valueType = codec, codec.Type(), codec.Type()
+			if _, ok := e.typ.(*iceberg.StructType); !ok {
+				e.wrapped = true
+				e.valueType = &iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 1, Name: mapping.ColValue, Type: e.typ}}}
+			}
 		}
 		d.codecs[k] = e
+	}
+	if e.err != nil {
+		return nil, nil, rv.Schema.ID, e.err, nil
 	}
 	return e, rv.Data, rv.Schema.ID, nil, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -96,14 +97,8 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	if err := s.tbl.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	if s.cfg.DeadLetters != nil {
-		// A writer that stopped between a commit and adding its dead
-		// letters left them to the next one.
-		if n, err := s.tbl.RollForwardDeadLetters(ctx, s.cfg.DeadLetters, s.log); err != nil {
-			return nil, err
-		} else if n > 0 {
-			s.log.Info("added the dead letters of earlier commits to the dead-letter table", "commits", n, "dead_letter_table", s.cfg.DeadLetters.Name())
-		}
+	if err := s.reconcileDeadLetters(ctx); err != nil {
+		return nil, err
 	}
 	ledger, err := s.tbl.Ledger()
 	if err != nil {
@@ -732,4 +727,49 @@ func (ss *session) join(pieces []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	}
 	defer releaseAll(pieces)
 	return mapping.Conform(ss.s.alloc, ss.writer, pieces)
+}
+
+// reconcileDeadLetters reconciles every dead-letter table the ledger
+// names, and the sink's own, with the ledger
+// (snapshot.Table.ReconcileDeadLetters): a writer that stopped between a
+// commit and adding its dead letters left them to the next session, even
+// one that runs with another dead-letter table or none.
+func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
+	l, err := s.tbl.Ledger()
+	if err != nil {
+		return fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
+	}
+	if s.dlqs == nil {
+		s.dlqs = map[string]*snapshot.Table{}
+		if d := s.cfg.DeadLetters; d != nil {
+			s.dlqs[d.Name()] = d
+		}
+	}
+	for _, c := range l.Commits {
+		if _, ok := s.dlqs[c.DeadLetterTable]; c.DeadLetterTable != "" && !ok {
+			s.dlqs[c.DeadLetterTable] = nil
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.dlqs)) {
+		dlq := s.dlqs[name]
+		if dlq == nil {
+			ident, err := catalog.ParseIdent(name)
+			if err != nil {
+				return fmt.Errorf("the ledger of %s names dead-letter table %q: %w", s.tbl.Name(), name, err)
+			}
+			if dlq, err = snapshot.OpenDeadLetters(ctx, s.tbl.Catalog(), ident, s.tbl.Name(), false); err != nil {
+				return fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, s.tbl.Name(), err)
+			}
+			s.dlqs[name] = dlq
+		}
+		res, err := s.tbl.ReconcileDeadLetters(ctx, dlq, s.log)
+		if err != nil {
+			return err
+		}
+		if res.Added > 0 || res.Removed > 0 {
+			s.log.Info("reconciled the dead-letter table with the ledger", "dead_letter_table", name,
+				"commits_added", res.Added, "commits_removed", res.Removed)
+		}
+	}
+	return nil
 }

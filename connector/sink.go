@@ -174,6 +174,9 @@ type Sink struct {
 	inLedger []mapping.TopicPartition
 	// dec decodes records of a table whose layout is not raw; nil for raw.
 	dec *decoder
+	// dlqs are the dead-letter tables the ledger names (and the sink's
+	// own), by name, opened on first use.
+	dlqs map[string]*snapshot.Table
 }
 
 // Validate reports the first invalid setting of c, as a *ConfigError.
@@ -273,6 +276,9 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	s.stats = Stats{}
 	s.known = nil
 	var failingSince time.Time
+	// schemaRaced is set when a session ended because another writer
+	// changed the schema under its flush, and no commit came since.
+	schemaRaced := false
 	wait := backoff.NewExponentialBackOff()
 	wait.InitialInterval, wait.MaxInterval = 250*time.Millisecond, 15*time.Second
 	for {
@@ -281,6 +287,7 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 		if s.stats.Commits > commits {
 			failingSince = time.Time{}
 			wait.Reset()
+			schemaRaced = false
 		}
 		var behind *watermarkBehindError
 		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (catalog.IsTransient(err) || errors.As(err, &behind)) {
@@ -308,6 +315,14 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 			return s.stats, nil
 		}
 		restart := err == errPartitionsChanged
+		if _, raced := errors.AsType[*snapshot.SchemaChangedError](err); raced && !schemaRaced {
+			// Another writer's schema change no longer fits this flush:
+			// the next session starts from the new schema, where those
+			// records fit or are dead letters. Twice without a commit, the
+			// flush's own schema is what fails: stop.
+			schemaRaced, restart = true, true
+			s.log.Warn("another writer changed the schema under this flush; starting again from the table's schema", "err", err)
+		}
 		if errors.Is(err, snapshot.ErrFenced) {
 			restart = true
 			s.stats.Fenced++

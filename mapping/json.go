@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -142,6 +143,9 @@ func inferJSON(path string, v any) (iceberg.Type, error) {
 	case *jsonObject:
 		st := &iceberg.StructType{}
 		for _, k := range v.keys {
+			if k == "" {
+				return nil, &DecodeError{Format: "json", Err: fmt.Errorf("object %q has a field with an empty name, which cannot be a column", path)}
+			}
 			t, err := inferJSON(joinPath(path, k), v.values[k])
 			if err != nil {
 				return nil, err
@@ -203,6 +207,63 @@ func numbersAs(have, inferred iceberg.Type) iceberg.Type {
 	return inferred
 }
 
+// integralAs rewrites, in place, the numbers of v that a long column or
+// field of have holds and that are integers written as decimals or with an
+// exponent (2.0, 1e3) into integer form: JSON does not tell 2 from 2.0, and
+// JSON Schema counts both as integers.
+func integralAs(have iceberg.Type, v any) {
+	switch h := have.(type) {
+	case *iceberg.StructType:
+		o, ok := v.(*jsonObject)
+		if !ok {
+			return
+		}
+		for _, k := range o.keys {
+			f, ok := findField(h, k)
+			if !ok {
+				continue
+			}
+			if _, long := f.Type.(iceberg.Int64Type); long {
+				if n, ok := o.values[k].(json.Number); ok {
+					o.values[k] = integral(n)
+				}
+				continue
+			}
+			integralAs(f.Type, o.values[k])
+		}
+	case *iceberg.ListType:
+		l, ok := v.([]any)
+		if !ok {
+			return
+		}
+		_, long := h.Element.(iceberg.Int64Type)
+		for i, e := range l {
+			if n, ok := e.(json.Number); ok && long {
+				l[i] = integral(n)
+			} else {
+				integralAs(h.Element, e)
+			}
+		}
+	}
+}
+
+// integral returns n in integer form when it is an integer within a long,
+// else n.
+func integral(n json.Number) json.Number {
+	if isInteger(n) {
+		return n
+	}
+	f, ok := new(big.Float).SetString(string(n))
+	if !ok || !f.IsInt() {
+		return n
+	}
+	i, acc := f.Int64()
+	if acc != big.Exact {
+		return n
+	}
+	return json.Number(strconv.FormatInt(i, 10))
+}
+
 // DecodeJSON decodes a schemaless JSON object, the value or key of a
 // record, against the columns the table holds (have: the struct of the
 // value columns; an empty struct for a new table). It returns the struct
@@ -227,6 +288,7 @@ func DecodeJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, boo
 	if !ok {
 		return nil, false, nil, &DecodeError{Format: "json", Err: fmt.Errorf("the value is %s, not a JSON object", jsonKind(v))}
 	}
+	integralAs(have, obj)
 	inferred, err := inferJSON("", obj)
 	if err != nil {
 		return nil, false, nil, err

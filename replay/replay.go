@@ -30,6 +30,18 @@ type Options struct {
 	// evolved to it (snapshot.OpenOptions.PartitionBy). A branch has its
 	// table's spec; asking it for another is a *CheckError.
 	PartitionBy *mapping.PartitionBy
+	// Layout is how a new target table holds records (the zero Layout:
+	// raw); a branch, or this replay's earlier target, keeps its table's
+	// and a mode set here that differs is an error. Sink.Registry decodes
+	// a registry layout.
+	Layout mapping.Layout
+	// DeadLetters names the dead-letter table of a target whose records
+	// are decoded; nil means snapshot.DeadLetterName of a new table, and
+	// snapshot.BranchDeadLetterName for a branch (so that an unpublished
+	// branch's dead letters never mix with main's). NoDeadLetters stops
+	// the replay at the first record that cannot become a row.
+	DeadLetters   table.Identifier
+	NoDeadLetters bool
 	// Sink carries the flush policy, writer identity, logger and the
 	// OnRecords/OnCommit callbacks; Run sets its topic and bounds.
 	Sink connector.Config
@@ -180,7 +192,21 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		opts.OnStart(res.Start)
 	}
 
-	sink, err := connector.NewSink(broker, tbl, plan.Config(opts.Sink))
+	cfg := plan.Config(opts.Sink)
+	if tbl.Layout() != mapping.RawLayout && !opts.NoDeadLetters {
+		dlq := opts.DeadLetters
+		switch {
+		case dlq != nil:
+		case opts.Branch != "":
+			dlq = snapshot.BranchDeadLetterName(ident, opts.Branch)
+		default:
+			dlq = snapshot.DeadLetterName(ident)
+		}
+		if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, dlq, tbl.Name(), true); err != nil {
+			return res, err
+		}
+	}
+	sink, err := connector.NewSink(broker, tbl, cfg)
 	if err != nil {
 		return res, err
 	}

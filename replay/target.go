@@ -143,9 +143,9 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 			props[snapshot.PropFold] = opts.Fold
 		}
 		// An existing table is checked before its spec may change.
-		t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+		t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Layout: opts.Layout})
 		if errors.Is(err, snapshot.ErrTableNotFound) {
-			t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Properties: props, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger})
+			t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: props, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger})
 		}
 		if err != nil {
 			return nil, err
@@ -171,7 +171,7 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 		}
 		return t, nil
 	}
-	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Layout: opts.Layout})
 	if err != nil {
 		return nil, fmt.Errorf("a replay onto branch %s writes onto a branch of an existing table: %w", opts.Branch, err)
 	}

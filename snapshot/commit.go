@@ -155,7 +155,7 @@ type CommitOptions struct {
 // the commit, which lists them (mapping.Commit.DeadLetterFiles); once the
 // commit is in, they are added to the dead-letter table. A failure between
 // the two is a *DeadLettersPendingError: the commit stands, and
-// RollForwardDeadLetters adds them later. So a dead letter is in the
+// ReconcileDeadLetters adds them later. So a dead letter is in the
 // dead-letter table exactly when the ledger says so.
 func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (Result, error) {
 	defer func() {

@@ -2,10 +2,13 @@ package snapshot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -20,8 +23,13 @@ const (
 	// (namespace.name) whose dead letters it holds.
 	PropDeadLettersOf = "floe.dead-letters-of"
 	// KeyDeadLettersFor, in the summary of a dead-letter table's snapshot,
-	// is the id of the data table's commit whose dead letters it adds.
+	// is the id of the data table's commit whose dead letters it adds
+	// (mapping.KeyDeadLetterFiles lists their files).
 	KeyDeadLettersFor = "floe.dead-letters-for"
+	// KeyDeadLettersRemovedFor marks a dead-letter table's snapshot that
+	// removed the dead letters of a commit the data table's ledger no
+	// longer has.
+	KeyDeadLettersRemovedFor = "floe.dead-letters-removed-for"
 )
 
 // DeadLetterName is the default dead-letter table of a data table:
@@ -29,6 +37,24 @@ const (
 func DeadLetterName(data table.Identifier) table.Identifier {
 	out := slices.Clone(data)
 	out[len(out)-1] += "_dlq"
+	return out
+}
+
+// BranchDeadLetterName is the dead-letter table of a replay onto branch
+// of a data table: NAMESPACE.TABLE_BRANCH_dlq (characters other than
+// letters, digits and underscores made underscores). A branch's dead
+// letters stay apart from main's: once the branch is published, its
+// commits name this table, and main's dead letters of the commits it
+// replaced are removed from the main one (ReconcileDeadLetters).
+func BranchDeadLetterName(data table.Identifier, branch string) table.Identifier {
+	clean := strings.Map(func(r rune) rune {
+		if r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, branch)
+	out := slices.Clone(data)
+	out[len(out)-1] += "_" + clean + "_dlq"
 	return out
 }
 
@@ -76,24 +102,21 @@ type DeadLettersPendingError struct {
 }
 
 func (e *DeadLettersPendingError) Error() string {
-	return fmt.Sprintf("commit %s to %s is in, but its dead letters are not in %s yet (the next sink session, or floe maintain, adds them): %v",
+	return fmt.Sprintf("commit %s to %s is in, but its dead letters are not in %s yet (the next floe sink session, or floe maintain, adds them): %v",
 		e.Commit, e.Table, e.DeadLetters, e.Err)
 }
 
 func (e *DeadLettersPendingError) Unwrap() error { return e.Err }
 
-// deadLettersApplied returns the ids of the data table's commits whose
-// dead letters the dead-letter table's snapshots added.
-func (t *Table) deadLettersApplied() map[string]bool {
-	applied := map[string]bool{}
+// snapshotFor reports whether a snapshot of the dead-letter table t has
+// key=id in its summary.
+func (t *Table) snapshotFor(key, id string) bool {
 	for _, s := range t.tbl.Metadata().Snapshots() {
-		if s.Summary != nil {
-			if id := s.Summary.Properties[KeyDeadLettersFor]; id != "" {
-				applied[id] = true
-			}
+		if s.Summary != nil && s.Summary.Properties[key] == id {
+			return true
 		}
 	}
-	return applied
+	return false
 }
 
 // addDeadLetters appends files to the dead-letter table t in one snapshot
@@ -101,19 +124,29 @@ func (t *Table) deadLettersApplied() map[string]bool {
 // already (an earlier attempt whose outcome was unknown, or another
 // process rolling forward).
 func (t *Table) addDeadLetters(ctx context.Context, log *slog.Logger, id string, files []iceberg.DataFile) error {
-	return t.appendForCommit(ctx, log, id, func(txn *table.Transaction, props iceberg.Properties) error {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.FilePath()
+	}
+	b, err := json.Marshal(paths)
+	if err != nil {
+		return err
+	}
+	return t.appendForCommit(ctx, log, id, KeyDeadLettersFor, func(txn *table.Transaction, props iceberg.Properties) error {
+		props[mapping.KeyDeadLetterFiles] = string(b)
 		return txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
 	})
 }
 
-// appendForCommit commits add to t for the data table's commit id, once:
-// it retries lost races after reloading, and stops when a snapshot for id
-// is in.
-func (t *Table) appendForCommit(ctx context.Context, log *slog.Logger, id string, add func(*table.Transaction, iceberg.Properties) error) error {
+// appendForCommit commits change to the dead-letter table t for the data
+// table's commit id, once: it retries lost races after reloading, and
+// stops when a snapshot whose summary has key=id is in (key is
+// KeyDeadLettersFor for adding a commit's dead letters,
+// KeyDeadLettersRemovedFor for removing them).
+func (t *Table) appendForCommit(ctx context.Context, log *slog.Logger, id, key string, change func(*table.Transaction, iceberg.Properties) error) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	props := iceberg.Properties{KeyDeadLettersFor: id}
 	const maxAttempts, maxErrors = 30, 5
 	var lastErr error
 	errs := 0
@@ -128,13 +161,13 @@ func (t *Table) appendForCommit(ctx context.Context, log *slog.Logger, id string
 				continue
 			}
 		}
-		if t.deadLettersApplied()[id] {
+		if t.snapshotFor(key, id) {
 			return nil
 		}
 		txn := t.tbl.NewTransaction()
 		err := txn.AssertRefSnapshotID(table.MainBranch)
 		if err == nil {
-			err = add(txn, props)
+			err = change(txn, iceberg.Properties{key: id})
 		}
 		var tbl *table.Table
 		if err == nil {
@@ -155,61 +188,204 @@ func (t *Table) appendForCommit(ctx context.Context, log *slog.Logger, id string
 	return fmt.Errorf("add dead letters of commit %s to %s: %w", id, t.Name(), lastErr)
 }
 
-// RollForwardDeadLetters adds to the dead-letter table dlq the dead
-// letters of every commit of t's ledger that lists files of dlq not in it:
-// a writer stopped between its commit and adding them. It returns how many
-// commits it completed. Commits are recognised by the dead-letter
-// snapshots' KeyDeadLettersFor and, where those were expired, by their
-// files being live.
-func (t *Table) RollForwardDeadLetters(ctx context.Context, dlq *Table, log *slog.Logger) (int, error) {
+// Reconciled is what ReconcileDeadLetters did.
+type Reconciled struct {
+	// Added counts the commits whose pending dead letters it added.
+	Added int
+	// Removed counts the commits no longer in the ledger (the table was
+	// rolled back, or a branch published over it) whose dead letters it
+	// removed from the dead-letter table.
+	Removed int
+}
+
+// ReconcileDeadLetters makes the dead-letter table dlq hold exactly the
+// dead letters of t's ledger (its commits that name dlq):
+//
+//   - a commit whose dead letters are not in dlq yet (its writer stopped
+//     between the commit and adding them) gets them added, once;
+//   - dead letters that dlq's snapshots added for a commit the ledger no
+//     longer has (the table was rolled back past it, or a replay branch
+//     published over it) are removed, so that sinking those offsets again
+//     does not make them dead letters twice.
+//
+// A commit counts as added when a snapshot of dlq says so
+// (KeyDeadLettersFor) or, where those were expired, when its files are
+// live. dlq is read before t's ledger, so that a writer's commit and its
+// dead letters, made in between, are never taken for a rolled-back one.
+// Every sink session runs it first, and so does floe maintain.
+func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.Logger) (Reconciled, error) {
+	var res Reconciled
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := dlq.Refresh(ctx); err != nil {
+		return res, err
+	}
+	if err := t.Refresh(ctx); err != nil {
+		return res, err
+	}
 	l, err := t.Ledger()
 	if err != nil {
-		return 0, fmt.Errorf("read ledger of %s to find pending dead letters: %w", t.Name(), err)
+		return res, fmt.Errorf("read ledger of %s to reconcile its dead letters: %w", t.Name(), err)
+	}
+	inLedger := make(map[string]bool, len(l.Commits))
+	var mine []mapping.Commit
+	for _, c := range l.Commits {
+		inLedger[c.ID] = true
+		if len(c.DeadLetterFiles) > 0 && c.DeadLetterTable == dlq.Name() {
+			mine = append(mine, c)
+		}
+	}
+	added := map[string][]string{} // files each dlq snapshot added, by commit id
+	for _, s := range dlq.tbl.Metadata().Snapshots() {
+		if s.Summary == nil || s.Summary.Properties[KeyDeadLettersFor] == "" {
+			continue
+		}
+		var files []string
+		_ = json.Unmarshal([]byte(s.Summary.Properties[mapping.KeyDeadLetterFiles]), &files)
+		id := s.Summary.Properties[KeyDeadLettersFor]
+		added[id] = append(added[id], files...)
 	}
 	var pending []mapping.Commit
-	applied := dlq.deadLettersApplied()
-	for _, c := range l.Commits {
-		if len(c.DeadLetterFiles) > 0 && c.DeadLetterTable == dlq.Name() && !applied[c.ID] {
+	for _, c := range mine {
+		if _, ok := added[c.ID]; !ok {
 			pending = append(pending, c)
 		}
 	}
-	if len(pending) == 0 {
-		return 0, nil
+	var stale []string
+	for _, id := range slices.Sorted(maps.Keys(added)) {
+		if !inLedger[id] {
+			stale = append(stale, id)
+		}
 	}
-	if err := dlq.Refresh(ctx); err != nil {
-		return 0, err
+	if len(pending) == 0 && len(stale) == 0 {
+		return res, nil
 	}
 	files, err := dlq.Files(ctx, 0)
 	if err != nil {
-		return 0, fmt.Errorf("list the files of %s: %w", dlq.Name(), err)
+		return res, fmt.Errorf("list the files of %s: %w", dlq.Name(), err)
 	}
-	live := map[string]bool{}
+	live := map[string]DataFile{}
 	for _, f := range files {
-		live[f.Path] = true
+		live[f.Path] = f
 	}
-	applied = dlq.deadLettersApplied()
-	done := 0
+	for _, id := range stale {
+		var gone []string
+		for _, p := range added[id] {
+			if _, ok := live[p]; ok {
+				gone = append(gone, p)
+			}
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		log.Warn("removing the dead letters of a commit the table's ledger no longer has (the table was rolled back, or a branch published over it)",
+			"table", dlq.Name(), "commit", id, "files", len(gone))
+		err := dlq.appendForCommit(ctx, log, id, KeyDeadLettersRemovedFor, func(txn *table.Transaction, props iceberg.Properties) error {
+			return txn.ReplaceDataFiles(ctx, gone, nil, props)
+		})
+		if err != nil {
+			return res, err
+		}
+		for _, p := range gone {
+			delete(live, p)
+		}
+		res.Removed++
+	}
 	for _, c := range pending {
 		var missing []string
 		for _, p := range c.DeadLetterFiles {
-			if !live[p] {
+			if _, ok := live[p]; !ok {
 				missing = append(missing, p)
 			}
 		}
-		if applied[c.ID] || len(missing) == 0 {
+		if len(missing) == 0 {
 			continue
 		}
-		if log == nil {
-			log = slog.Default()
+		if coveredByLive(c, live) {
+			// Files of the dead-letter table were rewritten (compacted)
+			// after this commit's were added, and the snapshot that added
+			// them was expired: they are in, under other names.
+			log.Info("the dead letters of a commit are in the dead-letter table under other file names (rewritten)", "table", dlq.Name(), "commit", c.ID)
+			continue
 		}
 		log.Info("adding the dead letters of a commit whose writer stopped before it added them", "table", dlq.Name(), "commit", c.ID, "files", len(missing))
-		err := dlq.appendForCommit(ctx, log, c.ID, func(txn *table.Transaction, props iceberg.Properties) error {
+		err := dlq.appendForCommit(ctx, log, c.ID, KeyDeadLettersFor, func(txn *table.Transaction, props iceberg.Properties) error {
+			b, err := json.Marshal(missing)
+			if err != nil {
+				return err
+			}
+			props[mapping.KeyDeadLetterFiles] = string(b)
 			return txn.AddFiles(ctx, missing, props, false)
 		})
 		if err != nil {
-			return done, err
+			return res, fmt.Errorf("the dead letters of commit %s (snapshot %d) of %s are not in %s and cannot be added (were their files deleted?): %w",
+				c.ID, c.SnapshotID, t.Name(), dlq.Name(), err)
 		}
-		done++
+		res.Added++
 	}
-	return done, nil
+	return res, nil
 }
+
+// coveredByLive reports whether a live dead-letter file lies in one of c's
+// ranges with dead letters: c's dead letters were added, since each
+// commit's are added whole, in one snapshot.
+func coveredByLive(c mapping.Commit, live map[string]DataFile) bool {
+	for _, f := range live {
+		if !f.HasBounds {
+			continue
+		}
+		for _, r := range c.Ranges {
+			if r.DeadLetters > 0 && r.Partition == f.PartitionMin && f.Offsets.Low < r.High && r.Low < f.Offsets.High {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reconcileDeadLetterTables reconciles, for floe maintain, the dead-letter
+// tables of t: those its ledger names when t is a data table, or t itself
+// with its data table when t is a dead-letter table.
+func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger, res *MaintainResult) error {
+	reconcile := func(data, dlq *Table) error {
+		r, err := data.ReconcileDeadLetters(ctx, dlq, log)
+		res.DeadLetters.Added += r.Added
+		res.DeadLetters.Removed += r.Removed
+		return err
+	}
+	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {
+		data, err := Open(ctx, t.cat, identOf(of), OpenOptions{})
+		if errors.Is(err, ErrTableNotFound) {
+			return nil // a data table dropped: nothing to reconcile with
+		}
+		if err != nil {
+			return fmt.Errorf("open %s, whose dead letters %s holds: %w", of, t.Name(), err)
+		}
+		return reconcile(data, t)
+	}
+	l, err := t.Ledger()
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for _, c := range l.Commits {
+		if c.DeadLetterTable != "" {
+			names[c.DeadLetterTable] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(name), t.Name(), false)
+		if err != nil {
+			return fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, t.Name(), err)
+		}
+		if err := reconcile(t, dlq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// identOf is the identifier of a table named by Name: its parts, which
+// hold no dot, joined with dots.
+func identOf(name string) table.Identifier { return strings.Split(name, ".") }

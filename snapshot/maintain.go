@@ -74,6 +74,10 @@ type MaintainResult struct {
 	// the table does not name.
 	StaleMetadata []string `json:"stale_metadata,omitempty"`
 	StaleArchives []string `json:"stale_archives,omitempty"`
+	// DeadLetters is what reconciling the dead-letter tables with the
+	// data table's ledger did (ReconcileDeadLetters), before anything
+	// else; a dry run does not reconcile.
+	DeadLetters Reconciled `json:"dead_letters"`
 }
 
 // GCDisabledError reports a table with gc.enabled=false: its files may be
@@ -111,6 +115,13 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	}
 	if err := t.repairLedger(ctx, log, opts.DryRun, &res); err != nil {
 		return res, err
+	}
+	if !opts.DryRun {
+		// Before orphans are removed: the files of pending dead letters
+		// are in no snapshot of the dead-letter table until then.
+		if err := t.reconcileDeadLetterTables(ctx, log, &res); err != nil {
+			return res, err
+		}
 	}
 	if v, ok := t.tbl.Properties()[table.GCEnabledKey]; ok && strings.EqualFold(v, "false") {
 		return res, &GCDisabledError{Table: t.Name()}

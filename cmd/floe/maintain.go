@@ -26,7 +26,10 @@ func newMaintainCmd() *cobra.Command {
 		Short: "Expire old snapshots without losing the ledger, repair a truncated ledger, and delete orphan files",
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
 (--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and
-tag and repairs one that an interrupted maintain run left truncated (see below).
+tag and repairs one that an interrupted maintain run left truncated (see below), and reconciles
+the dead-letter tables of a typed table with its ledger (adding the dead letters a stopped writer
+left pending, removing those of commits the ledger no longer has); on a dead-letter table, with
+its data table's.
 
 The ledger entries of the snapshots an expiry removes are first written to the table's ledger
 archive (a JSON file under metadata/floe-ledger/, named by the table property
@@ -87,6 +90,9 @@ table's own under its location, or that holds the metadata folder, is refused; a
 			if dryRun {
 				would = "would be "
 				fmt.Fprintf(out, "dry run: %s is unchanged\n", tbl.Name())
+			}
+			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 {
+				fmt.Fprintf(out, "dead letters: added those of %d commits whose writer stopped before adding them; removed those of %d commits the ledger no longer has\n", d.Added, d.Removed)
 			}
 			if len(res.TruncatedRefs) > 0 {
 				fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",

@@ -31,6 +31,7 @@ type replayFlags struct {
 	flushInterval time.Duration
 	onDataLoss    string
 	retryFor      time.Duration
+	decodeFlags
 }
 
 func newReplayCmd() *cobra.Command {
@@ -88,6 +89,7 @@ replay run again reads and writes nothing.`,
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
 	fs.StringVar(&f.fold, "fold", "", "fold the log into a state table: latest (the latest value per key; null deletes)")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
+	f.decodeFlags.register(fs)
 	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "commit after this many records")
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "commit after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "commit at most this long after the first uncommitted record")
@@ -141,6 +143,16 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 			bar = newProgress(cmd.ErrOrStderr(), "replay "+f.topic, s.Remaining)
 		},
 	}
+	registry, err := f.registry()
+	if err != nil {
+		return err
+	}
+	var p connector.Pipeline
+	if err := f.decodeFlags.pipeline(&p, pipeline{}, registry); err != nil {
+		return err
+	}
+	opts.Layout, opts.DeadLetters, opts.NoDeadLetters = p.Layout, p.DeadLetters, p.NoDeadLetters
+	opts.Sink.Registry, opts.Sink.OnSchemaConflict = p.Config.Registry, p.Config.OnSchemaConflict
 	// Every option is checked before the brokers or the catalog are asked.
 	if err := opts.Validate(); err != nil {
 		return err

@@ -1,0 +1,75 @@
+package connector_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// errInjected is the fault faultCatalog injects.
+var errInjected = errors.New("injected catalog failure")
+
+// faultCatalog is the stack's real catalog whose commits of one table fail
+// while failing is set: a fault (the catalog going away between two
+// commits) that the real SQLite catalog cannot be made to produce on cue.
+// Tables it loads commit through it.
+type faultCatalog struct {
+	icecat.Catalog
+	ident   table.Identifier
+	failing atomic.Bool
+	// lost, while positive, makes that many commits of ident apply and
+	// then fail, as a catalog whose answer is lost.
+	lost atomic.Int32
+}
+
+func (c *faultCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c *faultCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upds []table.Update) (table.Metadata, string, error) {
+	if c.failing.Load() && slices.Equal(ident, c.ident) {
+		return nil, "", errInjected
+	}
+	if slices.Equal(ident, c.ident) && c.lost.Add(-1) >= 0 {
+		if _, _, err := c.Catalog.CommitTable(ctx, ident, reqs, upds); err != nil {
+			return nil, "", err
+		}
+		return nil, "", errInjected
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, upds)
+}
+
+// faultyDeadLetters opens the dead-letter table of data table tbl through a
+// faultCatalog, failing its commits.
+func (e *env) faultyDeadLetters(tbl *snapshot.Table) (*snapshot.Table, *faultCatalog) {
+	e.T.Helper()
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	ident, err := catalog.ParseIdent(tbl.Name())
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	fc := &faultCatalog{Catalog: cat, ident: snapshot.DeadLetterName(ident)}
+	fc.failing.Store(true)
+	dlq, err := snapshot.OpenDeadLetters(e.Ctx, fc, fc.ident, tbl.Name(), false)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return dlq, fc
+}
+
+var _ = testing.Short

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -205,6 +207,24 @@ func TestAuditCommandFindings(t *testing.T) {
 	if !kinds["ledger gap"] || !kinds["broker beyond-end"] || len(doc.Findings) != 2 {
 		t.Fatalf("findings %+v", doc.Findings)
 	}
+
+	// --html writes the same report for a person beside the JSON on
+	// stdout; the exit status still says there are findings.
+	page := filepath.Join(t.TempDir(), "audit.html")
+	code, out, errs = floe(t, append(base, "--json", "--brokers", st.Brokers[0], "--html", page)...)
+	if code != exitFindings || errs != "" || decodeAudit(t, out).Evidence.Digest != doc.Evidence.Digest {
+		t.Fatalf("--html: exit %d, stderr %q", code, errs)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NOT COMPLETE", doc.Evidence.Digest,
+		fmt.Sprintf(`data-kind="gap" data-low="%d" data-high="%d"`, next, next+5), `data-finding="beyond-end"`} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the HTML report lacks %s", want)
+		}
+	}
 }
 
 func TestAuditCommandBadInput(t *testing.T) {
@@ -223,6 +243,8 @@ func TestAuditCommandBadInput(t *testing.T) {
 	audit(exitError, "does not exist", "--table", "lake.nope")
 	audit(exitError, "--verify-content re-reads the log", "--table", "lake.orders", "--verify-content")
 	audit(exitError, `no range of topic "payments"`, "--table", "lake.orders", "--topic", "payments")
+	bad := filepath.Join(t.TempDir(), "no", "such", "folder", "a.html")
+	audit(exitError, "write the HTML report: open "+bad, "--table", "lake.orders", "--html", bad)
 
 	// A table floe never wrote, whose schema cannot hold floe rows.
 	cat, err := catalog.Open(t.Context(), st.Catalog())

@@ -76,8 +76,11 @@ type htmlPartition struct {
 	PartitionReport
 	Problem     bool
 	DeadLetters int64
-	Lag         string
-	Status      string
+	// GapOffsets, OverlapOffsets and LostOffsets count the offsets of the
+	// ledger's findings, as the text report does.
+	GapOffsets, OverlapOffsets, LostOffsets int64
+	Lag                                     string
+	Status                                  string
 	// Low and High are the offsets at the bar's ends.
 	Low, High int64
 	Tracks    []htmlTrack
@@ -103,6 +106,7 @@ type htmlView struct {
 	Verdict, Read       string
 	Levels              []htmlLevel
 	Parts               []htmlPartition
+	PartsCount          string
 	Problems            int
 	TotalLag            int64
 	Findings            []htmlFinding
@@ -168,6 +172,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	slices.SortStableFunc(v.Parts, func(a, b htmlPartition) int {
 		return cmp.Or(-cmp.Compare(a.Findings, b.Findings), -cmp.Compare(lagOf(a.PartitionReport), lagOf(b.PartitionReport)))
 	})
+	v.PartsCount = plural(len(v.Parts), "partition")
 	for i, f := range r.Findings {
 		if i == maxHTMLFindings {
 			v.MoreFindings = len(r.Findings) - i
@@ -259,7 +264,8 @@ func offsetsTitle(what string) func(mapping.Interval, int, int) string {
 
 func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan bool) htmlPartition {
 	hp := htmlPartition{Anchor: anchor(p.TopicPartition), Name: partName(p.TopicPartition), PartitionReport: p,
-		Problem: p.Findings > 0, Lag: "-", Status: "complete"}
+		Problem: p.Findings > 0, Lag: "-", Status: "complete",
+		GapOffsets: total(p.Gaps), OverlapOffsets: total(p.Overlaps), LostOffsets: total(p.Lost)}
 	if p.Findings > 0 {
 		hp.Status = plural(p.Findings, "finding")
 	}

@@ -103,7 +103,7 @@ func decodeAudit(t *testing.T, out string) auditJSON {
 func checkWidth(t *testing.T, out string) {
 	t.Helper()
 	for _, line := range strings.Split(out, "\n") {
-		if len(line) > 80 && !strings.Contains(line, "file://") && !strings.HasPrefix(line, "audit of ") {
+		if len(line) > 80 && !strings.Contains(line, "file://") && !strings.HasSuffix(line, ".html") && !strings.HasPrefix(line, "audit of ") {
 			t.Fatalf("line wider than 80 columns:\n%s", line)
 		}
 	}
@@ -294,13 +294,17 @@ func TestDemoAudit(t *testing.T) {
 	st, _ := auditStack(t)
 	tbl := auditTable(t, st, "lake.orders")
 	var out bytes.Buffer
-	if err := demoAudit(t.Context(), &out, st, tbl); err != nil {
+	page := filepath.Join(t.TempDir(), "payments.html")
+	if err := demoAudit(t.Context(), &out, st, tbl, page); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"verdict: COMPLETE", "ledger lost payments/0 [100, 150)", "verdict: NOT COMPLETE"} {
+	for _, want := range []string{"verdict: COMPLETE", "ledger lost payments/0 [100, 150)", "verdict: NOT COMPLETE", "\n    " + page + "\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
 	checkWidth(t, out.String())
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "NOT COMPLETE") {
+		t.Fatalf("the demo's HTML report (%v):\n%.300s", err, b)
+	}
 }

@@ -7,6 +7,8 @@
 #     block uses. Debian's package rather than pip: CI machines reach Debian's
 #     archive but not PyPI. It is version 2.9, older than AWS_ENDPOINT_URL_S3
 #     support, which is why the guide passes --endpoint-url.
+#   - Chromium from Debian's chromium, which the browser tests drive headless
+#     (internal/browser) to render the HTML audit report and the status page.
 #   - versitygw, built from the pin in tools/go.mod into $(go env GOPATH)/bin.
 # Run it before the tests with FLOE_REQUIRE_SERVERS=1, which turns a missing
 # server into a test failure instead of a skip.
@@ -57,6 +59,16 @@ else
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends curl ca-certificates >/dev/null
+fi
+
+if command -v chromium >/dev/null; then
+	echo "install-servers: chromium present"
+else
+	echo "install-servers: installing chromium"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends chromium >/dev/null
+	command -v chromium >/dev/null || { echo "install-servers: chromium installed but not on PATH" >&2; exit 1; }
 fi
 
 gobin="$(go env GOPATH | cut -d: -f1)/bin"

@@ -23,12 +23,13 @@ type auditFlags struct {
 	verifyContent bool
 	json          bool
 	html          string
+	pdf           string
 }
 
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit --table NAMESPACE.TABLE [--deep] [--brokers HOST:PORT [--verify-content]] [--json] [--html FILE]",
+		Use:   "audit --table NAMESPACE.TABLE [--deep] [--brokers HOST:PORT [--verify-content]] [--json] [--html FILE] [--pdf FILE]",
 		Short: "Prove a table complete: every offset of the log accounted for, exactly once",
 		Long: `Audit a floe table against its ledger (the offset ranges each snapshot committed) and report,
 per topic partition, whether every offset from the first sunk one to the next one is accounted
@@ -57,7 +58,8 @@ and the table's metadata location, to archive with the report. --html FILE also 
 as one self-contained HTML file for a person to read or print: the verdict, per partition a
 coverage bar drawn to scale (ranges, gaps, overlaps, losses, dead letters, the broker's log and
 the lag), the findings with their evidence and how to re-verify the digest. It loads nothing
-from the network (inline CSS and SVG, no script).
+from the network (inline CSS and SVG, no script). --pdf FILE prints that report to PDF with
+headless Chromium, which must be installed (Debian's chromium).
 
 Exit status: 0 the table is complete, 1 there are findings, 2 the audit could not run.`,
 		Example: `  floe audit --table lake.orders
@@ -78,6 +80,7 @@ Exit status: 0 the table is complete, 1 there are findings, 2 the audit could no
 	fs.BoolVar(&f.verifyContent, "verify-content", false, "re-read the retained log and compare every record with its row (needs --brokers)")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON (schema floe.audit/v1)")
 	fs.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML `FILE` (to read in a browser or print)")
+	fs.StringVar(&f.pdf, "pdf", "", "also print the HTML report to a PDF `FILE`, with headless Chromium (apt-get install chromium)")
 	return cmd
 }
 
@@ -114,10 +117,15 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if err != nil {
 		return err
 	}
-	// The file first: when it cannot be written, the audit fails before
+	// The files first: when one cannot be written, the audit fails before
 	// printing a report, as every failed audit does.
 	if f.html != "" {
 		if err := writeHTMLReport(f.html, rep); err != nil {
+			return err
+		}
+	}
+	if f.pdf != "" {
+		if err := writePDFReport(ctx, f.pdf, rep); err != nil {
 			return err
 		}
 	}

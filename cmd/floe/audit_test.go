@@ -16,6 +16,7 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -306,5 +307,27 @@ func TestDemoAudit(t *testing.T) {
 	checkWidth(t, out.String())
 	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "NOT COMPLETE") {
 		t.Fatalf("the demo's HTML report (%v):\n%.300s", err, b)
+	}
+}
+
+// TestAuditCommandPDF: --pdf prints the HTML report with headless Chromium;
+// without Chromium it fails before printing a report, naming the package.
+func TestAuditCommandPDF(t *testing.T) {
+	testenv.Tool(t, "chromium", "apt-get install chromium")
+	_, loc := auditStack(t)
+	pdf := filepath.Join(t.TempDir(), "audit.pdf")
+	code, out, errs := floe(t, append([]string{"audit", "--table", "lake.orders", "--pdf", pdf}, loc...)...)
+	if code != exitOK || !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	b, err := os.ReadFile(pdf)
+	if err != nil || !bytes.HasPrefix(b, []byte("%PDF-")) || len(b) < 10_000 {
+		t.Fatalf("--pdf wrote %d bytes (%v), starting %q", len(b), err, b[:min(len(b), 8)])
+	}
+
+	t.Setenv("PATH", t.TempDir())
+	code, out, errs = floe(t, append([]string{"audit", "--table", "lake.orders", "--pdf", pdf + ".2"}, loc...)...)
+	if code != exitError || out != "" || !strings.Contains(errs, "apt-get install chromium") {
+		t.Fatalf("--pdf without Chromium: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }

@@ -101,9 +101,9 @@ func TestStatusServePage(t *testing.T) {
 	}
 	waitCell(t, ctx, "orders/0", "lag", "50")
 	waitCell(t, ctx, "orders/1", "lag", "0")
-	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=state]').textContent`))
-	if err != nil || state != "no sink here" {
-		t.Errorf("state %q (%v)", state, err)
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=state]').textContent + ' ' + !!document.querySelector('[data-field=commits]')`))
+	if err != nil || state != "no sink here false" {
+		t.Errorf("state and commits shown: %q (%v); want no sink and no commit count", state, err)
 	}
 	browser.Screenshot(t, ctx, "status-table.png")
 }

@@ -88,14 +88,14 @@ func checkSelfContained(t *testing.T, doc string) {
 type jsonReport struct {
 	Complete   bool `json:"complete"`
 	Partitions []struct {
-		Topic     string     `json:"topic"`
-		Partition int32      `json:"partition"`
-		Gaps      [][2]int64 `json:"gaps"`
-		Overlaps  [][2]int64 `json:"overlaps"`
-		Lost      [][2]int64 `json:"lost"`
-		Lag       *int64     `json:"lag"`
-		Next      *int64     `json:"next"`
-		LastStabl *int64     `json:"last_stable"`
+		Topic      string     `json:"topic"`
+		Partition  int32      `json:"partition"`
+		Gaps       [][2]int64 `json:"gaps"`
+		Overlaps   [][2]int64 `json:"overlaps"`
+		Lost       [][2]int64 `json:"lost"`
+		Lag        *int64     `json:"lag"`
+		Next       *int64     `json:"next"`
+		LastStable *int64     `json:"last_stable"`
 	} `json:"partitions"`
 	Evidence struct {
 		Digest string `json:"digest"`
@@ -232,7 +232,7 @@ func TestHTMLReportGapAndLoss(t *testing.T) {
 			drawn++
 		}
 		if p.Lag != nil && *p.Lag > 0 {
-			placed(t, dom, name, "lag", *p.LastStabl-*p.Lag, *p.LastStabl)
+			placed(t, dom, name, "lag", *p.LastStable-*p.Lag, *p.LastStable)
 			drawn++
 		}
 		n := 0

@@ -75,6 +75,24 @@ func waitCell(t *testing.T, ctx context.Context, partition, field, want string) 
 	}
 }
 
+// openStatusPage loads the status page served on addr in headless
+// Chromium, and returns its tab once it shows that the table has all of
+// partition orders/0 (a next offset, no lag).
+func openStatusPage(t *testing.T, addr string) context.Context {
+	t.Helper()
+	waitHTTP(t, "http://"+addr+"/status.json")
+	ctx := browser.New(t, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitCell(t, ctx, "orders/0", "lag", "0")
+	next, err := chromedp.Run(ctx, chromedp.Evaluate[string](cell("orders/0", "next")))
+	if err != nil || next == "" || next == "-" || next == "0" {
+		t.Fatalf("orders/0 next offset %q (%v)", next, err)
+	}
+	return ctx
+}
+
 // TestStatusServePage: floe status --serve serves the live page of a table
 // without a running sink; loaded once in headless Chromium, it shows the
 // lag grow as records are produced, refreshing itself.
@@ -84,18 +102,7 @@ func TestStatusServePage(t *testing.T) {
 	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
 	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	runInBackground(t, append([]string{"status", "-b", brokers, "--table", "lake.orders", "--serve", addr}, loc...)...)
-	waitHTTP(t, "http://"+addr+"/status.json")
-
-	ctx := browser.New(t, 2*time.Minute)
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
-		t.Fatal(err)
-	}
-	waitCell(t, ctx, "orders/0", "lag", "0")
-	next, err := chromedp.Run(ctx, chromedp.Evaluate[string](cell("orders/0", "next")))
-	if err != nil || next == "" || next == "-" {
-		t.Fatalf("orders/0 next offset %q (%v)", next, err)
-	}
-
+	ctx := openStatusPage(t, addr)
 	if err := localstack.Produce(t.Context(), st.Brokers, eventsTo("orders", 0, 50)); err != nil {
 		t.Fatal(err)
 	}
@@ -120,17 +127,7 @@ func TestSinkStatusPage(t *testing.T) {
 	// sink stops.
 	stop := runInBackground(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders",
 		"--metrics-addr", addr, "--lag-interval", "200ms", "--flush-records", "300", "--flush-interval", "1h"}, loc...)...)
-	waitHTTP(t, "http://"+addr+"/status.json")
-
-	ctx := browser.New(t, 2*time.Minute)
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
-		t.Fatal(err)
-	}
-	waitCell(t, ctx, "orders/0", "lag", "0")
-	next, err := chromedp.Run(ctx, chromedp.Evaluate[string](cell("orders/0", "next")))
-	if err != nil || next == "" || next == "-" || next == "0" {
-		t.Fatalf("orders/0 next offset %q (%v)", next, err)
-	}
+	ctx := openStatusPage(t, addr)
 	if err := localstack.Produce(t.Context(), st.Brokers, eventsTo("orders", 1, 30)); err != nil {
 		t.Fatal(err)
 	}

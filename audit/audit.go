@@ -76,6 +76,11 @@ const (
 	KindCountMismatch Kind = "count-mismatch"
 	// KindDeleteFiles (files): row-level delete files hide rows of the table.
 	KindDeleteFiles Kind = "delete-files"
+	// KindDeadLettersPending (files): a commit lists dead-letter files that
+	// are not in the dead-letter table yet: its writer stopped between the
+	// commit and adding them. The next sink session, or floe maintain,
+	// adds them.
+	KindDeadLettersPending Kind = "dead-letters-pending"
 
 	// KindDuplicate (rows): offsets held by more than one row.
 	KindDuplicate Kind = "duplicate"
@@ -189,6 +194,8 @@ type ContentStats struct {
 	// Unverifiable rows have no record left in the log to compare with
 	// (compacted or deleted after they were sunk).
 	Unverifiable int64
+	// DeadLetters are dead letters that matched their record's bytes.
+	DeadLetters int64
 }
 
 // PartitionReport is the audit of one partition.
@@ -201,6 +208,10 @@ type PartitionReport struct {
 	First, Next int64
 	Ranges      int
 	Records     int64
+	// DeadLetters counts the records the ledger's ranges sent to the
+	// dead-letter table instead of rows; DeadLettersRead the dead letters
+	// read there (rows level).
+	DeadLetters, DeadLettersRead int64
 	// LedgerRanges are the partition's ranges as the ledger holds them, in
 	// commit order (the HTML report draws them); nil for a partition only
 	// the broker knows. The slice is shared with the audit: do not modify.
@@ -279,8 +290,11 @@ type Options struct {
 	// Broker, when set, adds the broker level.
 	Broker *connector.Broker
 	// VerifyContent re-reads the retained log and compares every record
-	// with its row. It needs Broker.
+	// with its row, or its dead letter. It needs Broker, and Registry for a
+	// table that decodes with a schema registry: a typed table's records
+	// are decoded as the sink decodes them, and compared with the rows.
 	VerifyContent bool
+	Registry      *connector.Registry
 	// Progress, when set, is called when the row or content level starts,
 	// with a description and the total units (rows, offsets) to do.
 	Progress func(desc string, total int64) Progress
@@ -354,6 +368,9 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 
 	a.ledgerLevel()
 	if opts.Depth >= DepthFiles {
+		if err := a.openDeadLetters(ctx); err != nil {
+			return nil, err
+		}
 		if err := a.filesLevel(ctx); err != nil {
 			return nil, err
 		}
@@ -402,6 +419,15 @@ type auditor struct {
 	parts   map[mapping.TopicPartition]*PartitionReport
 	// files are the live data files at the head (files level).
 	files []snapshot.DataFile
+	// deadTables are the dead-letter tables the ledger names, by name, and
+	// deadAt the offsets of the dead letters read there (rows level).
+	deadTables map[string]*deadLetterTable
+	deadAt     map[mapping.TopicPartition]*offsetSet
+	// deadBad are the commits whose dead-letter files have a finding of
+	// the files level already (missing, pending).
+	deadBad map[int64]bool
+	// typed decodes records for the content level of a typed table.
+	typed *typedContent
 }
 
 func (a *auditor) loadLedger() error {

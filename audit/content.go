@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -55,6 +57,9 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 			}
 		}
 	}
+	if err := a.startTypedContent(); err != nil {
+		return err
+	}
 	prog := a.progress("content: re-reading the log", total)
 	defer prog.Finish()
 	for _, j := range jobs {
@@ -72,6 +77,8 @@ type verifier struct {
 	iv    mapping.Interval   // the retained part of the coverage
 	segs  []mapping.Interval // where the ledger allows rows
 	rows  []offsetDigest     // the table's rows in iv, sorted, one per offset
+	dead  []offsetDigest     // the dead letters in iv, sorted, one per offset
+	err   error              // what stopped reading the log
 	fold  *foldCheck         // state tables only
 	stats *ContentStats
 	d     digester
@@ -89,11 +96,24 @@ type verifier struct {
 // verifyPartition checks the offsets iv of tp, which the ledger covers and
 // the broker retains; policy is the topic's cleanup.policy.
 func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, policy string, prog Progress) error {
-	rows, keys, err := a.tableDigests(ctx, tp, iv)
+	rows, keys, err := a.tableDigests(ctx, a.tbl, a.headID, tp, iv, a.typed != nil)
 	if err != nil {
 		return err
 	}
-	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, stats: a.parts[tp].Content, policy: policy}
+	var dead []offsetDigest
+	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
+		d := a.deadTables[name]
+		if d.tbl == nil || d.tbl.Head() == nil {
+			continue
+		}
+		got, _, err := a.tableDigests(ctx, d.tbl, d.tbl.Head().SnapshotID, tp, iv, false)
+		if err != nil {
+			return err
+		}
+		dead = append(dead, got...)
+	}
+	slices.SortStableFunc(dead, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
+	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, dead: dead, stats: a.parts[tp].Content, policy: policy}
 	if a.fold != "" {
 		v.fold = newFoldCheck(keys)
 	}
@@ -123,12 +143,15 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 			// Past the coverage, only markers matter: they settle the
 			// transactions that began inside it.
 		case r.Attrs.IsTransactional():
-			pending[r.ProducerID] = append(pending[r.ProducerID], v.record(r))
+			pending[r.ProducerID] = append(pending[r.ProducerID], v.record(ctx, r))
 		default:
-			v.decide(v.record(r), true)
+			v.decide(v.record(ctx, r), true)
 		}
-		return cursor < iv.High || len(pending) > 0
+		return v.err == nil && (cursor < iv.High || len(pending) > 0)
 	})
+	if err == nil {
+		err = v.err
+	}
 	if err != nil {
 		return err
 	}
@@ -170,7 +193,11 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 // every row of tp and also returns the key of each row that has one, at
 // any offset: a row below iv is superseded by a later record of its key
 // just as well.
-func (a *auditor) tableDigests(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval) ([]offsetDigest, []keyedOffset, error) {
+//
+// It reads tbl at snapshotID: the audited table, or a dead-letter table
+// (whose raw value is kafka_value). typed digests rows of a typed table
+// whole (digester.typedRow).
+func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapshotID int64, tp mapping.TopicPartition, iv mapping.Interval, typed bool) ([]offsetDigest, []keyedOffset, error) {
 	var filter iceberg.BooleanExpression = iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition)
 	if a.fold == "" {
 		filter = iceberg.NewAnd(filter,
@@ -185,16 +212,35 @@ func (a *auditor) tableDigests(ctx context.Context, tp mapping.TopicPartition, i
 		keys []keyedOffset
 		d    digester
 	)
-	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: contentColumns(), Filter: filter, Concurrency: a.opts.Concurrency},
+	value := tbl.Layout().RawValueColumn()
+	var cols []string // every column of a typed table
+	if !typed {
+		cols = contentColumns(value)
+	}
+	err := tbl.ScanFiles(ctx, snapshotID, snapshot.ScanOptions{Columns: cols, Filter: filter, Concurrency: a.opts.Concurrency},
 		func(fb snapshot.FileBatch) error {
 			if fb.Done {
 				return nil
 			}
-			c, err := newRowColumns(fb.Batch)
+			a.rep.RowsRead += fb.Batch.NumRows()
+			if typed {
+				off, ok := column[*array.Int64](fb.Batch, mapping.ColOffset)
+				if !ok {
+					return fmt.Errorf("data file %s: no %s column", fb.Path, mapping.ColOffset)
+				}
+				for i := range int(fb.Batch.NumRows()) {
+					sum, err := d.typedRow(fb.Batch, i)
+					if err != nil {
+						return fmt.Errorf("data file %s: %w", fb.Path, err)
+					}
+					out = append(out, offsetDigest{off.Value(i), sum})
+				}
+				return nil
+			}
+			c, err := newRowColumns(fb.Batch, value)
 			if err != nil {
 				return fmt.Errorf("data file %s: %w", fb.Path, err)
 			}
-			a.rep.RowsRead += fb.Batch.NumRows()
 			for i := range int(fb.Batch.NumRows()) {
 				o := c.offset.Value(i)
 				if a.fold != "" {
@@ -210,16 +256,26 @@ func (a *auditor) tableDigests(ctx context.Context, tp mapping.TopicPartition, i
 			return nil
 		})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the rows of %s: %w", tp, err)
+		return nil, nil, fmt.Errorf("read the rows of %s in %s: %w", tp, tbl.Name(), err)
 	}
 	slices.SortStableFunc(out, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
 	return slices.CompactFunc(out, func(x, y offsetDigest) bool { return x.offset == y.offset }), keys, nil
 }
 
 // record returns what the content level keeps of a record read from the
-// log: its offset and digest, and in a state table its key.
-func (v *verifier) record(r *kgo.Record) logRecord {
+// log: its offset and digest (of the row a sink makes of it in a typed
+// table), the digest of its bytes (for a dead letter), and in a state table
+// its key.
+func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 	rec := logRecord{offset: r.Offset, sum: v.d.record(r)}
+	rec.raw = rec.sum
+	if v.a.typed != nil {
+		sum, err := v.a.typed.digest(ctx, &v.d, r)
+		if err != nil && v.err == nil {
+			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)
+		}
+		rec.sum = sum
+	}
 	if v.fold != nil {
 		rec.noKey, rec.tombstone = r.Key == nil, r.Value == nil
 		if !rec.noKey {
@@ -236,6 +292,15 @@ func (v *verifier) row(offset int64) (digest, bool) {
 		return digest{}, false
 	}
 	return v.rows[i].sum, true
+}
+
+// deadLetter returns the dead letter at offset.
+func (v *verifier) deadLetter(offset int64) (digest, bool) {
+	i, ok := slices.BinarySearchFunc(v.dead, offset, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
+	if !ok {
+		return digest{}, false
+	}
+	return v.dead[i].sum, true
 }
 
 // covered reports whether offset is in the checked part of a range.
@@ -305,6 +370,17 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 		return
 	}
 	sum, ok := v.row(rec.offset)
+	if dsum, dead := v.deadLetter(rec.offset); dead && !ok {
+		switch {
+		case !committed:
+			v.find(KindUnexpectedRow, rec.offset)
+		case dsum != rec.raw:
+			v.find(KindContentMismatch, rec.offset)
+		default:
+			v.stats.DeadLetters++
+		}
+		return
+	}
 	if committed && v.fold != nil {
 		v.fold.observe(rec)
 		switch {
@@ -394,4 +470,48 @@ func (v *verifier) rowsIn(lo, hi int64) int64 {
 	i, _ := slices.BinarySearchFunc(v.rows, lo, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
 	j, _ := slices.BinarySearchFunc(v.rows, hi, func(r offsetDigest, o int64) int { return cmp.Compare(r.offset, o) })
 	return int64(j - i)
+}
+
+// typedContent decodes records as a sink does into rows of the audited
+// table's schema, for the content level of a typed table.
+type typedContent struct {
+	dec  *connector.RowDecoder
+	rows *mapping.RowBuilder
+}
+
+// startTypedContent prepares decoding when the table's columns are decoded
+// from the records (a typed value or key).
+func (a *auditor) startTypedContent() error {
+	l := a.tbl.Layout()
+	if !l.Typed() && !l.TypedKey() {
+		return nil
+	}
+	if a.fold != "" {
+		return fmt.Errorf("content level: %s is a state table of decoded records, which this floe cannot verify against the log yet; audit it without --verify-content", a.tbl.Name())
+	}
+	dec, err := connector.NewRowDecoder(l, a.opts.Registry, a.tbl.Iceberg().Schema())
+	if err != nil {
+		return fmt.Errorf("content level: %w", err)
+	}
+	rows, err := l.NewRowBuilder(memory.NewGoAllocator(), a.tbl.ArrowSchema())
+	if err != nil {
+		return fmt.Errorf("content level: %w", err)
+	}
+	a.typed = &typedContent{dec: dec, rows: rows}
+	return nil
+}
+
+// digest returns the digest of the row a sink makes of r (digester.typedRow),
+// or of nothing when r is a dead letter.
+func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record) (digest, error) {
+	key, value, dead, err := t.dec.Decode(ctx, r)
+	if err != nil || dead != nil {
+		return digest{}, err
+	}
+	if err := t.rows.AppendDecoded(r, key, value); err != nil {
+		return digest{}, err
+	}
+	b := t.rows.NewBatch()
+	defer b.Release()
+	return d.typedRow(b, 0)
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -73,6 +75,7 @@ type rowColumns struct {
 	offset   *array.Int64
 	ts       *array.Timestamp
 	key      *array.Binary
+	keyText  *array.String // the key column of a table of string keys
 	value    *array.Binary
 	headers  *array.List
 	hdrKey   *array.String
@@ -80,18 +83,25 @@ type rowColumns struct {
 }
 
 // contentColumns returns the columns the content level reads, a new slice
-// on every call (the scan it is handed to owns it).
-func contentColumns() []string {
-	return []string{mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColHeaders, mapping.ColValue}
+// on every call (the scan it is handed to owns it). value names the column
+// of the raw value: value in a raw table, kafka_value in a dead-letter
+// table.
+func contentColumns(value string) []string {
+	return []string{mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColHeaders, value}
 }
 
-func newRowColumns(b arrow.RecordBatch) (rowColumns, error) {
+// newRowColumns finds the digested columns of a batch of a table whose
+// raw value is in column value; a key column of strings (--key string)
+// digests as its bytes.
+func newRowColumns(b arrow.RecordBatch, value string) (rowColumns, error) {
 	var c rowColumns
 	var ok [5]bool
 	c.offset, ok[0] = column[*array.Int64](b, mapping.ColOffset)
 	c.ts, ok[1] = column[*array.Timestamp](b, mapping.ColTimestamp)
-	c.key, ok[2] = column[*array.Binary](b, mapping.ColKey)
-	c.value, ok[3] = column[*array.Binary](b, mapping.ColValue)
+	if c.key, ok[2] = column[*array.Binary](b, mapping.ColKey); !ok[2] {
+		c.keyText, ok[2] = column[*array.String](b, mapping.ColKey)
+	}
+	c.value, ok[3] = column[*array.Binary](b, value)
 	c.headers, ok[4] = column[*array.List](b, mapping.ColHeaders)
 	if ok != [5]bool{true, true, true, true, true} {
 		return c, fmt.Errorf("unexpected column types %s", b.Schema())
@@ -115,7 +125,11 @@ func newRowColumns(b arrow.RecordBatch) (rowColumns, error) {
 // row returns the digest of row i of a table batch.
 func (d *digester) row(c rowColumns, i int) digest {
 	d.begin(int64(c.ts.Value(i)))
-	d.bytes(c.key.Value(i), c.key.IsNull(i))
+	if c.keyText != nil {
+		d.bytes([]byte(c.keyText.Value(i)), c.keyText.IsNull(i))
+	} else {
+		d.bytes(c.key.Value(i), c.key.IsNull(i))
+	}
 	d.bytes(c.value.Value(i), c.value.IsNull(i))
 	start, end := c.headers.ValueOffsets(i)
 	if c.headers.IsNull(i) {
@@ -126,4 +140,34 @@ func (d *digester) row(c rowColumns, i int) digest {
 		d.header(c.hdrKey.Value(j), c.hdrValue.Value(j), c.hdrValue.IsNull(j))
 	}
 	return d.sum()
+}
+
+// typedRow returns the digest of row i of a batch of a typed table (its
+// layout is not raw): the timestamp, then every column but the topic,
+// partition, offset and timestamp, in name order, as its name and its
+// value printed by Arrow (ValueStr: JSON for structs, lists and maps).
+// A record decoded as the sink decodes it, appended to a batch of the
+// table's schema, has the digest of its row.
+func (d *digester) typedRow(b arrow.RecordBatch, i int) (digest, error) {
+	ts, ok := column[*array.Timestamp](b, mapping.ColTimestamp)
+	if !ok {
+		return digest{}, fmt.Errorf("no %s column of microseconds in %s", mapping.ColTimestamp, b.Schema())
+	}
+	d.begin(int64(ts.Value(i)))
+	fields := b.Schema().Fields()
+	order := make([]int, 0, len(fields))
+	for j, f := range fields {
+		switch f.Name {
+		case mapping.ColTopic, mapping.ColPartition, mapping.ColOffset, mapping.ColTimestamp:
+		default:
+			order = append(order, j)
+		}
+	}
+	slices.SortFunc(order, func(x, y int) int { return strings.Compare(fields[x].Name, fields[y].Name) })
+	for _, j := range order {
+		col := b.Column(j)
+		d.bytes([]byte(fields[j].Name), false)
+		d.bytes([]byte(col.ValueStr(i)), col.IsNull(i))
+	}
+	return d.sum(), nil
 }

@@ -74,8 +74,7 @@ type htmlList struct {
 type htmlPartition struct {
 	Anchor, Name string
 	PartitionReport
-	Problem     bool
-	DeadLetters int64
+	Problem bool
 	// GapOffsets, OverlapOffsets and LostOffsets count the offsets of the
 	// ledger's findings, as the text report does.
 	GapOffsets, OverlapOffsets, LostOffsets int64
@@ -277,7 +276,6 @@ func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan bool) htmlP
 	}
 	data := make([]mapping.Range, 0, len(p.LedgerRanges))
 	for _, r := range p.LedgerRanges {
-		hp.DeadLetters += r.DeadLetters
 		if !r.Deleted() && r.Len() > 0 {
 			data = append(data, r)
 		}
@@ -307,7 +305,7 @@ func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan bool) htmlP
 		}
 	}
 	hp.Low, hp.High = lo, hi
-	hp.Facts = partitionFacts(p, hp.DeadLetters, filesRan)
+	hp.Facts = partitionFacts(p, filesRan)
 	if hi <= lo {
 		hp.Empty = "no offsets to draw: the ledger holds only where the sink starts this partition, and no record has been sunk yet"
 		if !p.InLedger {
@@ -351,7 +349,7 @@ func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan bool) htmlP
 		t.Marks = append(t.Marks, s.marks("gap", p.Gaps, nil, offsetsTitle("gap"))...)
 		hp.Tracks = append(hp.Tracks, t)
 	}
-	if hp.DeadLetters > 0 {
+	if p.DeadLetters > 0 {
 		var ivs []mapping.Interval
 		var counts []int
 		for _, r := range data {
@@ -426,7 +424,7 @@ func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan bool) htmlP
 
 // partitionFacts are the numbers printed beside a partition's bar; "-"
 // marks what a level that did not run would have said.
-func partitionFacts(p PartitionReport, deadLetters int64, filesRan bool) [][2]string {
+func partitionFacts(p PartitionReport, filesRan bool) [][2]string {
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	var f [][2]string
 	if p.InLedger {
@@ -436,7 +434,7 @@ func partitionFacts(p PartitionReport, deadLetters int64, filesRan bool) [][2]st
 		}
 		f = append(f, [2]string{"first offset", n(p.First)}, [2]string{"next offset", n(p.Next)},
 			[2]string{"ranges", strconv.Itoa(p.Ranges)}, [2]string{"rows (ledger)", n(p.Records)},
-			[2]string{"dead letters", n(deadLetters)}, [2]string{"start", start},
+			[2]string{"dead letters", n(p.DeadLetters)}, [2]string{"start", start},
 			[2]string{"gap offsets", n(total(p.Gaps))}, [2]string{"overlap offsets", n(total(p.Overlaps))},
 			[2]string{"lost offsets", n(total(p.Lost))})
 	} else {
@@ -448,6 +446,9 @@ func partitionFacts(p PartitionReport, deadLetters int64, filesRan bool) [][2]st
 	}
 	if p.Rows >= 0 {
 		rows = n(p.Rows)
+		if p.DeadLetters > 0 {
+			rows += fmt.Sprintf(" (+ %d dead letters)", p.DeadLettersRead)
+		}
 	}
 	f = append(f, [2]string{"live files", files}, [2]string{"rows read", rows})
 	if b := p.Broker; b != nil {
@@ -458,6 +459,9 @@ func partitionFacts(p PartitionReport, deadLetters int64, filesRan bool) [][2]st
 		f = append(f, [2]string{"rows verified", n(c.Verified)},
 			[2]string{"markers, aborted, compacted", fmt.Sprintf("%d, %d, %d", c.Markers, c.Aborted, c.Compacted)},
 			[2]string{"unverifiable rows", n(c.Unverifiable)})
+		if p.DeadLetters > 0 {
+			f = append(f, [2]string{"dead letters verified", n(c.DeadLetters)})
+		}
 	}
 	return f
 }

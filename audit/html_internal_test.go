@@ -36,6 +36,7 @@ func bigReport() *Report {
 			pr.LedgerRanges = append(pr.LedgerRanges, rg)
 			pr.Ranges++
 			pr.Records += rg.Records
+			pr.DeadLetters += rg.DeadLetters
 			low += 200
 		}
 		pr.Next = low

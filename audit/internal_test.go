@@ -98,13 +98,13 @@ func TestCanonical(t *testing.T) {
 // it was given does not change what the next content scan reads.
 func TestContentColumnsNotShared(t *testing.T) {
 	want := []string{mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColHeaders, mapping.ColValue}
-	cols := contentColumns()
+	cols := contentColumns(mapping.ColValue)
 	if !slices.Equal(cols, want) {
 		t.Fatalf("contentColumns() = %q, want %q", cols, want)
 	}
 	cols[0] = "changed"
 	_ = append(cols[:1], "appended")
-	if got := contentColumns(); !slices.Equal(got, want) {
+	if got := contentColumns(mapping.ColValue); !slices.Equal(got, want) {
 		t.Fatalf("after a caller changed its copy, contentColumns() = %q, want %q", got, want)
 	}
 }

@@ -55,6 +55,7 @@ type jsonPartition struct {
 	Started       bool         `json:"started"`
 	Ranges        int          `json:"ranges"`
 	Records       int64        `json:"records"`
+	DeadLetters   int64        `json:"dead_letters"`
 	Gaps          []span       `json:"gaps"`
 	Overlaps      []span       `json:"overlaps"`
 	Lost          []span       `json:"lost"`
@@ -77,6 +78,7 @@ type jsonContent struct {
 	Compacted    int64 `json:"compacted"`
 	Folded       int64 `json:"folded"`
 	Unverifiable int64 `json:"unverifiable"`
+	DeadLetters  int64 `json:"dead_letters"`
 }
 
 type jsonFinding struct {
@@ -133,7 +135,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	for _, p := range r.Partitions {
 		jp := jsonPartition{
 			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger, Started: p.Started,
-			Ranges: p.Ranges, Records: p.Records,
+			Ranges: p.Ranges, Records: p.Records, DeadLetters: p.DeadLetters,
 			Gaps: spans(p.Gaps), Overlaps: spans(p.Overlaps), Lost: spans(p.Lost), Aborted: spans(p.Aborted),
 			Findings: p.Findings, Status: p.status(),
 		}
@@ -151,7 +153,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		}
 		if c := p.Content; c != nil {
 			jp.Content = &jsonContent{Verified: c.Verified, Markers: c.Markers, Aborted: c.Aborted, Compacted: c.Compacted,
-				Folded: c.Folded, Unverifiable: c.Unverifiable}
+				Folded: c.Folded, Unverifiable: c.Unverifiable, DeadLetters: c.DeadLetters}
 		}
 		out.Partitions = append(out.Partitions, jp)
 	}
@@ -223,8 +225,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.Fold != "" {
 			folded = fmt.Sprintf(", %d folded away (superseded, tombstones and the keys they delete, no key)", c.Folded)
 		}
-		wrap(&b, "", fmt.Sprintf("content: %d rows verified against the log; offsets inside ranges without rows: %d transaction markers, %d aborted, %d compacted%s; %d rows no longer in the log to compare",
-			c.Verified, c.Markers, c.Aborted, c.Compacted, folded, c.Unverifiable))
+		dead := ""
+		if c.DeadLetters > 0 {
+			dead = fmt.Sprintf(", %d dead letters (verified against the log)", c.DeadLetters)
+		}
+		wrap(&b, "", fmt.Sprintf("content: %d rows verified against the log; offsets inside ranges without rows: %d transaction markers, %d aborted, %d compacted%s%s; %d rows no longer in the log to compare",
+			c.Verified, c.Markers, c.Aborted, c.Compacted, folded, dead, c.Unverifiable))
 	}
 	if len(r.Findings) > 0 {
 		fmt.Fprintf(&b, "\nFINDINGS\n")
@@ -306,6 +312,13 @@ func (r *Report) partitionTable(b *strings.Builder) {
 		b.WriteString(line.String() + "\n")
 	}
 	b.WriteString("(GAPS, OVLP and LOST count offsets; LAG counts retained offsets not yet sunk)\n")
+	var dead int64
+	for _, p := range r.Partitions {
+		dead += p.DeadLetters
+	}
+	if dead > 0 {
+		fmt.Fprintf(b, "(ROWS counts rows of the table; %d more records went to the dead-letter table, accounted for in the ledger)\n", dead)
+	}
 	if r.Fold != "" {
 		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
 	}
@@ -325,6 +338,7 @@ func (r *Report) contentTotals() *ContentStats {
 			sum.Compacted += c.Compacted
 			sum.Folded += c.Folded
 			sum.Unverifiable += c.Unverifiable
+			sum.DeadLetters += c.DeadLetters
 		}
 	}
 	if !seen {

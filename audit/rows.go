@@ -181,6 +181,15 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID, Detail: detail})
 		}
 	}
+	if len(a.deadTables) > 0 {
+		rows := make(map[mapping.TopicPartition]*offsetSet, len(parts))
+		for tp, s := range parts {
+			rows[tp] = s.seen
+		}
+		if err := a.deadLetterRows(ctx, rows); err != nil {
+			return err
+		}
+	}
 	for _, p := range a.parts {
 		if p.InLedger && p.Rows < 0 {
 			p.Rows = 0 // the table holds no row of the partition

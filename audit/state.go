@@ -274,6 +274,9 @@ func (a *auditor) checkKeys(tp mapping.TopicPartition, k *keyRows) {
 type logRecord struct {
 	offset int64
 	sum    digest
+	// raw is the digest of the record's bytes (sum in a raw table), which
+	// a dead letter keeps.
+	raw digest
 	// key, noKey and tombstone are set for state tables only.
 	key              keyID
 	noKey, tombstone bool

@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -48,10 +51,17 @@ func sinkChild() int {
 		return 2
 	}
 	ident, _ := catalog.ParseIdent(env("TABLE"))
-	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueMode(env("VALUE"))}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	var dlq *snapshot.Table
+	if env("VALUE") == string(mapping.ValueJSON) {
+		if dlq, err = snapshot.OpenDeadLetters(ctx, cat, snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
 	}
 	b, err := connector.Dial(ctx, strings.Split(env("BROKERS"), ","), 5*time.Second)
 	if err != nil {
@@ -62,7 +72,7 @@ func sinkChild() int {
 	var consumed atomic.Int64
 	s, err := connector.NewSink(b, tbl, connector.Config{
 		Topic: env("TOPIC"), Start: connector.Start(env("START")), StopAtEnd: env("STOP_AT_END") == "1", FlushRecords: flush,
-		FlushInterval: time.Hour, Logger: quietLogger(),
+		FlushInterval: time.Hour, Logger: quietLogger(), DeadLetters: dlq,
 		OnRecords: func(n int64) { fmt.Printf("consumed %d\n", consumed.Add(n)) },
 	})
 	if err != nil {
@@ -77,12 +87,12 @@ func sinkChild() int {
 }
 
 func (e *env) childCmd(topic, table string, flush int, stopAtEnd bool) *exec.Cmd {
-	return e.childCmdFrom(topic, table, flush, stopAtEnd, connector.StartEarliest)
+	return e.childCmdFrom(topic, table, flush, stopAtEnd, connector.StartEarliest, "")
 }
 
 // childCmdFrom is childCmd with a --start for partitions the ledger does
-// not have.
-func (e *env) childCmdFrom(topic, table string, flush int, stopAtEnd bool, start connector.Start) *exec.Cmd {
+// not have, and a value mode ("": raw; json with a dead-letter table).
+func (e *env) childCmdFrom(topic, table string, flush int, stopAtEnd bool, start connector.Start, value mapping.ValueMode) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cfg := e.Stack.Catalog()
 	stop := "0"
@@ -93,7 +103,7 @@ func (e *env) childCmdFrom(topic, table string, flush int, stopAtEnd bool, start
 		"FLOE_TEST_CATALOG="+cfg.Catalog, "FLOE_TEST_WAREHOUSE="+cfg.Warehouse,
 		"FLOE_TEST_TABLE="+table, "FLOE_TEST_TOPIC="+topic,
 		"FLOE_TEST_BROKERS="+strings.Join(e.Stack.Brokers, ","),
-		"FLOE_TEST_FLUSH_RECORDS="+strconv.Itoa(flush), "FLOE_TEST_STOP_AT_END="+stop, "FLOE_TEST_START="+string(start))
+		"FLOE_TEST_FLUSH_RECORDS="+strconv.Itoa(flush), "FLOE_TEST_STOP_AT_END="+stop, "FLOE_TEST_START="+string(start), "FLOE_TEST_VALUE="+string(value))
 	return cmd
 }
 
@@ -118,37 +128,84 @@ func dataFiles(t testing.TB, root string) map[string]bool {
 // every offset exactly once. With --start latest, the table begins where
 // the first run that recorded its start began, and nothing after that is
 // skipped, however often the sink is killed before a partition's first
-// row.
+// row. The typed run decodes JSON with bad records mixed in: every offset
+// ends exactly once in exactly one of the table and its dead-letter table,
+// with the dead letters of a commit whose writer was killed before it
+// added them rolled forward by the next session.
 func TestSinkSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test runs many processes")
 	}
 	for _, c := range []struct {
+		name  string
 		start connector.Start
+		value mapping.ValueMode
 		kills int
-	}{{connector.StartEarliest, 40}, {connector.StartLatest, 20}} {
-		t.Run(string(c.start), func(t *testing.T) { sigkillRun(t, c.start, c.kills) })
+	}{{"earliest", connector.StartEarliest, "", 40}, {"latest", connector.StartLatest, "", 20}, {"typed", connector.StartEarliest, mapping.ValueJSON, 30}} {
+		t.Run(c.name, func(t *testing.T) { sigkillRun(t, c.start, c.value, c.kills) })
 	}
 }
 
-func sigkillRun(t *testing.T, start connector.Start, kills int) {
+// jsonWithBadRecords makes n records of one partition whose values are
+// JSON objects, except that every 13th is not JSON and every 17th has a
+// field whose type conflicts with its column.
+func jsonWithBadRecords(topic string, partition int32, n int, tag string) []*kgo.Record {
+	out := records(topic, partition, n, tag)
+	for i, r := range out {
+		switch {
+		case r.Value == nil:
+		case i%13 == 5:
+			r.Value = []byte("{not json " + tag)
+		case i%17 == 3:
+			r.Value = fmt.Appendf(nil, `{"n":"text %d","tag":%q}`, i, tag)
+		default:
+			r.Value = fmt.Appendf(nil, `{"n":%d,"tag":%q}`, i, tag)
+		}
+	}
+	return out
+}
+
+func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, kills int) {
 	e := newEnv(t)
 	const topic, table = "crash", "lake.crash"
 	e.Topic(topic, 4, nil)
 	produced := 0
+	gen := records
+	if value != "" {
+		gen = jsonWithBadRecords
+	}
 	produce := func(n int) {
 		for p := range int32(4) {
-			e.Produce(records(topic, p, n, fmt.Sprintf("r%d", produced)))
+			e.Produce(gen(topic, p, n, fmt.Sprintf("r%d", produced)))
 		}
 		produced += 4 * n
 	}
 	produce(2000)
-	tbl := e.Table(table)
+	var tbl, dlq *snapshot.Table
+	if value == "" {
+		tbl = e.Table(table)
+	} else {
+		tbl, dlq = e.TypedTable(table, mapping.Layout{Value: value})
+	}
+	// check is CheckWithDeadLetters after what the next session does first:
+	// adding the dead letters of a commit whose writer was killed before.
+	rolled := 0
+	check := func(next map[mapping.TopicPartition]int64) (rows, dead []floetest.Row) {
+		t.Helper()
+		if dlq != nil {
+			n, err := tbl.RollForwardDeadLetters(e.Ctx, dlq, quietLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rolled += n
+		}
+		return floetest.CheckWithDeadLetters(t, tbl, dlq, next)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var orphanKills, commitKills, orphans int
 	for range kills {
 		before := len(mustLedger(t, tbl).Commits)
-		cmd := e.childCmdFrom(topic, table, 100+rng.IntN(300), true, start)
+		cmd := e.childCmdFrom(topic, table, 100+rng.IntN(300), true, start, value)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -166,29 +223,39 @@ func sigkillRun(t *testing.T, start connector.Start, kills int) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if dlq != nil {
+			if err := dlq.Refresh(e.Ctx); err != nil {
+				t.Fatal(err)
+			}
+			dead, err := dlq.Files(e.Ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, dead...)
+		}
 		if n := len(dataFiles(t, e.Stack.Catalog().Warehouse)) - len(files); n > orphans {
 			orphanKills++ // killed after writing files, before their commit
 			orphans = n
 		}
 		// The table is consistent after every crash, not only at the end.
-		checkExactlyOnce(t, tbl, l.Next())
+		check(l.Next())
 		produce(250 + rng.IntN(500))
 	}
-	t.Logf("%d kills: %d after at least one commit, %d left uncommitted files behind", kills, commitKills, orphanKills)
+	t.Logf("%d kills: %d after at least one commit, %d left uncommitted files behind, %d left dead letters to add", kills, commitKills, orphanKills, rolled)
 	if commitKills == 0 || orphanKills == 0 {
 		t.Fatalf("kills did not cover both commit and file-write phases (commit %d, files %d)", commitKills, orphanKills)
 	}
-	out, err := e.childCmdFrom(topic, table, 1000, true, start).CombinedOutput()
+	out, err := e.childCmdFrom(topic, table, 1000, true, start, value).CombinedOutput()
 	if err != nil {
 		t.Fatalf("final run: %v\n%s", err, out)
 	}
-	rs := checkExactlyOnce(t, tbl, e.endOffsets(topic))
+	rs, dead := check(e.endOffsets(topic))
 	want := produced
 	for tp := range e.endOffsets(topic) {
 		want -= int(mapping.Cover(mustLedger(t, tbl).Ranges(tp)).First) // before a --start latest
 	}
-	if len(rs) != want {
-		t.Fatalf("%d rows after crashes, want %d", len(rs), want)
+	if len(rs)+len(dead) != want || (value != "" && len(dead) == 0) {
+		t.Fatalf("%d rows and %d dead letters after crashes, want %d in all", len(rs), len(dead), want)
 	}
 }
 

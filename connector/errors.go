@@ -21,6 +21,8 @@ const (
 	SettingStart      Setting = "Config.Start"
 	SettingOnDataLoss Setting = "Config.OnDataLoss"
 	SettingPartitions Setting = "Config.Partitions"
+	SettingRegistry   Setting = "Config.Registry"
+	SettingConflict   Setting = "Config.OnSchemaConflict"
 )
 
 // ConfigError reports a setting that is missing or whose value cannot be

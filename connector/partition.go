@@ -22,13 +22,25 @@ type partition struct {
 	// low is where the open range starts, next the expected next offset.
 	low, next int64
 	records   int64
+	// dead counts the open range's records that went to the dead-letter
+	// table instead of rows.
+	dead int64
 	// closed are the ranges finished since the last flush (before a lost
 	// or aborted range).
 	closed []mapping.Range
 	rows   *mapping.RowBuilder
-	// batches hold the rows of closed ranges, cut from rows when a range
-	// closes, so that every data file lies inside one range.
-	batches []arrow.RecordBatch
+	// pieces are rows of the open range cut from rows before it closed,
+	// when the writer schema changed (cutRows).
+	pieces []arrow.RecordBatch
+	// batches hold the rows of closed ranges, one group per range (the
+	// pieces of different writer schemas the flush joins into one batch),
+	// so that every data file lies inside one range.
+	batches [][]arrow.RecordBatch
+	// deadLetters builds the dead-letter rows of the open range;
+	// deadBatches hold those of closed ranges, one batch per range. Nil
+	// when the sink has no dead-letter table.
+	deadLetters *mapping.RowBuilder
+	deadBatches []arrow.RecordBatch
 	// end is where a bounded run stops the partition; -1 when unbounded.
 	end int64
 	// skipped is the last lost or aborted range: records inside it that the
@@ -120,6 +132,34 @@ func (p *partition) observe(offset int64, control bool, logStart int64) (s step,
 	return stepRow, advanced, deleted
 }
 
+// unread takes back the record observe just turned into stepRow, moving
+// next back to its offset (offsets observe jumped over before it stay in
+// the open range, without rows): the record could not be
+// decoded for a reason that is no record's fault (the schema registry
+// could not be reached), so the session ends before it and the next one
+// reads it again.
+func (p *partition) unread() {
+	p.next--
+	p.records--
+}
+
+// deadLetter turns the record observe just turned into stepRow into a
+// dead letter: it counts in the open range as a dead letter, not a row.
+func (p *partition) deadLetter() {
+	p.records--
+	p.dead++
+}
+
+// cutRows moves the open range's rows built so far out of the builder, so
+// that the builder can start again for another writer schema.
+func (p *partition) cutRows(rows *mapping.RowBuilder) {
+	if p.rows.Rows() > 0 {
+		p.pieces = append(p.pieces, p.rows.NewBatch())
+	}
+	p.rows.Release()
+	p.rows = rows
+}
+
 // stalledBehind reports, at a retention check, whether the partition made
 // no progress since the previous check and the log now starts past next:
 // then no record may arrive to reveal that retention deleted offsets it had
@@ -132,15 +172,23 @@ func (p *partition) stalledBehind(logStart int64) bool {
 }
 
 // closeRange closes the open range [low, next), when it is not empty, with
-// its rows cut into a batch of their own.
+// its rows and its dead letters cut into batches of their own.
 func (p *partition) closeRange() {
 	if p.next > p.low {
-		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records})
+		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records, DeadLetters: p.dead})
+		group := p.pieces
 		if p.rows != nil && p.rows.Rows() > 0 {
-			p.batches = append(p.batches, p.rows.NewBatch())
+			group = append(group, p.rows.NewBatch())
+		}
+		if len(group) > 0 {
+			p.batches = append(p.batches, group)
+		}
+		p.pieces = nil
+		if p.deadLetters != nil && p.deadLetters.Rows() > 0 {
+			p.deadBatches = append(p.deadBatches, p.deadLetters.NewBatch())
 		}
 	}
-	p.low, p.records = p.next, 0
+	p.low, p.records, p.dead = p.next, 0, 0
 }
 
 // skip records r, a lost or aborted range that starts at next: the open
@@ -153,23 +201,35 @@ func (p *partition) skip(r mapping.Range) {
 	p.checked = -1
 }
 
-// take returns the ranges and row batches since the last flush, and starts
-// the next range where they end. The caller owns the batches.
-func (p *partition) take() ([]mapping.Range, []arrow.RecordBatch) {
+// take returns the ranges, row batches (a group per range) and dead-letter
+// batches since the last flush, and starts the next range where they end.
+// The caller owns the batches.
+func (p *partition) take() ([]mapping.Range, [][]arrow.RecordBatch, []arrow.RecordBatch) {
 	p.closeRange()
-	rs, bs := p.closed, p.batches
-	p.closed, p.batches = nil, nil
-	return rs, bs
+	rs, bs, ds := p.closed, p.batches, p.deadBatches
+	p.closed, p.batches, p.deadBatches = nil, nil, nil
+	return rs, bs, ds
 }
 
 // release frees the rows the partition holds.
 func (p *partition) release() {
-	for _, b := range p.batches {
-		b.Release()
+	for _, g := range p.batches {
+		releaseAll(g)
 	}
-	p.batches = nil
+	releaseAll(p.pieces)
+	releaseAll(p.deadBatches)
+	p.batches, p.pieces, p.deadBatches = nil, nil, nil
 	if p.rows != nil {
 		p.rows.Release()
+	}
+	if p.deadLetters != nil {
+		p.deadLetters.Release()
+	}
+}
+
+func releaseAll(bs []arrow.RecordBatch) {
+	for _, b := range bs {
+		b.Release()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -118,7 +119,11 @@ func TestSkipCutsRangesAndRows(t *testing.T) {
 	}
 	p.skip(mapping.Range{TopicPartition: tp0, Interval: deleted, Lost: true})
 	feed(5, 7)
-	ranges, batches := p.take()
+	ranges, groups, _ := p.take()
+	var batches []arrow.RecordBatch
+	for _, g := range groups {
+		batches = append(batches, g...)
+	}
 	defer func() {
 		for _, b := range batches {
 			b.Release()

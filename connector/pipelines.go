@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -18,6 +19,17 @@ type Pipeline struct {
 	// Table is created, with its namespace, when missing.
 	Table  table.Identifier
 	Config Config
+	// Layout is how a table Run creates holds records (the zero Layout:
+	// raw); an existing table keeps its own, and a non-zero Layout that
+	// differs from it is an error.
+	Layout mapping.Layout
+	// DeadLetters names the dead-letter table of a table whose records are
+	// decoded (its layout is not raw); nil means
+	// snapshot.DeadLetterName(Table). It is created when missing.
+	DeadLetters table.Identifier
+	// NoDeadLetters runs without a dead-letter table: the first record
+	// that cannot become a row stops the sink (Config.DeadLetters).
+	NoDeadLetters bool
 	// OnStart, when set, is called with the open table once every pipeline
 	// is checked and every table open, just before the pipeline's sink
 	// runs (metrics read its ledger here).
@@ -51,19 +63,8 @@ type Pipelines []Pipeline
 // failures are returned (joined, each naming its pipeline when there are
 // several).
 func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog) error {
-	for i, p := range ps {
-		if err := p.Config.Validate(); err != nil {
-			return ps.wrap(i, err)
-		}
-	}
-	for i, p := range ps {
-		t, err := broker.Topic(ctx, p.Config.Topic)
-		if err == nil {
-			err = checkPartitions(t, p.Config.Partitions)
-		}
-		if err != nil {
-			return ps.wrap(i, err)
-		}
+	if err := ps.Check(ctx, broker); err != nil {
+		return err
 	}
 	tables, err := ps.open(ctx, cat)
 	if err != nil {
@@ -71,7 +72,17 @@ func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog
 	}
 	sinks := make([]*Sink, len(ps))
 	for i, p := range ps {
-		if sinks[i], err = NewSink(broker, tables[i], p.Config); err != nil {
+		cfg := p.Config
+		if tables[i].Layout() != mapping.RawLayout && !p.NoDeadLetters {
+			name := p.DeadLetters
+			if name == nil {
+				name = snapshot.DeadLetterName(p.Table)
+			}
+			if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true); err != nil {
+				return ps.wrap(i, err)
+			}
+		}
+		if sinks[i], err = NewSink(broker, tables[i], cfg); err != nil {
 			return ps.wrap(i, err)
 		}
 	}
@@ -105,6 +116,28 @@ func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog
 	return errors.Join(errs...)
 }
 
+// Check checks what Run checks before it opens anything: each Config, and
+// that each topic exists on the brokers with the partitions
+// Config.Partitions names. A caller that creates things before Run (a
+// catalog) calls it first.
+func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
+	for i, p := range ps {
+		if err := p.Config.Validate(); err != nil {
+			return ps.wrap(i, err)
+		}
+	}
+	for i, p := range ps {
+		t, err := broker.Topic(ctx, p.Config.Topic)
+		if err == nil {
+			err = checkPartitions(t, p.Config.Partitions)
+		}
+		if err != nil {
+			return ps.wrap(i, err)
+		}
+	}
+	return nil
+}
+
 // wrap names pipeline i in err when there are several.
 func (ps Pipelines) wrap(i int, err error) error {
 	if len(ps) > 1 {
@@ -120,7 +153,7 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	tables := make([]*snapshot.Table, len(ps))
 	var missing []int
 	for i, p := range ps {
-		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{})
+		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Layout: p.Layout})
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			missing = append(missing, i)
@@ -131,7 +164,7 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 		}
 	}
 	for _, i := range missing {
-		t, err := snapshot.Open(ctx, cat, ps[i].Table, snapshot.OpenOptions{Create: true})
+		t, err := snapshot.Open(ctx, cat, ps[i].Table, snapshot.OpenOptions{Create: true, Layout: ps[i].Layout})
 		if err != nil {
 			return nil, ps.wrap(i, err)
 		}

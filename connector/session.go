@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/mapping"
@@ -59,6 +60,17 @@ type session struct {
 	pendingBytes int64
 	deadline     time.Time  // flush deadline, set by the first unflushed offset
 	inflight     chan error // the flush committing in the background, if any
+
+	// writer is the Arrow schema the partitions' rows are built for, and
+	// writerSchema its Iceberg schema when the table's columns evolve with
+	// the records (typed values or keys; nil otherwise). builtAt is the
+	// decoder version they were made for.
+	writer       *arrow.Schema
+	writerSchema *iceberg.Schema
+	builtAt      int
+	// deadLetters is the Arrow schema of the dead-letter table's rows; nil
+	// without one.
+	deadLetters *arrow.Schema
 }
 
 // session reads the ledger, seeks every partition and consumes until done,
@@ -83,6 +95,15 @@ func (s *Sink) session(ctx context.Context) error {
 func (s *Sink) open(ctx context.Context) (*session, error) {
 	if err := s.tbl.Refresh(ctx); err != nil {
 		return nil, err
+	}
+	if s.cfg.DeadLetters != nil {
+		// A writer that stopped between a commit and adding its dead
+		// letters left them to the next one.
+		if n, err := s.tbl.RollForwardDeadLetters(ctx, s.cfg.DeadLetters, s.log); err != nil {
+			return nil, err
+		} else if n > 0 {
+			s.log.Info("added the dead letters of earlier commits to the dead-letter table", "commits", n, "dead_letter_table", s.cfg.DeadLetters.Name())
+		}
 	}
 	ledger, err := s.tbl.Ledger()
 	if err != nil {
@@ -122,6 +143,9 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	ss := &session{s: s, parts: map[int32]*partition{}}
 	fail := func(err error) (*session, error) {
 		ss.close()
+		return nil, err
+	}
+	if err := ss.startWriter(); err != nil {
 		return nil, err
 	}
 	var starts []mapping.Range
@@ -181,8 +205,13 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 		if pt.done() && !pt.dirty() {
 			continue
 		}
-		if pt.rows, err = mapping.NewRowBuilder(s.alloc, s.tbl.ArrowSchema()); err != nil {
+		if pt.rows, err = ss.newRows(); err != nil {
 			return fail(err)
+		}
+		if ss.deadLetters != nil {
+			if pt.deadLetters, err = mapping.NewDeadLetterBuilder(s.alloc, ss.deadLetters); err != nil {
+				return fail(err)
+			}
 		}
 		ss.parts[p] = pt
 		if !pt.done() {
@@ -391,7 +420,13 @@ func (ss *session) poll(ctx context.Context) error {
 				failure = fmt.Errorf("%s went back from offset %d to %d: the topic was recreated or its log truncated; sink it into a new table", pt.tp, pt.next, r.Offset)
 				return
 			case stepRow:
-				pt.rows.Append(r)
+				if s.dec == nil {
+					pt.rows.Append(r)
+				} else if err := ss.appendDecoded(ctx, pt, r); err != nil {
+					advanced--
+					failure = err
+					return
+				}
 				size := mapping.RecordSize(r)
 				ss.pending++
 				ss.pendingBytes += size
@@ -489,14 +524,35 @@ func (ss *session) flush(ctx context.Context) error {
 	if !ss.dirty() {
 		return nil
 	}
-	f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}}
+	f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}, Schema: ss.writerSchema}
+	var conformErr error
 	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
 		pt := ss.parts[p]
-		rs, bs := pt.take()
+		rs, groups, dead := pt.take()
 		f.Ranges = append(f.Ranges, rs...)
-		if len(bs) > 0 {
-			f.Batches[pt.tp] = bs
+		for _, g := range groups {
+			b, err := ss.join(g)
+			if err != nil {
+				conformErr = errors.Join(conformErr, err)
+				continue
+			}
+			f.Batches[pt.tp] = append(f.Batches[pt.tp], b)
 		}
+		if len(dead) > 0 {
+			if f.DeadLetters == nil {
+				f.DeadLetters = map[mapping.TopicPartition][]arrow.RecordBatch{}
+			}
+			f.DeadLetters[pt.tp] = dead
+		}
+	}
+	if conformErr != nil {
+		for _, bs := range f.Batches {
+			releaseAll(bs)
+		}
+		for _, bs := range f.DeadLetters {
+			releaseAll(bs)
+		}
+		return fmt.Errorf("join rows built for evolving schemas: %w", conformErr)
 	}
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	ss.inflight = make(chan error, 1)
@@ -572,4 +628,108 @@ func (s *Sink) checkTopic(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startWriter sets the schemas the session builds rows for: the table's
+// (the decoder reset to it), and the dead-letter table's.
+func (ss *session) startWriter() error {
+	s := ss.s
+	ss.writer, ss.writerSchema = s.tbl.ArrowSchema(), nil
+	if s.dec != nil {
+		s.dec.reset(s.tbl.Iceberg().Schema())
+		if err := ss.evolveWriter(); err != nil {
+			return err
+		}
+	}
+	if s.cfg.DeadLetters != nil {
+		sc, err := mapping.DeadLetterArrowSchema(s.cfg.DeadLetters.Iceberg().Schema())
+		if err != nil {
+			return fmt.Errorf("dead-letter table %s: %w", s.cfg.DeadLetters.Name(), err)
+		}
+		ss.deadLetters = sc
+	}
+	return nil
+}
+
+// evolveWriter makes the decoder's current columns the writer schema.
+// Layouts whose columns never change (a string key beside raw values)
+// keep building rows for the table's schema.
+func (ss *session) evolveWriter() error {
+	d := ss.s.dec
+	ss.builtAt = d.version
+	if !d.layout.Typed() && !d.layout.TypedKey() {
+		return nil
+	}
+	ws := d.writerSchema()
+	sc, err := mapping.WriterArrowSchema(ws)
+	if err != nil {
+		return err
+	}
+	ss.writer, ss.writerSchema = sc, ws
+	return nil
+}
+
+// newRows returns a row builder for the writer schema.
+func (ss *session) newRows() (*mapping.RowBuilder, error) {
+	if ss.s.dec == nil {
+		return mapping.NewRowBuilder(ss.s.alloc, ss.writer)
+	}
+	return ss.s.dec.layout.NewRowBuilder(ss.s.alloc, ss.writer)
+}
+
+// appendDecoded decodes r, which observe just made a row of pt, and
+// appends it: as a row (rebuilding every partition's builder first when r
+// changed the columns), or as a dead letter. A record that may not be a
+// dead letter, or that cannot be decoded now (the registry is down), is
+// taken back (partition.unread) and ends the session before it.
+func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Record) error {
+	s := ss.s
+	out, err := s.dec.decode(ctx, r)
+	if err != nil {
+		pt.unread()
+		return fmt.Errorf("decode %s offset %d: %w", pt.tp, r.Offset, err)
+	}
+	if out.dead != nil {
+		_, conflict := errors.AsType[*mapping.SchemaConflictError](out.dead)
+		if pt.deadLetters == nil || (conflict && s.cfg.OnSchemaConflict == ConflictFail) {
+			pt.unread()
+			return &BadRecordError{Partition: pt.tp, Offset: r.Offset, Reason: out.dead}
+		}
+		pt.deadLetter()
+		return pt.deadLetters.AppendDeadLetter(r, out.dead.Error(), out.schemaID)
+	}
+	if s.dec.version != ss.builtAt {
+		if err := ss.rebuild(); err != nil {
+			return err
+		}
+	}
+	return pt.rows.AppendDecoded(r, out.key, out.value)
+}
+
+// rebuild starts every partition's rows again for the decoder's new
+// columns; the rows built so far are kept as pieces that the flush joins
+// (join).
+func (ss *session) rebuild() error {
+	if err := ss.evolveWriter(); err != nil {
+		return err
+	}
+	for _, pt := range ss.parts {
+		rows, err := ss.newRows()
+		if err != nil {
+			return err
+		}
+		pt.cutRows(rows)
+	}
+	return nil
+}
+
+// join returns the rows of one range, built in pieces for the schemas the
+// writer schema evolved through, as one batch of the writer schema. It
+// releases the pieces.
+func (ss *session) join(pieces []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(pieces) == 1 && pieces[0].Schema().Equal(ss.writer) {
+		return pieces[0], nil
+	}
+	defer releaseAll(pieces)
+	return mapping.Conform(ss.s.alloc, ss.writer, pieces)
 }

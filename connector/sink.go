@@ -122,15 +122,32 @@ type Config struct {
 	// means every partition. Processes with disjoint Partitions share one
 	// table without fencing each other.
 	Partitions []int32
+
+	// Registry reads the schemas of a table whose keys or values are in
+	// the schema registry's wire format (mapping.ValueRegistry,
+	// mapping.KeyRegistry); it is needed for those layouts only.
+	Registry *Registry
+	// DeadLetters is the dead-letter table (snapshot.OpenDeadLetters) of a
+	// table whose records are decoded: a record that cannot become a row
+	// goes there, exactly once, accounted for in the ledger. Nil stops the
+	// sink at such a record with a *BadRecordError, after committing what
+	// came before it.
+	DeadLetters *snapshot.Table
+	// OnSchemaConflict says what a record whose type the table cannot take
+	// does (a dead letter, or a stop); empty means ConflictDeadLetter.
+	OnSchemaConflict SchemaConflict
 }
 
 // Stats summarises a run.
 type Stats struct {
 	Records int64 // rows committed
-	Commits int
-	Files   int
-	Fenced  int // times another writer fenced this one
-	Retries int // sessions started again after a transient error
+	// DeadLetters are the records committed to the dead-letter table
+	// instead of rows.
+	DeadLetters int64
+	Commits     int
+	Files       int
+	Fenced      int // times another writer fenced this one
+	Retries     int // sessions started again after a transient error
 	// Next is each partition's next offset in the ledger when the run ended.
 	Next map[mapping.TopicPartition]int64
 	// HeadLost lists partitions whose log began above offset 0.
@@ -155,6 +172,8 @@ type Sink struct {
 	// inLedger are the session's partitions once its start commit is in:
 	// one missing from the ledger at a commit fences the sink.
 	inLedger []mapping.TopicPartition
+	// dec decodes records of a table whose layout is not raw; nil for raw.
+	dec *decoder
 }
 
 // Validate reports the first invalid setting of c, as a *ConfigError.
@@ -191,6 +210,13 @@ func (c *Config) normalize() error {
 	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
 	}
+	switch c.OnSchemaConflict {
+	case "":
+		c.OnSchemaConflict = ConflictDeadLetter
+	case ConflictDeadLetter, ConflictFail:
+	default:
+		return &ConfigError{Setting: SettingConflict, Value: string(c.OnSchemaConflict), Want: "dead-letter or fail"}
+	}
 	if c.PartitionCheck <= 0 {
 		c.PartitionCheck = DefaultPartitionCheck
 	}
@@ -213,7 +239,26 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	return &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}, nil
+	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}
+	if layout := tbl.Layout(); layout != mapping.RawLayout {
+		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
+			return nil, &ConfigError{Setting: SettingRegistry,
+				Want: fmt.Sprintf("a schema registry: table %s decodes %s in the registry's wire format", tbl.Name(), registryParts(layout))}
+		}
+		s.dec = newDecoder(layout, cfg.Registry)
+	}
+	return s, nil
+}
+
+// registryParts names what a layout decodes with the schema registry.
+func registryParts(l mapping.Layout) string {
+	switch {
+	case l.Value == mapping.ValueRegistry && l.Key == mapping.KeyRegistry:
+		return "keys and values"
+	case l.Key == mapping.KeyRegistry:
+		return "keys"
+	}
+	return "values"
 }
 
 // Run sinks until ctx is cancelled (live mode) or every partition reached
@@ -305,20 +350,32 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush) error {
 	if s.topicID != "" {
 		f.TopicIDs = map[string]string{s.cfg.Topic: s.topicID}
 	}
-	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: s.inLedger})
-	if err != nil {
+	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: s.inLedger, DeadLetters: s.cfg.DeadLetters})
+	if _, pending := errors.AsType[*snapshot.DeadLettersPendingError](err); err != nil && !pending {
 		return err
 	}
+	// A commit whose dead letters are pending is in: it counts, and the
+	// error ends the session, whose successor adds them.
+	defer func() {
+		if err != nil {
+			s.log.Warn("committed, but the dead letters are not in the dead-letter table yet", "err", err)
+		}
+	}()
 	s.stats.Commits++
 	s.stats.Records += res.Rows
+	var dead int64
+	for _, r := range res.Commit.Ranges {
+		dead += r.DeadLetters
+	}
+	s.stats.DeadLetters += dead
 	s.stats.Files += res.Files
-	s.log.Info("committed", "snapshot", res.Commit.SnapshotID, "rows", res.Rows, "files", res.Files,
+	s.log.Info("committed", "snapshot", res.Commit.SnapshotID, "rows", res.Rows, "dead_letters", dead, "files", res.Files,
 		"ranges", len(res.Commit.Ranges), "attempts", res.Attempts, "write", res.WriteTime.Round(time.Millisecond), "commit", res.CommitTime.Round(time.Millisecond))
 	if s.cfg.OnCommit != nil {
 		s.cfg.OnCommit(res)
 	}
 	s.commitGroupOffsets(ctx, res.Commit.Ranges)
-	return nil
+	return err
 }
 
 // commitGroupOffsets mirrors the committed ranges into the consumer group,

@@ -16,9 +16,9 @@ const (
 	ColSchemaID = "schema_id"
 )
 
-// deadLetterLayout is the layout of a dead-letter table: the key and the
+// DeadLetterLayout is the layout of a dead-letter table: the key and the
 // value as produced, then the reason.
-var deadLetterLayout = Layout{Value: ValueJSON, Key: KeyRaw, RawValue: true}
+var DeadLetterLayout = Layout{Value: ValueJSON, Key: KeyRaw, RawValue: true}
 
 // DeadLetterSchema is the schema of a dead-letter table: floe's metadata
 // columns with the raw key (kafka_key), the raw value (kafka_value), why
@@ -26,10 +26,10 @@ var deadLetterLayout = Layout{Value: ValueJSON, Key: KeyRaw, RawValue: true}
 // named (schema_id, when it named one). A dead letter keeps everything the
 // record had, so that it can be decoded again once its problem is fixed.
 func DeadLetterSchema() *iceberg.Schema {
-	fields := deadLetterLayout.Schema().Fields()
+	fields := DeadLetterLayout.Schema().Fields()
 	next := 100
 	fields = append(fields,
-		iceberg.NestedField{ID: next, Name: ColError, Type: iceberg.PrimitiveTypes.String, Required: true,
+		iceberg.NestedField{ID: next, Name: ColError, Type: iceberg.PrimitiveTypes.String,
 			Doc: "why the record could not become a row of the data table"},
 		iceberg.NestedField{ID: next + 1, Name: ColSchemaID, Type: iceberg.PrimitiveTypes.Int32,
 			Doc: "schema registry id the record was written with, when it named one"})
@@ -39,13 +39,13 @@ func DeadLetterSchema() *iceberg.Schema {
 // DeadLetterArrowSchema is the Arrow schema of a dead-letter table's rows
 // for its Iceberg schema.
 func DeadLetterArrowSchema(tableSchema *iceberg.Schema) (*arrow.Schema, error) {
-	return deadLetterLayout.ArrowSchema(tableSchema)
+	return DeadLetterLayout.ArrowSchema(tableSchema)
 }
 
 // NewDeadLetterBuilder returns a builder of dead-letter rows for the given
 // Arrow schema (DeadLetterArrowSchema).
 func NewDeadLetterBuilder(mem memory.Allocator, schema *arrow.Schema) (*RowBuilder, error) {
-	return deadLetterLayout.NewRowBuilder(mem, schema)
+	return DeadLetterLayout.NewRowBuilder(mem, schema)
 }
 
 // AppendDeadLetter adds record r to a dead-letter builder, with the reason

@@ -53,7 +53,7 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 				out.FieldList = append(out.FieldList, f)
 				continue
 			}
-			t, c, err := MergeType(path+"."+f.Name, f.Type, g.Type)
+			t, c, err := MergeType(joinPath(path, f.Name), f.Type, g.Type)
 			if err != nil {
 				return have, false, err
 			}
@@ -77,7 +77,7 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 		if !ok {
 			return conflict()
 		}
-		t, c, err := MergeType(path+".element", h.Element, i.Element)
+		t, c, err := MergeType(joinPath(path, "element"), h.Element, i.Element)
 		if err != nil || !c {
 			return have, false, err
 		}
@@ -89,7 +89,7 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 		if !ok || !h.KeyType.Equals(i.KeyType) {
 			return conflict()
 		}
-		t, c, err := MergeType(path+".value", h.ValueType, i.ValueType)
+		t, c, err := MergeType(joinPath(path, "value"), h.ValueType, i.ValueType)
 		if err != nil || !c {
 			return have, false, err
 		}

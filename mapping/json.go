@@ -120,7 +120,7 @@ func inferJSON(path string, v any) (iceberg.Type, error) {
 	case []any:
 		var elem iceberg.Type
 		for _, e := range v {
-			t, err := inferJSON(path+".element", e)
+			t, err := inferJSON(joinPath(path, "element"), e)
 			if err != nil || t == nil {
 				if err != nil {
 					return nil, err
@@ -131,7 +131,7 @@ func inferJSON(path string, v any) (iceberg.Type, error) {
 				elem = t
 				continue
 			}
-			if elem, err = widenInferred(path+".element", elem, t); err != nil {
+			if elem, err = widenInferred(joinPath(path, "element"), elem, t); err != nil {
 				return nil, err
 			}
 		}
@@ -142,7 +142,7 @@ func inferJSON(path string, v any) (iceberg.Type, error) {
 	case *jsonObject:
 		st := &iceberg.StructType{}
 		for _, k := range v.keys {
-			t, err := inferJSON(path+"."+k, v.values[k])
+			t, err := inferJSON(joinPath(path, k), v.values[k])
 			if err != nil {
 				return nil, err
 			}
@@ -261,12 +261,12 @@ func conformJSON(path string, t iceberg.Type, v any) (any, error) {
 		for _, k := range o.keys {
 			f, ok := findField(t, k)
 			if !ok {
-				if known, err := inferJSON(path+"."+k, o.values[k]); err == nil && known == nil {
+				if known, err := inferJSON(joinPath(path, k), o.values[k]); err == nil && known == nil {
 					continue // nulls and empty lists: no column yet, nothing to lose
 				}
 				return nil, &TypeError{Path: path + "." + k, Want: t, Got: "a field the struct does not have"}
 			}
-			c, err := conformJSON(path+"."+k, f.Type, o.values[k])
+			c, err := conformJSON(joinPath(path, k), f.Type, o.values[k])
 			if err != nil {
 				return nil, err
 			}
@@ -280,7 +280,7 @@ func conformJSON(path string, t iceberg.Type, v any) (any, error) {
 		}
 		out := make([]any, len(l))
 		for i, e := range l {
-			c, err := conformJSON(path+".element", t.Element, e)
+			c, err := conformJSON(joinPath(path, "element"), t.Element, e)
 			if err != nil {
 				return nil, err
 			}

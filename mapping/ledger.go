@@ -49,6 +49,8 @@ const (
 	// what decides they exist, and a writer that crashed before adding them
 	// to the dead-letter table has them added by the next one.
 	KeyDeadLetterFiles = "floe.dead-letter-files"
+	// KeyDeadLetterTable names the dead-letter table those files belong to.
+	KeyDeadLetterTable = "floe.dead-letter-table"
 
 	// LedgerVersion is the encoding version floe writes. Version 1 (no
 	// topic ids, no starts) is still read.
@@ -91,9 +93,11 @@ type Commit struct {
 	// from (FormatTopicID); a topic is absent when its broker has no topic
 	// IDs, and for every topic of a version 1 commit.
 	TopicIDs map[string]string
-	// DeadLetterFiles are the dead-letter table's data files that hold the
-	// records of Ranges' DeadLetters.
+	// DeadLetterFiles are the data files of the dead-letter table
+	// DeadLetterTable (namespace.name) that hold the records of Ranges'
+	// DeadLetters.
 	DeadLetterFiles []string
+	DeadLetterTable string
 }
 
 // MalformedError reports a snapshot whose floe properties do not decode.
@@ -184,6 +188,10 @@ func (c Commit) Encode() (map[string]string, error) {
 			return nil, fmt.Errorf("encode ledger: dead-letter files: %w", err)
 		}
 		props[KeyDeadLetterFiles] = string(b)
+		if c.DeadLetterTable == "" {
+			return nil, errors.New("encode ledger: dead-letter files without their table")
+		}
+		props[KeyDeadLetterTable] = c.DeadLetterTable
 	}
 	return props, nil
 }
@@ -239,6 +247,9 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 			if err := json.Unmarshal([]byte(props[key]), &c.DeadLetterFiles); err != nil || len(c.DeadLetterFiles) == 0 {
 				return bad(key, errors.New("want a JSON array of file paths"))
 			}
+			continue
+		case key == KeyDeadLetterTable && !v1:
+			c.DeadLetterTable = props[key]
 			continue
 		case key == KeyVersion || key == KeyCommitID || key == KeyWriter || !strings.HasPrefix(key, KeyPrefix):
 			continue

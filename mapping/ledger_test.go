@@ -22,7 +22,7 @@ func TestCommitRoundTrip(t *testing.T) {
 		rng("orders", 0, 1300, 1301, 0),
 		rng("pay.v2_x-y", 1, 5, 5, 0),
 		{TopicPartition: tp("pay.v2_x-y", 2), Interval: Interval{0, 10}, Records: 6, DeadLetters: 3},
-	}}
+	}, DeadLetterFiles: []string{"s3://w/lake/t_dlq/data/a.parquet"}, DeadLetterTable: "lake.t_dlq"}
 	props, err := c.Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -165,7 +165,7 @@ func CheckValue(path string, t iceberg.Type, required bool, v any) error {
 			}
 		}
 		for _, f := range t.FieldList {
-			if err := CheckValue(path+"."+f.Name, f.Type, f.Required, m[f.Name]); err != nil {
+			if err := CheckValue(joinPath(path, f.Name), f.Type, f.Required, m[f.Name]); err != nil {
 				return err
 			}
 		}
@@ -175,7 +175,7 @@ func CheckValue(path string, t iceberg.Type, required bool, v any) error {
 			return bad()
 		}
 		for _, e := range l {
-			if err := CheckValue(path+".element", t.Element, t.ElementRequired, e); err != nil {
+			if err := CheckValue(joinPath(path, "element"), t.Element, t.ElementRequired, e); err != nil {
 				return err
 			}
 		}
@@ -185,10 +185,10 @@ func CheckValue(path string, t iceberg.Type, required bool, v any) error {
 			return bad()
 		}
 		for _, e := range m {
-			if err := CheckValue(path+".key", t.KeyType, true, e.Key); err != nil {
+			if err := CheckValue(joinPath(path, "key"), t.KeyType, true, e.Key); err != nil {
 				return err
 			}
-			if err := CheckValue(path+".value", t.ValueType, t.ValueRequired, e.Value); err != nil {
+			if err := CheckValue(joinPath(path, "value"), t.ValueType, t.ValueRequired, e.Value); err != nil {
 				return err
 			}
 		}

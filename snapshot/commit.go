@@ -73,6 +73,11 @@ type Flush struct {
 	// data, so that no data file ever has columns the table does not have.
 	// Nil for a raw layout.
 	Schema *iceberg.Schema
+	// DeadLetters are the dead-letter rows of records that could not
+	// become rows (mapping.NewDeadLetterBuilder), by partition, one batch
+	// per range; Ranges count them as DeadLetters. They go to
+	// CommitOptions.DeadLetters.
+	DeadLetters map[mapping.TopicPartition][]arrow.RecordBatch
 }
 
 // TopicIDError reports a topic whose ID differs from the one the ledger
@@ -128,6 +133,9 @@ type CommitOptions struct {
 	// under the writer, which is then fenced, even if the table as this
 	// writer last loaded it already lacked the partition.
 	InLedger []mapping.TopicPartition
+	// DeadLetters is the dead-letter table (OpenDeadLetters) that takes
+	// the flush's dead letters; needed when the flush has any.
+	DeadLetters *Table
 }
 
 // Commit writes the flush's batches as Parquet files, one file set per
@@ -142,16 +150,43 @@ type CommitOptions struct {
 // otherwise it deletes its files and returns a *FencedError. When a commit's
 // outcome is unknown (the catalog failed mid-request), the reloaded ledger
 // tells whether this commit id made it, so a commit is never applied twice.
-func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Result, err error) {
+//
+// Dead letters are written into data files of the dead-letter table before
+// the commit, which lists them (mapping.Commit.DeadLetterFiles); once the
+// commit is in, they are added to the dead-letter table. A failure between
+// the two is a *DeadLettersPendingError: the commit stands, and
+// RollForwardDeadLetters adds them later. So a dead letter is in the
+// dead-letter table exactly when the ledger says so.
+func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (Result, error) {
 	defer func() {
 		for _, bs := range f.Batches {
-			for _, b := range bs {
-				b.Release()
-			}
+			releaseAll(bs)
+		}
+		for _, bs := range f.DeadLetters {
+			releaseAll(bs)
 		}
 	}()
+	res, dead, err := t.commit(ctx, f, opts)
+	if err != nil || len(dead) == 0 {
+		return res, err
+	}
+	if err := opts.DeadLetters.addDeadLetters(ctx, opts.Logger, res.Commit.ID, dead); err != nil {
+		return res, &DeadLettersPendingError{Table: t.Name(), DeadLetters: opts.DeadLetters.Name(), Commit: res.Commit.ID, Err: err}
+	}
+	return res, nil
+}
+
+func releaseAll(bs []arrow.RecordBatch) {
+	for _, b := range bs {
+		b.Release()
+	}
+}
+
+// commit makes the data table's commit of f, returning the dead-letter
+// files it lists.
+func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Result, dead []iceberg.DataFile, err error) {
 	if len(f.Ranges) == 0 {
-		return Result{}, errors.New("commit: no ranges (floe never writes a snapshot without ranges)")
+		return Result{}, nil, errors.New("commit: no ranges (floe never writes a snapshot without ranges)")
 	}
 	for tp, bs := range f.Batches {
 		rows := false
@@ -159,14 +194,22 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			rows = rows || b.NumRows() > 0
 		}
 		if rows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Deleted() }) {
-			return Result{}, fmt.Errorf("commit: rows of %s have no range", tp)
+			return Result{}, nil, fmt.Errorf("commit: rows of %s have no range", tp)
 		}
 	}
-	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges, TopicIDs: f.TopicIDs}}
-	props, err := res.Commit.Encode()
-	if err != nil {
-		return res, err
+	deadRows := false
+	for tp, bs := range f.DeadLetters {
+		for _, b := range bs {
+			deadRows = deadRows || b.NumRows() > 0
+		}
+		if deadRows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && r.DeadLetters > 0 }) {
+			return Result{}, nil, fmt.Errorf("commit: dead letters of %s have no range", tp)
+		}
 	}
+	if deadRows && opts.DeadLetters == nil {
+		return Result{}, nil, errors.New("commit: the flush has dead letters and no dead-letter table")
+	}
+	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges, TopicIDs: f.TopicIDs}}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -176,11 +219,11 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	// writer had advanced, the branch-head assertion alone would not notice.
 	l, err := t.Ledger()
 	if err != nil {
-		return res, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), res.Commit.ID, err)
+		return res, dead, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), res.Commit.ID, err)
 	}
 	for topic, id := range f.TopicIDs {
 		if err := CheckTopicID(t.Name(), l, topic, id); err != nil {
-			return res, err
+			return res, dead, err
 		}
 	}
 	known := l.Next()
@@ -190,14 +233,14 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		}
 	}
 	if _, err := t.settle(ctx, log, res.Commit, known, nil); err != nil {
-		return res, err
+		return res, dead, err
 	}
 
 	// The schema the files are written for: the table's, evolved to take
 	// the flush's columns.
 	_, target, err := t.stage(f.Schema)
 	if err != nil {
-		return res, err
+		return res, dead, err
 	}
 	writtenFor := t.tbl.Schema().ID
 	write := t.appendFiles
@@ -210,7 +253,31 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	files := st.add
 	if err != nil {
 		t.removeFiles(ctx, opts.Logger, files)
-		return res, fmt.Errorf("write data files of %s: %w", t.Name(), err)
+		return res, dead, fmt.Errorf("write data files of %s: %w", t.Name(), err)
+	}
+	if deadRows {
+		// Written before the commit that lists them, and removed with the
+		// data files when that commit is fenced.
+		if dead, err = writeFiles(ctx, opts.DeadLetters.tbl, f.DeadLetters); err != nil {
+			t.removeFiles(ctx, opts.Logger, files)
+			opts.DeadLetters.removeFiles(ctx, opts.Logger, dead)
+			return res, nil, fmt.Errorf("write dead-letter files of %s into %s: %w", t.Name(), opts.DeadLetters.Name(), err)
+		}
+		for _, df := range dead {
+			res.Commit.DeadLetterFiles = append(res.Commit.DeadLetterFiles, df.FilePath())
+		}
+		res.Commit.DeadLetterTable = opts.DeadLetters.Name()
+		defer func() {
+			if _, fenced := errors.AsType[*FencedError](err); fenced {
+				opts.DeadLetters.removeFiles(ctx, opts.Logger, dead)
+			}
+		}()
+	}
+	props, err := res.Commit.Encode()
+	if err != nil {
+		t.removeFiles(ctx, opts.Logger, files)
+		opts.DeadLetters.removeFiles(ctx, opts.Logger, dead)
+		return res, nil, err
 	}
 	for _, df := range files {
 		res.Bytes += df.FileSizeBytes()
@@ -236,7 +303,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		res.Attempts = attempt
 		if attempt > 1 {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return res, fmt.Errorf("commit %s to %s: %w (last error: %w)", res.Commit.ID, t.Name(), err, lastErr)
+				return res, dead, fmt.Errorf("commit %s to %s: %w (last error: %w)", res.Commit.ID, t.Name(), err, lastErr)
 			}
 			if err := t.Refresh(ctx); err != nil {
 				lastErr = err
@@ -261,7 +328,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 				res.Commit = *applied
 			}
 			if err != nil || applied != nil {
-				return res, err
+				return res, dead, err
 			}
 			if errs >= maxErrors {
 				break
@@ -272,7 +339,7 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			// IDs of a schema this commit would not produce. Write them
 			// again for the one it would.
 			if st, err = t.rewrite(ctx, log, f, st, write); err != nil {
-				return res, err
+				return res, dead, err
 			}
 			files, writtenFor = st.add, t.tbl.Schema().ID
 		}
@@ -280,11 +347,11 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		if err == nil {
 			res.Commit.SnapshotID = snap.SnapshotID
 			res.Commit.CommittedAt = time.UnixMilli(snap.TimestampMs).UTC()
-			return res, nil
+			return res, dead, nil
 		}
 		lastErr = err
 		if ctx.Err() != nil {
-			return res, fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
+			return res, dead, fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 		}
 		conflict := isConflict(err)
 		if !conflict {
@@ -299,15 +366,15 @@ func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		applied, err := t.settle(ctx, log, res.Commit, known, files)
 		if applied != nil {
 			res.Commit = *applied
-			return res, nil
+			return res, dead, nil
 		}
 		if err != nil {
-			return res, err
+			return res, dead, err
 		}
-		return res, fmt.Errorf("commit %s to %s: gave up after %d attempts; the ledger does not hold it, so its data files are orphans for maintenance: %w",
+		return res, dead, fmt.Errorf("commit %s to %s: gave up after %d attempts; the ledger does not hold it, so its data files are orphans for maintenance: %w",
 			res.Commit.ID, t.Name(), res.Attempts, lastErr)
 	}
-	return res, fmt.Errorf("commit %s to %s: gave up after %d attempts; whether the last one was applied is unknown until the table can be read again, and the next run resumes from the ledger either way: %w",
+	return res, dead, fmt.Errorf("commit %s to %s: gave up after %d attempts; whether the last one was applied is unknown until the table can be read again, and the next run resumes from the ledger either way: %w",
 		res.Commit.ID, t.Name(), res.Attempts, lastErr)
 }
 
@@ -455,7 +522,7 @@ func isConflict(err error) bool {
 // appendFiles stages an append to target (the table, with the flush's
 // schema changes): every row of every batch.
 func (t *Table) appendFiles(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
-	files, err := t.writeFiles(ctx, target, batches)
+	files, err := writeFiles(ctx, target, batches)
 	st := staged{add: files}
 	for _, df := range files {
 		st.rows += df.Count()
@@ -463,9 +530,9 @@ func (t *Table) appendFiles(ctx context.Context, target *table.Table, batches ma
 	return st, err
 }
 
-// writeFiles writes each batch into data files of its own, in parallel up
-// to the number of CPUs.
-func (t *Table) writeFiles(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) ([]iceberg.DataFile, error) {
+// writeFiles writes each batch into data files of target of its own, in
+// parallel up to the number of CPUs.
+func writeFiles(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) ([]iceberg.DataFile, error) {
 	var (
 		mu    sync.Mutex
 		files []iceberg.DataFile

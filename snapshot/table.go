@@ -85,6 +85,9 @@ type OpenOptions struct {
 	// layout it was created with, and a non-zero Layout that differs from
 	// it is a *mapping.LayoutError.
 	Layout mapping.Layout
+	// Schema is the schema of a table Create creates; nil means the
+	// layout's (mapping.Layout.Schema).
+	Schema *iceberg.Schema
 }
 
 // ErrTableNotFound is matched (errors.Is) when Open finds no table of the
@@ -119,7 +122,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	}
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil && isNoSuchTable(err) && opts.Create {
-		tbl, err = create(ctx, cat, ident, want, opts.Properties)
+		tbl, err = create(ctx, cat, ident, want, opts.Schema, opts.Properties)
 	}
 	if err != nil {
 		if isNoSuchTable(err) {
@@ -137,7 +140,10 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 			"keys":       {string(want.Key), string(layout.Key)},
 			"raw values": {fmt.Sprint(want.RawValue), fmt.Sprint(layout.RawValue)},
 		} {
-			if pair[0] != pair[1] {
+			// A table that keeps raw values beside its columns keeps them
+			// for a writer that did not ask: only asking for what the
+			// table lacks is an error.
+			if pair[0] != pair[1] && (setting != "raw values" || want.RawValue) {
 				return nil, &mapping.LayoutError{Table: name, Setting: setting, Value: pair[0], Want: pair[1]}
 			}
 		}
@@ -162,7 +168,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	return t, nil
 }
 
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, extra map[string]string) (*table.Table, error) {
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, schema *iceberg.Schema, extra map[string]string) (*table.Table, error) {
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
@@ -174,7 +180,10 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 		maps.Copy(props, layout.Properties())
 	}
 	maps.Copy(props, extra)
-	tbl, err := cat.CreateTable(ctx, ident, layout.Schema(), catalog.WithProperties(props))
+	if schema == nil {
+		schema = layout.Schema()
+	}
+	tbl, err := cat.CreateTable(ctx, ident, schema, catalog.WithProperties(props))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		// Another floe process created it first.
 		return cat.LoadTable(ctx, ident)

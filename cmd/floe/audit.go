@@ -24,6 +24,7 @@ type auditFlags struct {
 	json          bool
 	html          string
 	pdf           string
+	registryFlags
 }
 
 func newAuditCmd() *cobra.Command {
@@ -46,6 +47,12 @@ for. The levels run cheapest first; each finding names the level that saw it:
   content  --verify-content: re-reads the retained log and compares key, value, headers and
            timestamp of every record with its row; classifies offsets without rows as
            transaction markers, aborted records or compacted
+
+A typed table (floe sink --value json|registry, --key ...) sent the records that could not become
+rows to its dead-letter table, which the ledger names: every level checks it too (each range's
+rows plus dead letters, no offset in both tables), and the content level decodes every record
+as the sink does and compares the row it makes (with --schema-registry for a table decoded
+through a registry), and compares each dead letter with the record's bytes.
 
 A state table (floe.fold=latest, written by floe replay --fold latest) keeps only each key's
 latest record, so its files, rows and content are checked against a state table's invariants:
@@ -81,6 +88,7 @@ Exit status: 0 the table is complete, 1 there are findings, 2 the audit could no
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON (schema floe.audit/v1)")
 	fs.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML `FILE` (to read in a browser or print)")
 	fs.StringVar(&f.pdf, "pdf", "", "also print the HTML report to a PDF `FILE`, with headless Chromium (apt-get install chromium)")
+	f.registryFlags.register(fs)
 	return cmd
 }
 
@@ -104,6 +112,9 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	}
 	if f.deep {
 		opts.Depth = audit.DepthRows
+	}
+	if opts.Registry, err = f.registry(); err != nil {
+		return err
 	}
 	broker, err := f.dial(ctx)
 	if err != nil {

@@ -35,6 +35,9 @@ type pipeline struct {
 	Table string `yaml:"table"`
 	// Partitions restricts the pipeline to these partitions; empty means all.
 	Partitions []int32 `yaml:"partitions"`
+	// Value and Key override --value and --key for this pipeline.
+	Value string `yaml:"value"`
+	Key   string `yaml:"key"`
 }
 
 // configFile is a parsed config file.

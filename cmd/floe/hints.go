@@ -9,6 +9,7 @@ import (
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -23,6 +24,8 @@ var flagOf = map[any]string{
 	connector.SettingStart:      "--start",
 	connector.SettingOnDataLoss: "--on-data-loss",
 	connector.SettingPartitions: "--partitions",
+	connector.SettingRegistry:   "--schema-registry",
+	connector.SettingConflict:   "--on-schema-conflict",
 
 	catalog.SettingCatalog:           "--catalog",
 	catalog.SettingName:              "--catalog-name",
@@ -101,6 +104,12 @@ func withFlags(err error) string {
 			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
 		case *catalog.ConfigError:
 			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
+		case *mapping.LayoutError:
+			if e.Table == "" {
+				rewrite(e.Error(), valueMessage("--"+e.Setting, e.Value, e.Want))
+			}
+		case *connector.BadRecordError:
+			hint("records that cannot become rows go to the dead-letter table unless --dlq off; a schema conflict stops the sink only with --on-schema-conflict fail")
 		case *lookup.QueryError:
 			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
 		case *replay.OptionError:

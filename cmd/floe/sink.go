@@ -35,7 +35,7 @@ type sinkFlags struct {
 	retryFor      time.Duration
 	group         string
 	opsFlags
-	registryFlags
+	decodeFlags
 }
 
 func newSinkCmd() *cobra.Command {
@@ -75,7 +75,7 @@ person stop it at once.`,
 	f.opsFlags.register(fs)
 	f.brokerFlags.register(fs, " (required)")
 	topicFlag(fs, &f.topic, "topic to sink; every partition is consumed (required)")
-	f.registryFlags.register(fs)
+	f.decodeFlags.register(fs)
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
 	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "flush after this many records")
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
@@ -138,7 +138,8 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	}
 	// A malformed registry URL, conflicting credentials or an unreadable
 	// CA file stop the sink before anything starts.
-	if _, err := f.registry(); err != nil {
+	registry, err := f.registry()
+	if err != nil {
 		return err
 	}
 	reg := metrics.New()
@@ -164,6 +165,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			return err
 		}
 		run[i] = connector.Pipeline{Table: ident, Config: cfg}
+		if err := f.decodeFlags.pipeline(&run[i], p, registry); err != nil {
+			return err
+		}
 	}
 
 	// The metrics and health endpoint outlives the signal: it serves
@@ -182,6 +186,10 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		return err
 	}
 	defer broker.Close()
+	// Topics and partitions are checked before a new catalog is created.
+	if err := run.Check(ctx, broker); err != nil {
+		return err
+	}
 	cat, err := f.openCatalog(ctx)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -91,6 +92,37 @@ func (e *Env) Table(name string) *snapshot.Table {
 		e.T.Fatal(err)
 	}
 	return tbl
+}
+
+// TypedTable opens the floe table name ("namespace.table") of layout l,
+// creating it, and its dead-letter table (snapshot.DeadLetterName).
+func (e *Env) TypedTable(name string, l mapping.Layout) (tbl, dlq *snapshot.Table) {
+	e.T.Helper()
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	ident, err := catalog.ParseIdent(name)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if tbl, err = snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: l}); err != nil {
+		e.T.Fatal(err)
+	}
+	if dlq, err = snapshot.OpenDeadLetters(e.Ctx, cat, snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
+		e.T.Fatal(err)
+	}
+	return tbl, dlq
+}
+
+// Registry returns a client of the stack's schema registry.
+func (e *Env) Registry() *connector.Registry {
+	e.T.Helper()
+	r, err := connector.NewRegistry(connector.RegistryConfig{URL: e.Stack.Registry})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return r
 }
 
 // Dial returns a new connection to the stack's broker, closed in t.Cleanup.

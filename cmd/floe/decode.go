@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/spf13/pflag"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// decodeFlags say how records become rows: the value and key modes, the
+// dead-letter table, and the schema registry.
+type decodeFlags struct {
+	value, key       string
+	keepRawValue     bool
+	dlqTable         string
+	dlq              string
+	onSchemaConflict string
+	registryFlags
+}
+
+func (f *decodeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.value, "value", "",
+		"how values become columns: raw (one binary column), json (schemaless JSON objects, columns inferred) or registry (Avro, Protobuf or JSON Schema in the schema registry's wire format); "+
+			"a new table gets it (default raw), an existing table keeps its own")
+	fs.StringVar(&f.key, "key", "",
+		"how keys become the kafka_key column: raw (binary), string (UTF-8 text), json or registry (a decoded struct); a new table gets it (default raw)")
+	fs.BoolVar(&f.keepRawValue, "keep-raw-value", false,
+		"with --value json or registry, also keep each value's bytes in the binary column kafka_value (a new table only)")
+	fs.StringVar(&f.dlqTable, "dlq-table", "",
+		"dead-letter table of records that cannot become rows, `NAMESPACE.TABLE` (default: the table's name with _dlq); created when missing")
+	fs.StringVar(&f.dlq, "dlq", "on",
+		"on: records that cannot become rows (malformed, unknown schema, type conflict) go to the dead-letter table; off: the first one stops the sink, after committing what came before it")
+	fs.StringVar(&f.onSchemaConflict, "on-schema-conflict", string(connector.ConflictDeadLetter),
+		"when a record's type cannot be added to the table's schema (narrowing, string to int): dead-letter it, or fail (stop before it)")
+	f.registryFlags.register(fs)
+}
+
+// layout is the table layout the flags ask for: the zero Layout when none
+// of them was given, so that an existing table keeps its own.
+func (f *decodeFlags) layout() (mapping.Layout, error) {
+	if f.value == "" && f.key == "" {
+		return mapping.Layout{}, nil
+	}
+	l := mapping.Layout{Value: mapping.ValueMode(f.value), Key: mapping.KeyMode(f.key), RawValue: f.keepRawValue}
+	if err := l.Normalize(); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+// pipeline completes p with the flags: its layout (the config file's
+// pipeline may name its own value and key modes), dead-letter table and
+// conflict policy.
+func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connector.Registry) error {
+	g := *f
+	if from.Value != "" {
+		g.value = from.Value
+	}
+	if from.Key != "" {
+		g.key = from.Key
+	}
+	l, err := g.layout()
+	if err != nil {
+		return err
+	}
+	p.Layout = l
+	p.Config.Registry = reg
+	p.Config.OnSchemaConflict = connector.SchemaConflict(f.onSchemaConflict)
+	switch f.dlq {
+	case "on":
+	case "off":
+		p.NoDeadLetters = true
+	default:
+		return fmt.Errorf("--dlq %q: want on or off", f.dlq)
+	}
+	if f.dlqTable != "" {
+		var ident table.Identifier
+		if ident, err = catalog.ParseIdent(f.dlqTable); err != nil {
+			return err
+		}
+		p.DeadLetters = ident
+	}
+	return nil
+}
+
+// registryFlags say how to reach a Confluent-compatible schema registry,
+// whose schemas decode keys and values in its wire format.
+type registryFlags struct {
+	url      string
+	user     string
+	password string
+	token    string
+	ca       string
+}
+
+func (f *registryFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.url, "schema-registry", "",
+		"Confluent-compatible schema registry URL, http(s)://HOST:PORT[,URL...] (Confluent, Redpanda, Karapace, Apicurio's ccompat API)")
+	fs.StringVar(&f.user, "schema-registry-user", "", "schema registry basic auth user (Confluent Cloud: the API key)")
+	fs.StringVar(&f.password, "schema-registry-password", "",
+		"schema registry basic auth password (prefer FLOE_SCHEMA_REGISTRY_PASSWORD: a flag shows in the process list)")
+	fs.StringVar(&f.token, "schema-registry-token", "", "schema registry bearer token (prefer FLOE_SCHEMA_REGISTRY_TOKEN)")
+	fs.StringVar(&f.ca, "schema-registry-ca", "", "PEM file of the CAs to trust for an https schema registry, instead of the system's")
+}
+
+// registry builds the client the flags describe, or nil without
+// --schema-registry. It talks to no server yet.
+func (f *registryFlags) registry() (*connector.Registry, error) {
+	if f.url == "" {
+		return nil, nil
+	}
+	return connector.NewRegistry(connector.RegistryConfig{
+		URL: f.url, User: f.user, Password: f.password, Token: f.token, CAFile: f.ca,
+	})
+}

@@ -1,0 +1,345 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// SchemaConflict says what a sink does with a record whose type the table
+// cannot take even by evolving its schema (*mapping.SchemaConflictError).
+type SchemaConflict string
+
+const (
+	// ConflictDeadLetter sends the record to the dead-letter table with the
+	// conflict as the reason.
+	ConflictDeadLetter SchemaConflict = "dead-letter"
+	// ConflictFail stops the sink before the record, after committing what
+	// came before it.
+	ConflictFail SchemaConflict = "fail"
+)
+
+// BadRecordError stops a sink at a record it cannot turn into a row and
+// may not dead-letter: there is no dead-letter table (--dlq off), or a
+// schema conflict with ConflictFail. Everything before the record is
+// committed; the record and what follows it are not.
+type BadRecordError struct {
+	Partition mapping.TopicPartition
+	Offset    int64
+	// Reason is why the record cannot be a row (a *mapping.DecodeError,
+	// *mapping.TypeError, *mapping.SchemaConflictError, *WireError,
+	// *UnknownSchemaError, or a key that is not UTF-8).
+	Reason error
+}
+
+func (e *BadRecordError) Error() string {
+	return fmt.Sprintf("%s offset %d cannot become a row: %v", e.Partition, e.Offset, e.Reason)
+}
+
+func (e *BadRecordError) Unwrap() error { return e.Reason }
+
+// errKeyNotUTF8 is why a record whose key is not UTF-8 text cannot be a row
+// of a table whose key column is a string.
+var errKeyNotUTF8 = errors.New("the key is not valid UTF-8 text, and the table keeps keys as strings (--key string)")
+
+// decoder turns records into the values of rows of a table's layout: it
+// decodes keys and values by the layout's modes, keeps the columns the rows
+// are built for (the table's, evolved by what the records showed), and
+// tells which records are dead letters and why. It is not safe for
+// concurrent use; a sink has one, and a session resets it to the table's
+// schema.
+type decoder struct {
+	layout   mapping.Layout
+	registry *Registry
+	codecs   map[codecKey]*codecEntry
+
+	// key is the kafka_key column's type when keys are decoded (nil until
+	// a key shows it); values the value columns.
+	key    iceberg.Type
+	values *iceberg.StructType
+	// version counts changes of key and values: builders made for an older
+	// one must be rebuilt, and a codec whose type fit an older one must be
+	// merged again.
+	version int
+}
+
+// codecKey names one codec: a registry schema id and, for Protobuf, the
+// message indexes.
+type codecKey struct {
+	id      int
+	indexes string
+}
+
+// codecEntry is a codec and what is known of its type against the table's.
+type codecEntry struct {
+	codec mapping.Codec
+	// typ is the codec's type as columns: a struct; a value schema that is
+	// not a record is wrapped into one column named value.
+	typ     iceberg.Type
+	wrapped bool
+	// valueAt and keyAt are the decoder versions at which typ was merged
+	// into the value columns or the key type (0: never); conflict is the
+	// *mapping.SchemaConflictError of that merge, if any.
+	valueAt, keyAt             int
+	valueConflict, keyConflict error
+}
+
+func newDecoder(layout mapping.Layout, registry *Registry) *decoder {
+	return &decoder{layout: layout, registry: registry, codecs: map[codecKey]*codecEntry{}}
+}
+
+// reset makes the table's schema the decoder's starting point: its value
+// columns and its key type.
+func (d *decoder) reset(schema *iceberg.Schema) {
+	d.values = d.layout.ValueColumns(schema)
+	d.key = nil
+	if d.layout.TypedKey() {
+		d.key = mapping.KeyType(schema)
+	}
+	d.version++
+}
+
+// writerSchema is the schema rows are built for now.
+func (d *decoder) writerSchema() *iceberg.Schema {
+	return d.layout.WriterSchema(d.key, d.values)
+}
+
+// decoded is one record's row values, or why it is a dead letter.
+type decoded struct {
+	key   any
+	value map[string]any
+	// dead, when set, is why the record is a dead letter; schemaID is the
+	// registry schema the record named (0: none).
+	dead     error
+	schemaID int
+}
+
+// decode decodes r. A record that cannot be a row is returned with dead
+// set. The error is for what stops the sink whatever the record: a
+// registry that cannot be reached (transient: retried), rejected
+// credentials, a schema that cannot become columns. When r changes the
+// columns, version moves on.
+func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
+	var out decoded
+	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
+	if err != nil || dead != nil {
+		out.dead, out.schemaID = dead, id
+		return out, err
+	}
+	value, values, valuesChanged, id, dead, err := d.decodeValue(ctx, r.Value)
+	if err != nil || dead != nil {
+		out.dead, out.schemaID = dead, id
+		return out, err
+	}
+	// Both decoded: only now may the columns change, so that a dead letter
+	// never adds a column.
+	if keyChanged {
+		d.key = keyType
+	}
+	if valuesChanged {
+		d.values = values
+	}
+	if keyChanged || valuesChanged {
+		d.version++
+	}
+	out.key, out.value = key, value
+	return out, nil
+}
+
+// decodeKey decodes a key by the layout's key mode, returning the key type
+// it needs when that differs from the decoder's.
+func (d *decoder) decodeKey(ctx context.Context, key []byte) (v any, typ iceberg.Type, changed bool, schemaID int, dead, err error) {
+	if key == nil {
+		return nil, nil, false, 0, nil, nil
+	}
+	switch d.layout.Key {
+	case mapping.KeyString:
+		if !utf8.Valid(key) {
+			return nil, nil, false, 0, errKeyNotUTF8, nil
+		}
+		return string(key), nil, false, 0, nil, nil
+	case mapping.KeyJSON:
+		have, _ := d.key.(*iceberg.StructType)
+		if have == nil {
+			have = &iceberg.StructType{}
+		}
+		st, changed, obj, err := mapping.DecodeJSON(key, have)
+		if err != nil {
+			return nil, nil, false, 0, fmt.Errorf("key: %w", err), nil
+		}
+		if d.key == nil {
+			changed = true
+		}
+		return obj, st, changed, 0, nil, nil
+	case mapping.KeyRegistry:
+		e, data, id, dead, err := d.resolve(ctx, key)
+		if err != nil || dead != nil {
+			return nil, nil, false, id, wrapKey(dead), err
+		}
+		typ, changed := d.key, false
+		if e.keyAt != d.version {
+			e.keyConflict = nil
+			if d.key == nil {
+				typ, changed = e.typ, true
+			} else if typ, changed, e.keyConflict = mapping.MergeType(mapping.ColKey, d.key, e.typ); e.keyConflict != nil {
+				typ, changed = d.key, false
+			}
+			if !changed {
+				e.keyAt = d.version
+			}
+		}
+		if e.keyConflict != nil {
+			return nil, nil, false, id, fmt.Errorf("key: %w", e.keyConflict), nil
+		}
+		v, err := e.codec.Decode(data)
+		if err != nil {
+			return nil, nil, false, id, fmt.Errorf("key: %w", err), nil
+		}
+		return v, typ, changed, id, nil, nil
+	}
+	return key, nil, false, 0, nil, nil
+}
+
+func wrapKey(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("key: %w", err)
+}
+
+// decodeValue decodes a value by the layout's value mode into the fields
+// of a row, returning the value columns it needs when they differ from the
+// decoder's. A tombstone (nil) is a row whose value columns are all null.
+func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]any, values *iceberg.StructType, changed bool, schemaID int, dead, err error) {
+	if value == nil || !d.layout.Typed() {
+		return nil, d.values, false, 0, nil, nil
+	}
+	switch d.layout.Value {
+	case mapping.ValueJSON:
+		st, changed, obj, err := mapping.DecodeJSON(value, d.values)
+		if err != nil {
+			return nil, nil, false, 0, err, nil
+		}
+		return obj, st, changed, 0, nil, nil
+	case mapping.ValueRegistry:
+		e, data, id, dead, err := d.resolve(ctx, value)
+		if err != nil || dead != nil {
+			return nil, nil, false, id, dead, err
+		}
+		values, changed := d.values, false
+		if e.valueAt != d.version {
+			var merged iceberg.Type
+			merged, changed, e.valueConflict = mapping.MergeType("", d.values, e.typ)
+			if e.valueConflict == nil {
+				values = merged.(*iceberg.StructType)
+			}
+			if !changed {
+				e.valueAt = d.version
+			}
+		}
+		if e.valueConflict != nil {
+			return nil, nil, false, id, e.valueConflict, nil
+		}
+		got, err := e.codec.Decode(data)
+		if err != nil {
+			return nil, nil, false, id, err, nil
+		}
+		if e.wrapped {
+			return map[string]any{mapping.ColValue: got}, values, changed, id, nil, nil
+		}
+		row, _ := got.(map[string]any)
+		return row, values, changed, id, nil, nil
+	}
+	return nil, d.values, false, 0, nil, nil
+}
+
+// resolve splits a wire-format payload and returns the codec of its schema
+// (made once per schema and message), the encoded value and the schema id.
+// A payload not in the wire format or naming a schema the registry does
+// not have is dead; a schema that cannot become columns, or a registry that
+// cannot answer, is an error.
+func (d *decoder) resolve(ctx context.Context, payload []byte) (*codecEntry, []byte, int, error, error) {
+	rv, err := d.registry.Resolve(ctx, payload)
+	var wire *WireError
+	var unknown *UnknownSchemaError
+	switch {
+	case errors.As(err, &wire):
+		return nil, nil, 0, err, nil
+	case errors.As(err, &unknown):
+		return nil, nil, unknown.ID, err, nil
+	case err != nil:
+		return nil, nil, 0, nil, err
+	}
+	k := codecKey{id: rv.Schema.ID}
+	if len(rv.Indexes) > 0 {
+		var b []byte
+		for _, i := range rv.Indexes {
+			b = strconv.AppendInt(append(b, ','), int64(i), 10)
+		}
+		k.indexes = string(b)
+	}
+	e, ok := d.codecs[k]
+	if !ok {
+		codec, err := newCodec(rv)
+		if err != nil {
+			return nil, nil, rv.Schema.ID, nil, fmt.Errorf("schema %d from the registry: %w", rv.Schema.ID, err)
+		}
+		e = &codecEntry{codec: codec, typ: codec.Type()}
+		if _, ok := e.typ.(*iceberg.StructType); !ok {
+			e.wrapped = true
+		}
+		d.codecs[k] = e
+	}
+	return e, rv.Data, rv.Schema.ID, nil, nil
+}
+
+// newCodec makes the codec of a registry schema.
+func newCodec(rv RegistryValue) (mapping.Codec, error) {
+	s := rv.Schema
+	refs := make(map[string]string, len(s.References))
+	for _, r := range s.References {
+		refs[r.Name] = r.Text
+	}
+	switch s.Type {
+	case SchemaAvro:
+		return mapping.NewAvroCodec(s.Text, refs)
+	case SchemaJSON:
+		return mapping.NewJSONSchemaCodec(s.Text, refs)
+	case SchemaProtobuf:
+		file := fmt.Sprintf("schema-%d.proto", s.ID)
+		refs[file] = s.Text
+		return mapping.NewProtobufCodec(refs, file, rv.Indexes)
+	}
+	return nil, fmt.Errorf("schema type %q: floe decodes AVRO, PROTOBUF and JSON", s.Type)
+}
+
+// RowDecoder decodes records into the values of rows of a table's layout,
+// exactly as a sink does. The content audit uses it to compare the log
+// with a typed table. It is not safe for concurrent use.
+type RowDecoder struct{ d *decoder }
+
+// NewRowDecoder returns the decoder of a table of layout l (not raw) whose
+// schema is schema. registry is needed for the registry modes.
+func NewRowDecoder(l mapping.Layout, registry *Registry, schema *iceberg.Schema) (*RowDecoder, error) {
+	if (l.Value == mapping.ValueRegistry || l.Key == mapping.KeyRegistry) && registry == nil {
+		return nil, &ConfigError{Setting: SettingRegistry, Want: fmt.Sprintf("a schema registry: the table decodes %s in the registry's wire format", registryParts(l))}
+	}
+	d := newDecoder(l, registry)
+	d.reset(schema)
+	return &RowDecoder{d: d}, nil
+}
+
+// Decode returns the key and value of r's row, or dead: why r cannot be a
+// row (a sink dead-letters it). The error is for what stops a sink (the
+// registry cannot be reached, a schema cannot become columns).
+func (rd *RowDecoder) Decode(ctx context.Context, r *kgo.Record) (key any, value map[string]any, dead, err error) {
+	out, err := rd.d.decode(ctx, r)
+	return out.key, out.value, out.dead, err
+}

@@ -1,0 +1,280 @@
+package connector_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// jsonRecords makes records of one partition with the given values (nil:
+// a tombstone), keyed k0, k1, ...
+func jsonRecords(topic string, partition int32, values ...string) []*kgo.Record {
+	out := make([]*kgo.Record, len(values))
+	for i, v := range values {
+		r := &kgo.Record{Topic: topic, Partition: partition, Key: []byte("k" + string(rune('0'+i)))}
+		if v != "<tombstone>" {
+			r.Value = []byte(v)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// columns lists a table's top-level columns with their types.
+func columns(t *testing.T, e *env, tblName string, l mapping.Layout) map[string]string {
+	t.Helper()
+	tbl, _ := e.TypedTable(tblName, l)
+	out := map[string]string{}
+	for _, f := range tbl.Iceberg().Schema().Fields() {
+		out[f.Name] = f.Type.String()
+	}
+	return out
+}
+
+// TestJSONSinkEvolvesAndDeadLetters sinks schemaless JSON over several
+// flushes and two runs: fields that appear later become columns, a tombstone
+// is a row with null value columns, and records that are not JSON objects or
+// whose field type conflicts with its column go to the dead-letter table
+// with the reason; the ledger counts each offset once, as a row or a dead
+// letter.
+func TestJSONSinkEvolvesAndDeadLetters(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 2, nil)
+	layout := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyString}
+	tbl, dlq := e.TypedTable("lake.orders", layout)
+	e.Produce(jsonRecords("orders", 0,
+		`{"id":1,"name":"a"}`,
+		`{"id":2,"name":"b","tags":["x","y"]}`,
+		`not json`,
+		`{"id":"three"}`,
+		`<tombstone>`,
+		`{"id":4,"nested":{"a":1.5}}`,
+	))
+	e.Produce(jsonRecords("orders", 1,
+		`[1,2]`,
+		`{"id":10,"price":2}`,
+		`{"id":11,"price":2.5}`,
+		`{"id":12,"score":2.5}`,
+		`{"id":13,"score":3}`,
+	))
+	cfg := connector.Config{Topic: "orders", StopAtEnd: true, FlushRecords: 2, DeadLetters: dlq}
+	stats, err := e.sink(tbl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Records != 7 || stats.DeadLetters != 4 {
+		t.Fatalf("rows %d, dead letters %d; want 7 and 4", stats.Records, stats.DeadLetters)
+	}
+	want := map[mapping.TopicPartition]int64{{Topic: "orders", Partition: 0}: 6, {Topic: "orders", Partition: 1}: 5}
+	rows, dead := floetest.CheckWithDeadLetters(t, tbl, dlq, want)
+	if len(rows) != 7 || len(dead) != 4 {
+		t.Fatalf("%d rows, %d dead letters", len(rows), len(dead))
+	}
+	cols := columns(t, e, "lake.orders", layout)
+	for name, typ := range map[string]string{"id": "long", "name": "string", "tags": "list<string>", "nested": "struct<3: a: optional double>", "price": "long", "score": "double", mapping.ColKey: "string"} {
+		if got := cols[name]; !strings.HasPrefix(got, strings.SplitN(typ, "<", 2)[0]) {
+			t.Errorf("column %s: %s, want %s", name, got, typ)
+		}
+	}
+	if _, ok := cols[mapping.ColRawValue]; ok {
+		t.Error("kafka_value kept without --keep-raw-value")
+	}
+	byOffset := map[[2]int64]floetest.Row{}
+	for _, r := range rows {
+		byOffset[[2]int64{int64(r.TP.Partition), r.Offset}] = r
+	}
+	if r := byOffset[[2]int64{0, 4}]; r.Columns["id"] != "(null)" || r.Columns["name"] != "(null)" || r.Key != "k4" {
+		t.Errorf("tombstone row: key %q columns %v", r.Key, r.Columns)
+	}
+	if r := byOffset[[2]int64{0, 1}]; r.Columns["id"] != "2" || r.Columns["tags"] != `["x","y"]` || r.Columns["name"] != "b" {
+		t.Errorf("row 0@1: %v", r.Columns)
+	}
+	if r := byOffset[[2]int64{1, 4}]; r.Columns["score"] != "3" {
+		t.Errorf("an integer in a double column: %v", r.Columns)
+	}
+	reasons := map[[2]int64]string{}
+	for _, d := range dead {
+		reasons[[2]int64{int64(d.TP.Partition), d.Offset}] = d.Columns[mapping.ColError]
+		t.Logf("dead letter %s@%d: %s", d.TP, d.Offset, d.Columns[mapping.ColError])
+		if d.ValNil {
+			t.Errorf("dead letter %s@%d lost its value", d.TP, d.Offset)
+		}
+	}
+	// A fraction in a long column is a conflict: Iceberg cannot widen long
+	// to double (docs/typed-tables.md).
+	for at, want := range map[[2]int64]string{{0, 2}: "json", {0, 3}: "id", {1, 0}: "not a JSON object", {1, 2}: "price"} {
+		if !strings.Contains(reasons[at], want) {
+			t.Errorf("dead letter %v: reason %q, want it to mention %q", at, reasons[at], want)
+		}
+	}
+
+	// A second run: a field appears, a nested one grows, and a fraction
+	// arrives in the long column, which Iceberg cannot widen to double.
+	e.Produce(jsonRecords("orders", 0,
+		`{"id":5,"nested":{"a":2,"b":"new"},"flag":true}`,
+		`{"id":6.5}`,
+	))
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	want[mapping.TopicPartition{Topic: "orders", Partition: 0}] = 8
+	rows, dead = floetest.CheckWithDeadLetters(t, tbl, dlq, want)
+	if len(rows) != 8 || len(dead) != 5 {
+		t.Fatalf("after the second run: %d rows, %d dead letters; want 8 and 5", len(rows), len(dead))
+	}
+	cols = columns(t, e, "lake.orders", layout)
+	if cols["flag"] != "boolean" || !strings.Contains(cols["nested"], "b: optional string") {
+		t.Errorf("columns after evolution: %v", cols)
+	}
+}
+
+// TestDeadLettersOffStopsAtTheBadRecord: without a dead-letter table, the
+// first record that cannot become a row stops the sink with one error
+// naming its partition and offset, after committing what came before it.
+func TestDeadLettersOffStopsAtTheBadRecord(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	tbl, _ := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	e.Produce(jsonRecords("orders", 0, `{"id":1}`, `{"id":2}`, `{oops`, `{"id":4}`))
+	_, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true})
+	var bad *connector.BadRecordError
+	if !errors.As(err, &bad) || bad.Offset != 2 || bad.Partition.Partition != 0 {
+		t.Fatalf("err = %v, want a BadRecordError at orders/0 offset 2", err)
+	}
+	if !strings.Contains(err.Error(), "orders/0 offset 2") {
+		t.Errorf("error does not name the record: %v", err)
+	}
+	floetest.CheckExactlyOnce(t, tbl, map[mapping.TopicPartition]int64{{Topic: "orders", Partition: 0}: 2})
+}
+
+// Schema versions of TestRegistryEvolution's Avro orders: v2 adds an
+// optional field, v3 promotes id from int to long, v4 changes name from
+// string to int, which Iceberg cannot express.
+var orderVersions = []string{
+	`{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},{"name":"name","type":"string"}]}`,
+	`{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},{"name":"name","type":"string"},{"name":"note","type":["null","string"],"default":null}]}`,
+	`{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},{"name":"note","type":["null","string"],"default":null}]}`,
+	`{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"name","type":"int"},{"name":"note","type":["null","string"],"default":null}]}`,
+}
+
+// avroOrderV encodes an order of schema version v (1-based); note "" is
+// null.
+func avroOrderV(v int, id int64, name, note string) []byte {
+	b := avroLong(nil, id)
+	if v == 4 {
+		b = avroLong(b, int64(len(name)))
+	} else {
+		b = avroString(b, name)
+	}
+	if v >= 2 {
+		if note == "" {
+			b = avroLong(b, 0)
+		} else {
+			b = avroString(avroLong(b, 1), note)
+		}
+	}
+	return b
+}
+
+// TestRegistryEvolution sinks Avro records through the schema registry
+// while their schema evolves, over several flushes and restarts: an added
+// optional field becomes a column (null in older rows), a promoted type
+// widens its column, and an incompatible version, a payload without the
+// wire header and an unknown schema id go to the dead-letter table; with
+// ConflictFail the incompatible version stops the sink cleanly before it.
+func TestRegistryEvolution(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	ids := make([]int, len(orderVersions))
+	for i, s := range orderVersions {
+		ids[i] = register(t, e.Stack.Registry, "orders-value", sr.Schema{Schema: s})
+	}
+	layout := mapping.Layout{Value: mapping.ValueRegistry}
+	tbl, dlq := e.TypedTable("lake.orders", layout)
+	cfg := connector.Config{Topic: "orders", StopAtEnd: true, FlushRecords: 2, DeadLetters: dlq, Registry: e.Registry()}
+	produce := func(v int, from, n int64) {
+		var recs []*kgo.Record
+		for id := from; id < from+n; id++ {
+			note := ""
+			if id%2 == 0 {
+				note = fmt.Sprintf("note %d", id)
+			}
+			recs = append(recs, &kgo.Record{Topic: "orders", Value: localstack.WireFormat(ids[v-1], nil, avroOrderV(v, id, fmt.Sprintf("n%d", id), note))})
+		}
+		e.Produce(recs)
+	}
+	tp := mapping.TopicPartition{Topic: "orders"}
+	produce(1, 0, 3)
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cols := columns(t, e, "lake.orders", layout); cols["id"] != "int" || cols["name"] != "string" {
+		t.Fatalf("v1 columns: %v", cols)
+	}
+	produce(2, 3, 3)
+	produce(3, 6, 3)
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cols := columns(t, e, "lake.orders", layout)
+	if cols["id"] != "long" || cols["name"] != "string" || cols["note"] != "string" {
+		t.Fatalf("v3 columns: %v", cols)
+	}
+	rows, _ := floetest.CheckWithDeadLetters(t, tbl, dlq, map[mapping.TopicPartition]int64{tp: 9})
+	for _, r := range rows {
+		wantNote := "(null)"
+		if r.Offset >= 3 && r.Offset%2 == 0 {
+			wantNote = fmt.Sprintf("note %d", r.Offset)
+		}
+		if r.Columns["id"] != fmt.Sprint(r.Offset) || r.Columns["name"] != fmt.Sprintf("n%d", r.Offset) || r.Columns["note"] != wantNote {
+			t.Errorf("row %d: %v", r.Offset, r.Columns)
+		}
+	}
+
+	// v4, a payload without the wire header and an unknown schema id: dead
+	// letters; a v3 record after them is a row.
+	produce(4, 9, 2)
+	e.Produce([]*kgo.Record{
+		{Topic: "orders", Value: []byte(`{"id":11}`)},
+		{Topic: "orders", Value: localstack.WireFormat(9999, nil, avroOrderV(3, 12, "x", ""))},
+	})
+	produce(3, 13, 1)
+	failing := cfg
+	failing.OnSchemaConflict = connector.ConflictFail
+	_, err := e.sink(tbl, failing)
+	var bad *connector.BadRecordError
+	if !errors.As(err, &bad) || bad.Offset != 9 {
+		t.Fatalf("with ConflictFail: err = %v, want a BadRecordError at offset 9", err)
+	}
+	floetest.CheckWithDeadLetters(t, tbl, dlq, map[mapping.TopicPartition]int64{tp: 9})
+	stats, err := e.sink(tbl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Records != 1 || stats.DeadLetters != 4 {
+		t.Fatalf("rows %d, dead letters %d; want 1 and 4", stats.Records, stats.DeadLetters)
+	}
+	_, dead := floetest.CheckWithDeadLetters(t, tbl, dlq, map[mapping.TopicPartition]int64{tp: 14})
+	reasons := map[int64]string{}
+	for _, d := range dead {
+		reasons[d.Offset] = d.Columns[mapping.ColError] + " schema_id=" + d.Columns[mapping.ColSchemaID]
+	}
+	for off, want := range map[int64]string{
+		9:  fmt.Sprintf("int (Iceberg allows only adding optional fields and widening int to long, float to double and a decimal's precision) schema_id=%d", ids[3]),
+		11: "wire format",
+		12: "9999",
+	} {
+		if !strings.Contains(reasons[off], want) {
+			t.Errorf("dead letter %d: %q, want it to contain %q", off, reasons[off], want)
+		}
+	}
+}

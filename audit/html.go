@@ -447,7 +447,7 @@ func partitionFacts(p PartitionReport, filesRan bool) [][2]string {
 	if p.Rows >= 0 {
 		rows = n(p.Rows)
 		if p.DeadLetters > 0 {
-			rows += fmt.Sprintf(" (+ %d dead letters)", p.DeadLettersRead)
+			rows += fmt.Sprintf(" and %d dead letters", p.DeadLettersRead)
 		}
 	}
 	f = append(f, [2]string{"live files", files}, [2]string{"rows read", rows})

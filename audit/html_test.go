@@ -305,3 +305,36 @@ func TestHTMLReportClean(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLReportDeadLetters: the report of a typed table draws the ranges
+// that sent records to the dead-letter table, with their counts from the
+// ledger, and counts them per partition.
+func TestHTMLReportDeadLetters(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	jsonLog(e, "orders", `{"id":1}`, ``, `{"id":2}`, `{"id":"x"}`, `{"id":3}`)
+	e.sink(tbl, connector.Config{Topic: "orders", DeadLetters: dlq, FlushRecords: 2})
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker()})
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	checkSelfContained(t, doc)
+	var sum int
+	for _, m := range regexp.MustCompile(`data-kind="dead-letters" data-low="(\d+)" data-high="(\d+)" data-count="(\d+)"`).FindAllStringSubmatch(doc, -1) {
+		var low, high, n int
+		fmt.Sscan(m[1]+" "+m[2]+" "+m[3], &low, &high, &n)
+		if low < 0 || high > 5 || low >= high {
+			t.Errorf("dead-letter mark [%d, %d) outside the partition's [0, 5)", low, high)
+		}
+		sum += n
+	}
+	if sum != 2 {
+		t.Errorf("dead-letter marks count %d dead letters, the ledger has 2", sum)
+	}
+	if !strings.Contains(doc, `<span>dead letters</span> <b class="mono">2</b>`) || !strings.Contains(doc, `<span>rows read</span> <b class="mono">3 and 2 dead letters</b>`) {
+		t.Errorf("the partition's dead letters are not counted:\n%s", doc[strings.Index(doc, `<section class="partition`):])
+	}
+}

@@ -7,12 +7,21 @@
 #     block uses. Debian's package rather than pip: CI machines reach Debian's
 #     archive but not PyPI. It is version 2.9, older than AWS_ENDPOINT_URL_S3
 #     support, which is why the guide passes --endpoint-url.
+#   - Chromium from Debian's chromium, which the browser tests drive headless
+#     (internal/browser) to render the HTML audit report and the status page.
 #   - versitygw, built from the pin in tools/go.mod into $(go env GOPATH)/bin.
 # Run it before the tests with FLOE_REQUIRE_SERVERS=1, which turns a missing
 # server into a test failure instead of a skip.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# apt_install installs Debian packages, quietly.
+apt_install() {
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 
 have_pg() {
 	local d
@@ -26,9 +35,7 @@ if have_pg; then
 	echo "install-servers: postgresql server binaries present"
 else
 	echo "install-servers: installing postgresql"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+	apt_install postgresql
 	have_pg || { echo "install-servers: postgresql installed but no initdb/postgres in /usr/lib/postgresql/*/bin" >&2; exit 1; }
 fi
 
@@ -36,27 +43,29 @@ if command -v kcat >/dev/null; then
 	echo "install-servers: kcat present"
 else
 	echo "install-servers: installing kcat"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends kcat >/dev/null
+	apt_install kcat
 fi
 
 if command -v aws >/dev/null; then
 	echo "install-servers: aws CLI present"
 else
 	echo "install-servers: installing awscli"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends awscli >/dev/null
+	apt_install awscli
 fi
 
 if command -v curl >/dev/null; then
 	echo "install-servers: curl present"
 else
 	echo "install-servers: installing curl"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends curl ca-certificates >/dev/null
+	apt_install curl ca-certificates
+fi
+
+if command -v chromium >/dev/null; then
+	echo "install-servers: chromium present"
+else
+	echo "install-servers: installing chromium"
+	apt_install chromium
+	command -v chromium >/dev/null || { echo "install-servers: chromium installed but not on PATH" >&2; exit 1; }
 fi
 
 gobin="$(go env GOPATH | cut -d: -f1)/bin"

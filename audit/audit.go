@@ -212,6 +212,10 @@ type PartitionReport struct {
 	// dead-letter table instead of rows; DeadLettersRead the dead letters
 	// read there (rows level).
 	DeadLetters, DeadLettersRead int64
+	// LedgerRanges are the partition's ranges as the ledger holds them, in
+	// commit order (the HTML report draws them); nil for a partition only
+	// the broker knows. The slice is shared with the audit: do not modify.
+	LedgerRanges []mapping.Range
 	// Gaps, Overlaps and Lost are the ledger's findings, merged and sorted.
 	Gaps, Overlaps, Lost []mapping.Interval
 	// Aborted are offsets deleted by retention before they were sunk that

@@ -25,9 +25,10 @@
 // files, rows and content levels check a state table's invariants instead
 // of an event table's (state.go).
 //
-// It renders reports as 80-column text and as stable JSON carrying an
+// It renders reports as 80-column text, as stable JSON carrying an
 // evidence digest over the canonical ledger and the table's metadata
-// location. The audit reads the ledger through snapshot.Table, like every
+// location, and as one self-contained HTML document for a person (html.go:
+// the verdict, coverage bars drawn to scale, the findings and the evidence). The audit reads the ledger through snapshot.Table, like every
 // other floe command, and writes nothing: not to the table, not to the
 // broker (it consumes without a group and commits no offsets).
 package audit

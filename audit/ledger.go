@@ -25,6 +25,7 @@ func (a *auditor) ledgerLevel() {
 		p.InLedger = true
 		p.First, p.Next, p.Ranges, p.Records, p.Started = c.First, c.Next, c.Ranges, c.Records, c.Started
 		p.DeadLetters = c.DeadLetters
+		p.LedgerRanges = rs
 		p.Gaps, p.Overlaps, p.Lost = nonNil(c.Gaps), nonNil(c.Overlaps), nonNil(c.Lost)
 		for _, g := range c.Gaps {
 			a.find(Finding{Level: LevelLedger, Kind: KindGap, Partition: tp, HasPartition: true, Offsets: g, HasOffsets: true,

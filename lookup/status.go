@@ -50,6 +50,10 @@ type PartitionStatus struct {
 	Lost *int64 `json:"lost,omitempty"`
 	// LastCommit is when a commit last advanced the partition.
 	LastCommit *time.Time `json:"last_commit,omitempty"`
+	// DeadLetters is the records of the partition that its ranges sent to
+	// the dead-letter table (a typed table's records that could not be
+	// decoded); absent when never sunk.
+	DeadLetters *int64 `json:"dead_letters,omitempty"`
 }
 
 // Status reports where tbl's branch stands: every partition of its ledger,
@@ -79,7 +83,12 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 	for _, c := range ledger.Commits {
 		for _, r := range c.Ranges {
 			at := c.CommittedAt
-			row(r.TopicPartition).LastCommit = &at
+			p := row(r.TopicPartition)
+			p.LastCommit = &at
+			if p.DeadLetters == nil {
+				p.DeadLetters = new(int64)
+			}
+			*p.DeadLetters += r.DeadLetters
 		}
 	}
 	topics = slices.Clone(topics)

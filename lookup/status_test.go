@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 )
 
 // TestStatus: the table's side from its ledger, and with a broker the log's
@@ -34,10 +36,10 @@ func TestStatus(t *testing.T) {
 	}
 	w := st.Partitions[2]
 	// Offsets 22-24 are produced but not sunk.
-	if *w.LogStart != 0 || *w.EndOffset != 25 || *w.HighWatermark != 25 || *w.Lag != 3 || w.Lost != nil {
+	if *w.LogStart != 0 || *w.EndOffset != 25 || *w.HighWatermark != 25 || *w.Lag != 3 || w.Lost != nil || *w.DeadLetters != 0 {
 		t.Fatalf("partition w/0 with broker: %+v", w)
 	}
-	if o := st.Partitions[0]; o.TableNext != nil || *o.Lag != 0 || o.LastCommit != nil {
+	if o := st.Partitions[0]; o.TableNext != nil || *o.Lag != 0 || o.LastCommit != nil || o.DeadLetters != nil {
 		t.Fatalf("never sunk partition: %+v", o)
 	}
 
@@ -54,8 +56,28 @@ func TestStatus(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"end_offset", "high_watermark", "lag", "last_commit", "log_start", "partition", "table_next", "topic"}
+	want := []string{"dead_letters", "end_offset", "high_watermark", "lag", "last_commit", "log_start", "partition", "table_next", "topic"}
 	if !slices.Equal(keys, want) || doc["table"] != "lake.w" || doc["metadata_location"] == nil || doc["snapshot_id"] == nil {
 		t.Fatalf("status JSON %s; partition keys %v, want %v", js, keys, want)
+	}
+}
+
+// TestStatusDeadLetters: the dead letters of a partition are the sum of its
+// ranges' in the ledger.
+func TestStatusDeadLetters(t *testing.T) {
+	e, tbl := lookupEnv(t)
+	tp := mapping.TopicPartition{Topic: "w", Partition: 0}
+	for _, r := range []mapping.Range{
+		{TopicPartition: tp, Interval: mapping.Interval{Low: 22, High: 24}, Records: 0, DeadLetters: 2},
+		{TopicPartition: tp, Interval: mapping.Interval{Low: 24, High: 25}, Records: 0, DeadLetters: 1},
+	} {
+		floetest.ForceCommit(t, tbl, []mapping.Range{r}, nil)
+	}
+	st, err := lookup.Status(t.Context(), tbl, e.Broker(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := st.Partitions[0]; *p.DeadLetters != 3 || *p.TableNext != 25 || *p.Lag != 0 {
+		t.Fatalf("status: dead letters %d, next %d, lag %d; want 3, 25, 0", *p.DeadLetters, *p.TableNext, *p.Lag)
 	}
 }

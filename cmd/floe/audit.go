@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -19,13 +22,15 @@ type auditFlags struct {
 	deep          bool
 	verifyContent bool
 	json          bool
+	html          string
+	pdf           string
 	registryFlags
 }
 
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit --table NAMESPACE.TABLE [--deep] [--brokers HOST:PORT [--verify-content]] [--json]",
+		Use:   "audit --table NAMESPACE.TABLE [--deep] [--brokers HOST:PORT [--verify-content]] [--json] [--html FILE] [--pdf FILE]",
 		Short: "Prove a table complete: every offset of the log accounted for, exactly once",
 		Long: `Audit a floe table against its ledger (the offset ranges each snapshot committed) and report,
 per topic partition, whether every offset from the first sunk one to the next one is accounted
@@ -56,12 +61,18 @@ null key, every row a copy of its key's latest record. The report says "state ta
 
 The audit writes nothing, to the table or to the broker. --json prints a stable document (schema
 floe.audit/v1, see docs/audit.md) with an evidence digest: the SHA-256 of the canonical ledger
-and the table's metadata location, to archive with the report.
+and the table's metadata location, to archive with the report. --html FILE also writes the report
+as one self-contained HTML file for a person to read or print: the verdict, per partition a
+coverage bar drawn to scale (ranges, gaps, overlaps, losses, dead letters, the broker's log and
+the lag), the findings with their evidence and how to re-verify the digest. It loads nothing
+from the network (inline CSS and SVG, no script). --pdf FILE prints that report to PDF with
+headless Chromium, which must be installed (Debian's chromium).
 
 Exit status: 0 the table is complete, 1 there are findings, 2 the audit could not run.`,
 		Example: `  floe audit --table lake.orders
   floe audit --table lake.orders --deep --brokers localhost:9092 --verify-content
-  floe audit --table lake.orders --brokers localhost:9092 --json > audit.json`,
+  floe audit --table lake.orders --brokers localhost:9092 --json > audit.json
+  floe audit --table lake.orders --brokers localhost:9092 --html audit.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAudit(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
@@ -75,6 +86,8 @@ Exit status: 0 the table is complete, 1 there are findings, 2 the audit could no
 	fs.BoolVar(&f.deep, "deep", false, "also read the partition and offset columns of every live data file")
 	fs.BoolVar(&f.verifyContent, "verify-content", false, "re-read the retained log and compare every record with its row (needs --brokers)")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON (schema floe.audit/v1)")
+	fs.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML `FILE` (to read in a browser or print)")
+	fs.StringVar(&f.pdf, "pdf", "", "also print the HTML report to a PDF `FILE`, with headless Chromium (apt-get install chromium)")
 	f.registryFlags.register(fs)
 	return cmd
 }
@@ -115,6 +128,18 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if err != nil {
 		return err
 	}
+	// The files first: when one cannot be written, the audit fails before
+	// printing a report, as every failed audit does.
+	if f.html != "" {
+		if err := writeHTMLReport(f.html, rep); err != nil {
+			return err
+		}
+	}
+	if f.pdf != "" {
+		if err := writePDFReport(ctx, f.pdf, rep); err != nil {
+			return err
+		}
+	}
 	if f.json {
 		err = rep.WriteJSON(stdout)
 	} else {
@@ -125,6 +150,19 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	}
 	if !rep.Complete() {
 		return &codeError{code: exitFindings}
+	}
+	return nil
+}
+
+// writeHTMLReport writes rep as HTML to path. It renders the whole report
+// before it opens the file, so a failed rendering leaves no half a report.
+func writeHTMLReport(path string, rep *audit.Report) error {
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write the HTML report: %w", err)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -101,7 +104,7 @@ func decodeAudit(t *testing.T, out string) auditJSON {
 func checkWidth(t *testing.T, out string) {
 	t.Helper()
 	for _, line := range strings.Split(out, "\n") {
-		if len(line) > 80 && !strings.Contains(line, "file://") && !strings.HasPrefix(line, "audit of ") {
+		if len(line) > 80 && !strings.Contains(line, "file://") && !strings.HasSuffix(line, ".html") && !strings.HasPrefix(line, "audit of ") {
 			t.Fatalf("line wider than 80 columns:\n%s", line)
 		}
 	}
@@ -205,6 +208,24 @@ func TestAuditCommandFindings(t *testing.T) {
 	if !kinds["ledger gap"] || !kinds["broker beyond-end"] || len(doc.Findings) != 2 {
 		t.Fatalf("findings %+v", doc.Findings)
 	}
+
+	// --html writes the same report for a person beside the JSON on
+	// stdout; the exit status still says there are findings.
+	page := filepath.Join(t.TempDir(), "audit.html")
+	code, out, errs = floe(t, append(base, "--json", "--brokers", st.Brokers[0], "--html", page)...)
+	if code != exitFindings || errs != "" || decodeAudit(t, out).Evidence.Digest != doc.Evidence.Digest {
+		t.Fatalf("--html: exit %d, stderr %q", code, errs)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NOT COMPLETE", doc.Evidence.Digest,
+		fmt.Sprintf(`data-kind="gap" data-low="%d" data-high="%d"`, next, next+5), `data-finding="beyond-end"`} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the HTML report lacks %s", want)
+		}
+	}
 }
 
 func TestAuditCommandBadInput(t *testing.T) {
@@ -223,6 +244,8 @@ func TestAuditCommandBadInput(t *testing.T) {
 	audit(exitError, "does not exist", "--table", "lake.nope")
 	audit(exitError, "--verify-content re-reads the log", "--table", "lake.orders", "--verify-content")
 	audit(exitError, `no range of topic "payments"`, "--table", "lake.orders", "--topic", "payments")
+	bad := filepath.Join(t.TempDir(), "no", "such", "folder", "a.html")
+	audit(exitError, "write the HTML report: open "+bad, "--table", "lake.orders", "--html", bad)
 
 	// A table floe never wrote, whose schema cannot hold floe rows.
 	cat, err := catalog.Open(t.Context(), st.Catalog())
@@ -272,13 +295,39 @@ func TestDemoAudit(t *testing.T) {
 	st, _ := auditStack(t)
 	tbl := auditTable(t, st, "lake.orders")
 	var out bytes.Buffer
-	if err := demoAudit(t.Context(), &out, st, tbl); err != nil {
+	page := filepath.Join(t.TempDir(), "payments.html")
+	if err := demoAudit(t.Context(), &out, st, tbl, page); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"verdict: COMPLETE", "ledger lost payments/0 [100, 150)", "verdict: NOT COMPLETE"} {
+	for _, want := range []string{"verdict: COMPLETE", "ledger lost payments/0 [100, 150)", "verdict: NOT COMPLETE", "\n    " + page + "\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
 	checkWidth(t, out.String())
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "NOT COMPLETE") {
+		t.Fatalf("the demo's HTML report (%v):\n%.300s", err, b)
+	}
+}
+
+// TestAuditCommandPDF: --pdf prints the HTML report with headless Chromium;
+// without Chromium it fails before printing a report, naming the package.
+func TestAuditCommandPDF(t *testing.T) {
+	testenv.Tool(t, "chromium", "apt-get install chromium")
+	_, loc := auditStack(t)
+	pdf := filepath.Join(t.TempDir(), "audit.pdf")
+	code, out, errs := floe(t, append([]string{"audit", "--table", "lake.orders", "--pdf", pdf}, loc...)...)
+	if code != exitOK || !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	b, err := os.ReadFile(pdf)
+	if err != nil || !bytes.HasPrefix(b, []byte("%PDF-")) || len(b) < 10_000 {
+		t.Fatalf("--pdf wrote %d bytes (%v), starting %q", len(b), err, b[:min(len(b), 8)])
+	}
+
+	t.Setenv("PATH", t.TempDir())
+	code, out, errs = floe(t, append([]string{"audit", "--table", "lake.orders", "--pdf", pdf + ".2"}, loc...)...)
+	if code != exitError || out != "" || !strings.Contains(errs, "apt-get install chromium") {
+		t.Fatalf("--pdf without Chromium: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
 }

@@ -28,6 +28,7 @@ func newDemoCmd() *cobra.Command {
 	var (
 		dir    string
 		events int
+		html   string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -38,7 +39,8 @@ warehouse, and run floe's whole story on them:
     committed and one aborted transaction) and sink them into lake.orders; produce more and
     sink again, resuming from the ledger; print the snapshots and each one's offset ranges;
   - audit lake.orders (--deep --verify-content, with the broker); then sink a payments topic
-    that loses offsets to retention, recorded as lost, and audit that finding;
+    that loses offsets to retention, recorded as lost, audit that finding and write the
+    audit's HTML report (--html), whose path it prints;
   - replay the topic from offset 0 into lake.orders_rebuilt and compare it row by row with
     lake.orders; show the table as of an earlier position (as-of) and which snapshot and file
     hold an offset (where); fold the topic into the state table lake.orders_state
@@ -47,18 +49,20 @@ warehouse, and run floe's whole story on them:
     change and three records that cannot become rows, sink them into the typed table
     lake.shipments (--value registry), and show its columns, a few rows, the dead letters in
     lake.shipments_dlq and the audit that accounts for both.
-Nothing outside --dir is touched.`,
+Nothing outside --dir is touched but the HTML report: without --dir (whose folder is removed
+at exit) it is written to a new file in the system's temporary folder, and kept.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), dir, events)
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), dir, events, html)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "keep the demo's catalog and warehouse in this folder (default: a temporary folder, removed at exit)")
 	cmd.Flags().IntVar(&events, "events", 3000, "number of events to produce")
+	cmd.Flags().StringVar(&html, "html", "", "write the HTML audit report of the incomplete table to this `FILE` (default: payments-audit.html in --dir, or a new file in the temporary folder)")
 	return cmd
 }
 
-func runDemo(ctx context.Context, w io.Writer, dir string, events int) error {
+func runDemo(ctx context.Context, w io.Writer, dir string, events int, html string) error {
 	const (
 		topic      = "orders"
 		partitions = 4
@@ -152,7 +156,7 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int) error {
 	}
 	printLedger(w, ledger)
 	fmt.Fprintf(w, "\ntable %s: metadata at %s\n", tbl.Name(), tbl.Iceberg().MetadataLocation())
-	if err := demoAudit(ctx, w, stack, tbl); err != nil {
+	if err := demoAudit(ctx, w, stack, tbl, demoReportPath(dir, html)); err != nil {
 		return err
 	}
 	if err := demoReplay(ctx, w, stack, tbl); err != nil {
@@ -192,11 +196,25 @@ func printLedger(w io.Writer, l mapping.Ledger) {
 	fmt.Fprintf(w, "%d snapshots, %d rows in the ledger\n", len(l.Commits), rows)
 }
 
+// demoReportPath is where the demo writes its HTML report: --html, else in
+// --dir, else "" for a new file in the temporary folder (the demo's own
+// temporary folder is removed at exit, the report must outlive it).
+func demoReportPath(dir, html string) string {
+	switch {
+	case html != "":
+		return html
+	case dir != "":
+		return filepath.Join(dir, "payments-audit.html")
+	}
+	return ""
+}
+
 // demoAudit is the demo's audit step. It audits the demo table at every
 // level, then shows a finding: on a second topic, retention deletes
 // records before they are sunk, floe sink --on-data-loss record records the
-// loss in the ledger, and the audit names the lost range.
-func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *snapshot.Table) error {
+// loss in the ledger, the audit names the lost range, and its HTML report
+// is written to htmlPath ("": a new temporary file).
+func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *snapshot.Table, htmlPath string) error {
 	broker, err := connector.Dial(ctx, stack.Brokers, 0)
 	if err != nil {
 		return err
@@ -259,15 +277,29 @@ func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *s
 	if err := payments.Refresh(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n$ floe audit --table %s --brokers %s\n", tableName, stack.Brokers[0])
+	if htmlPath == "" {
+		f, err := os.CreateTemp("", "floe-demo-payments-audit-*.html")
+		if err != nil {
+			return fmt.Errorf("create the demo's HTML report: %w", err)
+		}
+		htmlPath = f.Name()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("create the demo's HTML report: %w", err)
+		}
+	}
+	fmt.Fprintf(w, "\n$ floe audit --table %s --brokers %s \\\n    --html %s\n", tableName, stack.Brokers[0], htmlPath)
 	rep, err = audit.Run(ctx, payments, audit.Options{Broker: broker})
 	if err != nil {
+		return err
+	}
+	if err := writeHTMLReport(htmlPath, rep); err != nil {
 		return err
 	}
 	if err := rep.WriteText(w); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "(floe audit exits 1 here: the table is not complete, and the report says why)\n")
+	fmt.Fprintf(w, "the HTML report of this audit, to open in a browser or print:\n    %s\n", htmlPath)
 	return nil
 }
 

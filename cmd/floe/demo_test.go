@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,10 +29,15 @@ func TestDemoCommand(t *testing.T) {
 		"carrier string",
 		"does not have schema 9999",
 		"3 dead letters (verified against",
+		"the HTML report of this audit, to open in a browser or print:\n    " + filepath.Join(dir, "payments-audit.html"),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "payments-audit.html"))
+	if err != nil || !strings.Contains(string(page), "NOT COMPLETE") || !strings.Contains(string(page), `data-kind="lost" data-low="100" data-high="150"`) {
+		t.Errorf("the demo's HTML report (%v) does not show the loss [100, 150):\n%.500s", err, page)
 	}
 	code, _, errs = floe(t, "demo", "--dir", dir, "--events", "600")
 	if code != 2 || !strings.Contains(errs, "already holds a demo's catalog") {

@@ -111,8 +111,8 @@ func (f *opsFlags) register(fs *pflag.FlagSet) {
 	// The usage says what the default is; pflag would add "(default [])".
 	fs.Lookup("partitions").DefValue = ""
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "",
-		"serve Prometheus metrics on http://`ADDR`/metrics and health on http://ADDR/healthz, e.g. :9464 (default: off)")
-	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges poll the broker's offsets")
+		"serve Prometheus metrics on http://`ADDR`/metrics, health on http://ADDR/healthz and a live status page on http://ADDR/ (its numbers at /status.json), e.g. :9464 (default: off)")
+	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges (and the status page's broker offsets) poll the broker's offsets")
 }
 
 // sinkPipelines returns what floe sink runs: the --topic/--table of the
@@ -195,7 +195,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		if err != nil {
 			return err
 		}
-		slog.Info("serving metrics and health", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz")
+		slog.Info("serving metrics, health and status", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz", "status", "http://"+addr+"/")
 	}
 	broker, err := f.dial(ctx)
 	if err != nil {
@@ -220,7 +220,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		run[i].OnStart = func(tbl *snapshot.Table) {
 			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes)) })
 			if l, err := tbl.Ledger(); err == nil {
-				mp.Started(partitionNext(l, p.Topic))
+				mp.Started(l)
 			}
 			if pending, err := tbl.PendingPartitionFields(); err == nil && len(pending) > 0 {
 				slog.Info("partition fields wait for their columns: each is added with the first commit that has its column",
@@ -260,17 +260,6 @@ func retryFor(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
-}
-
-// partitionNext is the ledger's next offset per partition of topic.
-func partitionNext(l mapping.Ledger, topic string) map[int32]int64 {
-	out := map[int32]int64{}
-	for tp, n := range l.Next() {
-		if tp.Topic == topic {
-			out[tp.Partition] = n
-		}
-	}
-	return out
 }
 
 // pipelineNames lists pipelines for messages.

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/statuspage"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -21,18 +25,25 @@ func newStatusCmd() *cobra.Command {
 		topics []string
 		asJSON bool
 		format string
+		serve  string
 	)
 	cmd := &cobra.Command{
-		Use:   "status --table NAMESPACE.TABLE [--brokers HOST:PORT] [--json]",
+		Use:   "status --table NAMESPACE.TABLE [--brokers HOST:PORT] [--json | --serve ADDR]",
 		Short: "Show per partition the broker's end offset, the table's next offset, the lag and the last commit",
 		Long: `For every partition of the topics in the table's ledger (and of --topic), show the broker's log
 start and end offset (the last stable offset, which is where a read_committed consumer ends),
 the table's next offset from its ledger, the lag (retained offsets up to the end offset that the
 table does not have yet), the offsets lost to retention before they were sunk (from the table's
 next offset up to the log start) and when a commit last advanced the partition. Without --brokers only the table's side is shown. The table's current metadata
-location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read it directly.`,
+location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read it directly.
+
+--serve ADDR serves the same numbers as a live page on http://ADDR/ (and as JSON on
+/status.json) until interrupted, for a table without a running sink: the page reloads the table's
+metadata and asks the brokers at most once a second, and refreshes itself every two seconds. A
+running floe sink serves this page itself with --metrics-addr.`,
 		Example: `  floe status --table lake.orders -b localhost:9092
-  floe status --config floe.yaml --table lake.orders --json`,
+  floe status --config floe.yaml --table lake.orders --json
+  floe status --table lake.orders -b localhost:9092 --serve 127.0.0.1:8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -42,6 +53,9 @@ location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read i
 				asJSON = true
 			default:
 				return fmt.Errorf("--format %q: want text or json (or use --json)", format)
+			}
+			if serve != "" && asJSON {
+				return fmt.Errorf("--serve serves a page and --json prints a document: choose one (the page's JSON is on /status.json)")
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
@@ -53,6 +67,9 @@ location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read i
 			}
 			if broker != nil {
 				defer broker.Close()
+			}
+			if serve != "" {
+				return serveStatus(ctx, cmd.OutOrStdout(), serve, tbl, broker, topics)
 			}
 			st, err := lookup.Status(ctx, tbl, broker, topics)
 			if err != nil {
@@ -72,6 +89,7 @@ location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read i
 	b.register(fs, "; without them only the table's side is shown")
 	fs.StringSliceVarP(&topics, "topic", "t", nil, "also show the partitions of these topics, `NAME[,NAME]`, that the ledger does not have yet")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	fs.StringVar(&serve, "serve", "", "serve a live status page on http://`ADDR`/ (e.g. 127.0.0.1:8080) until interrupted, instead of printing")
 	// --format came first; it stays for scripts that use it, and says so.
 	fs.StringVar(&format, "format", "text", "deprecated, use --json: output `FORMAT`, text or json")
 	return cmd
@@ -100,4 +118,32 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 			opt(p.TableNext), opt(p.Lag), opt(p.Lost), last)
 	}
 	tw.Flush()
+}
+
+// serveStatus serves the status page of tbl on addr until ctx ends: each
+// refresh reloads the table's metadata and asks the brokers.
+func serveStatus(ctx context.Context, w io.Writer, addr string, tbl *snapshot.Table, broker *connector.Broker, topics []string) error {
+	source := func(ctx context.Context) (statuspage.Page, error) {
+		if err := tbl.Refresh(ctx); err != nil {
+			return statuspage.Page{}, fmt.Errorf("reload %s: %w", tbl.Name(), err)
+		}
+		st, err := lookup.Status(ctx, tbl, broker, topics)
+		if err != nil {
+			return statuspage.Page{}, err
+		}
+		now := time.Now().UTC()
+		var at *time.Time
+		if broker != nil {
+			at = &now
+		}
+		return statuspage.Page{Source: statuspage.SourceTable, GeneratedAt: now,
+			Pipelines: []statuspage.Pipeline{statuspage.FromTable(st, at)}}, nil
+	}
+	bound, err := statuspage.Serve(ctx, addr, statuspage.Handler(source), slog.Default())
+	if err != nil {
+		return fmt.Errorf("status page: %w", err)
+	}
+	fmt.Fprintf(w, "serving the status of %s on http://%s/ (JSON on /status.json); interrupt to stop\n", tbl.Name(), bound)
+	<-ctx.Done()
+	return nil
 }

@@ -1,16 +1,16 @@
-// Package metrics exposes a running sink to Prometheus and to health checks:
-// counters and histograms fed by the connector's Config callbacks, gauges of
-// each partition's lag polled from the broker, and an HTTP handler serving
-// /metrics and /healthz.
+// Package metrics exposes a running sink to Prometheus, to health checks
+// and to a person: counters and histograms fed by the connector's Config
+// callbacks, gauges of each partition's lag polled from the broker, and an
+// HTTP handler serving /metrics, /healthz and the live status page
+// (internal/statuspage) at / and /status.json.
 package metrics
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -22,6 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/statuspage"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -124,13 +127,23 @@ type Pipeline struct {
 	lastCommit time.Time
 	next       map[int32]int64 // the table's next offset per partition
 	partitions []int32         // nil: all
+	// What the status page shows beside the gauges: this process's commits
+	// and fencings, and per partition the last commit that advanced it,
+	// its dead letters in the ledger, and the broker's offsets as last
+	// polled (at polled).
+	commits, fenced int64
+	committed       map[int32]time.Time
+	deadLetters     map[int32]int64
+	offsets         map[int32]connector.Watermarks
+	polled          time.Time
 }
 
 // Pipeline registers a pipeline. partitions restricts the lag gauges to the
 // partitions it sinks; nil means all.
 func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
 	p := &Pipeline{r: r, topic: topic, table: table, labels: prometheus.Labels{"topic": topic, "table": table},
-		state: StateStarting, next: map[int32]int64{}, partitions: partitions}
+		state: StateStarting, next: map[int32]int64{}, partitions: partitions,
+		committed: map[int32]time.Time{}, deadLetters: map[int32]int64{}, offsets: map[int32]connector.Watermarks{}}
 	// Make every series exist from the start, so rates work from zero.
 	for _, v := range []*prometheus.CounterVec{r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted,
 		r.bytesCommitted, r.commits, r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries} {
@@ -164,10 +177,14 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 		r.lastCommit.With(p.labels).Set(float64(at.UnixMilli()) / 1000)
 		p.mu.Lock()
 		p.state, p.lastCommit, p.err = StateRunning, at, ""
+		p.commits++
 		for _, rg := range res.Commit.Ranges {
-			if rg.Topic == p.topic && rg.High > p.next[rg.Partition] {
-				p.next[rg.Partition] = rg.High
+			if rg.Topic != p.topic {
+				continue
 			}
+			p.next[rg.Partition] = max(p.next[rg.Partition], rg.High)
+			p.committed[rg.Partition] = at
+			p.deadLetters[rg.Partition] += rg.DeadLetters
 		}
 		p.mu.Unlock()
 		if onCommit != nil {
@@ -190,6 +207,9 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 	}
 	cfg.OnFenced = func(err error) {
 		r.fenced.With(p.labels).Inc()
+		p.mu.Lock()
+		p.fenced++
+		p.mu.Unlock()
 		if onFenced != nil {
 			onFenced(err)
 		}
@@ -206,14 +226,24 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 	}
 }
 
-// Started records that the pipeline runs, and the table's next offsets as
-// its ledger says before the first commit.
-func (p *Pipeline) Started(next map[int32]int64) {
+// Started records that the pipeline runs, and what the table's ledger says
+// of its topic before the first commit: each partition's next offset, the
+// last commit that advanced it and its dead letters.
+func (p *Pipeline) Started(l mapping.Ledger) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for part, n := range next {
-		if n > p.next[part] {
-			p.next[part] = n
+	for tp, n := range l.Next() {
+		if tp.Topic == p.topic {
+			p.next[tp.Partition] = max(p.next[tp.Partition], n)
+		}
+	}
+	clear(p.deadLetters)
+	for _, c := range l.Commits {
+		for _, rg := range c.Ranges {
+			if rg.Topic == p.topic {
+				p.committed[rg.Partition] = c.CommittedAt
+				p.deadLetters[rg.Partition] += rg.DeadLetters
+			}
 		}
 	}
 	if p.state == StateStarting {
@@ -277,13 +307,79 @@ func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
 			// Never sunk: everything retained is lag.
 			next = w.LogStart
 		}
+		p.offsets[part] = w
 		l := prometheus.Labels{"topic": p.topic, "partition": strconv.Itoa(int(part)), "table": p.table}
 		p.r.end.With(l).Set(float64(w.LastStable))
 		p.r.next.With(l).Set(float64(next))
 		p.r.lag.With(l).Set(float64(w.Lag(next)))
 		p.r.lost.With(l).Set(float64(w.Lost(next)))
 	}
+	p.polled = time.Now()
 	return nil
+}
+
+// status is the pipeline on the status page.
+func (p *Pipeline) status() statuspage.Pipeline {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	commits, fenced := p.commits, p.fenced
+	sp := statuspage.Pipeline{Topic: p.topic, Table: p.table, State: p.state, Error: p.err,
+		Commits: &commits, Fenced: &fenced, Partitions: []lookup.PartitionStatus{}}
+	if !p.lastCommit.IsZero() {
+		t := p.lastCommit
+		sp.LastCommit = &t
+	}
+	if !p.polled.IsZero() {
+		t := p.polled
+		sp.OffsetsAt = &t
+	}
+	parts := map[int32]bool{}
+	for part := range p.next {
+		parts[part] = true
+	}
+	for part := range p.offsets {
+		parts[part] = true
+	}
+	for _, part := range slices.Sorted(maps.Keys(parts)) {
+		if p.partitions != nil && !slices.Contains(p.partitions, part) {
+			continue
+		}
+		ps := lookup.PartitionStatus{Topic: p.topic, Partition: part}
+		next, sunk := p.next[part]
+		if sunk {
+			ps.TableNext = &next
+			dl := p.deadLetters[part]
+			ps.DeadLetters = &dl
+			sp.DeadLetters += dl
+		}
+		if t, ok := p.committed[part]; ok {
+			ps.LastCommit = &t
+		}
+		if w, ok := p.offsets[part]; ok {
+			if !sunk {
+				next = w.LogStart // never sunk: everything retained is lag
+			}
+			lag := w.Lag(next)
+			ps.LogStart, ps.EndOffset, ps.HighWatermark, ps.Lag = &w.LogStart, &w.LastStable, &w.HighWatermark, &lag
+			if lost := w.Lost(next); lost > 0 {
+				ps.Lost = &lost
+			}
+		}
+		sp.Partitions = append(sp.Partitions, ps)
+	}
+	return sp
+}
+
+// StatusPage is what the status page shows: every pipeline of the process.
+func (r *Registry) StatusPage() statuspage.Page {
+	r.mu.Lock()
+	pipes := slices.Clone(r.pipelines)
+	r.mu.Unlock()
+	page := statuspage.Page{Source: statuspage.SourceSink, GeneratedAt: time.Now().UTC(), Pipelines: []statuspage.Pipeline{}}
+	for _, p := range pipes {
+		page.Pipelines = append(page.Pipelines, p.status())
+	}
+	return page
 }
 
 // health is the /healthz document.
@@ -326,10 +422,12 @@ func (r *Registry) Health() (ok bool, doc health) {
 	return ok, doc
 }
 
-// Handler serves /metrics (Prometheus text format) and /healthz (200 with
-// a JSON document while no pipeline failed, 503 otherwise).
+// Handler serves /metrics (Prometheus text format), /healthz (200 with a
+// JSON document while no pipeline failed, 503 otherwise), and the status
+// page at / with its document at /status.json.
 func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/", statuspage.Handler(func(context.Context) (statuspage.Page, error) { return r.StatusPage(), nil }))
 	mux.Handle("/metrics", promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		ok, doc := r.Health()
@@ -345,21 +443,9 @@ func (r *Registry) Handler() http.Handler {
 // Serve listens on addr and serves Handler until ctx ends. It returns the
 // address it listens on (useful with port 0) once listening.
 func (r *Registry) Serve(ctx context.Context, addr string) (string, error) {
-	l, err := net.Listen("tcp", addr)
+	a, err := statuspage.Serve(ctx, addr, r.Handler(), r.log())
 	if err != nil {
-		return "", fmt.Errorf("metrics: listen on %s: %w", addr, err)
+		return "", fmt.Errorf("metrics: %w", err)
 	}
-	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			r.log().Error("metrics server stopped", "err", err)
-		}
-	}()
-	return l.Addr().String(), nil
+	return a, nil
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,9 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/internal/statuspage"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger in another goroutine.
@@ -142,7 +145,9 @@ func TestPollLagExcludesLoss(t *testing.T) {
 
 	r := New()
 	p := r.Pipeline("orders", "lake.orders", nil)
-	p.Started(map[int32]int64{0: 20}) // the table has [0, 20) of partition 0
+	// The table has [0, 20) of partition 0.
+	p.Started(mapping.Ledger{Commits: []mapping.Commit{{SnapshotID: 1, CommittedAt: time.Now(), Ranges: []mapping.Range{
+		{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: 0}, Interval: mapping.Interval{High: 20}, Records: 20}}}}})
 	if err := p.PollLag(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +279,37 @@ func TestServeExposesSinkMetrics(t *testing.T) {
 	}
 	if got, _ := value(t, r.Gatherer(), "floe_sink_failures_total", map[string]string{"topic": "payments", "table": "lake.payments"}); got != 1 {
 		t.Errorf("floe_sink_failures_total of the failed pipeline = %v, want 1", got)
+	}
+
+	// The status page and its document say the same as the metrics.
+	code, body = get(t, base+"/")
+	if code != http.StatusOK || !strings.Contains(body, "<title>floe status</title>") {
+		t.Errorf("/: %d %.200s", code, body)
+	}
+	code, body = get(t, base+"/status.json")
+	var page statuspage.Page
+	if err := json.Unmarshal([]byte(body), &page); err != nil || code != http.StatusOK {
+		t.Fatalf("/status.json: %d %v\n%s", code, err, body)
+	}
+	if page.Source != statuspage.SourceSink || len(page.Pipelines) != 2 {
+		t.Fatalf("/status.json: %s", body)
+	}
+	orders, payments := page.Pipelines[0], page.Pipelines[1]
+	if orders.State != StateDone || *orders.Commits != int64(stats.Commits) || *orders.Fenced != 0 || orders.LastCommit == nil ||
+		orders.OffsetsAt == nil || len(orders.Partitions) != 2 {
+		t.Errorf("status of orders: %+v", orders)
+	}
+	for i, want := range []int64{120, 80} {
+		ps := orders.Partitions[i]
+		if *ps.TableNext != want || *ps.EndOffset != want || *ps.Lag != 0 || ps.LastCommit == nil || *ps.DeadLetters != 0 {
+			t.Errorf("status of orders/%d: %+v", i, ps)
+		}
+	}
+	if payments.State != StateFailed || payments.Error != "catalog unreachable" || len(payments.Partitions) != 0 {
+		t.Errorf("status of payments: %+v", payments)
+	}
+	if code, _ := get(t, base+"/nothing-here"); code != http.StatusNotFound {
+		t.Errorf("/nothing-here: %d, want 404", code)
 	}
 
 	// Cancelling the context stops the server.

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/internal/browser"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// runInBackground runs the CLI until the test cancels it (as SIGINT does)
+// and waits for it in t.Cleanup; the returned func cancels and waits, and
+// returns the command's error.
+func runInBackground(t *testing.T, args ...string) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var (
+		wg  sync.WaitGroup
+		err error
+	)
+	wg.Go(func() { _, _, err = floeCtx(ctx, args...) })
+	stop = func() error {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// eventsTo makes n demo events for one partition of topic.
+func eventsTo(topic string, partition int32, n int) []*kgo.Record {
+	recs := localstack.DemoEvents(topic, 1, n, time.Now().Add(-time.Minute), uint64(partition)+9)
+	for _, r := range recs {
+		r.Partition = partition
+	}
+	return recs
+}
+
+// waitHTTP waits until url answers 200.
+func waitHTTP(t *testing.T, url string) {
+	t.Helper()
+	waitFor(t, time.Minute, url, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// cell is a JavaScript expression: the text of a field of a partition's
+// row on the status page.
+func cell(partition, field string) string {
+	return fmt.Sprintf(`document.querySelector('tr[data-partition=%q] td[data-field=%q]')?.textContent`, partition, field)
+}
+
+// waitCell waits until the page shows want in the field of the partition's
+// row, without reloading it: the page refreshes itself.
+func waitCell(t *testing.T, ctx context.Context, partition, field, want string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf("%s === %q", cell(partition, field), want),
+		chromedp.WithPollingTimeout(45*time.Second))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('pipelines').innerText`))
+		t.Fatalf("the status page never showed %s %s = %s: %v\npage:\n%s", partition, field, want, err, got)
+	}
+}
+
+// openStatusPage loads the status page served on addr in headless
+// Chromium, and returns its tab once it shows that the table has all of
+// partition orders/0 (a next offset, no lag).
+func openStatusPage(t *testing.T, addr string) context.Context {
+	t.Helper()
+	waitHTTP(t, "http://"+addr+"/status.json")
+	ctx := browser.New(t, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitCell(t, ctx, "orders/0", "lag", "0")
+	next, err := chromedp.Run(ctx, chromedp.Evaluate[string](cell("orders/0", "next")))
+	if err != nil || next == "" || next == "-" || next == "0" {
+		t.Fatalf("orders/0 next offset %q (%v)", next, err)
+	}
+	return ctx
+}
+
+// TestStatusServePage: floe status --serve serves the live page of a table
+// without a running sink; loaded once in headless Chromium, it shows the
+// lag grow as records are produced, refreshing itself.
+func TestStatusServePage(t *testing.T) {
+	st, loc := sinkStack(t) // orders: 3 partitions, 300 events
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	runInBackground(t, append([]string{"status", "-b", brokers, "--table", "lake.orders", "--serve", addr}, loc...)...)
+	ctx := openStatusPage(t, addr)
+	if err := localstack.Produce(t.Context(), st.Brokers, eventsTo("orders", 0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	waitCell(t, ctx, "orders/0", "lag", "50")
+	waitCell(t, ctx, "orders/1", "lag", "0")
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=state]').textContent + ' ' + !!document.querySelector('[data-field=commits]')`))
+	if err != nil || state != "no sink here false" {
+		t.Errorf("state and commits shown: %q (%v); want no sink and no commit count", state, err)
+	}
+	browser.Screenshot(t, ctx, "status-table.png")
+}
+
+// TestSinkStatusPage: floe sink --metrics-addr serves the live page of its
+// pipeline; loaded once in headless Chromium, it shows the commit, then the
+// lag of records produced and consumed but not yet committed.
+func TestSinkStatusPage(t *testing.T) {
+	st, loc := sinkStack(t) // orders: 3 partitions, 300 events
+	brokers := strings.Join(st.Brokers, ",")
+	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	// The first flush holds the 300 events; the ones produced later stay
+	// below --flush-records and --flush-interval, so they lag until the
+	// sink stops.
+	stop := runInBackground(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders",
+		"--metrics-addr", addr, "--lag-interval", "200ms", "--flush-records", "300", "--flush-interval", "1h"}, loc...)...)
+	ctx := openStatusPage(t, addr)
+	if err := localstack.Produce(t.Context(), st.Brokers, eventsTo("orders", 1, 30)); err != nil {
+		t.Fatal(err)
+	}
+	waitCell(t, ctx, "orders/1", "lag", "30")
+	waitCell(t, ctx, "orders/0", "lag", "0")
+	facts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll('section.pipeline .facts [data-field]')].map(e => [e.dataset.field, e.textContent]))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A commit of the partitions' starts, then the flush of the 300 events.
+	if facts["commits"] != "2" || facts["fenced"] != "0" || facts["dead-letters"] != "0" || !strings.HasSuffix(facts["last-commit-age"], " s ago") {
+		t.Errorf("pipeline facts %v", facts)
+	}
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=state]').textContent`))
+	if err != nil || state != "running" {
+		t.Errorf("state %q (%v)", state, err)
+	}
+	browser.Screenshot(t, ctx, "status-sink.png")
+	if err := stop(); err != nil {
+		t.Fatalf("sink: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -11,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -133,4 +137,102 @@ func consumeAll(b *testing.B, e *env, topic string, ends map[mapping.TopicPartit
 		})
 	}
 	return count
+}
+
+// benchOrderSchema is the Avro schema of BenchmarkTypedVsRaw's records:
+// about 200 bytes each, as in BenchmarkSinkVsConsume.
+const benchOrderSchema = `{"type":"record","name":"Order","namespace":"bench","fields":[
+  {"name":"order_id","type":"long"},
+  {"name":"customer","type":"string"},
+  {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},
+  {"name":"status","type":{"type":"enum","name":"Status","symbols":["CREATED","PAID","SHIPPED"]}},
+  {"name":"placed_at","type":{"type":"long","logicalType":"timestamp-millis"}},
+  {"name":"note","type":["null","string"],"default":null},
+  {"name":"items","type":{"type":"array","items":"string"}}]}`
+
+// BenchmarkTypedVsRaw sinks the same FLOE_BENCH_RECORDS (default
+// 1,000,000) Avro records, in the schema registry's wire format, twice in
+// one run: into a raw table (the value's bytes) and into a typed table
+// (--value registry: decoded into columns). It reports both rates, their
+// ratio, and the peak resident set of the typed sink run as its own
+// process.
+//
+//	go test ./connector/ -run '^$' -bench TypedVsRaw -benchtime 1x
+func BenchmarkTypedVsRaw(b *testing.B) {
+	n := 1_000_000
+	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	const partitions, topic = 4, "orders"
+	e := newEnv(b)
+	e.Topic(topic, partitions, nil)
+	id, err := localstack.RegisterSchema(e.Ctx, e.Stack.Registry, topic+"-value", sr.Schema{Schema: benchOrderSchema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema := avro.MustParse(benchOrderSchema)
+	type order struct {
+		OrderID  int64     `avro:"order_id"`
+		Customer string    `avro:"customer"`
+		Amount   *big.Rat  `avro:"amount"`
+		Status   string    `avro:"status"`
+		PlacedAt time.Time `avro:"placed_at"`
+		Note     *string   `avro:"note"`
+		Items    []string  `avro:"items"`
+	}
+	note := "leave at the door, ring twice"
+	batch := make([]*kgo.Record, 0, 10_000)
+	var bytes int
+	for i := range n {
+		o := order{OrderID: int64(i), Customer: fmt.Sprintf("customer-%06d@example.com", i%100_000),
+			Amount: big.NewRat(int64(100+i%50_000), 100), Status: []string{"CREATED", "PAID", "SHIPPED"}[i%3],
+			PlacedAt: time.UnixMilli(1_700_000_000_000 + int64(i)).UTC(), Items: []string{"sku-123456", "sku-654321", "sku-000042"}}
+		if i%4 == 0 {
+			o.Note = &note
+		}
+		body, err := avro.Marshal(schema, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v := localstack.WireFormat(id, nil, body)
+		bytes += len(v)
+		batch = append(batch, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "order-%08d", i),
+			Value: v, Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))})
+		if len(batch) == cap(batch) || i == n-1 {
+			e.Produce(batch)
+			batch = batch[:0]
+		}
+	}
+	b.Logf("%d records, %.0f value bytes each", n, float64(bytes)/float64(n))
+	b.ResetTimer()
+	var rawSec, typedSec float64
+	for i := range b.N {
+		start := time.Now()
+		raw := e.Table(fmt.Sprintf("bench.raw%d", i))
+		stats, err := e.sink(raw, connector.Config{Topic: topic, StopAtEnd: true})
+		rawSec += time.Since(start).Seconds()
+		if err != nil || stats.Records != int64(n) {
+			b.Fatalf("raw sink: %d rows, %v", stats.Records, err)
+		}
+		typed, dlq := e.TypedTable(fmt.Sprintf("bench.typed%d", i), mapping.Layout{Value: mapping.ValueRegistry, Key: mapping.KeyString})
+		start = time.Now()
+		stats, err = e.sink(typed, connector.Config{Topic: topic, StopAtEnd: true, Registry: e.Registry(), DeadLetters: dlq})
+		typedSec += time.Since(start).Seconds()
+		if err != nil || stats.Records != int64(n) {
+			b.Fatalf("typed sink: %d rows, %d dead letters, %v", stats.Records, stats.DeadLetters, err)
+		}
+	}
+	total := float64(n * b.N)
+	b.ReportMetric(total/rawSec, "raw_rec/s")
+	b.ReportMetric(total/typedSec, "typed_rec/s")
+	b.ReportMetric(rawSec/typedSec, "typed/raw")
+
+	b.StopTimer()
+	cmd := e.childCmdFrom(topic, "bench.typed_rss", connector.DefaultFlushRecords, true, connector.StartEarliest, mapping.ValueRegistry)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("typed sink process: %v\n%s", err, out)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "typed_maxrss_MiB")
+	}
 }

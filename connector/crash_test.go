@@ -56,8 +56,17 @@ func sinkChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	var dlq *snapshot.Table
-	if env("VALUE") == string(mapping.ValueJSON) {
+	var (
+		dlq      *snapshot.Table
+		registry *connector.Registry
+	)
+	if env("REGISTRY") != "" {
+		if registry, err = connector.NewRegistry(connector.RegistryConfig{URL: env("REGISTRY")}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
+	if env("VALUE") != "" {
 		if dlq, err = snapshot.OpenDeadLetters(ctx, cat, snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -72,7 +81,7 @@ func sinkChild() int {
 	var consumed atomic.Int64
 	s, err := connector.NewSink(b, tbl, connector.Config{
 		Topic: env("TOPIC"), Start: connector.Start(env("START")), StopAtEnd: env("STOP_AT_END") == "1", FlushRecords: flush,
-		FlushInterval: time.Hour, Logger: quietLogger(), DeadLetters: dlq,
+		FlushInterval: time.Hour, Logger: quietLogger(), DeadLetters: dlq, Registry: registry,
 		OnRecords: func(n int64) { fmt.Printf("consumed %d\n", consumed.Add(n)) },
 	})
 	if err != nil {
@@ -103,7 +112,7 @@ func (e *env) childCmdFrom(topic, table string, flush int, stopAtEnd bool, start
 		"FLOE_TEST_CATALOG="+cfg.Catalog, "FLOE_TEST_WAREHOUSE="+cfg.Warehouse,
 		"FLOE_TEST_TABLE="+table, "FLOE_TEST_TOPIC="+topic,
 		"FLOE_TEST_BROKERS="+strings.Join(e.Stack.Brokers, ","),
-		"FLOE_TEST_FLUSH_RECORDS="+strconv.Itoa(flush), "FLOE_TEST_STOP_AT_END="+stop, "FLOE_TEST_START="+string(start), "FLOE_TEST_VALUE="+string(value))
+		"FLOE_TEST_FLUSH_RECORDS="+strconv.Itoa(flush), "FLOE_TEST_STOP_AT_END="+stop, "FLOE_TEST_START="+string(start), "FLOE_TEST_VALUE="+string(value), "FLOE_TEST_REGISTRY="+e.Stack.Registry)
 	return cmd
 }
 

@@ -1,18 +1,23 @@
 package connector_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/big"
 	"os"
+	"os/exec"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -29,12 +34,20 @@ import (
 //
 //	go test ./connector/ -run '^$' -bench SinkVsConsume -benchtime 1x
 func BenchmarkSinkVsConsume(b *testing.B) {
+	b.Run("broker=in-process", func(b *testing.B) { benchSinkVsConsume(b, newEnv(b)) })
+	b.Run("broker=process", func(b *testing.B) {
+		e := newEnv(b)
+		e.Stack.Brokers = startBrokerProcess(b)
+		benchSinkVsConsume(b, e)
+	})
+}
+
+func benchSinkVsConsume(b *testing.B, e *env) {
 	n := 1_000_000
 	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
 	const partitions = 4
-	e := newEnv(b)
 	const topic = "bench"
 	e.Topic(topic, partitions, nil)
 	value := make([]byte, 160)
@@ -104,6 +117,54 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "sink_maxrss_MiB")
 	}
+}
+
+// brokerChildEnv makes the test binary run a kfake broker alone (see
+// startBrokerProcess).
+const brokerChildEnv = "FLOE_TEST_BROKER_CHILD"
+
+// startBrokerProcess runs a kfake broker in a process of its own (this test
+// binary, re-executed) and returns its address; it stops with the
+// benchmark. An in-process broker shares the benchmark's cores and heap
+// with the client it serves, which favours a plain consumer over a sink
+// that uses both cores.
+func startBrokerProcess(b *testing.B) []string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), brokerChildEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("broker process: %v", err)
+	}
+	return strings.Split(strings.TrimSpace(strings.TrimPrefix(line, "brokers ")), ",")
+}
+
+// brokerChild serves a kfake broker until its standard input closes.
+func brokerChild() int {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer c.Close()
+	fmt.Printf("brokers %s\n", strings.Join(c.ListenAddrs(), ","))
+	io.Copy(io.Discard, os.Stdin)
+	return 0
 }
 
 // consumeAll reads every partition to its end offset with a plain franz-go

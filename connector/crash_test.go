@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(sinkChild())
 	}
+	if os.Getenv(brokerChildEnv) != "" {
+		os.Exit(brokerChild())
+	}
 	os.Exit(m.Run())
 }
 

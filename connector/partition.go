@@ -41,6 +41,8 @@ type partition struct {
 	// when the sink has no dead-letter table.
 	deadLetters *mapping.RowBuilder
 	deadBatches []arrow.RecordBatch
+	// bytes counts the record bytes in rows since they were last drained.
+	bytes int64
 	// end is where a bounded run stops the partition; -1 when unbounded.
 	end int64
 	// skipped is the last lost or aborted range: records inside it that the
@@ -171,6 +173,20 @@ func (p *partition) stalledBehind(logStart int64) bool {
 	return stalled && !p.done() && logStart > p.next
 }
 
+// drain returns the open range's rows built so far, pieces built for
+// earlier writer schemas first, and empties the builder; the range stays
+// open. A session streaming rows into data files drains a partition when
+// its rows reach a row group's worth.
+func (p *partition) drain() []arrow.RecordBatch {
+	out := p.pieces
+	p.pieces = nil
+	if p.rows != nil && p.rows.Rows() > 0 {
+		out = append(out, p.rows.NewBatch())
+	}
+	p.bytes = 0
+	return out
+}
+
 // closeRange closes the open range [low, next), when it is not empty, with
 // its rows and its dead letters cut into batches of their own.
 func (p *partition) closeRange() {
@@ -183,7 +199,7 @@ func (p *partition) closeRange() {
 		if len(group) > 0 {
 			p.batches = append(p.batches, group)
 		}
-		p.pieces = nil
+		p.pieces, p.bytes = nil, 0
 		if p.deadLetters != nil && p.deadLetters.Rows() > 0 {
 			p.deadBatches = append(p.deadBatches, p.deadLetters.NewBatch())
 		}

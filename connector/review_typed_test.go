@@ -123,9 +123,10 @@ func TestReviewConcurrentSchemaConflictRestarts(t *testing.T) {
 	e.Produce([]*kgo.Record{{Topic: "t", Partition: 0, Value: []byte(`{"x":1}`)}})
 	e.Produce([]*kgo.Record{{Topic: "t", Partition: 1, Value: []byte(`{"x":"s"}`)}})
 	tblB, dlqB := e.TypedTable("lake.t", layout)
-	ranA := false
+	ranA, consumed := false, 0
 	cfgB := connector.Config{Topic: "t", Partitions: []int32{1}, StopAtEnd: true, DeadLetters: dlqB,
-		OnConsumed: func(int, int64) {
+		OnConsumed: func(n int, _ int64) {
+			consumed += n
 			if ranA {
 				return
 			}
@@ -454,9 +455,10 @@ func TestReviewConcurrentCompatibleEvolution(t *testing.T) {
 	e.Produce([]*kgo.Record{{Topic: "t", Partition: 0, Value: []byte(`{"id":1,"a":1,"n":{"p":2}}`)}})
 	e.Produce([]*kgo.Record{{Topic: "t", Partition: 1, Value: []byte(`{"id":2,"b":"x","n":{"q":3}}`)}})
 	tblB, dlqB := e.TypedTable("lake.t", layout)
-	ranA := false
+	ranA, consumed := false, 0
 	cfgB := connector.Config{Topic: "t", Partitions: []int32{1}, StopAtEnd: true, DeadLetters: dlqB,
-		OnConsumed: func(int, int64) {
+		OnConsumed: func(n int, _ int64) {
+			consumed += n
 			if ranA {
 				return
 			}
@@ -470,8 +472,11 @@ func TestReviewConcurrentCompatibleEvolution(t *testing.T) {
 	if _, err := e.sink(tblB, cfgB); err != nil {
 		t.Fatalf("sink B: %v", err)
 	}
-	if attempts < 2 {
-		t.Errorf("B committed at the first attempt: the race was not exercised")
+	// B's streamed files were written for the schema before A's change:
+	// its commit either retries on top of A's schema or gives them up and
+	// reads its record again for it.
+	if attempts < 2 && consumed < 2 {
+		t.Errorf("B committed at the first attempt without reading again: the race was not exercised")
 	}
 	tbl, dlq := e.TypedTable("lake.t", layout)
 	rows, _ := floetest.CheckWithDeadLetters(t, tbl, dlq, map[mapping.TopicPartition]int64{{Topic: "t", Partition: 0}: 2, {Topic: "t", Partition: 1}: 2})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
@@ -47,10 +48,17 @@ func (e *watermarkBehindError) Error() string {
 // the consumer that reads them, and the flush being built and committed.
 // Each round polls, feeds the records to the partitions' accounting
 // (partition.observe), runs the periodic checks and flushes when a
-// threshold is reached. One flush commits in the background while the
-// loop consumes into fresh builders, so building rows overlaps writing
-// Parquet; at most one is in flight, so memory stays within twice the
-// flush thresholds.
+// threshold is reached.
+//
+// Rows are streamed into data files as they are consumed: when a
+// partition's rows reach a batch's worth (streamBatchRows, or
+// streamBatchBytes) they go to that partition's open stream
+// (snapshot.Stream), which encodes Parquet in a goroutine of its own, so
+// that decoding and encoding use two cores and a flush's rows are never
+// all in memory. A flush closes the streams and commits their files in the
+// background while the loop consumes into new ones; at most one flush is
+// in flight. State tables (--fold), whose commits rewrite files, get their
+// rows as batches at the flush instead.
 type session struct {
 	s       *Sink
 	cl      *kgo.Client
@@ -62,17 +70,41 @@ type session struct {
 	deadline     time.Time  // flush deadline, set by the first unflushed offset
 	inflight     chan error // the flush committing in the background, if any
 
-	// writer is the Arrow schema the partitions' rows are built for, and
+	// rowSchema is the Arrow schema the partitions' rows are built for, and
 	// writerSchema its Iceberg schema when the table's columns evolve with
 	// the records (typed values or keys; nil otherwise). builtAt is the
 	// decoder version they were made for.
-	writer       *arrow.Schema
+	rowSchema    *arrow.Schema
 	writerSchema *iceberg.Schema
 	builtAt      int
 	// deadLetters is the Arrow schema of the dead-letter table's rows; nil
 	// without one.
 	deadLetters *arrow.Schema
+
+	// streaming is false for state tables. base is the table as loaded
+	// when no commit was in flight, which the writers of a flush stage on;
+	// writer is the current flush's (made at its first stream), streams
+	// its open streams by partition, and files the files of ranges it
+	// already closed (a lost or aborted range cut a partition's rows).
+	streaming bool
+	base      *table.Table
+	writer    *snapshot.Writer
+	streams   map[int32]*snapshot.Stream
+	files     map[int32][]iceberg.DataFile
 }
+
+// A partition's rows go to its stream in batches of this many rows or
+// record bytes, whichever comes first: the rows a session holds per
+// partition, besides the encoders' row groups.
+const (
+	streamBatchRows  = 16 * 1024
+	streamBatchBytes = 8 << 20
+)
+
+// errSchemaFlush ends a flush early: a record needs columns that the
+// flush's open streams do not have, so the flush is committed first and
+// the record read into the next one.
+var errSchemaFlush = errors.New("the writer schema changed while the flush's files are open")
 
 // session reads the ledger, seeks every partition and consumes until done,
 // cancelled, fenced or failed.
@@ -135,7 +167,8 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	// sink ran, or an older floe never recorded its start).
 	begun := slices.ContainsFunc(ledger.Partitions(), func(tp mapping.TopicPartition) bool { return tp.Topic == s.cfg.Topic })
 	policy := startPolicy{start: s.cfg.Start, offsets: s.cfg.StartOffsets, replay: s.cfg.EndOffsets != nil, recordHeadLoss: s.cfg.RecordHeadLoss}
-	ss := &session{s: s, parts: map[int32]*partition{}}
+	ss := &session{s: s, parts: map[int32]*partition{}, streaming: s.tbl.Fold() == "", base: s.tbl.Iceberg(),
+		streams: map[int32]*snapshot.Stream{}, files: map[int32][]iceberg.DataFile{}}
 	fail := func(err error) (*session, error) {
 		ss.close()
 		return nil, err
@@ -268,11 +301,21 @@ func (s *Sink) begin(policy startPolicy, tp mapping.TopicPartition, w Watermarks
 	return start, ok
 }
 
-// close stops the consumer and frees the rows the session holds.
+// close stops the consumer, frees the rows the session holds, and removes
+// the files of a flush that was not handed to a commit.
 func (ss *session) close() {
 	if ss.cl != nil {
 		ss.cl.Close()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, st := range ss.streams {
+		st.Abort(ctx, ss.s.log)
+	}
+	for _, fs := range ss.files {
+		ss.s.tbl.RemoveFiles(ctx, ss.s.log, fs)
+	}
+	ss.streams, ss.files = nil, nil
 	for _, pt := range ss.parts {
 		pt.release()
 	}
@@ -395,13 +438,18 @@ func (ss *session) poll(ctx context.Context) error {
 		if pt == nil {
 			return
 		}
-		for _, r := range fp.Records {
+		for i := 0; i < len(fp.Records); i++ {
+			r := fp.Records[i]
 			st, n, deleted := pt.observe(r.Offset, r.Attrs.IsControl(), fp.LogStartOffset)
 			if st == stepDeleted {
 				// The transaction that may hold the log start has ended (a
 				// record past it arrived), so the broker can tell whether
 				// only aborted records were deleted.
 				before := pt.next
+				if err := ss.endRange(ctx, pt); err != nil {
+					failure = err
+					return
+				}
 				if _, err := s.skipDeleted(ctx, pt, deleted.High, false); err != nil {
 					failure = err
 					return
@@ -419,10 +467,26 @@ func (ss *session) poll(ctx context.Context) error {
 					pt.rows.Append(r)
 				} else if err := ss.appendDecoded(ctx, pt, r); err != nil {
 					advanced--
+					if err == errSchemaFlush {
+						// Commit what the open files hold, then read r
+						// again into files of the new columns.
+						if failure = ss.flush(ctx); failure != nil {
+							return
+						}
+						i--
+						continue
+					}
 					failure = err
 					return
 				}
 				size := mapping.RecordSize(r)
+				pt.bytes += size
+				if ss.streaming && (pt.rows.Rows() >= streamBatchRows || pt.bytes >= streamBatchBytes) {
+					if err := ss.drain(ctx, pt); err != nil {
+						failure = err
+						return
+					}
+				}
 				ss.pending++
 				ss.pendingBytes += size
 				polled++
@@ -491,6 +555,9 @@ func (ss *session) checkRetention(ctx context.Context) error {
 			continue
 		}
 		before := pt.next
+		if err := ss.endRange(ctx, pt); err != nil {
+			return err
+		}
 		if _, err := s.skipDeleted(ctx, pt, pt.capped(wm[p].LogStart), true); err != nil {
 			return err
 		}
@@ -519,6 +586,9 @@ func (ss *session) flush(ctx context.Context) error {
 	if !ss.dirty() {
 		return nil
 	}
+	// The next flush's writers stage on the table as it is now, with
+	// every earlier commit of this session in.
+	ss.base = ss.s.tbl.Iceberg()
 	f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}, Schema: ss.writerSchema}
 	var conformErr error
 	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
@@ -531,7 +601,17 @@ func (ss *session) flush(ctx context.Context) error {
 				conformErr = errors.Join(conformErr, err)
 				continue
 			}
-			f.Batches[pt.tp] = append(f.Batches[pt.tp], b)
+			if !ss.streaming {
+				f.Batches[pt.tp] = append(f.Batches[pt.tp], b)
+				continue
+			}
+			st, err := ss.stream(ctx, pt)
+			if err == nil {
+				err = st.Write(b)
+			} else {
+				b.Release()
+			}
+			conformErr = errors.Join(conformErr, err)
 		}
 		if len(dead) > 0 {
 			if f.DeadLetters == nil {
@@ -547,7 +627,18 @@ func (ss *session) flush(ctx context.Context) error {
 		for _, bs := range f.DeadLetters {
 			releaseAll(bs)
 		}
-		return fmt.Errorf("join rows built for evolving schemas: %w", conformErr)
+		return fmt.Errorf("write the flush's rows: %w", conformErr)
+	}
+	// The flush's streams and files go to the commit; the next flush opens
+	// its own.
+	writer, streams, files := ss.writer, ss.streams, ss.files
+	ss.writer, ss.streams, ss.files = nil, map[int32]*snapshot.Stream{}, map[int32][]iceberg.DataFile{}
+	if writer != nil {
+		f.Writer = writer
+		f.Files = map[mapping.TopicPartition][]iceberg.DataFile{}
+		for p, fs := range files {
+			f.Files[ss.parts[p].tp] = fs
+		}
 	}
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	ss.inflight = make(chan error, 1)
@@ -556,6 +647,21 @@ func (ss *session) flush(ctx context.Context) error {
 		// was consumed.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 		defer cancel()
+		var closeErr error
+		for p, st := range streams {
+			fs, err := st.Close()
+			f.Files[ss.parts[p].tp] = append(f.Files[ss.parts[p].tp], fs...)
+			closeErr = errors.Join(closeErr, err)
+		}
+		if closeErr != nil {
+			// The flush is not committed: its files are orphans now.
+			for _, fs := range f.Files {
+				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
+			}
+			releaseFlush(f)
+			ss.inflight <- closeErr
+			return
+		}
 		ss.inflight <- ss.s.commit(cctx, f)
 	}()
 	return nil
@@ -629,7 +735,7 @@ func (s *Sink) checkTopic(ctx context.Context) error {
 // (the decoder reset to it), and the dead-letter table's.
 func (ss *session) startWriter() error {
 	s := ss.s
-	ss.writer, ss.writerSchema = s.tbl.ArrowSchema(), nil
+	ss.rowSchema, ss.writerSchema = s.tbl.ArrowSchema(), nil
 	if s.dec != nil {
 		s.dec.reset(s.tbl.Iceberg().Schema())
 		if err := ss.evolveWriter(); err != nil {
@@ -660,16 +766,16 @@ func (ss *session) evolveWriter() error {
 	if err != nil {
 		return err
 	}
-	ss.writer, ss.writerSchema = sc, ws
+	ss.rowSchema, ss.writerSchema = sc, ws
 	return nil
 }
 
 // newRows returns a row builder for the writer schema.
 func (ss *session) newRows() (*mapping.RowBuilder, error) {
 	if ss.s.dec == nil {
-		return mapping.NewRowBuilder(ss.s.alloc, ss.writer)
+		return mapping.NewRowBuilder(ss.s.alloc, ss.rowSchema)
 	}
-	return ss.s.dec.layout.NewRowBuilder(ss.s.alloc, ss.writer)
+	return ss.s.dec.layout.NewRowBuilder(ss.s.alloc, ss.rowSchema)
 }
 
 // appendDecoded decodes r, which observe just made a row of pt, and
@@ -694,6 +800,11 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 		return pt.deadLetters.AppendDeadLetter(r, out.dead.Error(), out.schemaID)
 	}
 	if s.dec.version != ss.builtAt {
+		if ss.writer != nil {
+			// The flush's files are open for the old columns.
+			pt.unread()
+			return errSchemaFlush
+		}
 		if err := ss.rebuild(); err != nil {
 			return err
 		}
@@ -722,11 +833,11 @@ func (ss *session) rebuild() error {
 // writer schema evolved through, as one batch of the writer schema. It
 // releases the pieces.
 func (ss *session) join(pieces []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(pieces) == 1 && pieces[0].Schema().Equal(ss.writer) {
+	if len(pieces) == 1 && pieces[0].Schema().Equal(ss.rowSchema) {
 		return pieces[0], nil
 	}
 	defer releaseAll(pieces)
-	return mapping.Conform(ss.s.alloc, ss.writer, pieces)
+	return mapping.Conform(ss.s.alloc, ss.rowSchema, pieces)
 }
 
 // reconcileDeadLetters reconciles every dead-letter table the ledger
@@ -772,4 +883,71 @@ func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// stream returns pt's open stream in the current flush, opening it (and the
+// flush's writer) when needed.
+func (ss *session) stream(ctx context.Context, pt *partition) (*snapshot.Stream, error) {
+	if st := ss.streams[pt.tp.Partition]; st != nil {
+		return st, nil
+	}
+	if ss.writer == nil {
+		w, err := ss.s.tbl.NewWriter(ss.base, ss.writerSchema)
+		if err != nil {
+			return nil, err
+		}
+		ss.writer = w
+	}
+	// Streams outlive the poll that opened them: they end with the flush's
+	// commit, which an interrupt does not cut short either.
+	st := ss.writer.Stream(context.WithoutCancel(ctx), ss.rowSchema)
+	ss.streams[pt.tp.Partition] = st
+	return st, nil
+}
+
+// drain moves pt's rows built so far into its stream.
+func (ss *session) drain(ctx context.Context, pt *partition) error {
+	pieces := pt.drain()
+	if len(pieces) == 0 {
+		return nil
+	}
+	b, err := ss.join(pieces)
+	if err != nil {
+		return fmt.Errorf("join rows built for evolving schemas: %w", err)
+	}
+	st, err := ss.stream(ctx, pt)
+	if err != nil {
+		b.Release()
+		return err
+	}
+	return st.Write(b)
+}
+
+// endRange ends pt's files at the end of its open range, before a lost or
+// aborted range closes it: no data file spans a range.
+func (ss *session) endRange(ctx context.Context, pt *partition) error {
+	if !ss.streaming {
+		return nil
+	}
+	if err := ss.drain(ctx, pt); err != nil {
+		return err
+	}
+	st := ss.streams[pt.tp.Partition]
+	if st == nil {
+		return nil
+	}
+	delete(ss.streams, pt.tp.Partition)
+	fs, err := st.Close()
+	ss.files[pt.tp.Partition] = append(ss.files[pt.tp.Partition], fs...)
+	return err
+}
+
+// releaseFlush frees the batches of a flush that is not committed.
+func releaseFlush(f snapshot.Flush) {
+	for _, bs := range f.Batches {
+		releaseAll(bs)
+	}
+	for _, bs := range f.DeadLetters {
+		releaseAll(bs)
+	}
 }

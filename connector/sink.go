@@ -314,7 +314,9 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 			// the watermarks): nothing was consumed, nothing is lost.
 			return s.stats, nil
 		}
-		restart := err == errPartitionsChanged
+		// Another writer changed the schema under the flush's files: the
+		// next session reads the flush again for the new schema.
+		restart := err == errPartitionsChanged || errors.Is(err, snapshot.ErrSchemaMoved)
 		if _, raced := errors.AsType[*snapshot.SchemaChangedError](err); raced && !schemaRaced {
 			// Another writer's schema change no longer fits this flush:
 			// the next session starts from the new schema, where those

@@ -73,6 +73,12 @@ type Flush struct {
 	// data, so that no data file ever has columns the table does not have.
 	// Nil for a raw layout.
 	Schema *iceberg.Schema
+	// Files, instead of Batches, are the data files a Writer (Writer) wrote
+	// for the flush's rows as they were consumed, by partition: the commit
+	// writes nothing, and returns ErrSchemaMoved (removing them) when the
+	// schema or partition spec changed since so that they no longer fit.
+	Files  map[mapping.TopicPartition][]iceberg.DataFile
+	Writer *Writer
 	// DeadLetters are the dead-letter rows of records that could not
 	// become rows (mapping.NewDeadLetterBuilder), by partition, one batch
 	// per range; Ranges count them as DeadLetters. They go to
@@ -197,6 +203,14 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			return Result{}, nil, fmt.Errorf("commit: rows of %s have no range", tp)
 		}
 	}
+	for tp, fs := range f.Files {
+		if len(fs) > 0 && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Deleted() }) {
+			return Result{}, nil, fmt.Errorf("commit: data files of %s have no range", tp)
+		}
+	}
+	if len(f.Files) > 0 && (f.Writer == nil || len(f.Batches) > 0 || t.Fold() != "") {
+		return Result{}, nil, errors.New("commit: streamed files need their Writer, and no batches, on a table that is not a state table")
+	}
 	deadRows := false
 	for tp, bs := range f.DeadLetters {
 		for _, b := range bs {
@@ -248,7 +262,17 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		write = t.foldFiles
 	}
 	start := time.Now()
-	st, err := write(ctx, target, f.Batches)
+	var st staged
+	if f.Writer != nil {
+		for _, fs := range f.Files {
+			st.add = append(st.add, fs...)
+		}
+		for _, df := range st.add {
+			st.rows += df.Count()
+		}
+	} else {
+		st, err = write(ctx, target, f.Batches)
+	}
 	res.WriteTime = time.Since(start)
 	files := st.add
 	if err != nil {
@@ -334,7 +358,13 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 				break
 			}
 		}
-		if t.writeShape(f) != writtenFor {
+		if f.Writer != nil {
+			if !t.fits(f.Writer, f.Schema) {
+				t.removeFiles(ctx, log, files)
+				opts.DeadLetters.removeFiles(ctx, log, dead)
+				return res, nil, fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), ErrSchemaMoved)
+			}
+		} else if t.writeShape(f) != writtenFor {
 			// Another writer changed the schema or the partition spec:
 			// the files carry field IDs of a schema, or partition values
 			// of a spec, this commit would not produce. Write them again
@@ -432,23 +462,30 @@ type staged struct {
 // cannot be evolved to is a *SchemaChangedError: the flush was built for a
 // schema another writer has since changed.
 func (t *Table) stage(want *iceberg.Schema) (*table.Transaction, *table.Table, error) {
-	txn := t.tbl.NewTransactionOnBranch(t.branch)
+	return t.stageOn(t.tbl, want)
+}
+
+// stageOn is stage on base, the table as loaded at some point: metadata
+// is immutable, so a writer of the next flush may stage on it while the
+// commit of the previous one adopts a new t.tbl.
+func (t *Table) stageOn(base *table.Table, want *iceberg.Schema) (*table.Transaction, *table.Table, error) {
+	txn := base.NewTransactionOnBranch(t.branch)
 	if want == nil {
-		return txn, t.tbl, nil
+		return txn, base, nil
 	}
 	upd := txn.UpdateSchema(true, false)
-	changed, err := evolveSchema(upd, t.tbl.Schema(), want)
+	changed, err := evolveSchema(upd, base.Schema(), want)
 	if err != nil {
 		return nil, nil, &SchemaChangedError{Table: t.Name(), Err: err}
 	}
 	if !changed {
-		return txn, t.tbl, nil
+		return txn, base, nil
 	}
 	if err := upd.Commit(); err != nil {
 		return nil, nil, fmt.Errorf("stage the schema change of %s: %w", t.Name(), err)
 	}
 	// Partition fields on the columns this change creates (partition.go).
-	if err := t.stagePartitionFields(txn); err != nil {
+	if err := t.stagePartitionFields(base, txn); err != nil {
 		return nil, nil, err
 	}
 	staged, err := txn.StagedTable()

@@ -68,7 +68,12 @@ func (o OpenOptions) CheckNew() error {
 // without one, by an older floe, or by another engine; its Iceberg spec is
 // then whatever it is).
 func (t *Table) PartitionBy() (*mapping.PartitionBy, error) {
-	v, ok := t.tbl.Properties()[mapping.PropPartitionBy]
+	return t.partitionByOf(t.tbl)
+}
+
+// partitionByOf is PartitionBy of tbl, the table as loaded at some point.
+func (t *Table) partitionByOf(tbl *table.Table) (*mapping.PartitionBy, error) {
+	v, ok := tbl.Properties()[mapping.PropPartitionBy]
 	if !ok {
 		return nil, nil
 	}
@@ -218,8 +223,8 @@ func stageSpec(txn *table.Transaction, s *iceberg.Schema, p mapping.PartitionBy)
 // column that appears with a type its transform does not take is a
 // *mapping.PartitionByError: the spec cannot be applied to the rows, and
 // writing them unpartitioned would be the silent mix the request forbids.
-func (t *Table) stagePartitionFields(txn *table.Transaction) error {
-	p, err := t.PartitionBy()
+func (t *Table) stagePartitionFields(base *table.Table, txn *table.Transaction) error {
+	p, err := t.partitionByOf(base)
 	if p == nil || err != nil {
 		return err
 	}
@@ -227,7 +232,7 @@ func (t *Table) stagePartitionFields(txn *table.Transaction) error {
 	if err != nil {
 		return fmt.Errorf("stage the schema change of %s: %w", t.Name(), err)
 	}
-	before, after := t.tbl.Schema(), staged.Schema()
+	before, after := base.Schema(), staged.Schema()
 	var add []mapping.PartitionField
 	for _, f := range p.Fields {
 		if _, had, _ := f.Source(before); had {

@@ -1,0 +1,210 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Row groups of streamed files: small enough that a partition's writer
+// holds little while it encodes (Parquet buffers a row group's pages until
+// the group ends), large enough that readers prune well.
+const (
+	streamRowGroupRows  = 128 * 1024
+	streamRowGroupBytes = 32 << 20
+)
+
+// Writer writes the rows of one flush into data files as they are
+// consumed, one Stream per Kafka partition and range, for the schema the
+// table has when the Writer is made, evolved to a writer schema (the
+// flush's Flush.Schema). Commit then commits the files (Flush.Files)
+// without writing anything: a flush's rows are never all in memory.
+//
+// A Writer is made from the table as last loaded: if another writer
+// changes the schema before the commit so that the files' field IDs no
+// longer match the schema the commit would produce, the commit removes
+// them and returns ErrSchemaMoved, and the caller reads the flush again.
+type Writer struct {
+	t      *Table
+	target *table.Table
+	// schema is the Iceberg schema the files are written with (their field
+	// IDs); want the writer schema asked for (nil: the table's).
+	schema *iceberg.Schema
+	want   *iceberg.Schema
+}
+
+// ErrSchemaMoved is returned by Commit of a flush whose files were written
+// for a schema that another writer has since changed in a way that gives
+// the files' columns other field IDs: the files are removed; read the flush
+// again for the new schema.
+var ErrSchemaMoved = errors.New("another writer changed the table's schema since this flush's files were written")
+
+// NewWriter returns a writer of files for rows of the Arrow schema of want
+// (mapping.WriterArrowSchema; nil: the table's own, ArrowSchema), on base:
+// the table as loaded at some point (Iceberg), which may be older than the
+// table a commit in flight is about to adopt.
+func (t *Table) NewWriter(base *table.Table, want *iceberg.Schema) (*Writer, error) {
+	_, target, err := t.stageOn(base, want)
+	if err != nil {
+		return nil, err
+	}
+	// The files' row groups are small whatever the table says: the
+	// writer's memory is set by a row group, not by a flush.
+	props := iceberg.Properties{}
+	if _, ok := target.Properties()[table.ParquetRowGroupSizeBytesKey]; !ok {
+		props[table.ParquetRowGroupSizeBytesKey] = strconv.Itoa(streamRowGroupBytes)
+	}
+	if len(props) > 0 {
+		mb, err := table.MetadataBuilderFromBase(target.Metadata(), target.MetadataLocation())
+		if err != nil {
+			return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
+		}
+		if err := mb.SetProperties(props); err != nil {
+			return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
+		}
+		meta, err := mb.Build()
+		if err != nil {
+			return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
+		}
+		target = table.New(t.ident, meta, target.MetadataLocation(), target.FS, t.cat)
+	}
+	return &Writer{t: t, target: target, schema: target.Schema(), want: want}, nil
+}
+
+// Schema is the writer schema the Writer was made for (nil: the table's).
+func (w *Writer) Schema() *iceberg.Schema { return w.want }
+
+// Stream is one open set of data files of one Kafka partition: batches
+// written to it are encoded into Parquet in a goroutine of its own while
+// the caller goes on, and Close returns the files. Write blocks while the
+// encoder is a batch behind, so that memory stays bounded.
+type Stream struct {
+	w     *Writer
+	ch    chan arrow.RecordBatch
+	done  chan struct{}
+	files []iceberg.DataFile
+	err   error
+	once  sync.Once
+}
+
+// Stream starts a stream of batches of the given Arrow schema.
+func (w *Writer) Stream(ctx context.Context, schema *arrow.Schema) *Stream {
+	s := &Stream{w: w, ch: make(chan arrow.RecordBatch, 1), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		in := func(yield func(arrow.RecordBatch, error) bool) {
+			for b := range s.ch {
+				if !yield(b, nil) {
+					return
+				}
+			}
+		}
+		for df, err := range table.WriteRecords(ctx, w.target, schema, in, table.WithParquetRowGroupLimit(streamRowGroupRows)) {
+			if err != nil {
+				s.err = fmt.Errorf("write data files of %s: %w", w.t.Name(), err)
+				break
+			}
+			s.files = append(s.files, df)
+		}
+		// Batches the writer did not take (it failed) are released here.
+		for b := range s.ch {
+			b.Release()
+		}
+	}()
+	return s
+}
+
+// Write hands b to the stream, which owns it from then on. It returns the
+// stream's error once the encoder has failed.
+func (s *Stream) Write(b arrow.RecordBatch) error {
+	select {
+	case <-s.done:
+		b.Release()
+		if s.err == nil {
+			return errors.New("write to a closed stream")
+		}
+		return s.err
+	case s.ch <- b:
+		return nil
+	}
+}
+
+// Close ends the stream and returns its files, once they are complete.
+func (s *Stream) Close() ([]iceberg.DataFile, error) {
+	s.once.Do(func() { close(s.ch) })
+	<-s.done
+	return s.files, s.err
+}
+
+// Abort ends the stream and removes the files it wrote: a flush that will
+// not be committed leaves nothing behind (what a crash leaves is an orphan
+// for floe maintain).
+func (s *Stream) Abort(ctx context.Context, log *slog.Logger) {
+	files, _ := s.Close()
+	s.w.t.removeFiles(ctx, log, files)
+}
+
+// sameFieldIDs reports whether every column and nested field of written (the
+// schema files were written with) has the same field ID and type in now.
+func sameFieldIDs(written, now *iceberg.Schema) bool {
+	for _, f := range written.Fields() {
+		g, ok := now.FindFieldByName(f.Name)
+		if !ok || !sameIDs(f, g) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameIDs(a, b iceberg.NestedField) bool {
+	if a.ID != b.ID {
+		return false
+	}
+	switch at := a.Type.(type) {
+	case *iceberg.StructType:
+		bt, ok := b.Type.(*iceberg.StructType)
+		if !ok {
+			return false
+		}
+		for _, f := range at.FieldList {
+			g, ok := findNested(bt, f.Name)
+			if !ok || !sameIDs(f, g) {
+				return false
+			}
+		}
+		return true
+	case *iceberg.ListType:
+		bt, ok := b.Type.(*iceberg.ListType)
+		return ok && sameIDs(at.ElementField(), bt.ElementField())
+	case *iceberg.MapType:
+		bt, ok := b.Type.(*iceberg.MapType)
+		return ok && sameIDs(at.KeyField(), bt.KeyField()) && sameIDs(at.ValueField(), bt.ValueField())
+	}
+	return a.Type.Equals(b.Type)
+}
+
+// fits reports whether files w wrote fit a commit of a flush for writer
+// schema want on the table as last loaded: the schema the commit produces
+// gives their columns the same field IDs, and the partition spec is the
+// one they were written with.
+func (t *Table) fits(w *Writer, want *iceberg.Schema) bool {
+	if t.tbl.Metadata().DefaultPartitionSpec() != w.target.Metadata().DefaultPartitionSpec() {
+		return false
+	}
+	_, target, err := t.stage(want)
+	return err == nil && sameFieldIDs(w.schema, target.Schema())
+}
+
+// RemoveFiles deletes data files that will never be committed (a flush
+// abandoned after its streams wrote them). Failures only leave orphans for
+// floe maintain, so they are logged, not returned.
+func (t *Table) RemoveFiles(ctx context.Context, log *slog.Logger, files []iceberg.DataFile) {
+	t.removeFiles(ctx, log, files)
+}

@@ -95,6 +95,16 @@ func sinkChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	// The peak resident set of this process alone: the rusage a parent
+	// gets counts the parent's own peak, which its address space had when
+	// it started this process.
+	if st, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				fmt.Printf("peak_rss %s\n", strings.TrimSpace(v))
+			}
+		}
+	}
 	return 0
 }
 

@@ -97,8 +97,9 @@ type session struct {
 // record bytes, whichever comes first: the rows a session holds per
 // partition, besides the encoders' row groups.
 const (
-	streamBatchRows  = 16 * 1024
-	streamBatchBytes = 8 << 20
+	streamBatchRows  = 8 * 1024
+	streamBatchBytes = 4 << 20
+	fetchMaxBytes    = 1 << 20
 )
 
 // errSchemaFlush ends a flush early: a record needs columns that the
@@ -276,6 +277,10 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 		// A fetch position below the log start (retention ran) resets to
 		// the log start; partition.observe turns the jump into a deletion.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// A fetch waits decoded in the client until it is polled: its size
+		// is part of the sink's memory, which rows streamed into files no
+		// longer dominate.
+		kgo.FetchMaxBytes(fetchMaxBytes),
 	)
 	if ss.cl, err = kgo.NewClient(opts...); err != nil {
 		return fail(fmt.Errorf("create consumer: %w", err))

@@ -17,8 +17,8 @@ import (
 // holds little while it encodes (Parquet buffers a row group's pages until
 // the group ends), large enough that readers prune well.
 const (
-	streamRowGroupRows  = 128 * 1024
-	streamRowGroupBytes = 32 << 20
+	streamRowGroupRows  = 32 * 1024
+	streamRowGroupBytes = 8 << 20
 )
 
 // Writer writes the rows of one flush into data files as they are
@@ -83,8 +83,9 @@ func (w *Writer) Schema() *iceberg.Schema { return w.want }
 
 // Stream is one open set of data files of one Kafka partition: batches
 // written to it are encoded into Parquet in a goroutine of its own while
-// the caller goes on, and Close returns the files. Write blocks while the
-// encoder is a batch behind, so that memory stays bounded.
+// the caller goes on, and Close returns the files. Write blocks until the
+// encoder takes the batch, so that a stream holds two batches at most (the
+// one encoding, the one handed over).
 type Stream struct {
 	w     *Writer
 	ch    chan arrow.RecordBatch
@@ -96,7 +97,7 @@ type Stream struct {
 
 // Stream starts a stream of batches of the given Arrow schema.
 func (w *Writer) Stream(ctx context.Context, schema *arrow.Schema) *Stream {
-	s := &Stream{w: w, ch: make(chan arrow.RecordBatch, 1), done: make(chan struct{})}
+	s := &Stream{w: w, ch: make(chan arrow.RecordBatch), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		in := func(yield func(arrow.RecordBatch, error) bool) {
@@ -106,7 +107,10 @@ func (w *Writer) Stream(ctx context.Context, schema *arrow.Schema) *Stream {
 				}
 			}
 		}
-		for df, err := range table.WriteRecords(ctx, w.target, schema, in, table.WithParquetRowGroupLimit(streamRowGroupRows)) {
+		for df, err := range table.WriteRecords(ctx, w.target, schema, in, table.WithParquetRowGroupLimit(streamRowGroupRows),
+			// iceberg-go queues 64 batches per file writer by default: a
+			// flush's worth of rows again.
+			table.WithRecordBatchBufferSize(1)) {
 			if err != nil {
 				s.err = fmt.Errorf("write data files of %s: %w", w.t.Name(), err)
 				break

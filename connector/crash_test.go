@@ -228,10 +228,34 @@ func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, ki
 	for range kills {
 		before := len(mustLedger(t, tbl).Commits)
 		cmd := e.childCmdFrom(topic, table, 100+rng.IntN(300), true, start, value)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(50+rng.IntN(700)) * time.Millisecond)
+		// The random kill point counts from the sink's first records, not
+		// from the process start, which a loaded machine makes slow.
+		consuming := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			first := true
+			for sc.Scan() {
+				if first && strings.HasPrefix(sc.Text(), "consumed ") {
+					close(consuming)
+					first = false
+				}
+			}
+			if first {
+				close(consuming)
+			}
+		}()
+		select {
+		case <-consuming:
+		case <-time.After(30 * time.Second):
+		}
+		time.Sleep(time.Duration(rng.IntN(700)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
 		if err := tbl.Refresh(e.Ctx); err != nil {

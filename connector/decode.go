@@ -68,6 +68,8 @@ type decoder struct {
 	// one must be rebuilt, and a codec whose type fit an older one must be
 	// merged again.
 	version int
+	// onSchema is Config.OnSchema.
+	onSchema func(id int)
 }
 
 // codecKey names one codec: a registry schema id and, for Protobuf, the
@@ -314,6 +316,9 @@ func (d *decoder) resolve(ctx context.Context, payload []byte) (*codecEntry, []b
 			}
 		}
 		d.codecs[k] = e
+		if d.onSchema != nil {
+			d.onSchema(rv.Schema.ID)
+		}
 	}
 	if e.err != nil {
 		return nil, nil, rv.Schema.ID, e.err, nil

@@ -26,6 +26,10 @@ const commitTimeout = 10 * time.Minute
 // often the retention check runs.
 const idleCheck = 2 * time.Second
 
+// maxSchemaMoved bounds the sessions in a row that end without a commit
+// because another writer's schema change moved under their files.
+const maxSchemaMoved = 20
+
 // errPartitionsChanged ends a live session so that the next one consumes
 // partitions added to the topic.
 var errPartitionsChanged = errors.New("partitions were added to the topic")

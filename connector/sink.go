@@ -102,6 +102,9 @@ type Config struct {
 	// OnRetry, when set, is called each time a transient error ended a
 	// session and the sink waits before it starts the next one.
 	OnRetry func(err error, wait time.Duration)
+	// OnSchema, when set, is called the first time the sink decodes a
+	// record written with a registry schema (by its ID), value or key.
+	OnSchema func(id int)
 
 	// RetryFor is how long transient storage, catalog and broker errors
 	// (catalog.IsTransient) are retried, counted from the first failure
@@ -249,6 +252,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 				Want: fmt.Sprintf("a schema registry: table %s decodes %s in the registry's wire format", tbl.Name(), registryParts(layout))}
 		}
 		s.dec = newDecoder(layout, cfg.Registry)
+		s.dec.onSchema = cfg.OnSchema
 	}
 	return s, nil
 }
@@ -279,6 +283,9 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	// schemaRaced is set when a session ended because another writer
 	// changed the schema under its flush, and no commit came since.
 	schemaRaced := false
+	// moved counts sessions in a row, without a commit, whose streamed
+	// files another writer's schema change gave other field IDs.
+	moved := 0
 	wait := backoff.NewExponentialBackOff()
 	wait.InitialInterval, wait.MaxInterval = 250*time.Millisecond, 15*time.Second
 	for {
@@ -287,7 +294,7 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 		if s.stats.Commits > commits {
 			failingSince = time.Time{}
 			wait.Reset()
-			schemaRaced = false
+			schemaRaced, moved = false, 0
 		}
 		var behind *watermarkBehindError
 		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (catalog.IsTransient(err) || errors.As(err, &behind)) {
@@ -314,9 +321,17 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 			// the watermarks): nothing was consumed, nothing is lost.
 			return s.stats, nil
 		}
-		// Another writer changed the schema under the flush's files: the
-		// next session reads the flush again for the new schema.
-		restart := err == errPartitionsChanged || errors.Is(err, snapshot.ErrSchemaMoved)
+		restart := err == errPartitionsChanged
+		if errors.Is(err, snapshot.ErrSchemaMoved) && moved < maxSchemaMoved {
+			// Another writer's schema change gave the streamed files'
+			// columns other field IDs: the next session reads those
+			// records again for the new schema. Writers evolving one table
+			// at once may each see this a few times; without end, something
+			// else is wrong.
+			moved++
+			restart = true
+			s.log.Warn("another writer changed the schema under this flush's files; reading them again for the new schema", "err", err)
+		}
 		if _, raced := errors.AsType[*snapshot.SchemaChangedError](err); raced && !schemaRaced {
 			// Another writer's schema change no longer fits this flush:
 			// the next session starts from the new schema, where those

@@ -104,9 +104,9 @@ func Export(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapp
 // writeJSONLines writes the rows of a snapshot of tbl below cut to w, one
 // Row.JSON per line, and returns how many it wrote.
 func writeJSONLines(ctx context.Context, w io.Writer, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) (n int64, err error) {
-	err = Rows(ctx, tbl, snapshotID, cut, func(r Row) error {
+	err = JSONRows(ctx, tbl, snapshotID, cut, func(row []byte) error {
 		n++
-		if _, err := w.Write(r.JSON()); err != nil {
+		if _, err := w.Write(row); err != nil {
 			return err
 		}
 		_, err := io.WriteString(w, "\n")
@@ -140,6 +140,9 @@ func writeParquet(ctx context.Context, w io.Writer, tbl *snapshot.Table, snapsho
 
 func writeCSV(ctx context.Context, w io.Writer, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) (n int64, err error) {
 	cw := csv.NewWriter(w)
+	if tbl.Layout() != mapping.RawLayout {
+		return writeTypedCSV(ctx, cw, tbl, snapshotID, cut)
+	}
 	if err := cw.Write(csvHeader); err != nil {
 		return 0, err
 	}
@@ -151,6 +154,40 @@ func writeCSV(ctx context.Context, w io.Writer, tbl *snapshot.Table, snapshotID 
 		}
 		return cw.Write([]string{r.Topic, strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10),
 			r.Timestamp.Format(time.RFC3339Nano), r.Key.Text(), r.Value.Text(), string(hdrs)})
+	})
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
+	}
+	return n, err
+}
+
+// writeTypedCSV writes the rows of a typed table: a column per table
+// column, nested values (structs, lists, maps) as JSON, nulls empty.
+func writeTypedCSV(ctx context.Context, cw *csv.Writer, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) (n int64, err error) {
+	schema := tbl.ArrowSchema()
+	head := make([]string, schema.NumFields())
+	for i, f := range schema.Fields() {
+		head[i] = f.Name
+	}
+	if err := cw.Write(head); err != nil {
+		return 0, err
+	}
+	rec := make([]string, len(head))
+	err = tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
+		for i := range int(b.NumRows()) {
+			n++
+			for j := range rec {
+				rec[j] = ""
+				if j < int(b.NumCols()) && b.Column(j).IsValid(i) {
+					rec[j] = b.Column(j).ValueStr(i)
+				}
+			}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	cw.Flush()
 	if err == nil {

@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -83,6 +84,30 @@ func (r Row) JSON() []byte {
 func Rows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut, fn func(Row) error) error {
 	return tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
 		return EachRow(b, fn)
+	})
+}
+
+// JSONRows calls fn with every row of a snapshot of tbl below cut as one
+// JSON object: Row.JSON for a table of raw values; for a typed table an
+// object of all its columns (decoded ones, a string key), in Arrow's JSON forms
+// (binary as base64, timestamps and decimals as text). The slice is valid
+// only until fn returns.
+func JSONRows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut, fn func([]byte) error) error {
+	if tbl.Layout() == mapping.RawLayout {
+		return Rows(ctx, tbl, snapshotID, cut, func(r Row) error { return fn(r.JSON()) })
+	}
+	var buf bytes.Buffer
+	return tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
+		buf.Reset()
+		if err := array.RecordToJSON(b, &buf); err != nil {
+			return fmt.Errorf("rows as JSON: %w", err)
+		}
+		for line := range bytes.Lines(buf.Bytes()) {
+			if err := fn(bytes.TrimSuffix(line, []byte("\n"))); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -20,7 +20,9 @@ const (
 	SettingFold    Setting = "Options.Fold"
 	// SettingPartitionBy is Options.PartitionBy.
 	SettingPartitionBy Setting = "Options.PartitionBy"
-	SettingTable       Setting = "target table"
+	// SettingRawValue is Options.Layout.RawValue.
+	SettingRawValue Setting = "Options.Layout.RawValue"
+	SettingTable    Setting = "target table"
 )
 
 // ErrBadBound is matched (errors.Is) by every error about a replay's start

@@ -94,6 +94,11 @@ func (o Options) Validate() error {
 		return &OptionError{Setting: SettingTopic, Want: "a topic name"}
 	case o.Fold != "" && o.Fold != snapshot.FoldLatest:
 		return &OptionError{Setting: SettingFold, Value: o.Fold, Want: snapshot.FoldLatest}
+	case o.Fold != "" && o.Layout.Value != "" && o.Layout.Typed() && !o.Layout.RawValue:
+		// A tombstone deletes its key; decoded, it is a row of null
+		// columns, like a record whose fields are all null.
+		return &OptionError{Setting: SettingFold, Value: o.Fold, Needs: SettingRawValue,
+			Want: "a state table of decoded values keeps each value's bytes, which tell a tombstone from a record whose fields are all null"}
 	case o.Publish && o.Branch == "":
 		return &OptionError{Setting: SettingPublish, Needs: SettingBranch, Want: "a replay into a new table has nothing to publish"}
 	case o.Branch == table.MainBranch:

@@ -139,7 +139,7 @@ func concatBatches(batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
 // indices, in offset order, of each key's latest record when that record is
 // not a tombstone.
 func latestPerKey(b arrow.RecordBatch) (map[string]struct{}, []int, error) {
-	keyCol, err := columnAs[*array.Binary](b, mapping.ColKey)
+	keyCol, err := column(b, mapping.ColKey)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,7 +147,12 @@ func latestPerKey(b arrow.RecordBatch) (map[string]struct{}, []int, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	valCol, err := columnAs[*array.Binary](b, mapping.ColValue)
+	// A typed table keeps the value's bytes beside its columns.
+	valName := mapping.ColValue
+	if len(b.Schema().FieldIndices(mapping.ColRawValue)) == 1 {
+		valName = mapping.ColRawValue
+	}
+	valCol, err := columnAs[*array.Binary](b, valName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,7 +161,7 @@ func latestPerKey(b arrow.RecordBatch) (map[string]struct{}, []int, error) {
 		if keyCol.IsNull(i) {
 			continue
 		}
-		k := string(keyCol.Value(i))
+		k := keyOf(keyCol, i)
 		if j, ok := last[k]; !ok || offCol.Value(i) > offCol.Value(j) {
 			last[k] = i
 		}
@@ -171,6 +176,29 @@ func latestPerKey(b arrow.RecordBatch) (map[string]struct{}, []int, error) {
 	}
 	slices.SortFunc(rows, func(a, b int) int { return cmp.Compare(offCol.Value(a), offCol.Value(b)) })
 	return keys, rows, nil
+}
+
+// keyOf is the identity of a row's key: its bytes for a raw key, its
+// text for a string key, and Arrow's rendering of any other decoded key
+// (the same value renders the same for one schema, which a scan projects
+// every file to).
+func keyOf(col arrow.Array, i int) string {
+	switch c := col.(type) {
+	case *array.Binary:
+		return string(c.Value(i))
+	case *array.String:
+		return c.Value(i)
+	}
+	return col.ValueStr(i)
+}
+
+// column returns the named column of b.
+func column(b arrow.RecordBatch, name string) (arrow.Array, error) {
+	idx := b.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("batch has no column %q", name)
+	}
+	return b.Column(idx[0]), nil
 }
 
 // columnAs returns the named column of b as type A.
@@ -248,13 +276,13 @@ func anyKey(ctx context.Context, scan *table.Scan, task table.FileScanTask, keys
 		if err != nil {
 			return false, err
 		}
-		col, err := columnAs[*array.Binary](b, mapping.ColKey)
+		col, err := column(b, mapping.ColKey)
 		if err != nil {
 			b.Release()
 			return false, err
 		}
 		for i := range col.Len() {
-			if _, ok := keys[string(col.Value(i))]; ok && !col.IsNull(i) {
+			if _, ok := keys[keyOf(col, i)]; ok && !col.IsNull(i) {
 				b.Release()
 				return true, nil
 			}
@@ -305,7 +333,7 @@ func (t *Table) writeFold(ctx context.Context, target *table.Table, head *table.
 // survivors returns the rows of b whose key is not in keys, in the table's
 // write schema, or nil when none survive.
 func (t *Table) survivors(ctx context.Context, b arrow.RecordBatch, keys map[string]struct{}) (arrow.RecordBatch, error) {
-	col, err := columnAs[*array.Binary](b, mapping.ColKey)
+	col, err := column(b, mapping.ColKey)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +341,7 @@ func (t *Table) survivors(ctx context.Context, b arrow.RecordBatch, keys map[str
 	defer mb.Release()
 	n := 0
 	for i := range col.Len() {
-		_, gone := keys[string(col.Value(i))]
+		_, gone := keys[keyOf(col, i)]
 		keep := col.IsNull(i) || !gone
 		mb.Append(keep)
 		if keep {

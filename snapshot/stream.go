@@ -199,11 +199,11 @@ func sameIDs(a, b iceberg.NestedField) bool {
 // gives their columns the same field IDs, and the partition spec is the
 // one they were written with.
 func (t *Table) fits(w *Writer, want *iceberg.Schema) bool {
-	if t.tbl.Metadata().DefaultPartitionSpec() != w.target.Metadata().DefaultPartitionSpec() {
-		return false
-	}
+	// The commit may evolve the spec itself (fields waiting for columns
+	// the flush adds): compare with the spec it would produce.
 	_, target, err := t.stage(want)
-	return err == nil && sameFieldIDs(w.schema, target.Schema())
+	return err == nil && target.Metadata().DefaultPartitionSpec() == w.target.Metadata().DefaultPartitionSpec() &&
+		sameFieldIDs(w.schema, target.Schema())
 }
 
 // RemoveFiles deletes data files that will never be committed (a flush

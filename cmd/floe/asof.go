@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -158,13 +159,13 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 		}
 		bw.Write(head[:len(head)-1])
 		bw.WriteString(`,"rows":[`)
-		err = lookup.Rows(ctx, tbl, r.SnapshotID, r.Cut, func(lr lookup.Row) error {
+		err = lookup.JSONRows(ctx, tbl, r.SnapshotID, r.Cut, func(row []byte) error {
 			if n > 0 {
 				bw.WriteByte(',')
 			}
 			n++
 			bw.WriteString("\n")
-			bw.Write(lr.JSON())
+			bw.Write(row)
 			return nil
 		})
 		if err != nil {
@@ -175,6 +176,19 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 	}
 	if err := printAsOf(bw, false, r); err != nil {
 		return err
+	}
+	if tbl.Layout() != mapping.RawLayout {
+		// A typed table's columns are the value's: one JSON object a row.
+		err := lookup.JSONRows(ctx, tbl, r.SnapshotID, r.Cut, func(row []byte) error {
+			n++
+			bw.Write(row)
+			return bw.WriteByte('\n')
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(bw, "%d rows\n", n)
+		return bw.Flush()
 	}
 	fmt.Fprintf(bw, "%-16s %-9s %-10s %-24s %-20s %s\n", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "KEY", "VALUE")
 	err := lookup.Rows(ctx, tbl, r.SnapshotID, r.Cut, func(row lookup.Row) error {

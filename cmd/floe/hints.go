@@ -45,6 +45,7 @@ var flagOf = map[any]string{
 	replay.SettingFold:        "--fold",
 	replay.SettingTable:       "--table",
 	replay.SettingPartitionBy: "--partition-by",
+	replay.SettingRawValue:    "--keep-raw-value",
 
 	lookup.SettingOffsets:   "--offsets",
 	lookup.SettingTime:      "--time",

@@ -44,6 +44,8 @@ type Registry struct {
 	flushRecords, flushBytes                        *prometheus.HistogramVec
 	lastCommit, up                                  *prometheus.GaugeVec
 	lag, lost, next, end                            *prometheus.GaugeVec
+	deadLettersCommitted                            *prometheus.CounterVec
+	schemas                                         *prometheus.CounterVec
 
 	mu        sync.Mutex
 	pipelines []*Pipeline
@@ -86,11 +88,15 @@ func New() *Registry {
 		lost:             gauge("partition_lost_offsets", "Offsets from the table's next offset up to the broker's log start: deleted by retention before they were sunk.", ppl),
 		next:             gauge("partition_next_offset", "The table's next offset for the partition (its ledger's end).", ppl),
 		end:              gauge("partition_end_offset", "The broker's last stable offset for the partition.", ppl),
+		deadLettersCommitted: counter("dead_letters_committed_total",
+			"Records of the partition committed to the dead-letter table (typed tables: they could not be decoded or did not fit the schema).", ppl),
+		schemas: counter("schema_versions_seen_total",
+			"Registry schemas (by ID) this process decoded records with, a new one counted at its first record.", pl),
 	}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted, r.bytesCommitted, r.commits,
 		r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries, r.commitSeconds, r.writeSeconds, r.flushRecords, r.flushBytes,
-		r.lastCommit, r.up, r.lag, r.lost, r.next, r.end)
+		r.lastCommit, r.up, r.lag, r.lost, r.next, r.end, r.deadLettersCommitted, r.schemas)
 	return r
 }
 
@@ -146,7 +152,7 @@ func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
 		committed: map[int32]time.Time{}, deadLetters: map[int32]int64{}, offsets: map[int32]connector.Watermarks{}}
 	// Make every series exist from the start, so rates work from zero.
 	for _, v := range []*prometheus.CounterVec{r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted,
-		r.bytesCommitted, r.commits, r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries} {
+		r.bytesCommitted, r.commits, r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries, r.schemas} {
 		v.With(p.labels)
 	}
 	r.up.With(p.labels).Set(1)
@@ -160,7 +166,7 @@ func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
 // callbacks already set.
 func (p *Pipeline) Hook(cfg *connector.Config) {
 	r := p.r
-	onCommit, onConsumed, onRecords, onFenced, onRetry := cfg.OnCommit, cfg.OnConsumed, cfg.OnRecords, cfg.OnFenced, cfg.OnRetry
+	onCommit, onConsumed, onRecords, onFenced, onRetry, onSchema := cfg.OnCommit, cfg.OnConsumed, cfg.OnRecords, cfg.OnFenced, cfg.OnRetry, cfg.OnSchema
 	cfg.OnCommit = func(res snapshot.Result) {
 		r.commits.With(p.labels).Inc()
 		r.recordsCommitted.With(p.labels).Add(float64(res.Rows))
@@ -185,6 +191,9 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 			p.next[rg.Partition] = max(p.next[rg.Partition], rg.High)
 			p.committed[rg.Partition] = at
 			p.deadLetters[rg.Partition] += rg.DeadLetters
+			if rg.DeadLetters > 0 {
+				r.deadLettersCommitted.With(prometheus.Labels{"topic": p.topic, "partition": strconv.Itoa(int(rg.Partition)), "table": p.table}).Add(float64(rg.DeadLetters))
+			}
 		}
 		p.mu.Unlock()
 		if onCommit != nil {
@@ -222,6 +231,12 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 		p.mu.Unlock()
 		if onRetry != nil {
 			onRetry(err, wait)
+		}
+	}
+	cfg.OnSchema = func(id int) {
+		r.schemas.With(p.labels).Inc()
+		if onSchema != nil {
+			onSchema(id)
 		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
@@ -325,5 +327,51 @@ func TestServeExposesSinkMetrics(t *testing.T) {
 			t.Fatal("the metrics server still answers after its context ended")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A typed sink reports the dead letters it committed per partition and the
+// registry schemas it decoded records with.
+func TestTypedSinkMetrics(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("shipments", 2, nil)
+	v1 := `{"type":"record","name":"s","fields":[{"name":"a","type":"long"}]}`
+	v2 := `{"type":"record","name":"s","fields":[{"name":"a","type":"long"},{"name":"b","type":["null","string"],"default":null}]}`
+	var ids []int
+	for _, s := range []string{v1, v2} {
+		id, err := localstack.RegisterSchema(e.Ctx, e.Stack.Registry, "shipments-value", sr.Schema{Schema: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	e.Produce([]*kgo.Record{
+		{Topic: "shipments", Partition: 0, Value: localstack.WireFormat(ids[0], nil, []byte{0x02})},
+		{Topic: "shipments", Partition: 0, Value: []byte("not in the wire format")},
+		{Topic: "shipments", Partition: 1, Value: localstack.WireFormat(ids[1], nil, []byte{0x04, 0x00})},
+		{Topic: "shipments", Partition: 1, Value: localstack.WireFormat(ids[0], nil, []byte{0x06})},
+	})
+	tbl, dlq := e.TypedTable("lake.shipments", mapping.Layout{Value: mapping.ValueRegistry})
+
+	r := New()
+	r.Logger = floetest.QuietLogger()
+	p := r.Pipeline("shipments", "lake.shipments", nil)
+	cfg := connector.Config{Topic: "shipments", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}
+	p.Hook(&cfg)
+	if _, err := e.Sink(e.Broker(), tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	pl := map[string]string{"topic": "shipments", "table": "lake.shipments"}
+	part := func(p string) map[string]string {
+		return map[string]string{"topic": "shipments", "table": "lake.shipments", "partition": p}
+	}
+	if got, _ := value(t, r.Gatherer(), "floe_schema_versions_seen_total", pl); got != 2 {
+		t.Errorf("floe_schema_versions_seen_total = %v, want 2", got)
+	}
+	if got, _ := value(t, r.Gatherer(), "floe_dead_letters_committed_total", part("0")); got != 1 {
+		t.Errorf("floe_dead_letters_committed_total of partition 0 = %v, want 1", got)
+	}
+	if _, ok := value(t, r.Gatherer(), "floe_dead_letters_committed_total", part("1")); ok {
+		t.Errorf("partition 1 has no dead letters, but a series")
 	}
 }

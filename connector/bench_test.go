@@ -242,7 +242,8 @@ const benchOrderSchema = `{"type":"record","name":"Order","namespace":"bench","f
 // one run: into a raw table (the value's bytes) and into a typed table
 // (--value registry: decoded into columns). It reports both rates, their
 // ratio, and the peak resident set of the typed sink run as its own
-// process.
+// process. FLOE_BENCH_CPUPROFILE=FILE writes a CPU profile of the typed
+// sink alone.
 //
 //	go test ./connector/ -run '^$' -bench TypedVsRaw -benchtime 1x
 func BenchmarkTypedVsRaw(b *testing.B) {
@@ -302,9 +303,22 @@ func BenchmarkTypedVsRaw(b *testing.B) {
 			b.Fatalf("raw sink: %d rows, %v", stats.Records, err)
 		}
 		typed, dlq := e.TypedTable(fmt.Sprintf("bench.typed%d", i), mapping.Layout{Value: mapping.ValueRegistry, Key: mapping.KeyString})
+		if path := os.Getenv("FLOE_BENCH_CPUPROFILE"); path != "" {
+			// Profile the typed sink alone.
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				b.Fatal(err)
+			}
+		}
 		start = time.Now()
 		stats, err = e.sink(typed, connector.Config{Topic: topic, StopAtEnd: true, Registry: e.Registry(), DeadLetters: dlq})
 		typedSec += time.Since(start).Seconds()
+		if os.Getenv("FLOE_BENCH_CPUPROFILE") != "" {
+			pprof.StopCPUProfile()
+		}
 		if err != nil || stats.Records != int64(n) {
 			b.Fatalf("typed sink: %d rows, %d dead letters, %v", stats.Records, stats.DeadLetters, err)
 		}

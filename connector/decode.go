@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -70,6 +71,14 @@ type decoder struct {
 	version int
 	// onSchema is Config.OnSchema.
 	onSchema func(id int)
+
+	// canonical: decode values into the canonical representation even
+	// where a codec has a fast path (mapping.TapeCodec), for a caller that
+	// reads them (the content audit) rather than appending them to rows.
+	canonical bool
+	// tape holds the last value decoded by a fast path, until it is
+	// appended (appendRow).
+	tape mapping.Tape
 }
 
 // codecKey names one codec: a registry schema id and, for Protobuf, the
@@ -95,6 +104,10 @@ type codecEntry struct {
 	// *mapping.SchemaConflictError of that merge, if any.
 	valueAt, keyAt             int
 	valueConflict, keyConflict error
+	// appender appends the codec's values from a tape to rows built for
+	// the Arrow schema appenderFor (nil: none compiled yet).
+	appender    *mapping.ValueAppender
+	appenderFor *arrow.Schema
 }
 
 func newDecoder(layout mapping.Layout, registry *Registry) *decoder {
@@ -121,6 +134,9 @@ func (d *decoder) writerSchema() *iceberg.Schema {
 type decoded struct {
 	key   any
 	value map[string]any
+	// fast, when set, is the codec whose fast path decoded the value onto
+	// the decoder's tape, instead of into value.
+	fast *codecEntry
 	// dead, when set, is why the record is a dead letter; schemaID is the
 	// registry schema the record named (0: none).
 	dead     error
@@ -139,7 +155,7 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 		out.dead, out.schemaID = dead, id
 		return out, err
 	}
-	value, values, valuesChanged, id, dead, err := d.decodeValue(ctx, r.Value)
+	value, fast, values, valuesChanged, id, dead, err := d.decodeValue(ctx, r.Value)
 	if err != nil || dead != nil {
 		out.dead, out.schemaID = dead, id
 		return out, err
@@ -155,8 +171,27 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	if keyChanged || valuesChanged {
 		d.version++
 	}
-	out.key, out.value = key, value
+	out.key, out.value, out.fast = key, value, fast
 	return out, nil
+}
+
+// appendRow appends out, the row decode made of r, to rb, a builder for
+// the decoder's current writer schema.
+func (d *decoder) appendRow(rb *mapping.RowBuilder, r *kgo.Record, out decoded) error {
+	e := out.fast
+	if e == nil {
+		return rb.AppendDecoded(r, out.key, out.value)
+	}
+	if e.appenderFor != rb.Schema() {
+		// The writer schema holds the codec's type (decode merged it), so
+		// this fails only if the fast path lacks a case MergeType allows.
+		va, err := rb.NewValueAppender(e.typ)
+		if err != nil {
+			return fmt.Errorf("rows of schema %d: %w", out.schemaID, err)
+		}
+		e.appender, e.appenderFor = va, rb.Schema()
+	}
+	return rb.AppendTape(r, out.key, e.appender, &d.tape)
 }
 
 // decodeKey decodes a key by the layout's key mode, returning the key type
@@ -226,11 +261,13 @@ func wrapKey(err error) error {
 }
 
 // decodeValue decodes a value by the layout's value mode into the fields
-// of a row, returning the value columns it needs when they differ from the
-// decoder's. A tombstone (nil) is a row whose value columns are all null.
-func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]any, values *iceberg.StructType, changed bool, schemaID int, dead, err error) {
+// of a row, or, with a codec's fast path, onto the decoder's tape (fast is
+// then the codec), returning the value columns it needs when they differ
+// from the decoder's. A tombstone (nil) is a row whose value columns are
+// all null.
+func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]any, fast *codecEntry, values *iceberg.StructType, changed bool, schemaID int, dead, err error) {
 	if value == nil || !d.layout.Typed() {
-		return nil, d.values, false, 0, nil, nil
+		return nil, nil, d.values, false, 0, nil, nil
 	}
 	switch d.layout.Value {
 	case mapping.ValueJSON:
@@ -239,13 +276,13 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 			err = mapping.CheckColumnNames("json", st)
 		}
 		if err != nil {
-			return nil, nil, false, 0, err, nil
+			return nil, nil, nil, false, 0, err, nil
 		}
-		return obj, st, changed, 0, nil, nil
+		return obj, nil, st, changed, 0, nil, nil
 	case mapping.ValueRegistry:
 		e, data, id, dead, err := d.resolve(ctx, value)
 		if err != nil || dead != nil {
-			return nil, nil, false, id, dead, err
+			return nil, nil, nil, false, id, dead, err
 		}
 		values, changed := d.values, false
 		if e.valueAt != d.version {
@@ -259,19 +296,25 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 			}
 		}
 		if e.valueConflict != nil {
-			return nil, nil, false, id, e.valueConflict, nil
+			return nil, nil, nil, false, id, e.valueConflict, nil
+		}
+		if tc, ok := e.codec.(mapping.TapeCodec); ok && !d.canonical {
+			if err := tc.DecodeTape(data, &d.tape); err != nil {
+				return nil, nil, nil, false, id, err, nil
+			}
+			return nil, e, values, changed, id, nil, nil
 		}
 		got, err := e.codec.Decode(data)
 		if err != nil {
-			return nil, nil, false, id, err, nil
+			return nil, nil, nil, false, id, err, nil
 		}
 		if e.wrapped {
-			return map[string]any{mapping.ColValue: got}, values, changed, id, nil, nil
+			return map[string]any{mapping.ColValue: got}, nil, values, changed, id, nil, nil
 		}
 		row, _ := got.(map[string]any)
-		return row, values, changed, id, nil, nil
+		return row, nil, values, changed, id, nil, nil
 	}
-	return nil, d.values, false, 0, nil, nil
+	return nil, nil, d.values, false, 0, nil, nil
 }
 
 // resolve splits a wire-format payload and returns the codec of its schema
@@ -358,6 +401,7 @@ func NewRowDecoder(l mapping.Layout, registry *Registry, schema *iceberg.Schema)
 		return nil, &ConfigError{Setting: SettingRegistry, Want: fmt.Sprintf("a schema registry: the table decodes %s in the registry's wire format", registryParts(l))}
 	}
 	d := newDecoder(l, registry)
+	d.canonical = true // the audit compares the values
 	d.reset(schema)
 	return &RowDecoder{d: d}, nil
 }

@@ -818,7 +818,7 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 			return err
 		}
 	}
-	return pt.rows.AppendDecoded(r, out.key, out.value)
+	return s.dec.appendRow(pt.rows, r, out)
 }
 
 // rebuild starts every partition's rows again for the decoder's new

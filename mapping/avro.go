@@ -20,18 +20,22 @@ import (
 //
 // hamba/avro parses the schema (names, namespaces, references, logical
 // types); the payload is read by avroReader below rather than by hamba's
-// reflection decoder, for three reasons: values go straight into the
-// canonical representation without an intermediate tree, every length in
-// the payload is checked against the bytes left (hamba's reader caps
-// strings at 1 MiB by default and otherwise allocates what a corrupt length
-// asks for), and a decoding error can name the field it happened in.
+// reflection decoder, for three reasons: values go onto a tape (the fast
+// path, tape.go) without an intermediate tree or an allocation per value,
+// every length in the payload is checked against the bytes left (hamba's
+// reader caps strings at 1 MiB by default and otherwise allocates what a
+// corrupt length asks for), and a decoding error can name the field it
+// happened in. Decode reads the canonical value off the tape, so that both
+// paths share one decoder and refuse the same payloads for the same
+// reasons.
 type avroCodec struct {
 	typ iceberg.Type
 	dec avroDecoder
 }
 
-// avroDecoder reads one value of one schema from r.
-type avroDecoder func(r *avroReader) (any, error)
+// avroDecoder reads one value of one schema from r onto t. A type with no
+// column (null) pushes nothing.
+type avroDecoder func(r *avroReader, t *Tape) error
 
 // NewAvroCodec returns the codec of an Avro schema. refs holds the schemas
 // the registry lists as the schema's references, by reference name (for
@@ -94,15 +98,23 @@ func parseAvroRefs(cache *avro.SchemaCache, refs map[string]string) error {
 func (c *avroCodec) Type() iceberg.Type { return c.typ }
 
 func (c *avroCodec) Decode(payload []byte) (any, error) {
-	r := &avroReader{b: payload}
-	v, err := c.dec(r)
-	if err != nil {
-		return nil, &DecodeError{Format: "avro", Err: err}
+	var t Tape
+	if err := c.DecodeTape(payload, &t); err != nil {
+		return nil, err
+	}
+	return t.value(c.typ), nil
+}
+
+func (c *avroCodec) DecodeTape(payload []byte, t *Tape) error {
+	t.reset()
+	r := avroReader{b: payload}
+	if err := c.dec(&r, t); err != nil {
+		return &DecodeError{Format: "avro", Err: err}
 	}
 	if n := len(r.b) - r.off; n > 0 {
-		return nil, &DecodeError{Format: "avro", Err: fmt.Errorf("%d bytes left after the value: the payload was not written with this schema", n)}
+		return &DecodeError{Format: "avro", Err: fmt.Errorf("%d bytes left after the value: the payload was not written with this schema", n)}
 	}
-	return v, nil
+	return nil
 }
 
 // derefAvro returns the named schema a reference stands for.
@@ -138,64 +150,75 @@ func (b *avroBuilder) build(path string, s avro.Schema) (iceberg.Type, avroDecod
 	}
 	switch s := s.(type) {
 	case *avro.NullSchema:
-		return nil, func(*avroReader) (any, error) { return nil, nil }, nil
+		return nil, func(*avroReader, *Tape) error { return nil }, nil
 	case *avro.PrimitiveSchema:
 		switch s.Type() {
 		case avro.Boolean:
-			return iceberg.PrimitiveTypes.Bool, func(r *avroReader) (any, error) {
+			return iceberg.PrimitiveTypes.Bool, func(r *avroReader, t *Tape) error {
 				v, err := r.bool()
 				if err != nil {
-					return nil, wrap(err)
+					return wrap(err)
 				}
-				return v, nil
+				if v {
+					t.pushInt(1)
+				} else {
+					t.pushInt(0)
+				}
+				return nil
 			}, nil
 		case avro.Int:
-			return iceberg.PrimitiveTypes.Int32, func(r *avroReader) (any, error) {
+			return iceberg.PrimitiveTypes.Int32, func(r *avroReader, t *Tape) error {
 				v, err := r.int()
 				if err != nil {
-					return nil, wrap(err)
+					return wrap(err)
 				}
-				return v, nil
+				t.pushInt(int64(v))
+				return nil
 			}, nil
 		case avro.Long:
-			return iceberg.PrimitiveTypes.Int64, func(r *avroReader) (any, error) {
+			return iceberg.PrimitiveTypes.Int64, func(r *avroReader, t *Tape) error {
 				v, err := r.long()
 				if err != nil {
-					return nil, wrap(err)
+					return wrap(err)
 				}
-				return v, nil
+				t.pushInt(v)
+				return nil
 			}, nil
 		case avro.Float:
-			return iceberg.PrimitiveTypes.Float32, func(r *avroReader) (any, error) {
+			return iceberg.PrimitiveTypes.Float32, func(r *avroReader, t *Tape) error {
 				b, err := r.fixed(4)
 				if err != nil {
-					return nil, wrap(err)
+					return wrap(err)
 				}
-				return math.Float32frombits(binary.LittleEndian.Uint32(b)), nil
+				t.pushInt(int64(binary.LittleEndian.Uint32(b)))
+				return nil
 			}, nil
 		case avro.Double:
-			return iceberg.PrimitiveTypes.Float64, func(r *avroReader) (any, error) {
+			return iceberg.PrimitiveTypes.Float64, func(r *avroReader, t *Tape) error {
 				b, err := r.fixed(8)
 				if err != nil {
-					return nil, wrap(err)
+					return wrap(err)
 				}
-				return math.Float64frombits(binary.LittleEndian.Uint64(b)), nil
+				t.pushInt(int64(binary.LittleEndian.Uint64(b)))
+				return nil
 			}, nil
 		case avro.String:
-			return iceberg.PrimitiveTypes.String, func(r *avroReader) (any, error) {
-				v, err := r.string()
+			return iceberg.PrimitiveTypes.String, func(r *avroReader, t *Tape) error {
+				v, err := r.text()
 				if err != nil {
-					return nil, wrap(err)
+					return wrap(err)
 				}
-				return v, nil
+				t.pushBytes(v)
+				return nil
 			}, nil
 		case avro.Bytes:
-			return iceberg.PrimitiveTypes.Binary, func(r *avroReader) (any, error) {
+			return iceberg.PrimitiveTypes.Binary, func(r *avroReader, t *Tape) error {
 				v, err := r.bytes()
 				if err != nil {
-					return nil, wrap(err)
+					return wrap(err)
 				}
-				return append([]byte{}, v...), nil // the caller may reuse the payload's buffer
+				t.pushBytes(v)
+				return nil
 			}, nil
 		}
 	case *avro.FixedSchema:
@@ -203,24 +226,29 @@ func (b *avroBuilder) build(path string, s avro.Schema) (iceberg.Type, avroDecod
 		if n <= 0 {
 			return fail("fixed %s has size %d; Iceberg's fixed needs at least one byte", s.FullName(), n)
 		}
-		return iceberg.FixedTypeOf(n), func(r *avroReader) (any, error) {
+		return iceberg.FixedTypeOf(n), func(r *avroReader, t *Tape) error {
 			v, err := r.fixed(n)
 			if err != nil {
-				return nil, wrap(err)
+				return wrap(err)
 			}
-			return append([]byte{}, v...), nil
+			t.pushBytes(v)
+			return nil
 		}, nil
 	case *avro.EnumSchema:
-		symbols := s.Symbols()
-		return iceberg.PrimitiveTypes.String, func(r *avroReader) (any, error) {
+		symbols := make([][]byte, len(s.Symbols()))
+		for i, sym := range s.Symbols() {
+			symbols[i] = []byte(sym)
+		}
+		return iceberg.PrimitiveTypes.String, func(r *avroReader, t *Tape) error {
 			i, err := r.int()
 			if err != nil {
-				return nil, wrap(err)
+				return wrap(err)
 			}
 			if i < 0 || int(i) >= len(symbols) {
-				return nil, wrap(fmt.Errorf("enum index %d, the enum has %d symbols", i, len(symbols)))
+				return wrap(fmt.Errorf("enum index %d, the enum has %d symbols", i, len(symbols)))
 			}
-			return symbols[i], nil
+			t.pushBytes(symbols[i]) // appenders only read it
+			return nil
 		}, nil
 	case *avro.RecordSchema:
 		return b.buildRecord(path, s)
@@ -232,17 +260,18 @@ func (b *avroBuilder) build(path string, s avro.Schema) (iceberg.Type, avroDecod
 		if t == nil {
 			return fail("an array of null has no Iceberg type")
 		}
-		return listOf(t), func(r *avroReader) (any, error) {
-			l := []any{}
+		return listOf(t), func(r *avroReader, tp *Tape) error {
+			at := tp.pushCount()
+			var n int64
 			err := r.blocks(path, func() error {
-				v, err := item(r)
-				l = append(l, v)
-				return err
+				n++
+				return item(r, tp)
 			})
 			if err != nil {
-				return nil, err
+				return err
 			}
-			return l, nil
+			tp.setCount(at, n)
+			return nil
 		}, nil
 	case *avro.MapSchema:
 		t, value, err := b.build(joinPath(path, "value"), s.Values())
@@ -252,29 +281,25 @@ func (b *avroBuilder) build(path string, s avro.Schema) (iceberg.Type, avroDecod
 		if t == nil {
 			return fail("a map of null has no Iceberg type")
 		}
-		return mapOf(iceberg.PrimitiveTypes.String, t), func(r *avroReader) (any, error) {
-			m := []MapEntry{}
-			var seen map[string]bool
+		return mapOf(iceberg.PrimitiveTypes.String, t), func(r *avroReader, tp *Tape) error {
+			at := tp.pushCount()
+			var keys mapKeys
 			err := r.blocks(path, func() error {
-				k, err := r.string()
+				k, err := r.text()
 				if err != nil {
 					return fieldErr(joinPath(path, "key"), err)
 				}
-				if seen == nil {
-					seen = map[string]bool{}
-				}
-				if seen[k] {
+				if !keys.add(k) {
 					return fieldErr(path, fmt.Errorf("map key %q repeats", k))
 				}
-				seen[k] = true
-				v, err := value(r)
-				m = append(m, MapEntry{Key: k, Value: v})
-				return err
+				tp.pushBytes(k)
+				return value(r, tp)
 			})
 			if err != nil {
-				return nil, err
+				return err
 			}
-			return m, nil
+			tp.setCount(at, int64(keys.n))
+			return nil
 		}, nil
 	case *avro.UnionSchema:
 		return b.buildUnion(path, s)
@@ -291,40 +316,30 @@ func (b *avroBuilder) buildRecord(path string, s *avro.RecordSchema) (iceberg.Ty
 	}
 	b.inProgress[s.FullName()] = true
 	defer delete(b.inProgress, s.FullName())
-	type field struct {
-		name string // empty for a null field
-		dec  avroDecoder
-	}
 	st := &iceberg.StructType{}
-	fields := make([]field, 0, len(s.Fields()))
+	fields := make([]avroDecoder, 0, len(s.Fields()))
 	for _, f := range s.Fields() {
 		t, dec, err := b.build(joinPath(path, f.Name()), f.Type())
 		if err != nil {
 			return nil, nil, err
 		}
-		if t == nil {
-			fields = append(fields, field{dec: dec})
-			continue
+		if t != nil { // a null field is read, and pushes nothing
+			st.FieldList = append(st.FieldList, optional(f.Name(), t))
 		}
-		st.FieldList = append(st.FieldList, optional(f.Name(), t))
-		fields = append(fields, field{name: f.Name(), dec: dec})
+		fields = append(fields, dec)
 	}
 	if len(st.FieldList) == 0 && path != "" {
 		return nil, nil, &SchemaError{Format: "avro", Path: path,
 			Err: fmt.Errorf("record %s has no field with a type Iceberg can hold (Parquet has no empty groups)", s.FullName())}
 	}
-	return st, func(r *avroReader) (any, error) {
-		m := make(map[string]any, len(fields))
-		for _, f := range fields {
-			v, err := f.dec(r)
-			if err != nil {
-				return nil, err
-			}
-			if v != nil && f.name != "" {
-				m[f.name] = v
+	return st, func(r *avroReader, t *Tape) error {
+		t.pushInt(0) // present
+		for _, dec := range fields {
+			if err := dec(r, t); err != nil {
+				return err
 			}
 		}
-		return m, nil
+		return nil
 	}, nil
 }
 
@@ -351,9 +366,17 @@ func (b *avroBuilder) buildUnion(path string, s *avro.UnionSchema) (iceberg.Type
 	if nonNull > 1 {
 		st = &iceberg.StructType{}
 	}
+	null := func(_ *avroReader, t *Tape) error {
+		t.pushNull()
+		return nil
+	}
+	if nonNull == 0 {
+		// A union of null alone has no type, and no column to push to.
+		null = func(*avroReader, *Tape) error { return nil }
+	}
 	for i, br := range branches {
 		if br.Type() == avro.Null {
-			decs[i] = func(*avroReader) (any, error) { return nil, nil }
+			decs[i] = null
 			continue
 		}
 		brPath := path
@@ -368,25 +391,33 @@ func (b *avroBuilder) buildUnion(path string, s *avro.UnionSchema) (iceberg.Type
 			single, decs[i] = t, dec
 			continue
 		}
+		// The struct's fields are the other branches, in order: this
+		// branch's value, null in the others.
+		field := len(st.FieldList)
 		st.FieldList = append(st.FieldList, optional(names[i], t))
-		name := names[i]
-		decs[i] = func(r *avroReader) (any, error) {
-			v, err := dec(r)
-			if err != nil {
-				return nil, err
+		decs[i] = func(r *avroReader, t *Tape) error {
+			t.pushInt(0) // present
+			for range field {
+				t.pushNull()
 			}
-			return map[string]any{name: v}, nil
+			if err := dec(r, t); err != nil {
+				return err
+			}
+			for range nonNull - field - 1 {
+				t.pushNull()
+			}
+			return nil
 		}
 	}
-	dec := func(r *avroReader) (any, error) {
+	dec := func(r *avroReader, t *Tape) error {
 		i, err := r.long()
 		if err != nil {
-			return nil, fieldErr(path, fmt.Errorf("union branch: %w", err))
+			return fieldErr(path, fmt.Errorf("union branch: %w", err))
 		}
 		if i < 0 || i >= int64(len(decs)) {
-			return nil, fieldErr(path, fmt.Errorf("union branch %d, the union has %d", i, len(decs)))
+			return fieldErr(path, fmt.Errorf("union branch %d, the union has %d", i, len(decs)))
 		}
-		return decs[i](r)
+		return decs[i](r, t)
 	}
 	if st != nil {
 		return st, dec, nil
@@ -432,49 +463,53 @@ func avroBranchNames(branches avro.Schemas) ([]string, error) {
 // buildLogical maps Avro's logical types.
 func (b *avroBuilder) buildLogical(path string, s avro.Schema, l avro.LogicalSchema) (iceberg.Type, avroDecoder, error) {
 	wrap := func(err error) error { return fieldErr(path, err) }
-	long := func(conv func(int64) (any, error)) avroDecoder {
-		return func(r *avroReader) (any, error) {
+	// long reads a long and pushes what conv makes of it.
+	long := func(conv func(int64) (int64, error)) avroDecoder {
+		return func(r *avroReader, t *Tape) error {
 			v, err := r.long()
 			if err == nil {
-				var out any
-				if out, err = conv(v); err == nil {
-					return out, nil
+				if v, err = conv(v); err == nil {
+					t.pushInt(v)
+					return nil
 				}
 			}
-			return nil, wrap(err)
+			return wrap(err)
 		}
 	}
+	same := func(v int64) (int64, error) { return v, nil }
 	switch l.Type() {
 	case avro.Date:
-		return iceberg.PrimitiveTypes.Date, long(func(v int64) (any, error) {
+		return iceberg.PrimitiveTypes.Date, long(func(v int64) (int64, error) {
 			if v != int64(int32(v)) {
-				return nil, fmt.Errorf("date %d out of range", v)
+				return 0, fmt.Errorf("date %d out of range", v)
 			}
-			return iceberg.Date(v), nil
+			return v, nil
 		}), nil
 	case avro.TimeMillis:
-		return iceberg.PrimitiveTypes.Time, long(func(v int64) (any, error) { return timeOfDay(v, 1000) }), nil
+		return iceberg.PrimitiveTypes.Time, long(func(v int64) (int64, error) { return timeOfDay(v, 1000) }), nil
 	case avro.TimeMicros:
-		return iceberg.PrimitiveTypes.Time, long(func(v int64) (any, error) { return timeOfDay(v, 1) }), nil
+		return iceberg.PrimitiveTypes.Time, long(func(v int64) (int64, error) { return timeOfDay(v, 1) }), nil
 	case avro.TimestampMillis:
 		return iceberg.PrimitiveTypes.TimestampTz, long(millisToMicros), nil
 	case avro.TimestampMicros:
-		return iceberg.PrimitiveTypes.TimestampTz, long(func(v int64) (any, error) { return iceberg.Timestamp(v), nil }), nil
+		return iceberg.PrimitiveTypes.TimestampTz, long(same), nil
 	case avro.LocalTimestampMillis:
 		return iceberg.PrimitiveTypes.Timestamp, long(millisToMicros), nil
 	case avro.LocalTimestampMicros:
-		return iceberg.PrimitiveTypes.Timestamp, long(func(v int64) (any, error) { return iceberg.Timestamp(v), nil }), nil
+		return iceberg.PrimitiveTypes.Timestamp, long(same), nil
 	case avro.UUID:
-		return iceberg.PrimitiveTypes.UUID, func(r *avroReader) (any, error) {
-			v, err := r.string()
+		return iceberg.PrimitiveTypes.UUID, func(r *avroReader, t *Tape) error {
+			v, err := r.text()
 			if err != nil {
-				return nil, wrap(err)
+				return wrap(err)
 			}
-			id, err := uuid.Parse(v)
+			id, err := uuid.ParseBytes(v)
 			if err != nil {
-				return nil, wrap(fmt.Errorf("uuid %q: %w", v, err))
+				_, err = uuid.Parse(string(v)) // the error Parse gives a string, as before
+				return wrap(fmt.Errorf("uuid %q: %w", v, err))
 			}
-			return id, nil
+			t.pushPair(int64(binary.BigEndian.Uint64(id[:8])), int64(binary.BigEndian.Uint64(id[8:])))
+			return nil
 		}, nil
 	case avro.Decimal:
 		d := l.(*avro.DecimalLogicalSchema)
@@ -486,8 +521,8 @@ func (b *avroBuilder) buildLogical(path string, s avro.Schema, l avro.LogicalSch
 		if f, ok := s.(*avro.FixedSchema); ok {
 			size = f.Size()
 		}
-		limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.Precision())), nil)
-		return iceberg.DecimalTypeOf(d.Precision(), d.Scale()), func(r *avroReader) (any, error) {
+		prec := d.Precision()
+		return iceberg.DecimalTypeOf(prec, d.Scale()), func(r *avroReader, t *Tape) error {
 			var b []byte
 			var err error
 			if size < 0 {
@@ -496,13 +531,14 @@ func (b *avroBuilder) buildLogical(path string, s avro.Schema, l avro.LogicalSch
 				b, err = r.fixed(size)
 			}
 			if err != nil {
-				return nil, wrap(err)
+				return wrap(err)
 			}
-			v, err := twosComplementDecimal(b, d.Scale(), limit)
+			v, err := twosComplementDecimal(b, prec)
 			if err != nil {
-				return nil, wrap(err)
+				return wrap(err)
 			}
-			return v, nil
+			t.pushPair(int64(v.LowBits()), v.HighBits())
+			return nil
 		}, nil
 	}
 	// Iceberg has no type for the remaining one, duration (a fixed(12) of
@@ -520,28 +556,45 @@ func (b *avroBuilder) buildLogical(path string, s avro.Schema, l avro.LogicalSch
 	return b.build(path, plain)
 }
 
-// timeOfDay converts a time of day in units of unit microseconds, and
-// refuses one outside [0, 24h): Iceberg's time is a time of day.
-func timeOfDay(v, unit int64) (any, error) {
+// timeOfDay converts a time of day in units of unit microseconds to
+// microseconds, and refuses one outside [0, 24h): Iceberg's time is a time
+// of day.
+func timeOfDay(v, unit int64) (int64, error) {
 	const day = 86_400_000_000
 	if v < 0 || v >= day/unit {
-		return nil, fmt.Errorf("time of day %d is outside [0, 24h)", v)
+		return 0, fmt.Errorf("time of day %d is outside [0, 24h)", v)
 	}
-	return iceberg.Time(v * unit), nil
+	return v * unit, nil
 }
 
-// millisToMicros converts a timestamp in milliseconds.
-func millisToMicros(v int64) (any, error) {
+// millisToMicros converts a timestamp in milliseconds to microseconds.
+func millisToMicros(v int64) (int64, error) {
 	if v > math.MaxInt64/1000 || v < math.MinInt64/1000 {
-		return nil, fmt.Errorf("timestamp %d ms is out of range", v)
+		return 0, fmt.Errorf("timestamp %d ms is out of range", v)
 	}
-	return iceberg.Timestamp(v * 1000), nil
+	return v * 1000, nil
 }
 
 // twosComplementDecimal converts Avro's decimal encoding, the unscaled value
 // as a big-endian two's-complement integer, and refuses one of more digits
-// than the precision (limit is 10^precision).
-func twosComplementDecimal(b []byte, scale int, limit *big.Int) (iceberg.Decimal, error) {
+// than prec (at most 38).
+func twosComplementDecimal(b []byte, prec int) (decimal128.Num, error) {
+	if len(b) <= 16 {
+		// The common case, without allocating: sign-extend into 128 bits.
+		var hi, lo uint64
+		if len(b) > 0 && b[0]&0x80 != 0 {
+			hi, lo = math.MaxUint64, math.MaxUint64
+		}
+		for _, c := range b {
+			hi = hi<<8 | lo>>56
+			lo = lo<<8 | uint64(c)
+		}
+		n := decimal128.New(int64(hi), lo)
+		// Abs of the least 128-bit value stays negative: too many digits.
+		if abs := n.Abs(); abs.Sign() >= 0 && abs.Less(decimal128.GetScaleMultiplier(prec)) {
+			return n, nil
+		}
+	}
 	n := new(big.Int)
 	if len(b) > 0 {
 		n.SetBytes(b)
@@ -549,10 +602,11 @@ func twosComplementDecimal(b []byte, scale int, limit *big.Int) (iceberg.Decimal
 			n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
 		}
 	}
+	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(prec)), nil)
 	if new(big.Int).Abs(n).Cmp(limit) >= 0 {
-		return iceberg.Decimal{}, fmt.Errorf("decimal %s (unscaled) has more digits than the precision allows", n)
+		return decimal128.Num{}, fmt.Errorf("decimal %s (unscaled) has more digits than the precision allows", n)
 	}
-	return iceberg.Decimal{Val: decimal128.FromBigInt(n), Scale: scale}, nil
+	return decimal128.FromBigInt(n), nil
 }
 
 // avroReader reads Avro's binary encoding from one payload, checking every
@@ -628,17 +682,53 @@ func (r *avroReader) bytes() ([]byte, error) {
 	return r.fixed(int(n))
 }
 
-// string reads a string, which must be UTF-8: Parquet and query engines
-// take string columns to be UTF-8.
-func (r *avroReader) string() (string, error) {
+// text reads a string, aliasing the payload. It must be UTF-8: Parquet
+// and query engines take string columns to be UTF-8.
+func (r *avroReader) text() ([]byte, error) {
 	b, err := r.bytes()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !utf8.Valid(b) {
-		return "", errors.New("string is not valid UTF-8")
+		return nil, errors.New("string is not valid UTF-8")
 	}
-	return string(b), nil
+	return b, nil
+}
+
+// mapKeys holds the keys of one map being read, to refuse a key that
+// repeats. A map of a few keys, the usual, is searched without
+// allocating; a large one gets a set, so that a payload of many keys
+// cannot make the search quadratic.
+type mapKeys struct {
+	n     int
+	small [8][]byte
+	set   map[string]struct{}
+}
+
+// add adds k and reports whether it is new.
+func (m *mapKeys) add(k []byte) bool {
+	if m.n < len(m.small) {
+		for _, s := range m.small[:m.n] {
+			if string(s) == string(k) {
+				return false
+			}
+		}
+		m.small[m.n] = k
+		m.n++
+		return true
+	}
+	if m.set == nil {
+		m.set = make(map[string]struct{}, 2*len(m.small))
+		for _, s := range m.small {
+			m.set[string(s)] = struct{}{}
+		}
+	}
+	if _, ok := m.set[string(k)]; ok {
+		return false
+	}
+	m.set[string(k)] = struct{}{}
+	m.n++
+	return true
 }
 
 // blocks reads the blocks of the array or map at path, calling item once

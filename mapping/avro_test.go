@@ -242,6 +242,8 @@ func TestAvroDecodeErrors(t *testing.T) {
 	}{
 		{"a map key that repeats", avroRecord(`{"type":"map","values":"int"}`), []byte{4, 2, 'k', 2, 2, 'k', 4, 0},
 			`decode avro: field f: map key "k" repeats`},
+		{"a map key that repeats after more keys than are searched without a set", avroRecord(`{"type":"map","values":"int"}`),
+			avroIntMap("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "c"), `decode avro: field f: map key "c" repeats`},
 		{"a time outside a day", avroRecord(`{"type":"int","logicalType":"time-millis"}`), []byte{0x80, 0xf0, 0xb2, 0x52},
 			"decode avro: field f: time of day 86400000 is outside [0, 24h)"},
 		{"a decimal wider than its precision", avroRecord(`{"type":"bytes","logicalType":"decimal","precision":2,"scale":0}`), []byte{2, 100},
@@ -258,6 +260,17 @@ func TestAvroDecodeErrors(t *testing.T) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// avroIntMap encodes a map of int values 0 with the keys given, in one
+// block, repeats included.
+func avroIntMap(keys ...string) []byte {
+	b := []byte{byte(2 * len(keys))}
+	for _, k := range keys {
+		b = append(append(b, byte(2*len(k))), k...)
+		b = append(b, 0)
+	}
+	return append(b, 0)
 }
 
 // TestAvroEvolution: v2 adds an optional field, v3 promotes int to long;

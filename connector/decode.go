@@ -324,14 +324,15 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 // answer is an error.
 func (d *decoder) resolve(ctx context.Context, payload []byte) (*codecEntry, []byte, int, error, error) {
 	rv, err := d.registry.Resolve(ctx, payload)
-	var wire *WireError
-	var unknown *UnknownSchemaError
-	switch {
-	case errors.As(err, &wire):
-		return nil, nil, 0, err, nil
-	case errors.As(err, &unknown):
-		return nil, nil, unknown.ID, err, nil
-	case err != nil:
+	if err != nil {
+		// Inside the test for an error: errors.As's targets would cost an
+		// allocation per record.
+		if _, ok := errors.AsType[*WireError](err); ok {
+			return nil, nil, 0, err, nil
+		}
+		if unknown, ok := errors.AsType[*UnknownSchemaError](err); ok {
+			return nil, nil, unknown.ID, err, nil
+		}
 		return nil, nil, 0, nil, err
 	}
 	k := codecKey{id: rv.Schema.ID}

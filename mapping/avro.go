@@ -31,6 +31,9 @@ import (
 type avroCodec struct {
 	typ iceberg.Type
 	dec avroDecoder
+	// slots is the least number of slots a value takes on a tape (lists
+	// and maps empty), to size Decode's tape at once.
+	slots int
 }
 
 // avroDecoder reads one value of one schema from r onto t. A type with no
@@ -65,7 +68,7 @@ func NewAvroCodec(schema string, refs map[string]string) (Codec, error) {
 	if t, err = finishType("avro", t); err != nil {
 		return nil, err
 	}
-	return &avroCodec{typ: t, dec: dec}, nil
+	return &avroCodec{typ: t, dec: dec, slots: minSlots(t)}, nil
 }
 
 // parseAvroRefs parses the referenced schemas into cache. A reference may
@@ -98,7 +101,7 @@ func parseAvroRefs(cache *avro.SchemaCache, refs map[string]string) error {
 func (c *avroCodec) Type() iceberg.Type { return c.typ }
 
 func (c *avroCodec) Decode(payload []byte) (any, error) {
-	var t Tape
+	t := Tape{slots: make([]slot, 0, c.slots)}
 	if err := c.DecodeTape(payload, &t); err != nil {
 		return nil, err
 	}

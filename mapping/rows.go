@@ -190,52 +190,73 @@ func (rb *RowBuilder) Rows() int { return rb.rows }
 // NewBatch returns the rows appended so far as one record batch and resets
 // the builder. The caller owns the batch and must release it.
 //
-// The builder then reserves room for a batch like this one: flushes tend to
-// be alike, and growing buffers row by row costs copies.
+// The builder then reserves room for a batch like this one, in every
+// column and nested field: batches tend to be alike, and growing buffers
+// row by row from empty costs a copy at every doubling.
 func (rb *RowBuilder) NewBatch() arrow.RecordBatch {
-	rows := rb.rows
-	keyBytes, valueBytes := dataLen(rb.key), 0
-	if rb.value != nil {
-		valueBytes = rb.value.DataLen()
+	fields := rb.b.Fields()
+	sizes := make([]builderSize, len(fields))
+	for i, f := range fields {
+		sizes[i] = sizeOf(f)
 	}
-	topicBytes, hdrRows := rb.topic.DataLen(), rb.hdr.Len()
-	hdrKeyBytes, hdrValueBytes := rb.hdrKey.DataLen(), rb.hdrValue.DataLen()
 	rb.rows = 0
 	batch := rb.b.NewRecordBatch()
-	rb.b.Reserve(rows)
-	reserveData(rb.key, keyBytes)
-	if rb.value != nil {
-		rb.value.ReserveData(valueBytes)
+	for i, f := range fields {
+		sizes[i].reserve(f)
 	}
-	rb.topic.ReserveData(topicBytes)
-	rb.hdr.Reserve(hdrRows)
-	rb.hdrKey.Reserve(hdrRows)
-	rb.hdrKey.ReserveData(hdrKeyBytes)
-	rb.hdrValue.Reserve(hdrRows)
-	rb.hdrValue.ReserveData(hdrValueBytes)
 	return batch
+}
+
+// builderSize is what a builder held: values, value bytes (binary and
+// string builders), and the same of its children.
+type builderSize struct {
+	n, data  int
+	children []builderSize
+}
+
+func sizeOf(b array.Builder) builderSize {
+	s := builderSize{n: b.Len()}
+	if d, ok := b.(dataBuilder); ok {
+		s.data = d.DataLen()
+	}
+	for _, c := range children(b) {
+		s.children = append(s.children, sizeOf(c))
+	}
+	return s
+}
+
+// reserve reserves room for s in b, a builder of the same type, and its
+// children.
+func (s builderSize) reserve(b array.Builder) {
+	b.Reserve(s.n)
+	if d, ok := b.(dataBuilder); ok {
+		d.ReserveData(s.data)
+	}
+	for i, c := range children(b) {
+		s.children[i].reserve(c)
+	}
+}
+
+// children returns the builders nested in b: a struct's fields, a list's
+// elements, a map's entries (a struct of key and value).
+func children(b array.Builder) []array.Builder {
+	switch b := b.(type) {
+	case *array.StructBuilder:
+		out := make([]array.Builder, b.NumField())
+		for i := range out {
+			out[i] = b.FieldBuilder(i)
+		}
+		return out
+	case interface{ ValueBuilder() array.Builder }:
+		return []array.Builder{b.ValueBuilder()}
+	}
+	return nil
 }
 
 // dataBuilder is a builder of variable-length values (binary, string).
 type dataBuilder interface {
 	DataLen() int
 	ReserveData(n int)
-}
-
-// dataLen returns the value bytes the key builder holds: 0 for a struct
-// key, or no key column.
-func dataLen(b array.Builder) int {
-	if d, ok := b.(dataBuilder); ok {
-		return d.DataLen()
-	}
-	return 0
-}
-
-// reserveData reserves value bytes in a variable-length key builder.
-func reserveData(b array.Builder, n int) {
-	if d, ok := b.(dataBuilder); ok {
-		d.ReserveData(n)
-	}
 }
 
 // Release frees the builder's buffers.

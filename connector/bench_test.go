@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,10 +241,12 @@ const benchOrderSchema = `{"type":"record","name":"Order","namespace":"bench","f
 // BenchmarkTypedVsRaw sinks the same FLOE_BENCH_RECORDS (default
 // 1,000,000) Avro records, in the schema registry's wire format, twice in
 // one run: into a raw table (the value's bytes) and into a typed table
-// (--value registry: decoded into columns). It reports both rates, their
-// ratio, and the peak resident set of the typed sink run as its own
-// process. FLOE_BENCH_CPUPROFILE=FILE writes a CPU profile of the typed
-// sink alone.
+// (--value registry: decoded into columns). It reports both rates and
+// their ratio; then it runs both sinks again, each as its own process (the
+// in-process broker would dominate this one's memory and share its CPU),
+// and reports their peak resident sets and the CPU time each spent per
+// record, whose ratio a busy machine disturbs less than the rates'.
+// FLOE_BENCH_CPUPROFILE=FILE writes a CPU profile of the typed sink alone.
 //
 //	go test ./connector/ -run '^$' -bench TypedVsRaw -benchtime 1x
 func BenchmarkTypedVsRaw(b *testing.B) {
@@ -329,6 +332,22 @@ func BenchmarkTypedVsRaw(b *testing.B) {
 	b.ReportMetric(rawSec/typedSec, "typed/raw")
 
 	b.StopTimer()
-	cmd := e.childCmdFrom(topic, "bench.typed_rss", connector.DefaultFlushRecords, true, connector.StartEarliest, mapping.ValueRegistry)
-	reportPeakRSS(b, cmd, "typed_maxrss_MiB")
+	rawCmd := e.childCmdFrom(topic, "bench.raw_process", connector.DefaultFlushRecords, true, connector.StartEarliest, "")
+	reportPeakRSS(b, rawCmd, "raw_maxrss_MiB")
+	typedCmd := e.childCmdFrom(topic, "bench.typed_process", connector.DefaultFlushRecords, true, connector.StartEarliest, mapping.ValueRegistry)
+	reportPeakRSS(b, typedCmd, "typed_maxrss_MiB")
+	rawCPU, typedCPU := cpuSeconds(b, rawCmd), cpuSeconds(b, typedCmd)
+	b.ReportMetric(rawCPU/float64(n)*1e6, "raw_cpu_us/rec")
+	b.ReportMetric(typedCPU/float64(n)*1e6, "typed_cpu_us/rec")
+	b.ReportMetric(rawCPU/typedCPU, "typed/raw_cpu")
+}
+
+// cpuSeconds returns the CPU time, user and system, of cmd, a process that
+// ran.
+func cpuSeconds(b *testing.B, cmd *exec.Cmd) float64 {
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		b.Fatal("no resource usage of the sink process")
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

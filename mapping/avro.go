@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -31,9 +32,9 @@ import (
 type avroCodec struct {
 	typ iceberg.Type
 	dec avroDecoder
-	// slots is the least number of slots a value takes on a tape (lists
-	// and maps empty), to size Decode's tape at once.
-	slots int
+	// tapes holds Decode's tapes between calls: Decode copies the values
+	// out, and a codec may decode in several goroutines at once.
+	tapes sync.Pool
 }
 
 // avroDecoder reads one value of one schema from r onto t. A type with no
@@ -68,7 +69,7 @@ func NewAvroCodec(schema string, refs map[string]string) (Codec, error) {
 	if t, err = finishType("avro", t); err != nil {
 		return nil, err
 	}
-	return &avroCodec{typ: t, dec: dec, slots: minSlots(t)}, nil
+	return &avroCodec{typ: t, dec: dec}, nil
 }
 
 // parseAvroRefs parses the referenced schemas into cache. A reference may
@@ -101,8 +102,12 @@ func parseAvroRefs(cache *avro.SchemaCache, refs map[string]string) error {
 func (c *avroCodec) Type() iceberg.Type { return c.typ }
 
 func (c *avroCodec) Decode(payload []byte) (any, error) {
-	t := Tape{slots: make([]slot, 0, c.slots)}
-	if err := c.DecodeTape(payload, &t); err != nil {
+	t, _ := c.tapes.Get().(*Tape)
+	if t == nil {
+		t = &Tape{}
+	}
+	defer c.tapes.Put(t)
+	if err := c.DecodeTape(payload, t); err != nil {
 		return nil, err
 	}
 	return t.value(c.typ), nil

@@ -86,18 +86,6 @@ func (t *Tape) pushCount() int {
 
 func (t *Tape) setCount(at int, n int64) { t.slots[at].i = n }
 
-// minSlots returns the least number of slots a non-null value of type typ
-// takes on a tape: lists and maps empty.
-func minSlots(typ iceberg.Type) int {
-	n := 1
-	if st, ok := typ.(*iceberg.StructType); ok {
-		for _, f := range st.FieldList {
-			n += minSlots(f.Type)
-		}
-	}
-	return n
-}
-
 // TapeCodec is a Codec with a fast path: it decodes a payload onto a tape,
 // for RowBuilder.AppendTape. A payload DecodeTape refuses is the
 // *DecodeError Decode returns for it, word for word, so that a record is a

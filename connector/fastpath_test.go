@@ -87,10 +87,9 @@ func fastPathValue(v, i int) map[string]any {
 // TestAvroFastPathMatchesContentAudit sinks Avro records of every mapped
 // type, in two schema versions (the second adds a field and widens three)
 // and the first again, with a tombstone and dead letters among them, over
-// several flushes: the
-// sink decodes them on its fast path (a tape appended to the builders),
-// and the content audit, which decodes each record into Go values and
-// builds its row the slow way, finds every row identical.
+// several flushes: the sink decodes them on its fast path (a tape appended
+// to the builders), and the content audit, which decodes each record into
+// Go values and builds its row the slow way, finds every row identical.
 func TestAvroFastPathMatchesContentAudit(t *testing.T) {
 	e := newEnv(t)
 	e.Topic("orders", 1, nil)

@@ -284,149 +284,67 @@ func compileAppend(path string, in iceberg.Type, out arrow.DataType) (tapeAppend
 	switch in := in.(type) {
 	case iceberg.BooleanType:
 		if id == arrow.BOOL {
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.BooleanBuilder).Append(s.i != 0)
-				}
-			}, nil
+			return appendSlot[*array.BooleanBuilder](func(s *slot) bool { return s.i != 0 }), nil
 		}
 	case iceberg.Int32Type:
 		switch id {
 		case arrow.INT32:
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.Int32Builder).Append(int32(s.i))
-				}
-			}, nil
+			return appendSlot[*array.Int32Builder](func(s *slot) int32 { return int32(s.i) }), nil
 		case arrow.INT64: // promoted: the slot holds the int as an int64
-			return appendInt64, nil
+			return appendSlot[*array.Int64Builder](slotInt), nil
 		}
 	case iceberg.Int64Type:
 		if id == arrow.INT64 {
-			return appendInt64, nil
+			return appendSlot[*array.Int64Builder](slotInt), nil
 		}
 	case iceberg.Float32Type:
 		switch id {
 		case arrow.FLOAT32:
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.Float32Builder).Append(math.Float32frombits(uint32(s.i)))
-				}
-			}, nil
-		case arrow.FLOAT64:
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.Float64Builder).Append(float64(math.Float32frombits(uint32(s.i))))
-				}
-			}, nil
+			return appendSlot[*array.Float32Builder](func(s *slot) float32 { return math.Float32frombits(uint32(s.i)) }), nil
+		case arrow.FLOAT64: // promoted
+			return appendSlot[*array.Float64Builder](func(s *slot) float64 { return float64(math.Float32frombits(uint32(s.i))) }), nil
 		}
 	case iceberg.Float64Type:
 		if id == arrow.FLOAT64 {
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.Float64Builder).Append(math.Float64frombits(uint64(s.i)))
-				}
-			}, nil
+			return appendSlot[*array.Float64Builder](func(s *slot) float64 { return math.Float64frombits(uint64(s.i)) }), nil
 		}
 	case iceberg.DecimalType:
 		// A wider precision of the same scale holds the same unscaled value.
 		if d, ok := out.(*arrow.Decimal128Type); ok && int(d.Scale) == in.Scale() && int(d.Precision) >= in.Precision() {
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.Decimal128Builder).Append(decimal128.New(s.j, uint64(s.i)))
-				}
-			}, nil
+			return appendSlot[*array.Decimal128Builder](func(s *slot) decimal128.Num { return decimal128.New(s.j, uint64(s.i)) }), nil
 		}
 	case iceberg.DateType:
 		if id == arrow.DATE32 {
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.Date32Builder).Append(arrow.Date32(s.i))
-				}
-			}, nil
+			return appendSlot[*array.Date32Builder](func(s *slot) arrow.Date32 { return arrow.Date32(s.i) }), nil
 		}
 	case iceberg.TimeType:
 		if id == arrow.TIME64 {
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.Time64Builder).Append(arrow.Time64(s.i))
-				}
-			}, nil
+			return appendSlot[*array.Time64Builder](func(s *slot) arrow.Time64 { return arrow.Time64(s.i) }), nil
 		}
 	case iceberg.TimestampType, iceberg.TimestampTzType:
 		if id == arrow.TIMESTAMP {
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.TimestampBuilder).Append(arrow.Timestamp(s.i))
-				}
-			}, nil
+			return appendSlot[*array.TimestampBuilder](func(s *slot) arrow.Timestamp { return arrow.Timestamp(s.i) }), nil
 		}
 	case iceberg.StringType:
+		// As bytes, with no copy into a Go string: the codec checked them
+		// to be UTF-8.
 		switch id {
 		case arrow.STRING:
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.StringBuilder).BinaryBuilder.Append(s.b) // no string copy; the codec checked UTF-8
-				}
-			}, nil
+			return appendBytes(func(b array.Builder) *array.BinaryBuilder { return b.(*array.StringBuilder).BinaryBuilder }), nil
 		case arrow.LARGE_STRING:
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.LargeStringBuilder).BinaryBuilder.Append(s.b)
-				}
-			}, nil
-		}
-	case iceberg.UUIDType:
-		if ext, ok := out.(arrow.ExtensionType); ok && ext.ExtensionName() == extensions.NewUUIDType().ExtensionName() {
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*extensions.UUIDBuilder).Append(slotUUID(s))
-				}
-			}, nil
-		}
-	case iceberg.FixedType:
-		if f, ok := out.(*arrow.FixedSizeBinaryType); ok && f.ByteWidth == in.Len() {
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.FixedSizeBinaryBuilder).Append(s.b)
-				}
-			}, nil
+			return appendBytes(func(b array.Builder) *array.BinaryBuilder { return b.(*array.LargeStringBuilder).BinaryBuilder }), nil
 		}
 	case iceberg.BinaryType:
 		if id == arrow.BINARY || id == arrow.LARGE_BINARY { // one builder type for both
-			return func(b array.Builder, t *Tape) {
-				if s := t.next(); s.null {
-					b.AppendNull()
-				} else {
-					b.(*array.BinaryBuilder).Append(s.b)
-				}
-			}, nil
+			return appendBytes(func(b array.Builder) *array.BinaryBuilder { return b.(*array.BinaryBuilder) }), nil
+		}
+	case iceberg.UUIDType:
+		if ext, ok := out.(arrow.ExtensionType); ok && ext.ExtensionName() == extensions.NewUUIDType().ExtensionName() {
+			return appendSlot[*extensions.UUIDBuilder](slotUUID), nil
+		}
+	case iceberg.FixedType:
+		if f, ok := out.(*arrow.FixedSizeBinaryType); ok && f.ByteWidth == in.Len() {
+			return appendSlot[*array.FixedSizeBinaryBuilder](func(s *slot) []byte { return s.b }), nil
 		}
 	case *iceberg.StructType:
 		if st, ok := out.(*arrow.StructType); ok {
@@ -529,10 +447,32 @@ func compileStruct(path string, in *iceberg.StructType, out *arrow.StructType) (
 	}, nil
 }
 
-func appendInt64(b array.Builder, t *Tape) {
-	if s := t.next(); s.null {
-		b.AppendNull()
-	} else {
-		b.(*array.Int64Builder).Append(s.i)
+// appendSlot returns how to append a slot to a builder of type B: null,
+// or what value makes of it.
+func appendSlot[B interface {
+	array.Builder
+	Append(T)
+}, T any](value func(*slot) T) tapeAppend {
+	return func(b array.Builder, t *Tape) {
+		if s := t.next(); s.null {
+			b.AppendNull()
+		} else {
+			b.(B).Append(value(s))
+		}
 	}
 }
+
+// appendBytes returns how to append a slot's bytes to a string or binary
+// builder, through the BinaryBuilder that binary finds in it (each of
+// those builders is one underneath).
+func appendBytes(binary func(array.Builder) *array.BinaryBuilder) tapeAppend {
+	return func(b array.Builder, t *Tape) {
+		if s := t.next(); s.null {
+			b.AppendNull()
+		} else {
+			binary(b).Append(s.b)
+		}
+	}
+}
+
+func slotInt(s *slot) int64 { return s.i }

@@ -77,17 +77,8 @@ func benchSinkVsConsume(b *testing.B, e *env) {
 		consumeSec += time.Since(start).Seconds()
 
 		tbl := e.Table(fmt.Sprintf("bench.t%d", i))
-		if path := os.Getenv("FLOE_BENCH_CPUPROFILE"); path != "" {
-			// Profile the sink alone, without producing and the baseline.
-			f, err := os.Create(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := pprof.StartCPUProfile(f); err != nil {
-				b.Fatal(err)
-			}
-			defer pprof.StopCPUProfile()
-		}
+		// Profile the sink alone, without producing and the baseline.
+		defer cpuProfile(b)()
 		start = time.Now()
 		cfg := connector.Config{Topic: topic, StopAtEnd: true}
 		if os.Getenv("FLOE_BENCH_LOG") != "" {
@@ -306,22 +297,11 @@ func BenchmarkTypedVsRaw(b *testing.B) {
 			b.Fatalf("raw sink: %d rows, %v", stats.Records, err)
 		}
 		typed, dlq := e.TypedTable(fmt.Sprintf("bench.typed%d", i), mapping.Layout{Value: mapping.ValueRegistry, Key: mapping.KeyString})
-		if path := os.Getenv("FLOE_BENCH_CPUPROFILE"); path != "" {
-			// Profile the typed sink alone.
-			f, err := os.Create(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := pprof.StartCPUProfile(f); err != nil {
-				b.Fatal(err)
-			}
-		}
+		stopProfile := cpuProfile(b) // the typed sink alone
 		start = time.Now()
 		stats, err = e.sink(typed, connector.Config{Topic: topic, StopAtEnd: true, Registry: e.Registry(), DeadLetters: dlq})
 		typedSec += time.Since(start).Seconds()
-		if os.Getenv("FLOE_BENCH_CPUPROFILE") != "" {
-			pprof.StopCPUProfile()
-		}
+		stopProfile()
 		if err != nil || stats.Records != int64(n) {
 			b.Fatalf("typed sink: %d rows, %d dead letters, %v", stats.Records, stats.DeadLetters, err)
 		}
@@ -340,6 +320,28 @@ func BenchmarkTypedVsRaw(b *testing.B) {
 	b.ReportMetric(rawCPU/float64(n)*1e6, "raw_cpu_us/rec")
 	b.ReportMetric(typedCPU/float64(n)*1e6, "typed_cpu_us/rec")
 	b.ReportMetric(rawCPU/typedCPU, "typed/raw_cpu")
+}
+
+// cpuProfile starts a CPU profile into the file FLOE_BENCH_CPUPROFILE
+// names, when it is set, and returns what stops it.
+func cpuProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("FLOE_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
 }
 
 // cpuSeconds returns the CPU time, user and system, of cmd, a process that

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -413,7 +414,14 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, plan com
 	attempt := 1
 	for ; attempt <= maxAttempts && errs < maxErrors; attempt++ {
 		if attempt > 1 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			// A lost race means a sink committed: retrying at once is what
+			// keeps a compaction from starving beside a sink that commits
+			// often (a sink never contends for the files it replaces).
+			pause := backoff(attempt)
+			if isConflict(lastErr) {
+				pause = rand.N(20 * time.Millisecond)
+			}
+			if err := sleep(ctx, pause); err != nil {
 				return 0, attempt - 1, fmt.Errorf("compact %s: %w (last error: %w)", t.Name(), err, lastErr)
 			}
 			if err := t.Refresh(ctx); err != nil {
@@ -432,6 +440,12 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, plan com
 		snap, err := t.commitRewrite(ctx, olds, news, props)
 		if err == nil {
 			return snap, attempt, nil
+		}
+		if strings.Contains(err.Error(), "do not belong to the table") {
+			// iceberg-go's answer when a file to replace is no longer
+			// live: another compaction (or a rollback) got there first.
+			t.removeFiles(ctx, log, news)
+			return 0, attempt, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}
 		}
 		lastErr = err
 		if ctx.Err() != nil {
@@ -502,31 +516,55 @@ func (t *Table) compactionSnapshot(id string) int64 {
 	return 0
 }
 
-// checkCompaction checks a plan against the table as reloaded: every file
-// it replaces is still live, and the ledger still holds every chain of
-// ranges its groups span.
+// checkCompaction checks a plan against the ledger as reloaded: it still
+// holds every chain of ranges the plan's groups span (a rollback, or a
+// branch published over the table, may have replaced them). That every
+// file it replaces is still live, the commit itself checks.
 func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
-	files, err := t.Files(ctx, 0)
-	if err != nil {
-		return fmt.Errorf("compact %s: list its data files again: %w", t.Name(), err)
-	}
-	live := make(map[string]bool, len(files))
-	for _, f := range files {
-		live[f.Path] = true
-	}
 	ix, err := t.compactionLedger(ctx)
 	if err != nil {
 		return err
 	}
 	for _, g := range plan.groups {
-		for _, f := range g.files {
-			if !live[f.task.File.FilePath()] {
-				return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("file %s is no longer live (another compaction, or a rollback)", f.task.File.FilePath())}
-			}
-		}
 		if _, ok := ix.Span(g.tp, g.span); !ok {
 			return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("the ledger no longer holds the ranges of %s at offsets %s", g.tp, g.span)}
 		}
 	}
 	return nil
+}
+
+// CompactAll compacts the table and, when it is a data table, each
+// dead-letter table its ledger names, returning a result per table
+// compacted (the data table first). It stops at the first error.
+func (t *Table) CompactAll(ctx context.Context, opts CompactOptions) ([]CompactResult, error) {
+	res, err := t.Compact(ctx, opts)
+	out := []CompactResult{res}
+	if err != nil || t.tbl.Properties()[PropDeadLettersOf] != "" {
+		return out, err
+	}
+	l, err := t.Ledger()
+	if err != nil {
+		return out, fmt.Errorf("read the ledger of %s for its dead-letter tables: %w", t.Name(), err)
+	}
+	names := map[string]bool{}
+	for _, c := range l.Commits {
+		if c.DeadLetterTable != "" {
+			names[c.DeadLetterTable] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(name), t.Name(), false)
+		if errors.Is(err, ErrTableNotFound) {
+			continue // the audit reports it; nothing to compact
+		}
+		if err != nil {
+			return out, fmt.Errorf("open dead-letter table %s, which the ledger of %s names, to compact it: %w", name, t.Name(), err)
+		}
+		res, err := dlq.Compact(ctx, opts)
+		out = append(out, res)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }

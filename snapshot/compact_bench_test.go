@@ -1,0 +1,47 @@
+package snapshot_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// BenchmarkCompact measures a compaction of a table that a sink filled in
+// many small flushes: 200 commits of 500 records of ~200 bytes to each of
+// two partitions (400 files, 200,000 rows), compacted at the default
+// target file size. It reports the files before and after and the rows
+// rewritten per second (the commits that fill the table are not timed).
+//
+//	go test -run '^$' -bench BenchmarkCompact -benchtime 1x ./snapshot/
+func BenchmarkCompact(b *testing.B) {
+	const commits, rows = 200, 500
+	value := strings.Repeat("x", 190)
+	var res snapshot.CompactResult
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		tbl := openTestTable(b, tempCatalog(b), "lake.bench", snapshot.OpenOptions{Create: true})
+		for c := range commits {
+			lo := int64(c * rows)
+			recs := make([]testRec, 0, 2*rows)
+			for p := range int32(2) {
+				for o := lo; o < lo+rows; o++ {
+					recs = append(recs, testRec{partition: p, offset: o, key: fmt.Sprint(o % 97), value: value})
+				}
+			}
+			commitRecs(b, tbl, map[int32]mapping.Interval{0: {Low: lo, High: lo + rows}, 1: {Low: lo, High: lo + rows}}, recs...)
+		}
+		b.StartTimer()
+		var err error
+		if res, err = tbl.Compact(b.Context(), snapshot.CompactOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(res.FilesBefore), "files_before")
+	b.ReportMetric(float64(res.FilesAfter), "files_after")
+	b.ReportMetric(float64(res.Rows)/res.Duration.Seconds(), "rows/s")
+	b.ReportMetric(float64(res.BytesBefore)/(1<<20), "MiB_before")
+	b.ReportMetric(float64(res.BytesAfter)/(1<<20), "MiB_after")
+}

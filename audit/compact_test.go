@@ -346,3 +346,29 @@ func TestCompactionBesideALiveSink(t *testing.T) {
 	floetest.CheckExactlyOnce(t, final, want)
 	auditEveryLevel(t, e, final)
 }
+
+// TestCleanCompactedTwoTopics: a table holding partition 0 of two topics
+// at the same offsets: compaction merges each topic's files apart (the
+// topic column's bounds tell them apart where the offsets cannot), and
+// the audit places each merged file on its topic's ranges.
+func TestCleanCompactedTwoTopics(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.Table("lake.two")
+	a, b := mapping.TopicPartition{Topic: "alpha", Partition: 0}, mapping.TopicPartition{Topic: "beta", Partition: 0}
+	for lo := int64(0); lo < 30; lo += 10 {
+		commit(t, tbl, a, lo, lo+10, span(lo, lo+10))
+		commit(t, tbl, b, lo, lo+10, span(lo, lo+8))
+	}
+	res := compact(t, tbl)
+	if res.Groups != 2 || res.FilesAfter != 2 || res.Unplaced != 0 {
+		t.Fatalf("compaction: %+v", res)
+	}
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
+		rep := e.audit(tbl, opts)
+		expectFindings(t, rep)
+		if opts.Depth >= audit.DepthFiles && (rep.Partitions[0].Files != 1 || rep.Partitions[1].Files != 1) {
+			t.Fatalf("files per partition: %+v", rep.Partitions)
+		}
+	}
+	expectFindings(t, e.audit(tbl, audit.Options{Depth: audit.DepthRows, Topic: "beta"}))
+}

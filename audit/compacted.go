@@ -98,6 +98,9 @@ func (a *auditor) compactedFile(f snapshot.DataFile, sets *rangeSets, table stri
 	}
 	var chains [][]mapping.CommitRange
 	for _, topic := range a.topics {
+		if !f.MayHoldTopic(topic) {
+			continue
+		}
 		if chain, ok := a.spanIndex().Span(mapping.TopicPartition{Topic: topic, Partition: f.PartitionMin}, f.Offsets); ok {
 			chains = append(chains, chain)
 		}

@@ -8,14 +8,17 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/floe-dev/floe/mapping"
 )
@@ -135,10 +138,10 @@ func (t *Table) IsCompaction(snapshotID int64) bool {
 // data table's ledger.
 //
 // Compact runs beside live sinks: a commit in between makes its commit
-// fail its branch assertion, and it reloads, checks that every file it
-// replaces is still live and every chain still in the ledger, and commits
-// the same files again; when that check fails it deletes its files and
-// returns a *CompactConflictError. A sink's commit that loses to it
+// fail its branch assertion, and it reloads, checks that the ledger still
+// holds every chain, and commits the same files again (the commit itself
+// refuses a file to replace that is no longer live); when either check
+// fails it deletes its files and returns a *CompactConflictError. A sink's commit that loses to it
 // retries, never fenced: a compaction moves no ledger range. A crash
 // leaves the written files as orphans (floe maintain --remove-orphans);
 // the replaced files stay reachable from older snapshots until snapshot
@@ -182,14 +185,13 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		return res, nil
 	}
 
-	var olds, news []iceberg.DataFile
+	news, err := t.rewriteGroups(ctx, plan.groups, target)
+	if err != nil {
+		t.removeFiles(ctx, log, news)
+		return res, err
+	}
+	var olds []iceberg.DataFile
 	for _, g := range plan.groups {
-		written, err := t.rewriteGroup(ctx, g, target)
-		news = append(news, written...)
-		if err != nil {
-			t.removeFiles(ctx, log, news)
-			return res, err
-		}
 		for _, f := range g.files {
 			olds = append(olds, f.task.File)
 		}
@@ -299,9 +301,10 @@ func (t *Table) planCompaction(ctx context.Context, ix mapping.SpanIndex, target
 		p, offsets, ok := fields.bounds(df)
 		var tps []mapping.TopicPartition
 		if ok && len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) == 0 && df.SpecID() == int32(spec.ID()) {
+			bounds := fields.topicBounds(df)
 			for _, topic := range topics[p] {
 				tp := mapping.TopicPartition{Topic: topic, Partition: p}
-				if _, ok := ix.Span(tp, offsets); ok {
+				if _, ok := ix.Span(tp, offsets); ok && bounds.admit(topic) {
 					tps = append(tps, tp)
 				}
 			}
@@ -359,6 +362,29 @@ func partitionKey(spec iceberg.PartitionSpec, df iceberg.DataFile) string {
 		fmt.Fprintf(&b, "%s=%v/", pf.Name, df.Partition()[pf.FieldID])
 	}
 	return b.String()
+}
+
+// rewriteGroups rewrites the groups, as many at once as there are CPUs (a
+// group's Parquet writer uses one), and returns the files written, also
+// on error.
+func (t *Table) rewriteGroups(ctx context.Context, groups []compactGroup, target int64) ([]iceberg.DataFile, error) {
+	var (
+		mu      sync.Mutex
+		written []iceberg.DataFile
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for _, group := range groups {
+		g.Go(func() error {
+			files, err := t.rewriteGroup(gctx, group, target)
+			mu.Lock()
+			written = append(written, files...)
+			mu.Unlock()
+			return err
+		})
+	}
+	err := g.Wait()
+	return written, err
 }
 
 // rewriteGroup writes the rows of a group's files into new files and checks

@@ -27,6 +27,26 @@ type DataFile struct {
 	PartitionMin, PartitionMax int32
 	// Offsets is [min offset, max offset + 1) of the file's rows.
 	Offsets mapping.Interval
+	// topics are the manifest's bounds on the topic column (see
+	// MayHoldTopic).
+	topics topicBounds
+}
+
+// MayHoldTopic reports whether the file's manifest bounds on the topic
+// column admit topic: false only when they exclude it. Iceberg truncates
+// string bounds (to 16 characters by default), so topics sharing a long
+// prefix are not told apart.
+func (f DataFile) MayHoldTopic(topic string) bool { return f.topics.admit(topic) }
+
+// topicBounds are a file's manifest bounds on the topic column, when it
+// has them.
+type topicBounds struct {
+	low, high string
+	ok        bool
+}
+
+func (b topicBounds) admit(topic string) bool {
+	return !b.ok || (b.low <= topic && topic <= b.high)
 }
 
 // Files lists the live data files of a snapshot (0 means the branch head),
@@ -74,15 +94,16 @@ func (t *Table) Files(ctx context.Context, snapshotID int64) ([]DataFile, error)
 			}
 			f := DataFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(), SizeBytes: df.FileSizeBytes()}
 			f.PartitionMin, f.PartitionMax, f.Offsets, f.HasBounds = fields.partitionBounds(df)
+			f.topics = fields.topicBounds(df)
 			out = append(out, f)
 		}
 	}
 	return out, nil
 }
 
-// positionFields are the field IDs of a table's partition and offset
-// columns, whose manifest bounds place a data file.
-type positionFields struct{ partition, offset int }
+// positionFields are the field IDs of a table's topic, partition and
+// offset columns, whose manifest bounds place a data file.
+type positionFields struct{ topic, partition, offset int }
 
 func (t *Table) positionFields() (positionFields, error) {
 	sc := t.tbl.Schema()
@@ -94,7 +115,18 @@ func (t *Table) positionFields() (positionFields, error) {
 	if !ok {
 		return positionFields{}, fmt.Errorf("table %s has no %s column", t.Name(), mapping.ColOffset)
 	}
-	return positionFields{partition: pf.ID, offset: of.ID}, nil
+	tf, ok := sc.FindFieldByName(mapping.ColTopic)
+	if !ok {
+		return positionFields{}, fmt.Errorf("table %s has no %s column", t.Name(), mapping.ColTopic)
+	}
+	return positionFields{topic: tf.ID, partition: pf.ID, offset: of.ID}, nil
+}
+
+// topicBounds reads a data file's manifest bounds on the topic column.
+func (f positionFields) topicBounds(df iceberg.DataFile) topicBounds {
+	lo, lok := df.LowerBoundValues()[f.topic]
+	hi, hok := df.UpperBoundValues()[f.topic]
+	return topicBounds{low: string(lo), high: string(hi), ok: lok && hok}
 }
 
 // partitionBounds reads a data file's manifest bounds on the partition and

@@ -51,8 +51,11 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		live[f.Path] = true
 		c := a.commits[f.AddedBy]
 		if c == nil && a.tbl.IsCompaction(f.AddedBy) {
-			for _, chain := range a.compactedFile(f, held, a.tbl.Name()) {
+			chains := a.compactedFile(f, held, a.tbl.Name())
+			if len(chains) > 0 {
 				ambiguous++
+			}
+			for _, chain := range chains {
 				for _, r := range chain {
 					unattributed[rangeKey{r.SnapshotID, r.Range}] = true
 				}

@@ -398,7 +398,12 @@ func (t *Table) rewriteGroup(ctx context.Context, g compactGroup, target int64) 
 		tg.TotalSizeBytes += f.task.File.FileSizeBytes()
 		rows += f.task.File.Count()
 	}
-	gr, err := table.ExecuteCompactionGroup(ctx, t.tbl, tg, table.WithCompactionTargetFileSize(target))
+	// One file read at a time, streamed through a one-batch queue: a
+	// group holds a few batches in memory rather than whole input files
+	// (iceberg-go's defaults read ahead a file per CPU and queue 64
+	// batches), and groups run in parallel instead.
+	gr, err := table.ExecuteCompactionGroup(ctx, t.tbl, tg, table.WithCompactionTargetFileSize(target),
+		table.WithCompactionScanConcurrency(1), table.WithCompactionRecordBatchBufferSize(1))
 	if err != nil {
 		return gr.NewDataFiles, fmt.Errorf("compact %s: rewrite %d files of %s at offsets %s: %w", t.Name(), len(g.files), g.tp, g.span, err)
 	}

@@ -577,13 +577,7 @@ func (t *Table) CompactAll(ctx context.Context, opts CompactOptions) ([]CompactR
 	if err != nil {
 		return out, fmt.Errorf("read the ledger of %s for its dead-letter tables: %w", t.Name(), err)
 	}
-	names := map[string]bool{}
-	for _, c := range l.Commits {
-		if c.DeadLetterTable != "" {
-			names[c.DeadLetterTable] = true
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
+	for _, name := range deadLetterTables(l) {
 		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(name), t.Name(), false)
 		if errors.Is(err, ErrTableNotFound) {
 			continue // the audit reports it; nothing to compact

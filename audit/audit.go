@@ -428,6 +428,8 @@ type auditor struct {
 	deadBad map[int64]bool
 	// typed decodes records for the content level of a typed table.
 	typed *typedContent
+	// spans places compacted files on the ledger (spanIndex).
+	spans *mapping.SpanIndex
 }
 
 func (a *auditor) loadLedger() error {

@@ -121,7 +121,8 @@ func deadLetterRange(c *mapping.Commit, p int32, iv mapping.Interval) (mapping.R
 // be added: pending), every live file is listed by a commit and lies in one
 // of its ranges, and the files of every range hold its dead-letter count.
 func (a *auditor) deadLetterFiles(ctx context.Context) error {
-	held := map[rangeKey]int64{}
+	held := newRangeSets()
+	unattributed := map[rangeKey]bool{}
 	bad := a.deadBad
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
 		d := a.deadTables[name]
@@ -141,6 +142,14 @@ func (a *auditor) deadLetterFiles(ctx context.Context) error {
 			if c != nil && f.HasBounds && f.PartitionMin == f.PartitionMax {
 				r, ok = deadLetterRange(c, f.PartitionMin, f.Offsets)
 			}
+			if c == nil && d.tbl.IsCompaction(f.AddedBy) {
+				for _, chain := range a.compactedFile(f, held, name) {
+					for _, r := range chain {
+						unattributed[rangeKey{r.SnapshotID, r.Range}] = true
+					}
+				}
+				continue
+			}
 			if !ok {
 				fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path,
 					Detail: fmt.Sprintf("dead-letter file of %s is listed by no commit of the ledger, or lies outside its commit's ranges with dead letters: its %d dead letters are not accounted for (a rolled-back commit's, or written by something else)", name, f.Records)}
@@ -151,8 +160,9 @@ func (a *auditor) deadLetterFiles(ctx context.Context) error {
 				a.find(fd)
 				continue
 			}
-			held[rangeKey{c.SnapshotID, r}] += f.Records
+			held.add(f.Records, rangeKey{c.SnapshotID, r})
 		}
+		a.compactions(d.tbl)
 		for _, c := range a.commitsOf(d) {
 			var missing []string
 			for _, p := range c.DeadLetterFiles {
@@ -160,7 +170,7 @@ func (a *auditor) deadLetterFiles(ctx context.Context) error {
 					missing = append(missing, p)
 				}
 			}
-			if len(missing) == 0 || bad[c.SnapshotID] {
+			if len(missing) == 0 || bad[c.SnapshotID] || compactedAway(c, held) {
 				continue
 			}
 			bad[c.SnapshotID] = true
@@ -181,15 +191,35 @@ func (a *auditor) deadLetterFiles(ctx context.Context) error {
 		}
 		for _, r := range c.Ranges {
 			k := rangeKey{c.SnapshotID, r}
-			if r.DeadLetters == 0 || !a.selected(r.Topic) || held[k] == r.DeadLetters {
-				continue
+			got, joined := held.heldBy(k)
+			if r.DeadLetters == 0 || !a.selected(r.Topic) || unattributed[k] || joined || got == r.DeadLetters {
+				continue // joined: compacted files hold it with other ranges (below)
 			}
 			a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
 				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("range %s of snapshot %d has %d dead letters in the ledger; the dead-letter files hold %d", r.Interval, c.SnapshotID, r.DeadLetters, held[k])})
+				Detail: fmt.Sprintf("range %s of snapshot %d has %d dead letters in the ledger; the dead-letter files hold %d", r.Interval, c.SnapshotID, r.DeadLetters, got)})
 		}
 	}
+	a.joinedCounts(held, true, unattributed, bad, "dead letters")
 	return nil
+}
+
+// compactedAway reports whether every range of c with dead letters is
+// held, with others, by files a compaction wrote: then the files c lists
+// were replaced by them, and the count of the ranges they hold together
+// is what the files level judges.
+func compactedAway(c *mapping.Commit, held *rangeSets) bool {
+	found := false
+	for _, r := range c.Ranges {
+		if r.DeadLetters == 0 {
+			continue
+		}
+		if _, joined := held.heldBy(rangeKey{c.SnapshotID, r}); !joined {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // commitsOf lists the commits that put dead letters into d, in ledger order.

@@ -44,12 +44,24 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	}
 
 	live := make(map[string]bool, len(files))
-	held := map[rangeKey]int64{}
+	held := newRangeSets()
 	unattributed := map[rangeKey]bool{}
 	ambiguous, unbounded := 0, 0
 	for _, f := range files {
 		live[f.Path] = true
 		c := a.commits[f.AddedBy]
+		if c == nil && a.tbl.IsCompaction(f.AddedBy) {
+			chains := a.compactedFile(f, held, a.tbl.Name())
+			if len(chains) > 0 {
+				ambiguous++
+			}
+			for _, chain := range chains {
+				for _, r := range chain {
+					unattributed[rangeKey{r.SnapshotID, r.Range}] = true
+				}
+			}
+			continue
+		}
 		if c == nil {
 			a.foreignFile(f)
 			continue
@@ -80,7 +92,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 				Offsets: f.Offsets, HasOffsets: true, File: f.Path, SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("%d rows at offsets %s lie outside every range of snapshot %d, which added the file", f.Records, f.Offsets, c.SnapshotID)})
 		case 1:
-			held[rangeKey{c.SnapshotID, cands[0]}] += f.Records
+			held.add(f.Records, rangeKey{c.SnapshotID, cands[0]})
 			if a.selected(cands[0].Topic) {
 				a.part(cands[0].TopicPartition).Files++
 			}
@@ -105,10 +117,10 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	for _, c := range a.ledger.Commits {
 		for _, r := range c.Ranges {
 			k := rangeKey{c.SnapshotID, r}
-			if r.Deleted() || !a.selected(r.Topic) || unattributed[k] || held[k] == r.Records {
-				continue
+			got, joined := held.heldBy(k)
+			if r.Deleted() || !a.selected(r.Topic) || unattributed[k] || joined || got == r.Records {
+				continue // joined: compacted files hold it with other ranges (below)
 			}
-			got := held[k]
 			if got < r.Records && lookups < maxRemovedLookups {
 				lookups++
 				removed, err := a.removedFiles(ctx, c.SnapshotID, r, live)
@@ -127,9 +139,11 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 			}
 			a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
 				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("range %s of snapshot %d has %d records in the ledger; its live files hold %d rows", r.Interval, c.SnapshotID, r.Records, held[k])})
+				Detail: fmt.Sprintf("range %s of snapshot %d has %d records in the ledger; its live files hold %d rows", r.Interval, c.SnapshotID, r.Records, got)})
 		}
 	}
+	a.joinedCounts(held, false, unattributed, nil, "records")
+	a.compactions(a.tbl)
 	if lookups == maxRemovedLookups {
 		a.note("files level: removed files were looked up for the first %d commits with missing rows only", maxRemovedLookups)
 	}

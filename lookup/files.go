@@ -125,12 +125,14 @@ func cmpPtr[T cmp.Ordered](a, b *T) int {
 // give exactly (string column bounds may be truncated), from the ledger.
 type topicIndex struct {
 	commits map[int64]mapping.Commit
+	// spans places files of floe's compactions, which no commit added.
+	spans mapping.SpanIndex
 	// byPartition lists the ledger's topics that have each partition.
 	byPartition map[int32][]string
 }
 
 func newTopicIndex(l mapping.Ledger) topicIndex {
-	ix := topicIndex{commits: map[int64]mapping.Commit{}, byPartition: map[int32][]string{}}
+	ix := topicIndex{commits: map[int64]mapping.Commit{}, byPartition: map[int32][]string{}, spans: l.SpanIndex()}
 	for _, c := range l.Commits {
 		ix.commits[c.SnapshotID] = c
 	}
@@ -144,12 +146,20 @@ func newTopicIndex(l mapping.Ledger) topicIndex {
 
 // of returns f's topic: the only topic of the ledger with f's partition (a
 // table of one topic), else the only one whose range in the commit that
-// added f holds f's offsets; empty when neither tells.
+// added f holds f's offsets, or (a file a compaction wrote) the only one
+// whose ranges hold them in one unbroken chain; empty when none tells.
 func (ix topicIndex) of(f snapshot.DataFile) string {
 	if ts := ix.byPartition[f.PartitionMin]; len(ts) == 1 {
 		return ts[0]
 	}
 	var found []string
+	if _, ok := ix.commits[f.AddedBy]; !ok {
+		for _, topic := range ix.byPartition[f.PartitionMin] {
+			if _, ok := ix.spans.Span(mapping.TopicPartition{Topic: topic, Partition: f.PartitionMin}, f.Offsets); ok && f.MayHoldTopic(topic) {
+				found = append(found, topic)
+			}
+		}
+	}
 	for _, r := range ix.commits[f.AddedBy].Ranges {
 		if !r.Deleted() && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High && !slices.Contains(found, r.Topic) {
 			found = append(found, r.Topic)

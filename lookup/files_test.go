@@ -146,3 +146,34 @@ func TestFilesOfAStateTable(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesOfACompactedTable: files a compaction wrote are listed with
+// their topic, also in a table of two topics at the same offsets.
+func TestFilesOfACompactedTable(t *testing.T) {
+	e := floetest.New(t)
+	tbl := e.Table("lake.two")
+	for _, topic := range []string{"alpha", "beta"} {
+		e.Topic(topic, 1, nil)
+		for range 3 {
+			e.Produce(floetest.Records(topic, 0, 5, "r"))
+			if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := lookup.Files(t.Context(), tbl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 2 || res.Records != 30 {
+		t.Fatalf("files: %+v", res)
+	}
+	for i, f := range res.Files {
+		if want := []string{"alpha", "beta"}[i]; f.Topic != want || *f.MinOffset != 0 || *f.MaxOffset != 14 || !tbl.IsCompaction(f.AddedBy) {
+			t.Errorf("file %d: %+v, want %s offsets 0-14 added by the compaction", i, f, want)
+		}
+	}
+}

@@ -368,13 +368,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	names := map[string]bool{}
-	for _, c := range l.Commits {
-		if c.DeadLetterTable != "" {
-			names[c.DeadLetterTable] = true
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
+	for _, name := range deadLetterTables(l) {
 		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(name), t.Name(), false)
 		if err != nil {
 			return fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, t.Name(), err)
@@ -384,6 +378,18 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 		}
 	}
 	return nil
+}
+
+// deadLetterTables names the dead-letter tables the ledger's commits name,
+// sorted.
+func deadLetterTables(l mapping.Ledger) []string {
+	names := map[string]bool{}
+	for _, c := range l.Commits {
+		if c.DeadLetterTable != "" {
+			names[c.DeadLetterTable] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(names))
 }
 
 // identOf is the identifier of a table named by Name: its parts, which

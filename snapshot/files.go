@@ -27,6 +27,26 @@ type DataFile struct {
 	PartitionMin, PartitionMax int32
 	// Offsets is [min offset, max offset + 1) of the file's rows.
 	Offsets mapping.Interval
+	// topics are the manifest's bounds on the topic column (see
+	// MayHoldTopic).
+	topics topicBounds
+}
+
+// MayHoldTopic reports whether the file's manifest bounds on the topic
+// column admit topic: false only when they exclude it. Iceberg truncates
+// string bounds (to 16 characters by default), so topics sharing a long
+// prefix are not told apart.
+func (f DataFile) MayHoldTopic(topic string) bool { return f.topics.admit(topic) }
+
+// topicBounds are a file's manifest bounds on the topic column, when it
+// has them.
+type topicBounds struct {
+	low, high string
+	ok        bool
+}
+
+func (b topicBounds) admit(topic string) bool {
+	return !b.ok || (b.low <= topic && topic <= b.high)
 }
 
 // Files lists the live data files of a snapshot (0 means the branch head),
@@ -51,14 +71,9 @@ func (t *Table) Files(ctx context.Context, snapshotID int64) ([]DataFile, error)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 	}
-	sc := t.tbl.Schema()
-	pf, ok := sc.FindFieldByName(mapping.ColPartition)
-	if !ok {
-		return nil, fmt.Errorf("table %s has no %s column", t.Name(), mapping.ColPartition)
-	}
-	of, ok := sc.FindFieldByName(mapping.ColOffset)
-	if !ok {
-		return nil, fmt.Errorf("table %s has no %s column", t.Name(), mapping.ColOffset)
+	fields, err := t.positionFields()
+	if err != nil {
+		return nil, err
 	}
 	var out []DataFile
 	for _, m := range manifests {
@@ -78,19 +93,60 @@ func (t *Table) Files(ctx context.Context, snapshotID int64) ([]DataFile, error)
 				continue
 			}
 			f := DataFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(), SizeBytes: df.FileSizeBytes()}
-			lo, hi := df.LowerBoundValues(), df.UpperBoundValues()
-			plo, phi, olo, ohi := lo[pf.ID], hi[pf.ID], lo[of.ID], hi[of.ID]
-			if len(plo) == 4 && len(phi) == 4 && len(olo) == 8 && len(ohi) == 8 {
-				f.HasBounds = true
-				f.PartitionMin = int32(binary.LittleEndian.Uint32(plo))
-				f.PartitionMax = int32(binary.LittleEndian.Uint32(phi))
-				f.Offsets = mapping.Interval{
-					Low:  int64(binary.LittleEndian.Uint64(olo)),
-					High: int64(binary.LittleEndian.Uint64(ohi)) + 1,
-				}
-			}
+			f.PartitionMin, f.PartitionMax, f.Offsets, f.HasBounds = fields.partitionBounds(df)
+			f.topics = fields.topicBounds(df)
 			out = append(out, f)
 		}
 	}
 	return out, nil
+}
+
+// positionFields are the field IDs of a table's topic, partition and
+// offset columns, whose manifest bounds place a data file.
+type positionFields struct{ topic, partition, offset int }
+
+func (t *Table) positionFields() (positionFields, error) {
+	sc := t.tbl.Schema()
+	pf, ok := sc.FindFieldByName(mapping.ColPartition)
+	if !ok {
+		return positionFields{}, fmt.Errorf("table %s has no %s column", t.Name(), mapping.ColPartition)
+	}
+	of, ok := sc.FindFieldByName(mapping.ColOffset)
+	if !ok {
+		return positionFields{}, fmt.Errorf("table %s has no %s column", t.Name(), mapping.ColOffset)
+	}
+	tf, ok := sc.FindFieldByName(mapping.ColTopic)
+	if !ok {
+		return positionFields{}, fmt.Errorf("table %s has no %s column", t.Name(), mapping.ColTopic)
+	}
+	return positionFields{topic: tf.ID, partition: pf.ID, offset: of.ID}, nil
+}
+
+// topicBounds reads a data file's manifest bounds on the topic column.
+func (f positionFields) topicBounds(df iceberg.DataFile) topicBounds {
+	lo, lok := df.LowerBoundValues()[f.topic]
+	hi, hok := df.UpperBoundValues()[f.topic]
+	return topicBounds{low: string(lo), high: string(hi), ok: lok && hok}
+}
+
+// partitionBounds reads a data file's manifest bounds on the partition and
+// offset columns: the lowest and highest partition, and the offsets
+// [min, max+1); ok is false when the manifest has none.
+func (f positionFields) partitionBounds(df iceberg.DataFile) (pmin, pmax int32, offsets mapping.Interval, ok bool) {
+	lo, hi := df.LowerBoundValues(), df.UpperBoundValues()
+	plo, phi, olo, ohi := lo[f.partition], hi[f.partition], lo[f.offset], hi[f.offset]
+	if len(plo) != 4 || len(phi) != 4 || len(olo) != 8 || len(ohi) != 8 {
+		return 0, 0, mapping.Interval{}, false
+	}
+	return int32(binary.LittleEndian.Uint32(plo)), int32(binary.LittleEndian.Uint32(phi)), mapping.Interval{
+		Low:  int64(binary.LittleEndian.Uint64(olo)),
+		High: int64(binary.LittleEndian.Uint64(ohi)) + 1,
+	}, true
+}
+
+// bounds returns the one Kafka partition of a data file and its offsets;
+// ok is false when the manifest does not place it in one partition.
+func (f positionFields) bounds(df iceberg.DataFile) (int32, mapping.Interval, bool) {
+	pmin, pmax, offsets, ok := f.partitionBounds(df)
+	return pmin, offsets, ok && pmin == pmax
 }

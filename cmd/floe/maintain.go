@@ -20,10 +20,11 @@ func newMaintainCmd() *cobra.Command {
 		orphanMinAge  time.Duration
 		dryRun        bool
 		asJSON        bool
+		compact       compactFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--dry-run] [--json]",
-		Short: "Expire old snapshots without losing the ledger, repair a truncated ledger, and delete orphan files",
+		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--compact [--target-file-size SIZE]] [--dry-run] [--json]",
+		Short: "Expire old snapshots without losing the ledger, repair a truncated ledger, delete orphan files and compact small files",
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
 (--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and
 tag and repairs one that an interrupted maintain run left truncated (see below), and reconciles
@@ -51,9 +52,22 @@ archive it names (killed maintain runs leave them). Only files older than --orph
 deleted: a younger data file may belong to a writer that is about to commit it, a younger archive
 to a maintain run that is about to. A data location (write.data.path) that is not a folder of the
 table's own under its location, or that holds the metadata folder, is refused; a metadata location
-(write.metadata.path) outside the table's location is not cleaned (a warning says so).`,
+(write.metadata.path) outside the table's location is not cleaned (a warning says so).
+
+--compact rewrites the small data files (below 3/4 of --target-file-size) of each Kafka partition
+and Iceberg partition (of the current spec) into files of about --target-file-size, in one
+snapshot (operation replace, summary floe.operation=compact) that carries no ledger entry: the
+ledger is untouched. Only files whose offsets lie on one unbroken chain of ledger ranges are merged
+(never across a gap, a lost or an aborted range, or a larger file), so a merged file holds one Kafka
+partition and one Iceberg partition and its offset bounds are tight; floe audit places it on those
+ranges. It runs after the rest, on the table and on the dead-letter tables its ledger names, and
+runs safely beside live sinks: a sink commit in between makes it retry on the new head, and when a
+file it replaces is gone (another compaction) it deletes what it wrote and commits nothing. The
+replaced files stay until snapshot expiry removes the snapshots that reference them. State tables
+(floe.fold) are refused: their folds rewrite their files themselves.`,
 		Example: `  floe maintain --table lake.orders --expire-older-than 168h --retain-last 100
   floe maintain --table lake.orders --remove-orphans --dry-run
+  floe maintain --table lake.orders --compact --target-file-size 256MiB
   floe maintain --table lake.orders                  # check and repair the ledger only`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -80,11 +94,17 @@ table's own under its location, or that holds the metadata folder, is refused; a
 			if err != nil {
 				return err
 			}
+			var compacted []snapshot.CompactResult
+			if compact.compact {
+				if compacted, err = tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: compact.targetFileSize, DryRun: dryRun}); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res})
+				return enc.Encode(maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res, Compaction: compacted})
 			}
 			would := ""
 			if dryRun {
@@ -124,6 +144,7 @@ table's own under its location, or that holds the metadata folder, is refused; a
 					fmt.Fprintf(out, "  %s\n", o)
 				}
 			}
+			printCompaction(out, compacted, dryRun)
 			return nil
 		},
 	}
@@ -135,6 +156,7 @@ table's own under its location, or that holds the metadata folder, is refused; a
 	fs.DurationVar(&orphanMinAge, "orphan-min-age", snapshot.DefaultOrphanMinAge, "only delete orphans older than this")
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	compact.register(fs)
 	return cmd
 }
 
@@ -145,4 +167,6 @@ type maintainReport struct {
 	Table  string `json:"table"`
 	DryRun bool   `json:"dry_run"`
 	snapshot.MaintainResult
+	// Compaction has a result per table compacted (--compact).
+	Compaction []snapshot.CompactResult `json:"compaction,omitempty"`
 }

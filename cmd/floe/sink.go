@@ -35,6 +35,7 @@ type sinkFlags struct {
 	retryFor      time.Duration
 	group         string
 	partitionBy   *mapping.PartitionBy
+	compaction    sinkCompaction
 	opsFlags
 	decodeFlags
 }
@@ -95,6 +96,7 @@ its spec. Each data file still holds rows of one Kafka partition, and of one Ice
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer `GROUP`, for lag tooling only (resuming never reads them)")
+	f.compaction.register(fs)
 	return cmd
 }
 
@@ -217,7 +219,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		mp := reg.Pipeline(p.Topic, strings.Join(run[i].Table, "."), p.Partitions)
 		mp.Hook(&run[i].Config)
 		var stopLag context.CancelFunc
+		stopCompaction := func() {}
 		run[i].OnStart = func(tbl *snapshot.Table) {
+			stopCompaction = f.compaction.start(srvCtx, tbl)
 			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes)) })
 			if l, err := tbl.Ledger(); err == nil {
 				mp.Started(l)
@@ -232,6 +236,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		}
 		run[i].OnStop = func(tbl *snapshot.Table, stats connector.Stats, err error) {
 			stopLag()
+			stopCompaction()
 			mp.Stopped(err)
 			// A failed pipeline's error says what happened; a summary
 			// beside it would read as a success.

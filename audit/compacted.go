@@ -1,0 +1,204 @@
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// rangeSets counts the rows the live files hold per set of ranges. A file
+// floe's sink wrote lies in one range, so its range is a set of its own; a
+// file floe's compaction wrote spans a chain of ranges, which it joins into
+// one set, and the files level then compares the rows of the set's files
+// with the sum of its ranges' record counts. (The rows level still counts
+// every range on its own.)
+type rangeSets struct {
+	parent  map[rangeKey]rangeKey
+	members map[rangeKey]int   // by root
+	held    map[rangeKey]int64 // by root
+}
+
+func newRangeSets() *rangeSets {
+	return &rangeSets{parent: map[rangeKey]rangeKey{}, members: map[rangeKey]int{}, held: map[rangeKey]int64{}}
+}
+
+func (s *rangeSets) root(k rangeKey) rangeKey {
+	p, ok := s.parent[k]
+	if !ok {
+		s.parent[k], s.members[k] = k, 1
+		return k
+	}
+	if p == k {
+		return k
+	}
+	r := s.root(p)
+	s.parent[k] = r
+	return r
+}
+
+// add joins keys into one set and counts n rows for it.
+func (s *rangeSets) add(n int64, keys ...rangeKey) {
+	r := s.root(keys[0])
+	for _, k := range keys[1:] {
+		if o := s.root(k); o != r {
+			s.parent[o] = r
+			s.members[r] += s.members[o]
+			s.held[r] += s.held[o]
+			delete(s.members, o)
+			delete(s.held, o)
+		}
+	}
+	s.held[r] += n
+}
+
+// heldBy returns the rows counted for k's set, and whether the set holds
+// other ranges too.
+func (s *rangeSets) heldBy(k rangeKey) (rows int64, joined bool) {
+	r := s.root(k)
+	return s.held[r], s.members[r] > 1
+}
+
+// spanIndex indexes the ledger for placing compacted files, once.
+func (a *auditor) spanIndex() mapping.SpanIndex {
+	if a.spans == nil {
+		ix := a.ledger.SpanIndex()
+		a.spans = &ix
+	}
+	return *a.spans
+}
+
+// compactedFile places a live file that a compaction of floe's added on
+// the chain of ledger ranges its offset bounds cover, joining them in
+// sets. It reports a file that no chain holds (bounds missing or across
+// partitions, offsets reaching a gap, a lost or aborted range or beyond
+// the ledger) as stray, and returns the chains when several topics could
+// hold it (the caller leaves their ranges uncounted).
+func (a *auditor) compactedFile(f snapshot.DataFile, sets *rangeSets, table string) (ambiguous [][]mapping.CommitRange) {
+	stray := func(detail string) {
+		fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy, Detail: detail}
+		if f.HasBounds && f.PartitionMin == f.PartitionMax {
+			fd.Partition, fd.HasPartition = a.topicOf(f.PartitionMin), true
+			fd.Offsets, fd.HasOffsets = f.Offsets, f.Records > 0
+		}
+		a.find(fd)
+	}
+	switch {
+	case !f.HasBounds:
+		stray(fmt.Sprintf("file of %s added by floe compaction snapshot %d has no partition and offset bounds in its manifest: its %d rows cannot be placed in the ledger", table, f.AddedBy, f.Records))
+		return nil
+	case f.PartitionMin != f.PartitionMax:
+		stray(fmt.Sprintf("file of %s added by floe compaction snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", table, f.AddedBy, f.PartitionMin, f.PartitionMax))
+		return nil
+	}
+	var chains [][]mapping.CommitRange
+	for _, topic := range a.topics {
+		if !f.MayHoldTopic(topic) {
+			continue
+		}
+		if chain, ok := a.spanIndex().Span(mapping.TopicPartition{Topic: topic, Partition: f.PartitionMin}, f.Offsets); ok {
+			chains = append(chains, chain)
+		}
+	}
+	switch len(chains) {
+	case 0:
+		stray(fmt.Sprintf("%d rows of %s at offsets %s, in a file of floe compaction snapshot %d, do not lie on one unbroken chain of ledger ranges (they reach a gap, a lost or aborted range, or offsets outside the ledger)",
+			f.Records, table, f.Offsets, f.AddedBy))
+	case 1:
+		keys := make([]rangeKey, len(chains[0]))
+		for i, r := range chains[0] {
+			keys[i] = rangeKey{r.SnapshotID, r.Range}
+		}
+		sets.add(f.Records, keys...)
+		if a.selected(chains[0][0].Topic) && table == a.tbl.Name() {
+			a.part(chains[0][0].TopicPartition).Files++
+		}
+	default:
+		return chains
+	}
+	return nil
+}
+
+// joinedCounts compares, for every set of ranges that compacted files
+// joined, the rows its live files hold with the sum of its ranges' counts
+// (count of a range: records, or dead letters when deadLetters). Ranges of
+// a snapshot in skip, or in unattributed, are not judged.
+func (a *auditor) joinedCounts(sets *rangeSets, deadLetters bool, unattributed map[rangeKey]bool, skip map[int64]bool, what string) {
+	type set struct {
+		keys       []rangeKey
+		want, held int64
+		judged     bool
+	}
+	byRoot := map[rangeKey]*set{}
+	for _, c := range a.ledger.Commits {
+		for _, r := range c.Ranges {
+			k := rangeKey{c.SnapshotID, r}
+			if _, ok := sets.parent[k]; !ok {
+				continue
+			}
+			held, joined := sets.heldBy(k)
+			if !joined {
+				continue
+			}
+			root := sets.root(k)
+			s := byRoot[root]
+			if s == nil {
+				s = &set{held: held, judged: true}
+				byRoot[root] = s
+			}
+			s.keys = append(s.keys, k)
+			if deadLetters {
+				s.want += r.DeadLetters
+			} else {
+				s.want += r.Records
+			}
+			if unattributed[k] || skip[c.SnapshotID] || !a.selected(r.Topic) {
+				s.judged = false
+			}
+		}
+	}
+	for _, s := range byRoot {
+		if !s.judged || s.want == s.held {
+			continue
+		}
+		slices.SortFunc(s.keys, func(x, y rangeKey) int { return cmp.Compare(x.r.Low, y.r.Low) })
+		first, last := s.keys[0], s.keys[len(s.keys)-1]
+		a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: first.r.TopicPartition, HasPartition: true,
+			Offsets: mapping.Interval{Low: first.r.Low, High: last.r.High}, HasOffsets: true, SnapshotID: first.snapshot,
+			Detail: fmt.Sprintf("the %d ranges from %s (snapshot %d) to %s (snapshot %d), which compacted files span, have %d %s in the ledger; their live files hold %d",
+				len(s.keys), first.r.Interval, first.snapshot, last.r.Interval, last.snapshot, s.want, what, s.held)})
+	}
+}
+
+// compactions checks the compaction snapshots of floe in the history of
+// tbl's branch head that are still in its metadata: a compaction replaces
+// files without adding or removing a row, so its summary's added and
+// deleted record counts are equal (and equal to what it says it moved).
+// Expired ones are left to the row counts of the files level.
+func (a *auditor) compactions(tbl *snapshot.Table) {
+	head := tbl.Head()
+	if head == nil {
+		return
+	}
+	meta := tbl.Iceberg().Metadata()
+	for _, s := range table.AncestorsOf(head.SnapshotID, meta.SnapshotByID) {
+		if s.Summary == nil || s.Summary.Properties[snapshot.KeyOperation] != snapshot.OperationCompact {
+			continue
+		}
+		p := s.Summary.Properties
+		added, _ := strconv.ParseInt(p["added-records"], 10, 64)
+		deleted, _ := strconv.ParseInt(p["deleted-records"], 10, 64)
+		moved, err := strconv.ParseInt(p[snapshot.KeyCompactRows], 10, 64)
+		if added == deleted && err == nil && moved == added && s.Summary.Operation == table.OpReplace {
+			continue
+		}
+		a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, SnapshotID: s.SnapshotID,
+			Detail: fmt.Sprintf("floe compaction snapshot %d of %s (operation %s) removed files holding %d rows and added files holding %d (it says it moved %s): a compaction never changes rows",
+				s.SnapshotID, tbl.Name(), s.Summary.Operation, deleted, added, orZero(p[snapshot.KeyCompactRows]))})
+	}
+}

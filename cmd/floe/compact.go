@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// compactFlags are floe maintain's compaction flags.
+type compactFlags struct {
+	compact        bool
+	targetFileSize int64
+}
+
+func (f *compactFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.compact, "compact", false,
+		"rewrite small data files of each Kafka partition and Iceberg partition into larger ones (of the table and of the dead-letter tables its ledger names), leaving the ledger as it is")
+	fs.Var(newByteSize(&f.targetFileSize, snapshot.DefaultTargetFileSize), "target-file-size",
+		"with --compact: the size of the files it writes; files of at least 3/4 of it stay as they are (128MiB, 1GiB, ...)")
+}
+
+// printCompaction writes what compactions did, a line per table.
+func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool) {
+	for _, r := range results {
+		if r.Groups == 0 {
+			fmt.Fprintf(w, "compaction of %s: nothing to merge (%d data files", r.Table, r.FilesBefore)
+			if r.Unplaced > 0 {
+				fmt.Fprintf(w, ", %d small files the ledger does not place left alone", r.Unplaced)
+			}
+			fmt.Fprintln(w, ")")
+			continue
+		}
+		if dryRun {
+			fmt.Fprintf(w, "compaction of %s would merge %d of its %d data files (%d rows, %d bytes) in %d groups\n",
+				r.Table, r.Replaced, r.FilesBefore, r.Rows, r.BytesBefore, r.Groups)
+			continue
+		}
+		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %d files (%d bytes) with %d (%d bytes), %d rows; data files %d -> %d",
+			r.Table, r.SnapshotID, r.Replaced, r.BytesBefore, r.Added, r.BytesAfter, r.Rows, r.FilesBefore, r.FilesAfter)
+		if r.Attempts > 1 {
+			fmt.Fprintf(w, "; committed at attempt %d (other commits got in first)", r.Attempts)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// sinkCompaction is floe sink's scheduled compaction.
+type sinkCompaction struct {
+	interval       time.Duration
+	targetFileSize int64
+}
+
+func (f *sinkCompaction) register(fs *pflag.FlagSet) {
+	fs.DurationVar(&f.interval, "compact-interval", 0,
+		"compact the table's small files (and its dead-letter tables') this often while sinking, as floe maintain --compact does, e.g. 1h (default: off)")
+	fs.Var(newByteSize(&f.targetFileSize, snapshot.DefaultTargetFileSize), "compact-target-file-size",
+		"with --compact-interval: the size of the files compaction writes")
+}
+
+// start runs a compaction of the sink's table every interval until the
+// returned stop is called; a no-op when the interval is zero. It opens
+// its own handle of the table: a snapshot.Table is not for concurrent use,
+// and the sink's commits and the compaction's are ordered by the catalog
+// (each retries over the other; the sink is never fenced by a compaction).
+// A failed compaction is logged and tried again at the next tick: it
+// committed nothing, and the sink goes on.
+func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table) (stop func()) {
+	if f.interval <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(f.interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			tbl, err := snapshot.Open(ctx, sinkTable.Catalog(), sinkTable.Identifier(), snapshot.OpenOptions{Branch: sinkTable.Branch()})
+			if err != nil {
+				slog.Warn("scheduled compaction: cannot open the table", "table", sinkTable.Name(), "err", err)
+				continue
+			}
+			results, err := tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: f.targetFileSize})
+			for _, r := range results {
+				if r.SnapshotID != 0 {
+					slog.Info("scheduled compaction", "table", r.Table, "snapshot", r.SnapshotID, "replaced", r.Replaced, "added", r.Added,
+						"rows", r.Rows, "files", r.FilesAfter, "attempts", r.Attempts, "took", r.Duration.Round(time.Millisecond))
+				}
+			}
+			if err != nil && ctx.Err() == nil {
+				slog.Warn("scheduled compaction failed; the sink goes on, and the next one plans again", "table", sinkTable.Name(), "err", err)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

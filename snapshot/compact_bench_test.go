@@ -1,0 +1,80 @@
+package snapshot_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// BenchmarkCompact measures a compaction of a table that a sink filled in
+// many small flushes: 200 commits of 500 records of ~200 bytes to each of
+// two partitions (400 files, 200,000 rows), compacted at the default
+// target file size. It reports the files before and after and the rows
+// rewritten per second (the commits that fill the table are not timed),
+// beside the rows per second of a plain scan of the small files (the
+// baseline: compaction reads them all and writes them again) and the rows
+// per CPU-second the compaction used.
+//
+//	go test -run '^$' -bench BenchmarkCompact -benchtime 1x ./snapshot/
+func BenchmarkCompact(b *testing.B) {
+	const commits, rows = 200, 500
+	rng := rand.New(rand.NewPCG(1, 2))
+	var (
+		res       snapshot.CompactResult
+		read, cpu time.Duration
+	)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		tbl := openTestTable(b, tempCatalog(b), "lake.bench", snapshot.OpenOptions{Create: true})
+		for c := range commits {
+			lo := int64(c * rows)
+			recs := make([]testRec, 0, 2*rows)
+			for p := range int32(2) {
+				for o := lo; o < lo+rows; o++ {
+					// Half random, half repeated: Kafka payloads compress.
+					recs = append(recs, testRec{partition: p, offset: o, key: fmt.Sprint(o % 97), value: fmt.Sprintf("%048x%s", rng.Uint64(), strings.Repeat("ab", 70))})
+				}
+			}
+			commitRecs(b, tbl, map[int32]mapping.Interval{0: {Low: lo, High: lo + rows}, 1: {Low: lo, High: lo + rows}}, recs...)
+		}
+		// The baseline: reading every row of the small files once.
+		start := time.Now()
+		if err := tbl.Rows(b.Context(), 0, nil, func(arrow.RecordBatch) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+		read = time.Since(start)
+		b.StartTimer()
+		before := cpuTime(b)
+		var err error
+		if res, err = tbl.Compact(b.Context(), snapshot.CompactOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		cpu = cpuTime(b) - before
+	}
+	b.ReportMetric(float64(res.Rows)/read.Seconds(), "scan_rows/s")
+	b.ReportMetric(float64(res.FilesBefore), "files_before")
+	b.ReportMetric(float64(res.FilesAfter), "files_after")
+	b.ReportMetric(float64(res.Rows)/res.Duration.Seconds(), "rows/s")
+	// CPU time too: on a shared machine the wall time says more about the
+	// neighbours than about the compaction.
+	b.ReportMetric(float64(res.Rows)/cpu.Seconds(), "rows/cpu-s")
+	b.ReportMetric(float64(res.BytesBefore)/(1<<20), "MiB_before")
+	b.ReportMetric(float64(res.BytesAfter)/(1<<20), "MiB_after")
+}
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

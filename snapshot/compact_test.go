@@ -1,0 +1,360 @@
+package snapshot_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// smallFiles commits n flushes of step records to each of partitions 0
+// and 1 of topic t, keys alternating a and b: 2n small files (4n in a table
+// partitioned by key).
+func smallFiles(t *testing.T, tbl *snapshot.Table, from, n, step int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		lo := int64(i * step)
+		var recs []testRec
+		for p := range int32(2) {
+			for o := lo; o < lo+int64(step); o++ {
+				recs = append(recs, testRec{partition: p, offset: o, key: string(rune('a' + o%2)), value: fmt.Sprintf("v%d-%d", p, o)})
+			}
+		}
+		commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: lo, High: lo + int64(step)}, 1: {Low: lo, High: lo + int64(step)}}, recs...)
+	}
+}
+
+// commitLoss commits a lost range of partition p.
+func commitLoss(t *testing.T, tbl *snapshot.Table, p int32, iv mapping.Interval) {
+	t.Helper()
+	r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: p}, Interval: iv, Lost: true}
+	if _, err := tbl.Commit(t.Context(), snapshot.Flush{Ranges: []mapping.Range{r}}, snapshot.CommitOptions{Writer: "test"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func liveDataFiles(t *testing.T, tbl *snapshot.Table) []snapshot.DataFile {
+	t.Helper()
+	files, err := tbl.Files(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestCompactMergesSmallFiles: small files of each Kafka partition are
+// merged into one, except across a lost range; the rows and the ledger
+// are unchanged; the snapshot is floe's compaction; the merged files stay
+// pure and their offsets lie on one chain of ranges; a second run finds
+// nothing to do.
+func TestCompactMergesSmallFiles(t *testing.T) {
+	tbl := openTestTable(t, tempCatalog(t), "lake.compact", snapshot.OpenOptions{Create: true})
+	smallFiles(t, tbl, 0, 6, 5) // [0, 30) in both partitions
+	commitLoss(t, tbl, 0, mapping.Interval{Low: 30, High: 40})
+	commitLoss(t, tbl, 1, mapping.Interval{Low: 30, High: 40})
+	smallFiles(t, tbl, 8, 4, 5) // [40, 60)
+	rows, ledger := snapshotRows(t, tbl, 0), must(tbl.Ledger())
+	before := len(liveDataFiles(t, tbl))
+	if before != 20 {
+		t.Fatalf("%d files before compaction, want 20", before)
+	}
+
+	dry, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.SnapshotID != 0 || dry.Replaced != 20 || dry.Groups != 4 || len(liveDataFiles(t, tbl)) != 20 {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesBefore != 20 || res.FilesAfter != 4 || res.Replaced != 20 || res.Added != 4 || res.Rows != 100 || res.Attempts != 1 {
+		t.Fatalf("compaction: %+v", res)
+	}
+	after := liveDataFiles(t, tbl)
+	if len(after) != 4 {
+		t.Fatalf("%d files after compaction, want 4", len(after))
+	}
+	var spans []string
+	for _, f := range after {
+		if f.AddedBy != res.SnapshotID || !f.HasBounds || f.PartitionMin != f.PartitionMax {
+			t.Errorf("file %+v", f)
+		}
+		spans = append(spans, fmt.Sprintf("%d%s", f.PartitionMin, f.Offsets))
+	}
+	slices.Sort(spans)
+	if want := []string{"0[0, 30)", "0[40, 60)", "1[0, 30)", "1[40, 60)"}; !slices.Equal(spans, want) {
+		t.Errorf("merged files %v, want %v", spans, want)
+	}
+	if got := snapshotRows(t, tbl, 0); !slices.Equal(got, rows) {
+		t.Errorf("rows changed by compaction:\n%s\nwant\n%s", joinLines(got), joinLines(rows))
+	}
+	if got := must(tbl.Ledger()); !reflect.DeepEqual(got, ledger) {
+		t.Errorf("ledger changed by compaction:\n%v\nwant\n%v", got, ledger)
+	}
+	head := tbl.Head()
+	if head.SnapshotID != res.SnapshotID || head.Summary.Operation != table.OpReplace || !tbl.IsCompaction(head.SnapshotID) ||
+		head.Summary.Properties[snapshot.KeyCompactRows] != "100" || head.Summary.Properties[snapshot.KeyCompactReplaced] != "20" {
+		t.Errorf("head %d %s %v", head.SnapshotID, head.Summary.Operation, head.Summary.Properties)
+	}
+	if mapping.IsFloeCommit(head.Summary.Properties) {
+		t.Error("a compaction snapshot carries a ledger entry")
+	}
+	again, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	if err != nil || again.Groups != 0 || again.SnapshotID != 0 || tbl.Head().SnapshotID != res.SnapshotID {
+		t.Errorf("second run: %+v, %v", again, err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestCompactKeepsLargeFilesAndTarget: merging stops at the target; files
+// of at least three quarters of it stay, and a merged file never spans
+// one.
+func TestCompactKeepsLargeFilesAndTarget(t *testing.T) {
+	tbl := openTestTable(t, tempCatalog(t), "lake.target", snapshot.OpenOptions{Create: true})
+	smallFiles(t, tbl, 0, 3, 5) // [0, 15)
+	var size int64
+	for _, f := range liveDataFiles(t, tbl) {
+		size = max(size, f.SizeBytes)
+	}
+	target := 2*size + size/2 // two small files fit, three do not
+	var big []testRec
+	for o := int64(15); o < 1015; o++ {
+		big = append(big, testRec{partition: 0, offset: o, value: strings.Repeat(fmt.Sprint(o), 40)})
+	}
+	commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: 15, High: 1015}}, big...)
+	var large snapshot.DataFile
+	for _, f := range liveDataFiles(t, tbl) {
+		if f.Offsets.Low == 15 {
+			large = f
+		}
+	}
+	if large.SizeBytes < target {
+		t.Fatalf("the large file has %d bytes, want at least %d", large.SizeBytes, target)
+	}
+	recs := []testRec{}
+	for o := int64(1015); o < 1030; o++ {
+		recs = append(recs, testRec{partition: 0, offset: o, value: "v"})
+	}
+	for lo := int64(1015); lo < 1030; lo += 5 {
+		commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: lo, High: lo + 5}}, recs[lo-1015:lo-1010]...)
+	}
+	res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Partition 0: [0, 10) then [10, 15) alone (the large file follows),
+	// after it [1015, 1025) and [1025, 1030) alone; partition 1: [0, 10).
+	if res.Groups != 3 || res.Replaced != 6 {
+		t.Fatalf("compaction: %+v", res)
+	}
+	var spans []string
+	for _, f := range liveDataFiles(t, tbl) {
+		if f.Path == large.Path && f.AddedBy != large.AddedBy {
+			t.Error("the large file was rewritten")
+		}
+		spans = append(spans, fmt.Sprintf("%d%s", f.PartitionMin, f.Offsets))
+	}
+	slices.Sort(spans)
+	want := []string{"0[0, 10)", "0[10, 15)", "0[1015, 1025)", "0[1025, 1030)", "0[15, 1015)", "1[0, 10)", "1[10, 15)"}
+	if !slices.Equal(spans, want) {
+		t.Errorf("files %v, want %v", spans, want)
+	}
+}
+
+// TestCompactRetriesOverASinkCommit: a sink commits between the
+// compaction's planning and its commit; the compaction commits on the new
+// head, and the sink's rows and ledger entry are kept. A sink that loses
+// its race to a compaction retries and is not fenced.
+func TestCompactRetriesOverASinkCommit(t *testing.T) {
+	cat := tempCatalog(t)
+	sink := openTestTable(t, cat, "lake.race", snapshot.OpenOptions{Create: true})
+	smallFiles(t, sink, 0, 4, 5)
+	hc := &hookCatalog{Catalog: cat}
+	comp := openTestTable(t, hc, "lake.race", snapshot.OpenOptions{})
+	hc.beforeCommit = func() { smallFiles(t, sink, 4, 1, 5) }
+	res, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || res.Replaced != 8 || res.Added != 2 {
+		t.Fatalf("compaction: %+v", res)
+	}
+	if n := len(liveDataFiles(t, comp)); n != 4 {
+		t.Errorf("%d live files, want the 2 merged and the sink's 2", n)
+	}
+	if l := must(comp.Ledger()); len(l.Commits) != 5 || l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}] != 25 {
+		t.Errorf("ledger %v", l)
+	}
+	if n := len(snapshotRows(t, comp, 0)); n != 50 {
+		t.Errorf("%d rows, want 50", n)
+	}
+
+	// The sink's table as loaded before another compaction: its commit
+	// loses the race and retries.
+	if _, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	recs := []testRec{{partition: 0, offset: 25, value: "x"}}
+	r := commitRecs(t, sink, map[int32]mapping.Interval{0: {Low: 25, High: 26}}, recs...)
+	if r.Attempts != 2 {
+		t.Errorf("sink commit attempts %d, want 2 (one lost to the compaction)", r.Attempts)
+	}
+	if n := len(snapshotRows(t, sink, 0)); n != 51 {
+		t.Errorf("%d rows, want 51", n)
+	}
+}
+
+// TestCompactGivesUpWhenItsFilesGo: another compaction replaces the same
+// files first; this one deletes what it wrote and commits nothing.
+func TestCompactGivesUpWhenItsFilesGo(t *testing.T) {
+	cat := tempCatalog(t)
+	other := openTestTable(t, cat, "lake.twice", snapshot.OpenOptions{Create: true})
+	smallFiles(t, other, 0, 4, 5)
+	hc := &hookCatalog{Catalog: cat}
+	comp := openTestTable(t, hc, "lake.twice", snapshot.OpenOptions{})
+	hc.beforeCommit = func() {
+		if _, err := other.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err != nil {
+			t.Error(err)
+		}
+	}
+	rows := snapshotRows(t, other, 0)
+	_, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	var ce *snapshot.CompactConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, snapshot.ErrCompactConflict) {
+		t.Fatalf("err = %v, want a *CompactConflictError", err)
+	}
+	if got := snapshotRows(t, comp, 0); !slices.Equal(got, rows) {
+		t.Error("rows changed")
+	}
+	// Its files were deleted: no orphan is left (the replaced files are
+	// still referenced by older snapshots).
+	mres, err := comp.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, OrphanMinAge: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mres.Orphans) != 0 {
+		t.Errorf("orphans %v", mres.Orphans)
+	}
+}
+
+// TestCompactCrashLeavesOrphansOnly: the process dies after writing the
+// merged files, before its commit lands: the table is as it was, and the
+// files are orphans that maintain removes.
+func TestCompactCrashLeavesOrphansOnly(t *testing.T) {
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.crash", snapshot.OpenOptions{Create: true})
+	smallFiles(t, tbl, 0, 4, 5)
+	head, rows := tbl.Head().SnapshotID, snapshotRows(t, tbl, 0)
+	hc := &hookCatalog{Catalog: cat}
+	comp := openTestTable(t, hc, "lake.crash", snapshot.OpenOptions{})
+	hc.beforeCommit = func() { hc.dead = true }
+	if _, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err == nil {
+		t.Fatal("a compaction whose process died succeeded")
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if tbl.Head().SnapshotID != head || !slices.Equal(snapshotRows(t, tbl, 0), rows) {
+		t.Fatal("the table changed")
+	}
+	mres, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, OrphanMinAge: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mres.Orphans) != 2 {
+		t.Errorf("orphans %v, want the 2 merged files", mres.Orphans)
+	}
+	if !slices.Equal(snapshotRows(t, tbl, 0), rows) {
+		t.Error("rows changed")
+	}
+}
+
+// TestCompactTypedPartitioned: a typed table whose schema evolved between
+// commits, partitioned by a value column: files are merged per Kafka and
+// Iceberg partition, rows of the older schema read as before (null in the
+// new column), and every merged file holds one partition value.
+func TestCompactTypedPartitioned(t *testing.T) {
+	l := mapping.Layout{Value: mapping.ValueJSON}
+	tbl := openTestTable(t, tempCatalog(t), "lake.typed", snapshot.OpenOptions{Create: true, Layout: l, PartitionBy: partitionBy(t, "identity(kind)")})
+	str := iceberg.PrimitiveTypes.String
+	v1 := &iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 1, Name: "kind", Type: str}}}
+	v2 := &iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 1, Name: "kind", Type: str}, {ID: 2, Name: "note", Type: str}}}
+	off := int64(0)
+	for i := range 6 {
+		values, rows := v1, []map[string]any{{"kind": "a"}, {"kind": "b"}, {"kind": "a"}}
+		if i >= 3 {
+			values, rows = v2, []map[string]any{{"kind": "b", "note": fmt.Sprint(i)}, {"kind": "a", "note": "x"}, {"kind": "b"}}
+		}
+		if _, err := tbl.Commit(t.Context(), typedFlush(t, l, values, off, rows...), snapshot.CommitOptions{Writer: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(rows))
+	}
+	before := typedRows(t, tbl)
+	if n := len(liveDataFiles(t, tbl)); n != 12 {
+		t.Fatalf("%d files, want 12 (6 commits, 2 kinds)", n)
+	}
+	res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Groups != 2 || res.Added != 2 {
+		t.Fatalf("compaction: %+v", res)
+	}
+	if got := typedRows(t, tbl); !slices.Equal(got, before) {
+		t.Errorf("rows changed:\n%s\nwant\n%s", joinLines(got), joinLines(before))
+	}
+	var parts []string
+	for _, f := range liveFiles(t, tbl, tbl.Head().SnapshotID) {
+		parts = append(parts, f.partition)
+	}
+	slices.Sort(parts)
+	if want := []string{"kind=a", "kind=b"}; !slices.Equal(parts, want) {
+		t.Errorf("merged files' partitions %v, want %v", parts, want)
+	}
+}
+
+// typedRows returns every row of the table as "offset kind note", sorted.
+func typedRows(t *testing.T, tbl *snapshot.Table) []string {
+	t.Helper()
+	var out []string
+	err := tbl.Rows(t.Context(), 0, nil, func(b arrow.RecordBatch) error {
+		col := func(name string) arrow.Array { return b.Column(b.Schema().FieldIndices(name)[0]) }
+		for i := range int(b.NumRows()) {
+			out = append(out, fmt.Sprintf("%03s %s %s", col(mapping.ColOffset).ValueStr(i), col("kind").ValueStr(i), col("note").ValueStr(i)))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestCompactRefusesStateTables: a state table's folds rewrite its files.
+func TestCompactRefusesStateTables(t *testing.T) {
+	tbl := openTestTable(t, tempCatalog(t), "lake.state", snapshot.OpenOptions{Create: true, Properties: map[string]string{snapshot.PropFold: snapshot.FoldLatest}})
+	if _, err := tbl.Compact(t.Context(), snapshot.CompactOptions{}); !errors.Is(err, snapshot.ErrCompactUnsupported) {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -9,10 +9,24 @@
 #     support, which is why the guide passes --endpoint-url.
 #   - Chromium from Debian's chromium, which the browser tests drive headless
 #     (internal/browser) to render the HTML audit report and the status page.
-#   - versitygw, built from the pin in tools/go.mod into $(go env GOPATH)/bin.
+#   - versitygw, built from the pin in tools/go.mod into $(go env GOPATH)/bin
+#     (about a minute cold).
+#   - MinIO's server, built from the pin in tools/minio/go.mod (a module of its
+#     own: MinIO is AGPL-3.0 and only ever runs as a separate test server) into
+#     $(go env GOPATH)/bin (about five minutes cold on two cores; a version
+#     stamp beside it, like versitygw's, skips the build when it is current).
+#   - moto_server, from the Python package moto, which emulates Glue and S3.
+#     The machines' images ship moto 5.2.1; where it is missing, pip installs
+#     moto[server] into a virtual environment in the user cache (only where
+#     PyPI is reachable: these machines reach Debian's archive, the Go module
+#     proxy and npm, not PyPI, and Debian packages no moto).
+# Each step prints how long it took.
 # Run it before the tests with FLOE_REQUIRE_SERVERS=1, which turns a missing
 # server into a test failure instead of a skip.
 set -euo pipefail
+
+# took prints how long the step that started at $1 (a $SECONDS) took.
+took() { echo "install-servers: ($2 took $((SECONDS - $1))s)"; }
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -35,37 +49,47 @@ if have_pg; then
 	echo "install-servers: postgresql server binaries present"
 else
 	echo "install-servers: installing postgresql"
+	start=$SECONDS
 	apt_install postgresql
 	have_pg || { echo "install-servers: postgresql installed but no initdb/postgres in /usr/lib/postgresql/*/bin" >&2; exit 1; }
+	took "$start" postgresql
 fi
 
 if command -v kcat >/dev/null; then
 	echo "install-servers: kcat present"
 else
 	echo "install-servers: installing kcat"
+	start=$SECONDS
 	apt_install kcat
+	took "$start" kcat
 fi
 
 if command -v aws >/dev/null; then
 	echo "install-servers: aws CLI present"
 else
 	echo "install-servers: installing awscli"
+	start=$SECONDS
 	apt_install awscli
+	took "$start" awscli
 fi
 
 if command -v curl >/dev/null; then
 	echo "install-servers: curl present"
 else
 	echo "install-servers: installing curl"
+	start=$SECONDS
 	apt_install curl ca-certificates
+	took "$start" curl
 fi
 
 if command -v chromium >/dev/null; then
 	echo "install-servers: chromium present"
 else
 	echo "install-servers: installing chromium"
+	start=$SECONDS
 	apt_install chromium
 	command -v chromium >/dev/null || { echo "install-servers: chromium installed but not on PATH" >&2; exit 1; }
+	took "$start" chromium
 fi
 
 gobin="$(go env GOPATH | cut -d: -f1)/bin"
@@ -80,5 +104,49 @@ else
 	(cd "$repo/tools" && GOWORK=off go build -o "$gobin/versitygw.tmp" github.com/versity/versitygw/cmd/versitygw)
 	mv "$gobin/versitygw.tmp" "$gobin/versitygw"
 	echo "$want" >"$stamp"
-	echo "install-servers: built versitygw in $((SECONDS - start))s"
+	took "$start" "versitygw build"
+fi
+
+# MinIO: the same, from its own tools module. GOFLAGS=-mod=mod is not
+# needed: tools/minio/go.sum pins every module MinIO builds with.
+want="$(awk '$1 == "github.com/minio/minio" { print $2 }' "$repo/tools/minio/go.mod")"
+stamp="$gobin/.minio.version"
+if [[ -x "$gobin/minio" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+	echo "install-servers: minio $want present in $gobin"
+else
+	echo "install-servers: building minio $want into $gobin (about five minutes on two cores)"
+	mkdir -p "$gobin"
+	start=$SECONDS
+	(cd "$repo/tools/minio" && GOWORK=off go build -o "$gobin/minio.tmp" github.com/minio/minio)
+	mv "$gobin/minio.tmp" "$gobin/minio"
+	echo "$want" >"$stamp"
+	took "$start" "minio build"
+fi
+
+# moto: the Glue (and S3) emulator the Glue suite starts. moto_server on
+# PATH will do when it starts (the machines' images ship moto 5.2.1 with
+# its server's dependencies); else a virtual environment in the user cache,
+# where internal/testenv also looks, gets moto[server] from pip. Debian's
+# Python refuses pip installs outside a virtual environment (PEP 668), and
+# bookworm packages no moto.
+moto_version=5.2.1
+moto_venv="${XDG_CACHE_HOME:-$HOME/.cache}/floe/moto"
+if command -v moto_server >/dev/null && moto_server --help >/dev/null 2>&1; then
+	echo "install-servers: moto_server present ($(command -v moto_server))"
+elif [[ -x "$moto_venv/bin/moto_server" ]] && "$moto_venv/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$moto_version')" 2>/dev/null; then
+	echo "install-servers: moto $moto_version present in $moto_venv"
+else
+	echo "install-servers: installing moto[server] $moto_version with pip into $moto_venv"
+	start=$SECONDS
+	if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
+		apt_install python3 python3-venv python3-pip
+	fi
+	rm -rf "$moto_venv"
+	python3 -m venv "$moto_venv"
+	"$moto_venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$moto_version" || {
+		echo "install-servers: pip could not install moto[server] $moto_version (is PyPI reachable?); the Glue suite needs moto_server" >&2
+		exit 1
+	}
+	"$moto_venv/bin/moto_server" --help >/dev/null || { echo "install-servers: moto installed but $moto_venv/bin/moto_server does not start" >&2; exit 1; }
+	took "$start" moto
 fi

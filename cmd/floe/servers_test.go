@@ -69,8 +69,9 @@ func newGlueEnv(t *testing.T, s3 func(testing.TB) *testenv.S3Server) *s3Env {
 //   - the table's data and metadata are objects of the bucket;
 //   - floe audit at every level (ledger, files, rows, broker, content)
 //     finds nothing;
-//   - floe where finds the data file holding an offset, floe as-of the
-//     exact table at a position, floe status no lag;
+//   - floe where finds the data file holding an offset, floe files lists
+//     it among the snapshot's, floe as-of gives the exact table at a
+//     position, floe status no lag;
 //   - floe replay rebuilds the table on the same server, auditable too;
 //   - floe maintain expires every snapshot but the last, archiving the
 //     ledger first, and deletes an orphan data file: the audit, where and a
@@ -153,6 +154,24 @@ func serverStory(t *testing.T, e *s3Env) {
 	}
 	before := where()
 
+	out := mustFloe(t, append([]string{"files", "--table", "lake.orders", "--json"}, loc...)...)
+	var files lookup.FilesResult
+	if err := json.Unmarshal([]byte(out), &files); err != nil {
+		t.Fatalf("floe files --json: %v\n%s", err, out)
+	}
+	total := int64(0)
+	for _, n := range count {
+		total += n
+	}
+	holds := false
+	for _, f := range files.Files {
+		holds = holds || f.Path == before.File
+	}
+	if files.Records != total || !holds {
+		t.Errorf("floe files: %d records in %d files, the one where named among them: %v; want %d records",
+			files.Records, len(files.Files), holds, total)
+	}
+
 	rows := filepath.Join(t.TempDir(), "asof.jsonl")
 	mustFloe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "orders/0=100,orders/1=50,orders/2=0", "--rows", "--output", rows}, loc...)...)
 	if b, err := os.ReadFile(rows); err != nil || strings.Count(string(b), "\n") != 150 {
@@ -181,7 +200,7 @@ func serverStory(t *testing.T, e *s3Env) {
 	orphan := "warehouse/lake.db/orders/data/orphan-of-a-crashed-writer.parquet"
 	e.put(t, orphan, []byte("PAR1 not committed"))
 	time.Sleep(10 * time.Millisecond)
-	out := mustFloe(t, append([]string{"maintain", "--table", "lake.orders", "--expire-older-than", "0", "--retain-last", "1",
+	out = mustFloe(t, append([]string{"maintain", "--table", "lake.orders", "--expire-older-than", "0", "--retain-last", "1",
 		"--remove-orphans", "--orphan-min-age", "1ms"}, loc...)...)
 	if !strings.Contains(out, "orphan data files deleted: 1 ") || !strings.Contains(out, "s3://lake/"+orphan) {
 		t.Errorf("maintain did not delete the orphan %s:\n%s", orphan, out)

@@ -107,6 +107,23 @@ func (s *S3Server) Stop() {
 	s.proc = nil
 }
 
+// CPUTime returns the user and system CPU time the server's running
+// process has used since it started, so that a benchmark can count the
+// server's work beside its own. It is an error when the server is stopped
+// or off Linux.
+func (s *S3Server) CPUTime() (time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.exited() {
+		return 0, fmt.Errorf("%s is not running", s.Kind)
+	}
+	d, err := processCPU(s.proc.cmd.Process.Pid)
+	if err != nil {
+		return 0, fmt.Errorf("CPU time of %s: %w", s.Kind, err)
+	}
+	return d, nil
+}
+
 // Start starts the server again after Stop, on the same port and directory
 // with the same keys, and waits until it answers. It does nothing when the
 // server runs. A failure fails the test with t.Errorf, so Start is safe to

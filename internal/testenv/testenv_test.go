@@ -14,9 +14,39 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// TestProcessCPU burns about 200 ms of CPU and reads this process's CPU
+// time from /proc as S3Server.CPUTime does for a server's.
+func TestProcessCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	before, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ru syscall.Rusage
+	cpu := func() time.Duration {
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for start := cpu(); cpu()-start < 200*time.Millisecond; {
+	}
+	after, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ticks are 10 ms: allow for two at either end.
+	if d := after - before; d < 160*time.Millisecond {
+		t.Errorf("processCPU grew by %s over 200 ms of CPU", d)
+	}
+}
 
 func TestAWSEscape(t *testing.T) {
 	for in, want := range map[string]string{
@@ -135,6 +165,10 @@ func checkS3Server(t *testing.T, s *S3Server) {
 		do("PUT", "/byhand/x", []byte("x"), 200)
 	}
 
+	if d, err := s.CPUTime(); err != nil || d < 0 {
+		t.Errorf("CPUTime = %s, %v", d, err)
+	}
+
 	// Stop makes it vanish; Start brings it back on the same port, with
 	// the data where the server keeps it.
 	s.Stop()
@@ -142,6 +176,9 @@ func checkS3Server(t *testing.T, s *S3Server) {
 		t.Fatal("server still answers after Stop")
 	}
 	s.Stop() // idempotent
+	if _, err := s.CPUTime(); err == nil {
+		t.Error("CPUTime of a stopped server: no error")
+	}
 	start := time.Now()
 	s.Start()
 	t.Logf("%s restarted in %s", s.Kind, time.Since(start).Round(time.Millisecond))

@@ -93,36 +93,32 @@ else
 fi
 
 gobin="$(go env GOPATH | cut -d: -f1)/bin"
-want="$(awk '$1 == "github.com/versity/versitygw" { print $2 }' "$repo/tools/go.mod")"
-stamp="$gobin/.versitygw.version"
-if [[ -x "$gobin/versitygw" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-	echo "install-servers: versitygw $want present in $gobin"
-else
-	echo "install-servers: building versitygw $want into $gobin (about a minute)"
-	mkdir -p "$gobin"
-	start=$SECONDS
-	(cd "$repo/tools" && GOWORK=off go build -o "$gobin/versitygw.tmp" github.com/versity/versitygw/cmd/versitygw)
-	mv "$gobin/versitygw.tmp" "$gobin/versitygw"
-	echo "$want" >"$stamp"
-	took "$start" "versitygw build"
-fi
 
-# MinIO: the same, from a tools module of its own, so that the several
-# hundred modules MinIO needs (pinned in tools/minio/go.sum) stay out of
-# versitygw's and floe's module graphs.
-want="$(awk '$1 == "github.com/minio/minio" { print $2 }' "$repo/tools/minio/go.mod")"
-stamp="$gobin/.minio.version"
-if [[ -x "$gobin/minio" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-	echo "install-servers: minio $want present in $gobin"
-else
-	echo "install-servers: building minio $want into $gobin (about five minutes on two cores)"
+# build_tool NAME DIR PACKAGE MODULE HOW_LONG builds command NAME from
+# PACKAGE of the tools module in $repo/DIR into $gobin, unless the binary
+# there carries a stamp of the version of MODULE that DIR/go.mod pins.
+build_tool() {
+	local name=$1 dir=$2 pkg=$3 module=$4 how_long=$5 want stamp start
+	want="$(awk -v m="$module" '$1 == m { print $2 }' "$repo/$dir/go.mod")"
+	stamp="$gobin/.$name.version"
+	if [[ -x "$gobin/$name" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+		echo "install-servers: $name $want present in $gobin"
+		return
+	fi
+	echo "install-servers: building $name $want into $gobin ($how_long)"
 	mkdir -p "$gobin"
 	start=$SECONDS
-	(cd "$repo/tools/minio" && GOWORK=off go build -o "$gobin/minio.tmp" github.com/minio/minio)
-	mv "$gobin/minio.tmp" "$gobin/minio"
+	(cd "$repo/$dir" && GOWORK=off go build -o "$gobin/$name.tmp" "$pkg")
+	mv "$gobin/$name.tmp" "$gobin/$name"
 	echo "$want" >"$stamp"
-	took "$start" "minio build"
-fi
+	took "$start" "$name build"
+}
+
+build_tool versitygw tools github.com/versity/versitygw/cmd/versitygw github.com/versity/versitygw "about a minute"
+# MinIO has a tools module of its own, so that the several hundred modules
+# it needs (pinned in tools/minio/go.sum) stay out of versitygw's and
+# floe's module graphs.
+build_tool minio tools/minio github.com/minio/minio github.com/minio/minio "about five minutes on two cores"
 
 # moto: the Glue (and S3) emulator the Glue suite starts. moto_server on
 # PATH will do when it starts (the machines' images ship moto 5.2.1 with

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,10 +32,6 @@ func MinIO(t testing.TB) *S3Server {
 	certs := t.TempDir()
 	return startS3(t, &S3Server{
 		Kind:             "minio",
-		AccessKey:        "floetest" + randomHex(6),
-		SecretKey:        randomHex(20),
-		Region:           "us-east-1",
-		Dir:              t.TempDir(),
 		ChecksSignatures: true,
 		KeepsData:        true,
 		command: func(s *S3Server) *exec.Cmd {
@@ -64,20 +59,12 @@ var minioMemo memo
 // minioBinary finds the MinIO binary, once per process.
 func minioBinary() (string, error) {
 	return minioMemo.get(func() (string, error) {
-		if p := os.Getenv(MinIOEnv); p != "" {
-			if !isExecutable(p) {
-				return "", fmt.Errorf("%s=%s is not an executable file", MinIOEnv, p)
-			}
-			return p, nil
+		gopathBin := filepath.Join(goPath(goCommand()), "bin", "minio")
+		p, err := findBinary(MinIOEnv, "minio", gopathBin)
+		if p == "" && err == nil {
+			err = fmt.Errorf("not in $%s, on PATH or at %s (.ci/install-servers.sh builds it from tools/minio/go.mod in about five minutes)",
+				MinIOEnv, gopathBin)
 		}
-		if p, err := exec.LookPath("minio"); err == nil {
-			return p, nil
-		}
-		p := filepath.Join(goPath(goCommand()), "bin", "minio")
-		if isExecutable(p) {
-			return p, nil
-		}
-		return "", errors.New("not in $" + MinIOEnv + ", on PATH or at " + p +
-			" (.ci/install-servers.sh builds it from tools/minio/go.mod in about five minutes)")
+		return p, err
 	})
 }

@@ -29,11 +29,7 @@ func Moto(t testing.TB) *S3Server {
 		unavailable(t, "no moto_server: %v", err)
 	}
 	return startS3(t, &S3Server{
-		Kind:      "moto",
-		AccessKey: "floetest" + randomHex(6),
-		SecretKey: randomHex(20),
-		Region:    "us-east-1",
-		Dir:       t.TempDir(),
+		Kind: "moto",
 		command: func(s *S3Server) *exec.Cmd {
 			cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(s.Port))
 			cmd.Dir = s.Dir
@@ -51,22 +47,16 @@ var motoMemo memo
 // the user cache where PATH has none.
 func motoBinary() (string, error) {
 	return motoMemo.get(func() (string, error) {
-		if p := os.Getenv(MotoEnv); p != "" {
-			if !isExecutable(p) {
-				return "", fmt.Errorf("%s=%s is not an executable file", MotoEnv, p)
-			}
-			return p, nil
-		}
-		if p, err := exec.LookPath("moto_server"); err == nil {
-			return p, nil
-		}
 		venv := "the user cache"
+		var paths []string
 		if cache, err := os.UserCacheDir(); err == nil {
 			venv = filepath.Join(cache, "floe", "moto")
-			if p := filepath.Join(venv, "bin", "moto_server"); isExecutable(p) {
-				return p, nil
-			}
+			paths = append(paths, filepath.Join(venv, "bin", "moto_server"))
 		}
-		return "", fmt.Errorf("not in $%s, on PATH or in %s (.ci/install-servers.sh installs moto[server] there with pip)", MotoEnv, venv)
+		p, err := findBinary(MotoEnv, "moto_server", paths...)
+		if p == "" && err == nil {
+			err = fmt.Errorf("not in $%s, on PATH or in %s (.ci/install-servers.sh installs moto[server] there with pip)", MotoEnv, venv)
+		}
+		return p, err
 	})
 }

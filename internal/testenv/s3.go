@@ -68,11 +68,17 @@ func S3Servers() []S3Flavor {
 	}
 }
 
-// startS3 starts s on a free port, retrying when the port was taken
-// between finding and binding it, and stops it in t.Cleanup.
+// startS3 gives s a new root account (AccessKey, SecretKey), region
+// us-east-1 and a t.TempDir() as its data directory, starts it on a free
+// port, retrying when the port was taken between finding and binding it,
+// and stops it in t.Cleanup.
 func startS3(t testing.TB, s *S3Server) *S3Server {
 	t.Helper()
 	s.t = t
+	s.AccessKey = "floetest" + randomHex(6)
+	s.SecretKey = randomHex(20)
+	s.Region = "us-east-1"
+	s.Dir = t.TempDir()
 	s.logPath = filepath.Join(t.TempDir(), s.Kind+".log")
 	t.Cleanup(func() {
 		s.Stop()

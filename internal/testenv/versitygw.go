@@ -35,10 +35,6 @@ func VersityGW(t testing.TB) *S3Server {
 	}
 	return startS3(t, &S3Server{
 		Kind:             "versitygw",
-		AccessKey:        "floetest" + randomHex(6),
-		SecretKey:        randomHex(20),
-		Region:           "us-east-1",
-		Dir:              t.TempDir(),
 		ChecksSignatures: true,
 		KeepsData:        true,
 		command: func(s *S3Server) *exec.Cmd {
@@ -71,18 +67,10 @@ var versitygwMemo memo
 // The outcome, a failure included, holds for the rest of the process.
 func versitygwBinary(t testing.TB) (string, error) {
 	return versitygwMemo.get(func() (string, error) {
-		if p := os.Getenv(VersityGWEnv); p != "" {
-			if !isExecutable(p) {
-				return "", fmt.Errorf("%s=%s is not an executable file", VersityGWEnv, p)
-			}
-			return p, nil
-		}
-		if p, err := exec.LookPath("versitygw"); err == nil {
-			return p, nil
-		}
 		goBin := goCommand()
-		if p := filepath.Join(goPath(goBin), "bin", "versitygw"); isExecutable(p) {
-			return p, nil
+		p, err := findBinary(VersityGWEnv, "versitygw", filepath.Join(goPath(goBin), "bin", "versitygw"))
+		if p != "" || err != nil {
+			return p, err
 		}
 		return buildVersityGW(t, goBin)
 	})

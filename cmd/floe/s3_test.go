@@ -148,15 +148,21 @@ func s3Errors(t *testing.T, e *s3Env) {
 	})
 }
 
-// TestS3ErrorsEveryCommand: every command that reads a table on S3 reports
-// an unreachable endpoint, rejected credentials and an unreachable catalog
-// as floe sink does, also when the warehouse for new tables is elsewhere
+// TestS3ErrorsEveryCommand: on each S3 server, every command that reads a
+// table on S3 reports an unreachable endpoint, rejected credentials and an
+// unreachable catalog as floe sink does, also when the warehouse for new
+// tables is elsewhere
 // (the table is on S3 all the same): the --s3-* flags are used and the
 // failure is named. An endpoint from the environment that does not answer
 // used to be called "catalog unreachable", and --s3-* flags without an
 // s3:// warehouse were ignored.
 func TestS3ErrorsEveryCommand(t *testing.T) {
-	e := newS3Env(t)
+	for _, f := range testenv.S3Servers() {
+		t.Run(f.Name, func(t *testing.T) { s3ErrorsEveryCommand(t, newS3EnvOn(t, f.Start)) })
+	}
+}
+
+func s3ErrorsEveryCommand(t *testing.T, e *s3Env) {
 	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
 		t.Fatal(err)
 	}

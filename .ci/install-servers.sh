@@ -16,10 +16,11 @@
 #     $(go env GOPATH)/bin (about five minutes cold on two cores; a version
 #     stamp beside it, like versitygw's, skips the build when it is current).
 #   - moto_server, from the Python package moto, which emulates Glue and S3.
-#     The machines' images ship moto 5.2.1; where it is missing, pip installs
-#     moto[server] into a virtual environment in the user cache (only where
-#     PyPI is reachable: these machines reach Debian's archive, the Go module
-#     proxy and npm, not PyPI, and Debian packages no moto).
+#     The machines' images ship moto 5.2.1 (in pyenv's Python); where it is
+#     missing, pip installs moto[server] into a virtual environment in the
+#     user cache (only where PyPI is reachable: these machines reach Debian's
+#     archive, the Go module proxy and npm, not PyPI, and Debian packages no
+#     moto).
 # Each step prints how long it took.
 # Run it before the tests with FLOE_REQUIRE_SERVERS=1, which turns a missing
 # server into a test failure instead of a skip.
@@ -122,16 +123,22 @@ build_tool minio tools/minio github.com/minio/minio github.com/minio/minio "abou
 
 # moto: the Glue (and S3) emulator the Glue suite starts. moto_server on
 # PATH will do when it starts (the machines' images ship moto 5.2.1 with
-# its server's dependencies); else a virtual environment in the user cache,
-# where internal/testenv also looks, gets moto[server] from pip. Debian's
-# Python refuses pip installs outside a virtual environment (PEP 668), and
-# bookworm packages no moto.
+# its server's dependencies, in pyenv's Python). Else internal/testenv
+# looks in $moto_venv/bin: for a pyenv moto_server whose shims are not on
+# this PATH a link goes there; failing that, a virtual environment there
+# gets moto[server] from pip (Debian's Python refuses pip installs outside
+# one, PEP 668, and bookworm packages no moto).
 moto_version=5.2.1
 moto_venv="${XDG_CACHE_HOME:-$HOME/.cache}/floe/moto"
+pyenv_moto="$(ls "${PYENV_ROOT:-$HOME/.pyenv}"/versions/*/bin/moto_server 2>/dev/null | head -n 1 || true)"
 if command -v moto_server >/dev/null && moto_server --help >/dev/null 2>&1; then
 	echo "install-servers: moto_server present ($(command -v moto_server))"
-elif [[ -x "$moto_venv/bin/moto_server" ]] && "$moto_venv/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$moto_version')" 2>/dev/null; then
-	echo "install-servers: moto $moto_version present in $moto_venv"
+elif [[ -x "$moto_venv/bin/moto_server" ]] && "$moto_venv/bin/moto_server" --help >/dev/null 2>&1; then
+	echo "install-servers: moto_server present in $moto_venv"
+elif [[ -n "$pyenv_moto" ]] && "$pyenv_moto" --help >/dev/null 2>&1; then
+	mkdir -p "$moto_venv/bin"
+	ln -sf "$pyenv_moto" "$moto_venv/bin/moto_server"
+	echo "install-servers: moto_server present ($pyenv_moto, not on PATH: linked into $moto_venv/bin)"
 else
 	echo "install-servers: installing moto[server] $moto_version with pip into $moto_venv"
 	start=$SECONDS

@@ -16,6 +16,6 @@
 // in tools/go.mod and built from it on demand; MinIO is pinned in
 // tools/minio/go.mod and built by .ci/install-servers.sh (never on demand:
 // it takes about five minutes); moto_server comes from the Python package
-// moto (on PATH, or in the virtual environment .ci/install-servers.sh
-// makes in the user cache); PostgreSQL comes from the Debian packages.
+// moto (on PATH, or where .ci/install-servers.sh puts it in the user
+// cache); PostgreSQL comes from the Debian packages.
 package testenv

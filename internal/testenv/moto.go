@@ -43,8 +43,9 @@ func Moto(t testing.TB) *S3Server {
 var motoMemo memo
 
 // motoBinary finds moto_server, once per process: $FLOE_MOTO_SERVER, else
-// on PATH, else in the virtual environment .ci/install-servers.sh makes in
-// the user cache where PATH has none.
+// on PATH, else in floe/moto/bin of the user cache, where
+// .ci/install-servers.sh links an installed moto_server that is not on
+// PATH, or installs moto[server] into a virtual environment.
 func motoBinary() (string, error) {
 	return motoMemo.get(func() (string, error) {
 		venv := "the user cache"
@@ -55,7 +56,7 @@ func motoBinary() (string, error) {
 		}
 		p, err := findBinary(MotoEnv, "moto_server", paths...)
 		if p == "" && err == nil {
-			err = fmt.Errorf("not in $%s, on PATH or in %s (.ci/install-servers.sh installs moto[server] there with pip)", MotoEnv, venv)
+			err = fmt.Errorf("not in $%s, on PATH or in %s (.ci/install-servers.sh puts it there)", MotoEnv, venv)
 		}
 		return p, err
 	})

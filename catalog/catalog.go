@@ -312,8 +312,11 @@ func openPostgres(ctx context.Context, name, spec string, props iceberg.Properti
 	props[sqlcat.DriverKey] = "pg" // bun's pgdriver, registered by its import
 	props[sqlcat.DialectKey] = string(sqlcat.Postgres)
 	maps.Copy(props, extra)
-	// Processes starting together race to create the catalog's tables;
-	// PostgreSQL reports the loser as a unique violation. Retry once.
+	// Processes starting together race to create the catalog's tables:
+	// CREATE TABLE IF NOT EXISTS is not safe against a concurrent one, and
+	// PostgreSQL reports the loser as a unique violation (on pg_type) or,
+	// when the other's table type is already committed, as
+	// duplicate_object (42710) or duplicate_table (42P07). Retry.
 	var (
 		cat icecat.Catalog
 		err error
@@ -321,7 +324,10 @@ func openPostgres(ctx context.Context, name, spec string, props iceberg.Properti
 	for attempt := 0; attempt < 3; attempt++ {
 		cat, err = icecat.Load(ctx, name, props)
 		var pgErr pgdriver.Error
-		if err == nil || !errors.As(err, &pgErr) || !pgErr.IntegrityViolation() {
+		if err == nil || !errors.As(err, &pgErr) {
+			break
+		}
+		if code := pgErr.Field('C'); !pgErr.IntegrityViolation() && code != "42710" && code != "42P07" {
 			break
 		}
 	}

@@ -43,29 +43,9 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 }
 
 func benchSinkVsConsume(b *testing.B, e *env) {
-	n := 1_000_000
-	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	const partitions = 4
+	n := benchRecords(b)
 	const topic = "bench"
-	e.Topic(topic, partitions, nil)
-	value := make([]byte, 160)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
-	batch := make([]*kgo.Record, 0, 10_000)
-	for i := range n {
-		batch = append(batch, &kgo.Record{Topic: topic, Partition: int32(i % partitions),
-			Key:       fmt.Appendf(nil, "key-%08d", i),
-			Value:     value,
-			Headers:   []kgo.RecordHeader{{Key: "src", Value: []byte("bench")}},
-			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))})
-		if len(batch) == cap(batch) || i == n-1 {
-			e.Produce(batch)
-			batch = batch[:0]
-		}
-	}
+	produceBench(e, topic, n)
 	ends := e.endOffsets(topic)
 	b.ResetTimer()
 	var consumeSec, sinkSec float64
@@ -185,6 +165,44 @@ func brokerChild() int {
 	return 0
 }
 
+// benchRecords is FLOE_BENCH_RECORDS, the number of records a benchmark
+// sinks, 1,000,000 by default.
+func benchRecords(b *testing.B) int {
+	s := os.Getenv("FLOE_BENCH_RECORDS")
+	if s == "" {
+		return 1_000_000
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		b.Fatalf("FLOE_BENCH_RECORDS=%q: want a positive count", s)
+	}
+	return n
+}
+
+// produceBench creates topic with 4 partitions and produces n records of
+// about 200 bytes round-robin: a 14-byte key, a 160-byte value and one
+// header, timestamps a millisecond apart.
+func produceBench(e *env, topic string, n int) {
+	const partitions = 4
+	e.Topic(topic, partitions, nil)
+	value := make([]byte, 160)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	batch := make([]*kgo.Record, 0, 10_000)
+	for i := range n {
+		batch = append(batch, &kgo.Record{Topic: topic, Partition: int32(i % partitions),
+			Key:       fmt.Appendf(nil, "key-%08d", i),
+			Value:     value,
+			Headers:   []kgo.RecordHeader{{Key: "src", Value: []byte("bench")}},
+			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))})
+		if len(batch) == cap(batch) || i == n-1 {
+			e.Produce(batch)
+			batch = batch[:0]
+		}
+	}
+}
+
 // consumeAll reads every partition to its end offset with a plain franz-go
 // consumer, as the baseline a sink cannot beat.
 func consumeAll(b *testing.B, e *env, topic string, ends map[mapping.TopicPartition]int64) int {
@@ -241,10 +259,7 @@ const benchOrderSchema = `{"type":"record","name":"Order","namespace":"bench","f
 //
 //	go test ./connector/ -run '^$' -bench TypedVsRaw -benchtime 1x
 func BenchmarkTypedVsRaw(b *testing.B) {
-	n := 1_000_000
-	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := benchRecords(b)
 	const partitions, topic = 4, "orders"
 	e := newEnv(b)
 	e.Topic(topic, partitions, nil)

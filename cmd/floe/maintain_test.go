@@ -25,6 +25,7 @@ import (
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
@@ -432,13 +433,19 @@ func TestMaintainRepairsTruncatedLedger(t *testing.T) {
 	}
 }
 
-// TestS3MaintainRemovesDebris: on s3://, where the storage lists objects
-// as URIs rather than local paths, floe maintain --remove-orphans finds
-// and deletes a lost commit's metadata object (written as iceberg-go's SQL
-// catalog writes it before its compare-and-swap fails) and a killed
-// maintain run's archive, and keeps what the table references.
+// TestS3MaintainRemovesDebris: on s3:// of each S3 server, where the
+// storage lists objects as URIs rather than local paths, floe maintain
+// --remove-orphans finds and deletes a lost commit's metadata object
+// (written as iceberg-go's SQL catalog writes it before its
+// compare-and-swap fails) and a killed maintain run's archive, and keeps
+// what the table references.
 func TestS3MaintainRemovesDebris(t *testing.T) {
-	e := newS3Env(t)
+	for _, f := range testenv.S3Servers() {
+		t.Run(f.Name, func(t *testing.T) { s3MaintainRemovesDebris(t, newS3EnvOn(t, f.Start)) })
+	}
+}
+
+func s3MaintainRemovesDebris(t *testing.T, e *s3Env) {
 	cat, err := catalog.Open(t.Context(), e.catalogConfig())
 	if err != nil {
 		t.Fatal(err)

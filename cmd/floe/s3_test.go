@@ -2,27 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
-	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
-	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// s3Env is a test's real S3 server (versitygw) with a bucket, an embedded
-// broker and a SQLite catalog file.
+// s3Env is a test's real S3 server with a bucket, an embedded broker and
+// a catalog: a SQLite catalog file, or "glue" (moto's, newGlueEnv).
 type s3Env struct {
 	s3      *testenv.S3Server
 	brokers []string
@@ -30,13 +25,17 @@ type s3Env struct {
 	bucket  string
 }
 
-// newS3Env starts versitygw and a broker. The AWS standard environment
-// points at versitygw (AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, ...), as a
-// user would configure it; instance metadata is disabled so that no
-// credential lookup leaves the machine.
-func newS3Env(t *testing.T) *s3Env {
+// newS3Env starts versitygw and a broker (newS3EnvOn).
+func newS3Env(t *testing.T) *s3Env { return newS3EnvOn(t, testenv.VersityGW) }
+
+// newS3EnvOn starts the S3 server start starts, with bucket "lake", and a
+// broker. The AWS standard environment points at the server
+// (AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, ...), as a user would configure
+// it; instance metadata is disabled so that no credential lookup leaves
+// the machine.
+func newS3EnvOn(t *testing.T, start func(testing.TB) *testenv.S3Server) *s3Env {
 	t.Helper()
-	srv := testenv.VersityGW(t)
+	srv := start(t)
 	srv.CreateBucket(t, "lake")
 	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -58,7 +57,7 @@ func isolateAWS(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	for _, v := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_S3_ENDPOINT",
+	for _, v := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_GLUE", "AWS_S3_ENDPOINT",
 		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
 		t.Setenv(v, "")
 	}
@@ -77,84 +76,18 @@ func (e *s3Env) sinkArgs(topic, table string, extra ...string) []string {
 		"--catalog", e.catalog, "--warehouse", e.warehouse()}, extra...)
 }
 
-// TestS3Sink sinks into an s3:// warehouse on versitygw configured only by
-// the AWS standard environment variables, resumes, and reads the table back:
-// the ledger and the rows are complete, the data and metadata files are
-// objects of the bucket, the audit (rows and broker content) finds nothing,
-// floe replay rebuilds the table on s3://, and floe status reads it.
-func TestS3Sink(t *testing.T) {
-	e := newS3Env(t)
-	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	count := map[int32]int64{}
-	produceRound(t, e.brokers, "orders", 3, 600, count)
-	mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end", "--flush-records", "250")...)
-	produceRound(t, e.brokers, "orders", 3, 90, count)
-	out := mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
-	if !strings.Contains(out, "90 rows") {
-		t.Errorf("resume should add the 90 new records:\n%s", out)
-	}
-	ledger := checkTable(t, e.catalogConfig(), "lake.orders", "orders", count)
-	if len(ledger.Commits) < 3 {
-		t.Errorf("%d commits, want at least 3 (600 records by 250, then 90)", len(ledger.Commits))
-	}
-
-	// The files are the gateway's objects: bucket lake, prefix warehouse/lake.db/orders.
-	tbl := openTable(t, e.catalogConfig(), "lake.orders")
-	if loc := tbl.Iceberg().MetadataLocation(); !strings.HasPrefix(loc, "s3://lake/warehouse/lake.db/orders/metadata/") {
-		t.Errorf("metadata location %s", loc)
-	}
-	resp, err := e.s3.Do(t.Context(), "GET", "/lake?list-type=2&prefix=warehouse/lake.db/orders/data/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	listing, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || !strings.Contains(string(listing), ".parquet") {
-		t.Errorf("no Parquet object listed under the table's data prefix: %s %v %s", resp.Status, err, listing)
-	}
-
-	// Audit on s3:// at every level, the broker's included (the audit
-	// package; its command is being built).
-	b, err := connector.Dial(t.Context(), e.brokers, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows, Broker: b, VerifyContent: true})
-	if err != nil {
-		t.Fatalf("audit: %v", err)
-	}
-	if !rep.Complete() {
-		t.Errorf("audit of the s3:// table found %d findings: %+v", len(rep.Findings), rep.Findings)
-	}
-
-	// Replay from offset 0 into a new table on s3://.
-	mustFloe(t, "replay", "--brokers", strings.Join(e.brokers, ","), "--topic", "orders", "--table", "lake.orders_rebuilt",
-		"--catalog", e.catalog, "--warehouse", e.warehouse())
-	checkTable(t, e.catalogConfig(), "lake.orders_rebuilt", "orders", count)
-
-	js := mustFloe(t, "status", "--brokers", strings.Join(e.brokers, ","), "--catalog", e.catalog, "--warehouse", e.warehouse(),
-		"--table", "lake.orders", "--format", "json")
-	var st lookup.TableStatus
-	if err := json.Unmarshal([]byte(js), &st); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range st.Partitions {
-		if p.Lag == nil || *p.Lag != 0 || p.EndOffset == nil || *p.EndOffset != count[p.Partition] {
-			t.Errorf("status %+v, want lag 0 at end offset %d", p, count[p.Partition])
-		}
+// TestS3Errors checks the failures users hit first, on each S3 server
+// (testenv.S3Servers), each reported at start with what to fix and without
+// leaking the secret: wrong secret key (signature mismatch), unknown access
+// key, missing bucket, endpoint unreachable, catalog unreachable, and a
+// table whose location another catalog owns.
+func TestS3Errors(t *testing.T) {
+	for _, f := range testenv.S3Servers() {
+		t.Run(f.Name, func(t *testing.T) { s3Errors(t, newS3EnvOn(t, f.Start)) })
 	}
 }
 
-// TestS3Errors checks the failures users hit first, each reported at start
-// with what to fix and without leaking the secret: wrong secret key
-// (signature mismatch), unknown access key, missing bucket, endpoint
-// unreachable, catalog unreachable, and a table whose location another
-// catalog owns.
-func TestS3Errors(t *testing.T) {
-	e := newS3Env(t)
+func s3Errors(t *testing.T, e *s3Env) {
 	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -215,15 +148,21 @@ func TestS3Errors(t *testing.T) {
 	})
 }
 
-// TestS3ErrorsEveryCommand: every command that reads a table on S3 reports
-// an unreachable endpoint, rejected credentials and an unreachable catalog
-// as floe sink does, also when the warehouse for new tables is elsewhere
+// TestS3ErrorsEveryCommand: on each S3 server, every command that reads a
+// table on S3 reports an unreachable endpoint, rejected credentials and an
+// unreachable catalog as floe sink does, also when the warehouse for new
+// tables is elsewhere
 // (the table is on S3 all the same): the --s3-* flags are used and the
 // failure is named. An endpoint from the environment that does not answer
 // used to be called "catalog unreachable", and --s3-* flags without an
 // s3:// warehouse were ignored.
 func TestS3ErrorsEveryCommand(t *testing.T) {
-	e := newS3Env(t)
+	for _, f := range testenv.S3Servers() {
+		t.Run(f.Name, func(t *testing.T) { s3ErrorsEveryCommand(t, newS3EnvOn(t, f.Start)) })
+	}
+}
+
+func s3ErrorsEveryCommand(t *testing.T, e *s3Env) {
 	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +232,7 @@ func TestS3ErrorsEveryCommand(t *testing.T) {
 	checkTable(t, e.catalogConfig(), "lake.orders", "orders", count)
 }
 
-// TestS3ServerDisappearsMidFlush kills the S3 server (SIGKILL) for about
+// TestS3ServerDisappearsMidFlush kills each S3 server (SIGKILL) for about
 // two seconds while a live sink flushes every few hundred milliseconds
 // under a steady stream of records, then starts it again. The sink rides
 // the outage out: it retries from the ledger (it used to exit 2, 22 times
@@ -301,8 +240,12 @@ func TestS3ErrorsEveryCommand(t *testing.T) {
 // back, and ends with every record in the table exactly once, without a
 // restart.
 func TestS3ServerDisappearsMidFlush(t *testing.T) {
-	e := newS3Env(t)
-	rideOutOutage(t, e, e.s3.Stop, e.s3.Start)
+	for _, f := range testenv.S3Servers() {
+		t.Run(f.Name, func(t *testing.T) {
+			e := newS3EnvOn(t, f.Start)
+			rideOutOutage(t, e, e.s3.Stop, e.s3.Start)
+		})
+	}
 }
 
 // rideOutOutage runs a live sink of a fresh topic into lake.orders under a

@@ -147,6 +147,28 @@ func (m *memo) get(f func() (string, error)) (string, error) {
 }
 
 // isExecutable reports whether path is a regular file with an execute bit.
+// findBinary returns the server binary to use: $env when it is set (then
+// it must be an executable file), else name on PATH, else the first of
+// paths that is an executable file. It returns "" and no error when there
+// is none: the caller says where it should have been, or builds it.
+func findBinary(env, name string, paths ...string) (string, error) {
+	if p := os.Getenv(env); p != "" {
+		if !isExecutable(p) {
+			return "", fmt.Errorf("%s=%s is not an executable file", env, p)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, p := range paths {
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", nil
+}
+
 func isExecutable(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0

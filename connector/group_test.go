@@ -1,0 +1,203 @@
+package connector_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// member is one in-process group member: a sink with its own broker
+// connection and table handle, as a separate process would have.
+type member struct {
+	stop  context.CancelFunc
+	done  chan struct{}
+	stats connector.Stats
+	err   error
+	// assigned counts partitions assigned to it over its life.
+	assigned atomic.Int64
+}
+
+// groupConfig is a group member's configuration in these tests: short
+// flushes, and the broker's shortest session timeout.
+func groupConfig(topic, group string) connector.Config {
+	return connector.Config{Topic: topic, Group: group, FlushInterval: 300 * time.Millisecond, SessionTimeout: 6 * time.Second,
+		RebalanceTimeout: 10 * time.Second, Logger: quietLogger()}
+}
+
+// startMember runs a member sinking into table until stopped.
+func (e *env) startMember(table string, cfg connector.Config) *member {
+	e.T.Helper()
+	m := &member{done: make(chan struct{})}
+	ctx, stop := context.WithCancel(e.Ctx)
+	m.stop = stop
+	user := cfg.OnRebalance
+	cfg.OnRebalance = func(r connector.Rebalance) {
+		m.assigned.Add(int64(len(r.Assigned)))
+		if user != nil {
+			user(r)
+		}
+	}
+	b, tbl := e.Dial(), e.Table(table)
+	s, err := connector.NewSink(b, tbl, cfg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	go func() {
+		defer close(m.done)
+		m.stats, m.err = s.Run(ctx)
+	}()
+	return m
+}
+
+// halt stops a member the way SIGINT does: it commits what it consumed.
+func (m *member) halt(t testing.TB) connector.Stats {
+	t.Helper()
+	m.stop()
+	<-m.done
+	if m.err != nil {
+		t.Fatalf("member: %v", m.err)
+	}
+	return m.stats
+}
+
+// waitLedger waits until the table's ledger reaches want on every
+// partition.
+func waitLedger(t testing.TB, e *env, table string, want map[mapping.TopicPartition]int64, within time.Duration) {
+	t.Helper()
+	reader := e.Table(table)
+	deadline := time.Now().Add(within)
+	for {
+		if err := reader.Refresh(e.Ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := mustLedger(t, reader).Next()
+		behind := 0
+		for tp, n := range want {
+			if next[tp] < n {
+				behind++
+			}
+		}
+		if behind == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, %d partitions are behind: ledger %v, want %v", within, behind, next, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// auditComplete runs the row-level audit with the broker and fails on any
+// finding.
+func auditComplete(t testing.TB, e *env, tbl *snapshot.Table) {
+	t.Helper()
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Dial(), VerifyContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("audit finding: %+v", f)
+	}
+	if !rep.Complete() {
+		t.Fatal("audit: not complete")
+	}
+}
+
+// TestGroupMembersShareTopic: three members join one group one after the
+// other while records are produced, so partitions move between them
+// (cooperative rebalances revoke partitions that hold uncommitted
+// records); then one leaves. The table ends with every offset exactly
+// once, the audit is complete, every member sank something, and the
+// group's offsets equal the ledger's next offsets with the snapshot in
+// their metadata.
+func TestGroupMembersShareTopic(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "shared", "lake.shared", "floe-shared"
+	e.Topic(topic, 6, nil)
+	tbl := e.Table(table)
+	var wg sync.WaitGroup
+	produced := atomic.Int64{}
+	producing, stopProducing := context.WithCancel(e.Ctx)
+	wg.Go(func() {
+		for round := 0; producing.Err() == nil; round++ {
+			for p := range int32(6) {
+				e.Produce(records(topic, p, 50, fmt.Sprintf("r%d", round)))
+				produced.Add(50)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	var members []*member
+	for range 3 {
+		members = append(members, e.startMember(table, groupConfig(topic, group)))
+		time.Sleep(3 * time.Second)
+	}
+	// The first member leaves: its partitions are revoked, committed and
+	// taken on by the others from the ledger.
+	first := members[0].halt(t)
+	time.Sleep(2 * time.Second)
+	stopProducing()
+	wg.Wait()
+	want := e.endOffsets(topic)
+	waitLedger(t, e, table, want, 60*time.Second)
+	stats := []connector.Stats{first}
+	for _, m := range members[1:] {
+		stats = append(stats, m.halt(t))
+	}
+	rs := checkExactlyOnce(t, tbl, want)
+	if int64(len(rs)) != produced.Load() {
+		t.Fatalf("%d rows, want %d", len(rs), produced.Load())
+	}
+	auditComplete(t, e, tbl)
+	for i, s := range stats {
+		t.Logf("member %d: %d rows in %d commits, %d rebalances, %d fenced, %d partitions assigned", i, s.Records, s.Commits, s.Rebalances, s.Fenced, members[i].assigned.Load())
+		if s.Records == 0 || members[i].assigned.Load() == 0 {
+			t.Errorf("member %d sank nothing", i)
+		}
+	}
+	offs, err := kadm.NewClient(e.Dial().Client()).FetchOffsets(e.Ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := mustLedger(t, tbl).Next()
+	for tp, n := range next {
+		o, ok := offs.Lookup(topic, tp.Partition)
+		if !ok || o.Err != nil || o.At != n || len(o.Metadata) < len("floe:snapshot=") || o.Metadata[:len("floe:snapshot=")] != "floe:snapshot=" {
+			t.Errorf("%s: group offset %+v, want %d with the snapshot as metadata", tp, o, n)
+		}
+	}
+}
+
+// TestGroupConfigConflicts: group mode excludes settings that fix the
+// partitions or bound the run.
+func TestGroupConfigConflicts(t *testing.T) {
+	for _, c := range []connector.Config{
+		{Topic: "t", Group: "g", Partitions: []int32{0}},
+		{Topic: "t", Group: "g", StopAtEnd: true},
+		{Topic: "t", Group: "g", StartOffsets: map[int32]int64{0: 1}},
+		{Topic: "t", Group: "g", GroupProtocol: "eager"},
+	} {
+		err := c.Validate()
+		var ce *connector.ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%+v: %v, want a *ConfigError", c, err)
+		}
+	}
+}

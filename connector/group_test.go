@@ -201,3 +201,33 @@ func TestGroupConfigConflicts(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupConsumerProtocol: with KIP-848's consumer protocol (kfake
+// serves it) the broker's coordinator assigns the partitions; two members
+// share the topic and the table ends exactly once.
+func TestGroupConsumerProtocol(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "nextgen", "lake.nextgen", "floe-nextgen"
+	e.Topic(topic, 6, nil)
+	tbl := e.Table(table)
+	pr := e.produceContinuously(topic, 6, 20, 50*time.Millisecond)
+	var ms []*member
+	for range 2 {
+		cfg := groupConfig(topic, group)
+		cfg.GroupProtocol = connector.GroupConsumer
+		ms = append(ms, e.startMember(table, cfg))
+	}
+	waitFor(t, 60*time.Second, "both members assigned partitions", func() bool {
+		return ms[0].assigned.Load() > 0 && ms[1].assigned.Load() > 0
+	})
+	time.Sleep(time.Second)
+	produced := pr.halt()
+	want := e.endOffsets(topic)
+	waitLedger(t, e, table, want, 60*time.Second)
+	for _, m := range ms {
+		m.halt(t)
+	}
+	if rs := checkExactlyOnce(t, tbl, want); int64(len(rs)) != produced {
+		t.Fatalf("%d rows, want %d", len(rs), produced)
+	}
+}

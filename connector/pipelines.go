@@ -85,7 +85,8 @@ type TopicWatch struct {
 	// Pipeline returns the pipeline of a matching topic.
 	Pipeline func(topic string) (Pipeline, error)
 	// Every is how often the brokers' topics are listed; zero means
-	// DefaultPartitionCheck.
+	// DefaultPartitionCheck, negative only once, at start (bounded runs,
+	// which end when their sinks do).
 	Every time.Duration
 }
 
@@ -143,7 +144,7 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 	for i, p := range ps {
 		run(p, tables[i], sinks[i], func(err error) error { return ps.wrap(i, err) })
 	}
-	if w != nil {
+	if w != nil && w.Every >= 0 {
 		wg.Go(func() {
 			err := w.watch(runCtx, broker, seen, func(p Pipeline) error {
 				one := Pipelines{p}

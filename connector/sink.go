@@ -281,18 +281,18 @@ func (c *Config) checkGroup() error {
 	if c.Group == "" {
 		return nil
 	}
-	var other string
+	var want string
 	switch {
 	case c.Partitions != nil:
-		other = "Partitions (the group assigns the partitions)"
+		want = "no group together with a fixed list of partitions: the group assigns them"
 	case c.StopAtEnd || c.EndOffsets != nil:
-		other = "a bounded run (StopAtEnd, EndOffsets): a member's partitions change while it runs"
+		want = "no group in a bounded run: a member's partitions change while it runs"
 	case c.StartOffsets != nil:
-		other = "StartOffsets (a replay reads fixed partitions)"
+		want = "no group in a replay from start offsets"
 	default:
 		return nil
 	}
-	return &ConfigError{Setting: SettingGroup, Value: c.Group, Want: "no group together with " + other}
+	return &ConfigError{Setting: SettingGroup, Value: c.Group, Want: want}
 }
 
 // NewSink checks cfg and returns a sink. The broker and table stay owned by

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -71,12 +72,26 @@ func (m *member) halt(t testing.TB) connector.Stats {
 	return m.stats
 }
 
-// waitLedger waits until the table's ledger reaches want on every
-// partition.
+// waitLedger waits until the table exists and its ledger reaches want on
+// every partition. It never creates the table: the sinks do.
 func waitLedger(t testing.TB, e *env, table string, want map[mapping.TopicPartition]int64, within time.Duration) {
 	t.Helper()
-	reader := e.Table(table)
 	deadline := time.Now().Add(within)
+	cat := e.catalog()
+	ident, err := catalog.ParseIdent(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reader *snapshot.Table
+	for reader == nil {
+		reader, err = snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{})
+		switch {
+		case errors.Is(err, snapshot.ErrTableNotFound) && time.Now().Before(deadline):
+			time.Sleep(100 * time.Millisecond)
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
 	for {
 		if err := reader.Refresh(e.Ctx); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	floecat "github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -321,6 +322,16 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	}
 	for _, i := range missing {
 		t, err := snapshot.Open(ctx, cat, ps[i].Table, ps.create(i))
+		if errors.Is(err, floecat.ErrOwnedByAnotherCatalog) {
+			// Processes of one group started together race to create the
+			// table: the loser can find the winner's metadata file before
+			// the winner's catalog entry. Once the entry is in, the table
+			// opens; a location that belongs to another catalog fails
+			// again.
+			if err = sleepCtx(ctx, createRace); err == nil {
+				t, err = snapshot.Open(ctx, cat, ps[i].Table, ps.create(i))
+			}
+		}
 		if err != nil {
 			return nil, ps.wrap(i, err)
 		}
@@ -328,6 +339,10 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	}
 	return tables, nil
 }
+
+// createRace is how long a process that lost the race to create a table
+// waits for the winner's catalog entry.
+const createRace = 2 * time.Second
 
 // create is how pipeline i opens its table when it is missing.
 func (ps Pipelines) create(i int) snapshot.OpenOptions {

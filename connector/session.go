@@ -785,7 +785,15 @@ func (ss *session) flush(ctx context.Context) error {
 			ss.inflight <- closeErr
 			return
 		}
-		ss.inflight <- ss.s.commit(cctx, f, inLedger)
+		err := ss.s.commit(cctx, f, inLedger)
+		if errors.Is(err, snapshot.ErrFenced) {
+			// A commit fenced before its first attempt leaves the streamed
+			// files to the caller; removing is idempotent.
+			for _, fs := range f.Files {
+				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
+			}
+		}
+		ss.inflight <- err
 	}()
 	return nil
 }

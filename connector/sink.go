@@ -436,6 +436,17 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	if s.topicID != "" {
 		f.TopicIDs = map[string]string{s.cfg.Topic: s.topicID}
 	}
+	if s.cfg.Group != "" || s.cfg.Partitions != nil {
+		// One of several writers of the table: another's commit most
+		// likely landed while this flush's files were written. Reloading
+		// now makes the first attempt assert the current head instead of
+		// losing the race to it and writing a metadata file for nothing
+		// (BenchmarkGroupCommitConflicts). A failed reload only costs
+		// that: the commit reloads on conflict.
+		if err := s.tbl.Refresh(ctx); err != nil {
+			s.log.Debug("could not reload the table before committing", "err", err)
+		}
+	}
 	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: inLedger, DeadLetters: s.cfg.DeadLetters})
 	if _, pending := errors.AsType[*snapshot.DeadLettersPendingError](err); err != nil && !pending {
 		return err

@@ -4,11 +4,13 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestPipelinesWatchTopics: a topic watch sinks each matching topic into a
@@ -84,4 +86,35 @@ func TestPipelinesTopicsIntoOneTable(t *testing.T) {
 		t.Fatalf("%d rows, want 240", len(rs))
 	}
 	auditComplete(t, e, tbl)
+}
+
+// TestGroupMembersCreateTableTogether: members of a group started at the
+// same moment race to create their table; every one of them opens it
+// (the losers find the winner's) and the table ends exactly once.
+func TestGroupMembersCreateTableTogether(t *testing.T) {
+	e := newEnv(t)
+	const topic = "together"
+	e.Topic(topic, 3, nil)
+	for p := range int32(3) {
+		e.Produce(records(topic, p, 30, "x"))
+	}
+	ctx, stop := context.WithCancel(e.Ctx)
+	done := make(chan error, 3)
+	var started sync.WaitGroup
+	for range 3 {
+		p := pipeline("lake.together", topic, groupConfig(topic, "floe-together"))
+		started.Add(1)
+		p.OnStart = func(*snapshot.Table) { started.Done() }
+		go func() { done <- connector.Pipelines{p}.Run(ctx, e.Dial(), e.catalog()) }()
+	}
+	started.Wait()
+	want := e.endOffsets(topic)
+	waitLedger(t, e, "lake.together", want, 60*time.Second)
+	stop()
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	checkExactlyOnce(t, e.Table("lake.together"), want)
 }

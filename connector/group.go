@@ -49,10 +49,11 @@ type Rebalance struct {
 	// partitions this member lost with its membership (its session timed
 	// out, it was fenced by a newer generation).
 	Revoked, Lost []int32
-	// Committed is set for a revocation whose buffered records were
-	// committed before the partitions were given up. Otherwise (a loss, or
-	// a commit that did not finish within the rebalance timeout) they were
-	// dropped: the next owner reads them again from the ledger.
+	// Committed is set for a revocation whose consumed records were
+	// committed before the partitions were given up (or that had none).
+	// Otherwise (a loss, or a commit that did not finish within the
+	// rebalance timeout) they were dropped: the next owner reads them
+	// again from the ledger.
 	Committed bool
 }
 
@@ -225,8 +226,10 @@ func (ss *session) giveUp(ctx context.Context, ps []int32, commit bool) {
 // the next owner has not committed those partitions first, and fences
 // whichever of the two comes second.
 func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
-	committed := false
+	// A revocation with nothing consumed of its partitions drops nothing.
+	committed := commit
 	if commit && slices.ContainsFunc(ps, func(p int32) bool { return ss.parts[p] != nil && ss.parts[p].dirty() }) {
+		committed = false
 		deadline := time.Now().Add(ss.gm.revokeWithin)
 		done, err := ss.waitUntil(deadline)
 		if done && err == nil {

@@ -157,8 +157,18 @@ func TestGroupMembersShareTopic(t *testing.T) {
 		}
 	})
 	var members []*member
+	var revoked, committed atomic.Int64
 	for range 3 {
-		members = append(members, e.startMember(table, groupConfig(topic, group)))
+		cfg := groupConfig(topic, group)
+		cfg.OnRebalance = func(r connector.Rebalance) {
+			if len(r.Revoked) > 0 {
+				revoked.Add(1)
+				if r.Committed {
+					committed.Add(1)
+				}
+			}
+		}
+		members = append(members, e.startMember(table, cfg))
 		time.Sleep(3 * time.Second)
 	}
 	// The first member leaves: its partitions are revoked, committed and
@@ -183,6 +193,10 @@ func TestGroupMembersShareTopic(t *testing.T) {
 		if s.Records == 0 || members[i].assigned.Load() == 0 {
 			t.Errorf("member %d sank nothing", i)
 		}
+	}
+	t.Logf("%d revocations, %d committed what they had consumed", revoked.Load(), committed.Load())
+	if revoked.Load() == 0 || committed.Load() == 0 {
+		t.Error("no revocation committed what it had consumed")
 	}
 	offs, err := kadm.NewClient(e.Dial().Client()).FetchOffsets(e.Ctx, group)
 	if err != nil {

@@ -292,7 +292,6 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		run.OnStop = func(tbl *snapshot.Table, stats connector.Stats, err error) {
 			stopLag()
 			stopCompaction()
-			stopCompaction()
 			mp.Stopped(err)
 			// A failed pipeline's error says what happened; a summary
 			// beside it would read as a success.

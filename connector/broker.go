@@ -106,6 +106,19 @@ func (b *Broker) Topic(ctx context.Context, topic string) (Topic, error) {
 	return Topic{}, unknownTopic(topic, b.Seeds)
 }
 
+// Topics lists the topics on the brokers, sorted, without Kafka's internal
+// ones (__consumer_offsets, __transaction_state).
+func (b *Broker) Topics(ctx context.Context) ([]string, error) {
+	td, err := b.adm.ListTopics(ctx)
+	if err == nil {
+		err = td.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	return td.Names(), nil
+}
+
 // Partitions lists the partitions of topic, sorted.
 func (b *Broker) Partitions(ctx context.Context, topic string) ([]int32, error) {
 	t, err := b.Topic(ctx, topic)

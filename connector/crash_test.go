@@ -82,11 +82,23 @@ func sinkChild() int {
 	}
 	defer b.Close()
 	var consumed atomic.Int64
-	s, err := connector.NewSink(b, tbl, connector.Config{
+	cfg := connector.Config{
 		Topic: env("TOPIC"), Start: connector.Start(env("START")), StopAtEnd: env("STOP_AT_END") == "1", FlushRecords: flush,
 		FlushInterval: time.Hour, Logger: quietLogger(), DeadLetters: dlq, Registry: registry,
 		OnRecords: func(n int64) { fmt.Printf("consumed %d\n", consumed.Add(n)) },
-	})
+	}
+	if g := env("GROUP"); g != "" {
+		// A group member (group_crash_test.go) reports what happens to it.
+		cfg.Group, cfg.SessionTimeout, cfg.RebalanceTimeout = g, 6*time.Second, 10*time.Second
+		cfg.FlushInterval, _ = time.ParseDuration(env("FLUSH_INTERVAL"))
+		cfg.OnRecords = nil
+		cfg.OnFenced = func(error) { fmt.Println("fenced") }
+		cfg.OnCommit = func(r snapshot.Result) { fmt.Printf("committed %d\n", r.Rows) }
+		cfg.OnRebalance = func(r connector.Rebalance) {
+			fmt.Printf("rebalance assigned=%d revoked=%d lost=%d\n", len(r.Assigned), len(r.Revoked), len(r.Lost))
+		}
+	}
+	s, err := connector.NewSink(b, tbl, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -23,6 +23,9 @@ const (
 	SettingPartitions Setting = "Config.Partitions"
 	SettingRegistry   Setting = "Config.Registry"
 	SettingConflict   Setting = "Config.OnSchemaConflict"
+	SettingGroup      Setting = "Config.Group"
+	// SettingGroupProtocol is Config.GroupProtocol.
+	SettingGroupProtocol Setting = "Config.GroupProtocol"
 )
 
 // ConfigError reports a setting that is missing or whose value cannot be

@@ -51,6 +51,10 @@ type partition struct {
 	// checked is next as of the last retention check (-1: none counts).
 	checked int64
 	paused  bool
+	// adopted orders the partitions a group member took on
+	// (groupMember.adoptions): a poll that began before a partition was
+	// taken on may hold records fetched for an earlier ownership of it.
+	adopted uint64
 }
 
 // newPartition returns a partition that resumes at pos, stopping at end

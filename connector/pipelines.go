@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	floecat "github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -70,28 +75,46 @@ type Pipelines []Pipeline
 // failures are returned (joined, each naming its pipeline when there are
 // several).
 func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog) error {
+	return ps.RunWatching(ctx, broker, cat, nil)
+}
+
+// TopicWatch adds a pipeline for every topic whose name matches, among the
+// topics on the brokers when the run starts and those created while it
+// runs (floe sink --topic-regex).
+type TopicWatch struct {
+	Match *regexp.Regexp
+	// Pipeline returns the pipeline of a matching topic.
+	Pipeline func(topic string) (Pipeline, error)
+	// Every is how often the brokers' topics are listed; zero means
+	// DefaultPartitionCheck, negative only once, at start (bounded runs,
+	// which end when their sinks do).
+	Every time.Duration
+}
+
+// RunWatching is Run with the pipelines of w's topics (nil: none) added:
+// those on the brokers now before the run starts, those created later as
+// the watch finds them. A new topic's pipeline is checked and its table
+// opened like the others'; a failure stops every pipeline, as any sink's
+// does. Topics that ps names already are left to ps.
+func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog.Catalog, w *TopicWatch) error {
+	ps = slices.Clone(ps)
+	seen := map[string]bool{}
+	for _, p := range ps {
+		seen[p.Config.Topic] = true
+	}
+	if w != nil {
+		added, err := w.find(ctx, broker, seen)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, added...)
+	}
 	if err := ps.Check(ctx, broker); err != nil {
 		return err
 	}
-	tables, err := ps.open(ctx, cat)
+	sinks, tables, err := ps.prepare(ctx, broker, cat)
 	if err != nil {
 		return err
-	}
-	sinks := make([]*Sink, len(ps))
-	for i, p := range ps {
-		cfg := p.Config
-		if tables[i].Layout() != mapping.RawLayout && !p.NoDeadLetters {
-			name := p.DeadLetters
-			if name == nil {
-				name = snapshot.DeadLetterName(p.Table)
-			}
-			if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true); err != nil {
-				return ps.wrap(i, err)
-			}
-		}
-		if sinks[i], err = NewSink(broker, tables[i], cfg); err != nil {
-			return ps.wrap(i, err)
-		}
 	}
 
 	// A failing pipeline stops the others.
@@ -102,25 +125,140 @@ func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog
 		mu   sync.Mutex
 		errs []error
 	)
-	for i, p := range ps {
+	run := func(p Pipeline, tbl *snapshot.Table, sink *Sink, name func(error) error) {
 		wg.Go(func() {
 			if p.OnStart != nil {
-				p.OnStart(tables[i])
+				p.OnStart(tbl)
 			}
-			stats, err := sinks[i].Run(runCtx)
+			stats, err := sink.Run(runCtx)
 			mu.Lock()
 			defer mu.Unlock()
 			if p.OnStop != nil {
-				p.OnStop(tables[i], stats, err)
+				p.OnStop(tbl, stats, err)
 			}
 			if err != nil {
-				errs = append(errs, ps.wrap(i, err))
+				errs = append(errs, name(err))
+				cancel()
+			}
+		})
+	}
+	for i, p := range ps {
+		run(p, tables[i], sinks[i], func(err error) error { return ps.wrap(i, err) })
+	}
+	if w != nil && w.Every >= 0 {
+		wg.Go(func() {
+			err := w.watch(runCtx, broker, seen, func(p Pipeline) error {
+				one := Pipelines{p}
+				if err := one.Check(runCtx, broker); err != nil {
+					return err
+				}
+				sinks, tables, err := one.prepare(runCtx, broker, cat)
+				if err != nil {
+					return err
+				}
+				run(p, tables[0], sinks[0], func(err error) error { return fmt.Errorf("pipeline %s: %w", p, err) })
+				return nil
+			})
+			if err != nil && runCtx.Err() == nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// find returns the pipelines of the topics on the brokers that match and
+// are not seen yet, and marks them seen.
+func (w *TopicWatch) find(ctx context.Context, broker *Broker, seen map[string]bool) ([]Pipeline, error) {
+	topics, err := broker.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return w.match(topics, seen)
+}
+
+// match returns the pipelines of topics that match and are not seen yet,
+// and marks them seen.
+func (w *TopicWatch) match(topics []string, seen map[string]bool) ([]Pipeline, error) {
+	var out []Pipeline
+	for _, t := range topics {
+		if seen[t] || !w.Match.MatchString(t) {
+			continue
+		}
+		p, err := w.Pipeline(t)
+		if err != nil {
+			return nil, fmt.Errorf("topic %s matches %s: %w", t, w.Match, err)
+		}
+		seen[t] = true
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// watch lists the brokers' topics every w.Every until ctx ends, and starts
+// the pipeline of each new match. A failed listing is tried again at the
+// next tick: the running sinks do not depend on it.
+func (w *TopicWatch) watch(ctx context.Context, broker *Broker, seen map[string]bool, start func(Pipeline) error) error {
+	every := w.Every
+	if every <= 0 {
+		every = DefaultPartitionCheck
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		topics, err := broker.Topics(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				slog.Warn("cannot list the brokers' topics; trying again at the next check", "err", err)
+			}
+			continue
+		}
+		added, err := w.match(topics, seen)
+		if err != nil {
+			return err
+		}
+		for _, p := range added {
+			slog.Info("a new topic matches; sinking it", "pipeline", p.String())
+			if err := start(p); err != nil {
+				return fmt.Errorf("pipeline %s: %w", p, err)
+			}
+		}
+	}
+}
+
+// prepare opens every pipeline's table (and dead-letter table) and makes
+// its sink.
+func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Catalog) ([]*Sink, []*snapshot.Table, error) {
+	tables, err := ps.open(ctx, cat)
+	if err != nil {
+		return nil, nil, err
+	}
+	sinks := make([]*Sink, len(ps))
+	for i, p := range ps {
+		cfg := p.Config
+		if tables[i].Layout() != mapping.RawLayout && !p.NoDeadLetters {
+			name := p.DeadLetters
+			if name == nil {
+				name = snapshot.DeadLetterName(p.Table)
+			}
+			if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true); err != nil {
+				return nil, nil, ps.wrap(i, err)
+			}
+		}
+		if sinks[i], err = NewSink(broker, tables[i], cfg); err != nil {
+			return nil, nil, ps.wrap(i, err)
+		}
+	}
+	return sinks, tables, nil
 }
 
 // Check checks what Run checks before it opens anything: each Config, and
@@ -184,6 +322,16 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	}
 	for _, i := range missing {
 		t, err := snapshot.Open(ctx, cat, ps[i].Table, ps.create(i))
+		if errors.Is(err, floecat.ErrOwnedByAnotherCatalog) {
+			// Processes of one group started together race to create the
+			// table: the loser can find the winner's metadata file before
+			// the winner's catalog entry. Once the entry is in, the table
+			// opens; a location that belongs to another catalog fails
+			// again.
+			if err = sleepCtx(ctx, createRace); err == nil {
+				t, err = snapshot.Open(ctx, cat, ps[i].Table, ps.create(i))
+			}
+		}
 		if err != nil {
 			return nil, ps.wrap(i, err)
 		}
@@ -191,6 +339,10 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	}
 	return tables, nil
 }
+
+// createRace is how long a process that lost the race to create a table
+// waits for the winner's catalog entry.
+const createRace = 2 * time.Second
 
 // create is how pipeline i opens its table when it is missing.
 func (ps Pipelines) create(i int) snapshot.OpenOptions {

@@ -68,6 +68,9 @@ type session struct {
 	cl      *kgo.Client
 	parts   map[int32]*partition
 	bounded bool
+	// gm is the session's group membership in group mode (Config.Group),
+	// nil otherwise.
+	gm *groupMember
 
 	pending      int
 	pendingBytes int64
@@ -130,50 +133,23 @@ func (s *Sink) session(ctx context.Context) error {
 // each begins (a start range, or the head of the log lost before it),
 // before anything of them is read, so that a restart resumes them there
 // instead of evaluating --start again.
+//
+// In group mode the session starts with no partition: the group's
+// coordinator assigns them, and each assignment reads the ledger again
+// (session.adopt).
 func (s *Sink) open(ctx context.Context) (*session, error) {
+	ss := &session{s: s, parts: map[int32]*partition{}, streaming: s.tbl.Fold() == "",
+		streams: map[int32]*snapshot.Stream{}, files: map[int32][]iceberg.DataFile{}}
+	if s.cfg.Group != "" {
+		return ss, ss.joinGroup(ctx)
+	}
 	if err := s.tbl.Refresh(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.reconcileDeadLetters(ctx); err != nil {
 		return nil, err
 	}
-	ledger, err := s.tbl.Ledger()
-	if err != nil {
-		return nil, fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
-	}
-	next := ledger.Next()
-	// Partitions with nothing to do this session still report where they are.
-	s.finish(next)
-	topic, err := s.broker.Topic(ctx, s.cfg.Topic)
-	if err != nil {
-		return nil, err
-	}
-	if err := snapshot.CheckTopicID(s.tbl.Name(), ledger, s.cfg.Topic, topic.ID); err != nil {
-		return nil, err
-	}
-	s.topicID = topic.ID
-	wm, err := s.broker.Watermarks(ctx, s.cfg.Topic)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkPartitions(topic, s.cfg.Partitions); err != nil {
-		return nil, err
-	}
-	all := slices.Sorted(maps.Keys(wm))
-	if s.known == nil {
-		s.known = map[int32]bool{}
-		for _, p := range all {
-			s.known[p] = true
-		}
-	}
-	// The table began the topic in an earlier session when the ledger
-	// holds any of its partitions: every record of a partition it does
-	// not hold yet was written since (the partition was added while no
-	// sink ran, or an older floe never recorded its start).
-	begun := slices.ContainsFunc(ledger.Partitions(), func(tp mapping.TopicPartition) bool { return tp.Topic == s.cfg.Topic })
-	policy := startPolicy{start: s.cfg.Start, offsets: s.cfg.StartOffsets, replay: s.cfg.EndOffsets != nil, recordHeadLoss: s.cfg.RecordHeadLoss}
-	ss := &session{s: s, parts: map[int32]*partition{}, streaming: s.tbl.Fold() == "", base: s.tbl.Iceberg(),
-		streams: map[int32]*snapshot.Stream{}, files: map[int32][]iceberg.DataFile{}}
+	ss.base = s.tbl.Iceberg()
 	fail := func(err error) (*session, error) {
 		ss.close()
 		return nil, err
@@ -181,86 +157,39 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	if err := ss.startWriter(); err != nil {
 		return nil, err
 	}
+	st, err := s.readStart(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPartitions(st.topic, s.cfg.Partitions); err != nil {
+		return nil, err
+	}
 	var starts []mapping.Range
 	assign := map[int32]kgo.Offset{}
-	for _, p := range all {
-		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
-		w := wm[p]
-		_, resumed := next[tp]
+	for _, p := range slices.Sorted(maps.Keys(st.wm)) {
 		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) {
-			if !resumed && !begun && s.cfg.StartOffsets == nil && s.cfg.EndOffsets == nil {
-				// --start is evaluated once for the whole topic: the
-				// writers of the other partitions resume from here.
-				start, _ := s.begin(policy, tp, w, false)
-				starts = append(starts, start...)
-			}
+			starts = append(starts, st.startElsewhere(s, p)...)
 			continue
 		}
-		end := int64(-1)
-		if s.cfg.EndOffsets != nil {
-			e, ok := s.cfg.EndOffsets[p]
-			if !ok {
-				continue
-			}
-			end = e
-		} else if s.cfg.StopAtEnd {
-			end = w.LastStable
-		}
-		pos := next[tp]
-		if !resumed {
-			start, ok := s.begin(policy, tp, w, begun || !s.known[p])
-			if !ok {
-				continue
-			}
-			pos = start[len(start)-1].High
-			starts = append(starts, start...)
-		}
-		if resumed && pos > w.HighWatermark {
-			if topic.ID != "" && ledger.TopicID(s.cfg.Topic) == topic.ID {
-				// The same topic (its ID says so): a high watermark behind
-				// the ledger is a broker catching up after a leader change.
-				return fail(&watermarkBehindError{tp: tp, next: pos, high: w.HighWatermark})
-			}
-			return fail(fmt.Errorf("the ledger of %s is at offset %d of %s, but the partition ends at %d: the topic was deleted and recreated, or its log truncated; "+
-				"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark))
-		}
-		pt := newPartition(tp, pos, end)
-		if pos < w.LogStart && !pt.done() {
-			// Offsets this table should hold were deleted (a resumed
-			// partition, or one that began after the table did). Nothing
-			// was consumed in this session: a loss fails before reading.
-			// Undecided, the partition is read from pos and the fetch
-			// decides once the transaction holding it ends.
-			if _, err := s.skipDeleted(ctx, pt, pt.capped(w.LogStart), true); err != nil {
-				return fail(err)
-			}
-		}
-		if pt.done() && !pt.dirty() {
-			continue
-		}
-		if pt.rows, err = ss.newRows(); err != nil {
+		pt, start, err := ss.newPart(ctx, st, p)
+		starts = append(starts, start...)
+		if err != nil {
 			return fail(err)
 		}
-		if ss.deadLetters != nil {
-			if pt.deadLetters, err = mapping.NewDeadLetterBuilder(s.alloc, ss.deadLetters); err != nil {
-				return fail(err)
-			}
+		if pt == nil {
+			continue
 		}
 		ss.parts[p] = pt
 		if !pt.done() {
 			assign[p] = kgo.NewOffset().At(pt.next)
-			ss.bounded = ss.bounded || end >= 0
+			ss.bounded = ss.bounded || pt.end >= 0
 		}
 	}
 	s.inLedger = nil
 	if len(starts) > 0 {
 		// A fenced start (another writer started a partition elsewhere)
 		// ends the session: the next one resumes from that writer's ledger.
-		// An interrupt does not cut it short: it is one small commit.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-		err := s.commit(cctx, snapshot.Flush{Ranges: starts})
-		cancel()
-		if err != nil {
+		if err := s.commitStarts(ctx, starts); err != nil {
 			return fail(err)
 		}
 	}
@@ -271,9 +200,17 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 		return fail(nil)
 	}
 	s.log.Info("sink session started", "partitions", len(ss.parts), "consuming", len(assign))
-	opts := append(slices.Clone(s.broker.opts),
+	if ss.cl, err = kgo.NewClient(s.consumerOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: assign}))...); err != nil {
+		return fail(fmt.Errorf("create consumer: %w", err))
+	}
+	return ss, nil
+}
+
+// consumerOpts are the options of the session's consumer, with how it
+// gets its partitions.
+func (s *Sink) consumerOpts(which ...kgo.Opt) []kgo.Opt {
+	return append(append(slices.Clone(s.broker.opts),
 		kgo.SeedBrokers(s.broker.Seeds...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: assign}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Control records occupy offsets; seeing them lets a range end
 		// exactly at a commit marker.
@@ -285,11 +222,134 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 		// is part of the sink's memory, which rows streamed into files no
 		// longer dominate.
 		kgo.FetchMaxBytes(fetchMaxBytes),
-	)
-	if ss.cl, err = kgo.NewClient(opts...); err != nil {
-		return fail(fmt.Errorf("create consumer: %w", err))
+	), which...)
+}
+
+// commitStarts commits the start ranges of partitions the ledger did not
+// have. An interrupt does not cut it short: it is one small commit.
+func (s *Sink) commitStarts(ctx context.Context, starts []mapping.Range) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	return s.commit(cctx, snapshot.Flush{Ranges: starts}, s.inLedger)
+}
+
+// startState is what the ledger and the brokers say when partitions are
+// taken on: the ledger's next offsets, the topic and its watermarks.
+type startState struct {
+	ledger mapping.Ledger
+	next   map[mapping.TopicPartition]int64
+	topic  Topic
+	wm     map[int32]Watermarks
+	// begun is set when the ledger holds any partition of the topic: the
+	// table began the topic in an earlier session, and every record of a
+	// partition it does not hold yet was written since (the partition was
+	// added while no sink ran, or an older floe never recorded its start).
+	begun  bool
+	policy startPolicy
+}
+
+// readStart reads the ledger (of the table as last loaded) and the topic.
+func (s *Sink) readStart(ctx context.Context) (startState, error) {
+	ledger, err := s.tbl.Ledger()
+	if err != nil {
+		return startState{}, fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
 	}
-	return ss, nil
+	st := startState{ledger: ledger, next: ledger.Next(),
+		policy: startPolicy{start: s.cfg.Start, offsets: s.cfg.StartOffsets, replay: s.cfg.EndOffsets != nil, recordHeadLoss: s.cfg.RecordHeadLoss}}
+	// Partitions with nothing to do this session still report where they are.
+	s.finish(st.next)
+	if st.topic, err = s.broker.Topic(ctx, s.cfg.Topic); err != nil {
+		return startState{}, err
+	}
+	if err := snapshot.CheckTopicID(s.tbl.Name(), ledger, s.cfg.Topic, st.topic.ID); err != nil {
+		return startState{}, err
+	}
+	s.topicID = st.topic.ID
+	if st.wm, err = s.broker.Watermarks(ctx, s.cfg.Topic); err != nil {
+		return startState{}, err
+	}
+	if s.known == nil {
+		s.known = map[int32]bool{}
+		for p := range st.wm {
+			s.known[p] = true
+		}
+	}
+	st.begun = slices.ContainsFunc(ledger.Partitions(), func(tp mapping.TopicPartition) bool { return tp.Topic == s.cfg.Topic })
+	return st, nil
+}
+
+// startElsewhere returns the start of partition p, which another process
+// sinks, when the table begins the topic now: --start is evaluated once
+// for the whole topic, and the other writers resume from here.
+func (st startState) startElsewhere(s *Sink, p int32) []mapping.Range {
+	tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
+	if _, resumed := st.next[tp]; resumed || st.begun || s.cfg.StartOffsets != nil || s.cfg.EndOffsets != nil {
+		return nil
+	}
+	start, _ := s.begin(st.policy, tp, st.wm[p], false)
+	return start
+}
+
+// newPart returns the accounting of partition p, resumed at the ledger's
+// next offset or, when the ledger does not have it, begun where the start
+// policy says (start holds the ranges that record that, to commit before
+// anything of p is read). pt is nil when the run does not read p or p has
+// nothing to do.
+func (ss *session) newPart(ctx context.Context, st startState, p int32) (pt *partition, start []mapping.Range, err error) {
+	s := ss.s
+	tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
+	w := st.wm[p]
+	end := int64(-1)
+	if s.cfg.EndOffsets != nil {
+		e, ok := s.cfg.EndOffsets[p]
+		if !ok {
+			return nil, nil, nil
+		}
+		end = e
+	} else if s.cfg.StopAtEnd {
+		end = w.LastStable
+	}
+	pos, resumed := st.next[tp]
+	if !resumed {
+		var ok bool
+		if start, ok = s.begin(st.policy, tp, w, st.begun || !s.known[p]); !ok {
+			return nil, nil, nil
+		}
+		pos = start[len(start)-1].High
+	}
+	if resumed && pos > w.HighWatermark {
+		if st.topic.ID != "" && st.ledger.TopicID(s.cfg.Topic) == st.topic.ID {
+			// The same topic (its ID says so): a high watermark behind
+			// the ledger is a broker catching up after a leader change.
+			return nil, nil, &watermarkBehindError{tp: tp, next: pos, high: w.HighWatermark}
+		}
+		return nil, nil, fmt.Errorf("the ledger of %s is at offset %d of %s, but the partition ends at %d: the topic was deleted and recreated, or its log truncated; "+
+			"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark)
+	}
+	pt = newPartition(tp, pos, end)
+	if pos < w.LogStart && !pt.done() {
+		// Offsets this table should hold were deleted (a resumed
+		// partition, or one that began after the table did). Nothing
+		// was consumed in this session: a loss fails before reading.
+		// Undecided, the partition is read from pos and the fetch
+		// decides once the transaction holding it ends.
+		if _, err := s.skipDeleted(ctx, pt, pt.capped(w.LogStart), true); err != nil {
+			return nil, start, err
+		}
+	}
+	if pt.done() && !pt.dirty() {
+		return nil, start, nil
+	}
+	if pt.rows, err = ss.newRows(); err != nil {
+		return nil, start, err
+	}
+	if ss.deadLetters != nil {
+		if pt.deadLetters, err = mapping.NewDeadLetterBuilder(s.alloc, ss.deadLetters); err != nil {
+			pt.release()
+			return nil, start, err
+		}
+	}
+	return pt, start, nil
 }
 
 // begin is startPolicy.begin for the sink: it reports a head of the log
@@ -313,11 +373,24 @@ func (s *Sink) begin(policy startPolicy, tp mapping.TopicPartition, w Watermarks
 // close stops the consumer, frees the rows the session holds, and removes
 // the files of a flush that was not handed to a commit.
 func (ss *session) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if gm := ss.gm; gm != nil {
+		// Leaving the group revokes every partition: what was consumed is
+		// committed already, or is not to be.
+		gm.mu.Lock()
+		gm.closing = true
+		gm.mu.Unlock()
+		if m := ss.s.mirror; m != nil {
+			m.close()
+			ss.s.mirror = nil
+		}
+	}
 	if ss.cl != nil {
 		ss.cl.Close()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	_ = ss.wait()
+	ss.removeDoomed(ctx)
 	for _, st := range ss.streams {
 		st.Abort(ctx, ss.s.log)
 	}
@@ -331,6 +404,10 @@ func (ss *session) close() {
 }
 
 func (ss *session) allDone() bool {
+	if ss.gm != nil {
+		// A member's partitions come and go; it runs until stopped.
+		return false
+	}
 	for _, pt := range ss.parts {
 		if !pt.done() {
 			return false
@@ -353,6 +430,11 @@ func (ss *session) dirty() bool {
 // commit fails, or a check ends the session.
 func (ss *session) consume(ctx context.Context) error {
 	s := ss.s
+	if ss.gm != nil {
+		// Rebalance callbacks run only while the loop waits in a poll.
+		ss.gm.mu.Lock()
+		defer ss.gm.mu.Unlock()
+	}
 	defer func() { _ = ss.wait() }()
 	if ss.dirty() {
 		// The session began with something to commit (a loss, or offsets
@@ -368,11 +450,12 @@ func (ss *session) consume(ctx context.Context) error {
 			// A background commit failed (or finished): learn it now, not
 			// at the next flush, so as not to consume for nothing.
 			ss.inflight = nil
-			if err != nil {
+			if err := ss.survive(ctx, err); err != nil {
 				return err
 			}
 		default:
 		}
+		ss.removeDoomed(ctx)
 		if failure = ss.poll(ctx); failure != nil {
 			break
 		}
@@ -392,7 +475,7 @@ func (ss *session) consume(ctx context.Context) error {
 		}
 		if ss.pending >= s.cfg.FlushRecords || ss.pendingBytes >= s.cfg.FlushBytes ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
-			if err := ss.flush(ctx); err != nil {
+			if err := ss.survive(ctx, ss.flush(ctx)); err != nil {
 				return err
 			}
 		}
@@ -425,8 +508,30 @@ func (ss *session) poll(ctx context.Context) error {
 		wake = ss.deadline
 	}
 	pctx, cancel := context.WithDeadline(ctx, wake)
+	var polledAt uint64
+	if ss.gm != nil {
+		polledAt = ss.gm.adoptions
+		ss.gm.mu.Unlock()
+	}
 	fetches := ss.cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-ss.pending)))
 	cancel()
+	var reseek map[int32]kgo.EpochOffset
+	if ss.gm != nil {
+		ss.gm.mu.Lock()
+		// What a rebalance callback met while the loop waited.
+		if err := ss.gm.failed; err != nil {
+			ss.gm.failed = nil
+			// A reset seeks every partition again: the records in hand
+			// were fetched for positions it abandoned.
+			return ss.survive(ctx, err)
+		}
+		reseek = map[int32]kgo.EpochOffset{}
+		defer func() {
+			if len(reseek) > 0 {
+				ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.cfg.Topic: reseek})
+			}
+		}()
+	}
 	var (
 		failure     error
 		advanced    int64
@@ -445,6 +550,13 @@ func (ss *session) poll(ctx context.Context) error {
 		}
 		pt := ss.parts[fp.Partition]
 		if pt == nil {
+			return
+		}
+		if ss.gm != nil && pt.adopted > polledAt {
+			// Taken on while this poll waited: what it returned may have
+			// been fetched before, for an earlier ownership. Fetch again
+			// from the ledger's position.
+			reseek[fp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
 			return
 		}
 		for i := 0; i < len(fp.Records); i++ {
@@ -646,10 +758,12 @@ func (ss *session) flush(ctx context.Context) error {
 		f.Writer = writer
 		f.Files = map[mapping.TopicPartition][]iceberg.DataFile{}
 		for p, fs := range files {
-			f.Files[ss.parts[p].tp] = fs
+			f.Files[ss.tp(p)] = fs
 		}
 	}
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
+	// Rebalances change the partitions in the ledger while the commit runs.
+	inLedger := slices.Clone(ss.s.inLedger)
 	ss.inflight = make(chan error, 1)
 	go func() {
 		// Commit even when ctx was cancelled: an interrupt flushes what
@@ -659,7 +773,7 @@ func (ss *session) flush(ctx context.Context) error {
 		var closeErr error
 		for p, st := range streams {
 			fs, err := st.Close()
-			f.Files[ss.parts[p].tp] = append(f.Files[ss.parts[p].tp], fs...)
+			f.Files[ss.tp(p)] = append(f.Files[ss.tp(p)], fs...)
 			closeErr = errors.Join(closeErr, err)
 		}
 		if closeErr != nil {
@@ -671,9 +785,23 @@ func (ss *session) flush(ctx context.Context) error {
 			ss.inflight <- closeErr
 			return
 		}
-		ss.inflight <- ss.s.commit(cctx, f)
+		err := ss.s.commit(cctx, f, inLedger)
+		if errors.Is(err, snapshot.ErrFenced) {
+			// A commit fenced before its first attempt leaves the streamed
+			// files to the caller; removing is idempotent.
+			for _, fs := range f.Files {
+				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
+			}
+		}
+		ss.inflight <- err
 	}()
 	return nil
+}
+
+// tp names partition p of the session's topic. The flush's goroutine uses
+// it rather than the partitions map, which rebalances change meanwhile.
+func (ss *session) tp(p int32) mapping.TopicPartition {
+	return mapping.TopicPartition{Topic: ss.s.cfg.Topic, Partition: p}
 }
 
 // skipDeleted handles offsets [p.next, logStart) of a partition that
@@ -728,7 +856,8 @@ func (s *Sink) checkTopic(ctx context.Context) error {
 	if t.ID != "" && s.topicID != "" && t.ID != s.topicID {
 		return &snapshot.TopicIDError{Table: s.tbl.Name(), Topic: s.cfg.Topic, Ledger: s.topicID, Broker: t.ID}
 	}
-	if s.cfg.Partitions != nil {
+	if s.cfg.Partitions != nil || s.cfg.Group != "" {
+		// A member's partitions, added ones too, come from the group.
 		return nil
 	}
 	for _, p := range t.Partitions {

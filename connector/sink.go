@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cenkalti/backoff/v5"
 	"github.com/google/uuid"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
@@ -49,6 +48,9 @@ const (
 	DefaultFlushInterval = 30 * time.Second
 	// DefaultPartitionCheck is how often a live sink looks for new partitions.
 	DefaultPartitionCheck = time.Minute
+	// DefaultRebalanceTimeout is how long a group member has to give up
+	// revoked partitions (Kafka's rebalance.timeout.ms default).
+	DefaultRebalanceTimeout = time.Minute
 	// DefaultRetryFor is how long a sink keeps retrying transient storage,
 	// catalog and broker errors before it gives up.
 	DefaultRetryFor = 5 * time.Minute
@@ -113,9 +115,28 @@ type Config struct {
 	// was consumed but not committed is read again, never lost.
 	RetryFor time.Duration
 
-	// Group, when set, receives each commit's next offsets as consumer
-	// group offsets, for lag tooling only; resuming never reads them.
+	// Group, when set, makes the sink a member of this consumer group: the
+	// group's coordinator assigns it partitions of the topic, shared with
+	// the other members (floe processes with the same Group and table).
+	// On every assignment a partition starts at the ledger's next offset,
+	// never at the group's committed offset; a revoked partition's records
+	// are committed before it is given up (within RebalanceTimeout) or
+	// dropped. The group's offsets are written after each commit, with
+	// the snapshot id as their metadata ("floe:snapshot=ID"), for lag
+	// tooling only. Group excludes Partitions, StopAtEnd, StartOffsets
+	// and EndOffsets.
 	Group string
+	// GroupProtocol is the group protocol; empty means GroupClassic.
+	GroupProtocol GroupProtocol
+	// SessionTimeout is how long the group waits for a silent member
+	// before it reassigns its partitions; zero means Kafka's default,
+	// 45s. RebalanceTimeout is how long members have to give partitions
+	// up in a rebalance (a revocation's commit included); zero means
+	// DefaultRebalanceTimeout.
+	SessionTimeout, RebalanceTimeout time.Duration
+	// OnRebalance, when set, is called in group mode each time partitions
+	// are assigned to, revoked from or lost by this member.
+	OnRebalance func(Rebalance)
 
 	// PartitionCheck is how often a live sink of a whole topic looks for
 	// partitions added to it; zero means DefaultPartitionCheck.
@@ -150,7 +171,10 @@ type Stats struct {
 	Commits     int
 	Files       int
 	Fenced      int // times another writer fenced this one
-	Retries     int // sessions started again after a transient error
+	// Rebalances counts the assignments, revocations and losses of
+	// partitions in group mode.
+	Rebalances int
+	Retries    int // sessions started again after a transient error
 	// Next is each partition's next offset in the ledger when the run ended.
 	Next map[mapping.TopicPartition]int64
 	// HeadLost lists partitions whose log began above offset 0.
@@ -177,6 +201,9 @@ type Sink struct {
 	inLedger []mapping.TopicPartition
 	// dec decodes records of a table whose layout is not raw; nil for raw.
 	dec *decoder
+	// mirror writes each commit's next offsets into the consumer group in
+	// group mode; nil otherwise.
+	mirror *offsetMirror
 	// dlqs are the dead-letter tables the ledger names (and the sink's
 	// own), by name, opened on first use.
 	dlqs map[string]*snapshot.Table
@@ -223,6 +250,9 @@ func (c *Config) normalize() error {
 	default:
 		return &ConfigError{Setting: SettingConflict, Value: string(c.OnSchemaConflict), Want: "dead-letter or fail"}
 	}
+	if err := c.checkGroup(); err != nil {
+		return err
+	}
 	if c.PartitionCheck <= 0 {
 		c.PartitionCheck = DefaultPartitionCheck
 	}
@@ -237,6 +267,32 @@ func (c *Config) normalize() error {
 		c.Logger = slog.Default()
 	}
 	return nil
+}
+
+// checkGroup checks the group mode settings.
+func (c *Config) checkGroup() error {
+	switch c.GroupProtocol {
+	case "":
+		c.GroupProtocol = GroupClassic
+	case GroupClassic, GroupConsumer:
+	default:
+		return &ConfigError{Setting: SettingGroupProtocol, Value: string(c.GroupProtocol), Want: "classic or consumer"}
+	}
+	if c.Group == "" {
+		return nil
+	}
+	var want string
+	switch {
+	case c.Partitions != nil:
+		want = "no group together with a fixed list of partitions: the group assigns them"
+	case c.StopAtEnd || c.EndOffsets != nil:
+		want = "no group in a bounded run: a member's partitions change while it runs"
+	case c.StartOffsets != nil:
+		want = "no group in a replay from start offsets"
+	default:
+		return nil
+	}
+	return &ConfigError{Setting: SettingGroup, Value: c.Group, Want: want}
 }
 
 // NewSink checks cfg and returns a sink. The broker and table stay owned by
@@ -342,11 +398,7 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 		}
 		if errors.Is(err, snapshot.ErrFenced) {
 			restart = true
-			s.stats.Fenced++
-			if s.cfg.OnFenced != nil {
-				s.cfg.OnFenced(err)
-			}
-			s.log.Warn("fenced by another writer; re-reading the ledger and re-seeking", "err", err)
+			s.fenced(err)
 		}
 		if restart {
 			if ctx.Err() != nil {
@@ -375,14 +427,27 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// commit commits one flush in one snapshot, recording the topic's ID. A
-// failure ends the session: the next one resumes from the ledger, so the
-// ranges take advanced past are never lost.
-func (s *Sink) commit(ctx context.Context, f snapshot.Flush) error {
+// commit commits one flush in one snapshot, recording the topic's ID;
+// inLedger are the partitions the session read in the ledger
+// (snapshot.CommitOptions.InLedger). A failure ends the session (in group
+// mode a fence only resets it): the next one resumes from the ledger, so
+// the ranges take advanced past are never lost.
+func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.TopicPartition) error {
 	if s.topicID != "" {
 		f.TopicIDs = map[string]string{s.cfg.Topic: s.topicID}
 	}
-	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: s.inLedger, DeadLetters: s.cfg.DeadLetters})
+	if s.cfg.Group != "" || s.cfg.Partitions != nil {
+		// One of several writers of the table: another's commit most
+		// likely landed while this flush's files were written. Reloading
+		// now makes the first attempt assert the current head instead of
+		// losing the race to it and writing a metadata file for nothing
+		// (BenchmarkGroupCommitConflicts). A failed reload only costs
+		// that: the commit reloads on conflict.
+		if err := s.tbl.Refresh(ctx); err != nil {
+			s.log.Debug("could not reload the table before committing", "err", err)
+		}
+	}
+	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: inLedger, DeadLetters: s.cfg.DeadLetters})
 	if _, pending := errors.AsType[*snapshot.DeadLettersPendingError](err); err != nil && !pending {
 		return err
 	}
@@ -406,31 +471,10 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush) error {
 	if s.cfg.OnCommit != nil {
 		s.cfg.OnCommit(res)
 	}
-	s.commitGroupOffsets(ctx, res.Commit.Ranges)
+	if s.mirror != nil {
+		s.mirror.add(res.Commit)
+	}
 	return err
-}
-
-// commitGroupOffsets mirrors the committed ranges into the consumer group,
-// so that standard lag tooling (kafka-consumer-groups, Burrow, exporters)
-// sees the sink's progress. The group is never read back: the ledger alone
-// says where to resume, so a failure here only costs a warning.
-func (s *Sink) commitGroupOffsets(ctx context.Context, ranges []mapping.Range) {
-	if s.cfg.Group == "" {
-		return
-	}
-	var offs kadm.Offsets
-	for _, r := range ranges {
-		if o, ok := offs.Lookup(r.Topic, r.Partition); !ok || r.High > o.At {
-			offs.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.High, LeaderEpoch: -1})
-		}
-	}
-	resp, err := s.broker.adm.CommitOffsets(ctx, s.cfg.Group, offs)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		s.log.Warn("could not mirror committed offsets into the consumer group (resuming does not depend on it)", "group", s.cfg.Group, "err", err)
-	}
 }
 
 func (s *Sink) finish(next map[mapping.TopicPartition]int64) {

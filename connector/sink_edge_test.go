@@ -146,30 +146,6 @@ func TestSinkRefusesRecreatedTopic(t *testing.T) {
 	}
 }
 
-// TestSinkMirrorsGroupOffsets: with a group, each commit's next offsets
-// reach the consumer group for lag tooling.
-func TestSinkMirrorsGroupOffsets(t *testing.T) {
-	e := newEnv(t)
-	const topic, group = "lagged", "floe-lake-lagged"
-	e.Topic(topic, 2, nil)
-	e.Produce(records(topic, 0, 40, "a"))
-	e.Produce(records(topic, 1, 25, "a"))
-	tbl := e.Table("lake.lagged")
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, Group: group}); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := kadm.NewClient(e.Dial().Client()).FetchOffsets(e.Ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for tp, end := range e.endOffsets(topic) {
-		o, ok := resp.Lookup(topic, tp.Partition)
-		if !ok || o.Err != nil || o.At != end {
-			t.Fatalf("%s: group offset %+v, want %d", tp, o, end)
-		}
-	}
-}
-
 // waitForNext polls the table, through its own handle (the sink's is not
 // for sharing), until the ledger's next offset of tp reaches want.
 func waitForNext(t *testing.T, e *env, table string, tp mapping.TopicPartition, want int64) {

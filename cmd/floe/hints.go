@@ -19,13 +19,15 @@ import (
 // The libraries speak of their own settings, so that they serve callers
 // other than this command; the command's users know flags.
 var flagOf = map[any]string{
-	connector.SettingBrokers:    "--brokers",
-	connector.SettingTopic:      "--topic",
-	connector.SettingStart:      "--start",
-	connector.SettingOnDataLoss: "--on-data-loss",
-	connector.SettingPartitions: "--partitions",
-	connector.SettingRegistry:   "--schema-registry",
-	connector.SettingConflict:   "--on-schema-conflict",
+	connector.SettingBrokers:       "--brokers",
+	connector.SettingTopic:         "--topic",
+	connector.SettingStart:         "--start",
+	connector.SettingOnDataLoss:    "--on-data-loss",
+	connector.SettingPartitions:    "--partitions",
+	connector.SettingRegistry:      "--schema-registry",
+	connector.SettingConflict:      "--on-schema-conflict",
+	connector.SettingGroup:         "--group",
+	connector.SettingGroupProtocol: "--group-protocol",
 
 	catalog.SettingCatalog:           "--catalog",
 	catalog.SettingName:              "--catalog-name",

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -25,7 +26,9 @@ import (
 type sinkFlags struct {
 	tableFlags
 	brokerFlags
-	topic         string
+	topics        []string
+	topicRegex    string
+	topicCheck    time.Duration
 	start         string
 	flushRecords  int
 	flushBytes    int64
@@ -34,6 +37,9 @@ type sinkFlags struct {
 	onDataLoss    string
 	retryFor      time.Duration
 	group         string
+	groupProtocol string
+	sessionTO     time.Duration
+	rebalanceTO   time.Duration
 	partitionBy   *mapping.PartitionBy
 	compaction    sinkCompaction
 	opsFlags
@@ -44,11 +50,25 @@ func newSinkCmd() *cobra.Command {
 	var f sinkFlags
 	cmd := &cobra.Command{
 		Use:   "sink --brokers HOST:PORT --topic NAME --table NAMESPACE.TABLE",
-		Short: "Sink a Kafka topic into an Iceberg table, exactly once",
+		Short: "Sink Kafka topics into Iceberg tables, exactly once",
 		Long: `Sink every partition of a topic into an Iceberg table. Each flush writes one Parquet file set
 per partition and commits them in one snapshot whose summary records the offset ranges it
 covers (the ledger). On start, each partition resumes from the ledger's next offset, so a
 restart or a crash never duplicates or skips a record; consumer-group offsets are not used.
+
+Several topics: repeat --topic, or give --topic-regex (matched against whole topic names; new
+matching topics are picked up every --topic-check). With {topic} in --table each topic gets its
+own table (lake.{topic}: dots and dashes of the topic name become underscores); without it,
+all topics go into one table.
+
+Several processes: --group NAME makes each process a member of a Kafka consumer group. The
+group's coordinator assigns the partitions (cooperative-sticky; --group-protocol consumer for
+KIP-848 brokers). Every assignment starts each partition at the ledger's next offset, never at
+the group's offset; a revoked partition's records are committed before it is given up (within
+--rebalance-timeout) or dropped, and a member that lost a partition while paused or cut off is
+fenced by the ledger when it tries to commit it: it drops its files and goes on with the
+partitions it still owns. After every commit the group's offsets are written, with the
+snapshot id as metadata, so kafka-consumer-groups and other lag tools see the progress.
 
 The table (and its namespace) is created when missing. Records are read with read_committed:
 aborted transactions never reach the table, and transaction markers are accounted for in the
@@ -70,6 +90,9 @@ commit that adds the column. Changing it on an existing table evolves the table'
 written before keep theirs, files written from then on have the new one. Omitted, a table keeps
 its spec. Each data file still holds rows of one Kafka partition, and of one Iceberg partition.`,
 		Example: `  floe sink --brokers localhost:9092 --topic orders --table lake.orders
+  floe sink --brokers localhost:9092 --topic orders --table lake.orders --group floe-orders   # on each of N hosts
+  floe sink --brokers localhost:9092 --topic orders --topic payments --table 'lake.{topic}'
+  floe sink --brokers localhost:9092 --topic-regex 'events\..*' --table lake.events --group floe-events
   floe sink --brokers localhost:9092 --topic orders --table lake.orders --stop-at-end
   floe sink --brokers localhost:9092 --topic orders --table lake.orders --partition-by 'day(kafka_timestamp)'
   floe sink --config floe.yaml --metrics-addr :9464
@@ -84,7 +107,10 @@ its spec. Each data file still holds rows of one Kafka partition, and of one Ice
 	f.tableFlags.register(fs)
 	f.opsFlags.register(fs)
 	f.brokerFlags.register(fs, " (required)")
-	topicFlag(fs, &f.topic, "topic to sink; every partition is consumed (required)")
+	fs.StringArrayVarP(&f.topics, "topic", "t", nil, "topic `NAME` to sink, repeatable; every partition is consumed (or, with --group, those the group assigns)")
+	fs.StringVar(&f.topicRegex, "topic-regex", "", "sink every topic whose whole name matches this Go regular expression `REGEX`, those created later too")
+	fs.Var(newPositiveDuration(&f.topicCheck, connector.DefaultPartitionCheck), "topic-check", "how often --topic-regex looks for new matching topics (with --stop-at-end it takes those that match at start only)")
+	fs.Lookup("table").Usage = "Iceberg table as `NAMESPACE.TABLE` (required); {topic} in it stands for the topic's name, with dots and dashes made underscores: lake.{topic} gives each topic its own table"
 	f.decodeFlags.register(fs)
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
 	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "flush after this many records")
@@ -95,7 +121,10 @@ its spec. Each data file still holds rows of one Kafka partition, and of one Ice
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
-	fs.StringVar(&f.group, "group", "", "mirror each commit's next offsets into this consumer `GROUP`, for lag tooling only (resuming never reads them)")
+	fs.StringVar(&f.group, "group", "", "share the topics' partitions with the other members of this consumer `GROUP` (floe sink processes with the same --group and --table); each commit's next offsets are written to the group for lag tooling, resuming never reads them")
+	fs.StringVar(&f.groupProtocol, "group-protocol", string(connector.GroupClassic), "consumer group protocol with --group: classic (cooperative-sticky, any Kafka) or consumer (KIP-848, Kafka 4.0+: the broker assigns)")
+	fs.Var(newPositiveDuration(&f.sessionTO, 45*time.Second), "session-timeout", "with --group: how long the group waits for a silent member before it gives its partitions to others")
+	fs.Var(newPositiveDuration(&f.rebalanceTO, connector.DefaultRebalanceTimeout), "rebalance-timeout", "with --group: how long a member has to commit and give up revoked partitions; what is not committed by then is dropped and read again by the next owner")
 	f.compaction.register(fs)
 	return cmd
 }
@@ -122,16 +151,51 @@ func (f *opsFlags) register(fs *pflag.FlagSet) {
 // pipelines.
 func sinkPipelines(ctx context.Context, f *sinkFlags) ([]pipeline, error) {
 	file := configFrom(ctx)
-	if f.topic == "" && f.table == "" && file != nil && len(file.pipelines) > 0 {
+	if len(f.topics) == 0 && f.topicRegex == "" && f.table == "" && file != nil && len(file.pipelines) > 0 {
 		return file.pipelines, nil
 	}
-	if f.topic == "" {
-		return nil, errors.New("missing --topic NAME (or pipelines in the --config file)")
+	if len(f.topics) == 0 && f.topicRegex == "" {
+		return nil, errors.New("missing --topic NAME or --topic-regex REGEX (or pipelines in the --config file)")
 	}
 	if f.table == "" {
 		return nil, errors.New("missing --table NAMESPACE.TABLE")
 	}
-	return []pipeline{{Topic: f.topic, Table: f.table, Partitions: f.partitions}}, nil
+	if f.partitions != nil && (len(f.topics) > 1 || f.topicRegex != "") {
+		return nil, errors.New("--partitions names partitions of one topic: give one --topic with it")
+	}
+	var out []pipeline
+	for _, t := range f.topics {
+		if !slices.ContainsFunc(out, func(p pipeline) bool { return p.Topic == t }) {
+			out = append(out, pipeline{Topic: t, Table: tableFor(f.table, t), Partitions: f.partitions})
+		}
+	}
+	return out, nil
+}
+
+// tableFor is the table of topic under --table pattern: {topic} stands for
+// the topic's name with dots and dashes made underscores, so that a topic
+// name is one identifier (a dot would start a namespace).
+func tableFor(pattern, topic string) string {
+	return strings.ReplaceAll(pattern, "{topic}", strings.NewReplacer(".", "_", "-", "_").Replace(topic))
+}
+
+// tableOwners checks that topics meet in one table only when the --table
+// pattern says so: with {topic} in it, two topic names that differ only in
+// dots, dashes and underscores would share a table by accident.
+type tableOwners struct {
+	pattern bool
+	mu      sync.Mutex
+	owner   map[string]string
+}
+
+func (o *tableOwners) claim(table, topic string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if other, taken := o.owner[table]; taken && o.pattern && other != topic {
+		return fmt.Errorf("topics %s and %s both map to table %s under --table's {topic}; sink one of them with a --table of its own", other, topic, table)
+	}
+	o.owner[table] = topic
+	return nil
 }
 
 // runSink runs floe sink: one connector.Pipeline per pipeline, sharing the
@@ -148,6 +212,14 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	if err != nil {
 		return err
 	}
+	var match *regexp.Regexp
+	if f.topicRegex != "" {
+		// Anchored like Kafka's own subscriptions by pattern: the whole
+		// name matches.
+		if match, err = regexp.Compile("^(?:" + f.topicRegex + ")$"); err != nil {
+			return fmt.Errorf("--topic-regex: %w", err)
+		}
+	}
 	// A malformed registry URL, conflicting credentials or an unreadable
 	// CA file stop the sink before anything starts.
 	registry, err := f.registry()
@@ -155,74 +227,57 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		return err
 	}
 	reg := metrics.New()
-	run := make(connector.Pipelines, len(pipes))
-	for i, p := range pipes {
+	w := cmd.OutOrStdout()
+	owners := &tableOwners{pattern: strings.Contains(f.table, "{topic}"), owner: map[string]string{}}
+	var started sync.Once // once every pipeline is checked and its table open
+	// srvCtx serves metrics, and watches lag, beyond the signal: the sinks
+	// commit what they consumed meanwhile.
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
+	var broker *connector.Broker
+	build := func(p pipeline) (connector.Pipeline, error) {
 		cfg := connector.Config{
-			Topic:         p.Topic,
-			Partitions:    p.Partitions,
-			Start:         connector.Start(f.start),
-			StopAtEnd:     f.stopAtEnd,
-			FlushRecords:  f.flushRecords,
-			FlushBytes:    f.flushBytes,
-			FlushInterval: f.flushInterval,
-			OnDataLoss:    connector.OnDataLoss(f.onDataLoss),
-			RetryFor:      retryFor(f.retryFor),
-			Group:         f.group,
+			Topic:            p.Topic,
+			Partitions:       p.Partitions,
+			Start:            connector.Start(f.start),
+			StopAtEnd:        f.stopAtEnd,
+			FlushRecords:     f.flushRecords,
+			FlushBytes:       f.flushBytes,
+			FlushInterval:    f.flushInterval,
+			OnDataLoss:       connector.OnDataLoss(f.onDataLoss),
+			RetryFor:         retryFor(f.retryFor),
+			Group:            f.group,
+			GroupProtocol:    connector.GroupProtocol(f.groupProtocol),
+			SessionTimeout:   f.sessionTO,
+			RebalanceTimeout: f.rebalanceTO,
 		}
 		if err := cfg.Validate(); err != nil {
-			return err
+			return connector.Pipeline{}, err
 		}
 		ident, err := catalog.ParseIdent(p.Table)
 		if err != nil {
-			return err
+			return connector.Pipeline{}, err
+		}
+		if err := owners.claim(p.Table, p.Topic); err != nil {
+			return connector.Pipeline{}, err
 		}
 		pb := f.partitionBy
 		if p.PartitionBy != "" {
 			if pb, err = pipelinePartitionBy(p); err != nil {
-				return err
+				return connector.Pipeline{}, err
 			}
 		}
-		run[i] = connector.Pipeline{Table: ident, Config: cfg, PartitionBy: pb}
-		if err := f.decodeFlags.pipeline(&run[i], p, registry); err != nil {
-			return err
+		run := connector.Pipeline{Table: ident, Config: cfg, PartitionBy: pb}
+		if err := f.decodeFlags.pipeline(&run, p, registry); err != nil {
+			return connector.Pipeline{}, err
 		}
-	}
-
-	// The metrics and health endpoint outlives the signal: it serves
-	// while the sinks commit what they consumed.
-	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServer()
-	if f.metricsAddr != "" {
-		addr, err := reg.Serve(srvCtx, f.metricsAddr)
-		if err != nil {
-			return err
-		}
-		slog.Info("serving metrics, health and status", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz", "status", "http://"+addr+"/")
-	}
-	broker, err := f.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer broker.Close()
-	// Topics and partitions are checked before a new catalog is created.
-	if err := run.Check(ctx, broker); err != nil {
-		return err
-	}
-	cat, err := f.openCatalog(ctx)
-	if err != nil {
-		return err
-	}
-
-	w := cmd.OutOrStdout()
-	var started sync.Once // once every pipeline is checked and its table open
-	for i, p := range pipes {
-		mp := reg.Pipeline(p.Topic, strings.Join(run[i].Table, "."), p.Partitions)
-		mp.Hook(&run[i].Config)
+		mp := reg.Pipeline(p.Topic, p.Table, p.Partitions)
+		mp.Hook(&run.Config)
 		var stopLag context.CancelFunc
 		stopCompaction := func() {}
-		run[i].OnStart = func(tbl *snapshot.Table) {
+		run.OnStart = func(tbl *snapshot.Table) {
 			stopCompaction = f.compaction.start(srvCtx, tbl)
-			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes)) })
+			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes), "topic_regex", f.topicRegex) })
 			if l, err := tbl.Ledger(); err == nil {
 				mp.Started(l)
 			}
@@ -234,18 +289,55 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			lagCtx, stopLag = context.WithCancel(srvCtx)
 			go mp.WatchLag(lagCtx, broker, f.lagInterval)
 		}
-		run[i].OnStop = func(tbl *snapshot.Table, stats connector.Stats, err error) {
+		run.OnStop = func(tbl *snapshot.Table, stats connector.Stats, err error) {
 			stopLag()
 			stopCompaction()
 			mp.Stopped(err)
 			// A failed pipeline's error says what happened; a summary
 			// beside it would read as a success.
 			if err == nil {
-				printSinkStats(w, tbl.Name(), stats)
+				printSinkStats(w, tbl.Name(), p.Topic, stats)
 			}
 		}
+		return run, nil
 	}
-	return run.Run(ctx, broker, cat)
+	run := make(connector.Pipelines, len(pipes))
+	for i, p := range pipes {
+		if run[i], err = build(p); err != nil {
+			return err
+		}
+	}
+	var watch *connector.TopicWatch
+	if match != nil {
+		watch = &connector.TopicWatch{Match: match, Every: f.topicCheck, Pipeline: func(topic string) (connector.Pipeline, error) {
+			return build(pipeline{Topic: topic, Table: tableFor(f.table, topic)})
+		}}
+		if f.stopAtEnd {
+			// A batch run sinks the topics that match now, and ends.
+			watch.Every = -1
+		}
+	}
+
+	if f.metricsAddr != "" {
+		addr, err := reg.Serve(srvCtx, f.metricsAddr)
+		if err != nil {
+			return err
+		}
+		slog.Info("serving metrics, health and status", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz", "status", "http://"+addr+"/")
+	}
+	if broker, err = f.dial(ctx); err != nil {
+		return err
+	}
+	defer broker.Close()
+	// Topics and partitions are checked before a new catalog is created.
+	if err := run.Check(ctx, broker); err != nil {
+		return err
+	}
+	cat, err := f.openCatalog(ctx)
+	if err != nil {
+		return err
+	}
+	return run.RunWatching(ctx, broker, cat, watch)
 }
 
 // pipelinePartitionBy parses a config file pipeline's own partition-by.
@@ -276,10 +368,13 @@ func pipelineNames(pipes []pipeline) string {
 	return strings.Join(s, ", ")
 }
 
-func printSinkStats(w io.Writer, table string, s connector.Stats) {
+func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	fmt.Fprintf(w, "sink %s: %d rows in %d commits (%d files)", table, s.Records, s.Commits, s.Files)
 	if s.Fenced > 0 {
 		fmt.Fprintf(w, ", fenced %d times by another writer", s.Fenced)
+	}
+	if s.Rebalances > 0 {
+		fmt.Fprintf(w, ", %d rebalances of %s", s.Rebalances, topic)
 	}
 	fmt.Fprintln(w)
 	var parts []string

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// TestSinkSeveralTopics: repeated --topic and --topic-regex with a {topic}
+// table pattern sink each topic into a table of its own (dots made
+// underscores); without {topic} every topic goes into one table.
+func TestSinkSeveralTopics(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	for _, topic := range []string{"ev.clicks", "ev.views"} {
+		if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents(topic, 2, 40, time.Now().Add(-time.Hour), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := floe(t, append([]string{"sink", "-b", brokers, "--topic", "orders", "--topic", "ev.clicks", "--table", "lake.{topic}", "--stop-at-end"}, loc...)...)
+	if code != 0 || !strings.Contains(out, "sink lake.orders: 300 rows") || !strings.Contains(out, "sink lake.ev_clicks: 40 rows") {
+		t.Fatalf("--topic twice: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, out, errs = floe(t, append([]string{"sink", "-b", brokers, "--topic-regex", `ev\..*`, "--table", "lake.{topic}", "--stop-at-end"}, loc...)...)
+	if code != 0 || !strings.Contains(out, "sink lake.ev_clicks: 0 rows") || !strings.Contains(out, "sink lake.ev_views: 40 rows") || strings.Contains(out, "orders") {
+		t.Fatalf("--topic-regex: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, out, errs = floe(t, append([]string{"sink", "-b", brokers, "--topic-regex", `ev\..*`, "--table", "lake.events", "--stop-at-end"}, loc...)...)
+	if code != 0 || strings.Count(out, "sink lake.events: 40 rows") != 2 {
+		t.Fatalf("one table: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if n := snapshotCount(t, st, "lake.events"); n < 2 {
+		t.Fatalf("lake.events has %d snapshots, want the commits of both topics", n)
+	}
+}
+
+// TestSinkGroupFlags: --group conflicts with static partitions and bounded
+// runs, and --partitions needs a single topic; each mistake exits 2 naming
+// it, before anything is created.
+func TestSinkGroupFlags(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--topic", "orders", "--group", "g", "--partitions", "0"}, "--group"},
+		{[]string{"--topic", "orders", "--group", "g", "--stop-at-end"}, "bounded run"},
+		{[]string{"--topic", "orders", "--group", "g", "--group-protocol", "eager"}, "classic or consumer"},
+		{[]string{"--topic", "orders", "--topic", "x", "--partitions", "0"}, "--partitions"},
+		{[]string{"--topic-regex", "(", "--table", "lake.x"}, "--topic-regex"},
+		{[]string{"--topic", "a.b", "--topic", "a_b"}, "both map to table"},
+	} {
+		args := append([]string{"sink", "-b", brokers, "--table", "lake.{topic}"}, c.args...)
+		code, _, errs := floe(t, append(args, loc...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming %q", c.args, code, errs, c.want)
+		}
+	}
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tbl, err := range cat.ListTables(t.Context(), []string{"lake"}) {
+		if err == nil {
+			t.Errorf("table %v created by a run that failed its checks", tbl)
+		}
+	}
+}

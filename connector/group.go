@@ -1,0 +1,581 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// GroupProtocol is the consumer group protocol a sink in group mode speaks.
+type GroupProtocol string
+
+const (
+	// GroupClassic is Kafka's classic protocol (JoinGroup/SyncGroup), with
+	// the cooperative-sticky assignor run by the group's leader: every
+	// Kafka version since 2.4 serves it, and so does kfake.
+	GroupClassic GroupProtocol = "classic"
+	// GroupConsumer is KIP-848's consumer protocol: the broker's group
+	// coordinator assigns the partitions (its uniform, sticky assignor)
+	// and a rebalance no longer stops the whole group. Kafka 4.0+ serves
+	// it (franz-go recommends 4.3+), as does kfake; against a broker that
+	// does not, franz-go falls back to the classic protocol with the eager
+	// sticky assignor.
+	GroupConsumer GroupProtocol = "consumer"
+)
+
+// Rebalance is one change of the partitions a group member owns, as
+// Config.OnRebalance reports it.
+type Rebalance struct {
+	// Assigned are partitions the group gave this member; each starts at
+	// Positions, the ledger's next offset (or where the start policy began
+	// a partition the ledger did not have).
+	Assigned  []int32
+	Positions map[int32]int64
+	// Revoked are partitions the group moved to another member; Lost are
+	// partitions this member lost with its membership (its session timed
+	// out, it was fenced by a newer generation).
+	Revoked, Lost []int32
+	// Committed is set for a revocation whose consumed records were
+	// committed before the partitions were given up (or that had none).
+	// Otherwise (a loss, or a commit that did not finish within the
+	// rebalance timeout) they were dropped: the next owner reads them
+	// again from the ledger.
+	Committed bool
+}
+
+// revokeMargin is the part of the rebalance timeout a revocation leaves for
+// franz-go to rejoin the group after the callback returns.
+const revokeMargin = 5 * time.Second
+
+// groupMember is a session's membership of its consumer group: the
+// partitions the coordinator assigned to it, and the lock that keeps the
+// rebalance callbacks (franz-go runs them in its own goroutines) from
+// running while the session's loop handles records or flushes.
+type groupMember struct {
+	// mu is held by the session's loop except while it waits in a poll,
+	// and by each rebalance callback for its whole run.
+	mu sync.Mutex
+	// owned are the partitions the group assigned to this member.
+	owned map[int32]bool
+	// failed is what a callback met that the loop must handle: a fenced
+	// commit resets the session, anything else ends it.
+	failed error
+	// closing is set when the session ends: callbacks fired by leaving
+	// the group find nothing to commit.
+	closing bool
+	// doomed are the streams and files of partitions given up while a
+	// flush was in flight; they are removed once no flush is (the table
+	// handle is the flush's meanwhile).
+	doomed      []*snapshot.Stream
+	doomedFiles [][]iceberg.DataFile
+	// adoptions counts the partitions taken on; each partition records
+	// the count when it was (partition.adopted).
+	adoptions uint64
+	// revokeWithin bounds a revocation's commit.
+	revokeWithin time.Duration
+}
+
+// fail records err for the loop, keeping the first.
+func (gm *groupMember) fail(err error) {
+	if gm.failed == nil {
+		gm.failed = err
+	}
+}
+
+// joinGroup makes the session a member of the configured group: it reads the
+// table and starts the group consumer, whose coordinator assigns the
+// partitions (session.assigned).
+func (ss *session) joinGroup(ctx context.Context) error {
+	s := ss.s
+	if err := s.tbl.Refresh(ctx); err != nil {
+		return err
+	}
+	if err := s.reconcileDeadLetters(ctx); err != nil {
+		return err
+	}
+	ss.base = s.tbl.Iceberg()
+	if err := ss.startWriter(); err != nil {
+		return err
+	}
+	s.inLedger = nil
+	rebalance := s.cfg.RebalanceTimeout
+	if rebalance <= 0 {
+		rebalance = DefaultRebalanceTimeout
+	}
+	ss.gm = &groupMember{owned: map[int32]bool{}, revokeWithin: max(rebalance-revokeMargin, rebalance/2)}
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(s.cfg.Group),
+		kgo.ConsumeTopics(s.cfg.Topic),
+		kgo.DisableAutoCommit(),
+		kgo.RebalanceTimeout(rebalance),
+		// The group's offsets are replaced by the ledger's at every
+		// assignment, before anything is fetched.
+		kgo.AdjustFetchOffsetsFn(ss.assigned),
+		kgo.OnPartitionsRevoked(ss.revoked),
+		kgo.OnPartitionsLost(ss.lost),
+	}
+	if s.cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(s.cfg.SessionTimeout), kgo.HeartbeatInterval(s.cfg.SessionTimeout/5))
+	}
+	if s.cfg.GroupProtocol == GroupConsumer {
+		opts = append(opts, kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
+	} else {
+		opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	}
+	cl, err := kgo.NewClient(s.consumerOpts(opts...)...)
+	if err != nil {
+		return fmt.Errorf("join consumer group %s: %w", s.cfg.Group, err)
+	}
+	ss.cl = cl
+	s.mirror = newOffsetMirror(cl, s.cfg.Group, s.log)
+	s.log.Info("sink session started; waiting for the group to assign partitions", "group", s.cfg.Group, "protocol", s.cfg.GroupProtocol)
+	return nil
+}
+
+// assigned is the group consumer's AdjustFetchOffsetsFn: franz-go calls it
+// with the partitions just assigned to this member, after fetching the
+// group's committed offsets for them, and fetches from what it returns.
+// Every one of them is replaced by the ledger's next offset (adopt): the
+// group's offsets are written for lag tooling and never trusted.
+func (ss *session) assigned(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	gm := ss.gm
+	gm.mu.Lock()
+	defer gm.mu.Unlock()
+	topic := ss.s.cfg.Topic
+	ps := slices.Sorted(maps.Keys(offsets[topic]))
+	if gm.closing || len(ps) == 0 {
+		return offsets, nil
+	}
+	pos, err := ss.adopt(ctx, ps)
+	if err != nil {
+		if ctx.Err() == nil {
+			// Not a rebalance cutting the assignment short: the session
+			// ends, and the next one joins again.
+			gm.fail(fmt.Errorf("take on partitions %v assigned by group %s: %w", ps, ss.s.cfg.Group, err))
+		}
+		return nil, err
+	}
+	out := map[int32]kgo.Offset{}
+	for p, n := range pos {
+		// Epoch -1: the position is the ledger's, not one this client
+		// consumed, so there is no leader epoch to check it against.
+		out[p] = kgo.NewOffset().At(n).WithEpoch(-1)
+	}
+	ss.s.rebalanced(Rebalance{Assigned: ps, Positions: pos})
+	return map[string]map[int32]kgo.Offset{topic: out}, nil
+}
+
+// revoked is the group consumer's OnPartitionsRevoked: the group moves
+// these partitions to another member. What was consumed of them is
+// committed first, within the rebalance timeout (release).
+func (ss *session) revoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	ss.giveUp(ctx, revoked[ss.s.cfg.Topic], true)
+}
+
+// lost is the group consumer's OnPartitionsLost: this member's membership
+// ended (its session timed out while it was paused or cut off, or a newer
+// generation fenced it), and its partitions may already be another
+// member's. What it consumed of them is dropped; a flush already in flight
+// commits only if the ledger still ends where it starts.
+func (ss *session) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+	ss.giveUp(ctx, lost[ss.s.cfg.Topic], false)
+}
+
+func (ss *session) giveUp(ctx context.Context, ps []int32, commit bool) {
+	if len(ps) == 0 {
+		return
+	}
+	gm := ss.gm
+	gm.mu.Lock()
+	defer gm.mu.Unlock()
+	if gm.closing {
+		return
+	}
+	slices.Sort(ps)
+	committed := ss.release(ctx, ps, commit)
+	r := Rebalance{Committed: committed}
+	if commit {
+		r.Revoked = ps
+	} else {
+		r.Lost = ps
+	}
+	ss.s.rebalanced(r)
+}
+
+// release gives partitions ps up. With commit (a revocation), everything
+// consumed is flushed first (the kept partitions' records too: one commit
+// instead of two) and committed within the rebalance timeout, less a
+// margin to rejoin; it reports whether that commit made it. Otherwise, or
+// when the commit fails or does not finish in time, what was consumed of
+// ps is dropped and the next owner reads it again from the ledger. A
+// commit still running then goes on: the ledger check admits it only if
+// the next owner has not committed those partitions first, and fences
+// whichever of the two comes second.
+func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
+	// A revocation with nothing consumed of its partitions drops nothing.
+	committed := commit
+	if commit && slices.ContainsFunc(ps, func(p int32) bool { return ss.parts[p] != nil && ss.parts[p].dirty() }) {
+		committed = false
+		deadline := time.Now().Add(ss.gm.revokeWithin)
+		done, err := ss.waitUntil(deadline)
+		if done && err == nil {
+			err = ss.flush(ctx)
+			if err == nil {
+				done, err = ss.waitUntil(deadline)
+			}
+		}
+		switch {
+		case !done:
+			ss.s.log.Warn("the commit of revoked partitions did not finish within the rebalance timeout; giving them up, the next owner reads them again from the ledger",
+				"partitions", fmt.Sprint(ps), "within", ss.gm.revokeWithin)
+		case err != nil:
+			// A fence resets the session (the loop does it); anything
+			// else ends it.
+			ss.gm.fail(err)
+		default:
+			committed = true
+		}
+	}
+	for _, p := range ps {
+		ss.drop(ctx, p)
+		delete(ss.gm.owned, p)
+	}
+	ss.s.inLedger = slices.DeleteFunc(ss.s.inLedger, func(tp mapping.TopicPartition) bool { return slices.Contains(ps, tp.Partition) })
+	return committed
+}
+
+// waitUntil waits for the flush in flight until deadline. done is false
+// when it is still running.
+func (ss *session) waitUntil(deadline time.Time) (done bool, err error) {
+	if ss.inflight == nil {
+		return true, nil
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case err := <-ss.inflight:
+		ss.inflight = nil
+		return true, err
+	case <-t.C:
+		return false, nil
+	}
+}
+
+// drop forgets what the session consumed of partition p: its rows, its
+// open stream and its closed files (removed now, or once the flush in
+// flight is done with the table handle).
+func (ss *session) drop(ctx context.Context, p int32) {
+	if st := ss.streams[p]; st != nil {
+		ss.gm.doomed = append(ss.gm.doomed, st)
+		delete(ss.streams, p)
+	}
+	if fs := ss.files[p]; len(fs) > 0 {
+		ss.gm.doomedFiles = append(ss.gm.doomedFiles, fs)
+		delete(ss.files, p)
+	}
+	if pt := ss.parts[p]; pt != nil {
+		pt.release()
+		delete(ss.parts, p)
+	}
+	if ss.inflight == nil {
+		ss.removeDoomed(ctx)
+	}
+}
+
+// removeDoomed removes the streams and files of partitions given up, once
+// no flush is in flight.
+func (ss *session) removeDoomed(ctx context.Context) {
+	gm := ss.gm
+	if gm == nil || ss.inflight != nil {
+		return
+	}
+	for _, st := range gm.doomed {
+		st.Abort(ctx, ss.s.log)
+	}
+	for _, fs := range gm.doomedFiles {
+		ss.s.tbl.RemoveFiles(ctx, ss.s.log, fs)
+	}
+	gm.doomed, gm.doomedFiles = nil, nil
+}
+
+// adopt takes partitions ps on and returns where each starts: the ledger's
+// next offset, or where the start policy begins a partition the ledger
+// does not have (committed first, as a session's start does). It reloads
+// the table first, after the flush in flight (whose handle it is): every
+// assignment starts from the ledger as it is now, so records another
+// member committed while this one did not own a partition are never read
+// twice.
+func (ss *session) adopt(ctx context.Context, ps []int32) (map[int32]int64, error) {
+	s := ss.s
+	if err := ss.wait(); err != nil {
+		// The flush in flight failed (fenced, most likely): the loop
+		// handles it; the partitions are taken on from the ledger anyway.
+		ss.gm.fail(err)
+	}
+	ss.removeDoomed(ctx)
+	// Two members that begin a topic at once both commit the starts of
+	// all its partitions; the second is fenced and reads the first's.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		if err := s.tbl.Refresh(ctx); err != nil {
+			return nil, err
+		}
+		st, err := s.readStart(ctx)
+		if err != nil {
+			return nil, err
+		}
+		parts := map[int32]*partition{}
+		fail := func(err error) (map[int32]int64, error) {
+			for _, pt := range parts {
+				pt.release()
+			}
+			return nil, err
+		}
+		var starts []mapping.Range
+		for p := range st.wm {
+			if !slices.Contains(ps, p) {
+				starts = append(starts, st.startElsewhere(s, p)...)
+			}
+		}
+		for _, p := range ps {
+			if _, ok := st.wm[p]; !ok {
+				return fail(fmt.Errorf("partition %d of %s was assigned, but the brokers do not list it", p, s.cfg.Topic))
+			}
+			pt, start, err := ss.newPart(ctx, st, p)
+			starts = append(starts, start...)
+			if err != nil {
+				return fail(err)
+			}
+			parts[p] = pt
+		}
+		if len(starts) > 0 {
+			err := s.commitStarts(ctx, starts)
+			if errors.Is(err, snapshot.ErrFenced) && attempt < attempts {
+				for _, pt := range parts {
+					pt.release()
+				}
+				continue
+			}
+			if err != nil {
+				return fail(err)
+			}
+		}
+		pos := map[int32]int64{}
+		for p, pt := range parts {
+			ss.gm.adoptions++
+			pt.adopted = ss.gm.adoptions
+			ss.parts[p] = pt
+			ss.gm.owned[p] = true
+			s.inLedger = append(s.inLedger, pt.tp)
+			pos[p] = pt.next
+			if pt.dirty() && ss.deadline.IsZero() {
+				// A loss recorded at the start is committed on time even
+				// when no record follows.
+				ss.deadline = time.Now().Add(s.cfg.FlushInterval)
+			}
+		}
+		if ss.writer == nil {
+			ss.base = s.tbl.Iceberg()
+		}
+		s.log.Info("partitions assigned by the group; each starts at the ledger's next offset", "group", s.cfg.Group, "positions", fmt.Sprint(pos))
+		return pos, nil
+	}
+}
+
+// reset drops everything the session consumed and takes the partitions
+// the group assigned to it on again from the ledger: another writer
+// committed one of them since this member read the ledger (this member
+// lost it while it was paused, cut off or slow), so the records it holds
+// are that writer's now. The member stays in the group and keeps its
+// other partitions: only their uncommitted records are read again.
+func (ss *session) reset(ctx context.Context) error {
+	gm := ss.gm
+	owned := slices.Sorted(maps.Keys(gm.owned))
+	for _, p := range slices.Collect(maps.Keys(ss.parts)) {
+		ss.drop(ctx, p)
+	}
+	ss.writer = nil
+	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
+	s := ss.s
+	s.inLedger = nil
+	gm.owned = map[int32]bool{}
+	if len(owned) == 0 {
+		return nil
+	}
+	pos, err := ss.adopt(ctx, owned)
+	if err != nil {
+		return fmt.Errorf("take partitions %v on again from the ledger after a fence: %w", owned, err)
+	}
+	seek := map[int32]kgo.EpochOffset{}
+	for p, n := range pos {
+		seek[p] = kgo.EpochOffset{Epoch: -1, Offset: n}
+	}
+	// Seeking drops what the client buffered for these partitions.
+	ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.cfg.Topic: seek})
+	return nil
+}
+
+// survive handles err, which a commit or a rebalance callback ended with.
+// In group mode a fence resets the session and the member goes on with
+// the partitions it owns; any other error (and a fence outside group
+// mode) ends the session.
+func (ss *session) survive(ctx context.Context, err error) error {
+	if err == nil || ss.gm == nil || !errors.Is(err, snapshot.ErrFenced) {
+		return err
+	}
+	ss.s.fenced(err)
+	return ss.reset(ctx)
+}
+
+// fenced counts a fence and reports it.
+func (s *Sink) fenced(err error) {
+	s.stats.Fenced++
+	if s.cfg.OnFenced != nil {
+		s.cfg.OnFenced(err)
+	}
+	s.log.Warn("fenced by another writer; dropping what was consumed, re-reading the ledger and re-seeking", "err", err)
+}
+
+// rebalanced counts a change of partitions and reports it.
+func (s *Sink) rebalanced(r Rebalance) {
+	s.stats.Rebalances++
+	if s.cfg.OnRebalance != nil {
+		s.cfg.OnRebalance(r)
+	}
+	if len(r.Revoked) > 0 || len(r.Lost) > 0 {
+		s.log.Info("partitions given up", "group", s.cfg.Group, "revoked", fmt.Sprint(r.Revoked), "lost", fmt.Sprint(r.Lost), "committed", r.Committed)
+	}
+}
+
+// offsetMirror writes the ledger's progress into the consumer group's
+// committed offsets, for lag tooling (kafka-consumer-groups, Burrow,
+// exporters), with the snapshot that committed it as each offset's
+// metadata. It commits from a goroutine of its own, newest offsets only:
+// franz-go holds a group commit while a rebalance is joining, and the
+// rebalance may be waiting for this member's callbacks, which wait for its
+// flush; a flush that waited for the group commit would never finish.
+type offsetMirror struct {
+	cl    *kgo.Client
+	group string
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	pending  map[string]map[int32]kgo.EpochOffset
+	snapshot int64
+	wake     chan struct{}
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+// mirrorTimeout bounds one group commit.
+const mirrorTimeout = 15 * time.Second
+
+func newOffsetMirror(cl *kgo.Client, group string, log *slog.Logger) *offsetMirror {
+	ctx, stop := context.WithCancel(context.Background())
+	m := &offsetMirror{cl: cl, group: group, log: log, wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
+	go m.run(ctx)
+	return m
+}
+
+// add queues the next offsets of commit c.
+func (m *offsetMirror) add(c mapping.Commit) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending == nil {
+		m.pending = map[string]map[int32]kgo.EpochOffset{}
+	}
+	for _, r := range c.Ranges {
+		ps := m.pending[r.Topic]
+		if ps == nil {
+			ps = map[int32]kgo.EpochOffset{}
+			m.pending[r.Topic] = ps
+		}
+		if o, ok := ps[r.Partition]; !ok || r.High > o.Offset {
+			ps[r.Partition] = kgo.EpochOffset{Epoch: -1, Offset: r.High}
+		}
+	}
+	m.snapshot = c.SnapshotID
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *offsetMirror) run(ctx context.Context) {
+	defer close(m.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+			m.commit(ctx)
+		}
+	}
+}
+
+// commit commits what is queued. A failure costs a warning: resuming never
+// reads the group's offsets.
+func (m *offsetMirror) commit(ctx context.Context) {
+	m.mu.Lock()
+	offs, snap := m.pending, m.snapshot
+	m.pending = nil
+	m.mu.Unlock()
+	if len(offs) == 0 {
+		return
+	}
+	meta := "floe:snapshot=" + strconv.FormatInt(snap, 10)
+	cctx, cancel := context.WithTimeout(ctx, mirrorTimeout)
+	defer cancel()
+	cctx = kgo.PreCommitFnContext(cctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				req.Topics[i].Partitions[j].Metadata = &meta
+			}
+		}
+		return nil
+	})
+	m.cl.CommitOffsetsSync(cctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err == nil {
+			err = offsetCommitError(resp)
+		}
+		if err != nil && ctx.Err() == nil {
+			m.log.Warn("could not write committed offsets into the consumer group (lag tooling only: resuming never reads them)", "group", m.group, "err", err)
+		}
+	})
+}
+
+// close commits what is queued, then stops the goroutine; the client
+// closes after.
+func (m *offsetMirror) close() {
+	m.stop()
+	<-m.done
+	ctx, cancel := context.WithTimeout(context.Background(), mirrorTimeout)
+	defer cancel()
+	m.commit(ctx)
+}
+
+// offsetCommitError is the first partition error of an offset commit.
+func offsetCommitError(resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package connector_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// member is one in-process group member: a sink with its own broker
+// connection and table handle, as a separate process would have.
+type member struct {
+	stop  context.CancelFunc
+	done  chan struct{}
+	stats connector.Stats
+	err   error
+	// assigned counts partitions assigned to it over its life.
+	assigned atomic.Int64
+}
+
+// groupConfig is a group member's configuration in these tests: short
+// flushes, and the broker's shortest session timeout.
+func groupConfig(topic, group string) connector.Config {
+	return connector.Config{Topic: topic, Group: group, FlushInterval: 300 * time.Millisecond, SessionTimeout: 6 * time.Second,
+		RebalanceTimeout: 10 * time.Second, Logger: quietLogger()}
+}
+
+// startMember runs a member sinking into table until stopped.
+func (e *env) startMember(table string, cfg connector.Config) *member {
+	e.T.Helper()
+	m := &member{done: make(chan struct{})}
+	ctx, stop := context.WithCancel(e.Ctx)
+	m.stop = stop
+	user := cfg.OnRebalance
+	cfg.OnRebalance = func(r connector.Rebalance) {
+		m.assigned.Add(int64(len(r.Assigned)))
+		if user != nil {
+			user(r)
+		}
+	}
+	b, tbl := e.Dial(), e.Table(table)
+	s, err := connector.NewSink(b, tbl, cfg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	go func() {
+		defer close(m.done)
+		m.stats, m.err = s.Run(ctx)
+	}()
+	return m
+}
+
+// halt stops a member the way SIGINT does: it commits what it consumed.
+func (m *member) halt(t testing.TB) connector.Stats {
+	t.Helper()
+	m.stop()
+	<-m.done
+	if m.err != nil {
+		t.Fatalf("member: %v", m.err)
+	}
+	return m.stats
+}
+
+// waitLedger waits until the table exists and its ledger reaches want on
+// every partition. It never creates the table: the sinks do.
+func waitLedger(t testing.TB, e *env, table string, want map[mapping.TopicPartition]int64, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	cat := e.catalog()
+	ident, err := catalog.ParseIdent(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reader *snapshot.Table
+	for reader == nil {
+		reader, err = snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{})
+		switch {
+		case errors.Is(err, snapshot.ErrTableNotFound) && time.Now().Before(deadline):
+			time.Sleep(100 * time.Millisecond)
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	for {
+		if err := reader.Refresh(e.Ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := mustLedger(t, reader).Next()
+		behind := 0
+		for tp, n := range want {
+			if next[tp] < n {
+				behind++
+			}
+		}
+		if behind == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, %d partitions are behind: ledger %v, want %v", within, behind, next, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// auditComplete runs the row-level audit with the broker and fails on any
+// finding.
+func auditComplete(t testing.TB, e *env, tbl *snapshot.Table) {
+	t.Helper()
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Dial(), VerifyContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("audit finding: %+v", f)
+	}
+	if !rep.Complete() {
+		t.Fatal("audit: not complete")
+	}
+}
+
+// TestGroupMembersShareTopic: three members join one group one after the
+// other while records are produced, so partitions move between them
+// (cooperative rebalances revoke partitions that hold uncommitted
+// records); then one leaves. The table ends with every offset exactly
+// once, the audit is complete, every member sank something, and the
+// group's offsets equal the ledger's next offsets with the snapshot in
+// their metadata.
+func TestGroupMembersShareTopic(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "shared", "lake.shared", "floe-shared"
+	e.Topic(topic, 6, nil)
+	tbl := e.Table(table)
+	var wg sync.WaitGroup
+	produced := atomic.Int64{}
+	producing, stopProducing := context.WithCancel(e.Ctx)
+	wg.Go(func() {
+		for round := 0; producing.Err() == nil; round++ {
+			for p := range int32(6) {
+				e.Produce(records(topic, p, 50, fmt.Sprintf("r%d", round)))
+				produced.Add(50)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	var members []*member
+	var revoked, committed atomic.Int64
+	for range 3 {
+		cfg := groupConfig(topic, group)
+		cfg.OnRebalance = func(r connector.Rebalance) {
+			if len(r.Revoked) > 0 {
+				revoked.Add(1)
+				if r.Committed {
+					committed.Add(1)
+				}
+			}
+		}
+		members = append(members, e.startMember(table, cfg))
+		time.Sleep(3 * time.Second)
+	}
+	// The first member leaves: its partitions are revoked, committed and
+	// taken on by the others from the ledger.
+	first := members[0].halt(t)
+	time.Sleep(2 * time.Second)
+	stopProducing()
+	wg.Wait()
+	want := e.endOffsets(topic)
+	waitLedger(t, e, table, want, 60*time.Second)
+	stats := []connector.Stats{first}
+	for _, m := range members[1:] {
+		stats = append(stats, m.halt(t))
+	}
+	rs := checkExactlyOnce(t, tbl, want)
+	if int64(len(rs)) != produced.Load() {
+		t.Fatalf("%d rows, want %d", len(rs), produced.Load())
+	}
+	auditComplete(t, e, tbl)
+	for i, s := range stats {
+		t.Logf("member %d: %d rows in %d commits, %d rebalances, %d fenced, %d partitions assigned", i, s.Records, s.Commits, s.Rebalances, s.Fenced, members[i].assigned.Load())
+		if s.Records == 0 || members[i].assigned.Load() == 0 {
+			t.Errorf("member %d sank nothing", i)
+		}
+	}
+	t.Logf("%d revocations, %d committed what they had consumed", revoked.Load(), committed.Load())
+	if revoked.Load() == 0 || committed.Load() == 0 {
+		t.Error("no revocation committed what it had consumed")
+	}
+	offs, err := kadm.NewClient(e.Dial().Client()).FetchOffsets(e.Ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := mustLedger(t, tbl).Next()
+	for tp, n := range next {
+		o, ok := offs.Lookup(topic, tp.Partition)
+		if !ok || o.Err != nil || o.At != n || len(o.Metadata) < len("floe:snapshot=") || o.Metadata[:len("floe:snapshot=")] != "floe:snapshot=" {
+			t.Errorf("%s: group offset %+v, want %d with the snapshot as metadata", tp, o, n)
+		}
+	}
+}
+
+// TestGroupConfigConflicts: group mode excludes settings that fix the
+// partitions or bound the run.
+func TestGroupConfigConflicts(t *testing.T) {
+	for _, c := range []connector.Config{
+		{Topic: "t", Group: "g", Partitions: []int32{0}},
+		{Topic: "t", Group: "g", StopAtEnd: true},
+		{Topic: "t", Group: "g", StartOffsets: map[int32]int64{0: 1}},
+		{Topic: "t", Group: "g", GroupProtocol: "eager"},
+	} {
+		err := c.Validate()
+		var ce *connector.ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%+v: %v, want a *ConfigError", c, err)
+		}
+	}
+}
+
+// TestGroupConsumerProtocol: with KIP-848's consumer protocol (kfake
+// serves it) the broker's coordinator assigns the partitions; two members
+// share the topic and the table ends exactly once.
+func TestGroupConsumerProtocol(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "nextgen", "lake.nextgen", "floe-nextgen"
+	e.Topic(topic, 6, nil)
+	tbl := e.Table(table)
+	pr := e.produceContinuously(topic, 6, 20, 50*time.Millisecond)
+	var ms []*member
+	for range 2 {
+		cfg := groupConfig(topic, group)
+		cfg.GroupProtocol = connector.GroupConsumer
+		ms = append(ms, e.startMember(table, cfg))
+	}
+	waitFor(t, 60*time.Second, "both members assigned partitions", func() bool {
+		return ms[0].assigned.Load() > 0 && ms[1].assigned.Load() > 0
+	})
+	time.Sleep(time.Second)
+	produced := pr.halt()
+	want := e.endOffsets(topic)
+	waitLedger(t, e, table, want, 60*time.Second)
+	for _, m := range ms {
+		m.halt(t)
+	}
+	if rs := checkExactlyOnce(t, tbl, want); int64(len(rs)) != produced {
+		t.Fatalf("%d rows, want %d", len(rs), produced)
+	}
+}

@@ -18,18 +18,32 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// PropLedgerArchive is the table property that names the table's ledger
-// archive: a JSON file under the table's metadata folder that keeps the
-// ledger entries of expired snapshots.
+// PropLedgerSegmentPrefix prefixes the table properties that name the
+// table's ledger archive: each property PropLedgerSegmentPrefix+ID names
+// one segment, a JSON file under the table's metadata folder holding the
+// ledger entries of some expired snapshots. The archive is the union of
+// the segments the table names.
 //
 // Snapshot expiry erases the summaries that carry the ledger. Maintain
-// writes every snapshot it is about to expire into a new archive file (the
-// previous archive's entries plus the new ones) and sets this property in
-// the same catalog commit that expires them, so there is no moment at
-// which a snapshot is gone but its entry is not durable: either the commit
-// lands and both changed, or nothing changed. The archive is one small file
-// read once per table load, and auditors can query it directly (for
-// example DuckDB's read_json).
+// writes the snapshots it is about to expire into a new segment and adds
+// its property in the same catalog commit that expires them, so there is
+// no moment at which a snapshot is gone but its entry is not durable:
+// either the commit lands and both changed, or nothing changed.
+//
+// A property per segment, rather than one property naming the whole
+// archive, is what lets maintenance runs overlap: catalogs apply a
+// commit's property changes key by key to the table as it is then, so a
+// run adds its segment without replacing another run's, and a merge
+// removes only the segments it read, in the commit that names the segment
+// holding their entries. No interleaving of runs leaves a table version
+// whose archive lacks an entry. Segments are small and written once, so an
+// expiry costs the entries it expires, not the table's whole history.
+const PropLedgerSegmentPrefix = "floe.ledger-segment."
+
+// PropLedgerArchive is the table property under which floe before archive
+// segments named its whole ledger archive, one file rewritten by every
+// expiry. It is still read, as one more segment, and the first expiry
+// that merges it into a segment removes it.
 const PropLedgerArchive = "floe.ledger-archive"
 
 // ArchiveFormat is the archive file's format marker.
@@ -157,18 +171,73 @@ func (e *ArchiveError) Error() string {
 
 func (e *ArchiveError) Unwrap() error { return e.Err }
 
-// readArchive reads the archive a table's metadata names, or returns nil
-// when it names none.
-func readArchive(ctx context.Context, tbl *table.Table, name string) (*Archive, error) {
-	path := tbl.Properties()[PropLedgerArchive]
-	if path == "" {
-		return nil, nil
+// segment is one archive file a table names: the property naming it and
+// its entries (nil until read).
+type segment struct {
+	key, path string
+	a         *Archive
+}
+
+// namedSegments returns the archive files props name, ordered by property
+// key: the segments and the archive of floe before segments.
+func namedSegments(props iceberg.Properties) []segment {
+	var segs []segment
+	for k, v := range props {
+		if (k == PropLedgerArchive || strings.HasPrefix(k, PropLedgerSegmentPrefix)) && v != "" {
+			segs = append(segs, segment{key: k, path: v})
+		}
 	}
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		return nil, &ArchiveError{Table: name, Path: path, Err: err}
+	slices.SortFunc(segs, func(x, y segment) int { return strings.Compare(x.key, y.key) })
+	return segs
+}
+
+// segmentsSignature identifies a set of named segments: two table versions
+// with the same signature have the same archive.
+func segmentsSignature(segs []segment) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteString(s.key)
+		b.WriteByte('=')
+		b.WriteString(s.path)
+		b.WriteByte('\n')
 	}
-	return readArchiveFile(fsys, tbl.Metadata().TableUUID().String(), name, path)
+	return b.String()
+}
+
+// readSegments reads the segments named (reusing the entries of loaded,
+// segments read before: a segment file is never rewritten) and returns
+// them with their union, nil when none is named.
+func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment) ([]segment, *Archive, error) {
+	if len(named) == 0 {
+		return nil, nil, nil
+	}
+	known := map[string]*Archive{}
+	for _, s := range loaded {
+		known[s.path] = s.a
+	}
+	uuid := tbl.Metadata().TableUUID().String()
+	var fsys iceio.IO
+	var all []ArchivedSnapshot
+	for i, s := range named {
+		if a := known[s.path]; a != nil {
+			named[i].a = a
+			all = append(all, a.Snapshots...)
+			continue
+		}
+		if fsys == nil {
+			var err error
+			if fsys, err = tbl.FS(ctx); err != nil {
+				return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
+			}
+		}
+		a, err := readArchiveFile(fsys, uuid, name, s.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		named[i].a = a
+		all = append(all, a.Snapshots...)
+	}
+	return named, (*Archive)(nil).plus(uuid, all), nil
 }
 
 // readArchiveFile reads and checks one archive file of the table with uuid
@@ -207,10 +276,11 @@ func archiveLocation(meta table.Metadata) string {
 	return strings.TrimSuffix(loc, "/") + "/" + archiveFolder
 }
 
-// writeArchive writes a new archive file under the table's metadata
-// location and returns its path. Each write goes to a new file, so the
-// archive the table currently names is never overwritten: a maintenance run
-// that fails after writing leaves only an unreferenced file.
+// writeArchive writes a as a new archive file under the table's metadata
+// location and returns its path. Each write goes to a new file, so an
+// archive file the table names is never overwritten: a maintenance run
+// that fails after writing leaves only an unreferenced file (staleArchives
+// collects it).
 func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, error) {
 	path := fmt.Sprintf("%s/%05d-%s.json", archiveLocation(tbl.Metadata()), a.Len(), uuid.NewString())
 	b, err := json.MarshalIndent(a, "", " ")
@@ -226,4 +296,57 @@ func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, er
 		return path, errors.New("the table's storage cannot write files")
 	}
 	return path, wfs.WriteFile(path, b)
+}
+
+// segmentKey is the property that names the segment written to path.
+func segmentKey(path string) string {
+	return PropLedgerSegmentPrefix + strings.TrimSuffix(path[strings.LastIndexByte(path, '/')+1:], ".json")
+}
+
+// segmentMergeRatio bounds the number of segments: a new segment absorbs
+// the newest named segment while it holds at least 1/segmentMergeRatio of
+// that one's entries, and then the next, so segments shrink by at least
+// this factor from the oldest to the newest. A table with N archived
+// entries, expired in batches of b, names at most 1+log4(N/b) segments
+// (about 6 for 10,000 entries in batches of 20), and each entry is
+// rewritten O(log N) times over the table's life.
+const segmentMergeRatio = 4
+
+// planSegment returns the segment to write for an expiry of snaps: their
+// entries (those not archived already) and the entries of the newest named
+// segments it absorbs, which it returns too. The absorbed segments'
+// properties are removed in the commit that names the new one.
+func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment) {
+	uuid := t.tbl.Metadata().TableUUID().String()
+	var fresh []table.Snapshot
+	for _, s := range snaps {
+		if t.archive.snapshot(s.SnapshotID) == nil {
+			fresh = append(fresh, s)
+		}
+	}
+	seg := (*Archive)(nil).with(uuid, fresh)
+	named := slices.Clone(t.segments)
+	// Oldest entries first: the segment to absorb next is the last.
+	slices.SortFunc(named, func(x, y segment) int {
+		return cmp.Or(cmp.Compare(x.a.oldest(), y.a.oldest()), strings.Compare(x.key, y.key))
+	})
+	var absorbed []segment
+	for len(named) > 0 {
+		last := named[len(named)-1]
+		if seg.Len()*segmentMergeRatio < last.a.Len() {
+			break
+		}
+		seg = seg.union(uuid, last.a)
+		absorbed = append(absorbed, last)
+		named = named[:len(named)-1]
+	}
+	return seg, absorbed
+}
+
+// oldest is the commit time of the archive's oldest entry (0: empty).
+func (a *Archive) oldest() int64 {
+	if a.Len() == 0 {
+		return 0
+	}
+	return a.Snapshots[0].TimestampMs
 }

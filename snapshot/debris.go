@@ -249,27 +249,30 @@ func (t *Table) staleMetadata(log *slog.Logger, files []folderFile, minAge time.
 }
 
 // staleArchives picks, out of the files of the ledger archive folder, the
-// archives that the table does not name, that are older than minAge, and
-// whose every entry the table still holds: the snapshot is live, or in the
-// archive the table names. Maintain runs killed before their commit leave
-// such files, and so do runs whose repair merged archives (checkArchive
-// keeps the superseded ones).
+// archive files (segments) that the table does not name, that are older
+// than minAge, and whose every entry the table still holds: the snapshot
+// is live, or in a segment the table names. Maintain runs killed before
+// their commit leave such files (their snapshots were never expired), and
+// so do runs killed before deleting the segments their new one absorbed,
+// and repairs (commitMergedArchive keeps the files it merged).
 //
-// The age keeps the archive of a run in progress, written before its
-// commit. The entry check keeps what checkArchive and repairLedger need to
-// repair an archive an overlapping run replaced: they merge every archive
-// file, so an entry must never lose its last file. A file is deleted only
-// when each of its entries is live or in the named archive, which this
-// never deletes; a live snapshot expired later is archived by the expiry
-// that removes it. A file that is not an archive of this table is kept.
+// The age keeps the segment of a run in progress, written before its
+// commit that names it. The entry check keeps what repairLedger needs to
+// repair an archive that an overlapping run of floe before segments
+// replaced: it merges every archive file, so an entry must never lose its
+// last file. A file is deleted only when each of its entries is live or
+// in a named segment, which this never deletes; a live snapshot expired
+// later is archived by the expiry that removes it, and a named segment is
+// unnamed only by a commit naming one that holds its entries. A file that
+// is not an archive of this table is kept.
 func (t *Table) staleArchives(ctx context.Context, log *slog.Logger, files []folderFile, minAge time.Duration, now time.Time) ([]folderFile, error) {
-	named := ""
-	if p := t.tbl.Properties()[PropLedgerArchive]; p != "" {
-		named = path.Base(p)
+	named := map[string]bool{}
+	for _, seg := range namedSegments(t.tbl.Properties()) {
+		named[path.Base(seg.path)] = true
 	}
 	var candidates []folderFile
 	for _, f := range files {
-		if strings.HasSuffix(f.name, ".json") && f.name != named && f.modTime.Before(now.Add(-minAge)) {
+		if strings.HasSuffix(f.name, ".json") && !named[f.name] && f.modTime.Before(now.Add(-minAge)) {
 			candidates = append(candidates, f)
 		}
 	}

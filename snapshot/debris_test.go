@@ -496,7 +496,7 @@ func TestRemoveOrphansRemovesKilledMaintainArchives(t *testing.T) {
 	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 4}); err != nil {
 		t.Fatal(err)
 	}
-	named := strings.TrimPrefix(tbl.Iceberg().Properties()[snapshot.PropLedgerArchive], "file://")
+	named := strings.TrimPrefix(namedArchives(tbl)[0], "file://")
 	old, young := killedMaintain(t, tbl), killedMaintain(t, tbl)
 
 	// An archive of the table holding, besides the archived entries, one

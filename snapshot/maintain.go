@@ -37,7 +37,12 @@ type MaintainOptions struct {
 	// does not name whose entries it still holds (staleArchives), all
 	// older than OrphanMinAge (zero: DefaultOrphanMinAge).
 	RemoveOrphans bool
-	OrphanMinAge  time.Duration
+	// RemoveDebris deletes only the stale metadata and ledger archive
+	// files RemoveOrphans deletes (one listing of the metadata folder, no
+	// manifest read): what a sink's own maintenance collects
+	// (AutoMaintain).
+	RemoveDebris bool
+	OrphanMinAge time.Duration
 	// DryRun reports what would be done and changes nothing.
 	DryRun bool
 	// Logger receives retries and cleanup failures; nil: slog.Default().
@@ -60,11 +65,11 @@ type MaintainResult struct {
 	// ExpiredCommits how many of them were floe commits.
 	Expired        []int64 `json:"expired,omitempty"`
 	ExpiredCommits int     `json:"expired_commits"`
-	// Archive is the ledger archive the table names afterwards ("": none)
-	// and Archived the number of snapshots it holds; a dry run leaves both
-	// as they were.
-	Archive  string `json:"archive,omitempty"`
-	Archived int    `json:"archived"`
+	// Segments are the ledger archive segments the table names afterwards
+	// and Archived the number of snapshots they hold; a dry run leaves
+	// both as they were.
+	Segments []string `json:"archive_segments,omitempty"`
+	Archived int      `json:"archived"`
 	// Orphans are the unreferenced data files deleted, OrphanBytes their
 	// size.
 	Orphans     []string `json:"orphans,omitempty"`
@@ -92,18 +97,19 @@ func (e *GCDisabledError) Error() string {
 
 // Maintain expires snapshots and deletes orphan files without losing the
 // ledger: the ledger entries of the snapshots an expiry removes are
-// written to a new ledger archive first, and the same catalog commit that
-// removes the snapshots points the table at that archive
-// (PropLedgerArchive). When the archive cannot be written, nothing is
-// expired. A concurrent commit (a sink) makes the expiry commit fail its
-// branch assertions; Maintain then reloads and computes the expiry again.
-// An overlapping maintain run fails no assertion, so after its commit
-// Maintain reloads and repairs an archive the other run replaced
-// (checkArchive).
+// written to a new ledger archive segment first, and the same catalog
+// commit that removes the snapshots names that segment
+// (PropLedgerSegmentPrefix). When the segment cannot be written, nothing
+// is expired. A concurrent commit (a sink) makes the expiry commit fail
+// its branch assertions; Maintain then reloads and computes the expiry
+// again. Overlapping maintain runs (floe maintain, sinks' AutoMaintain)
+// each add a segment of their own and never remove one they did not read,
+// so none loses another's entries.
 //
 // Whatever the options, Maintain first repairs a truncated ledger that the
-// archive files can repair (repairLedger): a run killed between its commit
-// and checkArchive leaves one, and nothing else would ever repair it.
+// archive files can repair (repairLedger): floe before archive segments
+// left one when overlapping runs replaced each other's archive and the
+// run that should repair it was killed.
 func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainResult, error) {
 	var res MaintainResult
 	log := opts.Logger
@@ -126,12 +132,14 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	if v, ok := t.tbl.Properties()[table.GCEnabledKey]; ok && strings.EqualFold(v, "false") {
 		return res, &GCDisabledError{Table: t.Name()}
 	}
-	removeDebris := opts.RemoveOrphans
+	removeDebris := opts.RemoveOrphans || opts.RemoveDebris
 	if opts.RemoveOrphans {
 		// Before the expiry, so that a refused run changes nothing.
 		if err := t.checkOrphanLocation(); err != nil {
 			return res, err
 		}
+	}
+	if removeDebris {
 		// Data orphans can still be removed safely.
 		var le *MetadataLocationError
 		if err := t.checkMetadataLocation(); errors.As(err, &le) {
@@ -144,7 +152,9 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 			return res, err
 		}
 	}
-	res.Archive = t.tbl.Properties()[PropLedgerArchive]
+	for _, seg := range t.segments {
+		res.Segments = append(res.Segments, seg.path)
+	}
 	res.Archived = t.archive.Len()
 	age := opts.OrphanMinAge
 	if age <= 0 {
@@ -201,18 +211,17 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 				res.ExpiredCommits++
 			}
 		}
-		archive := t.archive.with(t.tbl.Metadata().TableUUID().String(), expired)
+		seg, absorbed := t.planSegment(expired)
 		if opts.DryRun {
 			return nil
 		}
-		prev := t.tbl.Properties()[PropLedgerArchive]
-		path, err := writeArchive(ctx, t.tbl, archive)
+		path, err := writeArchive(ctx, t.tbl, seg)
 		if err != nil {
 			return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write: %w (nothing was expired)", err)}
 		}
-		if err := txn.SetProperties(iceberg.Properties{PropLedgerArchive: path}); err != nil {
+		if err := t.stageSegment(txn, path, absorbed); err != nil {
 			t.removePaths(ctx, log, path)
-			return fmt.Errorf("stage the ledger archive of %s: %w", t.Name(), err)
+			return err
 		}
 		tbl, err := txn.Commit(ctx)
 		if err != nil && tbl != nil {
@@ -223,31 +232,58 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			err = nil
 		}
 		if err != nil && isConflict(err) {
-			// Nothing was committed: the new archive is unreferenced.
+			// Nothing was committed: the new segment is unreferenced.
 			t.removePaths(ctx, log, path)
 			lastErr = err
 			log.Info("expiry commit lost a race, reloading", "table", t.Name(), "attempt", attempt, "err", err)
 			continue
 		}
 		if err != nil {
-			// The outcome is unknown: the archive may be referenced now,
-			// so it stays.
+			// The outcome is unknown: the segment may be named now, so it
+			// stays, and so do the ones it absorbed.
 			return fmt.Errorf("commit snapshot expiry of %s (outcome unknown; run floe maintain again): %w", t.Name(), err)
 		}
-		planned := t.tbl.Metadata()
-		// The archive just written is the one tbl names: adopt need not
-		// read it back.
-		t.archive, t.archivePath = archive, path
-		if err := t.adoptCommitted(ctx, tbl); err != nil {
-			return err
-		}
-		if prev != "" {
-			// Superseded: the new archive holds every entry of the old one.
-			t.removePaths(ctx, log, prev)
-		}
-		return t.checkArchive(ctx, log, planned, archive)
+		return t.adoptSegment(ctx, log, tbl, path, seg, absorbed)
 	}
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
+}
+
+// stageSegment stages, on txn, the property naming the segment written to
+// path and the removal of those of the segments it absorbed.
+func (t *Table) stageSegment(txn *table.Transaction, path string, absorbed []segment) error {
+	if err := txn.SetProperties(iceberg.Properties{segmentKey(path): path}); err != nil {
+		return fmt.Errorf("stage the ledger archive segment of %s: %w", t.Name(), err)
+	}
+	var keys []string
+	for _, a := range absorbed {
+		keys = append(keys, a.key)
+	}
+	if err := txn.RemoveProperties(keys); err != nil {
+		return fmt.Errorf("stage the ledger archive segment of %s: %w", t.Name(), err)
+	}
+	return nil
+}
+
+// adoptSegment adopts the table a commit naming the segment seg, written
+// to path, returned, and deletes the files of the segments seg absorbed:
+// the table no longer names them, and seg holds their entries. A reader
+// that loaded an earlier version naming them and reads one after it is
+// gone reloads the table (adopt); a stray one left by a failed delete is
+// collected later (staleArchives).
+func (t *Table) adoptSegment(ctx context.Context, log *slog.Logger, tbl *table.Table, path string, seg *Archive, absorbed []segment) error {
+	// The segment just written need not be read back.
+	prev := t.segments
+	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, a: seg})
+	if err := t.adoptCommitted(ctx, tbl); err != nil {
+		t.segments = prev
+		return err
+	}
+	var paths []string
+	for _, a := range absorbed {
+		paths = append(paths, a.path)
+	}
+	t.removePaths(ctx, log, paths...)
+	return nil
 }
 
 // LostEntriesError reports ledger entries that no archive file of the
@@ -271,88 +307,50 @@ func (e *LostEntriesError) Error() string {
 		e.Table, e.Snapshots, through)
 }
 
-// checkArchive makes sure that no ledger entry was lost to an overlapping
-// maintain run. iceberg-go's expiry asserts only the table uuid and the
-// branch heads, which an expiry does not move, and iceberg-go has no
-// requirement on a table property, so a run that planned on metadata
-// another run has since changed still commits, and its archive (the one it
-// started from plus its own expired snapshots) replaces the other run's.
-//
-// checkArchive reloads the table and looks for snapshots that were live
-// when this run planned (planned) or are in the archive it wrote, but are
-// now neither live nor in the archive the table names. It then merges every
-// archive file of the table into a new archive and commits it: a run
-// deletes the archive it started from only after committing a superset of
-// it, so together the files still hold every entry.
-func (t *Table) checkArchive(ctx context.Context, log *slog.Logger, planned table.Metadata, archive *Archive) error {
-	const maxRepairs = 5
-	for attempt := 1; ; attempt++ {
-		if err := t.Refresh(ctx); err != nil {
-			return fmt.Errorf("check the ledger archive of %s after expiry: %w", t.Name(), err)
-		}
-		lost := t.lost(planned, archive)
-		if len(lost) == 0 {
-			return nil
-		}
-		if attempt > maxRepairs {
-			return fmt.Errorf("repair the ledger archive of %s: gave up after %d attempts (is another floe maintain running?): %w",
-				t.Name(), maxRepairs, &LostEntriesError{Table: t.Name(), Snapshots: lost})
-		}
-		log.Warn("an overlapping maintain run replaced the ledger archive; merging the archive files", "table", t.Name(), "missing", len(lost))
-		merged, err := t.mergeArchives(ctx, log)
-		if err != nil {
-			return err
-		}
-		if missing := slices.DeleteFunc(lost, func(id int64) bool { return merged.snapshot(id) != nil }); len(missing) > 0 {
-			return &LostEntriesError{Table: t.Name(), Snapshots: missing}
-		}
-		committed, err := t.commitMergedArchive(ctx, log, merged)
-		if err != nil {
-			return err
-		}
-		if committed {
-			archive = merged
-		}
-	}
-}
-
-// commitMergedArchive writes merged as a new archive file and commits a
-// table version naming it. It reports false, having changed nothing, when
-// the commit lost a race to another commit; the caller reloads and checks
-// again. The superseded archives stay: a run overlapping this one may
-// still be about to commit on metadata that names one of them, and its
-// repair merges them; floe maintain --remove-orphans deletes them once
-// they are old and hold nothing the table lacks (staleArchives).
-func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merged *Archive) (bool, error) {
+// commitMergedArchive writes merged, a superset of every segment the
+// table names, as a new segment and commits a table version naming it
+// instead of them. A commit that lost a race to another commit changes
+// nothing; the caller reloads and checks again. The files of the segments
+// replaced stay: they may hold entries of snapshots that an overlapping
+// run expired, and floe maintain --remove-orphans and sinks' AutoMaintain
+// delete them once they are old and hold nothing the table lacks
+// (staleArchives).
+func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merged *Archive) error {
 	path, err := writeArchive(ctx, t.tbl, merged)
 	if err != nil {
-		return false, &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}
+		return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}
 	}
 	txn := t.tbl.NewTransaction()
-	if err := txn.SetProperties(iceberg.Properties{PropLedgerArchive: path}); err != nil {
+	if err := t.stageSegment(txn, path, t.segments); err != nil {
 		t.removePaths(ctx, log, path)
-		return false, fmt.Errorf("stage the merged ledger archive of %s: %w", t.Name(), err)
+		return err
 	}
 	tbl, err := txn.Commit(ctx)
 	if err != nil && isConflict(err) {
 		t.removePaths(ctx, log, path)
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
+		return fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
 	}
-	t.archive, t.archivePath = merged, path
-	return true, t.adoptCommitted(ctx, tbl)
+	prev := t.segments
+	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, a: merged})
+	if err := t.adoptCommitted(ctx, tbl); err != nil {
+		t.segments = prev
+		return err
+	}
+	return nil
 }
 
 // repairLedger repairs the ledger of every branch and tag that reads
 // truncated (LedgerAt fails with a *TruncatedLedgerError) when the archive
-// files still hold the missing entries. Of two overlapping maintain runs,
-// the one whose commit replaced the other's archive repairs it in
-// checkArchive; killed before that, it leaves every reader of the table
-// (sinks, audits, lookups) failing for good, and only a later run can
-// repair it: it merges every archive file (mergeArchives) and commits the
-// merge, as checkArchive does. When even the merge leaves a ledger
+// files still hold the missing entries. floe before archive segments named
+// one archive file per table, and of two overlapping maintain runs the
+// later commit replaced the other's archive; the run that noticed repaired
+// it, and one killed before that left every reader of the table (sinks,
+// audits, lookups) failing for good. Only a later run can repair such a
+// table: it merges every archive file (mergeArchives) and commits the
+// merge. When even the merge leaves a ledger
 // truncated, the entries are gone (another tool expired the snapshots):
 // that is a *LostEntriesError naming the snapshots, and nothing changes.
 // A dry run reports what it would repair and commits nothing.
@@ -391,7 +389,7 @@ func (t *Table) repairLedger(ctx context.Context, log *slog.Logger, dryRun bool,
 		}
 		log.Warn("the ledger archive lacks entries (a floe maintain run was interrupted before its repair); committing the merge of the archive files",
 			"table", t.Name(), "refs", refs, "restored", len(res.Restored))
-		if _, err := t.commitMergedArchive(ctx, log, merged); err != nil {
+		if err := t.commitMergedArchive(ctx, log, merged); err != nil {
 			return err
 		}
 	}
@@ -402,9 +400,10 @@ func (t *Table) repairLedger(ctx context.Context, log *slog.Logger, dryRun bool,
 // them, each sorted.
 func truncations(meta table.Metadata, archive *Archive) (refs []string, missing []int64) {
 	for name, ref := range meta.Refs() {
-		_, err := LedgerAt(meta, archive, ref.SnapshotID)
-		var te *TruncatedLedgerError
-		if !errors.As(err, &te) {
+		// Walked, not decoded: a sink's maintenance runs this every few
+		// commits, and the history only grows.
+		_, te := ancestry(meta, archive, ref.SnapshotID)
+		if te == nil {
 			continue
 		}
 		refs = append(refs, name)
@@ -425,28 +424,6 @@ func truncations(meta table.Metadata, archive *Archive) (refs []string, missing 
 	slices.Sort(refs)
 	slices.Sort(missing)
 	return refs, missing
-}
-
-// lost returns the snapshots live in planned or held by archive that are
-// neither live in the table as loaded nor in its archive, in id order.
-func (t *Table) lost(planned table.Metadata, archive *Archive) []int64 {
-	meta := t.tbl.Metadata()
-	seen := map[int64]bool{}
-	var ids []int64
-	check := func(id int64) {
-		if !seen[id] && meta.SnapshotByID(id) == nil && t.archive.snapshot(id) == nil {
-			ids = append(ids, id)
-		}
-		seen[id] = true
-	}
-	for _, s := range planned.Snapshots() {
-		check(s.SnapshotID)
-	}
-	for _, s := range archive.Snapshots {
-		check(s.SnapshotID)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // mergeArchives returns the union of the loaded archive and every archive

@@ -71,7 +71,7 @@ func TestMaintainKeepsLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Expired) != 4 || res.ExpiredCommits != 4 || res.Archived != 4 || res.Archive == "" {
+	if len(res.Expired) != 4 || res.ExpiredCommits != 4 || res.Archived != 4 || len(res.Segments) != 1 {
 		t.Fatalf("result %+v, want 4 expired and archived commits", res)
 	}
 	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 1 {
@@ -84,17 +84,19 @@ func TestMaintainKeepsLedger(t *testing.T) {
 	if after := ledger(t, fresh); !reflect.DeepEqual(before, after) {
 		t.Fatalf("ledger after expiry\n%+v\nwant\n%+v", after, before)
 	}
-	first := res.Archive
+	first := res.Segments[0]
 	commitRanges(t, fresh, 5, 8)
 	res, err = fresh.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Expired) != 2 || res.Archived != 6 || res.Archive == first {
-		t.Fatalf("second expiry %+v, want 2 more expired, 6 archived in a new archive", res)
+	// 2 new entries are at least a quarter of the first segment's 4: the
+	// new segment absorbs it.
+	if len(res.Expired) != 2 || res.Archived != 6 || len(res.Segments) != 1 || res.Segments[0] == first {
+		t.Fatalf("second expiry %+v, want 2 more expired, 6 archived in one new segment", res)
 	}
 	if _, err := os.Stat(strings.TrimPrefix(first, "file://")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("superseded archive %s: stat err %v, want it removed", first, err)
+		t.Fatalf("absorbed segment %s: stat err %v, want it removed", first, err)
 	}
 	l := ledger(t, fresh)
 	if len(l.Commits) != 8 || !reflect.DeepEqual(l.Commits[:5], before.Commits) {
@@ -113,7 +115,7 @@ func TestMaintainDryRunChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Expired) != 2 || res.Archive != "" {
+	if len(res.Expired) != 2 || len(res.Segments) != 0 {
 		t.Fatalf("dry run %+v, want 2 snapshots to expire and no archive", res)
 	}
 	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 3 {
@@ -364,9 +366,14 @@ func TestOpenAfterArchiveSuperseded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := stale.Properties()[snapshot.PropLedgerArchive]
-	if _, err := os.Stat(strings.TrimPrefix(old, "file://")); old == res.Archive || !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("archive %s: stat err %v, want it superseded by %s and removed", old, err, res.Archive)
+	old := stale.Properties()
+	for k, v := range old {
+		if !strings.HasPrefix(k, snapshot.PropLedgerSegmentPrefix) {
+			continue
+		}
+		if _, err := os.Stat(strings.TrimPrefix(v, "file://")); slices.Contains(res.Segments, v) || !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("segment %s: stat err %v, want it absorbed by %v and removed", v, err, res.Segments)
+		}
 	}
 	r, err := snapshot.Open(t.Context(), &staleCatalog{Catalog: a.Catalog(), stale: stale}, a.Identifier(), snapshot.OpenOptions{})
 	if err != nil {
@@ -422,9 +429,9 @@ func (c *hookCatalog) CommitTable(ctx context.Context, ident table.Identifier, r
 
 // TestOverlappingMaintainRuns: two maintain runs plan their expiries on the
 // same metadata; one expiring much commits first, then the other, expiring
-// less, commits an archive that lacks the first one's entries (iceberg-go's
-// expiry asserts no branch head that either moves). The second run notices
-// and repairs the archive: the table ends with a complete ledger.
+// less (iceberg-go's expiry asserts no branch head that either moves).
+// Each names a segment of its own, so the second does not replace the
+// first one's entries: the table ends with a complete ledger.
 func TestOverlappingMaintainRuns(t *testing.T) {
 	a, _ := maintainTable(t, 3)
 	if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
@@ -515,12 +522,13 @@ func TestRemoveOrphansKeepsArchiveFolders(t *testing.T) {
 	}
 }
 
-// TestMaintainRepairsLedgerOfKilledRun: of two overlapping maintain runs,
-// the one whose commit drops the other's archived entries is killed right
-// after that commit, before its repair (checkArchive). The ledger is then
-// truncated for every reader; any later maintain run, even one with
-// nothing to do, merges the archive files and makes it whole again.
-func TestMaintainRepairsLedgerOfKilledRun(t *testing.T) {
+// TestOverlappingRunKilledAfterCommit: of two overlapping maintain runs,
+// the one that commits last is killed right after its commit. With one
+// archive file per table (floe before segments), that commit replaced
+// the other run's archive and the ledger read truncated until a later run
+// repaired it; with segments each run adds its own, so the ledger is
+// whole for every reader at once, and a later run has nothing to repair.
+func TestOverlappingRunKilledAfterCommit(t *testing.T) {
 	a, _ := maintainTable(t, 3)
 	if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
 		t.Fatal(err)
@@ -538,44 +546,76 @@ func TestMaintainRepairsLedgerOfKilledRun(t *testing.T) {
 			t.Errorf("first maintain run: %v", err)
 		}
 	}
-	if _, err := b.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 4, Logger: quiet}); !errors.Is(err, errKilled) {
-		t.Fatalf("second maintain run: err %v, want it killed after its commit", err)
+	// Nothing is left to do after the commit: the run may not notice its
+	// death.
+	if _, err := b.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 4, Logger: quiet}); err != nil && !errors.Is(err, errKilled) {
+		t.Fatalf("second maintain run: %v", err)
 	}
-	r, err := snapshot.Open(t.Context(), a.Catalog(), a.Identifier(), snapshot.OpenOptions{})
+	if !hc.dead {
+		t.Fatal("the second run's commit did not land")
+	}
+	if got := freshLedger(t, a); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ledger after the killed run\n%+v\nwant\n%+v", got, want)
+	}
+	res, err := a.Maintain(t.Context(), snapshot.MaintainOptions{Logger: quiet})
+	if err != nil || res.TruncatedRefs != nil {
+		t.Fatalf("run after the killed one: %+v, %v; want nothing to repair", res, err)
+	}
+}
+
+// TestMaintainRepairsLegacyTruncation: floe before segments named one
+// archive file, and a run killed after replacing an overlapping run's
+// archive left the ledger truncated (simulated: the table names an archive
+// without some entries, the complete file stays on disk). Any later
+// maintain run, even one with nothing to do, merges the archive files into
+// a segment and makes it whole again.
+func TestMaintainRepairsLegacyTruncation(t *testing.T) {
+	tbl, _ := maintainTable(t, 6)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := ledger(t, freshTable(t, tbl))
+	files := namedArchives(tbl)
+	if len(files) != 1 {
+		t.Fatalf("archive files %v, want one segment", files)
+	}
+	a := readArchiveFile(t, files[0])
+	lost := []int64{a.Snapshots[len(a.Snapshots)-1].SnapshotID}
+	a.Snapshots = a.Snapshots[:len(a.Snapshots)-1]
+	b, err := json.Marshal(&a)
 	if err != nil {
 		t.Fatal(err)
 	}
+	partial := filepath.Join(metadataDir(tbl), "floe-ledger", "00001-partial.json")
+	if err := os.WriteFile(partial, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nameOnly(t, tbl, "file://"+partial)
 	var te *snapshot.TruncatedLedgerError
-	if _, err := r.Ledger(); !errors.As(err, &te) {
-		t.Fatalf("ledger after the killed run: err %v, want a *TruncatedLedgerError", err)
+	if _, err := freshTable(t, tbl).Ledger(); !errors.As(err, &te) {
+		t.Fatalf("ledger of the legacy table: err %v, want a *TruncatedLedgerError", err)
 	}
-
-	// The snapshots only the first run's archive holds.
-	var lost []int64
-	for _, c := range want.Commits {
-		if r.Iceberg().Metadata().SnapshotByID(c.SnapshotID) == nil && !slices.ContainsFunc(archived(t, r), func(s snapshot.ArchivedSnapshot) bool { return s.SnapshotID == c.SnapshotID }) {
-			lost = append(lost, c.SnapshotID)
-		}
-	}
-	slices.Sort(lost)
-
-	res, err := r.Maintain(t.Context(), snapshot.MaintainOptions{DryRun: true, Logger: quiet})
+	quiet := slog.New(slog.DiscardHandler)
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{DryRun: true, Logger: quiet})
 	if err != nil || !slices.Equal(res.TruncatedRefs, []string{"main"}) || !slices.Equal(sorted(res.Restored), lost) {
 		t.Fatalf("dry run: %+v, %v; want main truncated and snapshots %v to restore", res, err, lost)
 	}
-	if _, err := freshTable(t, r).Ledger(); !errors.As(err, &te) {
+	if _, err := freshTable(t, tbl).Ledger(); !errors.As(err, &te) {
 		t.Fatalf("ledger after a dry run: err %v, want it still truncated", err)
 	}
-	if res, err = r.Maintain(t.Context(), snapshot.MaintainOptions{Logger: quiet}); err != nil {
+	if res, err = tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: quiet}); err != nil {
 		t.Fatalf("maintain run with nothing to expire: %v", err)
 	}
-	if !slices.Equal(res.TruncatedRefs, []string{"main"}) || !slices.Equal(sorted(res.Restored), lost) || res.Archive == "" {
-		t.Fatalf("repair %+v, want main repaired, snapshots %v restored", res, lost)
+	if !slices.Equal(res.TruncatedRefs, []string{"main"}) || !slices.Equal(sorted(res.Restored), lost) || len(res.Segments) != 1 {
+		t.Fatalf("repair %+v, want main repaired into one segment, snapshots %v restored", res, lost)
 	}
-	if got := freshLedger(t, a); !reflect.DeepEqual(got, want) {
+	if _, legacy := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]; legacy {
+		t.Fatalf("the repair kept the legacy archive property: %v", namedArchives(tbl))
+	}
+	if got := ledger(t, freshTable(t, tbl)); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ledger after the repair\n%+v\nwant\n%+v", got, want)
 	}
-	if res, err = r.Maintain(t.Context(), snapshot.MaintainOptions{Logger: quiet}); err != nil || res.TruncatedRefs != nil {
+	if res, err = tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: quiet}); err != nil || res.TruncatedRefs != nil {
 		t.Fatalf("second run after the repair: %+v, %v; want nothing to repair", res, err)
 	}
 }
@@ -604,14 +644,11 @@ func TestMaintainRepairsTruncatedBranch(t *testing.T) {
 	for _, c := range wantMain.Commits {
 		mainIDs[c.SnapshotID] = true
 	}
-	b, err := os.ReadFile(strings.TrimPrefix(tbl.Iceberg().Properties()[snapshot.PropLedgerArchive], "file://"))
-	if err != nil {
-		t.Fatal(err)
+	files := namedArchives(tbl)
+	if len(files) != 1 {
+		t.Fatalf("archive files %v, want one segment", files)
 	}
-	var a snapshot.Archive
-	if err := json.Unmarshal(b, &a); err != nil {
-		t.Fatal(err)
-	}
+	a := readArchiveFile(t, files[0])
 	var branchOnly []int64
 	a.Snapshots = slices.DeleteFunc(a.Snapshots, func(s snapshot.ArchivedSnapshot) bool {
 		if !mainIDs[s.SnapshotID] {
@@ -619,16 +656,15 @@ func TestMaintainRepairsTruncatedBranch(t *testing.T) {
 		}
 		return !mainIDs[s.SnapshotID]
 	})
-	if b, err = json.Marshal(&a); err != nil {
+	b, err := json.Marshal(&a)
+	if err != nil {
 		t.Fatal(err)
 	}
 	partial := filepath.Join(metadataDir(tbl), "floe-ledger", "00001-partial.json")
 	if err := os.WriteFile(partial, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.SetProperties(t.Context(), map[string]string{snapshot.PropLedgerArchive: "file://" + partial}); err != nil {
-		t.Fatal(err)
-	}
+	nameOnly(t, tbl, "file://"+partial)
 	if _, err := freshTable(t, br).Ledger(); !errors.Is(err, snapshot.ErrTruncatedLedger) {
 		t.Fatalf("branch ledger: err %v, want it truncated", err)
 	}
@@ -655,22 +691,14 @@ func freshTable(t *testing.T, tbl *snapshot.Table) *snapshot.Table {
 	return fresh
 }
 
-// archived returns the snapshots of the archive the table names.
+// archived returns the snapshots of the archive files the table names.
 func archived(t *testing.T, tbl *snapshot.Table) []snapshot.ArchivedSnapshot {
 	t.Helper()
-	path := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]
-	if path == "" {
-		return nil
+	var snaps []snapshot.ArchivedSnapshot
+	for _, f := range namedArchives(tbl) {
+		snaps = append(snaps, readArchiveFile(t, f).Snapshots...)
 	}
-	b, err := os.ReadFile(strings.TrimPrefix(path, "file://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var a snapshot.Archive
-	if err := json.Unmarshal(b, &a); err != nil {
-		t.Fatal(err)
-	}
-	return a.Snapshots
+	return snaps
 }
 
 func sorted(ids []int64) []int64 { return slices.Sorted(slices.Values(ids)) }
@@ -695,7 +723,7 @@ func TestMaintainReportsUnrepairableLedger(t *testing.T) {
 	if err := tbl.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	archive := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]
+	archive := namedArchives(tbl)
 	_, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1})
 	if err == nil || !strings.Contains(err.Error(), strconv.FormatInt(gone, 10)) {
 		t.Fatalf("err %v, want an error naming snapshot %d, the head's parent", err, gone)
@@ -707,7 +735,7 @@ func TestMaintainReportsUnrepairableLedger(t *testing.T) {
 	if err := tbl.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]; got != archive {
-		t.Fatalf("the table names archive %s after a failed repair, want %s unchanged", got, archive)
+	if got := namedArchives(tbl); !slices.Equal(got, archive) {
+		t.Fatalf("the table names archive files %v after a failed repair, want %v unchanged", got, archive)
 	}
 }

@@ -49,12 +49,14 @@ type Table struct {
 	branch string
 	tbl    *table.Table
 	schema *arrow.Schema
-	// archive holds the ledger entries of expired snapshots, loaded with
-	// the metadata whenever tbl changes (adopt), so that reading the ledger
-	// needs no I/O and always matches tbl. archivePath is the path it was
-	// read from (tbl's PropLedgerArchive).
-	archive     *Archive
-	archivePath string
+	// archive holds the ledger entries of expired snapshots, the union of
+	// the segments tbl names, loaded with the metadata whenever tbl
+	// changes (adopt), so that reading the ledger needs no I/O and always
+	// matches tbl. segments are those segments with their entries, and
+	// archiveSig identifies them (segmentsSignature).
+	archive    *Archive
+	segments   []segment
+	archiveSig string
 	// layout is how the table holds records; schema the Arrow schema of
 	// its rows, for the table's current schema (schemaID).
 	layout   mapping.Layout
@@ -266,18 +268,18 @@ func (t *Table) adoptLoaded(ctx context.Context, tbl *table.Table) error {
 	return nil
 }
 
-// adopt makes tbl the table's metadata, loading the ledger archive it
-// names when that is not the one already loaded. Every assignment of t.tbl
-// goes through adopt: metadata returned by a commit may name an archive
+// adopt makes tbl the table's metadata, loading the ledger archive
+// segments it names that are not loaded already. Every assignment of t.tbl
+// goes through adopt: metadata returned by a commit may name segments
 // another process wrote (a floe maintain that expired snapshots without
 // moving the branch), and reading its ledger with the archive loaded
 // before would find the expired parents missing. On error t.tbl and the
 // archive are left as they were.
 //
-// An archive that no longer exists was superseded after tbl was loaded: a
-// floe maintain that commits a new archive deletes the one before. The
-// table is then reloaded once; the archive it names holds every entry of
-// the deleted one.
+// A segment that no longer exists was merged into another after tbl was
+// loaded: the run that merged it deletes it after its commit. The table is
+// then reloaded once; the segments it names hold every entry of the
+// deleted one.
 func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 	if t.schema == nil || tbl.Schema().ID != t.schemaID {
 		sc, err := t.layout.ArrowSchema(tbl.Schema())
@@ -287,14 +289,15 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 		t.schema, t.schemaID = sc, tbl.Schema().ID
 	}
 	for reloaded := false; ; reloaded = true {
-		path := tbl.Properties()[PropLedgerArchive]
-		if path == t.archivePath {
+		named := namedSegments(tbl.Properties())
+		sig := segmentsSignature(named)
+		if sig == t.archiveSig {
 			t.tbl = tbl
 			return nil
 		}
-		a, err := readArchive(ctx, tbl, t.Name())
+		segs, a, err := readSegments(ctx, tbl, t.Name(), named, t.segments)
 		if err == nil {
-			t.tbl, t.archive, t.archivePath = tbl, a, path
+			t.tbl, t.archive, t.segments, t.archiveSig = tbl, a, segs, sig
 			return nil
 		}
 		if reloaded || !errors.Is(err, fs.ErrNotExist) {
@@ -302,9 +305,9 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 		}
 		fresh, lerr := t.cat.LoadTable(ctx, t.ident)
 		if lerr != nil {
-			return fmt.Errorf("reload table %s after its ledger archive was not found: %w (reading it: %w)", t.Name(), lerr, err)
+			return fmt.Errorf("reload table %s after a segment of its ledger archive was not found: %w (reading it: %w)", t.Name(), lerr, err)
 		}
-		if fresh.Properties()[PropLedgerArchive] == path {
+		if segmentsSignature(namedSegments(fresh.Properties())) == sig {
 			return err
 		}
 		tbl = fresh
@@ -353,22 +356,22 @@ func (t *Table) Ledger() (mapping.Ledger, error) {
 	}
 	meta := t.tbl.Metadata()
 	c := t.ledger
-	switch {
-	case c != nil && c.location == t.tbl.MetadataLocation():
+	if c != nil && c.location == t.tbl.MetadataLocation() {
 		return mapping.Ledger{Commits: slices.Clip(c.l.Commits)}, nil
-	case c.extendedBy(meta, head, t.archivePath):
-		// One commit on top of the ledger already decoded (this writer's
-		// own, usually): decode only it, so that a commit does not cost
-		// the whole history.
+	}
+	if extend, ok := c.reaches(meta, t.archive, t.archiveSig, head); ok {
+		// The ledger already decoded, or one commit on top of it (this
+		// writer's own, usually): decode only that one, so that a commit
+		// does not cost the whole history.
 		l := c.l
-		if head.Summary != nil && mapping.IsFloeCommit(head.Summary.Properties) {
+		if extend && head.Summary != nil && mapping.IsFloeCommit(head.Summary.Properties) {
 			lc, err := mapping.DecodeCommit(head.SnapshotID, time.UnixMilli(head.TimestampMs).UTC(), head.Summary.Properties)
 			if err != nil {
 				return mapping.Ledger{}, err
 			}
 			l.Commits = append(l.Commits, lc)
 		}
-		t.ledger = newLedgerCache(t.tbl, headID, t.archivePath, l)
+		t.ledger = newLedgerCache(t.tbl, headID, t.archiveSig, l)
 		return mapping.Ledger{Commits: slices.Clip(l.Commits)}, nil
 	}
 	l, err := LedgerOf(meta, t.archive, t.branch)
@@ -379,7 +382,7 @@ func (t *Table) Ledger() (mapping.Ledger, error) {
 	if err != nil {
 		return l, err
 	}
-	t.ledger = newLedgerCache(t.tbl, headID, t.archivePath, l)
+	t.ledger = newLedgerCache(t.tbl, headID, t.archiveSig, l)
 	return mapping.Ledger{Commits: slices.Clip(l.Commits)}, nil
 }
 
@@ -388,9 +391,10 @@ func (t *Table) Ledger() (mapping.Ledger, error) {
 type ledgerCache struct {
 	location string // the metadata file
 	head     int64
-	archive  string
+	archive  string // the archive's signature (segmentsSignature)
 	// snapshots are every snapshot of that metadata: a later metadata that
-	// lost one (an expiry) is decoded whole, to notice a truncated history.
+	// lost one (an expiry) has its ancestry checked (reaches), to notice a
+	// truncated history.
 	snapshots []int64
 	l         mapping.Ledger
 }
@@ -403,19 +407,28 @@ func newLedgerCache(tbl *table.Table, head int64, archive string, l mapping.Ledg
 	return c
 }
 
-// extendedBy reports whether meta, whose branch head is head, holds every
-// snapshot c was decoded from, the same archive, and a head whose parent
-// is c's head: then the ledger is c's plus head's entry.
-func (c *ledgerCache) extendedBy(meta table.Metadata, head *table.Snapshot, archive string) bool {
-	if c == nil || c.head == 0 || c.archive != archive || head == nil || head.ParentSnapshotID == nil || *head.ParentSnapshotID != c.head {
-		return false
+// reaches reports whether the ledger of head, in meta completed from
+// archive (whose signature is sig), is c's ledger (head is c's head) or
+// c's plus head's entry (extend: head's parent is c's head). Usually meta
+// holds every snapshot c was decoded from, with the same archive. When
+// snapshots were expired since, or the archive changed (an expiry, a
+// merge of segments), the ancestry of c's head is walked, without
+// decoding anything: if it is still whole, every entry of c is live or
+// archived, unchanged (snapshots are immutable), so maintenance costs a
+// writer no decoding of the whole history.
+func (c *ledgerCache) reaches(meta table.Metadata, archive *Archive, sig string, head *table.Snapshot) (extend, ok bool) {
+	if c == nil || c.head == 0 || head == nil {
+		return false, false
 	}
-	for _, id := range c.snapshots {
-		if meta.SnapshotByID(id) == nil {
-			return false
-		}
+	extend = head.SnapshotID != c.head
+	if extend && (head.ParentSnapshotID == nil || *head.ParentSnapshotID != c.head) {
+		return false, false
 	}
-	return true
+	if c.archive == sig && !slices.ContainsFunc(c.snapshots, func(id int64) bool { return meta.SnapshotByID(id) == nil }) {
+		return extend, true
+	}
+	_, te := ancestry(meta, archive, c.head)
+	return extend, te == nil
 }
 
 // ErrTruncatedLedger is matched (errors.Is) by a *TruncatedLedgerError.
@@ -462,19 +475,9 @@ func LedgerOf(meta table.Metadata, archive *Archive, branch string) (mapping.Led
 // expiry. When neither has a parent, the ledger is a *TruncatedLedgerError.
 func LedgerAt(meta table.Metadata, archive *Archive, snapshotID int64) (mapping.Ledger, error) {
 	var l mapping.Ledger
-	lookup := func(id int64) *table.Snapshot {
-		if s := meta.SnapshotByID(id); s != nil {
-			return s
-		}
-		return archive.snapshot(id)
-	}
-	ancestors, complete := table.AncestorsOfChecked(snapshotID, lookup)
-	if !complete {
-		oldest := snapshotID
-		if len(ancestors) > 0 {
-			oldest = ancestors[len(ancestors)-1].SnapshotID
-		}
-		return l, &TruncatedLedgerError{SnapshotID: snapshotID, Oldest: oldest}
+	ancestors, te := ancestry(meta, archive, snapshotID)
+	if te != nil {
+		return l, te
 	}
 	for i := len(ancestors) - 1; i >= 0; i-- {
 		s := ancestors[i]
@@ -488,6 +491,27 @@ func LedgerAt(meta table.Metadata, archive *Archive, snapshotID int64) (mapping.
 		l.Commits = append(l.Commits, c)
 	}
 	return l, nil
+}
+
+// ancestry returns the ancestors of a snapshot, itself first, walked
+// through the live snapshots of meta and the archived ones, or a
+// *TruncatedLedgerError when the walk ends at a snapshot whose parent is
+// neither.
+func ancestry(meta table.Metadata, archive *Archive, snapshotID int64) ([]table.Snapshot, *TruncatedLedgerError) {
+	ancestors, complete := table.AncestorsOfChecked(snapshotID, func(id int64) *table.Snapshot {
+		if s := meta.SnapshotByID(id); s != nil {
+			return s
+		}
+		return archive.snapshot(id)
+	})
+	if !complete {
+		oldest := snapshotID
+		if len(ancestors) > 0 {
+			oldest = ancestors[len(ancestors)-1].SnapshotID
+		}
+		return nil, &TruncatedLedgerError{SnapshotID: snapshotID, Oldest: oldest}
+	}
+	return ancestors, nil
 }
 
 // isNoSuchTable reports whether err is the catalog's answer that the table

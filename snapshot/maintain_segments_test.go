@@ -1,0 +1,174 @@
+package snapshot_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// namedArchives returns the ledger archive files the table names: its
+// segments and the archive of floe before segments, by property key.
+func namedArchives(tbl *snapshot.Table) []string {
+	props := tbl.Iceberg().Properties()
+	var files []string
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		if k == snapshot.PropLedgerArchive || strings.HasPrefix(k, snapshot.PropLedgerSegmentPrefix) {
+			files = append(files, props[k])
+		}
+	}
+	return files
+}
+
+// readArchiveFile reads one archive file of the file warehouse.
+func readArchiveFile(t *testing.T, path string) snapshot.Archive {
+	t.Helper()
+	b, err := os.ReadFile(strings.TrimPrefix(path, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a snapshot.Archive
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// nameOnly commits a table version whose archive is the one file path,
+// named as floe before segments named it (PropLedgerArchive), and no
+// segment: a table as such a floe left it.
+func nameOnly(t *testing.T, tbl *snapshot.Table, path string) {
+	t.Helper()
+	txn := tbl.Iceberg().NewTransaction()
+	var keys []string
+	for k := range tbl.Iceberg().Properties() {
+		if strings.HasPrefix(k, snapshot.PropLedgerSegmentPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	if err := txn.RemoveProperties(keys); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.SetProperties(map[string]string{snapshot.PropLedgerArchive: path}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSegmentsMerge: expiry after expiry, each naming a new segment, the
+// table names few segments (each absorbs the newest ones while it holds a
+// quarter of their entries), the files of absorbed segments are deleted,
+// and the ledger reads whole all along.
+func TestSegmentsMerge(t *testing.T) {
+	tbl, _ := maintainTable(t, 2)
+	const runs = 40
+	maxNamed := 0
+	for i := range runs {
+		commitRanges(t, tbl, 2+2*i, 4+2*i)
+		res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Archived != 2*(i+1) {
+			t.Fatalf("run %d archived %d snapshots, want %d", i, res.Archived, 2*(i+1))
+		}
+		maxNamed = max(maxNamed, len(res.Segments))
+		if files := archiveFiles(t, tbl); len(files) != len(res.Segments) {
+			t.Fatalf("run %d: %d files in the archive folder, %d named: absorbed segments were not deleted", i, len(files), len(res.Segments))
+		}
+		if l := freshLedger(t, tbl); len(l.Commits) != 4+2*i {
+			t.Fatalf("run %d: ledger has %d commits, want %d", i, len(l.Commits), 4+2*i)
+		}
+	}
+	// 80 entries in batches of 2: at most 1+log4(40), about 3.7.
+	if maxNamed > 4 {
+		t.Fatalf("the table named up to %d segments, want at most 4", maxNamed)
+	}
+}
+
+// TestConcurrentMaintainersLoseNothing: two maintainers expire snapshots
+// of one table at the same time, each through its own table handle, as
+// two sinks or a sink and floe maintain do, while a writer commits. Every
+// entry must stay readable all along: after each run, a reader that opens
+// the table afresh reads the whole ledger, never a truncated one, and at
+// the end the ledger holds every commit. (With one archive file per
+// table, the later of two overlapping commits replaced the other's
+// archive, and readers found the ledger truncated until a repair.)
+func TestConcurrentMaintainersLoseNothing(t *testing.T) {
+	writer, _ := maintainTable(t, 4)
+	const commits = 60
+	quiet := slog.New(slog.DiscardHandler)
+	open := func() *snapshot.Table {
+		tbl, err := snapshot.Open(t.Context(), writer.Catalog(), writer.Identifier(), snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	maintainers := []*snapshot.Table{open(), open()}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i, m := range maintainers {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := m.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1 + (n+i)%3, Logger: quiet}); err != nil {
+					errs <- fmt.Errorf("maintainer %d, run %d: %w", i, n, err)
+					return
+				}
+				r, err := snapshot.Open(t.Context(), writer.Catalog(), writer.Identifier(), snapshot.OpenOptions{})
+				if err != nil {
+					errs <- fmt.Errorf("reader after maintainer %d, run %d: %w", i, n, err)
+					return
+				}
+				if _, err := r.Ledger(); err != nil {
+					errs <- fmt.Errorf("reader after maintainer %d, run %d: %w", i, n, err)
+					return
+				}
+			}
+		})
+	}
+	for i := 4; i < 4+commits; i++ {
+		r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: 0}, Interval: mapping.Interval{Low: int64(10 * i), High: int64(10*i + 10)}}
+		if _, err := writer.Commit(t.Context(), snapshot.Flush{Ranges: []mapping.Range{r}}, snapshot.CommitOptions{Writer: "test", Logger: quiet}); err != nil {
+			close(done)
+			wg.Wait()
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	l := freshLedger(t, writer)
+	if len(l.Commits) != 4+commits {
+		t.Fatalf("ledger has %d commits, want %d", len(l.Commits), 4+commits)
+	}
+	if next := l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}]; next != 10*(4+commits) {
+		t.Fatalf("next offset %d, want %d", next, 10*(4+commits))
+	}
+	fresh := freshTable(t, writer)
+	if live := len(fresh.Iceberg().Metadata().Snapshots()); live+len(archived(t, fresh)) < 4+commits {
+		t.Fatalf("%d live and %d archived snapshots, want %d commits accounted for", live, len(archived(t, fresh)), 4+commits)
+	}
+}

@@ -115,6 +115,13 @@ type Config struct {
 	// was consumed but not committed is read again, never lost.
 	RetryFor time.Duration
 
+	// NoMaintain turns off the sink's own maintenance. Otherwise, after a
+	// commit, the sink expires snapshots as the table's retention says
+	// (snapshot.Table.AutoMaintain: the ledger archived first, as floe
+	// maintain does), so that its metadata, and each commit's latency,
+	// stays bounded however long it runs.
+	NoMaintain bool
+
 	// Group, when set, makes the sink a member of this consumer group: the
 	// group's coordinator assigns it partitions of the topic, shared with
 	// the other members (floe processes with the same Group and table).
@@ -174,7 +181,9 @@ type Stats struct {
 	// Rebalances counts the assignments, revocations and losses of
 	// partitions in group mode.
 	Rebalances int
-	Retries    int // sessions started again after a transient error
+	// Maintenance counts the runs of the sink's own maintenance.
+	Maintenance int
+	Retries     int // sessions started again after a transient error
 	// Next is each partition's next offset in the ledger when the run ended.
 	Next map[mapping.TopicPartition]int64
 	// HeadLost lists partitions whose log began above offset 0.
@@ -474,7 +483,28 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	if s.mirror != nil {
 		s.mirror.add(res.Commit)
 	}
+	if err == nil && !s.cfg.NoMaintain {
+		s.maintain(ctx)
+	}
 	return err
+}
+
+// maintain runs the table's maintenance when it is due. It runs in the
+// commit's goroutine, after the commit and before the next flush's: a
+// sink never races its own maintenance. A failure costs a warning only:
+// the commit is in, and nothing depends on maintenance but the size of
+// the metadata; the next commit tries again.
+func (s *Sink) maintain(ctx context.Context) {
+	res, ran, err := s.tbl.AutoMaintain(ctx, s.log)
+	if err != nil {
+		s.log.Warn("table maintenance failed (the commit is in; the sink tries again after a later commit)", "err", err)
+		return
+	}
+	if ran {
+		s.stats.Maintenance++
+		s.log.Info("maintained", "expired", len(res.Expired), "archived", res.Archived, "archive_segments", len(res.Segments),
+			"stale_metadata", len(res.StaleMetadata), "stale_archives", len(res.StaleArchives))
+	}
 }
 
 func (s *Sink) finish(next map[mapping.TopicPartition]int64) {

@@ -28,15 +28,17 @@ const (
 	// DefaultMaxSnapshotAge is floe's history.expire.max-snapshot-age-ms.
 	DefaultMaxSnapshotAge = time.Hour
 	// DefaultMinSnapshotsToKeep is floe's history.expire.min-snapshots-to-keep.
-	DefaultMinSnapshotsToKeep = 100
-	// DefaultMaxSnapshots is floe's PropMaxSnapshots.
-	DefaultMaxSnapshots = 200
+	DefaultMinSnapshotsToKeep = 50
+	// DefaultMaxSnapshots is floe's PropMaxSnapshots: a commit then parses
+	// and writes about 100 KB of metadata.json, at about 900 bytes per
+	// snapshot of a raw table.
+	DefaultMaxSnapshots = 100
 )
 
 // autoMaintainBatch is how many snapshots must be due for expiry before a
 // sink's maintenance runs: each run is one more catalog commit and one
 // more archive segment, so expiring one snapshot at a time would double
-// the commits; 20 keeps the table within 10% of its cap by default.
+// the commits; 20 lets a table exceed the default cap by a fifth at most.
 const autoMaintainBatch = 20
 
 // Retention is how many snapshots a sink's maintenance keeps on each

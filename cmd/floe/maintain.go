@@ -32,23 +32,27 @@ the dead-letter tables of a typed table with its ledger (adding the dead letters
 left pending, removing those of commits the ledger no longer has); on a dead-letter table, with
 its data table's.
 
-The ledger entries of the snapshots an expiry removes are first written to the table's ledger
-archive (a JSON file under metadata/floe-ledger/, named by the table property
-floe.ledger-archive), and the same catalog commit that removes the snapshots points the table at
-it: the sink resumes, audits and lookups read expired commits from it. When the archive cannot be
-written, nothing is expired. Branch and tag heads are always kept. A branch's own retention
-(min-snapshots-to-keep, max-snapshot-age-ms on the ref) wins over the flags, and a branch or tag
-other than main older than its max-ref-age-ms (or history.expire.max-ref-age-ms) is dropped. Run
-one maintain per table at a time; a run that finds that an overlapping one replaced its archive
-merges the archive files and commits the merge. A run killed before that merge leaves the ledger
-truncated (sinks, audits and lookups refuse it); the next run merges the archive files and commits
-the merge, or, when no archive file holds the missing entries, fails naming their snapshots.
+The ledger entries of the snapshots an expiry removes are first written to a new segment of the
+table's ledger archive (a JSON file under metadata/floe-ledger/, named by a table property
+floe.ledger-segment.ID), and the same catalog commit that removes the snapshots names it: the sink
+resumes, audits and lookups read expired commits from the archive. When the segment cannot be
+written, nothing is expired. A new segment absorbs the newest ones while it holds a quarter of
+their entries (their properties are removed in the same commit, their files deleted after it), so
+a table names few segments and an expiry writes about the entries it expires. Branch and tag heads
+are always kept. A branch's own retention (min-snapshots-to-keep, max-snapshot-age-ms on the ref)
+wins over the flags, and a branch or tag other than main older than its max-ref-age-ms (or
+history.expire.max-ref-age-ms) is dropped. Maintain runs may overlap (sinks maintain their tables
+between commits too): each adds a segment of its own and removes only segments whose entries its
+new one holds, so none loses another's entries. A table whose ledger an overlapping run of floe
+before segments left truncated (one archive file replaced by another) is repaired by the next
+run: it merges the archive files and commits the merge, or, when no archive file holds the
+missing entries, fails naming their snapshots.
 
 Orphans are data files under the table's data location that no snapshot references (a crashed or
 fenced writer leaves them), metadata files no table version will reference (commits that lost the
 catalog's race leave them: their version is at most the current one and the metadata log does not
-list them), and ledger archive files the table does not name whose every entry is live or in the
-archive it names (killed maintain runs leave them). Only files older than --orphan-min-age are
+list them), and ledger archive files the table does not name whose every entry is live or in a
+segment it names (killed maintain runs leave them). Only files older than --orphan-min-age are
 deleted: a younger data file may belong to a writer that is about to commit it, a younger archive
 to a maintain run that is about to. A data location (write.data.path) that is not a folder of the
 table's own under its location, or that holds the metadata folder, is refused; a metadata location
@@ -127,8 +131,11 @@ replaced files stay until snapshot expiry removes the snapshots that reference t
 				}
 				fmt.Fprintln(out)
 			}
-			if (expire || len(res.TruncatedRefs) > 0) && res.Archive != "" {
-				fmt.Fprintf(out, "ledger archive: %s (%d snapshots)\n", res.Archive, res.Archived)
+			if (expire || len(res.TruncatedRefs) > 0) && len(res.Segments) > 0 {
+				fmt.Fprintf(out, "ledger archive: %d snapshots in %d segments\n", res.Archived, len(res.Segments))
+				for _, s := range res.Segments {
+					fmt.Fprintf(out, "  %s\n", s)
+				}
 			}
 			if removeOrphans {
 				fmt.Fprintf(out, "orphan data files %sdeleted: %d (%d bytes, older than %s)\n", would, len(res.Orphans), res.OrphanBytes, orphanMinAge)

@@ -385,7 +385,7 @@ func TestMaintainRepairsTruncatedLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := strings.TrimPrefix(tbl.Iceberg().Properties()[snapshot.PropLedgerArchive], "file://")
+	full := strings.TrimPrefix(namedSegment(t, tbl), "file://")
 	b, err := os.ReadFile(full)
 	if err != nil {
 		t.Fatal(err)
@@ -406,7 +406,16 @@ func TestMaintainRepairsTruncatedLedger(t *testing.T) {
 	if err := os.WriteFile(partial, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.SetProperties(t.Context(), map[string]string{snapshot.PropLedgerArchive: "file://" + partial}); err != nil {
+	// As floe before archive segments named its one archive file: a run
+	// that replaced an overlapping run's archive left it truncated.
+	txn := tbl.Iceberg().NewTransaction()
+	if err := txn.RemoveProperties([]string{segmentKey(t, tbl)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.SetProperties(map[string]string{snapshot.PropLedgerArchive: "file://" + partial}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -467,7 +476,7 @@ func s3MaintainRemovesDebris(t *testing.T, e *s3Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]
+	named := namedSegment(t, tbl)
 	fsys, err := tbl.Iceberg().FS(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -519,4 +528,26 @@ func s3MaintainRemovesDebris(t *testing.T, e *s3Env) {
 	if !reflect.DeepEqual(before, after) {
 		t.Fatalf("ledger after removing debris differs:\n%+v\nwant\n%+v", after, before)
 	}
+}
+
+// segmentKey returns the property naming the one ledger archive segment
+// of tbl.
+func segmentKey(t *testing.T, tbl *snapshot.Table) string {
+	t.Helper()
+	var keys []string
+	for k := range tbl.Iceberg().Properties() {
+		if strings.HasPrefix(k, snapshot.PropLedgerSegmentPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) != 1 {
+		t.Fatalf("ledger archive segments %v, want one", keys)
+	}
+	return keys[0]
+}
+
+// namedSegment returns the path of the one ledger archive segment of tbl.
+func namedSegment(t *testing.T, tbl *snapshot.Table) string {
+	t.Helper()
+	return tbl.Iceberg().Properties()[segmentKey(t, tbl)]
 }

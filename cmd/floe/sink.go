@@ -40,6 +40,7 @@ type sinkFlags struct {
 	groupProtocol string
 	sessionTO     time.Duration
 	rebalanceTO   time.Duration
+	maintain      bool
 	partitionBy   *mapping.PartitionBy
 	compaction    sinkCompaction
 	opsFlags
@@ -88,7 +89,14 @@ kafka_* columns or decoded value columns (a nested field as a dotted path, order
 A new table is created with it; a value column that appears later gets its field in the same
 commit that adds the column. Changing it on an existing table evolves the table's spec: files
 written before keep theirs, files written from then on have the new one. Omitted, a table keeps
-its spec. Each data file still holds rows of one Kafka partition, and of one Iceberg partition.`,
+its spec. Each data file still holds rows of one Kafka partition, and of one Iceberg partition.
+
+Between commits the sink maintains the table, so that its metadata and each commit's latency stay
+bounded however long it runs: once 20 snapshots are due, it expires them as floe maintain does
+(their ledger entries archived first) under the table's history.expire.max-snapshot-age-ms,
+history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defaults when unset:
+1h, 50 and 100), and deletes stale metadata and ledger archive files older than an hour.
+--maintain=false turns that off.`,
 		Example: `  floe sink --brokers localhost:9092 --topic orders --table lake.orders
   floe sink --brokers localhost:9092 --topic orders --table lake.orders --group floe-orders   # on each of N hosts
   floe sink --brokers localhost:9092 --topic orders --topic payments --table 'lake.{topic}'
@@ -126,6 +134,8 @@ its spec. Each data file still holds rows of one Kafka partition, and of one Ice
 	fs.Var(newPositiveDuration(&f.sessionTO, 45*time.Second), "session-timeout", "with --group: how long the group waits for a silent member before it gives its partitions to others")
 	fs.Var(newPositiveDuration(&f.rebalanceTO, connector.DefaultRebalanceTimeout), "rebalance-timeout", "with --group: how long a member has to commit and give up revoked partitions; what is not committed by then is dropped and read again by the next owner")
 	f.compaction.register(fs)
+	fs.BoolVar(&f.maintain, "maintain", true,
+		"between commits, expire snapshots as the table's history.expire.* properties say (floe's defaults: older than 1h beyond the newest 50, and beyond the newest 100 whatever their age), the ledger archived first; --maintain=false leaves it to floe maintain")
 	return cmd
 }
 
@@ -250,6 +260,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			GroupProtocol:    connector.GroupProtocol(f.groupProtocol),
 			SessionTimeout:   f.sessionTO,
 			RebalanceTimeout: f.rebalanceTO,
+			NoMaintain:       !f.maintain,
 		}
 		if err := cfg.Validate(); err != nil {
 			return connector.Pipeline{}, err

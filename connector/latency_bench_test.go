@@ -1,0 +1,233 @@
+package connector_test
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// BenchmarkCommitLatency commits FLOE_BENCH_COMMITS (default 10,000) flushes
+// of 10 records each into one table, with the default settings but
+// --flush-records 10, and records every commit's latency (the catalog
+// commit, snapshot.Result.CommitTime), the size of the metadata.json it
+// wrote and the table's live snapshots. Two ways of running a sink:
+//
+//   - mode=live: one sink runs throughout; a producer writes the next 10
+//     records as each commit lands, so that every flush holds 10 records.
+//   - mode=bounded: a cron job of --stop-at-end runs, each a new sink on a
+//     table opened afresh (as a new process would), sinking the 10
+//     records produced before it.
+//
+// FLOE_BENCH_MAINTAIN=off runs the sinks with --maintain=false (floe before
+// in-sink maintenance). FLOE_BENCH_OUT=FILE.csv writes one line per commit
+// (mode, maintain, commit, commit_ms, metadata_bytes, snapshots), which
+// `go run ./internal/benchplot` draws. It reports the median latency of the
+// first and of the last 1,000 commits (or tenth, for fewer commits), the
+// last metadata.json's size and the metadata folder's.
+//
+//	FLOE_BENCH_OUT=/tmp/latency.csv go test ./connector/ -run '^$' -bench CommitLatency -benchtime 1x -timeout 3h
+func BenchmarkCommitLatency(b *testing.B) {
+	n := 10_000
+	if s := os.Getenv("FLOE_BENCH_COMMITS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 10 {
+			b.Fatalf("FLOE_BENCH_COMMITS=%q: want a number of at least 10", s)
+		}
+	}
+	maintain := os.Getenv("FLOE_BENCH_MAINTAIN") != "off"
+	var out *csv.Writer
+	if path := os.Getenv("FLOE_BENCH_OUT"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			out.Flush()
+			if err := f.Close(); err != nil {
+				b.Error(err)
+			}
+		}()
+		out = csv.NewWriter(f)
+		if err := out.Write([]string{"mode", "maintain", "commit", "commit_ms", "metadata_bytes", "snapshots"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, mode := range []string{"live", "bounded"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			for range b.N {
+				lat := benchCommits(b, mode, n, maintain)
+				if out != nil {
+					for i, c := range lat.commits {
+						if err := out.Write([]string{mode, strconv.FormatBool(maintain), strconv.Itoa(i + 1),
+							strconv.FormatFloat(c.ms, 'f', 3, 64), strconv.FormatInt(c.metadata, 10), strconv.Itoa(c.snapshots)}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					out.Flush()
+				}
+				first, last := lat.medians()
+				b.ReportMetric(first, "first-ms")
+				b.ReportMetric(last, "last-ms")
+				b.ReportMetric(last/first, "last/first")
+				b.ReportMetric(float64(lat.commits[len(lat.commits)-1].metadata)/1e6, "metadata.json-MB")
+				b.ReportMetric(float64(lat.folder)/1e6, "metadata-folder-MB")
+				b.Logf("%s, maintain=%v: %d commits, median commit %.1f ms over the first %d, %.1f ms over the last; metadata.json %d bytes, metadata folder %d bytes, %d snapshots",
+					mode, maintain, len(lat.commits), first, lat.window(), last, lat.commits[len(lat.commits)-1].metadata, lat.folder, lat.commits[len(lat.commits)-1].snapshots)
+			}
+		})
+	}
+}
+
+// commitSample is one commit of the benchmark.
+type commitSample struct {
+	ms        float64
+	metadata  int64
+	snapshots int
+}
+
+type latencies struct {
+	commits []commitSample
+	folder  int64 // bytes under the metadata folder at the end
+}
+
+// window is the number of commits each median covers: 1,000, or a tenth
+// of fewer commits.
+func (l latencies) window() int { return min(1000, len(l.commits)/10) }
+
+func (l latencies) medians() (first, last float64) {
+	med := func(cs []commitSample) float64 {
+		ms := make([]float64, len(cs))
+		for i, c := range cs {
+			ms[i] = c.ms
+		}
+		slices.Sort(ms)
+		return ms[len(ms)/2]
+	}
+	w := l.window()
+	return med(l.commits[:w]), med(l.commits[len(l.commits)-w:])
+}
+
+func benchCommits(b *testing.B, mode string, n int, maintain bool) latencies {
+	e := newEnv(b)
+	const topic = "latency"
+	e.Topic(topic, 1, nil)
+	name := "bench.latency"
+	tbl := e.Table(name)
+	var lat latencies
+	sample := func(t *snapshot.Table, res snapshot.Result) {
+		c := commitSample{ms: float64(res.CommitTime.Microseconds()) / 1000, snapshots: len(t.Iceberg().Metadata().Snapshots())}
+		if fi, err := os.Stat(strings.TrimPrefix(t.Iceberg().MetadataLocation(), "file://")); err == nil {
+			c.metadata = fi.Size()
+		}
+		lat.commits = append(lat.commits, c)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	produced := 0
+	produce := func(ctx context.Context) error {
+		recs := make([]*kgo.Record, 10)
+		for i := range recs {
+			recs[i] = &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "key-%08d", produced), Value: fmt.Appendf(nil, "value-%08d-%0120d", produced, 0),
+				Timestamp: time.UnixMilli(1_700_000_000_000 + int64(produced))}
+			produced++
+		}
+		return cl.ProduceSync(ctx, recs...).FirstErr()
+	}
+	cfg := connector.Config{Topic: topic, FlushRecords: 10, NoMaintain: !maintain, Logger: quietLogger()}
+	b.ResetTimer()
+	switch mode {
+	case "live":
+		ctx, cancel := context.WithCancel(e.Ctx)
+		defer cancel()
+		next := make(chan struct{}, 1)
+		cfg.OnCommit = func(res snapshot.Result) {
+			if len(res.Commit.Ranges) == 0 || res.Rows == 0 {
+				return // the run's start commit
+			}
+			sample(tbl, res)
+			if len(lat.commits) >= n {
+				cancel()
+				return
+			}
+			next <- struct{}{}
+		}
+		go func() {
+			for {
+				if err := produce(ctx); err != nil {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-next:
+				}
+			}
+		}()
+		s, err := connector.NewSink(e.Dial(), tbl, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+	case "bounded":
+		cfg.StopAtEnd = true
+		for len(lat.commits) < n {
+			if err := produce(e.Ctx); err != nil {
+				b.Fatal(err)
+			}
+			// A new process loads the table afresh (its catalog and broker
+			// connections are shared here: 10,000 of each would only cost
+			// file descriptors).
+			run, err := snapshot.Open(e.Ctx, tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.OnCommit = func(res snapshot.Result) {
+				if res.Rows > 0 {
+					sample(run, res)
+				}
+			}
+			if _, err := e.Sink(e.Broker(), run, cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tbl.Refresh(e.Ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if len(lat.commits) > n {
+		lat.commits = lat.commits[:n]
+	}
+	dir := strings.TrimPrefix(tbl.Iceberg().Location(), "file://") + "/metadata"
+	if err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil {
+			lat.folder += fi.Size()
+		}
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return lat
+}

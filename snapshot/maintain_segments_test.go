@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -170,5 +171,32 @@ func TestConcurrentMaintainersLoseNothing(t *testing.T) {
 	fresh := freshTable(t, writer)
 	if live := len(fresh.Iceberg().Metadata().Snapshots()); live+len(archived(t, fresh)) < 4+commits {
 		t.Fatalf("%d live and %d archived snapshots, want %d commits accounted for", live, len(archived(t, fresh)), 4+commits)
+	}
+}
+
+// TestLegacyArchiveReadAndAbsorbed: a table whose whole archive is one
+// file named by floe.ledger-archive, as floe before segments left it,
+// reads its whole ledger; the next expiry's segment absorbs that file and
+// the property goes.
+func TestLegacyArchiveReadAndAbsorbed(t *testing.T) {
+	tbl, _ := maintainTable(t, 6)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := ledger(t, freshTable(t, tbl))
+	nameOnly(t, tbl, namedArchives(tbl)[0])
+	if got := ledger(t, freshTable(t, tbl)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ledger with the legacy archive\n%+v\nwant\n%+v", got, want)
+	}
+	commitRanges(t, tbl, 6, 9)
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, legacy := tbl.Iceberg().Properties()[snapshot.PropLedgerArchive]; legacy || len(res.Segments) != 1 || res.Archived != 8 {
+		t.Fatalf("after the next expiry: %+v, archive files %v; want the legacy archive absorbed into one segment of 8", res, namedArchives(tbl))
+	}
+	if l := ledger(t, freshTable(t, tbl)); len(l.Commits) != 9 || !reflect.DeepEqual(l.Commits[:6], want.Commits) {
+		t.Fatalf("ledger after absorbing the legacy archive: %+v", l.Commits)
 	}
 }

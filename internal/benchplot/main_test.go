@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRun: a file of BenchmarkCommitLatency's lines becomes a well-formed
+// SVG with a latency and a metadata line per run, and a summary with the
+// medians of the first and last tenth.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "lat.csv")
+	var b strings.Builder
+	b.WriteString("mode,maintain,commit,commit_ms,metadata_bytes,snapshots\n")
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&b, "live,true,%d,%d,%d,%d\n", i, 10+i%3, 1000*min(i, 20), min(i, 20))
+		fmt.Fprintf(&b, "live,false,%d,%d,%d,%d\n", i, 10+i, 1000*i, i)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "lat.svg")
+	var summary bytes.Buffer
+	if err := run(out, []string{in}, &summary); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	lines := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("not well-formed XML: %v", err)
+			}
+			break
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
+	}
+	if lines != 4 {
+		t.Fatalf("%d polylines, want 4 (latency and metadata.json of 2 runs)", lines)
+	}
+	// Maintenance off: 11..20 ms over the first tenth, 101..110 ms over
+	// the last.
+	for _, want := range []string{"live, maintenance on", "median first 10:    16.0 ms  last 10:   106.0 ms"} {
+		if !strings.Contains(summary.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary.String())
+		}
+	}
+}

@@ -33,7 +33,8 @@ import (
 //
 // FLOE_BENCH_MAINTAIN=off runs the sinks with --maintain=false (floe before
 // in-sink maintenance). FLOE_BENCH_OUT=FILE.csv writes one line per commit
-// (mode, maintain, commit, commit_ms, metadata_bytes, snapshots), which
+// as it lands (mode, maintain, commit, commit_ms, metadata_bytes,
+// snapshots), which
 // `go run ./internal/benchplot` draws. It reports the median latency of the
 // first and of the last 1,000 commits (or tenth, for fewer commits), the
 // last metadata.json's size and the metadata folder's.
@@ -68,14 +69,22 @@ func BenchmarkCommitLatency(b *testing.B) {
 	for _, mode := range []string{"live", "bounded"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			for range b.N {
-				lat := benchCommits(b, mode, n, maintain)
-				if out != nil {
-					for i, c := range lat.commits {
-						if err := out.Write([]string{mode, strconv.FormatBool(maintain), strconv.Itoa(i + 1),
-							strconv.FormatFloat(c.ms, 'f', 3, 64), strconv.FormatInt(c.metadata, 10), strconv.Itoa(c.snapshots)}); err != nil {
-							b.Fatal(err)
-						}
+				// Each commit's line is written as it lands, so that a run
+				// stopped early leaves what it measured.
+				record := func(i int, c commitSample) {
+					if out == nil {
+						return
 					}
+					if err := out.Write([]string{mode, strconv.FormatBool(maintain), strconv.Itoa(i),
+						strconv.FormatFloat(c.ms, 'f', 3, 64), strconv.FormatInt(c.metadata, 10), strconv.Itoa(c.snapshots)}); err != nil {
+						b.Error(err)
+					}
+					if i%100 == 0 {
+						out.Flush()
+					}
+				}
+				lat := benchCommits(b, mode, n, maintain, record)
+				if out != nil {
 					out.Flush()
 				}
 				first, last := lat.medians()
@@ -120,7 +129,7 @@ func (l latencies) medians() (first, last float64) {
 	return med(l.commits[:w]), med(l.commits[len(l.commits)-w:])
 }
 
-func benchCommits(b *testing.B, mode string, n int, maintain bool) latencies {
+func benchCommits(b *testing.B, mode string, n int, maintain bool, record func(int, commitSample)) latencies {
 	e := newEnv(b)
 	const topic = "latency"
 	e.Topic(topic, 1, nil)
@@ -132,7 +141,10 @@ func benchCommits(b *testing.B, mode string, n int, maintain bool) latencies {
 		if fi, err := os.Stat(strings.TrimPrefix(t.Iceberg().MetadataLocation(), "file://")); err == nil {
 			c.metadata = fi.Size()
 		}
-		lat.commits = append(lat.commits, c)
+		if len(lat.commits) < n {
+			lat.commits = append(lat.commits, c)
+			record(len(lat.commits), c)
+		}
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -213,9 +225,6 @@ func benchCommits(b *testing.B, mode string, n int, maintain bool) latencies {
 		}
 	}
 	b.StopTimer()
-	if len(lat.commits) > n {
-		lat.commits = lat.commits[:n]
-	}
 	dir := strings.TrimPrefix(tbl.Iceberg().Location(), "file://") + "/metadata"
 	if err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

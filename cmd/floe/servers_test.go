@@ -205,7 +205,7 @@ func serverStory(t *testing.T, e *s3Env) {
 	if !strings.Contains(out, "orphan data files deleted: 1 ") || !strings.Contains(out, "s3://lake/"+orphan) {
 		t.Errorf("maintain did not delete the orphan %s:\n%s", orphan, out)
 	}
-	if !strings.Contains(out, "ledger archive: s3://lake/warehouse/lake.db/orders/metadata/floe-ledger/") {
+	if !strings.Contains(out, "ledger archive: ") || !strings.Contains(out, "\n  s3://lake/warehouse/lake.db/orders/metadata/floe-ledger/") {
 		t.Errorf("maintain did not archive the ledger on the server:\n%s", out)
 	}
 	if listing := e.list(t, orphan); strings.Contains(listing, "<Key>") {

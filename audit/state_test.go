@@ -33,20 +33,8 @@ import (
 // stateTable opens (creating) a state table.
 func (e *env) stateTable(name string) *snapshot.Table {
 	e.T.Helper()
-	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	ident, err := catalog.ParseIdent(name)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Create: true,
+	return e.OpenTable(name, snapshot.OpenOptions{Create: true,
 		Properties: map[string]string{snapshot.PropFold: snapshot.FoldLatest}})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return tbl
 }
 
 // foldReplay replays topic into the state table name (floe replay --fold

@@ -79,6 +79,12 @@ func (e *Env) Txn(id string, recs []*kgo.Record, commit bool) {
 // Table opens the floe table name ("namespace.table"), creating it.
 func (e *Env) Table(name string) *snapshot.Table {
 	e.T.Helper()
+	return e.OpenTable(name, snapshot.OpenOptions{Create: true})
+}
+
+// OpenTable opens the floe table name ("namespace.table") with opts.
+func (e *Env) OpenTable(name string, opts snapshot.OpenOptions) *snapshot.Table {
+	e.T.Helper()
 	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
 		e.T.Fatal(err)
@@ -87,7 +93,7 @@ func (e *Env) Table(name string) *snapshot.Table {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	tbl, err := snapshot.Open(e.Ctx, cat, ident, opts)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -98,18 +104,12 @@ func (e *Env) Table(name string) *snapshot.Table {
 // creating it, and its dead-letter table (snapshot.DeadLetterName).
 func (e *Env) TypedTable(name string, l mapping.Layout) (tbl, dlq *snapshot.Table) {
 	e.T.Helper()
-	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
-	if err != nil {
-		e.T.Fatal(err)
-	}
+	tbl = e.OpenTable(name, snapshot.OpenOptions{Create: true, Layout: l})
 	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	if tbl, err = snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: l}); err != nil {
-		e.T.Fatal(err)
-	}
-	if dlq, err = snapshot.OpenDeadLetters(e.Ctx, cat, snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
+	if dlq, err = snapshot.OpenDeadLetters(e.Ctx, tbl.Catalog(), snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
 		e.T.Fatal(err)
 	}
 	return tbl, dlq

@@ -53,7 +53,7 @@ func Schema() *iceberg.Schema {
 // ArrowSchema returns the Arrow schema floe writes into a table whose
 // Iceberg schema is tableSchema: the floe columns in floe's order, carrying
 // the table's own field IDs (a catalog may renumber IDs at creation, and the
-// Parquet writer matches columns by ID). Call CheckSchema first.
+// Parquet writer matches columns by ID). Call RawLayout.Check first.
 func ArrowSchema(tableSchema *iceberg.Schema) (*arrow.Schema, error) {
 	names := make([]string, 0, len(Schema().Fields()))
 	for _, f := range Schema().Fields() {
@@ -73,31 +73,6 @@ func ArrowSchema(tableSchema *iceberg.Schema) (*arrow.Schema, error) {
 		}
 	}
 	return sc, nil
-}
-
-// CheckSchema reports whether an existing table's schema can hold floe rows:
-// every floe column must exist with the same type and no stricter
-// nullability. Extra optional columns are allowed (users may add their own).
-func CheckSchema(got *iceberg.Schema) error {
-	want := Schema()
-	for _, w := range want.Fields() {
-		g, ok := got.FindFieldByName(w.Name)
-		if !ok {
-			return fmt.Errorf("column %q (%s) is missing", w.Name, w.Type)
-		}
-		if !sameType(g.Type, w.Type) {
-			return fmt.Errorf("column %q has type %s, floe writes %s", w.Name, g.Type, w.Type)
-		}
-		if g.Required && !w.Required {
-			return fmt.Errorf("column %q is required, but floe writes nulls into it", w.Name)
-		}
-	}
-	for _, g := range got.Fields() {
-		if _, ok := want.FindFieldByName(g.Name); !ok && g.Required {
-			return fmt.Errorf("column %q is required and floe does not write it", g.Name)
-		}
-	}
-	return nil
 }
 
 // sameType compares types by shape, ignoring field IDs, which a catalog

@@ -72,7 +72,20 @@ func (g *guardedCatalog) own(tbl *table.Table) *table.Table {
 // holds the tables' metadata files. An error of an S3 request is the
 // object store's; any other failure to reach an address is the catalog's,
 // the only other peer.
-func (g *guardedCatalog) explain(err error) error {
+//
+// A call its context interrupted fails with whatever the driver makes of
+// that (database/sql reports sql.ErrTxDone when the context ends inside a
+// transaction); the error then also says it was interrupted, so that
+// callers that stop quietly on cancellation recognise it.
+func (g *guardedCatalog) explain(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w (interrupted: %w)", g.classify(err), ctx.Err())
+	}
+	return g.classify(err)
+}
+
+// classify classifies an error of a catalog call (see explain).
+func (g *guardedCatalog) classify(err error) error {
 	switch {
 	case err == nil || classified(err):
 		return err
@@ -104,7 +117,7 @@ func (g *guardedCatalog) CreateTable(ctx context.Context, ident table.Identifier
 		}
 	}
 	tbl, err := g.Catalog.CreateTable(ctx, ident, sc, opts...)
-	return g.own(tbl), g.explain(err)
+	return g.own(tbl), g.explain(ctx, err)
 }
 
 // checkLocationFree fails with ErrOwnedByAnotherCatalog when loc/metadata
@@ -112,7 +125,7 @@ func (g *guardedCatalog) CreateTable(ctx context.Context, ident table.Identifier
 func (g *guardedCatalog) checkLocationFree(ctx context.Context, name, loc string) error {
 	fsys, err := iceio.LoadFS(ctx, g.props, loc)
 	if err != nil {
-		return fmt.Errorf("open storage of %s: %w", loc, g.explain(err))
+		return fmt.Errorf("open storage of %s: %w", loc, g.explain(ctx, err))
 	}
 	lfs, ok := fsys.(iceio.ListableIO)
 	if !ok {
@@ -150,13 +163,13 @@ func (g *guardedCatalog) checkLocationFree(ctx context.Context, name, loc string
 
 func (g *guardedCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
 	meta, loc, err := g.Catalog.CommitTable(g.storage(ctx), ident, reqs, updates)
-	return meta, loc, g.explain(err)
+	return meta, loc, g.explain(ctx, err)
 }
 
 func (g *guardedCatalog) ListTables(ctx context.Context, ns table.Identifier) iter.Seq2[table.Identifier, error] {
 	return func(yield func(table.Identifier, error) bool) {
 		for ident, err := range g.Catalog.ListTables(ctx, ns) {
-			if !yield(ident, g.explain(err)) {
+			if !yield(ident, g.explain(ctx, err)) {
 				return
 			}
 		}
@@ -165,47 +178,47 @@ func (g *guardedCatalog) ListTables(ctx context.Context, ns table.Identifier) it
 
 func (g *guardedCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	tbl, err := g.Catalog.LoadTable(g.storage(ctx), ident)
-	return g.own(tbl), g.explain(err)
+	return g.own(tbl), g.explain(ctx, err)
 }
 
 func (g *guardedCatalog) DropTable(ctx context.Context, ident table.Identifier) error {
-	return g.explain(g.Catalog.DropTable(ctx, ident))
+	return g.explain(ctx, g.Catalog.DropTable(ctx, ident))
 }
 
 func (g *guardedCatalog) RenameTable(ctx context.Context, from, to table.Identifier) (*table.Table, error) {
 	tbl, err := g.Catalog.RenameTable(g.storage(ctx), from, to)
-	return g.own(tbl), g.explain(err)
+	return g.own(tbl), g.explain(ctx, err)
 }
 
 func (g *guardedCatalog) CheckTableExists(ctx context.Context, ident table.Identifier) (bool, error) {
 	ok, err := g.Catalog.CheckTableExists(ctx, ident)
-	return ok, g.explain(err)
+	return ok, g.explain(ctx, err)
 }
 
 func (g *guardedCatalog) ListNamespaces(ctx context.Context, parent table.Identifier) ([]table.Identifier, error) {
 	nss, err := g.Catalog.ListNamespaces(ctx, parent)
-	return nss, g.explain(err)
+	return nss, g.explain(ctx, err)
 }
 
 func (g *guardedCatalog) CreateNamespace(ctx context.Context, ns table.Identifier, props iceberg.Properties) error {
-	return g.explain(g.Catalog.CreateNamespace(ctx, ns, props))
+	return g.explain(ctx, g.Catalog.CreateNamespace(ctx, ns, props))
 }
 
 func (g *guardedCatalog) DropNamespace(ctx context.Context, ns table.Identifier) error {
-	return g.explain(g.Catalog.DropNamespace(ctx, ns))
+	return g.explain(ctx, g.Catalog.DropNamespace(ctx, ns))
 }
 
 func (g *guardedCatalog) CheckNamespaceExists(ctx context.Context, ns table.Identifier) (bool, error) {
 	ok, err := g.Catalog.CheckNamespaceExists(ctx, ns)
-	return ok, g.explain(err)
+	return ok, g.explain(ctx, err)
 }
 
 func (g *guardedCatalog) LoadNamespaceProperties(ctx context.Context, ns table.Identifier) (iceberg.Properties, error) {
 	props, err := g.Catalog.LoadNamespaceProperties(ctx, ns)
-	return props, g.explain(err)
+	return props, g.explain(ctx, err)
 }
 
 func (g *guardedCatalog) UpdateNamespaceProperties(ctx context.Context, ns table.Identifier, removals []string, updates iceberg.Properties) (icecat.PropertiesUpdateSummary, error) {
 	sum, err := g.Catalog.UpdateNamespaceProperties(ctx, ns, removals, updates)
-	return sum, g.explain(err)
+	return sum, g.explain(ctx, err)
 }

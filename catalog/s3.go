@@ -123,6 +123,7 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 		s.cfg.Region = "us-east-1"
 	}
 	s.cfg.HTTPClient = sharedHTTPClient(s.cfg)
+	s.cfg.APIOptions = append(s.cfg.APIOptions, s.withoutResponseIDs)
 	s.pathStyle = s.endpoint != ""
 	if c.PathStyle != nil {
 		s.pathStyle = *c.PathStyle

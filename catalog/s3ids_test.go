@@ -1,0 +1,84 @@
+package catalog_test
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/testenv"
+)
+
+// TestS3IDsAreNotRedirects puts versitygw behind a proxy that gives every
+// response a request ID and host ID containing "301", as real servers do
+// by chance (MinIO's host ID is fixed per server: CI met one). gocloud's
+// S3 driver takes any error whose text contains "301" for a redirect to a
+// missing bucket, so a rejected secret read "file does not exist" for
+// every command. Now it reads as rejected credentials, and a file that is
+// really missing still reads as missing.
+func TestS3IDsAreNotRedirects(t *testing.T) {
+	s3 := testenv.VersityGW(t)
+	s3.CreateBucket(t, "lake")
+	target, err := url.Parse(s3.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(r *http.Response) error {
+		r.Header.Set("X-Amz-Request-Id", "18C0FFEE301")
+		r.Header.Set("X-Amz-Id-2", "dd9025301bab4ad4")
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+
+	dir := t.TempDir()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	path := filepath.Join(dir, "catalog.db")
+	cfg := func(secret, warehouse string) catalog.Config {
+		return catalog.Config{Catalog: path, Warehouse: warehouse,
+			S3: catalog.S3Config{Endpoint: srv.URL, Region: s3.Region, AccessKeyID: s3.AccessKey, SecretAccessKey: secret}}
+	}
+	cat, err := catalog.Open(t.Context(), cfg(s3.SecretKey, "s3://lake/warehouse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"lake", "t"}
+	if err := cat.CreateNamespace(t.Context(), ident[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	tbl, err := cat.CreateTable(t.Context(), ident, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Open(tbl.Location() + "/metadata/missing.json"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("open a missing file: %v; want fs.ErrNotExist", err)
+	}
+
+	// The table is on S3; the warehouse for new tables is not, as in
+	// TestS3ErrorsEveryCommand: the catalog opens, the table's load fails.
+	bad, err := catalog.Open(t.Context(), cfg("not-the-secret-0123456789", t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bad.LoadTable(t.Context(), ident)
+	if !errors.Is(err, catalog.ErrStorageCredentials) || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "SignatureDoesNotMatch") {
+		t.Fatalf("load with a wrong secret: %v\nwant rejected credentials (SignatureDoesNotMatch)", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -31,10 +33,17 @@ import (
 //     table opened afresh (as a new process would), sinking the 10
 //     records produced before it.
 //
+// Every 10th commit is followed by the same sink's commit of 10 records
+// into a fresh table (no history): the baseline measured in the same run.
+// Commit latencies swing with the machine's load, which a long run sees
+// change; the ratio of each window's median to the fresh tables' median in
+// that window does not, and its last / first ("vs-fresh") is the figure
+// that says whether history slows commits.
+//
 // FLOE_BENCH_MAINTAIN=off runs the sinks with --maintain=false (floe before
 // in-sink maintenance). FLOE_BENCH_OUT=FILE.csv writes one line per commit
 // as it lands (mode, maintain, commit, commit_ms, metadata_bytes,
-// snapshots), which
+// snapshots, fresh_ms: the fresh table's commit after it, when sampled), which
 // `go run ./internal/benchplot` draws. It reports the median latency of the
 // first and of the last 1,000 commits (or tenth, for fewer commits), the
 // last metadata.json's size and the metadata folder's.
@@ -62,7 +71,7 @@ func BenchmarkCommitLatency(b *testing.B) {
 			}
 		}()
 		out = csv.NewWriter(f)
-		if err := out.Write([]string{"mode", "maintain", "commit", "commit_ms", "metadata_bytes", "snapshots"}); err != nil {
+		if err := out.Write([]string{"mode", "maintain", "commit", "commit_ms", "metadata_bytes", "snapshots", "fresh_ms"}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -75,8 +84,12 @@ func BenchmarkCommitLatency(b *testing.B) {
 					if out == nil {
 						return
 					}
+					fresh := ""
+					if c.fresh > 0 {
+						fresh = strconv.FormatFloat(c.fresh, 'f', 3, 64)
+					}
 					if err := out.Write([]string{mode, strconv.FormatBool(maintain), strconv.Itoa(i),
-						strconv.FormatFloat(c.ms, 'f', 3, 64), strconv.FormatInt(c.metadata, 10), strconv.Itoa(c.snapshots)}); err != nil {
+						strconv.FormatFloat(c.ms, 'f', 3, 64), strconv.FormatInt(c.metadata, 10), strconv.Itoa(c.snapshots), fresh}); err != nil {
 						b.Error(err)
 					}
 					if i%100 == 0 {
@@ -88,13 +101,15 @@ func BenchmarkCommitLatency(b *testing.B) {
 					out.Flush()
 				}
 				first, last := lat.medians()
+				freshFirst, freshLast := lat.freshMedians()
 				b.ReportMetric(first, "first-ms")
 				b.ReportMetric(last, "last-ms")
 				b.ReportMetric(last/first, "last/first")
+				b.ReportMetric((last/freshLast)/(first/freshFirst), "last/first-vs-fresh")
 				b.ReportMetric(float64(lat.commits[len(lat.commits)-1].metadata)/1e6, "metadata.json-MB")
 				b.ReportMetric(float64(lat.folder)/1e6, "metadata-folder-MB")
-				b.Logf("%s, maintain=%v: %d commits, median commit %.1f ms over the first %d, %.1f ms over the last; metadata.json %d bytes, metadata folder %d bytes, %d snapshots",
-					mode, maintain, len(lat.commits), first, lat.window(), last, lat.commits[len(lat.commits)-1].metadata, lat.folder, lat.commits[len(lat.commits)-1].snapshots)
+				b.Logf("%s, maintain=%v: %d commits, median commit %.1f ms over the first %d, %.1f ms over the last (a fresh table's: %.1f and %.1f ms); metadata.json %d bytes, metadata folder %d bytes, %d snapshots",
+					mode, maintain, len(lat.commits), first, lat.window(), last, freshFirst, freshLast, lat.commits[len(lat.commits)-1].metadata, lat.folder, lat.commits[len(lat.commits)-1].snapshots)
 			}
 		})
 	}
@@ -105,6 +120,7 @@ type commitSample struct {
 	ms        float64
 	metadata  int64
 	snapshots int
+	fresh     float64 // a fresh table's commit right after it, ms; 0 when not sampled
 }
 
 type latencies struct {
@@ -129,6 +145,26 @@ func (l latencies) medians() (first, last float64) {
 	return med(l.commits[:w]), med(l.commits[len(l.commits)-w:])
 }
 
+// freshMedians returns the median latency of the fresh tables' commits
+// sampled in the first and in the last window.
+func (l latencies) freshMedians() (first, last float64) {
+	med := func(cs []commitSample) float64 {
+		var ms []float64
+		for _, c := range cs {
+			if c.fresh > 0 {
+				ms = append(ms, c.fresh)
+			}
+		}
+		if len(ms) == 0 {
+			return math.NaN()
+		}
+		slices.Sort(ms)
+		return ms[len(ms)/2]
+	}
+	w := l.window()
+	return med(l.commits[:w]), med(l.commits[len(l.commits)-w:])
+}
+
 func benchCommits(b *testing.B, mode string, n int, maintain bool, record func(int, commitSample)) latencies {
 	e := newEnv(b)
 	const topic = "latency"
@@ -136,12 +172,50 @@ func benchCommits(b *testing.B, mode string, n int, maintain bool, record func(i
 	name := "bench.latency"
 	tbl := e.Table(name)
 	var lat latencies
+	// fresh commits 10 records into a new table with the sink's settings and
+	// returns that commit's latency in ms.
+	const freshTopic = "fresh"
+	e.Topic(freshTopic, 1, nil)
+	var freshTables int
+	var freshNext int64
+	fresh := func() float64 {
+		recs := make([]*kgo.Record, 10)
+		for i := range recs {
+			recs[i] = &kgo.Record{Topic: freshTopic, Key: fmt.Appendf(nil, "key-%08d", i), Value: fmt.Appendf(nil, "value-%08d-%0120d", i, 0)}
+		}
+		e.Produce(recs)
+		freshTables++
+		ident, err := catalog.ParseIdent(fmt.Sprintf("bench.fresh_%05d", freshTables))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ft, err := snapshot.Open(e.Ctx, tbl.Catalog(), ident, snapshot.OpenOptions{Create: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ms float64
+		cfg := connector.Config{Topic: freshTopic, FlushRecords: 10, StopAtEnd: true, NoMaintain: !maintain, Logger: quietLogger(),
+			StartOffsets: map[int32]int64{0: freshNext},
+			OnCommit: func(res snapshot.Result) {
+				if res.Rows > 0 {
+					ms = float64(res.CommitTime.Microseconds()) / 1000
+				}
+			}}
+		if _, err := e.Sink(e.Broker(), ft, cfg); err != nil {
+			b.Fatal(err)
+		}
+		freshNext += int64(len(recs))
+		return ms
+	}
 	sample := func(t *snapshot.Table, res snapshot.Result) {
 		c := commitSample{ms: float64(res.CommitTime.Microseconds()) / 1000, snapshots: len(t.Iceberg().Metadata().Snapshots())}
 		if fi, err := os.Stat(strings.TrimPrefix(t.Iceberg().MetadataLocation(), "file://")); err == nil {
 			c.metadata = fi.Size()
 		}
 		if len(lat.commits) < n {
+			if len(lat.commits)%10 == 0 {
+				c.fresh = fresh()
+			}
 			lat.commits = append(lat.commits, c)
 			record(len(lat.commits), c)
 		}

@@ -2,8 +2,11 @@
 // BenchmarkCommitLatency writes (FLOE_BENCH_OUT) as an SVG: commit latency
 // (log scale) and metadata.json size against the commit number, one line
 // per run (mode, with or without the sink's maintenance), each point the
-// median of a bucket of commits. It prints, per run, the median latency of
-// the first and of the last 1,000 commits and the last metadata.json size.
+// median of a bucket of commits; where the file has fresh tables' commits
+// (the benchmark's same-run baseline), a dashed line draws them. It prints,
+// per run, the median latency of the first and of the last 1,000 commits,
+// that ratio against the fresh tables' in the same windows, and the last
+// metadata.json size.
 //
 //	go run ./internal/benchplot -o docs/img/commit-latency.svg after.csv before.csv
 package main
@@ -48,17 +51,45 @@ func run(out string, inputs []string, summary io.Writer) error {
 	}
 	for _, s := range all {
 		first, last, w := s.medians()
-		fmt.Fprintf(summary, "%-28s %6d commits  median first %d: %7.1f ms  last %d: %7.1f ms  (x%.2f)  last metadata.json %.0f bytes\n",
-			s.name, len(s.ms), w, first, w, last, last/first, s.metadata[len(s.metadata)-1])
+		fmt.Fprintf(summary, "%-28s %6d commits  median first %d: %7.1f ms  last %d: %7.1f ms  (x%.2f%s)  last metadata.json %.0f bytes\n",
+			s.name, len(s.ms), w, first, w, last, last/first, s.vsFresh(), s.metadata[len(s.metadata)-1])
 	}
 	return os.WriteFile(out, []byte(svg(all)), 0o644)
 }
 
-// series is one run: per commit, its latency and metadata.json size.
+// series is one run: per commit, its latency and metadata.json size, and
+// the latency of a fresh table's commit sampled after it (0: none).
 type series struct {
 	name     string
 	ms       []float64
 	metadata []float64
+	fresh    []float64
+}
+
+// vsFresh says how last / first compares with the same ratio of the fresh
+// tables' commits in those windows, which cancels the machine's load; empty
+// without fresh samples in both windows.
+func (s *series) vsFresh() string {
+	first, last, w := s.medians()
+	ff, fl := sampledMedian(s.fresh[:w]), sampledMedian(s.fresh[len(s.fresh)-w:])
+	if ff == 0 || fl == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", x%.2f vs a fresh table", (last/fl)/(first/ff))
+}
+
+// sampledMedian is the median of the non-zero values of xs, 0 without any.
+func sampledMedian(xs []float64) float64 {
+	var c []float64
+	for _, v := range xs {
+		if v > 0 {
+			c = append(c, v)
+		}
+	}
+	if len(c) == 0 {
+		return 0
+	}
+	return median(c)
 }
 
 // medians returns the median latency of the first and of the last w
@@ -75,8 +106,8 @@ func median(xs []float64) float64 {
 }
 
 // readCSV reads BenchmarkCommitLatency's lines (mode, maintain, commit,
-// commit_ms, metadata_bytes, snapshots) into one series per mode and
-// maintain setting, in commit order.
+// commit_ms, metadata_bytes, snapshots and, when sampled, fresh_ms) into
+// one series per mode and maintain setting, in commit order.
 func readCSV(path string) ([]*series, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -108,8 +139,15 @@ func readCSV(path string) ([]*series, error) {
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", path, i+2, err)
 		}
+		fresh := 0.0
+		if len(r) > 6 && r[6] != "" {
+			if fresh, err = strconv.ParseFloat(r[6], 64); err != nil {
+				return nil, fmt.Errorf("%s line %d: %w", path, i+2, err)
+			}
+		}
 		s.ms = append(s.ms, ms)
 		s.metadata = append(s.metadata, md)
+		s.fresh = append(s.fresh, fresh)
 	}
 	return order, nil
 }
@@ -193,21 +231,30 @@ func svg(all []*series) string {
 	}
 	for i, s := range all {
 		c := colours[i%len(colours)]
-		var p1, p2 []string
+		var p1, p2, p3 []string
 		for start := 0; start < len(s.ms); start += bucket {
 			end := min(start+bucket, len(s.ms))
 			mid := (start + end) / 2
 			p1 = append(p1, fmt.Sprintf("%.1f,%.1f", x(mid), y1(median(s.ms[start:end]))))
 			p2 = append(p2, fmt.Sprintf("%.1f,%.1f", x(mid), y2(median(s.metadata[start:end]))))
+			if f := sampledMedian(s.fresh[start:end]); f > 0 {
+				p3 = append(p3, fmt.Sprintf("%.1f,%.1f", x(mid), y1(f)))
+			}
 		}
 		for _, p := range [][]string{p1, p2} {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.6" points="%s"/>`+"\n", c, strings.Join(p, " "))
 		}
+		if len(p3) > 0 {
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.2" stroke-dasharray="4 3" points="%s"/>`+"\n", c, strings.Join(p3, " "))
+		}
 		first, last, w := s.medians()
 		ly := top + 16 + 16*float64(i)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", left+10, ly-4, left+30, ly-4, c)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s: %d commits, median %.1f ms (first %d) → %.1f ms (last %d)</text>`+"\n",
-			left+36, ly, s.name, len(s.ms), first, w, last, w)
+		legend := fmt.Sprintf("%s: %d commits, median %.1f ms (first %d) → %.1f ms (last %d)", s.name, len(s.ms), first, w, last, w)
+		if len(p3) > 0 {
+			legend += "; dashed: a fresh table's commits" + s.vsFresh()
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", left+36, ly, legend)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()

@@ -59,3 +59,42 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunFresh: where the file has fresh tables' commits, the summary puts
+// last / first against theirs (a load that doubles latency everywhere reads
+// x1.00) and the SVG draws them as a dashed line.
+func TestRunFresh(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "lat.csv")
+	var b strings.Builder
+	b.WriteString("mode,maintain,commit,commit_ms,metadata_bytes,snapshots,fresh_ms\n")
+	for i := 1; i <= 100; i++ {
+		load := 1
+		if i > 50 { // the machine's load doubles halfway
+			load = 2
+		}
+		fresh := ""
+		if i%10 == 0 {
+			fresh = fmt.Sprint(5 * load)
+		}
+		fmt.Fprintf(&b, "bounded,true,%d,%d,%d,%d,%s\n", i, 10*load, 1000, 20, fresh)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "lat.svg")
+	var summary bytes.Buffer
+	if err := run(out, []string{in}, &summary); err != nil {
+		t.Fatal(err)
+	}
+	if want := "(x2.00, x1.00 vs a fresh table)"; !strings.Contains(summary.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, summary.String())
+	}
+	svg, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(svg), `stroke-dasharray`) || !strings.Contains(string(svg), "dashed: a fresh table's commits, x1.00 vs a fresh table") {
+		t.Errorf("no dashed line of the fresh tables' commits:\n%s", svg)
+	}
+}

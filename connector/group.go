@@ -227,8 +227,12 @@ func (ss *session) giveUp(ctx context.Context, ps []int32, commit bool) {
 // whichever of the two comes second.
 func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 	// A revocation with nothing consumed of its partitions drops nothing.
+	// A flush in flight may hold what was consumed of them (a partition
+	// is clean again once its records are taken into a flush): it must
+	// land before they are given up, or the next owner starts them from
+	// the ledger's older position.
 	committed := commit
-	if commit && slices.ContainsFunc(ps, func(p int32) bool { return ss.parts[p] != nil && ss.parts[p].dirty() }) {
+	if commit && (ss.inflight != nil || slices.ContainsFunc(ps, func(p int32) bool { return ss.parts[p] != nil && ss.parts[p].dirty() })) {
 		committed = false
 		deadline := time.Now().Add(ss.gm.revokeWithin)
 		done, err := ss.waitUntil(deadline)

@@ -179,3 +179,50 @@ func TestReviewRevocationCommittedMeansInLedger(t *testing.T) {
 		t.Errorf("member B took the revoked partitions on at %v, want 100 (what A consumed, committed before it gave them up)", pos)
 	}
 }
+
+// TestReviewStuckMemberLosesItsPartitions: member A's commit hangs in a
+// slow catalog while records keep coming, so A's loop waits for it with
+// the next flush due and A cannot answer the rebalance that member B's
+// arrival starts: the group gives every partition to B after the
+// rebalance timeout, and B commits from the ledger. When A's commit is
+// let through it is fenced; A takes on again the partitions it still
+// believes it owns, until the group tells it they are gone. The table
+// ends with every offset once and a complete audit.
+func TestReviewStuckMemberLosesItsPartitions(t *testing.T) {
+	e := newEnv(t)
+	const topic, tableName, group = "stuck", "lake.stuck", "floe-stuck"
+	e.Topic(topic, 2, nil)
+	tblA, hc := e.heldTable(tableName)
+	reader := e.Table(tableName)
+	a := e.startMemberOn(tblA, groupConfig(topic, group))
+	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
+	waitLedger(t, e, tableName, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 0, {Topic: topic, Partition: 1}: 0}, 30*time.Second)
+
+	hc.hold.Store(true)
+	pr := e.produceContinuously(topic, 2, 10, 50*time.Millisecond)
+	select {
+	case <-hc.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("member A did not commit its flush")
+	}
+	var bCommits atomic.Int64
+	cfgB := groupConfig(topic, group)
+	cfgB.OnCommit = func(snapshot.Result) { bCommits.Add(1) }
+	b := e.startMember(tableName, cfgB)
+	waitFor(t, 60*time.Second, "member B committing", func() bool { return bCommits.Load() >= 3 })
+	hc.hold.Store(false)
+	close(hc.release)
+	time.Sleep(3 * time.Second)
+	produced := pr.halt()
+	want := e.endOffsets(topic)
+	waitLedger(t, e, tableName, want, 60*time.Second)
+	statsA, statsB := a.halt(t), b.halt(t)
+	t.Logf("A: %d commits, %d fenced, %d rebalances; B: %d commits, %d fenced", statsA.Commits, statsA.Fenced, statsA.Rebalances, statsB.Commits, statsB.Fenced)
+	if err := reader.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rs := checkExactlyOnce(t, reader, want); int64(len(rs)) != produced {
+		t.Fatalf("%d rows, want %d", len(rs), produced)
+	}
+	auditComplete(t, e, reader)
+}

@@ -226,3 +226,62 @@ func TestReviewStuckMemberLosesItsPartitions(t *testing.T) {
 	}
 	auditComplete(t, e, reader)
 }
+
+// TestReviewSlowCommitHoldsRevocationBack: --rebalance-timeout is "how
+// long a member has to commit and give up revoked partitions; what is not
+// committed by then is dropped". Member A's commit hangs (a slow catalog)
+// while records keep coming, so A's next flush falls due and A's loop
+// waits for the first commit holding the lock that the rebalance
+// callbacks need. Member B joins: the group asks A to revoke a partition,
+// and A cannot answer until its commit returns (up to the 10-minute commit
+// timeout), so B gets nothing for as long as the commit hangs, far beyond
+// the 10 s rebalance timeout.
+func TestReviewSlowCommitHoldsRevocationBack(t *testing.T) {
+	e := newEnv(t)
+	const topic, tableName, group = "slow", "lake.slow", "floe-slow"
+	e.Topic(topic, 2, nil)
+	tblA, hc := e.heldTable(tableName)
+	cfgA := groupConfig(topic, group)
+	a := e.startMemberOn(tblA, cfgA)
+	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
+	waitLedger(t, e, tableName, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 0, {Topic: topic, Partition: 1}: 0}, 30*time.Second)
+
+	hc.hold.Store(true)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			hc.hold.Store(false)
+			close(hc.release)
+		}
+	}
+	defer release()
+	pr := e.produceContinuously(topic, 2, 10, 50*time.Millisecond)
+	select {
+	case <-hc.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("member A did not commit its flush")
+	}
+	// A's next flush falls due (300 ms) while the first is held.
+	time.Sleep(2 * time.Second)
+	b := e.startMember(tableName, groupConfig(topic, group))
+	within := cfgA.RebalanceTimeout + 15*time.Second
+	deadline := time.Now().Add(within)
+	for b.assigned.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	assigned := b.assigned.Load()
+	release()
+	produced := pr.halt()
+	want := e.endOffsets(topic)
+	waitLedger(t, e, tableName, want, 60*time.Second)
+	a.halt(t)
+	b.halt(t)
+	if rs := checkExactlyOnce(t, e.Table(tableName), want); int64(len(rs)) != produced {
+		t.Fatalf("%d rows, want %d", len(rs), produced)
+	}
+	if assigned == 0 {
+		t.Fatalf("member B was assigned nothing within %s (rebalance timeout %s) while member A's commit hung: A's loop waited for it holding the rebalance callbacks back",
+			within, cfgA.RebalanceTimeout)
+	}
+}

@@ -74,8 +74,8 @@ type session struct {
 
 	pending      int
 	pendingBytes int64
-	deadline     time.Time  // flush deadline, set by the first unflushed offset
-	inflight     chan error // the flush committing in the background, if any
+	deadline     time.Time // flush deadline, set by the first unflushed offset
+	inflight     *flight   // the flush committing in the background, if any
 
 	// rowSchema is the Arrow schema the partitions' rows are built for, and
 	// writerSchema its Iceberg schema when the table's columns evolve with
@@ -98,6 +98,23 @@ type session struct {
 	writer    *snapshot.Writer
 	streams   map[int32]*snapshot.Stream
 	files     map[int32][]iceberg.DataFile
+}
+
+// flight is a flush committing in the background: done is closed when it
+// ends, with err. Several goroutines may wait for it (the loop, with the
+// group lock released, and a rebalance callback); whoever holds the lock
+// and finds it done takes its result (session.wait, waitUntil).
+type flight struct {
+	done chan struct{}
+	err  error
+}
+
+// doneOf is f's done channel; nil (never ready) when no flush is in flight.
+func doneOf(f *flight) <-chan struct{} {
+	if f == nil {
+		return nil
+	}
+	return f.done
 }
 
 // A partition's rows go to its stream in batches of this many rows or
@@ -446,9 +463,10 @@ func (ss *session) consume(ctx context.Context) error {
 	lastCheck, lastPartitionCheck := time.Now(), time.Now()
 	for !ss.allDone() && ctx.Err() == nil {
 		select {
-		case err := <-ss.inflight:
+		case <-doneOf(ss.inflight):
 			// A background commit failed (or finished): learn it now, not
 			// at the next flush, so as not to consume for nothing.
+			err := ss.inflight.err
 			ss.inflight = nil
 			if err := ss.survive(ctx, err); err != nil {
 				return err
@@ -475,6 +493,13 @@ func (ss *session) consume(ctx context.Context) error {
 		}
 		if ss.pending >= s.cfg.FlushRecords || ss.pendingBytes >= s.cfg.FlushBytes ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
+			if ss.gm != nil {
+				// The previous flush may still be committing: wait for it
+				// without holding the rebalance callbacks back.
+				if err := ss.survive(ctx, ss.waitReleased()); err != nil {
+					return err
+				}
+			}
 			if err := ss.survive(ctx, ss.flush(ctx)); err != nil {
 				return err
 			}
@@ -690,12 +715,13 @@ func (ss *session) checkRetention(ctx context.Context) error {
 
 // wait waits for the flush in flight, if any, and returns its error.
 func (ss *session) wait() error {
-	if ss.inflight == nil {
+	f := ss.inflight
+	if f == nil {
 		return nil
 	}
-	err := <-ss.inflight
+	<-f.done
 	ss.inflight = nil
-	return err
+	return f.err
 }
 
 // flush waits for the flush in flight, then takes every partition's ranges
@@ -764,7 +790,8 @@ func (ss *session) flush(ctx context.Context) error {
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
-	ss.inflight = make(chan error, 1)
+	fl := &flight{done: make(chan struct{})}
+	ss.inflight = fl
 	go func() {
 		// Commit even when ctx was cancelled: an interrupt flushes what
 		// was consumed.
@@ -782,7 +809,8 @@ func (ss *session) flush(ctx context.Context) error {
 				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
 			}
 			releaseFlush(f)
-			ss.inflight <- closeErr
+			fl.err = closeErr
+			close(fl.done)
 			return
 		}
 		err := ss.s.commit(cctx, f, inLedger)
@@ -793,7 +821,8 @@ func (ss *session) flush(ctx context.Context) error {
 				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
 			}
 		}
-		ss.inflight <- err
+		fl.err = err
+		close(fl.done)
 	}()
 	return nil
 }

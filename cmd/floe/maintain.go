@@ -53,8 +53,9 @@ fenced writer leaves them), metadata files no table version will reference (comm
 catalog's race leave them: their version is at most the current one and the metadata log does not
 list them), and ledger archive files the table does not name whose every entry is live or in a
 segment it names (killed maintain runs leave them). Only files older than --orphan-min-age are
-deleted: a younger data file may belong to a writer that is about to commit it, a younger archive
-to a maintain run that is about to. A data location (write.data.path) that is not a folder of the
+deleted: a younger data file may belong to a writer that is about to commit it (a sink closes a
+file up to one --flush-interval before its commit: keep --orphan-min-age well above the writers'
+flush interval), a younger archive to a maintain run that is about to. A data location (write.data.path) that is not a folder of the
 table's own under its location, or that holds the metadata folder, is refused; a metadata location
 (write.metadata.path) outside the table's location is not cleaned (a warning says so).
 

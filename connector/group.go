@@ -136,6 +136,10 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	} else {
 		opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()))
 	}
+	// The client joins the group at once: its callbacks, which take the
+	// lock, must find the client and the offset mirror set.
+	ss.gm.mu.Lock()
+	defer ss.gm.mu.Unlock()
 	cl, err := kgo.NewClient(s.consumerOpts(opts...)...)
 	if err != nil {
 		return fmt.Errorf("join consumer group %s: %w", s.cfg.Group, err)

@@ -131,6 +131,16 @@ const (
 // the record read into the next one.
 var errSchemaFlush = errors.New("the writer schema changed while the flush's files are open")
 
+// brokenRowsError is a failure of the row builders with a record already
+// counted in its partition's open range, and possibly half appended: the
+// session ends without its final flush (which would commit the record's
+// offset without its row), and the next reads those records again from
+// the ledger.
+type brokenRowsError struct{ err error }
+
+func (e *brokenRowsError) Error() string { return e.err.Error() }
+func (e *brokenRowsError) Unwrap() error { return e.err }
+
 // session reads the ledger, seeks every partition and consumes until done,
 // cancelled, fenced or failed.
 func (s *Sink) session(ctx context.Context) error {
@@ -504,6 +514,12 @@ func (ss *session) consume(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if _, broken := errors.AsType[*brokenRowsError](failure); broken {
+		if err := ss.wait(); err != nil {
+			return errors.Join(failure, err)
+		}
+		return failure
 	}
 	if err := ss.flush(ctx); err != nil {
 		return errors.Join(failure, err)
@@ -964,7 +980,10 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 			return &BadRecordError{Partition: pt.tp, Offset: r.Offset, Reason: out.dead}
 		}
 		pt.deadLetter()
-		return pt.deadLetters.AppendDeadLetter(r, out.dead.Error(), out.schemaID)
+		if err := pt.deadLetters.AppendDeadLetter(r, out.dead.Error(), out.schemaID); err != nil {
+			return &brokenRowsError{fmt.Errorf("dead letter %s offset %d: %w", pt.tp, r.Offset, err)}
+		}
+		return nil
 	}
 	if s.dec.version != ss.builtAt {
 		if ss.writer != nil {
@@ -973,10 +992,13 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 			return errSchemaFlush
 		}
 		if err := ss.rebuild(); err != nil {
-			return err
+			return &brokenRowsError{fmt.Errorf("rebuild rows for schema version %d: %w", s.dec.version, err)}
 		}
 	}
-	return s.dec.appendRow(pt.rows, r, out)
+	if err := s.dec.appendRow(pt.rows, r, out); err != nil {
+		return &brokenRowsError{fmt.Errorf("row of %s offset %d: %w", pt.tp, r.Offset, err)}
+	}
+	return nil
 }
 
 // rebuild starts every partition's rows again for the decoder's new

@@ -17,7 +17,7 @@ import (
 
 // wideTable opens a new table of a SQLite catalog and file warehouse with
 // extra table properties.
-func wideTable(t *testing.T, props map[string]string) *snapshot.Table {
+func wideTable(t testing.TB, props map[string]string) *snapshot.Table {
 	t.Helper()
 	dir := t.TempDir()
 	cat, err := catalog.Open(t.Context(), catalog.Config{

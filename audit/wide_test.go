@@ -40,15 +40,20 @@ func TestWideTable(t *testing.T) {
 		t.Fatalf("audit counted %d rows of %d partitions, want %d of %d", rows, len(rep.Partitions), partitions*4, partitions)
 	}
 
-	victim := filepath.Join(dir, ents[len(ents)-1].Name())
+	// The head commit's file: it holds data ranges of 4 rows.
+	victim := strings.TrimPrefix(tbl.Head().Summary.Properties[mapping.KeyRangesFile], "file://")
 	b, err := os.ReadFile(victim)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tampered := strings.Replace(string(b), ":4,", ":3,", 1)
+	if tampered == string(b) {
+		t.Fatalf("nothing to tamper with in %s", b)
+	}
 	for _, damage := range []string{"tampered", "deleted"} {
 		switch damage {
 		case "tampered":
-			err = os.WriteFile(victim, []byte(strings.Replace(string(b), ":4,", ":3,", 1)), 0o644)
+			err = os.WriteFile(victim, []byte(tampered), 0o644)
 		case "deleted":
 			err = os.Remove(victim)
 		}

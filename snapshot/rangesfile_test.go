@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
@@ -348,5 +352,52 @@ func TestRangesFilesReadOnce(t *testing.T) {
 	}
 	if _, err := fresh.Ledger(); !errors.Is(err, mapping.ErrRangesFile) {
 		t.Fatalf("fresh ledger without the files: %v, want a ranges file error", err)
+	}
+}
+
+// staleOnceCatalog answers its first LoadTable with a table version
+// loaded earlier, as a reader that loaded the table just before a
+// maintenance run and reads its files just after would see it.
+type staleOnceCatalog struct {
+	icecat.Catalog
+	stale *table.Table
+}
+
+func (c *staleOnceCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	if s := c.stale; s != nil {
+		c.stale = nil
+		return s, nil
+	}
+	return c.Catalog.LoadTable(ctx, ident)
+}
+
+// TestReaderOfCollectedRangesFiles: a reader that loaded a table version
+// whose snapshots were then expired (their ranges archived) and their
+// ranges files collected finds the files gone, reloads the table, and
+// reads the whole ledger from the archive.
+func TestReaderOfCollectedRangesFiles(t *testing.T) {
+	tbl := wideTable(t, map[string]string{snapshot.PropInlineRangesMax: "0"})
+	for i := range 5 {
+		commitWide(t, tbl, 4, i)
+	}
+	before := freshLedger(t, tbl)
+	old := tbl.Iceberg()
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	backdate(t, rangesFiles(t, tbl)...)
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil || len(res.StaleRangesFiles) != 4 {
+		t.Fatalf("collected %v, %v; want the 4 expired commits' ranges files", res.StaleRangesFiles, err)
+	}
+	reader, err := snapshot.Open(t.Context(), &staleOnceCatalog{Catalog: tbl.Catalog(), stale: old}, tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reader.Iceberg().MetadataLocation() == old.MetadataLocation() {
+		t.Fatal("the reader kept the table version whose ranges files are gone")
+	}
+	if after := ledger(t, reader); !reflect.DeepEqual(after, before) {
+		t.Fatalf("ledger of the reader\n%+v\nwant\n%+v", after, before)
 	}
 }

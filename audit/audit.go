@@ -20,7 +20,7 @@ import (
 type Depth int
 
 const (
-	// DepthLedger reads snapshot summaries only.
+	// DepthLedger reads snapshot summaries (and their ranges files) only.
 	DepthLedger Depth = iota + 1
 	// DepthFiles also reads manifests, but no data file. It is the default.
 	DepthFiles

@@ -20,7 +20,7 @@ import (
 type Depth int
 
 const (
-	// DepthLedger reads snapshot summaries only.
+	// DepthLedger reads snapshot summaries (and their ranges files) only.
 	DepthLedger Depth = iota + 1
 	// DepthFiles also reads manifests, but no data file. It is the default.
 	DepthFiles
@@ -330,8 +330,10 @@ var ErrTopicNotInLedger = errors.New("topic not in the ledger")
 
 // Run audits tbl as last loaded (call Refresh first to audit the latest
 // metadata). Findings are not errors: an error means the audit could not
-// run, and is a *NoLedgerError, a *mapping.MalformedError, an
-// ErrTopicNotInLedger, or a failure to read the table or the broker.
+// run, and is a *NoLedgerError, a *mapping.MalformedError, a
+// *mapping.RangesFileError (a commit's ranges file is missing or is not
+// the one its snapshot references), an ErrTopicNotInLedger, or a failure
+// to read the table or the broker.
 func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error) {
 	if opts.Depth == 0 {
 		opts.Depth = DepthFiles

@@ -3,9 +3,10 @@
 // nothing lost unnoticed. It checks each (topic, partition) at four levels,
 // cheapest first:
 //
-//  1. ledger (snapshot summaries only): the ranges are contiguous from the
-//     first sunk offset to the next offset; every gap, every overlap and
-//     every range recorded as lost to retention is reported exactly;
+//  1. ledger (snapshot summaries and the ranges files they reference): the
+//     ranges are contiguous from the first sunk offset to the next offset;
+//     every gap, every overlap and every range recorded as lost to
+//     retention is reported exactly;
 //  2. files (manifests only): every live data file lies inside one range of
 //     the floe commit that added it and the files of each range hold its
 //     record count; files added by other writers, files removed by

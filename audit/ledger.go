@@ -11,7 +11,7 @@ import (
 )
 
 // ledgerLevel checks each partition's ranges for contiguity, from snapshot
-// summaries only.
+// summaries (and their ranges files) only.
 func (a *auditor) ledgerLevel() {
 	a.addLevel(LevelLedger)
 	a.deadLetterLedger()

@@ -52,13 +52,14 @@ const (
 	// KeyDeadLetterTable names the dead-letter table those files belong to.
 	KeyDeadLetterTable = "floe.dead-letter-table"
 
-	// LedgerVersion is the encoding version floe writes. Version 1 (no
-	// topic ids, no starts) is still read.
+	// LedgerVersion is the encoding version floe writes for ranges
+	// inline (a commit of a ranges file is LedgerVersionRangesFile).
+	// Version 1 (no topic ids, no starts) is still read.
 	LedgerVersion = "2"
 )
 
 // readableVersions are the encoding versions DecodeCommit accepts.
-var readableVersions = []string{"1", LedgerVersion}
+var readableVersions = []string{"1", LedgerVersion, LedgerVersionRangesFile}
 
 // FormatTopicID returns a Kafka topic ID in Kafka's text form, or "" for
 // the all-zero ID of a broker without topic IDs.
@@ -205,10 +206,16 @@ func IsFloeCommit(props map[string]string) bool {
 
 // DecodeCommit reads the ledger entry of one snapshot. Decoding is strict:
 // any floe.* property that does not parse is a *MalformedError naming the
-// snapshot and the key.
+// snapshot and the key. A summary that references a ranges file is a
+// *RangesFileError: its ranges are in the file (DecodeRangesFile).
 func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]string) (Commit, error) {
 	bad := func(key string, err error) (Commit, error) {
 		return Commit{}, &MalformedError{SnapshotID: snapshotID, Key: key, Err: err}
+	}
+	if ref, ok, err := RangesRefOf(snapshotID, props); err != nil {
+		return Commit{}, err
+	} else if ok {
+		return Commit{}, &RangesFileError{SnapshotID: snapshotID, Path: ref.Path, Err: errors.New("the commit's ranges are in that file, which was not read")}
 	}
 	c := Commit{SnapshotID: snapshotID, CommittedAt: committedAt}
 	if v := props[KeyVersion]; !slices.Contains(readableVersions, v) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -14,8 +13,6 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-
-	"github.com/floe-dev/floe/mapping"
 )
 
 // PropLedgerSegmentPrefix prefixes the table properties that name the
@@ -84,6 +81,14 @@ func (a *Archive) Len() int {
 	return len(a.Snapshots)
 }
 
+// snapshots returns the archived snapshots.
+func (a *Archive) snapshots() []ArchivedSnapshot {
+	if a == nil {
+		return nil
+	}
+	return a.Snapshots
+}
+
 // snapshot returns an archived snapshot as an Iceberg snapshot with its
 // ledger properties, or nil.
 func (a *Archive) snapshot(id int64) *table.Snapshot {
@@ -107,24 +112,21 @@ func (a *Archive) index() {
 }
 
 // with returns a new archive holding a's snapshots and snaps (a snapshot
-// already archived is kept once), ordered by commit time.
-func (a *Archive) with(tableUUID string, snaps []table.Snapshot) *Archive {
+// already archived is kept once), ordered by commit time. A snapshot whose
+// ranges are in a ranges file is archived with them inline (rf holds the
+// files of the table version snaps are of): the archive stays whole
+// without the file, which maintenance then collects. A file that cannot
+// be read is a *mapping.RangesFileError, and nothing is archived.
+func (a *Archive) with(tableUUID string, snaps []table.Snapshot, rf *rangesFiles) (*Archive, error) {
 	add := make([]ArchivedSnapshot, 0, len(snaps))
 	for _, s := range snaps {
-		as := ArchivedSnapshot{SnapshotID: s.SnapshotID, ParentID: s.ParentSnapshotID, TimestampMs: s.TimestampMs}
-		if s.Summary != nil {
-			for k, v := range s.Summary.Properties {
-				if strings.HasPrefix(k, mapping.KeyPrefix) {
-					if as.Properties == nil {
-						as.Properties = map[string]string{}
-					}
-					as.Properties[k] = v
-				}
-			}
+		props, err := rf.inline(s)
+		if err != nil {
+			return nil, err
 		}
-		add = append(add, as)
+		add = append(add, ArchivedSnapshot{SnapshotID: s.SnapshotID, ParentID: s.ParentSnapshotID, TimestampMs: s.TimestampMs, Properties: props})
 	}
-	return a.plus(tableUUID, add)
+	return a.plus(tableUUID, add), nil
 }
 
 // union returns a new archive holding the snapshots of a and b. Entries
@@ -244,12 +246,7 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 // tableUUID.
 func readArchiveFile(fsys iceio.IO, tableUUID, name, path string) (*Archive, error) {
 	fail := func(err error) (*Archive, error) { return nil, &ArchiveError{Table: name, Path: path, Err: err} }
-	f, err := fsys.Open(path)
-	if err != nil {
-		return fail(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
+	b, err := readAll(fsys, path)
 	if err != nil {
 		return fail(err)
 	}
@@ -269,11 +266,16 @@ func readArchiveFile(fsys iceio.IO, tableUUID, name, path string) (*Archive, err
 
 // archiveLocation is the folder of a table's archive files.
 func archiveLocation(meta table.Metadata) string {
+	return metadataDir(meta) + "/" + archiveFolder
+}
+
+// metadataDir is the table's metadata location.
+func metadataDir(meta table.Metadata) string {
 	loc := meta.Properties()[table.WriteMetadataPathKey]
 	if loc == "" {
 		loc = strings.TrimSuffix(meta.Location(), "/") + "/metadata"
 	}
-	return strings.TrimSuffix(loc, "/") + "/" + archiveFolder
+	return strings.TrimSuffix(loc, "/")
 }
 
 // writeArchive writes a as a new archive file under the table's metadata
@@ -315,8 +317,9 @@ const segmentMergeRatio = 4
 // planSegment returns the segment to write for an expiry of snaps: their
 // entries (those not archived already) and the entries of the newest named
 // segments it absorbs, which it returns too. The absorbed segments'
-// properties are removed in the commit that names the new one.
-func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment) {
+// properties are removed in the commit that names the new one. A ranges
+// file of snaps that cannot be read is an error: nothing is expired.
+func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment, error) {
 	uuid := t.tbl.Metadata().TableUUID().String()
 	var fresh []table.Snapshot
 	for _, s := range snaps {
@@ -324,7 +327,10 @@ func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment) {
 			fresh = append(fresh, s)
 		}
 	}
-	seg := (*Archive)(nil).with(uuid, fresh)
+	seg, err := (*Archive)(nil).with(uuid, fresh, t.ranges)
+	if err != nil {
+		return nil, nil, err
+	}
 	named := slices.Clone(t.segments)
 	// Oldest entries first: the segment to absorb next is the last.
 	slices.SortFunc(named, func(x, y segment) int {
@@ -340,7 +346,7 @@ func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment) {
 		absorbed = append(absorbed, last)
 		named = named[:len(named)-1]
 	}
-	return seg, absorbed
+	return seg, absorbed, nil
 }
 
 // oldest is the commit time of the archive's oldest entry (0: empty).

@@ -297,11 +297,20 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			}
 		}()
 	}
-	props, err := res.Commit.Encode()
+	props, rangesPath, err := t.encodeCommit(ctx, res.Commit)
 	if err != nil {
 		t.removeFiles(ctx, opts.Logger, files)
 		opts.DeadLetters.removeFiles(ctx, opts.Logger, dead)
 		return res, nil, err
+	}
+	if rangesPath != "" {
+		// Removed with the data files when the commit is known never to
+		// land; otherwise an unreferenced one is maintenance's to collect.
+		defer func() {
+			if _, fenced := errors.AsType[*FencedError](err); fenced || errors.Is(err, ErrSchemaMoved) {
+				t.removePaths(ctx, log, rangesPath)
+			}
+		}()
 	}
 	for _, df := range files {
 		res.Bytes += df.FileSizeBytes()

@@ -14,6 +14,8 @@ import (
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // metadataFileName matches the metadata file names iceberg-go and the Java
@@ -104,7 +106,7 @@ func (t *Table) RemoveStaleMetadata(ctx context.Context, log *slog.Logger, minAg
 	if err := t.checkMetadataLocation(); err != nil {
 		return nil, err
 	}
-	files, _, err := t.listMetadataFolder(ctx, false)
+	files, _, _, err := t.listMetadataFolder(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("remove stale metadata files of %s: %w", t.Name(), err)
 	}
@@ -116,14 +118,14 @@ func (t *Table) RemoveStaleMetadata(ctx context.Context, log *slog.Logger, minAg
 }
 
 // removeDebris deletes (or, in a dry run, lists) the stale metadata files
-// (see RemoveStaleMetadata) and the stale ledger archive files (see
-// staleArchives) older than minAge, from one listing of the metadata
-// folder.
+// (see RemoveStaleMetadata), the stale ledger archive files (see
+// staleArchives) and the stale ranges files (see staleRangesFiles) older
+// than minAge, from one listing of the metadata folder.
 func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.Duration, dryRun bool, res *MaintainResult) error {
 	fail := func(err error) error {
 		return fmt.Errorf("remove stale metadata and ledger archive files of %s: %w", t.Name(), err)
 	}
-	metaFiles, archiveFiles, err := t.listMetadataFolder(ctx, true)
+	metaFiles, archiveFiles, rangesFiles, err := t.listMetadataFolder(ctx, true)
 	if err != nil {
 		return fail(err)
 	}
@@ -137,10 +139,54 @@ func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.
 	errs = append(errs, err)
 	res.StaleArchives, err = t.deleteFolderFiles(ctx, archives, dryRun)
 	errs = append(errs, err)
+	res.StaleRangesFiles, err = t.deleteFolderFiles(ctx, t.staleRangesFiles(rangesFiles, minAge, now), dryRun)
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
-		return fail(fmt.Errorf("%d metadata and %d archive files deleted: %w", len(res.StaleMetadata), len(res.StaleArchives), err))
+		return fail(fmt.Errorf("%d metadata, %d archive and %d ranges files deleted: %w", len(res.StaleMetadata), len(res.StaleArchives), len(res.StaleRangesFiles), err))
 	}
 	return nil
+}
+
+// staleRangesFiles picks, out of the files of the ranges folder, those
+// older than minAge that no snapshot of the table references, live or
+// archived. A commit writes its ranges file before it commits, so a young
+// unreferenced file may be about to be committed; an hour is far beyond
+// any commit (at most commitTimeout in a sink). Older ones are left by
+// commits that never landed (a crash between the write and the commit, a
+// writer that gave up), and by snapshots an expiry removed: the archive
+// holds their ranges inline. Referenced files are never deleted, whatever
+// their age, and neither is a file of a snapshot whose reference does not
+// decode (its name is not known to be unreferenced).
+func (t *Table) staleRangesFiles(files []folderFile, minAge time.Duration, now time.Time) []folderFile {
+	referenced := map[string]bool{}
+	note := func(id int64, props map[string]string) bool {
+		if props[mapping.KeyRangesFile] == "" {
+			return true
+		}
+		ref, ok, err := mapping.RangesRefOf(id, props)
+		if err != nil || !ok {
+			return false
+		}
+		referenced[path.Base(ref.Path)] = true
+		return true
+	}
+	for _, s := range t.tbl.Metadata().Snapshots() {
+		if s.Summary != nil && !note(s.SnapshotID, s.Summary.Properties) {
+			return nil
+		}
+	}
+	for _, s := range t.archive.snapshots() {
+		if !note(s.SnapshotID, s.Properties) {
+			return nil
+		}
+	}
+	var stale []folderFile
+	for _, f := range files {
+		if strings.HasSuffix(f.name, ".json") && !referenced[f.name] && f.modTime.Before(now.Add(-minAge)) {
+			stale = append(stale, f)
+		}
+	}
+	return stale
 }
 
 // folderFile is a file of the metadata folder.
@@ -153,16 +199,16 @@ type folderFile struct {
 }
 
 // listMetadataFolder lists the files directly in the table's metadata
-// folder and, with archives, those directly in its ledger archive folder,
-// in one walk that descends into no other folder.
-func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metaFiles, archiveFiles []folderFile, err error) {
+// folder and, with archives, those directly in its ledger archive folder
+// and its ranges folder, in one walk that descends into no other folder.
+func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metaFiles, archiveFiles, rangesFiles []folderFile, err error) {
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	lfs, ok := fsys.(iceio.ListableIO)
 	if !ok {
-		return nil, nil, errors.New("the table's storage cannot list files")
+		return nil, nil, nil, errors.New("the table's storage cannot list files")
 	}
 	dir := t.metadataLocation()
 	// Storages list a folder's files under the folder's path in their own
@@ -182,7 +228,7 @@ func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metaFile
 			return nil
 		}
 		if d.IsDir() {
-			if archives && strings.TrimSuffix(p, "/") == root+"/"+archiveFolder {
+			if dir := strings.TrimSuffix(p, "/"); archives && (dir == root+"/"+archiveFolder || dir == root+"/"+rangesFolder) {
 				return nil
 			}
 			return fs.SkipDir
@@ -204,13 +250,15 @@ func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metaFile
 			metaFiles = append(metaFiles, f)
 		case root + "/" + archiveFolder:
 			archiveFiles = append(archiveFiles, f)
+		case root + "/" + rangesFolder:
+			rangesFiles = append(rangesFiles, f)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list %s: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("list %s: %w", dir, err)
 	}
-	return metaFiles, archiveFiles, nil
+	return metaFiles, archiveFiles, rangesFiles, nil
 }
 
 // staleMetadata picks the stale metadata files out of files (see

@@ -33,13 +33,14 @@ type MaintainOptions struct {
 	RetainLast      int
 	// RemoveOrphans deletes data files under the table's data location
 	// that no snapshot references, metadata files no table version will
-	// reference (RemoveStaleMetadata) and ledger archive files the table
-	// does not name whose entries it still holds (staleArchives), all
-	// older than OrphanMinAge (zero: DefaultOrphanMinAge).
+	// reference (RemoveStaleMetadata), ledger archive files the table
+	// does not name whose entries it still holds (staleArchives) and
+	// ranges files no snapshot references (staleRangesFiles), all older
+	// than OrphanMinAge (zero: DefaultOrphanMinAge).
 	RemoveOrphans bool
-	// RemoveDebris deletes only the stale metadata and ledger archive
-	// files RemoveOrphans deletes (one listing of the metadata folder, no
-	// manifest read): what a sink's own maintenance collects
+	// RemoveDebris deletes only the stale metadata, ledger archive and
+	// ranges files RemoveOrphans deletes (one listing of the metadata
+	// folder, no manifest read): what a sink's own maintenance collects
 	// (AutoMaintain).
 	RemoveDebris bool
 	OrphanMinAge time.Duration
@@ -79,6 +80,9 @@ type MaintainResult struct {
 	// the table does not name.
 	StaleMetadata []string `json:"stale_metadata,omitempty"`
 	StaleArchives []string `json:"stale_archives,omitempty"`
+	// StaleRangesFiles are the ranges files deleted that no snapshot
+	// references, live or archived (staleRangesFiles).
+	StaleRangesFiles []string `json:"stale_ranges_files,omitempty"`
 	// DeadLetters is what reconciling the dead-letter tables with the
 	// data table's ledger did (ReconcileDeadLetters), before anything
 	// else; a dry run does not reconcile.
@@ -211,7 +215,10 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 				res.ExpiredCommits++
 			}
 		}
-		seg, absorbed := t.planSegment(expired)
+		seg, absorbed, err := t.planSegment(expired)
+		if err != nil {
+			return fmt.Errorf("archive the ledger entries of the snapshots to expire from %s (nothing was expired): %w", t.Name(), err)
+		}
 		if opts.DryRun {
 			return nil
 		}

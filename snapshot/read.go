@@ -52,7 +52,7 @@ func (t *Table) LedgerAt(snapshotID int64) (mapping.Ledger, error) {
 	if err != nil {
 		return mapping.Ledger{}, err
 	}
-	return LedgerAt(t.tbl.Metadata(), t.archive, s.SnapshotID)
+	return ledgerAt(t.tbl.Metadata(), t.archive, t.ranges, s.SnapshotID)
 }
 
 // RowAt looks for the row of offset in tp in a snapshot (0: the branch
@@ -160,7 +160,7 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 	if err != nil {
 		return nil, err
 	}
-	l, err := LedgerAt(t.tbl.Metadata(), t.archive, s.SnapshotID)
+	l, err := ledgerAt(t.tbl.Metadata(), t.archive, t.ranges, s.SnapshotID)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -57,6 +56,10 @@ type Table struct {
 	archive    *Archive
 	segments   []segment
 	archiveSig string
+	// ranges are the ranges files tbl's snapshots reference, read with it
+	// (adopt); written is the one this process's last commit wrote.
+	ranges  *rangesFiles
+	written writtenRanges
 	// layout is how the table holds records; schema the Arrow schema of
 	// its rows, for the table's current schema (schemaID).
 	layout   mapping.Layout
@@ -269,7 +272,8 @@ func (t *Table) adoptLoaded(ctx context.Context, tbl *table.Table) error {
 }
 
 // adopt makes tbl the table's metadata, loading the ledger archive
-// segments it names that are not loaded already. Every assignment of t.tbl
+// segments it names that are not loaded already and the ranges files its
+// snapshots reference that are not read already. Every assignment of t.tbl
 // goes through adopt: metadata returned by a commit may name segments
 // another process wrote (a floe maintain that expired snapshots without
 // moving the branch), and reading its ledger with the archive loaded
@@ -277,9 +281,13 @@ func (t *Table) adoptLoaded(ctx context.Context, tbl *table.Table) error {
 // archive are left as they were.
 //
 // A segment that no longer exists was merged into another after tbl was
-// loaded: the run that merged it deletes it after its commit. The table is
-// then reloaded once; the segments it names hold every entry of the
-// deleted one.
+// loaded: the run that merged it deletes it after its commit. A ranges
+// file that no longer exists may have been collected after an expiry
+// archived its snapshot. The table is then reloaded once; the segments it
+// names hold every entry of the deleted one. A ranges file still missing
+// is kept as the error of the ledger through its snapshot
+// (*mapping.RangesFileError), so that the table can still be opened, and
+// its ledger is never read without the file.
 func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 	if t.schema == nil || tbl.Schema().ID != t.schemaID {
 		sc, err := t.layout.ArrowSchema(tbl.Schema())
@@ -291,24 +299,24 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 	for reloaded := false; ; reloaded = true {
 		named := namedSegments(tbl.Properties())
 		sig := segmentsSignature(named)
-		if sig == t.archiveSig {
-			t.tbl = tbl
-			return nil
+		segs, a := t.segments, t.archive
+		var err error
+		if sig != t.archiveSig {
+			segs, a, err = readSegments(ctx, tbl, t.Name(), named, t.segments)
 		}
-		segs, a, err := readSegments(ctx, tbl, t.Name(), named, t.segments)
 		if err == nil {
-			t.tbl, t.archive, t.segments, t.archiveSig = tbl, a, segs, sig
-			return nil
-		}
-		if reloaded || !errors.Is(err, fs.ErrNotExist) {
+			rf, gone := t.readRangesFiles(ctx, tbl)
+			if !gone || reloaded {
+				t.tbl, t.archive, t.segments, t.archiveSig, t.ranges = tbl, a, segs, sig, rf
+				return nil
+			}
+			err = fs.ErrNotExist // a ranges file: a reload tells whether it was collected
+		} else if reloaded || !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		fresh, lerr := t.cat.LoadTable(ctx, t.ident)
 		if lerr != nil {
-			return fmt.Errorf("reload table %s after a segment of its ledger archive was not found: %w (reading it: %w)", t.Name(), lerr, err)
-		}
-		if segmentsSignature(namedSegments(fresh.Properties())) == sig {
-			return err
+			return fmt.Errorf("reload table %s after a file of its ledger was not found: %w (reading it: %w)", t.Name(), lerr, err)
 		}
 		tbl = fresh
 	}
@@ -365,7 +373,7 @@ func (t *Table) Ledger() (mapping.Ledger, error) {
 		// does not cost the whole history.
 		l := c.l
 		if extend && head.Summary != nil && mapping.IsFloeCommit(head.Summary.Properties) {
-			lc, err := mapping.DecodeCommit(head.SnapshotID, time.UnixMilli(head.TimestampMs).UTC(), head.Summary.Properties)
+			lc, err := t.ranges.commit(head)
 			if err != nil {
 				return mapping.Ledger{}, err
 			}
@@ -374,7 +382,7 @@ func (t *Table) Ledger() (mapping.Ledger, error) {
 		t.ledger = newLedgerCache(t.tbl, headID, t.archiveSig, l)
 		return mapping.Ledger{Commits: slices.Clip(l.Commits)}, nil
 	}
-	l, err := LedgerOf(meta, t.archive, t.branch)
+	l, err := ledgerOf(meta, t.archive, t.ranges, t.branch)
 	var te *TruncatedLedgerError
 	if errors.As(err, &te) {
 		te.Table = t.Name()
@@ -458,22 +466,25 @@ func (e *TruncatedLedgerError) Error() string {
 
 func (e *TruncatedLedgerError) Is(target error) bool { return target == ErrTruncatedLedger }
 
-// LedgerOf decodes the ledger of one branch of table metadata, completed
-// from archive (nil: none).
-func LedgerOf(meta table.Metadata, archive *Archive, branch string) (mapping.Ledger, error) {
+// ledgerOf decodes the ledger of one branch of table metadata, completed
+// from archive (nil: none), with rf the ranges files its snapshots
+// reference.
+func ledgerOf(meta table.Metadata, archive *Archive, rf *rangesFiles, branch string) (mapping.Ledger, error) {
 	head := meta.SnapshotByName(branch)
 	if head == nil {
 		return mapping.Ledger{}, nil
 	}
-	return LedgerAt(meta, archive, head.SnapshotID)
+	return ledgerAt(meta, archive, rf, head.SnapshotID)
 }
 
-// LedgerAt decodes the ledger as of one snapshot: the floe commits in its
+// ledgerAt decodes the ledger as of one snapshot: the floe commits in its
 // ancestry, oldest first, the snapshot itself included. The ancestry is
 // walked through the live snapshots and, past the oldest one, through the
 // archived ones, so an expired snapshot gives the same entry as before its
 // expiry. When neither has a parent, the ledger is a *TruncatedLedgerError.
-func LedgerAt(meta table.Metadata, archive *Archive, snapshotID int64) (mapping.Ledger, error) {
+// A commit whose ranges file (in rf) could not be read, or is not the one
+// its summary references, is a *mapping.RangesFileError.
+func ledgerAt(meta table.Metadata, archive *Archive, rf *rangesFiles, snapshotID int64) (mapping.Ledger, error) {
 	var l mapping.Ledger
 	ancestors, te := ancestry(meta, archive, snapshotID)
 	if te != nil {
@@ -484,7 +495,7 @@ func LedgerAt(meta table.Metadata, archive *Archive, snapshotID int64) (mapping.
 		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
 			continue
 		}
-		c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Summary.Properties)
+		c, err := rf.commit(&s)
 		if err != nil {
 			return l, err
 		}

@@ -151,6 +151,10 @@ replaced files stay until snapshot expiry removes the snapshots that reference t
 				for _, o := range res.StaleArchives {
 					fmt.Fprintf(out, "  %s\n", o)
 				}
+				fmt.Fprintf(out, "stale ledger ranges files %sdeleted: %d (older than %s)\n", would, len(res.StaleRangesFiles), orphanMinAge)
+				for _, o := range res.StaleRangesFiles {
+					fmt.Fprintf(out, "  %s\n", o)
+				}
 			}
 			printCompaction(out, compacted, dryRun)
 			return nil
@@ -160,7 +164,7 @@ replaced files stay until snapshot expiry removes the snapshots that reference t
 	f.register(fs)
 	fs.DurationVar(&olderThan, "expire-older-than", 0, "expire snapshots older than this (0 with --retain-last: every snapshot beyond the last N)")
 	fs.IntVar(&retainLast, "retain-last", 1, "keep at least this many snapshots per branch, however old")
-	fs.BoolVar(&removeOrphans, "remove-orphans", false, "delete data files no snapshot references, metadata files no table version references and ledger archive files the table does not need, older than --orphan-min-age")
+	fs.BoolVar(&removeOrphans, "remove-orphans", false, "delete data files no snapshot references, metadata files no table version references, and ledger archive and ranges files the table does not need, older than --orphan-min-age")
 	fs.DurationVar(&orphanMinAge, "orphan-min-age", snapshot.DefaultOrphanMinAge, "only delete orphans older than this")
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")

@@ -1,0 +1,75 @@
+package connector_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TestWideSinkMaintainsRangesFiles: a cron job of bounded sinks whose every
+// commit keeps its ranges in a ranges file, with retention tight enough
+// that the sinks' own maintenance expires commits: the expired commits'
+// ranges are archived, every live snapshot's ranges file is kept, and a
+// table opened afresh audits complete at every level, content included.
+func TestWideSinkMaintainsRangesFiles(t *testing.T) {
+	e := newEnv(t)
+	const topic, partitions = "wide", 40
+	e.Topic(topic, partitions, nil)
+	tbl := e.Table("lake.wide")
+	if err := tbl.SetProperties(e.Ctx, map[string]string{snapshot.PropInlineRangesMax: "0",
+		table.MinSnapshotsToKeepKey: "2", snapshot.PropMaxSnapshots: "5"}); err != nil {
+		t.Fatal(err)
+	}
+	maintained, commits := 0, 0
+	for run := range 6 {
+		for p := range int32(partitions) {
+			e.Produce(records(topic, p, 5, "w"))
+		}
+		st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 40})
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		maintained += st.Maintenance
+		commits += st.Commits
+	}
+	if maintained == 0 {
+		t.Fatalf("no maintenance in %d commits", commits)
+	}
+	fresh := e.OpenTable(tbl.Name(), snapshot.OpenOptions{})
+	meta := fresh.Iceberg().Metadata()
+	if n := len(meta.Snapshots()); n >= commits {
+		t.Fatalf("%d snapshots after %d commits: nothing expired", n, commits)
+	}
+	for _, s := range meta.Snapshots() {
+		ref := s.Summary.Properties[mapping.KeyRangesFile]
+		if ref == "" {
+			t.Fatalf("snapshot %d keeps its ranges inline, want a ranges file", s.SnapshotID)
+		}
+		if _, err := os.Stat(strings.TrimPrefix(ref, "file://")); err != nil {
+			t.Fatalf("the ranges file of live snapshot %d: %v", s.SnapshotID, err)
+		}
+	}
+	want := map[mapping.TopicPartition]int64{}
+	for p := range int32(partitions) {
+		want[mapping.TopicPartition{Topic: topic, Partition: p}] = 30
+	}
+	checkExactlyOnce(t, fresh, want)
+	l, err := fresh.Ledger()
+	if err != nil || len(l.Commits) != commits {
+		t.Fatalf("ledger: %d commits, %v; want all %d", len(l.Commits), err, commits)
+	}
+	rep, err := audit.Run(e.Ctx, fresh, audit.Options{Depth: audit.DepthRows, Broker: e.Dial(), VerifyContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete() {
+		t.Errorf("audit after in-sink maintenance of ranges-file commits: findings %+v", rep.Findings)
+	}
+}

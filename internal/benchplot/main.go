@@ -252,7 +252,7 @@ func svg(all []*series) string {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", left+10, ly-4, left+30, ly-4, c)
 		legend := fmt.Sprintf("%s: %d commits, median %.1f ms (first %d) → %.1f ms (last %d)", s.name, len(s.ms), first, w, last, w)
 		if len(p3) > 0 {
-			legend += "; dashed: a fresh table's commits" + s.vsFresh()
+			legend = fmt.Sprintf("%s: %d commits, %.1f → %.1f ms (first / last %d); dashed: fresh tables%s", s.name, len(s.ms), first, last, w, s.vsFresh())
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", left+36, ly, legend)
 	}

@@ -94,7 +94,7 @@ func TestRunFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(svg), `stroke-dasharray`) || !strings.Contains(string(svg), "dashed: a fresh table's commits, x1.00 vs a fresh table") {
+	if !strings.Contains(string(svg), `stroke-dasharray`) || !strings.Contains(string(svg), "dashed: fresh tables, x1.00 vs a fresh table") {
 		t.Errorf("no dashed line of the fresh tables' commits:\n%s", svg)
 	}
 }

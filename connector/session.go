@@ -123,7 +123,18 @@ func doneOf(f *flight) <-chan struct{} {
 const (
 	streamBatchRows  = 8 * 1024
 	streamBatchBytes = 4 << 20
-	fetchMaxBytes    = 1 << 20
+)
+
+// A fetch holds at most fetchMaxBytes (it waits decoded in the client
+// until it is polled: its size is part of the sink's memory), and at most
+// fetchMaxPartitionBytes of one partition: a fetch spans several
+// partitions, so that their streams encode in parallel. Otherwise one
+// partition's well-compressed records fill a whole fetch (tens of
+// thousands of records), its stream alone encodes them, and the loop
+// waits for it while the others idle.
+const (
+	fetchMaxBytes          = 1 << 20
+	fetchMaxPartitionBytes = fetchMaxBytes / 4
 )
 
 // errSchemaFlush ends a flush early: a record needs columns that the
@@ -236,7 +247,10 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 // consumerOpts are the options of the session's consumer, with how it
 // gets its partitions.
 func (s *Sink) consumerOpts(which ...kgo.Opt) []kgo.Opt {
-	return append(append(slices.Clone(s.broker.opts),
+	// The fetch sizes come first: the broker connection's own options
+	// (Dial) may set others.
+	opts := append([]kgo.Opt{kgo.FetchMaxBytes(fetchMaxBytes), kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes)}, s.broker.opts...)
+	return append(append(opts,
 		kgo.SeedBrokers(s.broker.Seeds...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Control records occupy offsets; seeing them lets a range end
@@ -245,10 +259,6 @@ func (s *Sink) consumerOpts(which ...kgo.Opt) []kgo.Opt {
 		// A fetch position below the log start (retention ran) resets to
 		// the log start; partition.observe turns the jump into a deletion.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		// A fetch waits decoded in the client until it is polled: its size
-		// is part of the sink's memory, which rows streamed into files no
-		// longer dominate.
-		kgo.FetchMaxBytes(fetchMaxBytes),
 	), which...)
 }
 

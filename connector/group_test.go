@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
@@ -259,4 +261,57 @@ func TestGroupConsumerProtocol(t *testing.T) {
 	if rs := checkExactlyOnce(t, tbl, want); int64(len(rs)) != produced {
 		t.Fatalf("%d rows, want %d", len(rs), produced)
 	}
+}
+
+// TestGroupMemberKickedRejoins: the coordinator tells a member that it no
+// longer knows it (UNKNOWN_MEMBER_ID on a heartbeat, as after a pause or a
+// network cut past the session timeout). franz-go calls the lost callback,
+// which drops the partitions, and reports the loss in the next poll
+// (kgo.ErrGroupSession) while it rejoins on its own: the member must go on
+// with the partitions it is given again, not end. It used to end with
+// "fetch /0: unable to join group session", so floe sink exited 2 in the
+// fault campaign's zombie scenario.
+func TestGroupMemberKickedRejoins(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "kicked", "lake.kicked", "floe-kicked"
+	e.Topic(topic, 3, nil)
+	tbl := e.Table(table)
+	var lost, assigned atomic.Int64
+	cfg := groupConfig(topic, group)
+	cfg.OnRebalance = func(r connector.Rebalance) {
+		lost.Add(int64(len(r.Lost)))
+		assigned.Add(int64(len(r.Assigned)))
+	}
+	m := e.startMember(table, cfg)
+	for p := range int32(3) {
+		e.Produce(records(topic, p, 20, "before"))
+	}
+	waitLedger(t, e, table, e.endOffsets(topic), 30*time.Second)
+	var kicked atomic.Bool
+	e.Stack.Cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kicked.Store(true)
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	waitFor(t, 30*time.Second, "the member told it is unknown and its partitions lost", func() bool { return kicked.Load() && lost.Load() > 0 })
+	for p := range int32(3) {
+		e.Produce(records(topic, p, 20, "after"))
+	}
+	want := e.endOffsets(topic)
+	deadline := time.Now().Add(30 * time.Second)
+	for assigned.Load() <= 3 {
+		select {
+		case <-m.done:
+			t.Fatalf("the member ended after it was kicked: %v", m.err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the member never rejoined the group")
+		}
+	}
+	waitLedger(t, e, table, want, 30*time.Second)
+	m.halt(t)
+	checkExactlyOnce(t, tbl, want)
+	auditComplete(t, e, tbl)
 }

@@ -543,6 +543,13 @@ func (ss *session) poll(ctx context.Context) error {
 			return
 		}
 		if fp.Err != nil {
+			if _, kicked := errors.AsType[*kgo.ErrGroupSession](fp.Err); kicked && ss.gm != nil {
+				// The group dropped this member (paused or cut off past the
+				// session timeout): franz-go has called the lost callback,
+				// which dropped its partitions, and rejoins on its own.
+				s.log.Warn("the consumer group dropped this member; its partitions were given up, rejoining", "group", s.cfg.Group, "err", fp.Err)
+				return
+			}
 			if !errors.Is(fp.Err, context.Canceled) && !errors.Is(fp.Err, context.DeadlineExceeded) {
 				failure = fmt.Errorf("fetch %s/%d: %w", fp.Topic, fp.Partition, fp.Err)
 			}

@@ -226,13 +226,15 @@ func (ss *session) giveUp(ctx context.Context, ps []int32, commit bool) {
 // the next owner has not committed those partitions first, and fences
 // whichever of the two comes second.
 func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
-	// A revocation with nothing consumed of its partitions drops nothing.
+	// A revocation with nothing consumed of its partitions, and no commit
+	// in flight that may hold some, drops nothing.
+	dirty := func(p int32) bool { return ss.parts[p] != nil && ss.parts[p].dirty() }
 	committed := commit
-	if commit && slices.ContainsFunc(ps, func(p int32) bool { return ss.parts[p] != nil && ss.parts[p].dirty() }) {
+	if commit && (ss.inflight != nil || slices.ContainsFunc(ps, dirty)) {
 		committed = false
 		deadline := time.Now().Add(ss.gm.revokeWithin)
 		done, err := ss.waitUntil(deadline)
-		if done && err == nil {
+		if done && err == nil && slices.ContainsFunc(ps, dirty) {
 			err = ss.flush(ctx)
 			if err == nil {
 				done, err = ss.waitUntil(deadline)
@@ -261,15 +263,16 @@ func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 // waitUntil waits for the flush in flight until deadline. done is false
 // when it is still running.
 func (ss *session) waitUntil(deadline time.Time) (done bool, err error) {
-	if ss.inflight == nil {
+	run := ss.inflight
+	if run == nil {
 		return true, nil
 	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
-	case err := <-ss.inflight:
+	case <-run.done:
 		ss.inflight = nil
-		return true, err
+		return true, run.err
 	case <-t.C:
 		return false, nil
 	}

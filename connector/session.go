@@ -75,7 +75,7 @@ type session struct {
 	pending      int
 	pendingBytes int64
 	deadline     time.Time  // flush deadline, set by the first unflushed offset
-	inflight     chan error // the flush committing in the background, if any
+	inflight     *commitRun // the flush committing in the background, if any
 
 	// rowSchema is the Arrow schema the partitions' rows are built for, and
 	// writerSchema its Iceberg schema when the table's columns evolve with
@@ -445,15 +445,13 @@ func (ss *session) consume(ctx context.Context) error {
 	var failure error
 	lastCheck, lastPartitionCheck := time.Now(), time.Now()
 	for !ss.allDone() && ctx.Err() == nil {
-		select {
-		case err := <-ss.inflight:
+		if run := ss.inflight; run != nil && run.finished() {
 			// A background commit failed (or finished): learn it now, not
 			// at the next flush, so as not to consume for nothing.
 			ss.inflight = nil
-			if err := ss.survive(ctx, err); err != nil {
+			if err := ss.survive(ctx, run.err); err != nil {
 				return err
 			}
-		default:
 		}
 		ss.removeDoomed(ctx)
 		if failure = ss.poll(ctx); failure != nil {
@@ -475,7 +473,11 @@ func (ss *session) consume(ctx context.Context) error {
 		}
 		if ss.pending >= s.cfg.FlushRecords || ss.pendingBytes >= s.cfg.FlushBytes ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
-			if err := ss.survive(ctx, ss.flush(ctx)); err != nil {
+			err := ss.waitReleased()
+			if err == nil {
+				err = ss.flush(ctx)
+			}
+			if err := ss.survive(ctx, err); err != nil {
 				return err
 			}
 		}
@@ -695,13 +697,71 @@ func (ss *session) checkRetention(ctx context.Context) error {
 	return nil
 }
 
+// commitRun is a flush committing in the background. done is closed when
+// it ends, with err its outcome. The loop and a rebalance callback may both
+// wait for it; whichever takes the outcome clears session.inflight.
+type commitRun struct {
+	done chan struct{}
+	err  error
+}
+
+func (r *commitRun) finish(err error) {
+	r.err = err
+	close(r.done)
+}
+
+func (r *commitRun) finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // wait waits for the flush in flight, if any, and returns its error.
 func (ss *session) wait() error {
-	if ss.inflight == nil {
+	run := ss.inflight
+	if run == nil {
 		return nil
 	}
-	err := <-ss.inflight
+	<-run.done
 	ss.inflight = nil
+	return run.err
+}
+
+// waitReleased is the loop's wait for the flush in flight before it
+// flushes again. In group mode it waits with the group lock released, as
+// a poll does, so that rebalance callbacks run meanwhile: a revocation
+// must give its partitions up within its deadline, not after a slow
+// commit. It returns what a callback met meanwhile too, for the loop to
+// handle, and re-seeks the partitions a callback took on meanwhile (what
+// the client buffered for them may be of an earlier ownership).
+func (ss *session) waitReleased() error {
+	gm, run := ss.gm, ss.inflight
+	if gm == nil || run == nil {
+		return ss.wait()
+	}
+	adoptions := gm.adoptions
+	gm.mu.Unlock()
+	<-run.done
+	gm.mu.Lock()
+	var err error
+	if ss.inflight == run {
+		ss.inflight, err = nil, run.err
+	}
+	if gm.failed != nil {
+		err, gm.failed = errors.Join(gm.failed, err), nil
+	}
+	if gm.adoptions != adoptions {
+		seek := map[int32]kgo.EpochOffset{}
+		for p, pt := range ss.parts {
+			if pt.adopted > adoptions {
+				seek[p] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
+			}
+		}
+		ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{ss.s.cfg.Topic: seek})
+	}
 	return err
 }
 
@@ -771,7 +831,8 @@ func (ss *session) flush(ctx context.Context) error {
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
-	ss.inflight = make(chan error, 1)
+	run := &commitRun{done: make(chan struct{})}
+	ss.inflight = run
 	go func() {
 		// Commit even when ctx was cancelled: an interrupt flushes what
 		// was consumed.
@@ -789,7 +850,7 @@ func (ss *session) flush(ctx context.Context) error {
 				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
 			}
 			releaseFlush(f)
-			ss.inflight <- closeErr
+			run.finish(closeErr)
 			return
 		}
 		err := ss.s.commit(cctx, f, inLedger)
@@ -800,7 +861,7 @@ func (ss *session) flush(ctx context.Context) error {
 				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
 			}
 		}
-		ss.inflight <- err
+		run.finish(err)
 	}()
 	return nil
 }

@@ -482,7 +482,7 @@ func (c *campaign) settle(started time.Time, foreign func(auditFinding) bool) ve
 		v.verdict = "INCOMPLETE"
 		c.t.Errorf("%s: the audit says incomplete (exit %d):\n%s", c.name, code, errs)
 	case len(rep.Findings) > 0:
-		v.verdict = fmt.Sprintf("complete; %d foreign findings", len(rep.Findings))
+		v.verdict = fmt.Sprintf("floe's ranges complete; %d findings, all on the foreign files", len(rep.Findings))
 	}
 	if records != produced || rows != produced {
 		v.verdict = "MISCOUNT"

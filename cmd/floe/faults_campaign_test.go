@@ -87,14 +87,7 @@ func membersScenario(t *testing.T) verdict {
 	zombie := c.start(3 * time.Second)
 	c.start(500 * time.Millisecond)
 	c.start(500 * time.Millisecond)
-	c.waitFor(90*time.Second, "every member committing", func() bool {
-		for _, m := range c.members {
-			if m.commits.Load() == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	c.allCommitting()
 	for range faultCount(1, 3) {
 		others := slices.DeleteFunc(c.live(), func(m *member) bool { return m == zombie })
 		victim := pick(others)
@@ -132,8 +125,8 @@ func membersScenario(t *testing.T) verdict {
 	return c.settle(started, nil)
 }
 
-func (m *member) ownedCount() int64 { return m.owned.Load() }
-func (m *member) commitCount() int64   { return m.commits.Load() }
+func (m *member) ownedCount() int64  { return m.owned.Load() }
+func (m *member) commitCount() int64 { return m.commits.Load() }
 
 func sum(ms []*member, f func(*member) int64) int64 {
 	var n int64
@@ -191,7 +184,7 @@ func brokerScenario(t *testing.T) verdict {
 	c.produce(10, 50*time.Millisecond)
 	c.start(500 * time.Millisecond)
 	c.start(500 * time.Millisecond)
-	c.waitFor(60*time.Second, "both members committing", func() bool { return sum(c.members, (*member).commitCount) >= 4 })
+	c.allCommitting()
 	faulty.Store(true)
 	time.Sleep(time.Duration(faultCount(4, 10)) * time.Second)
 	faulty.Store(false)
@@ -288,7 +281,7 @@ func storageScenario(t *testing.T) verdict {
 	c.produce(10, 50*time.Millisecond)
 	c.start(300 * time.Millisecond)
 	c.start(300 * time.Millisecond)
-	c.waitFor(90*time.Second, "both members committing", func() bool { return sum(c.members, (*member).commitCount) >= 4 })
+	c.allCommitting()
 	for range faultCount(1, 2) {
 		srv.Stop()
 		time.Sleep(3 * time.Second)
@@ -352,7 +345,7 @@ func foreignScenario(t *testing.T) verdict {
 	c.produce(10, 50*time.Millisecond)
 	c.start(300 * time.Millisecond)
 	c.start(300 * time.Millisecond)
-	c.waitFor(60*time.Second, "both members committing", func() bool { return sum(c.members, (*member).commitCount) >= 4 })
+	c.allCommitting()
 
 	var foreignFiles sync.Map
 	appends, rewrites := 0, 0

@@ -360,6 +360,21 @@ func (c *campaign) committedAfter(m *member, n int64, within time.Duration) {
 	c.waitFor(within, m.name+" committing", func() bool { return m.commits.Load() > n })
 }
 
+// allCommitting waits until every member has committed: a member that
+// meets a fault while it starts exits, by design (a sink that cannot reach
+// its storage at start is more likely misconfigured than unlucky).
+func (c *campaign) allCommitting() {
+	c.t.Helper()
+	c.waitFor(90*time.Second, "every member committing", func() bool {
+		for _, m := range c.members {
+			if m.commits.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // ends reads the broker's end offsets of the topic.
 func (c *campaign) ends() map[int32]int64 {
 	c.t.Helper()

@@ -34,9 +34,12 @@ import (
 // scenario injecting one family of faults, each ending with floe audit
 // --deep --verify-content against the broker, which must find the table
 // complete with one row per record the broker holds. It prints a table of
-// what each scenario injected and what the members did about it (commits,
-// fencings, retries, rebalances, restarts), counted from their logs.
-// Under -short each scenario injects fewer faults.
+// what each scenario injected and what the members did about it, counted
+// from their JSON logs: commits; fencings; retries (commit attempts beyond
+// the first, and sessions started again after a transient error);
+// rebalances (assignments and give-ups of partitions); restarts (of killed
+// members, the broker, the S3 server). Under -short each scenario injects
+// fewer faults.
 func TestFaultCampaign(t *testing.T) {
 	var cv campaignVerdicts
 	scenarios := []struct {
@@ -471,7 +474,7 @@ func networkScenario(t *testing.T) verdict {
 	cat := catalog.Config{Catalog: uri.String(), Warehouse: filepath.Join(t.TempDir(), "warehouse")}
 	c := newCampaign(t, "network: a member cut off and healed", startFaultBroker(t, hosts.Addr, nil), cat,
 		"--catalog", cat.Catalog, "--warehouse", cat.Warehouse)
-	c.wrap = func(name string, argv []string) []string {
+	c.wrap = func(argv []string) []string {
 		return hosts.Command(len(c.members), argv...)
 	}
 	c.produce(10, 50*time.Millisecond)

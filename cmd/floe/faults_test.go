@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -28,10 +30,11 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// The fault campaign runs real floe sink processes (this test binary,
-// re-executed as the CLI: cliChildEnv) as members of one consumer group,
-// injects faults into them and into the components they depend on, and
-// lets floe audit judge the table. Each scenario counts, from the
+// The fault campaign (Linux only: network namespaces, signals) runs real
+// floe sink processes (this test binary, re-executed as the CLI:
+// cliChildEnv) as members of one consumer group, injects faults into them
+// and into the components they depend on, and lets floe audit judge the
+// table. Each scenario counts, from the
 // members' JSON logs, what the fault made them do, so that a pass shows
 // the fault was met and not dodged.
 const cliChildEnv = "FLOE_TEST_CLI_CHILD"
@@ -274,6 +277,9 @@ func (c *campaign) start(flushInterval time.Duration, extra ...string) *member {
 	}
 	m.cmd = exec.Command(argv[0], argv[1:]...)
 	m.cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	// A member outlives no test binary (a timeout kills it): it would sink
+	// and retry for ever.
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := m.cmd.StderrPipe()
 	if err != nil {
 		c.t.Fatal(err)

@@ -746,23 +746,34 @@ func (ss *session) waitReleased() error {
 	gm.mu.Unlock()
 	<-run.done
 	gm.mu.Lock()
-	var err error
+	errs := []error{gm.failed}
+	gm.failed = nil
 	if ss.inflight == run {
-		ss.inflight, err = nil, run.err
+		ss.inflight = nil
+		errs = append(errs, run.err)
 	}
-	if gm.failed != nil {
-		err, gm.failed = errors.Join(gm.failed, err), nil
-	}
-	if gm.adoptions != adoptions {
-		seek := map[int32]kgo.EpochOffset{}
-		for p, pt := range ss.parts {
-			if pt.adopted > adoptions {
-				seek[p] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
-			}
+	seek := map[int32]kgo.EpochOffset{}
+	for p, pt := range ss.parts {
+		if pt.adopted > adoptions {
+			seek[p] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
 		}
+	}
+	if len(seek) > 0 {
 		ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{ss.s.cfg.Topic: seek})
 	}
-	return err
+	// A fence resets the session and anything else ends it: another error
+	// must not hide behind a fence.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, snapshot.ErrFenced) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush waits for the flush in flight, then takes every partition's ranges

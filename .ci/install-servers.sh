@@ -9,6 +9,12 @@
 #     support, which is why the guide passes --endpoint-url.
 #   - Chromium from Debian's chromium, which the browser tests drive headless
 #     (internal/browser) to render the HTML audit report and the status page.
+#   - iproute2 (the ip command) from Debian's iproute2: the fault campaign
+#     (cmd/floe TestFaultCampaign) runs sink processes as separate hosts in
+#     network namespaces joined by veth pairs and a bridge, and cuts one off.
+#     That needs root and CAP_NET_ADMIN (a container must be started with
+#     --cap-add NET_ADMIN or --privileged); this script checks that a
+#     namespace can be made and says so when it cannot.
 #   - versitygw, built from the pin in tools/go.mod into $(go env GOPATH)/bin
 #     (about a minute cold).
 #   - MinIO's server, built from the pin in tools/minio/go.mod (a module of its
@@ -81,6 +87,21 @@ else
 	start=$SECONDS
 	apt_install curl ca-certificates
 	took "$start" curl
+fi
+
+if command -v ip >/dev/null; then
+	echo "install-servers: ip (iproute2) present"
+else
+	echo "install-servers: installing iproute2"
+	start=$SECONDS
+	apt_install iproute2
+	took "$start" iproute2
+fi
+probe="floe-probe-$$"
+if ip netns add "$probe" 2>/dev/null && ip netns del "$probe"; then
+	echo "install-servers: network namespaces can be made"
+else
+	echo "install-servers: cannot make network namespaces (not root, or no CAP_NET_ADMIN): the fault campaign's network scenario will fail under FLOE_REQUIRE_SERVERS=1" >&2
 fi
 
 if command -v chromium >/dev/null; then

@@ -414,6 +414,9 @@ type auditor struct {
 	// from files).
 	topics []string
 	single string
+	// foreign is set when a live data file was added by a snapshot that is
+	// not a floe commit (files level): its rows may claim any topic.
+	foreign bool
 	// ranges holds each partition's ranges in commit order.
 	ranges map[mapping.TopicPartition][]mapping.Range
 	// commits indexes the ledger by snapshot id.
@@ -488,6 +491,12 @@ func (a *auditor) selectedTopics() []string {
 	}
 	return a.topics
 }
+
+// byTopic reports whether the rows and content levels tell rows apart by
+// their topic column, not only by partition number: the ledger has several
+// topics, or another writer's files are live, whose rows may claim a topic
+// the ledger does not have.
+func (a *auditor) byTopic() bool { return len(a.topics) > 1 || a.foreign }
 
 // topicOf names the topic of a partition number read from a file, or ""
 // when the ledger has several topics and the audit covers all of them.

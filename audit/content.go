@@ -204,7 +204,7 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 			iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), iv.Low),
 			iceberg.LessThan(iceberg.Reference(mapping.ColOffset), iv.High))
 	}
-	if len(a.topics) > 1 {
+	if a.byTopic() {
 		filter = iceberg.NewAnd(filter, iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic))
 	}
 	var (

@@ -213,6 +213,39 @@ func TestFaultForeignFile(t *testing.T) {
 	}
 }
 
+// TestFaultForeignTopic: another writer appends a file whose rows claim
+// another topic, at partition numbers and offsets that floe's ranges hold
+// too. The files level reports the file as foreign; the rows and content
+// levels attribute its rows to the topic they name, outside the ledger,
+// and find floe's own partitions whole: no duplicate, count or content
+// finding on them, and their row counts are floe's rows only. They used
+// to take every row for the ledger's one topic, reporting floe's offsets
+// as duplicated and their content as altered.
+func TestFaultForeignTopic(t *testing.T) {
+	e := newEnv(t)
+	tbl := sunkTable(t, e, "native")
+	other := mapping.TopicPartition{Topic: "etl-backfill", Partition: 1}
+	path := writeFile(t, tbl, batch(t, tbl, other, span(10, 20)...))
+	txn := tbl.Iceberg().NewTransaction()
+	if err := txn.AddFiles(e.Ctx, []string{path}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	foreign := "files foreign-file native/1 [10, 20)"
+	outside := "rows outside-ledger etl-backfill/1 [10, 20)"
+	expectFindings(t, e.audit(tbl, filesDepth), foreign)
+	expectFindings(t, e.audit(tbl, rowsDepth), foreign, outside)
+	rep := e.audit(tbl, contentDepth(e))
+	expectFindings(t, rep, foreign, outside)
+	for _, p := range rep.Partitions {
+		if p.Topic == "native" && p.Rows != 60 {
+			t.Errorf("partition %s: %d rows, want floe's 60", p.TopicPartition, p.Rows)
+		}
+	}
+}
+
 // rewriteInPlace replaces the content of a committed data file, keeping
 // its path, so that its manifest entry no longer describes it.
 func rewriteInPlace(t *testing.T, tbl *snapshot.Table, f snapshot.DataFile, rows arrow.RecordBatch) {

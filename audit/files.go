@@ -153,6 +153,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 
 // foreignFile reports a live file added by a snapshot outside the ledger.
 func (a *auditor) foreignFile(f snapshot.DataFile) {
+	a.foreign = true
 	fd := Finding{Level: LevelFiles, Kind: KindForeignFile, File: f.Path, SnapshotID: f.AddedBy}
 	if f.HasBounds && f.PartitionMin == f.PartitionMax {
 		fd.Partition, fd.HasPartition = a.topicOf(f.PartitionMin), true

@@ -32,9 +32,10 @@ type fileRows struct {
 }
 
 // rowsLevel reads the partition and offset columns of every live data file
-// (plus the topic column when the ledger holds several topics): every
-// offset must be unique and inside a range, every range must hold exactly
-// its record count, and every file's rows must agree with its manifest. In a
+// (plus the topic column when the ledger holds several topics or another
+// writer's files are live): every offset must be unique and inside a
+// range, every range must hold exactly its record count, and every file's
+// rows must agree with its manifest. In a
 // state table it also reads the key column: every key must be held by one
 // row and none be null, and a range holds at most its record count.
 //
@@ -48,7 +49,7 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 		total += f.Records
 	}
 	cols := []string{mapping.ColPartition, mapping.ColOffset}
-	withTopic := len(a.topics) > 1
+	withTopic := a.byTopic()
 	if withTopic {
 		cols = append(cols, mapping.ColTopic)
 	}

@@ -83,6 +83,13 @@ func IsTransient(err error) bool {
 		return true
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ETIMEDOUT):
 		return true
+	case errors.Is(err, io.EOF):
+		// A connection the other end closed: a broker restarting, or a
+		// proxy dropping it. franz-go does not retry it when it is the
+		// first read of a connection (missing SASL or TLS look the same),
+		// but a sink only retries once it runs, after its start reached
+		// the brokers.
+		return true
 	case errors.Is(err, table.ErrCommitFailed), strings.Contains(err.Error(), "requirement failed"):
 		// A catalog's answer to a lost race (iceberg-go's SQL catalog
 		// reports a stale branch head as a plain "requirement failed", as

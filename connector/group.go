@@ -230,17 +230,15 @@ func (ss *session) giveUp(ctx context.Context, ps []int32, commit bool) {
 // the next owner has not committed those partitions first, and fences
 // whichever of the two comes second.
 func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
-	// A revocation with nothing consumed of its partitions drops nothing.
-	// A flush in flight may hold what was consumed of them (a partition
-	// is clean again once its records are taken into a flush): it must
-	// land before they are given up, or the next owner starts them from
-	// the ledger's older position.
+	// A revocation with nothing consumed of its partitions, and no commit
+	// in flight that may hold some, drops nothing.
+	dirty := func(p int32) bool { return ss.parts[p] != nil && ss.parts[p].dirty() }
 	committed := commit
-	if commit && (ss.inflight != nil || slices.ContainsFunc(ps, func(p int32) bool { return ss.parts[p] != nil && ss.parts[p].dirty() })) {
+	if commit && (ss.inflight != nil || slices.ContainsFunc(ps, dirty)) {
 		committed = false
 		deadline := time.Now().Add(ss.gm.revokeWithin)
 		done, err := ss.waitUntil(deadline)
-		if done && err == nil {
+		if done && err == nil && slices.ContainsFunc(ps, dirty) {
 			err = ss.flush(ctx)
 			if err == nil {
 				done, err = ss.waitUntil(deadline)
@@ -269,47 +267,19 @@ func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 // waitUntil waits for the flush in flight until deadline. done is false
 // when it is still running.
 func (ss *session) waitUntil(deadline time.Time) (done bool, err error) {
-	if ss.inflight == nil {
+	run := ss.inflight
+	if run == nil {
 		return true, nil
 	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
-	f := ss.inflight
 	select {
-	case <-f.done:
+	case <-run.done:
 		ss.inflight = nil
-		return true, f.err
+		return true, run.err
 	case <-t.C:
 		return false, nil
 	}
-}
-
-// waitReleased waits, in the session's loop, until no flush is in flight,
-// releasing the group lock meanwhile: a commit that takes long (a slow
-// catalog, a large flush) must not hold back the rebalance callbacks, or
-// partitions the group revokes would not move for as long as it takes
-// (instead of at most the rebalance timeout, after which a revocation
-// gives up what it could not commit). It returns the error of the flush it
-// waited for, or what a callback met meanwhile (groupMember.failed).
-func (ss *session) waitReleased() error {
-	gm := ss.gm
-	for f := ss.inflight; f != nil; f = ss.inflight {
-		gm.mu.Unlock()
-		<-f.done
-		gm.mu.Lock()
-		if ss.inflight == f {
-			// No callback took its result meanwhile.
-			ss.inflight = nil
-			if f.err != nil {
-				return f.err
-			}
-		}
-	}
-	if err := gm.failed; err != nil {
-		gm.failed = nil
-		return err
-	}
-	return nil
 }
 
 // drop forgets what the session consumed of partition p: its rows, its

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
@@ -39,6 +41,13 @@ func groupConfig(topic, group string) connector.Config {
 // startMember runs a member sinking into table until stopped.
 func (e *env) startMember(table string, cfg connector.Config) *member {
 	e.T.Helper()
+	return e.startMemberOn(e.Table(table), cfg)
+}
+
+// startMemberOn runs a member sinking into tbl, a table handle of its own,
+// until stopped.
+func (e *env) startMemberOn(tbl *snapshot.Table, cfg connector.Config) *member {
+	e.T.Helper()
 	m := &member{done: make(chan struct{})}
 	ctx, stop := context.WithCancel(e.Ctx)
 	m.stop = stop
@@ -49,8 +58,7 @@ func (e *env) startMember(table string, cfg connector.Config) *member {
 			user(r)
 		}
 	}
-	b, tbl := e.Dial(), e.Table(table)
-	s, err := connector.NewSink(b, tbl, cfg)
+	s, err := connector.NewSink(e.Dial(), tbl, cfg)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -259,4 +267,126 @@ func TestGroupConsumerProtocol(t *testing.T) {
 	if rs := checkExactlyOnce(t, tbl, want); int64(len(rs)) != produced {
 		t.Fatalf("%d rows, want %d", len(rs), produced)
 	}
+}
+
+// TestGroupMemberKickedRejoins: the coordinator tells a member that it no
+// longer knows it (UNKNOWN_MEMBER_ID on a heartbeat, as after a pause or a
+// network cut past the session timeout). franz-go calls the lost callback,
+// which drops the partitions, and reports the loss in the next poll
+// (kgo.ErrGroupSession) while it rejoins on its own: the member must go on
+// with the partitions it is given again, not end. It used to end with
+// "fetch /0: unable to join group session", so floe sink exited 2 in the
+// fault campaign's zombie scenario.
+func TestGroupMemberKickedRejoins(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "kicked", "lake.kicked", "floe-kicked"
+	e.Topic(topic, 3, nil)
+	tbl := e.Table(table)
+	var lost, assigned atomic.Int64
+	cfg := groupConfig(topic, group)
+	cfg.OnRebalance = func(r connector.Rebalance) {
+		lost.Add(int64(len(r.Lost)))
+		assigned.Add(int64(len(r.Assigned)))
+	}
+	m := e.startMember(table, cfg)
+	for p := range int32(3) {
+		e.Produce(records(topic, p, 20, "before"))
+	}
+	waitLedger(t, e, table, e.endOffsets(topic), 30*time.Second)
+	var kicked atomic.Bool
+	e.Stack.Cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kicked.Store(true)
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	waitFor(t, 30*time.Second, "the member told it is unknown and its partitions lost", func() bool { return kicked.Load() && lost.Load() > 0 })
+	for p := range int32(3) {
+		e.Produce(records(topic, p, 20, "after"))
+	}
+	want := e.endOffsets(topic)
+	deadline := time.Now().Add(30 * time.Second)
+	for assigned.Load() <= 3 {
+		select {
+		case <-m.done:
+			t.Fatalf("the member ended after it was kicked: %v", m.err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the member never rejoined the group")
+		}
+	}
+	waitLedger(t, e, table, want, 30*time.Second)
+	m.halt(t)
+	checkExactlyOnce(t, tbl, want)
+	auditComplete(t, e, tbl)
+}
+
+// TestGroupRevocationSlowCommit: a member's commits become slower than its
+// revocation may take (the catalog holds each commit for the whole
+// rebalance timeout), and a second member joins. The first member's
+// revocation cannot commit what it consumed of the partitions it gives up
+// within the rebalance timeout (less the margin to rejoin): it drops those
+// records, reports the revocation as not committed, and rejoins in time;
+// the second member reads them again from the ledger. Every offset ends in
+// the table exactly once and the audit is complete. The revocation used
+// to wait for the slow commit with no bound, holding up the group's
+// rebalance.
+func TestGroupRevocationSlowCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a rebalance timeout")
+	}
+	e := newEnv(t)
+	const topic, table, group = "slowrevoke", "lake.slowrevoke", "floe-slowrevoke"
+	e.Topic(topic, 6, nil)
+	e.Table(table)
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := catalog.ParseIdent(table)
+	fc := &faultCatalog{Catalog: cat, ident: ident}
+	slow, err := snapshot.Open(e.Ctx, fc, ident, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := e.produceContinuously(topic, 6, 20, 50*time.Millisecond)
+	var dropped, revokedAt atomic.Int64
+	cfg := groupConfig(topic, group)
+	cfg.OnRebalance = func(r connector.Rebalance) {
+		if len(r.Revoked) > 0 {
+			revokedAt.Store(time.Now().UnixNano())
+			if !r.Committed {
+				dropped.Add(1)
+			}
+		}
+	}
+	first := e.startMemberOn(slow, cfg)
+	waitFor(t, 30*time.Second, "the first member assigned every partition", func() bool { return first.assigned.Load() == 6 })
+	time.Sleep(time.Second)
+	waitLedger(t, e, table, e.endOffsets(topic), 30*time.Second)
+	// Each commit now takes the rebalance timeout, longer than a
+	// revocation may wait for it.
+	fc.delay.Store(int64(cfg.RebalanceTimeout))
+	time.Sleep(time.Second)
+	joined := time.Now()
+	second := e.startMember(table, groupConfig(topic, group))
+	waitFor(t, 60*time.Second, "the second member assigned partitions", func() bool { return second.assigned.Load() > 0 })
+	if dropped.Load() == 0 {
+		t.Fatalf("the first member's revocation did not drop its records (revocations at %v)", time.Unix(0, revokedAt.Load()))
+	}
+	if took := time.Unix(0, revokedAt.Load()).Sub(joined); took > cfg.RebalanceTimeout {
+		t.Errorf("the revocation gave its partitions up %s after the second member joined, beyond the rebalance timeout %s", took, cfg.RebalanceTimeout)
+	}
+	fc.delay.Store(0)
+	produced := pr.halt()
+	want := e.endOffsets(topic)
+	waitLedger(t, e, table, want, 60*time.Second)
+	first.halt(t)
+	second.halt(t)
+	tbl := e.Table(table)
+	if rs := checkExactlyOnce(t, tbl, want); int64(len(rs)) != produced {
+		t.Fatalf("%d rows, want %d", len(rs), produced)
+	}
+	auditComplete(t, e, tbl)
 }

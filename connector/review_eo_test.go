@@ -65,31 +65,6 @@ func (e *env) heldTable(name string) (*snapshot.Table, *holdCatalog) {
 	return tbl, hc
 }
 
-// startMemberOn runs a member sinking into tbl (a handle of its own) until
-// stopped.
-func (e *env) startMemberOn(tbl *snapshot.Table, cfg connector.Config) *member {
-	e.T.Helper()
-	m := &member{done: make(chan struct{})}
-	ctx, stop := context.WithCancel(e.Ctx)
-	m.stop = stop
-	user := cfg.OnRebalance
-	cfg.OnRebalance = func(r connector.Rebalance) {
-		m.assigned.Add(int64(len(r.Assigned)))
-		if user != nil {
-			user(r)
-		}
-	}
-	s, err := connector.NewSink(e.Dial(), tbl, cfg)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	go func() {
-		defer close(m.done)
-		m.stats, m.err = s.Run(ctx)
-	}()
-	return m
-}
-
 // TestReviewRevocationCommittedMeansInLedger: Rebalance.Committed (and the
 // README's protocol, step 3) says that a revocation reported as committed
 // gave its partitions up only after what the member consumed of them was

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -28,6 +29,9 @@ type faultCatalog struct {
 	// lost, while positive, makes that many commits of ident apply and
 	// then fail, as a catalog whose answer is lost.
 	lost atomic.Int32
+	// delay, a time.Duration, holds each commit of ident that long before
+	// it is applied, as an overloaded catalog does.
+	delay atomic.Int64
 }
 
 func (c *faultCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
@@ -39,6 +43,13 @@ func (c *faultCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*
 }
 
 func (c *faultCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upds []table.Update) (table.Metadata, string, error) {
+	if d := time.Duration(c.delay.Load()); d > 0 && slices.Equal(ident, c.ident) {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		}
+	}
 	if c.failing.Load() && slices.Equal(ident, c.ident) {
 		return nil, "", errInjected
 	}

@@ -74,8 +74,8 @@ type session struct {
 
 	pending      int
 	pendingBytes int64
-	deadline     time.Time // flush deadline, set by the first unflushed offset
-	inflight     *flight   // the flush committing in the background, if any
+	deadline     time.Time  // flush deadline, set by the first unflushed offset
+	inflight     *commitRun // the flush committing in the background, if any
 
 	// rowSchema is the Arrow schema the partitions' rows are built for, and
 	// writerSchema its Iceberg schema when the table's columns evolve with
@@ -98,23 +98,6 @@ type session struct {
 	writer    *snapshot.Writer
 	streams   map[int32]*snapshot.Stream
 	files     map[int32][]iceberg.DataFile
-}
-
-// flight is a flush committing in the background: done is closed when it
-// ends, with err. Several goroutines may wait for it (the loop, with the
-// group lock released, and a rebalance callback); whoever holds the lock
-// and finds it done takes its result (session.wait, waitUntil).
-type flight struct {
-	done chan struct{}
-	err  error
-}
-
-// doneOf is f's done channel; nil (never ready) when no flush is in flight.
-func doneOf(f *flight) <-chan struct{} {
-	if f == nil {
-		return nil
-	}
-	return f.done
 }
 
 // A partition's rows go to its stream in batches of this many rows or
@@ -482,16 +465,13 @@ func (ss *session) consume(ctx context.Context) error {
 	var failure error
 	lastCheck, lastPartitionCheck := time.Now(), time.Now()
 	for !ss.allDone() && ctx.Err() == nil {
-		select {
-		case <-doneOf(ss.inflight):
+		if run := ss.inflight; run != nil && run.finished() {
 			// A background commit failed (or finished): learn it now, not
 			// at the next flush, so as not to consume for nothing.
-			err := ss.inflight.err
 			ss.inflight = nil
-			if err := ss.survive(ctx, err); err != nil {
+			if err := ss.survive(ctx, run.err); err != nil {
 				return err
 			}
-		default:
 		}
 		ss.removeDoomed(ctx)
 		if failure = ss.poll(ctx); failure != nil {
@@ -513,14 +493,11 @@ func (ss *session) consume(ctx context.Context) error {
 		}
 		if ss.pending >= s.cfg.FlushRecords || ss.pendingBytes >= s.cfg.FlushBytes ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
-			if ss.gm != nil {
-				// The previous flush may still be committing: wait for it
-				// without holding the rebalance callbacks back.
-				if err := ss.survive(ctx, ss.waitReleased()); err != nil {
-					return err
-				}
+			err := ss.waitReleased()
+			if err == nil {
+				err = ss.flush(ctx)
 			}
-			if err := ss.survive(ctx, ss.flush(ctx)); err != nil {
+			if err := ss.survive(ctx, err); err != nil {
 				return err
 			}
 		}
@@ -594,6 +571,13 @@ func (ss *session) poll(ctx context.Context) error {
 			return
 		}
 		if fp.Err != nil {
+			if _, kicked := errors.AsType[*kgo.ErrGroupSession](fp.Err); kicked && ss.gm != nil {
+				// The group dropped this member (paused or cut off past the
+				// session timeout): franz-go has called the lost callback,
+				// which dropped its partitions, and rejoins on its own.
+				s.log.Warn("the consumer group dropped this member; its partitions were given up, rejoining", "group", s.cfg.Group, "err", fp.Err)
+				return
+			}
 			if !errors.Is(fp.Err, context.Canceled) && !errors.Is(fp.Err, context.DeadlineExceeded) {
 				failure = fmt.Errorf("fetch %s/%d: %w", fp.Topic, fp.Partition, fp.Err)
 			}
@@ -739,15 +723,83 @@ func (ss *session) checkRetention(ctx context.Context) error {
 	return nil
 }
 
+// commitRun is a flush committing in the background. done is closed when
+// it ends, with err its outcome. The loop and a rebalance callback may both
+// wait for it; whichever takes the outcome clears session.inflight.
+type commitRun struct {
+	done chan struct{}
+	err  error
+}
+
+func (r *commitRun) finish(err error) {
+	r.err = err
+	close(r.done)
+}
+
+func (r *commitRun) finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // wait waits for the flush in flight, if any, and returns its error.
 func (ss *session) wait() error {
-	f := ss.inflight
-	if f == nil {
+	run := ss.inflight
+	if run == nil {
 		return nil
 	}
-	<-f.done
+	<-run.done
 	ss.inflight = nil
-	return f.err
+	return run.err
+}
+
+// waitReleased is the loop's wait for the flush in flight before it
+// flushes again. In group mode it waits with the group lock released, as
+// a poll does, so that rebalance callbacks run meanwhile: a revocation
+// must give its partitions up within its deadline, not after a slow
+// commit. It returns what a callback met meanwhile too, for the loop to
+// handle, and re-seeks the partitions a callback took on meanwhile (what
+// the client buffered for them may be of an earlier ownership).
+func (ss *session) waitReleased() error {
+	gm, run := ss.gm, ss.inflight
+	if gm == nil || run == nil {
+		return ss.wait()
+	}
+	adoptions := gm.adoptions
+	gm.mu.Unlock()
+	<-run.done
+	gm.mu.Lock()
+	errs := []error{gm.failed}
+	gm.failed = nil
+	if ss.inflight == run {
+		ss.inflight = nil
+		errs = append(errs, run.err)
+	}
+	seek := map[int32]kgo.EpochOffset{}
+	for p, pt := range ss.parts {
+		if pt.adopted > adoptions {
+			seek[p] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
+		}
+	}
+	if len(seek) > 0 {
+		ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{ss.s.cfg.Topic: seek})
+	}
+	// A fence resets the session and anything else ends it: another error
+	// must not hide behind a fence.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, snapshot.ErrFenced) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush waits for the flush in flight, then takes every partition's ranges
@@ -816,8 +868,8 @@ func (ss *session) flush(ctx context.Context) error {
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
-	fl := &flight{done: make(chan struct{})}
-	ss.inflight = fl
+	run := &commitRun{done: make(chan struct{})}
+	ss.inflight = run
 	go func() {
 		// Commit even when ctx was cancelled: an interrupt flushes what
 		// was consumed.
@@ -835,8 +887,7 @@ func (ss *session) flush(ctx context.Context) error {
 				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
 			}
 			releaseFlush(f)
-			fl.err = closeErr
-			close(fl.done)
+			run.finish(closeErr)
 			return
 		}
 		err := ss.s.commit(cctx, f, inLedger)
@@ -847,8 +898,7 @@ func (ss *session) flush(ctx context.Context) error {
 				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
 			}
 		}
-		fl.err = err
-		close(fl.done)
+		run.finish(err)
 	}()
 	return nil
 }

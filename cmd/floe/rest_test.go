@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -41,6 +43,13 @@ type restFixture struct {
 	unauthed   int      // requests refused for lack of a valid token
 	commits    int
 	conflicts  int
+
+	// Faults for the fault campaign, which a real catalog cannot be made
+	// to produce on cue: while lose is positive, a commit is applied and
+	// its response lost (the connection closes unanswered); delay holds
+	// each commit that long before it is applied.
+	lose  atomic.Int32
+	delay atomic.Int64 // a time.Duration
 }
 
 func newRESTFixture(t *testing.T) *restFixture {
@@ -210,7 +219,16 @@ func (f *restFixture) commitTable(w http.ResponseWriter, r *http.Request) {
 		restError(w, http.StatusBadRequest, "BadRequestException", err.Error())
 		return
 	}
+	if d := time.Duration(f.delay.Load()); d > 0 {
+		time.Sleep(d)
+	}
 	meta, loc, err := f.backend.CommitTable(r.Context(), f.ident(r), req.Requirements, req.Updates)
+	if n := f.lose.Load(); err == nil && n > 0 && f.lose.CompareAndSwap(n, n-1) {
+		if conn, _, herr := http.NewResponseController(w).Hijack(); herr == nil {
+			conn.Close()
+			return
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {

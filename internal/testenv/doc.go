@@ -5,11 +5,14 @@
 // Each server runs in its own process, listens on a free port of 127.0.0.1,
 // lives only as long as the test that asked for it and is stopped in
 // t.Cleanup. S3Servers lists the S3 servers the S3 suite runs on, one
-// subtest each.
+// subtest each. NetNS makes network namespaces that stand for separate
+// hosts (veth pairs on a bridge, iproute2's ip, as root), to cut off and
+// heal.
 //
-// A server that is not installed makes the test skip, with a message that
-// says how to install it (.ci/install-servers.sh), unless the environment
-// variable FLOE_REQUIRE_SERVERS=1 is set, as CI does: then it is a failure.
+// A server that is not installed (or namespaces that cannot be made) makes
+// the test skip, with a message that says how to install it
+// (.ci/install-servers.sh), unless the environment variable
+// FLOE_REQUIRE_SERVERS=1 is set, as CI does: then it is a failure.
 //
 // The package imports only the standard library, so it adds nothing to the
 // module's go.mod. It does not own the servers' binaries: versitygw is pinned

@@ -292,3 +292,63 @@ func TestMemoOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestNetNS makes two hosts, serves on this host's bridge address (directly
+// and through Forward), and checks from inside a namespace that both are
+// reachable, that a cut host reaches neither while the other still does,
+// and that a healed one reaches them again.
+func TestNetNS(t *testing.T) {
+	h := NetNS(t, 2)
+	l, err := net.Listen("tcp", net.JoinHostPort(h.Addr, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	local, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	go func() {
+		for {
+			c, err := local.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	forwarded := h.Forward(local.Addr().String())
+	reaches := func(host int, addr string) bool {
+		ip, port, _ := net.SplitHostPort(addr)
+		argv := h.Command(host, "timeout", "2", "bash", "-c", "exec 3<>/dev/tcp/"+ip+"/"+port)
+		return exec.Command(argv[0], argv[1:]...).Run() == nil
+	}
+	for host := range 2 {
+		for _, addr := range []string{l.Addr().String(), forwarded} {
+			if !reaches(host, addr) {
+				t.Fatalf("host %d (%s) cannot reach %s", host, h.HostAddrs[host], addr)
+			}
+		}
+	}
+	h.Cut(0)
+	if reaches(0, l.Addr().String()) || reaches(0, forwarded) {
+		t.Fatal("a cut host still reaches this host")
+	}
+	if !reaches(1, l.Addr().String()) {
+		t.Fatal("cutting host 0 cut host 1 off too")
+	}
+	h.Heal(0)
+	if !reaches(0, forwarded) {
+		t.Fatal("a healed host does not reach this host")
+	}
+}

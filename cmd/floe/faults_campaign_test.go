@@ -1,0 +1,510 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/testenv"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TestFaultCampaign is issue 13's fault campaign: floe sink processes in one
+// consumer group on a 12-partition topic under continuous production, each
+// scenario injecting one family of faults, each ending with floe audit
+// --deep --verify-content against the broker, which must find the table
+// complete with one row per record the broker holds. It prints a table of
+// what each scenario injected and what the members did about it, counted
+// from their JSON logs: commits; fencings; retries (commit attempts beyond
+// the first, and sessions started again after a transient error);
+// rebalances (assignments and give-ups of partitions); restarts (of killed
+// members, the broker, the S3 server). Under -short each scenario injects
+// fewer faults.
+func TestFaultCampaign(t *testing.T) {
+	var cv campaignVerdicts
+	scenarios := []struct {
+		name string
+		run  func(*testing.T) verdict
+	}{
+		{"members", membersScenario},
+		{"network", networkScenario},
+		{"broker", brokerScenario},
+		{"storage", storageScenario},
+		{"catalog", catalogScenario},
+		{"foreign", foreignScenario},
+	}
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) { cv.add(s.run(t)) })
+	}
+	t.Logf("fault campaign:\n%s", cv.table())
+}
+
+// localCatalog is a SQLite catalog with a file warehouse in a temporary
+// folder, and the flags that name it.
+func localCatalog(t *testing.T) (catalog.Config, []string) {
+	dir := t.TempDir()
+	cfg := catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse")}
+	return cfg, []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+}
+
+// faultCount is how many faults of one family the short and the normal
+// mode inject.
+func faultCount(short, normal int) int {
+	if testing.Short() {
+		return short
+	}
+	return normal
+}
+
+// membersScenario: three members; a random one is killed with SIGKILL and
+// a new one started, several times; then one that flushes rarely (so that
+// it holds records) is paused with SIGSTOP past the session timeout, until
+// the others have taken and committed its partitions, and resumed: a
+// zombie with stale buffered data, which must be fenced (or notice the
+// loss first) and never commit what it held.
+func membersScenario(t *testing.T) verdict {
+	started := time.Now()
+	cat, args := localCatalog(t)
+	c := newCampaign(t, "3 members: SIGKILL, SIGSTOP zombie", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
+	c.produce(10, 50*time.Millisecond)
+	zombie := c.start(3 * time.Second)
+	c.start(500 * time.Millisecond)
+	c.start(500 * time.Millisecond)
+	c.allCommitting()
+	for range faultCount(1, 3) {
+		others := slices.DeleteFunc(c.live(), func(m *member) bool { return m == zombie })
+		victim := pick(others)
+		c.kill(victim)
+		c.restarts++
+		c.fault("SIGKILL " + victim.name)
+		next := c.start(500 * time.Millisecond)
+		c.committedAfter(next, 0, 90*time.Second)
+	}
+	for attempt := 1; zombie.fenced.Load() == 0 && attempt <= faultCount(1, 2); attempt++ {
+		c.committedAfter(zombie, zombie.commits.Load(), 30*time.Second)
+		// A second after its commit the zombie holds a second of records.
+		time.Sleep(time.Second)
+		others := slices.DeleteFunc(c.live(), func(m *member) bool { return m == zombie })
+		lost, fenced := zombie.lost.Load(), zombie.fenced.Load()
+		zombie.signal(t, syscall.SIGSTOP)
+		paused := time.Now()
+		c.waitFor(60*time.Second, "the paused member's partitions taken by the others", func() bool {
+			return sum(others, (*member).ownedCount) == int64(c.partitions)
+		})
+		commits := sum(others, (*member).commitCount)
+		c.waitFor(60*time.Second, "the others committing after taking them", func() bool {
+			return sum(others, (*member).commitCount) >= commits+2*int64(len(others))
+		})
+		zombie.signal(t, syscall.SIGCONT)
+		c.fault(fmt.Sprintf("SIGSTOP %s %.0fs", zombie.name, time.Since(paused).Seconds()))
+		c.waitFor(60*time.Second, "the zombie fenced or told of its loss, and committing again", func() bool {
+			return (zombie.lost.Load() > lost || zombie.fenced.Load() > fenced) && zombie.commits.Load() > 0 && zombie.owned.Load() > 0
+		})
+		c.committedAfter(zombie, zombie.commits.Load(), 60*time.Second)
+	}
+	if zombie.lost.Load() == 0 {
+		t.Errorf("the zombie was never told it lost its partitions")
+	}
+	return c.settle(started, nil)
+}
+
+func (m *member) ownedCount() int64  { return m.owned.Load() }
+func (m *member) commitCount() int64 { return m.commits.Load() }
+
+func sum(ms []*member, f func(*member) int64) int64 {
+	var n int64
+	for _, m := range ms {
+		n += f(m)
+	}
+	return n
+}
+
+// brokerScenario: kfake's control functions fail or delay a quarter of the
+// fetch, list-offsets, metadata and offset-commit requests for a while
+// (an error code, a dropped connection or a delay of up to a second, at
+// random), then the broker is restarted with its persistent data
+// directory.
+func brokerScenario(t *testing.T) verdict {
+	started := time.Now()
+	var (
+		faulty   atomic.Bool
+		mu       sync.Mutex
+		injected = map[string]int{}
+	)
+	count := func(what string) {
+		mu.Lock()
+		injected[what]++
+		mu.Unlock()
+	}
+	control := func(cl *kfake.Cluster) {
+		for _, key := range []kmsg.Key{kmsg.Fetch, kmsg.ListOffsets, kmsg.Metadata, kmsg.OffsetCommit} {
+			cl.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				cl.KeepControl()
+				if !faulty.Load() || rand.Float64() > 0.25 {
+					return nil, nil, false
+				}
+				name := key.Name()
+				switch rand.IntN(3) {
+				case 0:
+					d := time.Duration(100+rand.IntN(900)) * time.Millisecond
+					cl.SleepControl(func() { time.Sleep(d) })
+					count(name + " delay")
+					return nil, nil, false
+				case 1:
+					if resp := errorResponse(req); resp != nil {
+						count(name + " error")
+						return resp, nil, true
+					}
+				}
+				count(name + " dropped connection")
+				return nil, errors.New("fault campaign: connection dropped"), true
+			})
+		}
+	}
+	b := startFaultBroker(t, "127.0.0.1", control)
+	cat, args := localCatalog(t)
+	c := newCampaign(t, "broker: injected errors and delays, restart", b, cat, args...)
+	c.produce(10, 50*time.Millisecond)
+	c.start(500 * time.Millisecond)
+	c.start(500 * time.Millisecond)
+	c.allCommitting()
+	faultFor := time.Duration(faultCount(4, 10)) * time.Second
+	faulty.Store(true)
+	time.Sleep(faultFor)
+	faulty.Store(false)
+	for _, m := range c.members {
+		c.committedAfter(m, m.commits.Load(), 60*time.Second)
+	}
+	// Counted once the members went on: a request that passed the check
+	// before faults stopped is counted too.
+	mu.Lock()
+	total := 0
+	for _, n := range injected {
+		total += n
+	}
+	c.fault(fmt.Sprintf("%d injected in %s (%v)", total, faultFor, injected))
+	mu.Unlock()
+	for range faultCount(1, 2) {
+		b.stop()
+		time.Sleep(time.Second)
+		b.start()
+		c.restarts++
+		c.fault("broker restart")
+		for _, m := range c.members {
+			c.committedAfter(m, m.commits.Load(), 90*time.Second)
+		}
+	}
+	return c.settle(started, nil)
+}
+
+// errorResponse answers req with a retriable error for each of its
+// partitions, as a broker that lost leadership (fetch, list offsets) or a
+// coordinator that is loading (offset commit) does; nil for other kinds.
+func errorResponse(req kmsg.Request) kmsg.Response {
+	switch r := req.(type) {
+	case *kmsg.FetchRequest:
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotLeaderForPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.ListOffsetsRequest:
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotLeaderForPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.OffsetCommitRequest:
+		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.CoordinatorLoadInProgress.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+	return nil
+}
+
+// storageScenario: the warehouse is on a real S3 server (versitygw), which
+// is killed (SIGKILL) while the members flush every few hundred
+// milliseconds, and started again a few seconds later with its data.
+func storageScenario(t *testing.T) verdict {
+	started := time.Now()
+	srv := testenv.VersityGW(t)
+	srv.CreateBucket(t, "lake")
+	isolateAWS(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_REGION", srv.Region)
+	cat := catalog.Config{Catalog: filepath.Join(t.TempDir(), "catalog.db"), Warehouse: "s3://lake/warehouse"}
+	c := newCampaign(t, "storage: S3 server killed mid-flush", startFaultBroker(t, "127.0.0.1", nil), cat,
+		"--catalog", cat.Catalog, "--warehouse", cat.Warehouse)
+	c.produce(10, 50*time.Millisecond)
+	c.start(300 * time.Millisecond)
+	c.start(300 * time.Millisecond)
+	c.allCommitting()
+	for range faultCount(1, 2) {
+		srv.Stop()
+		time.Sleep(3 * time.Second)
+		srv.Start()
+		c.restarts++
+		c.fault("S3 server SIGKILLed for 3s")
+		for _, m := range c.members {
+			c.committedAfter(m, m.commits.Load(), 90*time.Second)
+		}
+	}
+	return c.settle(started, nil)
+}
+
+// catalogScenario: a REST catalog (restFixture over iceberg-go's SQL
+// catalog) applies commits and then loses their responses (the connection
+// closes before the answer), so the members must find out from the table
+// that their commit is in; then it makes commits slower than a member's
+// revocation may take, and a second member joins: the first one's commit
+// of its revoked partitions cannot finish within the rebalance timeout, so
+// it drops their records for the next owner to read from the ledger.
+func catalogScenario(t *testing.T) verdict {
+	started := time.Now()
+	f := newRESTFixture(t)
+	cat := catalog.Config{Catalog: f.srv.URL, Warehouse: "analytics", Token: f.token}
+	c := newCampaign(t, "catalog: commit responses lost, commits slower than a revocation", startFaultBroker(t, "127.0.0.1", nil), cat,
+		"--catalog", cat.Catalog, "--warehouse", cat.Warehouse, "--catalog-token", f.token)
+	c.produce(10, 50*time.Millisecond)
+	first := c.start(500 * time.Millisecond)
+	c.committedAfter(first, 1, 60*time.Second)
+	lose := int32(faultCount(2, 4))
+	f.lose.Store(lose)
+	c.waitFor(60*time.Second, "the commits whose responses are lost", func() bool { return f.lose.Load() <= 0 })
+	c.fault(fmt.Sprintf("%d commit responses lost after the commit applied", lose))
+	c.committedAfter(first, first.commits.Load(), 60*time.Second)
+
+	// Slower than the revocation's share of the rebalance timeout.
+	f.delay.Store(int64(campaignRebalance))
+	second := c.start(500 * time.Millisecond)
+	c.waitFor(60*time.Second, "a revocation giving up its commit", func() bool { return first.revokeDropped.Load() > 0 })
+	f.delay.Store(0)
+	c.fault(fmt.Sprintf("commits delayed %s while a member joined", campaignRebalance))
+	c.committedAfter(second, 0, 60*time.Second)
+	c.committedAfter(first, first.commits.Load(), 60*time.Second)
+	v := c.settle(started, nil)
+	v.faults += fmt.Sprintf(" (revocations that dropped their records: %d)", v.revokeDropped)
+	return v
+}
+
+// foreignTopic is what the foreign writer's rows claim to come from.
+const foreignTopic = "etl-backfill"
+
+// foreignScenario: while two members sink, another writer commits to the
+// same table through the same catalog: it appends files of its own and
+// now and then rewrites two of them into one. floe's commits lose races to
+// it and are retried on the new head; the audit reports the foreign files
+// as foreign, and finds floe's ranges complete.
+func foreignScenario(t *testing.T) verdict {
+	started := time.Now()
+	cat, args := localCatalog(t)
+	c := newCampaign(t, "foreign writer: appends and rewrites", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
+	c.produce(10, 50*time.Millisecond)
+	c.start(300 * time.Millisecond)
+	c.start(300 * time.Millisecond)
+	c.allCommitting()
+
+	var foreignFiles sync.Map
+	appends, rewrites := 0, 0
+	ctx := t.Context()
+	ic, err := catalog.Open(ctx, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := catalog.ParseIdent(c.table)
+	// live are the foreign writer's live files and the offsets each holds.
+	type file struct {
+		path    string
+		offsets []int64
+	}
+	var live []file
+	deadline := time.Now().Add(time.Duration(faultCount(3, 8)) * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		tbl, err := snapshot.Open(ctx, ic, ident, snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Written once; only the commit is retried when floe's commits
+		// win the race, as an engine's writer does.
+		rewrite := i%3 == 2 && len(live) >= 2
+		var offsets []int64
+		if rewrite {
+			offsets = append(slices.Clone(live[0].offsets), live[1].offsets...)
+		} else {
+			for o := range int64(10) {
+				offsets = append(offsets, int64(i)*100+o)
+			}
+		}
+		path := foreignFile(t, tbl, offsets)
+		for attempt := 1; ; attempt++ {
+			txn := tbl.Iceberg().NewTransaction()
+			if rewrite {
+				err = txn.ReplaceDataFiles(ctx, []string{live[0].path, live[1].path}, []string{path}, nil)
+			} else {
+				err = txn.AddFiles(ctx, []string{path}, nil, false)
+			}
+			if err == nil {
+				_, err = txn.Commit(ctx)
+			}
+			if err == nil {
+				break
+			}
+			if attempt == 50 {
+				t.Fatalf("foreign commit: %v", err)
+			}
+			if err := tbl.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		foreignFiles.Store(path, true)
+		if rewrite {
+			live = append(live[2:], file{path, offsets})
+			rewrites++
+		} else {
+			live = append(live, file{path, offsets})
+			appends++
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.fault(fmt.Sprintf("%d foreign appends, %d foreign rewrites", appends, rewrites))
+	for _, m := range c.members {
+		c.committedAfter(m, m.commits.Load(), 60*time.Second)
+	}
+	v := c.settle(started, func(f auditFinding) bool {
+		if f.File != nil {
+			_, ok := foreignFiles.Load(*f.File)
+			return ok && f.Kind == "foreign-file"
+		}
+		return f.Topic != nil && *f.Topic == foreignTopic
+	})
+	if !slices.ContainsFunc(c.members, func(m *member) bool { return m.commitRetries.Load() > 0 }) {
+		t.Logf("no floe commit lost a race to the foreign writer")
+	}
+	return v
+}
+
+// foreignFile writes a data file of tbl's schema holding rows of
+// foreignTopic at offsets, as another engine would.
+func foreignFile(t *testing.T, tbl *snapshot.Table, offsets []int64) string {
+	t.Helper()
+	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Release()
+	for _, o := range offsets {
+		rb.Append(&kgo.Record{Topic: foreignTopic, Partition: 0, Offset: o, Key: fmt.Appendf(nil, "f%d", o),
+			Value: fmt.Appendf(nil, "foreign %d", o), Timestamp: time.UnixMilli(1_700_000_000_000 + o)})
+	}
+	rows := rb.NewBatch()
+	one := func(yield func(arrow.RecordBatch, error) bool) { yield(rows, nil) }
+	var path string
+	for df, err := range table.WriteRecords(t.Context(), tbl.Iceberg(), tbl.ArrowSchema(), one) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		path = df.FilePath()
+	}
+	return path
+}
+
+// networkScenario: three members run as separate hosts, each in a network
+// namespace of its own that reaches the broker and the catalog (a real
+// PostgreSQL server) through a bridge. One of them, which flushes rarely
+// so that it holds records, is cut off the network (its link down) past
+// the session timeout, until the others took and committed its
+// partitions, and healed: whatever it held must be dropped or fenced, never
+// committed over the others' ranges.
+func networkScenario(t *testing.T) verdict {
+	started := time.Now()
+	hosts := testenv.NetNS(t, 3)
+	pg := testenv.Postgres(t)
+	pgAddr := hosts.Forward(net.JoinHostPort(pg.Host, strconv.Itoa(pg.Port)))
+	uri, err := url.Parse(pg.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri.Host = pgAddr
+	cat := catalog.Config{Catalog: uri.String(), Warehouse: filepath.Join(t.TempDir(), "warehouse")}
+	c := newCampaign(t, "network: a member cut off and healed", startFaultBroker(t, hosts.Addr, nil), cat,
+		"--catalog", cat.Catalog, "--warehouse", cat.Warehouse)
+	c.wrap = func(argv []string) []string {
+		return hosts.Command(len(c.members), argv...)
+	}
+	c.produce(10, 50*time.Millisecond)
+	cut := c.start(2 * time.Second)
+	others := []*member{c.start(500 * time.Millisecond), c.start(500 * time.Millisecond)}
+	c.waitFor(90*time.Second, "every member committing", func() bool {
+		return cut.commits.Load() > 0 && others[0].commits.Load() > 0 && others[1].commits.Load() > 0
+	})
+	for range faultCount(1, 2) {
+		c.committedAfter(cut, cut.commits.Load(), 30*time.Second)
+		time.Sleep(time.Second)
+		lost, fenced := cut.lost.Load(), cut.fenced.Load()
+		hosts.Cut(0)
+		cutAt := time.Now()
+		c.waitFor(60*time.Second, "the cut member's partitions taken by the others", func() bool {
+			return sum(others, (*member).ownedCount) == int64(c.partitions)
+		})
+		commits := sum(others, (*member).commitCount)
+		c.waitFor(60*time.Second, "the others committing after taking them", func() bool {
+			return sum(others, (*member).commitCount) >= commits+4
+		})
+		hosts.Heal(0)
+		c.fault(fmt.Sprintf("%s cut off %.0fs", cut.name, time.Since(cutAt).Seconds()))
+		c.waitFor(90*time.Second, "the healed member fenced or told of its loss, and committing again", func() bool {
+			return (cut.lost.Load() > lost || cut.fenced.Load() > fenced) && cut.owned.Load() > 0
+		})
+		c.committedAfter(cut, cut.commits.Load(), 60*time.Second)
+	}
+	v := c.settle(started, nil)
+	v.faults += fmt.Sprintf(" (the cut member: fenced %d, lost its partitions %d times)", cut.fenced.Load(), cut.lost.Load())
+	return v
+}

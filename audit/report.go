@@ -261,7 +261,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	if r.Complete() {
-		fmt.Fprintf(&b, "verdict: COMPLETE, every offset of %d partitions is accounted for\n", len(r.Partitions))
+		fmt.Fprintf(&b, "verdict: COMPLETE, every offset of %s is accounted for\n", plural(len(r.Partitions), "partition"))
 	} else {
 		wrap(&b, "", "verdict: NOT COMPLETE, "+r.findingSummary())
 	}

@@ -48,7 +48,7 @@ func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kg
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
 		return nil, &CheckError{Settings: []Setting{SettingBrokers},
-			Err: fmt.Errorf("cannot reach brokers %s within %s (is Kafka running there?): %w", strings.Join(seeds, ","), timeout, err)}
+			Err: fmt.Errorf("cannot reach brokers %s (tried for up to %s; is Kafka running there?): %w", strings.Join(seeds, ","), timeout, err)}
 	}
 	return b, nil
 }

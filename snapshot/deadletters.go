@@ -191,11 +191,11 @@ func (t *Table) appendForCommit(ctx context.Context, log *slog.Logger, id, key s
 // Reconciled is what ReconcileDeadLetters did.
 type Reconciled struct {
 	// Added counts the commits whose pending dead letters it added.
-	Added int
+	Added int `json:"added"`
 	// Removed counts the commits no longer in the ledger (the table was
 	// rolled back, or a branch published over it) whose dead letters it
 	// removed from the dead-letter table.
-	Removed int
+	Removed int `json:"removed"`
 }
 
 // ReconcileDeadLetters makes the dead-letter table dlq hold exactly the

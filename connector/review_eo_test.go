@@ -137,6 +137,9 @@ func TestReviewRevocationCommittedMeansInLedger(t *testing.T) {
 	}
 	want := map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 100, {Topic: topic, Partition: 1}: 100}
 	waitLedger(t, e, tableName, want, 60*time.Second)
+	// A cooperative rebalance assigns what A gave up to B in a second
+	// round, after the revocation.
+	waitFor(t, 30*time.Second, "member B assigned the revoked partition", func() bool { return bPositions.Load() != nil })
 	statsA, statsB := a.halt(t), b.halt(t)
 	t.Logf("revocation %+v; ledger then %v; B started at %v; A fenced %d, B fenced %d", got.r, got.next, bPositions.Load(), statsA.Fenced, statsB.Fenced)
 	checkExactlyOnce(t, reader, want)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -287,11 +288,27 @@ func (c *campaign) start(flushInterval time.Duration, extra ...string) *member {
 	if err := m.cmd.Start(); err != nil {
 		c.t.Fatalf("start member %s: %v", m.name, err)
 	}
+	// FLOE_CAMPAIGN_LOGS=DIR keeps every member's whole log there, with
+	// the goroutine dump of one that a failed scenario finds still running.
+	var keep io.WriteCloser
+	if dir := os.Getenv("FLOE_CAMPAIGN_LOGS"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(c.t.Name())+"-"+m.name+".log"))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		keep = f
+	}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			m.count(sc.Text())
+			if keep != nil {
+				fmt.Fprintln(keep, sc.Text())
+			}
+		}
+		if keep != nil {
+			keep.Close()
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 		m.err = m.cmd.Wait()
@@ -300,6 +317,13 @@ func (c *campaign) start(flushInterval time.Duration, extra ...string) *member {
 	c.t.Cleanup(func() {
 		if !m.exited() {
 			_ = m.cmd.Process.Signal(syscall.SIGCONT)
+			if c.t.Failed() && keep != nil {
+				_ = m.cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-m.done:
+				case <-time.After(5 * time.Second):
+				}
+			}
 			_ = m.cmd.Process.Kill()
 			<-m.done
 		}

@@ -7,47 +7,16 @@ import (
 	"testing"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// holdCatalog is the stack's real catalog whose commits of one table wait,
-// while hold is set, until released: a slow catalog (a commit that takes
-// seconds), which the real SQLite catalog cannot be made to be on cue.
-type holdCatalog struct {
-	icecat.Catalog
-	ident   table.Identifier
-	hold    atomic.Bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (c *holdCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	tbl, err := c.Catalog.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, err
-	}
-	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
-}
-
-func (c *holdCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upds []table.Update) (table.Metadata, string, error) {
-	if c.hold.Load() && slices.Equal(ident, c.ident) {
-		select {
-		case c.entered <- struct{}{}:
-		default:
-		}
-		<-c.release
-	}
-	return c.Catalog.CommitTable(ctx, ident, reqs, upds)
-}
-
-// heldTable opens table name through a holdCatalog.
-func (e *env) heldTable(name string) (*snapshot.Table, *holdCatalog) {
+// heldTable opens table name through a faultCatalog whose commits of it
+// wait, while hold is set, until released: a slow catalog (a commit that
+// takes seconds).
+func (e *env) heldTable(name string) (*snapshot.Table, *faultCatalog) {
 	e.T.Helper()
 	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
@@ -57,7 +26,7 @@ func (e *env) heldTable(name string) (*snapshot.Table, *holdCatalog) {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	hc := &holdCatalog{Catalog: cat, ident: ident, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	hc := &faultCatalog{Catalog: cat, ident: ident, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	tbl, err := snapshot.Open(e.Ctx, hc, ident, snapshot.OpenOptions{Create: true})
 	if err != nil {
 		e.T.Fatal(err)

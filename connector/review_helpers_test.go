@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -32,6 +31,10 @@ type faultCatalog struct {
 	// delay, a time.Duration, holds each commit of ident that long before
 	// it is applied, as an overloaded catalog does.
 	delay atomic.Int64
+	// hold, while set, holds each commit of ident until release is
+	// closed, after announcing it on entered when there is room.
+	hold             atomic.Bool
+	entered, release chan struct{}
 }
 
 func (c *faultCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
@@ -43,6 +46,13 @@ func (c *faultCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*
 }
 
 func (c *faultCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upds []table.Update) (table.Metadata, string, error) {
+	if c.hold.Load() && slices.Equal(ident, c.ident) {
+		select {
+		case c.entered <- struct{}{}:
+		default:
+		}
+		<-c.release
+	}
 	if d := time.Duration(c.delay.Load()); d > 0 && slices.Equal(ident, c.ident) {
 		select {
 		case <-time.After(d):
@@ -82,5 +92,3 @@ func (e *env) faultyDeadLetters(tbl *snapshot.Table) (*snapshot.Table, *faultCat
 	}
 	return dlq, fc
 }
-
-var _ = testing.Short

@@ -322,6 +322,68 @@ func TestGroupMemberKickedRejoins(t *testing.T) {
 	auditComplete(t, e, tbl)
 }
 
+// TestGroupMemberLostWhileBuffering: a member holds records it has not
+// flushed yet when the coordinator drops it, so they are lost (dropped,
+// for the next owner to read from the ledger) and the flush deadline they
+// set passes while the member rejoins. It must go on committing what it
+// reads next. It used to keep the dropped records' deadline: every poll
+// then returned at once, with nothing, and every flush found nothing to
+// flush, so the member spun without reading or logging anything (seen
+// once in the fault campaign after a broker restart, as 90 s of silence).
+func TestGroupMemberLostWhileBuffering(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "lostbuf", "lake.lostbuf", "floe-lostbuf"
+	e.Topic(topic, 3, nil)
+	tbl := e.Table(table)
+	var lost atomic.Int64
+	cfg := groupConfig(topic, group)
+	cfg.FlushInterval, cfg.FlushRecords = 8*time.Second, 1_000_000
+	cfg.OnRebalance = func(r connector.Rebalance) { lost.Add(int64(len(r.Lost))) }
+	m := e.startMember(table, cfg)
+	// Read but not flushed: the flush deadline is 8 s away, the next
+	// heartbeat at most 3 s.
+	for p := range int32(3) {
+		e.Produce(records(topic, p, 20, "buffered"))
+	}
+	time.Sleep(time.Second)
+	var kicked, joinRefused atomic.Bool
+	joinRefused.Store(true)
+	// The coordinator refuses to let it join again until the dropped
+	// records' deadline has passed (as a restarting broker does).
+	e.Stack.Cluster.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if !joinRefused.Load() {
+			return nil, nil, false
+		}
+		e.Stack.Cluster.KeepControl()
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		return resp, nil, true
+	})
+	e.Stack.Cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kicked.Store(true)
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	waitFor(t, 30*time.Second, "the member told it is unknown and its partitions lost", func() bool { return kicked.Load() && lost.Load() > 0 })
+	l := mustLedger(t, e.Table(table))
+	for _, tp := range l.Partitions() {
+		if n := l.Next()[tp]; n > 0 {
+			t.Fatalf("the member committed %s up to %d before it was dropped: nothing was buffered to lose", tp, n)
+		}
+	}
+	time.Sleep(cfg.FlushInterval)
+	joinRefused.Store(false)
+	for p := range int32(3) {
+		e.Produce(records(topic, p, 20, "after"))
+	}
+	want := e.endOffsets(topic)
+	waitLedger(t, e, table, want, 30*time.Second)
+	m.halt(t)
+	checkExactlyOnce(t, tbl, want)
+	auditComplete(t, e, tbl)
+}
+
 // TestGroupRevocationSlowCommit: a member's commits become slower than its
 // revocation may take (the catalog holds each commit for the whole
 // rebalance timeout), and a second member joins. The first member's

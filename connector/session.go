@@ -809,6 +809,10 @@ func (ss *session) flush(ctx context.Context) error {
 		return err
 	}
 	if !ss.dirty() {
+		// What set the counters and the deadline may be gone (partitions
+		// given up with records in hand): a deadline left behind would
+		// make every poll return at once, and the loop spin.
+		ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 		return nil
 	}
 	// The next flush's writers stage on the table as it is now, with

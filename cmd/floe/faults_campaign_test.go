@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -208,13 +207,6 @@ func brokerScenario(t *testing.T) verdict {
 	c.fault(fmt.Sprintf("%d injected in %s (%v)", total, faultFor, injected))
 	mu.Unlock()
 	restarts := faultCount(1, 2)
-	if os.Getenv("FLOE_CAMPAIGN_BROKER_RESTART") == "" {
-		// In 1 of about 6 runs (2026-12-01) a member logged nothing for
-		// 90 s after a restart, its last line a rejoin after a refused
-		// dial: not diagnosed yet, so not in every go test run.
-		t.Log("broker restarts skipped: FLOE_CAMPAIGN_BROKER_RESTART=1 runs them (a member once went silent after one, not diagnosed yet)")
-		restarts = 0
-	}
 	for range restarts {
 		b.stop()
 		time.Sleep(time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/arrowmem"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -310,7 +311,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}
+	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: &arrowmem.Pool{}}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
 		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
 			return nil, &ConfigError{Setting: SettingRegistry,

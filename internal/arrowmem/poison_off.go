@@ -1,0 +1,5 @@
+//go:build !floe_poison
+
+package arrowmem
+
+const poison = false

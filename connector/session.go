@@ -243,6 +243,7 @@ func (s *Sink) consumerOpts(which ...kgo.Opt) []kgo.Opt {
 		// A fetch position below the log start (retention ran) resets to
 		// the log start; partition.observe turns the jump into a deletion.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.WithPools(&s.fetchPool),
 	), which...)
 }
 
@@ -544,6 +545,9 @@ func (ss *session) poll(ctx context.Context) error {
 	}
 	fetches := ss.cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-ss.pending)))
 	cancel()
+	// Every record kept is copied into rows by the time poll returns: the
+	// fetch's memory goes back to the pool (fetchPool).
+	defer fetches.EachRecord(func(r *kgo.Record) { r.Recycle() })
 	var reseek map[int32]kgo.EpochOffset
 	if ss.gm != nil {
 		ss.gm.mu.Lock()

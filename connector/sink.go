@@ -198,7 +198,9 @@ type Sink struct {
 	tbl    *snapshot.Table
 	log    *slog.Logger
 	alloc  memory.Allocator
-	stats  Stats
+	// fetchPool is the consumer's memory for fetched records.
+	fetchPool fetchPool
+	stats     Stats
 	// known are the topic's partitions when the run's first session began:
 	// a partition the ledger does not have and that is not among them was
 	// added to the topic while the sink ran, and all of it is new data.

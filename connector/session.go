@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -1158,9 +1157,7 @@ func (ss *session) stream(ctx context.Context, pt *partition) (*snapshot.Stream,
 	}
 	// Streams outlive the poll that opened them: they end with the flush's
 	// commit, which an interrupt does not cut short either.
-	// The encoders allocate from the sink's pool, as the row builders do:
-	// their page and chunk buffers are reused instead of collected.
-	st := ss.writer.Stream(compute.WithAllocator(context.WithoutCancel(ctx), ss.s.alloc), ss.rowSchema)
+	st := ss.writer.Stream(context.WithoutCancel(ctx), ss.rowSchema)
 	ss.streams[pt.tp.Partition] = st
 	return st, nil
 }

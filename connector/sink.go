@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/floe-dev/floe/catalog"
-	"github.com/floe-dev/floe/internal/arrowmem"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -313,7 +312,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: &arrowmem.Pool{}}
+	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
 		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
 			return nil, &ConfigError{Setting: SettingRegistry,

@@ -5,11 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/internal/arrowmem"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -19,16 +17,11 @@ import (
 // value, one header) built into Arrow rows in batches of 8k and encoded
 // into Parquet through one Stream, as one partition's goroutine does. It
 // reports the CPU seconds per million rows (user and system time of the
-// whole process, the encoder's goroutine included), with the allocator a
-// sink uses (arrowmem.Pool) and with Go's (the baseline).
+// whole process, the encoder's goroutine included): the figure to compare
+// encoding settings by, in alternated runs.
 //
-//	go test ./snapshot/ -run '^$' -bench Stream -benchtime 10x -count 5
+//	go test ./snapshot/ -run '^$' -bench Stream -benchtime 10x -count 4
 func BenchmarkStream(b *testing.B) {
-	b.Run("alloc=go", func(b *testing.B) { benchStream(b, memory.NewGoAllocator()) })
-	b.Run("alloc=pool", func(b *testing.B) { benchStream(b, &arrowmem.Pool{}) })
-}
-
-func benchStream(b *testing.B, mem memory.Allocator) {
 	const rows, batch = 250_000, 8192
 	value := make([]byte, 160)
 	for i := range value {
@@ -49,11 +42,11 @@ func benchStream(b *testing.B, mem memory.Allocator) {
 	b.ResetTimer()
 	for range b.N {
 		before := cpuTime(b)
-		rb, err := mapping.NewRowBuilder(mem, tbl.ArrowSchema())
+		rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
 		if err != nil {
 			b.Fatal(err)
 		}
-		st := w.Stream(compute.WithAllocator(b.Context(), mem), tbl.ArrowSchema())
+		st := w.Stream(b.Context(), tbl.ArrowSchema())
 		for i := range rows {
 			r := &recs[i%batch]
 			r.Offset, r.Timestamp = int64(i), time.UnixMilli(1_700_000_000_000+int64(i))

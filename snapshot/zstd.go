@@ -68,7 +68,7 @@ func (z *pageZstd) EncodeLevel(dst, src []byte, level int) []byte {
 	default:
 		// The options are arrow-go's, but for the window.
 		enc, _ = zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(lvl), zstd.WithEncoderConcurrency(1),
-			zstd.WithAllLitEntropyCompression(true), zstd.WithWindowSize(pageZstdWindow), zstd.WithEncoderCRC(false))
+			zstd.WithAllLitEntropyCompression(true), zstd.WithWindowSize(pageZstdWindow))
 	}
 	out := enc.EncodeAll(src, dst[:0])
 	select {

@@ -1,5 +1,0 @@
-//go:build !floe_poison
-
-package arrowmem
-
-const poison = false

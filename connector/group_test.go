@@ -293,14 +293,7 @@ func TestGroupMemberKickedRejoins(t *testing.T) {
 		e.Produce(records(topic, p, 20, "before"))
 	}
 	waitLedger(t, e, table, e.endOffsets(topic), 30*time.Second)
-	var kicked atomic.Bool
-	e.Stack.Cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		kicked.Store(true)
-		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp, nil, true
-	})
-	waitFor(t, 30*time.Second, "the member told it is unknown and its partitions lost", func() bool { return kicked.Load() && lost.Load() > 0 })
+	kickMember(t, e, &lost)
 	for p := range int32(3) {
 		e.Produce(records(topic, p, 20, "after"))
 	}
@@ -320,6 +313,22 @@ func TestGroupMemberKickedRejoins(t *testing.T) {
 	m.halt(t)
 	checkExactlyOnce(t, tbl, want)
 	auditComplete(t, e, tbl)
+}
+
+// kickMember answers the next heartbeat with UNKNOWN_MEMBER_ID, as the
+// coordinator does to a member it dropped (paused or cut off past the
+// session timeout), and waits until the member has reported partitions
+// lost (lost counts them, from its OnRebalance).
+func kickMember(t *testing.T, e *env, lost *atomic.Int64) {
+	t.Helper()
+	var kicked atomic.Bool
+	e.Stack.Cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kicked.Store(true)
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	waitFor(t, 30*time.Second, "the member told it is unknown and its partitions lost", func() bool { return kicked.Load() && lost.Load() > 0 })
 }
 
 // TestGroupMemberLostWhileBuffering: a member holds records it has not
@@ -346,7 +355,7 @@ func TestGroupMemberLostWhileBuffering(t *testing.T) {
 		e.Produce(records(topic, p, 20, "buffered"))
 	}
 	time.Sleep(time.Second)
-	var kicked, joinRefused atomic.Bool
+	var joinRefused atomic.Bool
 	joinRefused.Store(true)
 	// The coordinator refuses to let it join again until the dropped
 	// records' deadline has passed (as a restarting broker does).
@@ -359,13 +368,7 @@ func TestGroupMemberLostWhileBuffering(t *testing.T) {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		return resp, nil, true
 	})
-	e.Stack.Cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		kicked.Store(true)
-		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp, nil, true
-	})
-	waitFor(t, 30*time.Second, "the member told it is unknown and its partitions lost", func() bool { return kicked.Load() && lost.Load() > 0 })
+	kickMember(t, e, &lost)
 	l := mustLedger(t, e.Table(table))
 	for _, tp := range l.Partitions() {
 		if n := l.Next()[tp]; n > 0 {

@@ -14,27 +14,14 @@ import (
 // SVG with a latency and a metadata line per run, and a summary with the
 // medians of the first and last tenth.
 func TestRun(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "lat.csv")
 	var b strings.Builder
 	b.WriteString("mode,maintain,commit,commit_ms,metadata_bytes,snapshots\n")
 	for i := 1; i <= 100; i++ {
 		fmt.Fprintf(&b, "live,true,%d,%d,%d,%d\n", i, 10+i%3, 1000*min(i, 20), min(i, 20))
 		fmt.Fprintf(&b, "live,false,%d,%d,%d,%d\n", i, 10+i, 1000*i, i)
 	}
-	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "lat.svg")
-	var summary bytes.Buffer
-	if err := run(out, []string{in}, &summary); err != nil {
-		t.Fatal(err)
-	}
-	svg, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := xml.NewDecoder(bytes.NewReader(svg))
+	svg, summary := plot(t, b.String())
+	d := xml.NewDecoder(strings.NewReader(svg))
 	lines := 0
 	for {
 		tok, err := d.Token()
@@ -54,8 +41,8 @@ func TestRun(t *testing.T) {
 	// Maintenance off: 11..20 ms over the first tenth, 101..110 ms over
 	// the last.
 	for _, want := range []string{"live, maintenance on", "median first 10:    16.0 ms  last 10:   106.0 ms"} {
-		if !strings.Contains(summary.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, summary.String())
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
 	}
 }
@@ -64,8 +51,6 @@ func TestRun(t *testing.T) {
 // last / first against theirs (a load that doubles latency everywhere reads
 // x1.00) and the SVG draws them as a dashed line.
 func TestRunFresh(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "lat.csv")
 	var b strings.Builder
 	b.WriteString("mode,maintain,commit,commit_ms,metadata_bytes,snapshots,fresh_ms\n")
 	for i := 1; i <= 100; i++ {
@@ -79,22 +64,31 @@ func TestRunFresh(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "bounded,true,%d,%d,%d,%d,%s\n", i, 10*load, 1000, 20, fresh)
 	}
-	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+	svg, summary := plot(t, b.String())
+	if want := "(x2.00, x1.00 vs a fresh table)"; !strings.Contains(summary, want) {
+		t.Errorf("summary lacks %q:\n%s", want, summary)
+	}
+	if !strings.Contains(svg, `stroke-dasharray`) || !strings.Contains(svg, "dashed: fresh tables, x1.00 vs a fresh table") {
+		t.Errorf("no dashed line of the fresh tables' commits:\n%s", svg)
+	}
+}
+
+// plot runs the command on a file of the given lines and returns the SVG it
+// drew and the summary it printed.
+func plot(t *testing.T, csv string) (svg, summary string) {
+	t.Helper()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "lat.csv"), filepath.Join(dir, "lat.svg")
+	if err := os.WriteFile(in, []byte(csv), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "lat.svg")
-	var summary bytes.Buffer
-	if err := run(out, []string{in}, &summary); err != nil {
+	var sum bytes.Buffer
+	if err := run(out, []string{in}, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if want := "(x2.00, x1.00 vs a fresh table)"; !strings.Contains(summary.String(), want) {
-		t.Errorf("summary lacks %q:\n%s", want, summary.String())
-	}
-	svg, err := os.ReadFile(out)
+	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(svg), `stroke-dasharray`) || !strings.Contains(string(svg), "dashed: fresh tables, x1.00 vs a fresh table") {
-		t.Errorf("no dashed line of the fresh tables' commits:\n%s", svg)
-	}
+	return string(b), sum.String()
 }

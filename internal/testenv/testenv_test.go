@@ -299,34 +299,26 @@ func TestMemoOnce(t *testing.T) {
 // and that a healed one reaches them again.
 func TestNetNS(t *testing.T) {
 	h := NetNS(t, 2)
-	l, err := net.Listen("tcp", net.JoinHostPort(h.Addr, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
+	// listen serves on addr, accepting and closing every connection.
+	listen := func(addr string) net.Listener {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	local, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	go func() {
-		for {
-			c, err := local.Accept()
-			if err != nil {
-				return
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
 			}
-			c.Close()
-		}
-	}()
+		}()
+		return l
+	}
+	l := listen(net.JoinHostPort(h.Addr, "0"))
+	local := listen("127.0.0.1:0")
 	forwarded := h.Forward(local.Addr().String())
 	reaches := func(host int, addr string) bool {
 		ip, port, _ := net.SplitHostPort(addr)

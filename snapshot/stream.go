@@ -9,8 +9,11 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // Row groups of streamed files: small enough that a partition's writer
@@ -38,6 +41,11 @@ type Writer struct {
 	// IDs); want the writer schema asked for (nil: the table's).
 	schema *iceberg.Schema
 	want   *iceberg.Schema
+	// plainKeys is target with kafka_key's dictionary off, made for the
+	// first stream whose keys do not repeat (plainKeysTarget).
+	plainKeysOnce sync.Once
+	plainKeys     *table.Table
+	plainKeysErr  error
 }
 
 // ErrSchemaMoved is returned by Commit of a flush whose files were written
@@ -55,27 +63,61 @@ func (t *Table) NewWriter(base *table.Table, want *iceberg.Schema) (*Writer, err
 	if err != nil {
 		return nil, err
 	}
-	// The files' row groups are small whatever the table says: the
-	// writer's memory is set by a row group, not by a flush.
+	// The files' row groups are small unless the table says otherwise:
+	// the writer's memory is set by a row group, not by a flush.
 	props := iceberg.Properties{}
 	if _, ok := target.Properties()[table.ParquetRowGroupSizeBytesKey]; !ok {
 		props[table.ParquetRowGroupSizeBytesKey] = strconv.Itoa(streamRowGroupBytes)
 	}
-	if len(props) > 0 {
-		mb, err := table.MetadataBuilderFromBase(target.Metadata(), target.MetadataLocation())
-		if err != nil {
-			return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
+	// A file holds one Kafka partition: its topic and partition columns
+	// are constant, which zstd stores in as few bytes plain as with a
+	// dictionary, without hashing every row.
+	for _, col := range []string{mapping.ColTopic, mapping.ColPartition} {
+		if _, ok := target.Properties()[dictColumnKey+col]; !ok {
+			props[dictColumnKey+col] = "false"
 		}
-		if err := mb.SetProperties(props); err != nil {
-			return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
-		}
-		meta, err := mb.Build()
-		if err != nil {
-			return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
-		}
-		target = table.New(t.ident, meta, target.MetadataLocation(), target.FS, t.cat)
+	}
+	if target, err = t.withProperties(target, props); err != nil {
+		return nil, err
 	}
 	return &Writer{t: t, target: target, schema: target.Schema(), want: want}, nil
+}
+
+// plainKeysTarget returns the table that streams whose keys do not repeat
+// write with: kafka_key without a dictionary, unless the table says how
+// to encode it.
+func (w *Writer) plainKeysTarget() (*table.Table, error) {
+	w.plainKeysOnce.Do(func() {
+		w.plainKeys = w.target
+		if _, ok := w.target.Properties()[dictColumnKey+mapping.ColKey]; !ok {
+			w.plainKeys, w.plainKeysErr = w.t.withProperties(w.target, iceberg.Properties{dictColumnKey + mapping.ColKey: "false"})
+		}
+	})
+	return w.plainKeys, w.plainKeysErr
+}
+
+// dictColumnKey is the prefix of the table properties that turn a
+// column's dictionary encoding on or off.
+const dictColumnKey = "write.parquet.dict-encoding-enabled.column."
+
+// withProperties returns target with props set, in memory only: they
+// change how this writer writes files, not the table.
+func (t *Table) withProperties(target *table.Table, props iceberg.Properties) (*table.Table, error) {
+	if len(props) == 0 {
+		return target, nil
+	}
+	mb, err := table.MetadataBuilderFromBase(target.Metadata(), target.MetadataLocation())
+	if err != nil {
+		return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
+	}
+	if err := mb.SetProperties(props); err != nil {
+		return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
+	}
+	meta, err := mb.Build()
+	if err != nil {
+		return nil, fmt.Errorf("prepare the writer of %s: %w", t.Name(), err)
+	}
+	return table.New(t.ident, meta, target.MetadataLocation(), target.FS, t.cat), nil
 }
 
 // Schema is the writer schema the Writer was made for (nil: the table's).
@@ -96,18 +138,40 @@ type Stream struct {
 }
 
 // Stream starts a stream of batches of the given Arrow schema.
+//
+// The stream looks at its first batch's keys: where they do not repeat, its
+// files' kafka_key column has no dictionary (keysRepeat).
 func (w *Writer) Stream(ctx context.Context, schema *arrow.Schema) *Stream {
 	s := &Stream{w: w, ch: make(chan arrow.RecordBatch), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
+		first, ok := <-s.ch
+		if !ok {
+			return
+		}
+		target := w.target
+		if !keysRepeat(first) {
+			var err error
+			if target, err = w.plainKeysTarget(); err != nil {
+				s.err = err
+				first.Release()
+				for b := range s.ch {
+					b.Release()
+				}
+				return
+			}
+		}
 		in := func(yield func(arrow.RecordBatch, error) bool) {
+			if !yield(first, nil) {
+				return
+			}
 			for b := range s.ch {
 				if !yield(b, nil) {
 					return
 				}
 			}
 		}
-		for df, err := range table.WriteRecords(ctx, w.target, schema, in, table.WithParquetRowGroupLimit(streamRowGroupRows),
+		for df, err := range table.WriteRecords(ctx, target, schema, in, table.WithParquetRowGroupLimit(streamRowGroupRows),
 			// iceberg-go queues 64 batches per file writer by default: a
 			// flush's worth of rows again.
 			table.WithRecordBatchBufferSize(1)) {
@@ -124,6 +188,53 @@ func (w *Writer) Stream(ctx context.Context, schema *arrow.Schema) *Stream {
 	}()
 	return s
 }
+
+// keysRepeat reports whether the kafka_key values of b may repeat enough
+// for a dictionary to pay. Parquet's writer builds a key column's
+// dictionary for every row group, and only at its end finds that a
+// column of distinct keys (ids, UUIDs) is smaller without one: writing
+// such keys plain from the start gives the same file for less CPU. A batch
+// decides when it has at least keysSampleRows keys, 95 % or more of them
+// distinct; keys that repeat less often than within a batch (8k rows)
+// may then lose a dictionary that would have paid in a row group (32k).
+func keysRepeat(b arrow.RecordBatch) bool {
+	var key func(i int) string
+	var keys arrow.Array
+	for i, f := range b.Schema().Fields() {
+		if f.Name != mapping.ColKey {
+			continue
+		}
+		switch c := b.Column(i).(type) {
+		case *array.Binary:
+			key, keys = func(i int) string { return string(c.Value(i)) }, c
+		case *array.String:
+			key, keys = c.Value, c
+		}
+	}
+	if keys == nil || keys.Len()-keys.NullN() < keysSampleRows {
+		return true
+	}
+	n := keys.Len() - keys.NullN()
+	seen := make(map[string]struct{}, n)
+	repeats, allowed := 0, n/20
+	for i := range keys.Len() {
+		if keys.IsNull(i) {
+			continue
+		}
+		k := key(i)
+		if _, ok := seen[k]; ok {
+			if repeats++; repeats > allowed {
+				return true
+			}
+			continue
+		}
+		seen[k] = struct{}{}
+	}
+	return false
+}
+
+// keysSampleRows is the fewest keys a batch decides keysRepeat on.
+const keysSampleRows = 1000
 
 // Write hands b to the stream, which owns it from then on. It returns the
 // stream's error once the encoder has failed.

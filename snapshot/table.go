@@ -34,6 +34,7 @@ func TableProperties() iceberg.Properties {
 		"write.parquet.dict-encoding-enabled.column." + mapping.ColOffset:    "false",
 		"write.parquet.dict-encoding-enabled.column." + mapping.ColTimestamp: "false",
 		"write.parquet.dict-encoding-enabled.column." + mapping.ColValue:     "false",
+		"write.parquet.dict-encoding-enabled.column." + mapping.ColRawValue:  "false",
 		// zstd level 1 compresses Kafka payloads nearly as well as the default
 		// level at a fraction of the CPU.
 		table.ParquetCompressionLevelKey: "1",

@@ -17,7 +17,7 @@ import (
 
 // TestStreamKeyDictionary checks that a stream writes the kafka_key column
 // without a dictionary where its first batch's keys do not repeat, keeps
-// one where they do, writes the constant topic and partition columns
+// one where they do, writes the topic, partition and header columns
 // without one, and follows the table where it says how to encode a
 // column; the rows are the same whichever way.
 func TestStreamKeyDictionary(t *testing.T) {
@@ -38,17 +38,20 @@ func TestStreamKeyDictionary(t *testing.T) {
 		props    iceberg.Properties
 		first    int
 		wantDict bool
-		// constDict: whether the topic and partition columns have one.
-		constDict bool
+		// plainDict: whether the topic, partition and header columns have
+		// one.
+		plainDict bool
 	}{
 		{name: "distinct first batch", first: 2048, wantDict: false},
 		{name: "first batch too small to tell", first: 500, wantDict: true},
 		{name: "repeating within the first batch", first: 4096, wantDict: true},
-		{name: "table says dictionary", first: 2048, wantDict: true, constDict: true,
+		{name: "table says dictionary", first: 2048, wantDict: true, plainDict: true,
 			props: iceberg.Properties{
-				"write.parquet.dict-encoding-enabled.column." + mapping.ColKey:       "true",
-				"write.parquet.dict-encoding-enabled.column." + mapping.ColTopic:     "true",
-				"write.parquet.dict-encoding-enabled.column." + mapping.ColPartition: "true",
+				"write.parquet.dict-encoding-enabled.column." + mapping.ColKey:                             "true",
+				"write.parquet.dict-encoding-enabled.column." + mapping.ColTopic:                           "true",
+				"write.parquet.dict-encoding-enabled.column." + mapping.ColPartition:                       "true",
+				"write.parquet.dict-encoding-enabled.column." + mapping.ColHeaders + ".list.element.key":   "true",
+				"write.parquet.dict-encoding-enabled.column." + mapping.ColHeaders + ".list.element.value": "true",
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,7 +77,8 @@ func TestStreamKeyDictionary(t *testing.T) {
 			defer rb.Release()
 			st := w.Stream(t.Context(), tbl.ArrowSchema())
 			for i := range rows {
-				rb.Append(&kgo.Record{Topic: "t", Offset: int64(i), Key: []byte(key(i)), Value: []byte("v")})
+				rb.Append(&kgo.Record{Topic: "t", Offset: int64(i), Key: []byte(key(i)), Value: []byte("v"),
+					Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("text/plain")}}})
 				if i+1 == tc.first || (i+1 > tc.first && rb.Rows() == 2048) {
 					if err := st.Write(rb.NewBatch()); err != nil {
 						t.Fatal(err)
@@ -95,9 +99,10 @@ func TestStreamKeyDictionary(t *testing.T) {
 			if dict != tc.wantDict {
 				t.Errorf("kafka_key has a dictionary: %v, want %v", dict, tc.wantDict)
 			}
-			for _, col := range []string{mapping.ColTopic, mapping.ColPartition} {
-				if got := hasDictionary(t, files[0], col); got != tc.constDict {
-					t.Errorf("%s has a dictionary: %v, want %v", col, got, tc.constDict)
+			for _, col := range []string{mapping.ColTopic, mapping.ColPartition,
+				mapping.ColHeaders + ".list.element.key", mapping.ColHeaders + ".list.element.value"} {
+				if got := hasDictionary(t, files[0], col); got != tc.plainDict {
+					t.Errorf("%s has a dictionary: %v, want %v", col, got, tc.plainDict)
 				}
 			}
 			if len(keys) != rows {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -155,20 +156,15 @@ func (w *Writer) Stream(ctx context.Context, schema *arrow.Schema) *Stream {
 		if !ok {
 			return
 		}
-		target := w.target
+		target, err := w.target, error(nil)
 		if !keysRepeat(first) {
-			var err error
-			if target, err = w.plainKeysTarget(); err != nil {
-				s.err = err
-				first.Release()
-				for b := range s.ch {
-					b.Release()
-				}
-				return
-			}
+			target, err = w.plainKeysTarget()
 		}
+		// iceberg-go may fail before it reads any batch: whoever takes
+		// first, the writer or the cleanup below, releases it.
+		var taken atomic.Bool
 		in := func(yield func(arrow.RecordBatch, error) bool) {
-			if !yield(first, nil) {
+			if taken.CompareAndSwap(false, true) && !yield(first, nil) {
 				return
 			}
 			for b := range s.ch {
@@ -177,17 +173,24 @@ func (w *Writer) Stream(ctx context.Context, schema *arrow.Schema) *Stream {
 				}
 			}
 		}
-		for df, err := range table.WriteRecords(ctx, target, schema, in, table.WithParquetRowGroupLimit(streamRowGroupRows),
-			// iceberg-go queues 64 batches per file writer by default: a
-			// flush's worth of rows again.
-			table.WithRecordBatchBufferSize(1)) {
-			if err != nil {
-				s.err = fmt.Errorf("write data files of %s: %w", w.t.Name(), err)
-				break
+		if err != nil {
+			s.err = err
+		} else {
+			for df, err := range table.WriteRecords(ctx, target, schema, in, table.WithParquetRowGroupLimit(streamRowGroupRows),
+				// iceberg-go queues 64 batches per file writer by default:
+				// a flush's worth of rows again.
+				table.WithRecordBatchBufferSize(1)) {
+				if err != nil {
+					s.err = fmt.Errorf("write data files of %s: %w", w.t.Name(), err)
+					break
+				}
+				s.files = append(s.files, df)
 			}
-			s.files = append(s.files, df)
 		}
 		// Batches the writer did not take (it failed) are released here.
+		if taken.CompareAndSwap(false, true) {
+			first.Release()
+		}
 		for b := range s.ch {
 			b.Release()
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -174,4 +175,33 @@ func keyColumn(t *testing.T, df iceberg.DataFile) (dict bool, keys []string) {
 		}
 	}
 	return dict, keys
+}
+
+// TestStreamReleasesFirstBatchOnFailure: a stream takes its first batch
+// before iceberg-go's writer starts (to choose the key column's encoding);
+// when the writer fails before reading any batch (here an Arrow schema the
+// table does not have), the stream still releases it.
+func TestStreamReleasesFirstBatchOnFailure(t *testing.T) {
+	tbl := openTestTable(t, tempCatalog(t), "lake.leak", snapshot.OpenOptions{Create: true})
+	w, err := tbl.NewWriter(tbl.Iceberg(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	rb, err := mapping.NewRowBuilder(mem, tbl.ArrowSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		rb.Append(&kgo.Record{Topic: "t", Offset: int64(i), Key: []byte(fmt.Sprint(i)), Value: []byte("v")})
+	}
+	b := rb.NewBatch()
+	rb.Release()
+	bad := arrow.NewSchema(append(tbl.ArrowSchema().Fields(), arrow.Field{Name: "not_in_table", Type: arrow.BinaryTypes.String}), nil)
+	st := w.Stream(t.Context(), bad)
+	_ = st.Write(b) // the writer may have failed already
+	if _, err := st.Close(); err == nil {
+		t.Fatal("close: no error for a schema the table does not have")
+	}
+	mem.AssertSize(t, 0)
 }

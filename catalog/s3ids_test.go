@@ -2,7 +2,9 @@ package catalog_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -80,5 +82,65 @@ func TestS3IDsAreNotRedirects(t *testing.T) {
 	_, err = bad.LoadTable(t.Context(), ident)
 	if !errors.Is(err, catalog.ErrStorageCredentials) || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "SignatureDoesNotMatch") {
 		t.Fatalf("load with a wrong secret: %v\nwant rejected credentials (SignatureDoesNotMatch)", err)
+	}
+}
+
+// TestS3UnreachableIsNotMissing: a request that gets no response (the
+// server is down) named its URL and the server's address in its error; an
+// object key with "301" in it (a random UUID has one now and then) or a
+// port such as 30100 made gocloud's S3 driver take the error for a
+// redirect to a missing bucket, so iceberg-go said "file does not exist"
+// and a sink whose storage was down stopped for good instead of retrying
+// (the fault campaign's storage scenario met it). Such an error must not
+// read as a missing file.
+func TestS3UnreachableIsNotMissing(t *testing.T) {
+	s3 := testenv.VersityGW(t)
+	s3.CreateBucket(t, "lake")
+	target, err := url.Parse(s3.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A proxy on a port with "301" in it, closed before the reads.
+	var srv *httptest.Server
+	for port := 30100; port < 30200 && srv == nil; port++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		srv = httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
+		srv.Listener.Close()
+		srv.Listener = l
+		srv.Start()
+	}
+	if srv == nil {
+		t.Skip("no free port between 30100 and 30199")
+	}
+	dir := t.TempDir()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	cat, err := catalog.Open(t.Context(), catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: "s3://lake/warehouse",
+		S3: catalog.S3Config{Endpoint: srv.URL, Region: s3.Region, AccessKeyID: s3.AccessKey, SecretAccessKey: s3.SecretKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"lake", "t"}
+	if err := cat.CreateNamespace(t.Context(), ident[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.CreateTable(t.Context(), ident, iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	for _, name := range []string{"00006-34f13018-06ac-4d15-8a95-b244518aa074.metadata.json", "00007-0a1b2c3d.metadata.json"} {
+		_, err := fsys.Open(tbl.Location() + "/metadata/" + name)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("open %s with the server down: %v; want an error other than fs.ErrNotExist", name, err)
+		}
 	}
 }

@@ -173,11 +173,12 @@ type Config struct {
 type Stats struct {
 	Records int64 // rows committed
 	// DeadLetters are the records committed to the dead-letter table
-	// instead of rows.
-	DeadLetters int64
-	Commits     int
-	Files       int
-	Fenced      int // times another writer fenced this one
+	// (DeadLetterTable) instead of rows.
+	DeadLetters     int64
+	DeadLetterTable string
+	Commits         int
+	Files           int
+	Fenced          int // times another writer fenced this one
 	// Rebalances counts the assignments, revocations and losses of
 	// partitions in group mode.
 	Rebalances int
@@ -345,6 +346,9 @@ func registryParts(l mapping.Layout) string {
 // failed session consumed and did not commit is read again.
 func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	s.stats = Stats{}
+	if s.cfg.DeadLetters != nil {
+		s.stats.DeadLetterTable = s.cfg.DeadLetters.Name()
+	}
 	s.known = nil
 	var failingSince time.Time
 	// schemaRaced is set when a session ended because another writer

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -35,6 +36,9 @@ const (
 	KindAbsent = "absent"
 	// KindSuperseded: a record a state table folded away.
 	KindSuperseded = "superseded"
+	// KindDeadLetter: a record that could not become a row and went to
+	// the dead-letter table (WhereResult.DeadLetterTable).
+	KindDeadLetter = "dead_letter"
 )
 
 // WhereResult is the answer for one position. Its JSON field names are
@@ -48,17 +52,21 @@ type WhereResult struct {
 	// offset but it produced no row), lost (recorded as lost to retention)
 	// or unsunk (no range covers it).
 	Status string `json:"status"`
-	// Kind refines no_row when it can be told: marker, aborted (read from
-	// the broker), absent (the broker has no record there: compacted or
-	// deleted) or superseded (a state table's older value). It is empty for
-	// no_row when no broker was given: the log would tell which.
-	Kind        string     `json:"kind,omitempty"`
-	SnapshotID  *int64     `json:"snapshot_id,omitempty"`
-	Low         *int64     `json:"low,omitempty"`
-	High        *int64     `json:"high,omitempty"`
-	Records     *int64     `json:"records,omitempty"`
-	CommittedAt *time.Time `json:"committed_at,omitempty"`
-	File        string     `json:"file,omitempty"`
+	// Kind refines no_row when it can be told: dead_letter (the record is
+	// in the dead-letter table, File its data file, Reason why), marker,
+	// aborted (read from the broker), absent (the broker has no record
+	// there: compacted or deleted) or superseded (a state table's older
+	// value). It is empty for no_row when no broker was given and the
+	// record is no dead letter: the log would tell which.
+	Kind            string     `json:"kind,omitempty"`
+	DeadLetterTable string     `json:"dead_letter_table,omitempty"`
+	Reason          string     `json:"reason,omitempty"`
+	SnapshotID      *int64     `json:"snapshot_id,omitempty"`
+	Low             *int64     `json:"low,omitempty"`
+	High            *int64     `json:"high,omitempty"`
+	Records         *int64     `json:"records,omitempty"`
+	CommittedAt     *time.Time `json:"committed_at,omitempty"`
+	File            string     `json:"file,omitempty"`
 	// TableFirst and TableNext bound the partition's coverage in the ledger.
 	TableFirst *int64 `json:"table_first,omitempty"`
 	TableNext  *int64 `json:"table_next,omitempty"`
@@ -128,6 +136,18 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 			break
 		}
 		res.Status = StatusNoRow
+		if name := loc.Commit.DeadLetterTable; loc.Range.DeadLetters > 0 && name != "" {
+			file, reason, found, err := deadLetterAt(ctx, tbl, name, tp, offset)
+			if err != nil {
+				return res, err
+			}
+			if found {
+				res.Kind, res.DeadLetterTable, res.File, res.Reason = KindDeadLetter, name, file, reason
+				res.Explanation = fmt.Sprintf("%s is accounted for by snapshot %d in range [%d, %d) as a dead letter: the record could not become a row (%s) and is in dead-letter table %s, data file %s",
+					at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High, reason, name, file)
+				break
+			}
+		}
 		res.Kind, res.Explanation, err = explainNoRow(ctx, tbl, broker, tp, offset)
 		if err != nil {
 			return res, err
@@ -204,4 +224,18 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 	default:
 		return KindAborted, "it is a record of an aborted transaction (read from the broker), which read_committed never delivers", nil
 	}
+}
+
+// deadLetterAt looks for the dead letter of offset in tp in the dead-letter
+// table named name, which a commit of tbl's ledger names.
+func deadLetterAt(ctx context.Context, tbl *snapshot.Table, name string, tp mapping.TopicPartition, offset int64) (file, reason string, ok bool, err error) {
+	ident, err := catalog.ParseIdent(name)
+	if err != nil {
+		return "", "", false, fmt.Errorf("the ledger of %s names dead-letter table %q: %w", tbl.Name(), name, err)
+	}
+	dlq, err := snapshot.OpenDeadLetters(ctx, tbl.Catalog(), ident, tbl.Name(), false)
+	if err != nil {
+		return "", "", false, fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, tbl.Name(), err)
+	}
+	return dlq.DeadLetterAt(ctx, tp, offset)
 }

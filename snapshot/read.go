@@ -61,36 +61,54 @@ func (t *Table) LedgerAt(snapshotID int64) (mapping.Ledger, error) {
 // candidates (normally one) is read. It returns the data file holding the
 // row, or ok false when the snapshot has no such row.
 func (t *Table) RowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64) (file string, ok bool, err error) {
+	file, _, ok, err = t.rowAt(ctx, snapshotID, tp, offset, mapping.ColOffset)
+	return file, ok, err
+}
+
+// DeadLetterAt looks for the dead letter of offset in tp in the head of a
+// dead-letter table (OpenDeadLetters), as RowAt does for a row: the data
+// file holding it and why the record could not become a row.
+func (t *Table) DeadLetterAt(ctx context.Context, tp mapping.TopicPartition, offset int64) (file, reason string, ok bool, err error) {
+	return t.rowAt(ctx, 0, tp, offset, mapping.ColError)
+}
+
+// rowAt is RowAt reading column col of the row too, when it is a string.
+func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64, col string) (file, value string, ok bool, err error) {
 	s, err := t.Snapshot(snapshotID)
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	scan := t.tbl.Scan(
 		table.WithSnapshotID(s.SnapshotID),
-		table.WithSelectedFields(mapping.ColOffset),
+		table.WithSelectedFields(col),
 		table.WithRowFilter(iceberg.NewAnd(partitionFilter(tp), iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), offset))))
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
-		return "", false, fmt.Errorf("plan lookup of %s@%d in %s: %w", tp, offset, t.Name(), err)
+		return "", "", false, fmt.Errorf("plan lookup of %s@%d in %s: %w", tp, offset, t.Name(), err)
 	}
 	for _, task := range tasks {
 		_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
 		if err != nil {
-			return "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
+			return "", "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
 		}
 		found := false
 		for b, err := range it {
 			if err != nil {
-				return "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
+				return "", "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
 			}
-			found = found || b.NumRows() > 0
+			if !found && b.NumRows() > 0 {
+				found = true
+				if v, isString := b.Column(0).(*array.String); isString && v.IsValid(0) {
+					value = v.Value(0)
+				}
+			}
 			b.Release()
 		}
 		if found {
-			return task.File.FilePath(), true, nil
+			return task.File.FilePath(), value, true, nil
 		}
 	}
-	return "", false, nil
+	return "", "", false, nil
 }
 
 func partitionFilter(tp mapping.TopicPartition) iceberg.BooleanExpression {

@@ -139,7 +139,7 @@ func TestDeploymentGuideLocalStack(t *testing.T) {
 		t.Fatalf("the guide's block failed: %v\n--- block:\n%s--- output:\n%s--- stack stderr:\n%s", err, blocks[1], out, stackErr.String())
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`sink lake\.orders: 1 rows in \d+ commits \(1 files\)`),                                // floe sink
+		regexp.MustCompile(`sink lake\.orders: 1 row in \d+ commits \(1 file\)`),                                  // floe sink
 		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1\s+1\s+0\s`),                                                // floe status: log [0, 1), table next 1, lag 0
 		regexp.MustCompile(`lake\.orders snapshot \d+, committed .*: 1 data files, 1 rows`),                       // floe files
 		regexp.MustCompile(`(?m)^orders\s+0\s+0-0\s+1\s+\d+\s+s3://warehouse/lake\.db/orders/data/\S+\.parquet$`), // its file

@@ -211,7 +211,7 @@ func printReplayStart(w io.Writer, s replay.Start) {
 }
 
 func printReplayResult(w io.Writer, r replay.Result) {
-	fmt.Fprintf(w, "replayed %d rows in %d commits (%d files) into %s", r.Stats.Records, r.Stats.Commits, r.Stats.Files, r.Target)
+	fmt.Fprintf(w, "replayed %s in %s (%s) into %s", plural(int(r.Stats.Records), "row"), plural(r.Stats.Commits, "commit"), plural(r.Stats.Files, "file"), r.Target)
 	if r.Head != 0 {
 		fmt.Fprintf(w, ", head snapshot %d", r.Head)
 	}

@@ -380,7 +380,11 @@ func pipelineNames(pipes []pipeline) string {
 }
 
 func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
-	fmt.Fprintf(w, "sink %s: %d rows in %d commits (%d files)", table, s.Records, s.Commits, s.Files)
+	fmt.Fprintf(w, "sink %s: %s", table, plural(int(s.Records), "row"))
+	if s.DeadLetters > 0 {
+		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
+	}
+	fmt.Fprintf(w, " in %s (%s)", plural(s.Commits, "commit"), plural(s.Files, "file"))
 	if s.Fenced > 0 {
 		fmt.Fprintf(w, ", fenced %d times by another writer", s.Fenced)
 	}
@@ -395,4 +399,12 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", strings.Join(parts, " "))
 	}
+}
+
+// plural is n and noun, with an s unless n is 1: "1 commit", "2 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

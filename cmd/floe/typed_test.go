@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,8 +56,30 @@ func TestTypedSinkCommand(t *testing.T) {
 	}
 
 	code, out, errs := floe(t, typed...)
-	if code != 0 || !strings.Contains(out, "100 rows") && !strings.Contains(out, "rows") {
+	if code != 0 || !strings.Contains(out, " rows and 3 dead letters (into lake.shipments_dlq) in ") {
 		t.Fatalf("typed sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	// where finds a dead letter without the broker: the last record of
+	// partition 0 is one (DemoShipments ends with its bad records).
+	last := int64(-1)
+	for _, r := range recs {
+		if r.Partition == 0 {
+			last++
+		}
+	}
+	code, out, errs = floe(t, append([]string{"where", "--table", "lake.shipments", "-t", "shipments", "--partition", "0", "--offset", fmt.Sprint(last), "--json"}, loc...)...)
+	var w struct {
+		Status, Kind, File, Reason string
+		DeadLetterTable            string `json:"dead_letter_table"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &w) != nil || w.Status != "no_row" || w.Kind != "dead_letter" ||
+		w.DeadLetterTable != "lake.shipments_dlq" || w.File == "" || w.Reason == "" {
+		t.Fatalf("where a dead letter: exit %d\n%s\n%s", code, out, errs)
+	}
+	// The dead-letter table has no ledger: as-of says so and where to ask.
+	code, _, errs = floe(t, append([]string{"as-of", "--table", "lake.shipments_dlq", "--offsets", "shipments/0=10"}, loc...)...)
+	if code != 2 || !strings.Contains(errs, "is the dead-letter table of lake.shipments") || !strings.Contains(errs, "floe where") {
+		t.Fatalf("as-of on the dead-letter table: exit %d, %q", code, errs)
 	}
 	// A later run may leave out the typed flags: the table keeps its layout.
 	code, out, errs = floe(t, append(sink, "--schema-registry", st.Registry)...)

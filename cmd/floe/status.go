@@ -102,7 +102,7 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG START\tEND OFFSET\tTABLE NEXT\tLAG\tLOST\tLAST COMMIT\t")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG START\tEND OFFSET\tTABLE NEXT\tLAG\tLOST\tDEAD LETTERS\tLAST COMMIT\t")
 	opt := func(v *int64) string {
 		if v == nil {
 			return "-"
@@ -114,8 +114,8 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 		if p.LastCommit != nil {
 			last = p.LastCommit.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Topic, p.Partition, opt(p.LogStart), opt(p.EndOffset),
-			opt(p.TableNext), opt(p.Lag), opt(p.Lost), last)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Topic, p.Partition, opt(p.LogStart), opt(p.EndOffset),
+			opt(p.TableNext), opt(p.Lag), opt(p.Lost), opt(p.DeadLetters), last)
 	}
 	tw.Flush()
 }

@@ -56,8 +56,8 @@ func TestStatusLagExcludesLoss(t *testing.T) {
 	text := mustFloe(t, append([]string{"status", "--brokers", brokers, "--table", "lake.events"}, loc...)...)
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	header, row := strings.Fields(lines[len(lines)-2]), strings.Fields(lines[len(lines)-1])
-	wantHeader := []string{"TOPIC", "PARTITION", "LOG", "START", "END", "OFFSET", "TABLE", "NEXT", "LAG", "LOST", "LAST", "COMMIT"}
-	if strings.Join(header, " ") != strings.Join(wantHeader, " ") || len(row) != 8 || row[5] != "30" || row[6] != "20" {
+	wantHeader := []string{"TOPIC", "PARTITION", "LOG", "START", "END", "OFFSET", "TABLE", "NEXT", "LAG", "LOST", "DEAD", "LETTERS", "LAST", "COMMIT"}
+	if strings.Join(header, " ") != strings.Join(wantHeader, " ") || len(row) != 9 || row[5] != "30" || row[6] != "20" || row[7] != "0" {
 		t.Fatalf("status text: want a LAG of 30 and a LOST of 20:\n%s", text)
 	}
 }

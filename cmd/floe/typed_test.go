@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,12 @@ func TestTypedSinkCommand(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &w) != nil || w.Status != "no_row" || w.Kind != "dead_letter" ||
 		w.DeadLetterTable != "lake.shipments_dlq" || w.File == "" || w.Reason == "" {
 		t.Fatalf("where a dead letter: exit %d\n%s\n%s", code, out, errs)
+	}
+	// status counts each partition's dead letters (two of the three bad
+	// records are in partition 0).
+	code, out, errs = floe(t, append([]string{"status", "--table", "lake.shipments"}, loc...)...)
+	if code != 0 || !strings.Contains(out, "DEAD LETTERS") || !regexp.MustCompile(`(?m)^\s*shipments\s+0\s.*\s2\s+\d{4}-`).MatchString(out) {
+		t.Fatalf("status: exit %d\n%s\n%s", code, out, errs)
 	}
 	// The dead-letter table has no ledger: as-of says so and where to ask.
 	code, _, errs = floe(t, append([]string{"as-of", "--table", "lake.shipments_dlq", "--offsets", "shipments/0=10"}, loc...)...)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/catalog"
@@ -43,32 +44,7 @@ func TestS3IDsAreNotRedirects(t *testing.T) {
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 
-	dir := t.TempDir()
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	path := filepath.Join(dir, "catalog.db")
-	cfg := func(secret, warehouse string) catalog.Config {
-		return catalog.Config{Catalog: path, Warehouse: warehouse,
-			S3: catalog.S3Config{Endpoint: srv.URL, Region: s3.Region, AccessKeyID: s3.AccessKey, SecretAccessKey: secret}}
-	}
-	cat, err := catalog.Open(t.Context(), cfg(s3.SecretKey, "s3://lake/warehouse"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident := table.Identifier{"lake", "t"}
-	if err := cat.CreateNamespace(t.Context(), ident[:1], nil); err != nil {
-		t.Fatal(err)
-	}
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-	tbl, err := cat.CreateTable(t.Context(), ident, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := tbl.FS(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, tbl, fsys := tableBehind(t, s3, srv.URL)
 	if _, err := fsys.Open(tbl.Location() + "/metadata/missing.json"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("open a missing file: %v; want fs.ErrNotExist", err)
 	}
@@ -79,7 +55,7 @@ func TestS3IDsAreNotRedirects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = bad.LoadTable(t.Context(), ident)
+	_, err = bad.LoadTable(t.Context(), tbl.Identifier())
 	if !errors.Is(err, catalog.ErrStorageCredentials) || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "SignatureDoesNotMatch") {
 		t.Fatalf("load with a wrong secret: %v\nwant rejected credentials (SignatureDoesNotMatch)", err)
 	}
@@ -115,12 +91,32 @@ func TestS3UnreachableIsNotMissing(t *testing.T) {
 	if srv == nil {
 		t.Skip("no free port between 30100 and 30199")
 	}
+	_, tbl, fsys := tableBehind(t, s3, srv.URL)
+	srv.Close()
+	for _, name := range []string{"00006-34f13018-06ac-4d15-8a95-b244518aa074.metadata.json", "00007-0a1b2c3d.metadata.json"} {
+		_, err := fsys.Open(tbl.Location() + "/metadata/" + name)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("open %s with the server down: %v; want an error other than fs.ErrNotExist", name, err)
+		}
+	}
+}
+
+// tableBehind creates table lake.t in a SQLite catalog, its files in s3's
+// bucket lake reached through endpoint (a proxy), with the SDK's own
+// configuration files and instance metadata out of the way. It returns
+// the catalog configuration for another secret and warehouse, the table,
+// and its files.
+func tableBehind(t *testing.T, s3 *testenv.S3Server, endpoint string) (func(secret, warehouse string) catalog.Config, *table.Table, iceio.IO) {
+	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	cat, err := catalog.Open(t.Context(), catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: "s3://lake/warehouse",
-		S3: catalog.S3Config{Endpoint: srv.URL, Region: s3.Region, AccessKeyID: s3.AccessKey, SecretAccessKey: s3.SecretKey}})
+	cfg := func(secret, warehouse string) catalog.Config {
+		return catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: warehouse,
+			S3: catalog.S3Config{Endpoint: endpoint, Region: s3.Region, AccessKeyID: s3.AccessKey, SecretAccessKey: secret}}
+	}
+	cat, err := catalog.Open(t.Context(), cfg(s3.SecretKey, "s3://lake/warehouse"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +132,5 @@ func TestS3UnreachableIsNotMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Close()
-	for _, name := range []string{"00006-34f13018-06ac-4d15-8a95-b244518aa074.metadata.json", "00007-0a1b2c3d.metadata.json"} {
-		_, err := fsys.Open(tbl.Location() + "/metadata/" + name)
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("open %s with the server down: %v; want an error other than fs.ErrNotExist", name, err)
-		}
-	}
+	return cfg, tbl, fsys
 }

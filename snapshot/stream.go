@@ -199,28 +199,26 @@ func (w *Writer) Stream(ctx context.Context, schema *arrow.Schema) *Stream {
 }
 
 // keysRepeat reports whether the kafka_key values of b may repeat enough
-// for a dictionary to pay. Parquet's writer builds a key column's
-// dictionary for every row group, and only at its end finds that a
-// column of distinct keys (ids, UUIDs) is smaller without one: writing
+// for a dictionary to pay. Parquet's writer starts every row group's key
+// column with a dictionary, and gives it up after the row group's first
+// batch when distinct keys (ids, UUIDs) would store smaller plain: writing
 // such keys plain from the start gives the same file for less CPU. A batch
 // decides when it has at least keysSampleRows keys, 95 % or more of them
 // distinct; keys that repeat less often than within a batch (8k rows)
 // may then lose a dictionary that would have paid in a row group (32k).
 func keysRepeat(b arrow.RecordBatch) bool {
 	var key func(i int) string
-	var keys arrow.Array
-	for i, f := range b.Schema().Fields() {
-		if f.Name != mapping.ColKey {
-			continue
-		}
-		switch c := b.Column(i).(type) {
-		case *array.Binary:
-			key, keys = func(i int) string { return string(c.Value(i)) }, c
-		case *array.String:
-			key, keys = c.Value, c
-		}
+	keys, _ := column(b, mapping.ColKey)
+	switch c := keys.(type) {
+	case *array.Binary:
+		key = func(i int) string { return string(c.Value(i)) }
+	case *array.String:
+		key = c.Value
+	default:
+		// No key column, or a decoded key's struct.
+		return true
 	}
-	if keys == nil || keys.Len()-keys.NullN() < keysSampleRows {
+	if keys.Len()-keys.NullN() < keysSampleRows {
 		return true
 	}
 	n := keys.Len() - keys.NullN()

@@ -100,15 +100,9 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	source := map[mapping.TopicPartition]string{}
 	var cut mapping.Cut
 	if q.Offsets != "" {
-		topics := map[string]bool{}
-		for _, tp := range ledger.Partitions() {
-			topics[tp.Topic] = true
-		}
 		def := ""
-		if len(topics) == 1 {
-			for t := range topics {
-				def = t
-			}
+		if topics := ledger.Topics(); len(topics) == 1 {
+			def = topics[0]
 		}
 		if cut, err = mapping.ParseCut(q.Offsets, def); err != nil {
 			return res, &QueryError{Setting: SettingOffsets, Value: q.Offsets, Want: err.Error()}

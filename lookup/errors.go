@@ -12,6 +12,7 @@ type Setting string
 const (
 	SettingOffsets   Setting = "AsOfQuery.Offsets"
 	SettingTime      Setting = "AsOfQuery.Time"
+	SettingTopic     Setting = "topic"
 	SettingPartition Setting = "partition"
 	SettingOffset    Setting = "offset"
 	SettingBroker    Setting = "broker"

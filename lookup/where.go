@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -81,7 +83,11 @@ type WhereResult struct {
 // offset of tp. broker may be nil; given, it tells what an offset without a
 // row is and whether the broker still has an unsunk one.
 //
-// A position no record can have is refused (ValidatePosition).
+// An empty tp.Topic stands for the table's one topic. A question about
+// something that does not exist is refused, as a *QueryError naming it,
+// like a position no record can have (ValidatePosition): a topic the table
+// never held, or a partition neither the table nor the broker has. A
+// position the table could hold but does not is an answer: unsunk.
 func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (WhereResult, error) {
 	res := WhereResult{Table: tbl.Name(), Topic: tp.Topic, Partition: tp.Partition, Offset: offset}
 	if err := ValidatePosition(tp, offset); err != nil {
@@ -90,6 +96,17 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	ledger, err := tbl.Ledger()
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	topics := ledger.Topics()
+	switch {
+	case len(topics) == 0:
+		return res, fmt.Errorf("%s has no floe commits yet: nothing was sunk into it, so it holds no offset", tbl.Name())
+	case tp.Topic == "" && len(topics) == 1:
+		tp.Topic, res.Topic = topics[0], topics[0]
+	case tp.Topic == "":
+		return res, &QueryError{Setting: SettingTopic, Want: fmt.Sprintf("one of the topics %s holds: %s", tbl.Name(), strings.Join(topics, ", "))}
+	case !slices.Contains(topics, tp.Topic):
+		return res, &QueryError{Setting: SettingTopic, Value: tp.Topic, Want: fmt.Sprintf("a topic %s holds: %s", tbl.Name(), strings.Join(topics, ", "))}
 	}
 	loc := ledger.Where(tp, offset)
 	if loc.Known {
@@ -104,6 +121,9 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		if w, ok := all[tp.Partition]; ok {
 			wm = &w
 			res.LogStart, res.EndOffset = &w.LogStart, &w.LastStable
+		} else if !loc.Known {
+			return res, &QueryError{Setting: SettingPartition, Value: fmt.Sprint(tp.Partition),
+				Want: fmt.Sprintf("a partition of %s: neither %s nor the broker has %s", tp.Topic, tbl.Name(), tp)}
 		}
 	}
 	if loc.Status != mapping.StatusUnsunk {

@@ -354,6 +354,17 @@ func (l Ledger) Partitions() []TopicPartition {
 	return tps
 }
 
+// Topics returns the topics of every partition the ledger mentions, sorted.
+func (l Ledger) Topics() []string {
+	var topics []string
+	for _, tp := range l.Partitions() {
+		if len(topics) == 0 || topics[len(topics)-1] != tp.Topic {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	return topics
+}
+
 // Ranges returns every range of one partition, in commit order.
 func (l Ledger) Ranges(tp TopicPartition) []Range {
 	var out []Range

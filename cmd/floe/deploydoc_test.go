@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,52 +20,54 @@ import (
 	"github.com/floe-dev/floe/localstack"
 )
 
-// guideBlocks returns the ```sh blocks of one section of
-// docs/deployment.md, the section whose heading starts with heading.
-func guideBlocks(t *testing.T, heading string) []string {
+// docBlocks returns the ```sh blocks of one section of the Markdown file
+// doc (a path from the repository's root), the section whose heading line
+// starts with heading; with heading "" the whole file.
+func docBlocks(t *testing.T, doc, heading string) []string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "deployment.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(doc), "\n"+heading)
-	if !ok {
-		t.Fatalf("docs/deployment.md has no section %q", heading)
-	}
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
+	section := string(b)
+	if heading != "" {
+		var ok bool
+		if _, section, ok = strings.Cut(section, "\n"+heading); !ok {
+			t.Fatalf("%s has no section %q", doc, heading)
+		}
+		if end := strings.Index(section, "\n## "); end >= 0 {
+			section = section[:end]
+		}
 	}
 	var blocks []string
-	for _, m := range regexp.MustCompile("(?s)\n```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("(?s)\n```sh\n(.*?)```").FindAllStringSubmatch("\n"+section, -1) {
 		blocks = append(blocks, m[1])
 	}
 	return blocks
 }
 
-// TestDeploymentGuideLocalStack runs the deployment guide's local-stack
-// commands exactly as docs/deployment.md writes them, so that the guide
-// breaks this test when the commands stop working: the floe binary is
-// built onto PATH, the section's first block ('floe localstack up --dir
-// ./floe-local') runs in a fresh working folder on the documented fixed
-// ports, and its second block (env.sh, kcat -P, floe sink, status and
-// files, aws s3 ls) runs under bash -euo pipefail.
-func TestDeploymentGuideLocalStack(t *testing.T) {
+// runStackGuide runs a guide section's commands exactly as the section
+// writes them, so that the guide breaks a test when they stop working:
+// the floe binary is built onto PATH, the section's first block ('floe
+// localstack up --dir ./floe-local') runs in a fresh working folder on the
+// documented fixed ports, and its second block runs there under bash -euo
+// pipefail. It returns the second block's output and the working folder.
+func runStackGuide(t *testing.T, doc, heading string) (out, work string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the floe binary and runs a local stack; skipped with -short")
 	}
 	testenv.Tool(t, "kcat", "apt-get install kcat")
-	testenv.Tool(t, "aws", "pip install awscli, or apt-get install awscli")
-	testenv.Tool(t, "curl", "apt-get install curl")
 	for _, port := range []int{localstack.DefaultKafkaPort, localstack.DefaultS3Port, localstack.DefaultRegistryPort} {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			t.Fatalf("the deployment guide's local stack uses the fixed port 127.0.0.1:%d, which is taken (another 'floe localstack up' running?): %v", port, err)
+			t.Fatalf("the guide's local stack uses the fixed port 127.0.0.1:%d, which is taken (another 'floe localstack up' running?): %v", port, err)
 		}
 		l.Close()
 	}
-	blocks := guideBlocks(t, "## The local stack")
+	blocks := docBlocks(t, doc, heading)
 	if len(blocks) != 2 {
-		t.Fatalf("the local stack section has %d sh blocks, want 2 (start the stack; use it)", len(blocks))
+		t.Fatalf("%s, section %q, has %d sh blocks, want 2 (start the stack; use it)", doc, heading, len(blocks))
 	}
 	up, _, _ := strings.Cut(strings.TrimSpace(blocks[0]), "#")
 	upArgs := strings.Fields(up)
@@ -77,7 +80,7 @@ func TestDeploymentGuideLocalStack(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build floe: %v\n%s", err, out)
 	}
-	work := t.TempDir()
+	work = t.TempDir()
 	home := t.TempDir()
 	// The guide's reader has floe on PATH and no AWS or floe settings of
 	// their own; the stack's env.sh provides them.
@@ -134,22 +137,83 @@ func TestDeploymentGuideLocalStack(t *testing.T) {
 	defer cancel()
 	run := exec.CommandContext(ctx, "bash", "-euo", "pipefail", script)
 	run.Dir, run.Env = work, env
-	out, err := run.CombinedOutput()
+	b, err := run.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the guide's block failed: %v\n--- block:\n%s--- output:\n%s--- stack stderr:\n%s", err, blocks[1], out, stackErr.String())
-	}
-	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`sink lake\.orders: 1 row in \d+ commits \(1 file\)`),                                  // floe sink
-		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1\s+1\s+0\s`),                                                // floe status: log [0, 1), table next 1, lag 0
-		regexp.MustCompile(`lake\.orders snapshot \d+, committed .*: 1 data files, 1 rows`),                       // floe files
-		regexp.MustCompile(`(?m)^orders\s+0\s+0-0\s+1\s+\d+\s+s3://warehouse/lake\.db/orders/data/\S+\.parquet$`), // its file
-		regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ lake\.db/orders/data/\S+\.parquet$`),        // aws s3 ls
-	} {
-		if !want.Match(out) {
-			t.Errorf("the guide's block output lacks %s:\n%s", want, out)
-		}
+		t.Fatalf("the guide's block failed: %v\n--- block:\n%s--- output:\n%s--- stack stderr:\n%s", err, blocks[1], b, stackErr.String())
 	}
 	if err := stop(); err != nil {
 		t.Errorf("floe localstack up did not stop cleanly on SIGINT: %v\n%s", err, stackErr.String())
+	}
+	return string(b), work
+}
+
+// TestDeploymentGuideLocalStack runs the local-stack section of
+// docs/deployment.md as written (runStackGuide): env.sh, kcat -P, curl to
+// the registry, floe sink, status and files, aws s3 ls.
+func TestDeploymentGuideLocalStack(t *testing.T) {
+	testenv.Tool(t, "aws", "pip install awscli, or apt-get install awscli")
+	testenv.Tool(t, "curl", "apt-get install curl")
+	out, _ := runStackGuide(t, "docs/deployment.md", "## The local stack")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`sink lake\.orders: 1 row in \d+ commits \(1 file\)`),                                       // floe sink
+		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1\s+1\s+0\s`),                                                     // floe status: log [0, 1), table next 1, lag 0
+		regexp.MustCompile(`lake\.orders snapshot \d+, committed .*: 1 data files, 1 rows`),                            // floe files
+		regexp.MustCompile(`(?m)^orders\s+0\s+\[0, 1\)\s+1\s+\d+\s+s3://warehouse/lake\.db/orders/data/\S+\.parquet$`), // its file
+		regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ lake\.db/orders/data/\S+\.parquet$`),             // aws s3 ls
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("the guide's block output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// TestReadmeWalkthrough runs the README's five-minute walkthrough as
+// written (runStackGuide): produce 1,000 orders with kcat, sink them,
+// status, files, where, and an audit that writes its HTML report.
+func TestReadmeWalkthrough(t *testing.T) {
+	out, work := runStackGuide(t, "README.md", "## Five minutes on a local stack")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`sink lake\.orders: 1000 rows in 2 commits \(1 file\)`),                                           // floe sink, as the README quotes it
+		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1000\s+1000\s+0\s`),                                                     // floe status: log [0, 1000), next 1000, lag 0
+		regexp.MustCompile(`(?m)^orders\s+0\s+\[0, 1000\)\s+1000\s+\d+\s+s3://warehouse/lake\.db/orders/data/\S+\.parquet$`), // floe files
+		regexp.MustCompile(`orders/0 offset 10 in lake\.orders: row`),                                                        // floe where
+		regexp.MustCompile(`verdict: COMPLETE`),                                                                              // floe audit
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("the walkthrough's output lacks %s:\n%s", want, out)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(work, "audit.html"))
+	if err != nil || !strings.Contains(string(page), "COMPLETE") {
+		t.Errorf("the walkthrough's audit.html (%v) does not show the verdict:\n%.300s", err, page)
+	}
+}
+
+// TestReadmeBlocks keeps every sh block of the README run by a test: the
+// first is the two commands a newcomer runs (the demo is run here as
+// written, in a temporary TMPDIR; the test command is the suite this test
+// is part of), the others are the walkthrough TestReadmeWalkthrough runs.
+func TestReadmeBlocks(t *testing.T) {
+	blocks := docBlocks(t, "README.md", "")
+	walk := docBlocks(t, "README.md", "## Five minutes on a local stack")
+	if len(blocks) != 1+len(walk) {
+		t.Fatalf("the README has %d sh blocks: the two commands and the walkthrough's %d are run by tests, the others by none (write them as text, or move them to a walkthrough a test runs)", len(blocks), len(walk))
+	}
+	var cmds []string
+	for _, l := range strings.Split(strings.TrimSpace(blocks[0]), "\n") {
+		c, _, _ := strings.Cut(l, "#")
+		cmds = append(cmds, strings.TrimSpace(c))
+	}
+	if want := []string{"go run ./cmd/floe demo", "go test ./..."}; !slices.Equal(cmds, want) {
+		t.Fatalf("the README starts with %q, want the two commands %q", cmds, want)
+	}
+	if testing.Short() {
+		t.Skip("runs the demo with go run; skipped with -short")
+	}
+	demo := exec.CommandContext(t.Context(), "go", "run", "./cmd/floe", "demo")
+	demo.Dir, demo.Env = filepath.Join("..", ".."), append(os.Environ(), "TMPDIR="+t.TempDir())
+	out, err := demo.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verdict: COMPLETE") {
+		t.Fatalf("%s: %v\n%s", cmds[0], err, out)
 	}
 }

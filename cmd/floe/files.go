@@ -25,8 +25,8 @@ func newFilesCmd() *cobra.Command {
 		Use:   "files --table NAMESPACE.TABLE [--snapshot ID] [--json]",
 		Short: "List the data files of the table's current snapshot, for readers without Iceberg support",
 		Long: `List the Parquet data files that make up the table's current snapshot (or --snapshot ID): per
-file its path, the Kafka topic and partition of its rows, their smallest and largest offset, the
-row count and the size, from the manifests (no data is read). A reader without Iceberg support
+file its path, the Kafka topic and partition of its rows, their offsets [low, high) (the text
+shows [smallest, largest+1), the JSON min_offset and max_offset), the row count and the size, from the manifests (no data is read). A reader without Iceberg support
 (DuckDB without its iceberg extension, pandas, Spark's plain Parquet reader) that reads exactly
 these files sees exactly the snapshot.
 
@@ -92,7 +92,9 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 		part, offsets := "-", "-"
 		if f.Partition != nil {
 			part = strconv.Itoa(int(*f.Partition))
-			offsets = fmt.Sprintf("%d-%d", *f.MinOffset, *f.MaxOffset)
+			// Half-open like every range floe prints: the file's rows lie
+			// in [smallest, largest+1).
+			offsets = fmt.Sprintf("[%d, %d)", *f.MinOffset, *f.MaxOffset+1)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", opt(f.Topic), part, offsets, f.Records, f.SizeBytes, f.Path)
 	}

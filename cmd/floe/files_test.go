@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -44,6 +45,12 @@ func TestFilesCommand(t *testing.T) {
 	if !strings.Contains(text, "lake.orders snapshot ") || !strings.Contains(text, "300 rows") ||
 		!strings.Contains(text, "TOPIC   PARTITION  OFFSETS") || strings.Count(text, ".parquet") != len(res.Files) {
 		t.Errorf("files text:\n%s", text)
+	}
+	// Offsets are half-open like every range floe prints, not "0-149".
+	for _, f := range res.Files {
+		if want := fmt.Sprintf("  [%d, %d)  ", *f.MinOffset, *f.MaxOffset+1); !strings.Contains(text, want) {
+			t.Errorf("files text lacks the offsets %q of %s:\n%s", want, f.Path, text)
+		}
 	}
 
 	code, _, errs := floe(t, append([]string{"files", "--table", "lake.orders", "--snapshot", "42"}, loc[:2]...)...)

@@ -51,6 +51,7 @@ var flagOf = map[any]string{
 
 	lookup.SettingOffsets:   "--offsets",
 	lookup.SettingTime:      "--time",
+	lookup.SettingTopic:     "--topic",
 	lookup.SettingPartition: "--partition",
 	lookup.SettingOffset:    "--offset",
 	lookup.SettingBroker:    "--brokers",

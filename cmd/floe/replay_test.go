@@ -336,6 +336,27 @@ func TestWhereCommand(t *testing.T) {
 	if code != exitError || !strings.Contains(errs, "--partition") {
 		t.Fatalf("where without --partition: exit %d %s", code, errs)
 	}
+	// --topic is the table's one topic when left out.
+	out = mustFloe(t, append([]string{"where", "--table", "lake.w", "--partition", "0", "--offset", "5"}, loc...)...)
+	if !strings.HasPrefix(out, "w/0 offset 5 in lake.w: row") {
+		t.Errorf("where without --topic on a one-topic table:\n%s", out)
+	}
+	// A question about something that does not exist exits 2 naming it,
+	// as as-of does: a topic the table never held, a partition neither the
+	// table nor the broker has.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"where", "--topic", "nope", "--partition", "0", "--offset", "5"}, `--topic "nope": want a topic lake.w holds: w`},
+		{[]string{"where", "--topic", "w", "--partition", "7", "--offset", "5", "--brokers", brokers}, `--partition "7": want a partition of w: neither lake.w nor the broker has w/7`},
+		{[]string{"as-of", "--offsets", "nope/0=5"}, "nope/0"},
+	} {
+		code, out, errs := floe(t, append(append(c.args, "--table", "lake.w"), loc...)...)
+		if code != exitError || !strings.Contains(errs, c.want) || out != "" {
+			t.Errorf("floe %v: exit %d, stderr %q, stdout %q; want exit 2 naming %q", c.args, code, errs, out, c.want)
+		}
+	}
 }
 
 // readJSONLines reads a JSON lines file of rows.

@@ -37,7 +37,7 @@ func newWhereCmd() *cobra.Command {
 		offset    int64
 	)
 	cmd := &cobra.Command{
-		Use:   "where --table NAMESPACE.TABLE --topic NAME --partition P --offset X [--json]",
+		Use:   "where --table NAMESPACE.TABLE [--topic NAME] --partition P --offset X [--json]",
 		Short: "Find the range, snapshot, commit time and data file holding an offset",
 		Long: `Answer "which snapshot holds offset X": the ledger range [low, high) that consumed the offset,
 the snapshot that committed it and when, and the data file that holds its row (found from the
@@ -50,8 +50,12 @@ The answer is one of:
            aborted transactional record or an offset removed by compaction (with --brokers the
            log is read to tell which), or, in a state table, a value superseded since;
   lost     retention deleted the offset before it was sunk, and the ledger records the loss;
-  unsunk   no range covers it: below the partition's first sunk offset, in a gap, or not sunk yet.`,
-		Example: `  floe where --table lake.orders --topic orders --partition 0 --offset 1234
+  unsunk   no range covers it: below the partition's first sunk offset, in a gap, or not sunk yet.
+
+--topic may be left out on a table that holds one topic. A question about something that does
+not exist exits 2 naming it, as as-of does: a topic the table never held, or (with --brokers) a
+partition neither the table nor the broker has.`,
+		Example: `  floe where --table lake.orders --partition 0 --offset 1234
   floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -59,8 +63,6 @@ The answer is one of:
 			// Given or not is told by Changed, not by a sentinel default:
 			// a negative value given is the lookup's to refuse, naming it.
 			switch {
-			case topic == "":
-				return errors.New("missing --topic NAME")
 			case !cmd.Flags().Changed("partition"):
 				return errors.New("missing --partition P (a partition number)")
 			case !cmd.Flags().Changed("offset"):
@@ -100,7 +102,7 @@ The answer is one of:
 	}
 	f.register(cmd, ": tell a marker from an aborted or compacted offset, and show the broker's offsets")
 	fs := cmd.Flags()
-	topicFlag(fs, &topic, "topic of the position (required)")
+	topicFlag(fs, &topic, "topic of the position (default: the table's one topic)")
 	fs.Int32Var(&partition, "partition", 0, "partition `P` of the position (required)")
 	fs.Int64Var(&offset, "offset", 0, "`OFFSET` to look up (required)")
 	return cmd

@@ -265,7 +265,7 @@ type Report struct {
 	Notes    []string
 	Evidence Evidence
 	// Files is the number of live data files, RowsRead the rows read by the
-	// rows and content levels.
+	// rows and content levels, each row counted once though both read it.
 	Files    int
 	RowsRead int64
 	Started  time.Time
@@ -391,6 +391,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 		if err := a.contentLevel(ctx); err != nil {
 			return nil, err
 		}
+		a.rep.RowsRead = max(a.rep.RowsRead, a.contentRows)
 	}
 	a.finish()
 	return a.rep, nil
@@ -426,8 +427,11 @@ type auditor struct {
 	files []snapshot.DataFile
 	// deadTables are the dead-letter tables the ledger names, by name, and
 	// deadAt the offsets of the dead letters read there (rows level).
-	deadTables map[string]*deadLetterTable
-	deadAt     map[mapping.TopicPartition]*offsetSet
+	// contentRows counts the rows the content level read, which the rows
+	// level, when it ran, read and counted too.
+	contentRows int64
+	deadTables  map[string]*deadLetterTable
+	deadAt      map[mapping.TopicPartition]*offsetSet
 	// deadBad are the commits whose dead-letter files have a finding of
 	// the files level already (missing, pending).
 	deadBad map[int64]bool

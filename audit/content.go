@@ -222,7 +222,7 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 			if fb.Done {
 				return nil
 			}
-			a.rep.RowsRead += fb.Batch.NumRows()
+			a.contentRows += fb.Batch.NumRows()
 			if typed {
 				off, ok := column[*array.Int64](fb.Batch, mapping.ColOffset)
 				if !ok {

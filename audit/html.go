@@ -136,7 +136,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		v.Read += ", " + plural(r.RowsRead, "row") + " read"
 	}
 	if r.Complete() {
-		v.Verdict = fmt.Sprintf("every offset of %s is accounted for", plural(len(r.Partitions), "partition"))
+		v.Verdict = r.completeVerdict()
 	} else {
 		v.Verdict = r.findingSummary()
 	}

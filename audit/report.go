@@ -261,7 +261,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	if r.Complete() {
-		fmt.Fprintf(&b, "verdict: COMPLETE, every offset of %s is accounted for\n", plural(len(r.Partitions), "partition"))
+		wrap(&b, "", "verdict: COMPLETE, "+r.completeVerdict())
 	} else {
 		wrap(&b, "", "verdict: NOT COMPLETE, "+r.findingSummary())
 	}
@@ -349,6 +349,28 @@ func (r *Report) contentTotals() *ContentStats {
 
 // findingSummary counts the findings by kind, for example "3 findings: 1
 // gap, 2 missing-file".
+// completeVerdict says what a complete table's verdict covers: every
+// offset up to the table's next offsets. Lag is not a finding, so the
+// verdict says whether the log holds more, or that no broker was asked.
+func (r *Report) completeVerdict() string {
+	parts := plural(len(r.Partitions), "partition")
+	var lag int64
+	broker := false
+	for _, p := range r.Partitions {
+		if p.Broker != nil {
+			broker, lag = true, lag+p.Broker.Lag
+		}
+	}
+	switch {
+	case !broker:
+		return fmt.Sprintf("every offset of %s up to the table's next offset is accounted for (lag not checked: no --brokers)", parts)
+	case lag == 0:
+		return fmt.Sprintf("every offset of %s is accounted for, up to the end of the log", parts)
+	default:
+		return fmt.Sprintf("every offset of %s up to the table's next offset is accounted for; %s of the log not sunk yet (lag, not a finding)", parts, plural(lag, "offset"))
+	}
+}
+
 func (r *Report) findingSummary() string {
 	var kinds []Kind
 	count := map[Kind]int{}

@@ -66,6 +66,7 @@ type auditJSON struct {
 	Schema     string   `json:"schema"`
 	Complete   bool     `json:"complete"`
 	Levels     []string `json:"levels"`
+	RowsRead   int64    `json:"rows_read"`
 	Partitions []struct {
 		Topic     string     `json:"topic"`
 		Partition int32      `json:"partition"`
@@ -146,6 +147,35 @@ func TestAuditCommandComplete(t *testing.T) {
 	}
 	if verified != 300 {
 		t.Fatalf("%d records verified, want 300", verified)
+	}
+	// The rows and content levels both read the 300 rows; the report
+	// counts them once.
+	if doc.RowsRead != 300 {
+		t.Errorf("rows_read %d with --deep and --verify-content, want the table's 300", doc.RowsRead)
+	}
+
+	// The verdict says how far "every offset" goes: to the end of the log,
+	// to the table's next offset with the lag named, or unchecked.
+	verdict := func(out string) string {
+		_, v, _ := strings.Cut(out, "verdict: ")
+		v, _, _ = strings.Cut(v, "\nevidence")
+		return strings.Join(strings.Fields(v), " ")
+	}
+	_, out, _ = floe(t, append(base, "--brokers", st.Brokers[0])...)
+	if want := "COMPLETE, every offset of 3 partitions is accounted for, up to the end of the log"; verdict(out) != want {
+		t.Errorf("verdict without lag %q, want %q", verdict(out), want)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("orders", 3, 30, time.Now(), 2)); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = floe(t, append(base, "--brokers", st.Brokers[0])...)
+	if want := "COMPLETE, every offset of 3 partitions up to the table's next offset is accounted for; 30 offsets of the log not sunk yet (lag, not a finding)"; code != exitOK || verdict(out) != want {
+		t.Errorf("verdict with lag: exit %d, %q, want %q", code, verdict(out), want)
+	}
+	checkWidth(t, out)
+	_, out, _ = floe(t, base...)
+	if want := "COMPLETE, every offset of 3 partitions up to the table's next offset is accounted for (lag not checked: no --brokers)"; verdict(out) != want {
+		t.Errorf("verdict without --brokers %q, want %q", verdict(out), want)
 	}
 }
 

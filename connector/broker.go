@@ -30,9 +30,18 @@ const DefaultDialTimeout = 15 * time.Second
 
 // Dial connects to the cluster and checks that it answers within timeout.
 // Extra options (TLS, SASL) are applied to this and every consumer client.
+// A seed that cannot name a broker (empty, or a URL such as
+// kafka://HOST:PORT, which the client would look up as a host name) is a
+// *ConfigError before anything is dialled.
 func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kgo.Opt) (*Broker, error) {
-	if len(seeds) == 0 {
+	if len(seeds) == 0 || slices.Contains(seeds, "") {
 		return nil, &ConfigError{Setting: SettingBrokers, Want: "HOST:PORT[,HOST:PORT]"}
+	}
+	for _, s := range seeds {
+		if scheme, hostPort, ok := strings.Cut(s, "://"); ok {
+			return nil, &ConfigError{Setting: SettingBrokers, Value: s,
+				Want: fmt.Sprintf("HOST:PORT without a URL scheme: %s, not %s://%s (brokers are host and port; TLS and SASL have flags of their own)", hostPort, scheme, hostPort)}
+		}
 	}
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout

@@ -85,8 +85,10 @@ func applyConfig(cmd *cobra.Command) error {
 		if f.Changed || f.Name == "config" || f.Name == "help" {
 			return
 		}
-		env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
+		env := envName(f.Name)
+		// Empty is unset, as for most tools: FLOE_BROKERS= must not be
+		// one broker with no name that the sink then waits for.
+		if v := os.Getenv(env); v != "" {
 			vals := []string{v}
 			if _, isSlice := f.Value.(pflag.SliceValue); isSlice {
 				vals = strings.Split(v, ",")
@@ -106,6 +108,64 @@ func applyConfig(cmd *cobra.Command) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// envName is the FLOE_* variable of the flag named name.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// misspeltEnv returns a warning for each FLOE_* variable of environ that
+// no flag reads but that is a letter or two away from one that does
+// (FLOE_BROKER for FLOE_BROKERS): a variable no flag reads is ignored, and
+// a misspelt one would leave its setting at the default without a word.
+// known holds the flag names of every command, since one environment
+// serves them all.
+func misspeltEnv(environ []string, known map[string]bool) []string {
+	names := []string{configEnv}
+	for name := range known {
+		names = append(names, envName(name))
+	}
+	var warnings []string
+	for _, kv := range environ {
+		env, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(env, envPrefix) || slices.Contains(names, env) {
+			continue
+		}
+		var close []string
+		for _, n := range names {
+			if editDistance(env, n) <= 2 {
+				close = append(close, n)
+			}
+		}
+		if len(close) > 0 {
+			slices.Sort(close)
+			warnings = append(warnings, fmt.Sprintf("%s is not a floe variable and is ignored; did you mean %s?", env, strings.Join(close, " or ")))
+		}
+	}
+	slices.Sort(warnings)
+	return warnings
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // setFlag sets f as if given on the command line, so that Changed is true.

@@ -161,6 +161,44 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 }
 
+// TestEnvironmentMistakes: a newcomer's mistakes in FLOE_* variables and
+// --brokers are named at once. An empty FLOE_BROKERS is unset (it was one
+// broker with no name, dialled for the 15 s dial timeout); a misspelt
+// FLOE_* variable is warned about with the one meant (it was ignored
+// silently), and the harness's own FLOE_* variables are not; a broker
+// written as a URL is refused naming its HOST:PORT (it said "no such
+// host" after the dial timeout).
+func TestEnvironmentMistakes(t *testing.T) {
+	t.Setenv("FLOE_BROKERS", "")
+	start := time.Now()
+	code, _, errs := floe(t, "sink", "--topic", "orders", "--table", "lake.orders", "--catalog", filepath.Join(t.TempDir(), "c.db"))
+	if code != exitError || !strings.Contains(errs, "missing --brokers") || time.Since(start) > 5*time.Second {
+		t.Errorf("empty FLOE_BROKERS: exit %d after %s, %q; want exit 2 at once, missing --brokers", code, time.Since(start).Round(time.Millisecond), errs)
+	}
+
+	t.Setenv("FLOE_BROKER", "127.0.0.1:9")
+	code, _, errs = floe(t, "version")
+	if code != exitOK || !strings.Contains(errs, "FLOE_BROKER is not a floe variable and is ignored; did you mean FLOE_BROKERS?") {
+		t.Errorf("misspelt FLOE_BROKER: exit %d, stderr %q", code, errs)
+	}
+	os.Unsetenv("FLOE_BROKER")
+	known := allFlagNames(newRoot(io.Discard, io.Discard))
+	harness := []string{"FLOE_REQUIRE_SERVERS=1", "FLOE_SCREENSHOTS=d", "FLOE_MINIO=m", "FLOE_PG_BIN=p", "FLOE_MOTO_SERVER=m", "FLOE_VERSITYGW=v",
+		"FLOE_CAMPAIGN_LOGS=l", "FLOE_BENCH_RECORDS=1", "FLOE_BENCH_LOG=1", "FLOE_TEST_BROKERS=b", "FLOE_TEST_TABLE=t", "FLOE_TEST_TOPIC=t",
+		"FLOE_TEST_GROUP=g", "FLOE_TEST_CATALOG=c", "FLOE_TEST_START=s", "FLOE_TEST_VALUE=v", "FLOE_TEST_REGISTRY=r", "FLOE_CONFIG=c", "FLOE_TABLE=t"}
+	if w := misspeltEnv(harness, known); len(w) != 0 {
+		t.Errorf("warnings for variables that are not misspellings: %q", w)
+	}
+
+	st, _ := sinkStack(t)
+	start = time.Now()
+	code, _, errs = floe(t, "sink", "--topic", "orders", "--table", "lake.orders", "--catalog", st.Catalog().Catalog, "--brokers", "kafka://"+st.Brokers[0])
+	want := fmt.Sprintf(`--brokers "kafka://%s": want HOST:PORT without a URL scheme: %s, not kafka://%s`, st.Brokers[0], st.Brokers[0], st.Brokers[0])
+	if code != exitError || !strings.Contains(errs, want) || time.Since(start) > 5*time.Second {
+		t.Errorf("--brokers kafka://: exit %d after %s, %q; want %q at once", code, time.Since(start).Round(time.Millisecond), errs, want)
+	}
+}
+
 func writeFile(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

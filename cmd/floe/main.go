@@ -92,7 +92,13 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 			if err := applyConfig(cmd); err != nil {
 				return err
 			}
-			return setupLogging(stderr, g)
+			if err := setupLogging(stderr, g); err != nil {
+				return err
+			}
+			for _, w := range misspeltEnv(os.Environ(), allFlagNames(cmd.Root())) {
+				slog.Warn(w)
+			}
+			return nil
 		},
 	}
 	root.SetOut(stdout)

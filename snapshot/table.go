@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -195,9 +196,46 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	return t, nil
 }
 
+// checkNewIdent reports why floe should not create a table named ident, or
+// nil. catalog.ParseIdent takes any name a catalog can hold, so that tables other
+// engines created open; a table floe creates gets a plain name instead:
+// NAMESPACE.TABLE with one namespace level (lake.a.b would create the
+// nested namespace lake.a, which Glue and most SQL engines cannot name),
+// each part of ASCII letters, digits, _ and - (a space or other character
+// is escaped in the table's file paths: lake.db/my%20table).
+func checkNewIdent(ident table.Identifier) error {
+	name := strings.Join(ident, ".")
+	if len(ident) != 2 {
+		return fmt.Errorf("table %q: floe creates tables as NAMESPACE.TABLE, with one namespace level (this would create the nested namespace %s); for example %s.%s",
+			name, strings.Join(ident[:len(ident)-1], "."), ident[0], strings.Join(ident[1:], "_"))
+	}
+	notPlain := func(r rune) bool {
+		return !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}
+	for _, p := range ident {
+		if i := strings.IndexFunc(p, notPlain); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(p[i:])
+			plain := func(p string) string {
+				return strings.Map(func(r rune) rune {
+					if notPlain(r) {
+						return '_'
+					}
+					return r
+				}, p)
+			}
+			return fmt.Errorf("table %q: a new table's namespace and name take letters, digits, _ and - only (%q holds %q, which its file paths would escape); for example %s.%s",
+				name, p, r, plain(ident[0]), plain(ident[1]))
+		}
+	}
+	return nil
+}
+
 // create creates the table of layout (of schema, nil: the layout's) with
 // properties extra, partitioned by pb (nil: unpartitioned).
 func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, schema *iceberg.Schema, extra map[string]string, pb *mapping.PartitionBy) (*table.Table, error) {
+	if err := checkNewIdent(ident); err != nil {
+		return nil, err
+	}
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)

@@ -94,6 +94,12 @@ func TestSinkBadInput(t *testing.T) {
 		{"unknown topic", []string{"--brokers", brokers, "--topic", "nope", "--table", "lake.b"}, `topic "nope" does not exist`},
 		{"malformed table", []string{"--brokers", brokers, "--topic", "orders", "--table", "orders"}, "want NAMESPACE.TABLE"},
 		{"empty table part", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake."}, "empty name part"},
+		// A new table gets a plain name; a space was escaped into its S3
+		// keys (my%20table) and lake.a.b created the nested namespace lake.a.
+		{"space in a new table", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.my table"},
+			`table "lake.my table": a new table's namespace and name take letters, digits, _ and - only ("my table" holds ' '`},
+		{"nested namespace", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.a.b"},
+			`table "lake.a.b": floe creates tables as NAMESPACE.TABLE, with one namespace level (this would create the nested namespace lake.a); for example lake.a_b`},
 		{"incompatible schema", []string{"--brokers", brokers, "--topic", "orders", "--table", "other.strings"}, `cannot hold floe rows: column "kafka_topic" (string) is missing`},
 		{"bad start", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.c", "--start", "middle"}, "want earliest or latest"},
 		{"missing brokers", []string{"--topic", "orders", "--table", "lake.d"}, "missing --brokers"},
@@ -119,6 +125,9 @@ func TestSinkBadInput(t *testing.T) {
 		if ok, _ := cat.CheckTableExists(t.Context(), []string{"lake", name}); ok {
 			t.Fatalf("failed run created lake.%s", name)
 		}
+	}
+	if ok, _ := cat.CheckNamespaceExists(t.Context(), []string{"lake", "a"}); ok {
+		t.Fatal("the refused lake.a.b created the nested namespace lake.a")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"log/slog"
@@ -37,6 +38,17 @@ type guardedCatalog struct {
 	// (see sharesConfig).
 	shareS3 bool
 	log     *slog.Logger
+}
+
+// Close closes the catalog's connection when it has one (SQL catalogs).
+// Commands that run once leave it to the process's exit; a caller that
+// opens a catalog among other work closes it (catalogs of icecat's
+// interface have no Close, so it asserts io.Closer).
+func (g *guardedCatalog) Close() error {
+	if c, ok := g.Catalog.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // storage returns ctx for a call that may open the tables' storage,

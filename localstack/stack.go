@@ -41,8 +41,8 @@ type Stack struct {
 }
 
 // Start starts the broker (kfake listens on 127.0.0.1 only) and the schema
-// registry (srfake, served on 127.0.0.1), and lays out the catalog and
-// warehouse folders. ctx bounds the start only: a cancelled ctx
+// registry (srfake, served on 127.0.0.1) in its folder; the catalog and
+// a file warehouse are made when first opened. ctx bounds the start only: a cancelled ctx
 // starts nothing; once started, the stack runs until Close.
 func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err := ctx.Err(); err != nil {
@@ -56,7 +56,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.Dir, s.temp = d, true
 	}
-	if err := os.MkdirAll(filepath.Join(s.Dir, "warehouse"), 0o755); err != nil {
+	// The warehouse folder is made by the first table: 'floe localstack
+	// up' keeps its warehouse on S3 and would show an empty one.
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("local stack: %w", err)
 	}
 	kopts := []kfake.Opt{

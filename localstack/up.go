@@ -3,6 +3,8 @@ package localstack
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -113,7 +115,20 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 		s3.Close()
 		return nil, &CheckError{Settings: []Setting{SettingKafkaPort}, Err: fmt.Errorf("%w (is another local stack running?)", err)}
 	}
-	return &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, stack: stack}, nil
+	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, stack: stack}
+	// The stack announces its catalog, so it exists from now on: the first
+	// sink finds it rather than logging that it creates a new one.
+	cfg := l.Catalog()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cat, err := catalog.Open(ctx, cfg)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("local stack: create the catalog: %w", err)
+	}
+	if c, ok := cat.(io.Closer); ok {
+		c.Close()
+	}
+	return l, nil
 }
 
 // Close stops the broker, the schema registry and the S3 endpoint; the

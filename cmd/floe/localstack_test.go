@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,7 +58,16 @@ func TestLocalstackUpSurvivesRestart(t *testing.T) {
 	count := map[int32]int64{}
 	produceRound(t, l.Brokers, "orders", 2, 120, count)
 	conf := filepath.Join(dir, "floe.yaml")
-	mustFloe(t, "sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	// The stack's catalog exists from the start: the first sink does not
+	// announce a new one, and the stack's folder has no warehouse/ folder
+	// (its warehouse is s3://warehouse/).
+	code, _, errs := floe(t, "sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	if code != exitOK || strings.Contains(errs, "creating a new SQLite catalog") {
+		t.Errorf("first sink on the local stack: exit %d, log:\n%s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "warehouse")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the local stack's folder has a warehouse/ folder (%v); its warehouse is %s", err, l.Warehouse())
+	}
 	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
 	l.Close()
 

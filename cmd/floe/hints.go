@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -114,7 +115,13 @@ func withFlags(err error) string {
 				rewrite(e.Error(), valueMessage("--"+e.Setting, e.Value, e.Want))
 			}
 		case *connector.BadRecordError:
-			hint("records that cannot become rows go to the dead-letter table unless --dlq off; a schema conflict stops the sink only with --on-schema-conflict fail")
+			// A conflict stops the sink only with --on-schema-conflict fail
+			// or --dlq off: say what dead-letters it, not what was asked.
+			if _, conflict := errors.AsType[*mapping.SchemaConflictError](e.Reason); conflict {
+				hint("records whose type the table cannot take go to the dead-letter table with --on-schema-conflict dead-letter (the default) and --dlq on")
+			} else {
+				hint("records that cannot become rows go to the dead-letter table unless --dlq off")
+			}
 		case *lookup.QueryError:
 			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
 		case *replay.OptionError:

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/floe-dev/floe/localstack"
 )
 
@@ -180,5 +182,35 @@ func TestTypedSinkCommand(t *testing.T) {
 	}
 	if len(state.Rows) == 0 || len(state.Rows) > 100 {
 		t.Fatalf("state table: %d rows", len(state.Rows))
+	}
+}
+
+// TestSchemaConflictFailHint: a run with --on-schema-conflict fail that
+// stops at a conflict ends with the hint of how such records are
+// dead-lettered instead, not "a schema conflict stops the sink only with
+// --on-schema-conflict fail", the flag it was run with.
+func TestSchemaConflictFailHint(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "readings", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for _, v := range []string{`{"n":1}`, `{"n":2}`, `{"n":"three"}`} {
+		recs = append(recs, &kgo.Record{Topic: "readings", Value: []byte(v)})
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	code, _, errs := floe(t, "sink", "-b", strings.Join(st.Brokers, ","), "-t", "readings", "--table", "lake.readings", "--stop-at-end",
+		"--value", "json", "--on-schema-conflict", "fail", "--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse)
+	if code != exitError || !strings.Contains(errs, "readings/0 offset 2 cannot become a row") ||
+		strings.Contains(errs, "only with --on-schema-conflict fail") ||
+		!strings.Contains(errs, "with --on-schema-conflict dead-letter (the default) and --dlq on") {
+		t.Fatalf("--on-schema-conflict fail at a conflict: exit %d, %q", code, errs)
 	}
 }

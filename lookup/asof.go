@@ -43,6 +43,10 @@ type AsOfResult struct {
 	CommittedAt time.Time  `json:"committed_at"`
 	Time        *time.Time `json:"time,omitempty"`
 	Positions   []Position `json:"positions"`
+	// Empty is set when the table as of the position held nothing: every
+	// partition's cut is at or below the first offset the table holds of
+	// it (a time before its first record, say).
+	Empty bool `json:"empty"`
 	// Cut is the position: the table as of it is SnapshotID's rows below
 	// the cut (Rows).
 	Cut mapping.Cut `json:"-"`
@@ -122,6 +126,13 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 	}
 	res.SnapshotID, res.CommittedAt, res.Cut = c.SnapshotID, c.CommittedAt, cut
+	res.Empty = true
+	for tp, o := range cut {
+		if o > mapping.Cover(ledger.Ranges(tp)).First {
+			res.Empty = false
+			break
+		}
+	}
 	tps := make([]mapping.TopicPartition, 0, len(cut))
 	for tp := range cut {
 		tps = append(tps, tp)

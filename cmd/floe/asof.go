@@ -141,6 +141,9 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 	for _, p := range r.Positions {
 		fmt.Fprintf(w, "  %s/%d below offset %d (%s)\n", p.Topic, p.Partition, p.Offset, p.Source)
 	}
+	if r.Empty {
+		fmt.Fprintln(w, "the table held nothing then: each cut is at or below the first offset the table holds of its partition")
+	}
 	if r.RowCount != nil {
 		fmt.Fprintf(w, "wrote %d rows to %s\n", *r.RowCount, r.Output)
 	}

@@ -466,6 +466,20 @@ func TestAsOfCommand(t *testing.T) {
 		}
 	}
 
+	// A time before the first record: the table held nothing then, and
+	// says so (it answered a snapshot and "below offset 0" alone).
+	early := append([]string{"as-of", "--table", "lake.a", "--time", base.Add(-time.Hour).Format(time.RFC3339)}, loc...)
+	if text := mustFloe(t, early...); !strings.Contains(text, "the table held nothing then") {
+		t.Errorf("as-of before the first record:\n%s", text)
+	}
+	var r asOfResult
+	if err := json.Unmarshal([]byte(mustFloe(t, append(early, "--json")...)), &r); err != nil || !r.Empty {
+		t.Errorf("as-of --json before the first record: %v, empty %v", err, r.Empty)
+	}
+	if text := mustFloe(t, append([]string{"as-of", "--table", "lake.a", "--time", at}, loc...)...); strings.Contains(text, "held nothing") {
+		t.Errorf("as-of at a time with rows says the table held nothing:\n%s", text)
+	}
+
 	// Text rows, and errors.
 	text := mustFloe(t, append([]string{"as-of", "--table", "lake.a", "--offsets", "a/1=3", "--rows"}, loc...)...)
 	if !strings.Contains(text, fmt.Sprint(head)) || !strings.Contains(text, "63 rows") {

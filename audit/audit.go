@@ -76,14 +76,14 @@ const (
 	KindCountMismatch Kind = "count-mismatch"
 	// KindDeleteFiles (files): row-level delete files hide rows of the table.
 	KindDeleteFiles Kind = "delete-files"
-	// KindDeadLettersPending (files): a commit's dead letters are in no row
+	// KindDeadLettersPending (ledger): a commit's dead letters are in no row
 	// of its dead-letter table yet, and the files it lists are there: its
 	// writer stopped between the commit and adding them (or a rollback
 	// that removed them was undone). The next sink session, or floe
 	// maintain, adds them. (When the files are gone too, nothing can add
 	// them: KindMissingFile.)
 	KindDeadLettersPending Kind = "dead-letters-pending"
-	// KindStrayDeadLetters (files): a dead-letter table of the table holds
+	// KindStrayDeadLetters (ledger): a dead-letter table of the table holds
 	// dead letters of commits no branch's ledger has (the table was
 	// rolled back past them, or a published branch replaced them),
 	// whatever the ledger names. The next sink session, or floe maintain,
@@ -379,7 +379,9 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	if err := a.openDeadLetters(ctx); err != nil {
 		return nil, err
 	}
-	a.ledgerLevel()
+	if err := a.ledgerLevel(ctx); err != nil {
+		return nil, err
+	}
 	if opts.Depth >= DepthFiles {
 		if err := a.filesLevel(ctx); err != nil {
 			return nil, err

@@ -58,8 +58,8 @@ func (a *auditor) openDeadLetters(ctx context.Context) error {
 }
 
 // deadLetterLedger reports the dead-letter tables the ledger names that
-// do not exist.
-func (a *auditor) deadLetterLedger() {
+// do not exist, and compares the others with the ledgers (deadLetterState).
+func (a *auditor) deadLetterLedger(ctx context.Context) error {
 	a.deadBad = map[int64]bool{}
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
 		d := a.deadTables[name]
@@ -72,16 +72,17 @@ func (a *auditor) deadLetterLedger() {
 		a.find(Finding{Level: LevelLedger, Kind: KindMissingFile,
 			Detail: fmt.Sprintf("the ledger lists dead letters in table %s, which does not exist", name)})
 	}
+	return a.deadLetterState(ctx)
 }
 
-// deadLetterFiles compares each dead-letter table's rows (their commit
+// deadLetterState compares each dead-letter table's rows (their commit
 // ids: dead letters are few, and only that column and the position are
-// read) with the commits that the ledgers of the table's branches name
+// read, so the ledger level does it too) with the commits that the ledgers of the table's branches name
 // for it, as reconciling does (snapshot.DeadLetterState): a commit
 // without rows is pending when reconciling would add its files, or
 // missing when they are gone; rows of a commit no ledger has are stray;
 // a commit's rows must be as many as its dead letters.
-func (a *auditor) deadLetterFiles(ctx context.Context) error {
+func (a *auditor) deadLetterState(ctx context.Context) error {
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
 		d := a.deadTables[name]
 		if d.tbl == nil {
@@ -97,7 +98,7 @@ func (a *auditor) deadLetterFiles(ctx context.Context) error {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true
-			a.find(Finding{Level: LevelFiles, Kind: KindDeadLettersPending, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
+			a.find(Finding{Level: LevelLedger, Kind: KindDeadLettersPending, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are not in %s yet; its %d dead-letter files are there: the next floe sink session or floe maintain adds them",
 					c.ID, c.SnapshotID, deadLetterCount(c), name, len(c.DeadLetterFiles))})
 		}
@@ -106,7 +107,7 @@ func (a *auditor) deadLetterFiles(ctx context.Context) error {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true
-			a.find(Finding{Level: LevelFiles, Kind: KindMissingFile, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
+			a.find(Finding{Level: LevelLedger, Kind: KindMissingFile, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are in no row of %s, and its dead-letter files are gone (deleted outside floe): nothing can add them; restore the files, or replay the table",
 					c.ID, c.SnapshotID, deadLetterCount(c), name)})
 		}
@@ -115,7 +116,7 @@ func (a *auditor) deadLetterFiles(ctx context.Context) error {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true
-			a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, SnapshotID: c.SnapshotID,
+			a.find(Finding{Level: LevelLedger, Kind: KindCountMismatch, SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters; %s holds %d rows of it", c.ID, c.SnapshotID, deadLetterCount(c), name, st.Rows[c.ID])})
 		}
 		if len(st.Stale) > 0 || len(st.StaleLegacy) > 0 {
@@ -123,7 +124,7 @@ func (a *auditor) deadLetterFiles(ctx context.Context) error {
 			for _, offs := range st.StaleLegacy {
 				n += int64(len(offs))
 			}
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayDeadLetters,
+			a.find(Finding{Level: LevelLedger, Kind: KindStrayDeadLetters,
 				Detail: fmt.Sprintf("%s holds %d dead letters of commits that no branch's ledger has (%d commits: rolled back, or replaced by a published branch): the next floe sink session or floe maintain removes them",
 					name, n, max(len(st.Stale), 1))})
 		}

@@ -39,10 +39,6 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		a.deleteFiles()
 		return nil
 	}
-	if err := a.deadLetterFiles(ctx); err != nil {
-		return err
-	}
-
 	live := make(map[string]bool, len(files))
 	held := newRangeSets()
 	unattributed := map[rangeKey]bool{}

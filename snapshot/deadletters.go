@@ -684,17 +684,19 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 }
 
 // recordDeadLetterTable adds the dead-letter table name to t's
-// PropDeadLetterTables when it is not there, retrying lost races.
+// PropDeadLetterTables when it is not there. Adding it again is harmless,
+// so a failure whose outcome is unknown is retried like a lost race.
 func (t *Table) recordDeadLetterTable(ctx context.Context, name string) error {
 	const maxAttempts = 10
 	var lastErr error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return err
+				return fmt.Errorf("record dead-letter table %s on %s: %w (last error: %w)", name, t.Name(), err, lastErr)
 			}
 			if err := t.Refresh(ctx); err != nil {
-				return err
+				lastErr = err
+				continue
 			}
 		}
 		names := strings.Split(t.tbl.Properties()[PropDeadLetterTables], ",")
@@ -704,11 +706,12 @@ func (t *Table) recordDeadLetterTable(ctx context.Context, name string) error {
 		}
 		names = append(names, name)
 		slices.Sort(names)
-		err := t.SetProperties(ctx, map[string]string{PropDeadLetterTables: strings.Join(names, ",")})
-		if err == nil || !isConflict(err) {
-			return err
+		if lastErr = t.SetProperties(ctx, map[string]string{PropDeadLetterTables: strings.Join(names, ",")}); lastErr == nil {
+			return nil
 		}
-		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	return fmt.Errorf("record dead-letter table %s on %s: %w", name, t.Name(), lastErr)
 }

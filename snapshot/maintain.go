@@ -138,7 +138,9 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	if err := t.upkeep(ctx, log, opts, &res); err != nil {
 		return res, err
 	}
-	if t.tbl.Properties()[PropDeadLettersOf] != "" {
+	if t.tbl.Properties()[PropDeadLettersOf] != "" || (opts.DryRun && len(res.TruncatedRefs) > 0) {
+		// A dry run leaves a truncated ledger unrepaired: the dead-letter
+		// tables could not be read against it.
 		return res, nil
 	}
 	// A data table's dead-letter tables are maintained with it, as

@@ -76,11 +76,19 @@ const (
 	KindCountMismatch Kind = "count-mismatch"
 	// KindDeleteFiles (files): row-level delete files hide rows of the table.
 	KindDeleteFiles Kind = "delete-files"
-	// KindDeadLettersPending (files): a commit lists dead-letter files that
-	// are not in the dead-letter table yet: its writer stopped between the
-	// commit and adding them. The next sink session, or floe maintain,
-	// adds them.
+	// KindDeadLettersPending (ledger): a commit's dead letters are in no row
+	// of its dead-letter table yet, and the files it lists are there: its
+	// writer stopped between the commit and adding them (or a rollback
+	// that removed them was undone). The next sink session, or floe
+	// maintain, adds them. (When the files are gone too, nothing can add
+	// them: KindMissingFile.)
 	KindDeadLettersPending Kind = "dead-letters-pending"
+	// KindStrayDeadLetters (ledger): a dead-letter table of the table holds
+	// dead letters of commits no branch's ledger has (the table was
+	// rolled back past them, or a published branch replaced them),
+	// whatever the ledger names. The next sink session, or floe maintain,
+	// removes them.
+	KindStrayDeadLetters Kind = "stray-dead-letters"
 
 	// KindDuplicate (rows): offsets held by more than one row.
 	KindDuplicate Kind = "duplicate"
@@ -371,7 +379,9 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	if err := a.openDeadLetters(ctx); err != nil {
 		return nil, err
 	}
-	a.ledgerLevel()
+	if err := a.ledgerLevel(ctx); err != nil {
+		return nil, err
+	}
 	if opts.Depth >= DepthFiles {
 		if err := a.filesLevel(ctx); err != nil {
 			return nil, err
@@ -425,15 +435,16 @@ type auditor struct {
 	parts   map[mapping.TopicPartition]*PartitionReport
 	// files are the live data files at the head (files level).
 	files []snapshot.DataFile
-	// deadTables are the dead-letter tables the ledger names, by name, and
-	// deadAt the offsets of the dead letters read there (rows level).
+	// deadTables are the table's dead-letter tables (those the ledger
+	// names, and the others it has), by name, and deadAt the offsets of
+	// the dead letters read in those the ledger names (rows level).
 	// contentRows counts the rows the content level read, which the rows
 	// level, when it ran, read and counted too.
 	contentRows int64
 	deadTables  map[string]*deadLetterTable
 	deadAt      map[mapping.TopicPartition]*offsetSet
-	// deadBad are the commits whose dead-letter files have a finding of
-	// the files level already (missing, pending).
+	// deadBad are the commits whose dead letters have a finding of the
+	// ledger or files level already (missing, pending, miscounted).
 	deadBad map[int64]bool
 	// typed decodes records for the content level of a typed table.
 	typed *typedContent

@@ -125,10 +125,9 @@ func (a *auditor) compactedFile(f snapshot.DataFile, sets *rangeSets, table stri
 }
 
 // joinedCounts compares, for every set of ranges that compacted files
-// joined, the rows its live files hold with the sum of its ranges' counts
-// (count of a range: records, or dead letters when deadLetters). Ranges of
-// a snapshot in skip, or in unattributed, are not judged.
-func (a *auditor) joinedCounts(sets *rangeSets, deadLetters bool, unattributed map[rangeKey]bool, skip map[int64]bool, what string) {
+// joined, the rows its live files hold with the sum of its ranges' record
+// counts. Ranges in unattributed are not judged.
+func (a *auditor) joinedCounts(sets *rangeSets, unattributed map[rangeKey]bool) {
 	type set struct {
 		keys       []rangeKey
 		want, held int64
@@ -152,12 +151,8 @@ func (a *auditor) joinedCounts(sets *rangeSets, deadLetters bool, unattributed m
 				byRoot[root] = s
 			}
 			s.keys = append(s.keys, k)
-			if deadLetters {
-				s.want += r.DeadLetters
-			} else {
-				s.want += r.Records
-			}
-			if unattributed[k] || skip[c.SnapshotID] || !a.selected(r.Topic) {
+			s.want += r.Records
+			if unattributed[k] || !a.selected(r.Topic) {
 				s.judged = false
 			}
 		}
@@ -170,8 +165,8 @@ func (a *auditor) joinedCounts(sets *rangeSets, deadLetters bool, unattributed m
 		first, last := s.keys[0], s.keys[len(s.keys)-1]
 		a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: first.r.TopicPartition, HasPartition: true,
 			Offsets: mapping.Interval{Low: first.r.Low, High: last.r.High}, HasOffsets: true, SnapshotID: first.snapshot,
-			Detail: fmt.Sprintf("the %d ranges from %s (snapshot %d) to %s (snapshot %d), which compacted files span, have %d %s in the ledger; their live files hold %d",
-				len(s.keys), first.r.Interval, first.snapshot, last.r.Interval, last.snapshot, s.want, what, s.held)})
+			Detail: fmt.Sprintf("the %d ranges from %s (snapshot %d) to %s (snapshot %d), which compacted files span, have %d records in the ledger; their live files hold %d",
+				len(s.keys), first.r.Interval, first.snapshot, last.r.Interval, last.snapshot, s.want, s.held)})
 	}
 }
 

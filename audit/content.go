@@ -103,7 +103,7 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	var dead []offsetDigest
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
 		d := a.deadTables[name]
-		if d.tbl == nil || d.tbl.Head() == nil {
+		if !d.named || d.tbl == nil || d.tbl.Head() == nil {
 			continue
 		}
 		got, _, err := a.tableDigests(ctx, d.tbl, d.tbl.Head().SnapshotID, tp, iv, false)

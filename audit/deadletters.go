@@ -2,11 +2,9 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -15,211 +13,138 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// deadLetterTable is what the audit knows of one dead-letter table named by
-// the ledger's commits.
+// deadLetterTable is what the audit knows of one dead-letter table of the
+// audited table.
 type deadLetterTable struct {
 	name string
 	tbl  *snapshot.Table // nil when it does not exist
-	// listed maps each file the ledger's commits list for it to the commit.
-	listed map[string]*mapping.Commit
-	// live are its live data files (files level).
-	live []snapshot.DataFile
-	// applied are the commits whose dead letters its snapshots added.
-	applied map[string]bool
+	// named is set when the audited ledger's commits name it.
+	named bool
+	// state compares its rows with the ledgers (files level).
+	state *snapshot.DeadLetterState
 }
 
-// openDeadLetters opens the dead-letter tables the ledger's commits name.
-// A missing one is a finding at the files level.
+// openDeadLetters opens the dead-letter tables of the audited table: those
+// its ledger's commits name (a missing one is a finding at the ledger
+// level), and whatever the ledger names, the others it has
+// (snapshot.Table.DeadLetterTables: the default one, those it recorded),
+// whose rows must all belong to a live commit too.
 func (a *auditor) openDeadLetters(ctx context.Context) error {
 	a.deadTables = map[string]*deadLetterTable{}
 	for i := range a.ledger.Commits {
 		c := &a.ledger.Commits[i]
-		if c.DeadLetterTable == "" {
-			continue
-		}
-		d := a.deadTables[c.DeadLetterTable]
-		if d == nil {
-			d = &deadLetterTable{name: c.DeadLetterTable, listed: map[string]*mapping.Commit{}}
-			a.deadTables[d.name] = d
-		}
-		for _, p := range c.DeadLetterFiles {
-			d.listed[p] = c
+		if c.DeadLetterTable != "" && a.deadTables[c.DeadLetterTable] == nil {
+			a.deadTables[c.DeadLetterTable] = &deadLetterTable{name: c.DeadLetterTable, named: true}
 		}
 	}
+	dlqs, err := a.tbl.DeadLetterTables(ctx)
+	if err != nil {
+		return err
+	}
+	for _, dlq := range dlqs {
+		d := a.deadTables[dlq.Name()]
+		if d == nil {
+			d = &deadLetterTable{name: dlq.Name()}
+			a.deadTables[d.name] = d
+		}
+		d.tbl = dlq
+	}
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
-		d := a.deadTables[name]
-		ident, err := catalog.ParseIdent(name)
-		if err != nil {
+		if _, err := catalog.ParseIdent(name); err != nil {
 			return fmt.Errorf("the ledger of %s names dead-letter table %q: %w", a.tbl.Name(), name, err)
-		}
-		d.tbl, err = snapshot.OpenDeadLetters(ctx, a.tbl.Catalog(), ident, a.tbl.Name(), false)
-		if errors.Is(err, snapshot.ErrTableNotFound) {
-			d.tbl = nil
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("open dead-letter table %s: %w", name, err)
-		}
-		d.applied = map[string]bool{}
-		for _, s := range d.tbl.Iceberg().Metadata().Snapshots() {
-			if s.Summary != nil && s.Summary.Properties[snapshot.KeyDeadLettersFor] != "" {
-				d.applied[s.Summary.Properties[snapshot.KeyDeadLettersFor]] = true
-			}
 		}
 	}
 	return nil
 }
 
-// deadLetterLedger checks the dead-letter tables' snapshot summaries
-// against the ledger: every commit with dead letters has a snapshot of its
-// dead-letter table that added them. A commit older than the table's
-// oldest snapshot is not judged here (its snapshot may have been expired);
-// the files level checks its files.
-func (a *auditor) deadLetterLedger() {
+// deadLetterLedger reports the dead-letter tables the ledger names that
+// do not exist, and compares the others with the ledgers (deadLetterState).
+func (a *auditor) deadLetterLedger(ctx context.Context) error {
 	a.deadBad = map[int64]bool{}
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
 		d := a.deadTables[name]
-		if d.tbl == nil {
-			for _, c := range a.commitsOf(d) {
-				a.deadBad[c.SnapshotID] = true
-			}
-			a.find(Finding{Level: LevelLedger, Kind: KindMissingFile,
-				Detail: fmt.Sprintf("the ledger lists dead letters in table %s, which does not exist", name)})
+		if d.tbl != nil {
 			continue
 		}
-		var oldest time.Time
-		for _, s := range d.tbl.Iceberg().Metadata().Snapshots() {
-			if t := time.UnixMilli(s.TimestampMs); oldest.IsZero() || t.Before(oldest) {
-				oldest = t
-			}
-		}
 		for _, c := range a.commitsOf(d) {
-			if d.applied[c.ID] || (!oldest.IsZero() && c.CommittedAt.Before(oldest)) {
-				continue
-			}
 			a.deadBad[c.SnapshotID] = true
-			a.find(Finding{Level: LevelLedger, Kind: KindDeadLettersPending, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("commit %s (snapshot %d) counts dead letters that no snapshot of %s added yet: its writer stopped before adding them; the next floe sink session or floe maintain adds them",
-					c.ID, c.SnapshotID, name)})
 		}
+		a.find(Finding{Level: LevelLedger, Kind: KindMissingFile,
+			Detail: fmt.Sprintf("the ledger lists dead letters in table %s, which does not exist", name)})
 	}
+	return a.deadLetterState(ctx)
 }
 
-// deadLetterRange returns the range of c that holds dead letters of
-// partition p at offsets iv.
-func deadLetterRange(c *mapping.Commit, p int32, iv mapping.Interval) (mapping.Range, bool) {
-	for _, r := range c.Ranges {
-		if r.DeadLetters > 0 && r.Partition == p && r.Low <= iv.Low && iv.High <= r.High {
-			return r, true
-		}
-	}
-	return mapping.Range{}, false
-}
-
-// deadLetterFiles checks the dead-letter tables from manifests: every file
-// a commit lists is live there (or the commit's dead letters are still to
-// be added: pending), every live file is listed by a commit and lies in one
-// of its ranges, and the files of every range hold its dead-letter count.
-func (a *auditor) deadLetterFiles(ctx context.Context) error {
-	held := newRangeSets()
-	unattributed := map[rangeKey]bool{}
-	bad := a.deadBad
+// deadLetterState compares each dead-letter table's rows (their commit
+// ids: dead letters are few, and only that column and the position are
+// read, so the ledger level does it too) with the commits that the ledgers of the table's branches name
+// for it, as reconciling does (snapshot.DeadLetterState): a commit
+// without rows is pending when reconciling would add its files, or
+// missing when they are gone; rows of a commit no ledger has are stray;
+// a commit's rows must be as many as its dead letters.
+func (a *auditor) deadLetterState(ctx context.Context) error {
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
 		d := a.deadTables[name]
 		if d.tbl == nil {
 			continue // the ledger level reported it
 		}
-		files, err := d.tbl.Files(ctx, 0)
+		st, err := a.tbl.DeadLetterState(ctx, d.tbl)
 		if err != nil {
-			return fmt.Errorf("list the data files of dead-letter table %s: %w", name, err)
+			return err
 		}
-		d.live = files
-		live := map[string]bool{}
-		for _, f := range files {
-			live[f.Path] = true
-			c := d.listed[f.Path]
-			r, ok := mapping.Range{}, false
-			if c != nil && f.HasBounds && f.PartitionMin == f.PartitionMax {
-				r, ok = deadLetterRange(c, f.PartitionMin, f.Offsets)
-			}
-			if c == nil && d.tbl.IsCompaction(f.AddedBy) {
-				for _, chain := range a.compactedFile(f, held, name) {
-					for _, r := range chain {
-						unattributed[rangeKey{r.SnapshotID, r.Range}] = true
-					}
-				}
+		d.state = st
+		for _, c := range st.Pending {
+			if !a.selectedCommit(c) {
 				continue
 			}
-			if !ok {
-				fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path,
-					Detail: fmt.Sprintf("dead-letter file of %s is listed by no commit of the ledger, or lies outside its commit's ranges with dead letters: its %d dead letters are not accounted for (a rolled-back commit's, or written by something else)", name, f.Records)}
-				if f.HasBounds && f.PartitionMin == f.PartitionMax {
-					fd.Partition, fd.HasPartition = a.topicOf(f.PartitionMin), true
-					fd.Offsets, fd.HasOffsets = f.Offsets, f.Records > 0
-				}
-				a.find(fd)
-				continue
-			}
-			held.add(f.Records, rangeKey{c.SnapshotID, r})
+			a.deadBad[c.SnapshotID] = true
+			a.find(Finding{Level: LevelLedger, Kind: KindDeadLettersPending, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
+				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are not in %s yet; its %d dead-letter files are there: the next floe sink session or floe maintain adds them",
+					c.ID, c.SnapshotID, deadLetterCount(c), name, len(c.DeadLetterFiles))})
 		}
-		a.compactions(d.tbl)
-		for _, c := range a.commitsOf(d) {
-			var missing []string
-			for _, p := range c.DeadLetterFiles {
-				if !live[p] {
-					missing = append(missing, p)
-				}
-			}
-			if len(missing) == 0 || bad[c.SnapshotID] || compactedAway(c, held) {
+		for _, c := range st.Missing {
+			if !a.selectedCommit(c) {
 				continue
 			}
-			bad[c.SnapshotID] = true
-			f := Finding{Level: LevelFiles, Kind: KindDeadLettersPending, File: missing[0], SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("commit %s (snapshot %d) lists %d dead-letter files that are not in %s yet: its writer stopped before adding them; the next floe sink session or floe maintain adds them",
-					c.ID, c.SnapshotID, len(missing), name)}
-			if d.applied[c.ID] {
-				f.Kind = KindMissingFile
-				f.Detail = fmt.Sprintf("commit %s (snapshot %d) added %d dead-letter files to %s that are no longer live: its dead letters were deleted or overwritten",
-					c.ID, c.SnapshotID, len(missing), name)
+			a.deadBad[c.SnapshotID] = true
+			a.find(Finding{Level: LevelLedger, Kind: KindMissingFile, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
+				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are in no row of %s, and its dead-letter files are gone (deleted outside floe): nothing can add them; restore the files, or replay the table",
+					c.ID, c.SnapshotID, deadLetterCount(c), name)})
+		}
+		for _, c := range st.CountMismatches() {
+			if !a.selectedCommit(c) {
+				continue
 			}
-			a.find(f)
+			a.deadBad[c.SnapshotID] = true
+			a.find(Finding{Level: LevelLedger, Kind: KindCountMismatch, SnapshotID: c.SnapshotID,
+				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters; %s holds %d rows of it", c.ID, c.SnapshotID, deadLetterCount(c), name, st.Rows[c.ID])})
+		}
+		if len(st.Stale) > 0 || len(st.StaleLegacy) > 0 {
+			n := st.StaleRows
+			for _, offs := range st.StaleLegacy {
+				n += int64(len(offs))
+			}
+			a.find(Finding{Level: LevelLedger, Kind: KindStrayDeadLetters,
+				Detail: fmt.Sprintf("%s holds %d dead letters of commits that no branch's ledger has (%d commits: rolled back, or replaced by a published branch): the next floe sink session or floe maintain removes them",
+					name, n, max(len(st.Stale), 1))})
 		}
 	}
-	for _, c := range a.ledger.Commits {
-		if bad[c.SnapshotID] {
-			continue
-		}
-		for _, r := range c.Ranges {
-			k := rangeKey{c.SnapshotID, r}
-			got, joined := held.heldBy(k)
-			if r.DeadLetters == 0 || !a.selected(r.Topic) || unattributed[k] || joined || got == r.DeadLetters {
-				continue // joined: compacted files hold it with other ranges (below)
-			}
-			a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
-				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("range %s of snapshot %d has %d dead letters in the ledger; the dead-letter files hold %d", r.Interval, c.SnapshotID, r.DeadLetters, got)})
-		}
-	}
-	a.joinedCounts(held, true, unattributed, bad, "dead letters")
 	return nil
 }
 
-// compactedAway reports whether every range of c with dead letters is
-// held, with others, by files a compaction wrote: then the files c lists
-// were replaced by them, and the count of the ranges they hold together
-// is what the files level judges.
-func compactedAway(c *mapping.Commit, held *rangeSets) bool {
-	found := false
+// selectedCommit reports whether one of c's ranges with dead letters is of
+// a selected topic.
+func (a *auditor) selectedCommit(c mapping.Commit) bool {
+	return slices.ContainsFunc(c.Ranges, func(r mapping.Range) bool { return r.DeadLetters > 0 && a.selected(r.Topic) })
+}
+
+// deadLetterCount is the number of dead letters c's ranges count.
+func deadLetterCount(c mapping.Commit) int64 {
+	var n int64
 	for _, r := range c.Ranges {
-		if r.DeadLetters == 0 {
-			continue
-		}
-		if _, joined := held.heldBy(rangeKey{c.SnapshotID, r}); !joined {
-			return false
-		}
-		found = true
+		n += r.DeadLetters
 	}
-	return found
+	return n
 }
 
 // commitsOf lists the commits that put dead letters into d, in ledger order.
@@ -233,8 +158,8 @@ func (a *auditor) commitsOf(d *deadLetterTable) []*mapping.Commit {
 	return out
 }
 
-// deadLetterRows reads the partition and offset columns of the dead-letter
-// tables' live files: every dead letter is unique, lies in a range with
+// deadLetterRows reads the partition and offset columns of the live files
+// of the dead-letter tables the ledger names: every dead letter is unique, lies in a range with
 // dead letters, is not also a row of the table (rows, from the rows
 // level), and every range holds exactly its dead-letter count. It records
 // the dead letters' offsets for the content level.
@@ -248,8 +173,8 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
 		d := a.deadTables[name]
-		if d.tbl == nil || d.tbl.Head() == nil {
-			continue
+		if !d.named || d.tbl == nil || d.tbl.Head() == nil {
+			continue // the files level judged the rows of one the ledger does not name
 		}
 		err := d.tbl.ScanFiles(ctx, d.tbl.Head().SnapshotID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
 			if fb.Done {

@@ -39,10 +39,6 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		a.deleteFiles()
 		return nil
 	}
-	if err := a.deadLetterFiles(ctx); err != nil {
-		return err
-	}
-
 	live := make(map[string]bool, len(files))
 	held := newRangeSets()
 	unattributed := map[rangeKey]bool{}
@@ -142,7 +138,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 				Detail: fmt.Sprintf("range %s of snapshot %d has %d records in the ledger; its live files hold %d rows", r.Interval, c.SnapshotID, r.Records, got)})
 		}
 	}
-	a.joinedCounts(held, false, unattributed, nil, "records")
+	a.joinedCounts(held, unattributed)
 	a.compactions(a.tbl)
 	if lookups == maxRemovedLookups {
 		a.note("files level: removed files were looked up for the first %d commits with missing rows only", maxRemovedLookups)

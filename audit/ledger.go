@@ -2,6 +2,7 @@ package audit
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,10 +12,13 @@ import (
 )
 
 // ledgerLevel checks each partition's ranges for contiguity, from snapshot
-// summaries (and their ranges files) only.
-func (a *auditor) ledgerLevel() {
+// summaries (and their ranges files), and the dead-letter tables against
+// the ledgers (deadLetterLedger).
+func (a *auditor) ledgerLevel(ctx context.Context) error {
 	a.addLevel(LevelLedger)
-	a.deadLetterLedger()
+	if err := a.deadLetterLedger(ctx); err != nil {
+		return err
+	}
 	for _, tp := range slices.SortedFunc(maps.Keys(a.ranges), mapping.TopicPartition.Compare) {
 		if !a.selected(tp.Topic) {
 			continue
@@ -52,6 +56,7 @@ func (a *auditor) ledgerLevel() {
 					topic, len(ids), strings.Join(ids, ", "))})
 		}
 	}
+	return nil
 }
 
 // snapshotsCovering lists the snapshots whose ranges of tp intersect iv.

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -1097,45 +1096,27 @@ func (ss *session) join(pieces []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return mapping.Conform(ss.s.alloc, ss.rowSchema, pieces)
 }
 
-// reconcileDeadLetters reconciles every dead-letter table the ledger
-// names, and the sink's own, with the ledger
+// reconcileDeadLetters reconciles every dead-letter table of the table
+// (snapshot.Table.DeadLetterTables) and the sink's own with the ledgers
 // (snapshot.Table.ReconcileDeadLetters): a writer that stopped between a
 // commit and adding its dead letters left them to the next session, even
-// one that runs with another dead-letter table or none.
+// one that runs with another dead-letter table or none, and a rollback
+// left dead letters of commits the ledger no longer has.
 func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
-	l, err := s.tbl.Ledger()
+	dlqs, err := s.tbl.DeadLetterTables(ctx)
 	if err != nil {
-		return fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
+		return err
 	}
-	if s.dlqs == nil {
-		s.dlqs = map[string]*snapshot.Table{}
-		if d := s.cfg.DeadLetters; d != nil {
-			s.dlqs[d.Name()] = d
-		}
+	if d := s.cfg.DeadLetters; d != nil && !slices.ContainsFunc(dlqs, func(t *snapshot.Table) bool { return t.Name() == d.Name() }) {
+		dlqs = append(dlqs, d)
 	}
-	for _, c := range l.Commits {
-		if _, ok := s.dlqs[c.DeadLetterTable]; c.DeadLetterTable != "" && !ok {
-			s.dlqs[c.DeadLetterTable] = nil
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.dlqs)) {
-		dlq := s.dlqs[name]
-		if dlq == nil {
-			ident, err := catalog.ParseIdent(name)
-			if err != nil {
-				return fmt.Errorf("the ledger of %s names dead-letter table %q: %w", s.tbl.Name(), name, err)
-			}
-			if dlq, err = snapshot.OpenDeadLetters(ctx, s.tbl.Catalog(), ident, s.tbl.Name(), false); err != nil {
-				return fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, s.tbl.Name(), err)
-			}
-			s.dlqs[name] = dlq
-		}
+	for _, dlq := range dlqs {
 		res, err := s.tbl.ReconcileDeadLetters(ctx, dlq, s.log)
 		if err != nil {
 			return err
 		}
 		if res.Added > 0 || res.Removed > 0 {
-			s.log.Info("reconciled the dead-letter table with the ledger", "dead_letter_table", name,
+			s.log.Info("reconciled the dead-letter table with the ledger", "dead_letter_table", dlq.Name(),
 				"commits_added", res.Added, "commits_removed", res.Removed)
 		}
 	}

@@ -216,9 +216,6 @@ type Sink struct {
 	// mirror writes each commit's next offsets into the consumer group in
 	// group mode; nil otherwise.
 	mirror *offsetMirror
-	// dlqs are the dead-letter tables the ledger names (and the sink's
-	// own), by name, opened on first use.
-	dlqs map[string]*snapshot.Table
 }
 
 // Validate reports the first invalid setting of c, as a *ConfigError.

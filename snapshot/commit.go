@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
@@ -158,11 +159,12 @@ type CommitOptions struct {
 // tells whether this commit id made it, so a commit is never applied twice.
 //
 // Dead letters are written into data files of the dead-letter table before
-// the commit, which lists them (mapping.Commit.DeadLetterFiles); once the
-// commit is in, they are added to the dead-letter table. A failure between
-// the two is a *DeadLettersPendingError: the commit stands, and
-// ReconcileDeadLetters adds them later. So a dead letter is in the
-// dead-letter table exactly when the ledger says so.
+// the commit, each row stamped with the commit's id, and the commit lists
+// them (mapping.Commit.DeadLetterFiles); once the commit is in, they are
+// added to the dead-letter table. A failure between the two is a
+// *DeadLettersPendingError: the commit stands, and ReconcileDeadLetters
+// adds them later. So the dead-letter table converges to what the ledger
+// names.
 func (t *Table) Commit(ctx context.Context, f Flush, opts CommitOptions) (Result, error) {
 	defer func() {
 		for _, bs := range f.Batches {
@@ -228,6 +230,13 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if log == nil {
 		log = slog.Default()
 	}
+	if deadRows {
+		// Before any commit names it: maintenance and the audit find the
+		// table through the property whatever the ledger comes to name.
+		if err := t.recordDeadLetterTable(ctx, opts.DeadLetters.Name()); err != nil {
+			return res, nil, err
+		}
+	}
 	// The ledger as last loaded must end where this flush starts. Normally
 	// the caller read it there; if the table was reloaded since and another
 	// writer had advanced, the branch-head assertion alone would not notice.
@@ -282,7 +291,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if deadRows {
 		// Written before the commit that lists them, and removed with the
 		// data files when that commit is fenced.
-		if dead, err = writeFiles(ctx, opts.DeadLetters.tbl, f.DeadLetters); err != nil {
+		if dead, err = writeDeadLetters(ctx, opts.DeadLetters.tbl, f.DeadLetters, res.Commit.ID); err != nil {
 			t.removeFiles(ctx, opts.Logger, files)
 			opts.DeadLetters.removeFiles(ctx, opts.Logger, dead)
 			return res, nil, fmt.Errorf("write dead-letter files of %s into %s: %w", t.Name(), opts.DeadLetters.Name(), err)
@@ -613,6 +622,29 @@ func writeFiles(ctx context.Context, target *table.Table, batches map[mapping.To
 	}
 	err := g.Wait()
 	return files, err
+}
+
+// writeDeadLetters writes the dead-letter batches into data files of the
+// dead-letter table target, every row stamped with the data table's
+// commit id (mapping.ColCommitID), which a retried or settled commit
+// keeps.
+func writeDeadLetters(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch, id string) ([]iceberg.DataFile, error) {
+	stamped := make(map[mapping.TopicPartition][]arrow.RecordBatch, len(batches))
+	defer func() {
+		for _, bs := range stamped {
+			releaseAll(bs)
+		}
+	}()
+	for tp, bs := range batches {
+		for _, b := range bs {
+			sb, err := mapping.StampCommitID(memory.DefaultAllocator, b, id)
+			if err != nil {
+				return nil, fmt.Errorf("dead letters of %s: %w", tp, err)
+			}
+			stamped[tp] = append(stamped[tp], sb)
+		}
+	}
+	return writeFiles(ctx, target, stamped)
 }
 
 // removeFiles deletes data files that will never be committed. Failures only

@@ -564,8 +564,8 @@ func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 	return nil
 }
 
-// CompactAll compacts the table and, when it is a data table, each
-// dead-letter table its ledger names, returning a result per table
+// CompactAll compacts the table and, when it is a data table, each of its
+// dead-letter tables (DeadLetterTables), returning a result per table
 // compacted (the data table first). It stops at the first error.
 func (t *Table) CompactAll(ctx context.Context, opts CompactOptions) ([]CompactResult, error) {
 	res, err := t.Compact(ctx, opts)
@@ -573,18 +573,11 @@ func (t *Table) CompactAll(ctx context.Context, opts CompactOptions) ([]CompactR
 	if err != nil || t.tbl.Properties()[PropDeadLettersOf] != "" {
 		return out, err
 	}
-	l, err := t.Ledger()
+	dlqs, err := t.DeadLetterTables(ctx)
 	if err != nil {
-		return out, fmt.Errorf("read the ledger of %s for its dead-letter tables: %w", t.Name(), err)
+		return out, err
 	}
-	for _, name := range deadLetterTables(l) {
-		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(name), t.Name(), false)
-		if errors.Is(err, ErrTableNotFound) {
-			continue // the audit reports it; nothing to compact
-		}
-		if err != nil {
-			return out, fmt.Errorf("open dead-letter table %s, which the ledger of %s names, to compact it: %w", name, t.Name(), err)
-		}
+	for _, dlq := range dlqs {
 		res, err := dlq.Compact(ctx, opts)
 		out = append(out, res)
 		if err != nil {

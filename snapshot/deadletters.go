@@ -1,34 +1,43 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
 )
 
-// Dead-letter table properties.
+// Dead-letter table properties and summary keys.
 const (
 	// PropDeadLettersOf marks a dead-letter table with the data table
 	// (namespace.name) whose dead letters it holds.
 	PropDeadLettersOf = "floe.dead-letters-of"
+	// PropDeadLetterTables, on a data table, lists (comma-separated,
+	// sorted) every dead-letter table its commits ever named: a commit
+	// records its table there before naming it, so that maintenance and
+	// the audit find it even after a rollback past all its commits.
+	PropDeadLetterTables = "floe.dead-letter-tables"
 	// KeyDeadLettersFor, in the summary of a dead-letter table's snapshot,
-	// is the id of the data table's commit whose dead letters it adds
-	// (mapping.KeyDeadLetterFiles lists their files).
-	KeyDeadLettersFor = "floe.dead-letters-for"
-	// KeyDeadLettersRemovedFor marks a dead-letter table's snapshot that
-	// removed the dead letters of a commit the data table's ledger no
-	// longer has.
+	// lists (comma-separated) the ids of the data table's commits whose
+	// dead letters it adds; KeyDeadLettersRemovedFor those whose dead
+	// letters it removes. Both are informative only: which commits a
+	// dead-letter table holds is read from its rows (mapping.ColCommitID),
+	// never from summaries, which expiry removes.
+	KeyDeadLettersFor        = "floe.dead-letters-for"
 	KeyDeadLettersRemovedFor = "floe.dead-letters-removed-for"
 )
 
@@ -60,12 +69,15 @@ func BranchDeadLetterName(data table.Identifier, branch string) table.Identifier
 
 // OpenDeadLetters opens the dead-letter table ident of the data table
 // named of, creating it (mapping.DeadLetterSchema) when create is set. A
-// table of that name that is not a dead-letter table is refused.
+// table of that name that is not a dead-letter table is refused. A
+// dead-letter table of an older floe gets the mapping.ColCommitID column.
 //
-// A dead-letter table holds records of the data table's topic that could
-// not become rows, with the reason. Floe only appends to it, each append
-// carrying the id of the data table's commit whose ledger accounts for
-// its rows (KeyDeadLettersFor).
+// A dead-letter table holds records of the data table's topics that could
+// not become rows, with the reason, each row carrying the id of the data
+// table's commit whose ledger accounts for it. It is a projection of the
+// data table's ledger: it holds exactly the dead letters of the commits
+// that the ledgers of the data table's branches name for it
+// (ReconcileDeadLetters converges it there).
 func OpenDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Identifier, of string, create bool) (*Table, error) {
 	t, err := Open(ctx, cat, ident, OpenOptions{
 		Create:     create,
@@ -89,13 +101,52 @@ func OpenDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Ident
 	if _, ok := t.tbl.Schema().FindFieldByName(mapping.ColError); !ok {
 		return nil, fmt.Errorf("table %s has no %s column: it is not a dead-letter table", t.Name(), mapping.ColError)
 	}
+	if err := t.addCommitIDColumn(ctx); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// addCommitIDColumn adds mapping.ColCommitID to a dead-letter table that
+// lacks it (one of a floe before the column), retrying lost races.
+func (t *Table) addCommitIDColumn(ctx context.Context) error {
+	const maxAttempts = 10
+	var lastErr error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if _, ok := t.tbl.Schema().FindFieldByName(mapping.ColCommitID); ok {
+			return nil
+		}
+		if attempt > 1 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return err
+			}
+			if err := t.Refresh(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		txn := t.tbl.NewTransaction()
+		f := mapping.CommitIDField(0)
+		err := txn.UpdateSchema(true, false).AddColumn([]string{f.Name}, f.Type, f.Doc, false, nil).Commit()
+		var tbl *table.Table
+		if err == nil {
+			tbl, err = txn.Commit(ctx)
+		}
+		if err == nil {
+			return t.adoptCommitted(ctx, tbl)
+		}
+		if !isConflict(err) {
+			return fmt.Errorf("add column %s to dead-letter table %s: %w", mapping.ColCommitID, t.Name(), err)
+		}
+		lastErr = err
+	}
+	return fmt.Errorf("add column %s to dead-letter table %s: %w", mapping.ColCommitID, t.Name(), lastErr)
 }
 
 // DeadLettersPendingError reports a commit of the data table that is in,
 // whose dead letters could not be added to the dead-letter table yet. The
-// commit stands: RollForwardDeadLetters, which every sink session runs
-// first, adds them.
+// commit stands: ReconcileDeadLetters, which every sink session runs
+// first, and floe maintain add them.
 type DeadLettersPendingError struct {
 	Table, DeadLetters, Commit string
 	Err                        error
@@ -108,42 +159,12 @@ func (e *DeadLettersPendingError) Error() string {
 
 func (e *DeadLettersPendingError) Unwrap() error { return e.Err }
 
-// snapshotFor reports whether a snapshot of the dead-letter table t has
-// key=id in its summary.
-func (t *Table) snapshotFor(key, id string) bool {
-	for _, s := range t.tbl.Metadata().Snapshots() {
-		if s.Summary != nil && s.Summary.Properties[key] == id {
-			return true
-		}
-	}
-	return false
-}
-
-// addDeadLetters appends files to the dead-letter table t in one snapshot
-// for the data table's commit id, unless a snapshot for it is there
-// already (an earlier attempt whose outcome was unknown, or another
-// process rolling forward).
+// addDeadLetters appends files, the dead letters of the data table's
+// commit id, to the dead-letter table t in one snapshot, unless rows of
+// that commit are in already (another process reconciled first). The
+// first attempt asserts the head t was last loaded at, which precedes the
+// commit: if nothing was committed since, nobody added them.
 func (t *Table) addDeadLetters(ctx context.Context, log *slog.Logger, id string, files []iceberg.DataFile) error {
-	paths := make([]string, len(files))
-	for i, f := range files {
-		paths[i] = f.FilePath()
-	}
-	b, err := json.Marshal(paths)
-	if err != nil {
-		return err
-	}
-	return t.appendForCommit(ctx, log, id, KeyDeadLettersFor, func(txn *table.Transaction, props iceberg.Properties) error {
-		props[mapping.KeyDeadLetterFiles] = string(b)
-		return txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
-	})
-}
-
-// appendForCommit commits change to the dead-letter table t for the data
-// table's commit id, once: it retries lost races after reloading, and
-// stops when a snapshot whose summary has key=id is in (key is
-// KeyDeadLettersFor for adding a commit's dead letters,
-// KeyDeadLettersRemovedFor for removing them).
-func (t *Table) appendForCommit(ctx context.Context, log *slog.Logger, id, key string, change func(*table.Transaction, iceberg.Properties) error) error {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -160,14 +181,20 @@ func (t *Table) appendForCommit(ctx context.Context, log *slog.Logger, id, key s
 				errs++
 				continue
 			}
-		}
-		if t.snapshotFor(key, id) {
-			return nil
+			in, err := t.holdsCommit(ctx, id)
+			if err != nil {
+				lastErr = err
+				errs++
+				continue
+			}
+			if in {
+				return nil
+			}
 		}
 		txn := t.tbl.NewTransaction()
 		err := txn.AssertRefSnapshotID(table.MainBranch)
 		if err == nil {
-			err = change(txn, iceberg.Properties{key: id})
+			err = txn.AddDataFiles(ctx, files, iceberg.Properties{KeyDeadLettersFor: id}, table.WithoutDuplicateCheck())
 		}
 		var tbl *table.Table
 		if err == nil {
@@ -188,165 +215,401 @@ func (t *Table) appendForCommit(ctx context.Context, log *slog.Logger, id, key s
 	return fmt.Errorf("add dead letters of commit %s to %s: %w", id, t.Name(), lastErr)
 }
 
+// holdsCommit reports whether the head of dead-letter table t has rows of
+// the data table's commit id. The filter prunes files by their bounds on
+// the commit id column, so this reads few files.
+func (t *Table) holdsCommit(ctx context.Context, id string) (bool, error) {
+	found := false
+	err := t.ScanFiles(ctx, 0, ScanOptions{Columns: []string{mapping.ColCommitID}, Filter: iceberg.EqualTo(iceberg.Reference(mapping.ColCommitID), id)},
+		func(fb FileBatch) error {
+			found = found || (fb.Batch != nil && fb.Batch.NumRows() > 0)
+			return nil
+		})
+	if err != nil {
+		return false, fmt.Errorf("look for the dead letters of commit %s in %s: %w", id, t.Name(), err)
+	}
+	return found, nil
+}
+
 // Reconciled is what ReconcileDeadLetters did.
 type Reconciled struct {
 	// Added counts the commits whose pending dead letters it added.
 	Added int `json:"added"`
-	// Removed counts the commits no longer in the ledger (the table was
-	// rolled back, or a branch published over it) whose dead letters it
-	// removed from the dead-letter table.
+	// Removed counts the commits no longer in any branch's ledger (the
+	// table was rolled back, or a branch published over it) whose dead
+	// letters it removed from the dead-letter table.
 	Removed int `json:"removed"`
 }
 
+// DeadLetterState compares a dead-letter table's rows with the ledgers of
+// its data table's branches (archives included): the commits of those
+// ledgers that name the table are the ones whose dead letters it must
+// hold, each exactly once.
+type DeadLetterState struct {
+	// Table is the dead-letter table, SnapshotID the head whose rows were
+	// read (0: it had none).
+	Table      string
+	SnapshotID int64
+	// Commits are the ledgers' commits that name the table, by id.
+	Commits map[string]mapping.Commit
+	// Rows counts the table's rows of each commit of Commits.
+	Rows map[string]int64
+	// Pending are commits of Commits without rows whose files are all
+	// there: reconciling adds them.
+	Pending []mapping.Commit
+	// Missing are commits of Commits without rows some of whose files are
+	// gone (deleted by hand, or by a tool that did not know floe): nothing
+	// can add their dead letters.
+	Missing []mapping.Commit
+	// Stale are the ids of commits in no ledger whose rows the table
+	// holds (rolled back, or replaced by a published branch): reconciling
+	// removes them. StaleRows counts those rows.
+	Stale     []string
+	StaleRows int64
+	// StaleLegacy are rows without a commit id (written before the
+	// column existed) that no commit's range with dead letters holds, by
+	// partition: reconciling removes them.
+	StaleLegacy map[mapping.TopicPartition][]int64
+}
+
+// Converged reports whether reconciling has nothing to add or remove.
+func (s *DeadLetterState) Converged() bool {
+	return len(s.Pending) == 0 && len(s.Stale) == 0 && len(s.StaleLegacy) == 0
+}
+
+// DeadLetterState reads the state of the dead-letter table dlq of data
+// table t (see DeadLetterState), as each was last loaded.
+func (t *Table) DeadLetterState(ctx context.Context, dlq *Table) (*DeadLetterState, error) {
+	st := &DeadLetterState{Table: dlq.Name(), Commits: map[string]mapping.Commit{}, Rows: map[string]int64{}, StaleLegacy: map[mapping.TopicPartition][]int64{}}
+	ledgers, err := t.branchLedgers()
+	if err != nil {
+		return nil, fmt.Errorf("read the ledgers of %s to reconcile %s with them: %w", t.Name(), dlq.Name(), err)
+	}
+	// Ranges with dead letters of each partition, to attribute rows
+	// without a commit id (legacy rows) by position.
+	ranges := map[mapping.TopicPartition][]string{}
+	for _, l := range ledgers {
+		for _, c := range l.Commits {
+			if c.DeadLetterTable != dlq.Name() || len(c.DeadLetterFiles) == 0 {
+				continue
+			}
+			if _, seen := st.Commits[c.ID]; seen {
+				continue
+			}
+			st.Commits[c.ID] = c
+			for _, r := range c.Ranges {
+				if r.DeadLetters > 0 {
+					ranges[r.TopicPartition] = append(ranges[r.TopicPartition], c.ID)
+				}
+			}
+		}
+	}
+	legacyOf := func(tp mapping.TopicPartition, o int64) string {
+		for _, id := range ranges[tp] {
+			for _, r := range st.Commits[id].Ranges {
+				if r.TopicPartition == tp && r.DeadLetters > 0 && r.Contains(o) {
+					return id
+				}
+			}
+		}
+		return ""
+	}
+	stale := map[string]bool{}
+	if head := dlq.Head(); head != nil {
+		st.SnapshotID = head.SnapshotID
+	}
+	cols := []string{mapping.ColCommitID, mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
+	err = dlq.ScanFiles(ctx, st.SnapshotID, ScanOptions{Columns: cols}, func(fb FileBatch) error {
+		if fb.Done {
+			return nil
+		}
+		b := fb.Batch
+		ids, ok1 := columnOf[*array.String](b, mapping.ColCommitID)
+		topic, ok2 := columnOf[*array.String](b, mapping.ColTopic)
+		part, ok3 := columnOf[*array.Int32](b, mapping.ColPartition)
+		off, ok4 := columnOf[*array.Int64](b, mapping.ColOffset)
+		if !ok1 || !ok2 || !ok3 || !ok4 {
+			return fmt.Errorf("dead-letter file %s: unexpected column types %s", fb.Path, b.Schema())
+		}
+		for i := range int(b.NumRows()) {
+			id := ids.Value(i)
+			if ids.IsNull(i) {
+				// Written before the column existed: the legacy rule, by
+				// position in the ranges of the commits naming the table.
+				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
+				if id = legacyOf(tp, off.Value(i)); id == "" {
+					st.StaleLegacy[tp] = append(st.StaleLegacy[tp], off.Value(i))
+					continue
+				}
+			}
+			if _, ok := st.Commits[id]; ok {
+				st.Rows[id]++
+				continue
+			}
+			stale[id] = true
+			st.StaleRows++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the commit ids of the rows of %s: %w", dlq.Name(), err)
+	}
+	st.Stale = slices.Sorted(maps.Keys(stale))
+	var fsys iceio.IO
+	for _, c := range slices.SortedFunc(maps.Values(st.Commits), func(a, b mapping.Commit) int { return cmp.Compare(a.SnapshotID, b.SnapshotID) }) {
+		if st.Rows[c.ID] > 0 {
+			continue
+		}
+		if fsys == nil {
+			if fsys, err = dlq.tbl.FS(ctx); err != nil {
+				return nil, fmt.Errorf("open the storage of %s: %w", dlq.Name(), err)
+			}
+		}
+		missing, err := missingFiles(fsys, c.DeadLetterFiles)
+		if err != nil {
+			return nil, fmt.Errorf("look for the dead-letter files of commit %s in %s: %w", c.ID, dlq.Name(), err)
+		}
+		if len(missing) > 0 {
+			st.Missing = append(st.Missing, c)
+		} else {
+			st.Pending = append(st.Pending, c)
+		}
+	}
+	return st, nil
+}
+
+// CountMismatches returns the commits whose rows differ in number from
+// the dead letters their ranges count (commits without rows are Pending
+// or Missing instead).
+func (s *DeadLetterState) CountMismatches() []mapping.Commit {
+	var out []mapping.Commit
+	for _, id := range slices.Sorted(maps.Keys(s.Rows)) {
+		c := s.Commits[id]
+		if n := s.Rows[id]; n != deadLetterCount(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// deadLetterCount is the number of dead letters c's ranges count.
+func deadLetterCount(c mapping.Commit) int64 {
+	var n int64
+	for _, r := range c.Ranges {
+		n += r.DeadLetters
+	}
+	return n
+}
+
+// missingFiles returns the paths of files that do not exist.
+func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		f, err := fsys.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			out = append(out, p)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+	}
+	return out, nil
+}
+
+// columnOf returns the column name of b as an array of type A.
+func columnOf[A arrow.Array](b arrow.RecordBatch, name string) (A, bool) {
+	var zero A
+	idx := b.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return zero, false
+	}
+	a, ok := b.Column(idx[0]).(A)
+	return a, ok
+}
+
+// branchLedgers returns the ledgers (archives included) of every branch
+// of t as last loaded.
+func (t *Table) branchLedgers() ([]mapping.Ledger, error) {
+	meta := t.tbl.Metadata()
+	var names []string
+	for name, ref := range meta.Refs() {
+		if ref.SnapshotRefType == table.BranchRef {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]mapping.Ledger, 0, len(names))
+	for _, name := range names {
+		l, err := ledgerOf(meta, t.archive, t.ranges, name)
+		if err != nil {
+			return nil, fmt.Errorf("branch %s: %w", name, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// DeadLettersMissingError reports commits whose dead letters are in no
+// row of their dead-letter table and whose files are gone: the ledger
+// counts dead letters that nothing can restore.
+type DeadLettersMissingError struct {
+	Table, DeadLetters string
+	Commits            []mapping.Commit
+}
+
+func (e *DeadLettersMissingError) Error() string {
+	c := e.Commits[0]
+	return fmt.Sprintf("the dead letters of %d commits of %s are not in %s and their files are gone (commit %s, snapshot %d, lists %s): they were deleted outside floe; restore the files from a backup, or replay the table",
+		len(e.Commits), e.Table, e.DeadLetters, c.ID, c.SnapshotID, strings.Join(c.DeadLetterFiles, ", "))
+}
+
+// DeadLetterCountError reports a commit whose rows in the dead-letter
+// table differ in number from the dead letters its ranges count.
+type DeadLetterCountError struct {
+	Table, DeadLetters string
+	Commit             mapping.Commit
+	Rows               int64
+}
+
+func (e *DeadLetterCountError) Error() string {
+	return fmt.Sprintf("commit %s (snapshot %d) of %s counts %d dead letters, but %s holds %d rows of it: the dead-letter table was changed outside floe",
+		e.Commit.ID, e.Commit.SnapshotID, e.Table, deadLetterCount(e.Commit), e.DeadLetters, e.Rows)
+}
+
 // ReconcileDeadLetters makes the dead-letter table dlq hold exactly the
-// dead letters of t's ledger (its commits that name dlq):
+// dead letters of the commits that the ledgers of t's branches (archives
+// included) name for it, each once, identified by their commit id
+// (mapping.ColCommitID):
 //
-//   - a commit whose dead letters are not in dlq yet (its writer stopped
-//     between the commit and adding them) gets them added, once;
-//   - dead letters that dlq's snapshots added for a commit the ledger no
-//     longer has (the table was rolled back past it, or a replay branch
-//     published over it) are removed, so that sinking those offsets again
-//     does not make them dead letters twice.
+//   - a commit without rows (its writer stopped between the commit and
+//     adding them, or an undone rollback brought it back) gets its files
+//     added;
+//   - rows of a commit in no branch's ledger (a rollback, a branch
+//     published over it) are removed (a copy-on-write delete).
 //
-// A commit counts as added when a snapshot of dlq says so
-// (KeyDeadLettersFor) or, where those were expired, when its files are
-// live. dlq is read before t's ledger, so that a writer's commit and its
-// dead letters, made in between, are never taken for a rolled-back one.
-// Every sink session runs it first, and so does floe maintain.
+// Whatever was expired, compacted or rolled back, it converges to that
+// set, and a second run does nothing. dlq is read before t's ledgers, and
+// the change asserts dlq's head as read, so that a writer's commit and its
+// dead letters, made in between, are never taken for a rolled-back one
+// nor added twice. A commit whose files are gone is a
+// *DeadLettersMissingError, one whose rows are too few or too many a
+// *DeadLetterCountError, after the rest is done. Every sink session runs
+// it first, and so does floe maintain.
 func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.Logger) (Reconciled, error) {
 	var res Reconciled
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := dlq.Refresh(ctx); err != nil {
-		return res, err
-	}
-	if err := t.Refresh(ctx); err != nil {
-		return res, err
-	}
-	l, err := t.Ledger()
-	if err != nil {
-		return res, fmt.Errorf("read ledger of %s to reconcile its dead letters: %w", t.Name(), err)
-	}
-	inLedger := make(map[string]bool, len(l.Commits))
-	var mine []mapping.Commit
-	for _, c := range l.Commits {
-		inLedger[c.ID] = true
-		if len(c.DeadLetterFiles) > 0 && c.DeadLetterTable == dlq.Name() {
-			mine = append(mine, c)
-		}
-	}
-	added := map[string][]string{} // files each dlq snapshot added, by commit id
-	for _, s := range dlq.tbl.Metadata().Snapshots() {
-		if s.Summary == nil || s.Summary.Properties[KeyDeadLettersFor] == "" {
-			continue
-		}
-		var files []string
-		_ = json.Unmarshal([]byte(s.Summary.Properties[mapping.KeyDeadLetterFiles]), &files)
-		id := s.Summary.Properties[KeyDeadLettersFor]
-		added[id] = append(added[id], files...)
-	}
-	var pending []mapping.Commit
-	for _, c := range mine {
-		if _, ok := added[c.ID]; !ok {
-			pending = append(pending, c)
-		}
-	}
-	var stale []string
-	for _, id := range slices.Sorted(maps.Keys(added)) {
-		if !inLedger[id] {
-			stale = append(stale, id)
-		}
-	}
-	if len(pending) == 0 && len(stale) == 0 {
-		return res, nil
-	}
-	files, err := dlq.Files(ctx, 0)
-	if err != nil {
-		return res, fmt.Errorf("list the files of %s: %w", dlq.Name(), err)
-	}
-	live := map[string]DataFile{}
-	for _, f := range files {
-		live[f.Path] = f
-	}
-	for _, id := range stale {
-		var gone []string
-		for _, p := range added[id] {
-			if _, ok := live[p]; ok {
-				gone = append(gone, p)
+	const maxAttempts = 10
+	var lastErr error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return res, fmt.Errorf("reconcile %s: %w (last error: %w)", dlq.Name(), err, lastErr)
 			}
 		}
-		if len(gone) == 0 {
-			continue
+		if err := dlq.Refresh(ctx); err != nil {
+			return res, err
 		}
-		log.Warn("removing the dead letters of a commit the table's ledger no longer has (the table was rolled back, or a branch published over it)",
-			"table", dlq.Name(), "commit", id, "files", len(gone))
-		err := dlq.appendForCommit(ctx, log, id, KeyDeadLettersRemovedFor, func(txn *table.Transaction, props iceberg.Properties) error {
-			return txn.ReplaceDataFiles(ctx, gone, nil, props)
-		})
+		if err := t.Refresh(ctx); err != nil {
+			return res, err
+		}
+		st, err := t.DeadLetterState(ctx, dlq)
 		if err != nil {
 			return res, err
 		}
-		for _, p := range gone {
-			delete(live, p)
-		}
-		res.Removed++
-	}
-	for _, c := range pending {
-		var missing []string
-		for _, p := range c.DeadLetterFiles {
-			if _, ok := live[p]; !ok {
-				missing = append(missing, p)
+		if !st.Converged() {
+			res, err = dlq.converge(ctx, log, st)
+			if err != nil && isConflict(err) {
+				lastErr = err
+				log.Info("reconciling the dead-letter table lost a race; reloading", "table", dlq.Name(), "attempt", attempt, "err", err)
+				continue
 			}
-		}
-		if len(missing) == 0 {
-			continue
-		}
-		if coveredByLive(c, live) {
-			// Files of the dead-letter table were rewritten (compacted)
-			// after this commit's were added, and the snapshot that added
-			// them was expired: they are in, under other names.
-			log.Info("the dead letters of a commit are in the dead-letter table under other file names (rewritten)", "table", dlq.Name(), "commit", c.ID)
-			continue
-		}
-		log.Info("adding the dead letters of a commit whose writer stopped before it added them", "table", dlq.Name(), "commit", c.ID, "files", len(missing))
-		err := dlq.appendForCommit(ctx, log, c.ID, KeyDeadLettersFor, func(txn *table.Transaction, props iceberg.Properties) error {
-			b, err := json.Marshal(missing)
 			if err != nil {
-				return err
+				return res, fmt.Errorf("reconcile %s with the ledger of %s: %w", dlq.Name(), t.Name(), err)
 			}
-			props[mapping.KeyDeadLetterFiles] = string(b)
-			return txn.AddFiles(ctx, missing, props, false)
-		})
-		if err != nil {
-			return res, fmt.Errorf("the dead letters of commit %s (snapshot %d) of %s are not in %s and cannot be added (were their files deleted?): %w",
-				c.ID, c.SnapshotID, t.Name(), dlq.Name(), err)
 		}
-		res.Added++
+		if len(st.Missing) > 0 {
+			return res, &DeadLettersMissingError{Table: t.Name(), DeadLetters: dlq.Name(), Commits: st.Missing}
+		}
+		if bad := st.CountMismatches(); len(bad) > 0 {
+			return res, &DeadLetterCountError{Table: t.Name(), DeadLetters: dlq.Name(), Commit: bad[0], Rows: st.Rows[bad[0].ID]}
+		}
+		return res, nil
 	}
-	return res, nil
+	return res, fmt.Errorf("reconcile %s: gave up after %d attempts: %w", dlq.Name(), maxAttempts, lastErr)
 }
 
-// coveredByLive reports whether a live dead-letter file lies in one of c's
-// ranges with dead letters: c's dead letters were added, since each
-// commit's are added whole, in one snapshot.
-func coveredByLive(c mapping.Commit, live map[string]DataFile) bool {
-	for _, f := range live {
-		if !f.HasBounds {
-			continue
+// converge applies st to the dead-letter table t in one transaction that
+// asserts the head st was read at: stale rows deleted, pending commits'
+// files added.
+func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterState) (Reconciled, error) {
+	var res Reconciled
+	txn := t.tbl.NewTransaction()
+	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return res, err
+	}
+	if filter := staleFilter(st); filter != nil {
+		log.Warn("removing the dead letters of commits no branch's ledger has (the table was rolled back, or a branch published over it)",
+			"table", t.Name(), "commits", len(st.Stale), "rows", st.StaleRows, "legacy_partitions", len(st.StaleLegacy))
+		props := iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(st.Stale, ",")}
+		if err := txn.Delete(ctx, filter, props); err != nil {
+			return res, fmt.Errorf("delete stale dead letters: %w", err)
 		}
-		for _, r := range c.Ranges {
-			if r.DeadLetters > 0 && r.Partition == f.PartitionMin && f.Offsets.Low < r.High && r.Low < f.Offsets.High {
-				return true
-			}
+		res.Removed = len(st.Stale)
+		if len(st.StaleLegacy) > 0 && res.Removed == 0 {
+			res.Removed = 1
 		}
 	}
-	return false
+	if len(st.Pending) > 0 {
+		var ids, files []string
+		for _, c := range st.Pending {
+			ids = append(ids, c.ID)
+			files = append(files, c.DeadLetterFiles...)
+		}
+		log.Info("adding the dead letters of commits whose writer stopped before it added them (or that a rollback's undo brought back)",
+			"table", t.Name(), "commits", len(ids), "files", len(files))
+		if err := txn.AddFiles(ctx, files, iceberg.Properties{KeyDeadLettersFor: strings.Join(ids, ",")}, false); err != nil {
+			return res, fmt.Errorf("add the dead-letter files of %d commits: %w", len(ids), err)
+		}
+		res.Added = len(ids)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return Reconciled{}, err
+	}
+	return res, t.adoptCommitted(ctx, tbl)
+}
+
+// staleFilter selects the rows of st's stale commits and stale legacy
+// rows; nil when there are none.
+func staleFilter(st *DeadLetterState) iceberg.BooleanExpression {
+	var terms []iceberg.BooleanExpression
+	if len(st.Stale) > 0 {
+		terms = append(terms, iceberg.IsIn(iceberg.Reference(mapping.ColCommitID), st.Stale...))
+	}
+	for _, tp := range slices.SortedFunc(maps.Keys(st.StaleLegacy), mapping.TopicPartition.Compare) {
+		terms = append(terms, iceberg.NewAnd(
+			iceberg.IsNull(iceberg.Reference(mapping.ColCommitID)),
+			iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic),
+			iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition),
+			iceberg.IsIn(iceberg.Reference(mapping.ColOffset), st.StaleLegacy[tp]...)))
+	}
+	switch len(terms) {
+	case 0:
+		return nil
+	case 1:
+		return terms[0]
+	default:
+		return iceberg.NewOr(terms[0], terms[1], terms[2:]...)
+	}
 }
 
 // reconcileDeadLetterTables reconciles, for floe maintain, the dead-letter
-// tables of t: those its ledger names when t is a data table, or t itself
-// with its data table when t is a dead-letter table.
+// tables of t (DeadLetterTables) when t is a data table, or t itself with
+// its data table when t is a dead-letter table.
 func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger, res *MaintainResult) error {
 	reconcile := func(data, dlq *Table) error {
 		r, err := data.ReconcileDeadLetters(ctx, dlq, log)
@@ -364,15 +627,11 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 		}
 		return reconcile(data, t)
 	}
-	l, err := t.Ledger()
+	dlqs, err := t.DeadLetterTables(ctx)
 	if err != nil {
 		return err
 	}
-	for _, name := range deadLetterTables(l) {
-		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(name), t.Name(), false)
-		if err != nil {
-			return fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, t.Name(), err)
-		}
+	for _, dlq := range dlqs {
 		if err := reconcile(t, dlq); err != nil {
 			return err
 		}
@@ -380,16 +639,81 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 	return nil
 }
 
-// deadLetterTables names the dead-letter tables the ledger's commits name,
-// sorted.
-func deadLetterTables(l mapping.Ledger) []string {
+// DeadLetterTables opens the dead-letter tables of data table t that
+// exist: its default one (DeadLetterName) when it holds t's dead letters,
+// those its branches' ledgers name, and those it recorded
+// (PropDeadLetterTables), so that a table a rollback took every commit of
+// is still found. Sorted by name.
+func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
+	ledgers, err := t.branchLedgers()
+	if err != nil {
+		return nil, fmt.Errorf("read the ledgers of %s for its dead-letter tables: %w", t.Name(), err)
+	}
 	names := map[string]bool{}
-	for _, c := range l.Commits {
-		if c.DeadLetterTable != "" {
-			names[c.DeadLetterTable] = true
+	for _, l := range ledgers {
+		for _, c := range l.Commits {
+			if c.DeadLetterTable != "" {
+				names[c.DeadLetterTable] = true
+			}
 		}
 	}
-	return slices.Sorted(maps.Keys(names))
+	for n := range strings.SplitSeq(t.tbl.Properties()[PropDeadLetterTables], ",") {
+		if n != "" {
+			names[n] = true
+		}
+	}
+	def := strings.Join(DeadLetterName(t.ident), ".")
+	names[def] = true
+	var out []*Table
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(name), t.Name(), false)
+		if errors.Is(err, ErrTableNotFound) {
+			continue // never created, or dropped: the audit says so when a commit names it
+		}
+		if err != nil && name == def && !slices.ContainsFunc(ledgers, func(l mapping.Ledger) bool {
+			return slices.ContainsFunc(l.Commits, func(c mapping.Commit) bool { return c.DeadLetterTable == def })
+		}) {
+			continue // a table of that name that is not t's dead-letter table, and no commit names it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open dead-letter table %s of %s: %w", name, t.Name(), err)
+		}
+		out = append(out, dlq)
+	}
+	return out, nil
+}
+
+// recordDeadLetterTable adds the dead-letter table name to t's
+// PropDeadLetterTables when it is not there. Adding it again is harmless,
+// so a failure whose outcome is unknown is retried like a lost race.
+func (t *Table) recordDeadLetterTable(ctx context.Context, name string) error {
+	const maxAttempts = 10
+	var lastErr error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return fmt.Errorf("record dead-letter table %s on %s: %w (last error: %w)", name, t.Name(), err, lastErr)
+			}
+			if err := t.Refresh(ctx); err != nil {
+				lastErr = err
+				continue
+			}
+		}
+		names := strings.Split(t.tbl.Properties()[PropDeadLetterTables], ",")
+		names = slices.DeleteFunc(names, func(n string) bool { return n == "" })
+		if slices.Contains(names, name) {
+			return nil
+		}
+		names = append(names, name)
+		slices.Sort(names)
+		if lastErr = t.SetProperties(ctx, map[string]string{PropDeadLetterTables: strings.Join(names, ",")}); lastErr == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("record dead-letter table %s on %s: %w", name, t.Name(), lastErr)
 }
 
 // identOf is the identifier of a table named by Name: its parts, which

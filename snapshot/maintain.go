@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -87,6 +88,9 @@ type MaintainResult struct {
 	// data table's ledger did (ReconcileDeadLetters), before anything
 	// else; a dry run does not reconcile.
 	DeadLetters Reconciled `json:"dead_letters"`
+	// DeadLetterTables, for a data table, is what the same maintenance did
+	// to each of its dead-letter tables (Table.DeadLetterTables), by name.
+	DeadLetterTables map[string]*MaintainResult `json:"dead_letter_tables,omitempty"`
 }
 
 // GCDisabledError reports a table with gc.enabled=false: its files may be
@@ -127,20 +131,49 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 		return res, err
 	}
 	if !opts.DryRun {
-		// Before orphans are removed: the files of pending dead letters
-		// are in no snapshot of the dead-letter table until then.
 		if err := t.reconcileDeadLetterTables(ctx, log, &res); err != nil {
 			return res, err
 		}
 	}
+	if err := t.upkeep(ctx, log, opts, &res); err != nil {
+		return res, err
+	}
+	if t.tbl.Properties()[PropDeadLettersOf] != "" || (opts.DryRun && len(res.TruncatedRefs) > 0) {
+		// A dry run leaves a truncated ledger unrepaired: the dead-letter
+		// tables could not be read against it.
+		return res, nil
+	}
+	// A data table's dead-letter tables are maintained with it, as
+	// reconciled above: their metadata grows with every commit that has
+	// dead letters.
+	dlqs, err := t.DeadLetterTables(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, dlq := range dlqs {
+		var dres MaintainResult
+		if err := dlq.upkeep(ctx, log, opts, &dres); err != nil {
+			return res, fmt.Errorf("maintain dead-letter table %s of %s: %w", dlq.Name(), t.Name(), err)
+		}
+		if res.DeadLetterTables == nil {
+			res.DeadLetterTables = map[string]*MaintainResult{}
+		}
+		res.DeadLetterTables[dlq.Name()] = &dres
+	}
+	return res, nil
+}
+
+// upkeep is Maintain's work on one table after the ledger's repair and
+// the reconciliation of dead letters: expiry and cleanup.
+func (t *Table) upkeep(ctx context.Context, log *slog.Logger, opts MaintainOptions, res *MaintainResult) error {
 	if v, ok := t.tbl.Properties()[table.GCEnabledKey]; ok && strings.EqualFold(v, "false") {
-		return res, &GCDisabledError{Table: t.Name()}
+		return &GCDisabledError{Table: t.Name()}
 	}
 	removeDebris := opts.RemoveOrphans || opts.RemoveDebris
 	if opts.RemoveOrphans {
 		// Before the expiry, so that a refused run changes nothing.
 		if err := t.checkOrphanLocation(); err != nil {
-			return res, err
+			return err
 		}
 	}
 	if removeDebris {
@@ -152,8 +185,8 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 		}
 	}
 	if opts.Expire {
-		if err := t.expire(ctx, log, opts, &res); err != nil {
-			return res, err
+		if err := t.expire(ctx, log, opts, res); err != nil {
+			return err
 		}
 	}
 	for _, seg := range t.segments {
@@ -165,16 +198,16 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 		age = DefaultOrphanMinAge
 	}
 	if opts.RemoveOrphans {
-		if err := t.removeOrphans(ctx, log, age, opts.DryRun, &res); err != nil {
-			return res, err
+		if err := t.removeOrphans(ctx, log, age, opts.DryRun, res); err != nil {
+			return err
 		}
 	}
 	if removeDebris {
-		if err := t.removeDebris(ctx, log, age, opts.DryRun, &res); err != nil {
-			return res, err
+		if err := t.removeDebris(ctx, log, age, opts.DryRun, res); err != nil {
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // expire runs the archive-then-expire commit, retrying lost races.
@@ -191,7 +224,18 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 				return err
 			}
 		}
-		txn := t.tbl.NewTransaction()
+		keep, err := t.keptFiles(ctx)
+		if err != nil {
+			return err
+		}
+		pre := t.tbl
+		txn := pre.NewTransaction()
+		expOpts := expOpts
+		if keep != nil {
+			// The files of the expired snapshots are deleted below, but
+			// for those keep names.
+			expOpts = append(slices.Clip(expOpts), table.WithPostCommit(false))
+		}
 		if err := txn.ExpireSnapshots(expOpts...); err != nil {
 			return fmt.Errorf("plan snapshot expiry of %s: %w", t.Name(), err)
 		}
@@ -238,6 +282,11 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			log.Warn("snapshots expired, but deleting their files failed", "table", t.Name(), "err", err)
 			err = nil
 		}
+		if err == nil && keep != nil {
+			if err := deleteExpired(ctx, t, pre, tbl, expired, keep); err != nil {
+				log.Warn("snapshots expired, but deleting their files failed", "table", t.Name(), "err", err)
+			}
+		}
 		if err != nil && isConflict(err) {
 			// Nothing was committed: the new segment is unreferenced.
 			t.removePaths(ctx, log, path)
@@ -253,6 +302,104 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		return t.adoptSegment(ctx, log, tbl, path, seg, absorbed)
 	}
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
+}
+
+// deleteExpired deletes the files that only the expired snapshots of
+// pre (the table before the expiry, post after it) referenced, as
+// iceberg-go's expiry does, except those of keep: the dead-letter files a
+// data-table snapshot still names (keptFiles), which the undo of a
+// rollback adds again.
+func deleteExpired(ctx context.Context, t *Table, pre, post *table.Table, expired []table.Snapshot, keep fileSet) error {
+	fsys := func(ctx context.Context) (iceio.IO, error) {
+		io, err := t.fsys(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return keepFiles{IO: io, keep: keep}, nil
+	}
+	ids := make([]int64, len(expired))
+	for i, s := range expired {
+		ids[i] = s.SnapshotID
+	}
+	guarded := table.New(t.ident, pre.Metadata(), pre.MetadataLocation(), fsys, t.cat)
+	return table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, guarded, post)
+}
+
+// keepFiles is storage on which removing one of keep does nothing (and
+// that removes files one by one).
+type keepFiles struct {
+	iceio.IO
+	keep fileSet
+}
+
+func (k keepFiles) Remove(name string) error {
+	if k.keep.has(name) {
+		return nil
+	}
+	return k.IO.Remove(name)
+}
+
+// fileSet is a set of file paths, each known by its location without a
+// scheme: manifests name a file as file:///dir/f where a listing of the
+// storage says /dir/f.
+type fileSet map[string]bool
+
+func (s fileSet) key(p string) string {
+	if u, err := url.Parse(p); err == nil && u.Scheme != "" {
+		return u.Host + u.Path
+	}
+	return p
+}
+
+func (s fileSet) add(p string)      { s[s.key(p)] = true }
+func (s fileSet) has(p string) bool { return s[s.key(p)] }
+
+// keptFiles returns, for a dead-letter table, the files that its data
+// table's commits name for it, in the snapshots the data table has (a
+// rolled-back commit's among them: the rollback may be undone) and in its
+// branches' ledgers (archived commits whose dead letters are pending): no
+// cleanup deletes them. Nil for a data table, or one whose data table is
+// gone.
+func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
+	of := t.tbl.Properties()[PropDeadLettersOf]
+	if of == "" {
+		return nil, nil
+	}
+	data, err := Open(ctx, t.cat, identOf(of), OpenOptions{})
+	if errors.Is(err, ErrTableNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s, whose dead letters %s holds, for the files it names: %w", of, t.Name(), err)
+	}
+	keep := fileSet{}
+	add := func(c mapping.Commit) {
+		if c.DeadLetterTable == t.Name() {
+			for _, p := range c.DeadLetterFiles {
+				keep.add(p)
+			}
+		}
+	}
+	for _, s := range data.tbl.Metadata().Snapshots() {
+		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
+			continue
+		}
+		c, err := data.ranges.commit(&s)
+		if err != nil {
+			return nil, fmt.Errorf("read commit of snapshot %d of %s: %w", s.SnapshotID, of, err)
+		}
+		add(c)
+	}
+	ledgers, err := data.branchLedgers()
+	if err != nil {
+		return nil, fmt.Errorf("read the ledgers of %s for the files they name: %w", of, err)
+	}
+	for _, l := range ledgers {
+		for _, c := range l.Commits {
+			add(c)
+		}
+	}
+	return keep, nil
 }
 
 // stageSegment stages, on txn, the property naming the segment written to
@@ -547,11 +694,18 @@ func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, minAge time
 		return fmt.Errorf("remove orphan files of %s: %w", t.Name(), err)
 	}
 	meta := t.metadataLocation()
+	keep, err := t.keptFiles(ctx)
+	if err != nil {
+		return err
+	}
 	var orphans []table.OrphanFile
 	for _, f := range plan.OrphanFiles() {
 		if within(f.Path, meta) || strings.Contains(f.Path, "/"+archiveFolder+"/") {
 			log.Warn("not deleting an unreferenced file in a metadata or ledger archive folder", "table", t.Name(), "file", f.Path)
 			continue
+		}
+		if keep.has(f.Path) {
+			continue // dead letters a data-table snapshot names (keptFiles)
 		}
 		orphans = append(orphans, f)
 	}

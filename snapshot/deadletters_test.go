@@ -1,0 +1,384 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// deadLetterTables opens a raw data table NAME and its dead-letter table
+// NAME_dlq in a new catalog.
+func deadLetterTables(t *testing.T) (icecat.Catalog, *snapshot.Table, *snapshot.Table) {
+	t.Helper()
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Create: true})
+	dlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.DeadLetterName(tbl.Identifier()), tbl.Name(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat, tbl, dlq
+}
+
+// deadCommit commits range iv of topic's partition p in which the records
+// at offsets dead are dead letters (and the others produced nothing), with
+// their dead letters into dlq.
+func deadCommit(t *testing.T, tbl, dlq *snapshot.Table, topic string, p int32, iv mapping.Interval, dead ...int64) (snapshot.Result, error) {
+	t.Helper()
+	sc, err := mapping.DeadLetterArrowSchema(dlq.Iceberg().Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := mapping.NewDeadLetterBuilder(memory.DefaultAllocator, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Release()
+	for _, o := range dead {
+		r := &kgo.Record{Topic: topic, Partition: p, Offset: o, Timestamp: base, Value: fmt.Appendf(nil, "bad %s/%d/%d", topic, p, o)}
+		if err := rb.AppendDeadLetter(r, "not JSON", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp := mapping.TopicPartition{Topic: topic, Partition: p}
+	f := snapshot.Flush{
+		Ranges:      []mapping.Range{{TopicPartition: tp, Interval: iv, DeadLetters: int64(len(dead))}},
+		DeadLetters: map[mapping.TopicPartition][]arrow.RecordBatch{tp: {rb.NewBatch()}},
+	}
+	return tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test", DeadLetters: dlq})
+}
+
+// mustDeadCommit is deadCommit that must succeed.
+func mustDeadCommit(t *testing.T, tbl, dlq *snapshot.Table, topic string, p int32, iv mapping.Interval, dead ...int64) snapshot.Result {
+	t.Helper()
+	res, err := deadCommit(t, tbl, dlq, topic, p, iv, dead...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// failingCommits is a catalog whose commits all fail: a dead-letter table
+// opened through it takes a commit's dead-letter files but never adds
+// them, as when the writer dies between its commit and that append.
+type failingCommits struct{ icecat.Catalog }
+
+func (c failingCommits) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (failingCommits) CommitTable(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error) {
+	return nil, "", errors.New("injected: the catalog is unreachable")
+}
+
+// pendingCommit commits like deadCommit, but its dead letters stay
+// pending: adding them to dlq fails.
+func pendingCommit(t *testing.T, cat icecat.Catalog, tbl, dlq *snapshot.Table, topic string, p int32, iv mapping.Interval, dead ...int64) snapshot.Result {
+	t.Helper()
+	broken, err := snapshot.OpenDeadLetters(t.Context(), failingCommits{cat}, dlq.Identifier(), tbl.Name(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := deadCommit(t, tbl, broken, topic, p, iv, dead...)
+	if _, ok := errors.AsType[*snapshot.DeadLettersPendingError](err); !ok {
+		t.Fatalf("err = %v, want a DeadLettersPendingError", err)
+	}
+	return res
+}
+
+// deadLetters lists "topic/partition/offset" of every row of dlq's head,
+// sorted (a position twice is listed twice).
+func deadLetters(t *testing.T, dlq *snapshot.Table) []string {
+	t.Helper()
+	if err := dlq.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	cols := []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
+	err := dlq.ScanFiles(t.Context(), 0, snapshot.ScanOptions{Columns: cols}, func(fb snapshot.FileBatch) error {
+		if fb.Done {
+			return nil
+		}
+		b := fb.Batch
+		col := func(name string) arrow.Array { return b.Column(b.Schema().FieldIndices(name)[0]) }
+		topic, part, off := col(mapping.ColTopic), col(mapping.ColPartition), col(mapping.ColOffset)
+		for i := range int(b.NumRows()) {
+			out = append(out, topic.ValueStr(i)+"/"+part.ValueStr(i)+"/"+off.ValueStr(i))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// wantDeadLetters fails unless dlq holds one dead letter at each of
+// positions ("topic/partition/offset"), and no other.
+func wantDeadLetters(t *testing.T, dlq *snapshot.Table, positions ...string) {
+	t.Helper()
+	slices.Sort(positions)
+	if got := deadLetters(t, dlq); !slices.Equal(got, positions) {
+		t.Fatalf("%s holds dead letters %v, want %v", dlq.Name(), got, positions)
+	}
+}
+
+// setMain points main at snapshot id, as an operator's rollback (or its
+// undo) does.
+func setMain(t *testing.T, tbl *snapshot.Table, id int64) {
+	t.Helper()
+	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
+	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, upd); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reconcile(t *testing.T, tbl, dlq *snapshot.Table) snapshot.Reconciled {
+	t.Helper()
+	res, err := tbl.ReconcileDeadLetters(t.Context(), dlq, floetest.QuietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestDeadLettersOtherTopicDoesNotHidePending (issue 19, item 1): two
+// topics share a table and its dead-letter table. Topic b's dead letter
+// at partition 0 offset 1 is in; topic a's commit of partition 0 [0,2)
+// has its dead letter pending. Reconciling must add it: another topic's
+// dead letter at the same partition and offset is not it.
+func TestDeadLettersOtherTopicDoesNotHidePending(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	mustDeadCommit(t, tbl, dlq, "b", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	pendingCommit(t, cat, tbl, dlq, "a", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	if res := reconcile(t, tbl, dlq); res.Added != 1 {
+		t.Errorf("reconcile added the dead letters of %d commits, want 1", res.Added)
+	}
+	wantDeadLetters(t, dlq, "a/0/1", "b/0/1")
+	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
+		t.Errorf("a second reconcile did %+v, want nothing", res)
+	}
+}
+
+// TestDeadLettersCompactionOverPending (item 2): c1 [0,2) and c3 [4,6)
+// have their dead letters in, c2 [2,4) is pending; compacting the
+// dead-letter table merges c1's and c3's files into one that spans c2's
+// range. Reconciling must still add c2's.
+func TestDeadLettersCompactionOverPending(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	pendingCommit(t, cat, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5)
+	if err := dlq.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := dlq.Compact(t.Context(), snapshot.CompactOptions{Logger: floetest.QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesAfter != 1 {
+		t.Fatalf("compaction left %d files, want 1 (the test needs c1's and c3's merged)", res.FilesAfter)
+	}
+	reconcile(t, tbl, dlq)
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3", "t/0/5")
+}
+
+// TestDeadLettersBranchTableKeepsReplay (item 3): the dead letters a
+// replay onto a branch wrote into the branch's dead-letter table belong to
+// the branch's ledger: maintaining that table (a cron over every table of
+// the namespace) must not remove them, published or not.
+func TestDeadLettersBranchTableKeepsReplay(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	if err := tbl.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	branch := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Branch: "rebuild"})
+	bdlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.BranchDeadLetterName(tbl.Identifier(), "rebuild"), tbl.Name(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDeadCommit(t, branch, bdlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	if _, err := bdlq.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	wantDeadLetters(t, bdlq, "t/0/1")
+	if _, _, err := branch.Publish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*snapshot.Table{bdlq, dlq} {
+		if _, err := d.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantDeadLetters(t, bdlq, "t/0/1")
+	wantDeadLetters(t, dlq)
+}
+
+// TestDeadLettersUndoRollback (item 4, and orphan cleanup): main is rolled
+// back past c2, whose dead letter floe maintain then removes (and the
+// dead-letter table's maintenance expires and cleans up after); main is
+// set back to c2: the next reconcile adds c2's dead letter again, from its
+// files, which cleanup kept because a data-table snapshot names them.
+func TestDeadLettersUndoRollback(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	c2 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	wantDeadLetters(t, dlq, "t/0/1")
+	time.Sleep(20 * time.Millisecond)
+	if _, err := dlq.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true, OrphanMinAge: 10 * time.Millisecond, Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	setMain(t, tbl, c2.Commit.SnapshotID)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3")
+}
+
+// TestDeadLettersRollbackAfterExpiry (item 5): the dead-letter table's
+// snapshots are expired, then main is rolled back past c2 and the same
+// offsets are committed again: c2's dead letter must be removed, not kept
+// beside its new copy.
+func TestDeadLettersRollbackAfterExpiry(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	if _, err := dlq.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	reconcile(t, tbl, dlq) // as the next sink session does first
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	reconcile(t, tbl, dlq)
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3")
+}
+
+// TestDeadLettersRollbackPastEveryCommit (item 6): main is rolled back
+// past every commit with dead letters, so its ledger names no dead-letter
+// table. The audit must still find the dead letters outside the ledger in
+// the table's dead-letter table, and floe maintain must remove them.
+func TestDeadLettersRollbackPastEveryCommit(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	c0 := commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: 0, High: 1}}, testRec{offset: 0, value: "ok"})
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 1, High: 3}, 2)
+	setMain(t, tbl, c0.Commit.SnapshotID)
+	rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Complete() {
+		t.Errorf("the audit says complete; %s holds a dead letter of a rolled-back commit", dlq.Name())
+	}
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	wantDeadLetters(t, dlq)
+	if rep, err = audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows}); err != nil || !rep.Complete() {
+		t.Fatalf("audit after floe maintain: %v %+v", err, rep.Findings)
+	}
+}
+
+// TestDeadLetterTableMaintained (item 7): maintaining the data table (the
+// sink's own maintenance, floe maintain) maintains its dead-letter table
+// too: the dead-letter table's snapshots are expired with the data
+// table's, and its snapshots carry no file list.
+func TestDeadLetterTableMaintained(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	for i := range int64(30) {
+		mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2 * i, High: 2*i + 2}, 2*i+1)
+	}
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(dlq.Iceberg().Metadata().Snapshots()); n > 1 {
+		t.Errorf("%s keeps %d snapshots after floe maintain --retain-last 1 of %s", dlq.Name(), n, tbl.Name())
+	}
+	for _, s := range dlq.Iceberg().Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties[mapping.KeyDeadLetterFiles] != "" {
+			t.Errorf("snapshot %d of %s lists its files in its summary", s.SnapshotID, dlq.Name())
+			break
+		}
+	}
+	if got := len(deadLetters(t, dlq)); got != 30 {
+		t.Errorf("%d dead letters after maintenance, want 30", got)
+	}
+}
+
+// TestAuditPendingOnlyWhenReconcileAdds (the audit's messages): a commit
+// whose dead letters are not in is dead-letters-pending only while
+// reconciling would add them; once reconciled the table is complete; a
+// pending commit whose files were deleted is a missing file (nothing can
+// add them), not pending.
+func TestAuditPendingOnlyWhenReconcileAdds(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	mustDeadCommit(t, tbl, dlq, "b", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	pendingCommit(t, cat, tbl, dlq, "a", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	run := func() *audit.Report {
+		t.Helper()
+		if err := tbl.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := run(); !hasFinding(rep, audit.KindDeadLettersPending) {
+		t.Fatalf("before reconciling: want dead-letters-pending, got %+v", rep.Findings)
+	}
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := run(); !rep.Complete() {
+		t.Fatalf("after floe maintain: %+v", rep.Findings)
+	}
+
+	c := pendingCommit(t, cat, tbl, dlq, "a", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	fsys, err := dlq.Iceberg().FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Commit.DeadLetterFiles {
+		if err := fsys.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := run()
+	if hasFinding(rep, audit.KindDeadLettersPending) || !hasFinding(rep, audit.KindMissingFile) {
+		t.Fatalf("pending dead letters whose files were deleted: want missing-file and no dead-letters-pending, got %+v", rep.Findings)
+	}
+}
+
+func hasFinding(rep *audit.Report, k audit.Kind) bool {
+	return slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool { return f.Kind == k })
+}

@@ -112,9 +112,9 @@ type Registry struct {
 }
 
 // NewRegistry checks cfg and builds a Registry. It reads cfg.CAFile but
-// talks to no server: an unreachable registry at start is the same
-// transient condition as one that goes away later, and the sink handles
-// both by retrying.
+// talks to no server: Pipelines.Check and replay.Run call Check before
+// they create anything, and a registry that goes away later is a transient
+// condition a sink retries.
 func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("schema registry: no URL given (--schema-registry)")
@@ -171,6 +171,19 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 		return nil, fmt.Errorf("schema registry %s: %w", cfg.URL, err)
 	}
 	return &Registry{url: cfg.URL, client: cl, schemas: map[int]*Schema{}}, nil
+}
+
+// Check asks the registry for its subjects, so that a run finds before it
+// creates anything that a schema registry answers at the URL with these
+// credentials. A registry that does not answer is a
+// *RegistryUnavailableError, rejected credentials a *RegistryAuthError; a
+// server that is no schema registry, or speaks no TLS to https, is an
+// error naming what to check.
+func (r *Registry) Check(ctx context.Context) error {
+	if _, err := r.client.Subjects(ctx); err != nil {
+		return fmt.Errorf("%w (checked before creating anything; nothing was created)", r.explain(err, "its subjects", &UnknownSchemaError{}))
+	}
+	return nil
 }
 
 // Resolve splits payload, a record key or value in the schema registry

@@ -2,14 +2,151 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 )
+
+// topicStack starts a local stack with an empty topic of one partition.
+func topicStack(t *testing.T, topic string) *localstack.Stack {
+	t.Helper()
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// shopStack starts a local stack whose topic shop holds 10 JSON objects
+// and one record that is not JSON, sinks it into lake.shop with --value
+// json (so lake.shop_dlq exists, with one dead letter), and returns the
+// stack and the sink arguments every run shares (brokers, catalog).
+func shopStack(t *testing.T) (*localstack.Stack, []string) {
+	t.Helper()
+	ctx := t.Context()
+	st := topicStack(t, "shop")
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: "shop", Value: fmt.Appendf(nil, `{"sku":"s%d","qty":%d}`, i, i)})
+	}
+	recs = append(recs, &kgo.Record{Topic: "shop", Value: []byte("not json")})
+	if err := localstack.Produce(ctx, st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	common := []string{"-b", strings.Join(st.Brokers, ","), "--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	code, out, errs := floe(t, append([]string{"sink", "-t", "shop", "--table", "lake.shop", "--value", "json", "--stop-at-end"}, common...)...)
+	if code != 0 || !strings.Contains(out, "10 rows and 1 dead letter (into lake.shop_dlq)") {
+		t.Fatalf("sink lake.shop: exit %d\n%s\n%s", code, out, errs)
+	}
+	return st, common
+}
+
+// catalogState is every table of namespace lake with its number of
+// snapshots and its schema, to show that a refused run changed nothing.
+func catalogState(t *testing.T, st *localstack.Stack) []string {
+	t.Helper()
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for ident, err := range cat.ListTables(t.Context(), []string{"lake"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := cat.LoadTable(t.Context(), ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refs []string
+		for name := range tbl.Metadata().Refs() {
+			refs = append(refs, name)
+		}
+		slices.Sort(refs)
+		out = append(out, fmt.Sprintf("%s: %d snapshots, refs %v, schema %s", strings.Join(ident, "."),
+			len(tbl.Metadata().Snapshots()), refs, tbl.Schema()))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// refused runs floe with args and checks that it exits 2 with one line
+// naming want, and that the catalog's tables are as they were.
+func refused(t *testing.T, st *localstack.Stack, want string, args ...string) {
+	t.Helper()
+	before := catalogState(t, st)
+	code, out, errs := floe(t, args...)
+	if code != exitError || !strings.Contains(errs, want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line naming %q", args, code, errs, want)
+	}
+	if strings.Contains(out, "rows") {
+		t.Errorf("%v: a refused run printed a summary:\n%s", args, out)
+	}
+	if after := catalogState(t, st); !slices.Equal(before, after) {
+		t.Errorf("%v: the refused run changed the catalog:\nbefore %q\nafter  %q", args, before, after)
+	}
+}
+
+// TestSinkRefusesDeadLetterTable: floe sink and floe replay (into the
+// table, or onto a branch of it) refuse a dead-letter table as the table
+// they write rows into, exit 2 with one line, and change nothing.
+func TestSinkRefusesDeadLetterTable(t *testing.T) {
+	st, common := shopStack(t)
+	want := "table lake.shop_dlq is the dead-letter table of lake.shop"
+	refused(t, st, want, append([]string{"sink", "-t", "shop", "--table", "lake.shop_dlq", "--stop-at-end"}, common...)...)
+	refused(t, st, want, append([]string{"sink", "-t", "shop", "--table", "lake.shop_dlq", "--stop-at-end", "--value", "json"}, common...)...)
+	refused(t, st, want, append([]string{"replay", "-t", "shop", "--table", "lake.shop_dlq"}, common...)...)
+	refused(t, st, want, append([]string{"replay", "-t", "shop", "--table", "lake.shop_dlq", "--branch", "rebuild"}, common...)...)
+	// The audit of lake.shop still finds it complete.
+	code, out, errs := floe(t, append([]string{"audit", "--table", "lake.shop"}, common...)...)
+	if code != 0 {
+		t.Fatalf("audit lake.shop: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestSinkChecksDeadLettersAndRegistryFirst: a run whose dead-letter table
+// cannot be its table's, or whose schema registry does not answer as one,
+// is refused before anything is created: exit 2, one line, and the
+// catalog's tables as they were.
+func TestSinkChecksDeadLettersAndRegistryFirst(t *testing.T) {
+	st, common := shopStack(t)
+	host := strings.TrimPrefix(st.Registry, "http://")
+	for i, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"dlq is the table itself", []string{"--value", "json", "--dlq-table", "{T}"}, "--dlq-table {T} names the table itself"},
+		{"dlq is another data table", []string{"--value", "json", "--dlq-table", "lake.shop"}, "table lake.shop exists and is not a dead-letter table"},
+		{"dlq of another table", []string{"--value", "json", "--dlq-table", "lake.shop_dlq"}, "table lake.shop_dlq holds the dead letters of lake.shop, not of {T}"},
+		{"unreachable registry", []string{"--value", "registry", "--schema-registry", "http://127.0.0.1:1"}, "schema registry http://127.0.0.1:1 unavailable"},
+		{"not a registry", []string{"--value", "registry", "--schema-registry", st.Registry + "/nope"}, "HTTP 404 without a registry error code"},
+		{"https against http", []string{"--value", "registry", "--schema-registry", "https://" + host}, "the server does not speak TLS"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Each case its own table: a table one refused run left
+			// behind would refuse the next for another reason.
+			for _, cmd := range [][]string{{"sink", "--stop-at-end"}, {"replay"}} {
+				name := fmt.Sprintf("lake.%s%d", cmd[0], i)
+				args := strings.Split(strings.ReplaceAll(strings.Join(c.args, "\x00"), "{T}", name), "\x00")
+				want := strings.ReplaceAll(c.want, "{T}", name)
+				refused(t, st, want, slices.Concat(cmd, []string{"-t", "shop", "--table", name, "--retry-for", "1s"}, common, args)...)
+			}
+		})
+	}
+}
 
 // TestSinkProtobufWithoutIndexes: Protobuf records framed as
 // @kafkajs/confluent-schema-registry frames them (magic byte, schema ID,
@@ -18,14 +155,7 @@ import (
 // cause; a record framed as Confluent's serializers frame it becomes a row.
 func TestSinkProtobufWithoutIndexes(t *testing.T) {
 	ctx := t.Context()
-	st, err := localstack.Start(ctx, localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(ctx, st.Brokers, "pb", 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	st := topicStack(t, "pb")
 	id, err := localstack.RegisterSchema(ctx, st.Registry, "pb-value", sr.Schema{Type: sr.TypeProtobuf,
 		Schema: `syntax = "proto3"; package shop; message Order { int64 id = 1; string name = 2; }`})
 	if err != nil {

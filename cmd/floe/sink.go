@@ -71,7 +71,8 @@ fenced by the ledger when it tries to commit it: it drops its files and goes on 
 partitions it still owns. After every commit the group's offsets are written, with the
 snapshot id as metadata, so kafka-consumer-groups and other lag tools see the progress.
 
-The table (and its namespace) is created when missing. Records are read with read_committed:
+The table (and its namespace) is created when missing; a dead-letter table is refused as --table.
+The dead-letter table (--dlq-table) and the schema registry are checked before anything is created. Records are read with read_committed:
 aborted transactions never reach the table, and transaction markers are accounted for in the
 ledger. A flush happens when --flush-records, --flush-bytes or --flush-interval is reached,
 whichever comes first. SIGINT or SIGTERM flushes, commits and exits 0.

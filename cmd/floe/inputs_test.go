@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -194,4 +198,97 @@ func TestSinkProtobufWithoutIndexes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSinkOnlyDeadLettersFails: a --stop-at-end sink or a replay whose
+// records all became dead letters (a layout that does not match the
+// topic: --value registry on plain JSON, --key json on plain keys) exits 3
+// with one line giving their number and the first reason; a run with rows
+// beside its dead letters exits 0 (shopStack's). A live sink says so at
+// WARN and on its status page, until a commit has rows again.
+func TestSinkOnlyDeadLettersFails(t *testing.T) {
+	st, common := shopStack(t)
+	keyed := make([]*kgo.Record, 5)
+	for i := range keyed {
+		keyed[i] = &kgo.Record{Topic: "shop", Key: fmt.Appendf(nil, "k%d", i), Value: []byte(`{"sku":"x"}`)}
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"registry on plain JSON", []string{"sink", "--table", "lake.reg", "--stop-at-end", "--value", "registry", "--schema-registry", st.Registry},
+			"lake.reg: 0 rows and 11 dead letters (into lake.reg_dlq): no record became a row; check that --value, --key and --schema-registry match the topic's records; first: shop/0 offset 0: not in the schema registry wire format: the first byte is 0x7b"},
+		{"replay, registry on plain JSON", []string{"replay", "--table", "lake.rereg", "--value", "registry", "--schema-registry", st.Registry},
+			"lake.rereg: 0 rows and 11 dead letters (into lake.rereg_dlq): no record became a row"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := floe(t, slices.Concat(c.args, []string{"-t", "shop"}, common)...)
+			// The log lines come before; the error is the one line floe: ...
+			last := errs[strings.LastIndex(strings.TrimSpace(errs), "\n")+1:]
+			if code != exitOnlyDeadLetters || !strings.HasPrefix(last, "floe: ") || !strings.Contains(last, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit 3 and a last line naming %q", code, errs, c.want)
+			}
+			if !strings.Contains(out, "0 rows and 11 dead letters") {
+				t.Errorf("summary %q", out)
+			}
+		})
+	}
+	t.Run("json keys on plain keys", func(t *testing.T) {
+		if err := localstack.CreateTopic(t.Context(), st.Brokers, "keyed", 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range keyed {
+			r.Topic = "keyed"
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, keyed); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := floe(t, slices.Concat([]string{"sink", "-t", "keyed", "--table", "lake.keyed", "--stop-at-end", "--value", "json", "--key", "json"}, common)...)
+		if want := "lake.keyed: 0 rows and 5 dead letters (into lake.keyed_dlq)"; code != exitOnlyDeadLetters || !strings.Contains(errs, want) || !strings.Contains(errs, "first: keyed/0 offset 0: ") {
+			t.Errorf("exit %d, stderr %q; want exit 3 naming %q", code, errs, want)
+		}
+	})
+
+	t.Run("live", func(t *testing.T) {
+		addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan string, 1)
+		go func() {
+			_, errs, _ := floeCtx(ctx, slices.Concat([]string{"sink", "-t", "shop", "--table", "lake.live", "--value", "registry", "--schema-registry", st.Registry,
+				"--flush-interval", "100ms", "--metrics-addr", addr}, common)...)
+			done <- errs
+		}()
+		warning := func() string {
+			resp, err := http.Get("http://" + addr + "/status.json")
+			if err != nil {
+				return ""
+			}
+			defer resp.Body.Close()
+			var page struct{ Pipelines []struct{ Warning string } }
+			if json.NewDecoder(resp.Body).Decode(&page) != nil || len(page.Pipelines) != 1 {
+				return ""
+			}
+			return page.Pipelines[0].Warning
+		}
+		waitFor(t, time.Minute, "the status page's warning", func() bool { return warning() != "" })
+		if w := warning(); !strings.Contains(w, "every record of the last commit is a dead letter (11); first: shop/0 offset 0: not in the schema registry wire format") {
+			t.Errorf("status page warning %q", w)
+		}
+		// A commit with a row clears it.
+		id, err := localstack.RegisterSchema(t.Context(), st.Registry, "shop-value", sr.Schema{Schema: `{"type":"record","name":"r","fields":[{"name":"sku","type":"string"}]}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "shop", Value: localstack.WireFormat(id, nil, []byte{0x02, 'a'})}}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Minute, "a commit with a row to clear the warning", func() bool { return warning() == "" })
+		cancel()
+		errs := <-done
+		if !regexp.MustCompile(`level=WARN msg="every record of this commit is a dead letter: [^"]*" [^\n]*dead_letters=11 [^\n]*first="shop/0 offset 0: not in the schema registry wire format`).MatchString(errs) {
+			t.Errorf("no WARN with the first dead letter:\n%s", errs)
+		}
+	})
 }

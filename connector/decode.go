@@ -385,7 +385,11 @@ func newCodec(rv RegistryValue) (mapping.Codec, error) {
 	case SchemaProtobuf:
 		file := fmt.Sprintf("schema-%d.proto", s.ID)
 		refs[file] = s.Text
-		return mapping.NewProtobufCodec(refs, file, rv.Indexes)
+		c, err := mapping.NewProtobufCodec(refs, file, rv.Indexes)
+		if _, ok := errors.AsType[*mapping.MessageIndexError](err); ok {
+			return nil, fmt.Errorf("%w; %s", err, missingIndexes)
+		}
+		return c, err
 	}
 	return nil, fmt.Errorf("schema type %q: floe decodes AVRO, PROTOBUF and JSON", s.Type)
 }

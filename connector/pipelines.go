@@ -245,11 +245,7 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 	sinks := make([]*Sink, len(ps))
 	for i, p := range ps {
 		cfg := p.Config
-		if tables[i].Layout() != mapping.RawLayout && !p.NoDeadLetters {
-			name := p.DeadLetters
-			if name == nil {
-				name = snapshot.DeadLetterName(p.Table)
-			}
+		if name := p.deadLetterTable(tables[i].Layout()); name != nil {
 			if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true); err != nil {
 				return nil, nil, ps.wrap(i, err)
 			}
@@ -259,6 +255,19 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 		}
 	}
 	return sinks, tables, nil
+}
+
+// deadLetterTable is the dead-letter table of the pipeline when its table
+// has layout, or nil when it has none (raw records cannot fail to become
+// rows, and NoDeadLetters).
+func (p Pipeline) deadLetterTable(layout mapping.Layout) table.Identifier {
+	switch {
+	case layout == mapping.RawLayout || p.NoDeadLetters:
+		return nil
+	case p.DeadLetters != nil:
+		return p.DeadLetters
+	}
+	return snapshot.DeadLetterName(p.Table)
 }
 
 // Check checks what Run checks before it opens anything: each Config, and
@@ -278,6 +287,15 @@ func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
 		}
 		if err != nil {
 			return ps.wrap(i, err)
+		}
+	}
+	checked := map[*Registry]bool{}
+	for i, p := range ps {
+		if r := p.Config.Registry; r != nil && !checked[r] {
+			checked[r] = true
+			if err := r.Check(ctx); err != nil {
+				return ps.wrap(i, err)
+			}
 		}
 	}
 	return nil
@@ -300,13 +318,23 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	tables := make([]*snapshot.Table, len(ps))
 	var missing []int
 	for i, p := range ps {
+		layout := p.Layout
 		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Layout: p.Layout})
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			err = ps.create(i).CheckNew()
 			missing = append(missing, i)
-		case err == nil && p.PartitionBy != nil:
-			err = t.CheckPartitionBy(*p.PartitionBy)
+			if err == nil {
+				err = layout.Normalize()
+			}
+		case err == nil:
+			layout = t.Layout()
+			if err = t.CheckDataTable(); err == nil && p.PartitionBy != nil {
+				err = t.CheckPartitionBy(*p.PartitionBy)
+			}
+		}
+		if err == nil {
+			err = ps.checkDeadLetters(ctx, cat, i, layout)
 		}
 		if err != nil {
 			return nil, ps.wrap(i, err)
@@ -338,6 +366,28 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 		tables[i] = t
 	}
 	return tables, nil
+}
+
+// checkDeadLetters checks, creating nothing, the dead-letter table of
+// pipeline i, whose table has layout: that it can be that table's
+// (snapshot.CheckDeadLetters), and that it is neither the table of another
+// pipeline nor the dead-letter table of another pipeline's table.
+func (ps Pipelines) checkDeadLetters(ctx context.Context, cat catalog.Catalog, i int, layout mapping.Layout) error {
+	dlq := ps[i].deadLetterTable(layout)
+	if dlq == nil {
+		return nil
+	}
+	name, of := strings.Join(dlq, "."), strings.Join(ps[i].Table, ".")
+	for j, p := range ps {
+		switch other := strings.Join(p.Table, "."); {
+		case j == i || other == of:
+		case other == name:
+			return fmt.Errorf("--dlq-table %s names the table of pipeline %s: a table's dead letters go to a table of their own", name, p)
+		case p.DeadLetters != nil && strings.Join(p.DeadLetters, ".") == name:
+			return fmt.Errorf("--dlq-table %s would hold the dead letters of both %s and %s: each table needs a dead-letter table of its own (leave --dlq-table out for TABLE_dlq)", name, of, other)
+		}
+	}
+	return snapshot.CheckDeadLetters(ctx, cat, dlq, of)
 }
 
 // createRace is how long a process that lost the race to create a table

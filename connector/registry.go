@@ -112,9 +112,9 @@ type Registry struct {
 }
 
 // NewRegistry checks cfg and builds a Registry. It reads cfg.CAFile but
-// talks to no server: an unreachable registry at start is the same
-// transient condition as one that goes away later, and the sink handles
-// both by retrying.
+// talks to no server: Pipelines.Check and replay.Run call Check before
+// they create anything, and a registry that goes away later is a transient
+// condition a sink retries.
 func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("schema registry: no URL given (--schema-registry)")
@@ -173,6 +173,19 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	return &Registry{url: cfg.URL, client: cl, schemas: map[int]*Schema{}}, nil
 }
 
+// Check asks the registry for its subjects, so that a run finds before it
+// creates anything that a schema registry answers at the URL with these
+// credentials. A registry that does not answer is a
+// *RegistryUnavailableError, rejected credentials a *RegistryAuthError; a
+// server that is no schema registry, or speaks no TLS to https, is an
+// error naming what to check.
+func (r *Registry) Check(ctx context.Context) error {
+	if _, err := r.client.Subjects(ctx); err != nil {
+		return fmt.Errorf("%w (checked before creating anything; nothing was created)", r.explain(err, "its subjects", &UnknownSchemaError{}))
+	}
+	return nil
+}
+
 // Resolve splits payload, a record key or value in the schema registry
 // wire format (magic byte 0, the schema ID as 4 big-endian bytes, for
 // Protobuf the message indexes, then the encoded value), and looks up its
@@ -217,32 +230,45 @@ func wireHeaderError(payload []byte) *WireError {
 
 // decodeIndexes reads the Protobuf message indexes that follow the schema
 // ID: a zigzag varint count (0 meaning the single index [0]), then that
-// many zigzag varint indexes.
+// many zigzag varint indexes. Each error names the framing problem and its
+// common cause (missingIndexes).
 func decodeIndexes(b []byte) ([]int, []byte, error) {
 	var h sr.ConfluentHeader
 	// Each index takes at least one byte, so a count above len(b) is
 	// malformed; bounding it here keeps a corrupt count from allocating.
 	idx, rest, err := h.DecodeIndex(b, len(b))
+	var reason string
 	switch {
 	case err == nil:
 	case len(b) == 0:
-		return nil, nil, &WireError{Reason: "the Protobuf message indexes are missing"}
+		reason = "the Protobuf message indexes are missing (nothing follows the schema ID)"
 	case errors.Is(err, sr.ErrNotRegistered): // DecodeIndex's word for a count above the bound
-		return nil, nil, &WireError{Reason: "malformed Protobuf message indexes: more than the payload's bytes can hold"}
+		reason = "malformed Protobuf message indexes: more than the payload's bytes can hold"
 	case errors.Is(err, sr.ErrBadHeader):
-		return nil, nil, &WireError{Reason: "malformed Protobuf message indexes: a negative count"}
+		reason = "malformed Protobuf message indexes: a negative count"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, nil, &WireError{Reason: "malformed Protobuf message indexes: cut short"}
+		reason = "malformed Protobuf message indexes: cut short"
 	default:
-		return nil, nil, &WireError{Reason: fmt.Sprintf("malformed Protobuf message indexes: %v", err)}
+		reason = fmt.Sprintf("malformed Protobuf message indexes: %v", err)
 	}
 	for _, i := range idx {
-		if i < 0 {
-			return nil, nil, &WireError{Reason: fmt.Sprintf("negative Protobuf message index %d", i)}
+		if i < 0 && reason == "" {
+			reason = fmt.Sprintf("negative Protobuf message index %d (in %v, read where the message-index array should be)", i, idx)
 		}
+	}
+	if reason != "" {
+		return nil, nil, &WireError{Reason: reason + "; " + missingIndexes}
 	}
 	return idx, rest, nil
 }
+
+// missingIndexes is what malformed or impossible Protobuf message indexes
+// most often mean: a producer that leaves the array out, so that the
+// message's own first bytes are read as indexes.
+const missingIndexes = "Confluent's Protobuf framing puts a message-index array between the schema ID and the message " +
+	"(the single byte 0x00 for the schema's first message); producers that leave it out, such as " +
+	"@kafkajs/confluent-schema-registry (its issue #248), write the message right after the schema ID: " +
+	"make the producer write the indexes (for the first message, insert 0x00 after the 5-byte header)"
 
 // Schema returns the schema registered under id, with its references,
 // from the cache or the registry. Errors are Resolve's, but for

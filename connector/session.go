@@ -1181,6 +1181,21 @@ func (ss *session) endRange(ctx context.Context, pt *partition) error {
 }
 
 // releaseFlush frees the batches of a flush that is not committed.
+// firstDeadLetter names the first dead letter of f (by partition, then
+// offset): its position and why it could not become a row; "" when f has
+// none. It reads f's batches, so it is called before f is committed.
+func firstDeadLetter(f snapshot.Flush) string {
+	for _, tp := range slices.SortedFunc(maps.Keys(f.DeadLetters), mapping.TopicPartition.Compare) {
+		for _, b := range f.DeadLetters[tp] {
+			offset, reason := b.Schema().FieldIndices(mapping.ColOffset), b.Schema().FieldIndices(mapping.ColError)
+			if b.NumRows() > 0 && len(offset) == 1 && len(reason) == 1 {
+				return fmt.Sprintf("%s offset %s: %s", tp, b.Column(offset[0]).ValueStr(0), b.Column(reason[0]).ValueStr(0))
+			}
+		}
+	}
+	return ""
+}
+
 func releaseFlush(f snapshot.Flush) {
 	for _, bs := range f.Batches {
 		releaseAll(bs)

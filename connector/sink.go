@@ -104,6 +104,11 @@ type Config struct {
 	// OnRetry, when set, is called each time a transient error ended a
 	// session and the sink waits before it starts the next one.
 	OnRetry func(err error, wait time.Duration)
+	// OnOnlyDeadLetters, when set, is called after a commit whose records
+	// all went to the dead-letter table, none to a row (after OnCommit),
+	// with their number and the first one (its position and why it could
+	// not become a row).
+	OnOnlyDeadLetters func(deadLetters int64, first string)
 	// OnSchema, when set, is called the first time the sink decodes a
 	// record written with a registry schema (by its ID), value or key.
 	OnSchema func(id int)
@@ -176,6 +181,9 @@ type Stats struct {
 	// (DeadLetterTable) instead of rows.
 	DeadLetters     int64
 	DeadLetterTable string
+	// FirstDeadLetter names the first dead letter the run committed: its
+	// position and why it could not become a row ("" without one).
+	FirstDeadLetter string
 	Commits         int
 	Files           int
 	Fenced          int // times another writer fenced this one
@@ -459,6 +467,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 			s.log.Debug("could not reload the table before committing", "err", err)
 		}
 	}
+	first := firstDeadLetter(f)
 	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: inLedger, DeadLetters: s.cfg.DeadLetters})
 	if _, pending := errors.AsType[*snapshot.DeadLettersPendingError](err); err != nil && !pending {
 		return err
@@ -477,11 +486,23 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 		dead += r.DeadLetters
 	}
 	s.stats.DeadLetters += dead
+	if s.stats.FirstDeadLetter == "" {
+		s.stats.FirstDeadLetter = first
+	}
 	s.stats.Files += res.Files
 	s.log.Info("committed", "snapshot", res.Commit.SnapshotID, "rows", res.Rows, "dead_letters", dead, "files", res.Files,
 		"ranges", len(res.Commit.Ranges), "attempts", res.Attempts, "write", res.WriteTime.Round(time.Millisecond), "commit", res.CommitTime.Round(time.Millisecond))
 	if s.cfg.OnCommit != nil {
 		s.cfg.OnCommit(res)
+	}
+	if dead > 0 && res.Rows == 0 {
+		// A commit of dead letters only most often means records the
+		// table's layout cannot decode at all, not a few bad ones.
+		s.log.Warn("every record of this commit is a dead letter: check that --value, --key and --schema-registry match how the topic's records are written",
+			"dead_letters", dead, "dead_letter_table", s.stats.DeadLetterTable, "first", first)
+		if s.cfg.OnOnlyDeadLetters != nil {
+			s.cfg.OnOnlyDeadLetters(dead, first)
+		}
 	}
 	if s.mirror != nil {
 		s.mirror.add(res.Commit)

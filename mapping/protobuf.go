@@ -56,7 +56,7 @@ func NewProtobufCodec(files map[string]string, file string, indexes []int) (Code
 	msgs := compiled[0].Messages()
 	for depth, i := range indexes {
 		if i < 0 || i >= msgs.Len() {
-			return fail(fmt.Errorf("message index %d at depth %d: %s has %d messages there", i, depth, file, msgs.Len()))
+			return fail(&MessageIndexError{Indexes: indexes, Depth: depth, File: file, Messages: msgs.Len()})
 		}
 		md = msgs.Get(i)
 		msgs = md.Messages()
@@ -73,6 +73,21 @@ func NewProtobufCodec(files map[string]string, file string, indexes []int) (Code
 		return nil, err
 	}
 	return &protobufCodec{typ: t, msg: dynamicpb.NewMessageType(md), conv: conv}, nil
+}
+
+// MessageIndexError reports Protobuf message indexes that name no message
+// of the schema: the index at Depth is negative or not below Messages, the
+// number of messages File has there.
+type MessageIndexError struct {
+	Indexes  []int
+	Depth    int
+	File     string
+	Messages int
+}
+
+func (e *MessageIndexError) Error() string {
+	return fmt.Sprintf("message index %d at depth %d (of indexes %v): %s has %d messages there",
+		e.Indexes[e.Depth], e.Depth, e.Indexes, e.File, e.Messages)
 }
 
 func (c *protobufCodec) Type() iceberg.Type { return c.typ }

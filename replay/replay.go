@@ -84,6 +84,21 @@ type Result struct {
 	Next map[int32]int64
 }
 
+// deadLetterTable is the dead-letter table of a replay into ident, whose
+// layout is layout, or nil when it has none (raw records cannot fail to
+// become rows, and NoDeadLetters).
+func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout) table.Identifier {
+	switch {
+	case layout == mapping.RawLayout || o.NoDeadLetters:
+		return nil
+	case o.DeadLetters != nil:
+		return o.DeadLetters
+	case o.Branch != "":
+		return snapshot.BranchDeadLetterName(ident, o.Branch)
+	}
+	return snapshot.DeadLetterName(ident)
+}
+
 // Validate reports the first option of o that no replay can use, as an
 // *OptionError, a *BoundError or the sink's *connector.ConfigError, without
 // asking the brokers or the catalog. Run calls it first; a caller may call
@@ -167,6 +182,12 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	}
 	res.Plan = plan
 
+	if r := opts.Sink.Registry; r != nil {
+		// Before openTarget may create the target.
+		if err := r.Check(ctx); err != nil {
+			return res, err
+		}
+	}
 	tbl, err := openTarget(ctx, cat, ident, opts)
 	if err != nil {
 		return res, err
@@ -198,15 +219,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	}
 
 	cfg := plan.Config(opts.Sink)
-	if tbl.Layout() != mapping.RawLayout && !opts.NoDeadLetters {
-		dlq := opts.DeadLetters
-		switch {
-		case dlq != nil:
-		case opts.Branch != "":
-			dlq = snapshot.BranchDeadLetterName(ident, opts.Branch)
-		default:
-			dlq = snapshot.DeadLetterName(ident)
-		}
+	if dlq := opts.deadLetterTable(ident, tbl.Layout()); dlq != nil {
 		if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, dlq, tbl.Name(), true); err != nil {
 			return res, err
 		}

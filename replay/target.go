@@ -142,10 +142,20 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 		if opts.Fold != "" {
 			props[snapshot.PropFold] = opts.Fold
 		}
-		// An existing table is checked before its spec may change.
+		// An existing table is checked before its spec may change, and
+		// the dead-letter table before the target is created.
 		t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Layout: opts.Layout})
-		if errors.Is(err, snapshot.ErrTableNotFound) {
-			t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: props, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger})
+		switch {
+		case errors.Is(err, snapshot.ErrTableNotFound):
+			layout := opts.Layout
+			if err = layout.Normalize(); err == nil {
+				err = checkDeadLetters(ctx, cat, ident, opts, layout)
+			}
+			if err == nil {
+				t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: props, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger})
+			}
+		case err == nil:
+			err = checkTarget(ctx, cat, t, ident, opts)
 		}
 		if err != nil {
 			return nil, err
@@ -175,6 +185,9 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 	if err != nil {
 		return nil, fmt.Errorf("a replay onto branch %s writes onto a branch of an existing table: %w", opts.Branch, err)
 	}
+	if err := checkTarget(ctx, cat, t, ident, opts); err != nil {
+		return nil, err
+	}
 	if err := checkFold(t); err != nil {
 		return nil, err
 	}
@@ -187,6 +200,26 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 		}
 	}
 	return snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Branch: opts.Branch})
+}
+
+// checkTarget refuses an existing table t that a replay cannot write: one
+// floe keeps for another table (a dead-letter table), or one whose
+// dead-letter table for this replay cannot be its.
+func checkTarget(ctx context.Context, cat catalog.Catalog, t *snapshot.Table, ident table.Identifier, opts Options) error {
+	if err := t.CheckDataTable(); err != nil {
+		return err
+	}
+	return checkDeadLetters(ctx, cat, ident, opts, t.Layout())
+}
+
+// checkDeadLetters checks, creating nothing, the dead-letter table of a
+// replay into ident whose layout is layout (snapshot.CheckDeadLetters).
+func checkDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options, layout mapping.Layout) error {
+	dlq := opts.deadLetterTable(ident, layout)
+	if dlq == nil {
+		return nil
+	}
+	return snapshot.CheckDeadLetters(ctx, cat, dlq, strings.Join(ident, "."))
 }
 
 // checkBranchSpec refuses a replay onto a branch of t that asks for

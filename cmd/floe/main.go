@@ -28,6 +28,10 @@ const (
 	exitOK       = 0
 	exitFindings = 1 // floe audit: the table is not complete
 	exitError    = 2 // usage or runtime error
+	// exitOnlyDeadLetters: floe sink --stop-at-end or floe replay read
+	// records and committed every one to the dead-letter table, none as a
+	// row (a --value, --key or registry that does not match the topic).
+	exitOnlyDeadLetters = 3
 )
 
 // codeError carries a specific exit code through cobra.

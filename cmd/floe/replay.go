@@ -71,7 +71,8 @@ into the table in one snapshot, so memory is bounded by the flush size, not the 
 
 Every bound is checked before anything is written. SIGINT commits what was read and stops: the
 table is consistent, and running the same command again continues where it stopped. A complete
-replay run again reads and writes nothing.`,
+replay run again reads and writes nothing. A dead-letter table is refused as the target; a replay
+that committed dead letters and no row exits 3, naming the first reason (docs/exit-codes.md).`,
 		Example: `  floe replay --brokers localhost:9092 --topic orders --table lake.orders_rebuilt
   floe replay --brokers localhost:9092 --topic orders --table lake.orders_today --from 2024-05-01T00:00:00Z
   floe replay --brokers localhost:9092 --topic orders --table lake.orders --branch rebuild --publish
@@ -177,6 +178,9 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if !res.Complete {
 		return fmt.Errorf("replay interrupted: %s is consistent up to the next offsets above; run the same command again to continue", res.Target)
 	}
+	if msg := onlyDeadLetters(res.Target, res.Stats); msg != "" {
+		return &codeError{code: exitOnlyDeadLetters, err: errors.New(msg)}
+	}
 	return nil
 }
 
@@ -211,7 +215,11 @@ func printReplayStart(w io.Writer, s replay.Start) {
 }
 
 func printReplayResult(w io.Writer, r replay.Result) {
-	fmt.Fprintf(w, "replayed %s in %s (%s) into %s", plural(int(r.Stats.Records), "row"), plural(r.Stats.Commits, "commit"), plural(r.Stats.Files, "file"), r.Target)
+	fmt.Fprintf(w, "replayed %s", plural(int(r.Stats.Records), "row"))
+	if r.Stats.DeadLetters > 0 {
+		fmt.Fprintf(w, " and %s (into %s)", plural(int(r.Stats.DeadLetters), "dead letter"), r.Stats.DeadLetterTable)
+	}
+	fmt.Fprintf(w, " in %s (%s) into %s", plural(r.Stats.Commits, "commit"), plural(r.Stats.Files, "file"), r.Target)
 	if r.Head != 0 {
 		fmt.Fprintf(w, ", head snapshot %d", r.Head)
 	}

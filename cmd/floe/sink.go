@@ -71,7 +71,8 @@ fenced by the ledger when it tries to commit it: it drops its files and goes on 
 partitions it still owns. After every commit the group's offsets are written, with the
 snapshot id as metadata, so kafka-consumer-groups and other lag tools see the progress.
 
-The table (and its namespace) is created when missing. Records are read with read_committed:
+The table (and its namespace) is created when missing; a dead-letter table is refused as --table.
+The dead-letter table (--dlq-table) and the schema registry are checked before anything is created. Records are read with read_committed:
 aborted transactions never reach the table, and transaction markers are accounted for in the
 ledger. A flush happens when --flush-records, --flush-bytes or --flush-interval is reached,
 whichever comes first. SIGINT or SIGTERM flushes, commits and exits 0.
@@ -83,6 +84,10 @@ When storage, the catalog or the brokers fail transiently (an S3 outage, a catal
 the sink starts again from the ledger after a pause, for up to --retry-for without a commit,
 then stops with exit code 2. Rejected credentials, a missing bucket and other errors that need a
 person stop it at once.
+
+A --stop-at-end run that committed dead letters and no row (every record failed to decode: a
+--value, --key or registry that does not match the topic) exits 3, naming the first reason; a
+live sink logs each such commit at WARN and its status page shows it (docs/exit-codes.md).
 
 --partition-by gives the table an Iceberg partition spec: transforms of any column, floe's
 kafka_* columns or decoded value columns (a nested field as a dotted path, order.placed_at).
@@ -238,6 +243,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	}
 	reg := metrics.New()
 	w := cmd.OutOrStdout()
+	var onlyDead []string // --stop-at-end pipelines that wrote dead letters and no row
 	owners := &tableOwners{pattern: strings.Contains(f.table, "{topic}"), owner: map[string]string{}}
 	var started sync.Once // once every pipeline is checked and its table open
 	// srvCtx serves metrics, and watches lag, beyond the signal: the sinks
@@ -308,6 +314,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			// beside it would read as a success.
 			if err == nil {
 				printSinkStats(w, tbl.Name(), p.Topic, stats)
+				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd {
+					onlyDead = append(onlyDead, msg)
+				}
 			}
 		}
 		return run, nil
@@ -348,7 +357,26 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	if err != nil {
 		return err
 	}
-	return run.RunWatching(ctx, broker, cat, watch)
+	if err := run.RunWatching(ctx, broker, cat, watch); err != nil {
+		return err
+	}
+	if len(onlyDead) > 0 {
+		return &codeError{code: exitOnlyDeadLetters, err: errors.New(strings.Join(onlyDead, "; "))}
+	}
+	return nil
+}
+
+// onlyDeadLetters says, for floe sink --stop-at-end and floe replay, that
+// a run into table committed dead letters and no row, with their number
+// and the first; "" otherwise. Such a run exits exitOnlyDeadLetters: its
+// records most likely do not match the table's layout, which a batch job
+// must not take for success.
+func onlyDeadLetters(table string, s connector.Stats) string {
+	if s.Records > 0 || s.DeadLetters == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; check that --value, --key and --schema-registry match the topic's records; first: %s",
+		table, plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable, s.FirstDeadLetter)
 }
 
 // pipelinePartitionBy parses a config file pipeline's own partition-by.

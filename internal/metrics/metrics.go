@@ -138,10 +138,13 @@ type Pipeline struct {
 	// its dead letters in the ledger, and the broker's offsets as last
 	// polled (at polled).
 	commits, fenced int64
-	committed       map[int32]time.Time
-	deadLetters     map[int32]int64
-	offsets         map[int32]connector.Watermarks
-	polled          time.Time
+	// warning says that the last commit with records had dead letters
+	// only, and names the first; a commit with rows clears it.
+	warning     string
+	committed   map[int32]time.Time
+	deadLetters map[int32]int64
+	offsets     map[int32]connector.Watermarks
+	polled      time.Time
 }
 
 // Pipeline registers a pipeline. partitions restricts the lag gauges to the
@@ -167,6 +170,7 @@ func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
 func (p *Pipeline) Hook(cfg *connector.Config) {
 	r := p.r
 	onCommit, onConsumed, onRecords, onFenced, onRetry, onSchema := cfg.OnCommit, cfg.OnConsumed, cfg.OnRecords, cfg.OnFenced, cfg.OnRetry, cfg.OnSchema
+	onOnlyDead := cfg.OnOnlyDeadLetters
 	cfg.OnCommit = func(res snapshot.Result) {
 		r.commits.With(p.labels).Inc()
 		r.recordsCommitted.With(p.labels).Add(float64(res.Rows))
@@ -184,6 +188,9 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 		p.mu.Lock()
 		p.state, p.lastCommit, p.err = StateRunning, at, ""
 		p.commits++
+		if res.Rows > 0 {
+			p.warning = ""
+		}
 		for _, rg := range res.Commit.Ranges {
 			if rg.Topic != p.topic {
 				continue
@@ -231,6 +238,14 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 		p.mu.Unlock()
 		if onRetry != nil {
 			onRetry(err, wait)
+		}
+	}
+	cfg.OnOnlyDeadLetters = func(dead int64, first string) {
+		p.mu.Lock()
+		p.warning = fmt.Sprintf("every record of the last commit is a dead letter (%d); first: %s", dead, first)
+		p.mu.Unlock()
+		if onOnlyDead != nil {
+			onOnlyDead(dead, first)
 		}
 	}
 	cfg.OnSchema = func(id int) {
@@ -338,7 +353,7 @@ func (p *Pipeline) status() statuspage.Pipeline {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	commits, fenced := p.commits, p.fenced
-	sp := statuspage.Pipeline{Topic: p.topic, Table: p.table, State: p.state, Error: p.err,
+	sp := statuspage.Pipeline{Topic: p.topic, Table: p.table, State: p.state, Error: p.err, Warning: p.warning,
 		Commits: &commits, Fenced: &fenced, Partitions: []lookup.PartitionStatus{}}
 	if !p.lastCommit.IsZero() {
 		t := p.lastCommit

@@ -60,6 +60,10 @@ type Pipeline struct {
 	// table.
 	State string `json:"state,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Warning says what a running sink should not be doing although it
+	// has no error: its last commit wrote dead letters and no row (every
+	// record it read failed to decode), naming the first.
+	Warning string `json:"warning,omitempty"`
 	// MetadataLocation and SnapshotID are the table's current metadata
 	// file and branch head (SourceTable).
 	MetadataLocation string `json:"metadata_location,omitempty"`

@@ -122,8 +122,11 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 		a.find(Finding{Level: LevelBroker, Kind: KindBeyondEnd, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
 			Detail: fmt.Sprintf("the ledger covers offsets %s at or above the high watermark %d: the topic was recreated, or this is another cluster", iv, w.HighWatermark)})
 	}
+	// A start at the high watermark (a sink started at the latest offset
+	// with nothing produced since) leaves [logStart, First) as unsunk as a
+	// start below it; a start above it is the beyond-end finding's.
 	switch {
-	case p.First <= w.LogStart || p.First >= w.HighWatermark:
+	case p.First <= w.LogStart || p.First > w.HighWatermark:
 	case p.Started:
 		a.note("%s: offsets [%d, %d) are retained on the broker but precede offset %d, where the ledger records that the sink started the partition (e.g. a sink started at the latest offset)",
 			tp, w.LogStart, p.First, p.First)

@@ -93,7 +93,8 @@ type TopicWatch struct {
 
 // RunWatching is Run with the pipelines of w's topics (nil: none) added:
 // those on the brokers now before the run starts, those created later as
-// the watch finds them. A new topic's pipeline is checked and its table
+// the watch finds them, from their first offset (Config.NewTopic). A new
+// topic's pipeline is checked and its table
 // opened like the others'; a failure stops every pipeline, as any sink's
 // does. Topics that ps names already are left to ps.
 func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog.Catalog, w *TopicWatch) error {
@@ -227,6 +228,8 @@ func (w *TopicWatch) watch(ctx context.Context, broker *Broker, seen map[string]
 			return err
 		}
 		for _, p := range added {
+			// Created since the watch began: --start does not apply.
+			p.Config.NewTopic = true
 			slog.Info("a new topic matches; sinking it", "pipeline", p.String())
 			if err := start(p); err != nil {
 				return fmt.Errorf("pipeline %s: %w", p, err)

@@ -264,6 +264,8 @@ type startState struct {
 	// table began the topic in an earlier session, and every record of a
 	// partition it does not hold yet was written since (the partition was
 	// added while no sink ran, or an older floe never recorded its start).
+	// It is set too for a topic created while this process watched
+	// (Config.NewTopic).
 	begun  bool
 	policy startPolicy
 }
@@ -294,7 +296,7 @@ func (s *Sink) readStart(ctx context.Context) (startState, error) {
 			s.known[p] = true
 		}
 	}
-	st.begun = slices.ContainsFunc(ledger.Partitions(), func(tp mapping.TopicPartition) bool { return tp.Topic == s.cfg.Topic })
+	st.begun = s.cfg.NewTopic || slices.ContainsFunc(ledger.Partitions(), func(tp mapping.TopicPartition) bool { return tp.Topic == s.cfg.Topic })
 	return st, nil
 }
 

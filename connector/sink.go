@@ -65,6 +65,11 @@ type Config struct {
 	// StartOffsets override Start per partition (replay from an offset or a
 	// time). A partition the ledger already has resumes from the ledger.
 	StartOffsets map[int32]int64
+	// NewTopic says that the topic was created after this process began
+	// watching for it (TopicWatch): every record of it was written since,
+	// so partitions the ledger has no range for start at offset 0 whatever
+	// Start says, as partitions added while a sink runs do.
+	NewTopic bool
 	// RecordHeadLoss records [0, logStart) as lost when a partition starts
 	// at its log start above offset 0, so the ledger shows that the
 	// beginning of the log was gone before the table was built.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -359,5 +361,32 @@ func TestAuditCommandPDF(t *testing.T) {
 	code, out, errs = floe(t, append([]string{"audit", "--table", "lake.orders", "--pdf", pdf + ".2"}, loc...)...)
 	if code != exitError || out != "" || !strings.Contains(errs, "apt-get install chromium") {
 		t.Fatalf("--pdf without Chromium: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestAuditNotesStartAtHighWatermark: a sink started at the latest offset
+// records each partition's start; when nothing was produced since, the
+// start equals the high watermark and the retained [0, start) was never
+// sunk. The broker level noted such offsets only for a start below the
+// high watermark and said nothing here.
+func TestAuditNotesStartAtHighWatermark(t *testing.T) {
+	st, loc := sinkStack(t)
+	sink := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.late", "--start", "latest", "--stop-at-end"}, loc...)
+	if code, out, errs := floe(t, sink...); code != exitOK {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs := floe(t, append([]string{"audit", "--table", "lake.late", "--brokers", st.Brokers[0], "--json"}, loc...)...)
+	var doc struct {
+		Complete bool     `json:"complete"`
+		Notes    []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != exitOK || err != nil || !doc.Complete {
+		t.Fatalf("audit: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	for p := range 3 {
+		re := regexp.MustCompile(fmt.Sprintf(`^orders/%d: offsets \[0, (\d+)\) are retained on the broker but precede offset (\d+),`, p))
+		if !slices.ContainsFunc(doc.Notes, re.MatchString) {
+			t.Fatalf("no note for partition %d's retained offsets before its recorded start: %q", p, doc.Notes)
+		}
 	}
 }

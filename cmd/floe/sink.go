@@ -58,7 +58,8 @@ covers (the ledger). On start, each partition resumes from the ledger's next off
 restart or a crash never duplicates or skips a record; consumer-group offsets are not used.
 
 Several topics: repeat --topic, or give --topic-regex (matched against whole topic names; new
-matching topics are picked up every --topic-check). With {topic} in --table each topic gets its
+matching topics are picked up every --topic-check, from their first offset whatever --start
+says: they were written entirely since the sink started). With {topic} in --table each topic gets its
 own table (lake.{topic}: dots and dashes of the topic name become underscores); without it,
 all topics go into one table.
 

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestSinkSeveralTopics: repeated --topic and --topic-regex with a {topic}
@@ -72,4 +78,81 @@ func TestSinkGroupFlags(t *testing.T) {
 			t.Errorf("table %v created by a run that failed its checks", tbl)
 		}
 	}
+}
+
+// TestSinkTopicRegexNewTopicFromItsStart: with --topic-regex and --start
+// latest, a topic created while the sink watches was written entirely
+// since the sink started, so it is sunk from offset 0, as partitions added
+// while a sink runs are. The watch started it at its last stable offset:
+// the 20 records produced before it noticed the topic were never sunk
+// (rows only from offset 20) while the audit said complete.
+func TestSinkTopicRegexNewTopicFromItsStart(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev.old", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	old := map[int32]int64{}
+	produceRound(t, st.Brokers, "ev.old", 1, 5, old)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	var stderr string
+	go func() {
+		var err error
+		_, stderr, err = floeCtx(ctx, append([]string{"sink", "-b", st.Brokers[0], "--topic-regex", `ev\..*`, "--table", "lake.{topic}",
+			"--start", "latest", "--topic-check", "2s", "--flush-interval", "100ms"}, loc...)...)
+		done <- err
+	}()
+	var stopped bool
+	stop := func() error {
+		cancel()
+		stopped = true
+		return <-done
+	}
+	defer func() {
+		if t.Failed() {
+			if !stopped {
+				stop()
+			}
+			t.Log(stderr)
+		}
+	}()
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// next returns the ledger's next offset of partition 0 of topic in its
+	// table, -1 before the table has it.
+	next := func(topic string) int64 {
+		tbl, err := snapshot.Open(t.Context(), cat, table.Identifier{"lake", strings.ReplaceAll(topic, ".", "_")}, snapshot.OpenOptions{})
+		if errors.Is(err, snapshot.ErrTableNotFound) {
+			return -1
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := tbl.Ledger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := l.Next()[mapping.TopicPartition{Topic: topic, Partition: 0}]; ok {
+			return n
+		}
+		return -1
+	}
+	waitFor(t, 20*time.Second, "the sink to start ev.old at its end", func() bool { return next("ev.old") == 5 })
+	// The watch lists topics every 2 s: these 20 records are written
+	// before it finds the new topic.
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev.new", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int32]int64{}
+	produceRound(t, st.Brokers, "ev.new", 1, 20, count)
+	waitFor(t, 20*time.Second, "the watch to start ev.new", func() bool { return next("ev.new") >= 0 })
+	produceRound(t, st.Brokers, "ev.new", 1, 5, count)
+	waitFor(t, 20*time.Second, "the sink to catch up", func() bool { return next("ev.new") == 25 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, st.Catalog(), "lake.ev_new", "ev.new", count)
 }

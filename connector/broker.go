@@ -22,18 +22,30 @@ type Broker struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
 	opts  []kgo.Opt
+	// principal is whom the brokers authorise this connection as, for
+	// authorization errors ("" when unknown).
+	principal string
 }
 
 // DefaultDialTimeout bounds the first request to the cluster, so that an
 // unreachable broker is an error rather than a hang.
 const DefaultDialTimeout = 15 * time.Second
 
-// Dial connects to the cluster and checks that it answers within timeout.
-// Extra options (TLS, SASL) are applied to this and every consumer client.
-// A seed that cannot name a broker (empty, or a URL such as
-// kafka://HOST:PORT, which the client would look up as a host name) is a
-// *ConfigError before anything is dialled.
+// Dial connects to the cluster in plaintext and checks that it answers
+// within timeout. Extra options are applied to this and every consumer
+// client.
 func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kgo.Opt) (*Broker, error) {
+	return DialSecure(ctx, seeds, timeout, Security{}, opts...)
+}
+
+// DialSecure is Dial with sec's TLS and SASL, which every consumer client
+// of the Broker uses too. A seed that cannot name a broker (empty, or a
+// URL such as kafka://HOST:PORT, which the client would look up as a host
+// name) is a *ConfigError before anything is dialled. A failure that sec
+// explains (refused credentials, an untrusted certificate, TLS against a
+// plaintext port) is a CheckError naming the settings to fix, returned as
+// soon as the first broker answers so.
+func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec Security, opts ...kgo.Opt) (*Broker, error) {
 	if len(seeds) == 0 || slices.Contains(seeds, "") {
 		return nil, &ConfigError{Setting: SettingBrokers, Want: "HOST:PORT[,HOST:PORT]"}
 	}
@@ -46,16 +58,24 @@ func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kg
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
+	secOpts, err := sec.Opts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(secOpts, opts...)
 	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTimeout(min(timeout, 10*time.Second))}, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("brokers %s: %w", strings.Join(seeds, ","), err)
 	}
-	b := &Broker{Seeds: seeds, cl: cl, adm: kadm.NewClient(cl), opts: opts}
+	b := &Broker{Seeds: seeds, cl: cl, adm: kadm.NewClient(cl), opts: opts, principal: sec.Principal()}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
+		if serr := sec.explainDial(err); serr != nil {
+			return nil, fmt.Errorf("brokers %s: %w", strings.Join(seeds, ","), serr)
+		}
 		return nil, &CheckError{Settings: []Setting{SettingBrokers},
 			Err: fmt.Errorf("cannot reach brokers %s (tried for up to %s; is Kafka running there?): %w", strings.Join(seeds, ","), timeout, err)}
 	}

@@ -14,8 +14,9 @@ import (
 
 // CreateTopic creates a topic with the given partitions and configs
 // (retention.ms, cleanup.policy, ...); an existing topic is left alone.
-func CreateTopic(ctx context.Context, brokers []string, topic string, partitions int32, configs map[string]*string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+// opts are extra client options (TLS, SASL of a secured broker).
+func CreateTopic(ctx context.Context, brokers []string, topic string, partitions int32, configs map[string]*string, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -31,8 +32,9 @@ func CreateTopic(ctx context.Context, brokers []string, topic string, partitions
 }
 
 // Produce writes records synchronously. Records with Partition set keep it.
-func Produce(ctx context.Context, brokers []string, records []*kgo.Record) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+// opts are extra client options (TLS, SASL of a secured broker).
+func Produce(ctx context.Context, brokers []string, records []*kgo.Record, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,10 @@ type UpOptions struct {
 	// does not exist, as a default Kafka broker does); zero means 1, Kafka's
 	// num.partitions default.
 	NumPartitions int
+	// Secure serves the broker over TLS only, with SCRAM-SHA-512
+	// authentication (user SecureUser); the CA, the broker's certificate
+	// and the password are kept in Dir/tls.
+	Secure bool
 }
 
 // Local is a running local stack as 'floe localstack up' starts it: a
@@ -74,6 +78,10 @@ type Local struct {
 	// Registry is the schema registry's URL, http://127.0.0.1:PORT.
 	Registry string
 	S3       *S3Server
+	// Certs and Password are the secured broker's certificates and
+	// SecureUser's password; zero unless UpOptions.Secure.
+	Certs    Certs
+	Password string
 	stack    *Stack
 }
 
@@ -110,12 +118,24 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	// Topics are created on first use, like a default Kafka broker: the
 	// usual first steps (kcat -P on a new topic) work as documented.
 	auto := []kfake.Opt{kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(max(1, opts.NumPartitions))}
+	var (
+		certs    Certs
+		password string
+	)
+	if opts.Secure {
+		var sec []kfake.Opt
+		if sec, certs, password, err = secureKfake(filepath.Join(dir, "tls")); err != nil {
+			s3.Close()
+			return nil, fmt.Errorf("local stack: %w", err)
+		}
+		auto = append(auto, sec...)
+	}
 	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true, RegistryPort: opts.RegistryPort, Kfake: auto})
 	if err != nil {
 		s3.Close()
 		return nil, &CheckError{Settings: []Setting{SettingKafkaPort}, Err: fmt.Errorf("%w (is another local stack running?)", err)}
 	}
-	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, stack: stack}
+	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, Certs: certs, Password: password, stack: stack}
 	// The stack announces its catalog, so it exists from now on: the first
 	// sink finds it rather than logging that it creates a new one.
 	cfg := l.Catalog()

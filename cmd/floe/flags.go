@@ -141,16 +141,20 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 	return snapshot.Open(ctx, cat, ident, opts)
 }
 
-// brokerFlags say how to reach the Kafka brokers: -b like kcat.
+// brokerFlags say how to reach the Kafka brokers: -b like kcat, and how
+// to secure the connection (kafkasec.go).
 type brokerFlags struct {
 	brokers     []string
 	dialTimeout time.Duration
+	kafkaSecurityFlags
 }
 
-// register adds --brokers (-b) with usage, and --dial-timeout.
+// register adds --brokers (-b) with usage, --dial-timeout and the Kafka
+// security flags.
 func (f *brokerFlags) register(fs *pflag.FlagSet, usage string) {
 	fs.StringSliceVarP(&f.brokers, "brokers", "b", nil, "Kafka bootstrap brokers `HOST:PORT[,HOST:PORT]`"+usage)
 	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long the brokers have to answer at start")
+	f.kafkaSecurityFlags.register(fs)
 }
 
 // dial connects to the brokers when they were given; nil otherwise.
@@ -158,7 +162,11 @@ func (f *brokerFlags) dial(ctx context.Context) (*connector.Broker, error) {
 	if len(f.brokers) == 0 {
 		return nil, nil
 	}
-	return connector.Dial(ctx, f.brokers, f.dialTimeout)
+	sec, err := f.security()
+	if err != nil {
+		return nil, err
+	}
+	return connector.DialSecure(ctx, f.brokers, f.dialTimeout, sec)
 }
 
 // topicFlag adds --topic (-t, like kcat) with usage.

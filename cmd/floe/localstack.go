@@ -28,6 +28,7 @@ func newLocalstackUpCmd() *cobra.Command {
 		kafkaPort, s3Port int
 		registryPort      int
 		numPartitions     int
+		secure            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up [--dir DIR]",
@@ -58,7 +59,7 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 				return fmt.Errorf("--num-partitions %d: want 1 or more", numPartitions)
 			}
 			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port,
-				RegistryPort: registryPort, NumPartitions: numPartitions})
+				RegistryPort: registryPort, NumPartitions: numPartitions, Secure: secure})
 			if err != nil {
 				return err
 			}
@@ -76,6 +77,7 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 	cmd.Flags().IntVar(&kafkaPort, "kafka-port", localstack.DefaultKafkaPort, "loopback port of the Kafka-protocol broker")
 	cmd.Flags().IntVar(&s3Port, "s3-port", localstack.DefaultS3Port, "loopback port of the S3 endpoint")
 	cmd.Flags().IntVar(&registryPort, "schema-registry-port", localstack.DefaultRegistryPort, "loopback port of the schema registry")
+	cmd.Flags().BoolVar(&secure, "secure", false, "serve the broker over TLS only with SCRAM-SHA-512 (user "+localstack.SecureUser+"); the CA and the password are kept in DIR/tls, and the flags to use are printed")
 	cmd.Flags().IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic the broker creates on first use (Kafka's num.partitions); create topics yourself for more")
 	return cmd
 }
@@ -87,11 +89,16 @@ func writeLocalFiles(l *localstack.Local) error {
 	for _, kv := range localEnv(l) {
 		fmt.Fprintf(&env, "export %s=%q\n", kv[0], kv[1])
 	}
-	if err := os.WriteFile(filepath.Join(l.Dir, "env.sh"), []byte(env.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(l.Dir, "env.sh"), []byte(env.String()), 0o600); err != nil {
 		return fmt.Errorf("write env.sh: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(l.Dir, "floe.yaml"), []byte(localConfig(l)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(l.Dir, "floe.yaml"), []byte(localConfig(l)), 0o600); err != nil {
 		return fmt.Errorf("write floe.yaml: %w", err)
+	}
+	if l.Password != "" {
+		if err := os.WriteFile(filepath.Join(l.Dir, "tls", "client.properties"), []byte(localProperties(l)), 0o600); err != nil {
+			return fmt.Errorf("write client.properties: %w", err)
+		}
 	}
 	return nil
 }
@@ -99,11 +106,29 @@ func writeLocalFiles(l *localstack.Local) error {
 // localEnv is the environment that points floe (its FLOE_* variables) and
 // the AWS clients at the local stack, in order.
 func localEnv(l *localstack.Local) [][2]string {
-	return append(l.Env(),
+	env := append(l.Env(),
 		[2]string{envPrefix + "BROKERS", l.Brokers[0]},
 		[2]string{envPrefix + "CATALOG", l.CatalogPath()},
 		[2]string{envPrefix + "WAREHOUSE", l.Warehouse()},
 		[2]string{envPrefix + "SCHEMA_REGISTRY", l.Registry})
+	for _, kv := range localSecurity(l) {
+		env = append(env, [2]string{envPrefix + strings.ToUpper(strings.ReplaceAll(kv[0], "-", "_")), kv[1]})
+	}
+	return env
+}
+
+// localSecurity is the Kafka security flags and values of a secured
+// local stack, in order; none for a plaintext one.
+func localSecurity(l *localstack.Local) [][2]string {
+	if l.Password == "" {
+		return nil
+	}
+	return [][2]string{
+		{flagTLSCA, l.Certs.CAFile},
+		{flagMechanism, "SCRAM-SHA-512"},
+		{flagUser, localstack.SecureUser},
+		{flagPassword, l.Password},
+	}
 }
 
 // localConfig is a floe config file for the local stack.
@@ -118,8 +143,28 @@ s3-region: %s
 s3-access-key-id: %s
 s3-secret-access-key: %s
 schema-registry: %s
-`, l.Dir, filepath.Join(l.Dir, "floe.yaml"), l.Brokers[0], strconv.Quote(l.CatalogPath()), l.Warehouse(),
-		l.S3.Endpoint, localstack.Region, localstack.AccessKeyID, localstack.SecretAccessKey, l.Registry)
+%s`, l.Dir, filepath.Join(l.Dir, "floe.yaml"), l.Brokers[0], strconv.Quote(l.CatalogPath()), l.Warehouse(),
+		l.S3.Endpoint, localstack.Region, localstack.AccessKeyID, localstack.SecretAccessKey, l.Registry, localSecurityYAML(l))
+}
+
+func localSecurityYAML(l *localstack.Local) string {
+	var b strings.Builder
+	for _, kv := range localSecurity(l) {
+		fmt.Fprintf(&b, "%s: %s\n", kv[0], strconv.Quote(kv[1]))
+	}
+	return b.String()
+}
+
+// localProperties is a Kafka client properties file for the secured local
+// stack, for floe's --kafka-config and other Kafka clients.
+func localProperties(l *localstack.Local) string {
+	return fmt.Sprintf(`# Kafka client properties of the secured floe local stack (written by 'floe localstack up --secure').
+bootstrap.servers=%s
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";
+ssl.ca.location=%s
+`, l.Brokers[0], localstack.SecureUser, l.Password, l.Certs.CAFile)
 }
 
 func printLocalUsage(w io.Writer, l *localstack.Local) {
@@ -136,6 +181,14 @@ Environment (also in %[1]s/env.sh):
 		l.CatalogPath(), l.Warehouse(), l.Registry)
 	for _, kv := range localEnv(l) {
 		fmt.Fprintf(w, "  export %s=%q\n", kv[0], kv[1])
+	}
+	if sec := localSecurity(l); len(sec) > 0 {
+		fmt.Fprintf(w, "\nThe broker takes TLS only, with SCRAM-SHA-512 (user %s). Kafka flags to add to every floe command\n(the variables above and floe.yaml carry them; other clients: %s):\n ",
+			localstack.SecureUser, filepath.Join(l.Dir, "tls", "client.properties"))
+		for _, kv := range sec {
+			fmt.Fprintf(w, " --%s %s", kv[0], kv[1])
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, `
 floe (flags; or --config %[1]s/floe.yaml, or the FLOE_* variables above):

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/floe-dev/floe/connector"
+)
+
+// kafkaSecurityFlags say how floe's Kafka clients encrypt and
+// authenticate: TLS, mutual TLS and SASL, from flags or a standard Kafka
+// client properties file (--kafka-config); a flag (or its FLOE_ variable,
+// or its key in --config) overrides the file.
+type kafkaSecurityFlags struct {
+	kafkaConfig string
+	sec         connector.Security
+	fs          *pflag.FlagSet // to tell which flags were given
+}
+
+// Flag names of kafkaSecurityFlags.
+const (
+	flagKafkaConfig   = "kafka-config"
+	flagTLS           = "kafka-tls"
+	flagTLSCA         = "kafka-tls-ca"
+	flagTLSCert       = "kafka-tls-cert"
+	flagTLSKey        = "kafka-tls-key"
+	flagTLSServerName = "kafka-tls-server-name"
+	flagMechanism     = "kafka-sasl-mechanism"
+	flagUser          = "kafka-sasl-user"
+	flagPassword      = "kafka-sasl-password"
+	flagToken         = "kafka-sasl-token"
+	flagTokenURL      = "kafka-sasl-token-url"
+	flagScope         = "kafka-sasl-scope"
+)
+
+func (f *kafkaSecurityFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
+	s := &f.sec
+	fs.StringVar(&f.kafkaConfig, flagKafkaConfig, "", "Kafka client properties `FILE` (security.protocol, sasl.mechanism, sasl.jaas.config, sasl.username, sasl.password, ssl.ca.location, ssl.certificate.location, ssl.key.location); the --kafka-* flags override it")
+	fs.BoolVar(&s.TLS, flagTLS, false, "connect to the brokers over TLS, trusting the system's CAs")
+	fs.StringVar(&s.TLSCAFile, flagTLSCA, "", "PEM `FILE` of the CAs that sign the brokers' certificates (implies --kafka-tls)")
+	fs.StringVar(&s.TLSCertFile, flagTLSCert, "", "PEM client certificate `FILE` for mutual TLS (with --kafka-tls-key)")
+	fs.StringVar(&s.TLSKeyFile, flagTLSKey, "", "PEM private key `FILE` of --kafka-tls-cert")
+	fs.StringVar(&s.TLSServerName, flagTLSServerName, "", "name the brokers' certificates carry, when not the host of --brokers")
+	fs.StringVar(&s.Mechanism, flagMechanism, "", "SASL mechanism: "+strings.Join(connector.Mechanisms, ", ")+" (AWS_MSK_IAM uses the AWS credential chain)")
+	fs.StringVar(&s.User, flagUser, "", "SASL user (PLAIN, SCRAM), or the OAuth client id with --kafka-sasl-token-url")
+	fs.StringVar(&s.Password, flagPassword, "", "SASL password, or the OAuth client secret with --kafka-sasl-token-url (prefer FLOE_KAFKA_SASL_PASSWORD)")
+	fs.StringVar(&s.Token, flagToken, "", "OAUTHBEARER static token (prefer FLOE_KAFKA_SASL_TOKEN)")
+	fs.StringVar(&s.TokenURL, flagTokenURL, "", "OAUTHBEARER: OAuth 2 token endpoint `URL` to get tokens from with the client-credentials grant")
+	fs.StringVar(&s.Scope, flagScope, "", "OAUTHBEARER: scope asked of --kafka-sasl-token-url")
+}
+
+// security is the flags over the --kafka-config file.
+func (f *kafkaSecurityFlags) security() (connector.Security, error) {
+	if f.kafkaConfig == "" {
+		return f.sec, nil
+	}
+	sec, err := readKafkaProperties(f.kafkaConfig)
+	if err != nil {
+		return sec, err
+	}
+	given := func(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+	sec.TLS = sec.TLS || f.sec.TLS
+	for name, pair := range map[string][2]*string{
+		flagTLSCA:         {&sec.TLSCAFile, &f.sec.TLSCAFile},
+		flagTLSCert:       {&sec.TLSCertFile, &f.sec.TLSCertFile},
+		flagTLSKey:        {&sec.TLSKeyFile, &f.sec.TLSKeyFile},
+		flagTLSServerName: {&sec.TLSServerName, &f.sec.TLSServerName},
+		flagMechanism:     {&sec.Mechanism, &f.sec.Mechanism},
+		flagUser:          {&sec.User, &f.sec.User},
+		flagPassword:      {&sec.Password, &f.sec.Password},
+		flagToken:         {&sec.Token, &f.sec.Token},
+		flagTokenURL:      {&sec.TokenURL, &f.sec.TokenURL},
+		flagScope:         {&sec.Scope, &f.sec.Scope},
+	} {
+		if given(name) {
+			*pair[0] = *pair[1]
+		}
+	}
+	return sec, nil
+}
+
+// readKafkaProperties reads the security settings of a Kafka client
+// properties file, as the Java client and librdkafka name them. Keys that
+// are not about security (bootstrap.servers, client.id, ...) are ignored so
+// that the file other clients read serves floe too.
+func readKafkaProperties(path string) (connector.Security, error) {
+	var sec connector.Security
+	props, err := parseProperties(path)
+	if err != nil {
+		return sec, err
+	}
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("--kafka-config %s line %d: %s: %s", path, props[key].line, key, fmt.Sprintf(format, args...))
+	}
+	get := func(key string) string { return props[key].value }
+	for _, key := range []string{"ssl.truststore.location", "ssl.keystore.location"} {
+		if get(key) != "" {
+			return sec, bad(key, "floe reads PEM files, not Java key stores: export them (keytool -exportcert -rfc, openssl pkcs12) and set ssl.ca.location, ssl.certificate.location and ssl.key.location")
+		}
+	}
+	sasl := false
+	switch p := strings.ToUpper(get("security.protocol")); p {
+	case "", "PLAINTEXT":
+	case "SSL":
+		sec.TLS = true
+	case "SASL_PLAINTEXT":
+		sasl = true
+	case "SASL_SSL":
+		sec.TLS, sasl = true, true
+	default:
+		return sec, bad("security.protocol", "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", get("security.protocol"))
+	}
+	sec.TLSCAFile = get("ssl.ca.location")
+	sec.TLSCertFile = get("ssl.certificate.location")
+	sec.TLSKeyFile = get("ssl.key.location")
+	mech := strings.ToUpper(get("sasl.mechanism"))
+	switch {
+	case !sasl && mech != "":
+		return sec, bad("sasl.mechanism", "%s needs security.protocol SASL_SSL or SASL_PLAINTEXT (it is %q)", mech, get("security.protocol"))
+	case !sasl:
+		return sec, nil
+	case mech == "" || mech == "GSSAPI":
+		return sec, bad("sasl.mechanism", "%q: floe supports %s (Kerberos, GSSAPI, is not supported)", get("sasl.mechanism"), strings.Join(connector.Mechanisms, ", "))
+	}
+	sec.Mechanism = mech
+	sec.User, sec.Password = get("sasl.username"), get("sasl.password")
+	sec.TokenURL = get("sasl.oauthbearer.token.endpoint.url")
+	sec.User = orElse(get("sasl.oauthbearer.client.id"), sec.User)
+	sec.Password = orElse(get("sasl.oauthbearer.client.secret"), sec.Password)
+	sec.Scope = get("sasl.oauthbearer.scope")
+	if jaas := get("sasl.jaas.config"); jaas != "" {
+		module, opts, err := parseJAAS(jaas)
+		if err != nil {
+			return sec, bad("sasl.jaas.config", "%v", err)
+		}
+		want := map[string]string{
+			connector.MechanismPlain:       "PlainLoginModule",
+			connector.MechanismScram256:    "ScramLoginModule",
+			connector.MechanismScram512:    "ScramLoginModule",
+			connector.MechanismOAuthBearer: "OAuthBearerLoginModule",
+			connector.MechanismMSKIAM:      "IAMLoginModule",
+		}[mech]
+		if want != "" && !strings.HasSuffix(module, "."+want) && module != want {
+			return sec, bad("sasl.jaas.config", "login module %s does not serve sasl.mechanism %s: want a %s", module, mech, want)
+		}
+		sec.User = orElse(opts["username"], orElse(opts["clientId"], sec.User))
+		sec.Password = orElse(opts["password"], orElse(opts["clientSecret"], sec.Password))
+		sec.Scope = orElse(opts["scope"], sec.Scope)
+	}
+	return sec, nil
+}
+
+// orElse is a unless it is empty, else b.
+func orElse(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+type property struct {
+	value string
+	line  int
+}
+
+// parseProperties reads a Java properties file: KEY=VALUE or KEY: VALUE
+// lines, # and ! comments, a trailing backslash continuing a line.
+func parseProperties(path string) (map[string]property, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--kafka-config: %w", err)
+	}
+	defer fh.Close()
+	props := map[string]property{}
+	sc := bufio.NewScanner(fh)
+	var (
+		logical string
+		start   int
+	)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if logical == "" {
+			start = n
+			if line == "" || line[0] == '#' || line[0] == '!' {
+				continue
+			}
+		}
+		if strings.HasSuffix(line, `\`) {
+			logical += strings.TrimSuffix(line, `\`)
+			continue
+		}
+		logical += line
+		i := strings.IndexAny(logical, "=:")
+		if i < 0 {
+			return nil, fmt.Errorf("--kafka-config %s line %d: want KEY=VALUE", path, start)
+		}
+		props[strings.TrimSpace(logical[:i])] = property{value: strings.TrimSpace(logical[i+1:]), line: start}
+		logical = ""
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--kafka-config %s: %w", path, err)
+	}
+	return props, nil
+}
+
+// parseJAAS parses a sasl.jaas.config value: a login module's class name,
+// its control flag and KEY="VALUE" options, ending with a semicolon.
+func parseJAAS(s string) (module string, opts map[string]string, err error) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(strings.TrimSuffix(s, ";"))
+	fields := strings.Fields(s)
+	if len(fields) < 2 {
+		return "", nil, fmt.Errorf("want LOGIN_MODULE required KEY=\"VALUE\" ...;")
+	}
+	module = fields[0]
+	rest := strings.TrimSpace(strings.TrimPrefix(s, module))
+	rest = strings.TrimSpace(rest[len(strings.Fields(rest)[0]):]) // the control flag
+	opts = map[string]string{}
+	prev := "the control flag"
+	for rest != "" {
+		// Errors name the option before, never the text: it may hold a
+		// password.
+		eq := strings.IndexByte(rest, '=')
+		if eq < 0 {
+			return "", nil, fmt.Errorf("after %s: want KEY=\"VALUE\"", prev)
+		}
+		key := strings.TrimSpace(rest[:eq])
+		rest = strings.TrimSpace(rest[eq+1:])
+		var val string
+		if strings.HasPrefix(rest, `"`) {
+			end := 1
+			var b strings.Builder
+			for ; end < len(rest) && rest[end] != '"'; end++ {
+				if rest[end] == '\\' && end+1 < len(rest) {
+					end++
+				}
+				b.WriteByte(rest[end])
+			}
+			if end >= len(rest) {
+				return "", nil, fmt.Errorf("option %s: unterminated quoted value", key)
+			}
+			val, rest = b.String(), strings.TrimSpace(rest[end+1:])
+		} else {
+			sp := strings.IndexAny(rest, " \t")
+			if sp < 0 {
+				sp = len(rest)
+			}
+			val, rest = rest[:sp], strings.TrimSpace(rest[sp:])
+		}
+		opts[key] = val
+		prev = key
+	}
+	return module, opts, nil
+}

@@ -1,0 +1,310 @@
+package connector
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/aws"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// SASL mechanisms Security accepts, as Kafka names them.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismScram256    = "SCRAM-SHA-256"
+	MechanismScram512    = "SCRAM-SHA-512"
+	MechanismOAuthBearer = "OAUTHBEARER"
+	MechanismMSKIAM      = "AWS_MSK_IAM"
+)
+
+// Mechanisms lists the SASL mechanisms, for usage texts.
+var Mechanisms = []string{MechanismPlain, MechanismScram256, MechanismScram512, MechanismOAuthBearer, MechanismMSKIAM}
+
+// Settings of Security that errors name.
+const (
+	SettingTLS           Setting = "Security.TLS"
+	SettingTLSCA         Setting = "Security.TLSCAFile"
+	SettingTLSCert       Setting = "Security.TLSCertFile"
+	SettingTLSKey        Setting = "Security.TLSKeyFile"
+	SettingTLSServerName Setting = "Security.TLSServerName"
+	SettingMechanism     Setting = "Security.Mechanism"
+	SettingUser          Setting = "Security.User"
+	SettingPassword      Setting = "Security.Password"
+	SettingToken         Setting = "Security.Token"
+	SettingTokenURL      Setting = "Security.TokenURL"
+)
+
+// Security says how floe's Kafka clients authenticate and encrypt: TLS
+// (with the system's roots or a CA file, optionally a client certificate
+// for mutual TLS) and one SASL mechanism. The zero value is plaintext
+// without authentication. Every client floe makes of a cluster (the admin
+// connection of Dial and each sink's consumer) uses the options Opts
+// builds from it.
+type Security struct {
+	// TLS encrypts connections. TLSCAFile, TLSCertFile and TLSServerName
+	// imply it.
+	TLS bool
+	// TLSCAFile is a PEM file of the CAs that sign the brokers'
+	// certificates; empty means the system's roots.
+	TLSCAFile string
+	// TLSCertFile and TLSKeyFile are the PEM client certificate and key of
+	// mutual TLS; both or neither.
+	TLSCertFile, TLSKeyFile string
+	// TLSServerName is the name the brokers' certificates must carry when
+	// it is not the host of the address dialled.
+	TLSServerName string
+	// Mechanism is the SASL mechanism (one of Mechanisms); empty means no
+	// SASL.
+	Mechanism string
+	// User and Password authenticate PLAIN and SCRAM; with OAUTHBEARER and
+	// TokenURL they are the OAuth client id and secret.
+	User, Password string
+	// Token is OAUTHBEARER's static bearer token.
+	Token string
+	// TokenURL is an OAuth 2 token endpoint from which OAUTHBEARER gets its
+	// token with the client-credentials grant (User, Password, Scope).
+	TokenURL string
+	// Scope is the OAuth scope asked of TokenURL; empty asks for none.
+	Scope string
+}
+
+// Enabled reports whether s asks for anything beyond plaintext.
+func (s Security) Enabled() bool { return s.useTLS() || s.Mechanism != "" }
+
+func (s Security) useTLS() bool {
+	return s.TLS || s.TLSCAFile != "" || s.TLSCertFile != "" || s.TLSServerName != ""
+}
+
+// Principal is whom the brokers authorise s as, in Kafka's "User:NAME"
+// form when it is known from the configuration ("" otherwise: OAUTHBEARER
+// and AWS_MSK_IAM principals are the broker's to derive).
+func (s Security) Principal() string {
+	switch s.Mechanism {
+	case MechanismPlain, MechanismScram256, MechanismScram512:
+		return "User:" + s.User
+	}
+	return ""
+}
+
+// Opts returns the franz-go options of s: a TLS dialer and a SASL
+// mechanism. ctx bounds nothing here; it is the context of credential
+// refreshes (OAuth tokens, the AWS credential chain), so it should live as
+// long as the clients. Errors name the setting to fix and never hold a
+// secret.
+func (s Security) Opts(ctx context.Context) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	if s.useTLS() {
+		tc, err := s.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if s.Mechanism != "" {
+		m, err := s.mechanism(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+func (s Security) tlsConfig() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: s.TLSServerName}
+	if s.TLSCAFile != "" {
+		pem, err := os.ReadFile(s.TLSCAFile)
+		if err != nil {
+			return nil, &ConfigError{Setting: SettingTLSCA, Value: s.TLSCAFile, Want: "a readable PEM file of CA certificates (" + errText(err) + ")"}
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, &ConfigError{Setting: SettingTLSCA, Value: s.TLSCAFile, Want: "a PEM file of CA certificates (it holds none)"}
+		}
+	}
+	switch {
+	case s.TLSCertFile == "" && s.TLSKeyFile != "":
+		return nil, &ConfigError{Setting: SettingTLSCert, Want: "the client certificate of the key " + s.TLSKeyFile + " (mutual TLS takes both)"}
+	case s.TLSCertFile != "" && s.TLSKeyFile == "":
+		return nil, &ConfigError{Setting: SettingTLSKey, Want: "the private key of the certificate " + s.TLSCertFile + " (mutual TLS takes both)"}
+	case s.TLSCertFile != "":
+		cert, err := tls.LoadX509KeyPair(s.TLSCertFile, s.TLSKeyFile)
+		if err != nil {
+			return nil, &ConfigError{Setting: SettingTLSCert, Value: s.TLSCertFile,
+				Want: "a PEM client certificate matching the key " + s.TLSKeyFile + " (" + errText(err) + ")"}
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// errText is err's message without the path that os errors repeat.
+func errText(err error) string {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func (s Security) mechanism(ctx context.Context) (sasl.Mechanism, error) {
+	needUser := func() error {
+		if s.User == "" {
+			return &ConfigError{Setting: SettingUser, Want: "the user that " + s.Mechanism + " authenticates"}
+		}
+		if s.Password == "" {
+			return &ConfigError{Setting: SettingPassword, Want: "the password of " + s.Mechanism + " user " + s.User}
+		}
+		return nil
+	}
+	switch strings.ToUpper(s.Mechanism) {
+	case MechanismPlain:
+		if err := needUser(); err != nil {
+			return nil, err
+		}
+		return plain.Auth{User: s.User, Pass: s.Password}.AsMechanism(), nil
+	case MechanismScram256, MechanismScram512:
+		if err := needUser(); err != nil {
+			return nil, err
+		}
+		a := scram.Auth{User: s.User, Pass: s.Password}
+		if strings.EqualFold(s.Mechanism, MechanismScram256) {
+			return a.AsSha256Mechanism(), nil
+		}
+		return a.AsSha512Mechanism(), nil
+	case MechanismOAuthBearer:
+		return s.oauthMechanism(ctx)
+	case MechanismMSKIAM:
+		// The standard chain: environment, shared config and credentials
+		// files, SSO, web identity, container and instance roles.
+		cfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, &CheckError{Settings: []Setting{SettingMechanism}, Err: fmt.Errorf("AWS_MSK_IAM: load the AWS configuration: %w", err)}
+		}
+		return aws.ManagedStreamingIAM(func(ctx context.Context) (aws.Auth, error) {
+			c, err := cfg.Credentials.Retrieve(ctx)
+			if err != nil {
+				return aws.Auth{}, fmt.Errorf("AWS_MSK_IAM: no AWS credentials (set AWS_PROFILE, AWS_ACCESS_KEY_ID or a role): %w", err)
+			}
+			return aws.Auth{AccessKey: c.AccessKeyID, SecretKey: c.SecretAccessKey, SessionToken: c.SessionToken, UserAgent: "floe"}, nil
+		}), nil
+	}
+	return nil, &ConfigError{Setting: SettingMechanism, Value: s.Mechanism, Want: strings.Join(Mechanisms, ", ")}
+}
+
+// oauthMechanism is OAUTHBEARER with a static token or one from a token
+// endpoint, fetched on first use and again when it expires (the client
+// re-authenticates with the new one when the broker's session ends).
+func (s Security) oauthMechanism(ctx context.Context) (sasl.Mechanism, error) {
+	switch {
+	case s.Token != "" && s.TokenURL != "":
+		return nil, &ConfigError{Setting: SettingTokenURL, Value: s.TokenURL, Want: "either a static token or a token endpoint, not both"}
+	case s.Token != "":
+		return oauth.Auth{Token: s.Token}.AsMechanism(), nil
+	case s.TokenURL == "":
+		return nil, &ConfigError{Setting: SettingToken, Want: "an OAUTHBEARER token, or a token endpoint URL with a client id and secret"}
+	case s.User == "":
+		return nil, &ConfigError{Setting: SettingUser, Want: "the OAuth client id of token endpoint " + s.TokenURL}
+	case s.Password == "":
+		return nil, &ConfigError{Setting: SettingPassword, Want: "the OAuth client secret of client " + s.User}
+	}
+	cc := clientcredentials.Config{ClientID: s.User, ClientSecret: s.Password, TokenURL: s.TokenURL}
+	if s.Scope != "" {
+		cc.Scopes = strings.Fields(s.Scope)
+	}
+	src := oauth2.ReuseTokenSource(nil, cc.TokenSource(ctx))
+	url := s.TokenURL
+	return oauth.Oauth(func(context.Context) (oauth.Auth, error) {
+		tok, err := src.Token()
+		if err != nil {
+			return oauth.Auth{}, &CheckError{Settings: []Setting{SettingTokenURL, SettingUser, SettingPassword},
+				Err: fmt.Errorf("get an OAUTHBEARER token from %s: %s", url, tokenErrText(err))}
+		}
+		return oauth.Auth{Token: tok.AccessToken}, nil
+	}), nil
+}
+
+// tokenErrText is a token endpoint's error without the response body,
+// which some endpoints fill with the request they refused.
+func tokenErrText(err error) string {
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
+		if re.ErrorCode != "" {
+			return fmt.Sprintf("the endpoint answered %s (%s)", re.Response.Status, re.ErrorCode)
+		}
+		return "the endpoint answered " + re.Response.Status
+	}
+	return err.Error()
+}
+
+// explainDial turns a failure of the first request to the brokers into an
+// error naming the cause and the settings to fix, or nil when it is none
+// that security explains (the brokers are down or unreachable).
+func (s Security) explainDial(err error) error {
+	check := func(msg string, settings ...Setting) error {
+		return &CheckError{Settings: settings, Err: fmt.Errorf("%s: %w", msg, err)}
+	}
+	if ce, ok := errors.AsType[*CheckError](err); ok {
+		return ce // the mechanism's own, e.g. a token endpoint's refusal
+	}
+	who := s.Mechanism
+	if s.User != "" {
+		who = fmt.Sprintf("%s user %q", s.Mechanism, s.User)
+	}
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		verify    *tls.CertificateVerificationError
+		header    tls.RecordHeaderError
+		alert     tls.AlertError
+		eof       *kgo.ErrFirstReadEOF
+	)
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		switch s.Mechanism {
+		case MechanismOAuthBearer:
+			return check("the brokers refused the OAUTHBEARER token (expired, or not valid for this cluster)", SettingToken, SettingTokenURL)
+		case MechanismMSKIAM:
+			return check("the brokers refused the AWS credentials (AWS_MSK_IAM)", SettingMechanism)
+		}
+		return check("authentication as "+who+" failed (wrong user or password)", SettingUser, SettingPassword)
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return check("the brokers do not accept SASL mechanism "+s.Mechanism, SettingMechanism)
+	case errors.As(err, &hostname):
+		return check("the brokers' certificate is not valid for the name "+hostname.Host, SettingTLSServerName)
+	case errors.As(err, &unknownCA):
+		return check("the brokers' certificate is signed by a CA floe does not trust", SettingTLSCA)
+	case errors.As(err, &verify):
+		return check("the brokers' certificate cannot be verified", SettingTLSCA, SettingTLSServerName)
+	case errors.As(err, &header), s.useTLS() && isEOF(err):
+		return check("the brokers do not speak TLS on this port (a plaintext listener?)", SettingTLS)
+	case errors.As(err, &alert):
+		if s.TLSCertFile == "" {
+			return check("the brokers ended the TLS handshake (they may require a client certificate)", SettingTLSCert)
+		}
+		return check("the brokers refused the TLS handshake (client certificate not trusted?)", SettingTLSCert, SettingTLSKey)
+	case !s.useTLS() && (errors.As(err, &eof) && strings.Contains(eof.Error(), "TLS") || strings.Contains(err.Error(), "tls alert")):
+		return check("the brokers require TLS on this port", SettingTLS)
+	case errors.As(err, &eof):
+		return check("the brokers closed the connection before authentication (they may require SASL)", SettingMechanism)
+	}
+	return nil
+}
+
+// isEOF reports a connection closed mid-handshake: what a plaintext
+// listener does with a TLS client hello.
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}

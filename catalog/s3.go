@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 )
 
 // S3Config configures S3 access for s3:// warehouses, and for tables on S3
@@ -90,7 +91,7 @@ type endpointSource interface {
 // configuration, it resolves the same standard chain itself). What it logs
 // goes to log.
 func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, error) {
-	var opts []func(*config.LoadOptions) error
+	opts := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger{log})}
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
 	}
@@ -151,6 +152,16 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 	s.log.Debug("S3 storage configured", "endpoint", s.describe(), "path_style", s.pathStyle,
 		"credentials", creds.Source, "access_key_id", creds.AccessKeyID, "refreshing", creds.CanExpire)
 	return s, nil
+}
+
+// sdkLogger hands the AWS SDK's own log lines to floe's log at debug
+// level. The SDK's default logger writes to stderr, so a machine without
+// credentials got "SDK ... WARN falling back to IMDSv1: ..." above floe's
+// own one-line error, which already says what is wrong.
+type sdkLogger struct{ log *slog.Logger }
+
+func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	l.log.Debug("AWS SDK: "+fmt.Sprintf(format, v...), "level", string(c))
 }
 
 // configuredEndpoint returns the S3 endpoint of the standard configuration:

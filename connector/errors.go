@@ -24,6 +24,7 @@ const (
 	SettingRegistry   Setting = "Config.Registry"
 	SettingConflict   Setting = "Config.OnSchemaConflict"
 	SettingGroup      Setting = "Config.Group"
+	SettingTopicRegex Setting = "TopicWatch.Match"
 	// SettingGroupProtocol is Config.GroupProtocol.
 	SettingGroupProtocol Setting = "Config.GroupProtocol"
 )

@@ -104,11 +104,26 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 		seen[p.Config.Topic] = true
 	}
 	if w != nil {
-		added, err := w.find(ctx, broker, seen)
+		topics, err := broker.Topics(ctx)
+		if err != nil {
+			return err
+		}
+		added, err := w.match(topics, seen)
 		if err != nil {
 			return err
 		}
 		ps = append(ps, added...)
+		switch {
+		case len(ps) > 0:
+		case w.Every < 0:
+			// A bounded run with nothing to sink is a pattern that names
+			// no topic, most likely a typo: say so rather than end in
+			// silence.
+			return &ConfigError{Setting: SettingTopicRegex, Value: w.Match.String(),
+				Want: "a pattern that matches a whole topic name; the brokers have " + listSome(topics, 10)}
+		default:
+			slog.Info("no topic matches the pattern yet; waiting for one to be created", "pattern", w.Match.String(), "check_every", w.every())
+		}
 	}
 	if err := ps.Check(ctx, broker); err != nil {
 		return err
@@ -172,14 +187,23 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 	return errors.Join(errs...)
 }
 
-// find returns the pipelines of the topics on the brokers that match and
-// are not seen yet, and marks them seen.
-func (w *TopicWatch) find(ctx context.Context, broker *Broker, seen map[string]bool) ([]Pipeline, error) {
-	topics, err := broker.Topics(ctx)
-	if err != nil {
-		return nil, err
+// listSome names up to n of names, and how many more there are.
+func listSome(names []string, n int) string {
+	switch {
+	case len(names) == 0:
+		return "no topics"
+	case len(names) > n:
+		return fmt.Sprintf("topics %s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 	}
-	return w.match(topics, seen)
+	return "topics " + strings.Join(names, ", ")
+}
+
+// every is how often the watch lists the brokers' topics.
+func (w *TopicWatch) every() time.Duration {
+	if w.Every <= 0 {
+		return DefaultPartitionCheck
+	}
+	return w.Every
 }
 
 // match returns the pipelines of topics that match and are not seen yet,
@@ -204,11 +228,7 @@ func (w *TopicWatch) match(topics []string, seen map[string]bool) ([]Pipeline, e
 // the pipeline of each new match. A failed listing is tried again at the
 // next tick: the running sinks do not depend on it.
 func (w *TopicWatch) watch(ctx context.Context, broker *Broker, seen map[string]bool, start func(Pipeline) error) error {
-	every := w.Every
-	if every <= 0 {
-		every = DefaultPartitionCheck
-	}
-	t := time.NewTicker(every)
+	t := time.NewTicker(w.every())
 	defer t.Stop()
 	for {
 		select {

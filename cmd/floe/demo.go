@@ -49,16 +49,18 @@ warehouse, and run floe's whole story on them:
     change and three records that cannot become rows, sink them into the typed table
     lake.shipments (--value registry), and show its columns, a few rows, the dead letters in
     lake.shipments_dlq and the audit that accounts for both.
-Nothing outside --dir is touched but the HTML report: without --dir (whose folder is removed
-at exit) it is written to a new file in the system's temporary folder, and kept.`,
+Nothing outside --dir is touched but the HTML report when --html puts it elsewhere. Without --dir
+the demo makes a new folder in the system's temporary folder and keeps it, with the report
+beside the catalog and warehouse it describes, so that the report's re-verify steps can be
+followed; the demo ends by naming the folder.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), dir, events, html)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "", "keep the demo's catalog and warehouse in this folder (default: a temporary folder, removed at exit)")
+	cmd.Flags().StringVar(&dir, "dir", "", "keep the demo's catalog, warehouse and report in this new or empty folder (default: a new folder in the system's temporary folder, kept)")
 	cmd.Flags().IntVar(&events, "events", 3000, "number of events to produce")
-	cmd.Flags().StringVar(&html, "html", "", "write the HTML audit report of the incomplete table to this `FILE` (default: payments-audit.html in --dir, or a new file in the temporary folder)")
+	cmd.Flags().StringVar(&html, "html", "", "write the HTML audit report of the incomplete table to this `FILE` (default: payments-audit.html in the demo's folder)")
 	return cmd
 }
 
@@ -68,12 +70,19 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 		partitions = 4
 		tableName  = "lake.orders"
 	)
-	if dir != "" {
-		// The demo's broker lives in memory: a catalog left by an earlier
-		// run holds ledgers of a log that no longer exists.
-		if _, err := os.Stat(filepath.Join(dir, "catalog.db")); err == nil {
-			return fmt.Errorf("--dir %s already holds a demo's catalog, whose log is gone with that demo's in-memory broker; pass a new or empty folder", dir)
+	if dir == "" {
+		// Kept, not removed at exit: the HTML report's re-verify steps
+		// need the catalog and warehouse it describes.
+		d, err := os.MkdirTemp("", "floe-demo-")
+		if err != nil {
+			return fmt.Errorf("create the demo's folder: %w", err)
 		}
+		dir = d
+	}
+	// The demo's broker lives in memory: a catalog left by an earlier run
+	// holds ledgers of a log that no longer exists.
+	if _, err := os.Stat(filepath.Join(dir, "catalog.db")); err == nil {
+		return fmt.Errorf("--dir %s already holds a demo's catalog, whose log is gone with that demo's in-memory broker; pass a new or empty folder", dir)
 	}
 	stack, err := localstack.Start(ctx, localstack.Options{Dir: dir})
 	if err != nil {
@@ -156,13 +165,21 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 	}
 	printLedger(w, ledger)
 	fmt.Fprintf(w, "\ntable %s: metadata at %s\n", tbl.Name(), tbl.Iceberg().MetadataLocation())
-	if err := demoAudit(ctx, w, stack, tbl, demoReportPath(dir, html)); err != nil {
+	if html == "" {
+		html = filepath.Join(dir, "payments-audit.html")
+	}
+	if err := demoAudit(ctx, w, stack, tbl, html); err != nil {
 		return err
 	}
 	if err := demoReplay(ctx, w, stack, tbl); err != nil {
 		return err
 	}
-	return demoTyped(ctx, w, stack)
+	if err := demoTyped(ctx, w, stack); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nthe demo's catalog, warehouse and HTML report stay in %s (rm -r it when done);\nthe report's re-verify steps run against them with --catalog %s\n",
+		stack.Dir, cfg.Catalog)
+	return nil
 }
 
 // printLedger prints each snapshot with its ranges, then a per-partition summary.
@@ -196,24 +213,11 @@ func printLedger(w io.Writer, l mapping.Ledger) {
 	fmt.Fprintf(w, "%d snapshots, %d rows in the ledger\n", len(l.Commits), rows)
 }
 
-// demoReportPath is where the demo writes its HTML report: --html, else in
-// --dir, else "" for a new file in the temporary folder (the demo's own
-// temporary folder is removed at exit, the report must outlive it).
-func demoReportPath(dir, html string) string {
-	switch {
-	case html != "":
-		return html
-	case dir != "":
-		return filepath.Join(dir, "payments-audit.html")
-	}
-	return ""
-}
-
 // demoAudit is the demo's audit step. It audits the demo table at every
 // level, then shows a finding: on a second topic, retention deletes
 // records before they are sunk, floe sink --on-data-loss record records the
 // loss in the ledger, the audit names the lost range, and its HTML report
-// is written to htmlPath ("": a new temporary file).
+// is written to htmlPath.
 func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *snapshot.Table, htmlPath string) error {
 	broker, err := connector.Dial(ctx, stack.Brokers, 0)
 	if err != nil {
@@ -276,16 +280,6 @@ func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *s
 	}
 	if err := payments.Refresh(ctx); err != nil {
 		return err
-	}
-	if htmlPath == "" {
-		f, err := os.CreateTemp("", "floe-demo-payments-audit-*.html")
-		if err != nil {
-			return fmt.Errorf("create the demo's HTML report: %w", err)
-		}
-		htmlPath = f.Name()
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("create the demo's HTML report: %w", err)
-		}
 	}
 	fmt.Fprintf(w, "\n$ floe audit --table %s --brokers %s \\\n    --html %s\n", tableName, stack.Brokers[0], htmlPath)
 	rep, err = audit.Run(ctx, payments, audit.Options{Broker: broker})

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,5 +43,32 @@ func TestDemoCommand(t *testing.T) {
 	code, _, errs = floe(t, "demo", "--dir", dir, "--events", "600")
 	if code != 2 || !strings.Contains(errs, "already holds a demo's catalog") {
 		t.Fatalf("second demo in the same folder: exit %d, %q", code, errs)
+	}
+}
+
+// TestDemoKeepsItsReport: without --dir the demo keeps its folder, with the
+// HTML report beside the catalog and warehouse it describes, and says so,
+// so that the report's re-verify steps can be followed: an audit of the
+// kept table has the report's evidence digest. (The report used to stay
+// in the temporary folder, pointing at a warehouse the demo had removed.)
+func TestDemoKeepsItsReport(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	code, out, errs := floe(t, "demo", "--events", "600")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	m := regexp.MustCompile(`the demo's catalog, warehouse and HTML report stay in (\S+) \(rm -r it when done\);\nthe report's re-verify steps run against them with --catalog (\S+)\n`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the demo does not say where its folder stays:\n%s", out)
+	}
+	dir, cat := m[1], m[2]
+	page, err := os.ReadFile(filepath.Join(dir, "payments-audit.html"))
+	if err != nil || !strings.Contains(out, "\n    "+filepath.Join(dir, "payments-audit.html")+"\n") {
+		t.Fatalf("the report is not in the kept folder %s: %v", dir, err)
+	}
+	code, js, errs := floe(t, "audit", "--table", "lake.payments", "--catalog", cat, "--json")
+	doc := decodeAudit(t, js)
+	if code != exitFindings || doc.Evidence.Digest == "" || !strings.Contains(string(page), doc.Evidence.Digest) {
+		t.Fatalf("re-verify against the kept folder: exit %d, digest %q in the report: %v\n%s", code, doc.Evidence.Digest, strings.Contains(string(page), doc.Evidence.Digest), errs)
 	}
 }

@@ -28,6 +28,7 @@ var flagOf = map[any]string{
 	connector.SettingRegistry:      "--schema-registry",
 	connector.SettingConflict:      "--on-schema-conflict",
 	connector.SettingGroup:         "--group",
+	connector.SettingTopicRegex:    "--topic-regex",
 	connector.SettingGroupProtocol: "--group-protocol",
 	connector.SettingTLS:           "--" + flagTLS,
 	connector.SettingTLSCA:         "--" + flagTLSCA,

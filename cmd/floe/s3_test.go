@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -325,4 +330,34 @@ func rideOutOutage(t *testing.T, e *s3Env, down, up func()) {
 		t.Fatalf("the sink never met the outage (no retry logged)")
 	}
 	checkTable(t, e.catalogConfig(), "lake.orders", "orders", count)
+}
+
+// TestNoAWSCredentialsOneLine: without AWS credentials on a machine whose
+// instance metadata endpoint refuses (as this one's does, and EC2's for a
+// host without a role), floe's stderr is its own one line naming what to
+// set; the AWS SDK's "falling back to IMDSv1" warning, which its default
+// logger wrote to stderr above it, goes to floe's debug log. The CLI runs
+// as a child process, since the SDK wrote to the process's stderr.
+func TestNoAWSCredentialsOneLine(t *testing.T) {
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+	}))
+	defer imds.Close()
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "status", "--table", "lake.x",
+		"--catalog", filepath.Join(home, "catalog.db"), "--warehouse", "s3://bucket/")
+	cmd.Env = []string{cliChildEnv + "=1", "HOME=" + home, "PATH=" + os.Getenv("PATH"), "AWS_REGION=us-east-1",
+		"AWS_CONFIG_FILE=" + filepath.Join(home, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none"),
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitError {
+		t.Fatalf("status without credentials: %v, want exit 2\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "floe: ") || !strings.Contains(lines[0], "no usable AWS credentials") {
+		t.Errorf("stderr is not floe's one line:\n%s", stderr.String())
+	}
 }

@@ -46,6 +46,26 @@ func TestSinkSeveralTopics(t *testing.T) {
 	}
 }
 
+// TestSinkTopicRegexMatchesNothing: a bounded run whose --topic-regex
+// matches no topic exits 2 naming the pattern and the topics the brokers
+// have (it exited 0 and printed nothing); a live sink says in its log that
+// it waits for a matching topic to be created.
+func TestSinkTopicRegexMatchesNothing(t *testing.T) {
+	st, loc := sinkStack(t)
+	args := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "--topic-regex", "nomatch.*", "--table", "lake.{topic}"}, loc...)
+	code, out, errs := floe(t, append(args, "--stop-at-end")...)
+	want := `floe: --topic-regex "^(?:nomatch.*)$": want a pattern that matches a whole topic name; the brokers have topics orders`
+	if code != exitError || !strings.HasSuffix(errs, "\n"+want+"\n") || out != "" {
+		t.Errorf("--stop-at-end: exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errs, want)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	_, errs, err := floeCtx(ctx, args...)
+	if err != nil || !strings.Contains(errs, `msg="no topic matches the pattern yet; waiting for one to be created" pattern=^(?:nomatch.*)$ check_every=1m0s`) {
+		t.Errorf("live sink: %v, log:\n%s", err, errs)
+	}
+}
+
 // TestSinkGroupFlags: --group conflicts with static partitions and bounded
 // runs, and --partitions needs a single topic; each mistake exits 2 naming
 // it, before anything is created.

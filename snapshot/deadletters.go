@@ -239,6 +239,9 @@ type Reconciled struct {
 	// table was rolled back, or a branch published over it) whose dead
 	// letters it removed from the dead-letter table.
 	Removed int `json:"removed"`
+	// RemovedLegacy counts the rows without a commit id (written before
+	// the column existed) that no commit accounts for, which it removed.
+	RemovedLegacy int `json:"removed_legacy,omitempty"`
 }
 
 // DeadLetterState compares a dead-letter table's rows with the ledgers of
@@ -559,8 +562,8 @@ func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterSt
 			return res, fmt.Errorf("delete stale dead letters: %w", err)
 		}
 		res.Removed = len(st.Stale)
-		if len(st.StaleLegacy) > 0 && res.Removed == 0 {
-			res.Removed = 1
+		for _, offs := range st.StaleLegacy {
+			res.RemovedLegacy += len(offs)
 		}
 	}
 	if len(st.Pending) > 0 {
@@ -615,6 +618,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 		r, err := data.ReconcileDeadLetters(ctx, dlq, log)
 		res.DeadLetters.Added += r.Added
 		res.DeadLetters.Removed += r.Removed
+		res.DeadLetters.RemovedLegacy += r.RemovedLegacy
 		return err
 	}
 	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {

@@ -1117,9 +1117,9 @@ func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if res.Added > 0 || res.Removed > 0 {
+		if res.Added > 0 || res.Removed > 0 || res.RemovedLegacy > 0 {
 			s.log.Info("reconciled the dead-letter table with the ledger", "dead_letter_table", dlq.Name(),
-				"commits_added", res.Added, "commits_removed", res.Removed)
+				"commits_added", res.Added, "commits_removed", res.Removed, "older_rows_removed", res.RemovedLegacy)
 		}
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -239,6 +238,9 @@ type Reconciled struct {
 	// table was rolled back, or a branch published over it) whose dead
 	// letters it removed from the dead-letter table.
 	Removed int `json:"removed"`
+	// RemovedLegacy counts the rows without a commit id (written before
+	// the column existed) that no commit accounts for, which it removed.
+	RemovedLegacy int `json:"removed_legacy,omitempty"`
 }
 
 // DeadLetterState compares a dead-letter table's rows with the ledgers of
@@ -324,12 +326,12 @@ func (t *Table) DeadLetterState(ctx context.Context, dlq *Table) (*DeadLetterSta
 			return nil
 		}
 		b := fb.Batch
-		ids, ok1 := columnOf[*array.String](b, mapping.ColCommitID)
-		topic, ok2 := columnOf[*array.String](b, mapping.ColTopic)
-		part, ok3 := columnOf[*array.Int32](b, mapping.ColPartition)
-		off, ok4 := columnOf[*array.Int64](b, mapping.ColOffset)
-		if !ok1 || !ok2 || !ok3 || !ok4 {
-			return fmt.Errorf("dead-letter file %s: unexpected column types %s", fb.Path, b.Schema())
+		ids, err1 := columnAs[*array.String](b, mapping.ColCommitID)
+		topic, err2 := columnAs[*array.String](b, mapping.ColTopic)
+		part, err3 := columnAs[*array.Int32](b, mapping.ColPartition)
+		off, err4 := columnAs[*array.Int64](b, mapping.ColOffset)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return fmt.Errorf("dead-letter file %s: %w", fb.Path, err)
 		}
 		for i := range int(b.NumRows()) {
 			id := ids.Value(i)
@@ -416,17 +418,6 @@ func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
 		f.Close()
 	}
 	return out, nil
-}
-
-// columnOf returns the column name of b as an array of type A.
-func columnOf[A arrow.Array](b arrow.RecordBatch, name string) (A, bool) {
-	var zero A
-	idx := b.Schema().FieldIndices(name)
-	if len(idx) != 1 {
-		return zero, false
-	}
-	a, ok := b.Column(idx[0]).(A)
-	return a, ok
 }
 
 // branchLedgers returns the ledgers (archives included) of every branch
@@ -559,8 +550,8 @@ func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterSt
 			return res, fmt.Errorf("delete stale dead letters: %w", err)
 		}
 		res.Removed = len(st.Stale)
-		if len(st.StaleLegacy) > 0 && res.Removed == 0 {
-			res.Removed = 1
+		for _, offs := range st.StaleLegacy {
+			res.RemovedLegacy += len(offs)
 		}
 	}
 	if len(st.Pending) > 0 {
@@ -615,6 +606,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 		r, err := data.ReconcileDeadLetters(ctx, dlq, log)
 		res.DeadLetters.Added += r.Added
 		res.DeadLetters.Removed += r.Removed
+		res.DeadLetters.RemovedLegacy += r.RemovedLegacy
 		return err
 	}
 	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {

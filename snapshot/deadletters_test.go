@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -381,4 +382,46 @@ func TestAuditPendingOnlyWhenReconcileAdds(t *testing.T) {
 
 func hasFinding(rep *audit.Report, k audit.Kind) bool {
 	return slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool { return f.Kind == k })
+}
+
+// TestDeadLettersLegacyRows: rows of a dead-letter table written before
+// floe_commit_id existed (null there) are attributed by position to the
+// commit whose range with dead letters holds them, and removed when no
+// commit of a ledger does.
+func TestDeadLettersLegacyRows(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	c0 := commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: 0, High: 1}}, testRec{offset: 0, value: "ok"})
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 1, High: 3}, 2)
+	// The same rows, as an older floe wrote them: without a commit id.
+	_, it, err := dlq.Iceberg().Scan().ToArrowRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []arrow.RecordBatch
+	for b, err := range it {
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := slices.Clone(b.Columns())
+		i := b.Schema().FieldIndices(mapping.ColCommitID)[0]
+		cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, int(b.NumRows()))
+		recs = append(recs, array.NewRecordBatch(b.Schema(), cols, b.NumRows()))
+	}
+	legacy := array.NewTableFromRecords(recs[0].Schema(), recs)
+	txn := dlq.Iceberg().NewTransaction()
+	if err := txn.OverwriteTable(t.Context(), legacy, 1000, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
+		t.Errorf("reconcile of rows without a commit id that their commit's range holds did %+v, want nothing", res)
+	}
+	wantDeadLetters(t, dlq, "t/0/2")
+	setMain(t, tbl, c0.Commit.SnapshotID)
+	if res := reconcile(t, tbl, dlq); res.RemovedLegacy != 1 {
+		t.Errorf("reconcile after the rollback: %+v, want the row without a commit id removed", res)
+	}
+	wantDeadLetters(t, dlq)
 }

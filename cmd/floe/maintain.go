@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,9 +30,10 @@ func newMaintainCmd() *cobra.Command {
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
 (--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and
 tag and repairs one that an interrupted maintain run left truncated (see below), and reconciles
-the dead-letter tables of a typed table with its ledger (adding the dead letters a stopped writer
-left pending, removing those of commits the ledger no longer has); on a dead-letter table, with
-its data table's.
+the dead-letter tables of a typed table with its branches' ledgers (adding the dead letters of
+commits that have none, removing those of commits no ledger has); on a dead-letter table, with
+its data table's. A data table's dead-letter tables are then maintained with the same options
+(docs/dead-letters.md).
 
 The ledger entries of the snapshots an expiry removes are first written to a new segment of the
 table's ledger archive (a JSON file under metadata/floe-ledger/, named by a table property
@@ -116,8 +119,12 @@ replaced files stay until snapshot expiry removes the snapshots that reference t
 				would = "would be "
 				fmt.Fprintf(out, "dry run: %s is unchanged\n", tbl.Name())
 			}
-			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 {
-				fmt.Fprintf(out, "dead letters: added those of %d commits whose writer stopped before adding them; removed those of %d commits the ledger no longer has\n", d.Added, d.Removed)
+			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 || d.RemovedLegacy > 0 {
+				fmt.Fprintf(out, "dead letters: added those of %d commits that had none; removed those of %d commits no ledger has (and %d older rows no commit accounts for)\n", d.Added, d.Removed, d.RemovedLegacy)
+			}
+			for _, name := range slices.Sorted(maps.Keys(res.DeadLetterTables)) {
+				d := res.DeadLetterTables[name]
+				fmt.Fprintf(out, "dead-letter table %s: %d snapshots %sexpired, %d orphan files %sdeleted\n", name, len(d.Expired), would, len(d.Orphans), would)
 			}
 			if len(res.TruncatedRefs) > 0 {
 				fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",

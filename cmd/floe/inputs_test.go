@@ -234,6 +234,16 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 			}
 		})
 	}
+	// floe status says so of the table whose last records were all dead
+	// letters, and not of lake.shop, which has rows beside its one.
+	loc := common[2:] // without -b: the table's side only
+	for table, want := range map[string]bool{"lake.reg": true, "lake.shop": false} {
+		code, out, errs := floe(t, slices.Concat([]string{"status", "--table", table}, loc)...)
+		got := strings.Contains(out, "warning: the last records committed of shop/0 were all dead letters, none became a row")
+		if code != 0 || got != want {
+			t.Errorf("status %s: exit %d, warning %v, want %v\n%s\n%s", table, code, got, want, out, errs)
+		}
+	}
 	t.Run("json keys on plain keys", func(t *testing.T) {
 		if err := localstack.CreateTopic(t.Context(), st.Brokers, "keyed", 1, nil); err != nil {
 			t.Fatal(err)

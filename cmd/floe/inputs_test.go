@@ -172,6 +172,9 @@ func TestSinkProtobufWithoutIndexes(t *testing.T) {
 		{Topic: "pb", Value: noIndexes},
 		{Topic: "pb", Value: localstack.WireFormat(id, nil, nil)}, // an empty message, kafkajs-framed
 		{Topic: "pb", Value: localstack.WireFormat(id, []int{0}, msg)},
+		// Order{name: "bbbbbbbb"} read as indexes: 9 of them, [4 49 ...],
+		// all positive, naming no message of the schema.
+		{Topic: "pb", Value: localstack.WireFormat(id, nil, append([]byte{0x12, 0x08}, "bbbbbbbb"...))},
 	}
 	if err := localstack.Produce(ctx, st.Brokers, recs); err != nil {
 		t.Fatal(err)
@@ -180,12 +183,13 @@ func TestSinkProtobufWithoutIndexes(t *testing.T) {
 	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
 	code, out, errs := floe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "pb", "--table", "lake.pb", "--stop-at-end",
 		"--value", "registry", "--schema-registry", st.Registry}, loc...)...)
-	if code != 0 || !strings.Contains(out, "1 row and 2 dead letters") {
+	if code != 0 || !strings.Contains(out, "1 row and 3 dead letters") {
 		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
 	}
 	for _, c := range []struct{ offset, want string }{
 		{"0", "negative Protobuf message index -4"},
 		{"1", "indexes are missing"},
+		{"3", "message index 4 at depth 0"},
 	} {
 		code, out, errs := floe(t, append([]string{"where", "--table", "lake.pb", "-t", "pb", "--partition", "0", "--offset", c.offset, "--json"}, loc...)...)
 		var w struct{ Kind, Reason string }

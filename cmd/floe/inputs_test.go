@@ -150,6 +150,14 @@ func TestSinkChecksDeadLettersAndRegistryFirst(t *testing.T) {
 			}
 		})
 	}
+	// Two topics under lake.{topic}, one's table the other's dead-letter table.
+	for _, topic := range []string{"orders", "orders_dlq"} {
+		if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused(t, st, "the dead-letter table of lake.orders, lake.orders_dlq, is the table of pipeline orders_dlq -> lake.orders_dlq",
+		slices.Concat([]string{"sink", "-t", "orders", "-t", "orders_dlq", "--table", "lake.{topic}", "--value", "json", "--stop-at-end"}, common)...)
 }
 
 // TestSinkProtobufWithoutIndexes: Protobuf records framed as

@@ -405,7 +405,7 @@ func (ps Pipelines) checkDeadLetters(ctx context.Context, cat catalog.Catalog, i
 		switch other := strings.Join(p.Table, "."); {
 		case j == i || other == of:
 		case other == name:
-			return fmt.Errorf("--dlq-table %s names the table of pipeline %s: a table's dead letters go to a table of their own", name, p)
+			return fmt.Errorf("the dead-letter table of %s, %s, is the table of pipeline %s: a table's dead letters go to a table of their own (name another with --dlq-table)", of, name, p)
 		case p.DeadLetters != nil && strings.Join(p.DeadLetters, ".") == name:
 			return fmt.Errorf("--dlq-table %s would hold the dead letters of both %s and %s: each table needs a dead-letter table of its own (leave --dlq-table out for TABLE_dlq)", name, of, other)
 		}

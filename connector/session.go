@@ -1182,7 +1182,6 @@ func (ss *session) endRange(ctx context.Context, pt *partition) error {
 	return err
 }
 
-// releaseFlush frees the batches of a flush that is not committed.
 // firstDeadLetter names the first dead letter of f (by partition, then
 // offset): its position and why it could not become a row; "" when f has
 // none. It reads f's batches, so it is called before f is committed.
@@ -1198,6 +1197,7 @@ func firstDeadLetter(f snapshot.Flush) string {
 	return ""
 }
 
+// releaseFlush frees the batches of a flush that is not committed.
 func releaseFlush(f snapshot.Flush) {
 	for _, bs := range f.Batches {
 		releaseAll(bs)

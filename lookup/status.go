@@ -54,6 +54,11 @@ type PartitionStatus struct {
 	// the dead-letter table (a typed table's records that could not be
 	// decoded); absent when never sunk.
 	DeadLetters *int64 `json:"dead_letters,omitempty"`
+	// OnlyDeadLetters is set when the partition's last range that held
+	// records sent every one to the dead-letter table, none to a row: most
+	// likely the table's layout does not match how the topic's records are
+	// written now.
+	OnlyDeadLetters bool `json:"only_dead_letters,omitempty"`
 }
 
 // Status reports where tbl's branch stands: every partition of its ledger,
@@ -89,6 +94,9 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 				p.DeadLetters = new(int64)
 			}
 			*p.DeadLetters += r.DeadLetters
+			if r.Records > 0 || r.DeadLetters > 0 {
+				p.OnlyDeadLetters = r.Records == 0
+			}
 		}
 	}
 	topics = slices.Clone(topics)

@@ -150,6 +150,14 @@ func TestSinkChecksDeadLettersAndRegistryFirst(t *testing.T) {
 			}
 		})
 	}
+	// Two topics under lake.{topic}, one's table the other's dead-letter table.
+	for _, topic := range []string{"orders", "orders_dlq"} {
+		if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused(t, st, "the dead-letter table of lake.orders, lake.orders_dlq, is the table of pipeline orders_dlq -> lake.orders_dlq",
+		slices.Concat([]string{"sink", "-t", "orders", "-t", "orders_dlq", "--table", "lake.{topic}", "--value", "json", "--stop-at-end"}, common)...)
 }
 
 // TestSinkProtobufWithoutIndexes: Protobuf records framed as
@@ -172,6 +180,9 @@ func TestSinkProtobufWithoutIndexes(t *testing.T) {
 		{Topic: "pb", Value: noIndexes},
 		{Topic: "pb", Value: localstack.WireFormat(id, nil, nil)}, // an empty message, kafkajs-framed
 		{Topic: "pb", Value: localstack.WireFormat(id, []int{0}, msg)},
+		// Order{name: "bbbbbbbb"} read as indexes: 9 of them, [4 49 ...],
+		// all positive, naming no message of the schema.
+		{Topic: "pb", Value: localstack.WireFormat(id, nil, append([]byte{0x12, 0x08}, "bbbbbbbb"...))},
 	}
 	if err := localstack.Produce(ctx, st.Brokers, recs); err != nil {
 		t.Fatal(err)
@@ -180,12 +191,13 @@ func TestSinkProtobufWithoutIndexes(t *testing.T) {
 	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
 	code, out, errs := floe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "pb", "--table", "lake.pb", "--stop-at-end",
 		"--value", "registry", "--schema-registry", st.Registry}, loc...)...)
-	if code != 0 || !strings.Contains(out, "1 row and 2 dead letters") {
+	if code != 0 || !strings.Contains(out, "1 row and 3 dead letters") {
 		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
 	}
 	for _, c := range []struct{ offset, want string }{
 		{"0", "negative Protobuf message index -4"},
 		{"1", "indexes are missing"},
+		{"3", "message index 4 at depth 0"},
 	} {
 		code, out, errs := floe(t, append([]string{"where", "--table", "lake.pb", "-t", "pb", "--partition", "0", "--offset", c.offset, "--json"}, loc...)...)
 		var w struct{ Kind, Reason string }
@@ -233,6 +245,16 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 				t.Errorf("summary %q", out)
 			}
 		})
+	}
+	// floe status says so of the table whose last records were all dead
+	// letters, and not of lake.shop, which has rows beside its one.
+	loc := common[2:] // without -b: the table's side only
+	for table, want := range map[string]bool{"lake.reg": true, "lake.shop": false} {
+		code, out, errs := floe(t, slices.Concat([]string{"status", "--table", table}, loc)...)
+		got := strings.Contains(out, "warning: the last records committed of shop/0 were all dead letters, none became a row")
+		if code != 0 || got != want {
+			t.Errorf("status %s: exit %d, warning %v, want %v\n%s\n%s", table, code, got, want, out, errs)
+		}
 	}
 	t.Run("json keys on plain keys", func(t *testing.T) {
 		if err := localstack.CreateTopic(t.Context(), st.Brokers, "keyed", 1, nil); err != nil {

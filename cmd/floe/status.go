@@ -118,6 +118,9 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 			opt(p.TableNext), opt(p.Lag), opt(p.Lost), opt(p.DeadLetters), last)
 	}
 	tw.Flush()
+	if warning := statuspage.FromTable(st, nil).Warning; warning != "" {
+		fmt.Fprintf(w, "\nwarning: %s\n", warning)
+	}
 }
 
 // serveStatus serves the status page of tbl on addr until ctx ends: each

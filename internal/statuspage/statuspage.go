@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +89,7 @@ type Pipeline struct {
 func FromTable(st lookup.TableStatus, offsetsAt *time.Time) Pipeline {
 	p := Pipeline{Table: st.Table, MetadataLocation: st.MetadataLocation, SnapshotID: st.SnapshotID,
 		Partitions: st.Partitions, OffsetsAt: offsetsAt}
+	var onlyDead []string
 	for _, ps := range st.Partitions {
 		if ps.LastCommit != nil && (p.LastCommit == nil || ps.LastCommit.After(*p.LastCommit)) {
 			p.LastCommit = ps.LastCommit
@@ -95,11 +97,25 @@ func FromTable(st lookup.TableStatus, offsetsAt *time.Time) Pipeline {
 		if ps.DeadLetters != nil {
 			p.DeadLetters += *ps.DeadLetters
 		}
+		if ps.OnlyDeadLetters {
+			onlyDead = append(onlyDead, fmt.Sprintf("%s/%d", ps.Topic, ps.Partition))
+		}
+	}
+	if len(onlyDead) > 0 {
+		p.Warning = OnlyDeadLettersWarning(onlyDead)
 	}
 	if p.Partitions == nil {
 		p.Partitions = []lookup.PartitionStatus{}
 	}
 	return p
+}
+
+// OnlyDeadLettersWarning is a table's Warning (and floe status's note)
+// when the last records of partitions (TOPIC/PARTITION) were all dead
+// letters.
+func OnlyDeadLettersWarning(partitions []string) string {
+	return fmt.Sprintf("the last records committed of %s were all dead letters, none became a row: check that the table's value and key modes match the topic's records (floe where names each dead letter's reason)",
+		strings.Join(partitions, ", "))
 }
 
 //go:embed status.html

@@ -1132,7 +1132,18 @@ func (ss *session) stream(ctx context.Context, pt *partition) (*snapshot.Stream,
 		return st, nil
 	}
 	if ss.writer == nil {
-		w, err := ss.s.tbl.NewWriter(ss.base, ss.writerSchema)
+		base := ss.base
+		if ss.s.reserveSchema && ss.writerSchema != nil {
+			// Like the commit it precedes, not cut short by an interrupt.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+			var err error
+			base, err = ss.s.tbl.ReserveSchema(rctx, ss.writerSchema)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+		}
+		w, err := ss.s.tbl.NewWriter(base, ss.writerSchema)
 		if err != nil {
 			return nil, err
 		}

@@ -229,6 +229,12 @@ type Sink struct {
 	// mirror writes each commit's next offsets into the consumer group in
 	// group mode; nil otherwise.
 	mirror *offsetMirror
+	// reserveSchema is set once another writer's schema change made a
+	// flush's streamed files unfit (snapshot.ErrSchemaMoved): from then on
+	// a flush commits the columns it adds before writing any file
+	// (snapshot.Table.ReserveSchema), so that another writer adding
+	// columns can no longer take their field IDs, and every flush could.
+	reserveSchema bool
 }
 
 // Validate reports the first invalid setting of c, as a *ConfigError.
@@ -410,8 +416,8 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 			// at once may each see this a few times; without end, something
 			// else is wrong.
 			moved++
-			restart = true
-			s.log.Warn("another writer changed the schema under this flush's files; reading them again for the new schema", "err", err)
+			restart, s.reserveSchema = true, true
+			s.log.Warn("another writer changed the schema under this flush's files; reading them again for the new schema, whose columns each flush now commits before writing its files", "err", err)
 		}
 		if _, raced := errors.AsType[*snapshot.SchemaChangedError](err); raced && !schemaRaced {
 			// Another writer's schema change no longer fits this flush:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -276,6 +277,51 @@ func TestRegistryEvolution(t *testing.T) {
 	} {
 		if !strings.Contains(reasons[off], want) {
 			t.Errorf("dead letter %d: %q, want it to contain %q", off, reasons[off], want)
+		}
+	}
+}
+
+// TestSinksProgressUnderColumnChurn: two live sinks of disjoint partitions
+// of one JSON table, each of whose records adds a field, about every 20 ms
+// each. A flush whose streamed files were written for a schema the other
+// writer changed before its commit was given up and read again; one
+// writer lost to the other's schema changes 20 flushes in a row and
+// stopped for good (snapshot.ErrSchemaMoved). Both must keep up, and the
+// table hold every record once with its values in its own column.
+func TestSinksProgressUnderColumnChurn(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("churn", 2, nil)
+	layout := mapping.Layout{Value: mapping.ValueJSON}
+	tbl, dlq := e.TypedTable("lake.churn", layout)
+	var stops [2]func() (connector.Stats, error)
+	for p := range int32(2) {
+		// Each sink opens the table as its own process would.
+		own, ownDLQ := e.TypedTable("lake.churn", layout)
+		stops[p] = e.runLive(own, connector.Config{Topic: "churn", Partitions: []int32{p}, FlushInterval: 20 * time.Millisecond, DeadLetters: ownDLQ})
+	}
+	const n = 150
+	for i := range n {
+		for p := range int32(2) {
+			e.Produce(jsonRecords("churn", p, fmt.Sprintf(`{"id":%d,"f%d_%d":%d}`, i, p, i, i)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for p := range int32(2) {
+		waitForNext(t, e, "lake.churn", mapping.TopicPartition{Topic: "churn", Partition: p}, n)
+	}
+	for p, stop := range stops {
+		if _, err := stop(); err != nil {
+			t.Fatalf("sink of partition %d: %v", p, err)
+		}
+	}
+	want := map[mapping.TopicPartition]int64{{Topic: "churn", Partition: 0}: n, {Topic: "churn", Partition: 1}: n}
+	rows, dead := floetest.CheckWithDeadLetters(t, tbl, dlq, want)
+	if len(rows) != 2*n || len(dead) != 0 {
+		t.Fatalf("%d rows, %d dead letters", len(rows), len(dead))
+	}
+	for _, r := range rows {
+		if got := r.Columns[fmt.Sprintf("f%d_%d", r.TP.Partition, r.Offset)]; got != fmt.Sprint(r.Offset) {
+			t.Fatalf("row %s@%d: %v", r.TP, r.Offset, r.Columns)
 		}
 	}
 }

@@ -237,6 +237,14 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			return res, nil, err
 		}
 	}
+	if f.Writer != nil && !t.fits(f.Writer, f.Schema) {
+		// The files may have been written for a schema committed since
+		// the table was last loaded (ReserveSchema): judge them by the
+		// table as it is now.
+		if err := t.Refresh(ctx); err != nil {
+			return res, dead, err
+		}
+	}
 	// The ledger as last loaded must end where this flush starts. Normally
 	// the caller read it there; if the table was reloaded since and another
 	// writer had advanced, the branch-head assertion alone would not notice.

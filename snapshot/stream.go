@@ -55,6 +55,48 @@ type Writer struct {
 // again for the new schema.
 var ErrSchemaMoved = errors.New("another writer changed the table's schema since this flush's files were written")
 
+// ReserveSchema commits, ahead of the data, the schema changes that let
+// the table take rows of writer schema want (columns added, types widened,
+// the partition fields waiting for those columns), in a metadata commit
+// without a snapshot, and returns the table as committed (the table as it
+// is when there is nothing to change). A Writer made on it writes files
+// whose field IDs other writers' later changes keep: they only add
+// columns after them. Without it the changes land in the commit of the
+// data that needs them, and a writer whose files were written for a column
+// another writer's commit took the field ID of loses the flush
+// (ErrSchemaMoved); two writers adding columns all the time can make one
+// lose every flush. Columns reserved for rows whose commit then fails stay
+// in the schema, null in every row.
+//
+// It loads the table itself and leaves t as it is, so it may run while a
+// commit of t is in flight.
+func (t *Table) ReserveSchema(ctx context.Context, want *iceberg.Schema) (*table.Table, error) {
+	const maxAttempts = 30
+	for attempt := 1; ; attempt++ {
+		base, err := t.cat.LoadTable(ctx, t.ident)
+		if err != nil {
+			return nil, fmt.Errorf("reload table %s: %w", t.Name(), err)
+		}
+		txn, target, err := t.stageOn(base, want)
+		if err != nil {
+			return nil, err
+		}
+		if target == base {
+			return base, nil
+		}
+		committed, err := txn.Commit(ctx)
+		if err == nil {
+			return committed, nil
+		}
+		if !isConflict(err) || attempt >= maxAttempts {
+			return nil, fmt.Errorf("commit the schema change of %s ahead of its data: %w", t.Name(), err)
+		}
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // NewWriter returns a writer of files for rows of the Arrow schema of want
 // (mapping.WriterArrowSchema; nil: the table's own, ArrowSchema), on base:
 // the table as loaded at some point (Iceberg), which may be older than the

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// Credentials of the secured test clusters. The passwords are long and
+// unusual so that a test can tell them in any output.
+const (
+	adminUser = "admin"
+	adminPass = "admin-Secret-7f3a9c"
+	floeUser  = "floe"
+	floePass  = "floe-Secret-91b2d4"
+)
+
+// secureCluster is a kfake broker over TLS (certificates made for
+// 127.0.0.1 in the test) with SASL, a superuser admin (SCRAM-SHA-512) and
+// the extra options (users, ACLs, mutual TLS).
+type secureCluster struct {
+	brokers []string
+	certs   localstack.Certs
+	admin   []kgo.Opt // client options of the superuser
+}
+
+func startSecureCluster(t *testing.T, mutual bool, opts ...kfake.Opt) *secureCluster {
+	t.Helper()
+	certs, err := localstack.WriteCerts(filepath.Join(t.TempDir(), "tls"), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := certs.ServerTLS(mutual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kopts := append([]kfake.Opt{kfake.TLS(tc), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", adminUser, adminPass)}, opts...)
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir(), Kfake: kopts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	pool := x509.NewCertPool()
+	pem, _ := os.ReadFile(certs.CAFile)
+	pool.AppendCertsFromPEM(pem)
+	clientTLS := &tls.Config{RootCAs: pool}
+	if mutual {
+		cert, err := tls.LoadX509KeyPair(certs.CertFile, certs.KeyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clientTLS.Certificates = []tls.Certificate{cert}
+	}
+	return &secureCluster{brokers: st.Brokers, certs: certs,
+		admin: []kgo.Opt{kgo.DialTLSConfig(clientTLS), kgo.SASL(scram.Auth{User: adminUser, Pass: adminPass}.AsSha512Mechanism())}}
+}
+
+// topic creates topic with partitions and produces n records to each, as
+// the superuser.
+func (c *secureCluster) topic(t *testing.T, topic string, partitions int32, n int) map[int32]int64 {
+	t.Helper()
+	if err := localstack.CreateTopic(t.Context(), c.brokers, topic, partitions, nil, c.admin...); err != nil {
+		t.Fatal(err)
+	}
+	return c.produce(t, topic, partitions, n, map[int32]int64{})
+}
+
+func (c *secureCluster) produce(t *testing.T, topic string, partitions int32, n int, count map[int32]int64) map[int32]int64 {
+	t.Helper()
+	var recs []*kgo.Record
+	for p := range partitions {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
+		}
+		count[p] += int64(n)
+	}
+	if err := localstack.Produce(t.Context(), c.brokers, recs, c.admin...); err != nil {
+		t.Fatal(err)
+	}
+	return count
+}
+
+// userFlags are the flags of user with password over TLS trusting the
+// cluster's CA.
+func (c *secureCluster) userFlags(mechanism, user, password string) []string {
+	return []string{"--brokers", c.brokers[0], "--kafka-tls-ca", c.certs.CAFile,
+		"--kafka-sasl-mechanism", mechanism, "--kafka-sasl-user", user, "--kafka-sasl-password", password}
+}
+
+// allow is an ACL allowing op on a literal resource.
+func allow(res kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
+	return kfake.ACL{Resource: res, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
+}
+
+// leastPrivilege are the ACLs docs/secured-kafka.md lists for a floe
+// principal on topic, with group "" for static mode. Read implies
+// Describe (Kafka's rule).
+func leastPrivilege(topic, group string) []kfake.ACL {
+	acls := []kfake.ACL{
+		allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationRead),
+		allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribeConfigs),
+	}
+	if group != "" {
+		acls = append(acls, allow(kmsg.ACLResourceTypeGroup, group, kmsg.ACLOperationRead))
+	}
+	return acls
+}
+
+// noSecret fails the test when any output holds a password.
+func noSecret(t *testing.T, outputs ...string) {
+	t.Helper()
+	for _, o := range outputs {
+		for _, secret := range []string{adminPass, floePass} {
+			if strings.Contains(o, secret) {
+				t.Errorf("output holds a password:\n%s", o)
+			}
+		}
+	}
+}
+
+// TestSecureSinkAuditReplay runs floe through the CLI against a broker
+// with TLS, SCRAM-SHA-512 and ACLs, as a user holding exactly the ACLs
+// docs/secured-kafka.md lists: the sink in static mode, the audit at
+// content level, a replay, and a live sink in group mode while the broker
+// re-authenticates sessions every second (KIP-368), all at debug log
+// level, and no password in any output.
+func TestSecureSinkAuditReplay(t *testing.T) {
+	const topic, group = "orders", "floe-orders"
+	c := startSecureCluster(t, false,
+		kfake.EnableACLs(),
+		kfake.User("SCRAM-SHA-512", floeUser, floePass, leastPrivilege(topic, group)...),
+		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"}))
+	count := c.topic(t, topic, 2, 50)
+	cat, catFlags := localCatalog(t)
+	user := append(c.userFlags("SCRAM-SHA-512", floeUser, floePass), catFlags...)
+	debug := []string{"--log-level", "debug"}
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errs := floe(t, append(append(args, user...), debug...)...)
+		noSecret(t, out, errs)
+		if code != 0 {
+			t.Fatalf("floe %s: exit %d\n%s\n%s", args[0], code, out, errs)
+		}
+		return out
+	}
+
+	run("sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, cat, "lake.orders", topic, count)
+
+	if out := run("audit", "--table", "lake.orders", "--verify-content"); !strings.Contains(out, "verdict: COMPLETE") {
+		t.Errorf("audit over SASL_SSL:\n%s", out)
+	}
+	run("replay", "--topic", topic, "--table", "lake.orders_rebuilt")
+	checkTable(t, cat, "lake.orders_rebuilt", topic, count)
+
+	// A live sink in group mode outlives several re-authentications.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var stdout, stderr string
+	go func() {
+		var err error
+		stdout, stderr, err = floeCtx(ctx, append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--flush-interval", "200ms", "--group", group}, append(user, debug...)...)...)
+		done <- err
+	}()
+	for range 4 {
+		time.Sleep(800 * time.Millisecond)
+		count = c.produce(t, topic, 2, 10, count)
+	}
+	waitFor(t, 20*time.Second, "the live sink to commit every record", func() bool {
+		ledger, err := openTable(t, cat, "lake.orders").Ledger()
+		next := func(p int32) int64 {
+			return mapping.Cover(ledger.Ranges(mapping.TopicPartition{Topic: topic, Partition: p})).Next
+		}
+		return err == nil && next(0) == count[0] && next(1) == count[1]
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("live sink across re-authentications: %v\n%s", err, stderr)
+	}
+	noSecret(t, stdout, stderr)
+	checkTable(t, cat, "lake.orders", topic, count)
+}
+
+// TestSecureAuthorizationErrors runs floe as a user lacking one ACL of
+// docs/secured-kafka.md at a time: each run exits 2 within seconds with one
+// line naming the principal, the operation, the resource and the ACL to
+// add.
+func TestSecureAuthorizationErrors(t *testing.T) {
+	const topic, group = "orders", "floe-orders"
+	all := leastPrivilege(topic, group)
+	without := func(op kmsg.ACLOperation, res kmsg.ACLResourceType) []kfake.ACL {
+		var out []kfake.ACL
+		for _, a := range all {
+			if a.Operation != op || a.Resource != res {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	// Describe alone instead of Read: the sink describes the topic, then
+	// cannot fetch.
+	describeOnly := append(without(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic), allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribe))
+	for _, tc := range []struct {
+		name string
+		acls []kfake.ACL
+		args []string
+		want string
+	}{
+		{"no topic ACL", without(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic),
+			[]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
+			"User:floe is not allowed to Describe topic orders (TOPIC_AUTHORIZATION_FAILED); add the ACL: kafka-acls.sh --add --allow-principal User:floe --operation Describe --topic orders"},
+		{"describe only", describeOnly,
+			[]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
+			"User:floe is not allowed to Read topic orders (TOPIC_AUTHORIZATION_FAILED); add the ACL: kafka-acls.sh --add --allow-principal User:floe --operation Read --topic orders"},
+		{"no describe configs", without(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic),
+			[]string{"audit", "--table", "lake.orders", "--verify-content"},
+			"User:floe is not allowed to DescribeConfigs topic orders (TOPIC_AUTHORIZATION_FAILED); add the ACL: kafka-acls.sh --add --allow-principal User:floe --operation DescribeConfigs --topic orders"},
+		{"no group", without(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup),
+			[]string{"sink", "--topic", topic, "--table", "lake.orders", "--group", group},
+			"User:floe is not allowed to Read group floe-orders (GROUP_AUTHORIZATION_FAILED); add the ACL: kafka-acls.sh --add --allow-principal User:floe --operation Read --group floe-orders"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startSecureCluster(t, false, kfake.EnableACLs(), kfake.User("SCRAM-SHA-512", floeUser, floePass, tc.acls...))
+			c.topic(t, topic, 1, 10)
+			_, catFlags := localCatalog(t)
+			if tc.args[0] == "audit" {
+				// A table to audit, sunk by the superuser.
+				mustFloe(t, append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
+					append(c.userFlags("SCRAM-SHA-512", adminUser, adminPass), catFlags...)...)...)
+			}
+			start := time.Now()
+			code, out, errs := floe(t, append(append(tc.args, c.userFlags("SCRAM-SHA-512", floeUser, floePass)...), append(catFlags, "--log-level", "debug")...)...)
+			took := time.Since(start)
+			noSecret(t, out, errs)
+			last := errorLine(errs)
+			t.Log(last)
+			if code != 2 || !strings.Contains(last, tc.want) || took > 10*time.Second {
+				t.Errorf("exit %d after %s, last line:\n%s\nwant exit 2 within 10s with:\n%s\nstderr:\n%s", code, took.Round(time.Millisecond), last, tc.want, errs)
+			}
+		})
+	}
+}
+
+// errorLine is the line floe wrote its error on.
+func errorLine(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "floe: ") {
+			return l
+		}
+	}
+	return ""
+}

@@ -54,10 +54,7 @@ func startSecureCluster(t *testing.T, mutual bool, opts ...kfake.Opt) *secureClu
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	pool := x509.NewCertPool()
-	pem, _ := os.ReadFile(certs.CAFile)
-	pool.AppendCertsFromPEM(pem)
-	clientTLS := &tls.Config{RootCAs: pool}
+	clientTLS := caTLS(t, certs.CAFile)
 	if mutual {
 		cert, err := tls.LoadX509KeyPair(certs.CertFile, certs.KeyFile)
 		if err != nil {
@@ -397,4 +394,67 @@ func TestSecureFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocalstackUpSecure starts 'floe localstack up --secure': the broker
+// takes TLS with SCRAM-SHA-512 only, the printed usage names the flags,
+// floe sinks through the written floe.yaml and through the written client
+// properties file, a plaintext client is told to use TLS, and a restart
+// keeps the CA and the password that clients were configured with.
+func TestLocalstackUpSecure(t *testing.T) {
+	dir := t.TempDir()
+	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t), Secure: true}
+	l, err := localstack.Up(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	var usage strings.Builder
+	printLocalUsage(&usage, l)
+	wantFlags := fmt.Sprintf("--kafka-tls-ca %s --kafka-sasl-mechanism SCRAM-SHA-512 --kafka-sasl-user floe --kafka-sasl-password %s", l.Certs.CAFile, l.Password)
+	if !strings.Contains(usage.String(), wantFlags) {
+		t.Errorf("usage lacks %q:\n%s", wantFlags, usage.String())
+	}
+	admin := []kgo.Opt{kgo.DialTLSConfig(caTLS(t, l.Certs.CAFile)), kgo.SASL(scram.Auth{User: localstack.SecureUser, Pass: l.Password}.AsSha512Mechanism())}
+	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 2, nil, admin...); err != nil {
+		t.Fatal(err)
+	}
+	sc := &secureCluster{brokers: l.Brokers, certs: l.Certs, admin: admin}
+	count := sc.produce(t, "orders", 2, 20, map[int32]int64{})
+	mustFloe(t, "sink", "--config", filepath.Join(dir, "floe.yaml"), "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
+
+	code, _, errs := floe(t, "sink", "--brokers", l.Brokers[0], "--catalog", l.CatalogPath(), "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	if line := errorLine(errs); code != 2 || !strings.Contains(line, "the brokers require TLS on this port") {
+		t.Errorf("plaintext client: exit %d, %s", code, line)
+	}
+	password := l.Password
+	l.Close()
+
+	if l, err = localstack.Up(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Password != password {
+		t.Errorf("restart changed the password")
+	}
+	count = sc.produce(t, "orders", 2, 5, count)
+	props := filepath.Join(dir, "tls", "client.properties")
+	mustFloe(t, "sink", "--kafka-config", props, "--brokers", l.Brokers[0], "--catalog", l.CatalogPath(), "--warehouse", l.Warehouse(),
+		"--s3-endpoint", l.S3.Endpoint, "--s3-access-key-id", localstack.AccessKeyID, "--s3-secret-access-key", localstack.SecretAccessKey, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
+}
+
+// caTLS is a client TLS configuration trusting the CA in file.
+func caTLS(t *testing.T, file string) *tls.Config {
+	t.Helper()
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &tls.Config{RootCAs: pool}
 }

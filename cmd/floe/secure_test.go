@@ -458,3 +458,35 @@ func caTLS(t *testing.T, file string) *tls.Config {
 	pool.AppendCertsFromPEM(pem)
 	return &tls.Config{RootCAs: pool}
 }
+
+// TestSecureReadOnlyACLs runs the commands of docs/secured-kafka.md's ACL
+// table as users holding only their row: Read on the topic for the static
+// sink and a replay, Describe alone for the broker-level audit, where,
+// as-of and status.
+func TestSecureReadOnlyACLs(t *testing.T) {
+	const topic = "orders"
+	c := startSecureCluster(t, false, kfake.EnableACLs(),
+		kfake.User("SCRAM-SHA-512", "reader", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationRead)),
+		kfake.User("SCRAM-SHA-512", "describer", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribe)))
+	count := c.topic(t, topic, 2, 20)
+	cat, catFlags := localCatalog(t)
+	as := func(user string, args ...string) string {
+		t.Helper()
+		code, out, errs := floe(t, append(append(args, c.userFlags("SCRAM-SHA-512", user, floePass)...), catFlags...)...)
+		noSecret(t, out, errs)
+		if code != 0 {
+			t.Fatalf("floe %s as %s: exit %d\n%s\n%s", args[0], user, code, out, errs)
+		}
+		return out
+	}
+	as("reader", "sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, cat, "lake.orders", topic, count)
+	as("reader", "replay", "--topic", topic, "--table", "lake.orders_rebuilt")
+	checkTable(t, cat, "lake.orders_rebuilt", topic, count)
+	if out := as("describer", "audit", "--table", "lake.orders"); !strings.Contains(out, "verdict: COMPLETE") {
+		t.Errorf("broker-level audit as describer:\n%s", out)
+	}
+	as("describer", "status", "--table", "lake.orders")
+	as("describer", "where", "--table", "lake.orders", "--topic", topic, "--partition", "1", "--offset", "7")
+	as("describer", "as-of", "--table", "lake.orders", "--offsets", "0=5,1=5")
+}

@@ -113,7 +113,7 @@ func (b *Broker) Topic(ctx context.Context, topic string) (Topic, error) {
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, b.cl)
 	if err != nil {
-		return Topic{}, fmt.Errorf("describe topic %s: %w", topic, err)
+		return Topic{}, fmt.Errorf("describe topic %s: %w", topic, b.authorization(err, "Describe", topic, ""))
 	}
 	for _, rt := range resp.Topics {
 		if rt.Topic == nil || *rt.Topic != topic {
@@ -122,7 +122,7 @@ func (b *Broker) Topic(ctx context.Context, topic string) (Topic, error) {
 		switch err := kerr.ErrorForCode(rt.ErrorCode); {
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
 		case err != nil:
-			return Topic{}, fmt.Errorf("describe topic %s: %w", topic, err)
+			return Topic{}, fmt.Errorf("describe topic %s: %w", topic, b.authorization(err, "Describe", topic, ""))
 		default:
 			t := Topic{Name: topic, ID: mapping.FormatTopicID(rt.TopicID), Partitions: make([]int32, 0, len(rt.Partitions))}
 			for _, p := range rt.Partitions {
@@ -171,14 +171,14 @@ func (b *Broker) Watermarks(ctx context.Context, topic string) (map[int32]Waterm
 		err = starts.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("list start offsets of %s: %w", topic, b.authorization(err, "Describe", topic, ""))
 	}
 	ends, err := b.adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("list end offsets of %s: %w", topic, b.authorization(err, "Describe", topic, ""))
 	}
 	// ListCommittedOffsets asks with read_committed isolation: the answer
 	// is the last stable offset.
@@ -187,7 +187,7 @@ func (b *Broker) Watermarks(ctx context.Context, topic string) (map[int32]Waterm
 		err = stable.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list last stable offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("list last stable offsets of %s: %w", topic, b.authorization(err, "Describe", topic, ""))
 	}
 	out := map[int32]Watermarks{}
 	starts.Each(func(o kadm.ListedOffset) {
@@ -220,7 +220,7 @@ func (b *Broker) OffsetsForTime(ctx context.Context, topic string, t time.Time) 
 		err = los.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list offsets of %s at %s: %w", topic, t.Format(time.RFC3339Nano), err)
+		return nil, fmt.Errorf("list offsets of %s at %s: %w", topic, t.Format(time.RFC3339Nano), b.authorization(err, "Describe", topic, ""))
 	}
 	out := map[int32]int64{}
 	los.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -94,4 +96,63 @@ func checkPartitions(t Topic, want []int32) error {
 	}
 	return &ConfigError{Setting: SettingPartitions, Value: strings.Join(bad, ","),
 		Want: fmt.Sprintf("partitions of topic %s, which has %d (0 to %d)", t.Name, len(t.Partitions), len(t.Partitions)-1)}
+}
+
+// AuthorizationError is a request the brokers refused because the
+// principal lacks an ACL (TOPIC_AUTHORIZATION_FAILED,
+// GROUP_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED). floe only
+// reads: it never needs to write, create or alter anything on Kafka.
+type AuthorizationError struct {
+	// Principal is whom the brokers authorised, "User:NAME"; "" when the
+	// broker derives it (mutual TLS, OAUTHBEARER, AWS_MSK_IAM).
+	Principal string
+	// Operation is the ACL operation lacking: Read, Describe,
+	// DescribeConfigs.
+	Operation string
+	// Resource is topic, group or cluster, and Name its name.
+	Resource, Name string
+	Err            error
+}
+
+func (e *AuthorizationError) Error() string {
+	who, principal := "the principal", "PRINCIPAL"
+	if e.Principal != "" {
+		who, principal = e.Principal, e.Principal
+	}
+	target := "--" + e.Resource + " " + e.Name
+	if e.Resource == "cluster" {
+		target = "--cluster"
+	}
+	return fmt.Sprintf("%s is not allowed to %s %s %s (%s); add the ACL: kafka-acls.sh --add --allow-principal %s --operation %s %s",
+		who, e.Operation, e.Resource, e.Name, kerrName(e.Err), principal, e.Operation, target)
+}
+
+func (e *AuthorizationError) Unwrap() error { return e.Err }
+
+// kerrName is the Kafka error code's name in err ("" when none).
+func kerrName(err error) string {
+	if ke, ok := errors.AsType[*kerr.Error](err); ok {
+		return ke.Message
+	}
+	return err.Error()
+}
+
+// authorization returns err as an AuthorizationError when the brokers
+// refused op on topic (or, for the group and cluster codes, on group or
+// the cluster) for lack of an ACL, and err otherwise.
+func (b *Broker) authorization(err error, op, topic, group string) error {
+	a := &AuthorizationError{Principal: b.principal, Operation: op, Err: err}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		a.Resource, a.Name = "topic", topic
+	case errors.Is(err, kerr.GroupAuthorizationFailed):
+		a.Resource, a.Name, a.Operation = "group", group, "Read"
+	case errors.Is(err, kerr.ClusterAuthorizationFailed):
+		a.Resource, a.Name = "cluster", "kafka-cluster"
+	default:
+		return err
+	}
+	return a
 }

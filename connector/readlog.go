@@ -124,7 +124,7 @@ func (b *Broker) ReadLog(ctx context.Context, topic string, partition int32, fro
 			}
 			continue
 		default:
-			return fail(perr)
+			return fail(r.b.authorization(perr, "Read", r.topic, ""))
 		}
 		if rp.PreferredReadReplica >= 0 {
 			r.leader = rp.PreferredReadReplica
@@ -196,7 +196,7 @@ func (r *logReader) locate(ctx context.Context) error {
 		return unknownTopic(r.topic, r.b.Seeds)
 	}
 	if td.Err != nil {
-		return td.Err
+		return r.b.authorization(td.Err, "Describe", r.topic, "")
 	}
 	pd, ok := td.Partitions[r.partition]
 	if !ok {

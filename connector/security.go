@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 
@@ -268,9 +269,15 @@ func (s Security) explainDial(err error) error {
 		hostname  x509.HostnameError
 		verify    *tls.CertificateVerificationError
 		header    tls.RecordHeaderError
-		alert     tls.AlertError
 		eof       *kgo.ErrFirstReadEOF
+		netErr    net.Error
 	)
+	// franz-go tells where a connection was closed only in its message:
+	// right after the dial (a TLS hello to a plaintext port), during the
+	// first request (a plaintext request to a TLS port) or at the first
+	// request after it (SASL missing).
+	eofAt := func(words string) bool { return eof != nil && strings.Contains(eof.Error(), words) }
+	errors.As(err, &eof)
 	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		switch s.Mechanism {
@@ -288,17 +295,22 @@ func (s Security) explainDial(err error) error {
 		return check("the brokers' certificate is signed by a CA floe does not trust", SettingTLSCA)
 	case errors.As(err, &verify):
 		return check("the brokers' certificate cannot be verified", SettingTLSCA, SettingTLSServerName)
-	case errors.As(err, &header), s.useTLS() && isEOF(err):
+	case strings.Contains(err.Error(), "remote error: tls: certificate required"):
+		return check("the brokers require a client certificate (mutual TLS)", SettingTLSCert, SettingTLSKey)
+	case strings.Contains(err.Error(), "remote error: tls: bad certificate"), strings.Contains(err.Error(), "remote error: tls: unknown certificate"):
+		return check("the brokers refused the client certificate", SettingTLSCert, SettingTLSKey)
+	case errors.As(err, &header), eofAt("after a dial"):
 		return check("the brokers do not speak TLS on this port (a plaintext listener?)", SettingTLS)
-	case errors.As(err, &alert):
-		if s.TLSCertFile == "" {
-			return check("the brokers ended the TLS handshake (they may require a client certificate)", SettingTLSCert)
-		}
-		return check("the brokers refused the TLS handshake (client certificate not trusted?)", SettingTLSCert, SettingTLSKey)
-	case !s.useTLS() && (errors.As(err, &eof) && strings.Contains(eof.Error(), "TLS") || strings.Contains(err.Error(), "tls alert")):
+	case eofAt("api versions"), !s.useTLS() && strings.Contains(err.Error(), "tls alert"):
 		return check("the brokers require TLS on this port", SettingTLS)
-	case errors.As(err, &eof):
-		return check("the brokers closed the connection before authentication (they may require SASL)", SettingMechanism)
+	case eofAt("SASL"):
+		return check("the brokers closed the connection at the first request (they may require SASL)", SettingMechanism)
+	case s.Mechanism != "" && eof == nil && isEOF(err):
+		// Brokers that answer a failed authentication by closing the
+		// connection (SaslAuthenticate v0, kfake).
+		return check("authentication as "+who+" failed (wrong user or password; the brokers closed the connection)", SettingUser, SettingPassword)
+	case s.useTLS() && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()):
+		return check("no TLS session with the brokers in time (a plaintext listener, or unreachable?)", SettingTLS, SettingBrokers)
 	}
 	return nil
 }

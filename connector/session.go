@@ -576,7 +576,10 @@ func (ss *session) poll(ctx context.Context) error {
 			return
 		}
 		if fp.Err != nil {
-			if _, kicked := errors.AsType[*kgo.ErrGroupSession](fp.Err); kicked && ss.gm != nil {
+			err := s.broker.authorization(fp.Err, "Read", s.cfg.Topic, s.cfg.Group)
+			_, denied := errors.AsType[*AuthorizationError](err)
+			// A missing ACL is no reason to rejoin: it stays missing.
+			if _, kicked := errors.AsType[*kgo.ErrGroupSession](fp.Err); kicked && ss.gm != nil && !denied {
 				// The group dropped this member (paused or cut off past the
 				// session timeout): franz-go has called the lost callback,
 				// which dropped its partitions, and rejoins on its own.
@@ -584,7 +587,11 @@ func (ss *session) poll(ctx context.Context) error {
 				return
 			}
 			if !errors.Is(fp.Err, context.Canceled) && !errors.Is(fp.Err, context.DeadlineExceeded) {
-				failure = fmt.Errorf("fetch %s/%d: %w", fp.Topic, fp.Partition, fp.Err)
+				if fp.Topic == "" { // franz-go's notice of a group error
+					failure = fmt.Errorf("consumer group %s: %w", s.cfg.Group, err)
+				} else {
+					failure = fmt.Errorf("fetch %s/%d: %w", fp.Topic, fp.Partition, err)
+				}
 			}
 			return
 		}

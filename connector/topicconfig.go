@@ -15,14 +15,14 @@ const DefaultCleanupPolicy = "delete"
 func (b *Broker) CleanupPolicy(ctx context.Context, topic string) (string, error) {
 	rcs, err := b.adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
-		return "", fmt.Errorf("describe the configuration of topic %s: %w", topic, err)
+		return "", fmt.Errorf("describe the configuration of topic %s: %w", topic, b.authorization(err, "DescribeConfigs", topic, ""))
 	}
 	rc, err := rcs.On(topic, nil)
 	if err == nil {
 		err = rc.Err
 	}
 	if err != nil {
-		return "", fmt.Errorf("describe the configuration of topic %s: %w", topic, err)
+		return "", fmt.Errorf("describe the configuration of topic %s: %w", topic, b.authorization(err, "DescribeConfigs", topic, ""))
 	}
 	for _, c := range rc.Configs {
 		if c.Key == "cleanup.policy" && c.Value != nil {

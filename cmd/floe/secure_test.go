@@ -1,0 +1,492 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// Credentials of the secured test clusters. The passwords are long and
+// unusual so that a test can tell them in any output.
+const (
+	adminUser = "admin"
+	adminPass = "admin-Secret-7f3a9c"
+	floeUser  = "floe"
+	floePass  = "floe-Secret-91b2d4"
+)
+
+// secureCluster is a kfake broker over TLS (certificates made for
+// 127.0.0.1 in the test) with SASL, a superuser admin (SCRAM-SHA-512) and
+// the extra options (users, ACLs, mutual TLS).
+type secureCluster struct {
+	brokers []string
+	certs   localstack.Certs
+	admin   []kgo.Opt // client options of the superuser
+}
+
+func startSecureCluster(t *testing.T, mutual bool, opts ...kfake.Opt) *secureCluster {
+	t.Helper()
+	certs, err := localstack.WriteCerts(filepath.Join(t.TempDir(), "tls"), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := certs.ServerTLS(mutual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kopts := append([]kfake.Opt{kfake.TLS(tc), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", adminUser, adminPass)}, opts...)
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir(), Kfake: kopts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	clientTLS := caTLS(t, certs.CAFile)
+	if mutual {
+		cert, err := tls.LoadX509KeyPair(certs.CertFile, certs.KeyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clientTLS.Certificates = []tls.Certificate{cert}
+	}
+	return &secureCluster{brokers: st.Brokers, certs: certs,
+		admin: []kgo.Opt{kgo.DialTLSConfig(clientTLS), kgo.SASL(scram.Auth{User: adminUser, Pass: adminPass}.AsSha512Mechanism())}}
+}
+
+// topic creates topic with partitions and produces n records to each, as
+// the superuser.
+func (c *secureCluster) topic(t *testing.T, topic string, partitions int32, n int) map[int32]int64 {
+	t.Helper()
+	if err := localstack.CreateTopic(t.Context(), c.brokers, topic, partitions, nil, c.admin...); err != nil {
+		t.Fatal(err)
+	}
+	return c.produce(t, topic, partitions, n, map[int32]int64{})
+}
+
+func (c *secureCluster) produce(t *testing.T, topic string, partitions int32, n int, count map[int32]int64) map[int32]int64 {
+	t.Helper()
+	var recs []*kgo.Record
+	for p := range partitions {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
+		}
+		count[p] += int64(n)
+	}
+	if err := localstack.Produce(t.Context(), c.brokers, recs, c.admin...); err != nil {
+		t.Fatal(err)
+	}
+	return count
+}
+
+// userFlags are the flags of user with password over TLS trusting the
+// cluster's CA.
+func (c *secureCluster) userFlags(mechanism, user, password string) []string {
+	return []string{"--brokers", c.brokers[0], "--kafka-tls-ca", c.certs.CAFile,
+		"--kafka-sasl-mechanism", mechanism, "--kafka-sasl-user", user, "--kafka-sasl-password", password}
+}
+
+// allow is an ACL allowing op on a literal resource.
+func allow(res kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
+	return kfake.ACL{Resource: res, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
+}
+
+// leastPrivilege are the ACLs docs/secured-kafka.md lists for a floe
+// principal on topic, with group "" for static mode. Read implies
+// Describe (Kafka's rule).
+func leastPrivilege(topic, group string) []kfake.ACL {
+	acls := []kfake.ACL{
+		allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationRead),
+		allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribeConfigs),
+	}
+	if group != "" {
+		acls = append(acls, allow(kmsg.ACLResourceTypeGroup, group, kmsg.ACLOperationRead))
+	}
+	return acls
+}
+
+// noSecret fails the test when any output holds a password.
+func noSecret(t *testing.T, outputs ...string) {
+	t.Helper()
+	for _, o := range outputs {
+		for _, secret := range []string{adminPass, floePass} {
+			if strings.Contains(o, secret) {
+				t.Errorf("output holds a password:\n%s", o)
+			}
+		}
+	}
+}
+
+// TestSecureSinkAuditReplay runs floe through the CLI against a broker
+// with TLS, SCRAM-SHA-512 and ACLs, as a user holding exactly the ACLs
+// docs/secured-kafka.md lists: the sink in static mode, the audit at
+// content level, a replay, and a live sink in group mode while the broker
+// re-authenticates sessions every second (KIP-368), all at debug log
+// level, and no password in any output.
+func TestSecureSinkAuditReplay(t *testing.T) {
+	const topic, group = "orders", "floe-orders"
+	c := startSecureCluster(t, false,
+		kfake.EnableACLs(),
+		kfake.User("SCRAM-SHA-512", floeUser, floePass, leastPrivilege(topic, group)...),
+		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"}))
+	count := c.topic(t, topic, 2, 50)
+	cat, catFlags := localCatalog(t)
+	user := append(c.userFlags("SCRAM-SHA-512", floeUser, floePass), catFlags...)
+	debug := []string{"--log-level", "debug"}
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errs := floe(t, append(append(args, user...), debug...)...)
+		noSecret(t, out, errs)
+		if code != 0 {
+			t.Fatalf("floe %s: exit %d\n%s\n%s", args[0], code, out, errs)
+		}
+		return out
+	}
+
+	run("sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, cat, "lake.orders", topic, count)
+
+	if out := run("audit", "--table", "lake.orders", "--verify-content"); !strings.Contains(out, "verdict: COMPLETE") {
+		t.Errorf("audit over SASL_SSL:\n%s", out)
+	}
+	run("replay", "--topic", topic, "--table", "lake.orders_rebuilt")
+	checkTable(t, cat, "lake.orders_rebuilt", topic, count)
+
+	// A live sink in group mode outlives several re-authentications.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var stdout, stderr string
+	go func() {
+		var err error
+		stdout, stderr, err = floeCtx(ctx, append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--flush-interval", "200ms", "--group", group}, append(user, debug...)...)...)
+		done <- err
+	}()
+	for range 4 {
+		time.Sleep(800 * time.Millisecond)
+		count = c.produce(t, topic, 2, 10, count)
+	}
+	waitFor(t, 20*time.Second, "the live sink to commit every record", func() bool {
+		ledger, err := openTable(t, cat, "lake.orders").Ledger()
+		next := func(p int32) int64 {
+			return mapping.Cover(ledger.Ranges(mapping.TopicPartition{Topic: topic, Partition: p})).Next
+		}
+		return err == nil && next(0) == count[0] && next(1) == count[1]
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("live sink across re-authentications: %v\n%s", err, stderr)
+	}
+	noSecret(t, stdout, stderr)
+	checkTable(t, cat, "lake.orders", topic, count)
+}
+
+// TestSecureAuthorizationErrors runs floe as a user lacking one ACL of
+// docs/secured-kafka.md at a time: each run exits 2 within seconds with one
+// line naming the principal, the operation, the resource and the ACL to
+// add.
+func TestSecureAuthorizationErrors(t *testing.T) {
+	const topic, group = "orders", "floe-orders"
+	all := leastPrivilege(topic, group)
+	without := func(op kmsg.ACLOperation, res kmsg.ACLResourceType) []kfake.ACL {
+		var out []kfake.ACL
+		for _, a := range all {
+			if a.Operation != op || a.Resource != res {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	// Describe alone instead of Read: the sink describes the topic, then
+	// cannot fetch.
+	describeOnly := append(without(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic), allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribe))
+	for _, tc := range []struct {
+		name string
+		acls []kfake.ACL
+		args []string
+		want string
+	}{
+		{"no topic ACL", without(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic),
+			[]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
+			"User:floe is not allowed to Describe topic orders (TOPIC_AUTHORIZATION_FAILED); add the ACL: kafka-acls.sh --add --allow-principal User:floe --operation Describe --topic orders"},
+		{"describe only", describeOnly,
+			[]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
+			"User:floe is not allowed to Read topic orders (TOPIC_AUTHORIZATION_FAILED); add the ACL: kafka-acls.sh --add --allow-principal User:floe --operation Read --topic orders"},
+		{"no describe configs", without(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic),
+			[]string{"audit", "--table", "lake.orders", "--verify-content"},
+			"User:floe is not allowed to DescribeConfigs topic orders (TOPIC_AUTHORIZATION_FAILED); add the ACL: kafka-acls.sh --add --allow-principal User:floe --operation DescribeConfigs --topic orders"},
+		{"no group", without(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup),
+			[]string{"sink", "--topic", topic, "--table", "lake.orders", "--group", group},
+			"User:floe is not allowed to Read group floe-orders (GROUP_AUTHORIZATION_FAILED); add the ACL: kafka-acls.sh --add --allow-principal User:floe --operation Read --group floe-orders"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startSecureCluster(t, false, kfake.EnableACLs(), kfake.User("SCRAM-SHA-512", floeUser, floePass, tc.acls...))
+			c.topic(t, topic, 1, 10)
+			_, catFlags := localCatalog(t)
+			if tc.args[0] == "audit" {
+				// A table to audit, sunk by the superuser.
+				mustFloe(t, append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
+					append(c.userFlags("SCRAM-SHA-512", adminUser, adminPass), catFlags...)...)...)
+			}
+			start := time.Now()
+			code, out, errs := floe(t, append(append(tc.args, c.userFlags("SCRAM-SHA-512", floeUser, floePass)...), append(catFlags, "--log-level", "debug")...)...)
+			took := time.Since(start)
+			noSecret(t, out, errs)
+			last := errorLine(errs)
+			t.Log(last)
+			if code != 2 || !strings.Contains(last, tc.want) || took > 10*time.Second {
+				t.Errorf("exit %d after %s, last line:\n%s\nwant exit 2 within 10s with:\n%s\nstderr:\n%s", code, took.Round(time.Millisecond), last, tc.want, errs)
+			}
+		})
+	}
+}
+
+// errorLine is the line floe wrote its error on.
+func errorLine(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "floe: ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestSecureMechanisms sinks over every SASL mechanism kfake serves and
+// over mutual TLS, given each way floe takes them: flags, a Kafka client
+// properties file (--kafka-config) with a flag overriding it, and FLOE_
+// variables.
+func TestSecureMechanisms(t *testing.T) {
+	const topic = "orders"
+	for _, tc := range []struct {
+		name, mechanism string
+		mutual          bool
+		args            func(t *testing.T, c *secureCluster, dir string) []string
+	}{
+		{"PLAIN flags", "PLAIN", false, func(t *testing.T, c *secureCluster, _ string) []string {
+			return c.userFlags("PLAIN", floeUser, floePass)
+		}},
+		{"SCRAM-SHA-256 properties file, password flag over it", "SCRAM-SHA-256", false, func(t *testing.T, c *secureCluster, dir string) []string {
+			props := filepath.Join(dir, "client.properties")
+			writeFile(t, props, "# as the Java client reads it\nbootstrap.servers="+c.brokers[0]+"\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"+
+				"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n    username=\""+floeUser+"\" password=\"stale-password\";\n"+
+				"ssl.ca.location="+c.certs.CAFile+"\n")
+			return []string{"--brokers", c.brokers[0], "--kafka-config", props, "--kafka-sasl-password", floePass}
+		}},
+		{"SCRAM-SHA-512 environment", "SCRAM-SHA-512", false, func(t *testing.T, c *secureCluster, _ string) []string {
+			t.Setenv("FLOE_KAFKA_TLS_CA", c.certs.CAFile)
+			t.Setenv("FLOE_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512")
+			t.Setenv("FLOE_KAFKA_SASL_USER", floeUser)
+			t.Setenv("FLOE_KAFKA_SASL_PASSWORD", floePass)
+			return []string{"--brokers", c.brokers[0]}
+		}},
+		{"mutual TLS with SCRAM-SHA-512 properties file", "SCRAM-SHA-512", true, func(t *testing.T, c *secureCluster, dir string) []string {
+			props := filepath.Join(dir, "client.properties")
+			writeFile(t, props, "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username="+floeUser+"\nsasl.password="+floePass+"\n"+
+				"ssl.ca.location="+c.certs.CAFile+"\nssl.certificate.location="+c.certs.CertFile+"\nssl.key.location="+c.certs.KeyFile+"\n")
+			return []string{"--brokers", c.brokers[0], "--kafka-config", props}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startSecureCluster(t, tc.mutual, kfake.User(tc.mechanism, floeUser, floePass))
+			count := c.topic(t, topic, 2, 25)
+			cat, catFlags := localCatalog(t)
+			args := append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end", "--log-level", "debug"}, catFlags...)
+			code, out, errs := floe(t, append(args, tc.args(t, c, t.TempDir())...)...)
+			noSecret(t, out, errs)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			checkTable(t, cat, "lake.orders", topic, count)
+		})
+	}
+}
+
+// TestSecureFailures: each way a secured connection goes wrong exits 2
+// within seconds with one line naming the cause and the flag to fix, and
+// no secret in any output at debug level.
+func TestSecureFailures(t *testing.T) {
+	c := startSecureCluster(t, false, kfake.User("SCRAM-SHA-512", floeUser, floePass))
+	mutual := startSecureCluster(t, true, kfake.User("SCRAM-SHA-512", floeUser, floePass))
+	plain, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plain.Close)
+	other, err := localstack.WriteCerts(filepath.Join(t.TempDir(), "other"), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := c.userFlags("SCRAM-SHA-512", floeUser, floePass)
+	with := func(base []string, kv ...string) []string {
+		out := append([]string(nil), base...)
+		for i := 0; i < len(kv); i += 2 {
+			found := false
+			for j := range out {
+				if out[j] == kv[i] {
+					out[j+1], found = kv[i+1], true
+				}
+			}
+			if !found {
+				out = append(out, kv[i], kv[i+1])
+			}
+		}
+		return out
+	}
+	const token = "token-Secret-55aa01"
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  []string
+	}{
+		{"wrong password", with(flags, "--kafka-sasl-password", "wrong-Secret-0e0e"),
+			[]string{`authentication as SCRAM-SHA-512 user "floe" failed (wrong user or password`, "check --kafka-sasl-user and --kafka-sasl-password"}},
+		{"untrusted certificate", with(flags, "--kafka-tls-ca", other.CAFile),
+			[]string{"certificate is signed by a CA floe does not trust", "check --kafka-tls-ca"}},
+		{"mismatched server name", with(flags, "--kafka-tls-server-name", "kafka.example.com"),
+			[]string{"certificate is not valid for the name kafka.example.com", "check --kafka-tls-server-name"}},
+		// A Kafka broker closes a plaintext port on a TLS hello; kfake
+		// waits for more bytes, so the handshake times out.
+		{"TLS against a plaintext port", with(flags, "--brokers", plain.Brokers[0], "--dial-timeout", "3s"),
+			[]string{"no TLS session with the brokers in time (a plaintext listener, or unreachable?)", "check --kafka-tls and --brokers"}},
+		{"plaintext against a TLS port", []string{"--brokers", c.brokers[0]},
+			[]string{"require TLS on this port", "check --kafka-tls"}},
+		{"TLS without SASL", []string{"--brokers", c.brokers[0], "--kafka-tls-ca", c.certs.CAFile},
+			[]string{"(they may require SASL)", "check --kafka-sasl-mechanism"}},
+		{"mutual TLS without a client certificate", with(flags, "--brokers", mutual.brokers[0], "--kafka-tls-ca", mutual.certs.CAFile),
+			[]string{"the brokers require a client certificate (mutual TLS)", "check --kafka-tls-cert and --kafka-tls-key"}},
+		{"mechanism the broker lacks", with(flags, "--kafka-sasl-mechanism", "OAUTHBEARER", "--kafka-sasl-token", token),
+			[]string{"do not accept SASL mechanism OAUTHBEARER", "check --kafka-sasl-mechanism"}},
+		{"unknown mechanism", with(flags, "--kafka-sasl-mechanism", "GSSAPI"),
+			[]string{`--kafka-sasl-mechanism "GSSAPI": want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, catFlags := localCatalog(t)
+			start := time.Now()
+			args := append(append([]string{"sink", "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--log-level", "debug"}, catFlags...), tc.flags...)
+			code, out, errs := floe(t, args...)
+			took := time.Since(start)
+			line := errorLine(errs)
+			t.Log(line)
+			for _, o := range []string{out, errs} {
+				for _, secret := range []string{floePass, "wrong-Secret-0e0e", token} {
+					if strings.Contains(o, secret) {
+						t.Errorf("output holds a secret:\n%s", o)
+					}
+				}
+			}
+			ok := code == 2 && took < 10*time.Second
+			for _, w := range tc.want {
+				ok = ok && strings.Contains(line, w)
+			}
+			if !ok {
+				t.Errorf("exit %d after %s, error line:\n%s\nwant exit 2 within 10s with %q\nstderr:\n%s", code, took.Round(time.Millisecond), line, tc.want, errs)
+			}
+		})
+	}
+}
+
+// TestLocalstackUpSecure starts 'floe localstack up --secure': the broker
+// takes TLS with SCRAM-SHA-512 only, the printed usage names the flags,
+// floe sinks through the written floe.yaml and through the written client
+// properties file, a plaintext client is told to use TLS, and a restart
+// keeps the CA and the password that clients were configured with.
+func TestLocalstackUpSecure(t *testing.T) {
+	dir := t.TempDir()
+	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t), Secure: true}
+	l, err := localstack.Up(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	var usage strings.Builder
+	printLocalUsage(&usage, l)
+	wantFlags := fmt.Sprintf("--kafka-tls-ca %s --kafka-sasl-mechanism SCRAM-SHA-512 --kafka-sasl-user floe --kafka-sasl-password %s", l.Certs.CAFile, l.Password)
+	if !strings.Contains(usage.String(), wantFlags) {
+		t.Errorf("usage lacks %q:\n%s", wantFlags, usage.String())
+	}
+	admin := []kgo.Opt{kgo.DialTLSConfig(caTLS(t, l.Certs.CAFile)), kgo.SASL(scram.Auth{User: localstack.SecureUser, Pass: l.Password}.AsSha512Mechanism())}
+	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 2, nil, admin...); err != nil {
+		t.Fatal(err)
+	}
+	sc := &secureCluster{brokers: l.Brokers, certs: l.Certs, admin: admin}
+	count := sc.produce(t, "orders", 2, 20, map[int32]int64{})
+	mustFloe(t, "sink", "--config", filepath.Join(dir, "floe.yaml"), "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
+
+	code, _, errs := floe(t, "sink", "--brokers", l.Brokers[0], "--catalog", l.CatalogPath(), "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	if line := errorLine(errs); code != 2 || !strings.Contains(line, "the brokers require TLS on this port") {
+		t.Errorf("plaintext client: exit %d, %s", code, line)
+	}
+	password := l.Password
+	l.Close()
+
+	if l, err = localstack.Up(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Password != password {
+		t.Errorf("restart changed the password")
+	}
+	count = sc.produce(t, "orders", 2, 5, count)
+	props := filepath.Join(dir, "tls", "client.properties")
+	mustFloe(t, "sink", "--kafka-config", props, "--brokers", l.Brokers[0], "--catalog", l.CatalogPath(), "--warehouse", l.Warehouse(),
+		"--s3-endpoint", l.S3.Endpoint, "--s3-access-key-id", localstack.AccessKeyID, "--s3-secret-access-key", localstack.SecretAccessKey, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
+}
+
+// caTLS is a client TLS configuration trusting the CA in file.
+func caTLS(t *testing.T, file string) *tls.Config {
+	t.Helper()
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &tls.Config{RootCAs: pool}
+}
+
+// TestSecureReadOnlyACLs runs the commands of docs/secured-kafka.md's ACL
+// table as users holding only their row: Read on the topic for the static
+// sink and a replay, Describe alone for the broker-level audit, where,
+// as-of and status.
+func TestSecureReadOnlyACLs(t *testing.T) {
+	const topic = "orders"
+	c := startSecureCluster(t, false, kfake.EnableACLs(),
+		kfake.User("SCRAM-SHA-512", "reader", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationRead)),
+		kfake.User("SCRAM-SHA-512", "describer", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribe)))
+	count := c.topic(t, topic, 2, 20)
+	cat, catFlags := localCatalog(t)
+	as := func(user string, args ...string) string {
+		t.Helper()
+		code, out, errs := floe(t, append(append(args, c.userFlags("SCRAM-SHA-512", user, floePass)...), catFlags...)...)
+		noSecret(t, out, errs)
+		if code != 0 {
+			t.Fatalf("floe %s as %s: exit %d\n%s\n%s", args[0], user, code, out, errs)
+		}
+		return out
+	}
+	as("reader", "sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, cat, "lake.orders", topic, count)
+	as("reader", "replay", "--topic", topic, "--table", "lake.orders_rebuilt")
+	checkTable(t, cat, "lake.orders_rebuilt", topic, count)
+	if out := as("describer", "audit", "--table", "lake.orders"); !strings.Contains(out, "verdict: COMPLETE") {
+		t.Errorf("broker-level audit as describer:\n%s", out)
+	}
+	as("describer", "status", "--table", "lake.orders")
+	as("describer", "where", "--table", "lake.orders", "--topic", topic, "--partition", "1", "--offset", "7")
+	as("describer", "as-of", "--table", "lake.orders", "--offsets", "0=5,1=5")
+}

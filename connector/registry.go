@@ -176,14 +176,21 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 // Check asks the registry for its subjects, so that a run finds before it
 // creates anything that a schema registry answers at the URL with these
 // credentials. A registry that does not answer is a
-// *RegistryUnavailableError, rejected credentials a *RegistryAuthError; a
-// server that is no schema registry, or speaks no TLS to https, is an
-// error naming what to check.
+// *RegistryUnavailableError, rejected credentials (HTTP 401) a
+// *RegistryAuthError; a server that is no schema registry, or speaks no
+// TLS to https, is an error naming what to check. HTTP 403 passes: the
+// registry knows the credentials, and a least-privilege key may read
+// schemas by ID without listing subjects.
 func (r *Registry) Check(ctx context.Context) error {
-	if _, err := r.client.Subjects(ctx); err != nil {
-		return fmt.Errorf("%w (checked before creating anything; nothing was created)", r.explain(err, "its subjects", &UnknownSchemaError{}))
+	_, err := r.client.Subjects(ctx)
+	if err == nil {
+		return nil
 	}
-	return nil
+	err = r.explain(err, "its subjects", &UnknownSchemaError{})
+	if auth, ok := errors.AsType[*RegistryAuthError](err); ok && auth.StatusCode == http.StatusForbidden {
+		return nil
+	}
+	return fmt.Errorf("%w (checked before creating anything; nothing was created)", err)
 }
 
 // Resolve splits payload, a record key or value in the schema registry

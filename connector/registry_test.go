@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"math/big"
@@ -553,4 +554,48 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Check, which runs before a sink or a replay creates anything, passes a
+// registry that answers; refuses one that does not answer, one that
+// rejects the credentials (401) and a server that is no registry; and
+// passes a 403 on the subject list: the credentials are known, and a
+// least-privilege key may read schemas by ID without listing subjects.
+func TestRegistryCheck(t *testing.T) {
+	fake := srfake.NewRegistry()
+	srv := serveRegistry(t, fake, "", nil)
+	reg := newRegistry(t, connector.RegistryConfig{URL: srv.url, Timeout: time.Second})
+	if err := reg.Check(t.Context()); err != nil {
+		t.Fatalf("a registry that answers: %v", err)
+	}
+	var status atomic.Int32
+	fake.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		code := int(status.Load())
+		switch code {
+		case 0:
+			return false
+		case http.StatusOK: // a web server, not a registry
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte("<html>hello</html>"))
+		default:
+			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+			w.WriteHeader(code)
+			fmt.Fprintf(w, `{"error_code":%d,"message":"no"}`, code)
+		}
+		return true
+	})
+	status.Store(http.StatusForbidden)
+	if err := reg.Check(t.Context()); err != nil {
+		t.Errorf("403 on the subject list: %v", err)
+	}
+	status.Store(http.StatusUnauthorized)
+	if err := reg.Check(t.Context()); !errors.As(err, new(*connector.RegistryAuthError)) || !strings.Contains(err.Error(), "nothing was created") {
+		t.Errorf("401: %v, want a RegistryAuthError saying nothing was created", err)
+	}
+	status.Store(http.StatusOK)
+	if err := reg.Check(t.Context()); err == nil || !strings.Contains(err.Error(), "the answer is not a schema registry's") {
+		t.Errorf("a web page: %v", err)
+	}
+	srv.stop()
+	checkUnavailable(t, "registry stopped", reg.Check(t.Context()))
 }

@@ -212,7 +212,8 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 		keys []keyedOffset
 		d    digester
 	)
-	value := tbl.Layout().RawValueColumn()
+	layout := tbl.Layout()
+	value := layout.RawValueColumn()
 	var cols []string // every column of a typed table
 	if !typed {
 		cols = contentColumns(value)
@@ -229,7 +230,7 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 					return fmt.Errorf("data file %s: no %s column", fb.Path, mapping.ColOffset)
 				}
 				for i := range int(fb.Batch.NumRows()) {
-					sum, err := d.typedRow(fb.Batch, i)
+					sum, err := d.typedRow(fb.Batch, i, layout)
 					if err != nil {
 						return fmt.Errorf("data file %s: %w", fb.Path, err)
 					}
@@ -475,8 +476,9 @@ func (v *verifier) rowsIn(lo, hi int64) int64 {
 // typedContent decodes records as a sink does into rows of the audited
 // table's schema, for the content level of a typed table.
 type typedContent struct {
-	dec  *connector.RowDecoder
-	rows *mapping.RowBuilder
+	layout mapping.Layout
+	dec    *connector.RowDecoder
+	rows   *mapping.RowBuilder
 }
 
 // startTypedContent prepares decoding when the table's columns are decoded
@@ -497,7 +499,7 @@ func (a *auditor) startTypedContent() error {
 	if err != nil {
 		return fmt.Errorf("content level: %w", err)
 	}
-	a.typed = &typedContent{dec: dec, rows: rows}
+	a.typed = &typedContent{layout: l, dec: dec, rows: rows}
 	return nil
 }
 
@@ -513,5 +515,5 @@ func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record) (
 	}
 	b := t.rows.NewBatch()
 	defer b.Release()
-	return d.typedRow(b, 0)
+	return d.typedRow(b, 0, t.layout)
 }

@@ -148,7 +148,12 @@ func (d *digester) row(c rowColumns, i int) digest {
 // value printed by Arrow (ValueStr: JSON for structs, lists and maps).
 // A record decoded as the sink decodes it, appended to a batch of the
 // table's schema, has the digest of its row.
-func (d *digester) typedRow(b arrow.RecordBatch, i int) (digest, error) {
+//
+// In a column decoded from schemaless JSON (layout l) a value that carries
+// no type (holdsNothing) counts as null: the sink makes such a JSON value
+// null wherever it is, and rows sunk before it did hold an empty list or
+// a struct of nulls where the column already existed.
+func (d *digester) typedRow(b arrow.RecordBatch, i int, l mapping.Layout) (digest, error) {
 	ts, ok := column[*array.Timestamp](b, mapping.ColTimestamp)
 	if !ok {
 		return digest{}, fmt.Errorf("no %s column of microseconds in %s", mapping.ColTimestamp, b.Schema())
@@ -165,9 +170,41 @@ func (d *digester) typedRow(b arrow.RecordBatch, i int) (digest, error) {
 	}
 	slices.SortFunc(order, func(x, y int) int { return strings.Compare(fields[x].Name, fields[y].Name) })
 	for _, j := range order {
-		col := b.Column(j)
-		d.bytes([]byte(fields[j].Name), false)
-		d.bytes([]byte(col.ValueStr(i)), col.IsNull(i))
+		col, name := b.Column(j), fields[j].Name
+		d.bytes([]byte(name), false)
+		schemaless := (name == mapping.ColKey && l.Key == mapping.KeyJSON) || (l.Value == mapping.ValueJSON && !l.IsMetadataColumn(name))
+		if col.IsNull(i) || (schemaless && holdsNothing(col, i)) {
+			d.bytes(nil, true)
+			continue
+		}
+		d.bytes([]byte(col.ValueStr(i)), false)
 	}
 	return d.sum(), nil
+}
+
+// holdsNothing reports whether row i of a is null, an empty list, or a
+// list or struct of such values only: what JSON that carries no type
+// becomes in a column (mapping.DecodeJSON).
+func holdsNothing(a arrow.Array, i int) bool {
+	if a.IsNull(i) {
+		return true
+	}
+	switch a := a.(type) {
+	case *array.List:
+		start, end := a.ValueOffsets(i)
+		for j := start; j < end; j++ {
+			if !holdsNothing(a.ListValues(), int(j)) {
+				return false
+			}
+		}
+		return true
+	case *array.Struct:
+		for f := range a.NumField() {
+			if !holdsNothing(a.Field(f), i) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

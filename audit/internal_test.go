@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -106,5 +110,58 @@ func TestContentColumnsNotShared(t *testing.T) {
 	_ = append(cols[:1], "appended")
 	if got := contentColumns(mapping.ColValue); !slices.Equal(got, want) {
 		t.Fatalf("after a caller changed its copy, contentColumns() = %q, want %q", got, want)
+	}
+}
+
+// TestTypedRowEmptyJSONIsNull: in a schemaless JSON table an empty list
+// and a struct of nulls digest as null (the sink now writes null for such
+// values wherever it sinks them; rows sunk before hold them where the
+// column existed), and the content audit matches those rows with their
+// records. In a registry table an empty list is a value of its own.
+func TestTypedRowEmptyJSONIsNull(t *testing.T) {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: mapping.ColTimestamp, Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+		{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true}), Nullable: true},
+	}, nil)
+	rb := array.NewRecordBuilder(memory.NewGoAllocator(), sc)
+	defer rb.Release()
+	l, s := rb.Field(1).(*array.ListBuilder), rb.Field(2).(*array.StructBuilder)
+	x := s.FieldBuilder(0).(*array.Int64Builder)
+	for i := range 3 {
+		rb.Field(0).(*array.TimestampBuilder).Append(1)
+		switch i {
+		case 0: // sunk before the columns existed
+			l.AppendNull()
+			s.AppendNull()
+		case 1: // the same record sunk after, by a floe before this rule
+			l.Append(true)
+			s.Append(true)
+			x.AppendNull()
+		case 2:
+			l.Append(true)
+			l.ValueBuilder().(*array.Int64Builder).Append(1)
+			s.Append(true)
+			x.Append(1)
+		}
+	}
+	b := rb.NewRecordBatch()
+	defer b.Release()
+	sums := func(layout mapping.Layout) (out [3]digest) {
+		var d digester
+		for i := range 3 {
+			sum, err := d.typedRow(b, i, layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = sum
+		}
+		return out
+	}
+	if got := sums(mapping.Layout{Value: mapping.ValueJSON}); got[0] != got[1] || got[1] == got[2] {
+		t.Errorf("JSON table: null and empty rows digest alike: %v, empty and a value differ: %v", got[0] == got[1], got[1] != got[2])
+	}
+	if got := sums(mapping.Layout{Value: mapping.ValueRegistry}); got[0] == got[1] {
+		t.Error("registry table: an empty list and a struct of nulls digest like null")
 	}
 }

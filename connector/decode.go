@@ -215,9 +215,9 @@ func (d *decoder) decodeKey(ctx context.Context, key []byte) (v any, typ iceberg
 		if err != nil {
 			return nil, nil, false, 0, fmt.Errorf("key: %w", err), nil
 		}
-		if len(st.FieldList) == 0 {
-			// {} or an object of nulls: nothing a column could hold yet
-			// (Parquet has no empty groups); the key reads as null.
+		if obj == nil {
+			// {} or an object of nulls: it carries no type, and reads as
+			// null whether a key column exists or not.
 			return nil, d.key, false, 0, nil, nil
 		}
 		if d.key == nil {

@@ -1144,7 +1144,7 @@ func (ss *session) stream(ctx context.Context, pt *partition) (*snapshot.Stream,
 			// Like the commit it precedes, not cut short by an interrupt.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 			var err error
-			base, err = ss.s.tbl.ReserveSchema(rctx, ss.writerSchema)
+			base, err = ss.s.tbl.ReserveSchema(rctx, base, ss.writerSchema)
 			cancel()
 			if err != nil {
 				return nil, err

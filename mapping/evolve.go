@@ -16,11 +16,18 @@ type SchemaConflictError struct {
 	// Path names the field, dotted from the top-level column.
 	Path      string
 	Have, Got iceberg.Type
+	// Cause, when set, says how the column came to have its type and what
+	// to do about it.
+	Cause string
 }
 
 func (e *SchemaConflictError) Error() string {
-	return fmt.Sprintf("field %s: the table's type %s cannot take a value of type %s (Iceberg allows only adding optional fields and widening int to long, float to double and a decimal's precision)",
+	msg := fmt.Sprintf("field %s: the table's type %s cannot take a value of type %s (Iceberg allows only adding optional fields and widening int to long, float to double and a decimal's precision)",
 		e.Path, e.Have, e.Got)
+	if e.Cause != "" {
+		msg += "; " + e.Cause
+	}
+	return msg
 }
 
 // MergeType returns the type that holds values of both have (a column or

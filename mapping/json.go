@@ -275,7 +275,11 @@ func integral(n json.Number) json.Number {
 //
 // Inference: integers are long, other numbers double, objects structs,
 // arrays lists. A field seen only as null or [] gets no column until a
-// value shows its type. JSON has no dates or timestamps: they stay
+// value shows its type. A value that carries no type (null, [], {}, or
+// arrays and objects of only those) is null in the row wherever it is,
+// columns for it or not: the same record gives the same row whenever it
+// is sunk. The object returned is nil when the whole object carries
+// nothing. JSON has no dates or timestamps: they stay
 // strings. An integer value is accepted by a double column (it is the
 // same JSON number); a fraction in a long column is a conflict, since
 // Iceberg cannot widen long to double.
@@ -295,21 +299,25 @@ func DecodeJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, boo
 	}
 	merged, changed, err := MergeType("", have, numbersAs(have, inferred))
 	if err != nil {
+		if c, ok := errors.AsType[*SchemaConflictError](err); ok && c.Have.Equals(iceberg.PrimitiveTypes.Int64) && c.Got.Equals(iceberg.PrimitiveTypes.Float64) {
+			c.Cause = "an integer arrived first and made the column long (a JSON number column takes its type from its first value); write this field's numbers with a fraction or exponent (1.0), or decode with a schema (--value registry)"
+		}
 		return nil, false, nil, err
 	}
 	st := merged.(*iceberg.StructType)
 	out, err := conformJSON("", st, obj)
-	if err != nil {
-		return nil, false, nil, err
+	if err != nil || out == nil {
+		return st, changed, nil, err
 	}
 	return st, changed, out.(map[string]any), nil
 }
 
 // conformJSON converts a parsed JSON value into the canonical
 // representation of t, which holds it (MergeType said so, or the table's
-// column does).
+// column does). A value that carries no type (carriesNothing) is null,
+// whatever t: it reads as it does where no column for it exists yet.
 func conformJSON(path string, t iceberg.Type, v any) (any, error) {
-	if v == nil {
+	if carriesNothing(v) {
 		return nil, nil
 	}
 	bad := func() (any, error) { return nil, &TypeError{Path: path, Want: t, Got: "JSON " + jsonKind(v)} }
@@ -323,8 +331,8 @@ func conformJSON(path string, t iceberg.Type, v any) (any, error) {
 		for _, k := range o.keys {
 			f, ok := findField(t, k)
 			if !ok {
-				if known, err := inferJSON(joinPath(path, k), o.values[k]); err == nil && known == nil {
-					continue // nulls and empty lists: no column yet, nothing to lose
+				if carriesNothing(o.values[k]) {
+					continue // no column yet, nothing to lose
 				}
 				return nil, &TypeError{Path: path + "." + k, Want: t, Got: "a field the struct does not have"}
 			}
@@ -388,6 +396,33 @@ func conformJSON(path string, t iceberg.Type, v any) (any, error) {
 		return f, nil
 	}
 	return bad()
+}
+
+// carriesNothing reports whether a parsed JSON value tells no type: null,
+// an empty array or object, or arrays and objects of such values only
+// (inferJSON gives a field holding one no column). Such a value reads as
+// null wherever it is sunk, so that a record gives the same row before and
+// after a later record created the column.
+func carriesNothing(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case []any:
+		for _, e := range v {
+			if !carriesNothing(e) {
+				return false
+			}
+		}
+		return true
+	case *jsonObject:
+		for _, k := range v.keys {
+			if !carriesNothing(v.values[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // jsonKind names a parsed JSON value's kind for messages.

@@ -51,8 +51,14 @@ func TestDecodeJSON(t *testing.T) {
 			st(field("id", tLong), field("gone", tString)), false, map[string]any{"id": int64(1)}},
 		{"nulls and empty lists make no column", st(), `{"id":1,"n":null,"e":[],"o":{"z":null}}`,
 			st(field("id", tLong)), true, map[string]any{"id": int64(1)}},
-		{"null in an existing column", st(field("id", tLong)), `{"id":null}`,
-			st(field("id", tLong)), false, map[string]any{"id": nil}},
+		{"null in an existing column", st(field("id", tLong)), `{"id":null,"n":1}`,
+			st(field("id", tLong), field("n", tLong)), true, map[string]any{"id": nil, "n": int64(1)}},
+		{"an object of nulls is null", st(field("id", tLong)), `{"id":null}`,
+			st(field("id", tLong)), false, nil},
+		// As where no column exists yet: the same record, the same row.
+		{"values without a type are null in existing columns", st(field("id", tLong), field("l", &iceberg.ListType{Element: tLong}), field("o", st(field("z", tLong)))),
+			`{"id":1,"l":[[]],"o":{"z":null}}`,
+			st(field("id", tLong), field("l", &iceberg.ListType{Element: tLong}), field("o", st(field("z", tLong)))), false, map[string]any{"id": int64(1), "l": nil, "o": nil}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, changed, v, err := DecodeJSON([]byte(c.json), c.have)

@@ -58,8 +58,9 @@ var ErrSchemaMoved = errors.New("another writer changed the table's schema since
 // ReserveSchema commits, ahead of the data, the schema changes that let
 // the table take rows of writer schema want (columns added, types widened,
 // the partition fields waiting for those columns), in a metadata commit
-// without a snapshot, and returns the table as committed (the table as it
-// is when there is nothing to change). A Writer made on it writes files
+// without a snapshot, and returns the table as committed. When base (the
+// table as loaded at some point, as for NewWriter) already has them, it
+// returns base and commits nothing. A Writer made on it writes files
 // whose field IDs other writers' later changes keep: they only add
 // columns after them. Without it the changes land in the commit of the
 // data that needs them, and a writer whose files were written for a column
@@ -70,19 +71,26 @@ var ErrSchemaMoved = errors.New("another writer changed the table's schema since
 //
 // It loads the table itself and leaves t as it is, so it may run while a
 // commit of t is in flight.
-func (t *Table) ReserveSchema(ctx context.Context, want *iceberg.Schema) (*table.Table, error) {
+func (t *Table) ReserveSchema(ctx context.Context, base *table.Table, want *iceberg.Schema) (*table.Table, error) {
+	_, target, err := t.stageOn(base, want)
+	switch {
+	case err != nil:
+		return nil, err
+	case target == base:
+		return base, nil
+	}
 	const maxAttempts = 30
 	for attempt := 1; ; attempt++ {
-		base, err := t.cat.LoadTable(ctx, t.ident)
+		loaded, err := t.cat.LoadTable(ctx, t.ident)
 		if err != nil {
 			return nil, fmt.Errorf("reload table %s: %w", t.Name(), err)
 		}
-		txn, target, err := t.stageOn(base, want)
+		txn, target, err := t.stageOn(loaded, want)
 		if err != nil {
 			return nil, err
 		}
-		if target == base {
-			return base, nil
+		if target == loaded {
+			return loaded, nil
 		}
 		committed, err := txn.Commit(ctx)
 		if err == nil {

@@ -113,30 +113,8 @@ func TestSinkTopicRegexNewTopicFromItsStart(t *testing.T) {
 	}
 	old := map[int32]int64{}
 	produceRound(t, st.Brokers, "ev.old", 1, 5, old)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	var stderr string
-	go func() {
-		var err error
-		_, stderr, err = floeCtx(ctx, append([]string{"sink", "-b", st.Brokers[0], "--topic-regex", `ev\..*`, "--table", "lake.{topic}",
-			"--start", "latest", "--topic-check", "2s", "--flush-interval", "100ms"}, loc...)...)
-		done <- err
-	}()
-	var stopped bool
-	stop := func() error {
-		cancel()
-		stopped = true
-		return <-done
-	}
-	defer func() {
-		if t.Failed() {
-			if !stopped {
-				stop()
-			}
-			t.Log(stderr)
-		}
-	}()
+	stop := runInBackground(t, append([]string{"sink", "-b", st.Brokers[0], "--topic-regex", `ev\..*`, "--table", "lake.{topic}",
+		"--start", "latest", "--topic-check", "2s", "--flush-interval", "100ms"}, loc...)...)
 	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)

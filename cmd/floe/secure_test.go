@@ -593,3 +593,34 @@ func sunkTo(t *testing.T, cfg catalog.Config, table, topic string, p int32) int6
 	}
 	return mapping.Cover(ledger.Ranges(mapping.TopicPartition{Topic: topic, Partition: p})).Next
 }
+
+// TestKafkaConfigFileErrors: a client properties file floe cannot use is
+// refused before any connection, with one line naming the file, the line,
+// the key and what would do, and never the password it holds.
+func TestKafkaConfigFileErrors(t *testing.T) {
+	const jaas = `sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="floe" password="` + floePass + `";`
+	for _, tc := range []struct{ name, body, want string }{
+		{"java key store", "security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n",
+			"line 2: ssl.truststore.location: floe reads PEM files, not Java key stores: export them (keytool -exportcert -rfc, openssl pkcs12)"},
+		{"login module of another mechanism", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n" + jaas + "\n",
+			"line 3: sasl.jaas.config: login module org.apache.kafka.common.security.scram.ScramLoginModule does not serve sasl.mechanism PLAIN: want a PlainLoginModule"},
+		{"malformed options", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"floe\" " + floePass + ";\n",
+			`line 3: sasl.jaas.config: after username: want KEY="VALUE"`},
+		{"kerberos", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n",
+			`line 2: sasl.mechanism: "GSSAPI": floe supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM (Kerberos, GSSAPI, is not supported)`},
+		{"SASL without a SASL protocol", "security.protocol=SSL\nsasl.mechanism=PLAIN\n",
+			`line 2: sasl.mechanism: PLAIN needs security.protocol SASL_SSL or SASL_PLAINTEXT (it is "SSL")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props := filepath.Join(t.TempDir(), "client.properties")
+			writeFile(t, props, tc.body)
+			_, catFlags := localCatalog(t)
+			code, out, errs := floe(t, append([]string{"sink", "--brokers", "127.0.0.1:1", "--kafka-config", props, "--topic", "orders", "--table", "lake.orders", "--log-level", "debug"}, catFlags...)...)
+			noSecret(t, out, errs)
+			want := "floe: --kafka-config " + props + " " + tc.want
+			if line := errorLine(errs); code != 2 || !strings.HasPrefix(line, want) {
+				t.Errorf("exit %d, error line\n%s\nwant exit 2 and a line starting\n%s", code, line, want)
+			}
+		})
+	}
+}

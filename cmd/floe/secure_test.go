@@ -624,3 +624,34 @@ func TestKafkaConfigFileErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSecurePipelinesConfig sinks the pipelines of a config file that
+// also holds the Kafka security keys (the flag names without dashes), as
+// floe.yaml in production would, with the password from the environment.
+func TestSecurePipelinesConfig(t *testing.T) {
+	c := startSecureCluster(t, false, kfake.User("SCRAM-SHA-256", floeUser, floePass))
+	orders := c.topic(t, "orders", 2, 15)
+	payments := c.topic(t, "payments", 1, 10)
+	cat, _ := localCatalog(t)
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, conf, fmt.Sprintf(`brokers: [%s]
+catalog: %s
+warehouse: %s
+kafka-tls-ca: %s
+kafka-sasl-mechanism: SCRAM-SHA-256
+kafka-sasl-user: %s
+pipelines:
+  - topic: orders
+    table: lake.orders
+  - topic: payments
+    table: lake.payments
+`, c.brokers[0], cat.Catalog, cat.Warehouse, c.certs.CAFile, floeUser))
+	t.Setenv("FLOE_KAFKA_SASL_PASSWORD", floePass)
+	code, out, errs := floe(t, "sink", "--config", conf, "--stop-at-end", "--log-level", "debug")
+	noSecret(t, out, errs)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	checkTable(t, cat, "lake.orders", "orders", orders)
+	checkTable(t, cat, "lake.payments", "payments", payments)
+}

@@ -36,6 +36,9 @@ type Certs struct {
 // key.pem). The CA's key is not kept: nothing else can be signed by it.
 func WriteCerts(dir string, hosts ...string) (Certs, error) {
 	c := Certs{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}
+	if len(hosts) == 0 {
+		return c, errors.New("certificates: no host to certify")
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return c, fmt.Errorf("certificates: %w", err)
 	}

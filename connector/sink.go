@@ -418,7 +418,9 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 		if restart {
 			if ctx.Err() != nil {
 				// Interrupted while restarting: what was consumed is
-				// committed or, when fenced, the other writer's.
+				// committed or, when fenced, the other writer's, whose
+				// positions the run reports.
+				s.tablePositions(ctx)
 				return s.stats, nil
 			}
 			continue
@@ -511,6 +513,25 @@ func (s *Sink) maintain(ctx context.Context) {
 		s.log.Info("maintained", "expired", len(res.Expired), "archived", res.Archived, "archive_segments", len(res.Segments),
 			"stale_metadata", len(res.StaleMetadata), "stale_archives", len(res.StaleArchives), "stale_ranges_files", len(res.StaleRangesFiles))
 	}
+}
+
+// tablePositions sets the run's next offsets to the table's, reloaded:
+// a run that ends fenced holds positions from before the other writer's
+// commits. ctx has ended (a signal), so the reload gets a few seconds of
+// its own; when it fails, the positions stay as last known.
+func (s *Sink) tablePositions(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.tbl.Refresh(ctx); err != nil {
+		s.log.Warn("cannot reload the table for its next offsets; the summary shows those last read", "err", err)
+		return
+	}
+	l, err := s.tbl.Ledger()
+	if err != nil {
+		s.log.Warn("cannot read the table's next offsets; the summary shows those last read", "err", err)
+		return
+	}
+	s.finish(l.Next())
 }
 
 func (s *Sink) finish(next map[mapping.TopicPartition]int64) {

@@ -201,6 +201,9 @@ type Sink struct {
 	// fetchPool is the consumer's memory for fetched records.
 	fetchPool fetchPool
 	stats     Stats
+	// smallFilesWarned is set once the run warned that its partition spec
+	// splits commits into files of a few rows each.
+	smallFilesWarned bool
 	// known are the topic's partitions when the run's first session began:
 	// a partition the ledger does not have and that is not among them was
 	// added to the topic while the sink ran, and all of it is new data.
@@ -485,6 +488,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	s.stats.Files += res.Files
 	s.log.Info("committed", "snapshot", res.Commit.SnapshotID, "rows", res.Rows, "dead_letters", dead, "files", res.Files,
 		"ranges", len(res.Commit.Ranges), "attempts", res.Attempts, "write", res.WriteTime.Round(time.Millisecond), "commit", res.CommitTime.Round(time.Millisecond))
+	s.warnSmallFiles(res.Rows, res.Files)
 	if s.cfg.OnCommit != nil {
 		s.cfg.OnCommit(res)
 	}
@@ -513,6 +517,24 @@ func (s *Sink) maintain(ctx context.Context) {
 		s.log.Info("maintained", "expired", len(res.Expired), "archived", res.Archived, "archive_segments", len(res.Segments),
 			"stale_metadata", len(res.StaleMetadata), "stale_archives", len(res.StaleArchives), "stale_ranges_files", len(res.StaleRangesFiles))
 	}
+}
+
+// warnSmallFiles warns, once a run, when a commit's rows were split into
+// many files of a few rows each: a partition spec of a column with many
+// distinct values (identity(value), identity(kafka_offset)) makes a file
+// per value, which every reader then opens one by one.
+func (s *Sink) warnSmallFiles(rows int64, files int) {
+	const manyFiles, fewRows = 100, 4
+	if s.smallFilesWarned || files < manyFiles || rows >= fewRows*int64(files) {
+		return
+	}
+	s.smallFilesWarned = true
+	spec := "(the table's)"
+	if pb, err := s.tbl.PartitionBy(); err == nil && pb != nil {
+		spec = pb.String()
+	}
+	s.log.Warn(fmt.Sprintf("a commit wrote %d files for %d rows: the partition spec %s makes a partition per distinct value of a column that has many; "+
+		"a transform with fewer values, such as bucket(16, COLUMN) or day(COLUMN), keeps files large", files, rows, spec))
 }
 
 // tablePositions sets the run's next offsets to the table's, reloaded:

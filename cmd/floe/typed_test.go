@@ -190,11 +190,7 @@ func TestTypedSinkCommand(t *testing.T) {
 // dead-lettered instead, not "a schema conflict stops the sink only with
 // --on-schema-conflict fail", the flag it was run with.
 func TestSchemaConflictFailHint(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st, loc := sinkStack(t)
 	if err := localstack.CreateTopic(t.Context(), st.Brokers, "readings", 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +201,8 @@ func TestSchemaConflictFailHint(t *testing.T) {
 	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
 		t.Fatal(err)
 	}
-	cfg := st.Catalog()
-	code, _, errs := floe(t, "sink", "-b", strings.Join(st.Brokers, ","), "-t", "readings", "--table", "lake.readings", "--stop-at-end",
-		"--value", "json", "--on-schema-conflict", "fail", "--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse)
+	code, _, errs := floe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "readings", "--table", "lake.readings", "--stop-at-end",
+		"--value", "json", "--on-schema-conflict", "fail"}, loc...)...)
 	if code != exitError || !strings.Contains(errs, "readings/0 offset 2 cannot become a row") ||
 		strings.Contains(errs, "only with --on-schema-conflict fail") ||
 		!strings.Contains(errs, "with --on-schema-conflict dead-letter (the default) and --dlq on") {

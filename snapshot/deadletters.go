@@ -619,12 +619,76 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 	return res, fmt.Errorf("reconcile %s: gave up after %d attempts: %w", dlq.Name(), maxAttempts, lastErr)
 }
 
-// converge applies st to the dead-letter table t in one transaction that
-// asserts the head st was read at: stale rows deleted, pending commits'
-// files added.
+// converge applies st to the dead-letter table t in one commit on the
+// head st was read at: stale rows removed, pending commits' files added.
+// Writers append dead letters all the time; when one got in first, and
+// every snapshot since st's head is such an append (a floe writer's,
+// naming its commit), st still holds but for the commits those appends
+// added, and the commit is made again on the new head at once. Otherwise
+// it returns the conflict, and the caller reads the table again.
 func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterState) (Reconciled, error) {
+	const maxAttempts = 20
+	var err error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 {
+			if err := sleep(ctx, backoff(1)); err != nil {
+				return Reconciled{}, err
+			}
+			if err := t.Refresh(ctx); err != nil {
+				return Reconciled{}, err
+			}
+			added, ok := t.appendedSince(st)
+			if !ok {
+				return Reconciled{}, err
+			}
+			// Their writers added those in the meantime.
+			st.Pending = slices.DeleteFunc(slices.Clone(st.Pending), func(c mapping.Commit) bool { return added[c.ID] })
+			st.SnapshotID = t.Head().SnapshotID
+			if st.Converged() {
+				return Reconciled{}, nil
+			}
+			log = slog.New(slog.DiscardHandler) // said once
+		}
+		txn := t.tbl.NewTransaction()
+		var res Reconciled
+		if res, err = t.stageConverge(ctx, log, st, txn); err != nil {
+			return Reconciled{}, err
+		}
+		var tbl *table.Table
+		if tbl, err = txn.Commit(ctx); err == nil {
+			return res, t.adoptCommitted(ctx, tbl)
+		}
+		if !isConflict(err) {
+			return Reconciled{}, err
+		}
+	}
+	return Reconciled{}, err
+}
+
+// appendedSince reports whether every snapshot of the dead-letter table t
+// after st's head is a floe writer's append of dead letters
+// (KeyDeadLettersFor), and returns the commits they added.
+func (t *Table) appendedSince(st *DeadLetterState) (map[string]bool, bool) {
+	added := map[string]bool{}
+	meta := t.tbl.Metadata()
+	for s := t.Head(); s != nil && s.SnapshotID != st.SnapshotID; {
+		if s.Summary == nil || s.Summary.Operation != table.OpAppend || s.Summary.Properties[KeyDeadLettersFor] == "" || s.ParentSnapshotID == nil {
+			return nil, false
+		}
+		for id := range strings.SplitSeq(s.Summary.Properties[KeyDeadLettersFor], ",") {
+			added[id] = true
+		}
+		if s = meta.SnapshotByID(*s.ParentSnapshotID); s == nil {
+			return nil, false
+		}
+	}
+	return added, true
+}
+
+// stageConverge stages st's changes on txn, which asserts the head it was
+// begun on.
+func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLetterState, txn *table.Transaction) (Reconciled, error) {
 	var res Reconciled
-	txn := t.tbl.NewTransaction()
 	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return res, err
 	}
@@ -664,11 +728,7 @@ func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterSt
 		}
 		res.Added = len(ids)
 	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return Reconciled{}, err
-	}
-	return res, t.adoptCommitted(ctx, tbl)
+	return res, nil
 }
 
 // staleFilter selects the rows of st's stale commits and stale legacy

@@ -78,7 +78,7 @@ func TestDeadLetterTablesRecordedByConcurrentWriters(t *testing.T) {
 	if err := tbl.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	recorded := tbl.Iceberg().Properties()[snapshot.PropDeadLetterTables]
+	recorded := tbl.Iceberg().Properties()[snapshot.PropDeadLetterTablePrefix+"lake.errors_a"]
 	setMain(t, tbl, c0.Commit.SnapshotID)
 	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestDeadLetterTablesRecordedByConcurrentWriters(t *testing.T) {
 	}
 	if len(left) > 0 {
 		t.Errorf("after a rollback past both commits and floe maintain, dead letters of rolled-back commits are left: %v (audit complete: %v; %s=%q)",
-			left, rep.Complete(), snapshot.PropDeadLetterTables, recorded)
+			left, rep.Complete(), snapshot.PropDeadLetterTablePrefix+"lake.errors_a", recorded)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/internal/floetest"
@@ -197,4 +198,89 @@ func TestDeadLettersLegacyDoubledRowsConverge(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDeadLetters(t, dlq, "t/0/1")
+}
+
+// TestDeadLettersLegacyFilesWithoutTheColumn: a dead-letter table an
+// older floe created and filled: its files lack the floe_commit_id column
+// altogether (not nulls in it). After the upgrade (the column added on
+// open) its rows are attributed by position to their commit, compacting
+// it keeps them, and a rollback past that commit removes them.
+func TestDeadLettersLegacyFilesWithoutTheColumn(t *testing.T) {
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Create: true})
+	c0 := commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: 0, High: 1}}, testRec{offset: 0, value: "ok"})
+	ident := snapshot.DeadLetterName(tbl.Identifier())
+	old, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{
+		Create: true, Layout: mapping.DeadLetterLayout, Schema: legacyDeadLetterSchema(),
+		Properties: map[string]string{snapshot.PropDeadLettersOf: tbl.Name()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The older floe's dead letters of t/0 at 2 and 4, in two files
+	// without the column.
+	sc, err := mapping.DeadLetterArrowSchema(old.Iceberg().Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []int64{2, 4} {
+		rb, err := mapping.NewDeadLetterBuilder(memory.DefaultAllocator, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &kgo.Record{Topic: "t", Partition: 0, Offset: o, Timestamp: base, Value: []byte("bad")}
+		if err := rb.AppendDeadLetter(r, "not JSON", 0); err != nil {
+			t.Fatal(err)
+		}
+		b := rb.NewBatch()
+		rb.Release()
+		txn := old.Iceberg().NewTransaction()
+		if err := txn.AppendTable(t.Context(), array.NewTableFromRecords(b.Schema(), []arrow.RecordBatch{b}), 1000, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := txn.Commit(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := old.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The commits that account for them, as the older floe made them:
+	// upgraded, floe writes its own copy, which goes, leaving the older
+	// rows as the only ones.
+	dlq, err := snapshot.OpenDeadLetters(t.Context(), cat, ident, tbl.Name(), true) // as an upgraded sink opens it
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 1, High: 3}, 2)
+	c2 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 3, High: 5}, 4)
+	txn := dlq.Iceberg().NewTransaction()
+	if err := txn.Delete(t.Context(), iceberg.NotNull(iceberg.Reference(mapping.ColCommitID)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wantDeadLetters(t, dlq, "t/0/2", "t/0/4")
+	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
+		t.Errorf("reconcile of an older floe's rows that their commits' ranges hold did %+v, want nothing", res)
+	}
+	if res, err := dlq.Compact(t.Context(), snapshot.CompactOptions{Logger: floetest.QuietLogger()}); err != nil || res.FilesAfter != 1 {
+		t.Fatalf("compacting %s: %+v, %v", dlq.Name(), res, err)
+	}
+	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
+		t.Errorf("reconcile after compacting the older rows did %+v, want nothing", res)
+	}
+	wantDeadLetters(t, dlq, "t/0/2", "t/0/4")
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	if res := reconcile(t, tbl, dlq); res.RemovedLegacy != 1 {
+		t.Errorf("reconcile after a rollback past c2: %+v, want its older row removed", res)
+	}
+	wantDeadLetters(t, dlq, "t/0/2")
+	setMain(t, tbl, c2.Commit.SnapshotID) // the rollback undone
+	reconcile(t, tbl, dlq)
+	wantDeadLetters(t, dlq, "t/0/2", "t/0/4")
+	setMain(t, tbl, c0.Commit.SnapshotID)
+	reconcile(t, tbl, dlq)
+	wantDeadLetters(t, dlq)
 }

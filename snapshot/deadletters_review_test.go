@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -283,4 +284,69 @@ func TestDeadLettersLegacyFilesWithoutTheColumn(t *testing.T) {
 	setMain(t, tbl, c0.Commit.SnapshotID)
 	reconcile(t, tbl, dlq)
 	wantDeadLetters(t, dlq)
+}
+
+// TestDeadLettersPublishUndone: a replay onto branch rebuild is published
+// over main, floe maintain converges both dead-letter tables, then the
+// dead-letter tables' snapshots are expired and their orphans removed,
+// the publish is undone (main set back to its head before it) and floe
+// maintain runs again: main's dead letters are back, each once, and the
+// audit of main is complete; publishing again brings the replay's back.
+func TestDeadLettersPublishUndone(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	if err := tbl.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	branch := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Branch: "rebuild"})
+	bdlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.BranchDeadLetterName(tbl.Identifier(), "rebuild"), tbl.Name(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDeadCommit(t, branch, bdlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	_, to, err := branch.Publish(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	maintain := func() {
+		t.Helper()
+		if err := tbl.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	complete := func(when string) {
+		t.Helper()
+		rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Complete() {
+			t.Errorf("audit %s: %+v", when, rep.Findings)
+		}
+	}
+	maintain()
+	wantDeadLetters(t, dlq)
+	wantDeadLetters(t, bdlq, "t/0/1")
+	complete("after the publish")
+	// The dead-letter tables' own maintenance (a cron over the namespace)
+	// expires their snapshots and removes their orphans meanwhile.
+	time.Sleep(20 * time.Millisecond)
+	for _, d := range []*snapshot.Table{dlq, bdlq} {
+		if _, err := d.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true,
+			OrphanMinAge: 10 * time.Millisecond, Logger: floetest.QuietLogger()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	maintain()
+	wantDeadLetters(t, dlq, "t/0/1")
+	complete("after the publish was undone")
+	setMain(t, tbl, to)
+	maintain()
+	wantDeadLetters(t, dlq)
+	wantDeadLetters(t, bdlq, "t/0/1")
+	complete("after publishing again")
 }

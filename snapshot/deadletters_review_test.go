@@ -37,11 +37,17 @@ type beforeDataCommit struct {
 }
 
 func (c beforeDataCommit) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	return loadThrough(ctx, c.Catalog, c, ident)
+}
+
+// loadThrough loads table ident from inner bound to outer, a catalog
+// wrapping inner: the table's commits go through outer.
+func loadThrough(ctx context.Context, inner, outer icecat.Catalog, ident table.Identifier) (*table.Table, error) {
+	tbl, err := inner.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, err
 	}
-	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, outer), nil
 }
 
 func (c beforeDataCommit) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upd []table.Update) (table.Metadata, string, error) {
@@ -159,15 +165,10 @@ func TestAuditWritesNothingToALegacyDeadLetterTable(t *testing.T) {
 	}
 }
 
-// TestDeadLettersLegacyDoubledRowsConverge: an older floe doubled dead
-// letters after a rollback (issue 19 item 5): the dead-letter table holds
-// a commit's dead letter twice, both rows without a commit id. After the
-// upgrade, floe maintain (and every sink session, which reconciles first)
-// must converge to one copy, not refuse to run.
-func TestDeadLettersLegacyDoubledRowsConverge(t *testing.T) {
-	_, tbl, dlq := deadLetterTables(t)
-	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
-	// The rows as the older floe left them: twice, without a commit id.
+// withoutCommitIDs replaces the rows of dlq with copies copies of each,
+// without a commit id: as a floe before mapping.ColCommitID wrote them.
+func withoutCommitIDs(t *testing.T, dlq *snapshot.Table, copies int) {
+	t.Helper()
 	_, it, err := dlq.Iceberg().Scan().ToArrowRecords(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,9 @@ func TestDeadLettersLegacyDoubledRowsConverge(t *testing.T) {
 		i := b.Schema().FieldIndices(mapping.ColCommitID)[0]
 		cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, int(b.NumRows()))
 		legacy := array.NewRecordBatch(b.Schema(), cols, b.NumRows())
-		recs = append(recs, legacy, legacy)
+		for range copies {
+			recs = append(recs, legacy)
+		}
 	}
 	txn := dlq.Iceberg().NewTransaction()
 	if err := txn.OverwriteTable(t.Context(), array.NewTableFromRecords(recs[0].Schema(), recs), 1000, nil); err != nil {
@@ -190,8 +193,19 @@ func TestDeadLettersLegacyDoubledRowsConverge(t *testing.T) {
 	if _, err := txn.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDeadLettersLegacyDoubledRowsConverge: an older floe doubled dead
+// letters after a rollback (issue 19 item 5): the dead-letter table holds
+// a commit's dead letter twice, both rows without a commit id. After the
+// upgrade, floe maintain (and every sink session, which reconciles first)
+// must converge to one copy, not refuse to run.
+func TestDeadLettersLegacyDoubledRowsConverge(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	withoutCommitIDs(t, dlq, 2) // as the older floe left them
 	wantDeadLetters(t, dlq, "t/0/1", "t/0/1")
-	_, err = tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()})
+	_, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()})
 	if _, ok := errors.AsType[*snapshot.DeadLetterCountError](err); ok {
 		t.Fatalf("floe maintain of a table an older floe doubled a dead letter of: %v", err)
 	}
@@ -286,6 +300,23 @@ func TestDeadLettersLegacyFilesWithoutTheColumn(t *testing.T) {
 	wantDeadLetters(t, dlq)
 }
 
+// replayDeadLetter replays, onto a new branch rebuild of tbl, a commit of
+// t/0 [0,2) whose offset 1 is a dead letter, into the branch's dead-letter
+// table, and returns the branch and that table.
+func replayDeadLetter(t *testing.T, cat icecat.Catalog, tbl *snapshot.Table) (branch, bdlq *snapshot.Table) {
+	t.Helper()
+	if err := tbl.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	branch = openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Branch: "rebuild"})
+	bdlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.BranchDeadLetterName(tbl.Identifier(), "rebuild"), tbl.Name(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDeadCommit(t, branch, bdlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	return branch, bdlq
+}
+
 // TestDeadLettersPublishUndone: a replay onto branch rebuild is published
 // over main, floe maintain converges both dead-letter tables, then the
 // dead-letter tables' snapshots are expired and their orphans removed,
@@ -295,15 +326,7 @@ func TestDeadLettersLegacyFilesWithoutTheColumn(t *testing.T) {
 func TestDeadLettersPublishUndone(t *testing.T) {
 	cat, tbl, dlq := deadLetterTables(t)
 	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
-	if err := tbl.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
-		t.Fatal(err)
-	}
-	branch := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Branch: "rebuild"})
-	bdlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.BranchDeadLetterName(tbl.Identifier(), "rebuild"), tbl.Name(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustDeadCommit(t, branch, bdlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	branch, bdlq := replayDeadLetter(t, cat, tbl)
 	_, to, err := branch.Publish(t.Context())
 	if err != nil {
 		t.Fatal(err)

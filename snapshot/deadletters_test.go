@@ -437,3 +437,23 @@ func TestDeadLettersAddUnknownOutcome(t *testing.T) {
 		t.Errorf("reconcile did %+v, want nothing", res)
 	}
 }
+
+// TestDeadLettersRollbackOverCompacted: compaction merged c1's and c2's
+// dead letters into one file; main is rolled back past c2: reconciling
+// rewrites that file without c2's dead letter.
+func TestDeadLettersRollbackOverCompacted(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	if err := dlq.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := dlq.Compact(t.Context(), snapshot.CompactOptions{Logger: floetest.QuietLogger()}); err != nil || res.FilesAfter != 1 {
+		t.Fatalf("compaction: %+v, %v; the test needs one file", res, err)
+	}
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	if res := reconcile(t, tbl, dlq); res.Removed != 1 {
+		t.Errorf("reconcile did %+v, want one commit's dead letters removed", res)
+	}
+	wantDeadLetters(t, dlq, "t/0/1")
+}

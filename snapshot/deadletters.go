@@ -25,11 +25,15 @@ const (
 	// PropDeadLettersOf marks a dead-letter table with the data table
 	// (namespace.name) whose dead letters it holds.
 	PropDeadLettersOf = "floe.dead-letters-of"
-	// PropDeadLetterTables, on a data table, lists (comma-separated,
-	// sorted) every dead-letter table its commits ever named: a commit
-	// records its table there before naming it, so that maintenance and
-	// the audit find it even after a rollback past all its commits.
-	PropDeadLetterTables = "floe.dead-letter-tables"
+	// PropDeadLetterTablePrefix, followed by a dead-letter table's name
+	// (namespace.name), is a property of a data table for every
+	// dead-letter table its commits ever named: a commit records its table
+	// there before naming it, so that maintenance and the audit find it
+	// even after a rollback past all its commits. A property per table,
+	// like the ledger's segments: catalogs apply a commit's properties key
+	// by key, so two writers recording different tables at the same head
+	// never overwrite each other's.
+	PropDeadLetterTablePrefix = "floe.dead-letter-tables."
 	// KeyDeadLettersFor, in the summary of a dead-letter table's snapshot,
 	// lists (comma-separated) the ids of the data table's commits whose
 	// dead letters it adds; KeyDeadLettersRemovedFor those whose dead
@@ -791,7 +795,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 // DeadLetterTables opens the dead-letter tables of data table t that
 // exist: its default one (DeadLetterName) when it holds t's dead letters,
 // those its branches' ledgers name, and those it recorded
-// (PropDeadLetterTables), so that a table a rollback took every commit of
+// (PropDeadLetterTablePrefix), so that a table a rollback took every commit of
 // is still found. Sorted by name.
 func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 	ledgers, err := t.branchLedgers()
@@ -806,8 +810,8 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 			}
 		}
 	}
-	for n := range strings.SplitSeq(t.tbl.Properties()[PropDeadLetterTables], ",") {
-		if n != "" {
+	for key := range t.tbl.Properties() {
+		if n, ok := strings.CutPrefix(key, PropDeadLetterTablePrefix); ok && n != "" {
 			names[n] = true
 		}
 	}
@@ -832,9 +836,9 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 	return out, nil
 }
 
-// recordDeadLetterTable adds the dead-letter table name to t's
-// PropDeadLetterTables when it is not there. Adding it again is harmless,
-// so a failure whose outcome is unknown is retried like a lost race.
+// recordDeadLetterTable sets t's property PropDeadLetterTablePrefix+name
+// when it is not there. Setting it again is harmless, so a failure whose
+// outcome is unknown is retried like a lost race.
 func (t *Table) recordDeadLetterTable(ctx context.Context, name string) error {
 	const maxAttempts = 10
 	var lastErr error
@@ -848,14 +852,11 @@ func (t *Table) recordDeadLetterTable(ctx context.Context, name string) error {
 				continue
 			}
 		}
-		names := strings.Split(t.tbl.Properties()[PropDeadLetterTables], ",")
-		names = slices.DeleteFunc(names, func(n string) bool { return n == "" })
-		if slices.Contains(names, name) {
+		key := PropDeadLetterTablePrefix + name
+		if _, ok := t.tbl.Properties()[key]; ok {
 			return nil
 		}
-		names = append(names, name)
-		slices.Sort(names)
-		if lastErr = t.SetProperties(ctx, map[string]string{PropDeadLetterTables: strings.Join(names, ",")}); lastErr == nil {
+		if lastErr = t.SetProperties(ctx, map[string]string{key: "true"}); lastErr == nil {
 			return nil
 		}
 		if ctx.Err() != nil {

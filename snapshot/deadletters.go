@@ -68,8 +68,9 @@ func BranchDeadLetterName(data table.Identifier, branch string) table.Identifier
 
 // OpenDeadLetters opens the dead-letter table ident of the data table
 // named of, creating it (mapping.DeadLetterSchema) when create is set. A
-// table of that name that is not a dead-letter table is refused. A
-// dead-letter table of an older floe gets the mapping.ColCommitID column.
+// table of that name that is not a dead-letter table is refused. With
+// create, a dead-letter table of an older floe gets the
+// mapping.ColCommitID column (ReconcileDeadLetters adds it too).
 //
 // A dead-letter table holds records of the data table's topics that could
 // not become rows, with the reason, each row carrying the id of the data
@@ -100,8 +101,11 @@ func OpenDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Ident
 	if _, ok := t.tbl.Schema().FindFieldByName(mapping.ColError); !ok {
 		return nil, fmt.Errorf("table %s has no %s column: it is not a dead-letter table", t.Name(), mapping.ColError)
 	}
-	if err := t.addCommitIDColumn(ctx); err != nil {
-		return nil, err
+	if create {
+		// Readers (the audit, lookups) leave an older table as it is.
+		if err := t.addCommitIDColumn(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -216,10 +220,12 @@ func (t *Table) addDeadLetters(ctx context.Context, log *slog.Logger, id string,
 
 // holdsCommit reports whether the head of dead-letter table t has rows of
 // the data table's commit id. The filter prunes files by their bounds on
-// the commit id column, so this reads few files.
+// the commit id column, so this reads few files. (It reads every column of
+// them: iceberg-go v0.7.0 fails to read a file with a row filter and a
+// selection of columns, "invalid".)
 func (t *Table) holdsCommit(ctx context.Context, id string) (bool, error) {
 	found := false
-	err := t.ScanFiles(ctx, 0, ScanOptions{Columns: []string{mapping.ColCommitID}, Filter: iceberg.EqualTo(iceberg.Reference(mapping.ColCommitID), id)},
+	err := t.ScanFiles(ctx, 0, ScanOptions{Filter: iceberg.EqualTo(iceberg.Reference(mapping.ColCommitID), id)},
 		func(fb FileBatch) error {
 			found = found || (fb.Batch != nil && fb.Batch.NumRows() > 0)
 			return nil
@@ -320,13 +326,21 @@ func (t *Table) DeadLetterState(ctx context.Context, dlq *Table) (*DeadLetterSta
 	if head := dlq.Head(); head != nil {
 		st.SnapshotID = head.SnapshotID
 	}
-	cols := []string{mapping.ColCommitID, mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
+	cols := []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
+	_, hasIDs := dlq.tbl.Schema().FindFieldByName(mapping.ColCommitID)
+	if hasIDs {
+		cols = append(cols, mapping.ColCommitID)
+	}
 	err = dlq.ScanFiles(ctx, st.SnapshotID, ScanOptions{Columns: cols}, func(fb FileBatch) error {
 		if fb.Done {
 			return nil
 		}
 		b := fb.Batch
-		ids, err1 := columnAs[*array.String](b, mapping.ColCommitID)
+		var ids *array.String
+		var err1 error
+		if hasIDs {
+			ids, err1 = columnAs[*array.String](b, mapping.ColCommitID)
+		}
 		topic, err2 := columnAs[*array.String](b, mapping.ColTopic)
 		part, err3 := columnAs[*array.Int32](b, mapping.ColPartition)
 		off, err4 := columnAs[*array.Int64](b, mapping.ColOffset)
@@ -334,8 +348,10 @@ func (t *Table) DeadLetterState(ctx context.Context, dlq *Table) (*DeadLetterSta
 			return fmt.Errorf("dead-letter file %s: %w", fb.Path, err)
 		}
 		for i := range int(b.NumRows()) {
-			id := ids.Value(i)
-			if ids.IsNull(i) {
+			var id string
+			if ids != nil && ids.IsValid(i) {
+				id = ids.Value(i)
+			} else {
 				// Written before the column existed: the legacy rule, by
 				// position in the ranges of the commits naming the table.
 				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
@@ -502,6 +518,9 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 			}
 		}
 		if err := dlq.Refresh(ctx); err != nil {
+			return res, err
+		}
+		if err := dlq.addCommitIDColumn(ctx); err != nil {
 			return res, err
 		}
 		if err := t.Refresh(ctx); err != nil {

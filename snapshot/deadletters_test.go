@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -424,4 +425,54 @@ func TestDeadLettersLegacyRows(t *testing.T) {
 		t.Errorf("reconcile after the rollback: %+v, want the row without a commit id removed", res)
 	}
 	wantDeadLetters(t, dlq)
+}
+
+// lostAnswer is a catalog that applies its next commit but reports it
+// failed, as when the catalog's answer is lost.
+type lostAnswer struct {
+	icecat.Catalog
+	lost *atomic.Bool
+}
+
+func (c lostAnswer) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c lostAnswer) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upds []table.Update) (table.Metadata, string, error) {
+	meta, loc, err := c.Catalog.CommitTable(ctx, ident, reqs, upds)
+	if err == nil && c.lost.CompareAndSwap(true, false) {
+		return nil, "", errors.New("injected: the catalog's answer was lost")
+	}
+	return meta, loc, err
+}
+
+// TestDeadLettersAddUnknownOutcome: adding a commit's dead letters is
+// applied but its answer is lost; the retry finds the commit's rows in the
+// table and adds nothing more. Then a writer whose handle is stale (another
+// writer added dead letters since) loses the race, finds none of its own
+// rows, and adds them, once.
+func TestDeadLettersAddUnknownOutcome(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	lost := &atomic.Bool{}
+	flaky, err := snapshot.OpenDeadLetters(t.Context(), lostAnswer{cat, lost}, dlq.Identifier(), tbl.Name(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost.Store(true)
+	mustDeadCommit(t, tbl, flaky, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	wantDeadLetters(t, dlq, "t/0/1")
+	stale, err := snapshot.OpenDeadLetters(t.Context(), cat, dlq.Identifier(), tbl.Name(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	mustDeadCommit(t, tbl, stale, "t", 1, mapping.Interval{Low: 0, High: 2}, 1)
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3", "t/1/1")
+	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
+		t.Errorf("reconcile did %+v, want nothing", res)
+	}
 }

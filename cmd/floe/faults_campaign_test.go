@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -54,6 +55,7 @@ func TestFaultCampaign(t *testing.T) {
 		{"storage", storageScenario},
 		{"catalog", catalogScenario},
 		{"foreign", foreignScenario},
+		{"deadletters", deadLettersScenario},
 	}
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) { cv.add(s.run(t)) })
@@ -514,4 +516,110 @@ func networkScenario(t *testing.T) verdict {
 	v := c.settle(started, nil)
 	v.faults += fmt.Sprintf(" (the cut member: fenced %d, lost its partitions %d times)", cut.fenced.Load(), cut.lost.Load())
 	return v
+}
+
+// deadLettersScenario: a typed (JSON) table fed a malformed record every
+// 37th, so that most commits have dead letters; three members that compact
+// the table and its dead-letter table every few seconds; a member killed
+// (SIGKILL) before and after the rest, possibly between a commit and
+// adding its dead letters; floe maintain beside them (compacting, expiring
+// and cleaning up the dead-letter table too); main rolled back a few
+// commits while they sink, floe maintain removing those commits' dead
+// letters, then the rollback undone, floe maintain adding them again. The
+// audit must find every offset once: a row of the table or a dead letter
+// matching its record.
+func deadLettersScenario(t *testing.T) verdict {
+	started := time.Now()
+	cat, args := localCatalog(t)
+	c := newCampaign(t, "dead letters: SIGKILL, compaction, maintain, rollback and its undo", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
+	c.malformed = 37
+	c.produce(10, 50*time.Millisecond)
+	typed := []string{"--value", "json", "--compact-interval", "3s"}
+	for range 3 {
+		c.start(400*time.Millisecond, typed...)
+	}
+	c.allCommitting()
+	maintain := func(extra ...string) {
+		t.Helper()
+		argv := append(append([]string{"maintain", "--table", c.table}, extra...), c.catalogArgs...)
+		if code, out, errs := floe(t, argv...); code != 0 {
+			t.Fatalf("floe maintain %v: exit %d\n%s\n%s", extra, code, out, errs)
+		}
+		c.fault("floe maintain " + strings.Join(extra, " "))
+	}
+	killOne := func() {
+		t.Helper()
+		victim := pick(c.live())
+		c.kill(victim)
+		c.restarts++
+		c.fault("SIGKILL " + victim.name)
+		next := c.start(400*time.Millisecond, typed...)
+		c.committedAfter(next, 0, 90*time.Second)
+	}
+	advance := func() {
+		t.Helper()
+		for _, m := range c.live() {
+			c.committedAfter(m, m.commits.Load(), 90*time.Second)
+		}
+	}
+	killOne()
+	maintain("--compact", "--retain-last", "10", "--expire-older-than", "0s")
+	advance()
+	head, back := c.rollback(4)
+	c.fault(fmt.Sprintf("main rolled back %d snapshots", back))
+	advance()
+	maintain()
+	c.setMain(head)
+	c.fault("rollback undone")
+	advance()
+	maintain("--compact", "--retain-last", "10", "--expire-older-than", "0s", "--remove-orphans", "--orphan-min-age", "1m")
+	killOne()
+	return c.settle(started, nil)
+}
+
+// rollback points main at its n-th ancestor (or its oldest one there is),
+// as an operator's rollback does, and returns the head it replaced and how
+// far back it went.
+func (c *campaign) rollback(n int) (head int64, back int) {
+	c.t.Helper()
+	tbl := c.openTable()
+	h := tbl.Head()
+	target := h
+	for back < n && target.ParentSnapshotID != nil {
+		parent := tbl.Iceberg().Metadata().SnapshotByID(*target.ParentSnapshotID)
+		if parent == nil {
+			break
+		}
+		target, back = parent, back+1
+	}
+	c.setMain(target.SnapshotID)
+	return h.SnapshotID, back
+}
+
+// setMain points the table's main branch at snapshot id.
+func (c *campaign) setMain(id int64) {
+	c.t.Helper()
+	tbl := c.openTable()
+	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
+	if _, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), nil, upd); err != nil {
+		c.t.Fatalf("set main of %s to snapshot %d: %v", c.table, id, err)
+	}
+}
+
+// openTable opens the campaign's table.
+func (c *campaign) openTable() *snapshot.Table {
+	c.t.Helper()
+	cat, err := catalog.Open(c.t.Context(), c.cat)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ident, err := catalog.ParseIdent(c.table)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	tbl, err := snapshot.Open(c.t.Context(), cat, ident, snapshot.OpenOptions{})
+	if err != nil {
+		c.t.Fatalf("open %s: %v", c.table, err)
+	}
+	return tbl
 }

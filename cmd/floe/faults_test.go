@@ -214,6 +214,10 @@ type campaign struct {
 	// network namespace).
 	wrap func(argv []string) []string
 
+	// malformed, when positive, makes every malformed-th record produced
+	// not JSON: a typed table's dead letter.
+	malformed int
+
 	members  []*member
 	restarts int
 	faults   []string
@@ -251,8 +255,11 @@ func (c *campaign) produce(perRound int, pause time.Duration) {
 			recs := make([]*kgo.Record, 0, perRound*int(c.partitions))
 			for p := range c.partitions {
 				for i := range perRound {
-					recs = append(recs, &kgo.Record{Topic: c.topic, Partition: p, Key: fmt.Appendf(nil, "k%d", i),
-						Value: fmt.Appendf(nil, `{"round":%d,"p":%d,"i":%d}`, round, p, i)})
+					value := fmt.Appendf(nil, `{"round":%d,"p":%d,"i":%d}`, round, p, i)
+					if c.malformed > 0 && (round*perRound+i)%c.malformed == 0 {
+						value = fmt.Appendf(nil, `{"round":%d,"p":%d,"i":`, round, p)
+					}
+					recs = append(recs, &kgo.Record{Topic: c.topic, Partition: p, Key: fmt.Appendf(nil, "k%d", i), Value: value})
 				}
 			}
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -456,7 +463,8 @@ type verdict struct {
 // offsets, interrupts the members (each commits and exits 0), and runs
 // floe audit --deep --verify-content against the broker: the table must be
 // complete (or, with foreign, hold only findings about the foreign
-// writer's files) and hold one row per produced record.
+// writer's files) and hold one row per produced record, or, for a typed
+// table, one row or one dead letter (verified against its record).
 func (c *campaign) settle(started time.Time, foreign func(auditFinding) bool) verdict {
 	c.t.Helper()
 	c.stopProducing()
@@ -497,14 +505,18 @@ func (c *campaign) settle(started time.Time, foreign func(auditFinding) bool) ve
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		c.t.Fatalf("%s: floe audit exit %d, no JSON report (%v):\n%s\n%s", c.name, code, err, out, errs)
 	}
-	var records, rows int64
+	var records, rows, dead, deadVerified int64
 	for _, p := range rep.Partitions {
 		if p.Topic != c.topic {
 			continue
 		}
 		records += p.Records
+		dead += p.DeadLetters
 		if p.Rows != nil {
 			rows += *p.Rows
+		}
+		if p.Content != nil {
+			deadVerified += p.Content.DeadLetters
 		}
 	}
 	v := verdict{scenario: c.name, faults: strings.Join(c.faults, "; "), restarts: int64(c.restarts), rows: rows,
@@ -532,9 +544,10 @@ func (c *campaign) settle(started time.Time, foreign func(auditFinding) bool) ve
 	case len(rep.Findings) > 0:
 		v.verdict = fmt.Sprintf("floe's ranges complete; %d findings, all on the foreign files", len(rep.Findings))
 	}
-	if records != produced || rows != produced {
+	if records+dead != produced || rows != records || deadVerified != dead {
 		v.verdict = "MISCOUNT"
-		c.t.Errorf("%s: the ledger holds %d records and the table %d rows of %s; the broker holds %d", c.name, records, rows, c.topic, produced)
+		c.t.Errorf("%s: the ledger holds %d records and %d dead letters, the table %d rows of %s, and %d dead letters matched their record; the broker holds %d",
+			c.name, records, dead, rows, c.topic, deadVerified, produced)
 	}
 	return v
 }
@@ -543,9 +556,13 @@ func (c *campaign) settle(started time.Time, foreign func(auditFinding) bool) ve
 type auditReport struct {
 	Complete   bool `json:"complete"`
 	Partitions []struct {
-		Topic   string `json:"topic"`
-		Records int64  `json:"records"`
-		Rows    *int64 `json:"rows"`
+		Topic       string `json:"topic"`
+		Records     int64  `json:"records"`
+		DeadLetters int64  `json:"dead_letters"`
+		Rows        *int64 `json:"rows"`
+		Content     *struct {
+			DeadLetters int64 `json:"dead_letters"`
+		} `json:"content"`
 	} `json:"partitions"`
 	Findings []auditFinding `json:"findings"`
 }

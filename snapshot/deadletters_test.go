@@ -478,8 +478,8 @@ func TestDeadLettersAddUnknownOutcome(t *testing.T) {
 }
 
 // liveWriterFirst is a catalog whose commits let a live writer commit
-// first (before), as a sink that commits with dead letters more often
-// than a reconcile attempt takes does.
+// first (before), as sinks that commit with dead letters more often than
+// a reconcile attempt takes do.
 type liveWriterFirst struct {
 	icecat.Catalog
 	before func()
@@ -498,23 +498,27 @@ func (c liveWriterFirst) CommitTable(ctx context.Context, ident table.Identifier
 	return c.Catalog.CommitTable(ctx, ident, reqs, upds)
 }
 
-// TestReconcileDeadLettersBesideLiveWriter: floe maintain reconciles a
+// TestReconcileDeadLettersBesideLiveWriters: floe maintain reconciles a
 // dead-letter table while live sinks commit with dead letters; a stopped
 // writer left one commit's dead letters pending. Before each of the
-// reconcile's commits a live writer commits a range with a dead letter
-// and adds it, so the dead-letter table's head has moved, by an append
-// of another commit's rows, since the reconcile read it (the fault
-// campaign's deadletters scenario: three members flushing every 400 ms
-// beside floe maintain, whose reconcile gave up after 10 attempts every
-// run). Reconciling must add the pending dead letters and return; an
-// append of other commits' dead letters changes nothing it decided.
-func TestReconcileDeadLettersBesideLiveWriter(t *testing.T) {
+// reconcile's first 15 commits a live writer commits a range with a dead
+// letter and adds it, so that the dead-letter table's head has moved
+// since the reconcile read it (the fault campaign's deadletters scenario:
+// three members flushing every 400 ms beside floe maintain, whose
+// reconcile lost 10 races in a row and gave up, exit 2, in each of its
+// first two runs). A writer adding its own dead letters outlasts 30 lost
+// races; reconciling must outlast as many, add the pending dead letters
+// and return.
+func TestReconcileDeadLettersBesideLiveWriters(t *testing.T) {
 	cat, tbl, dlq := deadLetterTables(t)
 	pendingCommit(t, cat, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
 	writer := openTestTable(t, cat, tbl.Name(), snapshot.OpenOptions{})
 	want := []string{"t/0/1"}
 	var next int64
 	live := liveWriterFirst{Catalog: cat, before: func() {
+		if next == 2*15 {
+			return
+		}
 		mustDeadCommit(t, writer, dlq, "t", 1, mapping.Interval{Low: next, High: next + 2}, next+1)
 		want = append(want, fmt.Sprintf("t/1/%d", next+1))
 		next += 2
@@ -525,7 +529,7 @@ func TestReconcileDeadLettersBesideLiveWriter(t *testing.T) {
 	}
 	res, err := tbl.ReconcileDeadLetters(t.Context(), raced, floetest.QuietLogger())
 	if err != nil {
-		t.Fatalf("reconcile beside a live writer (%d of its commits meanwhile): %v", next/2, err)
+		t.Fatalf("reconcile beside live writers (%d of their commits meanwhile): %v", next/2, err)
 	}
 	if res.Added != 1 {
 		t.Errorf("reconcile did %+v, want the pending commit added", res)

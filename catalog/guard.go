@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -125,11 +126,33 @@ func (g *guardedCatalog) CreateTable(ctx context.Context, ident table.Identifier
 			return nil, fmt.Errorf("table location of %s: %w", strings.Join(ident, "."), err)
 		}
 		if err := g.checkLocationFree(ctx, strings.Join(ident, "."), loc); err != nil {
+			if g.registeredMeanwhile(ctx, ident) {
+				return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), icecat.ErrTableAlreadyExists)
+			}
 			return nil, err
 		}
 	}
 	tbl, err := g.Catalog.CreateTable(ctx, ident, sc, opts...)
 	return g.own(tbl), g.explain(ctx, err)
+}
+
+// registeredMeanwhile reports whether table ident appears in the catalog
+// within a couple of seconds. A creator writes the table's first metadata
+// file and then registers it: metadata found at a location whose table
+// the catalog does not have may be a concurrent creator's (the members of
+// one sink group start together), not another catalog's.
+func (g *guardedCatalog) registeredMeanwhile(ctx context.Context, ident table.Identifier) bool {
+	for range 40 {
+		if _, err := g.Catalog.LoadTable(ctx, ident); err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 // checkLocationFree fails with ErrOwnedByAnotherCatalog when loc/metadata

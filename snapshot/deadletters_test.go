@@ -457,3 +457,63 @@ func TestDeadLettersRollbackOverCompacted(t *testing.T) {
 	}
 	wantDeadLetters(t, dlq, "t/0/1")
 }
+
+// liveWriterFirst is a catalog whose commits let a live writer commit
+// first (before), as sinks that commit with dead letters more often than
+// a reconcile attempt takes do.
+type liveWriterFirst struct {
+	icecat.Catalog
+	before func()
+}
+
+func (c liveWriterFirst) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c liveWriterFirst) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upds []table.Update) (table.Metadata, string, error) {
+	c.before()
+	return c.Catalog.CommitTable(ctx, ident, reqs, upds)
+}
+
+// TestReconcileDeadLettersBesideLiveWriters: floe maintain reconciles a
+// dead-letter table while live sinks commit with dead letters; a stopped
+// writer left one commit's dead letters pending. Before each of the
+// reconcile's first 15 commits a live writer commits a range with a dead
+// letter and adds it, so that the dead-letter table's head has moved
+// since the reconcile read it (the fault campaign's deadletters scenario:
+// three members flushing every 400 ms beside floe maintain, whose
+// reconcile lost 10 races in a row and gave up, exit 2, in each of its
+// first two runs). A writer adding its own dead letters outlasts 30 lost
+// races; reconciling must outlast as many, add the pending dead letters
+// and return.
+func TestReconcileDeadLettersBesideLiveWriters(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	pendingCommit(t, cat, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	writer := openTestTable(t, cat, tbl.Name(), snapshot.OpenOptions{})
+	want := []string{"t/0/1"}
+	var next int64
+	live := liveWriterFirst{Catalog: cat, before: func() {
+		if next == 2*15 {
+			return
+		}
+		mustDeadCommit(t, writer, dlq, "t", 1, mapping.Interval{Low: next, High: next + 2}, next+1)
+		want = append(want, fmt.Sprintf("t/1/%d", next+1))
+		next += 2
+	}}
+	raced, err := snapshot.OpenDeadLetters(t.Context(), live, dlq.Identifier(), tbl.Name(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tbl.ReconcileDeadLetters(t.Context(), raced, floetest.QuietLogger())
+	if err != nil {
+		t.Fatalf("reconcile beside live writers (%d of their commits meanwhile): %v", next/2, err)
+	}
+	if res.Added != 1 {
+		t.Errorf("reconcile did %+v, want the pending commit added", res)
+	}
+	wantDeadLetters(t, dlq, want...)
+}

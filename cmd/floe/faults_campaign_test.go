@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -27,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -518,51 +520,60 @@ func networkScenario(t *testing.T) verdict {
 	return v
 }
 
-// deadLettersScenario: a typed (JSON) table fed a malformed record every
-// 37th, so that most commits have dead letters; three members that compact
-// the table and its dead-letter table every few seconds; a member killed
-// (SIGKILL) before and after the rest, possibly between a commit and
-// adding its dead letters; floe maintain beside them (compacting, expiring
-// and cleaning up the dead-letter table too); main rolled back a few
-// commits while they sink, floe maintain removing those commits' dead
-// letters, then the rollback undone, floe maintain adding them again. The
-// audit must find every offset once: a row of the table or a dead letter
-// matching its record.
+// deadLettersScenario: a typed (JSON) table fed a malformed record at every
+// 37th offset of each partition, so that most commits have dead letters;
+// three members that compact the table and its dead-letter table every 3 s
+// (--compact-interval); one or two members at a time SIGKILLed at random
+// moments (between a commit and adding its dead letters, or mid-compaction,
+// as it falls) and replaced; floe maintain of the table and of its
+// dead-letter table beside them (compacting, expiring, deleting orphans);
+// main rolled back past commits with dead letters while they sink, floe
+// maintain removing those commits' dead letters, the dead-letter table's
+// snapshots expired and its orphans deleted, then the rollback undone and
+// floe maintain adding them again from their files. Besides floe audit
+// --deep --verify-content, the scenario reads the table and its dead-letter
+// table itself (CheckWithDeadLetters): every offset the broker holds once,
+// as a row or as a dead letter, the dead letters exactly the malformed
+// records, each stamped with the commit whose range holds it.
 func deadLettersScenario(t *testing.T) verdict {
 	started := time.Now()
 	cat, args := localCatalog(t)
 	c := newCampaign(t, "dead letters: SIGKILL, compaction, maintain, rollback and its undo", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
 	c.malformed = 37
+	dlq := c.table + "_dlq"
 	c.produce(10, 50*time.Millisecond)
 	typed := []string{"--value", "json", "--compact-interval", "3s"}
 	for range 3 {
 		c.start(400*time.Millisecond, typed...)
 	}
 	c.allCommitting()
-	maintain := func(extra ...string) {
+
+	var maintains, compactConflicts, kills int
+	var reconciled snapshot.Reconciled
+	maintain := func(name string, extra ...string) {
 		t.Helper()
-		argv := append(append([]string{"maintain", "--table", c.table}, extra...), c.catalogArgs...)
-		// A compaction that a member's own one beat gives up and says to
-		// run it again, as an operator's cron would.
+		argv := append(append([]string{"maintain", "--table", name, "--json"}, extra...), c.catalogArgs...)
 		for attempt := 1; ; attempt++ {
 			code, out, errs := floe(t, argv...)
-			if code == 0 {
-				break
+			// --compact gives up when a member's scheduled compaction
+			// replaced a file it merges, commits nothing and says to run
+			// it again (snapshot.CompactConflictError).
+			if code == 2 && attempt < 5 && strings.Contains(errs, "gave up, nothing was committed") {
+				compactConflicts++
+				continue
 			}
-			if attempt == 5 || !strings.Contains(errs, "run it again") {
-				t.Fatalf("floe maintain %v: exit %d\n%s\n%s", extra, code, out, errs)
+			if code != 0 {
+				t.Fatalf("floe maintain --table %s %v: exit %d\n%s\n%s", name, extra, code, out, errs)
 			}
+			var rep maintainReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("floe maintain --json: %v\n%s", err, out)
+			}
+			reconciled.Added += rep.DeadLetters.Added
+			reconciled.Removed += rep.DeadLetters.Removed
+			break
 		}
-		c.fault("floe maintain " + strings.Join(extra, " "))
-	}
-	killOne := func() {
-		t.Helper()
-		victim := pick(c.live())
-		c.kill(victim)
-		c.restarts++
-		c.fault("SIGKILL " + victim.name)
-		next := c.start(400*time.Millisecond, typed...)
-		c.committedAfter(next, 0, 90*time.Second)
+		maintains++
 	}
 	advance := func() {
 		t.Helper()
@@ -570,54 +581,211 @@ func deadLettersScenario(t *testing.T) verdict {
 			c.committedAfter(m, m.commits.Load(), 90*time.Second)
 		}
 	}
-	killOne()
-	maintain("--compact", "--retain-last", "10", "--expire-older-than", "0s")
-	advance()
-	head, back := c.rollback(4)
-	c.fault(fmt.Sprintf("main rolled back %d snapshots", back))
-	advance()
-	maintain()
-	c.setMain(head)
-	c.fault("rollback undone")
-	advance()
-	maintain("--compact", "--retain-last", "10", "--expire-older-than", "0s", "--remove-orphans", "--orphan-min-age", "1m")
-	killOne()
-	return c.settle(started, nil)
-}
-
-// rollback points main at its n-th ancestor (or its oldest one there is),
-// as an operator's rollback does, and returns the head it replaced and how
-// far back it went.
-func (c *campaign) rollback(n int) (head int64, back int) {
-	c.t.Helper()
-	tbl := c.openTable()
-	h := tbl.Head()
-	target := h
-	for back < n && target.ParentSnapshotID != nil {
-		parent := tbl.Iceberg().Metadata().SnapshotByID(*target.ParentSnapshotID)
-		if parent == nil {
-			break
+	// killSome SIGKILLs n members at a random moment of their flush and
+	// commit cycle and starts as many new ones.
+	killSome := func(n int) {
+		t.Helper()
+		time.Sleep(time.Duration(rand.IntN(2000)) * time.Millisecond)
+		live := c.live()
+		rand.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+		for _, victim := range live[:n] {
+			c.kill(victim)
+			c.restarts++
+			kills++
+			c.fault("SIGKILL " + victim.name)
 		}
-		target, back = parent, back+1
+		for range n {
+			next := c.start(400*time.Millisecond, typed...)
+			c.committedAfter(next, 0, 90*time.Second)
+		}
 	}
-	c.setMain(target.SnapshotID)
-	return h.SnapshotID, back
+	expire := []string{"--retain-last", "10", "--expire-older-than", "0s"}
+	// Orphans younger than 10 s may be a member's files about to be
+	// committed (it flushes every 400 ms); older ones are fair game.
+	orphans := []string{"--remove-orphans", "--orphan-min-age", "10s"}
+
+	killSome(1)
+	maintain(c.table, append([]string{"--compact"}, expire...)...)
+	maintain(dlq, append([]string{"--compact"}, expire...)...)
+	killSome(2)
+	advance()
+
+	rb := c.rollbackPastDeadLetters(2)
+	rolledBack := time.Now()
+	rollbackNote := fmt.Sprintf("main rolled back %d snapshots (%d commits with %d dead letters) and set back", rb.snapshots, len(rb.deadLetters), sumValues(rb.deadLetters))
+	c.fault(rollbackNote)
+	advance()
+	maintain(c.table)
+	for id, n := range c.deadLetterCommits(dlq) {
+		if _, gone := rb.deadLetters[id]; gone {
+			t.Fatalf("after the rollback and floe maintain, %s still holds %d dead letters of rolled-back commit %s", dlq, n, id)
+		}
+	}
+	// The rolled-back commits' dead-letter files are now in no snapshot
+	// of the dead-letter table that expiry keeps, and old enough to be
+	// orphans: only the data table's snapshots that name them keep them.
+	time.Sleep(time.Until(rolledBack.Add(12 * time.Second)))
+	maintain(dlq, append([]string{"--expire-older-than", "0s", "--retain-last", "1"}, orphans...)...)
+	c.setMain(rb.head)
+	advance()
+	maintain(c.table)
+	held := c.deadLetterCommits(dlq)
+	for id, n := range rb.deadLetters {
+		if held[id] != n {
+			t.Fatalf("after the rollback's undo and floe maintain, %s holds %d dead letters of commit %s, want %d", dlq, held[id], id, n)
+		}
+	}
+	for range faultCount(1, 4) {
+		killSome(1 + rand.IntN(2))
+		maintain(c.table, append(append([]string{"--compact"}, expire...), orphans...)...)
+	}
+	maintain(dlq, append(append([]string{"--compact"}, expire...), orphans...)...)
+
+	v := c.settle(started, nil)
+	rows, dead := c.checkDeadLetters()
+	var compactions, dlqCompactions int64
+	for _, m := range c.members {
+		compactions += m.compactions.Load()
+		dlqCompactions += m.dlqCompactions.Load()
+	}
+	v.faults = fmt.Sprintf("%d SIGKILLs; scheduled compactions: %d of the table, %d of its DLQ; %d floe maintain runs (%d --compact runs again after losing to a scheduled one; dead letters of %d commits added, of %d removed); %s; %d rows, %d dead letters",
+		kills, compactions, dlqCompactions, maintains, compactConflicts, reconciled.Added, reconciled.Removed, rollbackNote, rows, dead)
+	return v
 }
 
-// setMain points the table's main branch at snapshot id, trying again
-// when a member's commit got in first.
+// rolledBack is what rollbackPastDeadLetters did.
+type rolledBack struct {
+	// head is the snapshot main was at, snapshots how many it went back.
+	head      int64
+	snapshots int
+	// deadLetters counts the dead letters of each rolled-back commit
+	// that had some, by commit id.
+	deadLetters map[string]int64
+}
+
+// rollbackPastDeadLetters points main at the newest ancestor of its head
+// that is older than at least n floe commits with dead letters, as an
+// operator's rollback does; it asserts the head it walked from, so that
+// a member's commit in between makes it walk again.
+func (c *campaign) rollbackPastDeadLetters(n int) rolledBack {
+	c.t.Helper()
+	for attempt := 1; attempt <= 20; attempt++ {
+		tbl := c.openTable()
+		h := tbl.Head()
+		rb := rolledBack{head: h.SnapshotID, deadLetters: map[string]int64{}}
+		target := h
+		for len(rb.deadLetters) < n {
+			if target.ParentSnapshotID == nil {
+				c.t.Fatalf("rollback: main has fewer than %d commits with dead letters", n)
+			}
+			if mapping.IsFloeCommit(target.Summary.Properties) {
+				cm, err := mapping.DecodeCommit(target.SnapshotID, time.UnixMilli(target.TimestampMs), target.Summary.Properties)
+				if err != nil {
+					c.t.Fatalf("rollback: decode the ledger entry of snapshot %d: %v", target.SnapshotID, err)
+				}
+				for _, r := range cm.Ranges {
+					if r.DeadLetters > 0 {
+						rb.deadLetters[cm.ID] += r.DeadLetters
+					}
+				}
+			}
+			target = tbl.Iceberg().Metadata().SnapshotByID(*target.ParentSnapshotID)
+			rb.snapshots++
+		}
+		upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, target.SnapshotID, table.BranchRef, -1, -1, -1)}
+		req := []table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &h.SnapshotID)}
+		_, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), req, upd)
+		if err == nil {
+			return rb
+		}
+		// A lost race: iceberg-go's SQL catalog reports a moved branch
+		// head as a plain "requirement failed".
+		if !errors.Is(err, table.ErrCommitFailed) && !strings.Contains(err.Error(), "requirement failed") {
+			c.t.Fatalf("roll main of %s back to snapshot %d: %v", c.table, target.SnapshotID, err)
+		}
+	}
+	c.t.Fatalf("rollback of %s: 20 attempts lost to the members' commits", c.table)
+	return rolledBack{}
+}
+
+func sumValues(m map[string]int64) (n int64) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// deadLetterCommits counts the rows of dead-letter table name by their
+// floe_commit_id, read with an Iceberg scan of its head.
+func (c *campaign) deadLetterCommits(name string) map[string]int64 {
+	c.t.Helper()
+	out := map[string]int64{}
+	for _, r := range floetest.Rows(c.t, openTable(c.t, c.cat, name)) {
+		out[r.Columns[mapping.ColCommitID]]++
+	}
+	return out
+}
+
+// checkDeadLetters reads the settled table and its dead-letter table with
+// Iceberg scans: every offset below the broker's end offsets is one row or
+// one dead letter (floetest.CheckWithDeadLetters, which also matches every
+// range's counts); the dead letters are exactly the malformed records (not
+// JSON; with every round produced whole, those at offsets that are
+// multiples of c.malformed); each carries the id of the ledger commit
+// whose range with dead letters holds it. It returns the rows and dead
+// letters counted.
+func (c *campaign) checkDeadLetters() (rows, dead int) {
+	c.t.Helper()
+	tbl := openTable(c.t, c.cat, c.table)
+	want := map[mapping.TopicPartition]int64{}
+	var malformed int
+	for p, end := range c.ends() {
+		want[mapping.TopicPartition{Topic: c.topic, Partition: p}] = end
+		malformed += int((end + int64(c.malformed) - 1) / int64(c.malformed))
+	}
+	rs, ds := floetest.CheckWithDeadLetters(c.t, tbl, openTable(c.t, c.cat, c.table+"_dlq"), want)
+	perPartition := map[mapping.TopicPartition]int64{}
+	for _, r := range append(slices.Clone(rs), ds...) {
+		perPartition[r.TP]++
+	}
+	for tp, end := range want {
+		if perPartition[tp] != end {
+			c.t.Errorf("%s: %d rows and dead letters, want one per offset of [0, %d)", tp, perPartition[tp], end)
+		}
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	byID := map[string]mapping.Commit{}
+	for _, cm := range l.Commits {
+		byID[cm.ID] = cm
+	}
+	for _, d := range ds {
+		if json.Valid([]byte(d.Value)) || (c.produceErrs.Load() == 0 && d.Offset%int64(c.malformed) != 0) {
+			c.t.Errorf("dead letter %s@%d is a well-formed record: %q", d.TP, d.Offset, d.Value)
+		}
+		cm, ok := byID[d.Columns[mapping.ColCommitID]]
+		if !ok || !slices.ContainsFunc(cm.Ranges, func(r mapping.Range) bool {
+			return r.TopicPartition == d.TP && r.DeadLetters > 0 && r.Contains(d.Offset)
+		}) {
+			c.t.Errorf("dead letter %s@%d names commit %q, whose ranges with dead letters do not hold it", d.TP, d.Offset, d.Columns[mapping.ColCommitID])
+		}
+	}
+	if c.produceErrs.Load() == 0 && len(ds) != malformed {
+		c.t.Errorf("%d dead letters, want the %d malformed records produced", len(ds), malformed)
+	}
+	return len(rs), len(ds)
+}
+
+// setMain points the table's main branch at snapshot id.
 func (c *campaign) setMain(id int64) {
 	c.t.Helper()
+	tbl := c.openTable()
 	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
-	var err error
-	for range 50 {
-		tbl := c.openTable()
-		if _, _, err = tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), nil, upd); err == nil {
-			return
-		}
-		time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+	if _, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), nil, upd); err != nil {
+		c.t.Fatalf("set main of %s to snapshot %d: %v", c.table, id, err)
 	}
-	c.t.Fatalf("set main of %s to snapshot %d: %v", c.table, id, err)
 }
 
 // openTable opens the campaign's table.

@@ -122,6 +122,9 @@ type member struct {
 
 	commits, fenced, commitRetries, sessionRetries atomic.Int64
 	assigned, givenUp, lost, revokeDropped         atomic.Int64
+	// compactions and dlqCompactions count its scheduled compactions
+	// that committed, of the table and of a dead-letter table.
+	compactions, dlqCompactions atomic.Int64
 	// owned is the partitions the group gave it and it has not given up.
 	owned atomic.Int64
 
@@ -132,6 +135,7 @@ type member struct {
 // logLine is what the campaign reads of a member's JSON log lines.
 type logLine struct {
 	Msg     string `json:"msg"`
+	Table   string `json:"table"`
 	Lost    string `json:"lost"`
 	Revoked string `json:"revoked"`
 	// Positions is "map[P:OFFSET ...]" for an assignment.
@@ -171,6 +175,10 @@ func (m *member) count(line string) {
 		m.owned.Add(-listed(l.Lost) - listed(l.Revoked))
 	case strings.HasPrefix(l.Msg, "the commit of revoked partitions did not finish"):
 		m.revokeDropped.Add(1)
+	case l.Msg == "scheduled compaction" && strings.HasSuffix(l.Table, "_dlq"):
+		m.dlqCompactions.Add(1)
+	case l.Msg == "scheduled compaction":
+		m.compactions.Add(1)
 	}
 }
 

@@ -439,6 +439,11 @@ func TestLocalstackUpSecure(t *testing.T) {
 	if !strings.Contains(usage.String(), wantFlags) {
 		t.Errorf("usage lacks %q:\n%s", wantFlags, usage.String())
 	}
+	// kcat (librdkafka) cannot log in to kfake's SASL (it needs handshake
+	// v0): the usage says so instead of printing a plaintext kcat command.
+	if plain := "kcat -b " + l.Brokers[0] + " -t orders -P -K:"; strings.Contains(usage.String(), plain) || !strings.Contains(usage.String(), "SASL handshake v0") {
+		t.Errorf("usage of the secured stack offers a plaintext kcat command, or does not say why kcat cannot log in:\n%s", usage.String())
+	}
 	admin := []kgo.Opt{kgo.DialTLSConfig(caTLS(t, l.Certs.CAFile)), kgo.SASL(scram.Auth{User: localstack.SecureUser, Pass: l.Password}.AsSha512Mechanism())}
 	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 2, nil, admin...); err != nil {
 		t.Fatal(err)
@@ -466,6 +471,53 @@ func TestLocalstackUpSecure(t *testing.T) {
 	props := filepath.Join(dir, "tls", "client.properties")
 	mustFloe(t, "sink", "--kafka-config", props, "--brokers", l.Brokers[0], "--catalog", l.CatalogPath(), "--warehouse", l.Warehouse(),
 		"--s3-endpoint", l.S3.Endpoint, "--s3-access-key-id", localstack.AccessKeyID, "--s3-secret-access-key", localstack.SecretAccessKey, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
+}
+
+// TestLocalstackUpSecureAfterPlain follows the README's walkthrough into
+// docs/secured-kafka.md on one folder: a plain 'floe localstack up' sinks a
+// topic, the stack is restarted with --secure on the same folder, and the
+// printed config file's sink resumes over TLS and SCRAM. The broker's
+// persisted user list, empty from the plain run, used to replace the
+// secured stack's user, so every login failed ("authentication as
+// SCRAM-SHA-512 user floe failed").
+func TestLocalstackUpSecureAfterPlain(t *testing.T) {
+	dir := t.TempDir()
+	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)}
+	l, err := localstack.Up(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int32]int64{}
+	produceRound(t, l.Brokers, "orders", 2, 30, count)
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "floe.yaml")
+	mustFloe(t, "sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	l.Close()
+
+	opts.Secure = true
+	if l, err = localstack.Up(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	admin := []kgo.Opt{kgo.DialTLSConfig(caTLS(t, l.Certs.CAFile)), kgo.SASL(scram.Auth{User: localstack.SecureUser, Pass: l.Password}.AsSha512Mechanism())}
+	sc := &secureCluster{brokers: l.Brokers, certs: l.Certs, admin: admin}
+	code, out, errs := floe(t, "sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	if code != exitOK || !strings.Contains(out, "0 rows") {
+		t.Fatalf("sink through the secured stack's floe.yaml, on the plain stack's folder: exit %d\n%s%s", code, out, errorLine(errs))
+	}
+	count = sc.produce(t, "orders", 2, 5, count)
+	if out := mustFloe(t, "sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end"); !strings.Contains(out, "10 rows") {
+		t.Errorf("the secured sink should add exactly the 10 new records, got:\n%s", out)
+	}
 	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
 }
 

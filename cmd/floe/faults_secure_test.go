@@ -21,11 +21,13 @@ import (
 // the audit connect as a user holding exactly the ACLs of group mode in
 // docs/secured-kafka.md, with the --kafka-* flags and the password in
 // FLOE_KAFKA_SASL_PASSWORD, at debug log level. Each dropped connection
-// and restart makes the members handshake and authenticate again; no
-// password may appear in any member's log or in the audit's output.
+// and restart makes the members handshake and authenticate again, and the
+// broker's sessions last 3 s, so that every connection re-authenticates
+// (KIP-368) among the faults; no password may appear in any member's log
+// or in the audit's output.
 func brokerSASLSSLScenario(t *testing.T) verdict {
 	t.Setenv("FLOE_KAFKA_SASL_PASSWORD", floePass)
-	return brokerFaults(t, "broker over SASL_SSL (TLS, SCRAM-SHA-512, least-privilege ACLs): injected errors and delays, restart", startSecureFaultBroker)
+	return brokerFaults(t, "broker over SASL_SSL (TLS, SCRAM-SHA-512, least-privilege ACLs, 3 s sessions): injected errors and delays, restart", startSecureFaultBroker)
 }
 
 // startSecureFaultBroker starts a fault broker serving TLS with a
@@ -60,6 +62,9 @@ func startSecureFaultBroker(t *testing.T, host string, control func(*kfake.Clust
 	t.Cleanup(func() { t.Logf("floe authenticated %d times", auths.Load()) })
 	b := &faultBroker{t: t, dir: t.TempDir(), host: host, control: counted,
 		opts: []kfake.Opt{kfake.TLS(tc), kfake.EnableSASL(), kfake.EnableACLs(),
+			// Sessions of 3 s: every connection re-authenticates (KIP-368)
+			// while requests fail, drop and stall around it.
+			kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "3000"}),
 			kfake.Superuser("SCRAM-SHA-512", adminUser, adminPass),
 			kfake.User("SCRAM-SHA-512", floeUser, floePass, leastPrivilege("events", "floe-campaign")...)},
 		clientOpts: []kgo.Opt{kgo.DialTLSConfig(caTLS(t, certs.CAFile)),

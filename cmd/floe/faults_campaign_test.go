@@ -522,8 +522,9 @@ func networkScenario(t *testing.T) verdict {
 // 37th, so that most commits have dead letters; three members that compact
 // the table and its dead-letter table every few seconds; a member killed
 // (SIGKILL) before and after the rest, possibly between a commit and
-// adding its dead letters; floe maintain beside them (compacting, expiring
-// and cleaning up the dead-letter table too); main rolled back a few
+// adding its dead letters; floe maintain beside them (reconciling,
+// expiring and cleaning up the dead-letter table too; the members
+// compact); main rolled back a few
 // commits while they sink, floe maintain removing those commits' dead
 // letters, then the rollback undone, floe maintain adding them again. The
 // audit must find every offset once: a row of the table or a dead letter
@@ -542,16 +543,8 @@ func deadLettersScenario(t *testing.T) verdict {
 	maintain := func(extra ...string) {
 		t.Helper()
 		argv := append(append([]string{"maintain", "--table", c.table}, extra...), c.catalogArgs...)
-		// A compaction that a member's own one beat gives up and says to
-		// run it again, as an operator's cron would.
-		for attempt := 1; ; attempt++ {
-			code, out, errs := floe(t, argv...)
-			if code == 0 {
-				break
-			}
-			if attempt == 5 || !strings.Contains(errs, "run it again") {
-				t.Fatalf("floe maintain %v: exit %d\n%s\n%s", extra, code, out, errs)
-			}
+		if code, out, errs := floe(t, argv...); code != 0 {
+			t.Fatalf("floe maintain %v: exit %d\n%s\n%s", extra, code, out, errs)
 		}
 		c.fault("floe maintain " + strings.Join(extra, " "))
 	}
@@ -571,7 +564,7 @@ func deadLettersScenario(t *testing.T) verdict {
 		}
 	}
 	killOne()
-	maintain("--compact", "--retain-last", "10", "--expire-older-than", "0s")
+	maintain("--retain-last", "10", "--expire-older-than", "0s")
 	advance()
 	head, back := c.rollback(4)
 	c.fault(fmt.Sprintf("main rolled back %d snapshots", back))
@@ -580,7 +573,7 @@ func deadLettersScenario(t *testing.T) verdict {
 	c.setMain(head)
 	c.fault("rollback undone")
 	advance()
-	maintain("--compact", "--retain-last", "10", "--expire-older-than", "0s", "--remove-orphans", "--orphan-min-age", "1m")
+	maintain("--retain-last", "10", "--expire-older-than", "0s", "--remove-orphans", "--orphan-min-age", "1m")
 	killOne()
 	return c.settle(started, nil)
 }

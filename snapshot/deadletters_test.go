@@ -24,7 +24,7 @@ import (
 
 // deadLetterTables opens a raw data table NAME and its dead-letter table
 // NAME_dlq in a new catalog.
-func deadLetterTables(t *testing.T) (icecat.Catalog, *snapshot.Table, *snapshot.Table) {
+func deadLetterTables(t testing.TB) (icecat.Catalog, *snapshot.Table, *snapshot.Table) {
 	t.Helper()
 	cat := tempCatalog(t)
 	tbl := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Create: true})

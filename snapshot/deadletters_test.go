@@ -23,7 +23,7 @@ import (
 
 // deadLetterTables opens a raw data table NAME and its dead-letter table
 // NAME_dlq in a new catalog.
-func deadLetterTables(t *testing.T) (icecat.Catalog, *snapshot.Table, *snapshot.Table) {
+func deadLetterTables(t testing.TB) (icecat.Catalog, *snapshot.Table, *snapshot.Table) {
 	t.Helper()
 	cat := tempCatalog(t)
 	tbl := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Create: true})
@@ -251,13 +251,14 @@ func TestDeadLettersUndoRollback(t *testing.T) {
 }
 
 // TestDeadLettersRollbackAfterExpiry (item 5): the dead-letter table's
-// snapshots are expired, then main is rolled back past c2 and the same
-// offsets are committed again: c2's dead letter must be removed, not kept
-// beside its new copy.
+// snapshots are expired (but the last), then main is rolled back past c2
+// and c3 and the same offsets are committed again: c2's dead letter must
+// be removed, not kept beside its new copy.
 func TestDeadLettersRollbackAfterExpiry(t *testing.T) {
 	_, tbl, dlq := deadLetterTables(t)
 	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
 	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5)
 	if _, err := dlq.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
 		t.Fatal(err)
 	}

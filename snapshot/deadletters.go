@@ -509,7 +509,10 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 	if log == nil {
 		log = slog.Default()
 	}
-	const maxAttempts = 10
+	// As many lost races as a writer adding its dead letters outlasts
+	// (addDeadLetters): beside live sinks the dead-letter table's head
+	// moves at each of their flushes.
+	const maxAttempts = 30
 	var lastErr error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 {

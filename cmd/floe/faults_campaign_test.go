@@ -541,7 +541,8 @@ func deadLettersScenario(t *testing.T) verdict {
 	c := newCampaign(t, "dead letters: SIGKILL, compaction, maintain, rollback and its undo", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
 	c.malformed = 37
 	dlq := c.table + "_dlq"
-	c.produce(10, 50*time.Millisecond)
+	// Fewer records under -short: the content audit reads every one.
+	c.produce(faultCount(4, 10), 50*time.Millisecond)
 	typed := []string{"--value", "json", "--compact-interval", "3s"}
 	for range 3 {
 		c.start(400*time.Millisecond, typed...)
@@ -610,7 +611,7 @@ func deadLettersScenario(t *testing.T) verdict {
 	killSome(2)
 	advance()
 
-	rb := c.rollbackPastDeadLetters(2)
+	rb := c.rollbackPastDeadLetters(3)
 	rolledBack := time.Now()
 	rollbackNote := fmt.Sprintf("main rolled back %d snapshots (%d commits with %d dead letters) and set back", rb.snapshots, len(rb.deadLetters), sumValues(rb.deadLetters))
 	c.fault(rollbackNote)

@@ -699,9 +699,7 @@ func (c *campaign) rollbackPastDeadLetters(n int) rolledBack {
 		if err == nil {
 			return rb
 		}
-		// A lost race: iceberg-go's SQL catalog reports a moved branch
-		// head as a plain "requirement failed".
-		if !errors.Is(err, table.ErrCommitFailed) && !strings.Contains(err.Error(), "requirement failed") {
+		if !isLostRace(err) {
 			c.t.Fatalf("roll main of %s back to snapshot %d: %v", c.table, target.SnapshotID, err)
 		}
 	}
@@ -779,14 +777,30 @@ func (c *campaign) checkDeadLetters() (rows, dead int) {
 	return len(rs), len(ds)
 }
 
-// setMain points the table's main branch at snapshot id.
+// setMain points the table's main branch at snapshot id, as an
+// operator's undo of a rollback does, again while the members' commits
+// win the catalog's race.
 func (c *campaign) setMain(id int64) {
 	c.t.Helper()
-	tbl := c.openTable()
 	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
-	if _, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), nil, upd); err != nil {
-		c.t.Fatalf("set main of %s to snapshot %d: %v", c.table, id, err)
+	for attempt := 1; attempt <= 20; attempt++ {
+		tbl := c.openTable()
+		_, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), nil, upd)
+		if err == nil {
+			return
+		}
+		if !isLostRace(err) {
+			c.t.Fatalf("set main of %s to snapshot %d: %v", c.table, id, err)
+		}
 	}
+	c.t.Fatalf("set main of %s to snapshot %d: 20 attempts lost to the members' commits", c.table, id)
+}
+
+// isLostRace reports whether a catalog commit lost a race: iceberg-go's
+// SQL catalog reports a moved branch head as a plain "requirement
+// failed", a moved metadata location as ErrCommitFailed.
+func isLostRace(err error) bool {
+	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
 }
 
 // openTable opens the campaign's table.

@@ -548,7 +548,8 @@ func deadLettersScenario(t *testing.T) verdict {
 	c := newCampaign(t, "dead letters: SIGKILL, compaction, maintain, rollback and its undo", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
 	c.malformed = 37
 	dlq := c.table + "_dlq"
-	c.produce(10, 50*time.Millisecond)
+	// Fewer records under -short: the content audit reads every one.
+	c.produce(faultCount(4, 10), 50*time.Millisecond)
 	typed := []string{"--value", "json", "--compact-interval", "3s"}
 	for range 3 {
 		c.start(400*time.Millisecond, typed...)
@@ -617,7 +618,7 @@ func deadLettersScenario(t *testing.T) verdict {
 	killSome(2)
 	advance()
 
-	rb := c.rollbackPastDeadLetters(2)
+	rb := c.rollbackPastDeadLetters(3)
 	rolledBack := time.Now()
 	rollbackNote := fmt.Sprintf("main rolled back %d snapshots (%d commits with %d dead letters) and set back", rb.snapshots, len(rb.deadLetters), sumValues(rb.deadLetters))
 	c.fault(rollbackNote)
@@ -705,9 +706,7 @@ func (c *campaign) rollbackPastDeadLetters(n int) rolledBack {
 		if err == nil {
 			return rb
 		}
-		// A lost race: iceberg-go's SQL catalog reports a moved branch
-		// head as a plain "requirement failed".
-		if !errors.Is(err, table.ErrCommitFailed) && !strings.Contains(err.Error(), "requirement failed") {
+		if !isLostRace(err) {
 			c.t.Fatalf("roll main of %s back to snapshot %d: %v", c.table, target.SnapshotID, err)
 		}
 	}
@@ -785,14 +784,30 @@ func (c *campaign) checkDeadLetters() (rows, dead int) {
 	return len(rs), len(ds)
 }
 
-// setMain points the table's main branch at snapshot id.
+// setMain points the table's main branch at snapshot id, as an
+// operator's undo of a rollback does, again while the members' commits
+// win the catalog's race.
 func (c *campaign) setMain(id int64) {
 	c.t.Helper()
-	tbl := c.openTable()
 	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
-	if _, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), nil, upd); err != nil {
-		c.t.Fatalf("set main of %s to snapshot %d: %v", c.table, id, err)
+	for attempt := 1; attempt <= 20; attempt++ {
+		tbl := c.openTable()
+		_, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), nil, upd)
+		if err == nil {
+			return
+		}
+		if !isLostRace(err) {
+			c.t.Fatalf("set main of %s to snapshot %d: %v", c.table, id, err)
+		}
 	}
+	c.t.Fatalf("set main of %s to snapshot %d: 20 attempts lost to the members' commits", c.table, id)
+}
+
+// isLostRace reports whether a catalog commit lost a race: iceberg-go's
+// SQL catalog reports a moved branch head as a plain "requirement
+// failed", a moved metadata location as ErrCommitFailed.
+func isLostRace(err error) bool {
+	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
 }
 
 // openTable opens the campaign's table.

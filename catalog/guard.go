@@ -106,6 +106,13 @@ func (g *guardedCatalog) classify(err error) error {
 		return g.st.explain(err, g.bucket)
 	case storageKind(err) != nil:
 		return Explain(err)
+	case g.st == nil && fromS3(err):
+		// No S3 setting was given and the warehouse is not on S3, so
+		// iceberg-go read the table's s3:// files with the AWS SDK's bare
+		// defaults (no region, no endpoint): that is why an S3 request failed
+		// in a way Explain does not classify.
+		return check(fmt.Errorf("no S3 access is configured for the table's s3:// files (flags, AWS_* variables or --config): %w", err),
+			SettingS3Endpoint, SettingS3Region)
 	}
 	return explainCatalog(err)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -98,6 +99,16 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if f.verifyContent && len(f.brokers) == 0 {
 		return errors.New("--verify-content re-reads the log: it needs --brokers HOST:PORT")
 	}
+	// A report file that cannot be written fails the audit, so its folder
+	// is checked before a long audit runs, not after.
+	for _, out := range [][2]string{{"--html", f.html}, {"--pdf", f.pdf}} {
+		if out[1] == "" {
+			continue
+		}
+		if dir := filepath.Dir(out[1]); !folderExists(dir) {
+			return errors.New(valueMessage(out[0], out[1], fmt.Sprintf("a file in a folder that exists (%s does not)", dir)))
+		}
+	}
 	tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: f.branch})
 	if err != nil {
 		return err
@@ -152,6 +163,12 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 		return &codeError{code: exitFindings}
 	}
 	return nil
+}
+
+// folderExists reports whether dir is a folder.
+func folderExists(dir string) bool {
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir()
 }
 
 // writeHTMLReport writes rep as HTML to path. It renders the whole report

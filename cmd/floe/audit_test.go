@@ -277,7 +277,9 @@ func TestAuditCommandBadInput(t *testing.T) {
 	audit(exitError, "--verify-content re-reads the log", "--table", "lake.orders", "--verify-content")
 	audit(exitError, `no range of topic "payments"`, "--table", "lake.orders", "--topic", "payments")
 	bad := filepath.Join(t.TempDir(), "no", "such", "folder", "a.html")
-	audit(exitError, "write the HTML report: open "+bad, "--table", "lake.orders", "--html", bad)
+	// Refused before the audit runs, naming the flag and the missing folder.
+	audit(exitError, fmt.Sprintf("--html %q: want a file in a folder that exists (%s does not)", bad, filepath.Dir(bad)), "--table", "lake.orders", "--html", bad)
+	audit(exitError, fmt.Sprintf("--pdf %q: want a file in a folder that exists", bad), "--table", "lake.orders", "--pdf", bad)
 
 	// A table floe never wrote, whose schema cannot hold floe rows.
 	cat, err := catalog.Open(t.Context(), st.Catalog())

@@ -121,6 +121,36 @@ func TestLocalstackUpSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestLocalstackWithoutS3Settings: a command given only the local stack's
+// catalog (a new terminal without its env.sh) reads tables whose files are
+// on S3 with no S3 setting; it says so and names the flags, instead of the
+// AWS SDK's "Invalid region: region was not a valid DNS name" alone.
+func TestLocalstackWithoutS3Settings(t *testing.T) {
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_REGION", "AWS_DEFAULT_REGION"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	dir := t.TempDir()
+	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, l.Brokers, "orders", 1, 10, map[int32]int64{})
+	mustFloe(t, "sink", "--config", filepath.Join(dir, "floe.yaml"), "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	code, _, errs := floe(t, "status", "--catalog", l.CatalogPath(), "--table", "lake.orders")
+	if line := errorLine(errs); code != 2 || !strings.Contains(line, "no S3 access is configured for the table's s3:// files") || !strings.HasSuffix(line, "check --s3-endpoint and --s3-region") {
+		t.Errorf("status without S3 settings: exit %d, %s", code, line)
+	}
+}
+
 // TestLocalstackCreatesTopicsOnFirstUse: the broker of 'floe localstack up'
 // creates a topic a client names for the first time, as a default Kafka
 // broker does, so the documented first step (kcat -P on a new topic) works.

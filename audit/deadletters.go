@@ -22,6 +22,10 @@ type deadLetterTable struct {
 	named bool
 	// state compares its rows with the ledgers (files level).
 	state *snapshot.DeadLetterState
+	// newer are the ids of commits that its rows name and that the
+	// table's ledgers have only since the audit loaded the table (a sink
+	// committed meanwhile): their rows are not the audit's to judge.
+	newer map[string]bool
 }
 
 // openDeadLetters opens the dead-letter tables of the audited table: those
@@ -92,6 +96,11 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if len(st.Stale) > 0 {
+			if err := a.withoutNewer(ctx, d, st); err != nil {
+				return err
+			}
+		}
 		d.state = st
 		for _, c := range st.Pending {
 			if !a.selectedCommit(c) {
@@ -129,6 +138,30 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 					name, n, max(len(st.Stale), 1))})
 		}
 	}
+	return nil
+}
+
+// withoutNewer judges st's stale rows again against the table as it is
+// now, read after d's rows were: the audited table was loaded before d,
+// so rows of a commit made in between name a commit its ledgers do not
+// have. Those commits go to d.newer, and st keeps only the rows of
+// commits in no ledger of the table now (as reconciling reads them).
+func (a *auditor) withoutNewer(ctx context.Context, d *deadLetterTable, st *snapshot.DeadLetterState) error {
+	now, err := snapshot.Open(ctx, a.tbl.Catalog(), a.tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		return fmt.Errorf("reload %s to judge the rows of %s that name commits it did not have: %w", a.tbl.Name(), d.name, err)
+	}
+	fresh, err := now.DeadLetterState(ctx, d.tbl)
+	if err != nil {
+		return err
+	}
+	d.newer = map[string]bool{}
+	for _, id := range st.Stale {
+		if _, ok := fresh.Commits[id]; ok {
+			d.newer[id] = true
+		}
+	}
+	st.Stale, st.StaleRows, st.StaleLegacy = fresh.Stale, fresh.StaleRows, fresh.StaleLegacy
 	return nil
 }
 
@@ -176,7 +209,11 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 		if !d.named || d.tbl == nil || d.tbl.Head() == nil {
 			continue // the files level judged the rows of one the ledger does not name
 		}
-		err := d.tbl.ScanFiles(ctx, d.tbl.Head().SnapshotID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
+		dcols := cols
+		if len(d.newer) > 0 {
+			dcols = append(slices.Clip(cols), mapping.ColCommitID)
+		}
+		err := d.tbl.ScanFiles(ctx, d.tbl.Head().SnapshotID, snapshot.ScanOptions{Columns: dcols, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
 			if fb.Done {
 				return nil
 			}
@@ -188,10 +225,18 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 			if withTopic {
 				topic, ok3 = column[*array.String](b, mapping.ColTopic)
 			}
-			if !ok1 || !ok2 || !ok3 {
+			var ids *array.String
+			ok4 := true
+			if len(d.newer) > 0 {
+				ids, ok4 = column[*array.String](b, mapping.ColCommitID)
+			}
+			if !ok1 || !ok2 || !ok3 || !ok4 {
 				return fmt.Errorf("dead-letter file %s: unexpected column types %s", fb.Path, b.Schema())
 			}
 			for i := range int(b.NumRows()) {
+				if ids != nil && d.newer[ids.Value(i)] {
+					continue // a commit the audited ledger does not have yet
+				}
 				tp := a.topicOf(part.Value(i))
 				if withTopic {
 					tp.Topic = topic.Value(i)

@@ -58,6 +58,7 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
+	sec.Mechanism = strings.ToUpper(sec.Mechanism) // for the messages
 	secOpts, err := sec.Opts(ctx)
 	if err != nil {
 		return nil, err

@@ -334,6 +334,12 @@ func (ss *session) adopt(ctx context.Context, ps []int32) (map[int32]int64, erro
 		ss.gm.fail(err)
 	}
 	ss.removeDoomed(ctx)
+	// The member that had these partitions may have stopped between a
+	// commit and adding its dead letters, and no session may start again:
+	// taking them on reconciles the dead-letter tables, as a start does.
+	if err := s.reconcileDeadLetters(ctx); err != nil {
+		return nil, err
+	}
 	// Two members that begin a topic at once both commit the starts of
 	// all its partitions; the second is fenced and reads the first's.
 	const attempts = 3

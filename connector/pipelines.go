@@ -269,7 +269,15 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 	for i, p := range ps {
 		cfg := p.Config
 		if name := p.deadLetterTable(tables[i].Layout()); name != nil {
-			if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true); err != nil {
+			cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true)
+			if errors.Is(err, floecat.ErrOwnedByAnotherCatalog) {
+				// Members of one group started together race to create
+				// it, as for the table (open).
+				if err = sleepCtx(ctx, createRace); err == nil {
+					cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true)
+				}
+			}
+			if err != nil {
 				return nil, nil, ps.wrap(i, err)
 			}
 		}

@@ -68,8 +68,8 @@ type Security struct {
 	// TLSServerName is the name the brokers' certificates must carry when
 	// it is not the host of the address dialled.
 	TLSServerName string
-	// Mechanism is the SASL mechanism (one of Mechanisms); empty means no
-	// SASL.
+	// Mechanism is the SASL mechanism (one of Mechanisms, in any case);
+	// empty means no SASL.
 	Mechanism string
 	// User and Password authenticate PLAIN and SCRAM; with OAUTHBEARER and
 	// TokenURL they are the OAuth client id and secret.
@@ -83,9 +83,6 @@ type Security struct {
 	Scope string
 }
 
-// Enabled reports whether s asks for anything beyond plaintext.
-func (s Security) Enabled() bool { return s.useTLS() || s.Mechanism != "" }
-
 func (s Security) useTLS() bool {
 	return s.TLS || s.TLSCAFile != "" || s.TLSCertFile != "" || s.TLSServerName != ""
 }
@@ -94,7 +91,7 @@ func (s Security) useTLS() bool {
 // form when it is known from the configuration ("" otherwise: OAUTHBEARER
 // and AWS_MSK_IAM principals are the broker's to derive).
 func (s Security) Principal() string {
-	switch s.Mechanism {
+	switch strings.ToUpper(s.Mechanism) {
 	case MechanismPlain, MechanismScram256, MechanismScram512:
 		return "User:" + s.User
 	}

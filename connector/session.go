@@ -519,11 +519,13 @@ func (ss *session) consume(ctx context.Context) error {
 	if failure != nil {
 		return failure
 	}
-	next := map[mapping.TopicPartition]int64{}
-	for _, pt := range ss.parts {
-		next[pt.tp] = pt.next
+	// The table's positions, not this session's: a writer fenced by its
+	// last commit holds positions the table never took.
+	ledger, err := s.tbl.Ledger()
+	if err != nil {
+		return fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
 	}
-	s.finish(next)
+	s.finish(ledger.Next())
 	return nil
 }
 

@@ -214,6 +214,9 @@ type Sink struct {
 	// fetchPool is the consumer's memory for fetched records.
 	fetchPool fetchPool
 	stats     Stats
+	// smallFilesWarned is set once the run warned that its partition spec
+	// splits commits into files of a few rows each.
+	smallFilesWarned bool
 	// known are the topic's partitions when the run's first session began:
 	// a partition the ledger does not have and that is not among them was
 	// added to the topic while the sink ran, and all of it is new data.
@@ -434,7 +437,9 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 		if restart {
 			if ctx.Err() != nil {
 				// Interrupted while restarting: what was consumed is
-				// committed or, when fenced, the other writer's.
+				// committed or, when fenced, the other writer's, whose
+				// positions the run reports.
+				s.tablePositions(ctx)
 				return s.stats, nil
 			}
 			continue
@@ -503,6 +508,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	s.stats.Files += res.Files
 	s.log.Info("committed", "snapshot", res.Commit.SnapshotID, "rows", res.Rows, "dead_letters", dead, "files", res.Files,
 		"ranges", len(res.Commit.Ranges), "attempts", res.Attempts, "write", res.WriteTime.Round(time.Millisecond), "commit", res.CommitTime.Round(time.Millisecond))
+	s.warnSmallFiles(res.Rows, res.Files)
 	if s.cfg.OnCommit != nil {
 		s.cfg.OnCommit(res)
 	}
@@ -540,6 +546,43 @@ func (s *Sink) maintain(ctx context.Context) {
 		s.log.Info("maintained", "expired", len(res.Expired), "archived", res.Archived, "archive_segments", len(res.Segments),
 			"stale_metadata", len(res.StaleMetadata), "stale_archives", len(res.StaleArchives), "stale_ranges_files", len(res.StaleRangesFiles))
 	}
+}
+
+// warnSmallFiles warns, once a run, when a commit's rows were split into
+// many files of a few rows each: a partition spec of a column with many
+// distinct values (identity(value), identity(kafka_offset)) makes a file
+// per value, which every reader then opens one by one.
+func (s *Sink) warnSmallFiles(rows int64, files int) {
+	const manyFiles, fewRows = 100, 4
+	if s.smallFilesWarned || files < manyFiles || rows >= fewRows*int64(files) {
+		return
+	}
+	s.smallFilesWarned = true
+	spec := "(the table's)"
+	if pb, err := s.tbl.PartitionBy(); err == nil && pb != nil {
+		spec = pb.String()
+	}
+	s.log.Warn(fmt.Sprintf("a commit wrote %d files for %d rows: the partition spec %s makes a partition per distinct value of a column that has many; "+
+		"a transform with fewer values, such as bucket(16, COLUMN) or day(COLUMN), keeps files large", files, rows, spec))
+}
+
+// tablePositions sets the run's next offsets to the table's, reloaded:
+// a run that ends fenced holds positions from before the other writer's
+// commits. ctx has ended (a signal), so the reload gets a few seconds of
+// its own; when it fails, the positions stay as last known.
+func (s *Sink) tablePositions(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.tbl.Refresh(ctx); err != nil {
+		s.log.Warn("cannot reload the table for its next offsets; the summary shows those last read", "err", err)
+		return
+	}
+	l, err := s.tbl.Ledger()
+	if err != nil {
+		s.log.Warn("cannot read the table's next offsets; the summary shows those last read", "err", err)
+		return
+	}
+	s.finish(l.Next())
 }
 
 func (s *Sink) finish(next map[mapping.TopicPartition]int64) {

@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -136,8 +137,9 @@ func TestSinkRetentionLoss(t *testing.T) {
 }
 
 // TestTwoSinksOneTable runs two sinks on the same table and partitions at
-// once: both finish, every offset lands exactly once, and the loser of a
-// commit race reports that it was fenced.
+// once: both finish, every offset lands exactly once, the loser of a
+// commit race reports that it was fenced, and each reports the table's
+// next offsets, not positions of its own that a fence discarded.
 func TestTwoSinksOneTable(t *testing.T) {
 	e := newEnv(t)
 	const topic = "contended"
@@ -159,6 +161,7 @@ func TestTwoSinksOneTable(t *testing.T) {
 	}
 	var fenced int
 	var rowsSunk int64
+	var nexts []map[mapping.TopicPartition]int64
 	for range 2 {
 		r := <-results
 		if r.err != nil {
@@ -166,6 +169,19 @@ func TestTwoSinksOneTable(t *testing.T) {
 		}
 		fenced += r.stats.Fenced
 		rowsSunk += r.stats.Records
+		nexts = append(nexts, r.stats.Next)
+	}
+	if err := a.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, next := range nexts {
+		if !maps.Equal(next, l.Next()) {
+			t.Errorf("a sink reports next offsets %v, the table's are %v", next, l.Next())
+		}
 	}
 	if fenced == 0 {
 		t.Fatal("neither sink reports being fenced")

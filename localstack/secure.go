@@ -1,13 +1,17 @@
 package localstack
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/pbkdf2"
 	"crypto/rand"
+	"crypto/sha512"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -36,6 +40,9 @@ type Certs struct {
 // key.pem). The CA's key is not kept: nothing else can be signed by it.
 func WriteCerts(dir string, hosts ...string) (Certs, error) {
 	c := Certs{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}
+	if len(hosts) == 0 {
+		return c, errors.New("certificates: no host to certify")
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return c, fmt.Errorf("certificates: %w", err)
 	}
@@ -151,4 +158,41 @@ func secureKfake(dir string) ([]kfake.Opt, Certs, string, error) {
 		return nil, certs, "", err
 	}
 	return []kfake.Opt{kfake.TLS(tc), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", SecureUser, string(pw))}, certs, string(pw), nil
+}
+
+// forgetStaleUsers removes the broker's persisted SASL users in kafkaDir
+// when they do not let SecureUser in with password. kfake loads them over
+// its Superuser option, so a folder first served without --secure (whose
+// user list is empty) or whose password file was deleted would refuse
+// every login. Without the file the broker starts with SecureUser alone;
+// users added on the broker since are gone, and nothing else is touched.
+func forgetStaleUsers(kafkaDir, password string) error {
+	file := filepath.Join(kafkaDir, "sasl.json")
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("broker users: %w", err)
+	}
+	var users struct {
+		Scram512 map[string]struct {
+			Salt       []byte `json:"salt"`
+			SaltedPass []byte `json:"salted_pass"`
+			Iterations int    `json:"iterations"`
+		} `json:"scram512"`
+	}
+	if err := json.Unmarshal(b, &users); err != nil {
+		return fmt.Errorf("broker users %s: %w", file, err)
+	}
+	if u, ok := users.Scram512[SecureUser]; ok && u.Iterations > 0 {
+		salted, err := pbkdf2.Key(sha512.New, password, u.Salt, u.Iterations, sha512.Size)
+		if err == nil && bytes.Equal(salted, u.SaltedPass) {
+			return nil
+		}
+	}
+	if err := os.Remove(file); err != nil {
+		return fmt.Errorf("broker users: %w", err)
+	}
+	return nil
 }

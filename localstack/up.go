@@ -124,7 +124,10 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	)
 	if opts.Secure {
 		var sec []kfake.Opt
-		if sec, certs, password, err = secureKfake(filepath.Join(dir, "tls")); err != nil {
+		if sec, certs, password, err = secureKfake(filepath.Join(dir, "tls")); err == nil {
+			err = forgetStaleUsers(filepath.Join(dir, "kafka"), password)
+		}
+		if err != nil {
 			s3.Close()
 			return nil, fmt.Errorf("local stack: %w", err)
 		}

@@ -60,15 +60,18 @@ type WhereResult struct {
 	// there: compacted or deleted) or superseded (a state table's older
 	// value). It is empty for no_row when no broker was given and the
 	// record is no dead letter: the log would tell which.
-	Kind            string     `json:"kind,omitempty"`
-	DeadLetterTable string     `json:"dead_letter_table,omitempty"`
-	Reason          string     `json:"reason,omitempty"`
-	SnapshotID      *int64     `json:"snapshot_id,omitempty"`
-	Low             *int64     `json:"low,omitempty"`
-	High            *int64     `json:"high,omitempty"`
-	Records         *int64     `json:"records,omitempty"`
-	CommittedAt     *time.Time `json:"committed_at,omitempty"`
-	File            string     `json:"file,omitempty"`
+	Kind            string `json:"kind,omitempty"`
+	DeadLetterTable string `json:"dead_letter_table,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	SnapshotID      *int64 `json:"snapshot_id,omitempty"`
+	Low             *int64 `json:"low,omitempty"`
+	High            *int64 `json:"high,omitempty"`
+	// Records is the number of rows the range made; DeadLetters the
+	// number of its records that went to the dead-letter table instead.
+	Records     *int64     `json:"records,omitempty"`
+	DeadLetters int64      `json:"dead_letters,omitempty"`
+	CommittedAt *time.Time `json:"committed_at,omitempty"`
+	File        string     `json:"file,omitempty"`
 	// TableFirst and TableNext bound the partition's coverage in the ledger.
 	TableFirst *int64 `json:"table_first,omitempty"`
 	TableNext  *int64 `json:"table_next,omitempty"`
@@ -130,7 +133,7 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		c, r := loc.Commit, loc.Range
 		res.SnapshotID, res.Low, res.High, res.CommittedAt = &c.SnapshotID, &r.Low, &r.High, &c.CommittedAt
 		if !r.Deleted() {
-			res.Records = &r.Records
+			res.Records, res.DeadLetters = &r.Records, r.DeadLetters
 		}
 	}
 	at := fmt.Sprintf("%s offset %d", tp, offset)

@@ -25,11 +25,15 @@ const (
 	// PropDeadLettersOf marks a dead-letter table with the data table
 	// (namespace.name) whose dead letters it holds.
 	PropDeadLettersOf = "floe.dead-letters-of"
-	// PropDeadLetterTables, on a data table, lists (comma-separated,
-	// sorted) every dead-letter table its commits ever named: a commit
-	// records its table there before naming it, so that maintenance and
-	// the audit find it even after a rollback past all its commits.
-	PropDeadLetterTables = "floe.dead-letter-tables"
+	// PropDeadLetterTablePrefix, followed by a dead-letter table's name
+	// (namespace.name), is a property of a data table for every
+	// dead-letter table its commits ever named: a commit records its table
+	// there before naming it, so that maintenance and the audit find it
+	// even after a rollback past all its commits. A property per table,
+	// like the ledger's segments: catalogs apply a commit's properties key
+	// by key, so two writers recording different tables at the same head
+	// never overwrite each other's.
+	PropDeadLetterTablePrefix = "floe.dead-letter-tables."
 	// KeyDeadLettersFor, in the summary of a dead-letter table's snapshot,
 	// lists (comma-separated) the ids of the data table's commits whose
 	// dead letters it adds; KeyDeadLettersRemovedFor those whose dead
@@ -278,6 +282,11 @@ type DeadLetterState struct {
 	// column existed) that no commit's range with dead letters holds, by
 	// partition: reconciling removes them.
 	StaleLegacy map[mapping.TopicPartition][]int64
+	// staleFiles are the files all of whose rows are stale (reconciling
+	// drops them whole), and mixed is set when other files hold stale
+	// rows too (reconciling rewrites those).
+	staleFiles []string
+	mixed      bool
 }
 
 // Converged reports whether reconciling has nothing to add or remove.
@@ -288,6 +297,26 @@ func (s *DeadLetterState) Converged() bool {
 // DeadLetterState reads the state of the dead-letter table dlq of data
 // table t (see DeadLetterState), as each was last loaded.
 func (t *Table) DeadLetterState(ctx context.Context, dlq *Table) (*DeadLetterState, error) {
+	return t.deadLetterState(ctx, dlq, map[string]*deadLetterFile{})
+}
+
+// deadLetterFile is what one data file of a dead-letter table holds: rows
+// by commit id, and the positions of its rows without one.
+type deadLetterFile struct {
+	ids    map[string]int64
+	legacy []position
+}
+
+// position is a record's place in the log.
+type position struct {
+	tp     mapping.TopicPartition
+	offset int64
+}
+
+// deadLetterState is DeadLetterState reading only the files that files
+// (by path; data files never change) does not know yet, and adding them
+// to it.
+func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[string]*deadLetterFile) (*DeadLetterState, error) {
 	st := &DeadLetterState{Table: dlq.Name(), Commits: map[string]mapping.Commit{}, Rows: map[string]int64{}, StaleLegacy: map[mapping.TopicPartition][]int64{}}
 	ledgers, err := t.branchLedgers()
 	if err != nil {
@@ -312,65 +341,52 @@ func (t *Table) DeadLetterState(ctx context.Context, dlq *Table) (*DeadLetterSta
 			}
 		}
 	}
-	legacyOf := func(tp mapping.TopicPartition, o int64) string {
-		for _, id := range ranges[tp] {
+	legacyOf := func(pos position) string {
+		for _, id := range ranges[pos.tp] {
 			for _, r := range st.Commits[id].Ranges {
-				if r.TopicPartition == tp && r.DeadLetters > 0 && r.Contains(o) {
+				if r.TopicPartition == pos.tp && r.DeadLetters > 0 && r.Contains(pos.offset) {
 					return id
 				}
 			}
 		}
 		return ""
 	}
-	stale := map[string]bool{}
 	if head := dlq.Head(); head != nil {
 		st.SnapshotID = head.SnapshotID
 	}
-	cols := []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
-	_, hasIDs := dlq.tbl.Schema().FindFieldByName(mapping.ColCommitID)
-	if hasIDs {
-		cols = append(cols, mapping.ColCommitID)
+	live, err := dlq.readDeadLetterFiles(ctx, st.SnapshotID, files)
+	if err != nil {
+		return nil, err
 	}
-	err = dlq.ScanFiles(ctx, st.SnapshotID, ScanOptions{Columns: cols}, func(fb FileBatch) error {
-		if fb.Done {
-			return nil
-		}
-		b := fb.Batch
-		var ids *array.String
-		var err1 error
-		if hasIDs {
-			ids, err1 = columnAs[*array.String](b, mapping.ColCommitID)
-		}
-		topic, err2 := columnAs[*array.String](b, mapping.ColTopic)
-		part, err3 := columnAs[*array.Int32](b, mapping.ColPartition)
-		off, err4 := columnAs[*array.Int64](b, mapping.ColOffset)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			return fmt.Errorf("dead-letter file %s: %w", fb.Path, err)
-		}
-		for i := range int(b.NumRows()) {
-			var id string
-			if ids != nil && ids.IsValid(i) {
-				id = ids.Value(i)
-			} else {
-				// Written before the column existed: the legacy rule, by
-				// position in the ranges of the commits naming the table.
-				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
-				if id = legacyOf(tp, off.Value(i)); id == "" {
-					st.StaleLegacy[tp] = append(st.StaleLegacy[tp], off.Value(i))
-					continue
-				}
-			}
+	stale := map[string]bool{}
+	for _, path := range live {
+		f := files[path]
+		var liveRows, staleRows int64
+		for id, n := range f.ids {
 			if _, ok := st.Commits[id]; ok {
-				st.Rows[id]++
+				st.Rows[id] += n
+				liveRows += n
 				continue
 			}
 			stale[id] = true
-			st.StaleRows++
+			st.StaleRows += n
+			staleRows += n
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the commit ids of the rows of %s: %w", dlq.Name(), err)
+		for _, pos := range f.legacy {
+			if id := legacyOf(pos); id != "" {
+				st.Rows[id]++
+				liveRows++
+				continue
+			}
+			st.StaleLegacy[pos.tp] = append(st.StaleLegacy[pos.tp], pos.offset)
+			staleRows++
+		}
+		switch {
+		case staleRows > 0 && liveRows == 0:
+			st.staleFiles = append(st.staleFiles, path)
+		case staleRows > 0:
+			st.mixed = true
+		}
 	}
 	st.Stale = slices.Sorted(maps.Keys(stale))
 	var fsys iceio.IO
@@ -394,6 +410,58 @@ func (t *Table) DeadLetterState(ctx context.Context, dlq *Table) (*DeadLetterSta
 		}
 	}
 	return st, nil
+}
+
+// readDeadLetterFiles reads the commit ids and positions of the rows of
+// the dead-letter table t's files at snapshotID that files does not know,
+// into files, and returns the paths of every file there.
+func (t *Table) readDeadLetterFiles(ctx context.Context, snapshotID int64, files map[string]*deadLetterFile) ([]string, error) {
+	cols := []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
+	_, hasIDs := t.tbl.Schema().FindFieldByName(mapping.ColCommitID)
+	if hasIDs {
+		cols = append(cols, mapping.ColCommitID)
+	}
+	var live []string
+	skip := func(path string) bool {
+		live = append(live, path)
+		return files[path] != nil
+	}
+	err := t.ScanFiles(ctx, snapshotID, ScanOptions{Columns: cols, Skip: skip}, func(fb FileBatch) error {
+		f := files[fb.Path]
+		if f == nil {
+			f = &deadLetterFile{ids: map[string]int64{}}
+			files[fb.Path] = f
+		}
+		if fb.Done {
+			return nil
+		}
+		b := fb.Batch
+		var ids *array.String
+		var err1 error
+		if hasIDs {
+			ids, err1 = columnAs[*array.String](b, mapping.ColCommitID)
+		}
+		topic, err2 := columnAs[*array.String](b, mapping.ColTopic)
+		part, err3 := columnAs[*array.Int32](b, mapping.ColPartition)
+		off, err4 := columnAs[*array.Int64](b, mapping.ColOffset)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return fmt.Errorf("dead-letter file %s: %w", fb.Path, err)
+		}
+		for i := range int(b.NumRows()) {
+			if ids != nil && ids.IsValid(i) {
+				f.ids[ids.Value(i)]++
+				continue
+			}
+			// Written before the column existed: attributed by position
+			// (deadLetterState).
+			f.legacy = append(f.legacy, position{tp: mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}, offset: off.Value(i)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the commit ids of the rows of %s: %w", t.Name(), err)
+	}
+	return live, nil
 }
 
 // CountMismatches returns the commits whose rows differ in number from
@@ -509,14 +577,14 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 	if log == nil {
 		log = slog.Default()
 	}
-	// As many lost races as a writer adding its dead letters outlasts
-	// (addDeadLetters): beside live sinks the dead-letter table's head
-	// moves at each of their flushes.
+	// Writers append dead letters all the time: an attempt that loses the
+	// race reads only the files it has not read yet.
 	const maxAttempts = 30
+	files := map[string]*deadLetterFile{}
 	var lastErr error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			if err := sleep(ctx, backoff(min(attempt, 4))); err != nil {
 				return res, fmt.Errorf("reconcile %s: %w (last error: %w)", dlq.Name(), err, lastErr)
 			}
 		}
@@ -529,7 +597,7 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 		if err := t.Refresh(ctx); err != nil {
 			return res, err
 		}
-		st, err := t.DeadLetterState(ctx, dlq)
+		st, err := t.deadLetterState(ctx, dlq, files)
 		if err != nil {
 			return res, err
 		}
@@ -555,12 +623,76 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 	return res, fmt.Errorf("reconcile %s: gave up after %d attempts: %w", dlq.Name(), maxAttempts, lastErr)
 }
 
-// converge applies st to the dead-letter table t in one transaction that
-// asserts the head st was read at: stale rows deleted, pending commits'
-// files added.
+// converge applies st to the dead-letter table t in one commit on the
+// head st was read at: stale rows removed, pending commits' files added.
+// Writers append dead letters all the time; when one got in first, and
+// every snapshot since st's head is such an append (a floe writer's,
+// naming its commit), st still holds but for the commits those appends
+// added, and the commit is made again on the new head at once. Otherwise
+// it returns the conflict, and the caller reads the table again.
 func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterState) (Reconciled, error) {
+	const maxAttempts = 20
+	var err error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 {
+			if err := sleep(ctx, backoff(1)); err != nil {
+				return Reconciled{}, err
+			}
+			if err := t.Refresh(ctx); err != nil {
+				return Reconciled{}, err
+			}
+			added, ok := t.appendedSince(st)
+			if !ok {
+				return Reconciled{}, err
+			}
+			// Their writers added those in the meantime.
+			st.Pending = slices.DeleteFunc(slices.Clone(st.Pending), func(c mapping.Commit) bool { return added[c.ID] })
+			st.SnapshotID = t.Head().SnapshotID
+			if st.Converged() {
+				return Reconciled{}, nil
+			}
+			log = slog.New(slog.DiscardHandler) // said once
+		}
+		txn := t.tbl.NewTransaction()
+		var res Reconciled
+		if res, err = t.stageConverge(ctx, log, st, txn); err != nil {
+			return Reconciled{}, err
+		}
+		var tbl *table.Table
+		if tbl, err = txn.Commit(ctx); err == nil {
+			return res, t.adoptCommitted(ctx, tbl)
+		}
+		if !isConflict(err) {
+			return Reconciled{}, err
+		}
+	}
+	return Reconciled{}, err
+}
+
+// appendedSince reports whether every snapshot of the dead-letter table t
+// after st's head is a floe writer's append of dead letters
+// (KeyDeadLettersFor), and returns the commits they added.
+func (t *Table) appendedSince(st *DeadLetterState) (map[string]bool, bool) {
+	added := map[string]bool{}
+	meta := t.tbl.Metadata()
+	for s := t.Head(); s != nil && s.SnapshotID != st.SnapshotID; {
+		if s.Summary == nil || s.Summary.Operation != table.OpAppend || s.Summary.Properties[KeyDeadLettersFor] == "" || s.ParentSnapshotID == nil {
+			return nil, false
+		}
+		for id := range strings.SplitSeq(s.Summary.Properties[KeyDeadLettersFor], ",") {
+			added[id] = true
+		}
+		if s = meta.SnapshotByID(*s.ParentSnapshotID); s == nil {
+			return nil, false
+		}
+	}
+	return added, true
+}
+
+// stageConverge stages st's changes on txn, which asserts the head it was
+// begun on.
+func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLetterState, txn *table.Transaction) (Reconciled, error) {
 	var res Reconciled
-	txn := t.tbl.NewTransaction()
 	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return res, err
 	}
@@ -568,8 +700,19 @@ func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterSt
 		log.Warn("removing the dead letters of commits no branch's ledger has (the table was rolled back, or a branch published over it)",
 			"table", t.Name(), "commits", len(st.Stale), "rows", st.StaleRows, "legacy_partitions", len(st.StaleLegacy))
 		props := iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(st.Stale, ",")}
-		if err := txn.Delete(ctx, filter, props); err != nil {
-			return res, fmt.Errorf("delete stale dead letters: %w", err)
+		// Files of stale rows only (each commit writes files of its own)
+		// leave whole, in a commit of metadata only: it must be quick to
+		// win its race with the writers. Files that compaction merged
+		// with live rows are rewritten without the stale ones.
+		if len(st.staleFiles) > 0 {
+			if err := txn.ReplaceDataFiles(ctx, st.staleFiles, nil, props); err != nil {
+				return res, fmt.Errorf("remove files of stale dead letters: %w", err)
+			}
+		}
+		if st.mixed {
+			if err := txn.Delete(ctx, filter, props); err != nil {
+				return res, fmt.Errorf("delete stale dead letters: %w", err)
+			}
 		}
 		res.Removed = len(st.Stale)
 		for _, offs := range st.StaleLegacy {
@@ -589,11 +732,7 @@ func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterSt
 		}
 		res.Added = len(ids)
 	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return Reconciled{}, err
-	}
-	return res, t.adoptCommitted(ctx, tbl)
+	return res, nil
 }
 
 // staleFilter selects the rows of st's stale commits and stale legacy
@@ -656,7 +795,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 // DeadLetterTables opens the dead-letter tables of data table t that
 // exist: its default one (DeadLetterName) when it holds t's dead letters,
 // those its branches' ledgers name, and those it recorded
-// (PropDeadLetterTables), so that a table a rollback took every commit of
+// (PropDeadLetterTablePrefix), so that a table a rollback took every commit of
 // is still found. Sorted by name.
 func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 	ledgers, err := t.branchLedgers()
@@ -671,8 +810,8 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 			}
 		}
 	}
-	for n := range strings.SplitSeq(t.tbl.Properties()[PropDeadLetterTables], ",") {
-		if n != "" {
+	for key := range t.tbl.Properties() {
+		if n, ok := strings.CutPrefix(key, PropDeadLetterTablePrefix); ok && n != "" {
 			names[n] = true
 		}
 	}
@@ -697,9 +836,9 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 	return out, nil
 }
 
-// recordDeadLetterTable adds the dead-letter table name to t's
-// PropDeadLetterTables when it is not there. Adding it again is harmless,
-// so a failure whose outcome is unknown is retried like a lost race.
+// recordDeadLetterTable sets t's property PropDeadLetterTablePrefix+name
+// when it is not there. Setting it again is harmless, so a failure whose
+// outcome is unknown is retried like a lost race.
 func (t *Table) recordDeadLetterTable(ctx context.Context, name string) error {
 	const maxAttempts = 10
 	var lastErr error
@@ -713,14 +852,11 @@ func (t *Table) recordDeadLetterTable(ctx context.Context, name string) error {
 				continue
 			}
 		}
-		names := strings.Split(t.tbl.Properties()[PropDeadLetterTables], ",")
-		names = slices.DeleteFunc(names, func(n string) bool { return n == "" })
-		if slices.Contains(names, name) {
+		key := PropDeadLetterTablePrefix + name
+		if _, ok := t.tbl.Properties()[key]; ok {
 			return nil
 		}
-		names = append(names, name)
-		slices.Sort(names)
-		if lastErr = t.SetProperties(ctx, map[string]string{PropDeadLetterTables: strings.Join(names, ",")}); lastErr == nil {
+		if lastErr = t.SetProperties(ctx, map[string]string{key: "true"}); lastErr == nil {
 			return nil
 		}
 		if ctx.Err() != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -24,7 +23,7 @@ import (
 
 // deadLetterTables opens a raw data table NAME and its dead-letter table
 // NAME_dlq in a new catalog.
-func deadLetterTables(t *testing.T) (icecat.Catalog, *snapshot.Table, *snapshot.Table) {
+func deadLetterTables(t testing.TB) (icecat.Catalog, *snapshot.Table, *snapshot.Table) {
 	t.Helper()
 	cat := tempCatalog(t)
 	tbl := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Create: true})
@@ -79,11 +78,7 @@ func mustDeadCommit(t *testing.T, tbl, dlq *snapshot.Table, topic string, p int3
 type failingCommits struct{ icecat.Catalog }
 
 func (c failingCommits) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	tbl, err := c.Catalog.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, err
-	}
-	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+	return loadThrough(ctx, c.Catalog, c, ident)
 }
 
 func (failingCommits) CommitTable(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error) {
@@ -213,15 +208,7 @@ func TestDeadLettersCompactionOverPending(t *testing.T) {
 func TestDeadLettersBranchTableKeepsReplay(t *testing.T) {
 	cat, tbl, dlq := deadLetterTables(t)
 	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
-	if err := tbl.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
-		t.Fatal(err)
-	}
-	branch := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{Branch: "rebuild"})
-	bdlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.BranchDeadLetterName(tbl.Identifier(), "rebuild"), tbl.Name(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustDeadCommit(t, branch, bdlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	branch, bdlq := replayDeadLetter(t, cat, tbl)
 	if _, err := bdlq.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +251,14 @@ func TestDeadLettersUndoRollback(t *testing.T) {
 }
 
 // TestDeadLettersRollbackAfterExpiry (item 5): the dead-letter table's
-// snapshots are expired, then main is rolled back past c2 and the same
-// offsets are committed again: c2's dead letter must be removed, not kept
-// beside its new copy.
+// snapshots are expired (but the last), then main is rolled back past c2
+// and c3 and the same offsets are committed again: c2's dead letter must
+// be removed, not kept beside its new copy.
 func TestDeadLettersRollbackAfterExpiry(t *testing.T) {
 	_, tbl, dlq := deadLetterTables(t)
 	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
 	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5)
 	if _, err := dlq.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
 		t.Fatal(err)
 	}
@@ -393,29 +381,7 @@ func TestDeadLettersLegacyRows(t *testing.T) {
 	_, tbl, dlq := deadLetterTables(t)
 	c0 := commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: 0, High: 1}}, testRec{offset: 0, value: "ok"})
 	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 1, High: 3}, 2)
-	// The same rows, as an older floe wrote them: without a commit id.
-	_, it, err := dlq.Iceberg().Scan().ToArrowRecords(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	for b, err := range it {
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols := slices.Clone(b.Columns())
-		i := b.Schema().FieldIndices(mapping.ColCommitID)[0]
-		cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, int(b.NumRows()))
-		recs = append(recs, array.NewRecordBatch(b.Schema(), cols, b.NumRows()))
-	}
-	legacy := array.NewTableFromRecords(recs[0].Schema(), recs)
-	txn := dlq.Iceberg().NewTransaction()
-	if err := txn.OverwriteTable(t.Context(), legacy, 1000, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	withoutCommitIDs(t, dlq, 1) // the same rows, as an older floe wrote them
 	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
 		t.Errorf("reconcile of rows without a commit id that their commit's range holds did %+v, want nothing", res)
 	}
@@ -435,11 +401,7 @@ type lostAnswer struct {
 }
 
 func (c lostAnswer) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	tbl, err := c.Catalog.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, err
-	}
-	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+	return loadThrough(ctx, c.Catalog, c, ident)
 }
 
 func (c lostAnswer) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upds []table.Update) (table.Metadata, string, error) {
@@ -475,6 +437,26 @@ func TestDeadLettersAddUnknownOutcome(t *testing.T) {
 	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
 		t.Errorf("reconcile did %+v, want nothing", res)
 	}
+}
+
+// TestDeadLettersRollbackOverCompacted: compaction merged c1's and c2's
+// dead letters into one file; main is rolled back past c2: reconciling
+// rewrites that file without c2's dead letter.
+func TestDeadLettersRollbackOverCompacted(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	if err := dlq.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := dlq.Compact(t.Context(), snapshot.CompactOptions{Logger: floetest.QuietLogger()}); err != nil || res.FilesAfter != 1 {
+		t.Fatalf("compaction: %+v, %v; the test needs one file", res, err)
+	}
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	if res := reconcile(t, tbl, dlq); res.Removed != 1 {
+		t.Errorf("reconcile did %+v, want one commit's dead letters removed", res)
+	}
+	wantDeadLetters(t, dlq, "t/0/1")
 }
 
 // liveWriterFirst is a catalog whose commits let a live writer commit

@@ -21,6 +21,9 @@ type ScanOptions struct {
 	Filter iceberg.BooleanExpression
 	// Concurrency bounds the files decoded at once; zero means GOMAXPROCS.
 	Concurrency int
+	// Skip, when set, is called with the path of every data file the
+	// scan plans; the files it returns true for are not read.
+	Skip func(path string) bool
 }
 
 // FileBatch is one step of ScanFiles: some rows of one data file, or the end
@@ -75,8 +78,17 @@ func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOption
 	// tasks of a file so that its batches stay in order.
 	var files [][]table.FileScanTask
 	index := map[string]int{}
+	skipped := map[string]bool{}
 	for _, task := range tasks {
 		p := task.File.FilePath()
+		if opts.Skip != nil {
+			if _, seen := index[p]; !seen && !skipped[p] && opts.Skip(p) {
+				skipped[p] = true
+			}
+			if skipped[p] {
+				continue
+			}
+		}
 		i, ok := index[p]
 		if !ok {
 			i = len(files)

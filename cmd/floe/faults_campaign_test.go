@@ -54,6 +54,7 @@ func TestFaultCampaign(t *testing.T) {
 		{"members", membersScenario},
 		{"network", networkScenario},
 		{"broker", brokerScenario},
+		{"broker-sasl-ssl", brokerSASLSSLScenario},
 		{"storage", storageScenario},
 		{"catalog", catalogScenario},
 		{"foreign", foreignScenario},
@@ -151,6 +152,12 @@ func sum(ms []*member, f func(*member) int64) int64 {
 // random), then the broker is restarted with its persistent data
 // directory.
 func brokerScenario(t *testing.T) verdict {
+	return brokerFaults(t, "broker: injected errors and delays, restart", startFaultBroker)
+}
+
+// brokerFaults runs the broker scenario, named name, on a broker that
+// startBroker starts.
+func brokerFaults(t *testing.T, name string, startBroker func(*testing.T, string, func(*kfake.Cluster)) *faultBroker) verdict {
 	started := time.Now()
 	var (
 		faulty   atomic.Bool
@@ -187,9 +194,9 @@ func brokerScenario(t *testing.T) verdict {
 			})
 		}
 	}
-	b := startFaultBroker(t, "127.0.0.1", control)
+	b := startBroker(t, "127.0.0.1", control)
 	cat, args := localCatalog(t)
-	c := newCampaign(t, "broker: injected errors and delays, restart", b, cat, args...)
+	c := newCampaign(t, name, b, cat, args...)
 	c.produce(10, 50*time.Millisecond)
 	c.start(500 * time.Millisecond)
 	c.start(500 * time.Millisecond)

@@ -66,6 +66,14 @@ type faultBroker struct {
 	cluster *kfake.Cluster
 	// control installs fault injection on each (re)started cluster.
 	control func(*kfake.Cluster)
+	// opts are more options of each (re)started cluster: TLS, SASL, ACLs.
+	opts []kfake.Opt
+	// clientOpts secure the test's own clients (topic creation, the
+	// producer, end offsets); floeArgs are the --kafka-* flags of every
+	// floe command; secrets are the passwords no floe output may hold.
+	clientOpts []kgo.Opt
+	floeArgs   []string
+	secrets    []string
 }
 
 func startFaultBroker(t *testing.T, host string, control func(*kfake.Cluster)) *faultBroker {
@@ -81,14 +89,14 @@ func (b *faultBroker) start() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	host := b.host
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(b.port), kfake.DataDir(b.dir),
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.Ports(b.port), kfake.DataDir(b.dir),
 		kfake.GroupMinSessionTimeout(time.Second),
 		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
 			// kfake listens on 127.0.0.1; a broker that members in other
 			// network namespaces reach listens on the address they route to.
 			_, port, _ := net.SplitHostPort(addr)
 			return net.Listen(network, net.JoinHostPort(host, port))
-		}))
+		})}, b.opts...)...)
 	if err != nil {
 		b.t.Fatalf("start broker: %v", err)
 	}
@@ -125,6 +133,10 @@ type member struct {
 	// compactions and dlqCompactions count its scheduled compactions
 	// that committed, of the table and of a dead-letter table.
 	compactions, dlqCompactions atomic.Int64
+	// secrets are the broker's passwords; leaks counts the log lines
+	// holding one.
+	secrets []string
+	leaks   atomic.Int64
 	// owned is the partitions the group gave it and it has not given up.
 	owned atomic.Int64
 
@@ -150,6 +162,11 @@ func (m *member) count(line string) {
 		m.tail = m.tail[1:]
 	}
 	m.mu.Unlock()
+	for _, s := range m.secrets {
+		if strings.Contains(line, s) {
+			m.leaks.Add(1)
+		}
+	}
 	var l logLine
 	if json.Unmarshal([]byte(line), &l) != nil {
 		return
@@ -239,7 +256,7 @@ func newCampaign(t *testing.T, name string, b *faultBroker, cat catalog.Config, 
 	t.Helper()
 	c := &campaign{t: t, name: name, broker: b, topic: "events", table: "lake.events", group: "floe-campaign",
 		partitions: 12, cat: cat, catalogArgs: catalogArgs}
-	if err := localstack.CreateTopic(t.Context(), []string{b.addr()}, c.topic, c.partitions, nil); err != nil {
+	if err := localstack.CreateTopic(t.Context(), []string{b.addr()}, c.topic, c.partitions, nil, b.clientOpts...); err != nil {
 		t.Fatalf("create topic: %v", err)
 	}
 	return c
@@ -252,8 +269,8 @@ func newCampaign(t *testing.T, name string, b *faultBroker, cat catalog.Config, 
 func (c *campaign) produce(perRound int, pause time.Duration) {
 	ctx, stop := context.WithCancel(context.WithoutCancel(c.t.Context()))
 	c.stopProducing = stop
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.broker.addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.broker.addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5 * time.Millisecond)}, c.broker.clientOpts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -283,11 +300,11 @@ func (c *campaign) produce(perRound int, pause time.Duration) {
 // start starts a member: floe sink in the group, JSON logs on stderr.
 func (c *campaign) start(flushInterval time.Duration, extra ...string) *member {
 	c.t.Helper()
-	m := &member{name: fmt.Sprintf("m%d", len(c.members)+1), done: make(chan struct{})}
+	m := &member{name: fmt.Sprintf("m%d", len(c.members)+1), done: make(chan struct{}), secrets: c.broker.secrets}
 	argv := append([]string{os.Args[0], "sink", "--log-format", "json", "--brokers", c.broker.addr(), "--topic", c.topic,
 		"--table", c.table, "--group", c.group, "--flush-interval", flushInterval.String(),
 		"--session-timeout", campaignSession.String(), "--rebalance-timeout", campaignRebalance.String()}, c.catalogArgs...)
-	argv = append(argv, extra...)
+	argv = append(append(argv, c.broker.floeArgs...), extra...)
 	if c.wrap != nil {
 		argv = c.wrap(argv)
 	}
@@ -423,7 +440,7 @@ func (c *campaign) allCommitting() {
 // ends reads the broker's end offsets of the topic.
 func (c *campaign) ends() map[int32]int64 {
 	c.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.broker.addr()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.broker.addr())}, c.broker.clientOpts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -506,9 +523,17 @@ func (c *campaign) settle(started time.Time, foreign func(auditFinding) bool) ve
 		if m.err != nil && !killedOrInterrupted(m) {
 			c.t.Errorf("%s: member %s exited with %v; last log lines:\n%s", c.name, m.name, m.err, m.logTail())
 		}
+		if n := m.leaks.Load(); n > 0 {
+			c.t.Errorf("%s: member %s logged a password in %d lines", c.name, m.name, n)
+		}
 	}
 	args := append([]string{"audit", "--table", c.table, "--deep", "--brokers", c.broker.addr(), "--verify-content", "--json"}, c.catalogArgs...)
-	code, out, errs := floe(c.t, args...)
+	code, out, errs := floe(c.t, append(args, c.broker.floeArgs...)...)
+	for _, s := range c.broker.secrets {
+		if strings.Contains(out+errs, s) {
+			c.t.Errorf("%s: floe audit's output holds a password:\n%s\n%s", c.name, out, errs)
+		}
+	}
 	var rep auditReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		c.t.Fatalf("%s: floe audit exit %d, no JSON report (%v):\n%s\n%s", c.name, code, err, out, errs)

@@ -26,7 +26,8 @@ func newFilesCmd() *cobra.Command {
 		Short: "List the data files of the table's current snapshot, for readers without Iceberg support",
 		Long: `List the Parquet data files that make up the table's current snapshot (or --snapshot ID): per
 file its path, the Kafka topic and partition of its rows, their offsets [low, high) (the text
-shows [smallest, largest+1), the JSON min_offset and max_offset), the row count and the size, from the manifests (no data is read). A reader without Iceberg support
+shows [smallest, largest+1), the JSON min_offset and max_offset), the row count and the size,
+from the manifests (no data is read). A reader without Iceberg support
 (DuckDB without its iceberg extension, pandas, Spark's plain Parquet reader) that reads exactly
 these files sees exactly the snapshot.
 

@@ -196,6 +196,11 @@ func TestSinkProtobufWithoutIndexes(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "1 row and 3 dead letters") {
 		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
 	}
+	// The text answer's range line counts the range's dead letters beside
+	// its rows: "0 records" alone hid them.
+	if out := mustFloe(t, append([]string{"where", "--table", "lake.pb", "-t", "pb", "--partition", "0", "--offset", "1"}, loc...)...); !strings.Contains(out, "range      [0, 4), 1 row, 3 dead letters\n") {
+		t.Errorf("where offset 1: the range line does not count its row and its dead letters:\n%s", out)
+	}
 	for _, c := range []struct{ offset, want string }{
 		{"0", "negative Protobuf message index -4"},
 		{"1", "indexes are missing"},

@@ -45,13 +45,13 @@ func (f *kafkaSecurityFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.TLSCAFile, flagTLSCA, "", "PEM `FILE` of the CAs that sign the brokers' certificates (implies --kafka-tls)")
 	fs.StringVar(&s.TLSCertFile, flagTLSCert, "", "PEM client certificate `FILE` for mutual TLS (with --kafka-tls-key)")
 	fs.StringVar(&s.TLSKeyFile, flagTLSKey, "", "PEM private key `FILE` of --kafka-tls-cert")
-	fs.StringVar(&s.TLSServerName, flagTLSServerName, "", "name the brokers' certificates carry, when not the host of --brokers")
-	fs.StringVar(&s.Mechanism, flagMechanism, "", "SASL mechanism: "+strings.Join(connector.Mechanisms, ", ")+" (AWS_MSK_IAM uses the AWS credential chain)")
-	fs.StringVar(&s.User, flagUser, "", "SASL user (PLAIN, SCRAM), or the OAuth client id with --kafka-sasl-token-url")
-	fs.StringVar(&s.Password, flagPassword, "", "SASL password, or the OAuth client secret with --kafka-sasl-token-url (prefer FLOE_KAFKA_SASL_PASSWORD)")
-	fs.StringVar(&s.Token, flagToken, "", "OAUTHBEARER static token (prefer FLOE_KAFKA_SASL_TOKEN)")
+	fs.StringVar(&s.TLSServerName, flagTLSServerName, "", "`NAME` the brokers' certificates carry, when not the host of --brokers")
+	fs.StringVar(&s.Mechanism, flagMechanism, "", "SASL `MECHANISM`: "+strings.Join(connector.Mechanisms, ", ")+" (AWS_MSK_IAM uses the AWS credential chain)")
+	fs.StringVar(&s.User, flagUser, "", "SASL `USER` (PLAIN, SCRAM), or the OAuth client id with --kafka-sasl-token-url")
+	fs.StringVar(&s.Password, flagPassword, "", "SASL `PASSWORD`, or the OAuth client secret with --kafka-sasl-token-url (prefer FLOE_KAFKA_SASL_PASSWORD)")
+	fs.StringVar(&s.Token, flagToken, "", "OAUTHBEARER static `TOKEN` (prefer FLOE_KAFKA_SASL_TOKEN)")
 	fs.StringVar(&s.TokenURL, flagTokenURL, "", "OAUTHBEARER: OAuth 2 token endpoint `URL` to get tokens from with the client-credentials grant")
-	fs.StringVar(&s.Scope, flagScope, "", "OAUTHBEARER: scope asked of --kafka-sasl-token-url")
+	fs.StringVar(&s.Scope, flagScope, "", "OAUTHBEARER: `SCOPE` asked of --kafka-sasl-token-url")
 }
 
 // security is the flags over the --kafka-config file.

@@ -196,10 +196,7 @@ floe (flags; or --config %[1]s/floe.yaml, or the FLOE_* variables above):
   floe status --brokers %[2]s --catalog %[3]s --warehouse %[4]s --s3-endpoint %[5]s --table lake.orders
 
 Other clients:
-  kcat      kcat -b %[2]s -t orders -P -K:            (then type key:value lines)
-            kcat -b %[2]s -t orders -C -e
-  kafkajs   new Kafka({ clientId: 'app', brokers: ['%[2]s'] })
-  registry  curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
+%[12]s  registry  curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
               --data '{"schema": "{\"type\":\"record\",\"name\":\"Order\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"}]}"}' \
               %[11]s/subjects/orders-value/versions
             curl -s %[11]s/subjects          (Confluent serializers: schema.registry.url=%[11]s)
@@ -209,5 +206,21 @@ Other clients:
             SELECT * FROM iceberg_scan('METADATA');   -- METADATA: the "metadata" line of floe status
 `, l.Dir, broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint, localstack.Bucket,
 		localstack.AccessKeyID, localstack.SecretAccessKey, localstack.Region, strings.TrimPrefix(l.S3.Endpoint, "http://"),
-		l.Registry)
+		l.Registry, localKafkaClients(l))
+}
+
+// localKafkaClients is the usage's lines for kcat and kafkajs. kcat's
+// librdkafka logs in with SASL handshake v0, which kfake does not serve,
+// so a secured stack offers no kcat command but the way round it.
+func localKafkaClients(l *localstack.Local) string {
+	if l.Password != "" {
+		return `  kcat      cannot log in to this broker: librdkafka needs SASL handshake v0, which kfake does not
+            serve. Produce with kcat on the stack started without --secure (same --dir), then
+            start it again with --secure: the topics stay.
+`
+	}
+	return fmt.Sprintf(`  kcat      kcat -b %[1]s -t orders -P -K:            (then type key:value lines)
+            kcat -b %[1]s -t orders -C -e
+  kafkajs   new Kafka({ clientId: 'app', brokers: ['%[1]s'] })
+`, l.Brokers[0])
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -567,5 +568,27 @@ func TestPartitionByValueColumns(t *testing.T) {
 	}
 	if js := mustFloe(t, append([]string{"audit", "--table", "lake.bad", "--deep", "--json"}, loc[:2]...)...); !strings.Contains(js, `"complete": true`) {
 		t.Fatalf("audit after the fix:\n%s", js)
+	}
+}
+
+// TestPartitionByHighCardinalityWarns: a spec that makes a partition per
+// distinct value of a column with many (identity(value) on 300 distinct
+// values) writes a file per row; the sink warns once, naming the spec and
+// what keeps files large (it wrote 298 files for 300 rows without a word).
+// A spec of few values does not warn.
+func TestPartitionByHighCardinalityWarns(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	code, out, errs := floe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.byvalue", "--stop-at-end",
+		"--partition-by", "identity(value)"}, loc...)...)
+	want := regexp.MustCompile(`a commit wrote \d{3} files for 300 rows: the partition spec identity\(value\) makes a partition per distinct value of a column that has many; ` +
+		`a transform with fewer values, such as bucket\(16, COLUMN\) or day\(COLUMN\), keeps files large`)
+	if code != exitOK || !strings.Contains(out, "300 rows") || len(want.FindAllString(errs, -1)) != 1 {
+		t.Errorf("identity(value): exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = floe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.byday", "--stop-at-end",
+		"--partition-by", "day(kafka_timestamp)"}, loc...)...)
+	if code != exitOK || strings.Contains(errs, "files for") {
+		t.Errorf("day(kafka_timestamp): exit %d\n%s", code, errs)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -224,12 +223,12 @@ func printReplayResult(w io.Writer, r replay.Result) {
 		fmt.Fprintf(w, ", head snapshot %d", r.Head)
 	}
 	fmt.Fprintln(w)
-	var parts []string
-	for _, p := range slices.Sorted(maps.Keys(r.Next)) {
-		parts = append(parts, fmt.Sprintf("%s/%d=%d", r.Plan.Topic, p, r.Next[p]))
+	next := map[mapping.TopicPartition]int64{}
+	for p, o := range r.Next {
+		next[mapping.TopicPartition{Topic: r.Plan.Topic, Partition: p}] = o
 	}
-	if len(parts) > 0 {
-		fmt.Fprintf(w, "next offsets: %s\n", strings.Join(parts, " "))
+	if len(next) > 0 {
+		fmt.Fprintf(w, "next offsets: %s\n", formatNext(next))
 	}
 	if r.Published {
 		if r.MainFrom == r.MainTo {

@@ -8,16 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // Credentials of the secured test clusters. The passwords are long and
@@ -33,6 +37,7 @@ const (
 // 127.0.0.1 in the test) with SASL, a superuser admin (SCRAM-SHA-512) and
 // the extra options (users, ACLs, mutual TLS).
 type secureCluster struct {
+	cluster *kfake.Cluster
 	brokers []string
 	certs   localstack.Certs
 	admin   []kgo.Opt // client options of the superuser
@@ -62,7 +67,7 @@ func startSecureCluster(t *testing.T, mutual bool, opts ...kfake.Opt) *secureClu
 		}
 		clientTLS.Certificates = []tls.Certificate{cert}
 	}
-	return &secureCluster{brokers: st.Brokers, certs: certs,
+	return &secureCluster{cluster: st.Cluster, brokers: st.Brokers, certs: certs,
 		admin: []kgo.Opt{kgo.DialTLSConfig(clientTLS), kgo.SASL(scram.Auth{User: adminUser, Pass: adminPass}.AsSha512Mechanism())}}
 }
 
@@ -132,15 +137,17 @@ func noSecret(t *testing.T, outputs ...string) {
 // TestSecureSinkAuditReplay runs floe through the CLI against a broker
 // with TLS, SCRAM-SHA-512 and ACLs, as a user holding exactly the ACLs
 // docs/secured-kafka.md lists: the sink in static mode, the audit at
-// content level, a replay, and a live sink in group mode while the broker
-// re-authenticates sessions every second (KIP-368), all at debug log
-// level, and no password in any output.
+// content level, a replay, and a live sink in group mode for six seconds
+// while the broker's sessions last three (KIP-368: the client
+// re-authenticates each connection), all at debug log level, and no
+// password in any output.
 func TestSecureSinkAuditReplay(t *testing.T) {
 	const topic, group = "orders", "floe-orders"
 	c := startSecureCluster(t, false,
 		kfake.EnableACLs(),
 		kfake.User("SCRAM-SHA-512", floeUser, floePass, leastPrivilege(topic, group)...),
-		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"}))
+		// franz-go re-authenticates a second before a session ends.
+		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "3000"}))
 	count := c.topic(t, topic, 2, 50)
 	cat, catFlags := localCatalog(t)
 	user := append(c.userFlags("SCRAM-SHA-512", floeUser, floePass), catFlags...)
@@ -165,6 +172,15 @@ func TestSecureSinkAuditReplay(t *testing.T) {
 	checkTable(t, cat, "lake.orders_rebuilt", topic, count)
 
 	// A live sink in group mode outlives several re-authentications.
+	// floe's authentications: SCRAM first messages naming its user.
+	var auths atomic.Int64
+	c.cluster.ControlKey(int16(kmsg.SASLAuthenticate), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if strings.Contains(string(req.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes), "n="+floeUser+",") {
+			auths.Add(1)
+		}
+		c.cluster.KeepControl()
+		return nil, nil, false
+	})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	var stdout, stderr string
@@ -173,16 +189,16 @@ func TestSecureSinkAuditReplay(t *testing.T) {
 		stdout, stderr, err = floeCtx(ctx, append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--flush-interval", "200ms", "--group", group}, append(user, debug...)...)...)
 		done <- err
 	}()
-	for range 4 {
-		time.Sleep(800 * time.Millisecond)
+	var initial int64
+	for i := range 6 {
+		time.Sleep(time.Second)
+		if i == 0 {
+			initial = auths.Load() // before the first session ends
+		}
 		count = c.produce(t, topic, 2, 10, count)
 	}
 	waitFor(t, 20*time.Second, "the live sink to commit every record", func() bool {
-		ledger, err := openTable(t, cat, "lake.orders").Ledger()
-		next := func(p int32) int64 {
-			return mapping.Cover(ledger.Ranges(mapping.TopicPartition{Topic: topic, Partition: p})).Next
-		}
-		return err == nil && next(0) == count[0] && next(1) == count[1]
+		return sunkTo(t, cat, "lake.orders", topic, 0) == count[0] && sunkTo(t, cat, "lake.orders", topic, 1) == count[1]
 	})
 	cancel()
 	if err := <-done; err != nil {
@@ -190,6 +206,12 @@ func TestSecureSinkAuditReplay(t *testing.T) {
 	}
 	noSecret(t, stdout, stderr)
 	checkTable(t, cat, "lake.orders", topic, count)
+	// Over six seconds of three-second sessions, each connection
+	// authenticates again at least twice.
+	if n := auths.Load(); n < 2*initial {
+		t.Errorf("floe authenticated %d times in all, %d in its first second: its connections were not re-authenticated", n, initial)
+	}
+	t.Logf("floe authenticated %d times, %d in its first second", auths.Load(), initial)
 }
 
 // TestSecureAuthorizationErrors runs floe as a user lacking one ACL of
@@ -417,6 +439,11 @@ func TestLocalstackUpSecure(t *testing.T) {
 	if !strings.Contains(usage.String(), wantFlags) {
 		t.Errorf("usage lacks %q:\n%s", wantFlags, usage.String())
 	}
+	// kcat (librdkafka) cannot log in to kfake's SASL (it needs handshake
+	// v0): the usage says so instead of printing a plaintext kcat command.
+	if plain := "kcat -b " + l.Brokers[0] + " -t orders -P -K:"; strings.Contains(usage.String(), plain) || !strings.Contains(usage.String(), "SASL handshake v0") {
+		t.Errorf("usage of the secured stack offers a plaintext kcat command, or does not say why kcat cannot log in:\n%s", usage.String())
+	}
 	admin := []kgo.Opt{kgo.DialTLSConfig(caTLS(t, l.Certs.CAFile)), kgo.SASL(scram.Auth{User: localstack.SecureUser, Pass: l.Password}.AsSha512Mechanism())}
 	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 2, nil, admin...); err != nil {
 		t.Fatal(err)
@@ -444,6 +471,53 @@ func TestLocalstackUpSecure(t *testing.T) {
 	props := filepath.Join(dir, "tls", "client.properties")
 	mustFloe(t, "sink", "--kafka-config", props, "--brokers", l.Brokers[0], "--catalog", l.CatalogPath(), "--warehouse", l.Warehouse(),
 		"--s3-endpoint", l.S3.Endpoint, "--s3-access-key-id", localstack.AccessKeyID, "--s3-secret-access-key", localstack.SecretAccessKey, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
+}
+
+// TestLocalstackUpSecureAfterPlain follows the README's walkthrough into
+// docs/secured-kafka.md on one folder: a plain 'floe localstack up' sinks a
+// topic, the stack is restarted with --secure on the same folder, and the
+// printed config file's sink resumes over TLS and SCRAM. The broker's
+// persisted user list, empty from the plain run, used to replace the
+// secured stack's user, so every login failed ("authentication as
+// SCRAM-SHA-512 user floe failed").
+func TestLocalstackUpSecureAfterPlain(t *testing.T) {
+	dir := t.TempDir()
+	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)}
+	l, err := localstack.Up(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int32]int64{}
+	produceRound(t, l.Brokers, "orders", 2, 30, count)
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "floe.yaml")
+	mustFloe(t, "sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	l.Close()
+
+	opts.Secure = true
+	if l, err = localstack.Up(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	admin := []kgo.Opt{kgo.DialTLSConfig(caTLS(t, l.Certs.CAFile)), kgo.SASL(scram.Auth{User: localstack.SecureUser, Pass: l.Password}.AsSha512Mechanism())}
+	sc := &secureCluster{brokers: l.Brokers, certs: l.Certs, admin: admin}
+	code, out, errs := floe(t, "sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	if code != exitOK || !strings.Contains(out, "0 rows") {
+		t.Fatalf("sink through the secured stack's floe.yaml, on the plain stack's folder: exit %d\n%s%s", code, out, errorLine(errs))
+	}
+	count = sc.produce(t, "orders", 2, 5, count)
+	if out := mustFloe(t, "sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end"); !strings.Contains(out, "10 rows") {
+		t.Errorf("the secured sink should add exactly the 10 new records, got:\n%s", out)
+	}
 	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
 }
 
@@ -489,4 +563,147 @@ func TestSecureReadOnlyACLs(t *testing.T) {
 	as("describer", "status", "--table", "lake.orders")
 	as("describer", "where", "--table", "lake.orders", "--topic", topic, "--partition", "1", "--offset", "7")
 	as("describer", "as-of", "--table", "lake.orders", "--offsets", "0=5,1=5")
+}
+
+// TestSecureRotatedPassword changes floe's SCRAM password on the broker
+// while a live sink runs and the broker has sessions re-authenticated:
+// the interrupted sink exits cleanly, and a sink started with the new
+// password resumes from the ledger and completes the table, every offset
+// once. (kfake answers the refused re-authentication by closing the
+// connection, which franz-go retries without a word; a Kafka broker
+// answers SASL_AUTHENTICATION_FAILED, which this test cannot produce.)
+func TestSecureRotatedPassword(t *testing.T) {
+	const topic, rotatedPass = "orders", "rotated-Secret-1a1a"
+	c := startSecureCluster(t, false, kfake.User("SCRAM-SHA-512", floeUser, floePass),
+		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "3000"}))
+	count := c.topic(t, topic, 1, 20)
+	cat, catFlags := localCatalog(t)
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr string
+	go func() {
+		var err error
+		_, stderr, err = floeCtx(ctx, append(append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--flush-interval", "200ms"},
+			c.userFlags("SCRAM-SHA-512", floeUser, floePass)...), catFlags...)...)
+		done <- err
+	}()
+	waitFor(t, 10*time.Second, "the sink to commit the first records", func() bool {
+		return sunkTo(t, cat, "lake.orders", topic, 0) == count[0]
+	})
+	adm := kadm.NewClient(mustClient(t, c.brokers, c.admin))
+	res, err := adm.AlterUserSCRAMs(t.Context(), nil, []kadm.UpsertSCRAM{{User: floeUser, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: rotatedPass}})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	count = c.produce(t, topic, 1, 10, count)
+	time.Sleep(4 * time.Second)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("interrupted sink: %v", err)
+	}
+	noSecret(t, stderr)
+	mustFloe(t, append(append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
+		c.userFlags("SCRAM-SHA-512", floeUser, rotatedPass)...), catFlags...)...)
+	checkTable(t, cat, "lake.orders", topic, count)
+}
+
+// mustClient is a franz-go client of brokers with opts, closed with the
+// test.
+func mustClient(t *testing.T, brokers []string, opts []kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// sunkTo is the next offset of partition p of topic in the ledger of
+// table, -1 while the table does not exist.
+func sunkTo(t *testing.T, cfg catalog.Config, table, topic string, p int32) int64 {
+	t.Helper()
+	cat, err := catalog.Open(t.Context(), cfg)
+	if err != nil {
+		return -1
+	}
+	ident, err := catalog.ParseIdent(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{})
+	if err != nil {
+		return -1
+	}
+	ledger, err := tbl.Ledger()
+	if err != nil {
+		return -1
+	}
+	return mapping.Cover(ledger.Ranges(mapping.TopicPartition{Topic: topic, Partition: p})).Next
+}
+
+// TestKafkaConfigFileErrors: a client properties file floe cannot use is
+// refused before any connection, with one line naming the file, the line,
+// the key and what would do, and never the password it holds.
+func TestKafkaConfigFileErrors(t *testing.T) {
+	const jaas = `sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="floe" password="` + floePass + `";`
+	for _, tc := range []struct{ name, body, want string }{
+		{"java key store", "security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n",
+			"line 2: ssl.truststore.location: floe reads PEM files, not Java key stores: export them (keytool -exportcert -rfc, openssl pkcs12)"},
+		{"login module of another mechanism", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n" + jaas + "\n",
+			"line 3: sasl.jaas.config: login module org.apache.kafka.common.security.scram.ScramLoginModule does not serve sasl.mechanism PLAIN: want a PlainLoginModule"},
+		{"malformed options", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"floe\" " + floePass + ";\n",
+			`line 3: sasl.jaas.config: after username: want KEY="VALUE"`},
+		{"kerberos", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n",
+			`line 2: sasl.mechanism: "GSSAPI": floe supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM (Kerberos, GSSAPI, is not supported)`},
+		{"SASL without a SASL protocol", "security.protocol=SSL\nsasl.mechanism=PLAIN\n",
+			`line 2: sasl.mechanism: PLAIN needs security.protocol SASL_SSL or SASL_PLAINTEXT (it is "SSL")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props := filepath.Join(t.TempDir(), "client.properties")
+			writeFile(t, props, tc.body)
+			_, catFlags := localCatalog(t)
+			code, out, errs := floe(t, append([]string{"sink", "--brokers", "127.0.0.1:1", "--kafka-config", props, "--topic", "orders", "--table", "lake.orders", "--log-level", "debug"}, catFlags...)...)
+			noSecret(t, out, errs)
+			want := "floe: --kafka-config " + props + " " + tc.want
+			if line := errorLine(errs); code != 2 || !strings.HasPrefix(line, want) {
+				t.Errorf("exit %d, error line\n%s\nwant exit 2 and a line starting\n%s", code, line, want)
+			}
+		})
+	}
+}
+
+// TestSecurePipelinesConfig sinks the pipelines of a config file that
+// also holds the Kafka security keys (the flag names without dashes), as
+// floe.yaml in production would, with the password from the environment.
+func TestSecurePipelinesConfig(t *testing.T) {
+	c := startSecureCluster(t, false, kfake.User("SCRAM-SHA-256", floeUser, floePass))
+	orders := c.topic(t, "orders", 2, 15)
+	payments := c.topic(t, "payments", 1, 10)
+	cat, _ := localCatalog(t)
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, conf, fmt.Sprintf(`brokers: [%s]
+catalog: %s
+warehouse: %s
+kafka-tls-ca: %s
+kafka-sasl-mechanism: SCRAM-SHA-256
+kafka-sasl-user: %s
+pipelines:
+  - topic: orders
+    table: lake.orders
+  - topic: payments
+    table: lake.payments
+`, c.brokers[0], cat.Catalog, cat.Warehouse, c.certs.CAFile, floeUser))
+	t.Setenv("FLOE_KAFKA_SASL_PASSWORD", floePass)
+	code, out, errs := floe(t, "sink", "--config", conf, "--stop-at-end", "--log-level", "debug")
+	noSecret(t, out, errs)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	checkTable(t, cat, "lake.orders", "orders", orders)
+	checkTable(t, cat, "lake.payments", "payments", payments)
 }

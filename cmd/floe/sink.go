@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -421,12 +420,8 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 		fmt.Fprintf(w, ", %d rebalances of %s", s.Rebalances, topic)
 	}
 	fmt.Fprintln(w)
-	var parts []string
-	for _, tp := range slices.SortedFunc(maps.Keys(s.Next), mapping.TopicPartition.Compare) {
-		parts = append(parts, fmt.Sprintf("%s=%d", tp, s.Next[tp]))
-	}
-	if len(parts) > 0 {
-		fmt.Fprintf(w, "next offsets: %s\n", strings.Join(parts, " "))
+	if len(s.Next) > 0 {
+		fmt.Fprintf(w, "next offsets: %s\n", formatNext(s.Next))
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,32 @@ func TestSinkTopicRegexMatchesNothing(t *testing.T) {
 	_, errs, err := floeCtx(ctx, args...)
 	if err != nil || !strings.Contains(errs, `msg="no topic matches the pattern yet; waiting for one to be created" pattern=^(?:nomatch.*)$ check_every=1m0s`) {
 		t.Errorf("live sink: %v, log:\n%s", err, errs)
+	}
+}
+
+// TestSinkSummaryManyPartitions: the closing "next offsets" line lists
+// each partition of a few, and summarises many (a 1,000-partition topic
+// made a 14 KB line): the partitions as ranges, their count and the lowest
+// and highest next offset, pointing at floe status for each.
+func TestSinkSummaryManyPartitions(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "wide", 12, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("wide", 12, 240, time.Now().Add(-time.Hour), 1)); err != nil {
+		t.Fatal(err)
+	}
+	brokers := strings.Join(st.Brokers, ",")
+	out := mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "wide", "--table", "lake.wide", "--stop-at-end"}, loc...)...)
+	if !regexp.MustCompile(`(?m)^next offsets: wide/0-11 \(12 partitions\): \d+ to \d+ \(floe status lists each partition\)$`).MatchString(out) {
+		t.Errorf("12 partitions:\n%s", out)
+	}
+	out = mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	if !regexp.MustCompile(`(?m)^next offsets: orders/0=\d+ orders/1=\d+ orders/2=\d+$`).MatchString(out) {
+		t.Errorf("3 partitions:\n%s", out)
+	}
+	if got := partitionRanges([]int32{0, 1, 2, 4, 6, 7}); got != "0-2,4,6-7" {
+		t.Errorf("partitionRanges: %q, want 0-2,4,6-7", got)
 	}
 }
 

@@ -189,6 +189,31 @@ func TestTypedSinkCommand(t *testing.T) {
 	}
 }
 
+// TestSchemaConflictFailHint: a run with --on-schema-conflict fail that
+// stops at a conflict ends with the hint of how such records are
+// dead-lettered instead, not "a schema conflict stops the sink only with
+// --on-schema-conflict fail", the flag it was run with.
+func TestSchemaConflictFailHint(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "readings", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for _, v := range []string{`{"n":1}`, `{"n":2}`, `{"n":"three"}`} {
+		recs = append(recs, &kgo.Record{Topic: "readings", Value: []byte(v)})
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := floe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "readings", "--table", "lake.readings", "--stop-at-end",
+		"--value", "json", "--on-schema-conflict", "fail"}, loc...)...)
+	if code != exitError || !strings.Contains(errs, "readings/0 offset 2 cannot become a row") ||
+		strings.Contains(errs, "only with --on-schema-conflict fail") ||
+		!strings.Contains(errs, "with --on-schema-conflict dead-letter (the default) and --dlq on") {
+		t.Fatalf("--on-schema-conflict fail at a conflict: exit %d, %q", code, errs)
+	}
+}
+
 // TestJSONEmptyValuesReadTheSameWhenever: a JSON field that carries no
 // type ("l":[], "s":{"x":null}) gets no column while the table has none,
 // so its row reads null there once a later record creates the column. The

@@ -113,7 +113,10 @@ func printWhere(w io.Writer, r lookup.WhereResult) {
 	if r.SnapshotID != nil {
 		fmt.Fprintf(w, "  range      [%d, %d)", *r.Low, *r.High)
 		if r.Records != nil {
-			fmt.Fprintf(w, ", %d records", *r.Records)
+			fmt.Fprintf(w, ", %s", plural(int(*r.Records), "row"))
+		}
+		if r.DeadLetters > 0 {
+			fmt.Fprintf(w, ", %s", plural(int(r.DeadLetters), "dead letter"))
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "  snapshot   %d, committed %s\n", *r.SnapshotID, r.CommittedAt.Format(time.RFC3339))

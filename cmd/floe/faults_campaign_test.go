@@ -556,7 +556,7 @@ func deadLettersScenario(t *testing.T) verdict {
 	}
 	c.allCommitting()
 
-	var maintains, compactConflicts, kills int
+	var maintains, compactConflicts, compactGaveUp, kills int
 	var reconciled snapshot.Reconciled
 	maintain := func(name string, extra ...string) {
 		t.Helper()
@@ -565,9 +565,15 @@ func deadLettersScenario(t *testing.T) verdict {
 			code, out, errs := floe(t, argv...)
 			// --compact gives up when a member's scheduled compaction
 			// replaced a file it merges, commits nothing and says to run
-			// it again (snapshot.CompactConflictError).
-			if code == 2 && attempt < 5 && strings.Contains(errs, "gave up, nothing was committed") {
+			// it again (snapshot.CompactConflictError); the rest of the
+			// run (reconcile, expiry, orphans) is done by then. Three
+			// members compacting every 3 s win most such races.
+			if code == 2 && strings.Contains(errs, "gave up, nothing was committed") {
 				compactConflicts++
+				if attempt == 3 {
+					compactGaveUp++
+					break
+				}
 				continue
 			}
 			if code != 0 {
@@ -656,8 +662,8 @@ func deadLettersScenario(t *testing.T) verdict {
 		compactions += m.compactions.Load()
 		dlqCompactions += m.dlqCompactions.Load()
 	}
-	v.faults = fmt.Sprintf("%d SIGKILLs; scheduled compactions: %d of the table, %d of its DLQ; %d floe maintain runs (%d --compact runs again after losing to a scheduled one; dead letters of %d commits added, of %d removed); %s; %d rows, %d dead letters",
-		kills, compactions, dlqCompactions, maintains, compactConflicts, reconciled.Added, reconciled.Removed, rollbackNote, rows, dead)
+	v.faults = fmt.Sprintf("%d SIGKILLs; scheduled compactions: %d of the table, %d of its DLQ; %d floe maintain runs (%d lost their --compact to a scheduled one, %d of them 3 times in a row; dead letters of %d commits added, of %d removed); %s; %d rows, %d dead letters",
+		kills, compactions, dlqCompactions, maintains, compactConflicts, compactGaveUp, reconciled.Added, reconciled.Removed, rollbackNote, rows, dead)
 	return v
 }
 

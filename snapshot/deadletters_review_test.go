@@ -213,6 +213,16 @@ func TestDeadLettersLegacyDoubledRowsConverge(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDeadLetters(t, dlq, "t/0/1")
+	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
+		t.Errorf("a second reconcile after the repair did %+v, want nothing", res)
+	}
+	rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete() {
+		t.Errorf("audit after the repair: %+v", rep.Findings)
+	}
 }
 
 // TestDeadLettersLegacyFilesWithoutTheColumn: a dead-letter table an

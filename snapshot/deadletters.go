@@ -816,7 +816,8 @@ func legacyFilter(at map[mapping.TopicPartition][]int64) iceberg.BooleanExpressi
 
 // reconcileDeadLetterTables reconciles, for floe maintain, the dead-letter
 // tables of t (DeadLetterTables) when t is a data table, or t itself with
-// its data table when t is a dead-letter table.
+// its data table when t is a dead-letter table. Count mismatches
+// (*DeadLetterCountError) are returned after every table is reconciled.
 func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger, res *MaintainResult) error {
 	reconcile := func(data, dlq *Table) error {
 		r, err := data.ReconcileDeadLetters(ctx, dlq, log)
@@ -840,12 +841,19 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 	if err != nil {
 		return err
 	}
+	// A count mismatch leaves the other tables to reconcile.
+	var countErrs error
 	for _, dlq := range dlqs {
-		if err := reconcile(t, dlq); err != nil {
+		err := reconcile(t, dlq)
+		if errors.As(err, new(*DeadLetterCountError)) {
+			countErrs = errors.Join(countErrs, err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return countErrs
 }
 
 // DeadLetterTables opens the dead-letter tables of data table t that

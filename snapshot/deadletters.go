@@ -845,7 +845,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 	var countErrs error
 	for _, dlq := range dlqs {
 		err := reconcile(t, dlq)
-		if errors.As(err, new(*DeadLetterCountError)) {
+		if _, ok := errors.AsType[*DeadLetterCountError](err); ok {
 			countErrs = errors.Join(countErrs, err)
 			continue
 		}

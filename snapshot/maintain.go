@@ -135,7 +135,8 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	// and a sink's own maintenance must keep the metadata bounded meanwhile.
 	var countErr error
 	if !opts.DryRun {
-		if err := t.reconcileDeadLetterTables(ctx, log, &res); errors.As(err, new(*DeadLetterCountError)) {
+		err := t.reconcileDeadLetterTables(ctx, log, &res)
+		if _, ok := errors.AsType[*DeadLetterCountError](err); ok {
 			countErr = err
 		} else if err != nil {
 			return res, err

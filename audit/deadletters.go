@@ -125,8 +125,12 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true
+			fix := "the dead-letter table was changed outside floe, and floe maintain cannot repair it"
+			if slices.ContainsFunc(st.Doubled, func(d mapping.Commit) bool { return d.ID == c.ID }) {
+				fix = "an older floe added them twice: the next floe sink session or floe maintain replaces them by the commit's files"
+			}
 			a.find(Finding{Level: LevelLedger, Kind: KindCountMismatch, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters; %s holds %d rows of it", c.ID, c.SnapshotID, deadLetterCount(c), name, st.Rows[c.ID])})
+				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters; %s holds %d rows of it: %s", c.ID, c.SnapshotID, deadLetterCount(c), name, st.Rows[c.ID], fix)})
 		}
 		if len(st.Stale) > 0 || len(st.StaleLegacy) > 0 {
 			n := st.StaleRows

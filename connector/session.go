@@ -1112,7 +1112,11 @@ func (ss *session) join(pieces []arrow.RecordBatch) (arrow.RecordBatch, error) {
 // (snapshot.Table.ReconcileDeadLetters): a writer that stopped between a
 // commit and adding its dead letters left them to the next session, even
 // one that runs with another dead-letter table or none, and a rollback
-// left dead letters of commits the ledger no longer has.
+// left dead letters of commits the ledger no longer has. A commit whose
+// dead letters differ in number from its rows in a way reconciling cannot
+// repair (*snapshot.DeadLetterCountError: the dead-letter table was
+// changed outside floe) is said at WARN and does not stop the sink: its
+// data table is not at fault, and the audit and floe maintain report it.
 func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
 	dlqs, err := s.tbl.DeadLetterTables(ctx)
 	if err != nil {
@@ -1123,12 +1127,16 @@ func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
 	}
 	for _, dlq := range dlqs {
 		res, err := s.tbl.ReconcileDeadLetters(ctx, dlq, s.log)
-		if err != nil {
+		if count, ok := errors.AsType[*snapshot.DeadLetterCountError](err); ok {
+			s.log.Warn("the dead-letter table does not match the ledger and reconciling cannot repair it; sinking goes on, floe audit reports it",
+				"dead_letter_table", dlq.Name(), "commit", count.Commit.ID, "snapshot", count.Commit.SnapshotID, "err", err)
+		} else if err != nil {
 			return err
 		}
-		if res.Added > 0 || res.Removed > 0 || res.RemovedLegacy > 0 {
+		if res.Added > 0 || res.Removed > 0 || res.RemovedLegacy > 0 || res.RepairedLegacy > 0 {
 			s.log.Info("reconciled the dead-letter table with the ledger", "dead_letter_table", dlq.Name(),
-				"commits_added", res.Added, "commits_removed", res.Removed, "older_rows_removed", res.RemovedLegacy)
+				"commits_added", res.Added, "commits_removed", res.Removed, "older_rows_removed", res.RemovedLegacy,
+				"older_commits_repaired", res.RepairedLegacy)
 		}
 	}
 	return nil

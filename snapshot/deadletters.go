@@ -251,6 +251,10 @@ type Reconciled struct {
 	// RemovedLegacy counts the rows without a commit id (written before
 	// the column existed) that no commit accounts for, which it removed.
 	RemovedLegacy int `json:"removed_legacy,omitempty"`
+	// RepairedLegacy counts the commits whose dead letters an older floe
+	// doubled (DeadLetterState.Doubled), whose rows it replaced by the
+	// commit's files.
+	RepairedLegacy int `json:"repaired_legacy,omitempty"`
 }
 
 // DeadLetterState compares a dead-letter table's rows with the ledgers of
@@ -282,6 +286,15 @@ type DeadLetterState struct {
 	// column existed) that no commit's range with dead letters holds, by
 	// partition: reconciling removes them.
 	StaleLegacy map[mapping.TopicPartition][]int64
+	// Doubled are commits all of whose rows have no commit id and
+	// outnumber the dead letters their ranges count, whose files are all
+	// there: an older floe added their dead letters twice (after a
+	// rollback whose undo it did not see). Reconciling deletes the rows
+	// without a commit id at their positions (doubledAt), which
+	// attribution by position gives to that commit alone, and adds its
+	// files again, in one commit.
+	Doubled   []mapping.Commit
+	doubledAt map[mapping.TopicPartition][]int64
 	// staleFiles are the files all of whose rows are stale (reconciling
 	// drops them whole), and mixed is set when other files hold stale
 	// rows too (reconciling rewrites those).
@@ -291,7 +304,7 @@ type DeadLetterState struct {
 
 // Converged reports whether reconciling has nothing to add or remove.
 func (s *DeadLetterState) Converged() bool {
-	return len(s.Pending) == 0 && len(s.Stale) == 0 && len(s.StaleLegacy) == 0
+	return len(s.Pending) == 0 && len(s.Stale) == 0 && len(s.StaleLegacy) == 0 && len(s.Doubled) == 0
 }
 
 // DeadLetterState reads the state of the dead-letter table dlq of data
@@ -359,12 +372,15 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 		return nil, err
 	}
 	stale := map[string]bool{}
+	withIDs := map[string]bool{}
+	legacyAt := map[string][]position{}
 	for _, path := range live {
 		f := files[path]
 		var liveRows, staleRows int64
 		for id, n := range f.ids {
 			if _, ok := st.Commits[id]; ok {
 				st.Rows[id] += n
+				withIDs[id] = true
 				liveRows += n
 				continue
 			}
@@ -375,6 +391,7 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 		for _, pos := range f.legacy {
 			if id := legacyOf(pos); id != "" {
 				st.Rows[id]++
+				legacyAt[id] = append(legacyAt[id], pos)
 				liveRows++
 				continue
 			}
@@ -391,7 +408,8 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 	st.Stale = slices.Sorted(maps.Keys(stale))
 	var fsys iceio.IO
 	for _, c := range slices.SortedFunc(maps.Values(st.Commits), func(a, b mapping.Commit) int { return cmp.Compare(a.SnapshotID, b.SnapshotID) }) {
-		if st.Rows[c.ID] > 0 {
+		doubled := !withIDs[c.ID] && st.Rows[c.ID] > deadLetterCount(c)
+		if st.Rows[c.ID] > 0 && !doubled {
 			continue
 		}
 		if fsys == nil {
@@ -403,9 +421,20 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 		if err != nil {
 			return nil, fmt.Errorf("look for the dead-letter files of commit %s in %s: %w", c.ID, dlq.Name(), err)
 		}
-		if len(missing) > 0 {
+		switch {
+		case doubled && len(missing) > 0:
+			// Nothing to replace its rows with: a count mismatch.
+		case doubled:
+			st.Doubled = append(st.Doubled, c)
+			if st.doubledAt == nil {
+				st.doubledAt = map[mapping.TopicPartition][]int64{}
+			}
+			for _, pos := range legacyAt[c.ID] {
+				st.doubledAt[pos.tp] = append(st.doubledAt[pos.tp], pos.offset)
+			}
+		case len(missing) > 0:
 			st.Missing = append(st.Missing, c)
-		} else {
+		default:
 			st.Pending = append(st.Pending, c)
 		}
 	}
@@ -466,7 +495,7 @@ func (t *Table) readDeadLetterFiles(ctx context.Context, snapshotID int64, files
 
 // CountMismatches returns the commits whose rows differ in number from
 // the dead letters their ranges count (commits without rows are Pending
-// or Missing instead).
+// or Missing instead), Doubled ones included.
 func (s *DeadLetterState) CountMismatches() []mapping.Commit {
 	var out []mapping.Commit
 	for _, id := range slices.Sorted(maps.Keys(s.Rows)) {
@@ -565,7 +594,9 @@ func (e *DeadLetterCountError) Error() string {
 //     published over it) are removed (a copy-on-write delete).
 //
 // Whatever was expired, compacted or rolled back, it converges to that
-// set, and a second run does nothing. dlq is read before t's ledgers, and
+// set, and a second run does nothing. Rows without a commit id that an
+// older floe doubled are replaced by their commit's files
+// (DeadLetterState.Doubled). dlq is read before t's ledgers, and
 // the change asserts dlq's head as read, so that a writer's commit and its
 // dead letters, made in between, are never taken for a rolled-back one
 // nor added twice. A commit whose files are gone is a
@@ -615,7 +646,10 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 		if len(st.Missing) > 0 {
 			return res, &DeadLettersMissingError{Table: t.Name(), DeadLetters: dlq.Name(), Commits: st.Missing}
 		}
-		if bad := st.CountMismatches(); len(bad) > 0 {
+		// Doubled commits were repaired by the converge.
+		if bad := slices.DeleteFunc(st.CountMismatches(), func(c mapping.Commit) bool {
+			return slices.ContainsFunc(st.Doubled, func(d mapping.Commit) bool { return d.ID == c.ID })
+		}); len(bad) > 0 {
 			return res, &DeadLetterCountError{Table: t.Name(), DeadLetters: dlq.Name(), Commit: bad[0], Rows: st.Rows[bad[0].ID]}
 		}
 		return res, nil
@@ -696,6 +730,18 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return res, err
 	}
+	if filter := legacyFilter(st.doubledAt); filter != nil {
+		ids := make([]string, len(st.Doubled))
+		for i, c := range st.Doubled {
+			ids[i] = c.ID
+		}
+		log.Warn("replacing dead letters an older floe doubled (rows without a commit id) by their commits' files",
+			"table", t.Name(), "commits", strings.Join(ids, ","))
+		if err := txn.Delete(ctx, filter, iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
+			return res, fmt.Errorf("delete doubled dead letters: %w", err)
+		}
+		res.RepairedLegacy = len(ids)
+	}
 	if filter := staleFilter(st); filter != nil {
 		log.Warn("removing the dead letters of commits no branch's ledger has (the table was rolled back, or a branch published over it)",
 			"table", t.Name(), "commits", len(st.Stale), "rows", st.StaleRows, "legacy_partitions", len(st.StaleLegacy))
@@ -719,9 +765,9 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 			res.RemovedLegacy += len(offs)
 		}
 	}
-	if len(st.Pending) > 0 {
+	if len(st.Pending) > 0 || len(st.Doubled) > 0 {
 		var ids, files []string
-		for _, c := range st.Pending {
+		for _, c := range slices.Concat(st.Pending, st.Doubled) {
 			ids = append(ids, c.ID)
 			files = append(files, c.DeadLetterFiles...)
 		}
@@ -742,32 +788,43 @@ func staleFilter(st *DeadLetterState) iceberg.BooleanExpression {
 	if len(st.Stale) > 0 {
 		terms = append(terms, iceberg.IsIn(iceberg.Reference(mapping.ColCommitID), st.Stale...))
 	}
-	for _, tp := range slices.SortedFunc(maps.Keys(st.StaleLegacy), mapping.TopicPartition.Compare) {
+	if legacy := legacyFilter(st.StaleLegacy); legacy != nil {
+		terms = append(terms, legacy)
+	}
+	if len(terms) == 0 {
+		return nil
+	}
+	return anyOf(terms...)
+}
+
+// legacyFilter selects the rows without a commit id at the offsets of
+// each partition of at; nil when there are none.
+func legacyFilter(at map[mapping.TopicPartition][]int64) iceberg.BooleanExpression {
+	var terms []iceberg.BooleanExpression
+	for _, tp := range slices.SortedFunc(maps.Keys(at), mapping.TopicPartition.Compare) {
 		terms = append(terms, iceberg.NewAnd(
 			iceberg.IsNull(iceberg.Reference(mapping.ColCommitID)),
 			iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic),
 			iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition),
-			iceberg.IsIn(iceberg.Reference(mapping.ColOffset), st.StaleLegacy[tp]...)))
+			iceberg.IsIn(iceberg.Reference(mapping.ColOffset), at[tp]...)))
 	}
-	switch len(terms) {
-	case 0:
+	if len(terms) == 0 {
 		return nil
-	case 1:
-		return terms[0]
-	default:
-		return iceberg.NewOr(terms[0], terms[1], terms[2:]...)
 	}
+	return anyOf(terms...)
 }
 
 // reconcileDeadLetterTables reconciles, for floe maintain, the dead-letter
 // tables of t (DeadLetterTables) when t is a data table, or t itself with
-// its data table when t is a dead-letter table.
+// its data table when t is a dead-letter table. Count mismatches
+// (*DeadLetterCountError) are returned after every table is reconciled.
 func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger, res *MaintainResult) error {
 	reconcile := func(data, dlq *Table) error {
 		r, err := data.ReconcileDeadLetters(ctx, dlq, log)
 		res.DeadLetters.Added += r.Added
 		res.DeadLetters.Removed += r.Removed
 		res.DeadLetters.RemovedLegacy += r.RemovedLegacy
+		res.DeadLetters.RepairedLegacy += r.RepairedLegacy
 		return err
 	}
 	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {
@@ -784,12 +841,19 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 	if err != nil {
 		return err
 	}
+	// A count mismatch leaves the other tables to reconcile.
+	var countErrs error
 	for _, dlq := range dlqs {
-		if err := reconcile(t, dlq); err != nil {
+		err := reconcile(t, dlq)
+		if _, ok := errors.AsType[*DeadLetterCountError](err); ok {
+			countErrs = errors.Join(countErrs, err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return countErrs
 }
 
 // DeadLetterTables opens the dead-letter tables of data table t that

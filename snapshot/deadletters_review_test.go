@@ -169,6 +169,13 @@ func TestAuditWritesNothingToALegacyDeadLetterTable(t *testing.T) {
 // without a commit id: as a floe before mapping.ColCommitID wrote them.
 func withoutCommitIDs(t *testing.T, dlq *snapshot.Table, copies int) {
 	t.Helper()
+	copyDeadLetters(t, dlq, copies, false)
+}
+
+// copyDeadLetters replaces the rows of dlq with copies copies of each,
+// keeping their commit ids or not.
+func copyDeadLetters(t *testing.T, dlq *snapshot.Table, copies int, keepIDs bool) {
+	t.Helper()
 	_, it, err := dlq.Iceberg().Scan().ToArrowRecords(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -178,12 +185,14 @@ func withoutCommitIDs(t *testing.T, dlq *snapshot.Table, copies int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cols := slices.Clone(b.Columns())
-		i := b.Schema().FieldIndices(mapping.ColCommitID)[0]
-		cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, int(b.NumRows()))
-		legacy := array.NewRecordBatch(b.Schema(), cols, b.NumRows())
+		if !keepIDs {
+			cols := slices.Clone(b.Columns())
+			i := b.Schema().FieldIndices(mapping.ColCommitID)[0]
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, int(b.NumRows()))
+			b = array.NewRecordBatch(b.Schema(), cols, b.NumRows())
+		}
 		for range copies {
-			recs = append(recs, legacy)
+			recs = append(recs, b)
 		}
 	}
 	txn := dlq.Iceberg().NewTransaction()
@@ -213,6 +222,38 @@ func TestDeadLettersLegacyDoubledRowsConverge(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDeadLetters(t, dlq, "t/0/1")
+	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
+		t.Errorf("a second reconcile after the repair did %+v, want nothing", res)
+	}
+	rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete() {
+		t.Errorf("audit after the repair: %+v", rep.Findings)
+	}
+}
+
+// TestMaintainPastDeadLetterCountMismatch: a commit's dead letter is in
+// its dead-letter table twice, both rows with its id (changed outside
+// floe: nothing tells which copy to keep). floe maintain --retain-last 1
+// still expires the data table's and the dead-letter table's snapshots
+// (a sink's own maintenance keeps its metadata bounded), and then fails
+// with the mismatch.
+func TestMaintainPastDeadLetterCountMismatch(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	for i := range int64(3) {
+		mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2 * i, High: 2*i + 2}, 2*i+1)
+	}
+	copyDeadLetters(t, dlq, 2, true)
+	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()})
+	if _, ok := errors.AsType[*snapshot.DeadLetterCountError](err); !ok {
+		t.Errorf("floe maintain: %v, want a DeadLetterCountError", err)
+	}
+	if len(res.Expired) == 0 || res.DeadLetterTables[dlq.Name()] == nil || len(res.DeadLetterTables[dlq.Name()].Expired) == 0 {
+		t.Errorf("floe maintain --retain-last 1 expired %d snapshots of %s and %+v of its dead-letter table, want some of each",
+			len(res.Expired), tbl.Name(), res.DeadLetterTables)
+	}
 }
 
 // TestDeadLettersLegacyFilesWithoutTheColumn: a dead-letter table an

@@ -119,8 +119,9 @@ replaced files stay until snapshot expiry removes the snapshots that reference t
 				would = "would be "
 				fmt.Fprintf(out, "dry run: %s is unchanged\n", tbl.Name())
 			}
-			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 || d.RemovedLegacy > 0 {
-				fmt.Fprintf(out, "dead letters: added those of %d commits that had none; removed those of %d commits no ledger has (and %d older rows no commit accounts for)\n", d.Added, d.Removed, d.RemovedLegacy)
+			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 || d.RemovedLegacy > 0 || d.RepairedLegacy > 0 {
+				fmt.Fprintf(out, "dead letters: added those of %d commits that had none; removed those of %d commits no ledger has (and %d older rows no commit accounts for); replaced the older rows of %d commits an older floe doubled by their files\n",
+					d.Added, d.Removed, d.RemovedLegacy, d.RepairedLegacy)
 			}
 			for _, name := range slices.Sorted(maps.Keys(res.DeadLetterTables)) {
 				d := res.DeadLetterTables[name]

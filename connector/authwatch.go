@@ -94,7 +94,7 @@ func (s *Sink) watchAuth(ctx context.Context) (context.Context, func()) {
 // authRefused logs one ERROR line when the brokers start refusing the
 // sink's SASL authentication and, once they have refused it for
 // Config.RetryFor, returns a CheckError naming the user and password
-// settings (a negative RetryFor waits for new credentials without end).
+// settings (at once with a negative RetryFor, which never retries).
 func (s *Sink) authRefused() error {
 	since, cause, first := s.broker.auth.refusal()
 	if since.IsZero() {
@@ -108,7 +108,7 @@ func (s *Sink) authRefused() error {
 		s.log.Error("the brokers refuse SASL authentication as "+who+" (credentials rotated or revoked?); no record is read until it is accepted: restart floe with the new SASL user and password",
 			"err", cause, "gives_up_after", s.cfg.RetryFor)
 	}
-	if s.cfg.RetryFor < 0 || time.Since(since) < s.cfg.RetryFor {
+	if s.cfg.RetryFor > 0 && time.Since(since) < s.cfg.RetryFor {
 		return nil
 	}
 	return &CheckError{Settings: []Setting{SettingUser, SettingPassword},

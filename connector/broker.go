@@ -25,6 +25,9 @@ type Broker struct {
 	// principal is whom the brokers authorise this connection as, for
 	// authorization errors ("" when unknown).
 	principal string
+	// auth notices the brokers refusing the connections' authentication,
+	// on every client made with opts.
+	auth *authWatch
 }
 
 // DefaultDialTimeout bounds the first request to the cluster, so that an
@@ -63,13 +66,14 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 	if err != nil {
 		return nil, err
 	}
-	opts = append(secOpts, opts...)
+	auth := &authWatch{}
+	opts = append(append(secOpts, kgo.WithHooks(auth)), opts...)
 	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTimeout(min(timeout, 10*time.Second))}, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("brokers %s: %w", strings.Join(seeds, ","), err)
 	}
-	b := &Broker{Seeds: seeds, cl: cl, adm: kadm.NewClient(cl), opts: opts, principal: sec.Principal()}
+	b := &Broker{Seeds: seeds, cl: cl, adm: kadm.NewClient(cl), opts: opts, principal: sec.Principal(), auth: auth}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {

@@ -364,6 +364,17 @@ func registryParts(l mapping.Layout) string {
 // after a backoff, for up to Config.RetryFor without a commit; what the
 // failed session consumed and did not commit is read again.
 func (s *Sink) Run(ctx context.Context) (Stats, error) {
+	wctx, stop := s.watchAuth(ctx)
+	defer stop()
+	stats, err := s.run(wctx)
+	if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return stats, cause
+	}
+	return stats, err
+}
+
+// run is Run until ctx ends.
+func (s *Sink) run(ctx context.Context) (Stats, error) {
 	s.stats = Stats{}
 	if s.cfg.DeadLetters != nil {
 		s.stats.DeadLetterTable = s.cfg.DeadLetters.Name()

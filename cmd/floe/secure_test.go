@@ -566,27 +566,30 @@ func TestSecureReadOnlyACLs(t *testing.T) {
 }
 
 // TestSecureRotatedPassword changes floe's SCRAM password on the broker
-// while a live sink runs and the broker has sessions re-authenticated:
-// the interrupted sink exits cleanly, and a sink started with the new
-// password resumes from the ledger and completes the table, every offset
-// once. (kfake answers the refused re-authentication by closing the
-// connection, which franz-go retries without a word; a Kafka broker
-// answers SASL_AUTHENTICATION_FAILED, which this test cannot produce.)
+// while a live sink runs (at debug log level, --retry-for 5s) and the
+// broker has sessions re-authenticated: the sink logs one ERROR line that
+// the brokers refuse its authentication, then exits 2 within bounded time
+// naming --kafka-sasl-user and --kafka-sasl-password, with no password in
+// its output; a sink started with the new password resumes from the
+// ledger and completes the table, every offset once. (kfake answers the
+// refused re-authentication by closing the connection, which franz-go
+// retries without end; a Kafka broker answers SASL_AUTHENTICATION_FAILED,
+// which this test cannot produce.)
 func TestSecureRotatedPassword(t *testing.T) {
 	const topic, rotatedPass = "orders", "rotated-Secret-1a1a"
 	c := startSecureCluster(t, false, kfake.User("SCRAM-SHA-512", floeUser, floePass),
 		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "3000"}))
 	count := c.topic(t, topic, 1, 20)
 	cat, catFlags := localCatalog(t)
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stderr string
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
 	go func() {
-		var err error
-		_, stderr, err = floeCtx(ctx, append(append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--flush-interval", "200ms"},
-			c.userFlags("SCRAM-SHA-512", floeUser, floePass)...), catFlags...)...)
-		done <- err
+		code, stdout, stderr := floe(t, append(append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--flush-interval", "200ms",
+			"--retry-for", "5s", "--log-level", "debug"}, c.userFlags("SCRAM-SHA-512", floeUser, floePass)...), catFlags...)...)
+		done <- result{code, stdout, stderr}
 	}()
 	waitFor(t, 10*time.Second, "the sink to commit the first records", func() bool {
 		return sunkTo(t, cat, "lake.orders", topic, 0) == count[0]
@@ -600,12 +603,25 @@ func TestSecureRotatedPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	count = c.produce(t, topic, 1, 10, count)
-	time.Sleep(4 * time.Second)
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("interrupted sink: %v", err)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatal("the sink whose password was rotated still runs 40 s later (re-authentication every 3 s, --retry-for 5s)")
 	}
-	noSecret(t, stderr)
+	if r.code != exitError {
+		t.Errorf("sink whose password was rotated: exit %d, want %d\nstderr:\n%s", r.code, exitError, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "the brokers refuse SASL authentication as User:"+floeUser); n != 1 {
+		t.Errorf("%d ERROR lines about the refused authentication, want 1:\n%s", n, r.stderr)
+	}
+	if line := errorLine(r.stderr); !strings.Contains(line, "refused SASL authentication") || !strings.Contains(line, "--kafka-sasl-user") || !strings.Contains(line, "--kafka-sasl-password") {
+		t.Errorf("error line %q does not name the refusal and the flags", line)
+	}
+	noSecret(t, r.stdout, r.stderr)
+	if strings.Contains(r.stdout+r.stderr, rotatedPass) {
+		t.Error("output holds the rotated password")
+	}
 	mustFloe(t, append(append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
 		c.userFlags("SCRAM-SHA-512", floeUser, rotatedPass)...), catFlags...)...)
 	checkTable(t, cat, "lake.orders", topic, count)

@@ -16,6 +16,9 @@ func TestDemoCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
+	if strings.Contains(errs, "level=") {
+		t.Errorf("the demo logged into its story:\n%s", errs)
+	}
 	for _, want := range []string{
 		"a committed transaction of 40 and an aborted one of 25",
 		"sink --stop-at-end:",

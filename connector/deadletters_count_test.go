@@ -8,11 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -31,28 +29,11 @@ func TestSinkNotBlockedByDeadLetterCountMismatch(t *testing.T) {
 	if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq}); err != nil {
 		t.Fatal(err)
 	}
-	// Append the dead-letter table's rows again, commit ids and all.
+	// Each of the dead-letter table's rows twice, commit ids and all.
 	if err := dlq.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, it, err := dlq.Iceberg().Scan().ToArrowRecords(e.Ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	for b, err := range it {
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, b)
-	}
-	txn := dlq.Iceberg().NewTransaction()
-	if err := txn.AppendTable(e.Ctx, array.NewTableFromRecords(recs[0].Schema(), recs), 1000, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
+	floetest.CopyDeadLetters(t, dlq, 2, true)
 
 	e.Produce(jsonRecords("orders", 0, `{"id":2}`))
 	var log bytes.Buffer

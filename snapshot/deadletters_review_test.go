@@ -169,39 +169,7 @@ func TestAuditWritesNothingToALegacyDeadLetterTable(t *testing.T) {
 // without a commit id: as a floe before mapping.ColCommitID wrote them.
 func withoutCommitIDs(t *testing.T, dlq *snapshot.Table, copies int) {
 	t.Helper()
-	copyDeadLetters(t, dlq, copies, false)
-}
-
-// copyDeadLetters replaces the rows of dlq with copies copies of each,
-// keeping their commit ids or not.
-func copyDeadLetters(t *testing.T, dlq *snapshot.Table, copies int, keepIDs bool) {
-	t.Helper()
-	_, it, err := dlq.Iceberg().Scan().ToArrowRecords(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	for b, err := range it {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !keepIDs {
-			cols := slices.Clone(b.Columns())
-			i := b.Schema().FieldIndices(mapping.ColCommitID)[0]
-			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, int(b.NumRows()))
-			b = array.NewRecordBatch(b.Schema(), cols, b.NumRows())
-		}
-		for range copies {
-			recs = append(recs, b)
-		}
-	}
-	txn := dlq.Iceberg().NewTransaction()
-	if err := txn.OverwriteTable(t.Context(), array.NewTableFromRecords(recs[0].Schema(), recs), 1000, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	floetest.CopyDeadLetters(t, dlq, copies, false)
 }
 
 // TestDeadLettersLegacyDoubledRowsConverge: an older floe doubled dead
@@ -245,7 +213,7 @@ func TestMaintainPastDeadLetterCountMismatch(t *testing.T) {
 	for i := range int64(3) {
 		mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2 * i, High: 2*i + 2}, 2*i+1)
 	}
-	copyDeadLetters(t, dlq, 2, true)
+	floetest.CopyDeadLetters(t, dlq, 2, true)
 	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()})
 	if _, ok := errors.AsType[*snapshot.DeadLetterCountError](err); !ok {
 		t.Errorf("floe maintain: %v, want a DeadLetterCountError", err)

@@ -132,14 +132,7 @@ func TestLocalstackWithoutS3Settings(t *testing.T) {
 	}
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	dir := t.TempDir()
-	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := writeLocalFiles(l); err != nil {
-		t.Fatal(err)
-	}
+	l := upLocal(t, dir)
 	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -157,14 +150,7 @@ func TestLocalstackWithoutS3Settings(t *testing.T) {
 func TestLocalstackCreatesTopicsOnFirstUse(t *testing.T) {
 	kcat := testenv.Tool(t, "kcat", "apt-get install kcat")
 	dir := t.TempDir()
-	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := writeLocalFiles(l); err != nil {
-		t.Fatal(err)
-	}
+	l := upLocal(t, dir)
 	cmd := exec.CommandContext(t.Context(), kcat, "-b", l.Brokers[0], "-t", "fresh", "-P", "-K:")
 	cmd.Stdin = strings.NewReader("k1:{\"amount\":3}\nk2:{\"amount\":4}\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -212,4 +198,19 @@ func TestLocalstackUpPrintsRegistry(t *testing.T) {
 	if s, err := cl.SchemaByID(t.Context(), 1); err != nil || !strings.Contains(s.Schema, `"Order"`) {
 		t.Errorf("schema 1 after the example: %+v, %v", s, err)
 	}
+}
+
+// upLocal starts 'floe localstack up' in dir on free ports, with its
+// floe.yaml and env.sh written, until the test ends.
+func upLocal(t *testing.T, dir string) *localstack.Local {
+	t.Helper()
+	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -1,0 +1,469 @@
+package floetest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/floe-dev/floe/localstack"
+)
+
+// Customer is one row of the inventory.customers table that Customers
+// captures, as PostgreSQL holds it:
+//
+//	id integer PRIMARY KEY, first_name, last_name, email varchar NOT NULL,
+//	balance numeric(10,2), created_at timestamp (without time zone),
+//	active boolean
+//
+// (balance in cents; nil for NULL).
+type Customer struct {
+	ID                         int32
+	FirstName, LastName, Email string
+	Balance                    *int64
+	CreatedAt                  time.Time
+	Active                     *bool
+}
+
+// CDCEncoding is how Customers writes its change events: the converters a
+// Debezium connector is configured with.
+type CDCEncoding int
+
+// The encodings.
+const (
+	// CDCJSONSchema is Kafka Connect's JsonConverter with schemas.enable=true
+	// (its default): key and value each {"schema": …, "payload": …}.
+	CDCJSONSchema CDCEncoding = iota
+	// CDCJSON is JsonConverter with schemas.enable=false: the payloads alone.
+	CDCJSON
+	// CDCAvro is Confluent's AvroConverter: the schema registry's wire
+	// format, the schemas registered under TOPIC-key and TOPIC-value.
+	CDCAvro
+)
+
+func (e CDCEncoding) String() string {
+	return [...]string{"json-schema", "json", "avro"}[e]
+}
+
+// Customers simulates Debezium's PostgreSQL connector (2.x) capturing the
+// table inventory.customers of database inventory into topic Topic
+// (server name dbserver1): a snapshot, then inserts, updates, deletes and
+// truncates, each an event in Debezium's own shape (envelope with before,
+// after, source, transaction, op, ts_ms; key the primary key struct; a
+// delete followed by a tombstone; a truncate without a key). The table has
+// REPLICA IDENTITY FULL, so that updates and deletes carry the whole
+// before image. It keeps the table's state, which a sink of the events
+// must end with.
+type Customers struct {
+	Topic      string
+	Partitions int32
+
+	state  map[int32]Customer
+	events []cdcEvent
+	lsn    int64
+	txID   int64
+	clock  time.Time
+
+	// Upserts, Deletes, Tombstones and Truncates count the events of each
+	// kind: c, r and u events; d events; the tombstones after them; t events.
+	Upserts, Deletes, Tombstones, Truncates int
+}
+
+// cdcEvent is one record Customers writes: a change event, or the
+// tombstone after a delete (tombstone set, key only).
+type cdcEvent struct {
+	op            string
+	before, after *Customer
+	key           int32
+	tombstone     bool
+	snapshot      string // source.snapshot: true, last, or false
+	tsMs          int64  // source.ts_ms
+	txID, lsn     int64
+	at            time.Time
+}
+
+// NewCustomers returns the capture of an empty customers table into topic.
+func NewCustomers(topic string, partitions int32) *Customers {
+	return &Customers{Topic: topic, Partitions: partitions, state: map[int32]Customer{},
+		lsn: 24023000, txID: 770, clock: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)}
+}
+
+// State returns the table's rows now, by id.
+func (c *Customers) State() map[int32]Customer {
+	out := make(map[int32]Customer, len(c.state))
+	for k, v := range c.state {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Customers) tick() time.Time {
+	c.clock = c.clock.Add(1500 * time.Millisecond)
+	c.lsn += 48
+	return c.clock
+}
+
+func (c *Customers) emit(e cdcEvent) {
+	e.at = c.tick()
+	e.tsMs = e.at.Add(-200 * time.Millisecond).UnixMilli()
+	e.lsn = c.lsn
+	if e.snapshot == "" {
+		e.snapshot = "false"
+		c.txID++
+	}
+	e.txID = c.txID
+	c.events = append(c.events, e)
+}
+
+// NewCustomer returns customer id with generated values.
+func NewCustomer(id int32, rng *rand.Rand) Customer {
+	first := []string{"Sally", "George", "Edward", "Anne", "Kenji", "Amara", "Lucía", "Oskar"}
+	last := []string{"Thomas", "Bailey", "Walker", "Kretchmar", "Sato", "Okafor", "García", "Nilsson"}
+	cu := Customer{ID: id, FirstName: first[rng.IntN(len(first))], LastName: last[rng.IntN(len(last))],
+		CreatedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(300*24*3600)) * time.Second).Add(time.Duration(rng.IntN(1e6)) * time.Microsecond)}
+	cu.Email = fmt.Sprintf("%s.%s.%d@example.com", cu.FirstName, cu.LastName, id)
+	if rng.IntN(5) != 0 {
+		b := rng.Int64N(10_000_000) - 1_000_000
+		cu.Balance = &b
+	}
+	if rng.IntN(4) != 0 {
+		a := rng.IntN(2) == 0
+		cu.Active = &a
+	}
+	return cu
+}
+
+// Snapshot reads every row of the table, as the connector's initial
+// snapshot does (op r, source.snapshot true, last for the last row), after
+// inserting rows 1..n into it.
+func (c *Customers) Snapshot(n int, rng *rand.Rand) {
+	for i := 1; i <= n; i++ {
+		c.state[int32(i)] = NewCustomer(int32(i), rng)
+	}
+	for i := 1; i <= n; i++ {
+		after := c.state[int32(i)]
+		snap := "true"
+		if i == n {
+			snap = "last"
+		}
+		c.emit(cdcEvent{op: "r", after: &after, key: int32(i), snapshot: snap})
+		c.Upserts++
+	}
+}
+
+// Insert inserts cu (op c).
+func (c *Customers) Insert(cu Customer) {
+	c.state[cu.ID] = cu
+	c.emit(cdcEvent{op: "c", after: &cu, key: cu.ID})
+	c.Upserts++
+}
+
+// Update changes row id with change (op u, before and after).
+func (c *Customers) Update(id int32, change func(*Customer)) {
+	before, ok := c.state[id]
+	if !ok {
+		panic(fmt.Sprintf("update of customer %d, which the table does not have", id))
+	}
+	after := before
+	change(&after)
+	c.state[id] = after
+	c.emit(cdcEvent{op: "u", before: &before, after: &after, key: id})
+	c.Upserts++
+}
+
+// Delete deletes row id (op d, then a tombstone of the same key).
+func (c *Customers) Delete(id int32) {
+	before, ok := c.state[id]
+	if !ok {
+		panic(fmt.Sprintf("delete of customer %d, which the table does not have", id))
+	}
+	delete(c.state, id)
+	c.emit(cdcEvent{op: "d", before: &before, key: id})
+	c.emit(cdcEvent{key: id, tombstone: true})
+	c.txID-- // the tombstone is part of the delete's transaction
+	c.Deletes++
+	c.Tombstones++
+}
+
+// Truncate empties the table (op t: no key, no before or after).
+func (c *Customers) Truncate() {
+	c.state = map[int32]Customer{}
+	c.emit(cdcEvent{op: "t", key: -1})
+	c.Truncates++
+}
+
+// Story writes a typical capture: a snapshot of n rows, then changes
+// random updates, inserts and deletes (roughly 6:2:2), from seed.
+func (c *Customers) Story(n, changes int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
+	c.Snapshot(n, rng)
+	next := int32(n + 1)
+	for range changes {
+		ids := c.ids()
+		switch r := rng.IntN(10); {
+		case r < 6 && len(ids) > 0:
+			c.Update(ids[rng.IntN(len(ids))], func(cu *Customer) {
+				cu.Email = fmt.Sprintf("%s.%d.%d@example.org", cu.FirstName, cu.ID, rng.IntN(1000))
+				b := rng.Int64N(10_000_000)
+				cu.Balance = &b
+			})
+		case r < 8 || len(ids) == 0:
+			c.Insert(NewCustomer(next, rng))
+			next++
+		default:
+			c.Delete(ids[rng.IntN(len(ids))])
+		}
+	}
+}
+
+// ids returns the table's ids in order.
+func (c *Customers) ids() []int32 {
+	out := make([]int32, 0, len(c.state))
+	for id := range c.state {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Records returns the events written so far as Kafka records in encoding
+// enc, keyed records on partition id mod Partitions (a truncate, which has
+// no key, on partition 0). CDCAvro registers the schemas in the registry
+// at registryURL first.
+func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) []*kgo.Record {
+	t.Helper()
+	var keyID, valueID int
+	var keySchema, valueSchema avro.Schema
+	if enc == CDCAvro {
+		var err error
+		ctx := context.Background()
+		if keyID, err = localstack.RegisterSchema(ctx, registryURL, c.Topic+"-key", sr.Schema{Schema: CustomersKeyAvro}); err != nil {
+			t.Fatal(err)
+		}
+		if valueID, err = localstack.RegisterSchema(ctx, registryURL, c.Topic+"-value", sr.Schema{Schema: CustomersEnvelopeAvro}); err != nil {
+			t.Fatal(err)
+		}
+		keySchema, valueSchema = avro.MustParse(CustomersKeyAvro), avro.MustParse(CustomersEnvelopeAvro)
+	}
+	out := make([]*kgo.Record, 0, len(c.events))
+	for _, e := range c.events {
+		r := &kgo.Record{Topic: c.Topic, Timestamp: e.at}
+		if e.key >= 0 {
+			r.Partition = e.key % c.Partitions
+			key := map[string]any{"id": e.key}
+			switch enc {
+			case CDCJSONSchema:
+				r.Key = mustJSON(t, map[string]any{"schema": json.RawMessage(customersKeyConnect), "payload": key})
+			case CDCJSON:
+				r.Key = mustJSON(t, key)
+			case CDCAvro:
+				b, err := avro.Marshal(keySchema, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Key = localstack.WireFormat(keyID, nil, b)
+			}
+		}
+		if e.tombstone {
+			out = append(out, r)
+			continue
+		}
+		switch enc {
+		case CDCJSONSchema:
+			r.Value = mustJSON(t, map[string]any{"schema": json.RawMessage(customersEnvelopeConnect()), "payload": c.jsonEnvelope(e)})
+		case CDCJSON:
+			r.Value = mustJSON(t, c.jsonEnvelope(e))
+		case CDCAvro:
+			b, err := avro.Marshal(valueSchema, c.avroEnvelope(e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Value = localstack.WireFormat(valueID, nil, b)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// source is the event's source block (io.debezium.connector.postgresql.Source).
+func (c *Customers) source(e cdcEvent) map[string]any {
+	return map[string]any{"version": "2.7.3.Final", "connector": "postgresql", "name": "dbserver1",
+		"ts_ms": e.tsMs, "snapshot": e.snapshot, "db": "inventory",
+		"sequence": fmt.Sprintf(`["%d","%d"]`, e.lsn-48, e.lsn), "schema": "inventory", "table": "customers",
+		"txId": e.txID, "lsn": e.lsn, "xmin": nil}
+}
+
+// jsonRow is a row as the JsonConverter writes it: numeric(10,2) as the
+// base64 of its unscaled big-endian two's-complement bytes, timestamp as
+// microseconds (io.debezium.time.MicroTimestamp).
+func jsonRow(cu *Customer) any {
+	if cu == nil {
+		return nil
+	}
+	var balance any
+	if cu.Balance != nil {
+		balance = base64.StdEncoding.EncodeToString(twosComplement(*cu.Balance))
+	}
+	var active any
+	if cu.Active != nil {
+		active = *cu.Active
+	}
+	return map[string]any{"id": cu.ID, "first_name": cu.FirstName, "last_name": cu.LastName, "email": cu.Email,
+		"balance": balance, "created_at": cu.CreatedAt.UnixMicro(), "active": active}
+}
+
+func (c *Customers) jsonEnvelope(e cdcEvent) map[string]any {
+	var tx any
+	if e.snapshot == "false" {
+		tx = map[string]any{"id": strconv.FormatInt(e.txID, 10) + ":" + strconv.FormatInt(e.lsn, 10), "total_order": 1, "data_collection_order": 1}
+	}
+	return map[string]any{"before": jsonRow(e.before), "after": jsonRow(e.after), "source": c.source(e),
+		"transaction": tx, "op": e.op, "ts_ms": e.at.UnixMilli()}
+}
+
+// avroRow is a row as the AvroConverter writes it, for hamba/avro: a
+// nullable union as map[branch]value.
+func avroRow(cu *Customer) any {
+	if cu == nil {
+		return nil
+	}
+	row := map[string]any{"id": cu.ID, "first_name": cu.FirstName, "last_name": cu.LastName, "email": cu.Email,
+		"balance": nil, "created_at": map[string]any{"long": cu.CreatedAt.UnixMicro()}, "active": nil}
+	if cu.Balance != nil {
+		row["balance"] = map[string]any{"bytes.decimal": big.NewRat(*cu.Balance, 100)}
+	}
+	if cu.Active != nil {
+		row["active"] = map[string]any{"boolean": *cu.Active}
+	}
+	return map[string]any{"dbserver1.inventory.customers.Value": row}
+}
+
+func (c *Customers) avroEnvelope(e cdcEvent) map[string]any {
+	src := c.source(e)
+	src["snapshot"] = map[string]any{"string": e.snapshot}
+	src["sequence"] = map[string]any{"string": src["sequence"]}
+	src["txId"] = map[string]any{"long": e.txID}
+	src["lsn"] = map[string]any{"long": e.lsn}
+	var tx any
+	if e.snapshot == "false" {
+		tx = map[string]any{"event.block": map[string]any{"id": strconv.FormatInt(e.txID, 10) + ":" + strconv.FormatInt(e.lsn, 10), "total_order": int64(1), "data_collection_order": int64(1)}}
+	}
+	return map[string]any{"before": avroRow(e.before), "after": avroRow(e.after), "source": src,
+		"transaction": tx, "op": e.op, "ts_ms": map[string]any{"long": e.at.UnixMilli()}}
+}
+
+// twosComplement returns n as the shortest big-endian two's-complement
+// bytes, as Kafka Connect's Decimal writes an unscaled value.
+func twosComplement(n int64) []byte {
+	b := []byte{byte(n >> 56), byte(n >> 48), byte(n >> 40), byte(n >> 32), byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+	for len(b) > 1 && ((b[0] == 0 && b[1]&0x80 == 0) || (b[0] == 0xff && b[1]&0x80 != 0)) {
+		b = b[1:]
+	}
+	return b
+}
+
+// The schemas Debezium's PostgreSQL connector registers for
+// inventory.customers: the JsonConverter's (schemas.enable=true) and the
+// AvroConverter's.
+const (
+	customersKeyConnect = `{"type":"struct","fields":[{"type":"int32","optional":false,"default":0,"field":"id"}],"optional":false,"name":"dbserver1.inventory.customers.Key"}`
+
+	customersValueConnect = `{"type":"struct","fields":[` +
+		`{"type":"int32","optional":false,"default":0,"field":"id"},` +
+		`{"type":"string","optional":false,"field":"first_name"},` +
+		`{"type":"string","optional":false,"field":"last_name"},` +
+		`{"type":"string","optional":false,"field":"email"},` +
+		`{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"2","connect.decimal.precision":"10"},"field":"balance"},` +
+		`{"type":"int64","optional":true,"name":"io.debezium.time.MicroTimestamp","version":1,"field":"created_at"},` +
+		`{"type":"boolean","optional":true,"field":"active"}],` +
+		`"optional":true,"name":"dbserver1.inventory.customers.Value","field":"%s"}`
+
+	customersSourceConnect = `{"type":"struct","fields":[` +
+		`{"type":"string","optional":false,"field":"version"},` +
+		`{"type":"string","optional":false,"field":"connector"},` +
+		`{"type":"string","optional":false,"field":"name"},` +
+		`{"type":"int64","optional":false,"field":"ts_ms"},` +
+		`{"type":"string","optional":true,"name":"io.debezium.data.Enum","version":1,"parameters":{"allowed":"true,last,false,incremental"},"default":"false","field":"snapshot"},` +
+		`{"type":"string","optional":false,"field":"db"},` +
+		`{"type":"string","optional":true,"field":"sequence"},` +
+		`{"type":"string","optional":false,"field":"schema"},` +
+		`{"type":"string","optional":false,"field":"table"},` +
+		`{"type":"int64","optional":true,"field":"txId"},` +
+		`{"type":"int64","optional":true,"field":"lsn"},` +
+		`{"type":"int64","optional":true,"field":"xmin"}],` +
+		`"optional":false,"name":"io.debezium.connector.postgresql.Source","field":"source"}`
+
+	customersBlockConnect = `{"type":"struct","fields":[` +
+		`{"type":"string","optional":false,"field":"id"},` +
+		`{"type":"int64","optional":false,"field":"total_order"},` +
+		`{"type":"int64","optional":false,"field":"data_collection_order"}],` +
+		`"optional":true,"name":"event.block","version":1,"field":"transaction"}`
+
+	// CustomersKeyAvro is the AvroConverter's key schema.
+	CustomersKeyAvro = `{"type":"record","name":"Key","namespace":"dbserver1.inventory.customers","fields":[{"name":"id","type":"int"}],"connect.name":"dbserver1.inventory.customers.Key"}`
+
+	// CustomersEnvelopeAvro is the AvroConverter's value schema.
+	CustomersEnvelopeAvro = `{"type":"record","name":"Envelope","namespace":"dbserver1.inventory.customers","fields":[
+  {"name":"before","type":["null",{"type":"record","name":"Value","fields":[
+    {"name":"id","type":"int"},
+    {"name":"first_name","type":"string"},
+    {"name":"last_name","type":"string"},
+    {"name":"email","type":"string"},
+    {"name":"balance","type":["null",{"type":"bytes","scale":2,"precision":10,"connect.version":1,"connect.parameters":{"scale":"2","connect.decimal.precision":"10"},"connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"}],"default":null},
+    {"name":"created_at","type":["null",{"type":"long","connect.version":1,"connect.name":"io.debezium.time.MicroTimestamp"}],"default":null},
+    {"name":"active","type":["null","boolean"],"default":null}],
+    "connect.name":"dbserver1.inventory.customers.Value"}],"default":null},
+  {"name":"after","type":["null","Value"],"default":null},
+  {"name":"source","type":{"type":"record","name":"Source","namespace":"io.debezium.connector.postgresql","fields":[
+    {"name":"version","type":"string"},
+    {"name":"connector","type":"string"},
+    {"name":"name","type":"string"},
+    {"name":"ts_ms","type":"long"},
+    {"name":"snapshot","type":[{"type":"string","connect.version":1,"connect.parameters":{"allowed":"true,last,false,incremental"},"connect.default":"false","connect.name":"io.debezium.data.Enum"},"null"],"default":"false"},
+    {"name":"db","type":"string"},
+    {"name":"sequence","type":["null","string"],"default":null},
+    {"name":"schema","type":"string"},
+    {"name":"table","type":"string"},
+    {"name":"txId","type":["null","long"],"default":null},
+    {"name":"lsn","type":["null","long"],"default":null},
+    {"name":"xmin","type":["null","long"],"default":null}],
+    "connect.name":"io.debezium.connector.postgresql.Source"}},
+  {"name":"transaction","type":["null",{"type":"record","name":"block","namespace":"event","fields":[
+    {"name":"id","type":"string"},
+    {"name":"total_order","type":"long"},
+    {"name":"data_collection_order","type":"long"}],
+    "connect.version":1,"connect.name":"event.block"}],"default":null},
+  {"name":"op","type":"string"},
+  {"name":"ts_ms","type":["null","long"],"default":null}],
+  "connect.version":1,"connect.name":"dbserver1.inventory.customers.Envelope"}`
+)
+
+// customersEnvelopeConnect returns the JsonConverter's value schema.
+func customersEnvelopeConnect() string {
+	return `{"type":"struct","fields":[` +
+		fmt.Sprintf(customersValueConnect, "before") + `,` +
+		fmt.Sprintf(customersValueConnect, "after") + `,` +
+		customersSourceConnect + `,` + customersBlockConnect + `,` +
+		`{"type":"string","optional":false,"field":"op"},` +
+		`{"type":"int64","optional":true,"field":"ts_ms"}],` +
+		`"optional":false,"name":"dbserver1.inventory.customers.Envelope","version":1}`
+}

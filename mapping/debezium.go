@@ -8,23 +8,32 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-// Envelope says how a record's value carries the row.
+// Envelope says how a record's value carries the row: the zero value,
+// EnvelopeNone, or EnvelopeDebezium.
 type Envelope string
 
 // The envelopes.
 const (
-	// EnvelopeNone: the value is the row, a tombstone deletes the key.
-	EnvelopeNone Envelope = "none"
+	// EnvelopeNone: the value is the row; a tombstone deletes the key.
+	EnvelopeNone Envelope = ""
 	// EnvelopeDebezium: the value is a Debezium change event (DebeziumChange).
 	EnvelopeDebezium Envelope = "debezium"
 )
 
-// ParseEnvelope checks an --envelope setting; "" is EnvelopeNone.
+// String returns the envelope's --envelope setting.
+func (e Envelope) String() string {
+	if e == EnvelopeNone {
+		return "none"
+	}
+	return string(e)
+}
+
+// ParseEnvelope checks an --envelope setting: none (or empty) or debezium.
 func ParseEnvelope(s string) (Envelope, error) {
-	switch Envelope(s) {
-	case "", EnvelopeNone:
+	switch s {
+	case "", "none":
 		return EnvelopeNone, nil
-	case EnvelopeDebezium:
+	case string(EnvelopeDebezium):
 		return EnvelopeDebezium, nil
 	}
 	return "", &LayoutError{Setting: "envelope", Value: s, Want: "none or debezium"}

@@ -1,0 +1,202 @@
+package connector_test
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// cdcLayout is the layout of a Debezium table written with enc.
+func cdcLayout(t *testing.T, enc floetest.CDCEncoding) mapping.Layout {
+	t.Helper()
+	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON, Envelope: mapping.EnvelopeDebezium}
+	if enc == floetest.CDCAvro {
+		l.Value, l.Key = mapping.ValueRegistry, mapping.KeyRegistry
+	}
+	if err := l.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestDebeziumDecodeChanges decodes a Debezium capture of a customers
+// table, in each converter's encoding, as a sink does (keys unwrapped and
+// typed, the registry's Avro envelope included), and folds the changes key
+// by key: the result is the table's final state.
+func TestDebeziumDecodeChanges(t *testing.T) {
+	e := floetest.New(t)
+	for _, enc := range []floetest.CDCEncoding{floetest.CDCJSONSchema, floetest.CDCJSON, floetest.CDCAvro} {
+		t.Run(enc.String(), func(t *testing.T) {
+			c := floetest.NewCustomers("cdc-"+enc.String(), 1)
+			c.Story(15, 60, 11)
+			c.Truncate()
+			l := cdcLayout(t, enc)
+			rd, err := connector.NewRowDecoder(l, e.Registry(), l.Schema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := c.Records(t, enc, e.Stack.Registry)
+			rows := map[int64]map[string]any{}
+			counts := map[mapping.ChangeKind]int{}
+			var beforeTruncate map[int64]map[string]any
+			for i, r := range recs {
+				key, change, value, dead, err := rd.Change(e.Ctx, r)
+				if err != nil || dead != nil {
+					t.Fatalf("record %d: %v %v", i, dead, err)
+				}
+				counts[change]++
+				switch change {
+				case mapping.ChangeUpsert:
+					rows[keyID(t, enc, key)] = value
+					if keyID(t, enc, key) != keyID(t, enc, map[string]any{"id": value["id"]}) {
+						t.Fatalf("record %d: key %v, row id %v", i, key, value["id"])
+					}
+				case mapping.ChangeDelete:
+					delete(rows, keyID(t, enc, key))
+				case mapping.ChangeTruncate:
+					beforeTruncate = maps.Clone(rows)
+					clear(rows)
+				}
+			}
+			if counts[mapping.ChangeUpsert] != c.Upserts || counts[mapping.ChangeDelete] != c.Deletes ||
+				counts[mapping.ChangeSkip] != c.Tombstones || counts[mapping.ChangeTruncate] != 1 {
+				t.Fatalf("changes %v; the capture has %d upserts, %d deletes, %d tombstones, 1 truncate", counts, c.Upserts, c.Deletes, c.Tombstones)
+			}
+			if len(rows) != 0 {
+				t.Fatalf("%d rows after the truncate", len(rows))
+			}
+			// The state before the truncate: replay without it.
+			want := floetest.NewCustomers("x", 1)
+			want.Story(15, 60, 11)
+			state := want.State()
+			if len(beforeTruncate) != len(state) {
+				t.Fatalf("%d rows before the truncate, want %d", len(beforeTruncate), len(state))
+			}
+			for id, cu := range state {
+				row := beforeTruncate[int64(id)]
+				if row["email"] != cu.Email || row["first_name"] != cu.FirstName {
+					t.Errorf("customer %d: %v, want %+v", id, row, cu)
+				}
+				if op := row[mapping.ColOp]; op != "r" && op != "c" && op != "u" {
+					t.Errorf("customer %d: __op %v", id, op)
+				}
+			}
+		})
+	}
+}
+
+// keyID returns the id of a decoded key: an int (int32) with a schema,
+// a long (inferred) without.
+func keyID(t *testing.T, enc floetest.CDCEncoding, key any) int64 {
+	t.Helper()
+	m, ok := key.(map[string]any)
+	if !ok {
+		t.Fatalf("key %T %v, want a struct", key, key)
+	}
+	switch id := m["id"].(type) {
+	case int32:
+		if enc == floetest.CDCJSON {
+			t.Fatalf("schemaless key id typed int")
+		}
+		return int64(id)
+	case int64:
+		if enc != floetest.CDCJSON {
+			t.Fatalf("%s key id is a long, the schema says int32", enc)
+		}
+		return id
+	}
+	t.Fatalf("key id %T", m["id"])
+	return 0
+}
+
+// TestDebeziumDecodeBadEvents: records that are not Debezium change
+// events, or deletes whose key cannot be told, are dead letters whose
+// reason names the problem; a delete without a record key takes its key
+// from the before image.
+func TestDebeziumDecodeBadEvents(t *testing.T) {
+	l := cdcLayout(t, floetest.CDCJSON)
+	rd, err := connector.NewRowDecoder(l, nil, l.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	rec := func(key, value string) *kgo.Record {
+		r := &kgo.Record{Topic: "t"}
+		if key != "" {
+			r.Key = []byte(key)
+		}
+		if value != "" {
+			r.Value = []byte(value)
+		}
+		return r
+	}
+	// A delete without a key before any key was seen: no key columns yet.
+	_, _, _, dead, _ := rd.Change(ctx, rec("", `{"before":{"id":3,"email":"x"},"after":null,"op":"d"}`))
+	if dead == nil || !strings.Contains(dead.Error(), "cannot tell which of its before image's fields are the key") {
+		t.Fatalf("delete without key, no key columns: %v", dead)
+	}
+	if _, ch, _, dead, err := rd.Change(ctx, rec(`{"id":1}`, `{"before":null,"after":{"id":1,"email":"a"},"op":"c","source":{"ts_ms":5}}`)); ch != mapping.ChangeUpsert || dead != nil || err != nil {
+		t.Fatalf("create: %v %v %v", ch, dead, err)
+	}
+	key, ch, _, dead, _ := rd.Change(ctx, rec("", `{"before":{"id":3,"email":"x"},"after":null,"op":"d"}`))
+	if dead != nil || ch != mapping.ChangeDelete || key.(map[string]any)["id"] != int64(3) {
+		t.Fatalf("delete without key: key %v change %v dead %v", key, ch, dead)
+	}
+	for _, c := range []struct{ name, key, value, want string }{
+		{"delete without key or before", "", `{"before":null,"after":null,"op":"d"}`, "neither a record key nor a before image"},
+		{"before without the key field", "", `{"before":{"email":"x"},"after":null,"op":"d"}`, "before image has no key field id"},
+		{"no op", `{"id":1}`, `{"id":1,"email":"a"}`, "not a Debezium change event (--envelope debezium): no op field"},
+		{"message op", `{"id":1}`, `{"op":"m","message":{"prefix":"p"}}`, `op "m" is not one of c, r, u, d, t`},
+		{"update without after", `{"id":1}`, `{"before":{"id":1},"after":null,"op":"u"}`, `op "u" without an after image`},
+	} {
+		_, _, _, dead, err := rd.Change(ctx, rec(c.key, c.value))
+		if err != nil || dead == nil || !strings.Contains(dead.Error(), c.want) {
+			t.Errorf("%s: dead %v err %v, want a reason saying %q", c.name, dead, err, c.want)
+		}
+	}
+}
+
+// TestDebeziumLayoutRecorded: a Debezium table records its envelope, and
+// a writer of another envelope is refused with one line naming both.
+func TestDebeziumLayoutRecorded(t *testing.T) {
+	e := floetest.New(t)
+	l := cdcLayout(t, floetest.CDCJSON)
+	tbl, _ := e.TypedTable("lake.customers", l)
+	if got := tbl.Layout(); got != l {
+		t.Fatalf("layout %+v, want %+v", got, l)
+	}
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON}
+	_, err = snapshot.Open(e.Ctx, cat, table.Identifier{"lake", "customers"}, snapshot.OpenOptions{Layout: plain})
+	if err == nil || err.Error() != "table lake.customers keeps its envelope as debezium, not none (a table keeps the layout it was created with; sink into a new table)" {
+		t.Fatalf("plain JSON writer of a Debezium table: %v", err)
+	}
+	if _, err := snapshot.Open(e.Ctx, cat, table.Identifier{"lake", "customers"}, snapshot.OpenOptions{}); err != nil {
+		t.Fatalf("a reader that asks for no layout: %v", err)
+	}
+	e.TypedTable("lake.events", plain)
+	_, err = snapshot.Open(e.Ctx, cat, table.Identifier{"lake", "events"}, snapshot.OpenOptions{Layout: l})
+	if err == nil || !strings.Contains(err.Error(), "keeps its envelope as none, not debezium") {
+		t.Fatalf("Debezium writer of a plain table: %v", err)
+	}
+	for _, bad := range []mapping.Layout{
+		{Value: mapping.ValueRaw, Envelope: mapping.EnvelopeDebezium},
+		{Value: mapping.ValueJSON, Key: mapping.KeyString, Envelope: mapping.EnvelopeDebezium},
+	} {
+		if err := bad.Normalize(); err == nil || !strings.Contains(err.Error(), "with --envelope debezium") {
+			t.Errorf("layout %+v: %v", bad, err)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func TestDebeziumDecodeChanges(t *testing.T) {
 			}
 			recs := c.Records(t, enc, e.Stack.Registry)
 			rows := map[int64]map[string]any{}
-			counts := map[mapping.ChangeKind]int{}
+			counts := map[mapping.Change]int{}
 			var beforeTruncate map[int64]map[string]any
 			for i, r := range recs {
 				key, change, value, dead, err := rd.Change(e.Ctx, r)

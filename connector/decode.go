@@ -147,7 +147,7 @@ type decoded struct {
 	// change is what the record does to its key's row: always an upsert
 	// without an envelope; with --envelope debezium, the event's change
 	// (value then holds the row of an upsert).
-	change mapping.ChangeKind
+	change mapping.Change
 	// fast, when set, is the codec whose fast path decoded the value onto
 	// the decoder's tape, instead of into value.
 	fast *codecEntry
@@ -215,7 +215,7 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 		out.key, out.change = key, mapping.ChangeSkip
 		return out, nil
 	}
-	var ch mapping.Change
+	var ch mapping.ChangeEvent
 	var values *iceberg.StructType
 	var valuesChanged bool
 	switch d.layout.Value {
@@ -585,7 +585,7 @@ func (rd *RowDecoder) Decode(ctx context.Context, r *kgo.Record) (key any, value
 // truncate event, reported whatever the sink's Config.OnTruncate: the
 // ledger counts it as a delete when the sink applied it, as a dead letter
 // when not).
-func (rd *RowDecoder) Change(ctx context.Context, r *kgo.Record) (key any, change mapping.ChangeKind, value map[string]any, dead, err error) {
+func (rd *RowDecoder) Change(ctx context.Context, r *kgo.Record) (key any, change mapping.Change, value map[string]any, dead, err error) {
 	out, err := rd.d.decode(ctx, r)
 	return out.key, out.change, out.value, out.dead, err
 }

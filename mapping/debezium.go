@@ -48,24 +48,10 @@ const (
 	ColSourceTsMs = "__source_ts_ms"
 )
 
-// ChangeKind is what a record does to the row of its key in an upsert
-// table.
-type ChangeKind int
-
-// The change kinds.
-const (
-	// ChangeUpsert makes the record's row the key's row.
-	ChangeUpsert ChangeKind = iota
-	// ChangeDelete removes the key's row.
-	ChangeDelete
-	// ChangeSkip changes nothing: the tombstone Debezium writes after a
-	// delete, so that log compaction can drop the key (the delete event
-	// before it removed the row).
-	ChangeSkip
-	// ChangeTruncate is a Debezium truncate event: every row of the table
-	// goes, or the record is a dead letter (--on-truncate).
-	ChangeTruncate
-)
+// ChangeTruncate is what a Debezium truncate event does: every row of
+// the table goes (Range.Deletes), or, unless the sink is asked to, the
+// record is a dead letter (--on-truncate).
+const ChangeTruncate Change = ChangeSkip + 1
 
 // EnvelopeError reports a value that is not a Debezium change event, or
 // one floe cannot apply: the record goes to the dead-letter table with it
@@ -79,9 +65,9 @@ func (e *EnvelopeError) Error() string {
 	return "not a Debezium change event (--envelope debezium): " + e.Problem
 }
 
-// Change is one Debezium change event, decoded.
-type Change struct {
-	Kind ChangeKind
+// ChangeEvent is one Debezium change event, decoded.
+type ChangeEvent struct {
+	Kind Change
 	// Op is the event's op as written: c (create), r (read, a snapshot),
 	// u (update), d (delete), t (truncate).
 	Op string
@@ -160,10 +146,10 @@ func debeziumColumnOf(col string) string {
 // source, op, ts_ms): the change it makes, and for an upsert the row, of
 // the type DebeziumColumns gives. An event floe cannot apply (an op it does
 // not know, an upsert without an after image) is an *EnvelopeError.
-func DebeziumChange(event any) (Change, error) {
+func DebeziumChange(event any) (ChangeEvent, error) {
 	env, ok := event.(map[string]any)
 	if !ok {
-		return Change{}, &EnvelopeError{Problem: "the value is " + describe(event) + ", not a record with before, after, source and op"}
+		return ChangeEvent{}, &EnvelopeError{Problem: "the value is " + describe(event) + ", not a record with before, after, source and op"}
 	}
 	op, _ := env["op"].(string)
 	after, afterOK := env["after"].(map[string]any)
@@ -195,8 +181,8 @@ func DebeziumChange(event any) (Change, error) {
 
 // debeziumKind returns the change of an event's op: hasOp says whether the
 // event has one, hasAfter whether it has an after image.
-func debeziumKind(op string, hasOp, hasAfter bool) (Change, error) {
-	ch := Change{Op: op}
+func debeziumKind(op string, hasOp, hasAfter bool) (ChangeEvent, error) {
+	ch := ChangeEvent{Op: op}
 	switch op {
 	case "c", "r", "u":
 		if !hasAfter {
@@ -231,14 +217,14 @@ func debeziumKind(op string, hasOp, hasAfter bool) (Change, error) {
 // the columns. A payload that is not a change event is an *EnvelopeError
 // or *DecodeError; a field whose type the table cannot take a
 // *SchemaConflictError.
-func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, bool, Change, error) {
+func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, bool, ChangeEvent, error) {
 	v, err := parseJSON(data)
 	if err != nil {
-		return nil, false, Change{}, &DecodeError{Format: "json", Err: err}
+		return nil, false, ChangeEvent{}, &DecodeError{Format: "json", Err: err}
 	}
 	obj, ok := v.(*jsonObject)
 	if !ok {
-		return nil, false, Change{}, &EnvelopeError{Problem: fmt.Sprintf("the value is %s, not a JSON object", jsonKind(v))}
+		return nil, false, ChangeEvent{}, &EnvelopeError{Problem: fmt.Sprintf("the value is %s, not a JSON object", jsonKind(v))}
 	}
 	if isConnectWrapper(obj) {
 		return decodeConnectEvent(obj, have)
@@ -303,14 +289,14 @@ func isConnectWrapper(obj *jsonObject) bool {
 
 // decodeConnectEvent decodes a change event in the JSON converter's
 // wrapper: the schema types the payload.
-func decodeConnectEvent(obj *jsonObject, have *iceberg.StructType) (*iceberg.StructType, bool, Change, error) {
+func decodeConnectEvent(obj *jsonObject, have *iceberg.StructType) (*iceberg.StructType, bool, ChangeEvent, error) {
 	node, err := connectNode("", obj.values["schema"].(*jsonObject))
 	if err != nil {
-		return nil, false, Change{}, err
+		return nil, false, ChangeEvent{}, err
 	}
 	event, err := node.conv(obj.values["payload"])
 	if err != nil {
-		return nil, false, Change{}, &DecodeError{Format: "json", Err: err}
+		return nil, false, ChangeEvent{}, &DecodeError{Format: "json", Err: err}
 	}
 	ch, err := DebeziumChange(event)
 	if err != nil || ch.Kind != ChangeUpsert {

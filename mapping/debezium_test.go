@@ -27,11 +27,11 @@ func debeziumStory() *floetest.Customers {
 // foldChanges applies the changes of recs (decoded by decode) key by key,
 // as an upsert table does, and checks every column against the decoder's
 // columns as they stood after the record (CheckValue).
-func foldChanges(t *testing.T, recs []*kgo.Record, decode func(value []byte, have *iceberg.StructType) (*iceberg.StructType, bool, mapping.Change, error)) (map[int64]map[string]any, *iceberg.StructType, map[mapping.ChangeKind]int) {
+func foldChanges(t *testing.T, recs []*kgo.Record, decode func(value []byte, have *iceberg.StructType) (*iceberg.StructType, bool, mapping.ChangeEvent, error)) (map[int64]map[string]any, *iceberg.StructType, map[mapping.Change]int) {
 	t.Helper()
 	have := &iceberg.StructType{}
 	rows := map[int64]map[string]any{}
-	kinds := map[mapping.ChangeKind]int{}
+	kinds := map[mapping.Change]int{}
 	for i, r := range recs {
 		if r.Value == nil {
 			kinds[mapping.ChangeSkip]++
@@ -176,15 +176,15 @@ func TestDebeziumAvro(t *testing.T) {
 	if got, want := names(cols), "id first_name last_name email balance created_at active __op __source_ts_ms"; got != want {
 		t.Errorf("columns %q, want %q", got, want)
 	}
-	rows, _, _ := foldChanges(t, recs, func(value []byte, have *iceberg.StructType) (*iceberg.StructType, bool, mapping.Change, error) {
+	rows, _, _ := foldChanges(t, recs, func(value []byte, have *iceberg.StructType) (*iceberg.StructType, bool, mapping.ChangeEvent, error) {
 		var h sr.ConfluentHeader
 		_, payload, err := h.DecodeID(value)
 		if err != nil {
-			return nil, false, mapping.Change{}, err
+			return nil, false, mapping.ChangeEvent{}, err
 		}
 		v, err := codec.Decode(payload)
 		if err != nil {
-			return nil, false, mapping.Change{}, err
+			return nil, false, mapping.ChangeEvent{}, err
 		}
 		ch, err := mapping.DebeziumChange(v)
 		merged, changed, _ := mapping.MergeType("", have, cols)

@@ -19,7 +19,7 @@ import (
 func cdcLayout(t *testing.T, enc floetest.CDCEncoding) mapping.Layout {
 	t.Helper()
 	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON, Envelope: mapping.EnvelopeDebezium}
-	if enc == floetest.CDCAvro {
+	if enc.Registry() {
 		l.Value, l.Key = mapping.ValueRegistry, mapping.KeyRegistry
 	}
 	if err := l.Normalize(); err != nil {
@@ -34,7 +34,7 @@ func cdcLayout(t *testing.T, enc floetest.CDCEncoding) mapping.Layout {
 // by key: the result is the table's final state.
 func TestDebeziumDecodeChanges(t *testing.T) {
 	e := floetest.New(t)
-	for _, enc := range []floetest.CDCEncoding{floetest.CDCJSONSchema, floetest.CDCJSON, floetest.CDCAvro} {
+	for _, enc := range []floetest.CDCEncoding{floetest.CDCConnectJSON, floetest.CDCPlainJSON, floetest.CDCAvro, floetest.CDCJSONSchema} {
 		t.Run(enc.String(), func(t *testing.T) {
 			c := floetest.NewCustomers("cdc-"+enc.String(), 1)
 			c.Story(15, 60, 11)
@@ -94,8 +94,8 @@ func TestDebeziumDecodeChanges(t *testing.T) {
 	}
 }
 
-// keyID returns the id of a decoded key: an int (int32) with a schema,
-// a long (inferred) without.
+// keyID returns the id of a decoded key: an int (int32) with a Connect or
+// Avro schema, a long (inferred, or a JSON Schema integer) otherwise.
 func keyID(t *testing.T, enc floetest.CDCEncoding, key any) int64 {
 	t.Helper()
 	m, ok := key.(map[string]any)
@@ -104,12 +104,12 @@ func keyID(t *testing.T, enc floetest.CDCEncoding, key any) int64 {
 	}
 	switch id := m["id"].(type) {
 	case int32:
-		if enc == floetest.CDCJSON {
-			t.Fatalf("schemaless key id typed int")
+		if enc == floetest.CDCPlainJSON || enc == floetest.CDCJSONSchema {
+			t.Fatalf("%s key id typed int", enc)
 		}
 		return int64(id)
 	case int64:
-		if enc != floetest.CDCJSON {
+		if enc == floetest.CDCConnectJSON || enc == floetest.CDCAvro {
 			t.Fatalf("%s key id is a long, the schema says int32", enc)
 		}
 		return id
@@ -123,7 +123,7 @@ func keyID(t *testing.T, enc floetest.CDCEncoding, key any) int64 {
 // reason names the problem; a delete without a record key takes its key
 // from the before image.
 func TestDebeziumDecodeBadEvents(t *testing.T) {
-	l := cdcLayout(t, floetest.CDCJSON)
+	l := cdcLayout(t, floetest.CDCPlainJSON)
 	rd, err := connector.NewRowDecoder(l, nil, l.Schema())
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestDebeziumDecodeBadEvents(t *testing.T) {
 // a writer of another envelope is refused with one line naming both.
 func TestDebeziumLayoutRecorded(t *testing.T) {
 	e := floetest.New(t)
-	l := cdcLayout(t, floetest.CDCJSON)
+	l := cdcLayout(t, floetest.CDCPlainJSON)
 	tbl, _ := e.TypedTable("lake.customers", l)
 	if got := tbl.Layout(); got != l {
 		t.Fatalf("layout %+v, want %+v", got, l)

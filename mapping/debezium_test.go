@@ -80,7 +80,7 @@ func TestDebeziumJSONWithSchema(t *testing.T) {
 	c := debeziumStory()
 	c.Truncate()
 	c.Insert(floetest.Customer{ID: 500, FirstName: "Ann", LastName: "Lee", Email: "ann@example.com"})
-	recs := c.Records(t, floetest.CDCJSONSchema, "")
+	recs := c.Records(t, floetest.CDCConnectJSON, "")
 	rows, cols, kinds := foldChanges(t, recs, mapping.DecodeDebeziumJSON)
 	if kinds[mapping.ChangeUpsert] != c.Upserts || kinds[mapping.ChangeDelete] != c.Deletes || kinds[mapping.ChangeSkip] != c.Tombstones || kinds[mapping.ChangeTruncate] != 1 {
 		t.Fatalf("changes %v, generator wrote %d upserts, %d deletes, %d tombstones, 1 truncate", kinds, c.Upserts, c.Deletes, c.Tombstones)
@@ -105,7 +105,7 @@ func TestDebeziumJSONWithSchema(t *testing.T) {
 	}
 	// The same story without the truncate, compared value by value.
 	c = debeziumStory()
-	rows, _, _ = foldChanges(t, c.Records(t, floetest.CDCJSONSchema, ""), mapping.DecodeDebeziumJSON)
+	rows, _, _ = foldChanges(t, c.Records(t, floetest.CDCConnectJSON, ""), mapping.DecodeDebeziumJSON)
 	checkState(t, c, rows, func(cu floetest.Customer) map[string]any {
 		row := map[string]any{"id": cu.ID, "first_name": cu.FirstName, "last_name": cu.LastName, "email": cu.Email,
 			"created_at": iceberg.Timestamp(cu.CreatedAt.UnixMicro()), "balance": nil, "active": nil}
@@ -121,7 +121,7 @@ func TestDebeziumJSONWithSchema(t *testing.T) {
 
 func TestDebeziumJSONWithoutSchema(t *testing.T) {
 	c := debeziumStory()
-	rows, cols, kinds := foldChanges(t, c.Records(t, floetest.CDCJSON, ""), mapping.DecodeDebeziumJSON)
+	rows, cols, kinds := foldChanges(t, c.Records(t, floetest.CDCPlainJSON, ""), mapping.DecodeDebeziumJSON)
 	if kinds[mapping.ChangeUpsert] != c.Upserts || kinds[mapping.ChangeDelete] != c.Deletes {
 		t.Fatalf("changes %v, generator wrote %d upserts, %d deletes", kinds, c.Upserts, c.Deletes)
 	}

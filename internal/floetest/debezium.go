@@ -41,19 +41,27 @@ type CDCEncoding int
 
 // The encodings.
 const (
-	// CDCJSONSchema is Kafka Connect's JsonConverter with schemas.enable=true
-	// (its default): key and value each {"schema": …, "payload": …}.
-	CDCJSONSchema CDCEncoding = iota
-	// CDCJSON is JsonConverter with schemas.enable=false: the payloads alone.
-	CDCJSON
+	// CDCConnectJSON is Kafka Connect's JsonConverter with
+	// schemas.enable=true (its default): key and value each {"schema": …,
+	// "payload": …}.
+	CDCConnectJSON CDCEncoding = iota
+	// CDCPlainJSON is JsonConverter with schemas.enable=false: the payloads
+	// alone.
+	CDCPlainJSON
 	// CDCAvro is Confluent's AvroConverter: the schema registry's wire
 	// format, the schemas registered under TOPIC-key and TOPIC-value.
 	CDCAvro
+	// CDCJSONSchema is Confluent's JsonSchemaConverter: JSON in the
+	// registry's wire format, decimals as JSON numbers.
+	CDCJSONSchema
 )
 
 func (e CDCEncoding) String() string {
-	return [...]string{"json-schema", "json", "avro"}[e]
+	return [...]string{"json-wrapped", "json", "avro", "json-schema"}[e]
 }
+
+// Registry reports whether the encoding is the schema registry's.
+func (e CDCEncoding) Registry() bool { return e == CDCAvro || e == CDCJSONSchema }
 
 // Customers simulates Debezium's PostgreSQL connector (2.x) capturing the
 // table inventory.customers of database inventory into topic Topic
@@ -244,13 +252,17 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 	t.Helper()
 	var keyID, valueID int
 	var keySchema, valueSchema avro.Schema
-	if enc == CDCAvro {
+	if enc.Registry() {
+		key, value := sr.Schema{Schema: CustomersKeyAvro}, sr.Schema{Schema: CustomersEnvelopeAvro}
+		if enc == CDCJSONSchema {
+			key, value = sr.Schema{Type: sr.TypeJSON, Schema: customersKeyJSONSchema}, sr.Schema{Type: sr.TypeJSON, Schema: customersEnvelopeJSONSchema()}
+		}
 		var err error
 		ctx := context.Background()
-		if keyID, err = localstack.RegisterSchema(ctx, registryURL, c.Topic+"-key", sr.Schema{Schema: CustomersKeyAvro}); err != nil {
+		if keyID, err = localstack.RegisterSchema(ctx, registryURL, c.Topic+"-key", key); err != nil {
 			t.Fatal(err)
 		}
-		if valueID, err = localstack.RegisterSchema(ctx, registryURL, c.Topic+"-value", sr.Schema{Schema: CustomersEnvelopeAvro}); err != nil {
+		if valueID, err = localstack.RegisterSchema(ctx, registryURL, c.Topic+"-value", value); err != nil {
 			t.Fatal(err)
 		}
 		keySchema, valueSchema = avro.MustParse(CustomersKeyAvro), avro.MustParse(CustomersEnvelopeAvro)
@@ -262,9 +274,9 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 			r.Partition = e.key % c.Partitions
 			key := map[string]any{"id": e.key}
 			switch enc {
-			case CDCJSONSchema:
+			case CDCConnectJSON:
 				r.Key = mustJSON(t, map[string]any{"schema": json.RawMessage(customersKeyConnect), "payload": key})
-			case CDCJSON:
+			case CDCPlainJSON:
 				r.Key = mustJSON(t, key)
 			case CDCAvro:
 				b, err := avro.Marshal(keySchema, key)
@@ -272,6 +284,8 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 					t.Fatal(err)
 				}
 				r.Key = localstack.WireFormat(keyID, nil, b)
+			case CDCJSONSchema:
+				r.Key = localstack.WireFormat(keyID, nil, mustJSON(t, key))
 			}
 		}
 		if e.tombstone {
@@ -279,9 +293,9 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 			continue
 		}
 		switch enc {
-		case CDCJSONSchema:
+		case CDCConnectJSON:
 			r.Value = mustJSON(t, map[string]any{"schema": json.RawMessage(customersEnvelopeConnect()), "payload": c.jsonEnvelope(e)})
-		case CDCJSON:
+		case CDCPlainJSON:
 			r.Value = mustJSON(t, c.jsonEnvelope(e))
 		case CDCAvro:
 			b, err := avro.Marshal(valueSchema, c.avroEnvelope(e))
@@ -289,6 +303,10 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 				t.Fatal(err)
 			}
 			r.Value = localstack.WireFormat(valueID, nil, b)
+		case CDCJSONSchema:
+			env := c.jsonEnvelope(e)
+			env["before"], env["after"] = jsonSchemaRow(e.before), jsonSchemaRow(e.after)
+			r.Value = localstack.WireFormat(valueID, nil, mustJSON(t, env))
 		}
 		out = append(out, r)
 	}
@@ -329,6 +347,19 @@ func jsonRow(cu *Customer) any {
 	}
 	return map[string]any{"id": cu.ID, "first_name": cu.FirstName, "last_name": cu.LastName, "email": cu.Email,
 		"balance": balance, "created_at": cu.CreatedAt.UnixMicro(), "active": active}
+}
+
+// jsonSchemaRow is a row as the JsonSchemaConverter writes it: the
+// decimal as a JSON number.
+func jsonSchemaRow(cu *Customer) any {
+	if cu == nil {
+		return nil
+	}
+	row := jsonRow(cu).(map[string]any)
+	if cu.Balance != nil {
+		row["balance"] = json.Number(big.NewRat(*cu.Balance, 100).FloatString(2))
+	}
+	return row
 }
 
 func (c *Customers) jsonEnvelope(e cdcEvent) map[string]any {
@@ -466,4 +497,50 @@ func customersEnvelopeConnect() string {
 		`{"type":"string","optional":false,"field":"op"},` +
 		`{"type":"int64","optional":true,"field":"ts_ms"}],` +
 		`"optional":false,"name":"dbserver1.inventory.customers.Envelope","version":1}`
+}
+
+// The JsonSchemaConverter's schemas for inventory.customers: nullable
+// fields as oneOf null and the type, Connect's types in connect.type.
+const (
+	customersKeyJSONSchema = `{"type":"object","title":"dbserver1.inventory.customers.Key","properties":{"id":{"type":"integer","connect.index":0,"connect.type":"int32"}}}`
+
+	customersValueJSONSchema = `{"connect.index":%d,"oneOf":[{"type":"null"},{"type":"object","title":"dbserver1.inventory.customers.Value","properties":{
+  "id":{"type":"integer","connect.index":0,"connect.type":"int32"},
+  "first_name":{"type":"string","connect.index":1},
+  "last_name":{"type":"string","connect.index":2},
+  "email":{"type":"string","connect.index":3},
+  "balance":{"connect.index":4,"oneOf":[{"type":"null"},{"type":"number","title":"org.apache.kafka.connect.data.Decimal","connect.version":1,"connect.parameters":{"scale":"2","connect.decimal.precision":"10"},"connect.type":"bytes"}]},
+  "created_at":{"connect.index":5,"oneOf":[{"type":"null"},{"type":"integer","title":"io.debezium.time.MicroTimestamp","connect.version":1,"connect.type":"int64"}]},
+  "active":{"connect.index":6,"oneOf":[{"type":"null"},{"type":"boolean"}]}}}]}`
+
+	customersSourceJSONSchema = `{"type":"object","title":"io.debezium.connector.postgresql.Source","connect.index":2,"properties":{
+  "version":{"type":"string","connect.index":0},
+  "connector":{"type":"string","connect.index":1},
+  "name":{"type":"string","connect.index":2},
+  "ts_ms":{"type":"integer","connect.index":3,"connect.type":"int64"},
+  "snapshot":{"connect.index":4,"oneOf":[{"type":"null"},{"type":"string","title":"io.debezium.data.Enum","connect.version":1,"connect.parameters":{"allowed":"true,last,false,incremental"},"default":"false"}]},
+  "db":{"type":"string","connect.index":5},
+  "sequence":{"connect.index":6,"oneOf":[{"type":"null"},{"type":"string"}]},
+  "schema":{"type":"string","connect.index":7},
+  "table":{"type":"string","connect.index":8},
+  "txId":{"connect.index":9,"oneOf":[{"type":"null"},{"type":"integer","connect.type":"int64"}]},
+  "lsn":{"connect.index":10,"oneOf":[{"type":"null"},{"type":"integer","connect.type":"int64"}]},
+  "xmin":{"connect.index":11,"oneOf":[{"type":"null"},{"type":"integer","connect.type":"int64"}]}}}`
+
+	customersBlockJSONSchema = `{"connect.index":3,"oneOf":[{"type":"null"},{"type":"object","title":"event.block","connect.version":1,"properties":{
+  "id":{"type":"string","connect.index":0},
+  "total_order":{"type":"integer","connect.index":1,"connect.type":"int64"},
+  "data_collection_order":{"type":"integer","connect.index":2,"connect.type":"int64"}}}]}`
+)
+
+// customersEnvelopeJSONSchema returns the JsonSchemaConverter's value
+// schema.
+func customersEnvelopeJSONSchema() string {
+	return `{"type":"object","title":"dbserver1.inventory.customers.Envelope","properties":{` +
+		`"before":` + fmt.Sprintf(customersValueJSONSchema, 0) + `,` +
+		`"after":` + fmt.Sprintf(customersValueJSONSchema, 1) + `,` +
+		`"source":` + customersSourceJSONSchema + `,` +
+		`"transaction":` + customersBlockJSONSchema + `,` +
+		`"op":{"type":"string","connect.index":4},` +
+		`"ts_ms":{"connect.index":5,"oneOf":[{"type":"null"},{"type":"integer","connect.type":"int64"}]}}}`
 }

@@ -144,10 +144,6 @@ func (d *decoder) writerSchema() *iceberg.Schema {
 type decoded struct {
 	key   any
 	value map[string]any
-	// change is what the record does to its key's row: always an upsert
-	// without an envelope; with --envelope debezium, the event's change
-	// (value then holds the row of an upsert).
-	change mapping.Change
 	// fast, when set, is the codec whose fast path decoded the value onto
 	// the decoder's tape, instead of into value.
 	fast *codecEntry
@@ -155,6 +151,10 @@ type decoded struct {
 	// registry schema the record named (0: none).
 	dead     error
 	schemaID int
+	// change is what the record does to its key's row in an upsert table
+	// (upsertChange); a decoder of change events (decodeChange) sets it
+	// from the event: the row of an upsert is then in value.
+	change mapping.Change
 }
 
 // decode decodes r. A record that cannot be a row is returned with dead

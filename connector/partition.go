@@ -172,6 +172,10 @@ func (p *partition) change(offset int64, c mapping.Change) {
 	case mapping.ChangeSkip:
 		p.records--
 		p.ignored++
+	case mapping.ChangeTruncate:
+		// Deletes every row, and has none of its own.
+		p.records--
+		p.deletes++
 	}
 }
 

@@ -355,6 +355,9 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		return nil, err
 	}
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}
+	if tbl.Layout().Envelope == mapping.EnvelopeDebezium && tbl.Mode() != mapping.ModeUpsert {
+		return nil, fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
+	}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
 		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
 			return nil, &ConfigError{Setting: SettingRegistry,

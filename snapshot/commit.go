@@ -90,6 +90,13 @@ type Flush struct {
 	// instead of upserting it: such a row gives its key columns only.
 	// Ranges count them as Deletes.
 	Deletes map[mapping.TopicPartition][]int64
+	// Truncate, for an unpartitioned upsert table, names topics every row
+	// of which in earlier snapshots goes (Debezium truncate events with
+	// --on-truncate delete-all): one equality delete on kafka_topic per
+	// topic, in the flush's snapshot, whose own rows stay. The flush must
+	// hold no record read before the truncate; Ranges count each as a
+	// Delete.
+	Truncate []string
 }
 
 // TopicIDError reports a topic whose ID differs from the one the ledger
@@ -296,6 +303,9 @@ func (t *Table) checkFlush(f Flush, opts CommitOptions) (deadRows bool, err erro
 	}
 	if len(f.Deletes) > 0 && t.mode != mapping.ModeUpsert {
 		return false, fmt.Errorf("commit: rows that delete their key, into table %s of mode %s", t.Name(), t.mode)
+	}
+	if len(f.Truncate) > 0 && t.mode != mapping.ModeUpsert {
+		return false, fmt.Errorf("commit: a truncate, into table %s of mode %s", t.Name(), t.mode)
 	}
 	for tp, bs := range f.DeadLetters {
 		for _, b := range bs {

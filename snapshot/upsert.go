@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
@@ -141,6 +143,11 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 	if ch.Add, err = writeFiles(ctx, target, kept); err != nil {
 		return ch, err
 	}
+	if len(f.Truncate) > 0 {
+		if ch.Deletes, err = t.truncateDeletes(ctx, target, f.Truncate); err != nil {
+			return ch, err
+		}
+	}
 	if len(deletes) == 0 {
 		return ch, nil
 	}
@@ -152,11 +159,42 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 			}
 		}
 	}
-	ch.Deletes, err = target.NewTransactionOnBranch(t.branch).WriteEqualityDeletes(ctx, ids, seq)
+	keyDeletes, err := target.NewTransactionOnBranch(t.branch).WriteEqualityDeletes(ctx, ids, seq)
+	ch.Deletes = append(ch.Deletes, keyDeletes...)
 	if err != nil {
 		return ch, fmt.Errorf("write the equality deletes of %s: %w", t.Name(), err)
 	}
 	return ch, nil
+}
+
+// truncateDeletes writes the equality deletes that remove every row of
+// topics from target's earlier snapshots (Flush.Truncate): one file on
+// kafka_topic. An equality delete of a partitioned table applies within
+// its partition only, so a truncate of one is refused.
+func (t *Table) truncateDeletes(ctx context.Context, target *table.Table, topics []string) ([]iceberg.DataFile, error) {
+	if !target.Spec().IsUnpartitioned() {
+		return nil, fmt.Errorf("truncate table %s: it is partitioned, and floe deletes every row of an unpartitioned table only", t.Name())
+	}
+	sc, err := keySchema(target, []string{mapping.ColTopic})
+	if err != nil {
+		return nil, err
+	}
+	f, ok := target.Schema().FindFieldByName(mapping.ColTopic)
+	if !ok {
+		return nil, fmt.Errorf("truncate table %s: no column %s", t.Name(), mapping.ColTopic)
+	}
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(topics, nil)
+	col := b.NewArray()
+	defer col.Release()
+	batch := array.NewRecordBatch(sc, []arrow.Array{col}, int64(len(topics)))
+	seq := func(yield func(arrow.RecordBatch, error) bool) { yield(batch, nil) }
+	files, err := target.NewTransactionOnBranch(t.branch).WriteEqualityDeletes(ctx, []int{f.ID}, seq)
+	if err != nil {
+		return files, fmt.Errorf("write the truncate's equality delete of %s: %w", t.Name(), err)
+	}
+	return files, nil
 }
 
 // keyColumns returns the key columns of b, in key order.

@@ -76,8 +76,12 @@ type Customers struct {
 	Topic      string
 	Partitions int32
 
-	state  map[int32]Customer
-	events []cdcEvent
+	// state is the table now, last the event that wrote each row;
+	// untruncated and untruncatedLast the same as if no truncate had
+	// happened (what a sink that dead-letters truncates ends with).
+	state, untruncated   map[int32]Customer
+	last, untruncatedLast map[int32]cdcEvent
+	events               []cdcEvent
 	lsn    int64
 	txID   int64
 	clock  time.Time
@@ -98,11 +102,13 @@ type cdcEvent struct {
 	tsMs          int64  // source.ts_ms
 	txID, lsn     int64
 	at            time.Time
+	seq           int // its index among the events
 }
 
 // NewCustomers returns the capture of an empty customers table into topic.
 func NewCustomers(topic string, partitions int32) *Customers {
-	return &Customers{Topic: topic, Partitions: partitions, state: map[int32]Customer{},
+	return &Customers{Topic: topic, Partitions: partitions, state: map[int32]Customer{}, untruncated: map[int32]Customer{},
+		last: map[int32]cdcEvent{}, untruncatedLast: map[int32]cdcEvent{},
 		lsn: 24023000, txID: 770, clock: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)}
 }
 
@@ -130,7 +136,21 @@ func (c *Customers) emit(e cdcEvent) {
 		c.txID++
 	}
 	e.txID = c.txID
+	e.seq = len(c.events)
 	c.events = append(c.events, e)
+	switch e.op {
+	case "c", "r", "u":
+		c.state[e.key], c.untruncated[e.key] = *e.after, *e.after
+		c.last[e.key], c.untruncatedLast[e.key] = e, e
+	case "d":
+		delete(c.state, e.key)
+		delete(c.untruncated, e.key)
+		delete(c.last, e.key)
+		delete(c.untruncatedLast, e.key)
+	case "t":
+		clear(c.state)
+		clear(c.last)
+	}
 }
 
 // NewCustomer returns customer id with generated values.
@@ -155,11 +175,12 @@ func NewCustomer(id int32, rng *rand.Rand) Customer {
 // snapshot does (op r, source.snapshot true, last for the last row), after
 // inserting rows 1..n into it.
 func (c *Customers) Snapshot(n int, rng *rand.Rand) {
-	for i := 1; i <= n; i++ {
-		c.state[int32(i)] = NewCustomer(int32(i), rng)
+	rows := make([]Customer, n)
+	for i := range rows {
+		rows[i] = NewCustomer(int32(i+1), rng)
 	}
 	for i := 1; i <= n; i++ {
-		after := c.state[int32(i)]
+		after := rows[i-1]
 		snap := "true"
 		if i == n {
 			snap = "last"
@@ -171,7 +192,6 @@ func (c *Customers) Snapshot(n int, rng *rand.Rand) {
 
 // Insert inserts cu (op c).
 func (c *Customers) Insert(cu Customer) {
-	c.state[cu.ID] = cu
 	c.emit(cdcEvent{op: "c", after: &cu, key: cu.ID})
 	c.Upserts++
 }
@@ -184,7 +204,6 @@ func (c *Customers) Update(id int32, change func(*Customer)) {
 	}
 	after := before
 	change(&after)
-	c.state[id] = after
 	c.emit(cdcEvent{op: "u", before: &before, after: &after, key: id})
 	c.Upserts++
 }
@@ -195,9 +214,8 @@ func (c *Customers) Delete(id int32) {
 	if !ok {
 		panic(fmt.Sprintf("delete of customer %d, which the table does not have", id))
 	}
-	delete(c.state, id)
 	c.emit(cdcEvent{op: "d", before: &before, key: id})
-	c.emit(cdcEvent{key: id, tombstone: true})
+	c.emit(cdcEvent{op: "", key: id, tombstone: true})
 	c.txID-- // the tombstone is part of the delete's transaction
 	c.Deletes++
 	c.Tombstones++
@@ -205,7 +223,6 @@ func (c *Customers) Delete(id int32) {
 
 // Truncate empties the table (op t: no key, no before or after).
 func (c *Customers) Truncate() {
-	c.state = map[int32]Customer{}
 	c.emit(cdcEvent{op: "t", key: -1})
 	c.Truncates++
 }
@@ -230,6 +247,97 @@ func (c *Customers) Story(n, changes int, seed uint64) {
 			next++
 		default:
 			c.Delete(ids[rng.IntN(len(ids))])
+		}
+	}
+}
+
+// CheckTable compares rows, the rows of a Debezium table read back
+// (Rows), with the customers table: one row per customer, every column
+// as encoding enc types it, __op and __source_ts_ms those of the event
+// that wrote the row, and the kafka_* columns of its record. truncated
+// says whether the sink applied truncates (--on-truncate delete-all);
+// otherwise the table is compared with the rows no truncate deleted.
+func (c *Customers) CheckTable(t testing.TB, rows []Row, enc CDCEncoding, truncated bool) {
+	t.Helper()
+	state, last := c.state, c.last
+	if !truncated {
+		state, last = c.untruncated, c.untruncatedLast
+	}
+	if len(rows) != len(state) {
+		t.Fatalf("%d rows, the customers table has %d", len(rows), len(state))
+	}
+	// Each event's offset: its place among its partition's records.
+	offsets := make([]int64, len(c.events))
+	next := map[int32]int64{}
+	for i, e := range c.events {
+		p := c.partition(e)
+		offsets[i] = next[p]
+		next[p]++
+	}
+	seen := map[int32]bool{}
+	for _, r := range rows {
+		id64, err := strconv.ParseInt(r.Columns["id"], 10, 32)
+		if err != nil {
+			t.Fatalf("row %+v: id: %v", r, err)
+		}
+		id := int32(id64)
+		cu, ok := state[id]
+		if !ok || seen[id] {
+			t.Fatalf("row of customer %d: the table has none, or it has two rows", id)
+		}
+		seen[id] = true
+		e := last[id]
+		want := map[string]string{"first_name": cu.FirstName, "last_name": cu.LastName, "email": cu.Email,
+			"active": "(null)", "__op": e.op, "__source_ts_ms": strconv.FormatInt(e.tsMs, 10)}
+		if cu.Active != nil {
+			want["active"] = strconv.FormatBool(*cu.Active)
+		}
+		for k, w := range want {
+			if r.Columns[k] != w {
+				t.Errorf("customer %d: %s %q, want %q", id, k, r.Columns[k], w)
+			}
+		}
+		if r.TS != e.at.UnixMicro() || r.TP.Topic != c.Topic || r.TP.Partition != c.partition(e) || r.Offset != offsets[e.seq] {
+			t.Errorf("customer %d: kafka_* of %s offset %d at %d, want those of its event's record, offset %d at %s", id, r.TP, r.Offset, r.TS, offsets[e.seq], e.at)
+		}
+		checkBalance(t, id, r.Columns["balance"], cu.Balance, enc)
+		created := r.Columns["created_at"]
+		if enc == CDCConnectJSON {
+			// io.debezium.time.MicroTimestamp typed by the Connect schema.
+			at, err := time.Parse("2006-01-02T15:04:05.999999999", created)
+			if err != nil || !at.Equal(cu.CreatedAt) {
+				t.Errorf("customer %d: created_at %q, want timestamp %s (%v)", id, created, cu.CreatedAt, err)
+			}
+		} else if created != strconv.FormatInt(cu.CreatedAt.UnixMicro(), 10) {
+			t.Errorf("customer %d: created_at %q, want the microseconds %d", id, created, cu.CreatedAt.UnixMicro())
+		}
+	}
+}
+
+// checkBalance compares a balance column as Arrow prints it with the
+// customer's, as enc types it: decimal(10,2) by the Connect and Avro
+// schemas, double by JSON Schema, the base64 of the unscaled bytes
+// without a schema.
+func checkBalance(t testing.TB, id int32, got string, want *int64, enc CDCEncoding) {
+	t.Helper()
+	if want == nil {
+		if got != "(null)" {
+			t.Errorf("customer %d: balance %q, want null", id, got)
+		}
+		return
+	}
+	exact := big.NewRat(*want, 100)
+	switch enc {
+	case CDCPlainJSON:
+		if w := base64.StdEncoding.EncodeToString(twosComplement(*want)); got != w {
+			t.Errorf("customer %d: balance %q, want base64 %q", id, got, w)
+		}
+	default:
+		r, ok := new(big.Rat).SetString(got)
+		f, _ := exact.Float64()
+		g, _ := r.Float64()
+		if !ok || (enc != CDCJSONSchema && r.Cmp(exact) != 0) || (enc == CDCJSONSchema && g != f) {
+			t.Errorf("customer %d: balance %q, want %s", id, got, exact.FloatString(2))
 		}
 	}
 }
@@ -269,9 +377,8 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 	}
 	out := make([]*kgo.Record, 0, len(c.events))
 	for _, e := range c.events {
-		r := &kgo.Record{Topic: c.Topic, Timestamp: e.at}
+		r := &kgo.Record{Topic: c.Topic, Timestamp: e.at, Partition: c.partition(e)}
 		if e.key >= 0 {
-			r.Partition = e.key % c.Partitions
 			key := map[string]any{"id": e.key}
 			switch enc {
 			case CDCConnectJSON:
@@ -311,6 +418,15 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 		out = append(out, r)
 	}
 	return out
+}
+
+// partition is the partition of an event's record: its key's id mod
+// Partitions, 0 for a truncate (which has no key).
+func (c *Customers) partition(e cdcEvent) int32 {
+	if e.key < 0 {
+		return 0
+	}
+	return e.key % c.Partitions
 }
 
 func mustJSON(t testing.TB, v any) []byte {

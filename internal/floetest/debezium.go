@@ -79,12 +79,12 @@ type Customers struct {
 	// state is the table now, last the event that wrote each row;
 	// untruncated and untruncatedLast the same as if no truncate had
 	// happened (what a sink that dead-letters truncates ends with).
-	state, untruncated   map[int32]Customer
+	state, untruncated    map[int32]Customer
 	last, untruncatedLast map[int32]cdcEvent
-	events               []cdcEvent
-	lsn    int64
-	txID   int64
-	clock  time.Time
+	events                []cdcEvent
+	lsn                   int64
+	txID                  int64
+	clock                 time.Time
 
 	// Upserts, Deletes, Tombstones and Truncates count the events of each
 	// kind: c, r and u events; d events; the tombstones after them; t events.

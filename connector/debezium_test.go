@@ -1,9 +1,11 @@
 package connector_test
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,7 +18,7 @@ import (
 )
 
 // cdcLayout is the layout of a Debezium table written with enc.
-func cdcLayout(t *testing.T, enc floetest.CDCEncoding) mapping.Layout {
+func cdcLayout(t testing.TB, enc floetest.CDCEncoding) mapping.Layout {
 	t.Helper()
 	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON, Envelope: mapping.EnvelopeDebezium}
 	if enc.Registry() {
@@ -198,5 +200,123 @@ func TestDebeziumLayoutRecorded(t *testing.T) {
 		if err := bad.Normalize(); err == nil || !strings.Contains(err.Error(), "with --envelope debezium") {
 			t.Errorf("layout %+v: %v", bad, err)
 		}
+	}
+}
+
+// debeziumTable creates the upsert table name for Debezium events written
+// with enc (--envelope debezium: keyed by the record key's fields), with
+// its dead-letter table.
+func (e *env) debeziumTable(name string, enc floetest.CDCEncoding) (tbl, dlq *snapshot.Table) {
+	e.T.Helper()
+	l := cdcLayout(e.T, enc)
+	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	return e.TableWithDeadLetters(name, snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &key})
+}
+
+// TestDebeziumSink sinks a Debezium capture of a customers table (a
+// snapshot, then inserts, updates, deletes with their tombstones), in
+// each converter's encoding, through kfake into an upsert table in many
+// flushes, and reads it back with iceberg-go's scan (equality deletes
+// applied): exactly the customers table, column by column, each row with
+// the kafka_* columns, __op and __source_ts_ms of the event that wrote it.
+// The ledger counts every event: upserts as records, deletes as deletes,
+// tombstones as skipped.
+func TestDebeziumSink(t *testing.T) {
+	e := newEnv(t)
+	for i, enc := range []floetest.CDCEncoding{floetest.CDCConnectJSON, floetest.CDCPlainJSON, floetest.CDCAvro, floetest.CDCJSONSchema} {
+		t.Run(enc.String(), func(t *testing.T) {
+			topic := "dbserver1.inventory.customers-" + enc.String()
+			e.Topic(topic, 2, nil)
+			c := floetest.NewCustomers(topic, 2)
+			c.Story(40, 160, uint64(i+1))
+			recs := c.Records(t, enc, e.Stack.Registry)
+			e.Produce(recs)
+			tbl, dlq := e.debeziumTable(fmt.Sprintf("lake.customers_%d", i), enc)
+			stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 37, DeadLetters: dlq, Registry: e.Registry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.Commits < 4 || stats.DeadLetters != 0 {
+				t.Fatalf("%d commits, %d dead letters (%s): want several flushes and none", stats.Commits, stats.DeadLetters, stats.FirstDeadLetter)
+			}
+			c.CheckTable(t, rows(t, tbl), enc, true)
+			checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes), int64(c.Tombstones), 0)
+		})
+	}
+}
+
+// checkCounts checks the ledger of tbl for topic: offsets [0, offsets)
+// covered without gaps or overlaps, with these counts.
+func checkCounts(t *testing.T, tbl *snapshot.Table, topic string, offsets, records, deletes, skipped, dead int64) {
+	t.Helper()
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum mapping.Coverage
+	var covered int64
+	for _, tp := range l.Partitions() {
+		if tp.Topic != topic {
+			continue
+		}
+		c := mapping.Cover(l.Ranges(tp))
+		if len(c.Gaps)+len(c.Overlaps) > 0 || c.First != 0 {
+			t.Fatalf("%s: coverage %+v", tp, c)
+		}
+		covered += c.Next
+		sum.Records += c.Records
+		sum.Deletes += c.Deletes
+		sum.Skipped += c.Skipped
+		sum.DeadLetters += c.DeadLetters
+	}
+	if covered != offsets || sum.Records != records || sum.Deletes != deletes || sum.Skipped != skipped || sum.DeadLetters != dead {
+		t.Fatalf("ledger: %d offsets, %d records, %d deletes, %d skipped, %d dead letters; want %d, %d, %d, %d, %d",
+			covered, sum.Records, sum.Deletes, sum.Skipped, sum.DeadLetters, offsets, records, deletes, skipped, dead)
+	}
+}
+
+// TestDebeziumTruncate: a truncate event in the middle of a flush, on a
+// topic of one partition (Debezium's default). With --on-truncate
+// delete-all the table ends with the rows written after it only (the rows
+// read before it in the same flush are committed first, and deleted with
+// the rest), counted as a delete; without, the truncate is a dead letter
+// naming the flag, and the table keeps its rows.
+func TestDebeziumTruncate(t *testing.T) {
+	e := newEnv(t)
+	for _, deleteAll := range []bool{true, false} {
+		t.Run(fmt.Sprint("delete-all=", deleteAll), func(t *testing.T) {
+			topic := fmt.Sprint("dbserver1.inventory.customers-truncate-", deleteAll)
+			e.Topic(topic, 1, nil)
+			c := floetest.NewCustomers(topic, 1)
+			c.Story(10, 25, 3)
+			c.Truncate()
+			c.Insert(floetest.Customer{ID: 900, FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+			c.Insert(floetest.Customer{ID: 901, FirstName: "Alan", LastName: "Turing", Email: "alan@example.com", CreatedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)})
+			c.Update(900, func(cu *floetest.Customer) { cu.Email = "ada@example.org" })
+			c.Delete(901)
+			recs := c.Records(t, floetest.CDCConnectJSON, "")
+			e.Produce(recs)
+			tbl, dlq := e.debeziumTable("lake.truncated_"+fmt.Sprint(deleteAll), floetest.CDCConnectJSON)
+			cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000, DeadLetters: dlq}
+			if deleteAll {
+				cfg.OnTruncate = connector.TruncateDeleteAll
+			}
+			stats, err := e.sink(tbl, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.CheckTable(t, rows(t, tbl), floetest.CDCConnectJSON, deleteAll)
+			if deleteAll {
+				if stats.Commits != 2 || stats.DeadLetters != 0 {
+					t.Fatalf("%d commits, %d dead letters: want the rows before the truncate committed first, then the rest", stats.Commits, stats.DeadLetters)
+				}
+				checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes+1), int64(c.Tombstones), 0)
+				return
+			}
+			if stats.DeadLetters != 1 || !strings.Contains(stats.FirstDeadLetter, "--on-truncate delete-all") {
+				t.Fatalf("%d dead letters, first %q: want the truncate, naming --on-truncate delete-all", stats.DeadLetters, stats.FirstDeadLetter)
+			}
+			checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes), int64(c.Tombstones), 1)
+		})
 	}
 }

@@ -82,6 +82,10 @@ type decoder struct {
 	// tape holds the last value decoded by a fast path, until it is
 	// appended (appendRow).
 	tape mapping.Tape
+	// keyFields is set for an upsert table keyed by the fields of a
+	// decoded key: each becomes a value column of its name, holding the
+	// key's value.
+	keyFields bool
 }
 
 // codecKey names one codec: a registry schema id and, for Protobuf, the
@@ -177,6 +181,12 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 		out.dead, out.schemaID = dead, id
 		return out, err
 	}
+	if d.keyFields {
+		if value, values, valuesChanged, dead = d.withKeyFields(key, keyType, keyChanged, value, values, valuesChanged); dead != nil {
+			out.dead = dead
+			return out, nil
+		}
+	}
 	// Both decoded: only now may the columns change, so that a dead letter
 	// never adds a column.
 	if keyChanged {
@@ -189,9 +199,6 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 		d.version++
 	}
 	out.key, out.value, out.fast = key, value, fast
-	if r.Value == nil {
-		out.change = mapping.ChangeDelete
-	}
 	return out, nil
 }
 
@@ -245,9 +252,18 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 			out.dead, out.schemaID = dead, id
 			return out, nil
 		}
-	case ch.Kind != mapping.ChangeUpsert:
-		// A delete or truncate never changes the columns.
-		valuesChanged = false
+	}
+	if ch.Kind != mapping.ChangeUpsert {
+		// A delete or truncate never changes the value columns.
+		values, valuesChanged = d.values, false
+	}
+	row := ch.Row
+	if d.keyFields {
+		// The key's fields are columns, in a delete's row too.
+		if row, values, valuesChanged, dead = d.withKeyFields(key, keyType, keyChanged, row, values, valuesChanged); dead != nil {
+			out.dead, out.schemaID = dead, id
+			return out, nil
+		}
 	}
 	if keyChanged {
 		d.key = keyType
@@ -258,7 +274,7 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 	if keyChanged || valuesChanged {
 		d.version++
 	}
-	out.key, out.value, out.change, out.schemaID = key, ch.Row, ch.Kind, id
+	out.key, out.value, out.change, out.schemaID = key, row, ch.Kind, id
 	return out, nil
 }
 
@@ -284,6 +300,35 @@ func (d *decoder) keyOfBefore(before map[string]any) (any, error) {
 }
 
 func joinKeyPath(name string) string { return mapping.ColKey + "." + name }
+
+// withKeyFields adds the fields of a decoded key (key, of type keyType
+// when keyChanged, else the decoder's) to the value's columns and to the
+// value, where they replace a same-named field: an upsert table keyed by
+// them holds the key's values in columns of their names. A key field whose
+// type no value column of its name can take is why the record is a dead
+// letter.
+func (d *decoder) withKeyFields(key any, keyType iceberg.Type, keyChanged bool, value map[string]any, values *iceberg.StructType, changed bool) (map[string]any, *iceberg.StructType, bool, error) {
+	if !keyChanged {
+		keyType = d.key
+	}
+	kt, ok := keyType.(*iceberg.StructType)
+	fields, isMap := key.(map[string]any)
+	if !ok || !isMap {
+		return value, values, changed, nil
+	}
+	merged, more, err := mapping.MergeType("", values, kt)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("key fields as columns: %w", err)
+	}
+	row := make(map[string]any, len(value)+len(fields))
+	for k, v := range value {
+		row[k] = v
+	}
+	for k, v := range fields {
+		row[k] = v
+	}
+	return row, merged.(*iceberg.StructType), changed || more, nil
+}
 
 // appendRow appends out, the row decode made of r, to rb, a builder for
 // the decoder's current writer schema.
@@ -587,5 +632,8 @@ func (rd *RowDecoder) Decode(ctx context.Context, r *kgo.Record) (key any, value
 // when not).
 func (rd *RowDecoder) Change(ctx context.Context, r *kgo.Record) (key any, change mapping.Change, value map[string]any, dead, err error) {
 	out, err := rd.d.decode(ctx, r)
+	if r.Value == nil && rd.d.layout.Envelope == mapping.EnvelopeNone {
+		out.change = mapping.ChangeDelete
+	}
 	return out.key, out.change, out.value, out.dead, err
 }

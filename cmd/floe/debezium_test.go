@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,17 +35,20 @@ func TestDebeziumSinkCommand(t *testing.T) {
 	cfg := st.Catalog()
 	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
 	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--table", "lake.customers", "--stop-at-end", "--flush-records", "30"}, loc...)
-	cdc := append(sink, "--envelope", "debezium", "--value", "registry", "--key", "registry", "--schema-registry", st.Registry)
+	args := func(more ...string) []string { return slices.Concat(sink, more) }
+	registry := []string{"--value", "registry", "--key", "registry", "--schema-registry", st.Registry}
+	cdc := args(append([]string{"--envelope", "debezium"}, registry...)...)
 
 	for _, bad := range []struct {
 		args []string
 		want string
 	}{
-		{append(cdc, "--mode", "append"), "--envelope debezium makes an upsert table, and --mode is append"},
-		{append(sink, "--envelope", "debezium", "--value", "registry", "--schema-registry", st.Registry), "--envelope debezium needs --value and --key"},
-		{append(sink, "--envelope", "debezium", "--value", "raw", "--key", "raw"), "want json or registry with --envelope debezium"},
-		{append(sink, "--envelope", "maxwell", "--value", "json", "--key", "json"), `--envelope "maxwell": want none or debezium`},
-		{append(cdc, "--on-truncate", "ignore"), `--on-truncate "ignore": want dead-letter or delete-all`},
+		{slices.Concat(cdc, []string{"--mode", "append"}), "--envelope debezium makes an upsert table, and --mode is append"},
+		{slices.Concat(cdc, []string{"--id-columns", "email"}), "--envelope debezium keys the rows by the record key"},
+		{args("--envelope", "debezium", "--value", "registry", "--schema-registry", st.Registry), "--envelope debezium needs --value and --key"},
+		{args("--envelope", "debezium", "--value", "raw", "--key", "raw"), "want json or registry with --envelope debezium"},
+		{args("--envelope", "maxwell", "--value", "json", "--key", "json"), `--envelope "maxwell": want none or debezium`},
+		{slices.Concat(cdc, []string{"--on-truncate", "ignore"}), `--on-truncate "ignore": want dead-letter or delete-all`},
 	} {
 		code, out, errs := floe(t, bad.args...)
 		if code != exitError || !strings.Contains(errs, bad.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {
@@ -52,7 +56,7 @@ func TestDebeziumSinkCommand(t *testing.T) {
 		}
 	}
 
-	code, out, errs := floe(t, append(cdc, "--on-truncate", "delete-all")...)
+	code, out, errs := floe(t, slices.Concat(cdc, []string{"--on-truncate", "delete-all"})...)
 	if code != 0 {
 		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -61,10 +65,10 @@ func TestDebeziumSinkCommand(t *testing.T) {
 
 	// The table keeps its envelope: a run without the flags sinks it as
 	// before, one of another envelope is refused.
-	if code, out, errs := floe(t, append(sink, "--schema-registry", st.Registry)...); code != 0 {
+	if code, out, errs := floe(t, args("--schema-registry", st.Registry)...); code != 0 {
 		t.Fatalf("sink without --envelope: exit %d\n%s\n%s", code, out, errs)
 	}
-	code, _, errs = floe(t, append(sink, "--value", "json", "--key", "json")...)
+	code, _, errs = floe(t, args(registry...)...)
 	if code != exitError || !strings.Contains(errs, "keeps its envelope as debezium, not none") {
 		t.Fatalf("plain JSON sink into a Debezium table: exit %d, %q", code, errs)
 	}

@@ -189,8 +189,17 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	}
 	// Both decoded: only now may the columns change, so that a dead letter
 	// never adds a column.
+	d.adopt(keyType, keyChanged, values, valuesChanged)
+	out.key, out.value, out.fast = key, value, fast
+	return out, nil
+}
+
+// adopt makes the key type and value columns a record needs the
+// decoder's, where they changed, once nothing about the record can make
+// it a dead letter any more.
+func (d *decoder) adopt(key iceberg.Type, keyChanged bool, values *iceberg.StructType, valuesChanged bool) {
 	if keyChanged {
-		d.key = keyType
+		d.key = key
 	}
 	if valuesChanged {
 		d.values = values
@@ -198,8 +207,6 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	if keyChanged || valuesChanged {
 		d.version++
 	}
-	out.key, out.value, out.fast = key, value, fast
-	return out, nil
 }
 
 // errTruncate is why a Debezium truncate event is a dead letter unless the
@@ -265,15 +272,7 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 			return out, nil
 		}
 	}
-	if keyChanged {
-		d.key = keyType
-	}
-	if valuesChanged {
-		d.values = values
-	}
-	if keyChanged || valuesChanged {
-		d.version++
-	}
+	d.adopt(keyType, keyChanged, values, valuesChanged)
 	out.key, out.value, out.change, out.schemaID = key, row, ch.Kind, id
 	return out, nil
 }

@@ -110,24 +110,7 @@ func connectNode(path string, s *jsonObject) (cnode, error) {
 		if err != nil {
 			return cnode{}, err
 		}
-		return cnode{typ: listOf(elem.typ), conv: func(v any) (any, error) {
-			if v == nil {
-				return nil, nil
-			}
-			l, ok := v.([]any)
-			if !ok {
-				return nil, kindErr(path, "array", v)
-			}
-			out := make([]any, len(l))
-			for i, e := range l {
-				c, err := elem.conv(e)
-				if err != nil {
-					return nil, err
-				}
-				out[i] = c
-			}
-			return out, nil
-		}}, nil
+		return cnode{typ: listOf(elem.typ), conv: convList(path, elem.conv)}, nil
 	case "map":
 		return connectMap(path, s)
 	case "struct":

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -327,5 +328,53 @@ func TestDebeziumTruncate(t *testing.T) {
 			}
 			checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes), int64(c.Tombstones), 1)
 		})
+	}
+}
+
+// TestDebeziumColumnAdded: a column added to the source table (ALTER TABLE
+// ADD COLUMN) arrives as a new field of after: the table gains an optional
+// column in the commit of its first row, rows written before read null
+// there, and an update of an older row fills it.
+func TestDebeziumColumnAdded(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.customers"
+	e.Topic(topic, 1, nil)
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(8, 10, 4)
+	recs := c.Records(t, floetest.CDCPlainJSON, "")
+	state := c.State()
+	var updated int32
+	for id := range state {
+		updated = max(updated, id)
+	}
+	event := func(op string, id int32, phone string) *kgo.Record {
+		return &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, `{"id":%d}`, id), Timestamp: time.Date(2026, 12, 1, 0, 0, int(id%60), 0, time.UTC),
+			Value: fmt.Appendf(nil, `{"before":null,"after":{"id":%d,"first_name":"N","last_name":"N","email":"n@example.com","phone":%q},"source":{"ts_ms":1796000000000},"op":%q,"ts_ms":1796000000100}`, id, phone, op)}
+	}
+	recs = append(recs, event("c", 5000, "+31 20 555 0100"), event("u", updated, "+31 20 555 0101"))
+	e.Produce(recs)
+	tbl, dlq := e.debeziumTable("lake.customers_added", floetest.CDCPlainJSON)
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 9, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	f, ok := tbl.Iceberg().Schema().FindFieldByName("phone")
+	if !ok || f.Required || !f.Type.Equals(iceberg.PrimitiveTypes.String) {
+		t.Fatalf("column phone: %+v (found %v), want an optional string", f, ok)
+	}
+	got := rows(t, tbl)
+	if len(got) != len(state)+1 {
+		t.Fatalf("%d rows, want %d", len(got), len(state)+1)
+	}
+	for _, r := range got {
+		want := "(null)"
+		switch r.Columns["id"] {
+		case "5000":
+			want = "+31 20 555 0100"
+		case fmt.Sprint(updated):
+			want = "+31 20 555 0101"
+		}
+		if r.Columns["phone"] != want {
+			t.Errorf("customer %s: phone %q, want %q", r.Columns["id"], r.Columns["phone"], want)
+		}
 	}
 }

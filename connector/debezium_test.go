@@ -3,7 +3,6 @@ package connector_test
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -279,10 +278,10 @@ func checkCounts(t *testing.T, tbl *snapshot.Table, topic string, offsets, recor
 
 // TestDebeziumTruncate: a truncate event in the middle of a flush, on a
 // topic of one partition (Debezium's default). With --on-truncate
-// delete-all the table ends with the rows written after it only (the rows
-// read before it in the same flush are committed first, and deleted with
-// the rest), counted as a delete; without, the truncate is a dead letter
-// naming the flag, and the table keeps its rows.
+// delete-all the table ends with the rows written after it only (rows of
+// earlier commits and those read before it in the same flush go), counted
+// as a delete; without, the truncate is a dead letter naming the flag, and
+// the table keeps its rows.
 func TestDebeziumTruncate(t *testing.T) {
 	e := newEnv(t)
 	for _, deleteAll := range []bool{true, false} {
@@ -309,16 +308,8 @@ func TestDebeziumTruncate(t *testing.T) {
 			}
 			c.CheckTable(t, rows(t, tbl), floetest.CDCConnectJSON, deleteAll)
 			if deleteAll {
-				// The rows read before the truncate went in a commit of
-				// their own: the truncate's range starts at it.
-				at := int64(slices.IndexFunc(recs, func(r *kgo.Record) bool { return r.Key == nil }))
-				l, err := tbl.Ledger()
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, rg, ok := l.Locate(mapping.TopicPartition{Topic: topic}, at)
-				if !ok || rg.Low != at || stats.DeadLetters != 0 {
-					t.Fatalf("truncate at offset %d in range %v (%v), %d dead letters: want a range starting at it, none", at, rg, ok, stats.DeadLetters)
+				if stats.DeadLetters != 0 {
+					t.Fatalf("%d dead letters, want none", stats.DeadLetters)
 				}
 				checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes+1), int64(c.Tombstones), 0)
 				return

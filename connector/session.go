@@ -99,9 +99,6 @@ type session struct {
 	writer    *snapshot.Writer
 	streams   map[int32]*snapshot.Stream
 	files     map[int32][]iceberg.DataFile
-	// truncated are the topics of the Debezium truncate events the flush
-	// applies (snapshot.Flush.Truncate).
-	truncated []string
 }
 
 // A partition's rows go to its stream in batches of this many rows or
@@ -646,7 +643,7 @@ func (ss *session) poll(ctx context.Context) error {
 					}
 				} else if err := ss.appendDecoded(ctx, pt, r); err != nil {
 					advanced--
-					if err == errSchemaFlush || err == errTruncateFlush {
+					if err == errSchemaFlush {
 						// Commit what the open files hold, then read r
 						// again into files of the new columns.
 						if failure = ss.flush(ctx); failure != nil {
@@ -845,15 +842,21 @@ func (ss *session) flush(ctx context.Context) error {
 	var conformErr error
 	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
 		pt := ss.parts[p]
-		rs, groups, dead, deleted := pt.take()
-		f.Ranges = append(f.Ranges, rs...)
-		if len(deleted) > 0 {
+		tk := pt.take()
+		f.Ranges = append(f.Ranges, tk.ranges...)
+		if len(tk.deleted) > 0 {
 			if f.Deletes == nil {
 				f.Deletes = map[mapping.TopicPartition][]int64{}
 			}
-			f.Deletes[pt.tp] = deleted
+			f.Deletes[pt.tp] = tk.deleted
 		}
-		for _, g := range groups {
+		if tk.truncated >= 0 {
+			if f.Truncated == nil {
+				f.Truncated = map[mapping.TopicPartition]int64{}
+			}
+			f.Truncated[pt.tp] = tk.truncated
+		}
+		for _, g := range tk.groups {
 			b, err := ss.join(g)
 			if err != nil {
 				conformErr = errors.Join(conformErr, err)
@@ -871,11 +874,11 @@ func (ss *session) flush(ctx context.Context) error {
 			}
 			conformErr = errors.Join(conformErr, err)
 		}
-		if len(dead) > 0 {
+		if len(tk.dead) > 0 {
 			if f.DeadLetters == nil {
 				f.DeadLetters = map[mapping.TopicPartition][]arrow.RecordBatch{}
 			}
-			f.DeadLetters[pt.tp] = dead
+			f.DeadLetters[pt.tp] = tk.dead
 		}
 	}
 	if conformErr != nil {
@@ -898,7 +901,6 @@ func (ss *session) flush(ctx context.Context) error {
 			f.Files[ss.tp(p)] = fs
 		}
 	}
-	f.Truncate, ss.truncated = ss.truncated, nil
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
@@ -1067,9 +1069,6 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 		pt.unread()
 		return fmt.Errorf("decode %s offset %d: %w", pt.tp, r.Offset, err)
 	}
-	if out.dead == nil && out.change == mapping.ChangeTruncate {
-		return ss.truncate(pt, r)
-	}
 	if out.dead == nil && ss.s.tbl.Mode() == mapping.ModeUpsert {
 		out.change, out.dead = upsertChange(s.tbl.UpsertKey(), r, out)
 	}
@@ -1077,7 +1076,7 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 		return ss.deadLetter(pt, r, out.dead, out.schemaID)
 	}
 	pt.change(r.Offset, out.change)
-	if out.change == mapping.ChangeSkip {
+	if out.change == mapping.ChangeSkip || out.change == mapping.ChangeTruncate {
 		return nil
 	}
 	if s.dec.version != ss.builtAt {
@@ -1092,34 +1091,6 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 	}
 	if err := s.dec.appendRow(pt.rows, r, out); err != nil {
 		return &brokenRowsError{fmt.Errorf("row of %s offset %d: %w", pt.tp, r.Offset, err)}
-	}
-	return nil
-}
-
-// errTruncateFlush ends a flush early: a truncate deletes the rows of
-// earlier snapshots only, so the rows read before it are committed first,
-// and the truncate read again into a flush of its own.
-var errTruncateFlush = errors.New("a truncate with rows of the flush read before it")
-
-// errTruncatePartitioned is why a truncate of a partitioned table is a
-// dead letter: an equality delete applies within its partition only.
-var errTruncatePartitioned = errors.New("a Debezium truncate event (op t), and the table is partitioned: floe deletes every row of an unpartitioned table only (delete the rows with an engine, or sink into an unpartitioned table)")
-
-// truncate applies r, a Debezium truncate event that observe just made a
-// row of pt (--on-truncate delete-all): every row the table holds goes, in
-// a flush that holds nothing read before r (errTruncateFlush). It counts
-// as a delete.
-func (ss *session) truncate(pt *partition, r *kgo.Record) error {
-	if !ss.s.tbl.Iceberg().Spec().IsUnpartitioned() {
-		return ss.deadLetter(pt, r, errTruncatePartitioned, 0)
-	}
-	if ss.pending > 0 {
-		pt.unread()
-		return errTruncateFlush
-	}
-	pt.change(r.Offset, mapping.ChangeTruncate)
-	if !slices.Contains(ss.truncated, r.Topic) {
-		ss.truncated = append(ss.truncated, r.Topic)
 	}
 	return nil
 }

@@ -48,11 +48,6 @@ const (
 	ColSourceTsMs = "__source_ts_ms"
 )
 
-// ChangeTruncate is what a Debezium truncate event does: every row of
-// the table goes (Range.Deletes), or, unless the sink is asked to, the
-// record is a dead letter (--on-truncate).
-const ChangeTruncate Change = ChangeSkip + 1
-
 // EnvelopeError reports a value that is not a Debezium change event, or
 // one floe cannot apply: the record goes to the dead-letter table with it
 // as the reason.

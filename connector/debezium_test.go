@@ -3,6 +3,7 @@ package connector_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -368,4 +369,49 @@ func TestDebeziumColumnAdded(t *testing.T) {
 			t.Errorf("customer %s: phone %q, want %q", r.Columns["id"], r.Columns["phone"], want)
 		}
 	}
+}
+
+// TestDebeziumDeadLetters: records of a Debezium topic that are not change
+// events floe can apply go to the dead-letter table, each with a reason
+// naming the problem, counted in the ledger; the events around them are
+// applied.
+func TestDebeziumDeadLetters(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.customers"
+	e.Topic(topic, 1, nil)
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(6, 12, 8)
+	recs := c.Records(t, floetest.CDCPlainJSON, "")
+	bad := []struct{ key, value, reason string }{
+		{`{"id":1}`, `{"id":1,"first_name":"no envelope"}`, "not a Debezium change event (--envelope debezium): no op field"},
+		{`{"id":1}`, `{"op":"m","message":{"prefix":"audit","content":"aGk="}}`, `op "m" is not one of c, r, u, d, t`},
+		{`{"id":1}`, `{"before":null,"after":null,"op":"c","source":{"ts_ms":1}}`, `op "c" without an after image`},
+		{``, `{"before":null,"after":{"id":77,"email":"x"},"op":"c","source":{"ts_ms":1}}`, "the record has no key"},
+		{`{"id":1}`, `{"op":"u","after":{"id":"one"}}`, "field id"},
+	}
+	for i, b := range bad {
+		r := &kgo.Record{Topic: topic, Value: []byte(b.value), Timestamp: time.Date(2026, 12, 1, 0, 0, i, 0, time.UTC)}
+		if b.key != "" {
+			r.Key = []byte(b.key)
+		}
+		recs = append(recs, r)
+	}
+	e.Produce(recs)
+	tbl, dlq := e.debeziumTable("lake.customers_dlq_test", floetest.CDCPlainJSON)
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 10, DeadLetters: dlq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.DeadLetters != int64(len(bad)) {
+		t.Fatalf("%d dead letters, want %d", stats.DeadLetters, len(bad))
+	}
+	c.CheckTable(t, rows(t, tbl), floetest.CDCPlainJSON, true)
+	dead := rows(t, dlq)
+	slices.SortFunc(dead, func(a, b floetest.Row) int { return int(a.Offset - b.Offset) })
+	for i, b := range bad {
+		if got := dead[i].Columns[mapping.ColError]; !strings.Contains(got, b.reason) {
+			t.Errorf("dead letter %d: reason %q, want one saying %q", i, got, b.reason)
+		}
+	}
+	checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes), int64(c.Tombstones), int64(len(bad)))
 }

@@ -38,7 +38,7 @@ func cdcLayout(t testing.TB, enc floetest.CDCEncoding) mapping.Layout {
 // by key: the result is the table's final state.
 func TestDebeziumDecodeChanges(t *testing.T) {
 	e := floetest.New(t)
-	for _, enc := range []floetest.CDCEncoding{floetest.CDCConnectJSON, floetest.CDCPlainJSON, floetest.CDCAvro, floetest.CDCJSONSchema} {
+	for _, enc := range []floetest.CDCEncoding{floetest.CDCConnectJSON, floetest.CDCPlainJSON, floetest.CDCAvro, floetest.CDCJSONSchema, floetest.CDCProtobuf} {
 		t.Run(enc.String(), func(t *testing.T) {
 			c := floetest.NewCustomers("cdc-"+enc.String(), 1)
 			c.Story(15, 60, 11)
@@ -225,7 +225,7 @@ func (e *env) debeziumTable(name string, enc floetest.CDCEncoding) (tbl, dlq *sn
 // tombstones as skipped.
 func TestDebeziumSink(t *testing.T) {
 	e := newEnv(t)
-	for i, enc := range []floetest.CDCEncoding{floetest.CDCConnectJSON, floetest.CDCPlainJSON, floetest.CDCAvro, floetest.CDCJSONSchema} {
+	for i, enc := range []floetest.CDCEncoding{floetest.CDCConnectJSON, floetest.CDCPlainJSON, floetest.CDCAvro, floetest.CDCJSONSchema, floetest.CDCProtobuf} {
 		t.Run(enc.String(), func(t *testing.T) {
 			topic := "dbserver1.inventory.customers-" + enc.String()
 			e.Topic(topic, 2, nil)

@@ -12,9 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bufbuild/protocompile"
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/floe-dev/floe/localstack"
 )
@@ -54,14 +59,19 @@ const (
 	// CDCJSONSchema is Confluent's JsonSchemaConverter: JSON in the
 	// registry's wire format, decimals as JSON numbers.
 	CDCJSONSchema
+	// CDCProtobuf is Confluent's ProtobufConverter with
+	// optional.for.nullables=true: proto3 messages in the registry's wire
+	// format (message index 0), nullable fields optional, decimals as
+	// their unscaled bytes.
+	CDCProtobuf
 )
 
 func (e CDCEncoding) String() string {
-	return [...]string{"json-wrapped", "json", "avro", "json-schema"}[e]
+	return [...]string{"json-wrapped", "json", "avro", "json-schema", "protobuf"}[e]
 }
 
 // Registry reports whether the encoding is the schema registry's.
-func (e CDCEncoding) Registry() bool { return e == CDCAvro || e == CDCJSONSchema }
+func (e CDCEncoding) Registry() bool { return e == CDCAvro || e == CDCJSONSchema || e == CDCProtobuf }
 
 // Customers simulates Debezium's PostgreSQL connector (2.x) capturing the
 // table inventory.customers of database inventory into topic Topic
@@ -316,8 +326,8 @@ func (c *Customers) CheckTable(t testing.TB, rows []Row, enc CDCEncoding, trunca
 
 // checkBalance compares a balance column as Arrow prints it with the
 // customer's, as enc types it: decimal(10,2) by the Connect and Avro
-// schemas, double by JSON Schema, the base64 of the unscaled bytes
-// without a schema.
+// schemas, double by JSON Schema, the unscaled bytes (printed in base64)
+// without a schema and by Protobuf.
 func checkBalance(t testing.TB, id int32, got string, want *int64, enc CDCEncoding) {
 	t.Helper()
 	if want == nil {
@@ -328,7 +338,7 @@ func checkBalance(t testing.TB, id int32, got string, want *int64, enc CDCEncodi
 	}
 	exact := big.NewRat(*want, 100)
 	switch enc {
-	case CDCPlainJSON:
+	case CDCPlainJSON, CDCProtobuf:
 		if w := base64.StdEncoding.EncodeToString(twosComplement(*want)); got != w {
 			t.Errorf("customer %d: balance %q, want base64 %q", id, got, w)
 		}
@@ -360,10 +370,15 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 	t.Helper()
 	var keyID, valueID int
 	var keySchema, valueSchema avro.Schema
+	var keyMsg, valueMsg protoreflect.MessageDescriptor
 	if enc.Registry() {
 		key, value := sr.Schema{Schema: CustomersKeyAvro}, sr.Schema{Schema: CustomersEnvelopeAvro}
-		if enc == CDCJSONSchema {
+		switch enc {
+		case CDCJSONSchema:
 			key, value = sr.Schema{Type: sr.TypeJSON, Schema: customersKeyJSONSchema}, sr.Schema{Type: sr.TypeJSON, Schema: customersEnvelopeJSONSchema()}
+		case CDCProtobuf:
+			key, value = sr.Schema{Type: sr.TypeProtobuf, Schema: customersKeyProto}, sr.Schema{Type: sr.TypeProtobuf, Schema: customersEnvelopeProto}
+			keyMsg, valueMsg = protoMessage(t, customersKeyProto, "Key"), protoMessage(t, customersEnvelopeProto, "Envelope")
 		}
 		var err error
 		ctx := context.Background()
@@ -393,6 +408,8 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 				r.Key = localstack.WireFormat(keyID, nil, b)
 			case CDCJSONSchema:
 				r.Key = localstack.WireFormat(keyID, nil, mustJSON(t, key))
+			case CDCProtobuf:
+				r.Key = localstack.WireFormat(keyID, []int{0}, protoOf(t, keyMsg, mustJSON(t, key)))
 			}
 		}
 		if e.tombstone {
@@ -414,6 +431,8 @@ func (c *Customers) Records(t testing.TB, enc CDCEncoding, registryURL string) [
 			env := c.jsonEnvelope(e)
 			env["before"], env["after"] = jsonSchemaRow(e.before), jsonSchemaRow(e.after)
 			r.Value = localstack.WireFormat(valueID, nil, mustJSON(t, env))
+		case CDCProtobuf:
+			r.Value = localstack.WireFormat(valueID, []int{0}, protoOf(t, valueMsg, mustJSON(t, c.jsonEnvelope(e))))
 		}
 		out = append(out, r)
 	}
@@ -427,6 +446,38 @@ func (c *Customers) partition(e cdcEvent) int32 {
 		return 0
 	}
 	return e.key % c.Partitions
+}
+
+// protoMessage compiles a .proto as a producer's build would and returns
+// its message name.
+func protoMessage(t testing.TB, text, name string) protoreflect.MessageDescriptor {
+	t.Helper()
+	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"customers.proto": text})})}
+	fds, err := c.Compile(context.Background(), "customers.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := fds[0].Messages().ByName(protoreflect.Name(name))
+	if md == nil {
+		t.Fatalf("no message %s", name)
+	}
+	return md
+}
+
+// protoOf encodes, as a message of md, the JSON a converter of the same
+// event writes (null fields left unset).
+func protoOf(t testing.TB, md protoreflect.MessageDescriptor, js []byte) []byte {
+	t.Helper()
+	m := dynamicpb.NewMessage(md)
+	if err := protojson.Unmarshal(js, m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func mustJSON(t testing.TB, v any) []byte {
@@ -660,3 +711,57 @@ func customersEnvelopeJSONSchema() string {
 		`"op":{"type":"string","connect.index":4},` +
 		`"ts_ms":{"connect.index":5,"oneOf":[{"type":"null"},{"type":"integer","connect.type":"int64"}]}}}`
 }
+
+// The ProtobufConverter's schemas for inventory.customers
+// (optional.for.nullables=true): the envelope is the .proto's first
+// message, the row, source and transaction block nested in it.
+const (
+	customersKeyProto = `syntax = "proto3";
+package dbserver1.inventory.customers;
+
+message Key {
+  int32 id = 1;
+}
+`
+	customersEnvelopeProto = `syntax = "proto3";
+package dbserver1.inventory.customers;
+
+message Envelope {
+  Value before = 1;
+  Value after = 2;
+  Source source = 3;
+  block transaction = 4;
+  string op = 5;
+  optional int64 ts_ms = 6;
+
+  message Value {
+    int32 id = 1;
+    string first_name = 2;
+    string last_name = 3;
+    string email = 4;
+    optional bytes balance = 5;
+    optional int64 created_at = 6;
+    optional bool active = 7;
+  }
+  message Source {
+    string version = 1;
+    string connector = 2;
+    string name = 3;
+    int64 ts_ms = 4;
+    optional string snapshot = 5;
+    string db = 6;
+    optional string sequence = 7;
+    string schema = 8;
+    string table = 9;
+    optional int64 txId = 10;
+    optional int64 lsn = 11;
+    optional int64 xmin = 12;
+  }
+  message block {
+    string id = 1;
+    int64 total_order = 2;
+    int64 data_collection_order = 3;
+  }
+}
+`
+)

@@ -158,6 +158,22 @@ func (s *Summary) addID(topic, id string) {
 	s.LatestID[topic] = id
 }
 
+// Clone returns a copy of s that folding into does not change s.
+func (s Summary) Clone() Summary {
+	out := Summary{Commits: s.Commits, IDs: maps.Clone(s.IDs), LatestID: maps.Clone(s.LatestID)}
+	for topic, ids := range out.IDs {
+		out.IDs[topic] = slices.Clone(ids)
+	}
+	if s.Parts != nil {
+		out.Parts = make(map[TopicPartition]*PartitionSummary, len(s.Parts))
+		for tp, p := range s.Parts {
+			q := *p
+			out.Parts[tp] = &q
+		}
+	}
+	return out
+}
+
 // Merge folds o, the summary of commits made after s's, into s.
 func (s *Summary) Merge(o Summary) {
 	s.Commits += o.Commits

@@ -173,10 +173,12 @@ func (e *ArchiveError) Error() string {
 
 func (e *ArchiveError) Unwrap() error { return e.Err }
 
-// segment is one archive file a table names: the property naming it and
-// its entries (nil until read).
+// segment is one archive file a table names: the property naming it,
+// its index (always read with the table version naming it) and its
+// entries with their ranges (nil unless maintenance loaded them).
 type segment struct {
 	key, path string
+	ix        *segmentIndex
 	a         *Archive
 }
 
@@ -206,38 +208,54 @@ func segmentsSignature(segs []segment) string {
 	return b.String()
 }
 
-// readSegments reads the segments named (reusing the entries of loaded,
-// segments read before: a segment file is never rewritten) and returns
-// them with their union, nil when none is named.
-func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment) ([]segment, *Archive, error) {
+// readSegments reads the segments named (reusing what loaded, segments
+// read before, holds: a segment file is never rewritten) and returns them
+// with their union, nil when none is named. Each segment's index is read;
+// its entries with their ranges only when full is set (maintenance), and
+// the union then holds them; otherwise it holds the entries without their
+// ranges (lightProperties), which readers fetch by block.
+func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment, full bool) ([]segment, *Archive, error) {
 	if len(named) == 0 {
 		return nil, nil, nil
 	}
-	known := map[string]*Archive{}
+	known := map[string]segment{}
 	for _, s := range loaded {
-		known[s.path] = s.a
+		known[s.path] = s
 	}
 	uuid := tbl.Metadata().TableUUID().String()
 	var fsys iceio.IO
 	var all []ArchivedSnapshot
 	for i, s := range named {
-		if a := known[s.path]; a != nil {
-			named[i].a = a
-			all = append(all, a.Snapshots...)
-			continue
-		}
-		if fsys == nil {
-			var err error
-			if fsys, err = tbl.FS(ctx); err != nil {
-				return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
+		k := known[s.path]
+		if k.ix == nil || (full && k.a == nil) {
+			if fsys == nil {
+				var err error
+				if fsys, err = tbl.FS(ctx); err != nil {
+					return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
+				}
+			}
+			if k.ix == nil {
+				ix, err := readIndex(fsys, uuid, s.path)
+				if err != nil {
+					return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
+				}
+				k.ix = ix
+			}
+			if full && k.a == nil {
+				a, err := readArchiveFile(fsys, uuid, name, s.path)
+				if err != nil {
+					return nil, nil, err
+				}
+				k.a = a
 			}
 		}
-		a, err := readArchiveFile(fsys, uuid, name, s.path)
-		if err != nil {
-			return nil, nil, err
+		named[i].ix = k.ix
+		if full {
+			named[i].a = k.a
+			all = append(all, k.a.Snapshots...)
+		} else {
+			all = append(all, k.ix.Snapshots...)
 		}
-		named[i].a = a
-		all = append(all, a.Snapshots...)
 	}
 	return named, (*Archive)(nil).plus(uuid, all), nil
 }
@@ -279,25 +297,34 @@ func metadataDir(meta table.Metadata) string {
 }
 
 // writeArchive writes a as a new archive file under the table's metadata
-// location and returns its path. Each write goes to a new file, so an
+// location, and its index beside it, and returns its path and index. Each write goes to a new file, so an
 // archive file the table names is never overwritten: a maintenance run
 // that fails after writing leaves only an unreferenced file (staleArchives
 // collects it).
-func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, error) {
+func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, *segmentIndex, error) {
 	path := fmt.Sprintf("%s/%05d-%s.json", archiveLocation(tbl.Metadata()), a.Len(), uuid.NewString())
 	b, err := json.MarshalIndent(a, "", " ")
 	if err != nil {
-		return path, err
+		return path, nil, err
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return path, err
+		return path, nil, err
 	}
 	wfs, ok := fsys.(iceio.WriteFileIO)
 	if !ok {
-		return path, errors.New("the table's storage cannot write files")
+		return path, nil, errors.New("the table's storage cannot write files")
 	}
-	return path, wfs.WriteFile(path, b)
+	if err := wfs.WriteFile(path, b); err != nil {
+		return path, nil, err
+	}
+	// Written before the commit that names the segment, so that readers
+	// of that version find it.
+	ix, err := writeIndex(wfs, a.TableUUID, path, b)
+	if err != nil {
+		return path, nil, fmt.Errorf("index: %w", err)
+	}
+	return path, ix, nil
 }
 
 // segmentKey is the property that names the segment written to path.
@@ -320,6 +347,9 @@ const segmentMergeRatio = 4
 // properties are removed in the commit that names the new one. A ranges
 // file of snaps that cannot be read is an error: nothing is expired.
 func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment, error) {
+	if !t.archiveFull {
+		return nil, nil, errArchiveNotHeld
+	}
 	uuid := t.tbl.Metadata().TableUUID().String()
 	var fresh []table.Snapshot
 	for _, s := range snaps {

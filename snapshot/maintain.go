@@ -124,9 +124,13 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := t.Refresh(ctx); err != nil {
+	// Segments that absorb others, and the repair's merge, rewrite
+	// archived entries: with their ranges.
+	release, err := t.holdArchive(ctx)
+	if err != nil {
 		return res, err
 	}
+	defer release()
 	if err := t.repairLedger(ctx, log, opts.DryRun, &res); err != nil {
 		return res, err
 	}
@@ -176,6 +180,11 @@ func (t *Table) upkeep(ctx context.Context, log *slog.Logger, opts MaintainOptio
 	if v, ok := t.tbl.Properties()[table.GCEnabledKey]; ok && strings.EqualFold(v, "false") {
 		return &GCDisabledError{Table: t.Name()}
 	}
+	release, err := t.holdArchive(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	removeDebris := opts.RemoveOrphans || opts.RemoveDebris
 	if opts.RemoveOrphans {
 		// Before the expiry, so that a refused run changes nothing.
@@ -273,12 +282,13 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		if opts.DryRun {
 			return nil
 		}
-		path, err := writeArchive(ctx, t.tbl, seg)
+		path, ix, err := writeArchive(ctx, t.tbl, seg)
 		if err != nil {
+			t.removePaths(ctx, log, segmentFiles(path)...)
 			return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write: %w (nothing was expired)", err)}
 		}
 		if err := t.stageSegment(txn, path, absorbed); err != nil {
-			t.removePaths(ctx, log, path)
+			t.removePaths(ctx, log, segmentFiles(path)...)
 			return err
 		}
 		tbl, err := txn.Commit(ctx)
@@ -296,7 +306,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		}
 		if err != nil && isConflict(err) {
 			// Nothing was committed: the new segment is unreferenced.
-			t.removePaths(ctx, log, path)
+			t.removePaths(ctx, log, segmentFiles(path)...)
 			lastErr = err
 			log.Info("expiry commit lost a race, reloading", "table", t.Name(), "attempt", attempt, "err", err)
 			continue
@@ -306,7 +316,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			// stays, and so do the ones it absorbed.
 			return fmt.Errorf("commit snapshot expiry of %s (outcome unknown; run floe maintain again): %w", t.Name(), err)
 		}
-		return t.adoptSegment(ctx, log, tbl, path, seg, absorbed)
+		return t.adoptSegment(ctx, log, tbl, segment{key: segmentKey(path), path: path, ix: ix, a: seg}, absorbed)
 	}
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
 }
@@ -397,7 +407,7 @@ func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 		}
 		add(c)
 	}
-	ledgers, err := data.branchLedgers()
+	ledgers, err := data.branchLedgers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s for the files they name: %w", of, err)
 	}
@@ -431,17 +441,17 @@ func (t *Table) stageSegment(txn *table.Transaction, path string, absorbed []seg
 // that loaded an earlier version naming them and reads one after it is
 // gone reloads the table (adopt); a stray one left by a failed delete is
 // collected later (staleArchives).
-func (t *Table) adoptSegment(ctx context.Context, log *slog.Logger, tbl *table.Table, path string, seg *Archive, absorbed []segment) error {
+func (t *Table) adoptSegment(ctx context.Context, log *slog.Logger, tbl *table.Table, seg segment, absorbed []segment) error {
 	// The segment just written need not be read back.
 	prev := t.segments
-	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, a: seg})
+	t.segments = append(slices.Clip(prev), seg)
 	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		t.segments = prev
 		return err
 	}
 	var paths []string
 	for _, a := range absorbed {
-		paths = append(paths, a.path)
+		paths = append(paths, segmentFiles(a.path)...)
 	}
 	t.removePaths(ctx, log, paths...)
 	return nil
@@ -477,25 +487,26 @@ func (e *LostEntriesError) Error() string {
 // delete them once they are old and hold nothing the table lacks
 // (staleArchives).
 func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merged *Archive) error {
-	path, err := writeArchive(ctx, t.tbl, merged)
+	path, ix, err := writeArchive(ctx, t.tbl, merged)
 	if err != nil {
+		t.removePaths(ctx, log, segmentFiles(path)...)
 		return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}
 	}
 	txn := t.tbl.NewTransaction()
 	if err := t.stageSegment(txn, path, t.segments); err != nil {
-		t.removePaths(ctx, log, path)
+		t.removePaths(ctx, log, segmentFiles(path)...)
 		return err
 	}
 	tbl, err := txn.Commit(ctx)
 	if err != nil && isConflict(err) {
-		t.removePaths(ctx, log, path)
+		t.removePaths(ctx, log, segmentFiles(path)...)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
 	}
 	prev := t.segments
-	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, a: merged})
+	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, ix: ix, a: merged})
 	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		t.segments = prev
 		return err
@@ -592,6 +603,9 @@ func truncations(meta table.Metadata, archive *Archive) (refs []string, missing 
 // concurrent run removed it) is skipped, and so, with a warning, is one
 // that is not an archive of this table.
 func (t *Table) mergeArchives(ctx context.Context, log *slog.Logger) (*Archive, error) {
+	if !t.archiveFull {
+		return nil, fmt.Errorf("merge the ledger archives of %s: %w", t.Name(), errArchiveNotHeld)
+	}
 	uuid := t.tbl.Metadata().TableUUID().String()
 	merged := t.archive.union(uuid, nil)
 	fsys, err := t.tbl.FS(ctx)

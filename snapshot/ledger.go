@@ -462,3 +462,44 @@ func (t *Table) holdArchive(ctx context.Context) (release func(), err error) {
 // errArchiveNotHeld guards the writers of segments: an archive of entries
 // without their ranges must never be written.
 var errArchiveNotHeld = errors.New("the ledger archive is not loaded whole (holdArchive)")
+
+// commitByID returns the commit of the branch's ledger whose id is id,
+// and false when there is none. The ancestry is walked on the entries'
+// properties without their ranges; only the commit found is decoded (its
+// block read when it is archived).
+func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool, error) {
+	head := t.Head()
+	if head == nil {
+		return mapping.Commit{}, false, nil
+	}
+	parts, err := t.ledgerParts(head.SnapshotID)
+	if err != nil {
+		return mapping.Commit{}, false, err
+	}
+	var fsys iceio.IO
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := parts[i]
+		if p.snap != nil {
+			if p.snap.Summary.Properties[mapping.KeyCommitID] != id {
+				continue
+			}
+		} else {
+			at := p.at.ix.Snapshots[p.at.ix.Blocks[p.at.block].First:]
+			if !slices.ContainsFunc(at[:p.at.ix.Blocks[p.at.block].Count], func(s ArchivedSnapshot) bool {
+				return s.Properties[mapping.KeyCommitID] == id && slices.Contains(p.ids, s.SnapshotID)
+			}) {
+				continue
+			}
+		}
+		cs, err := t.decode(ctx, &fsys, p)
+		if err != nil {
+			return mapping.Commit{}, false, err
+		}
+		for _, c := range cs {
+			if c.ID == id {
+				return c, true, nil
+			}
+		}
+	}
+	return mapping.Commit{}, false, nil
+}

@@ -173,13 +173,12 @@ func (e *ArchiveError) Error() string {
 
 func (e *ArchiveError) Unwrap() error { return e.Err }
 
-// segment is one archive file a table names: the property naming it,
-// its index (always read with the table version naming it) and its
-// entries with their ranges (nil unless maintenance loaded them).
+// segment is one archive file a table names: the property naming it and
+// its index, read with the table version naming it. Its entries with
+// their ranges are read only by maintenance, when it rewrites them.
 type segment struct {
 	key, path string
 	ix        *segmentIndex
-	a         *Archive
 }
 
 // namedSegments returns the archive files props name, ordered by property
@@ -208,54 +207,38 @@ func segmentsSignature(segs []segment) string {
 	return b.String()
 }
 
-// readSegments reads the segments named (reusing what loaded, segments
-// read before, holds: a segment file is never rewritten) and returns them
-// with their union, nil when none is named. Each segment's index is read;
-// its entries with their ranges only when full is set (maintenance), and
-// the union then holds them; otherwise it holds the entries without their
-// ranges (lightProperties), which readers fetch by block.
-func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment, full bool) ([]segment, *Archive, error) {
+// readSegments reads the indexes of the segments named (reusing those of
+// loaded, segments read before: a segment file is never rewritten) and
+// returns them with the union of their entries without their ranges
+// (lightProperties), nil when none is named. Readers fetch the ranges by
+// block.
+func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment) ([]segment, *Archive, error) {
 	if len(named) == 0 {
 		return nil, nil, nil
 	}
-	known := map[string]segment{}
+	known := map[string]*segmentIndex{}
 	for _, s := range loaded {
-		known[s.path] = s
+		known[s.path] = s.ix
 	}
 	uuid := tbl.Metadata().TableUUID().String()
 	var fsys iceio.IO
 	var all []ArchivedSnapshot
 	for i, s := range named {
-		k := known[s.path]
-		if k.ix == nil || (full && k.a == nil) {
+		ix := known[s.path]
+		if ix == nil {
 			if fsys == nil {
 				var err error
 				if fsys, err = tbl.FS(ctx); err != nil {
 					return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
 				}
 			}
-			if k.ix == nil {
-				ix, err := readIndex(fsys, uuid, s.path)
-				if err != nil {
-					return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
-				}
-				k.ix = ix
-			}
-			if full && k.a == nil {
-				a, err := readArchiveFile(fsys, uuid, name, s.path)
-				if err != nil {
-					return nil, nil, err
-				}
-				k.a = a
+			var err error
+			if ix, err = readIndex(fsys, uuid, s.path); err != nil {
+				return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
 			}
 		}
-		named[i].ix = k.ix
-		if full {
-			named[i].a = k.a
-			all = append(all, k.a.Snapshots...)
-		} else {
-			all = append(all, k.ix.Snapshots...)
-		}
+		named[i].ix = ix
+		all = append(all, ix.Snapshots...)
 	}
 	return named, (*Archive)(nil).plus(uuid, all), nil
 }
@@ -346,10 +329,7 @@ const segmentMergeRatio = 4
 // segments it absorbs, which it returns too. The absorbed segments'
 // properties are removed in the commit that names the new one. A ranges
 // file of snaps that cannot be read is an error: nothing is expired.
-func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment, error) {
-	if !t.archiveFull {
-		return nil, nil, errArchiveNotHeld
-	}
+func (t *Table) planSegment(ctx context.Context, snaps []table.Snapshot) (*Archive, []segment, error) {
 	uuid := t.tbl.Metadata().TableUUID().String()
 	var fresh []table.Snapshot
 	for _, s := range snaps {
@@ -364,25 +344,40 @@ func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment, error)
 	named := slices.Clone(t.segments)
 	// Oldest entries first: the segment to absorb next is the last.
 	slices.SortFunc(named, func(x, y segment) int {
-		return cmp.Or(cmp.Compare(x.a.oldest(), y.a.oldest()), strings.Compare(x.key, y.key))
+		return cmp.Or(cmp.Compare(x.ix.oldest(), y.ix.oldest()), strings.Compare(x.key, y.key))
 	})
 	var absorbed []segment
 	for len(named) > 0 {
 		last := named[len(named)-1]
-		if seg.Len()*segmentMergeRatio < last.a.Len() {
+		if seg.Len()*segmentMergeRatio < len(last.ix.Snapshots) {
 			break
 		}
-		seg = seg.union(uuid, last.a)
+		// Only the segments absorbed are read whole.
+		a, err := t.readSegment(ctx, last.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		seg = seg.union(uuid, a)
 		absorbed = append(absorbed, last)
 		named = named[:len(named)-1]
 	}
 	return seg, absorbed, nil
 }
 
-// oldest is the commit time of the archive's oldest entry (0: empty).
-func (a *Archive) oldest() int64 {
-	if a.Len() == 0 {
+// readSegment reads the archive file at path whole: every entry with its
+// ranges.
+func (t *Table) readSegment(ctx context.Context, path string) (*Archive, error) {
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, &ArchiveError{Table: t.Name(), Path: path, Err: err}
+	}
+	return readArchiveFile(fsys, t.tbl.Metadata().TableUUID().String(), t.Name(), path)
+}
+
+// oldest is the commit time of the segment's oldest entry (0: empty).
+func (ix *segmentIndex) oldest() int64 {
+	if len(ix.Snapshots) == 0 {
 		return 0
 	}
-	return a.Snapshots[0].TimestampMs
+	return ix.Snapshots[0].TimestampMs
 }

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -22,12 +21,8 @@ type archivedAt struct {
 	block int
 }
 
-// archivedBlocks indexes the entries of segs by snapshot: none when full
-// (the archive holds them whole).
-func archivedBlocks(segs []segment, full bool) map[int64]archivedAt {
-	if full {
-		return nil
-	}
+// archivedBlocks indexes the entries of segs by snapshot.
+func archivedBlocks(segs []segment) map[int64]archivedAt {
 	at := map[int64]archivedAt{}
 	for _, s := range segs {
 		for bl, b := range s.ix.Blocks {
@@ -39,9 +34,8 @@ func archivedBlocks(segs []segment, full bool) map[int64]archivedAt {
 	return at
 }
 
-// ledgerPart is a run of consecutive floe commits of a ledger: one
-// snapshot whose properties hold its ranges (live, or archived while the
-// archive is held whole), or the commits ids of one archived block.
+// ledgerPart is a run of consecutive floe commits of a ledger: one live
+// snapshot, or the commits ids of one archived block.
 type ledgerPart struct {
 	snap *table.Snapshot
 	at   archivedAt
@@ -426,42 +420,6 @@ func (c *summaryCache) reaches(meta table.Metadata, archive *Archive, sig string
 	_, te := ancestry(meta, archive, c.head)
 	return extend, te == nil
 }
-
-// holdArchive makes the table hold its ledger archive whole (every
-// entry's ranges), as maintenance needs to write segments that absorb
-// others, until release is called: then it holds the indexes alone again.
-// It reloads the table.
-func (t *Table) holdArchive(ctx context.Context) (release func(), err error) {
-	if t.wantFull {
-		return func() {}, nil
-	}
-	t.wantFull = true
-	release = func() {
-		t.wantFull = false
-		for i := range t.segments {
-			t.segments[i].a = nil
-		}
-		var all []ArchivedSnapshot
-		for _, s := range t.segments {
-			all = append(all, s.ix.Snapshots...)
-		}
-		if len(t.segments) > 0 {
-			t.archive = (*Archive)(nil).plus(t.tbl.Metadata().TableUUID().String(), all)
-		} else {
-			t.archive = nil
-		}
-		t.archiveFull, t.archived = false, archivedBlocks(t.segments, false)
-	}
-	if err := t.Refresh(ctx); err != nil {
-		release()
-		return nil, err
-	}
-	return release, nil
-}
-
-// errArchiveNotHeld guards the writers of segments: an archive of entries
-// without their ranges must never be written.
-var errArchiveNotHeld = errors.New("the ledger archive is not loaded whole (holdArchive)")
 
 // commitByID returns the commit of the branch's ledger whose id is id,
 // and false when there is none. The ancestry is walked on the entries'

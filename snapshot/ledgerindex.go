@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,9 @@ type segmentIndex struct {
 	// properties but those holding ranges (lightProperties).
 	Snapshots []ArchivedSnapshot `json:"snapshots"`
 	Blocks    []indexBlock       `json:"blocks"`
+	// built is set on an index built by decoding its segment, which has
+	// no index file yet (writeMissingIndexes writes it).
+	built bool
 }
 
 // indexBlock is a run of consecutive entries of a segment.
@@ -241,7 +245,43 @@ func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return buildIndex(f, tableUUID)
+	ix, err := buildIndex(f, tableUUID)
+	if err != nil {
+		return nil, err
+	}
+	ix.built = true
+	return ix, nil
+}
+
+// writeMissingIndexes writes the index files of the named segments that
+// have none (written by floe before indexes), so that readers stop
+// decoding them.
+func (t *Table) writeMissingIndexes(ctx context.Context) error {
+	var wfs iceio.WriteFileIO
+	for _, s := range t.segments {
+		if !s.ix.built {
+			continue
+		}
+		if wfs == nil {
+			fsys, err := t.tbl.FS(ctx)
+			if err != nil {
+				return fmt.Errorf("index the ledger archive of %s: %w", t.Name(), err)
+			}
+			var ok bool
+			if wfs, ok = fsys.(iceio.WriteFileIO); !ok {
+				return fmt.Errorf("index the ledger archive of %s: the table's storage cannot write files", t.Name())
+			}
+		}
+		b, err := json.Marshal(s.ix)
+		if err != nil {
+			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
+		}
+		if err := wfs.WriteFile(indexPath(s.path), b); err != nil {
+			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
+		}
+		s.ix.built = false
+	}
+	return nil
 }
 
 // writeIndex writes the index of the segment file b, written to path.

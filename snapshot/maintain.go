@@ -124,13 +124,9 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	if log == nil {
 		log = slog.Default()
 	}
-	// Segments that absorb others, and the repair's merge, rewrite
-	// archived entries: with their ranges.
-	release, err := t.holdArchive(ctx)
-	if err != nil {
+	if err := t.Refresh(ctx); err != nil {
 		return res, err
 	}
-	defer release()
 	if err := t.repairLedger(ctx, log, opts.DryRun, &res); err != nil {
 		return res, err
 	}
@@ -180,11 +176,6 @@ func (t *Table) upkeep(ctx context.Context, log *slog.Logger, opts MaintainOptio
 	if v, ok := t.tbl.Properties()[table.GCEnabledKey]; ok && strings.EqualFold(v, "false") {
 		return &GCDisabledError{Table: t.Name()}
 	}
-	release, err := t.holdArchive(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
 	removeDebris := opts.RemoveOrphans || opts.RemoveDebris
 	if opts.RemoveOrphans {
 		// Before the expiry, so that a refused run changes nothing.
@@ -202,6 +193,11 @@ func (t *Table) upkeep(ctx context.Context, log *slog.Logger, opts MaintainOptio
 	}
 	if opts.Expire {
 		if err := t.expire(ctx, log, opts, res); err != nil {
+			return err
+		}
+	}
+	if !opts.DryRun {
+		if err := t.writeMissingIndexes(ctx); err != nil {
 			return err
 		}
 	}
@@ -275,7 +271,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 				res.ExpiredCommits++
 			}
 		}
-		seg, absorbed, err := t.planSegment(expired)
+		seg, absorbed, err := t.planSegment(ctx, expired)
 		if err != nil {
 			return fmt.Errorf("archive the ledger entries of the snapshots to expire from %s (nothing was expired): %w", t.Name(), err)
 		}
@@ -316,7 +312,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			// stays, and so do the ones it absorbed.
 			return fmt.Errorf("commit snapshot expiry of %s (outcome unknown; run floe maintain again): %w", t.Name(), err)
 		}
-		return t.adoptSegment(ctx, log, tbl, segment{key: segmentKey(path), path: path, ix: ix, a: seg}, absorbed)
+		return t.adoptSegment(ctx, log, tbl, segment{key: segmentKey(path), path: path, ix: ix}, absorbed)
 	}
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
 }
@@ -506,7 +502,7 @@ func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merge
 		return fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
 	}
 	prev := t.segments
-	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, ix: ix, a: merged})
+	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, ix: ix})
 	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		t.segments = prev
 		return err
@@ -603,11 +599,16 @@ func truncations(meta table.Metadata, archive *Archive) (refs []string, missing 
 // concurrent run removed it) is skipped, and so, with a warning, is one
 // that is not an archive of this table.
 func (t *Table) mergeArchives(ctx context.Context, log *slog.Logger) (*Archive, error) {
-	if !t.archiveFull {
-		return nil, fmt.Errorf("merge the ledger archives of %s: %w", t.Name(), errArchiveNotHeld)
-	}
 	uuid := t.tbl.Metadata().TableUUID().String()
-	merged := t.archive.union(uuid, nil)
+	var merged *Archive
+	for _, seg := range t.segments {
+		a, err := t.readSegment(ctx, seg.path)
+		if err != nil {
+			return nil, fmt.Errorf("merge the ledger archives of %s: %w", t.Name(), err)
+		}
+		merged = merged.union(uuid, a)
+	}
+	merged = merged.union(uuid, nil)
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("merge the ledger archives of %s: %w", t.Name(), err)

@@ -56,15 +56,12 @@ type Table struct {
 	// archiveSig identifies them (segmentsSignature).
 	//
 	// The archive holds the entries without their ranges (the segments'
-	// indexes), and archived, indexed by snapshot, where each entry's
-	// block is; readers fetch blocks as they need them (ledger.go). While
-	// maintenance runs (holdArchive), it holds every entry whole.
-	archive     *Archive
-	segments    []segment
-	archiveSig  string
-	archived    map[int64]archivedAt
-	archiveFull bool
-	wantFull    bool
+	// indexes), and archived, by snapshot, where each entry's block is;
+	// readers fetch blocks as they need them (ledger.go).
+	archive    *Archive
+	segments   []segment
+	archiveSig string
+	archived   map[int64]archivedAt
 	// ranges are the ranges files tbl's snapshots reference, read with it
 	// (adopt); written is the one this process's last commit wrote.
 	ranges  *rangesFiles
@@ -347,14 +344,14 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 		sig := segmentsSignature(named)
 		segs, a := t.segments, t.archive
 		var err error
-		if sig != t.archiveSig || t.wantFull != t.archiveFull {
-			segs, a, err = readSegments(ctx, tbl, t.Name(), named, t.segments, t.wantFull)
+		if sig != t.archiveSig {
+			segs, a, err = readSegments(ctx, tbl, t.Name(), named, t.segments)
 		}
 		if err == nil {
 			rf, gone := t.readRangesFiles(ctx, tbl)
 			if !gone || reloaded {
 				t.tbl, t.archive, t.segments, t.archiveSig, t.ranges = tbl, a, segs, sig, rf
-				t.archiveFull, t.archived = t.wantFull, archivedBlocks(segs, t.wantFull)
+				t.archived = archivedBlocks(segs)
 				return nil
 			}
 			err = fs.ErrNotExist // a ranges file: a reload tells whether it was collected

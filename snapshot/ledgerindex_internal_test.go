@@ -3,9 +3,9 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"

@@ -29,7 +29,7 @@ import (
 // command, as its own process: a sink resuming on the table (floe sink
 // --stop-at-end with nothing left to read), floe where and floe as-of of
 // one position, floe status, and floe audit (ledger and file levels). Each
-// command's peak resident set and wall time come from /usr/bin/time (GNU
+// command's peak resident set, wall and CPU time come from /usr/bin/time (GNU
 // time waits for its child alone, so the figure is the command's, not this
 // process's).
 //
@@ -105,9 +105,10 @@ func BenchmarkLongLedger(b *testing.B) {
 			if only != "" && !slices.Contains(strings.Split(only, ","), r.name) {
 				continue
 			}
-			rss, secs := timeCommand(b, bin, append(r.args, loc...))
+			rss, secs, cpu := timeCommand(b, bin, append(r.args, loc...))
 			b.ReportMetric(rss, r.name+"-MiB")
 			b.ReportMetric(secs, r.name+"-s")
+			b.ReportMetric(cpu, r.name+"-cpu-s")
 		}
 	}
 	b.ReportMetric(float64(commits*partitions), "ranges")
@@ -126,11 +127,12 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 }
 
 // timeCommand runs floe with args under GNU time and returns its peak
-// resident set in MiB and its wall time in seconds. A command that fails
-// fails the benchmark.
-func timeCommand(b *testing.B, bin string, args []string) (rssMiB, secs float64) {
+// resident set in MiB, its wall time and its CPU time (user and system)
+// in seconds: on a shared machine the CPU time is the steadier figure. A
+// command that fails fails the benchmark.
+func timeCommand(b *testing.B, bin string, args []string) (rssMiB, secs, cpu float64) {
 	out := filepath.Join(b.TempDir(), "time")
-	cmd := exec.CommandContext(b.Context(), "/usr/bin/time", append([]string{"-f", "%M %e", "-o", out, bin}, args...)...)
+	cmd := exec.CommandContext(b.Context(), "/usr/bin/time", append([]string{"-f", "%M %e %U %S", "-o", out, bin}, args...)...)
 	if o, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("floe %s: %v\n%s", strings.Join(args, " "), err, tail(string(o), 2000))
 	}
@@ -139,12 +141,14 @@ func timeCommand(b *testing.B, bin string, args []string) (rssMiB, secs float64)
 		b.Fatal(err)
 	}
 	f := strings.Fields(string(t))
-	if len(f) != 2 {
+	if len(f) != 4 {
 		b.Fatalf("time: %q", t)
 	}
-	kib, _ := strconv.ParseFloat(f[0], 64)
-	secs, _ = strconv.ParseFloat(f[1], 64)
-	return kib / 1024, secs
+	var v [4]float64
+	for i := range f {
+		v[i], _ = strconv.ParseFloat(f[i], 64)
+	}
+	return v[0] / 1024, v[1], v[2] + v[3]
 }
 
 func tail(s string, n int) string { return s[max(0, len(s)-n):] }

@@ -862,18 +862,11 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 // (PropDeadLetterTablePrefix), so that a table a rollback took every commit of
 // is still found. Sorted by name.
 func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
-	ledgers, err := t.branchLedgers(ctx)
+	named, err := t.namedDeadLetterTables()
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s for its dead-letter tables: %w", t.Name(), err)
 	}
-	names := map[string]bool{}
-	for _, l := range ledgers {
-		for _, c := range l.Commits {
-			if c.DeadLetterTable != "" {
-				names[c.DeadLetterTable] = true
-			}
-		}
-	}
+	names := maps.Clone(named)
 	for key := range t.tbl.Properties() {
 		if n, ok := strings.CutPrefix(key, PropDeadLetterTablePrefix); ok && n != "" {
 			names[n] = true
@@ -887,9 +880,7 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 		if errors.Is(err, ErrTableNotFound) {
 			continue // never created, or dropped: the audit says so when a commit names it
 		}
-		if err != nil && name == def && !slices.ContainsFunc(ledgers, func(l mapping.Ledger) bool {
-			return slices.ContainsFunc(l.Commits, func(c mapping.Commit) bool { return c.DeadLetterTable == def })
-		}) {
+		if err != nil && name == def && !named[def] {
 			continue // a table of that name that is not t's dead-letter table, and no commit names it
 		}
 		if err != nil {

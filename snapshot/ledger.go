@@ -461,3 +461,39 @@ func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool
 	}
 	return mapping.Commit{}, false, nil
 }
+
+// namedDeadLetterTables returns the dead-letter tables that the commits of
+// every branch's ledger name. Archived commits are read from their
+// entries without their ranges (the archive keeps the name inline), live
+// ones decoded: nothing of the archive is read.
+func (t *Table) namedDeadLetterTables() (map[string]bool, error) {
+	meta := t.tbl.Metadata()
+	names := map[string]bool{}
+	for name, ref := range meta.Refs() {
+		if ref.SnapshotRefType != table.BranchRef {
+			continue
+		}
+		ancestors, te := ancestry(meta, t.archive, ref.SnapshotID)
+		if te != nil {
+			te.Table = t.Name()
+			return nil, fmt.Errorf("branch %s: %w", name, te)
+		}
+		for _, s := range ancestors {
+			if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
+				continue
+			}
+			dlq := s.Summary.Properties[mapping.KeyDeadLetterTable]
+			if meta.SnapshotByID(s.SnapshotID) != nil {
+				c, err := t.ranges.commit(&s)
+				if err != nil {
+					return nil, fmt.Errorf("branch %s: %w", name, err)
+				}
+				dlq = c.DeadLetterTable
+			}
+			if dlq != "" {
+				names[dlq] = true
+			}
+		}
+	}
+	return names, nil
+}

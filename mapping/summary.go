@@ -212,15 +212,7 @@ func (s Summary) Partitions() []TopicPartition {
 }
 
 // Topics returns the topics of every partition the ledger mentions, sorted.
-func (s Summary) Topics() []string {
-	var topics []string
-	for _, tp := range s.Partitions() {
-		if len(topics) == 0 || topics[len(topics)-1] != tp.Topic {
-			topics = append(topics, tp.Topic)
-		}
-	}
-	return topics
-}
+func (s Summary) Topics() []string { return topicsOf(s.Partitions()) }
 
 // Next returns, per partition, the offset after the highest one the ledger
 // covers: where a writer resumes (Ledger.Next).

@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -25,18 +26,22 @@ import (
 // row of every key it upserts and an equality-delete file with every key
 // it touches, the shape of an upsert table's commits. It returns the table
 // and the fold: the value each live key must have.
-func keyedChanges(t testing.TB, cat icecat.Catalog, name string, commits, keys int, seed uint64) (*table.Table, map[string]int64) {
+func keyedChanges(t testing.TB, cat icecat.Catalog, name string, commits, keys int, seed uint64, props iceberg.Properties) (*table.Table, map[string]int64) {
 	t.Helper()
 	ctx := t.Context()
 	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.String, Required: true},
 		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Int64},
 	)
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ib"}, nil); err != nil {
+	if err := cat.CreateNamespace(ctx, table.Identifier{"ib"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
 		t.Fatal(err)
 	}
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"ib", name}, sc,
-		icecat.WithProperties(iceberg.Properties{table.PropertyFormatVersion: "2"}))
+	props = maps.Clone(props)
+	if props == nil {
+		props = iceberg.Properties{}
+	}
+	props[table.PropertyFormatVersion] = "2"
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"ib", name}, sc, icecat.WithProperties(props))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +183,7 @@ func diffKeyed(want, got map[string]int64) string {
 // row deltas exactly as iceberg-go's scan does, and both equal the fold.
 func TestIcebirdReadsEqualityDeletes(t *testing.T) {
 	ib := testenv.NewIcebird(t)
-	tbl, want := keyedChanges(t, tempCatalog(t), "changes", 12, 400, 7)
+	tbl, want := keyedChanges(t, tempCatalog(t), "changes", 12, 400, 7, nil)
 	if len(want) == 0 {
 		t.Fatal("the fold is empty")
 	}

@@ -171,15 +171,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	}
 	switch t.mode {
 	case mapping.ModeAppend:
+	case mapping.ModeUpsert:
+		return t.compactDeletes(ctx, opts, log, target, start)
 	case mapping.ModeFold:
 		return res, fmt.Errorf("compact %s: it is a state table (%s=%s), whose folds rewrite its files themselves: %w", t.Name(), mapping.PropFold, mapping.FoldLatest, ErrCompactUnsupported)
 	default:
-		// Rewriting an upsert table's files would have to apply its
-		// deletes to them first.
-		return res, fmt.Errorf("compact %s: this floe compacts append tables, and it is of mode %s: %w", t.Name(), t.mode, ErrCompactUnsupported)
-	}
-	if t.upsert() {
-		return t.compactDeletes(ctx, opts, log, target, start)
+		return res, fmt.Errorf("compact %s: this floe compacts append and upsert tables, and it is of mode %s: %w", t.Name(), t.mode, ErrCompactUnsupported)
 	}
 	ix, err := t.compactionLedger(ctx)
 	if err != nil {

@@ -308,6 +308,3 @@ func (t *Table) checkDeletesSince(ctx context.Context, base *table.Snapshot, rew
 	}
 	return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d it read is no longer in the history of branch %s (a rollback, or a branch published over it)", base.SnapshotID, t.branch)}
 }
-
-// upsert reports whether the table is an upsert table.
-func (t *Table) upsert() bool { return t.tbl.Properties()["floe.mode"] == "upsert" }

@@ -7,8 +7,9 @@
 // warehouse. Node's fetch has no file:// scheme, so file:// URLs (the
 // locations of manifests and data files) are served from disk here,
 // honouring the Range requests hyparquet makes. Values print as JSON:
-// 64-bit integers as numbers when exact, else strings; binary as base64;
-// timestamps as ISO-8601 strings.
+// 64-bit integers as numbers when exact, else strings; bytes as base64
+// (hyparquet hands a binary column without a logical type over as text,
+// which prints as it is); timestamps as ISO-8601 strings.
 import { readFileSync, openSync, readSync, closeSync, fstatSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { icebergRead } from 'icebird'

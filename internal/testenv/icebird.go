@@ -49,8 +49,9 @@ func NewIcebird(t testing.TB) *Icebird {
 // Read reads the table whose current metadata file is metadataLocation (a
 // file:// URL or a path on a file warehouse) and returns its live rows,
 // deletes applied, one map per row keyed by column name. Numbers decode as
-// json.Number; binary columns come as base64 strings, timestamps as
-// ISO-8601 strings.
+// json.Number; timestamps as ISO-8601 strings; a binary column as the text
+// of its bytes (hyparquet reads a binary column without a logical type as
+// text), other bytes as base64.
 func (ib *Icebird) Read(ctx context.Context, metadataLocation string) ([]map[string]any, error) {
 	path := strings.TrimPrefix(metadataLocation, "file://")
 	cmd := exec.CommandContext(ctx, ib.node, ib.script, path)

@@ -54,7 +54,14 @@ func sinkChild() int {
 		return 2
 	}
 	ident, _ := catalog.ParseIdent(env("TABLE"))
-	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueMode(env("VALUE"))}})
+	opts := snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueMode(env("VALUE"))}}
+	if env("MODE") == string(mapping.ModeUpsert) {
+		// An upsert table keyed by the Kafka key as text (--mode upsert
+		// --key string).
+		key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
+		opts.Mode, opts.Key, opts.Layout.Key = mapping.ModeUpsert, &key, mapping.KeyString
+	}
+	tbl, err := snapshot.Open(ctx, cat, ident, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -69,7 +76,7 @@ func sinkChild() int {
 			return 2
 		}
 	}
-	if env("VALUE") != "" {
+	if env("VALUE") != "" || env("MODE") == string(mapping.ModeUpsert) {
 		if dlq, err = snapshot.OpenDeadLetters(ctx, cat, snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2

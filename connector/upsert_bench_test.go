@@ -149,10 +149,16 @@ func BenchmarkUpsertVsAppend(b *testing.B) {
 		upsertSec += time.Since(start).Seconds()
 	}
 	b.StopTimer()
+	// Each figure is logged as well: a benchmark that fails (a peak above
+	// the ceiling) prints no metrics.
+	report := func(v float64, unit string) {
+		b.ReportMetric(v, unit)
+		b.Logf("%s %.4g", unit, v)
+	}
 	total := float64(n * b.N)
-	b.ReportMetric(total/appendSec, "append_rec/s")
-	b.ReportMetric(total/upsertSec, "upsert_rec/s")
-	b.ReportMetric(appendSec/upsertSec, "upsert/append")
+	report(total/appendSec, "append_rec/s")
+	report(total/upsertSec, "upsert_rec/s")
+	report(appendSec/upsertSec, "upsert/append")
 
 	rows, before := readWhole(b, upsert)
 	if rows != int64(len(live)) {
@@ -175,19 +181,21 @@ func BenchmarkUpsertVsAppend(b *testing.B) {
 	if rows != int64(len(live)) {
 		b.Fatalf("the append table of the live rows reads %d rows, want %d", rows, len(live))
 	}
-	b.ReportMetric(float64(len(live)), "live_rows")
-	b.ReportMetric(before*1000, "read_uncompacted_ms")
-	b.ReportMetric(after*1000, "read_compacted_ms")
-	b.ReportMetric(appendRead*1000, "read_append_live_ms")
-	b.ReportMetric(after/appendRead, "compacted/append_read")
-	b.ReportMetric(res.Duration.Seconds(), "compaction_s")
-	b.ReportMetric(float64(res.DroppedDeletes), "delete_files_dropped")
+	report(float64(len(live)), "live_rows")
+	report(before*1000, "read_uncompacted_ms")
+	report(after*1000, "read_compacted_ms")
+	report(appendRead*1000, "read_append_live_ms")
+	report(after/appendRead, "compacted/append_read")
+	report(res.Duration.Seconds(), "compaction_s")
+	report(float64(res.DroppedDeletes), "delete_files_dropped")
 
 	for _, f := range []int{connector.DefaultFlushRecords, flush} {
 		cmd := e.childCmdFrom(topic, fmt.Sprintf("bench.rss%d", f), f, true, connector.StartEarliest, "")
 		cmd.Env = append(cmd.Env, "FLOE_TEST_MODE="+string(mapping.ModeUpsert))
 		metric := fmt.Sprintf("upsert_maxrss_flush%dk_MiB", f/1000)
-		if rss := reportPeakRSS(b, cmd, metric); rss > upsertRSSCeilingMiB {
+		rss := reportPeakRSS(b, cmd, metric)
+		b.Logf("%s %.0f", metric, rss)
+		if rss > upsertRSSCeilingMiB {
 			b.Errorf("the upsert sink's peak resident set with --flush-records %d is %.0f MiB, above the %d MiB ceiling", f, rss, upsertRSSCeilingMiB)
 		}
 	}

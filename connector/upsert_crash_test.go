@@ -1,11 +1,8 @@
 package connector_test
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -86,35 +83,7 @@ func TestUpsertSinkSurvivesSIGKILL(t *testing.T) {
 		before := tbl.Head()
 		cmd := e.childCmdFrom(topic, tableName, 100+rng.IntN(400), true, connector.StartEarliest, "")
 		cmd.Env = append(cmd.Env, "FLOE_TEST_MODE="+string(mapping.ModeUpsert))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// The kill point counts from the sink's first records.
-		consuming := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			first := true
-			for sc.Scan() {
-				if first && strings.HasPrefix(sc.Text(), "consumed ") {
-					close(consuming)
-					first = false
-				}
-			}
-			if first {
-				close(consuming)
-			}
-		}()
-		select {
-		case <-consuming:
-		case <-time.After(30 * time.Second):
-		}
-		time.Sleep(time.Duration(rng.IntN(600)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		killWhileSinking(t, cmd, rng, 600*time.Millisecond)
 		check(fmt.Sprintf("after kill %d", i+1))
 		switch head := tbl.Head(); {
 		case head == nil || (before != nil && head.SnapshotID == before.SnapshotID):

@@ -211,29 +211,42 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			olds = append(olds, f.task.File)
 		}
 	}
-	res.Added = len(news)
-	for _, df := range news {
+	c := compactCommit{olds: olds, news: news, check: func(ctx context.Context) error { return t.checkCompaction(ctx, plan) }}
+	err = t.commitResult(ctx, log, c, opts.MaxAttempts, &res, start)
+	return res, err
+}
+
+// commitResult commits c with the summary properties of a compaction and
+// completes res (which holds the plan's figures) with what it committed,
+// or with the attempts made when it gives up.
+func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, maxAttempts int, res *CompactResult, start time.Time) error {
+	res.Added = len(c.news)
+	for _, df := range c.news {
 		res.BytesAfter += df.FileSizeBytes()
 	}
-	id := uuid.NewString()
 	props := iceberg.Properties{
 		KeyOperation:       OperationCompact,
-		KeyCompactID:       id,
-		KeyCompactReplaced: strconv.Itoa(len(olds)),
-		KeyCompactAdded:    strconv.Itoa(len(news)),
+		KeyCompactID:       uuid.NewString(),
+		KeyCompactReplaced: strconv.Itoa(len(c.olds)),
+		KeyCompactAdded:    strconv.Itoa(len(c.news)),
 		KeyCompactRows:     strconv.FormatInt(res.Rows, 10),
 	}
-	c := compactCommit{olds: olds, news: news, props: props, check: func(ctx context.Context) error { return t.checkCompaction(ctx, plan) }}
-	snap, attempts, err := t.commitCompaction(ctx, log, c, opts.MaxAttempts)
+	if t.mode == mapping.ModeUpsert {
+		props[KeyCompactLiveRows] = strconv.FormatInt(res.LiveRows, 10)
+		props[KeyCompactDroppedDeletes] = strconv.Itoa(len(c.dropDeletes))
+	}
+	c.props = props
+	snap, attempts, err := t.commitCompaction(ctx, log, c, maxAttempts)
 	res.Attempts = attempts
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.SnapshotID = snap
-	res.FilesAfter = res.FilesBefore - len(olds) + len(news)
+	res.FilesAfter = res.FilesBefore - len(c.olds) + len(c.news)
 	res.Duration = time.Since(start)
-	log.Info("compacted", "table", t.Name(), "snapshot", snap, "replaced", len(olds), "added", len(news), "rows", res.Rows, "attempts", attempts)
-	return res, nil
+	log.Info("compacted", "table", t.Name(), "snapshot", snap, "replaced", len(c.olds), "added", len(c.news), "rows", res.Rows,
+		"live_rows", res.LiveRows, "dropped_delete_files", res.DroppedDeletes, "attempts", attempts)
+	return nil
 }
 
 // compactionLedger indexes the ledger the table's files are placed on: its

@@ -7,13 +7,11 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
-	"github.com/google/uuid"
 )
 
 // KeyCompactDroppedDeletes counts the delete files a compaction of an
@@ -104,36 +102,14 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 		t.removeFiles(ctx, log, news)
 		return res, err
 	}
-	res.Added = len(news)
 	for _, df := range news {
-		res.BytesAfter += df.FileSizeBytes()
 		res.LiveRows += df.Count()
 	}
 	seq := plan.base.SequenceNumber
-	c := compactCommit{
-		olds: olds, news: news, dropDeletes: drop, dataSeq: &seq,
-		props: iceberg.Properties{
-			KeyOperation:             OperationCompact,
-			KeyCompactID:             uuid.NewString(),
-			KeyCompactReplaced:       strconv.Itoa(len(olds)),
-			KeyCompactAdded:          strconv.Itoa(len(news)),
-			KeyCompactRows:           strconv.FormatInt(res.Rows, 10),
-			KeyCompactLiveRows:       strconv.FormatInt(res.LiveRows, 10),
-			KeyCompactDroppedDeletes: strconv.Itoa(len(drop)),
-		},
-		check: func(ctx context.Context) error { return t.checkDeletesSince(ctx, plan.base, rewritten) },
-	}
-	snap, attempts, err := t.commitCompaction(ctx, log, c, opts.MaxAttempts)
-	res.Attempts = attempts
-	if err != nil {
-		return res, err
-	}
-	res.SnapshotID = snap
-	res.FilesAfter = res.FilesBefore - len(olds) + len(news)
-	res.Duration = time.Since(start)
-	log.Info("compacted, deletes applied", "table", t.Name(), "snapshot", snap, "replaced", len(olds), "added", len(news),
-		"rows", res.Rows, "live_rows", res.LiveRows, "dropped_delete_files", len(drop), "attempts", attempts)
-	return res, nil
+	c := compactCommit{olds: olds, news: news, dropDeletes: drop, dataSeq: &seq,
+		check: func(ctx context.Context) error { return t.checkDeletesSince(ctx, plan.base, rewritten) }}
+	err = t.commitResult(ctx, log, c, opts.MaxAttempts, &res, start)
+	return res, err
 }
 
 // planDeletes groups, per Iceberg partition of the current spec, the data

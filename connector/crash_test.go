@@ -55,11 +55,10 @@ func sinkChild() int {
 	}
 	ident, _ := catalog.ParseIdent(env("TABLE"))
 	opts := snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueMode(env("VALUE"))}}
-	if env("MODE") == string(mapping.ModeUpsert) {
-		// An upsert table keyed by the Kafka key as text (--mode upsert
-		// --key string).
-		key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
-		opts.Mode, opts.Key, opts.Layout.Key = mapping.ModeUpsert, &key, mapping.KeyString
+	upsert := env("MODE") == string(mapping.ModeUpsert)
+	if upsert {
+		// An upsert table keyed by the record key as text (upsert_test.go).
+		opts.Mode, opts.Layout.Key = mapping.ModeUpsert, mapping.KeyString
 	}
 	tbl, err := snapshot.Open(ctx, cat, ident, opts)
 	if err != nil {
@@ -76,7 +75,7 @@ func sinkChild() int {
 			return 2
 		}
 	}
-	if env("VALUE") != "" || env("MODE") == string(mapping.ModeUpsert) {
+	if env("VALUE") != "" || upsert {
 		if dlq, err = snapshot.OpenDeadLetters(ctx, cat, snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2

@@ -1,86 +1,24 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/catalog"
-	"github.com/floe-dev/floe/connector"
-	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
-	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// upsertFold reads an upsert table keyed by kafka_key (a string) with
-// iceberg-go's scan, deletes applied: key -> value, failing on a key read
-// twice.
-func upsertFold(t *testing.T, tbl *snapshot.Table) map[string]string {
-	t.Helper()
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	_, it, err := tbl.Iceberg().Scan(table.WithSelectedFields(mapping.ColKey, mapping.ColValue)).ToArrowRecords(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for rec, err := range it {
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys := rec.Column(0).(*array.String)
-		vals := rec.Column(1).(*array.Binary)
-		for i := range int(rec.NumRows()) {
-			if _, dup := got[keys.Value(i)]; dup {
-				t.Fatalf("key %q read twice", keys.Value(i))
-			}
-			got[keys.Value(i)] = string(vals.Value(i))
-		}
-		rec.Release()
-	}
-	return got
-}
-
-// TestMaintainCompactUpsert: floe maintain --compact on an upsert table
-// (sunk in small flushes, one equality-delete file each) rewrites it with
-// the deletes applied: it says how many rows are live and how many delete
-// files it dropped, the table then has no delete file and reads exactly
-// as before, the fold of the topic (the latest value of each key, none for
-// a key whose latest record is a tombstone), and its ledger is untouched.
-func TestMaintainCompactUpsert(t *testing.T) {
-	st, loc := sinkStack(t)
-	cat, err := catalog.Open(t.Context(), st.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
-	tbl, err := snapshot.Open(t.Context(), cat, table.Identifier{"lake", "customers"},
-		snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Key: mapping.KeyString}, Mode: mapping.ModeUpsert, Key: &key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.DeadLetterName(tbl.Identifier()), tbl.Name(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := connector.Dial(t.Context(), st.Brokers, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	s, err := connector.NewSink(b, tbl, connector.Config{Topic: "orders", StopAtEnd: true, FlushRecords: 40, DeadLetters: dlq, Logger: floetest.QuietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Run(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+// demoFold is the fold of sinkStack's events: the latest value of each
+// key, none for a key whose latest record is a tombstone.
+func demoFold() map[string]string {
 	want := map[string]string{}
 	for _, r := range localstack.DemoEvents("orders", 3, 300, time.Now(), 1) { // sinkStack's events
 		if r.Value == nil {
@@ -89,28 +27,120 @@ func TestMaintainCompactUpsert(t *testing.T) {
 			want[string(r.Key)] = string(r.Value)
 		}
 	}
-	if got := upsertFold(t, tbl); !maps.Equal(got, want) {
+	return want
+}
+
+// TestMaintainCompactUpsert: floe maintain --compact on an upsert table
+// (floe sink --mode upsert in 40-record flushes, an equality-delete file
+// each) rewrites it with the deletes applied: it says how many rows are
+// live and how many delete files it dropped, the table then has no delete
+// file, reads exactly as before (the fold of the topic) and its ledger is
+// untouched; a dry run first says what it would drop. On format version
+// 2 and 3 tables.
+func TestMaintainCompactUpsert(t *testing.T) {
+	for _, v := range []string{"2", "3"} {
+		t.Run("v"+v, func(t *testing.T) { maintainCompactUpsert(t, v) })
+	}
+}
+
+func maintainCompactUpsert(t *testing.T, formatVersion string) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.customers", "--stop-at-end",
+		"--flush-records", "40", "--mode", "upsert", "--key", "string", "--format-version", formatVersion}, loc...)...)
+	want := demoFold()
+	if got := stateOf(t, st, "lake.customers", "", ""); !maps.Equal(got, want) {
 		t.Fatalf("before compaction: %d keys, the fold has %d", len(got), len(want))
 	}
-	commits := func() int {
+	tbl := openTable(t, st.Catalog(), "lake.customers")
+	if v := strconv.Itoa(tbl.Iceberg().Metadata().Version()); v != formatVersion {
+		t.Fatalf("format version %s, want %s", v, formatVersion)
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := len(l.Commits)
+	deletes := tbl.Head().Summary.Properties["total-delete-files"]
+
+	maintain := append([]string{"maintain", "--table", "lake.customers", "--compact"}, loc...)
+	if out := mustFloe(t, append(maintain, "--dry-run")...); !strings.Contains(out, "applying their deletes and dropping "+deletes+" delete files") {
+		t.Fatalf("floe maintain --compact --dry-run (%s delete files):\n%s", deletes, out)
+	}
+	out := mustFloe(t, maintain...)
+	if !strings.Contains(out, "compaction of lake.customers: snapshot ") || !strings.Contains(out, "deletes applied: "+strconv.Itoa(len(want))+" rows live, "+deletes+" delete files dropped") {
+		t.Fatalf("floe maintain --compact (%d live rows, %s delete files):\n%s", len(want), deletes, out)
+	}
+	if got := stateOf(t, st, "lake.customers", "", ""); !maps.Equal(got, want) {
+		t.Fatalf("after compaction: %d keys, the fold has %d", len(got), len(want))
+	}
+	tbl = openTable(t, st.Catalog(), "lake.customers")
+	if l, err = tbl.Ledger(); err != nil {
+		t.Fatal(err)
+	}
+	head := tbl.Head()
+	if !tbl.IsCompaction(head.SnapshotID) || head.Summary.Properties["total-delete-files"] != "0" || len(l.Commits) != commits {
+		t.Fatalf("after compaction: head %d (compaction %v) summary %v, %d ledger commits (before %d)",
+			head.SnapshotID, tbl.IsCompaction(head.SnapshotID), head.Summary.Properties, len(l.Commits), commits)
+	}
+}
+
+// TestSinkCompactIntervalUpsert: a live floe sink --mode upsert with
+// --compact-interval compacts its table while it commits, the deletes
+// applied; stopped once it has caught up, the table is the fold of the
+// topic and its ledger covers every offset.
+func TestSinkCompactIntervalUpsert(t *testing.T) {
+	st, loc := sinkStack(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	var stderr string
+	go func() {
+		var err error
+		_, stderr, err = floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.customers",
+			"--mode", "upsert", "--key", "string", "--flush-records", "50", "--flush-interval", "300ms", "--compact-interval", "500ms"}, loc...)...)
+		done <- err
+	}()
+	defer func() {
+		if t.Failed() {
+			cancel()
+			<-done
+			t.Log(stderr)
+		}
+	}()
+	want := demoFold()
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "a scheduled compaction that applied deletes, and the sink caught up", func() bool {
+		tbl, err := snapshot.Open(t.Context(), cat, table.Identifier{"lake", "customers"}, snapshot.OpenOptions{})
+		if errors.Is(err, snapshot.ErrTableNotFound) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		compacted := false
+		for _, s := range tbl.Iceberg().Metadata().Snapshots() {
+			if tbl.IsCompaction(s.SnapshotID) && s.Summary.Properties[snapshot.KeyCompactDroppedDeletes] != "0" {
+				compacted = true
+			}
+		}
 		l, err := tbl.Ledger()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(l.Commits)
+		var next int64
+		for _, n := range l.Next() {
+			next += n
+		}
+		return compacted && next == 300
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
-	before := commits()
-
-	out := mustFloe(t, append([]string{"maintain", "--table", "lake.customers", "--compact"}, loc...)...)
-	if !strings.Contains(out, "compaction of lake.customers: snapshot ") || !strings.Contains(out, "deletes applied: ") || !strings.Contains(out, " delete files dropped") {
-		t.Fatalf("floe maintain --compact:\n%s", out)
-	}
-	if got := upsertFold(t, tbl); !maps.Equal(got, want) {
-		t.Fatalf("after compaction: %d keys, the fold has %d", len(got), len(want))
-	}
-	head := tbl.Head()
-	if !tbl.IsCompaction(head.SnapshotID) || head.Summary.Properties["total-delete-files"] != "0" || commits() != before {
-		t.Fatalf("after compaction: head %d (compaction %v) summary %v, %d ledger commits (before %d)",
-			head.SnapshotID, tbl.IsCompaction(head.SnapshotID), head.Summary.Properties, commits(), before)
+	if got := stateOf(t, st, "lake.customers", "", ""); !maps.Equal(got, want) {
+		t.Fatalf("%d keys, the fold has %d", len(got), len(want))
 	}
 }

@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -114,8 +115,9 @@ func readWhole(b *testing.B, tbl *snapshot.Table) (int64, float64) {
 // least 0.5). Then it reads the upsert table whole with iceberg-go's scan
 // before and after a compaction (floe maintain --compact), and an append
 // table of the same live rows (sunk from a topic holding only them), and
-// reports the read times and the ratio of the compacted read to the
-// append table's (target: at most 1.2). Last it runs the upsert sink as
+// reports the read times (the two small reads: the fastest of five
+// alternated) and the ratio of the compacted read to the append table's
+// (target: at most 1.2). Last it runs the upsert sink as
 // its own process, at the default --flush-records and at 100,000, and
 // reports its peak resident set (target: at most 400 MiB).
 //
@@ -168,18 +170,25 @@ func BenchmarkUpsertVsAppend(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rows, after := readWhole(b, upsert)
-	if rows != int64(len(live)) {
-		b.Fatalf("the compacted upsert table reads %d rows, the fold has %d", rows, len(live))
-	}
 	produceLiveRows(e, "live", live)
 	liveTbl := e.Table("bench.live")
 	if _, err := e.sink(liveTbl, connector.Config{Topic: "live", StopAtEnd: true}); err != nil {
 		b.Fatal(err)
 	}
-	rows, appendRead := readWhole(b, liveTbl)
-	if rows != int64(len(live)) {
-		b.Fatalf("the append table of the live rows reads %d rows, want %d", rows, len(live))
+	// Reads of a hundred milliseconds are at the mercy of a busy machine:
+	// the two tables are read in turn, five times each, and the fastest
+	// read of each is compared.
+	after, appendRead := math.Inf(1), math.Inf(1)
+	for range 5 {
+		rows, sec := readWhole(b, upsert)
+		if rows != int64(len(live)) {
+			b.Fatalf("the compacted upsert table reads %d rows, the fold has %d", rows, len(live))
+		}
+		after = min(after, sec)
+		if rows, sec = readWhole(b, liveTbl); rows != int64(len(live)) {
+			b.Fatalf("the append table of the live rows reads %d rows, want %d", rows, len(live))
+		}
+		appendRead = min(appendRead, sec)
 	}
 	report(float64(len(live)), "live_rows")
 	report(before*1000, "read_uncompacted_ms")

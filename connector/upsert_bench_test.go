@@ -68,14 +68,17 @@ func produceUpsertBench(e *env, topic string, n int) map[int]int {
 }
 
 // produceLiveRows produces the live rows of a fold (key -> sequence
-// number) as records to a new topic of 4 partitions: what an append
-// table of the same live rows is sunk from.
+// number) as records to a new topic of one partition: what an append
+// table of the same live rows is sunk from. One partition, so that the
+// append table is one file, as the compacted upsert table is: a scan
+// reads files in parallel, and four files against one would compare the
+// cores used more than the tables.
 func produceLiveRows(e *env, topic string, live map[int]int) {
-	e.Topic(topic, 4, nil)
+	e.Topic(topic, 1, nil)
 	batch := make([]*kgo.Record, 0, 10_000)
 	i := 0
 	for k, seq := range live {
-		batch = append(batch, &kgo.Record{Topic: topic, Partition: int32(k % 4), Key: fmt.Appendf(nil, "key-%08d", k), Value: upsertBenchValue(seq),
+		batch = append(batch, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "key-%08d", k), Value: upsertBenchValue(seq),
 			Headers: []kgo.RecordHeader{{Key: "src", Value: []byte("bench")}}, Timestamp: time.UnixMilli(1_700_000_000_000 + int64(seq))})
 		i++
 		if len(batch) == cap(batch) || i == len(live) {
@@ -114,7 +117,8 @@ func readWhole(b *testing.B, tbl *snapshot.Table) (int64, float64) {
 // 100000, and reports both rates and their ratio (the target: at
 // least 0.5). Then it reads the upsert table whole with iceberg-go's scan
 // before and after a compaction (floe maintain --compact), and an append
-// table of the same live rows (sunk from a topic holding only them), and
+// table of the same live rows (sunk from a topic of one partition holding
+// only them: one file, as the compacted table is), and
 // reports the read times (the two small reads: the fastest of five
 // alternated) and the ratio of the compacted read to the append table's
 // (target: at most 1.2). Last it runs the upsert sink as
@@ -197,6 +201,7 @@ func BenchmarkUpsertVsAppend(b *testing.B) {
 	report(after/appendRead, "compacted/append_read")
 	report(res.Duration.Seconds(), "compaction_s")
 	report(float64(res.DroppedDeletes), "delete_files_dropped")
+	report(float64(res.FilesAfter), "compacted_files")
 
 	for _, f := range []int{connector.DefaultFlushRecords, flush} {
 		cmd := e.childCmdFrom(topic, fmt.Sprintf("bench.rss%d", f), f, true, connector.StartEarliest, "")

@@ -118,12 +118,12 @@ func readWhole(b *testing.B, tbl *snapshot.Table) (int64, float64) {
 // least 0.5). Then it reads the upsert table whole with iceberg-go's scan
 // before and after a compaction (floe maintain --compact), and an append
 // table of the same live rows (sunk from a topic of one partition holding
-// only them: one file, as the compacted table is), and
-// reports the read times (the two small reads: the fastest of five
-// alternated) and the ratio of the compacted read to the append table's
-// (target: at most 1.2). Last it runs the upsert sink as
-// its own process, at the default --flush-records and at 100,000, and
-// reports its peak resident set (target: at most 400 MiB).
+// only them: one file, as the compacted table is), and reports the read
+// times (of the two small reads, the fastest of five alternated) and the
+// ratio of the compacted read to the append table's (target: at most
+// 1.2). Last it runs the upsert sink as its own process, at the default
+// --flush-records and at 100,000, and reports its peak resident set
+// (target: at most 400 MiB).
 //
 //	go test ./connector/ -run '^$' -bench UpsertVsAppend -benchtime 1x
 func BenchmarkUpsertVsAppend(b *testing.B) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,24 +37,32 @@ func demoFold() map[string]string {
 // live and how many delete files it dropped, the table then has no delete
 // file, reads exactly as before (the fold of the topic) and its ledger is
 // untouched; a dry run first says what it would drop. On format version
-// 2 and 3 tables.
+// 2 and 3 tables, and on a table partitioned by a bucket of the key (each
+// partition's deletes dropped with its rewrite).
 func TestMaintainCompactUpsert(t *testing.T) {
-	for _, v := range []string{"2", "3"} {
-		t.Run("v"+v, func(t *testing.T) { maintainCompactUpsert(t, v) })
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"v2", []string{"--format-version", "2"}},
+		{"v3", []string{"--format-version", "3"}},
+		{"bucketed", []string{"--partition-by", "bucket(4, kafka_key)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { maintainCompactUpsert(t, c.args) })
 	}
 }
 
-func maintainCompactUpsert(t *testing.T, formatVersion string) {
+func maintainCompactUpsert(t *testing.T, args []string) {
 	st, loc := sinkStack(t)
-	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.customers", "--stop-at-end",
-		"--flush-records", "40", "--mode", "upsert", "--key", "string", "--format-version", formatVersion}, loc...)...)
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.customers", "--stop-at-end",
+		"--flush-records", "40", "--mode", "upsert", "--key", "string"}, args, loc)...)
 	want := demoFold()
 	if got := stateOf(t, st, "lake.customers", "", ""); !maps.Equal(got, want) {
 		t.Fatalf("before compaction: %d keys, the fold has %d", len(got), len(want))
 	}
 	tbl := openTable(t, st.Catalog(), "lake.customers")
-	if v := strconv.Itoa(tbl.Iceberg().Metadata().Version()); v != formatVersion {
-		t.Fatalf("format version %s, want %s", v, formatVersion)
+	if args[0] == "--format-version" && strconv.Itoa(tbl.Iceberg().Metadata().Version()) != args[1] {
+		t.Fatalf("format version %d, want %s", tbl.Iceberg().Metadata().Version(), args[1])
 	}
 	l, err := tbl.Ledger()
 	if err != nil {

@@ -21,6 +21,11 @@
 #     own: MinIO is AGPL-3.0 and only ever runs as a separate test server) into
 #     $(go env GOPATH)/bin (about five minutes cold on two cores; a version
 #     stamp beside it, like versitygw's, skips the build when it is current).
+#   - icebird (npm), a second Iceberg reader outside Go that applies row-level
+#     deletes: npm ci in internal/icebird installs the versions its
+#     package-lock.json pins and patches icebird for iceberg-go's raw-deflate
+#     Avro manifests (its postinstall, patch.mjs). Needs Node 20 or later and
+#     npm, which the machines have; Debian's nodejs and npm otherwise.
 #   - moto_server, from the Python package moto, which emulates Glue and S3.
 #     The machines' images ship moto 5.2.1 (in pyenv's Python); where it is
 #     missing, pip installs moto[server] into a virtual environment in the
@@ -113,6 +118,21 @@ else
 	command -v chromium >/dev/null || { echo "install-servers: chromium installed but not on PATH" >&2; exit 1; }
 	took "$start" chromium
 fi
+
+if command -v node >/dev/null && command -v npm >/dev/null; then
+	echo "install-servers: node $(node --version) and npm present"
+else
+	echo "install-servers: installing nodejs and npm"
+	start=$SECONDS
+	apt_install nodejs npm
+	took "$start" nodejs
+fi
+# npm ci every time: it takes seconds, and it is what makes node_modules
+# match package-lock.json exactly.
+echo "install-servers: npm ci in internal/icebird"
+start=$SECONDS
+(cd "$repo/internal/icebird" && npm ci --no-audit --no-fund --loglevel=error)
+took "$start" icebird
 
 gobin="$(go env GOPATH | cut -d: -f1)/bin"
 

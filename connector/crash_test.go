@@ -245,37 +245,7 @@ func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, ki
 	var orphanKills, commitKills, orphans int
 	for range kills {
 		before := len(mustLedger(t, tbl).Commits)
-		cmd := e.childCmdFrom(topic, table, 100+rng.IntN(300), true, start, value)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// The random kill point counts from the sink's first records, not
-		// from the process start, which a loaded machine makes slow.
-		consuming := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			first := true
-			for sc.Scan() {
-				if first && strings.HasPrefix(sc.Text(), "consumed ") {
-					close(consuming)
-					first = false
-				}
-			}
-			if first {
-				close(consuming)
-			}
-		}()
-		select {
-		case <-consuming:
-		case <-time.After(30 * time.Second):
-		}
-		time.Sleep(time.Duration(rng.IntN(700)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		killWhileSinking(t, e.childCmdFrom(topic, table, 100+rng.IntN(300), true, start, value), rng, 700*time.Millisecond)
 		if err := tbl.Refresh(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -321,6 +291,42 @@ func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, ki
 	if len(rs)+len(dead) != want || (value != "" && len(dead) == 0) {
 		t.Fatalf("%d rows and %d dead letters after crashes, want %d in all", len(rs), len(dead), want)
 	}
+}
+
+// killWhileSinking starts a sink process (childCmd) and kills it with
+// SIGKILL at a random point up to maxDelay after it consumed its first
+// records (counted from there, not from the process start, which a loaded
+// machine makes slow), and waits for it to be gone.
+func killWhileSinking(t *testing.T, cmd *exec.Cmd, rng *rand.Rand, maxDelay time.Duration) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	consuming := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		first := true
+		for sc.Scan() {
+			if first && strings.HasPrefix(sc.Text(), "consumed ") {
+				close(consuming)
+				first = false
+			}
+		}
+		if first {
+			close(consuming)
+		}
+	}()
+	select {
+	case <-consuming:
+	case <-time.After(30 * time.Second):
+	}
+	time.Sleep(time.Duration(rng.IntN(int(maxDelay/time.Millisecond))) * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
 }
 
 // TestSinkSIGINTFlushes interrupts a live sink that has consumed records

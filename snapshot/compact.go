@@ -85,6 +85,13 @@ type CompactResult struct {
 	// place them (not floe's, metrics disabled, several topics could hold
 	// them, or row-level deletes apply to them).
 	Unplaced int `json:"unplaced_files"`
+	// LiveRows counts the rows of the files written by a compaction of
+	// an upsert table, which applies its deletes (Rows is then the rows
+	// of the files replaced, before deletes), and DroppedDeletes the
+	// delete files it removed because they apply to no live data file
+	// any more.
+	LiveRows       int64 `json:"live_rows,omitempty"`
+	DroppedDeletes int   `json:"dropped_delete_files,omitempty"`
 	// Attempts counts commit attempts (sinks committing in between cost
 	// one each).
 	Attempts int           `json:"attempts"`
@@ -125,7 +132,9 @@ func (t *Table) IsCompaction(snapshotID int64) bool {
 
 // Compact rewrites the small data files of the table's branch into larger
 // ones, in one snapshot that replaces them (Iceberg operation "replace"),
-// leaving the ledger as it is.
+// leaving the ledger as it is. An upsert table is compacted by
+// compactDeletes, which also applies its row-level deletes; what follows
+// is about the other tables.
 //
 // Files are merged per Kafka partition and Iceberg partition (of the
 // current spec), so every file stays pure, and only files whose offsets
@@ -162,12 +171,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	}
 	switch t.mode {
 	case mapping.ModeAppend:
+	case mapping.ModeUpsert:
+		return t.compactDeletes(ctx, opts, log, target, start)
 	case mapping.ModeFold:
 		return res, fmt.Errorf("compact %s: it is a state table (%s=%s), whose folds rewrite its files themselves: %w", t.Name(), mapping.PropFold, mapping.FoldLatest, ErrCompactUnsupported)
 	default:
-		// Rewriting an upsert table's files would have to apply its
-		// deletes to them first.
-		return res, fmt.Errorf("compact %s: this floe compacts append tables, and it is of mode %s: %w", t.Name(), t.mode, ErrCompactUnsupported)
+		return res, fmt.Errorf("compact %s: this floe compacts append and upsert tables, and it is of mode %s: %w", t.Name(), t.mode, ErrCompactUnsupported)
 	}
 	ix, err := t.compactionLedger(ctx)
 	if err != nil {
@@ -202,28 +211,42 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			olds = append(olds, f.task.File)
 		}
 	}
-	res.Added = len(news)
-	for _, df := range news {
+	c := compactCommit{olds: olds, news: news, check: func(ctx context.Context) error { return t.checkCompaction(ctx, plan) }}
+	err = t.commitResult(ctx, log, c, opts.MaxAttempts, &res, start)
+	return res, err
+}
+
+// commitResult commits c with the summary properties of a compaction and
+// completes res (which holds the plan's figures) with what it committed,
+// or with the attempts made when it gives up.
+func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, maxAttempts int, res *CompactResult, start time.Time) error {
+	res.Added = len(c.news)
+	for _, df := range c.news {
 		res.BytesAfter += df.FileSizeBytes()
 	}
-	id := uuid.NewString()
 	props := iceberg.Properties{
 		KeyOperation:       OperationCompact,
-		KeyCompactID:       id,
-		KeyCompactReplaced: strconv.Itoa(len(olds)),
-		KeyCompactAdded:    strconv.Itoa(len(news)),
+		KeyCompactID:       uuid.NewString(),
+		KeyCompactReplaced: strconv.Itoa(len(c.olds)),
+		KeyCompactAdded:    strconv.Itoa(len(c.news)),
 		KeyCompactRows:     strconv.FormatInt(res.Rows, 10),
 	}
-	snap, attempts, err := t.commitCompaction(ctx, log, plan, olds, news, props, opts.MaxAttempts)
+	if t.mode == mapping.ModeUpsert {
+		props[KeyCompactLiveRows] = strconv.FormatInt(res.LiveRows, 10)
+		props[KeyCompactDroppedDeletes] = strconv.Itoa(len(c.dropDeletes))
+	}
+	c.props = props
+	snap, attempts, err := t.commitCompaction(ctx, log, c, maxAttempts)
 	res.Attempts = attempts
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.SnapshotID = snap
-	res.FilesAfter = res.FilesBefore - len(olds) + len(news)
+	res.FilesAfter = res.FilesBefore - len(c.olds) + len(c.news)
 	res.Duration = time.Since(start)
-	log.Info("compacted", "table", t.Name(), "snapshot", snap, "replaced", len(olds), "added", len(news), "rows", res.Rows, "attempts", attempts)
-	return res, nil
+	log.Info("compacted", "table", t.Name(), "snapshot", snap, "replaced", len(c.olds), "added", len(c.news), "rows", res.Rows,
+		"live_rows", res.LiveRows, "dropped_delete_files", res.DroppedDeletes, "attempts", attempts)
+	return nil
 }
 
 // compactionLedger indexes the ledger the table's files are placed on: its
@@ -433,17 +456,31 @@ func (t *Table) rewriteGroup(ctx context.Context, g compactGroup, target int64) 
 	return gr.NewDataFiles, nil
 }
 
-// commitCompaction commits the replacement of olds by news, retrying on
-// the fresh head when other commits got in first. It returns the
-// snapshot and the attempts made. It deletes news when it gives up
-// knowing that nothing was committed, and keeps them (orphans at worst)
-// when the outcome is unknown.
-func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, plan compactPlan, olds, news []iceberg.DataFile, props iceberg.Properties, maxAttempts int) (int64, int, error) {
+// compactCommit is what a compaction commits: olds replaced by news, and
+// dropDeletes, the delete files the rewrite made obsolete, removed.
+type compactCommit struct {
+	olds, news, dropDeletes []iceberg.DataFile
+	// dataSeq, when set, is the data sequence number news get instead of
+	// the new snapshot's: the sequence number of the snapshot the rewrite
+	// read, so that deletes committed since still apply to them.
+	dataSeq *int64
+	props   iceberg.Properties
+	// check re-validates the plan on the reloaded table before a retry; an
+	// error from it gives up (a *CompactConflictError).
+	check func(ctx context.Context) error
+}
+
+// commitCompaction commits c, retrying on the fresh head when other
+// commits got in first. It returns the snapshot and the attempts made. It
+// deletes c.news when it gives up knowing that nothing was committed, and
+// keeps them (orphans at worst) when the outcome is unknown.
+func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compactCommit, maxAttempts int) (int64, int, error) {
 	if maxAttempts <= 0 {
 		maxAttempts = 30
 	}
 	const maxErrors = 5
-	id := props[KeyCompactID]
+	id := c.props[KeyCompactID]
+	news := c.news
 	var (
 		lastErr error
 		errs    int
@@ -455,7 +492,7 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, plan com
 			// keeps a compaction from starving beside a sink that commits
 			// often (a sink never contends for the files it replaces).
 			pause := backoff(attempt)
-			if isConflict(lastErr) {
+			if compactConflict(lastErr) {
 				pause = rand.N(20 * time.Millisecond)
 			}
 			if err := sleep(ctx, pause); err != nil {
@@ -469,12 +506,12 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, plan com
 			if snap := t.compactionSnapshot(id); snap != 0 {
 				return snap, attempt - 1, nil
 			}
-			if err := t.checkCompaction(ctx, plan); err != nil {
+			if err := c.check(ctx); err != nil {
 				t.removeFiles(ctx, log, news)
 				return 0, attempt - 1, err
 			}
 		}
-		snap, err := t.commitRewrite(ctx, olds, news, props)
+		snap, err := t.commitRewrite(ctx, c)
 		if err == nil {
 			return snap, attempt, nil
 		}
@@ -490,7 +527,7 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, plan com
 			// may be in the table, so they stay.
 			return 0, attempt, fmt.Errorf("compact %s: %w", t.Name(), err)
 		}
-		if !isConflict(err) {
+		if !compactConflict(err) {
 			errs++
 		}
 		log.Info("compaction commit failed, reloading to retry on the new head", "table", t.Name(), "attempt", attempt, "err", err)
@@ -506,19 +543,32 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, plan com
 	return 0, attempt, fmt.Errorf("compact %s: gave up after %d attempts, nothing was committed: %w", t.Name(), attempt, lastErr)
 }
 
-// commitRewrite makes one attempt at committing the rewrite on the branch
-// head as last loaded.
-func (t *Table) commitRewrite(ctx context.Context, olds, news []iceberg.DataFile, props iceberg.Properties) (int64, error) {
+// compactConflict reports whether a compaction's commit lost a race: the
+// branch moved (isConflict), or, for a rewrite, iceberg-go's validator saw
+// a delete file committed since the rewrite read the table.
+func compactConflict(err error) bool {
+	return isConflict(err) || errors.Is(err, table.ErrConflictingDeleteFiles)
+}
+
+// commitRewrite makes one attempt at committing c on the branch head as
+// last loaded.
+func (t *Table) commitRewrite(ctx context.Context, c compactCommit) (int64, error) {
 	txn := t.tbl.NewTransactionOnBranch(t.branch)
 	if err := txn.AssertRefSnapshotID(t.branch); err != nil {
 		return 0, err
 	}
-	rw := txn.NewRewrite(props)
-	for _, df := range olds {
+	rw := txn.NewRewrite(c.props)
+	for _, df := range c.olds {
 		rw.DeleteFile(df)
 	}
-	for _, df := range news {
+	for _, df := range c.dropDeletes {
+		rw.DeleteFile(df)
+	}
+	for _, df := range c.news {
 		rw.AddDataFile(df)
+	}
+	if c.dataSeq != nil {
+		rw.DataSequenceNumber(*c.dataSeq)
 	}
 	if err := rw.Commit(ctx); err != nil {
 		return 0, err

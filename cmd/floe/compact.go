@@ -20,7 +20,7 @@ type compactFlags struct {
 
 func (f *compactFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.compact, "compact", false,
-		"rewrite small data files of each Kafka partition and Iceberg partition into larger ones (of the table and of the dead-letter tables its ledger names), leaving the ledger as it is")
+		"rewrite small data files of each Kafka partition and Iceberg partition into larger ones (of the table and of the dead-letter tables its ledger names), leaving the ledger as it is; on an upsert table, rewrite the files its deletes apply to with the deletes applied and drop the delete files")
 	fs.Var(newByteSize(&f.targetFileSize, snapshot.DefaultTargetFileSize), "target-file-size",
 		"with --compact: the size of the files it writes; files of at least 3/4 of it stay as they are (128MiB, 1GiB, ...)")
 }
@@ -37,12 +37,19 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			continue
 		}
 		if dryRun {
-			fmt.Fprintf(w, "compaction of %s would merge %d of its %d data files (%d rows, %d bytes) in %d groups\n",
+			fmt.Fprintf(w, "compaction of %s would merge %d of its %d data files (%d rows, %d bytes) in %d groups",
 				r.Table, r.Replaced, r.FilesBefore, r.Rows, r.BytesBefore, r.Groups)
+			if r.DroppedDeletes > 0 {
+				fmt.Fprintf(w, ", applying their deletes and dropping %d delete files", r.DroppedDeletes)
+			}
+			fmt.Fprintln(w)
 			continue
 		}
 		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %d files (%d bytes) with %d (%d bytes), %d rows; data files %d -> %d",
 			r.Table, r.SnapshotID, r.Replaced, r.BytesBefore, r.Added, r.BytesAfter, r.Rows, r.FilesBefore, r.FilesAfter)
+		if r.Rows != r.LiveRows && (r.LiveRows > 0 || r.DroppedDeletes > 0) {
+			fmt.Fprintf(w, "; deletes applied: %d rows live, %d delete files dropped", r.LiveRows, r.DroppedDeletes)
+		}
 		if r.Attempts > 1 {
 			fmt.Fprintf(w, "; committed at attempt %d (other commits got in first)", r.Attempts)
 		}
@@ -95,7 +102,7 @@ func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table) (
 			for _, r := range results {
 				if r.SnapshotID != 0 {
 					slog.Info("scheduled compaction", "table", r.Table, "snapshot", r.SnapshotID, "replaced", r.Replaced, "added", r.Added,
-						"rows", r.Rows, "files", r.FilesAfter, "attempts", r.Attempts, "took", r.Duration.Round(time.Millisecond))
+						"rows", r.Rows, "live_rows", r.LiveRows, "dropped_delete_files", r.DroppedDeletes, "files", r.FilesAfter, "attempts", r.Attempts, "took", r.Duration.Round(time.Millisecond))
 				}
 			}
 			if err != nil && ctx.Err() == nil {

@@ -1,0 +1,286 @@
+package snapshot
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+)
+
+// KeyCompactDroppedDeletes counts the delete files a compaction of an
+// upsert table removed, and KeyCompactLiveRows the rows its new files
+// hold (KeyCompactRows being the rows of the files it replaced, before
+// deletes).
+const (
+	KeyCompactDroppedDeletes = "floe.compact.dropped-delete-files"
+	KeyCompactLiveRows       = "floe.compact.live-rows"
+)
+
+// deletesGroup is the data files of one Iceberg partition that a
+// compaction of an upsert table rewrites, every scan task of each (a
+// large file may be planned as several).
+type deletesGroup struct {
+	partition string
+	files     []iceberg.DataFile
+	tasks     []table.FileScanTask
+}
+
+// deletesPlan is what a compaction of an upsert table rewrites, on the
+// branch head it read (base).
+type deletesPlan struct {
+	base   *table.Snapshot
+	groups []deletesGroup
+	live   int
+}
+
+// compactDeletes is Compact for an upsert table: it rewrites data files
+// with the table's row-level deletes applied (read with iceberg-go's scan,
+// which applies equality deletes, position deletes and deletion vectors)
+// and drops the delete files that then apply to no live data file, in one
+// snapshot that moves no ledger range.
+//
+// In each Iceberg partition (of the current spec) it rewrites every data
+// file that a delete applies to, and the small ones beside them; a
+// partition with no deletes and fewer than two small files is left alone.
+// An equality delete applies to every older data file of its partition,
+// so this rewrites most of the table: it is the major compaction that
+// keeps reads from paying for the deletes of every update since.
+//
+// Sequence numbers make it safe beside a live sink. The new files keep
+// the data sequence number of the snapshot the rewrite read (base), so an
+// equality delete a sink commits after base still applies to them: a key
+// the sink updates or deletes meanwhile is neither duplicated nor
+// resurrected. A delete file is dropped only when no data file left in
+// the table is older than it (compaction.CollectDeadEqualityDeletesWithSpecs
+// on base, the rewritten files excluded): deletes committed after base
+// stay. When a commit of another writer gets in first, iceberg-go's
+// rewrite validator refuses (a concurrent delete file) or the branch
+// assertion fails; it reloads and commits the same files again on the new
+// head, unless a snapshot since base added position deletes or deletion
+// vectors naming a file it replaces, or a file it replaces or drops is no
+// longer live: then it gives up (*CompactConflictError).
+func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *slog.Logger, target int64, start time.Time) (CompactResult, error) {
+	res := CompactResult{Table: t.Name()}
+	plan, err := t.planDeletes(ctx, target)
+	if err != nil {
+		return res, err
+	}
+	var olds []iceberg.DataFile
+	rewritten := map[string]struct{}{}
+	for _, g := range plan.groups {
+		olds = append(olds, g.files...)
+		for _, df := range g.files {
+			rewritten[df.FilePath()] = struct{}{}
+			res.Rows += df.Count()
+			res.BytesBefore += df.FileSizeBytes()
+		}
+	}
+	res.FilesBefore, res.FilesAfter, res.Groups, res.Replaced = plan.live, plan.live, len(plan.groups), len(olds)
+	if len(plan.groups) == 0 {
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+	drop, err := t.deadDeletes(ctx, plan.base, rewritten)
+	if err != nil {
+		return res, err
+	}
+	res.DroppedDeletes = len(drop)
+	if opts.DryRun {
+		res.FilesAfter -= res.Replaced - res.Groups
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+	news, err := t.rewriteDeletes(ctx, plan.groups, target)
+	if err != nil {
+		t.removeFiles(ctx, log, news)
+		return res, err
+	}
+	for _, df := range news {
+		res.LiveRows += df.Count()
+	}
+	seq := plan.base.SequenceNumber
+	c := compactCommit{olds: olds, news: news, dropDeletes: drop, dataSeq: &seq,
+		check: func(ctx context.Context) error { return t.checkDeletesSince(ctx, plan.base, rewritten) }}
+	err = t.commitResult(ctx, log, c, opts.MaxAttempts, &res, start)
+	return res, err
+}
+
+// planDeletes groups, per Iceberg partition of the current spec, the data
+// files of the branch head to rewrite: those a delete applies to, and the
+// small ones beside them. Files of an older spec are left alone (their
+// deletes too: they still apply to them).
+func (t *Table) planDeletes(ctx context.Context, target int64) (deletesPlan, error) {
+	plan := deletesPlan{base: t.Head()}
+	if plan.base == nil {
+		return plan, nil
+	}
+	scan := t.tbl.Scan(table.WithSnapshotID(plan.base.SnapshotID))
+	defer scan.Close()
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return plan, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), plan.base.SnapshotID, err)
+	}
+	spec := t.tbl.Spec()
+	small := target / 4 * 3
+	type file struct {
+		df      iceberg.DataFile
+		tasks   []table.FileScanTask
+		deleted bool
+	}
+	files := map[string]*file{}
+	var order []string
+	for _, task := range tasks {
+		f := files[task.File.FilePath()]
+		if f == nil {
+			f = &file{df: task.File}
+			files[task.File.FilePath()] = f
+			order = append(order, task.File.FilePath())
+		}
+		f.tasks = append(f.tasks, task)
+		f.deleted = f.deleted || len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) > 0
+	}
+	plan.live = len(files)
+	byPartition := map[string][]*file{}
+	for _, path := range order {
+		f := files[path]
+		if f.df.SpecID() != int32(spec.ID()) || (!f.deleted && f.df.FileSizeBytes() >= small) {
+			continue
+		}
+		k := partitionKey(spec, f.df)
+		byPartition[k] = append(byPartition[k], f)
+	}
+	for _, k := range slices.Sorted(maps.Keys(byPartition)) {
+		fs := byPartition[k]
+		if !slices.ContainsFunc(fs, func(f *file) bool { return f.deleted }) && len(fs) < 2 {
+			continue
+		}
+		g := deletesGroup{partition: k}
+		for _, f := range fs {
+			g.files = append(g.files, f.df)
+			g.tasks = append(g.tasks, f.tasks...)
+		}
+		plan.groups = append(plan.groups, g)
+	}
+	return plan, nil
+}
+
+// deadDeletes lists the delete files of base that apply to no data file
+// once the rewritten ones are replaced: equality deletes no older
+// surviving data file of their partition needs, position deletes and
+// deletion vectors whose every target is rewritten.
+func (t *Table) deadDeletes(ctx context.Context, base *table.Snapshot, rewritten map[string]struct{}) ([]iceberg.DataFile, error) {
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compact %s: open the table's storage: %w", t.Name(), err)
+	}
+	eq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fsys, t.tbl.Metadata(), base, rewritten)
+	if err != nil {
+		return nil, fmt.Errorf("compact %s: find the equality deletes the rewrite makes obsolete: %w", t.Name(), err)
+	}
+	pos, err := table.CollectDeadPositionDeletes(ctx, fsys, base, rewritten)
+	if err != nil {
+		return nil, fmt.Errorf("compact %s: find the position deletes the rewrite makes obsolete: %w", t.Name(), err)
+	}
+	seen := map[string]bool{}
+	var out []iceberg.DataFile
+	for _, df := range slices.Concat(eq, pos) {
+		if !seen[df.FilePath()] {
+			seen[df.FilePath()] = true
+			out = append(out, df)
+		}
+	}
+	slices.SortFunc(out, func(a, b iceberg.DataFile) int { return cmp.Compare(a.FilePath(), b.FilePath()) })
+	return out, nil
+}
+
+// rewriteDeletes writes the live rows of each group's files (deletes
+// applied) into new files, a group at a time (the equality deletes a read
+// applies are held in memory, once per group), and returns the files
+// written, also on error. It checks that no group comes out with more rows
+// than it read.
+func (t *Table) rewriteDeletes(ctx context.Context, groups []deletesGroup, target int64) ([]iceberg.DataFile, error) {
+	var written []iceberg.DataFile
+	for _, g := range groups {
+		tg := table.CompactionTaskGroup{PartitionKey: g.partition, Tasks: g.tasks}
+		var rows int64
+		for _, df := range g.files {
+			tg.TotalSizeBytes += df.FileSizeBytes()
+			rows += df.Count()
+		}
+		gr, err := table.ExecuteCompactionGroup(ctx, t.tbl, tg, table.WithCompactionTargetFileSize(target),
+			table.WithCompactionScanConcurrency(1), table.WithCompactionRecordBatchBufferSize(1))
+		written = append(written, gr.NewDataFiles...)
+		if err != nil {
+			return written, fmt.Errorf("compact %s: rewrite %d files of partition %q with their deletes applied: %w", t.Name(), len(g.files), g.partition, err)
+		}
+		var got int64
+		for _, df := range gr.NewDataFiles {
+			got += df.Count()
+		}
+		if got > rows {
+			return written, fmt.Errorf("compact %s: %d files of partition %q hold %d rows, their rewrite %d: refusing to commit it",
+				t.Name(), len(g.files), g.partition, rows, got)
+		}
+	}
+	return written, nil
+}
+
+// checkDeletesSince is a compaction's check before it retries on a
+// reloaded head: base must still be in the branch's history, and no
+// snapshot since may have added a position delete or deletion vector that
+// names a file it rewrites (or names no file): the rewrite did not apply
+// it, and dropping the file it targets would lose it. Equality deletes
+// committed since need no check: they keep applying to the new files,
+// which have base's data sequence number.
+func (t *Table) checkDeletesSince(ctx context.Context, base *table.Snapshot, rewritten map[string]struct{}) error {
+	head := t.Head()
+	if head == nil {
+		return &CompactConflictError{Table: t.Name(), Reason: "the branch has no snapshot any more"}
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("compact %s: open the table's storage: %w", t.Name(), err)
+	}
+	meta := t.tbl.Metadata()
+	for _, s := range table.AncestorsOf(head.SnapshotID, meta.SnapshotByID) {
+		if s.SnapshotID == base.SnapshotID {
+			return nil
+		}
+		if s.Summary != nil && s.Summary.Properties["added-position-delete-files"] == "" && s.Summary.Properties["added-delete-files"] == s.Summary.Properties["added-equality-delete-files"] {
+			continue // no position delete in it
+		}
+		manifests, err := s.Manifests(fsys)
+		if err != nil {
+			return fmt.Errorf("compact %s: read the manifests of snapshot %d: %w", t.Name(), s.SnapshotID, err)
+		}
+		for _, m := range manifests {
+			if m.ManifestContent() != iceberg.ManifestContentDeletes || m.SnapshotID() != s.SnapshotID {
+				continue
+			}
+			for e, err := range m.Entries(fsys, true) {
+				if err != nil {
+					return fmt.Errorf("compact %s: read manifest %s: %w", t.Name(), m.FilePath(), err)
+				}
+				df := e.DataFile()
+				if e.Status() != iceberg.EntryStatusADDED || e.SnapshotID() != s.SnapshotID || df.ContentType() != iceberg.EntryContentPosDeletes {
+					continue
+				}
+				ref := df.ReferencedDataFile()
+				if ref == nil {
+					return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d added position deletes %s that may name a file it rewrites", s.SnapshotID, df.FilePath())}
+				}
+				if _, ok := rewritten[*ref]; ok {
+					return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d added position deletes to %s, a file it rewrites", s.SnapshotID, *ref)}
+				}
+			}
+		}
+	}
+	return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d it read is no longer in the history of branch %s (a rollback, or a branch published over it)", base.SnapshotID, t.branch)}
+}

@@ -35,7 +35,9 @@ import (
 // start and the opening of the table) against the baseline's own reading
 // time; sink_start_ms, the time before that line; and sink_peak_rss_MiB,
 // the sink's peak resident set (VmHWM, read from /proc while it runs),
-// failing above 300 MiB.
+// failing above 300 MiB; and both processes' CPU time per million records
+// and the cores the sink kept busy. FLOE_BENCH_FLOE=PATH runs that floe
+// binary instead of building one (to compare builds in one run).
 func BenchmarkSinkProcess(b *testing.B) {
 	n := floetest.BenchRecords(b)
 	e := floetest.New(b)
@@ -47,14 +49,20 @@ func BenchmarkSinkProcess(b *testing.B) {
 		ends = append(ends, fmt.Sprintf("%d:%d", tp.Partition, end))
 	}
 	bin := b.TempDir()
-	for _, build := range [][]string{{"-o", filepath.Join(bin, "floe"), "."}, {"-o", filepath.Join(bin, "plainconsume"), "../../internal/plainconsume/cmd/plainconsume"}} {
+	floe := os.Getenv("FLOE_BENCH_FLOE")
+	builds := [][]string{{"-o", filepath.Join(bin, "plainconsume"), "../../internal/plainconsume/cmd/plainconsume"}}
+	if floe == "" {
+		floe = filepath.Join(bin, "floe")
+		builds = append(builds, []string{"-o", floe, "."})
+	}
+	for _, build := range builds {
 		if out, err := exec.Command("go", append([]string{"build"}, build...)...).CombinedOutput(); err != nil {
 			b.Fatalf("go build %s: %v\n%s", build[len(build)-1], err, out)
 		}
 	}
 	brokers := strings.Join(e.Stack.Brokers, ",")
 	b.ResetTimer()
-	var consumeSec, consumeCoreSec, sinkSec, sinkCoreSec, peakMiB float64
+	var consumeSec, consumeCoreSec, consumeCPU, sinkSec, sinkCoreSec, sinkCPU, peakMiB float64
 	for i := range b.N {
 		consume := exec.Command(filepath.Join(bin, "plainconsume"), "-brokers", brokers, "-topic", topic, "-ends", strings.Join(ends, ","))
 		run := runProcess(b, consume, "")
@@ -65,8 +73,9 @@ func BenchmarkSinkProcess(b *testing.B) {
 		}
 		consumeSec += run.wall.Seconds()
 		consumeCoreSec += core
+		consumeCPU += run.cpu.Seconds()
 
-		sink := exec.Command(filepath.Join(bin, "floe"), "sink", "--brokers", brokers, "--topic", topic,
+		sink := exec.Command(floe, "sink", "--brokers", brokers, "--topic", topic,
 			"--table", fmt.Sprintf("bench.t%d", i), "--stop-at-end")
 		sink.Dir = b.TempDir()
 		run = runProcess(b, sink, "sink session started")
@@ -78,6 +87,7 @@ func BenchmarkSinkProcess(b *testing.B) {
 		}
 		sinkSec += run.wall.Seconds()
 		sinkCoreSec += (run.wall - run.marked).Seconds()
+		sinkCPU += run.cpu.Seconds()
 		peakMiB = max(peakMiB, run.peakKiB/1024)
 	}
 	b.StopTimer()
@@ -88,6 +98,12 @@ func BenchmarkSinkProcess(b *testing.B) {
 	b.ReportMetric(consumeCoreSec/sinkCoreSec, "core/consume")
 	b.ReportMetric((sinkSec-sinkCoreSec)/float64(b.N)*1000, "sink_start_ms")
 	b.ReportMetric(peakMiB, "sink_peak_rss_MiB")
+	// CPU time (user and system) per million records, and the cores each
+	// process kept busy on average (CPU time / wall time): a sink that
+	// keeps every core busy is bound by its CPU time, not by waiting.
+	b.ReportMetric(sinkCPU/total*1e6, "sink_cpu_s/Mrec")
+	b.ReportMetric(consumeCPU/total*1e6, "consume_cpu_s/Mrec")
+	b.ReportMetric(sinkCPU/sinkSec, "sink_cores")
 	if peakMiB > benchRSSCeilingMiB {
 		b.Errorf("floe sink's peak resident set is %.0f MiB, above the %d MiB ceiling", peakMiB, benchRSSCeilingMiB)
 	}
@@ -103,7 +119,9 @@ type processRun struct {
 	// wall is the time from start to exit; marked the time from start to
 	// the first standard-error line holding the mark (zero: none).
 	wall, marked time.Duration
-	peakKiB      float64
+	// cpu is the process's user and system time.
+	cpu     time.Duration
+	peakKiB float64
 }
 
 // runProcess runs cmd to its end, failing the benchmark when it fails,
@@ -157,6 +175,7 @@ func runProcess(b *testing.B, cmd *exec.Cmd, mark string) processRun {
 	close(stop)
 	poll.Wait()
 	run.stdout, run.stderr = stdout.String(), errs.String()
+	run.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if err != nil {
 		b.Fatalf("%s: %v\n%s\n%s", strings.Join(cmd.Args, " "), err, run.stdout, run.stderr)
 	}

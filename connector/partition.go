@@ -23,8 +23,15 @@ type partition struct {
 	low, next int64
 	records   int64
 	// dead counts the open range's records that went to the dead-letter
-	// table instead of rows.
-	dead int64
+	// table instead of rows; deletes those that deleted their key in an
+	// upsert table, ignored those an upsert table skipped on purpose.
+	dead, deletes, ignored int64
+	// deleted are the offsets, since the last flush, of the rows that
+	// delete their key (snapshot.Flush.Deletes); truncated is the offset
+	// of the last record since then that truncated the table, -1: none
+	// (snapshot.Flush.Truncated).
+	deleted   []int64
+	truncated int64
 	// closed are the ranges finished since the last flush (before a lost
 	// or aborted range).
 	closed []mapping.Range
@@ -60,7 +67,7 @@ type partition struct {
 // newPartition returns a partition that resumes at pos, stopping at end
 // (-1: never).
 func newPartition(tp mapping.TopicPartition, pos, end int64) *partition {
-	return &partition{tp: tp, low: pos, next: pos, end: end, checked: -1}
+	return &partition{tp: tp, low: pos, next: pos, end: end, checked: -1, truncated: -1}
 }
 
 func (p *partition) done() bool { return p.end >= 0 && p.next >= p.end }
@@ -156,6 +163,26 @@ func (p *partition) deadLetter() {
 	p.dead++
 }
 
+// change turns the record at offset, which observe just turned into
+// stepRow, into what it does to an upsert table's row of its key: still a
+// row, a row that deletes its key, or no row at all (skipped, or a
+// truncate of the whole table).
+func (p *partition) change(offset int64, c mapping.Change) {
+	switch c {
+	case mapping.ChangeDelete:
+		p.records--
+		p.deletes++
+		p.deleted = append(p.deleted, offset)
+	case mapping.ChangeTruncate:
+		p.records--
+		p.deletes++
+		p.truncated = offset
+	case mapping.ChangeSkip:
+		p.records--
+		p.ignored++
+	}
+}
+
 // cutRows moves the open range's rows built so far out of the builder, so
 // that the builder can start again for another writer schema.
 func (p *partition) cutRows(rows *mapping.RowBuilder) {
@@ -195,7 +222,8 @@ func (p *partition) drain() []arrow.RecordBatch {
 // its rows and its dead letters cut into batches of their own.
 func (p *partition) closeRange() {
 	if p.next > p.low {
-		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records, DeadLetters: p.dead})
+		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next},
+			Records: p.records, DeadLetters: p.dead, Deletes: p.deletes, Skipped: p.ignored})
 		group := p.pieces
 		if p.rows != nil && p.rows.Rows() > 0 {
 			group = append(group, p.rows.NewBatch())
@@ -208,7 +236,7 @@ func (p *partition) closeRange() {
 			p.deadBatches = append(p.deadBatches, p.deadLetters.NewBatch())
 		}
 	}
-	p.low, p.records, p.dead = p.next, 0, 0
+	p.low, p.records, p.dead, p.deletes, p.ignored = p.next, 0, 0, 0, 0
 }
 
 // skip records r, a lost or aborted range that starts at next: the open
@@ -221,14 +249,25 @@ func (p *partition) skip(r mapping.Range) {
 	p.checked = -1
 }
 
-// take returns the ranges, row batches (a group per range) and dead-letter
-// batches since the last flush, and starts the next range where they end.
-// The caller owns the batches.
-func (p *partition) take() ([]mapping.Range, [][]arrow.RecordBatch, []arrow.RecordBatch) {
+// taken is what a flush takes of a partition (take).
+type taken struct {
+	ranges []mapping.Range
+	// groups are the row batches, a group per range; dead the dead-letter
+	// batches. The caller owns them.
+	groups [][]arrow.RecordBatch
+	dead   []arrow.RecordBatch
+	// deleted and truncated are partition.deleted and .truncated.
+	deleted   []int64
+	truncated int64
+}
+
+// take returns what the partition holds since the last flush, and starts
+// the next range where it ends.
+func (p *partition) take() taken {
 	p.closeRange()
-	rs, bs, ds := p.closed, p.batches, p.deadBatches
-	p.closed, p.batches, p.deadBatches = nil, nil, nil
-	return rs, bs, ds
+	out := taken{ranges: p.closed, groups: p.batches, dead: p.deadBatches, deleted: p.deleted, truncated: p.truncated}
+	p.closed, p.batches, p.deadBatches, p.deleted, p.truncated = nil, nil, nil, nil, -1
+	return out
 }
 
 // release frees the rows the partition holds.

@@ -1,0 +1,211 @@
+package snapshot
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// KeyChangeError reports an upsert table opened with a key other than the
+// one it was created with: its rows, identifier fields and equality
+// deletes are all of its own key.
+type KeyChangeError struct {
+	Table     string
+	Has, Want mapping.UpsertKey
+}
+
+func (e *KeyChangeError) Error() string {
+	return fmt.Sprintf("table %s is keyed by %s, and this run keys by %s: an upsert table keeps the key it was created with; sink into a new table to key it otherwise",
+		e.Table, describeKey(e.Has), describeKey(e.Want))
+}
+
+// describeKey names a key as the flags that give it.
+func describeKey(k mapping.UpsertKey) string {
+	switch k.Source {
+	case mapping.KeyFromKafkaKey:
+		return "the Kafka key (--key string or raw)"
+	case mapping.KeyFromKeyFields:
+		return "the key's fields " + strings.Join(k.Columns, ",") + " (--key json or registry)"
+	}
+	return "--id-columns " + strings.Join(k.Columns, ",")
+}
+
+// withMode sets the properties and identifier fields of a new table of
+// opts.Mode on props and schema, returning the schema to create.
+func withMode(props iceberg.Properties, schema *iceberg.Schema, opts OpenOptions) (*iceberg.Schema, error) {
+	mode := opts.Mode
+	switch {
+	case mode == "" && props[mapping.PropFold] != "":
+		mode = mapping.ModeFold
+	case mode == "":
+		mode = mapping.ModeAppend
+	}
+	props[mapping.PropMode] = string(mode)
+	if mode == mapping.ModeFold {
+		props[mapping.PropFold] = mapping.FoldLatest
+	}
+	switch mode {
+	case mapping.ModeAppend, mapping.ModeFold:
+		if opts.Key != nil {
+			return nil, fmt.Errorf("a key (%s) is for an upsert table, and this table's mode is %s", describeKey(*opts.Key), mode)
+		}
+		return schema, nil
+	case mapping.ModeUpsert:
+	default:
+		return nil, fmt.Errorf("create a table of mode %q: this floe creates append and upsert tables", mode)
+	}
+	key, err := opts.newKey()
+	if err != nil {
+		return nil, err
+	}
+	props[mapping.PropUpsertKey] = key.String()
+	return withIdentifiers(schema, key)
+}
+
+// newKey is the key of a new upsert table: Key, or the record key of the
+// layout.
+func (o OpenOptions) newKey() (mapping.UpsertKey, error) {
+	if o.Key != nil {
+		return *o.Key, nil
+	}
+	l := o.Layout
+	if err := l.Normalize(); err != nil {
+		return mapping.UpsertKey{}, err
+	}
+	return mapping.KeyFor(l, nil)
+}
+
+// withIdentifiers returns schema with the key's columns required and its
+// identifier fields. Key columns the schema does not have yet (typed
+// columns come with the first record that has them) become identifier
+// fields when a commit adds them (evolveSchema).
+func withIdentifiers(schema *iceberg.Schema, key mapping.UpsertKey) (*iceberg.Schema, error) {
+	fields := slices.Clone(schema.Fields())
+	var ids []int
+	for _, col := range key.Columns {
+		i := slices.IndexFunc(fields, func(f iceberg.NestedField) bool { return f.Name == col })
+		if i < 0 {
+			continue
+		}
+		if err := checkKeyColumn(fields[i]); err != nil {
+			return nil, err
+		}
+		fields[i].Required = true
+		ids = append(ids, fields[i].ID)
+	}
+	return iceberg.NewSchemaWithIdentifiers(schema.ID, ids, fields...), nil
+}
+
+// checkKeyColumn reports why f cannot be a key column of an upsert table:
+// equality deletes match keys by value, which floating-point types and
+// nested types do not have a usable equality for.
+func checkKeyColumn(f iceberg.NestedField) error {
+	switch f.Type.(type) {
+	case iceberg.Float32Type, iceberg.Float64Type:
+		return fmt.Errorf("key column %q is a %s: floating-point values cannot identify rows (equality deletes compare them exactly); key by another column", f.Name, f.Type)
+	case iceberg.NestedType:
+		return fmt.Errorf("key column %q is a %s: key columns must be of a primitive type; name its fields with --id-columns", f.Name, f.Type)
+	}
+	return nil
+}
+
+// checkMode returns the mode and key tbl records, checked against those
+// opts asks for.
+func checkMode(name string, tbl *table.Table, opts OpenOptions) (mapping.Mode, mapping.UpsertKey, error) {
+	mode, err := mapping.ModeOf(tbl.Properties())
+	if err != nil {
+		return "", mapping.UpsertKey{}, fmt.Errorf("table %s: %w", name, err)
+	}
+	if opts.Mode != "" && opts.Mode != mode {
+		return "", mapping.UpsertKey{}, &mapping.ModeError{Table: name, Has: mode, Want: opts.Mode}
+	}
+	if mode != mapping.ModeUpsert {
+		return mode, mapping.UpsertKey{}, nil
+	}
+	key, err := mapping.UpsertKeyOf(tbl.Properties())
+	if err != nil {
+		return "", mapping.UpsertKey{}, fmt.Errorf("table %s: %w", name, err)
+	}
+	if opts.Key != nil && !opts.Key.Equal(key) {
+		return "", mapping.UpsertKey{}, &KeyChangeError{Table: name, Has: key, Want: *opts.Key}
+	}
+	return mode, key, nil
+}
+
+// keyColumns returns the key columns of an upsert table that a commit of
+// writer schema want must have as identifier fields: its key's columns,
+// or, for a key of a decoded struct's fields not named yet, the fields of
+// want's kafka_key struct (name is then set: the commit names them). Nil
+// for other modes.
+func (t *Table) keyColumns(want *iceberg.Schema) (cols []string, name bool) {
+	if t.mode != mapping.ModeUpsert {
+		return nil, false
+	}
+	if len(t.key.Columns) > 0 || t.key.Source != mapping.KeyFromKeyFields || want == nil {
+		return t.key.Columns, false
+	}
+	f, ok := want.FindFieldByName(mapping.ColKey)
+	st, isStruct := f.Type.(*iceberg.StructType)
+	if !ok || !isStruct {
+		return nil, false
+	}
+	for _, kf := range st.FieldList {
+		cols = append(cols, kf.Name)
+	}
+	return cols, true
+}
+
+// identify stages in upd (and txn) the identifier fields of an upsert
+// table once its key columns key exist in base or want: the first commit
+// of a table whose key columns come with its records. When name is set it
+// also records the key's columns (mapping.PropUpsertKey), which must then
+// determine the table's partition spec. It reports whether it staged
+// anything; a key column of a type that cannot identify rows is an error.
+func (t *Table) identify(base *table.Table, txn *table.Transaction, upd *table.UpdateSchema, want *iceberg.Schema, key []string, name bool) (bool, error) {
+	if len(key) == 0 {
+		return false, nil
+	}
+	have := base.Schema()
+	var ids []int
+	for _, c := range key {
+		f, ok := have.FindFieldByName(c)
+		if !ok && want != nil {
+			f, ok = want.FindFieldByName(c)
+			f.ID = 0
+		}
+		if !ok {
+			return false, nil
+		}
+		if err := checkKeyColumn(f); err != nil {
+			return false, fmt.Errorf("upsert table %s: %w", t.Name(), err)
+		}
+		ids = append(ids, f.ID)
+	}
+	if !slices.Contains(ids, 0) && len(have.IdentifierFieldIDs) == len(ids) && !slices.ContainsFunc(ids, func(id int) bool { return !slices.Contains(have.IdentifierFieldIDs, id) }) {
+		return false, nil
+	}
+	paths := make([][]string, len(key))
+	for i, c := range key {
+		paths[i] = []string{c}
+	}
+	upd.SetIdentifierField(paths)
+	if name {
+		k := mapping.UpsertKey{Source: t.key.Source, Columns: key}
+		if pb, err := t.partitionByOf(base); err != nil {
+			return false, err
+		} else if pb != nil {
+			if err := k.CheckPartitionBy(*pb); err != nil {
+				return false, err
+			}
+		}
+		if err := txn.SetProperties(iceberg.Properties{mapping.PropUpsertKey: k.String()}); err != nil {
+			return false, fmt.Errorf("record the key of %s: %w", t.Name(), err)
+		}
+	}
+	return true, nil
+}

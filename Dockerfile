@@ -7,6 +7,8 @@ FROM golang:1.26 AS build
 WORKDIR /src
 # Dependencies first, so that source edits do not download them again.
 COPY go.mod go.sum ./
+# go.mod replaces a module by a folder of third_party/ (see its README).
+COPY third_party/ third_party/
 RUN go mod download
 COPY . .
 # Pure Go (the SQLite catalog driver is modernc): a static binary.

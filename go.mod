@@ -144,3 +144,7 @@ require (
 	modernc.org/memory v1.11.0 // indirect
 	modernc.org/sqlite v1.57.0 // indirect
 )
+
+// iceberg-go's table/substrait parses every Substrait extension file at
+// initialisation (~100 ms per floe command): third_party/substrait/README.md.
+replace github.com/substrait-io/substrait => ./third_party/substrait

@@ -8,6 +8,7 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -26,10 +27,10 @@ import (
 //
 //	go test ./connector/ -run '^$' -bench SinkS3 -benchtime 1x
 func BenchmarkSinkS3(b *testing.B) {
-	n := benchRecords(b)
+	n := floetest.BenchRecords(b)
 	e := newEnv(b)
 	const topic = "bench"
-	produceBench(e, topic, n)
+	e.ProduceBench(topic, n)
 
 	// Each target opens a new table per iteration; the S3 ones in an
 	// s3:// warehouse of their server, through the stack's SQLite catalog.

@@ -1,10 +1,8 @@
 package connector_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/big"
 	"os"
@@ -17,11 +15,12 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/internal/plainconsume"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 )
@@ -37,15 +36,15 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 	b.Run("broker=in-process", func(b *testing.B) { benchSinkVsConsume(b, newEnv(b)) })
 	b.Run("broker=process", func(b *testing.B) {
 		e := newEnv(b)
-		e.Stack.Brokers = startBrokerProcess(b)
+		e.Stack.Brokers = floetest.StartBrokerProcess(b)
 		benchSinkVsConsume(b, e)
 	})
 }
 
 func benchSinkVsConsume(b *testing.B, e *env) {
-	n := benchRecords(b)
+	n := floetest.BenchRecords(b)
 	const topic = "bench"
-	produceBench(e, topic, n)
+	e.ProduceBench(topic, n)
 	ends := e.endOffsets(topic)
 	b.ResetTimer()
 	var consumeSec, sinkSec float64
@@ -124,122 +123,18 @@ func reportPeakRSS(b *testing.B, cmd *exec.Cmd, metric string) float64 {
 	return 0
 }
 
-// brokerChildEnv makes the test binary run a kfake broker alone (see
-// startBrokerProcess).
-const brokerChildEnv = "FLOE_TEST_BROKER_CHILD"
-
-// startBrokerProcess runs a kfake broker in a process of its own (this test
-// binary, re-executed) and returns its address; it stops with the
-// benchmark. An in-process broker shares the benchmark's cores and heap
-// with the client it serves, which favours a plain consumer over a sink
-// that uses both cores.
-func startBrokerProcess(b *testing.B) []string {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), brokerChildEnv+"=1")
-	stdin, err := cmd.StdinPipe()
+// consumeAll reads every partition to its end offset with a plain franz-go
+// consumer, as the baseline a sink cannot beat (plainconsume.All).
+func consumeAll(b *testing.B, e *env, topic string, ends map[mapping.TopicPartition]int64) int {
+	byPartition := map[int32]int64{}
+	for tp, end := range ends {
+		byPartition[tp.Partition] = end
+	}
+	n, err := plainconsume.All(context.Background(), e.Stack.Brokers, topic, byPartition)
 	if err != nil {
 		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("broker process: %v", err)
-	}
-	return strings.Split(strings.TrimSpace(strings.TrimPrefix(line, "brokers ")), ",")
-}
-
-// brokerChild serves a kfake broker until its standard input closes.
-func brokerChild() int {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer c.Close()
-	fmt.Printf("brokers %s\n", strings.Join(c.ListenAddrs(), ","))
-	io.Copy(io.Discard, os.Stdin)
-	return 0
-}
-
-// benchRecords is FLOE_BENCH_RECORDS, the number of records a benchmark
-// sinks, 1,000,000 by default.
-func benchRecords(b *testing.B) int {
-	s := os.Getenv("FLOE_BENCH_RECORDS")
-	if s == "" {
-		return 1_000_000
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		b.Fatalf("FLOE_BENCH_RECORDS=%q: want a positive count", s)
 	}
 	return n
-}
-
-// produceBench creates topic with 4 partitions and produces n records of
-// about 200 bytes round-robin: a 14-byte key, a 160-byte value and one
-// header, timestamps a millisecond apart.
-func produceBench(e *env, topic string, n int) {
-	const partitions = 4
-	e.Topic(topic, partitions, nil)
-	value := make([]byte, 160)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
-	batch := make([]*kgo.Record, 0, 10_000)
-	for i := range n {
-		batch = append(batch, &kgo.Record{Topic: topic, Partition: int32(i % partitions),
-			Key:       fmt.Appendf(nil, "key-%08d", i),
-			Value:     value,
-			Headers:   []kgo.RecordHeader{{Key: "src", Value: []byte("bench")}},
-			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))})
-		if len(batch) == cap(batch) || i == n-1 {
-			e.Produce(batch)
-			batch = batch[:0]
-		}
-	}
-}
-
-// consumeAll reads every partition to its end offset with a plain franz-go
-// consumer, as the baseline a sink cannot beat.
-func consumeAll(b *testing.B, e *env, topic string, ends map[mapping.TopicPartition]int64) int {
-	assign := map[int32]kgo.Offset{}
-	for tp := range ends {
-		assign[tp.Partition] = kgo.NewOffset().AtStart()
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	left := len(ends)
-	next := map[int32]int64{}
-	count := 0
-	for left > 0 {
-		fs := cl.PollFetches(context.Background())
-		if err := fs.Err0(); err != nil {
-			b.Fatal(err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			count++
-			next[r.Partition] = r.Offset + 1
-			if next[r.Partition] == ends[mapping.TopicPartition{Topic: topic, Partition: r.Partition}] {
-				left--
-			}
-		})
-	}
-	return count
 }
 
 // benchOrderSchema is the Avro schema of BenchmarkTypedVsRaw's records:
@@ -265,7 +160,7 @@ const benchOrderSchema = `{"type":"record","name":"Order","namespace":"bench","f
 //
 //	go test ./connector/ -run '^$' -bench TypedVsRaw -benchtime 1x
 func BenchmarkTypedVsRaw(b *testing.B) {
-	n := benchRecords(b)
+	n := floetest.BenchRecords(b)
 	const partitions, topic = 4, "orders"
 	e := newEnv(b)
 	e.Topic(topic, partitions, nil)

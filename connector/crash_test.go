@@ -35,8 +35,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(sinkChild())
 	}
-	if os.Getenv(brokerChildEnv) != "" {
-		os.Exit(brokerChild())
+	if os.Getenv(floetest.BrokerChildEnv) != "" {
+		os.Exit(floetest.BrokerChild())
 	}
 	os.Exit(m.Run())
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -43,6 +44,9 @@ const cliChildEnv = "FLOE_TEST_CLI_CHILD"
 func TestMain(m *testing.M) {
 	if os.Getenv(cliChildEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	if os.Getenv(floetest.BrokerChildEnv) != "" {
+		os.Exit(floetest.BrokerChild())
 	}
 	os.Exit(m.Run())
 }

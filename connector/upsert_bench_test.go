@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -127,7 +128,7 @@ func readWhole(b *testing.B, tbl *snapshot.Table) (int64, float64) {
 //
 //	go test ./connector/ -run '^$' -bench UpsertVsAppend -benchtime 1x
 func BenchmarkUpsertVsAppend(b *testing.B) {
-	n := benchRecords(b)
+	n := floetest.BenchRecords(b)
 	e := newEnv(b)
 	const topic, flush = "changes", 100_000
 	live := produceUpsertBench(e, topic, n)

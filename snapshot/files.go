@@ -150,3 +150,63 @@ func (f positionFields) bounds(df iceberg.DataFile) (int32, mapping.Interval, bo
 	pmin, pmax, offsets, ok := f.partitionBounds(df)
 	return pmin, offsets, ok && pmin == pmax
 }
+
+// DeleteFile is a live row-level delete file of a snapshot as its manifest
+// describes it: what the audit of an upsert table checks and what floe
+// where --key reads.
+type DeleteFile struct {
+	Path string
+	// AddedBy is the snapshot that added the file.
+	AddedBy int64
+	// Records is the number of deletes the file holds.
+	Records int64
+	// Equality is set for an equality-delete file, whose EqualityFieldIDs
+	// are the columns its rows match on; otherwise the file holds position
+	// deletes (a deletion vector when Format is PUFFIN).
+	Equality         bool
+	EqualityFieldIDs []int
+	Format           iceberg.FileFormat
+}
+
+// DeleteFiles lists the live delete files of a snapshot (0 means the
+// branch head), reading only manifests.
+func (t *Table) DeleteFiles(ctx context.Context, snapshotID int64) ([]DeleteFile, error) {
+	snap := t.Head()
+	if snapshotID != 0 {
+		snap = t.tbl.Metadata().SnapshotByID(snapshotID)
+		if snap == nil {
+			return nil, fmt.Errorf("table %s has no snapshot %d", t.Name(), snapshotID)
+		}
+	}
+	if snap == nil {
+		return nil, nil
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open storage of %s: %w", t.Name(), err)
+	}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	var out []DeleteFile
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+		}
+		for _, e := range entries {
+			df := e.DataFile()
+			out = append(out, DeleteFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(),
+				Equality: df.ContentType() == iceberg.EntryContentEqDeletes, EqualityFieldIDs: df.EqualityFieldIDs(),
+				Format: df.FileFormat()})
+		}
+	}
+	return out, nil
+}

@@ -259,7 +259,7 @@ type Evidence struct {
 type Report struct {
 	Table  string
 	Branch string
-	// Mode is the table's mode (mapping.ModeOf); the files, rows and
+	// Mode is the table's mode (snapshot.Table.Mode); the files, rows and
 	// content levels check the invariants of its kind of table (see
 	// docs/audit.md).
 	Mode mapping.Mode
@@ -358,10 +358,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	if opts.VerifyContent && opts.Broker == nil {
 		return nil, errors.New("content verification re-reads the log: it needs a broker (Options.Broker)")
 	}
-	mode, err := mapping.ModeOf(tbl.Iceberg().Properties())
-	if err != nil {
-		return nil, fmt.Errorf("audit %s: %w", tbl.Name(), err)
-	}
+	mode := tbl.Mode()
 	a := &auditor{
 		tbl:      tbl,
 		opts:     opts,
@@ -380,6 +377,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	case mapping.ModeFold:
 		a.fold, a.rep.Fold = mapping.FoldLatest, mapping.FoldLatest
 	case mapping.ModeUpsert:
+		var err error
 		if a.upsert, err = newUpsertTable(tbl); err != nil {
 			return nil, err
 		}

@@ -106,11 +106,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	if err := q.Validate(); err != nil {
 		return res, err
 	}
-	mode, err := mapping.ModeOf(tbl.Iceberg().Properties())
-	if err != nil {
-		return res, fmt.Errorf("table %s: %w", tbl.Name(), err)
-	}
-	res.Mode = mode
+	res.Mode = tbl.Mode()
 	ledger, err := tbl.Ledger()
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
@@ -213,7 +209,7 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 	if len(fromTable) == 0 {
 		return cut, nil
 	}
-	if mode, _ := mapping.ModeOf(tbl.Iceberg().Properties()); mode == mapping.ModeFold || mode == mapping.ModeUpsert {
+	if mode := tbl.Mode(); mode != mapping.ModeAppend {
 		return nil, &CheckError{Settings: []Setting{SettingBroker},
 			Err: fmt.Errorf("%s is a %s table: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name(), mode)}
 	}
@@ -235,7 +231,7 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 // covering the cut (AsOf). A cut inside a range is an error naming the
 // range's ends, the nearest exact offsets.
 func ExactAt(tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) error {
-	if tbl.Fold() == "" {
+	if tbl.Mode() == mapping.ModeAppend {
 		return nil
 	}
 	l, err := tbl.LedgerAt(snapshotID)

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"time"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"

@@ -3,8 +3,11 @@ package audit_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
@@ -74,5 +77,118 @@ func TestUpsertAuditComplete(t *testing.T) {
 	}
 	if err := json.Unmarshal(js.Bytes(), &doc); err != nil || doc.Mode != "upsert" || doc.UpsertKey == nil || *doc.UpsertKey != "kafka-key" {
 		t.Fatalf("JSON mode %q key %v (%v)", doc.Mode, doc.UpsertKey, err)
+	}
+}
+
+// upsertTamper is one change another writer makes to an upsert table,
+// and what the audit must say about it.
+type upsertTamper struct {
+	name string
+	// tamper changes tbl, whose rows (before) are given, and returns the
+	// key the findings must name.
+	tamper func(t *testing.T, e *env, tbl *snapshot.Table, rows []floetest.Row) string
+	// want are the findings' "level kind" pairs, every one of them.
+	want []string
+}
+
+// olderRecord returns the record of MixedLog's plain records that is the
+// last committed upsert of row's key before row's own record, in row's
+// partition: a record the row superseded.
+func olderRecord(t *testing.T, row floetest.Row) *kgo.Record {
+	t.Helper()
+	recs := floetest.Records(row.TP.Topic, row.TP.Partition, 90, "a")
+	for i := min(int(row.Offset), len(recs)) - 1; i >= 0; i-- {
+		r := recs[i]
+		if r.Key != nil && r.Value != nil && string(r.Key) == row.Key {
+			r.Offset = int64(i)
+			return r
+		}
+	}
+	t.Fatalf("no older record of key %q before %s@%d", row.Key, row.TP, row.Offset)
+	return nil
+}
+
+// keptRow returns a row of the table whose key has an older upsert among
+// MixedLog's plain records of its partition.
+func keptRow(t *testing.T, rows []floetest.Row) floetest.Row {
+	t.Helper()
+	for _, r := range rows {
+		if r.Offset > 20 {
+			return r
+		}
+	}
+	t.Fatalf("no row past offset 20 in %d rows", len(rows))
+	return floetest.Row{}
+}
+
+var upsertTampers = []upsertTamper{
+	{"row deleted behind floe's back", func(t *testing.T, e *env, tbl *snapshot.Table, rows []floetest.Row) string {
+		r := keptRow(t, rows)
+		floetest.ForeignDeleteKeys(t, tbl, r.Key)
+		return r.Key
+	}, []string{"files delete-files", "content missing-row"}},
+	{"equality delete removed", func(t *testing.T, e *env, tbl *snapshot.Table, rows []floetest.Row) string {
+		// The newest floe commit's deletes: the rows they replaced come
+		// back beside the rows that replaced them.
+		dels, err := tbl.DeleteFiles(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := tbl.Ledger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := len(l.Commits) - 1; i >= 0; i-- {
+			for _, d := range dels {
+				if d.AddedBy == l.Commits[i].SnapshotID {
+					floetest.DropDeleteFile(t, tbl, d.AddedBy)
+					return ""
+				}
+			}
+		}
+		t.Fatal("no floe commit added a live delete file")
+		return ""
+	}, []string{"files missing-file", "rows duplicate-key", "content superseded-row"}},
+	{"stale row re-added", func(t *testing.T, e *env, tbl *snapshot.Table, rows []floetest.Row) string {
+		r := keptRow(t, rows)
+		floetest.ForeignAddRecords(t, tbl, olderRecord(t, r))
+		return r.Key
+	}, []string{"files foreign-file", "rows duplicate-key", "content superseded-row"}},
+	{"row replaced by an older record", func(t *testing.T, e *env, tbl *snapshot.Table, rows []floetest.Row) string {
+		r := keptRow(t, rows)
+		floetest.ForeignDeleteKeys(t, tbl, r.Key)
+		floetest.ForeignAddRecords(t, tbl, olderRecord(t, r))
+		return r.Key
+	}, []string{"files delete-files", "files foreign-file", "content superseded-row", "content missing-row"}},
+}
+
+// TestUpsertAuditTampered changes a complete upsert table as another
+// writer could and checks that the audit reports it at the levels that can
+// see it, naming the key: each change makes findings of the wanted kinds.
+func TestUpsertAuditTampered(t *testing.T) {
+	for _, c := range upsertTampers {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			tbl := upsertedTopic(t, e, "accounts")
+			key := c.tamper(t, e, tbl, floetest.Rows(t, tbl))
+			rep := e.audit(tbl, contentDepth(e))
+			got := map[string]bool{}
+			named := false
+			for _, f := range rep.Findings {
+				got[string(f.Level)+" "+string(f.Kind)] = true
+				named = named || (key != "" && strings.Contains(f.Detail, fmt.Sprintf("key %q", key)))
+			}
+			var text strings.Builder
+			_ = rep.WriteText(&text)
+			for _, w := range c.want {
+				if !got[w] {
+					t.Fatalf("no %s finding:\n%s", w, text.String())
+				}
+			}
+			if key != "" && !named {
+				t.Fatalf("no finding names key %q:\n%s", key, text.String())
+			}
+			t.Logf("%s", text.String())
+		})
 	}
 }

@@ -587,7 +587,10 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 	for k, w := range f.winners {
 		i, _ := slices.BinarySearchFunc(f.rows, keyedRow{key: k, tp: math.MinInt32, offset: math.MinInt64}, compareKeyedRows)
 		rec := position{a.tpIndex[w.tp], w.offset}
-		held := false
+		// held: the winner's row is there; unjudged: a row whose record is
+		// gone may have won over the winner, so the winner may rightly
+		// have no row.
+		held, unjudged := false, false
 		for ; i < len(f.rows) && f.rows[i].key == k; i++ {
 			r := f.rows[i]
 			row := position{a.tpIndex[r.tp], r.offset}
@@ -596,11 +599,12 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 				continue
 			}
 			if !f.verifiable(a, row.tp, row.offset) && f.commits.of(row.tp, row.offset) >= w.commit {
+				unjudged = true
 				continue
 			}
 			found = append(found, upsertFinding{kind: KindSupersededRow, row: row, hasRow: true, record: rec, tombstone: w.tombstone})
 		}
-		if !held && !w.tombstone {
+		if !held && !unjudged && !w.tombstone {
 			a.parts[rec.tp].Content.Folded-- // counted as folded away when it was read
 			found = append(found, upsertFinding{kind: KindMissingRow, record: rec})
 		}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -246,5 +248,51 @@ func TestUpsertAuditCompacted(t *testing.T) {
 	if p.Rows != 6 || p.Next != 11 || p.Broker.Lag != 2 ||
 		c.Verified != 4 || c.Unverifiable != 1 || c.Folded != 1 || c.Compacted != 4 {
 		t.Fatalf("partition %+v content %+v", p, c)
+	}
+}
+
+// TestUpsertAuditRepartitionedKeys sinks keys that appear in two
+// partitions, within one commit (the later record timestamp wins, then the
+// higher partition) and across commits (the later commit wins whatever
+// the timestamps): the audit's fold applies the sink's winner rule, and
+// finds the table complete; the rows are the winners the rule names.
+func TestUpsertAuditRepartitionedKeys(t *testing.T) {
+	e := newEnv(t)
+	const topic = "moved"
+	e.Topic(topic, 2, nil)
+	rec := func(p int32, k, v string, sec int64) *kgo.Record {
+		r := &kgo.Record{Topic: topic, Partition: p, Key: []byte(k), Timestamp: time.Unix(1_700_000_000+sec, 0)}
+		if v != "-" {
+			r.Value = []byte(v)
+		}
+		return r
+	}
+	tbl, dlq := e.UpsertTable("lake.moved")
+	e.Produce([]*kgo.Record{
+		rec(0, "x", "x-p0-late", 10), rec(1, "x", "x-p1-early", 5),
+		rec(0, "y", "y-p0-early", 5), rec(1, "y", "y-p1-late", 10),
+		rec(0, "z", "z-p0", 7), rec(1, "z", "z-p1", 7),
+		rec(0, "w", "w-p0", 9), rec(1, "w", "-", 3), // the upsert is later than the delete
+	})
+	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 1000, DeadLetters: dlq})
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := l.Commits[len(l.Commits)-1].Ranges; len(rs) != 2 || rs[0].Records+rs[1].Records != 7 {
+		t.Fatalf("one commit of both partitions wanted, the last is %v", rs)
+	}
+	// A later commit: its record wins whatever its timestamp.
+	e.Produce([]*kgo.Record{rec(1, "x", "x-p1-next-commit", 1)})
+	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 1000, DeadLetters: dlq})
+
+	auditEveryLevel(t, e, tbl)
+	got := map[string]string{}
+	for _, r := range floetest.Rows(t, tbl) {
+		got[r.Key] = r.Value
+	}
+	want := map[string]string{"x": "x-p1-next-commit", "y": "y-p1-late", "z": "z-p1", "w": "w-p0"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
 	}
 }

@@ -91,6 +91,7 @@ type verifier struct {
 	dead  []offsetDigest     // the dead letters in iv, sorted, one per offset
 	err   error              // what stopped reading the log
 	fold  *foldCheck         // state tables only
+	acct  *rangeAccount      // upsert tables whose records floe classifies by key and value
 	stats *ContentStats
 	d     digester
 	found []Finding
@@ -133,6 +134,9 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, dead: dead, stats: a.parts[tp].Content, policy: policy}
 	if a.fold != "" || a.upFold != nil {
 		v.fold = newFoldCheck(keys)
+	}
+	if a.upFold != nil && a.upsert.key.Source == mapping.KeyFromKafkaKey && a.tbl.Layout().Value == mapping.ValueRaw {
+		v.acct = newRangeAccount(a.ranges[tp], iv)
 	}
 	pending := map[int64][]logRecord{} // open transactions by producer id
 	cursor := iv.Low                   // the next offset not yet accounted for
@@ -196,6 +200,9 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	slices.SortFunc(open, func(x, y logRecord) int { return cmp.Compare(x.offset, y.offset) })
 	for _, rec := range open {
 		v.open(rec)
+	}
+	if v.acct != nil {
+		a.settleAccount(tp, v.acct)
 	}
 	switch {
 	case a.upFold != nil:
@@ -406,6 +413,10 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 		return
 	}
 	sum, ok := v.row(rec.offset)
+	_, dead := v.deadLetter(rec.offset)
+	if committed && v.acct != nil {
+		v.acct.count(rec, dead && !ok)
+	}
 	if dsum, dead := v.deadLetter(rec.offset); dead && !ok {
 		switch {
 		case !committed:

@@ -673,3 +673,66 @@ func (a *auditor) recordKeys(ctx context.Context, ps []position) (map[position]s
 	}
 	return out, nil
 }
+
+// rangeAccount counts, per range of one partition wholly inside the part
+// of the log the content level reads, its committed records by what they
+// do to an upsert table keyed by the Kafka key with raw values: upsert a
+// row (a key and a value), delete the key (a key and no value), or go to
+// the dead-letter table (no key, or found there). With the offsets that
+// hold no record, they must be the range's ledger counts exactly: every
+// offset accounted for.
+type rangeAccount struct {
+	ranges []mapping.Range // sorted by offset, wholly inside the read part
+	got    [][3]int64      // records, deletes, dead letters
+}
+
+func newRangeAccount(rs []mapping.Range, iv mapping.Interval) *rangeAccount {
+	acct := &rangeAccount{}
+	for _, r := range rs {
+		if !r.Deleted() && r.Len() > 0 && iv.Low <= r.Low && r.High <= iv.High {
+			acct.ranges = append(acct.ranges, r)
+		}
+	}
+	slices.SortFunc(acct.ranges, func(x, y mapping.Range) int { return cmp.Compare(x.Low, y.Low) })
+	acct.got = make([][3]int64, len(acct.ranges))
+	return acct
+}
+
+// count classifies a committed record; dead is set when the dead-letter
+// table holds it.
+func (acct *rangeAccount) count(rec logRecord, dead bool) {
+	i, found := slices.BinarySearchFunc(acct.ranges, rec.offset, func(r mapping.Range, o int64) int {
+		switch {
+		case r.High <= o:
+			return -1
+		case r.Low > o:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return
+	}
+	switch {
+	case dead || rec.noKey:
+		acct.got[i][2]++
+	case rec.tombstone:
+		acct.got[i][1]++
+	default:
+		acct.got[i][0]++
+	}
+}
+
+// settleAccount reports the ranges of tp whose counts differ from what the
+// log holds.
+func (a *auditor) settleAccount(tp mapping.TopicPartition, acct *rangeAccount) {
+	for i, r := range acct.ranges {
+		g := acct.got[i]
+		if g == [3]int64{r.Records, r.Deletes, r.DeadLetters} && r.Skipped == 0 {
+			continue
+		}
+		a.find(Finding{Level: LevelContent, Kind: KindCountMismatch, Partition: tp, HasPartition: true, Offsets: r.Interval, HasOffsets: true,
+			Detail: fmt.Sprintf("range %s counts %d upserts, %d deletes, %d skipped and %d dead letters; its committed records in the log are %d upserts (a key and a value), %d deletes (a key, no value) and %d dead letters",
+				r.Interval, r.Records, r.Deletes, r.Skipped, r.DeadLetters, g[0], g[1], g[2])})
+	}
+}

@@ -210,8 +210,12 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		return cut, nil
 	}
 	if mode := tbl.Mode(); mode != mapping.ModeAppend {
+		kind := "a state table"
+		if mode == mapping.ModeUpsert {
+			kind = "an upsert table"
+		}
 		return nil, &CheckError{Settings: []Setting{SettingBroker},
-			Err: fmt.Errorf("%s is a %s table: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name(), mode)}
+			Err: fmt.Errorf("%s is %s: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name(), kind)}
 	}
 	tc, err := tbl.TimeCut(ctx, 0, t)
 	if err != nil {

@@ -188,7 +188,7 @@ func printUpsertAsOf(w io.Writer, r asOfResult) {
 		fmt.Fprintf(w, "  %s/%d below offset %d (%s): the commit boundary at or below it is offset %d\n", p.Topic, p.Partition, p.Offset, p.Source, b.Offset)
 	}
 	if r.NextSnapshotID != nil {
-		fmt.Fprintf(w, "an upsert table changes commit by commit: the next commit, snapshot %d, reaches past the position, so the state as of it is the state at the boundary below (it holds no record at or above the position)\n", *r.NextSnapshotID)
+		fmt.Fprintf(w, "an upsert table changes commit by commit, and the next commit, snapshot %d, reaches past the position: the state as of the position is the state at the boundary below it, which holds no record at or past the position\n", *r.NextSnapshotID)
 	}
 }
 

@@ -164,7 +164,10 @@ func whereKey(cmd *cobra.Command, f *lookupFlags, key string) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if res.File != "" {
+	switch {
+	case res.File != "" && res.Status == lookup.KeyStatusDeleted:
+		fmt.Fprintf(w, "  deletes    %s\n", res.File)
+	case res.File != "":
 		fmt.Fprintf(w, "  file       %s\n", res.File)
 	}
 	if res.FoundBy != "" {

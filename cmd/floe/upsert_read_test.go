@@ -12,10 +12,10 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/floetest"
-	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/snapshot"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // upsertStack starts a local stack with topic u (one partition) holding

@@ -93,9 +93,7 @@ func (a *auditor) stateFiles(ctx context.Context) error {
 			}
 			continue
 		}
-		if f.PartitionMin != f.PartitionMax {
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
+		if a.severalPartitions(c, f) {
 			continue
 		}
 		// The commit's reach per topic holding this partition number: the

@@ -186,24 +186,7 @@ func (a *auditor) upsertFiles(ctx context.Context) error {
 		if !f.HasBounds {
 			continue
 		}
-		if f.PartitionMin != f.PartitionMax {
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
-			continue
-		}
-		var in []mapping.Range
-		for _, r := range c.Ranges {
-			if !r.Deleted() && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High {
-				in = append(in, r)
-			}
-		}
-		if len(in) == 0 {
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, Partition: a.topicOf(f.PartitionMin), HasPartition: true,
-				Offsets: f.Offsets, HasOffsets: true, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("%d rows at offsets %s lie outside every range of snapshot %d, which added the file", f.Records, f.Offsets, c.SnapshotID)})
-			continue
-		}
-		if len(in) == 1 {
+		if in := a.rangesHolding(c, f); len(in) == 1 {
 			held[rangeKey{c.SnapshotID, in[0]}] += f.Records
 			if a.selected(in[0].Topic) {
 				a.part(in[0].TopicPartition).Files++
@@ -436,16 +419,7 @@ func newCommitIndex(l mapping.Ledger) commitIndex {
 // of returns the commit holding offset of tp, or -1.
 func (ci commitIndex) of(tp mapping.TopicPartition, offset int64) int32 {
 	rs := ci[tp]
-	i, _ := slices.BinarySearchFunc(rs, offset, func(r indexedRange, o int64) int {
-		switch {
-		case r.High <= o:
-			return -1
-		case r.Low > o:
-			return 1
-		}
-		return 0
-	})
-	if i < len(rs) && rs[i].Contains(offset) {
+	if i, ok := findInterval(rs, func(r indexedRange) mapping.Interval { return r.Interval }, offset); ok {
 		return rs[i].commit
 	}
 	return -1
@@ -701,15 +675,7 @@ func newRangeAccount(rs []mapping.Range, iv mapping.Interval) *rangeAccount {
 // count classifies a committed record; dead is set when the dead-letter
 // table holds it.
 func (acct *rangeAccount) count(rec logRecord, dead bool) {
-	i, found := slices.BinarySearchFunc(acct.ranges, rec.offset, func(r mapping.Range, o int64) int {
-		switch {
-		case r.High <= o:
-			return -1
-		case r.Low > o:
-			return 1
-		}
-		return 0
-	})
+	i, found := findInterval(acct.ranges, func(r mapping.Range) mapping.Interval { return r.Interval }, rec.offset)
 	if !found {
 		return
 	}

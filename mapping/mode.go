@@ -112,29 +112,38 @@ const (
 // UpsertKey is the key of an upsert table: the columns that identify a
 // row (the Iceberg schema's identifier fields) and where their values come
 // from. Its text form, the value of PropUpsertKey, is "kafka-key",
-// "key:a,b" or "columns:a,b".
+// "key:a,b" or "columns:a,b"; "key" alone for a key of struct fields whose
+// first record has not named them yet.
 type UpsertKey struct {
 	Source KeySource
-	// Columns are the top-level key columns, in order.
+	// Columns are the top-level key columns, in order; none for a key of
+	// struct fields not named yet (the first commit names them).
 	Columns []string
 }
 
 func (k UpsertKey) String() string {
-	if k.Source == KeyFromKafkaKey {
-		return string(KeyFromKafkaKey)
+	if k.Source == KeyFromKafkaKey || len(k.Columns) == 0 {
+		return string(k.Source)
 	}
 	return string(k.Source) + ":" + strings.Join(k.Columns, ",")
 }
 
-// Equal reports whether k and o are the same key.
+// Equal reports whether k and o are the same key. A key of struct fields
+// not named yet equals any key of struct fields: the key names them.
 func (k UpsertKey) Equal(o UpsertKey) bool {
+	if k.Source == KeyFromKeyFields && o.Source == KeyFromKeyFields && (len(k.Columns) == 0 || len(o.Columns) == 0) {
+		return true
+	}
 	return k.Source == o.Source && slices.Equal(k.Columns, o.Columns)
 }
 
 // ParseUpsertKey parses the value of PropUpsertKey.
 func ParseUpsertKey(s string) (UpsertKey, error) {
-	if s == string(KeyFromKafkaKey) {
+	switch s {
+	case string(KeyFromKafkaKey):
 		return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
+	case string(KeyFromKeyFields):
+		return UpsertKey{Source: KeyFromKeyFields}, nil
 	}
 	src, cols, ok := strings.Cut(s, ":")
 	k := UpsertKey{Source: KeySource(src)}
@@ -171,4 +180,64 @@ const (
 	// (Range.Skipped): the tombstone that follows a change event of a
 	// delete.
 	ChangeSkip
+	// ChangeTruncate deletes every row of the table (Range.Deletes): a
+	// change event of a truncate, with --on-truncate delete-all. It has no
+	// row; the rows of its partition's earlier records in the same flush
+	// go too.
+	ChangeTruncate
 )
+
+// KeyFor returns the key of an upsert table of layout l: the named value
+// columns (--id-columns) when idColumns is not empty, else the record key
+// (kafka_key for a raw or string key, the decoded struct's fields for a
+// json or registry key, whose columns are named when its first record
+// shows them). A layout without a key to take is a *KeyError.
+func KeyFor(l Layout, idColumns []string) (UpsertKey, error) {
+	if len(idColumns) > 0 {
+		if !l.Typed() {
+			return UpsertKey{}, &KeyError{Problem: "--id-columns names value columns, and --value raw has none: decode the values (--value json or registry), or key by the record key (--key string)"}
+		}
+		for i, c := range idColumns {
+			switch {
+			case c == "":
+				return UpsertKey{}, &KeyError{Problem: "--id-columns has an empty column name"}
+			case l.IsMetadataColumn(c):
+				return UpsertKey{}, &KeyError{Problem: fmt.Sprintf("--id-columns names %s, one of floe's own columns: name value columns (or key by the record key with --key)", c)}
+			case slices.Contains(idColumns[:i], c):
+				return UpsertKey{}, &KeyError{Problem: fmt.Sprintf("--id-columns names %s twice", c)}
+			}
+		}
+		return UpsertKey{Source: KeyFromValue, Columns: slices.Clone(idColumns)}, nil
+	}
+	if l.TypedKey() {
+		if !l.Typed() {
+			return UpsertKey{}, &KeyError{Problem: fmt.Sprintf("a --key %s key's fields become columns beside the decoded value's: use --value json or registry with it, or key by the key's text (--key string)", l.Key)}
+		}
+		return UpsertKey{Source: KeyFromKeyFields}, nil
+	}
+	return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
+}
+
+// KeyError reports an upsert key that cannot be.
+type KeyError struct{ Problem string }
+
+func (e *KeyError) Error() string { return "upsert key: " + e.Problem }
+
+// CheckPartitionBy reports a partition spec an upsert table keyed by k
+// cannot take: equality deletes are matched within a partition, so a row
+// and the delete of its key must land in the same one, which only a spec
+// of key columns guarantees.
+func (k UpsertKey) CheckPartitionBy(p PartitionBy) error {
+	for _, f := range p.Fields {
+		if k.Source == KeyFromKeyFields && len(k.Columns) == 0 {
+			// Key fields are named by the first key: a spec on one of
+			// them is checked when its column is added.
+			continue
+		}
+		if !slices.Contains(k.Columns, f.Column) {
+			return &PartitionByError{Spec: p.String(), Part: f.Column,
+				Problem: fmt.Sprintf("an upsert table is partitioned by key columns only (%s), so that a key's row and the deletes of it share a partition; partition by a key column, or leave --partition-by out", strings.Join(k.Columns, ", "))}
+		}
+	}
+	return nil
+}

@@ -29,7 +29,11 @@ import (
 // its winning row is, some 64 bytes besides the key), which the flush
 // policy bounds (--flush-records).
 func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush) (Changes, error) {
-	var ch Changes
+	ch := Changes{Truncate: len(f.Truncated) > 0}
+	if len(f.Batches) == 0 {
+		// Ranges without rows (starts, markers, losses): nothing to key.
+		return ch, nil
+	}
 	schema := target.Schema()
 	ids := schema.IdentifierFieldIDs
 	if len(ids) == 0 {
@@ -54,6 +58,7 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 	)
 	winners := map[string]pick{}
 	for _, tp := range slices.SortedFunc(maps.Keys(f.Batches), mapping.TopicPartition.Compare) {
+		cut, truncated := f.Truncated[tp]
 		dels := make(map[int64]struct{}, len(f.Deletes[tp]))
 		for _, o := range f.Deletes[tp] {
 			dels[o] = struct{}{}
@@ -75,6 +80,9 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 				return ch, fmt.Errorf("upsert %s: %w", tp, err)
 			}
 			for i := range int(b.NumRows()) {
+				if truncated && off.Value(i) < cut {
+					continue
+				}
 				k, ok := rowKey(keys, i)
 				if !ok {
 					return ch, fmt.Errorf("upsert %s: the row of offset %d has a null key column (such a record is a dead letter)", tp, off.Value(i))
@@ -141,7 +149,8 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 	if ch.Add, err = writeFiles(ctx, target, kept); err != nil {
 		return ch, err
 	}
-	if len(deletes) == 0 {
+	if len(deletes) == 0 || ch.Truncate {
+		// After a truncate no older row is left to delete.
 		return ch, nil
 	}
 	seq := func(yield func(arrow.RecordBatch, error) bool) {

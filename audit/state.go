@@ -291,9 +291,10 @@ type logRecord struct {
 	// raw is the digest of the record's bytes (sum in a raw table), which
 	// a dead letter keeps.
 	raw digest
-	// key, noKey and tombstone are set for state and upsert tables only.
-	key              keyID
-	noKey, tombstone bool
+	// key, noKey and tombstone are set for state and upsert tables only;
+	// skip for an upsert table's record its sink ignores on purpose.
+	key                    keyID
+	noKey, tombstone, skip bool
 	timestamp        int64 // microseconds
 }
 
@@ -322,7 +323,7 @@ func newFoldCheck(rows []keyedOffset) *foldCheck {
 // in the order their fate becomes known (a transaction's at its marker), so
 // the latest is chosen by offset.
 func (f *foldCheck) observe(rec logRecord) {
-	if rec.noKey {
+	if rec.noKey || rec.skip {
 		return
 	}
 	if l, ok := f.latest[rec.key]; ok && l.offset > rec.offset {

@@ -650,14 +650,13 @@ func (a *auditor) recordKeys(ctx context.Context, ps []position) (map[position]s
 
 // rangeAccount counts, per range of one partition wholly inside the part
 // of the log the content level reads, its committed records by what they
-// do to an upsert table keyed by the Kafka key with raw values: upsert a
-// row (a key and a value), delete the key (a key and no value), or go to
-// the dead-letter table (no key, or found there). With the offsets that
-// hold no record, they must be the range's ledger counts exactly: every
-// offset accounted for.
+// do to an upsert table, as its sink decides it: upsert a row, delete the
+// key, be skipped on purpose, or go to the dead-letter table (found there,
+// or without a usable key). With the offsets that hold no record, they
+// must be the range's ledger counts exactly: every offset accounted for.
 type rangeAccount struct {
 	ranges []mapping.Range // sorted by offset, wholly inside the read part
-	got    [][3]int64      // records, deletes, dead letters
+	got    [][4]int64      // records, deletes, skipped, dead letters
 }
 
 func newRangeAccount(rs []mapping.Range, iv mapping.Interval) *rangeAccount {
@@ -668,7 +667,7 @@ func newRangeAccount(rs []mapping.Range, iv mapping.Interval) *rangeAccount {
 		}
 	}
 	slices.SortFunc(acct.ranges, func(x, y mapping.Range) int { return cmp.Compare(x.Low, y.Low) })
-	acct.got = make([][3]int64, len(acct.ranges))
+	acct.got = make([][4]int64, len(acct.ranges))
 	return acct
 }
 
@@ -681,6 +680,8 @@ func (acct *rangeAccount) count(rec logRecord, dead bool) {
 	}
 	switch {
 	case dead || rec.noKey:
+		acct.got[i][3]++
+	case rec.skip:
 		acct.got[i][2]++
 	case rec.tombstone:
 		acct.got[i][1]++
@@ -694,11 +695,11 @@ func (acct *rangeAccount) count(rec logRecord, dead bool) {
 func (a *auditor) settleAccount(tp mapping.TopicPartition, acct *rangeAccount) {
 	for i, r := range acct.ranges {
 		g := acct.got[i]
-		if g == [3]int64{r.Records, r.Deletes, r.DeadLetters} && r.Skipped == 0 {
+		if g == [4]int64{r.Records, r.Deletes, r.Skipped, r.DeadLetters} {
 			continue
 		}
 		a.find(Finding{Level: LevelContent, Kind: KindCountMismatch, Partition: tp, HasPartition: true, Offsets: r.Interval, HasOffsets: true,
-			Detail: fmt.Sprintf("range %s counts %d upserts, %d deletes, %d skipped and %d dead letters; its committed records in the log are %d upserts (a key and a value), %d deletes (a key, no value) and %d dead letters",
-				r.Interval, r.Records, r.Deletes, r.Skipped, r.DeadLetters, g[0], g[1], g[2])})
+			Detail: fmt.Sprintf("range %s counts %d upserts, %d deletes, %d skipped and %d dead letters; its committed records in the log, classified as the sink classifies them, are %d, %d, %d and %d",
+				r.Interval, r.Records, r.Deletes, r.Skipped, r.DeadLetters, g[0], g[1], g[2], g[3])})
 	}
 }

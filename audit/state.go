@@ -295,7 +295,7 @@ type logRecord struct {
 	// skip for an upsert table's record its sink ignores on purpose.
 	key                    keyID
 	noKey, tombstone, skip bool
-	timestamp        int64 // microseconds
+	timestamp              int64 // microseconds
 }
 
 // foldCheck checks at the content level that a state table's rows of one

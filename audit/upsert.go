@@ -67,6 +67,18 @@ func newUpsertTable(tbl *snapshot.Table) (*upsertTable, error) {
 	return &upsertTable{key: k, ids: slices.Sorted(slices.Values(ids))}, nil
 }
 
+// columns returns the columns a scan of the table with deletes applied
+// reads to get cols: cols for a table keyed by kafka_key; every column
+// (nil) for a table keyed by decoded columns, whose projected scans
+// iceberg-go v0.7.0 cannot apply equality deletes to ("equality field ID
+// ... not found" in files written before a later schema).
+func (u *upsertTable) columns(cols []string) []string {
+	if u.key.Source == mapping.KeyFromKafkaKey {
+		return cols
+	}
+	return nil
+}
+
 // rowKeyer computes the keyID of each row of a batch from its key columns.
 type rowKeyer struct {
 	cols []arrow.Array
@@ -330,8 +342,7 @@ func (a *auditor) keyTexts(ctx context.Context, ps []position) (map[position]str
 	if len(any) > 1 {
 		filter = iceberg.NewOr(any[0], any[1], any[2:]...)
 	}
-	cols := append([]string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, a.upsert.key.Columns...)
-	cols = slices.Compact(cols)
+	cols := a.upsert.columns(slices.Compact(append([]string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, a.upsert.key.Columns...)))
 	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Filter: filter, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
 		if fb.Done {
 			return nil

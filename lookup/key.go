@@ -286,6 +286,9 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		res.FileSnapshotID = &del.file.AddedBy
 		res.SnapshotID, res.CommittedAt = &del.commit.SnapshotID, &del.commit.CommittedAt
 		at := "pass --brokers to read its offset from the log"
+		if k.raw == nil {
+			at = "an equality delete holds the key's columns only, and floe reads the deleting record's offset from the log for a table keyed by the Kafka key only"
+		}
 		if broker != nil && k.raw != nil {
 			rec, err := lastRecord(ctx, broker, del.commit.Ranges, k.raw)
 			if err != nil {
@@ -355,14 +358,21 @@ type keyedRow struct {
 // keyRow finds the row of k at the head, with deletes applied.
 func keyRow(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyedRow, error) {
 	var found *keyedRow
-	err := tbl.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, Filter: k.filter},
+	// A table keyed by decoded columns is read whole: iceberg-go v0.7.0
+	// cannot apply equality deletes to its projected scans.
+	var cols []string
+	if k.key.Source == mapping.KeyFromKafkaKey {
+		cols = []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
+	}
+	err := tbl.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: cols, Filter: k.filter},
 		func(fb snapshot.FileBatch) error {
 			if fb.Done || fb.Batch.NumRows() == 0 || found != nil {
 				return nil
 			}
-			topic, ok1 := fb.Batch.Column(0).(*array.String)
-			part, ok2 := fb.Batch.Column(1).(*array.Int32)
-			off, ok3 := fb.Batch.Column(2).(*array.Int64)
+			col := func(name string) arrow.Array { return fb.Batch.Column(fb.Batch.Schema().FieldIndices(name)[0]) }
+			topic, ok1 := col(mapping.ColTopic).(*array.String)
+			part, ok2 := col(mapping.ColPartition).(*array.Int32)
+			off, ok3 := col(mapping.ColOffset).(*array.Int64)
 			if !ok1 || !ok2 || !ok3 {
 				return fmt.Errorf("data file %s: unexpected column types %s", fb.Path, fb.Batch.Schema())
 			}

@@ -3,8 +3,8 @@ package audit
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"encoding/json"
+	"hash/maphash"
 	"fmt"
 	"maps"
 	"math"
@@ -56,15 +56,16 @@ type upsertTable struct {
 
 // newUpsertTable reads the key of an upsert table.
 func newUpsertTable(tbl *snapshot.Table) (*upsertTable, error) {
-	k, err := mapping.UpsertKeyOf(tbl.Iceberg().Properties())
+	k := tbl.UpsertKey()
+	cols, err := tbl.KeyColumns()
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", tbl.Name(), err)
 	}
-	ids := tbl.Iceberg().Schema().IdentifierFieldIDs
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("audit %s: an upsert table (%s=%s) whose schema has no identifier fields", tbl.Name(), mapping.PropUpsertKey, k)
+	if len(cols) > 0 {
+		// Before a struct key's first commit names them, the key's own.
+		k.Columns = cols
 	}
-	return &upsertTable{key: k, ids: slices.Sorted(slices.Values(ids))}, nil
+	return &upsertTable{key: k, ids: slices.Sorted(slices.Values(tbl.Iceberg().Schema().IdentifierFieldIDs))}, nil
 }
 
 // columns returns the columns a scan of the table with deletes applied
@@ -84,7 +85,6 @@ type rowKeyer struct {
 	cols []arrow.Array
 	// raw is set when the key is kafka_key: its bytes are the key.
 	raw bool
-	buf []byte
 }
 
 // keyer finds the key columns of b.
@@ -100,30 +100,14 @@ func (u *upsertTable) keyer(b arrow.RecordBatch) (*rowKeyer, error) {
 	return k, nil
 }
 
-// key returns the keyID of row i, and false when a key column is null.
+// key returns the keyID of row i, the hash of the key identity the sink
+// picks winners by (snapshot.RowKey), and false when a key column is null.
 func (k *rowKeyer) key(a *auditor, i int) (keyID, bool) {
-	k.buf = k.buf[:0]
-	for _, c := range k.cols {
-		if c.IsNull(i) {
-			return keyID{}, false
-		}
-		switch c := c.(type) {
-		case *array.String:
-			if k.raw {
-				k.buf = append(k.buf, c.Value(i)...)
-				continue
-			}
-		case *array.Binary:
-			if k.raw {
-				k.buf = append(k.buf, c.Value(i)...)
-				continue
-			}
-		}
-		s := c.ValueStr(i)
-		k.buf = binary.AppendUvarint(k.buf, uint64(len(s)))
-		k.buf = append(k.buf, s...)
+	s, ok := snapshot.RowKey(k.cols, i)
+	if !ok {
+		return keyID{}, false
 	}
-	return a.keyOf(k.buf), true
+	return keyID{maphash.String(a.keySeeds[0], s), maphash.String(a.keySeeds[1], s)}, true
 }
 
 // text renders the key of row i as floe where --key takes it: the string

@@ -100,18 +100,10 @@ type tableKey struct {
 // parseKey reads text as a key of tbl: the Kafka key's text for a table
 // keyed by kafka_key, else a JSON object with one member per key column.
 func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
-	props := tbl.Iceberg().Properties()
-	mode, err := mapping.ModeOf(props)
-	if err != nil {
-		return tableKey{}, fmt.Errorf("table %s: %w", tbl.Name(), err)
-	}
-	if mode != mapping.ModeUpsert {
+	if mode := tbl.Mode(); mode != mapping.ModeUpsert {
 		return tableKey{}, &NotUpsertError{Table: tbl.Name(), Mode: mode}
 	}
-	k, err := mapping.UpsertKeyOf(props)
-	if err != nil {
-		return tableKey{}, fmt.Errorf("table %s: %w", tbl.Name(), err)
-	}
+	k := tbl.UpsertKey()
 	tk := tableKey{key: k, want: map[string]string{}}
 	schema := tbl.Iceberg().Schema()
 	if k.Source == mapping.KeyFromKafkaKey {

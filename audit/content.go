@@ -3,10 +3,12 @@ package audit
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -60,12 +62,22 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 	if err := a.startTypedContent(); err != nil {
 		return err
 	}
+	if a.upsert != nil {
+		f, err := a.readUpsertRows(ctx)
+		if err != nil {
+			return fmt.Errorf("content level: %w", err)
+		}
+		a.upFold = f
+	}
 	prog := a.progress("content: re-reading the log", total)
 	defer prog.Finish()
 	for _, j := range jobs {
 		if err := a.verifyPartition(ctx, j.tp, j.iv, policies[j.tp.Topic], prog); err != nil {
 			return fmt.Errorf("content level, %s: %w", j.tp, err)
 		}
+	}
+	if a.upFold != nil {
+		return a.settleUpsert(ctx, a.upFold)
 	}
 	return nil
 }
@@ -80,6 +92,7 @@ type verifier struct {
 	dead  []offsetDigest     // the dead letters in iv, sorted, one per offset
 	err   error              // what stopped reading the log
 	fold  *foldCheck         // state tables only
+	acct  *rangeAccount      // upsert tables only
 	stats *ContentStats
 	d     digester
 	found []Finding
@@ -96,8 +109,14 @@ type verifier struct {
 // verifyPartition checks the offsets iv of tp, which the ledger covers and
 // the broker retains; policy is the topic's cleanup.policy.
 func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, policy string, prog Progress) error {
-	rows, keys, err := a.tableDigests(ctx, a.tbl, a.headID, tp, iv, a.typed != nil)
-	if err != nil {
+	var (
+		rows []offsetDigest
+		keys []keyedOffset
+		err  error
+	)
+	if a.upFold != nil {
+		rows = a.upFold.rowsOf(tp, iv)
+	} else if rows, keys, err = a.tableDigests(ctx, a.tbl, a.headID, tp, iv, a.typed != nil); err != nil {
 		return err
 	}
 	var dead []offsetDigest
@@ -114,8 +133,11 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	}
 	slices.SortStableFunc(dead, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
 	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, dead: dead, stats: a.parts[tp].Content, policy: policy}
-	if a.fold != "" {
+	if a.fold != "" || a.upFold != nil {
 		v.fold = newFoldCheck(keys)
+	}
+	if a.upFold != nil {
+		v.acct = newRangeAccount(a.ranges[tp], iv)
 	}
 	pending := map[int64][]logRecord{} // open transactions by producer id
 	cursor := iv.Low                   // the next offset not yet accounted for
@@ -180,7 +202,15 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	for _, rec := range open {
 		v.open(rec)
 	}
-	if v.fold != nil {
+	if v.acct != nil {
+		a.settleAccount(tp, v.acct)
+	}
+	switch {
+	case a.upFold != nil:
+		// The table-wide fold is settled once every partition is read.
+		a.merge(a.upFold, tp, v.fold.latest)
+		a.upFold.unverifiable[tp] = append(v.holes, mapping.Interval{Low: 0, High: v.logStart})
+	case v.fold != nil:
 		v.settle()
 	}
 	v.flush()
@@ -268,19 +298,41 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 // table), the digest of its bytes (for a dead letter), and in a state table
 // its key.
 func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
-	rec := logRecord{offset: r.Offset, sum: v.d.record(r)}
+	rec := logRecord{offset: r.Offset, sum: v.d.record(r), timestamp: r.Timestamp.UnixMicro()}
 	rec.raw = rec.sum
-	if v.a.typed != nil {
-		sum, err := v.a.typed.digest(ctx, &v.d, r)
-		if err != nil && v.err == nil {
-			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)
-		}
-		rec.sum = sum
-	}
 	if v.fold != nil {
 		rec.noKey, rec.tombstone = r.Key == nil, r.Value == nil
 		if !rec.noKey {
 			rec.key = v.a.keyOf(r.Key)
+		}
+	}
+	if v.a.typed != nil {
+		// A key of decoded columns is the key of the row the sink makes.
+		keyed := v.a.upsert != nil && v.a.upsert.key.Source != mapping.KeyFromKafkaKey
+		sum, change, dead, err := v.a.typed.digest(ctx, &v.d, r, func(b arrow.RecordBatch) error {
+			if !keyed {
+				return nil
+			}
+			k, err := v.a.upsert.keyer(b)
+			if err != nil {
+				return err
+			}
+			var ok bool
+			rec.key, ok = k.key(v.a, 0)
+			rec.noKey = !ok
+			return nil
+		})
+		if err == nil && change == mapping.ChangeTruncate {
+			err = errors.New("a change event that truncates the table, which this floe's content level cannot fold yet: audit without --verify-content")
+		}
+		if err != nil && v.err == nil {
+			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)
+		}
+		rec.sum = sum
+		if v.a.upsert != nil {
+			// What the record does is the sink's decision, not its bytes'.
+			rec.noKey = rec.noKey || dead
+			rec.tombstone, rec.skip = change == mapping.ChangeDelete, change == mapping.ChangeSkip
 		}
 	}
 	return rec
@@ -371,6 +423,10 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 		return
 	}
 	sum, ok := v.row(rec.offset)
+	_, dead := v.deadLetter(rec.offset)
+	if committed && v.acct != nil {
+		v.acct.count(rec, dead && !ok)
+	}
 	if dsum, dead := v.deadLetter(rec.offset); dead && !ok {
 		switch {
 		case !committed:
@@ -388,7 +444,7 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 		case !ok:
 			v.stats.Folded++
 			return
-		case rec.noKey || rec.tombstone:
+		case rec.noKey || rec.tombstone || rec.skip:
 			v.find(KindUnexpectedRow, rec.offset)
 			return
 		}
@@ -479,6 +535,9 @@ type typedContent struct {
 	layout mapping.Layout
 	dec    *connector.RowDecoder
 	rows   *mapping.RowBuilder
+	// upsert is the key of an upsert table: records are classified as its
+	// sink classifies them.
+	upsert *mapping.UpsertKey
 }
 
 // startTypedContent prepares decoding when the table's columns are decoded
@@ -488,7 +547,7 @@ func (a *auditor) startTypedContent() error {
 	if !l.Typed() && !l.TypedKey() {
 		return nil
 	}
-	if a.fold != "" {
+	if a.fold != "" && a.upsert == nil {
 		return fmt.Errorf("content level: %s is a state table of decoded records, which this floe cannot verify against the log yet; audit it without --verify-content", a.tbl.Name())
 	}
 	dec, err := connector.NewRowDecoder(l, a.opts.Registry, a.tbl.Iceberg().Schema())
@@ -500,20 +559,41 @@ func (a *auditor) startTypedContent() error {
 		return fmt.Errorf("content level: %w", err)
 	}
 	a.typed = &typedContent{layout: l, dec: dec, rows: rows}
+	if a.upsert != nil {
+		a.typed.upsert = &a.upsert.key
+	}
 	return nil
 }
 
 // digest returns the digest of the row a sink makes of r (digester.typedRow),
 // or of nothing when r is a dead letter.
-func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record) (digest, error) {
-	key, value, dead, err := t.dec.Decode(ctx, r)
-	if err != nil || dead != nil {
-		return digest{}, err
+// A record that makes a row is also handed, as a batch of that one row,
+// to row (the upsert audit reads its key there). In an upsert table the
+// change is what the record does to its key's row and dead is set for a
+// dead letter, as the sink decides them; elsewhere change is ChangeUpsert
+// and dead is set for a record that cannot be decoded.
+func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record, row func(arrow.RecordBatch) error) (sum digest, change mapping.Change, dead bool, err error) {
+	var (
+		key    any
+		value  map[string]any
+		reason error
+	)
+	if t.upsert != nil {
+		key, value, change, reason, err = t.dec.DecodeChange(ctx, r, *t.upsert)
+	} else {
+		key, value, reason, err = t.dec.Decode(ctx, r)
+	}
+	if err != nil || reason != nil || change == mapping.ChangeSkip || change == mapping.ChangeTruncate {
+		return digest{}, change, reason != nil, err
 	}
 	if err := t.rows.AppendDecoded(r, key, value); err != nil {
-		return digest{}, err
+		return digest{}, change, false, err
 	}
 	b := t.rows.NewBatch()
 	defer b.Release()
-	return d.typedRow(b, 0, t.layout)
+	if err := row(b); err != nil {
+		return digest{}, change, false, err
+	}
+	sum, err = d.typedRow(b, 0, t.layout)
+	return sum, change, false, err
 }

@@ -93,9 +93,7 @@ func (a *auditor) stateFiles(ctx context.Context) error {
 			}
 			continue
 		}
-		if f.PartitionMin != f.PartitionMax {
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
+		if a.severalPartitions(c, f) {
 			continue
 		}
 		// The commit's reach per topic holding this partition number: the
@@ -174,16 +172,17 @@ func (a *auditor) foreignRemovals(ctx context.Context) error {
 		if a.commits[s.SnapshotID] != nil || s.ParentSnapshotID == nil || meta.SnapshotByID(*s.ParentSnapshotID) == nil {
 			continue
 		}
+		if a.upsert != nil && a.tbl.IsCompaction(s.SnapshotID) {
+			continue // compaction applies an upsert table's deletes and drops them
+		}
 		op := "unknown operation"
 		if s.Summary != nil {
 			op = string(s.Summary.Operation)
 			if s.Summary.Operation == table.OpAppend {
 				continue
 			}
-			if n, ok := s.Summary.Properties["deleted-data-files"]; ok {
-				if d, err := strconv.ParseInt(n, 10, 64); err == nil && d == 0 {
-					continue
-				}
+			if none(s.Summary.Properties, "deleted-data-files") && (a.upsert == nil || none(s.Summary.Properties, "removed-delete-files")) {
+				continue
 			}
 		}
 		if lookups == maxRemovedLookups {
@@ -198,6 +197,11 @@ func (a *auditor) foreignRemovals(ctx context.Context) error {
 		after, err := a.tbl.Files(ctx, s.SnapshotID)
 		if err != nil {
 			return fmt.Errorf("list the data files of %s at snapshot %d: %w", a.tbl.Name(), s.SnapshotID, err)
+		}
+		if a.upsert != nil {
+			if err := a.removedDeleteFiles(ctx, *s.ParentSnapshotID, s.SnapshotID, op); err != nil {
+				return err
+			}
 		}
 		kept := make(map[string]bool, len(after))
 		for _, f := range after {
@@ -217,6 +221,16 @@ func (a *auditor) foreignRemovals(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// none reports whether a snapshot summary counts zero of a file property.
+func none(props map[string]string, key string) bool {
+	n, ok := props[key]
+	if !ok {
+		return false
+	}
+	d, err := strconv.ParseInt(n, 10, 64)
+	return err == nil && d == 0
 }
 
 // keyRows collects the keys of one partition's rows at the rows level of a
@@ -277,9 +291,11 @@ type logRecord struct {
 	// raw is the digest of the record's bytes (sum in a raw table), which
 	// a dead letter keeps.
 	raw digest
-	// key, noKey and tombstone are set for state tables only.
-	key              keyID
-	noKey, tombstone bool
+	// key, noKey and tombstone are set for state and upsert tables only;
+	// skip for an upsert table's record its sink ignores on purpose.
+	key                    keyID
+	noKey, tombstone, skip bool
+	timestamp              int64 // microseconds
 }
 
 // foldCheck checks at the content level that a state table's rows of one
@@ -294,6 +310,7 @@ type foldCheck struct {
 // latestRecord is the latest committed record of a key seen so far.
 type latestRecord struct {
 	offset    int64
+	timestamp int64 // microseconds, for an upsert table's winner rule
 	tombstone bool
 }
 
@@ -306,13 +323,13 @@ func newFoldCheck(rows []keyedOffset) *foldCheck {
 // in the order their fate becomes known (a transaction's at its marker), so
 // the latest is chosen by offset.
 func (f *foldCheck) observe(rec logRecord) {
-	if rec.noKey {
+	if rec.noKey || rec.skip {
 		return
 	}
 	if l, ok := f.latest[rec.key]; ok && l.offset > rec.offset {
 		return
 	}
-	f.latest[rec.key] = latestRecord{offset: rec.offset, tombstone: rec.tombstone}
+	f.latest[rec.key] = latestRecord{offset: rec.offset, timestamp: rec.timestamp, tombstone: rec.tombstone}
 }
 
 // settle compares, once the log is read, every key's latest record with the

@@ -53,7 +53,7 @@ func TestDebeziumDecodeChanges(t *testing.T) {
 			counts := map[mapping.Change]int{}
 			var beforeTruncate map[int64]map[string]any
 			for i, r := range recs {
-				key, change, value, dead, err := rd.Change(e.Ctx, r)
+				key, value, change, dead, err := rd.DecodeChange(e.Ctx, r, mapping.UpsertKey{Source: mapping.KeyFromKeyFields})
 				if err != nil || dead != nil {
 					t.Fatalf("record %d: %v %v", i, dead, err)
 				}
@@ -143,17 +143,18 @@ func TestDebeziumDecodeBadEvents(t *testing.T) {
 		}
 		return r
 	}
+	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
 	// A delete without a key before any key was seen: no key columns yet.
-	_, _, _, dead, _ := rd.Change(ctx, rec("", `{"before":{"id":3,"email":"x"},"after":null,"op":"d"}`))
+	_, _, _, dead, _ := rd.DecodeChange(ctx, rec("", `{"before":{"id":3,"email":"x"},"after":null,"op":"d"}`), key)
 	if dead == nil || !strings.Contains(dead.Error(), "cannot tell which of its before image's fields are the key") {
 		t.Fatalf("delete without key, no key columns: %v", dead)
 	}
-	if _, ch, _, dead, err := rd.Change(ctx, rec(`{"id":1}`, `{"before":null,"after":{"id":1,"email":"a"},"op":"c","source":{"ts_ms":5}}`)); ch != mapping.ChangeUpsert || dead != nil || err != nil {
+	if _, _, ch, dead, err := rd.DecodeChange(ctx, rec(`{"id":1}`, `{"before":null,"after":{"id":1,"email":"a"},"op":"c","source":{"ts_ms":5}}`), key); ch != mapping.ChangeUpsert || dead != nil || err != nil {
 		t.Fatalf("create: %v %v %v", ch, dead, err)
 	}
-	key, ch, _, dead, _ := rd.Change(ctx, rec("", `{"before":{"id":3,"email":"x"},"after":null,"op":"d"}`))
-	if dead != nil || ch != mapping.ChangeDelete || key.(map[string]any)["id"] != int64(3) {
-		t.Fatalf("delete without key: key %v change %v dead %v", key, ch, dead)
+	k, _, ch, dead, _ := rd.DecodeChange(ctx, rec("", `{"before":{"id":3,"email":"x"},"after":null,"op":"d"}`), key)
+	if dead != nil || ch != mapping.ChangeDelete || k.(map[string]any)["id"] != int64(3) {
+		t.Fatalf("delete without key: key %v change %v dead %v", k, ch, dead)
 	}
 	for _, c := range []struct{ name, key, value, want string }{
 		{"delete without key or before", "", `{"before":null,"after":null,"op":"d"}`, "neither a record key nor a before image"},
@@ -162,7 +163,7 @@ func TestDebeziumDecodeBadEvents(t *testing.T) {
 		{"message op", `{"id":1}`, `{"op":"m","message":{"prefix":"p"}}`, `op "m" is not one of c, r, u, d, t`},
 		{"update without after", `{"id":1}`, `{"before":{"id":1},"after":null,"op":"u"}`, `op "u" without an after image`},
 	} {
-		_, _, _, dead, err := rd.Change(ctx, rec(c.key, c.value))
+		_, _, _, dead, err := rd.DecodeChange(ctx, rec(c.key, c.value), key)
 		if err != nil || dead == nil || !strings.Contains(dead.Error(), c.want) {
 			t.Errorf("%s: dead %v err %v, want a reason saying %q", c.name, dead, err, c.want)
 		}

@@ -623,16 +623,17 @@ func (rd *RowDecoder) Decode(ctx context.Context, r *kgo.Record) (key any, value
 	return out.key, out.value, out.dead, err
 }
 
-// Change is Decode with what r does to its key's row in an upsert table:
-// an upsert of value, a delete (a tombstone, a Debezium delete), a skip
-// (the tombstone after a Debezium delete) or a truncate (a Debezium
-// truncate event, reported whatever the sink's Config.OnTruncate: the
-// ledger counts it as a delete when the sink applied it, as a dead letter
-// when not).
-func (rd *RowDecoder) Change(ctx context.Context, r *kgo.Record) (key any, change mapping.Change, value map[string]any, dead, err error) {
+// DecodeChange is Decode for an upsert table keyed by key: it also returns
+// what r does to its key's row, as the sink decides it (upsertChange):
+// upsert, delete, skip or truncate; dead is set, as the sink sets it, for
+// a record without a usable key too.
+func (rd *RowDecoder) DecodeChange(ctx context.Context, r *kgo.Record, key mapping.UpsertKey) (k any, value map[string]any, change mapping.Change, dead, err error) {
+	// As the sink's decoder of such a table (NewSink).
+	rd.d.keyFields = key.Source == mapping.KeyFromKeyFields
 	out, err := rd.d.decode(ctx, r)
-	if r.Value == nil && rd.d.layout.Envelope == mapping.EnvelopeNone {
-		out.change = mapping.ChangeDelete
+	if err != nil || out.dead != nil {
+		return out.key, out.value, 0, out.dead, err
 	}
-	return out.key, out.change, out.value, out.dead, err
+	change, dead = upsertChange(key, r, out)
+	return out.key, out.value, change, dead, nil
 }

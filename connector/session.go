@@ -221,7 +221,7 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	if len(ss.parts) == 0 {
 		return fail(nil)
 	}
-	s.log.Info("sink session started", "partitions", len(ss.parts), "consuming", len(assign))
+	s.log.Info("sink session started", "partitions", len(ss.parts), "consuming", len(assign), "flush_records", s.cfg.FlushRecords)
 	if ss.cl, err = kgo.NewClient(s.consumerOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: assign}))...); err != nil {
 		return fail(fmt.Errorf("create consumer: %w", err))
 	}

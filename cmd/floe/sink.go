@@ -139,7 +139,7 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
 	f.decodeFlags.register(fs)
 	f.upsertFlags.register(fs)
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
-	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "flush after this many records")
+	fs.Var(newPositiveInt(&f.flushRecords, 0), "flush-records", fmt.Sprintf("flush after this many records (default %d; %d for an upsert table, whose flush is held in memory until its commit)", connector.DefaultFlushRecords, connector.DefaultUpsertFlushRecords))
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "flush at most this long after the first unflushed record")
 	fs.BoolVar(&f.stopAtEnd, "stop-at-end", false, "sink each partition up to its end offset as of start (last stable offset), commit and exit")

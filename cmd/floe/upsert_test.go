@@ -98,6 +98,11 @@ func TestUpsertSinkCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "1 dead letter") {
 		t.Fatalf("upsert sink: exit %d\n%s\n%s", code, out, errs)
 	}
+	// An upsert sink holds its flush in memory: its default flush is
+	// smaller than an append sink's.
+	if !strings.Contains(errs, "flush_records=100000") {
+		t.Errorf("upsert sink without --flush-records: want flush_records=100000 in its log\n%s", errs)
+	}
 	want := map[string]string{"k1": "f", "k2": "e", "k4": "g"}
 	if got := stateOf(t, st, "lake.accounts", "", ""); !maps.Equal(got, want) {
 		t.Fatalf("table %v, want %v", got, want)
@@ -118,8 +123,8 @@ func TestUpsertSinkCommand(t *testing.T) {
 	// An append table is not sunk in upsert mode, nor the upsert table in
 	// append mode.
 	code, _, errs = floe(t, append(sink, "--table", "lake.log")...)
-	if code != 0 {
-		t.Fatalf("append sink: exit %d %s", code, errs)
+	if code != 0 || !strings.Contains(errs, "flush_records=500000") {
+		t.Fatalf("append sink: exit %d, want flush_records=500000 in its log\n%s", code, errs)
 	}
 	refused(t, st, "table lake.log is of mode append, and this run writes mode upsert", append(sink, "--table", "lake.log", "--mode", "upsert")...)
 	refused(t, st, "table lake.accounts is of mode upsert, and this run writes mode append", append(sink, "--table", "lake.accounts", "--mode", "append")...)

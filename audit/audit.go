@@ -260,7 +260,7 @@ type Report struct {
 	Table  string
 	Branch string
 	// Fold is the table's floe.fold property: empty for an event table,
-	// snapshot.FoldLatest for a state table, which the audit checks against
+	// mapping.FoldLatest for a state table, which the audit checks against
 	// a state table's invariants (see docs/audit.md).
 	Fold string
 	// Levels are the levels that ran, cheapest first.
@@ -352,22 +352,25 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	if opts.VerifyContent && opts.Broker == nil {
 		return nil, errors.New("content verification re-reads the log: it needs a broker (Options.Broker)")
 	}
-	switch f := tbl.Fold(); f {
-	case "", snapshot.FoldLatest:
+	var fold string
+	switch m := tbl.Mode(); m {
+	case mapping.ModeAppend:
+	case mapping.ModeFold:
+		fold = mapping.FoldLatest
 	default:
-		return nil, fmt.Errorf("audit %s: the table has %s=%q; this floe audits event tables and %s=%s state tables only",
-			tbl.Name(), snapshot.PropFold, f, snapshot.PropFold, snapshot.FoldLatest)
+		return nil, fmt.Errorf("audit %s: the table is of mode %s; this floe audits append tables and %s=%s state tables only",
+			tbl.Name(), m, mapping.PropFold, mapping.FoldLatest)
 	}
 	a := &auditor{
 		tbl:      tbl,
 		opts:     opts,
-		fold:     tbl.Fold(),
+		fold:     fold,
 		keySeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		parts:    map[mapping.TopicPartition]*PartitionReport{},
 		rep: &Report{
 			Table:   tbl.Name(),
 			Branch:  tbl.Branch(),
-			Fold:    tbl.Fold(),
+			Fold:    fold,
 			Started: time.Now().UTC(),
 		},
 	}

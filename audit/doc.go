@@ -22,7 +22,7 @@
 //     without a row classified as transaction marker, aborted record or
 //     compacted away.
 //
-// A state table (snapshot.PropFold) keeps only each key's latest record; its
+// A state table (mapping.ModeFold) keeps only each key's latest record; its
 // files, rows and content levels check a state table's invariants instead
 // of an event table's (state.go).
 //

@@ -21,13 +21,15 @@ const evidenceHeader = "floe-audit-evidence/2\n"
 //	metadata <metadata location>
 //	commit <snapshot id> <commit time, Unix ms> <commit id, quoted> <writer, quoted>
 //	topic-id <topic> <topic id>
-//	range <topic> <partition> <low> <high> <records> [<dead letters>]
+//	range <topic> <partition> <low> <high> <records> [<dead letters> [<deletes> <skipped>]]
 //	lost <topic> <partition> <low> <high>
 //	aborted <topic> <partition> <low> <high>
 //
 // with one commit line per ledger commit, oldest first, each followed by
 // the topic IDs it recorded, sorted by topic, then its ranges sorted by
-// topic, partition and low offset. Quoting is Go's
+// topic, partition and low offset. A range line carries its dead letters
+// when it has any, and its dead letters, deletes and skipped records when
+// it has deletes or skipped records (an upsert table's). Quoting is Go's
 // strconv.Quote. Anyone can rebuild it from the table's metadata.json (and,
 // for snapshots floe maintain expired, the ledger archive it names) and
 // check the digest with sha256sum.
@@ -68,7 +70,10 @@ func Canonical(metadataLocation string, l mapping.Ledger) []byte {
 			b = num(b, r.High)
 			if !r.Deleted() {
 				b = num(b, r.Records)
-				if r.DeadLetters > 0 {
+				switch {
+				case r.Deletes > 0 || r.Skipped > 0:
+					b = num(num(num(b, r.DeadLetters), r.Deletes), r.Skipped)
+				case r.DeadLetters > 0:
 					b = num(b, r.DeadLetters)
 				}
 			}

@@ -16,7 +16,7 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// A state table (table property floe.fold=latest, see snapshot.PropFold)
+// A state table (table property floe.fold=latest, see mapping.ModeFold)
 // keeps, per topic partition and key, only the row of the latest record
 // with that key; a tombstone deletes the key and records without a key are
 // dropped. Its ledger is an ordinary ledger: every commit records the ranges

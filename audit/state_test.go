@@ -113,8 +113,8 @@ func TestStateCleanFoldWithTransactions(t *testing.T) {
 	tbl := e.LegacyStateTable("lake.kv")
 	e.FoldLegacy(tbl, topic, 40)
 	rep := auditEveryLevel(t, e, tbl)
-	if rep.Fold != snapshot.FoldLatest {
-		t.Fatalf("report fold %q, want %q", rep.Fold, snapshot.FoldLatest)
+	if rep.Fold != mapping.FoldLatest {
+		t.Fatalf("report fold %q, want %q", rep.Fold, mapping.FoldLatest)
 	}
 	var rows, records int64
 	for _, p := range rep.Partitions {
@@ -317,10 +317,12 @@ func TestStateFaultNullKeyRow(t *testing.T) {
 func TestStateUnknownFold(t *testing.T) {
 	e := newEnv(t)
 	tbl, _ := foldedTopic(t, e, "sum")
-	if err := tbl.SetProperties(e.Ctx, map[string]string{snapshot.PropFold: "sum"}); err != nil {
+	if err := tbl.SetProperties(e.Ctx, map[string]string{mapping.PropFold: "sum"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := audit.Run(e.Ctx, tbl, audit.Options{}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s=%q", snapshot.PropFold, "sum")) {
+	// The mode is read when the table is opened: an unknown fold is never
+	// read as another mode.
+	if _, err := snapshot.Open(e.Ctx, tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s=%q", mapping.PropFold, "sum")) {
 		t.Fatalf("err %v, want the unknown fold named", err)
 	}
 }

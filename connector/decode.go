@@ -141,6 +141,10 @@ type decoded struct {
 	// registry schema the record named (0: none).
 	dead     error
 	schemaID int
+	// change is what the record does to its key's row in an upsert table
+	// (upsertChange); a decoder of change events sets ChangeDelete or
+	// ChangeSkip itself.
+	change mapping.Change
 }
 
 // decode decodes r. A record that cannot be a row is returned with dead

@@ -23,8 +23,12 @@ type partition struct {
 	low, next int64
 	records   int64
 	// dead counts the open range's records that went to the dead-letter
-	// table instead of rows.
-	dead int64
+	// table instead of rows; deletes those that deleted their key in an
+	// upsert table, ignored those an upsert table skipped on purpose.
+	dead, deletes, ignored int64
+	// deleted are the offsets, since the last flush, of the rows that
+	// delete their key (snapshot.Flush.Deletes).
+	deleted []int64
 	// closed are the ranges finished since the last flush (before a lost
 	// or aborted range).
 	closed []mapping.Range
@@ -156,6 +160,21 @@ func (p *partition) deadLetter() {
 	p.dead++
 }
 
+// change turns the record at offset, which observe just turned into
+// stepRow, into what it does to an upsert table's row of its key: still a
+// row, a row that deletes its key, or no row at all (skipped).
+func (p *partition) change(offset int64, c mapping.Change) {
+	switch c {
+	case mapping.ChangeDelete:
+		p.records--
+		p.deletes++
+		p.deleted = append(p.deleted, offset)
+	case mapping.ChangeSkip:
+		p.records--
+		p.ignored++
+	}
+}
+
 // cutRows moves the open range's rows built so far out of the builder, so
 // that the builder can start again for another writer schema.
 func (p *partition) cutRows(rows *mapping.RowBuilder) {
@@ -195,7 +214,8 @@ func (p *partition) drain() []arrow.RecordBatch {
 // its rows and its dead letters cut into batches of their own.
 func (p *partition) closeRange() {
 	if p.next > p.low {
-		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next}, Records: p.records, DeadLetters: p.dead})
+		p.closed = append(p.closed, mapping.Range{TopicPartition: p.tp, Interval: mapping.Interval{Low: p.low, High: p.next},
+			Records: p.records, DeadLetters: p.dead, Deletes: p.deletes, Skipped: p.ignored})
 		group := p.pieces
 		if p.rows != nil && p.rows.Rows() > 0 {
 			group = append(group, p.rows.NewBatch())
@@ -208,7 +228,7 @@ func (p *partition) closeRange() {
 			p.deadBatches = append(p.deadBatches, p.deadLetters.NewBatch())
 		}
 	}
-	p.low, p.records, p.dead = p.next, 0, 0
+	p.low, p.records, p.dead, p.deletes, p.ignored = p.next, 0, 0, 0, 0
 }
 
 // skip records r, a lost or aborted range that starts at next: the open
@@ -221,14 +241,14 @@ func (p *partition) skip(r mapping.Range) {
 	p.checked = -1
 }
 
-// take returns the ranges, row batches (a group per range) and dead-letter
-// batches since the last flush, and starts the next range where they end.
-// The caller owns the batches.
-func (p *partition) take() ([]mapping.Range, [][]arrow.RecordBatch, []arrow.RecordBatch) {
+// take returns the ranges, row batches (a group per range), dead-letter
+// batches and offsets of rows that delete their key since the last flush,
+// and starts the next range where they end. The caller owns the batches.
+func (p *partition) take() ([]mapping.Range, [][]arrow.RecordBatch, []arrow.RecordBatch, []int64) {
 	p.closeRange()
-	rs, bs, ds := p.closed, p.batches, p.deadBatches
-	p.closed, p.batches, p.deadBatches = nil, nil, nil
-	return rs, bs, ds
+	rs, bs, ds, del := p.closed, p.batches, p.deadBatches, p.deleted
+	p.closed, p.batches, p.deadBatches, p.deleted = nil, nil, nil, nil
+	return rs, bs, ds, del
 }
 
 // release frees the rows the partition holds.

@@ -119,7 +119,7 @@ func TestSkipCutsRangesAndRows(t *testing.T) {
 	}
 	p.skip(mapping.Range{TopicPartition: tp0, Interval: deleted, Lost: true})
 	feed(5, 7)
-	ranges, groups, _ := p.take()
+	ranges, groups, _, _ := p.take()
 	var batches []arrow.RecordBatch
 	for _, g := range groups {
 		batches = append(batches, g...)

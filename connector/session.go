@@ -87,7 +87,9 @@ type session struct {
 	// without one.
 	deadLetters *arrow.Schema
 
-	// streaming is false for state tables. base is the table as loaded
+	// streaming is set for append tables: the other modes' commits read
+	// the flush's rows (folds rewrite files, upserts pick each key's
+	// latest row). base is the table as loaded
 	// when no commit was in flight, which the writers of a flush stage on;
 	// writer is the current flush's (made at its first stream), streams
 	// its open streams by partition, and files the files of ranges it
@@ -158,7 +160,7 @@ func (s *Sink) session(ctx context.Context) error {
 // coordinator assigns them, and each assignment reads the ledger again
 // (session.adopt).
 func (s *Sink) open(ctx context.Context) (*session, error) {
-	ss := &session{s: s, parts: map[int32]*partition{}, streaming: s.tbl.Fold() == "",
+	ss := &session{s: s, parts: map[int32]*partition{}, streaming: s.tbl.Mode() == mapping.ModeAppend,
 		streams: map[int32]*snapshot.Stream{}, files: map[int32][]iceberg.DataFile{}}
 	if s.cfg.Group != "" {
 		return ss, ss.joinGroup(ctx)
@@ -634,7 +636,11 @@ func (ss *session) poll(ctx context.Context) error {
 				return
 			case stepRow:
 				if s.dec == nil {
-					pt.rows.Append(r)
+					err := ss.appendRaw(pt, r)
+					if err != nil {
+						failure = err
+						return
+					}
 				} else if err := ss.appendDecoded(ctx, pt, r); err != nil {
 					advanced--
 					if err == errSchemaFlush {
@@ -836,8 +842,14 @@ func (ss *session) flush(ctx context.Context) error {
 	var conformErr error
 	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
 		pt := ss.parts[p]
-		rs, groups, dead := pt.take()
+		rs, groups, dead, deleted := pt.take()
 		f.Ranges = append(f.Ranges, rs...)
+		if len(deleted) > 0 {
+			if f.Deletes == nil {
+				f.Deletes = map[mapping.TopicPartition][]int64{}
+			}
+			f.Deletes[pt.tp] = deleted
+		}
 		for _, g := range groups {
 			b, err := ss.join(g)
 			if err != nil {
@@ -1051,16 +1063,14 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 		pt.unread()
 		return fmt.Errorf("decode %s offset %d: %w", pt.tp, r.Offset, err)
 	}
+	if out.dead == nil && ss.s.tbl.Mode() == mapping.ModeUpsert {
+		out.change, out.dead = upsertChange(s.tbl.UpsertKey(), r, out)
+	}
 	if out.dead != nil {
-		_, conflict := errors.AsType[*mapping.SchemaConflictError](out.dead)
-		if pt.deadLetters == nil || (conflict && s.cfg.OnSchemaConflict == ConflictFail) {
-			pt.unread()
-			return &BadRecordError{Partition: pt.tp, Offset: r.Offset, Reason: out.dead}
-		}
-		pt.deadLetter()
-		if err := pt.deadLetters.AppendDeadLetter(r, out.dead.Error(), out.schemaID); err != nil {
-			return &brokenRowsError{fmt.Errorf("dead letter %s offset %d: %w", pt.tp, r.Offset, err)}
-		}
+		return ss.deadLetter(pt, r, out.dead, out.schemaID)
+	}
+	pt.change(r.Offset, out.change)
+	if out.change == mapping.ChangeSkip {
 		return nil
 	}
 	if s.dec.version != ss.builtAt {
@@ -1076,6 +1086,41 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 	if err := s.dec.appendRow(pt.rows, r, out); err != nil {
 		return &brokenRowsError{fmt.Errorf("row of %s offset %d: %w", pt.tp, r.Offset, err)}
 	}
+	return nil
+}
+
+// deadLetter makes r, which observe just made a row of pt, a dead letter
+// for reason (schemaID: the registry schema it named, 0: none). A record
+// that may not be one (no dead-letter table, or a schema conflict with
+// ConflictFail) is taken back (partition.unread) and stops the sink before
+// it with a *BadRecordError.
+func (ss *session) deadLetter(pt *partition, r *kgo.Record, reason error, schemaID int) error {
+	_, conflict := errors.AsType[*mapping.SchemaConflictError](reason)
+	if pt.deadLetters == nil || (conflict && ss.s.cfg.OnSchemaConflict == ConflictFail) {
+		pt.unread()
+		return &BadRecordError{Partition: pt.tp, Offset: r.Offset, Reason: reason}
+	}
+	pt.deadLetter()
+	if err := pt.deadLetters.AppendDeadLetter(r, reason.Error(), schemaID); err != nil {
+		return &brokenRowsError{fmt.Errorf("dead letter %s offset %d: %w", pt.tp, r.Offset, err)}
+	}
+	return nil
+}
+
+// appendRaw appends r, which observe just made a row of pt, to a table of
+// the raw layout (no decoder): as a row, or, in an upsert table, as what
+// upsertChange makes of it.
+func (ss *session) appendRaw(pt *partition, r *kgo.Record) error {
+	if ss.s.tbl.Mode() != mapping.ModeUpsert {
+		pt.rows.Append(r)
+		return nil
+	}
+	c, dead := upsertChange(ss.s.tbl.UpsertKey(), r, decoded{key: r.Key})
+	if dead != nil {
+		return ss.deadLetter(pt, r, dead, 0)
+	}
+	pt.change(r.Offset, c)
+	pt.rows.Append(r)
 	return nil
 }
 

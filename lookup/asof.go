@@ -178,7 +178,7 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 	if len(fromTable) == 0 {
 		return cut, nil
 	}
-	if tbl.Fold() != "" {
+	if tbl.Mode() != mapping.ModeAppend {
 		return nil, &CheckError{Settings: []Setting{SettingBroker},
 			Err: fmt.Errorf("%s is a state table: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name())}
 	}
@@ -200,7 +200,7 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 // covering the cut (AsOf). A cut inside a range is an error naming the
 // range's ends, the nearest exact offsets.
 func ExactAt(tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) error {
-	if tbl.Fold() == "" {
+	if tbl.Mode() == mapping.ModeAppend {
 		return nil
 	}
 	l, err := tbl.LedgerAt(snapshotID)

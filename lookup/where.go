@@ -220,7 +220,14 @@ func ValidatePosition(tp mapping.TopicPartition, offset int64) error {
 // explainNoRow says why a covered offset has no row: from the log when a
 // broker is given, otherwise by listing what it can be.
 func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, offset int64) (kind, why string, err error) {
-	state := tbl.Fold() != ""
+	var state bool
+	switch m := tbl.Mode(); m {
+	case mapping.ModeAppend:
+	case mapping.ModeFold, mapping.ModeUpsert:
+		state = true
+	default:
+		return "", "", fmt.Errorf("table %s is of mode %s, which this floe cannot explain rows of", tbl.Name(), m)
+	}
 	if broker == nil {
 		why = "a transaction marker, an aborted transactional record or an offset removed by compaction"
 		if state {

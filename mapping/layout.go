@@ -190,16 +190,23 @@ func (l Layout) Check(got *iceberg.Schema) error {
 		if !sameType(g.Type, w.Type) {
 			return fmt.Errorf("column %q has type %s, floe writes %s", w.Name, g.Type, w.Type)
 		}
-		if g.Required && !w.Required {
+		if g.Required && !w.Required && !isIdentifier(got, g) {
 			return fmt.Errorf("column %q is required, but floe writes nulls into it", w.Name)
 		}
 	}
 	for _, g := range got.Fields() {
-		if _, ok := want.FindFieldByName(g.Name); !ok && g.Required {
+		if _, ok := want.FindFieldByName(g.Name); !ok && g.Required && !isIdentifier(got, g) {
 			return fmt.Errorf("column %q is required and floe does not write it", g.Name)
 		}
 	}
 	return nil
+}
+
+// isIdentifier reports whether f is one of s's identifier fields: the key
+// columns of an upsert table, required, which floe never writes null (a
+// record without a key is a dead letter).
+func isIdentifier(s *iceberg.Schema, f iceberg.NestedField) bool {
+	return slices.Contains(s.IdentifierFieldIDs, f.ID)
 }
 
 // ValueColumns returns the table's typed value columns: its top-level

@@ -21,8 +21,10 @@ import (
 // deleted by retention were judged to have held only aborted records.
 //
 // A ranges value lists the topic's ranges as comma-separated
-// "partition:low-high:records" items ("partition:low-high:records:dead"
-// when the range sent records to the dead-letter table), for example
+// "partition:low-high:records[:dead[:deletes[:skipped]]]" items: the
+// counts of Range, trailing zero counts left out (so a range of rows only
+// is "partition:low-high:records", and "partition:low-high:records:dead"
+// one that sent records to the dead-letter table), for example
 //
 //	floe.ranges.orders = "0:0-1200:1187,3:950-1800:850"
 //
@@ -154,9 +156,12 @@ func (c Commit) Encode() (map[string]string, error) {
 		}
 		fmt.Fprintf(b, "%d:%d-%d", r.Partition, r.Low, r.High)
 		if !r.Deleted() {
-			fmt.Fprintf(b, ":%d", r.Records)
-			if r.DeadLetters > 0 {
-				fmt.Fprintf(b, ":%d", r.DeadLetters)
+			counts := []int64{r.Records, r.DeadLetters, r.Deletes, r.Skipped}
+			for len(counts) > 1 && counts[len(counts)-1] == 0 {
+				counts = counts[:len(counts)-1]
+			}
+			for _, n := range counts {
+				fmt.Fprintf(b, ":%d", n)
 			}
 		}
 	}
@@ -285,9 +290,10 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 	return c, nil
 }
 
-// decodeRanges decodes one ranges, lost or aborted value; deadLetters
-// allows a fourth field, the dead letters of a data range (version 2).
-func decodeRanges(topic, v string, lost, aborted, deadLetters bool) ([]Range, error) {
+// decodeRanges decodes one ranges, lost or aborted value; counts allows
+// the counts after records (version 2): dead letters, deletes, skipped,
+// the last of them positive (trailing zeros are left out).
+func decodeRanges(topic, v string, lost, aborted, counts bool) ([]Range, error) {
 	if v == "" {
 		return nil, errors.New("empty value")
 	}
@@ -299,7 +305,7 @@ func decodeRanges(topic, v string, lost, aborted, deadLetters bool) ([]Range, er
 	}
 	for _, item := range items {
 		parts := strings.Split(item, ":")
-		if len(parts) != want && (want != 3 || !deadLetters || len(parts) != 4) {
+		if len(parts) != want && (want != 3 || !counts || len(parts) < 3 || len(parts) > 6) {
 			return nil, fmt.Errorf("item %q: want %d colon-separated fields", item, want)
 		}
 		p, err := strconv.ParseInt(parts[0], 10, 32)
@@ -322,9 +328,16 @@ func decodeRanges(topic, v string, lost, aborted, deadLetters bool) ([]Range, er
 				return nil, fmt.Errorf("item %q: records: %w", item, err)
 			}
 		}
-		if len(parts) == 4 {
-			if r.DeadLetters, err = strconv.ParseInt(parts[3], 10, 64); err != nil || r.DeadLetters == 0 {
-				return nil, fmt.Errorf("item %q: dead letters: want a positive count", item)
+		extra := []*int64{&r.DeadLetters, &r.Deletes, &r.Skipped}
+		names := []string{"dead letters", "deletes", "skipped"}
+		for i, f := range parts[min(3, len(parts)):] {
+			last := 3+i == len(parts)-1
+			if *extra[i], err = strconv.ParseInt(f, 10, 64); err != nil || *extra[i] < 0 || (last && *extra[i] == 0) {
+				want := "a count"
+				if last {
+					want = "a positive count (a zero count at the end is left out)"
+				}
+				return nil, fmt.Errorf("item %q: %s: want %s", item, names[i], want)
 			}
 		}
 		if err := r.Validate(); err != nil {

@@ -233,3 +233,49 @@ func FuzzDecodeCommit(f *testing.F) {
 		}
 	})
 }
+
+// TestRangeCountsEncoding: an upsert table's ranges carry deletes and
+// skipped records after the dead letters, trailing zeros left out, and
+// decode back; ledgers without them decode with 0; a zero at the end or
+// counts beyond the offsets are malformed.
+func TestRangeCountsEncoding(t *testing.T) {
+	tp := TopicPartition{Topic: "t", Partition: 3}
+	c := Commit{ID: "c1", Writer: "w", Ranges: []Range{
+		{TopicPartition: tp, Interval: Interval{Low: 0, High: 10}, Records: 7, Deletes: 2},
+		{TopicPartition: TopicPartition{Topic: "t", Partition: 4}, Interval: Interval{Low: 0, High: 10}, Records: 5, DeadLetters: 1, Deletes: 2, Skipped: 1},
+		{TopicPartition: TopicPartition{Topic: "t", Partition: 5}, Interval: Interval{Low: 0, High: 10}, Records: 5, DeadLetters: 1},
+	}}
+	props, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := props[KeyRangesPrefix+"t"], "3:0-10:7:0:2,4:0-10:5:1:2:1,5:0-10:5:1"; got != want {
+		t.Fatalf("encoded %q, want %q", got, want)
+	}
+	back, err := DecodeCommit(1, time.Time{}, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range back.Ranges {
+		if r != c.Ranges[i] {
+			t.Fatalf("range %d decoded %+v, want %+v", i, r, c.Ranges[i])
+		}
+	}
+	old := map[string]string{KeyVersion: "2", KeyCommitID: "c0", KeyWriter: "w", KeyRangesPrefix + "t": "3:0-10:8:2"}
+	back, err = DecodeCommit(1, time.Time{}, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := back.Ranges[0]; r.Records != 8 || r.DeadLetters != 2 || r.Deletes != 0 || r.Skipped != 0 {
+		t.Fatalf("old range decoded %+v", r)
+	}
+	for _, bad := range []string{"3:0-10:7:0:0", "3:0-10:7:0:2:0", "3:0-10:7:0:2:1:1", "3:0-10:7:1:2:1", "3:0-10:7:0:-1:1"} {
+		props := map[string]string{KeyVersion: "2", KeyCommitID: "c0", KeyWriter: "w", KeyRangesPrefix + "t": bad}
+		if _, err := DecodeCommit(1, time.Time{}, props); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+	if err := (Range{TopicPartition: tp, Interval: Interval{Low: 0, High: 3}, Records: 1, Deletes: 2, Skipped: 1}).Validate(); err == nil {
+		t.Error("a range counting more records than offsets is valid")
+	}
+}

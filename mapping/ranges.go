@@ -54,10 +54,17 @@ func (iv Interval) Contains(offset int64) bool { return iv.Low <= offset && offs
 type Range struct {
 	TopicPartition
 	Interval
-	Records     int64
+	// Records counts the range's records that became rows. In an upsert
+	// table, a row a later record of its key superseded still counts.
+	Records int64
+	// DeadLetters counts records that went to the dead-letter table.
 	DeadLetters int64
-	Lost        bool
-	Aborted     bool
+	// Deletes counts records that deleted their key in an upsert table
+	// (tombstones, change events of deletes); Skipped records ignored on
+	// purpose (the tombstone that follows a change event of a delete).
+	Deletes, Skipped int64
+	Lost             bool
+	Aborted          bool
 }
 
 // Deleted reports whether retention deleted r's offsets before they were
@@ -78,10 +85,17 @@ func (r Range) String() string {
 	case r.Aborted:
 		return fmt.Sprintf("%s %s deleted, aborted", r.TopicPartition, r.Interval)
 	}
+	s := fmt.Sprintf("%s %s %d records", r.TopicPartition, r.Interval, r.Records)
 	if r.DeadLetters > 0 {
-		return fmt.Sprintf("%s %s %d records, %d dead letters", r.TopicPartition, r.Interval, r.Records, r.DeadLetters)
+		s += fmt.Sprintf(", %d dead letters", r.DeadLetters)
 	}
-	return fmt.Sprintf("%s %s %d records", r.TopicPartition, r.Interval, r.Records)
+	if r.Deletes > 0 {
+		s += fmt.Sprintf(", %d deletes", r.Deletes)
+	}
+	if r.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", r.Skipped)
+	}
+	return s
 }
 
 // SortRanges orders ranges by partition, then by low offset.
@@ -101,11 +115,12 @@ func SortRanges(rs []Range) {
 type Coverage struct {
 	// First is the lowest offset covered, Next the offset after the highest.
 	First, Next int64
-	// Ranges is the number of ranges, Records and DeadLetters the sums of
-	// their counts.
-	Ranges      int
-	Records     int64
-	DeadLetters int64
+	// Ranges is the number of ranges, Records, DeadLetters, Deletes and
+	// Skipped the sums of their counts.
+	Ranges           int
+	Records          int64
+	DeadLetters      int64
+	Deletes, Skipped int64
 	// Gaps are offsets between First and Next that no range covers.
 	Gaps []Interval
 	// Overlaps are offsets that more than one range covers.
@@ -137,6 +152,8 @@ func Cover(ranges []Range) Coverage {
 		c.Ranges++
 		c.Records += r.Records
 		c.DeadLetters += r.DeadLetters
+		c.Deletes += r.Deletes
+		c.Skipped += r.Skipped
 		if r.Lost && r.Len() > 0 {
 			c.Lost = appendMerged(c.Lost, r.Interval)
 		}
@@ -168,7 +185,8 @@ func appendMerged(ivs []Interval, iv Interval) []Interval {
 }
 
 // Validate checks a range on its own: a valid partition and Low <= High,
-// with no records in a lost range and no more records than offsets.
+// with no records in a lost range, and no more records (rows, dead
+// letters, deletes and skipped records together) than offsets.
 func (r Range) Validate() error {
 	switch {
 	case r.Topic == "":
@@ -177,12 +195,16 @@ func (r Range) Validate() error {
 		return fmt.Errorf("range %s: negative partition", r)
 	case r.Low < 0 || r.High < r.Low:
 		return fmt.Errorf("range %s: bounds must satisfy 0 <= low <= high", r)
-	case r.Records < 0 || r.DeadLetters < 0 || r.Records+r.DeadLetters > r.Len():
-		return fmt.Errorf("range %s: records and dead letters outside [0, %d]", r, r.Len())
-	case r.Deleted() && r.Records+r.DeadLetters != 0:
+	case r.Records < 0 || r.DeadLetters < 0 || r.Deletes < 0 || r.Skipped < 0 || r.counted() > r.Len():
+		return fmt.Errorf("range %s: records, dead letters, deletes and skipped records outside [0, %d]", r, r.Len())
+	case r.Deleted() && r.counted() != 0:
 		return fmt.Errorf("range %s: a deleted range has no records", r)
 	case r.Lost && r.Aborted:
 		return fmt.Errorf("range %s: lost and aborted at once", r)
 	}
 	return nil
 }
+
+// counted is the number of the range's offsets that held a record it
+// accounts for: rows, dead letters, deletes and skipped records.
+func (r Range) counted() int64 { return r.Records + r.DeadLetters + r.Deletes + r.Skipped }

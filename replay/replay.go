@@ -22,8 +22,8 @@ type Options struct {
 	// created empty when missing; Publish then makes it main's head.
 	Branch  string
 	Publish bool
-	// Fold is "" (every record a row) or snapshot.FoldLatest (a state
-	// table; see snapshot.PropFold).
+	// Fold is "" (every record a row) or mapping.FoldLatest (a state
+	// table of mode mapping.ModeFold).
 	Fold string
 	// PartitionBy, when set, is the partition spec of the target: a new
 	// table is created with it, this replay's own earlier target is
@@ -99,6 +99,14 @@ func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout) 
 	return snapshot.DeadLetterName(ident)
 }
 
+// mode is the mode of the table the replay writes.
+func (o Options) mode() mapping.Mode {
+	if o.Fold != "" {
+		return mapping.ModeFold
+	}
+	return mapping.ModeAppend
+}
+
 // Validate reports the first option of o that no replay can use, as an
 // *OptionError, a *BoundError or the sink's *connector.ConfigError, without
 // asking the brokers or the catalog. Run calls it first; a caller may call
@@ -107,8 +115,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Topic == "":
 		return &OptionError{Setting: SettingTopic, Want: "a topic name"}
-	case o.Fold != "" && o.Fold != snapshot.FoldLatest:
-		return &OptionError{Setting: SettingFold, Value: o.Fold, Want: snapshot.FoldLatest}
+	case o.Fold != "" && o.Fold != mapping.FoldLatest:
+		return &OptionError{Setting: SettingFold, Value: o.Fold, Want: mapping.FoldLatest}
 	case o.Fold != "" && o.Layout.Value != "" && o.Layout.Typed() && !o.Layout.RawValue:
 		// A tombstone deletes its key; decoded, it is a row of null
 		// columns, like a record whose fields are all null.

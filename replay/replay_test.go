@@ -370,7 +370,7 @@ func TestReplayFold(t *testing.T) {
 	e.Topic(topic, 2, nil)
 	want := keyedLog(e, topic)
 
-	res, err := e.replay("lake.state", replay.Options{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40}})
+	res, err := e.replay("lake.state", replay.Options{Topic: topic, Fold: mapping.FoldLatest, Sink: connector.Config{FlushRecords: 40}})
 	if err != nil || !res.Complete {
 		t.Fatalf("fold: %+v, %v", res, err)
 	}
@@ -398,7 +398,7 @@ func TestReplayFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	ident, _ := catalog.ParseIdent("lake.state2")
-	opts := replay.Options{Topic: topic, Fold: snapshot.FoldLatest, Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(),
+	opts := replay.Options{Topic: topic, Fold: mapping.FoldLatest, Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(),
 		OnCommit: func(snapshot.Result) {
 			if commits.Add(1) == 2 {
 				cancel()

@@ -127,20 +127,20 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 	name := strings.Join(ident, ".")
 	checkFold := func(t *snapshot.Table) error {
 		switch {
-		case t.Fold() == opts.Fold:
+		case t.Mode() == opts.mode():
 			return nil
 		case opts.Fold == "":
 			return &CheckError{Settings: []Setting{SettingFold, SettingTable},
-				Err: fmt.Errorf("table %s is a state table (%s=%s), and this replay writes every record", name, snapshot.PropFold, t.Fold())}
+				Err: fmt.Errorf("table %s is of mode %s, and this replay writes every record", name, t.Mode())}
 		default:
 			return &CheckError{Settings: []Setting{SettingFold, SettingTable},
-				Err: fmt.Errorf("table %s is not a state table, and this replay folds (%s=%s needs a new table or a state table)", name, snapshot.PropFold, opts.Fold)}
+				Err: fmt.Errorf("table %s is of mode %s, and this replay folds (%s=%s needs a new table or a state table)", name, t.Mode(), mapping.PropFold, opts.Fold)}
 		}
 	}
 	if opts.Branch == "" {
 		props := map[string]string{PropOf: opts.Topic}
 		if opts.Fold != "" {
-			props[snapshot.PropFold] = opts.Fold
+			props[mapping.PropFold] = opts.Fold
 		}
 		// An existing table is checked before its spec may change, and
 		// the dead-letter table before the target is created.

@@ -85,6 +85,11 @@ type Flush struct {
 	// per range; Ranges count them as DeadLetters. They go to
 	// CommitOptions.DeadLetters.
 	DeadLetters map[mapping.TopicPartition][]arrow.RecordBatch
+	// Deletes, for an upsert table, are the offsets of the rows in
+	// Batches, by partition, whose record deletes its key (a tombstone)
+	// instead of upserting it: such a row gives its key columns only.
+	// Ranges count them as Deletes.
+	Deletes map[mapping.TopicPartition][]int64
 }
 
 // TopicIDError reports a topic whose ID differs from the one the ledger
@@ -146,10 +151,13 @@ type CommitOptions struct {
 }
 
 // Commit writes the flush's batches as Parquet files, one file set per
-// partition, and commits them in one append snapshot on the table's branch
-// whose summary carries the ranges. It releases the batches. On a state
-// table (PropFold) the snapshot instead folds the batches into the table's
-// rows, replacing the data files it rewrites (see foldFiles).
+// partition, and commits them in one snapshot on the table's branch whose
+// summary carries the ranges. It releases the batches. What the snapshot
+// does with the rows depends on the table's mode (writeChanges): an append
+// table appends them; a state table of mapping.ModeFold folds them into
+// its rows, replacing the data files it rewrites (foldChanges); an upsert
+// table adds each key's latest row and equality deletes of every key the
+// flush touched, in one row delta (upsertChanges).
 //
 // The commit asserts the branch head it started from. When another commit
 // got in first, Commit reloads the table: if the ledger still ends where
@@ -191,39 +199,13 @@ func releaseAll(bs []arrow.RecordBatch) {
 }
 
 // commit makes the data table's commit of f, returning the dead-letter
-// files it lists.
+// files it lists: it checks the flush against the ledger, turns it into
+// changes for the table's mode (writeChanges), writes the dead letters and
+// the ledger properties, and applies the changes (apply).
 func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Result, dead []iceberg.DataFile, err error) {
-	if len(f.Ranges) == 0 {
-		return Result{}, nil, errors.New("commit: no ranges (floe never writes a snapshot without ranges)")
-	}
-	for tp, bs := range f.Batches {
-		rows := false
-		for _, b := range bs {
-			rows = rows || b.NumRows() > 0
-		}
-		if rows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Deleted() }) {
-			return Result{}, nil, fmt.Errorf("commit: rows of %s have no range", tp)
-		}
-	}
-	for tp, fs := range f.Files {
-		if len(fs) > 0 && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Deleted() }) {
-			return Result{}, nil, fmt.Errorf("commit: data files of %s have no range", tp)
-		}
-	}
-	if len(f.Files) > 0 && (f.Writer == nil || len(f.Batches) > 0 || t.Fold() != "") {
-		return Result{}, nil, errors.New("commit: streamed files need their Writer, and no batches, on a table that is not a state table")
-	}
-	deadRows := false
-	for tp, bs := range f.DeadLetters {
-		for _, b := range bs {
-			deadRows = deadRows || b.NumRows() > 0
-		}
-		if deadRows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && r.DeadLetters > 0 }) {
-			return Result{}, nil, fmt.Errorf("commit: dead letters of %s have no range", tp)
-		}
-	}
-	if deadRows && opts.DeadLetters == nil {
-		return Result{}, nil, errors.New("commit: the flush has dead letters and no dead-letter table")
+	deadRows, err := t.checkFlush(f, opts)
+	if err != nil {
+		return Result{}, nil, err
 	}
 	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges, TopicIDs: f.TopicIDs}}
 	log := opts.Logger
@@ -237,71 +219,24 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			return res, nil, err
 		}
 	}
-	if f.Writer != nil && !t.fits(f.Writer, f.Schema) {
-		// The files may have been written for a schema committed since
-		// the table was last loaded (ReserveSchema): judge them by the
-		// table as it is now.
-		if err := t.Refresh(ctx); err != nil {
-			return res, dead, err
-		}
-	}
-	// The ledger as last loaded must end where this flush starts. Normally
-	// the caller read it there; if the table was reloaded since and another
-	// writer had advanced, the branch-head assertion alone would not notice.
-	l, err := t.Ledger()
+	known, err := t.checkStart(ctx, log, f, opts.InLedger, res.Commit)
 	if err != nil {
-		return res, dead, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), res.Commit.ID, err)
-	}
-	for topic, id := range f.TopicIDs {
-		if err := CheckTopicID(t.Name(), l, topic, id); err != nil {
-			return res, dead, err
-		}
-	}
-	known := l.Next()
-	for _, tp := range opts.InLedger {
-		if _, ok := known[tp]; !ok {
-			known[tp] = -1 // gone already: settle fences
-		}
-	}
-	if _, err := t.settle(ctx, log, res.Commit, known, nil); err != nil {
-		return res, dead, err
+		return res, nil, err
 	}
 
-	// The schema the files are written for: the table's, evolved to take
-	// the flush's columns.
-	_, target, err := t.stage(f.Schema)
-	if err != nil {
-		return res, dead, err
-	}
-	writtenFor := t.writeShape(f)
-	write := t.appendFiles
-	if t.Fold() != "" {
-		write = t.foldFiles
-	}
 	start := time.Now()
-	var st staged
-	if f.Writer != nil {
-		for _, fs := range f.Files {
-			st.add = append(st.add, fs...)
-		}
-		for _, df := range st.add {
-			st.rows += df.Count()
-		}
-	} else {
-		st, err = write(ctx, target, f.Batches)
-	}
+	ch, err := t.writeChanges(ctx, f)
 	res.WriteTime = time.Since(start)
-	files := st.add
 	if err != nil {
-		t.removeFiles(ctx, opts.Logger, files)
-		return res, dead, fmt.Errorf("write data files of %s: %w", t.Name(), err)
+		t.removeFiles(ctx, log, ch.files())
+		return res, nil, fmt.Errorf("write data files of %s: %w", t.Name(), err)
 	}
 	if deadRows {
 		// Written before the commit that lists them, and removed with the
 		// data files when that commit is fenced.
 		if dead, err = writeDeadLetters(ctx, opts.DeadLetters.tbl, f.DeadLetters, res.Commit.ID); err != nil {
-			t.removeFiles(ctx, opts.Logger, files)
-			opts.DeadLetters.removeFiles(ctx, opts.Logger, dead)
+			t.removeFiles(ctx, log, ch.files())
+			opts.DeadLetters.removeFiles(ctx, log, dead)
 			return res, nil, fmt.Errorf("write dead-letter files of %s into %s: %w", t.Name(), opts.DeadLetters.Name(), err)
 		}
 		for _, df := range dead {
@@ -309,15 +244,15 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		}
 		res.Commit.DeadLetterTable = opts.DeadLetters.Name()
 		defer func() {
-			if _, fenced := errors.AsType[*FencedError](err); fenced {
-				opts.DeadLetters.removeFiles(ctx, opts.Logger, dead)
+			if _, fenced := errors.AsType[*FencedError](err); fenced || errors.Is(err, ErrSchemaMoved) {
+				opts.DeadLetters.removeFiles(ctx, log, dead)
 			}
 		}()
 	}
 	props, rangesPath, err := t.encodeCommit(ctx, res.Commit)
 	if err != nil {
-		t.removeFiles(ctx, opts.Logger, files)
-		opts.DeadLetters.removeFiles(ctx, opts.Logger, dead)
+		t.removeFiles(ctx, log, ch.files())
+		opts.DeadLetters.removeFiles(ctx, log, dead)
 		return res, nil, err
 	}
 	if rangesPath != "" {
@@ -329,15 +264,99 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			}
 		}()
 	}
-	for _, df := range files {
-		res.Bytes += df.FileSizeBytes()
-	}
-	res.Rows = st.rows
-	res.Files = len(files)
+	res.Rows, res.Files, res.Bytes = ch.Rows, len(ch.Add), ch.bytes()
 
 	start = time.Now()
 	defer func() { res.CommitTime = time.Since(start) }()
-	maxAttempts := opts.MaxAttempts
+	return res, dead, t.apply(ctx, log, f, ch, props, known, opts.MaxAttempts, &res)
+}
+
+// checkFlush checks that f is a flush the table can commit, and reports
+// whether it has dead-letter rows.
+func (t *Table) checkFlush(f Flush, opts CommitOptions) (deadRows bool, err error) {
+	if len(f.Ranges) == 0 {
+		return false, errors.New("commit: no ranges (floe never writes a snapshot without ranges)")
+	}
+	for tp, bs := range f.Batches {
+		rows := false
+		for _, b := range bs {
+			rows = rows || b.NumRows() > 0
+		}
+		if rows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Deleted() }) {
+			return false, fmt.Errorf("commit: rows of %s have no range", tp)
+		}
+	}
+	for tp, fs := range f.Files {
+		if len(fs) > 0 && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && !r.Deleted() }) {
+			return false, fmt.Errorf("commit: data files of %s have no range", tp)
+		}
+	}
+	if len(f.Files) > 0 && (f.Writer == nil || len(f.Batches) > 0 || t.mode != mapping.ModeAppend) {
+		return false, errors.New("commit: streamed files need their Writer, and no batches, on an append table")
+	}
+	if len(f.Deletes) > 0 && t.mode != mapping.ModeUpsert {
+		return false, fmt.Errorf("commit: rows that delete their key, into table %s of mode %s", t.Name(), t.mode)
+	}
+	for tp, bs := range f.DeadLetters {
+		for _, b := range bs {
+			deadRows = deadRows || b.NumRows() > 0
+		}
+		if deadRows && !slices.ContainsFunc(f.Ranges, func(r mapping.Range) bool { return r.TopicPartition == tp && r.DeadLetters > 0 }) {
+			return false, fmt.Errorf("commit: dead letters of %s have no range", tp)
+		}
+	}
+	if deadRows && opts.DeadLetters == nil {
+		return false, errors.New("commit: the flush has dead letters and no dead-letter table")
+	}
+	return deadRows, nil
+}
+
+// checkStart checks, before anything is written, that the ledger as last
+// loaded ends where f starts (settle) and that f's topics are those the
+// ledger was read from. It returns each partition's next offset in the
+// ledger then (-1 for a partition of inLedger no longer in it), which
+// every later settle checks against.
+func (t *Table) checkStart(ctx context.Context, log *slog.Logger, f Flush, inLedger []mapping.TopicPartition, c mapping.Commit) (map[mapping.TopicPartition]int64, error) {
+	if f.Writer != nil && !t.fits(f.Writer, f.Schema) {
+		// The files may have been written for a schema committed since
+		// the table was last loaded (ReserveSchema): judge them by the
+		// table as it is now.
+		if err := t.Refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// The ledger as last loaded must end where this flush starts. Normally
+	// the caller read it there; if the table was reloaded since and another
+	// writer had advanced, the branch-head assertion alone would not notice.
+	l, err := t.Ledger()
+	if err != nil {
+		return nil, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), c.ID, err)
+	}
+	for topic, id := range f.TopicIDs {
+		if err := CheckTopicID(t.Name(), l, topic, id); err != nil {
+			return nil, err
+		}
+	}
+	known := l.Next()
+	for _, tp := range inLedger {
+		if _, ok := known[tp]; !ok {
+			known[tp] = -1 // gone already: settle fences
+		}
+	}
+	if _, err := t.settle(ctx, log, c, known, nil); err != nil {
+		return nil, err
+	}
+	return known, nil
+}
+
+// apply commits ch, whose snapshot summary is props, asserting the branch
+// head each attempt starts from. When another commit got in first, it
+// reloads the table: if the ledger still ends where each of the flush's
+// ranges starts (known), it tries again with the same files (written
+// again when the schema or spec they were written for changed: refit);
+// otherwise it deletes them and returns a *FencedError. It knows nothing
+// of modes: ch says what one snapshot adds, removes and deletes.
+func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes, props iceberg.Properties, known map[mapping.TopicPartition]int64, maxAttempts int, res *Result) error {
 	if maxAttempts <= 0 {
 		maxAttempts = 30
 	}
@@ -353,7 +372,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		res.Attempts = attempt
 		if attempt > 1 {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return res, dead, fmt.Errorf("commit %s to %s: %w (last error: %w)", res.Commit.ID, t.Name(), err, lastErr)
+				return fmt.Errorf("commit %s to %s: %w (last error: %w)", res.Commit.ID, t.Name(), err, lastErr)
 			}
 			if err := t.Refresh(ctx); err != nil {
 				lastErr = err
@@ -373,42 +392,31 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			}
 			// The failed attempt may have been applied (an unknown
 			// outcome), or another writer may have fenced this one.
-			applied, err := t.settle(ctx, log, res.Commit, known, files)
+			applied, err := t.settle(ctx, log, res.Commit, known, ch.files())
 			if applied != nil {
 				res.Commit = *applied
 			}
 			if err != nil || applied != nil {
-				return res, dead, err
+				return err
 			}
 			if errs >= maxErrors {
 				break
 			}
 		}
-		if f.Writer != nil {
-			if !t.fits(f.Writer, f.Schema) {
-				t.removeFiles(ctx, log, files)
-				opts.DeadLetters.removeFiles(ctx, log, dead)
-				return res, nil, fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), ErrSchemaMoved)
-			}
-		} else if t.writeShape(f) != writtenFor {
-			// Another writer changed the schema or the partition spec:
-			// the files carry field IDs of a schema, or partition values
-			// of a spec, this commit would not produce. Write them again
-			// for the ones it would.
-			if st, err = t.rewrite(ctx, log, f, st, write); err != nil {
-				return res, dead, err
-			}
-			files, writtenFor = st.add, t.writeShape(f)
+		var err error
+		if ch, err = t.refit(ctx, log, f, ch); err != nil {
+			return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 		}
-		snap, err := t.commitOnce(ctx, st, props, f.Schema)
+		res.Rows, res.Files, res.Bytes = ch.Rows, len(ch.Add), ch.bytes()
+		snap, err := t.commitOnce(ctx, ch, props, f.Schema)
 		if err == nil {
 			res.Commit.SnapshotID = snap.SnapshotID
 			res.Commit.CommittedAt = time.UnixMilli(snap.TimestampMs).UTC()
-			return res, dead, nil
+			return nil
 		}
 		lastErr = err
 		if ctx.Err() != nil {
-			return res, dead, fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
+			return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 		}
 		conflict := isConflict(err)
 		if !conflict {
@@ -420,18 +428,18 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	// A last look: the final attempt may have been applied after all, or
 	// failed because another writer fenced this one.
 	if err := t.Refresh(ctx); err == nil {
-		applied, err := t.settle(ctx, log, res.Commit, known, files)
+		applied, err := t.settle(ctx, log, res.Commit, known, ch.files())
 		if applied != nil {
 			res.Commit = *applied
-			return res, dead, nil
+			return nil
 		}
 		if err != nil {
-			return res, dead, err
+			return err
 		}
-		return res, dead, fmt.Errorf("commit %s to %s: gave up after %d attempts; the ledger does not hold it, so its data files are orphans for maintenance: %w",
+		return fmt.Errorf("commit %s to %s: gave up after %d attempts; the ledger does not hold it, so its data files are orphans for maintenance: %w",
 			res.Commit.ID, t.Name(), res.Attempts, lastErr)
 	}
-	return res, dead, fmt.Errorf("commit %s to %s: gave up after %d attempts; whether the last one was applied is unknown until the table can be read again, and the next run resumes from the ledger either way: %w",
+	return fmt.Errorf("commit %s to %s: gave up after %d attempts; whether the last one was applied is unknown until the table can be read again, and the next run resumes from the ledger either way: %w",
 		res.Commit.ID, t.Name(), res.Attempts, lastErr)
 }
 
@@ -473,15 +481,6 @@ func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, 
 	return nil, nil
 }
 
-// staged is what one commit applies: data files written before the first
-// attempt, and live data files they replace (a fold's rewritten files).
-type staged struct {
-	add, remove []iceberg.DataFile
-	// rows is the number of rows the flush contributes: every row of an
-	// append; the latest values written by a fold.
-	rows int64
-}
-
 // stage returns a transaction on the table's branch with the schema
 // changes that let it take rows of schema want applied (none for a nil
 // want), and the table as it will be with them. A want the table's schema
@@ -521,82 +520,12 @@ func (t *Table) stageOn(base *table.Table, want *iceberg.Schema) (*table.Transac
 	return txn, staged.Table, nil
 }
 
-// rewrite removes the files of st and writes the flush again for the
-// schema the table (as reloaded) would have with the flush's changes.
-func (t *Table) rewrite(ctx context.Context, log *slog.Logger, f Flush, st staged, write func(context.Context, *table.Table, map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error)) (staged, error) {
-	t.removeFiles(ctx, log, st.add)
-	_, target, err := t.stage(f.Schema)
-	if err != nil {
-		return staged{}, err
-	}
-	st, err = write(ctx, target, f.Batches)
-	if err != nil {
-		t.removeFiles(ctx, log, st.add)
-		return staged{}, fmt.Errorf("write data files of %s again for its new schema: %w", t.Name(), err)
-	}
-	return st, nil
-}
-
-func (t *Table) commitOnce(ctx context.Context, st staged, props iceberg.Properties, want *iceberg.Schema) (*table.Snapshot, error) {
-	txn, _, err := t.stage(want)
-	if err != nil {
-		return nil, err
-	}
-	if err := txn.AssertRefSnapshotID(t.branch); err != nil {
-		return nil, err
-	}
-	files := st.add
-	switch {
-	case len(st.remove) > 0:
-		// One overwrite snapshot: the replaced files leave, the new ones
-		// arrive. It fails if a replaced file is no longer live.
-		err = txn.ReplaceDataFilesWithDataFiles(ctx, st.remove, files, props, table.WithoutDuplicateCheck())
-	case len(files) == 0:
-		// A snapshot with no files still carries ranges of offsets that
-		// produced no rows (markers, aborted records, losses). With no file
-		// to add there is no duplicate to look for: the check would read
-		// every manifest of the table.
-		err = txn.AddFiles(ctx, nil, props, true)
-	default:
-		// File names are random UUIDs, so the duplicate check, which reads
-		// every manifest of the table, would only cost time.
-		err = txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
-	}
-	if err != nil {
-		return nil, err
-	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return nil, err
-	}
-	snap := tbl.Metadata().SnapshotByName(t.branch)
-	if snap == nil {
-		return nil, fmt.Errorf("commit succeeded but branch %s has no head", t.branch)
-	}
-	if err := t.adoptCommitted(ctx, tbl); err != nil {
-		// The commit is applied; the retry's reload and settle find it.
-		return nil, fmt.Errorf("commit applied, but loading the table it produced failed: %w", err)
-	}
-	return snap, nil
-}
-
 // isConflict reports whether err is a lost optimistic-concurrency race.
 // iceberg-go's SQL catalog reports a stale branch head as a plain
 // "requirement failed" error, not ErrCommitFailed.
 func isConflict(err error) bool {
 	// Its schema requirement says "Requirement failed" (capitalised).
 	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(strings.ToLower(err.Error()), "requirement failed")
-}
-
-// appendFiles stages an append to target (the table, with the flush's
-// schema changes): every row of every batch.
-func (t *Table) appendFiles(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
-	files, err := writeFiles(ctx, target, batches)
-	st := staged{add: files}
-	for _, df := range files {
-		st.rows += df.Count()
-	}
-	return st, err
 }
 
 // writeFiles writes each batch into data files of target of its own, in

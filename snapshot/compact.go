@@ -110,7 +110,7 @@ func (e *CompactConflictError) Error() string {
 func (e *CompactConflictError) Is(target error) bool { return target == ErrCompactConflict }
 
 // ErrCompactUnsupported is returned for a table Compact does not rewrite: a
-// state table (PropFold), whose folds rewrite its files themselves.
+// state table (mapping.ModeFold), whose folds rewrite its files themselves.
 var ErrCompactUnsupported = errors.New("compaction not supported")
 
 // IsCompaction reports whether a snapshot of the table, live or expired
@@ -160,8 +160,14 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if err := t.Refresh(ctx); err != nil {
 		return res, err
 	}
-	if f := t.Fold(); f != "" {
-		return res, fmt.Errorf("compact %s: it is a state table (%s=%s), whose folds rewrite its files themselves: %w", t.Name(), PropFold, f, ErrCompactUnsupported)
+	switch t.mode {
+	case mapping.ModeAppend:
+	case mapping.ModeFold:
+		return res, fmt.Errorf("compact %s: it is a state table (%s=%s), whose folds rewrite its files themselves: %w", t.Name(), mapping.PropFold, mapping.FoldLatest, ErrCompactUnsupported)
+	default:
+		// Rewriting an upsert table's files would have to apply its
+		// deletes to them first.
+		return res, fmt.Errorf("compact %s: this floe compacts append tables, and it is of mode %s: %w", t.Name(), t.mode, ErrCompactUnsupported)
 	}
 	ix, err := t.compactionLedger(ctx)
 	if err != nil {

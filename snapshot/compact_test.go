@@ -353,7 +353,7 @@ func typedRows(t *testing.T, tbl *snapshot.Table) []string {
 
 // TestCompactRefusesStateTables: a state table's folds rewrite its files.
 func TestCompactRefusesStateTables(t *testing.T) {
-	tbl := openTestTable(t, tempCatalog(t), "lake.state", snapshot.OpenOptions{Create: true, Properties: map[string]string{snapshot.PropFold: snapshot.FoldLatest}})
+	tbl := openTestTable(t, tempCatalog(t), "lake.state", snapshot.OpenOptions{Create: true, Properties: map[string]string{mapping.PropFold: mapping.FoldLatest}})
 	if _, err := tbl.Compact(t.Context(), snapshot.CompactOptions{}); !errors.Is(err, snapshot.ErrCompactUnsupported) {
 		t.Errorf("err = %v", err)
 	}

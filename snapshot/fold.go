@@ -19,30 +19,21 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// PropFold is the table property that makes a floe table a state table, and
-// FoldLatest its only value so far.
-//
-// A state table holds, per topic partition and key, the row of the latest
-// record with that key (KTable semantics): a record with a null value (a
-// tombstone) deletes the key, and records with a null key are dropped, as a
-// KTable drops them. Keys are folded per partition, as Kafka Streams keeps a
-// KTable's state per partition, so every data file still holds one partition.
+// A state table of mode mapping.ModeFold (mapping.PropFold=FoldLatest)
+// holds, per topic partition and key, the row of the latest record with
+// that key (KTable semantics): a record with a null value (a tombstone)
+// deletes the key, and records with a null key are dropped, as a KTable
+// drops them. Keys are folded per partition, as Kafka Streams keeps a
+// KTable's state per partition, so every data file still holds one
+// partition.
 //
 // Every commit to a state table still carries the ranges of the log it
 // folded, with Records counting the records folded (not the rows left, which
 // later commits may supersede), so the ledger stays gapless and auditable;
 // the rows of a state table are a subset of its ranges' records, unique per
 // (topic, partition, key).
-const (
-	PropFold   = "floe.fold"
-	FoldLatest = "latest"
-)
 
-// Fold is how the table folds the log: empty for an event table (every
-// record is a row), FoldLatest for a state table.
-func (t *Table) Fold() string { return t.tbl.Properties()[PropFold] }
-
-// foldFiles stages a fold of the flush's batches into the table's rows.
+// foldChanges stages a fold of the flush's batches into the table's rows.
 //
 // Per partition, the batch's latest record per key decides: the key's row in
 // the table (if any) goes, and the latest record becomes its row unless it is
@@ -52,11 +43,8 @@ func (t *Table) Fold() string { return t.tbl.Properties()[PropFold] }
 // the batch (itself bounded by the flush policy) plus one decoded batch of a
 // data file at a time, never by the key space: a long fold is a sequence of
 // such passes, one per flush, each an atomic snapshot.
-func (t *Table) foldFiles(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) (staged, error) {
-	var st staged
-	if f := t.Fold(); f != FoldLatest {
-		return st, fmt.Errorf("table %s has %s=%q; this floe folds only %q", t.Name(), PropFold, f, FoldLatest)
-	}
+func (t *Table) foldChanges(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch) (Changes, error) {
+	var st Changes
 	head := t.Head()
 	for _, tp := range slices.SortedFunc(maps.Keys(batches), mapping.TopicPartition.Compare) {
 		// A state table's files do not follow ranges: one pass per
@@ -86,14 +74,14 @@ func (t *Table) foldFiles(ctx context.Context, target *table.Table, batches map[
 		}
 		files, err := t.writeFold(ctx, target, head, tp, touched, keys, newRows)
 		newRows.Release()
-		st.add = append(st.add, files...)
+		st.Add = append(st.Add, files...)
 		if err != nil {
 			return st, fmt.Errorf("fold %s: %w", tp, err)
 		}
 		for _, task := range touched {
-			st.remove = append(st.remove, task.File)
+			st.Remove = append(st.Remove, task.File)
 		}
-		st.rows += int64(len(latest))
+		st.Rows += int64(len(latest))
 	}
 	return st, nil
 }

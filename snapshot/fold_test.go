@@ -10,9 +10,9 @@ import (
 func TestFoldLatest(t *testing.T) {
 	cat := tempCatalog(t)
 	tbl := openTestTable(t, cat, "lake.state", snapshot.OpenOptions{Create: true,
-		Properties: map[string]string{snapshot.PropFold: snapshot.FoldLatest}})
-	if tbl.Fold() != snapshot.FoldLatest {
-		t.Fatalf("fold %q", tbl.Fold())
+		Properties: map[string]string{mapping.PropFold: mapping.FoldLatest}})
+	if tbl.Mode() != mapping.ModeFold {
+		t.Fatalf("mode %q", tbl.Mode())
 	}
 	iv := func(lo, hi int64) mapping.Interval { return mapping.Interval{Low: lo, High: hi} }
 

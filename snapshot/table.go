@@ -66,6 +66,10 @@ type Table struct {
 	// its rows, for the table's current schema (schemaID).
 	layout   mapping.Layout
 	schemaID int
+	// mode is the table's mode, and key an upsert table's key; both are
+	// fixed when the table is created.
+	mode mapping.Mode
+	key  mapping.UpsertKey
 	// ledger is the ledger last decoded (see Ledger).
 	ledger *ledgerCache
 	// fsys opens the table's storage as the table last loaded from the
@@ -85,7 +89,7 @@ type OpenOptions struct {
 	// Branch is the branch read and written; empty means main.
 	Branch string
 	// Properties are set, beside TableProperties(), on a table Create creates
-	// (for example PropFold, or a replay's marker). An existing table keeps
+	// (for example mapping.PropFold, or a replay's marker). An existing table keeps
 	// its own.
 	Properties map[string]string
 	// Layout is how the table holds records. A table Create creates gets it
@@ -108,6 +112,15 @@ type OpenOptions struct {
 	// Logger receives a change of the partition spec; nil:
 	// slog.Default().
 	Logger *slog.Logger
+	// Mode is the table's mode. A table Create creates gets it (empty:
+	// mapping.ModeAppend); an existing table of another mode is a
+	// *mapping.ModeError. Empty accepts an existing table's mode.
+	Mode mapping.Mode
+	// Key is the key of an upsert table (Mode mapping.ModeUpsert): a
+	// table Create creates gets it as identifier fields and
+	// mapping.PropUpsertKey; an existing table with another key is a
+	// *KeyChangeError. Nil accepts an existing table's key.
+	Key *mapping.UpsertKey
 }
 
 // ErrTableNotFound is matched (errors.Is) when Open finds no table of the
@@ -147,7 +160,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		if err := opts.CheckNew(); err != nil {
 			return nil, err
 		}
-		tbl, err = create(ctx, cat, ident, want, opts.Schema, opts.Properties, opts.PartitionBy)
+		tbl, err = create(ctx, cat, ident, want, opts)
 	}
 	if err != nil {
 		if isNoSuchTable(err) {
@@ -172,11 +185,15 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if err := layout.Check(tbl.Schema()); err != nil {
 		return nil, fmt.Errorf("table %s cannot hold floe rows: %w (sink into a new table, or fix its schema)", name, err)
 	}
+	mode, key, err := checkMode(name, tbl, opts)
+	if err != nil {
+		return nil, err
+	}
 	branch := opts.Branch
 	if branch == "" {
 		branch = table.MainBranch
 	}
-	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout}
+	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout, mode: mode, key: key}
 	if err := t.adoptLoaded(ctx, tbl); err != nil {
 		return nil, err
 	}
@@ -230,9 +247,10 @@ func checkNewIdent(ident table.Identifier) error {
 	return nil
 }
 
-// create creates the table of layout (of schema, nil: the layout's) with
-// properties extra, partitioned by pb (nil: unpartitioned).
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, schema *iceberg.Schema, extra map[string]string, pb *mapping.PartitionBy) (*table.Table, error) {
+// create creates the table of layout and opts (its schema, nil: the
+// layout's; its properties, mode and key; partitioned by opts.PartitionBy,
+// nil: unpartitioned).
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, opts OpenOptions) (*table.Table, error) {
 	if err := checkNewIdent(ident); err != nil {
 		return nil, err
 	}
@@ -246,20 +264,25 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 		// tables look the same.
 		maps.Copy(props, layout.Properties())
 	}
-	maps.Copy(props, extra)
+	maps.Copy(props, opts.Properties)
+	schema := opts.Schema
 	if schema == nil {
 		schema = layout.Schema()
 	}
-	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
-	if pb != nil {
+	schema, err := withMode(props, schema, opts)
+	if err != nil {
+		return nil, err
+	}
+	copts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+	if pb := opts.PartitionBy; pb != nil {
 		spec, err := newSpec(schema, *pb)
 		if err != nil {
 			return nil, err
 		}
 		props[mapping.PropPartitionBy] = pb.String()
-		opts = append(opts, catalog.WithPartitionSpec(spec))
+		copts = append(copts, catalog.WithPartitionSpec(spec))
 	}
-	tbl, err := cat.CreateTable(ctx, ident, schema, opts...)
+	tbl, err := cat.CreateTable(ctx, ident, schema, copts...)
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		// Another floe process created it first.
 		return cat.LoadTable(ctx, ident)
@@ -291,6 +314,13 @@ func (t *Table) ArrowSchema() *arrow.Schema { return t.schema }
 
 // Layout is how the table holds records.
 func (t *Table) Layout() mapping.Layout { return t.layout }
+
+// Mode is the table's mode (mapping.PropMode).
+func (t *Table) Mode() mapping.Mode { return t.mode }
+
+// UpsertKey is the key of an upsert table (mapping.PropUpsertKey); the
+// zero key for a table of another mode.
+func (t *Table) UpsertKey() mapping.UpsertKey { return t.key }
 
 // Refresh reloads the table's metadata from the catalog.
 func (t *Table) Refresh(ctx context.Context) error {

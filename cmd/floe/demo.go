@@ -391,7 +391,7 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	}
 
 	fmt.Fprintf(w, "\n$ floe replay --topic %s --table lake.orders_state --fold latest\n", topic)
-	res, err = replayInto("lake.orders_state", snapshot.FoldLatest)
+	res, err = replayInto("lake.orders_state", mapping.FoldLatest)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -226,8 +227,8 @@ func TestReplayCommandBranchPublishAndFold(t *testing.T) {
 		}
 		keys[id] = true
 	}
-	if state.Fold() != snapshot.FoldLatest || len(keys) == 0 || len(keys) >= 412 || !strings.Contains(out, "replayed") {
-		t.Fatalf("state table: fold %q, %d keys\n%s", state.Fold(), len(keys), out)
+	if state.Mode() != mapping.ModeFold || len(keys) == 0 || len(keys) >= 412 || !strings.Contains(out, "replayed") {
+		t.Fatalf("state table: mode %q, %d keys\n%s", state.Mode(), len(keys), out)
 	}
 }
 

@@ -104,7 +104,14 @@ func (e *Env) OpenTable(name string, opts snapshot.OpenOptions) *snapshot.Table 
 // creating it, and its dead-letter table (snapshot.DeadLetterName).
 func (e *Env) TypedTable(name string, l mapping.Layout) (tbl, dlq *snapshot.Table) {
 	e.T.Helper()
-	tbl = e.OpenTable(name, snapshot.OpenOptions{Create: true, Layout: l})
+	return e.TableWithDeadLetters(name, snapshot.OpenOptions{Create: true, Layout: l})
+}
+
+// TableWithDeadLetters opens the floe table name ("namespace.table") with
+// opts, and its dead-letter table (snapshot.DeadLetterName), creating it.
+func (e *Env) TableWithDeadLetters(name string, opts snapshot.OpenOptions) (tbl, dlq *snapshot.Table) {
+	e.T.Helper()
+	tbl = e.OpenTable(name, opts)
 	ident, err := catalog.ParseIdent(name)
 	if err != nil {
 		e.T.Fatal(err)

@@ -24,7 +24,7 @@ import (
 func (e *Env) LegacyStateTable(name string) *snapshot.Table {
 	e.T.Helper()
 	return e.OpenTable(name, snapshot.OpenOptions{Create: true,
-		Properties: map[string]string{snapshot.PropFold: snapshot.FoldLatest}})
+		Properties: map[string]string{mapping.PropFold: mapping.FoldLatest}})
 }
 
 // FoldLegacy folds topic's log into tbl, a LegacyStateTable, as floe's

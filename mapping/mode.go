@@ -1,0 +1,174 @@
+package mapping
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+)
+
+// Mode is how a table holds the log: what a commit does with a flush's
+// records. Code that behaves differently per mode switches on it and
+// refuses a mode it does not handle, so that a new mode never takes a
+// branch meant for another.
+type Mode string
+
+// The table modes.
+const (
+	// ModeAppend: every record is a row (an event table). A table that
+	// records no mode is one.
+	ModeAppend Mode = "append"
+	// ModeFold: a copy-on-write state table of floe before upsert tables
+	// (PropFold=FoldLatest): each commit rewrites the data files that hold
+	// the keys it folds. Still read and written (replay --fold latest).
+	ModeFold Mode = "fold"
+	// ModeUpsert: one row per key, the latest record's, kept with
+	// equality deletes committed in the same snapshot as the rows
+	// (UpsertKey names the key).
+	ModeUpsert Mode = "upsert"
+)
+
+// Table properties of the mode.
+const (
+	// PropMode records a table's Mode. Absent, the table is ModeAppend,
+	// or ModeFold when PropFold says so.
+	PropMode = "floe.mode"
+	// PropFold is the property that made a table a state table before
+	// PropMode existed; FoldLatest its only value.
+	PropFold   = "floe.fold"
+	FoldLatest = "latest"
+	// PropUpsertKey records the key of an upsert table (UpsertKey.String).
+	PropUpsertKey = "floe.upsert-key"
+)
+
+// ParseMode parses a mode as a user names it (--mode).
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeAppend, ModeUpsert, ModeFold:
+		return m, nil
+	}
+	return "", &LayoutError{Setting: "table", Value: s, Want: "append or upsert"}
+}
+
+// ModeOf returns the mode a table's properties record. A PropMode this
+// floe does not know is an error, never read as another mode.
+func ModeOf(props iceberg.Properties) (Mode, error) {
+	fold := props[PropFold]
+	if fold != "" && fold != FoldLatest {
+		return "", fmt.Errorf("table property %s=%q: this floe folds only %q (a newer floe wrote it)", PropFold, fold, FoldLatest)
+	}
+	m, ok := props[PropMode]
+	switch {
+	case !ok && fold != "":
+		return ModeFold, nil
+	case !ok:
+		return ModeAppend, nil
+	}
+	mode := Mode(m)
+	switch mode {
+	case ModeAppend, ModeUpsert:
+	case ModeFold:
+		if fold == "" {
+			return "", fmt.Errorf("table property %s=%s without %s=%s", PropMode, m, PropFold, FoldLatest)
+		}
+	default:
+		return "", fmt.Errorf("table property %s=%q: this floe knows modes append, fold and upsert (a newer floe wrote it)", PropMode, m)
+	}
+	if fold != "" && mode != ModeFold {
+		return "", fmt.Errorf("table properties %s=%s and %s=%s contradict each other", PropMode, m, PropFold, fold)
+	}
+	return mode, nil
+}
+
+// ModeError reports a write of one mode into a table of another.
+type ModeError struct {
+	Table string
+	// Table is of mode Has; the writer asked for Want.
+	Has, Want Mode
+}
+
+func (e *ModeError) Error() string {
+	return fmt.Sprintf("table %s is of mode %s, and this run writes mode %s: a table keeps the mode it was created with; write into a new table, or run with --mode %s",
+		e.Table, e.Has, e.Want, e.Has)
+}
+
+// KeySource says where the values of an upsert table's key columns come
+// from.
+type KeySource string
+
+// The key sources.
+const (
+	// KeyFromKafkaKey: the key column is kafka_key itself (--key string
+	// or raw).
+	KeyFromKafkaKey KeySource = "kafka-key"
+	// KeyFromKeyFields: one column per field of the decoded key struct
+	// (--key json or registry), named after the field.
+	KeyFromKeyFields KeySource = "key"
+	// KeyFromValue: value columns named by --id-columns.
+	KeyFromValue KeySource = "columns"
+)
+
+// UpsertKey is the key of an upsert table: the columns that identify a
+// row (the Iceberg schema's identifier fields) and where their values come
+// from. Its text form, the value of PropUpsertKey, is "kafka-key",
+// "key:a,b" or "columns:a,b".
+type UpsertKey struct {
+	Source KeySource
+	// Columns are the top-level key columns, in order.
+	Columns []string
+}
+
+func (k UpsertKey) String() string {
+	if k.Source == KeyFromKafkaKey {
+		return string(KeyFromKafkaKey)
+	}
+	return string(k.Source) + ":" + strings.Join(k.Columns, ",")
+}
+
+// Equal reports whether k and o are the same key.
+func (k UpsertKey) Equal(o UpsertKey) bool {
+	return k.Source == o.Source && slices.Equal(k.Columns, o.Columns)
+}
+
+// ParseUpsertKey parses the value of PropUpsertKey.
+func ParseUpsertKey(s string) (UpsertKey, error) {
+	if s == string(KeyFromKafkaKey) {
+		return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
+	}
+	src, cols, ok := strings.Cut(s, ":")
+	k := UpsertKey{Source: KeySource(src)}
+	if !ok || (k.Source != KeyFromKeyFields && k.Source != KeyFromValue) || cols == "" {
+		return UpsertKey{}, fmt.Errorf("table property %s=%q: want kafka-key, key:COLUMNS or columns:COLUMNS", PropUpsertKey, s)
+	}
+	k.Columns = strings.Split(cols, ",")
+	if slices.Contains(k.Columns, "") {
+		return UpsertKey{}, fmt.Errorf("table property %s=%q: an empty column name", PropUpsertKey, s)
+	}
+	return k, nil
+}
+
+// UpsertKeyOf returns the key an upsert table's properties record.
+func UpsertKeyOf(props iceberg.Properties) (UpsertKey, error) {
+	v, ok := props[PropUpsertKey]
+	if !ok {
+		return UpsertKey{}, fmt.Errorf("an upsert table without table property %s", PropUpsertKey)
+	}
+	return ParseUpsertKey(v)
+}
+
+// Change is what one record does to its key's row in an upsert table.
+type Change int8
+
+// The changes.
+const (
+	// ChangeUpsert makes the record its key's row (Range.Records).
+	ChangeUpsert Change = iota
+	// ChangeDelete deletes the key's row (Range.Deletes): a tombstone,
+	// or a change event of a delete. Its row carries the key columns.
+	ChangeDelete
+	// ChangeSkip ignores the record on purpose, without a row
+	// (Range.Skipped): the tombstone that follows a change event of a
+	// delete.
+	ChangeSkip
+)

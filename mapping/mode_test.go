@@ -1,0 +1,82 @@
+package mapping
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+)
+
+// TestModeOf: a table's mode comes from floe.mode, a legacy state table's
+// from floe.fold=latest; a mode or fold this floe does not know is an
+// error, never read as another mode.
+func TestModeOf(t *testing.T) {
+	for _, c := range []struct {
+		props iceberg.Properties
+		want  Mode
+		bad   bool
+	}{
+		{props: iceberg.Properties{}, want: ModeAppend},
+		{props: iceberg.Properties{PropMode: "append"}, want: ModeAppend},
+		{props: iceberg.Properties{PropMode: "upsert"}, want: ModeUpsert},
+		{props: iceberg.Properties{PropFold: "latest"}, want: ModeFold},
+		{props: iceberg.Properties{PropFold: "latest", PropMode: "fold"}, want: ModeFold},
+		{props: iceberg.Properties{PropMode: "merge"}, bad: true},
+		{props: iceberg.Properties{PropFold: "sum"}, bad: true},
+		{props: iceberg.Properties{PropMode: "fold"}, bad: true},
+		{props: iceberg.Properties{PropFold: "latest", PropMode: "upsert"}, bad: true},
+	} {
+		got, err := ModeOf(c.props)
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("%v: mode %q, err %v", c.props, got, err)
+		}
+	}
+}
+
+// TestUpsertKeyText: the key's text form round-trips and rejects what is
+// not one.
+func TestUpsertKeyText(t *testing.T) {
+	for _, k := range []UpsertKey{
+		{Source: KeyFromKafkaKey, Columns: []string{ColKey}},
+		{Source: KeyFromKeyFields, Columns: []string{"id"}},
+		{Source: KeyFromValue, Columns: []string{"tenant", "id"}},
+	} {
+		back, err := ParseUpsertKey(k.String())
+		if err != nil || !back.Equal(k) {
+			t.Errorf("%s: %+v, %v", k, back, err)
+		}
+	}
+	for _, bad := range []string{"", "key", "columns:", "columns:a,,b", "value:a"} {
+		if _, err := ParseUpsertKey(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestWinner: within a partition the highest offset wins whatever the
+// timestamps; across partitions each partition's latest record competes
+// by timestamp, then partition number.
+func TestWinner(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	p0, p1 := TopicPartition{Topic: "t", Partition: 0}, TopicPartition{Topic: "t", Partition: 1}
+	vs := []KeyRecord{
+		{Partition: p0, Offset: 1, Timestamp: at(50)},
+		{Partition: p0, Offset: 2, Timestamp: at(10)},
+		{Partition: p1, Offset: 7, Timestamp: at(30)},
+	}
+	// p0's latest (offset 2, t=10) loses to p1's (t=30), although p0's
+	// offset 1 is later than both in time.
+	if w := Winner(vs); w != 2 {
+		t.Fatalf("winner %d, want 2", w)
+	}
+	vs[2].Timestamp = at(10)
+	if w := Winner(vs); w != 2 {
+		t.Fatalf("equal timestamps: winner %d, want the higher partition's", w)
+	}
+	if w := Winner(vs[:2]); w != 1 {
+		t.Fatalf("one partition: winner %d, want the highest offset", w)
+	}
+	if Winner(nil) != -1 {
+		t.Fatal("a winner of nothing")
+	}
+}

@@ -1,0 +1,171 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// Changes are what one commit does to a table's rows, in one snapshot:
+// the one place where a flush becomes files (writeChanges, per mode), and
+// what the one commit skeleton (Table.apply, commitOnce) applies without
+// knowing the mode.
+type Changes struct {
+	// Add are new data files.
+	Add []iceberg.DataFile
+	// Remove are live data files the snapshot replaces (a fold's
+	// rewritten files).
+	Remove []iceberg.DataFile
+	// Deletes are row-level delete files (equality deletes of an upsert
+	// table): they apply to rows of earlier snapshots only, so that Add's
+	// rows survive them.
+	Deletes []iceberg.DataFile
+	// Rows is the number of rows the flush contributes: every row of an
+	// append; the latest row per key of a fold or an upsert.
+	Rows int64
+	// shape is the schema and spec the files were written for.
+	shape writeShape
+}
+
+// files are the files written for the changes, which a commit that never
+// lands removes.
+func (c Changes) files() []iceberg.DataFile {
+	out := make([]iceberg.DataFile, 0, len(c.Add)+len(c.Deletes))
+	return append(append(out, c.Add...), c.Deletes...)
+}
+
+// bytes is the size of the files written.
+func (c Changes) bytes() int64 {
+	var n int64
+	for _, df := range c.files() {
+		n += df.FileSizeBytes()
+	}
+	return n
+}
+
+// writeChanges turns flush f into the changes of one snapshot, for the
+// table's mode, written for the table as it is with f's schema changes:
+// an append table's streamed files as they are (Flush.Files), or its
+// batches written as data files; a fold's rewrite (foldChanges); an
+// upsert's rows and equality deletes (upsertChanges). On error, the
+// changes hold the files written so far.
+func (t *Table) writeChanges(ctx context.Context, f Flush) (Changes, error) {
+	shape := t.writeShape(f)
+	if f.Writer != nil {
+		ch := Changes{shape: shape}
+		for _, fs := range f.Files {
+			ch.Add = append(ch.Add, fs...)
+		}
+		for _, df := range ch.Add {
+			ch.Rows += df.Count()
+		}
+		return ch, nil
+	}
+	_, target, err := t.stage(f.Schema)
+	if err != nil {
+		return Changes{shape: shape}, err
+	}
+	var ch Changes
+	switch t.mode {
+	case mapping.ModeAppend:
+		ch.Add, err = writeFiles(ctx, target, f.Batches)
+		for _, df := range ch.Add {
+			ch.Rows += df.Count()
+		}
+	case mapping.ModeFold:
+		ch, err = t.foldChanges(ctx, target, f.Batches)
+	case mapping.ModeUpsert:
+		ch, err = t.upsertChanges(ctx, target, f)
+	default:
+		err = fmt.Errorf("table %s: this floe does not write tables of mode %s", t.Name(), t.mode)
+	}
+	ch.shape = shape
+	return ch, err
+}
+
+// refit returns ch fitted to the table as last loaded, before an attempt
+// to commit it: as it is when the schema and partition spec are those its
+// files were written for. Otherwise another writer changed them, and the
+// files carry field IDs of a schema, or partition values of a spec, this
+// commit would not produce: batches are written again for the ones it
+// would, and streamed files, which cannot be, are removed with
+// ErrSchemaMoved.
+func (t *Table) refit(ctx context.Context, log *slog.Logger, f Flush, ch Changes) (Changes, error) {
+	if f.Writer != nil {
+		if t.fits(f.Writer, f.Schema) {
+			return ch, nil
+		}
+		t.removeFiles(ctx, log, ch.files())
+		return ch, ErrSchemaMoved
+	}
+	if t.writeShape(f) == ch.shape {
+		return ch, nil
+	}
+	t.removeFiles(ctx, log, ch.files())
+	ch, err := t.writeChanges(ctx, f)
+	if err != nil {
+		t.removeFiles(ctx, log, ch.files())
+		return Changes{}, fmt.Errorf("write data files of %s again for its new schema: %w", t.Name(), err)
+	}
+	return ch, nil
+}
+
+// commitOnce makes one attempt to commit ch on the table's branch as last
+// loaded, with the schema changes of want, asserting the branch head: an
+// append (AddDataFiles) when ch only adds, an overwrite
+// (ReplaceDataFiles) when it replaces files, a row delta (NewRowDelta)
+// when it deletes rows.
+func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Properties, want *iceberg.Schema) (*table.Snapshot, error) {
+	txn, _, err := t.stage(want)
+	if err != nil {
+		return nil, err
+	}
+	if err := txn.AssertRefSnapshotID(t.branch); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(ch.Deletes) > 0 && len(ch.Remove) > 0:
+		return nil, errors.New("commit: one snapshot cannot both replace data files and add delete files")
+	case len(ch.Deletes) > 0:
+		// Rows and the deletes of the keys they replace in one snapshot:
+		// the deletes' sequence number is the rows', so they apply to
+		// older rows only.
+		err = txn.NewRowDelta(props).AddRows(ch.Add...).AddDeletes(ch.Deletes...).Commit(ctx)
+	case len(ch.Remove) > 0:
+		// One overwrite snapshot: the replaced files leave, the new ones
+		// arrive. It fails if a replaced file is no longer live.
+		err = txn.ReplaceDataFilesWithDataFiles(ctx, ch.Remove, ch.Add, props, table.WithoutDuplicateCheck())
+	case len(ch.Add) == 0:
+		// A snapshot with no files still carries ranges of offsets that
+		// produced no rows (markers, aborted records, losses). With no file
+		// to add there is no duplicate to look for: the check would read
+		// every manifest of the table.
+		err = txn.AddFiles(ctx, nil, props, true)
+	default:
+		// File names are random UUIDs, so the duplicate check, which reads
+		// every manifest of the table, would only cost time.
+		err = txn.AddDataFiles(ctx, ch.Add, props, table.WithoutDuplicateCheck())
+	}
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := tbl.Metadata().SnapshotByName(t.branch)
+	if snap == nil {
+		return nil, fmt.Errorf("commit succeeded but branch %s has no head", t.branch)
+	}
+	if err := t.adoptCommitted(ctx, tbl); err != nil {
+		// The commit is applied; the retry's reload and settle find it.
+		return nil, fmt.Errorf("commit applied, but loading the table it produced failed: %w", err)
+	}
+	return snap, nil
+}

@@ -1,0 +1,243 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// upsertChanges stages an upsert of flush f into the rows of an upsert
+// table (mapping.ModeUpsert): for every key the flush touches, the
+// winning record (mapping.Winner: each partition's latest by offset, then
+// the later timestamp, then the higher partition) becomes the key's row,
+// unless it deletes the key (Flush.Deletes); and one equality delete per
+// key, on the table's identifier fields, removes the key's rows of earlier
+// snapshots. Rows and deletes go into one snapshot (commitOnce's row
+// delta), whose sequence number keeps the deletes off its own rows.
+//
+// Memory is set by the flush, never by the table: the batches themselves,
+// and one entry per distinct key of the flush (its key's text and where
+// its winning row is, some 64 bytes besides the key), which the flush
+// policy bounds (--flush-records).
+func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush) (Changes, error) {
+	var ch Changes
+	schema := target.Schema()
+	ids := schema.IdentifierFieldIDs
+	if len(ids) == 0 {
+		return ch, fmt.Errorf("upsert table %s has no identifier fields (its key %s): it was not created by floe, or its schema was edited", t.Name(), t.key)
+	}
+	cols := make([]string, len(ids))
+	for i, id := range ids {
+		name, ok := schema.FindColumnName(id)
+		if !ok {
+			return ch, fmt.Errorf("upsert table %s: identifier field %d is not a column", t.Name(), id)
+		}
+		cols[i] = name
+	}
+	type pick struct {
+		batch, row int
+		rec        mapping.KeyRecord
+		del        bool
+	}
+	var (
+		batches []arrow.RecordBatch
+		parts   []mapping.TopicPartition
+	)
+	winners := map[string]pick{}
+	for _, tp := range slices.SortedFunc(maps.Keys(f.Batches), mapping.TopicPartition.Compare) {
+		dels := make(map[int64]struct{}, len(f.Deletes[tp]))
+		for _, o := range f.Deletes[tp] {
+			dels[o] = struct{}{}
+		}
+		latest := map[string]pick{}
+		for _, b := range f.Batches[tp] {
+			bi := len(batches)
+			batches, parts = append(batches, b), append(parts, tp)
+			keys, err := keyColumns(b, cols)
+			if err != nil {
+				return ch, fmt.Errorf("upsert %s: %w", tp, err)
+			}
+			off, err := columnAs[*array.Int64](b, mapping.ColOffset)
+			if err != nil {
+				return ch, fmt.Errorf("upsert %s: %w", tp, err)
+			}
+			ts, err := columnAs[*array.Timestamp](b, mapping.ColTimestamp)
+			if err != nil {
+				return ch, fmt.Errorf("upsert %s: %w", tp, err)
+			}
+			for i := range int(b.NumRows()) {
+				k, ok := rowKey(keys, i)
+				if !ok {
+					return ch, fmt.Errorf("upsert %s: the row of offset %d has a null key column (such a record is a dead letter)", tp, off.Value(i))
+				}
+				p := pick{batch: bi, row: i, rec: mapping.KeyRecord{Partition: tp, Offset: off.Value(i), Timestamp: ts.Value(i).ToTime(arrow.Microsecond)}}
+				_, p.del = dels[p.rec.Offset]
+				if q, ok := latest[k]; !ok || mapping.Supersedes(p.rec, q.rec) {
+					latest[k] = p
+				}
+			}
+		}
+		for k, p := range latest {
+			if w, ok := winners[k]; !ok || mapping.Supersedes(p.rec, w.rec) {
+				winners[k] = p
+			}
+		}
+	}
+	rows := make([][]int, len(batches))
+	touched := make([][]int, len(batches))
+	for _, p := range winners {
+		touched[p.batch] = append(touched[p.batch], p.row)
+		if !p.del {
+			rows[p.batch] = append(rows[p.batch], p.row)
+		}
+	}
+	winners = nil
+
+	kept := map[mapping.TopicPartition][]arrow.RecordBatch{}
+	defer func() {
+		for _, bs := range kept {
+			releaseAll(bs)
+		}
+	}()
+	var deletes []arrow.RecordBatch
+	defer func() { releaseAll(deletes) }()
+	delSchema, err := keySchema(target, cols)
+	if err != nil {
+		return ch, err
+	}
+	for bi, b := range batches {
+		if len(rows[bi]) > 0 {
+			slices.Sort(rows[bi])
+			nb, err := takeRows(ctx, b, rows[bi])
+			if err != nil {
+				return ch, err
+			}
+			kept[parts[bi]] = append(kept[parts[bi]], requireColumns(nb, cols))
+			ch.Rows += int64(len(rows[bi]))
+		}
+		if len(touched[bi]) > 0 {
+			slices.Sort(touched[bi])
+			kb, err := takeRows(ctx, b, touched[bi])
+			if err != nil {
+				return ch, err
+			}
+			db, err := project(kb, delSchema)
+			kb.Release()
+			if err != nil {
+				return ch, err
+			}
+			deletes = append(deletes, db)
+		}
+	}
+	if ch.Add, err = writeFiles(ctx, target, kept); err != nil {
+		return ch, err
+	}
+	if len(deletes) == 0 {
+		return ch, nil
+	}
+	seq := func(yield func(arrow.RecordBatch, error) bool) {
+		for _, b := range deletes {
+			b.Retain() // the writer releases what it takes; the deferred release drops ours.
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
+	ch.Deletes, err = target.NewTransactionOnBranch(t.branch).WriteEqualityDeletes(ctx, ids, seq)
+	if err != nil {
+		return ch, fmt.Errorf("write the equality deletes of %s: %w", t.Name(), err)
+	}
+	return ch, nil
+}
+
+// keyColumns returns the key columns of b, in key order.
+func keyColumns(b arrow.RecordBatch, cols []string) ([]arrow.Array, error) {
+	out := make([]arrow.Array, len(cols))
+	for i, c := range cols {
+		a, err := column(b, c)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+// rowKey is the identity of row i's key (the keyOf of each column,
+// length-prefixed when there are several); false when a key column is
+// null.
+func rowKey(keys []arrow.Array, i int) (string, bool) {
+	if len(keys) == 1 {
+		return keyOf(keys[0], i), !keys[0].IsNull(i)
+	}
+	var sb strings.Builder
+	for _, k := range keys {
+		if k.IsNull(i) {
+			return "", false
+		}
+		v := keyOf(k, i)
+		sb.WriteString(strconv.Itoa(len(v)))
+		sb.WriteByte(':')
+		sb.WriteString(v)
+	}
+	return sb.String(), true
+}
+
+// keySchema is the Arrow schema of target's equality deletes on cols, with
+// the table's field IDs.
+func keySchema(target *table.Table, cols []string) (*arrow.Schema, error) {
+	sel, err := target.Schema().Select(true, cols...)
+	if err != nil {
+		return nil, fmt.Errorf("key columns of %s: %w", strings.Join(target.Identifier(), "."), err)
+	}
+	sc, err := table.SchemaToArrowSchema(sel, nil, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("key columns of %s: %w", strings.Join(target.Identifier(), "."), err)
+	}
+	return sc, nil
+}
+
+// project returns b's columns of sc's names as a batch of schema sc.
+func project(b arrow.RecordBatch, sc *arrow.Schema) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, sc.NumFields())
+	for i, f := range sc.Fields() {
+		c, err := column(b, f.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !arrow.TypeEqual(c.DataType(), f.Type) {
+			return nil, fmt.Errorf("key column %q has type %s, the table's is %s", f.Name, c.DataType(), f.Type)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(sc, cols, b.NumRows()), nil
+}
+
+// requireColumns returns b, whose cols hold no nulls, with those columns
+// marked non-nullable as the table's required key columns are; it
+// releases b.
+func requireColumns(b arrow.RecordBatch, cols []string) arrow.RecordBatch {
+	fields := slices.Clone(b.Schema().Fields())
+	changed := false
+	for i := range fields {
+		if fields[i].Nullable && slices.Contains(cols, fields[i].Name) {
+			fields[i].Nullable, changed = false, true
+		}
+	}
+	if !changed {
+		return b
+	}
+	md := b.Schema().Metadata()
+	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), b.Columns(), b.NumRows())
+	b.Release()
+	return out
+}

@@ -327,9 +327,13 @@ func (c *Config) checkGroup() error {
 }
 
 // NewSink checks cfg and returns a sink. The broker and table stay owned by
-// the caller.
+// the caller. A legacy state table, which floe no longer writes, is a
+// *snapshot.LegacyStateError.
 func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	if err := tbl.Writable(); err != nil {
 		return nil, err
 	}
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}

@@ -24,6 +24,11 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Ch
 		if r.Key == nil {
 			return 0, errNoKey
 		}
+	case mapping.KeyFromPartitionKey:
+		if r.Key == nil {
+			// A KTable drops a record without a key.
+			return mapping.ChangeSkip, nil
+		}
 	default:
 		return 0, fmt.Errorf("the table is keyed by %s, which this floe cannot take from a record", key)
 	}

@@ -107,12 +107,23 @@ const (
 	KeyFromKeyFields KeySource = "key"
 	// KeyFromValue: value columns named by --id-columns.
 	KeyFromValue KeySource = "columns"
+	// KeyFromPartitionKey: the Kafka key within its partition, columns
+	// kafka_topic, kafka_partition and kafka_key (replay --fold latest):
+	// a KTable's semantics, which keeps its state per partition and drops
+	// records without a key (ChangeSkip).
+	KeyFromPartitionKey KeySource = "partition-kafka-key"
 )
+
+// FoldLatestKey is the key of the upsert table replay --fold latest
+// writes (KeyFromPartitionKey).
+func FoldLatestKey() UpsertKey {
+	return UpsertKey{Source: KeyFromPartitionKey, Columns: []string{ColTopic, ColPartition, ColKey}}
+}
 
 // UpsertKey is the key of an upsert table: the columns that identify a
 // row (the Iceberg schema's identifier fields) and where their values come
 // from. Its text form, the value of PropUpsertKey, is "kafka-key",
-// "key:a,b" or "columns:a,b".
+// "partition-kafka-key", "key:a,b" or "columns:a,b".
 type UpsertKey struct {
 	Source KeySource
 	// Columns are the top-level key columns, in order.
@@ -120,8 +131,8 @@ type UpsertKey struct {
 }
 
 func (k UpsertKey) String() string {
-	if k.Source == KeyFromKafkaKey {
-		return string(KeyFromKafkaKey)
+	if k.Source == KeyFromKafkaKey || k.Source == KeyFromPartitionKey {
+		return string(k.Source)
 	}
 	return string(k.Source) + ":" + strings.Join(k.Columns, ",")
 }
@@ -133,13 +144,16 @@ func (k UpsertKey) Equal(o UpsertKey) bool {
 
 // ParseUpsertKey parses the value of PropUpsertKey.
 func ParseUpsertKey(s string) (UpsertKey, error) {
-	if s == string(KeyFromKafkaKey) {
+	switch KeySource(s) {
+	case KeyFromKafkaKey:
 		return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
+	case KeyFromPartitionKey:
+		return FoldLatestKey(), nil
 	}
 	src, cols, ok := strings.Cut(s, ":")
 	k := UpsertKey{Source: KeySource(src)}
 	if !ok || (k.Source != KeyFromKeyFields && k.Source != KeyFromValue) || cols == "" {
-		return UpsertKey{}, fmt.Errorf("table property %s=%q: want kafka-key, key:COLUMNS or columns:COLUMNS", PropUpsertKey, s)
+		return UpsertKey{}, fmt.Errorf("table property %s=%q: want kafka-key, partition-kafka-key, key:COLUMNS or columns:COLUMNS", PropUpsertKey, s)
 	}
 	k.Columns = strings.Split(cols, ",")
 	if slices.Contains(k.Columns, "") {
@@ -172,3 +186,55 @@ const (
 	// delete.
 	ChangeSkip
 )
+
+// KeyFor returns the key of an upsert table of layout l: the named value
+// columns (--id-columns) when idColumns is not empty, else the record key
+// (kafka_key for a raw or string key, the decoded struct's fields for a
+// json or registry key, whose columns are named when its first record
+// shows them). A layout without a key to take is a *KeyError.
+func KeyFor(l Layout, idColumns []string) (UpsertKey, error) {
+	if len(idColumns) > 0 {
+		if !l.Typed() {
+			return UpsertKey{}, &KeyError{Problem: "--id-columns names value columns, and --value raw has none: decode the values (--value json or registry), or key by the record key (--key string)"}
+		}
+		for i, c := range idColumns {
+			switch {
+			case c == "":
+				return UpsertKey{}, &KeyError{Problem: "--id-columns has an empty column name"}
+			case l.IsMetadataColumn(c):
+				return UpsertKey{}, &KeyError{Problem: fmt.Sprintf("--id-columns names %s, one of floe's own columns: name value columns (or key by the record key with --key)", c)}
+			case slices.Contains(idColumns[:i], c):
+				return UpsertKey{}, &KeyError{Problem: fmt.Sprintf("--id-columns names %s twice", c)}
+			}
+		}
+		return UpsertKey{Source: KeyFromValue, Columns: slices.Clone(idColumns)}, nil
+	}
+	if l.TypedKey() {
+		return UpsertKey{Source: KeyFromKeyFields}, nil
+	}
+	return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
+}
+
+// KeyError reports an upsert key that cannot be.
+type KeyError struct{ Problem string }
+
+func (e *KeyError) Error() string { return "upsert key: " + e.Problem }
+
+// CheckPartitionBy reports a partition spec an upsert table keyed by k
+// cannot take: equality deletes are matched within a partition, so a row
+// and the delete of its key must land in the same one, which only a spec
+// of key columns guarantees.
+func (k UpsertKey) CheckPartitionBy(p PartitionBy) error {
+	for _, f := range p.Fields {
+		if k.Source == KeyFromKeyFields && len(k.Columns) == 0 {
+			// Key fields are named by the first key: a spec on one of
+			// them is checked when its column is added.
+			continue
+		}
+		if !slices.Contains(k.Columns, f.Column) {
+			return &PartitionByError{Spec: p.String(), Part: f.Column,
+				Problem: fmt.Sprintf("an upsert table is partitioned by key columns only (%s), so that a key's row and the deletes of it share a partition; partition by a key column, or leave --partition-by out", strings.Join(k.Columns, ", "))}
+		}
+	}
+	return nil
+}

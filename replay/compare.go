@@ -79,12 +79,13 @@ type keyedRow struct {
 // with main's head key by key, rows read with deletes applied: the same
 // keys, each held by the row of the same record with the same values. The
 // key is the table's identifier fields. It returns nil when they are the
-// same, and a *DifferError naming the first keys that differ otherwise.
-// When main has no snapshot there is nothing to compare.
+// same, and a *DifferError naming the first keys that differ otherwise;
+// keys is the number of keys the branch holds. When main has no snapshot
+// there is nothing to compare.
 //
 // Memory is one entry per key of main (its rendered key, a position and a
 // 32-byte digest), then the differing keys.
-func CompareWithMain(ctx context.Context, branch *snapshot.Table) error {
+func CompareWithMain(ctx context.Context, branch *snapshot.Table) (keys int, err error) {
 	var mainID int64
 	for name, ref := range branch.Iceberg().Metadata().Refs() {
 		if name == table.MainBranch {
@@ -92,17 +93,16 @@ func CompareWithMain(ctx context.Context, branch *snapshot.Table) error {
 		}
 	}
 	head := branch.Head()
-	if mainID == 0 || head == nil || head.SnapshotID == mainID {
-		return nil
+	if mainID == 0 || head == nil {
+		return 0, nil
 	}
 	diff := &DifferError{Table: branch.Name(), Branch: branch.Branch()}
-	var err error
 	if diff.Coverage, err = coverageDifference(branch, mainID, head.SnapshotID); err != nil {
-		return err
+		return 0, err
 	}
 	keyNames, err := identifierColumns(branch)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	mainRows := map[string]keyedRow{}
 	var differ []KeyDifference
@@ -112,7 +112,7 @@ func CompareWithMain(ctx context.Context, branch *snapshot.Table) error {
 		}
 		mainRows[k] = r
 	}); err != nil {
-		return fmt.Errorf("compare branch %s of %s with main: read main: %w", branch.Branch(), branch.Name(), err)
+		return 0, fmt.Errorf("compare branch %s of %s with main: read main: %w", branch.Branch(), branch.Name(), err)
 	}
 	seen := map[string]bool{}
 	if err := eachKeyedRow(ctx, branch, head.SnapshotID, keyNames, func(k string, r keyedRow) {
@@ -127,7 +127,7 @@ func CompareWithMain(ctx context.Context, branch *snapshot.Table) error {
 		}
 		seen[k] = true
 	}); err != nil {
-		return fmt.Errorf("compare branch %s of %s with main: read the branch: %w", branch.Branch(), branch.Name(), err)
+		return 0, fmt.Errorf("compare branch %s of %s with main: read the branch: %w", branch.Branch(), branch.Name(), err)
 	}
 	for k, m := range mainRows {
 		if !seen[k] {
@@ -135,37 +135,41 @@ func CompareWithMain(ctx context.Context, branch *snapshot.Table) error {
 		}
 	}
 	if len(differ) == 0 && diff.Coverage == "" {
-		return nil
+		return len(seen), nil
 	}
 	slices.SortFunc(differ, func(a, b KeyDifference) int { return cmp.Compare(a.Key, b.Key) })
 	diff.Keys = len(differ)
 	diff.First = differ[:min(len(differ), maxNamedKeys)]
-	return diff
+	return len(seen), diff
 }
 
 // coverageDifference says how the ledgers of two snapshots of t cover
 // different offsets, or "" when they cover the same.
 func coverageDifference(t *snapshot.Table, mainID, branchID int64) (string, error) {
-	next := func(id int64) (map[mapping.TopicPartition]int64, error) {
+	coverage := func(id int64) (string, error) {
 		l, err := t.LedgerAt(id)
 		if err != nil {
-			return nil, fmt.Errorf("compare branch %s of %s with main: ledger at snapshot %d: %w", t.Branch(), t.Name(), id, err)
+			return "", fmt.Errorf("compare branch %s of %s with main: ledger at snapshot %d: %w", t.Branch(), t.Name(), id, err)
 		}
-		return l.Next(), nil
+		var parts []string
+		for _, tp := range l.Partitions() {
+			c := mapping.Cover(l.Ranges(tp))
+			parts = append(parts, fmt.Sprintf("%s %s", tp, mapping.Interval{Low: c.First, High: c.Next}))
+		}
+		return orNone(strings.Join(parts, ", ")), nil
 	}
-	m, err := next(mainID)
+	m, err := coverage(mainID)
 	if err != nil {
 		return "", err
 	}
-	b, err := next(branchID)
+	b, err := coverage(branchID)
 	if err != nil {
 		return "", err
 	}
-	if mapping.Cut(m).String() == mapping.Cut(b).String() {
+	if m == b {
 		return "", nil
 	}
-	return fmt.Sprintf("main's ledger ends at %s, the branch's at %s (stop main's sink, or replay with --until at main's next offsets)",
-		orNone(mapping.Cut(m).String()), orNone(mapping.Cut(b).String())), nil
+	return fmt.Sprintf("main's ledger covers %s, the branch's %s", m, b), nil
 }
 
 func orNone(s string) string {

@@ -23,6 +23,9 @@ type replayFlags struct {
 	from, until   string
 	branch        string
 	publish       bool
+	publishDiff   bool
+	mode          string
+	idColumns     []string
 	fold          string
 	partitionBy   *mapping.PartitionBy
 	flushRecords  int
@@ -64,9 +67,19 @@ to the rebuilt one at once.
 again, the replay evolves its own target to a changed one. A branch has its table's spec: a replay
 onto one refuses a --partition-by that differs from it.
 
---fold latest writes a state table instead: the latest value per key and partition (KTable
-semantics: a null value deletes the key; records with a null key are dropped). Each flush folds
-into the table in one snapshot, so memory is bounded by the flush size, not the key space.
+--mode upsert rebuilds an upsert table (docs/upsert.md) through the same sink pipeline as floe sink
+--mode upsert, keyed as it is (--key string or raw: the Kafka key; --key json or registry: the key's
+fields; --id-columns: value columns): one row per key, the latest record's, a tombstone deletes the
+key. With --branch and --publish, the branch is first compared with main key by key (rows read with
+deletes applied: the same keys, each the row of the same offset with the same values); on a
+difference nothing is published and floe names the first keys that differ (exit 2).
+--publish-different publishes anyway: a repair of a main known to be wrong.
+
+--fold latest is an alias: --mode upsert keyed by the Kafka key within its partition (columns
+kafka_topic, kafka_partition, kafka_key), a KTable's semantics: per partition the latest value of
+each key, a null value deletes the key, records without a key are skipped (counted in the ledger).
+State tables of an earlier floe (floe.fold=latest, written copy-on-write) stay readable by audit,
+where, as-of and export, but floe no longer writes into them: replay into a new table.
 
 Every bound is checked before anything is written. SIGINT commits what was read and stops: the
 table is consistent, and running the same command again continues where it stopped. A complete
@@ -75,6 +88,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 		Example: `  floe replay --brokers localhost:9092 --topic orders --table lake.orders_rebuilt
   floe replay --brokers localhost:9092 --topic orders --table lake.orders_today --from 2024-05-01T00:00:00Z
   floe replay --brokers localhost:9092 --topic orders --table lake.orders --branch rebuild --publish
+  floe replay --brokers localhost:9092 --topic customers --table lake.customers --mode upsert --key json --value json --branch rebuild --publish
   floe replay --brokers localhost:9092 --topic customers --table lake.customers_state --fold latest`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd, &f) },
@@ -87,7 +101,10 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets when the replay first started), an RFC3339 time or P=OFFSET[,P=OFFSET]")
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
-	fs.StringVar(&f.fold, "fold", "", "fold the log into a state table: latest (the latest value per key; null deletes)")
+	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --mode upsert --publish: publish even when the branch differs from main key by key (repairing a main known to be wrong)")
+	fs.StringVar(&f.mode, "mode", "", "append (every record a row; the default) or upsert (one row per key, the latest; see floe sink --help)")
+	fs.StringSliceVar(&f.idColumns, "id-columns", nil, "with --mode upsert: key the table by these value columns (`a,b`) instead of the record key")
+	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	f.decodeFlags.register(fs)
 	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "commit after this many records")
@@ -125,7 +142,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	var bar *progress // started by OnStart, once the total is known
 	opts := replay.Options{
 		Topic: f.topic, From: from, Until: until,
-		Branch: f.branch, Publish: f.publish, Fold: f.fold, PartitionBy: f.partitionBy,
+		Branch: f.branch, Publish: f.publish, PublishDifferent: f.publishDiff, Fold: f.fold, PartitionBy: f.partitionBy,
 		Sink: connector.Config{
 			FlushRecords:  f.flushRecords,
 			FlushBytes:    f.flushBytes,
@@ -152,6 +169,17 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		return err
 	}
 	opts.Layout, opts.DeadLetters, opts.NoDeadLetters = p.Layout, p.DeadLetters, p.NoDeadLetters
+	keyLayout := p.Layout
+	if f.branch == "" {
+		// A new table: no layout flags is a raw one. A branch has its
+		// table's.
+		if err := keyLayout.Normalize(); err != nil {
+			return err
+		}
+	}
+	if opts.Mode, opts.Key, err = replayMode(f.mode, f.idColumns, keyLayout); err != nil {
+		return err
+	}
 	opts.Sink.Registry, opts.Sink.OnSchemaConflict = p.Config.Registry, p.Config.OnSchemaConflict
 	// Every option is checked before the brokers or the catalog are asked.
 	if err := opts.Validate(); err != nil {
@@ -181,6 +209,31 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(msg)}
 	}
 	return nil
+}
+
+// replayMode is the mode and key of --mode and --id-columns for a target of
+// layout l ("" and nil: the replay's default, append).
+func replayMode(mode string, idColumns []string, l mapping.Layout) (mapping.Mode, *mapping.UpsertKey, error) {
+	if mode == "" && len(idColumns) == 0 {
+		return "", nil, nil
+	}
+	m, err := mapping.ParseMode(mode)
+	switch {
+	case mode == "":
+		return "", nil, errors.New("--id-columns keys an upsert table: add --mode upsert")
+	case err != nil || m == mapping.ModeFold:
+		return "", nil, fmt.Errorf("--mode %q: want append or upsert", mode)
+	case m != mapping.ModeUpsert:
+		if len(idColumns) > 0 {
+			return "", nil, errors.New("--id-columns keys an upsert table: add --mode upsert")
+		}
+		return m, nil, nil
+	}
+	key, err := mapping.KeyFor(l, idColumns)
+	if err != nil {
+		return "", nil, err
+	}
+	return m, &key, nil
 }
 
 func printReplayStart(w io.Writer, s replay.Start) {
@@ -229,6 +282,13 @@ func printReplayResult(w io.Writer, r replay.Result) {
 	}
 	if len(next) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(next))
+	}
+	if r.Compared {
+		if r.Differ != nil {
+			fmt.Fprintf(w, "compared with main key by key: DIFFERENT (%v); published anyway (--publish-different)\n", r.Differ)
+		} else {
+			fmt.Fprintf(w, "compared with main key by key (rows with deletes applied, %s): EQUAL\n", plural(r.ComparedKeys, "key"))
+		}
 	}
 	if r.Published {
 		if r.MainFrom == r.MainTo {

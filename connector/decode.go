@@ -79,6 +79,10 @@ type decoder struct {
 	// tape holds the last value decoded by a fast path, until it is
 	// appended (appendRow).
 	tape mapping.Tape
+	// keyFields is set for an upsert table keyed by the fields of a
+	// decoded key: each becomes a value column of its name, holding the
+	// key's value.
+	keyFields bool
 }
 
 // codecKey names one codec: a registry schema id and, for Protobuf, the
@@ -164,6 +168,12 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 		out.dead, out.schemaID = dead, id
 		return out, err
 	}
+	if d.keyFields {
+		if value, values, valuesChanged, dead = d.withKeyFields(key, keyType, keyChanged, value, values, valuesChanged); dead != nil {
+			out.dead = dead
+			return out, nil
+		}
+	}
 	// Both decoded: only now may the columns change, so that a dead letter
 	// never adds a column.
 	if keyChanged {
@@ -177,6 +187,35 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	}
 	out.key, out.value, out.fast = key, value, fast
 	return out, nil
+}
+
+// withKeyFields adds the fields of a decoded key (key, of type keyType
+// when keyChanged, else the decoder's) to the value's columns and to the
+// value, where they replace a same-named field: an upsert table keyed by
+// them holds the key's values in columns of their names. A key field whose
+// type no value column of its name can take is why the record is a dead
+// letter.
+func (d *decoder) withKeyFields(key any, keyType iceberg.Type, keyChanged bool, value map[string]any, values *iceberg.StructType, changed bool) (map[string]any, *iceberg.StructType, bool, error) {
+	if !keyChanged {
+		keyType = d.key
+	}
+	kt, ok := keyType.(*iceberg.StructType)
+	fields, isMap := key.(map[string]any)
+	if !ok || !isMap {
+		return value, values, changed, nil
+	}
+	merged, more, err := mapping.MergeType("", values, kt)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("key fields as columns: %w", err)
+	}
+	row := make(map[string]any, len(value)+len(fields))
+	for k, v := range value {
+		row[k] = v
+	}
+	for k, v := range fields {
+		row[k] = v
+	}
+	return row, merged.(*iceberg.StructType), changed || more, nil
 }
 
 // appendRow appends out, the row decode made of r, to rb, a builder for

@@ -40,6 +40,14 @@ type Pipeline struct {
 	// differs (snapshot.OpenOptions.PartitionBy). Nil keeps an existing
 	// table's spec.
 	PartitionBy *mapping.PartitionBy
+	// Mode is the mode of the table (snapshot.OpenOptions.Mode): a new
+	// table gets it (empty: append), an existing one of another mode is
+	// refused. Key is an upsert table's key, refused when an existing
+	// table has another.
+	Mode mapping.Mode
+	Key  *mapping.UpsertKey
+	// Properties are set on a table Run creates (format-version).
+	Properties map[string]string
 	// OnStart, when set, is called with the open table once every pipeline
 	// is checked and every table open, just before the pipeline's sink
 	// runs (metrics read its ledger here).
@@ -268,7 +276,7 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 	sinks := make([]*Sink, len(ps))
 	for i, p := range ps {
 		cfg := p.Config
-		if name := p.deadLetterTable(tables[i].Layout()); name != nil {
+		if name := p.deadLetterTable(tables[i].Layout(), tables[i].Mode()); name != nil {
 			cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true)
 			if errors.Is(err, floecat.ErrOwnedByAnotherCatalog) {
 				// Members of one group started together race to create
@@ -289,11 +297,11 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 }
 
 // deadLetterTable is the dead-letter table of the pipeline when its table
-// has layout, or nil when it has none (raw records cannot fail to become
-// rows, and NoDeadLetters).
-func (p Pipeline) deadLetterTable(layout mapping.Layout) table.Identifier {
+// has layout and mode, or nil when it has none (raw records of an append
+// table cannot fail to become rows, and NoDeadLetters).
+func (p Pipeline) deadLetterTable(layout mapping.Layout, mode mapping.Mode) table.Identifier {
 	switch {
-	case layout == mapping.RawLayout || p.NoDeadLetters:
+	case (layout == mapping.RawLayout && mode != mapping.ModeUpsert) || p.NoDeadLetters:
 		return nil
 	case p.DeadLetters != nil:
 		return p.DeadLetters
@@ -349,8 +357,8 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	tables := make([]*snapshot.Table, len(ps))
 	var missing []int
 	for i, p := range ps {
-		layout := p.Layout
-		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Layout: p.Layout})
+		layout, mode := p.Layout, p.Mode
+		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Layout: p.Layout, Mode: p.Mode, Key: p.Key})
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			err = ps.create(i).CheckNew()
@@ -359,13 +367,13 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 				err = layout.Normalize()
 			}
 		case err == nil:
-			layout = t.Layout()
+			layout, mode = t.Layout(), t.Mode()
 			if err = t.CheckDataTable(); err == nil && p.PartitionBy != nil {
 				err = t.CheckPartitionBy(*p.PartitionBy)
 			}
 		}
 		if err == nil {
-			err = ps.checkDeadLetters(ctx, cat, i, layout)
+			err = ps.checkDeadLetters(ctx, cat, i, layout, mode)
 		}
 		if err != nil {
 			return nil, ps.wrap(i, err)
@@ -400,11 +408,11 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 }
 
 // checkDeadLetters checks, creating nothing, the dead-letter table of
-// pipeline i, whose table has layout: that it can be that table's
+// pipeline i, whose table has layout and mode: that it can be that table's
 // (snapshot.CheckDeadLetters), and that it is neither the table of another
 // pipeline nor the dead-letter table of another pipeline's table.
-func (ps Pipelines) checkDeadLetters(ctx context.Context, cat catalog.Catalog, i int, layout mapping.Layout) error {
-	dlq := ps[i].deadLetterTable(layout)
+func (ps Pipelines) checkDeadLetters(ctx context.Context, cat catalog.Catalog, i int, layout mapping.Layout, mode mapping.Mode) error {
+	dlq := ps[i].deadLetterTable(layout, mode)
 	if dlq == nil {
 		return nil
 	}
@@ -427,5 +435,7 @@ const createRace = 2 * time.Second
 
 // create is how pipeline i opens its table when it is missing.
 func (ps Pipelines) create(i int) snapshot.OpenOptions {
-	return snapshot.OpenOptions{Create: true, Layout: ps[i].Layout, PartitionBy: ps[i].PartitionBy, Logger: ps[i].Config.Logger}
+	p := ps[i]
+	return snapshot.OpenOptions{Create: true, Layout: p.Layout, PartitionBy: p.PartitionBy, Logger: p.Config.Logger,
+		Mode: p.Mode, Key: p.Key, Properties: p.Properties}
 }

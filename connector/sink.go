@@ -344,6 +344,12 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		}
 		s.dec = newDecoder(layout, cfg.Registry)
 		s.dec.onSchema = cfg.OnSchema
+		if tbl.Mode() == mapping.ModeUpsert && tbl.UpsertKey().Source != mapping.KeyFromKafkaKey {
+			// The key columns are read from the decoded values, which a
+			// codec's fast path does not make.
+			s.dec.keyFields = tbl.UpsertKey().Source == mapping.KeyFromKeyFields
+			s.dec.canonical = true
+		}
 	}
 	return s, nil
 }

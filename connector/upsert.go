@@ -3,6 +3,9 @@ package connector
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -10,14 +13,15 @@ import (
 )
 
 // errNoKey is why a record without a key is a dead letter of an upsert
-// table keyed by the Kafka key.
+// table keyed by the record key.
 var errNoKey = errors.New("the record has no key, and the table is an upsert table keyed by the record key: a row needs one (produce it with a key, or sink the topic into an append table)")
 
 // upsertChange returns what record r, decoded as out, does to its key's
-// row in an upsert table keyed by key, or why it is a dead letter (a key
-// missing, null, or without the key's columns). A record with a null
-// value (a tombstone) deletes its key; a change set by the decoder (a
-// change event's delete, or a skipped tombstone) is kept.
+// row in an upsert table keyed by key, or why it is a dead letter: a key
+// missing or null, a key column without a value, or a struct key whose
+// fields are not the table's key columns. A record with a null value (a
+// tombstone) deletes its key; a change set by the decoder (a change
+// event's delete, or a skipped tombstone) is kept.
 func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Change, error) {
 	switch key.Source {
 	case mapping.KeyFromKafkaKey:
@@ -28,6 +32,35 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Ch
 		if r.Key == nil {
 			// A KTable drops a record without a key.
 			return mapping.ChangeSkip, nil
+		}
+	case mapping.KeyFromKeyFields:
+		fields, _ := out.key.(map[string]any)
+		if len(fields) == 0 {
+			return 0, errNoKey
+		}
+		if len(key.Columns) > 0 {
+			if extra := slices.DeleteFunc(slices.Sorted(maps.Keys(fields)), func(f string) bool { return slices.Contains(key.Columns, f) }); len(extra) > 0 {
+				return 0, fmt.Errorf("the key has field %s, and the table is keyed by the fields %s: an upsert table keeps its key columns", extra[0], strings.Join(key.Columns, ","))
+			}
+		}
+		for _, c := range key.Columns {
+			if fields[c] == nil {
+				return 0, fmt.Errorf("the key has no value for its field %s, a key column of the table", c)
+			}
+		}
+		for f, v := range fields {
+			if v == nil {
+				return 0, fmt.Errorf("the key has no value for its field %s, a key column of the table", f)
+			}
+		}
+	case mapping.KeyFromValue:
+		if out.change == mapping.ChangeUpsert && r.Value == nil {
+			return 0, fmt.Errorf("a tombstone (null value) cannot name its key: the table is keyed by the value columns %s (--id-columns)", strings.Join(key.Columns, ","))
+		}
+		for _, c := range key.Columns {
+			if out.value[c] == nil {
+				return 0, fmt.Errorf("the value has no %s, a key column of the table (--id-columns %s)", c, strings.Join(key.Columns, ","))
+			}
 		}
 	default:
 		return 0, fmt.Errorf("the table is keyed by %s, which this floe cannot take from a record", key)

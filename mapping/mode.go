@@ -123,32 +123,40 @@ func FoldLatestKey() UpsertKey {
 // UpsertKey is the key of an upsert table: the columns that identify a
 // row (the Iceberg schema's identifier fields) and where their values come
 // from. Its text form, the value of PropUpsertKey, is "kafka-key",
-// "partition-kafka-key", "key:a,b" or "columns:a,b".
+// "partition-kafka-key", "key:a,b" or "columns:a,b"; "key" alone for a
+// key of struct fields whose first record has not named them yet.
 type UpsertKey struct {
 	Source KeySource
-	// Columns are the top-level key columns, in order.
+	// Columns are the top-level key columns, in order; none for a key of
+	// struct fields not named yet (the first commit names them).
 	Columns []string
 }
 
 func (k UpsertKey) String() string {
-	if k.Source == KeyFromKafkaKey || k.Source == KeyFromPartitionKey {
+	if k.Source == KeyFromKafkaKey || k.Source == KeyFromPartitionKey || len(k.Columns) == 0 {
 		return string(k.Source)
 	}
 	return string(k.Source) + ":" + strings.Join(k.Columns, ",")
 }
 
-// Equal reports whether k and o are the same key.
+// Equal reports whether k and o are the same key. A key of struct fields
+// not named yet equals any key of struct fields: the key names them.
 func (k UpsertKey) Equal(o UpsertKey) bool {
+	if k.Source == KeyFromKeyFields && o.Source == KeyFromKeyFields && (len(k.Columns) == 0 || len(o.Columns) == 0) {
+		return true
+	}
 	return k.Source == o.Source && slices.Equal(k.Columns, o.Columns)
 }
 
 // ParseUpsertKey parses the value of PropUpsertKey.
 func ParseUpsertKey(s string) (UpsertKey, error) {
-	switch KeySource(s) {
-	case KeyFromKafkaKey:
+	switch s {
+	case string(KeyFromKafkaKey):
 		return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
-	case KeyFromPartitionKey:
+	case string(KeyFromPartitionKey):
 		return FoldLatestKey(), nil
+	case string(KeyFromKeyFields):
+		return UpsertKey{Source: KeyFromKeyFields}, nil
 	}
 	src, cols, ok := strings.Cut(s, ":")
 	k := UpsertKey{Source: KeySource(src)}
@@ -210,6 +218,9 @@ func KeyFor(l Layout, idColumns []string) (UpsertKey, error) {
 		return UpsertKey{Source: KeyFromValue, Columns: slices.Clone(idColumns)}, nil
 	}
 	if l.TypedKey() {
+		if !l.Typed() {
+			return UpsertKey{}, &KeyError{Problem: fmt.Sprintf("a --key %s key's fields become columns beside the decoded value's: use --value json or registry with it, or key by the key's text (--key string)", l.Key)}
+		}
 		return UpsertKey{Source: KeyFromKeyFields}, nil
 	}
 	return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil

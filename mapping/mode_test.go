@@ -46,7 +46,10 @@ func TestUpsertKeyText(t *testing.T) {
 			t.Errorf("%s: %+v, %v", k, back, err)
 		}
 	}
-	for _, bad := range []string{"", "key", "columns:", "columns:a,,b", "value:a"} {
+	if k, err := ParseUpsertKey("key"); err != nil || k.Source != KeyFromKeyFields || len(k.Columns) != 0 {
+		t.Errorf("a key of fields not named yet: %+v, %v", k, err)
+	}
+	for _, bad := range []string{"", "kafka", "columns:", "columns:a,,b", "value:a"} {
 		if _, err := ParseUpsertKey(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}

@@ -55,7 +55,6 @@ func TestOptionsValidate(t *testing.T) {
 		{replay.Options{Topic: "t", Fold: "sum"}, string(replay.SettingFold)},
 		{replay.Options{Topic: "t", Fold: "latest", Mode: mapping.ModeUpsert}, string(replay.SettingFold)},
 		{replay.Options{Topic: "t", Mode: mapping.ModeFold}, string(replay.SettingMode)},
-		{replay.Options{Topic: "t", Mode: mapping.ModeUpsert}, string(replay.SettingMode)},
 		{replay.Options{Topic: "t", Key: &mapping.UpsertKey{Source: mapping.KeyFromKafkaKey}}, string(replay.SettingKey)},
 		{replay.Options{Topic: "t", Branch: "b", Publish: false, PublishDifferent: true}, string(replay.SettingPublishDifferent)},
 		{replay.Options{Topic: "t", Publish: true}, string(replay.SettingPublish)},

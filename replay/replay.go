@@ -29,10 +29,13 @@ type Options struct {
 	// and Run returns the *DifferError.
 	PublishDifferent bool
 	// Mode is the mode of the target (empty: mapping.ModeAppend), and Key
-	// the key of an upsert target (mapping.KeyFor), as floe sink takes
-	// them; a replay into a table of another mode or key is refused.
+	// the key of an upsert target (mapping.KeyFor; nil: the record key of
+	// a new table's layout, or an existing table's key), as floe sink
+	// takes them; a replay into a table of another mode or key is refused.
 	Mode mapping.Mode
 	Key  *mapping.UpsertKey
+	// Properties are set on a new target table (format-version).
+	Properties map[string]string
 	// Fold is "" or mapping.FoldLatest, an alias of Mode
 	// mapping.ModeUpsert with Key mapping.FoldLatestKey: per partition, the
 	// latest record of each Kafka key (a KTable's state). It writes an
@@ -154,8 +157,6 @@ func (o Options) Validate() error {
 			Want: "append or upsert: floe no longer writes copy-on-write state tables (--fold latest writes an upsert table)"}
 	case o.Mode != "" && o.Mode != mapping.ModeAppend && o.Mode != mapping.ModeUpsert:
 		return &OptionError{Setting: SettingMode, Value: string(o.Mode), Want: "append or upsert"}
-	case o.Mode == mapping.ModeUpsert && o.Key == nil:
-		return &OptionError{Setting: SettingMode, Value: string(o.Mode), Needs: SettingKey, Want: "an upsert table is keyed"}
 	case o.Mode != mapping.ModeUpsert && o.Key != nil:
 		return &OptionError{Setting: SettingKey, Value: o.Key.String(), Needs: SettingMode, Want: "key columns are for an upsert table (--mode upsert)"}
 	case o.PublishDifferent && !o.Publish:

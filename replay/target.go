@@ -151,8 +151,18 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 			if err = layout.Normalize(); err == nil {
 				err = checkDeadLetters(ctx, cat, ident, opts, layout)
 			}
+			if err == nil && mode == mapping.ModeUpsert && key == nil {
+				var k mapping.UpsertKey
+				k, err = mapping.KeyFor(layout, nil)
+				key = &k
+			}
 			if err == nil {
-				t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: props, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger,
+				create := maps.Clone(opts.Properties)
+				if create == nil {
+					create = map[string]string{}
+				}
+				maps.Copy(create, props)
+				t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: create, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger,
 					Mode: mode, Key: key})
 			}
 		case err == nil:

@@ -498,12 +498,19 @@ func (t *Table) stageOn(base *table.Table, want *iceberg.Schema) (*table.Transac
 	if want == nil {
 		return txn, base, nil
 	}
-	upd := txn.UpdateSchema(true, false)
-	changed, err := evolveSchema(upd, base.Schema(), want)
+	key, name := t.keyColumns(want)
+	// Key columns are added required: the upsert table's rows all have
+	// them (a record without is a dead letter).
+	upd := txn.UpdateSchema(true, len(key) > 0)
+	changed, err := evolveSchema(upd, base.Schema(), want, key)
 	if err != nil {
 		return nil, nil, &SchemaChangedError{Table: t.Name(), Err: err}
 	}
-	if !changed {
+	identified, err := t.identify(base, txn, upd, want, key, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !changed && !identified {
 		return txn, base, nil
 	}
 	if err := upd.Commit(); err != nil {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -29,16 +30,17 @@ func (e *SchemaChangedError) Unwrap() error { return e.Err }
 
 // evolveSchema stages, in upd, the schema changes that make the table's
 // schema have take rows of schema want (the columns a flush was built
-// with): the columns and nested fields want adds, always optional, and the
+// with): the columns and nested fields want adds, optional but for the
+// key columns of an upsert table (required: upd must allow it), and the
 // promotions Iceberg allows (mapping.MergeType). Columns of have that want
 // lacks stay. It reports whether anything changed; a type want holds that
 // have cannot be promoted to is a *mapping.SchemaConflictError.
-func evolveSchema(upd *table.UpdateSchema, have, want *iceberg.Schema) (bool, error) {
+func evolveSchema(upd *table.UpdateSchema, have, want *iceberg.Schema, required []string) (bool, error) {
 	changed := false
 	for _, f := range want.Fields() {
 		g, ok := have.FindFieldByName(f.Name)
 		if !ok {
-			upd.AddColumn([]string{f.Name}, f.Type, f.Doc, false, nil)
+			upd.AddColumn([]string{f.Name}, f.Type, f.Doc, slices.Contains(required, f.Name), nil)
 			changed = true
 			continue
 		}

@@ -82,18 +82,32 @@ func withMode(props iceberg.Properties, schema *iceberg.Schema, opts OpenOptions
 	default:
 		return nil, fmt.Errorf("create a table of mode %q: this floe creates append and upsert tables", mode)
 	}
-	if opts.Key == nil {
-		return nil, fmt.Errorf("an upsert table needs a key (--key string, json or registry, or --id-columns)")
+	key, err := opts.newKey()
+	if err != nil {
+		return nil, err
 	}
-	props[mapping.PropUpsertKey] = opts.Key.String()
-	return identify(schema, *opts.Key)
+	props[mapping.PropUpsertKey] = key.String()
+	return withIdentifiers(schema, key)
 }
 
-// identify returns schema with the key's columns required and its
+// newKey is the key of a new upsert table: Key, or the record key of the
+// layout.
+func (o OpenOptions) newKey() (mapping.UpsertKey, error) {
+	if o.Key != nil {
+		return *o.Key, nil
+	}
+	l := o.Layout
+	if err := l.Normalize(); err != nil {
+		return mapping.UpsertKey{}, err
+	}
+	return mapping.KeyFor(l, nil)
+}
+
+// withIdentifiers returns schema with the key's columns required and its
 // identifier fields. Key columns the schema does not have yet (typed
 // columns come with the first record that has them) become identifier
 // fields when a commit adds them (evolveSchema).
-func identify(schema *iceberg.Schema, key mapping.UpsertKey) (*iceberg.Schema, error) {
+func withIdentifiers(schema *iceberg.Schema, key mapping.UpsertKey) (*iceberg.Schema, error) {
 	fields := slices.Clone(schema.Fields())
 	var ids []int
 	for _, col := range key.Columns {
@@ -144,4 +158,77 @@ func checkMode(name string, tbl *table.Table, opts OpenOptions) (mapping.Mode, m
 		return "", mapping.UpsertKey{}, &KeyChangeError{Table: name, Has: key, Want: *opts.Key}
 	}
 	return mode, key, nil
+}
+
+// keyColumns returns the key columns of an upsert table that a commit of
+// writer schema want must have as identifier fields: its key's columns,
+// or, for a key of a decoded struct's fields not named yet, the fields of
+// want's kafka_key struct (name is then set: the commit names them). Nil
+// for other modes.
+func (t *Table) keyColumns(want *iceberg.Schema) (cols []string, name bool) {
+	if t.mode != mapping.ModeUpsert {
+		return nil, false
+	}
+	if len(t.key.Columns) > 0 || t.key.Source != mapping.KeyFromKeyFields || want == nil {
+		return t.key.Columns, false
+	}
+	f, ok := want.FindFieldByName(mapping.ColKey)
+	st, isStruct := f.Type.(*iceberg.StructType)
+	if !ok || !isStruct {
+		return nil, false
+	}
+	for _, kf := range st.FieldList {
+		cols = append(cols, kf.Name)
+	}
+	return cols, true
+}
+
+// identify stages in upd (and txn) the identifier fields of an upsert
+// table once its key columns key exist in base or want: the first commit
+// of a table whose key columns come with its records. When name is set it
+// also records the key's columns (mapping.PropUpsertKey), which must then
+// determine the table's partition spec. It reports whether it staged
+// anything; a key column of a type that cannot identify rows is an error.
+func (t *Table) identify(base *table.Table, txn *table.Transaction, upd *table.UpdateSchema, want *iceberg.Schema, key []string, name bool) (bool, error) {
+	if len(key) == 0 {
+		return false, nil
+	}
+	have := base.Schema()
+	var ids []int
+	for _, c := range key {
+		f, ok := have.FindFieldByName(c)
+		if !ok && want != nil {
+			f, ok = want.FindFieldByName(c)
+			f.ID = 0
+		}
+		if !ok {
+			return false, nil
+		}
+		if err := checkKeyColumn(f); err != nil {
+			return false, fmt.Errorf("upsert table %s: %w", t.Name(), err)
+		}
+		ids = append(ids, f.ID)
+	}
+	if !slices.Contains(ids, 0) && len(have.IdentifierFieldIDs) == len(ids) && !slices.ContainsFunc(ids, func(id int) bool { return !slices.Contains(have.IdentifierFieldIDs, id) }) {
+		return false, nil
+	}
+	paths := make([][]string, len(key))
+	for i, c := range key {
+		paths[i] = []string{c}
+	}
+	upd.SetIdentifierField(paths)
+	if name {
+		k := mapping.UpsertKey{Source: t.key.Source, Columns: key}
+		if pb, err := t.partitionByOf(base); err != nil {
+			return false, err
+		} else if pb != nil {
+			if err := k.CheckPartitionBy(*pb); err != nil {
+				return false, err
+			}
+		}
+		if err := txn.SetProperties(iceberg.Properties{mapping.PropUpsertKey: k.String()}); err != nil {
+			return false, fmt.Errorf("record the key of %s: %w", t.Name(), err)
+		}
+	}
+	return true, nil
 }

@@ -53,6 +53,15 @@ func (o OpenOptions) CheckNew() error {
 	if err := l.Normalize(); err != nil {
 		return err
 	}
+	if o.Mode == mapping.ModeUpsert && o.PartitionBy != nil {
+		key, err := o.newKey()
+		if err != nil {
+			return err
+		}
+		if err := key.CheckPartitionBy(*o.PartitionBy); err != nil {
+			return err
+		}
+	}
 	if o.PartitionBy == nil {
 		return nil
 	}
@@ -109,6 +118,9 @@ func (t *Table) PartitionSpec() string { return specText(t.tbl.Spec(), t.tbl.Sch
 // the table cannot be partitioned by (Layout.CheckPartitionBy).
 func (t *Table) CheckPartitionBy(p mapping.PartitionBy) error {
 	err := t.layout.CheckPartitionBy(p, t.tbl.Schema())
+	if err == nil && t.mode == mapping.ModeUpsert {
+		err = t.key.CheckPartitionBy(p)
+	}
 	if pe, ok := err.(*mapping.PartitionByError); ok {
 		pe.Table = t.Name()
 	}

@@ -376,6 +376,13 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 		if err == nil {
 			rf, gone := t.readRangesFiles(ctx, tbl)
 			if !gone || reloaded {
+				if t.mode == mapping.ModeUpsert {
+					// A key of struct fields is named by the commit of its
+					// first record.
+					if t.key, err = mapping.UpsertKeyOf(tbl.Properties()); err != nil {
+						return fmt.Errorf("table %s: %w", t.Name(), err)
+					}
+				}
 				t.tbl, t.archive, t.segments, t.archiveSig, t.ranges = tbl, a, segs, sig, rf
 				return nil
 			}

@@ -30,6 +30,10 @@ import (
 // policy bounds (--flush-records).
 func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush) (Changes, error) {
 	var ch Changes
+	if len(f.Batches) == 0 {
+		// Ranges without rows (starts, markers, losses): nothing to key.
+		return ch, nil
+	}
 	schema := target.Schema()
 	ids := schema.IdentifierFieldIDs
 	if len(ids) == 0 {

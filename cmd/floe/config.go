@@ -38,6 +38,10 @@ type pipeline struct {
 	// Value and Key override --value and --key for this pipeline.
 	Value string `yaml:"value"`
 	Key   string `yaml:"key"`
+	// Mode and IDColumns override --mode and --id-columns for this
+	// pipeline.
+	Mode      string   `yaml:"mode"`
+	IDColumns []string `yaml:"id-columns"`
 	// PartitionBy is the pipeline's table's partition spec; empty means
 	// the partition-by key (or --partition-by) of all pipelines.
 	PartitionBy string `yaml:"partition-by"`

@@ -24,8 +24,6 @@ type replayFlags struct {
 	branch        string
 	publish       bool
 	publishDiff   bool
-	mode          string
-	idColumns     []string
 	fold          string
 	partitionBy   *mapping.PartitionBy
 	flushRecords  int
@@ -34,6 +32,7 @@ type replayFlags struct {
 	onDataLoss    string
 	retryFor      time.Duration
 	decodeFlags
+	upsertFlags
 }
 
 func newReplayCmd() *cobra.Command {
@@ -102,11 +101,10 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
 	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --mode upsert --publish: publish even when the branch differs from main key by key (repairing a main known to be wrong)")
-	fs.StringVar(&f.mode, "mode", "", "append (every record a row; the default) or upsert (one row per key, the latest; see floe sink --help)")
-	fs.StringSliceVar(&f.idColumns, "id-columns", nil, "with --mode upsert: key the table by these value columns (`a,b`) instead of the record key")
 	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	f.decodeFlags.register(fs)
+	f.upsertFlags.register(fs)
 	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "commit after this many records")
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "commit after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "commit at most this long after the first uncommitted record")
@@ -169,18 +167,10 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		return err
 	}
 	opts.Layout, opts.DeadLetters, opts.NoDeadLetters = p.Layout, p.DeadLetters, p.NoDeadLetters
-	keyLayout := p.Layout
-	if f.branch == "" {
-		// A new table: no layout flags is a raw one. A branch has its
-		// table's.
-		if err := keyLayout.Normalize(); err != nil {
-			return err
-		}
-	}
-	if opts.Mode, opts.Key, err = replayMode(f.mode, f.idColumns, keyLayout); err != nil {
+	if err := f.upsertFlags.pipeline(&p, pipeline{}); err != nil {
 		return err
 	}
-	opts.Sink.Registry, opts.Sink.OnSchemaConflict = p.Config.Registry, p.Config.OnSchemaConflict
+	opts.Mode, opts.Key, opts.Properties = p.Mode, p.Key, p.Properties
 	// Every option is checked before the brokers or the catalog are asked.
 	if err := opts.Validate(); err != nil {
 		return err
@@ -209,31 +199,6 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(msg)}
 	}
 	return nil
-}
-
-// replayMode is the mode and key of --mode and --id-columns for a target of
-// layout l ("" and nil: the replay's default, append).
-func replayMode(mode string, idColumns []string, l mapping.Layout) (mapping.Mode, *mapping.UpsertKey, error) {
-	if mode == "" && len(idColumns) == 0 {
-		return "", nil, nil
-	}
-	m, err := mapping.ParseMode(mode)
-	switch {
-	case mode == "":
-		return "", nil, errors.New("--id-columns keys an upsert table: add --mode upsert")
-	case err != nil || m == mapping.ModeFold:
-		return "", nil, fmt.Errorf("--mode %q: want append or upsert", mode)
-	case m != mapping.ModeUpsert:
-		if len(idColumns) > 0 {
-			return "", nil, errors.New("--id-columns keys an upsert table: add --mode upsert")
-		}
-		return m, nil, nil
-	}
-	key, err := mapping.KeyFor(l, idColumns)
-	if err != nil {
-		return "", nil, err
-	}
-	return m, &key, nil
 }
 
 func printReplayStart(w io.Writer, s replay.Start) {

@@ -44,6 +44,7 @@ type sinkFlags struct {
 	compaction    sinkCompaction
 	opsFlags
 	decodeFlags
+	upsertFlags
 }
 
 func newSinkCmd() *cobra.Command {
@@ -125,6 +126,7 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
 	fs.Var(newPositiveDuration(&f.topicCheck, connector.DefaultPartitionCheck), "topic-check", "how often --topic-regex looks for new matching topics (with --stop-at-end it takes those that match at start only)")
 	fs.Lookup("table").Usage = "Iceberg table as `NAMESPACE.TABLE` (required); {topic} in it stands for the topic's name, with dots and dashes made underscores: lake.{topic} gives each topic its own table"
 	f.decodeFlags.register(fs)
+	f.upsertFlags.register(fs)
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
 	fs.Var(newPositiveInt(&f.flushRecords, connector.DefaultFlushRecords), "flush-records", "flush after this many records")
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
@@ -286,6 +288,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		}
 		run := connector.Pipeline{Table: ident, Config: cfg, PartitionBy: pb}
 		if err := f.decodeFlags.pipeline(&run, p, registry); err != nil {
+			return connector.Pipeline{}, err
+		}
+		if err := f.upsertFlags.pipeline(&run, p); err != nil {
 			return connector.Pipeline{}, err
 		}
 		mp := reg.Pipeline(p.Topic, p.Table, p.Partitions)

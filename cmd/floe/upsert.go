@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/spf13/pflag"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// upsertFlags say which mode a table has (--mode), and an upsert table's
+// key (--id-columns, or the record key by --key) and format version.
+type upsertFlags struct {
+	mode          string
+	idColumns     []string
+	formatVersion int
+}
+
+func (f *upsertFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.mode, "mode", "",
+		"append: every record is a row (the log); upsert: one row per key, the latest record's, a tombstone (null value) deleting the key, written as equality deletes (docs/upsert.md). A new table gets it (default append); an existing table keeps its own, and another --mode is refused")
+	fs.StringSliceVar(&f.idColumns, "id-columns", nil,
+		"with --mode upsert: key the rows by these value columns, `COLUMN[,COLUMN]` (with --value json or registry); without it the key is the record key: kafka_key for --key string or raw, one column per field of the key for --key json or registry")
+	fs.Lookup("id-columns").DefValue = ""
+	fs.IntVar(&f.formatVersion, "format-version", 2, "Iceberg format version of a new table: 2, or 3 (an existing table keeps its own)")
+}
+
+// pipeline completes p, whose layout is set, with the mode, key and table
+// properties the flags (and the config file's pipeline from) ask for.
+func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
+	mode, idColumns := f.mode, f.idColumns
+	if from.Mode != "" {
+		mode = from.Mode
+	}
+	if from.IDColumns != nil {
+		idColumns = from.IDColumns
+	}
+	if f.formatVersion != 2 && f.formatVersion != 3 {
+		return fmt.Errorf("--format-version %d: want 2 or 3", f.formatVersion)
+	}
+	p.Properties = map[string]string{table.PropertyFormatVersion: strconv.Itoa(f.formatVersion)}
+	if mode == "" {
+		if len(idColumns) > 0 {
+			return fmt.Errorf("--id-columns %v keys an upsert table: add --mode upsert", idColumns)
+		}
+		return nil
+	}
+	m, err := mapping.ParseMode(mode)
+	if err != nil || m == mapping.ModeFold {
+		return fmt.Errorf("--mode %q: want append or upsert (state tables of replay --fold latest are made by floe replay)", mode)
+	}
+	p.Mode = m
+	if m != mapping.ModeUpsert {
+		if len(idColumns) > 0 {
+			return fmt.Errorf("--id-columns %v keys an upsert table, and --mode is %s: use --mode upsert", idColumns, m)
+		}
+		return nil
+	}
+	if len(idColumns) == 0 && p.Layout.Key == "" {
+		// The record key, as the table (or a new table's layout) has it.
+		return nil
+	}
+	l := p.Layout
+	if err := l.Normalize(); err != nil {
+		return err
+	}
+	k, err := mapping.KeyFor(l, idColumns)
+	if err != nil {
+		return err
+	}
+	p.Key = &k
+	return nil
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// upsertStack starts a local stack with topic of partitions holding recs,
+// and returns it with the sink command line for it (--stop-at-end) and the
+// catalog flags.
+func upsertStack(t *testing.T, topic string, partitions int32, recs []*kgo.Record) (*localstack.Stack, []string, []string) {
+	t.Helper()
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--stop-at-end"}, loc...)
+	return st, sink, loc
+}
+
+// rec is a record of partition p with key k and value v (nil: none) at
+// second ts.
+func rec(topic string, p int32, k, v []byte, ts int) *kgo.Record {
+	return &kgo.Record{Topic: topic, Partition: p, Key: k, Value: v, Timestamp: time.Unix(int64(1_700_000_000+ts), 0)}
+}
+
+// stateOf reads table name with iceberg-go's scan (deletes applied) as
+// key -> value, or key -> column col's value when col is set; a key seen
+// twice fails the test.
+func stateOf(t *testing.T, st *localstack.Stack, name, keyCol, col string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for _, r := range floetest.Rows(t, openTable(t, st.Catalog(), name)) {
+		k, v := r.Key, r.Value
+		if keyCol != "" {
+			k = r.Columns[keyCol]
+		}
+		if col != "" {
+			v = r.Columns[col]
+		}
+		if _, dup := got[k]; dup {
+			t.Fatalf("%s: key %s has two rows", name, k)
+		}
+		got[k] = v
+	}
+	return got
+}
+
+// TestUpsertSinkCommand runs floe sink --mode upsert --key string on a
+// topic whose key k1 moved from partition 0 to partition 1 (a
+// repartitioned topic) beside updates and tombstones, and reads the table
+// back with iceberg-go's scan: the latest value of each key, k1's from
+// the partition whose latest record is later in time, deleted keys gone.
+// The ledger counts the rows, deletes and dead letters. Then the
+// refusals: an append table sunk in upsert mode, an upsert table in
+// append mode, another key, a partition spec not on the key, and an
+// upsert table of raw values keyed by value columns.
+func TestUpsertSinkCommand(t *testing.T) {
+	const topic = "accounts"
+	b := func(s string) []byte { return []byte(s) }
+	recs := []*kgo.Record{
+		rec(topic, 0, b("k1"), b("a"), 1),
+		rec(topic, 0, b("k2"), b("b"), 2),
+		rec(topic, 0, b("k1"), b("c"), 3),
+		rec(topic, 0, b("k3"), b("d"), 4),
+		rec(topic, 0, b("k3"), nil, 5), // deletes k3
+		rec(topic, 0, nil, b("no key"), 6),
+		rec(topic, 0, b("k2"), b("e"), 7),
+		// k1 in partition 1: later in time than k1's latest in partition
+		// 0 (t=3), so it wins although partition 0's records come later
+		// in the flush.
+		rec(topic, 1, b("k1"), b("f"), 10),
+		rec(topic, 1, b("k4"), b("g"), 11),
+		rec(topic, 0, b("k4"), b("h"), 8), // k4: partition 1's (t=11) wins
+	}
+	st, sink, _ := upsertStack(t, topic, 2, recs)
+	upsert := append(sink, "--table", "lake.accounts", "--mode", "upsert", "--key", "string")
+	code, out, errs := floe(t, upsert...)
+	if code != 0 || !strings.Contains(out, "1 dead letter") {
+		t.Fatalf("upsert sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	want := map[string]string{"k1": "f", "k2": "e", "k4": "g"}
+	if got := stateOf(t, st, "lake.accounts", "", ""); !maps.Equal(got, want) {
+		t.Fatalf("table %v, want %v", got, want)
+	}
+	tbl := openTable(t, st.Catalog(), "lake.accounts")
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := mapping.Cover(l.Ranges(mapping.TopicPartition{Topic: topic, Partition: 0}))
+	if p0.Records != 6 || p0.Deletes != 1 || p0.DeadLetters != 1 || p0.Next != 8 {
+		t.Fatalf("partition 0: %+v, want 6 records (2 superseded), 1 delete, 1 dead letter over 8 offsets", p0)
+	}
+	if tbl.Mode() != mapping.ModeUpsert || tbl.Iceberg().Properties()[mapping.PropUpsertKey] != "kafka-key" {
+		t.Fatalf("mode %s, properties %v", tbl.Mode(), tbl.Iceberg().Properties())
+	}
+
+	// An append table is not sunk in upsert mode, nor the upsert table in
+	// append mode.
+	code, _, errs = floe(t, append(sink, "--table", "lake.log")...)
+	if code != 0 {
+		t.Fatalf("append sink: exit %d %s", code, errs)
+	}
+	refused(t, st, "table lake.log is of mode append, and this run writes mode upsert", append(sink, "--table", "lake.log", "--mode", "upsert")...)
+	refused(t, st, "table lake.accounts is of mode upsert, and this run writes mode append", append(sink, "--table", "lake.accounts", "--mode", "append")...)
+	// Another key: the key's bytes instead of its text.
+	refused(t, st, "table lake.accounts keeps its keys as string, not raw", append(sink, "--table", "lake.accounts", "--mode", "upsert", "--key", "raw")...)
+	// Partitioned by a column that is not the key; nothing is created.
+	refused(t, st, "an upsert table is partitioned by key columns only (kafka_key)", append(sink, "--table", "lake.byday", "--mode", "upsert", "--key", "string", "--partition-by", "day(kafka_timestamp)")...)
+	refused(t, st, "--id-columns names value columns, and --value raw has none", append(sink, "--table", "lake.ids", "--mode", "upsert", "--id-columns", "id")...)
+	refused(t, st, "add --mode upsert", append(sink, "--table", "lake.ids", "--id-columns", "id")...)
+	refused(t, st, "--format-version 9: want 2 or 3", append(sink, "--table", "lake.v9", "--mode", "upsert", "--format-version", "9")...)
+}
+
+// TestUpsertSinkStructKey runs floe sink --mode upsert --key json --value
+// json: the key {"id": N} gives the key column id, the same column as the
+// value's id, holding the key's value; a record whose key lacks id, or has
+// another field, is a dead letter; a tombstone deletes. Then --id-columns
+// on a v3 table: the value's tenant and id columns key it, a record
+// without tenant is a dead letter; changing the key columns and a
+// floating-point key column are refused.
+func TestUpsertSinkStructKey(t *testing.T) {
+	const topic = "customers"
+	j := func(format string, a ...any) []byte { return fmt.Appendf(nil, format, a...) }
+	var recs []*kgo.Record
+	want := map[string]string{}
+	for i := range 30 {
+		id := i % 6
+		name := fmt.Sprintf("n%d", i)
+		recs = append(recs, rec(topic, int32(id%2), j(`{"id":%d}`, id), j(`{"id":%d,"tenant":"t%d","name":%q,"score":%d.5}`, 100+id, id%2, name, i), i))
+		want[fmt.Sprint(id)] = name
+	}
+	recs = append(recs,
+		rec(topic, 1, j(`{"id":5}`), nil, 40),                         // deletes 5
+		rec(topic, 0, j(`{"other":1}`), j(`{"id":1,"name":"x"}`), 41), // a field that is not the key's
+		rec(topic, 0, nil, j(`{"id":1,"name":"y"}`), 42),              // no key
+	)
+	delete(want, "5")
+	st, sink, _ := upsertStack(t, topic, 2, recs)
+	code, out, errs := floe(t, append(sink, "--table", "lake.customers", "--mode", "upsert", "--key", "json", "--value", "json", "--flush-records", "7")...)
+	if code != 0 || !strings.Contains(out, "2 dead letters") {
+		t.Fatalf("struct key: exit %d\n%s\n%s", code, out, errs)
+	}
+	if got := stateOf(t, st, "lake.customers", "id", "name"); !maps.Equal(got, want) {
+		t.Fatalf("table %v, want %v", got, want)
+	}
+	tbl := openTable(t, st.Catalog(), "lake.customers")
+	if k := tbl.UpsertKey(); k.String() != "key:id" || len(tbl.Iceberg().Schema().IdentifierFieldIDs) != 1 {
+		t.Fatalf("key %s, identifier fields %v", k, tbl.Iceberg().Schema().IdentifierFieldIDs)
+	}
+
+	// --id-columns on a v3 table.
+	ids := append(sink, "--table", "lake.bytenant", "--mode", "upsert", "--value", "json", "--id-columns", "tenant,name", "--format-version", "3")
+	code, out, errs = floe(t, ids...)
+	if code != 0 || !strings.Contains(out, "3 dead letters") {
+		t.Fatalf("id columns: exit %d\n%s\n%s", code, out, errs)
+	}
+	tenants := openTable(t, st.Catalog(), "lake.bytenant")
+	if v := tenants.Iceberg().Metadata().Version(); v != 3 {
+		t.Fatalf("format v%d, want 3", v)
+	}
+	if n := len(floetest.Rows(t, tenants)); n != 30 {
+		t.Fatalf("%d rows, want the 30 distinct (tenant, name)", n)
+	}
+	refused(t, st, "table lake.bytenant is keyed by --id-columns tenant,name, and this run keys by --id-columns name", append(sink, "--table", "lake.bytenant", "--mode", "upsert", "--value", "json", "--id-columns", "name")...)
+	code, _, errs = floe(t, append(sink, "--table", "lake.byscore", "--mode", "upsert", "--value", "json", "--id-columns", "score")...)
+	if code != 2 || !strings.Contains(errs, `key column "score" is a double`) {
+		t.Fatalf("float key: exit %d\n%s", code, errs)
+	}
+}

@@ -127,7 +127,7 @@ func TestReplayCommandUpsertBranchPublish(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--id-columns", "id"}, "--id-columns keys an upsert table: add --mode upsert"},
+		{[]string{"--id-columns", "id"}, "keys an upsert table: add --mode upsert"},
 		{[]string{"--mode", "fold"}, `--mode "fold": want append or upsert`},
 		{[]string{"--mode", "upsert", "--id-columns", "id"}, "--value raw has none"},
 		{[]string{"--branch", "b", "--publish-different"}, "--publish-different needs --publish"},

@@ -259,10 +259,16 @@ type Evidence struct {
 type Report struct {
 	Table  string
 	Branch string
-	// Fold is the table's floe.fold property: empty for an event table,
-	// mapping.FoldLatest for a state table, which the audit checks against
-	// a state table's invariants (see docs/audit.md).
+	// Mode is the table's mode (snapshot.Table.Mode); the files, rows and
+	// content levels check the invariants of its kind of table (see
+	// docs/audit.md).
+	Mode mapping.Mode
+	// Fold is the table's floe.fold property: empty but for a state table
+	// (mapping.ModeFold), where it is mapping.FoldLatest.
 	Fold string
+	// UpsertKey is an upsert table's key (mapping.UpsertKey's text form),
+	// empty for other tables.
+	UpsertKey string
 	// Levels are the levels that ran, cheapest first.
 	Levels     []Level
 	Partitions []PartitionReport
@@ -352,27 +358,32 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	if opts.VerifyContent && opts.Broker == nil {
 		return nil, errors.New("content verification re-reads the log: it needs a broker (Options.Broker)")
 	}
-	var fold string
-	switch m := tbl.Mode(); m {
-	case mapping.ModeAppend:
-	case mapping.ModeFold:
-		fold = mapping.FoldLatest
-	default:
-		return nil, fmt.Errorf("audit %s: the table is of mode %s; this floe audits append tables and %s=%s state tables only",
-			tbl.Name(), m, mapping.PropFold, mapping.FoldLatest)
-	}
+	mode := tbl.Mode()
 	a := &auditor{
 		tbl:      tbl,
 		opts:     opts,
-		fold:     fold,
 		keySeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		parts:    map[mapping.TopicPartition]*PartitionReport{},
+		tpIDs:    map[mapping.TopicPartition]int32{},
 		rep: &Report{
 			Table:   tbl.Name(),
 			Branch:  tbl.Branch(),
-			Fold:    fold,
+			Mode:    mode,
 			Started: time.Now().UTC(),
 		},
+	}
+	switch mode {
+	case mapping.ModeAppend:
+	case mapping.ModeFold:
+		a.fold, a.rep.Fold = mapping.FoldLatest, mapping.FoldLatest
+	case mapping.ModeUpsert:
+		var err error
+		if a.upsert, err = newUpsertTable(tbl); err != nil {
+			return nil, err
+		}
+		a.rep.UpsertKey = a.upsert.key.String()
+	default:
+		return nil, fmt.Errorf("audit %s: a table of mode %s, which this floe does not audit", tbl.Name(), mode)
 	}
 	if err := a.loadLedger(); err != nil {
 		return nil, err
@@ -420,6 +431,12 @@ type auditor struct {
 	// state table's invariants (state.go). keySeeds hash its keys.
 	fold     string
 	keySeeds [2]maphash.Seed
+	// upsert is set for an upsert table (upsert.go), upFold at its content
+	// level; tpIndex numbers the partitions its keyed rows name (tpID).
+	upsert  *upsertTable
+	upFold  *upsertFold
+	tpIndex []mapping.TopicPartition
+	tpIDs   map[mapping.TopicPartition]int32
 
 	headID int64
 	ledger mapping.Ledger

@@ -44,6 +44,7 @@ func contentTotals(rep *audit.Report) audit.ContentStats {
 			s.Compacted += c.Compacted
 			s.Folded += c.Folded
 			s.Unverifiable += c.Unverifiable
+			s.DeadLetters += c.DeadLetters
 		}
 	}
 	return s

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -60,12 +61,22 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 	if err := a.startTypedContent(); err != nil {
 		return err
 	}
+	if a.upsert != nil {
+		f, err := a.readUpsertRows(ctx)
+		if err != nil {
+			return fmt.Errorf("content level: %w", err)
+		}
+		a.upFold = f
+	}
 	prog := a.progress("content: re-reading the log", total)
 	defer prog.Finish()
 	for _, j := range jobs {
 		if err := a.verifyPartition(ctx, j.tp, j.iv, policies[j.tp.Topic], prog); err != nil {
 			return fmt.Errorf("content level, %s: %w", j.tp, err)
 		}
+	}
+	if a.upFold != nil {
+		return a.settleUpsert(ctx, a.upFold)
 	}
 	return nil
 }
@@ -80,6 +91,7 @@ type verifier struct {
 	dead  []offsetDigest     // the dead letters in iv, sorted, one per offset
 	err   error              // what stopped reading the log
 	fold  *foldCheck         // state tables only
+	acct  *rangeAccount      // upsert tables whose records floe classifies by key and value
 	stats *ContentStats
 	d     digester
 	found []Finding
@@ -96,8 +108,14 @@ type verifier struct {
 // verifyPartition checks the offsets iv of tp, which the ledger covers and
 // the broker retains; policy is the topic's cleanup.policy.
 func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, policy string, prog Progress) error {
-	rows, keys, err := a.tableDigests(ctx, a.tbl, a.headID, tp, iv, a.typed != nil)
-	if err != nil {
+	var (
+		rows []offsetDigest
+		keys []keyedOffset
+		err  error
+	)
+	if a.upFold != nil {
+		rows = a.upFold.rowsOf(tp, iv)
+	} else if rows, keys, err = a.tableDigests(ctx, a.tbl, a.headID, tp, iv, a.typed != nil); err != nil {
 		return err
 	}
 	var dead []offsetDigest
@@ -114,8 +132,11 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	}
 	slices.SortStableFunc(dead, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
 	v := &verifier{a: a, tp: tp, iv: iv, segs: a.segments(tp), rows: rows, dead: dead, stats: a.parts[tp].Content, policy: policy}
-	if a.fold != "" {
+	if a.fold != "" || a.upFold != nil {
 		v.fold = newFoldCheck(keys)
+	}
+	if a.upFold != nil && a.upsert.key.Source == mapping.KeyFromKafkaKey && a.tbl.Layout().Value == mapping.ValueRaw {
+		v.acct = newRangeAccount(a.ranges[tp], iv)
 	}
 	pending := map[int64][]logRecord{} // open transactions by producer id
 	cursor := iv.Low                   // the next offset not yet accounted for
@@ -180,7 +201,15 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	for _, rec := range open {
 		v.open(rec)
 	}
-	if v.fold != nil {
+	if v.acct != nil {
+		a.settleAccount(tp, v.acct)
+	}
+	switch {
+	case a.upFold != nil:
+		// The table-wide fold is settled once every partition is read.
+		a.merge(a.upFold, tp, v.fold.latest)
+		a.upFold.unverifiable[tp] = append(v.holes, mapping.Interval{Low: 0, High: v.logStart})
+	case v.fold != nil:
 		v.settle()
 	}
 	v.flush()
@@ -268,20 +297,33 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 // table), the digest of its bytes (for a dead letter), and in a state table
 // its key.
 func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
-	rec := logRecord{offset: r.Offset, sum: v.d.record(r)}
+	rec := logRecord{offset: r.Offset, sum: v.d.record(r), timestamp: r.Timestamp.UnixMicro()}
 	rec.raw = rec.sum
-	if v.a.typed != nil {
-		sum, err := v.a.typed.digest(ctx, &v.d, r)
-		if err != nil && v.err == nil {
-			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)
-		}
-		rec.sum = sum
-	}
 	if v.fold != nil {
 		rec.noKey, rec.tombstone = r.Key == nil, r.Value == nil
 		if !rec.noKey {
 			rec.key = v.a.keyOf(r.Key)
 		}
+	}
+	if v.a.typed != nil {
+		// A key of decoded columns is the key of the row the sink makes.
+		keyed := v.a.upsert != nil && v.a.upsert.key.Source != mapping.KeyFromKafkaKey
+		sum, err := v.a.typed.digest(ctx, &v.d, r, func(b arrow.RecordBatch) error {
+			if !keyed {
+				return nil
+			}
+			k, err := v.a.upsert.keyer(b)
+			if err != nil {
+				return err
+			}
+			rec.key, rec.noKey = k.key(v.a, 0)
+			rec.noKey = !rec.noKey
+			return nil
+		})
+		if err != nil && v.err == nil {
+			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)
+		}
+		rec.sum = sum
 	}
 	return rec
 }
@@ -371,6 +413,10 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 		return
 	}
 	sum, ok := v.row(rec.offset)
+	_, dead := v.deadLetter(rec.offset)
+	if committed && v.acct != nil {
+		v.acct.count(rec, dead && !ok)
+	}
 	if dsum, dead := v.deadLetter(rec.offset); dead && !ok {
 		switch {
 		case !committed:
@@ -488,7 +534,7 @@ func (a *auditor) startTypedContent() error {
 	if !l.Typed() && !l.TypedKey() {
 		return nil
 	}
-	if a.fold != "" {
+	if a.fold != "" && a.upsert == nil {
 		return fmt.Errorf("content level: %s is a state table of decoded records, which this floe cannot verify against the log yet; audit it without --verify-content", a.tbl.Name())
 	}
 	dec, err := connector.NewRowDecoder(l, a.opts.Registry, a.tbl.Iceberg().Schema())
@@ -505,7 +551,9 @@ func (a *auditor) startTypedContent() error {
 
 // digest returns the digest of the row a sink makes of r (digester.typedRow),
 // or of nothing when r is a dead letter.
-func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record) (digest, error) {
+// A record that is a row is also handed, as a batch of that one row, to
+// row (the upsert audit reads its key there).
+func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record, row func(arrow.RecordBatch) error) (digest, error) {
 	key, value, dead, err := t.dec.Decode(ctx, r)
 	if err != nil || dead != nil {
 		return digest{}, err
@@ -515,5 +563,8 @@ func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record) (
 	}
 	b := t.rows.NewBatch()
 	defer b.Release()
+	if err := row(b); err != nil {
+		return digest{}, err
+	}
 	return d.typedRow(b, 0, t.layout)
 }

@@ -32,7 +32,10 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	}
 	a.files = files
 	a.rep.Files = len(files)
-	if a.fold != "" {
+	switch {
+	case a.upsert != nil:
+		return a.upsertFiles(ctx)
+	case a.fold != "":
 		if err := a.stateFiles(ctx); err != nil {
 			return err
 		}

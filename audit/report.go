@@ -32,6 +32,8 @@ type jsonReport struct {
 	Table            string          `json:"table"`
 	Branch           string          `json:"branch"`
 	Fold             *string         `json:"fold"`
+	Mode             mapping.Mode    `json:"mode"`
+	UpsertKey        *string         `json:"upsert_key"`
 	SnapshotID       int64           `json:"snapshot_id"`
 	MetadataLocation string          `json:"metadata_location"`
 	AuditedAt        string          `json:"audited_at"`
@@ -132,6 +134,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	if r.Fold != "" {
 		out.Fold = ptr(r.Fold)
 	}
+	out.Mode = r.Mode
+	if r.UpsertKey != "" {
+		out.UpsertKey = ptr(r.UpsertKey)
+	}
 	for _, p := range r.Partitions {
 		jp := jsonPartition{
 			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger, Started: p.Started,
@@ -207,6 +213,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		levels[i] = string(l)
 	}
 	fmt.Fprintf(&b, "levels: %s\n", strings.Join(levels, ", "))
+	if r.UpsertKey != "" {
+		fmt.Fprintf(&b, "upsert table (key %s): one row per key, its winning record's\n", r.UpsertKey)
+	}
 	if r.Fold != "" {
 		fmt.Fprintf(&b, "state table (floe.fold=%s): one row per key, its latest record\n", r.Fold)
 	}
@@ -222,7 +231,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if c := r.contentTotals(); c != nil {
 		b.WriteString("\n")
 		folded := ""
-		if r.Fold != "" {
+		if r.Fold != "" || r.UpsertKey != "" {
 			folded = fmt.Sprintf(", %d folded away (superseded, tombstones and the keys they delete, no key)", c.Folded)
 		}
 		dead := ""
@@ -319,7 +328,7 @@ func (r *Report) partitionTable(b *strings.Builder) {
 	if dead > 0 {
 		fmt.Fprintf(b, "(ROWS counts rows of the table; %d more records went to the dead-letter table, accounted for in the ledger)\n", dead)
 	}
-	if r.Fold != "" {
+	if r.Fold != "" || r.UpsertKey != "" {
 		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
 	}
 }

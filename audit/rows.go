@@ -53,8 +53,20 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 	if withTopic {
 		cols = append(cols, mapping.ColTopic)
 	}
-	withKey := a.fold != ""
-	if withKey {
+	withKey := a.fold != "" || a.upsert != nil
+	var keyed *upsertRows
+	switch {
+	case a.upsert != nil:
+		keyed = &upsertRows{}
+		if !withTopic {
+			cols = append(cols, mapping.ColTopic) // eachRowPosition reads it
+		}
+		for _, c := range a.upsert.key.Columns {
+			if !slices.Contains(cols, c) {
+				cols = append(cols, c)
+			}
+		}
+	case withKey:
 		cols = append(cols, mapping.ColKey)
 	}
 
@@ -63,7 +75,7 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 		s := parts[tp]
 		if s == nil {
 			s = &partRows{segs: a.segments(tp), seen: newOffsetSet(), dup: newOffsetSet(), outside: newOffsetSet()}
-			if withKey {
+			if withKey && keyed == nil {
 				s.keys = newKeyRows()
 			}
 			parts[tp] = s
@@ -90,12 +102,19 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 		var (
 			topic    *array.String
 			key      *array.Binary
+			keyer    *rowKeyer
 			ok3, ok4 = true, true
 		)
 		if withTopic {
 			topic, ok3 = column[*array.String](b, mapping.ColTopic)
 		}
-		if withKey {
+		switch {
+		case keyed != nil:
+			var err error
+			if keyer, err = a.upsert.keyer(b); err != nil {
+				return fmt.Errorf("data file %s: %w", fb.Path, err)
+			}
+		case withKey:
 			key, ok4 = column[*array.Binary](b, mapping.ColKey)
 		}
 		if !ok1 || !ok2 || !ok3 || !ok4 {
@@ -126,7 +145,10 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			if !inSegments(s.segs, o) {
 				s.outside.add(o)
 			}
-			if s.keys != nil {
+			switch {
+			case keyed != nil:
+				keyed.add(a, keyer, tp, i, o)
+			case s.keys != nil:
 				s.keys.add(a, key, i, o)
 			}
 			fr.empty = false
@@ -159,6 +181,11 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			a.checkKeys(tp, s.keys)
 		}
 	}
+	if keyed != nil {
+		if err := a.checkUpsertKeys(ctx, keyed); err != nil {
+			return err
+		}
+	}
 	for _, c := range a.ledger.Commits {
 		for _, r := range c.Ranges {
 			if r.Deleted() || !a.selected(r.Topic) {
@@ -171,7 +198,8 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			var detail string
 			switch {
 			case withKey && got > r.Records:
-				// A state table keeps a subset of each range's records.
+				// A state or upsert table keeps a subset of each range's
+				// records.
 				detail = fmt.Sprintf("range %s of snapshot %d folded %d records; the table holds %d distinct offsets in it, more than it folded", r.Interval, c.SnapshotID, r.Records, got)
 			case !withKey && got != r.Records:
 				detail = fmt.Sprintf("range %s of snapshot %d has %d records in the ledger; the table holds %d distinct offsets in it", r.Interval, c.SnapshotID, r.Records, got)

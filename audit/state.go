@@ -174,16 +174,17 @@ func (a *auditor) foreignRemovals(ctx context.Context) error {
 		if a.commits[s.SnapshotID] != nil || s.ParentSnapshotID == nil || meta.SnapshotByID(*s.ParentSnapshotID) == nil {
 			continue
 		}
+		if a.upsert != nil && a.tbl.IsCompaction(s.SnapshotID) {
+			continue // compaction applies an upsert table's deletes and drops them
+		}
 		op := "unknown operation"
 		if s.Summary != nil {
 			op = string(s.Summary.Operation)
 			if s.Summary.Operation == table.OpAppend {
 				continue
 			}
-			if n, ok := s.Summary.Properties["deleted-data-files"]; ok {
-				if d, err := strconv.ParseInt(n, 10, 64); err == nil && d == 0 {
-					continue
-				}
+			if none(s.Summary.Properties, "deleted-data-files") && (a.upsert == nil || none(s.Summary.Properties, "removed-delete-files")) {
+				continue
 			}
 		}
 		if lookups == maxRemovedLookups {
@@ -198,6 +199,11 @@ func (a *auditor) foreignRemovals(ctx context.Context) error {
 		after, err := a.tbl.Files(ctx, s.SnapshotID)
 		if err != nil {
 			return fmt.Errorf("list the data files of %s at snapshot %d: %w", a.tbl.Name(), s.SnapshotID, err)
+		}
+		if a.upsert != nil {
+			if err := a.removedDeleteFiles(ctx, *s.ParentSnapshotID, s.SnapshotID, op); err != nil {
+				return err
+			}
 		}
 		kept := make(map[string]bool, len(after))
 		for _, f := range after {
@@ -217,6 +223,16 @@ func (a *auditor) foreignRemovals(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// none reports whether a snapshot summary counts zero of a file property.
+func none(props map[string]string, key string) bool {
+	n, ok := props[key]
+	if !ok {
+		return false
+	}
+	d, err := strconv.ParseInt(n, 10, 64)
+	return err == nil && d == 0
 }
 
 // keyRows collects the keys of one partition's rows at the rows level of a
@@ -277,9 +293,10 @@ type logRecord struct {
 	// raw is the digest of the record's bytes (sum in a raw table), which
 	// a dead letter keeps.
 	raw digest
-	// key, noKey and tombstone are set for state tables only.
+	// key, noKey and tombstone are set for state and upsert tables only.
 	key              keyID
 	noKey, tombstone bool
+	timestamp        int64 // microseconds
 }
 
 // foldCheck checks at the content level that a state table's rows of one
@@ -294,6 +311,7 @@ type foldCheck struct {
 // latestRecord is the latest committed record of a key seen so far.
 type latestRecord struct {
 	offset    int64
+	timestamp int64 // microseconds, for an upsert table's winner rule
 	tombstone bool
 }
 
@@ -312,7 +330,7 @@ func (f *foldCheck) observe(rec logRecord) {
 	if l, ok := f.latest[rec.key]; ok && l.offset > rec.offset {
 		return
 	}
-	f.latest[rec.key] = latestRecord{offset: rec.offset, tombstone: rec.tombstone}
+	f.latest[rec.key] = latestRecord{offset: rec.offset, timestamp: rec.timestamp, tombstone: rec.tombstone}
 }
 
 // settle compares, once the log is read, every key's latest record with the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -20,6 +21,9 @@ const (
 	SourceBroker = "broker"
 	// SourceTable: from the table's own timestamp column.
 	SourceTable = "table"
+	// SourceCommit: a commit boundary of an upsert table
+	// (AsOfResult.Boundary).
+	SourceCommit = "commit"
 )
 
 // Position is one partition's cut in an AsOfResult.
@@ -48,8 +52,20 @@ type AsOfResult struct {
 	// it (a time before its first record, say).
 	Empty bool `json:"empty"`
 	// Cut is the position: the table as of it is SnapshotID's rows below
-	// the cut (Rows).
+	// the cut (Rows). It is nil for an upsert table, whose state as of the
+	// position is SnapshotID's rows, all of them.
 	Cut mapping.Cut `json:"-"`
+	// Mode is the table's mode. An upsert table changes commit by commit,
+	// so its state as of a position is the state at the last commit
+	// boundary at or below it (mapping.Ledger.StateAt): Boundary gives,
+	// per partition of the position, the offset that state reached, Exact
+	// says whether it is the position itself, and NextSnapshotID names the
+	// commit that reaches past the position when it is not. Empty (with no
+	// snapshot) is the state before the first commit.
+	Mode           mapping.Mode `json:"mode"`
+	Boundary       []Position   `json:"boundary,omitempty"`
+	Exact          *bool        `json:"exact,omitempty"`
+	NextSnapshotID *int64       `json:"next_snapshot_id,omitempty"`
 }
 
 // AsOfQuery is a position or a record time; exactly one is set.
@@ -90,6 +106,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	if err := q.Validate(); err != nil {
 		return res, err
 	}
+	res.Mode = tbl.Mode()
 	ledger, err := tbl.Ledger()
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
@@ -121,6 +138,28 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			return res, err
 		}
 	}
+	tps := slices.SortedFunc(maps.Keys(cut), mapping.TopicPartition.Compare)
+	for _, tp := range tps {
+		res.Positions = append(res.Positions, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: cut[tp], Source: source[tp]})
+	}
+	if res.Mode == mapping.ModeUpsert {
+		b, err := ledger.StateAt(cut)
+		if err != nil {
+			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
+		}
+		exact := b.Exact(cut)
+		res.Exact, res.Empty = &exact, b.Empty
+		if !b.Empty {
+			res.SnapshotID, res.CommittedAt = b.Commit.SnapshotID, b.Commit.CommittedAt
+		}
+		if b.Next != nil {
+			res.NextSnapshotID = &b.Next.SnapshotID
+		}
+		for _, tp := range tps {
+			res.Boundary = append(res.Boundary, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: b.At[tp], Source: SourceCommit})
+		}
+		return res, nil
+	}
 	c, err := ledger.FirstCovering(cut)
 	if err != nil {
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
@@ -132,14 +171,6 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			res.Empty = false
 			break
 		}
-	}
-	tps := make([]mapping.TopicPartition, 0, len(cut))
-	for tp := range cut {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, mapping.TopicPartition.Compare)
-	for _, tp := range tps {
-		res.Positions = append(res.Positions, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: cut[tp], Source: source[tp]})
 	}
 	return res, nil
 }
@@ -178,9 +209,13 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 	if len(fromTable) == 0 {
 		return cut, nil
 	}
-	if tbl.Mode() != mapping.ModeAppend {
+	if mode := tbl.Mode(); mode != mapping.ModeAppend {
+		kind := "a state table"
+		if mode == mapping.ModeUpsert {
+			kind = "an upsert table"
+		}
 		return nil, &CheckError{Settings: []Setting{SettingBroker},
-			Err: fmt.Errorf("%s is a state table: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name())}
+			Err: fmt.Errorf("%s is %s: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name(), kind)}
 	}
 	tc, err := tbl.TimeCut(ctx, 0, t)
 	if err != nil {

@@ -16,6 +16,7 @@ const (
 	SettingPartition Setting = "partition"
 	SettingOffset    Setting = "offset"
 	SettingBroker    Setting = "broker"
+	SettingKey       Setting = "key"
 )
 
 // QueryError reports a question that has no true answer: a malformed

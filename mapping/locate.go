@@ -194,3 +194,115 @@ func (l Ledger) FirstCovering(cut Cut) (Commit, error) {
 	// Unreachable: every needed offset is at most the partition's Next.
 	return Commit{}, fmt.Errorf("no commit covers %s", cut)
 }
+
+// Boundary is where a table that holds state (an upsert table) stood as of
+// a cut. Such a table changes only commit by commit: the state inside a
+// commit's range never was a table, so the state as of a cut is the state
+// at the last commit boundary at or below it.
+type Boundary struct {
+	// Commit is the commit whose snapshot holds the state. It is the zero
+	// Commit when Empty.
+	Commit Commit
+	// Empty is set when no commit lies wholly below the cut: the state then
+	// is the empty table, before the first commit.
+	Empty bool
+	// At is, per partition of the cut, the offset the state reached: the
+	// cut's own offset where the cut is a commit boundary (or at or below
+	// the partition's first sunk offset), else the boundary below it.
+	At Cut
+	// Next is the first commit past the boundary, which reaches past the
+	// cut in some partition; set when At differs from the cut.
+	Next *Commit
+}
+
+// Exact reports whether the state is the table exactly at the cut.
+func (b Boundary) Exact(cut Cut) bool {
+	for tp, o := range cut {
+		if b.At[tp] != o {
+			return false
+		}
+	}
+	return true
+}
+
+// StateAt returns the last commit boundary at or below cut: the longest
+// prefix of the ledger none of whose ranges of a partition the cut names
+// reaches past the cut's offset, and of that prefix the first commit at
+// which the cut's partitions stood where they stand at its end (so a cut
+// that is a commit boundary gets FirstCovering's commit). Partitions the
+// cut does not name are unconstrained. A cut the ledger does not reach is
+// a *NotCoveredError, as for FirstCovering.
+func (l Ledger) StateAt(cut Cut) (Boundary, error) {
+	if len(cut) == 0 {
+		return Boundary{}, fmt.Errorf("no positions given")
+	}
+	if len(l.Commits) == 0 {
+		return Boundary{}, fmt.Errorf("the table has no floe commits yet")
+	}
+	// base is where each partition of the cut stands before any commit:
+	// at the cut, or at the partition's first sunk offset below it.
+	base, at := Cut{}, Cut{}
+	for tp, o := range cut {
+		rs := l.Ranges(tp)
+		if len(rs) == 0 {
+			if o > 0 {
+				return Boundary{}, &NotCoveredError{Partition: tp, Offset: o}
+			}
+			base[tp], at[tp] = o, o
+			continue
+		}
+		c := Cover(rs)
+		if o > c.Next {
+			return Boundary{}, &NotCoveredError{Partition: tp, Offset: o, Known: true, Next: c.Next}
+		}
+		base[tp], at[tp] = min(o, c.First), min(o, c.First)
+	}
+	last := -1
+	for i, c := range l.Commits {
+		past := false
+		for _, r := range c.Ranges {
+			if o, named := cut[r.TopicPartition]; named && r.Len() > 0 && r.High > o {
+				past = true
+				break
+			}
+		}
+		if past {
+			break
+		}
+		last = i
+		for _, r := range c.Ranges {
+			if _, named := cut[r.TopicPartition]; named && r.Len() > 0 {
+				at[r.TopicPartition] = max(at[r.TopicPartition], r.High)
+			}
+		}
+	}
+	b := Boundary{At: at, Empty: last < 0}
+	if last+1 < len(l.Commits) && !b.Exact(cut) {
+		b.Next = &l.Commits[last+1]
+	}
+	if b.Empty {
+		return b, nil
+	}
+	next := maps.Clone(base)
+	for i := 0; i <= last; i++ {
+		c := l.Commits[i]
+		for _, r := range c.Ranges {
+			if _, named := cut[r.TopicPartition]; named && r.Len() > 0 {
+				next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
+			}
+		}
+		reached := true
+		for tp, o := range at {
+			if next[tp] < o {
+				reached = false
+				break
+			}
+		}
+		if reached {
+			b.Commit = c
+			return b, nil
+		}
+	}
+	b.Commit = l.Commits[last]
+	return b, nil
+}

@@ -98,3 +98,48 @@ func TestParseCut(t *testing.T) {
 		}
 	}
 }
+
+// TestStateAt places cuts on the commit boundaries of lookupLedger: a
+// boundary is exact and gets FirstCovering's commit; a cut inside a range
+// gets the boundary below it and names the commit that reaches past it.
+func TestStateAt(t *testing.T) {
+	l := lookupLedger()
+	for _, c := range []struct {
+		cut   string
+		snap  int64 // 0: empty
+		at    string
+		exact bool
+		next  int64
+	}{
+		{"t/0=60", 1, "t/0=60", true, 0},
+		{"t/0=170", 2, "t/0=170", true, 0},
+		{"t/0=80", 1, "t/0=60", false, 2},
+		{"t/0=30", 0, "t/0=0", false, 1},
+		{"t/0=0", 0, "t/0=0", true, 0},
+		{"t/0=60,t/1=520", 1, "t/0=60,t/1=520", true, 0},
+		{"t/0=170,t/1=550", 2, "t/0=170,t/1=520", false, 3},
+		{"t/1=500", 0, "t/1=500", true, 0},
+		{"t/1=600", 3, "t/1=600", true, 0},
+	} {
+		cut, err := ParseCut(c.cut, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.StateAt(cut)
+		if err != nil {
+			t.Fatalf("%s: %v", c.cut, err)
+		}
+		var next int64
+		if b.Next != nil {
+			next = b.Next.SnapshotID
+		}
+		if b.Commit.SnapshotID != c.snap || b.Empty != (c.snap == 0) || b.At.String() != c.at || b.Exact(cut) != c.exact || next != c.next {
+			t.Errorf("StateAt(%s) = snapshot %d empty %v at %s exact %v next %d; want %d %s %v %d",
+				c.cut, b.Commit.SnapshotID, b.Empty, b.At, b.Exact(cut), next, c.snap, c.at, c.exact, c.next)
+		}
+	}
+	var nc *NotCoveredError
+	if _, err := l.StateAt(Cut{tp("t", 0): 171}); !errors.As(err, &nc) {
+		t.Fatalf("past the ledger: %v", err)
+	}
+}

@@ -3,8 +3,14 @@ package snapshot
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
 	"github.com/floe-dev/floe/mapping"
@@ -149,4 +155,105 @@ func (f positionFields) partitionBounds(df iceberg.DataFile) (pmin, pmax int32, 
 func (f positionFields) bounds(df iceberg.DataFile) (int32, mapping.Interval, bool) {
 	pmin, pmax, offsets, ok := f.partitionBounds(df)
 	return pmin, offsets, ok && pmin == pmax
+}
+
+// DeleteFile is a live row-level delete file of a snapshot as its manifest
+// describes it: what the audit of an upsert table checks and what floe
+// where --key reads.
+type DeleteFile struct {
+	Path string
+	// AddedBy is the snapshot that added the file.
+	AddedBy int64
+	// Records is the number of deletes the file holds.
+	Records int64
+	// Equality is set for an equality-delete file, whose EqualityFieldIDs
+	// are the columns its rows match on; otherwise the file holds position
+	// deletes (a deletion vector when Format is PUFFIN).
+	Equality         bool
+	EqualityFieldIDs []int
+	Format           iceberg.FileFormat
+}
+
+// DeleteFiles lists the live delete files of a snapshot (0 means the
+// branch head), reading only manifests.
+func (t *Table) DeleteFiles(ctx context.Context, snapshotID int64) ([]DeleteFile, error) {
+	snap := t.Head()
+	if snapshotID != 0 {
+		snap = t.tbl.Metadata().SnapshotByID(snapshotID)
+		if snap == nil {
+			return nil, fmt.Errorf("table %s has no snapshot %d", t.Name(), snapshotID)
+		}
+	}
+	if snap == nil {
+		return nil, nil
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open storage of %s: %w", t.Name(), err)
+	}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	var out []DeleteFile
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+		}
+		for _, e := range entries {
+			df := e.DataFile()
+			out = append(out, DeleteFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(),
+				Equality: df.ContentType() == iceberg.EntryContentEqDeletes, EqualityFieldIDs: df.EqualityFieldIDs(),
+				Format: df.FileFormat()})
+		}
+	}
+	return out, nil
+}
+
+// ReadDeleteFile calls fn with the rows of an equality-delete file of the
+// table (the values of its equality columns), batch by batch; each batch
+// is released when fn returns.
+func (t *Table) ReadDeleteFile(ctx context.Context, f DeleteFile, fn func(arrow.RecordBatch) error) error {
+	if !f.Equality || f.Format != iceberg.ParquetFile {
+		return fmt.Errorf("read delete file %s: not an equality-delete file in Parquet", f.Path)
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open storage of %s: %w", t.Name(), err)
+	}
+	in, err := fs.Open(f.Path)
+	if err != nil {
+		return fmt.Errorf("open delete file %s: %w", f.Path, err)
+	}
+	defer in.Close()
+	pf, err := file.NewParquetReader(in)
+	if err != nil {
+		return fmt.Errorf("read delete file %s: %w", f.Path, err)
+	}
+	defer pf.Close()
+	r, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("read delete file %s: %w", f.Path, err)
+	}
+	rr, err := r.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return fmt.Errorf("read delete file %s: %w", f.Path, err)
+	}
+	defer rr.Release()
+	for rr.Next() {
+		if err := fn(rr.RecordBatch()); err != nil {
+			return err
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read delete file %s: %w", f.Path, err)
+	}
+	return nil
 }

@@ -105,6 +105,22 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if err := lookup.ExactAt(tbl, res.SnapshotID, res.Cut); err != nil {
 				return err
 			}
+			if res.Mode == mapping.ModeUpsert && res.Empty {
+				// The state before the first commit: no snapshot, no rows.
+				if output != "" {
+					return fmt.Errorf("--output %s: the state as of the position is the empty table, before the first commit: there are no rows to write", output)
+				}
+				if f.json {
+					zero := int64(0)
+					res.RowCount = &zero
+					return printAsOf(w, true, res)
+				}
+				if err := printAsOf(w, false, res); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintln(w, "0 rows")
+				return err
+			}
 			if output == "" {
 				return printAsOfRows(ctx, w, f.json, tbl, res)
 			}
@@ -137,17 +153,43 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 	} else {
 		fmt.Fprint(w, "the given offsets")
 	}
-	fmt.Fprintf(w, ": snapshot %d, committed %s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339))
-	for _, p := range r.Positions {
-		fmt.Fprintf(w, "  %s/%d below offset %d (%s)\n", p.Topic, p.Partition, p.Offset, p.Source)
-	}
-	if r.Empty {
-		fmt.Fprintln(w, "the table held nothing then: each cut is at or below the first offset the table holds of its partition")
+	if r.Mode == mapping.ModeUpsert {
+		printUpsertAsOf(w, r)
+	} else {
+		fmt.Fprintf(w, ": snapshot %d, committed %s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339))
+		for _, p := range r.Positions {
+			fmt.Fprintf(w, "  %s/%d below offset %d (%s)\n", p.Topic, p.Partition, p.Offset, p.Source)
+		}
+		if r.Empty {
+			fmt.Fprintln(w, "the table held nothing then: each cut is at or below the first offset the table holds of its partition")
+		}
 	}
 	if r.RowCount != nil {
 		fmt.Fprintf(w, "wrote %d rows to %s\n", *r.RowCount, r.Output)
 	}
 	return nil
+}
+
+// printUpsertAsOf prints the state of an upsert table as of a position:
+// the commit boundary it stands on, and, when that is below the position,
+// why.
+func printUpsertAsOf(w io.Writer, r asOfResult) {
+	if r.Empty {
+		fmt.Fprintln(w, ": the empty table, before the first commit")
+	} else {
+		fmt.Fprintf(w, ": the state at snapshot %d, committed %s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339))
+	}
+	for i, p := range r.Positions {
+		b := r.Boundary[i]
+		if b.Offset == p.Offset {
+			fmt.Fprintf(w, "  %s/%d below offset %d (%s): a commit boundary\n", p.Topic, p.Partition, p.Offset, p.Source)
+			continue
+		}
+		fmt.Fprintf(w, "  %s/%d below offset %d (%s): the commit boundary at or below it is offset %d\n", p.Topic, p.Partition, p.Offset, p.Source, b.Offset)
+	}
+	if r.NextSnapshotID != nil {
+		fmt.Fprintf(w, "an upsert table changes commit by commit, and the next commit, snapshot %d, reaches past the position: the state as of the position is the state at the boundary below it, which holds no record at or past the position\n", *r.NextSnapshotID)
+	}
 }
 
 // printAsOfRows prints the summary and the rows: as one JSON document with

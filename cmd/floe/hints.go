@@ -70,6 +70,7 @@ var flagOf = map[any]string{
 	lookup.SettingPartition: "--partition",
 	lookup.SettingOffset:    "--offset",
 	lookup.SettingBroker:    "--brokers",
+	lookup.SettingKey:       "--key",
 
 	localstack.SettingKafkaPort: "--kafka-port",
 	localstack.SettingS3Port:    "--s3-port",

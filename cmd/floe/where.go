@@ -35,10 +35,11 @@ func newWhereCmd() *cobra.Command {
 		topic     string
 		partition int32
 		offset    int64
+		key       string
 	)
 	cmd := &cobra.Command{
-		Use:   "where --table NAMESPACE.TABLE [--topic NAME] --partition P --offset X [--json]",
-		Short: "Find the range, snapshot, commit time and data file holding an offset",
+		Use:   "where --table NAMESPACE.TABLE ([--topic NAME] --partition P --offset X | --key K) [--json]",
+		Short: "Find the range, snapshot, commit time and data file holding an offset, or a key's row",
 		Long: `Answer "which snapshot holds offset X": the ledger range [low, high) that consumed the offset,
 the snapshot that committed it and when, and the data file that holds its row (found from the
 manifests' bounds on the partition and offset columns; only that file's offset column is read
@@ -54,12 +55,31 @@ The answer is one of:
 
 --topic may be left out on a table that holds one topic. A question about something that does
 not exist exits 2 naming it, as as-of does: a topic the table never held, or (with --brokers) a
-partition neither the table nor the broker has.`,
+partition neither the table nor the broker has.
+
+On an upsert table, --key K answers where key K stands: the Kafka key's text for a table keyed
+by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}). The answer is
+  row         the key's row: the offset of the record that gave it, the snapshot whose range
+              holds that record, the data file;
+  deleted     the key's last record deleted it: the snapshot that committed the delete and
+              the equality-delete file holding it (found in the table's delete files, newest
+              first), with --brokers the offset of the deleting record; after compaction
+              dropped the delete, found in the log with --brokers;
+  never_seen  no row, and no delete holds it (with --brokers: no record of the ranges either).`,
 		Example: `  floe where --table lake.orders --partition 0 --offset 1234
-  floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json`,
+  floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json
+  floe where --table lake.customers --key '{"id":3}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if cmd.Flags().Changed("key") {
+				for _, other := range []string{"partition", "offset", "topic"} {
+					if cmd.Flags().Changed(other) {
+						return fmt.Errorf("--key looks a key up; --%s is for a position: give one or the other", other)
+					}
+				}
+				return whereKey(cmd, &f, key)
+			}
 			// Given or not is told by Changed, not by a sentinel default:
 			// a negative value given is the lookup's to refuse, naming it.
 			switch {
@@ -105,7 +125,56 @@ partition neither the table nor the broker has.`,
 	topicFlag(fs, &topic, "topic of the position (default: the table's one topic)")
 	fs.Int32Var(&partition, "partition", 0, "partition `P` of the position (required)")
 	fs.Int64Var(&offset, "offset", 0, "`OFFSET` to look up (required)")
+	fs.StringVar(&key, "key", "", "on an upsert table, the `KEY` to look up: the Kafka key's text, or a JSON object of the key columns")
 	return cmd
+}
+
+// whereKey is floe where --key.
+func whereKey(cmd *cobra.Command, f *lookupFlags, key string) error {
+	ctx := cmd.Context()
+	tbl, err := f.open(ctx, snapshot.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	broker, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	if broker != nil {
+		defer broker.Close()
+	}
+	res, err := lookup.WhereKey(ctx, tbl, broker, key)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	if f.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(w, "key %s in %s: %s\n", res.Key, res.Table, strings.ReplaceAll(res.Status, "_", " "))
+	if res.Offset != nil {
+		fmt.Fprintf(w, "  record     %s/%d offset %d\n", res.Topic, *res.Partition, *res.Offset)
+	}
+	if res.SnapshotID != nil {
+		fmt.Fprintf(w, "  snapshot   %d, committed %s", *res.SnapshotID, res.CommittedAt.Format(time.RFC3339))
+		if res.Low != nil {
+			fmt.Fprintf(w, ", range [%d, %d)", *res.Low, *res.High)
+		}
+		fmt.Fprintln(w)
+	}
+	switch {
+	case res.File != "" && res.Status == lookup.KeyStatusDeleted:
+		fmt.Fprintf(w, "  deletes    %s\n", res.File)
+	case res.File != "":
+		fmt.Fprintf(w, "  file       %s\n", res.File)
+	}
+	if res.FoundBy != "" {
+		fmt.Fprintf(w, "  found in   %s\n", res.FoundBy)
+	}
+	fmt.Fprintf(w, "  %s\n", res.Explanation)
+	return nil
 }
 
 func printWhere(w io.Writer, r lookup.WhereResult) {

@@ -194,3 +194,13 @@ func Records(topic string, partition int32, n int, tag string) []*kgo.Record {
 	}
 	return out
 }
+
+// UpsertTable opens the upsert table name ("namespace.table") keyed by the
+// Kafka key as text (floe sink --mode upsert --key string), creating it,
+// and its dead-letter table.
+func (e *Env) UpsertTable(name string) (tbl, dlq *snapshot.Table) {
+	e.T.Helper()
+	key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
+	return e.TableWithDeadLetters(name, snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Key: mapping.KeyString},
+		Mode: mapping.ModeUpsert, Key: &key})
+}

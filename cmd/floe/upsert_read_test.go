@@ -1,0 +1,269 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// upsertStack starts a local stack with topic u (one partition) holding
+// twelve keyed records, and sinks it with floe sink --mode upsert --key
+// string, 4 records per commit, into each of tables:
+//
+//	commit 1: 0 a=a1, 1 b=b1, 2 c=c1, 3 d=d1
+//	commit 2: 4 b=b2, 5 c deleted, 6 a=a2, 7 e=e1
+//	commit 3: 8 d deleted, 9 e=e2, 10 b deleted, 11 b=b3
+func upsertStack(t *testing.T, tables ...string) (*localstack.Stack, []string) {
+	t.Helper()
+	st, loc := replayStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "u", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i, kv := range []string{"a=a1", "b=b1", "c=c1", "d=d1", "b=b2", "c", "a=a2", "e=e1", "d", "e=e2", "b", "b=b3"} {
+		k, v, upsert := strings.Cut(kv, "=")
+		r := &kgo.Record{Topic: "u", Key: []byte(k), Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000)}
+		if upsert {
+			r.Value = []byte(v)
+		}
+		recs = append(recs, r)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range tables {
+		cat, err := catalog.Open(t.Context(), st.Catalog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ident, _ := catalog.ParseIdent(name)
+		key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
+		if _, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Key: mapping.KeyString}, Mode: mapping.ModeUpsert, Key: &key}); err != nil {
+			t.Fatal(err)
+		}
+		mustFloe(t, append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "u", "--table", name,
+			"--key", "string", "--flush-records", "4", "--stop-at-end"}, loc...)...)
+	}
+	return st, loc
+}
+
+// auditFindingKinds returns the "level kind" pairs of a JSON audit report.
+func auditFindingKinds(t *testing.T, out string) []string {
+	t.Helper()
+	var doc struct {
+		Mode     string `json:"mode"`
+		Findings []struct {
+			Level  string `json:"level"`
+			Kind   string `json:"kind"`
+			Detail string `json:"detail"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+	}
+	if doc.Mode != "upsert" {
+		t.Fatalf("report mode %q, want upsert", doc.Mode)
+	}
+	var kinds []string
+	for _, f := range doc.Findings {
+		kinds = append(kinds, f.Level+" "+f.Kind)
+	}
+	return kinds
+}
+
+// TestAuditCommandUpsertTable audits upsert tables sunk by floe sink
+// --mode upsert: a complete one exits 0 at every level; each change
+// another writer makes (a key's row deleted, an equality delete removed, a
+// stale row re-added, a key's row replaced by an older record) exits 1
+// with findings of the kinds that show it, naming the key.
+func TestAuditCommandUpsertTable(t *testing.T) {
+	tampers := []struct {
+		table string
+		// tamper changes the table and returns the key findings name.
+		tamper func(t *testing.T, st *localstack.Stack, name string) string
+		want   []string
+	}{
+		{"lake.deleted", func(t *testing.T, st *localstack.Stack, name string) string {
+			floetest.ForeignDeleteKeys(t, openFloeTable(t, st, name), "a")
+			return "a"
+		}, []string{"files delete-files", "content missing-row"}},
+		{"lake.undeleted", func(t *testing.T, st *localstack.Stack, name string) string {
+			// Commit 3's deletes: rows a commit 2 wrote for b and e, and d's
+			// of commit 1, come back.
+			tbl := openFloeTable(t, st, name)
+			l, err := tbl.Ledger()
+			if err != nil {
+				t.Fatal(err)
+			}
+			floetest.DropDeleteFile(t, tbl, l.Commits[len(l.Commits)-1].SnapshotID)
+			return "b"
+		}, []string{"files missing-file", "rows duplicate-key", "content superseded-row"}},
+		{"lake.stale", func(t *testing.T, st *localstack.Stack, name string) string {
+			floetest.ForeignAddRecords(t, openFloeTable(t, st, name),
+				&kgo.Record{Topic: "u", Offset: 0, Key: []byte("a"), Value: []byte("a1"), Timestamp: time.UnixMilli(1_700_000_000_000)})
+			return "a"
+		}, []string{"files foreign-file", "rows duplicate-key", "content superseded-row"}},
+		{"lake.replaced", func(t *testing.T, st *localstack.Stack, name string) string {
+			tbl := openFloeTable(t, st, name)
+			floetest.ForeignDeleteKeys(t, tbl, "e")
+			floetest.ForeignAddRecords(t, tbl, &kgo.Record{Topic: "u", Offset: 7, Key: []byte("e"), Value: []byte("e1"), Timestamp: time.UnixMilli(1_700_000_007_000)})
+			return "e"
+		}, []string{"files delete-files", "files foreign-file", "content superseded-row", "content missing-row"}},
+	}
+	tables := []string{"lake.u"}
+	for _, c := range tampers {
+		tables = append(tables, c.table)
+	}
+	st, loc := upsertStack(t, tables...)
+	brokers := strings.Join(st.Brokers, ",")
+	audit := func(name string, extra ...string) (int, string, string) {
+		return floe(t, append(append([]string{"audit", "--table", name, "--deep", "--brokers", brokers, "--verify-content"}, loc...), extra...)...)
+	}
+
+	code, out, errs := audit("lake.u")
+	if code != exitOK || !strings.Contains(out, "upsert table (key kafka-key)") || !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	checkWidth(t, out)
+	code, out, _ = audit("lake.u", "--json")
+	if kinds := auditFindingKinds(t, out); code != exitOK || len(kinds) > 0 {
+		t.Fatalf("exit %d, findings %v", code, kinds)
+	}
+
+	for _, c := range tampers {
+		t.Run(c.table, func(t *testing.T) {
+			key := c.tamper(t, st, c.table)
+			code, out, errs := audit(c.table, "--json")
+			kinds := auditFindingKinds(t, out)
+			if code != exitFindings {
+				t.Fatalf("exit %d, want %d; findings %v\n%s", code, exitFindings, kinds, errs)
+			}
+			for _, w := range c.want {
+				if !slices.Contains(kinds, w) {
+					t.Fatalf("no %s finding in %v\n%s", w, kinds, out)
+				}
+			}
+			if !strings.Contains(out, fmt.Sprintf(`key \"%s\"`, key)) {
+				t.Fatalf("no finding names key %q:\n%s", key, out)
+			}
+		})
+	}
+}
+
+// TestWhereKeyCommand looks keys of an upsert table up with floe where
+// --key: a row, a deleted key (the commit found in its equality-delete
+// file; with --brokers the deleting offset), a key never seen; and refuses
+// --key with a position, and on a table that is not an upsert table.
+func TestWhereKeyCommand(t *testing.T) {
+	st, loc := upsertStack(t, "lake.u")
+	brokers := strings.Join(st.Brokers, ",")
+	where := func(key string, extra ...string) (int, string, string) {
+		return floe(t, append(append([]string{"where", "--table", "lake.u", "--key", key}, loc...), extra...)...)
+	}
+	code, out, errs := where("b")
+	if code != exitOK || !strings.Contains(out, "key b in lake.u: row") || !strings.Contains(out, "u/0 offset 11") ||
+		!strings.Contains(out, "range [8, 12)") || !strings.Contains(out, ".parquet") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, c := range []struct {
+		key     string
+		brokers bool
+		status  string
+		offset  *int64
+		foundBy string
+	}{
+		{"a", false, lookup.KeyStatusRow, new(int64(6)), ""},
+		{"c", false, lookup.KeyStatusDeleted, nil, lookup.FoundByDeleteFiles},
+		{"c", true, lookup.KeyStatusDeleted, new(int64(5)), lookup.FoundByDeleteFiles},
+		{"d", true, lookup.KeyStatusDeleted, new(int64(8)), lookup.FoundByDeleteFiles},
+		{"zz", true, lookup.KeyStatusNeverSeen, nil, ""},
+	} {
+		var extra []string
+		if c.brokers {
+			extra = []string{"--brokers", brokers}
+		}
+		code, out, errs := where(c.key, append(extra, "--json")...)
+		var r lookup.KeyResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK {
+			t.Fatalf("key %s: exit %d, %v\n%s\n%s", c.key, code, err, out, errs)
+		}
+		if r.Status != c.status || r.FoundBy != c.foundBy || (r.Offset == nil) != (c.offset == nil) || (r.Offset != nil && *r.Offset != *c.offset) {
+			t.Errorf("key %s (brokers %v): %+v; want %s at %v found by %q", c.key, c.brokers, r, c.status, c.offset, c.foundBy)
+		}
+		if c.status == lookup.KeyStatusDeleted && (r.SnapshotID == nil || !strings.HasSuffix(r.File, ".parquet")) {
+			t.Errorf("key %s: a delete without its snapshot or delete file: %+v", c.key, r)
+		}
+	}
+	code, out, errs = where("c")
+	if code != exitOK || !strings.Contains(out, "deleted") || !strings.Contains(out, "pass --brokers") {
+		t.Fatalf("deleted key without brokers: exit %d\n%s\n%s", code, out, errs)
+	}
+
+	// Refused, in one line naming the problem and the fix.
+	mustFloe(t, append([]string{"sink", "--brokers", brokers, "--topic", "u", "--table", "lake.events", "--stop-at-end"}, loc...)...)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"where", "--table", "lake.events", "--key", "a"}, "lake.events is a table of mode append, which has no key: --key looks up upsert tables only; look a record up by its position (--partition P --offset X)"},
+		{[]string{"where", "--table", "lake.u", "--key", "a", "--partition", "0"}, "--key looks a key up; --partition is for a position: give one or the other"},
+	} {
+		code, out, errs := floe(t, append(c.args, loc...)...)
+		if code != exitError || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d\nstdout: %s\nstderr: %s\nwant one line with %q", c.args, code, out, errs, c.want)
+		}
+	}
+}
+
+// TestAsOfCommandUpsert asks floe as-of for an upsert table's state: on a
+// commit boundary the state is exact; inside a commit's range floe names
+// the boundary below and the commit past the position, and --rows prints
+// the state at that boundary, never a row of a record at or past the
+// position.
+func TestAsOfCommandUpsert(t *testing.T) {
+	_, loc := upsertStack(t, "lake.u")
+	asOf := func(offsets string, extra ...string) string {
+		return mustFloe(t, append(append([]string{"as-of", "--table", "lake.u", "--offsets", offsets}, loc...), extra...)...)
+	}
+	out := asOf("u/0=8", "--rows")
+	if !strings.Contains(out, "u/0 below offset 8 (given): a commit boundary") || !strings.Contains(out, "4 rows") ||
+		!strings.Contains(out, `"kafka_key":"e"`) || strings.Contains(out, "reaches past") {
+		t.Fatalf("boundary:\n%s", out)
+	}
+	out = asOf("u/0=10", "--rows")
+	if !strings.Contains(out, "u/0 below offset 10 (given): the commit boundary at or below it is offset 8") ||
+		!strings.Contains(out, "reaches past the position") || !strings.Contains(out, "4 rows") ||
+		!strings.Contains(out, `"kafka_key":"d"`) { // d@8 deletes d: not in the state below the boundary
+		t.Fatalf("inside a range:\n%s", out)
+	}
+	var res struct {
+		SnapshotID     int64 `json:"snapshot_id"`
+		Mode           string
+		Exact          *bool
+		NextSnapshotID *int64 `json:"next_snapshot_id"`
+		Boundary       []lookup.Position
+		RowCount       int64 `json:"row_count"`
+	}
+	if err := json.Unmarshal([]byte(asOf("u/0=10", "--json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != "upsert" || res.Exact == nil || *res.Exact || res.NextSnapshotID == nil || len(res.Boundary) != 1 || res.Boundary[0].Offset != 8 || res.Boundary[0].Source != "commit" {
+		t.Fatalf("JSON: %+v", res)
+	}
+	out = asOf("u/0=2", "--rows")
+	if !strings.Contains(out, "the commit boundary at or below it is offset 0") || !strings.Contains(out, "\n0 rows") {
+		t.Fatalf("below the first commit:\n%s", out)
+	}
+}

@@ -1,0 +1,470 @@
+package lookup
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// Answers of WhereKey (KeyResult.Status).
+const (
+	// KeyStatusRow: a row holds the key.
+	KeyStatusRow = "row"
+	// KeyStatusDeleted: the key had a record, and its winning record
+	// deleted it (a tombstone or a change event deleting it).
+	KeyStatusDeleted = "deleted"
+	// KeyStatusNeverSeen: neither the table nor what was searched of its
+	// history holds the key.
+	KeyStatusNeverSeen = "never_seen"
+)
+
+// Where a deleted key's delete was found (KeyResult.FoundBy).
+const (
+	// FoundByDeleteFiles: the newest live equality-delete file holding the
+	// key; the commit that added it deleted the key.
+	FoundByDeleteFiles = "equality-delete files"
+	// FoundByLog: the ledger's ranges re-read from the broker; the key's
+	// last record there deletes it.
+	FoundByLog = "log"
+)
+
+// KeyResult is the answer for one key of an upsert table. Its JSON field
+// names are stable (floe where --key --json); fields that do not apply are
+// nil or empty.
+type KeyResult struct {
+	Table string `json:"table"`
+	// Key is the key as given; Columns its value per key column.
+	Key     string            `json:"key"`
+	Columns map[string]string `json:"columns"`
+	// Status is row, deleted or never_seen.
+	Status string `json:"status"`
+	// Topic, Partition and Offset are the record that gave the key its
+	// row, or that deleted it (Offset nil when only the commit is known).
+	Topic     string `json:"topic,omitempty"`
+	Partition *int32 `json:"partition,omitempty"`
+	Offset    *int64 `json:"offset,omitempty"`
+	// SnapshotID is the floe commit whose range holds that record (for a
+	// delete found in the delete files: the commit that added the delete
+	// file), Low and High that range when known.
+	SnapshotID  *int64     `json:"snapshot_id,omitempty"`
+	CommittedAt *time.Time `json:"committed_at,omitempty"`
+	Low         *int64     `json:"low,omitempty"`
+	High        *int64     `json:"high,omitempty"`
+	// File is the data file holding the row, or the equality-delete file
+	// holding the delete; FileSnapshotID the snapshot that added it (a
+	// compaction's when a compaction rewrote the row).
+	File           string `json:"file,omitempty"`
+	FileSnapshotID *int64 `json:"file_snapshot_id,omitempty"`
+	// FoundBy says where a delete was found: equality-delete files or log.
+	FoundBy string `json:"found_by,omitempty"`
+	// Explanation says the same in a sentence.
+	Explanation string `json:"explanation"`
+}
+
+// NotUpsertError reports a key lookup in a table that has no key: it is
+// not an upsert table.
+type NotUpsertError struct {
+	Table string
+	Mode  mapping.Mode
+}
+
+func (e *NotUpsertError) Error() string {
+	return fmt.Sprintf("%s is a table of mode %s, which has no key: --key looks up upsert tables only; look a record up by its position (--partition P --offset X)", e.Table, e.Mode)
+}
+
+// tableKey is a key given as text, against an upsert table's key columns.
+type tableKey struct {
+	key  mapping.UpsertKey
+	raw  []byte            // the key's bytes, for a kafka_key key
+	want map[string]string // per key column, the value as Arrow prints it
+	// filter selects the rows of the key.
+	filter iceberg.BooleanExpression
+}
+
+// parseKey reads text as a key of tbl: the Kafka key's text for a table
+// keyed by kafka_key, else a JSON object with one member per key column.
+func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
+	props := tbl.Iceberg().Properties()
+	mode, err := mapping.ModeOf(props)
+	if err != nil {
+		return tableKey{}, fmt.Errorf("table %s: %w", tbl.Name(), err)
+	}
+	if mode != mapping.ModeUpsert {
+		return tableKey{}, &NotUpsertError{Table: tbl.Name(), Mode: mode}
+	}
+	k, err := mapping.UpsertKeyOf(props)
+	if err != nil {
+		return tableKey{}, fmt.Errorf("table %s: %w", tbl.Name(), err)
+	}
+	tk := tableKey{key: k, want: map[string]string{}}
+	schema := tbl.Iceberg().Schema()
+	if k.Source == mapping.KeyFromKafkaKey {
+		f, ok := schema.FindFieldByName(mapping.ColKey)
+		if !ok {
+			return tableKey{}, fmt.Errorf("upsert table %s has no %s column", tbl.Name(), mapping.ColKey)
+		}
+		tk.raw, tk.want[mapping.ColKey] = []byte(text), text
+		if _, binary := f.Type.(iceberg.BinaryType); binary {
+			tk.filter = iceberg.EqualTo(iceberg.Reference(mapping.ColKey), []byte(text))
+		} else {
+			tk.filter = iceberg.EqualTo(iceberg.Reference(mapping.ColKey), text)
+		}
+		return tk, nil
+	}
+	want := fmt.Sprintf(`a JSON object of the key columns %s, e.g. {"%s":...}`, strings.Join(k.Columns, ", "), k.Columns[0])
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
+		return tableKey{}, &QueryError{Setting: SettingKey, Value: text, Want: want}
+	}
+	if extra := slices.DeleteFunc(slices.Sorted(maps.Keys(obj)), func(n string) bool { return slices.Contains(k.Columns, n) }); len(extra) > 0 {
+		return tableKey{}, &QueryError{Setting: SettingKey, Value: text, Want: fmt.Sprintf("%s; %s is not a key column", want, strings.Join(extra, ", "))}
+	}
+	var terms []iceberg.BooleanExpression
+	for _, col := range k.Columns {
+		v, ok := obj[col]
+		if !ok || v == nil {
+			return tableKey{}, &QueryError{Setting: SettingKey, Value: text, Want: fmt.Sprintf("%s; key column %s is missing", want, col)}
+		}
+		f, ok := schema.FindFieldByName(col)
+		if !ok {
+			return tableKey{}, fmt.Errorf("upsert table %s has no key column %s yet: no record has given it a value", tbl.Name(), col)
+		}
+		term, printed, err := keyTerm(col, f.Type, v)
+		if err != nil {
+			return tableKey{}, &QueryError{Setting: SettingKey, Value: text, Want: fmt.Sprintf("%s; %v", want, err)}
+		}
+		tk.want[col] = printed
+		terms = append(terms, term)
+	}
+	tk.filter = terms[0]
+	if len(terms) > 1 {
+		tk.filter = iceberg.NewAnd(terms[0], terms[1], terms[2:]...)
+	}
+	return tk, nil
+}
+
+// keyTerm returns the filter matching column col of type t to the JSON
+// value v, and v as Arrow prints the column's values.
+func keyTerm(col string, t iceberg.Type, v any) (iceberg.BooleanExpression, string, error) {
+	ref := iceberg.Reference(col)
+	switch t.(type) {
+	case iceberg.StringType:
+		s, ok := v.(string)
+		if !ok {
+			return nil, "", fmt.Errorf("key column %s is a string: give it as a JSON string", col)
+		}
+		return iceberg.EqualTo(ref, s), s, nil
+	case iceberg.Int32Type, iceberg.Int64Type:
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil, "", fmt.Errorf("key column %s is an integer: give it as a JSON number", col)
+		}
+		i, err := strconv.ParseInt(n.String(), 10, 64)
+		if err != nil {
+			return nil, "", fmt.Errorf("key column %s is an integer, and %s is not one", col, n)
+		}
+		if _, is32 := t.(iceberg.Int32Type); is32 {
+			if int64(int32(i)) != i {
+				return nil, "", fmt.Errorf("key column %s is a 32-bit integer, and %d is out of its range", col, i)
+			}
+			return iceberg.EqualTo(ref, int32(i)), strconv.FormatInt(i, 10), nil
+		}
+		return iceberg.EqualTo(ref, i), strconv.FormatInt(i, 10), nil
+	case iceberg.BooleanType:
+		b, ok := v.(bool)
+		if !ok {
+			return nil, "", fmt.Errorf("key column %s is a boolean: give it as true or false", col)
+		}
+		return iceberg.EqualTo(ref, b), strconv.FormatBool(b), nil
+	}
+	return nil, "", fmt.Errorf("key column %s is of type %s, which --key cannot give yet", col, t)
+}
+
+// matches reports whether row i of b (which holds the key columns) holds
+// the key.
+func (k tableKey) matches(b arrow.RecordBatch, i int) (bool, error) {
+	for col, want := range k.want {
+		idx := b.Schema().FieldIndices(col)
+		if len(idx) != 1 {
+			return false, fmt.Errorf("no key column %s in %s", col, b.Schema())
+		}
+		c := b.Column(idx[0])
+		if c.IsNull(i) {
+			return false, nil
+		}
+		var got string
+		switch c := c.(type) {
+		case *array.Binary:
+			if !bytes.Equal(c.Value(i), k.raw) {
+				return false, nil
+			}
+			continue
+		case *array.String:
+			got = c.Value(i)
+		default:
+			got = c.ValueStr(i)
+		}
+		if got != want {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// WhereKey answers where key (as floe where --key takes it: the Kafka
+// key's text, or a JSON object of the key columns) of the upsert table
+// tbl stands at its branch head: the row that holds it (the record's
+// position, the commit whose range holds it, the data file); or the
+// delete that removed it, found in the table's live equality-delete files
+// (newest first: the newest holding the key is the commit that deleted
+// it, since every commit writes a delete for each key it touches), or,
+// when compaction dropped those and broker is given, in the log over the
+// ledger's ranges; or that it was never seen. With broker, a delete's
+// offset is read from the log (its commit's ranges).
+//
+// A malformed key is a *QueryError; a table that is not an upsert table a
+// *NotUpsertError.
+func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, text string) (KeyResult, error) {
+	res := KeyResult{Table: tbl.Name(), Key: text}
+	k, err := parseKey(tbl, text)
+	if err != nil {
+		return res, err
+	}
+	res.Columns = k.want
+	ledger, err := tbl.Ledger()
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	if len(ledger.Commits) == 0 {
+		return res, fmt.Errorf("%s has no floe commits yet: nothing was sunk into it, so it holds no key", tbl.Name())
+	}
+	found, err := keyRow(ctx, tbl, k)
+	if err != nil {
+		return res, err
+	}
+	files, err := tbl.Files(ctx, 0)
+	if err != nil {
+		return res, err
+	}
+	if found != nil {
+		res.Status = KeyStatusRow
+		res.place(ledger, found.tp, found.offset)
+		res.File = found.file
+		for _, f := range files {
+			if f.Path == found.file {
+				res.FileSnapshotID = &f.AddedBy
+			}
+		}
+		res.Explanation = fmt.Sprintf("key %s is a row: the record at %s offset %d, committed by snapshot %d, in data file %s",
+			text, found.tp, found.offset, derefOr(res.SnapshotID), found.file)
+		return res, nil
+	}
+	del, err := keyDelete(ctx, tbl, ledger, k)
+	if err != nil {
+		return res, err
+	}
+	if del != nil {
+		res.Status, res.FoundBy, res.File = KeyStatusDeleted, FoundByDeleteFiles, del.file.Path
+		res.FileSnapshotID = &del.file.AddedBy
+		res.SnapshotID, res.CommittedAt = &del.commit.SnapshotID, &del.commit.CommittedAt
+		at := "pass --brokers to read its offset from the log"
+		if broker != nil && k.raw != nil {
+			rec, err := lastRecord(ctx, broker, del.commit.Ranges, k.raw)
+			if err != nil {
+				return res, err
+			}
+			if rec != nil {
+				res.place(ledger, rec.tp, rec.offset)
+				at = fmt.Sprintf("the record at %s offset %d deletes it", rec.tp, rec.offset)
+			} else {
+				at = "the log no longer holds the commit's record of the key"
+			}
+		}
+		res.Explanation = fmt.Sprintf("key %s was deleted by snapshot %d (found in its equality-delete file %s): %s",
+			text, del.commit.SnapshotID, del.file.Path, at)
+		return res, nil
+	}
+	if broker == nil || k.raw == nil {
+		res.Status = KeyStatusNeverSeen
+		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it", text)
+		if broker == nil && k.raw != nil {
+			res.Explanation += " (pass --brokers to search the log)"
+		}
+		return res, nil
+	}
+	var all []mapping.Range
+	for _, c := range ledger.Commits {
+		all = append(all, c.Ranges...)
+	}
+	rec, err := lastRecord(ctx, broker, all, k.raw)
+	if err != nil {
+		return res, err
+	}
+	if rec == nil {
+		res.Status = KeyStatusNeverSeen
+		res.Explanation = fmt.Sprintf("key %s has no row, no live equality-delete file holds it, and no record of the ledger's ranges that the log retains has it", text)
+		return res, nil
+	}
+	res.Status, res.FoundBy = KeyStatusDeleted, FoundByLog
+	res.place(ledger, rec.tp, rec.offset)
+	res.Explanation = fmt.Sprintf("key %s has no row: its last record in the log, at %s offset %d (snapshot %d), deletes it (its equality delete was dropped by compaction)",
+		text, rec.tp, rec.offset, derefOr(res.SnapshotID))
+	return res, nil
+}
+
+func derefOr(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// place sets the record's position and the commit and range holding it.
+func (r *KeyResult) place(l mapping.Ledger, tp mapping.TopicPartition, offset int64) {
+	r.Topic, r.Partition, r.Offset = tp.Topic, &tp.Partition, &offset
+	if c, rg, ok := l.Locate(tp, offset); ok {
+		r.SnapshotID, r.CommittedAt, r.Low, r.High = &c.SnapshotID, &c.CommittedAt, &rg.Low, &rg.High
+	}
+}
+
+// keyedRow is where a key's row is.
+type keyedRow struct {
+	tp     mapping.TopicPartition
+	offset int64
+	file   string
+}
+
+// keyRow finds the row of k at the head, with deletes applied.
+func keyRow(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyedRow, error) {
+	var found *keyedRow
+	err := tbl.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, Filter: k.filter},
+		func(fb snapshot.FileBatch) error {
+			if fb.Done || fb.Batch.NumRows() == 0 || found != nil {
+				return nil
+			}
+			topic, ok1 := fb.Batch.Column(0).(*array.String)
+			part, ok2 := fb.Batch.Column(1).(*array.Int32)
+			off, ok3 := fb.Batch.Column(2).(*array.Int64)
+			if !ok1 || !ok2 || !ok3 {
+				return fmt.Errorf("data file %s: unexpected column types %s", fb.Path, fb.Batch.Schema())
+			}
+			found = &keyedRow{tp: mapping.TopicPartition{Topic: topic.Value(0), Partition: part.Value(0)}, offset: off.Value(0), file: fb.Path}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("look key %v up in %s: %w", k.want, tbl.Name(), err)
+	}
+	return found, nil
+}
+
+// keyDeletion is the newest equality delete of a key.
+type keyDeletion struct {
+	commit mapping.Commit
+	file   snapshot.DeleteFile
+}
+
+// keyDelete finds the newest live equality-delete file that holds k, and
+// the floe commit that added it: files are read newest commit first, and
+// the search stops at the first that holds the key.
+func keyDelete(ctx context.Context, tbl *snapshot.Table, l mapping.Ledger, k tableKey) (*keyDeletion, error) {
+	dels, err := tbl.DeleteFiles(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	order := map[int64]int{}
+	for i, c := range l.Commits {
+		order[c.SnapshotID] = i
+	}
+	dels = slices.DeleteFunc(dels, func(d snapshot.DeleteFile) bool {
+		_, floe := order[d.AddedBy]
+		return !floe || !d.Equality
+	})
+	slices.SortStableFunc(dels, func(x, y snapshot.DeleteFile) int { return cmp.Compare(order[y.AddedBy], order[x.AddedBy]) })
+	for _, d := range dels {
+		hit := false
+		err := tbl.ReadDeleteFile(ctx, d, func(b arrow.RecordBatch) error {
+			for i := range int(b.NumRows()) {
+				ok, err := k.matches(b, i)
+				if err != nil {
+					return fmt.Errorf("delete file %s: %w", d.Path, err)
+				}
+				if ok {
+					hit = true
+					return nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if hit {
+			return &keyDeletion{commit: l.Commits[order[d.AddedBy]], file: d}, nil
+		}
+	}
+	return nil, nil
+}
+
+// lastRecord reads the ranges from the log and returns the last record of
+// the key (by commit order of the ranges, then offset) when it deletes the
+// key (a null value), nil when the key has no record there or its last
+// record upserts it.
+func lastRecord(ctx context.Context, broker *connector.Broker, ranges []mapping.Range, key []byte) (*keyedRow, error) {
+	var last *keyedRow
+	lastDeletes := false
+	for _, r := range ranges {
+		if r.Deleted() || r.Len() == 0 {
+			continue
+		}
+		// Transactional records count once their commit marker is read
+		// (ReadLog reads uncommitted); aborted ones never.
+		pending := map[int64][]*kgo.Record{}
+		apply := func(rec *kgo.Record) {
+			if rec.Offset < r.High && rec.Key != nil && bytes.Equal(rec.Key, key) {
+				last = &keyedRow{tp: r.TopicPartition, offset: rec.Offset}
+				lastDeletes = rec.Value == nil
+			}
+		}
+		err := broker.ReadLog(ctx, r.Topic, r.Partition, r.Low, r.High, func(rec *kgo.Record, _ int64) bool {
+			switch {
+			case rec.Attrs.IsControl():
+				if commit, known := connector.MarkerType(rec.Key); known && commit {
+					for _, p := range pending[rec.ProducerID] {
+						apply(p)
+					}
+				}
+				delete(pending, rec.ProducerID)
+			case rec.Attrs.IsTransactional():
+				pending[rec.ProducerID] = append(pending[rec.ProducerID], rec)
+			default:
+				apply(rec)
+			}
+			return rec.Offset+1 < r.High
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read %s %s from the broker: %w", r.TopicPartition, r.Interval, err)
+		}
+	}
+	if !lastDeletes {
+		return nil, nil
+	}
+	return last, nil
+}

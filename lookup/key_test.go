@@ -1,0 +1,190 @@
+package lookup_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// upsertEnv is topic u (one partition) sunk into the upsert table lake.u
+// (keyed by the Kafka key) in three commits of 4 records:
+//
+//	commit 1: 0 a=a1, 1 b=b1, 2 c=c1, 3 d=d1
+//	commit 2: 4 b=b2, 5 c deleted, 6 a=a2, 7 e=e1
+//	commit 3: 8 d deleted, 9 e=e2, 10 b deleted, 11 b=b3
+func upsertEnv(t *testing.T) (*floetest.Env, *snapshot.Table) {
+	t.Helper()
+	e := floetest.New(t)
+	e.Topic("u", 1, nil)
+	tbl, dlq := e.UpsertTable("lake.u")
+	var recs []*kgo.Record
+	for i, kv := range []string{"a=a1", "b=b1", "c=c1", "d=d1", "b=b2", "c", "a=a2", "e=e1", "d", "e=e2", "b", "b=b3"} {
+		k, v, upsert := strings.Cut(kv, "=")
+		r := &kgo.Record{Topic: "u", Key: []byte(k), Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000)}
+		if upsert {
+			r.Value = []byte(v)
+		}
+		recs = append(recs, r)
+	}
+	e.Produce(recs)
+	if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "u", StopAtEnd: true, FlushRecords: 4, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return e, tbl
+}
+
+// TestWhereKey looks keys of an upsert table up: a row names its record's
+// offset and commit and its data file; a deleted key the commit whose
+// equality-delete file holds it (and, with a broker, the deleting record's
+// offset); a key no record had is never seen.
+func TestWhereKey(t *testing.T) {
+	e, tbl := upsertEnv(t)
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := func(offset int64) int64 {
+		c, _, ok := l.Locate(mapping.TopicPartition{Topic: "u"}, offset)
+		if !ok {
+			t.Fatalf("no commit holds offset %d", offset)
+		}
+		return c.SnapshotID
+	}
+	for _, c := range []struct {
+		key     string
+		broker  bool
+		status  string
+		offset  int64 // -1: none
+		snap    int64 // offset whose commit it is; -1: none
+		foundBy string
+	}{
+		{"a", false, lookup.KeyStatusRow, 6, 6, ""},
+		{"b", false, lookup.KeyStatusRow, 11, 11, ""},
+		{"e", false, lookup.KeyStatusRow, 9, 9, ""},
+		{"c", false, lookup.KeyStatusDeleted, -1, 5, lookup.FoundByDeleteFiles},
+		{"c", true, lookup.KeyStatusDeleted, 5, 5, lookup.FoundByDeleteFiles},
+		{"d", true, lookup.KeyStatusDeleted, 8, 8, lookup.FoundByDeleteFiles},
+		{"z", false, lookup.KeyStatusNeverSeen, -1, -1, ""},
+		{"z", true, lookup.KeyStatusNeverSeen, -1, -1, ""},
+	} {
+		var b *connector.Broker
+		if c.broker {
+			b = e.Broker()
+		}
+		r, err := lookup.WhereKey(t.Context(), tbl, b, c.key)
+		if err != nil {
+			t.Fatalf("key %s: %v", c.key, err)
+		}
+		if r.Status != c.status || r.FoundBy != c.foundBy || (r.Offset == nil) != (c.offset < 0) || (r.Offset != nil && *r.Offset != c.offset) ||
+			(r.SnapshotID == nil) != (c.snap < 0) || (r.SnapshotID != nil && *r.SnapshotID != snap(c.snap)) {
+			t.Errorf("key %s (broker %v): %+v; want %s at offset %d, commit of offset %d, found by %q", c.key, c.broker, r, c.status, c.offset, c.snap, c.foundBy)
+			continue
+		}
+		if (r.File != "") != (c.status != lookup.KeyStatusNeverSeen) || !strings.Contains(r.Explanation, "key "+c.key) {
+			t.Errorf("key %s: file %q, explanation %q", c.key, r.File, r.Explanation)
+		}
+	}
+
+	// A key of an append table, and a key that is not JSON for a table
+	// keyed by columns, are refused.
+	events := e.Table("lake.events")
+	if _, err := lookup.WhereKey(t.Context(), events, nil, "a"); !errors.As(err, new(*lookup.NotUpsertError)) ||
+		!strings.Contains(err.Error(), "mode append") || !strings.Contains(err.Error(), "--partition P --offset X") {
+		t.Fatalf("append table: %v", err)
+	}
+}
+
+// upsertState reads a snapshot of an upsert table keyed by the Kafka key
+// as key=value pairs, sorted.
+func upsertState(t *testing.T, tbl *snapshot.Table, snapshotID int64) []string {
+	t.Helper()
+	var out []string
+	err := tbl.Rows(t.Context(), snapshotID, nil, func(b arrow.RecordBatch) error {
+		keys := b.Column(b.Schema().FieldIndices(mapping.ColKey)[0]).(*array.String)
+		vals := b.Column(b.Schema().FieldIndices(mapping.ColValue)[0]).(*array.Binary)
+		for i := range int(b.NumRows()) {
+			out = append(out, keys.Value(i)+"="+string(vals.Value(i)))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestAsOfUpsert asks for the state of an upsert table at positions on and
+// between its commit boundaries: on a boundary the state is exact; inside
+// a commit's range it is the state at the boundary below, named, with the
+// commit that reaches past the position; below every commit that holds
+// records, the empty table (the sink's start commit, or no snapshot).
+func TestAsOfUpsert(t *testing.T) {
+	_, tbl := upsertEnv(t)
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := l.Commits[len(l.Commits)-3:] // the start commit first, when there is one
+	for _, c := range []struct {
+		offsets  string
+		exact    bool
+		boundary int64
+		commit   int // index into data; -1: before the first data commit
+		next     int // index into data; -1: none
+		state    string
+	}{
+		{"u/0=4", true, 4, 0, -1, "a=a1 b=b1 c=c1 d=d1"},
+		{"u/0=6", false, 4, 0, 1, "a=a1 b=b1 c=c1 d=d1"},
+		{"u/0=8", true, 8, 1, -1, "a=a2 b=b2 d=d1 e=e1"},
+		{"u/0=11", false, 8, 1, 2, "a=a2 b=b2 d=d1 e=e1"},
+		{"u/0=12", true, 12, 2, -1, "a=a2 b=b3 e=e2"},
+		{"u/0=2", false, 0, -1, 0, ""},
+	} {
+		res, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: c.offsets})
+		if err != nil {
+			t.Fatalf("%s: %v", c.offsets, err)
+		}
+		if res.Mode != mapping.ModeUpsert || res.Exact == nil || *res.Exact != c.exact || len(res.Boundary) != 1 || res.Boundary[0].Offset != c.boundary ||
+			res.Cut != nil {
+			t.Errorf("%s: %+v; want exact %v, boundary %d", c.offsets, res, c.exact, c.boundary)
+			continue
+		}
+		if (res.NextSnapshotID == nil) != (c.next < 0) || (c.next >= 0 && *res.NextSnapshotID != data[c.next].SnapshotID) {
+			t.Errorf("%s: next snapshot %v, want commit %d", c.offsets, res.NextSnapshotID, c.next)
+		}
+		if c.commit < 0 {
+			if !res.Empty && len(upsertState(t, tbl, res.SnapshotID)) > 0 {
+				t.Errorf("%s: snapshot %d holds rows; want the empty table", c.offsets, res.SnapshotID)
+			}
+			continue
+		}
+		if res.SnapshotID != data[c.commit].SnapshotID {
+			t.Errorf("%s: snapshot %d, want commit %d's", c.offsets, res.SnapshotID, c.commit)
+		}
+		if got := strings.Join(upsertState(t, tbl, res.SnapshotID), " "); got != c.state {
+			t.Errorf("%s: state %q, want %q", c.offsets, got, c.state)
+		}
+	}
+	// A record time needs the broker: an upsert table's rows hold only each
+	// key's latest timestamp.
+	at := time.UnixMilli(1_700_000_005_000)
+	if _, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Time: &at}); !errors.As(err, new(*lookup.CheckError)) {
+		t.Fatalf("time without a broker: %v", err)
+	}
+}

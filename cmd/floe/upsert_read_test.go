@@ -18,14 +18,14 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// upsertStack starts a local stack with topic u (one partition) holding
+// upsertReadStack starts a local stack with topic u (one partition) holding
 // twelve keyed records, and sinks it with floe sink --mode upsert --key
 // string, 4 records per commit, into each of tables:
 //
 //	commit 1: 0 a=a1, 1 b=b1, 2 c=c1, 3 d=d1
 //	commit 2: 4 b=b2, 5 c deleted, 6 a=a2, 7 e=e1
 //	commit 3: 8 d deleted, 9 e=e2, 10 b deleted, 11 b=b3
-func upsertStack(t *testing.T, tables ...string) (*localstack.Stack, []string) {
+func upsertReadStack(t *testing.T, tables ...string) (*localstack.Stack, []string) {
 	t.Helper()
 	st, loc := replayStack(t)
 	if err := localstack.CreateTopic(t.Context(), st.Brokers, "u", 1, nil); err != nil {
@@ -126,7 +126,7 @@ func TestAuditCommandUpsertTable(t *testing.T) {
 	for _, c := range tampers {
 		tables = append(tables, c.table)
 	}
-	st, loc := upsertStack(t, tables...)
+	st, loc := upsertReadStack(t, tables...)
 	brokers := strings.Join(st.Brokers, ",")
 	audit := func(name string, extra ...string) (int, string, string) {
 		return floe(t, append(append([]string{"audit", "--table", name, "--deep", "--brokers", brokers, "--verify-content"}, loc...), extra...)...)
@@ -167,7 +167,7 @@ func TestAuditCommandUpsertTable(t *testing.T) {
 // file; with --brokers the deleting offset), a key never seen; and refuses
 // --key with a position, and on a table that is not an upsert table.
 func TestWhereKeyCommand(t *testing.T) {
-	st, loc := upsertStack(t, "lake.u")
+	st, loc := upsertReadStack(t, "lake.u")
 	brokers := strings.Join(st.Brokers, ",")
 	where := func(key string, extra ...string) (int, string, string) {
 		return floe(t, append(append([]string{"where", "--table", "lake.u", "--key", key}, loc...), extra...)...)
@@ -233,7 +233,7 @@ func TestWhereKeyCommand(t *testing.T) {
 // the state at that boundary, never a row of a record at or past the
 // position.
 func TestAsOfCommandUpsert(t *testing.T) {
-	_, loc := upsertStack(t, "lake.u")
+	_, loc := upsertReadStack(t, "lake.u")
 	asOf := func(offsets string, extra ...string) string {
 		return mustFloe(t, append(append([]string{"as-of", "--table", "lake.u", "--offsets", offsets}, loc...), extra...)...)
 	}

@@ -84,7 +84,7 @@ type htmlPartition struct {
 	// (Records counts the upserts).
 	Deletes, Skipped int64
 	Lag              string
-	Status                                  string
+	Status           string
 	// Low and High are the offsets at the bar's ends.
 	Low, High int64
 	Tracks    []htmlTrack

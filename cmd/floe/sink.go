@@ -300,6 +300,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		run.OnStart = func(tbl *snapshot.Table) {
 			stopCompaction = f.compaction.start(srvCtx, tbl)
 			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes), "topic_regex", f.topicRegex) })
+			mp.Table(tbl.Mode(), tbl.UpsertKey())
 			if l, err := tbl.Ledger(); err == nil {
 				mp.Started(l)
 			}

@@ -54,7 +54,13 @@ func sinkChild() int {
 		return 2
 	}
 	ident, _ := catalog.ParseIdent(env("TABLE"))
-	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueMode(env("VALUE"))}})
+	opts := snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueMode(env("VALUE"))}}
+	upsert := env("MODE") == string(mapping.ModeUpsert)
+	if upsert {
+		// An upsert table keyed by the record key as text (upsert_test.go).
+		opts.Mode, opts.Layout.Key = mapping.ModeUpsert, mapping.KeyString
+	}
+	tbl, err := snapshot.Open(ctx, cat, ident, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -69,7 +75,7 @@ func sinkChild() int {
 			return 2
 		}
 	}
-	if env("VALUE") != "" {
+	if env("VALUE") != "" || upsert {
 		if dlq, err = snapshot.OpenDeadLetters(ctx, cat, snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2

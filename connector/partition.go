@@ -27,8 +27,11 @@ type partition struct {
 	// upsert table, ignored those an upsert table skipped on purpose.
 	dead, deletes, ignored int64
 	// deleted are the offsets, since the last flush, of the rows that
-	// delete their key (snapshot.Flush.Deletes).
-	deleted []int64
+	// delete their key (snapshot.Flush.Deletes); truncated is the offset
+	// of the last record since then that truncated the table, -1: none
+	// (snapshot.Flush.Truncated).
+	deleted   []int64
+	truncated int64
 	// closed are the ranges finished since the last flush (before a lost
 	// or aborted range).
 	closed []mapping.Range
@@ -64,7 +67,7 @@ type partition struct {
 // newPartition returns a partition that resumes at pos, stopping at end
 // (-1: never).
 func newPartition(tp mapping.TopicPartition, pos, end int64) *partition {
-	return &partition{tp: tp, low: pos, next: pos, end: end, checked: -1}
+	return &partition{tp: tp, low: pos, next: pos, end: end, checked: -1, truncated: -1}
 }
 
 func (p *partition) done() bool { return p.end >= 0 && p.next >= p.end }
@@ -162,13 +165,18 @@ func (p *partition) deadLetter() {
 
 // change turns the record at offset, which observe just turned into
 // stepRow, into what it does to an upsert table's row of its key: still a
-// row, a row that deletes its key, or no row at all (skipped).
+// row, a row that deletes its key, or no row at all (skipped, or a
+// truncate of the whole table).
 func (p *partition) change(offset int64, c mapping.Change) {
 	switch c {
 	case mapping.ChangeDelete:
 		p.records--
 		p.deletes++
 		p.deleted = append(p.deleted, offset)
+	case mapping.ChangeTruncate:
+		p.records--
+		p.deletes++
+		p.truncated = offset
 	case mapping.ChangeSkip:
 		p.records--
 		p.ignored++
@@ -241,14 +249,25 @@ func (p *partition) skip(r mapping.Range) {
 	p.checked = -1
 }
 
-// take returns the ranges, row batches (a group per range), dead-letter
-// batches and offsets of rows that delete their key since the last flush,
-// and starts the next range where they end. The caller owns the batches.
-func (p *partition) take() ([]mapping.Range, [][]arrow.RecordBatch, []arrow.RecordBatch, []int64) {
+// taken is what a flush takes of a partition (take).
+type taken struct {
+	ranges []mapping.Range
+	// groups are the row batches, a group per range; dead the dead-letter
+	// batches. The caller owns them.
+	groups [][]arrow.RecordBatch
+	dead   []arrow.RecordBatch
+	// deleted and truncated are partition.deleted and .truncated.
+	deleted   []int64
+	truncated int64
+}
+
+// take returns what the partition holds since the last flush, and starts
+// the next range where it ends.
+func (p *partition) take() taken {
 	p.closeRange()
-	rs, bs, ds, del := p.closed, p.batches, p.deadBatches, p.deleted
-	p.closed, p.batches, p.deadBatches, p.deleted = nil, nil, nil, nil
-	return rs, bs, ds, del
+	out := taken{ranges: p.closed, groups: p.batches, dead: p.deadBatches, deleted: p.deleted, truncated: p.truncated}
+	p.closed, p.batches, p.deadBatches, p.deleted, p.truncated = nil, nil, nil, nil, -1
+	return out
 }
 
 // release frees the rows the partition holds.

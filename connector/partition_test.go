@@ -119,7 +119,8 @@ func TestSkipCutsRangesAndRows(t *testing.T) {
 	}
 	p.skip(mapping.Range{TopicPartition: tp0, Interval: deleted, Lost: true})
 	feed(5, 7)
-	ranges, groups, _, _ := p.take()
+	tk := p.take()
+	ranges, groups := tk.ranges, tk.groups
 	var batches []arrow.RecordBatch
 	for _, g := range groups {
 		batches = append(batches, g...)

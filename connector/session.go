@@ -842,15 +842,21 @@ func (ss *session) flush(ctx context.Context) error {
 	var conformErr error
 	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
 		pt := ss.parts[p]
-		rs, groups, dead, deleted := pt.take()
-		f.Ranges = append(f.Ranges, rs...)
-		if len(deleted) > 0 {
+		tk := pt.take()
+		f.Ranges = append(f.Ranges, tk.ranges...)
+		if len(tk.deleted) > 0 {
 			if f.Deletes == nil {
 				f.Deletes = map[mapping.TopicPartition][]int64{}
 			}
-			f.Deletes[pt.tp] = deleted
+			f.Deletes[pt.tp] = tk.deleted
 		}
-		for _, g := range groups {
+		if tk.truncated >= 0 {
+			if f.Truncated == nil {
+				f.Truncated = map[mapping.TopicPartition]int64{}
+			}
+			f.Truncated[pt.tp] = tk.truncated
+		}
+		for _, g := range tk.groups {
 			b, err := ss.join(g)
 			if err != nil {
 				conformErr = errors.Join(conformErr, err)
@@ -868,11 +874,11 @@ func (ss *session) flush(ctx context.Context) error {
 			}
 			conformErr = errors.Join(conformErr, err)
 		}
-		if len(dead) > 0 {
+		if len(tk.dead) > 0 {
 			if f.DeadLetters == nil {
 				f.DeadLetters = map[mapping.TopicPartition][]arrow.RecordBatch{}
 			}
-			f.DeadLetters[pt.tp] = dead
+			f.DeadLetters[pt.tp] = tk.dead
 		}
 	}
 	if conformErr != nil {
@@ -1070,7 +1076,7 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 		return ss.deadLetter(pt, r, out.dead, out.schemaID)
 	}
 	pt.change(r.Offset, out.change)
-	if out.change == mapping.ChangeSkip {
+	if out.change == mapping.ChangeSkip || out.change == mapping.ChangeTruncate {
 		return nil
 	}
 	if s.dec.version != ss.builtAt {

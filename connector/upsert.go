@@ -23,6 +23,10 @@ var errNoKey = errors.New("the record has no key, and the table is an upsert tab
 // tombstone) deletes its key; a change set by the decoder (a change
 // event's delete, or a skipped tombstone) is kept.
 func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Change, error) {
+	if out.change == mapping.ChangeSkip || out.change == mapping.ChangeTruncate {
+		// Neither needs a key.
+		return out.change, nil
+	}
 	switch key.Source {
 	case mapping.KeyFromKafkaKey:
 		if r.Key == nil {
@@ -65,10 +69,7 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Ch
 	default:
 		return 0, fmt.Errorf("the table is keyed by %s, which this floe cannot take from a record", key)
 	}
-	if out.change != mapping.ChangeUpsert {
-		return out.change, nil
-	}
-	if r.Value == nil {
+	if out.change == mapping.ChangeDelete || r.Value == nil {
 		return mapping.ChangeDelete, nil
 	}
 	return mapping.ChangeUpsert, nil

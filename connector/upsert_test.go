@@ -1,9 +1,12 @@
 package connector_test
 
 import (
+	"bufio"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,4 +117,179 @@ func TestUpsertStringKey(t *testing.T) {
 	}
 	keys := slices.Sorted(maps.Keys(got))
 	t.Logf("%d keys left: %v", len(keys), keys)
+}
+
+// TestUpsertSurvivesSIGKILL kills an upsert sink process at random points
+// (consuming, writing files, committing), restarts it each time, and
+// checks after every kill and at the end that the table, read with
+// iceberg-go's scan, is exactly the fold of the log over the ledger's
+// ranges: each key's latest value as of the ledger's next offsets, keys
+// whose latest record is a tombstone absent, and every offset counted
+// once as a row, a delete or a dead letter.
+func TestUpsertSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test runs many processes")
+	}
+	e := newEnv(t)
+	const topic, table = "ucrash", "lake.ucrash"
+	e.Topic(topic, 2, nil)
+	tbl, _ := e.upsertTable(table)
+	var log [2][]*kgo.Record
+	produce := func(n int) {
+		for p := range int32(2) {
+			var recs []*kgo.Record
+			for range n {
+				i := len(log[p])
+				// Keys are of one partition each, so the fold is per
+				// partition; a tenth are tombstones, a few have no key.
+				k, v := fmt.Sprintf("p%d-k%d", p, i%97), fmt.Sprintf("v%d", i)
+				r := keyed(topic, p, &k, &v, i)
+				switch {
+				case i%10 == 9:
+					r.Value = nil
+				case i%31 == 30:
+					r.Key = nil
+				}
+				recs = append(recs, r)
+				log[p] = append(log[p], r)
+			}
+			e.Produce(recs)
+		}
+	}
+	// fold is the table the ledger's next offsets promise.
+	fold := func(next map[mapping.TopicPartition]int64) map[string]string {
+		want := map[string]string{}
+		for p := range int32(2) {
+			for _, r := range log[p][:next[mapping.TopicPartition{Topic: topic, Partition: p}]] {
+				switch {
+				case r.Key == nil:
+				case r.Value == nil:
+					delete(want, string(r.Key))
+				default:
+					want[string(r.Key)] = string(r.Value)
+				}
+			}
+		}
+		return want
+	}
+	check := func() {
+		t.Helper()
+		if err := tbl.Refresh(e.Ctx); err != nil {
+			t.Fatal(err)
+		}
+		l := mustLedger(t, tbl)
+		for tp, next := range l.Next() {
+			c := mapping.Cover(l.Ranges(tp))
+			if len(c.Gaps)+len(c.Overlaps) > 0 || c.Records+c.Deletes+c.DeadLetters != next-c.First {
+				t.Fatalf("%s: coverage %+v", tp, c)
+			}
+		}
+		if got, want := latestRows(t, tbl), fold(l.Next()); !maps.Equal(got, want) {
+			t.Fatalf("table after a kill: %d keys, want %d (the fold of the ledger's ranges)", len(got), len(want))
+		}
+	}
+	produce(1500)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 10 {
+		cmd := e.childCmdFrom(topic, table, 100+rng.IntN(300), true, connector.StartEarliest, "")
+		cmd.Env = append(cmd.Env, "FLOE_TEST_MODE=upsert")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		sc.Scan() // the first records are consumed
+		go func() {
+			for sc.Scan() {
+			}
+		}()
+		time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		check()
+		produce(200 + rng.IntN(300))
+	}
+	cmd := e.childCmdFrom(topic, table, 1000, true, connector.StartEarliest, "")
+	cmd.Env = append(cmd.Env, "FLOE_TEST_MODE=upsert")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("final run: %v\n%s", err, out)
+	}
+	check()
+	if next := mustLedger(t, tbl).Next(); next[mapping.TopicPartition{Topic: topic, Partition: 1}] != int64(len(log[1])) {
+		t.Fatalf("final run ended at %v, want the end of the log", next)
+	}
+}
+
+// TestUpsertGroupTypedEvolution sinks JSON values into an upsert table
+// keyed by the value column id (--id-columns id) with two members of a
+// consumer group: the second member's arrival and the first's departure
+// move partitions between them, and a new value column (vip) appears
+// mid-stream. The table ends as the fold of the log: each id's latest
+// value, with the new column.
+func TestUpsertGroupTypedEvolution(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "people", "lake.people", "floe-people"
+	e.Topic(topic, 4, nil)
+	key := mapping.UpsertKey{Source: mapping.KeyFromValue, Columns: []string{"id"}}
+	opts := snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueJSON}, Mode: mapping.ModeUpsert, Key: &key}
+	want := map[string]string{}
+	n := 0
+	produce := func(withVIP bool) {
+		for p := range int32(4) {
+			var recs []*kgo.Record
+			for range 40 {
+				id := int(p)*1000 + n%23
+				v := fmt.Sprintf(`{"id":%d,"name":"n%d"}`, id, n)
+				if withVIP {
+					v = fmt.Sprintf(`{"id":%d,"name":"n%d","vip":%t}`, id, n, n%2 == 0)
+				}
+				recs = append(recs, keyed(topic, p, nil, &v, n))
+				want[fmt.Sprint(id)] = fmt.Sprintf("n%d", n)
+				n++
+			}
+			e.Produce(recs)
+		}
+	}
+	member := func() *member {
+		tbl, dlq := e.TableWithDeadLetters(table, opts)
+		cfg := groupConfig(topic, group)
+		cfg.DeadLetters = dlq
+		return e.startMemberOn(tbl, cfg)
+	}
+	produce(false)
+	a := member()
+	time.Sleep(2 * time.Second)
+	b := member()
+	time.Sleep(3 * time.Second)
+	produce(true)
+	statsA := a.halt(t)
+	produce(true)
+	waitLedger(t, e, table, e.endOffsets(topic), 60*time.Second)
+	statsB := b.halt(t)
+	if statsA.Records == 0 || statsB.Records == 0 {
+		t.Fatalf("a member sank nothing: %d and %d rows", statsA.Records, statsB.Records)
+	}
+	tbl := e.OpenTable(table, snapshot.OpenOptions{})
+	got := map[string]string{}
+	vip := 0
+	for _, r := range rows(t, tbl) {
+		id := r.Columns["id"]
+		if _, dup := got[id]; dup {
+			t.Fatalf("id %s has two rows", id)
+		}
+		got[id] = r.Columns["name"]
+		if r.Columns["vip"] != "(null)" {
+			vip++
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("table %v\nwant  %v", got, want)
+	}
+	if vip == 0 {
+		t.Fatal("the column added mid-stream holds no value")
+	}
+	t.Logf("%d keys, %d with vip; members: %d and %d rows, %d and %d rebalances", len(got), vip, statsA.Records, statsB.Records, statsA.Rebalances, statsB.Rebalances)
 }

@@ -193,6 +193,11 @@ const (
 	// (Range.Skipped): the tombstone that follows a change event of a
 	// delete.
 	ChangeSkip
+	// ChangeTruncate deletes every row of the table (Range.Deletes): a
+	// change event of a truncate, with --on-truncate delete-all. It has no
+	// row; the rows of its partition's earlier records in the same flush
+	// go too.
+	ChangeTruncate
 )
 
 // KeyFor returns the key of an upsert table of layout l: the named value

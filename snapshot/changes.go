@@ -26,6 +26,11 @@ type Changes struct {
 	// table): they apply to rows of earlier snapshots only, so that Add's
 	// rows survive them.
 	Deletes []iceberg.DataFile
+	// Truncate deletes every row the table holds before the snapshot:
+	// the snapshot replaces every live data file (found when it is
+	// applied, so that a retry on a newer head finds the newer files) and
+	// needs no Deletes.
+	Truncate bool
 	// Rows is the number of rows the flush contributes: every row of an
 	// append; the latest row per key of a fold or an upsert.
 	Rows int64
@@ -129,6 +134,11 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 	if err := txn.AssertRefSnapshotID(t.branch); err != nil {
 		return nil, err
 	}
+	if ch.Truncate {
+		if ch.Remove, err = t.liveDataFiles(ctx); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case len(ch.Deletes) > 0 && len(ch.Remove) > 0:
 		return nil, errors.New("commit: one snapshot cannot both replace data files and add delete files")
@@ -168,4 +178,21 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 		return nil, fmt.Errorf("commit applied, but loading the table it produced failed: %w", err)
 	}
 	return snap, nil
+}
+
+// liveDataFiles lists the data files of the branch head as last loaded.
+func (t *Table) liveDataFiles(ctx context.Context) ([]iceberg.DataFile, error) {
+	head := t.Head()
+	if head == nil {
+		return nil, nil
+	}
+	tasks, err := t.tbl.Scan(table.WithSnapshotID(head.SnapshotID)).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the data files of %s: %w", t.Name(), err)
+	}
+	files := make([]iceberg.DataFile, len(tasks))
+	for i, task := range tasks {
+		files[i] = task.File
+	}
+	return files, nil
 }

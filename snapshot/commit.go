@@ -90,6 +90,13 @@ type Flush struct {
 	// instead of upserting it: such a row gives its key columns only.
 	// Ranges count them as Deletes.
 	Deletes map[mapping.TopicPartition][]int64
+	// Truncated, for an upsert table, is by partition the offset of the
+	// flush's last record that truncated the table (mapping.ChangeTruncate):
+	// the commit deletes every row committed before it, and the flush's
+	// rows of that partition below the offset. Rows of other partitions
+	// in the flush stay (Kafka orders nothing across partitions). Ranges
+	// count a truncate as a delete.
+	Truncated map[mapping.TopicPartition]int64
 }
 
 // TopicIDError reports a topic whose ID differs from the one the ledger
@@ -294,7 +301,7 @@ func (t *Table) checkFlush(f Flush, opts CommitOptions) (deadRows bool, err erro
 	if len(f.Files) > 0 && (f.Writer == nil || len(f.Batches) > 0 || t.mode != mapping.ModeAppend) {
 		return false, errors.New("commit: streamed files need their Writer, and no batches, on an append table")
 	}
-	if len(f.Deletes) > 0 && t.mode != mapping.ModeUpsert {
+	if (len(f.Deletes) > 0 || len(f.Truncated) > 0) && t.mode != mapping.ModeUpsert {
 		return false, fmt.Errorf("commit: rows that delete their key, into table %s of mode %s", t.Name(), t.mode)
 	}
 	for tp, bs := range f.DeadLetters {

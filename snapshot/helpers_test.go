@@ -79,6 +79,23 @@ func (r testRec) kgo() *kgo.Record {
 // whose ranges run from low to high per partition.
 func commitRecs(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Interval, recs ...testRec) snapshot.Result {
 	t.Helper()
+	return commitFlush(t, tbl, flushOf(t, tbl, bounds, recs...))
+}
+
+// commitFlush commits f.
+func commitFlush(t testing.TB, tbl *snapshot.Table, f snapshot.Flush) snapshot.Result {
+	t.Helper()
+	res, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// flushOf is the flush of recs (one partition each, in offset order) whose
+// ranges run from low to high per partition, each counting its records.
+func flushOf(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Interval, recs ...testRec) snapshot.Flush {
+	t.Helper()
 	f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}}
 	builders := map[int32]*mapping.RowBuilder{}
 	counts := map[int32]int64{}
@@ -90,7 +107,7 @@ func commitRecs(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Inte
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer rb.Release()
+			t.Cleanup(rb.Release)
 			builders[r.partition] = rb
 		}
 		rb.Append(r.kgo())
@@ -102,11 +119,7 @@ func commitRecs(t testing.TB, tbl *snapshot.Table, bounds map[int32]mapping.Inte
 	for p, iv := range bounds {
 		f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: p}, Interval: iv, Records: counts[p]})
 	}
-	res, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return f
 }
 
 // snapshotRows returns "partition/offset key=value" for every row of a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
@@ -29,23 +30,15 @@ import (
 // its winning row is, some 64 bytes besides the key), which the flush
 // policy bounds (--flush-records).
 func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush) (Changes, error) {
-	var ch Changes
+	ch := Changes{Truncate: len(f.Truncated) > 0}
 	if len(f.Batches) == 0 {
 		// Ranges without rows (starts, markers, losses): nothing to key.
 		return ch, nil
 	}
-	schema := target.Schema()
-	ids := schema.IdentifierFieldIDs
-	if len(ids) == 0 {
-		return ch, fmt.Errorf("upsert table %s has no identifier fields (its key %s): it was not created by floe, or its schema was edited", t.Name(), t.key)
-	}
-	cols := make([]string, len(ids))
-	for i, id := range ids {
-		name, ok := schema.FindColumnName(id)
-		if !ok {
-			return ch, fmt.Errorf("upsert table %s: identifier field %d is not a column", t.Name(), id)
-		}
-		cols[i] = name
+	ids := target.Schema().IdentifierFieldIDs
+	cols, err := t.keyColumnsOf(target.Schema())
+	if err != nil {
+		return ch, err
 	}
 	type pick struct {
 		batch, row int
@@ -58,6 +51,7 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 	)
 	winners := map[string]pick{}
 	for _, tp := range slices.SortedFunc(maps.Keys(f.Batches), mapping.TopicPartition.Compare) {
+		cut, truncated := f.Truncated[tp]
 		dels := make(map[int64]struct{}, len(f.Deletes[tp]))
 		for _, o := range f.Deletes[tp] {
 			dels[o] = struct{}{}
@@ -79,7 +73,10 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 				return ch, fmt.Errorf("upsert %s: %w", tp, err)
 			}
 			for i := range int(b.NumRows()) {
-				k, ok := rowKey(keys, i)
+				if truncated && off.Value(i) < cut {
+					continue
+				}
+				k, ok := RowKey(keys, i)
 				if !ok {
 					return ch, fmt.Errorf("upsert %s: the row of offset %d has a null key column (such a record is a dead letter)", tp, off.Value(i))
 				}
@@ -145,7 +142,8 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 	if ch.Add, err = writeFiles(ctx, target, kept); err != nil {
 		return ch, err
 	}
-	if len(deletes) == 0 {
+	if len(deletes) == 0 || ch.Truncate {
+		// After a truncate no older row is left to delete.
 		return ch, nil
 	}
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
@@ -176,10 +174,43 @@ func keyColumns(b arrow.RecordBatch, cols []string) ([]arrow.Array, error) {
 	return out, nil
 }
 
-// rowKey is the identity of row i's key (the keyOf of each column,
-// length-prefixed when there are several); false when a key column is
-// null.
-func rowKey(keys []arrow.Array, i int) (string, bool) {
+// KeyColumns returns the key columns of an upsert table as last loaded:
+// its identifier fields, in field ID order (the order RowKey takes them
+// in). None before a struct key's first commit names them.
+func (t *Table) KeyColumns() ([]string, error) {
+	if t.mode != mapping.ModeUpsert {
+		return nil, fmt.Errorf("table %s is of mode %s: only an upsert table has key columns", t.Name(), t.mode)
+	}
+	if len(t.tbl.Schema().IdentifierFieldIDs) == 0 {
+		return nil, nil
+	}
+	return t.keyColumnsOf(t.tbl.Schema())
+}
+
+// keyColumnsOf returns the columns of schema's identifier fields.
+func (t *Table) keyColumnsOf(schema *iceberg.Schema) ([]string, error) {
+	ids := schema.IdentifierFieldIDs
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("upsert table %s has no identifier fields (its key %s): it was not created by floe, or its schema was edited", t.Name(), t.key)
+	}
+	cols := make([]string, len(ids))
+	for i, id := range ids {
+		name, ok := schema.FindColumnName(id)
+		if !ok {
+			return nil, fmt.Errorf("upsert table %s: identifier field %d is not a column", t.Name(), id)
+		}
+		cols[i] = name
+	}
+	return cols, nil
+}
+
+// RowKey is the identity of row i's key, given its key columns (in
+// KeyColumns order): the value of a one-column key (a binary key's bytes,
+// a string's text, Arrow's rendering of other types), and for several
+// columns their values, each prefixed with its length. false when a key
+// column is null. The commit picks each key's winner by it; a reader
+// comparing a table with the log keys rows the same way.
+func RowKey(keys []arrow.Array, i int) (string, bool) {
 	if len(keys) == 1 {
 		return keyOf(keys[0], i), !keys[0].IsNull(i)
 	}

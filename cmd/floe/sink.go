@@ -97,6 +97,15 @@ commit that adds the column. Changing it on an existing table evolves the table'
 written before keep theirs, files written from then on have the new one. Omitted, a table keeps
 its spec. Each data file still holds rows of one Kafka partition, and of one Iceberg partition.
 
+--mode upsert makes a table of one row per key, the latest record's (docs/upsert.md): a record
+with a null value (a tombstone) deletes its key, a record without a key is a dead letter. Each
+commit adds each key's latest row and an equality delete of every key it touched, in one
+snapshot that every engine reading Iceberg v2 deletes applies. The key is the record key
+(kafka_key for --key string or raw; one column per field of the key, named after it, for --key
+json or registry) or the value columns --id-columns names; the table records it as its identifier
+fields. Within one commit, a key found in several partitions takes the record with the later
+timestamp, then the higher partition. A table keeps its mode and key: another is refused.
+
 Between commits the sink maintains the table, so that its metadata and each commit's latency stay
 bounded however long it runs: once 20 snapshots are due, it expires them as floe maintain does
 (their ledger entries archived first) under the table's history.expire.max-snapshot-age-ms,
@@ -109,6 +118,8 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
   floe sink --brokers localhost:9092 --topic-regex 'events\..*' --table lake.events --group floe-events
   floe sink --brokers localhost:9092 --topic orders --table lake.orders --stop-at-end
   floe sink --brokers localhost:9092 --topic orders --table lake.orders --partition-by 'day(kafka_timestamp)'
+  floe sink --brokers localhost:9092 --topic accounts --table lake.accounts --mode upsert --key string
+  floe sink --brokers localhost:9092 --topic customers --table lake.customers --mode upsert --value json --id-columns id
   floe sink --config floe.yaml --metrics-addr :9464
   floe sink --brokers kafka:9092 --topic orders --table lake.orders \
     --catalog postgres://floe:secret@pg:5432/iceberg --warehouse s3://lake/warehouse --s3-endpoint http://minio:9000`,

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,8 +165,8 @@ func TestUpsertSinkStructKey(t *testing.T) {
 		t.Fatalf("table %v, want %v", got, want)
 	}
 	tbl := openTable(t, st.Catalog(), "lake.customers")
-	if k := tbl.UpsertKey(); k.String() != "key:id" || len(tbl.Iceberg().Schema().IdentifierFieldIDs) != 1 {
-		t.Fatalf("key %s, identifier fields %v", k, tbl.Iceberg().Schema().IdentifierFieldIDs)
+	if cols, err := tbl.KeyColumns(); err != nil || tbl.UpsertKey().String() != "key:id" || !slices.Equal(cols, []string{"id"}) {
+		t.Fatalf("key %s, key columns %v, %v", tbl.UpsertKey(), cols, err)
 	}
 
 	// --id-columns on a v3 table.

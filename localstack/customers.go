@@ -17,14 +17,15 @@ type DemoCustomer struct {
 }
 
 // DemoCustomerChanges is the demo's change log of a PostgreSQL table
-// inventory.customers as Debezium's PostgreSQL connector writes it with
-// the JSON converter and schemas.enable=false: each record keyed by the
-// primary key ({"id": N}), its value the change event envelope (before,
-// after, source, op, ts_ms, transaction). A snapshot reads five rows (op
-// r), then three inserts (c), three updates (u) and two deletes (d), each
-// delete followed by its tombstone (the key with a null value), as
-// Debezium writes them. Final holds the table's rows after the last
-// change, by id.
+// inventory.customers: a snapshot reads five rows (op r), then three
+// inserts (c), three updates (u) and two deletes (d). Each record is keyed
+// by the primary key ({"id": N}). With Debezium's envelope, as its
+// PostgreSQL connector writes it with the JSON converter and
+// schemas.enable=false, a value is the change event (before, after,
+// source, op, ts_ms, transaction) and each delete is followed by its
+// tombstone (the key with a null value); without it, a value is the row
+// after the change and a delete is the tombstone alone. Final holds the
+// table's rows after the last change, by id.
 type DemoCustomerChanges struct {
 	Records []*kgo.Record
 	Final   map[int32]DemoCustomer
@@ -32,9 +33,10 @@ type DemoCustomerChanges struct {
 	Snapshot, Inserts, Updates, Deletes int
 }
 
-// DemoCustomers returns the demo's customer change events for topic
-// (partition 0), stamped from start one second apart.
-func DemoCustomers(topic string, start time.Time) (DemoCustomerChanges, error) {
+// DemoCustomers returns the demo's customer changes for topic (partition
+// 0), stamped from start one second apart, as Debezium change events when
+// debezium is set, else as rows and tombstones.
+func DemoCustomers(topic string, start time.Time, debezium bool) (DemoCustomerChanges, error) {
 	out := DemoCustomerChanges{Final: map[int32]DemoCustomer{}}
 	at := start
 	lsn := int64(33_000_000)
@@ -64,13 +66,19 @@ func DemoCustomers(topic string, start time.Time) (DemoCustomerChanges, error) {
 				"sequence": fmt.Sprintf(`["%d","%d"]`, lsn-512, lsn),
 			},
 		}
-		value, err := json.Marshal(env)
+		var value []byte
+		switch {
+		case debezium:
+			value, err = json.Marshal(env)
+		case after != nil:
+			value, err = json.Marshal(after)
+		}
 		if err != nil {
 			return err
 		}
 		out.Records = append(out.Records, &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: at})
 		at = at.Add(time.Second)
-		if op == "d" {
+		if op == "d" && debezium {
 			// Debezium's tombstone, so that log compaction can drop the key.
 			out.Records = append(out.Records, &kgo.Record{Topic: topic, Key: key, Timestamp: at})
 			at = at.Add(time.Second)

@@ -153,6 +153,12 @@ func whereKey(cmd *cobra.Command, f *lookupFlags, key string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
+	printWhereKey(w, res)
+	return nil
+}
+
+// printWhereKey prints floe where --key's answer as text.
+func printWhereKey(w io.Writer, res lookup.KeyResult) {
 	fmt.Fprintf(w, "key %s in %s: %s\n", res.Key, res.Table, strings.ReplaceAll(res.Status, "_", " "))
 	if res.Offset != nil {
 		fmt.Fprintf(w, "  record     %s/%d offset %d\n", res.Topic, *res.Partition, *res.Offset)
@@ -174,7 +180,6 @@ func whereKey(cmd *cobra.Command, f *lookupFlags, key string) error {
 		fmt.Fprintf(w, "  found in   %s\n", res.FoundBy)
 	}
 	fmt.Fprintf(w, "  %s\n", res.Explanation)
-	return nil
 }
 
 func printWhere(w io.Writer, r lookup.WhereResult) {

@@ -74,22 +74,9 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 			}
 			continue
 		}
-		if f.PartitionMin != f.PartitionMax {
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
-			continue
-		}
-		var cands []mapping.Range
-		for _, r := range c.Ranges {
-			if !r.Deleted() && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High {
-				cands = append(cands, r)
-			}
-		}
+		cands := a.rangesHolding(c, f)
 		switch len(cands) {
 		case 0:
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, Partition: a.topicOf(f.PartitionMin), HasPartition: true,
-				Offsets: f.Offsets, HasOffsets: true, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("%d rows at offsets %s lie outside every range of snapshot %d, which added the file", f.Records, f.Offsets, c.SnapshotID)})
 		case 1:
 			held.add(f.Records, rangeKey{c.SnapshotID, cands[0]})
 			if a.selected(cands[0].Topic) {
@@ -148,6 +135,39 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	}
 	a.deleteFiles()
 	return nil
+}
+
+// rangesHolding returns the ranges of floe commit c inside which data
+// file f (which has bounds) lies; none, after reporting a stray file, when
+// f holds several partitions or lies outside every range of c.
+func (a *auditor) rangesHolding(c *mapping.Commit, f snapshot.DataFile) []mapping.Range {
+	if a.severalPartitions(c, f) {
+		return nil
+	}
+	var in []mapping.Range
+	for _, r := range c.Ranges {
+		if !r.Deleted() && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High {
+			in = append(in, r)
+		}
+	}
+	if len(in) == 0 {
+		a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, Partition: a.topicOf(f.PartitionMin), HasPartition: true,
+			Offsets: f.Offsets, HasOffsets: true, File: f.Path, SnapshotID: c.SnapshotID,
+			Detail: fmt.Sprintf("%d rows at offsets %s lie outside every range of snapshot %d, which added the file", f.Records, f.Offsets, c.SnapshotID)})
+	}
+	return in
+}
+
+// severalPartitions reports, as a stray file, a data file of floe commit c
+// whose bounds span several partitions: floe writes one partition per
+// file.
+func (a *auditor) severalPartitions(c *mapping.Commit, f snapshot.DataFile) bool {
+	if f.PartitionMin == f.PartitionMax {
+		return false
+	}
+	a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
+		Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
+	return true
 }
 
 // foreignFile reports a live file added by a snapshot outside the ledger.

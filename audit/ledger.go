@@ -97,8 +97,15 @@ func (a *auditor) segments(tp mapping.TopicPartition) []mapping.Interval {
 // inSegments reports whether offset lies in one of the sorted, disjoint
 // intervals.
 func inSegments(segs []mapping.Interval, offset int64) bool {
-	_, found := slices.BinarySearchFunc(segs, offset, func(iv mapping.Interval, o int64) int {
-		switch {
+	_, found := findInterval(segs, func(iv mapping.Interval) mapping.Interval { return iv }, offset)
+	return found
+}
+
+// findInterval returns the index of the element of xs whose interval (of)
+// holds offset; xs are sorted by offset and their intervals disjoint.
+func findInterval[T any](xs []T, of func(T) mapping.Interval, offset int64) (int, bool) {
+	return slices.BinarySearchFunc(xs, offset, func(x T, o int64) int {
+		switch iv := of(x); {
 		case iv.High <= o:
 			return -1
 		case iv.Low > o:
@@ -106,7 +113,6 @@ func inSegments(segs []mapping.Interval, offset int64) bool {
 		}
 		return 0
 	})
-	return found
 }
 
 func nonNil(ivs []mapping.Interval) []mapping.Interval {

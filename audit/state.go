@@ -93,9 +93,7 @@ func (a *auditor) stateFiles(ctx context.Context) error {
 			}
 			continue
 		}
-		if f.PartitionMin != f.PartitionMax {
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
+		if a.severalPartitions(c, f) {
 			continue
 		}
 		// The commit's reach per topic holding this partition number: the
@@ -293,10 +291,11 @@ type logRecord struct {
 	// raw is the digest of the record's bytes (sum in a raw table), which
 	// a dead letter keeps.
 	raw digest
-	// key, noKey and tombstone are set for state and upsert tables only.
-	key              keyID
-	noKey, tombstone bool
-	timestamp        int64 // microseconds
+	// key, noKey and tombstone are set for state and upsert tables only;
+	// skip for an upsert table's record its sink ignores on purpose.
+	key                    keyID
+	noKey, tombstone, skip bool
+	timestamp              int64 // microseconds
 }
 
 // foldCheck checks at the content level that a state table's rows of one
@@ -324,7 +323,7 @@ func newFoldCheck(rows []keyedOffset) *foldCheck {
 // in the order their fate becomes known (a transaction's at its marker), so
 // the latest is chosen by offset.
 func (f *foldCheck) observe(rec logRecord) {
-	if rec.noKey {
+	if rec.noKey || rec.skip {
 		return
 	}
 	if l, ok := f.latest[rec.key]; ok && l.offset > rec.offset {

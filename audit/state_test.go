@@ -197,7 +197,18 @@ func TestStateLegacyFoldedTwice(t *testing.T) {
 
 func TestStateCleanCompactedAndTruncated(t *testing.T) {
 	e := newEnv(t)
-	const topic = "cs"
+	tbl := e.LegacyStateTable("lake.cs")
+	checkCompactedAndTruncated(t, e, "cs", tbl, func() { e.FoldLegacy(tbl, "cs", 100) })
+}
+
+// checkCompactedAndTruncated writes a compacted topic, sinks it into tbl
+// with sink (a legacy state table's fold, or an upsert table's sink: both
+// keep each key's latest record) before and after kfake's log compaction, compacts
+// again and lets retention delete the log's first offset, then audits
+// every level: the table is complete, and its rows' records are verified,
+// compacted away or below the log start as the log says.
+func checkCompactedAndTruncated(t *testing.T, e *env, topic string, tbl *snapshot.Table, sink func()) {
+	t.Helper()
 	compact := "compact"
 	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
 	// Each call is one batch; compaction never touches the last batch.
@@ -213,16 +224,15 @@ func TestStateCleanCompactedAndTruncated(t *testing.T) {
 		}
 		e.Produce(recs)
 	}
-	tbl := e.LegacyStateTable("lake.cs")
 	batch("u", "1", "a", "1", "b", "1", "c", "1") // 0-3
 	batch("a", "2", "b", "-")                     // 4-5
 	batch("d", "1")                               // 6
-	e.Stack.Cluster.Compact()                     // removes a@1 and b@2 before the fold reads them
-	e.FoldLegacy(tbl, topic, 100)
+	e.Stack.Cluster.Compact()                     // removes a@1 and b@2 before the sink reads them
+	sink()
 	batch("c", "2", "e", "1") // 7-8
 	batch("a", "3")           // 9
 	batch("f", "1")           // 10
-	e.FoldLegacy(tbl, topic, 100)
+	sink()
 	batch("d", "2") // 11, never sunk: d@6 stays the table's row
 	batch("g", "1") // 12
 	// Removes c@3, a@4 and the row d@6's record (superseded by d@11,
@@ -235,8 +245,9 @@ func TestStateCleanCompactedAndTruncated(t *testing.T) {
 	rep := auditEveryLevel(t, e, tbl)
 	p := rep.Partitions[0]
 	c := *p.Content
-	// Rows u@0 (below the log start), d@6 (compacted away), c@7, e@8, a@9
-	// and f@10; b@5 is a tombstone; offsets 1-4 were compacted away.
+	// Rows u@0 (below the log start, which the content level does not
+	// read), d@6 (compacted away: unverifiable), c@7, e@8, a@9 and f@10;
+	// b@5 is a tombstone, folded away; offsets 1-4 were compacted away.
 	if p.Rows != 6 || p.Next != 11 || p.Broker.Lag != 2 ||
 		c.Verified != 4 || c.Unverifiable != 1 || c.Folded != 1 || c.Compacted != 4 {
 		t.Fatalf("partition %+v content %+v", p, c)

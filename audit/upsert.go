@@ -186,24 +186,7 @@ func (a *auditor) upsertFiles(ctx context.Context) error {
 		if !f.HasBounds {
 			continue
 		}
-		if f.PartitionMin != f.PartitionMax {
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
-			continue
-		}
-		var in []mapping.Range
-		for _, r := range c.Ranges {
-			if !r.Deleted() && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High {
-				in = append(in, r)
-			}
-		}
-		if len(in) == 0 {
-			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, Partition: a.topicOf(f.PartitionMin), HasPartition: true,
-				Offsets: f.Offsets, HasOffsets: true, File: f.Path, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("%d rows at offsets %s lie outside every range of snapshot %d, which added the file", f.Records, f.Offsets, c.SnapshotID)})
-			continue
-		}
-		if len(in) == 1 {
+		if in := a.rangesHolding(c, f); len(in) == 1 {
 			held[rangeKey{c.SnapshotID, in[0]}] += f.Records
 			if a.selected(in[0].Topic) {
 				a.part(in[0].TopicPartition).Files++
@@ -436,16 +419,7 @@ func newCommitIndex(l mapping.Ledger) commitIndex {
 // of returns the commit holding offset of tp, or -1.
 func (ci commitIndex) of(tp mapping.TopicPartition, offset int64) int32 {
 	rs := ci[tp]
-	i, _ := slices.BinarySearchFunc(rs, offset, func(r indexedRange, o int64) int {
-		switch {
-		case r.High <= o:
-			return -1
-		case r.Low > o:
-			return 1
-		}
-		return 0
-	})
-	if i < len(rs) && rs[i].Contains(offset) {
+	if i, ok := findInterval(rs, func(r indexedRange) mapping.Interval { return r.Interval }, offset); ok {
 		return rs[i].commit
 	}
 	return -1
@@ -676,14 +650,13 @@ func (a *auditor) recordKeys(ctx context.Context, ps []position) (map[position]s
 
 // rangeAccount counts, per range of one partition wholly inside the part
 // of the log the content level reads, its committed records by what they
-// do to an upsert table keyed by the Kafka key with raw values: upsert a
-// row (a key and a value), delete the key (a key and no value), or go to
-// the dead-letter table (no key, or found there). With the offsets that
-// hold no record, they must be the range's ledger counts exactly: every
-// offset accounted for.
+// do to an upsert table, as its sink decides it: upsert a row, delete the
+// key, be skipped on purpose, or go to the dead-letter table (found there,
+// or without a usable key). With the offsets that hold no record, they
+// must be the range's ledger counts exactly: every offset accounted for.
 type rangeAccount struct {
 	ranges []mapping.Range // sorted by offset, wholly inside the read part
-	got    [][3]int64      // records, deletes, dead letters
+	got    [][4]int64      // records, deletes, skipped, dead letters
 }
 
 func newRangeAccount(rs []mapping.Range, iv mapping.Interval) *rangeAccount {
@@ -694,27 +667,21 @@ func newRangeAccount(rs []mapping.Range, iv mapping.Interval) *rangeAccount {
 		}
 	}
 	slices.SortFunc(acct.ranges, func(x, y mapping.Range) int { return cmp.Compare(x.Low, y.Low) })
-	acct.got = make([][3]int64, len(acct.ranges))
+	acct.got = make([][4]int64, len(acct.ranges))
 	return acct
 }
 
 // count classifies a committed record; dead is set when the dead-letter
 // table holds it.
 func (acct *rangeAccount) count(rec logRecord, dead bool) {
-	i, found := slices.BinarySearchFunc(acct.ranges, rec.offset, func(r mapping.Range, o int64) int {
-		switch {
-		case r.High <= o:
-			return -1
-		case r.Low > o:
-			return 1
-		}
-		return 0
-	})
+	i, found := findInterval(acct.ranges, func(r mapping.Range) mapping.Interval { return r.Interval }, rec.offset)
 	if !found {
 		return
 	}
 	switch {
 	case dead || rec.noKey:
+		acct.got[i][3]++
+	case rec.skip:
 		acct.got[i][2]++
 	case rec.tombstone:
 		acct.got[i][1]++
@@ -728,11 +695,11 @@ func (acct *rangeAccount) count(rec logRecord, dead bool) {
 func (a *auditor) settleAccount(tp mapping.TopicPartition, acct *rangeAccount) {
 	for i, r := range acct.ranges {
 		g := acct.got[i]
-		if g == [3]int64{r.Records, r.Deletes, r.DeadLetters} && r.Skipped == 0 {
+		if g == [4]int64{r.Records, r.Deletes, r.Skipped, r.DeadLetters} {
 			continue
 		}
 		a.find(Finding{Level: LevelContent, Kind: KindCountMismatch, Partition: tp, HasPartition: true, Offsets: r.Interval, HasOffsets: true,
-			Detail: fmt.Sprintf("range %s counts %d upserts, %d deletes, %d skipped and %d dead letters; its committed records in the log are %d upserts (a key and a value), %d deletes (a key, no value) and %d dead letters",
-				r.Interval, r.Records, r.Deletes, r.Skipped, r.DeadLetters, g[0], g[1], g[2])})
+			Detail: fmt.Sprintf("range %s counts %d upserts, %d deletes, %d skipped and %d dead letters; its committed records in the log, classified as the sink classifies them, are %d, %d, %d and %d",
+				r.Interval, r.Records, r.Deletes, r.Skipped, r.DeadLetters, g[0], g[1], g[2], g[3])})
 	}
 }

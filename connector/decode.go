@@ -461,3 +461,16 @@ func (rd *RowDecoder) Decode(ctx context.Context, r *kgo.Record) (key any, value
 	out, err := rd.d.decode(ctx, r)
 	return out.key, out.value, out.dead, err
 }
+
+// DecodeChange is Decode for an upsert table keyed by key: it also returns
+// what r does to its key's row, as the sink decides it (upsertChange):
+// upsert, delete, skip or truncate; dead is set, as the sink sets it, for
+// a record without a usable key too.
+func (rd *RowDecoder) DecodeChange(ctx context.Context, r *kgo.Record, key mapping.UpsertKey) (k any, value map[string]any, change mapping.Change, dead, err error) {
+	out, err := rd.d.decode(ctx, r)
+	if err != nil || out.dead != nil {
+		return out.key, out.value, 0, out.dead, err
+	}
+	change, dead = upsertChange(key, r, out)
+	return out.key, out.value, change, dead, nil
+}

@@ -150,28 +150,15 @@ func (e *NotCoveredError) Error() string {
 // Where the ledger never reaches a position, the error is a
 // *NotCoveredError.
 func (l Ledger) FirstCovering(cut Cut) (Commit, error) {
-	if len(cut) == 0 {
-		return Commit{}, fmt.Errorf("no positions given")
-	}
-	if len(l.Commits) == 0 {
-		return Commit{}, fmt.Errorf("the table has no floe commits yet")
+	base, err := l.baseOf(cut)
+	if err != nil {
+		return Commit{}, err
 	}
 	// need[tp] is the offset the ledger must reach; trivially covered
 	// partitions are dropped.
 	need := map[TopicPartition]int64{}
 	for tp, o := range cut {
-		rs := l.Ranges(tp)
-		if len(rs) == 0 {
-			if o > 0 {
-				return Commit{}, &NotCoveredError{Partition: tp, Offset: o}
-			}
-			continue
-		}
-		c := Cover(rs)
-		if o > c.Next {
-			return Commit{}, &NotCoveredError{Partition: tp, Offset: o, Known: true, Next: c.Next}
-		}
-		if o > c.First {
+		if base[tp] < o {
 			need[tp] = o
 		}
 	}
@@ -193,6 +180,36 @@ func (l Ledger) FirstCovering(cut Cut) (Commit, error) {
 	}
 	// Unreachable: every needed offset is at most the partition's Next.
 	return Commit{}, fmt.Errorf("no commit covers %s", cut)
+}
+
+// baseOf checks that the ledger reaches every position of cut (a
+// *NotCoveredError when not) and returns where each of its partitions
+// stands before any commit: at the cut, or at the partition's first sunk
+// offset when that is below it (offsets below it were never the table's).
+func (l Ledger) baseOf(cut Cut) (Cut, error) {
+	if len(cut) == 0 {
+		return nil, fmt.Errorf("no positions given")
+	}
+	if len(l.Commits) == 0 {
+		return nil, fmt.Errorf("the table has no floe commits yet")
+	}
+	base := Cut{}
+	for tp, o := range cut {
+		rs := l.Ranges(tp)
+		if len(rs) == 0 {
+			if o > 0 {
+				return nil, &NotCoveredError{Partition: tp, Offset: o}
+			}
+			base[tp] = o
+			continue
+		}
+		c := Cover(rs)
+		if o > c.Next {
+			return nil, &NotCoveredError{Partition: tp, Offset: o, Known: true, Next: c.Next}
+		}
+		base[tp] = min(o, c.First)
+	}
+	return base, nil
 }
 
 // Boundary is where a table that holds state (an upsert table) stood as of
@@ -233,30 +250,11 @@ func (b Boundary) Exact(cut Cut) bool {
 // cut does not name are unconstrained. A cut the ledger does not reach is
 // a *NotCoveredError, as for FirstCovering.
 func (l Ledger) StateAt(cut Cut) (Boundary, error) {
-	if len(cut) == 0 {
-		return Boundary{}, fmt.Errorf("no positions given")
+	base, err := l.baseOf(cut)
+	if err != nil {
+		return Boundary{}, err
 	}
-	if len(l.Commits) == 0 {
-		return Boundary{}, fmt.Errorf("the table has no floe commits yet")
-	}
-	// base is where each partition of the cut stands before any commit:
-	// at the cut, or at the partition's first sunk offset below it.
-	base, at := Cut{}, Cut{}
-	for tp, o := range cut {
-		rs := l.Ranges(tp)
-		if len(rs) == 0 {
-			if o > 0 {
-				return Boundary{}, &NotCoveredError{Partition: tp, Offset: o}
-			}
-			base[tp], at[tp] = o, o
-			continue
-		}
-		c := Cover(rs)
-		if o > c.Next {
-			return Boundary{}, &NotCoveredError{Partition: tp, Offset: o, Known: true, Next: c.Next}
-		}
-		base[tp], at[tp] = min(o, c.First), min(o, c.First)
-	}
+	at := maps.Clone(base)
 	last := -1
 	for i, c := range l.Commits {
 		past := false

@@ -58,53 +58,62 @@ func (b topicBounds) admit(topic string) bool {
 // Files lists the live data files of a snapshot (0 means the branch head),
 // reading only manifests.
 func (t *Table) Files(ctx context.Context, snapshotID int64) ([]DataFile, error) {
-	meta := t.tbl.Metadata()
-	snap := meta.SnapshotByID(snapshotID)
-	if snapshotID == 0 {
-		snap = t.Head()
-	}
-	if snap == nil {
-		if snapshotID == 0 {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("table %s has no snapshot %d", t.Name(), snapshotID)
-	}
-	fs, err := t.tbl.FS(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open storage of %s: %w", t.Name(), err)
-	}
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
-	}
 	fields, err := t.positionFields()
 	if err != nil {
 		return nil, err
 	}
 	var out []DataFile
+	err = t.liveEntries(ctx, snapshotID, iceberg.ManifestContentData, func(e iceberg.ManifestEntry) {
+		df := e.DataFile()
+		if df.ContentType() != iceberg.EntryContentData {
+			return
+		}
+		f := DataFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(), SizeBytes: df.FileSizeBytes()}
+		f.PartitionMin, f.PartitionMax, f.Offsets, f.HasBounds = fields.partitionBounds(df)
+		f.topics = fields.topicBounds(df)
+		out = append(out, f)
+	})
+	return out, err
+}
+
+// liveEntries calls fn with the live entries of the manifests of one
+// content (data or deletes) of a snapshot (0 means the branch head; none
+// when the branch has no snapshot yet).
+func (t *Table) liveEntries(ctx context.Context, snapshotID int64, content iceberg.ManifestContent, fn func(iceberg.ManifestEntry)) error {
+	snap := t.Head()
+	if snapshotID != 0 {
+		snap = t.tbl.Metadata().SnapshotByID(snapshotID)
+		if snap == nil {
+			return fmt.Errorf("table %s has no snapshot %d", t.Name(), snapshotID)
+		}
+	}
+	if snap == nil {
+		return nil
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open storage of %s: %w", t.Name(), err)
+	}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	}
 	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentData {
+		if m.ManifestContent() != content {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		entries, err := m.FetchEntries(fs, true)
 		if err != nil {
-			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 		}
 		for _, e := range entries {
-			df := e.DataFile()
-			if df.ContentType() != iceberg.EntryContentData {
-				continue
-			}
-			f := DataFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(), SizeBytes: df.FileSizeBytes()}
-			f.PartitionMin, f.PartitionMax, f.Offsets, f.HasBounds = fields.partitionBounds(df)
-			f.topics = fields.topicBounds(df)
-			out = append(out, f)
+			fn(e)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // positionFields are the field IDs of a table's topic, partition and
@@ -177,44 +186,14 @@ type DeleteFile struct {
 // DeleteFiles lists the live delete files of a snapshot (0 means the
 // branch head), reading only manifests.
 func (t *Table) DeleteFiles(ctx context.Context, snapshotID int64) ([]DeleteFile, error) {
-	snap := t.Head()
-	if snapshotID != 0 {
-		snap = t.tbl.Metadata().SnapshotByID(snapshotID)
-		if snap == nil {
-			return nil, fmt.Errorf("table %s has no snapshot %d", t.Name(), snapshotID)
-		}
-	}
-	if snap == nil {
-		return nil, nil
-	}
-	fs, err := t.tbl.FS(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open storage of %s: %w", t.Name(), err)
-	}
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
-	}
 	var out []DeleteFile
-	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentDeletes {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		entries, err := m.FetchEntries(fs, true)
-		if err != nil {
-			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-		}
-		for _, e := range entries {
-			df := e.DataFile()
-			out = append(out, DeleteFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(),
-				Equality: df.ContentType() == iceberg.EntryContentEqDeletes, EqualityFieldIDs: df.EqualityFieldIDs(),
-				Format: df.FileFormat()})
-		}
-	}
-	return out, nil
+	err := t.liveEntries(ctx, snapshotID, iceberg.ManifestContentDeletes, func(e iceberg.ManifestEntry) {
+		df := e.DataFile()
+		out = append(out, DeleteFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(),
+			Equality: df.ContentType() == iceberg.EntryContentEqDeletes, EqualityFieldIDs: df.EqualityFieldIDs(),
+			Format: df.FileFormat()})
+	})
+	return out, err
 }
 
 // ReadDeleteFile calls fn with the rows of an equality-delete file of the

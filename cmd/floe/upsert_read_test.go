@@ -10,51 +10,32 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
-	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/snapshot"
 )
 
-// upsertReadStack starts a local stack with topic u (one partition) holding
-// twelve keyed records, and sinks it with floe sink --mode upsert --key
-// string, 4 records per commit, into each of tables:
+// keyedStack starts a local stack (upsertStack) with topic u (one
+// partition) holding twelve keyed records, and sinks it with floe sink
+// --mode upsert --key string, 4 records per commit, into each of tables:
 //
 //	commit 1: 0 a=a1, 1 b=b1, 2 c=c1, 3 d=d1
 //	commit 2: 4 b=b2, 5 c deleted, 6 a=a2, 7 e=e1
 //	commit 3: 8 d deleted, 9 e=e2, 10 b deleted, 11 b=b3
-func upsertReadStack(t *testing.T, tables ...string) (*localstack.Stack, []string) {
+func keyedStack(t *testing.T, tables ...string) (*localstack.Stack, []string) {
 	t.Helper()
-	st, loc := replayStack(t)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "u", 1, nil); err != nil {
-		t.Fatal(err)
-	}
 	var recs []*kgo.Record
 	for i, kv := range []string{"a=a1", "b=b1", "c=c1", "d=d1", "b=b2", "c", "a=a2", "e=e1", "d", "e=e2", "b", "b=b3"} {
 		k, v, upsert := strings.Cut(kv, "=")
-		r := &kgo.Record{Topic: "u", Key: []byte(k), Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000)}
+		r := rec("u", 0, []byte(k), nil, i)
 		if upsert {
 			r.Value = []byte(v)
 		}
 		recs = append(recs, r)
 	}
-	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
-		t.Fatal(err)
-	}
+	st, sink, loc := upsertStack(t, "u", 1, recs)
 	for _, name := range tables {
-		cat, err := catalog.Open(t.Context(), st.Catalog())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ident, _ := catalog.ParseIdent(name)
-		key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
-		if _, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Key: mapping.KeyString}, Mode: mapping.ModeUpsert, Key: &key}); err != nil {
-			t.Fatal(err)
-		}
-		mustFloe(t, append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "u", "--table", name,
-			"--key", "string", "--flush-records", "4", "--stop-at-end"}, loc...)...)
+		mustFloe(t, append(slices.Clone(sink), "--table", name, "--mode", "upsert", "--key", "string", "--flush-records", "4")...)
 	}
 	return st, loc
 }
@@ -126,7 +107,7 @@ func TestAuditCommandUpsertTable(t *testing.T) {
 	for _, c := range tampers {
 		tables = append(tables, c.table)
 	}
-	st, loc := upsertReadStack(t, tables...)
+	st, loc := keyedStack(t, tables...)
 	brokers := strings.Join(st.Brokers, ",")
 	audit := func(name string, extra ...string) (int, string, string) {
 		return floe(t, append(append([]string{"audit", "--table", name, "--deep", "--brokers", brokers, "--verify-content"}, loc...), extra...)...)
@@ -167,7 +148,7 @@ func TestAuditCommandUpsertTable(t *testing.T) {
 // file; with --brokers the deleting offset), a key never seen; and refuses
 // --key with a position, and on a table that is not an upsert table.
 func TestWhereKeyCommand(t *testing.T) {
-	st, loc := upsertReadStack(t, "lake.u")
+	st, loc := keyedStack(t, "lake.u")
 	brokers := strings.Join(st.Brokers, ",")
 	where := func(key string, extra ...string) (int, string, string) {
 		return floe(t, append(append([]string{"where", "--table", "lake.u", "--key", key}, loc...), extra...)...)
@@ -233,7 +214,7 @@ func TestWhereKeyCommand(t *testing.T) {
 // the state at that boundary, never a row of a record at or past the
 // position.
 func TestAsOfCommandUpsert(t *testing.T) {
-	_, loc := upsertReadStack(t, "lake.u")
+	_, loc := keyedStack(t, "lake.u")
 	asOf := func(offsets string, extra ...string) string {
 		return mustFloe(t, append(append([]string{"as-of", "--table", "lake.u", "--offsets", offsets}, loc...), extra...)...)
 	}

@@ -72,25 +72,25 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if cmd.Flags().Changed("key") {
+			byKey := cmd.Flags().Changed("key")
+			tp := mapping.TopicPartition{Topic: topic, Partition: partition}
+			// Given or not is told by Changed, not by a sentinel default:
+			// a negative value given is the lookup's to refuse, naming it.
+			switch {
+			case byKey:
 				for _, other := range []string{"partition", "offset", "topic"} {
 					if cmd.Flags().Changed(other) {
 						return fmt.Errorf("--key looks a key up; --%s is for a position: give one or the other", other)
 					}
 				}
-				return whereKey(cmd, &f, key)
-			}
-			// Given or not is told by Changed, not by a sentinel default:
-			// a negative value given is the lookup's to refuse, naming it.
-			switch {
 			case !cmd.Flags().Changed("partition"):
-				return errors.New("missing --partition P (a partition number)")
+				return errors.New("missing --partition P (a partition number), or --key K on an upsert table")
 			case !cmd.Flags().Changed("offset"):
 				return errors.New("missing --offset X (an offset, 0 or more)")
-			}
-			tp := mapping.TopicPartition{Topic: topic, Partition: partition}
-			if err := lookup.ValidatePosition(tp, offset); err != nil {
-				return err
+			default:
+				if err := lookup.ValidatePosition(tp, offset); err != nil {
+					return err
+				}
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
@@ -103,20 +103,35 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 			if broker != nil {
 				defer broker.Close()
 			}
-			res, err := lookup.Where(ctx, tbl, broker, tp, offset)
-			if err != nil {
-				return err
-			}
-			if res.Status == lookup.StatusNoRow && res.Kind == "" {
-				res.Explanation += " (pass --brokers to tell which)"
-			}
 			w := cmd.OutOrStdout()
+			var res any
+			if byKey {
+				r, err := lookup.WhereKey(ctx, tbl, broker, key)
+				if err != nil {
+					return err
+				}
+				res = r
+				if !f.json {
+					printWhereKey(w, r)
+				}
+			} else {
+				r, err := lookup.Where(ctx, tbl, broker, tp, offset)
+				if err != nil {
+					return err
+				}
+				if r.Status == lookup.StatusNoRow && r.Kind == "" {
+					r.Explanation += " (pass --brokers to tell which)"
+				}
+				res = r
+				if !f.json {
+					printWhere(w, r)
+				}
+			}
 			if f.json {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
 				return enc.Encode(res)
 			}
-			printWhere(w, res)
 			return nil
 		},
 	}
@@ -129,35 +144,7 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 	return cmd
 }
 
-// whereKey is floe where --key.
-func whereKey(cmd *cobra.Command, f *lookupFlags, key string) error {
-	ctx := cmd.Context()
-	tbl, err := f.open(ctx, snapshot.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	broker, err := f.dial(ctx)
-	if err != nil {
-		return err
-	}
-	if broker != nil {
-		defer broker.Close()
-	}
-	res, err := lookup.WhereKey(ctx, tbl, broker, key)
-	if err != nil {
-		return err
-	}
-	w := cmd.OutOrStdout()
-	if f.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	printWhereKey(w, res)
-	return nil
-}
-
-// printWhereKey prints floe where --key's answer as text.
+// printWhereKey prints the answer of floe where --key as text.
 func printWhereKey(w io.Writer, res lookup.KeyResult) {
 	fmt.Fprintf(w, "key %s in %s: %s\n", res.Key, res.Table, strings.ReplaceAll(res.Status, "_", " "))
 	if res.Offset != nil {

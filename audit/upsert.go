@@ -72,12 +72,25 @@ type rowKeyer struct {
 	cols []arrow.Array
 	// raw is set when the key is kafka_key: its bytes are the key.
 	raw bool
-	buf []byte
+	// partitionKey is set for the key of replay --fold latest (topic,
+	// partition, kafka_key): partitionKeyBytes of the three.
+	partitionKey bool
+	buf          []byte
+}
+
+// partitionKeyBytes is the identity of a Kafka key within its partition
+// (mapping.KeyFromPartitionKey), as a row's key columns and a log record
+// both give it.
+func partitionKeyBytes(buf []byte, topic string, partition int32, key []byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(topic)))
+	buf = append(buf, topic...)
+	buf = binary.AppendVarint(buf, int64(partition))
+	return append(buf, key...)
 }
 
 // keyer finds the key columns of b.
 func (u *upsertTable) keyer(b arrow.RecordBatch) (*rowKeyer, error) {
-	k := &rowKeyer{raw: u.key.Source == mapping.KeyFromKafkaKey}
+	k := &rowKeyer{raw: u.key.Source == mapping.KeyFromKafkaKey, partitionKey: u.key.Source == mapping.KeyFromPartitionKey}
 	for _, name := range u.key.Columns {
 		idx := b.Schema().FieldIndices(name)
 		if len(idx) != 1 {
@@ -91,6 +104,24 @@ func (u *upsertTable) keyer(b arrow.RecordBatch) (*rowKeyer, error) {
 // key returns the keyID of row i, and false when a key column is null.
 func (k *rowKeyer) key(a *auditor, i int) (keyID, bool) {
 	k.buf = k.buf[:0]
+	if k.partitionKey {
+		topic, ok1 := k.cols[0].(*array.String)
+		part, ok2 := k.cols[1].(*array.Int32)
+		if !ok1 || !ok2 || topic.IsNull(i) || part.IsNull(i) || k.cols[2].IsNull(i) {
+			return keyID{}, false
+		}
+		var key []byte
+		switch c := k.cols[2].(type) {
+		case *array.Binary:
+			key = c.Value(i)
+		case *array.String:
+			key = []byte(c.Value(i))
+		default:
+			return keyID{}, false
+		}
+		k.buf = partitionKeyBytes(k.buf, topic.Value(i), part.Value(i), key)
+		return a.keyOf(k.buf), true
+	}
 	for _, c := range k.cols {
 		if c.IsNull(i) {
 			return keyID{}, false

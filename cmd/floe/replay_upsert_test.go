@@ -143,7 +143,8 @@ func TestReplayCommandUpsertBranchPublish(t *testing.T) {
 // TestReplayCommandFoldLatest: replay --fold latest writes an upsert table
 // keyed by (kafka_topic, kafka_partition, kafka_key) whose rows are those
 // of the copy-on-write state table earlier floes wrote for the same log;
-// that legacy table still audits COMPLETE at every level, and floe refuses
+// both audit COMPLETE at every level (the legacy one as a state table),
+// and floe refuses
 // to write into it (sink, replay), naming the fix.
 func TestReplayCommandFoldLatest(t *testing.T) {
 	st, loc := replayStack(t)
@@ -166,6 +167,10 @@ func TestReplayCommandFoldLatest(t *testing.T) {
 		t.Fatalf("--fold latest:\n%v\nthe copy-on-write fold of the same log:\n%v", got, old)
 	}
 
+	out = mustFloe(t, append([]string{"audit", "--table", "lake.kv_state", "--deep", "--verify-content", "--brokers", brokers}, loc...)...)
+	if !strings.Contains(out, "verdict: COMPLETE") || !strings.Contains(out, "upsert table (key partition-kafka-key)") {
+		t.Fatalf("audit of the --fold latest table:\n%s", out)
+	}
 	out = mustFloe(t, append([]string{"audit", "--table", "lake.kv_legacy", "--deep", "--verify-content", "--brokers", brokers}, loc...)...)
 	if !strings.Contains(out, "verdict: COMPLETE") || !strings.Contains(out, "state table (floe.fold=latest)") {
 		t.Fatalf("audit of the legacy state table:\n%s", out)

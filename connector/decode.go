@@ -71,6 +71,9 @@ type decoder struct {
 	version int
 	// onSchema is Config.OnSchema.
 	onSchema func(id int)
+	// truncateAll: a Debezium truncate event deletes every row
+	// (Config.OnTruncate TruncateDeleteAll) instead of being a dead letter.
+	truncateAll bool
 
 	// canonical: decode values into the canonical representation even
 	// where a codec has a fast path (mapping.TapeCodec), for a caller that
@@ -112,6 +115,13 @@ type codecEntry struct {
 	// the Arrow schema appenderFor (nil: none compiled yet).
 	appender    *mapping.ValueAppender
 	appenderFor *arrow.Schema
+	// format is the schema's language, for messages. changeColumns are the
+	// value columns of the codec's values as Debezium change events
+	// (mapping.DebeziumColumns), made at their first use, or changeErr why
+	// they are not change events.
+	format        string
+	changeColumns *iceberg.StructType
+	changeErr     error
 }
 
 func newDecoder(layout mapping.Layout, registry *Registry) *decoder {
@@ -146,8 +156,8 @@ type decoded struct {
 	dead     error
 	schemaID int
 	// change is what the record does to its key's row in an upsert table
-	// (upsertChange); a decoder of change events sets ChangeDelete or
-	// ChangeSkip itself.
+	// (upsertChange); a decoder of change events (decodeChange) sets it
+	// from the event: the row of an upsert is then in value.
 	change mapping.Change
 }
 
@@ -157,6 +167,9 @@ type decoded struct {
 // a registry that cannot be reached (transient: retried), rejected
 // credentials. When r changes the columns, version moves on.
 func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
+	if d.layout.Envelope == mapping.EnvelopeDebezium {
+		return d.decodeChange(ctx, r)
+	}
 	var out decoded
 	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
 	if err != nil || dead != nil {
@@ -176,8 +189,17 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	}
 	// Both decoded: only now may the columns change, so that a dead letter
 	// never adds a column.
+	d.adopt(keyType, keyChanged, values, valuesChanged)
+	out.key, out.value, out.fast = key, value, fast
+	return out, nil
+}
+
+// adopt makes the key type and value columns a record needs the
+// decoder's, where they changed, once nothing about the record can make
+// it a dead letter any more.
+func (d *decoder) adopt(key iceberg.Type, keyChanged bool, values *iceberg.StructType, valuesChanged bool) {
 	if keyChanged {
-		d.key = keyType
+		d.key = key
 	}
 	if valuesChanged {
 		d.values = values
@@ -185,9 +207,98 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	if keyChanged || valuesChanged {
 		d.version++
 	}
-	out.key, out.value, out.fast = key, value, fast
+}
+
+// errTruncate is why a Debezium truncate event is a dead letter unless the
+// sink deletes every row for it.
+var errTruncate = errors.New("a Debezium truncate event (op t): floe does not empty the table for it unless the sink runs with --on-truncate delete-all")
+
+// decodeChange decodes r, a Debezium change event (--envelope debezium):
+// the key, the change, and for an upsert the row. A delete without a record
+// key takes it from the key columns' fields of its before image. The
+// tombstone after a delete is a skip, a truncate a dead letter unless
+// truncateAll.
+func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, error) {
+	var out decoded
+	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
+	if err != nil || dead != nil {
+		out.dead, out.schemaID = dead, id
+		return out, err
+	}
+	if r.Value == nil {
+		out.key, out.change = key, mapping.ChangeSkip
+		return out, nil
+	}
+	var ch mapping.ChangeEvent
+	var values *iceberg.StructType
+	var valuesChanged bool
+	switch d.layout.Value {
+	case mapping.ValueJSON:
+		values, valuesChanged, ch, dead = mapping.DecodeDebeziumJSON(r.Value, d.values)
+	case mapping.ValueRegistry:
+		var e *codecEntry
+		var data []byte
+		e, data, values, valuesChanged, id, dead, err = d.registryValue(ctx, r.Value)
+		if err == nil && dead == nil {
+			var event any
+			if event, dead = e.codec.Decode(data); dead == nil {
+				ch, dead = mapping.DebeziumChange(event)
+			}
+		}
+	}
+	if err != nil || dead != nil {
+		out.dead, out.schemaID = dead, id
+		return out, err
+	}
+	switch {
+	case ch.Kind == mapping.ChangeTruncate && !d.truncateAll:
+		out.dead, out.schemaID = errTruncate, id
+		return out, nil
+	case ch.Kind == mapping.ChangeDelete && key == nil:
+		if key, dead = d.keyOfBefore(ch.Before); dead != nil {
+			out.dead, out.schemaID = dead, id
+			return out, nil
+		}
+	}
+	if ch.Kind != mapping.ChangeUpsert {
+		// A delete or truncate never changes the value columns.
+		values, valuesChanged = d.values, false
+	}
+	row := ch.Row
+	if d.keyFields {
+		// The key's fields are columns, in a delete's row too.
+		if row, values, valuesChanged, dead = d.withKeyFields(key, keyType, keyChanged, row, values, valuesChanged); dead != nil {
+			out.dead, out.schemaID = dead, id
+			return out, nil
+		}
+	}
+	d.adopt(keyType, keyChanged, values, valuesChanged)
+	out.key, out.value, out.change, out.schemaID = key, row, ch.Kind, id
 	return out, nil
 }
+
+// keyOfBefore returns the key of a delete without a record key: the fields
+// of its before image that the key columns name.
+func (d *decoder) keyOfBefore(before map[string]any) (any, error) {
+	kt, ok := d.key.(*iceberg.StructType)
+	switch {
+	case before == nil:
+		return nil, errors.New("a Debezium delete (op d) with neither a record key nor a before image: floe cannot tell which row it deletes")
+	case !ok:
+		return nil, errors.New("a Debezium delete (op d) without a record key, before any record showed the key's fields: floe cannot tell which of its before image's fields are the key")
+	}
+	key := make(map[string]any, len(kt.FieldList))
+	for _, f := range kt.FieldList {
+		v := before[f.Name]
+		if err := mapping.CheckValue(joinKeyPath(f.Name), f.Type, false, v); err != nil || v == nil {
+			return nil, fmt.Errorf("a Debezium delete (op d) without a record key, and its before image has no key field %s of the key's type (%v)", f.Name, err)
+		}
+		key[f.Name] = v
+	}
+	return key, nil
+}
+
+func joinKeyPath(name string) string { return mapping.ColKey + "." + name }
 
 // withKeyFields adds the fields of a decoded key (key, of type keyType
 // when keyChanged, else the decoder's) to the value's columns and to the
@@ -250,6 +361,11 @@ func (d *decoder) decodeKey(ctx context.Context, key []byte) (v any, typ iceberg
 		}
 		return string(key), nil, false, 0, nil, nil
 	case mapping.KeyJSON:
+		if d.layout.Envelope == mapping.EnvelopeDebezium {
+			if typ, v, ok, err := mapping.UnwrapConnectJSON(key); ok {
+				return d.typedKey(typ, v, err)
+			}
+		}
 		have, _ := d.key.(*iceberg.StructType)
 		if have == nil {
 			have = &iceberg.StructType{}
@@ -296,6 +412,26 @@ func (d *decoder) decodeKey(ctx context.Context, key []byte) (v any, typ iceberg
 	return key, nil, false, 0, nil, nil
 }
 
+// typedKey returns a key that came with its type (a Debezium key in the
+// JSON converter's schema wrapper), the key type merged into the
+// decoder's; decodeErr is why the key could not be decoded.
+func (d *decoder) typedKey(typ iceberg.Type, v any, decodeErr error) (any, iceberg.Type, bool, int, error, error) {
+	if decodeErr != nil {
+		return nil, nil, false, 0, fmt.Errorf("key: %w", decodeErr), nil
+	}
+	if v == nil {
+		return nil, d.key, false, 0, nil, nil
+	}
+	if d.key == nil {
+		return v, typ, true, 0, nil, nil
+	}
+	merged, changed, err := mapping.MergeType(mapping.ColKey, d.key, typ)
+	if err != nil {
+		return nil, nil, false, 0, fmt.Errorf("key: %w", err), nil
+	}
+	return v, merged, changed, 0, nil, nil
+}
+
 func wrapKey(err error) error {
 	if err == nil {
 		return nil
@@ -323,23 +459,9 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 		}
 		return obj, nil, st, changed, 0, nil, nil
 	case mapping.ValueRegistry:
-		e, data, id, dead, err := d.resolve(ctx, value)
+		e, data, values, changed, id, dead, err := d.registryValue(ctx, value)
 		if err != nil || dead != nil {
 			return nil, nil, nil, false, id, dead, err
-		}
-		values, changed := d.values, false
-		if e.valueAt != d.version {
-			var merged iceberg.Type
-			merged, changed, e.valueConflict = mapping.MergeType("", d.values, e.valueType)
-			if e.valueConflict == nil {
-				values = merged.(*iceberg.StructType)
-			}
-			if !changed {
-				e.valueAt = d.version
-			}
-		}
-		if e.valueConflict != nil {
-			return nil, nil, nil, false, id, e.valueConflict, nil
 		}
 		if tc, ok := e.codec.(mapping.TapeCodec); ok && !d.canonical {
 			if err := tc.DecodeTape(data, &d.tape); err != nil {
@@ -358,6 +480,43 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 		return row, nil, values, changed, id, nil, nil
 	}
 	return nil, nil, d.values, false, 0, nil, nil
+}
+
+// registryValue resolves a value in the registry's wire format (resolve)
+// and returns its codec, the encoded value and the value columns the
+// codec's type needs, merged with the decoder's.
+func (d *decoder) registryValue(ctx context.Context, value []byte) (e *codecEntry, data []byte, values *iceberg.StructType, changed bool, schemaID int, dead, err error) {
+	e, data, id, dead, err := d.resolve(ctx, value)
+	if err != nil || dead != nil {
+		return nil, nil, nil, false, id, dead, err
+	}
+	valueType := e.valueType
+	if d.layout.Envelope == mapping.EnvelopeDebezium {
+		if e.changeColumns == nil && e.changeErr == nil {
+			if e.changeColumns, e.changeErr = mapping.DebeziumColumns(e.format, e.typ); e.changeErr != nil {
+				e.changeErr = fmt.Errorf("schema %d from the registry: %w", id, e.changeErr)
+			}
+		}
+		if e.changeErr != nil {
+			return nil, nil, nil, false, id, e.changeErr, nil
+		}
+		valueType = e.changeColumns
+	}
+	values = d.values
+	if e.valueAt != d.version {
+		var merged iceberg.Type
+		merged, changed, e.valueConflict = mapping.MergeType("", d.values, valueType)
+		if e.valueConflict == nil {
+			values = merged.(*iceberg.StructType)
+		}
+		if !changed {
+			e.valueAt = d.version
+		}
+	}
+	if e.valueConflict != nil {
+		return nil, nil, nil, false, id, e.valueConflict, nil
+	}
+	return e, data, values, changed, id, nil, nil
 }
 
 // resolve splits a wire-format payload and returns the codec of its schema
@@ -397,6 +556,7 @@ func (d *decoder) resolve(ctx context.Context, payload []byte) (*codecEntry, []b
 			e.err = fmt.Errorf("schema %d from the registry: %w", rv.Schema.ID, err)
 		} else {
 			e.codec, e.typ, e.valueType = codec, codec.Type(), codec.Type()
+			e.format = map[SchemaType]string{SchemaAvro: "avro", SchemaProtobuf: "protobuf", SchemaJSON: "json-schema"}[rv.Schema.Type]
 			if _, ok := e.typ.(*iceberg.StructType); !ok {
 				e.wrapped = true
 				e.valueType = &iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 1, Name: mapping.ColValue, Type: e.typ}}}
@@ -449,7 +609,8 @@ func NewRowDecoder(l mapping.Layout, registry *Registry, schema *iceberg.Schema)
 		return nil, &ConfigError{Setting: SettingRegistry, Want: fmt.Sprintf("a schema registry: the table decodes %s in the registry's wire format", registryParts(l))}
 	}
 	d := newDecoder(l, registry)
-	d.canonical = true // the audit compares the values
+	d.canonical = true   // the audit compares the values
+	d.truncateAll = true // Change reports truncates; the ledger says whether the sink applied them
 	d.reset(schema)
 	return &RowDecoder{d: d}, nil
 }
@@ -473,4 +634,18 @@ func (rd *RowDecoder) DecodeChange(ctx context.Context, r *kgo.Record, key mappi
 	}
 	change, dead = upsertChange(key, r, out)
 	return out.key, out.value, change, dead, nil
+}
+
+// Change is Decode with what r does to its key's row in an upsert table:
+// an upsert of value, a delete (a tombstone, a Debezium delete), a skip
+// (the tombstone after a Debezium delete) or a truncate (a Debezium
+// truncate event, reported whatever the sink's Config.OnTruncate: the
+// ledger counts it as a delete when the sink applied it, as a dead letter
+// when not).
+func (rd *RowDecoder) Change(ctx context.Context, r *kgo.Record) (key any, change mapping.Change, value map[string]any, dead, err error) {
+	out, err := rd.d.decode(ctx, r)
+	if r.Value == nil && rd.d.layout.Envelope == mapping.EnvelopeNone {
+		out.change = mapping.ChangeDelete
+	}
+	return out.key, out.change, out.value, out.dead, err
 }

@@ -25,6 +25,7 @@ const (
 	SettingPartitions Setting = "Config.Partitions"
 	SettingRegistry   Setting = "Config.Registry"
 	SettingConflict   Setting = "Config.OnSchemaConflict"
+	SettingTruncate   Setting = "Config.OnTruncate"
 	SettingGroup      Setting = "Config.Group"
 	SettingTopicRegex Setting = "TopicWatch.Match"
 	// SettingGroupProtocol is Config.GroupProtocol.

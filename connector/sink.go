@@ -177,7 +177,22 @@ type Config struct {
 	// OnSchemaConflict says what a record whose type the table cannot take
 	// does (a dead letter, or a stop); empty means ConflictDeadLetter.
 	OnSchemaConflict SchemaConflict
+	// OnTruncate says what a Debezium truncate event (op t) does in a
+	// table of mapping.EnvelopeDebezium; empty means TruncateDeadLetter.
+	OnTruncate OnTruncate
 }
+
+// OnTruncate says what a sink does with a Debezium truncate event.
+type OnTruncate string
+
+const (
+	// TruncateDeadLetter sends the event to the dead-letter table: the
+	// table keeps its rows, and the event says so.
+	TruncateDeadLetter OnTruncate = "dead-letter"
+	// TruncateDeleteAll deletes every row of the table, in the commit of
+	// the event, as the truncate did in the source table.
+	TruncateDeleteAll OnTruncate = "delete-all"
+)
 
 // Stats summarises a run.
 type Stats struct {
@@ -281,6 +296,13 @@ func (c *Config) normalize() error {
 	default:
 		return &ConfigError{Setting: SettingConflict, Value: string(c.OnSchemaConflict), Want: "dead-letter or fail"}
 	}
+	switch c.OnTruncate {
+	case "":
+		c.OnTruncate = TruncateDeadLetter
+	case TruncateDeadLetter, TruncateDeleteAll:
+	default:
+		return &ConfigError{Setting: SettingTruncate, Value: string(c.OnTruncate), Want: "dead-letter or delete-all"}
+	}
 	if err := c.checkGroup(); err != nil {
 		return err
 	}
@@ -337,6 +359,9 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		return nil, err
 	}
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}
+	if tbl.Layout().Envelope == mapping.EnvelopeDebezium && tbl.Mode() != mapping.ModeUpsert {
+		return nil, fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
+	}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
 		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
 			return nil, &ConfigError{Setting: SettingRegistry,
@@ -344,6 +369,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		}
 		s.dec = newDecoder(layout, cfg.Registry)
 		s.dec.onSchema = cfg.OnSchema
+		s.dec.truncateAll = cfg.OnTruncate == TruncateDeleteAll
 		if tbl.Mode() == mapping.ModeUpsert && tbl.UpsertKey().Source != mapping.KeyFromKafkaKey {
 			// The key columns are read from the decoded values, which a
 			// codec's fast path does not make.

@@ -292,6 +292,13 @@ func DecodeJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, boo
 	if !ok {
 		return nil, false, nil, &DecodeError{Format: "json", Err: fmt.Errorf("the value is %s, not a JSON object", jsonKind(v))}
 	}
+	return decodeJSONObject(obj, have)
+}
+
+// decodeJSONObject is DecodeJSON of a parsed object: the columns the
+// table needs to hold obj, whether they differ from have, and obj in their
+// canonical representation.
+func decodeJSONObject(obj *jsonObject, have *iceberg.StructType) (*iceberg.StructType, bool, map[string]any, error) {
 	integralAs(have, obj)
 	inferred, err := inferJSON("", obj)
 	if err != nil {

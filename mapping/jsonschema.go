@@ -682,7 +682,13 @@ func (b *jsBuilder) ofArray(path string, doc *jsDoc, o *jsonObject) (jsNode, err
 			}
 		}
 	}
-	return jsNode{typ: listOf(elem.typ), kind: "array", conv: func(v any) (any, error) {
+	return jsNode{typ: listOf(elem.typ), kind: "array", conv: convList(path, elem.conv)}, nil
+}
+
+// convList converts a parsed JSON array, path naming it, element by
+// element with conv; null stays null.
+func convList(path string, conv func(any) (any, error)) func(any) (any, error) {
+	return func(v any) (any, error) {
 		if v == nil {
 			return nil, nil
 		}
@@ -692,14 +698,14 @@ func (b *jsBuilder) ofArray(path string, doc *jsDoc, o *jsonObject) (jsNode, err
 		}
 		out := make([]any, len(l))
 		for i, e := range l {
-			c, err := elem.conv(e)
+			c, err := conv(e)
 			if err != nil {
 				return nil, err
 			}
 			out[i] = c
 		}
 		return out, nil
-	}}, nil
+	}
 }
 
 // ofObject maps an object with properties to a struct of them, in the

@@ -45,6 +45,7 @@ const (
 	PropValue    = "floe.value"
 	PropKey      = "floe.key"
 	PropRawValue = "floe.raw-value"
+	PropEnvelope = "floe.envelope"
 )
 
 // Layout is how a table's columns hold records: floe's metadata columns,
@@ -57,6 +58,10 @@ type Layout struct {
 	// RawValue keeps the value bytes in the binary column value beside the
 	// typed columns. It is always set in raw mode.
 	RawValue bool
+	// Envelope is how the value carries the row: the value itself
+	// (EnvelopeNone), or a Debezium change event whose after image is the
+	// row (EnvelopeDebezium: typed values and keys only).
+	Envelope Envelope
 }
 
 // RawLayout is floe's layout before typed tables: every table without
@@ -89,6 +94,20 @@ func (l *Layout) Normalize() error {
 	default:
 		return &LayoutError{Setting: "key", Value: string(l.Key), Want: "raw, string, json or registry"}
 	}
+	switch l.Envelope {
+	case EnvelopeNone:
+	case EnvelopeDebezium:
+		// Debezium's converters write a struct key and a struct event: a
+		// raw or string layout would keep neither the columns nor the key.
+		if !l.Typed() {
+			return &LayoutError{Setting: "value", Value: string(l.Value), Want: "json or registry with --envelope debezium (the converter Debezium writes its events with)"}
+		}
+		if !l.TypedKey() {
+			return &LayoutError{Setting: "key", Value: string(l.Key), Want: "json or registry with --envelope debezium (Debezium's key is the primary key struct, written by the key converter)"}
+		}
+	default:
+		return &LayoutError{Setting: "envelope", Value: string(l.Envelope), Want: "none or debezium"}
+	}
 	return nil
 }
 
@@ -113,9 +132,14 @@ func (e *LayoutError) Error() string {
 	return fmt.Sprintf("%s mode %q: want %s", e.Setting, e.Value, e.Want)
 }
 
-// Properties returns the table properties that record l.
+// Properties returns the table properties that record l (the envelope
+// only when there is one: a table without PropEnvelope has none).
 func (l Layout) Properties() map[string]string {
-	return map[string]string{PropValue: string(l.Value), PropKey: string(l.Key), PropRawValue: fmt.Sprint(l.RawValue)}
+	props := map[string]string{PropValue: string(l.Value), PropKey: string(l.Key), PropRawValue: fmt.Sprint(l.RawValue)}
+	if l.Envelope != EnvelopeNone {
+		props[PropEnvelope] = string(l.Envelope)
+	}
+	return props
 }
 
 // LayoutOf returns the layout a table's properties record (RawLayout when
@@ -124,7 +148,7 @@ func LayoutOf(props iceberg.Properties) (Layout, error) {
 	if props[PropValue] == "" && props[PropKey] == "" {
 		return RawLayout, nil
 	}
-	l := Layout{Value: ValueMode(props[PropValue]), Key: KeyMode(props[PropKey]), RawValue: props[PropRawValue] == "true"}
+	l := Layout{Value: ValueMode(props[PropValue]), Key: KeyMode(props[PropKey]), RawValue: props[PropRawValue] == "true", Envelope: Envelope(props[PropEnvelope])}
 	if err := l.Normalize(); err != nil {
 		return l, fmt.Errorf("table property: %w", err)
 	}

@@ -177,6 +177,10 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		return nil, &mapping.LayoutError{Table: name, Setting: "values", Value: string(asked.Value), Want: string(layout.Value)}
 	case asked.Key != "" && asked.Key != layout.Key:
 		return nil, &mapping.LayoutError{Table: name, Setting: "keys", Value: string(asked.Key), Want: string(layout.Key)}
+	case asked.Envelope != layout.Envelope && (asked.Envelope != mapping.EnvelopeNone || asked.Value != ""):
+		// An envelope is asked for by a writer that sets the modes: one
+		// that leaves them to the table (audit, lookups) reads any.
+		return nil, &mapping.LayoutError{Table: name, Setting: "envelope", Value: asked.Envelope.String(), Want: layout.Envelope.String()}
 	case asked.RawValue && !layout.RawValue:
 		// A table that keeps raw values keeps them for a writer that did
 		// not ask; only asking for what the table lacks is an error.

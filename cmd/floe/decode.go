@@ -19,6 +19,8 @@ type decodeFlags struct {
 	dlqTable         string
 	dlq              string
 	onSchemaConflict string
+	envelope         string
+	onTruncate       string
 	registryFlags
 }
 
@@ -36,16 +38,28 @@ func (f *decodeFlags) register(fs *pflag.FlagSet) {
 		"on: records that cannot become rows (malformed, unknown schema, type conflict) go to the dead-letter table; off: the first one stops the sink, after committing what came before it")
 	fs.StringVar(&f.onSchemaConflict, "on-schema-conflict", string(connector.ConflictDeadLetter),
 		"when a record's type cannot be added to the table's schema (narrowing, string to int): dead-letter it, or fail (stop before it)")
+	fs.StringVar(&f.envelope, "envelope", "",
+		"debezium: values are Debezium change events (with --value json, with or without the JSON converter's schema, or registry, and --key json or registry): "+
+			"the table holds the after image of each key (an upsert table), deletes remove it; a new table gets it (default none), an existing table keeps its own")
+	fs.StringVar(&f.onTruncate, "on-truncate", string(connector.TruncateDeadLetter),
+		"with --envelope debezium, what a truncate event (op t) does: dead-letter it (the table keeps its rows), or delete-all (every row of the table is deleted in its commit)")
 	f.registryFlags.register(fs)
 }
 
 // layout is the table layout the flags ask for: the zero Layout when none
 // of them was given, so that an existing table keeps its own.
 func (f *decodeFlags) layout() (mapping.Layout, error) {
-	if f.value == "" && f.key == "" {
+	envelope, err := mapping.ParseEnvelope(f.envelope)
+	if err != nil {
+		return mapping.Layout{}, fmt.Errorf("--envelope %q: want none or debezium", f.envelope)
+	}
+	if f.value == "" && f.key == "" && envelope == mapping.EnvelopeNone {
 		return mapping.Layout{}, nil
 	}
-	l := mapping.Layout{Value: mapping.ValueMode(f.value), Key: mapping.KeyMode(f.key), RawValue: f.keepRawValue}
+	if envelope != mapping.EnvelopeNone && (f.value == "" || f.key == "") {
+		return mapping.Layout{}, fmt.Errorf("--envelope %s needs --value and --key: json (Kafka Connect's JsonConverter) or registry (Avro, Protobuf or JSON Schema), as the connector's converters write the events", envelope)
+	}
+	l := mapping.Layout{Value: mapping.ValueMode(f.value), Key: mapping.KeyMode(f.key), RawValue: f.keepRawValue, Envelope: envelope}
 	if err := l.Normalize(); err != nil {
 		return l, err
 	}
@@ -74,6 +88,7 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 	p.Layout = l
 	p.Config.Registry = reg
 	p.Config.OnSchemaConflict = connector.SchemaConflict(f.onSchemaConflict)
+	p.Config.OnTruncate = connector.OnTruncate(f.onTruncate)
 	switch f.dlq {
 	case "on":
 	case "off":

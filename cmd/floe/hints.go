@@ -27,6 +27,7 @@ var flagOf = map[any]string{
 	connector.SettingPartitions:    "--partitions",
 	connector.SettingRegistry:      "--schema-registry",
 	connector.SettingConflict:      "--on-schema-conflict",
+	connector.SettingTruncate:      "--on-truncate",
 	connector.SettingGroup:         "--group",
 	connector.SettingTopicRegex:    "--topic-regex",
 	connector.SettingGroupProtocol: "--group-protocol",

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/pflag"
@@ -37,6 +38,19 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 	}
 	if from.IDColumns != nil {
 		idColumns = from.IDColumns
+	}
+	if p.Layout.Envelope == mapping.EnvelopeDebezium {
+		// A Debezium table mirrors the source table row by primary key,
+		// which is the record key.
+		switch {
+		case mode == "":
+			mode = string(mapping.ModeUpsert)
+		case mode != string(mapping.ModeUpsert):
+			return fmt.Errorf("--envelope debezium makes an upsert table, and --mode is %s: leave --mode out", mode)
+		}
+		if len(idColumns) > 0 {
+			return fmt.Errorf("--envelope debezium keys the rows by the record key (the source table's primary key): leave --id-columns %s out", strings.Join(idColumns, ","))
+		}
 	}
 	if f.formatVersion != 2 && f.formatVersion != 3 {
 		return fmt.Errorf("--format-version %d: want 2 or 3", f.formatVersion)

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// TestDebeziumSinkCommand runs floe sink --envelope debezium as a user
+// would, on a Debezium capture of a customers table written with the
+// AvroConverter (a snapshot, updates, deletes with their tombstones, a
+// truncate, then new rows): the table read back with iceberg-go's scan is
+// the customers table, and the flags' mistakes are refused with one line.
+func TestDebeziumSinkCommand(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic = "dbserver1.inventory.customers"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(25, 80, 9)
+	c.Truncate()
+	c.Insert(floetest.Customer{ID: 700, FirstName: "Grace", LastName: "Hopper", Email: "grace@example.com", CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)})
+	if err := localstack.Produce(t.Context(), st.Brokers, c.Records(t, floetest.CDCAvro, st.Registry)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--table", "lake.customers", "--stop-at-end", "--flush-records", "30"}, loc...)
+	args := func(more ...string) []string { return slices.Concat(sink, more) }
+	registry := []string{"--value", "registry", "--key", "registry", "--schema-registry", st.Registry}
+	cdc := args(append([]string{"--envelope", "debezium"}, registry...)...)
+
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{slices.Concat(cdc, []string{"--mode", "append"}), "--envelope debezium makes an upsert table, and --mode is append"},
+		{slices.Concat(cdc, []string{"--id-columns", "email"}), "--envelope debezium keys the rows by the record key"},
+		{args("--envelope", "debezium", "--value", "registry", "--schema-registry", st.Registry), "--envelope debezium needs --value and --key"},
+		{args("--envelope", "debezium", "--value", "raw", "--key", "raw"), "want json or registry with --envelope debezium"},
+		{args("--envelope", "maxwell", "--value", "json", "--key", "json"), `--envelope "maxwell": want none or debezium`},
+		{slices.Concat(cdc, []string{"--on-truncate", "ignore"}), `--on-truncate "ignore": want dead-letter or delete-all`},
+	} {
+		code, out, errs := floe(t, bad.args...)
+		if code != exitError || !strings.Contains(errs, bad.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {
+			t.Errorf("floe %v: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", bad.args[len(sink):], code, out, errs, bad.want)
+		}
+	}
+
+	code, out, errs := floe(t, slices.Concat(cdc, []string{"--on-truncate", "delete-all"})...)
+	if code != 0 {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	tbl := openTable(t, cfg, "lake.customers")
+	c.CheckTable(t, floetest.Rows(t, tbl), floetest.CDCAvro, true)
+
+	// The table keeps its envelope: a run without the flags sinks it as
+	// before, one of another envelope is refused.
+	if code, out, errs := floe(t, args("--schema-registry", st.Registry)...); code != 0 {
+		t.Fatalf("sink without --envelope: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = floe(t, args(registry...)...)
+	if code != exitError || !strings.Contains(errs, "keeps its envelope as debezium, not none") {
+		t.Fatalf("plain JSON sink into a Debezium table: exit %d, %q", code, errs)
+	}
+}

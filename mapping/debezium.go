@@ -1,0 +1,337 @@
+package mapping
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+)
+
+// Envelope says how a record's value carries the row: the zero value,
+// EnvelopeNone, or EnvelopeDebezium.
+type Envelope string
+
+// The envelopes.
+const (
+	// EnvelopeNone: the value is the row; a tombstone deletes the key.
+	EnvelopeNone Envelope = ""
+	// EnvelopeDebezium: the value is a Debezium change event (DebeziumChange).
+	EnvelopeDebezium Envelope = "debezium"
+)
+
+// String returns the envelope's --envelope setting.
+func (e Envelope) String() string {
+	if e == EnvelopeNone {
+		return "none"
+	}
+	return string(e)
+}
+
+// ParseEnvelope checks an --envelope setting: none (or empty) or debezium.
+func ParseEnvelope(s string) (Envelope, error) {
+	switch s {
+	case "", "none":
+		return EnvelopeNone, nil
+	case string(EnvelopeDebezium):
+		return EnvelopeDebezium, nil
+	}
+	return "", &LayoutError{Setting: "envelope", Value: s, Want: "none or debezium"}
+}
+
+// The columns a Debezium table has besides the after image's fields: the
+// event's op and its source's ts_ms, named as Debezium's
+// ExtractNewRecordState transform names them (add.fields=op,source.ts_ms),
+// so that queries written for tables it fed keep working.
+const (
+	ColOp         = "__op"
+	ColSourceTsMs = "__source_ts_ms"
+)
+
+// EnvelopeError reports a value that is not a Debezium change event, or
+// one floe cannot apply: the record goes to the dead-letter table with it
+// as the reason.
+type EnvelopeError struct {
+	// Problem says what is wrong, and how to fix it where there is a fix.
+	Problem string
+}
+
+func (e *EnvelopeError) Error() string {
+	return "not a Debezium change event (--envelope debezium): " + e.Problem
+}
+
+// ChangeEvent is one Debezium change event, decoded.
+type ChangeEvent struct {
+	Kind Change
+	// Op is the event's op as written: c (create), r (read, a snapshot),
+	// u (update), d (delete), t (truncate).
+	Op string
+	// Row is the row of an upsert: the after image's fields, with the op
+	// in ColOp and the source's ts_ms in ColSourceTsMs.
+	Row map[string]any
+	// Before is the before image of a delete (nil when the event has
+	// none): where the key of a delete without a record key comes from.
+	Before map[string]any
+}
+
+// DebeziumColumns returns the value columns of a table fed with change
+// events of envelope, the type a registry codec decodes them into: the
+// fields of the after image, then ColOp (string) and ColSourceTsMs
+// (long). A type that is not a Debezium envelope (no op, no after struct)
+// is a *SchemaError: every record written with it is a dead letter.
+func DebeziumColumns(format string, envelope iceberg.Type) (*iceberg.StructType, error) {
+	bad := func(problem string) error {
+		return &SchemaError{Format: format, Err: fmt.Errorf("not a Debezium change event envelope: %s (--envelope debezium reads the values Debezium writes)", problem)}
+	}
+	st, ok := envelope.(*iceberg.StructType)
+	if !ok {
+		return nil, bad("not a record")
+	}
+	if f, ok := findField(st, "op"); !ok || !f.Type.Equals(iceberg.PrimitiveTypes.String) {
+		return nil, bad("no op field of type string")
+	}
+	f, ok := findField(st, "after")
+	if !ok {
+		return nil, bad("no after field")
+	}
+	after, ok := f.Type.(*iceberg.StructType)
+	if !ok {
+		return nil, bad(fmt.Sprintf("the after field is %s, not a record", f.Type))
+	}
+	cols, err := debeziumRow(format, after)
+	if err != nil {
+		return nil, err
+	}
+	next := 1
+	return renumber(cols, &next).(*iceberg.StructType), nil
+}
+
+// debeziumRow returns the row type of an after image's type: its fields,
+// ColOp and ColSourceTsMs.
+func debeziumRow(format string, after *iceberg.StructType) (*iceberg.StructType, error) {
+	for _, f := range after.FieldList {
+		if f.Name == ColOp || f.Name == ColSourceTsMs {
+			return nil, &SchemaError{Format: format, Path: "after." + f.Name,
+				Err: fmt.Errorf("named like the column floe adds for the event's %s; rename the column in the source table", debeziumColumnOf(f.Name))}
+		}
+	}
+	cols := &iceberg.StructType{FieldList: slices.Clone(after.FieldList)}
+	for i := range cols.FieldList {
+		cols.FieldList[i].Required = false
+	}
+	cols.FieldList = append(cols.FieldList,
+		iceberg.NestedField{Name: ColOp, Type: iceberg.PrimitiveTypes.String, Doc: "Debezium op of the event that wrote the row: c (insert), r (snapshot read), u (update)"},
+		iceberg.NestedField{Name: ColSourceTsMs, Type: iceberg.PrimitiveTypes.Int64, Doc: "source.ts_ms of the event that wrote the row: when the change happened in the source database (ms since the epoch)"})
+	if err := checkColumnNames(format, cols); err != nil {
+		return nil, err
+	}
+	return cols, nil
+}
+
+// debeziumColumnOf names the event field a Debezium column holds.
+func debeziumColumnOf(col string) string {
+	if col == ColOp {
+		return "op"
+	}
+	return "source.ts_ms"
+}
+
+// DebeziumChange reads a change event decoded into the canonical
+// representation of its envelope type (a struct with before, after,
+// source, op, ts_ms): the change it makes, and for an upsert the row, of
+// the type DebeziumColumns gives. An event floe cannot apply (an op it does
+// not know, an upsert without an after image) is an *EnvelopeError.
+func DebeziumChange(event any) (ChangeEvent, error) {
+	env, ok := event.(map[string]any)
+	if !ok {
+		return ChangeEvent{}, &EnvelopeError{Problem: "the value is " + describe(event) + ", not a record with before, after, source and op"}
+	}
+	op, _ := env["op"].(string)
+	after, afterOK := env["after"].(map[string]any)
+	before, _ := env["before"].(map[string]any)
+	ch, err := debeziumKind(op, env["op"] != nil, afterOK)
+	if err != nil {
+		return ch, err
+	}
+	switch ch.Kind {
+	case ChangeUpsert:
+		ch.Row = make(map[string]any, len(after)+2)
+		for k, v := range after {
+			ch.Row[k] = v
+		}
+		ch.Row[ColOp] = op
+		if src, ok := env["source"].(map[string]any); ok {
+			switch ts := src["ts_ms"].(type) {
+			case int64:
+				ch.Row[ColSourceTsMs] = ts
+			case int32:
+				ch.Row[ColSourceTsMs] = int64(ts)
+			}
+		}
+	case ChangeDelete:
+		ch.Before = before
+	}
+	return ch, nil
+}
+
+// debeziumKind returns the change of an event's op: hasOp says whether the
+// event has one, hasAfter whether it has an after image.
+func debeziumKind(op string, hasOp, hasAfter bool) (ChangeEvent, error) {
+	ch := ChangeEvent{Op: op}
+	switch op {
+	case "c", "r", "u":
+		if !hasAfter {
+			return ch, &EnvelopeError{Problem: fmt.Sprintf("op %q without an after image (the row it writes)", op)}
+		}
+		ch.Kind = ChangeUpsert
+	case "d":
+		ch.Kind = ChangeDelete
+	case "t":
+		ch.Kind = ChangeTruncate
+	case "":
+		if hasOp {
+			return ch, &EnvelopeError{Problem: "op is not a string"}
+		}
+		return ch, &EnvelopeError{Problem: "no op field; is the topic written by Debezium, and is the value converter (--value json or registry) the one it uses?"}
+	default:
+		return ch, &EnvelopeError{Problem: fmt.Sprintf("op %q is not one of c, r, u, d, t", op)}
+	}
+	return ch, nil
+}
+
+// DecodeDebeziumJSON decodes a change event written by Kafka Connect's
+// JSON converter, with its schema ({"schema": …, "payload": …},
+// schemas.enable=true) or without (the envelope alone), against the value
+// columns the table holds (have). It returns the columns the table needs
+// for the event's row (have evolved by MergeType), whether they differ
+// from have, and the change.
+//
+// With the schema, columns take the types it gives (ConnectType); without
+// it they are inferred as DecodeJSON infers them, from the after image
+// with ColOp and ColSourceTsMs added. A delete or truncate never changes
+// the columns. A payload that is not a change event is an *EnvelopeError
+// or *DecodeError; a field whose type the table cannot take a
+// *SchemaConflictError.
+func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, bool, ChangeEvent, error) {
+	v, err := parseJSON(data)
+	if err != nil {
+		return nil, false, ChangeEvent{}, &DecodeError{Format: "json", Err: err}
+	}
+	obj, ok := v.(*jsonObject)
+	if !ok {
+		return nil, false, ChangeEvent{}, &EnvelopeError{Problem: fmt.Sprintf("the value is %s, not a JSON object", jsonKind(v))}
+	}
+	if isConnectWrapper(obj) {
+		return decodeConnectEvent(obj, have)
+	}
+	op, _ := obj.values["op"].(string)
+	after, afterOK := obj.values["after"].(*jsonObject)
+	ch, err := debeziumKind(op, obj.values["op"] != nil, afterOK)
+	if err != nil {
+		return nil, false, ch, err
+	}
+	switch ch.Kind {
+	case ChangeUpsert:
+		row := &jsonObject{keys: slices.Clone(after.keys), values: make(map[string]any, len(after.keys)+2)}
+		for k, v := range after.values {
+			if k == ColOp || k == ColSourceTsMs {
+				return nil, false, ch, &SchemaError{Format: "json", Path: "after." + k,
+					Err: fmt.Errorf("named like the column floe adds for the event's %s; rename the column in the source table", debeziumColumnOf(k))}
+			}
+			row.values[k] = v
+		}
+		row.keys = append(row.keys, ColOp, ColSourceTsMs)
+		row.values[ColOp] = op
+		if src, ok := obj.values["source"].(*jsonObject); ok {
+			row.values[ColSourceTsMs] = src.values["ts_ms"]
+		}
+		if n, ok := row.values[ColSourceTsMs].(json.Number); ok {
+			row.values[ColSourceTsMs] = integral(n)
+		}
+		st, changed, out, err := decodeJSONObject(row, have)
+		if err == nil && changed {
+			err = checkColumnNames("json", st)
+		}
+		if err != nil {
+			return nil, false, ch, err
+		}
+		ch.Row = out
+		return st, changed, ch, nil
+	case ChangeDelete:
+		if before, ok := obj.values["before"].(*jsonObject); ok {
+			// Typed as the columns type them; only the key's fields are
+			// read, so the columns do not change for them.
+			_, _, out, err := decodeJSONObject(before, have)
+			if err != nil {
+				return nil, false, ch, fmt.Errorf("before: %w", err)
+			}
+			ch.Before = out
+		}
+	}
+	return have, false, ch, nil
+}
+
+// isConnectWrapper reports whether a JSON value is the JSON converter's
+// {"schema": …, "payload": …} wrapper (schemas.enable=true).
+func isConnectWrapper(obj *jsonObject) bool {
+	if len(obj.keys) != 2 {
+		return false
+	}
+	_, s := obj.values["schema"].(*jsonObject)
+	_, p := obj.values["payload"]
+	return s && p
+}
+
+// decodeConnectEvent decodes a change event in the JSON converter's
+// wrapper: the schema types the payload.
+func decodeConnectEvent(obj *jsonObject, have *iceberg.StructType) (*iceberg.StructType, bool, ChangeEvent, error) {
+	node, err := connectNode("", obj.values["schema"].(*jsonObject))
+	if err != nil {
+		return nil, false, ChangeEvent{}, err
+	}
+	event, err := node.conv(obj.values["payload"])
+	if err != nil {
+		return nil, false, ChangeEvent{}, &DecodeError{Format: "json", Err: err}
+	}
+	ch, err := DebeziumChange(event)
+	if err != nil || ch.Kind != ChangeUpsert {
+		return have, false, ch, err
+	}
+	cols, err := DebeziumColumns("json", node.typ)
+	if err != nil {
+		return nil, false, ch, err
+	}
+	merged, changed, err := MergeType("", have, cols)
+	if err != nil {
+		return nil, false, ch, err
+	}
+	return merged.(*iceberg.StructType), changed, ch, nil
+}
+
+// UnwrapConnectJSON returns the payload of a value in the JSON converter's
+// {"schema": …, "payload": …} wrapper, typed by its schema (ConnectType),
+// and the type; ok is false when data is not in the wrapper. Debezium's
+// record keys are written so with schemas.enable=true.
+func UnwrapConnectJSON(data []byte) (typ iceberg.Type, value any, ok bool, err error) {
+	v, err := parseJSON(data)
+	if err != nil {
+		return nil, nil, false, nil
+	}
+	obj, isObj := v.(*jsonObject)
+	if !isObj || !isConnectWrapper(obj) {
+		return nil, nil, false, nil
+	}
+	node, err := connectNode("", obj.values["schema"].(*jsonObject))
+	if err != nil {
+		return nil, nil, true, err
+	}
+	value, err = node.conv(obj.values["payload"])
+	if err != nil {
+		return nil, nil, true, &DecodeError{Format: "json", Err: err}
+	}
+	if value == nil {
+		return node.typ, nil, true, nil
+	}
+	next := 1
+	return renumber(node.typ, &next), value, true, nil
+}

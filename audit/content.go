@@ -308,7 +308,7 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 			// partition and skips a record without one, as a KTable.
 			rec.skip, rec.noKey = rec.noKey, false
 			if !rec.skip {
-				rec.key = v.a.keyOf(partitionKeyBytes(nil, r.Topic, r.Partition, r.Key))
+				rec.key = v.a.keyOf([]byte(snapshot.PartitionKey(r.Topic, r.Partition, r.Key)))
 			}
 		case !rec.noKey:
 			rec.key = v.a.keyOf(r.Key)

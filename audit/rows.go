@@ -86,6 +86,9 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 	prog := a.progress("rows: reading partition and offset columns", total)
 	defer prog.Finish()
 
+	if keyed != nil {
+		cols = a.upsert.columns(cols)
+	}
 	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
 		fr := perFile[fb.Path]
 		if fr == nil {

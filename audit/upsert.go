@@ -3,9 +3,9 @@ package audit
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"math"
 	"slices"
@@ -56,15 +56,28 @@ type upsertTable struct {
 
 // newUpsertTable reads the key of an upsert table.
 func newUpsertTable(tbl *snapshot.Table) (*upsertTable, error) {
-	k, err := mapping.UpsertKeyOf(tbl.Iceberg().Properties())
+	k := tbl.UpsertKey()
+	cols, err := tbl.KeyColumns()
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", tbl.Name(), err)
 	}
-	ids := tbl.Iceberg().Schema().IdentifierFieldIDs
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("audit %s: an upsert table (%s=%s) whose schema has no identifier fields", tbl.Name(), mapping.PropUpsertKey, k)
+	if len(cols) > 0 {
+		// Before a struct key's first commit names them, the key's own.
+		k.Columns = cols
 	}
-	return &upsertTable{key: k, ids: slices.Sorted(slices.Values(ids))}, nil
+	return &upsertTable{key: k, ids: slices.Sorted(slices.Values(tbl.Iceberg().Schema().IdentifierFieldIDs))}, nil
+}
+
+// columns returns the columns a scan of the table with deletes applied
+// reads to get cols: cols for a table keyed by kafka_key; every column
+// (nil) for a table keyed by decoded columns, whose projected scans
+// iceberg-go v0.7.0 cannot apply equality deletes to ("equality field ID
+// ... not found" in files written before a later schema).
+func (u *upsertTable) columns(cols []string) []string {
+	if u.key.Source == mapping.KeyFromKafkaKey {
+		return cols
+	}
+	return nil
 }
 
 // rowKeyer computes the keyID of each row of a batch from its key columns.
@@ -72,25 +85,11 @@ type rowKeyer struct {
 	cols []arrow.Array
 	// raw is set when the key is kafka_key: its bytes are the key.
 	raw bool
-	// partitionKey is set for the key of replay --fold latest (topic,
-	// partition, kafka_key): partitionKeyBytes of the three.
-	partitionKey bool
-	buf          []byte
-}
-
-// partitionKeyBytes is the identity of a Kafka key within its partition
-// (mapping.KeyFromPartitionKey), as a row's key columns and a log record
-// both give it.
-func partitionKeyBytes(buf []byte, topic string, partition int32, key []byte) []byte {
-	buf = binary.AppendUvarint(buf, uint64(len(topic)))
-	buf = append(buf, topic...)
-	buf = binary.AppendVarint(buf, int64(partition))
-	return append(buf, key...)
 }
 
 // keyer finds the key columns of b.
 func (u *upsertTable) keyer(b arrow.RecordBatch) (*rowKeyer, error) {
-	k := &rowKeyer{raw: u.key.Source == mapping.KeyFromKafkaKey, partitionKey: u.key.Source == mapping.KeyFromPartitionKey}
+	k := &rowKeyer{raw: u.key.Source == mapping.KeyFromKafkaKey}
 	for _, name := range u.key.Columns {
 		idx := b.Schema().FieldIndices(name)
 		if len(idx) != 1 {
@@ -101,48 +100,14 @@ func (u *upsertTable) keyer(b arrow.RecordBatch) (*rowKeyer, error) {
 	return k, nil
 }
 
-// key returns the keyID of row i, and false when a key column is null.
+// key returns the keyID of row i, the hash of the key identity the sink
+// picks winners by (snapshot.RowKey), and false when a key column is null.
 func (k *rowKeyer) key(a *auditor, i int) (keyID, bool) {
-	k.buf = k.buf[:0]
-	if k.partitionKey {
-		topic, ok1 := k.cols[0].(*array.String)
-		part, ok2 := k.cols[1].(*array.Int32)
-		if !ok1 || !ok2 || topic.IsNull(i) || part.IsNull(i) || k.cols[2].IsNull(i) {
-			return keyID{}, false
-		}
-		var key []byte
-		switch c := k.cols[2].(type) {
-		case *array.Binary:
-			key = c.Value(i)
-		case *array.String:
-			key = []byte(c.Value(i))
-		default:
-			return keyID{}, false
-		}
-		k.buf = partitionKeyBytes(k.buf, topic.Value(i), part.Value(i), key)
-		return a.keyOf(k.buf), true
+	s, ok := snapshot.RowKey(k.cols, i)
+	if !ok {
+		return keyID{}, false
 	}
-	for _, c := range k.cols {
-		if c.IsNull(i) {
-			return keyID{}, false
-		}
-		switch c := c.(type) {
-		case *array.String:
-			if k.raw {
-				k.buf = append(k.buf, c.Value(i)...)
-				continue
-			}
-		case *array.Binary:
-			if k.raw {
-				k.buf = append(k.buf, c.Value(i)...)
-				continue
-			}
-		}
-		s := c.ValueStr(i)
-		k.buf = binary.AppendUvarint(k.buf, uint64(len(s)))
-		k.buf = append(k.buf, s...)
-	}
-	return a.keyOf(k.buf), true
+	return keyID{maphash.String(a.keySeeds[0], s), maphash.String(a.keySeeds[1], s)}, true
 }
 
 // text renders the key of row i as floe where --key takes it: the string
@@ -361,8 +326,7 @@ func (a *auditor) keyTexts(ctx context.Context, ps []position) (map[position]str
 	if len(any) > 1 {
 		filter = iceberg.NewOr(any[0], any[1], any[2:]...)
 	}
-	cols := append([]string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, a.upsert.key.Columns...)
-	cols = slices.Compact(cols)
+	cols := a.upsert.columns(slices.Compact(append([]string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, a.upsert.key.Columns...)))
 	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Filter: filter, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
 		if fb.Done {
 			return nil

@@ -628,6 +628,8 @@ func (rd *RowDecoder) Decode(ctx context.Context, r *kgo.Record) (key any, value
 // upsert, delete, skip or truncate; dead is set, as the sink sets it, for
 // a record without a usable key too.
 func (rd *RowDecoder) DecodeChange(ctx context.Context, r *kgo.Record, key mapping.UpsertKey) (k any, value map[string]any, change mapping.Change, dead, err error) {
+	// As the sink's decoder of such a table (NewSink).
+	rd.d.keyFields = key.Source == mapping.KeyFromKeyFields
 	out, err := rd.d.decode(ctx, r)
 	if err != nil || out.dead != nil {
 		return out.key, out.value, 0, out.dead, err

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -139,26 +140,32 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 			deletes = append(deletes, db)
 		}
 	}
-	if ch.Add, err = writeFiles(ctx, target, kept); err != nil {
-		return ch, err
-	}
-	if len(deletes) == 0 || ch.Truncate {
-		// After a truncate no older row is left to delete.
-		return ch, nil
-	}
-	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, b := range deletes {
-			b.Retain() // the writer releases what it takes; the deferred release drops ours.
-			if !yield(b, nil) {
-				return
+	// The deletes are written while the rows are: one file of key columns
+	// beside the data files' parallel writers.
+	var delErr error
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		if len(deletes) == 0 || ch.Truncate {
+			// After a truncate no older row is left to delete.
+			return
+		}
+		seq := func(yield func(arrow.RecordBatch, error) bool) {
+			for _, b := range deletes {
+				b.Retain() // the writer releases what it takes; the deferred release drops ours.
+				if !yield(b, nil) {
+					return
+				}
 			}
 		}
+		ch.Deletes, delErr = target.NewTransactionOnBranch(t.branch).WriteEqualityDeletes(ctx, ids, seq)
+	}()
+	ch.Add, err = writeFiles(ctx, target, kept)
+	<-wrote
+	if delErr != nil {
+		delErr = fmt.Errorf("write the equality deletes of %s: %w", t.Name(), delErr)
 	}
-	ch.Deletes, err = target.NewTransactionOnBranch(t.branch).WriteEqualityDeletes(ctx, ids, seq)
-	if err != nil {
-		return ch, fmt.Errorf("write the equality deletes of %s: %w", t.Name(), err)
-	}
-	return ch, nil
+	return ch, errors.Join(err, delErr)
 }
 
 // keyColumns returns the key columns of b, in key order.
@@ -225,6 +232,20 @@ func RowKey(keys []arrow.Array, i int) (string, bool) {
 		sb.WriteString(v)
 	}
 	return sb.String(), true
+}
+
+// PartitionKey is RowKey of the key columns (kafka_topic, kafka_partition,
+// kafka_key) of mapping.KeyFromPartitionKey for a record of topic and
+// partition with key: what a reader of the log compares with the rows of
+// a table replay --fold latest wrote.
+func PartitionKey(topic string, partition int32, key []byte) string {
+	var sb strings.Builder
+	for _, v := range []string{topic, strconv.Itoa(int(partition)), string(key)} {
+		sb.WriteString(strconv.Itoa(len(v)))
+		sb.WriteByte(':')
+		sb.WriteString(v)
+	}
+	return sb.String()
 }
 
 // keySchema is the Arrow schema of target's equality deletes on cols, with

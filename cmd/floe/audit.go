@@ -60,6 +60,13 @@ latest record, so its files, rows and content are checked against a state table'
 files inside the partition's coverage, no more rows than records folded, one row per key and no
 null key, every row a copy of its key's latest record. The report says "state table".
 
+An upsert table (floe sink --mode upsert) holds one row per key, kept with equality deletes: the
+files level checks its delete files too (added by floe, equality deletes on the key columns,
+none removed by another writer), the rows level reads it with deletes applied (one row per key),
+and the content level proves it equal to the fold of the log over the ledger's ranges, key by key,
+with the sink's winner rule, and every offset accounted for. Findings name the key. The report
+says "upsert table"; see docs/upsert.md.
+
 The audit writes nothing, to the table or to the broker. --json prints a stable document (schema
 floe.audit/v1, see docs/audit.md) with an evidence digest: the SHA-256 of the canonical ledger
 and the table's metadata location, to archive with the report. --html FILE also writes the report

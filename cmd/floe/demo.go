@@ -49,8 +49,9 @@ warehouse, and run floe's whole story on them:
     change and three records that cannot become rows, sink them into the typed table
     lake.shipments (--value registry), and show its columns, a few rows, the dead letters in
     lake.shipments_dlq and the audit that accounts for both;
-  - sink the changes of a customers table (a snapshot, inserts, updates, deletes with their
-    tombstones) into the upsert table lake.customers (--mode upsert), show its rows, the audit
+  - sink Debezium change events of a customers table (a snapshot, inserts, updates, deletes
+    with their tombstones) into the upsert table lake.customers (--envelope debezium), show its
+    rows, the audit
     that proves it equal to the log (--verify-content) and where a deleted key stands
     (where --key).
 Nothing outside --dir is touched but the HTML report when --html puts it elsewhere. Without --dir

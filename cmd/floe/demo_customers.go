@@ -22,9 +22,9 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// demoCustomers is the demo's upsert step: a customers table captured from
-// PostgreSQL (a snapshot, inserts, updates, deletes with their tombstones)
-// sunk into an upsert table, its final rows shown, the audit proving it
+// demoCustomers is the demo's upsert step: Debezium change events of a
+// customers table captured from PostgreSQL (a snapshot, inserts, updates,
+// deletes with their tombstones) sunk into an upsert table, its final rows shown, the audit proving it
 // equal to the log, and where a deleted key stands.
 func demoCustomers(ctx context.Context, w io.Writer, stack *localstack.Stack) error {
 	const (
@@ -34,7 +34,7 @@ func demoCustomers(ctx context.Context, w io.Writer, stack *localstack.Stack) er
 	if err := localstack.CreateTopic(ctx, stack.Brokers, topic, 1, nil); err != nil {
 		return err
 	}
-	changes, err := localstack.DemoCustomers(topic, time.Now().Add(-30*time.Minute).Truncate(time.Second), false)
+	changes, err := localstack.DemoCustomers(topic, time.Now().Add(-30*time.Minute).Truncate(time.Second), true)
 	if err != nil {
 		return err
 	}
@@ -42,14 +42,14 @@ func demoCustomers(ctx context.Context, w io.Writer, stack *localstack.Stack) er
 		return err
 	}
 	fmt.Fprintf(w, "\nUpsert tables. Produced %d changes of a customers table to %s: a snapshot of %d rows,\n", len(changes.Records), topic, changes.Snapshot)
-	fmt.Fprintf(w, "%d inserts, %d updates and %d deletes (tombstones), keyed by the primary key {\"id\": N}.\n", changes.Inserts, changes.Updates, changes.Deletes)
+	fmt.Fprintf(w, "%d inserts, %d updates and %d deletes, each followed by its tombstone: Debezium's change events\n(before, after, source, op), keyed by the primary key {\"id\": N}.\n", changes.Inserts, changes.Updates, changes.Deletes)
 
 	cat, err := catalog.Open(ctx, stack.Catalog())
 	if err != nil {
 		return err
 	}
 	ident, _ := catalog.ParseIdent(tableName)
-	layout := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyString}
+	layout := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON, Envelope: mapping.EnvelopeDebezium}
 	key, err := mapping.KeyFor(layout, nil)
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func demoCustomers(ctx context.Context, w io.Writer, stack *localstack.Stack) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n$ floe sink --topic %s --table %s \\\n    --mode upsert --key string --value json --stop-at-end\n", topic, tableName)
+	fmt.Fprintf(w, "\n$ floe sink --topic %s --table %s \\\n    --envelope debezium --key json --value json --stop-at-end\n", topic, tableName)
 	stats, err := sink.Run(ctx)
 	if err != nil {
 		return err
@@ -85,17 +85,16 @@ func demoCustomers(ctx context.Context, w io.Writer, stack *localstack.Stack) er
 	if err != nil {
 		return err
 	}
-	var upserts, deletes int64
+	var upserts, deletes, skipped int64
 	for _, tp := range ledger.Partitions() {
 		c := mapping.Cover(ledger.Ranges(tp))
-		upserts, deletes = upserts+c.Records, deletes+c.Deletes
+		upserts, deletes, skipped = upserts+c.Records, deletes+c.Deletes, skipped+c.Skipped
 	}
-	fmt.Fprintf(w, "%d upserts and %d deletes in %d snapshots, each one row delta: the rows of the keys it\n", upserts, deletes, stats.Commits)
-	fmt.Fprintf(w, "changed and equality deletes of their older rows (format v2, read by any Iceberg engine)\n")
+	fmt.Fprintf(w, "%d upserts, %d deletes and %d skipped tombstones in %d snapshots, each one row delta: the rows\nof the keys it changed and equality deletes of their older rows (format v2, read by any Iceberg engine)\n", upserts, deletes, skipped, stats.Commits)
 
 	fmt.Fprintf(w, "\nthe customers now (one row per key, read with the deletes applied):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	show := []string{mapping.ColKey, "name", "email", "country", mapping.ColOffset}
+	show := []string{"id", "name", "email", "country", "__op", mapping.ColOffset}
 	fmt.Fprintln(tw, "  "+strings.Join(show, "\t"))
 	var lines [][]string
 	err = tbl.Rows(ctx, 0, nil, func(b arrow.RecordBatch) error {
@@ -111,7 +110,7 @@ func demoCustomers(ctx context.Context, w io.Writer, stack *localstack.Stack) er
 	if err != nil {
 		return err
 	}
-	// By key: {"id":N} in the order of N.
+	// By id, numerically.
 	slices.SortFunc(lines, func(a, b []string) int { return cmp.Or(cmp.Compare(len(a[0]), len(b[0])), cmp.Compare(a[0], b[0])) })
 	for _, l := range lines {
 		fmt.Fprintln(tw, "  "+strings.Join(l, "\t"))

@@ -302,7 +302,15 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 	rec.raw = rec.sum
 	if v.fold != nil {
 		rec.noKey, rec.tombstone = r.Key == nil, r.Value == nil
-		if !rec.noKey {
+		switch {
+		case v.a.upsert != nil && v.a.upsert.key.Source == mapping.KeyFromPartitionKey:
+			// replay --fold latest keys by the Kafka key within its
+			// partition and skips a record without one, as a KTable.
+			rec.skip, rec.noKey = rec.noKey, false
+			if !rec.skip {
+				rec.key = v.a.keyOf([]byte(snapshot.PartitionKey(r.Topic, r.Partition, r.Key)))
+			}
+		case !rec.noKey:
 			rec.key = v.a.keyOf(r.Key)
 		}
 	}

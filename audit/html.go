@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/floe-dev/floe/mapping"
@@ -78,8 +79,12 @@ type htmlPartition struct {
 	// GapOffsets, OverlapOffsets and LostOffsets count the offsets of the
 	// ledger's findings, as the text report does.
 	GapOffsets, OverlapOffsets, LostOffsets int64
-	Lag                                     string
-	Status                                  string
+	// Deletes and Skipped sum the ledger ranges' counts of records that
+	// deleted their key and that an upsert table skipped on purpose
+	// (Records counts the upserts).
+	Deletes, Skipped int64
+	Lag              string
+	Status           string
 	// Low and High are the offsets at the bar's ends.
 	Low, High int64
 	Tracks    []htmlTrack
@@ -112,6 +117,11 @@ type htmlView struct {
 	MoreFindings        int
 	RangesDrawnMax      int
 	ListedMax           int
+	// Upsert is set for an upsert table, whose key columns KeyColumns
+	// lists (comma-separated), and whose partitions count upserts, deletes
+	// and skipped records.
+	Upsert     bool
+	KeyColumns string
 }
 
 // WriteHTML writes the report as one self-contained HTML document (inline
@@ -127,6 +137,13 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		Duration:       r.Duration.Round(time.Millisecond).String(),
 		RangesDrawnMax: maxDrawnRanges,
 		ListedMax:      maxListed,
+	}
+	if r.Mode == mapping.ModeUpsert {
+		v.Upsert = true
+		v.KeyColumns = r.UpsertKey
+		if k, err := mapping.ParseUpsertKey(r.UpsertKey); err == nil && len(k.Columns) > 0 {
+			v.KeyColumns = strings.Join(k.Columns, ", ")
+		}
 	}
 	v.Read = plural(r.Evidence.Commits, "ledger commit")
 	if slices.Contains(r.Levels, LevelFiles) {
@@ -157,7 +174,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 	}
 	for _, p := range r.Partitions {
-		hp := htmlPartitionOf(p, byPart[p.TopicPartition], slices.Contains(r.Levels, LevelFiles))
+		hp := htmlPartitionOf(p, byPart[p.TopicPartition], slices.Contains(r.Levels, LevelFiles), v.Upsert)
 		if hp.Problem {
 			v.Problems++
 		}
@@ -261,7 +278,7 @@ func offsetsTitle(what string) func(mapping.Interval, int, int) string {
 	}
 }
 
-func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan bool) htmlPartition {
+func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan, upsert bool) htmlPartition {
 	hp := htmlPartition{Anchor: anchor(p.TopicPartition), Name: partName(p.TopicPartition), PartitionReport: p,
 		Problem: p.Findings > 0, Lag: "-", Status: "complete",
 		GapOffsets: total(p.Gaps), OverlapOffsets: total(p.Overlaps), LostOffsets: total(p.Lost)}
@@ -305,7 +322,11 @@ func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan bool) htmlP
 		}
 	}
 	hp.Low, hp.High = lo, hi
-	hp.Facts = partitionFacts(p, filesRan)
+	for _, r := range p.LedgerRanges {
+		hp.Deletes += r.Deletes
+		hp.Skipped += r.Skipped
+	}
+	hp.Facts = partitionFacts(hp, filesRan, upsert)
 	if hi <= lo {
 		hp.Empty = "no offsets to draw: the ledger holds only where the sink starts this partition, and no record has been sunk yet"
 		if !p.InLedger {
@@ -424,7 +445,8 @@ func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan bool) htmlP
 
 // partitionFacts are the numbers printed beside a partition's bar; "-"
 // marks what a level that did not run would have said.
-func partitionFacts(p PartitionReport, filesRan bool) [][2]string {
+func partitionFacts(hp htmlPartition, filesRan, upsert bool) [][2]string {
+	p := hp.PartitionReport
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	var f [][2]string
 	if p.InLedger {
@@ -432,9 +454,13 @@ func partitionFacts(p PartitionReport, filesRan bool) [][2]string {
 		if p.Started {
 			start = "recorded"
 		}
-		f = append(f, [2]string{"first offset", n(p.First)}, [2]string{"next offset", n(p.Next)},
-			[2]string{"ranges", strconv.Itoa(p.Ranges)}, [2]string{"rows (ledger)", n(p.Records)},
-			[2]string{"dead letters", n(p.DeadLetters)}, [2]string{"start", start},
+		f = append(f, [2]string{"first offset", n(p.First)}, [2]string{"next offset", n(p.Next)}, [2]string{"ranges", strconv.Itoa(p.Ranges)})
+		if upsert {
+			f = append(f, [2]string{"upserts (ledger)", n(p.Records)}, [2]string{"deletes (ledger)", n(hp.Deletes)}, [2]string{"skipped (ledger)", n(hp.Skipped)})
+		} else {
+			f = append(f, [2]string{"rows (ledger)", n(p.Records)})
+		}
+		f = append(f, [2]string{"dead letters", n(p.DeadLetters)}, [2]string{"start", start},
 			[2]string{"gap offsets", n(total(p.Gaps))}, [2]string{"overlap offsets", n(total(p.Overlaps))},
 			[2]string{"lost offsets", n(total(p.Lost))})
 	} else {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/browser"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -336,5 +339,72 @@ func TestHTMLReportDeadLetters(t *testing.T) {
 	}
 	if !strings.Contains(doc, `<span>dead letters</span> <b class="mono">2</b>`) || !strings.Contains(doc, `<span>rows read</span> <b class="mono">3 and 2 dead letters</b>`) {
 		t.Errorf("the partition's dead letters are not counted:\n%s", doc[strings.Index(doc, `<section class="partition`):])
+	}
+}
+
+// TestHTMLReportUpsertTable: the report of an upsert table, loaded in
+// headless Chromium, names its mode and key columns, and per partition the
+// upserts, deletes and skipped records the ledger counts: for a table
+// keyed by the Kafka key, and for one replay --fold latest wrote (keyed by
+// topic, partition and key; records without a key skipped).
+func TestHTMLReportUpsertTable(t *testing.T) {
+	e := newEnv(t)
+	keyed := upsertedTopic(t, e, "accounts")
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Run(e.Ctx, e.Broker(), cat, []string{"lake", "folded"}, replay.Options{Topic: "accounts", Fold: mapping.FoldLatest,
+		Sink: connector.Config{FlushRecords: 40, Logger: quietLogger()}}); err != nil {
+		t.Fatal(err)
+	}
+	folded := e.Table("lake.folded")
+	for _, c := range []struct {
+		tbl  *snapshot.Table
+		key  string
+		skip bool
+	}{{keyed, "kafka_key", false}, {folded, "kafka_topic, kafka_partition, kafka_key", true}} {
+		rep := e.audit(c.tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker()})
+		htmlPath, _ := writeReports(t, rep, "upsert")
+		ctx := browser.New(t, time.Minute)
+		if err := chromedp.Do(ctx, chromedp.Navigate("file://"+htmlPath), chromedp.WaitVisible("#verdict")); err != nil {
+			t.Fatal(err)
+		}
+		type row struct{ Upserts, Deletes, Skipped string }
+		dom, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+			Mode, Key string
+			Parts     map[string]row
+			Facts     []string
+		}](`(() => {
+			const m = document.getElementById('mode'), parts = {};
+			for (const tr of document.querySelectorAll('#partitions tbody tr')) {
+				const f = n => tr.querySelector('td[data-field=' + n + ']')?.textContent;
+				parts[tr.dataset.partition] = {Upserts: f('records'), Deletes: f('deletes'), Skipped: f('skipped')};
+			}
+			const facts = [...document.querySelectorAll('section.partition .facts div')].map(d => d.innerText);
+			return {Mode: m.dataset.mode, Key: m.dataset.key, Parts: parts, Facts: facts};
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		browser.Screenshot(t, ctx, "report-upsert.png")
+		if dom.Mode != "upsert" || dom.Key != c.key {
+			t.Errorf("%s: mode %q key %q, want upsert keyed by %s", c.tbl.Name(), dom.Mode, dom.Key, c.key)
+		}
+		var skipped int64
+		for _, p := range rep.Partitions {
+			var d, s int64
+			for _, r := range p.LedgerRanges {
+				d, s = d+r.Deletes, s+r.Skipped
+			}
+			skipped += s
+			want := row{fmt.Sprint(p.Records), fmt.Sprint(d), fmt.Sprint(s)}
+			if got := dom.Parts[fmt.Sprintf("%s/%d", p.Topic, p.Partition)]; got != want || d == 0 {
+				t.Errorf("%s %s: upserts, deletes, skipped %+v; the ledger counts %+v", c.tbl.Name(), p.TopicPartition, got, want)
+			}
+		}
+		if (skipped > 0) != c.skip || !slices.ContainsFunc(dom.Facts, func(f string) bool { return strings.HasPrefix(f, "deletes (ledger)") }) {
+			t.Errorf("%s: %d skipped, facts %v", c.tbl.Name(), skipped, dom.Facts)
+		}
 	}
 }

@@ -2,12 +2,10 @@ package audit_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,11 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -29,29 +25,6 @@ import (
 // compaction, retention) and check that the audit finds nothing, then
 // inject faults a state table can suffer and check that the right level
 // reports them exactly.
-
-// stateTable opens (creating) a state table.
-func (e *env) stateTable(name string) *snapshot.Table {
-	e.T.Helper()
-	return e.OpenTable(name, snapshot.OpenOptions{Create: true,
-		Properties: map[string]string{mapping.PropFold: mapping.FoldLatest}})
-}
-
-// foldReplay replays topic into the state table name (floe replay --fold
-// latest), 40 records per commit.
-func (e *env) foldReplay(ctx context.Context, name, topic string, onCommit func(snapshot.Result)) (replay.Result, error) {
-	e.T.Helper()
-	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	ident, err := catalog.ParseIdent(name)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return replay.Run(ctx, e.Broker(), cat, ident, replay.Options{Topic: topic, Fold: mapping.FoldLatest,
-		Sink: connector.Config{FlushRecords: 40, Logger: quietLogger(), OnCommit: onCommit}})
-}
 
 // stateOffsets returns the offsets of the rows a fold of recs keeps, sorted:
 // each key's latest record unless it is a tombstone. recs were produced in
@@ -87,19 +60,16 @@ func runs(offsets []int64) []mapping.Interval {
 }
 
 // foldedTopic produces 60 records (repeated keys, tombstones, records
-// without a key) to partition 0 of a new topic and folds them into a state
-// table with the sink, 25 records per commit. It returns the table and the
+// without a key) to partition 0 of a new topic and folds them into a
+// legacy state table, 25 records per commit. It returns the table and the
 // records; their offsets are their indices.
 func foldedTopic(t *testing.T, e *env, name string) (*snapshot.Table, []*kgo.Record) {
 	t.Helper()
 	e.Topic(name, 1, nil)
 	recs := records(name, 0, 60, "a")
 	e.Produce(recs)
-	tbl := e.stateTable("lake." + name)
-	e.sink(tbl, connector.Config{Topic: name, FlushRecords: 25})
-	if err := tbl.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
+	tbl := e.LegacyStateTable("lake." + name)
+	e.FoldLegacy(tbl, name, 25)
 	return tbl, recs
 }
 
@@ -140,11 +110,8 @@ func TestStateCleanFoldWithTransactions(t *testing.T) {
 	const topic = "kv"
 	e.MixedLog(topic, floetest.MixedLog{Partitions: 2, Records: 90, Committed: 10, Aborted: 7, Trailing: 25})
 
-	res, err := e.foldReplay(e.Ctx, "lake.kv", topic, nil)
-	if err != nil || !res.Complete || res.Stats.Commits < 3 {
-		t.Fatalf("fold: %+v, %v; want a complete fold in several commits", res, err)
-	}
-	tbl := e.Table("lake.kv")
+	tbl := e.LegacyStateTable("lake.kv")
+	e.FoldLegacy(tbl, topic, 40)
 	rep := auditEveryLevel(t, e, tbl)
 	if rep.Fold != mapping.FoldLatest {
 		t.Fatalf("report fold %q, want %q", rep.Fold, mapping.FoldLatest)
@@ -204,41 +171,22 @@ func TestStateCleanFoldWithTransactions(t *testing.T) {
 	}
 }
 
-func TestStateCleanInterruptedResumedAndSunk(t *testing.T) {
+// TestStateLegacyFoldedTwice: a legacy state table folded in two runs (the
+// second from the first's ledger) audits COMPLETE at every level.
+func TestStateLegacyFoldedTwice(t *testing.T) {
 	e := newEnv(t)
 	const topic = "resumed"
 	e.Topic(topic, 2, nil)
 	for p := range int32(2) {
 		e.Produce(records(topic, p, 150, "a"))
 	}
-	ctx, cancel := context.WithCancel(e.Ctx)
-	defer cancel()
-	var commits atomic.Int32
-	res, err := e.foldReplay(ctx, "lake.resumed", topic, func(snapshot.Result) {
-		if commits.Add(1) == 2 {
-			cancel()
-		}
-	})
-	if err != nil || res.Complete {
-		t.Fatalf("interrupted fold: complete %v, %v; want an incomplete run", res.Complete, err)
-	}
-	tbl := e.Table("lake.resumed")
-	// A consistent prefix: the broker would only add that partition 1 is
-	// not sunk yet.
-	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
-		expectFindings(t, e.audit(tbl, opts))
-	}
-	res, err = e.foldReplay(e.Ctx, "lake.resumed", topic, nil)
-	if err != nil || !res.Complete || !res.Resumed {
-		t.Fatalf("resumed fold: %+v, %v", res, err)
-	}
+	tbl := e.LegacyStateTable("lake.resumed")
+	e.FoldLegacy(tbl, topic, 40)
 	auditEveryLevel(t, e, tbl)
-
-	// The live sink keeps folding into the state table.
 	for p := range int32(2) {
 		e.Produce(records(topic, p, 40, "b"))
 	}
-	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 30})
+	e.FoldLegacy(tbl, topic, 30)
 	rep := auditEveryLevel(t, e, tbl)
 	for _, p := range rep.Partitions {
 		if p.Next != 190 || p.Broker.Lag != 0 {
@@ -249,16 +197,17 @@ func TestStateCleanInterruptedResumedAndSunk(t *testing.T) {
 
 func TestStateCleanCompactedAndTruncated(t *testing.T) {
 	e := newEnv(t)
-	checkCompactedAndTruncated(t, e, "cs", func() *snapshot.Table { return e.stateTable("lake.cs") }, connector.Config{})
+	tbl := e.LegacyStateTable("lake.cs")
+	checkCompactedAndTruncated(t, e, "cs", tbl, func() { e.FoldLegacy(tbl, "cs", 100) })
 }
 
-// checkCompactedAndTruncated writes a compacted topic, sinks it with cfg
-// into the table table creates (a state or an upsert table: both keep each
-// key's latest record) before and after kfake's log compaction, compacts
+// checkCompactedAndTruncated writes a compacted topic, sinks it into tbl
+// with sink (a legacy state table's fold, or an upsert table's sink: both
+// keep each key's latest record) before and after kfake's log compaction, compacts
 // again and lets retention delete the log's first offset, then audits
 // every level: the table is complete, and its rows' records are verified,
 // compacted away or below the log start as the log says.
-func checkCompactedAndTruncated(t *testing.T, e *env, topic string, table func() *snapshot.Table, cfg connector.Config) {
+func checkCompactedAndTruncated(t *testing.T, e *env, topic string, tbl *snapshot.Table, sink func()) {
 	t.Helper()
 	compact := "compact"
 	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
@@ -275,17 +224,15 @@ func checkCompactedAndTruncated(t *testing.T, e *env, topic string, table func()
 		}
 		e.Produce(recs)
 	}
-	tbl := table()
-	cfg.Topic = topic
 	batch("u", "1", "a", "1", "b", "1", "c", "1") // 0-3
 	batch("a", "2", "b", "-")                     // 4-5
 	batch("d", "1")                               // 6
 	e.Stack.Cluster.Compact()                     // removes a@1 and b@2 before the sink reads them
-	e.sink(tbl, cfg)
+	sink()
 	batch("c", "2", "e", "1") // 7-8
 	batch("a", "3")           // 9
 	batch("f", "1")           // 10
-	e.sink(tbl, cfg)
+	sink()
 	batch("d", "2") // 11, never sunk: d@6 stays the table's row
 	batch("g", "1") // 12
 	// Removes c@3, a@4 and the row d@6's record (superseded by d@11,
@@ -312,13 +259,13 @@ func TestStateCleanLossRecorded(t *testing.T) {
 	const topic = "statelossy"
 	e.Topic(topic, 1, nil)
 	e.Produce(records(topic, 0, 100, "a"))
-	tbl := e.stateTable("lake.statelossy")
-	e.sink(tbl, connector.Config{Topic: topic})
+	tbl := e.LegacyStateTable("lake.statelossy")
+	e.FoldLegacy(tbl, topic, 100)
 	e.Produce(records(topic, 0, 100, "b"))
 	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 150); err != nil {
 		t.Fatal(err)
 	}
-	e.sink(tbl, connector.Config{Topic: topic, OnDataLoss: connector.LossRecord})
+	e.FoldLegacy(tbl, topic, 100) // records [100, 150) as lost
 	// The fold rewrote files across the lost range: rows below 100 and
 	// from 150 share files. Only the loss itself is a finding.
 	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth, contentDepth(e)} {

@@ -1126,7 +1126,9 @@ func (ss *session) appendRaw(pt *partition, r *kgo.Record) error {
 		return ss.deadLetter(pt, r, dead, 0)
 	}
 	pt.change(r.Offset, c)
-	pt.rows.Append(r)
+	if c != mapping.ChangeSkip {
+		pt.rows.Append(r)
+	}
 	return nil
 }
 

@@ -354,12 +354,16 @@ func (c *Config) checkGroup() error {
 }
 
 // NewSink checks cfg and returns a sink. The broker and table stay owned by
-// the caller.
+// the caller. A legacy state table, which floe no longer writes, is a
+// *snapshot.LegacyStateError.
 func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if cfg.FlushRecords == 0 && tbl.Mode() == mapping.ModeUpsert {
 		cfg.FlushRecords = DefaultUpsertFlushRecords
 	}
 	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	if err := tbl.Writable(); err != nil {
 		return nil, err
 	}
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}
@@ -548,9 +552,10 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	}()
 	s.stats.Commits++
 	s.stats.Records += res.Rows
-	var dead int64
+	var dead, deletes int64
 	for _, r := range res.Commit.Ranges {
 		dead += r.DeadLetters
+		deletes += r.Deletes
 	}
 	s.stats.DeadLetters += dead
 	if s.stats.FirstDeadLetter == "" {
@@ -563,7 +568,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	if s.cfg.OnCommit != nil {
 		s.cfg.OnCommit(res)
 	}
-	if dead > 0 && res.Rows == 0 {
+	if dead > 0 && res.Rows == 0 && deletes == 0 {
 		// A commit of dead letters only most often means records the
 		// table's layout cannot decode at all, not a few bad ones.
 		s.log.Warn("every record of this commit is a dead letter: check that --value, --key and --schema-registry match how the topic's records are written",

@@ -32,6 +32,11 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Ch
 		if r.Key == nil {
 			return 0, errNoKey
 		}
+	case mapping.KeyFromPartitionKey:
+		if r.Key == nil {
+			// A KTable drops a record without a key.
+			return mapping.ChangeSkip, nil
+		}
 	case mapping.KeyFromKeyFields:
 		fields, _ := out.key.(map[string]any)
 		if len(fields) == 0 {

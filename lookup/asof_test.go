@@ -8,13 +8,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/replay"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 func TestAsOf(t *testing.T) {
@@ -72,18 +69,8 @@ func TestExactAtStateTable(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: "s", Key: []byte{byte('a' + i%4)}, Value: []byte{byte(i)}})
 	}
 	e.Produce(recs)
-	cat, err := catalog.Open(t.Context(), e.Stack.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := replay.Run(t.Context(), e.Broker(), cat, []string{"lake", "s"}, replay.Options{Topic: "s", Fold: mapping.FoldLatest,
-		Sink: connector.Config{FlushRecords: 10, Logger: floetest.QuietLogger()}}); err != nil {
-		t.Fatal(err)
-	}
-	state, err := snapshot.Open(t.Context(), cat, []string{"lake", "s"}, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	state := e.LegacyStateTable("lake.s")
+	e.FoldLegacy(state, "s", 10)
 	l, err := state.Ledger()
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +78,7 @@ func TestExactAtStateTable(t *testing.T) {
 	if len(l.Commits) < 2 {
 		t.Fatalf("%d commits, want several", len(l.Commits))
 	}
-	// Commits[0] records where the replay started the partition.
+	// Commits[0] records where the fold started the partition.
 	first, head := l.Commits[1].SnapshotID, l.Commits[len(l.Commits)-1].SnapshotID
 	r := l.Commits[1].Ranges[0]
 	// As AsOf finds it: the first snapshot covering the cut.

@@ -9,12 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
-	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -118,18 +115,8 @@ func TestFilesOfAStateTable(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: "s", Key: []byte{byte('a' + i%4)}, Value: []byte{byte(i)}})
 	}
 	e.Produce(recs)
-	cat, err := catalog.Open(t.Context(), e.Stack.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := replay.Run(t.Context(), e.Broker(), cat, []string{"lake", "s"}, replay.Options{Topic: "s", Fold: mapping.FoldLatest,
-		Sink: connector.Config{FlushRecords: 10, Logger: floetest.QuietLogger()}}); err != nil {
-		t.Fatal(err)
-	}
-	state, err := snapshot.Open(t.Context(), cat, []string{"lake", "s"}, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	state := e.LegacyStateTable("lake.s")
+	e.FoldLegacy(state, "s", 10)
 	res, err := lookup.Files(t.Context(), state, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,10 @@ type TableStatus struct {
 	MetadataLocation string `json:"metadata_location"`
 	// SnapshotID is the branch head; absent while the table is empty.
 	SnapshotID *int64 `json:"snapshot_id,omitempty"`
+	// Mode is the table's mode (append, upsert, or fold for a legacy
+	// state table), and KeyColumns an upsert table's key columns.
+	Mode       mapping.Mode `json:"mode"`
+	KeyColumns []string     `json:"key_columns,omitempty"`
 	// Partitions are sorted by topic and partition.
 	Partitions []PartitionStatus `json:"partitions"`
 }
@@ -54,11 +58,29 @@ type PartitionStatus struct {
 	// the dead-letter table (a typed table's records that could not be
 	// decoded); absent when never sunk.
 	DeadLetters *int64 `json:"dead_letters,omitempty"`
+	// Upserts, Deletes and Skipped count, in an upsert table, the records
+	// of the partition's ranges that upserted a row, deleted their key and
+	// were skipped on purpose (mapping.Range); absent for other tables and
+	// when never sunk.
+	Upserts *int64 `json:"upserts,omitempty"`
+	Deletes *int64 `json:"deletes,omitempty"`
+	Skipped *int64 `json:"skipped,omitempty"`
 	// OnlyDeadLetters is set when the partition's last range that held
 	// records sent every one to the dead-letter table, none to a row: most
 	// likely the table's layout does not match how the topic's records are
 	// written now.
 	OnlyDeadLetters bool `json:"only_dead_letters,omitempty"`
+}
+
+// CountChanges adds what range r of an upsert table did to the partition's
+// upserts, deletes and skipped records.
+func (p *PartitionStatus) CountChanges(r mapping.Range) {
+	if p.Upserts == nil {
+		p.Upserts, p.Deletes, p.Skipped = new(int64), new(int64), new(int64)
+	}
+	*p.Upserts += r.Records
+	*p.Deletes += r.Deletes
+	*p.Skipped += r.Skipped
 }
 
 // Status reports where tbl's branch stands: every partition of its ledger,
@@ -67,7 +89,11 @@ type PartitionStatus struct {
 // retention before they were sunk. A partition the table has never sunk
 // counts everything retained as lag.
 func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, topics []string) (TableStatus, error) {
-	st := TableStatus{Table: tbl.Name(), MetadataLocation: tbl.Iceberg().MetadataLocation()}
+	st := TableStatus{Table: tbl.Name(), MetadataLocation: tbl.Iceberg().MetadataLocation(), Mode: tbl.Mode()}
+	upsert := tbl.Mode() == mapping.ModeUpsert
+	if upsert {
+		st.KeyColumns = tbl.UpsertKey().Columns
+	}
 	ledger, err := tbl.Summary(ctx, 0)
 	if err != nil {
 		return st, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
@@ -87,6 +113,9 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 		next, at, dead := ps.High, ps.LastCommitAt(), ps.DeadLetters
 		p.TableNext, p.LastCommit, p.DeadLetters = &next, &at, &dead
 		p.OnlyDeadLetters = ps.Written && ps.OnlyDeadLetters
+		if upsert {
+			p.CountChanges(mapping.Range{TopicPartition: tp, Records: ps.Records, Deletes: ps.Deletes, Skipped: ps.Skipped})
+		}
 	}
 	topics = slices.Clone(topics)
 	for _, tp := range ledger.Partitions() {

@@ -107,13 +107,24 @@ const (
 	KeyFromKeyFields KeySource = "key"
 	// KeyFromValue: value columns named by --id-columns.
 	KeyFromValue KeySource = "columns"
+	// KeyFromPartitionKey: the Kafka key within its partition, columns
+	// kafka_topic, kafka_partition and kafka_key (replay --fold latest):
+	// a KTable's semantics, which keeps its state per partition and drops
+	// records without a key (ChangeSkip).
+	KeyFromPartitionKey KeySource = "partition-kafka-key"
 )
+
+// FoldLatestKey is the key of the upsert table replay --fold latest
+// writes (KeyFromPartitionKey).
+func FoldLatestKey() UpsertKey {
+	return UpsertKey{Source: KeyFromPartitionKey, Columns: []string{ColTopic, ColPartition, ColKey}}
+}
 
 // UpsertKey is the key of an upsert table: the columns that identify a
 // row (the Iceberg schema's identifier fields) and where their values come
 // from. Its text form, the value of PropUpsertKey, is "kafka-key",
-// "key:a,b" or "columns:a,b"; "key" alone for a key of struct fields whose
-// first record has not named them yet.
+// "partition-kafka-key", "key:a,b" or "columns:a,b"; "key" alone for a
+// key of struct fields whose first record has not named them yet.
 type UpsertKey struct {
 	Source KeySource
 	// Columns are the top-level key columns, in order; none for a key of
@@ -122,7 +133,7 @@ type UpsertKey struct {
 }
 
 func (k UpsertKey) String() string {
-	if k.Source == KeyFromKafkaKey || len(k.Columns) == 0 {
+	if k.Source == KeyFromKafkaKey || k.Source == KeyFromPartitionKey || len(k.Columns) == 0 {
 		return string(k.Source)
 	}
 	return string(k.Source) + ":" + strings.Join(k.Columns, ",")
@@ -142,13 +153,15 @@ func ParseUpsertKey(s string) (UpsertKey, error) {
 	switch s {
 	case string(KeyFromKafkaKey):
 		return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
+	case string(KeyFromPartitionKey):
+		return FoldLatestKey(), nil
 	case string(KeyFromKeyFields):
 		return UpsertKey{Source: KeyFromKeyFields}, nil
 	}
 	src, cols, ok := strings.Cut(s, ":")
 	k := UpsertKey{Source: KeySource(src)}
 	if !ok || (k.Source != KeyFromKeyFields && k.Source != KeyFromValue) || cols == "" {
-		return UpsertKey{}, fmt.Errorf("table property %s=%q: want kafka-key, key:COLUMNS or columns:COLUMNS", PropUpsertKey, s)
+		return UpsertKey{}, fmt.Errorf("table property %s=%q: want kafka-key, partition-kafka-key, key:COLUMNS or columns:COLUMNS", PropUpsertKey, s)
 	}
 	k.Columns = strings.Split(cols, ",")
 	if slices.Contains(k.Columns, "") {

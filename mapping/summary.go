@@ -21,6 +21,10 @@ type PartitionSummary struct {
 	Ranges      int   `json:"ranges"`
 	Records     int64 `json:"records"`
 	DeadLetters int64 `json:"dead-letters,omitempty"`
+	// Deletes and Skipped are the ranges' counts of an upsert table
+	// (Range.Deletes, Range.Skipped).
+	Deletes int64 `json:"deletes,omitempty"`
+	Skipped int64 `json:"skipped,omitempty"`
 	// StartLow, StartHigh and Started describe the lowest range (by Low,
 	// then High), which tells whether the ledger records where the
 	// partition began (Coverage.Started).
@@ -67,9 +71,11 @@ func (p *PartitionSummary) add(r Range, at int64) {
 	p.Ranges++
 	p.Records += r.Records
 	p.DeadLetters += r.DeadLetters
+	p.Deletes += r.Deletes
+	p.Skipped += r.Skipped
 	p.LastCommit = at
-	if r.Records > 0 || r.DeadLetters > 0 {
-		p.Written, p.OnlyDeadLetters = true, r.Records == 0
+	if r.Records > 0 || r.DeadLetters > 0 || r.Deletes > 0 {
+		p.Written, p.OnlyDeadLetters = true, r.Records == 0 && r.Deletes == 0
 	}
 }
 
@@ -92,6 +98,8 @@ func (p *PartitionSummary) merge(q PartitionSummary) {
 	p.Ranges += q.Ranges
 	p.Records += q.Records
 	p.DeadLetters += q.DeadLetters
+	p.Deletes += q.Deletes
+	p.Skipped += q.Skipped
 	p.LastCommit = q.LastCommit
 	if q.Written {
 		p.Written, p.OnlyDeadLetters = true, q.OnlyDeadLetters

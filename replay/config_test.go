@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
 )
 
@@ -52,6 +53,10 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{replay.Options{}, string(replay.SettingTopic)},
 		{replay.Options{Topic: "t", Fold: "sum"}, string(replay.SettingFold)},
+		{replay.Options{Topic: "t", Fold: "latest", Mode: mapping.ModeUpsert}, string(replay.SettingFold)},
+		{replay.Options{Topic: "t", Mode: mapping.ModeFold}, string(replay.SettingMode)},
+		{replay.Options{Topic: "t", Key: &mapping.UpsertKey{Source: mapping.KeyFromKafkaKey}}, string(replay.SettingKey)},
+		{replay.Options{Topic: "t", Branch: "b", Publish: false, PublishDifferent: true}, string(replay.SettingPublishDifferent)},
 		{replay.Options{Topic: "t", Publish: true}, string(replay.SettingPublish)},
 		{replay.Options{Topic: "t", Branch: "main"}, string(replay.SettingBranch)},
 		{replay.Options{Topic: "t", Until: replay.Bound{Spec: "snapshot:1", Snapshot: 1}}, string(replay.SettingUntil)},

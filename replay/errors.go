@@ -18,6 +18,10 @@ const (
 	SettingBranch  Setting = "Options.Branch"
 	SettingPublish Setting = "Options.Publish"
 	SettingFold    Setting = "Options.Fold"
+	SettingMode    Setting = "Options.Mode"
+	SettingKey     Setting = "Options.Key"
+	// SettingPublishDifferent is Options.PublishDifferent.
+	SettingPublishDifferent Setting = "Options.PublishDifferent"
 	// SettingPartitionBy is Options.PartitionBy.
 	SettingPartitionBy Setting = "Options.PartitionBy"
 	// SettingRawValue is Options.Layout.RawValue.

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -22,8 +23,24 @@ type Options struct {
 	// created empty when missing; Publish then makes it main's head.
 	Branch  string
 	Publish bool
-	// Fold is "" (every record a row) or mapping.FoldLatest (a state
-	// table of mode mapping.ModeFold).
+	// PublishDifferent publishes an upsert table's branch even when it
+	// differs from main key by key (CompareWithMain), as a repair of a main
+	// known to be wrong does; without it such a branch is not published
+	// and Run returns the *DifferError.
+	PublishDifferent bool
+	// Mode is the mode of the target (empty: mapping.ModeAppend), and Key
+	// the key of an upsert target (mapping.KeyFor; nil: the record key of
+	// a new table's layout, or an existing table's key), as floe sink
+	// takes them; a replay into a table of another mode or key is refused.
+	Mode mapping.Mode
+	Key  *mapping.UpsertKey
+	// Properties are set on a new target table (format-version).
+	Properties map[string]string
+	// Fold is "" or mapping.FoldLatest, an alias of Mode
+	// mapping.ModeUpsert with Key mapping.FoldLatestKey: per partition, the
+	// latest record of each Kafka key (a KTable's state). It writes an
+	// upsert table; a legacy state table (mapping.ModeFold) is read, never
+	// written.
 	Fold string
 	// PartitionBy, when set, is the partition spec of the target: a new
 	// table is created with it, this replay's own earlier target is
@@ -74,6 +91,13 @@ type Result struct {
 	// Complete is set when every partition reached its end offset; an
 	// interrupted replay is not complete, and running it again resumes it.
 	Complete bool
+	// Compared is set when the branch of an upsert table was compared with
+	// main key by key before publishing (CompareWithMain): ComparedKeys is
+	// the keys the branch holds, and Differ, with PublishDifferent, how
+	// it differed from main (nil: the same).
+	Compared     bool
+	ComparedKeys int
+	Differ       *DifferError
 	// Published is set when Publish moved main: from its previous head to
 	// the branch's.
 	Published        bool
@@ -86,10 +110,13 @@ type Result struct {
 
 // deadLetterTable is the dead-letter table of a replay into ident, whose
 // layout is layout, or nil when it has none (raw records cannot fail to
-// become rows, and NoDeadLetters).
+// become rows of an append table, nor of a --fold latest table, which
+// skips records without a key; and NoDeadLetters).
 func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout) table.Identifier {
+	mode, key := o.target()
+	raw := layout == mapping.RawLayout
 	switch {
-	case layout == mapping.RawLayout || o.NoDeadLetters:
+	case o.NoDeadLetters, raw && mode == mapping.ModeAppend, raw && key != nil && key.Source == mapping.KeyFromPartitionKey:
 		return nil
 	case o.DeadLetters != nil:
 		return o.DeadLetters
@@ -99,12 +126,17 @@ func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout) 
 	return snapshot.DeadLetterName(ident)
 }
 
-// mode is the mode of the table the replay writes.
-func (o Options) mode() mapping.Mode {
+// target returns the mode and key of the table the replay writes, with
+// Fold resolved to the upsert table it stands for.
+func (o Options) target() (mapping.Mode, *mapping.UpsertKey) {
 	if o.Fold != "" {
-		return mapping.ModeFold
+		k := mapping.FoldLatestKey()
+		return mapping.ModeUpsert, &k
 	}
-	return mapping.ModeAppend
+	if o.Mode == "" {
+		return mapping.ModeAppend, nil
+	}
+	return o.Mode, o.Key
 }
 
 // Validate reports the first option of o that no replay can use, as an
@@ -117,11 +149,18 @@ func (o Options) Validate() error {
 		return &OptionError{Setting: SettingTopic, Want: "a topic name"}
 	case o.Fold != "" && o.Fold != mapping.FoldLatest:
 		return &OptionError{Setting: SettingFold, Value: o.Fold, Want: mapping.FoldLatest}
-	case o.Fold != "" && o.Layout.Value != "" && o.Layout.Typed() && !o.Layout.RawValue:
-		// A tombstone deletes its key; decoded, it is a row of null
-		// columns, like a record whose fields are all null.
-		return &OptionError{Setting: SettingFold, Value: o.Fold, Needs: SettingRawValue,
-			Want: "a state table of decoded values keeps each value's bytes, which tell a tombstone from a record whose fields are all null"}
+	case o.Fold != "" && (o.Mode != "" || o.Key != nil):
+		return &OptionError{Setting: SettingFold, Value: o.Fold,
+			Want: "no --mode and no key columns beside it: --fold latest is --mode upsert keyed by the Kafka key within its partition"}
+	case o.Mode == mapping.ModeFold:
+		return &OptionError{Setting: SettingMode, Value: string(o.Mode),
+			Want: "append or upsert: floe no longer writes copy-on-write state tables (--fold latest writes an upsert table)"}
+	case o.Mode != "" && o.Mode != mapping.ModeAppend && o.Mode != mapping.ModeUpsert:
+		return &OptionError{Setting: SettingMode, Value: string(o.Mode), Want: "append or upsert"}
+	case o.Mode != mapping.ModeUpsert && o.Key != nil:
+		return &OptionError{Setting: SettingKey, Value: o.Key.String(), Needs: SettingMode, Want: "key columns are for an upsert table (--mode upsert)"}
+	case o.PublishDifferent && !o.Publish:
+		return &OptionError{Setting: SettingPublishDifferent, Needs: SettingPublish, Want: "it says what publishing does when the branch differs from main"}
 	case o.Publish && o.Branch == "":
 		return &OptionError{Setting: SettingPublish, Needs: SettingBranch, Want: "a replay into a new table has nothing to publish"}
 	case o.Branch == table.MainBranch:
@@ -143,7 +182,10 @@ func (o Options) Validate() error {
 // replay), or onto a branch of an existing one. The sink's settings, and
 // every bound against the broker, are checked before anything is written.
 // Interrupting it (cancelling ctx) commits what was read; running the same
-// replay again resumes from the target's ledger.
+// replay again resumes from the target's ledger. With Publish, the branch
+// of an upsert table is first compared with main (CompareWithMain): when
+// they differ nothing is published and Run returns the *DifferError,
+// unless PublishDifferent.
 //
 // A replay is a finite job: the default --until (opts.Until is the edge)
 // is the log's end offsets when the replay starts, recorded in the target
@@ -257,6 +299,17 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		res.Head = h.SnapshotID
 	}
 	if res.Complete && opts.Publish && ctx.Err() == nil {
+		if mode, _ := opts.target(); mode == mapping.ModeUpsert {
+			res.Compared = true
+			res.ComparedKeys, err = CompareWithMain(ctx, tbl)
+			var differ *DifferError
+			if errors.As(err, &differ) && opts.PublishDifferent {
+				res.Differ, err = differ, nil
+			}
+			if err != nil {
+				return res, err
+			}
+		}
 		res.MainFrom, res.MainTo, err = tbl.Publish(ctx)
 		if err != nil {
 			return res, err

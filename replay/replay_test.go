@@ -336,7 +336,7 @@ func keyedLog(e *env, topic string) map[string]string {
 			r.Value = nil
 			delete(want, id)
 		case i%29 == 3:
-			r.Key = nil // dropped by the fold
+			r.Key = nil // skipped by the fold
 		default:
 			want[id] = string(r.Value)
 		}
@@ -364,6 +364,12 @@ func state(t testing.TB, tbl *snapshot.Table) map[string]string {
 	return out
 }
 
+// TestReplayFold: --fold latest writes an upsert table keyed by the Kafka
+// key within its partition (the sink's upsert path, equality deletes read
+// back by iceberg-go's scan): per partition the latest value of every key,
+// tombstones delete, records without a key are skipped and counted; an
+// interrupted fold resumes to the same state; events never go into it, and
+// nothing is written into a legacy state table.
 func TestReplayFold(t *testing.T) {
 	e := newEnv(t)
 	const topic = "keyed"
@@ -375,6 +381,9 @@ func TestReplayFold(t *testing.T) {
 		t.Fatalf("fold: %+v, %v", res, err)
 	}
 	full := e.openExisting("lake.state", "")
+	if full.Mode() != mapping.ModeUpsert || !full.UpsertKey().Equal(mapping.FoldLatestKey()) {
+		t.Fatalf("fold table: mode %s key %s, want upsert keyed by %s", full.Mode(), full.UpsertKey(), mapping.FoldLatestKey())
+	}
 	if got := state(t, full); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("folded state:\n%v\nwant:\n%v", got, want)
 	}
@@ -385,8 +394,8 @@ func TestReplayFold(t *testing.T) {
 	}
 	for tp, end := range ends {
 		c := mapping.Cover(l.Ranges(tp))
-		if c.First != 0 || c.Next != end || len(c.Gaps)+len(c.Overlaps) != 0 || c.Records != 150 {
-			t.Fatalf("%s: state ledger %+v, want [0, %d) with 150 records folded", tp, c, end)
+		if c.First != 0 || c.Next != end || len(c.Gaps)+len(c.Overlaps) != 0 || c.Records+c.Deletes+c.Skipped != 150 || c.Deletes == 0 || c.Skipped == 0 {
+			t.Fatalf("%s: ledger %+v, want [0, %d) accounting for 150 records: upserts, deletes (tombstones) and skipped (no key)", tp, c, end)
 		}
 	}
 
@@ -416,10 +425,21 @@ func TestReplayFold(t *testing.T) {
 	if got := state(t, e.openExisting("lake.state2", "")); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("interrupted and resumed fold:\n%v\nwant:\n%v", got, want)
 	}
-	// A fold never goes into an event table, nor events into a state table.
+	// A fold never goes into an event table, nor events into a fold table.
 	var refused *replay.CheckError
-	if _, err := e.replay("lake.state", replay.Options{Topic: topic}); !errors.As(err, &refused) || !slices.Contains(refused.Settings, replay.SettingFold) {
-		t.Fatalf("events into a state table: %v, want a refusal naming the fold option", err)
+	if _, err := e.replay("lake.state", replay.Options{Topic: topic}); !errors.As(err, &refused) || !slices.Contains(refused.Settings, replay.SettingMode) {
+		t.Fatalf("events into a fold table: %v, want a refusal naming the mode", err)
+	}
+	// A legacy state table is read, never written: neither a replay
+	// onto a branch of it nor a sink into it.
+	legacy := e.LegacyStateTable("lake.legacy")
+	e.FoldLegacy(legacy, topic, 100)
+	var legacyErr *snapshot.LegacyStateError
+	if _, err := e.replay("lake.legacy", replay.Options{Topic: topic, Fold: mapping.FoldLatest, Branch: "rebuild"}); !errors.As(err, &legacyErr) {
+		t.Fatalf("fold onto a branch of a legacy state table: %v, want a *snapshot.LegacyStateError", err)
+	}
+	if _, err := connector.NewSink(e.Dial(), legacy, connector.Config{Topic: topic}); !errors.As(err, &legacyErr) {
+		t.Fatalf("sink into a legacy state table: %v, want a *snapshot.LegacyStateError", err)
 	}
 }
 

@@ -125,23 +125,23 @@ func snapshotPositions(ctx context.Context, cat catalog.Catalog, target table.Id
 // with a branch, that branch of an existing table, created empty.
 func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (*snapshot.Table, error) {
 	name := strings.Join(ident, ".")
-	checkFold := func(t *snapshot.Table) error {
-		switch {
-		case t.Mode() == opts.mode():
-			return nil
-		case opts.Fold == "":
-			return &CheckError{Settings: []Setting{SettingFold, SettingTable},
-				Err: fmt.Errorf("table %s is of mode %s, and this replay writes every record", name, t.Mode())}
-		default:
-			return &CheckError{Settings: []Setting{SettingFold, SettingTable},
-				Err: fmt.Errorf("table %s is of mode %s, and this replay folds (%s=%s needs a new table or a state table)", name, t.Mode(), mapping.PropFold, opts.Fold)}
+	mode, key := opts.target()
+	checkMode := func(t *snapshot.Table) error {
+		if err := t.Writable(); err != nil {
+			return &CheckError{Settings: []Setting{SettingTable}, Err: err}
 		}
+		if t.Mode() != mode {
+			return &CheckError{Settings: []Setting{SettingMode, SettingTable}, Err: &mapping.ModeError{Table: name, Has: t.Mode(), Want: mode}}
+		}
+		// A key of the key's fields is named by its first record: before
+		// that, its source alone tells it.
+		if key != nil && !t.UpsertKey().Equal(*key) && (key.Source != mapping.KeyFromKeyFields || len(key.Columns) > 0 || t.UpsertKey().Source != key.Source) {
+			return &CheckError{Settings: []Setting{SettingKey, SettingTable}, Err: &snapshot.KeyChangeError{Table: name, Has: t.UpsertKey(), Want: *key}}
+		}
+		return nil
 	}
 	if opts.Branch == "" {
 		props := map[string]string{PropOf: opts.Topic}
-		if opts.Fold != "" {
-			props[mapping.PropFold] = opts.Fold
-		}
 		// An existing table is checked before its spec may change, and
 		// the dead-letter table before the target is created.
 		t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Layout: opts.Layout})
@@ -151,8 +151,19 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 			if err = layout.Normalize(); err == nil {
 				err = checkDeadLetters(ctx, cat, ident, opts, layout)
 			}
+			if err == nil && mode == mapping.ModeUpsert && key == nil {
+				var k mapping.UpsertKey
+				k, err = mapping.KeyFor(layout, nil)
+				key = &k
+			}
 			if err == nil {
-				t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: props, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger})
+				create := maps.Clone(opts.Properties)
+				if create == nil {
+					create = map[string]string{}
+				}
+				maps.Copy(create, props)
+				t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: create, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger,
+					Mode: mode, Key: key})
 			}
 		case err == nil:
 			err = checkTarget(ctx, cat, t, ident, opts)
@@ -160,12 +171,12 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 		if err != nil {
 			return nil, err
 		}
+		if err := checkMode(t); err != nil {
+			return nil, err
+		}
 		if t.Head() != nil && t.Iceberg().Properties()[PropOf] != opts.Topic {
 			return nil, &CheckError{Settings: []Setting{SettingTable, SettingBranch},
 				Err: fmt.Errorf("table %s exists and is not empty: a replay writes a new table, or onto a branch of an existing one", name)}
-		}
-		if err := checkFold(t); err != nil {
-			return nil, err
 		}
 		if opts.PartitionBy != nil {
 			if err := t.SetPartitionBy(ctx, *opts.PartitionBy, opts.Sink.Logger); err != nil {
@@ -188,7 +199,7 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 	if err := checkTarget(ctx, cat, t, ident, opts); err != nil {
 		return nil, err
 	}
-	if err := checkFold(t); err != nil {
+	if err := checkMode(t); err != nil {
 		return nil, err
 	}
 	if err := checkBranchSpec(t, opts.PartitionBy); err != nil {

@@ -57,8 +57,8 @@ func (c Changes) bytes() int64 {
 // writeChanges turns flush f into the changes of one snapshot, for the
 // table's mode, written for the table as it is with f's schema changes:
 // an append table's streamed files as they are (Flush.Files), or its
-// batches written as data files; a fold's rewrite (foldChanges); an
-// upsert's rows and equality deletes (upsertChanges). On error, the
+// batches written as data files; an upsert's rows and equality deletes
+// (upsertChanges). A legacy state table takes none (Writable). On error, the
 // changes hold the files written so far.
 func (t *Table) writeChanges(ctx context.Context, f Flush) (Changes, error) {
 	shape := t.writeShape(f)
@@ -84,7 +84,7 @@ func (t *Table) writeChanges(ctx context.Context, f Flush) (Changes, error) {
 			ch.Rows += df.Count()
 		}
 	case mapping.ModeFold:
-		ch, err = t.foldChanges(ctx, target, f.Batches)
+		err = t.Writable()
 	case mapping.ModeUpsert:
 		ch, err = t.upsertChanges(ctx, target, f)
 	default:

@@ -161,10 +161,10 @@ type CommitOptions struct {
 // partition, and commits them in one snapshot on the table's branch whose
 // summary carries the ranges. It releases the batches. What the snapshot
 // does with the rows depends on the table's mode (writeChanges): an append
-// table appends them; a state table of mapping.ModeFold folds them into
-// its rows, replacing the data files it rewrites (foldChanges); an upsert
-// table adds each key's latest row and equality deletes of every key the
-// flush touched, in one row delta (upsertChanges).
+// table appends them; an upsert table adds each key's latest row and
+// equality deletes of every key the flush touched, in one row delta
+// (upsertChanges); a legacy state table (mapping.ModeFold) is refused with
+// a *LegacyStateError.
 //
 // The commit asserts the branch head it started from. When another commit
 // got in first, Commit reloads the table: if the ledger still ends where

@@ -24,9 +24,32 @@ func (e *KeyChangeError) Error() string {
 		e.Table, describeKey(e.Has), describeKey(e.Want))
 }
 
+// LegacyStateError reports a write into a state table of an earlier floe
+// (mapping.ModeFold: floe.fold=latest, written copy-on-write). floe reads
+// such a table (audit, where, as-of, export) but no longer writes into it:
+// replay --fold latest writes an upsert table instead.
+type LegacyStateError struct{ Table string }
+
+func (e *LegacyStateError) Error() string {
+	return fmt.Sprintf("table %s is a state table of an earlier floe (%s=%s, written copy-on-write): floe still reads it (audit, where, as-of, export) but no longer writes into it; replay the topic into a new table with floe replay --fold latest, which writes an upsert table",
+		e.Table, mapping.PropFold, mapping.FoldLatest)
+}
+
+// Writable returns a *LegacyStateError for a legacy state table
+// (mapping.ModeFold), which floe no longer writes, and nil for a table of
+// any other mode.
+func (t *Table) Writable() error {
+	if t.mode == mapping.ModeFold {
+		return &LegacyStateError{Table: t.Name()}
+	}
+	return nil
+}
+
 // describeKey names a key as the flags that give it.
 func describeKey(k mapping.UpsertKey) string {
 	switch k.Source {
+	case mapping.KeyFromPartitionKey:
+		return "the Kafka key within its partition (replay --fold latest)"
 	case mapping.KeyFromKafkaKey:
 		return "the Kafka key (--key string or raw)"
 	case mapping.KeyFromKeyFields:

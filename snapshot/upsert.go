@@ -234,6 +234,20 @@ func RowKey(keys []arrow.Array, i int) (string, bool) {
 	return sb.String(), true
 }
 
+// PartitionKey is RowKey of the key columns (kafka_topic, kafka_partition,
+// kafka_key) of mapping.KeyFromPartitionKey for a record of topic and
+// partition with key: what a reader of the log compares with the rows of
+// a table replay --fold latest wrote.
+func PartitionKey(topic string, partition int32, key []byte) string {
+	var sb strings.Builder
+	for _, v := range []string{topic, strconv.Itoa(int(partition)), string(key)} {
+		sb.WriteString(strconv.Itoa(len(v)))
+		sb.WriteByte(':')
+		sb.WriteString(v)
+	}
+	return sb.String()
+}
+
 // keySchema is the Arrow schema of target's equality deletes on cols, with
 // the table's field IDs.
 func keySchema(target *table.Table, cols []string) (*arrow.Schema, error) {

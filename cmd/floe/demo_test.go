@@ -33,11 +33,22 @@ func TestDemoCommand(t *testing.T) {
 		"carrier string",
 		"does not have schema 9999",
 		"3 dead letters (verified against",
+		"11 upserts, 2 deletes and 2 skipped tombstones in",
+		"--envelope debezium --key json --value json",
+		"upsert table (key key:id)",
+		`key {"id":3} in lake.customers: deleted`,
 		"the HTML report of this audit, to open in a browser or print:\n    " + filepath.Join(dir, "payments-audit.html"),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
+	}
+	// The customers: six left (3 and 7 deleted, 2 and 6 updated), and the
+	// upsert table's audit is complete.
+	if i := strings.Index(out, "Upsert tables."); i < 0 ||
+		!regexp.MustCompile(`\n  2\s+George B\. Bailey\s+george\.bailey@bedford\.com\s+US\s+u\s`).MatchString(out[i:]) ||
+		strings.Contains(out[i:], "Edward") || strings.Contains(out[i:], "Kenji") || strings.Count(out[i:], "verdict: COMPLETE") != 1 {
+		t.Errorf("the upsert step's customers or audit:\n%s", out[max(i, 0):])
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "payments-audit.html"))
 	if err != nil || !strings.Contains(string(page), "NOT COMPLETE") || !strings.Contains(string(page), `data-kind="lost" data-low="100" data-high="150"`) {

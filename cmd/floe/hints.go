@@ -52,15 +52,18 @@ var flagOf = map[any]string{
 	catalog.SettingS3AccessKeyID:     "--s3-access-key-id",
 	catalog.SettingS3SecretAccessKey: "--s3-secret-access-key",
 
-	replay.SettingTopic:       "--topic",
-	replay.SettingFrom:        "--from",
-	replay.SettingUntil:       "--until",
-	replay.SettingBranch:      "--branch",
-	replay.SettingPublish:     "--publish",
-	replay.SettingFold:        "--fold",
-	replay.SettingTable:       "--table",
-	replay.SettingPartitionBy: "--partition-by",
-	replay.SettingRawValue:    "--keep-raw-value",
+	replay.SettingTopic:            "--topic",
+	replay.SettingFrom:             "--from",
+	replay.SettingUntil:            "--until",
+	replay.SettingBranch:           "--branch",
+	replay.SettingPublish:          "--publish",
+	replay.SettingFold:             "--fold",
+	replay.SettingMode:             "--mode",
+	replay.SettingKey:              "--id-columns",
+	replay.SettingPublishDifferent: "--publish-different",
+	replay.SettingTable:            "--table",
+	replay.SettingPartitionBy:      "--partition-by",
+	replay.SettingRawValue:         "--keep-raw-value",
 
 	lookup.SettingOffsets:   "--offsets",
 	lookup.SettingTime:      "--time",
@@ -163,13 +166,17 @@ func withFlags(err error) string {
 			hint("pass " + flags(e.Settings) + " of a cluster that still retains the log")
 		case *replay.CheckError:
 			switch {
-			case slices.Contains(e.Settings, replay.SettingFold):
-				hint("check --fold, or replay into another --table")
+			case slices.Contains(e.Settings, replay.SettingMode), slices.Contains(e.Settings, replay.SettingKey):
+				hint("replay into another --table")
+			case len(e.Settings) == 1 && e.Settings[0] == replay.SettingTable:
+				// The error names the fix itself.
 			case slices.Contains(e.Settings, replay.SettingPartitionBy):
 				hint("omit --partition-by (a branch is written with its table's spec), or replay into a new --table")
 			default:
 				hint("replay into another --table, or onto another --branch")
 			}
+		case *replay.DifferError:
+			hint("find out why they differ (floe audit --verify-content on each), or pass --publish-different to publish the branch anyway")
 		case *connector.DataLossError:
 			hint("rerun with --on-data-loss record to record the lost range in the ledger and continue")
 		case *snapshot.TruncatedLedgerError:

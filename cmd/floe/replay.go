@@ -23,6 +23,7 @@ type replayFlags struct {
 	from, until   string
 	branch        string
 	publish       bool
+	publishDiff   bool
 	fold          string
 	partitionBy   *mapping.PartitionBy
 	flushRecords  int
@@ -31,6 +32,7 @@ type replayFlags struct {
 	onDataLoss    string
 	retryFor      time.Duration
 	decodeFlags
+	upsertFlags
 }
 
 func newReplayCmd() *cobra.Command {
@@ -64,9 +66,19 @@ to the rebuilt one at once.
 again, the replay evolves its own target to a changed one. A branch has its table's spec: a replay
 onto one refuses a --partition-by that differs from it.
 
---fold latest writes a state table instead: the latest value per key and partition (KTable
-semantics: a null value deletes the key; records with a null key are dropped). Each flush folds
-into the table in one snapshot, so memory is bounded by the flush size, not the key space.
+--mode upsert rebuilds an upsert table (docs/upsert.md) through the same sink pipeline as floe sink
+--mode upsert, keyed as it is (--key string or raw: the Kafka key; --key json or registry: the key's
+fields; --id-columns: value columns): one row per key, the latest record's, a tombstone deletes the
+key. With --branch and --publish, the branch is first compared with main key by key (rows read with
+deletes applied: the same keys, each the row of the same offset with the same values); on a
+difference nothing is published and floe names the first keys that differ (exit 2).
+--publish-different publishes anyway: a repair of a main known to be wrong.
+
+--fold latest is an alias: --mode upsert keyed by the Kafka key within its partition (columns
+kafka_topic, kafka_partition, kafka_key), a KTable's semantics: per partition the latest value of
+each key, a null value deletes the key, records without a key are skipped (counted in the ledger).
+State tables of an earlier floe (floe.fold=latest, written copy-on-write) stay readable by audit,
+where, as-of and export, but floe no longer writes into them: replay into a new table.
 
 Every bound is checked before anything is written. SIGINT commits what was read and stops: the
 table is consistent, and running the same command again continues where it stopped. A complete
@@ -75,6 +87,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 		Example: `  floe replay --brokers localhost:9092 --topic orders --table lake.orders_rebuilt
   floe replay --brokers localhost:9092 --topic orders --table lake.orders_today --from 2024-05-01T00:00:00Z
   floe replay --brokers localhost:9092 --topic orders --table lake.orders --branch rebuild --publish
+  floe replay --brokers localhost:9092 --topic customers --table lake.customers --mode upsert --key json --value json --branch rebuild --publish
   floe replay --brokers localhost:9092 --topic customers --table lake.customers_state --fold latest`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd, &f) },
@@ -87,9 +100,11 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets when the replay first started), an RFC3339 time or P=OFFSET[,P=OFFSET]")
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
-	fs.StringVar(&f.fold, "fold", "", "fold the log into a state table: latest (the latest value per key; null deletes)")
+	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --mode upsert --publish: publish even when the branch differs from main key by key (repairing a main known to be wrong)")
+	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	f.decodeFlags.register(fs)
+	f.upsertFlags.register(fs)
 	fs.Var(newPositiveInt(&f.flushRecords, 0), "flush-records", fmt.Sprintf("commit after this many records (default %d; %d for an upsert table, whose flush is held in memory until its commit)", connector.DefaultFlushRecords, connector.DefaultUpsertFlushRecords))
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "commit after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "commit at most this long after the first uncommitted record")
@@ -125,7 +140,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	var bar *progress // started by OnStart, once the total is known
 	opts := replay.Options{
 		Topic: f.topic, From: from, Until: until,
-		Branch: f.branch, Publish: f.publish, Fold: f.fold, PartitionBy: f.partitionBy,
+		Branch: f.branch, Publish: f.publish, PublishDifferent: f.publishDiff, Fold: f.fold, PartitionBy: f.partitionBy,
 		Sink: connector.Config{
 			FlushRecords:  f.flushRecords,
 			FlushBytes:    f.flushBytes,
@@ -152,7 +167,10 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		return err
 	}
 	opts.Layout, opts.DeadLetters, opts.NoDeadLetters = p.Layout, p.DeadLetters, p.NoDeadLetters
-	opts.Sink.Registry, opts.Sink.OnSchemaConflict = p.Config.Registry, p.Config.OnSchemaConflict
+	if err := f.upsertFlags.pipeline(&p, pipeline{}); err != nil {
+		return err
+	}
+	opts.Mode, opts.Key, opts.Properties = p.Mode, p.Key, p.Properties
 	// Every option is checked before the brokers or the catalog are asked.
 	if err := opts.Validate(); err != nil {
 		return err
@@ -229,6 +247,13 @@ func printReplayResult(w io.Writer, r replay.Result) {
 	}
 	if len(next) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(next))
+	}
+	if r.Compared {
+		if r.Differ != nil {
+			fmt.Fprintf(w, "compared with main key by key: DIFFERENT (%v); published anyway (--publish-different)\n", r.Differ)
+		} else {
+			fmt.Fprintf(w, "compared with main key by key (rows with deletes applied, %s): EQUAL\n", plural(r.ComparedKeys, "key"))
+		}
 	}
 	if r.Published {
 		if r.MainFrom == r.MainTo {

@@ -227,7 +227,7 @@ func TestReplayCommandBranchPublishAndFold(t *testing.T) {
 		}
 		keys[id] = true
 	}
-	if state.Mode() != mapping.ModeFold || len(keys) == 0 || len(keys) >= 412 || !strings.Contains(out, "replayed") {
+	if state.Mode() != mapping.ModeUpsert || len(keys) == 0 || len(keys) >= 412 || !strings.Contains(out, "replayed") {
 		t.Fatalf("state table: mode %q, %d keys\n%s", state.Mode(), len(keys), out)
 	}
 }

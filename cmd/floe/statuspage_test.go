@@ -14,6 +14,7 @@ import (
 
 	"github.com/floe-dev/floe/internal/browser"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
 )
 
 // runInBackground runs the CLI until the test cancels it (as SIGINT does)
@@ -149,4 +150,63 @@ func TestSinkStatusPage(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("sink: %v", err)
 	}
+}
+
+// TestStatusPageUpsertTable: for an upsert table, the live page of floe
+// sink --mode upsert --metrics-addr, and then the page of floe status
+// --serve for the same table, loaded in headless Chromium, name the
+// table's mode and key columns and show per partition the upserts,
+// deletes and skipped records its ledger counts.
+func TestStatusPageUpsertTable(t *testing.T) {
+	st, loc := replayStack(t)
+	const topic = "customers"
+	produceKeyed(t, st, topic) // 2 partitions: updates, tombstones, records without a key
+	brokers := strings.Join(st.Brokers, ",")
+	check := func(ctx context.Context, page string) {
+		t.Helper()
+		waitCell(t, ctx, topic+"/0", "lag", "0")
+		waitCell(t, ctx, topic+"/1", "lag", "0")
+		tbl := openFloeTable(t, st, "lake.customers")
+		l, err := tbl.Ledger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range l.Partitions() {
+			c := mapping.Cover(l.Ranges(tp))
+			if c.Deletes == 0 {
+				t.Fatalf("%s: no delete in the ledger %+v", tp, c)
+			}
+			name := fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)
+			waitCell(t, ctx, name, "upserts", fmt.Sprint(c.Records))
+			waitCell(t, ctx, name, "deletes", fmt.Sprint(c.Deletes))
+			waitCell(t, ctx, name, "skipped", fmt.Sprint(c.Skipped))
+		}
+		mode, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('section.pipeline .facts [data-field=mode]').textContent`))
+		if err != nil || mode != "upsert keyed by kafka_key" {
+			t.Errorf("%s: mode %q (%v)", page, mode, err)
+		}
+		browser.Screenshot(t, ctx, page)
+	}
+
+	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	stop := runInBackground(t, append([]string{"sink", "-b", brokers, "-t", topic, "--table", "lake.customers", "--mode", "upsert", "--key", "string",
+		"--metrics-addr", addr, "--lag-interval", "200ms", "--flush-records", "100", "--flush-interval", "200ms"}, loc...)...)
+	waitHTTP(t, "http://"+addr+"/status.json")
+	ctx := browser.New(t, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
+		t.Fatal(err)
+	}
+	check(ctx, "status-sink-upsert.png")
+	if err := stop(); err != nil {
+		t.Fatalf("sink: %v", err)
+	}
+
+	addr = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	runInBackground(t, append([]string{"status", "-b", brokers, "--table", "lake.customers", "--serve", addr}, loc...)...)
+	waitHTTP(t, "http://"+addr+"/status.json")
+	ctx = browser.New(t, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
+		t.Fatal(err)
+	}
+	check(ctx, "status-table-upsert.png")
 }

@@ -145,6 +145,12 @@ type Pipeline struct {
 	deadLetters map[int32]int64
 	offsets     map[int32]connector.Watermarks
 	polled      time.Time
+	// mode and keyColumns are the table's (Table); changes, for an upsert
+	// table, each partition's upserts, deletes and skipped records in the
+	// ledger.
+	mode       mapping.Mode
+	keyColumns []string
+	changes    map[int32]*lookup.PartitionStatus
 }
 
 // Pipeline registers a pipeline. partitions restricts the lag gauges to the
@@ -152,7 +158,8 @@ type Pipeline struct {
 func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
 	p := &Pipeline{r: r, topic: topic, table: table, labels: prometheus.Labels{"topic": topic, "table": table},
 		state: StateStarting, next: map[int32]int64{}, partitions: partitions,
-		committed: map[int32]time.Time{}, deadLetters: map[int32]int64{}, offsets: map[int32]connector.Watermarks{}}
+		committed: map[int32]time.Time{}, deadLetters: map[int32]int64{}, offsets: map[int32]connector.Watermarks{},
+		changes: map[int32]*lookup.PartitionStatus{}}
 	// Make every series exist from the start, so rates work from zero.
 	for _, v := range []*prometheus.CounterVec{r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted,
 		r.bytesCommitted, r.commits, r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries, r.schemas} {
@@ -198,6 +205,7 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 			p.next[rg.Partition] = max(p.next[rg.Partition], rg.High)
 			p.committed[rg.Partition] = at
 			p.deadLetters[rg.Partition] += rg.DeadLetters
+			p.countChanges(rg)
 			if rg.DeadLetters > 0 {
 				r.deadLettersCommitted.With(prometheus.Labels{"topic": p.topic, "partition": strconv.Itoa(int(rg.Partition)), "table": p.table}).Add(float64(rg.DeadLetters))
 			}
@@ -263,16 +271,40 @@ func (p *Pipeline) Started(l mapping.Summary) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	clear(p.deadLetters)
+	clear(p.changes)
 	for tp, ps := range l.Parts {
 		if tp.Topic == p.topic {
 			p.next[tp.Partition] = max(p.next[tp.Partition], ps.High)
 			p.committed[tp.Partition] = ps.LastCommitAt()
 			p.deadLetters[tp.Partition] += ps.DeadLetters
+			p.countChanges(mapping.Range{TopicPartition: tp, Records: ps.Records, Deletes: ps.Deletes, Skipped: ps.Skipped})
 		}
 	}
 	if p.state == StateStarting {
 		p.state = StateRunning
 	}
+}
+
+// Table records the mode of the pipeline's table and an upsert table's
+// key columns, which the status page shows; call it before Started.
+func (p *Pipeline) Table(mode mapping.Mode, key mapping.UpsertKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode, p.keyColumns = mode, key.Columns
+}
+
+// countChanges adds an upsert table's range rg to its partition's counts.
+// The caller holds p.mu.
+func (p *Pipeline) countChanges(rg mapping.Range) {
+	if p.mode != mapping.ModeUpsert {
+		return
+	}
+	c := p.changes[rg.Partition]
+	if c == nil {
+		c = &lookup.PartitionStatus{}
+		p.changes[rg.Partition] = c
+	}
+	c.CountChanges(rg)
 }
 
 func (p *Pipeline) setState(s string) {
@@ -348,7 +380,7 @@ func (p *Pipeline) status() statuspage.Pipeline {
 	defer p.mu.Unlock()
 	commits, fenced := p.commits, p.fenced
 	sp := statuspage.Pipeline{Topic: p.topic, Table: p.table, State: p.state, Error: p.err, Warning: p.warning,
-		Commits: &commits, Fenced: &fenced, Partitions: []lookup.PartitionStatus{}}
+		Commits: &commits, Fenced: &fenced, Partitions: []lookup.PartitionStatus{}, Mode: string(p.mode), KeyColumns: p.keyColumns}
 	if !p.lastCommit.IsZero() {
 		t := p.lastCommit
 		sp.LastCommit = &t
@@ -378,6 +410,10 @@ func (p *Pipeline) status() statuspage.Pipeline {
 		}
 		if t, ok := p.committed[part]; ok {
 			ps.LastCommit = &t
+		}
+		if c := p.changes[part]; c != nil {
+			u, d, s := *c.Upserts, *c.Deletes, *c.Skipped
+			ps.Upserts, ps.Deletes, ps.Skipped = &u, &d, &s
 		}
 		if w, ok := p.offsets[part]; ok {
 			if !sunk {

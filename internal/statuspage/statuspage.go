@@ -65,6 +65,11 @@ type Pipeline struct {
 	// has no error: its last commit wrote dead letters and no row (every
 	// record it read failed to decode), naming the first.
 	Warning string `json:"warning,omitempty"`
+	// Mode is the table's mode (append, upsert, or fold for a legacy state
+	// table) and KeyColumns an upsert table's key columns; absent before a
+	// sink opened the table.
+	Mode       string   `json:"mode,omitempty"`
+	KeyColumns []string `json:"key_columns,omitempty"`
 	// MetadataLocation and SnapshotID are the table's current metadata
 	// file and branch head (SourceTable).
 	MetadataLocation string `json:"metadata_location,omitempty"`
@@ -88,7 +93,7 @@ type Pipeline struct {
 // FromTable is the page's pipeline of a table's status.
 func FromTable(st lookup.TableStatus, offsetsAt *time.Time) Pipeline {
 	p := Pipeline{Table: st.Table, MetadataLocation: st.MetadataLocation, SnapshotID: st.SnapshotID,
-		Partitions: st.Partitions, OffsetsAt: offsetsAt}
+		Partitions: st.Partitions, OffsetsAt: offsetsAt, Mode: string(st.Mode), KeyColumns: st.KeyColumns}
 	var onlyDead []string
 	for _, ps := range st.Partitions {
 		if ps.LastCommit != nil && (p.LastCommit == nil || ps.LastCommit.After(*p.LastCommit)) {

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// produceKeyed produces, on 2 partitions of a new topic, 240 records over
+// 10 string keys: updates, tombstones (every ninth) and records without a
+// key (every 23rd).
+func produceKeyed(t *testing.T, st *localstack.Stack, topic string) {
+	t.Helper()
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := range 240 {
+		r := &kgo.Record{Topic: topic, Partition: int32(i % 2), Key: fmt.Appendf(nil, "c%02d", (i*7)%10),
+			Value: fmt.Appendf(nil, `{"n":%d}`, i), Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000)}
+		switch {
+		case i%9 == 4:
+			r.Value = nil
+		case i%23 == 5:
+			r.Key = nil
+		}
+		recs = append(recs, r)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keyedRows reads a table's rows (deletes applied) as partition/key ->
+// offset=value, failing on a key held twice.
+func keyedRows(t *testing.T, tbl *snapshot.Table, perPartition bool) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, r := range floetest.Rows(t, tbl) {
+		id := r.Key
+		if perPartition {
+			id = fmt.Sprintf("%d/%s", r.TP.Partition, id)
+		}
+		if _, dup := out[id]; dup {
+			t.Fatalf("key %s held twice", id)
+		}
+		out[id] = fmt.Sprintf("%d/%d=%s", r.TP.Partition, r.Offset, r.Value)
+	}
+	return out
+}
+
+// TestReplayCommandUpsertBranchPublish: replay --mode upsert rebuilds an
+// upsert table through the sink's upsert path into a new table and onto a
+// branch of it; --publish compares the branch with main key by key first
+// and publishes when they are equal; a branch that differs (it starts
+// later in the log) is refused, naming the first keys that differ and
+// leaving main as it was, until --publish-different publishes it.
+func TestReplayCommandUpsertBranchPublish(t *testing.T) {
+	st, loc := replayStack(t)
+	const topic = "customers"
+	produceKeyed(t, st, topic)
+	brokers := strings.Join(st.Brokers, ",")
+	base := append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.customers", "--mode", "upsert", "--key", "string",
+		"--flush-records", "50"}, loc...)
+
+	out := mustFloe(t, base...)
+	main := openFloeTable(t, st, "lake.customers")
+	if main.Mode() != mapping.ModeUpsert || main.UpsertKey().String() != "kafka-key" || !strings.Contains(out, "replayed") {
+		t.Fatalf("replay --mode upsert: mode %s key %s\n%s", main.Mode(), main.UpsertKey(), out)
+	}
+	want := keyedRows(t, main, false)
+	if len(want) == 0 || len(want) >= 10 {
+		t.Fatalf("upsert table holds %d keys, want some of the 10 keys (tombstones delete)", len(want))
+	}
+	l, err := main.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c mapping.Coverage
+	for _, tp := range l.Partitions() {
+		p := mapping.Cover(l.Ranges(tp))
+		c.Records, c.Deletes, c.DeadLetters = c.Records+p.Records, c.Deletes+p.Deletes, c.DeadLetters+p.DeadLetters
+	}
+	if c.Records+c.Deletes+c.DeadLetters != 240 || c.Deletes == 0 || c.DeadLetters == 0 {
+		t.Fatalf("ledger counts %+v: want 240 records as upserts, deletes and dead letters (no key)", c)
+	}
+	before := main.Head().SnapshotID
+
+	out = mustFloe(t, append(base, "--branch", "rebuild", "--publish")...)
+	if !strings.Contains(out, fmt.Sprintf("compared with main key by key (rows with deletes applied, %d keys): EQUAL", len(want))) ||
+		!strings.Contains(out, fmt.Sprintf("main moved from snapshot %d to", before)) {
+		t.Fatalf("publish of an equal branch:\n%s", out)
+	}
+	main = openFloeTable(t, st, "lake.customers")
+	if got := keyedRows(t, main, false); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("main after publish:\n%v\nwant:\n%v", got, want)
+	}
+
+	published := main.Head().SnapshotID
+	code, out, errs := floe(t, append(base, "--branch", "late", "--publish", "--from", "0=117,1=117")...)
+	if code != exitError || !strings.Contains(errs, "branch late of lake.customers differs from main: main's ledger covers customers/0 [0, 120), customers/1 [0, 120), the branch's customers/0 [117, 120)") ||
+		!strings.Contains(errs, `5 keys differ, first kafka_key="c00": main customers/0@115, branch no row;`) ||
+		!strings.Contains(lastLine(errs), "not published, main is unchanged; find out why they differ") || !strings.Contains(lastLine(errs), "--publish-different") {
+		t.Fatalf("publish of a different branch: exit %d\n%s\n%s", code, out, errs)
+	}
+	main = openFloeTable(t, st, "lake.customers")
+	if main.Head().SnapshotID != published || !main.HasBranch("late") {
+		t.Fatalf("a refused publish moved main (head %d, was %d) or lost the branch", main.Head().SnapshotID, published)
+	}
+	out = mustFloe(t, append(base, "--branch", "late", "--publish", "--publish-different", "--from", "0=117,1=117")...)
+	if !strings.Contains(out, "compared with main key by key: DIFFERENT") || !strings.Contains(out, "published anyway (--publish-different)") ||
+		!strings.Contains(out, "main moved from snapshot") {
+		t.Fatalf("--publish-different:\n%s", out)
+	}
+
+	// Bad input: --id-columns without upsert, an unknown mode, a key for
+	// raw values, --publish-different alone.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--id-columns", "id"}, "keys an upsert table: add --mode upsert"},
+		{[]string{"--mode", "fold"}, `--mode "fold": want append or upsert`},
+		{[]string{"--mode", "upsert", "--id-columns", "id"}, "--value raw has none"},
+		{[]string{"--branch", "b", "--publish-different"}, "--publish-different needs --publish"},
+		{[]string{"--mode", "upsert", "--fold", "latest"}, "--fold \"latest\": want no --mode"},
+	} {
+		args := append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.bad"}, append(c.args, loc...)...)
+		if code, _, errs := floe(t, args...); code != exitError || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d %q, want %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// TestReplayCommandFoldLatest: replay --fold latest writes an upsert table
+// keyed by (kafka_topic, kafka_partition, kafka_key) whose rows are those
+// of the copy-on-write state table earlier floes wrote for the same log;
+// both audit COMPLETE at every level (the legacy one as a state table),
+// and floe refuses
+// to write into it (sink, replay), naming the fix.
+func TestReplayCommandFoldLatest(t *testing.T) {
+	st, loc := replayStack(t)
+	const topic = "kv"
+	produceKeyed(t, st, topic)
+	brokers := strings.Join(st.Brokers, ",")
+
+	out := mustFloe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.kv_state", "--fold", "latest",
+		"--flush-records", "40"}, loc...)...)
+	state := openFloeTable(t, st, "lake.kv_state")
+	if state.Mode() != mapping.ModeUpsert || !state.UpsertKey().Equal(mapping.FoldLatestKey()) || !strings.Contains(out, "replayed") {
+		t.Fatalf("--fold latest: mode %s key %s\n%s", state.Mode(), state.UpsertKey(), out)
+	}
+
+	e := &floetest.Env{T: t, Ctx: t.Context(), Stack: st}
+	legacy := e.LegacyStateTable("lake.kv_legacy")
+	e.FoldLegacy(legacy, topic, 40)
+	got, old := keyedRows(t, state, true), keyedRows(t, legacy, true)
+	if len(got) == 0 || fmt.Sprint(got) != fmt.Sprint(old) {
+		t.Fatalf("--fold latest:\n%v\nthe copy-on-write fold of the same log:\n%v", got, old)
+	}
+
+	out = mustFloe(t, append([]string{"audit", "--table", "lake.kv_state", "--deep", "--verify-content", "--brokers", brokers}, loc...)...)
+	if !strings.Contains(out, "verdict: COMPLETE") || !strings.Contains(out, "upsert table (key partition-kafka-key)") {
+		t.Fatalf("audit of the --fold latest table:\n%s", out)
+	}
+	out = mustFloe(t, append([]string{"audit", "--table", "lake.kv_legacy", "--deep", "--verify-content", "--brokers", brokers}, loc...)...)
+	if !strings.Contains(out, "verdict: COMPLETE") || !strings.Contains(out, "state table (floe.fold=latest)") {
+		t.Fatalf("audit of the legacy state table:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.kv_legacy", "--stop-at-end"},
+		{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.kv_legacy", "--fold", "latest", "--branch", "again"},
+	} {
+		code, _, errs := floe(t, append(args, loc...)...)
+		if code != exitError || !strings.Contains(errs, "is a state table of an earlier floe") ||
+			!strings.Contains(lastLine(errs), "replay the topic into a new table with floe replay --fold latest") {
+			t.Errorf("%s into a legacy state table: exit %d\n%s", args[0], code, errs)
+		}
+	}
+	legacy = openFloeTable(t, st, "lake.kv_legacy")
+	if legacy.HasBranch("again") {
+		t.Error("the refused replay created a branch of the legacy state table")
+	}
+}

@@ -1,0 +1,278 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// maxNamedKeys is how many differing keys a *DifferError names; Keys
+// counts them all.
+const maxNamedKeys = 3
+
+// KeyDifference is one key whose row differs between main and a branch.
+type KeyDifference struct {
+	// Key renders the key's columns: col=value,...
+	Key string
+	// Main and Branch say what each side holds for the key: the position
+	// of the record its row came from (TOPIC/PARTITION@OFFSET), or "no row".
+	Main, Branch string
+}
+
+func (d KeyDifference) String() string {
+	if d.Main == d.Branch {
+		return fmt.Sprintf("%s: %s on both with other values", d.Key, d.Main)
+	}
+	return fmt.Sprintf("%s: main %s, branch %s", d.Key, d.Main, d.Branch)
+}
+
+// DifferError reports that a branch an upsert replay rebuilt differs from
+// main, key by key, so Run did not publish it. Nothing was changed on main.
+type DifferError struct {
+	Table, Branch string
+	// Coverage, when set, says that the two ledgers cover different
+	// offsets (the tables cannot be the same fold), and how.
+	Coverage string
+	// Keys is the number of keys that differ; First names the first of
+	// them in key order.
+	Keys  int
+	First []KeyDifference
+}
+
+func (e *DifferError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "branch %s of %s differs from main", e.Branch, e.Table)
+	if e.Coverage != "" {
+		fmt.Fprintf(&b, ": %s", e.Coverage)
+	}
+	if e.Keys > 0 {
+		names := make([]string, len(e.First))
+		for i, d := range e.First {
+			names[i] = d.String()
+		}
+		fmt.Fprintf(&b, "; %d keys differ, first %s", e.Keys, strings.Join(names, "; "))
+	}
+	b.WriteString(": not published, main is unchanged")
+	return b.String()
+}
+
+// keyedRow is what a comparison keeps of one row: where its record was, and
+// a digest of its values.
+type keyedRow struct {
+	pos    string
+	digest [32]byte
+}
+
+// CompareWithMain compares the head of branch (a table open on a branch)
+// with main's head key by key, rows read with deletes applied: the same
+// keys, each held by the row of the same record with the same values. The
+// key is the table's identifier fields. It returns nil when they are the
+// same, and a *DifferError naming the first keys that differ otherwise;
+// keys is the number of keys the branch holds. When main has no snapshot
+// there is nothing to compare.
+//
+// Memory is one entry per key of main (its rendered key, a position and a
+// 32-byte digest), then the differing keys.
+func CompareWithMain(ctx context.Context, branch *snapshot.Table) (keys int, err error) {
+	var mainID int64
+	for name, ref := range branch.Iceberg().Metadata().Refs() {
+		if name == table.MainBranch {
+			mainID = ref.SnapshotID
+		}
+	}
+	head := branch.Head()
+	if mainID == 0 || head == nil {
+		return 0, nil
+	}
+	diff := &DifferError{Table: branch.Name(), Branch: branch.Branch()}
+	if diff.Coverage, err = coverageDifference(branch, mainID, head.SnapshotID); err != nil {
+		return 0, err
+	}
+	keyNames, err := identifierColumns(branch)
+	if err != nil {
+		return 0, err
+	}
+	mainRows := map[string]keyedRow{}
+	var differ []KeyDifference
+	if err := eachKeyedRow(ctx, branch, mainID, keyNames, func(k string, r keyedRow) {
+		if _, dup := mainRows[k]; dup {
+			differ = append(differ, KeyDifference{Key: k, Main: "two rows", Branch: r.pos})
+		}
+		mainRows[k] = r
+	}); err != nil {
+		return 0, fmt.Errorf("compare branch %s of %s with main: read main: %w", branch.Branch(), branch.Name(), err)
+	}
+	seen := map[string]bool{}
+	if err := eachKeyedRow(ctx, branch, head.SnapshotID, keyNames, func(k string, r keyedRow) {
+		m, ok := mainRows[k]
+		switch {
+		case seen[k]:
+			differ = append(differ, KeyDifference{Key: k, Main: m.pos, Branch: "two rows"})
+		case !ok:
+			differ = append(differ, KeyDifference{Key: k, Main: "no row", Branch: r.pos})
+		case m != r:
+			differ = append(differ, KeyDifference{Key: k, Main: m.pos, Branch: r.pos})
+		}
+		seen[k] = true
+	}); err != nil {
+		return 0, fmt.Errorf("compare branch %s of %s with main: read the branch: %w", branch.Branch(), branch.Name(), err)
+	}
+	for k, m := range mainRows {
+		if !seen[k] {
+			differ = append(differ, KeyDifference{Key: k, Main: m.pos, Branch: "no row"})
+		}
+	}
+	if len(differ) == 0 && diff.Coverage == "" {
+		return len(seen), nil
+	}
+	slices.SortFunc(differ, func(a, b KeyDifference) int { return cmp.Compare(a.Key, b.Key) })
+	diff.Keys = len(differ)
+	diff.First = differ[:min(len(differ), maxNamedKeys)]
+	return len(seen), diff
+}
+
+// coverageDifference says how the ledgers of two snapshots of t cover
+// different offsets, or "" when they cover the same.
+func coverageDifference(t *snapshot.Table, mainID, branchID int64) (string, error) {
+	coverage := func(id int64) (string, error) {
+		l, err := t.LedgerAt(id)
+		if err != nil {
+			return "", fmt.Errorf("compare branch %s of %s with main: ledger at snapshot %d: %w", t.Branch(), t.Name(), id, err)
+		}
+		var parts []string
+		for _, tp := range l.Partitions() {
+			c := mapping.Cover(l.Ranges(tp))
+			parts = append(parts, fmt.Sprintf("%s %s", tp, mapping.Interval{Low: c.First, High: c.Next}))
+		}
+		return orNone(strings.Join(parts, ", ")), nil
+	}
+	m, err := coverage(mainID)
+	if err != nil {
+		return "", err
+	}
+	b, err := coverage(branchID)
+	if err != nil {
+		return "", err
+	}
+	if m == b {
+		return "", nil
+	}
+	return fmt.Sprintf("main's ledger covers %s, the branch's %s", m, b), nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
+
+// identifierColumns names the table's key columns: its schema's
+// identifier fields.
+func identifierColumns(t *snapshot.Table) ([]string, error) {
+	sc := t.Iceberg().Schema()
+	var names []string
+	for _, id := range sc.IdentifierFieldIDs {
+		name, ok := sc.FindColumnName(id)
+		if !ok {
+			return nil, fmt.Errorf("table %s: identifier field %d is not in its schema", t.Name(), id)
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("table %s has no identifier fields: only an upsert table is compared key by key", t.Name())
+	}
+	return names, nil
+}
+
+// eachKeyedRow calls fn with every row of a snapshot of t (deletes
+// applied): its rendered key, the position of its record and a digest of
+// its non-null columns by name (so that a column one snapshot's schema
+// lacks reads as null in both).
+func eachKeyedRow(ctx context.Context, t *snapshot.Table, snapshotID int64, keyNames []string, fn func(string, keyedRow)) error {
+	return t.Rows(ctx, snapshotID, nil, func(b arrow.RecordBatch) error {
+		sc := b.Schema()
+		keyIdx := make([]int, len(keyNames))
+		for i, name := range keyNames {
+			idx := sc.FieldIndices(name)
+			if len(idx) != 1 {
+				return fmt.Errorf("rows have no key column %q", name)
+			}
+			keyIdx[i] = idx[0]
+		}
+		cols := make([]int, sc.NumFields())
+		for i := range cols {
+			cols[i] = i
+		}
+		slices.SortFunc(cols, func(a, b int) int { return cmp.Compare(sc.Field(a).Name, sc.Field(b).Name) })
+		topic, _ := columnOf[*array.String](b, mapping.ColTopic)
+		part, _ := columnOf[*array.Int32](b, mapping.ColPartition)
+		off, _ := columnOf[*array.Int64](b, mapping.ColOffset)
+		var kb, vb strings.Builder
+		for i := range int(b.NumRows()) {
+			kb.Reset()
+			for j, c := range keyIdx {
+				if j > 0 {
+					kb.WriteByte(',')
+				}
+				kb.WriteString(keyNames[j])
+				kb.WriteByte('=')
+				kb.WriteString(renderValue(b.Column(c), i))
+			}
+			vb.Reset()
+			for _, c := range cols {
+				if b.Column(c).IsNull(i) {
+					continue
+				}
+				vb.WriteString(sc.Field(c).Name)
+				vb.WriteByte(0)
+				vb.WriteString(b.Column(c).ValueStr(i))
+				vb.WriteByte(0)
+			}
+			r := keyedRow{digest: sha256.Sum256([]byte(vb.String()))}
+			if topic != nil && part != nil && off != nil {
+				r.pos = topic.Value(i) + "/" + strconv.Itoa(int(part.Value(i))) + "@" + strconv.FormatInt(off.Value(i), 10)
+			}
+			fn(kb.String(), r)
+		}
+		return nil
+	})
+}
+
+// renderValue renders a key column's value: binary as text when it is
+// UTF-8, null as null.
+func renderValue(c arrow.Array, i int) string {
+	if c.IsNull(i) {
+		return "null"
+	}
+	if bin, ok := c.(*array.Binary); ok && utf8.Valid(bin.Value(i)) {
+		return strconv.Quote(string(bin.Value(i)))
+	}
+	if s, ok := c.(*array.String); ok {
+		return strconv.Quote(s.Value(i))
+	}
+	return c.ValueStr(i)
+}
+
+// columnOf returns the named column of b as type A, or false.
+func columnOf[A arrow.Array](b arrow.RecordBatch, name string) (A, bool) {
+	var zero A
+	idx := b.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return zero, false
+	}
+	a, ok := b.Column(idx[0]).(A)
+	return a, ok
+}

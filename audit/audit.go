@@ -374,10 +374,9 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 			Started: time.Now().UTC(),
 		},
 	}
-	if err := a.loadLedger(); err != nil {
+	if err := a.loadLedger(ctx); err != nil {
 		return nil, err
 	}
-	a.rep.Evidence = evidence(tbl.Iceberg().MetadataLocation(), a.headID, a.ledger)
 
 	if err := a.openDeadLetters(ctx); err != nil {
 		return nil, err
@@ -422,7 +421,20 @@ type auditor struct {
 	keySeeds [2]maphash.Seed
 
 	headID int64
+	// sum summarises the ledger and cover holds each partition's
+	// coverage, from one read of it (loadLedger). ledger is the whole
+	// ledger when full is set (levels that need every range), and commits
+	// indexes it by snapshot id; otherwise commits holds the commits of
+	// the live files only (files level), and ranges holds each partition's
+	// ranges in commit order only for a small ledger.
+	sum    mapping.Summary
+	cover  map[mapping.TopicPartition]*mapping.Coverer
+	full   bool
 	ledger mapping.Ledger
+	// deadNames are the dead-letter tables the ledger names, and
+	// deadCommits the commits that name one.
+	deadNames   map[string]bool
+	deadCommits []mapping.Commit
 	// topics are the ledger's topics, sorted; single is the only topic
 	// when there is one (it names the topic of partition numbers read
 	// from files).
@@ -455,45 +467,156 @@ type auditor struct {
 	spans *mapping.SpanIndex
 }
 
-func (a *auditor) loadLedger() error {
+// keepRangesMax is the size of ledger (in ranges) up to which the report
+// carries every partition's ranges (PartitionReport.LedgerRanges, which
+// the HTML report draws) when the levels run need only the streamed
+// ledger.
+const keepRangesMax = 100_000
+
+// loadLedger reads the ledger once, commit after commit: the summary, each
+// partition's coverage, the evidence digest and the dead-letter tables
+// named. The ledger and files levels need nothing more, so an audit of
+// those holds no range (beyond a small ledger's, for the report). The
+// rows, content and state-table levels need every range: with them, the
+// ledger is held whole (full), as it is read.
+func (a *auditor) loadLedger(ctx context.Context) error {
 	name := a.tbl.Name()
-	l, err := a.tbl.Ledger()
-	if err != nil {
-		return fmt.Errorf("read the ledger of %s: %w", name, err)
-	}
 	if head := a.tbl.Head(); head != nil {
 		a.headID = head.SnapshotID
 	}
-	if len(l.Commits) == 0 {
+	sum, err := a.tbl.Summary(ctx, a.headID)
+	if err != nil {
+		return fmt.Errorf("read the ledger of %s: %w", name, err)
+	}
+	if sum.Commits == 0 {
 		n := 0
 		if a.headID != 0 {
 			n = len(a.tbl.Iceberg().Metadata().Snapshots())
 		}
 		return &NoLedgerError{Table: name, Branch: a.tbl.Branch(), Snapshots: n}
 	}
-	a.ledger = l
-	a.ranges = map[mapping.TopicPartition][]mapping.Range{}
-	a.commits = make(map[int64]*mapping.Commit, len(l.Commits))
-	seen := map[string]bool{}
-	for i := range l.Commits {
-		c := &l.Commits[i]
-		a.commits[c.SnapshotID] = c
+	a.sum = sum
+	a.full = a.opts.Depth >= DepthRows || a.opts.VerifyContent || a.fold != ""
+	total := 0
+	for _, p := range sum.Parts {
+		total += p.Ranges
+	}
+	keep := a.full || total <= keepRangesMax
+	if keep {
+		a.ranges = map[mapping.TopicPartition][]mapping.Range{}
+	}
+	a.cover = map[mapping.TopicPartition]*mapping.Coverer{}
+	a.deadNames = map[string]bool{}
+	ev := newEvidenceHash(a.tbl.Iceberg().MetadataLocation())
+	for c, err := range a.tbl.Commits(ctx, a.headID) {
+		if err != nil {
+			return fmt.Errorf("read the ledger of %s: %w", name, err)
+		}
+		ev.add(c)
 		for _, r := range c.Ranges {
-			a.ranges[r.TopicPartition] = append(a.ranges[r.TopicPartition], r)
-			seen[r.Topic] = true
+			cv := a.cover[r.TopicPartition]
+			if cv == nil {
+				cv = &mapping.Coverer{}
+				a.cover[r.TopicPartition] = cv
+			}
+			cv.Add(r)
+			if keep {
+				a.ranges[r.TopicPartition] = append(a.ranges[r.TopicPartition], r)
+			}
+		}
+		if c.DeadLetterTable != "" {
+			a.deadNames[c.DeadLetterTable] = true
+			if !a.full {
+				a.deadCommits = append(a.deadCommits, c)
+			}
+		}
+		if a.full {
+			a.ledger.Commits = append(a.ledger.Commits, c)
 		}
 	}
-	a.topics = slices.Sorted(maps.Keys(seen))
+	a.rep.Evidence = ev.evidence(a.headID)
+	if a.full {
+		a.indexCommits(a.ledger.Commits)
+		for i := range a.ledger.Commits {
+			if a.ledger.Commits[i].DeadLetterTable != "" {
+				a.deadCommits = append(a.deadCommits, a.ledger.Commits[i])
+			}
+		}
+	}
+	a.topics = sum.Topics()
 	if len(a.topics) == 1 {
 		a.single = a.topics[0]
 	}
 	if t := a.opts.Topic; t != "" {
-		if !seen[t] {
+		if !slices.Contains(a.topics, t) {
 			return fmt.Errorf("audit %s: %w: the ledger has no range of topic %q (it has %s)",
 				name, ErrTopicNotInLedger, t, strings.Join(a.topics, ", "))
 		}
 		a.single = t
 	}
+	return nil
+}
+
+// indexCommits indexes commits by snapshot id (a.commits).
+func (a *auditor) indexCommits(cs []mapping.Commit) {
+	a.commits = make(map[int64]*mapping.Commit, len(cs))
+	for i := range cs {
+		a.commits[cs[i].SnapshotID] = &cs[i]
+	}
+}
+
+// eachCommit calls fn with every commit of the ledger, oldest first: from
+// the ledger held whole, or read again from the table.
+func (a *auditor) eachCommit(ctx context.Context, fn func(mapping.Commit)) error {
+	if a.full {
+		for _, c := range a.ledger.Commits {
+			fn(c)
+		}
+		return nil
+	}
+	for c, err := range a.tbl.Commits(ctx, a.headID) {
+		if err != nil {
+			return fmt.Errorf("read the ledger of %s: %w", a.tbl.Name(), err)
+		}
+		fn(c)
+	}
+	return nil
+}
+
+// commitsOfFiles makes a.commits hold at least the commits that added
+// files (all of them when the ledger is held whole).
+func (a *auditor) commitsOfFiles(ctx context.Context, files []snapshot.DataFile) error {
+	if a.full {
+		return nil
+	}
+	want := map[int64]bool{}
+	for _, f := range files {
+		want[f.AddedBy] = true
+	}
+	var cs []mapping.Commit
+	if err := a.eachCommit(ctx, func(c mapping.Commit) {
+		if want[c.SnapshotID] {
+			cs = append(cs, c)
+		}
+	}); err != nil {
+		return err
+	}
+	a.indexCommits(cs)
+	return nil
+}
+
+// fullLedger makes the auditor hold the whole ledger, reading it again
+// when it streamed it.
+func (a *auditor) fullLedger(ctx context.Context) error {
+	if a.full {
+		return nil
+	}
+	l, err := a.tbl.ReadLedger(ctx, a.headID)
+	if err != nil {
+		return fmt.Errorf("read the ledger of %s: %w", a.tbl.Name(), err)
+	}
+	a.ledger, a.full = l, true
+	a.indexCommits(a.ledger.Commits)
 	return nil
 }
 

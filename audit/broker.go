@@ -29,7 +29,7 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 			}
 		}
 		inLedger := map[int32]bool{}
-		for tp := range a.ranges {
+		for tp := range a.cover {
 			if tp.Topic == topic {
 				inLedger[tp.Partition] = true
 			}
@@ -81,7 +81,7 @@ func (a *auditor) compareTopicID(ctx context.Context, topic string) error {
 	if err != nil {
 		return fmt.Errorf("broker level: %w", err)
 	}
-	recorded := a.ledger.TopicID(topic)
+	recorded := a.sum.TopicID(topic)
 	switch {
 	case recorded == "" || t.ID == "":
 		a.note("%s: the ledger records no topic ID (written before floe recorded them) or the brokers have none: a recreated topic is noticed only when the ledger is past its end", topic)

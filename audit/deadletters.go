@@ -35,11 +35,8 @@ type deadLetterTable struct {
 // whose rows must all belong to a live commit too.
 func (a *auditor) openDeadLetters(ctx context.Context) error {
 	a.deadTables = map[string]*deadLetterTable{}
-	for i := range a.ledger.Commits {
-		c := &a.ledger.Commits[i]
-		if c.DeadLetterTable != "" && a.deadTables[c.DeadLetterTable] == nil {
-			a.deadTables[c.DeadLetterTable] = &deadLetterTable{name: c.DeadLetterTable, named: true}
-		}
+	for name := range a.deadNames {
+		a.deadTables[name] = &deadLetterTable{name: name, named: true}
 	}
 	dlqs, err := a.tbl.DeadLetterTables(ctx)
 	if err != nil {
@@ -187,9 +184,9 @@ func deadLetterCount(c mapping.Commit) int64 {
 // commitsOf lists the commits that put dead letters into d, in ledger order.
 func (a *auditor) commitsOf(d *deadLetterTable) []*mapping.Commit {
 	var out []*mapping.Commit
-	for i := range a.ledger.Commits {
-		if a.ledger.Commits[i].DeadLetterTable == d.name {
-			out = append(out, &a.ledger.Commits[i])
+	for i := range a.deadCommits {
+		if a.deadCommits[i].DeadLetterTable == d.name {
+			out = append(out, &a.deadCommits[i])
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"maps"
 	"slices"
 	"strconv"
@@ -34,13 +35,27 @@ const evidenceHeader = "floe-audit-evidence/2\n"
 // for snapshots floe maintain expired, the ledger archive it names) and
 // check the digest with sha256sum.
 func Canonical(metadataLocation string, l mapping.Ledger) []byte {
+	b := canonicalHeader(metadataLocation)
+	var rs []mapping.Range
+	for _, c := range l.Commits {
+		b, rs = appendCanonical(b, rs, c)
+	}
+	return b
+}
+
+// canonicalHeader is the start of the canonical form, before the commits.
+func canonicalHeader(metadataLocation string) []byte {
 	b := []byte(evidenceHeader)
 	b = append(b, "metadata "...)
 	b = append(b, metadataLocation...)
-	b = append(b, '\n')
+	return append(b, '\n')
+}
+
+// appendCanonical appends the canonical lines of commit c to b; rs is
+// scratch space for sorting its ranges, returned for reuse.
+func appendCanonical(b []byte, rs []mapping.Range, c mapping.Commit) ([]byte, []mapping.Range) {
 	num := func(b []byte, n int64) []byte { return strconv.AppendInt(append(b, ' '), n, 10) }
-	var rs []mapping.Range
-	for _, c := range l.Commits {
+	{
 		b = append(b, "commit"...)
 		b = num(b, c.SnapshotID)
 		b = num(b, c.CommittedAt.UnixMilli())
@@ -80,17 +95,46 @@ func Canonical(metadataLocation string, l mapping.Ledger) []byte {
 			b = append(b, '\n')
 		}
 	}
-	return b
+	return b, rs
 }
 
 // evidence computes the evidence of an audit of ledger l, read from the
 // metadata at metadataLocation whose branch head is headID.
 func evidence(metadataLocation string, headID int64, l mapping.Ledger) Evidence {
-	sum := sha256.Sum256(Canonical(metadataLocation, l))
+	e := newEvidenceHash(metadataLocation)
+	for _, c := range l.Commits {
+		e.add(c)
+	}
+	return e.evidence(headID)
+}
+
+// evidenceHash hashes the canonical form of a ledger given one commit at
+// a time, holding one commit's lines.
+type evidenceHash struct {
+	h        hash.Hash
+	location string
+	commits  int
+	buf      []byte
+	rs       []mapping.Range
+}
+
+func newEvidenceHash(metadataLocation string) *evidenceHash {
+	e := &evidenceHash{h: sha256.New(), location: metadataLocation}
+	e.h.Write(canonicalHeader(metadataLocation))
+	return e
+}
+
+func (e *evidenceHash) add(c mapping.Commit) {
+	e.commits++
+	e.buf, e.rs = appendCanonical(e.buf[:0], e.rs, c)
+	e.h.Write(e.buf)
+}
+
+func (e *evidenceHash) evidence(headID int64) Evidence {
 	return Evidence{
-		Digest:           "sha256:" + hex.EncodeToString(sum[:]),
-		MetadataLocation: metadataLocation,
+		Digest:           "sha256:" + hex.EncodeToString(e.h.Sum(nil)),
+		MetadataLocation: e.location,
 		SnapshotID:       headID,
-		Commits:          len(l.Commits),
+		Commits:          e.commits,
 	}
 }

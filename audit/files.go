@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/floe-dev/floe/mapping"
@@ -38,6 +40,15 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		}
 		a.deleteFiles()
 		return nil
+	}
+	// Compacted files are placed on chains of the whole ledger's ranges.
+	if slices.ContainsFunc(files, func(f snapshot.DataFile) bool { return a.tbl.IsCompaction(f.AddedBy) }) {
+		if err := a.fullLedger(ctx); err != nil {
+			return err
+		}
+	}
+	if err := a.commitsOfFiles(ctx, files); err != nil {
+		return err
 	}
 	live := make(map[string]bool, len(files))
 	held := newRangeSets()
@@ -110,7 +121,11 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	}
 
 	lookups := 0
-	for _, c := range a.ledger.Commits {
+	var lookupErr error
+	err = a.eachCommit(ctx, func(c mapping.Commit) {
+		if lookupErr != nil {
+			return
+		}
 		for _, r := range c.Ranges {
 			k := rangeKey{c.SnapshotID, r}
 			got, joined := held.heldBy(k)
@@ -121,7 +136,8 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 				lookups++
 				removed, err := a.removedFiles(ctx, c.SnapshotID, r, live)
 				if err != nil {
-					return err
+					lookupErr = err
+					return
 				}
 				for _, f := range removed {
 					got += f.Records
@@ -137,8 +153,13 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("range %s of snapshot %d has %d records in the ledger; its live files hold %d rows", r.Interval, c.SnapshotID, r.Records, got)})
 		}
+	})
+	if err = cmp.Or(lookupErr, err); err != nil {
+		return err
 	}
-	a.joinedCounts(held, unattributed)
+	if err := a.joinedCounts(ctx, held, unattributed); err != nil {
+		return err
+	}
 	a.compactions(a.tbl)
 	if lookups == maxRemovedLookups {
 		a.note("files level: removed files were looked up for the first %d commits with missing rows only", maxRemovedLookups)

@@ -13,23 +13,31 @@ import (
 
 // ledgerLevel checks each partition's ranges for contiguity, from snapshot
 // summaries (and their ranges files), and the dead-letter tables against
-// the ledgers (deadLetterLedger).
+// the ledgers (deadLetterLedger). The coverage was computed as the ledger
+// was read (loadLedger); the snapshots behind gaps, overlaps and losses
+// are named from one more read of the ledger.
 func (a *auditor) ledgerLevel(ctx context.Context) error {
 	a.addLevel(LevelLedger)
 	if err := a.deadLetterLedger(ctx); err != nil {
 		return err
 	}
-	for _, tp := range slices.SortedFunc(maps.Keys(a.ranges), mapping.TopicPartition.Compare) {
-		if !a.selected(tp.Topic) {
-			continue
+	covers := map[mapping.TopicPartition]mapping.Coverage{}
+	for tp, cv := range a.cover {
+		if a.selected(tp.Topic) {
+			covers[tp] = cv.Coverage()
 		}
-		rs := a.ranges[tp]
-		c := mapping.Cover(rs)
+	}
+	covering, err := a.snapshotsCovering(ctx, covers)
+	if err != nil {
+		return err
+	}
+	for _, tp := range slices.SortedFunc(maps.Keys(covers), mapping.TopicPartition.Compare) {
+		c := covers[tp]
 		p := a.part(tp)
 		p.InLedger = true
 		p.First, p.Next, p.Ranges, p.Records, p.Started = c.First, c.Next, c.Ranges, c.Records, c.Started
 		p.DeadLetters = c.DeadLetters
-		p.LedgerRanges = rs
+		p.LedgerRanges = a.ranges[tp]
 		p.Gaps, p.Overlaps, p.Lost = nonNil(c.Gaps), nonNil(c.Overlaps), nonNil(c.Lost)
 		for _, g := range c.Gaps {
 			a.find(Finding{Level: LevelLedger, Kind: KindGap, Partition: tp, HasPartition: true, Offsets: g, HasOffsets: true,
@@ -37,20 +45,20 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 		}
 		for _, o := range c.Overlaps {
 			a.find(Finding{Level: LevelLedger, Kind: KindOverlap, Partition: tp, HasPartition: true, Offsets: o, HasOffsets: true,
-				Detail: fmt.Sprintf("offsets %s were committed more than once, by snapshots %s", o, a.snapshotsCovering(tp, o))})
+				Detail: fmt.Sprintf("offsets %s were committed more than once, by snapshots %s", o, covering[anomaly{tp, o}])})
 		}
 		for _, l := range c.Lost {
 			a.find(Finding{Level: LevelLedger, Kind: KindLost, Partition: tp, HasPartition: true, Offsets: l, HasOffsets: true,
-				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk (recorded by snapshot %s)", l, a.snapshotsCovering(tp, l))})
+				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk (recorded by snapshot %s)", l, covering[anomaly{tp, l}])})
 		}
 		p.Aborted = nonNil(c.Aborted)
 		for _, ab := range c.Aborted {
 			a.note("%s: retention deleted offsets %s before they were sunk; the broker showed that they held only aborted records (recorded by snapshot %s), so nothing was lost",
-				tp, ab, a.snapshotsCovering(tp, ab))
+				tp, ab, covering[anomaly{tp, ab}])
 		}
 	}
 	for _, topic := range a.selectedTopics() {
-		if ids := a.ledger.TopicIDs(topic); len(ids) > 1 {
+		if ids := a.sum.TopicIDs(topic); len(ids) > 1 {
 			a.find(Finding{Level: LevelLedger, Kind: KindTopicRecreated,
 				Detail: fmt.Sprintf("the ledger holds ranges of topic %s read from %d different topics of that name (topic IDs %s): its offsets mix records of a deleted topic and of its successor",
 					topic, len(ids), strings.Join(ids, ", "))})
@@ -59,18 +67,48 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 	return nil
 }
 
-// snapshotsCovering lists the snapshots whose ranges of tp intersect iv.
-func (a *auditor) snapshotsCovering(tp mapping.TopicPartition, iv mapping.Interval) string {
-	var ids []string
-	for _, c := range a.ledger.Commits {
-		for _, r := range c.Ranges {
-			if r.TopicPartition == tp && r.Low < iv.High && iv.Low < r.High {
-				ids = append(ids, fmt.Sprint(c.SnapshotID))
-				break
-			}
+// anomaly is an interval of a partition that the ledger level names the
+// snapshots of.
+type anomaly struct {
+	tp mapping.TopicPartition
+	iv mapping.Interval
+}
+
+// snapshotsCovering lists, for every overlap, lost and aborted interval of
+// the coverages, the snapshots whose ranges intersect it, comma-separated,
+// from one read of the ledger. Each kind's intervals are sorted and
+// disjoint, so a range finds those it meets by binary search.
+func (a *auditor) snapshotsCovering(ctx context.Context, covers map[mapping.TopicPartition]mapping.Coverage) (map[anomaly]string, error) {
+	lists := map[mapping.TopicPartition][][]mapping.Interval{}
+	for tp, c := range covers {
+		if len(c.Overlaps)+len(c.Lost)+len(c.Aborted) > 0 {
+			lists[tp] = [][]mapping.Interval{c.Overlaps, c.Lost, c.Aborted}
 		}
 	}
-	return strings.Join(ids, ", ")
+	out := map[anomaly]string{}
+	if len(lists) == 0 {
+		return out, nil
+	}
+	ids := map[anomaly][]string{}
+	err := a.eachCommit(ctx, func(c mapping.Commit) {
+		seen := map[anomaly]bool{}
+		for _, r := range c.Ranges {
+			for _, ivs := range lists[r.TopicPartition] {
+				i, _ := slices.BinarySearchFunc(ivs, r.Low, func(iv mapping.Interval, o int64) int { return cmp.Compare(iv.High, o+1) })
+				for ; i < len(ivs) && ivs[i].Low < r.High; i++ {
+					k := anomaly{r.TopicPartition, ivs[i]}
+					if !seen[k] {
+						seen[k] = true
+						ids[k] = append(ids[k], fmt.Sprint(c.SnapshotID))
+					}
+				}
+			}
+		}
+	})
+	for k, v := range ids {
+		out[k] = strings.Join(v, ", ")
+	}
+	return out, err
 }
 
 // segments returns the merged, sorted offsets the non-lost ranges of tp

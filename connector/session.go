@@ -258,7 +258,7 @@ func (s *Sink) commitStarts(ctx context.Context, starts []mapping.Range) error {
 // startState is what the ledger and the brokers say when partitions are
 // taken on: the ledger's next offsets, the topic and its watermarks.
 type startState struct {
-	ledger mapping.Ledger
+	ledger mapping.Summary
 	next   map[mapping.TopicPartition]int64
 	topic  Topic
 	wm     map[int32]Watermarks
@@ -274,7 +274,7 @@ type startState struct {
 
 // readStart reads the ledger (of the table as last loaded) and the topic.
 func (s *Sink) readStart(ctx context.Context) (startState, error) {
-	ledger, err := s.tbl.Ledger()
+	ledger, err := s.tbl.Summary(ctx, 0)
 	if err != nil {
 		return startState{}, fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
 	}
@@ -523,7 +523,7 @@ func (ss *session) consume(ctx context.Context) error {
 	}
 	// The table's positions, not this session's: a writer fenced by its
 	// last commit holds positions the table never took.
-	ledger, err := s.tbl.Ledger()
+	ledger, err := s.tbl.Summary(ctx, 0)
 	if err != nil {
 		return fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
 	}

@@ -594,7 +594,7 @@ func (s *Sink) tablePositions(ctx context.Context) {
 		s.log.Warn("cannot reload the table for its next offsets; the summary shows those last read", "err", err)
 		return
 	}
-	l, err := s.tbl.Ledger()
+	l, err := s.tbl.Summary(ctx, 0)
 	if err != nil {
 		s.log.Warn("cannot read the table's next offsets; the summary shows those last read", "err", err)
 		return

@@ -90,11 +90,11 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	if err := q.Validate(); err != nil {
 		return res, err
 	}
-	ledger, err := tbl.Ledger()
+	ledger, err := tbl.Summary(ctx, 0)
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
-	if len(ledger.Commits) == 0 {
+	if ledger.Commits == 0 {
 		if of := tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
 			return res, fmt.Errorf("%s is the dead-letter table of %s and has no ledger of its own, so no table as of a position or time: ask %s (floe where finds a dead letter and its file), or read %s with floe files or any Iceberg reader",
 				tbl.Name(), of, of, tbl.Name())
@@ -121,14 +121,14 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			return res, err
 		}
 	}
-	c, err := ledger.FirstCovering(cut)
+	c, err := tbl.FirstCovering(ctx, 0, cut)
 	if err != nil {
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 	}
 	res.SnapshotID, res.CommittedAt, res.Cut = c.SnapshotID, c.CommittedAt, cut
 	res.Empty = true
 	for tp, o := range cut {
-		if o > mapping.Cover(ledger.Ranges(tp)).First {
+		if ps, ok := ledger.Partition(tp); ok && o > ps.First() {
 			res.Empty = false
 			break
 		}
@@ -148,7 +148,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 // from the broker where it retains everything the table holds of a
 // partition, else from the table's timestamp column. It records each
 // partition's source in source.
-func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Ledger, t time.Time, source map[mapping.TopicPartition]string) (mapping.Cut, error) {
+func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Summary, t time.Time, source map[mapping.TopicPartition]string) (mapping.Cut, error) {
 	cut := mapping.Cut{}
 	var fromTable []mapping.TopicPartition
 	byTopic := map[string]map[int32]int64{}
@@ -168,7 +168,7 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 			}
 			w, ok := starts[tp.Topic][tp.Partition]
 			o, listed := byTopic[tp.Topic][tp.Partition]
-			if ok && listed && w.LogStart <= mapping.Cover(ledger.Ranges(tp)).First {
+			if ps, _ := ledger.Partition(tp); ok && listed && w.LogStart <= ps.First() {
 				cut[tp], source[tp] = o, SourceBroker
 				continue
 			}

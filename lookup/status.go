@@ -68,7 +68,7 @@ type PartitionStatus struct {
 // counts everything retained as lag.
 func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, topics []string) (TableStatus, error) {
 	st := TableStatus{Table: tbl.Name(), MetadataLocation: tbl.Iceberg().MetadataLocation()}
-	ledger, err := tbl.Ledger()
+	ledger, err := tbl.Summary(ctx, 0)
 	if err != nil {
 		return st, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
@@ -82,22 +82,11 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 		}
 		return rows[tp]
 	}
-	for tp, n := range ledger.Next() {
-		row(tp).TableNext = &n
-	}
-	for _, c := range ledger.Commits {
-		for _, r := range c.Ranges {
-			at := c.CommittedAt
-			p := row(r.TopicPartition)
-			p.LastCommit = &at
-			if p.DeadLetters == nil {
-				p.DeadLetters = new(int64)
-			}
-			*p.DeadLetters += r.DeadLetters
-			if r.Records > 0 || r.DeadLetters > 0 {
-				p.OnlyDeadLetters = r.Records == 0
-			}
-		}
+	for tp, ps := range ledger.Parts {
+		p := row(tp)
+		next, at, dead := ps.High, ps.LastCommitAt(), ps.DeadLetters
+		p.TableNext, p.LastCommit, p.DeadLetters = &next, &at, &dead
+		p.OnlyDeadLetters = ps.Written && ps.OnlyDeadLetters
 	}
 	topics = slices.Clone(topics)
 	for _, tp := range ledger.Partitions() {

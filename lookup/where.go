@@ -96,7 +96,7 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	if err := ValidatePosition(tp, offset); err != nil {
 		return res, err
 	}
-	ledger, err := tbl.Ledger()
+	ledger, err := tbl.Summary(ctx, 0)
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
@@ -111,7 +111,10 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	case !slices.Contains(topics, tp.Topic):
 		return res, &QueryError{Setting: SettingTopic, Value: tp.Topic, Want: fmt.Sprintf("a topic %s holds: %s", tbl.Name(), strings.Join(topics, ", "))}
 	}
-	loc := ledger.Where(tp, offset)
+	loc, err := tbl.Locate(ctx, 0, tp, offset)
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
 	if loc.Known {
 		res.TableFirst, res.TableNext = &loc.First, &loc.Next
 	}

@@ -368,9 +368,12 @@ func (l Ledger) Partitions() []TopicPartition {
 }
 
 // Topics returns the topics of every partition the ledger mentions, sorted.
-func (l Ledger) Topics() []string {
+func (l Ledger) Topics() []string { return topicsOf(l.Partitions()) }
+
+// topicsOf returns the topics of sorted partitions, sorted.
+func topicsOf(tps []TopicPartition) []string {
 	var topics []string
-	for _, tp := range l.Partitions() {
+	for _, tp := range tps {
 		if len(topics) == 0 || topics[len(topics)-1] != tp.Topic {
 			topics = append(topics, tp.Topic)
 		}

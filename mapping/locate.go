@@ -150,30 +150,9 @@ func (e *NotCoveredError) Error() string {
 // Where the ledger never reaches a position, the error is a
 // *NotCoveredError.
 func (l Ledger) FirstCovering(cut Cut) (Commit, error) {
-	if len(cut) == 0 {
-		return Commit{}, fmt.Errorf("no positions given")
-	}
-	if len(l.Commits) == 0 {
-		return Commit{}, fmt.Errorf("the table has no floe commits yet")
-	}
-	// need[tp] is the offset the ledger must reach; trivially covered
-	// partitions are dropped.
-	need := map[TopicPartition]int64{}
-	for tp, o := range cut {
-		rs := l.Ranges(tp)
-		if len(rs) == 0 {
-			if o > 0 {
-				return Commit{}, &NotCoveredError{Partition: tp, Offset: o}
-			}
-			continue
-		}
-		c := Cover(rs)
-		if o > c.Next {
-			return Commit{}, &NotCoveredError{Partition: tp, Offset: o, Known: true, Next: c.Next}
-		}
-		if o > c.First {
-			need[tp] = o
-		}
+	need, err := CoverageNeeded(l.Summarize(), cut)
+	if err != nil {
+		return Commit{}, err
 	}
 	next := map[TopicPartition]int64{}
 	for _, c := range l.Commits {
@@ -193,4 +172,34 @@ func (l Ledger) FirstCovering(cut Cut) (Commit, error) {
 	}
 	// Unreachable: every needed offset is at most the partition's Next.
 	return Commit{}, fmt.Errorf("no commit covers %s", cut)
+}
+
+// CoverageNeeded returns, for FirstCovering, the offset the ledger
+// summarised by s must reach in each partition of the cut that is not
+// trivially covered (at or below its first sunk offset), or a
+// *NotCoveredError where the ledger never reaches the cut.
+func CoverageNeeded(s Summary, cut Cut) (map[TopicPartition]int64, error) {
+	if len(cut) == 0 {
+		return nil, fmt.Errorf("no positions given")
+	}
+	if s.Commits == 0 {
+		return nil, fmt.Errorf("the table has no floe commits yet")
+	}
+	need := map[TopicPartition]int64{}
+	for tp, o := range cut {
+		p, ok := s.Partition(tp)
+		if !ok {
+			if o > 0 {
+				return nil, &NotCoveredError{Partition: tp, Offset: o}
+			}
+			continue
+		}
+		if o > p.Next() {
+			return nil, &NotCoveredError{Partition: tp, Offset: o, Known: true, Next: p.Next()}
+		}
+		if o > p.First() {
+			need[tp] = o
+		}
+	}
+	return need, nil
 }

@@ -174,10 +174,11 @@ func (e *ArchiveError) Error() string {
 func (e *ArchiveError) Unwrap() error { return e.Err }
 
 // segment is one archive file a table names: the property naming it and
-// its entries (nil until read).
+// its index, read with the table version naming it. Its entries with
+// their ranges are read only by maintenance, when it rewrites them.
 type segment struct {
 	key, path string
-	a         *Archive
+	ix        *segmentIndex
 }
 
 // namedSegments returns the archive files props name, ordered by property
@@ -206,38 +207,38 @@ func segmentsSignature(segs []segment) string {
 	return b.String()
 }
 
-// readSegments reads the segments named (reusing the entries of loaded,
-// segments read before: a segment file is never rewritten) and returns
-// them with their union, nil when none is named.
+// readSegments reads the indexes of the segments named (reusing those of
+// loaded, segments read before: a segment file is never rewritten) and
+// returns them with the union of their entries without their ranges
+// (lightProperties), nil when none is named. Readers fetch the ranges by
+// block.
 func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment) ([]segment, *Archive, error) {
 	if len(named) == 0 {
 		return nil, nil, nil
 	}
-	known := map[string]*Archive{}
+	known := map[string]*segmentIndex{}
 	for _, s := range loaded {
-		known[s.path] = s.a
+		known[s.path] = s.ix
 	}
 	uuid := tbl.Metadata().TableUUID().String()
 	var fsys iceio.IO
 	var all []ArchivedSnapshot
 	for i, s := range named {
-		if a := known[s.path]; a != nil {
-			named[i].a = a
-			all = append(all, a.Snapshots...)
-			continue
-		}
-		if fsys == nil {
+		ix := known[s.path]
+		if ix == nil {
+			if fsys == nil {
+				var err error
+				if fsys, err = tbl.FS(ctx); err != nil {
+					return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
+				}
+			}
 			var err error
-			if fsys, err = tbl.FS(ctx); err != nil {
+			if ix, err = readIndex(fsys, uuid, s.path); err != nil {
 				return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
 			}
 		}
-		a, err := readArchiveFile(fsys, uuid, name, s.path)
-		if err != nil {
-			return nil, nil, err
-		}
-		named[i].a = a
-		all = append(all, a.Snapshots...)
+		named[i].ix = ix
+		all = append(all, ix.Snapshots...)
 	}
 	return named, (*Archive)(nil).plus(uuid, all), nil
 }
@@ -279,25 +280,34 @@ func metadataDir(meta table.Metadata) string {
 }
 
 // writeArchive writes a as a new archive file under the table's metadata
-// location and returns its path. Each write goes to a new file, so an
+// location, and its index beside it, and returns its path and index. Each write goes to a new file, so an
 // archive file the table names is never overwritten: a maintenance run
 // that fails after writing leaves only an unreferenced file (staleArchives
 // collects it).
-func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, error) {
+func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, *segmentIndex, error) {
 	path := fmt.Sprintf("%s/%05d-%s.json", archiveLocation(tbl.Metadata()), a.Len(), uuid.NewString())
 	b, err := json.MarshalIndent(a, "", " ")
 	if err != nil {
-		return path, err
+		return path, nil, err
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return path, err
+		return path, nil, err
 	}
 	wfs, ok := fsys.(iceio.WriteFileIO)
 	if !ok {
-		return path, errors.New("the table's storage cannot write files")
+		return path, nil, errors.New("the table's storage cannot write files")
 	}
-	return path, wfs.WriteFile(path, b)
+	if err := wfs.WriteFile(path, b); err != nil {
+		return path, nil, err
+	}
+	// Written before the commit that names the segment, so that readers
+	// of that version find it.
+	ix, err := writeIndex(wfs, a.TableUUID, path, b)
+	if err != nil {
+		return path, nil, fmt.Errorf("index: %w", err)
+	}
+	return path, ix, nil
 }
 
 // segmentKey is the property that names the segment written to path.
@@ -319,7 +329,7 @@ const segmentMergeRatio = 4
 // segments it absorbs, which it returns too. The absorbed segments'
 // properties are removed in the commit that names the new one. A ranges
 // file of snaps that cannot be read is an error: nothing is expired.
-func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment, error) {
+func (t *Table) planSegment(ctx context.Context, snaps []table.Snapshot) (*Archive, []segment, error) {
 	uuid := t.tbl.Metadata().TableUUID().String()
 	var fresh []table.Snapshot
 	for _, s := range snaps {
@@ -334,25 +344,40 @@ func (t *Table) planSegment(snaps []table.Snapshot) (*Archive, []segment, error)
 	named := slices.Clone(t.segments)
 	// Oldest entries first: the segment to absorb next is the last.
 	slices.SortFunc(named, func(x, y segment) int {
-		return cmp.Or(cmp.Compare(x.a.oldest(), y.a.oldest()), strings.Compare(x.key, y.key))
+		return cmp.Or(cmp.Compare(x.ix.oldest(), y.ix.oldest()), strings.Compare(x.key, y.key))
 	})
 	var absorbed []segment
 	for len(named) > 0 {
 		last := named[len(named)-1]
-		if seg.Len()*segmentMergeRatio < last.a.Len() {
+		if seg.Len()*segmentMergeRatio < len(last.ix.Snapshots) {
 			break
 		}
-		seg = seg.union(uuid, last.a)
+		// Only the segments absorbed are read whole.
+		a, err := t.readSegment(ctx, last.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		seg = seg.union(uuid, a)
 		absorbed = append(absorbed, last)
 		named = named[:len(named)-1]
 	}
 	return seg, absorbed, nil
 }
 
-// oldest is the commit time of the archive's oldest entry (0: empty).
-func (a *Archive) oldest() int64 {
-	if a.Len() == 0 {
+// readSegment reads the archive file at path whole: every entry with its
+// ranges.
+func (t *Table) readSegment(ctx context.Context, path string) (*Archive, error) {
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, &ArchiveError{Table: t.Name(), Path: path, Err: err}
+	}
+	return readArchiveFile(fsys, t.tbl.Metadata().TableUUID().String(), t.Name(), path)
+}
+
+// oldest is the commit time of the segment's oldest entry (0: empty).
+func (ix *segmentIndex) oldest() int64 {
+	if len(ix.Snapshots) == 0 {
 		return 0
 	}
-	return a.Snapshots[0].TimestampMs
+	return ix.Snapshots[0].TimestampMs
 }

@@ -117,7 +117,7 @@ func (e *TopicIDError) Error() string {
 // CheckTopicID returns a *TopicIDError when the ledger of table recorded a
 // topic ID for topic and the broker reports another (id, "" when the broker
 // has no topic IDs).
-func CheckTopicID(table string, l mapping.Ledger, topic, id string) error {
+func CheckTopicID(table string, l mapping.Summary, topic, id string) error {
 	if recorded := l.TopicID(topic); recorded != "" && id != "" && recorded != id {
 		return &TopicIDError{Table: table, Topic: topic, Ledger: recorded, Broker: id}
 	}
@@ -335,7 +335,7 @@ func (t *Table) checkStart(ctx context.Context, log *slog.Logger, f Flush, inLed
 	// The ledger as last loaded must end where this flush starts. Normally
 	// the caller read it there; if the table was reloaded since and another
 	// writer had advanced, the branch-head assertion alone would not notice.
-	l, err := t.Ledger()
+	l, err := t.Summary(ctx, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), c.ID, err)
 	}
@@ -459,14 +459,14 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 // offset then) is no longer in it: committing on top would restart that
 // partition at this writer's offset and leave everything below it unsunk.
 func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, known map[mapping.TopicPartition]int64, files []iceberg.DataFile) (*mapping.Commit, error) {
-	l, err := t.Ledger()
+	if lc, ok, err := t.commitByID(ctx, c.ID); err != nil {
+		return nil, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), c.ID, err)
+	} else if ok {
+		return &lc, nil
+	}
+	l, err := t.Summary(ctx, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of %s to check commit %s against it: %w", t.Name(), c.ID, err)
-	}
-	for _, lc := range l.Commits {
-		if lc.ID == c.ID {
-			return &lc, nil
-		}
 	}
 	// A flush may hold several ranges of one partition (data, a recorded
 	// loss, more data): only the lowest must meet the ledger's end.

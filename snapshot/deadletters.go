@@ -331,7 +331,7 @@ type position struct {
 // to it.
 func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[string]*deadLetterFile) (*DeadLetterState, error) {
 	st := &DeadLetterState{Table: dlq.Name(), Commits: map[string]mapping.Commit{}, Rows: map[string]int64{}, StaleLegacy: map[mapping.TopicPartition][]int64{}}
-	ledgers, err := t.branchLedgers()
+	ledgers, err := t.branchLedgers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s to reconcile %s with them: %w", t.Name(), dlq.Name(), err)
 	}
@@ -535,7 +535,7 @@ func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
 
 // branchLedgers returns the ledgers (archives included) of every branch
 // of t as last loaded.
-func (t *Table) branchLedgers() ([]mapping.Ledger, error) {
+func (t *Table) branchLedgers(ctx context.Context) ([]mapping.Ledger, error) {
 	meta := t.tbl.Metadata()
 	var names []string
 	for name, ref := range meta.Refs() {
@@ -546,7 +546,7 @@ func (t *Table) branchLedgers() ([]mapping.Ledger, error) {
 	slices.Sort(names)
 	out := make([]mapping.Ledger, 0, len(names))
 	for _, name := range names {
-		l, err := ledgerOf(meta, t.archive, t.ranges, name)
+		l, err := t.ReadLedger(ctx, meta.SnapshotByName(name).SnapshotID)
 		if err != nil {
 			return nil, fmt.Errorf("branch %s: %w", name, err)
 		}
@@ -862,18 +862,11 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 // (PropDeadLetterTablePrefix), so that a table a rollback took every commit of
 // is still found. Sorted by name.
 func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
-	ledgers, err := t.branchLedgers()
+	named, err := t.namedDeadLetterTables()
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s for its dead-letter tables: %w", t.Name(), err)
 	}
-	names := map[string]bool{}
-	for _, l := range ledgers {
-		for _, c := range l.Commits {
-			if c.DeadLetterTable != "" {
-				names[c.DeadLetterTable] = true
-			}
-		}
-	}
+	names := maps.Clone(named)
 	for key := range t.tbl.Properties() {
 		if n, ok := strings.CutPrefix(key, PropDeadLetterTablePrefix); ok && n != "" {
 			names[n] = true
@@ -887,9 +880,7 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 		if errors.Is(err, ErrTableNotFound) {
 			continue // never created, or dropped: the audit says so when a commit names it
 		}
-		if err != nil && name == def && !slices.ContainsFunc(ledgers, func(l mapping.Ledger) bool {
-			return slices.ContainsFunc(l.Commits, func(c mapping.Commit) bool { return c.DeadLetterTable == def })
-		}) {
+		if err != nil && name == def && !named[def] {
 			continue // a table of that name that is not t's dead-letter table, and no commit names it
 		}
 		if err != nil {

@@ -196,6 +196,11 @@ func (t *Table) upkeep(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			return err
 		}
 	}
+	if !opts.DryRun {
+		if err := t.writeMissingIndexes(ctx); err != nil {
+			return err
+		}
+	}
 	for _, seg := range t.segments {
 		res.Segments = append(res.Segments, seg.path)
 	}
@@ -266,19 +271,20 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 				res.ExpiredCommits++
 			}
 		}
-		seg, absorbed, err := t.planSegment(expired)
+		seg, absorbed, err := t.planSegment(ctx, expired)
 		if err != nil {
 			return fmt.Errorf("archive the ledger entries of the snapshots to expire from %s (nothing was expired): %w", t.Name(), err)
 		}
 		if opts.DryRun {
 			return nil
 		}
-		path, err := writeArchive(ctx, t.tbl, seg)
+		path, ix, err := writeArchive(ctx, t.tbl, seg)
 		if err != nil {
+			t.removePaths(ctx, log, segmentFiles(path)...)
 			return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write: %w (nothing was expired)", err)}
 		}
 		if err := t.stageSegment(txn, path, absorbed); err != nil {
-			t.removePaths(ctx, log, path)
+			t.removePaths(ctx, log, segmentFiles(path)...)
 			return err
 		}
 		tbl, err := txn.Commit(ctx)
@@ -296,7 +302,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		}
 		if err != nil && isConflict(err) {
 			// Nothing was committed: the new segment is unreferenced.
-			t.removePaths(ctx, log, path)
+			t.removePaths(ctx, log, segmentFiles(path)...)
 			lastErr = err
 			log.Info("expiry commit lost a race, reloading", "table", t.Name(), "attempt", attempt, "err", err)
 			continue
@@ -306,7 +312,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			// stays, and so do the ones it absorbed.
 			return fmt.Errorf("commit snapshot expiry of %s (outcome unknown; run floe maintain again): %w", t.Name(), err)
 		}
-		return t.adoptSegment(ctx, log, tbl, path, seg, absorbed)
+		return t.adoptSegment(ctx, log, tbl, segment{key: segmentKey(path), path: path, ix: ix}, absorbed)
 	}
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
 }
@@ -397,7 +403,7 @@ func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 		}
 		add(c)
 	}
-	ledgers, err := data.branchLedgers()
+	ledgers, err := data.branchLedgers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s for the files they name: %w", of, err)
 	}
@@ -431,17 +437,17 @@ func (t *Table) stageSegment(txn *table.Transaction, path string, absorbed []seg
 // that loaded an earlier version naming them and reads one after it is
 // gone reloads the table (adopt); a stray one left by a failed delete is
 // collected later (staleArchives).
-func (t *Table) adoptSegment(ctx context.Context, log *slog.Logger, tbl *table.Table, path string, seg *Archive, absorbed []segment) error {
+func (t *Table) adoptSegment(ctx context.Context, log *slog.Logger, tbl *table.Table, seg segment, absorbed []segment) error {
 	// The segment just written need not be read back.
 	prev := t.segments
-	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, a: seg})
+	t.segments = append(slices.Clip(prev), seg)
 	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		t.segments = prev
 		return err
 	}
 	var paths []string
 	for _, a := range absorbed {
-		paths = append(paths, a.path)
+		paths = append(paths, segmentFiles(a.path)...)
 	}
 	t.removePaths(ctx, log, paths...)
 	return nil
@@ -477,25 +483,26 @@ func (e *LostEntriesError) Error() string {
 // delete them once they are old and hold nothing the table lacks
 // (staleArchives).
 func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merged *Archive) error {
-	path, err := writeArchive(ctx, t.tbl, merged)
+	path, ix, err := writeArchive(ctx, t.tbl, merged)
 	if err != nil {
+		t.removePaths(ctx, log, segmentFiles(path)...)
 		return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}
 	}
 	txn := t.tbl.NewTransaction()
 	if err := t.stageSegment(txn, path, t.segments); err != nil {
-		t.removePaths(ctx, log, path)
+		t.removePaths(ctx, log, segmentFiles(path)...)
 		return err
 	}
 	tbl, err := txn.Commit(ctx)
 	if err != nil && isConflict(err) {
-		t.removePaths(ctx, log, path)
+		t.removePaths(ctx, log, segmentFiles(path)...)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
 	}
 	prev := t.segments
-	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, a: merged})
+	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, ix: ix})
 	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		t.segments = prev
 		return err
@@ -593,7 +600,15 @@ func truncations(meta table.Metadata, archive *Archive) (refs []string, missing 
 // that is not an archive of this table.
 func (t *Table) mergeArchives(ctx context.Context, log *slog.Logger) (*Archive, error) {
 	uuid := t.tbl.Metadata().TableUUID().String()
-	merged := t.archive.union(uuid, nil)
+	var merged *Archive
+	for _, seg := range t.segments {
+		a, err := t.readSegment(ctx, seg.path)
+		if err != nil {
+			return nil, fmt.Errorf("merge the ledger archives of %s: %w", t.Name(), err)
+		}
+		merged = merged.union(uuid, a)
+	}
+	merged = merged.union(uuid, nil)
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("merge the ledger archives of %s: %w", t.Name(), err)

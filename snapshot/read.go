@@ -46,15 +46,6 @@ func (e *UnknownSnapshotError) Error() string {
 	return fmt.Sprintf("table %s has no snapshot %d (expired, or of another table)", e.Table, e.SnapshotID)
 }
 
-// LedgerAt decodes the table's ledger as of one of its snapshots.
-func (t *Table) LedgerAt(snapshotID int64) (mapping.Ledger, error) {
-	s, err := t.Snapshot(snapshotID)
-	if err != nil {
-		return mapping.Ledger{}, err
-	}
-	return ledgerAt(t.tbl.Metadata(), t.archive, t.ranges, s.SnapshotID)
-}
-
 // RowAt looks for the row of offset in tp in a snapshot (0: the branch
 // head). Data files are pruned by their manifest bounds on the topic,
 // partition and offset columns, and only the offset column of the remaining
@@ -178,11 +169,11 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 	if err != nil {
 		return nil, err
 	}
-	l, err := ledgerAt(t.tbl.Metadata(), t.archive, t.ranges, s.SnapshotID)
+	sum, err := t.Summary(ctx, s.SnapshotID)
 	if err != nil {
 		return nil, err
 	}
-	cut := mapping.Cut(l.Next())
+	cut := mapping.Cut(sum.Next())
 	first := map[mapping.TopicPartition]int64{}
 	scan := t.tbl.Scan(
 		table.WithSnapshotID(s.SnapshotID),

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -55,9 +54,14 @@ type Table struct {
 	// changes (adopt), so that reading the ledger needs no I/O and always
 	// matches tbl. segments are those segments with their entries, and
 	// archiveSig identifies them (segmentsSignature).
+	//
+	// The archive holds the entries without their ranges (the segments'
+	// indexes), and archived, by snapshot, where each entry's block is;
+	// readers fetch blocks as they need them (ledger.go).
 	archive    *Archive
 	segments   []segment
 	archiveSig string
+	archived   map[int64]archivedAt
 	// ranges are the ranges files tbl's snapshots reference, read with it
 	// (adopt); written is the one this process's last commit wrote.
 	ranges  *rangesFiles
@@ -70,8 +74,8 @@ type Table struct {
 	// fixed when the table is created.
 	mode mapping.Mode
 	key  mapping.UpsertKey
-	// ledger is the ledger last decoded (see Ledger).
-	ledger *ledgerCache
+	// summary is the ledger's summary last computed (see Summary).
+	summary *summaryCache
 	// fsys opens the table's storage as the table last loaded from the
 	// catalog does (a method value of it). Tables rebuilt after a commit
 	// (adoptCommitted) use it: storage opened with a context of its own
@@ -384,6 +388,7 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 					}
 				}
 				t.tbl, t.archive, t.segments, t.archiveSig, t.ranges = tbl, a, segs, sig, rf
+				t.archived = archivedBlocks(segs)
 				return nil
 			}
 			err = fs.ErrNotExist // a ranges file: a reload tells whether it was collected
@@ -427,94 +432,6 @@ func (t *Table) Head() *table.Snapshot {
 	return t.tbl.Metadata().SnapshotByName(t.branch)
 }
 
-// Ledger decodes the ledger of the table's branch as last loaded: the floe
-// commits in the branch's ancestry, oldest first, expired ones read from
-// the ledger archive. Snapshots without floe properties (other writers,
-// maintenance) are skipped; a malformed floe property is a
-// *mapping.MalformedError.
-func (t *Table) Ledger() (mapping.Ledger, error) {
-	var headID int64
-	head := t.Head()
-	if head != nil {
-		headID = head.SnapshotID
-	}
-	meta := t.tbl.Metadata()
-	c := t.ledger
-	if c != nil && c.location == t.tbl.MetadataLocation() {
-		return mapping.Ledger{Commits: slices.Clip(c.l.Commits)}, nil
-	}
-	if extend, ok := c.reaches(meta, t.archive, t.archiveSig, head); ok {
-		// The ledger already decoded, or one commit on top of it (this
-		// writer's own, usually): decode only that one, so that a commit
-		// does not cost the whole history.
-		l := c.l
-		if extend && head.Summary != nil && mapping.IsFloeCommit(head.Summary.Properties) {
-			lc, err := t.ranges.commit(head)
-			if err != nil {
-				return mapping.Ledger{}, err
-			}
-			l.Commits = append(l.Commits, lc)
-		}
-		t.ledger = newLedgerCache(t.tbl, headID, t.archiveSig, l)
-		return mapping.Ledger{Commits: slices.Clip(l.Commits)}, nil
-	}
-	l, err := ledgerOf(meta, t.archive, t.ranges, t.branch)
-	var te *TruncatedLedgerError
-	if errors.As(err, &te) {
-		te.Table = t.Name()
-	}
-	if err != nil {
-		return l, err
-	}
-	t.ledger = newLedgerCache(t.tbl, headID, t.archiveSig, l)
-	return mapping.Ledger{Commits: slices.Clip(l.Commits)}, nil
-}
-
-// ledgerCache is a decoded ledger and the metadata it was decoded from:
-// Ledger decodes only what a later head adds to it.
-type ledgerCache struct {
-	location string // the metadata file
-	head     int64
-	archive  string // the archive's signature (segmentsSignature)
-	// snapshots are every snapshot of that metadata: a later metadata that
-	// lost one (an expiry) has its ancestry checked (reaches), to notice a
-	// truncated history.
-	snapshots []int64
-	l         mapping.Ledger
-}
-
-func newLedgerCache(tbl *table.Table, head int64, archive string, l mapping.Ledger) *ledgerCache {
-	c := &ledgerCache{location: tbl.MetadataLocation(), head: head, archive: archive, l: l}
-	for _, s := range tbl.Metadata().Snapshots() {
-		c.snapshots = append(c.snapshots, s.SnapshotID)
-	}
-	return c
-}
-
-// reaches reports whether the ledger of head, in meta completed from
-// archive (whose signature is sig), is c's ledger (head is c's head) or
-// c's plus head's entry (extend: head's parent is c's head). Usually meta
-// holds every snapshot c was decoded from, with the same archive. When
-// snapshots were expired since, or the archive changed (an expiry, a
-// merge of segments), the ancestry of c's head is walked, without
-// decoding anything: if it is still whole, every entry of c is live or
-// archived, unchanged (snapshots are immutable), so maintenance costs a
-// writer no decoding of the whole history.
-func (c *ledgerCache) reaches(meta table.Metadata, archive *Archive, sig string, head *table.Snapshot) (extend, ok bool) {
-	if c == nil || c.head == 0 || head == nil {
-		return false, false
-	}
-	extend = head.SnapshotID != c.head
-	if extend && (head.ParentSnapshotID == nil || *head.ParentSnapshotID != c.head) {
-		return false, false
-	}
-	if c.archive == sig && !slices.ContainsFunc(c.snapshots, func(id int64) bool { return meta.SnapshotByID(id) == nil }) {
-		return extend, true
-	}
-	_, te := ancestry(meta, archive, c.head)
-	return extend, te == nil
-}
-
 // ErrTruncatedLedger is matched (errors.Is) by a *TruncatedLedgerError.
 var ErrTruncatedLedger = errors.New("truncated ledger")
 
@@ -541,44 +458,6 @@ func (e *TruncatedLedgerError) Error() string {
 }
 
 func (e *TruncatedLedgerError) Is(target error) bool { return target == ErrTruncatedLedger }
-
-// ledgerOf decodes the ledger of one branch of table metadata, completed
-// from archive (nil: none), with rf the ranges files its snapshots
-// reference.
-func ledgerOf(meta table.Metadata, archive *Archive, rf *rangesFiles, branch string) (mapping.Ledger, error) {
-	head := meta.SnapshotByName(branch)
-	if head == nil {
-		return mapping.Ledger{}, nil
-	}
-	return ledgerAt(meta, archive, rf, head.SnapshotID)
-}
-
-// ledgerAt decodes the ledger as of one snapshot: the floe commits in its
-// ancestry, oldest first, the snapshot itself included. The ancestry is
-// walked through the live snapshots and, past the oldest one, through the
-// archived ones, so an expired snapshot gives the same entry as before its
-// expiry. When neither has a parent, the ledger is a *TruncatedLedgerError.
-// A commit whose ranges file (in rf) could not be read, or is not the one
-// its summary references, is a *mapping.RangesFileError.
-func ledgerAt(meta table.Metadata, archive *Archive, rf *rangesFiles, snapshotID int64) (mapping.Ledger, error) {
-	var l mapping.Ledger
-	ancestors, te := ancestry(meta, archive, snapshotID)
-	if te != nil {
-		return l, te
-	}
-	for i := len(ancestors) - 1; i >= 0; i-- {
-		s := ancestors[i]
-		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
-			continue
-		}
-		c, err := rf.commit(&s)
-		if err != nil {
-			return l, err
-		}
-		l.Commits = append(l.Commits, c)
-	}
-	return l, nil
-}
 
 // ancestry returns the ancestors of a snapshot, itself first, walked
 // through the live snapshots of meta and the archived ones, or a

@@ -311,7 +311,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		run.OnStart = func(tbl *snapshot.Table) {
 			stopCompaction = f.compaction.start(srvCtx, tbl)
 			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes), "topic_regex", f.topicRegex) })
-			if l, err := tbl.Ledger(); err == nil {
+			if l, err := tbl.Summary(srvCtx, 0); err == nil {
 				mp.Started(l)
 			}
 			if pending, err := tbl.PendingPartitionFields(); err == nil && len(pending) > 0 {

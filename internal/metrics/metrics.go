@@ -259,21 +259,15 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 // Started records that the pipeline runs, and what the table's ledger says
 // of its topic before the first commit: each partition's next offset, the
 // last commit that advanced it and its dead letters.
-func (p *Pipeline) Started(l mapping.Ledger) {
+func (p *Pipeline) Started(l mapping.Summary) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for tp, n := range l.Next() {
-		if tp.Topic == p.topic {
-			p.next[tp.Partition] = max(p.next[tp.Partition], n)
-		}
-	}
 	clear(p.deadLetters)
-	for _, c := range l.Commits {
-		for _, rg := range c.Ranges {
-			if rg.Topic == p.topic {
-				p.committed[rg.Partition] = c.CommittedAt
-				p.deadLetters[rg.Partition] += rg.DeadLetters
-			}
+	for tp, ps := range l.Parts {
+		if tp.Topic == p.topic {
+			p.next[tp.Partition] = max(p.next[tp.Partition], ps.High)
+			p.committed[tp.Partition] = ps.LastCommitAt()
+			p.deadLetters[tp.Partition] += ps.DeadLetters
 		}
 	}
 	if p.state == StateStarting {

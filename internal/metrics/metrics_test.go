@@ -149,7 +149,7 @@ func TestPollLagExcludesLoss(t *testing.T) {
 	p := r.Pipeline("orders", "lake.orders", nil)
 	// The table has [0, 20) of partition 0.
 	p.Started(mapping.Ledger{Commits: []mapping.Commit{{SnapshotID: 1, CommittedAt: time.Now(), Ranges: []mapping.Range{
-		{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: 0}, Interval: mapping.Interval{High: 20}, Records: 20}}}}})
+		{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: 0}, Interval: mapping.Interval{High: 20}, Records: 20}}}}}.Summarize())
 	if err := p.PollLag(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}

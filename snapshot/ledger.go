@@ -1,0 +1,499 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// archivedAt is where an archived entry's ranges are: a block of an
+// indexed segment.
+type archivedAt struct {
+	path  string
+	ix    *segmentIndex
+	block int
+}
+
+// archivedBlocks indexes the entries of segs by snapshot.
+func archivedBlocks(segs []segment) map[int64]archivedAt {
+	at := map[int64]archivedAt{}
+	for _, s := range segs {
+		for bl, b := range s.ix.Blocks {
+			for i := b.First; i < b.First+b.Count; i++ {
+				at[s.ix.Snapshots[i].SnapshotID] = archivedAt{path: s.path, ix: s.ix, block: bl}
+			}
+		}
+	}
+	return at
+}
+
+// ledgerPart is a run of consecutive floe commits of a ledger: one live
+// snapshot, or the commits ids of one archived block.
+type ledgerPart struct {
+	snap *table.Snapshot
+	at   archivedAt
+	ids  []int64
+	// whole is set when ids are every floe commit of the block, in the
+	// order its summary folded them: the summary is theirs.
+	whole bool
+}
+
+// ledgerParts returns the parts of the ledger as of a snapshot, oldest
+// first, or a *TruncatedLedgerError. Nothing is decoded or read.
+func (t *Table) ledgerParts(snapshotID int64) ([]ledgerPart, error) {
+	meta := t.tbl.Metadata()
+	ancestors, te := ancestry(meta, t.archive, snapshotID)
+	if te != nil {
+		te.Table = t.Name()
+		return nil, te
+	}
+	var parts []ledgerPart
+	for i := len(ancestors) - 1; i >= 0; i-- {
+		s := ancestors[i]
+		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
+			continue
+		}
+		at, archived := t.archived[s.SnapshotID]
+		if !archived || meta.SnapshotByID(s.SnapshotID) != nil {
+			parts = append(parts, ledgerPart{snap: &s})
+			continue
+		}
+		if n := len(parts); n > 0 && parts[n-1].snap == nil && parts[n-1].at.path == at.path && parts[n-1].at.block == at.block {
+			parts[n-1].ids = append(parts[n-1].ids, s.SnapshotID)
+			continue
+		}
+		parts = append(parts, ledgerPart{at: at, ids: []int64{s.SnapshotID}})
+	}
+	for i := range parts {
+		p := &parts[i]
+		if p.snap != nil {
+			continue
+		}
+		b := p.at.ix.Blocks[p.at.block]
+		var floe []int64
+		for _, s := range p.at.ix.Snapshots[b.First : b.First+b.Count] {
+			if mapping.IsFloeCommit(s.Properties) {
+				floe = append(floe, s.SnapshotID)
+			}
+		}
+		// A commit the summary left out (it did not decode) makes the
+		// block's readers decode it, and meet its error.
+		p.whole = slices.Equal(floe, p.ids) && b.Summary.Commits == len(floe)
+	}
+	return parts, nil
+}
+
+// decode returns the commits of a part, in ledger order, reading its
+// block when it is archived (fsys opened on first use).
+func (t *Table) decode(ctx context.Context, fsys *iceio.IO, p ledgerPart) ([]mapping.Commit, error) {
+	if p.snap != nil {
+		c, err := t.ranges.commit(p.snap)
+		if err != nil {
+			return nil, err
+		}
+		return []mapping.Commit{c}, nil
+	}
+	if *fsys == nil {
+		f, err := t.tbl.FS(ctx)
+		if err != nil {
+			return nil, &ArchiveError{Table: t.Name(), Path: p.at.path, Err: err}
+		}
+		*fsys = f
+	}
+	snaps, err := readBlock(*fsys, p.at.path, p.at.ix, p.at.block)
+	if err != nil {
+		return nil, &ArchiveError{Table: t.Name(), Path: p.at.path, Err: fmt.Errorf("block %d: %w", p.at.block, err)}
+	}
+	byID := make(map[int64]*ArchivedSnapshot, len(snaps))
+	for i := range snaps {
+		byID[snaps[i].SnapshotID] = &snaps[i]
+	}
+	out := make([]mapping.Commit, 0, len(p.ids))
+	for _, id := range p.ids {
+		s := byID[id]
+		c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Properties)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// resolve returns the snapshot id a reader means: snapshotID, or the
+// branch head for 0 (0 again when the branch has none yet).
+func (t *Table) resolve(snapshotID int64) (int64, error) {
+	if snapshotID != 0 {
+		s, err := t.Snapshot(snapshotID)
+		if err != nil {
+			return 0, err
+		}
+		return s.SnapshotID, nil
+	}
+	if h := t.Head(); h != nil {
+		return h.SnapshotID, nil
+	}
+	return 0, nil
+}
+
+// Commits yields the floe commits of the ledger as of a snapshot of the
+// table (0: the branch head; none when the branch has no snapshot yet),
+// oldest first, reading the ledger archive one block at a time: a reader
+// that does not keep them holds one block's commits at most. Snapshots
+// without floe properties are skipped. A malformed entry is a
+// *mapping.MalformedError, a history with a gap a *TruncatedLedgerError,
+// and the sequence ends at the first error.
+func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping.Commit, error] {
+	return func(yield func(mapping.Commit, error) bool) {
+		id, err := t.resolve(snapshotID)
+		if err != nil || id == 0 {
+			if err != nil {
+				yield(mapping.Commit{}, err)
+			}
+			return
+		}
+		parts, err := t.ledgerParts(id)
+		if err != nil {
+			yield(mapping.Commit{}, err)
+			return
+		}
+		var fsys iceio.IO
+		for _, p := range parts {
+			cs, err := t.decode(ctx, &fsys, p)
+			if err != nil {
+				yield(mapping.Commit{}, err)
+				return
+			}
+			for _, c := range cs {
+				if !yield(c, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// ReadLedger decodes the whole ledger as of a snapshot (0: the branch
+// head). It holds every range: readers that can, use Commits, Summary or
+// Locate.
+func (t *Table) ReadLedger(ctx context.Context, snapshotID int64) (mapping.Ledger, error) {
+	var l mapping.Ledger
+	for c, err := range t.Commits(ctx, snapshotID) {
+		if err != nil {
+			return mapping.Ledger{}, err
+		}
+		l.Commits = append(l.Commits, c)
+	}
+	return l, nil
+}
+
+// Ledger decodes the ledger of the table's branch as last loaded: the floe
+// commits in the branch's ancestry, oldest first, expired ones read from
+// the ledger archive. Snapshots without floe properties (other writers,
+// maintenance) are skipped; a malformed floe property is a
+// *mapping.MalformedError. It is ReadLedger of the head without a
+// caller's context, for callers that need every range at once.
+func (t *Table) Ledger() (mapping.Ledger, error) {
+	return t.ReadLedger(context.Background(), 0)
+}
+
+// LedgerAt decodes the table's ledger as of one of its snapshots
+// (ReadLedger without a caller's context).
+func (t *Table) LedgerAt(snapshotID int64) (mapping.Ledger, error) {
+	if _, err := t.Snapshot(snapshotID); err != nil {
+		return mapping.Ledger{}, err
+	}
+	return t.ReadLedger(context.Background(), snapshotID)
+}
+
+// Summary returns the summary of the ledger as of a snapshot (0: the
+// branch head): what the ledger says per partition and topic, folded from
+// the archive's block summaries and the live snapshots, reading a block
+// only where a summary cannot stand for it (a block shared with another
+// branch). The head's is kept and extended by the commits on top of it, so
+// a writer pays per commit for that commit only.
+func (t *Table) Summary(ctx context.Context, snapshotID int64) (mapping.Summary, error) {
+	id, err := t.resolve(snapshotID)
+	if err != nil || id == 0 {
+		return mapping.Summary{}, err
+	}
+	head := t.Head()
+	isHead := head != nil && head.SnapshotID == id
+	if isHead {
+		c := t.summary
+		if c != nil && c.location == t.tbl.MetadataLocation() {
+			return c.s, nil
+		}
+		if extend, ok := c.reaches(t.tbl.Metadata(), t.archive, t.archiveSig, head); ok {
+			s := c.s
+			if extend && head.Summary != nil && mapping.IsFloeCommit(head.Summary.Properties) {
+				lc, err := t.ranges.commit(head)
+				if err != nil {
+					return mapping.Summary{}, err
+				}
+				s = s.Clone()
+				s.Add(lc)
+			}
+			t.summary = newSummaryCache(t.tbl, head.SnapshotID, t.archiveSig, s)
+			return s, nil
+		}
+	}
+	parts, err := t.ledgerParts(id)
+	if err != nil {
+		return mapping.Summary{}, err
+	}
+	var s mapping.Summary
+	var fsys iceio.IO
+	for _, p := range parts {
+		if p.whole {
+			s.Merge(p.at.ix.Blocks[p.at.block].Summary.Summary)
+			continue
+		}
+		cs, err := t.decode(ctx, &fsys, p)
+		if err != nil {
+			return mapping.Summary{}, err
+		}
+		for _, c := range cs {
+			s.Add(c)
+		}
+	}
+	if isHead {
+		t.summary = newSummaryCache(t.tbl, id, t.archiveSig, s)
+	}
+	return s, nil
+}
+
+// Locate answers where the ledger as of a snapshot (0: the branch head)
+// holds offset of tp, as mapping.Ledger.Where does, reading only the
+// archive blocks whose summary spans the offset.
+func (t *Table) Locate(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64) (mapping.Location, error) {
+	loc := mapping.Location{TopicPartition: tp, Offset: offset, Status: mapping.StatusUnsunk}
+	sum, err := t.Summary(ctx, snapshotID)
+	if err != nil {
+		return loc, err
+	}
+	ps, ok := sum.Partition(tp)
+	if !ok {
+		return loc, nil
+	}
+	loc.Known, loc.First, loc.Next = true, ps.First(), ps.Next()
+	if !ps.Span().Contains(offset) {
+		return loc, nil
+	}
+	id, err := t.resolve(snapshotID)
+	if err != nil {
+		return loc, err
+	}
+	parts, err := t.ledgerParts(id)
+	if err != nil {
+		return loc, err
+	}
+	var fsys iceio.IO
+	for _, p := range parts {
+		if p.snap == nil {
+			bs, ok := p.at.ix.Blocks[p.at.block].Summary.Partition(tp)
+			if p.whole && (!ok || !bs.Span().Contains(offset)) {
+				continue
+			}
+		}
+		cs, err := t.decode(ctx, &fsys, p)
+		if err != nil {
+			return loc, err
+		}
+		if w := (mapping.Ledger{Commits: cs}).Where(tp, offset); w.Status != mapping.StatusUnsunk {
+			loc.Status, loc.Commit, loc.Range = w.Status, w.Commit, w.Range
+			return loc, nil
+		}
+	}
+	return loc, nil
+}
+
+// FirstCovering is mapping.Ledger.FirstCovering on the ledger as of a
+// snapshot (0: the branch head), reading only the archive block where the
+// cut is reached.
+func (t *Table) FirstCovering(ctx context.Context, snapshotID int64, cut mapping.Cut) (mapping.Commit, error) {
+	sum, err := t.Summary(ctx, snapshotID)
+	if err != nil {
+		return mapping.Commit{}, err
+	}
+	need, err := mapping.CoverageNeeded(sum, cut)
+	if err != nil {
+		return mapping.Commit{}, err
+	}
+	id, err := t.resolve(snapshotID)
+	if err != nil {
+		return mapping.Commit{}, err
+	}
+	parts, err := t.ledgerParts(id)
+	if err != nil {
+		return mapping.Commit{}, err
+	}
+	next := map[mapping.TopicPartition]int64{}
+	var fsys iceio.IO
+	for _, p := range parts {
+		if p.whole && !reached(need, next, p.at.ix.Blocks[p.at.block].Summary.Summary) {
+			for tp, ps := range p.at.ix.Blocks[p.at.block].Summary.Parts {
+				next[tp] = max(next[tp], ps.High)
+			}
+			continue
+		}
+		cs, err := t.decode(ctx, &fsys, p)
+		if err != nil {
+			return mapping.Commit{}, err
+		}
+		for _, c := range cs {
+			for _, r := range c.Ranges {
+				next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
+			}
+			if reached(need, next, mapping.Summary{}) {
+				return c, nil
+			}
+		}
+	}
+	// Unreachable: every needed offset is at most the partition's Next.
+	return mapping.Commit{}, fmt.Errorf("no commit covers %s", cut)
+}
+
+// reached reports whether every needed offset is reached by next, with the
+// ranges summarised by s added.
+func reached(need, next map[mapping.TopicPartition]int64, s mapping.Summary) bool {
+	for tp, o := range need {
+		n := next[tp]
+		if ps, ok := s.Partition(tp); ok {
+			n = max(n, ps.High)
+		}
+		if n < o {
+			return false
+		}
+	}
+	return true
+}
+
+// summaryCache is a ledger summary and the metadata it was computed from:
+// Summary folds in only what a later head adds to it.
+type summaryCache struct {
+	location string // the metadata file
+	head     int64
+	archive  string // the archive's signature (segmentsSignature)
+	// snapshots are every snapshot of that metadata: a later metadata that
+	// lost one (an expiry) has its ancestry checked (reaches), to notice a
+	// truncated history.
+	snapshots []int64
+	s         mapping.Summary
+}
+
+func newSummaryCache(tbl *table.Table, head int64, archive string, s mapping.Summary) *summaryCache {
+	c := &summaryCache{location: tbl.MetadataLocation(), head: head, archive: archive, s: s}
+	for _, sn := range tbl.Metadata().Snapshots() {
+		c.snapshots = append(c.snapshots, sn.SnapshotID)
+	}
+	return c
+}
+
+// reaches reports whether the ledger of head, in meta completed from
+// archive (whose signature is sig), is c's (head is c's head) or c's plus
+// head's entry (extend: head's parent is c's head). Usually meta holds
+// every snapshot c was computed from, with the same archive. When
+// snapshots were expired since, or the archive changed (an expiry, a
+// merge of segments), the ancestry of c's head is walked, without
+// decoding anything: if it is still whole, every entry of c is live or
+// archived, unchanged (snapshots are immutable), so maintenance costs a
+// writer no decoding of the whole history.
+func (c *summaryCache) reaches(meta table.Metadata, archive *Archive, sig string, head *table.Snapshot) (extend, ok bool) {
+	if c == nil || c.head == 0 || head == nil {
+		return false, false
+	}
+	extend = head.SnapshotID != c.head
+	if extend && (head.ParentSnapshotID == nil || *head.ParentSnapshotID != c.head) {
+		return false, false
+	}
+	if c.archive == sig && !slices.ContainsFunc(c.snapshots, func(id int64) bool { return meta.SnapshotByID(id) == nil }) {
+		return extend, true
+	}
+	_, te := ancestry(meta, archive, c.head)
+	return extend, te == nil
+}
+
+// commitByID returns the commit of the branch's ledger whose id is id,
+// and false when there is none. The ancestry is walked on the entries'
+// properties without their ranges; only the commit found is decoded (its
+// block read when it is archived).
+func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool, error) {
+	head := t.Head()
+	if head == nil {
+		return mapping.Commit{}, false, nil
+	}
+	parts, err := t.ledgerParts(head.SnapshotID)
+	if err != nil {
+		return mapping.Commit{}, false, err
+	}
+	var fsys iceio.IO
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := parts[i]
+		if p.snap != nil {
+			if p.snap.Summary.Properties[mapping.KeyCommitID] != id {
+				continue
+			}
+		} else {
+			at := p.at.ix.Snapshots[p.at.ix.Blocks[p.at.block].First:]
+			if !slices.ContainsFunc(at[:p.at.ix.Blocks[p.at.block].Count], func(s ArchivedSnapshot) bool {
+				return s.Properties[mapping.KeyCommitID] == id && slices.Contains(p.ids, s.SnapshotID)
+			}) {
+				continue
+			}
+		}
+		cs, err := t.decode(ctx, &fsys, p)
+		if err != nil {
+			return mapping.Commit{}, false, err
+		}
+		for _, c := range cs {
+			if c.ID == id {
+				return c, true, nil
+			}
+		}
+	}
+	return mapping.Commit{}, false, nil
+}
+
+// namedDeadLetterTables returns the dead-letter tables that the commits of
+// every branch's ledger name. Archived commits are read from their
+// entries without their ranges (the archive keeps the name inline), live
+// ones decoded: nothing of the archive is read.
+func (t *Table) namedDeadLetterTables() (map[string]bool, error) {
+	meta := t.tbl.Metadata()
+	names := map[string]bool{}
+	for name, ref := range meta.Refs() {
+		if ref.SnapshotRefType != table.BranchRef {
+			continue
+		}
+		ancestors, te := ancestry(meta, t.archive, ref.SnapshotID)
+		if te != nil {
+			te.Table = t.Name()
+			return nil, fmt.Errorf("branch %s: %w", name, te)
+		}
+		for _, s := range ancestors {
+			if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
+				continue
+			}
+			dlq := s.Summary.Properties[mapping.KeyDeadLetterTable]
+			if meta.SnapshotByID(s.SnapshotID) != nil {
+				c, err := t.ranges.commit(&s)
+				if err != nil {
+					return nil, fmt.Errorf("branch %s: %w", name, err)
+				}
+				dlq = c.DeadLetterTable
+			}
+			if dlq != "" {
+				names[dlq] = true
+			}
+		}
+	}
+	return names, nil
+}

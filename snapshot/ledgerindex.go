@@ -1,0 +1,348 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// A segment's index lets a reader use the ledger archive without holding
+// it: the segment's snapshots without their ranges (enough to walk a
+// branch's ancestry and tell floe commits apart), and the segment cut into
+// blocks of consecutive entries, each with the byte span of the segment
+// file that holds it and the summary of its floe commits (mapping.Summary:
+// per partition the span of offsets, next offset, counts, start and topic
+// IDs). A writer resumes and a status is read from the summaries alone; a
+// lookup of one position reads only the blocks whose span holds it; the
+// audit reads block after block. Memory is then set by the number of
+// partitions and blocks, not by the number of ranges.
+//
+// Maintain writes each segment's index (indexPath) when it writes the
+// segment, and deletes it with the segment; one left by a run that failed
+// in between names a segment no table version names, and is never read. A segment without one (written by floe before
+// indexes, or whose index is unreadable) is indexed when a table version
+// naming it is adopted, by decoding it entry by entry: it still works, at
+// the cost of reading it once per process.
+const indexFormat = "floe.ledger-index/v1"
+
+// indexBlockBytes is the size of the segment file a block spans, at most
+// one entry more: a lookup reads one block, and the index holds one
+// summary per block (about 55 blocks for 10,000 commits of 1,000
+// partitions each).
+const indexBlockBytes = 4 << 20
+
+// segmentIndex is the index of one segment file.
+type segmentIndex struct {
+	Format    string `json:"format"`
+	TableUUID string `json:"table-uuid"`
+	// Size is the segment file's length in bytes.
+	Size int64 `json:"size"`
+	// Snapshots are the segment's entries, in file order, with their floe
+	// properties but those holding ranges (lightProperties).
+	Snapshots []ArchivedSnapshot `json:"snapshots"`
+	Blocks    []indexBlock       `json:"blocks"`
+	// built is set on an index built by decoding its segment, which has
+	// no index file yet (writeMissingIndexes writes it).
+	built bool
+}
+
+// indexBlock is a run of consecutive entries of a segment.
+type indexBlock struct {
+	// First and Count are the block's entries (indexes of
+	// segmentIndex.Snapshots); Offset and Length the bytes of the segment
+	// file that hold them.
+	First  int   `json:"first"`
+	Count  int   `json:"count"`
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
+	// Summary folds the block's floe commits in file order.
+	Summary summaryJSON `json:"summary"`
+}
+
+// summaryJSON is a mapping.Summary as the index stores it.
+type summaryJSON struct {
+	mapping.Summary
+	Partitions []partitionJSON `json:"partitions"`
+}
+
+type partitionJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	mapping.PartitionSummary
+}
+
+func (s summaryJSON) MarshalJSON() ([]byte, error) {
+	type plain summaryJSON
+	p := plain(s)
+	for _, tp := range s.Summary.Partitions() {
+		p.Partitions = append(p.Partitions, partitionJSON{Topic: tp.Topic, Partition: tp.Partition, PartitionSummary: *s.Parts[tp]})
+	}
+	return json.Marshal(p)
+}
+
+func (s *summaryJSON) UnmarshalJSON(b []byte) error {
+	type plain summaryJSON
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = summaryJSON(p)
+	s.Parts = make(map[mapping.TopicPartition]*mapping.PartitionSummary, len(p.Partitions))
+	for i := range p.Partitions {
+		ps := p.Partitions[i].PartitionSummary
+		s.Parts[mapping.TopicPartition{Topic: p.Partitions[i].Topic, Partition: p.Partitions[i].Partition}] = &ps
+	}
+	s.Partitions = nil
+	return nil
+}
+
+// indexFolder is the folder of the segments' indexes under the metadata
+// location, beside the archive's: maintenance reads every file of that
+// one as a segment.
+const indexFolder = "floe-ledger-index"
+
+// indexPath is the path of the index of the segment at path. Its
+// segment's name keeps it apart from any other's.
+func indexPath(segment string) string {
+	dir, name := path.Split(segment)
+	return strings.TrimSuffix(dir, archiveFolder+"/") + indexFolder + "/" + name
+}
+
+// segmentFiles are the files of the segment at path: itself and its index.
+func segmentFiles(path string) []string { return []string{path, indexPath(path)} }
+
+// isRangesKey reports whether a floe property holds ranges: what the index
+// leaves out of an entry.
+func isRangesKey(k string) bool {
+	return strings.HasPrefix(k, mapping.KeyRangesPrefix) || strings.HasPrefix(k, mapping.KeyLostPrefix) || strings.HasPrefix(k, mapping.KeyAbortedPrefix)
+}
+
+// lightProperties returns props without the properties holding ranges.
+func lightProperties(props map[string]string) map[string]string {
+	if props == nil {
+		return nil
+	}
+	out := make(map[string]string, len(props))
+	for k, v := range props {
+		if !isRangesKey(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// buildIndex indexes the segment file read from r, decoding it one entry
+// at a time. An entry whose ledger properties do not decode is left out of
+// its block's summary: readers decode the block and meet the error there.
+func buildIndex(r io.Reader, tableUUID string) (*segmentIndex, error) {
+	ix := &segmentIndex{Format: indexFormat}
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	var format, uuid string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch tok {
+		case "format":
+			err = dec.Decode(&format)
+		case "table-uuid":
+			err = dec.Decode(&uuid)
+		case "snapshots":
+			err = ix.indexEntries(dec)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return nil, err
+	}
+	if format != ArchiveFormat {
+		return nil, fmt.Errorf("format %q, this floe reads %q", format, ArchiveFormat)
+	}
+	if uuid != tableUUID {
+		return nil, fmt.Errorf("written for table uuid %s, not this table's %s", uuid, tableUUID)
+	}
+	ix.TableUUID = uuid
+	ix.Size = dec.InputOffset()
+	return ix, nil
+}
+
+// indexEntries reads the array of entries, cutting it into blocks.
+func (ix *segmentIndex) indexEntries(dec *json.Decoder) error {
+	if err := expectDelim(dec, '['); err != nil {
+		return err
+	}
+	var b *indexBlock
+	for dec.More() {
+		start := dec.InputOffset()
+		var s ArchivedSnapshot
+		if err := dec.Decode(&s); err != nil {
+			return err
+		}
+		if b == nil {
+			ix.Blocks = append(ix.Blocks, indexBlock{First: len(ix.Snapshots), Offset: start})
+			b = &ix.Blocks[len(ix.Blocks)-1]
+		}
+		b.Count++
+		b.Length = dec.InputOffset() - b.Offset
+		if mapping.IsFloeCommit(s.Properties) {
+			if c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Properties); err == nil {
+				b.Summary.Add(c)
+			}
+		}
+		s.Properties = lightProperties(s.Properties)
+		ix.Snapshots = append(ix.Snapshots, s)
+		if b.Length >= indexBlockBytes {
+			b = nil
+		}
+	}
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q, found %v", want, tok)
+	}
+	return nil
+}
+
+// readIndex returns the index of the segment at path: its index file when
+// it has a readable one for this table, else one built by decoding the
+// segment.
+func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
+	if b, err := readAll(fsys, indexPath(path)); err == nil {
+		var ix segmentIndex
+		if json.Unmarshal(b, &ix) == nil && ix.Format == indexFormat && ix.TableUUID == tableUUID {
+			return &ix, nil
+		}
+	}
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ix, err := buildIndex(f, tableUUID)
+	if err != nil {
+		return nil, err
+	}
+	ix.built = true
+	return ix, nil
+}
+
+// writeMissingIndexes writes the index files of the named segments that
+// have none (written by floe before indexes), so that readers stop
+// decoding them.
+func (t *Table) writeMissingIndexes(ctx context.Context) error {
+	var wfs iceio.WriteFileIO
+	for _, s := range t.segments {
+		if !s.ix.built {
+			continue
+		}
+		if wfs == nil {
+			fsys, err := t.tbl.FS(ctx)
+			if err != nil {
+				return fmt.Errorf("index the ledger archive of %s: %w", t.Name(), err)
+			}
+			var ok bool
+			if wfs, ok = fsys.(iceio.WriteFileIO); !ok {
+				return fmt.Errorf("index the ledger archive of %s: the table's storage cannot write files", t.Name())
+			}
+		}
+		b, err := json.Marshal(s.ix)
+		if err != nil {
+			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
+		}
+		if err := wfs.WriteFile(indexPath(s.path), b); err != nil {
+			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
+		}
+		s.ix.built = false
+	}
+	return nil
+}
+
+// writeIndex writes the index of the segment file b, written to path.
+func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string, b []byte) (*segmentIndex, error) {
+	ix, err := buildIndex(bytes.NewReader(b), tableUUID)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(ix)
+	if err != nil {
+		return nil, err
+	}
+	return ix, wfs.WriteFile(indexPath(path), out)
+}
+
+// readBlock returns the entries of block bl of the segment at path, with
+// every floe property, reading only the bytes that hold them.
+func readBlock(fsys iceio.IO, path string, ix *segmentIndex, bl int) ([]ArchivedSnapshot, error) {
+	b := ix.Blocks[bl]
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, b.Length)
+	if n, err := f.ReadAt(buf, b.Offset); err != nil && (n < len(buf) || !errors.Is(err, io.EOF)) {
+		if errors.Is(err, io.EOF) {
+			err = fmt.Errorf("the file is shorter than its index says (%d bytes at %d): %w", b.Length, b.Offset, fs.ErrInvalid)
+		}
+		return nil, err
+	}
+	// The span starts after the previous entry: a separator may lead.
+	buf = bytes.TrimLeft(buf, ", \t\r\n")
+	var snaps []ArchivedSnapshot
+	if err := json.Unmarshal(slices.Concat([]byte("["), buf, []byte("]")), &snaps); err != nil {
+		return nil, err
+	}
+	if len(snaps) != b.Count {
+		return nil, fmt.Errorf("block %d holds %d entries, its index says %d", bl, len(snaps), b.Count)
+	}
+	for i, s := range snaps {
+		if s.SnapshotID != ix.Snapshots[b.First+i].SnapshotID {
+			return nil, fmt.Errorf("block %d holds snapshot %d where its index has %d", bl, s.SnapshotID, ix.Snapshots[b.First+i].SnapshotID)
+		}
+	}
+	return snaps, nil
+}
+
+// blockOf returns the block holding entry i of the index.
+func (ix *segmentIndex) blockOf(i int) int {
+	bl, found := slices.BinarySearchFunc(ix.Blocks, i, func(b indexBlock, i int) int {
+		switch {
+		case b.First+b.Count <= i:
+			return -1
+		case b.First > i:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return -1
+	}
+	return bl
+}

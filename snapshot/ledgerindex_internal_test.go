@@ -1,0 +1,104 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// TestIndexBlocks: a segment larger than a block is cut into blocks whose
+// byte spans read back exactly their entries, with every property, and
+// whose summaries are those of their commits; the index's entries keep no
+// ranges.
+func TestIndexBlocks(t *testing.T) {
+	const partitions = 500
+	a := &Archive{Format: ArchiveFormat, TableUUID: "u"}
+	var parent *int64
+	for i := range 600 {
+		c := mapping.Commit{ID: fmt.Sprintf("c%d", i), Writer: "w", TopicIDs: map[string]string{"t": "AAAAAAAAAAAAAAAAAAAAAA"}}
+		for p := range int32(partitions) {
+			c.Ranges = append(c.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: p},
+				Interval: mapping.Interval{Low: int64(i) * 100, High: int64(i+1) * 100}, Records: 90, DeadLetters: int64(i % 2)})
+		}
+		props, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := int64(i + 1)
+		a.Snapshots = append(a.Snapshots, ArchivedSnapshot{SnapshotID: id, ParentID: parent, TimestampMs: 1000 + id, Properties: props})
+		parent = &id
+	}
+	b, err := json.MarshalIndent(a, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := buildIndex(bytes.NewReader(b), "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ix.Blocks) < 2 || ix.Size != int64(len(b)) {
+		t.Fatalf("%d blocks, size %d of %d bytes: want several blocks", len(ix.Blocks), ix.Size, len(b))
+	}
+	path := filepath.Join(t.TempDir(), "seg.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys := iceio.LocalFS{}
+	next := 0
+	for bl, blk := range ix.Blocks {
+		if blk.First != next {
+			t.Fatalf("block %d starts at entry %d, want %d", bl, blk.First, next)
+		}
+		next += blk.Count
+		got, err := readBlock(fsys, path, ix, bl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := a.Snapshots[blk.First : blk.First+blk.Count]
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("block %d reads back other entries", bl)
+		}
+		var l mapping.Ledger
+		for _, s := range want {
+			c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Properties)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Commits = append(l.Commits, c)
+		}
+		if sum := l.Summarize(); !reflect.DeepEqual(blk.Summary.Summary, sum) {
+			t.Fatalf("block %d: summary differs from its commits'", bl)
+		}
+		for _, s := range ix.Snapshots[blk.First : blk.First+blk.Count] {
+			for k := range s.Properties {
+				if isRangesKey(k) {
+					t.Fatalf("index entry %d keeps %s", s.SnapshotID, k)
+				}
+			}
+		}
+	}
+	if next != len(a.Snapshots) {
+		t.Fatalf("blocks hold %d entries, want %d", next, len(a.Snapshots))
+	}
+	// The index round-trips through its file form.
+	out, err := json.Marshal(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back segmentIndex
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&back, ix) {
+		t.Fatal("the index does not read back as written")
+	}
+}

@@ -8,7 +8,12 @@
 // that ratio against the fresh tables' in the same windows, and the last
 // metadata.json size.
 //
+// Files of BenchmarkSoak's samples (cmd/floe) it draws as panels of the
+// sink's RSS, median commit latency, metadata.json size, live data files
+// and ledger archive size against the commit number, a line per file.
+//
 //	go run ./internal/benchplot -o docs/img/commit-latency.svg after.csv before.csv
+//	go run ./internal/benchplot -o docs/img/soak.svg compaction.csv no-compaction.csv
 package main
 
 import (
@@ -38,6 +43,9 @@ func main() {
 }
 
 func run(out string, inputs []string, summary io.Writer) error {
+	if isSoak(inputs[0]) {
+		return runSoak(out, inputs, summary)
+	}
 	var all []*series
 	for _, in := range inputs {
 		s, err := readCSV(in)

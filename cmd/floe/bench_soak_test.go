@@ -51,13 +51,7 @@ func BenchmarkSoak(b *testing.B) {
 	partitions := benchEnvInt(b, "FLOE_SOAK_PARTITIONS", 200)
 	every := benchEnvInt(b, "FLOE_SOAK_EVERY", 1_000)
 	flush := benchEnvInt(b, "FLOE_SOAK_FLUSH", 20)
-	bin := os.Getenv("FLOE_BENCH_FLOE")
-	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "floe")
-		if out, err := exec.CommandContext(b.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := benchFloe(b)
 	var out *csv.Writer
 	if path := os.Getenv("FLOE_SOAK_OUT"); path != "" {
 		f, err := os.Create(path)

@@ -117,14 +117,9 @@ func median(xs []float64) float64 {
 // commit_ms, metadata_bytes, snapshots and, when sampled, fresh_ms) into
 // one series per mode and maintain setting, in commit order.
 func readCSV(path string) ([]*series, error) {
-	f, err := os.Open(path)
+	rows, err := readRows(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(rows) == 0 || !slices.Equal(rows[0][:4], []string{"mode", "maintain", "commit", "commit_ms"}) {
 		return nil, fmt.Errorf("%s: not a BenchmarkCommitLatency file (want a header mode,maintain,commit,commit_ms,...)", path)
@@ -158,6 +153,20 @@ func readCSV(path string) ([]*series, error) {
 		s.fresh = append(s.fresh, fresh)
 	}
 	return order, nil
+}
+
+// readRows reads the CSV file path.
+func readRows(path string) ([][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return rows, nil
 }
 
 // Layout of the SVG: two panels, one above the other.

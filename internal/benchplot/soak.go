@@ -46,14 +46,9 @@ func isSoak(path string) bool {
 }
 
 func readSoak(path string) (*soakRun, error) {
-	f, err := os.Open(path)
+	rows, err := readRows(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	r := &soakRun{name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))}
 	for i, row := range rows[1:] {

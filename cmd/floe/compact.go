@@ -54,8 +54,9 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 // DefaultCompactInterval is how often floe sink compacts its table unless
 // --compact-interval says otherwise. Without compaction every commit adds
 // its files for good: a table's live data files, and with them the
-// manifest entries each commit's manifest merge rewrites, grow with its
-// age, and so does the commit latency (BenchmarkSoak, docs/performance.md).
+// manifest entries every in-sink expiry reads (to learn which files are
+// still live) and every scan plans over, grow with its age (BenchmarkSoak,
+// docs/performance.md).
 const DefaultCompactInterval = time.Hour
 
 // sinkCompaction is floe sink's scheduled compaction.

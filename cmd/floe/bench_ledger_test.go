@@ -72,13 +72,7 @@ func BenchmarkLongLedger(b *testing.B) {
 		buildLongLedger(b, dir, commits, partitions)
 		b.Logf("built a ledger of %d ranges in %s under %s", commits*partitions, time.Since(start).Round(time.Second), dir)
 	}
-	bin := os.Getenv("FLOE_BENCH_FLOE")
-	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "floe")
-		if out, err := exec.CommandContext(b.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := benchFloe(b)
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), "orders"))
 	if err != nil {
 		b.Fatal(err)
@@ -112,6 +106,19 @@ func BenchmarkLongLedger(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(commits*partitions), "ranges")
+}
+
+// benchFloe is the floe binary a benchmark measures: FLOE_BENCH_FLOE, or
+// one built from this checkout.
+func benchFloe(b *testing.B) string {
+	if bin := os.Getenv("FLOE_BENCH_FLOE"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(b.TempDir(), "floe")
+	if out, err := exec.CommandContext(b.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func benchEnvInt(b *testing.B, name string, def int) int {

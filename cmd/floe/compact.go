@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -57,35 +58,59 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 	}
 }
 
+// DefaultCompactInterval is how often floe sink compacts its table unless
+// --compact-interval says otherwise. Without compaction every commit adds
+// its files for good: a table's live data files, and with them the
+// manifest entries every in-sink expiry reads (to learn which files are
+// still live) and every scan plans over, grow with its age (BenchmarkSoak,
+// docs/performance.md).
+const DefaultCompactInterval = time.Hour
+
 // sinkCompaction is floe sink's scheduled compaction.
 type sinkCompaction struct {
 	interval       time.Duration
 	targetFileSize int64
+	// given reports whether --compact-interval was on the command line: the
+	// default compacts only the tables compaction can rewrite.
+	given func() bool
 }
 
 func (f *sinkCompaction) register(fs *pflag.FlagSet) {
-	fs.DurationVar(&f.interval, "compact-interval", 0,
-		"compact the table's small files (and its dead-letter tables') this often while sinking, as floe maintain --compact does, e.g. 1h (default: off)")
+	fs.DurationVar(&f.interval, "compact-interval", DefaultCompactInterval,
+		"compact the table's small files (and its dead-letter tables') this often while sinking, as floe maintain --compact does; 0 turns it off. "+
+			"By default only append tables are compacted (state and upsert tables are not: their commits rewrite or delete rows themselves)")
+	f.given = func() bool { return fs.Changed("compact-interval") }
 	fs.Var(newByteSize(&f.targetFileSize, snapshot.DefaultTargetFileSize), "compact-target-file-size",
 		"with --compact-interval: the size of the files compaction writes")
 }
 
-// start runs a compaction of the sink's table every interval until the
-// returned stop is called; a no-op when the interval is zero. It opens
+// every is how often start compacts sinkTable: the interval, or 0 (never)
+// when it is zero, or when it is the default and the table is not an
+// append table.
+func (f *sinkCompaction) every(sinkTable *snapshot.Table) time.Duration {
+	if !f.given() && sinkTable.Mode() != mapping.ModeAppend {
+		return 0
+	}
+	return max(f.interval, 0)
+}
+
+// start runs a compaction of the sink's table every f.every(sinkTable)
+// until the returned stop is called; a no-op when that is 0. It opens
 // its own handle of the table: a snapshot.Table is not for concurrent use,
 // and the sink's commits and the compaction's are ordered by the catalog
 // (each retries over the other; the sink is never fenced by a compaction).
 // A failed compaction is logged and tried again at the next tick: it
 // committed nothing, and the sink goes on.
 func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table) (stop func()) {
-	if f.interval <= 0 {
+	interval := f.every(sinkTable)
+	if interval == 0 {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(f.interval)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
 			select {

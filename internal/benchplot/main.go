@@ -8,7 +8,12 @@
 // that ratio against the fresh tables' in the same windows, and the last
 // metadata.json size.
 //
+// Files of BenchmarkSoak's samples (cmd/floe) it draws as panels of the
+// sink's RSS, median commit latency, metadata.json size, live data files
+// and ledger archive size against the commit number, a line per file.
+//
 //	go run ./internal/benchplot -o docs/img/commit-latency.svg after.csv before.csv
+//	go run ./internal/benchplot -o docs/img/soak.svg compaction.csv no-compaction.csv
 package main
 
 import (
@@ -38,6 +43,9 @@ func main() {
 }
 
 func run(out string, inputs []string, summary io.Writer) error {
+	if isSoak(inputs[0]) {
+		return runSoak(out, inputs, summary)
+	}
 	var all []*series
 	for _, in := range inputs {
 		s, err := readCSV(in)
@@ -109,14 +117,9 @@ func median(xs []float64) float64 {
 // commit_ms, metadata_bytes, snapshots and, when sampled, fresh_ms) into
 // one series per mode and maintain setting, in commit order.
 func readCSV(path string) ([]*series, error) {
-	f, err := os.Open(path)
+	rows, err := readRows(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(rows) == 0 || !slices.Equal(rows[0][:4], []string{"mode", "maintain", "commit", "commit_ms"}) {
 		return nil, fmt.Errorf("%s: not a BenchmarkCommitLatency file (want a header mode,maintain,commit,commit_ms,...)", path)
@@ -150,6 +153,20 @@ func readCSV(path string) ([]*series, error) {
 		s.fresh = append(s.fresh, fresh)
 	}
 	return order, nil
+}
+
+// readRows reads the CSV file path.
+func readRows(path string) ([][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return rows, nil
 }
 
 // Layout of the SVG: two panels, one above the other.

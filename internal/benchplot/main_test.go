@@ -92,3 +92,24 @@ func plot(t *testing.T, csv string) (svg, summary string) {
 	}
 	return string(b), sum.String()
 }
+
+// TestRunSoak: BenchmarkSoak's samples become an SVG of a panel per
+// measure with a line per file, and a summary of each measure's second
+// and last sample and their ratio.
+func TestRunSoak(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("commit,rss_mib,commit_ms,metadata_bytes,live_files,snapshots,archive_bytes\n")
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&b, "%d,%d,%d,%d,%d,%d,%d\n", 1000*i, 100, 20+2*i, 102400, 200*i, 101, 1024*i)
+	}
+	svg, summary := plot(t, b.String())
+	if n := strings.Count(svg, "<polyline"); n != 5 {
+		t.Errorf("%d polylines, want 5 (RSS, latency, metadata.json, live files, archive)", n)
+	}
+	for _, want := range []string{"10000 commits", "sink RSS, MiB 100 at 2000 -> 100 (x1.00)", "median commit latency, ms 24 at 2000 -> 40 (x1.67)",
+		"live data files 400 at 2000 -> 2000 (x5.00)", "metadata.json, KiB 100 at 2000 -> 100 (x1.00)"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -70,29 +69,17 @@ const DefaultCompactInterval = time.Hour
 type sinkCompaction struct {
 	interval       time.Duration
 	targetFileSize int64
-	// given reports whether --compact-interval was on the command line: the
-	// default compacts only the tables compaction can rewrite.
-	given func() bool
 }
 
 func (f *sinkCompaction) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.interval, "compact-interval", DefaultCompactInterval,
-		"compact the table's small files (and its dead-letter tables') this often while sinking, as floe maintain --compact does; 0 turns it off. "+
-			"By default only append tables are compacted (state and upsert tables are not: their commits rewrite or delete rows themselves)")
-	f.given = func() bool { return fs.Changed("compact-interval") }
+		"compact the table's small files (and its dead-letter tables') this often while sinking, as floe maintain --compact does (on an upsert table it also applies the row-level deletes and drops the delete files); 0 turns it off")
 	fs.Var(newByteSize(&f.targetFileSize, snapshot.DefaultTargetFileSize), "compact-target-file-size",
 		"with --compact-interval: the size of the files compaction writes")
 }
 
-// every is how often start compacts sinkTable: the interval, or 0 (never)
-// when it is zero, or when it is the default and the table is not an
-// append table.
-func (f *sinkCompaction) every(sinkTable *snapshot.Table) time.Duration {
-	if !f.given() && sinkTable.Mode() != mapping.ModeAppend {
-		return 0
-	}
-	return max(f.interval, 0)
-}
+// every is how often start compacts: the interval, or 0 (never).
+func (f *sinkCompaction) every() time.Duration { return max(f.interval, 0) }
 
 // start runs a compaction of the sink's table every f.every(sinkTable)
 // until the returned stop is called; a no-op when that is 0. It opens
@@ -102,7 +89,7 @@ func (f *sinkCompaction) every(sinkTable *snapshot.Table) time.Duration {
 // A failed compaction is logged and tried again at the next tick: it
 // committed nothing, and the sink goes on.
 func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table) (stop func()) {
-	interval := f.every(sinkTable)
+	interval := f.every()
 	if interval == 0 {
 		return func() {}
 	}

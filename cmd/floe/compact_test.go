@@ -123,20 +123,19 @@ func TestSinkCompactInterval(t *testing.T) {
 }
 
 // TestSinkCompactIntervalDefault: floe sink compacts by default (every
-// hour, said in --help), append tables only unless --compact-interval is
-// given; 0 turns it off. The effect of the default is shown at a shorter
-// interval: the flag left unset, an append table gets compacted while an
-// upsert table is left alone.
+// hour, said in --help), append and upsert tables alike; 0 turns it off.
+// The effect of the default is shown at a shorter interval: the flag left
+// unset, both tables get compacted, the upsert table's deletes applied.
 func TestSinkCompactIntervalDefault(t *testing.T) {
 	code, help, _ := floe(t, "sink", "--help")
 	if code != 0 || !strings.Contains(help, "--compact-interval duration") || !strings.Contains(help, "0 turns it off") ||
-		!strings.Contains(help, "only append tables are compacted") || !strings.Contains(help, "(default 1h0m0s)") {
+		!strings.Contains(help, "applies the row-level deletes") || !strings.Contains(help, "(default 1h0m0s)") {
 		t.Fatalf("floe sink --help does not give --compact-interval's default of 1h:\n%s", help)
 	}
 
 	st, loc := sinkStack(t)
 	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "40"}, loc...)...)
-	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.keyed", "--stop-at-end", "--mode", "upsert", "--key", "string"}, loc...)...)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.keyed", "--stop-at-end", "--mode", "upsert", "--key", "string", "--flush-records", "40"}, loc...)...)
 	appendTbl, upsertTbl := openTable(t, st.Catalog(), "lake.orders"), openTable(t, st.Catalog(), "lake.keyed")
 
 	parse := func(args ...string) *sinkCompaction {
@@ -149,29 +148,22 @@ func TestSinkCompactIntervalDefault(t *testing.T) {
 		return &c
 	}
 	def := parse()
-	if got := def.every(appendTbl); got != time.Hour {
-		t.Errorf("default: an append table compacted every %s, want 1h", got)
+	if got := def.every(); got != time.Hour {
+		t.Errorf("default: compacted every %s, want 1h", got)
 	}
-	if got := def.every(upsertTbl); got != 0 {
-		t.Errorf("default: an upsert table compacted every %s, want never", got)
-	}
-	if got := parse("--compact-interval", "10m").every(upsertTbl); got != 10*time.Minute {
-		t.Errorf("--compact-interval 10m: an upsert table compacted every %s, want 10m (as asked)", got)
-	}
-	if got := parse("--compact-interval", "0").every(appendTbl); got != 0 {
-		t.Errorf("--compact-interval 0: an append table compacted every %s, want never", got)
+	if got := parse("--compact-interval", "0").every(); got != 0 {
+		t.Errorf("--compact-interval 0: compacted every %s, want never", got)
 	}
 
-	def.interval = 100 * time.Millisecond // the default rule, at a test's pace
+	def.interval = 100 * time.Millisecond // the default, at a test's pace
 	stop := def.start(t.Context(), appendTbl)
 	stopUpsert := def.start(t.Context(), upsertTbl)
-	waitFor(t, 20*time.Second, "the default's scheduled compaction of the append table", func() bool {
-		tbl := openTable(t, st.Catalog(), "lake.orders")
-		return tbl.IsCompaction(tbl.Head().SnapshotID)
-	})
+	for _, name := range []string{"lake.orders", "lake.keyed"} {
+		waitFor(t, 20*time.Second, "the default's scheduled compaction of "+name, func() bool {
+			tbl := openTable(t, st.Catalog(), name)
+			return tbl.IsCompaction(tbl.Head().SnapshotID)
+		})
+	}
 	stop()
 	stopUpsert()
-	if keyed := openTable(t, st.Catalog(), "lake.keyed"); keyed.Head().SnapshotID != upsertTbl.Head().SnapshotID {
-		t.Error("the default compacted an upsert table")
-	}
 }

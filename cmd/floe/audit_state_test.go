@@ -8,8 +8,9 @@ import (
 )
 
 // TestAuditCommandStateTable audits the demo's state table (built by the
-// demo's own replay step from a topic with a committed and an aborted
-// transaction) at every level: a folded table is complete.
+// demo's own replay --fold latest step from a topic with a committed and an
+// aborted transaction: an upsert table keyed by partition and Kafka key) at
+// every level: a folded table is complete.
 func TestAuditCommandStateTable(t *testing.T) {
 	st, loc := replayStack(t)
 	ordersWithTransactions(t, st)
@@ -22,7 +23,7 @@ func TestAuditCommandStateTable(t *testing.T) {
 
 	base := append([]string{"audit", "--table", "lake.orders_state", "--deep", "--brokers", brokers, "--verify-content"}, loc...)
 	code, out, errs := floe(t, base...)
-	if code != exitOK || !strings.Contains(out, "state table (floe.fold=latest)") || !strings.Contains(out, "verdict: COMPLETE") {
+	if code != exitOK || !strings.Contains(out, "upsert table (key partition-kafka-key)") || !strings.Contains(out, "verdict: COMPLETE") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	checkWidth(t, out)
@@ -30,13 +31,14 @@ func TestAuditCommandStateTable(t *testing.T) {
 	code, out, errs = floe(t, append(base, "--json")...)
 	doc := decodeAudit(t, out)
 	var state struct {
-		Fold *string `json:"fold"`
+		Mode string  `json:"mode"`
+		Key  *string `json:"upsert_key"`
 	}
 	if err := json.Unmarshal([]byte(out), &state); err != nil {
 		t.Fatal(err)
 	}
-	if code != exitOK || !doc.Complete || len(doc.Levels) != 5 || state.Fold == nil || *state.Fold != "latest" {
-		t.Fatalf("exit %d, fold %v, %+v\n%s", code, state.Fold, doc, errs)
+	if code != exitOK || !doc.Complete || len(doc.Levels) != 5 || state.Mode != "upsert" || state.Key == nil || *state.Key != "partition-kafka-key" {
+		t.Fatalf("exit %d, mode %q key %v, %+v\n%s", code, state.Mode, state.Key, doc, errs)
 	}
 	var verified, rows int64
 	for _, p := range doc.Partitions {

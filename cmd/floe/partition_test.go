@@ -110,7 +110,9 @@ func readFiles(t *testing.T, tbl *snapshot.Table) map[string]*fileRows {
 			}
 			b.Release()
 		}
-		if len(f.kafka) != 1 || len(tuples) != 1 {
+		// An upsert table's file may hold several Kafka partitions, and
+		// no live row once later commits deleted all of its keys.
+		if upsert := tbl.Mode() == mapping.ModeUpsert; (!upsert && (len(f.kafka) != 1 || len(tuples) != 1)) || len(tuples) > 1 {
 			t.Fatalf("file %s holds Kafka partitions %v and Iceberg partitions %v; want one of each", task.File.FilePath(), f.kafka, tuples)
 		}
 		for tuple := range tuples {

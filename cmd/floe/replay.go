@@ -167,6 +167,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		return err
 	}
 	opts.Layout, opts.DeadLetters, opts.NoDeadLetters = p.Layout, p.DeadLetters, p.NoDeadLetters
+	opts.Sink.Registry, opts.Sink.OnSchemaConflict, opts.Sink.OnTruncate = p.Config.Registry, p.Config.OnSchemaConflict, p.Config.OnTruncate
 	if err := f.upsertFlags.pipeline(&p, pipeline{}); err != nil {
 		return err
 	}

@@ -159,19 +159,22 @@ func (l Ledger) FirstCovering(cut Cut) (Commit, error) {
 		for _, r := range c.Ranges {
 			next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
 		}
-		done := true
-		for tp, o := range need {
-			if next[tp] < o {
-				done = false
-				break
-			}
-		}
-		if done {
+		if reaches(next, need) {
 			return c, nil
 		}
 	}
 	// Unreachable: every needed offset is at most the partition's Next.
 	return Commit{}, fmt.Errorf("no commit covers %s", cut)
+}
+
+// reaches reports whether next is at or past every offset of need.
+func reaches(next, need map[TopicPartition]int64) bool {
+	for tp, o := range need {
+		if next[tp] < o {
+			return false
+		}
+	}
+	return true
 }
 
 // CoverageNeeded returns, for FirstCovering, the offset the ledger
@@ -300,14 +303,7 @@ func (l Ledger) StateAt(cut Cut) (Boundary, error) {
 				next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
 			}
 		}
-		reached := true
-		for tp, o := range at {
-			if next[tp] < o {
-				reached = false
-				break
-			}
-		}
-		if reached {
+		if reaches(next, at) {
 			b.Commit = c
 			return b, nil
 		}

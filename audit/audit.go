@@ -482,6 +482,9 @@ type auditor struct {
 	typed *typedContent
 	// spans places compacted files on the ledger (spanIndex).
 	spans *mapping.SpanIndex
+	// compactedGroups are the file groups of floe's compactions, by data
+	// file path, placed on the ledger once per group (compactedGroup).
+	compactedGroups map[string]*placedGroup
 }
 
 // keepRangesMax is the size of ledger (in ranges) up to which the report

@@ -234,21 +234,25 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 // entry. Delete files make the manifest's row count and bounds an upper
 // limit rather than exact.
 func (a *auditor) checkFile(m snapshot.DataFile, deletes int, fr *fileRows) {
+	// A file of a file group may hold rows of several partitions and
+	// topics; the files level checks its group as a whole.
+	grouped := a.grouped(m)
+	rows := partitions(fr.pmin, fr.pmax)
 	var problem string
 	switch {
-	case fr.mixedTopics:
+	case fr.mixedTopics && !grouped:
 		problem = "it holds rows of several topics"
-	case !fr.empty && fr.pmin != fr.pmax:
-		problem = fmt.Sprintf("it holds rows of partitions %d to %d", fr.pmin, fr.pmax)
+	case !fr.empty && fr.pmin != fr.pmax && !grouped:
+		problem = "it holds rows of " + rows
 	case deletes == 0 && fr.rows != m.Records:
 		problem = fmt.Sprintf("its manifest says %d rows, the file holds %d", m.Records, fr.rows)
 	case fr.empty || !m.HasBounds:
-	case deletes == 0 && (fr.pmin != m.PartitionMin || fr.omin != m.Offsets.Low || fr.omax+1 != m.Offsets.High):
-		problem = fmt.Sprintf("its manifest says partition %d offsets %s, the rows are partition %d offsets %s",
-			m.PartitionMin, m.Offsets, fr.pmin, mapping.Interval{Low: fr.omin, High: fr.omax + 1})
-	case fr.pmin != m.PartitionMin || fr.omin < m.Offsets.Low || fr.omax >= m.Offsets.High:
-		problem = fmt.Sprintf("its rows (partition %d offsets %s) lie outside its manifest bounds (partition %d offsets %s)",
-			fr.pmin, mapping.Interval{Low: fr.omin, High: fr.omax + 1}, m.PartitionMin, m.Offsets)
+	case deletes == 0 && (fr.pmin != m.PartitionMin || fr.pmax != m.PartitionMax || fr.omin != m.Offsets.Low || fr.omax+1 != m.Offsets.High):
+		problem = fmt.Sprintf("its manifest says %s offsets %s, the rows are %s offsets %s",
+			partitions(m.PartitionMin, m.PartitionMax), m.Offsets, rows, mapping.Interval{Low: fr.omin, High: fr.omax + 1})
+	case fr.pmin < m.PartitionMin || fr.pmax > m.PartitionMax || fr.omin < m.Offsets.Low || fr.omax >= m.Offsets.High:
+		problem = fmt.Sprintf("its rows (%s offsets %s) lie outside its manifest bounds (%s offsets %s)",
+			rows, mapping.Interval{Low: fr.omin, High: fr.omax + 1}, partitions(m.PartitionMin, m.PartitionMax), m.Offsets)
 	}
 	if problem == "" {
 		return
@@ -263,6 +267,14 @@ func (a *auditor) checkFile(m snapshot.DataFile, deletes int, fr *fileRows) {
 		f.Offsets, f.HasOffsets = mapping.Interval{Low: fr.omin, High: fr.omax + 1}, true
 	}
 	a.find(f)
+}
+
+// partitions names the Kafka partitions from pmin to pmax.
+func partitions(pmin, pmax int32) string {
+	if pmin == pmax {
+		return fmt.Sprintf("partition %d", pmin)
+	}
+	return fmt.Sprintf("partitions %d to %d", pmin, pmax)
 }
 
 // column returns the named column of b as type T.

@@ -59,6 +59,31 @@ type File struct {
 	SizeBytes int64 `json:"size_bytes"`
 	// AddedBy is the snapshot that added the file.
 	AddedBy int64 `json:"added_by_snapshot"`
+	// Group is set for a file of a file group: a file that holds rows of
+	// several Kafka partitions (a sink commit's shared lane, or a
+	// compaction), which floe records, with the offsets the group's files
+	// together hold, in the snapshot that added it (floe.file-groups).
+	// Partition and offsets are then absent, and Topic set only when the
+	// group holds one topic.
+	Group *FileGroup `json:"group,omitempty"`
+}
+
+// FileGroup describes the file group of a File.
+type FileGroup struct {
+	// Files counts the group's data files, this one included (a reader
+	// needs all of them, as listed, for the group's rows).
+	Files int `json:"files"`
+	// Spans are the offsets [low, high) of each partition that the
+	// group's files together hold, sorted by topic, partition and offset.
+	Spans []Span `json:"spans"`
+}
+
+// Span is offsets [Low, High) of one partition.
+type Span struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Low       int64  `json:"low"`
+	High      int64  `json:"high"`
 }
 
 // Files lists the live data files of a snapshot of tbl's branch (0: its
@@ -91,9 +116,21 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 		return res, fmt.Errorf("list the data files of %s: %w", tbl.Name(), err)
 	}
 	topics := newTopicIndex(ledger)
+	groups, err := groupsOf(tbl, ledger, files)
+	if err != nil {
+		return res, err
+	}
 	for _, f := range files {
 		out := File{Path: f.Path, Records: f.Records, SizeBytes: f.SizeBytes, AddedBy: f.AddedBy}
-		if f.HasBounds && f.PartitionMin == f.PartitionMax {
+		if g := groups[f.Path]; g != nil {
+			out.Group = &FileGroup{Files: len(g.Files)}
+			for _, s := range g.Spans {
+				out.Group.Spans = append(out.Group.Spans, Span{Topic: s.Topic, Partition: s.Partition, Low: s.Low, High: s.High})
+			}
+			if first, last := g.Spans[0], g.Spans[len(g.Spans)-1]; first.Topic == last.Topic {
+				out.Topic = first.Topic
+			}
+		} else if f.HasBounds && f.PartitionMin == f.PartitionMax {
 			p, lo, hi := f.PartitionMin, f.Offsets.Low, f.Offsets.High-1
 			out.Partition, out.MinOffset, out.MaxOffset = &p, &lo, &hi
 			out.Topic = topics.of(f)
@@ -106,6 +143,35 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmpPtr(a.Partition, b.Partition), cmpPtr(a.MinOffset, b.MinOffset), cmp.Compare(a.Path, b.Path))
 	})
 	return res, nil
+}
+
+// groupsOf returns the file group of each of files that is in one: of the
+// ledger commit or the floe compaction that added it.
+func groupsOf(tbl *snapshot.Table, ledger mapping.Ledger, files []snapshot.DataFile) (map[string]*mapping.FileGroup, error) {
+	out := map[string]*mapping.FileGroup{}
+	add := func(gs []mapping.FileGroup) {
+		for i := range gs {
+			for _, path := range gs[i].Files {
+				out[path] = &gs[i]
+			}
+		}
+	}
+	for _, c := range ledger.Commits {
+		add(c.FileGroups)
+	}
+	read := map[int64]bool{}
+	for _, f := range files {
+		if read[f.AddedBy] || !tbl.IsCompaction(f.AddedBy) {
+			continue
+		}
+		read[f.AddedBy] = true
+		gs, err := tbl.CompactionGroups(f.AddedBy)
+		if err != nil {
+			return nil, fmt.Errorf("read the file groups of %s: %w", tbl.Name(), err)
+		}
+		add(gs)
+	}
+	return out, nil
 }
 
 // cmpPtr orders absent values first.

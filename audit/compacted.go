@@ -234,14 +234,18 @@ func (a *auditor) grouped(f snapshot.DataFile) bool {
 	return false
 }
 
-// joinedCounts compares, for every set of ranges that compacted files
-// joined, the rows its live files hold with the sum of its ranges' record
-// counts. Ranges in unattributed are not judged.
-func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattributed map[rangeKey]bool) error {
+// joinedCounts compares, for every set of ranges that compacted files or
+// a file group joined, the rows its live files hold with the sum of its
+// ranges' record counts; a set short of rows names its groups' files that
+// are no longer live (live, once per group: missing). Ranges in
+// unattributed are not judged.
+func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattributed map[rangeKey]bool, live map[string]bool, missing map[[2]int64]bool) error {
 	type set struct {
 		keys       []rangeKey
 		want, held int64
 		judged     bool
+		// grouped are the commits whose file groups hold ranges of the set.
+		grouped []mapping.Commit
 	}
 	byRoot := map[rangeKey]*set{}
 	if len(sets.parent) == 0 {
@@ -265,6 +269,9 @@ func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattribute
 			}
 			s.keys = append(s.keys, k)
 			s.want += r.Records
+			if len(c.FileGroups) > 0 && !slices.ContainsFunc(s.grouped, func(o mapping.Commit) bool { return o.SnapshotID == c.SnapshotID }) {
+				s.grouped = append(s.grouped, c)
+			}
 			if unattributed[k] || !a.selected(r.Topic) {
 				s.judged = false
 			}
@@ -275,6 +282,10 @@ func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattribute
 	}
 	for _, s := range byRoot {
 		if !s.judged || s.want == s.held {
+			continue
+		}
+		if len(s.grouped) > 0 {
+			a.groupCount(s.keys, s.grouped, s.want, s.held, live, missing)
 			continue
 		}
 		slices.SortFunc(s.keys, func(x, y rangeKey) int {

@@ -145,9 +145,10 @@ func (w *Writer) plainKeysTarget() (*table.Table, error) {
 }
 
 // plainColumns are the Parquet columns streams write without a dictionary
-// unless the table says otherwise. A file holds one Kafka partition: its
-// topic and partition are constant, which zstd stores in as few bytes
-// plain as with a dictionary, without hashing every row. Header names and
+// unless the table says otherwise. A file holds one Kafka partition, or a
+// lane's few (whose rows come partition by partition): its topic and
+// partition are constant or in long runs, which zstd stores in as few
+// bytes plain as with a dictionary, without hashing every row. Header names and
 // values are plain for the same reason, and because unique ones (trace
 // ids beside a few content types) made files 17 % larger with one.
 var plainColumns = []string{mapping.ColTopic, mapping.ColPartition,

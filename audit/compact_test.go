@@ -498,7 +498,7 @@ func rewriteGroup(t *testing.T, tbl *snapshot.Table, rows []arrow.RecordBatch, s
 // file: a row lost (the group's joined ranges miscounted, named), a span
 // reaching beyond the ledger (stray), a partition's rows held but its
 // span left out (the group holds more than its ranges, and the
-// partition's ranges lost their files).
+// partition's ranges nothing).
 func TestFaultTamperedCompactedGroup(t *testing.T) {
 	all := map[string]string{}
 	t.Run("clean", func(t *testing.T) {
@@ -550,7 +550,7 @@ func TestFaultTamperedCompactedGroup(t *testing.T) {
 		rewriteGroup(t, tbl, liveRows(t, tbl, iceberg.AlwaysTrue{}), map[string]string{"partial": "0:0-60,1:0-60"})
 		rep := e.audit(tbl, filesDepth)
 		got := findings(rep)
-		for _, want := range []string{"files count-mismatch partial/0 [0, 60)", "files missing-file partial/2 [0, 20)", "files missing-file partial/2 [20, 40)", "files missing-file partial/2 [40, 60)"} {
+		for _, want := range []string{"files count-mismatch partial/0 [0, 60)", "files count-mismatch partial/2 [0, 20)", "files count-mismatch partial/2 [20, 40)", "files count-mismatch partial/2 [40, 60)"} {
 			if !slices.Contains(got, want) {
 				var b strings.Builder
 				_ = rep.WriteText(&b)

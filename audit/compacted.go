@@ -24,10 +24,14 @@ type rangeSets struct {
 	parent  map[rangeKey]rangeKey
 	members map[rangeKey]int   // by root
 	held    map[rangeKey]int64 // by root
+	// compacted marks (by root) the sets that files of floe's
+	// compactions hold: the files the sink wrote for their ranges were
+	// replaced, so they are not missing.
+	compacted map[rangeKey]bool
 }
 
 func newRangeSets() *rangeSets {
-	return &rangeSets{parent: map[rangeKey]rangeKey{}, members: map[rangeKey]int{}, held: map[rangeKey]int64{}}
+	return &rangeSets{parent: map[rangeKey]rangeKey{}, members: map[rangeKey]int{}, held: map[rangeKey]int64{}, compacted: map[rangeKey]bool{}}
 }
 
 func (s *rangeSets) root(k rangeKey) rangeKey {
@@ -52,11 +56,19 @@ func (s *rangeSets) add(n int64, keys ...rangeKey) {
 			s.parent[o] = r
 			s.members[r] += s.members[o]
 			s.held[r] += s.held[o]
+			s.compacted[r] = s.compacted[r] || s.compacted[o]
 			delete(s.members, o)
 			delete(s.held, o)
+			delete(s.compacted, o)
 		}
 	}
 	s.held[r] += n
+}
+
+// addCompacted is add for the files of a floe compaction.
+func (s *rangeSets) addCompacted(n int64, keys ...rangeKey) {
+	s.add(n, keys...)
+	s.compacted[s.root(keys[0])] = true
 }
 
 // heldBy returns the rows counted for k's set, and whether the set holds
@@ -133,7 +145,7 @@ func (a *auditor) compactedFile(f snapshot.DataFile, sets *rangeSets, table stri
 		for i, r := range chains[0] {
 			keys[i] = rangeKey{r.SnapshotID, r.Range}
 		}
-		sets.add(f.Records, keys...)
+		sets.addCompacted(f.Records, keys...)
 		if a.selected(chains[0][0].Topic) && table == a.tbl.Name() {
 			a.part(chains[0][0].TopicPartition).Files++
 		}
@@ -205,7 +217,7 @@ func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSe
 		}
 		return
 	}
-	sets.add(f.Records, g.keys...)
+	sets.addCompacted(f.Records, g.keys...)
 	if table != a.tbl.Name() {
 		return
 	}
@@ -284,7 +296,7 @@ func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattribute
 		if !s.judged || s.want == s.held {
 			continue
 		}
-		if len(s.grouped) > 0 {
+		if len(s.grouped) > 0 && !sets.compacted[sets.root(s.keys[0])] {
 			a.groupCount(s.keys, s.grouped, s.want, s.held, live, missing)
 			continue
 		}

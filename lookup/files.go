@@ -59,12 +59,12 @@ type File struct {
 	SizeBytes int64 `json:"size_bytes"`
 	// AddedBy is the snapshot that added the file.
 	AddedBy int64 `json:"added_by_snapshot"`
-	// Group is set for a file of a file group: a file that holds rows of
-	// several Kafka partitions (a sink commit's shared lane, or a
+	// Group is set for a file of a file group: files that hold rows of
+	// several Kafka partitions together (a sink commit's shared lane, or a
 	// compaction), which floe records, with the offsets the group's files
 	// together hold, in the snapshot that added it (floe.file-groups).
-	// Partition and offsets are then absent, and Topic set only when the
-	// group holds one topic.
+	// When the group holds several partitions, Partition and offsets are
+	// absent, and Topic is set only when it holds one topic.
 	Group *FileGroup `json:"group,omitempty"`
 }
 
@@ -122,18 +122,24 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	}
 	for _, f := range files {
 		out := File{Path: f.Path, Records: f.Records, SizeBytes: f.SizeBytes, AddedBy: f.AddedBy}
+		var first, last mapping.Span // of the file's group, if any
 		if g := groups[f.Path]; g != nil {
 			out.Group = &FileGroup{Files: len(g.Files)}
 			for _, s := range g.Spans {
 				out.Group.Spans = append(out.Group.Spans, Span{Topic: s.Topic, Partition: s.Partition, Low: s.Low, High: s.High})
 			}
-			if first, last := g.Spans[0], g.Spans[len(g.Spans)-1]; first.Topic == last.Topic {
+			first, last = g.Spans[0], g.Spans[len(g.Spans)-1]
+		}
+		switch {
+		case first.TopicPartition != last.TopicPartition:
+			// Several partitions: the group's spans say which offsets.
+			if first.Topic == last.Topic {
 				out.Topic = first.Topic
 			}
-		} else if f.HasBounds && f.PartitionMin == f.PartitionMax {
+		case f.HasBounds && f.PartitionMin == f.PartitionMax:
 			p, lo, hi := f.PartitionMin, f.Offsets.Low, f.Offsets.High-1
 			out.Partition, out.MinOffset, out.MaxOffset = &p, &lo, &hi
-			out.Topic = topics.of(f)
+			out.Topic = cmp.Or(first.Topic, topics.of(f))
 		}
 		res.Records += f.Records
 		res.SizeBytes += f.SizeBytes

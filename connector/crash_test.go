@@ -177,12 +177,16 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 		t.Skip("crash test runs many processes")
 	}
 	for _, c := range []struct {
-		name  string
-		start connector.Start
-		value mapping.ValueMode
-		kills int
-	}{{"earliest", connector.StartEarliest, "", 40}, {"latest", connector.StartLatest, "", 20}, {"typed", connector.StartEarliest, mapping.ValueJSON, 30}} {
-		t.Run(c.name, func(t *testing.T) { sigkillRun(t, c.start, c.value, c.kills) })
+		name       string
+		start      connector.Start
+		value      mapping.ValueMode
+		kills      int
+		partitions int32
+	}{{"earliest", connector.StartEarliest, "", 40, 4}, {"latest", connector.StartLatest, "", 20, 4}, {"typed", connector.StartEarliest, mapping.ValueJSON, 30, 4},
+		// Flushes of 100-400 records over 32 partitions: every commit's
+		// rows are in file groups (lanes of small partitions).
+		{"grouped", connector.StartEarliest, "", 20, 32}} {
+		t.Run(c.name, func(t *testing.T) { sigkillRun(t, c.start, c.value, c.kills, c.partitions) })
 	}
 }
 
@@ -205,20 +209,22 @@ func jsonWithBadRecords(topic string, partition int32, n int, tag string) []*kgo
 	return out
 }
 
-func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, kills int) {
+func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, kills int, partitions int32) {
 	e := newEnv(t)
 	const topic, table = "crash", "lake.crash"
-	e.Topic(topic, 4, nil)
+	e.Topic(topic, partitions, nil)
 	produced := 0
 	gen := records
 	if value != "" {
 		gen = jsonWithBadRecords
 	}
+	// produce writes about 4n records, spread over the partitions.
 	produce := func(n int) {
-		for p := range int32(4) {
-			e.Produce(gen(topic, p, n, fmt.Sprintf("r%d", produced)))
+		per := max(1, 4*n/int(partitions))
+		for p := range partitions {
+			e.Produce(gen(topic, p, per, fmt.Sprintf("r%d", produced)))
 		}
-		produced += 4 * n
+		produced += int(partitions) * per
 	}
 	produce(2000)
 	var tbl, dlq *snapshot.Table

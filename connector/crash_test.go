@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -290,6 +291,9 @@ func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, ki
 		t.Fatalf("final run: %v\n%s", err, out)
 	}
 	rs, dead := check(e.endOffsets(topic))
+	if grouped := slices.ContainsFunc(mustLedger(t, tbl).Commits, func(c mapping.Commit) bool { return len(c.FileGroups) > 0 }); grouped != (partitions > 4) {
+		t.Fatalf("file groups in the ledger: %v, want them exactly when flushes cover more than 4 small partitions", grouped)
+	}
 	want := produced
 	for tp := range e.endOffsets(topic) {
 		want -= int(mapping.Cover(mustLedger(t, tbl).Ranges(tp)).First) // before a --start latest

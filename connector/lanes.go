@@ -23,6 +23,10 @@ import (
 // between two ranges of a partition is in no span, so the file-level audit
 // still sees that no row lies in it.
 //
+// A flush with lanePartitions small partitions or fewer writes them a
+// stream each, as it writes large ones: a handful of files a commit is
+// cheap, and a file of one partition is placed by its bounds alone.
+//
 // A flush uses two lanes when its small partitions' rows take at least
 // twoLanesBytes of Arrow memory, so that both cores encode: below that,
 // one encoder finishes within the time a second file's upload, manifest
@@ -30,10 +34,14 @@ import (
 // flush's encode time halves.
 const twoLanesBytes = 2 * 8 << 20
 
+// lanePartitions is the most small partitions a flush writes a stream each.
+const lanePartitions = 4
+
 // smallPartition is what a flush takes of a partition without a stream of
 // its own: its rows, one batch per range with rows, and those ranges'
 // offsets, the spans its lane holds rows of.
 type smallPartition struct {
+	p       int32
 	batches []arrow.RecordBatch
 	spans   []mapping.Span
 	bytes   int64
@@ -41,8 +49,8 @@ type smallPartition struct {
 
 // newSmallPartition returns the small partition of rows batches (owned
 // from then on) of a flush's ranges.
-func newSmallPartition(batches []arrow.RecordBatch, ranges []mapping.Range) smallPartition {
-	sp := smallPartition{batches: batches}
+func newSmallPartition(p int32, batches []arrow.RecordBatch, ranges []mapping.Range) smallPartition {
+	sp := smallPartition{p: p, batches: batches}
 	for _, b := range batches {
 		sp.bytes += batchBytes(b)
 	}
@@ -62,15 +70,28 @@ type lane struct {
 
 // lanes opens the lanes of a flush's small partitions (1, or 2 when their
 // rows take twoLanesBytes or more), giving each lane consecutive
-// partitions of about an equal share of the bytes. It returns no lane when
-// there is no row.
+// partitions of about an equal share of the bytes. With lanePartitions
+// small partitions or fewer, it writes each to a stream of its own
+// instead, and returns no lane. It owns the small partitions' rows.
 func (ss *session) lanes(ctx context.Context, small []smallPartition) ([]*lane, error) {
+	if len(small) <= lanePartitions {
+		var err error
+		for _, sp := range small {
+			for _, b := range sp.batches {
+				st, serr := ss.stream(ctx, ss.parts[sp.p])
+				if serr == nil {
+					serr = st.Write(b)
+				} else {
+					b.Release()
+				}
+				err = errors.Join(err, serr)
+			}
+		}
+		return nil, err
+	}
 	var total int64
 	for _, sp := range small {
 		total += sp.bytes
-	}
-	if len(small) == 0 {
-		return nil, nil
 	}
 	n := 1
 	if total >= twoLanesBytes && len(small) > 1 {
@@ -84,6 +105,9 @@ func (ss *session) lanes(ctx context.Context, small []smallPartition) ([]*lane, 
 			if err != nil {
 				for _, l := range out {
 					l.st.Abort(ctx, ss.s.log)
+				}
+				for _, sp := range small {
+					releaseAll(sp.batches)
 				}
 				return nil, err
 			}
@@ -145,15 +169,6 @@ func (l *lane) write(ctx context.Context, ss *session, mem memory.Allocator, sch
 		return snapshot.WrittenGroup{}, fmt.Errorf("write the rows of %d small partitions: %w", len(l.parts), err)
 	}
 	return g, nil
-}
-
-// release frees the rows of a lane that will not be written, and ends its
-// stream.
-func (l *lane) release(ctx context.Context, ss *session) {
-	for _, sp := range l.parts {
-		releaseAll(sp.batches)
-	}
-	l.st.Abort(ctx, ss.s.log)
 }
 
 // batchBytes is the Arrow memory b's columns take.

@@ -888,7 +888,7 @@ func (ss *session) flush(ctx context.Context) error {
 			conformErr = errors.Join(conformErr, err)
 		}
 		if len(laneRows) > 0 {
-			small = append(small, newSmallPartition(laneRows, tk.ranges))
+			small = append(small, newSmallPartition(p, laneRows, tk.ranges))
 		}
 		if len(tk.dead) > 0 {
 			if f.DeadLetters == nil {
@@ -900,11 +900,12 @@ func (ss *session) flush(ctx context.Context) error {
 	var lanes []*lane
 	if conformErr == nil {
 		lanes, conformErr = ss.lanes(ctx, small)
-	}
-	if conformErr != nil {
+	} else {
 		for _, sp := range small {
 			releaseAll(sp.batches)
 		}
+	}
+	if conformErr != nil {
 		releaseFlush(f)
 		return fmt.Errorf("write the flush's rows: %w", conformErr)
 	}

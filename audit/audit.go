@@ -67,8 +67,9 @@ const (
 	KindMissingFile Kind = "missing-file"
 	// KindStrayFile (files): a data file of a floe commit that does not lie
 	// inside one range of that commit (rows outside its ranges, or rows of
-	// several partitions). In a state table: outside the partition's
-	// coverage up to the end of that commit's range.
+	// several partitions outside a file group), or a file group whose span
+	// no range of its commit covers. In a state table: outside the
+	// partition's coverage up to the end of that commit's range.
 	KindStrayFile Kind = "stray-file"
 	// KindCountMismatch (files, rows): the rows of a range differ from the
 	// record count the ledger gives it. In a state table: more rows than

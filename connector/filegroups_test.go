@@ -29,6 +29,20 @@ func paddedRecords(topic string, partition int32, n int, tag string) []*kgo.Reco
 	return out
 }
 
+// paddedTopic creates topic with partitions holding per padded records
+// each, and returns each partition's end offset.
+func paddedTopic(e *env, topic string, partitions int32, per int) map[mapping.TopicPartition]int64 {
+	e.Topic(topic, partitions, nil)
+	var recs []*kgo.Record
+	want := map[mapping.TopicPartition]int64{}
+	for p := range partitions {
+		recs = append(recs, paddedRecords(topic, p, per, "a")...)
+		want[mapping.TopicPartition{Topic: topic, Partition: p}] = int64(per)
+	}
+	e.Produce(recs)
+	return want
+}
+
 // filesByCommit returns the live data files of tbl's head by the snapshot
 // that added them, read from manifests.
 func filesByCommit(t testing.TB, tbl *snapshot.Table) map[int64][]snapshot.DataFile {
@@ -74,12 +88,7 @@ func whereFinds(t testing.TB, e *env, tbl *snapshot.Table, tp mapping.TopicParti
 func TestSinkFilesByBytes(t *testing.T) {
 	e := newEnv(t)
 	const topic, partitions, per = "thousand", 1000, 20
-	e.Topic(topic, partitions, nil)
-	var recs []*kgo.Record
-	for p := range int32(partitions) {
-		recs = append(recs, paddedRecords(topic, p, per, "a")...)
-	}
-	e.Produce(recs)
+	want := paddedTopic(e, topic, partitions, per)
 	tbl := e.Table("lake.thousand")
 	st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: partitions * per, FlushInterval: time.Minute})
 	if err != nil {
@@ -106,10 +115,6 @@ func TestSinkFilesByBytes(t *testing.T) {
 	if head.Summary.Properties[mapping.KeyRangesFile] == "" || head.Summary.Properties[mapping.KeyFileGroups] != "" {
 		t.Fatalf("the groups of a 1,000-partition commit are in its summary, want them in its ranges file: %v", head.Summary.Properties)
 	}
-	want := map[mapping.TopicPartition]int64{}
-	for p := range int32(partitions) {
-		want[mapping.TopicPartition{Topic: topic, Partition: p}] = per
-	}
 	checkExactlyOnce(t, tbl, want)
 	fresh := e.OpenTable(tbl.Name(), snapshot.OpenOptions{})
 	auditComplete(t, e, fresh)
@@ -126,12 +131,7 @@ func TestSinkFilesByBytes(t *testing.T) {
 func TestSinkSmallFlushesGrouped(t *testing.T) {
 	e := newEnv(t)
 	const topic, partitions, per = "many", 240, 10
-	e.Topic(topic, partitions, nil)
-	var recs []*kgo.Record
-	for p := range int32(partitions) {
-		recs = append(recs, paddedRecords(topic, p, per, "a")...)
-	}
-	e.Produce(recs)
+	want := paddedTopic(e, topic, partitions, per)
 	tbl := e.Table("lake.many")
 	st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 500})
 	if err != nil {
@@ -149,10 +149,6 @@ func TestSinkSmallFlushesGrouped(t *testing.T) {
 	}
 	if grouped < 3 {
 		t.Fatalf("%d of %d commits have file groups, want the small flushes grouped", grouped, st.Commits)
-	}
-	want := map[mapping.TopicPartition]int64{}
-	for p := range int32(partitions) {
-		want[mapping.TopicPartition{Topic: topic, Partition: p}] = per
 	}
 	checkExactlyOnce(t, tbl, want)
 	auditComplete(t, e, tbl)

@@ -77,14 +77,21 @@ func (ss *session) lanes(ctx context.Context, small []smallPartition) ([]*lane, 
 	if len(small) <= lanePartitions {
 		var err error
 		for _, sp := range small {
-			for _, b := range sp.batches {
+			for i, b := range sp.batches {
 				st, serr := ss.stream(ctx, ss.parts[sp.p])
-				if serr == nil {
-					serr = st.Write(b)
-				} else {
+				if serr != nil {
 					b.Release()
+					err = errors.Join(err, serr)
+					continue
 				}
-				err = errors.Join(err, serr)
+				err = errors.Join(err, st.Write(b))
+				if i < len(sp.batches)-1 {
+					// A lost or aborted range follows: no file spans it.
+					delete(ss.streams, sp.p)
+					fs, cerr := st.Close()
+					ss.files[sp.p] = append(ss.files[sp.p], fs...)
+					err = errors.Join(err, cerr)
+				}
 			}
 		}
 		return nil, err

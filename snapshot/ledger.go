@@ -90,14 +90,12 @@ func (t *Table) ledgerParts(snapshotID int64) ([]ledgerPart, error) {
 	return parts, nil
 }
 
-// only returns p without the commits whose properties want refuses: a
-// part of no commit (neither snap nor ids) when it refuses them all.
+// only returns the archived part p without the commits whose properties
+// want refuses (a part of no commit when it refuses them all), and a live
+// one as it is.
 func (p ledgerPart) only(want func(props map[string]string) bool) ledgerPart {
 	if p.snap != nil {
-		if want(p.snap.Summary.Properties) {
-			return p
-		}
-		return ledgerPart{}
+		return p
 	}
 	b := p.at.ix.Blocks[p.at.block]
 	props := make(map[int64]map[string]string, b.Count)
@@ -178,11 +176,14 @@ func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping
 	return t.commitsWhere(ctx, snapshotID, nil)
 }
 
-// commitsWhere is Commits yielding only the commits whose floe properties
-// without their ranges (what the archive's index keeps of an entry) want
-// accepts, all with want nil. An archived block none of whose commits it
-// accepts is not read, and a live snapshot it refuses not decoded: a
-// reader of the few commits that name something pays for those alone.
+// commitsWhere is Commits yielding, of the archive, only the commits
+// whose floe properties without their ranges (what the archive's index
+// keeps of an entry, in inline form) want accepts, all with want nil; the
+// commits of live snapshots are all yielded (they are few, and one whose
+// ranges are in a ranges file shows its other properties only there), so
+// the caller checks what it gets. An archived block none of whose commits
+// want accepts is not read: a reader of the few commits that name
+// something pays for those and the live ones alone.
 func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, want func(props map[string]string) bool) iter.Seq2[mapping.Commit, error] {
 	return func(yield func(mapping.Commit, error) bool) {
 		id, err := t.resolve(snapshotID)

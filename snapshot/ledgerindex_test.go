@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -135,10 +138,19 @@ func indexFiles(t *testing.T, segs []string) []string {
 // it adds the pending dead letter and keeps the archived commit's (a
 // commit it did not find would have its rows removed as stale), while the
 // whole ledger fails on the missing file. Before, reconciling decoded
-// every branch's whole ledger and failed.
+// every branch's whole ledger and failed. Every commit keeps its ranges
+// in a ranges file, whose live snapshots' summaries do not name the
+// dead-letter table.
 func TestReconcileReadsOnlySegmentsWithDeadLetters(t *testing.T) {
 	tbl, _ := maintainTable(t, 2)
 	cat := tbl.Catalog()
+	upd := []table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{snapshot.PropInlineRangesMax: "0"})}
+	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), nil, upd); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	dlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.DeadLetterName(tbl.Identifier()), tbl.Name(), true)
 	if err != nil {
 		t.Fatal(err)

@@ -107,16 +107,15 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	}
 	at := time.UnixMilli(snap.TimestampMs).UTC()
 	res.SnapshotID, res.CommittedAt = &snap.SnapshotID, &at
-	ledger, err := tbl.LedgerAt(snap.SnapshotID)
-	if err != nil {
-		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-	}
 	files, err := tbl.Files(ctx, snap.SnapshotID)
 	if err != nil {
 		return res, fmt.Errorf("list the data files of %s: %w", tbl.Name(), err)
 	}
-	topics := newTopicIndex(ledger)
-	groups, err := groupsOf(tbl, ledger, files)
+	topics, err := newTopicIndex(ctx, tbl, snap.SnapshotID, files)
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	groups, err := groupsOf(ctx, tbl, snap.SnapshotID, files)
 	if err != nil {
 		return res, err
 	}
@@ -152,8 +151,10 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 }
 
 // groupsOf returns the file group of each of files that is in one: of the
-// ledger commit or the floe compaction that added it.
-func groupsOf(tbl *snapshot.Table, ledger mapping.Ledger, files []snapshot.DataFile) (map[string]*mapping.FileGroup, error) {
+// ledger commit or the floe compaction that added it. The ledger is read
+// one commit at a time, keeping only the groups of commits that added one
+// of files.
+func groupsOf(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files []snapshot.DataFile) (map[string]*mapping.FileGroup, error) {
 	out := map[string]*mapping.FileGroup{}
 	add := func(gs []mapping.FileGroup) {
 		for i := range gs {
@@ -162,8 +163,17 @@ func groupsOf(tbl *snapshot.Table, ledger mapping.Ledger, files []snapshot.DataF
 			}
 		}
 	}
-	for _, c := range ledger.Commits {
-		add(c.FileGroups)
+	addedBy := map[int64]bool{}
+	for _, f := range files {
+		addedBy[f.AddedBy] = true
+	}
+	for c, err := range tbl.Commits(ctx, snapshotID) {
+		if err != nil {
+			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+		}
+		if addedBy[c.SnapshotID] {
+			add(c.FileGroups)
+		}
 	}
 	read := map[int64]bool{}
 	for _, f := range files {
@@ -196,24 +206,61 @@ func cmpPtr[T cmp.Ordered](a, b *T) int {
 // topicIndex tells the Kafka topic of a data file, which manifests do not
 // give exactly (string column bounds may be truncated), from the ledger.
 type topicIndex struct {
-	commits map[int64]mapping.Commit
-	// spans places files of floe's compactions, which no commit added.
-	spans mapping.SpanIndex
 	// byPartition lists the ledger's topics that have each partition.
 	byPartition map[int32][]string
+	// commits are the commits that added files of a partition number
+	// several topics have, and spans the ranges of those partitions, to
+	// place files of floe's compactions, which no commit added.
+	commits map[int64]mapping.Commit
+	spans   mapping.SpanIndex
 }
 
-func newTopicIndex(l mapping.Ledger) topicIndex {
-	ix := topicIndex{commits: map[int64]mapping.Commit{}, byPartition: map[int32][]string{}, spans: l.SpanIndex()}
-	for _, c := range l.Commits {
-		ix.commits[c.SnapshotID] = c
+// newTopicIndex indexes the ledger as of snapshotID for the topics of
+// files. The ledger's summary names each partition's topics; only when a
+// file's partition number is of several topics is the ledger read, one
+// block at a time, keeping the commits that added such files and the
+// ranges of such partitions: a table of one topic costs no range, however
+// long its ledger.
+func newTopicIndex(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files []snapshot.DataFile) (topicIndex, error) {
+	ix := topicIndex{byPartition: map[int32][]string{}, commits: map[int64]mapping.Commit{}}
+	sum, err := tbl.Summary(ctx, snapshotID)
+	if err != nil {
+		return ix, err
 	}
-	for _, tp := range l.Partitions() {
+	for _, tp := range sum.Partitions() {
 		if !slices.Contains(ix.byPartition[tp.Partition], tp.Topic) {
 			ix.byPartition[tp.Partition] = append(ix.byPartition[tp.Partition], tp.Topic)
 		}
 	}
-	return ix
+	shared, added := map[int32]bool{}, map[int64]bool{}
+	for _, f := range files {
+		if f.HasBounds && f.PartitionMin == f.PartitionMax && len(ix.byPartition[f.PartitionMin]) > 1 {
+			shared[f.PartitionMin], added[f.AddedBy] = true, true
+		}
+	}
+	if len(shared) == 0 {
+		return ix, nil
+	}
+	var ranges mapping.Ledger
+	for c, err := range tbl.Commits(ctx, snapshotID) {
+		if err != nil {
+			return ix, err
+		}
+		if added[c.SnapshotID] {
+			ix.commits[c.SnapshotID] = c
+		}
+		var rs []mapping.Range
+		for _, r := range c.Ranges {
+			if shared[r.Partition] {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) > 0 {
+			ranges.Commits = append(ranges.Commits, mapping.Commit{SnapshotID: c.SnapshotID, Ranges: rs})
+		}
+	}
+	ix.spans = ranges.SpanIndex()
+	return ix, nil
 }
 
 // of returns f's topic: the only topic of the ledger with f's partition (a

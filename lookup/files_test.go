@@ -169,3 +169,54 @@ func TestFilesOfACompactedTable(t *testing.T) {
 		t.Errorf("file %+v (group %+v), want a group of 1 file with spans %v added by the compaction", f, f.Group, want)
 	}
 }
+
+// TestFilesReadsNoArchivedRange: listing the files of a table of one topic
+// reads the ledger's summary, not its ranges. With the ledger archive's
+// segment files gone (their indexes stay), a fresh reader lists every
+// live file with its topic, while the whole ledger fails on the missing
+// files. Before, Files decoded the whole ledger, archive included.
+func TestFilesReadsNoArchivedRange(t *testing.T) {
+	e := floetest.New(t)
+	tbl := e.Table("lake.long")
+	e.Topic("t", 1, nil)
+	for range 4 {
+		e.Produce(floetest.Records("t", 0, 5, "r"))
+		if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "t", StopAtEnd: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	var segs int
+	for k, v := range tbl.Iceberg().Properties() {
+		if strings.HasPrefix(k, snapshot.PropLedgerSegmentPrefix) {
+			if err := os.Remove(strings.TrimPrefix(v, "file://")); err != nil {
+				t.Fatal(err)
+			}
+			segs++
+		}
+	}
+	if segs == 0 {
+		t.Fatal("floe maintain archived no segment")
+	}
+	fresh, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lookup.Files(t.Context(), fresh, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 4 || res.Records != 20 {
+		t.Fatalf("files: %+v; want 4 files of 20 rows", res)
+	}
+	for _, f := range res.Files {
+		if f.Topic != "t" || f.Partition == nil || *f.Partition != 0 {
+			t.Errorf("file %+v: want topic t partition 0", f)
+		}
+	}
+	if _, err := fresh.Ledger(); err == nil {
+		t.Fatal("the whole ledger read without its archive segments")
+	}
+}

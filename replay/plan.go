@@ -150,7 +150,7 @@ func (p Plan) Config(base connector.Config) connector.Config {
 // Remaining is the number of offsets left to replay given the target's
 // ledger: per partition, from where the ledger ends (or the plan's start) to
 // the plan's end.
-func (p Plan) Remaining(l mapping.Ledger) int64 {
+func (p Plan) Remaining(l mapping.Summary) int64 {
 	next := l.Next()
 	var n int64
 	for _, part := range p.Partitions {
@@ -165,7 +165,7 @@ func (p Plan) Remaining(l mapping.Ledger) int64 {
 
 // Complete reports whether the ledger reaches the plan's end on every
 // partition.
-func (p Plan) Complete(l mapping.Ledger) bool {
+func (p Plan) Complete(l mapping.Summary) bool {
 	next := l.Next()
 	for _, part := range p.Partitions {
 		if p.End[part] > p.Start[part] && next[mapping.TopicPartition{Topic: p.Topic, Partition: part}] < p.End[part] {
@@ -179,7 +179,7 @@ func (p Plan) Complete(l mapping.Ledger) bool {
 // earlier run, so that running a replay again continues it: the ledger holds
 // only the plan's topic, and every partition begins where the plan begins
 // (offset 0 for a replay from earliest, which records the head lost).
-func (p Plan) CheckResume(target string, l mapping.Ledger) error {
+func (p Plan) CheckResume(target string, l mapping.Summary) error {
 	for _, tp := range l.Partitions() {
 		if tp.Topic != p.Topic {
 			return &CheckError{Settings: []Setting{SettingTable, SettingBranch},
@@ -189,7 +189,8 @@ func (p Plan) CheckResume(target string, l mapping.Ledger) error {
 		if p.Earliest {
 			want = 0
 		}
-		first := mapping.Cover(l.Ranges(tp)).First
+		ps, _ := l.Partition(tp)
+		first := ps.First()
 		if !ok || first != want {
 			return &CheckError{Settings: []Setting{SettingTable, SettingBranch},
 				Err: fmt.Errorf("%s holds %s from offset %d, but this replay starts it at %d: it is another replay's target", target, tp, first, want)}

@@ -246,11 +246,11 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	if opts.Branch != "" {
 		res.Target = name + " branch " + opts.Branch
 	}
-	ledger, err := tbl.Ledger()
+	ledger, err := tbl.Summary(ctx, 0)
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", res.Target, err)
 	}
-	if len(ledger.Commits) > 0 {
+	if ledger.Commits > 0 {
 		if err := plan.CheckResume(res.Target, ledger); err != nil {
 			return res, err
 		}
@@ -285,7 +285,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	if err := tbl.Refresh(context.WithoutCancel(ctx)); err != nil {
 		return res, err
 	}
-	if ledger, err = tbl.Ledger(); err != nil {
+	if ledger, err = tbl.Summary(context.WithoutCancel(ctx), 0); err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", res.Target, err)
 	}
 	res.Complete = plan.Complete(ledger)

@@ -61,8 +61,8 @@ func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identif
 	if v == "" {
 		return Bound{}, false, nil
 	}
-	l, err := t.Ledger()
-	if err != nil || len(l.Commits) == 0 {
+	l, err := t.Summary(ctx, 0)
+	if err != nil || l.Commits == 0 {
 		return Bound{}, false, nil
 	}
 	for _, tp := range l.Partitions() {

@@ -266,7 +266,8 @@ type DeadLetterState struct {
 	// read (0: it had none).
 	Table      string
 	SnapshotID int64
-	// Commits are the ledgers' commits that name the table, by id.
+	// Commits are the ledgers' commits that name the table, by id, with
+	// only their ranges that count dead letters.
 	Commits map[string]mapping.Commit
 	// Rows counts the table's rows of each commit of Commits.
 	Rows map[string]int64
@@ -331,27 +332,17 @@ type position struct {
 // to it.
 func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[string]*deadLetterFile) (*DeadLetterState, error) {
 	st := &DeadLetterState{Table: dlq.Name(), Commits: map[string]mapping.Commit{}, Rows: map[string]int64{}, StaleLegacy: map[mapping.TopicPartition][]int64{}}
-	ledgers, err := t.branchLedgers(ctx)
+	commits, err := t.deadLetterCommits(ctx, dlq.Name())
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s to reconcile %s with them: %w", t.Name(), dlq.Name(), err)
 	}
 	// Ranges with dead letters of each partition, to attribute rows
 	// without a commit id (legacy rows) by position.
 	ranges := map[mapping.TopicPartition][]string{}
-	for _, l := range ledgers {
-		for _, c := range l.Commits {
-			if c.DeadLetterTable != dlq.Name() || len(c.DeadLetterFiles) == 0 {
-				continue
-			}
-			if _, seen := st.Commits[c.ID]; seen {
-				continue
-			}
-			st.Commits[c.ID] = c
-			for _, r := range c.Ranges {
-				if r.DeadLetters > 0 {
-					ranges[r.TopicPartition] = append(ranges[r.TopicPartition], c.ID)
-				}
-			}
+	for _, c := range commits {
+		st.Commits[c.ID] = c
+		for _, r := range c.Ranges {
+			ranges[r.TopicPartition] = append(ranges[r.TopicPartition], c.ID)
 		}
 	}
 	legacyOf := func(pos position) string {
@@ -533,9 +524,14 @@ func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
 	return out, nil
 }
 
-// branchLedgers returns the ledgers (archives included) of every branch
-// of t as last loaded.
-func (t *Table) branchLedgers(ctx context.Context) ([]mapping.Ledger, error) {
+// deadLetterCommits returns the commits of the ledgers (archives
+// included) of every branch of t as last loaded that name the dead-letter
+// table dlq for their dead-letter files, each once, with only their
+// ranges that count dead letters: what dlq must hold. It reads only the
+// archive blocks holding such a commit (the index keeps each entry's
+// dead-letter properties), so that its memory and time are set by the
+// commits with dead letters, not by the length of the ledger.
+func (t *Table) deadLetterCommits(ctx context.Context, dlq string) ([]mapping.Commit, error) {
 	meta := t.tbl.Metadata()
 	var names []string
 	for name, ref := range meta.Refs() {
@@ -544,13 +540,27 @@ func (t *Table) branchLedgers(ctx context.Context) ([]mapping.Ledger, error) {
 		}
 	}
 	slices.Sort(names)
-	out := make([]mapping.Ledger, 0, len(names))
+	seen := map[string]bool{}
+	var out []mapping.Commit
+	naming := func(props map[string]string) bool { return props[mapping.KeyDeadLetterTable] == dlq }
 	for _, name := range names {
-		l, err := t.ReadLedger(ctx, meta.SnapshotByName(name).SnapshotID)
-		if err != nil {
-			return nil, fmt.Errorf("branch %s: %w", name, err)
+		for c, err := range t.commitsWhere(ctx, meta.SnapshotByName(name).SnapshotID, naming) {
+			if err != nil {
+				return nil, fmt.Errorf("branch %s: %w", name, err)
+			}
+			if c.DeadLetterTable != dlq || len(c.DeadLetterFiles) == 0 || seen[c.ID] {
+				continue
+			}
+			seen[c.ID] = true
+			var dead []mapping.Range
+			for _, r := range c.Ranges {
+				if r.DeadLetters > 0 {
+					dead = append(dead, r)
+				}
+			}
+			c.Ranges = dead
+			out = append(out, c)
 		}
-		out = append(out, l)
 	}
 	return out, nil
 }

@@ -90,6 +90,28 @@ func (t *Table) ledgerParts(snapshotID int64) ([]ledgerPart, error) {
 	return parts, nil
 }
 
+// only returns the archived part p without the commits whose properties
+// want refuses (a part of no commit when it refuses them all), and a live
+// one as it is.
+func (p ledgerPart) only(want func(props map[string]string) bool) ledgerPart {
+	if p.snap != nil {
+		return p
+	}
+	b := p.at.ix.Blocks[p.at.block]
+	props := make(map[int64]map[string]string, b.Count)
+	for _, s := range p.at.ix.Snapshots[b.First : b.First+b.Count] {
+		props[s.SnapshotID] = s.Properties
+	}
+	out := ledgerPart{at: p.at}
+	for _, id := range p.ids {
+		if want(props[id]) {
+			out.ids = append(out.ids, id)
+		}
+	}
+	out.whole = p.whole && len(out.ids) == len(p.ids)
+	return out
+}
+
 // decode returns the commits of a part, in ledger order, reading its
 // block when it is archived (fsys opened on first use).
 func (t *Table) decode(ctx context.Context, fsys *iceio.IO, p ledgerPart) ([]mapping.Commit, error) {
@@ -151,6 +173,18 @@ func (t *Table) resolve(snapshotID int64) (int64, error) {
 // *mapping.MalformedError, a history with a gap a *TruncatedLedgerError,
 // and the sequence ends at the first error.
 func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping.Commit, error] {
+	return t.commitsWhere(ctx, snapshotID, nil)
+}
+
+// commitsWhere is Commits yielding, of the archive, only the commits
+// whose floe properties without their ranges (what the archive's index
+// keeps of an entry, in inline form) want accepts, all with want nil; the
+// commits of live snapshots are all yielded (they are few, and one whose
+// ranges are in a ranges file shows its other properties only there), so
+// the caller checks what it gets. An archived block none of whose commits
+// want accepts is not read: a reader of the few commits that name
+// something pays for those and the live ones alone.
+func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, want func(props map[string]string) bool) iter.Seq2[mapping.Commit, error] {
 	return func(yield func(mapping.Commit, error) bool) {
 		id, err := t.resolve(snapshotID)
 		if err != nil || id == 0 {
@@ -166,6 +200,11 @@ func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping
 		}
 		var fsys iceio.IO
 		for _, p := range parts {
+			if want != nil {
+				if p = p.only(want); p.snap == nil && len(p.ids) == 0 {
+					continue
+				}
+			}
 			cs, err := t.decode(ctx, &fsys, p)
 			if err != nil {
 				yield(mapping.Commit{}, err)

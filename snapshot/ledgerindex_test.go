@@ -5,9 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -123,4 +128,59 @@ func indexFiles(t *testing.T, segs []string) []string {
 		}
 	}
 	return out
+}
+
+// TestReconcileReadsOnlySegmentsWithDeadLetters: reconciling a dead-letter
+// table with the ledger reads only the archive blocks holding a commit
+// that names the table. The older of two segments holds no such commit;
+// the newer one holds a commit whose dead letter is in; a live commit's is
+// pending. With the older segment's file gone, a fresh reader reconciles:
+// it adds the pending dead letter and keeps the archived commit's (a
+// commit it did not find would have its rows removed as stale), while the
+// whole ledger fails on the missing file. Before, reconciling decoded
+// every branch's whole ledger and failed. Every commit keeps its ranges
+// in a ranges file, whose live snapshots' summaries do not name the
+// dead-letter table.
+func TestReconcileReadsOnlySegmentsWithDeadLetters(t *testing.T) {
+	tbl, _ := maintainTable(t, 2)
+	cat := tbl.Catalog()
+	upd := []table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{snapshot.PropInlineRangesMax: "0"})}
+	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), nil, upd); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	dlq, err := snapshot.OpenDeadLetters(t.Context(), cat, snapshot.DeadLetterName(tbl.Identifier()), tbl.Name(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expire := func() {
+		t.Helper()
+		if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2, Logger: floetest.QuietLogger()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitRanges(t, tbl, 2, 22)
+	expire()
+	older := namedArchives(tbl)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 220, High: 230}, 225)
+	commitRanges(t, tbl, 23, 26)
+	expire()
+	if named := namedArchives(tbl); len(older) != 1 || len(named) != 2 || !slices.Contains(named, older[0]) {
+		t.Fatalf("segments %v then %v: want one, then two", older, named)
+	}
+	pendingCommit(t, cat, tbl, dlq, "t", 0, mapping.Interval{Low: 260, High: 270}, 265)
+	if err := os.Remove(strings.TrimPrefix(older[0], "file://")); err != nil {
+		t.Fatal(err)
+	}
+	fresh := freshTable(t, tbl)
+	if res := reconcile(t, fresh, dlq); res.Added != 1 || res.Removed != 0 {
+		t.Fatalf("reconciled %+v: want the pending commit added, nothing removed", res)
+	}
+	wantDeadLetters(t, dlq, "t/0/225", "t/0/265")
+	var ae *snapshot.ArchiveError
+	if _, err := fresh.Ledger(); !errors.As(err, &ae) {
+		t.Fatalf("whole ledger without the older segment: %v, want an *ArchiveError", err)
+	}
 }

@@ -403,14 +403,12 @@ func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 		}
 		add(c)
 	}
-	ledgers, err := data.branchLedgers(ctx)
+	commits, err := data.deadLetterCommits(ctx, t.Name())
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s for the files they name: %w", of, err)
 	}
-	for _, l := range ledgers {
-		for _, c := range l.Commits {
-			add(c)
-		}
+	for _, c := range commits {
+		add(c)
 	}
 	return keep, nil
 }

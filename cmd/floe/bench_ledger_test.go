@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -51,10 +54,15 @@ import (
 // FLOE_BENCH_FLOE names the floe binary to measure (default: built from
 // this checkout), so that two builds can be compared on one ledger;
 // FLOE_BENCH_LEDGER_RUNS the commands to run, comma-separated (default:
-// sink,where,as-of,status,audit).
+// sink,where,as-of,status,files,audit). FLOE_BENCH_LEDGER_DLQ=1 measures
+// a table of its own whose ten commits through the normal path each
+// dead-letter one record of partition 0 into bench.ledger_dlq (its rows
+// added as a sink adds them): a sink resuming on it reconciles that
+// dead-letter table with the ledger first.
 func BenchmarkLongLedger(b *testing.B) {
 	commits := benchEnvInt(b, "FLOE_BENCH_LEDGER_COMMITS", 10_000)
 	partitions := benchEnvInt(b, "FLOE_BENCH_LEDGER_PARTITIONS", 1_000)
+	dlq := os.Getenv("FLOE_BENCH_LEDGER_DLQ") == "1"
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
 		b.Skip("needs GNU time (/usr/bin/time) to measure each command's peak resident set")
 	}
@@ -67,9 +75,12 @@ func BenchmarkLongLedger(b *testing.B) {
 		root = filepath.Join(c, "floe-bench")
 	}
 	dir := filepath.Join(root, fmt.Sprintf("ledger-%dx%d", commits, partitions))
+	if dlq {
+		dir = filepath.Join(root, fmt.Sprintf("ledger-dlq-%dx%d", commits, partitions))
+	}
 	if _, err := os.Stat(filepath.Join(dir, "ready")); err != nil {
 		start := time.Now()
-		buildLongLedger(b, dir, commits, partitions)
+		buildLongLedger(b, dir, commits, partitions, dlq)
 		b.Logf("built a ledger of %d ranges in %s under %s", commits*partitions, time.Since(start).Round(time.Second), dir)
 	}
 	bin := benchFloe(b)
@@ -91,6 +102,7 @@ func BenchmarkLongLedger(b *testing.B) {
 		{"where", []string{"where", "--partition", fmt.Sprint(partitions / 2), "--offset", fmt.Sprint(mid)}},
 		{"as-of", []string{"as-of", "--offsets", fmt.Sprintf("orders/%d=%d", partitions/2, mid)}},
 		{"status", []string{"status", "--json"}},
+		{"files", []string{"files", "--json"}},
 		{"audit", []string{"audit", "--json"}},
 	}
 	only := os.Getenv("FLOE_BENCH_LEDGER_RUNS")
@@ -183,8 +195,9 @@ func fillPartitions(b *testing.B, brokers []string, partitions, n int) {
 }
 
 // buildLongLedger builds the table bench.ledger under dir (see
-// BenchmarkLongLedger) and marks dir ready.
-func buildLongLedger(b *testing.B, dir string, commits, partitions int) {
+// BenchmarkLongLedger), with dead letters in its live commits when dlq is
+// set, and marks dir ready.
+func buildLongLedger(b *testing.B, dir string, commits, partitions int, dlq bool) {
 	ctx := b.Context()
 	if err := os.RemoveAll(dir); err != nil {
 		b.Fatal(err)
@@ -214,6 +227,9 @@ func buildLongLedger(b *testing.B, dir string, commits, partitions int) {
 		if _, err := tbl.Commit(ctx, snapshot.Flush{Ranges: rs}, snapshot.CommitOptions{Writer: "bench"}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if dlq {
+		commit = deadLetterCommit(b, cat, tbl)
 	}
 	commit(starts)
 	first := tbl.Head()
@@ -270,13 +286,53 @@ func buildLongLedger(b *testing.B, dir string, commits, partitions int) {
 		b.Fatal(err)
 	}
 	for i := archivedN + 1; i <= commits; i++ {
-		commit(ranges(i))
+		rs := ranges(i)
+		if dlq {
+			rs[0].DeadLetters = 1
+		}
+		commit(rs)
 	}
 	if _, err := tbl.Maintain(ctx, snapshot.MaintainOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// deadLetterCommit returns a commit of ranges to tbl that puts, for each
+// range counting dead letters, a dead letter at its first offset into
+// tbl's dead-letter table (created), as a sink's commit does.
+func deadLetterCommit(b *testing.B, cat icecat.Catalog, tbl *snapshot.Table) func([]mapping.Range) {
+	ctx := b.Context()
+	dlq, err := snapshot.OpenDeadLetters(ctx, cat, snapshot.DeadLetterName(tbl.Identifier()), tbl.Name(), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc, err := mapping.DeadLetterArrowSchema(dlq.Iceberg().Schema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(rs []mapping.Range) {
+		f := snapshot.Flush{Ranges: rs, DeadLetters: map[mapping.TopicPartition][]arrow.RecordBatch{}}
+		for _, r := range rs {
+			if r.DeadLetters == 0 {
+				continue
+			}
+			rb, err := mapping.NewDeadLetterBuilder(memory.DefaultAllocator, sc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Low, Value: []byte("not JSON")}
+			if err := rb.AppendDeadLetter(rec, "bench: not JSON", 0); err != nil {
+				b.Fatal(err)
+			}
+			f.DeadLetters[r.TopicPartition] = []arrow.RecordBatch{rb.NewBatch()}
+			rb.Release()
+		}
+		if _, err := tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: "bench", DeadLetters: dlq}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -55,6 +56,16 @@ type CompactOptions struct {
 	// MaxAttempts bounds commit attempts when sinks commit in between;
 	// zero means 30.
 	MaxAttempts int
+	// Turn, when set, is held around each commit attempt: the reload of
+	// the table, the checks of the plan on it and the commit. A sink
+	// compacting its own table passes the lock it holds around each of
+	// its commits (connector.Config.CommitTurn), so that the compaction's
+	// commit runs between two of them, on the head the sink's last commit
+	// made, and never loses to that sink however fast it commits; the
+	// planning and the rewriting of files run beside the sink's commits.
+	// Other writers can still get in first: those cost a retry, as
+	// without it.
+	Turn sync.Locker
 	// DryRun plans and reports, and writes nothing.
 	DryRun bool
 	// Logger receives retries; nil: slog.Default().
@@ -225,14 +236,14 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			c.groups = append(c.groups, fg)
 		}
 	}
-	err = t.commitResult(ctx, log, c, opts.MaxAttempts, &res, start)
+	err = t.commitResult(ctx, log, c, opts, &res, start)
 	return res, err
 }
 
 // commitResult commits c with the summary properties of a compaction and
 // completes res (which holds the plan's figures) with what it committed,
 // or with the attempts made when it gives up.
-func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, maxAttempts int, res *CompactResult, start time.Time) error {
+func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, opts CompactOptions, res *CompactResult, start time.Time) error {
 	res.Added = len(c.news)
 	for _, df := range c.news {
 		res.BytesAfter += df.FileSizeBytes()
@@ -261,7 +272,7 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 		props[KeyCompactDroppedDeletes] = strconv.Itoa(len(c.dropDeletes))
 	}
 	c.props = props
-	snap, attempts, err := t.commitCompaction(ctx, log, c, maxAttempts)
+	snap, attempts, err := t.commitCompaction(ctx, log, c, opts)
 	res.Attempts = attempts
 	if err != nil {
 		return err
@@ -349,6 +360,8 @@ func (g compactGroup) String() string {
 
 // compactPlan is what a compaction rewrites.
 type compactPlan struct {
+	// head is the snapshot planned on.
+	head   int64
 	groups []compactGroup
 	// live counts the live data files, unplaced the small ones left
 	// alone because the ledger does not place them.
@@ -366,6 +379,7 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 	if head == nil {
 		return plan, nil
 	}
+	plan.head = head.SnapshotID
 	scan := t.tbl.Scan(table.WithSnapshotID(head.SnapshotID))
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(ctx)
@@ -654,14 +668,15 @@ type compactCommit struct {
 // commitCompaction commits c, retrying on the fresh head when other
 // commits got in first. It returns the snapshot and the attempts made. It
 // deletes c.news when it gives up knowing that nothing was committed, and
-// keeps them (orphans at worst) when the outcome is unknown.
-func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compactCommit, maxAttempts int) (int64, int, error) {
+// keeps them (orphans at worst) when the outcome is unknown. With
+// opts.Turn, each attempt holds it (tryCompaction).
+func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compactCommit, opts CompactOptions) (int64, int, error) {
+	maxAttempts := opts.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = 30
 	}
 	const maxErrors = 5
 	id := c.props[KeyCompactID]
-	news := c.news
 	var (
 		lastErr error
 		errs    int
@@ -679,28 +694,21 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 			if err := sleep(ctx, pause); err != nil {
 				return 0, attempt - 1, fmt.Errorf("compact %s: %w (last error: %w)", t.Name(), err, lastErr)
 			}
-			if err := t.Refresh(ctx); err != nil {
-				lastErr = err
-				errs++
-				continue
-			}
-			if snap := t.compactionSnapshot(id); snap != 0 {
-				return snap, attempt - 1, nil
-			}
-			if err := c.check(ctx); err != nil {
-				t.removeFiles(ctx, log, news)
-				return 0, attempt - 1, err
-			}
 		}
-		snap, err := t.commitRewrite(ctx, c)
-		if err == nil {
+		// The first attempt without a turn commits on the head the plan
+		// read; with one, the head has most likely moved since.
+		snap, outcome, err := t.tryCompaction(ctx, log, c, opts.Turn, attempt > 1 || opts.Turn != nil)
+		switch outcome {
+		case attemptCommitted:
 			return snap, attempt, nil
-		}
-		if strings.Contains(err.Error(), "do not belong to the table") {
-			// iceberg-go's answer when a file to replace is no longer
-			// live: another compaction (or a rollback) got there first.
-			t.removeFiles(ctx, log, news)
-			return 0, attempt, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}
+		case attemptLanded:
+			return snap, attempt - 1, nil
+		case attemptGaveUp:
+			return 0, attempt, err
+		case attemptNotReloaded:
+			lastErr = err
+			errs++
+			continue
 		}
 		lastErr = err
 		if ctx.Err() != nil {
@@ -720,8 +728,61 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 	if snap := t.compactionSnapshot(id); snap != 0 {
 		return snap, attempt, nil
 	}
-	t.removeFiles(ctx, log, news)
+	t.removeFiles(ctx, log, c.news)
 	return 0, attempt, fmt.Errorf("compact %s: gave up after %d attempts, nothing was committed: %w", t.Name(), attempt, lastErr)
+}
+
+// attemptOutcome is how one commit attempt of a compaction ended.
+type attemptOutcome int
+
+const (
+	// attemptCommitted: it committed.
+	attemptCommitted attemptOutcome = iota
+	// attemptLanded: the reload found that an earlier attempt, whose
+	// outcome was unknown, had committed.
+	attemptLanded
+	// attemptNotReloaded: reloading the table failed; nothing was tried.
+	attemptNotReloaded
+	// attemptGaveUp: the plan cannot be committed any more (its checks
+	// failed, or a file it replaces is gone); its files were deleted.
+	attemptGaveUp
+	// attemptFailed: the commit failed (a lost race, or an error whose
+	// outcome may be unknown).
+	attemptFailed
+)
+
+// tryCompaction makes one commit attempt of c, holding turn (when set)
+// throughout. With reload, it first reloads the table, looks for an
+// earlier attempt's snapshot and re-checks the plan (c.check). It returns
+// the snapshot committed or found, how the attempt ended, and its error.
+func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCommit, turn sync.Locker, reload bool) (int64, attemptOutcome, error) {
+	if turn != nil {
+		turn.Lock()
+		defer turn.Unlock()
+	}
+	if reload {
+		if err := t.Refresh(ctx); err != nil {
+			return 0, attemptNotReloaded, err
+		}
+		if snap := t.compactionSnapshot(c.props[KeyCompactID]); snap != 0 {
+			return snap, attemptLanded, nil
+		}
+		if err := c.check(ctx); err != nil {
+			t.removeFiles(ctx, log, c.news)
+			return 0, attemptGaveUp, err
+		}
+	}
+	snap, err := t.commitRewrite(ctx, c)
+	switch {
+	case err == nil:
+		return snap, attemptCommitted, nil
+	case strings.Contains(err.Error(), "do not belong to the table"):
+		// iceberg-go's answer when a file to replace is no longer
+		// live: another compaction (or a rollback) got there first.
+		t.removeFiles(ctx, log, c.news)
+		return 0, attemptGaveUp, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}
+	}
+	return 0, attemptFailed, err
 }
 
 // compactConflict reports whether a compaction's commit lost a race: the
@@ -786,9 +847,21 @@ func (t *Table) compactionSnapshot(id string) int64 {
 
 // checkCompaction checks a plan against the ledger as reloaded: it still
 // holds every chain of ranges the plan's groups span (a rollback, or a
-// branch published over the table, may have replaced them). That every
-// file it replaces is still live, the commit itself checks.
+// branch published over the table, may have replaced them). When the
+// snapshot planned on is an ancestor of the reloaded head of a data
+// table, the commits since only added to its ledger, and the check reads
+// no ledger: a sink's compaction checks at every commit attempt, which
+// would otherwise cost a read of the whole ledger, growing with the
+// table's age, while the sink waits. That every file it replaces is still
+// live, the commit itself checks.
 func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
+	if head := t.Head(); head != nil && t.tbl.Properties()[PropDeadLettersOf] == "" {
+		for _, s := range table.AncestorsOf(head.SnapshotID, t.tbl.Metadata().SnapshotByID) {
+			if s.SnapshotID == plan.head {
+				return nil
+			}
+		}
+	}
 	l, err := t.compactionLedger(ctx)
 	if err != nil {
 		return err

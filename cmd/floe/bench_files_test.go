@@ -31,8 +31,8 @@ import (
 //	go test ./cmd/floe/ -run '^$' -bench FilesByBytes -benchtime 1x
 //
 // It reports, per commit with rows, the data files it added (max and
-// mean), their mean size, and the sink's write and catalog commit times
-// (mean, from its "committed" log lines); then the live files after the
+// mean), their mean size, and the sink's catalog commit time (mean, from
+// its "committed" log lines); then the live files after the
 // compaction, their mean size and the compaction's wall time.
 // FLOE_BENCH_BEFORE=PATH runs that floe binary (a build of main) on the
 // same topic in the same run, reported with the prefix before-.
@@ -75,12 +75,12 @@ func BenchmarkFilesByBytes(b *testing.B) {
 				"--stop-at-end", "--flush-records", strconv.Itoa(flush), "--compact-interval", "0", "--log-format", "json"}, loc...)...)
 			run := runProcess(b, sink, "")
 			var commits, files, maxFiles int
-			var write, commit time.Duration
+			var commit time.Duration
 			for l := range strings.Lines(run.stderr) {
 				var line struct {
-					Msg           string
-					Rows, Files   int
-					Write, Commit json.RawMessage
+					Msg         string
+					Rows, Files int
+					Commit      json.RawMessage
 				}
 				if json.Unmarshal([]byte(l), &line) != nil || line.Msg != "committed" || line.Rows == 0 {
 					continue
@@ -88,7 +88,6 @@ func BenchmarkFilesByBytes(b *testing.B) {
 				commits++
 				files += line.Files
 				maxFiles = max(maxFiles, line.Files)
-				write += logDuration(b, line.Write)
 				commit += logDuration(b, line.Commit)
 			}
 			if commits == 0 {
@@ -105,7 +104,6 @@ func BenchmarkFilesByBytes(b *testing.B) {
 			b.ReportMetric(float64(maxFiles), bin[0]+"files/commit-max")
 			b.ReportMetric(float64(files)/float64(commits), bin[0]+"files/commit-mean")
 			b.ReportMetric(float64(bytes)/float64(files)/1024, bin[0]+"file-KiB-mean")
-			b.ReportMetric(float64(write.Milliseconds())/float64(commits), bin[0]+"write-ms/commit")
 			b.ReportMetric(float64(commit.Milliseconds())/float64(commits), bin[0]+"commit-ms/commit")
 
 			start := time.Now()

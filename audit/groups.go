@@ -27,12 +27,7 @@ func groupOf(c *mapping.Commit, path string) (g mapping.FileGroup, i int, ok boo
 func groupRanges(c *mapping.Commit, g mapping.FileGroup) []mapping.Range {
 	var out []mapping.Range
 	for _, r := range c.Ranges {
-		if r.Deleted() {
-			continue
-		}
-		if slices.ContainsFunc(g.Spans, func(s mapping.Span) bool {
-			return s.TopicPartition == r.TopicPartition && s.Low < r.High && r.Low < s.High
-		}) {
+		if !r.Deleted() && g.Overlaps(r) {
 			out = append(out, r)
 		}
 	}
@@ -47,11 +42,7 @@ func groupRanges(c *mapping.Commit, g mapping.FileGroup) []mapping.Range {
 func (a *auditor) groupFile(c *mapping.Commit, g mapping.FileGroup, i int, f snapshot.DataFile, sets *rangeSets, strays map[[2]int64]bool) {
 	if k := [2]int64{c.SnapshotID, int64(i)}; !strays[k] {
 		strays[k] = true
-		for _, s := range g.Spans {
-			one := mapping.Commit{Ranges: c.Ranges, FileGroups: []mapping.FileGroup{{Files: g.Files, Spans: []mapping.Span{s}}}}
-			if _, out := one.SpanOutside(); !out {
-				continue
-			}
+		for _, s := range (mapping.Commit{Ranges: c.Ranges, FileGroups: []mapping.FileGroup{g}}).SpansOutside() {
 			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, Partition: s.TopicPartition, HasPartition: true,
 				Offsets: s.Interval, HasOffsets: true, File: g.Files[0], SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("the file group of snapshot %d (%d files, first %s) says it holds rows of %s %s, which no range of that snapshot with rows covers",
@@ -80,7 +71,7 @@ func (a *auditor) groupFile(c *mapping.Commit, g mapping.FileGroup, i int, f sna
 // are no longer live, once per group (done): the group's rows are short.
 func (a *auditor) missingGroupFiles(c mapping.Commit, r mapping.Range, live map[string]bool, done map[[2]int64]bool) (inGroup bool) {
 	for i, g := range c.FileGroups {
-		if !slices.ContainsFunc(groupRanges(&c, g), func(o mapping.Range) bool { return o == r }) {
+		if r.Deleted() || !g.Overlaps(r) {
 			continue
 		}
 		inGroup = true

@@ -293,3 +293,37 @@ func TestSinkGroupedFlushWithLoss(t *testing.T) {
 		t.Fatalf("findings %+v, want the loss", rep.Findings)
 	}
 }
+
+// TestSinkTwoLanes: a flush whose small partitions (20 of 8,000 records,
+// each under a stream batch) take more than 16 MiB of Arrow memory writes
+// them in two lanes, two file groups of consecutive partitions that
+// together hold every small partition once; the table reads back exactly
+// once and audits complete.
+func TestSinkTwoLanes(t *testing.T) {
+	e := newEnv(t)
+	const topic, partitions, per = "twolanes", 20, 8000
+	want := paddedTopic(e, topic, partitions, per)
+	tbl := e.Table("lake.twolanes")
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: partitions * per, FlushInterval: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	var groups []mapping.FileGroup
+	for _, c := range mustLedger(t, tbl).Commits {
+		groups = append(groups, c.FileGroups...)
+	}
+	if len(groups) != 2 {
+		t.Fatalf("%d file groups, want 2 lanes", len(groups))
+	}
+	seen := map[int32]int{}
+	for _, g := range groups {
+		for _, s := range g.Spans {
+			seen[s.Partition]++
+		}
+	}
+	last := groups[0].Spans[len(groups[0].Spans)-1].Partition
+	if len(seen) != partitions || groups[1].Spans[0].Partition != last+1 {
+		t.Fatalf("lanes hold partitions %v, then from %d: want each of %d once, consecutive", seen, groups[1].Spans[0].Partition, partitions)
+	}
+	checkExactlyOnce(t, tbl, want)
+	auditComplete(t, e, tbl)
+}

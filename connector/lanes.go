@@ -28,10 +28,10 @@ import (
 // cheap, and a file of one partition is placed by its bounds alone.
 //
 // A flush uses two lanes when its small partitions' rows take at least
-// twoLanesBytes of Arrow memory, so that both cores encode: below that,
-// one encoder finishes within the time a second file's upload, manifest
-// entry and planning cost readers; above it (two row groups' worth), the
-// flush's encode time halves.
+// twoLanesBytes of Arrow memory (two row groups' worth), so that two
+// encoders run on the two cores: below that, one encoder is done in well
+// under a second, and a second file would cost an upload, a manifest
+// entry and readers' planning for little.
 const twoLanesBytes = 2 * 8 << 20
 
 // lanePartitions is the most small partitions a flush writes a stream each.

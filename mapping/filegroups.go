@@ -206,10 +206,10 @@ func FileGroupsOf(snapshotID int64, props map[string]string) ([]FileGroup, error
 	return gs, nil
 }
 
-// SpanOutside returns a span of c's file groups that c's ranges that
-// produced rows (neither lost nor aborted) do not cover, and ok false when
-// they cover every span: a group may hold rows of its commit's ranges only.
-func (c Commit) SpanOutside() (s Span, ok bool) {
+// SpansOutside returns the spans of c's file groups that c's ranges that
+// produced rows (neither lost nor aborted) do not cover, in the groups'
+// order: a group may hold rows of its commit's ranges only.
+func (c Commit) SpansOutside() []Span {
 	var covered []Span
 	for _, r := range c.Ranges {
 		if !r.Deleted() {
@@ -217,6 +217,7 @@ func (c Commit) SpanOutside() (s Span, ok bool) {
 		}
 	}
 	covered = MergeSpans(covered)
+	var out []Span
 	for _, g := range c.FileGroups {
 		for _, s := range g.Spans {
 			i, _ := slices.BinarySearchFunc(covered, s, func(a, b Span) int {
@@ -226,9 +227,22 @@ func (c Commit) SpanOutside() (s Span, ok bool) {
 				return cmp.Compare(a.High, b.Low+1)
 			})
 			if i == len(covered) || covered[i].TopicPartition != s.TopicPartition || covered[i].Low > s.Low || covered[i].High < s.High {
-				return s, true
+				out = append(out, s)
 			}
 		}
 	}
-	return Span{}, false
+	return out
+}
+
+// Overlaps reports whether one of g's spans shares an offset with r.
+func (g FileGroup) Overlaps(r Range) bool {
+	// Spans are sorted by partition and low offset, and do not touch: the
+	// first span of r's partition ending after r.Low is the only candidate.
+	i, _ := slices.BinarySearchFunc(g.Spans, r, func(s Span, r Range) int {
+		if c := s.TopicPartition.Compare(r.TopicPartition); c != 0 {
+			return c
+		}
+		return cmp.Compare(s.High, r.Low+1)
+	})
+	return i < len(g.Spans) && g.Spans[i].TopicPartition == r.TopicPartition && g.Spans[i].Low < r.High
 }

@@ -43,8 +43,8 @@ func TestFileGroupsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got.FileGroups, wantGroups) {
 		t.Fatalf("decoded %+v\nwant %+v", got.FileGroups, wantGroups)
 	}
-	if s, out := got.SpanOutside(); out {
-		t.Fatalf("span %s reported outside the commit's ranges", s)
+	if out := got.SpansOutside(); len(out) > 0 {
+		t.Fatalf("spans %v reported outside the commit's ranges", out)
 	}
 	if !got.FileGroups[0].Holds(tp("orders", 0), 15) || got.FileGroups[0].Holds(tp("orders", 3), 12) {
 		t.Fatal("Holds does not follow the spans")
@@ -145,8 +145,9 @@ func TestFileGroupsMalformed(t *testing.T) {
 }
 
 // MergeSpans merges touching and overlapping intervals of one partition
-// only, and SpanOutside finds a span its commit's data ranges do not cover
-// (a lost range included).
+// only, SpansOutside finds the spans its commit's data ranges do not cover
+// (a lost range included), and Overlaps tells the ranges a group holds
+// rows of.
 func TestMergeSpansAndSpanOutside(t *testing.T) {
 	got := MergeSpans([]Span{span("t", 1, 10, 20), span("t", 0, 5, 10), span("t", 1, 0, 10), span("t", 1, 15, 25), span("t", 1, 30, 31), span("t", 0, 0, 5), span("t", 2, 3, 3)})
 	want := []Span{span("t", 0, 0, 10), span("t", 1, 0, 25), span("t", 1, 30, 31)}
@@ -163,8 +164,20 @@ func TestMergeSpansAndSpanOutside(t *testing.T) {
 		{span("t", 0, 35, 41), true}, {span("t", 1, 0, 5), true}, {span("u", 0, 0, 5), true},
 	} {
 		c.FileGroups = []FileGroup{{Files: []string{"a"}, Spans: []Span{tc.s}}}
-		if s, out := c.SpanOutside(); out != tc.out || (out && s != tc.s) {
-			t.Errorf("span %s: outside %v (%s), want %v", tc.s, out, s, tc.out)
+		if out := c.SpansOutside(); (len(out) > 0) != tc.out || (tc.out && out[0] != tc.s) {
+			t.Errorf("span %s: outside %v, want %v", tc.s, out, tc.out)
+		}
+	}
+	g := FileGroup{Spans: []Span{span("t", 0, 0, 10), span("t", 0, 20, 30), span("t", 2, 5, 6)}}
+	for _, tc := range []struct {
+		r    Range
+		want bool
+	}{
+		{rng("t", 0, 0, 10, 1), true}, {rng("t", 0, 10, 20, 1), false}, {rng("t", 0, 15, 21, 1), true},
+		{rng("t", 0, 30, 40, 1), false}, {rng("t", 1, 0, 100, 1), false}, {rng("t", 2, 0, 6, 1), true}, {rng("u", 0, 0, 10, 1), false},
+	} {
+		if got := g.Overlaps(tc.r); got != tc.want {
+			t.Errorf("Overlaps(%s) = %v, want %v", tc.r, got, tc.want)
 		}
 	}
 }

@@ -344,8 +344,8 @@ func (t *Table) checkFlush(f Flush, opts CommitOptions) (deadRows bool, err erro
 	if (len(f.Files) > 0 || len(f.Groups) > 0) && (f.Writer == nil || len(f.Batches) > 0 || t.mode != mapping.ModeAppend) {
 		return false, errors.New("commit: streamed files need their Writer, and no batches, on an append table")
 	}
-	if s, out := (mapping.Commit{Ranges: f.Ranges, FileGroups: f.fileGroups()}).SpanOutside(); out {
-		return false, fmt.Errorf("commit: a file group holds rows of %s, which no range of the flush with rows covers", s)
+	if out := (mapping.Commit{Ranges: f.Ranges, FileGroups: f.fileGroups()}).SpansOutside(); len(out) > 0 {
+		return false, fmt.Errorf("commit: a file group holds rows of %s, which no range of the flush with rows covers", out[0])
 	}
 	for _, g := range f.Groups {
 		for _, s := range g.Spans {

@@ -66,7 +66,7 @@ func produceRound(t *testing.T, brokers []string, topic string, partitions int32
 }
 
 // openTable opens a table for checks.
-func openTable(t *testing.T, cfg catalog.Config, name string) *snapshot.Table {
+func openTable(t testing.TB, cfg catalog.Config, name string) *snapshot.Table {
 	t.Helper()
 	cat, err := catalog.Open(t.Context(), cfg)
 	if err != nil {

@@ -64,8 +64,8 @@ func TestFilesCommand(t *testing.T) {
 // TestFilesCommandGroups: a 40-partition topic sunk in small flushes and
 // compacted by floe maintain --compact is one data file of a file group:
 // floe files shows its partitions and "(group of 1 file, 40 spans)", its
-// JSON the 40 spans, each partition's offsets [0, 10); floe audit
-// --deep finds the table complete.
+// JSON the 40 spans, each partition's offsets [0, 10); floe where finds
+// an offset's row in it; floe audit --deep finds the table complete.
 func TestFilesCommandGroups(t *testing.T) {
 	st, loc := sinkStack(t)
 	if err := localstack.CreateTopic(t.Context(), st.Brokers, "wide", 40, nil); err != nil {
@@ -100,6 +100,10 @@ func TestFilesCommandGroups(t *testing.T) {
 	text := mustFloe(t, append([]string{"files", "--table", "lake.wide"}, loc[:2]...)...)
 	if !strings.Contains(text, "wide   0-39       (group of 1 file, 40 spans)  400") {
 		t.Errorf("files text:\n%s", text)
+	}
+	// where finds a row in the compacted file.
+	if out := mustFloe(t, append([]string{"where", "--table", "lake.wide", "--partition", "17", "--offset", "3"}, loc[:2]...)...); !strings.Contains(out, res.Files[0].Path) {
+		t.Errorf("where of wide/17 offset 3 does not name the compacted file %s:\n%s", res.Files[0].Path, out)
 	}
 	mustFloe(t, append([]string{"audit", "--table", "lake.wide", "--deep"}, loc[:2]...)...)
 }

@@ -1,0 +1,145 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// BenchmarkFilesByBytes is issue 23's files by bytes: 200,000 records of
+// 50 to 100 bytes spread over the 1,000 partitions of a topic (a kfake
+// broker in a process of its own), sunk by 'floe sink --stop-at-end
+// --flush-records 40000' (5 commits of 40,000 records, ~40 a partition)
+// into a SQLite catalog and file warehouse, then compacted by 'floe
+// maintain --compact':
+//
+//	go test ./cmd/floe/ -run '^$' -bench FilesByBytes -benchtime 1x
+//
+// It reports, per commit with rows, the data files it added (max and
+// mean), their mean size, and the sink's catalog commit time (mean, from
+// its "committed" log lines); then the live files after the
+// compaction, their mean size and the compaction's wall time.
+// FLOE_BENCH_BEFORE=PATH runs that floe binary (a build of main) on the
+// same topic in the same run, reported with the prefix before-.
+func BenchmarkFilesByBytes(b *testing.B) {
+	const (
+		topic      = "wide"
+		partitions = 1_000
+		records    = 200_000
+		flush      = 40_000
+	)
+	e := floetest.New(b)
+	e.Stack.Brokers = floetest.StartBrokerProcess(b)
+	e.Topic(topic, partitions, nil)
+	rng := rand.New(rand.NewPCG(23, 1))
+	recs := make([]*kgo.Record, 0, 10_000)
+	for i := range records {
+		value := make([]byte, 50+rng.IntN(51))
+		for j := range value {
+			value[j] = byte('a' + rng.IntN(26))
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i), Value: value})
+		if len(recs) == cap(recs) {
+			e.Produce(recs)
+			recs = recs[:0]
+		}
+	}
+	bins := [][2]string{{"", benchFloe(b)}}
+	if before := os.Getenv("FLOE_BENCH_BEFORE"); before != "" {
+		bins = append(bins, [2]string{"before-", before})
+	}
+	brokers := strings.Join(e.Stack.Brokers, ",")
+	b.ResetTimer()
+	for i := range b.N {
+		for _, bin := range bins {
+			dir := b.TempDir()
+			cfg := catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse")}
+			loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+			table := fmt.Sprintf("bench.files%d", i)
+			sink := exec.CommandContext(b.Context(), bin[1], append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", table,
+				"--stop-at-end", "--flush-records", strconv.Itoa(flush), "--compact-interval", "0", "--log-format", "json"}, loc...)...)
+			run := runProcess(b, sink, "")
+			var commits, files, maxFiles int
+			var commit time.Duration
+			for l := range strings.Lines(run.stderr) {
+				var line struct {
+					Msg         string
+					Rows, Files int
+					Commit      json.RawMessage
+				}
+				if json.Unmarshal([]byte(l), &line) != nil || line.Msg != "committed" || line.Rows == 0 {
+					continue
+				}
+				commits++
+				files += line.Files
+				maxFiles = max(maxFiles, line.Files)
+				commit += logDuration(b, line.Commit)
+			}
+			if commits == 0 {
+				b.Fatalf("%s sink logged no commit with rows:\n%s", bin[1], tail(run.stderr, 2000))
+			}
+			tbl := openTable(b, cfg, table)
+			var bytes int64
+			for _, s := range tbl.Iceberg().Metadata().Snapshots() {
+				if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
+					n, _ := strconv.ParseInt(s.Summary.Properties["added-files-size"], 10, 64)
+					bytes += n
+				}
+			}
+			b.ReportMetric(float64(maxFiles), bin[0]+"files/commit-max")
+			b.ReportMetric(float64(files)/float64(commits), bin[0]+"files/commit-mean")
+			b.ReportMetric(float64(bytes)/float64(files)/1024, bin[0]+"file-KiB-mean")
+			b.ReportMetric(float64(commit.Milliseconds())/float64(commits), bin[0]+"commit-ms/commit")
+
+			start := time.Now()
+			if out, err := exec.CommandContext(b.Context(), bin[1], append([]string{"maintain", "--table", table, "--compact"}, loc...)...).CombinedOutput(); err != nil {
+				b.Fatalf("%s maintain --compact: %v\n%s", bin[1], err, out)
+			}
+			compacted := time.Since(start)
+			live, err := openTable(b, cfg, table).Files(b.Context(), 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var size int64
+			for _, f := range live {
+				size += f.SizeBytes
+			}
+			b.ReportMetric(float64(len(live)), bin[0]+"compacted-files")
+			b.ReportMetric(float64(size)/float64(len(live))/1024, bin[0]+"compacted-file-KiB-mean")
+			b.ReportMetric(compacted.Seconds(), bin[0]+"compact-s")
+		}
+	}
+}
+
+// logDuration reads a duration of a JSON log line: nanoseconds, or a
+// string such as "12ms".
+func logDuration(b *testing.B, v json.RawMessage) time.Duration {
+	var ns int64
+	if json.Unmarshal(v, &ns) == nil {
+		return time.Duration(ns)
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		b.Fatalf("log duration %s: %v", v, err)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		b.Fatalf("log duration %q: %v", s, err)
+	}
+	return d
+}

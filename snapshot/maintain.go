@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -322,26 +323,18 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 // snapshots that held them live, and a later expiry of the compaction
 // tried them again, each a "no such file" failure. And a file already
 // gone counts as deleted, so a run after a crashed one finishes quietly.
-// The retained manifests, whose entries it must read to keep their live
-// files, are read only when the expired ones held a data or delete file.
+// It reads what it must only: the retained snapshots' manifest lists,
+// oldest first, until every manifest of the expired ones is found
+// retained (the usual case: a commit carries its parent's manifests
+// over), and the retained manifests' entries only when an unretained
+// manifest held live files.
 func deleteExpired(ctx context.Context, t *Table, pre, post *table.Table, expired []table.Snapshot, keep fileSet) error {
 	fsys, err := t.fsys(ctx)
 	if err != nil {
 		return err
 	}
-	retained := map[string]iceberg.ManifestFile{}
-	for _, s := range post.Metadata().Snapshots() {
-		mans, err := s.Manifests(fsys)
-		if err != nil {
-			return fmt.Errorf("list the manifests of retained snapshot %d: %w", s.SnapshotID, err)
-		}
-		for _, m := range mans {
-			retained[m.FilePath()] = m
-		}
-	}
 	var others []string // manifest lists, manifests, statistics
-	files := map[string]bool{}
-	visited := map[string]bool{}
+	candidates := map[string]iceberg.ManifestFile{}
 	expiredIDs := map[int64]bool{}
 	for _, s := range expired {
 		expiredIDs[s.SnapshotID] = true
@@ -351,18 +344,53 @@ func deleteExpired(ctx context.Context, t *Table, pre, post *table.Table, expire
 			return fmt.Errorf("list the manifests of expired snapshot %d: %w", s.SnapshotID, err)
 		}
 		for _, m := range mans {
-			p := m.FilePath()
-			if _, ok := retained[p]; ok || visited[p] {
-				continue
+			candidates[m.FilePath()] = m
+		}
+	}
+	retained := slices.SortedFunc(slices.Values(post.Metadata().Snapshots()), func(a, b table.Snapshot) int {
+		return cmp.Compare(a.SequenceNumber, b.SequenceNumber)
+	})
+	retainedMans := map[string]iceberg.ManifestFile{}
+	read := 0 // retained snapshots whose manifest lists were read
+	readRetained := func(until func() bool) error {
+		for ; read < len(retained) && !until(); read++ {
+			mans, err := retained[read].Manifests(fsys)
+			if err != nil {
+				return fmt.Errorf("list the manifests of retained snapshot %d: %w", retained[read].SnapshotID, err)
 			}
-			visited[p] = true
-			others = append(others, p)
+			for _, m := range mans {
+				retainedMans[m.FilePath()] = m
+				delete(candidates, m.FilePath())
+			}
+		}
+		return nil
+	}
+	if err := readRetained(func() bool { return len(candidates) == 0 }); err != nil {
+		return err
+	}
+	files := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(candidates)) {
+		others = append(others, p)
+		for e, err := range candidates[p].Entries(fsys, false) {
+			if err != nil {
+				return fmt.Errorf("read manifest %s of an expired snapshot: %w", p, err)
+			}
+			if e.Status() != iceberg.EntryStatusDELETED {
+				files[e.DataFile().FilePath()] = true
+			}
+		}
+	}
+	if len(files) > 0 {
+		if err := readRetained(func() bool { return false }); err != nil {
+			return err
+		}
+		for p, m := range retainedMans {
 			for e, err := range m.Entries(fsys, false) {
 				if err != nil {
-					return fmt.Errorf("read manifest %s of expired snapshot %d: %w", p, s.SnapshotID, err)
+					return fmt.Errorf("read retained manifest %s: %w", p, err)
 				}
 				if e.Status() != iceberg.EntryStatusDELETED {
-					files[e.DataFile().FilePath()] = true
+					delete(files, e.DataFile().FilePath())
 				}
 			}
 		}
@@ -375,18 +403,6 @@ func deleteExpired(ctx context.Context, t *Table, pre, post *table.Table, expire
 	for psf := range pre.Metadata().PartitionStatistics() {
 		if expiredIDs[psf.SnapshotID] && psf.StatisticsPath != "" {
 			others = append(others, psf.StatisticsPath)
-		}
-	}
-	if len(files) > 0 {
-		for p, m := range retained {
-			for e, err := range m.Entries(fsys, false) {
-				if err != nil {
-					return fmt.Errorf("read retained manifest %s: %w", p, err)
-				}
-				if e.Status() != iceberg.EntryStatusDELETED {
-					delete(files, e.DataFile().FilePath())
-				}
-			}
 		}
 	}
 	stats := map[string]bool{}

@@ -14,7 +14,7 @@ import (
 )
 
 // TestStreamPages checks that streamed files' value column is cut into
-// pages of at most 2,048 rows (write.parquet.page-row-limit, with 256 KiB
+// pages of at most 1,024 rows (write.parquet.page-row-limit, with 128 KiB
 // pages) unless the table sets its own page sizes, and that iceberg-go's
 // scan reads every row of the committed files back as written, tombstones
 // and empty values included.
@@ -26,7 +26,7 @@ func TestStreamPages(t *testing.T) {
 		// maxPage is the most values a page of kafka_value may hold.
 		maxPage int64
 	}{
-		{name: "floe's pages", maxPage: 2048},
+		{name: "floe's pages", maxPage: 1024},
 		{name: "table's pages", maxPage: batch, props: iceberg.Properties{
 			"write.parquet.page-row-limit":  "20000",
 			"write.parquet.page-size-bytes": "1048576",

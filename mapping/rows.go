@@ -2,9 +2,11 @@ package mapping
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -28,8 +30,10 @@ type RowBuilder struct {
 	// a decoded key; nil when the table has no key column yet.
 	key array.Builder
 	// value holds the raw value bytes, nil when the layout does not keep
-	// them.
-	value *array.BinaryBuilder
+	// them; valueCol is its column's index. Its field's builder in b stays
+	// empty.
+	value    *bytesColumn
+	valueCol int
 	// columns are the typed value columns, by name.
 	columns []valueColumn
 
@@ -81,7 +85,7 @@ func (l Layout) NewRowBuilder(mem memory.Allocator, schema *arrow.Schema) (*RowB
 		case ColKey:
 			rb.key, good = fb, true
 		case raw:
-			rb.value, good = fb.(*array.BinaryBuilder)
+			rb.value, rb.valueCol, good = newBytesColumn(), i, f.Type.ID() == arrow.BINARY
 		default:
 			rb.columns, good = append(rb.columns, valueColumn{name: f.Name, b: fb}), true
 		}
@@ -114,11 +118,7 @@ func (rb *RowBuilder) appendMetadata(r *kgo.Record) {
 		}
 	}
 	if rb.value != nil {
-		if r.Value == nil {
-			rb.value.AppendNull()
-		} else {
-			rb.value.Append(r.Value)
-		}
+		rb.value.append(r.Value)
 	}
 }
 
@@ -199,12 +199,80 @@ func (rb *RowBuilder) NewBatch() arrow.RecordBatch {
 	for i, f := range fields {
 		sizes[i] = sizeOf(f)
 	}
+	cols := make([]arrow.Array, len(fields))
+	for i, f := range fields {
+		cols[i] = f.NewArray()
+		if rb.value != nil && i == rb.valueCol {
+			cols[i].Release()
+			cols[i] = rb.value.newArray(rb.schema.Field(i).Type)
+		}
+	}
+	batch := array.NewRecordBatch(rb.schema, cols, int64(rb.rows))
+	for _, c := range cols {
+		c.Release()
+	}
 	rb.rows = 0
-	batch := rb.b.NewRecordBatch()
 	for i, f := range fields {
 		sizes[i].reserve(f)
 	}
 	return batch
+}
+
+// bytesColumn builds a binary column in Go slices. Arrow's BinaryBuilder
+// clears every buffer it reserves, which Go has cleared already, and
+// checks for room value by value; the raw value is most of a raw table's
+// bytes.
+type bytesColumn struct {
+	offsets []int32
+	data    []byte
+	// valid is the validity bitmap, nil while no value is null.
+	valid []byte
+	nulls int
+}
+
+func newBytesColumn() *bytesColumn { return &bytesColumn{offsets: []int32{0}} }
+
+// append adds v, null when v is nil.
+func (c *bytesColumn) append(v []byte) {
+	n := len(c.offsets) - 1
+	if v == nil && c.valid == nil {
+		c.valid = make([]byte, bitutil.BytesForBits(int64(cap(c.offsets))))
+		bitutil.SetBitsTo(c.valid, 0, int64(n), true)
+	}
+	if c.valid != nil {
+		if need := int(bitutil.BytesForBits(int64(n + 1))); need > len(c.valid) {
+			c.valid = append(c.valid, make([]byte, need-len(c.valid))...)
+		}
+		if v == nil {
+			c.nulls++
+		} else {
+			bitutil.SetBit(c.valid, n)
+		}
+	}
+	c.data = append(c.data, v...)
+	if len(c.data) > math.MaxInt32 {
+		// As Arrow's BinaryBuilder does: a batch this large is a caller's bug.
+		panic("mapping: a batch's values exceed 2 GiB, more than a binary column's offsets hold")
+	}
+	c.offsets = append(c.offsets, int32(len(c.data)))
+}
+
+// newArray returns the values appended so far as an array of typ (binary)
+// and starts again, with room for as many.
+func (c *bytesColumn) newArray(typ arrow.DataType) arrow.Array {
+	n := len(c.offsets) - 1
+	var valid *memory.Buffer
+	if c.valid != nil {
+		valid = memory.NewBufferBytes(c.valid[:bitutil.BytesForBits(int64(n))])
+	}
+	data := array.NewData(typ, n, []*memory.Buffer{valid,
+		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offsets)), memory.NewBufferBytes(c.data)}, nil, c.nulls, 0)
+	defer data.Release()
+	// The batch keeps these slices: the next one gets its own.
+	c.offsets = append(make([]int32, 0, n+1), 0)
+	c.data = make([]byte, 0, len(c.data))
+	c.valid, c.nulls = nil, 0
+	return array.MakeFromData(data)
 }
 
 // builderSize is what a builder held: values, value bytes (binary and

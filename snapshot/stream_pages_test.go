@@ -14,9 +14,10 @@ import (
 )
 
 // TestStreamPages checks that streamed files' value column is cut into
-// pages of at most 2,048 rows (write.parquet.page-row-limit, with 256 KiB
+// pages of at most 1,024 rows (write.parquet.page-row-limit, with 128 KiB
 // pages) unless the table sets its own page sizes, and that iceberg-go's
-// scan reads every row of the committed files back as written.
+// scan reads every row of the committed files back as written, tombstones
+// and empty values included.
 func TestStreamPages(t *testing.T) {
 	const rows, batch = 20_000, 8192
 	for _, tc := range []struct {
@@ -25,7 +26,7 @@ func TestStreamPages(t *testing.T) {
 		// maxPage is the most values a page of kafka_value may hold.
 		maxPage int64
 	}{
-		{name: "floe's pages", maxPage: 2048},
+		{name: "floe's pages", maxPage: 1024},
 		{name: "table's pages", maxPage: batch, props: iceberg.Properties{
 			"write.parquet.page-row-limit":  "20000",
 			"write.parquet.page-size-bytes": "1048576",
@@ -56,9 +57,18 @@ func TestStreamPages(t *testing.T) {
 			var want []string
 			for i := range rows {
 				key := fmt.Sprintf("k%05d", i)
-				// About 200 bytes, unlike from row to row.
-				value := fmt.Sprintf(`{"id":%d,"note":"%0190x"}`, i, uint64(i)*0x9e3779b97f4a7c15)
-				rb.Append(&kgo.Record{Topic: "t", Offset: int64(i), Key: []byte(key), Value: []byte(value)})
+				// About 200 bytes, unlike from row to row; now and then
+				// empty or a tombstone (null).
+				r := &kgo.Record{Topic: "t", Offset: int64(i), Key: []byte(key)}
+				value := "-"
+				switch {
+				case i%1000 == 998:
+					r.Value, value = []byte{}, ""
+				case i%1000 != 999:
+					value = fmt.Sprintf(`{"id":%d,"note":"%0190x"}`, i, uint64(i)*0x9e3779b97f4a7c15)
+					r.Value = []byte(value)
+				}
+				rb.Append(r)
 				want = append(want, fmt.Sprintf("0/%03d %s=%s", i, key, value))
 				if rb.Rows() == batch {
 					if err := st.Write(rb.NewBatch()); err != nil {

@@ -56,26 +56,7 @@ func TestStreamKeyDictionary(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tbl := openTestTable(t, tempCatalog(t), "lake.keys", snapshot.OpenOptions{Create: true})
-			if tc.props != nil {
-				tx := tbl.Iceberg().NewTransaction()
-				if err := tx.SetProperties(tc.props); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := tx.Commit(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-				tbl = openTestTable(t, tbl.Catalog(), "lake.keys", snapshot.OpenOptions{})
-			}
-			w, err := tbl.NewWriter(tbl.Iceberg(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rb.Release()
+			tbl, w, rb := streamTable(t, "lake.keys", tc.props)
 			st := w.Stream(t.Context(), tbl.ArrowSchema())
 			for i := range rows {
 				rb.Append(&kgo.Record{Topic: "t", Offset: int64(i), Key: []byte(key(i)), Value: []byte("v"),
@@ -116,6 +97,33 @@ func TestStreamKeyDictionary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// streamTable creates a table with props set (nil: none), and returns it
+// with a writer of its files and a row builder of its rows.
+func streamTable(t *testing.T, name string, props iceberg.Properties) (*snapshot.Table, *snapshot.Writer, *mapping.RowBuilder) {
+	t.Helper()
+	tbl := openTestTable(t, tempCatalog(t), name, snapshot.OpenOptions{Create: true})
+	if props != nil {
+		tx := tbl.Iceberg().NewTransaction()
+		if err := tx.SetProperties(props); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Commit(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		tbl = openTestTable(t, tbl.Catalog(), name, snapshot.OpenOptions{})
+	}
+	w, err := tbl.NewWriter(tbl.Iceberg(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rb.Release)
+	return tbl, w, rb
 }
 
 // openColumn opens a data file and finds one of its columns.

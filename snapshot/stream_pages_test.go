@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -33,26 +32,7 @@ func TestStreamPages(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tbl := openTestTable(t, tempCatalog(t), "lake.pages", snapshot.OpenOptions{Create: true})
-			if tc.props != nil {
-				tx := tbl.Iceberg().NewTransaction()
-				if err := tx.SetProperties(tc.props); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := tx.Commit(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-				tbl = openTestTable(t, tbl.Catalog(), "lake.pages", snapshot.OpenOptions{})
-			}
-			w, err := tbl.NewWriter(tbl.Iceberg(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rb.Release()
+			tbl, w, rb := streamTable(t, "lake.pages", tc.props)
 			st := w.Stream(t.Context(), tbl.ArrowSchema())
 			var want []string
 			for i := range rows {

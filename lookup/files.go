@@ -163,16 +163,24 @@ func groupsOf(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files 
 			}
 		}
 	}
+	// A file its bounds place in one partition is shown from them; only
+	// the commits that added the others are looked for.
 	addedBy := map[int64]bool{}
 	for _, f := range files {
-		addedBy[f.AddedBy] = true
+		if (!f.HasBounds || f.PartitionMin != f.PartitionMax) && !tbl.IsCompaction(f.AddedBy) {
+			addedBy[f.AddedBy] = true
+		}
 	}
 	for c, err := range tbl.Commits(ctx, snapshotID) {
+		if len(addedBy) == 0 {
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 		}
 		if addedBy[c.SnapshotID] {
 			add(c.FileGroups)
+			delete(addedBy, c.SnapshotID)
 		}
 	}
 	read := map[int64]bool{}

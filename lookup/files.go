@@ -116,7 +116,7 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 		return res, fmt.Errorf("list the data files of %s: %w", tbl.Name(), err)
 	}
 	topics := newTopicIndex(ledger)
-	groups, err := groupsOf(tbl, ledger, files)
+	groups, err := tbl.GroupsOfFiles(ledger, files)
 	if err != nil {
 		return res, err
 	}
@@ -149,35 +149,6 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmpPtr(a.Partition, b.Partition), cmpPtr(a.MinOffset, b.MinOffset), cmp.Compare(a.Path, b.Path))
 	})
 	return res, nil
-}
-
-// groupsOf returns the file group of each of files that is in one: of the
-// ledger commit or the floe compaction that added it.
-func groupsOf(tbl *snapshot.Table, ledger mapping.Ledger, files []snapshot.DataFile) (map[string]*mapping.FileGroup, error) {
-	out := map[string]*mapping.FileGroup{}
-	add := func(gs []mapping.FileGroup) {
-		for i := range gs {
-			for _, path := range gs[i].Files {
-				out[path] = &gs[i]
-			}
-		}
-	}
-	for _, c := range ledger.Commits {
-		add(c.FileGroups)
-	}
-	read := map[int64]bool{}
-	for _, f := range files {
-		if read[f.AddedBy] || !tbl.IsCompaction(f.AddedBy) {
-			continue
-		}
-		read[f.AddedBy] = true
-		gs, err := tbl.CompactionGroups(f.AddedBy)
-		if err != nil {
-			return nil, fmt.Errorf("read the file groups of %s: %w", tbl.Name(), err)
-		}
-		add(gs)
-	}
-	return out, nil
 }
 
 // cmpPtr orders absent values first.

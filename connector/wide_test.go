@@ -28,11 +28,13 @@ func TestWideSinkMaintainsRangesFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	maintained, commits := 0, 0
+	grouped := map[string]int{} // file groups by commit id, as committed
 	for run := range 6 {
 		for p := range int32(partitions) {
 			e.Produce(records(topic, p, 5, "w"))
 		}
-		st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 40})
+		st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 40,
+			OnCommit: func(r snapshot.Result) { grouped[r.Commit.ID] = len(r.Commit.FileGroups) }})
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
@@ -64,6 +66,20 @@ func TestWideSinkMaintainsRangesFiles(t *testing.T) {
 	l, err := fresh.Ledger()
 	if err != nil || len(l.Commits) != commits {
 		t.Fatalf("ledger: %d commits, %v; want all %d", len(l.Commits), err, commits)
+	}
+	// Archived or live, a commit keeps its file groups (in its ranges file,
+	// then in the archive).
+	withGroups := 0
+	for _, c := range l.Commits {
+		if len(c.FileGroups) != grouped[c.ID] {
+			t.Fatalf("commit %s read back with %d file groups, committed with %d", c.ID, len(c.FileGroups), grouped[c.ID])
+		}
+		if len(c.FileGroups) > 0 {
+			withGroups++
+		}
+	}
+	if withGroups == 0 {
+		t.Fatal("no commit has file groups: flushes of 40 records over 40 partitions should group them")
 	}
 	rep, err := audit.Run(e.Ctx, fresh, audit.Options{Depth: audit.DepthRows, Broker: e.Dial(), VerifyContent: true})
 	if err != nil {

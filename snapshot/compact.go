@@ -397,9 +397,13 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 	for _, tp := range ix.Partitions() {
 		topics[tp.Partition] = append(topics[tp.Partition], tp.Topic)
 	}
-	groups, err := t.groupsOfFiles(ctx, l, head.SnapshotID)
+	files, err := t.Files(ctx, head.SnapshotID)
 	if err != nil {
-		return plan, err
+		return plan, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), head.SnapshotID, err)
+	}
+	groups, err := t.GroupsOfFiles(l, files)
+	if err != nil {
+		return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
 	}
 	small := target / 4 * 3
 	var pieces []compactPiece
@@ -493,10 +497,10 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 	return plan, nil
 }
 
-// groupsOfFiles returns the file group of each live file of the branch
-// head that is in one: groups of the ledger's commits, and of the floe
-// compactions that added live files.
-func (t *Table) groupsOfFiles(ctx context.Context, l mapping.Ledger, head int64) (map[string]*mapping.FileGroup, error) {
+// GroupsOfFiles returns the file group of each of files (of the table)
+// that is in one: the groups of l's commits, and of the floe compactions
+// that added files.
+func (t *Table) GroupsOfFiles(l mapping.Ledger, files []DataFile) (map[string]*mapping.FileGroup, error) {
 	out := map[string]*mapping.FileGroup{}
 	add := func(gs []mapping.FileGroup) {
 		for i := range gs {
@@ -508,10 +512,6 @@ func (t *Table) groupsOfFiles(ctx context.Context, l mapping.Ledger, head int64)
 	for _, c := range l.Commits {
 		add(c.FileGroups)
 	}
-	files, err := t.Files(ctx, head)
-	if err != nil {
-		return nil, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), head, err)
-	}
 	read := map[int64]bool{}
 	for _, f := range files {
 		if read[f.AddedBy] {
@@ -520,7 +520,7 @@ func (t *Table) groupsOfFiles(ctx context.Context, l mapping.Ledger, head int64)
 		read[f.AddedBy] = true
 		gs, err := t.CompactionGroups(f.AddedBy)
 		if err != nil {
-			return nil, fmt.Errorf("compact %s: read the file groups of compaction snapshot %d: %w", t.Name(), f.AddedBy, err)
+			return nil, fmt.Errorf("read the file groups of %s: %w", t.Name(), err)
 		}
 		add(gs)
 	}

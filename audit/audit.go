@@ -67,8 +67,9 @@ const (
 	KindMissingFile Kind = "missing-file"
 	// KindStrayFile (files): a data file of a floe commit that does not lie
 	// inside one range of that commit (rows outside its ranges, or rows of
-	// several partitions). In a state table: outside the partition's
-	// coverage up to the end of that commit's range.
+	// several partitions outside a file group), or a file group whose span
+	// no range of its commit covers. In a state table: outside the
+	// partition's coverage up to the end of that commit's range.
 	KindStrayFile Kind = "stray-file"
 	// KindCountMismatch (files, rows): the rows of a range differ from the
 	// record count the ledger gives it. In a state table: more rows than
@@ -482,6 +483,9 @@ type auditor struct {
 	typed *typedContent
 	// spans places compacted files on the ledger (spanIndex).
 	spans *mapping.SpanIndex
+	// compactedGroups are the file groups of floe's compactions, by data
+	// file path, placed on the ledger once per group (compactedGroup).
+	compactedGroups map[string]*placedGroup
 }
 
 // keepRangesMax is the size of ledger (in ranges) up to which the report

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -56,8 +57,10 @@ func TestCleanAfterCompaction(t *testing.T) {
 
 	res := compact(t, tbl)
 	rep = auditEveryLevel(t, e, tbl)
-	if rep.Files != res.FilesAfter || rep.Files != 3 || filesBefore != res.FilesBefore {
-		t.Fatalf("files: %d before (report %d), %d after (report %d), want 3 after", res.FilesBefore, filesBefore, res.FilesAfter, rep.Files)
+	// One file of the 3 partitions, recorded as a file group; each
+	// partition counts it.
+	if rep.Files != res.FilesAfter || rep.Files != 1 || filesBefore != res.FilesBefore {
+		t.Fatalf("files: %d before (report %d), %d after (report %d), want 1 after", res.FilesBefore, filesBefore, res.FilesAfter, rep.Files)
 	}
 	if c := contentTotals(rep); c.Verified != int64(rows) {
 		t.Fatalf("content verified %d rows, want %d", c.Verified, rows)
@@ -351,9 +354,10 @@ func TestCompactionBesideALiveSink(t *testing.T) {
 }
 
 // TestCleanCompactedTwoTopics: a table holding partition 0 of two topics
-// at the same offsets: compaction merges each topic's files apart (the
-// topic column's bounds tell them apart where the offsets cannot), and
-// the audit places each merged file on its topic's ranges.
+// at the same offsets: compaction places each small file on its topic's
+// ranges (the topic column's bounds tell them apart where the offsets
+// cannot) and merges them into one file whose group names both topics'
+// spans, on which the audit places it.
 func TestCleanCompactedTwoTopics(t *testing.T) {
 	e := newEnv(t)
 	tbl := e.Table("lake.two")
@@ -363,7 +367,7 @@ func TestCleanCompactedTwoTopics(t *testing.T) {
 		commit(t, tbl, b, lo, lo+10, span(lo, lo+8))
 	}
 	res := compact(t, tbl)
-	if res.Groups != 2 || res.FilesAfter != 2 || res.Unplaced != 0 {
+	if res.Groups != 1 || res.FilesAfter != 1 || res.Unplaced != 0 {
 		t.Fatalf("compaction: %+v", res)
 	}
 	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
@@ -379,7 +383,7 @@ func TestCleanCompactedTwoTopics(t *testing.T) {
 // TestCleanCompactedTypedPartitioned: a typed table partitioned by key,
 // whose schema grew a column halfway and whose bad records went to its
 // dead-letter table, compacted with its dead-letter table: one file per
-// Kafka and Iceberg partition, complete at every level, content decoded
+// Iceberg partition (dead letters: per Kafka partition), complete at every level, content decoded
 // and compared record by record.
 func TestCleanCompactedTypedPartitioned(t *testing.T) {
 	e := newEnv(t)
@@ -419,9 +423,10 @@ func TestCleanCompactedTypedPartitioned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 2 || results[0].FilesAfter != 4 || results[1].FilesAfter != 2 {
-		// Two keys in each Kafka partition; the dead letters are
-		// unpartitioned, one file per Kafka partition.
+	if len(results) != 2 || results[0].FilesAfter != 2 || results[1].FilesAfter != 2 {
+		// One file per key (Iceberg partition), across the Kafka
+		// partitions; the dead letters are unpartitioned, one file per
+		// Kafka partition.
 		t.Fatalf("compactions: %+v", results)
 	}
 	if after := sortedRows(t, tbl); !reflect.DeepEqual(after, before) {
@@ -438,4 +443,124 @@ func TestCleanCompactedTypedPartitioned(t *testing.T) {
 		t.Fatalf("content: %d rows and %d dead letters verified, want 71 and 9", verified, dead)
 	}
 	floetest.CheckWithDeadLetters(t, tbl, dlq, map[mapping.TopicPartition]int64{{Topic: "typed", Partition: 0}: 40, {Topic: "typed", Partition: 1}: 40})
+}
+
+// rewriteGroup commits, as floe's compaction does, one snapshot replacing
+// every live file of tbl with one file of rows, recorded as a file group
+// whose spans are the KeyFileGroups spans value spans (topic to
+// "p:low-high,...").
+func rewriteGroup(t *testing.T, tbl *snapshot.Table, rows []arrow.RecordBatch, spans map[string]string) {
+	t.Helper()
+	tasks, err := tbl.Iceberg().Scan().PlanFiles(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := func(yield func(arrow.RecordBatch, error) bool) {
+		for _, b := range rows {
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
+	var news []iceberg.DataFile
+	var n int64
+	for df, err := range table.WriteRecords(t.Context(), tbl.Iceberg(), rows[0].Schema(), all) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		news = append(news, df)
+		n += df.Count()
+	}
+	var paths []string
+	for _, df := range news {
+		paths = append(paths, df.FilePath())
+	}
+	groups := must(json.Marshal([]map[string]any{{"files": paths, "spans": spans}}))
+	txn := tbl.Iceberg().NewTransaction()
+	rw := txn.NewRewrite(iceberg.Properties{snapshot.KeyOperation: snapshot.OperationCompact, snapshot.KeyCompactRows: fmt.Sprint(n), mapping.KeyFileGroups: string(groups)})
+	for _, task := range tasks {
+		rw.DeleteFile(task.File)
+	}
+	for _, df := range news {
+		rw.AddDataFile(df)
+	}
+	if err := rw.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFaultTamperedCompactedGroup: a table of 3 partitions compacted into
+// one file recorded as a file group is complete; then compaction
+// snapshots carrying file groups that do not tell the truth about their
+// file: a row lost (the group's joined ranges miscounted, named), a span
+// reaching beyond the ledger (stray), a partition's rows held but its
+// span left out (the group holds more than its ranges, and the
+// partition's ranges nothing).
+func TestFaultTamperedCompactedGroup(t *testing.T) {
+	all := map[string]string{}
+	t.Run("clean", func(t *testing.T) {
+		e := newEnv(t)
+		tbl := sunkTable(t, e, "grouped")
+		res := compact(t, tbl)
+		groups := must(tbl.CompactionGroups(res.SnapshotID))
+		if res.FilesAfter != 1 || len(groups) != 1 || len(groups[0].Spans) != 3 {
+			t.Fatalf("compaction %+v, groups %+v", res, groups)
+		}
+		rep := auditEveryLevel(t, e, tbl)
+		for _, p := range rep.Partitions {
+			if p.Files != 1 {
+				t.Errorf("partition %s counts %d files, want the group's 1", p.TopicPartition, p.Files)
+			}
+		}
+	})
+	t.Run("row lost", func(t *testing.T) {
+		e := newEnv(t)
+		tbl := sunkTable(t, e, "lossy")
+		all["lossy"] = "0:0-60,1:0-60,2:0-60"
+		rewriteGroup(t, tbl, liveRows(t, tbl, iceberg.NotEqualTo(iceberg.Reference(mapping.ColOffset), int64(25))), all)
+		delete(all, "lossy")
+		expectFindings(t, e.audit(tbl, ledgerOnly))
+		rep := e.audit(tbl, filesDepth)
+		expectFindings(t, rep, "files count-mismatch lossy/0 [0, 60)", "files count-mismatch")
+		for _, f := range rep.Findings {
+			if f.HasPartition && !strings.Contains(f.Detail, "the 9 ranges of 3 partitions (lossy/0, lossy/1, lossy/2)") {
+				t.Errorf("finding %+v does not name the group's ranges", f)
+			}
+		}
+		expectFindings(t, e.audit(tbl, rowsDepth), "files count-mismatch lossy/0 [0, 60)", "files count-mismatch",
+			"rows count-mismatch lossy/0 [20, 40)", "rows count-mismatch lossy/1 [20, 40)", "rows count-mismatch lossy/2 [20, 40)")
+	})
+	t.Run("span beyond the ledger", func(t *testing.T) {
+		e := newEnv(t)
+		tbl := sunkTable(t, e, "beyond")
+		rewriteGroup(t, tbl, liveRows(t, tbl, iceberg.AlwaysTrue{}), map[string]string{"beyond": "0:0-60,1:0-60,2:0-70"})
+		rep := e.audit(tbl, filesDepth)
+		if !slices.Contains(findings(rep), "files stray-file beyond/2 [0, 70)") {
+			var b strings.Builder
+			_ = rep.WriteText(&b)
+			t.Fatalf("no stray file for the span beyond the ledger:\n%s", b.String())
+		}
+	})
+	t.Run("partition left out", func(t *testing.T) {
+		e := newEnv(t)
+		tbl := sunkTable(t, e, "partial")
+		rewriteGroup(t, tbl, liveRows(t, tbl, iceberg.AlwaysTrue{}), map[string]string{"partial": "0:0-60,1:0-60"})
+		rep := e.audit(tbl, filesDepth)
+		// Partition 2's ranges: their files are gone (missing-file, or a
+		// count mismatch when a sink's file group held them).
+		p2 := 0
+		for _, f := range rep.Findings {
+			if f.Partition.Partition == 2 && (f.Kind == audit.KindMissingFile || f.Kind == audit.KindCountMismatch) {
+				p2++
+			}
+		}
+		if !slices.Contains(findings(rep), "files count-mismatch partial/0 [0, 60)") || p2 < 3 {
+			var b strings.Builder
+			_ = rep.WriteText(&b)
+			t.Fatalf("want the group's count mismatch and partition 2's 3 ranges without files:\n%s", b.String())
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -23,10 +24,14 @@ type rangeSets struct {
 	parent  map[rangeKey]rangeKey
 	members map[rangeKey]int   // by root
 	held    map[rangeKey]int64 // by root
+	// compacted marks (by root) the sets that files of floe's
+	// compactions hold: the files the sink wrote for their ranges were
+	// replaced, so they are not missing.
+	compacted map[rangeKey]bool
 }
 
 func newRangeSets() *rangeSets {
-	return &rangeSets{parent: map[rangeKey]rangeKey{}, members: map[rangeKey]int{}, held: map[rangeKey]int64{}}
+	return &rangeSets{parent: map[rangeKey]rangeKey{}, members: map[rangeKey]int{}, held: map[rangeKey]int64{}, compacted: map[rangeKey]bool{}}
 }
 
 func (s *rangeSets) root(k rangeKey) rangeKey {
@@ -51,11 +56,19 @@ func (s *rangeSets) add(n int64, keys ...rangeKey) {
 			s.parent[o] = r
 			s.members[r] += s.members[o]
 			s.held[r] += s.held[o]
+			s.compacted[r] = s.compacted[r] || s.compacted[o]
 			delete(s.members, o)
 			delete(s.held, o)
+			delete(s.compacted, o)
 		}
 	}
 	s.held[r] += n
+}
+
+// addCompacted is add for the files of a floe compaction.
+func (s *rangeSets) addCompacted(n int64, keys ...rangeKey) {
+	s.add(n, keys...)
+	s.compacted[s.root(keys[0])] = true
 }
 
 // heldBy returns the rows counted for k's set, and whether the set holds
@@ -82,11 +95,22 @@ func (a *auditor) spanIndex() mapping.SpanIndex {
 
 // compactedFile places a live file that a compaction of floe's added on
 // the chain of ledger ranges its offset bounds cover, joining them in
-// sets. It reports a file that no chain holds (bounds missing or across
+// sets; a file the compaction recorded in a file group is placed by the
+// group's spans instead (groupedFile). It reports a file that no chain holds (bounds missing or across
 // partitions, offsets reaching a gap, a lost or aborted range or beyond
 // the ledger) as stray, and returns the chains when several topics could
 // hold it (the caller leaves their ranges uncounted).
 func (a *auditor) compactedFile(f snapshot.DataFile, sets *rangeSets, table string) (ambiguous [][]mapping.CommitRange) {
+	g, err := a.compactedGroup(f)
+	if err != nil {
+		a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy,
+			Detail: fmt.Sprintf("floe compaction snapshot %d of %s, which added the file, has file groups that cannot be read (%v): its %d rows cannot be placed in the ledger", f.AddedBy, table, err, f.Records)})
+		return nil
+	}
+	if g != nil {
+		a.groupedFile(f, g, sets, table)
+		return nil
+	}
 	stray := func(detail string) {
 		fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy, Detail: detail}
 		if f.HasBounds && f.PartitionMin == f.PartitionMax {
@@ -121,7 +145,7 @@ func (a *auditor) compactedFile(f snapshot.DataFile, sets *rangeSets, table stri
 		for i, r := range chains[0] {
 			keys[i] = rangeKey{r.SnapshotID, r.Range}
 		}
-		sets.add(f.Records, keys...)
+		sets.addCompacted(f.Records, keys...)
 		if a.selected(chains[0][0].Topic) && table == a.tbl.Name() {
 			a.part(chains[0][0].TopicPartition).Files++
 		}
@@ -131,14 +155,109 @@ func (a *auditor) compactedFile(f snapshot.DataFile, sets *rangeSets, table stri
 	return nil
 }
 
-// joinedCounts compares, for every set of ranges that compacted files
-// joined, the rows its live files hold with the sum of its ranges' record
-// counts. Ranges in unattributed are not judged.
-func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattributed map[rangeKey]bool) error {
+// placedGroup is a file group of a floe compaction placed on the ledger:
+// the ranges its spans cover, or the first span no chain of ranges holds.
+type placedGroup struct {
+	group mapping.FileGroup
+	keys  []rangeKey
+	stray *mapping.Span
+	// reported is set once the stray span was reported.
+	reported bool
+}
+
+// compactedGroup returns the file group that the floe compaction which
+// added f records f in, placed on the ledger's ranges (each span on the
+// chain of ranges that holds it, mapping.SpanIndex.Span); nil when f is in
+// none (it holds one Kafka partition, and its bounds place it).
+func (a *auditor) compactedGroup(f snapshot.DataFile) (*placedGroup, error) {
+	if a.compactedGroups == nil {
+		a.compactedGroups = map[string]*placedGroup{}
+	}
+	if g, ok := a.compactedGroups[f.Path]; ok {
+		return g, nil
+	}
+	gs, err := a.tbl.CompactionGroups(f.AddedBy)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		pg := &placedGroup{group: g}
+		for _, s := range g.Spans {
+			chain, ok := a.spanIndex().Span(s.TopicPartition, s.Interval)
+			if !ok {
+				pg.stray = &s
+				break
+			}
+			for _, r := range chain {
+				pg.keys = append(pg.keys, rangeKey{r.SnapshotID, r.Range})
+			}
+		}
+		for _, path := range g.Files {
+			a.compactedGroups[path] = pg
+		}
+	}
+	if _, ok := a.compactedGroups[f.Path]; !ok {
+		a.compactedGroups[f.Path] = nil
+	}
+	return a.compactedGroups[f.Path], nil
+}
+
+// groupedFile joins the ranges that the spans of f's file group cover
+// into one set holding f's rows: with every other file of the group, the
+// set's files must hold its ranges' records (joinedCounts). A group with a
+// span that no unbroken chain of ranges holds is reported as stray, once.
+func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSets, table string) {
+	if g.stray != nil {
+		if !g.reported {
+			g.reported = true
+			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy,
+				Partition: g.stray.TopicPartition, HasPartition: true, Offsets: g.stray.Interval, HasOffsets: true,
+				Detail: fmt.Sprintf("floe compaction snapshot %d of %s says its group of %d files holds offsets %s of %s, which do not lie on one unbroken chain of ledger ranges (they reach a gap, a lost or aborted range, or offsets outside the ledger): its rows cannot be placed",
+					f.AddedBy, table, len(g.group.Files), g.stray.Interval, g.stray.TopicPartition)})
+		}
+		return
+	}
+	sets.addCompacted(f.Records, g.keys...)
+	if table != a.tbl.Name() {
+		return
+	}
+	for i, s := range g.group.Spans {
+		// Spans are sorted by partition: count the file once for each.
+		if a.selected(s.Topic) && (i == 0 || g.group.Spans[i-1].TopicPartition != s.TopicPartition) {
+			a.part(s.TopicPartition).Files++
+		}
+	}
+}
+
+// grouped reports whether live data file f is in a file group of the
+// commit or the floe compaction that added it (the files level placed
+// compacted files before).
+func (a *auditor) grouped(f snapshot.DataFile) bool {
+	if a.compactedGroups[f.Path] != nil {
+		return true
+	}
+	if c := a.commits[f.AddedBy]; c != nil {
+		for _, g := range c.FileGroups {
+			if slices.Contains(g.Files, f.Path) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// joinedCounts compares, for every set of ranges that compacted files or
+// a file group joined, the rows its live files hold with the sum of its
+// ranges' record counts; a set short of rows names its groups' files that
+// are no longer live (live, once per group: missing). Ranges in
+// unattributed are not judged.
+func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattributed map[rangeKey]bool, live map[string]bool, missing map[[2]int64]bool) error {
 	type set struct {
 		keys       []rangeKey
 		want, held int64
 		judged     bool
+		// grouped are the commits whose file groups hold ranges of the set.
+		grouped []mapping.Commit
 	}
 	byRoot := map[rangeKey]*set{}
 	if len(sets.parent) == 0 {
@@ -162,6 +281,9 @@ func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattribute
 			}
 			s.keys = append(s.keys, k)
 			s.want += r.Records
+			if len(c.FileGroups) > 0 && !slices.ContainsFunc(s.grouped, func(o mapping.Commit) bool { return o.SnapshotID == c.SnapshotID }) {
+				s.grouped = append(s.grouped, c)
+			}
 			if unattributed[k] || !a.selected(r.Topic) {
 				s.judged = false
 			}
@@ -174,12 +296,37 @@ func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattribute
 		if !s.judged || s.want == s.held {
 			continue
 		}
-		slices.SortFunc(s.keys, func(x, y rangeKey) int { return cmp.Compare(x.r.Low, y.r.Low) })
+		if len(s.grouped) > 0 && !sets.compacted[sets.root(s.keys[0])] {
+			a.groupCount(s.keys, s.grouped, s.want, s.held, live, missing)
+			continue
+		}
+		slices.SortFunc(s.keys, func(x, y rangeKey) int {
+			return cmp.Or(x.r.TopicPartition.Compare(y.r.TopicPartition), cmp.Compare(x.r.Low, y.r.Low))
+		})
 		first, last := s.keys[0], s.keys[len(s.keys)-1]
-		a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: first.r.TopicPartition, HasPartition: true,
+		fd := Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: first.r.TopicPartition, HasPartition: true,
 			Offsets: mapping.Interval{Low: first.r.Low, High: last.r.High}, HasOffsets: true, SnapshotID: first.snapshot,
 			Detail: fmt.Sprintf("the %d ranges from %s (snapshot %d) to %s (snapshot %d), which compacted files span, have %d records in the ledger; their live files hold %d",
-				len(s.keys), first.r.Interval, first.snapshot, last.r.Interval, last.snapshot, s.want, s.held)})
+				len(s.keys), first.r.Interval, first.snapshot, last.r.Interval, last.snapshot, s.want, s.held)}
+		if first.r.TopicPartition != last.r.TopicPartition {
+			// A file group's: name every partition, with the offsets of
+			// the first.
+			var tps []string
+			for i, k := range s.keys {
+				if i == 0 || s.keys[i-1].r.TopicPartition != k.r.TopicPartition {
+					tps = append(tps, k.r.TopicPartition.String())
+				}
+			}
+			fd.Offsets.High = first.r.High
+			for _, k := range s.keys[1:] {
+				if k.r.TopicPartition == first.r.TopicPartition {
+					fd.Offsets.High = k.r.High
+				}
+			}
+			fd.Detail = fmt.Sprintf("the %d ranges of %d partitions (%s), which a file group of compacted files spans, have %d records in the ledger; their live files hold %d",
+				len(s.keys), len(tps), strings.Join(tps, ", "), s.want, s.held)
+		}
+		a.find(fd)
 	}
 	return nil
 }

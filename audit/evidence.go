@@ -31,7 +31,9 @@ const evidenceHeader = "floe-audit-evidence/2\n"
 // topic, partition and low offset. A range line carries its dead letters
 // when it has any, and its dead letters, deletes and skipped records when
 // it has deletes or skipped records (an upsert table's). Quoting is Go's
-// strconv.Quote. Anyone can rebuild it from the table's metadata.json (and,
+// strconv.Quote. A commit's file groups and dead-letter files say where
+// rows are, not which offsets the ledger covers, and are not in it.
+// Anyone can rebuild it from the table's metadata.json (and,
 // for snapshots floe maintain expired, the ledger archive it names) and
 // check the digest with sha256sum.
 func Canonical(metadataLocation string, l mapping.Ledger) []byte {

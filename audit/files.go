@@ -23,8 +23,10 @@ type rangeKey struct {
 }
 
 // filesLevel checks the live data files against the ledger, from manifests
-// only: every file lies inside one range of the commit that added it, and
-// the files of every range hold its record count. A state table's files
+// only: every file lies inside one range of the commit that added it, or
+// is in one of that commit's file groups (mapping.FileGroup), and the
+// files of every range (of every group's ranges together) hold its record
+// count. A state table's files
 // are checked against its own invariants (stateFiles).
 func (a *auditor) filesLevel(ctx context.Context) error {
 	a.addLevel(LevelFiles)
@@ -56,6 +58,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	live := make(map[string]bool, len(files))
 	held := newRangeSets()
 	unattributed := map[rangeKey]bool{}
+	strays, missing := map[[2]int64]bool{}, map[[2]int64]bool{}
 	ambiguous, unbounded := 0, 0
 	for _, f := range files {
 		live[f.Path] = true
@@ -74,6 +77,12 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		}
 		if c == nil {
 			a.foreignFile(f)
+			continue
+		}
+		if g, i, ok := groupOf(c, f.Path); ok {
+			// A file of a group is placed by its commit's ledger, not by
+			// its bounds.
+			a.groupFile(c, g, i, f, held, strays)
 			continue
 		}
 		if !f.HasBounds {
@@ -122,6 +131,12 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 			if r.Deleted() || !a.selected(r.Topic) || unattributed[k] || joined || got == r.Records {
 				continue // joined: compacted files hold it with other ranges (below)
 			}
+			if got < r.Records && a.missingGroupFiles(c, r, live, missing) {
+				a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
+					Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
+					Detail: fmt.Sprintf("range %s of snapshot %d, held by a file group, has %d records in the ledger; the group's live files hold %d rows", r.Interval, c.SnapshotID, r.Records, got)})
+				continue
+			}
 			if got < r.Records && lookups < maxRemovedLookups {
 				lookups++
 				removed, err := a.removedFiles(ctx, c.SnapshotID, r, live)
@@ -147,7 +162,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	if err = cmp.Or(lookupErr, err); err != nil {
 		return err
 	}
-	if err := a.joinedCounts(ctx, held, unattributed); err != nil {
+	if err := a.joinedCounts(ctx, held, unattributed, live, missing); err != nil {
 		return err
 	}
 	a.compactions(a.tbl)
@@ -180,14 +195,14 @@ func (a *auditor) rangesHolding(c *mapping.Commit, f snapshot.DataFile) []mappin
 }
 
 // severalPartitions reports, as a stray file, a data file of floe commit c
-// whose bounds span several partitions: floe writes one partition per
-// file.
+// whose bounds span several partitions and that is in none of c's file
+// groups: floe writes one partition per file outside a group.
 func (a *auditor) severalPartitions(c *mapping.Commit, f snapshot.DataFile) bool {
 	if f.PartitionMin == f.PartitionMax {
 		return false
 	}
 	a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: c.SnapshotID,
-		Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
+		Detail: fmt.Sprintf("file of floe snapshot %d holds rows of partitions %d to %d and is in none of its file groups; floe writes one partition per file outside a group", c.SnapshotID, f.PartitionMin, f.PartitionMax)})
 	return true
 }
 

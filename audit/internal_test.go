@@ -96,6 +96,13 @@ func TestCanonical(t *testing.T) {
 	if e := evidence("s3://lake/t/metadata/00002.metadata.json", 12, l); e.Digest != "sha256:"+hex.EncodeToString(sum[:]) || e.Commits != 2 {
 		t.Fatalf("evidence %+v", e)
 	}
+	// File groups say where rows are, not which offsets the ledger
+	// covers: they leave the canonical form, and old digests, unchanged.
+	l.Commits[1].FileGroups = []mapping.FileGroup{{Files: []string{"s3://lake/t/data/g.parquet"},
+		Spans: []mapping.Span{{TopicPartition: mapping.TopicPartition{Topic: "orders", Partition: 0}, Interval: mapping.Interval{Low: 5, High: 8}}}}}
+	if got := string(Canonical("s3://lake/t/metadata/00002.metadata.json", l)); got != want {
+		t.Fatalf("file groups changed the canonical form:\n%s", got)
+	}
 }
 
 // TestContentColumnsNotShared checks that a caller changing the column list

@@ -234,21 +234,24 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 // entry. Delete files make the manifest's row count and bounds an upper
 // limit rather than exact.
 func (a *auditor) checkFile(m snapshot.DataFile, deletes int, fr *fileRows) {
+	// A file of a file group may hold rows of several partitions and
+	// topics; the files level checks its group as a whole.
+	grouped := a.grouped(m)
 	var problem string
 	switch {
-	case fr.mixedTopics:
+	case fr.mixedTopics && !grouped:
 		problem = "it holds rows of several topics"
-	case !fr.empty && fr.pmin != fr.pmax:
-		problem = fmt.Sprintf("it holds rows of partitions %d to %d", fr.pmin, fr.pmax)
+	case !fr.empty && fr.pmin != fr.pmax && !grouped:
+		problem = "it holds rows of " + partitionsText(fr.pmin, fr.pmax)
 	case deletes == 0 && fr.rows != m.Records:
 		problem = fmt.Sprintf("its manifest says %d rows, the file holds %d", m.Records, fr.rows)
 	case fr.empty || !m.HasBounds:
-	case deletes == 0 && (fr.pmin != m.PartitionMin || fr.omin != m.Offsets.Low || fr.omax+1 != m.Offsets.High):
-		problem = fmt.Sprintf("its manifest says partition %d offsets %s, the rows are partition %d offsets %s",
-			m.PartitionMin, m.Offsets, fr.pmin, mapping.Interval{Low: fr.omin, High: fr.omax + 1})
-	case fr.pmin != m.PartitionMin || fr.omin < m.Offsets.Low || fr.omax >= m.Offsets.High:
-		problem = fmt.Sprintf("its rows (partition %d offsets %s) lie outside its manifest bounds (partition %d offsets %s)",
-			fr.pmin, mapping.Interval{Low: fr.omin, High: fr.omax + 1}, m.PartitionMin, m.Offsets)
+	case deletes == 0 && (fr.pmin != m.PartitionMin || fr.pmax != m.PartitionMax || fr.omin != m.Offsets.Low || fr.omax+1 != m.Offsets.High):
+		problem = fmt.Sprintf("its manifest says %s offsets %s, the rows are %s offsets %s",
+			partitionsText(m.PartitionMin, m.PartitionMax), m.Offsets, partitionsText(fr.pmin, fr.pmax), mapping.Interval{Low: fr.omin, High: fr.omax + 1})
+	case fr.pmin < m.PartitionMin || fr.pmax > m.PartitionMax || fr.omin < m.Offsets.Low || fr.omax >= m.Offsets.High:
+		problem = fmt.Sprintf("its rows (%s offsets %s) lie outside its manifest bounds (%s offsets %s)",
+			partitionsText(fr.pmin, fr.pmax), mapping.Interval{Low: fr.omin, High: fr.omax + 1}, partitionsText(m.PartitionMin, m.PartitionMax), m.Offsets)
 	}
 	if problem == "" {
 		return
@@ -274,4 +277,12 @@ func column[T arrow.Array](b arrow.RecordBatch, name string) (T, bool) {
 	}
 	c, ok := b.Column(idx[0]).(T)
 	return c, ok
+}
+
+// partitionsText names partition pmin, or partitions pmin to pmax.
+func partitionsText(pmin, pmax int32) string {
+	if pmin == pmax {
+		return fmt.Sprintf("partition %d", pmin)
+	}
+	return fmt.Sprintf("partitions %d to %d", pmin, pmax)
 }

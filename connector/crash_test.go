@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -177,12 +178,16 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 		t.Skip("crash test runs many processes")
 	}
 	for _, c := range []struct {
-		name  string
-		start connector.Start
-		value mapping.ValueMode
-		kills int
-	}{{"earliest", connector.StartEarliest, "", 40}, {"latest", connector.StartLatest, "", 20}, {"typed", connector.StartEarliest, mapping.ValueJSON, 30}} {
-		t.Run(c.name, func(t *testing.T) { sigkillRun(t, c.start, c.value, c.kills) })
+		name       string
+		start      connector.Start
+		value      mapping.ValueMode
+		kills      int
+		partitions int32
+	}{{"earliest", connector.StartEarliest, "", 40, 4}, {"latest", connector.StartLatest, "", 20, 4}, {"typed", connector.StartEarliest, mapping.ValueJSON, 30, 4},
+		// Flushes of 100-400 records over 32 partitions: every commit's
+		// rows are in file groups (lanes of small partitions).
+		{"grouped", connector.StartEarliest, "", 20, 32}} {
+		t.Run(c.name, func(t *testing.T) { sigkillRun(t, c.start, c.value, c.kills, c.partitions) })
 	}
 }
 
@@ -205,20 +210,22 @@ func jsonWithBadRecords(topic string, partition int32, n int, tag string) []*kgo
 	return out
 }
 
-func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, kills int) {
+func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, kills int, partitions int32) {
 	e := newEnv(t)
 	const topic, table = "crash", "lake.crash"
-	e.Topic(topic, 4, nil)
+	e.Topic(topic, partitions, nil)
 	produced := 0
 	gen := records
 	if value != "" {
 		gen = jsonWithBadRecords
 	}
+	// produce writes about 4n records, spread over the partitions.
 	produce := func(n int) {
-		for p := range int32(4) {
-			e.Produce(gen(topic, p, n, fmt.Sprintf("r%d", produced)))
+		per := max(1, 4*n/int(partitions))
+		for p := range partitions {
+			e.Produce(gen(topic, p, per, fmt.Sprintf("r%d", produced)))
 		}
-		produced += 4 * n
+		produced += int(partitions) * per
 	}
 	produce(2000)
 	var tbl, dlq *snapshot.Table
@@ -284,6 +291,9 @@ func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, ki
 		t.Fatalf("final run: %v\n%s", err, out)
 	}
 	rs, dead := check(e.endOffsets(topic))
+	if grouped := slices.ContainsFunc(mustLedger(t, tbl).Commits, func(c mapping.Commit) bool { return len(c.FileGroups) > 0 }); grouped != (partitions > 4) {
+		t.Fatalf("file groups in the ledger: %v, want them exactly when flushes cover more than 4 small partitions", grouped)
+	}
 	want := produced
 	for tp := range e.endOffsets(topic) {
 		want -= int(mapping.Cover(mustLedger(t, tbl).Ranges(tp)).First) // before a --start latest

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -839,10 +841,17 @@ func (ss *session) flush(ctx context.Context) error {
 	// every earlier commit of this session in.
 	ss.base = ss.s.tbl.Iceberg()
 	f := snapshot.Flush{Batches: map[mapping.TopicPartition][]arrow.RecordBatch{}, Schema: ss.writerSchema}
-	var conformErr error
+	var (
+		conformErr error
+		small      []smallPartition
+	)
 	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
 		pt := ss.parts[p]
 		tk := pt.take()
+		// A partition that reached a stream batch in this flush keeps its
+		// own stream: its files hold its rows only. The others go to lanes.
+		own := ss.streams[p] != nil || len(ss.files[p]) > 0
+		var laneRows []arrow.RecordBatch
 		f.Ranges = append(f.Ranges, tk.ranges...)
 		if len(tk.deleted) > 0 {
 			if f.Deletes == nil {
@@ -866,6 +875,10 @@ func (ss *session) flush(ctx context.Context) error {
 				f.Batches[pt.tp] = append(f.Batches[pt.tp], b)
 				continue
 			}
+			if !own {
+				laneRows = append(laneRows, b)
+				continue
+			}
 			st, err := ss.stream(ctx, pt)
 			if err == nil {
 				err = st.Write(b)
@@ -874,6 +887,9 @@ func (ss *session) flush(ctx context.Context) error {
 			}
 			conformErr = errors.Join(conformErr, err)
 		}
+		if len(laneRows) > 0 {
+			small = append(small, newSmallPartition(p, laneRows, tk.ranges))
+		}
 		if len(tk.dead) > 0 {
 			if f.DeadLetters == nil {
 				f.DeadLetters = map[mapping.TopicPartition][]arrow.RecordBatch{}
@@ -881,13 +897,16 @@ func (ss *session) flush(ctx context.Context) error {
 			f.DeadLetters[pt.tp] = tk.dead
 		}
 	}
+	var lanes []*lane
+	if conformErr == nil {
+		lanes, conformErr = ss.lanes(ctx, small)
+	} else {
+		for _, sp := range small {
+			releaseAll(sp.batches)
+		}
+	}
 	if conformErr != nil {
-		for _, bs := range f.Batches {
-			releaseAll(bs)
-		}
-		for _, bs := range f.DeadLetters {
-			releaseAll(bs)
-		}
+		releaseFlush(f)
 		return fmt.Errorf("write the flush's rows: %w", conformErr)
 	}
 	// The flush's streams and files go to the commit; the next flush opens
@@ -904,6 +923,8 @@ func (ss *session) flush(ctx context.Context) error {
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
+	// The lanes are written in the background, for the flush's schema.
+	schema := ss.rowSchema
 	run := &commitRun{done: make(chan struct{})}
 	ss.inflight = run
 	go func() {
@@ -911,17 +932,26 @@ func (ss *session) flush(ctx context.Context) error {
 		// was consumed.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 		defer cancel()
+		// The lanes encode in parallel with each other and with the
+		// partitions' streams, which are ending meanwhile.
+		groups := make([]snapshot.WrittenGroup, len(lanes))
+		laneErrs := make([]error, len(lanes))
+		var wg sync.WaitGroup
+		for i, l := range lanes {
+			wg.Go(func() { groups[i], laneErrs[i] = l.write(cctx, ss, ss.s.alloc, schema) })
+		}
 		var closeErr error
 		for p, st := range streams {
 			fs, err := st.Close()
 			f.Files[ss.tp(p)] = append(f.Files[ss.tp(p)], fs...)
 			closeErr = errors.Join(closeErr, err)
 		}
+		wg.Wait()
+		closeErr = errors.Join(closeErr, errors.Join(laneErrs...))
+		f.Groups = groups
 		if closeErr != nil {
 			// The flush is not committed: its files are orphans now.
-			for _, fs := range f.Files {
-				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
-			}
+			ss.s.tbl.RemoveFiles(cctx, ss.s.log, f.DataFiles())
 			releaseFlush(f)
 			run.finish(closeErr)
 			return
@@ -930,9 +960,7 @@ func (ss *session) flush(ctx context.Context) error {
 		if errors.Is(err, snapshot.ErrFenced) {
 			// A commit fenced before its first attempt leaves the streamed
 			// files to the caller; removing is idempotent.
-			for _, fs := range f.Files {
-				ss.s.tbl.RemoveFiles(cctx, ss.s.log, fs)
-			}
+			ss.s.tbl.RemoveFiles(cctx, ss.s.log, f.DataFiles())
 		}
 		run.finish(err)
 	}()
@@ -1153,11 +1181,17 @@ func (ss *session) rebuild() error {
 // writer schema evolved through, as one batch of the writer schema. It
 // releases the pieces.
 func (ss *session) join(pieces []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(pieces) == 1 && pieces[0].Schema().Equal(ss.rowSchema) {
+	return joinPieces(ss.s.alloc, ss.rowSchema, pieces)
+}
+
+// joinPieces returns pieces, in order, as one batch of schema, releasing
+// them: the one piece itself when it has the schema already.
+func joinPieces(mem memory.Allocator, schema *arrow.Schema, pieces []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(pieces) == 1 && pieces[0].Schema().Equal(schema) {
 		return pieces[0], nil
 	}
 	defer releaseAll(pieces)
-	return mapping.Conform(ss.s.alloc, ss.rowSchema, pieces)
+	return mapping.Conform(mem, schema, pieces)
 }
 
 // reconcileDeadLetters reconciles every dead-letter table of the table
@@ -1201,6 +1235,17 @@ func (ss *session) stream(ctx context.Context, pt *partition) (*snapshot.Stream,
 	if st := ss.streams[pt.tp.Partition]; st != nil {
 		return st, nil
 	}
+	st, err := ss.newStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ss.streams[pt.tp.Partition] = st
+	return st, nil
+}
+
+// newStream opens a stream of the current flush (a partition's, or a
+// lane's), and the flush's writer when needed.
+func (ss *session) newStream(ctx context.Context) (*snapshot.Stream, error) {
 	if ss.writer == nil {
 		base := ss.base
 		if ss.s.reserveSchema && ss.writerSchema != nil {
@@ -1221,9 +1266,7 @@ func (ss *session) stream(ctx context.Context, pt *partition) (*snapshot.Stream,
 	}
 	// Streams outlive the poll that opened them: they end with the flush's
 	// commit, which an interrupt does not cut short either.
-	st := ss.writer.Stream(context.WithoutCancel(ctx), ss.rowSchema)
-	ss.streams[pt.tp.Partition] = st
-	return st, nil
+	return ss.writer.Stream(context.WithoutCancel(ctx), ss.rowSchema), nil
 }
 
 // drain moves pt's rows built so far into its stream.
@@ -1245,17 +1288,17 @@ func (ss *session) drain(ctx context.Context, pt *partition) error {
 }
 
 // endRange ends pt's files at the end of its open range, before a lost or
-// aborted range closes it: no data file spans a range.
+// aborted range closes it: no file of its own spans a range. A partition
+// without a stream keeps its rows: the range's close cuts them into a batch
+// of their own (partition.skip), which the flush writes to a lane whose
+// file group's spans leave the lost or aborted range out.
 func (ss *session) endRange(ctx context.Context, pt *partition) error {
-	if !ss.streaming {
+	st := ss.streams[pt.tp.Partition]
+	if !ss.streaming || st == nil {
 		return nil
 	}
 	if err := ss.drain(ctx, pt); err != nil {
 		return err
-	}
-	st := ss.streams[pt.tp.Partition]
-	if st == nil {
-		return nil
 	}
 	delete(ss.streams, pt.tp.Partition)
 	fs, err := st.Close()

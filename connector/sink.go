@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -136,6 +137,14 @@ type Config struct {
 	// maintain does), so that its metadata, and each commit's latency,
 	// stays bounded however long it runs.
 	NoMaintain bool
+	// CommitTurn, when set, is held around each of the sink's commits and
+	// the maintenance after it. A compaction of the sink's table that
+	// holds it around its own commit attempts
+	// (snapshot.CompactOptions.Turn) then commits between two of the
+	// sink's commits and never loses to this sink, however often it
+	// commits; the sink waits for that commit only, not for the
+	// compaction's planning and rewriting.
+	CommitTurn sync.Locker
 
 	// Group, when set, makes the sink a member of this consumer group: the
 	// group's coordinator assigns it partitions of the topic, shared with
@@ -524,6 +533,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // mode a fence only resets it): the next one resumes from the ledger, so
 // the ranges take advanced past are never lost.
 func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.TopicPartition) error {
+	if s.cfg.CommitTurn != nil {
+		s.cfg.CommitTurn.Lock()
+		defer s.cfg.CommitTurn.Unlock()
+	}
 	if s.topicID != "" {
 		f.TopicIDs = map[string]string{s.cfg.Topic: s.topicID}
 	}

@@ -59,6 +59,31 @@ type File struct {
 	SizeBytes int64 `json:"size_bytes"`
 	// AddedBy is the snapshot that added the file.
 	AddedBy int64 `json:"added_by_snapshot"`
+	// Group is set for a file of a file group: files that hold rows of
+	// several Kafka partitions together (a sink commit's shared lane, or a
+	// compaction), which floe records, with the offsets the group's files
+	// together hold, in the snapshot that added it (floe.file-groups).
+	// When the group holds several partitions, Partition and offsets are
+	// absent, and Topic is set only when it holds one topic.
+	Group *FileGroup `json:"group,omitempty"`
+}
+
+// FileGroup describes the file group of a File.
+type FileGroup struct {
+	// Files counts the group's data files, this one included (a reader
+	// needs all of them, as listed, for the group's rows).
+	Files int `json:"files"`
+	// Spans are the offsets [low, high) of each partition that the
+	// group's files together hold, sorted by topic, partition and offset.
+	Spans []Span `json:"spans"`
+}
+
+// Span is offsets [Low, High) of one partition.
+type Span struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Low       int64  `json:"low"`
+	High      int64  `json:"high"`
 }
 
 // Files lists the live data files of a snapshot of tbl's branch (0: its
@@ -90,12 +115,30 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
+	groups, err := groupsOf(ctx, tbl, snap.SnapshotID, files)
+	if err != nil {
+		return res, err
+	}
 	for _, f := range files {
 		out := File{Path: f.Path, Records: f.Records, SizeBytes: f.SizeBytes, AddedBy: f.AddedBy}
-		if f.HasBounds && f.PartitionMin == f.PartitionMax {
+		var first, last mapping.Span // of the file's group, if any
+		if g := groups[f.Path]; g != nil {
+			out.Group = &FileGroup{Files: len(g.Files)}
+			for _, s := range g.Spans {
+				out.Group.Spans = append(out.Group.Spans, Span{Topic: s.Topic, Partition: s.Partition, Low: s.Low, High: s.High})
+			}
+			first, last = g.Spans[0], g.Spans[len(g.Spans)-1]
+		}
+		switch {
+		case first.TopicPartition != last.TopicPartition:
+			// Several partitions: the group's spans say which offsets.
+			if first.Topic == last.Topic {
+				out.Topic = first.Topic
+			}
+		case f.HasBounds && f.PartitionMin == f.PartitionMax:
 			p, lo, hi := f.PartitionMin, f.Offsets.Low, f.Offsets.High-1
 			out.Partition, out.MinOffset, out.MaxOffset = &p, &lo, &hi
-			out.Topic = topics.of(f)
+			out.Topic = cmp.Or(first.Topic, topics.of(f))
 		}
 		res.Records += f.Records
 		res.SizeBytes += f.SizeBytes
@@ -105,6 +148,46 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmpPtr(a.Partition, b.Partition), cmpPtr(a.MinOffset, b.MinOffset), cmp.Compare(a.Path, b.Path))
 	})
 	return res, nil
+}
+
+// groupsOf returns the file group of each of files that is in one: of the
+// ledger commit or the floe compaction that added it. The ledger is read
+// one commit at a time, keeping only the groups of commits that added one
+// of files.
+func groupsOf(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files []snapshot.DataFile) (map[string]*mapping.FileGroup, error) {
+	out := map[string]*mapping.FileGroup{}
+	add := func(gs []mapping.FileGroup) {
+		for i := range gs {
+			for _, path := range gs[i].Files {
+				out[path] = &gs[i]
+			}
+		}
+	}
+	addedBy := map[int64]bool{}
+	for _, f := range files {
+		addedBy[f.AddedBy] = true
+	}
+	for c, err := range tbl.Commits(ctx, snapshotID) {
+		if err != nil {
+			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+		}
+		if addedBy[c.SnapshotID] {
+			add(c.FileGroups)
+		}
+	}
+	read := map[int64]bool{}
+	for _, f := range files {
+		if read[f.AddedBy] || !tbl.IsCompaction(f.AddedBy) {
+			continue
+		}
+		read[f.AddedBy] = true
+		gs, err := tbl.CompactionGroups(f.AddedBy)
+		if err != nil {
+			return nil, fmt.Errorf("read the file groups of %s: %w", tbl.Name(), err)
+		}
+		add(gs)
+	}
+	return out, nil
 }
 
 // cmpPtr orders absent values first.

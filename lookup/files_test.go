@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,8 +136,9 @@ func TestFilesOfAStateTable(t *testing.T) {
 	}
 }
 
-// TestFilesOfACompactedTable: files a compaction wrote are listed with
-// their topic, also in a table of two topics at the same offsets.
+// TestFilesOfACompactedTable: a table of two topics at the same offsets
+// compacts into one file, listed with its file group: each topic's
+// partition and offsets.
 func TestFilesOfACompactedTable(t *testing.T) {
 	e := floetest.New(t)
 	tbl := e.Table("lake.two")
@@ -156,13 +158,15 @@ func TestFilesOfACompactedTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Files) != 2 || res.Records != 30 {
+	// One file of both topics, in a file group whose spans are each
+	// topic's offsets.
+	want := []lookup.Span{{Topic: "alpha", Partition: 0, Low: 0, High: 15}, {Topic: "beta", Partition: 0, Low: 0, High: 15}}
+	if len(res.Files) != 1 || res.Records != 30 {
 		t.Fatalf("files: %+v", res)
 	}
-	for i, f := range res.Files {
-		if want := []string{"alpha", "beta"}[i]; f.Topic != want || *f.MinOffset != 0 || *f.MaxOffset != 14 || !tbl.IsCompaction(f.AddedBy) {
-			t.Errorf("file %d: %+v, want %s offsets 0-14 added by the compaction", i, f, want)
-		}
+	f := res.Files[0]
+	if f.Topic != "" || f.Partition != nil || f.MinOffset != nil || !tbl.IsCompaction(f.AddedBy) || f.Group == nil || f.Group.Files != 1 || !slices.Equal(f.Group.Spans, want) {
+		t.Errorf("file %+v (group %+v), want a group of 1 file with spans %v added by the compaction", f, f.Group, want)
 	}
 }
 

@@ -151,7 +151,7 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		res.Explanation = fmt.Sprintf("%s was deleted by retention before it was sunk; snapshot %d records [%d, %d) as having held only aborted records",
 			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High)
 	case mapping.StatusCovered:
-		file, ok, err := tbl.RowAt(ctx, 0, tp, offset)
+		file, ok, err := tbl.RowAt(ctx, 0, tp, offset, loc.Commit)
 		if err != nil {
 			return res, err
 		}

@@ -101,6 +101,11 @@ type Commit struct {
 	// DeadLetters.
 	DeadLetterFiles []string
 	DeadLetterTable string
+	// FileGroups are the commit's data files that hold rows of several
+	// Kafka partitions, with the spans of Ranges each group holds
+	// (KeyFileGroups); the commit's other data files hold one partition's
+	// rows each. Nil for every commit before file groups.
+	FileGroups []FileGroup
 }
 
 // MalformedError reports a snapshot whose floe properties do not decode.
@@ -199,6 +204,13 @@ func (c Commit) Encode() (map[string]string, error) {
 		}
 		props[KeyDeadLetterTable] = c.DeadLetterTable
 	}
+	if len(c.FileGroups) > 0 {
+		v, err := EncodeFileGroups(c.FileGroups)
+		if err != nil {
+			return nil, fmt.Errorf("encode ledger: %w", err)
+		}
+		props[KeyFileGroups] = v
+	}
 	return props, nil
 }
 
@@ -262,6 +274,13 @@ func DecodeCommit(snapshotID int64, committedAt time.Time, props map[string]stri
 			continue
 		case key == KeyDeadLetterTable && !v1:
 			c.DeadLetterTable = props[key]
+			continue
+		case key == KeyFileGroups && !v1:
+			gs, err := DecodeFileGroups(props[key])
+			if err != nil {
+				return bad(key, err)
+			}
+			c.FileGroups = gs
 			continue
 		case key == KeyVersion || key == KeyCommitID || key == KeyWriter || !strings.HasPrefix(key, KeyPrefix):
 			continue

@@ -29,8 +29,10 @@ import (
 //
 // whose properties are exactly the ledger properties the commit would
 // have carried inline besides version, commit id and writer (ranges, lost
-// and aborted ranges, topic IDs, dead-letter files and table), in the
-// encoding above. A ledger archive keeps a version 3 entry in that inline
+// and aborted ranges, topic IDs, dead-letter files and table, file
+// groups), in the encoding above. The threshold is on those properties'
+// encoded size (InlineSize), so a wide commit's file groups go to the file
+// with its ranges. A ledger archive keeps a version 3 entry in that inline
 // form, so version 3 properties may also carry their ranges inline.
 const (
 	KeyRangesFile   = "floe.ranges-file"

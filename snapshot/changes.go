@@ -56,17 +56,14 @@ func (c Changes) bytes() int64 {
 
 // writeChanges turns flush f into the changes of one snapshot, for the
 // table's mode, written for the table as it is with f's schema changes:
-// an append table's streamed files as they are (Flush.Files), or its
+// an append table's streamed files as they are (Flush.Files and Groups), or its
 // batches written as data files; an upsert's rows and equality deletes
 // (upsertChanges). A legacy state table takes none (Writable). On error, the
 // changes hold the files written so far.
 func (t *Table) writeChanges(ctx context.Context, f Flush) (Changes, error) {
 	shape := t.writeShape(f)
 	if f.Writer != nil {
-		ch := Changes{shape: shape}
-		for _, fs := range f.Files {
-			ch.Add = append(ch.Add, fs...)
-		}
+		ch := Changes{shape: shape, Add: f.DataFiles()}
 		for _, df := range ch.Add {
 			ch.Rows += df.Count()
 		}

@@ -80,6 +80,13 @@ type Flush struct {
 	// schema or partition spec changed since so that they no longer fit.
 	Files  map[mapping.TopicPartition][]iceberg.DataFile
 	Writer *Writer
+	// Groups are data files the Writer wrote that hold rows of several
+	// partitions (a lane of small partitions), each with the spans of
+	// Ranges whose rows it holds: the commit records them as the ledger's
+	// file groups (mapping.Commit.FileGroups). Every span lies inside a
+	// range of the flush that produced rows; a range's rows are in its
+	// partition's Files or in one group, never both.
+	Groups []WrittenGroup
 	// DeadLetters are the dead-letter rows of records that could not
 	// become rows (mapping.NewDeadLetterBuilder), by partition, one batch
 	// per range; Ranges count them as DeadLetters. They go to
@@ -97,6 +104,42 @@ type Flush struct {
 	// in the flush stay (Kafka orders nothing across partitions). Ranges
 	// count a truncate as a delete.
 	Truncated map[mapping.TopicPartition]int64
+}
+
+// WrittenGroup is a file group a Writer wrote: files that together hold the
+// rows of Spans, and no other rows.
+type WrittenGroup struct {
+	Files []iceberg.DataFile
+	Spans []mapping.Span
+}
+
+// DataFiles returns every data file a Writer wrote for the flush: its
+// partitions' Files and its Groups'.
+func (f Flush) DataFiles() []iceberg.DataFile {
+	var out []iceberg.DataFile
+	for _, fs := range f.Files {
+		out = append(out, fs...)
+	}
+	for _, g := range f.Groups {
+		out = append(out, g.Files...)
+	}
+	return out
+}
+
+// fileGroups returns the ledger's file groups of f's Groups that have files.
+func (f Flush) fileGroups() []mapping.FileGroup {
+	var out []mapping.FileGroup
+	for _, g := range f.Groups {
+		if len(g.Files) == 0 {
+			continue
+		}
+		fg := mapping.FileGroup{Spans: g.Spans}
+		for _, df := range g.Files {
+			fg.Files = append(fg.Files, df.FilePath())
+		}
+		out = append(out, fg)
+	}
+	return out
 }
 
 // TopicIDError reports a topic whose ID differs from the one the ledger
@@ -214,7 +257,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if err != nil {
 		return Result{}, nil, err
 	}
-	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges, TopicIDs: f.TopicIDs}}
+	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges, TopicIDs: f.TopicIDs, FileGroups: f.fileGroups()}}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -298,8 +341,18 @@ func (t *Table) checkFlush(f Flush, opts CommitOptions) (deadRows bool, err erro
 			return false, fmt.Errorf("commit: data files of %s have no range", tp)
 		}
 	}
-	if len(f.Files) > 0 && (f.Writer == nil || len(f.Batches) > 0 || t.mode != mapping.ModeAppend) {
+	if (len(f.Files) > 0 || len(f.Groups) > 0) && (f.Writer == nil || len(f.Batches) > 0 || t.mode != mapping.ModeAppend) {
 		return false, errors.New("commit: streamed files need their Writer, and no batches, on an append table")
+	}
+	if s, out := (mapping.Commit{Ranges: f.Ranges, FileGroups: f.fileGroups()}).SpanOutside(); out {
+		return false, fmt.Errorf("commit: a file group holds rows of %s, which no range of the flush with rows covers", s)
+	}
+	for _, g := range f.Groups {
+		for _, s := range g.Spans {
+			if len(f.Files[s.TopicPartition]) > 0 {
+				return false, fmt.Errorf("commit: rows of %s are in a file group and in files of their own", s.TopicPartition)
+			}
+		}
 	}
 	if (len(f.Deletes) > 0 || len(f.Truncated) > 0) && t.mode != mapping.ModeUpsert {
 		return false, fmt.Errorf("commit: rows that delete their key, into table %s of mode %s", t.Name(), t.mode)

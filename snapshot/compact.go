@@ -56,6 +56,16 @@ type CompactOptions struct {
 	// MaxAttempts bounds commit attempts when sinks commit in between;
 	// zero means 30.
 	MaxAttempts int
+	// Turn, when set, is held around each commit attempt: the reload of
+	// the table, the checks of the plan on it and the commit. A sink
+	// compacting its own table passes the lock it holds around each of
+	// its commits (connector.Config.CommitTurn), so that the compaction's
+	// commit runs between two of them, on the head the sink's last commit
+	// made, and never loses to that sink however fast it commits; the
+	// planning and the rewriting of files run beside the sink's commits.
+	// Other writers can still get in first: those cost a retry, as
+	// without it.
+	Turn sync.Locker
 	// DryRun plans and reports, and writes nothing.
 	DryRun bool
 	// Logger receives retries; nil: slog.Default().
@@ -136,15 +146,22 @@ func (t *Table) IsCompaction(snapshotID int64) bool {
 // compactDeletes, which also applies its row-level deletes; what follows
 // is about the other tables.
 //
-// Files are merged per Kafka partition and Iceberg partition (of the
-// current spec), so every file stays pure, and only files whose offsets
-// lie on one unbroken chain of ledger ranges (mapping.SpanIndex.Span) are
-// merged: a merged file's offset bounds then cover ranges that hold rows
-// and nothing else (no gap, no lost or aborted range), which is what the
-// file-level audit checks it against. Files are taken in offset order and
-// one merged file never spans the offsets of a file of its partition that
-// it leaves alone. A dead-letter table is compacted the same way, on its
-// data table's ledger.
+// Small files are merged across Kafka partitions, per Iceberg partition
+// (of the current spec): a day of commits of a 1,000-partition topic
+// compacts into files of the target size, not into one per partition. A
+// compaction takes whole pieces: a file of one Kafka partition whose
+// offsets lie on one unbroken chain of ledger ranges
+// (mapping.SpanIndex.Span), or every file of a file group (a sink's lane,
+// an earlier compaction's output) whose spans all lie on such chains. The
+// offsets a merged set holds, its spans, are the union of its pieces'
+// spans merged into intervals per partition: one interval per partition
+// for contiguous commits. A set of one Kafka partition whose span is one
+// interval writes pure files, which their bounds place as before; any
+// other set's files are recorded as a file group under
+// mapping.KeyFileGroups on the compaction snapshot, which the file-level
+// audit and floe files read. So no merged file's spans reach a gap, a lost
+// or aborted range, or a file the compaction leaves alone. A dead-letter
+// table is compacted on its data table's ledger, per Kafka partition.
 //
 // Compact runs beside live sinks: a commit in between makes its commit
 // fail its branch assertion, and it reloads, checks that the ledger still
@@ -178,11 +195,11 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	default:
 		return res, fmt.Errorf("compact %s: this floe compacts append and upsert tables, and it is of mode %s: %w", t.Name(), t.mode, ErrCompactUnsupported)
 	}
-	ix, err := t.compactionLedger(ctx)
+	l, err := t.compactionLedger(ctx)
 	if err != nil {
 		return res, err
 	}
-	plan, err := t.planCompaction(ctx, ix, target)
+	plan, err := t.planCompaction(ctx, l, target)
 	if err != nil {
 		return res, err
 	}
@@ -200,26 +217,33 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		return res, nil
 	}
 
-	news, err := t.rewriteGroups(ctx, plan.groups, target)
+	written, err := t.rewriteGroups(ctx, plan.groups, target)
+	news := slices.Concat(written...)
 	if err != nil {
 		t.removeFiles(ctx, log, news)
 		return res, err
 	}
-	var olds []iceberg.DataFile
-	for _, g := range plan.groups {
+	c := compactCommit{news: news, check: func(ctx context.Context) error { return t.checkCompaction(ctx, plan) }}
+	for i, g := range plan.groups {
 		for _, f := range g.files {
-			olds = append(olds, f.task.File)
+			c.olds = append(c.olds, f.task.File)
+		}
+		if g.grouped {
+			fg := mapping.FileGroup{Spans: g.spans}
+			for _, df := range written[i] {
+				fg.Files = append(fg.Files, df.FilePath())
+			}
+			c.groups = append(c.groups, fg)
 		}
 	}
-	c := compactCommit{olds: olds, news: news, check: func(ctx context.Context) error { return t.checkCompaction(ctx, plan) }}
-	err = t.commitResult(ctx, log, c, opts.MaxAttempts, &res, start)
+	err = t.commitResult(ctx, log, c, opts, &res, start)
 	return res, err
 }
 
 // commitResult commits c with the summary properties of a compaction and
 // completes res (which holds the plan's figures) with what it committed,
 // or with the attempts made when it gives up.
-func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, maxAttempts int, res *CompactResult, start time.Time) error {
+func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, opts CompactOptions, res *CompactResult, start time.Time) error {
 	res.Added = len(c.news)
 	for _, df := range c.news {
 		res.BytesAfter += df.FileSizeBytes()
@@ -231,12 +255,24 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 		KeyCompactAdded:    strconv.Itoa(len(c.news)),
 		KeyCompactRows:     strconv.FormatInt(res.Rows, 10),
 	}
+	if len(c.groups) > 0 {
+		// Inline, not in a ranges file: one compaction per interval, its
+		// spans one interval per Kafka partition for contiguous commits
+		// (~15 bytes each), and the archive keeps it with the other floe.
+		// properties when the snapshot expires.
+		v, err := mapping.EncodeFileGroups(c.groups)
+		if err != nil {
+			t.removeFiles(ctx, log, c.news)
+			return fmt.Errorf("compact %s: %w", t.Name(), err)
+		}
+		props[mapping.KeyFileGroups] = v
+	}
 	if t.mode == mapping.ModeUpsert {
 		props[KeyCompactLiveRows] = strconv.FormatInt(res.LiveRows, 10)
 		props[KeyCompactDroppedDeletes] = strconv.Itoa(len(c.dropDeletes))
 	}
 	c.props = props
-	snap, attempts, err := t.commitCompaction(ctx, log, c, maxAttempts)
+	snap, attempts, err := t.commitCompaction(ctx, log, c, opts)
 	res.Attempts = attempts
 	if err != nil {
 		return err
@@ -249,42 +285,83 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 	return nil
 }
 
-// compactionLedger indexes the ledger the table's files are placed on: its
+// compactionLedger returns the ledger the table's files are placed on: its
 // own, or its data table's for a dead-letter table.
-func (t *Table) compactionLedger(ctx context.Context) (mapping.SpanIndex, error) {
+func (t *Table) compactionLedger(ctx context.Context) (mapping.Ledger, error) {
 	owner := t
 	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {
 		data, err := Open(ctx, t.cat, identOf(of), OpenOptions{})
 		if err != nil {
-			return mapping.SpanIndex{}, fmt.Errorf("compact dead-letter table %s: open its data table %s for the ledger: %w", t.Name(), of, err)
+			return mapping.Ledger{}, fmt.Errorf("compact dead-letter table %s: open its data table %s for the ledger: %w", t.Name(), of, err)
 		}
 		owner = data
 	}
 	l, err := owner.Ledger()
 	if err != nil {
-		return mapping.SpanIndex{}, fmt.Errorf("compact %s: read the ledger of %s: %w", t.Name(), owner.Name(), err)
+		return mapping.Ledger{}, fmt.Errorf("compact %s: read the ledger of %s: %w", t.Name(), owner.Name(), err)
 	}
-	return l.SpanIndex(), nil
+	return l, nil
 }
 
-// compactFile is a live data file a compaction may merge.
+// CompactionGroups returns the file groups a floe compaction snapshot of
+// the table (live, or expired and archived) records for the files it
+// added (mapping.KeyFileGroups); nil for any other snapshot, and for a
+// compaction whose files each hold one Kafka partition.
+func (t *Table) CompactionGroups(snapshotID int64) ([]mapping.FileGroup, error) {
+	s := t.tbl.Metadata().SnapshotByID(snapshotID)
+	if s == nil {
+		s = t.archive.snapshot(snapshotID)
+	}
+	if s == nil || s.Summary == nil || s.Summary.Properties[KeyOperation] != OperationCompact {
+		return nil, nil
+	}
+	return mapping.FileGroupsOf(snapshotID, s.Summary.Properties)
+}
+
+// compactFile is a live data file a compaction may merge, with its
+// Iceberg partition (partitionKey).
 type compactFile struct {
-	task    table.FileScanTask
-	offsets mapping.Interval
+	task      table.FileScanTask
+	partition string
 }
 
-// compactGroup is a set of files of one Kafka partition and one Iceberg
-// partition, in offset order, merged into one file (or a few, when they
-// come out larger than the target). span is the offsets they hold.
+// compactPiece is what a compaction takes whole: one file that holds one
+// Kafka partition (its span: its offset bounds), or every live file of a
+// file group (its spans: the group's). Taking a group whole keeps its
+// spans exact: no file of a group is ever replaced without the others.
+type compactPiece struct {
+	files []compactFile
+	spans []mapping.Span
+	size  int64
+	// bin is what pieces merged together share: their Iceberg partitions
+	// and, for a dead-letter table, their Kafka partition.
+	bin string
+}
+
+// compactGroup is a set of pieces merged into one file per Iceberg
+// partition (or a few, when they come out larger than the target). spans
+// are the offsets they hold, merged into intervals. A group of one Kafka
+// partition whose spans form one interval writes pure files, placed by
+// their bounds as the sink's are; any other is recorded as a file group
+// (grouped) on the compaction snapshot, which places its files instead.
 type compactGroup struct {
-	tp        mapping.TopicPartition
-	partition string
-	files     []compactFile
-	span      mapping.Interval
+	files   []compactFile
+	spans   []mapping.Span
+	grouped bool
+}
+
+// String names the group in errors: its first span and how many there are.
+func (g compactGroup) String() string {
+	if len(g.spans) == 1 {
+		return fmt.Sprintf("%s at offsets %s", g.spans[0].TopicPartition, g.spans[0].Interval)
+	}
+	return fmt.Sprintf("%d spans from %s", len(g.spans), g.spans[0])
 }
 
 // compactPlan is what a compaction rewrites.
 type compactPlan struct {
+	// head is the snapshot planned on.
+	head   int64
 	groups []compactGroup
 	// live counts the live data files, unplaced the small ones left
 	// alone because the ledger does not place them.
@@ -292,12 +369,17 @@ type compactPlan struct {
 }
 
 // planCompaction groups the small live data files of the branch head.
-func (t *Table) planCompaction(ctx context.Context, ix mapping.SpanIndex, target int64) (compactPlan, error) {
+// Small files are merged across Kafka partitions: a day of commits of a
+// 1,000-partition topic compacts into files of the target size, not into
+// a file per partition. A dead-letter table's files are merged per Kafka
+// partition, as its reconciliation reads them.
+func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int64) (compactPlan, error) {
 	var plan compactPlan
 	head := t.Head()
 	if head == nil {
 		return plan, nil
 	}
+	plan.head = head.SnapshotID
 	scan := t.tbl.Scan(table.WithSnapshotID(head.SnapshotID))
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(ctx)
@@ -308,17 +390,20 @@ func (t *Table) planCompaction(ctx context.Context, ix mapping.SpanIndex, target
 	if err != nil {
 		return plan, err
 	}
+	ix := l.SpanIndex()
 	spec := t.tbl.Spec()
+	perPartition := t.tbl.Properties()[PropDeadLettersOf] != ""
 	topics := map[int32][]string{} // the ledger's topics that have each partition
 	for _, tp := range ix.Partitions() {
 		topics[tp.Partition] = append(topics[tp.Partition], tp.Topic)
 	}
-	small := target / 4 * 3
-	type key struct {
-		tp        mapping.TopicPartition
-		partition string
+	groups, err := t.groupsOfFiles(ctx, l, head.SnapshotID)
+	if err != nil {
+		return plan, err
 	}
-	byKey := map[key][]compactFile{}
+	small := target / 4 * 3
+	var pieces []compactPiece
+	members := map[*mapping.FileGroup][]compactFile{} // the live files of each group
 	seen := map[string]bool{}
 	for _, task := range tasks {
 		df := task.File
@@ -327,9 +412,25 @@ func (t *Table) planCompaction(ctx context.Context, ix mapping.SpanIndex, target
 		}
 		seen[df.FilePath()] = true
 		plan.live++
+		mergeable := len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) == 0 && df.SpecID() == int32(spec.ID())
+		f := compactFile{task: task, partition: partitionKey(spec, df)}
+		if g := groups[df.FilePath()]; g != nil {
+			if !mergeable {
+				members[g] = nil // the group stays as it is
+				continue
+			}
+			if fs, ok := members[g]; ok && fs == nil {
+				continue
+			}
+			members[g] = append(members[g], f)
+			continue
+		}
+		if df.FileSizeBytes() >= small {
+			continue // large enough: it stays
+		}
 		p, offsets, ok := fields.bounds(df)
 		var tps []mapping.TopicPartition
-		if ok && len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) == 0 && df.SpecID() == int32(spec.ID()) {
+		if ok && mergeable {
 			bounds := fields.topicBounds(df)
 			for _, topic := range topics[p] {
 				tp := mapping.TopicPartition{Topic: topic, Partition: p}
@@ -339,49 +440,132 @@ func (t *Table) planCompaction(ctx context.Context, ix mapping.SpanIndex, target
 			}
 		}
 		if len(tps) != 1 {
-			if df.FileSizeBytes() < small {
-				plan.unplaced++
+			plan.unplaced++
+			continue
+		}
+		piece := compactPiece{files: []compactFile{f}, spans: []mapping.Span{{TopicPartition: tps[0], Interval: offsets}}, size: df.FileSizeBytes(), bin: f.partition}
+		if perPartition {
+			piece.bin += tps[0].String()
+		}
+		pieces = append(pieces, piece)
+	}
+	for g, files := range members {
+		piece, ok := groupPiece(g, files, ix, small)
+		if !ok {
+			for _, f := range files {
+				if f.task.File.FileSizeBytes() < small {
+					plan.unplaced++
+				}
 			}
 			continue
 		}
-		k := key{tp: tps[0], partition: partitionKey(spec, df)}
-		byKey[k] = append(byKey[k], compactFile{task: task, offsets: offsets})
-	}
-	keys := slices.SortedFunc(maps.Keys(byKey), func(a, b key) int {
-		return cmp.Or(a.tp.Compare(b.tp), cmp.Compare(a.partition, b.partition))
-	})
-	for _, k := range keys {
-		files := byKey[k]
-		slices.SortFunc(files, func(a, b compactFile) int { return cmp.Compare(a.offsets.Low, b.offsets.Low) })
-		var cur []compactFile
-		var size int64
-		cut := func() {
-			if len(cur) >= 2 {
-				plan.groups = append(plan.groups, compactGroup{tp: k.tp, partition: k.partition, files: cur,
-					span: mapping.Interval{Low: cur[0].offsets.Low, High: cur[len(cur)-1].offsets.High}})
-			}
-			cur, size = nil, 0
+		if perPartition {
+			piece.bin += piece.spans[0].TopicPartition.String()
 		}
-		for _, f := range files {
-			fsize := f.task.File.FileSizeBytes()
-			if fsize >= small {
-				// Large enough: it stays, and no merged file spans it.
-				cut()
-				continue
+		pieces = append(pieces, piece)
+	}
+	slices.SortFunc(pieces, func(a, b compactPiece) int {
+		return cmp.Or(cmp.Compare(a.bin, b.bin), a.spans[0].TopicPartition.Compare(b.spans[0].TopicPartition), cmp.Compare(a.spans[0].Low, b.spans[0].Low))
+	})
+	var cur []compactPiece
+	var size int64
+	cut := func() {
+		var g compactGroup
+		for _, p := range cur {
+			g.files = append(g.files, p.files...)
+			g.spans = append(g.spans, p.spans...)
+		}
+		if len(g.files) >= 2 {
+			g.spans = mapping.MergeSpans(g.spans)
+			g.grouped = len(g.spans) > 1 || slices.ContainsFunc(cur, func(p compactPiece) bool { return groups[p.files[0].task.File.FilePath()] != nil })
+			plan.groups = append(plan.groups, g)
+		}
+		cur, size = nil, 0
+	}
+	for _, p := range pieces {
+		if len(cur) > 0 && (cur[0].bin != p.bin || size+p.size > target || overlaps(cur, p)) {
+			cut()
+		}
+		cur = append(cur, p)
+		size += p.size
+	}
+	cut()
+	return plan, nil
+}
+
+// groupsOfFiles returns the file group of each live file of the branch
+// head that is in one: groups of the ledger's commits, and of the floe
+// compactions that added live files.
+func (t *Table) groupsOfFiles(ctx context.Context, l mapping.Ledger, head int64) (map[string]*mapping.FileGroup, error) {
+	out := map[string]*mapping.FileGroup{}
+	add := func(gs []mapping.FileGroup) {
+		for i := range gs {
+			for _, f := range gs[i].Files {
+				out[f] = &gs[i]
 			}
-			if len(cur) > 0 {
-				last := cur[len(cur)-1]
-				_, chained := ix.Span(k.tp, mapping.Interval{Low: cur[0].offsets.Low, High: f.offsets.High})
-				if f.offsets.Low < last.offsets.High || !chained || size+fsize > target {
-					cut()
+		}
+	}
+	for _, c := range l.Commits {
+		add(c.FileGroups)
+	}
+	files, err := t.Files(ctx, head)
+	if err != nil {
+		return nil, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), head, err)
+	}
+	read := map[int64]bool{}
+	for _, f := range files {
+		if read[f.AddedBy] {
+			continue
+		}
+		read[f.AddedBy] = true
+		gs, err := t.CompactionGroups(f.AddedBy)
+		if err != nil {
+			return nil, fmt.Errorf("compact %s: read the file groups of compaction snapshot %d: %w", t.Name(), f.AddedBy, err)
+		}
+		add(gs)
+	}
+	return out, nil
+}
+
+// groupPiece returns the piece of a file group whose live files are files:
+// ok only when every file of the group is live, mergeable and small, and
+// every span lies on an unbroken chain of ledger ranges.
+func groupPiece(g *mapping.FileGroup, files []compactFile, ix mapping.SpanIndex, small int64) (compactPiece, bool) {
+	if len(files) != len(g.Files) {
+		return compactPiece{}, false
+	}
+	piece := compactPiece{files: files, spans: g.Spans}
+	parts := map[string]bool{}
+	for _, f := range files {
+		if f.task.File.FileSizeBytes() >= small {
+			return compactPiece{}, false
+		}
+		piece.size += f.task.File.FileSizeBytes()
+		parts[f.partition] = true
+	}
+	for _, s := range g.Spans {
+		if _, ok := ix.Span(s.TopicPartition, s.Interval); !ok {
+			return compactPiece{}, false
+		}
+	}
+	piece.bin = strings.Join(slices.Sorted(maps.Keys(parts)), "|")
+	return piece, true
+}
+
+// overlaps reports whether a span of p overlaps (not merely touches) a span
+// of the pieces in cur: rows of the same offsets in two files, which a
+// merge must not hide.
+func overlaps(cur []compactPiece, p compactPiece) bool {
+	for _, c := range cur {
+		for _, a := range c.spans {
+			for _, b := range p.spans {
+				if a.TopicPartition == b.TopicPartition && a.Low < b.High && b.Low < a.High {
+					return true
 				}
 			}
-			cur = append(cur, f)
-			size += fsize
 		}
-		cut()
 	}
-	return plan, nil
+	return false
 }
 
 // partitionKey names a data file's Iceberg partition under spec.
@@ -394,21 +578,16 @@ func partitionKey(spec iceberg.PartitionSpec, df iceberg.DataFile) string {
 }
 
 // rewriteGroups rewrites the groups, as many at once as there are CPUs (a
-// group's Parquet writer uses one), and returns the files written, also
-// on error.
-func (t *Table) rewriteGroups(ctx context.Context, groups []compactGroup, target int64) ([]iceberg.DataFile, error) {
-	var (
-		mu      sync.Mutex
-		written []iceberg.DataFile
-	)
+// group's Parquet writer uses one), and returns the files written per
+// group, also on error.
+func (t *Table) rewriteGroups(ctx context.Context, groups []compactGroup, target int64) ([][]iceberg.DataFile, error) {
+	written := make([][]iceberg.DataFile, len(groups))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for _, group := range groups {
+	for i, group := range groups {
 		g.Go(func() error {
-			files, err := t.rewriteGroup(gctx, group, target)
-			mu.Lock()
-			written = append(written, files...)
-			mu.Unlock()
+			var err error
+			written[i], err = t.rewriteGroup(gctx, group, target)
 			return err
 		})
 	}
@@ -416,50 +595,66 @@ func (t *Table) rewriteGroups(ctx context.Context, groups []compactGroup, target
 	return written, err
 }
 
-// rewriteGroup writes the rows of a group's files into new files and checks
-// them: the same number of rows, of the group's Kafka partition, within its
-// offsets. It returns the files written, also on error.
+// rewriteGroup writes the rows of a group's files into new files, one
+// Iceberg partition at a time, and checks them: the same number of rows,
+// of the group's Kafka partitions, within its offsets. It returns the
+// files written, also on error.
 func (t *Table) rewriteGroup(ctx context.Context, g compactGroup, target int64) ([]iceberg.DataFile, error) {
-	tg := table.CompactionTaskGroup{PartitionKey: fmt.Sprintf("%s %s", g.tp, g.partition)}
-	var rows int64
+	var (
+		rows    int64
+		written []iceberg.DataFile
+	)
+	byPartition := map[string][]table.FileScanTask{}
 	for _, f := range g.files {
-		tg.Tasks = append(tg.Tasks, f.task)
-		tg.TotalSizeBytes += f.task.File.FileSizeBytes()
+		byPartition[f.partition] = append(byPartition[f.partition], f.task)
 		rows += f.task.File.Count()
 	}
-	// One file read at a time, streamed through a one-batch queue: a
-	// group holds a few batches in memory rather than whole input files
-	// (iceberg-go's defaults read ahead a file per CPU and queue 64
-	// batches), and groups run in parallel instead.
-	gr, err := table.ExecuteCompactionGroup(ctx, t.tbl, tg, table.WithCompactionTargetFileSize(target),
-		table.WithCompactionScanConcurrency(1), table.WithCompactionRecordBatchBufferSize(1))
-	if err != nil {
-		return gr.NewDataFiles, fmt.Errorf("compact %s: rewrite %d files of %s at offsets %s: %w", t.Name(), len(g.files), g.tp, g.span, err)
+	for _, key := range slices.Sorted(maps.Keys(byPartition)) {
+		tg := table.CompactionTaskGroup{PartitionKey: fmt.Sprintf("%s %s", g, key), Tasks: byPartition[key]}
+		for _, task := range tg.Tasks {
+			tg.TotalSizeBytes += task.File.FileSizeBytes()
+		}
+		// One file read at a time, streamed through a one-batch queue: a
+		// group holds a few batches in memory rather than whole input
+		// files (iceberg-go's defaults read ahead a file per CPU and queue
+		// 64 batches), and groups run in parallel instead.
+		gr, err := table.ExecuteCompactionGroup(ctx, t.tbl, tg, table.WithCompactionTargetFileSize(target),
+			table.WithCompactionScanConcurrency(1), table.WithCompactionRecordBatchBufferSize(1))
+		written = append(written, gr.NewDataFiles...)
+		if err != nil {
+			return written, fmt.Errorf("compact %s: rewrite %d files of %s: %w", t.Name(), len(tg.Tasks), g, err)
+		}
 	}
 	fields, err := t.positionFields()
 	if err != nil {
-		return gr.NewDataFiles, err
+		return written, err
 	}
+	first, last := g.spans[0], g.spans[len(g.spans)-1]
+	lowest := slices.MinFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Low, b.Low) }).Low
+	highest := slices.MaxFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.High, b.High) }).High
 	var got int64
-	for _, df := range gr.NewDataFiles {
+	for _, df := range written {
 		got += df.Count()
-		p, offsets, ok := fields.bounds(df)
-		if !ok || p != g.tp.Partition || offsets.Low < g.span.Low || offsets.High > g.span.High {
-			return gr.NewDataFiles, fmt.Errorf("compact %s: file %s written for %s at offsets %s has bounds partition %d offsets %s (or none): refusing to commit it",
-				t.Name(), df.FilePath(), g.tp, g.span, p, offsets)
+		pmin, pmax, offsets, ok := fields.partitionBounds(df)
+		if !ok || pmin < first.Partition || pmax > last.Partition || offsets.Low < lowest || offsets.High > highest || (!g.grouped && pmin != pmax) {
+			return written, fmt.Errorf("compact %s: file %s written for %s has bounds partitions %d to %d offsets %s (or none): refusing to commit it",
+				t.Name(), df.FilePath(), g, pmin, pmax, offsets)
 		}
 	}
 	if got != rows {
-		return gr.NewDataFiles, fmt.Errorf("compact %s: %d files of %s at offsets %s hold %d rows, their rewrite %d: refusing to commit it",
-			t.Name(), len(g.files), g.tp, g.span, rows, got)
+		return written, fmt.Errorf("compact %s: %d files of %s hold %d rows, their rewrite %d: refusing to commit it",
+			t.Name(), len(g.files), g, rows, got)
 	}
-	return gr.NewDataFiles, nil
+	return written, nil
 }
 
 // compactCommit is what a compaction commits: olds replaced by news, and
 // dropDeletes, the delete files the rewrite made obsolete, removed.
 type compactCommit struct {
 	olds, news, dropDeletes []iceberg.DataFile
+	// groups are the file groups of news, recorded on the snapshot
+	// (mapping.KeyFileGroups).
+	groups []mapping.FileGroup
 	// dataSeq, when set, is the data sequence number news get instead of
 	// the new snapshot's: the sequence number of the snapshot the rewrite
 	// read, so that deletes committed since still apply to them.
@@ -473,14 +668,15 @@ type compactCommit struct {
 // commitCompaction commits c, retrying on the fresh head when other
 // commits got in first. It returns the snapshot and the attempts made. It
 // deletes c.news when it gives up knowing that nothing was committed, and
-// keeps them (orphans at worst) when the outcome is unknown.
-func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compactCommit, maxAttempts int) (int64, int, error) {
+// keeps them (orphans at worst) when the outcome is unknown. With
+// opts.Turn, each attempt holds it (tryCompaction).
+func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compactCommit, opts CompactOptions) (int64, int, error) {
+	maxAttempts := opts.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = 30
 	}
 	const maxErrors = 5
 	id := c.props[KeyCompactID]
-	news := c.news
 	var (
 		lastErr error
 		errs    int
@@ -498,28 +694,21 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 			if err := sleep(ctx, pause); err != nil {
 				return 0, attempt - 1, fmt.Errorf("compact %s: %w (last error: %w)", t.Name(), err, lastErr)
 			}
-			if err := t.Refresh(ctx); err != nil {
-				lastErr = err
-				errs++
-				continue
-			}
-			if snap := t.compactionSnapshot(id); snap != 0 {
-				return snap, attempt - 1, nil
-			}
-			if err := c.check(ctx); err != nil {
-				t.removeFiles(ctx, log, news)
-				return 0, attempt - 1, err
-			}
 		}
-		snap, err := t.commitRewrite(ctx, c)
-		if err == nil {
+		// The first attempt without a turn commits on the head the plan
+		// read; with one, the head has most likely moved since.
+		snap, outcome, err := t.tryCompaction(ctx, log, c, opts.Turn, attempt > 1 || opts.Turn != nil)
+		switch outcome {
+		case attemptCommitted:
 			return snap, attempt, nil
-		}
-		if strings.Contains(err.Error(), "do not belong to the table") {
-			// iceberg-go's answer when a file to replace is no longer
-			// live: another compaction (or a rollback) got there first.
-			t.removeFiles(ctx, log, news)
-			return 0, attempt, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}
+		case attemptLanded:
+			return snap, attempt - 1, nil
+		case attemptGaveUp:
+			return 0, attempt, err
+		case attemptNotReloaded:
+			lastErr = err
+			errs++
+			continue
 		}
 		lastErr = err
 		if ctx.Err() != nil {
@@ -539,8 +728,61 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 	if snap := t.compactionSnapshot(id); snap != 0 {
 		return snap, attempt, nil
 	}
-	t.removeFiles(ctx, log, news)
+	t.removeFiles(ctx, log, c.news)
 	return 0, attempt, fmt.Errorf("compact %s: gave up after %d attempts, nothing was committed: %w", t.Name(), attempt, lastErr)
+}
+
+// attemptOutcome is how one commit attempt of a compaction ended.
+type attemptOutcome int
+
+const (
+	// attemptCommitted: it committed.
+	attemptCommitted attemptOutcome = iota
+	// attemptLanded: the reload found that an earlier attempt, whose
+	// outcome was unknown, had committed.
+	attemptLanded
+	// attemptNotReloaded: reloading the table failed; nothing was tried.
+	attemptNotReloaded
+	// attemptGaveUp: the plan cannot be committed any more (its checks
+	// failed, or a file it replaces is gone); its files were deleted.
+	attemptGaveUp
+	// attemptFailed: the commit failed (a lost race, or an error whose
+	// outcome may be unknown).
+	attemptFailed
+)
+
+// tryCompaction makes one commit attempt of c, holding turn (when set)
+// throughout. With reload, it first reloads the table, looks for an
+// earlier attempt's snapshot and re-checks the plan (c.check). It returns
+// the snapshot committed or found, how the attempt ended, and its error.
+func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCommit, turn sync.Locker, reload bool) (int64, attemptOutcome, error) {
+	if turn != nil {
+		turn.Lock()
+		defer turn.Unlock()
+	}
+	if reload {
+		if err := t.Refresh(ctx); err != nil {
+			return 0, attemptNotReloaded, err
+		}
+		if snap := t.compactionSnapshot(c.props[KeyCompactID]); snap != 0 {
+			return snap, attemptLanded, nil
+		}
+		if err := c.check(ctx); err != nil {
+			t.removeFiles(ctx, log, c.news)
+			return 0, attemptGaveUp, err
+		}
+	}
+	snap, err := t.commitRewrite(ctx, c)
+	switch {
+	case err == nil:
+		return snap, attemptCommitted, nil
+	case strings.Contains(err.Error(), "do not belong to the table"):
+		// iceberg-go's answer when a file to replace is no longer
+		// live: another compaction (or a rollback) got there first.
+		t.removeFiles(ctx, log, c.news)
+		return 0, attemptGaveUp, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}
+	}
+	return 0, attemptFailed, err
 }
 
 // compactConflict reports whether a compaction's commit lost a race: the
@@ -605,16 +847,31 @@ func (t *Table) compactionSnapshot(id string) int64 {
 
 // checkCompaction checks a plan against the ledger as reloaded: it still
 // holds every chain of ranges the plan's groups span (a rollback, or a
-// branch published over the table, may have replaced them). That every
-// file it replaces is still live, the commit itself checks.
+// branch published over the table, may have replaced them). When the
+// snapshot planned on is an ancestor of the reloaded head of a data
+// table, the commits since only added to its ledger, and the check reads
+// no ledger: a sink's compaction checks at every commit attempt, which
+// would otherwise cost a read of the whole ledger, growing with the
+// table's age, while the sink waits. That every file it replaces is still
+// live, the commit itself checks.
 func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
-	ix, err := t.compactionLedger(ctx)
+	if head := t.Head(); head != nil && t.tbl.Properties()[PropDeadLettersOf] == "" {
+		for _, s := range table.AncestorsOf(head.SnapshotID, t.tbl.Metadata().SnapshotByID) {
+			if s.SnapshotID == plan.head {
+				return nil
+			}
+		}
+	}
+	l, err := t.compactionLedger(ctx)
 	if err != nil {
 		return err
 	}
+	ix := l.SpanIndex()
 	for _, g := range plan.groups {
-		if _, ok := ix.Span(g.tp, g.span); !ok {
-			return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("the ledger no longer holds the ranges of %s at offsets %s", g.tp, g.span)}
+		for _, s := range g.spans {
+			if _, ok := ix.Span(s.TopicPartition, s.Interval); !ok {
+				return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("the ledger no longer holds the ranges of %s at offsets %s", s.TopicPartition, s.Interval)}
+			}
 		}
 	}
 	return nil

@@ -108,7 +108,7 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 	seq := plan.base.SequenceNumber
 	c := compactCommit{olds: olds, news: news, dropDeletes: drop, dataSeq: &seq,
 		check: func(ctx context.Context) error { return t.checkDeletesSince(ctx, plan.base, rewritten) }}
-	err = t.commitResult(ctx, log, c, opts.MaxAttempts, &res, start)
+	err = t.commitResult(ctx, log, c, opts, &res, start)
 	return res, err
 }
 

@@ -52,11 +52,11 @@ func liveDataFiles(t *testing.T, tbl *snapshot.Table) []snapshot.DataFile {
 	return files
 }
 
-// TestCompactMergesSmallFiles: small files of each Kafka partition are
-// merged into one, except across a lost range; the rows and the ledger
-// are unchanged; the snapshot is floe's compaction; the merged files stay
-// pure and their offsets lie on one chain of ranges; a second run finds
-// nothing to do.
+// TestCompactMergesSmallFiles: small files of both Kafka partitions, on
+// both sides of a lost range, are merged into one file; the rows and the
+// ledger are unchanged; the snapshot is floe's compaction and records the
+// file as a file group whose spans are the offsets it holds, the lost
+// range left out; a second run finds nothing to do.
 func TestCompactMergesSmallFiles(t *testing.T) {
 	tbl := openTestTable(t, tempCatalog(t), "lake.compact", snapshot.OpenOptions{Create: true})
 	smallFiles(t, tbl, 0, 6, 5) // [0, 30) in both partitions
@@ -73,30 +73,32 @@ func TestCompactMergesSmallFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dry.SnapshotID != 0 || dry.Replaced != 20 || dry.Groups != 4 || len(liveDataFiles(t, tbl)) != 20 {
+	if dry.SnapshotID != 0 || dry.Replaced != 20 || dry.Groups != 1 || len(liveDataFiles(t, tbl)) != 20 {
 		t.Fatalf("dry run: %+v", dry)
 	}
 	res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FilesBefore != 20 || res.FilesAfter != 4 || res.Replaced != 20 || res.Added != 4 || res.Rows != 100 || res.Attempts != 1 {
+	if res.FilesBefore != 20 || res.FilesAfter != 1 || res.Replaced != 20 || res.Added != 1 || res.Rows != 100 || res.Attempts != 1 {
 		t.Fatalf("compaction: %+v", res)
 	}
 	after := liveDataFiles(t, tbl)
-	if len(after) != 4 {
-		t.Fatalf("%d files after compaction, want 4", len(after))
+	if len(after) != 1 || after[0].AddedBy != res.SnapshotID || after[0].PartitionMin != 0 || after[0].PartitionMax != 1 {
+		t.Fatalf("files after compaction %+v, want one of partitions 0 and 1", after)
 	}
-	var spans []string
-	for _, f := range after {
-		if f.AddedBy != res.SnapshotID || !f.HasBounds || f.PartitionMin != f.PartitionMax {
-			t.Errorf("file %+v", f)
-		}
-		spans = append(spans, fmt.Sprintf("%d%s", f.PartitionMin, f.Offsets))
+	groups, err := tbl.CompactionGroups(res.SnapshotID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(spans)
-	if want := []string{"0[0, 30)", "0[40, 60)", "1[0, 30)", "1[40, 60)"}; !slices.Equal(spans, want) {
-		t.Errorf("merged files %v, want %v", spans, want)
+	wantSpans := []mapping.Span{
+		{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: 0}, Interval: mapping.Interval{Low: 0, High: 30}},
+		{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: 0}, Interval: mapping.Interval{Low: 40, High: 60}},
+		{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: 1}, Interval: mapping.Interval{Low: 0, High: 30}},
+		{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: 1}, Interval: mapping.Interval{Low: 40, High: 60}},
+	}
+	if len(groups) != 1 || !slices.Equal(groups[0].Files, []string{after[0].Path}) || !slices.Equal(groups[0].Spans, wantSpans) {
+		t.Errorf("file groups %+v, want the merged file with spans %v", groups, wantSpans)
 	}
 	if got := snapshotRows(t, tbl, 0); !slices.Equal(got, rows) {
 		t.Errorf("rows changed by compaction:\n%s\nwant\n%s", joinLines(got), joinLines(rows))
@@ -118,6 +120,34 @@ func TestCompactMergesSmallFiles(t *testing.T) {
 	}
 }
 
+// TestCompactOnePartitionStaysPure: the small files of one Kafka partition
+// on one unbroken chain of ranges merge into a pure file, which its bounds
+// place: the compaction records no file group.
+func TestCompactOnePartitionStaysPure(t *testing.T) {
+	tbl := openTestTable(t, tempCatalog(t), "lake.pure", snapshot.OpenOptions{Create: true})
+	for lo := int64(0); lo < 20; lo += 5 {
+		var recs []testRec
+		for o := lo; o < lo+5; o++ {
+			recs = append(recs, testRec{partition: 3, offset: o, value: "v"})
+		}
+		commitRecs(t, tbl, map[int32]mapping.Interval{3: {Low: lo, High: lo + 5}}, recs...)
+	}
+	res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := liveDataFiles(t, tbl)
+	if res.Replaced != 4 || len(after) != 1 || after[0].PartitionMin != 3 || after[0].PartitionMax != 3 || after[0].Offsets != (mapping.Interval{Low: 0, High: 20}) {
+		t.Fatalf("compaction %+v, files %+v", res, after)
+	}
+	if groups, err := tbl.CompactionGroups(res.SnapshotID); err != nil || groups != nil {
+		t.Errorf("file groups %+v, %v; want none", groups, err)
+	}
+	if _, ok := tbl.Head().Summary.Properties[mapping.KeyFileGroups]; ok {
+		t.Errorf("summary %v has file groups", tbl.Head().Summary.Properties)
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
@@ -126,8 +156,8 @@ func must[T any](v T, err error) T {
 }
 
 // TestCompactKeepsLargeFilesAndTarget: merging stops at the target; files
-// of at least three quarters of it stay, and a merged file never spans
-// one.
+// of at least three quarters of it stay, and the spans of a merged file
+// never cover one (a merged file's bounds may: its group places it).
 func TestCompactKeepsLargeFilesAndTarget(t *testing.T) {
 	tbl := openTestTable(t, tempCatalog(t), "lake.target", snapshot.OpenOptions{Create: true})
 	smallFiles(t, tbl, 0, 3, 5) // [0, 15)
@@ -161,9 +191,11 @@ func TestCompactKeepsLargeFilesAndTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Partition 0: [0, 10) then [10, 15) alone (the large file follows),
-	// after it [1015, 1025) and [1025, 1030) alone; partition 1: [0, 10).
-	if res.Groups != 3 || res.Replaced != 6 {
+	// Two small files per merged file, in partition then offset order:
+	// partition 0's [0, 10), [10, 15) with [1015, 1020) (spans that leave
+	// the large file out), [1020, 1030); partition 1's [0, 10), and its
+	// [10, 15) alone.
+	if res.Groups != 4 || res.Replaced != 8 {
 		t.Fatalf("compaction: %+v", res)
 	}
 	var spans []string
@@ -174,9 +206,18 @@ func TestCompactKeepsLargeFilesAndTarget(t *testing.T) {
 		spans = append(spans, fmt.Sprintf("%d%s", f.PartitionMin, f.Offsets))
 	}
 	slices.Sort(spans)
-	want := []string{"0[0, 10)", "0[10, 15)", "0[1015, 1025)", "0[1025, 1030)", "0[15, 1015)", "1[0, 10)", "1[10, 15)"}
+	want := []string{"0[0, 10)", "0[10, 1020)", "0[1020, 1030)", "0[15, 1015)", "1[0, 10)", "1[10, 15)"}
 	if !slices.Equal(spans, want) {
 		t.Errorf("files %v, want %v", spans, want)
+	}
+	groups, err := tbl.CompactionGroups(res.SnapshotID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := mapping.TopicPartition{Topic: "t", Partition: 0}
+	wantSpans := []mapping.Span{{TopicPartition: p0, Interval: mapping.Interval{Low: 10, High: 15}}, {TopicPartition: p0, Interval: mapping.Interval{Low: 1015, High: 1020}}}
+	if len(groups) != 1 || len(groups[0].Files) != 1 || !slices.Equal(groups[0].Spans, wantSpans) {
+		t.Errorf("file groups %+v, want one file with spans %v", groups, wantSpans)
 	}
 }
 
@@ -195,11 +236,11 @@ func TestCompactRetriesOverASinkCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Attempts != 2 || res.Replaced != 8 || res.Added != 2 {
+	if res.Attempts != 2 || res.Replaced != 8 || res.Added != 1 {
 		t.Fatalf("compaction: %+v", res)
 	}
-	if n := len(liveDataFiles(t, comp)); n != 4 {
-		t.Errorf("%d live files, want the 2 merged and the sink's 2", n)
+	if n := len(liveDataFiles(t, comp)); n != 3 {
+		t.Errorf("%d live files, want the merged one and the sink's 2", n)
 	}
 	if l := must(comp.Ledger()); len(l.Commits) != 5 || l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}] != 25 {
 		t.Errorf("ledger %v", l)
@@ -280,8 +321,8 @@ func TestCompactCrashLeavesOrphansOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mres.Orphans) != 2 {
-		t.Errorf("orphans %v, want the 2 merged files", mres.Orphans)
+	if len(mres.Orphans) != 1 {
+		t.Errorf("orphans %v, want the merged file", mres.Orphans)
 	}
 	if !slices.Equal(snapshotRows(t, tbl, 0), rows) {
 		t.Error("rows changed")

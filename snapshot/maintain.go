@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -224,7 +225,10 @@ func (t *Table) upkeep(ctx context.Context, log *slog.Logger, opts MaintainOptio
 
 // expire runs the archive-then-expire commit, retrying lost races.
 func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptions, res *MaintainResult) error {
-	expOpts := []table.ExpireSnapshotsOpt{table.WithOlderThan(opts.ExpireOlderThan), table.WithRetainLast(max(opts.RetainLast, 1))}
+	// The expired snapshots' files are deleted by deleteExpired, not by
+	// iceberg-go's post-commit step.
+	expOpts := []table.ExpireSnapshotsOpt{table.WithOlderThan(opts.ExpireOlderThan), table.WithRetainLast(max(opts.RetainLast, 1)),
+		table.WithPostCommit(false)}
 	const maxAttempts = 10
 	var lastErr error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -242,12 +246,6 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		}
 		pre := t.tbl
 		txn := pre.NewTransaction()
-		expOpts := expOpts
-		if keep != nil {
-			// The files of the expired snapshots are deleted below, but
-			// for those keep names.
-			expOpts = append(slices.Clip(expOpts), table.WithPostCommit(false))
-		}
 		if err := txn.ExpireSnapshots(expOpts...); err != nil {
 			return fmt.Errorf("plan snapshot expiry of %s: %w", t.Name(), err)
 		}
@@ -288,15 +286,10 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			return err
 		}
 		tbl, err := txn.Commit(ctx)
-		if err != nil && tbl != nil {
-			// The catalog accepted the commit; only deleting the files the
-			// expired snapshots alone referenced failed. Data files left
-			// behind are orphans that --remove-orphans deletes.
-			log.Warn("snapshots expired, but deleting their files failed", "table", t.Name(), "err", err)
-			err = nil
-		}
-		if err == nil && keep != nil {
+		if err == nil {
 			if err := deleteExpired(ctx, t, pre, tbl, expired, keep); err != nil {
+				// The expiry is in; files left behind are orphans that
+				// --remove-orphans deletes.
 				log.Warn("snapshots expired, but deleting their files failed", "table", t.Name(), "err", err)
 			}
 		}
@@ -318,38 +311,107 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 }
 
 // deleteExpired deletes the files that only the expired snapshots of
-// pre (the table before the expiry, post after it) referenced, as
-// iceberg-go's expiry does, except those of keep: the dead-letter files a
-// data-table snapshot still names (keptFiles), which the undo of a
-// rollback adds again.
+// pre (the table before the expiry, post after it) referenced: their
+// manifest lists, their manifests that no retained snapshot lists, and
+// the data and delete files those manifests hold live that no retained
+// manifest holds live, except those of keep (nil for a data table): the
+// dead-letter files a data-table snapshot still names (keptFiles), which
+// the undo of a rollback adds again. It differs from iceberg-go's
+// post-commit step in two ways. It skips a manifest's DELETED entries:
+// the files a compaction replaced were deleted by the expiry of the
+// snapshots that held them live, and a later expiry of the compaction
+// tried them again, each a "no such file" failure. And a file already
+// gone counts as deleted, so a run after a crashed one finishes quietly.
+// The retained manifests, whose entries it must read to keep their live
+// files, are read only when the expired ones held a data or delete file.
 func deleteExpired(ctx context.Context, t *Table, pre, post *table.Table, expired []table.Snapshot, keep fileSet) error {
-	fsys := func(ctx context.Context) (iceio.IO, error) {
-		io, err := t.fsys(ctx)
+	fsys, err := t.fsys(ctx)
+	if err != nil {
+		return err
+	}
+	retained := map[string]iceberg.ManifestFile{}
+	for _, s := range post.Metadata().Snapshots() {
+		mans, err := s.Manifests(fsys)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("list the manifests of retained snapshot %d: %w", s.SnapshotID, err)
 		}
-		return keepFiles{IO: io, keep: keep}, nil
+		for _, m := range mans {
+			retained[m.FilePath()] = m
+		}
 	}
-	ids := make([]int64, len(expired))
-	for i, s := range expired {
-		ids[i] = s.SnapshotID
+	var others []string // manifest lists, manifests, statistics
+	files := map[string]bool{}
+	visited := map[string]bool{}
+	expiredIDs := map[int64]bool{}
+	for _, s := range expired {
+		expiredIDs[s.SnapshotID] = true
+		others = append(others, s.ManifestList)
+		mans, err := s.Manifests(fsys)
+		if err != nil {
+			return fmt.Errorf("list the manifests of expired snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, m := range mans {
+			p := m.FilePath()
+			if _, ok := retained[p]; ok || visited[p] {
+				continue
+			}
+			visited[p] = true
+			others = append(others, p)
+			for e, err := range m.Entries(fsys, false) {
+				if err != nil {
+					return fmt.Errorf("read manifest %s of expired snapshot %d: %w", p, s.SnapshotID, err)
+				}
+				if e.Status() != iceberg.EntryStatusDELETED {
+					files[e.DataFile().FilePath()] = true
+				}
+			}
+		}
 	}
-	guarded := table.New(t.ident, pre.Metadata(), pre.MetadataLocation(), fsys, t.cat)
-	return table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, guarded, post)
-}
-
-// keepFiles is storage on which removing one of keep does nothing (and
-// that removes files one by one).
-type keepFiles struct {
-	iceio.IO
-	keep fileSet
-}
-
-func (k keepFiles) Remove(name string) error {
-	if k.keep.has(name) {
-		return nil
+	for sf := range pre.Metadata().Statistics() {
+		if expiredIDs[sf.SnapshotID] && sf.StatisticsPath != "" {
+			others = append(others, sf.StatisticsPath)
+		}
 	}
-	return k.IO.Remove(name)
+	for psf := range pre.Metadata().PartitionStatistics() {
+		if expiredIDs[psf.SnapshotID] && psf.StatisticsPath != "" {
+			others = append(others, psf.StatisticsPath)
+		}
+	}
+	if len(files) > 0 {
+		for p, m := range retained {
+			for e, err := range m.Entries(fsys, false) {
+				if err != nil {
+					return fmt.Errorf("read retained manifest %s: %w", p, err)
+				}
+				if e.Status() != iceberg.EntryStatusDELETED {
+					delete(files, e.DataFile().FilePath())
+				}
+			}
+		}
+	}
+	stats := map[string]bool{}
+	for sf := range post.Metadata().Statistics() {
+		stats[sf.StatisticsPath] = true
+	}
+	for psf := range post.Metadata().PartitionStatistics() {
+		stats[psf.StatisticsPath] = true
+	}
+	var errs []error
+	remove := func(p string) {
+		if keep.has(p) || stats[p] {
+			return
+		}
+		if err := fsys.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range others {
+		remove(p)
+	}
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		remove(p)
+	}
+	return errors.Join(errs...)
 }
 
 // fileSet is a set of file paths, each known by its location without a

@@ -1,9 +1,11 @@
 package snapshot_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -737,5 +739,63 @@ func TestMaintainReportsUnrepairableLedger(t *testing.T) {
 	}
 	if got := namedArchives(tbl); !slices.Equal(got, archive) {
 		t.Fatalf("the table names archive files %v after a failed repair, want %v unchanged", got, archive)
+	}
+}
+
+// TestExpiryAfterCompactionDeletesQuietly: an expiry deletes the files a
+// compaction replaced once the snapshots that had them are gone; a later
+// expiry of the compaction's own snapshot, whose manifest lists those
+// files as deleted, neither deletes them again nor warns that it could
+// not (main warned "snapshots expired, but deleting their files failed
+// ... no such file or directory" for each). The data folder then holds
+// exactly the live data files.
+func TestExpiryAfterCompactionDeletesQuietly(t *testing.T) {
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.expire", snapshot.OpenOptions{Create: true})
+	// Manifests merged at every commit, as a long-lived table's are: the
+	// compaction's manifest is then not carried into later snapshots.
+	if err := tbl.SetProperties(t.Context(), map[string]string{table.ManifestMinMergeCountKey: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	smallFiles(t, tbl, 0, 4, 5)
+	if res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err != nil || res.Replaced != 8 {
+		t.Fatalf("compaction: %+v, %v", res, err)
+	}
+	smallFiles(t, tbl, 4, 2, 5)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	expire := func(keep int) {
+		t.Helper()
+		if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: keep, Logger: log}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expire(3) // the four snapshots before the compaction: its 8 replaced files go
+	smallFiles(t, tbl, 6, 2, 5)
+	expire(1) // the compaction's snapshot too
+	if strings.Contains(logs.String(), "deleting their files failed") {
+		t.Errorf("expiry warned:\n%s", logs.String())
+	}
+	live := map[string]bool{}
+	for _, f := range liveDataFiles(t, tbl) {
+		live[strings.TrimPrefix(f.Path, "file://")] = true
+	}
+	var onDisk []string
+	dir := strings.TrimPrefix(tbl.DataLocation(), "file://")
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			onDisk = append(onDisk, p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range onDisk {
+		if !live[p] {
+			t.Errorf("%s is left on disk, no snapshot has it", p)
+		}
+	}
+	if len(onDisk) != len(live) {
+		t.Errorf("%d parquet files on disk, %d live", len(onDisk), len(live))
 	}
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -49,10 +50,12 @@ func (e *UnknownSnapshotError) Error() string {
 // RowAt looks for the row of offset in tp in a snapshot (0: the branch
 // head). Data files are pruned by their manifest bounds on the topic,
 // partition and offset columns, and only the offset column of the remaining
-// candidates (normally one) is read. It returns the data file holding the
-// row, or ok false when the snapshot has no such row.
-func (t *Table) RowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64) (file string, ok bool, err error) {
-	file, _, ok, err = t.rowAt(ctx, snapshotID, tp, offset, mapping.ColOffset)
+// candidates (normally one) is read; in is the commit whose range holds
+// the offset (Table.Locate), whose file groups say which files of several
+// partitions may hold it (likelyFirst). It returns the data file holding
+// the row, or ok false when the snapshot has no such row.
+func (t *Table) RowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64, in mapping.Commit) (file string, ok bool, err error) {
+	file, _, ok, err = t.rowAt(ctx, snapshotID, tp, offset, mapping.ColOffset, in)
 	return file, ok, err
 }
 
@@ -60,11 +63,11 @@ func (t *Table) RowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPar
 // dead-letter table (OpenDeadLetters), as RowAt does for a row: the data
 // file holding it and why the record could not become a row.
 func (t *Table) DeadLetterAt(ctx context.Context, tp mapping.TopicPartition, offset int64) (file, reason string, ok bool, err error) {
-	return t.rowAt(ctx, 0, tp, offset, mapping.ColError)
+	return t.rowAt(ctx, 0, tp, offset, mapping.ColError, mapping.Commit{})
 }
 
 // rowAt is RowAt reading column col of the row too, when it is a string.
-func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64, col string) (file, value string, ok bool, err error) {
+func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64, col string, in mapping.Commit) (file, value string, ok bool, err error) {
 	s, err := t.Snapshot(snapshotID)
 	if err != nil {
 		return "", "", false, err
@@ -76,6 +79,10 @@ func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPar
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
 		return "", "", false, fmt.Errorf("plan lookup of %s@%d in %s: %w", tp, offset, t.Name(), err)
+	}
+	tasks, err = t.likelyFirst(tasks, tp, offset, in)
+	if err != nil {
+		return "", "", false, err
 	}
 	for _, task := range tasks {
 		_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
@@ -274,4 +281,39 @@ func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...
 		}
 		return nil, fmt.Errorf("snapshot %d exists in several tables: %s", id, strings.Join(names, ", "))
 	}
+}
+
+// likelyFirst orders the files a lookup of offset in tp may read: files of
+// one partition (their bounds place them), then the files of in's file
+// groups that hold the offset, then the other files of several partitions,
+// which bounds alone cannot rule out. A file group's bounds span many
+// partitions and offsets, so every group of a wide table's history may
+// pass the scan's pruning: when a file of the group holding the offset is
+// live, the row is in that group or nowhere, and the others are left out;
+// otherwise (a compaction rewrote the group) they are read last.
+func (t *Table) likelyFirst(tasks []table.FileScanTask, tp mapping.TopicPartition, offset int64, in mapping.Commit) ([]table.FileScanTask, error) {
+	fields, err := t.positionFields()
+	if err != nil {
+		return nil, err
+	}
+	var hinted []string
+	for _, g := range in.FileGroups {
+		if g.Holds(tp, offset) {
+			hinted = append(hinted, g.Files...)
+		}
+	}
+	rank := func(task table.FileScanTask) int {
+		if pmin, pmax, _, ok := fields.partitionBounds(task.File); ok && pmin == pmax {
+			return 0
+		}
+		if slices.Contains(hinted, task.File.FilePath()) {
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(tasks, func(a, b table.FileScanTask) int { return cmp.Compare(rank(a), rank(b)) })
+	if slices.ContainsFunc(tasks, func(task table.FileScanTask) bool { return rank(task) == 1 }) {
+		tasks = slices.DeleteFunc(tasks, func(task table.FileScanTask) bool { return rank(task) == 2 })
+	}
+	return tasks, nil
 }

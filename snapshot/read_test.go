@@ -41,7 +41,7 @@ func TestRowAt(t *testing.T) {
 		offset int64
 		ok     bool
 	}{{0, 2, true}, {0, 3, false}, {0, 6, true}, {0, 8, false}, {first, 6, false}, {first, 4, true}} {
-		file, ok, err := tbl.RowAt(t.Context(), c.snap, p0, c.offset)
+		file, ok, err := tbl.RowAt(t.Context(), c.snap, p0, c.offset, mapping.Commit{})
 		if err != nil || ok != c.ok {
 			t.Fatalf("RowAt(%d, %d) = %v, %v; want %v", c.snap, c.offset, ok, err, c.ok)
 		}
@@ -52,7 +52,7 @@ func TestRowAt(t *testing.T) {
 		}
 	}
 	var unknown *snapshot.UnknownSnapshotError
-	if _, _, err := tbl.RowAt(t.Context(), 42, p0, 1); !errors.As(err, &unknown) {
+	if _, _, err := tbl.RowAt(t.Context(), 42, p0, 1, mapping.Commit{}); !errors.As(err, &unknown) {
 		t.Fatalf("unknown snapshot: %v", err)
 	}
 }

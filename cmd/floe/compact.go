@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -83,12 +84,16 @@ func (f *sinkCompaction) every() time.Duration { return max(f.interval, 0) }
 
 // start runs a compaction of the sink's table every f.every(sinkTable)
 // until the returned stop is called; a no-op when that is 0. It opens
-// its own handle of the table: a snapshot.Table is not for concurrent use,
-// and the sink's commits and the compaction's are ordered by the catalog
-// (each retries over the other; the sink is never fenced by a compaction).
-// A failed compaction is logged and tried again at the next tick: it
-// committed nothing, and the sink goes on.
-func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table) (stop func()) {
+// its own handle of the table: a snapshot.Table is not for concurrent use.
+// It plans and rewrites beside the sink's commits, and commits holding
+// turn, the lock the sink holds around each of its commits
+// (connector.Config.CommitTurn): a sink committing several times a second
+// would otherwise get in before each attempt of the compaction's commit,
+// which then gave up after 30 (BenchmarkSoak). Other writers of the table
+// are ordered by the catalog (each retries over the other; the sink is
+// never fenced by a compaction). A failed compaction is logged and tried
+// again at the next tick: it committed nothing, and the sink goes on.
+func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table, turn sync.Locker) (stop func()) {
 	interval := f.every()
 	if interval == 0 {
 		return func() {}
@@ -110,7 +115,7 @@ func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table) (
 				slog.Warn("scheduled compaction: cannot open the table", "table", sinkTable.Name(), "err", err)
 				continue
 			}
-			results, err := tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: f.targetFileSize})
+			results, err := tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: f.targetFileSize, Turn: turn})
 			for _, r := range results {
 				if r.SnapshotID != 0 {
 					slog.Info("scheduled compaction", "table", r.Table, "snapshot", r.SnapshotID, "replaced", r.Replaced, "added", r.Added,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -156,8 +159,8 @@ func TestSinkCompactIntervalDefault(t *testing.T) {
 	}
 
 	def.interval = 100 * time.Millisecond // the default, at a test's pace
-	stop := def.start(t.Context(), appendTbl)
-	stopUpsert := def.start(t.Context(), upsertTbl)
+	stop := def.start(t.Context(), appendTbl, nil)
+	stopUpsert := def.start(t.Context(), upsertTbl, nil)
 	for _, name := range []string{"lake.orders", "lake.keyed"} {
 		waitFor(t, 20*time.Second, "the default's scheduled compaction of "+name, func() bool {
 			tbl := openTable(t, st.Catalog(), name)
@@ -166,4 +169,120 @@ func TestSinkCompactIntervalDefault(t *testing.T) {
 	}
 	stop()
 	stopUpsert()
+}
+
+// TestSinkCompactionWinsFastSink: a live floe sink committing as fast as
+// it can (20 records a flush over 60 partitions, a backlog kept ahead of
+// it) compacts its table every second, and every compaction commits at
+// its first or second attempt: the sink holds its commits while its
+// compaction's commit runs, so it never makes its own compaction start
+// over (on main, which raced the sink, compactions took many attempts
+// and gave up after 30). The live data files, counted from the
+// manifests, stay bounded, and the table is complete after.
+func TestSinkCompactionWinsFastSink(t *testing.T) {
+	const partitions = 60
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "fast", partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int32]int64{}
+	produceRound(t, st.Brokers, "fast", partitions, 2400, count)
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	var stderr string
+	go func() {
+		var err error
+		_, stderr, err = floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "fast", "--table", "lake.fast",
+			"--flush-records", "20", "--compact-interval", "1s"}, loc...)...)
+		done <- err
+	}()
+	stopped := false
+	defer func() {
+		if t.Failed() {
+			if !stopped {
+				cancel()
+				<-done
+			}
+			t.Log(stderr)
+		}
+	}()
+	cat, err := catalog.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compactions := map[int64]bool{}
+	maxLive := 0
+	waitFor(t, 120*time.Second, "five scheduled compactions", func() bool {
+		tbl, err := snapshot.Open(t.Context(), cat, table.Identifier{"lake", "fast"}, snapshot.OpenOptions{})
+		if errors.Is(err, snapshot.ErrTableNotFound) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tbl.Iceberg().Metadata().Snapshots() {
+			if tbl.IsCompaction(s.SnapshotID) {
+				compactions[s.SnapshotID] = true
+			}
+		}
+		files, err := tbl.Files(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxLive = max(maxLive, len(files))
+		if l, err := tbl.Summary(t.Context(), 0); err == nil && l.Next()[mapping.TopicPartition{Topic: "fast", Partition: 0}] > count[0]-10 {
+			produceRound(t, st.Brokers, "fast", partitions, 1200, count) // keep a backlog: the sink never waits
+		}
+		return len(compactions) >= 5
+	})
+	waitFor(t, 180*time.Second, "the sink to catch up", func() bool {
+		l, err := openTable(t, cfg, "lake.fast").Summary(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, n := range count {
+			if l.Next()[mapping.TopicPartition{Topic: "fast", Partition: p}] != n {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	stopped = true
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	attempts := regexp.MustCompile(`msg="scheduled compaction" .* attempts=(\d+)`)
+	var seen []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "scheduled compaction failed") {
+			t.Errorf("a compaction failed: %s", line)
+		}
+		if m := attempts.FindStringSubmatch(line); m != nil {
+			seen = append(seen, m[1])
+			if n, _ := strconv.Atoi(m[1]); n > 2 {
+				t.Errorf("a compaction took %d commit attempts, want 1 or 2: %s", n, line)
+			}
+		}
+	}
+	t.Logf("compactions' attempts %v, most live data files seen %d", seen, maxLive)
+	if len(seen) < 5 {
+		t.Errorf("%d compactions logged, want at least 5", len(seen))
+	}
+	if maxLive > 5*partitions {
+		t.Errorf("live data files reached %d, want them bounded by the compactions (at most %d)", maxLive, 5*partitions)
+	}
+	checkTable(t, cfg, "lake.fast", "fast", count)
+	out := mustFloe(t, append([]string{"audit", "--table", "lake.fast", "--brokers", st.Brokers[0]}, loc...)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
 }

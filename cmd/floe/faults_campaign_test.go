@@ -30,6 +30,7 @@ import (
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/internal/testenv"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -92,7 +93,7 @@ func faultCount(short, normal int) int {
 func membersScenario(t *testing.T) verdict {
 	started := time.Now()
 	cat, args := localCatalog(t)
-	c := newCampaign(t, "3 members: SIGKILL, SIGSTOP zombie", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
+	c := newCampaign(t, "3 members: SIGKILL, SIGSTOP zombie", 12, startFaultBroker(t, "127.0.0.1", nil), cat, args...)
 	c.produce(10, 50*time.Millisecond)
 	zombie := c.start(3 * time.Second)
 	c.start(500 * time.Millisecond)
@@ -196,7 +197,7 @@ func brokerFaults(t *testing.T, name string, startBroker func(*testing.T, string
 	}
 	b := startBroker(t, "127.0.0.1", control)
 	cat, args := localCatalog(t)
-	c := newCampaign(t, name, b, cat, args...)
+	c := newCampaign(t, name, 12, b, cat, args...)
 	c.produce(10, 50*time.Millisecond)
 	c.start(500 * time.Millisecond)
 	c.start(500 * time.Millisecond)
@@ -292,7 +293,7 @@ func storageScenario(t *testing.T) verdict {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	t.Setenv("AWS_REGION", srv.Region)
 	cat := catalog.Config{Catalog: filepath.Join(t.TempDir(), "catalog.db"), Warehouse: "s3://lake/warehouse"}
-	c := newCampaign(t, "storage: S3 server killed mid-flush", startFaultBroker(t, "127.0.0.1", nil), cat,
+	c := newCampaign(t, "storage: S3 server killed mid-flush", 12, startFaultBroker(t, "127.0.0.1", nil), cat,
 		"--catalog", cat.Catalog, "--warehouse", cat.Warehouse)
 	c.produce(10, 50*time.Millisecond)
 	c.start(300 * time.Millisecond)
@@ -322,7 +323,7 @@ func catalogScenario(t *testing.T) verdict {
 	started := time.Now()
 	f := newRESTFixture(t)
 	cat := catalog.Config{Catalog: f.srv.URL, Warehouse: "analytics", Token: f.token}
-	c := newCampaign(t, "catalog: commit responses lost, commits slower than a revocation", startFaultBroker(t, "127.0.0.1", nil), cat,
+	c := newCampaign(t, "catalog: commit responses lost, commits slower than a revocation", 12, startFaultBroker(t, "127.0.0.1", nil), cat,
 		"--catalog", cat.Catalog, "--warehouse", cat.Warehouse, "--catalog-token", f.token)
 	c.produce(10, 50*time.Millisecond)
 	first := c.start(500 * time.Millisecond)
@@ -357,7 +358,7 @@ const foreignTopic = "etl-backfill"
 func foreignScenario(t *testing.T) verdict {
 	started := time.Now()
 	cat, args := localCatalog(t)
-	c := newCampaign(t, "foreign writer: appends and rewrites", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
+	c := newCampaign(t, "foreign writer: appends and rewrites", 12, startFaultBroker(t, "127.0.0.1", nil), cat, args...)
 	c.produce(10, 50*time.Millisecond)
 	c.start(300 * time.Millisecond)
 	c.start(300 * time.Millisecond)
@@ -491,7 +492,7 @@ func networkScenario(t *testing.T) verdict {
 	}
 	uri.Host = pgAddr
 	cat := catalog.Config{Catalog: uri.String(), Warehouse: filepath.Join(t.TempDir(), "warehouse")}
-	c := newCampaign(t, "network: a member cut off and healed", startFaultBroker(t, hosts.Addr, nil), cat,
+	c := newCampaign(t, "network: a member cut off and healed", 12, startFaultBroker(t, hosts.Addr, nil), cat,
 		"--catalog", cat.Catalog, "--warehouse", cat.Warehouse)
 	c.wrap = func(argv []string) []string {
 		return hosts.Command(len(c.members), argv...)
@@ -542,14 +543,21 @@ func networkScenario(t *testing.T) verdict {
 // table itself (CheckWithDeadLetters): every offset the broker holds once,
 // as a row or as a dead letter, the dead letters exactly the malformed
 // records, each stamped with the commit whose range holds it.
+// widePartitions is the partition count of the deadletters scenario's
+// topic: each of its three members owns about 16, more than a flush
+// writes pure files of (connector's lanes), so that its commits write
+// file groups, and its compactions merge them across partitions.
+const widePartitions = 48
+
 func deadLettersScenario(t *testing.T) verdict {
 	started := time.Now()
 	cat, args := localCatalog(t)
-	c := newCampaign(t, "dead letters: SIGKILL, compaction, maintain, rollback and its undo", startFaultBroker(t, "127.0.0.1", nil), cat, args...)
+	c := newCampaign(t, "dead letters: SIGKILL, compaction, maintain, rollback and its undo", widePartitions, startFaultBroker(t, "127.0.0.1", nil), cat, args...)
 	c.malformed = 37
 	dlq := c.table + "_dlq"
-	// Fewer records under -short: the content audit reads every one.
-	c.produce(faultCount(4, 10), 50*time.Millisecond)
+	// Fewer records under -short: the content audit reads every one. As
+	// many records a second as 12 partitions of 4 (10) a round.
+	c.produce(faultCount(1, 3), 50*time.Millisecond)
 	typed := []string{"--value", "json", "--compact-interval", "3s"}
 	for range 3 {
 		c.start(400*time.Millisecond, typed...)
@@ -662,9 +670,52 @@ func deadLettersScenario(t *testing.T) verdict {
 		compactions += m.compactions.Load()
 		dlqCompactions += m.dlqCompactions.Load()
 	}
-	v.faults = fmt.Sprintf("%d SIGKILLs; scheduled compactions: %d of the table, %d of its DLQ; %d floe maintain runs (%d lost their --compact to a scheduled one, %d of them 3 times in a row; dead letters of %d commits added, of %d removed); %s; %d rows, %d dead letters",
-		kills, compactions, dlqCompactions, maintains, compactConflicts, compactGaveUp, reconciled.Added, reconciled.Removed, rollbackNote, rows, dead)
+	groups := c.fileGroups()
+	v.faults = fmt.Sprintf("%d SIGKILLs; scheduled compactions: %d of the table, %d of its DLQ; %d floe maintain runs (%d lost their --compact to a scheduled one, %d of them 3 times in a row; dead letters of %d commits added, of %d removed); %s; %s; %d rows, %d dead letters",
+		kills, compactions, dlqCompactions, maintains, compactConflicts, compactGaveUp, reconciled.Added, reconciled.Removed, rollbackNote, groups, rows, dead)
 	return v
+}
+
+// fileGroups describes the file groups of the settled table: the ledger's
+// commits that wrote one, and the live files of groups, of commits and of
+// compactions. It fails the scenario when no commit wrote a group or no
+// compaction merged files across partitions: its topic has too few
+// partitions for what it is there to test.
+func (c *campaign) fileGroups() string {
+	c.t.Helper()
+	tbl := c.openTable()
+	l, err := tbl.Ledger()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	grouped, widest := 0, 0
+	for _, cm := range l.Commits {
+		if len(cm.FileGroups) > 0 {
+			grouped++
+		}
+		for _, g := range cm.FileGroups {
+			widest = max(widest, len(g.Spans))
+		}
+	}
+	files, err := lookup.Files(c.t.Context(), tbl, 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var ofCommits, ofCompactions int
+	for _, f := range files.Files {
+		switch {
+		case f.Group == nil:
+		case tbl.IsCompaction(f.AddedBy):
+			ofCompactions++
+		default:
+			ofCommits++
+		}
+	}
+	if grouped == 0 || ofCompactions == 0 {
+		c.t.Errorf("%d of %d commits wrote a file group, %d live files are of a compaction's groups: want some of both", grouped, len(l.Commits), ofCompactions)
+	}
+	return fmt.Sprintf("%d of %d commits wrote file groups (up to %d spans); %d of %d live files in groups (%d of compactions)",
+		grouped, len(l.Commits), widest, ofCommits+ofCompactions, len(files.Files), ofCompactions)
 }
 
 // rolledBack is what rollbackPastDeadLetters did.
@@ -687,16 +738,22 @@ func (c *campaign) rollbackPastDeadLetters(n int) rolledBack {
 		tbl := c.openTable()
 		h := tbl.Head()
 		rb := rolledBack{head: h.SnapshotID, deadLetters: map[string]int64{}}
+		// The ledger, not the summaries: a commit of many partitions
+		// keeps its ranges in a ranges file.
+		l, err := tbl.Ledger()
+		if err != nil {
+			c.t.Fatalf("rollback: read the ledger of %s: %v", c.table, err)
+		}
+		commits := map[int64]mapping.Commit{}
+		for _, cm := range l.Commits {
+			commits[cm.SnapshotID] = cm
+		}
 		target := h
 		for len(rb.deadLetters) < n {
 			if target.ParentSnapshotID == nil {
 				c.t.Fatalf("rollback: main has fewer than %d commits with dead letters", n)
 			}
-			if mapping.IsFloeCommit(target.Summary.Properties) {
-				cm, err := mapping.DecodeCommit(target.SnapshotID, time.UnixMilli(target.TimestampMs), target.Summary.Properties)
-				if err != nil {
-					c.t.Fatalf("rollback: decode the ledger entry of snapshot %d: %v", target.SnapshotID, err)
-				}
+			if cm, ok := commits[target.SnapshotID]; ok {
 				for _, r := range cm.Ranges {
 					if r.DeadLetters > 0 {
 						rb.deadLetters[cm.ID] += r.DeadLetters
@@ -708,7 +765,7 @@ func (c *campaign) rollbackPastDeadLetters(n int) rolledBack {
 		}
 		upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, target.SnapshotID, table.BranchRef, -1, -1, -1)}
 		req := []table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &h.SnapshotID)}
-		_, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), req, upd)
+		_, _, err = tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), req, upd)
 		if err == nil {
 			return rb
 		}

@@ -256,10 +256,11 @@ type campaign struct {
 	produceErrs   atomic.Int64
 }
 
-func newCampaign(t *testing.T, name string, b *faultBroker, cat catalog.Config, catalogArgs ...string) *campaign {
+// newCampaign creates the campaign's topic of partitions partitions.
+func newCampaign(t *testing.T, name string, partitions int32, b *faultBroker, cat catalog.Config, catalogArgs ...string) *campaign {
 	t.Helper()
 	c := &campaign{t: t, name: name, broker: b, topic: "events", table: "lake.events", group: "floe-campaign",
-		partitions: 12, cat: cat, catalogArgs: catalogArgs}
+		partitions: partitions, cat: cat, catalogArgs: catalogArgs}
 	if err := localstack.CreateTopic(t.Context(), []string{b.addr()}, c.topic, c.partitions, nil, b.clientOpts...); err != nil {
 		t.Fatalf("create topic: %v", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -27,7 +29,11 @@ func newFilesCmd() *cobra.Command {
 		Long: `List the Parquet data files that make up the table's current snapshot (or --snapshot ID): per
 file its path, the Kafka topic and partition of its rows, their offsets [low, high) (the text
 shows [smallest, largest+1), the JSON min_offset and max_offset), the row count and the size,
-from the manifests (no data is read). A reader without Iceberg support
+from the manifests (no data is read). A file that holds rows of several Kafka partitions (a commit
+writes the small partitions of a flush into shared files; compaction merges small files across
+partitions) is one of a file group: the text shows its partitions and "(group of N files, M
+spans)", the JSON its group's spans, the offsets [low, high) of each partition that the group's
+files together hold. A reader without Iceberg support
 (DuckDB without its iceberg extension, pandas, Spark's plain Parquet reader) that reads exactly
 these files sees exactly the snapshot.
 
@@ -90,14 +96,53 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 		return s
 	}
 	for _, f := range r.Files {
-		part, offsets := "-", "-"
-		if f.Partition != nil {
+		topic, part, offsets := opt(f.Topic), "-", "-"
+		switch {
+		case f.Group != nil:
+			topic, part = groupPartitions(f.Group.Spans)
+			spans := "1 span"
+			if n := len(f.Group.Spans); n != 1 {
+				spans = humanize.Comma(int64(n)) + " spans"
+			}
+			offsets = fmt.Sprintf("(group of %s, %s)", plural(f.Group.Files, "file"), spans)
+		case f.Partition != nil:
 			part = strconv.Itoa(int(*f.Partition))
 			// Half-open like every range floe prints: the file's rows lie
 			// in [smallest, largest+1).
 			offsets = fmt.Sprintf("[%d, %d)", *f.MinOffset, *f.MaxOffset+1)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", opt(f.Topic), part, offsets, f.Records, f.SizeBytes, f.Path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", topic, part, offsets, f.Records, f.SizeBytes, f.Path)
 	}
 	tw.Flush()
+}
+
+// groupPartitions names the topics and the partitions of a file group's
+// spans: "orders" and "0-999", or "a,b" and "0-3,7" (runs of consecutive
+// partitions joined).
+func groupPartitions(spans []lookup.Span) (topics, partitions string) {
+	var ts []string
+	var ps []int32
+	for _, s := range spans {
+		if !slices.Contains(ts, s.Topic) {
+			ts = append(ts, s.Topic)
+		}
+		if !slices.Contains(ps, s.Partition) {
+			ps = append(ps, s.Partition)
+		}
+	}
+	slices.Sort(ps)
+	var runs []string
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if j == i {
+			runs = append(runs, strconv.Itoa(int(ps[i])))
+		} else {
+			runs = append(runs, fmt.Sprintf("%d-%d", ps[i], ps[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(ts, ","), strings.Join(runs, ",")
 }

@@ -6,7 +6,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 )
 
@@ -57,4 +59,47 @@ func TestFilesCommand(t *testing.T) {
 	if code != exitError || !strings.Contains(errs, "has no snapshot 42") {
 		t.Errorf("unknown snapshot: exit %d, %q", code, errs)
 	}
+}
+
+// TestFilesCommandGroups: a 40-partition topic sunk in small flushes and
+// compacted by floe maintain --compact is one data file of a file group:
+// floe files shows its partitions and "(group of 1 file, 40 spans)", its
+// JSON the 40 spans, each partition's offsets [0, 10); floe audit
+// --deep finds the table complete.
+func TestFilesCommandGroups(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "wide", 40, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("wide", 40, 400, time.Now().Add(-time.Hour), 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "wide", "--table", "lake.wide",
+		"--stop-at-end", "--flush-records", "100"}, loc...)...)
+	mustFloe(t, append([]string{"maintain", "--table", "lake.wide", "--compact"}, loc[:2]...)...)
+
+	js := mustFloe(t, append([]string{"files", "--table", "lake.wide", "--json"}, loc[:2]...)...)
+	var res lookup.FilesResult
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatalf("files --json: %v\n%s", err, js)
+	}
+	if len(res.Files) != 1 || res.Records != 400 || res.Files[0].Group == nil || res.Files[0].Partition != nil || res.Files[0].Topic != "wide" {
+		t.Fatalf("files --json: %s; want one file of a group", js)
+	}
+	g := res.Files[0].Group
+	var held int64
+	for i, s := range g.Spans {
+		if s.Topic != "wide" || s.Partition != int32(i) || s.Low != 0 || s.High < 1 {
+			t.Errorf("span %d: %+v, want partition %d from offset 0", i, s, i)
+		}
+		held += s.High - s.Low
+	}
+	if g.Files != 1 || len(g.Spans) != 40 || held != 400 {
+		t.Errorf("group %+v: want 1 file, 40 spans holding 400 offsets", g)
+	}
+	text := mustFloe(t, append([]string{"files", "--table", "lake.wide"}, loc[:2]...)...)
+	if !strings.Contains(text, "wide   0-39       (group of 1 file, 40 spans)  400") {
+		t.Errorf("files text:\n%s", text)
+	}
+	mustFloe(t, append([]string{"audit", "--table", "lake.wide", "--deep"}, loc[:2]...)...)
 }

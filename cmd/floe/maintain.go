@@ -62,13 +62,16 @@ flush interval), a younger archive to a maintain run that is about to. A data lo
 table's own under its location, or that holds the metadata folder, is refused; a metadata location
 (write.metadata.path) outside the table's location is not cleaned (a warning says so).
 
---compact rewrites the small data files (below 3/4 of --target-file-size) of each Kafka partition
-and Iceberg partition (of the current spec) into files of about --target-file-size, in one
-snapshot (operation replace, summary floe.operation=compact) that carries no ledger entry: the
-ledger is untouched. Only files whose offsets lie on one unbroken chain of ledger ranges are merged
-(never across a gap, a lost or an aborted range, or a larger file), so a merged file holds one Kafka
-partition and one Iceberg partition and its offset bounds are tight; floe audit places it on those
-ranges. It runs after the rest, on the table and on the dead-letter tables its ledger names, and
+--compact rewrites the small data files (below 3/4 of --target-file-size) of each Iceberg
+partition (of the current spec), across Kafka partitions, into files of about --target-file-size,
+in one snapshot (operation replace, summary floe.operation=compact) that carries no ledger entry:
+the ledger is untouched. It takes a file of one Kafka partition only when its offsets lie on one
+unbroken chain of ledger ranges, and the files of a file group (a commit's shared files, an
+earlier compaction's) only all together; the compaction snapshot records its files' file group
+(floe.file-groups: the offsets of each partition they hold, never a gap, a lost or aborted range or
+a file it left alone), and floe audit places them on those ranges. The small files of one Kafka
+partition on one chain make a file of that partition only, placed by its bounds. Dead-letter
+tables are compacted per Kafka partition. It runs after the rest, on the table and on the dead-letter tables its ledger names, and
 runs safely beside live sinks: a sink commit in between makes it retry on the new head, and when a
 file it replaces is gone (another compaction) it deletes what it wrote and commits nothing. The
 replaced files stay until snapshot expiry removes the snapshots that reference them. State tables

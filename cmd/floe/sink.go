@@ -265,6 +265,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	defer stopServer()
 	var broker *connector.Broker
 	build := func(p pipeline) (connector.Pipeline, error) {
+		// turn orders the sink's commits and its compaction's: a
+		// compaction's commit waits for the sink's, never the reverse race.
+		turn := &sync.Mutex{}
 		cfg := connector.Config{
 			Topic:            p.Topic,
 			Partitions:       p.Partitions,
@@ -280,6 +283,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			SessionTimeout:   f.sessionTO,
 			RebalanceTimeout: f.rebalanceTO,
 			NoMaintain:       !f.maintain,
+			CommitTurn:       turn,
 		}
 		if err := cfg.Validate(); err != nil {
 			return connector.Pipeline{}, err
@@ -309,7 +313,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		var stopLag context.CancelFunc
 		stopCompaction := func() {}
 		run.OnStart = func(tbl *snapshot.Table) {
-			stopCompaction = f.compaction.start(srvCtx, tbl)
+			stopCompaction = f.compaction.start(srvCtx, tbl, turn)
 			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes), "topic_regex", f.topicRegex) })
 			mp.Table(tbl.Mode(), tbl.UpsertKey())
 			if l, err := tbl.Summary(srvCtx, 0); err == nil {

@@ -1,0 +1,295 @@
+package connector_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// paddedRecords is records with values of about 100 bytes.
+func paddedRecords(topic string, partition int32, n int, tag string) []*kgo.Record {
+	out := records(topic, partition, n, tag)
+	for _, r := range out {
+		if r.Value != nil {
+			r.Value = fmt.Appendf(nil, "%-100s", r.Value)
+		}
+	}
+	return out
+}
+
+// paddedTopic creates topic with partitions holding per padded records
+// each, and returns each partition's end offset.
+func paddedTopic(e *env, topic string, partitions int32, per int) map[mapping.TopicPartition]int64 {
+	e.Topic(topic, partitions, nil)
+	var recs []*kgo.Record
+	want := map[mapping.TopicPartition]int64{}
+	for p := range partitions {
+		recs = append(recs, paddedRecords(topic, p, per, "a")...)
+		want[mapping.TopicPartition{Topic: topic, Partition: p}] = int64(per)
+	}
+	e.Produce(recs)
+	return want
+}
+
+// filesByCommit returns the live data files of tbl's head by the snapshot
+// that added them, read from manifests.
+func filesByCommit(t testing.TB, tbl *snapshot.Table) map[int64][]snapshot.DataFile {
+	t.Helper()
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	files, err := tbl.Files(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64][]snapshot.DataFile{}
+	for _, f := range files {
+		out[f.AddedBy] = append(out[f.AddedBy], f)
+	}
+	return out
+}
+
+// whereFinds checks that floe where finds the row of each of offsets of tp
+// in tbl, in a file listed by the commit that holds it.
+func whereFinds(t testing.TB, e *env, tbl *snapshot.Table, tp mapping.TopicPartition, offsets ...int64) []string {
+	t.Helper()
+	var files []string
+	for _, o := range offsets {
+		res, err := lookup.Where(e.Ctx, tbl, e.Dial(), tp, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != lookup.StatusRow || res.File == "" {
+			t.Fatalf("where %s@%d: %s (%s), want a row", tp, o, res.Status, res.Explanation)
+		}
+		files = append(files, res.File)
+	}
+	return files
+}
+
+// TestSinkFilesByBytes: a commit of 20,000 records of about 100 bytes
+// spread over 1,000 partitions writes one data file, not 1,000: the small
+// partitions share a lane whose file is one file group of the ledger,
+// recorded (with the ranges) in the commit's ranges file. iceberg-go's scan
+// reads the log back exactly once, the deepest audit is complete, and
+// floe where finds offsets in the group's file.
+func TestSinkFilesByBytes(t *testing.T) {
+	e := newEnv(t)
+	const topic, partitions, per = "thousand", 1000, 20
+	want := paddedTopic(e, topic, partitions, per)
+	tbl := e.Table("lake.thousand")
+	st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: partitions * per, FlushInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCommit := filesByCommit(t, tbl)
+	l := mustLedger(t, tbl)
+	var data *mapping.Commit
+	for i, c := range l.Commits {
+		if n := len(byCommit[c.SnapshotID]); n > 2 {
+			t.Fatalf("commit %d wrote %d files, want at most 2", c.SnapshotID, n)
+		}
+		if len(byCommit[c.SnapshotID]) > 0 {
+			data = &l.Commits[i]
+		}
+	}
+	if data == nil || len(byCommit) != 1 || st.Files > 2 {
+		t.Fatalf("files by commit %v (stats: %d files in %d commits), want one commit of data", byCommit, st.Files, st.Commits)
+	}
+	if len(data.FileGroups) != 1 || len(data.FileGroups[0].Spans) != partitions {
+		t.Fatalf("commit %d has groups %+v, want one group spanning the %d partitions", data.SnapshotID, data.FileGroups, partitions)
+	}
+	head := tbl.Iceberg().Metadata().SnapshotByID(data.SnapshotID)
+	if head.Summary.Properties[mapping.KeyRangesFile] == "" || head.Summary.Properties[mapping.KeyFileGroups] != "" {
+		t.Fatalf("the groups of a 1,000-partition commit are in its summary, want them in its ranges file: %v", head.Summary.Properties)
+	}
+	checkExactlyOnce(t, tbl, want)
+	fresh := e.OpenTable(tbl.Name(), snapshot.OpenOptions{})
+	auditComplete(t, e, fresh)
+	for _, f := range whereFinds(t, e, fresh, mapping.TopicPartition{Topic: topic, Partition: 517}, 0, 19) {
+		if !slices.Contains(data.FileGroups[0].Files, f) {
+			t.Fatalf("where names %s, not a file of the group %v", f, data.FileGroups[0].Files)
+		}
+	}
+}
+
+// TestSinkSmallFlushesGrouped: a live sink over 240 partitions commits
+// small flushes (500 records): every commit writes at most 2 files, the
+// table reads back exactly once and audits complete.
+func TestSinkSmallFlushesGrouped(t *testing.T) {
+	e := newEnv(t)
+	const topic, partitions, per = "many", 240, 10
+	want := paddedTopic(e, topic, partitions, per)
+	tbl := e.Table("lake.many")
+	st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCommit := filesByCommit(t, tbl)
+	grouped := 0
+	for _, c := range mustLedger(t, tbl).Commits {
+		if n := len(byCommit[c.SnapshotID]); n > 2 {
+			t.Fatalf("commit %d wrote %d files for %d ranges, want at most 2", c.SnapshotID, n, len(c.Ranges))
+		}
+		if len(c.FileGroups) > 0 {
+			grouped++
+		}
+	}
+	if grouped < 3 {
+		t.Fatalf("%d of %d commits have file groups, want the small flushes grouped", grouped, st.Commits)
+	}
+	checkExactlyOnce(t, tbl, want)
+	auditComplete(t, e, tbl)
+	whereFinds(t, e, tbl, mapping.TopicPartition{Topic: topic, Partition: 3}, 0, 5, 9)
+}
+
+// TestSinkLargePartitionsPure: in a flush of 3 partitions past a stream
+// batch (8,192 rows) and 60 of 5 records each, the large partitions keep
+// files of their own (one partition each, placed by their bounds) and the
+// small ones share one file, the commit's only file group.
+func TestSinkLargePartitionsPure(t *testing.T) {
+	e := newEnv(t)
+	const topic, large, small = "mixed", 3, 60
+	e.Topic(topic, large+small, nil)
+	var recs []*kgo.Record
+	for p := range int32(large + small) {
+		n := 5
+		if p < large {
+			n = 9000
+		}
+		recs = append(recs, records(topic, p, n, "a")...)
+	}
+	e.Produce(recs)
+	tbl := e.Table("lake.mixed")
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100_000, FlushInterval: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	byCommit := filesByCommit(t, tbl)
+	var c *mapping.Commit
+	l := mustLedger(t, tbl)
+	for i := range l.Commits {
+		if len(byCommit[l.Commits[i].SnapshotID]) > 0 {
+			if c != nil {
+				t.Fatalf("two commits of data, want one flush")
+			}
+			c = &l.Commits[i]
+		}
+	}
+	if c == nil || len(c.FileGroups) != 1 {
+		t.Fatalf("commit %+v, want one file group", c)
+	}
+	pure := map[int32]int{}
+	for _, f := range byCommit[c.SnapshotID] {
+		switch {
+		case slices.Contains(c.FileGroups[0].Files, f.Path):
+			if f.PartitionMin != large || f.PartitionMax != large+small-1 {
+				t.Errorf("group file %s holds partitions %d-%d, want %d-%d", f.Path, f.PartitionMin, f.PartitionMax, large, large+small-1)
+			}
+		case f.PartitionMin == f.PartitionMax && f.PartitionMin < large:
+			pure[f.PartitionMin]++
+		default:
+			t.Errorf("file %s of partitions %d-%d is neither a large partition's nor the group's", f.Path, f.PartitionMin, f.PartitionMax)
+		}
+	}
+	if len(pure) != large || len(c.FileGroups[0].Files) != 1 || len(c.FileGroups[0].Spans) != small {
+		t.Fatalf("pure files by partition %v, group %+v: want the %d large partitions pure and one file for %d small ones", pure, c.FileGroups[0], large, small)
+	}
+	checkExactlyOnce(t, tbl, e.endOffsets(topic))
+	auditComplete(t, e, tbl)
+	whereFinds(t, e, tbl, mapping.TopicPartition{Topic: topic, Partition: 1}, 0, 8999)
+	whereFinds(t, e, tbl, mapping.TopicPartition{Topic: topic, Partition: 40}, 0, 4)
+}
+
+// TestSinkGroupedFlushWithLoss: retention deletes offsets of partition 0
+// while a flush of 8 small partitions reads it (a lost range closes
+// partition 0's range mid-flush, --on-data-loss record). The flush's
+// group file holds partition 0's rows on both sides of the loss, and its
+// spans leave the lost range out: the files and rows levels are clean and
+// the only findings are the recorded loss.
+func TestSinkGroupedFlushWithLoss(t *testing.T) {
+	e := newEnv(t)
+	const topic, partitions = "lossy-grouped", 8
+	e.Topic(topic, partitions, nil)
+	for p := range int32(partitions) {
+		e.produceOneByOne(records(topic, p, 40, "a"))
+	}
+	tbl := e.Table("lake.lossy_grouped")
+	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	var (
+		once sync.Once
+		read atomic.Int64
+	)
+	s, err := connector.NewSink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, Logger: quietLogger(),
+		FlushRecords: 100_000, FlushInterval: time.Minute,
+		OnRecords: func(n int64) {
+			if read.Add(n) >= 24 {
+				once.Do(func() {
+					if err := e.Stack.Cluster.DeleteRecords(topic, 0, 30); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp0 := mapping.TopicPartition{Topic: topic, Partition: 0}
+	l := mustLedger(t, tbl)
+	var lost *mapping.Range
+	var c mapping.Commit
+	for _, cc := range l.Commits {
+		for _, r := range cc.Ranges {
+			if r.TopicPartition == tp0 && r.Lost {
+				lost, c = &r, cc
+			}
+		}
+	}
+	if lost == nil || lost.Low == 0 || lost.High != 30 {
+		t.Fatalf("partition 0 ranges %v: want a loss ending at 30 after rows were read", l.Ranges(tp0))
+	}
+	if len(c.FileGroups) != 1 {
+		t.Fatalf("the commit of the loss has groups %+v, want one", c.FileGroups)
+	}
+	var spans []mapping.Interval
+	for _, s := range c.FileGroups[0].Spans {
+		if s.TopicPartition == tp0 {
+			spans = append(spans, s.Interval)
+		}
+	}
+	if !slices.Equal(spans, []mapping.Interval{{Low: 0, High: lost.Low}, {Low: 30, High: 40}}) {
+		t.Fatalf("partition 0 spans %v, want [0, %d) and [30, 40) around the loss", spans, lost.Low)
+	}
+	want := e.endOffsets(topic)
+	checkExactlyOnce(t, tbl, want)
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Dial(), VerifyContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Kind != audit.KindLost {
+			t.Errorf("finding %s %s: %s", f.Level, f.Kind, f.Detail)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(rep.Findings), "lost") {
+		t.Fatalf("findings %+v, want the loss", rep.Findings)
+	}
+}

@@ -486,6 +486,8 @@ type auditor struct {
 	// compactedGroups are the file groups of floe's compactions, by data
 	// file path, placed on the ledger once per group (compactedGroup).
 	compactedGroups map[string]*placedGroup
+	// groupsRead are the compactions whose groups compactedGroups holds.
+	groupsRead map[int64]bool
 }
 
 // keepRangesMax is the size of ledger (in ranges) up to which the report

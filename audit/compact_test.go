@@ -505,7 +505,7 @@ func TestFaultTamperedCompactedGroup(t *testing.T) {
 		e := newEnv(t)
 		tbl := sunkTable(t, e, "grouped")
 		res := compact(t, tbl)
-		groups := must(tbl.CompactionGroups(res.SnapshotID))
+		groups := must(tbl.CompactionGroups(t.Context(), res.SnapshotID))
 		if res.FilesAfter != 1 || len(groups) != 1 || len(groups[0].Spans) != 3 {
 			t.Fatalf("compaction %+v, groups %+v", res, groups)
 		}

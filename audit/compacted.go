@@ -100,8 +100,8 @@ func (a *auditor) spanIndex() mapping.SpanIndex {
 // partitions, offsets reaching a gap, a lost or aborted range or beyond
 // the ledger) as stray, and returns the chains when several topics could
 // hold it (the caller leaves their ranges uncounted).
-func (a *auditor) compactedFile(f snapshot.DataFile, sets *rangeSets, table string) (ambiguous [][]mapping.CommitRange) {
-	g, err := a.compactedGroup(f)
+func (a *auditor) compactedFile(ctx context.Context, f snapshot.DataFile, sets *rangeSets, table string) (ambiguous [][]mapping.CommitRange) {
+	g, err := a.compactedGroup(ctx, f)
 	if err != nil {
 		a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy,
 			Detail: fmt.Sprintf("floe compaction snapshot %d of %s, which added the file, has file groups that cannot be read (%v): its %d rows cannot be placed in the ledger", f.AddedBy, table, err, f.Records)})
@@ -169,17 +169,20 @@ type placedGroup struct {
 // added f records f in, placed on the ledger's ranges (each span on the
 // chain of ranges that holds it, mapping.SpanIndex.Span); nil when f is in
 // none (it holds one Kafka partition, and its bounds place it).
-func (a *auditor) compactedGroup(f snapshot.DataFile) (*placedGroup, error) {
+func (a *auditor) compactedGroup(ctx context.Context, f snapshot.DataFile) (*placedGroup, error) {
 	if a.compactedGroups == nil {
-		a.compactedGroups = map[string]*placedGroup{}
+		a.compactedGroups, a.groupsRead = map[string]*placedGroup{}, map[int64]bool{}
 	}
-	if g, ok := a.compactedGroups[f.Path]; ok {
+	if g, ok := a.compactedGroups[f.Path]; ok || a.groupsRead[f.AddedBy] {
 		return g, nil
 	}
-	gs, err := a.tbl.CompactionGroups(f.AddedBy)
+	gs, err := a.tbl.CompactionGroups(ctx, f.AddedBy)
 	if err != nil {
 		return nil, err
 	}
+	// Read once per compaction: an expired one's groups are in its block
+	// of the ledger archive.
+	a.groupsRead[f.AddedBy] = true
 	for _, g := range gs {
 		pg := &placedGroup{group: g}
 		for _, s := range g.Spans {

@@ -64,7 +64,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		live[f.Path] = true
 		c := a.commits[f.AddedBy]
 		if c == nil && a.tbl.IsCompaction(f.AddedBy) {
-			chains := a.compactedFile(f, held, a.tbl.Name())
+			chains := a.compactedFile(ctx, f, held, a.tbl.Name())
 			if len(chains) > 0 {
 				ambiguous++
 			}

@@ -3,11 +3,6 @@ package connector_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
-	"runtime/pprof"
-	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,24 +23,12 @@ import (
 // the tenth's: a live sink's memory must not grow with the table's
 // history (issue 23: 12 -> 21 MB over 3,000 commits).
 // FLOE_BENCH_HEAPPROFILE names a folder for heap profiles at both points
-// (heap-N.pprof).
+// (sink-heap-N.pprof).
 //
 //	go test ./connector/ -run '^$' -bench LiveSinkHeap -benchtime 1x
 func BenchmarkLiveSinkHeap(b *testing.B) {
-	commits := 3000
-	if s := os.Getenv("FLOE_BENCH_COMMITS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 100 {
-			b.Fatalf("FLOE_BENCH_COMMITS=%q: want an integer of at least 100", s)
-		}
-		commits = n
-	}
-	profiles := os.Getenv("FLOE_BENCH_HEAPPROFILE")
-	if profiles != "" {
-		// Every allocation of 4 KiB sampled: the default (512 KiB) misses
-		// the small ones a long history is made of.
-		runtime.MemProfileRate = 4 << 10
-	}
+	commits := floetest.BenchCommits(b, 3000)
+	probe := floetest.NewHeapProbe(b, "sink-heap")
 	for b.Loop() {
 		e := newEnv(b)
 		e.Stack.Brokers = floetest.StartBrokerProcess(b)
@@ -67,22 +50,6 @@ func BenchmarkLiveSinkHeap(b *testing.B) {
 			}
 			return cl.ProduceSync(ctx, recs...).FirstErr()
 		}
-		live := func(n int) float64 {
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			if profiles != "" {
-				f, err := os.Create(filepath.Join(profiles, "sink-heap-"+strconv.Itoa(n)+".pprof"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := pprof.WriteHeapProfile(f); err != nil {
-					b.Fatal(err)
-				}
-				f.Close()
-			}
-			return float64(ms.HeapAlloc) / (1 << 20)
-		}
 		ctx, cancel := context.WithCancel(e.Ctx)
 		defer cancel()
 		next := make(chan struct{}, 1)
@@ -95,9 +62,9 @@ func BenchmarkLiveSinkHeap(b *testing.B) {
 			n++
 			switch n {
 			case commits / 10:
-				early = live(n)
+				early = probe.LiveMiB(n)
 			case commits:
-				late = live(n)
+				late = probe.LiveMiB(n)
 				cancel()
 				return
 			}
@@ -122,11 +89,6 @@ func BenchmarkLiveSinkHeap(b *testing.B) {
 		if _, err := s.Run(ctx); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(early, "heap-MiB-at-tenth")
-		b.ReportMetric(late, "heap-MiB-at-end")
-		b.ReportMetric(late/early, "end/tenth")
-		if late > 1.25*early {
-			b.Errorf("live heap %.1f MiB after %d commits, %.1f MiB after %d: it grows with the table's history", late, commits, early, commits/10)
-		}
+		floetest.ReportGrowth(b, early, late, commits)
 	}
 }

@@ -239,22 +239,26 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 // table as of a cut only where the cut is the snapshot's end of the
 // partition (or at or below its first offset): use the first snapshot
 // covering the cut (AsOf). A cut inside a range is an error naming the
-// range's ends, the nearest exact offsets.
-func ExactAt(tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) error {
+// range's ends, the nearest exact offsets. It reads the ledger's summary,
+// and the archive block holding a cut's offset only when that offset is
+// inside the partition's span.
+func ExactAt(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) error {
 	if tbl.Mode() == mapping.ModeAppend {
 		return nil
 	}
-	l, err := tbl.LedgerAt(snapshotID)
+	sum, err := tbl.Summary(ctx, snapshotID)
 	if err != nil {
 		return err
 	}
-	next := l.Next()
 	for tp, o := range cut {
-		rs := l.Ranges(tp)
-		if len(rs) == 0 || o <= mapping.Cover(rs).First || o == next[tp] {
+		ps, ok := sum.Partition(tp)
+		if !ok || o <= ps.First() || o == ps.High {
 			continue
 		}
-		loc := l.Where(tp, o-1)
+		loc, err := tbl.Locate(ctx, snapshotID, tp, o-1)
+		if err != nil {
+			return err
+		}
 		return fmt.Errorf("%s is a state table: it is exact only at the end of a commit, and %s=%d lies inside range [%d, %d); use offset %d or %d",
 			tbl.Name(), tp, o, loc.Range.Low, loc.Range.High, loc.Range.Low, loc.Range.High)
 	}

@@ -54,7 +54,7 @@ func TestAsOf(t *testing.T) {
 			r.Positions[0].Offset != 5 || r.Positions[0].Source != want {
 			t.Fatalf("as of %s (broker %v): %+v, %v", at, b != nil, r, err)
 		}
-		if err := lookup.ExactAt(tbl, r.SnapshotID, r.Cut); err != nil {
+		if err := lookup.ExactAt(t.Context(), tbl, r.SnapshotID, r.Cut); err != nil {
 			t.Fatalf("an event table is exact at any cut: %v", err)
 		}
 	}
@@ -86,17 +86,17 @@ func TestExactAtStateTable(t *testing.T) {
 	if err != nil || asOf.SnapshotID != first {
 		t.Fatalf("as of the first commit's end: %+v, %v; want snapshot %d", asOf, err, first)
 	}
-	if err := lookup.ExactAt(state, first, asOf.Cut); err != nil {
+	if err := lookup.ExactAt(t.Context(), state, first, asOf.Cut); err != nil {
 		t.Fatalf("cut at the snapshot's end: %v", err)
 	}
-	if err := lookup.ExactAt(state, first, mapping.Cut{r.TopicPartition: r.Low}); err != nil {
+	if err := lookup.ExactAt(t.Context(), state, first, mapping.Cut{r.TopicPartition: r.Low}); err != nil {
 		t.Fatalf("cut at the first offset: %v", err)
 	}
 	for _, c := range []struct {
 		snapshot int64
 		offset   int64
 	}{{first, r.High - 1}, {head, r.High}} {
-		err = lookup.ExactAt(state, c.snapshot, mapping.Cut{r.TopicPartition: c.offset})
+		err = lookup.ExactAt(t.Context(), state, c.snapshot, mapping.Cut{r.TopicPartition: c.offset})
 		if err == nil || !strings.Contains(err.Error(), "state table") {
 			t.Fatalf("cut %d in snapshot %d, which folded past it: %v", c.offset, c.snapshot, err)
 		}

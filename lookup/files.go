@@ -189,7 +189,7 @@ func groupsOf(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files 
 			continue
 		}
 		read[f.AddedBy] = true
-		gs, err := tbl.CompactionGroups(f.AddedBy)
+		gs, err := tbl.CompactionGroups(ctx, f.AddedBy)
 		if err != nil {
 			return nil, fmt.Errorf("read the file groups of %s: %w", tbl.Name(), err)
 		}

@@ -81,14 +81,6 @@ func (a *Archive) Len() int {
 	return len(a.Snapshots)
 }
 
-// snapshots returns the archived snapshots.
-func (a *Archive) snapshots() []ArchivedSnapshot {
-	if a == nil {
-		return nil
-	}
-	return a.Snapshots
-}
-
 // snapshot returns an archived snapshot as an Iceberg snapshot with its
 // ledger properties, or nil.
 func (a *Archive) snapshot(id int64) *table.Snapshot {
@@ -102,6 +94,112 @@ func (a *Archive) snapshot(id int64) *table.Snapshot {
 	s := a.Snapshots[i]
 	return &table.Snapshot{SnapshotID: s.SnapshotID, ParentSnapshotID: s.ParentID, TimestampMs: s.TimestampMs,
 		Summary: &table.Summary{Properties: iceberg.Properties(s.Properties)}}
+}
+
+// archivedSnapshots is an archive an ancestry is walked through: an
+// Archive read whole, or the archiveIndex a table holds.
+type archivedSnapshots interface {
+	// snapshot returns an archived snapshot, or nil.
+	snapshot(id int64) *table.Snapshot
+}
+
+// archiveIndex is what a table holds of its ledger archive: the indexes
+// of the segments it names, and their entries ordered by snapshot id. It
+// grows by about 56 bytes per archived snapshot (archivedEntry and its
+// archivedRef); the entries' properties stay in the segment files. The
+// zero value (or nil) is an empty archive.
+type archiveIndex struct {
+	segs []segment
+	byID []archivedRef
+}
+
+// archivedRef is where the entry of one archived snapshot is.
+type archivedRef struct {
+	id         int64
+	seg, entry int32
+}
+
+// newArchiveIndex indexes the entries of segs. A snapshot in two segments
+// (a merge not yet committed left both) is the first one's: entries
+// describe immutable snapshots.
+func newArchiveIndex(segs []segment) *archiveIndex {
+	a := &archiveIndex{segs: segs}
+	for si, s := range segs {
+		for i, e := range s.ix.entries {
+			a.byID = append(a.byID, archivedRef{id: e.id, seg: int32(si), entry: int32(i)})
+		}
+	}
+	slices.SortStableFunc(a.byID, func(x, y archivedRef) int { return cmp.Compare(x.id, y.id) })
+	a.byID = slices.CompactFunc(a.byID, func(x, y archivedRef) bool { return x.id == y.id })
+	a.byID = slices.Clip(a.byID)
+	return a
+}
+
+// Len is the number of archived snapshots.
+func (a *archiveIndex) Len() int {
+	if a == nil {
+		return 0
+	}
+	return len(a.byID)
+}
+
+// find returns the entry of an archived snapshot and where it is, or
+// false.
+func (a *archiveIndex) find(id int64) (*archivedEntry, archivedAt, bool) {
+	if a == nil {
+		return nil, archivedAt{}, false
+	}
+	i, ok := slices.BinarySearchFunc(a.byID, id, func(r archivedRef, id int64) int { return cmp.Compare(r.id, id) })
+	if !ok {
+		return nil, archivedAt{}, false
+	}
+	r := a.byID[i]
+	seg := a.segs[r.seg]
+	return &seg.ix.entries[r.entry], archivedAt{path: seg.path, ix: seg.ix, block: seg.ix.blockOf(int(r.entry)), entry: int(r.entry)}, true
+}
+
+// has reports whether a snapshot is archived.
+func (a *archiveIndex) has(id int64) bool {
+	_, _, ok := a.find(id)
+	return ok
+}
+
+// snapshot returns an archived snapshot without its summary (what the
+// table holds of it is its archivedEntry), or nil.
+func (a *archiveIndex) snapshot(id int64) *table.Snapshot {
+	e, _, ok := a.find(id)
+	if !ok {
+		return nil
+	}
+	s := &table.Snapshot{SnapshotID: e.id, TimestampMs: e.ts}
+	if e.flags&entryHasParent != 0 {
+		parent := e.parent
+		s.ParentSnapshotID = &parent
+	}
+	return s
+}
+
+// rangesFiles reports whether an archived entry references a ranges file.
+func (a *archiveIndex) rangesFiles() bool {
+	return a != nil && slices.ContainsFunc(a.segs, func(s segment) bool { return s.ix.rangesFiles })
+}
+
+// archivedProperties returns the floe properties of an archived snapshot, reading
+// its block, and false when it is not archived.
+func (t *Table) archivedProperties(ctx context.Context, id int64) (map[string]string, bool, error) {
+	_, at, ok := t.archive.find(id)
+	if !ok {
+		return nil, false, nil
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, false, &ArchiveError{Table: t.Name(), Path: at.path, Err: err}
+	}
+	snaps, err := readBlock(fsys, at.path, at.ix, at.block)
+	if err != nil {
+		return nil, false, &ArchiveError{Table: t.Name(), Path: at.path, Err: fmt.Errorf("block %d: %w", at.block, err)}
+	}
+	return snaps[at.entry-at.ix.Blocks[at.block].First].Properties, true, nil
 }
 
 func (a *Archive) index() {
@@ -209,10 +307,9 @@ func segmentsSignature(segs []segment) string {
 
 // readSegments reads the indexes of the segments named (reusing those of
 // loaded, segments read before: a segment file is never rewritten) and
-// returns them with the union of their entries without their ranges
-// (lightProperties), nil when none is named. Readers fetch the ranges by
-// block.
-func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment) ([]segment, *Archive, error) {
+// returns them with the index of their entries, nil when none is named.
+// Readers fetch the properties and ranges by block.
+func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment) ([]segment, *archiveIndex, error) {
 	if len(named) == 0 {
 		return nil, nil, nil
 	}
@@ -222,7 +319,6 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 	}
 	uuid := tbl.Metadata().TableUUID().String()
 	var fsys iceio.IO
-	var all []ArchivedSnapshot
 	for i, s := range named {
 		ix := known[s.path]
 		if ix == nil {
@@ -238,9 +334,8 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 			}
 		}
 		named[i].ix = ix
-		all = append(all, ix.Snapshots...)
 	}
-	return named, (*Archive)(nil).plus(uuid, all), nil
+	return named, newArchiveIndex(named), nil
 }
 
 // readArchiveFile reads and checks one archive file of the table with uuid
@@ -333,7 +428,7 @@ func (t *Table) planSegment(ctx context.Context, snaps []table.Snapshot) (*Archi
 	uuid := t.tbl.Metadata().TableUUID().String()
 	var fresh []table.Snapshot
 	for _, s := range snaps {
-		if t.archive.snapshot(s.SnapshotID) == nil {
+		if !t.archive.has(s.SnapshotID) {
 			fresh = append(fresh, s)
 		}
 	}
@@ -349,7 +444,7 @@ func (t *Table) planSegment(ctx context.Context, snaps []table.Snapshot) (*Archi
 	var absorbed []segment
 	for len(named) > 0 {
 		last := named[len(named)-1]
-		if seg.Len()*segmentMergeRatio < len(last.ix.Snapshots) {
+		if seg.Len()*segmentMergeRatio < len(last.ix.entries) {
 			break
 		}
 		// Only the segments absorbed are read whole.
@@ -376,8 +471,8 @@ func (t *Table) readSegment(ctx context.Context, path string) (*Archive, error) 
 
 // oldest is the commit time of the segment's oldest entry (0: empty).
 func (ix *segmentIndex) oldest() int64 {
-	if len(ix.Snapshots) == 0 {
+	if len(ix.entries) == 0 {
 		return 0
 	}
-	return ix.Snapshots[0].TimestampMs
+	return ix.entries[0].ts
 }

@@ -133,11 +133,11 @@ var ErrCompactUnsupported = errors.New("compaction not supported")
 // IsCompaction reports whether a snapshot of the table, live or expired
 // and archived, is a compaction floe made.
 func (t *Table) IsCompaction(snapshotID int64) bool {
-	s := t.tbl.Metadata().SnapshotByID(snapshotID)
-	if s == nil {
-		s = t.archive.snapshot(snapshotID)
+	if s := t.tbl.Metadata().SnapshotByID(snapshotID); s != nil {
+		return s.Summary != nil && s.Summary.Properties[KeyOperation] == OperationCompact
 	}
-	return s != nil && s.Summary != nil && s.Summary.Properties[KeyOperation] == OperationCompact
+	e, _, ok := t.archive.find(snapshotID)
+	return ok && e.flags&entryCompaction != 0
 }
 
 // Compact rewrites the small data files of the table's branch into larger
@@ -306,16 +306,20 @@ func (t *Table) compactionLedger(ctx context.Context) (mapping.Ledger, error) {
 // CompactionGroups returns the file groups a floe compaction snapshot of
 // the table (live, or expired and archived) records for the files it
 // added (mapping.KeyFileGroups); nil for any other snapshot, and for a
-// compaction whose files each hold one Kafka partition.
-func (t *Table) CompactionGroups(snapshotID int64) ([]mapping.FileGroup, error) {
-	s := t.tbl.Metadata().SnapshotByID(snapshotID)
-	if s == nil {
-		s = t.archive.snapshot(snapshotID)
-	}
-	if s == nil || s.Summary == nil || s.Summary.Properties[KeyOperation] != OperationCompact {
+// compaction whose files each hold one Kafka partition. An archived
+// compaction's are read from its block of the ledger archive.
+func (t *Table) CompactionGroups(ctx context.Context, snapshotID int64) ([]mapping.FileGroup, error) {
+	if !t.IsCompaction(snapshotID) {
 		return nil, nil
 	}
-	return mapping.FileGroupsOf(snapshotID, s.Summary.Properties)
+	if s := t.tbl.Metadata().SnapshotByID(snapshotID); s != nil {
+		return mapping.FileGroupsOf(snapshotID, s.Summary.Properties)
+	}
+	props, _, err := t.archivedProperties(ctx, snapshotID)
+	if err != nil {
+		return nil, fmt.Errorf("file groups of compaction %d of %s: %w", snapshotID, t.Name(), err)
+	}
+	return mapping.FileGroupsOf(snapshotID, props)
 }
 
 // compactFile is a live data file a compaction may merge, with its
@@ -518,7 +522,7 @@ func (t *Table) GroupsOfFiles(l mapping.Ledger, files []DataFile) (map[string]*m
 			continue
 		}
 		read[f.AddedBy] = true
-		gs, err := t.CompactionGroups(f.AddedBy)
+		gs, err := t.CompactionGroups(ctx, f.AddedBy)
 		if err != nil {
 			return nil, fmt.Errorf("read the file groups of %s: %w", t.Name(), err)
 		}

@@ -58,7 +58,8 @@ func liveDataFiles(t *testing.T, tbl *snapshot.Table) []snapshot.DataFile {
 // file as a file group whose spans are the offsets it holds, the lost
 // range left out; a second run finds nothing to do.
 func TestCompactMergesSmallFiles(t *testing.T) {
-	tbl := openTestTable(t, tempCatalog(t), "lake.compact", snapshot.OpenOptions{Create: true})
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.compact", snapshot.OpenOptions{Create: true})
 	smallFiles(t, tbl, 0, 6, 5) // [0, 30) in both partitions
 	commitLoss(t, tbl, 0, mapping.Interval{Low: 30, High: 40})
 	commitLoss(t, tbl, 1, mapping.Interval{Low: 30, High: 40})
@@ -87,7 +88,7 @@ func TestCompactMergesSmallFiles(t *testing.T) {
 	if len(after) != 1 || after[0].AddedBy != res.SnapshotID || after[0].PartitionMin != 0 || after[0].PartitionMax != 1 {
 		t.Fatalf("files after compaction %+v, want one of partitions 0 and 1", after)
 	}
-	groups, err := tbl.CompactionGroups(res.SnapshotID)
+	groups, err := tbl.CompactionGroups(t.Context(), res.SnapshotID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +119,20 @@ func TestCompactMergesSmallFiles(t *testing.T) {
 	if err != nil || again.Groups != 0 || again.SnapshotID != 0 || tbl.Head().SnapshotID != res.SnapshotID {
 		t.Errorf("second run: %+v, %v", again, err)
 	}
+	// Expired and archived, the compaction is still one to a reader that
+	// loads the table afresh (the table holds a flag of each archived
+	// entry), and its file groups are read from its archive block.
+	smallFiles(t, tbl, 12, 1, 5)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := openTestTable(t, cat, "lake.compact", snapshot.OpenOptions{})
+	if fresh.Iceberg().Metadata().SnapshotByID(res.SnapshotID) != nil || !fresh.IsCompaction(res.SnapshotID) || fresh.IsCompaction(fresh.Head().SnapshotID) {
+		t.Errorf("archived compaction %d: IsCompaction %v, of the head %v", res.SnapshotID, fresh.IsCompaction(res.SnapshotID), fresh.IsCompaction(fresh.Head().SnapshotID))
+	}
+	if archived, err := fresh.CompactionGroups(t.Context(), res.SnapshotID); err != nil || !reflect.DeepEqual(archived, groups) {
+		t.Errorf("file groups of the archived compaction %+v, %v; want %+v", archived, err, groups)
+	}
 }
 
 // TestCompactOnePartitionStaysPure: the small files of one Kafka partition
@@ -140,7 +155,7 @@ func TestCompactOnePartitionStaysPure(t *testing.T) {
 	if res.Replaced != 4 || len(after) != 1 || after[0].PartitionMin != 3 || after[0].PartitionMax != 3 || after[0].Offsets != (mapping.Interval{Low: 0, High: 20}) {
 		t.Fatalf("compaction %+v, files %+v", res, after)
 	}
-	if groups, err := tbl.CompactionGroups(res.SnapshotID); err != nil || groups != nil {
+	if groups, err := tbl.CompactionGroups(t.Context(), res.SnapshotID); err != nil || groups != nil {
 		t.Errorf("file groups %+v, %v; want none", groups, err)
 	}
 	if _, ok := tbl.Head().Summary.Properties[mapping.KeyFileGroups]; ok {
@@ -210,7 +225,7 @@ func TestCompactKeepsLargeFilesAndTarget(t *testing.T) {
 	if !slices.Equal(spans, want) {
 		t.Errorf("files %v, want %v", spans, want)
 	}
-	groups, err := tbl.CompactionGroups(res.SnapshotID)
+	groups, err := tbl.CompactionGroups(t.Context(), res.SnapshotID)
 	if err != nil {
 		t.Fatal(err)
 	}

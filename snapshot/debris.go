@@ -175,10 +175,10 @@ func (t *Table) staleRangesFiles(files []folderFile, minAge time.Duration, now t
 			return nil
 		}
 	}
-	for _, s := range t.archive.snapshots() {
-		if !note(s.SnapshotID, s.Properties) {
-			return nil
-		}
+	// The archive inlines the ranges of the files it archives: an entry
+	// referencing one is damaged or foreign, and every file is kept.
+	if t.archive.rangesFiles() {
+		return nil
 	}
 	var stale []folderFile
 	for _, f := range files {
@@ -344,7 +344,7 @@ func (t *Table) staleArchives(ctx context.Context, log *slog.Logger, files []fol
 		}
 		held := true
 		for _, s := range a.Snapshots {
-			if meta.SnapshotByID(s.SnapshotID) == nil && t.archive.snapshot(s.SnapshotID) == nil {
+			if meta.SnapshotByID(s.SnapshotID) == nil && !t.archive.has(s.SnapshotID) {
 				log.Warn("keeping an unreferenced ledger archive: it holds the entry of a snapshot that is neither live nor in the table's archive",
 					"table", t.Name(), "file", f.path, "snapshot", s.SnapshotID)
 				held = false

@@ -13,25 +13,13 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// archivedAt is where an archived entry's ranges are: a block of an
-// indexed segment.
+// archivedAt is where an archived entry and its ranges are: entry i of
+// an indexed segment, in one of its blocks.
 type archivedAt struct {
 	path  string
 	ix    *segmentIndex
 	block int
-}
-
-// archivedBlocks indexes the entries of segs by snapshot.
-func archivedBlocks(segs []segment) map[int64]archivedAt {
-	at := map[int64]archivedAt{}
-	for _, s := range segs {
-		for bl, b := range s.ix.Blocks {
-			for i := b.First; i < b.First+b.Count; i++ {
-				at[s.ix.Snapshots[i].SnapshotID] = archivedAt{path: s.path, ix: s.ix, block: bl}
-			}
-		}
-	}
-	return at
+	entry int
 }
 
 // ledgerPart is a run of consecutive floe commits of a ledger: one live
@@ -57,12 +45,14 @@ func (t *Table) ledgerParts(snapshotID int64) ([]ledgerPart, error) {
 	var parts []ledgerPart
 	for i := len(ancestors) - 1; i >= 0; i-- {
 		s := ancestors[i]
-		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
+		if meta.SnapshotByID(s.SnapshotID) != nil {
+			if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
+				parts = append(parts, ledgerPart{snap: &s})
+			}
 			continue
 		}
-		at, archived := t.archived[s.SnapshotID]
-		if !archived || meta.SnapshotByID(s.SnapshotID) != nil {
-			parts = append(parts, ledgerPart{snap: &s})
+		e, at, ok := t.archive.find(s.SnapshotID)
+		if !ok || !e.floeCommit() {
 			continue
 		}
 		if n := len(parts); n > 0 && parts[n-1].snap == nil && parts[n-1].at.path == at.path && parts[n-1].at.block == at.block {
@@ -78,9 +68,9 @@ func (t *Table) ledgerParts(snapshotID int64) ([]ledgerPart, error) {
 		}
 		b := p.at.ix.Blocks[p.at.block]
 		var floe []int64
-		for _, s := range p.at.ix.Snapshots[b.First : b.First+b.Count] {
-			if mapping.IsFloeCommit(s.Properties) {
-				floe = append(floe, s.SnapshotID)
+		for _, e := range p.at.ix.entries[b.First : b.First+b.Count] {
+			if e.floeCommit() {
+				floe = append(floe, e.id)
 			}
 		}
 		// A commit the summary left out (it did not decode) makes the
@@ -90,21 +80,21 @@ func (t *Table) ledgerParts(snapshotID int64) ([]ledgerPart, error) {
 	return parts, nil
 }
 
-// only returns the archived part p without the commits whose properties
-// want refuses (a part of no commit when it refuses them all), and a live
-// one as it is.
-func (p ledgerPart) only(want func(props map[string]string) bool) ledgerPart {
+// naming returns the archived part p without the commits that do not
+// name the dead-letter table dlq (a part of no commit when none does),
+// and a live one as it is.
+func (p ledgerPart) naming(dlq string) ledgerPart {
 	if p.snap != nil {
 		return p
 	}
 	b := p.at.ix.Blocks[p.at.block]
-	props := make(map[int64]map[string]string, b.Count)
-	for _, s := range p.at.ix.Snapshots[b.First : b.First+b.Count] {
-		props[s.SnapshotID] = s.Properties
+	names := make(map[int64]string, b.Count)
+	for i := b.First; i < b.First+b.Count; i++ {
+		names[p.at.ix.entries[i].id] = p.at.ix.deadLetterTable(p.at.block, i)
 	}
 	out := ledgerPart{at: p.at}
 	for _, id := range p.ids {
-		if want(props[id]) {
+		if names[id] == dlq {
 			out.ids = append(out.ids, id)
 		}
 	}
@@ -173,18 +163,17 @@ func (t *Table) resolve(snapshotID int64) (int64, error) {
 // *mapping.MalformedError, a history with a gap a *TruncatedLedgerError,
 // and the sequence ends at the first error.
 func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping.Commit, error] {
-	return t.commitsWhere(ctx, snapshotID, nil)
+	return t.commitsWhere(ctx, snapshotID, "")
 }
 
-// commitsWhere is Commits yielding, of the archive, only the commits
-// whose floe properties without their ranges (what the archive's index
-// keeps of an entry, in inline form) want accepts, all with want nil; the
-// commits of live snapshots are all yielded (they are few, and one whose
-// ranges are in a ranges file shows its other properties only there), so
-// the caller checks what it gets. An archived block none of whose commits
-// want accepts is not read: a reader of the few commits that name
-// something pays for those and the live ones alone.
-func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, want func(props map[string]string) bool) iter.Seq2[mapping.Commit, error] {
+// commitsWhere is Commits yielding, of the archive, only the commits that
+// name the dead-letter table dlq, all with dlq empty; the commits of live
+// snapshots are all yielded (they are few, and one whose ranges are in a
+// ranges file shows its other properties only there), so the caller
+// checks what it gets. An archived block none of whose commits names dlq
+// is not read: a reader of the few commits that name it pays for those
+// and the live ones alone.
+func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, dlq string) iter.Seq2[mapping.Commit, error] {
 	return func(yield func(mapping.Commit, error) bool) {
 		id, err := t.resolve(snapshotID)
 		if err != nil || id == 0 {
@@ -200,8 +189,8 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, want func(pr
 		}
 		var fsys iceio.IO
 		for _, p := range parts {
-			if want != nil {
-				if p = p.only(want); p.snap == nil && len(p.ids) == 0 {
+			if dlq != "" {
+				if p = p.naming(dlq); p.snap == nil && len(p.ids) == 0 {
 					continue
 				}
 			}
@@ -445,7 +434,7 @@ func newSummaryCache(tbl *table.Table, head int64, archive string, s mapping.Sum
 // decoding anything: if it is still whole, every entry of c is live or
 // archived, unchanged (snapshots are immutable), so maintenance costs a
 // writer no decoding of the whole history.
-func (c *summaryCache) reaches(meta table.Metadata, archive *Archive, sig string, head *table.Snapshot) (extend, ok bool) {
+func (c *summaryCache) reaches(meta table.Metadata, archive archivedSnapshots, sig string, head *table.Snapshot) (extend, ok bool) {
 	if c == nil || c.head == 0 || head == nil {
 		return false, false
 	}
@@ -462,8 +451,8 @@ func (c *summaryCache) reaches(meta table.Metadata, archive *Archive, sig string
 
 // commitByID returns the commit of the branch's ledger whose id is id,
 // and false when there is none. The ancestry is walked on the entries'
-// properties without their ranges; only the commit found is decoded (its
-// block read when it is archived).
+// properties (archived ones by the hash of their commit id); only the
+// commit found is decoded (its block read when it is archived).
 func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool, error) {
 	head := t.Head()
 	if head == nil {
@@ -474,6 +463,7 @@ func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool
 		return mapping.Commit{}, false, err
 	}
 	var fsys iceio.IO
+	hash := commitHash(id)
 	for i := len(parts) - 1; i >= 0; i-- {
 		p := parts[i]
 		if p.snap != nil {
@@ -481,9 +471,9 @@ func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool
 				continue
 			}
 		} else {
-			at := p.at.ix.Snapshots[p.at.ix.Blocks[p.at.block].First:]
-			if !slices.ContainsFunc(at[:p.at.ix.Blocks[p.at.block].Count], func(s ArchivedSnapshot) bool {
-				return s.Properties[mapping.KeyCommitID] == id && slices.Contains(p.ids, s.SnapshotID)
+			b := p.at.ix.Blocks[p.at.block]
+			if !slices.ContainsFunc(p.at.ix.entries[b.First:b.First+b.Count], func(e archivedEntry) bool {
+				return e.commit == hash && slices.Contains(p.ids, e.id)
 			}) {
 				continue
 			}
@@ -502,9 +492,9 @@ func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool
 }
 
 // namedDeadLetterTables returns the dead-letter tables that the commits of
-// every branch's ledger name. Archived commits are read from their
-// entries without their ranges (the archive keeps the name inline), live
-// ones decoded: nothing of the archive is read.
+// every branch's ledger name. Archived commits' are what the table holds
+// of their entries (archivedEntry), live ones decoded: nothing of the
+// archive is read.
 func (t *Table) namedDeadLetterTables() (map[string]bool, error) {
 	meta := t.tbl.Metadata()
 	names := map[string]bool{}
@@ -518,16 +508,18 @@ func (t *Table) namedDeadLetterTables() (map[string]bool, error) {
 			return nil, fmt.Errorf("branch %s: %w", name, te)
 		}
 		for _, s := range ancestors {
-			if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
-				continue
-			}
-			dlq := s.Summary.Properties[mapping.KeyDeadLetterTable]
+			var dlq string
 			if meta.SnapshotByID(s.SnapshotID) != nil {
+				if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
+					continue
+				}
 				c, err := t.ranges.commit(&s)
 				if err != nil {
 					return nil, fmt.Errorf("branch %s: %w", name, err)
 				}
 				dlq = c.DeadLetterTable
+			} else if _, at, ok := t.archive.find(s.SnapshotID); ok {
+				dlq = at.ix.deadLetterTable(at.block, at.entry)
 			}
 			if dlq != "" {
 				names[dlq] = true

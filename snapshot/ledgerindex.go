@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"path"
@@ -50,12 +51,95 @@ type segmentIndex struct {
 	// Size is the segment file's length in bytes.
 	Size int64 `json:"size"`
 	// Snapshots are the segment's entries, in file order, with their floe
-	// properties but those holding ranges (lightProperties).
+	// properties but those holding ranges (lightProperties), as the index
+	// file stores them; an index in use holds entries instead (slim).
 	Snapshots []ArchivedSnapshot `json:"snapshots"`
 	Blocks    []indexBlock       `json:"blocks"`
+	// entries are the segment's entries as a table holds them, in file
+	// order.
+	entries []archivedEntry
+	// rangesFiles is set when an entry references a ranges file (the
+	// archive inlines them: only a damaged or foreign segment does).
+	rangesFiles bool
 	// built is set on an index built by decoding its segment, which has
 	// no index file yet (writeMissingIndexes writes it).
 	built bool
+}
+
+// archivedEntry is what a table holds of one archived snapshot, so that
+// its memory does not grow with the properties of every commit it ever
+// archived: what walking a branch's ancestry and the per-file questions
+// of the audit (is this snapshot a compaction?) answer without I/O. An
+// entry's other properties (its file groups, its ranges) are read from
+// its block when asked for.
+type archivedEntry struct {
+	id, parent, ts int64
+	// commit is the hash of the commit id (commitHash) of a floe commit:
+	// a lookup by commit id reads only the blocks where it may be.
+	commit uint64
+	// deadLetters is 1 + the index, in its block's deadLetterTables, of
+	// the dead-letter table the commit names, 0 for none.
+	deadLetters int32
+	flags       entryFlags
+}
+
+type entryFlags uint8
+
+const (
+	entryHasParent entryFlags = 1 << iota
+	entryFloeCommit
+	entryCompaction
+)
+
+func (e *archivedEntry) floeCommit() bool { return e.flags&entryFloeCommit != 0 }
+
+// commitHash is the hash of a commit id that archivedEntry keeps.
+func commitHash(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// slim replaces the index's decoded Snapshots by entries.
+func (ix *segmentIndex) slim() {
+	ix.entries = make([]archivedEntry, len(ix.Snapshots))
+	for bl := range ix.Blocks {
+		b := &ix.Blocks[bl]
+		for i := b.First; i < b.First+b.Count && i < len(ix.Snapshots); i++ {
+			s := ix.Snapshots[i]
+			e := archivedEntry{id: s.SnapshotID, ts: s.TimestampMs}
+			if s.ParentID != nil {
+				e.parent, e.flags = *s.ParentID, entryHasParent
+			}
+			if id, ok := s.Properties[mapping.KeyCommitID]; ok {
+				e.commit, e.flags = commitHash(id), e.flags|entryFloeCommit
+			}
+			if s.Properties[KeyOperation] == OperationCompact {
+				e.flags |= entryCompaction
+			}
+			if dlq := s.Properties[mapping.KeyDeadLetterTable]; dlq != "" {
+				at := slices.Index(b.deadLetterTables, dlq)
+				if at < 0 {
+					at = len(b.deadLetterTables)
+					b.deadLetterTables = append(b.deadLetterTables, dlq)
+				}
+				e.deadLetters = int32(at + 1)
+			}
+			if s.Properties[mapping.KeyRangesFile] != "" {
+				ix.rangesFiles = true
+			}
+			ix.entries[i] = e
+		}
+	}
+	ix.Snapshots = nil
+}
+
+// deadLetterTable is the dead-letter table entry i (of block bl) names.
+func (ix *segmentIndex) deadLetterTable(bl, i int) string {
+	if d := ix.entries[i].deadLetters; d > 0 {
+		return ix.Blocks[bl].deadLetterTables[d-1]
+	}
+	return ""
 }
 
 // indexBlock is a run of consecutive entries of a segment.
@@ -69,6 +153,9 @@ type indexBlock struct {
 	Length int64 `json:"length"`
 	// Summary folds the block's floe commits in file order.
 	Summary summaryJSON `json:"summary"`
+	// deadLetterTables are the dead-letter tables the block's commits
+	// name (segmentIndex.slim).
+	deadLetterTables []string
 }
 
 // summaryJSON is a mapping.Summary as the index stores it.
@@ -237,6 +324,7 @@ func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 	if b, err := readAll(fsys, indexPath(path)); err == nil {
 		var ix segmentIndex
 		if json.Unmarshal(b, &ix) == nil && ix.Format == indexFormat && ix.TableUUID == tableUUID {
+			ix.slim()
 			return &ix, nil
 		}
 	}
@@ -249,13 +337,14 @@ func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 	if err != nil {
 		return nil, err
 	}
+	ix.slim()
 	ix.built = true
 	return ix, nil
 }
 
 // writeMissingIndexes writes the index files of the named segments that
 // have none (written by floe before indexes), so that readers stop
-// decoding them.
+// decoding them. The index held is slim: the segment is indexed again.
 func (t *Table) writeMissingIndexes(ctx context.Context) error {
 	var wfs iceio.WriteFileIO
 	for _, s := range t.segments {
@@ -272,11 +361,11 @@ func (t *Table) writeMissingIndexes(ctx context.Context) error {
 				return fmt.Errorf("index the ledger archive of %s: the table's storage cannot write files", t.Name())
 			}
 		}
-		b, err := json.Marshal(s.ix)
+		b, err := readAll(wfs, s.path)
 		if err != nil {
 			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
 		}
-		if err := wfs.WriteFile(indexPath(s.path), b); err != nil {
+		if _, err := writeIndex(wfs, s.ix.TableUUID, s.path, b); err != nil {
 			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
 		}
 		s.ix.built = false
@@ -284,7 +373,8 @@ func (t *Table) writeMissingIndexes(ctx context.Context) error {
 	return nil
 }
 
-// writeIndex writes the index of the segment file b, written to path.
+// writeIndex writes the index of the segment file b, written to path, and
+// returns it slim.
 func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string, b []byte) (*segmentIndex, error) {
 	ix, err := buildIndex(bytes.NewReader(b), tableUUID)
 	if err != nil {
@@ -294,6 +384,7 @@ func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string, b []byte) (*segme
 	if err != nil {
 		return nil, err
 	}
+	ix.slim()
 	return ix, wfs.WriteFile(indexPath(path), out)
 }
 
@@ -323,8 +414,8 @@ func readBlock(fsys iceio.IO, path string, ix *segmentIndex, bl int) ([]Archived
 		return nil, fmt.Errorf("block %d holds %d entries, its index says %d", bl, len(snaps), b.Count)
 	}
 	for i, s := range snaps {
-		if s.SnapshotID != ix.Snapshots[b.First+i].SnapshotID {
-			return nil, fmt.Errorf("block %d holds snapshot %d where its index has %d", bl, s.SnapshotID, ix.Snapshots[b.First+i].SnapshotID)
+		if s.SnapshotID != ix.entries[b.First+i].id {
+			return nil, fmt.Errorf("block %d holds snapshot %d where its index has %d", bl, s.SnapshotID, ix.entries[b.First+i].id)
 		}
 	}
 	return snaps, nil

@@ -48,6 +48,38 @@ func TestIndexBlocks(t *testing.T) {
 	if len(ix.Blocks) < 2 || ix.Size != int64(len(b)) {
 		t.Fatalf("%d blocks, size %d of %d bytes: want several blocks", len(ix.Blocks), ix.Size, len(b))
 	}
+	for _, s := range ix.Snapshots {
+		for k := range s.Properties {
+			if isRangesKey(k) {
+				t.Fatalf("index entry %d keeps %s", s.SnapshotID, k)
+			}
+		}
+	}
+	// The index round-trips through its file form.
+	out, err := json.Marshal(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back segmentIndex
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&back, ix) {
+		t.Fatal("the index does not read back as written")
+	}
+	// What a table holds of each entry: its ancestry, that it is a floe
+	// commit and the hash of its commit id, and no properties.
+	ix.slim()
+	if ix.Snapshots != nil || len(ix.entries) != len(a.Snapshots) {
+		t.Fatalf("slim index: %d snapshots, %d entries; want 0 and %d", len(ix.Snapshots), len(ix.entries), len(a.Snapshots))
+	}
+	for i, e := range ix.entries {
+		s := a.Snapshots[i]
+		if e.id != s.SnapshotID || e.ts != s.TimestampMs || (s.ParentID == nil) != (e.flags&entryHasParent == 0) || (s.ParentID != nil && *s.ParentID != e.parent) ||
+			!e.floeCommit() || e.commit != commitHash(fmt.Sprintf("c%d", i)) || e.flags&entryCompaction != 0 {
+			t.Fatalf("entry %d: %+v, of snapshot %+v", i, e, s)
+		}
+	}
 	path := filepath.Join(t.TempDir(), "seg.json")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -78,27 +110,8 @@ func TestIndexBlocks(t *testing.T) {
 		if sum := l.Summarize(); !reflect.DeepEqual(blk.Summary.Summary, sum) {
 			t.Fatalf("block %d: summary differs from its commits'", bl)
 		}
-		for _, s := range ix.Snapshots[blk.First : blk.First+blk.Count] {
-			for k := range s.Properties {
-				if isRangesKey(k) {
-					t.Fatalf("index entry %d keeps %s", s.SnapshotID, k)
-				}
-			}
-		}
 	}
 	if next != len(a.Snapshots) {
 		t.Fatalf("blocks hold %d entries, want %d", next, len(a.Snapshots))
-	}
-	// The index round-trips through its file form.
-	out, err := json.Marshal(ix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back segmentIndex
-	if err := json.Unmarshal(out, &back); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(&back, ix) {
-		t.Fatal("the index does not read back as written")
 	}
 }

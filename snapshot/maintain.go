@@ -624,7 +624,7 @@ func (t *Table) repairLedger(ctx context.Context, log *slog.Logger, dryRun bool,
 		}
 		res.TruncatedRefs, res.Restored = refs, res.Restored[:0]
 		for _, s := range merged.Snapshots {
-			if meta.SnapshotByID(s.SnapshotID) == nil && t.archive.snapshot(s.SnapshotID) == nil {
+			if meta.SnapshotByID(s.SnapshotID) == nil && !t.archive.has(s.SnapshotID) {
 				res.Restored = append(res.Restored, s.SnapshotID)
 			}
 		}
@@ -642,7 +642,7 @@ func (t *Table) repairLedger(ctx context.Context, log *slog.Logger, dryRun bool,
 // truncations returns the branches and tags of meta whose ledger, with
 // archive, is truncated, and the snapshots whose missing entries truncate
 // them, each sorted.
-func truncations(meta table.Metadata, archive *Archive) (refs []string, missing []int64) {
+func truncations(meta table.Metadata, archive archivedSnapshots) (refs []string, missing []int64) {
 	for name, ref := range meta.Refs() {
 		// Walked, not decoded: a sink's maintenance runs this every few
 		// commits, and the history only grows.

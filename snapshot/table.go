@@ -49,19 +49,18 @@ type Table struct {
 	branch string
 	tbl    *table.Table
 	schema *arrow.Schema
-	// archive holds the ledger entries of expired snapshots, the union of
-	// the segments tbl names, loaded with the metadata whenever tbl
-	// changes (adopt), so that reading the ledger needs no I/O and always
-	// matches tbl. segments are those segments with their entries, and
+	// archive indexes the ledger entries of expired snapshots, the union
+	// of the segments tbl names, loaded with the metadata whenever tbl
+	// changes (adopt), so that walking the ledger needs no I/O and always
+	// matches tbl. segments are those segments with their indexes, and
 	// archiveSig identifies them (segmentsSignature).
 	//
-	// The archive holds the entries without their ranges (the segments'
-	// indexes), and archived, by snapshot, where each entry's block is;
+	// The archive holds of each entry its ancestry, kind, commit id hash
+	// and dead-letter table (archivedEntry), and where its block is;
 	// readers fetch blocks as they need them (ledger.go).
-	archive    *Archive
+	archive    *archiveIndex
 	segments   []segment
 	archiveSig string
-	archived   map[int64]archivedAt
 	// ranges are the ranges files tbl's snapshots reference, read with it
 	// (adopt); written is the one this process's last commit wrote.
 	ranges  *rangesFiles
@@ -392,7 +391,6 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 					}
 				}
 				t.tbl, t.archive, t.segments, t.archiveSig, t.ranges = tbl, a, segs, sig, rf
-				t.archived = archivedBlocks(segs)
 				return nil
 			}
 			err = fs.ErrNotExist // a ranges file: a reload tells whether it was collected
@@ -467,7 +465,7 @@ func (e *TruncatedLedgerError) Is(target error) bool { return target == ErrTrunc
 // through the live snapshots of meta and the archived ones, or a
 // *TruncatedLedgerError when the walk ends at a snapshot whose parent is
 // neither.
-func ancestry(meta table.Metadata, archive *Archive, snapshotID int64) ([]table.Snapshot, *TruncatedLedgerError) {
+func ancestry(meta table.Metadata, archive archivedSnapshots, snapshotID int64) ([]table.Snapshot, *TruncatedLedgerError) {
 	ancestors, complete := table.AncestorsOfChecked(snapshotID, func(id int64) *table.Snapshot {
 		if s := meta.SnapshotByID(id); s != nil {
 			return s

@@ -102,7 +102,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if !rows {
 				return printAsOf(w, f.json, res)
 			}
-			if err := lookup.ExactAt(tbl, res.SnapshotID, res.Cut); err != nil {
+			if err := lookup.ExactAt(ctx, tbl, res.SnapshotID, res.Cut); err != nil {
 				return err
 			}
 			if res.Mode == mapping.ModeUpsert && res.Empty {

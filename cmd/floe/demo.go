@@ -369,7 +369,7 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	if err != nil {
 		return err
 	}
-	if err := lookup.ExactAt(tbl, c.SnapshotID, c.Cut); err != nil {
+	if err := lookup.ExactAt(ctx, tbl, c.SnapshotID, c.Cut); err != nil {
 		return err
 	}
 	asOf, err := lookup.ReadRowSet(ctx, tbl, c.SnapshotID, c.Cut)

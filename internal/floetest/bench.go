@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,5 +103,69 @@ func (e *Env) ProduceBench(topic string, n int) {
 			e.Produce(batch)
 			batch = batch[:0]
 		}
+	}
+}
+
+// BenchCommits is FLOE_BENCH_COMMITS, the number of commits a benchmark
+// makes, def by default.
+func BenchCommits(t testing.TB, def int) int {
+	s := os.Getenv("FLOE_BENCH_COMMITS")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 100 {
+		t.Fatalf("FLOE_BENCH_COMMITS=%q: want an integer of at least 100", s)
+	}
+	return n
+}
+
+// HeapProbe measures a process's live heap at points of a benchmark, and
+// with FLOE_BENCH_HEAPPROFILE set writes a heap profile at each into that
+// folder (NAME-N.pprof), sampling every allocation of 4 KiB: the default
+// rate (512 KiB) misses the small ones a long history is made of.
+type HeapProbe struct {
+	t      testing.TB
+	name   string
+	folder string
+}
+
+// NewHeapProbe returns the probe of a benchmark whose profiles are named
+// name.
+func NewHeapProbe(t testing.TB, name string) HeapProbe {
+	p := HeapProbe{t: t, name: name, folder: os.Getenv("FLOE_BENCH_HEAPPROFILE")}
+	if p.folder != "" {
+		runtime.MemProfileRate = 4 << 10
+	}
+	return p
+}
+
+// LiveMiB runs a GC and returns the live heap in MiB, after commit n.
+func (p HeapProbe) LiveMiB(n int) float64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if p.folder != "" {
+		f, err := os.Create(filepath.Join(p.folder, fmt.Sprintf("%s-%d.pprof", p.name, n)))
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	return float64(ms.HeapAlloc) / (1 << 20)
+}
+
+// ReportGrowth reports the live heap after a tenth of the commits (early)
+// and at the end (late), and fails the benchmark when late is more than
+// 1.25 times early: what grows with the table's history.
+func ReportGrowth(b *testing.B, early, late float64, commits int) {
+	b.ReportMetric(early, "heap-MiB-at-tenth")
+	b.ReportMetric(late, "heap-MiB-at-end")
+	b.ReportMetric(late/early, "end/tenth")
+	if late > 1.25*early {
+		b.Errorf("live heap %.1f MiB after %d commits, %.1f MiB after %d: it grows with the table's history", late, commits, early, commits/10)
 	}
 }

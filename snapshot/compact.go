@@ -405,7 +405,7 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 	if err != nil {
 		return plan, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), head.SnapshotID, err)
 	}
-	groups, err := t.GroupsOfFiles(l, files)
+	groups, err := t.GroupsOfFiles(ctx, l, files)
 	if err != nil {
 		return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
 	}
@@ -504,7 +504,7 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 // GroupsOfFiles returns the file group of each of files (of the table)
 // that is in one: the groups of l's commits, and of the floe compactions
 // that added files.
-func (t *Table) GroupsOfFiles(l mapping.Ledger, files []DataFile) (map[string]*mapping.FileGroup, error) {
+func (t *Table) GroupsOfFiles(ctx context.Context, l mapping.Ledger, files []DataFile) (map[string]*mapping.FileGroup, error) {
 	out := map[string]*mapping.FileGroup{}
 	add := func(gs []mapping.FileGroup) {
 		for i := range gs {
@@ -518,7 +518,7 @@ func (t *Table) GroupsOfFiles(l mapping.Ledger, files []DataFile) (map[string]*m
 	}
 	read := map[int64]bool{}
 	for _, f := range files {
-		if read[f.AddedBy] {
+		if read[f.AddedBy] || !t.IsCompaction(f.AddedBy) {
 			continue
 		}
 		read[f.AddedBy] = true

@@ -329,7 +329,21 @@ func (o offsetsOfInterest) intersects(r mapping.Range) bool {
 	return i < len(ivs) && ivs[i].Low < r.High
 }
 
-// ledgerAround reads owner's ledger one commit at a time and returns the
+// inSummary reports whether the ranges a ledger summary sums up may
+// overlap offsets of interest: whether the span of one of its partitions
+// does.
+func (o offsetsOfInterest) inSummary(s mapping.Summary) bool {
+	for _, tp := range s.Partitions() {
+		ps, _ := s.Partition(tp)
+		if o.intersects(mapping.Range{TopicPartition: tp, Interval: ps.Span()}) {
+			return true
+		}
+	}
+	return false
+}
+
+// ledgerAround reads owner's ledger one commit at a time, skipping the
+// archived blocks whose summary shows no range there, and returns the
 // part of it that touches want: of each commit, the non-empty ranges that
 // overlap offsets of want. A chain of ranges (mapping.SpanIndex.Span)
 // holding offsets of want consists of such ranges, and a range it does not
@@ -341,9 +355,9 @@ func ledgerAround(ctx context.Context, owner *Table, want offsetsOfInterest) (ma
 	if len(want) == 0 {
 		return l, nil
 	}
-	for c, err := range owner.Commits(ctx, 0) {
+	for c, err := range owner.commitsWhere(ctx, 0, nil, want.inSummary) {
 		if err != nil {
-			return mapping.Ledger{}, fmt.Errorf("read the ledger of %s: %w", owner.Name(), err)
+			return mapping.Ledger{}, fmt.Errorf("read the ledger of %s around the offsets planned on: %w", owner.Name(), err)
 		}
 		var keep []mapping.Range
 		for _, r := range c.Ranges {
@@ -504,7 +518,8 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		}
 	}
 	for g, files := range members {
-		if files != nil {
+		// A group with a large file stays as it is (groupPiece).
+		if files != nil && !slices.ContainsFunc(files, func(f compactFile) bool { return f.task.File.FileSizeBytes() >= small }) {
 			asked = append(asked, g.Spans...)
 		}
 	}
@@ -623,8 +638,9 @@ func tiered(bin []compactPiece) []compactPiece {
 // groupsOfFiles returns the file group of each small live file of the
 // branch head that is in one (groups of the ledger's commits, and of the
 // floe compactions that added live files), and whether each live file was
-// written by a floe compaction. Of the ledger it reads commit by commit,
-// keeping only the groups of the commits that added a small live file. A
+// written by a floe compaction. Of the ledger it reads commit by commit
+// the commits that record file groups, keeping only the groups of those
+// that added a small live file. A
 // dead-letter table's files are in no commit of its data table's ledger.
 func (t *Table) groupsOfFiles(ctx context.Context, owner *Table, head int64, small int64) (map[string]*mapping.FileGroup, map[string]bool, error) {
 	out := map[string]*mapping.FileGroup{}
@@ -660,12 +676,13 @@ func (t *Table) groupsOfFiles(ctx context.Context, owner *Table, head int64, sma
 			addedBy[f.AddedBy] = true
 		}
 	}
-	for c, err := range owner.Commits(ctx, 0) {
+	grouped := func(props map[string]string) bool { return props[mapping.KeyFileGroups] != "" }
+	for c, err := range owner.commitsWhere(ctx, 0, grouped, nil) {
 		if len(addedBy) == 0 {
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("compact %s: read the ledger of %s: %w", t.Name(), owner.Name(), err)
+			return nil, nil, fmt.Errorf("compact %s: read the file groups of the ledger of %s: %w", t.Name(), owner.Name(), err)
 		}
 		if addedBy[c.SnapshotID] {
 			add(c.FileGroups)

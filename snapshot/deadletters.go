@@ -544,7 +544,7 @@ func (t *Table) deadLetterCommits(ctx context.Context, dlq string) ([]mapping.Co
 	var out []mapping.Commit
 	naming := func(props map[string]string) bool { return props[mapping.KeyDeadLetterTable] == dlq }
 	for _, name := range names {
-		for c, err := range t.commitsWhere(ctx, meta.SnapshotByName(name).SnapshotID, naming) {
+		for c, err := range t.commitsWhere(ctx, meta.SnapshotByName(name).SnapshotID, naming, nil) {
 			if err != nil {
 				return nil, fmt.Errorf("branch %s: %w", name, err)
 			}

@@ -173,7 +173,7 @@ func (t *Table) resolve(snapshotID int64) (int64, error) {
 // *mapping.MalformedError, a history with a gap a *TruncatedLedgerError,
 // and the sequence ends at the first error.
 func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping.Commit, error] {
-	return t.commitsWhere(ctx, snapshotID, nil)
+	return t.commitsWhere(ctx, snapshotID, nil, nil)
 }
 
 // commitsWhere is Commits yielding, of the archive, only the commits
@@ -183,8 +183,10 @@ func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping
 // ranges are in a ranges file shows its other properties only there), so
 // the caller checks what it gets. An archived block none of whose commits
 // want accepts is not read: a reader of the few commits that name
-// something pays for those and the live ones alone.
-func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, want func(props map[string]string) bool) iter.Seq2[mapping.Commit, error] {
+// something pays for those and the live ones alone. Nor is an archived
+// block of the ledger alone whose summary blocks rejects (nil: none): a
+// reader of some partitions' offsets skips the blocks that hold none.
+func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, want func(props map[string]string) bool, blocks func(mapping.Summary) bool) iter.Seq2[mapping.Commit, error] {
 	return func(yield func(mapping.Commit, error) bool) {
 		id, err := t.resolve(snapshotID)
 		if err != nil || id == 0 {
@@ -204,6 +206,9 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, want func(pr
 				if p = p.only(want); p.snap == nil && len(p.ids) == 0 {
 					continue
 				}
+			}
+			if blocks != nil && p.snap == nil && p.whole && !blocks(p.at.ix.Blocks[p.at.block].Summary.Summary) {
+				continue
 			}
 			cs, err := t.decode(ctx, &fsys, p)
 			if err != nil {

@@ -470,9 +470,20 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		return plan, err
 	}
 	small := target / 4 * 3
-	groups, compacted, err := t.groupsOfFiles(ctx, owner, head.SnapshotID, small)
+	// Only small files are merged: the groups of those are looked up, and
+	// a group with a large file is then incomplete and stays as it is.
+	files, err := t.Files(ctx, head.SnapshotID)
 	if err != nil {
-		return plan, err
+		return plan, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), head.SnapshotID, err)
+	}
+	compacted := map[string]bool{} // the files a floe compaction wrote
+	files = slices.DeleteFunc(files, func(f DataFile) bool {
+		compacted[f.Path] = t.IsCompaction(f.AddedBy)
+		return f.SizeBytes >= small
+	})
+	groups, err := t.GroupsOfFiles(ctx, head.SnapshotID, files)
+	if err != nil {
+		return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
 	}
 	spec := t.tbl.Spec()
 	perPartition := owner != t
@@ -635,14 +646,13 @@ func tiered(bin []compactPiece) []compactPiece {
 	}
 }
 
-// groupsOfFiles returns the file group of each small live file of the
-// branch head that is in one (groups of the ledger's commits, and of the
-// floe compactions that added live files), and whether each live file was
-// written by a floe compaction. Of the ledger it reads commit by commit
-// the commits that record file groups, keeping only the groups of those
-// that added a small live file. A
-// dead-letter table's files are in no commit of its data table's ledger.
-func (t *Table) groupsOfFiles(ctx context.Context, owner *Table, head int64, small int64) (map[string]*mapping.FileGroup, map[string]bool, error) {
+// GroupsOfFiles returns the file group of each of files (data files of
+// the table as of snapshotID, 0: the branch head) that is in one: the
+// groups of the ledger commits and of the floe compactions that added
+// them. Of the ledger it reads, one commit at a time, only the commits
+// that record file groups, and keeps the groups of those that added one
+// of files: its memory follows files, not the ledger's age.
+func (t *Table) GroupsOfFiles(ctx context.Context, snapshotID int64, files []DataFile) (map[string]*mapping.FileGroup, error) {
 	out := map[string]*mapping.FileGroup{}
 	add := func(gs []mapping.FileGroup) {
 		for i := range gs {
@@ -651,45 +661,37 @@ func (t *Table) groupsOfFiles(ctx context.Context, owner *Table, head int64, sma
 			}
 		}
 	}
-	files, err := t.Files(ctx, head)
-	if err != nil {
-		return nil, nil, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), head, err)
-	}
-	compacted := map[string]bool{}
 	addedBy := map[int64]bool{} // the ledger commits whose groups are wanted
 	read := map[int64]bool{}
 	for _, f := range files {
-		if t.IsCompaction(f.AddedBy) {
-			compacted[f.Path] = true
-			if read[f.AddedBy] {
-				continue
-			}
-			read[f.AddedBy] = true
-			gs, err := t.CompactionGroups(f.AddedBy)
-			if err != nil {
-				return nil, nil, fmt.Errorf("compact %s: read the file groups of compaction snapshot %d: %w", t.Name(), f.AddedBy, err)
-			}
-			add(gs)
+		if !t.IsCompaction(f.AddedBy) {
+			addedBy[f.AddedBy] = true
 			continue
 		}
-		if owner == t && f.SizeBytes < small {
-			addedBy[f.AddedBy] = true
+		if read[f.AddedBy] {
+			continue
 		}
+		read[f.AddedBy] = true
+		gs, err := t.CompactionGroups(f.AddedBy)
+		if err != nil {
+			return nil, fmt.Errorf("read the file groups of %s: %w", t.Name(), err)
+		}
+		add(gs)
 	}
 	grouped := func(props map[string]string) bool { return props[mapping.KeyFileGroups] != "" }
-	for c, err := range owner.commitsWhere(ctx, 0, grouped, nil) {
+	for c, err := range t.commitsWhere(ctx, snapshotID, grouped, nil) {
 		if len(addedBy) == 0 {
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("compact %s: read the file groups of the ledger of %s: %w", t.Name(), owner.Name(), err)
+			return nil, fmt.Errorf("read the file groups of the ledger of %s: %w", t.Name(), err)
 		}
 		if addedBy[c.SnapshotID] {
 			add(c.FileGroups)
 			delete(addedBy, c.SnapshotID)
 		}
 	}
-	return out, compacted, nil
+	return out, nil
 }
 
 // groupPiece returns the piece of a file group whose live files are files:

@@ -1,9 +1,7 @@
 package snapshot_test
 
 import (
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/floe-dev/floe/audit"
@@ -108,18 +106,7 @@ func TestCompactReadsNoArchivedRangeItDoesNotNeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	smallFiles(t, tbl, 10, 3, 100) // [1000, 1300)
-	var segs int
-	for k, v := range tbl.Iceberg().Properties() {
-		if strings.HasPrefix(k, snapshot.PropLedgerSegmentPrefix) {
-			if err := os.Remove(strings.TrimPrefix(v, "file://")); err != nil {
-				t.Fatal(err)
-			}
-			segs++
-		}
-	}
-	if segs == 0 {
-		t.Fatal("floe maintain archived no segment")
-	}
+	floetest.RemoveArchiveSegments(t, tbl)
 	fresh, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -115,7 +115,7 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
-	groups, err := groupsOf(ctx, tbl, snap.SnapshotID, files)
+	groups, err := tbl.GroupsOfFiles(ctx, snap.SnapshotID, files)
 	if err != nil {
 		return res, err
 	}
@@ -148,54 +148,6 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmpPtr(a.Partition, b.Partition), cmpPtr(a.MinOffset, b.MinOffset), cmp.Compare(a.Path, b.Path))
 	})
 	return res, nil
-}
-
-// groupsOf returns the file group of each of files that is in one: of the
-// ledger commit or the floe compaction that added it. The ledger is read
-// one commit at a time, keeping only the groups of commits that added one
-// of files.
-func groupsOf(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files []snapshot.DataFile) (map[string]*mapping.FileGroup, error) {
-	out := map[string]*mapping.FileGroup{}
-	add := func(gs []mapping.FileGroup) {
-		for i := range gs {
-			for _, path := range gs[i].Files {
-				out[path] = &gs[i]
-			}
-		}
-	}
-	// A file its bounds place in one partition is shown from them; only
-	// the commits that added the others are looked for.
-	addedBy := map[int64]bool{}
-	for _, f := range files {
-		if (!f.HasBounds || f.PartitionMin != f.PartitionMax) && !tbl.IsCompaction(f.AddedBy) {
-			addedBy[f.AddedBy] = true
-		}
-	}
-	for c, err := range tbl.Commits(ctx, snapshotID) {
-		if len(addedBy) == 0 {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-		}
-		if addedBy[c.SnapshotID] {
-			add(c.FileGroups)
-			delete(addedBy, c.SnapshotID)
-		}
-	}
-	read := map[int64]bool{}
-	for _, f := range files {
-		if read[f.AddedBy] || !tbl.IsCompaction(f.AddedBy) {
-			continue
-		}
-		read[f.AddedBy] = true
-		gs, err := tbl.CompactionGroups(ctx, f.AddedBy)
-		if err != nil {
-			return nil, fmt.Errorf("read the file groups of %s: %w", tbl.Name(), err)
-		}
-		add(gs)
-	}
-	return out, nil
 }
 
 // cmpPtr orders absent values first.

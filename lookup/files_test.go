@@ -188,18 +188,7 @@ func TestFilesReadsNoArchivedRange(t *testing.T) {
 	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
 		t.Fatal(err)
 	}
-	var segs int
-	for k, v := range tbl.Iceberg().Properties() {
-		if strings.HasPrefix(k, snapshot.PropLedgerSegmentPrefix) {
-			if err := os.Remove(strings.TrimPrefix(v, "file://")); err != nil {
-				t.Fatal(err)
-			}
-			segs++
-		}
-	}
-	if segs == 0 {
-		t.Fatal("floe maintain archived no segment")
-	}
+	floetest.RemoveArchiveSegments(t, tbl)
 	fresh, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)

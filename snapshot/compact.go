@@ -51,7 +51,9 @@ const DefaultTargetFileSize = 512 << 20
 type CompactOptions struct {
 	// TargetFileSize is the size of the files it writes (zero:
 	// DefaultTargetFileSize). Files of at least three quarters of it are
-	// left as they are; smaller ones are merged up to it.
+	// left as they are; smaller ones are merged up to it, a file an
+	// earlier compaction wrote only with at least as many bytes of others
+	// (tiered).
 	TargetFileSize int64
 	// MaxAttempts bounds commit attempts when sinks commit in between;
 	// zero means 30.
@@ -195,11 +197,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	default:
 		return res, fmt.Errorf("compact %s: this floe compacts append and upsert tables, and it is of mode %s: %w", t.Name(), t.mode, ErrCompactUnsupported)
 	}
-	l, err := t.compactionLedger(ctx)
-	if err != nil {
-		return res, err
-	}
-	plan, err := t.planCompaction(ctx, l, target)
+	plan, err := t.planCompaction(ctx, target)
 	if err != nil {
 		return res, err
 	}
@@ -285,20 +283,91 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 	return nil
 }
 
-// compactionLedger returns the ledger the table's files are placed on: its
-// own, or its data table's for a dead-letter table.
-func (t *Table) compactionLedger(ctx context.Context) (mapping.Ledger, error) {
-	owner := t
-	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {
-		data, err := Open(ctx, t.cat, identOf(of), OpenOptions{})
-		if err != nil {
-			return mapping.Ledger{}, fmt.Errorf("compact dead-letter table %s: open its data table %s for the ledger: %w", t.Name(), of, err)
-		}
-		owner = data
+// ledgerOwner returns the table whose ledger places the table's files:
+// itself, or its data table for a dead-letter table.
+func (t *Table) ledgerOwner(ctx context.Context) (*Table, error) {
+	of := t.tbl.Properties()[PropDeadLettersOf]
+	if of == "" {
+		return t, nil
 	}
-	l, err := owner.Ledger()
+	data, err := Open(ctx, t.cat, identOf(of), OpenOptions{})
 	if err != nil {
-		return mapping.Ledger{}, fmt.Errorf("compact %s: read the ledger of %s: %w", t.Name(), owner.Name(), err)
+		return nil, fmt.Errorf("compact dead-letter table %s: open its data table %s for the ledger: %w", t.Name(), of, err)
+	}
+	return data, nil
+}
+
+// offsetsOfInterest are, per Kafka partition number (of any topic), the
+// offsets a compaction asks the ledger about, merged into sorted disjoint
+// intervals.
+type offsetsOfInterest map[int32][]mapping.Interval
+
+// newOffsetsOfInterest merges spans (their topics ignored) into
+// offsetsOfInterest.
+func newOffsetsOfInterest(spans []mapping.Span) offsetsOfInterest {
+	byPartition := make([]mapping.Span, len(spans))
+	for i, s := range spans {
+		byPartition[i] = mapping.Span{TopicPartition: mapping.TopicPartition{Partition: s.Partition}, Interval: s.Interval}
+	}
+	out := offsetsOfInterest{}
+	for _, s := range mapping.MergeSpans(byPartition) {
+		out[s.Partition] = append(out[s.Partition], s.Interval)
+	}
+	return out
+}
+
+// intersects reports whether r overlaps offsets of interest on its
+// partition.
+func (o offsetsOfInterest) intersects(r mapping.Range) bool {
+	ivs := o[r.Partition]
+	i, _ := slices.BinarySearchFunc(ivs, r.Low, func(iv mapping.Interval, low int64) int {
+		if iv.High <= low {
+			return -1
+		}
+		return 1
+	})
+	return i < len(ivs) && ivs[i].Low < r.High
+}
+
+// inSummary reports whether the ranges a ledger summary sums up may
+// overlap offsets of interest: whether the span of one of its partitions
+// does.
+func (o offsetsOfInterest) inSummary(s mapping.Summary) bool {
+	for _, tp := range s.Partitions() {
+		ps, _ := s.Partition(tp)
+		if o.intersects(mapping.Range{TopicPartition: tp, Interval: ps.Span()}) {
+			return true
+		}
+	}
+	return false
+}
+
+// ledgerAround reads owner's ledger one commit at a time, skipping the
+// archived blocks whose summary shows no range there, and returns the
+// part of it that touches want: of each commit, the non-empty ranges that
+// overlap offsets of want. A chain of ranges (mapping.SpanIndex.Span)
+// holding offsets of want consists of such ranges, and a range it does not
+// keep overlaps none of those offsets, so its SpanIndex answers Span for
+// offsets of want as the whole ledger's does, while holding ranges in
+// proportion to what a compaction plans on rather than to the ledger's age.
+func ledgerAround(ctx context.Context, owner *Table, want offsetsOfInterest) (mapping.Ledger, error) {
+	var l mapping.Ledger
+	if len(want) == 0 {
+		return l, nil
+	}
+	for c, err := range owner.commitsWhere(ctx, 0, commitFilter{blocks: want.inSummary}) {
+		if err != nil {
+			return mapping.Ledger{}, fmt.Errorf("read the ledger of %s around the offsets planned on: %w", owner.Name(), err)
+		}
+		var keep []mapping.Range
+		for _, r := range c.Ranges {
+			if r.Len() > 0 && want.intersects(r) {
+				keep = append(keep, r)
+			}
+		}
+		if len(keep) > 0 {
+			l.Commits = append(l.Commits, mapping.Commit{SnapshotID: c.SnapshotID, Ranges: keep})
+		}
 	}
 	return l, nil
 }
@@ -340,6 +409,8 @@ type compactPiece struct {
 	// bin is what pieces merged together share: their Iceberg partitions
 	// and, for a dead-letter table, their Kafka partition.
 	bin string
+	// compacted: a floe compaction wrote its files (tiered).
+	compacted bool
 }
 
 // compactGroup is a set of pieces merged into one file per Iceberg
@@ -377,7 +448,11 @@ type compactPlan struct {
 // 1,000-partition topic compacts into files of the target size, not into
 // a file per partition. A dead-letter table's files are merged per Kafka
 // partition, as its reconciliation reads them.
-func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int64) (compactPlan, error) {
+//
+// It lists the files first, from the manifests, and then reads of the
+// ledger only what places the small ones (ledgerAround): its memory
+// follows the files it may merge, not the ledger's age.
+func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, error) {
 	var plan compactPlan
 	head := t.Head()
 	if head == nil {
@@ -394,24 +469,30 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 	if err != nil {
 		return plan, err
 	}
-	ix := l.SpanIndex()
-	spec := t.tbl.Spec()
-	perPartition := t.tbl.Properties()[PropDeadLettersOf] != ""
-	topics := map[int32][]string{} // the ledger's topics that have each partition
-	for _, tp := range ix.Partitions() {
-		topics[tp.Partition] = append(topics[tp.Partition], tp.Topic)
+	owner, err := t.ledgerOwner(ctx)
+	if err != nil {
+		return plan, err
 	}
+	small := target / 4 * 3
+	// Only small files are merged: the groups of those are looked up, and
+	// a group with a large file is then incomplete and stays as it is.
 	files, err := t.Files(ctx, head.SnapshotID)
 	if err != nil {
 		return plan, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), head.SnapshotID, err)
 	}
-	groups, err := t.GroupsOfFiles(ctx, l, files)
+	compacted := map[string]bool{} // the files a floe compaction wrote
+	files = slices.DeleteFunc(files, func(f DataFile) bool {
+		compacted[f.Path] = t.IsCompaction(f.AddedBy)
+		return f.SizeBytes >= small
+	})
+	groups, err := t.GroupsOfFiles(ctx, head.SnapshotID, files)
 	if err != nil {
 		return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
 	}
-	small := target / 4 * 3
-	var pieces []compactPiece
+	spec := t.tbl.Spec()
+	perPartition := owner != t
 	members := map[*mapping.FileGroup][]compactFile{} // the live files of each group
+	var singles []compactFile                         // small mergeable files in no group
 	seen := map[string]bool{}
 	for _, task := range tasks {
 		df := task.File
@@ -436,9 +517,47 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 		if df.FileSizeBytes() >= small {
 			continue // large enough: it stays
 		}
+		if !mergeable {
+			plan.unplaced++
+			continue
+		}
+		singles = append(singles, f)
+	}
+
+	// The offsets the ledger is asked about: each small file's bounds and
+	// each group's spans.
+	var asked []mapping.Span
+	for _, f := range singles {
+		if p, offsets, ok := fields.bounds(f.task.File); ok {
+			asked = append(asked, mapping.Span{TopicPartition: mapping.TopicPartition{Partition: p}, Interval: offsets})
+		}
+	}
+	for g, files := range members {
+		// A group with a large file stays as it is (groupPiece).
+		if files != nil && !slices.ContainsFunc(files, func(f compactFile) bool { return f.task.File.FileSizeBytes() >= small }) {
+			asked = append(asked, g.Spans...)
+		}
+	}
+	l, err := ledgerAround(ctx, owner, newOffsetsOfInterest(asked))
+	if err != nil {
+		return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
+	}
+	ix := l.SpanIndex()
+	sum, err := owner.Summary(ctx, 0)
+	if err != nil {
+		return plan, fmt.Errorf("compact %s: read the ledger summary of %s: %w", t.Name(), owner.Name(), err)
+	}
+	topics := map[int32][]string{} // the ledger's topics that have each partition
+	for _, tp := range sum.Partitions() {
+		topics[tp.Partition] = append(topics[tp.Partition], tp.Topic)
+	}
+
+	var pieces []compactPiece
+	for _, f := range singles {
+		df := f.task.File
 		p, offsets, ok := fields.bounds(df)
 		var tps []mapping.TopicPartition
-		if ok && mergeable {
+		if ok {
 			bounds := fields.topicBounds(df)
 			for _, topic := range topics[p] {
 				tp := mapping.TopicPartition{Topic: topic, Partition: p}
@@ -451,7 +570,8 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 			plan.unplaced++
 			continue
 		}
-		piece := compactPiece{files: []compactFile{f}, spans: []mapping.Span{{TopicPartition: tps[0], Interval: offsets}}, size: df.FileSizeBytes(), bin: f.partition}
+		piece := compactPiece{files: []compactFile{f}, spans: []mapping.Span{{TopicPartition: tps[0], Interval: offsets}}, size: df.FileSizeBytes(), bin: f.partition,
+			compacted: compacted[df.FilePath()]}
 		if perPartition {
 			piece.bin += tps[0].String()
 		}
@@ -467,6 +587,7 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 			}
 			continue
 		}
+		piece.compacted = compacted[files[0].task.File.FilePath()]
 		if perPartition {
 			piece.bin += piece.spans[0].TopicPartition.String()
 		}
@@ -479,13 +600,14 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 	var size int64
 	cut := func() {
 		var g compactGroup
-		for _, p := range cur {
+		for _, p := range tiered(cur) {
 			g.files = append(g.files, p.files...)
 			g.spans = append(g.spans, p.spans...)
+			g.grouped = g.grouped || groups[p.files[0].task.File.FilePath()] != nil
 		}
 		if len(g.files) >= 2 {
 			g.spans = mapping.MergeSpans(g.spans)
-			g.grouped = len(g.spans) > 1 || slices.ContainsFunc(cur, func(p compactPiece) bool { return groups[p.files[0].task.File.FilePath()] != nil })
+			g.grouped = g.grouped || len(g.spans) > 1
 			plan.groups = append(plan.groups, g)
 		}
 		cur, size = nil, 0
@@ -501,10 +623,40 @@ func (t *Table) planCompaction(ctx context.Context, l mapping.Ledger, target int
 	return plan, nil
 }
 
-// GroupsOfFiles returns the file group of each of files (of the table)
-// that is in one: the groups of l's commits, and of the floe compactions
-// that added files.
-func (t *Table) GroupsOfFiles(ctx context.Context, l mapping.Ledger, files []DataFile) (map[string]*mapping.FileGroup, error) {
+// tiered returns the pieces of a bin a compaction merges: a piece an
+// earlier compaction wrote is merged again only with at least as many
+// bytes of other pieces, so that a row is rewritten about once each time
+// the bytes around it double (O(log n) times), not at every compaction
+// that finds a few new small files beside a large merged one. The largest
+// such piece is left out first, until every one left is matched.
+func tiered(bin []compactPiece) []compactPiece {
+	var total int64
+	for _, p := range bin {
+		total += p.size
+	}
+	out := slices.Clone(bin)
+	for {
+		i := -1
+		for j, p := range out {
+			if p.compacted && (i < 0 || p.size > out[i].size) {
+				i = j
+			}
+		}
+		if i < 0 || out[i].size <= total-out[i].size {
+			return out
+		}
+		total -= out[i].size
+		out = slices.Delete(out, i, i+1)
+	}
+}
+
+// GroupsOfFiles returns the file group of each of files (data files of
+// the table as of snapshotID, 0: the branch head) that is in one: the
+// groups of the ledger commits and of the floe compactions that added
+// them. Of the ledger it reads, one commit at a time, only the commits
+// that record file groups, and keeps the groups of those that added one
+// of files: its memory follows files, not the ledger's age.
+func (t *Table) GroupsOfFiles(ctx context.Context, snapshotID int64, files []DataFile) (map[string]*mapping.FileGroup, error) {
 	out := map[string]*mapping.FileGroup{}
 	add := func(gs []mapping.FileGroup) {
 		for i := range gs {
@@ -513,12 +665,14 @@ func (t *Table) GroupsOfFiles(ctx context.Context, l mapping.Ledger, files []Dat
 			}
 		}
 	}
-	for _, c := range l.Commits {
-		add(c.FileGroups)
-	}
+	addedBy := map[int64]bool{} // the ledger commits whose groups are wanted
 	read := map[int64]bool{}
 	for _, f := range files {
-		if read[f.AddedBy] || !t.IsCompaction(f.AddedBy) {
+		if !t.IsCompaction(f.AddedBy) {
+			addedBy[f.AddedBy] = true
+			continue
+		}
+		if read[f.AddedBy] {
 			continue
 		}
 		read[f.AddedBy] = true
@@ -527,6 +681,18 @@ func (t *Table) GroupsOfFiles(ctx context.Context, l mapping.Ledger, files []Dat
 			return nil, fmt.Errorf("read the file groups of %s: %w", t.Name(), err)
 		}
 		add(gs)
+	}
+	for c, err := range t.commitsWhere(ctx, snapshotID, commitFilter{grouped: true}) {
+		if len(addedBy) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the file groups of the ledger of %s: %w", t.Name(), err)
+		}
+		if addedBy[c.SnapshotID] {
+			add(c.FileGroups)
+			delete(addedBy, c.SnapshotID)
+		}
 	}
 	return out, nil
 }
@@ -855,9 +1021,11 @@ func (t *Table) compactionSnapshot(id string) int64 {
 // snapshot planned on is an ancestor of the reloaded head of a data
 // table, the commits since only added to its ledger, and the check reads
 // no ledger: a sink's compaction checks at every commit attempt, which
-// would otherwise cost a read of the whole ledger, growing with the
-// table's age, while the sink waits. That every file it replaces is still
-// live, the commit itself checks.
+// would otherwise cost a pass over the whole ledger, growing with the
+// table's age, while the sink waits. Otherwise it reads the ledger commit
+// by commit, keeping only the ranges around the plan's spans
+// (ledgerAround). That every file it replaces is still live, the commit
+// itself checks.
 func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 	if head := t.Head(); head != nil && t.tbl.Properties()[PropDeadLettersOf] == "" {
 		for _, s := range table.AncestorsOf(head.SnapshotID, t.tbl.Metadata().SnapshotByID) {
@@ -866,9 +1034,17 @@ func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 			}
 		}
 	}
-	l, err := t.compactionLedger(ctx)
+	owner, err := t.ledgerOwner(ctx)
 	if err != nil {
 		return err
+	}
+	var asked []mapping.Span
+	for _, g := range plan.groups {
+		asked = append(asked, g.spans...)
+	}
+	l, err := ledgerAround(ctx, owner, newOffsetsOfInterest(asked))
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", t.Name(), err)
 	}
 	ix := l.SpanIndex()
 	for _, g := range plan.groups {

@@ -543,7 +543,7 @@ func (t *Table) deadLetterCommits(ctx context.Context, dlq string) ([]mapping.Co
 	seen := map[string]bool{}
 	var out []mapping.Commit
 	for _, name := range names {
-		for c, err := range t.commitsWhere(ctx, meta.SnapshotByName(name).SnapshotID, dlq) {
+		for c, err := range t.commitsWhere(ctx, meta.SnapshotByName(name).SnapshotID, commitFilter{deadLetters: dlq}) {
 			if err != nil {
 				return nil, fmt.Errorf("branch %s: %w", name, err)
 			}

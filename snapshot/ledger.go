@@ -80,21 +80,22 @@ func (t *Table) ledgerParts(snapshotID int64) ([]ledgerPart, error) {
 	return parts, nil
 }
 
-// naming returns the archived part p without the commits that do not
-// name the dead-letter table dlq (a part of no commit when none does),
-// and a live one as it is.
-func (p ledgerPart) naming(dlq string) ledgerPart {
+// only returns the archived part p without the commits f does not accept
+// (a part of no commit when it accepts none), and a live one as it is.
+func (p ledgerPart) only(f commitFilter) ledgerPart {
 	if p.snap != nil {
 		return p
 	}
 	b := p.at.ix.Blocks[p.at.block]
-	names := make(map[int64]string, b.Count)
+	accepted := make(map[int64]bool, b.Count)
 	for i := b.First; i < b.First+b.Count; i++ {
-		names[p.at.ix.entries[i].id] = p.at.ix.deadLetterTable(p.at.block, i)
+		e := &p.at.ix.entries[i]
+		accepted[e.id] = (f.deadLetters == "" || p.at.ix.deadLetterTable(p.at.block, i) == f.deadLetters) &&
+			(!f.grouped || e.flags&entryFileGroups != 0)
 	}
 	out := ledgerPart{at: p.at}
 	for _, id := range p.ids {
-		if names[id] == dlq {
+		if accepted[id] {
 			out.ids = append(out.ids, id)
 		}
 	}
@@ -163,17 +164,29 @@ func (t *Table) resolve(snapshotID int64) (int64, error) {
 // *mapping.MalformedError, a history with a gap a *TruncatedLedgerError,
 // and the sequence ends at the first error.
 func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping.Commit, error] {
-	return t.commitsWhere(ctx, snapshotID, "")
+	return t.commitsWhere(ctx, snapshotID, commitFilter{})
 }
 
-// commitsWhere is Commits yielding, of the archive, only the commits that
-// name the dead-letter table dlq, all with dlq empty; the commits of live
-// snapshots are all yielded (they are few, and one whose ranges are in a
-// ranges file shows its other properties only there), so the caller
-// checks what it gets. An archived block none of whose commits names dlq
-// is not read: a reader of the few commits that name it pays for those
-// and the live ones alone.
-func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, dlq string) iter.Seq2[mapping.Commit, error] {
+// commitFilter says which commits of the archive commitsWhere yields: the
+// zero value, all of them.
+type commitFilter struct {
+	// deadLetters: only the commits that name this dead-letter table.
+	deadLetters string
+	// grouped: only the commits that record file groups.
+	grouped bool
+	// blocks: only the archived blocks of the ledger alone whose summary
+	// it accepts (nil: all), so that a reader of some partitions' offsets
+	// skips the blocks that hold none.
+	blocks func(mapping.Summary) bool
+}
+
+// commitsWhere is Commits yielding, of the archive, only the commits f
+// accepts; the commits of live snapshots are all yielded (they are few,
+// and one whose ranges are in a ranges file shows its other properties
+// only there), so the caller checks what it gets. An archived block none
+// of whose commits f accepts is not read: a reader of the few commits
+// that name something pays for those and the live ones alone.
+func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilter) iter.Seq2[mapping.Commit, error] {
 	return func(yield func(mapping.Commit, error) bool) {
 		id, err := t.resolve(snapshotID)
 		if err != nil || id == 0 {
@@ -189,10 +202,13 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, dlq string) 
 		}
 		var fsys iceio.IO
 		for _, p := range parts {
-			if dlq != "" {
-				if p = p.naming(dlq); p.snap == nil && len(p.ids) == 0 {
+			if f.deadLetters != "" || f.grouped {
+				if p = p.only(f); p.snap == nil && len(p.ids) == 0 {
 					continue
 				}
+			}
+			if f.blocks != nil && p.snap == nil && p.whole && !f.blocks(p.at.ix.Blocks[p.at.block].Summary.Summary) {
+				continue
 			}
 			cs, err := t.decode(ctx, &fsys, p)
 			if err != nil {

@@ -89,6 +89,8 @@ const (
 	entryHasParent entryFlags = 1 << iota
 	entryFloeCommit
 	entryCompaction
+	// entryFileGroups marks a commit that records file groups.
+	entryFileGroups
 )
 
 func (e *archivedEntry) floeCommit() bool { return e.flags&entryFloeCommit != 0 }
@@ -116,6 +118,9 @@ func (ix *segmentIndex) slim() {
 			}
 			if s.Properties[KeyOperation] == OperationCompact {
 				e.flags |= entryCompaction
+			}
+			if s.Properties[mapping.KeyFileGroups] != "" {
+				e.flags |= entryFileGroups
 			}
 			if dlq := s.Properties[mapping.KeyDeadLetterTable]; dlq != "" {
 				at := slices.Index(b.deadLetterTables, dlq)

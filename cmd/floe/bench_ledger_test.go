@@ -31,7 +31,9 @@ import (
 // BenchmarkLongLedger measures what reading a long ledger costs each
 // command, as its own process: a sink resuming on the table (floe sink
 // --stop-at-end with nothing left to read), floe where and floe as-of of
-// one position, floe status, and floe audit (ledger and file levels). Each
+// one position, floe status, floe audit (ledger and file levels), and floe
+// maintain --compact (planning on the long ledger: the table has no data
+// file to merge, so it commits nothing). Each
 // command's peak resident set, wall and CPU time come from /usr/bin/time (GNU
 // time waits for its child alone, so the figure is the command's, not this
 // process's).
@@ -54,7 +56,7 @@ import (
 // FLOE_BENCH_FLOE names the floe binary to measure (default: built from
 // this checkout), so that two builds can be compared on one ledger;
 // FLOE_BENCH_LEDGER_RUNS the commands to run, comma-separated (default:
-// sink,where,as-of,status,files,audit). FLOE_BENCH_LEDGER_DLQ=1 measures
+// sink,where,as-of,status,files,audit,compact). FLOE_BENCH_LEDGER_DLQ=1 measures
 // a table of its own whose ten commits through the normal path each
 // dead-letter one record of partition 0 into bench.ledger_dlq (its rows
 // added as a sink adds them): a sink resuming on it reconciles that
@@ -104,6 +106,7 @@ func BenchmarkLongLedger(b *testing.B) {
 		{"status", []string{"status", "--json"}},
 		{"files", []string{"files", "--json"}},
 		{"audit", []string{"audit", "--json"}},
+		{"compact", []string{"maintain", "--compact", "--json"}},
 	}
 	only := os.Getenv("FLOE_BENCH_LEDGER_RUNS")
 	for b.Loop() {

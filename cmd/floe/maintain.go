@@ -70,7 +70,9 @@ unbroken chain of ledger ranges, and the files of a file group (a commit's share
 earlier compaction's) only all together; the compaction snapshot records its files' file group
 (floe.file-groups: the offsets of each partition they hold, never a gap, a lost or aborted range or
 a file it left alone), and floe audit places them on those ranges. The small files of one Kafka
-partition on one chain make a file of that partition only, placed by its bounds. Dead-letter
+partition on one chain make a file of that partition only, placed by its bounds. A file an
+earlier compaction wrote is merged again only with at least as many bytes of other files (size
+tiers: a row is rewritten O(log n) times, not at every compaction). Dead-letter
 tables are compacted per Kafka partition. It runs after the rest, on the table and on the dead-letter tables its ledger names, and
 runs safely beside live sinks: a sink commit in between makes it retry on the new head, and when a
 file it replaces is gone (another compaction) it deletes what it wrote and commits nothing. The

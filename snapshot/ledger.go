@@ -2,7 +2,9 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"slices"
 	"time"
@@ -195,33 +197,64 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilt
 			}
 			return
 		}
-		parts, err := t.ledgerParts(id)
-		if err != nil {
-			yield(mapping.Commit{}, err)
-			return
-		}
-		var fsys iceio.IO
-		for _, p := range parts {
-			if f.deadLetters != "" || f.grouped {
-				if p = p.only(f); p.snap == nil && len(p.ids) == 0 {
-					continue
+		// A segment named by the metadata this table loaded may be
+		// deleted meanwhile by another process's maintenance, which
+		// merged it into a new one: the table is then reloaded once and
+		// the walk goes on, past the commits already yielded (the
+		// ancestry, and so the order, is the same).
+		yielded := map[int64]bool{}
+		for reloaded := false; ; reloaded = true {
+			stopped, err := t.walkCommits(ctx, id, f, func(c mapping.Commit) bool {
+				if yielded[c.SnapshotID] {
+					return true
 				}
+				yielded[c.SnapshotID] = true
+				return yield(c, nil)
+			})
+			if stopped || err == nil {
+				return
 			}
-			if f.blocks != nil && p.snap == nil && p.whole && !f.blocks(p.at.ix.Blocks[p.at.block].Summary.Summary) {
-				continue
-			}
-			cs, err := t.decode(ctx, &fsys, p)
-			if err != nil {
+			if reloaded || !errors.Is(err, fs.ErrNotExist) {
 				yield(mapping.Commit{}, err)
 				return
 			}
-			for _, c := range cs {
-				if !yield(c, nil) {
-					return
-				}
+			if rerr := t.Refresh(ctx); rerr != nil {
+				yield(mapping.Commit{}, fmt.Errorf("%w (reloading the table after it: %w)", err, rerr))
+				return
 			}
 		}
 	}
+}
+
+// walkCommits calls fn with the commits of id's ledger that f accepts
+// (commitsWhere), as the table is loaded; stopped reports that fn asked
+// to stop.
+func (t *Table) walkCommits(ctx context.Context, id int64, f commitFilter, fn func(mapping.Commit) bool) (stopped bool, err error) {
+	parts, err := t.ledgerParts(id)
+	if err != nil {
+		return false, err
+	}
+	var fsys iceio.IO
+	for _, p := range parts {
+		if f.deadLetters != "" || f.grouped {
+			if p = p.only(f); p.snap == nil && len(p.ids) == 0 {
+				continue
+			}
+		}
+		if f.blocks != nil && p.snap == nil && p.whole && !f.blocks(p.at.ix.Blocks[p.at.block].Summary.Summary) {
+			continue
+		}
+		cs, err := t.decode(ctx, &fsys, p)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range cs {
+			if !fn(c) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // ReadLedger decodes the whole ledger as of a snapshot (0: the branch

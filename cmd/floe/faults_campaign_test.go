@@ -584,6 +584,13 @@ func deadLettersScenario(t *testing.T) verdict {
 				}
 				continue
 			}
+			// Expiry gives up after 10 lost races, committing nothing,
+			// when the members commit to the table faster than it
+			// reloads (the dead-letter table takes a commit from every
+			// member's flush): run again, as its message says.
+			if code == 2 && strings.Contains(errs, "expire snapshots of") && strings.Contains(errs, "gave up after") && attempt < 3 {
+				continue
+			}
 			if code != 0 {
 				t.Fatalf("floe maintain --table %s %v: exit %d\n%s\n%s", name, extra, code, out, errs)
 			}

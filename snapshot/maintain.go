@@ -785,6 +785,11 @@ func (t *Table) checkOrphanLocation() error {
 // commits so far) has no orphans.
 func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, minAge time.Duration, dryRun bool, res *MaintainResult) error {
 	plan, err := t.tbl.PlanOrphanFiles(ctx, table.WithLocation(t.DataLocation()), table.WithFilesOlderThan(minAge))
+	// A file another writer's expiry or compaction deletes while the
+	// folder is listed fails the listing: list again.
+	for attempt := 1; attempt < 3 && errors.Is(err, fs.ErrNotExist); attempt++ {
+		plan, err = t.tbl.PlanOrphanFiles(ctx, table.WithLocation(t.DataLocation()), table.WithFilesOlderThan(minAge))
+	}
 	if err != nil {
 		if ok, serr := t.folderExists(ctx, t.DataLocation()); serr == nil && !ok {
 			return nil

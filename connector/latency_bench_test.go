@@ -253,25 +253,7 @@ func benchCommits(b *testing.B, mode string, n int, maintain bool, record func(i
 			}
 			next <- struct{}{}
 		}
-		go func() {
-			for {
-				if err := produce(ctx); err != nil {
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-next:
-				}
-			}
-		}()
-		s, err := connector.NewSink(e.Dial(), tbl, cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Run(ctx); err != nil {
-			b.Fatal(err)
-		}
+		runPaced(ctx, b, e, tbl, cfg, produce, next)
 	case "bounded":
 		cfg.StopAtEnd = true
 		for len(lat.commits) < n {
@@ -313,4 +295,29 @@ func benchCommits(b *testing.B, mode string, n int, maintain bool, record func(i
 		b.Fatal(err)
 	}
 	return lat
+}
+
+// runPaced runs a sink on tbl until ctx ends, while produce writes the
+// next records at the start and each time next receives (the sink's
+// OnCommit sends on it once a commit lands).
+func runPaced(ctx context.Context, b *testing.B, e *env, tbl *snapshot.Table, cfg connector.Config, produce func(context.Context) error, next <-chan struct{}) {
+	go func() {
+		for {
+			if err := produce(ctx); err != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-next:
+			}
+		}
+	}()
+	s, err := connector.NewSink(e.Dial(), tbl, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Run(ctx); err != nil {
+		b.Fatal(err)
+	}
 }

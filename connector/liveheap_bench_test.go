@@ -70,25 +70,7 @@ func BenchmarkLiveSinkHeap(b *testing.B) {
 			}
 			next <- struct{}{}
 		}}
-		go func() {
-			for {
-				if err := produce(ctx); err != nil {
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-next:
-				}
-			}
-		}()
-		s, err := connector.NewSink(e.Dial(), tbl, cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Run(ctx); err != nil {
-			b.Fatal(err)
-		}
+		runPaced(ctx, b, e, tbl, cfg, produce, next)
 		floetest.ReportGrowth(b, early, late, commits)
 	}
 }

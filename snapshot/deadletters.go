@@ -332,7 +332,7 @@ type position struct {
 // to it.
 func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[string]*deadLetterFile) (*DeadLetterState, error) {
 	st := &DeadLetterState{Table: dlq.Name(), Commits: map[string]mapping.Commit{}, Rows: map[string]int64{}, StaleLegacy: map[mapping.TopicPartition][]int64{}}
-	commits, err := t.deadLetterCommits(ctx, dlq.Name())
+	commits, err := t.deadLetterCommits(ctx, dlq.Name(), false)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s to reconcile %s with them: %w", t.Name(), dlq.Name(), err)
 	}
@@ -525,17 +525,19 @@ func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
 }
 
 // deadLetterCommits returns the commits of the ledgers (archives
-// included) of every branch of t as last loaded that name the dead-letter
-// table dlq for their dead-letter files, each once, with only their
-// ranges that count dead letters: what dlq must hold. It reads only the
-// archive blocks holding such a commit (the index keeps each entry's
-// dead-letter properties), so that its memory and time are set by the
-// commits with dead letters, not by the length of the ledger.
-func (t *Table) deadLetterCommits(ctx context.Context, dlq string) ([]mapping.Commit, error) {
+// included) of every branch of t as last loaded, and with tags of every
+// tag too, that name the dead-letter table dlq for their dead-letter
+// files, each once, with only their ranges that count dead letters. Those
+// of the branches are what dlq must hold; with the tags' they are the
+// files dlq's maintenance must keep. It reads only the archive blocks
+// holding such a commit (the index keeps each entry's dead-letter
+// properties), so that its memory and time are set by the commits with
+// dead letters, not by the length of the ledger.
+func (t *Table) deadLetterCommits(ctx context.Context, dlq string, tags bool) ([]mapping.Commit, error) {
 	meta := t.tbl.Metadata()
 	var names []string
 	for name, ref := range meta.Refs() {
-		if ref.SnapshotRefType == table.BranchRef {
+		if ref.SnapshotRefType == table.BranchRef || tags {
 			names = append(names, name)
 		}
 	}
@@ -545,7 +547,7 @@ func (t *Table) deadLetterCommits(ctx context.Context, dlq string) ([]mapping.Co
 	for _, name := range names {
 		for c, err := range t.commitsWhere(ctx, meta.SnapshotByName(name).SnapshotID, commitFilter{deadLetters: dlq}) {
 			if err != nil {
-				return nil, fmt.Errorf("branch %s: %w", name, err)
+				return nil, fmt.Errorf("ref %s: %w", name, err)
 			}
 			if c.DeadLetterTable != dlq || len(c.DeadLetterFiles) == 0 || seen[c.ID] {
 				continue

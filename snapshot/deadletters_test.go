@@ -250,6 +250,49 @@ func TestDeadLettersUndoRollback(t *testing.T) {
 	wantDeadLetters(t, dlq, "t/0/1", "t/0/3")
 }
 
+// TestDeadLettersUndoRollbackPinnedByTag: an operator tags main's head
+// (c3) and rolls main back to c1; floe maintain removes c2's and c3's dead
+// letters, and expiry drops c2, which only the tag's ancestry reaches (its
+// ledger entry is archived). The dead-letter table's cleanup must keep
+// c2's dead-letter file, which no snapshot of either table names any
+// more, for the tag's ledger names it: main set back to the tag gets c2's
+// and c3's dead letters again, and the audit finds the table complete.
+func TestDeadLettersUndoRollbackPinnedByTag(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	c3 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5)
+	pin := []table.Update{table.NewSetSnapshotRefUpdate("before-rollback", c3.Commit.SnapshotID, table.TagRef, -1, -1, -1)}
+	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, pin); err != nil {
+		t.Fatal(err)
+	}
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	quiet := floetest.QuietLogger()
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	wantDeadLetters(t, dlq, "t/0/1")
+	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 2 {
+		t.Fatalf("after expiry the table has %d snapshots, want 2 (main's c1, the tag's c3)", n)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := dlq.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true, OrphanMinAge: 10 * time.Millisecond, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	setMain(t, tbl, c3.Commit.SnapshotID)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Logger: quiet}); err != nil {
+		t.Fatalf("floe maintain after main was set back to the tag: %v", err)
+	}
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3", "t/0/5")
+	rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete() {
+		t.Fatalf("audit after the undo: %+v", rep.Findings)
+	}
+}
+
 // TestDeadLettersRollbackAfterExpiry (item 5): the dead-letter table's
 // snapshots are expired (but the last), then main is rolled back past c2
 // and c3 and the same offsets are committed again: c2's dead letter must

@@ -448,8 +448,8 @@ func (s fileSet) has(p string) bool { return s[s.key(p)] }
 // keptFiles returns, for a dead-letter table, the files that its data
 // table's commits name for it, in the snapshots the data table has (a
 // rolled-back commit's among them: the rollback may be undone) and in its
-// branches' ledgers (archived commits whose dead letters are pending): no
-// cleanup deletes them. Nil for a data table, or one whose data table is
+// branches' and tags' ledgers (archived commits whose dead letters are
+// pending, or that a tag pins): no cleanup deletes them. Nil for a data table, or one whose data table is
 // gone.
 func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 	of := t.tbl.Properties()[PropDeadLettersOf]
@@ -481,7 +481,10 @@ func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 		}
 		add(c)
 	}
-	commits, err := data.deadLetterCommits(ctx, t.Name())
+	// A tag's too: the dead-letter table holds only what the branches'
+	// ledgers name, but main set back to a tag (a rollback undone, the
+	// snapshots in between expired) needs its commits' files again.
+	commits, err := data.deadLetterCommits(ctx, t.Name(), true)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s for the files they name: %w", of, err)
 	}

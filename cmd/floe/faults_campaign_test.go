@@ -655,10 +655,11 @@ func deadLettersScenario(t *testing.T) verdict {
 	}
 	// The rolled-back commits' dead-letter files are now in no snapshot
 	// of the dead-letter table that expiry keeps, and old enough to be
-	// orphans: only the data table's snapshots that name them keep them.
+	// orphans: only the data table's snapshots and the tag's ledger that
+	// name them keep them.
 	time.Sleep(time.Until(rolledBack.Add(32 * time.Second)))
 	maintain(dlq, append([]string{"--expire-older-than", "0s", "--retain-last", "1"}, orphans...)...)
-	c.setMain(rb.head)
+	c.undoRollback(rb.head)
 	advance()
 	maintain(c.table)
 	held := c.deadLetterCommits(dlq)
@@ -738,10 +739,20 @@ type rolledBack struct {
 	deadLetters map[string]int64
 }
 
+// undoTag is the tag rollbackPastDeadLetters keeps at main's old head
+// until undoRollback undoes it.
+const undoTag = "before-rollback"
+
 // rollbackPastDeadLetters points main at the newest ancestor of its head
 // that is older than at least n floe commits with dead letters, as an
 // operator's rollback does; it asserts the head it walked from, so that
-// a member's commit in between makes it walk again.
+// a member's commit in between makes it walk again. In the same commit it
+// tags the old head, as an operator who may undo the rollback does:
+// otherwise the members' in-sink expiry (the newest 100 snapshots) expires
+// it on a busy table before the undo (CI: "can't set snapshot ref main to
+// unknown snapshot"). The rolled-back snapshots before the head do expire
+// (their ledger entries are archived), and cleanup of the dead-letter
+// table must keep their files for the tag's ledger.
 func (c *campaign) rollbackPastDeadLetters(n int) rolledBack {
 	c.t.Helper()
 	for attempt := 1; attempt <= 20; attempt++ {
@@ -773,8 +784,11 @@ func (c *campaign) rollbackPastDeadLetters(n int) rolledBack {
 			target = tbl.Iceberg().Metadata().SnapshotByID(*target.ParentSnapshotID)
 			rb.snapshots++
 		}
-		upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, target.SnapshotID, table.BranchRef, -1, -1, -1)}
-		req := []table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &h.SnapshotID)}
+		upd := []table.Update{
+			table.NewSetSnapshotRefUpdate(undoTag, h.SnapshotID, table.TagRef, -1, -1, -1),
+			table.NewSetSnapshotRefUpdate(table.MainBranch, target.SnapshotID, table.BranchRef, -1, -1, -1),
+		}
+		req := []table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &h.SnapshotID), table.AssertRefSnapshotID(undoTag, nil)}
 		_, _, err = tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), req, upd)
 		if err == nil {
 			return rb
@@ -857,12 +871,12 @@ func (c *campaign) checkDeadLetters() (rows, dead int) {
 	return len(rs), len(ds)
 }
 
-// setMain points the table's main branch at snapshot id, as an
-// operator's undo of a rollback does, again while the members' commits
-// win the catalog's race.
-func (c *campaign) setMain(id int64) {
+// undoRollback points the table's main branch back at snapshot id and
+// drops the tag that kept it, as an operator's undo of a rollback
+// does, again while the members' commits win the catalog's race.
+func (c *campaign) undoRollback(id int64) {
 	c.t.Helper()
-	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
+	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1), table.NewRemoveSnapshotRefUpdate(undoTag)}
 	for attempt := 1; attempt <= 20; attempt++ {
 		tbl := c.openTable()
 		_, _, err := tbl.Catalog().CommitTable(c.t.Context(), tbl.Identifier(), nil, upd)

@@ -100,6 +100,46 @@ func TestSegmentsMerge(t *testing.T) {
 	}
 }
 
+// TestReaderOutlivesAbsorbedSegment: a reader opens the table while it
+// names segment S; another process's expiry then writes a segment that
+// absorbs S and deletes S's files. The reader, which reads segment blocks
+// on demand, finds S gone when it walks the ledger: it must reload the
+// table and read the whole ledger as of the head it loaded, not fail on
+// "no such file" (CI saw that in TestConcurrentMaintainersLoseNothing).
+func TestReaderOutlivesAbsorbedSegment(t *testing.T) {
+	tbl, _ := maintainTable(t, 4)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	before := namedArchives(tbl)
+	reader, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, tbl, 4, 8)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range before {
+		if slices.Contains(namedArchives(tbl), p) {
+			t.Fatalf("segment %s is still named after the second expiry (%v): the test needs it absorbed", p, namedArchives(tbl))
+		}
+	}
+	var n int
+	for c, err := range reader.Commits(t.Context(), 0) {
+		if err != nil {
+			t.Fatalf("the reader's ledger walk after its segment was absorbed: %v", err)
+		}
+		if want := int64(10 * n); c.Ranges[0].Low != want {
+			t.Fatalf("commit %d covers %v, want from %d (each once, in order)", n, c.Ranges[0].Interval, want)
+		}
+		n++
+	}
+	if n != 4 { // the ledger as of the head the reader loaded
+		t.Fatalf("the reader read %d commits, want 4", n)
+	}
+}
+
 // TestConcurrentMaintainersLoseNothing: two maintainers expire snapshots
 // of one table at the same time, each through its own table handle, as
 // two sinks or a sink and floe maintain do, while a writer commits. Every

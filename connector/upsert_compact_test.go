@@ -258,7 +258,13 @@ func TestUpsertCompactionRacesSink(t *testing.T) {
 		case res.Attempts > 1:
 			raced++
 		case res.SnapshotID == 0:
-			time.Sleep(50 * time.Millisecond) // nothing to do yet
+			// Nothing to do yet. A random pause, not a fixed one: the
+			// compactor polling every 50 ms compacts each sink commit's
+			// files within a few ms of it, and then its ~40 ms never
+			// overlaps the sink's next commit 300 ms later (CI: 999
+			// compactions, none raced). Starting at a random point of the
+			// sink's cycle, a few compactions in a hundred overlap.
+			time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
 		}
 		runs++
 	}

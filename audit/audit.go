@@ -481,8 +481,8 @@ type auditor struct {
 	deadBad map[int64]bool
 	// typed decodes records for the content level of a typed table.
 	typed *typedContent
-	// spans places compacted files on the ledger (spanIndex).
-	spans *mapping.SpanIndex
+	// chains places compacted files on the ledger (compactedFiles).
+	chains *chainIndex
 	// compactedGroups are the file groups of floe's compactions, by data
 	// file path, placed on the ledger once per group (compactedGroup).
 	compactedGroups map[string]*placedGroup
@@ -625,21 +625,6 @@ func (a *auditor) commitsOfFiles(ctx context.Context, files []snapshot.DataFile)
 		return err
 	}
 	a.indexCommits(cs)
-	return nil
-}
-
-// fullLedger makes the auditor hold the whole ledger, reading it again
-// when it streamed it.
-func (a *auditor) fullLedger(ctx context.Context) error {
-	if a.full {
-		return nil
-	}
-	l, err := a.tbl.ReadLedger(ctx, a.headID)
-	if err != nil {
-		return fmt.Errorf("read the ledger of %s: %w", a.tbl.Name(), err)
-	}
-	a.ledger, a.full = l, true
-	a.indexCommits(a.ledger.Commits)
 	return nil
 }
 

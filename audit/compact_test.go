@@ -170,6 +170,13 @@ func offsetsOf(p int32, low, high int64, skip ...int64) iceberg.BooleanExpressio
 // compaction marker.
 func rewrite(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, rows []arrow.RecordBatch, marked bool) {
 	t.Helper()
+	rewriteFiles(t, tbl, p, low, high, marked, rows)
+}
+
+// rewriteFiles is rewrite writing each of files apart (a compaction whose
+// output rolled over into several files).
+func rewriteFiles(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, marked bool, files ...[]arrow.RecordBatch) {
+	t.Helper()
 	var olds []iceberg.DataFile
 	tasks, err := tbl.Iceberg().Scan().PlanFiles(t.Context())
 	if err != nil {
@@ -182,21 +189,23 @@ func rewrite(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, rows [
 			}
 		}
 	}
-	all := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, b := range rows {
-			if !yield(b, nil) {
-				return
-			}
-		}
-	}
 	var news []iceberg.DataFile
 	var n int64
-	for df, err := range table.WriteRecords(t.Context(), tbl.Iceberg(), rows[0].Schema(), all) {
-		if err != nil {
-			t.Fatal(err)
+	for _, rows := range files {
+		all := func(yield func(arrow.RecordBatch, error) bool) {
+			for _, b := range rows {
+				if !yield(b, nil) {
+					return
+				}
+			}
 		}
-		news = append(news, df)
-		n += df.Count()
+		for df, err := range table.WriteRecords(t.Context(), tbl.Iceberg(), rows[0].Schema(), all) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			news = append(news, df)
+			n += df.Count()
+		}
 	}
 	props := iceberg.Properties{"engine": "other"}
 	if marked {
@@ -269,6 +278,39 @@ func TestFaultTamperedRewrite(t *testing.T) {
 		for _, f := range rep.Findings {
 			if f.Kind == audit.KindMissingFile && f.File != f0.Path && f.File != f1.Path {
 				t.Errorf("finding %+v names another file", f)
+			}
+		}
+	})
+}
+
+// TestCompactedFilesSplitARange: a compaction whose output rolled over
+// into two files, the first holding offsets [0, 30) of a partition and the
+// second [30, 60), where the ledger's ranges are [0, 20), [20, 40) and
+// [40, 60): both files' chains hold range [20, 40), so the files level
+// counts the two files' rows against the three ranges together. A lost
+// row is a count mismatch naming the three ranges.
+func TestCompactedFilesSplitARange(t *testing.T) {
+	t.Run("complete", func(t *testing.T) {
+		e := newEnv(t)
+		tbl := sunkTable(t, e, "split")
+		rewriteFiles(t, tbl, 0, 0, 60, true, liveRows(t, tbl, offsetsOf(0, 0, 30)), liveRows(t, tbl, offsetsOf(0, 30, 60)))
+		if err := tbl.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(must(tbl.Files(t.Context(), 0))); n != 8 {
+			t.Fatalf("%d live files, want 8 (2 compacted, 6 of the other partitions)", n)
+		}
+		auditEveryLevel(t, e, tbl)
+	})
+	t.Run("row lost", func(t *testing.T) {
+		e := newEnv(t)
+		tbl := sunkTable(t, e, "splitlossy")
+		rewriteFiles(t, tbl, 0, 0, 60, true, liveRows(t, tbl, offsetsOf(0, 0, 30)), liveRows(t, tbl, offsetsOf(0, 30, 60, 35)))
+		rep := e.audit(tbl, filesDepth)
+		expectFindings(t, rep, "files count-mismatch splitlossy/0 [0, 60)", "files count-mismatch")
+		for _, f := range rep.Findings {
+			if f.HasPartition && !strings.Contains(f.Detail, "the 3 ranges from [0, 20)") {
+				t.Errorf("finding %+v does not name the three ranges", f)
 			}
 		}
 	})

@@ -14,27 +14,42 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
+// setKey is a node of rangeSets: a ledger range that live files the sink
+// wrote hold (range), or the offsets that a compacted file, or a span of a
+// compaction's file group, holds (chain > 0: a.chains[chain-1]). Compacted
+// files are placed by their offsets, not range by range, so that the sets
+// hold a node per compacted file, not per range it covers: a year-old
+// table's compacted files cover most of its ledger.
+type setKey struct {
+	r     rangeKey
+	chain int
+}
+
+func rangeNode(k rangeKey) setKey { return setKey{r: k} }
+func chainNode(i int) setKey      { return setKey{chain: i + 1} }
+
 // rangeSets counts the rows the live files hold per set of ranges. A file
-// floe's sink wrote lies in one range, so its range is a set of its own; a
-// file floe's compaction wrote spans a chain of ranges, which it joins into
-// one set, and the files level then compares the rows of the set's files
-// with the sum of its ranges' record counts. (The rows level still counts
-// every range on its own.)
+// floe's sink wrote lies in one range, so its range is a set of its own
+// (a file group's files join its ranges); a file floe's compaction wrote
+// spans a chain of ranges, and every range of the chain belongs to the
+// set of the chain's node. The files level then compares the rows of each
+// set's files with the sum of its ranges' record counts. (The rows level
+// still counts every range on its own.)
 type rangeSets struct {
-	parent  map[rangeKey]rangeKey
-	members map[rangeKey]int   // by root
-	held    map[rangeKey]int64 // by root
+	parent  map[setKey]setKey
+	members map[setKey]int   // by root
+	held    map[setKey]int64 // by root
 	// compacted marks (by root) the sets that files of floe's
 	// compactions hold: the files the sink wrote for their ranges were
 	// replaced, so they are not missing.
-	compacted map[rangeKey]bool
+	compacted map[setKey]bool
 }
 
 func newRangeSets() *rangeSets {
-	return &rangeSets{parent: map[rangeKey]rangeKey{}, members: map[rangeKey]int{}, held: map[rangeKey]int64{}, compacted: map[rangeKey]bool{}}
+	return &rangeSets{parent: map[setKey]setKey{}, members: map[setKey]int{}, held: map[setKey]int64{}, compacted: map[setKey]bool{}}
 }
 
-func (s *rangeSets) root(k rangeKey) rangeKey {
+func (s *rangeSets) root(k setKey) setKey {
 	p, ok := s.parent[k]
 	if !ok {
 		s.parent[k], s.members[k] = k, 1
@@ -49,7 +64,7 @@ func (s *rangeSets) root(k rangeKey) rangeKey {
 }
 
 // add joins keys into one set and counts n rows for it.
-func (s *rangeSets) add(n int64, keys ...rangeKey) {
+func (s *rangeSets) add(n int64, keys ...setKey) {
 	r := s.root(keys[0])
 	for _, k := range keys[1:] {
 		if o := s.root(k); o != r {
@@ -66,7 +81,7 @@ func (s *rangeSets) add(n int64, keys ...rangeKey) {
 }
 
 // addCompacted is add for the files of a floe compaction.
-func (s *rangeSets) addCompacted(n int64, keys ...rangeKey) {
+func (s *rangeSets) addCompacted(n int64, keys ...setKey) {
 	s.add(n, keys...)
 	s.compacted[s.root(keys[0])] = true
 }
@@ -76,7 +91,7 @@ func (s *rangeSets) addCompacted(n int64, keys ...rangeKey) {
 // not added to one: the files level asks for every range of the ledger,
 // and adding each made it hold them all (960 MB of maps for 1,000,000
 // ranges, most of its time).
-func (s *rangeSets) heldBy(k rangeKey) (rows int64, joined bool) {
+func (s *rangeSets) heldBy(k setKey) (rows int64, joined bool) {
 	if _, ok := s.parent[k]; !ok {
 		return 0, false
 	}
@@ -84,91 +99,122 @@ func (s *rangeSets) heldBy(k rangeKey) (rows int64, joined bool) {
 	return s.held[r], s.members[r] > 1
 }
 
-// spanIndex indexes the ledger for placing compacted files, once.
-func (a *auditor) spanIndex() mapping.SpanIndex {
-	if a.spans == nil {
-		ix := a.ledger.SpanIndex()
-		a.spans = &ix
-	}
-	return *a.spans
+// chain is the offsets iv of partition tp that a compacted file, or a span
+// of a compaction's file group, says it holds, and what the ledger's
+// ranges that meet them (non-empty, High > iv.Low, Low < iv.High) showed:
+// the offsets they cover, merged (one interval when they are contiguous;
+// they arrive in offset order but for rewritten history), and broken when
+// one of them is lost or aborted, or two of them overlap. It is what
+// mapping.SpanIndex.Span answers for the whole ledger, from one streamed
+// pass: the offsets lie on one unbroken chain of ranges (ok), whose
+// offsets are its extent.
+type chain struct {
+	tp      mapping.TopicPartition
+	iv      mapping.Interval
+	covered []mapping.Interval
+	broken  bool
+	// placed: a file's rows count for the chain's set; unattributed: the
+	// chain is one of several topics' that could hold a file, and its
+	// ranges are not judged.
+	placed, unattributed bool
 }
 
-// compactedFile places a live file that a compaction of floe's added on
-// the chain of ledger ranges its offset bounds cover, joining them in
-// sets; a file the compaction recorded in a file group is placed by the
-// group's spans instead (groupedFile). It reports a file that no chain holds (bounds missing or across
-// partitions, offsets reaching a gap, a lost or aborted range or beyond
-// the ledger) as stray, and returns the chains when several topics could
-// hold it (the caller leaves their ranges uncounted).
-func (a *auditor) compactedFile(ctx context.Context, f snapshot.DataFile, sets *rangeSets, table string) (ambiguous [][]mapping.CommitRange) {
-	g, err := a.compactedGroup(ctx, f)
-	if err != nil {
-		a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy,
-			Detail: fmt.Sprintf("floe compaction snapshot %d of %s, which added the file, has file groups that cannot be read (%v): its %d rows cannot be placed in the ledger", f.AddedBy, table, err, f.Records)})
-		return nil
+// meet records a ledger range that meets c's offsets.
+func (c *chain) meet(r mapping.Range) {
+	if r.Deleted() {
+		c.broken = true
+		return
 	}
-	if g != nil {
-		a.groupedFile(f, g, sets, table)
-		return nil
+	iv := r.Interval
+	i, _ := slices.BinarySearchFunc(c.covered, iv.Low, func(x mapping.Interval, low int64) int { return cmp.Compare(x.Low, low) })
+	if (i > 0 && c.covered[i-1].High > iv.Low) || (i < len(c.covered) && c.covered[i].Low < iv.High) {
+		c.broken = true
+		return
 	}
-	stray := func(detail string) {
-		fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy, Detail: detail}
-		if f.HasBounds && f.PartitionMin == f.PartitionMax {
-			fd.Partition, fd.HasPartition = a.topicOf(f.PartitionMin), true
-			fd.Offsets, fd.HasOffsets = f.Offsets, f.Records > 0
-		}
-		a.find(fd)
-	}
-	switch {
-	case !f.HasBounds:
-		stray(fmt.Sprintf("file of %s added by floe compaction snapshot %d has no partition and offset bounds in its manifest: its %d rows cannot be placed in the ledger", table, f.AddedBy, f.Records))
-		return nil
-	case f.PartitionMin != f.PartitionMax:
-		stray(fmt.Sprintf("file of %s added by floe compaction snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", table, f.AddedBy, f.PartitionMin, f.PartitionMax))
-		return nil
-	}
-	var chains [][]mapping.CommitRange
-	for _, topic := range a.topics {
-		if !f.MayHoldTopic(topic) {
-			continue
-		}
-		if chain, ok := a.spanIndex().Span(mapping.TopicPartition{Topic: topic, Partition: f.PartitionMin}, f.Offsets); ok {
-			chains = append(chains, chain)
-		}
-	}
-	switch len(chains) {
-	case 0:
-		stray(fmt.Sprintf("%d rows of %s at offsets %s, in a file of floe compaction snapshot %d, do not lie on one unbroken chain of ledger ranges (they reach a gap, a lost or aborted range, or offsets outside the ledger)",
-			f.Records, table, f.Offsets, f.AddedBy))
-	case 1:
-		keys := make([]rangeKey, len(chains[0]))
-		for i, r := range chains[0] {
-			keys[i] = rangeKey{r.SnapshotID, r.Range}
-		}
-		sets.addCompacted(f.Records, keys...)
-		if a.selected(chains[0][0].Topic) && table == a.tbl.Name() {
-			a.part(chains[0][0].TopicPartition).Files++
-		}
+	switch joinPrev, joinNext := i > 0 && c.covered[i-1].High == iv.Low, i < len(c.covered) && c.covered[i].Low == iv.High; {
+	case joinPrev && joinNext:
+		c.covered[i-1].High = c.covered[i].High
+		c.covered = slices.Delete(c.covered, i, i+1)
+	case joinPrev:
+		c.covered[i-1].High = iv.High
+	case joinNext:
+		c.covered[i].Low = iv.Low
 	default:
-		return chains
+		c.covered = slices.Insert(c.covered, i, iv)
 	}
-	return nil
+}
+
+// ok reports whether c's offsets lie on one unbroken chain of ranges.
+func (c *chain) ok() bool {
+	return c.iv.Len() > 0 && !c.broken && len(c.covered) == 1 && c.covered[0].Low <= c.iv.Low && c.covered[0].High >= c.iv.High
+}
+
+// chainIndex finds the chains a ledger range meets.
+type chainIndex struct {
+	chains []chain
+	// byTP lists each partition's chains by iv.Low, and reach the
+	// highest iv.High up to each of them.
+	byTP  map[mapping.TopicPartition][]int
+	reach map[mapping.TopicPartition][]int64
+}
+
+func (x *chainIndex) add(tp mapping.TopicPartition, iv mapping.Interval) int {
+	x.chains = append(x.chains, chain{tp: tp, iv: iv})
+	return len(x.chains) - 1
+}
+
+func (x *chainIndex) build() {
+	x.byTP, x.reach = map[mapping.TopicPartition][]int{}, map[mapping.TopicPartition][]int64{}
+	for i, c := range x.chains {
+		x.byTP[c.tp] = append(x.byTP[c.tp], i)
+	}
+	for tp, ids := range x.byTP {
+		slices.SortFunc(ids, func(a, b int) int { return cmp.Compare(x.chains[a].iv.Low, x.chains[b].iv.Low) })
+		reach := make([]int64, len(ids))
+		for j, id := range ids {
+			reach[j] = x.chains[id].iv.High
+			if j > 0 {
+				reach[j] = max(reach[j], reach[j-1])
+			}
+		}
+		x.reach[tp] = reach
+	}
+}
+
+// meeting calls fn with the index of every chain non-empty range r meets.
+func (x *chainIndex) meeting(r mapping.Range, fn func(int)) {
+	if r.Len() <= 0 {
+		return
+	}
+	ids, reach := x.byTP[r.TopicPartition], x.reach[r.TopicPartition]
+	// The chains starting before r ends; of those, walking down, only
+	// while one of them (reach) still ends after r starts.
+	j, _ := slices.BinarySearchFunc(ids, r.High, func(id int, high int64) int {
+		if x.chains[id].iv.Low < high {
+			return -1
+		}
+		return 1
+	})
+	for j--; j >= 0 && reach[j] > r.Low; j-- {
+		if x.chains[ids[j]].iv.High > r.Low {
+			fn(ids[j])
+		}
+	}
 }
 
 // placedGroup is a file group of a floe compaction placed on the ledger:
-// the ranges its spans cover, or the first span no chain of ranges holds.
+// the chains of its spans, or the first span no chain of ranges holds.
 type placedGroup struct {
-	group mapping.FileGroup
-	keys  []rangeKey
-	stray *mapping.Span
+	group  mapping.FileGroup
+	chains []int
+	stray  *mapping.Span
 	// reported is set once the stray span was reported.
 	reported bool
 }
 
 // compactedGroup returns the file group that the floe compaction which
-// added f records f in, placed on the ledger's ranges (each span on the
-// chain of ranges that holds it, mapping.SpanIndex.Span); nil when f is in
-// none (it holds one Kafka partition, and its bounds place it).
+// added f records f in, with a chain for each of its spans; nil when f is
+// in none (it holds one Kafka partition, and its bounds place it).
 func (a *auditor) compactedGroup(ctx context.Context, f snapshot.DataFile) (*placedGroup, error) {
 	if a.compactedGroups == nil {
 		a.compactedGroups, a.groupsRead = map[string]*placedGroup{}, map[int64]bool{}
@@ -186,14 +232,7 @@ func (a *auditor) compactedGroup(ctx context.Context, f snapshot.DataFile) (*pla
 	for _, g := range gs {
 		pg := &placedGroup{group: g}
 		for _, s := range g.Spans {
-			chain, ok := a.spanIndex().Span(s.TopicPartition, s.Interval)
-			if !ok {
-				pg.stray = &s
-				break
-			}
-			for _, r := range chain {
-				pg.keys = append(pg.keys, rangeKey{r.SnapshotID, r.Range})
-			}
+			pg.chains = append(pg.chains, a.chains.add(s.TopicPartition, s.Interval))
 		}
 		for _, path := range g.Files {
 			a.compactedGroups[path] = pg
@@ -205,11 +244,142 @@ func (a *auditor) compactedGroup(ctx context.Context, f snapshot.DataFile) (*pla
 	return a.compactedGroups[f.Path], nil
 }
 
-// groupedFile joins the ranges that the spans of f's file group cover
-// into one set holding f's rows: with every other file of the group, the
-// set's files must hold its ranges' records (joinedCounts). A group with a
-// span that no unbroken chain of ranges holds is reported as stray, once.
+// compactedFiles places the live files that floe's compactions added
+// (files) on the ledger, in sets, and returns how many of them several
+// topics could hold (their ranges are not judged). A file the compaction
+// recorded in a file group is placed by the group's spans; another by its
+// bounds, on the chain of ranges of the one topic that holds its offsets.
+// A file that no chain holds (bounds missing or across partitions,
+// offsets reaching a gap, a lost or aborted range, or beyond the ledger)
+// is reported as stray. The chains are checked in one pass over the
+// ledger; chains of one partition whose extents overlap share ranges, and
+// their sets are joined.
+func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile, sets *rangeSets) (ambiguous int, err error) {
+	table := a.tbl.Name()
+	a.chains = &chainIndex{}
+	type pure struct {
+		f          snapshot.DataFile
+		candidates []int
+	}
+	var pures []pure
+	var grouped []snapshot.DataFile
+	for _, f := range files {
+		g, err := a.compactedGroup(ctx, f)
+		if err != nil {
+			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy,
+				Detail: fmt.Sprintf("floe compaction snapshot %d of %s, which added the file, has file groups that cannot be read (%v): its %d rows cannot be placed in the ledger", f.AddedBy, table, err, f.Records)})
+			continue
+		}
+		if g != nil {
+			grouped = append(grouped, f)
+			continue
+		}
+		stray := func(detail string) {
+			fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy, Detail: detail}
+			if f.HasBounds && f.PartitionMin == f.PartitionMax {
+				fd.Partition, fd.HasPartition = a.topicOf(f.PartitionMin), true
+				fd.Offsets, fd.HasOffsets = f.Offsets, f.Records > 0
+			}
+			a.find(fd)
+		}
+		switch {
+		case !f.HasBounds:
+			stray(fmt.Sprintf("file of %s added by floe compaction snapshot %d has no partition and offset bounds in its manifest: its %d rows cannot be placed in the ledger", table, f.AddedBy, f.Records))
+			continue
+		case f.PartitionMin != f.PartitionMax:
+			stray(fmt.Sprintf("file of %s added by floe compaction snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", table, f.AddedBy, f.PartitionMin, f.PartitionMax))
+			continue
+		}
+		p := pure{f: f}
+		for _, topic := range a.topics {
+			if f.MayHoldTopic(topic) {
+				p.candidates = append(p.candidates, a.chains.add(mapping.TopicPartition{Topic: topic, Partition: f.PartitionMin}, f.Offsets))
+			}
+		}
+		pures = append(pures, p)
+	}
+	if len(a.chains.chains) == 0 {
+		return 0, nil
+	}
+	a.chains.build()
+	if err := a.eachCommit(ctx, func(c mapping.Commit) {
+		for _, r := range c.Ranges {
+			a.chains.meeting(r, func(i int) { a.chains.chains[i].meet(r) })
+		}
+	}); err != nil {
+		return 0, err
+	}
+
+	chains := a.chains.chains
+	for _, p := range pures {
+		var oks []int
+		for _, i := range p.candidates {
+			if chains[i].ok() {
+				oks = append(oks, i)
+			}
+		}
+		switch len(oks) {
+		case 0:
+			fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: p.f.Path, SnapshotID: p.f.AddedBy,
+				Partition: a.topicOf(p.f.PartitionMin), HasPartition: true, Offsets: p.f.Offsets, HasOffsets: p.f.Records > 0,
+				Detail: fmt.Sprintf("%d rows of %s at offsets %s, in a file of floe compaction snapshot %d, do not lie on one unbroken chain of ledger ranges (they reach a gap, a lost or aborted range, or offsets outside the ledger)",
+					p.f.Records, table, p.f.Offsets, p.f.AddedBy)}
+			a.find(fd)
+		case 1:
+			chains[oks[0]].placed = true
+			sets.addCompacted(p.f.Records, chainNode(oks[0]))
+			if tp := chains[oks[0]].tp; a.selected(tp.Topic) {
+				a.part(tp).Files++
+			}
+		default:
+			ambiguous++
+			for _, i := range oks {
+				chains[i].unattributed = true
+			}
+		}
+	}
+	for _, f := range grouped {
+		a.groupedFile(f, a.compactedGroups[f.Path], sets, table)
+	}
+	// Chains of one partition whose extents overlap share ranges: a sweep
+	// by extent joins each with the widest one before it that it
+	// overlaps.
+	for _, ids := range a.chains.byTP {
+		var placed []int
+		for _, i := range ids {
+			if chains[i].placed {
+				placed = append(placed, i)
+			}
+		}
+		slices.SortFunc(placed, func(x, y int) int { return cmp.Compare(chains[x].covered[0].Low, chains[y].covered[0].Low) })
+		widest := -1
+		for _, i := range placed {
+			ext := chains[i].covered[0]
+			if widest >= 0 && ext.Low < chains[widest].covered[0].High {
+				sets.add(0, chainNode(widest), chainNode(i))
+			}
+			if widest < 0 || ext.High > chains[widest].covered[0].High {
+				widest = i
+			}
+		}
+	}
+	return ambiguous, nil
+}
+
+// groupedFile counts f's rows for the set of its file group's chains:
+// with every other file of the group, the set's files must hold the
+// records of the ranges the group's spans cover (joinedCounts). A group
+// with a span that no unbroken chain of ranges holds is reported as
+// stray, once.
 func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSets, table string) {
+	if g.stray == nil {
+		for i, id := range g.chains {
+			if !a.chains.chains[id].ok() {
+				g.stray = &g.group.Spans[i]
+				break
+			}
+		}
+	}
 	if g.stray != nil {
 		if !g.reported {
 			g.reported = true
@@ -220,16 +390,59 @@ func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSe
 		}
 		return
 	}
-	sets.addCompacted(f.Records, g.keys...)
-	if table != a.tbl.Name() {
-		return
+	keys := make([]setKey, len(g.chains))
+	for i, id := range g.chains {
+		a.chains.chains[id].placed = true
+		keys[i] = chainNode(id)
 	}
+	sets.addCompacted(f.Records, keys...)
 	for i, s := range g.group.Spans {
 		// Spans are sorted by partition: count the file once for each.
 		if a.selected(s.Topic) && (i == 0 || g.group.Spans[i-1].TopicPartition != s.TopicPartition) {
 			a.part(s.TopicPartition).Files++
 		}
 	}
+}
+
+// joinChains joins each range node of sets (a range that files the sink
+// wrote hold) that a placed chain covers too with the chain's set: those
+// files and the compacted ones hold its rows together.
+func (a *auditor) joinChains(sets *rangeSets) {
+	if a.chains == nil || len(a.chains.chains) == 0 {
+		return
+	}
+	var nodes []setKey
+	for k := range sets.parent {
+		if k.chain == 0 {
+			nodes = append(nodes, k)
+		}
+	}
+	for _, k := range nodes {
+		a.chains.meeting(k.r.r, func(i int) {
+			if a.chains.chains[i].placed {
+				sets.add(0, k, chainNode(i))
+			}
+		})
+	}
+}
+
+// onChain returns the set of the placed chain that range r lies on, and
+// whether a chain of several topics' meets it (it is not judged); ok
+// false when no chain meets it.
+func (a *auditor) onChain(sets *rangeSets, r mapping.Range) (root setKey, unattributed, ok bool) {
+	if a.chains == nil || len(a.chains.chains) == 0 {
+		return setKey{}, false, false
+	}
+	a.chains.meeting(r, func(i int) {
+		c := &a.chains.chains[i]
+		switch {
+		case c.placed:
+			root, ok = sets.root(chainNode(i)), true
+		case c.unattributed:
+			unattributed, ok = true, true
+		}
+	})
+	return root, unattributed, ok
 }
 
 // grouped reports whether live data file f is in a file group of the
@@ -249,45 +462,71 @@ func (a *auditor) grouped(f snapshot.DataFile) bool {
 	return false
 }
 
+// joinedSet accumulates, over one pass of the ledger, what joinedCounts
+// compares of a set of ranges: their records (want), and enough to name
+// them: how many, the lowest and the highest range of each partition,
+// and, for a set no compacted file holds (file groups of the sink, whose
+// files are live, so few), every range and the commits whose groups hold
+// them.
+type joinedSet struct {
+	want, held int64
+	judged     bool
+	n          int
+	low, high  map[mapping.TopicPartition]rangeKey
+	keys       []rangeKey
+	grouped    []mapping.Commit
+}
+
+func (s *joinedSet) add(k rangeKey) {
+	s.n++
+	s.want += k.r.Records
+	if lo, ok := s.low[k.r.TopicPartition]; !ok || k.r.Low < lo.r.Low {
+		s.low[k.r.TopicPartition] = k
+	}
+	if hi, ok := s.high[k.r.TopicPartition]; !ok || k.r.Low > hi.r.Low {
+		s.high[k.r.TopicPartition] = k
+	}
+}
+
 // joinedCounts compares, for every set of ranges that compacted files or
 // a file group joined, the rows its live files hold with the sum of its
 // ranges' record counts; a set short of rows names its groups' files that
 // are no longer live (live, once per group: missing). Ranges in
 // unattributed are not judged.
 func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattributed map[rangeKey]bool, live map[string]bool, missing map[[2]int64]bool) error {
-	type set struct {
-		keys       []rangeKey
-		want, held int64
-		judged     bool
-		// grouped are the commits whose file groups hold ranges of the set.
-		grouped []mapping.Commit
-	}
-	byRoot := map[rangeKey]*set{}
+	byRoot := map[setKey]*joinedSet{}
 	if len(sets.parent) == 0 {
 		return nil
 	}
 	err := a.eachCommit(ctx, func(c mapping.Commit) {
 		for _, r := range c.Ranges {
 			k := rangeKey{c.SnapshotID, r}
-			if _, ok := sets.parent[k]; !ok {
-				continue
+			root, chainUnattributed, onChain := a.onChain(sets, r)
+			switch {
+			case onChain && root == (setKey{}):
+				continue // only chains of several topics meet it
+			case !onChain:
+				if _, ok := sets.parent[rangeNode(k)]; !ok {
+					continue
+				}
+				if _, joined := sets.heldBy(rangeNode(k)); !joined {
+					continue
+				}
+				root = sets.root(rangeNode(k))
 			}
-			held, joined := sets.heldBy(k)
-			if !joined {
-				continue
-			}
-			root := sets.root(k)
 			s := byRoot[root]
 			if s == nil {
-				s = &set{held: held, judged: true}
+				s = &joinedSet{held: sets.held[root], judged: true, low: map[mapping.TopicPartition]rangeKey{}, high: map[mapping.TopicPartition]rangeKey{}}
 				byRoot[root] = s
 			}
-			s.keys = append(s.keys, k)
-			s.want += r.Records
-			if len(c.FileGroups) > 0 && !slices.ContainsFunc(s.grouped, func(o mapping.Commit) bool { return o.SnapshotID == c.SnapshotID }) {
-				s.grouped = append(s.grouped, c)
+			s.add(k)
+			if !sets.compacted[root] {
+				s.keys = append(s.keys, k)
+				if len(c.FileGroups) > 0 && !slices.ContainsFunc(s.grouped, func(o mapping.Commit) bool { return o.SnapshotID == c.SnapshotID }) {
+					s.grouped = append(s.grouped, c)
+				}
 			}
-			if unattributed[k] || !a.selected(r.Topic) {
+			if unattributed[k] || chainUnattributed || !a.selected(r.Topic) {
 				s.judged = false
 			}
 		}
@@ -295,39 +534,36 @@ func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattribute
 	if err != nil {
 		return err
 	}
-	for _, s := range byRoot {
+	for root, s := range byRoot {
 		if !s.judged || s.want == s.held {
 			continue
 		}
-		if len(s.grouped) > 0 && !sets.compacted[sets.root(s.keys[0])] {
+		if len(s.grouped) > 0 && !sets.compacted[root] {
 			a.groupCount(s.keys, s.grouped, s.want, s.held, live, missing)
 			continue
 		}
-		slices.SortFunc(s.keys, func(x, y rangeKey) int {
-			return cmp.Or(x.r.TopicPartition.Compare(y.r.TopicPartition), cmp.Compare(x.r.Low, y.r.Low))
-		})
-		first, last := s.keys[0], s.keys[len(s.keys)-1]
+		tps := slices.SortedFunc(func(yield func(mapping.TopicPartition) bool) {
+			for tp := range s.low {
+				if !yield(tp) {
+					return
+				}
+			}
+		}, mapping.TopicPartition.Compare)
+		first, last := s.low[tps[0]], s.high[tps[len(tps)-1]]
 		fd := Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: first.r.TopicPartition, HasPartition: true,
 			Offsets: mapping.Interval{Low: first.r.Low, High: last.r.High}, HasOffsets: true, SnapshotID: first.snapshot,
 			Detail: fmt.Sprintf("the %d ranges from %s (snapshot %d) to %s (snapshot %d), which compacted files span, have %d records in the ledger; their live files hold %d",
-				len(s.keys), first.r.Interval, first.snapshot, last.r.Interval, last.snapshot, s.want, s.held)}
-		if first.r.TopicPartition != last.r.TopicPartition {
+				s.n, first.r.Interval, first.snapshot, last.r.Interval, last.snapshot, s.want, s.held)}
+		if len(tps) > 1 {
 			// A file group's: name every partition, with the offsets of
 			// the first.
-			var tps []string
-			for i, k := range s.keys {
-				if i == 0 || s.keys[i-1].r.TopicPartition != k.r.TopicPartition {
-					tps = append(tps, k.r.TopicPartition.String())
-				}
+			names := make([]string, len(tps))
+			for i, tp := range tps {
+				names[i] = tp.String()
 			}
-			fd.Offsets.High = first.r.High
-			for _, k := range s.keys[1:] {
-				if k.r.TopicPartition == first.r.TopicPartition {
-					fd.Offsets.High = k.r.High
-				}
-			}
+			fd.Offsets.High = s.high[tps[0]].r.High
 			fd.Detail = fmt.Sprintf("the %d ranges of %d partitions (%s), which a file group of compacted files spans, have %d records in the ledger; their live files hold %d",
-				len(s.keys), len(tps), strings.Join(tps, ", "), s.want, s.held)
+				s.n, len(tps), strings.Join(names, ", "), s.want, s.held)
 		}
 		a.find(fd)
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/floe-dev/floe/mapping"
@@ -46,12 +45,6 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		a.deleteFiles()
 		return nil
 	}
-	// Compacted files are placed on chains of the whole ledger's ranges.
-	if slices.ContainsFunc(files, func(f snapshot.DataFile) bool { return a.tbl.IsCompaction(f.AddedBy) }) {
-		if err := a.fullLedger(ctx); err != nil {
-			return err
-		}
-	}
 	if err := a.commitsOfFiles(ctx, files); err != nil {
 		return err
 	}
@@ -59,20 +52,23 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	held := newRangeSets()
 	unattributed := map[rangeKey]bool{}
 	strays, missing := map[[2]int64]bool{}, map[[2]int64]bool{}
-	ambiguous, unbounded := 0, 0
+	unbounded := 0
+	// Compacted files are placed on chains of ranges by their offsets,
+	// in a pass of their own over the ledger.
+	var compacted []snapshot.DataFile
+	for _, f := range files {
+		if a.commits[f.AddedBy] == nil && a.tbl.IsCompaction(f.AddedBy) {
+			compacted = append(compacted, f)
+		}
+	}
+	ambiguous, err := a.compactedFiles(ctx, compacted, held)
+	if err != nil {
+		return err
+	}
 	for _, f := range files {
 		live[f.Path] = true
 		c := a.commits[f.AddedBy]
 		if c == nil && a.tbl.IsCompaction(f.AddedBy) {
-			chains := a.compactedFile(ctx, f, held, a.tbl.Name())
-			if len(chains) > 0 {
-				ambiguous++
-			}
-			for _, chain := range chains {
-				for _, r := range chain {
-					unattributed[rangeKey{r.SnapshotID, r.Range}] = true
-				}
-			}
 			continue
 		}
 		if c == nil {
@@ -98,7 +94,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		switch len(cands) {
 		case 0:
 		case 1:
-			held.add(f.Records, rangeKey{c.SnapshotID, cands[0]})
+			held.add(f.Records, rangeNode(rangeKey{c.SnapshotID, cands[0]}))
 			if a.selected(cands[0].Topic) {
 				a.part(cands[0].TopicPartition).Files++
 			}
@@ -115,6 +111,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		a.note("files level: %d data files of commits holding several topics cannot be attributed to one topic from manifests; their ranges were not counted (the rows level counts them)", ambiguous)
 	}
 
+	a.joinChains(held)
 	if unbounded > 0 {
 		a.note("files level: %d data files have no partition and offset bounds in their manifests (column metrics disabled); their commits' ranges were not counted (the rows level counts them)", unbounded)
 	}
@@ -127,9 +124,12 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		}
 		for _, r := range c.Ranges {
 			k := rangeKey{c.SnapshotID, r}
-			got, joined := held.heldBy(k)
+			got, joined := held.heldBy(rangeNode(k))
 			if r.Deleted() || !a.selected(r.Topic) || unattributed[k] || joined || got == r.Records {
-				continue // joined: compacted files hold it with other ranges (below)
+				continue // joined: files hold it with other ranges (below)
+			}
+			if _, _, onChain := a.onChain(held, r); onChain {
+				continue // compacted files hold it (below)
 			}
 			if got < r.Records && a.missingGroupFiles(c, r, live, missing) {
 				a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,

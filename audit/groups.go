@@ -53,9 +53,9 @@ func (a *auditor) groupFile(c *mapping.Commit, g mapping.FileGroup, i int, f sna
 	if len(rs) == 0 {
 		return
 	}
-	keys := make([]rangeKey, len(rs))
+	keys := make([]setKey, len(rs))
 	for k, r := range rs {
-		keys[k] = rangeKey{c.SnapshotID, r}
+		keys[k] = rangeNode(rangeKey{c.SnapshotID, r})
 	}
 	sets.add(f.Records, keys...)
 	seen := map[mapping.TopicPartition]bool{}

@@ -171,7 +171,9 @@ func timeCommand(b *testing.B, bin string, args []string, findingsOK bool) (rssM
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := strings.Fields(string(t))
+	// GNU time writes "Command exited with non-zero status N" first.
+	lines := strings.Split(strings.TrimSpace(string(t)), "\n")
+	f := strings.Fields(lines[len(lines)-1])
 	if len(f) != 4 {
 		b.Fatalf("time: %q", t)
 	}

@@ -502,10 +502,10 @@ func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattribute
 		for _, r := range c.Ranges {
 			k := rangeKey{c.SnapshotID, r}
 			root, chainUnattributed, onChain := a.onChain(sets, r)
-			switch {
-			case onChain && root == (setKey{}):
-				continue // only chains of several topics meet it
-			case !onChain:
+			if !onChain || root == (setKey{}) {
+				// On no placed chain (at most on chains of several
+				// topics, which leave it unjudged): the set files of the
+				// sink joined it to, if any.
 				if _, ok := sets.parent[rangeNode(k)]; !ok {
 					continue
 				}

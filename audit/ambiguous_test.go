@@ -1,73 +1,13 @@
 package audit_test
 
 import (
-	"fmt"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
-
-// rewriteAddedBy commits, as floe's compaction would (marked, no file
-// groups), one snapshot replacing the live files that the snapshots in
-// added wrote with one file of rows.
-func rewriteAddedBy(t *testing.T, tbl *snapshot.Table, added map[int64]bool, rows []arrow.RecordBatch) {
-	t.Helper()
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	live := map[string]bool{}
-	for _, f := range must(tbl.Files(t.Context(), 0)) {
-		if added[f.AddedBy] {
-			live[f.Path] = true
-		}
-	}
-	tasks, err := tbl.Iceberg().Scan().PlanFiles(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, b := range rows {
-			if !yield(b, nil) {
-				return
-			}
-		}
-	}
-	var news []iceberg.DataFile
-	var n int64
-	for df, err := range table.WriteRecords(t.Context(), tbl.Iceberg(), rows[0].Schema(), all) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		news = append(news, df)
-		n += df.Count()
-	}
-	txn := tbl.Iceberg().NewTransaction()
-	rw := txn.NewRewrite(iceberg.Properties{snapshot.KeyOperation: snapshot.OperationCompact, snapshot.KeyCompactRows: fmt.Sprint(n)})
-	removed := 0
-	for _, task := range tasks {
-		if live[task.File.FilePath()] {
-			rw.DeleteFile(task.File)
-			removed++
-		}
-	}
-	if removed == 0 {
-		t.Fatal("nothing to rewrite")
-	}
-	for _, df := range news {
-		rw.AddDataFile(df)
-	}
-	if err := rw.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestAmbiguousCompactedFileBesideSinkGroup: one table holds topic A, sunk
 // into a file group of several partitions (still live, never compacted),
@@ -98,7 +38,10 @@ func TestAmbiguousCompactedFileBesideSinkGroup(t *testing.T) {
 	}
 	rows := liveRows(t, tbl, iceberg.NewAnd(iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), topicB),
 		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(0))))
-	rewriteAddedBy(t, tbl, added, rows)
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rewriteWhere(t, tbl, func(f snapshot.DataFile) bool { return added[f.AddedBy] }, true, rows)
 
 	// The compacted file's topic bounds must admit topic A too, or the
 	// scenario is not the ambiguous one.

@@ -177,6 +177,15 @@ func rewrite(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, rows [
 // output rolled over into several files).
 func rewriteFiles(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, marked bool, files ...[]arrow.RecordBatch) {
 	t.Helper()
+	rewriteWhere(t, tbl, func(f snapshot.DataFile) bool {
+		return f.PartitionMin == p && f.Offsets.Low >= low && f.Offsets.High <= high
+	}, marked, files...)
+}
+
+// rewriteWhere is rewriteFiles replacing the live files of tbl (as last
+// loaded) that replace accepts.
+func rewriteWhere(t *testing.T, tbl *snapshot.Table, replace func(snapshot.DataFile) bool, marked bool, files ...[]arrow.RecordBatch) {
+	t.Helper()
 	var olds []iceberg.DataFile
 	tasks, err := tbl.Iceberg().Scan().PlanFiles(t.Context())
 	if err != nil {
@@ -184,7 +193,7 @@ func rewriteFiles(t *testing.T, tbl *snapshot.Table, p int32, low, high int64, m
 	}
 	for _, task := range tasks {
 		for _, f := range must(tbl.Files(t.Context(), 0)) {
-			if f.Path == task.File.FilePath() && f.PartitionMin == p && f.Offsets.Low >= low && f.Offsets.High <= high {
+			if f.Path == task.File.FilePath() && replace(f) {
 				olds = append(olds, task.File)
 			}
 		}

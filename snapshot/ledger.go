@@ -198,12 +198,16 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilt
 			return
 		}
 		// A segment named by the metadata this table loaded may be
-		// deleted meanwhile by another process's maintenance, which
-		// merged it into a new one: the table is then reloaded once and
-		// the walk goes on, past the commits already yielded (the
-		// ancestry, and so the order, is the same).
+		// deleted meanwhile by another writer's expiry, which merged it
+		// into a new one: the table is then reloaded and the walk goes
+		// on, past the commits already yielded (the ancestry, and so the
+		// order, is the same). A long walk beside a busy sink (a
+		// scheduled compaction's, seconds long, beside expiries every
+		// second) may see that more than once (the soak: one compaction
+		// in five failed after a single reload).
+		const maxReloads = 5
 		yielded := map[int64]bool{}
-		for reloaded := false; ; reloaded = true {
+		for reloads := 0; ; reloads++ {
 			stopped, err := t.walkCommits(ctx, id, f, func(c mapping.Commit) bool {
 				if yielded[c.SnapshotID] {
 					return true
@@ -214,7 +218,7 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilt
 			if stopped || err == nil {
 				return
 			}
-			if reloaded || !errors.Is(err, fs.ErrNotExist) {
+			if reloads == maxReloads || !errors.Is(err, fs.ErrNotExist) {
 				yield(mapping.Commit{}, err)
 				return
 			}

@@ -274,20 +274,12 @@ func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile,
 			grouped = append(grouped, f)
 			continue
 		}
-		stray := func(detail string) {
-			fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy, Detail: detail}
-			if f.HasBounds && f.PartitionMin == f.PartitionMax {
-				fd.Partition, fd.HasPartition = a.topicOf(f.PartitionMin), true
-				fd.Offsets, fd.HasOffsets = f.Offsets, f.Records > 0
-			}
-			a.find(fd)
-		}
 		switch {
 		case !f.HasBounds:
-			stray(fmt.Sprintf("file of %s added by floe compaction snapshot %d has no partition and offset bounds in its manifest: its %d rows cannot be placed in the ledger", table, f.AddedBy, f.Records))
+			a.strayCompacted(f, fmt.Sprintf("file of %s added by floe compaction snapshot %d has no partition and offset bounds in its manifest: its %d rows cannot be placed in the ledger", table, f.AddedBy, f.Records))
 			continue
 		case f.PartitionMin != f.PartitionMax:
-			stray(fmt.Sprintf("file of %s added by floe compaction snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", table, f.AddedBy, f.PartitionMin, f.PartitionMax))
+			a.strayCompacted(f, fmt.Sprintf("file of %s added by floe compaction snapshot %d holds rows of partitions %d to %d; floe writes one partition per file", table, f.AddedBy, f.PartitionMin, f.PartitionMax))
 			continue
 		}
 		p := pure{f: f}
@@ -320,11 +312,8 @@ func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile,
 		}
 		switch len(oks) {
 		case 0:
-			fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: p.f.Path, SnapshotID: p.f.AddedBy,
-				Partition: a.topicOf(p.f.PartitionMin), HasPartition: true, Offsets: p.f.Offsets, HasOffsets: p.f.Records > 0,
-				Detail: fmt.Sprintf("%d rows of %s at offsets %s, in a file of floe compaction snapshot %d, do not lie on one unbroken chain of ledger ranges (they reach a gap, a lost or aborted range, or offsets outside the ledger)",
-					p.f.Records, table, p.f.Offsets, p.f.AddedBy)}
-			a.find(fd)
+			a.strayCompacted(p.f, fmt.Sprintf("%d rows of %s at offsets %s, in a file of floe compaction snapshot %d, do not lie on one unbroken chain of ledger ranges (they reach a gap, a lost or aborted range, or offsets outside the ledger)",
+				p.f.Records, table, p.f.Offsets, p.f.AddedBy))
 		case 1:
 			chains[oks[0]].placed = true
 			sets.addCompacted(p.f.Records, chainNode(oks[0]))
@@ -339,7 +328,7 @@ func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile,
 		}
 	}
 	for _, f := range grouped {
-		a.groupedFile(f, a.compactedGroups[f.Path], sets, table)
+		a.groupedFile(f, a.compactedGroups[f.Path], sets)
 	}
 	// Chains of one partition whose extents overlap share ranges: a sweep
 	// by extent joins each with the widest one before it that it
@@ -366,12 +355,23 @@ func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile,
 	return ambiguous, nil
 }
 
+// strayCompacted reports compacted file f as a stray file, naming its
+// partition and offsets when its bounds hold one partition.
+func (a *auditor) strayCompacted(f snapshot.DataFile, detail string) {
+	fd := Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy, Detail: detail}
+	if f.HasBounds && f.PartitionMin == f.PartitionMax {
+		fd.Partition, fd.HasPartition = a.topicOf(f.PartitionMin), true
+		fd.Offsets, fd.HasOffsets = f.Offsets, f.Records > 0
+	}
+	a.find(fd)
+}
+
 // groupedFile counts f's rows for the set of its file group's chains:
 // with every other file of the group, the set's files must hold the
 // records of the ranges the group's spans cover (joinedCounts). A group
 // with a span that no unbroken chain of ranges holds is reported as
 // stray, once.
-func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSets, table string) {
+func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSets) {
 	if g.stray == nil {
 		for i, id := range g.chains {
 			if !a.chains.chains[id].ok() {
@@ -386,7 +386,7 @@ func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSe
 			a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: f.AddedBy,
 				Partition: g.stray.TopicPartition, HasPartition: true, Offsets: g.stray.Interval, HasOffsets: true,
 				Detail: fmt.Sprintf("floe compaction snapshot %d of %s says its group of %d files holds offsets %s of %s, which do not lie on one unbroken chain of ledger ranges (they reach a gap, a lost or aborted range, or offsets outside the ledger): its rows cannot be placed",
-					f.AddedBy, table, len(g.group.Files), g.stray.Interval, g.stray.TopicPartition)})
+					f.AddedBy, a.tbl.Name(), len(g.group.Files), g.stray.Interval, g.stray.TopicPartition)})
 		}
 		return
 	}

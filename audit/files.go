@@ -55,9 +55,10 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	unbounded := 0
 	// Compacted files are placed on chains of ranges by their offsets,
 	// in a pass of their own over the ledger.
+	isCompacted := func(f snapshot.DataFile) bool { return a.commits[f.AddedBy] == nil && a.tbl.IsCompaction(f.AddedBy) }
 	var compacted []snapshot.DataFile
 	for _, f := range files {
-		if a.commits[f.AddedBy] == nil && a.tbl.IsCompaction(f.AddedBy) {
+		if isCompacted(f) {
 			compacted = append(compacted, f)
 		}
 	}
@@ -67,10 +68,10 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	}
 	for _, f := range files {
 		live[f.Path] = true
-		c := a.commits[f.AddedBy]
-		if c == nil && a.tbl.IsCompaction(f.AddedBy) {
+		if isCompacted(f) {
 			continue
 		}
+		c := a.commits[f.AddedBy]
 		if c == nil {
 			a.foreignFile(f)
 			continue

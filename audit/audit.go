@@ -482,7 +482,7 @@ type auditor struct {
 	// typed decodes records for the content level of a typed table.
 	typed *typedContent
 	// chains places compacted files on the ledger (compactedFiles).
-	chains *chainIndex
+	chains *chains
 	// compactedGroups are the file groups of floe's compactions, by data
 	// file path, placed on the ledger once per group (compactedGroup).
 	compactedGroups map[string]*placedGroup

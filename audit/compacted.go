@@ -99,107 +99,24 @@ func (s *rangeSets) heldBy(k setKey) (rows int64, joined bool) {
 	return s.held[r], s.members[r] > 1
 }
 
-// chain is the offsets iv of partition tp that a compacted file, or a span
-// of a compaction's file group, says it holds, and what the ledger's
-// ranges that meet them (non-empty, High > iv.Low, Low < iv.High) showed:
-// the offsets they cover, merged (one interval when they are contiguous;
-// they arrive in offset order but for rewritten history), and broken when
-// one of them is lost or aborted, or two of them overlap. It is what
-// mapping.SpanIndex.Span answers for the whole ledger, from one streamed
-// pass: the offsets lie on one unbroken chain of ranges (ok), whose
-// offsets are its extent.
-type chain struct {
-	tp      mapping.TopicPartition
-	iv      mapping.Interval
-	covered []mapping.Interval
-	broken  bool
-	// placed: a file's rows count for the chain's set; unattributed: the
-	// chain is one of several topics' that could hold a file, and its
-	// ranges are not judged.
+// chains are the chains (mapping.Chain) on which the files level places
+// compacted files and the spans of compactions' file groups, with what it
+// decided of each (state, by index).
+type chains struct {
+	mapping.Chains
+	state []chainState
+}
+
+// chainState: placed, a file's rows count for the chain's set;
+// unattributed, the chain is one of several topics' that could hold a
+// file, and its ranges are not judged.
+type chainState struct {
 	placed, unattributed bool
 }
 
-// meet records a ledger range that meets c's offsets.
-func (c *chain) meet(r mapping.Range) {
-	if r.Deleted() {
-		c.broken = true
-		return
-	}
-	iv := r.Interval
-	i, _ := slices.BinarySearchFunc(c.covered, iv.Low, func(x mapping.Interval, low int64) int { return cmp.Compare(x.Low, low) })
-	if (i > 0 && c.covered[i-1].High > iv.Low) || (i < len(c.covered) && c.covered[i].Low < iv.High) {
-		c.broken = true
-		return
-	}
-	switch joinPrev, joinNext := i > 0 && c.covered[i-1].High == iv.Low, i < len(c.covered) && c.covered[i].Low == iv.High; {
-	case joinPrev && joinNext:
-		c.covered[i-1].High = c.covered[i].High
-		c.covered = slices.Delete(c.covered, i, i+1)
-	case joinPrev:
-		c.covered[i-1].High = iv.High
-	case joinNext:
-		c.covered[i].Low = iv.Low
-	default:
-		c.covered = slices.Insert(c.covered, i, iv)
-	}
-}
-
-// ok reports whether c's offsets lie on one unbroken chain of ranges.
-func (c *chain) ok() bool {
-	return c.iv.Len() > 0 && !c.broken && len(c.covered) == 1 && c.covered[0].Low <= c.iv.Low && c.covered[0].High >= c.iv.High
-}
-
-// chainIndex finds the chains a ledger range meets.
-type chainIndex struct {
-	chains []chain
-	// byTP lists each partition's chains by iv.Low, and reach the
-	// highest iv.High up to each of them.
-	byTP  map[mapping.TopicPartition][]int
-	reach map[mapping.TopicPartition][]int64
-}
-
-func (x *chainIndex) add(tp mapping.TopicPartition, iv mapping.Interval) int {
-	x.chains = append(x.chains, chain{tp: tp, iv: iv})
-	return len(x.chains) - 1
-}
-
-func (x *chainIndex) build() {
-	x.byTP, x.reach = map[mapping.TopicPartition][]int{}, map[mapping.TopicPartition][]int64{}
-	for i, c := range x.chains {
-		x.byTP[c.tp] = append(x.byTP[c.tp], i)
-	}
-	for tp, ids := range x.byTP {
-		slices.SortFunc(ids, func(a, b int) int { return cmp.Compare(x.chains[a].iv.Low, x.chains[b].iv.Low) })
-		reach := make([]int64, len(ids))
-		for j, id := range ids {
-			reach[j] = x.chains[id].iv.High
-			if j > 0 {
-				reach[j] = max(reach[j], reach[j-1])
-			}
-		}
-		x.reach[tp] = reach
-	}
-}
-
-// meeting calls fn with the index of every chain non-empty range r meets.
-func (x *chainIndex) meeting(r mapping.Range, fn func(int)) {
-	if r.Len() <= 0 {
-		return
-	}
-	ids, reach := x.byTP[r.TopicPartition], x.reach[r.TopicPartition]
-	// The chains starting before r ends; of those, walking down, only
-	// while one of them (reach) still ends after r starts.
-	j, _ := slices.BinarySearchFunc(ids, r.High, func(id int, high int64) int {
-		if x.chains[id].iv.Low < high {
-			return -1
-		}
-		return 1
-	})
-	for j--; j >= 0 && reach[j] > r.Low; j-- {
-		if x.chains[ids[j]].iv.High > r.Low {
-			fn(ids[j])
-		}
-	}
+func (x *chains) add(tp mapping.TopicPartition, iv mapping.Interval) int {
+	x.state = append(x.state, chainState{})
+	return x.Add(tp, iv)
 }
 
 // placedGroup is a file group of a floe compaction placed on the ledger:
@@ -256,7 +173,7 @@ func (a *auditor) compactedGroup(ctx context.Context, f snapshot.DataFile) (*pla
 // their sets are joined.
 func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile, sets *rangeSets) (ambiguous int, err error) {
 	table := a.tbl.Name()
-	a.chains = &chainIndex{}
+	a.chains = &chains{}
 	type pure struct {
 		f          snapshot.DataFile
 		candidates []int
@@ -290,23 +207,23 @@ func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile,
 		}
 		pures = append(pures, p)
 	}
-	if len(a.chains.chains) == 0 {
+	if a.chains.Len() == 0 {
 		return 0, nil
 	}
-	a.chains.build()
+	a.chains.Build()
 	if err := a.eachCommit(ctx, func(c mapping.Commit) {
 		for _, r := range c.Ranges {
-			a.chains.meeting(r, func(i int) { a.chains.chains[i].meet(r) })
+			a.chains.Meet(r)
 		}
 	}); err != nil {
 		return 0, err
 	}
 
-	chains := a.chains.chains
+	chains, state := a.chains, a.chains.state
 	for _, p := range pures {
 		var oks []int
 		for _, i := range p.candidates {
-			if chains[i].ok() {
+			if chains.Chain(i).OK() {
 				oks = append(oks, i)
 			}
 		}
@@ -315,15 +232,15 @@ func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile,
 			a.strayCompacted(p.f, fmt.Sprintf("%d rows of %s at offsets %s, in a file of floe compaction snapshot %d, do not lie on one unbroken chain of ledger ranges (they reach a gap, a lost or aborted range, or offsets outside the ledger)",
 				p.f.Records, table, p.f.Offsets, p.f.AddedBy))
 		case 1:
-			chains[oks[0]].placed = true
+			state[oks[0]].placed = true
 			sets.addCompacted(p.f.Records, chainNode(oks[0]))
-			if tp := chains[oks[0]].tp; a.selected(tp.Topic) {
+			if tp := chains.Chain(oks[0]).TopicPartition; a.selected(tp.Topic) {
 				a.part(tp).Files++
 			}
 		default:
 			ambiguous++
 			for _, i := range oks {
-				chains[i].unattributed = true
+				state[i].unattributed = true
 			}
 		}
 	}
@@ -333,21 +250,21 @@ func (a *auditor) compactedFiles(ctx context.Context, files []snapshot.DataFile,
 	// Chains of one partition whose extents overlap share ranges: a sweep
 	// by extent joins each with the widest one before it that it
 	// overlaps.
-	for _, ids := range a.chains.byTP {
+	for ids := range chains.PerPartition() {
 		var placed []int
 		for _, i := range ids {
-			if chains[i].placed {
+			if state[i].placed {
 				placed = append(placed, i)
 			}
 		}
-		slices.SortFunc(placed, func(x, y int) int { return cmp.Compare(chains[x].covered[0].Low, chains[y].covered[0].Low) })
+		slices.SortFunc(placed, func(x, y int) int { return cmp.Compare(chains.Chain(x).Extent().Low, chains.Chain(y).Extent().Low) })
 		widest := -1
 		for _, i := range placed {
-			ext := chains[i].covered[0]
-			if widest >= 0 && ext.Low < chains[widest].covered[0].High {
+			ext := chains.Chain(i).Extent()
+			if widest >= 0 && ext.Low < chains.Chain(widest).Extent().High {
 				sets.add(0, chainNode(widest), chainNode(i))
 			}
-			if widest < 0 || ext.High > chains[widest].covered[0].High {
+			if widest < 0 || ext.High > chains.Chain(widest).Extent().High {
 				widest = i
 			}
 		}
@@ -374,7 +291,7 @@ func (a *auditor) strayCompacted(f snapshot.DataFile, detail string) {
 func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSets) {
 	if g.stray == nil {
 		for i, id := range g.chains {
-			if !a.chains.chains[id].ok() {
+			if !a.chains.Chain(id).OK() {
 				g.stray = &g.group.Spans[i]
 				break
 			}
@@ -392,7 +309,7 @@ func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSe
 	}
 	keys := make([]setKey, len(g.chains))
 	for i, id := range g.chains {
-		a.chains.chains[id].placed = true
+		a.chains.state[id].placed = true
 		keys[i] = chainNode(id)
 	}
 	sets.addCompacted(f.Records, keys...)
@@ -408,7 +325,7 @@ func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSe
 // wrote hold) that a placed chain covers too with the chain's set: those
 // files and the compacted ones hold its rows together.
 func (a *auditor) joinChains(sets *rangeSets) {
-	if a.chains == nil || len(a.chains.chains) == 0 {
+	if a.chains == nil || a.chains.Len() == 0 {
 		return
 	}
 	var nodes []setKey
@@ -418,8 +335,8 @@ func (a *auditor) joinChains(sets *rangeSets) {
 		}
 	}
 	for _, k := range nodes {
-		a.chains.meeting(k.r.r, func(i int) {
-			if a.chains.chains[i].placed {
+		a.chains.Meeting(k.r.r, func(i int) {
+			if a.chains.state[i].placed {
 				sets.add(0, k, chainNode(i))
 			}
 		})
@@ -430,12 +347,11 @@ func (a *auditor) joinChains(sets *rangeSets) {
 // whether a chain of several topics' meets it (it is not judged); ok
 // false when no chain meets it.
 func (a *auditor) onChain(sets *rangeSets, r mapping.Range) (root setKey, unattributed, ok bool) {
-	if a.chains == nil || len(a.chains.chains) == 0 {
+	if a.chains == nil || a.chains.Len() == 0 {
 		return setKey{}, false, false
 	}
-	a.chains.meeting(r, func(i int) {
-		c := &a.chains.chains[i]
-		switch {
+	a.chains.Meeting(r, func(i int) {
+		switch c := a.chains.state[i]; {
 		case c.placed:
 			root, ok = sets.root(chainNode(i)), true
 		case c.unattributed:

@@ -169,20 +169,22 @@ type topicIndex struct {
 	// byPartition lists the ledger's topics that have each partition.
 	byPartition map[int32][]string
 	// commits are the commits that added files of a partition number
-	// several topics have, and spans the ranges of those partitions, to
-	// place files of floe's compactions, which no commit added.
+	// several topics have; chains, per such file (by path), a chain of
+	// each topic that may hold its offsets, to place files of floe's
+	// compactions, which no commit added.
 	commits map[int64]mapping.Commit
-	spans   mapping.SpanIndex
+	chains  mapping.Chains
+	byFile  map[string][]int
 }
 
 // newTopicIndex indexes the ledger as of snapshotID for the topics of
 // files. The ledger's summary names each partition's topics; only when a
 // file's partition number is of several topics is the ledger read, one
-// block at a time, keeping the commits that added such files and the
-// ranges of such partitions: a table of one topic costs no range, however
-// long its ledger.
+// block at a time, keeping the commits that added such files and placing
+// such files on chains of ranges (mapping.Chains): a table of one topic
+// costs no range, however long its ledger.
 func newTopicIndex(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files []snapshot.DataFile) (topicIndex, error) {
-	ix := topicIndex{byPartition: map[int32][]string{}, commits: map[int64]mapping.Commit{}}
+	ix := topicIndex{byPartition: map[int32][]string{}, commits: map[int64]mapping.Commit{}, byFile: map[string][]int{}}
 	sum, err := tbl.Summary(ctx, snapshotID)
 	if err != nil {
 		return ix, err
@@ -192,16 +194,22 @@ func newTopicIndex(ctx context.Context, tbl *snapshot.Table, snapshotID int64, f
 			ix.byPartition[tp.Partition] = append(ix.byPartition[tp.Partition], tp.Topic)
 		}
 	}
-	shared, added := map[int32]bool{}, map[int64]bool{}
+	added := map[int64]bool{}
 	for _, f := range files {
-		if f.HasBounds && f.PartitionMin == f.PartitionMax && len(ix.byPartition[f.PartitionMin]) > 1 {
-			shared[f.PartitionMin], added[f.AddedBy] = true, true
+		if !f.HasBounds || f.PartitionMin != f.PartitionMax || len(ix.byPartition[f.PartitionMin]) < 2 {
+			continue
+		}
+		added[f.AddedBy] = true
+		for _, topic := range ix.byPartition[f.PartitionMin] {
+			if f.MayHoldTopic(topic) {
+				ix.byFile[f.Path] = append(ix.byFile[f.Path], ix.chains.Add(mapping.TopicPartition{Topic: topic, Partition: f.PartitionMin}, f.Offsets))
+			}
 		}
 	}
-	if len(shared) == 0 {
+	if len(added) == 0 {
 		return ix, nil
 	}
-	var ranges mapping.Ledger
+	ix.chains.Build()
 	for c, err := range tbl.Commits(ctx, snapshotID) {
 		if err != nil {
 			return ix, err
@@ -209,17 +217,10 @@ func newTopicIndex(ctx context.Context, tbl *snapshot.Table, snapshotID int64, f
 		if added[c.SnapshotID] {
 			ix.commits[c.SnapshotID] = c
 		}
-		var rs []mapping.Range
 		for _, r := range c.Ranges {
-			if shared[r.Partition] {
-				rs = append(rs, r)
-			}
-		}
-		if len(rs) > 0 {
-			ranges.Commits = append(ranges.Commits, mapping.Commit{SnapshotID: c.SnapshotID, Ranges: rs})
+			ix.chains.Meet(r)
 		}
 	}
-	ix.spans = ranges.SpanIndex()
 	return ix, nil
 }
 
@@ -233,9 +234,9 @@ func (ix topicIndex) of(f snapshot.DataFile) string {
 	}
 	var found []string
 	if _, ok := ix.commits[f.AddedBy]; !ok {
-		for _, topic := range ix.byPartition[f.PartitionMin] {
-			if _, ok := ix.spans.Span(mapping.TopicPartition{Topic: topic, Partition: f.PartitionMin}, f.Offsets); ok && f.MayHoldTopic(topic) {
-				found = append(found, topic)
+		for _, i := range ix.byFile[f.Path] {
+			if c := ix.chains.Chain(i); c.OK() {
+				found = append(found, c.Topic)
 			}
 		}
 	}

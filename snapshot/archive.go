@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -187,6 +188,22 @@ func (a *archiveIndex) rangesFiles() bool {
 // archivedProperties returns the floe properties of an archived snapshot, reading
 // its block, and false when it is not archived.
 func (t *Table) archivedProperties(ctx context.Context, id int64) (map[string]string, bool, error) {
+	// The segment may have been merged into a new one and deleted by
+	// another writer's expiry since the table was loaded, as for
+	// commitsWhere.
+	for reloads := 0; ; reloads++ {
+		props, ok, err := t.readArchived(ctx, id)
+		if err == nil || reloads == maxLedgerReloads || !errors.Is(err, fs.ErrNotExist) {
+			return props, ok, err
+		}
+		if rerr := t.Refresh(ctx); rerr != nil {
+			return nil, false, fmt.Errorf("%w (reloading the table after it: %w)", err, rerr)
+		}
+	}
+}
+
+// readArchived is archivedProperties as the table is loaded.
+func (t *Table) readArchived(ctx context.Context, id int64) (map[string]string, bool, error) {
 	_, at, ok := t.archive.find(id)
 	if !ok {
 		return nil, false, nil

@@ -153,7 +153,7 @@ func (t *Table) IsCompaction(snapshotID int64) bool {
 // compacts into files of the target size, not into one per partition. A
 // compaction takes whole pieces: a file of one Kafka partition whose
 // offsets lie on one unbroken chain of ledger ranges
-// (mapping.SpanIndex.Span), or every file of a file group (a sink's lane,
+// (mapping.Chain), or every file of a file group (a sink's lane,
 // an earlier compaction's output) whose spans all lie on such chains. The
 // offsets a merged set holds, its spans, are the union of its pieces'
 // spans merged into intervals per partition: one interval per partition
@@ -297,79 +297,29 @@ func (t *Table) ledgerOwner(ctx context.Context) (*Table, error) {
 	return data, nil
 }
 
-// offsetsOfInterest are, per Kafka partition number (of any topic), the
-// offsets a compaction asks the ledger about, merged into sorted disjoint
-// intervals.
-type offsetsOfInterest map[int32][]mapping.Interval
-
-// newOffsetsOfInterest merges spans (their topics ignored) into
-// offsetsOfInterest.
-func newOffsetsOfInterest(spans []mapping.Span) offsetsOfInterest {
-	byPartition := make([]mapping.Span, len(spans))
-	for i, s := range spans {
-		byPartition[i] = mapping.Span{TopicPartition: mapping.TopicPartition{Partition: s.Partition}, Interval: s.Interval}
+// onChains reports, for each span, whether its offsets lie on one
+// unbroken chain of ranges of the ledger (mapping.Chain), read one commit
+// at a time, skipping the archived blocks whose summary shows none of
+// them: its memory follows the spans asked about, not the ledger's age.
+func (t *Table) onChains(ctx context.Context, spans []mapping.Span) ([]bool, error) {
+	var x mapping.Chains
+	for _, s := range spans {
+		x.Add(s.TopicPartition, s.Interval)
 	}
-	out := offsetsOfInterest{}
-	for _, s := range mapping.MergeSpans(byPartition) {
-		out[s.Partition] = append(out[s.Partition], s.Interval)
-	}
-	return out
-}
-
-// intersects reports whether r overlaps offsets of interest on its
-// partition.
-func (o offsetsOfInterest) intersects(r mapping.Range) bool {
-	ivs := o[r.Partition]
-	i, _ := slices.BinarySearchFunc(ivs, r.Low, func(iv mapping.Interval, low int64) int {
-		if iv.High <= low {
-			return -1
-		}
-		return 1
-	})
-	return i < len(ivs) && ivs[i].Low < r.High
-}
-
-// inSummary reports whether the ranges a ledger summary sums up may
-// overlap offsets of interest: whether the span of one of its partitions
-// does.
-func (o offsetsOfInterest) inSummary(s mapping.Summary) bool {
-	for _, tp := range s.Partitions() {
-		ps, _ := s.Partition(tp)
-		if o.intersects(mapping.Range{TopicPartition: tp, Interval: ps.Span()}) {
-			return true
-		}
-	}
-	return false
-}
-
-// ledgerAround reads owner's ledger one commit at a time, skipping the
-// archived blocks whose summary shows no range there, and returns the
-// part of it that touches want: of each commit, the non-empty ranges that
-// overlap offsets of want. A chain of ranges (mapping.SpanIndex.Span)
-// holding offsets of want consists of such ranges, and a range it does not
-// keep overlaps none of those offsets, so its SpanIndex answers Span for
-// offsets of want as the whole ledger's does, while holding ranges in
-// proportion to what a compaction plans on rather than to the ledger's age.
-func ledgerAround(ctx context.Context, owner *Table, want offsetsOfInterest) (mapping.Ledger, error) {
-	var l mapping.Ledger
-	if len(want) == 0 {
-		return l, nil
-	}
-	for c, err := range owner.commitsWhere(ctx, 0, commitFilter{blocks: want.inSummary}) {
+	x.Build()
+	for c, err := range t.commitsWhere(ctx, 0, commitFilter{blocks: x.InSummary}) {
 		if err != nil {
-			return mapping.Ledger{}, fmt.Errorf("read the ledger of %s around the offsets planned on: %w", owner.Name(), err)
+			return nil, fmt.Errorf("read the ledger of %s around the offsets planned on: %w", t.Name(), err)
 		}
-		var keep []mapping.Range
 		for _, r := range c.Ranges {
-			if r.Len() > 0 && want.intersects(r) {
-				keep = append(keep, r)
-			}
-		}
-		if len(keep) > 0 {
-			l.Commits = append(l.Commits, mapping.Commit{SnapshotID: c.SnapshotID, Ranges: keep})
+			x.Meet(r)
 		}
 	}
-	return l, nil
+	held := make([]bool, len(spans))
+	for i := range spans {
+		held[i] = x.Chain(i).OK()
+	}
+	return held, nil
 }
 
 // CompactionGroups returns the file groups a floe compaction snapshot of
@@ -411,6 +361,9 @@ type compactPiece struct {
 	bin string
 	// compacted: a floe compaction wrote its files (tiered).
 	compacted bool
+	// placed: the ledger was read and places its spans, each on one
+	// unbroken chain of ranges.
+	placed bool
 }
 
 // compactGroup is a set of pieces merged into one file per Iceberg
@@ -439,7 +392,8 @@ type compactPlan struct {
 	head   int64
 	groups []compactGroup
 	// live counts the live data files, unplaced the small ones left
-	// alone because the ledger does not place them.
+	// alone because the ledger does not place them (of the pieces the
+	// plan would merge: the others are not looked up).
 	live, unplaced int
 }
 
@@ -449,9 +403,13 @@ type compactPlan struct {
 // a file per partition. A dead-letter table's files are merged per Kafka
 // partition, as its reconciliation reads them.
 //
-// It lists the files first, from the manifests, and then reads of the
-// ledger only what places the small ones (ledgerAround): its memory
-// follows the files it may merge, not the ledger's age.
+// It lists the files first, from the manifests, and plans on their sizes
+// and the file groups; only then does it read, of the ledger, what places
+// the pieces the plan merges (onChains), and plans again without those
+// the ledger does not place. A table's largest pieces, an earlier
+// compaction's outputs, span most of its history, and tiering leaves them
+// alone at most compactions: looking them up every time read the whole
+// ledger at every compaction of an old table.
 func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, error) {
 	var plan compactPlan
 	head := t.Head()
@@ -524,25 +482,6 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		singles = append(singles, f)
 	}
 
-	// The offsets the ledger is asked about: each small file's bounds and
-	// each group's spans.
-	var asked []mapping.Span
-	for _, f := range singles {
-		if p, offsets, ok := fields.bounds(f.task.File); ok {
-			asked = append(asked, mapping.Span{TopicPartition: mapping.TopicPartition{Partition: p}, Interval: offsets})
-		}
-	}
-	for g, files := range members {
-		// A group with a large file stays as it is (groupPiece).
-		if files != nil && !slices.ContainsFunc(files, func(f compactFile) bool { return f.task.File.FileSizeBytes() >= small }) {
-			asked = append(asked, g.Spans...)
-		}
-	}
-	l, err := ledgerAround(ctx, owner, newOffsetsOfInterest(asked))
-	if err != nil {
-		return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
-	}
-	ix := l.SpanIndex()
 	sum, err := owner.Summary(ctx, 0)
 	if err != nil {
 		return plan, fmt.Errorf("compact %s: read the ledger summary of %s: %w", t.Name(), owner.Name(), err)
@@ -552,33 +491,59 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		topics[tp.Partition] = append(topics[tp.Partition], tp.Topic)
 	}
 
-	var pieces []compactPiece
+	// A small file's span is its offset bounds, of each topic whose
+	// partition it may hold; one that several topics may hold is the
+	// only topic's whose ranges hold its offsets, which the ledger tells
+	// first.
+	var pieces, ambiguous []compactPiece
 	for _, f := range singles {
 		df := f.task.File
-		p, offsets, ok := fields.bounds(df)
-		var tps []mapping.TopicPartition
-		if ok {
+		piece := compactPiece{files: []compactFile{f}, size: df.FileSizeBytes(), bin: f.partition, compacted: compacted[df.FilePath()]}
+		if p, offsets, ok := fields.bounds(df); ok {
 			bounds := fields.topicBounds(df)
 			for _, topic := range topics[p] {
-				tp := mapping.TopicPartition{Topic: topic, Partition: p}
-				if _, ok := ix.Span(tp, offsets); ok && bounds.admit(topic) {
-					tps = append(tps, tp)
+				if bounds.admit(topic) {
+					piece.spans = append(piece.spans, mapping.Span{TopicPartition: mapping.TopicPartition{Topic: topic, Partition: p}, Interval: offsets})
 				}
 			}
 		}
-		if len(tps) != 1 {
+		switch len(piece.spans) {
+		case 0:
 			plan.unplaced++
-			continue
+		case 1:
+			pieces = append(pieces, piece)
+		default:
+			ambiguous = append(ambiguous, piece)
 		}
-		piece := compactPiece{files: []compactFile{f}, spans: []mapping.Span{{TopicPartition: tps[0], Interval: offsets}}, size: df.FileSizeBytes(), bin: f.partition,
-			compacted: compacted[df.FilePath()]}
-		if perPartition {
-			piece.bin += tps[0].String()
+	}
+	if len(ambiguous) > 0 {
+		var asked []mapping.Span
+		for _, p := range ambiguous {
+			asked = append(asked, p.spans...)
 		}
-		pieces = append(pieces, piece)
+		held, err := owner.onChains(ctx, asked)
+		if err != nil {
+			return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
+		}
+		for _, p := range ambiguous {
+			spans := p.spans
+			p.spans = nil
+			for _, s := range spans {
+				if held[0] {
+					p.spans = append(p.spans, s)
+				}
+				held = held[1:]
+			}
+			if len(p.spans) != 1 {
+				plan.unplaced++
+				continue
+			}
+			p.placed = true
+			pieces = append(pieces, p)
+		}
 	}
 	for g, files := range members {
-		piece, ok := groupPiece(g, files, ix, small)
+		piece, ok := groupPiece(g, files, small)
 		if !ok {
 			for _, f := range files {
 				if f.task.File.FileSizeBytes() < small {
@@ -588,65 +553,134 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 			continue
 		}
 		piece.compacted = compacted[files[0].task.File.FilePath()]
-		if perPartition {
-			piece.bin += piece.spans[0].TopicPartition.String()
-		}
 		pieces = append(pieces, piece)
+	}
+	if perPartition {
+		for i := range pieces {
+			pieces[i].bin += pieces[i].spans[0].TopicPartition.String()
+		}
 	}
 	slices.SortFunc(pieces, func(a, b compactPiece) int {
 		return cmp.Or(cmp.Compare(a.bin, b.bin), a.spans[0].TopicPartition.Compare(b.spans[0].TopicPartition), cmp.Compare(a.spans[0].Low, b.spans[0].Low))
 	})
-	var cur []compactPiece
+	grouped := func(p compactPiece) bool { return groups[p.files[0].task.File.FilePath()] != nil }
+	for {
+		merged := mergedPieces(pieces, target)
+		var asked []mapping.Span
+		for _, i := range slices.Concat(merged...) {
+			if !pieces[i].placed {
+				asked = append(asked, pieces[i].spans...)
+			}
+		}
+		if len(asked) == 0 {
+			plan.groups = compactGroups(pieces, merged, grouped)
+			return plan, nil
+		}
+		held, err := owner.onChains(ctx, asked)
+		if err != nil {
+			return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
+		}
+		// Pieces the ledger does not place are left alone, and the rest
+		// planned again: each round places or drops a piece, so it ends.
+		for _, i := range slices.Concat(merged...) {
+			p := &pieces[i]
+			if p.placed {
+				continue
+			}
+			p.placed = !slices.Contains(held[:len(p.spans)], false)
+			held = held[len(p.spans):]
+			if !p.placed {
+				plan.unplaced += len(p.files)
+				p.files = nil
+			}
+		}
+		pieces = slices.DeleteFunc(pieces, func(p compactPiece) bool { return p.files == nil })
+	}
+}
+
+// mergedPieces returns the pieces (sorted by bin, then offsets) that a
+// compaction merges, each cut of them (a run of one bin up to target
+// bytes, without overlapping offsets) as the indexes of its pieces; a cut
+// of fewer than two files is not merged.
+func mergedPieces(pieces []compactPiece, target int64) [][]int {
+	var out [][]int
+	var cur []int
 	var size int64
 	cut := func() {
-		var g compactGroup
-		for _, p := range tiered(cur) {
-			g.files = append(g.files, p.files...)
-			g.spans = append(g.spans, p.spans...)
-			g.grouped = g.grouped || groups[p.files[0].task.File.FilePath()] != nil
+		bin := make([]compactPiece, len(cur))
+		for j, i := range cur {
+			bin[j] = pieces[i]
 		}
-		if len(g.files) >= 2 {
-			g.spans = mapping.MergeSpans(g.spans)
-			g.grouped = g.grouped || len(g.spans) > 1
-			plan.groups = append(plan.groups, g)
+		var keep []int
+		files := 0
+		for _, j := range tiered(bin) {
+			keep = append(keep, cur[j])
+			files += len(pieces[cur[j]].files)
+		}
+		if files >= 2 {
+			out = append(out, keep)
 		}
 		cur, size = nil, 0
 	}
-	for _, p := range pieces {
-		if len(cur) > 0 && (cur[0].bin != p.bin || size+p.size > target || overlaps(cur, p)) {
+	for i, p := range pieces {
+		if len(cur) > 0 && (pieces[cur[0]].bin != p.bin || size+p.size > target || overlaps(pieces, cur, p)) {
 			cut()
 		}
-		cur = append(cur, p)
+		cur = append(cur, i)
 		size += p.size
 	}
-	cut()
-	return plan, nil
+	if len(cur) > 0 {
+		cut()
+	}
+	return out
 }
 
-// tiered returns the pieces of a bin a compaction merges: a piece an
+// compactGroups returns the groups a compaction rewrites: each cut of
+// pieces merged (mergedPieces), with its offsets merged into intervals. A
+// cut is recorded as a file group when it spans several intervals or one
+// of its pieces is a file group (grouped).
+func compactGroups(pieces []compactPiece, merged [][]int, grouped func(compactPiece) bool) []compactGroup {
+	out := make([]compactGroup, 0, len(merged))
+	for _, cut := range merged {
+		var g compactGroup
+		for _, i := range cut {
+			p := pieces[i]
+			g.files = append(g.files, p.files...)
+			g.spans = append(g.spans, p.spans...)
+			g.grouped = g.grouped || grouped(p)
+		}
+		g.spans = mapping.MergeSpans(g.spans)
+		g.grouped = g.grouped || len(g.spans) > 1
+		out = append(out, g)
+	}
+	return out
+}
+
+// tiered returns the pieces of a bin a compaction merges (their indexes): a piece an
 // earlier compaction wrote is merged again only with at least as many
 // bytes of other pieces, so that a row is rewritten about once each time
 // the bytes around it double (O(log n) times), not at every compaction
 // that finds a few new small files beside a large merged one. The largest
 // such piece is left out first, until every one left is matched.
-func tiered(bin []compactPiece) []compactPiece {
+func tiered(bin []compactPiece) []int {
 	var total int64
-	for _, p := range bin {
+	out := make([]int, len(bin))
+	for i, p := range bin {
 		total += p.size
+		out[i] = i
 	}
-	out := slices.Clone(bin)
 	for {
-		i := -1
-		for j, p := range out {
-			if p.compacted && (i < 0 || p.size > out[i].size) {
-				i = j
+		largest := -1
+		for j, i := range out {
+			if bin[i].compacted && (largest < 0 || bin[i].size > bin[out[largest]].size) {
+				largest = j
 			}
 		}
-		if i < 0 || out[i].size <= total-out[i].size {
+		if largest < 0 || bin[out[largest]].size <= total-bin[out[largest]].size {
 			return out
 		}
-		total -= out[i].size
-		out = slices.Delete(out, i, i+1)
+		total -= bin[out[largest]].size
+		out = slices.Delete(out, largest, largest+1)
 	}
 }
 
@@ -654,8 +688,9 @@ func tiered(bin []compactPiece) []compactPiece {
 // the table as of snapshotID, 0: the branch head) that is in one: the
 // groups of the ledger commits and of the floe compactions that added
 // them. Of the ledger it reads, one commit at a time, only the commits
-// that record file groups, and keeps the groups of those that added one
-// of files: its memory follows files, not the ledger's age.
+// that added one of files and record file groups (the archive's index
+// names them, so other blocks are not read): its memory and reads follow
+// files, not the ledger's age.
 func (t *Table) GroupsOfFiles(ctx context.Context, snapshotID int64, files []DataFile) (map[string]*mapping.FileGroup, error) {
 	out := map[string]*mapping.FileGroup{}
 	add := func(gs []mapping.FileGroup) {
@@ -682,7 +717,7 @@ func (t *Table) GroupsOfFiles(ctx context.Context, snapshotID int64, files []Dat
 		}
 		add(gs)
 	}
-	for c, err := range t.commitsWhere(ctx, snapshotID, commitFilter{grouped: true}) {
+	for c, err := range t.commitsWhere(ctx, snapshotID, commitFilter{grouped: true, ids: addedBy}) {
 		if len(addedBy) == 0 {
 			break
 		}
@@ -698,9 +733,9 @@ func (t *Table) GroupsOfFiles(ctx context.Context, snapshotID int64, files []Dat
 }
 
 // groupPiece returns the piece of a file group whose live files are files:
-// ok only when every file of the group is live, mergeable and small, and
-// every span lies on an unbroken chain of ledger ranges.
-func groupPiece(g *mapping.FileGroup, files []compactFile, ix mapping.SpanIndex, small int64) (compactPiece, bool) {
+// ok only when every file of the group is live, mergeable and small. (Its
+// spans are placed on the ledger when a plan merges it.)
+func groupPiece(g *mapping.FileGroup, files []compactFile, small int64) (compactPiece, bool) {
 	if len(files) != len(g.Files) {
 		return compactPiece{}, false
 	}
@@ -713,21 +748,16 @@ func groupPiece(g *mapping.FileGroup, files []compactFile, ix mapping.SpanIndex,
 		piece.size += f.task.File.FileSizeBytes()
 		parts[f.partition] = true
 	}
-	for _, s := range g.Spans {
-		if _, ok := ix.Span(s.TopicPartition, s.Interval); !ok {
-			return compactPiece{}, false
-		}
-	}
 	piece.bin = strings.Join(slices.Sorted(maps.Keys(parts)), "|")
 	return piece, true
 }
 
 // overlaps reports whether a span of p overlaps (not merely touches) a span
-// of the pieces in cur: rows of the same offsets in two files, which a
-// merge must not hide.
-func overlaps(cur []compactPiece, p compactPiece) bool {
+// of the pieces in cur (indexes of pieces): rows of the same offsets in
+// two files, which a merge must not hide.
+func overlaps(pieces []compactPiece, cur []int, p compactPiece) bool {
 	for _, c := range cur {
-		for _, a := range c.spans {
+		for _, a := range pieces[c].spans {
 			for _, b := range p.spans {
 				if a.TopicPartition == b.TopicPartition && a.Low < b.High && b.Low < a.High {
 					return true
@@ -1023,8 +1053,8 @@ func (t *Table) compactionSnapshot(id string) int64 {
 // no ledger: a sink's compaction checks at every commit attempt, which
 // would otherwise cost a pass over the whole ledger, growing with the
 // table's age, while the sink waits. Otherwise it reads the ledger commit
-// by commit, keeping only the ranges around the plan's spans
-// (ledgerAround). That every file it replaces is still live, the commit
+// by commit, keeping only the chains of the plan's spans (onChains).
+// That every file it replaces is still live, the commit
 // itself checks.
 func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 	if head := t.Head(); head != nil && t.tbl.Properties()[PropDeadLettersOf] == "" {
@@ -1042,17 +1072,13 @@ func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 	for _, g := range plan.groups {
 		asked = append(asked, g.spans...)
 	}
-	l, err := ledgerAround(ctx, owner, newOffsetsOfInterest(asked))
+	held, err := owner.onChains(ctx, asked)
 	if err != nil {
 		return fmt.Errorf("compact %s: %w", t.Name(), err)
 	}
-	ix := l.SpanIndex()
-	for _, g := range plan.groups {
-		for _, s := range g.spans {
-			if _, ok := ix.Span(s.TopicPartition, s.Interval); !ok {
-				return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("the ledger no longer holds the ranges of %s at offsets %s", s.TopicPartition, s.Interval)}
-			}
-		}
+	if i := slices.Index(held, false); i >= 0 {
+		s := asked[i]
+		return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("the ledger no longer holds the ranges of %s at offsets %s", s.TopicPartition, s.Interval)}
 	}
 	return nil
 }

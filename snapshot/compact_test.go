@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -412,5 +413,87 @@ func TestCompactRefusesStateTables(t *testing.T) {
 	tbl := openTestTable(t, tempCatalog(t), "lake.state", snapshot.OpenOptions{Create: true, Properties: map[string]string{mapping.PropFold: mapping.FoldLatest}})
 	if _, err := tbl.Compact(t.Context(), snapshot.CompactOptions{}); !errors.Is(err, snapshot.ErrCompactUnsupported) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// archivedCompaction builds a table whose first compaction (returned)
+// merged 6 commits of 2 partitions, 2,000 rows each, into one grouped
+// file, followed by 2 commits of 5 rows a partition (4 files, together
+// smaller than the merged one); the commits before the compaction are
+// expired into the ledger archive.
+func archivedCompaction(t *testing.T) (*snapshot.Table, snapshot.CompactResult) {
+	t.Helper()
+	tbl := openTestTable(t, tempCatalog(t), "lake.compact", snapshot.OpenOptions{Create: true})
+	smallFiles(t, tbl, 0, 6, 2000) // [0, 12000) in both partitions
+	res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Added != 1 {
+		t.Fatalf("first compaction: %+v, want one file", res)
+	}
+	smallFiles(t, tbl, 2400, 2, 5) // [12000, 12010)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if len(namedArchives(tbl)) == 0 {
+		t.Fatal("nothing was archived")
+	}
+	return tbl, res
+}
+
+// TestCompactPlanReadsNoOldHistory: a compaction that tiering keeps from
+// merging an earlier one's larger output asks the ledger only about the
+// new small files' offsets, and so reads none of the archived history the
+// output spans: with the archive's files gone after the table was loaded
+// (a fault that only shows what is read), it still plans. Before, it
+// placed the output too, reading every block of the archive around it at
+// every compaction of an old table.
+func TestCompactPlanReadsNoOldHistory(t *testing.T) {
+	tbl, _ := archivedCompaction(t)
+	for _, p := range namedArchives(tbl) {
+		if err := os.Remove(strings.TrimPrefix(p, "file://")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dry, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, DryRun: true})
+	if err != nil {
+		t.Fatalf("planning the second compaction read the archived history: %v", err)
+	}
+	if dry.Groups != 1 || dry.Replaced != 4 || dry.Unplaced != 0 {
+		t.Fatalf("dry run %+v: want the 4 new small files merged, the earlier output left alone", dry)
+	}
+}
+
+// TestCompactionGroupsOutliveAbsorbedSegment: the file groups of an
+// archived compaction are read from its segment; when another handle's
+// expiry absorbed that segment into a new one and deleted it, the reader
+// reloads the table and reads them there.
+func TestCompactionGroupsOutliveAbsorbedSegment(t *testing.T) {
+	tbl, first := archivedCompaction(t)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := tbl.CompactionGroups(t.Context(), first.SnapshotID)
+	if err != nil || len(want) != 1 {
+		t.Fatalf("groups of the archived compaction: %v, %v", want, err)
+	}
+	before := namedArchives(tbl)
+	reader := openTestTable(t, tbl.Catalog(), "lake.compact", snapshot.OpenOptions{})
+	smallFiles(t, tbl, 2402, 2, 5)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range before {
+		if slices.Contains(namedArchives(tbl), p) {
+			t.Fatalf("segment %s is still named after the second expiry (%v): the test needs it absorbed", p, namedArchives(tbl))
+		}
+	}
+	got, err := reader.CompactionGroups(t.Context(), first.SnapshotID)
+	if err != nil {
+		t.Fatalf("the reader's groups of the compaction after its segment was absorbed: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("groups %+v, want %+v", got, want)
 	}
 }

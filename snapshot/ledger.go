@@ -93,7 +93,7 @@ func (p ledgerPart) only(f commitFilter) ledgerPart {
 	for i := b.First; i < b.First+b.Count; i++ {
 		e := &p.at.ix.entries[i]
 		accepted[e.id] = (f.deadLetters == "" || p.at.ix.deadLetterTable(p.at.block, i) == f.deadLetters) &&
-			(!f.grouped || e.flags&entryFileGroups != 0)
+			(!f.grouped || e.flags&entryFileGroups != 0) && (f.ids == nil || f.ids[e.id])
 	}
 	out := ledgerPart{at: p.at}
 	for _, id := range p.ids {
@@ -176,11 +176,19 @@ type commitFilter struct {
 	deadLetters string
 	// grouped: only the commits that record file groups.
 	grouped bool
+	// ids: only these commits (nil: any).
+	ids map[int64]bool
 	// blocks: only the archived blocks of the ledger alone whose summary
 	// it accepts (nil: all), so that a reader of some partitions' offsets
 	// skips the blocks that hold none.
 	blocks func(mapping.Summary) bool
 }
+
+// maxLedgerReloads is how many times a reader of the ledger reloads the
+// table when a file of its archive that the loaded metadata names is not
+// found: another writer's expiry may have merged it into a new segment and
+// deleted it (commitsWhere).
+const maxLedgerReloads = 5
 
 // commitsWhere is Commits yielding, of the archive, only the commits f
 // accepts; the commits of live snapshots are all yielded (they are few,
@@ -205,7 +213,6 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilt
 		// scheduled compaction's, seconds long, beside expiries every
 		// second) may see that more than once (the soak: one compaction
 		// in five failed after a single reload).
-		const maxReloads = 5
 		yielded := map[int64]bool{}
 		for reloads := 0; ; reloads++ {
 			stopped, err := t.walkCommits(ctx, id, f, func(c mapping.Commit) bool {
@@ -218,7 +225,7 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilt
 			if stopped || err == nil {
 				return
 			}
-			if reloads == maxReloads || !errors.Is(err, fs.ErrNotExist) {
+			if reloads == maxLedgerReloads || !errors.Is(err, fs.ErrNotExist) {
 				yield(mapping.Commit{}, err)
 				return
 			}
@@ -240,7 +247,7 @@ func (t *Table) walkCommits(ctx context.Context, id int64, f commitFilter, fn fu
 	}
 	var fsys iceio.IO
 	for _, p := range parts {
-		if f.deadLetters != "" || f.grouped {
+		if f.deadLetters != "" || f.grouped || f.ids != nil {
 			if p = p.only(f); p.snap == nil && len(p.ids) == 0 {
 				continue
 			}

@@ -38,7 +38,9 @@ import (
 // set (VmRSS), the median commit latency of those commits (the "commit"
 // of the sink's committed log line: the catalog commit), the size of the
 // table's metadata.json, its live data files and snapshots, and the size
-// of its ledger archive (the floe-ledger folder). FLOE_SOAK_OUT=FILE.csv
+// of its ledger archive (the floe-ledger folder), and since the last
+// sample the commits a second and the sink's CPU time (user and system)
+// per commit. FLOE_SOAK_OUT=FILE.csv
 // writes those lines as they are taken; `go run ./internal/benchplot`
 // draws them. FLOE_SOAK_ARGS adds flags to floe sink (space-separated,
 // e.g. --compact-interval=0 for a run without compaction), FLOE_BENCH_FLOE
@@ -89,22 +91,25 @@ func BenchmarkSoak(b *testing.B) {
 	}
 }
 
-var soakColumns = []string{"commit", "rss_mib", "commit_ms", "metadata_bytes", "live_files", "snapshots", "archive_bytes"}
+var soakColumns = []string{"commit", "rss_mib", "commit_ms", "metadata_bytes", "live_files", "snapshots", "archive_bytes", "commits_per_s", "cpu_ms_per_commit"}
 
 // soakSample is what BenchmarkSoak records every FLOE_SOAK_EVERY commits.
 type soakSample struct {
-	commit        int
-	rssMiB        float64
-	commitMs      float64 // median over the commits since the last sample
-	metadataBytes int64
-	liveFiles     int
-	snapshots     int
-	archiveBytes  int64
+	commit         int
+	rssMiB         float64
+	commitMs       float64 // median over the commits since the last sample
+	metadataBytes  int64
+	liveFiles      int
+	snapshots      int
+	archiveBytes   int64
+	commitsPerS    float64 // since the last sample
+	cpuMsPerCommit float64
 }
 
 func (s soakSample) row() []string {
 	return []string{strconv.Itoa(s.commit), strconv.FormatFloat(s.rssMiB, 'f', 1, 64), strconv.FormatFloat(s.commitMs, 'f', 2, 64),
-		strconv.FormatInt(s.metadataBytes, 10), strconv.Itoa(s.liveFiles), strconv.Itoa(s.snapshots), strconv.FormatInt(s.archiveBytes, 10)}
+		strconv.FormatInt(s.metadataBytes, 10), strconv.Itoa(s.liveFiles), strconv.Itoa(s.snapshots), strconv.FormatInt(s.archiveBytes, 10),
+		strconv.FormatFloat(s.commitsPerS, 'f', 1, 64), strconv.FormatFloat(s.cpuMsPerCommit, 'f', 2, 64)}
 }
 
 // soak runs the sink for commits commits and calls record every every
@@ -168,6 +173,7 @@ func soak(b *testing.B, bin string, commits, partitions, every, flush int, recor
 	lines.Buffer(make([]byte, 1<<20), 1<<20)
 	var window []float64
 	n := 0
+	lastAt, lastCPU := time.Now(), time.Duration(0)
 	for n < commits && lines.Scan() {
 		var l struct {
 			Msg    string `json:"msg"`
@@ -197,6 +203,10 @@ func soak(b *testing.B, bin string, commits, partitions, every, flush int, recor
 				}
 			}
 			s := soakSample{commit: n, rssMiB: vmRSS(b, cmd.Process.Pid)}
+			now, cpu := time.Now(), procCPU(b, cmd.Process.Pid)
+			s.commitsPerS = float64(every) / now.Sub(lastAt).Seconds()
+			s.cpuMsPerCommit = float64((cpu - lastCPU).Microseconds()) / 1e3 / float64(every)
+			lastAt, lastCPU = now, cpu
 			slices.Sort(window)
 			s.commitMs, window = window[len(window)/2], window[:0]
 			tbl, err := snapshot.Open(ctx, cat, []string{"bench", "soak"}, snapshot.OpenOptions{})
@@ -223,6 +233,31 @@ func soak(b *testing.B, bin string, commits, partitions, every, flush int, recor
 	if n < commits {
 		b.Fatalf("floe sink ended after %d commits of %d", n, commits)
 	}
+}
+
+// procCPU is the CPU time (user and system) process pid has used, from
+// /proc/PID/stat in clock ticks of 10 ms (Linux's USER_HZ).
+func procCPU(b *testing.B, pid int) time.Duration {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command, which is in parentheses: state is the
+	// 3rd field of the line, utime the 14th, stime the 15th.
+	_, rest, ok := strings.Cut(string(st), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", pid, st)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // vmRSS is the resident set of process pid in MiB.

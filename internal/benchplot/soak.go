@@ -11,21 +11,29 @@ import (
 	"strings"
 )
 
-// soakHeader is the first line of BenchmarkSoak's CSV.
-var soakHeader = []string{"commit", "rss_mib", "commit_ms", "metadata_bytes", "live_files", "snapshots", "archive_bytes"}
+// soakHeader is the first line of BenchmarkSoak's CSV; files written
+// before it recorded the commit rate and CPU end at archive_bytes
+// (soakOldColumns), and their plots leave those panels out.
+var soakHeader = []string{"commit", "rss_mib", "commit_ms", "metadata_bytes", "live_files", "snapshots", "archive_bytes", "commits_per_s", "cpu_ms_per_commit"}
+
+const soakOldColumns = 7
 
 // soakPanels are the columns drawn, each in a panel of its own, and how a
 // value is shown.
-var soakPanels = []struct {
-	column int
-	title  string
-	scale  float64 // divides the CSV's value
-}{
+var soakPanels = []soakPanel{
 	{1, "sink RSS, MiB", 1},
 	{2, "median commit latency, ms", 1},
 	{3, "metadata.json, KiB", 1024},
 	{4, "live data files", 1},
 	{6, "ledger archive, KiB", 1024},
+	{7, "commits a second", 1},
+	{8, "sink CPU per commit, ms", 1},
+}
+
+type soakPanel struct {
+	column int
+	title  string
+	scale  float64 // divides the CSV's value
 }
 
 // soakRun is one BenchmarkSoak file: its rows, each a sample.
@@ -42,7 +50,7 @@ func isSoak(path string) bool {
 	}
 	defer f.Close()
 	head, err := csv.NewReader(f).Read()
-	return err == nil && slices.Equal(head, soakHeader)
+	return err == nil && (slices.Equal(head, soakHeader) || slices.Equal(head, soakHeader[:soakOldColumns]))
 }
 
 func readSoak(path string) (*soakRun, error) {
@@ -52,8 +60,8 @@ func readSoak(path string) (*soakRun, error) {
 	}
 	r := &soakRun{name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))}
 	for i, row := range rows[1:] {
-		if len(row) != len(soakHeader) {
-			return nil, fmt.Errorf("%s line %d: %d fields, want %d", path, i+2, len(row), len(soakHeader))
+		if len(row) != len(rows[0]) {
+			return nil, fmt.Errorf("%s line %d: %d fields, want %d", path, i+2, len(row), len(rows[0]))
 		}
 		v := make([]float64, len(row))
 		for j, s := range row {
@@ -86,6 +94,9 @@ func runSoak(out string, inputs []string, summary io.Writer) error {
 		first, last := r.rows[min(1, len(r.rows)-1)], r.rows[len(r.rows)-1]
 		fmt.Fprintf(summary, "%s: %.0f commits", r.name, last[0])
 		for _, p := range soakPanels {
+			if p.column >= len(last) {
+				continue
+			}
 			fmt.Fprintf(summary, "; %s %s at %.0f -> %s (x%.2f)", p.title, trimFloat(round1(first[p.column]/p.scale)), first[0],
 				trimFloat(round1(last[p.column]/p.scale)), last[p.column]/first[p.column])
 		}
@@ -103,8 +114,12 @@ func soakSVG(runs []*soakRun) string {
 	for _, r := range runs {
 		maxC = max(maxC, r.rows[len(r.rows)-1][0])
 	}
+	// The panels of the columns some file has.
+	panels := slices.DeleteFunc(slices.Clone(soakPanels), func(p soakPanel) bool {
+		return !slices.ContainsFunc(runs, func(r *soakRun) bool { return p.column < len(r.rows[0]) })
+	})
 	plotW := width - left - right
-	height := top + float64(len(soakPanels))*(ph+pgap) + bottom
+	height := top + float64(len(panels))*(ph+pgap) + bottom
 	x := func(c float64) float64 { return left + plotW*c/maxC }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
@@ -115,12 +130,14 @@ func soakSVG(runs []*soakRun) string {
 		lx := left + 330 + 200*float64(i)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="16" x2="%.1f" y2="16" stroke="%s" stroke-width="3"/><text x="%.1f" y="20">%s</text>`+"\n", lx, lx+20, c, lx+26, r.name)
 	}
-	for pi, p := range soakPanels {
+	for pi, p := range panels {
 		pt := top + float64(pi)*(ph+pgap)
 		hi := 0.0
 		for _, r := range runs {
 			for _, row := range r.rows {
-				hi = max(hi, row[p.column]/p.scale)
+				if p.column < len(row) {
+					hi = max(hi, row[p.column]/p.scale)
+				}
 			}
 		}
 		hi = niceCeil(hi)
@@ -137,6 +154,9 @@ func soakSVG(runs []*soakRun) string {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", x(v), pt+ph+14, int(v))
 		}
 		for i, r := range runs {
+			if p.column >= len(r.rows[0]) {
+				continue
+			}
 			pts := make([]string, len(r.rows))
 			for j, row := range r.rows {
 				pts[j] = fmt.Sprintf("%.1f,%.1f", x(row[0]), y(row[p.column]/p.scale))

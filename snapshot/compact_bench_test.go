@@ -3,12 +3,17 @@ package snapshot_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
 
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -21,19 +26,38 @@ import (
 // rewritten per second (the commits that fill the table are not timed),
 // beside the rows per second of a plain scan of the small files (the
 // baseline: compaction reads them all and writes them again) and the rows
-// per CPU-second the compaction used.
+// per CPU-second the compaction used, and the peak of the Go heap during
+// it (sampled every 5 ms) against the bytes it rewrote: the memory a
+// sink's scheduled compaction adds to the sink. FLOE_BENCH_COMPACT_PROPS
+// sets table properties first (k=v,...), to compare writer settings, and
+// FLOE_BENCH_COMPACT_COMMITS the commits (200).
 //
 //	go test -run '^$' -bench BenchmarkCompact -benchtime 1x ./snapshot/
 func BenchmarkCompact(b *testing.B) {
-	const commits, rows = 200, 500
+	const rows = 500
+	commits := 200
+	if n, err := strconv.Atoi(os.Getenv("FLOE_BENCH_COMPACT_COMMITS")); err == nil {
+		commits = n
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var (
 		res       snapshot.CompactResult
 		read, cpu time.Duration
+		peak      uint64
 	)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		tbl := openTestTable(b, tempCatalog(b), "lake.bench", snapshot.OpenOptions{Create: true})
+		if props := os.Getenv("FLOE_BENCH_COMPACT_PROPS"); props != "" {
+			set := iceberg.Properties{}
+			for kv := range strings.SplitSeq(props, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				set[k] = v
+			}
+			if err := tbl.SetProperties(b.Context(), set); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for c := range commits {
 			lo := int64(c * rows)
 			recs := make([]testRec, 0, 2*rows)
@@ -53,8 +77,12 @@ func BenchmarkCompact(b *testing.B) {
 		read = time.Since(start)
 		b.StartTimer()
 		before := cpuTime(b)
+		runtime.GC()
+		stop := sampleHeap(&peak)
 		var err error
-		if res, err = tbl.Compact(b.Context(), snapshot.CompactOptions{}); err != nil {
+		res, err = tbl.Compact(b.Context(), snapshot.CompactOptions{})
+		stop()
+		if err != nil {
 			b.Fatal(err)
 		}
 		cpu = cpuTime(b) - before
@@ -68,6 +96,29 @@ func BenchmarkCompact(b *testing.B) {
 	b.ReportMetric(float64(res.Rows)/cpu.Seconds(), "rows/cpu-s")
 	b.ReportMetric(float64(res.BytesBefore)/(1<<20), "MiB_before")
 	b.ReportMetric(float64(res.BytesAfter)/(1<<20), "MiB_after")
+	b.ReportMetric(float64(peak)/(1<<20), "peak_heap_MiB")
+}
+
+// sampleHeap records in peak the largest Go heap (objects, live or not yet
+// collected) seen every 5 ms until stop is called.
+func sampleHeap(peak *uint64) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			*peak = max(*peak, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // cpuTime is the CPU time (user and system) the process has used.

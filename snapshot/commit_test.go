@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/floe-dev/floe/mapping"
@@ -159,5 +160,33 @@ func TestLedgerDecodedIncrementally(t *testing.T) {
 		if i%4 != 3 && !reflect.DeepEqual(got, want) {
 			t.Fatalf("after commit %d: writer's ledger\n%+v\nfresh reader's\n%+v", i, got, want)
 		}
+	}
+}
+
+// TestCommitAppliedButAnswerLost: a commit the catalog applied but whose
+// answer was lost is found in the ledger by the retry (its ranges are
+// then covered: settle looks it up by its id), which returns it as
+// committed: its files stay, and the ledger holds it once. Were the
+// lookup skipped, the retry would take the ledger's advance for another
+// writer's, report the flush fenced and delete the files of a commit that
+// landed.
+func TestCommitAppliedButAnswerLost(t *testing.T) {
+	cat := tempCatalog(t)
+	openTestTable(t, cat, "lake.lost", snapshot.OpenOptions{Create: true})
+	lose := &atomic.Bool{}
+	tbl := openTestTable(t, lostAnswer{Catalog: cat, lost: lose}, "lake.lost", snapshot.OpenOptions{})
+	smallFiles(t, tbl, 0, 3, 5) // [0, 15) in both partitions
+	lose.Store(true)
+	smallFiles(t, tbl, 3, 1, 5) // [15, 20): applied, answer lost
+	if lose.Load() {
+		t.Fatal("no commit answer was lost: the test proved nothing")
+	}
+	l := must(tbl.Ledger())
+	if len(l.Commits) != 4 {
+		t.Fatalf("the ledger holds %d commits, want 4 (the lost answer's once)", len(l.Commits))
+	}
+	fresh := openTestTable(t, cat, "lake.lost", snapshot.OpenOptions{})
+	if rows := snapshotRows(t, fresh, 0); len(rows) != 40 {
+		t.Fatalf("%d rows readable, want 40", len(rows))
 	}
 }

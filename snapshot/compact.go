@@ -95,7 +95,11 @@ type CompactResult struct {
 	BytesAfter  int64 `json:"bytes_after"`
 	// Unplaced counts small files left alone because the ledger does not
 	// place them (not floe's, metrics disabled, several topics could hold
-	// them, or row-level deletes apply to them).
+	// them, offsets reaching a gap or a lost range, or row-level deletes
+	// apply to them), of those the compaction would otherwise have merged:
+	// a small file no plan merges is not looked up in the ledger, so that a
+	// compaction of an old table reads no more of it than its new files'
+	// offsets.
 	Unplaced int `json:"unplaced_files"`
 	// LiveRows counts the rows of the files written by a compaction of
 	// an upsert table, which applies its deletes (Rows is then the rows

@@ -32,7 +32,7 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 		if r.Groups == 0 {
 			fmt.Fprintf(w, "compaction of %s: nothing to merge (%d data files", r.Table, r.FilesBefore)
 			if r.Unplaced > 0 {
-				fmt.Fprintf(w, ", %d small files the ledger does not place left alone", r.Unplaced)
+				fmt.Fprintf(w, ", %d small files it would merge left alone: the ledger does not place them", r.Unplaced)
 			}
 			fmt.Fprintln(w, ")")
 			continue

@@ -52,7 +52,7 @@ type CompactOptions struct {
 	// TargetFileSize is the size of the files it writes (zero:
 	// DefaultTargetFileSize). Files of at least three quarters of it are
 	// left as they are; smaller ones are merged up to it, a file an
-	// earlier compaction wrote only with at least as many bytes of others
+	// earlier compaction wrote only with at least as many rows of others
 	// (tiered).
 	TargetFileSize int64
 	// MaxAttempts bounds commit attempts when sinks commit in between;
@@ -359,7 +359,9 @@ type compactFile struct {
 type compactPiece struct {
 	files []compactFile
 	spans []mapping.Span
-	size  int64
+	// size is its files' bytes, which a merge's output is cut by; rows
+	// their rows, which tiering weighs.
+	size, rows int64
 	// bin is what pieces merged together share: their Iceberg partitions
 	// and, for a dead-letter table, their Kafka partition.
 	bin string
@@ -502,7 +504,7 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 	var pieces, ambiguous []compactPiece
 	for _, f := range singles {
 		df := f.task.File
-		piece := compactPiece{files: []compactFile{f}, size: df.FileSizeBytes(), bin: f.partition, compacted: compacted[df.FilePath()]}
+		piece := compactPiece{files: []compactFile{f}, size: df.FileSizeBytes(), rows: df.Count(), bin: f.partition, compacted: compacted[df.FilePath()]}
 		if p, offsets, ok := fields.bounds(df); ok {
 			bounds := fields.topicBounds(df)
 			for _, topic := range topics[p] {
@@ -660,30 +662,34 @@ func compactGroups(pieces []compactPiece, merged [][]int, grouped func(compactPi
 	return out
 }
 
-// tiered returns the pieces of a bin a compaction merges (their indexes): a piece an
-// earlier compaction wrote is merged again only with at least as many
-// bytes of other pieces, so that a row is rewritten about once each time
-// the bytes around it double (O(log n) times), not at every compaction
-// that finds a few new small files beside a large merged one. The largest
-// such piece is left out first, until every one left is matched.
+// tiered returns the pieces of a bin a compaction merges (their
+// indexes): a piece an earlier compaction wrote is merged again only with
+// at least as many rows of other pieces, so that a row is rewritten about
+// once each time the rows around it double (O(log n) times), not at every
+// compaction that finds a few new small files beside a large merged one.
+// The largest such piece is left out first, until every one left is
+// matched. Rows, not bytes: a small file's bytes are mostly its Parquet
+// footer and column statistics (~4 KB for a few rows), so a few hundred
+// of them outweighed a merged file of 400,000 rows, and the soak's
+// compactions rewrote the whole table every time.
 func tiered(bin []compactPiece) []int {
 	var total int64
 	out := make([]int, len(bin))
 	for i, p := range bin {
-		total += p.size
+		total += p.rows
 		out[i] = i
 	}
 	for {
 		largest := -1
 		for j, i := range out {
-			if bin[i].compacted && (largest < 0 || bin[i].size > bin[out[largest]].size) {
+			if bin[i].compacted && (largest < 0 || bin[i].rows > bin[out[largest]].rows) {
 				largest = j
 			}
 		}
-		if largest < 0 || bin[out[largest]].size <= total-bin[out[largest]].size {
+		if largest < 0 || bin[out[largest]].rows <= total-bin[out[largest]].rows {
 			return out
 		}
-		total -= bin[out[largest]].size
+		total -= bin[out[largest]].rows
 		out = slices.Delete(out, largest, largest+1)
 	}
 }
@@ -750,6 +756,7 @@ func groupPiece(g *mapping.FileGroup, files []compactFile, small int64) (compact
 			return compactPiece{}, false
 		}
 		piece.size += f.task.File.FileSizeBytes()
+		piece.rows += f.task.File.Count()
 		parts[f.partition] = true
 	}
 	piece.bin = strings.Join(slices.Sorted(maps.Keys(parts)), "|")

@@ -71,7 +71,7 @@ earlier compaction's) only all together; the compaction snapshot records its fil
 (floe.file-groups: the offsets of each partition they hold, never a gap, a lost or aborted range or
 a file it left alone), and floe audit places them on those ranges. The small files of one Kafka
 partition on one chain make a file of that partition only, placed by its bounds. A file an
-earlier compaction wrote is merged again only with at least as many bytes of other files (size
+earlier compaction wrote is merged again only with at least as many rows of other files (size
 tiers: a row is rewritten O(log n) times, not at every compaction). Dead-letter
 tables are compacted per Kafka partition. It runs after the rest, on the table and on the dead-letter tables its ledger names, and
 runs safely beside live sinks: a sink commit in between makes it retry on the new head, and when a

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -112,6 +114,68 @@ type archivedSnapshots interface {
 type archiveIndex struct {
 	segs []segment
 	byID []archivedRef
+	// tails memoizes the walks through the archive below a snapshot
+	// (tail): an archiveIndex never changes once built, and a writer walks
+	// the same history at every maintenance run and after every expiry.
+	mu    sync.Mutex
+	tails map[int64]archivedTail
+}
+
+// archivedTail is what a walk of an ancestry finds from an archived
+// snapshot down, every snapshot of it archived: whether it reaches the
+// table's first snapshot (complete), the oldest snapshot found (found:
+// any), and the dead-letter tables its floe commits name.
+type archivedTail struct {
+	complete, found bool
+	oldest          int64
+	deadLetters     []string
+}
+
+// maxTails bounds the memo: walks enter the archive at the first
+// archived ancestor of a branch or tag head, a few per table version.
+const maxTails = 64
+
+// tail returns the walk of the ancestry from id down through the archive
+// (archivedTail), memoized. ok is false when a snapshot of it is live in
+// meta (a tag or branch kept an ancestor of snapshots that expired): the
+// caller walks that ancestry in full. Its verdict cannot change for this
+// index: a live snapshot leaves the metadata only when it expires, and a
+// new one is no ancestor of an old one.
+func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) {
+	if a == nil {
+		return archivedTail{}, meta.SnapshotByID(id) == nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t, ok := a.tails[id]; ok {
+		return t, true
+	}
+	var t archivedTail
+	names := map[string]bool{}
+	for cur := id; ; {
+		if meta.SnapshotByID(cur) != nil {
+			return archivedTail{}, false
+		}
+		e, at, ok := a.find(cur)
+		if !ok {
+			break
+		}
+		t.found, t.oldest = true, cur
+		if name := at.ix.deadLetterTable(at.block, at.entry); name != "" {
+			names[name] = true
+		}
+		if e.flags&entryHasParent == 0 {
+			t.complete = true
+			break
+		}
+		cur = e.parent
+	}
+	t.deadLetters = slices.Sorted(maps.Keys(names))
+	if a.tails == nil || len(a.tails) >= maxTails {
+		a.tails = map[int64]archivedTail{}
+	}
+	a.tails[id] = t
+	return t, true
 }
 
 // archivedRef is where the entry of one archived snapshot is.

@@ -505,8 +505,7 @@ func (c *summaryCache) reaches(meta table.Metadata, archive archivedSnapshots, s
 	if c.archive == sig && !slices.ContainsFunc(c.snapshots, func(id int64) bool { return meta.SnapshotByID(id) == nil }) {
 		return extend, true
 	}
-	_, te := ancestry(meta, archive, c.head)
-	return extend, te == nil
+	return extend, ancestryEnd(meta, archive, c.head) == nil
 }
 
 // commitByID returns the commit of the branch's ledger whose id is id,
@@ -554,7 +553,9 @@ func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool
 // namedDeadLetterTables returns the dead-letter tables that the commits of
 // every branch's ledger name. Archived commits' are what the table holds
 // of their entries (archivedEntry), live ones decoded: nothing of the
-// archive is read.
+// archive is read. Below a branch's live snapshots it takes the archive's
+// memoized walk (archiveIndex.tail): a writer's maintenance asks at every
+// run.
 func (t *Table) namedDeadLetterTables() (map[string]bool, error) {
 	meta := t.tbl.Metadata()
 	names := map[string]bool{}
@@ -562,29 +563,64 @@ func (t *Table) namedDeadLetterTables() (map[string]bool, error) {
 		if ref.SnapshotRefType != table.BranchRef {
 			continue
 		}
-		ancestors, te := ancestry(meta, t.archive, ref.SnapshotID)
-		if te != nil {
-			te.Table = t.Name()
-			return nil, fmt.Errorf("branch %s: %w", name, te)
-		}
-		for _, s := range ancestors {
-			var dlq string
-			if meta.SnapshotByID(s.SnapshotID) != nil {
-				if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
-					continue
-				}
-				c, err := t.ranges.commit(&s)
-				if err != nil {
-					return nil, fmt.Errorf("branch %s: %w", name, err)
-				}
-				dlq = c.DeadLetterTable
-			} else if _, at, ok := t.archive.find(s.SnapshotID); ok {
-				dlq = at.ix.deadLetterTable(at.block, at.entry)
-			}
-			if dlq != "" {
-				names[dlq] = true
-			}
+		if err := t.branchDeadLetterTables(meta, ref.SnapshotID, names); err != nil {
+			return nil, fmt.Errorf("branch %s: %w", name, err)
 		}
 	}
 	return names, nil
+}
+
+// branchDeadLetterTables adds to names the dead-letter tables that the
+// commits of the ledger as of head name.
+func (t *Table) branchDeadLetterTables(meta table.Metadata, head int64, names map[string]bool) error {
+	live := func(s *table.Snapshot) error {
+		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) {
+			return nil
+		}
+		c, err := t.ranges.commit(s)
+		if err != nil {
+			return err
+		}
+		if c.DeadLetterTable != "" {
+			names[c.DeadLetterTable] = true
+		}
+		return nil
+	}
+	id := head
+	for {
+		s := meta.SnapshotByID(id)
+		if s == nil {
+			break
+		}
+		if err := live(s); err != nil {
+			return err
+		}
+		if s.ParentSnapshotID == nil {
+			return nil
+		}
+		id = *s.ParentSnapshotID
+	}
+	if tail, pure := t.archive.tail(meta, id); pure && tail.complete {
+		for _, n := range tail.deadLetters {
+			names[n] = true
+		}
+		return nil
+	}
+	ancestors, te := ancestry(meta, t.archive, head)
+	if te != nil {
+		te.Table = t.Name()
+		return te
+	}
+	for _, s := range ancestors {
+		if meta.SnapshotByID(s.SnapshotID) != nil {
+			if err := live(&s); err != nil {
+				return err
+			}
+		} else if _, at, ok := t.archive.find(s.SnapshotID); ok {
+			if n := at.ix.deadLetterTable(at.block, at.entry); n != "" {
+				names[n] = true
+			}
+		}
+	}
+	return nil
 }

@@ -649,7 +649,7 @@ func truncations(meta table.Metadata, archive archivedSnapshots) (refs []string,
 	for name, ref := range meta.Refs() {
 		// Walked, not decoded: a sink's maintenance runs this every few
 		// commits, and the history only grows.
-		_, te := ancestry(meta, archive, ref.SnapshotID)
+		te := ancestryEnd(meta, archive, ref.SnapshotID)
 		if te == nil {
 			continue
 		}

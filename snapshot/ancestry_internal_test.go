@@ -1,0 +1,112 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// archivedHistory returns an archive index of n snapshots 1..n, each the
+// parent of the next but for gap (the parent it names is not archived;
+// 0: none), floe commits of one range each; commit dlAt names dead-letter
+// table "lake.dl". And metadata that holds none of them: the ancestry of
+// snapshot n lies in the archive alone.
+func archivedHistory(t testing.TB, n, gap, dlAt int) (table.Metadata, *archiveIndex) {
+	t.Helper()
+	a := &Archive{Format: ArchiveFormat, TableUUID: "u"}
+	for i := 1; i <= n; i++ {
+		c := mapping.Commit{ID: fmt.Sprintf("c%d", i), Writer: "w", Ranges: []mapping.Range{{TopicPartition: mapping.TopicPartition{Topic: "t"},
+			Interval: mapping.Interval{Low: int64(i-1) * 10, High: int64(i) * 10}, Records: 10}}}
+		if i == dlAt {
+			c.DeadLetterTable, c.DeadLetterFiles = "lake.dl", []string{"dl/f.parquet"}
+		}
+		props, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ArchivedSnapshot{SnapshotID: int64(i), TimestampMs: 1000 + int64(i), Properties: props}
+		if i > 1 {
+			parent := int64(i - 1)
+			if i == gap {
+				parent = int64(n + 1000)
+			}
+			s.ParentID = &parent
+		}
+		a.Snapshots = append(a.Snapshots, s)
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := buildIndex(bytes.NewReader(b), "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.slim()
+	meta, err := table.NewMetadata(iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64}),
+		iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "file:///tmp/t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta, newArchiveIndex([]segment{{key: "k", path: "p", ix: ix}})
+}
+
+// TestAncestryEndAgreesWithAncestry: the memoized walk through the
+// archive (ancestryEnd, archiveIndex.tail) gives ancestry's verdict, the
+// same oldest snapshot when the history is truncated, and the dead-letter
+// tables the archived commits name; asked again, it answers from the
+// memo alike.
+func TestAncestryEndAgreesWithAncestry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gap  int
+	}{{"complete", 0}, {"truncated", 120}} {
+		meta, ix := archivedHistory(t, 300, tc.gap, 40)
+		_, want := ancestry(meta, ix, 300)
+		for range 2 {
+			got := ancestryEnd(meta, ix, 300)
+			if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+				t.Fatalf("%s: ancestryEnd %+v, ancestry %+v", tc.name, got, want)
+			}
+			tail, pure := ix.tail(meta, 300)
+			wantNames := []string{"lake.dl"}
+			if tc.gap != 0 {
+				wantNames = nil // commit 40 lies below the gap
+			}
+			if !pure || !slices.Equal(tail.deadLetters, wantNames) {
+				t.Fatalf("%s: tail %+v (pure %v), want dead-letter tables %v", tc.name, tail, pure, wantNames)
+			}
+		}
+	}
+}
+
+// BenchmarkAncestryWalk: what a writer's maintenance paid per walk of a
+// history of 30,000 archived snapshots, each run, for every branch and
+// tag (ancestry), against the memoized walk (ancestryEnd) that the same
+// runs take now.
+//
+//	go test ./snapshot/ -run '^$' -bench AncestryWalk
+func BenchmarkAncestryWalk(b *testing.B) {
+	meta, ix := archivedHistory(b, 30_000, 0, 40)
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			if _, te := ancestry(meta, ix, 30_000); te != nil {
+				b.Fatal(te)
+			}
+		}
+	})
+	b.Run("memoized", func(b *testing.B) {
+		for b.Loop() {
+			if te := ancestryEnd(meta, ix, 30_000); te != nil {
+				b.Fatal(te)
+			}
+		}
+	})
+}

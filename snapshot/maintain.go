@@ -271,6 +271,15 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			}
 		}
 		seg, absorbed, err := t.planSegment(ctx, expired)
+		if err != nil && errors.Is(err, fs.ErrNotExist) {
+			// Another writer's expiry absorbed a segment this one was
+			// merging, and deleted it: a lost race, planned again on the
+			// reloaded table (the fault campaign's floe maintain beside
+			// its members' in-sink expiries).
+			lastErr = err
+			log.Info("a ledger segment to merge was merged by another writer, reloading", "table", t.Name(), "attempt", attempt, "err", err)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("archive the ledger entries of the snapshots to expire from %s (nothing was expired): %w", t.Name(), err)
 		}

@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -10,7 +11,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -238,5 +243,60 @@ func TestLegacyArchiveReadAndAbsorbed(t *testing.T) {
 	}
 	if l := ledger(t, freshTable(t, tbl)); len(l.Commits) != 9 || !reflect.DeepEqual(l.Commits[:6], want.Commits) {
 		t.Fatalf("ledger after absorbing the legacy archive: %+v", l.Commits)
+	}
+}
+
+// afterLoad is a catalog that, once armed, runs hook right after the
+// next table load returns: another writer's work lands between a
+// maintainer's reload and what it does with the table it loaded, as a
+// race would. Every load and commit reaches the real catalog.
+type afterLoad struct {
+	icecat.Catalog
+	armed *atomic.Bool
+	hook  func()
+}
+
+func (c afterLoad) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := loadThrough(ctx, c.Catalog, c, ident)
+	if err == nil && c.armed.CompareAndSwap(true, false) {
+		c.hook()
+	}
+	return tbl, err
+}
+
+// TestExpiryOutlivesAbsorbedSegment: another handle's expiry absorbs and
+// deletes a segment right after a maintainer reloaded the table, so the
+// maintainer's expiry plans to merge a segment that is gone: a lost race.
+// It reloads and plans again instead of failing ("no such file"; floe
+// maintain exited 2 so in the fault campaign, beside its members'
+// in-sink expiries).
+func TestExpiryOutlivesAbsorbedSegment(t *testing.T) {
+	tbl, _ := maintainTable(t, 4)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	before := namedArchives(tbl)
+	commitRanges(t, tbl, 4, 8)
+	armed := &atomic.Bool{}
+	cat := afterLoad{Catalog: tbl.Catalog(), armed: armed, hook: func() {
+		if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+			t.Errorf("the other writer's expiry: %v", err)
+		}
+	}}
+	stale, err := snapshot.Open(t.Context(), cat, tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	if _, err := stale.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+		t.Fatalf("expiry after another writer absorbed a segment it merges: %v", err)
+	}
+	for _, p := range before {
+		if slices.Contains(namedArchives(tbl), p) {
+			t.Fatalf("segment %s is still named after the other expiry (%v): the test needs it absorbed", p, namedArchives(tbl))
+		}
+	}
+	if got := len(ledger(t, stale).Commits); got != 8 {
+		t.Fatalf("the ledger holds %d commits after both expiries, want 8", got)
 	}
 }

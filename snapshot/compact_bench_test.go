@@ -26,11 +26,18 @@ import (
 // rewritten per second (the commits that fill the table are not timed),
 // beside the rows per second of a plain scan of the small files (the
 // baseline: compaction reads them all and writes them again) and the rows
-// per CPU-second the compaction used, and the peak of the Go heap during
-// it (sampled every 5 ms) against the bytes it rewrote: the memory a
-// sink's scheduled compaction adds to the sink. FLOE_BENCH_COMPACT_PROPS
-// sets table properties first (k=v,...), to compare writer settings, and
-// FLOE_BENCH_COMPACT_COMMITS the commits (200).
+// per CPU-second the compaction used, and the peak of the live Go heap
+// (as of each garbage collection, sampled every 5 ms) during it: the memory
+// a sink's scheduled compaction adds to the sink. The process's heap also
+// holds the batches the filling commits built (their builders are released
+// when the benchmark ends), so the peak over the heap before the
+// compaction (compaction_heap_MiB) says more than the peak itself; a heap
+// profile at that peak showed the compaction's own objects at 20-30 MB.
+// FLOE_BENCH_COMPACT_PROPS
+// sets table properties first (k=v,...), to compare writer settings,
+// FLOE_BENCH_COMPACT_COMMITS the commits (200), and FLOE_BENCH_COMPACT_TIER
+// compacts them first and commits as many again, so that the compaction
+// measured merges an earlier output again (a tier merge).
 //
 //	go test -run '^$' -bench BenchmarkCompact -benchtime 1x ./snapshot/
 func BenchmarkCompact(b *testing.B) {
@@ -44,6 +51,7 @@ func BenchmarkCompact(b *testing.B) {
 		res       snapshot.CompactResult
 		read, cpu time.Duration
 		peak      uint64
+		base      uint64
 	)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -58,16 +66,27 @@ func BenchmarkCompact(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		for c := range commits {
-			lo := int64(c * rows)
-			recs := make([]testRec, 0, 2*rows)
-			for p := range int32(2) {
-				for o := lo; o < lo+rows; o++ {
-					// Half random, half repeated: Kafka payloads compress.
-					recs = append(recs, testRec{partition: p, offset: o, key: fmt.Sprint(o % 97), value: fmt.Sprintf("%048x%s", rng.Uint64(), strings.Repeat("ab", 70))})
+		fill := func(from int) {
+			for c := from; c < from+commits; c++ {
+				lo := int64(c * rows)
+				recs := make([]testRec, 0, 2*rows)
+				for p := range int32(2) {
+					for o := lo; o < lo+rows; o++ {
+						// Half random, half repeated: Kafka payloads compress.
+						recs = append(recs, testRec{partition: p, offset: o, key: fmt.Sprint(o % 97), value: fmt.Sprintf("%048x%s", rng.Uint64(), strings.Repeat("ab", 70))})
+					}
 				}
+				commitRecs(b, tbl, map[int32]mapping.Interval{0: {Low: lo, High: lo + rows}, 1: {Low: lo, High: lo + rows}}, recs...)
 			}
-			commitRecs(b, tbl, map[int32]mapping.Interval{0: {Low: lo, High: lo + rows}, 1: {Low: lo, High: lo + rows}}, recs...)
+		}
+		fill(0)
+		if os.Getenv("FLOE_BENCH_COMPACT_TIER") != "" {
+			// An earlier compaction's output, then as many rows again in
+			// small files: the compaction measured merges it again.
+			if _, err := tbl.Compact(b.Context(), snapshot.CompactOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			fill(commits)
 		}
 		// The baseline: reading every row of the small files once.
 		start := time.Now()
@@ -78,6 +97,7 @@ func BenchmarkCompact(b *testing.B) {
 		b.StartTimer()
 		before := cpuTime(b)
 		runtime.GC()
+		base = heapObjects()
 		stop := sampleHeap(&peak)
 		var err error
 		res, err = tbl.Compact(b.Context(), snapshot.CompactOptions{})
@@ -97,20 +117,26 @@ func BenchmarkCompact(b *testing.B) {
 	b.ReportMetric(float64(res.BytesBefore)/(1<<20), "MiB_before")
 	b.ReportMetric(float64(res.BytesAfter)/(1<<20), "MiB_after")
 	b.ReportMetric(float64(peak)/(1<<20), "peak_heap_MiB")
+	b.ReportMetric(float64(peak-base)/(1<<20), "compaction_heap_MiB")
 }
 
-// sampleHeap records in peak the largest Go heap (objects, live or not yet
-// collected) seen every 5 ms until stop is called.
+// heapObjects is the live Go heap as of the last garbage collection.
+func heapObjects() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// sampleHeap records in peak the largest live Go heap seen every 5 ms
+// until stop is called.
 func sampleHeap(peak *uint64) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	go func() {
 		defer close(finished)
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
-			metrics.Read(sample)
-			*peak = max(*peak, sample[0].Value.Uint64())
+			*peak = max(*peak, heapObjects())
 			select {
 			case <-done:
 				return

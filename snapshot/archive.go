@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -253,17 +252,17 @@ func (a *archiveIndex) rangesFiles() bool {
 // its block, and false when it is not archived.
 func (t *Table) archivedProperties(ctx context.Context, id int64) (map[string]string, bool, error) {
 	// The segment may have been merged into a new one and deleted by
-	// another writer's expiry since the table was loaded, as for
-	// commitsWhere.
-	for reloads := 0; ; reloads++ {
-		props, ok, err := t.readArchived(ctx, id)
-		if err == nil || reloads == maxLedgerReloads || !errors.Is(err, fs.ErrNotExist) {
-			return props, ok, err
-		}
-		if rerr := t.Refresh(ctx); rerr != nil {
-			return nil, false, fmt.Errorf("%w (reloading the table after it: %w)", err, rerr)
-		}
-	}
+	// another writer's expiry since the table was loaded.
+	var (
+		props map[string]string
+		ok    bool
+	)
+	err := t.reloadingOnAbsorbed(ctx, func() error {
+		var err error
+		props, ok, err = t.readArchived(ctx, id)
+		return err
+	})
+	return props, ok, err
 }
 
 // readArchived is archivedProperties as the table is loaded.

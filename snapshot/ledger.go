@@ -187,7 +187,7 @@ type commitFilter struct {
 // maxLedgerReloads is how many times a reader of the ledger reloads the
 // table when a file of its archive that the loaded metadata names is not
 // found: another writer's expiry may have merged it into a new segment and
-// deleted it (commitsWhere).
+// deleted it (reloadingOnAbsorbed).
 const maxLedgerReloads = 5
 
 // commitsWhere is Commits yielding, of the archive, only the commits f
@@ -214,7 +214,7 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilt
 		// second) may see that more than once (the soak: one compaction
 		// in five failed after a single reload).
 		yielded := map[int64]bool{}
-		for reloads := 0; ; reloads++ {
+		err = t.reloadingOnAbsorbed(ctx, func() error {
 			stopped, err := t.walkCommits(ctx, id, f, func(c mapping.Commit) bool {
 				if yielded[c.SnapshotID] {
 					return true
@@ -222,17 +222,29 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilt
 				yielded[c.SnapshotID] = true
 				return yield(c, nil)
 			})
-			if stopped || err == nil {
-				return
+			if stopped {
+				return nil
 			}
-			if reloads == maxLedgerReloads || !errors.Is(err, fs.ErrNotExist) {
-				yield(mapping.Commit{}, err)
-				return
-			}
-			if rerr := t.Refresh(ctx); rerr != nil {
-				yield(mapping.Commit{}, fmt.Errorf("%w (reloading the table after it: %w)", err, rerr))
-				return
-			}
+			return err
+		})
+		if err != nil {
+			yield(mapping.Commit{}, err)
+		}
+	}
+}
+
+// reloadingOnAbsorbed runs read, reloading the table and running it again
+// (up to maxLedgerReloads times) while it fails because a file of the
+// archive that the loaded metadata names is gone: another writer's expiry
+// merged it into a new segment and deleted it.
+func (t *Table) reloadingOnAbsorbed(ctx context.Context, read func() error) error {
+	for reloads := 0; ; reloads++ {
+		err := read()
+		if err == nil || reloads == maxLedgerReloads || !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if rerr := t.Refresh(ctx); rerr != nil {
+			return fmt.Errorf("%w (reloading the table after it: %w)", err, rerr)
 		}
 	}
 }
@@ -586,19 +598,9 @@ func (t *Table) branchDeadLetterTables(meta table.Metadata, head int64, names ma
 		}
 		return nil
 	}
-	id := head
-	for {
-		s := meta.SnapshotByID(id)
-		if s == nil {
-			break
-		}
-		if err := live(s); err != nil {
-			return err
-		}
-		if s.ParentSnapshotID == nil {
-			return nil
-		}
-		id = *s.ParentSnapshotID
+	id, _, done, err := liveAncestors(meta, head, live)
+	if err != nil || done {
+		return err
 	}
 	if tail, pure := t.archive.tail(meta, id); pure && tail.complete {
 		for _, n := range tail.deadLetters {

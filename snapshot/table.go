@@ -489,17 +489,9 @@ func ancestry(meta table.Metadata, archive archivedSnapshots, snapshotID int64) 
 // walk the whole history each time (the soak: a tenth of a sink's CPU at
 // 30,000 commits, growing with them).
 func ancestryEnd(meta table.Metadata, archive archivedSnapshots, snapshotID int64) *TruncatedLedgerError {
-	id, oldest := snapshotID, snapshotID
-	for {
-		s := meta.SnapshotByID(id)
-		if s == nil {
-			break
-		}
-		oldest = id
-		if s.ParentSnapshotID == nil {
-			return nil
-		}
-		id = *s.ParentSnapshotID
+	id, oldest, done, _ := liveAncestors(meta, snapshotID, nil)
+	if done {
+		return nil
 	}
 	if ix, ok := archive.(*archiveIndex); ok {
 		if t, pure := ix.tail(meta, id); pure {
@@ -514,6 +506,31 @@ func ancestryEnd(meta table.Metadata, archive archivedSnapshots, snapshotID int6
 	}
 	_, te := ancestry(meta, archive, snapshotID)
 	return te
+}
+
+// liveAncestors walks snapshotID's ancestry while its snapshots are live
+// in meta, calling visit (when not nil) with each, and returns the first
+// one that is not (id: archived, or missing), the oldest live one found
+// (snapshotID when none), or done when the walk reached the table's first
+// snapshot; it stops at visit's first error.
+func liveAncestors(meta table.Metadata, snapshotID int64, visit func(*table.Snapshot) error) (id, oldest int64, done bool, err error) {
+	id, oldest = snapshotID, snapshotID
+	for {
+		s := meta.SnapshotByID(id)
+		if s == nil {
+			return id, oldest, false, nil
+		}
+		if visit != nil {
+			if err := visit(s); err != nil {
+				return id, oldest, false, err
+			}
+		}
+		oldest = id
+		if s.ParentSnapshotID == nil {
+			return id, oldest, true, nil
+		}
+		id = *s.ParentSnapshotID
+	}
 }
 
 // isNoSuchTable reports whether err is the catalog's answer that the table

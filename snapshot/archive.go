@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 )
 
 // PropLedgerSegmentPrefix prefixes the table properties that name the
@@ -454,35 +452,10 @@ func metadataDir(meta table.Metadata) string {
 	return strings.TrimSuffix(loc, "/")
 }
 
-// writeArchive writes a as a new archive file under the table's metadata
-// location, and its index beside it, and returns its path and index. Each write goes to a new file, so an
-// archive file the table names is never overwritten: a maintenance run
-// that fails after writing leaves only an unreferenced file (staleArchives
-// collects it).
+// writeArchive writes a as a new segment file with its index
+// (writeSegment).
 func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, *segmentIndex, error) {
-	path := fmt.Sprintf("%s/%05d-%s.json", archiveLocation(tbl.Metadata()), a.Len(), uuid.NewString())
-	b, err := json.MarshalIndent(a, "", " ")
-	if err != nil {
-		return path, nil, err
-	}
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		return path, nil, err
-	}
-	wfs, ok := fsys.(iceio.WriteFileIO)
-	if !ok {
-		return path, nil, errors.New("the table's storage cannot write files")
-	}
-	if err := wfs.WriteFile(path, b); err != nil {
-		return path, nil, err
-	}
-	// Written before the commit that names the segment, so that readers
-	// of that version find it.
-	ix, err := writeIndex(wfs, a.TableUUID, path, b)
-	if err != nil {
-		return path, nil, fmt.Errorf("index: %w", err)
-	}
-	return path, ix, nil
+	return writeSegment(ctx, tbl, a.Len(), a.Snapshots, nil)
 }
 
 // segmentKey is the property that names the segment written to path.
@@ -499,12 +472,19 @@ func segmentKey(path string) string {
 // rewritten O(log N) times over the table's life.
 const segmentMergeRatio = 4
 
+// segmentPlan is the segment an expiry writes: the entries of the
+// snapshots it expires, and the newest named segments it absorbs, whose
+// properties are removed in the commit that names the new one.
+type segmentPlan struct {
+	fresh    []ArchivedSnapshot
+	absorbed []segment
+}
+
 // planSegment returns the segment to write for an expiry of snaps: their
-// entries (those not archived already) and the entries of the newest named
-// segments it absorbs, which it returns too. The absorbed segments'
-// properties are removed in the commit that names the new one. A ranges
-// file of snaps that cannot be read is an error: nothing is expired.
-func (t *Table) planSegment(ctx context.Context, snaps []table.Snapshot) (*Archive, []segment, error) {
+// entries (those not archived already), with the ranges of their ranges
+// files inline, and the segments it absorbs. A ranges file of snaps that
+// cannot be read is an error: nothing is expired.
+func (t *Table) planSegment(snaps []table.Snapshot) (segmentPlan, error) {
 	uuid := t.tbl.Metadata().TableUUID().String()
 	var fresh []table.Snapshot
 	for _, s := range snaps {
@@ -514,29 +494,44 @@ func (t *Table) planSegment(ctx context.Context, snaps []table.Snapshot) (*Archi
 	}
 	seg, err := (*Archive)(nil).with(uuid, fresh, t.ranges)
 	if err != nil {
-		return nil, nil, err
+		return segmentPlan{}, err
 	}
+	plan := segmentPlan{fresh: seg.Snapshots}
 	named := slices.Clone(t.segments)
 	// Oldest entries first: the segment to absorb next is the last.
 	slices.SortFunc(named, func(x, y segment) int {
 		return cmp.Or(cmp.Compare(x.ix.oldest(), y.ix.oldest()), strings.Compare(x.key, y.key))
 	})
-	var absorbed []segment
+	n := seg.Len()
 	for len(named) > 0 {
 		last := named[len(named)-1]
-		if seg.Len()*segmentMergeRatio < len(last.ix.entries) {
+		if n*segmentMergeRatio < len(last.ix.entries) {
 			break
 		}
-		// Only the segments absorbed are read whole.
-		a, err := t.readSegment(ctx, last.path)
-		if err != nil {
-			return nil, nil, err
-		}
-		seg = seg.union(uuid, a)
-		absorbed = append(absorbed, last)
+		n += len(last.ix.entries)
+		plan.absorbed = append(plan.absorbed, last)
 		named = named[:len(named)-1]
 	}
-	return seg, absorbed, nil
+	return plan, nil
+}
+
+// len is the number of entries the plan's segment holds, at most.
+func (p segmentPlan) len() int {
+	n := len(p.fresh)
+	for _, s := range p.absorbed {
+		n += len(s.ix.entries)
+	}
+	return n
+}
+
+// write writes the plan's segment, merging the absorbed segments' entries
+// with the fresh ones as it reads them.
+func (p segmentPlan) write(ctx context.Context, tbl *table.Table) (string, *segmentIndex, error) {
+	var paths []string
+	for _, s := range p.absorbed {
+		paths = append(paths, s.path)
+	}
+	return writeSegment(ctx, tbl, p.len(), p.fresh, paths)
 }
 
 // readSegment reads the archive file at path whole: every entry with its

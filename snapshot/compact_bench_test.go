@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 
+	"github.com/floe-dev/floe/internal/memprobe"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -97,11 +97,8 @@ func BenchmarkCompact(b *testing.B) {
 		b.StartTimer()
 		before := cpuTime(b)
 		runtime.GC()
-		base = heapObjects()
-		stop := sampleHeap(&peak)
 		var err error
-		res, err = tbl.Compact(b.Context(), snapshot.CompactOptions{})
-		stop()
+		peak, base = memprobe.Peak(func() { res, err = tbl.Compact(b.Context(), snapshot.CompactOptions{}) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -118,33 +115,6 @@ func BenchmarkCompact(b *testing.B) {
 	b.ReportMetric(float64(res.BytesAfter)/(1<<20), "MiB_after")
 	b.ReportMetric(float64(peak)/(1<<20), "peak_heap_MiB")
 	b.ReportMetric(float64(peak-base)/(1<<20), "compaction_heap_MiB")
-}
-
-// heapObjects is the live Go heap as of the last garbage collection.
-func heapObjects() uint64 {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(sample)
-	return sample[0].Value.Uint64()
-}
-
-// sampleHeap records in peak the largest live Go heap seen every 5 ms
-// until stop is called.
-func sampleHeap(peak *uint64) (stop func()) {
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			*peak = max(*peak, heapObjects())
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
 }
 
 // cpuTime is the CPU time (user and system) the process has used.

@@ -334,7 +334,7 @@ func (t *Table) staleArchives(ctx context.Context, log *slog.Logger, files []fol
 	meta := t.tbl.Metadata()
 	var stale []folderFile
 	for _, f := range candidates {
-		a, err := readArchiveFile(fsys, meta.TableUUID().String(), t.Name(), f.path)
+		missing, found, err := t.entryNotHeld(fsys, meta, f.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -342,20 +342,29 @@ func (t *Table) staleArchives(ctx context.Context, log *slog.Logger, files []fol
 			log.Warn("keeping a file of the ledger archive folder that is not a ledger archive of this table", "table", t.Name(), "file", f.path, "err", err)
 			continue
 		}
-		held := true
-		for _, s := range a.Snapshots {
-			if meta.SnapshotByID(s.SnapshotID) == nil && !t.archive.has(s.SnapshotID) {
-				log.Warn("keeping an unreferenced ledger archive: it holds the entry of a snapshot that is neither live nor in the table's archive",
-					"table", t.Name(), "file", f.path, "snapshot", s.SnapshotID)
-				held = false
-				break
-			}
-		}
-		if held {
+		if found {
+			log.Warn("keeping an unreferenced ledger archive: it holds the entry of a snapshot that is neither live nor in the table's archive",
+				"table", t.Name(), "file", f.path, "snapshot", missing)
+		} else {
 			stale = append(stale, f)
 		}
 	}
 	return stale, nil
+}
+
+// entryNotHeld returns the first entry of the archive file at path whose
+// snapshot is neither live in meta nor in the table's archive, reading the
+// file one entry at a time; found is false when there is none.
+func (t *Table) entryNotHeld(fsys iceio.IO, meta table.Metadata, path string) (missing int64, found bool, err error) {
+	for s, err := range segmentEntries(fsys, meta.TableUUID().String(), path) {
+		if err != nil {
+			return 0, false, err
+		}
+		if meta.SnapshotByID(s.SnapshotID) == nil && !t.archive.has(s.SnapshotID) {
+			return s.SnapshotID, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // deleteFolderFiles deletes files (in a dry run, deletes nothing) and returns

@@ -105,38 +105,43 @@ func commitHash(id string) uint64 {
 // slim replaces the index's decoded Snapshots by entries.
 func (ix *segmentIndex) slim() {
 	ix.entries = make([]archivedEntry, len(ix.Snapshots))
-	for bl := range ix.Blocks {
-		b := &ix.Blocks[bl]
+	for bl, b := range ix.Blocks {
 		for i := b.First; i < b.First+b.Count && i < len(ix.Snapshots); i++ {
-			s := ix.Snapshots[i]
-			e := archivedEntry{id: s.SnapshotID, ts: s.TimestampMs}
-			if s.ParentID != nil {
-				e.parent, e.flags = *s.ParentID, entryHasParent
-			}
-			if id, ok := s.Properties[mapping.KeyCommitID]; ok {
-				e.commit, e.flags = commitHash(id), e.flags|entryFloeCommit
-			}
-			if s.Properties[KeyOperation] == OperationCompact {
-				e.flags |= entryCompaction
-			}
-			if s.Properties[mapping.KeyFileGroups] != "" {
-				e.flags |= entryFileGroups
-			}
-			if dlq := s.Properties[mapping.KeyDeadLetterTable]; dlq != "" {
-				at := slices.Index(b.deadLetterTables, dlq)
-				if at < 0 {
-					at = len(b.deadLetterTables)
-					b.deadLetterTables = append(b.deadLetterTables, dlq)
-				}
-				e.deadLetters = int32(at + 1)
-			}
-			if s.Properties[mapping.KeyRangesFile] != "" {
-				ix.rangesFiles = true
-			}
-			ix.entries[i] = e
+			ix.entries[i] = ix.entry(bl, ix.Snapshots[i])
 		}
 	}
 	ix.Snapshots = nil
+}
+
+// entry returns what the index holds of s, an entry of block bl, adding
+// the dead-letter table it names to the block's.
+func (ix *segmentIndex) entry(bl int, s ArchivedSnapshot) archivedEntry {
+	b := &ix.Blocks[bl]
+	e := archivedEntry{id: s.SnapshotID, ts: s.TimestampMs}
+	if s.ParentID != nil {
+		e.parent, e.flags = *s.ParentID, entryHasParent
+	}
+	if id, ok := s.Properties[mapping.KeyCommitID]; ok {
+		e.commit, e.flags = commitHash(id), e.flags|entryFloeCommit
+	}
+	if s.Properties[KeyOperation] == OperationCompact {
+		e.flags |= entryCompaction
+	}
+	if s.Properties[mapping.KeyFileGroups] != "" {
+		e.flags |= entryFileGroups
+	}
+	if dlq := s.Properties[mapping.KeyDeadLetterTable]; dlq != "" {
+		at := slices.Index(b.deadLetterTables, dlq)
+		if at < 0 {
+			at = len(b.deadLetterTables)
+			b.deadLetterTables = append(b.deadLetterTables, dlq)
+		}
+		e.deadLetters = int32(at + 1)
+	}
+	if s.Properties[mapping.KeyRangesFile] != "" {
+		ix.rangesFiles = true
+	}
+	return e
 }
 
 // deadLetterTable is the dead-letter table entry i (of block bl) names.
@@ -215,100 +220,99 @@ func indexPath(segment string) string {
 // segmentFiles are the files of the segment at path: itself and its index.
 func segmentFiles(path string) []string { return []string{path, indexPath(path)} }
 
-// isRangesKey reports whether a floe property holds ranges: what the index
-// leaves out of an entry.
+// isRangesKey reports whether a floe property holds ranges.
 func isRangesKey(k string) bool {
 	return strings.HasPrefix(k, mapping.KeyRangesPrefix) || strings.HasPrefix(k, mapping.KeyLostPrefix) || strings.HasPrefix(k, mapping.KeyAbortedPrefix)
 }
 
-// lightProperties returns props without the properties holding ranges.
+// fileGroupsMarker stands in an index for an entry's file groups: the
+// groups name every file with its spans, as long as the ranges, and are
+// read from the entry's block; the index says only that there are some.
+const fileGroupsMarker = "*"
+
+// lightProperties returns what a segment's index keeps of an entry's
+// properties: those its entry is built from (segmentIndex.entry), with
+// fileGroupsMarker for file groups. Indexes written before kept every
+// property but the ranges, and read alike.
 func lightProperties(props map[string]string) map[string]string {
-	if props == nil {
-		return nil
-	}
-	out := make(map[string]string, len(props))
-	for k, v := range props {
-		if !isRangesKey(k) {
-			out[k] = v
+	var out map[string]string
+	for _, k := range []string{mapping.KeyCommitID, KeyOperation, mapping.KeyDeadLetterTable, mapping.KeyRangesFile, mapping.KeyFileGroups} {
+		v, ok := props[k]
+		if !ok {
+			continue
 		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		if k == mapping.KeyFileGroups && v != "" {
+			v = fileGroupsMarker
+		}
+		out[k] = v
 	}
 	return out
 }
 
-// buildIndex indexes the segment file read from r, decoding it one entry
-// at a time. An entry whose ledger properties do not decode is left out of
-// its block's summary: readers decode the block and meet the error there.
-func buildIndex(r io.Reader, tableUUID string) (*segmentIndex, error) {
-	ix := &segmentIndex{Format: indexFormat}
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
-		return nil, err
-	}
-	var format, uuid string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		switch tok {
-		case "format":
-			err = dec.Decode(&format)
-		case "table-uuid":
-			err = dec.Decode(&uuid)
-		case "snapshots":
-			err = ix.indexEntries(dec)
-		default:
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := expectDelim(dec, '}'); err != nil {
-		return nil, err
-	}
-	if format != ArchiveFormat {
-		return nil, fmt.Errorf("format %q, this floe reads %q", format, ArchiveFormat)
-	}
-	if uuid != tableUUID {
-		return nil, fmt.Errorf("written for table uuid %s, not this table's %s", uuid, tableUUID)
-	}
-	ix.TableUUID = uuid
-	ix.Size = dec.InputOffset()
-	return ix, nil
+// indexer builds a segment's index entry by entry, as the segment is read
+// or written: it cuts the entries into blocks of about indexBlockBytes,
+// each with its byte span and the summary of its floe commits, and passes
+// each entry's light properties, with its block, to light.
+type indexer struct {
+	ix    *segmentIndex
+	light func(bl int, s ArchivedSnapshot) error
+	n     int  // entries added
+	open  bool // the last block takes more entries
 }
 
-// indexEntries reads the array of entries, cutting it into blocks.
-func (ix *segmentIndex) indexEntries(dec *json.Decoder) error {
-	if err := expectDelim(dec, '['); err != nil {
-		return err
+// add adds s, which the segment file holds at bytes [start, end) (start
+// may include the separator before it). An entry whose ledger properties
+// do not decode is left out of its block's summary: readers decode the
+// block and meet the error there.
+func (x *indexer) add(s ArchivedSnapshot, start, end int64) error {
+	ix := x.ix
+	if !x.open {
+		ix.Blocks = append(ix.Blocks, indexBlock{First: x.n, Offset: start})
+		x.open = true
 	}
-	var b *indexBlock
-	for dec.More() {
-		start := dec.InputOffset()
-		var s ArchivedSnapshot
-		if err := dec.Decode(&s); err != nil {
-			return err
+	bl := len(ix.Blocks) - 1
+	b := &ix.Blocks[bl]
+	b.Count++
+	b.Length = end - b.Offset
+	if mapping.IsFloeCommit(s.Properties) {
+		if c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Properties); err == nil {
+			b.Summary.Add(c)
 		}
-		if b == nil {
-			ix.Blocks = append(ix.Blocks, indexBlock{First: len(ix.Snapshots), Offset: start})
-			b = &ix.Blocks[len(ix.Blocks)-1]
-		}
-		b.Count++
-		b.Length = dec.InputOffset() - b.Offset
-		if mapping.IsFloeCommit(s.Properties) {
-			if c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Properties); err == nil {
-				b.Summary.Add(c)
-			}
-		}
-		s.Properties = lightProperties(s.Properties)
+	}
+	x.n++
+	if b.Length >= indexBlockBytes {
+		x.open = false
+	}
+	s.Properties = lightProperties(s.Properties)
+	return x.light(bl, s)
+}
+
+// buildIndex indexes the segment file read from r, decoding it one entry
+// at a time, and returns the index with its Snapshots.
+func buildIndex(r io.Reader, tableUUID string) (*segmentIndex, error) {
+	ix := &segmentIndex{Format: indexFormat, TableUUID: tableUUID}
+	x := indexer{ix: ix, light: func(_ int, s ArchivedSnapshot) error {
 		ix.Snapshots = append(ix.Snapshots, s)
-		if b.Length >= indexBlockBytes {
-			b = nil
+		return nil
+	}}
+	er := newEntryReader(r, tableUUID)
+	for {
+		s, ok, err := er.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if err := x.add(s, er.start, er.end); err != nil {
+			return nil, err
 		}
 	}
-	return expectDelim(dec, ']')
+	ix.Size = er.dec.InputOffset()
+	return ix, nil
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {
@@ -366,11 +370,7 @@ func (t *Table) writeMissingIndexes(ctx context.Context) error {
 				return fmt.Errorf("index the ledger archive of %s: the table's storage cannot write files", t.Name())
 			}
 		}
-		b, err := readAll(wfs, s.path)
-		if err != nil {
-			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
-		}
-		if _, err := writeIndex(wfs, s.ix.TableUUID, s.path, b); err != nil {
+		if _, err := writeIndex(wfs, s.ix.TableUUID, s.path); err != nil {
 			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
 		}
 		s.ix.built = false
@@ -378,10 +378,15 @@ func (t *Table) writeMissingIndexes(ctx context.Context) error {
 	return nil
 }
 
-// writeIndex writes the index of the segment file b, written to path, and
-// returns it slim.
-func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string, b []byte) (*segmentIndex, error) {
-	ix, err := buildIndex(bytes.NewReader(b), tableUUID)
+// writeIndex writes the index of the segment file at path and returns it
+// slim.
+func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string) (*segmentIndex, error) {
+	f, err := wfs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ix, err := buildIndex(f, tableUUID)
 	if err != nil {
 		return nil, err
 	}

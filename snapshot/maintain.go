@@ -270,27 +270,29 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 				res.ExpiredCommits++
 			}
 		}
-		seg, absorbed, err := t.planSegment(ctx, expired)
-		if err != nil && errors.Is(err, fs.ErrNotExist) {
-			// Another writer's expiry absorbed a segment this one was
-			// merging, and deleted it: a lost race, planned again on the
-			// reloaded table (the fault campaign's floe maintain beside
-			// its members' in-sink expiries).
-			lastErr = err
-			log.Info("a ledger segment to merge was merged by another writer, reloading", "table", t.Name(), "attempt", attempt, "err", err)
-			continue
-		}
+		plan, err := t.planSegment(expired)
 		if err != nil {
 			return fmt.Errorf("archive the ledger entries of the snapshots to expire from %s (nothing was expired): %w", t.Name(), err)
 		}
 		if opts.DryRun {
 			return nil
 		}
-		path, ix, err := writeArchive(ctx, t.tbl, seg)
+		path, ix, err := plan.write(ctx, t.tbl)
 		if err != nil {
 			t.removePaths(ctx, log, segmentFiles(path)...)
+			var gone *segmentReadError
+			if errors.As(err, &gone) && errors.Is(err, fs.ErrNotExist) {
+				// Another writer's expiry absorbed a segment this one
+				// was merging, and deleted it: a lost race, planned
+				// again on the reloaded table (the fault campaign's
+				// floe maintain beside its members' in-sink expiries).
+				lastErr = err
+				log.Info("a ledger segment to merge was merged by another writer, reloading", "table", t.Name(), "attempt", attempt, "err", err)
+				continue
+			}
 			return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write: %w (nothing was expired)", err)}
 		}
+		absorbed := plan.absorbed
 		if err := t.stageSegment(txn, path, absorbed); err != nil {
 			t.removePaths(ctx, log, segmentFiles(path)...)
 			return err

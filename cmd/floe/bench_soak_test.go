@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +42,11 @@ import (
 // table's metadata.json, its live data files and snapshots, and the size
 // of its ledger archive (the floe-ledger folder), and since the last
 // sample the commits a second and the sink's CPU time (user and system)
-// per commit. FLOE_SOAK_OUT=FILE.csv
+// per commit, and from the sink's own metrics (--metrics-addr) the Go
+// heap's goal (the heap size at which the next collection starts, about
+// twice the heap live after the last one) and the heap the runtime holds
+// idle without having returned it to the system: together they tell live
+// memory from memory RSS still counts after a spike. FLOE_SOAK_OUT=FILE.csv
 // writes those lines as they are taken; `go run ./internal/benchplot`
 // draws them. FLOE_SOAK_ARGS adds flags to floe sink (space-separated,
 // e.g. --compact-interval=0 for a run without compaction), FLOE_BENCH_FLOE
@@ -91,7 +97,8 @@ func BenchmarkSoak(b *testing.B) {
 	}
 }
 
-var soakColumns = []string{"commit", "rss_mib", "commit_ms", "metadata_bytes", "live_files", "snapshots", "archive_bytes", "commits_per_s", "cpu_ms_per_commit"}
+var soakColumns = []string{"commit", "rss_mib", "commit_ms", "metadata_bytes", "live_files", "snapshots", "archive_bytes", "commits_per_s", "cpu_ms_per_commit",
+	"heap_goal_mib", "heap_idle_mib"}
 
 // soakSample is what BenchmarkSoak records every FLOE_SOAK_EVERY commits.
 type soakSample struct {
@@ -104,12 +111,15 @@ type soakSample struct {
 	archiveBytes   int64
 	commitsPerS    float64 // since the last sample
 	cpuMsPerCommit float64
+	heapGoalMiB    float64 // go_memstats_next_gc_bytes
+	heapIdleMiB    float64 // go_memstats_heap_idle_bytes less go_memstats_heap_released_bytes
 }
 
 func (s soakSample) row() []string {
 	return []string{strconv.Itoa(s.commit), strconv.FormatFloat(s.rssMiB, 'f', 1, 64), strconv.FormatFloat(s.commitMs, 'f', 2, 64),
 		strconv.FormatInt(s.metadataBytes, 10), strconv.Itoa(s.liveFiles), strconv.Itoa(s.snapshots), strconv.FormatInt(s.archiveBytes, 10),
-		strconv.FormatFloat(s.commitsPerS, 'f', 1, 64), strconv.FormatFloat(s.cpuMsPerCommit, 'f', 2, 64)}
+		strconv.FormatFloat(s.commitsPerS, 'f', 1, 64), strconv.FormatFloat(s.cpuMsPerCommit, 'f', 2, 64),
+		strconv.FormatFloat(s.heapGoalMiB, 'f', 1, 64), strconv.FormatFloat(s.heapIdleMiB, 'f', 1, 64)}
 }
 
 // soak runs the sink for commits commits and calls record every every
@@ -144,6 +154,8 @@ func soak(b *testing.B, bin string, commits, partitions, every, flush int, recor
 	catPath, warehouse := filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")
 	args := []string{"sink", "--log-format", "json", "--brokers", strings.Join(brokers, ","), "--topic", "soak",
 		"--catalog", catPath, "--warehouse", warehouse, "--table", "bench.soak", "--flush-records", strconv.Itoa(flush)}
+	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeTCPPort(b)))
+	args = append(args, "--metrics-addr", metricsAddr)
 	args = append(args, strings.Fields(os.Getenv("FLOE_SOAK_ARGS"))...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	stderr, err := cmd.StderrPipe()
@@ -203,6 +215,9 @@ func soak(b *testing.B, bin string, commits, partitions, every, flush int, recor
 				}
 			}
 			s := soakSample{commit: n, rssMiB: vmRSS(b, cmd.Process.Pid)}
+			m := goMemstats(b, metricsAddr)
+			s.heapGoalMiB = m["next_gc_bytes"] / (1 << 20)
+			s.heapIdleMiB = (m["heap_idle_bytes"] - m["heap_released_bytes"]) / (1 << 20)
 			now, cpu := time.Now(), procCPU(b, cmd.Process.Pid)
 			s.commitsPerS = float64(every) / now.Sub(lastAt).Seconds()
 			s.cpuMsPerCommit = float64((cpu - lastCPU).Microseconds()) / 1e3 / float64(every)
@@ -258,6 +273,33 @@ func procCPU(b *testing.B, pid int) time.Duration {
 		ticks += n
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// goMemstats returns the go_memstats_ gauges (without the prefix) the
+// metrics endpoint at addr serves.
+func goMemstats(b *testing.B, addr string) map[string]float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		name, value, ok := strings.Cut(lines.Text(), " ")
+		if name, found := strings.CutPrefix(name, "go_memstats_"); ok && found {
+			if v, err := strconv.ParseFloat(value, 64); err == nil {
+				m[name] = v
+			}
+		}
+	}
+	if err := lines.Err(); err != nil {
+		b.Fatal(err)
+	}
+	if _, ok := m["next_gc_bytes"]; !ok {
+		b.Fatalf("%s/metrics serves no go_memstats_next_gc_bytes", addr)
+	}
+	return m
 }
 
 // vmRSS is the resident set of process pid in MiB.

@@ -39,7 +39,7 @@ func mustFloe(t *testing.T, args ...string) string {
 }
 
 // freeTCPPort returns a loopback port that was free a moment ago.
-func freeTCPPort(t *testing.T) int {
+func freeTCPPort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -11,10 +11,12 @@ import (
 	"strings"
 )
 
-// soakHeader is the first line of BenchmarkSoak's CSV; files written
-// before it recorded the commit rate and CPU end at archive_bytes
-// (soakOldColumns), and their plots leave those panels out.
-var soakHeader = []string{"commit", "rss_mib", "commit_ms", "metadata_bytes", "live_files", "snapshots", "archive_bytes", "commits_per_s", "cpu_ms_per_commit"}
+// soakHeader is the first line of BenchmarkSoak's CSV. Files written
+// before it recorded the heap, or the commit rate and CPU, end earlier (at
+// archive_bytes at the earliest: soakOldColumns), and their plots leave
+// those panels out.
+var soakHeader = []string{"commit", "rss_mib", "commit_ms", "metadata_bytes", "live_files", "snapshots", "archive_bytes", "commits_per_s", "cpu_ms_per_commit",
+	"heap_goal_mib", "heap_idle_mib"}
 
 const soakOldColumns = 7
 
@@ -28,6 +30,8 @@ var soakPanels = []soakPanel{
 	{6, "ledger archive, KiB", 1024},
 	{7, "commits a second", 1},
 	{8, "sink CPU per commit, ms", 1},
+	{9, "Go heap goal (about twice the live heap), MiB", 1},
+	{10, "Go heap idle, not returned, MiB", 1},
 }
 
 type soakPanel struct {
@@ -50,7 +54,7 @@ func isSoak(path string) bool {
 	}
 	defer f.Close()
 	head, err := csv.NewReader(f).Read()
-	return err == nil && (slices.Equal(head, soakHeader) || slices.Equal(head, soakHeader[:soakOldColumns]))
+	return err == nil && len(head) >= soakOldColumns && len(head) <= len(soakHeader) && slices.Equal(head, soakHeader[:len(head)])
 }
 
 func readSoak(path string) (*soakRun, error) {

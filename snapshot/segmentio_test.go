@@ -1,0 +1,129 @@
+package snapshot
+
+import (
+	"maps"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// A merge streams the union of its inputs in entry order, each snapshot
+// once, and the segment and index it writes read back as those written
+// whole: every block decodes to its entries, and indexing the file again
+// gives the same blocks and entries.
+func TestWriteSegmentMerges(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	cat, err := catalog.Open(ctx, catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := Open(ctx, cat, []string{"lake", "merge"}, OpenOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tbl.tbl.Metadata().TableUUID().String()
+	entry := func(i int) ArchivedSnapshot {
+		c := mapping.Commit{ID: uuid.NewString(), Writer: "test", Ranges: []mapping.Range{{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: int32(i % 3)},
+			Interval: mapping.Interval{Low: int64(i), High: int64(i + 1)}}}}
+		if i%5 == 0 {
+			c.FileGroups = []mapping.FileGroup{{Files: []string{"f" + uuid.NewString()}, Spans: []mapping.Span{{TopicPartition: c.Ranges[0].TopicPartition, Interval: c.Ranges[0].Interval}}}}
+		}
+		props, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Commit times repeat: the snapshot id orders entries of one
+		// millisecond.
+		return ArchivedSnapshot{SnapshotID: int64(1000 - i), TimestampMs: int64(i / 2), Properties: props}
+	}
+	// Two segments and the fresh entries interleave, and overlap where a
+	// merge that was not committed left an entry in two segments.
+	var odd, even, fresh []ArchivedSnapshot
+	for i := range 3000 {
+		switch {
+		case i >= 2900:
+			fresh = append(fresh, entry(i))
+		case i%2 == 1:
+			odd = append(odd, entry(i))
+		default:
+			even = append(even, entry(i))
+		}
+	}
+	even = append(even, odd[100], odd[200])
+	fresh = append(fresh, even[7])
+	var paths []string
+	for _, in := range [][]ArchivedSnapshot{odd, even} {
+		slices.SortFunc(in, entryOrder)
+		path, _, err := writeArchive(ctx, tbl.tbl, &Archive{Format: ArchiveFormat, TableUUID: id, Snapshots: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	slices.SortFunc(fresh, entryOrder)
+	path, ix, err := writeSegment(ctx, tbl.tbl, 3000, fresh, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []ArchivedSnapshot
+	for s, err := range segmentEntries(fsys, id, path) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+	}
+	if len(got) != 3000 || !slices.IsSortedFunc(got, entryOrder) {
+		t.Fatalf("merged %d entries (sorted: %v), want the 3,000 distinct ones in order", len(got), slices.IsSortedFunc(got, entryOrder))
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].SnapshotID == got[i-1].SnapshotID {
+			t.Fatalf("snapshot %d merged twice", got[i].SnapshotID)
+		}
+	}
+	// The index written beside it, and the one built from the file.
+	read, err := readIndex(fsys, id, path)
+	if err != nil || read.built {
+		t.Fatalf("read the index: %v (built from the segment: %v)", err, read != nil && read.built)
+	}
+	f, err := fsys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	built, err := buildIndex(f, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built.slim()
+	for _, other := range []*segmentIndex{read, built} {
+		if !slices.Equal(other.entries, ix.entries) || other.Size != ix.Size || len(other.Blocks) != len(ix.Blocks) {
+			t.Fatalf("index: %d entries, %d blocks, size %d; written: %d, %d, %d", len(other.entries), len(other.Blocks), other.Size, len(ix.entries), len(ix.Blocks), ix.Size)
+		}
+	}
+	n := 0
+	for bl := range ix.Blocks {
+		snaps, err := readBlock(fsys, path, ix, bl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range snaps {
+			if !maps.Equal(s.Properties, got[n].Properties) {
+				t.Fatalf("block %d: entry %d's properties differ from the file's", bl, n)
+			}
+			n++
+		}
+	}
+	if n != len(got) {
+		t.Fatalf("the blocks hold %d entries, the file %d", n, len(got))
+	}
+}

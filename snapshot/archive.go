@@ -478,6 +478,8 @@ const segmentMergeRatio = 4
 type segmentPlan struct {
 	fresh    []ArchivedSnapshot
 	absorbed []segment
+	// n is the number of entries of the segment.
+	n int
 }
 
 // planSegment returns the segment to write for an expiry of snaps: their
@@ -496,42 +498,62 @@ func (t *Table) planSegment(snaps []table.Snapshot) (segmentPlan, error) {
 	if err != nil {
 		return segmentPlan{}, err
 	}
-	plan := segmentPlan{fresh: seg.Snapshots}
+	plan := segmentPlan{fresh: seg.Snapshots, n: seg.Len()}
 	named := slices.Clone(t.segments)
 	// Oldest entries first: the segment to absorb next is the last.
 	slices.SortFunc(named, func(x, y segment) int {
 		return cmp.Or(cmp.Compare(x.ix.oldest(), y.ix.oldest()), strings.Compare(x.key, y.key))
 	})
-	n := seg.Len()
+	// Two segments may hold the same snapshot (a merge not yet committed
+	// left both): counted once, as the merge writes it.
+	ids := map[int64]bool{}
+	for _, s := range plan.fresh {
+		ids[s.SnapshotID] = true
+	}
 	for len(named) > 0 {
 		last := named[len(named)-1]
-		if n*segmentMergeRatio < len(last.ix.entries) {
+		if plan.n*segmentMergeRatio < len(last.ix.entries) {
 			break
 		}
-		n += len(last.ix.entries)
+		for _, e := range last.ix.entries {
+			if !ids[e.id] {
+				ids[e.id] = true
+				plan.n++
+			}
+		}
 		plan.absorbed = append(plan.absorbed, last)
 		named = named[:len(named)-1]
 	}
 	return plan, nil
 }
 
-// len is the number of entries the plan's segment holds, at most.
-func (p segmentPlan) len() int {
-	n := len(p.fresh)
-	for _, s := range p.absorbed {
-		n += len(s.ix.entries)
-	}
-	return n
-}
-
 // write writes the plan's segment, merging the absorbed segments' entries
 // with the fresh ones as it reads them.
 func (p segmentPlan) write(ctx context.Context, tbl *table.Table) (string, *segmentIndex, error) {
+	return writeSegment(ctx, tbl, p.n, p.fresh, p.paths())
+}
+
+// read reads the entries the plan's segment would hold, as write does,
+// without writing them: a dry run fails where the run would.
+func (p segmentPlan) read(ctx context.Context, tbl *table.Table) error {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	for _, err := range mergedEntries(fsys, tbl.Metadata().TableUUID().String(), p.fresh, p.paths()) {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p segmentPlan) paths() []string {
 	var paths []string
 	for _, s := range p.absorbed {
 		paths = append(paths, s.path)
 	}
-	return writeSegment(ctx, tbl, p.len(), p.fresh, paths)
+	return paths
 }
 
 // readSegment reads the archive file at path whole: every entry with its

@@ -274,12 +274,21 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		if err != nil {
 			return fmt.Errorf("archive the ledger entries of the snapshots to expire from %s (nothing was expired): %w", t.Name(), err)
 		}
+		// A dry run reads what the expiry would merge: it fails where
+		// the expiry would.
+		var (
+			path string
+			ix   *segmentIndex
+		)
 		if opts.DryRun {
-			return nil
+			err = plan.read(ctx, t.tbl)
+		} else {
+			path, ix, err = plan.write(ctx, t.tbl)
 		}
-		path, ix, err := plan.write(ctx, t.tbl)
 		if err != nil {
-			t.removePaths(ctx, log, segmentFiles(path)...)
+			if path != "" {
+				t.removePaths(ctx, log, segmentFiles(path)...)
+			}
 			var gone *segmentReadError
 			if errors.As(err, &gone) && errors.Is(err, fs.ErrNotExist) {
 				// Another writer's expiry absorbed a segment this one
@@ -290,7 +299,13 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 				log.Info("a ledger segment to merge was merged by another writer, reloading", "table", t.Name(), "attempt", attempt, "err", err)
 				continue
 			}
+			if opts.DryRun {
+				return fmt.Errorf("merge the ledger archive segments of %s: %w", t.Name(), err)
+			}
 			return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write: %w (nothing was expired)", err)}
+		}
+		if opts.DryRun {
+			return nil
 		}
 		absorbed := plan.absorbed
 		if err := t.stageSegment(txn, path, absorbed); err != nil {

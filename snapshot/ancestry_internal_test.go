@@ -55,7 +55,7 @@ func archivedHistory(t testing.TB, n, gap, dlAt int) (table.Metadata, *archiveIn
 	if err != nil {
 		t.Fatal(err)
 	}
-	return meta, newArchiveIndex([]segment{{key: "k", path: "p", ix: ix}})
+	return meta, newArchiveIndex([]segment{{key: "k", path: "p", ix: ix}}, nil)
 }
 
 // TestAncestryEndAgreesWithAncestry: the memoized walk through the
@@ -87,10 +87,53 @@ func TestAncestryEndAgreesWithAncestry(t *testing.T) {
 	}
 }
 
+// TestAncestryEndAfterExpiry: the index of a table version after an
+// expiry keeps the previous index's memoized walks that reached the first
+// snapshot, and a walk from the new head ends where it meets one, with
+// the verdict and dead-letter tables of a walk of the whole history; a
+// truncated walk is not kept.
+func TestAncestryEndAfterExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gap  int
+	}{{"complete", 0}, {"truncated", 120}} {
+		meta, before := archivedHistory(t, 200, tc.gap, 40)
+		if te := ancestryEnd(meta, before, 200); (te == nil) != (tc.gap == 0) {
+			t.Fatalf("%s: before the expiry: %+v", tc.name, te)
+		}
+		_, full := archivedHistory(t, 300, tc.gap, 40)
+		after := newArchiveIndex(full.segs, before)
+		if _, kept := after.tails[200]; kept != (tc.gap == 0) {
+			t.Fatalf("%s: the walk from 200 kept: %v", tc.name, kept)
+		}
+		_, want := ancestry(meta, full, 300)
+		got := ancestryEnd(meta, after, 300)
+		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+			t.Fatalf("%s: ancestryEnd %+v, ancestry %+v", tc.name, got, want)
+		}
+		tail, _ := after.tail(meta, 300)
+		wantTail, _ := full.tail(meta, 300)
+		if tail.complete != wantTail.complete || tail.oldest != wantTail.oldest || !slices.Equal(tail.deadLetters, wantTail.deadLetters) {
+			t.Fatalf("%s: tail %+v, the whole walk's %+v", tc.name, tail, wantTail)
+		}
+	}
+	// An index that lacks an entry of the one before keeps none of its
+	// walks.
+	meta, before := archivedHistory(t, 200, 0, 40)
+	ancestryEnd(meta, before, 200)
+	_, other := archivedHistory(t, 100, 0, 40)
+	if a := newArchiveIndex(other.segs, before); len(a.tails) != 0 {
+		t.Fatalf("kept %d walks of an index it does not hold", len(a.tails))
+	}
+}
+
 // BenchmarkAncestryWalk: what a writer's maintenance paid per walk of a
 // history of 30,000 archived snapshots, each run, for every branch and
 // tag (ancestry), against the memoized walk (ancestryEnd) that the same
-// runs take now.
+// runs take now, and the index of the table version after an expiry
+// with the first walk from its new head, keeping the walks of the index
+// before or not (after-expiry/kept=false: a walk of the whole history,
+// at every expiry before indexes kept them).
 //
 //	go test ./snapshot/ -run '^$' -bench AncestryWalk
 func BenchmarkAncestryWalk(b *testing.B) {
@@ -109,4 +152,24 @@ func BenchmarkAncestryWalk(b *testing.B) {
 			}
 		}
 	})
+	// The first walk after an expiry archived 20 more snapshots: the
+	// table's new index, and a walk down to where the last walk began;
+	// against the same without the walks of the index before.
+	_, before := archivedHistory(b, 29_980, 0, 40)
+	if te := ancestryEnd(meta, before, 29_980); te != nil {
+		b.Fatal(te)
+	}
+	for _, kept := range []bool{true, false} {
+		prev := before
+		if !kept {
+			prev = nil
+		}
+		b.Run(fmt.Sprintf("after-expiry/kept=%v", kept), func(b *testing.B) {
+			for b.Loop() {
+				if te := ancestryEnd(meta, newArchiveIndex(ix.segs, prev), 30_000); te != nil {
+					b.Fatal(te)
+				}
+			}
+		})
+	}
 }

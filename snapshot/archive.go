@@ -153,6 +153,18 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 		if meta.SnapshotByID(cur) != nil {
 			return archivedTail{}, false
 		}
+		// The walk meets one memoized before (the history below the
+		// previous expiry's snapshots, most often): it ends as that one.
+		if m, ok := a.tails[cur]; ok && cur != id {
+			t.complete = m.complete
+			if m.found {
+				t.found, t.oldest = true, m.oldest
+			}
+			for _, name := range m.deadLetters {
+				names[name] = true
+			}
+			break
+		}
 		e, at, ok := a.find(cur)
 		if !ok {
 			break
@@ -183,8 +195,13 @@ type archivedRef struct {
 
 // newArchiveIndex indexes the entries of segs. A snapshot in two segments
 // (a merge not yet committed left both) is the first one's: entries
-// describe immutable snapshots.
-func newArchiveIndex(segs []segment) *archiveIndex {
+// describe immutable snapshots. prev is the index of the table version
+// before (nil: none): when this one holds each of its entries (an expiry
+// only adds entries), it keeps the walks prev memoized that reached the
+// table's first snapshot, so that a writer's walks after an expiry cover
+// the snapshots it archived, not the whole archive again. A truncated
+// walk is not kept: a repair may restore what it missed.
+func newArchiveIndex(segs []segment, prev *archiveIndex) *archiveIndex {
 	a := &archiveIndex{segs: segs}
 	for si, s := range segs {
 		for i, e := range s.ix.entries {
@@ -194,7 +211,33 @@ func newArchiveIndex(segs []segment) *archiveIndex {
 	slices.SortStableFunc(a.byID, func(x, y archivedRef) int { return cmp.Compare(x.id, y.id) })
 	a.byID = slices.CompactFunc(a.byID, func(x, y archivedRef) bool { return x.id == y.id })
 	a.byID = slices.Clip(a.byID)
+	if prev != nil && a.holds(prev) {
+		prev.mu.Lock()
+		for id, t := range prev.tails {
+			if t.complete {
+				if a.tails == nil {
+					a.tails = map[int64]archivedTail{}
+				}
+				a.tails[id] = t
+			}
+		}
+		prev.mu.Unlock()
+	}
 	return a
+}
+
+// holds reports whether a indexes every snapshot prev does.
+func (a *archiveIndex) holds(prev *archiveIndex) bool {
+	i := 0
+	for _, r := range prev.byID {
+		for i < len(a.byID) && a.byID[i].id < r.id {
+			i++
+		}
+		if i == len(a.byID) || a.byID[i].id != r.id {
+			return false
+		}
+	}
+	return true
 }
 
 // Len is the number of archived snapshots.
@@ -385,9 +428,10 @@ func segmentsSignature(segs []segment) string {
 
 // readSegments reads the indexes of the segments named (reusing those of
 // loaded, segments read before: a segment file is never rewritten) and
-// returns them with the index of their entries, nil when none is named.
-// Readers fetch the properties and ranges by block.
-func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment) ([]segment, *archiveIndex, error) {
+// returns them with the index of their entries, nil when none is named;
+// prev is the table's index before (newArchiveIndex). Readers fetch the
+// properties and ranges by block.
+func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment, prev *archiveIndex) ([]segment, *archiveIndex, error) {
 	if len(named) == 0 {
 		return nil, nil, nil
 	}
@@ -413,7 +457,7 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 		}
 		named[i].ix = ix
 	}
-	return named, newArchiveIndex(named), nil
+	return named, newArchiveIndex(named, prev), nil
 }
 
 // readArchiveFile reads and checks one archive file of the table with uuid

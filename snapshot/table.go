@@ -378,7 +378,7 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 		segs, a := t.segments, t.archive
 		var err error
 		if sig != t.archiveSig {
-			segs, a, err = readSegments(ctx, tbl, t.Name(), named, t.segments)
+			segs, a, err = readSegments(ctx, tbl, t.Name(), named, t.segments, t.archive)
 		}
 		if err == nil {
 			rf, gone := t.readRangesFiles(ctx, tbl)

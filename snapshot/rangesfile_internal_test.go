@@ -1,10 +1,8 @@
 package snapshot
 
 import (
-	"path/filepath"
 	"testing"
 
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -12,15 +10,7 @@ import (
 // snapshots: an expiry drops the others, so a long-lived sink's cache is
 // bounded by its retention, not by the table's history.
 func TestRangesFilesCacheHoldsLiveSnapshotsOnly(t *testing.T) {
-	dir := t.TempDir()
-	cat, err := catalog.Open(t.Context(), catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := Open(t.Context(), cat, []string{"lake", "cache"}, OpenOptions{Create: true, Properties: map[string]string{PropInlineRangesMax: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, _ := internalTable(t, OpenOptions{Create: true, Properties: map[string]string{PropInlineRangesMax: "0"}})
 	for i := range 8 {
 		r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: 0}, Interval: mapping.Interval{Low: int64(10 * i), High: int64(10*i + 10)}}
 		if _, err := tbl.Commit(t.Context(), Flush{Ranges: []mapping.Range{r}}, CommitOptions{Writer: "test"}); err != nil {

@@ -18,15 +18,7 @@ import (
 // gives the same blocks and entries.
 func TestWriteSegmentMerges(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	cat, err := catalog.Open(ctx, catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := Open(ctx, cat, []string{"lake", "merge"}, OpenOptions{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, _ := internalTable(t, OpenOptions{Create: true})
 	id := tbl.tbl.Metadata().TableUUID().String()
 	entry := func(i int) ArchivedSnapshot {
 		c := mapping.Commit{ID: uuid.NewString(), Writer: "test", Ranges: []mapping.Range{{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: int32(i % 3)},
@@ -126,4 +118,20 @@ func TestWriteSegmentMerges(t *testing.T) {
 	if n != len(got) {
 		t.Fatalf("the blocks hold %d entries, the file %d", n, len(got))
 	}
+}
+
+// internalTable creates the table lake.t in a catalog of its own under a
+// temporary folder, and returns it with that folder.
+func internalTable(t testing.TB, opts OpenOptions) (*Table, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cat, err := catalog.Open(t.Context(), catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := Open(t.Context(), cat, []string{"lake", "t"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, dir
 }

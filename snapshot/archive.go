@@ -3,7 +3,6 @@ package snapshot
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -463,23 +462,15 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 // readArchiveFile reads and checks one archive file of the table with uuid
 // tableUUID.
 func readArchiveFile(fsys iceio.IO, tableUUID, name, path string) (*Archive, error) {
-	fail := func(err error) (*Archive, error) { return nil, &ArchiveError{Table: name, Path: path, Err: err} }
-	b, err := readAll(fsys, path)
-	if err != nil {
-		return fail(err)
-	}
-	var a Archive
-	if err := json.Unmarshal(b, &a); err != nil {
-		return fail(err)
-	}
-	if a.Format != ArchiveFormat {
-		return fail(fmt.Errorf("format %q, this floe reads %q", a.Format, ArchiveFormat))
-	}
-	if a.TableUUID != tableUUID {
-		return fail(fmt.Errorf("written for table uuid %s, not this table's %s", a.TableUUID, tableUUID))
+	a := &Archive{Format: ArchiveFormat, TableUUID: tableUUID}
+	for s, err := range segmentEntries(fsys, tableUUID, path) {
+		if err != nil {
+			return nil, &ArchiveError{Table: name, Path: path, Err: err}
+		}
+		a.Snapshots = append(a.Snapshots, s)
 	}
 	a.index()
-	return &a, nil
+	return a, nil
 }
 
 // archiveLocation is the folder of a table's archive files.
@@ -494,12 +485,6 @@ func metadataDir(meta table.Metadata) string {
 		loc = strings.TrimSuffix(meta.Location(), "/") + "/metadata"
 	}
 	return strings.TrimSuffix(loc, "/")
-}
-
-// writeArchive writes a as a new segment file with its index
-// (writeSegment).
-func writeArchive(ctx context.Context, tbl *table.Table, a *Archive) (string, *segmentIndex, error) {
-	return writeSegment(ctx, tbl, a.Len(), a.Snapshots, nil)
 }
 
 // segmentKey is the property that names the segment written to path.

@@ -220,11 +220,6 @@ func indexPath(segment string) string {
 // segmentFiles are the files of the segment at path: itself and its index.
 func segmentFiles(path string) []string { return []string{path, indexPath(path)} }
 
-// isRangesKey reports whether a floe property holds ranges.
-func isRangesKey(k string) bool {
-	return strings.HasPrefix(k, mapping.KeyRangesPrefix) || strings.HasPrefix(k, mapping.KeyLostPrefix) || strings.HasPrefix(k, mapping.KeyAbortedPrefix)
-}
-
 // fileGroupsMarker stands in an index for an entry's file groups: the
 // groups name every file with its spans, as long as the ranges, and are
 // read from the entry's block; the index says only that there are some.
@@ -337,18 +332,23 @@ func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 			return &ix, nil
 		}
 	}
-	f, err := fsys.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	ix, err := buildIndex(f, tableUUID)
+	ix, err := indexSegmentFile(fsys, tableUUID, path)
 	if err != nil {
 		return nil, err
 	}
 	ix.slim()
 	ix.built = true
 	return ix, nil
+}
+
+// indexSegmentFile indexes the segment file at path (buildIndex).
+func indexSegmentFile(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return buildIndex(f, tableUUID)
 }
 
 // writeMissingIndexes writes the index files of the named segments that
@@ -381,12 +381,7 @@ func (t *Table) writeMissingIndexes(ctx context.Context) error {
 // writeIndex writes the index of the segment file at path and returns it
 // slim.
 func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string) (*segmentIndex, error) {
-	f, err := wfs.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	ix, err := buildIndex(f, tableUUID)
+	ix, err := indexSegmentFile(wfs, tableUUID, path)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestIndexBlocks(t *testing.T) {
 	}
 	for _, s := range ix.Snapshots {
 		for k := range s.Properties {
-			if isRangesKey(k) {
+			if strings.HasPrefix(k, mapping.KeyRangesPrefix) || strings.HasPrefix(k, mapping.KeyLostPrefix) || strings.HasPrefix(k, mapping.KeyAbortedPrefix) {
 				t.Fatalf("index entry %d keeps %s", s.SnapshotID, k)
 			}
 		}

@@ -307,8 +307,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		if opts.DryRun {
 			return nil
 		}
-		absorbed := plan.absorbed
-		if err := t.stageSegment(txn, path, absorbed); err != nil {
+		if err := t.stageSegment(txn, path, plan.absorbed); err != nil {
 			t.removePaths(ctx, log, segmentFiles(path)...)
 			return err
 		}
@@ -332,7 +331,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			// stays, and so do the ones it absorbed.
 			return fmt.Errorf("commit snapshot expiry of %s (outcome unknown; run floe maintain again): %w", t.Name(), err)
 		}
-		return t.adoptSegment(ctx, log, tbl, segment{key: segmentKey(path), path: path, ix: ix}, absorbed)
+		return t.adoptSegment(ctx, log, tbl, segment{key: segmentKey(path), path: path, ix: ix}, plan.absorbed)
 	}
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
 }
@@ -588,7 +587,7 @@ func (e *LostEntriesError) Error() string {
 // delete them once they are old and hold nothing the table lacks
 // (staleArchives).
 func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merged *Archive) error {
-	path, ix, err := writeArchive(ctx, t.tbl, merged)
+	path, ix, err := writeSegment(ctx, t.tbl, merged.Len(), merged.Snapshots, nil)
 	if err != nil {
 		t.removePaths(ctx, log, segmentFiles(path)...)
 		return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}

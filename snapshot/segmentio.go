@@ -87,9 +87,9 @@ func (r *entryReader) next() (ArchivedSnapshot, bool, error) {
 				err = r.check()
 			}
 			if err == nil {
-				err = expectDelim(r.dec, '[')
+				// An empty archive of floe before segments is null.
+				r.in, err = openArray(r.dec)
 			}
-			r.in = true
 		default:
 			var skip json.RawMessage
 			err = r.dec.Decode(&skip)
@@ -98,6 +98,18 @@ func (r *entryReader) next() (ArchivedSnapshot, bool, error) {
 			return s, false, err
 		}
 	}
+}
+
+// openArray reads the start of an array, or null (false).
+func openArray(dec *json.Decoder) (bool, error) {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return false, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return false, fmt.Errorf("want an array of snapshots, found %v", tok)
+	}
+	return true, nil
 }
 
 func (r *entryReader) check() error {

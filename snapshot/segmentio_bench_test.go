@@ -52,7 +52,7 @@ func BenchmarkSegmentMerge(b *testing.B) {
 	for i := range n {
 		a.Snapshots = append(a.Snapshots, entry(i))
 	}
-	path, ix, err := writeArchive(ctx, tbl.tbl, a)
+	path, ix, err := writeSegment(ctx, tbl.tbl, a.Len(), a.Snapshots, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,10 +2,12 @@ package snapshot
 
 import (
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/google/uuid"
 
 	"github.com/floe-dev/floe/catalog"
@@ -52,7 +54,7 @@ func TestWriteSegmentMerges(t *testing.T) {
 	var paths []string
 	for _, in := range [][]ArchivedSnapshot{odd, even} {
 		slices.SortFunc(in, entryOrder)
-		path, _, err := writeArchive(ctx, tbl.tbl, &Archive{Format: ArchiveFormat, TableUUID: id, Snapshots: in})
+		path, _, err := writeSegment(ctx, tbl.tbl, len(in), in, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,4 +136,20 @@ func internalTable(t testing.TB, opts OpenOptions) (*Table, string) {
 		t.Fatal(err)
 	}
 	return tbl, dir
+}
+
+// An archive file of floe before segments that archived nothing holds
+// "snapshots": null: it reads as empty, as when it was decoded whole.
+func TestEmptyArchiveReadsEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "00000-empty.json")
+	if err := os.WriteFile(path, []byte(`{"format":"`+ArchiveFormat+`","table-uuid":"u","snapshots":null}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := readArchiveFile(iceio.LocalFS{}, "u", "lake.t", path)
+	if err != nil || a.Len() != 0 {
+		t.Fatalf("read the empty archive: %v, %d entries", err, a.Len())
+	}
+	if _, err := readArchiveFile(iceio.LocalFS{}, "v", "lake.t", path); err == nil {
+		t.Fatal("read another table's archive without an error")
+	}
 }

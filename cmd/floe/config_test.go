@@ -183,7 +183,7 @@ func TestEnvironmentMistakes(t *testing.T) {
 	}
 	os.Unsetenv("FLOE_BROKER")
 	known := allFlagNames(newRoot(io.Discard, io.Discard))
-	harness := []string{"FLOE_REQUIRE_SERVERS=1", "FLOE_SCREENSHOTS=d", "FLOE_MINIO=m", "FLOE_PG_BIN=p", "FLOE_MOTO_SERVER=m", "FLOE_VERSITYGW=v",
+	harness := []string{"FLOE_REQUIRE_SERVERS=1", "FLOE_TEST_FULL=1", "FLOE_SCREENSHOTS=d", "FLOE_MINIO=m", "FLOE_PG_BIN=p", "FLOE_MOTO_SERVER=m", "FLOE_VERSITYGW=v",
 		"FLOE_CAMPAIGN_LOGS=l", "FLOE_BENCH_RECORDS=1", "FLOE_BENCH_LOG=1", "FLOE_TEST_BROKERS=b", "FLOE_TEST_TABLE=t", "FLOE_TEST_TOPIC=t",
 		"FLOE_TEST_GROUP=g", "FLOE_TEST_CATALOG=c", "FLOE_TEST_START=s", "FLOE_TEST_VALUE=v", "FLOE_TEST_REGISTRY=r", "FLOE_CONFIG=c", "FLOE_TABLE=t"}
 	if w := misspeltEnv(harness, known); len(w) != 0 {

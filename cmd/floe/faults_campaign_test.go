@@ -44,8 +44,8 @@ import (
 // from their JSON logs: commits; fencings; retries (commit attempts beyond
 // the first, and sessions started again after a transient error);
 // rebalances (assignments and give-ups of partitions); restarts (of killed
-// members, the broker, the S3 server). Under -short each scenario injects
-// fewer faults.
+// members, the broker, the S3 server). Each scenario injects a few faults,
+// and all of them under FLOE_TEST_FULL=1 (as CI runs it).
 func TestFaultCampaign(t *testing.T) {
 	var cv campaignVerdicts
 	scenarios := []struct {
@@ -75,14 +75,9 @@ func localCatalog(t *testing.T) (catalog.Config, []string) {
 	return cfg, []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
 }
 
-// faultCount is how many faults of one family the short and the normal
-// mode inject.
-func faultCount(short, normal int) int {
-	if testing.Short() {
-		return short
-	}
-	return normal
-}
+// faultCount is how many faults of one family a scenario injects: short
+// by default and under -short, full under FLOE_TEST_FULL=1 (testenv.Faults).
+func faultCount(short, full int) int { return testenv.Faults(short, short, full) }
 
 // membersScenario: three members; a random one is killed with SIGKILL and
 // a new one started, several times; then one that flushes rarely (so that

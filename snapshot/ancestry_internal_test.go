@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/internal/memprobe"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -20,7 +22,18 @@ import (
 // snapshot n lies in the archive alone.
 func archivedHistory(t testing.TB, n, gap, dlAt int) (table.Metadata, *archiveIndex) {
 	t.Helper()
-	a := &Archive{Format: ArchiveFormat, TableUUID: "u"}
+	meta, err := table.NewMetadata(iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64}),
+		iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "file:///tmp/t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta, newArchiveIndex([]segment{historySegment(t, "p", history(t, n, gap, dlAt))}, nil)
+}
+
+// history returns the snapshots of archivedHistory.
+func history(t testing.TB, n, gap, dlAt int) []ArchivedSnapshot {
+	t.Helper()
+	var snaps []ArchivedSnapshot
 	for i := 1; i <= n; i++ {
 		c := mapping.Commit{ID: fmt.Sprintf("c%d", i), Writer: "w", Ranges: []mapping.Range{{TopicPartition: mapping.TopicPartition{Topic: "t"},
 			Interval: mapping.Interval{Low: int64(i-1) * 10, High: int64(i) * 10}, Records: 10}}}
@@ -39,9 +52,15 @@ func archivedHistory(t testing.TB, n, gap, dlAt int) (table.Metadata, *archiveIn
 			}
 			s.ParentID = &parent
 		}
-		a.Snapshots = append(a.Snapshots, s)
+		snaps = append(snaps, s)
 	}
-	b, err := json.Marshal(a)
+	return snaps
+}
+
+// historySegment returns a segment at path holding snaps, indexed.
+func historySegment(t testing.TB, path string, snaps []ArchivedSnapshot) segment {
+	t.Helper()
+	b, err := json.Marshal(&Archive{Format: ArchiveFormat, TableUUID: "u", Snapshots: snaps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +68,53 @@ func archivedHistory(t testing.TB, n, gap, dlAt int) (table.Metadata, *archiveIn
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix.slim()
-	meta, err := table.NewMetadata(iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64}),
-		iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "file:///tmp/t", nil)
-	if err != nil {
+	if err := ix.slim(); err != nil {
 		t.Fatal(err)
 	}
-	return meta, newArchiveIndex([]segment{{key: "k", path: "p", ix: ix}}, nil)
+	return segment{key: "k-" + path, path: path, ix: ix}
+}
+
+// TestArchiveIndexAcrossSegments: a snapshot is found in the segment that
+// holds it, in the first of two that do, and counted once; a new index
+// holds the one before when it shares its segments and holds each entry
+// of those it does not (a merge absorbed them), and keeps its walks only
+// then.
+func TestArchiveIndexAcrossSegments(t *testing.T) {
+	meta, _ := archivedHistory(t, 1, 0, 0)
+	snaps := history(t, 300, 0, 40)
+	old, overlap, rest := historySegment(t, "old", snaps[:200]), historySegment(t, "overlap", snaps[149:250]), historySegment(t, "rest", snaps[200:])
+	a := newArchiveIndex([]segment{old, overlap, rest}, nil)
+	if a.Len() != 300 {
+		t.Fatalf("Len %d, want 300", a.Len())
+	}
+	for id, want := range map[int64]string{1: "old", 170: "old", 220: "overlap", 260: "rest"} {
+		e, at, ok := a.find(id)
+		if !ok || e.id != id || at.path != want || at.ix.entries[at.entry].id != id {
+			t.Fatalf("find(%d): %+v at %s (%v), want in %s", id, e, at.path, ok, want)
+		}
+	}
+	if a.has(301) || a.has(0) {
+		t.Fatal("found a snapshot no segment holds")
+	}
+
+	// An expiry archived 251-300 and merged them with 201-250.
+	prev := newArchiveIndex([]segment{old, historySegment(t, "small", snaps[200:250])}, nil)
+	if te := ancestryEnd(meta, prev, 250); te != nil {
+		t.Fatal(te)
+	}
+	next := newArchiveIndex([]segment{old, rest}, prev)
+	if _, kept := next.tails[250]; !kept || next.Len() != 300 {
+		t.Fatalf("after a merge: walk kept %v, Len %d", kept, next.Len())
+	}
+	if te := ancestryEnd(meta, next, 300); te != nil {
+		t.Fatal(te)
+	}
+	// The merged segment lacks 201: the new index does not hold the
+	// old one.
+	short := newArchiveIndex([]segment{old, historySegment(t, "short", snaps[201:])}, prev)
+	if len(short.tails) != 0 || short.Len() != 299 {
+		t.Fatalf("without 201: %d walks kept, Len %d", len(short.tails), short.Len())
+	}
 }
 
 // TestAncestryEndAgreesWithAncestry: the memoized walk through the
@@ -171,5 +230,63 @@ func BenchmarkAncestryWalk(b *testing.B) {
 				}
 			}
 		})
+	}
+	// As an expiry leaves the archive: one large segment both indexes
+	// share, and the small one before merged with the snapshots
+	// archived into a new one.
+	snaps := history(b, 30_000, 0, 40)
+	large := historySegment(b, "large", snaps[:29_000])
+	prev := newArchiveIndex([]segment{large, historySegment(b, "small", snaps[29_000:29_980])}, nil)
+	if te := ancestryEnd(meta, prev, 29_980); te != nil {
+		b.Fatal(te)
+	}
+	merged := []segment{large, historySegment(b, "merged", snaps[29_000:])}
+	b.Run("after-expiry/shared-segment", func(b *testing.B) {
+		for b.Loop() {
+			if te := ancestryEnd(meta, newArchiveIndex(merged, prev), 30_000); te != nil {
+				b.Fatal(te)
+			}
+		}
+	})
+}
+
+// BenchmarkArchiveIndexHeap measures what a table holds per archived
+// snapshot (archive_B/snapshot): the live heap of the archive index of a
+// segment of 50,000 entries, after a collection, over the entries. It was
+// 56 bytes with one index by id across segments; it fails above 40, since
+// it grows a writer's memory with its history (issue 23).
+//
+//	go test ./snapshot/ -run '^$' -bench ArchiveIndexHeap -benchtime 1x
+func BenchmarkArchiveIndexHeap(b *testing.B) {
+	const n = 50_000
+	file, err := json.Marshal(&Archive{Format: ArchiveFormat, TableUUID: "u", Snapshots: history(b, n, 0, 40)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var perSnapshot float64
+	for b.Loop() {
+		// Twice: the heap goal the first collection leaves can keep
+		// some garbage of history's for the next.
+		runtime.GC()
+		runtime.GC()
+		before := memprobe.Live()
+		ix, err := buildIndex(bytes.NewReader(file), "u")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ix.slim(); err != nil {
+			b.Fatal(err)
+		}
+		a := newArchiveIndex([]segment{{key: "k", path: "p", ix: ix}}, nil)
+		runtime.GC()
+		runtime.GC()
+		perSnapshot = float64(memprobe.Live()-before) / n
+		if a.Len() != n {
+			b.Fatalf("Len %d, want %d", a.Len(), n)
+		}
+	}
+	b.ReportMetric(perSnapshot, "archive_B/snapshot")
+	if perSnapshot > 40 {
+		b.Fatalf("the archive index holds %.1f bytes per archived snapshot, want at most 40", perSnapshot)
 	}
 }

@@ -103,13 +103,17 @@ type archivedSnapshots interface {
 }
 
 // archiveIndex is what a table holds of its ledger archive: the indexes
-// of the segments it names, and their entries ordered by snapshot id. It
-// grows by about 56 bytes per archived snapshot (archivedEntry and its
-// archivedRef); the entries' properties stay in the segment files. The
-// zero value (or nil) is an empty archive.
+// of the segments it names, each with its entries ordered by snapshot id.
+// It grows by 36 bytes per archived snapshot (archivedEntry and its
+// position in segmentIndex.byID); the entries' properties stay in the
+// segment files. Building one costs only the segments the table did not
+// hold before, which readSegments reuses. The zero value (or nil) is an
+// empty archive.
 type archiveIndex struct {
 	segs []segment
-	byID []archivedRef
+	// n is the number of snapshots the segments hold, each once (Len).
+	nOnce sync.Once
+	n     int
 	// tails memoizes the walks through the archive below a snapshot
 	// (tail): an archiveIndex never changes once built, and a writer walks
 	// the same history at every maintenance run and after every expiry.
@@ -172,7 +176,7 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 		if name := at.ix.deadLetterTable(at.block, at.entry); name != "" {
 			names[name] = true
 		}
-		if e.flags&entryHasParent == 0 {
+		if e.flags()&entryHasParent == 0 {
 			t.complete = true
 			break
 		}
@@ -186,12 +190,6 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 	return t, true
 }
 
-// archivedRef is where the entry of one archived snapshot is.
-type archivedRef struct {
-	id         int64
-	seg, entry int32
-}
-
 // newArchiveIndex indexes the entries of segs. A snapshot in two segments
 // (a merge not yet committed left both) is the first one's: entries
 // describe immutable snapshots. prev is the index of the table version
@@ -202,14 +200,6 @@ type archivedRef struct {
 // walk is not kept: a repair may restore what it missed.
 func newArchiveIndex(segs []segment, prev *archiveIndex) *archiveIndex {
 	a := &archiveIndex{segs: segs}
-	for si, s := range segs {
-		for i, e := range s.ix.entries {
-			a.byID = append(a.byID, archivedRef{id: e.id, seg: int32(si), entry: int32(i)})
-		}
-	}
-	slices.SortStableFunc(a.byID, func(x, y archivedRef) int { return cmp.Compare(x.id, y.id) })
-	a.byID = slices.CompactFunc(a.byID, func(x, y archivedRef) bool { return x.id == y.id })
-	a.byID = slices.Clip(a.byID)
 	if prev != nil && a.holds(prev) {
 		prev.mu.Lock()
 		for id, t := range prev.tails {
@@ -225,15 +215,18 @@ func newArchiveIndex(segs []segment, prev *archiveIndex) *archiveIndex {
 	return a
 }
 
-// holds reports whether a indexes every snapshot prev does.
+// holds reports whether a indexes every snapshot prev does: those of the
+// segments both hold at once, and each entry of the others (the small
+// segments an expiry's merge absorbed, most often) looked up.
 func (a *archiveIndex) holds(prev *archiveIndex) bool {
-	i := 0
-	for _, r := range prev.byID {
-		for i < len(a.byID) && a.byID[i].id < r.id {
-			i++
+	for _, ps := range prev.segs {
+		if slices.ContainsFunc(a.segs, func(s segment) bool { return s.ix == ps.ix }) {
+			continue
 		}
-		if i == len(a.byID) || a.byID[i].id != r.id {
-			return false
+		for i := range ps.ix.entries {
+			if !a.has(ps.ix.entries[i].id) {
+				return false
+			}
 		}
 	}
 	return true
@@ -244,22 +237,47 @@ func (a *archiveIndex) Len() int {
 	if a == nil {
 		return 0
 	}
-	return len(a.byID)
+	a.nOnce.Do(func() { a.n = a.distinct() })
+	return a.n
+}
+
+// distinct counts the snapshots of the segments, each once, merging their
+// orders by id: a snapshot is in two segments only while a merge has not
+// committed.
+func (a *archiveIndex) distinct() int {
+	next := make([]int, len(a.segs))
+	n, last := 0, int64(0)
+	for {
+		best, id := -1, int64(0)
+		for si, s := range a.segs {
+			if next[si] < len(s.ix.byID) {
+				if e := s.ix.entries[s.ix.byID[next[si]]].id; best < 0 || e < id {
+					best, id = si, e
+				}
+			}
+		}
+		if best < 0 {
+			return n
+		}
+		next[best]++
+		if n == 0 || id != last {
+			n, last = n+1, id
+		}
+	}
 }
 
 // find returns the entry of an archived snapshot and where it is, or
-// false.
+// false. A snapshot in two segments is the first one's.
 func (a *archiveIndex) find(id int64) (*archivedEntry, archivedAt, bool) {
 	if a == nil {
 		return nil, archivedAt{}, false
 	}
-	i, ok := slices.BinarySearchFunc(a.byID, id, func(r archivedRef, id int64) int { return cmp.Compare(r.id, id) })
-	if !ok {
-		return nil, archivedAt{}, false
+	for _, seg := range a.segs {
+		if i, ok := seg.ix.find(id); ok {
+			return &seg.ix.entries[i], archivedAt{path: seg.path, ix: seg.ix, block: seg.ix.blockOf(i), entry: i}, true
+		}
 	}
-	r := a.byID[i]
-	seg := a.segs[r.seg]
-	return &seg.ix.entries[r.entry], archivedAt{path: seg.path, ix: seg.ix, block: seg.ix.blockOf(int(r.entry)), entry: int(r.entry)}, true
+	return nil, archivedAt{}, false
 }
 
 // has reports whether a snapshot is archived.
@@ -276,7 +294,7 @@ func (a *archiveIndex) snapshot(id int64) *table.Snapshot {
 		return nil
 	}
 	s := &table.Snapshot{SnapshotID: e.id, TimestampMs: e.ts}
-	if e.flags&entryHasParent != 0 {
+	if e.flags()&entryHasParent != 0 {
 		parent := e.parent
 		s.ParentSnapshotID = &parent
 	}

@@ -143,7 +143,7 @@ func (t *Table) IsCompaction(snapshotID int64) bool {
 		return s.Summary != nil && s.Summary.Properties[KeyOperation] == OperationCompact
 	}
 	e, _, ok := t.archive.find(snapshotID)
-	return ok && e.flags&entryCompaction != 0
+	return ok && e.flags()&entryCompaction != 0
 }
 
 // Compact rewrites the small data files of the table's branch into larger

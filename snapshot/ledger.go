@@ -93,7 +93,7 @@ func (p ledgerPart) only(f commitFilter) ledgerPart {
 	for i := b.First; i < b.First+b.Count; i++ {
 		e := &p.at.ix.entries[i]
 		accepted[e.id] = (f.deadLetters == "" || p.at.ix.deadLetterTable(p.at.block, i) == f.deadLetters) &&
-			(!f.grouped || e.flags&entryFileGroups != 0) && (f.ids == nil || f.ids[e.id])
+			(!f.grouped || e.flags()&entryFileGroups != 0) && (f.ids == nil || f.ids[e.id])
 	}
 	out := ledgerPart{at: p.at}
 	for _, id := range p.ids {

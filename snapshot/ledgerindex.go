@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,8 +57,12 @@ type segmentIndex struct {
 	Snapshots []ArchivedSnapshot `json:"snapshots"`
 	Blocks    []indexBlock       `json:"blocks"`
 	// entries are the segment's entries as a table holds them, in file
-	// order.
+	// order; byID their positions ordered by snapshot id (seal), in file
+	// order among equal ids. A segment is immutable, so a table that
+	// adopts a new version of its archive indexes only the segments it
+	// did not hold.
 	entries []archivedEntry
+	byID    []int32
 	// rangesFiles is set when an entry references a ranges file (the
 	// archive inlines them: only a damaged or foreign segment does).
 	rangesFiles bool
@@ -71,16 +76,19 @@ type segmentIndex struct {
 // archived: what walking a branch's ancestry and the per-file questions
 // of the audit (is this snapshot a compaction?) answer without I/O. An
 // entry's other properties (its file groups, its ranges) are read from
-// its block when asked for.
+// its block when asked for. It takes 32 bytes, and 4 more in its
+// segment's byID: a table's memory grows by 36 bytes per archived
+// snapshot.
 type archivedEntry struct {
 	id, parent, ts int64
 	// commit is the hash of the commit id (commitHash) of a floe commit:
-	// a lookup by commit id reads only the blocks where it may be.
-	commit uint64
-	// deadLetters is 1 + the index, in its block's deadLetterTables, of
-	// the dead-letter table the commit names, 0 for none.
-	deadLetters int32
-	flags       entryFlags
+	// a lookup by commit id reads only the blocks where it may be, and
+	// compares the ids it decodes.
+	commit uint32
+	// bits are the entry's entryFlags (the low 8 bits) and 1 + the index,
+	// in its block's deadLetterTables, of the dead-letter table the
+	// commit names (the high 24 bits; 0 for none).
+	bits uint32
 }
 
 type entryFlags uint8
@@ -93,60 +101,98 @@ const (
 	entryFileGroups
 )
 
-func (e *archivedEntry) floeCommit() bool { return e.flags&entryFloeCommit != 0 }
+func (e *archivedEntry) flags() entryFlags { return entryFlags(e.bits) }
+
+func (e *archivedEntry) floeCommit() bool { return e.flags()&entryFloeCommit != 0 }
+
+// maxBlockDeadLetterTables bounds the dead-letter tables of one block
+// that archivedEntry.bits can tell apart. A block spans about
+// indexBlockBytes of its segment, too few for so many entries.
+const maxBlockDeadLetterTables = 1<<24 - 1
 
 // commitHash is the hash of a commit id that archivedEntry keeps.
-func commitHash(id string) uint64 {
-	h := fnv.New64a()
+func commitHash(id string) uint32 {
+	h := fnv.New32a()
 	h.Write([]byte(id))
-	return h.Sum64()
+	return h.Sum32()
 }
 
-// slim replaces the index's decoded Snapshots by entries.
-func (ix *segmentIndex) slim() {
+// slim replaces the index's decoded Snapshots by entries, and seals it.
+func (ix *segmentIndex) slim() error {
 	ix.entries = make([]archivedEntry, len(ix.Snapshots))
 	for bl, b := range ix.Blocks {
 		for i := b.First; i < b.First+b.Count && i < len(ix.Snapshots); i++ {
-			ix.entries[i] = ix.entry(bl, ix.Snapshots[i])
+			e, err := ix.entry(bl, ix.Snapshots[i])
+			if err != nil {
+				return err
+			}
+			ix.entries[i] = e
 		}
 	}
 	ix.Snapshots = nil
+	ix.seal()
+	return nil
+}
+
+// seal orders the entries by snapshot id (byID), once they are all in.
+func (ix *segmentIndex) seal() {
+	ix.entries = slices.Clip(ix.entries)
+	ix.byID = make([]int32, len(ix.entries))
+	for i := range ix.byID {
+		ix.byID[i] = int32(i)
+	}
+	slices.SortStableFunc(ix.byID, func(a, b int32) int { return cmp.Compare(ix.entries[a].id, ix.entries[b].id) })
+}
+
+// find returns the position of the entry of snapshot id (the first, when
+// the segment holds it twice), and false when it holds none.
+func (ix *segmentIndex) find(id int64) (int, bool) {
+	i, ok := slices.BinarySearchFunc(ix.byID, id, func(p int32, id int64) int { return cmp.Compare(ix.entries[p].id, id) })
+	if !ok {
+		return 0, false
+	}
+	return int(ix.byID[i]), true
 }
 
 // entry returns what the index holds of s, an entry of block bl, adding
 // the dead-letter table it names to the block's.
-func (ix *segmentIndex) entry(bl int, s ArchivedSnapshot) archivedEntry {
+func (ix *segmentIndex) entry(bl int, s ArchivedSnapshot) (archivedEntry, error) {
 	b := &ix.Blocks[bl]
 	e := archivedEntry{id: s.SnapshotID, ts: s.TimestampMs}
+	var flags entryFlags
 	if s.ParentID != nil {
-		e.parent, e.flags = *s.ParentID, entryHasParent
+		e.parent, flags = *s.ParentID, entryHasParent
 	}
 	if id, ok := s.Properties[mapping.KeyCommitID]; ok {
-		e.commit, e.flags = commitHash(id), e.flags|entryFloeCommit
+		e.commit, flags = commitHash(id), flags|entryFloeCommit
 	}
 	if s.Properties[KeyOperation] == OperationCompact {
-		e.flags |= entryCompaction
+		flags |= entryCompaction
 	}
 	if s.Properties[mapping.KeyFileGroups] != "" {
-		e.flags |= entryFileGroups
+		flags |= entryFileGroups
 	}
+	e.bits = uint32(flags)
 	if dlq := s.Properties[mapping.KeyDeadLetterTable]; dlq != "" {
 		at := slices.Index(b.deadLetterTables, dlq)
 		if at < 0 {
+			if len(b.deadLetterTables) == maxBlockDeadLetterTables {
+				return e, fmt.Errorf("block %d names more than %d dead-letter tables", bl, maxBlockDeadLetterTables)
+			}
 			at = len(b.deadLetterTables)
 			b.deadLetterTables = append(b.deadLetterTables, dlq)
 		}
-		e.deadLetters = int32(at + 1)
+		e.bits |= uint32(at+1) << 8
 	}
 	if s.Properties[mapping.KeyRangesFile] != "" {
 		ix.rangesFiles = true
 	}
-	return e
+	return e, nil
 }
 
 // deadLetterTable is the dead-letter table entry i (of block bl) names.
 func (ix *segmentIndex) deadLetterTable(bl, i int) string {
-	if d := ix.entries[i].deadLetters; d > 0 {
+	if d := ix.entries[i].bits >> 8; d > 0 {
 		return ix.Blocks[bl].deadLetterTables[d-1]
 	}
 	return ""
@@ -327,8 +373,7 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 	if b, err := readAll(fsys, indexPath(path)); err == nil {
 		var ix segmentIndex
-		if json.Unmarshal(b, &ix) == nil && ix.Format == indexFormat && ix.TableUUID == tableUUID {
-			ix.slim()
+		if json.Unmarshal(b, &ix) == nil && ix.Format == indexFormat && ix.TableUUID == tableUUID && ix.slim() == nil {
 			return &ix, nil
 		}
 	}
@@ -336,7 +381,9 @@ func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix.slim()
+	if err := ix.slim(); err != nil {
+		return nil, err
+	}
 	ix.built = true
 	return ix, nil
 }
@@ -389,7 +436,9 @@ func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string) (*segmentIndex, e
 	if err != nil {
 		return nil, err
 	}
-	ix.slim()
+	if err := ix.slim(); err != nil {
+		return nil, err
+	}
 	return ix, wfs.WriteFile(indexPath(path), out)
 }
 

@@ -70,14 +70,16 @@ func TestIndexBlocks(t *testing.T) {
 	}
 	// What a table holds of each entry: its ancestry, that it is a floe
 	// commit and the hash of its commit id, and no properties.
-	ix.slim()
+	if err := ix.slim(); err != nil {
+		t.Fatal(err)
+	}
 	if ix.Snapshots != nil || len(ix.entries) != len(a.Snapshots) {
 		t.Fatalf("slim index: %d snapshots, %d entries; want 0 and %d", len(ix.Snapshots), len(ix.entries), len(a.Snapshots))
 	}
 	for i, e := range ix.entries {
 		s := a.Snapshots[i]
-		if e.id != s.SnapshotID || e.ts != s.TimestampMs || (s.ParentID == nil) != (e.flags&entryHasParent == 0) || (s.ParentID != nil && *s.ParentID != e.parent) ||
-			!e.floeCommit() || e.commit != commitHash(fmt.Sprintf("c%d", i)) || e.flags&entryCompaction != 0 {
+		if e.id != s.SnapshotID || e.ts != s.TimestampMs || (s.ParentID == nil) != (e.flags()&entryHasParent == 0) || (s.ParentID != nil && *s.ParentID != e.parent) ||
+			!e.floeCommit() || e.commit != commitHash(fmt.Sprintf("c%d", i)) || e.flags()&entryCompaction != 0 {
 			t.Fatalf("entry %d: %+v, of snapshot %+v", i, e, s)
 		}
 	}

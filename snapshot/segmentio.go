@@ -257,8 +257,12 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 	ix := &segmentIndex{Format: indexFormat, TableUUID: tableUUID}
 	var seg, idx *segmentStream
 	x := indexer{ix: ix, light: func(bl int, s ArchivedSnapshot) error {
-		ix.entries = append(ix.entries, ix.entry(bl, s))
-		_, err := idx.entry(s)
+		e, err := ix.entry(bl, s)
+		if err != nil {
+			return err
+		}
+		ix.entries = append(ix.entries, e)
+		_, err = idx.entry(s)
 		return err
 	}}
 	err = func() error {
@@ -316,7 +320,7 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 	if err != nil {
 		return path, nil, err
 	}
-	ix.entries = slices.Clip(ix.entries)
+	ix.seal()
 	return path, ix, nil
 }
 

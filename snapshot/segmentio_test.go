@@ -98,7 +98,9 @@ func TestWriteSegmentMerges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	built.slim()
+	if err := built.slim(); err != nil {
+		t.Fatal(err)
+	}
 	for _, other := range []*segmentIndex{read, built} {
 		if !slices.Equal(other.entries, ix.entries) || other.Size != ix.Size || len(other.Blocks) != len(ix.Blocks) {
 			t.Fatalf("index: %d entries, %d blocks, size %d; written: %d, %d, %d", len(other.entries), len(other.Blocks), other.Size, len(ix.entries), len(ix.Blocks), ix.Size)

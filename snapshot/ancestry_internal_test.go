@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -288,5 +289,116 @@ func BenchmarkArchiveIndexHeap(b *testing.B) {
 	b.ReportMetric(perSnapshot, "archive_B/snapshot")
 	if perSnapshot > 40 {
 		b.Fatalf("the archive index holds %.1f bytes per archived snapshot, want at most 40", perSnapshot)
+	}
+}
+
+// TestArchiveIndexAgreesWithModel: on random archives of up to five
+// segments, ids repeated within and across them, find returns the first
+// segment's entry, and in it the first in file order; Len counts each
+// snapshot once; and holds agrees with looking up every entry.
+func TestArchiveIndexAgreesWithModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for iter := range 300 {
+		var segs []segment
+		first := map[int64]string{}
+		for si := range 1 + r.IntN(5) {
+			var snaps []ArchivedSnapshot
+			for range r.IntN(30) {
+				id := int64(r.IntN(60))
+				s := ArchivedSnapshot{SnapshotID: id, TimestampMs: id}
+				if r.IntN(3) == 0 {
+					s.Properties = map[string]string{mapping.KeyDeadLetterTable: fmt.Sprintf("dl%d", r.IntN(4))}
+				}
+				snaps = append(snaps, s)
+			}
+			seg := historySegment(t, fmt.Sprintf("s%d", si), snaps)
+			segs = append(segs, seg)
+			for _, s := range snaps {
+				if _, ok := first[s.SnapshotID]; !ok {
+					first[s.SnapshotID] = seg.path
+				}
+			}
+		}
+		a := newArchiveIndex(segs, nil)
+		if a.Len() != len(first) {
+			t.Fatalf("archive %d: Len %d, want %d", iter, a.Len(), len(first))
+		}
+		for id := int64(-1); id < 62; id++ {
+			e, at, ok := a.find(id)
+			want, wok := first[id]
+			if ok != wok || (ok && (at.path != want || e.id != id || at.ix.entries[at.entry].id != id)) {
+				t.Fatalf("archive %d: find(%d) in %q (%v), want in %q (%v)", iter, id, at.path, ok, want, wok)
+			}
+			if ok && slices.ContainsFunc(at.ix.entries[:at.entry], func(e archivedEntry) bool { return e.id == id }) {
+				t.Fatalf("archive %d: find(%d) is not the first entry of its segment", iter, id)
+			}
+		}
+		var sub []segment
+		for _, s := range segs {
+			if r.IntN(2) == 0 {
+				sub = append(sub, s)
+			}
+		}
+		b := newArchiveIndex(sub, nil)
+		want := true
+		for _, s := range segs {
+			for _, e := range s.ix.entries {
+				want = want && b.has(e.id)
+			}
+		}
+		if b.holds(a) != want {
+			t.Fatalf("archive %d: holds %v, want %v", iter, b.holds(a), want)
+		}
+	}
+}
+
+// TestExpiryKeepsSegmentIndexes: across a writer's expiries, the table
+// keeps the index of each segment it still names (the new index costs
+// only the new segment, and holds compares the others by identity), the
+// new segment's is ready for lookups, and the table agrees with one
+// opened afresh.
+func TestExpiryKeepsSegmentIndexes(t *testing.T) {
+	tbl, _ := internalTable(t, OpenOptions{Create: true})
+	off := int64(0)
+	shared := 0
+	for round := range 12 {
+		for range 3 + round%4 {
+			r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t"}, Interval: mapping.Interval{Low: off, High: off + 10}, Records: 10}
+			off += 10
+			if _, err := tbl.Commit(t.Context(), Flush{Ranges: []mapping.Range{r}}, CommitOptions{Writer: "test"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := map[string]*segmentIndex{}
+		for _, s := range tbl.segments {
+			before[s.path] = s.ix
+		}
+		if _, err := tbl.Maintain(t.Context(), MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tbl.segments {
+			if ix, ok := before[s.path]; ok {
+				if ix != s.ix {
+					t.Fatalf("round %d: the index of segment %s was read again", round, s.path)
+				}
+				shared++
+			}
+			if len(s.ix.byID) != len(s.ix.entries) {
+				t.Fatalf("round %d: segment %s: %d entries, %d in id order", round, s.path, len(s.ix.entries), len(s.ix.byID))
+			}
+		}
+		fresh, err := Open(t.Context(), tbl.cat, tbl.ident, OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fresh.archive.Len() != tbl.archive.Len() {
+			t.Fatalf("round %d: %d archived, %d in the table opened afresh", round, tbl.archive.Len(), fresh.archive.Len())
+		}
+		if l, err := tbl.Ledger(); err != nil || int64(len(l.Commits))*10 != off {
+			t.Fatalf("round %d: ledger of %d commits (%v), want %d", round, len(l.Commits), err, off/10)
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no expiry kept a segment of the one before")
 	}
 }

@@ -155,6 +155,33 @@ func (x *Chains) InSummary(s Summary) bool {
 	return false
 }
 
+// MeetTiled meets the ranges a ledger summary sums up (a block of the
+// archive) by their spans, without reading them, when it can: when every
+// partition whose span meets a chain is Tiled, so that its span, as one
+// range, meets the chains as its ranges would (Extent aside: it may reach
+// further). It reports whether it did; when not, it met nothing, and the
+// caller meets the ranges.
+func (x *Chains) MeetTiled(s Summary) bool {
+	var meet []Range
+	for _, tp := range s.Partitions() {
+		ps, _ := s.Partition(tp)
+		r := Range{TopicPartition: tp, Interval: ps.Span()}
+		met := false
+		x.Meeting(r, func(int) { met = true })
+		if !met {
+			continue
+		}
+		if !ps.Tiled {
+			return false
+		}
+		meet = append(meet, r)
+	}
+	for _, r := range meet {
+		x.Meet(r)
+	}
+	return true
+}
+
 // PerPartition yields, for each partition with chains, their indexes
 // sorted by the low end of their offsets (after Build).
 func (x *Chains) PerPartition() iter.Seq[[]int] {

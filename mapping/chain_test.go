@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -105,5 +106,127 @@ func TestChainsMeeting(t *testing.T) {
 	}
 	if x.InSummary(summary(Range{TopicPartition: tp, Interval: Interval{Low: 100, High: 120}, Records: 20}, Range{TopicPartition: TopicPartition{Topic: "t", Partition: 4}, Interval: Interval{Low: 0, High: 20}, Records: 20})) {
 		t.Error("a block of offsets no chain asks about is in the chains")
+	}
+}
+
+// TestMeetTiledAgreesWithRanges: on random ledgers cut into blocks (of
+// ranges that tile, or with gaps, overlaps, lost ranges, starts, out of
+// order), checking chains by taking each tiled block's summary in place
+// of its ranges (MeetTiled, as compaction's planner reads the archive)
+// gives every chain the verdict that meeting every range gives.
+func TestMeetTiledAgreesWithRanges(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	tiled := 0
+	for iter := range 2000 {
+		tps := []TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}
+		var blocks [][]Range
+		next := map[TopicPartition]int64{}
+		for range 1 + r.IntN(6) {
+			var block []Range
+			for range 1 + r.IntN(6) {
+				tp := tps[r.IntN(len(tps))]
+				low := next[tp]
+				switch r.IntN(12) {
+				case 0:
+					low += 1 + int64(r.IntN(3)) // a gap
+				case 1:
+					low -= min(low, 1+int64(r.IntN(3))) // an overlap
+				}
+				high := low + int64(r.IntN(5))
+				if r.IntN(8) == 0 {
+					high = low // a start
+				}
+				rg := Range{TopicPartition: tp, Interval: Interval{Low: low, High: high}, Records: high - low}
+				if r.IntN(15) == 0 && high > low {
+					rg.Lost, rg.Records = true, 0
+				}
+				block = append(block, rg)
+				next[tp] = max(next[tp], high)
+			}
+			blocks = append(blocks, block)
+		}
+		var want, got Chains
+		for range 1 + r.IntN(4) {
+			tp := tps[r.IntN(len(tps))]
+			low := int64(r.IntN(int(next[tp]) + 2))
+			iv := Interval{Low: low, High: low + 1 + int64(r.IntN(8))}
+			want.Add(tp, iv)
+			got.Add(tp, iv)
+		}
+		want.Build()
+		got.Build()
+		for _, block := range blocks {
+			var s Summary
+			for _, rg := range block {
+				want.Meet(rg)
+				s.Add(Commit{Ranges: []Range{rg}})
+			}
+			if !got.InSummary(s) {
+				continue
+			}
+			if got.MeetTiled(s) {
+				tiled++
+				continue
+			}
+			for _, rg := range block {
+				got.Meet(rg)
+			}
+		}
+		for i := range want.Len() {
+			if want.Chain(i).OK() != got.Chain(i).OK() {
+				t.Fatalf("ledger %d, chain %v: OK %v meeting every range, %v taking tiled summaries; blocks %v", iter, want.Chain(i).Offsets, want.Chain(i).OK(), got.Chain(i).OK(), blocks)
+			}
+		}
+	}
+	if tiled == 0 {
+		t.Fatal("no block was taken by its summary")
+	}
+}
+
+// TestSummaryTiled: a partition's summary is tiled while its ranges, in
+// the order added (or merged), each start where the one before ended and
+// none is lost or aborted.
+func TestSummaryTiled(t *testing.T) {
+	tp := TopicPartition{Topic: "t"}
+	sum := func(rs ...Range) Summary {
+		var s Summary
+		for _, r := range rs {
+			r.TopicPartition = tp
+			s.Add(Commit{Ranges: []Range{r}})
+		}
+		return s
+	}
+	iv := func(low, high int64) Range { return Range{Interval: Interval{Low: low, High: high}} }
+	lost := iv(10, 20)
+	lost.Lost = true
+	for _, tc := range []struct {
+		name string
+		s    Summary
+		want bool
+	}{
+		{"one range", sum(iv(5, 10)), true},
+		{"adjacent, a start first", sum(iv(5, 5), iv(5, 10), iv(10, 20)), true},
+		{"a gap", sum(iv(0, 10), iv(11, 20)), false},
+		{"an overlap", sum(iv(0, 10), iv(9, 20)), false},
+		{"out of order", sum(iv(10, 20), iv(0, 10)), false},
+		{"lost", sum(iv(0, 10), lost), false},
+	} {
+		if got := tc.s.Parts[tp].Tiled; got != tc.want {
+			t.Errorf("%s: tiled %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		a, b Summary
+		want bool
+	}{
+		{"adjacent", sum(iv(0, 10)), sum(iv(10, 20)), true},
+		{"a gap", sum(iv(0, 10)), sum(iv(12, 20)), false},
+		{"not tiled after", sum(iv(0, 10)), sum(iv(10, 20), iv(25, 30)), false},
+	} {
+		tc.a.Merge(tc.b)
+		if got := tc.a.Parts[tp].Tiled; got != tc.want {
+			t.Errorf("merged, %s: tiled %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

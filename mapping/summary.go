@@ -39,6 +39,12 @@ type PartitionSummary struct {
 	// row.
 	Written         bool `json:"written,omitempty"`
 	OnlyDeadLetters bool `json:"only-dead-letters,omitempty"`
+	// Tiled is set when the ranges, in the order summed, each start where
+	// the one before ended and none is lost or aborted: they tile [Low,
+	// High) exactly, so a reader checking chains of offsets (Chains) may
+	// take the span for them (Chains.MeetTiled). Summaries written before
+	// it read as not tiled.
+	Tiled bool `json:"tiled,omitempty"`
 }
 
 // First is the lowest offset the partition's ranges cover (Coverage.First).
@@ -62,7 +68,9 @@ func (p *PartitionSummary) add(r Range, at int64) {
 		p.Started = p.Started || started
 	}
 	if p.Ranges == 0 {
-		p.Low, p.High, p.MaxHigh = r.Low, r.High, -1
+		p.Low, p.High, p.MaxHigh, p.Tiled = r.Low, r.High, -1, !r.Deleted()
+	} else {
+		p.Tiled = p.Tiled && !r.Deleted() && r.Low == p.High
 	}
 	p.Low, p.High = min(p.Low, r.Low), max(p.High, r.High)
 	if r.Len() > 0 {
@@ -94,6 +102,7 @@ func (p *PartitionSummary) merge(q PartitionSummary) {
 	case q.StartLow == p.StartLow && q.StartHigh == p.StartHigh:
 		p.Started = p.Started || q.Started
 	}
+	p.Tiled = p.Tiled && q.Tiled && q.Low == p.High
 	p.Low, p.High, p.MaxHigh = min(p.Low, q.Low), max(p.High, q.High), max(p.MaxHigh, q.MaxHigh)
 	p.Ranges += q.Ranges
 	p.Records += q.Records

@@ -304,14 +304,18 @@ func (t *Table) ledgerOwner(ctx context.Context) (*Table, error) {
 // onChains reports, for each span, whether its offsets lie on one
 // unbroken chain of ranges of the ledger (mapping.Chain), read one commit
 // at a time, skipping the archived blocks whose summary shows none of
-// them: its memory follows the spans asked about, not the ledger's age.
+// them, and taking for its ranges the summary of a block whose ranges
+// tile their spans (mapping.Chains.MeetTiled): its memory follows the
+// spans asked about, not the ledger's age, and a compaction whose merged
+// files span most of the history (the tiers of a long-lived table) reads
+// only the blocks that are not tiled, not every block at every run.
 func (t *Table) onChains(ctx context.Context, spans []mapping.Span) ([]bool, error) {
 	var x mapping.Chains
 	for _, s := range spans {
 		x.Add(s.TopicPartition, s.Interval)
 	}
 	x.Build()
-	for c, err := range t.commitsWhere(ctx, 0, commitFilter{blocks: x.InSummary}) {
+	for c, err := range t.commitsWhere(ctx, 0, commitFilter{blocks: x.InSummary, summarized: x.MeetTiled}) {
 		if err != nil {
 			return nil, fmt.Errorf("read the ledger of %s around the offsets planned on: %w", t.Name(), err)
 		}

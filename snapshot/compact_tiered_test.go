@@ -165,3 +165,40 @@ func TestCompactTiersByRows(t *testing.T) {
 		t.Fatalf("audit: %v %+v", err, rep.Findings)
 	}
 }
+
+// TestCompactTakesTiledBlocksBySummary: a compaction that merges a file
+// spanning archived history places it on the ledger from the summaries of
+// the archive's blocks, whose ranges tile their spans, without reading
+// them: with the archive's segment files deleted (their indexes stay), a
+// fresh reader still merges the first compaction's file with new small
+// files. Before, every scheduled compaction of a long-lived table read
+// and decoded every block its tiers spanned (the soak: a fifth of the
+// sink's CPU at 70,000 commits).
+func TestCompactTakesTiledBlocksBySummary(t *testing.T) {
+	tbl := openTestTable(t, tempCatalog(t), "lake.compact_tiled", snapshot.OpenOptions{Create: true})
+	smallFiles(t, tbl, 0, 10, 100) // [0, 1000)
+	first, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: floetest.QuietLogger()})
+	if err != nil || first.Rows != 2000 {
+		t.Fatalf("first compaction: %+v %v", first, err)
+	}
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	smallFiles(t, tbl, 10, 10, 100) // [1000, 2000)
+	floetest.RemoveArchiveSegments(t, tbl)
+	fresh, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowsBefore := snapshotRows(t, fresh, 0)
+	res, err := fresh.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: floetest.QuietLogger()})
+	if err != nil {
+		t.Fatalf("compaction with the archive's segment files gone: %v", err)
+	}
+	if res.SnapshotID == 0 || res.Rows != 4000 || res.Replaced != 21 || res.Unplaced != 0 {
+		t.Fatalf("compaction: %+v, want the first compaction's file and the 20 new ones merged", res)
+	}
+	if got := snapshotRows(t, fresh, 0); !slices.Equal(got, rowsBefore) {
+		t.Errorf("rows changed by compaction: %d rows, want %d", len(got), len(rowsBefore))
+	}
+}

@@ -182,6 +182,10 @@ type commitFilter struct {
 	// it accepts (nil: all), so that a reader of some partitions' offsets
 	// skips the blocks that hold none.
 	blocks func(mapping.Summary) bool
+	// summarized: when it returns true for the summary of an archived
+	// block of the ledger alone, it took what it needs from the summary,
+	// and the block is not read (nil: every block is read).
+	summarized func(mapping.Summary) bool
 }
 
 // maxLedgerReloads is how many times a reader of the ledger reloads the
@@ -265,6 +269,9 @@ func (t *Table) walkCommits(ctx context.Context, id int64, f commitFilter, fn fu
 			}
 		}
 		if f.blocks != nil && p.snap == nil && p.whole && !f.blocks(p.at.ix.Blocks[p.at.block].Summary.Summary) {
+			continue
+		}
+		if f.summarized != nil && p.snap == nil && p.whole && f.summarized(p.at.ix.Blocks[p.at.block].Summary.Summary) {
 			continue
 		}
 		cs, err := t.decode(ctx, &fsys, p)

@@ -103,9 +103,12 @@ func TestArchiveIndexAcrossSegments(t *testing.T) {
 	if te := ancestryEnd(meta, prev, 250); te != nil {
 		t.Fatal(te)
 	}
+	if prev.Len() != 250 {
+		t.Fatalf("Len %d, want 250", prev.Len())
+	}
 	next := newArchiveIndex([]segment{old, rest}, prev)
-	if _, kept := next.tails[250]; !kept || next.Len() != 300 {
-		t.Fatalf("after a merge: walk kept %v, Len %d", kept, next.Len())
+	if _, kept := next.tails[250]; !kept || next.Len() != 300 || next.distinct() != 300 {
+		t.Fatalf("after a merge: walk kept %v, Len %d (counted from the index before), %d counted afresh", kept, next.Len(), next.distinct())
 	}
 	if te := ancestryEnd(meta, next, 300); te != nil {
 		t.Fatal(te)
@@ -400,5 +403,68 @@ func TestExpiryKeepsSegmentIndexes(t *testing.T) {
 	}
 	if shared == 0 {
 		t.Fatal("no expiry kept a segment of the one before")
+	}
+}
+
+// TestArchiveCacheShares: a handle opened with another's ArchiveCache
+// takes the indexes of the segments that one read or wrote, also of a
+// segment written after it opened, and reads the others; one opened
+// without reads its own.
+func TestArchiveCacheShares(t *testing.T) {
+	tbl, _ := internalTable(t, OpenOptions{Create: true})
+	off := int64(0)
+	commitAndExpire := func() {
+		t.Helper()
+		for range 4 {
+			r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t"}, Interval: mapping.Interval{Low: off, High: off + 10}, Records: 10}
+			off += 10
+			if _, err := tbl.Commit(t.Context(), Flush{Ranges: []mapping.Range{r}}, CommitOptions{Writer: "test"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tbl.Maintain(t.Context(), MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		commitAndExpire()
+	}
+	same := func(h *Table) bool {
+		t.Helper()
+		if len(h.segments) == 0 || len(h.segments) != len(tbl.segments) {
+			t.Fatalf("%d segments, the writer's handle %d", len(h.segments), len(tbl.segments))
+		}
+		for i, s := range h.segments {
+			if s.path != tbl.segments[i].path {
+				t.Fatalf("segment %d: %s, the writer's handle %s", i, s.path, tbl.segments[i].path)
+			}
+			if s.ix != tbl.segments[i].ix {
+				return false
+			}
+		}
+		return true
+	}
+	shared, err := Open(t.Context(), tbl.cat, tbl.ident, OpenOptions{ArchiveCache: tbl.ArchiveCache()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !same(shared) {
+		t.Fatal("a handle opened with the writer's cache read a segment's index again")
+	}
+	own, err := Open(t.Context(), tbl.cat, tbl.ident, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same(own) {
+		t.Fatal("a handle opened without the cache shares the writer's indexes")
+	}
+	// A segment the writer writes after: the shared handle takes it at
+	// its next refresh.
+	commitAndExpire()
+	if err := shared.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !same(shared) || shared.archive.Len() != tbl.archive.Len() {
+		t.Fatalf("after the writer's expiry: shared %v, %d archived against %d", same(shared), shared.archive.Len(), tbl.archive.Len())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -111,9 +112,9 @@ type archivedSnapshots interface {
 // empty archive.
 type archiveIndex struct {
 	segs []segment
-	// n is the number of snapshots the segments hold, each once (Len).
-	nOnce sync.Once
-	n     int
+	// n is the number of snapshots the segments hold, each once, plus
+	// one; 0 until counted (Len).
+	n atomic.Int64
 	// tails memoizes the walks through the archive below a snapshot
 	// (tail): an archiveIndex never changes once built, and a writer walks
 	// the same history at every maintenance run and after every expiry.
@@ -201,6 +202,7 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 func newArchiveIndex(segs []segment, prev *archiveIndex) *archiveIndex {
 	a := &archiveIndex{segs: segs}
 	if prev != nil && a.holds(prev) {
+		a.countFrom(prev)
 		prev.mu.Lock()
 		for id, t := range prev.tails {
 			if t.complete {
@@ -237,8 +239,34 @@ func (a *archiveIndex) Len() int {
 	if a == nil {
 		return 0
 	}
-	a.nOnce.Do(func() { a.n = a.distinct() })
-	return a.n
+	if n := a.n.Load(); n > 0 {
+		return int(n - 1)
+	}
+	n := a.distinct()
+	a.n.Store(int64(n) + 1)
+	return n
+}
+
+// countFrom counts a's snapshots from prev's count, when prev has one and
+// a holds prev: prev's, and those of the segments a does not share with
+// prev that prev lacks, each at its first entry (find).
+func (a *archiveIndex) countFrom(prev *archiveIndex) {
+	n := prev.n.Load()
+	if n == 0 {
+		return
+	}
+	for _, s := range a.segs {
+		if slices.ContainsFunc(prev.segs, func(p segment) bool { return p.ix == s.ix }) {
+			continue
+		}
+		for i := range s.ix.entries {
+			id := s.ix.entries[i].id
+			if _, at, _ := a.find(id); at.ix == s.ix && at.entry == i && !prev.has(id) {
+				n++
+			}
+		}
+	}
+	a.n.Store(n)
 }
 
 // distinct counts the snapshots of the segments, each once, merging their
@@ -444,11 +472,12 @@ func segmentsSignature(segs []segment) string {
 }
 
 // readSegments reads the indexes of the segments named (reusing those of
-// loaded, segments read before: a segment file is never rewritten) and
-// returns them with the index of their entries, nil when none is named;
-// prev is the table's index before (newArchiveIndex). Readers fetch the
+// loaded, segments read before, and of cache, which other handles of the
+// table read or wrote: a segment file is never rewritten) and returns
+// them with the index of their entries, nil when none is named; prev is
+// the table's index before (newArchiveIndex). Readers fetch the
 // properties and ranges by block.
-func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment, prev *archiveIndex) ([]segment, *archiveIndex, error) {
+func readSegments(ctx context.Context, tbl *table.Table, name string, named, loaded []segment, prev *archiveIndex, cache *ArchiveCache) ([]segment, *archiveIndex, error) {
 	if len(named) == 0 {
 		return nil, nil, nil
 	}
@@ -461,6 +490,9 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 	for i, s := range named {
 		ix := known[s.path]
 		if ix == nil {
+			ix = cache.get(uuid, s.path)
+		}
+		if ix == nil {
 			if fsys == nil {
 				var err error
 				if fsys, err = tbl.FS(ctx); err != nil {
@@ -472,6 +504,7 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 				return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
 			}
 		}
+		cache.put(uuid, s.path, ix)
 		named[i].ix = ix
 	}
 	return named, newArchiveIndex(named, prev), nil

@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
@@ -67,8 +68,10 @@ type segmentIndex struct {
 	// archive inlines them: only a damaged or foreign segment does).
 	rangesFiles bool
 	// built is set on an index built by decoding its segment, which has
-	// no index file yet (writeMissingIndexes writes it).
-	built bool
+	// no index file yet (writeMissingIndexes writes it). Handles of the
+	// table share the index (ArchiveCache): the only field that changes
+	// once it is read.
+	built atomic.Bool
 }
 
 // archivedEntry is what a table holds of one archived snapshot, so that
@@ -384,7 +387,7 @@ func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 	if err := ix.slim(); err != nil {
 		return nil, err
 	}
-	ix.built = true
+	ix.built.Store(true)
 	return ix, nil
 }
 
@@ -404,7 +407,7 @@ func indexSegmentFile(fsys iceio.IO, tableUUID, path string) (*segmentIndex, err
 func (t *Table) writeMissingIndexes(ctx context.Context) error {
 	var wfs iceio.WriteFileIO
 	for _, s := range t.segments {
-		if !s.ix.built {
+		if !s.ix.built.Load() {
 			continue
 		}
 		if wfs == nil {
@@ -420,7 +423,7 @@ func (t *Table) writeMissingIndexes(ctx context.Context) error {
 		if _, err := writeIndex(wfs, s.ix.TableUUID, s.path); err != nil {
 			return fmt.Errorf("index the ledger archive segment %s of %s: %w", s.path, t.Name(), err)
 		}
-		s.ix.built = false
+		s.ix.built.Store(false)
 	}
 	return nil
 }

@@ -86,8 +86,8 @@ func TestWriteSegmentMerges(t *testing.T) {
 	}
 	// The index written beside it, and the one built from the file.
 	read, err := readIndex(fsys, id, path)
-	if err != nil || read.built {
-		t.Fatalf("read the index: %v (built from the segment: %v)", err, read != nil && read.built)
+	if err != nil || read.built.Load() {
+		t.Fatalf("read the index: %v (built from the segment: %v)", err, read != nil && read.built.Load())
 	}
 	f, err := fsys.Open(path)
 	if err != nil {

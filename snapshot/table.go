@@ -61,6 +61,9 @@ type Table struct {
 	archive    *archiveIndex
 	segments   []segment
 	archiveSig string
+	// archiveCache shares the segments' indexes with the table's other
+	// handles in this process; set by Open, never changed.
+	archiveCache *ArchiveCache
 	// ranges are the ranges files tbl's snapshots reference, read with it
 	// (adopt); written is the one this process's last commit wrote.
 	ranges  *rangesFiles
@@ -124,7 +127,17 @@ type OpenOptions struct {
 	// mapping.PropUpsertKey; an existing table with another key is a
 	// *KeyChangeError. Nil accepts an existing table's key.
 	Key *mapping.UpsertKey
+	// ArchiveCache, when set, is the cache of ledger archive segment
+	// indexes of another handle of the table in this process
+	// (Table.ArchiveCache): the new handle reads only the indexes that
+	// one does not hold. Nil: a cache of its own.
+	ArchiveCache *ArchiveCache
 }
+
+// ArchiveCache returns the cache of the table's ledger archive segment
+// indexes, to open another handle of the table that shares it
+// (OpenOptions.ArchiveCache). It may be called while the table is in use.
+func (t *Table) ArchiveCache() *ArchiveCache { return t.archiveCache }
 
 // ErrTableNotFound is matched (errors.Is) when Open finds no table of the
 // name (or no namespace), and was not asked to create it.
@@ -200,7 +213,11 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if branch == "" {
 		branch = table.MainBranch
 	}
-	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout, mode: mode, key: key}
+	cache := opts.ArchiveCache
+	if cache == nil {
+		cache = &ArchiveCache{}
+	}
+	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout, mode: mode, key: key, archiveCache: cache}
 	if err := t.adoptLoaded(ctx, tbl); err != nil {
 		return nil, err
 	}
@@ -378,7 +395,7 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table) error {
 		segs, a := t.segments, t.archive
 		var err error
 		if sig != t.archiveSig {
-			segs, a, err = readSegments(ctx, tbl, t.Name(), named, t.segments, t.archive)
+			segs, a, err = readSegments(ctx, tbl, t.Name(), named, t.segments, t.archive, t.archiveCache)
 		}
 		if err == nil {
 			rf, gone := t.readRangesFiles(ctx, tbl)

@@ -468,3 +468,97 @@ func TestArchiveCacheShares(t *testing.T) {
 		t.Fatalf("after the writer's expiry: shared %v, %d archived against %d", same(shared), shared.archive.Len(), tbl.archive.Len())
 	}
 }
+
+// TestOnChainsOutlivesAbsorbedSegment: compaction's planner walks the
+// ledger with onChains; a tiled archived block is met by its summary
+// (MeetTiled) and not read. When a later block's segment was absorbed
+// and deleted by another writer's expiry meanwhile, the walk reloads
+// the table and walks again (commitsWhere skips the commits it already
+// yielded): a block met by its summary must not be met a second time,
+// or its span overlaps itself and every chain it met reads as broken.
+func TestOnChainsOutlivesAbsorbedSegment(t *testing.T) {
+	tbl, _ := internalTable(t, OpenOptions{Create: true})
+	tp := mapping.TopicPartition{Topic: "t"}
+	commit := func(r mapping.Range) {
+		t.Helper()
+		r.TopicPartition = tp
+		if !r.Lost {
+			r.Records = r.Len()
+		}
+		if _, err := tbl.Commit(t.Context(), Flush{Ranges: []mapping.Range{r}}, CommitOptions{Writer: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iv := func(low, high int64) mapping.Range {
+		return mapping.Range{Interval: mapping.Interval{Low: low, High: high}}
+	}
+	maintain := func() {
+		t.Helper()
+		if _, err := tbl.Maintain(t.Context(), MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// S1: a large segment of tiled ranges [0, 190).
+	for i := range int64(20) {
+		commit(iv(10*i, 10*i+10))
+	}
+	maintain()
+	s1 := tbl.segments[0].path
+	// S2: [190, 210) then a lost range past the chain: not tiled, so
+	// the walk reads its block.
+	commit(iv(200, 210))
+	lost := iv(210, 220)
+	lost.Lost = true
+	commit(lost)
+	commit(iv(220, 230))
+	maintain()
+	if len(tbl.segments) != 2 {
+		t.Fatalf("the test needs two segments, the table names %d", len(tbl.segments))
+	}
+	i2 := slices.IndexFunc(tbl.segments, func(s segment) bool { return s.path != s1 })
+	if i2 < 0 {
+		t.Fatal("no second segment")
+	}
+	s2 := tbl.segments[i2].path
+	reader, err := Open(t.Context(), tbl.cat, tbl.ident, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := []mapping.Span{{TopicPartition: tp, Interval: mapping.Interval{Low: 5, High: 205}}}
+	held, err := reader.onChains(t.Context(), span)
+	if err != nil || !held[0] {
+		t.Fatalf("before the absorption: held %v, %v", held, err)
+	}
+	// Another writer's expiry absorbs S2 and deletes it.
+	commit(iv(230, 240))
+	maintain()
+	if slices.ContainsFunc(tbl.segments, func(s segment) bool { return s.path == s2 }) {
+		t.Fatalf("segment %s is still named: the test needs it absorbed", s2)
+	}
+	held, err = reader.onChains(t.Context(), span)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !held[0] {
+		t.Fatal("[5, 205) lies on the chain [0, 210) of the ledger, but onChains, after reloading the table mid-walk, reports it broken")
+	}
+}
+
+// TestArchiveLenCountsSegmentNamedTwiceOnce: countFrom must equal distinct()
+// when two named segments are the same file (one index): a table whose
+// properties name one segment path twice.
+func TestArchiveLenCountsSegmentNamedTwiceOnce(t *testing.T) {
+	snaps := history(t, 300, 0, 40)
+	old := historySegment(t, "old", snaps[:200])
+	prev := newArchiveIndex([]segment{old}, nil)
+	if prev.Len() != 200 {
+		t.Fatalf("Len %d, want 200", prev.Len())
+	}
+	rest := historySegment(t, "rest", snaps[200:])
+	again := rest
+	again.key = "k-rest-again"
+	next := newArchiveIndex([]segment{old, rest, again}, prev)
+	if next.Len() != next.distinct() {
+		t.Fatalf("Len %d counted from the index before, %d counted afresh", next.Len(), next.distinct())
+	}
+}

@@ -255,8 +255,10 @@ func (a *archiveIndex) countFrom(prev *archiveIndex) {
 	if n == 0 {
 		return
 	}
-	for _, s := range a.segs {
-		if slices.ContainsFunc(prev.segs, func(p segment) bool { return p.ix == s.ix }) {
+	for si, s := range a.segs {
+		// A segment prev shares, or one named twice (counted at its
+		// first naming), adds nothing.
+		if slices.ContainsFunc(prev.segs, func(p segment) bool { return p.ix == s.ix }) || slices.ContainsFunc(a.segs[:si], func(p segment) bool { return p.ix == s.ix }) {
 			continue
 		}
 		for i := range s.ix.entries {

@@ -186,6 +186,10 @@ type commitFilter struct {
 	// block of the ledger alone, it took what it needs from the summary,
 	// and the block is not read (nil: every block is read).
 	summarized func(mapping.Summary) bool
+	// took, set by commitsWhere: whether a block of these commits may be
+	// taken by its summary (none of them yielded yet), and noting them
+	// yielded when it is.
+	took func(ids []int64, s mapping.Summary) bool
 }
 
 // maxLedgerReloads is how many times a reader of the ledger reloads the
@@ -218,6 +222,19 @@ func (t *Table) commitsWhere(ctx context.Context, snapshotID int64, f commitFilt
 		// second) may see that more than once (the soak: one compaction
 		// in five failed after a single reload).
 		yielded := map[int64]bool{}
+		if sum := f.summarized; sum != nil {
+			// A walk again after a reload must not meet a block taken by
+			// its summary twice, nor its commits again one by one.
+			f.took = func(ids []int64, s mapping.Summary) bool {
+				if slices.ContainsFunc(ids, func(id int64) bool { return yielded[id] }) || !sum(s) {
+					return false
+				}
+				for _, id := range ids {
+					yielded[id] = true
+				}
+				return true
+			}
+		}
 		err = t.reloadingOnAbsorbed(ctx, func() error {
 			stopped, err := t.walkCommits(ctx, id, f, func(c mapping.Commit) bool {
 				if yielded[c.SnapshotID] {
@@ -271,7 +288,7 @@ func (t *Table) walkCommits(ctx context.Context, id int64, f commitFilter, fn fu
 		if f.blocks != nil && p.snap == nil && p.whole && !f.blocks(p.at.ix.Blocks[p.at.block].Summary.Summary) {
 			continue
 		}
-		if f.summarized != nil && p.snap == nil && p.whole && f.summarized(p.at.ix.Blocks[p.at.block].Summary.Summary) {
+		if f.took != nil && p.snap == nil && p.whole && f.took(p.ids, p.at.ix.Blocks[p.at.block].Summary.Summary) {
 			continue
 		}
 		cs, err := t.decode(ctx, &fsys, p)

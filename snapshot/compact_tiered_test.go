@@ -87,6 +87,30 @@ func TestCompactTieredLeavesLargerOutputAlone(t *testing.T) {
 	complete()
 }
 
+// compactedHistoryWithoutSegments makes table name with the 2,000 rows of
+// [0, 1000) of partitions 0 and 1 compacted into one file (first), their
+// commits expired into the ledger archive, flushes more flushes of 100
+// records to each partition after them, and the archive's segment files
+// deleted (their indexes stay); and returns it with a fresh handle.
+func compactedHistoryWithoutSegments(t *testing.T, name string, flushes int) (tbl, fresh *snapshot.Table, first snapshot.CompactResult) {
+	t.Helper()
+	tbl = openTestTable(t, tempCatalog(t), name, snapshot.OpenOptions{Create: true})
+	smallFiles(t, tbl, 0, 10, 100) // [0, 1000)
+	first, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: floetest.QuietLogger()})
+	if err != nil || first.Rows != 2000 {
+		t.Fatalf("first compaction: %+v %v", first, err)
+	}
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	smallFiles(t, tbl, 10, flushes, 100)
+	floetest.RemoveArchiveSegments(t, tbl)
+	if fresh, err = snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return tbl, fresh, first
+}
+
 // TestCompactReadsNoArchivedRangeItDoesNotNeed: a compaction reads of the
 // ledger only the ranges around the files it may merge. The first 2,000
 // rows are compacted into one file, which is large enough to stay, their
@@ -95,22 +119,8 @@ func TestCompactTieredLeavesLargerOutputAlone(t *testing.T) {
 // by a fresh reader, while the whole ledger fails on the missing
 // segment. Before, planning decoded the whole ledger and failed so.
 func TestCompactReadsNoArchivedRangeItDoesNotNeed(t *testing.T) {
-	tbl := openTestTable(t, tempCatalog(t), "lake.compact_archived", snapshot.OpenOptions{Create: true})
-	smallFiles(t, tbl, 0, 10, 100) // [0, 1000)
-	first, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: floetest.QuietLogger()})
-	if err != nil || first.Rows != 2000 {
-		t.Fatalf("first compaction: %+v %v", first, err)
-	}
+	tbl, fresh, first := compactedHistoryWithoutSegments(t, "lake.compact_archived", 3)
 	a := compactedFile(t, tbl, first)
-	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
-		t.Fatal(err)
-	}
-	smallFiles(t, tbl, 10, 3, 100) // [1000, 1300)
-	floetest.RemoveArchiveSegments(t, tbl)
-	fresh, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rowsBefore := snapshotRows(t, fresh, 0)
 	// a is at least three quarters of the target: it stays, and no
 	// archived range is asked about.
@@ -175,21 +185,7 @@ func TestCompactTiersByRows(t *testing.T) {
 // and decoded every block its tiers spanned (the soak: a fifth of the
 // sink's CPU at 70,000 commits).
 func TestCompactTakesTiledBlocksBySummary(t *testing.T) {
-	tbl := openTestTable(t, tempCatalog(t), "lake.compact_tiled", snapshot.OpenOptions{Create: true})
-	smallFiles(t, tbl, 0, 10, 100) // [0, 1000)
-	first, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: floetest.QuietLogger()})
-	if err != nil || first.Rows != 2000 {
-		t.Fatalf("first compaction: %+v %v", first, err)
-	}
-	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
-		t.Fatal(err)
-	}
-	smallFiles(t, tbl, 10, 10, 100) // [1000, 2000)
-	floetest.RemoveArchiveSegments(t, tbl)
-	fresh, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, fresh, _ := compactedHistoryWithoutSegments(t, "lake.compact_tiled", 10)
 	rowsBefore := snapshotRows(t, fresh, 0)
 	res, err := fresh.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: floetest.QuietLogger()})
 	if err != nil {

@@ -222,7 +222,7 @@ func newArchiveIndex(segs []segment, prev *archiveIndex) *archiveIndex {
 // segments an expiry's merge absorbed, most often) looked up.
 func (a *archiveIndex) holds(prev *archiveIndex) bool {
 	for _, ps := range prev.segs {
-		if slices.ContainsFunc(a.segs, func(s segment) bool { return s.ix == ps.ix }) {
+		if indexes(a.segs, ps.ix) {
 			continue
 		}
 		for i := range ps.ix.entries {
@@ -232,6 +232,12 @@ func (a *archiveIndex) holds(prev *archiveIndex) bool {
 		}
 	}
 	return true
+}
+
+// indexes reports whether one of segs has the index ix: the same segment,
+// read once (readSegments, ArchiveCache).
+func indexes(segs []segment, ix *segmentIndex) bool {
+	return slices.ContainsFunc(segs, func(s segment) bool { return s.ix == ix })
 }
 
 // Len is the number of archived snapshots.
@@ -258,7 +264,7 @@ func (a *archiveIndex) countFrom(prev *archiveIndex) {
 	for si, s := range a.segs {
 		// A segment prev shares, or one named twice (counted at its
 		// first naming), adds nothing.
-		if slices.ContainsFunc(prev.segs, func(p segment) bool { return p.ix == s.ix }) || slices.ContainsFunc(a.segs[:si], func(p segment) bool { return p.ix == s.ix }) {
+		if indexes(prev.segs, s.ix) || indexes(a.segs[:si], s.ix) {
 			continue
 		}
 		for i := range s.ix.entries {

@@ -254,6 +254,39 @@ func BenchmarkAncestryWalk(b *testing.B) {
 	})
 }
 
+// BenchmarkLedgerParts measures the ledger parts a writer's compaction
+// asks for after an expiry archived 20 more snapshots of 30,000: the
+// table's new index (one large segment shared with the index before, the
+// small one before merged with the snapshots archived into a new one)
+// and its walk, with the memoized parts of the index before kept
+// (keepLedgers) or not (kept=false: a walk of the whole history, at every
+// compaction run before they were kept).
+//
+//	go test ./snapshot/ -run '^$' -bench LedgerParts
+func BenchmarkLedgerParts(b *testing.B) {
+	meta, _ := archivedHistory(b, 1, 0, 0)
+	snaps := history(b, 30_000, 0, 40)
+	large := historySegment(b, "large", snaps[:29_000])
+	before := newArchiveIndex([]segment{large, historySegment(b, "small", snaps[29_000:29_980])}, nil)
+	if _, _, ok := before.parts(meta, 29_980); !ok {
+		b.Fatal("incomplete walk")
+	}
+	merged := []segment{large, historySegment(b, "merged", snaps[29_000:])}
+	for _, kept := range []bool{true, false} {
+		prev := before
+		if !kept {
+			prev = nil
+		}
+		b.Run(fmt.Sprintf("after-expiry/kept=%v", kept), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, ok := newArchiveIndex(merged, prev).parts(meta, 30_000); !ok {
+					b.Fatal("incomplete walk")
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkArchiveIndexHeap measures what a table holds per archived
 // snapshot (archive_B/snapshot): the live heap of the archive index of a
 // segment of 50,000 entries, after a collection, over the entries. It was
@@ -560,5 +593,71 @@ func TestArchiveLenCountsSegmentNamedTwiceOnce(t *testing.T) {
 	next := newArchiveIndex([]segment{old, rest, again}, prev)
 	if next.Len() != next.distinct() {
 		t.Fatalf("Len %d counted from the index before, %d counted afresh", next.Len(), next.distinct())
+	}
+}
+
+// partsShape is what a test compares of ledger parts: each one's segment,
+// block, wholeness and commits.
+func partsShape(ps []ledgerPart) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s#%d whole=%v %v", p.at.path, p.at.block, p.whole, p.commitIDs()))
+	}
+	return out
+}
+
+// TestLedgerPartsKeptAcrossExpiries: over random expiries, each writing a
+// segment of what it archived and absorbing the newest segments as
+// planSegment does, the ledger parts an index walks from the memo it kept
+// of the one before (keepLedgers) are those of an index built afresh.
+// Entries are padded so that segments hold several blocks.
+func TestLedgerPartsKeptAcrossExpiries(t *testing.T) {
+	meta, _ := archivedHistory(t, 1, 0, 0)
+	const n = 600
+	snaps := history(t, n, 0, 0)
+	pad := string(bytes.Repeat([]byte("x"), 64<<10))
+	for i := range snaps {
+		snaps[i].Properties["pad"] = pad
+	}
+	rng := rand.New(rand.NewPCG(7, 23))
+	var (
+		segs     []segment
+		prev     *archiveIndex
+		archived int
+		kept     int
+	)
+	for step := 0; archived < n; step++ {
+		fresh := min(n-archived, 1+rng.IntN(40))
+		first := archived
+		// Absorb the newest segments as planSegment does.
+		for len(segs) > 0 && fresh*segmentMergeRatio >= len(segs[len(segs)-1].ix.entries) {
+			first -= len(segs[len(segs)-1].ix.entries)
+			segs = segs[:len(segs)-1]
+		}
+		archived += fresh
+		segs = append(slices.Clip(segs), historySegment(t, fmt.Sprintf("s%d", step), snaps[first:archived]))
+		a := newArchiveIndex(segs, prev)
+		if step > 0 && len(a.ledgers) > 0 {
+			kept++
+		}
+		got, _, ok := a.parts(meta, int64(archived))
+		want, _, wantOK := newArchiveIndex(segs, nil).parts(meta, int64(archived))
+		if !ok || !wantOK {
+			t.Fatalf("step %d: complete %v, afresh %v", step, ok, wantOK)
+		}
+		if g, w := partsShape(got), partsShape(want); !slices.Equal(g, w) {
+			t.Fatalf("step %d (%d archived, %d segments):\n got %v\nwant %v", step, archived, len(segs), g, w)
+		}
+		var ids []int64
+		for _, p := range got {
+			ids = append(ids, p.commitIDs()...)
+		}
+		if len(ids) != archived || ids[0] != 1 || ids[len(ids)-1] != int64(archived) {
+			t.Fatalf("step %d: parts hold %d commits, want 1..%d", step, len(ids), archived)
+		}
+		prev = a
+	}
+	if kept == 0 {
+		t.Fatal("no index kept the memoized parts of the one before")
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // PropLedgerSegmentPrefix prefixes the table properties that name the
@@ -120,6 +122,9 @@ type archiveIndex struct {
 	// the same history at every maintenance run and after every expiry.
 	mu    sync.Mutex
 	tails map[int64]archivedTail
+	// ledgers memoizes the ledger parts of the archived walks that reached
+	// the table's first snapshot (parts), by the snapshot they start at.
+	ledgers map[int64][]ledgerPart
 }
 
 // archivedTail is what a walk of an ancestry finds from an archived
@@ -191,6 +196,115 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 	return t, true
 }
 
+// parts returns the ledger parts of the ancestry from id down, oldest
+// first (as Table.ledgerParts), id not live in meta: the archived floe
+// commits by block, and the live snapshots a tag or branch kept below
+// them. complete is false when the walk did not reach the table's first
+// snapshot; oldest is the oldest snapshot it found (0: none). A walk of
+// archived snapshots only is memoized, and a later one ends where it meets
+// one memoized, so that a writer walks only what its expiries archived
+// since.
+func (a *archiveIndex) parts(meta table.Metadata, id int64) (parts []ledgerPart, oldest int64, complete bool) {
+	if a == nil {
+		return nil, 0, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ps, ok := a.ledgers[id]; ok {
+		return ps, 0, true
+	}
+	var (
+		fresh []ledgerPart // newest first, each part's ids too
+		below []ledgerPart
+		pure  = true
+	)
+	for cur := id; ; {
+		if s := meta.SnapshotByID(cur); s != nil {
+			pure, oldest = false, cur
+			if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
+				fresh = append(fresh, ledgerPart{snap: s})
+			}
+			if s.ParentSnapshotID == nil {
+				complete = true
+				break
+			}
+			cur = *s.ParentSnapshotID
+			continue
+		}
+		if ps, ok := a.ledgers[cur]; ok && cur != id {
+			below, complete = ps, true
+			break
+		}
+		e, at, ok := a.find(cur)
+		if !ok {
+			break
+		}
+		oldest = cur
+		if e.floeCommit() {
+			if n := len(fresh); n > 0 && fresh[n-1].snap == nil && fresh[n-1].at.path == at.path && fresh[n-1].at.block == at.block {
+				fresh[n-1].ids = append(fresh[n-1].ids, cur)
+			} else {
+				fresh = append(fresh, ledgerPart{at: at, ids: []int64{cur}})
+			}
+		}
+		if e.flags()&entryHasParent == 0 {
+			complete = true
+			break
+		}
+		cur = e.parent
+	}
+	if !complete {
+		return nil, oldest, false
+	}
+	parts = make([]ledgerPart, 0, len(below)+len(fresh))
+	parts = append(parts, below...)
+	for i := len(fresh) - 1; i >= 0; i-- {
+		p := fresh[i]
+		if p.snap != nil {
+			parts = append(parts, p)
+			continue
+		}
+		slices.Reverse(p.ids)
+		// The walk met the memoized one inside a block: one part.
+		if n := len(parts); n > 0 && parts[n-1].snap == nil && parts[n-1].at.path == p.at.path && parts[n-1].at.block == p.at.block {
+			p.ids = append(slices.Clone(parts[n-1].commitIDs()), p.ids...)
+			parts = parts[:n-1]
+		}
+		p.settle()
+		parts = append(parts, p)
+	}
+	// Callers append to the parts: never into the memo's array.
+	parts = slices.Clip(parts)
+	if pure {
+		if a.ledgers == nil || len(a.ledgers) >= maxTails {
+			a.ledgers = map[int64][]ledgerPart{}
+		}
+		a.ledgers[id] = parts
+	}
+	return parts, oldest, true
+}
+
+// keepLedgers keeps the memoized ledger parts of prev (an index a holds)
+// whose blocks a still indexes, each up to its first part in a segment a
+// no longer names (absorbed by a merge: the newest, most often), under
+// the newest commit that leaves it.
+func (a *archiveIndex) keepLedgers(prev *archiveIndex) {
+	for _, ps := range prev.ledgers {
+		k := 0
+		for k < len(ps) && indexes(a.segs, ps[k].at.ix) {
+			k++
+		}
+		if k == 0 {
+			continue
+		}
+		if a.ledgers == nil {
+			a.ledgers = map[int64][]ledgerPart{}
+		}
+		ids := ps[k-1].commitIDs()
+		a.ledgers[ids[len(ids)-1]] = ps[:k:k]
+	}
+}
+
 // newArchiveIndex indexes the entries of segs. A snapshot in two segments
 // (a merge not yet committed left both) is the first one's: entries
 // describe immutable snapshots. prev is the index of the table version
@@ -212,6 +326,7 @@ func newArchiveIndex(segs []segment, prev *archiveIndex) *archiveIndex {
 				a.tails[id] = t
 			}
 		}
+		a.keepLedgers(prev)
 		prev.mu.Unlock()
 	}
 	return a

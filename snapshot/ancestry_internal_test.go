@@ -268,7 +268,7 @@ func BenchmarkLedgerParts(b *testing.B) {
 	snaps := history(b, 30_000, 0, 40)
 	large := historySegment(b, "large", snaps[:29_000])
 	before := newArchiveIndex([]segment{large, historySegment(b, "small", snaps[29_000:29_980])}, nil)
-	if _, _, ok := before.parts(meta, 29_980); !ok {
+	if _, ok := before.parts(meta, 29_980); !ok {
 		b.Fatal("incomplete walk")
 	}
 	merged := []segment{large, historySegment(b, "merged", snaps[29_000:])}
@@ -279,7 +279,7 @@ func BenchmarkLedgerParts(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("after-expiry/kept=%v", kept), func(b *testing.B) {
 			for b.Loop() {
-				if _, _, ok := newArchiveIndex(merged, prev).parts(meta, 30_000); !ok {
+				if _, ok := newArchiveIndex(merged, prev).parts(meta, 30_000); !ok {
 					b.Fatal("incomplete walk")
 				}
 			}
@@ -640,8 +640,8 @@ func TestLedgerPartsKeptAcrossExpiries(t *testing.T) {
 		if step > 0 && len(a.ledgers) > 0 {
 			kept++
 		}
-		got, _, ok := a.parts(meta, int64(archived))
-		want, _, wantOK := newArchiveIndex(segs, nil).parts(meta, int64(archived))
+		got, ok := a.parts(meta, int64(archived))
+		want, wantOK := newArchiveIndex(segs, nil).parts(meta, int64(archived))
 		if !ok || !wantOK {
 			t.Fatalf("step %d: complete %v, afresh %v", step, ok, wantOK)
 		}

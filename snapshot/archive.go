@@ -143,8 +143,9 @@ const maxTails = 64
 
 // tail returns the walk of the ancestry from id down through the archive
 // (archivedTail), memoized. ok is false when a snapshot of it is live in
-// meta (a tag or branch kept an ancestor of snapshots that expired): the
-// caller walks that ancestry in full. Its verdict cannot change for this
+// meta (a tag or branch kept an ancestor of snapshots that expired), or
+// the walk went round a cycle of parents: the caller walks that ancestry
+// in full. Its verdict cannot change for this
 // index: a live snapshot leaves the metadata only when it expires, and a
 // new one is no ancestor of an old one.
 func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) {
@@ -158,8 +159,8 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 	}
 	var t archivedTail
 	names := map[string]bool{}
-	for cur := id; ; {
-		if meta.SnapshotByID(cur) != nil {
+	for cur, steps := id, a.longestWalk(meta); ; steps-- {
+		if steps == 0 || meta.SnapshotByID(cur) != nil {
 			return archivedTail{}, false
 		}
 		// The walk meets one memoized before (the history below the
@@ -200,27 +201,30 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 // first (as Table.ledgerParts), id not live in meta: the archived floe
 // commits by block, and the live snapshots a tag or branch kept below
 // them. complete is false when the walk did not reach the table's first
-// snapshot; oldest is the oldest snapshot it found (0: none). A walk of
-// archived snapshots only is memoized, and a later one ends where it meets
-// one memoized, so that a writer walks only what its expiries archived
-// since.
-func (a *archiveIndex) parts(meta table.Metadata, id int64) (parts []ledgerPart, oldest int64, complete bool) {
+// snapshot, or went round a cycle of parents (a damaged archive). A walk
+// of archived snapshots only is memoized, and a later one ends where it
+// meets one memoized, so that a writer walks only what its expiries
+// archived since.
+func (a *archiveIndex) parts(meta table.Metadata, id int64) (parts []ledgerPart, complete bool) {
 	if a == nil {
-		return nil, 0, false
+		return nil, false
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if ps, ok := a.ledgers[id]; ok {
-		return ps, 0, true
+		return ps, true
 	}
 	var (
 		fresh []ledgerPart // newest first, each part's ids too
 		below []ledgerPart
 		pure  = true
 	)
-	for cur := id; ; {
+	for cur, steps := id, a.longestWalk(meta); ; steps-- {
+		if steps == 0 {
+			return nil, false
+		}
 		if s := meta.SnapshotByID(cur); s != nil {
-			pure, oldest = false, cur
+			pure = false
 			if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
 				fresh = append(fresh, ledgerPart{snap: s})
 			}
@@ -239,7 +243,6 @@ func (a *archiveIndex) parts(meta table.Metadata, id int64) (parts []ledgerPart,
 		if !ok {
 			break
 		}
-		oldest = cur
 		if e.floeCommit() {
 			if n := len(fresh); n > 0 && fresh[n-1].snap == nil && fresh[n-1].at.path == at.path && fresh[n-1].at.block == at.block {
 				fresh[n-1].ids = append(fresh[n-1].ids, cur)
@@ -254,7 +257,7 @@ func (a *archiveIndex) parts(meta table.Metadata, id int64) (parts []ledgerPart,
 		cur = e.parent
 	}
 	if !complete {
-		return nil, oldest, false
+		return nil, false
 	}
 	parts = make([]ledgerPart, 0, len(below)+len(fresh))
 	parts = append(parts, below...)
@@ -281,7 +284,17 @@ func (a *archiveIndex) parts(meta table.Metadata, id int64) (parts []ledgerPart,
 		}
 		a.ledgers[id] = parts
 	}
-	return parts, oldest, true
+	return parts, true
+}
+
+// longestWalk bounds a walk of an ancestry through meta and a: one step
+// more than it has snapshots; a walk that takes more went round a cycle.
+func (a *archiveIndex) longestWalk(meta table.Metadata) int {
+	n := len(meta.Snapshots()) + 1
+	for _, s := range a.segs {
+		n += len(s.ix.entries)
+	}
+	return n
 }
 
 // keepLedgers keeps the memoized ledger parts of prev (an index a holds)

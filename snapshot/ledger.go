@@ -52,10 +52,12 @@ func (t *Table) ledgerParts(snapshotID int64) ([]ledgerPart, error) {
 	})
 	var parts []ledgerPart
 	if !done {
-		below, found, complete := t.archive.parts(meta, id)
+		below, complete := t.archive.parts(meta, id)
 		if !complete {
-			if found != 0 {
-				oldest = found
+			// A truncated history is rare: ancestry names where it ends.
+			if _, te := ancestry(meta, t.archive, snapshotID); te != nil {
+				te.Table = t.Name()
+				return nil, te
 			}
 			return nil, &TruncatedLedgerError{Table: t.Name(), SnapshotID: snapshotID, Oldest: oldest}
 		}

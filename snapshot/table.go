@@ -527,12 +527,13 @@ func ancestryEnd(meta table.Metadata, archive archivedSnapshots, snapshotID int6
 
 // liveAncestors walks snapshotID's ancestry while its snapshots are live
 // in meta, calling visit (when not nil) with each, and returns the first
-// one that is not (id: archived, or missing), the oldest live one found
-// (snapshotID when none), or done when the walk reached the table's first
-// snapshot; it stops at visit's first error.
+// one that is not (id: archived, or missing; or live, when the walk went
+// round a cycle of parents, which callers' walks of the rest meet), the
+// oldest live one found (snapshotID when none), or done when the walk
+// reached the table's first snapshot; it stops at visit's first error.
 func liveAncestors(meta table.Metadata, snapshotID int64, visit func(*table.Snapshot) error) (id, oldest int64, done bool, err error) {
 	id, oldest = snapshotID, snapshotID
-	for {
+	for steps := len(meta.Snapshots()); steps >= 0; steps-- {
 		s := meta.SnapshotByID(id)
 		if s == nil {
 			return id, oldest, false, nil
@@ -548,6 +549,7 @@ func liveAncestors(meta table.Metadata, snapshotID int64, visit func(*table.Snap
 		}
 		id = *s.ParentSnapshotID
 	}
+	return id, oldest, false, nil
 }
 
 // isNoSuchTable reports whether err is the catalog's answer that the table

@@ -408,6 +408,22 @@ func ledgerPartsWithin(t *testing.T, meta table.Metadata, a *archiveIndex, id in
 	}
 }
 
+// truncatedLikeAncestry checks that ledgerParts(id) returns, within 3 s,
+// the *TruncatedLedgerError of ancestry, and returns that.
+func truncatedLikeAncestry(t *testing.T, meta table.Metadata, a *archiveIndex, id int64) *TruncatedLedgerError {
+	t.Helper()
+	_, want := ancestry(meta, a, id)
+	if want == nil {
+		t.Fatal("ancestry walked the cycle as a complete history")
+	}
+	_, err := ledgerPartsWithin(t, meta, a, id, 3*time.Second)
+	var te *TruncatedLedgerError
+	if !errors.As(err, &te) || te.Oldest != want.Oldest {
+		t.Fatalf("ledgerParts: %v, want the *TruncatedLedgerError of ancestry %+v", err, *want)
+	}
+	return want
+}
+
 // TestLedgerPartsCyclicArchive: an archive whose entries' parents form a
 // cycle (a damaged or foreign segment) is a truncated history, as to
 // ancestry (table.AncestorsOfChecked stops at a snapshot seen before):
@@ -418,15 +434,7 @@ func TestLedgerPartsCyclicArchive(t *testing.T) {
 	seg := modelSegment(t, "cycle", []modelSnap{{id: 1, parent: 3}, {id: 2, parent: 1}, {id: 3, parent: 2}}, []int{1, 1, 1})
 	a := newArchiveIndex([]segment{seg}, nil)
 	meta := modelMeta(t, []modelSnap{{id: 4, parent: 3}}, map[string]int64{"main": 4})
-	_, want := ancestry(meta, a, 4)
-	if want == nil {
-		t.Fatal("ancestry walked the cycle as a complete history")
-	}
-	_, err := ledgerPartsWithin(t, meta, a, 4, 3*time.Second)
-	var te *TruncatedLedgerError
-	if !errors.As(err, &te) || te.Oldest != want.Oldest {
-		t.Fatalf("ledgerParts: %v, want the *TruncatedLedgerError of ancestry %+v", err, *want)
-	}
+	want := truncatedLikeAncestry(t, meta, a, 4)
 	end := make(chan *TruncatedLedgerError, 1)
 	go func() { end <- ancestryEnd(meta, newArchiveIndex([]segment{seg}, nil), 4) }()
 	select {
@@ -444,13 +452,5 @@ func TestLedgerPartsCyclicArchive(t *testing.T) {
 func TestLedgerPartsCyclicLiveAncestry(t *testing.T) {
 	meta := modelMeta(t, []modelSnap{{id: 1, parent: 2}, {id: 2, parent: 1}, {id: 3, parent: 2}}, map[string]int64{"main": 3})
 	a := newArchiveIndex([]segment{modelSegment(t, "s", []modelSnap{{id: 10}}, []int{1})}, nil)
-	_, want := ancestry(meta, a, 3)
-	if want == nil {
-		t.Fatal("ancestry walked the cycle as a complete history")
-	}
-	_, err := ledgerPartsWithin(t, meta, a, 3, 3*time.Second)
-	var te *TruncatedLedgerError
-	if !errors.As(err, &te) || te.Oldest != want.Oldest {
-		t.Fatalf("ledgerParts: %v, want the *TruncatedLedgerError of ancestry %+v", err, *want)
-	}
+	truncatedLikeAncestry(t, meta, a, 3)
 }

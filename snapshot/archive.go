@@ -145,9 +145,9 @@ const maxTails = 64
 // (archivedTail), memoized. ok is false when a snapshot of it is live in
 // meta (a tag or branch kept an ancestor of snapshots that expired), or
 // the walk went round a cycle of parents: the caller walks that ancestry
-// in full. Its verdict cannot change for this
-// index: a live snapshot leaves the metadata only when it expires, and a
-// new one is no ancestor of an old one.
+// in full. Its verdict cannot change for this index: a live snapshot
+// leaves the metadata only when it expires, and a new one is no ancestor
+// of an old one.
 func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) {
 	if a == nil {
 		return archivedTail{}, meta.SnapshotByID(id) == nil

@@ -588,9 +588,9 @@ func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool
 			}
 		} else {
 			b := p.at.ix.Blocks[p.at.block]
-			ids := p.commitIDs()
+			// A whole part's commits are its block's floe commits.
 			if !slices.ContainsFunc(p.at.ix.entries[b.First:b.First+b.Count], func(e archivedEntry) bool {
-				return e.commit == hash && slices.Contains(ids, e.id)
+				return e.commit == hash && (p.whole && e.floeCommit() || slices.Contains(p.ids, e.id))
 			}) {
 				continue
 			}

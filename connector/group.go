@@ -490,17 +490,23 @@ type offsetMirror struct {
 	pending  map[string]map[int32]kgo.EpochOffset
 	snapshot int64
 	wake     chan struct{}
-	stop     context.CancelFunc
+	quit     chan struct{}
 	done     chan struct{}
+	// ctx bounds the commits; close cancels it once mirrorTimeout has
+	// passed, not before, so that the commit in flight when the sink stops
+	// still lands.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // mirrorTimeout bounds one group commit.
 const mirrorTimeout = 15 * time.Second
 
 func newOffsetMirror(cl *kgo.Client, group string, log *slog.Logger) *offsetMirror {
-	ctx, stop := context.WithCancel(context.Background())
-	m := &offsetMirror{cl: cl, group: group, log: log, wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
-	go m.run(ctx)
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &offsetMirror{cl: cl, group: group, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel}
+	go m.run()
 	return m
 }
 
@@ -528,21 +534,21 @@ func (m *offsetMirror) add(c mapping.Commit) {
 	}
 }
 
-func (m *offsetMirror) run(ctx context.Context) {
+func (m *offsetMirror) run() {
 	defer close(m.done)
 	for {
 		select {
-		case <-ctx.Done():
+		case <-m.quit:
 			return
 		case <-m.wake:
-			m.commit(ctx)
+			m.commit()
 		}
 	}
 }
 
 // commit commits what is queued. A failure costs a warning: resuming never
 // reads the group's offsets.
-func (m *offsetMirror) commit(ctx context.Context) {
+func (m *offsetMirror) commit() {
 	m.mu.Lock()
 	offs, snap := m.pending, m.snapshot
 	m.pending = nil
@@ -551,7 +557,7 @@ func (m *offsetMirror) commit(ctx context.Context) {
 		return
 	}
 	meta := "floe:snapshot=" + strconv.FormatInt(snap, 10)
-	cctx, cancel := context.WithTimeout(ctx, mirrorTimeout)
+	cctx, cancel := context.WithTimeout(m.ctx, mirrorTimeout)
 	defer cancel()
 	cctx = kgo.PreCommitFnContext(cctx, func(req *kmsg.OffsetCommitRequest) error {
 		for i := range req.Topics {
@@ -565,20 +571,23 @@ func (m *offsetMirror) commit(ctx context.Context) {
 		if err == nil {
 			err = offsetCommitError(resp)
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil {
 			m.log.Warn("could not write committed offsets into the consumer group (lag tooling only: resuming never reads them)", "group", m.group, "err", err)
 		}
 	})
 }
 
-// close commits what is queued, then stops the goroutine; the client
-// closes after.
+// close lets the commit in flight finish, commits what is still queued,
+// and stops the goroutine, all within mirrorTimeout; the client closes
+// after. Cancelling the commit in flight instead would drop its offsets:
+// the group would end one flush behind the ledger.
 func (m *offsetMirror) close() {
-	m.stop()
+	close(m.quit)
+	deadline := time.AfterFunc(mirrorTimeout, m.cancel)
+	defer deadline.Stop()
+	defer m.cancel()
 	<-m.done
-	ctx, cancel := context.WithTimeout(context.Background(), mirrorTimeout)
-	defer cancel()
-	m.commit(ctx)
+	m.commit()
 }
 
 // offsetCommitError is the first partition error of an offset commit.

@@ -455,3 +455,38 @@ func TestGroupRevocationSlowCommit(t *testing.T) {
 	}
 	auditComplete(t, e, tbl)
 }
+
+// TestGroupOffsetsWrittenWhenHaltedMidCommit: a member halted while its
+// last group offset commit is still at the broker lets that commit finish,
+// so the group's offsets end equal to the ledger. Halting used to cancel
+// the commit in flight and drop its offsets (seen in CI as
+// TestGroupMembersShareTopic's offsets one flush behind).
+func TestGroupOffsetsWrittenWhenHaltedMidCommit(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "midcommit", "lake.midcommit", "floe-midcommit"
+	e.Topic(topic, 1, nil)
+	tbl := e.Table(table)
+	c := e.Stack.Cluster
+	c.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { time.Sleep(time.Second) })
+		return nil, nil, false
+	})
+	m := e.startMember(table, groupConfig(topic, group))
+	e.Produce(records(topic, 0, 20, "a"))
+	want := e.endOffsets(topic)
+	waitLedger(t, e, table, want, 30*time.Second)
+	m.halt(t)
+	offs, err := kadm.NewClient(e.Dial().Client()).FetchOffsets(e.Ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	for tp, n := range mustLedger(t, tbl).Next() {
+		if o, ok := offs.Lookup(topic, tp.Partition); !ok || o.Err != nil || o.At != n {
+			t.Errorf("%s: group offset %+v, want %d", tp, o, n)
+		}
+	}
+}

@@ -407,6 +407,9 @@ func (ss *session) close() {
 		gm.mu.Lock()
 		gm.closing = true
 		gm.mu.Unlock()
+		// The flush in flight hands its offsets to the mirror when it
+		// commits: the mirror closes after it.
+		_ = ss.wait()
 		if m := ss.s.mirror; m != nil {
 			m.close()
 			ss.s.mirror = nil

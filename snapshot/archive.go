@@ -107,7 +107,7 @@ type archivedSnapshots interface {
 
 // archiveIndex is what a table holds of its ledger archive: the indexes
 // of the segments it names, each with its entries ordered by snapshot id.
-// It grows by 36 bytes per archived snapshot (archivedEntry and its
+// It grows by 28 bytes per archived snapshot (archivedEntry and its
 // position in segmentIndex.byID); the entries' properties stay in the
 // segment files. Building one costs only the segments the table did not
 // hold before, which readSegments reuses. The zero value (or nil) is an
@@ -175,7 +175,7 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 			}
 			break
 		}
-		e, at, ok := a.find(cur)
+		_, at, ok := a.find(cur)
 		if !ok {
 			break
 		}
@@ -183,11 +183,12 @@ func (a *archiveIndex) tail(meta table.Metadata, id int64) (archivedTail, bool) 
 		if name := at.ix.deadLetterTable(at.block, at.entry); name != "" {
 			names[name] = true
 		}
-		if e.flags()&entryHasParent == 0 {
+		parent, ok := at.ix.parentOf(at.entry)
+		if !ok {
 			t.complete = true
 			break
 		}
-		cur = e.parent
+		cur = parent
 	}
 	t.deadLetters = slices.Sorted(maps.Keys(names))
 	if a.tails == nil || len(a.tails) >= maxTails {
@@ -250,11 +251,12 @@ func (a *archiveIndex) parts(meta table.Metadata, id int64) (parts []ledgerPart,
 				fresh = append(fresh, ledgerPart{at: at, ids: []int64{cur}})
 			}
 		}
-		if e.flags()&entryHasParent == 0 {
+		parent, ok := at.ix.parentOf(at.entry)
+		if !ok {
 			complete = true
 			break
 		}
-		cur = e.parent
+		cur = parent
 	}
 	if !complete {
 		return nil, false
@@ -453,13 +455,12 @@ func (a *archiveIndex) has(id int64) bool {
 // snapshot returns an archived snapshot without its summary (what the
 // table holds of it is its archivedEntry), or nil.
 func (a *archiveIndex) snapshot(id int64) *table.Snapshot {
-	e, _, ok := a.find(id)
+	e, at, ok := a.find(id)
 	if !ok {
 		return nil
 	}
 	s := &table.Snapshot{SnapshotID: e.id, TimestampMs: e.ts}
-	if e.flags()&entryHasParent != 0 {
-		parent := e.parent
+	if parent, ok := at.ix.parentOf(at.entry); ok {
 		s.ParentSnapshotID = &parent
 	}
 	return s

@@ -64,6 +64,12 @@ type segmentIndex struct {
 	// did not hold.
 	entries []archivedEntry
 	byID    []int32
+	// parents are the parents of the entries whose parent is not the entry
+	// before them; most entries' is (entryParentIsPrevious), as a segment
+	// holds a branch's commits in order, so an entry does not hold its
+	// parent. building holds every entry's parent until seal sorts them so.
+	parents  map[int32]int64
+	building []int64
 	// rangesFiles is set when an entry references a ranges file (the
 	// archive inlines them: only a damaged or foreign segment does).
 	rangesFiles bool
@@ -79,11 +85,12 @@ type segmentIndex struct {
 // archived: what walking a branch's ancestry and the per-file questions
 // of the audit (is this snapshot a compaction?) answer without I/O. An
 // entry's other properties (its file groups, its ranges) are read from
-// its block when asked for. It takes 32 bytes, and 4 more in its
-// segment's byID: a table's memory grows by 36 bytes per archived
-// snapshot.
+// its block when asked for; its parent is the entry before it, or in its
+// segment's parents (segmentIndex.parentOf). It takes 24 bytes, and 4
+// more in its segment's byID: a table's memory grows by 28 bytes per
+// archived snapshot.
 type archivedEntry struct {
-	id, parent, ts int64
+	id, ts int64
 	// commit is the hash of the commit id (commitHash) of a floe commit:
 	// a lookup by commit id reads only the blocks where it may be, and
 	// compares the ids it decodes.
@@ -102,6 +109,9 @@ const (
 	entryCompaction
 	// entryFileGroups marks a commit that records file groups.
 	entryFileGroups
+	// entryParentIsPrevious marks an entry whose parent is the entry
+	// before it in its segment.
+	entryParentIsPrevious
 )
 
 func (e *archivedEntry) flags() entryFlags { return entryFlags(e.bits) }
@@ -125,7 +135,7 @@ func (ix *segmentIndex) slim() error {
 	ix.entries = make([]archivedEntry, len(ix.Snapshots))
 	for bl, b := range ix.Blocks {
 		for i := b.First; i < b.First+b.Count && i < len(ix.Snapshots); i++ {
-			e, err := ix.entry(bl, ix.Snapshots[i])
+			e, err := ix.entry(bl, i, ix.Snapshots[i])
 			if err != nil {
 				return err
 			}
@@ -137,9 +147,24 @@ func (ix *segmentIndex) slim() error {
 	return nil
 }
 
-// seal orders the entries by snapshot id (byID), once they are all in.
+// seal orders the entries by snapshot id (byID), once they are all in,
+// and keeps the parents that are not the entry before (parentOf).
 func (ix *segmentIndex) seal() {
 	ix.entries = slices.Clip(ix.entries)
+	for i, p := range ix.building[:min(len(ix.building), len(ix.entries))] {
+		e := &ix.entries[i]
+		switch {
+		case e.flags()&entryHasParent == 0:
+		case i > 0 && ix.entries[i-1].id == p:
+			e.bits |= uint32(entryParentIsPrevious)
+		default:
+			if ix.parents == nil {
+				ix.parents = map[int32]int64{}
+			}
+			ix.parents[int32(i)] = p
+		}
+	}
+	ix.building = nil
 	ix.byID = make([]int32, len(ix.entries))
 	for i := range ix.byID {
 		ix.byID[i] = int32(i)
@@ -157,14 +182,30 @@ func (ix *segmentIndex) find(id int64) (int, bool) {
 	return int(ix.byID[i]), true
 }
 
-// entry returns what the index holds of s, an entry of block bl, adding
-// the dead-letter table it names to the block's.
-func (ix *segmentIndex) entry(bl int, s ArchivedSnapshot) (archivedEntry, error) {
+// parentOf returns the parent of entry i, and false when it has none.
+func (ix *segmentIndex) parentOf(i int) (int64, bool) {
+	e := &ix.entries[i]
+	switch {
+	case e.flags()&entryHasParent == 0:
+		return 0, false
+	case e.flags()&entryParentIsPrevious != 0:
+		return ix.entries[i-1].id, true
+	}
+	return ix.parents[int32(i)], true
+}
+
+// entry returns what the index holds of s, entry i of the segment in
+// block bl, adding the dead-letter table it names to the block's; its
+// parent waits in building until seal.
+func (ix *segmentIndex) entry(bl, i int, s ArchivedSnapshot) (archivedEntry, error) {
 	b := &ix.Blocks[bl]
 	e := archivedEntry{id: s.SnapshotID, ts: s.TimestampMs}
 	var flags entryFlags
 	if s.ParentID != nil {
-		e.parent, flags = *s.ParentID, entryHasParent
+		if n := i + 1 - len(ix.building); n > 0 {
+			ix.building = append(ix.building, make([]int64, n)...)
+		}
+		ix.building[i], flags = *s.ParentID, entryHasParent
 	}
 	if id, ok := s.Properties[mapping.KeyCommitID]; ok {
 		e.commit, flags = commitHash(id), flags|entryFloeCommit

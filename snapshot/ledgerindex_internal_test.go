@@ -78,7 +78,8 @@ func TestIndexBlocks(t *testing.T) {
 	}
 	for i, e := range ix.entries {
 		s := a.Snapshots[i]
-		if e.id != s.SnapshotID || e.ts != s.TimestampMs || (s.ParentID == nil) != (e.flags()&entryHasParent == 0) || (s.ParentID != nil && *s.ParentID != e.parent) ||
+		parent, ok := ix.parentOf(i)
+		if e.id != s.SnapshotID || e.ts != s.TimestampMs || (s.ParentID == nil) == ok || (s.ParentID != nil && *s.ParentID != parent) ||
 			!e.floeCommit() || e.commit != commitHash(fmt.Sprintf("c%d", i)) || e.flags()&entryCompaction != 0 {
 			t.Fatalf("entry %d: %+v, of snapshot %+v", i, e, s)
 		}
@@ -116,5 +117,37 @@ func TestIndexBlocks(t *testing.T) {
 	}
 	if next != len(a.Snapshots) {
 		t.Fatalf("blocks hold %d entries, want %d", next, len(a.Snapshots))
+	}
+}
+
+// TestEntryParents: an entry whose parent is the entry before it does not
+// hold it; the others' parents are kept apart, and parentOf answers both.
+func TestEntryParents(t *testing.T) {
+	ix := &segmentIndex{Blocks: []indexBlock{{}}}
+	parent := func(id int64) *int64 { return &id }
+	snaps := []ArchivedSnapshot{
+		{SnapshotID: 10},
+		{SnapshotID: 11, ParentID: parent(10)},
+		{SnapshotID: 12, ParentID: parent(10)}, // a branch from 10
+		{SnapshotID: 13, ParentID: parent(99)}, // a parent outside the segment
+		{SnapshotID: 14, ParentID: parent(13)},
+		{SnapshotID: 15, ParentID: parent(0)},
+	}
+	for i, s := range snaps {
+		e, err := ix.entry(0, i, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.entries = append(ix.entries, e)
+	}
+	ix.seal()
+	for i, s := range snaps {
+		p, ok := ix.parentOf(i)
+		if (s.ParentID != nil) != ok || ok && p != *s.ParentID {
+			t.Errorf("entry %d: parent %d, %v; want %v", i, p, ok, s.ParentID)
+		}
+	}
+	if len(ix.parents) != 3 || ix.building != nil {
+		t.Errorf("%d parents kept apart, want 3 (12, 13, 15); building %v", len(ix.parents), ix.building)
 	}
 }

@@ -303,10 +303,10 @@ func TestLedgerPartsAgreeWithWholeWalk(t *testing.T) {
 						if n*segmentMergeRatio < len(last.ix.entries) {
 							break
 						}
-						for _, e := range last.ix.entries {
+						for i, e := range last.ix.entries {
 							s := modelSnap{id: e.id, floe: e.floeCommit()}
-							if e.flags()&entryHasParent != 0 {
-								s.parent = e.parent
+							if p, ok := last.ix.parentOf(i); ok {
+								s.parent = p
 							}
 							if !slices.ContainsFunc(entries, func(x modelSnap) bool { return x.id == s.id }) {
 								entries = append(entries, s)

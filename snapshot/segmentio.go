@@ -257,7 +257,7 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 	ix := &segmentIndex{Format: indexFormat, TableUUID: tableUUID}
 	var seg, idx *segmentStream
 	x := indexer{ix: ix, light: func(bl int, s ArchivedSnapshot) error {
-		e, err := ix.entry(bl, s)
+		e, err := ix.entry(bl, len(ix.entries), s)
 		if err != nil {
 			return err
 		}

@@ -287,7 +287,7 @@ func TestRESTCatalog(t *testing.T) {
 	if code != exitError || !strings.Contains(errs, "catalog rejected the credentials") || strings.Contains(errs, "wrong-secret-77") {
 		t.Errorf("wrong secret: exit %d\n%s", code, errs)
 	}
-	closed := fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t))
+	closed := "http://" + refusedTCPAddr(t)
 	code, _, errs = floe(t, append(args, "--catalog", closed, "--catalog-token", "x")...)
 	if code != exitError || !strings.Contains(errs, "catalog unreachable") {
 		t.Errorf("unreachable: exit %d\n%s", code, errs)

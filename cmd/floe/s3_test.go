@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -98,7 +97,7 @@ func s3Errors(t *testing.T, e *s3Env) {
 	}
 	count := map[int32]int64{}
 	produceRound(t, e.brokers, "orders", 1, 10, count)
-	closed := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	closed := refusedTCPAddr(t)
 	const badSecret = "not-the-secret-0123456789"
 
 	cases := []struct {
@@ -174,7 +173,7 @@ func s3ErrorsEveryCommand(t *testing.T, e *s3Env) {
 	count := map[int32]int64{}
 	produceRound(t, e.brokers, "orders", 1, 10, count)
 	mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
-	closed := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	closed := refusedTCPAddr(t)
 	const badSecret = "not-the-secret-0123456789"
 	local := t.TempDir() // a warehouse for new tables that is not on S3
 

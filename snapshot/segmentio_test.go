@@ -34,7 +34,12 @@ func TestWriteSegmentMerges(t *testing.T) {
 		}
 		// Commit times repeat: the snapshot id orders entries of one
 		// millisecond.
-		return ArchivedSnapshot{SnapshotID: int64(1000 - i), TimestampMs: int64(i / 2), Properties: props}
+		// Most parents are the entry before; some are outside the segment.
+		parent := int64(1000 - i + 1)
+		if i%7 == 0 {
+			parent = int64(5000 + i)
+		}
+		return ArchivedSnapshot{SnapshotID: int64(1000 - i), ParentID: &parent, TimestampMs: int64(i / 2), Properties: props}
 	}
 	// Two segments and the fresh entries interleave, and overlap where a
 	// merge that was not committed left an entry in two segments.
@@ -102,8 +107,13 @@ func TestWriteSegmentMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, other := range []*segmentIndex{read, built} {
-		if !slices.Equal(other.entries, ix.entries) || other.Size != ix.Size || len(other.Blocks) != len(ix.Blocks) {
+		if !slices.Equal(other.entries, ix.entries) || !maps.Equal(other.parents, ix.parents) || other.Size != ix.Size || len(other.Blocks) != len(ix.Blocks) {
 			t.Fatalf("index: %d entries, %d blocks, size %d; written: %d, %d, %d", len(other.entries), len(other.Blocks), other.Size, len(ix.entries), len(ix.Blocks), ix.Size)
+		}
+	}
+	for i, s := range got {
+		if p, ok := ix.parentOf(i); !ok || p != *s.ParentID {
+			t.Fatalf("entry %d: parent %d, %v; the file's %d", i, p, ok, *s.ParentID)
 		}
 	}
 	n := 0

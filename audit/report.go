@@ -214,7 +214,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "levels: %s\n", strings.Join(levels, ", "))
 	if r.UpsertKey != "" {
-		fmt.Fprintf(&b, "upsert table (key %s): one row per key, its winning record's\n", r.UpsertKey)
+		fmt.Fprintf(&b, "upsert table (key %s): one row per key, its winning record\n", r.UpsertKey)
 	}
 	if r.Fold != "" {
 		fmt.Fprintf(&b, "state table (floe.fold=%s): one row per key, its latest record\n", r.Fold)

@@ -37,7 +37,8 @@ func newAuditCmd() *cobra.Command {
 per topic partition, whether every offset from the first sunk one to the next one is accounted
 for. The levels run cheapest first; each finding names the level that saw it:
 
-  ledger   snapshot summaries (and their ranges files) only: gaps and overlaps between ranges, ranges lost to retention
+  ledger   snapshot summaries (and their ranges files) only: gaps and overlaps between ranges,
+           ranges lost to retention
   files    manifests only (always on): every live data file inside one range of the floe commit
            that added it, record counts per range; files added by other writers, files deleted
            or overwritten, row-level delete files

@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -26,10 +27,11 @@ func everyCommand() []*cobra.Command {
 // TestHelpShowsNoGoTypesOrSentinels renders every command's --help and
 // fails on what pflag prints when a usage string names no value: Go type
 // names (int32Slice, stringSlice as "strings", ...) and sentinel defaults
-// that mean "not given" (-1, an empty list).
+// that mean "not given" (-1, an empty list), and on a description line
+// left unwrapped.
 func TestHelpShowsNoGoTypesOrSentinels(t *testing.T) {
 	leaks := []string{"int32Slice", "stringSlice", "stringArray", " strings ", " int32 ", " int64 ", " ints ",
-		"(default -1)", "(default [])", `(default "")`}
+		"(default -1)", "(default [])", `(default "")`, "(default )"}
 	for _, c := range everyCommand() {
 		if c.Name() == "help" || c.Name() == "completion" {
 			continue
@@ -38,6 +40,12 @@ func TestHelpShowsNoGoTypesOrSentinels(t *testing.T) {
 		code, out, errs := floe(t, args...)
 		if code != exitOK || !strings.Contains(out, "Usage:") {
 			t.Fatalf("floe %v: exit %d, stderr %q", args, code, errs)
+		}
+		description, _, _ := strings.Cut(out, "Usage:")
+		for _, line := range strings.Split(description, "\n") {
+			if n := utf8.RuneCountInString(line); n > maxHelpLine {
+				t.Errorf("floe %s --help: a description line of %d characters, wrap it at %d:\n%s", c.CommandPath(), n, maxHelpLine, line)
+			}
 		}
 		for _, line := range strings.Split(out, "\n") {
 			if !strings.HasPrefix(strings.TrimSpace(line), "-") {
@@ -51,6 +59,10 @@ func TestHelpShowsNoGoTypesOrSentinels(t *testing.T) {
 		}
 	}
 }
+
+// maxHelpLine is the longest line of a command's description: they are
+// wrapped at 100 columns (flags' usage lines are pflag's to lay out).
+const maxHelpLine = 100
 
 // TestOneConventionPerFlag: the same flag means the same thing with the
 // same short name on every command that has it (-b and -t as kcat has

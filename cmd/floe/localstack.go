@@ -38,7 +38,8 @@ func newLocalstackUpCmd() *cobra.Command {
     first use like a default Kafka broker (--num-partitions partitions),
   - a Confluent-compatible schema registry (franz-go's srfake; no credentials) on
     http://127.0.0.1:--schema-registry-port, for Avro, Protobuf and JSON Schema producers,
-  - an S3 endpoint (gofakes3; it accepts any credentials) on 127.0.0.1:--s3-port with bucket "warehouse",
+  - an S3 endpoint (gofakes3; it accepts any credentials) on 127.0.0.1:--s3-port with bucket
+    "warehouse",
   - a SQLite catalog whose warehouse is s3://warehouse/.
 Everything is kept in --dir: stopping (Ctrl-C) and starting again on the same folder finds the
 topics, their records, the registered schemas (same IDs), the tables and their files again.

@@ -58,9 +58,10 @@ list them), and ledger archive files the table does not name whose every entry i
 segment it names (killed maintain runs leave them). Only files older than --orphan-min-age are
 deleted: a younger data file may belong to a writer that is about to commit it (a sink closes a
 file up to one --flush-interval before its commit: keep --orphan-min-age well above the writers'
-flush interval), a younger archive to a maintain run that is about to. A data location (write.data.path) that is not a folder of the
-table's own under its location, or that holds the metadata folder, is refused; a metadata location
-(write.metadata.path) outside the table's location is not cleaned (a warning says so).
+flush interval), a younger archive to a maintain run that is about to. A data location
+(write.data.path) that is not a folder of the table's own under its location, or that holds the
+metadata folder, is refused; a metadata location (write.metadata.path) outside the table's
+location is not cleaned (a warning says so).
 
 --compact rewrites the small data files (below 3/4 of --target-file-size) of each Iceberg
 partition (of the current spec), across Kafka partitions, into files of about --target-file-size,
@@ -68,16 +69,16 @@ in one snapshot (operation replace, summary floe.operation=compact) that carries
 the ledger is untouched. It takes a file of one Kafka partition only when its offsets lie on one
 unbroken chain of ledger ranges, and the files of a file group (a commit's shared files, an
 earlier compaction's) only all together; the compaction snapshot records its files' file group
-(floe.file-groups: the offsets of each partition they hold, never a gap, a lost or aborted range or
-a file it left alone), and floe audit places them on those ranges. The small files of one Kafka
-partition on one chain make a file of that partition only, placed by its bounds. A file an
-earlier compaction wrote is merged again only with at least as many rows of other files (size
-tiers: a row is rewritten O(log n) times, not at every compaction). Dead-letter
-tables are compacted per Kafka partition. It runs after the rest, on the table and on the dead-letter tables its ledger names, and
-runs safely beside live sinks: a sink commit in between makes it retry on the new head, and when a
-file it replaces is gone (another compaction) it deletes what it wrote and commits nothing. The
-replaced files stay until snapshot expiry removes the snapshots that reference them. State tables
-(floe.fold) are refused: their folds rewrite their files themselves.`,
+(floe.file-groups: the offsets of each partition they hold, never a gap, a lost or aborted range
+or a file it left alone), and floe audit places them on those ranges. The small files of one Kafka
+partition on one chain make a file of that partition only, placed by its bounds. A file an earlier
+compaction wrote is merged again only with at least as many rows of other files (size tiers: a row
+is rewritten O(log n) times, not at every compaction). Dead-letter tables are compacted per Kafka
+partition. It runs after the rest, on the table and on the dead-letter tables its ledger names,
+and runs safely beside live sinks: a sink commit in between makes it retry on the new head, and
+when a file it replaces is gone (another compaction) it deletes what it wrote and commits nothing.
+The replaced files stay until snapshot expiry removes the snapshots that reference them. State
+tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 		Example: `  floe maintain --table lake.orders --expire-older-than 168h --retain-last 100
   floe maintain --table lake.orders --remove-orphans --dry-run
   floe maintain --table lake.orders --compact --target-file-size 256MiB

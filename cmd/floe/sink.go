@@ -52,16 +52,18 @@ func newSinkCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sink --brokers HOST:PORT --topic NAME --table NAMESPACE.TABLE",
 		Short: "Sink Kafka topics into Iceberg tables, exactly once",
-		Long: `Sink every partition of a topic into an Iceberg table. Each flush writes one Parquet file set
-per partition and commits them in one snapshot whose summary records the offset ranges it
-covers (the ledger). On start, each partition resumes from the ledger's next offset, so a
-restart or a crash never duplicates or skips a record; consumer-group offsets are not used.
+		Long: `Sink every partition of a topic into an Iceberg table. Each flush writes Parquet files (a
+partition with many rows gets files of its own, partitions with few rows share one; files roll at
+write.target-file-size-bytes) and commits them in one snapshot whose summary records the offset
+ranges it covers and which files hold them (the ledger). On start, each partition resumes from
+the ledger's next offset, so a restart or a crash never duplicates or skips a record;
+consumer-group offsets are not used.
 
 Several topics: repeat --topic, or give --topic-regex (matched against whole topic names; new
 matching topics are picked up every --topic-check, from their first offset whatever --start
-says: they were written entirely since the sink started). With {topic} in --table each topic gets its
-own table (lake.{topic}: dots and dashes of the topic name become underscores); without it,
-all topics go into one table.
+says: they were written entirely since the sink started). With {topic} in --table each topic
+gets its own table (lake.{topic}: dots and dashes of the topic name become underscores); without
+it, all topics go into one table.
 
 Several processes: --group NAME makes each process a member of a Kafka consumer group. The
 group's coordinator assigns the partitions (cooperative-sticky; --group-protocol consumer for
@@ -73,10 +75,11 @@ partitions it still owns. After every commit the group's offsets are written, wi
 snapshot id as metadata, so kafka-consumer-groups and other lag tools see the progress.
 
 The table (and its namespace) is created when missing; a dead-letter table is refused as --table.
-The dead-letter table (--dlq-table) and the schema registry are checked before anything is created. Records are read with read_committed:
-aborted transactions never reach the table, and transaction markers are accounted for in the
-ledger. A flush happens when --flush-records, --flush-bytes or --flush-interval is reached,
-whichever comes first. SIGINT or SIGTERM flushes, commits and exits 0.
+The dead-letter table (--dlq-table) and the schema registry are checked before anything is
+created. Records are read with read_committed: aborted transactions never reach the table, and
+transaction markers are accounted for in the ledger. A flush happens when --flush-records,
+--flush-bytes or --flush-interval is reached, whichever comes first. SIGINT or SIGTERM flushes,
+commits and exits 0.
 
 If retention deleted records before they were sunk, the sink stops with an error naming the
 lost offsets; --on-data-loss record writes them into the ledger as a lost range and goes on.

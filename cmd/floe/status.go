@@ -34,8 +34,9 @@ func newStatusCmd() *cobra.Command {
 start and end offset (the last stable offset, which is where a read_committed consumer ends),
 the table's next offset from its ledger, the lag (retained offsets up to the end offset that the
 table does not have yet), the offsets lost to retention before they were sunk (from the table's
-next offset up to the log start) and when a commit last advanced the partition. Without --brokers only the table's side is shown. The table's current metadata
-location is printed too: other engines (DuckDB's iceberg_scan, Spark) can read it directly.
+next offset up to the log start) and when a commit last advanced the partition. Without --brokers
+only the table's side is shown. The table's current metadata location is printed too: other
+engines (DuckDB's iceberg_scan, Spark) can read it directly.
 
 --serve ADDR serves the same numbers as a live page on http://ADDR/ (and as JSON on
 /status.json) until interrupted, for a table without a running sink: the page reloads the table's

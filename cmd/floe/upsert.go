@@ -25,7 +25,6 @@ func (f *upsertFlags) register(fs *pflag.FlagSet) {
 		"append: every record is a row (the log); upsert: one row per key, the latest record's, a tombstone (null value) deleting the key, written as equality deletes (docs/upsert.md). A new table gets it (default append); an existing table keeps its own, and another --mode is refused")
 	fs.StringSliceVar(&f.idColumns, "id-columns", nil,
 		"with --mode upsert: key the rows by these value columns, `COLUMN[,COLUMN]` (with --value json or registry); without it the key is the record key: kafka_key for --key string or raw, one column per field of the key for --key json or registry")
-	fs.Lookup("id-columns").DefValue = ""
 	fs.IntVar(&f.formatVersion, "format-version", 2, "Iceberg format version of a new table: 2, or 3 (an existing table keeps its own)")
 }
 

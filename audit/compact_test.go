@@ -431,6 +431,27 @@ func TestCleanCompactedTwoTopics(t *testing.T) {
 	expectFindings(t, e.audit(tbl, audit.Options{Depth: audit.DepthRows, Topic: "beta"}))
 }
 
+// TestCleanCompactedTopicsOfDifferentPartitions: a compaction merging
+// topics of different partition counts (alpha/0, alpha/1, beta/0) into one
+// file checks that file against the lowest and highest partition of the
+// whole group, not those of its first and last span (sorted by topic: 0
+// and 0), which refused every such compaction.
+func TestCleanCompactedTopicsOfDifferentPartitions(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.Table("lake.two")
+	for lo := int64(0); lo < 30; lo += 10 {
+		for _, tp := range []mapping.TopicPartition{{Topic: "alpha", Partition: 0}, {Topic: "alpha", Partition: 1}, {Topic: "beta", Partition: 0}} {
+			commit(t, tbl, tp, lo, lo+10, span(lo, lo+10))
+		}
+	}
+	if res := compact(t, tbl); res.FilesAfter != 1 || res.Rows != 90 {
+		t.Fatalf("compaction: %+v, want 9 files of 90 rows in 1", res)
+	}
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
+		expectFindings(t, e.audit(tbl, opts))
+	}
+}
+
 // TestCleanCompactedTypedPartitioned: a typed table partitioned by key,
 // whose schema grew a column halfway and whose bad records went to its
 // dead-letter table, compacted with its dead-letter table: one file per

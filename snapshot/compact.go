@@ -844,14 +844,17 @@ func (t *Table) rewriteGroup(ctx context.Context, g compactGroup, target int64) 
 	if err != nil {
 		return written, err
 	}
-	first, last := g.spans[0], g.spans[len(g.spans)-1]
+	// Spans sort by topic first: a group of two topics is not bounded by
+	// its first and last span's partitions.
+	first := slices.MinFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Partition, b.Partition) }).Partition
+	last := slices.MaxFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Partition, b.Partition) }).Partition
 	lowest := slices.MinFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Low, b.Low) }).Low
 	highest := slices.MaxFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.High, b.High) }).High
 	var got int64
 	for _, df := range written {
 		got += df.Count()
 		pmin, pmax, offsets, ok := fields.partitionBounds(df)
-		if !ok || pmin < first.Partition || pmax > last.Partition || offsets.Low < lowest || offsets.High > highest || (!g.grouped && pmin != pmax) {
+		if !ok || pmin < first || pmax > last || offsets.Low < lowest || offsets.High > highest || (!g.grouped && pmin != pmax) {
 			return written, fmt.Errorf("compact %s: file %s written for %s has bounds partitions %d to %d offsets %s (or none): refusing to commit it",
 				t.Name(), df.FilePath(), g, pmin, pmax, offsets)
 		}

@@ -307,6 +307,7 @@ func (a *auditor) groupedFile(f snapshot.DataFile, g *placedGroup, sets *rangeSe
 		}
 		return
 	}
+	a.outsideSpans(f, g.group.Spans, f.AddedBy)
 	keys := make([]setKey, len(g.chains))
 	for i, id := range g.chains {
 		a.chains.state[id].placed = true

@@ -138,6 +138,38 @@ func TestFaultGroupSpanOutside(t *testing.T) {
 	}
 }
 
+// TestFaultGroupFileBoundsOutsideSpans: a group's file whose rows match
+// its ranges' count but whose bounds reach offsets no span of the group
+// holds (partition 1's rows at [5000, 5010), the spans and ranges at
+// [2000, 2010)) is a stray file at the files level, which used to count a
+// group's files by rows only and found the table complete (found by
+// review). The rows level finds the rows outside the ledger.
+func TestFaultGroupFileBoundsOutsideSpans(t *testing.T) {
+	e := newEnv(t)
+	tbl, _ := groupedTable(t, e, "gbounds")
+	tp0, tp1 := mapping.TopicPartition{Topic: "gbounds", Partition: 0}, mapping.TopicPartition{Topic: "gbounds", Partition: 1}
+	rows := batch(t, tbl, tp0, span(2000, 2010)...)
+	defer rows.Release()
+	elsewhere := batch(t, tbl, tp1, span(5000, 5010)...)
+	defer elsewhere.Release()
+	both, err := mapping.Conform(memory.NewGoAllocator(), tbl.ArrowSchema(), []arrow.RecordBatch{rows, elsewhere})
+	if err != nil {
+		t.Fatal(err)
+	}
+	floetest.ForceCommit(t, tbl, []mapping.Range{
+		{TopicPartition: tp0, Interval: mapping.Interval{Low: 2000, High: 2010}, Records: 10},
+		{TopicPartition: tp1, Interval: mapping.Interval{Low: 2000, High: 2010}, Records: 10},
+	}, both,
+		mapping.Span{TopicPartition: tp0, Interval: mapping.Interval{Low: 2000, High: 2010}},
+		mapping.Span{TopicPartition: tp1, Interval: mapping.Interval{Low: 2000, High: 2010}})
+	rep := e.audit(tbl, filesDepth)
+	expectFindings(t, rep, "files stray-file")
+	if d := rep.Findings[0].Detail; !strings.Contains(d, "at offsets [2000, 5010), beyond its group's 2 spans (partitions 0 to 1, offsets [2000, 2010))") {
+		t.Fatalf("detail %q", d)
+	}
+	expectFindings(t, e.audit(tbl, rowsDepth), "files stray-file", "rows count-mismatch gbounds/1 [2000, 2010)", "rows outside-ledger gbounds/1 [5000, 5010)")
+}
+
 // TestFaultGroupCountMismatch: a group whose files hold more rows than its
 // ranges' records (a commit of 20 rows over two partitions whose ledger
 // says 19) is one count mismatch naming both ranges.

@@ -49,6 +49,7 @@ func (a *auditor) groupFile(c *mapping.Commit, g mapping.FileGroup, i int, f sna
 					c.SnapshotID, len(g.Files), g.Files[0], s.TopicPartition, s.Interval)})
 		}
 	}
+	a.outsideSpans(f, g.Spans, c.SnapshotID)
 	rs := groupRanges(c, g)
 	if len(rs) == 0 {
 		return
@@ -65,6 +66,41 @@ func (a *auditor) groupFile(c *mapping.Commit, g mapping.FileGroup, i int, f sna
 			a.part(r.TopicPartition).Files++
 		}
 	}
+}
+
+// outsideSpans reports, as a stray file, a live data file of a file group
+// (added, or rewritten by a compaction, by snapshot id) whose manifest
+// bounds reach past its group's spans: partitions none of them names, or
+// offsets below or above all of them (of its partition, when it holds
+// one). Its rows are then not all the group's, whatever their count; they
+// still count for the group, so that the count findings stay about rows
+// missing or extra. Bounds only bracket a file's rows: a file whose
+// bounds lie within the spans may still hold rows between them, which the
+// rows level finds.
+func (a *auditor) outsideSpans(f snapshot.DataFile, spans []mapping.Span, id int64) {
+	if !f.HasBounds || f.Records == 0 || len(spans) == 0 {
+		return
+	}
+	var (
+		pmin, pmax = spans[0].Partition, spans[0].Partition
+		env        mapping.Interval
+		found      bool
+	)
+	for _, s := range spans {
+		pmin, pmax = min(pmin, s.Partition), max(pmax, s.Partition)
+		if f.PartitionMin != f.PartitionMax || s.Partition == f.PartitionMin {
+			if !found {
+				env, found = s.Interval, true
+			}
+			env = mapping.Interval{Low: min(env.Low, s.Low), High: max(env.High, s.High)}
+		}
+	}
+	if f.PartitionMin >= pmin && f.PartitionMax <= pmax && found && env.Low <= f.Offsets.Low && f.Offsets.High <= env.High {
+		return
+	}
+	a.find(Finding{Level: LevelFiles, Kind: KindStrayFile, File: f.Path, SnapshotID: id,
+		Detail: fmt.Sprintf("a file of a file group of snapshot %d holds rows of partitions %d to %d at offsets %s, beyond its group's %d spans (partitions %d to %d, offsets %s): some of its rows are not the group's",
+			id, f.PartitionMin, f.PartitionMax, f.Offsets, len(spans), pmin, pmax, env)})
 }
 
 // missingGroupFiles reports the files of c's groups covering range r that

@@ -253,8 +253,11 @@ func (p *partition) skip(r mapping.Range) {
 type taken struct {
 	ranges []mapping.Range
 	// groups are the row batches, a group per range; dead the dead-letter
-	// batches. The caller owns them.
+	// batches. The caller owns them. open is the index in groups of the
+	// rows of the range open until the take, -1 when it had none: the
+	// others are of ranges a lost or aborted range closed.
 	groups [][]arrow.RecordBatch
+	open   int
 	dead   []arrow.RecordBatch
 	// deleted and truncated are partition.deleted and .truncated.
 	deleted   []int64
@@ -264,8 +267,12 @@ type taken struct {
 // take returns what the partition holds since the last flush, and starts
 // the next range where it ends.
 func (p *partition) take() taken {
+	open := len(p.batches)
 	p.closeRange()
-	out := taken{ranges: p.closed, groups: p.batches, dead: p.deadBatches, deleted: p.deleted, truncated: p.truncated}
+	if open == len(p.batches) {
+		open = -1
+	}
+	out := taken{ranges: p.closed, groups: p.batches, open: open, dead: p.deadBatches, deleted: p.deleted, truncated: p.truncated}
 	p.closed, p.batches, p.deadBatches, p.deleted, p.truncated = nil, nil, nil, nil, -1
 	return out
 }

@@ -868,27 +868,31 @@ func (ss *session) flush(ctx context.Context) error {
 			}
 			f.Truncated[pt.tp] = tk.truncated
 		}
-		for _, g := range tk.groups {
+		for i, g := range tk.groups {
 			b, err := ss.join(g)
 			if err != nil {
 				conformErr = errors.Join(conformErr, err)
 				continue
 			}
-			if !ss.streaming {
+			switch {
+			case !ss.streaming:
 				f.Batches[pt.tp] = append(f.Batches[pt.tp], b)
-				continue
-			}
-			if !own {
+			case !own:
 				laneRows = append(laneRows, b)
-				continue
+			case i != tk.open:
+				// A range a loss closed before the partition had a stream
+				// (endRange had none to end): a file of its own, not the
+				// stream of the rows after the loss.
+				conformErr = errors.Join(conformErr, ss.writeFile(ctx, pt, b))
+			default:
+				st, err := ss.stream(ctx, pt)
+				if err == nil {
+					err = st.Write(b)
+				} else {
+					b.Release()
+				}
+				conformErr = errors.Join(conformErr, err)
 			}
-			st, err := ss.stream(ctx, pt)
-			if err == nil {
-				err = st.Write(b)
-			} else {
-				b.Release()
-			}
-			conformErr = errors.Join(conformErr, err)
 		}
 		if len(laneRows) > 0 {
 			small = append(small, newSmallPartition(p, laneRows, tk.ranges))
@@ -1288,6 +1292,20 @@ func (ss *session) drain(ctx context.Context, pt *partition) error {
 		return err
 	}
 	return st.Write(b)
+}
+
+// writeFile writes b, rows of one closed range of pt, into files of their
+// own.
+func (ss *session) writeFile(ctx context.Context, pt *partition, b arrow.RecordBatch) error {
+	st, err := ss.newStream(ctx)
+	if err != nil {
+		b.Release()
+		return err
+	}
+	err = st.Write(b)
+	fs, cerr := st.Close()
+	ss.files[pt.tp.Partition] = append(ss.files[pt.tp.Partition], fs...)
+	return errors.Join(err, cerr)
 }
 
 // endRange ends pt's files at the end of its open range, before a lost or

@@ -364,7 +364,19 @@ func (t *Table) LedgerAt(snapshotID int64) (mapping.Ledger, error) {
 // only where a summary cannot stand for it (a block shared with another
 // branch). The head's is kept and extended by the commits on top of it, so
 // a writer pays per commit for that commit only.
-func (t *Table) Summary(ctx context.Context, snapshotID int64) (mapping.Summary, error) {
+//
+// Like every reader of the archive, it reloads the table and reads again
+// when a segment the loaded metadata names is gone (reloadingOnAbsorbed).
+func (t *Table) Summary(ctx context.Context, snapshotID int64) (s mapping.Summary, err error) {
+	err = t.reloadingOnAbsorbed(ctx, func() error {
+		s, err = t.loadedSummary(ctx, snapshotID)
+		return err
+	})
+	return s, err
+}
+
+// loadedSummary is Summary as the table is loaded.
+func (t *Table) loadedSummary(ctx context.Context, snapshotID int64) (mapping.Summary, error) {
 	id, err := t.resolve(snapshotID)
 	if err != nil || id == 0 {
 		return mapping.Summary{}, err
@@ -418,9 +430,18 @@ func (t *Table) Summary(ctx context.Context, snapshotID int64) (mapping.Summary,
 // Locate answers where the ledger as of a snapshot (0: the branch head)
 // holds offset of tp, as mapping.Ledger.Where does, reading only the
 // archive blocks whose summary spans the offset.
-func (t *Table) Locate(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64) (mapping.Location, error) {
+func (t *Table) Locate(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64) (loc mapping.Location, err error) {
+	err = t.reloadingOnAbsorbed(ctx, func() error {
+		loc, err = t.locate(ctx, snapshotID, tp, offset)
+		return err
+	})
+	return loc, err
+}
+
+// locate is Locate as the table is loaded.
+func (t *Table) locate(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64) (mapping.Location, error) {
 	loc := mapping.Location{TopicPartition: tp, Offset: offset, Status: mapping.StatusUnsunk}
-	sum, err := t.Summary(ctx, snapshotID)
+	sum, err := t.loadedSummary(ctx, snapshotID)
 	if err != nil {
 		return loc, err
 	}
@@ -463,8 +484,17 @@ func (t *Table) Locate(ctx context.Context, snapshotID int64, tp mapping.TopicPa
 // FirstCovering is mapping.Ledger.FirstCovering on the ledger as of a
 // snapshot (0: the branch head), reading only the archive block where the
 // cut is reached.
-func (t *Table) FirstCovering(ctx context.Context, snapshotID int64, cut mapping.Cut) (mapping.Commit, error) {
-	sum, err := t.Summary(ctx, snapshotID)
+func (t *Table) FirstCovering(ctx context.Context, snapshotID int64, cut mapping.Cut) (c mapping.Commit, err error) {
+	err = t.reloadingOnAbsorbed(ctx, func() error {
+		c, err = t.firstCovering(ctx, snapshotID, cut)
+		return err
+	})
+	return c, err
+}
+
+// firstCovering is FirstCovering as the table is loaded.
+func (t *Table) firstCovering(ctx context.Context, snapshotID int64, cut mapping.Cut) (mapping.Commit, error) {
+	sum, err := t.loadedSummary(ctx, snapshotID)
 	if err != nil {
 		return mapping.Commit{}, err
 	}
@@ -569,7 +599,16 @@ func (c *summaryCache) reaches(meta table.Metadata, archive archivedSnapshots, s
 // and false when there is none. The ancestry is walked on the entries'
 // properties (archived ones by the hash of their commit id); only the
 // commit found is decoded (its block read when it is archived).
-func (t *Table) commitByID(ctx context.Context, id string) (mapping.Commit, bool, error) {
+func (t *Table) commitByID(ctx context.Context, id string) (c mapping.Commit, ok bool, err error) {
+	err = t.reloadingOnAbsorbed(ctx, func() error {
+		c, ok, err = t.findCommit(ctx, id)
+		return err
+	})
+	return c, ok, err
+}
+
+// findCommit is commitByID as the table is loaded.
+func (t *Table) findCommit(ctx context.Context, id string) (mapping.Commit, bool, error) {
 	head := t.Head()
 	if head == nil {
 		return mapping.Commit{}, false, nil

@@ -145,6 +145,84 @@ func TestReaderOutlivesAbsorbedSegment(t *testing.T) {
 	}
 }
 
+// TestLookupsOutliveAbsorbedSegment: as TestReaderOutlivesAbsorbedSegment,
+// for the readers that answer from block summaries and read a block only
+// where they must: Locate (floe where), FirstCovering (floe as-of) and
+// Summary (floe status, a sink's resume; it reads a block that a branch
+// shares, whose part of main is not whole). They failed on "no such file"
+// where Commits reloads the table (found by review); they reload too, and
+// answer as of the head they then load.
+func TestLookupsOutliveAbsorbedSegment(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("block shared with a branch=%v", shared), func(t *testing.T) {
+			tbl, _ := maintainTable(t, 4)
+			if shared {
+				if err := tbl.CreateEmptyBranch(t.Context(), "br"); err != nil {
+					t.Fatal(err)
+				}
+				br, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{Branch: "br"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 3 {
+					r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "b"}, Interval: mapping.Interval{Low: int64(10 * i), High: int64(10*i + 10)}}
+					if _, err := br.Commit(t.Context(), snapshot.Flush{Ranges: []mapping.Range{r}}, snapshot.CommitOptions{Writer: "test"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := tbl.Refresh(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			commitRanges(t, tbl, 4, 6)
+			if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+				t.Fatal(err)
+			}
+			before := namedArchives(tbl)
+			// One handle per reader: each meets the absorbed segment.
+			var readers [3]*snapshot.Table
+			for i := range readers {
+				r, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				readers[i] = r
+			}
+			commitRanges(t, tbl, 6, 12)
+			if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range before {
+				if slices.Contains(namedArchives(tbl), p) {
+					t.Fatalf("segment %s is still named: the test needs it absorbed", p)
+				}
+			}
+			tp := mapping.TopicPartition{Topic: "t"}
+			// Summary reads no block of main alone: it answers as of the
+			// head it loaded; it reloads for a shared block.
+			want := int64(60)
+			if shared {
+				want = 120
+			}
+			if sum, err := readers[0].Summary(t.Context(), 0); err != nil {
+				t.Errorf("Summary: %v", err)
+			} else if got := sum.Next()[tp]; got != want {
+				t.Errorf("Summary: next offset %d, want %d", got, want)
+			}
+			if loc, err := readers[1].Locate(t.Context(), 0, tp, 15); err != nil {
+				t.Errorf("Locate: %v", err)
+			} else if loc.Status != mapping.StatusCovered || loc.Range.Low != 10 {
+				t.Errorf("Locate: %+v, want offset 15 in range [10, 20)", loc)
+			}
+			if c, err := readers[2].FirstCovering(t.Context(), 0, mapping.Cut{tp: 15}); err != nil {
+				t.Errorf("FirstCovering: %v", err)
+			} else if len(c.Ranges) != 1 || c.Ranges[0].Low != 10 {
+				t.Errorf("FirstCovering: %+v, want the commit of [10, 20)", c)
+			}
+		})
+	}
+}
+
 // TestConcurrentMaintainersLoseNothing: two maintainers expire snapshots
 // of one table at the same time, each through its own table handle, as
 // two sinks or a sink and floe maintain do, while a writer commits. Every

@@ -106,11 +106,11 @@ func (t *Table) RemoveStaleMetadata(ctx context.Context, log *slog.Logger, minAg
 	if err := t.checkMetadataLocation(); err != nil {
 		return nil, err
 	}
-	files, _, _, err := t.listMetadataFolder(ctx, false)
+	folder, err := t.listMetadataFolder(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("remove stale metadata files of %s: %w", t.Name(), err)
 	}
-	removed, err := t.deleteFolderFiles(ctx, t.staleMetadata(log, files, minAge, time.Now()), dryRun)
+	removed, err := t.deleteFolderFiles(ctx, t.staleMetadata(log, folder.meta, minAge, time.Now()), dryRun)
 	if err != nil {
 		return removed, fmt.Errorf("remove stale metadata files of %s (%d deleted): %w", t.Name(), len(removed), err)
 	}
@@ -125,26 +125,55 @@ func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.
 	fail := func(err error) error {
 		return fmt.Errorf("remove stale metadata and ledger archive files of %s: %w", t.Name(), err)
 	}
-	metaFiles, archiveFiles, rangesFiles, err := t.listMetadataFolder(ctx, true)
+	folder, err := t.listMetadataFolder(ctx, true)
 	if err != nil {
 		return fail(err)
 	}
 	now := time.Now()
-	archives, err := t.staleArchives(ctx, log, archiveFiles, minAge, now)
+	archives, err := t.staleArchives(ctx, log, folder.archives, minAge, now)
 	if err != nil {
 		return fail(err)
 	}
 	var errs []error
-	res.StaleMetadata, err = t.deleteFolderFiles(ctx, t.staleMetadata(log, metaFiles, minAge, now), dryRun)
+	res.StaleMetadata, err = t.deleteFolderFiles(ctx, t.staleMetadata(log, folder.meta, minAge, now), dryRun)
 	errs = append(errs, err)
-	res.StaleArchives, err = t.deleteFolderFiles(ctx, archives, dryRun)
+	// A segment's index goes with it, and so does one whose segment is
+	// already gone (floe before this deleted segments only).
+	stale := append(archives, t.staleIndexes(folder, archives, minAge, now)...)
+	res.StaleArchives, err = t.deleteFolderFiles(ctx, stale, dryRun)
 	errs = append(errs, err)
-	res.StaleRangesFiles, err = t.deleteFolderFiles(ctx, t.staleRangesFiles(rangesFiles, minAge, now), dryRun)
+	res.StaleRangesFiles, err = t.deleteFolderFiles(ctx, t.staleRangesFiles(folder.ranges, minAge, now), dryRun)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return fail(fmt.Errorf("%d metadata, %d archive and %d ranges files deleted: %w", len(res.StaleMetadata), len(res.StaleArchives), len(res.StaleRangesFiles), err))
 	}
 	return nil
+}
+
+// staleIndexes picks, out of the files of the archive index folder, the
+// indexes older than minAge of segments the table does not name and that
+// are either gone or stale (deleted with them): no table version can name
+// a segment again once it is gone, and the index of a segment in the
+// making is younger than minAge, like the segment.
+func (t *Table) staleIndexes(folder metadataFolder, staleArchives []folderFile, minAge time.Duration, now time.Time) []folderFile {
+	named := map[string]bool{}
+	for _, seg := range namedSegments(t.tbl.Properties()) {
+		named[path.Base(seg.path)] = true
+	}
+	kept := map[string]bool{}
+	for _, f := range folder.archives {
+		kept[f.name] = true
+	}
+	for _, f := range staleArchives {
+		kept[f.name] = false
+	}
+	var stale []folderFile
+	for _, f := range folder.indexes {
+		if strings.HasSuffix(f.name, ".json") && !named[f.name] && !kept[f.name] && f.modTime.Before(now.Add(-minAge)) {
+			stale = append(stale, f)
+		}
+	}
+	return stale
 }
 
 // staleRangesFiles picks, out of the files of the ranges folder, those
@@ -198,17 +227,26 @@ type folderFile struct {
 	modTime time.Time
 }
 
+// metadataFolder is what listMetadataFolder lists: the files directly in
+// the table's metadata folder, and those of its ledger archive, archive
+// index and ranges folders.
+type metadataFolder struct {
+	meta, archives, indexes, ranges []folderFile
+}
+
 // listMetadataFolder lists the files directly in the table's metadata
-// folder and, with archives, those directly in its ledger archive folder
-// and its ranges folder, in one walk that descends into no other folder.
-func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metaFiles, archiveFiles, rangesFiles []folderFile, err error) {
+// folder and, with archives, those directly in its ledger archive, archive
+// index and ranges folders, in one walk that descends into no other
+// folder.
+func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metadataFolder, error) {
+	var out metadataFolder
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return out, err
 	}
 	lfs, ok := fsys.(iceio.ListableIO)
 	if !ok {
-		return nil, nil, nil, errors.New("the table's storage cannot list files")
+		return out, errors.New("the table's storage cannot list files")
 	}
 	dir := t.metadataLocation()
 	// Storages list a folder's files under the folder's path in their own
@@ -228,7 +266,7 @@ func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metaFile
 			return nil
 		}
 		if d.IsDir() {
-			if dir := strings.TrimSuffix(p, "/"); archives && (dir == root+"/"+archiveFolder || dir == root+"/"+rangesFolder) {
+			if dir := strings.TrimSuffix(p, "/"); archives && (dir == root+"/"+archiveFolder || dir == root+"/"+indexFolder || dir == root+"/"+rangesFolder) {
 				return nil
 			}
 			return fs.SkipDir
@@ -247,18 +285,20 @@ func (t *Table) listMetadataFolder(ctx context.Context, archives bool) (metaFile
 		f := folderFile{path: p, name: p[i+1:], modTime: info.ModTime()}
 		switch p[:i] {
 		case root:
-			metaFiles = append(metaFiles, f)
+			out.meta = append(out.meta, f)
 		case root + "/" + archiveFolder:
-			archiveFiles = append(archiveFiles, f)
+			out.archives = append(out.archives, f)
+		case root + "/" + indexFolder:
+			out.indexes = append(out.indexes, f)
 		case root + "/" + rangesFolder:
-			rangesFiles = append(rangesFiles, f)
+			out.ranges = append(out.ranges, f)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list %s: %w", dir, err)
+		return metadataFolder{}, fmt.Errorf("list %s: %w", dir, err)
 	}
-	return metaFiles, archiveFiles, rangesFiles, nil
+	return out, nil
 }
 
 // staleMetadata picks the stale metadata files out of files (see

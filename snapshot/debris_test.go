@@ -486,11 +486,12 @@ func killedMaintain(t *testing.T, tbl *snapshot.Table) string {
 
 // TestRemoveOrphansRemovesKilledMaintainArchives: archive files that maintain
 // runs killed before their commit left, which the table does not name,
-// are deleted once older than the orphan age; a young one (a run in
-// progress writes its archive before its commit), the archive the table
-// names, an unreferenced archive holding an entry nothing else holds, and
-// a file that is not an archive of the table are kept. The ledger reads
-// the same.
+// are deleted once older than the orphan age, and their index files with
+// them (found by review: the indexes were left for good); a young one (a
+// run in progress writes its archive before its commit), the archive the
+// table names, an unreferenced archive holding an entry nothing else
+// holds, a file that is not an archive of the table and their indexes are
+// kept. The ledger reads the same.
 func TestRemoveOrphansRemovesKilledMaintainArchives(t *testing.T) {
 	tbl, _ := maintainTable(t, 6)
 	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 4}); err != nil {
@@ -521,21 +522,25 @@ func TestRemoveOrphansRemovesKilledMaintainArchives(t *testing.T) {
 	if err := os.WriteFile(foreign, []byte(`{"not":"an archive"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	backdate(t, old, named, sole, foreign)
+	index := func(segment string) string {
+		return filepath.Join(metadataDir(tbl), "floe-ledger-index", filepath.Base(segment))
+	}
+	backdate(t, old, index(old), named, index(named), sole, foreign)
 	before := freshLedger(t, tbl)
 
+	want := []string{old, index(old)}
 	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, DryRun: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil || !slices.Equal(res.StaleArchives, []string{old}) || !exists(t, old) {
-		t.Fatalf("dry run: stale archives %v, %v, kept %v; want %s reported and kept", res.StaleArchives, err, exists(t, old), old)
+	if err != nil || !slices.Equal(res.StaleArchives, want) || !exists(t, old) || !exists(t, index(old)) {
+		t.Fatalf("dry run: stale archives %v, %v, kept %v; want %v reported and kept", res.StaleArchives, err, exists(t, old), want)
 	}
 	res, err = tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exists(t, old) || !slices.Equal(res.StaleArchives, []string{old}) || len(res.StaleMetadata) != 0 {
-		t.Fatalf("result %+v, old archive kept %v: want only the killed run's old archive %s deleted", res, exists(t, old), old)
+	if exists(t, old) || exists(t, index(old)) || !slices.Equal(res.StaleArchives, want) || len(res.StaleMetadata) != 0 {
+		t.Fatalf("result %+v, old archive kept %v: want only the killed run's old archive and its index %v deleted", res, exists(t, old), want)
 	}
-	for _, f := range []string{young, named, sole, foreign} {
+	for _, f := range []string{young, index(young), named, index(named), sole, foreign} {
 		if !exists(t, f) {
 			t.Fatalf("%s was deleted", filepath.Base(f))
 		}

@@ -80,7 +80,7 @@ type MaintainResult struct {
 	OrphanBytes int64    `json:"orphan_bytes"`
 	// StaleMetadata are the metadata files deleted that no table version
 	// will reference, StaleArchives the ledger archive files deleted that
-	// the table does not name.
+	// the table does not name, with their index files.
 	StaleMetadata []string `json:"stale_metadata,omitempty"`
 	StaleArchives []string `json:"stale_archives,omitempty"`
 	// StaleRangesFiles are the ranges files deleted that no snapshot

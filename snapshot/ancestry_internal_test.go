@@ -288,44 +288,92 @@ func BenchmarkLedgerParts(b *testing.B) {
 }
 
 // BenchmarkArchiveIndexHeap measures what a table holds per archived
-// snapshot (archive_B/snapshot): the live heap of the archive index of a
-// segment of 50,000 entries, after a collection, over the entries. It was
-// 56 bytes with one index by id across segments; it fails above 40, since
-// it grows a writer's memory with its history (issue 23).
+// snapshot (archive_B/snapshot): the live heap of the archive index of one
+// segment, after a collection, over its entries; and of it, the blocks'
+// summaries (summaries_B/snapshot). With partitions=1 (50,000 commits of
+// one range) it is the entries: 56 bytes with one index by id across
+// segments, 28.5 now; it fails above 40, since it grows a writer's memory
+// with its history (issue 23). With partitions=1000 (2,000 commits of a
+// range on each of 1,000 partitions, a busy wide topic) the blocks'
+// summaries dominate: a summary per partition per block of about 4 MiB
+// of the segment file, which every process opening the table holds. It
+// reports them and does not fail: holding them is still to be changed.
 //
 //	go test ./snapshot/ -run '^$' -bench ArchiveIndexHeap -benchtime 1x
 func BenchmarkArchiveIndexHeap(b *testing.B) {
-	const n = 50_000
-	file, err := json.Marshal(&Archive{Format: ArchiveFormat, TableUUID: "u", Snapshots: history(b, n, 0, 40)})
-	if err != nil {
-		b.Fatal(err)
+	for _, tc := range []struct{ commits, partitions int }{{50_000, 1}, {2_000, 1_000}} {
+		b.Run(fmt.Sprintf("partitions=%d", tc.partitions), func(b *testing.B) {
+			snaps := history(b, tc.commits, 0, 40)
+			if tc.partitions > 1 {
+				snaps = wideHistory(b, tc.commits, tc.partitions)
+			}
+			file, err := json.Marshal(&Archive{Format: ArchiveFormat, TableUUID: "u", Snapshots: snaps})
+			if err != nil {
+				b.Fatal(err)
+			}
+			snaps = nil
+			var perSnapshot, summaries float64
+			for b.Loop() {
+				// Twice: the heap goal the first collection leaves can keep
+				// some garbage of history's for the next.
+				runtime.GC()
+				runtime.GC()
+				before := memprobe.Live()
+				ix, err := buildIndex(bytes.NewReader(file), "u")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := ix.slim(); err != nil {
+					b.Fatal(err)
+				}
+				a := newArchiveIndex([]segment{{key: "k", path: "p", ix: ix}}, nil)
+				runtime.GC()
+				runtime.GC()
+				held := memprobe.Live()
+				perSnapshot = float64(held-before) / float64(tc.commits)
+				if a.Len() != tc.commits {
+					b.Fatalf("Len %d, want %d", a.Len(), tc.commits)
+				}
+				for i := range ix.Blocks {
+					ix.Blocks[i].Summary = summaryJSON{}
+				}
+				runtime.GC()
+				runtime.GC()
+				summaries = float64(held-memprobe.Live()) / float64(tc.commits)
+				runtime.KeepAlive(a)
+			}
+			b.ReportMetric(perSnapshot, "archive_B/snapshot")
+			b.ReportMetric(summaries, "summaries_B/snapshot")
+			if tc.partitions == 1 && perSnapshot > 40 {
+				b.Fatalf("the archive index holds %.1f bytes per archived snapshot, want at most 40", perSnapshot)
+			}
+		})
 	}
-	var perSnapshot float64
-	for b.Loop() {
-		// Twice: the heap goal the first collection leaves can keep
-		// some garbage of history's for the next.
-		runtime.GC()
-		runtime.GC()
-		before := memprobe.Live()
-		ix, err := buildIndex(bytes.NewReader(file), "u")
+}
+
+// wideHistory is a linear history of n floe commits, each with a range of
+// 10 records on each of partitions partitions.
+func wideHistory(t testing.TB, n, partitions int) []ArchivedSnapshot {
+	t.Helper()
+	snaps := make([]ArchivedSnapshot, 0, n)
+	for i := 1; i <= n; i++ {
+		c := mapping.Commit{ID: fmt.Sprintf("c%d", i), Writer: "w"}
+		for p := range partitions {
+			c.Ranges = append(c.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: int32(p)},
+				Interval: mapping.Interval{Low: int64(i-1) * 10, High: int64(i) * 10}, Records: 10})
+		}
+		props, err := c.Encode()
 		if err != nil {
-			b.Fatal(err)
+			t.Fatal(err)
 		}
-		if err := ix.slim(); err != nil {
-			b.Fatal(err)
+		s := ArchivedSnapshot{SnapshotID: int64(i), TimestampMs: 1000 + int64(i), Properties: props}
+		if i > 1 {
+			parent := int64(i - 1)
+			s.ParentID = &parent
 		}
-		a := newArchiveIndex([]segment{{key: "k", path: "p", ix: ix}}, nil)
-		runtime.GC()
-		runtime.GC()
-		perSnapshot = float64(memprobe.Live()-before) / n
-		if a.Len() != n {
-			b.Fatalf("Len %d, want %d", a.Len(), n)
-		}
+		snaps = append(snaps, s)
 	}
-	b.ReportMetric(perSnapshot, "archive_B/snapshot")
-	if perSnapshot > 40 {
-		b.Fatalf("the archive index holds %.1f bytes per archived snapshot, want at most 40", perSnapshot)
-	}
+	return snaps
 }
 
 // TestArchiveIndexAgreesWithModel: on random archives of up to five

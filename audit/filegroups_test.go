@@ -138,6 +138,28 @@ func TestFaultGroupSpanOutside(t *testing.T) {
 	}
 }
 
+// groupOfTwo is groupedTable with one more commit forced on it: a file
+// group whose spans and ranges are partitions 0 and 1 at [2000, 2010),
+// the ranges of 10 and records1 records, and whose one file holds
+// partition 0's 10 rows there and partition 1's at [low1, low1+10).
+func groupOfTwo(t *testing.T, e *env, name string, low1, records1 int64) *snapshot.Table {
+	t.Helper()
+	tbl, _ := groupedTable(t, e, name)
+	tp0, tp1 := mapping.TopicPartition{Topic: name, Partition: 0}, mapping.TopicPartition{Topic: name, Partition: 1}
+	rows := batch(t, tbl, tp0, span(2000, 2010)...)
+	defer rows.Release()
+	more := batch(t, tbl, tp1, span(low1, low1+10)...)
+	defer more.Release()
+	both, err := mapping.Conform(memory.NewGoAllocator(), tbl.ArrowSchema(), []arrow.RecordBatch{rows, more})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := mapping.Interval{Low: 2000, High: 2010}
+	floetest.ForceCommit(t, tbl, []mapping.Range{{TopicPartition: tp0, Interval: at, Records: 10}, {TopicPartition: tp1, Interval: at, Records: records1}},
+		both, mapping.Span{TopicPartition: tp0, Interval: at}, mapping.Span{TopicPartition: tp1, Interval: at})
+	return tbl
+}
+
 // TestFaultGroupFileBoundsOutsideSpans: a group's file whose rows match
 // its ranges' count but whose bounds reach offsets no span of the group
 // holds (partition 1's rows at [5000, 5010), the spans and ranges at
@@ -146,22 +168,7 @@ func TestFaultGroupSpanOutside(t *testing.T) {
 // review). The rows level finds the rows outside the ledger.
 func TestFaultGroupFileBoundsOutsideSpans(t *testing.T) {
 	e := newEnv(t)
-	tbl, _ := groupedTable(t, e, "gbounds")
-	tp0, tp1 := mapping.TopicPartition{Topic: "gbounds", Partition: 0}, mapping.TopicPartition{Topic: "gbounds", Partition: 1}
-	rows := batch(t, tbl, tp0, span(2000, 2010)...)
-	defer rows.Release()
-	elsewhere := batch(t, tbl, tp1, span(5000, 5010)...)
-	defer elsewhere.Release()
-	both, err := mapping.Conform(memory.NewGoAllocator(), tbl.ArrowSchema(), []arrow.RecordBatch{rows, elsewhere})
-	if err != nil {
-		t.Fatal(err)
-	}
-	floetest.ForceCommit(t, tbl, []mapping.Range{
-		{TopicPartition: tp0, Interval: mapping.Interval{Low: 2000, High: 2010}, Records: 10},
-		{TopicPartition: tp1, Interval: mapping.Interval{Low: 2000, High: 2010}, Records: 10},
-	}, both,
-		mapping.Span{TopicPartition: tp0, Interval: mapping.Interval{Low: 2000, High: 2010}},
-		mapping.Span{TopicPartition: tp1, Interval: mapping.Interval{Low: 2000, High: 2010}})
+	tbl := groupOfTwo(t, e, "gbounds", 5000, 10)
 	rep := e.audit(tbl, filesDepth)
 	expectFindings(t, rep, "files stray-file")
 	if d := rep.Findings[0].Detail; !strings.Contains(d, "at offsets [2000, 5010), beyond its group's 2 spans (partitions 0 to 1, offsets [2000, 2010))") {
@@ -175,22 +182,7 @@ func TestFaultGroupFileBoundsOutsideSpans(t *testing.T) {
 // says 19) is one count mismatch naming both ranges.
 func TestFaultGroupCountMismatch(t *testing.T) {
 	e := newEnv(t)
-	tbl, _ := groupedTable(t, e, "gcount")
-	tp0, tp1 := mapping.TopicPartition{Topic: "gcount", Partition: 0}, mapping.TopicPartition{Topic: "gcount", Partition: 1}
-	rows := batch(t, tbl, tp0, span(2000, 2010)...)
-	defer rows.Release()
-	more := batch(t, tbl, tp1, span(2000, 2010)...)
-	defer more.Release()
-	both, err := mapping.Conform(memory.NewGoAllocator(), tbl.ArrowSchema(), []arrow.RecordBatch{rows, more})
-	if err != nil {
-		t.Fatal(err)
-	}
-	floetest.ForceCommit(t, tbl, []mapping.Range{
-		{TopicPartition: tp0, Interval: mapping.Interval{Low: 2000, High: 2010}, Records: 10},
-		{TopicPartition: tp1, Interval: mapping.Interval{Low: 2000, High: 2010}, Records: 9},
-	}, both,
-		mapping.Span{TopicPartition: tp0, Interval: mapping.Interval{Low: 2000, High: 2010}},
-		mapping.Span{TopicPartition: tp1, Interval: mapping.Interval{Low: 2000, High: 2010}})
+	tbl := groupOfTwo(t, e, "gcount", 2000, 9)
 	rep := e.audit(tbl, filesDepth)
 	expectFindings(t, rep, "files count-mismatch gcount/0 [2000, 2010)")
 	if d := rep.Findings[0].Detail; !strings.Contains(d, "2 ranges gcount/0 [2000, 2010), gcount/1 [2000, 2010)") || !strings.Contains(d, "19 records") || !strings.Contains(d, "hold 20 rows") {

@@ -33,11 +33,19 @@ func archivedHistory(t testing.TB, n, gap, dlAt int) (table.Metadata, *archiveIn
 
 // history returns the snapshots of archivedHistory.
 func history(t testing.TB, n, gap, dlAt int) []ArchivedSnapshot {
+	return historyOf(t, n, gap, dlAt, 1)
+}
+
+// historyOf is history with a range on each of partitions partitions.
+func historyOf(t testing.TB, n, gap, dlAt, partitions int) []ArchivedSnapshot {
 	t.Helper()
-	var snaps []ArchivedSnapshot
+	snaps := make([]ArchivedSnapshot, 0, n)
 	for i := 1; i <= n; i++ {
-		c := mapping.Commit{ID: fmt.Sprintf("c%d", i), Writer: "w", Ranges: []mapping.Range{{TopicPartition: mapping.TopicPartition{Topic: "t"},
-			Interval: mapping.Interval{Low: int64(i-1) * 10, High: int64(i) * 10}, Records: 10}}}
+		c := mapping.Commit{ID: fmt.Sprintf("c%d", i), Writer: "w"}
+		for p := range partitions {
+			c.Ranges = append(c.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: int32(p)},
+				Interval: mapping.Interval{Low: int64(i-1) * 10, High: int64(i) * 10}, Records: 10})
+		}
 		if i == dlAt {
 			c.DeadLetterTable, c.DeadLetterFiles = "lake.dl", []string{"dl/f.parquet"}
 		}
@@ -303,10 +311,7 @@ func BenchmarkLedgerParts(b *testing.B) {
 func BenchmarkArchiveIndexHeap(b *testing.B) {
 	for _, tc := range []struct{ commits, partitions int }{{50_000, 1}, {2_000, 1_000}} {
 		b.Run(fmt.Sprintf("partitions=%d", tc.partitions), func(b *testing.B) {
-			snaps := history(b, tc.commits, 0, 40)
-			if tc.partitions > 1 {
-				snaps = wideHistory(b, tc.commits, tc.partitions)
-			}
+			snaps := historyOf(b, tc.commits, 0, 40, tc.partitions)
 			file, err := json.Marshal(&Archive{Format: ArchiveFormat, TableUUID: "u", Snapshots: snaps})
 			if err != nil {
 				b.Fatal(err)
@@ -349,31 +354,6 @@ func BenchmarkArchiveIndexHeap(b *testing.B) {
 			}
 		})
 	}
-}
-
-// wideHistory is a linear history of n floe commits, each with a range of
-// 10 records on each of partitions partitions.
-func wideHistory(t testing.TB, n, partitions int) []ArchivedSnapshot {
-	t.Helper()
-	snaps := make([]ArchivedSnapshot, 0, n)
-	for i := 1; i <= n; i++ {
-		c := mapping.Commit{ID: fmt.Sprintf("c%d", i), Writer: "w"}
-		for p := range partitions {
-			c.Ranges = append(c.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: int32(p)},
-				Interval: mapping.Interval{Low: int64(i-1) * 10, High: int64(i) * 10}, Records: 10})
-		}
-		props, err := c.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := ArchivedSnapshot{SnapshotID: int64(i), TimestampMs: 1000 + int64(i), Properties: props}
-		if i > 1 {
-			parent := int64(i - 1)
-			s.ParentID = &parent
-		}
-		snaps = append(snaps, s)
-	}
-	return snaps
 }
 
 // TestArchiveIndexAgreesWithModel: on random archives of up to five

@@ -20,6 +20,7 @@ import (
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -390,6 +391,102 @@ func TestCleanLossInsideOneFlush(t *testing.T) {
 				expectFindings(t, e.audit(tbl, opts), lost)
 			}
 		})
+	}
+}
+
+// TestCleanTwoLossesInsideOneFlush: a partition streams rows, loses
+// offsets (its stream ends), reads a few rows, loses offsets again, then
+// streams again, all in one flush. No data file spans a loss (the few
+// rows between the losses used to go into the stream after the second),
+// the audit finds the losses only, and floe where finds every row's file.
+func TestCleanTwoLossesInsideOneFlush(t *testing.T) {
+	e := newEnv(t)
+	const topic = "twoloss"
+	e.Topic(topic, 1, nil)
+	big := func(o int) bool { return o < 50 || o >= 70 }
+	for i, r := range records(topic, 0, 130, "a") {
+		if big(i) {
+			r.Value = bytes.Repeat([]byte("x"), 100<<10)
+		}
+		e.Produce([]*kgo.Record{r})
+	}
+	tbl := e.Table("lake.twoloss")
+	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	var (
+		mu           sync.Mutex
+		seen         int64
+		first, again bool
+	)
+	_, err = e.Env.Sink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord,
+		OnRecords: func(n int64) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen += n
+			if !first && seen >= 45 {
+				first = true
+				if err := e.Stack.Cluster.DeleteRecords(topic, 0, 50); err != nil {
+					t.Error(err)
+				}
+			}
+			if first && !again && seen >= 55 {
+				again = true
+				if err := e.Stack.Cluster.DeleteRecords(topic, 0, 60); err != nil {
+					t.Error(err)
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mapping.Cover(l.Ranges(tp))
+	if c.Next != 130 || len(c.Lost) == 0 {
+		t.Fatalf("coverage %+v", c)
+	}
+	files, err := tbl.Files(e.Ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		for _, lost := range c.Lost {
+			if f.Offsets.Low < lost.Low && f.Offsets.High > lost.High {
+				t.Errorf("data file %s holds offsets %s, across the recorded loss %s", f.Path, f.Offsets, lost)
+			}
+		}
+	}
+	var want []string
+	for _, lost := range c.Lost {
+		want = append(want, "ledger lost twoloss/0 "+lost.String())
+	}
+	for _, opts := range []audit.Options{filesDepth, rowsDepth} {
+		expectFindings(t, e.audit(tbl, opts), want...)
+	}
+	for o := int64(0); o < 130; o++ {
+		res, err := lookup.Where(e.Ctx, tbl, nil, tp, o)
+		if err != nil {
+			t.Fatalf("where %d: %v", o, err)
+		}
+		isLost := false
+		for _, lost := range c.Lost {
+			isLost = isLost || lost.Contains(o)
+		}
+		if isLost {
+			if res.Status != "lost" {
+				t.Errorf("where %d: status %s, want lost", o, res.Status)
+			}
+			continue
+		}
+		if res.Status != "row" || res.File == "" {
+			t.Errorf("where %d: %+v, want a row and its file", o, res)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -486,6 +487,93 @@ func TestCleanTwoLossesInsideOneFlush(t *testing.T) {
 		}
 		if res.Status != "row" || res.File == "" {
 			t.Errorf("where %d: %+v, want a row and its file", o, res)
+		}
+	}
+}
+
+// TestCleanTypedLossInsideOneFlush: a JSON table with dead letters: rows
+// and a dead letter before a recorded loss (no stream yet), then rows with
+// a new wide column that fill a stream batch, and another dead letter, all
+// in one flush. The rows before the loss used to share the stream's file;
+// now the audit finds the loss only, and where finds every row's file and
+// every dead letter.
+func TestCleanTypedLossInsideOneFlush(t *testing.T) {
+	e := newEnv(t)
+	const topic = "typedloss"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.TypedTable("lake.typedloss", mapping.Layout{Value: mapping.ValueJSON})
+	pad := strings.Repeat("p", 100<<10)
+	bad := map[int]bool{3: true, 40: true}
+	for i := range 80 {
+		v := fmt.Sprintf(`{"id":%d}`, i)
+		if i >= 12 {
+			v = fmt.Sprintf(`{"id":%d,"pad":"%s"}`, i, pad)
+		}
+		if bad[i] {
+			v = `{"id":"x"}`
+		}
+		e.Produce([]*kgo.Record{{Topic: topic, Value: []byte(v)}})
+	}
+	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	var (
+		once sync.Once
+		seen atomic.Int64
+	)
+	_, err = e.Env.Sink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, DeadLetters: dlq,
+		OnRecords: func(n int64) {
+			if seen.Add(n) >= 6 {
+				once.Do(func() {
+					if err := e.Stack.Cluster.DeleteRecords(topic, 0, 12); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mapping.Cover(l.Ranges(tp))
+	if len(c.Lost) != 1 || c.Next != 80 {
+		t.Fatalf("coverage %+v: want one loss and rows up to 80", c)
+	}
+	var want []string
+	for _, lost := range c.Lost {
+		want = append(want, "ledger lost typedloss/0 "+lost.String())
+	}
+	for _, opts := range []audit.Options{filesDepth, rowsDepth} {
+		expectFindings(t, e.audit(tbl, opts), want...)
+	}
+	for o := int64(0); o < 80; o++ {
+		res, err := lookup.Where(e.Ctx, tbl, nil, tp, o)
+		if err != nil {
+			t.Fatalf("where %d: %v", o, err)
+		}
+		isLost := false
+		for _, lost := range c.Lost {
+			isLost = isLost || lost.Contains(o)
+		}
+		switch {
+		case isLost:
+			if res.Status != "lost" {
+				t.Errorf("where %d: %+v, want lost", o, res)
+			}
+		case bad[int(o)]:
+			if res.Kind != "dead_letter" {
+				t.Errorf("where %d: %+v, want a dead letter", o, res)
+			}
+		default:
+			if res.Status != "row" || res.File == "" {
+				t.Errorf("where %d: %+v, want a row and its file", o, res)
+			}
 		}
 	}
 }

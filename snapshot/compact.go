@@ -894,7 +894,6 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 		maxAttempts = 30
 	}
 	const maxErrors = 5
-	id := c.props[KeyCompactID]
 	var (
 		lastErr error
 		errs    int
@@ -943,11 +942,44 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 	if err := t.Refresh(ctx); err != nil {
 		return 0, attempt, fmt.Errorf("compact %s: gave up after %d attempts; whether the last one was applied is unknown (its files are orphans if not): %w", t.Name(), attempt, lastErr)
 	}
-	if snap := t.compactionSnapshot(id); snap != 0 {
+	if snap, landed := t.discardCompaction(ctx, log, c); landed {
 		return snap, attempt, nil
 	}
-	t.removeFiles(ctx, log, c.news)
 	return 0, attempt, fmt.Errorf("compact %s: gave up after %d attempts, nothing was committed: %w", t.Name(), attempt, lastErr)
+}
+
+// discardCompaction deletes the files compaction c wrote, on the table as
+// just reloaded, unless c is in it after all: its snapshot in the branch's
+// history, or one of its files live in the head. The second is the case
+// of an attempt whose outcome was unknown and that landed, after which
+// other commits and an expiry removed its snapshot before the retry
+// reloaded: deleting its files would lose their rows. It returns the
+// snapshot that added them when c landed. When the head's files cannot be
+// read, nothing is deleted: they are orphans at worst.
+func (t *Table) discardCompaction(ctx context.Context, log *slog.Logger, c compactCommit) (int64, bool) {
+	if snap := t.compactionSnapshot(c.props[KeyCompactID]); snap != 0 {
+		return snap, true
+	}
+	news := make(map[string]bool, len(c.news))
+	for _, df := range c.news {
+		news[df.FilePath()] = true
+	}
+	var by int64
+	err := t.liveEntries(ctx, 0, iceberg.ManifestContentData, func(e iceberg.ManifestEntry) {
+		if news[e.DataFile().FilePath()] {
+			by = e.SnapshotID()
+		}
+	})
+	switch {
+	case err != nil:
+		log.Warn("compaction not committed, but the table's files could not be read to check that it did not land: keeping the files it wrote (orphans if it did not)", "table", t.Name(), "err", err)
+		return 0, false
+	case by != 0:
+		log.Info("compaction found committed by its files: its snapshot was expired since", "table", t.Name(), "snapshot", by)
+		return by, true
+	}
+	t.removeFiles(ctx, log, c.news)
+	return 0, false
 }
 
 // attemptOutcome is how one commit attempt of a compaction ended.
@@ -986,7 +1018,9 @@ func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCo
 			return snap, attemptLanded, nil
 		}
 		if err := c.check(ctx); err != nil {
-			t.removeFiles(ctx, log, c.news)
+			if snap, landed := t.discardCompaction(ctx, log, c); landed {
+				return snap, attemptLanded, nil
+			}
 			return 0, attemptGaveUp, err
 		}
 	}
@@ -994,10 +1028,15 @@ func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCo
 	switch {
 	case err == nil:
 		return snap, attemptCommitted, nil
-	case strings.Contains(err.Error(), "do not belong to the table"):
-		// iceberg-go's answer when a file to replace is no longer
-		// live: another compaction (or a rollback) got there first.
-		t.removeFiles(ctx, log, c.news)
+	case strings.Contains(err.Error(), "do not belong to the table"),
+		// iceberg-go's answers when a file to replace is no longer
+		// live (another compaction, a rollback, or this one's earlier
+		// attempt that landed) and when a file to add is live already
+		// (that attempt's).
+		strings.Contains(err.Error(), "already referenced by table"):
+		if snap, landed := t.discardCompaction(ctx, log, c); landed {
+			return snap, attemptLanded, nil
+		}
 		return 0, attemptGaveUp, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}
 	}
 	return 0, attemptFailed, err

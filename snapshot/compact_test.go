@@ -497,3 +497,40 @@ func TestCompactionGroupsOutliveAbsorbedSegment(t *testing.T) {
 		t.Fatalf("groups %+v, want %+v", got, want)
 	}
 }
+
+// TestCompactLandedThenExpiredKeepsItsFiles: a compaction's commit lands
+// but its reply is lost; before its retry reloads, a writer commits on top
+// and an expiry keeping one snapshot removes the compaction's. The retry
+// did not find it in the branch's history, committed again until iceberg-go
+// refused ("already referenced by table"), and then deleted the merged
+// file the head holds, as its own uncommitted output: its rows were lost
+// (found by review). It finds the compaction by its files, and keeps them.
+func TestCompactLandedThenExpiredKeepsItsFiles(t *testing.T) {
+	cat := tempCatalog(t)
+	sink := openTestTable(t, cat, "lake.lostreply", snapshot.OpenOptions{Create: true})
+	smallFiles(t, sink, 0, 4, 5)
+	hc := &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
+		if err := sink.Refresh(t.Context()); err != nil {
+			t.Error(err)
+			return
+		}
+		smallFiles(t, sink, 4, 1, 5)
+		if _, err := sink.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+			t.Error(err)
+		}
+	}}
+	comp := openTestTable(t, hc, "lake.lostreply", snapshot.OpenOptions{})
+	res, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	if err != nil || res.FilesAfter != 1 {
+		t.Fatalf("compaction: %+v, %v; want it found committed", res, err)
+	}
+	fresh := openTestTable(t, cat, "lake.lostreply", snapshot.OpenOptions{})
+	for _, f := range liveDataFiles(t, fresh) {
+		if _, err := os.Stat(strings.TrimPrefix(f.Path, "file://")); err != nil {
+			t.Fatalf("live data file %s is gone from storage: %v", f.Path, err)
+		}
+	}
+	if n := len(snapshotRows(t, fresh, 0)); n != 50 {
+		t.Fatalf("%d rows, want 50", n)
+	}
+}

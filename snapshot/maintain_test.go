@@ -398,6 +398,11 @@ type hookCatalog struct {
 	failCommits    bool
 	dieAfterCommit bool
 	dead           bool
+	// loseReply makes the next commit land and then answer an error (the
+	// reply lost: an unknown outcome), after running afterLanding, what
+	// other writers do meanwhile.
+	loseReply    bool
+	afterLanding func()
 }
 
 // errKilled is what a hookCatalog answers once its process is "dead".
@@ -425,6 +430,13 @@ func (c *hookCatalog) CommitTable(ctx context.Context, ident table.Identifier, r
 	meta, loc, err := c.Catalog.CommitTable(ctx, ident, reqs, updates)
 	if err == nil && c.dieAfterCommit {
 		c.dead = true
+	}
+	if err == nil && c.loseReply {
+		c.loseReply = false
+		if f := c.afterLanding; f != nil {
+			f()
+		}
+		return nil, "", errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
 	}
 	return meta, loc, err
 }

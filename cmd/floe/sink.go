@@ -229,6 +229,68 @@ func (o *tableOwners) claim(table, topic string) error {
 	return nil
 }
 
+// tableTurns gives the pipelines of one table (several topics sunk into it)
+// one commit turn and one scheduled compaction. With one each, every
+// pipeline compacted the table at every interval, on the same files, and
+// all but one threw their rewrite away (found by review).
+type tableTurns struct {
+	mu     sync.Mutex
+	tables map[string]*tableTurn
+}
+
+type tableTurn struct {
+	turn  sync.Mutex
+	users int
+	stop  func()
+}
+
+// turn is the lock the pipelines of table hold around their commits and
+// their compaction's (connector.Config.CommitTurn).
+func (t *tableTurns) turn(table string) *sync.Mutex {
+	return &t.get(table).turn
+}
+
+func (t *tableTurns) get(table string) *tableTurn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tables == nil {
+		t.tables = map[string]*tableTurn{}
+	}
+	tt := t.tables[table]
+	if tt == nil {
+		tt = &tableTurn{}
+		t.tables[table] = tt
+	}
+	return tt
+}
+
+// compact runs start for the first pipeline of table that starts, and
+// the stop it returns when the last one stops.
+func (t *tableTurns) compact(table string, start func() (stop func())) (stop func()) {
+	tt := t.get(table)
+	t.mu.Lock()
+	tt.users++
+	if tt.users == 1 {
+		tt.stop = start()
+	}
+	t.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			tt.users--
+			var last func()
+			if tt.users == 0 {
+				last, tt.stop = tt.stop, nil
+			}
+			t.mu.Unlock()
+			if last != nil {
+				last()
+			}
+		})
+	}
+}
+
 // runSink runs floe sink: one connector.Pipeline per pipeline, sharing the
 // broker connection, the catalog and the metrics endpoint. Every flag is
 // checked, and the metrics address bound, before the brokers are asked
@@ -261,6 +323,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	w := cmd.OutOrStdout()
 	var onlyDead []string // --stop-at-end pipelines that wrote dead letters and no row
 	owners := &tableOwners{pattern: strings.Contains(f.table, "{topic}"), owner: map[string]string{}}
+	turns := &tableTurns{}
 	var started sync.Once // once every pipeline is checked and its table open
 	// srvCtx serves metrics, and watches lag, beyond the signal: the sinks
 	// commit what they consumed meanwhile.
@@ -270,7 +333,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	build := func(p pipeline) (connector.Pipeline, error) {
 		// turn orders the sink's commits and its compaction's: a
 		// compaction's commit waits for the sink's, never the reverse race.
-		turn := &sync.Mutex{}
+		turn := turns.turn(p.Table)
 		cfg := connector.Config{
 			Topic:            p.Topic,
 			Partitions:       p.Partitions,
@@ -316,7 +379,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		var stopLag context.CancelFunc
 		stopCompaction := func() {}
 		run.OnStart = func(tbl *snapshot.Table) {
-			stopCompaction = f.compaction.start(srvCtx, tbl, turn)
+			stopCompaction = turns.compact(p.Table, func() func() { return f.compaction.start(srvCtx, tbl, turn) })
 			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes), "topic_regex", f.topicRegex) })
 			mp.Table(tbl.Mode(), tbl.UpsertKey())
 			if l, err := tbl.Summary(srvCtx, 0); err == nil {

@@ -282,5 +282,60 @@ func (t *Table) checkDeletesSince(ctx context.Context, base *table.Snapshot, rew
 			}
 		}
 	}
+	if t.archivedAncestor(head.SnapshotID, base.SnapshotID) {
+		// base expired since the plan read it (a long compaction beside a
+		// busy sink outlives its snapshot), and with it the snapshots after
+		// it that expired too: their position deletes still act only if
+		// live in the head, where they are looked for.
+		return t.checkLivePositionDeletes(ctx, rewritten)
+	}
 	return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d it read is no longer in the history of branch %s (a rollback, or a branch published over it)", base.SnapshotID, t.branch)}
+}
+
+// archivedAncestor reports whether snapshot id is an ancestor of head,
+// live or archived: whether it left the metadata by an expiry, not by a
+// rollback.
+func (t *Table) archivedAncestor(head, id int64) bool {
+	meta := t.tbl.Metadata()
+	steps := len(meta.Snapshots()) + 1
+	if t.archive != nil {
+		steps = t.archive.longestWalk(meta)
+	}
+	for cur := head; steps > 0; steps-- {
+		if cur == id {
+			return true
+		}
+		s := meta.SnapshotByID(cur)
+		if s == nil {
+			s = t.archive.snapshot(cur)
+		}
+		if s == nil || s.ParentSnapshotID == nil {
+			return false
+		}
+		cur = *s.ParentSnapshotID
+	}
+	return false
+}
+
+// checkLivePositionDeletes is checkDeletesSince's check when the snapshots
+// since base expired: no live position delete may name a file it rewrites
+// (or name no file). One that base already held is refused too: it cannot
+// be told apart, and floe writes none.
+func (t *Table) checkLivePositionDeletes(ctx context.Context, rewritten map[string]struct{}) error {
+	var conflict error
+	err := t.liveEntries(ctx, 0, iceberg.ManifestContentDeletes, func(e iceberg.ManifestEntry) {
+		df := e.DataFile()
+		if conflict != nil || df.ContentType() != iceberg.EntryContentPosDeletes {
+			return
+		}
+		if ref := df.ReferencedDataFile(); ref == nil {
+			conflict = &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("live position deletes %s may name a file it rewrites", df.FilePath())}
+		} else if _, ok := rewritten[*ref]; ok {
+			conflict = &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("live position deletes name %s, a file it rewrites", *ref)}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("compact %s: read the live delete files: %w", t.Name(), err)
+	}
+	return conflict
 }

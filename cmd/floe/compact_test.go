@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,21 +56,45 @@ func TestMaintainCompact(t *testing.T) {
 	}
 }
 
+// sinkInBackground runs floe with args (a sink) until the returned stop
+// is called, which returns its stderr and error. Should the test fail
+// before, its cleanup stops the sink and logs what it wrote.
+func sinkInBackground(t *testing.T, args ...string) (stop func() (string, error)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var stderr string
+	go func() {
+		var err error
+		_, stderr, err = floeCtx(ctx, args...)
+		done <- err
+	}()
+	var (
+		once sync.Once
+		err  error
+	)
+	stop = func() (string, error) {
+		once.Do(func() {
+			cancel()
+			err = <-done
+		})
+		return stderr, err
+	}
+	t.Cleanup(func() {
+		if out, _ := stop(); t.Failed() {
+			t.Log(out)
+		}
+	})
+	return stop
+}
+
 // TestSinkCompactInterval: a live floe sink with --compact-interval
 // compacts its table while it commits; stopped, the table holds every
 // record once and its audit is complete.
 func TestSinkCompactInterval(t *testing.T) {
 	st, loc := sinkStack(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	var stderr string
-	go func() {
-		var err error
-		_, stderr, err = floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders",
-			"--flush-records", "1000", "--flush-interval", "500ms", "--compact-interval", "300ms", "--compact-target-file-size", "1MiB"}, loc...)...)
-		done <- err
-	}()
+	stop := sinkInBackground(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders",
+		"--flush-records", "1000", "--flush-interval", "500ms", "--compact-interval", "300ms", "--compact-target-file-size", "1MiB"}, loc...)...)
 	count := map[int32]int64{}
 	for _, r := range localstack.DemoEvents("orders", 3, 300, time.Now(), 1) { // sinkStack's events
 		count[r.Partition]++
@@ -93,13 +118,6 @@ func TestSinkCompactInterval(t *testing.T) {
 		}
 		return false
 	}
-	defer func() {
-		if t.Failed() {
-			cancel()
-			<-done
-			t.Log(stderr)
-		}
-	}()
 	waitFor(t, 20*time.Second, "a scheduled compaction", func() bool {
 		produceRound(t, st.Brokers, "orders", 3, 30, count)
 		return compacted()
@@ -116,8 +134,7 @@ func TestSinkCompactInterval(t *testing.T) {
 		}
 		return len(l.Next()) == 3
 	})
-	cancel()
-	if err := <-done; err != nil {
+	if _, err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	checkTable(t, st.Catalog(), "lake.orders", "orders", count)
@@ -304,24 +321,16 @@ func TestTwoTopicsOneTableCompactOnce(t *testing.T) {
 	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("payments", 3, 300, time.Now().Add(-time.Hour), 2)); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	var stderr string
-	go func() {
-		var err error
-		_, stderr, err = floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--topic", "payments", "--table", "lake.both",
-			"--flush-records", "1000", "--flush-interval", "200ms", "--compact-interval", "1s", "--compact-target-file-size", "1MiB"}, loc...)...)
-		done <- err
-	}()
+	stop := sinkInBackground(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--topic", "payments", "--table", "lake.both",
+		"--flush-records", "1000", "--flush-interval", "200ms", "--compact-interval", "1s", "--compact-target-file-size", "1MiB"}, loc...)...)
 	orders, payments := map[int32]int64{}, map[int32]int64{}
 	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); {
 		produceRound(t, st.Brokers, "orders", 3, 30, orders)
 		produceRound(t, st.Brokers, "payments", 3, 30, payments)
 		time.Sleep(150 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	stderr, err := stop()
+	if err != nil {
 		t.Fatalf("sink: %v\n%s", err, stderr)
 	}
 	var failed []string

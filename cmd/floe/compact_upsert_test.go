@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -99,23 +98,8 @@ func maintainCompactUpsert(t *testing.T, args []string) {
 // topic and its ledger covers every offset.
 func TestSinkCompactIntervalUpsert(t *testing.T) {
 	st, loc := sinkStack(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	var stderr string
-	go func() {
-		var err error
-		_, stderr, err = floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.customers",
-			"--mode", "upsert", "--key", "string", "--flush-records", "50", "--flush-interval", "300ms", "--compact-interval", "500ms"}, loc...)...)
-		done <- err
-	}()
-	defer func() {
-		if t.Failed() {
-			cancel()
-			<-done
-			t.Log(stderr)
-		}
-	}()
+	stop := sinkInBackground(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.customers",
+		"--mode", "upsert", "--key", "string", "--flush-records", "50", "--flush-interval", "300ms", "--compact-interval", "500ms"}, loc...)...)
 	want := demoFold()
 	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
@@ -145,8 +129,7 @@ func TestSinkCompactIntervalUpsert(t *testing.T) {
 		}
 		return compacted && next == 300
 	})
-	cancel()
-	if err := <-done; err != nil {
+	if _, err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if got := stateOf(t, st, "lake.customers", "", ""); !maps.Equal(got, want) {

@@ -318,6 +318,62 @@ func TestFaultLossRecorded(t *testing.T) {
 	}
 }
 
+// sinkOneAtATime sinks tbl with cfg through a client that fetches one
+// record at a time, so that cfg.OnRecords can act between two records
+// (delete some of them, as retention does) within one flush.
+func (e *env) sinkOneAtATime(t *testing.T, tbl *snapshot.Table, cfg connector.Config) connector.Stats {
+	t.Helper()
+	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	stats, err := e.Env.Sink(slow, tbl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats
+}
+
+// onlyLosses checks that the audit of tbl at the files and rows levels
+// finds the recorded losses of partition 0 of topic and nothing else, and
+// that floe where names each of its first n offsets lost, a dead letter
+// (dead) or a row in a file.
+func (e *env) onlyLosses(t *testing.T, tbl *snapshot.Table, topic string, n int64, dead map[int]bool) {
+	t.Helper()
+	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mapping.Cover(l.Ranges(tp))
+	var want []string
+	for _, lost := range c.Lost {
+		want = append(want, fmt.Sprintf("ledger lost %s %s", tp, lost))
+	}
+	for _, opts := range []audit.Options{filesDepth, rowsDepth} {
+		expectFindings(t, e.audit(tbl, opts), want...)
+	}
+	for o := range n {
+		res, err := lookup.Where(e.Ctx, tbl, nil, tp, o)
+		if err != nil {
+			t.Fatalf("where %d: %v", o, err)
+		}
+		switch {
+		case slices.ContainsFunc(c.Lost, func(lost mapping.Interval) bool { return lost.Contains(o) }):
+			if res.Status != "lost" {
+				t.Errorf("where %d: %+v, want lost", o, res)
+			}
+		case dead[int(o)]:
+			if res.Kind != "dead_letter" {
+				t.Errorf("where %d: %+v, want a dead letter", o, res)
+			}
+		case res.Status != "row" || res.File == "":
+			t.Errorf("where %d: %+v, want a row and its file", o, res)
+		}
+	}
+}
+
 // TestCleanLossInsideOneFlush: one flush holds rows of a partition, then a
 // recorded loss, then more rows of the same partition. Its rows used to go
 // into one data file whose offset bounds spanned the loss, and the files
@@ -348,13 +404,8 @@ func TestCleanLossInsideOneFlush(t *testing.T) {
 				e.Produce([]*kgo.Record{r})
 			}
 			tbl := e.Table("lake.midloss")
-			slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer slow.Close()
 			var once sync.Once
-			stats, err := e.Env.Sink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord,
+			stats := e.sinkOneAtATime(t, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord,
 				OnRecords: func(int64) {
 					once.Do(func() {
 						if err := e.Stack.Cluster.DeleteRecords(topic, 0, tc.lostTo); err != nil {
@@ -362,9 +413,6 @@ func TestCleanLossInsideOneFlush(t *testing.T) {
 						}
 					})
 				}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if stats.Commits != 2 { // the start, then everything in one flush
 				t.Fatalf("%d commits, want the start and one flush", stats.Commits)
 			}
@@ -412,17 +460,12 @@ func TestCleanTwoLossesInsideOneFlush(t *testing.T) {
 		e.Produce([]*kgo.Record{r})
 	}
 	tbl := e.Table("lake.twoloss")
-	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
 	var (
 		mu           sync.Mutex
 		seen         int64
 		first, again bool
 	)
-	_, err = e.Env.Sink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord,
+	e.sinkOneAtATime(t, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord,
 		OnRecords: func(n int64) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -440,9 +483,6 @@ func TestCleanTwoLossesInsideOneFlush(t *testing.T) {
 				}
 			}
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
 	l, err := tbl.Ledger()
 	if err != nil {
@@ -463,32 +503,7 @@ func TestCleanTwoLossesInsideOneFlush(t *testing.T) {
 			}
 		}
 	}
-	var want []string
-	for _, lost := range c.Lost {
-		want = append(want, "ledger lost twoloss/0 "+lost.String())
-	}
-	for _, opts := range []audit.Options{filesDepth, rowsDepth} {
-		expectFindings(t, e.audit(tbl, opts), want...)
-	}
-	for o := int64(0); o < 130; o++ {
-		res, err := lookup.Where(e.Ctx, tbl, nil, tp, o)
-		if err != nil {
-			t.Fatalf("where %d: %v", o, err)
-		}
-		isLost := false
-		for _, lost := range c.Lost {
-			isLost = isLost || lost.Contains(o)
-		}
-		if isLost {
-			if res.Status != "lost" {
-				t.Errorf("where %d: status %s, want lost", o, res.Status)
-			}
-			continue
-		}
-		if res.Status != "row" || res.File == "" {
-			t.Errorf("where %d: %+v, want a row and its file", o, res)
-		}
-	}
+	e.onlyLosses(t, tbl, topic, 130, nil)
 }
 
 // TestCleanTypedLossInsideOneFlush: a JSON table with dead letters: rows
@@ -514,16 +529,11 @@ func TestCleanTypedLossInsideOneFlush(t *testing.T) {
 		}
 		e.Produce([]*kgo.Record{{Topic: topic, Value: []byte(v)}})
 	}
-	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
 	var (
 		once sync.Once
 		seen atomic.Int64
 	)
-	_, err = e.Env.Sink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, DeadLetters: dlq,
+	e.sinkOneAtATime(t, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, DeadLetters: dlq,
 		OnRecords: func(n int64) {
 			if seen.Add(n) >= 6 {
 				once.Do(func() {
@@ -533,49 +543,14 @@ func TestCleanTypedLossInsideOneFlush(t *testing.T) {
 				})
 			}
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
 	l, err := tbl.Ledger()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mapping.Cover(l.Ranges(tp))
-	if len(c.Lost) != 1 || c.Next != 80 {
+	if c := mapping.Cover(l.Ranges(mapping.TopicPartition{Topic: topic, Partition: 0})); len(c.Lost) != 1 || c.Next != 80 {
 		t.Fatalf("coverage %+v: want one loss and rows up to 80", c)
 	}
-	var want []string
-	for _, lost := range c.Lost {
-		want = append(want, "ledger lost typedloss/0 "+lost.String())
-	}
-	for _, opts := range []audit.Options{filesDepth, rowsDepth} {
-		expectFindings(t, e.audit(tbl, opts), want...)
-	}
-	for o := int64(0); o < 80; o++ {
-		res, err := lookup.Where(e.Ctx, tbl, nil, tp, o)
-		if err != nil {
-			t.Fatalf("where %d: %v", o, err)
-		}
-		isLost := false
-		for _, lost := range c.Lost {
-			isLost = isLost || lost.Contains(o)
-		}
-		switch {
-		case isLost:
-			if res.Status != "lost" {
-				t.Errorf("where %d: %+v, want lost", o, res)
-			}
-		case bad[int(o)]:
-			if res.Kind != "dead_letter" {
-				t.Errorf("where %d: %+v, want a dead letter", o, res)
-			}
-		default:
-			if res.Status != "row" || res.File == "" {
-				t.Errorf("where %d: %+v, want a row and its file", o, res)
-			}
-		}
-	}
+	e.onlyLosses(t, tbl, topic, 80, bad)
 }
 
 func TestFaultLossUnrecorded(t *testing.T) {

@@ -953,9 +953,12 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 // history, or one of its files live in the head. The second is the case
 // of an attempt whose outcome was unknown and that landed, after which
 // other commits and an expiry removed its snapshot before the retry
-// reloaded: deleting its files would lose their rows. It returns the
-// snapshot that added them when c landed. When the head's files cannot be
-// read, nothing is deleted: they are orphans at worst.
+// reloaded. It returns the snapshot that added them when c landed. Files
+// that a snapshot the table keeps still references (c landed, and a later
+// compaction or a rollback took them out of the head, while a kept
+// snapshot or a tag still has them) are kept too. Deleting any of those
+// would lose rows. When the table's files cannot be read, nothing is
+// deleted: they are orphans at worst.
 func (t *Table) discardCompaction(ctx context.Context, log *slog.Logger, c compactCommit) (int64, bool) {
 	if snap := t.compactionSnapshot(c.props[KeyCompactID]); snap != 0 {
 		return snap, true
@@ -964,22 +967,62 @@ func (t *Table) discardCompaction(ctx context.Context, log *slog.Logger, c compa
 	for _, df := range c.news {
 		news[df.FilePath()] = true
 	}
-	var by int64
-	err := t.liveEntries(ctx, 0, iceberg.ManifestContentData, func(e iceberg.ManifestEntry) {
-		if news[e.DataFile().FilePath()] {
-			by = e.SnapshotID()
-		}
-	})
+	by, inHead, err := t.referencedBy(ctx, news)
 	switch {
 	case err != nil:
 		log.Warn("compaction not committed, but the table's files could not be read to check that it did not land: keeping the files it wrote (orphans if it did not)", "table", t.Name(), "err", err)
 		return 0, false
-	case by != 0:
+	case inHead:
 		log.Info("compaction found committed by its files: its snapshot was expired since", "table", t.Name(), "snapshot", by)
 		return by, true
+	case by != 0:
+		log.Info("compaction not in the branch's head, but a snapshot the table keeps references its files: keeping them", "table", t.Name(), "added_by", by)
+		return 0, false
 	}
 	t.removeFiles(ctx, log, c.news)
 	return 0, false
+}
+
+// referencedBy looks for the data files paths among the live files of the
+// branch's head (inHead) and then of every snapshot the table keeps, and
+// returns the snapshot that added the first it finds (0: none).
+func (t *Table) referencedBy(ctx context.Context, paths map[string]bool) (by int64, inHead bool, err error) {
+	find := func(e iceberg.ManifestEntry) {
+		if by == 0 && paths[e.DataFile().FilePath()] {
+			by = e.SnapshotID()
+		}
+	}
+	if err := t.liveEntries(ctx, 0, iceberg.ManifestContentData, find); err != nil || by != 0 {
+		return by, by != 0, err
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	seen := map[string]bool{}
+	for _, s := range t.tbl.Metadata().Snapshots() {
+		manifests, err := s.Manifests(fsys)
+		if err != nil {
+			return 0, false, fmt.Errorf("read manifest list of snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, m := range manifests {
+			if m.ManifestContent() != iceberg.ManifestContentData || seen[m.FilePath()] {
+				continue
+			}
+			seen[m.FilePath()] = true
+			entries, err := m.FetchEntries(fsys, true)
+			if err != nil {
+				return 0, false, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			for _, e := range entries {
+				find(e)
+			}
+			if by != 0 {
+				return by, false, nil
+			}
+		}
+	}
+	return 0, false, nil
 }
 
 // attemptOutcome is how one commit attempt of a compaction ended.

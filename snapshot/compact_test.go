@@ -534,3 +534,112 @@ func TestCompactLandedThenExpiredKeepsItsFiles(t *testing.T) {
 		t.Fatalf("%d rows, want 50", n)
 	}
 }
+
+// TestCompactLandedThenReplacedKeepsRetainedFiles: a compaction's
+// commit (C1) lands but its reply is lost. Before its retry reloads, a
+// sink commits on top, a second compaction (C2) merges C1's file with the
+// sink's new ones, and an expiry keeping the last 2 snapshots removes C1's
+// snapshot but keeps the sink's (whose live files include C1's merged
+// file). The retry did not find C1's snapshot in the history, found its
+// file no longer live in the head (C2 replaced it), and deleted it as its
+// own uncommitted output: the retained snapshot (which a rollback, a tag or
+// an as-of read uses) named a file that was gone (found by review). It
+// keeps the files a kept snapshot references.
+func TestCompactLandedThenReplacedKeepsRetainedFiles(t *testing.T) {
+	cat := tempCatalog(t)
+	sink := openTestTable(t, cat, "lake.retained", snapshot.OpenOptions{Create: true})
+	smallFiles(t, sink, 0, 4, 5)
+	var retained int64
+	hc := &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
+		if err := sink.Refresh(t.Context()); err != nil {
+			t.Error(err)
+			return
+		}
+		// As many rows as C1's merged file: C2 merges it again (tiered).
+		smallFiles(t, sink, 4, 4, 5)
+		retained = sink.Head().SnapshotID
+		res, err := sink.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+		if err != nil || res.SnapshotID == 0 || res.FilesAfter != 1 {
+			t.Errorf("second compaction: %+v, %v; want C1's file merged again", res, err)
+			return
+		}
+		if _, err := sink.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2}); err != nil {
+			t.Error(err)
+		}
+	}}
+	comp := openTestTable(t, hc, "lake.retained", snapshot.OpenOptions{})
+	// It may give up or find itself landed: either way its file stays.
+	if _, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err != nil {
+		t.Logf("the compaction: %v", err)
+	}
+	if retained == 0 {
+		t.Fatal("afterLanding did not run")
+	}
+	fresh := openTestTable(t, cat, "lake.retained", snapshot.OpenOptions{})
+	if fresh.Iceberg().Metadata().SnapshotByID(retained) == nil {
+		t.Fatalf("snapshot %d was not retained by the expiry; the test's premise fails", retained)
+	}
+	files, err := fresh.Files(t.Context(), retained)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(strings.TrimPrefix(f.Path, "file://")); err != nil {
+			t.Fatalf("retained snapshot %d names data file %s (added by %d), deleted from storage by the first compaction's retry: %v",
+				retained, f.Path, f.AddedBy, err)
+		}
+	}
+	if n := len(snapshotRows(t, fresh, retained)); n != 80 {
+		t.Fatalf("retained snapshot %d: %d rows, want 80", retained, n)
+	}
+}
+
+// TestCompactLandedThenRolledBackKeepsTaggedFiles: the rollback
+// docs/dead-letters.md describes (tag the head, roll main back, undo
+// later) happens while a compaction's commit is in doubt: C1 lands, its
+// reply is lost, the operator tags the head (C1's snapshot) and rolls main
+// back to before the snapshot C1 planned on. The retry's check fails (the
+// ledger no longer holds what C1 merged) and discardCompaction deletes C1's
+// merged file, which is not live in main but is the tag's: undoing the
+// rollback (main back to the tag) gave a table whose live file was gone
+// (found by review).
+func TestCompactLandedThenRolledBackKeepsTaggedFiles(t *testing.T) {
+	cat := tempCatalog(t)
+	sink := openTestTable(t, cat, "lake.tagged", snapshot.OpenOptions{Create: true})
+	smallFiles(t, sink, 0, 1, 5)
+	first := sink.Head().SnapshotID
+	smallFiles(t, sink, 1, 3, 5)
+	var tagged int64
+	hc := &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
+		if err := sink.Refresh(t.Context()); err != nil {
+			t.Error(err)
+			return
+		}
+		tagged = sink.Head().SnapshotID
+		upd := []table.Update{table.NewSetSnapshotRefUpdate("before-rollback", tagged, table.TagRef, -1, -1, -1)}
+		if _, _, err := cat.CommitTable(t.Context(), sink.Identifier(), nil, upd); err != nil {
+			t.Error(err)
+			return
+		}
+		setMain(t, sink, first)
+	}}
+	comp := openTestTable(t, hc, "lake.tagged", snapshot.OpenOptions{})
+	// It gives up (it is not in main's history), and its file stays.
+	if _, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err != nil {
+		t.Logf("the compaction: %v", err)
+	}
+	if tagged == 0 {
+		t.Fatal("afterLanding did not run")
+	}
+	// Undo the rollback: main back to the tagged head.
+	setMain(t, sink, tagged)
+	fresh := openTestTable(t, cat, "lake.tagged", snapshot.OpenOptions{})
+	for _, f := range liveDataFiles(t, fresh) {
+		if _, err := os.Stat(strings.TrimPrefix(f.Path, "file://")); err != nil {
+			t.Fatalf("after undoing the rollback, live data file %s (added by %d) is gone from storage: %v", f.Path, f.AddedBy, err)
+		}
+	}
+	if n := len(snapshotRows(t, fresh, 0)); n != 40 {
+		t.Fatalf("%d rows after undoing the rollback, want 40", n)
+	}
+}

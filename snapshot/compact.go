@@ -983,24 +983,22 @@ func (t *Table) discardCompaction(ctx context.Context, log *slog.Logger, c compa
 	return 0, false
 }
 
-// referencedBy looks for the data files paths among the live files of the
-// branch's head (inHead) and then of every snapshot the table keeps, and
-// returns the snapshot that added the first it finds (0: none).
+// referencedBy looks for the data files paths among the live files of
+// every snapshot the table keeps, the branch's head first (inHead: found
+// there), reading each manifest once, and returns the snapshot that added
+// the first it finds (0: none).
 func (t *Table) referencedBy(ctx context.Context, paths map[string]bool) (by int64, inHead bool, err error) {
-	find := func(e iceberg.ManifestEntry) {
-		if by == 0 && paths[e.DataFile().FilePath()] {
-			by = e.SnapshotID()
-		}
-	}
-	if err := t.liveEntries(ctx, 0, iceberg.ManifestContentData, find); err != nil || by != 0 {
-		return by, by != 0, err
-	}
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
 		return 0, false, err
 	}
+	head := t.Head()
+	snaps := t.tbl.Metadata().Snapshots()
+	if head != nil {
+		snaps = append([]table.Snapshot{*head}, snaps...)
+	}
 	seen := map[string]bool{}
-	for _, s := range t.tbl.Metadata().Snapshots() {
+	for i, s := range snaps {
 		manifests, err := s.Manifests(fsys)
 		if err != nil {
 			return 0, false, fmt.Errorf("read manifest list of snapshot %d: %w", s.SnapshotID, err)
@@ -1015,10 +1013,9 @@ func (t *Table) referencedBy(ctx context.Context, paths map[string]bool) (by int
 				return 0, false, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}
 			for _, e := range entries {
-				find(e)
-			}
-			if by != 0 {
-				return by, false, nil
+				if paths[e.DataFile().FilePath()] {
+					return e.SnapshotID(), head != nil && i == 0, nil
+				}
 			}
 		}
 	}

@@ -272,12 +272,8 @@ func (t *Table) checkDeletesSince(ctx context.Context, base *table.Snapshot, rew
 				if e.Status() != iceberg.EntryStatusADDED || e.SnapshotID() != s.SnapshotID || df.ContentType() != iceberg.EntryContentPosDeletes {
 					continue
 				}
-				ref := df.ReferencedDataFile()
-				if ref == nil {
-					return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d added position deletes %s that may name a file it rewrites", s.SnapshotID, df.FilePath())}
-				}
-				if _, ok := rewritten[*ref]; ok {
-					return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d added position deletes to %s, a file it rewrites", s.SnapshotID, *ref)}
+				if err := t.positionDeleteConflict(df, fmt.Sprintf("snapshot %d added position deletes", s.SnapshotID), rewritten); err != nil {
+					return err
 				}
 			}
 		}
@@ -324,18 +320,26 @@ func (t *Table) archivedAncestor(head, id int64) bool {
 func (t *Table) checkLivePositionDeletes(ctx context.Context, rewritten map[string]struct{}) error {
 	var conflict error
 	err := t.liveEntries(ctx, 0, iceberg.ManifestContentDeletes, func(e iceberg.ManifestEntry) {
-		df := e.DataFile()
-		if conflict != nil || df.ContentType() != iceberg.EntryContentPosDeletes {
-			return
-		}
-		if ref := df.ReferencedDataFile(); ref == nil {
-			conflict = &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("live position deletes %s may name a file it rewrites", df.FilePath())}
-		} else if _, ok := rewritten[*ref]; ok {
-			conflict = &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("live position deletes name %s, a file it rewrites", *ref)}
+		if df := e.DataFile(); conflict == nil && df.ContentType() == iceberg.EntryContentPosDeletes {
+			conflict = t.positionDeleteConflict(df, "live position deletes", rewritten)
 		}
 	})
 	if err != nil {
 		return fmt.Errorf("compact %s: read the live delete files: %w", t.Name(), err)
 	}
 	return conflict
+}
+
+// positionDeleteConflict is a *CompactConflictError when position deletes
+// df (what names them) delete rows of a file the rewrite replaces, or name
+// no file (they may), and nil otherwise.
+func (t *Table) positionDeleteConflict(df iceberg.DataFile, what string, rewritten map[string]struct{}) error {
+	ref := df.ReferencedDataFile()
+	if ref == nil {
+		return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("%s %s that may name a file it rewrites", what, df.FilePath())}
+	}
+	if _, ok := rewritten[*ref]; ok {
+		return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("%s to %s, a file it rewrites", what, *ref)}
+	}
+	return nil
 }

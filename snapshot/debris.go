@@ -150,16 +150,22 @@ func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.
 	return nil
 }
 
+// namedSegmentNames are the file names of the segments the table names.
+func (t *Table) namedSegmentNames() map[string]bool {
+	named := map[string]bool{}
+	for _, seg := range namedSegments(t.tbl.Properties()) {
+		named[path.Base(seg.path)] = true
+	}
+	return named
+}
+
 // staleIndexes picks, out of the files of the archive index folder, the
 // indexes older than minAge of segments the table does not name and that
 // are either gone or stale (deleted with them): no table version can name
 // a segment again once it is gone, and the index of a segment in the
 // making is younger than minAge, like the segment.
 func (t *Table) staleIndexes(folder metadataFolder, staleArchives []folderFile, minAge time.Duration, now time.Time) []folderFile {
-	named := map[string]bool{}
-	for _, seg := range namedSegments(t.tbl.Properties()) {
-		named[path.Base(seg.path)] = true
-	}
+	named := t.namedSegmentNames()
 	kept := map[string]bool{}
 	for _, f := range folder.archives {
 		kept[f.name] = true
@@ -354,10 +360,7 @@ func (t *Table) staleMetadata(log *slog.Logger, files []folderFile, minAge time.
 // unnamed only by a commit naming one that holds its entries. A file that
 // is not an archive of this table is kept.
 func (t *Table) staleArchives(ctx context.Context, log *slog.Logger, files []folderFile, minAge time.Duration, now time.Time) ([]folderFile, error) {
-	named := map[string]bool{}
-	for _, seg := range namedSegments(t.tbl.Properties()) {
-		named[path.Base(seg.path)] = true
-	}
+	named := t.namedSegmentNames()
 	var candidates []folderFile
 	for _, f := range files {
 		if strings.HasSuffix(f.name, ".json") && !named[f.name] && f.modTime.Before(now.Add(-minAge)) {

@@ -160,10 +160,10 @@ func (t *Table) namedSegmentNames() map[string]bool {
 }
 
 // staleIndexes picks, out of the files of the archive index folder, the
-// indexes older than minAge of segments the table does not name and that
-// are either gone or stale (deleted with them): no table version can name
-// a segment again once it is gone, and the index of a segment in the
-// making is younger than minAge, like the segment.
+// indexes and summaries files older than minAge of segments the table does
+// not name and that are either gone or stale (deleted with them): no
+// table version can name a segment again once it is gone, and the index
+// of a segment in the making is younger than minAge, like the segment.
 func (t *Table) staleIndexes(folder metadataFolder, staleArchives []folderFile, minAge time.Duration, now time.Time) []folderFile {
 	named := t.namedSegmentNames()
 	kept := map[string]bool{}
@@ -175,7 +175,11 @@ func (t *Table) staleIndexes(folder metadataFolder, staleArchives []folderFile, 
 	}
 	var stale []folderFile
 	for _, f := range folder.indexes {
-		if strings.HasSuffix(f.name, ".json") && !named[f.name] && !kept[f.name] && f.modTime.Before(now.Add(-minAge)) {
+		seg, ok := segmentOfSummaries(f.name)
+		if !ok {
+			seg, ok = f.name, strings.HasSuffix(f.name, ".json")
+		}
+		if ok && !named[seg] && !kept[seg] && f.modTime.Before(now.Add(-minAge)) {
 			stale = append(stale, f)
 		}
 	}

@@ -486,8 +486,9 @@ func killedMaintain(t *testing.T, tbl *snapshot.Table) string {
 
 // TestRemoveOrphansRemovesKilledMaintainArchives: archive files that maintain
 // runs killed before their commit left, which the table does not name,
-// are deleted once older than the orphan age, and their index files with
-// them (found by review: the indexes were left for good); a young one (a
+// are deleted once older than the orphan age, and their index and
+// summaries files with them (found by review: the indexes were left for
+// good); a young one (a
 // run in progress writes its archive before its commit), the archive the
 // table names, an unreferenced archive holding an entry nothing else
 // holds, a file that is not an archive of the table and their indexes are
@@ -525,10 +526,13 @@ func TestRemoveOrphansRemovesKilledMaintainArchives(t *testing.T) {
 	index := func(segment string) string {
 		return filepath.Join(metadataDir(tbl), "floe-ledger-index", filepath.Base(segment))
 	}
-	backdate(t, old, index(old), named, index(named), sole, foreign)
+	summaries := func(segment string) string {
+		return strings.TrimSuffix(index(segment), ".json") + ".summaries.jsonl"
+	}
+	backdate(t, old, index(old), summaries(old), named, index(named), summaries(named), sole, foreign)
 	before := freshLedger(t, tbl)
 
-	want := []string{old, index(old)}
+	want := []string{old, index(old), summaries(old)}
 	res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, DryRun: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil || !slices.Equal(res.StaleArchives, want) || !exists(t, old) || !exists(t, index(old)) {
 		t.Fatalf("dry run: stale archives %v, %v, kept %v; want %v reported and kept", res.StaleArchives, err, exists(t, old), want)
@@ -537,10 +541,10 @@ func TestRemoveOrphansRemovesKilledMaintainArchives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exists(t, old) || exists(t, index(old)) || !slices.Equal(res.StaleArchives, want) || len(res.StaleMetadata) != 0 {
-		t.Fatalf("result %+v, old archive kept %v: want only the killed run's old archive and its index %v deleted", res, exists(t, old), want)
+	if exists(t, old) || exists(t, index(old)) || exists(t, summaries(old)) || !slices.Equal(res.StaleArchives, want) || len(res.StaleMetadata) != 0 {
+		t.Fatalf("result %+v, old archive kept %v: want only the killed run's old archive, its index and summaries %v deleted", res, exists(t, old), want)
 	}
-	for _, f := range []string{young, index(young), named, index(named), sole, foreign} {
+	for _, f := range []string{young, index(young), summaries(young), named, index(named), summaries(named), sole, foreign} {
 		if !exists(t, f) {
 			t.Fatalf("%s was deleted", filepath.Base(f))
 		}

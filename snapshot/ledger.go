@@ -82,7 +82,7 @@ func (p *ledgerPart) settle() {
 	floe := p.at.blockCommits()
 	// A commit the summary left out (it did not decode) makes the
 	// block's readers decode it, and meet its error.
-	p.whole = slices.Equal(floe, p.ids) && p.at.ix.Blocks[p.at.block].Summary.Commits == len(floe)
+	p.whole = slices.Equal(floe, p.ids) && p.at.ix.Blocks[p.at.block].Commits == len(floe)
 	if p.whole {
 		p.ids = nil
 	}
@@ -135,12 +135,8 @@ func (t *Table) decode(ctx context.Context, fsys *iceio.IO, p ledgerPart) ([]map
 		}
 		return []mapping.Commit{c}, nil
 	}
-	if *fsys == nil {
-		f, err := t.tbl.FS(ctx)
-		if err != nil {
-			return nil, &ArchiveError{Table: t.Name(), Path: p.at.path, Err: err}
-		}
-		*fsys = f
+	if err := t.openArchive(ctx, fsys, p.at.path); err != nil {
+		return nil, err
 	}
 	snaps, err := readBlock(*fsys, p.at.path, p.at.ix, p.at.block)
 	if err != nil {
@@ -161,6 +157,67 @@ func (t *Table) decode(ctx context.Context, fsys *iceio.IO, p ledgerPart) ([]map
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// openArchive opens the table's storage into fsys, unless it is open, to
+// read the archive file at path.
+func (t *Table) openArchive(ctx context.Context, fsys *iceio.IO, path string) error {
+	if *fsys != nil {
+		return nil
+	}
+	f, err := t.tbl.FS(ctx)
+	if err != nil {
+		return &ArchiveError{Table: t.Name(), Path: path, Err: err}
+	}
+	*fsys = f
+	return nil
+}
+
+// blockSummary returns the summary of the block of an archived part: the
+// one its index holds, or the one its segment's summaries file holds at
+// the bytes the index records (fsys opened on first use).
+func (t *Table) blockSummary(ctx context.Context, fsys *iceio.IO, at archivedAt) (mapping.Summary, error) {
+	b := at.ix.Blocks[at.block]
+	if b.Summary != nil {
+		return b.Summary.Summary, nil
+	}
+	if b.SummaryLength == 0 {
+		return mapping.Summary{}, nil
+	}
+	path := summariesPath(at.path)
+	if err := t.openArchive(ctx, fsys, path); err != nil {
+		return mapping.Summary{}, err
+	}
+	s, err := readSummary(*fsys, path, b)
+	if err != nil {
+		return mapping.Summary{}, &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("block %d: %w", at.block, err)}
+	}
+	return s, nil
+}
+
+// segmentRun returns the end of the run of parts from i on that are
+// archived in the segment of parts[i] (i+1 for a live part), and whether
+// they are its whole ledger: every floe commit of it, block after block,
+// whose summary is then the segment's (segmentIndex.Summary). A branch's
+// ledger most often holds whole segments: a reader folds a segment's
+// summary and reads its blocks' only when it must look inside.
+func segmentRun(parts []ledgerPart, i int) (end int, whole bool) {
+	p := parts[i]
+	if p.snap != nil {
+		return i + 1, false
+	}
+	whole = true
+	floeBlocks := 0
+	for end = i; end < len(parts) && parts[end].snap == nil && parts[end].at.ix == p.at.ix; end++ {
+		q := parts[end]
+		whole = whole && q.whole && (end == i || q.at.block > parts[end-1].at.block)
+	}
+	for _, b := range p.at.ix.Blocks {
+		if b.Commits > 0 {
+			floeBlocks++
+		}
+	}
+	return end, whole && end-i == floeBlocks
 }
 
 // resolve returns the snapshot id a reader means: snapshotID, or the
@@ -300,17 +357,30 @@ func (t *Table) walkCommits(ctx context.Context, id int64, f commitFilter, fn fu
 		return false, err
 	}
 	var fsys iceio.IO
-	for _, p := range parts {
+	bySummary := f.blocks != nil || f.took != nil
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		if bySummary && p.snap == nil {
+			if end, whole := segmentRun(parts, i); whole {
+				if f.skips(parts[i:end], p.at.ix.Summary.Summary) {
+					i = end - 1
+					continue
+				}
+			}
+		}
 		if f.deadLetters != "" || f.grouped || f.ids != nil {
 			if p = p.only(f); p.snap == nil && len(p.ids) == 0 {
 				continue
 			}
 		}
-		if f.blocks != nil && p.snap == nil && p.whole && !f.blocks(p.at.ix.Blocks[p.at.block].Summary.Summary) {
-			continue
-		}
-		if f.took != nil && p.snap == nil && p.whole && f.took(p.commitIDs(), p.at.ix.Blocks[p.at.block].Summary.Summary) {
-			continue
+		if bySummary && p.snap == nil && p.whole {
+			s, err := t.blockSummary(ctx, &fsys, p.at)
+			if err != nil {
+				return false, err
+			}
+			if f.skips([]ledgerPart{p}, s) {
+				continue
+			}
 		}
 		cs, err := t.decode(ctx, &fsys, p)
 		if err != nil {
@@ -323,6 +393,23 @@ func (t *Table) walkCommits(ctx context.Context, id int64, f commitFilter, fn fu
 		}
 	}
 	return false, nil
+}
+
+// skips reports whether f's block filters leave out the whole archived
+// parts whose summary is s: none of them is of the blocks f reads, or f
+// took them by s.
+func (f commitFilter) skips(parts []ledgerPart, s mapping.Summary) bool {
+	if f.blocks != nil && !f.blocks(s) {
+		return true
+	}
+	if f.took == nil {
+		return false
+	}
+	var ids []int64
+	for _, p := range parts {
+		ids = append(ids, p.commitIDs()...)
+	}
+	return f.took(ids, s)
 }
 
 // ReadLedger decodes the whole ledger as of a snapshot (0: the branch
@@ -408,9 +495,19 @@ func (t *Table) loadedSummary(ctx context.Context, snapshotID int64) (mapping.Su
 	}
 	var s mapping.Summary
 	var fsys iceio.IO
-	for _, p := range parts {
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		if end, whole := segmentRun(parts, i); whole {
+			s.Merge(p.at.ix.Summary.Summary)
+			i = end - 1
+			continue
+		}
 		if p.whole {
-			s.Merge(p.at.ix.Blocks[p.at.block].Summary.Summary)
+			bs, err := t.blockSummary(ctx, &fsys, p.at)
+			if err != nil {
+				return mapping.Summary{}, err
+			}
+			s.Merge(bs)
 			continue
 		}
 		cs, err := t.decode(ctx, &fsys, p)
@@ -462,10 +559,22 @@ func (t *Table) locate(ctx context.Context, snapshotID int64, tp mapping.TopicPa
 		return loc, err
 	}
 	var fsys iceio.IO
-	for _, p := range parts {
-		if p.snap == nil {
-			bs, ok := p.at.ix.Blocks[p.at.block].Summary.Partition(tp)
-			if p.whole && (!ok || !bs.Span().Contains(offset)) {
+	holds := func(s mapping.Summary) bool {
+		ps, ok := s.Partition(tp)
+		return ok && ps.Span().Contains(offset)
+	}
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		if end, whole := segmentRun(parts, i); whole && !holds(p.at.ix.Summary.Summary) {
+			i = end - 1
+			continue
+		}
+		if p.snap == nil && p.whole {
+			bs, err := t.blockSummary(ctx, &fsys, p.at)
+			if err != nil {
+				return loc, err
+			}
+			if !holds(bs) {
 				continue
 			}
 		}
@@ -512,12 +621,31 @@ func (t *Table) firstCovering(ctx context.Context, snapshotID int64, cut mapping
 	}
 	next := map[mapping.TopicPartition]int64{}
 	var fsys iceio.IO
-	for _, p := range parts {
-		if p.whole && !reached(need, next, p.at.ix.Blocks[p.at.block].Summary.Summary) {
-			for tp, ps := range p.at.ix.Blocks[p.at.block].Summary.Parts {
-				next[tp] = max(next[tp], ps.High)
-			}
+	// pass folds the ranges summarised by s into next, unless they reach
+	// every needed offset: the commit is among them.
+	pass := func(s mapping.Summary) bool {
+		if reached(need, next, s) {
+			return false
+		}
+		for tp, ps := range s.Parts {
+			next[tp] = max(next[tp], ps.High)
+		}
+		return true
+	}
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		if end, whole := segmentRun(parts, i); whole && pass(p.at.ix.Summary.Summary) {
+			i = end - 1
 			continue
+		}
+		if p.whole {
+			bs, err := t.blockSummary(ctx, &fsys, p.at)
+			if err != nil {
+				return mapping.Commit{}, err
+			}
+			if pass(bs) {
+				continue
+			}
 		}
 		cs, err := t.decode(ctx, &fsys, p)
 		if err != nil {

@@ -118,6 +118,85 @@ func TestIndexBlocks(t *testing.T) {
 	if next != len(a.Snapshots) {
 		t.Fatalf("blocks hold %d entries, want %d", next, len(a.Snapshots))
 	}
+	wholeSum := mapping.Summary{}
+	for _, s := range a.Snapshots {
+		c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Properties)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wholeSum.Add(c)
+	}
+	if !reflect.DeepEqual(ix.Summary.Summary, wholeSum) {
+		t.Fatal("the segment's summary differs from its commits'")
+	}
+	checkIndexFiles(t, b, ix, wholeSum)
+}
+
+// checkIndexFiles writes the index of a segment as maintenance writes
+// it (file is the segment), and checks what a reader reads back: the blocks without their
+// summaries, which the summaries file holds, each equal to built's, and
+// the segment's summary. An index of the first format (the blocks'
+// summaries inline, no segment summary) reads as built.
+func checkIndexFiles(t *testing.T, b []byte, built *segmentIndex, sum mapping.Summary) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{archiveFolder, indexFolder} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := dir + "/" + archiveFolder + "/00001-x.json"
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys := iceio.LocalFS{}
+	if _, err := writeIndex(fsys, "u", path); err != nil {
+		t.Fatal(err)
+	}
+	v1, err := json.Marshal(struct {
+		Format    string       `json:"format"`
+		TableUUID string       `json:"table-uuid"`
+		Size      int64        `json:"size"`
+		Blocks    []indexBlock `json:"blocks"`
+	}{indexFormatV1, "u", built.Size, built.Blocks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1Path := dir + "/" + archiveFolder + "/00002-v1.json"
+	if err := os.WriteFile(v1Path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(indexPath(v1Path), v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path   string
+		inline bool
+	}{{path, false}, {v1Path, true}} {
+		ix, err := readIndex(fsys, "u", tc.path)
+		if err != nil || ix.built.Load() {
+			t.Fatalf("%s: read the index: %v (built from the segment: %v)", tc.path, err, ix != nil && ix.built.Load())
+		}
+		if !reflect.DeepEqual(ix.Summary.Summary, sum) {
+			t.Fatalf("%s: the segment's summary differs from its commits'", tc.path)
+		}
+		if len(ix.Blocks) != len(built.Blocks) {
+			t.Fatalf("%s: %d blocks, want %d", tc.path, len(ix.Blocks), len(built.Blocks))
+		}
+		for bl, blk := range ix.Blocks {
+			if (blk.Summary != nil) != tc.inline || blk.Commits != built.Blocks[bl].Commits {
+				t.Fatalf("%s: block %d holds its summary: %v, want %v; %d commits, want %d", tc.path, bl, blk.Summary != nil, tc.inline, blk.Commits, built.Blocks[bl].Commits)
+			}
+			var fs iceio.IO = fsys
+			got, err := (&Table{}).blockSummary(t.Context(), &fs, archivedAt{path: tc.path, ix: ix, block: bl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, built.Blocks[bl].Summary.Summary) {
+				t.Fatalf("%s: block %d: summary differs from the one built", tc.path, bl)
+			}
+		}
+	}
 }
 
 // TestEntryParents: an entry whose parent is the entry before it does not

@@ -151,7 +151,7 @@ func refLedgerParts(meta table.Metadata, a *archiveIndex, snapshotID int64) ([]l
 			continue
 		}
 		floe := p.at.blockCommits()
-		p.whole = slices.Equal(floe, p.ids) && p.at.ix.Blocks[p.at.block].Summary.Commits == len(floe)
+		p.whole = slices.Equal(floe, p.ids) && p.at.ix.Blocks[p.at.block].Commits == len(floe)
 	}
 	return parts, nil
 }
@@ -207,7 +207,7 @@ func checkParts(t *testing.T, where string, meta table.Metadata, a *archiveIndex
 			}
 		}
 		if p.whole {
-			if ids := p.commitIDs(); !slices.Equal(ids, p.at.blockCommits()) || b.Summary.Commits != len(ids) {
+			if ids := p.commitIDs(); !slices.Equal(ids, p.at.blockCommits()) || b.Commits != len(ids) {
 				t.Fatalf("%s: ledger of %d: part %d whole, but %v against the block's %v", where, id, i, ids, p.at.blockCommits())
 			}
 		}

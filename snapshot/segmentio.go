@@ -14,6 +14,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // Segments are read and written one entry at a time. An expiry merges the
@@ -255,8 +257,10 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 	}
 	tableUUID := tbl.Metadata().TableUUID().String()
 	ix := &segmentIndex{Format: indexFormat, TableUUID: tableUUID}
-	var seg, idx *segmentStream
-	x := indexer{ix: ix, light: func(bl int, s ArchivedSnapshot) error {
+	var seg, idx, sums *segmentStream
+	x := indexer{ix: ix, closed: func(b *indexBlock, s mapping.Summary) error {
+		return summariesWriter{sums}.block(b, s)
+	}, light: func(bl int, s ArchivedSnapshot) error {
 		e, err := ix.entry(bl, len(ix.entries), s)
 		if err != nil {
 			return err
@@ -274,6 +278,9 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 		// segment, so that readers of that version find it.
 		if idx, err = createStream(wfs, indexPath(path)); err != nil {
 			return fmt.Errorf("index: %w", err)
+		}
+		if sums, err = createStream(wfs, summariesPath(path)); err != nil {
+			return fmt.Errorf("summaries: %w", err)
 		}
 		if err := seg.header(ArchiveFormat, tableUUID); err != nil {
 			return err
@@ -293,14 +300,22 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 				return fmt.Errorf("index: %w", err)
 			}
 		}
+		if err := x.close(); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		if err := sums.w.Flush(); err != nil {
+			return fmt.Errorf("summaries: %w", err)
+		}
 		if ix.Size, err = seg.end(nil); err != nil {
 			return err
 		}
-		// The index's blocks and the segment's size follow its entries.
+		// The index's blocks, the segment's summary and size follow its
+		// entries.
 		tail, err := json.Marshal(struct {
-			Blocks []indexBlock `json:"blocks"`
-			Size   int64        `json:"size"`
-		}{ix.Blocks, ix.Size})
+			Blocks  []indexBlock `json:"blocks"`
+			Summary summaryJSON  `json:"summary"`
+			Size    int64        `json:"size"`
+		}{ix.Blocks, ix.Summary, ix.Size})
 		if err != nil {
 			return fmt.Errorf("index: %w", err)
 		}
@@ -309,7 +324,7 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 		}
 		return nil
 	}()
-	for _, s := range []*segmentStream{seg, idx} {
+	for _, s := range []*segmentStream{seg, idx, sums} {
 		if s == nil {
 			continue
 		}

@@ -505,10 +505,10 @@ func s3MaintainRemovesDebris(t *testing.T, e *s3Env) {
 	}
 	time.Sleep(10 * time.Millisecond)
 
-	// The killed run's segment and its index.
+	// The killed run's segment, its index and its summaries.
 	out := mustFloe(t, append([]string{"maintain", "--remove-orphans", "--orphan-min-age", "1ms"}, loc...)...)
 	if !strings.Contains(out, "stale metadata files deleted: 1") || !strings.Contains(out, "  "+leftover+"\n") ||
-		!strings.Contains(out, "stale ledger archive files deleted: 2") || !strings.Contains(out, "/floe-ledger-index/") {
+		!strings.Contains(out, "stale ledger archive files deleted: 3") || !strings.Contains(out, ".summaries.jsonl\n") {
 		t.Fatalf("maintain --remove-orphans did not delete %s and the killed run's archive:\n%s", leftover, out)
 	}
 	if _, err := fsys.Open(leftover); !errors.Is(err, fs.ErrNotExist) {

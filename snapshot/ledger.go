@@ -196,14 +196,16 @@ func (t *Table) blockSummary(ctx context.Context, fsys *iceio.IO, at archivedAt)
 }
 
 // segmentRun returns the end of the run of parts from i on that are
-// archived in the segment of parts[i] (i+1 for a live part), and whether
-// they are its whole ledger: every floe commit of it, block after block,
-// whose summary is then the segment's (segmentIndex.Summary). A branch's
-// ledger most often holds whole segments: a reader folds a segment's
-// summary and reads its blocks' only when it must look inside.
+// archived in the segment of parts[i], and whether they are its whole
+// ledger: every floe commit of it, block after block, whose summary is
+// then the segment's (segmentIndex.Summary). A branch's ledger most often
+// holds whole segments: a reader folds a segment's summary and reads its
+// blocks' only when it must look inside. A live part, and one inside a
+// run (the part before it is of the same segment), starts none: i+1 and
+// false.
 func segmentRun(parts []ledgerPart, i int) (end int, whole bool) {
 	p := parts[i]
-	if p.snap != nil {
+	if !startsRun(parts, i) {
 		return i + 1, false
 	}
 	whole = true
@@ -218,6 +220,30 @@ func segmentRun(parts []ledgerPart, i int) (end int, whole bool) {
 		}
 	}
 	return end, whole && end-i == floeBlocks
+}
+
+// startsRun reports whether parts[i] is archived and the first of a run
+// of parts of its segment.
+func startsRun(parts []ledgerPart, i int) bool {
+	p := parts[i]
+	return p.snap == nil && (i == 0 || parts[i-1].snap != nil || parts[i-1].at.ix != p.at.ix)
+}
+
+// partitionSpans is segmentIndex.partitionSpans of the segment of an
+// archived part (fsys opened on first use).
+func (t *Table) partitionSpans(ctx context.Context, fsys *iceio.IO, at archivedAt, tp mapping.TopicPartition) ([]blockSpan, bool, error) {
+	if at.ix.Partitions == nil {
+		return nil, false, nil
+	}
+	path := summariesPath(at.path)
+	if err := t.openArchive(ctx, fsys, path); err != nil {
+		return nil, false, err
+	}
+	spans, ok, err := at.ix.partitionSpans(*fsys, at.path, tp)
+	if err != nil {
+		return nil, false, &ArchiveError{Table: t.Name(), Path: path, Err: err}
+	}
+	return spans, ok, nil
 }
 
 // resolve returns the snapshot id a reader means: snapshotID, or the
@@ -563,13 +589,39 @@ func (t *Table) locate(ctx context.Context, snapshotID int64, tp mapping.TopicPa
 		ps, ok := s.Partition(tp)
 		return ok && ps.Span().Contains(offset)
 	}
+	// within, in a whole segment whose partition directory was read, are
+	// its blocks whose span of tp holds offset; nil elsewhere.
+	var within map[int]bool
 	for i := 0; i < len(parts); i++ {
 		p := parts[i]
-		if end, whole := segmentRun(parts, i); whole && !holds(p.at.ix.Summary.Summary) {
-			i = end - 1
-			continue
+		if p.snap != nil || startsRun(parts, i) {
+			within = nil
+			end, whole := segmentRun(parts, i)
+			if whole && !holds(p.at.ix.Summary.Summary) {
+				i = end - 1
+				continue
+			}
+			if whole {
+				spans, ok, err := t.partitionSpans(ctx, &fsys, p.at, tp)
+				if err != nil {
+					return loc, err
+				}
+				if ok {
+					within = map[int]bool{}
+					for _, s := range spans {
+						if s.span().Contains(offset) {
+							within[s.block()] = true
+						}
+					}
+				}
+			}
 		}
-		if p.snap == nil && p.whole {
+		switch {
+		case within != nil:
+			if !within[p.at.block] {
+				continue
+			}
+		case p.snap == nil && p.whole:
 			bs, err := t.blockSummary(ctx, &fsys, p.at)
 			if err != nil {
 				return loc, err
@@ -634,9 +686,23 @@ func (t *Table) firstCovering(ctx context.Context, snapshotID int64, cut mapping
 	}
 	for i := 0; i < len(parts); i++ {
 		p := parts[i]
-		if end, whole := segmentRun(parts, i); whole && pass(p.at.ix.Summary.Summary) {
+		end, whole := segmentRun(parts, i)
+		if whole && pass(p.at.ix.Summary.Summary) {
 			i = end - 1
 			continue
+		}
+		// The segment holds the commit. Its partition directory names
+		// the block, when there are fewer needed partitions to read it
+		// for than blocks' summaries to read instead.
+		if whole && len(need) < end-i {
+			first, ok, err := t.reachingBlock(ctx, &fsys, p.at, need, next)
+			if err != nil {
+				return mapping.Commit{}, err
+			}
+			for ok && i < end-1 && parts[i].at.block < first {
+				i++
+			}
+			p = parts[i]
 		}
 		if p.whole {
 			bs, err := t.blockSummary(ctx, &fsys, p.at)
@@ -662,6 +728,43 @@ func (t *Table) firstCovering(ctx context.Context, snapshotID int64, cut mapping
 	}
 	// Unreachable: every needed offset is at most the partition's Next.
 	return mapping.Commit{}, fmt.Errorf("no commit covers %s", cut)
+}
+
+// reachingBlock returns the first block of at's segment by the end of
+// which every needed offset is reached, from the segment's partition
+// directory (the needed partitions' lines), and raises next by the
+// blocks before it. ok is false, and next unchanged, when the index has
+// no directory or the segment does not reach every needed offset.
+func (t *Table) reachingBlock(ctx context.Context, fsys *iceio.IO, at archivedAt, need, next map[mapping.TopicPartition]int64) (first int, ok bool, err error) {
+	spans := map[mapping.TopicPartition][]blockSpan{}
+	for tp, o := range need {
+		if next[tp] >= o {
+			continue
+		}
+		s, ok, err := t.partitionSpans(ctx, fsys, at, tp)
+		if err != nil || !ok {
+			return 0, false, err
+		}
+		n, reaches := next[tp], false
+		for _, b := range s {
+			if n = max(n, b.span().High); n >= o {
+				first, reaches = max(first, b.block()), true
+				break
+			}
+		}
+		if !reaches {
+			return 0, false, nil
+		}
+		spans[tp] = s
+	}
+	for tp, s := range spans {
+		for _, b := range s {
+			if b.block() < first {
+				next[tp] = max(next[tp], b.span().High)
+			}
+		}
+	}
+	return first, true, nil
 }
 
 // reached reports whether every needed offset is reached by next, with the

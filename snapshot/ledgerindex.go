@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -74,6 +75,9 @@ type segmentIndex struct {
 	// holds every one of them (segmentRun). An index of the first format
 	// has none: it is folded when read.
 	Summary summaryJSON `json:"summary"`
+	// Partitions locate the segment's partition directory in its
+	// summaries file, sorted by partition (summariesWriter.finish).
+	Partitions []partitionDir `json:"partition-directory,omitempty"`
 	// entries are the segment's entries as a table holds them, in file
 	// order; byID their positions ordered by snapshot id (seal), in file
 	// order among equal ids. A segment is immutable, so a table that
@@ -394,7 +398,7 @@ func lightProperties(props map[string]string) map[string]string {
 type indexer struct {
 	ix     *segmentIndex
 	light  func(bl int, s ArchivedSnapshot) error
-	closed func(b *indexBlock, s mapping.Summary) error
+	closed func(bl int, b *indexBlock, s mapping.Summary) error
 	n      int  // entries added
 	open   bool // the last block takes more entries
 	sum    mapping.Summary
@@ -438,7 +442,8 @@ func (x *indexer) close() error {
 		return nil
 	}
 	x.open = false
-	b := &x.ix.Blocks[len(x.ix.Blocks)-1]
+	bl := len(x.ix.Blocks) - 1
+	b := &x.ix.Blocks[bl]
 	s := x.sum
 	x.sum = mapping.Summary{}
 	b.Commits = s.Commits
@@ -447,7 +452,7 @@ func (x *indexer) close() error {
 		b.Summary = &summaryJSON{Summary: s}
 		return nil
 	}
-	return x.closed(b, s)
+	return x.closed(bl, b, s)
 }
 
 // buildIndex indexes the segment file read from r, decoding it one entry
@@ -479,11 +484,27 @@ func buildIndex(r io.Reader, tableUUID string) (*segmentIndex, error) {
 	return ix, nil
 }
 
-// summariesWriter writes a segment's summaries file, one block's summary
-// at a time, recording in the block where it is.
-type summariesWriter struct{ *segmentStream }
+// summariesWriter writes a segment's summaries file: one block's summary
+// at a time, recording in the block where it is, and then the segment's
+// partition directory (finish).
+type summariesWriter struct {
+	*segmentStream
+	// spans are, per partition, the spans of offsets of the blocks
+	// summarised so far that hold ranges of it, in block order.
+	spans map[mapping.TopicPartition][]blockSpan
+}
 
-func (w summariesWriter) block(b *indexBlock, s mapping.Summary) error {
+// blockSpan is the span of a partition's offsets in one block: the block,
+// and Low and High of its summary (mapping.PartitionSummary.Span).
+type blockSpan [3]int64
+
+func (s blockSpan) block() int             { return int(s[0]) }
+func (s blockSpan) span() mapping.Interval { return mapping.Interval{Low: s[1], High: s[2]} }
+func newSummariesWriter(s *segmentStream) *summariesWriter {
+	return &summariesWriter{segmentStream: s, spans: map[mapping.TopicPartition][]blockSpan{}}
+}
+
+func (w *summariesWriter) block(bl int, b *indexBlock, s mapping.Summary) error {
 	if s.Commits == 0 {
 		return nil
 	}
@@ -493,7 +514,64 @@ func (w summariesWriter) block(b *indexBlock, s mapping.Summary) error {
 	}
 	b.SummaryAt = w.n
 	b.SummaryLength = int64(len(out))
+	for tp, ps := range s.Parts {
+		w.spans[tp] = append(w.spans[tp], blockSpan{int64(bl), ps.Low, ps.High})
+	}
 	return w.write(append(out, '\n'))
+}
+
+// finish writes the segment's partition directory after the blocks'
+// summaries: per partition, one line of the spans of its offsets in each
+// block (blockSpan), which ix.Partitions locates. A lookup of one
+// partition's offset then reads that line and the blocks it names,
+// rather than every block's summary of a segment that spans it.
+func (w *summariesWriter) finish(ix *segmentIndex) error {
+	for _, tp := range slices.SortedFunc(maps.Keys(w.spans), mapping.TopicPartition.Compare) {
+		out, err := json.Marshal(w.spans[tp])
+		if err != nil {
+			return err
+		}
+		ix.Partitions = append(ix.Partitions, partitionDir{Topic: tp.Topic, Partition: tp.Partition, At: w.n, Length: int64(len(out))})
+		if err := w.write(append(out, '\n')); err != nil {
+			return err
+		}
+	}
+	return w.w.Flush()
+}
+
+// partitionDir locates one partition's line of a segment's partition
+// directory in its summaries file.
+type partitionDir struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	At        int64  `json:"at"`
+	Length    int64  `json:"length"`
+}
+
+// partitionSpans returns the spans of tp's offsets in each block of the
+// segment at path that holds ranges of it, in block order, read from its
+// summaries file; ok is false when the index has no partition directory
+// (of the first format, or built by decoding the segment: its blocks hold
+// their summaries).
+func (ix *segmentIndex) partitionSpans(fsys iceio.IO, path string, tp mapping.TopicPartition) (spans []blockSpan, ok bool, err error) {
+	if ix.Partitions == nil {
+		return nil, false, nil
+	}
+	i, found := slices.BinarySearchFunc(ix.Partitions, tp, func(d partitionDir, tp mapping.TopicPartition) int {
+		return mapping.TopicPartition{Topic: d.Topic, Partition: d.Partition}.Compare(tp)
+	})
+	if !found {
+		return nil, true, nil
+	}
+	d := ix.Partitions[i]
+	buf, err := readSpan(fsys, summariesPath(path), d.At, d.Length)
+	if err != nil {
+		return nil, true, err
+	}
+	if err := json.Unmarshal(buf, &spans); err != nil {
+		return nil, true, fmt.Errorf("partition directory of %s: %w", tp, err)
+	}
+	return spans, true, nil
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {
@@ -600,14 +678,15 @@ func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string) (*segmentIndex, e
 		return nil, err
 	}
 	err = func() error {
+		w := newSummariesWriter(sums)
 		for i := range ix.Blocks {
 			b := &ix.Blocks[i]
-			if err := (summariesWriter{sums}).block(b, b.Summary.Summary); err != nil {
+			if err := w.block(i, b, b.Summary.Summary); err != nil {
 				return err
 			}
 			b.Summary = nil
 		}
-		return sums.w.Flush()
+		return w.finish(ix)
 	}()
 	if cerr := sums.close(); err == nil {
 		err = cerr

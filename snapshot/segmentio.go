@@ -258,8 +258,9 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 	tableUUID := tbl.Metadata().TableUUID().String()
 	ix := &segmentIndex{Format: indexFormat, TableUUID: tableUUID}
 	var seg, idx, sums *segmentStream
-	x := indexer{ix: ix, closed: func(b *indexBlock, s mapping.Summary) error {
-		return summariesWriter{sums}.block(b, s)
+	var sw *summariesWriter
+	x := indexer{ix: ix, closed: func(bl int, b *indexBlock, s mapping.Summary) error {
+		return sw.block(bl, b, s)
 	}, light: func(bl int, s ArchivedSnapshot) error {
 		e, err := ix.entry(bl, len(ix.entries), s)
 		if err != nil {
@@ -282,6 +283,7 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 		if sums, err = createStream(wfs, summariesPath(path)); err != nil {
 			return fmt.Errorf("summaries: %w", err)
 		}
+		sw = newSummariesWriter(sums)
 		if err := seg.header(ArchiveFormat, tableUUID); err != nil {
 			return err
 		}
@@ -303,19 +305,20 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 		if err := x.close(); err != nil {
 			return fmt.Errorf("index: %w", err)
 		}
-		if err := sums.w.Flush(); err != nil {
+		if err := sw.finish(ix); err != nil {
 			return fmt.Errorf("summaries: %w", err)
 		}
 		if ix.Size, err = seg.end(nil); err != nil {
 			return err
 		}
-		// The index's blocks, the segment's summary and size follow its
-		// entries.
+		// The index's blocks, the segment's summary, its partition
+		// directory and size follow its entries.
 		tail, err := json.Marshal(struct {
-			Blocks  []indexBlock `json:"blocks"`
-			Summary summaryJSON  `json:"summary"`
-			Size    int64        `json:"size"`
-		}{ix.Blocks, ix.Summary, ix.Size})
+			Blocks     []indexBlock   `json:"blocks"`
+			Summary    summaryJSON    `json:"summary"`
+			Partitions []partitionDir `json:"partition-directory,omitempty"`
+			Size       int64          `json:"size"`
+		}{ix.Blocks, ix.Summary, ix.Partitions, ix.Size})
 		if err != nil {
 			return fmt.Errorf("index: %w", err)
 		}

@@ -175,7 +175,9 @@ func (t *Table) openArchive(ctx context.Context, fsys *iceio.IO, path string) er
 
 // blockSummary returns the summary of the block of an archived part: the
 // one its index holds, or the one its segment's summaries file holds at
-// the bytes the index records (fsys opened on first use).
+// the bytes the index records, or, when that file cannot be read, the
+// fold of the block's commits, as the indexer folds them (fsys opened on
+// first use).
 func (t *Table) blockSummary(ctx context.Context, fsys *iceio.IO, at archivedAt) (mapping.Summary, error) {
 	b := at.ix.Blocks[at.block]
 	if b.Summary != nil {
@@ -189,8 +191,24 @@ func (t *Table) blockSummary(ctx context.Context, fsys *iceio.IO, at archivedAt)
 		return mapping.Summary{}, err
 	}
 	s, err := readSummary(*fsys, path, b)
+	if err == nil {
+		return s, nil
+	}
+	// The summaries file is gone or damaged (two writers rewrote a
+	// legacy segment's index at once, one killed): the block's commits
+	// say the same. When the segment is gone too (another writer's
+	// expiry absorbed it), reading the block fails on it, and the reader
+	// reloads.
+	snaps, err := readBlock(*fsys, at.path, at.ix, at.block)
 	if err != nil {
-		return mapping.Summary{}, &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("block %d: %w", at.block, err)}
+		return mapping.Summary{}, &ArchiveError{Table: t.Name(), Path: at.path, Err: fmt.Errorf("block %d: %w", at.block, err)}
+	}
+	for _, sn := range snaps {
+		if mapping.IsFloeCommit(sn.Properties) {
+			if c, err := mapping.DecodeCommit(sn.SnapshotID, time.UnixMilli(sn.TimestampMs).UTC(), sn.Properties); err == nil {
+				s.Add(c)
+			}
+		}
 	}
 	return s, nil
 }
@@ -241,7 +259,9 @@ func (t *Table) partitionSpans(ctx context.Context, fsys *iceio.IO, at archivedA
 	}
 	spans, ok, err := at.ix.partitionSpans(*fsys, at.path, tp)
 	if err != nil {
-		return nil, false, &ArchiveError{Table: t.Name(), Path: path, Err: err}
+		// Gone or damaged: the caller reads the blocks' summaries,
+		// which fall back to the blocks (blockSummary).
+		return nil, false, nil
 	}
 	return spans, ok, nil
 }

@@ -62,6 +62,9 @@ func modelSegment(t testing.TB, path string, snaps []modelSnap, sizes []int) seg
 		}
 		off += size
 	}
+	if err := x.close(); err != nil {
+		t.Fatal(err)
+	}
 	ix.Size = off
 	if err := ix.slim(); err != nil {
 		t.Fatal(err)

@@ -886,8 +886,11 @@ type compactCommit struct {
 // commitCompaction commits c, retrying on the fresh head when other
 // commits got in first. It returns the snapshot and the attempts made. It
 // deletes c.news when it gives up knowing that nothing was committed, and
-// keeps them (orphans at worst) when the outcome is unknown. With
-// opts.Turn, each attempt holds it (tryCompaction).
+// keeps them (orphans at worst) when the outcome of an attempt is unknown:
+// a catalog may still apply a commit after its client gave up on the
+// reply (a REST server finishing a request that timed out), and its
+// snapshot would then name deleted files. With opts.Turn, each attempt
+// holds it (tryCompaction).
 func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compactCommit, opts CompactOptions) (int64, int, error) {
 	maxAttempts := opts.MaxAttempts
 	if maxAttempts <= 0 {
@@ -897,6 +900,9 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 	var (
 		lastErr error
 		errs    int
+		// uncertain is set once an attempt failed otherwise than by
+		// losing a race: whether the catalog applied it is unknown.
+		uncertain bool
 	)
 	attempt := 1
 	for ; attempt <= maxAttempts && errs < maxErrors; attempt++ {
@@ -914,7 +920,7 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 		}
 		// The first attempt without a turn commits on the head the plan
 		// read; with one, the head has most likely moved since.
-		snap, outcome, err := t.tryCompaction(ctx, log, c, opts.Turn, attempt > 1 || opts.Turn != nil)
+		snap, outcome, err := t.tryCompaction(ctx, log, c, opts.Turn, attempt > 1 || opts.Turn != nil, uncertain)
 		switch outcome {
 		case attemptCommitted:
 			return snap, attempt, nil
@@ -935,6 +941,7 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 		}
 		if !compactConflict(err) {
 			errs++
+			uncertain = true
 		}
 		log.Info("compaction commit failed, reloading to retry on the new head", "table", t.Name(), "attempt", attempt, "err", err)
 	}
@@ -942,8 +949,11 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 	if err := t.Refresh(ctx); err != nil {
 		return 0, attempt, fmt.Errorf("compact %s: gave up after %d attempts; whether the last one was applied is unknown (its files are orphans if not): %w", t.Name(), attempt, lastErr)
 	}
-	if snap, landed := t.discardCompaction(ctx, log, c); landed {
+	if snap, landed := t.discardCompaction(ctx, log, c, uncertain); landed {
 		return snap, attempt, nil
+	}
+	if uncertain {
+		return 0, attempt, fmt.Errorf("compact %s: gave up after %d attempts; none is in the table, but whether the catalog may still apply one is unknown (its files are kept: orphans if not): %w", t.Name(), attempt, lastErr)
 	}
 	return 0, attempt, fmt.Errorf("compact %s: gave up after %d attempts, nothing was committed: %w", t.Name(), attempt, lastErr)
 }
@@ -957,9 +967,10 @@ func (t *Table) commitCompaction(ctx context.Context, log *slog.Logger, c compac
 // that a snapshot the table keeps still references (c landed, and a later
 // compaction or a rollback took them out of the head, while a kept
 // snapshot or a tag still has them) are kept too. Deleting any of those
-// would lose rows. When the table's files cannot be read, nothing is
-// deleted: they are orphans at worst.
-func (t *Table) discardCompaction(ctx context.Context, log *slog.Logger, c compactCommit) (int64, bool) {
+// would lose rows. When the table's files cannot be read, or an attempt's
+// outcome is unknown (uncertain: the catalog may still apply it), nothing
+// is deleted: they are orphans at worst.
+func (t *Table) discardCompaction(ctx context.Context, log *slog.Logger, c compactCommit, uncertain bool) (int64, bool) {
 	if snap := t.compactionSnapshot(c.props[KeyCompactID]); snap != 0 {
 		return snap, true
 	}
@@ -977,6 +988,9 @@ func (t *Table) discardCompaction(ctx context.Context, log *slog.Logger, c compa
 		return by, true
 	case by != 0:
 		log.Info("compaction not in the branch's head, but a snapshot the table keeps references its files: keeping them", "table", t.Name(), "added_by", by)
+		return 0, false
+	case uncertain:
+		log.Warn("compaction not committed, but an attempt's outcome is unknown and the catalog may still apply it: keeping the files it wrote (orphans if not; floe maintain --remove-orphans deletes them)", "table", t.Name())
 		return 0, false
 	}
 	t.removeFiles(ctx, log, c.news)
@@ -1045,7 +1059,7 @@ const (
 // throughout. With reload, it first reloads the table, looks for an
 // earlier attempt's snapshot and re-checks the plan (c.check). It returns
 // the snapshot committed or found, how the attempt ended, and its error.
-func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCommit, turn sync.Locker, reload bool) (int64, attemptOutcome, error) {
+func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCommit, turn sync.Locker, reload, uncertain bool) (int64, attemptOutcome, error) {
 	if turn != nil {
 		turn.Lock()
 		defer turn.Unlock()
@@ -1058,7 +1072,7 @@ func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCo
 			return snap, attemptLanded, nil
 		}
 		if err := c.check(ctx); err != nil {
-			if snap, landed := t.discardCompaction(ctx, log, c); landed {
+			if snap, landed := t.discardCompaction(ctx, log, c, uncertain); landed {
 				return snap, attemptLanded, nil
 			}
 			return 0, attemptGaveUp, err
@@ -1074,7 +1088,7 @@ func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCo
 		// attempt that landed) and when a file to add is live already
 		// (that attempt's).
 		strings.Contains(err.Error(), "already referenced by table"):
-		if snap, landed := t.discardCompaction(ctx, log, c); landed {
+		if snap, landed := t.discardCompaction(ctx, log, c, uncertain); landed {
 			return snap, attemptLanded, nil
 		}
 		return 0, attemptGaveUp, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}

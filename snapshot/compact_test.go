@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
@@ -641,5 +643,69 @@ func TestCompactLandedThenRolledBackKeepsTaggedFiles(t *testing.T) {
 	}
 	if n := len(snapshotRows(t, fresh, 0)); n != 40 {
 		t.Fatalf("%d rows after undoing the rollback, want 40", n)
+	}
+}
+
+// lateCatalog answers every commit with an error without applying it, as
+// a catalog does whose reply is lost in a timeout, and keeps the first:
+// applyLate applies it afterwards, as a server that finished the request
+// after its client gave up.
+type lateCatalog struct {
+	icecat.Catalog
+	first func() error
+}
+
+var errTimeout = errors.New("commit timed out")
+
+func (c *lateCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c *lateCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if c.first == nil {
+		c.first = func() error {
+			_, _, err := c.Catalog.CommitTable(context.Background(), ident, reqs, updates)
+			return err
+		}
+	}
+	return nil, "", errTimeout
+}
+
+// TestCompactGiveUpAfterUnknownOutcomeKeepsFiles: every commit attempt of
+// a compaction times out, and the catalog applies the first one after the
+// compaction gave up. The compaction keeps the files it wrote, since it
+// cannot know that no attempt will land, and the table reads the same
+// rows once it lands. Before, it deleted them ("nothing was committed"),
+// and the snapshot that landed named a deleted file: its rows were lost
+// (found by review).
+func TestCompactGiveUpAfterUnknownOutcomeKeepsFiles(t *testing.T) {
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.late", snapshot.OpenOptions{Create: true})
+	smallFiles(t, tbl, 0, 4, 5)
+	rows := snapshotRows(t, tbl, 0)
+	lc := &lateCatalog{Catalog: cat}
+	comp := openTestTable(t, lc, "lake.late", snapshot.OpenOptions{})
+	_, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, MaxAttempts: 2})
+	if !errors.Is(err, errTimeout) || !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("err = %v, want the timeouts, and the outcome unknown", err)
+	}
+	if lc.first == nil {
+		t.Fatal("no commit was attempted")
+	}
+	if err := lc.first(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !tbl.IsCompaction(tbl.Head().SnapshotID) {
+		t.Fatal("the late commit is not the head")
+	}
+	if got := snapshotRows(t, tbl, 0); !slices.Equal(got, rows) {
+		t.Fatalf("after the late commit: %d rows, want %d", len(got), len(rows))
 	}
 }

@@ -289,7 +289,7 @@ func openSQLite(ctx context.Context, name, spec string, existing bool, log *slog
 retry:
 	for attempt := 1; ; attempt++ {
 		cat, err = icecat.Load(ctx, name, props)
-		if err == nil || attempt == 10 || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+		if err == nil || attempt == 10 || !sqliteBusy(err) {
 			break
 		}
 		pause := time.NewTimer(time.Duration(attempt) * 100 * time.Millisecond)

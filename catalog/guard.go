@@ -140,6 +140,13 @@ func (g *guardedCatalog) CreateTable(ctx context.Context, ident table.Identifier
 		}
 	}
 	tbl, err := g.Catalog.CreateTable(ctx, ident, sc, opts...)
+	// SQLite answers a writer whose transaction began before another
+	// one's commit with SQLITE_BUSY at once, whatever the busy timeout:
+	// of creators starting together, one registers the table and others
+	// may hear that.
+	if err != nil && sqliteBusy(err) && g.registeredMeanwhile(ctx, ident) {
+		return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), icecat.ErrTableAlreadyExists)
+	}
 	return g.own(tbl), g.explain(ctx, err)
 }
 

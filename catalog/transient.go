@@ -98,7 +98,12 @@ func IsTransient(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	// SQLite (modernc) reports a held lock as text only.
-	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY") ||
-		strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset by peer")
+	return sqliteBusy(err) || strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset by peer")
+}
+
+// sqliteBusy reports SQLite's answer that another connection holds the
+// database's lock, which SQLite (modernc) reports as text only.
+func sqliteBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY")
 }

@@ -763,9 +763,25 @@ func groupPiece(g *mapping.FileGroup, files []compactFile, small int64) (compact
 		piece.rows += f.task.File.Count()
 		parts[f.partition] = true
 	}
-	piece.bin = strings.Join(slices.Sorted(maps.Keys(parts)), "|")
+	// A group in one Iceberg partition merges with that partition's other
+	// pieces. One over several (a lane whose rows spread over bucket(N,
+	// key), or over an hour's end) merges with any other such group: the
+	// merge writes a file per Iceberg partition, as the lane did. Binned
+	// by their exact set of partitions, lanes over different sets never
+	// merged, and each was rewritten alone into as many files (found by
+	// review).
+	piece.bin = spreadBin
+	if len(parts) == 1 {
+		for part := range parts {
+			piece.bin = part
+		}
+	}
 	return piece, true
 }
+
+// spreadBin is the bin of the file groups whose files are in several
+// Iceberg partitions (groupPiece): no partition's key (partitionKey).
+const spreadBin = "\x00spread"
 
 // overlaps reports whether a span of p overlaps (not merely touches) a span
 // of the pieces in cur (indexes of pieces): rows of the same offsets in

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -707,5 +708,83 @@ func TestCompactGiveUpAfterUnknownOutcomeKeepsFiles(t *testing.T) {
 	}
 	if got := snapshotRows(t, tbl, 0); !slices.Equal(got, rows) {
 		t.Fatalf("after the late commit: %d rows, want %d", len(got), len(rows))
+	}
+}
+
+// laneFlush streams rows of the partitions of spans (each span's offsets)
+// into one Writer stream, as a sink's lane does, and returns the flush
+// committing them as one file group with a range per span.
+func laneFlush(t *testing.T, tbl *snapshot.Table, spans ...mapping.Span) snapshot.Flush {
+	t.Helper()
+	w, err := tbl.NewWriter(tbl.Iceberg(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Release()
+	for _, s := range spans {
+		for o := s.Low; o < s.High; o++ {
+			rb.Append(testRec{partition: s.Partition, offset: o, key: "k", value: "v"}.kgo())
+		}
+	}
+	st := w.Stream(t.Context(), tbl.ArrowSchema())
+	if err := st.Write(rb.NewBatch()); err != nil {
+		t.Fatal(err)
+	}
+	files, err := st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := snapshot.Flush{Writer: w, Files: map[mapping.TopicPartition][]iceberg.DataFile{}, Groups: []snapshot.WrittenGroup{{Files: files, Spans: spans}}}
+	for _, s := range spans {
+		f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: s.TopicPartition, Interval: s.Interval, Records: s.High - s.Low})
+	}
+	return f
+}
+
+// TestCompactPartitionedLaneGroupsMergePerIcebergPartition: a table
+// partitioned by identity(kafka_partition) (any spec whose values a lane's
+// rows spread over: hour(kafka_timestamp) across an hour's end, bucket(N,
+// key) with few rows per flush) whose commits wrote lane file groups over
+// different sets of Iceberg partitions merges them into a file per
+// Iceberg partition (found by review: binned by their exact set of Iceberg
+// partitions, lanes over kafka_partition {0-4}, {1-5} and {0,1,2,4,5}
+// never merged with one another, each rewritten alone into as many files
+// as it had: 15 files for 6 Iceberg partitions, every row rewritten for
+// nothing).
+func TestCompactPartitionedLaneGroupsMergePerIcebergPartition(t *testing.T) {
+	tbl := openTestTable(t, tempCatalog(t), "lake.lanes", snapshot.OpenOptions{Create: true, PartitionBy: partitionBy(t, "identity(kafka_partition)")})
+	// Lanes of more than 4 small partitions, as a sink writes them; which
+	// partitions have rows varies from flush to flush.
+	next := map[int32]int64{}
+	lane := func(parts ...int32) {
+		var spans []mapping.Span
+		for _, p := range parts {
+			spans = append(spans, groupSpan(p, next[p], next[p]+3))
+			next[p] += 3
+		}
+		commitFlush(t, tbl, laneFlush(t, tbl, spans...))
+	}
+	lane(0, 1, 2, 3, 4)
+	lane(1, 2, 3, 4, 5)
+	lane(0, 1, 2, 4, 5)
+	before := snapshotRows(t, tbl, 0)
+	if n := len(liveDataFiles(t, tbl)); n != 15 {
+		t.Fatalf("%d files before, want 15 (a file per Iceberg partition of each lane)", n)
+	}
+	res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("compaction: %+v", res)
+	if got := snapshotRows(t, tbl, 0); !slices.Equal(got, before) {
+		t.Fatal("rows changed")
+	}
+	if n := len(liveDataFiles(t, tbl)); n != 6 {
+		t.Fatalf("%d live data files after compaction (replaced %d, added %d in %d groups), want 6: one per Iceberg partition (kafka_partition 0 to 5)",
+			n, res.Replaced, res.Added, res.Groups)
 	}
 }

@@ -591,7 +591,7 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 	if b, err := readAll(fsys, indexPath(path)); err == nil {
 		var ix segmentIndex
-		if json.Unmarshal(b, &ix) == nil && ix.TableUUID == tableUUID && ix.adopt() && ix.slim() == nil {
+		if json.Unmarshal(b, &ix) == nil && ix.TableUUID == tableUUID && ix.adopt() && ix.summariesIntact(fsys, path) && ix.slim() == nil {
 			return &ix, nil
 		}
 	}
@@ -626,6 +626,36 @@ func (ix *segmentIndex) adopt() bool {
 		return true
 	}
 	return false
+}
+
+// summariesIntact reports whether the summaries file of the segment at
+// path holds every byte its index locates in it (an index of the first
+// format has none). One that does not (cut short by a writer killed while
+// it rewrote a legacy segment's index, or removed) makes the index be
+// built again, and maintenance writes both anew (writeMissingIndexes);
+// readers of an index read before that read the blocks instead
+// (Table.blockSummary).
+func (ix *segmentIndex) summariesIntact(fsys iceio.IO, path string) bool {
+	if ix.Format != indexFormat {
+		return true
+	}
+	var need int64
+	for _, b := range ix.Blocks {
+		need = max(need, b.SummaryAt+b.SummaryLength)
+	}
+	for _, d := range ix.Partitions {
+		need = max(need, d.At+d.Length)
+	}
+	if need == 0 {
+		return true
+	}
+	f, err := fsys.Open(summariesPath(path))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	return err == nil && st.Size() >= need
 }
 
 // indexSegmentFile indexes the segment file at path (buildIndex).

@@ -745,6 +745,20 @@ func laneFlush(t *testing.T, tbl *snapshot.Table, spans ...mapping.Span) snapsho
 	return f
 }
 
+// lanes returns a function that commits a lane over parts (laneFlush), n
+// offsets of each, after those it committed before.
+func lanes(t *testing.T, tbl *snapshot.Table) func(n int64, parts ...int32) {
+	next := map[int32]int64{}
+	return func(n int64, parts ...int32) {
+		var spans []mapping.Span
+		for _, p := range parts {
+			spans = append(spans, groupSpan(p, next[p], next[p]+n))
+			next[p] += n
+		}
+		commitFlush(t, tbl, laneFlush(t, tbl, spans...))
+	}
+}
+
 // TestCompactPartitionedLaneGroupsMergePerIcebergPartition: a table
 // partitioned by identity(kafka_partition) (any spec whose values a lane's
 // rows spread over: hour(kafka_timestamp) across an hour's end, bucket(N,
@@ -759,18 +773,10 @@ func TestCompactPartitionedLaneGroupsMergePerIcebergPartition(t *testing.T) {
 	tbl := openTestTable(t, tempCatalog(t), "lake.lanes", snapshot.OpenOptions{Create: true, PartitionBy: partitionBy(t, "identity(kafka_partition)")})
 	// Lanes of more than 4 small partitions, as a sink writes them; which
 	// partitions have rows varies from flush to flush.
-	next := map[int32]int64{}
-	lane := func(parts ...int32) {
-		var spans []mapping.Span
-		for _, p := range parts {
-			spans = append(spans, groupSpan(p, next[p], next[p]+3))
-			next[p] += 3
-		}
-		commitFlush(t, tbl, laneFlush(t, tbl, spans...))
-	}
-	lane(0, 1, 2, 3, 4)
-	lane(1, 2, 3, 4, 5)
-	lane(0, 1, 2, 4, 5)
+	lane := lanes(t, tbl)
+	lane(3, 0, 1, 2, 3, 4)
+	lane(3, 1, 2, 3, 4, 5)
+	lane(3, 0, 1, 2, 4, 5)
 	before := snapshotRows(t, tbl, 0)
 	if n := len(liveDataFiles(t, tbl)); n != 15 {
 		t.Fatalf("%d files before, want 15 (a file per Iceberg partition of each lane)", n)
@@ -797,15 +803,7 @@ func TestCompactPartitionedLaneGroupsMergePerIcebergPartition(t *testing.T) {
 // nothing (found by review).
 func TestCompactLoneSpreadLaneNotRewritten(t *testing.T) {
 	tbl := openTestTable(t, tempCatalog(t), "lake.lone", snapshot.OpenOptions{Create: true, PartitionBy: partitionBy(t, "identity(kafka_partition)")})
-	next := map[int32]int64{}
-	lane := func(n int64, parts ...int32) {
-		var spans []mapping.Span
-		for _, p := range parts {
-			spans = append(spans, groupSpan(p, next[p], next[p]+n))
-			next[p] += n
-		}
-		commitFlush(t, tbl, laneFlush(t, tbl, spans...))
-	}
+	lane := lanes(t, tbl)
 	lane(3, 0, 1, 2, 3, 4)
 	lane(3, 0, 1, 2, 3, 4)
 	lane(3, 0, 1, 2, 3, 4)
@@ -845,18 +843,10 @@ func TestCompactFirstLaneAloneNotRewritten(t *testing.T) {
 // made).
 func TestCompactDryRunFilesAfterSpreadGroups(t *testing.T) {
 	tbl := openTestTable(t, tempCatalog(t), "lake.dry", snapshot.OpenOptions{Create: true, PartitionBy: partitionBy(t, "identity(kafka_partition)")})
-	next := map[int32]int64{}
-	lane := func(parts ...int32) {
-		var spans []mapping.Span
-		for _, p := range parts {
-			spans = append(spans, groupSpan(p, next[p], next[p]+3))
-			next[p] += 3
-		}
-		commitFlush(t, tbl, laneFlush(t, tbl, spans...))
-	}
-	lane(0, 1, 2, 3, 4)
-	lane(1, 2, 3, 4, 5)
-	lane(0, 1, 2, 4, 5)
+	lane := lanes(t, tbl)
+	lane(3, 0, 1, 2, 3, 4)
+	lane(3, 1, 2, 3, 4, 5)
+	lane(3, 0, 1, 2, 4, 5)
 	dry, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, DryRun: true})
 	if err != nil {
 		t.Fatal(err)

@@ -153,22 +153,11 @@ func checkIndexFiles(t *testing.T, b []byte, built *segmentIndex, sum mapping.Su
 	if _, err := writeIndex(fsys, "u", path); err != nil {
 		t.Fatal(err)
 	}
-	v1, err := json.Marshal(struct {
-		Format    string       `json:"format"`
-		TableUUID string       `json:"table-uuid"`
-		Size      int64        `json:"size"`
-		Blocks    []indexBlock `json:"blocks"`
-	}{indexFormatV1, "u", built.Size, built.Blocks})
-	if err != nil {
-		t.Fatal(err)
-	}
 	v1Path := dir + "/" + archiveFolder + "/00002-v1.json"
 	if err := os.WriteFile(v1Path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(indexPath(v1Path), v1, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeV1Index(t, v1Path)
 	for _, tc := range []struct {
 		path   string
 		inline bool

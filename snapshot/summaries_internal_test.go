@@ -50,6 +50,30 @@ func variedHistory(t testing.TB, n, partitions int) []ArchivedSnapshot {
 	return snaps
 }
 
+// writeV1Index writes the index of the segment at path in the first
+// format, as floe wrote it before the summaries file: its blocks' summaries
+// inline, no segment summary.
+func writeV1Index(t testing.TB, path string) {
+	t.Helper()
+	built, err := indexSegmentFile(iceio.LocalFS{}, "u", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := json.Marshal(struct {
+		Format    string             `json:"format"`
+		TableUUID string             `json:"table-uuid"`
+		Size      int64              `json:"size"`
+		Snapshots []ArchivedSnapshot `json:"snapshots"`
+		Blocks    []indexBlock       `json:"blocks"`
+	}{indexFormatV1, "u", built.Size, built.Snapshots, built.Blocks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(indexPath(path), v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLookupsThroughSummariesFiles: on segments of several blocks, the
 // ledger's summary, where an offset is (Locate) and the first commit
 // covering a cut (FirstCovering) are the whole ledger's, for offsets in
@@ -99,23 +123,7 @@ func TestLookupsThroughSummariesFiles(t *testing.T) {
 				}
 				switch form {
 				case "first format":
-					built, err := indexSegmentFile(iceio.LocalFS{}, "u", path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					v1, err := json.Marshal(struct {
-						Format    string             `json:"format"`
-						TableUUID string             `json:"table-uuid"`
-						Size      int64              `json:"size"`
-						Snapshots []ArchivedSnapshot `json:"snapshots"`
-						Blocks    []indexBlock       `json:"blocks"`
-					}{indexFormatV1, "u", built.Size, built.Snapshots, built.Blocks})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(indexPath(path), v1, 0o644); err != nil {
-						t.Fatal(err)
-					}
+					writeV1Index(t, path)
 				case "built":
 					if err := os.Remove(indexPath(path)); err != nil {
 						t.Fatal(err)

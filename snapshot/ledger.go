@@ -204,11 +204,7 @@ func (t *Table) blockSummary(ctx context.Context, fsys *iceio.IO, at archivedAt)
 		return mapping.Summary{}, &ArchiveError{Table: t.Name(), Path: at.path, Err: fmt.Errorf("block %d: %w", at.block, err)}
 	}
 	for _, sn := range snaps {
-		if mapping.IsFloeCommit(sn.Properties) {
-			if c, err := mapping.DecodeCommit(sn.SnapshotID, time.UnixMilli(sn.TimestampMs).UTC(), sn.Properties); err == nil {
-				s.Add(c)
-			}
-		}
+		foldEntry(&s, sn)
 	}
 	return s, nil
 }

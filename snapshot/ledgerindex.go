@@ -418,11 +418,7 @@ func (x *indexer) add(s ArchivedSnapshot, start, end int64) error {
 	b := &ix.Blocks[bl]
 	b.Count++
 	b.Length = end - b.Offset
-	if mapping.IsFloeCommit(s.Properties) {
-		if c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Properties); err == nil {
-			x.sum.Add(c)
-		}
-	}
+	foldEntry(&x.sum, s)
 	x.n++
 	s.Properties = lightProperties(s.Properties)
 	if err := x.light(bl, s); err != nil {
@@ -432,6 +428,18 @@ func (x *indexer) add(s ArchivedSnapshot, start, end int64) error {
 		return x.close()
 	}
 	return nil
+}
+
+// foldEntry folds the floe commit of an archived entry into a block's
+// summary; an entry that is no floe commit, or whose ledger properties do
+// not decode, is left out.
+func foldEntry(sum *mapping.Summary, s ArchivedSnapshot) {
+	if !mapping.IsFloeCommit(s.Properties) {
+		return
+	}
+	if c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Properties); err == nil {
+		sum.Add(c)
+	}
 }
 
 // close completes the open block, if any: its summary goes into the

@@ -508,10 +508,15 @@ type blockSpan [3]int64
 
 func (s blockSpan) block() int             { return int(s[0]) }
 func (s blockSpan) span() mapping.Interval { return mapping.Interval{Low: s[1], High: s[2]} }
+
+// newSummariesWriter writes a summaries file to s.
 func newSummariesWriter(s *segmentStream) *summariesWriter {
 	return &summariesWriter{segmentStream: s, spans: map[mapping.TopicPartition][]blockSpan{}}
 }
 
+// block writes the summary s of block bl, b, and notes its partitions'
+// spans for the directory. A block without floe commits has no summary
+// to read.
 func (w *summariesWriter) block(bl int, b *indexBlock, s mapping.Summary) error {
 	if s.Commits == 0 {
 		return nil

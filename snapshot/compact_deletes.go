@@ -292,25 +292,8 @@ func (t *Table) checkDeletesSince(ctx context.Context, base *table.Snapshot, rew
 // live or archived: whether it left the metadata by an expiry, not by a
 // rollback.
 func (t *Table) archivedAncestor(head, id int64) bool {
-	meta := t.tbl.Metadata()
-	steps := len(meta.Snapshots()) + 1
-	if t.archive != nil {
-		steps = t.archive.longestWalk(meta)
-	}
-	for cur := head; steps > 0; steps-- {
-		if cur == id {
-			return true
-		}
-		s := meta.SnapshotByID(cur)
-		if s == nil {
-			s = t.archive.snapshot(cur)
-		}
-		if s == nil || s.ParentSnapshotID == nil {
-			return false
-		}
-		cur = *s.ParentSnapshotID
-	}
-	return false
+	_, found := table.AncestorsBetween(head, id, snapshotIn(t.tbl.Metadata(), t.archive))
+	return found
 }
 
 // checkLivePositionDeletes is checkDeletesSince's check when the snapshots

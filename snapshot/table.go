@@ -483,12 +483,7 @@ func (e *TruncatedLedgerError) Is(target error) bool { return target == ErrTrunc
 // *TruncatedLedgerError when the walk ends at a snapshot whose parent is
 // neither.
 func ancestry(meta table.Metadata, archive archivedSnapshots, snapshotID int64) ([]table.Snapshot, *TruncatedLedgerError) {
-	ancestors, complete := table.AncestorsOfChecked(snapshotID, func(id int64) *table.Snapshot {
-		if s := meta.SnapshotByID(id); s != nil {
-			return s
-		}
-		return archive.snapshot(id)
-	})
+	ancestors, complete := table.AncestorsOfChecked(snapshotID, snapshotIn(meta, archive))
 	if !complete {
 		oldest := snapshotID
 		if len(ancestors) > 0 {
@@ -497,6 +492,17 @@ func ancestry(meta table.Metadata, archive archivedSnapshots, snapshotID int64) 
 		return nil, &TruncatedLedgerError{SnapshotID: snapshotID, Oldest: oldest}
 	}
 	return ancestors, nil
+}
+
+// snapshotIn looks snapshots up among the live ones of meta, then the
+// archived ones.
+func snapshotIn(meta table.Metadata, archive archivedSnapshots) table.SnapshotLookup {
+	return func(id int64) *table.Snapshot {
+		if s := meta.SnapshotByID(id); s != nil {
+			return s
+		}
+		return archive.snapshot(id)
+	}
 }
 
 // ancestryEnd is ancestry's verdict without the ancestors: a

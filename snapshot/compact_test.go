@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -716,33 +715,7 @@ func TestCompactGiveUpAfterUnknownOutcomeKeepsFiles(t *testing.T) {
 // committing them as one file group with a range per span.
 func laneFlush(t *testing.T, tbl *snapshot.Table, spans ...mapping.Span) snapshot.Flush {
 	t.Helper()
-	w, err := tbl.NewWriter(tbl.Iceberg(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rb.Release()
-	for _, s := range spans {
-		for o := s.Low; o < s.High; o++ {
-			rb.Append(testRec{partition: s.Partition, offset: o, key: "k", value: "v"}.kgo())
-		}
-	}
-	st := w.Stream(t.Context(), tbl.ArrowSchema())
-	if err := st.Write(rb.NewBatch()); err != nil {
-		t.Fatal(err)
-	}
-	files, err := st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := snapshot.Flush{Writer: w, Files: map[mapping.TopicPartition][]iceberg.DataFile{}, Groups: []snapshot.WrittenGroup{{Files: files, Spans: spans}}}
-	for _, s := range spans {
-		f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: s.TopicPartition, Interval: s.Interval, Records: s.High - s.Low})
-	}
-	return f
+	return streamFlush(t, tbl, spans, spans...)
 }
 
 // lanes returns a function that commits a lane over parts (laneFlush), n

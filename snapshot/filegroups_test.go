@@ -16,6 +16,14 @@ import (
 // group holding spans, with ranges [0, 5) of both partitions.
 func groupFlush(t *testing.T, tbl *snapshot.Table, spans ...mapping.Span) snapshot.Flush {
 	t.Helper()
+	return streamFlush(t, tbl, []mapping.Span{groupSpan(0, 0, 5), groupSpan(1, 0, 5)}, spans...)
+}
+
+// streamFlush streams the rows of rows (each span's offsets) into one
+// Writer stream, as a sink's lane does, and returns the flush committing
+// them as one file group holding spans, with a range per span of rows.
+func streamFlush(t *testing.T, tbl *snapshot.Table, rows []mapping.Span, spans ...mapping.Span) snapshot.Flush {
+	t.Helper()
 	w, err := tbl.NewWriter(tbl.Iceberg(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -25,9 +33,9 @@ func groupFlush(t *testing.T, tbl *snapshot.Table, spans ...mapping.Span) snapsh
 		t.Fatal(err)
 	}
 	defer rb.Release()
-	for p := range int32(2) {
-		for o := range int64(5) {
-			rb.Append(testRec{partition: p, offset: o, key: "k", value: "v"}.kgo())
+	for _, s := range rows {
+		for o := s.Low; o < s.High; o++ {
+			rb.Append(testRec{partition: s.Partition, offset: o, key: "k", value: "v"}.kgo())
 		}
 	}
 	st := w.Stream(t.Context(), tbl.ArrowSchema())
@@ -39,8 +47,8 @@ func groupFlush(t *testing.T, tbl *snapshot.Table, spans ...mapping.Span) snapsh
 		t.Fatal(err)
 	}
 	f := snapshot.Flush{Writer: w, Files: map[mapping.TopicPartition][]iceberg.DataFile{}, Groups: []snapshot.WrittenGroup{{Files: files, Spans: spans}}}
-	for p := range int32(2) {
-		f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "t", Partition: p}, Interval: mapping.Interval{Low: 0, High: 5}, Records: 5})
+	for _, s := range rows {
+		f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: s.TopicPartition, Interval: s.Interval, Records: s.High - s.Low})
 	}
 	return f
 }

@@ -106,21 +106,31 @@ const benchRSSCeilingMiB = 300
 // reportPeakRSS runs a sink process (childCmd) and reports its peak
 // resident set in MiB, which the process prints as it exits (Linux only).
 func reportPeakRSS(b *testing.B, cmd *exec.Cmd, metric string) float64 {
+	mib, ok := peakRSS(b, cmd)
+	if ok {
+		b.ReportMetric(mib, metric)
+	}
+	return mib
+}
+
+// peakRSS runs cmd, a sink child process (childCmd), to its end and
+// returns the peak resident set it printed, in MiB; ok is false when it
+// printed none (no /proc: not Linux).
+func peakRSS(t testing.TB, cmd *exec.Cmd) (mib float64, ok bool) {
 	out, err := cmd.Output()
 	if err != nil {
-		b.Fatalf("sink process: %v\n%s", err, out)
+		t.Fatalf("sink process: %v\n%s", err, out)
 	}
 	for l := range strings.Lines(string(out)) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "peak_rss "); ok {
 			kib, err := strconv.ParseFloat(strings.TrimSuffix(v, " kB"), 64)
 			if err != nil {
-				b.Fatalf("sink process: peak resident set %q: %v", v, err)
+				t.Fatalf("sink process: peak resident set %q: %v", v, err)
 			}
-			b.ReportMetric(kib/1024, metric)
-			return kib / 1024
+			return kib / 1024, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // consumeAll reads every partition to its end offset with a plain franz-go

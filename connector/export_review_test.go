@@ -5,3 +5,7 @@ import "github.com/apache/arrow-go/v18/arrow/memory"
 // SetAllocator makes s build its rows with mem (a memory.CheckedAllocator
 // in tests that look for leaked Arrow buffers).
 func SetAllocator(s *Sink, mem memory.Allocator) { s.alloc = mem }
+
+// SetSpillBytes sets the record bytes at which the rows of partitions
+// without a stream of their own move to the flush's spill lane.
+func SetSpillBytes(s *Sink, n int64) { s.spillBytes = n }

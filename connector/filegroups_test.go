@@ -1,6 +1,7 @@
 package connector_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -217,8 +218,17 @@ func TestSinkLargePartitionsPure(t *testing.T) {
 // partition 0's range mid-flush, --on-data-loss record). The flush's
 // group file holds partition 0's rows on both sides of the loss, and its
 // spans leave the lost range out: the files and rows levels are clean and
-// the only findings are the recorded loss.
+// the only findings are the recorded loss. The same with every row moved
+// to the flush's spill lane as it is read.
 func TestSinkGroupedFlushWithLoss(t *testing.T) {
+	for _, spill := range []int64{0, 1} {
+		t.Run(fmt.Sprintf("spill=%d", spill), func(t *testing.T) { groupedFlushWithLoss(t, spill) })
+	}
+}
+
+// groupedFlushWithLoss is TestSinkGroupedFlushWithLoss with the sink's spill
+// bytes set to spill (0: the default, above the flush).
+func groupedFlushWithLoss(t *testing.T, spill int64) {
 	e := newEnv(t)
 	const topic, partitions = "lossy-grouped", 8
 	e.Topic(topic, partitions, nil)
@@ -248,6 +258,9 @@ func TestSinkGroupedFlushWithLoss(t *testing.T) {
 		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if spill > 0 {
+		connector.SetSpillBytes(s, spill)
 	}
 	if _, err := s.Run(e.Ctx); err != nil {
 		t.Fatal(err)
@@ -294,36 +307,139 @@ func TestSinkGroupedFlushWithLoss(t *testing.T) {
 	}
 }
 
-// TestSinkTwoLanes: a flush whose small partitions (20 of 8,000 records,
-// each under a stream batch) take more than 16 MiB of Arrow memory writes
-// them in two lanes, two file groups of consecutive partitions that
-// together hold every small partition once; the table reads back exactly
-// once and audits complete.
-func TestSinkTwoLanes(t *testing.T) {
+// TestSinkSpillLane: a flush whose small partitions (20 of 8,000 records,
+// each under a stream batch) take more than the sink's spill bytes (16
+// MiB) moves their rows into its spill lane while it reads them: one file
+// group holding every partition once; the table reads back exactly once,
+// audits complete, and floe where finds offsets in the group's files. The
+// same with a spill at every row, and with 12 busy partitions (20,000 records each) among 40
+// quiet ones, where at most maxOwnStreams (8) partitions get files of their
+// own and the others share the lane.
+func TestSinkSpillLane(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		busy, quiet  int32
+		perBusy, per int
+		spill        int64
+	}{
+		{name: "default", quiet: 20, per: 8000},
+		{name: "every-row", quiet: 20, per: 300, spill: 1},
+		{name: "busy", busy: 12, perBusy: 20000, quiet: 40, per: 30, spill: 2 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			topic := "spill-" + tc.name
+			e.Topic(topic, tc.busy+tc.quiet, nil)
+			var recs []*kgo.Record
+			for p := range tc.busy + tc.quiet {
+				n := tc.per
+				if p < tc.busy {
+					n = tc.perBusy
+				}
+				recs = append(recs, paddedRecords(topic, p, n, "a")...)
+			}
+			e.Produce(recs)
+			want := e.endOffsets(topic)
+			tbl := e.Table("lake.spill_" + strings.ReplaceAll(tc.name, "-", "_"))
+			s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, StopAtEnd: true, Logger: quietLogger(),
+				FlushRecords: len(recs), FlushInterval: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.spill > 0 {
+				connector.SetSpillBytes(s, tc.spill)
+			}
+			if _, err := s.Run(e.Ctx); err != nil {
+				t.Fatal(err)
+			}
+			byCommit := filesByCommit(t, tbl)
+			var c *mapping.Commit
+			l := mustLedger(t, tbl)
+			for i := range l.Commits {
+				if len(byCommit[l.Commits[i].SnapshotID]) > 0 {
+					if c != nil {
+						t.Fatalf("two commits of data, want one flush")
+					}
+					c = &l.Commits[i]
+				}
+			}
+			if c == nil || len(c.FileGroups) != 1 {
+				t.Fatalf("commit %+v, want one file group", c)
+			}
+			laned := map[int32]bool{}
+			for _, sp := range c.FileGroups[0].Spans {
+				laned[sp.Partition] = true
+			}
+			own := map[int32]bool{}
+			for _, f := range byCommit[c.SnapshotID] {
+				if slices.Contains(c.FileGroups[0].Files, f.Path) {
+					continue
+				}
+				if f.PartitionMin != f.PartitionMax || laned[f.PartitionMin] {
+					t.Errorf("file %s of partitions %d-%d is neither the lane's nor one partition's own", f.Path, f.PartitionMin, f.PartitionMax)
+				}
+				own[f.PartitionMin] = true
+			}
+			if len(own) > 8 || len(own)+len(laned) != int(tc.busy+tc.quiet) {
+				t.Fatalf("%d partitions with files of their own and %d in the lane, want at most 8 own and every partition once", len(own), len(laned))
+			}
+			t.Logf("%d partitions with files of their own, %d in the lane", len(own), len(laned))
+			checkExactlyOnce(t, tbl, want)
+			auditComplete(t, e, tbl)
+			last := tc.busy + tc.quiet - 1
+			for _, f := range whereFinds(t, e, tbl, mapping.TopicPartition{Topic: topic, Partition: last}, 0, int64(tc.per-1)) {
+				if !slices.Contains(c.FileGroups[0].Files, f) {
+					t.Fatalf("where names %s, not a file of the lane %v", f, c.FileGroups[0].Files)
+				}
+			}
+		})
+	}
+}
+
+// TestSinkLanedPartitionStaysInLane: a live sink reads 40 quiet partitions
+// until their rows pass the spill bytes (4 MiB) and move to the flush's
+// spill lane; then partition 0 gets 20,000 records, a stream batch and
+// more, in the same flush. Its rows stay in the lane, whose file group
+// spans its ranges, rather than going to a file of its own beside it: the
+// commit has one file group spanning every partition and no other file.
+func TestSinkLanedPartitionStaysInLane(t *testing.T) {
 	e := newEnv(t)
-	const topic, partitions, per = "twolanes", 20, 8000
-	want := paddedTopic(e, topic, partitions, per)
-	tbl := e.Table("lake.twolanes")
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: partitions * per, FlushInterval: time.Minute}); err != nil {
+	const topic, partitions = "laned-busy", 40
+	e.Topic(topic, partitions, nil)
+	var recs []*kgo.Record
+	for p := range int32(partitions) {
+		recs = append(recs, paddedRecords(topic, p, 900, "quiet")...)
+	}
+	e.Produce(recs)
+	tbl := e.Table("lake.laned_busy")
+	var read atomic.Int64
+	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, Logger: quietLogger(),
+		FlushRecords: 1_000_000, FlushInterval: time.Hour, OnRecords: func(n int64) { read.Add(n) }})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var groups []mapping.FileGroup
-	for _, c := range mustLedger(t, tbl).Commits {
-		groups = append(groups, c.FileGroups...)
+	connector.SetSpillBytes(s, 4<<20)
+	ctx, stop := context.WithCancel(e.Ctx)
+	done := make(chan error, 1)
+	go func() { _, err := s.Run(ctx); done <- err }()
+	waitFor(t, 30*time.Second, "the quiet partitions read", func() bool { return read.Load() == int64(len(recs)) })
+	e.Produce(paddedRecords(topic, 0, 20_000, "busy"))
+	waitFor(t, 30*time.Second, "partition 0 read", func() bool { return read.Load() == int64(len(recs))+20_000 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
-	if len(groups) != 2 {
-		t.Fatalf("%d file groups, want 2 lanes", len(groups))
-	}
-	seen := map[int32]int{}
-	for _, g := range groups {
-		for _, s := range g.Spans {
-			seen[s.Partition]++
+	byCommit := filesByCommit(t, tbl)
+	l := mustLedger(t, tbl)
+	for _, c := range l.Commits {
+		files := byCommit[c.SnapshotID]
+		if len(files) == 0 {
+			continue
+		}
+		if len(c.FileGroups) != 1 || len(c.FileGroups[0].Spans) != partitions || len(c.FileGroups[0].Files) != len(files) {
+			t.Fatalf("commit %d has %d files and groups %+v, want one group of every file spanning the %d partitions", c.SnapshotID, len(files), c.FileGroups, partitions)
 		}
 	}
-	last := groups[0].Spans[len(groups[0].Spans)-1].Partition
-	if len(seen) != partitions || groups[1].Spans[0].Partition != last+1 {
-		t.Fatalf("lanes hold partitions %v, then from %d: want each of %d once, consecutive", seen, groups[1].Spans[0].Partition, partitions)
-	}
-	checkExactlyOnce(t, tbl, want)
+	checkExactlyOnce(t, tbl, e.endOffsets(topic))
 	auditComplete(t, e, tbl)
 }

@@ -286,6 +286,13 @@ func (ss *session) waitUntil(deadline time.Time) (done bool, err error) {
 // open stream and its closed files (removed now, or once the flush in
 // flight is done with the table handle).
 func (ss *session) drop(ctx context.Context, p int32) {
+	if ss.laned[p] {
+		// Its rows share the spill lane with what the other laned
+		// partitions spilled: the lane goes, and they are read again.
+		ss.gm.doomed = append(ss.gm.doomed, ss.spill.st)
+		ss.spill, ss.laned, ss.spillLost = nil, nil, true
+		ss.gm.fail(errSpillLost)
+	}
 	if st := ss.streams[p]; st != nil {
 		ss.gm.doomed = append(ss.gm.doomed, st)
 		delete(ss.streams, p)
@@ -295,6 +302,7 @@ func (ss *session) drop(ctx context.Context, p int32) {
 		delete(ss.files, p)
 	}
 	if pt := ss.parts[p]; pt != nil {
+		ss.held -= pt.held
 		pt.release()
 		delete(ss.parts, p)
 	}
@@ -418,6 +426,10 @@ func (ss *session) adopt(ctx context.Context, ps []int32) (map[int32]int64, erro
 func (ss *session) reset(ctx context.Context) error {
 	gm := ss.gm
 	owned := slices.Sorted(maps.Keys(gm.owned))
+	if ss.spill != nil {
+		gm.doomed = append(gm.doomed, ss.spill.st)
+	}
+	ss.spill, ss.laned, ss.spillLost, ss.held = nil, nil, false, 0
 	for _, p := range slices.Collect(maps.Keys(ss.parts)) {
 		ss.drop(ctx, p)
 	}
@@ -450,7 +462,9 @@ func (ss *session) survive(ctx context.Context, err error) error {
 	if err == nil || ss.gm == nil || !errors.Is(err, snapshot.ErrFenced) {
 		return err
 	}
-	ss.s.fenced(err)
+	if !errors.Is(err, errSpillLost) {
+		ss.s.fenced(err)
+	}
 	return ss.reset(ctx)
 }
 

@@ -62,6 +62,9 @@ func (e *env) startMemberOn(tbl *snapshot.Table, cfg connector.Config) *member {
 	if err != nil {
 		e.T.Fatal(err)
 	}
+	if e.spillBytes > 0 {
+		connector.SetSpillBytes(s, e.spillBytes)
+	}
 	go func() {
 		defer close(m.done)
 		m.stats, m.err = s.Run(ctx)
@@ -339,8 +342,21 @@ func kickMember(t *testing.T, e *env, lost *atomic.Int64) {
 // then returned at once, with nothing, and every flush found nothing to
 // flush, so the member spun without reading or logging anything (seen
 // once in the fault campaign after a broker restart, as 90 s of silence).
+//
+// With every row moved to the flush's spill lane as it is read, the lane
+// goes with the partitions it was lost with, and the member takes its
+// partitions on again from the ledger before it commits anything.
 func TestGroupMemberLostWhileBuffering(t *testing.T) {
-	e := newEnv(t)
+	for _, spill := range []int64{0, 1} {
+		t.Run(fmt.Sprintf("spill=%d", spill), func(t *testing.T) {
+			e := newEnv(t)
+			e.spillBytes = spill
+			memberLostWhileBuffering(t, e)
+		})
+	}
+}
+
+func memberLostWhileBuffering(t *testing.T, e *env) {
 	const topic, table, group = "lostbuf", "lake.lostbuf", "floe-lostbuf"
 	e.Topic(topic, 3, nil)
 	tbl := e.Table(table)

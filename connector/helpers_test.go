@@ -16,9 +16,12 @@ import (
 // catalog and a file warehouse) with this package's helpers.
 type env struct {
 	*floetest.Env
+	// spillBytes, when set, is the spill bytes of the group members it
+	// starts (connector.SetSpillBytes).
+	spillBytes int64
 }
 
-func newEnv(t testing.TB) *env { return &env{floetest.New(t)} }
+func newEnv(t testing.TB) *env { return &env{Env: floetest.New(t)} }
 
 func quietLogger() *slog.Logger { return floetest.QuietLogger() }
 

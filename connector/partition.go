@@ -50,6 +50,10 @@ type partition struct {
 	deadBatches []arrow.RecordBatch
 	// bytes counts the record bytes in rows since they were last drained.
 	bytes int64
+	// held counts the record bytes of the rows it holds while it has no
+	// stream of its own in the flush: the session's held bytes, which
+	// move to the flush's spill lane (session.spillRows).
+	held int64
 	// end is where a bounded run stops the partition; -1 when unbounded.
 	end int64
 	// skipped is the last lost or aborted range: records inside it that the
@@ -187,7 +191,7 @@ func (p *partition) change(offset int64, c mapping.Change) {
 // that the builder can start again for another writer schema.
 func (p *partition) cutRows(rows *mapping.RowBuilder) {
 	if p.rows.Rows() > 0 {
-		p.pieces = append(p.pieces, p.rows.NewBatch())
+		p.pieces = append(p.pieces, p.rows.TakeBatch())
 	}
 	p.rows.Release()
 	p.rows = rows
@@ -207,14 +211,34 @@ func (p *partition) stalledBehind(logStart int64) bool {
 // drain returns the open range's rows built so far, pieces built for
 // earlier writer schemas first, and empties the builder; the range stays
 // open. A session streaming rows into data files drains a partition when
-// its rows reach a row group's worth.
-func (p *partition) drain() []arrow.RecordBatch {
+// its rows reach a row group's worth; the builder then reserves room for
+// as many rows again when reserve is set (mapping.RowBuilder.NewBatch).
+func (p *partition) drain(reserve bool) []arrow.RecordBatch {
 	out := p.pieces
 	p.pieces = nil
 	if p.rows != nil && p.rows.Rows() > 0 {
-		out = append(out, p.rows.NewBatch())
+		if reserve {
+			out = append(out, p.rows.NewBatch())
+		} else {
+			out = append(out, p.rows.TakeBatch())
+		}
 	}
 	p.bytes = 0
+	return out
+}
+
+// takeRows returns every row it holds, a group per range (closed ranges'
+// first, then the open range's rows so far, pieces built for earlier
+// writer schemas first), and empties its batches and builder; the ranges
+// stay as they are. A partition that shares a lane takes its rows out
+// before the flush (session.spillRows).
+func (p *partition) takeRows() [][]arrow.RecordBatch {
+	out := p.batches
+	p.batches = nil
+	if open := p.drain(false); len(open) > 0 {
+		out = append(out, open)
+	}
+	p.held = 0
 	return out
 }
 
@@ -226,14 +250,14 @@ func (p *partition) closeRange() {
 			Records: p.records, DeadLetters: p.dead, Deletes: p.deletes, Skipped: p.ignored})
 		group := p.pieces
 		if p.rows != nil && p.rows.Rows() > 0 {
-			group = append(group, p.rows.NewBatch())
+			group = append(group, p.rows.TakeBatch())
 		}
 		if len(group) > 0 {
 			p.batches = append(p.batches, group)
 		}
 		p.pieces, p.bytes = nil, 0
 		if p.deadLetters != nil && p.deadLetters.Rows() > 0 {
-			p.deadBatches = append(p.deadBatches, p.deadLetters.NewBatch())
+			p.deadBatches = append(p.deadBatches, p.deadLetters.TakeBatch())
 		}
 	}
 	p.low, p.records, p.dead, p.deletes, p.ignored = p.next, 0, 0, 0, 0

@@ -101,6 +101,16 @@ type session struct {
 	writer    *snapshot.Writer
 	streams   map[int32]*snapshot.Stream
 	files     map[int32][]iceberg.DataFile
+	// held counts the record bytes of the rows that partitions without a
+	// stream of their own hold; at the sink's spill bytes they move to
+	// spill, the flush's spill lane (spillRows), which laned names the
+	// partitions of. spillLost is set when a group member gave up a laned
+	// partition: the lane is gone with its rows, so the flush must not be
+	// committed, and the member reads its partitions again (errSpillLost).
+	held      int64
+	spill     *lane
+	laned     map[int32]bool
+	spillLost bool
 }
 
 // A partition's rows go to its stream in batches of this many rows or
@@ -110,6 +120,22 @@ const (
 	streamBatchRows  = 8 * 1024
 	streamBatchBytes = 4 << 20
 )
+
+// defaultSpillBytes is the most record bytes that partitions without a
+// stream of their own hold before their rows move to the flush's spill
+// lane. A flush of 1,000 quiet partitions holds them, not its 128 MiB of
+// records: with a flush committing in the background while the next is
+// read, the sink's peak stays under 300 MiB (BenchmarkSinkProcess with
+// FLOE_BENCH_PARTITIONS=1000).
+const defaultSpillBytes = 16 << 20
+
+// maxOwnStreams is the most partitions of a flush that get a stream of
+// their own: each holds a stream batch and a row group's pages while it
+// encodes (up to streamBatchBytes and streamRowGroupBytes), so 100 busy
+// partitions each with its own would hold several hundred MiB. The rows of
+// busy partitions past them go to the spill lane, whose files they share.
+// Eight keep both cores encoding.
+const maxOwnStreams = 8
 
 // A fetch holds at most fetchMaxBytes (it waits decoded in the client
 // until it is polled: its size is part of the sink's memory), and at most
@@ -127,6 +153,13 @@ const (
 // flush's open streams do not have, so the flush is committed first and
 // the record read into the next one.
 var errSchemaFlush = errors.New("the writer schema changed while the flush's files are open")
+
+// errSpillLost ends a group member's flush whose spill lane went with a
+// partition the group took away (session.drop): the rows that the lane's
+// other partitions spilled into it went too, so their ranges must not be
+// committed. Like a fence, it makes the member take its partitions on
+// again from the ledger (session.reset), but it is not counted as one.
+var errSpillLost = fmt.Errorf("%w: a partition given up shared the flush's spill lane, which held rows of the member's other partitions", snapshot.ErrFenced)
 
 // brokenRowsError is a failure of the row builders with a record already
 // counted in its partition's open range, and possibly half appended: the
@@ -423,10 +456,13 @@ func (ss *session) close() {
 	for _, st := range ss.streams {
 		st.Abort(ctx, ss.s.log)
 	}
+	if ss.spill != nil {
+		ss.spill.st.Abort(ctx, ss.s.log)
+	}
 	for _, fs := range ss.files {
 		ss.s.tbl.RemoveFiles(ctx, ss.s.log, fs)
 	}
-	ss.streams, ss.files = nil, nil
+	ss.streams, ss.files, ss.spill = nil, nil, nil
 	for _, pt := range ss.parts {
 		pt.release()
 	}
@@ -662,8 +698,8 @@ func (ss *session) poll(ctx context.Context) error {
 				}
 				size := mapping.RecordSize(r)
 				pt.bytes += size
-				if ss.streaming && (pt.rows.Rows() >= streamBatchRows || pt.bytes >= streamBatchBytes) {
-					if err := ss.drain(ctx, pt); err != nil {
+				if ss.streaming {
+					if err := ss.place(ctx, pt, size); err != nil {
 						failure = err
 						return
 					}
@@ -833,6 +869,9 @@ func (ss *session) flush(ctx context.Context) error {
 	if err := ss.wait(); err != nil {
 		return err
 	}
+	if ss.spillLost {
+		return errSpillLost
+	}
 	if !ss.dirty() {
 		// What set the counters and the deadline may be gone (partitions
 		// given up with records in hand): a deadline left behind would
@@ -852,8 +891,11 @@ func (ss *session) flush(ctx context.Context) error {
 		pt := ss.parts[p]
 		tk := pt.take()
 		// A partition that reached a stream batch in this flush keeps its
-		// own stream: its files hold its rows only. The others go to lanes.
+		// own stream: its files hold its rows only. The others go to the
+		// flush's lane.
 		own := ss.streams[p] != nil || len(ss.files[p]) > 0
+		laned := ss.laned[p]
+		pt.held = 0
 		var laneRows []arrow.RecordBatch
 		f.Ranges = append(f.Ranges, tk.ranges...)
 		if len(tk.deleted) > 0 {
@@ -894,7 +936,7 @@ func (ss *session) flush(ctx context.Context) error {
 				conformErr = errors.Join(conformErr, err)
 			}
 		}
-		if len(laneRows) > 0 {
+		if len(laneRows) > 0 || laned {
 			small = append(small, newSmallPartition(p, laneRows, tk.ranges))
 		}
 		if len(tk.dead) > 0 {
@@ -904,13 +946,20 @@ func (ss *session) flush(ctx context.Context) error {
 			f.DeadLetters[pt.tp] = tk.dead
 		}
 	}
-	var lanes []*lane
-	if conformErr == nil {
-		lanes, conformErr = ss.lanes(ctx, small)
-	} else {
+	ln := ss.spill
+	ss.held, ss.spill, ss.laned = 0, nil, nil
+	switch {
+	case conformErr != nil:
 		for _, sp := range small {
 			releaseAll(sp.batches)
 		}
+		if ln != nil {
+			ln.st.Abort(ctx, ss.s.log)
+		}
+	case ln != nil:
+		ln.parts = small
+	default:
+		ln, conformErr = ss.lane(ctx, small)
 	}
 	if conformErr != nil {
 		releaseFlush(f)
@@ -930,7 +979,7 @@ func (ss *session) flush(ctx context.Context) error {
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
-	// The lanes are written in the background, for the flush's schema.
+	// The lane is written in the background, for the flush's schema.
 	schema := ss.rowSchema
 	run := &commitRun{done: make(chan struct{})}
 	ss.inflight = run
@@ -939,13 +988,15 @@ func (ss *session) flush(ctx context.Context) error {
 		// was consumed.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 		defer cancel()
-		// The lanes encode in parallel with each other and with the
-		// partitions' streams, which are ending meanwhile.
-		groups := make([]snapshot.WrittenGroup, len(lanes))
-		laneErrs := make([]error, len(lanes))
-		var wg sync.WaitGroup
-		for i, l := range lanes {
-			wg.Go(func() { groups[i], laneErrs[i] = l.write(cctx, ss, ss.s.alloc, schema) })
+		// The lane encodes in parallel with the partitions' streams, which
+		// are ending meanwhile.
+		var (
+			group   snapshot.WrittenGroup
+			laneErr error
+			wg      sync.WaitGroup
+		)
+		if ln != nil {
+			wg.Go(func() { group, laneErr = ln.write(cctx, ss, ss.s.alloc, schema) })
 		}
 		var closeErr error
 		for p, st := range streams {
@@ -954,8 +1005,10 @@ func (ss *session) flush(ctx context.Context) error {
 			closeErr = errors.Join(closeErr, err)
 		}
 		wg.Wait()
-		closeErr = errors.Join(closeErr, errors.Join(laneErrs...))
-		f.Groups = groups
+		closeErr = errors.Join(closeErr, laneErr)
+		if ln != nil {
+			f.Groups = []snapshot.WrittenGroup{group}
+		}
 		if closeErr != nil {
 			// The flush is not committed: its files are orphans now.
 			ss.s.tbl.RemoveFiles(cctx, ss.s.log, f.DataFiles())
@@ -1276,9 +1329,37 @@ func (ss *session) newStream(ctx context.Context) (*snapshot.Stream, error) {
 	return ss.writer.Stream(context.WithoutCancel(ctx), ss.rowSchema), nil
 }
 
+// place moves pt's rows on after a row of size record bytes was built:
+// into its own stream once they reach a stream batch (streamBatchRows or
+// streamBatchBytes), unless it shares the flush's spill lane or the flush
+// has maxOwnStreams streams already; otherwise they are held, until the
+// flush or until the rows all partitions without a stream of their own
+// hold reach the sink's spill bytes (spillRows).
+func (ss *session) place(ctx context.Context, pt *partition, size int64) error {
+	p := pt.tp.Partition
+	batch := pt.rows.Rows() >= streamBatchRows || pt.bytes >= streamBatchBytes
+	switch {
+	case ss.streams[p] != nil || len(ss.files[p]) > 0:
+		if batch {
+			return ss.drain(ctx, pt)
+		}
+		return nil
+	case batch && !ss.laned[p] && len(ss.streams) < maxOwnStreams:
+		ss.held -= pt.held
+		pt.held = 0
+		return ss.drain(ctx, pt)
+	}
+	pt.held += size
+	ss.held += size
+	if ss.held >= ss.s.spillBytes {
+		return ss.spillRows(ctx)
+	}
+	return nil
+}
+
 // drain moves pt's rows built so far into its stream.
 func (ss *session) drain(ctx context.Context, pt *partition) error {
-	pieces := pt.drain()
+	pieces := pt.drain(true)
 	if len(pieces) == 0 {
 		return nil
 	}

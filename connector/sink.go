@@ -240,6 +240,10 @@ type Sink struct {
 	tbl    *snapshot.Table
 	log    *slog.Logger
 	alloc  memory.Allocator
+	// spillBytes is the most record bytes that the rows of partitions
+	// without a stream of their own take before they move to the flush's
+	// spill lane (session.spillRows): defaultSpillBytes.
+	spillBytes int64
 	// fetchPool is the consumer's memory for fetched records.
 	fetchPool fetchPool
 	stats     Stats
@@ -375,7 +379,8 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if err := tbl.Writable(); err != nil {
 		return nil, err
 	}
-	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator()}
+	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator(),
+		spillBytes: defaultSpillBytes}
 	if tbl.Layout().Envelope == mapping.EnvelopeDebezium && tbl.Mode() != mapping.ModeUpsert {
 		return nil, fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
 	}

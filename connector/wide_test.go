@@ -89,3 +89,26 @@ func TestWideSinkMaintainsRangesFiles(t *testing.T) {
 		t.Errorf("audit after in-sink maintenance of ranges-file commits: findings %+v", rep.Findings)
 	}
 }
+
+// TestWideSinkMemoryBounded: a sink process over 200 busy partitions
+// (500,000 records of about 200 bytes, 2,500 a partition: none reaches a
+// stream batch, and the default flush takes them all) moves their rows to
+// the flush's spill lane as they come instead of holding the flush's 100
+// MB until it ends: its peak resident set stays under the ceiling the
+// throughput benchmarks hold on 4 partitions (benchRSSCeilingMiB; 466-490
+// MiB on 100 partitions and 610-677 MiB on 1,000 before the spill lane),
+// and the table reads back exactly once.
+func TestWideSinkMemoryBounded(t *testing.T) {
+	e := newEnv(t)
+	const topic, table = "wide-memory", "lake.wide_memory"
+	e.ProduceBenchOver(topic, 500_000, 200)
+	peak, ok := peakRSS(t, e.childCmd(topic, table, connector.DefaultFlushRecords, true))
+	if !ok {
+		t.Skip("no peak resident set without /proc")
+	}
+	if peak > benchRSSCeilingMiB {
+		t.Errorf("the sink's peak resident set over 200 partitions is %.0f MiB, above %d MiB", peak, benchRSSCeilingMiB)
+	}
+	t.Logf("peak resident set %.0f MiB", peak)
+	checkExactlyOnce(t, e.Table(table), e.endOffsets(topic))
+}

@@ -193,18 +193,29 @@ func (rb *RowBuilder) Rows() int { return rb.rows }
 // The builder then reserves room for a batch like this one, in every
 // column and nested field: batches tend to be alike, and growing buffers
 // row by row from empty costs a copy at every doubling.
-func (rb *RowBuilder) NewBatch() arrow.RecordBatch {
+func (rb *RowBuilder) NewBatch() arrow.RecordBatch { return rb.newBatch(true) }
+
+// TakeBatch returns the rows appended so far as NewBatch does, but leaves
+// the builder without room reserved: for a builder that may get few rows
+// or none for a while (one partition among a thousand, at a flush), whose
+// reservation would be memory held for nothing.
+func (rb *RowBuilder) TakeBatch() arrow.RecordBatch { return rb.newBatch(false) }
+
+func (rb *RowBuilder) newBatch(reserve bool) arrow.RecordBatch {
 	fields := rb.b.Fields()
-	sizes := make([]builderSize, len(fields))
-	for i, f := range fields {
-		sizes[i] = sizeOf(f)
+	var sizes []builderSize
+	if reserve {
+		sizes = make([]builderSize, len(fields))
+		for i, f := range fields {
+			sizes[i] = sizeOf(f)
+		}
 	}
 	cols := make([]arrow.Array, len(fields))
 	for i, f := range fields {
 		cols[i] = f.NewArray()
 		if rb.value != nil && i == rb.valueCol {
 			cols[i].Release()
-			cols[i] = rb.value.newArray(rb.schema.Field(i).Type)
+			cols[i] = rb.value.newArray(rb.schema.Field(i).Type, reserve)
 		}
 	}
 	batch := array.NewRecordBatch(rb.schema, cols, int64(rb.rows))
@@ -213,7 +224,9 @@ func (rb *RowBuilder) NewBatch() arrow.RecordBatch {
 	}
 	rb.rows = 0
 	for i, f := range fields {
-		sizes[i].reserve(f)
+		if reserve {
+			sizes[i].reserve(f)
+		}
 	}
 	return batch
 }
@@ -258,8 +271,8 @@ func (c *bytesColumn) append(v []byte) {
 }
 
 // newArray returns the values appended so far as an array of typ (binary)
-// and starts again, with room for as many.
-func (c *bytesColumn) newArray(typ arrow.DataType) arrow.Array {
+// and starts again, with room for as many when reserve is set.
+func (c *bytesColumn) newArray(typ arrow.DataType, reserve bool) arrow.Array {
 	n := len(c.offsets) - 1
 	var valid *memory.Buffer
 	if c.valid != nil {
@@ -269,8 +282,12 @@ func (c *bytesColumn) newArray(typ arrow.DataType) arrow.Array {
 		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offsets)), memory.NewBufferBytes(c.data)}, nil, c.nulls, 0)
 	defer data.Release()
 	// The batch keeps these slices: the next one gets its own.
-	c.offsets = append(make([]int32, 0, n+1), 0)
-	c.data = make([]byte, 0, len(c.data))
+	if reserve {
+		c.offsets = append(make([]int32, 0, n+1), 0)
+		c.data = make([]byte, 0, len(c.data))
+	} else {
+		c.offsets, c.data = []int32{0}, nil
+	}
 	c.valid, c.nulls = nil, 0
 	return array.MakeFromData(data)
 }

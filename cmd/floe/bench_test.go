@@ -37,13 +37,15 @@ import (
 // the sink's peak resident set (VmHWM, read from /proc while it runs),
 // failing above 300 MiB; and both processes' CPU time per million records
 // and the cores the sink kept busy. FLOE_BENCH_FLOE=PATH runs that floe
-// binary instead of building one (to compare builds in one run).
+// binary instead of building one (to compare builds in one run), and
+// FLOE_BENCH_PARTITIONS=N spreads the records over N partitions instead
+// of 4 (a wide topic: the ceiling holds there too).
 func BenchmarkSinkProcess(b *testing.B) {
 	n := floetest.BenchRecords(b)
 	e := floetest.New(b)
 	e.Stack.Brokers = floetest.StartBrokerProcess(b)
 	const topic = "bench"
-	e.ProduceBench(topic, n)
+	e.ProduceBenchOver(topic, n, floetest.BenchPartitions(b))
 	var ends []string
 	for tp, end := range e.HighWatermarks(topic) {
 		ends = append(ends, fmt.Sprintf("%d:%d", tp.Partition, end))

@@ -85,8 +85,11 @@ func BenchRecords(t testing.TB) int {
 // about 200 bytes round-robin: a 14-byte key, a 160-byte value and one
 // header, timestamps a millisecond apart. The throughput benchmarks sink
 // these.
-func (e *Env) ProduceBench(topic string, n int) {
-	const partitions = 4
+func (e *Env) ProduceBench(topic string, n int) { e.ProduceBenchOver(topic, n, 4) }
+
+// ProduceBenchOver is ProduceBench over a topic of the given number of
+// partitions, the records spread round-robin.
+func (e *Env) ProduceBenchOver(topic string, n int, partitions int32) {
 	e.Topic(topic, partitions, nil)
 	value := make([]byte, 160)
 	for i := range value {
@@ -94,7 +97,7 @@ func (e *Env) ProduceBench(topic string, n int) {
 	}
 	batch := make([]*kgo.Record, 0, 10_000)
 	for i := range n {
-		batch = append(batch, &kgo.Record{Topic: topic, Partition: int32(i % partitions),
+		batch = append(batch, &kgo.Record{Topic: topic, Partition: int32(i % int(partitions)),
 			Key:       fmt.Appendf(nil, "key-%08d", i),
 			Value:     value,
 			Headers:   []kgo.RecordHeader{{Key: "src", Value: []byte("bench")}},
@@ -104,6 +107,20 @@ func (e *Env) ProduceBench(topic string, n int) {
 			batch = batch[:0]
 		}
 	}
+}
+
+// BenchPartitions is FLOE_BENCH_PARTITIONS, the partitions of the topic
+// a benchmark produces, 4 by default.
+func BenchPartitions(t testing.TB) int32 {
+	s := os.Getenv("FLOE_BENCH_PARTITIONS")
+	if s == "" {
+		return 4
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 100_000 {
+		t.Fatalf("FLOE_BENCH_PARTITIONS=%q: want a number of partitions", s)
+	}
+	return int32(n)
 }
 
 // BenchCommits is FLOE_BENCH_COMMITS, the number of commits a benchmark

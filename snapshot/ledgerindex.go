@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -499,7 +500,44 @@ type summariesWriter struct {
 	*segmentStream
 	// spans are, per partition, the spans of offsets of the blocks
 	// summarised so far that hold ranges of it, in block order.
-	spans map[mapping.TopicPartition][]blockSpan
+	spans map[mapping.TopicPartition]*spanList
+}
+
+// spanList is a partition's spans in the blocks of a segment being
+// written, delta-encoded: the largest segment of a year on 1,000 busy
+// partitions has about 4,000 blocks, 4 million spans, which take about 5
+// bytes each here and 24 as blockSpans (96 MB while the segment is
+// written).
+type spanList struct {
+	buf  []byte
+	last blockSpan
+}
+
+// add appends s, whose block follows the last one's.
+func (l *spanList) add(s blockSpan) {
+	l.buf = binary.AppendUvarint(l.buf, uint64(s[0]-l.last[0]))
+	l.buf = binary.AppendVarint(l.buf, s[1]-l.last[2])
+	l.buf = binary.AppendVarint(l.buf, s[2]-s[1])
+	l.last = s
+}
+
+// all returns the spans added, in order.
+func (l *spanList) all() []blockSpan {
+	var (
+		out  []blockSpan
+		prev blockSpan
+	)
+	for b := l.buf; len(b) > 0; {
+		bl, n := binary.Uvarint(b)
+		b = b[n:]
+		low, n := binary.Varint(b)
+		b = b[n:]
+		length, n := binary.Varint(b)
+		b = b[n:]
+		prev = blockSpan{prev[0] + int64(bl), prev[2] + low, prev[2] + low + length}
+		out = append(out, prev)
+	}
+	return out
 }
 
 // blockSpan is the span of a partition's offsets in one block: the block,
@@ -511,7 +549,7 @@ func (s blockSpan) span() mapping.Interval { return mapping.Interval{Low: s[1], 
 
 // newSummariesWriter writes a summaries file to s.
 func newSummariesWriter(s *segmentStream) *summariesWriter {
-	return &summariesWriter{segmentStream: s, spans: map[mapping.TopicPartition][]blockSpan{}}
+	return &summariesWriter{segmentStream: s, spans: map[mapping.TopicPartition]*spanList{}}
 }
 
 // block writes the summary s of block bl, b, and notes its partitions'
@@ -528,7 +566,12 @@ func (w *summariesWriter) block(bl int, b *indexBlock, s mapping.Summary) error 
 	b.SummaryAt = w.n
 	b.SummaryLength = int64(len(out))
 	for tp, ps := range s.Parts {
-		w.spans[tp] = append(w.spans[tp], blockSpan{int64(bl), ps.Low, ps.High})
+		l := w.spans[tp]
+		if l == nil {
+			l = &spanList{}
+			w.spans[tp] = l
+		}
+		l.add(blockSpan{int64(bl), ps.Low, ps.High})
 	}
 	return w.write(append(out, '\n'))
 }
@@ -540,7 +583,7 @@ func (w *summariesWriter) block(bl int, b *indexBlock, s mapping.Summary) error 
 // rather than every block's summary of a segment that spans it.
 func (w *summariesWriter) finish(ix *segmentIndex) error {
 	for _, tp := range slices.SortedFunc(maps.Keys(w.spans), mapping.TopicPartition.Compare) {
-		out, err := json.Marshal(w.spans[tp])
+		out, err := json.Marshal(w.spans[tp].all())
 		if err != nil {
 			return err
 		}

@@ -429,10 +429,11 @@ func (ss *session) reset(ctx context.Context) error {
 	if ss.spill != nil {
 		gm.doomed = append(gm.doomed, ss.spill.st)
 	}
-	ss.spill, ss.laned, ss.spillLost, ss.held = nil, nil, false, 0
+	ss.spill, ss.laned, ss.spillLost = nil, nil, false
 	for _, p := range slices.Collect(maps.Keys(ss.parts)) {
 		ss.drop(ctx, p)
 	}
+	ss.held = 0
 	ss.writer = nil
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	s := ss.s

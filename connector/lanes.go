@@ -199,7 +199,14 @@ func (ss *session) spillRows(ctx context.Context) error {
 	}
 	ss.held = 0
 	if err := w.write(); err != nil {
-		return fmt.Errorf("move the rows of partitions without a stream into the flush's spill lane: %w", err)
+		// Rows left their partitions without all reaching the lane: the
+		// flush must not be committed, so the session ends without it and
+		// the next reads them again from the ledger.
+		if st := ss.spill.st; st != nil {
+			st.Abort(ctx, ss.s.log)
+		}
+		ss.spill, ss.laned = nil, nil
+		return &brokenRowsError{fmt.Errorf("move the rows of partitions without a stream into the flush's spill lane: %w", err)}
 	}
 	return nil
 }

@@ -129,12 +129,14 @@ const (
 // FLOE_BENCH_PARTITIONS=1000).
 const defaultSpillBytes = 16 << 20
 
-// maxOwnStreams is the most partitions of a flush that get a stream of
-// their own: each holds a stream batch and a row group's pages while it
-// encodes (up to streamBatchBytes and streamRowGroupBytes), so 100 busy
-// partitions each with its own would hold several hundred MiB. The rows of
-// busy partitions past them go to the spill lane, whose files they share.
-// Eight keep both cores encoding.
+// maxOwnStreams is the most streams of their own that partitions of a
+// flush have open at once: each holds a stream batch and a row group's
+// pages while it encodes (up to streamBatchBytes and streamRowGroupBytes),
+// so 100 busy partitions each with its own would hold several hundred MiB.
+// The rows of busy partitions past them go to the spill lane, whose files
+// they share. Eight keep both cores encoding. A partition that has files
+// of its own in the flush (a loss ended its stream) opens another when it
+// needs one, whatever the count: its rows cannot join the lane.
 const maxOwnStreams = 8
 
 // A fetch holds at most fetchMaxBytes (it waits decoded in the client

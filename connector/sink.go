@@ -501,7 +501,9 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 		}
 		if errors.Is(err, snapshot.ErrFenced) {
 			restart = true
-			s.fenced(err)
+			if !errors.Is(err, errSpillLost) {
+				s.fenced(err)
+			}
 		}
 		if restart {
 			if ctx.Err() != nil {

@@ -62,6 +62,27 @@ func filesByCommit(t testing.TB, tbl *snapshot.Table) map[int64][]snapshot.DataF
 	return out
 }
 
+// onlyDataCommit returns the one commit of tbl's ledger that added files
+// (byCommit: filesByCommit), failing unless there is exactly one and it
+// has one file group.
+func onlyDataCommit(t testing.TB, tbl *snapshot.Table, byCommit map[int64][]snapshot.DataFile) *mapping.Commit {
+	t.Helper()
+	var c *mapping.Commit
+	l := mustLedger(t, tbl)
+	for i := range l.Commits {
+		if len(byCommit[l.Commits[i].SnapshotID]) > 0 {
+			if c != nil {
+				t.Fatalf("two commits of data, want one flush")
+			}
+			c = &l.Commits[i]
+		}
+	}
+	if c == nil || len(c.FileGroups) != 1 {
+		t.Fatalf("commit %+v, want one file group", c)
+	}
+	return c
+}
+
 // whereFinds checks that floe where finds the row of each of offsets of tp
 // in tbl, in a file listed by the commit that holds it.
 func whereFinds(t testing.TB, e *env, tbl *snapshot.Table, tp mapping.TopicPartition, offsets ...int64) []string {
@@ -178,19 +199,7 @@ func TestSinkLargePartitionsPure(t *testing.T) {
 		t.Fatal(err)
 	}
 	byCommit := filesByCommit(t, tbl)
-	var c *mapping.Commit
-	l := mustLedger(t, tbl)
-	for i := range l.Commits {
-		if len(byCommit[l.Commits[i].SnapshotID]) > 0 {
-			if c != nil {
-				t.Fatalf("two commits of data, want one flush")
-			}
-			c = &l.Commits[i]
-		}
-	}
-	if c == nil || len(c.FileGroups) != 1 {
-		t.Fatalf("commit %+v, want one file group", c)
-	}
+	c := onlyDataCommit(t, tbl, byCommit)
 	pure := map[int32]int{}
 	for _, f := range byCommit[c.SnapshotID] {
 		switch {
@@ -353,19 +362,7 @@ func TestSinkSpillLane(t *testing.T) {
 				t.Fatal(err)
 			}
 			byCommit := filesByCommit(t, tbl)
-			var c *mapping.Commit
-			l := mustLedger(t, tbl)
-			for i := range l.Commits {
-				if len(byCommit[l.Commits[i].SnapshotID]) > 0 {
-					if c != nil {
-						t.Fatalf("two commits of data, want one flush")
-					}
-					c = &l.Commits[i]
-				}
-			}
-			if c == nil || len(c.FileGroups) != 1 {
-				t.Fatalf("commit %+v, want one file group", c)
-			}
+			c := onlyDataCommit(t, tbl, byCommit)
 			laned := map[int32]bool{}
 			for _, sp := range c.FileGroups[0].Spans {
 				laned[sp.Partition] = true

@@ -393,21 +393,30 @@ func TestSinkSpillLane(t *testing.T) {
 	}
 }
 
-// TestSinkLanedPartitionStaysInLane: a live sink reads 40 quiet partitions
-// until their rows pass the spill bytes (4 MiB) and move to the flush's
-// spill lane; then partition 0 gets 20,000 records, a stream batch and
-// more, in the same flush. Its rows stay in the lane, whose file group
-// spans its ranges, rather than going to a file of its own beside it: the
-// commit has one file group spanning every partition and no other file.
+// TestSinkLanedPartitionStaysInLane: a live sink reads 39 quiet
+// partitions, then 1,000 records of partition 0, whose rows take the
+// partitions' held rows past the spill bytes: every partition's rows move
+// to the flush's spill lane. Then partition 0 gets 20,000 records, a stream
+// batch and more, in the same flush. Its rows stay in the lane, whose file
+// group spans its ranges, rather than going to a file of its own beside
+// it: the commit has one file group spanning every partition and no other
+// file.
 func TestSinkLanedPartitionStaysInLane(t *testing.T) {
 	e := newEnv(t)
 	const topic, partitions = "laned-busy", 40
 	e.Topic(topic, partitions, nil)
-	var recs []*kgo.Record
-	for p := range int32(partitions) {
-		recs = append(recs, paddedRecords(topic, p, 900, "quiet")...)
+	var (
+		quiet []*kgo.Record
+		held  int64
+	)
+	for p := int32(1); p < partitions; p++ {
+		quiet = append(quiet, paddedRecords(topic, p, 900, "quiet")...)
 	}
-	e.Produce(recs)
+	for _, r := range quiet {
+		held += mapping.RecordSize(r)
+	}
+	e.Produce(quiet)
+	first := paddedRecords(topic, 0, 1000, "first")
 	tbl := e.Table("lake.laned_busy")
 	var read atomic.Int64
 	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, Logger: quietLogger(),
@@ -415,13 +424,16 @@ func TestSinkLanedPartitionStaysInLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	connector.SetSpillBytes(s, 4<<20)
+	// The quiet rows stay under it; partition 0's first 100 take them past.
+	connector.SetSpillBytes(s, held+100*mapping.RecordSize(first[0]))
 	ctx, stop := context.WithCancel(e.Ctx)
 	done := make(chan error, 1)
 	go func() { _, err := s.Run(ctx); done <- err }()
-	waitFor(t, 30*time.Second, "the quiet partitions read", func() bool { return read.Load() == int64(len(recs)) })
+	waitFor(t, 30*time.Second, "the quiet partitions read", func() bool { return read.Load() == int64(len(quiet)) })
+	e.Produce(first)
+	waitFor(t, 30*time.Second, "partition 0's first records read", func() bool { return read.Load() == int64(len(quiet)+len(first)) })
 	e.Produce(paddedRecords(topic, 0, 20_000, "busy"))
-	waitFor(t, 30*time.Second, "partition 0 read", func() bool { return read.Load() == int64(len(recs))+20_000 })
+	waitFor(t, 30*time.Second, "partition 0 read", func() bool { return read.Load() == int64(len(quiet)+len(first))+20_000 })
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)

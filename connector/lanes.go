@@ -188,13 +188,12 @@ func (ss *session) spillRows(ctx context.Context) error {
 			continue
 		}
 		ss.laned[p] = true
+		// The batcher conforms pieces built for earlier writer schemas as
+		// it joins them.
 		for _, g := range pt.takeRows() {
-			b, err := ss.join(g)
-			if err != nil {
-				w.err = errors.Join(w.err, fmt.Errorf("join rows built for evolving schemas: %w", err))
-				continue
+			for _, b := range g {
+				w.add(b)
 			}
-			w.add(b)
 		}
 	}
 	ss.held = 0

@@ -298,6 +298,7 @@ func (p *partition) take() taken {
 	}
 	out := taken{ranges: p.closed, groups: p.batches, open: open, dead: p.deadBatches, deleted: p.deleted, truncated: p.truncated}
 	p.closed, p.batches, p.deadBatches, p.deleted, p.truncated = nil, nil, nil, nil, -1
+	p.held = 0
 	return out
 }
 

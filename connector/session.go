@@ -897,7 +897,6 @@ func (ss *session) flush(ctx context.Context) error {
 		// flush's lane.
 		own := ss.streams[p] != nil || len(ss.files[p]) > 0
 		laned := ss.laned[p]
-		pt.held = 0
 		var laneRows []arrow.RecordBatch
 		f.Ranges = append(f.Ranges, tk.ranges...)
 		if len(tk.deleted) > 0 {

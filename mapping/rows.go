@@ -223,8 +223,8 @@ func (rb *RowBuilder) newBatch(reserve bool) arrow.RecordBatch {
 		c.Release()
 	}
 	rb.rows = 0
-	for i, f := range fields {
-		if reserve {
+	if reserve {
+		for i, f := range fields {
 			sizes[i].reserve(f)
 		}
 	}

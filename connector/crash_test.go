@@ -111,6 +111,9 @@ func sinkChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	if n, _ := strconv.ParseInt(env("SPILL_BYTES"), 10, 64); n > 0 {
+		connector.SetSpillBytes(s, n)
+	}
 	if _, err := s.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -173,7 +176,9 @@ func dataFiles(t testing.TB, root string) map[string]bool {
 // row. The typed run decodes JSON with bad records mixed in: every offset
 // ends exactly once in exactly one of the table and its dead-letter table,
 // with the dead letters of a commit whose writer was killed before it
-// added them rolled forward by the next session.
+// added them rolled forward by the next session. The spilled run moves
+// every row to the flush's spill lane as it is consumed, so that kills
+// land while the lane's files are written mid-flush.
 func TestSinkSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test runs many processes")
@@ -188,12 +193,15 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 		// about 1 kill in 4 to 5 does on a quiet machine.
 		kills, fullKills int
 		partitions       int32
-	}{{"earliest", connector.StartEarliest, "", 20, 40, 4}, {"latest", connector.StartLatest, "", 20, 20, 4}, {"typed", connector.StartEarliest, mapping.ValueJSON, 15, 30, 4},
+		spill            int64
+	}{{"earliest", connector.StartEarliest, "", 20, 40, 4, 0}, {"latest", connector.StartLatest, "", 20, 20, 4, 0}, {"typed", connector.StartEarliest, mapping.ValueJSON, 15, 30, 4, 0},
 		// Flushes of 100-400 records over 32 partitions: every commit's
 		// rows are in file groups (lanes of small partitions).
-		{"grouped", connector.StartEarliest, "", 15, 20, 32}} {
+		{"grouped", connector.StartEarliest, "", 15, 20, 32, 0},
+		// The same, typed with dead letters, every row spilled.
+		{"spilled", connector.StartEarliest, mapping.ValueJSON, 10, 25, 32, 1}} {
 		kills := testenv.Faults(0, c.kills, c.fullKills)
-		t.Run(c.name, func(t *testing.T) { sigkillRun(t, c.start, c.value, kills, c.partitions) })
+		t.Run(c.name, func(t *testing.T) { sigkillRun(t, c.start, c.value, kills, c.partitions, c.spill) })
 	}
 }
 
@@ -216,9 +224,14 @@ func jsonWithBadRecords(topic string, partition int32, n int, tag string) []*kgo
 	return out
 }
 
-func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, kills int, partitions int32) {
+func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, kills int, partitions int32, spill int64) {
 	e := newEnv(t)
 	const topic, table = "crash", "lake.crash"
+	child := func(flush int) *exec.Cmd {
+		cmd := e.childCmdFrom(topic, table, flush, true, start, value)
+		cmd.Env = append(cmd.Env, "FLOE_TEST_SPILL_BYTES="+strconv.FormatInt(spill, 10))
+		return cmd
+	}
 	e.Topic(topic, partitions, nil)
 	produced := 0
 	gen := records
@@ -263,7 +276,7 @@ func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, ki
 	n := 0
 	for ; n < kills || (n < 3*kills && (commitKills == 0 || orphanKills == 0)); n++ {
 		before := len(mustLedger(t, tbl).Commits)
-		killWhileSinking(t, e.childCmdFrom(topic, table, 100+rng.IntN(300), true, start, value), rng, 700*time.Millisecond)
+		killWhileSinking(t, child(100+rng.IntN(300)), rng, 700*time.Millisecond)
 		if err := tbl.Refresh(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +310,7 @@ func sigkillRun(t *testing.T, start connector.Start, value mapping.ValueMode, ki
 	if commitKills == 0 || orphanKills == 0 {
 		t.Fatalf("kills did not cover both commit and file-write phases (commit %d, files %d)", commitKills, orphanKills)
 	}
-	out, err := e.childCmdFrom(topic, table, 1000, true, start, value).CombinedOutput()
+	out, err := child(1000).CombinedOutput()
 	if err != nil {
 		t.Fatalf("final run: %v\n%s", err, out)
 	}

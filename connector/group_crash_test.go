@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,11 +30,14 @@ type childMember struct {
 	done                chan error
 }
 
-func (e *env) startChildMember(topic, table, group string, flushInterval time.Duration) *childMember {
+// startChildMember starts a member; env is more of sinkChild's settings
+// (FLOE_TEST_SPILL_BYTES=...).
+func (e *env) startChildMember(topic, table, group string, flushInterval time.Duration, env ...string) *childMember {
 	e.T.Helper()
 	m := &childMember{done: make(chan error, 1)}
 	m.cmd = e.childCmd(topic, table, 1_000_000, false)
 	m.cmd.Env = append(m.cmd.Env, "FLOE_TEST_GROUP="+group, "FLOE_TEST_FLUSH_INTERVAL="+flushInterval.String())
+	m.cmd.Env = append(m.cmd.Env, env...)
 	m.cmd.Stderr = &m.stderr
 	out, err := m.cmd.StdoutPipe()
 	if err != nil {
@@ -186,26 +190,41 @@ func TestGroupMemberKilled(t *testing.T) {
 // fences that commit (its ranges no longer start at the ledger's next
 // offsets), it deletes the commit's files, rejoins the group and goes on
 // committing. No uncommitted file is left behind, the table holds every
-// offset exactly once, and the audit is complete.
+// offset exactly once, and the audit is complete. In the spilled run the
+// members move every row to the flush's spill lane as it is consumed: a
+// zombie that learns of its loss before its flush drops the lane instead
+// of being fenced (errSpillLost), and either way commits nothing it held.
 func TestGroupZombieFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("pauses a member process past the session timeout")
 	}
+	for _, c := range []struct {
+		name  string
+		spill int64
+	}{{"own", 0}, {"spilled", 1}} {
+		t.Run(c.name, func(t *testing.T) { zombieRun(t, c.spill) })
+	}
+}
+
+func zombieRun(t *testing.T, spill int64) {
 	e := newEnv(t)
 	const topic, table, group = "zombie", "lake.zombie", "floe-zombie"
 	e.Topic(topic, 6, nil)
 	tbl := e.Table(table)
 	pr := e.produceContinuously(topic, 6, 20, 20*time.Millisecond)
+	spillEnv := "FLOE_TEST_SPILL_BYTES=" + strconv.FormatInt(spill, 10)
 	// The zombie flushes rarely, so that it holds records when paused;
 	// the other member often, so that it commits the zombie's partitions
 	// soon after taking them.
-	zombie := e.startChildMember(topic, table, group, 3*time.Second)
+	zombie := e.startChildMember(topic, table, group, 3*time.Second, spillEnv)
 	waitFor(t, 30*time.Second, "the first member committing", func() bool { return zombie.commits.Load() >= 1 })
-	other := e.startChildMember(topic, table, group, 300*time.Millisecond)
+	other := e.startChildMember(topic, table, group, 300*time.Millisecond, spillEnv)
 	waitFor(t, 60*time.Second, "both members assigned partitions and committing", func() bool {
 		return other.assigned.Load() > 0 && other.commits.Load() >= 1 && zombie.commits.Load() >= 2
 	})
-	for attempt := 1; zombie.fenced.Load() == 0; attempt++ {
+	// A spilled zombie that learns of its loss first drops its lane.
+	caught := func() bool { return zombie.fenced.Load() > 0 || (spill > 0 && zombie.lost.Load() > 0) }
+	for attempt := 1; !caught(); attempt++ {
 		if attempt > 3 {
 			t.Fatalf("the zombie was never fenced in %d pauses", attempt-1)
 		}

@@ -231,13 +231,22 @@ func TestSinkLargePartitionsPure(t *testing.T) {
 // to the flush's spill lane as it is read.
 func TestSinkGroupedFlushWithLoss(t *testing.T) {
 	for _, spill := range []int64{0, 1} {
-		t.Run(fmt.Sprintf("spill=%d", spill), func(t *testing.T) { groupedFlushWithLoss(t, spill) })
+		t.Run(fmt.Sprintf("spill=%d", spill), func(t *testing.T) {
+			for attempt := 1; !groupedFlushWithLoss(t, spill); attempt++ {
+				if attempt == 3 {
+					t.Fatalf("in %d runs the fetches never reached partition 0 before the deletion", attempt)
+				}
+			}
+		})
 	}
 }
 
 // groupedFlushWithLoss is TestSinkGroupedFlushWithLoss with the sink's spill
-// bytes set to spill (0: the default, above the flush).
-func groupedFlushWithLoss(t *testing.T, spill int64) {
+// bytes set to spill (0: the default, above the flush). It returns false,
+// having checked nothing, when the fetches had read no row of partition 0
+// when its offsets were deleted (the order of the fetches decides; a
+// loaded machine made one run read 24 records of the others first).
+func groupedFlushWithLoss(t *testing.T, spill int64) bool {
 	e := newEnv(t)
 	const topic, partitions = "lossy-grouped", 8
 	e.Topic(topic, partitions, nil)
@@ -285,6 +294,10 @@ func groupedFlushWithLoss(t *testing.T, spill int64) {
 			}
 		}
 	}
+	if lost != nil && lost.Low == 0 && lost.High == 30 {
+		t.Logf("partition 0 ranges %v: no row read before the deletion, run again", l.Ranges(tp0))
+		return false
+	}
 	if lost == nil || lost.Low == 0 || lost.High != 30 {
 		t.Fatalf("partition 0 ranges %v: want a loss ending at 30 after rows were read", l.Ranges(tp0))
 	}
@@ -314,6 +327,7 @@ func groupedFlushWithLoss(t *testing.T, spill int64) {
 	if !strings.Contains(fmt.Sprint(rep.Findings), "lost") {
 		t.Fatalf("findings %+v, want the loss", rep.Findings)
 	}
+	return true
 }
 
 // TestSinkSpillLane: a flush whose small partitions (20 of 8,000 records,

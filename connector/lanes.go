@@ -187,10 +187,14 @@ func (ss *session) spillRows(ctx context.Context) error {
 		if pt.held == 0 {
 			continue
 		}
+		rows := pt.takeRows()
+		if len(rows) == 0 {
+			continue
+		}
 		ss.laned[p] = true
 		// The batcher conforms pieces built for earlier writer schemas as
 		// it joins them.
-		for _, g := range pt.takeRows() {
+		for _, g := range rows {
 			for _, b := range g {
 				w.add(b)
 			}

@@ -111,6 +111,11 @@ type session struct {
 	spill     *lane
 	laned     map[int32]bool
 	spillLost bool
+	// deadBytes counts the record bytes and reasons of the flush's dead
+	// letters, which wait for its commit: at the sink's spill bytes an
+	// append table's flush ends, in the middle of a fetch if need be, so
+	// that bad records are held no longer than the rows of a wide topic.
+	deadBytes int64
 }
 
 // A partition's rows go to its stream in batches of this many rows or
@@ -678,13 +683,13 @@ func (ss *session) poll(ctx context.Context) error {
 				failure = fmt.Errorf("%s went back from offset %d to %d: the topic was recreated or its log truncated; sink it into a new table", pt.tp, pt.next, r.Offset)
 				return
 			case stepRow:
+				row, err := true, error(nil)
 				if s.dec == nil {
-					err := ss.appendRaw(pt, r)
-					if err != nil {
+					if err = ss.appendRaw(pt, r); err != nil {
 						failure = err
 						return
 					}
-				} else if err := ss.appendDecoded(ctx, pt, r); err != nil {
+				} else if row, err = ss.appendDecoded(ctx, pt, r); err != nil {
 					advanced--
 					if err == errSchemaFlush {
 						// Commit what the open files hold, then read r
@@ -700,7 +705,9 @@ func (ss *session) poll(ctx context.Context) error {
 				}
 				size := mapping.RecordSize(r)
 				pt.bytes += size
-				if ss.streaming {
+				// A dead letter waits for the commit (deadBytes), whatever
+				// the spill does with the rows.
+				if ss.streaming && row {
 					if err := ss.place(ctx, pt, size); err != nil {
 						failure = err
 						return
@@ -710,6 +717,13 @@ func (ss *session) poll(ctx context.Context) error {
 				ss.pendingBytes += size
 				polled++
 				polledBytes += size
+				if ss.streaming && ss.deadBytes >= s.spillBytes {
+					// Dead letters wait for the commit: a fetch of bad
+					// records ends the flush here, as a new column does.
+					if failure = ss.flush(ctx); failure != nil {
+						return
+					}
+				}
 			}
 			if st == stepDone {
 				break
@@ -878,7 +892,7 @@ func (ss *session) flush(ctx context.Context) error {
 		// What set the counters and the deadline may be gone (partitions
 		// given up with records in hand): a deadline left behind would
 		// make every poll return at once, and the loop spin.
-		ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
+		ss.pending, ss.pendingBytes, ss.deadBytes, ss.deadline = 0, 0, 0, time.Time{}
 		return nil
 	}
 	// The next flush's writers stage on the table as it is now, with
@@ -977,7 +991,7 @@ func (ss *session) flush(ctx context.Context) error {
 			f.Files[ss.tp(p)] = fs
 		}
 	}
-	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
+	ss.pending, ss.pendingBytes, ss.deadBytes, ss.deadline = 0, 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
 	// The lane is written in the background, for the flush's schema.
@@ -1148,40 +1162,41 @@ func (ss *session) newRows() (*mapping.RowBuilder, error) {
 
 // appendDecoded decodes r, which observe just made a row of pt, and
 // appends it: as a row (rebuilding every partition's builder first when r
-// changed the columns), or as a dead letter. A record that may not be a
-// dead letter, or that cannot be decoded now (the registry is down), is
-// taken back (partition.unread) and ends the session before it.
-func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Record) error {
+// changed the columns), or as a dead letter. row reports a row appended.
+// A record that may not be a dead letter, or that cannot be decoded now
+// (the registry is down), is taken back (partition.unread) and ends the
+// session before it.
+func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Record) (row bool, err error) {
 	s := ss.s
 	out, err := s.dec.decode(ctx, r)
 	if err != nil {
 		pt.unread()
-		return fmt.Errorf("decode %s offset %d: %w", pt.tp, r.Offset, err)
+		return false, fmt.Errorf("decode %s offset %d: %w", pt.tp, r.Offset, err)
 	}
 	if out.dead == nil && ss.s.tbl.Mode() == mapping.ModeUpsert {
 		out.change, out.dead = upsertChange(s.tbl.UpsertKey(), r, out)
 	}
 	if out.dead != nil {
-		return ss.deadLetter(pt, r, out.dead, out.schemaID)
+		return false, ss.deadLetter(pt, r, out.dead, out.schemaID)
 	}
 	pt.change(r.Offset, out.change)
 	if out.change == mapping.ChangeSkip || out.change == mapping.ChangeTruncate {
-		return nil
+		return false, nil
 	}
 	if s.dec.version != ss.builtAt {
 		if ss.writer != nil {
 			// The flush's files are open for the old columns.
 			pt.unread()
-			return errSchemaFlush
+			return false, errSchemaFlush
 		}
 		if err := ss.rebuild(); err != nil {
-			return &brokenRowsError{fmt.Errorf("rebuild rows for schema version %d: %w", s.dec.version, err)}
+			return false, &brokenRowsError{fmt.Errorf("rebuild rows for schema version %d: %w", s.dec.version, err)}
 		}
 	}
 	if err := s.dec.appendRow(pt.rows, r, out); err != nil {
-		return &brokenRowsError{fmt.Errorf("row of %s offset %d: %w", pt.tp, r.Offset, err)}
+		return false, &brokenRowsError{fmt.Errorf("row of %s offset %d: %w", pt.tp, r.Offset, err)}
 	}
-	return nil
+	return true, nil
 }
 
 // deadLetter makes r, which observe just made a row of pt, a dead letter
@@ -1196,9 +1211,11 @@ func (ss *session) deadLetter(pt *partition, r *kgo.Record, reason error, schema
 		return &BadRecordError{Partition: pt.tp, Offset: r.Offset, Reason: reason}
 	}
 	pt.deadLetter()
-	if err := pt.deadLetters.AppendDeadLetter(r, reason.Error(), schemaID); err != nil {
+	why := reason.Error()
+	if err := pt.deadLetters.AppendDeadLetter(r, why, schemaID); err != nil {
 		return &brokenRowsError{fmt.Errorf("dead letter %s offset %d: %w", pt.tp, r.Offset, err)}
 	}
+	ss.deadBytes += mapping.RecordSize(r) + int64(len(why))
 	return nil
 }
 

@@ -145,14 +145,17 @@ func benchFloe(b *testing.B) string {
 	return bin
 }
 
-func benchEnvInt(b *testing.B, name string, def int) int {
+func benchEnvInt(b *testing.B, name string, def int) int { return benchEnvIntFrom(b, name, def, 20) }
+
+// benchEnvIntFrom is benchEnvInt with least as the smallest value taken.
+func benchEnvIntFrom(b *testing.B, name string, def, least int) int {
 	s := os.Getenv(name)
 	if s == "" {
 		return def
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 20 {
-		b.Fatalf("%s=%q: want an integer of at least 20", name, s)
+	if err != nil || n < least {
+		b.Fatalf("%s=%q: want an integer of at least %d", name, s, least)
 	}
 	return n
 }

@@ -56,9 +56,10 @@ import (
 //	FLOE_SOAK_COMMITS=5000 FLOE_SOAK_OUT=soak.csv go test ./cmd/floe/ -run '^$' -bench Soak -benchtime 1x -timeout 24h
 func BenchmarkSoak(b *testing.B) {
 	commits := benchEnvInt(b, "FLOE_SOAK_COMMITS", 100_000)
-	partitions := benchEnvInt(b, "FLOE_SOAK_PARTITIONS", 200)
+	// A few partitions are the shape of a live sink on a small topic.
+	partitions := benchEnvIntFrom(b, "FLOE_SOAK_PARTITIONS", 200, 1)
 	every := benchEnvInt(b, "FLOE_SOAK_EVERY", 1_000)
-	flush := benchEnvInt(b, "FLOE_SOAK_FLUSH", 20)
+	flush := benchEnvIntFrom(b, "FLOE_SOAK_FLUSH", 20, 1)
 	bin := benchFloe(b)
 	var out *csv.Writer
 	if path := os.Getenv("FLOE_SOAK_OUT"); path != "" {

@@ -435,7 +435,7 @@ func (ss *session) reset(ctx context.Context) error {
 	}
 	ss.held = 0
 	ss.writer = nil
-	ss.pending, ss.pendingBytes, ss.deadBytes, ss.deadline = 0, 0, 0, time.Time{}
+	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	s := ss.s
 	s.inLedger = nil
 	gm.owned = map[int32]bool{}

@@ -54,6 +54,9 @@ type partition struct {
 	// stream of its own in the flush: the session's held bytes, which
 	// move to the flush's spill lane (session.spillRows).
 	held int64
+	// deadBytes counts the record bytes and reasons of the dead letters it
+	// holds until the flush takes them (session.deadHeld).
+	deadBytes int64
 	// end is where a bounded run stops the partition; -1 when unbounded.
 	end int64
 	// skipped is the last lost or aborted range: records inside it that the
@@ -298,7 +301,7 @@ func (p *partition) take() taken {
 	}
 	out := taken{ranges: p.closed, groups: p.batches, open: open, dead: p.deadBatches, deleted: p.deleted, truncated: p.truncated}
 	p.closed, p.batches, p.deadBatches, p.deleted, p.truncated = nil, nil, nil, nil, -1
-	p.held = 0
+	p.held, p.deadBytes = 0, 0
 	return out
 }
 

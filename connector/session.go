@@ -111,11 +111,18 @@ type session struct {
 	spill     *lane
 	laned     map[int32]bool
 	spillLost bool
-	// deadBytes counts the record bytes and reasons of the flush's dead
-	// letters, which wait for its commit: at the sink's spill bytes an
-	// append table's flush ends, in the middle of a fetch if need be, so
-	// that bad records are held no longer than the rows of a wide topic.
-	deadBytes int64
+}
+
+// deadHeld is the record bytes and reasons of the dead letters the
+// partitions hold, which wait for the flush's commit: at the sink's spill
+// bytes an append table's flush ends (after the poll that reached them),
+// so that bad records are held no longer than the rows of a wide topic.
+func (ss *session) deadHeld() int64 {
+	var n int64
+	for _, pt := range ss.parts {
+		n += pt.deadBytes
+	}
+	return n
 }
 
 // A partition's rows go to its stream in batches of this many rows or
@@ -544,6 +551,7 @@ func (ss *session) consume(ctx context.Context) error {
 			}
 		}
 		if ss.pending >= s.cfg.FlushRecords || ss.pendingBytes >= s.cfg.FlushBytes ||
+			(ss.streaming && ss.deadHeld() >= s.spillBytes) ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
 			err := ss.waitReleased()
 			if err == nil {
@@ -705,7 +713,7 @@ func (ss *session) poll(ctx context.Context) error {
 				}
 				size := mapping.RecordSize(r)
 				pt.bytes += size
-				// A dead letter waits for the commit (deadBytes), whatever
+				// A dead letter waits for the commit (deadHeld), whatever
 				// the spill does with the rows.
 				if ss.streaming && row {
 					if err := ss.place(ctx, pt, size); err != nil {
@@ -717,13 +725,6 @@ func (ss *session) poll(ctx context.Context) error {
 				ss.pendingBytes += size
 				polled++
 				polledBytes += size
-				if ss.streaming && ss.deadBytes >= s.spillBytes {
-					// Dead letters wait for the commit: a fetch of bad
-					// records ends the flush here, as a new column does.
-					if failure = ss.flush(ctx); failure != nil {
-						return
-					}
-				}
 			}
 			if st == stepDone {
 				break
@@ -892,7 +893,7 @@ func (ss *session) flush(ctx context.Context) error {
 		// What set the counters and the deadline may be gone (partitions
 		// given up with records in hand): a deadline left behind would
 		// make every poll return at once, and the loop spin.
-		ss.pending, ss.pendingBytes, ss.deadBytes, ss.deadline = 0, 0, 0, time.Time{}
+		ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 		return nil
 	}
 	// The next flush's writers stage on the table as it is now, with
@@ -991,7 +992,7 @@ func (ss *session) flush(ctx context.Context) error {
 			f.Files[ss.tp(p)] = fs
 		}
 	}
-	ss.pending, ss.pendingBytes, ss.deadBytes, ss.deadline = 0, 0, 0, time.Time{}
+	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
 	// The lane is written in the background, for the flush's schema.
@@ -1215,7 +1216,7 @@ func (ss *session) deadLetter(pt *partition, r *kgo.Record, reason error, schema
 	if err := pt.deadLetters.AppendDeadLetter(r, why, schemaID); err != nil {
 		return &brokenRowsError{fmt.Errorf("dead letter %s offset %d: %w", pt.tp, r.Offset, err)}
 	}
-	ss.deadBytes += mapping.RecordSize(r) + int64(len(why))
+	pt.deadBytes += mapping.RecordSize(r) + int64(len(why))
 	return nil
 }
 

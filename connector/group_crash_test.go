@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // childMember is a group member running in a child process (sinkChild
@@ -114,13 +116,22 @@ type producer struct {
 }
 
 func (e *env) produceContinuously(topic string, partitions int32, perRound int, pause time.Duration) *producer {
+	return e.produceRounds(partitions, pause, func(p int32, round int) []*kgo.Record {
+		return records(topic, p, perRound, fmt.Sprintf("r%d", round))
+	})
+}
+
+// produceRounds produces round's records of each partition, then pauses,
+// until halted.
+func (e *env) produceRounds(partitions int32, pause time.Duration, round func(p int32, round int) []*kgo.Record) *producer {
 	ctx, stop := context.WithCancel(e.Ctx)
 	pr := &producer{stop: stop}
 	pr.wg.Go(func() {
-		for round := 0; ctx.Err() == nil; round++ {
+		for r := 0; ctx.Err() == nil; r++ {
 			for p := range partitions {
-				e.Produce(records(topic, p, perRound, fmt.Sprintf("r%d", round)))
-				pr.produced.Add(int64(perRound))
+				recs := round(p, r)
+				e.Produce(recs)
+				pr.produced.Add(int64(len(recs)))
 			}
 			time.Sleep(pause)
 		}

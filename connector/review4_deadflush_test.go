@@ -54,41 +54,47 @@ func badRecords(topic string, p int32, n, size int, tag string) []*kgo.Record {
 	return out
 }
 
-// produceBadContinuously is produceContinuously with malformed records.
-func (e *env) produceBadContinuously(topic string, partitions int32, perRound int, pause time.Duration) *producer {
-	ctx, stop := context.WithCancel(e.Ctx)
-	pr := &producer{stop: stop}
-	pr.wg.Go(func() {
-		for round := 0; ctx.Err() == nil; round++ {
-			for p := range partitions {
-				e.Produce(badRecords(topic, p, perRound, 100, fmt.Sprintf("r%d", round)))
-				pr.produced.Add(int64(perRound))
-			}
-			time.Sleep(pause)
-		}
-	})
-	return pr
+// evolvingRecords returns n JSON records of partition p, of about size
+// bytes each, with a column named after tag that no earlier round had: a
+// schema change in every round.
+func evolvingRecords(topic string, p int32, n, size int, tag string) []*kgo.Record {
+	out := make([]*kgo.Record, n)
+	for i := range out {
+		out[i] = &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%d", i),
+			Value: fmt.Appendf(nil, `{"id":%d,"c_%s":"%-*s"}`, i, tag, size, "x")}
+	}
+	return out
 }
 
 // TestReview4DeadFlushHoldsRevocationBack is
-// TestReviewSlowCommitHoldsRevocationBack for a stream of dead letters:
-// member A's commit hangs (a slow catalog) while malformed records keep
+// TestReviewSlowCommitHoldsRevocationBack for the flushes that the poll
+// ends: member A's commit hangs (a slow catalog) while records keep
 // coming. The loop's flush waits for the commit with the group lock
 // released (waitReleased), so that a revocation can give its partitions
-// up within the rebalance timeout, and so does the flush that dead letters
-// end at the spill bytes. When 2884d0a ended that one inside poll, it
-// waited for the commit in flight (flush -> wait) holding the lock: member
-// B joined and the group could give it nothing while A's commit hung.
+// up within the rebalance timeout. "dead" is a stream of dead letters,
+// which end a flush at the spill bytes; when 2884d0a ended that one inside
+// poll, it waited for the commit in flight (flush -> wait) holding the
+// lock: member B joined and the group could give it nothing while A's
+// commit hung. "schema" is a stream of records with a new column in every
+// round, which ends a flush whose files are open (errSchemaFlush); the
+// poll flushed those itself until db26f9a, the same way.
 func TestReview4DeadFlushHoldsRevocationBack(t *testing.T) {
+	for _, name := range []string{"dead", "schema"} {
+		t.Run(name, func(t *testing.T) { testPollFlushHoldsRevocationBack(t, name) })
+	}
+}
+
+func testPollFlushHoldsRevocationBack(t *testing.T, name string) {
 	e := newEnv(t)
 	e.spillBytes = 8 << 10
-	const topic, tableName, group = "r4slowdead", "lake.r4slowdead", "floe-r4slowdead"
+	topic, tableName, group := "r4slow"+name, "lake.r4slow"+name, "floe-r4slow"+name
 	e.Topic(topic, 2, nil)
 	tblA, dlqA, hc := e.heldTypedTable(tableName)
 	cfgA := groupConfig(topic, group)
 	cfgA.DeadLetters = dlqA
-	// A flushes when its dead letters reach the spill bytes (the loop's
-	// own flushes, on time, would release the lock while they wait).
+	// A flushes when its dead letters reach the spill bytes, or for a
+	// schema change (the loop's own flushes, on time, would release the
+	// lock while they wait).
 	cfgA.FlushInterval = time.Minute
 	a := e.startMemberOn(tblA, cfgA)
 	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
@@ -104,14 +110,18 @@ func TestReview4DeadFlushHoldsRevocationBack(t *testing.T) {
 		}
 	}
 	defer release()
-	pr := e.produceBadContinuously(topic, 2, 10, 200*time.Millisecond)
+	pr := e.produceRounds(2, 200*time.Millisecond, func(p int32, round int) []*kgo.Record {
+		if name == "schema" {
+			return evolvingRecords(topic, p, 10, 100, fmt.Sprintf("r%d", round))
+		}
+		return badRecords(topic, p, 10, 100, fmt.Sprintf("r%d", round))
+	})
 	select {
 	case <-hc.entered:
 	case <-time.After(30 * time.Second):
 		t.Fatal("member A did not commit its flush")
 	}
-	// A's dead letters reach the spill bytes again while the first commit
-	// is held.
+	// A's poll ends a flush again while the first commit is held.
 	time.Sleep(2 * time.Second)
 	bTbl, bDLQ := e.TypedTable(tableName, mapping.Layout{Value: mapping.ValueJSON})
 	cfgB := groupConfig(topic, group)
@@ -124,7 +134,7 @@ func TestReview4DeadFlushHoldsRevocationBack(t *testing.T) {
 	}
 	assigned := b.assigned.Load()
 	if assigned == 0 {
-		t.Errorf("member B was assigned nothing within %s (rebalance timeout %s) while member A's commit hung: A's inline dead-letter flush waited for it holding the rebalance callbacks back",
+		t.Errorf("member B was assigned nothing within %s (rebalance timeout %s) while member A's commit hung: A's inline flush waited for it holding the rebalance callbacks back",
 			within, cfgA.RebalanceTimeout)
 	}
 	produced := pr.halt()
@@ -196,20 +206,27 @@ func (c *countFailCatalog) CommitTable(ctx context.Context, ident table.Identifi
 // above the ledger, so it was fenced (its files written for nothing), and
 // Run, seeing ErrFenced in the joined error, counted a fence, called
 // OnFenced and started again, swallowing the catalog's error. The loop's
-// flush ends it now. "loop" is the same failure learned by a flush by
-// count (valid records).
+// flush ends it now. "schema" learns it in a flush that a new column ends
+// (errSchemaFlush), which poll ran itself until db26f9a. "loop" is the
+// same failure learned by a flush by count (valid records).
 func TestReview4InlineFlushFailureIsAFence(t *testing.T) {
-	for _, inline := range []bool{true, false} {
-		name := map[bool]string{true: "inline", false: "loop"}[inline]
+	for _, name := range []string{"inline", "schema", "loop"} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			topic, tableName := "r4fail"+name, "lake.r4fail"+name
 			e.Topic(topic, 1, nil)
 			var recs []*kgo.Record
-			if inline {
+			switch name {
+			case "inline":
 				// Polls of at most 10,000 records: several flushes.
 				recs = badRecords(topic, 0, 30000, 100, "a")
-			} else {
+			case "schema":
+				// A new column every 500 records, past the spill bytes:
+				// each ends a flush.
+				for i := range 10 {
+					recs = append(recs, evolvingRecords(topic, 0, 500, 100, fmt.Sprint(i))...)
+				}
+			default:
 				recs = review2JSON(topic, 0, 3000, "a")
 				for _, r := range recs {
 					if string(r.Value) == "oops not json" {
@@ -228,7 +245,7 @@ func TestReview4InlineFlushFailureIsAFence(t *testing.T) {
 					}
 				},
 				OnFenced: func(error) { fenced.Add(1) }}
-			if !inline {
+			if name == "loop" {
 				cfg.FlushRecords = 50
 			}
 			s, err := connector.NewSink(e.Dial(), tbl, cfg)
@@ -318,4 +335,46 @@ func TestReview4GroupInlineFenceEndsSession(t *testing.T) {
 	if n := a.assigned.Load(); n != 2 {
 		t.Errorf("member A was assigned %d partitions over its life, want 2: the fence ended its session (it left the group and joined again) instead of resetting it", n)
 	}
+}
+
+// TestSchemaChangeStopsPoll: a new column every 300 records of each of two
+// partitions, produced interleaved, past the spill bytes: the spill lane's
+// files are open at every change, so the poll stops at the record that
+// needs the column (errSchemaFlush), the loop commits the flush, and the
+// record and the rest of the fetch are fetched again (SetOffsets on a
+// direct consumer). Every record must be a row once, with its content
+// (the audit reads the log again), and the table must have every column.
+func TestSchemaChangeStopsPoll(t *testing.T) {
+	e := newEnv(t)
+	const topic = "schemastop"
+	e.Topic(topic, 2, nil)
+	for round := range 10 {
+		for p := range int32(2) {
+			e.Produce(evolvingRecords(topic, p, 300, 100, fmt.Sprint(round)))
+		}
+	}
+	tbl, dlq := e.TypedTable("lake.schemastop", mapping.Layout{Value: mapping.ValueJSON})
+	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, StopAtEnd: true, Logger: quietLogger(), DeadLetters: dlq,
+		FlushRecords: 1_000_000, FlushInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	connector.SetSpillBytes(s, 8<<10)
+	st, err := s.Run(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Commits < 10 {
+		t.Errorf("%d commits, want one at least for each of the 10 schema changes", st.Commits)
+	}
+	rs, dead := floetest.CheckWithDeadLetters(t, tbl, dlq, e.endOffsets(topic))
+	if len(rs) != 6000 || len(dead) != 0 {
+		t.Errorf("%d rows and %d dead letters, want 6000 rows", len(rs), len(dead))
+	}
+	for round := range 10 {
+		if _, ok := tbl.Iceberg().Schema().FindFieldByName(fmt.Sprintf("c_%d", round)); !ok {
+			t.Errorf("the table has no column c_%d", round)
+		}
+	}
+	auditComplete(t, e, tbl)
 }

@@ -551,7 +551,7 @@ func (ss *session) consume(ctx context.Context) error {
 			}
 		}
 		if ss.pending >= s.cfg.FlushRecords || ss.pendingBytes >= s.cfg.FlushBytes ||
-			(ss.streaming && ss.deadHeld() >= s.spillBytes) ||
+			(ss.streaming && ss.deadHeld() >= s.spillBytes) || ss.schemaMoved() ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
 			err := ss.waitReleased()
 			if err == nil {
@@ -608,7 +608,6 @@ func (ss *session) poll(ctx context.Context) error {
 	// Every record kept is copied into rows by the time poll returns: the
 	// fetch's memory goes back to the pool (fetchPool).
 	defer fetches.EachRecord(func(r *kgo.Record) { r.Recycle() })
-	var reseek map[int32]kgo.EpochOffset
 	if ss.gm != nil {
 		ss.gm.mu.Lock()
 		// What a rebalance callback met while the loop waited.
@@ -618,18 +617,27 @@ func (ss *session) poll(ctx context.Context) error {
 			// were fetched for positions it abandoned.
 			return ss.survive(ctx, err)
 		}
-		reseek = map[int32]kgo.EpochOffset{}
-		defer func() {
-			if len(reseek) > 0 {
-				ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.cfg.Topic: reseek})
-			}
-		}()
 	}
+	// Partitions whose records in hand are fetched again, from their next
+	// offset (with the group lock held, when there is one).
+	reseek := map[int32]kgo.EpochOffset{}
+	defer func() {
+		if len(reseek) > 0 {
+			ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.cfg.Topic: reseek})
+		}
+	}()
 	var (
 		failure     error
 		advanced    int64
 		polled      int
 		polledBytes int64
+		// A record needs columns the flush's open files lack
+		// (errSchemaFlush): the loop commits them before the record and
+		// every one after it in this poll are read again (schemaMoved).
+		// The poll does not flush itself: it would wait for the commit in
+		// flight holding the group lock, and take a failed commit for the
+		// session's.
+		stopped bool
 	)
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if failure != nil {
@@ -659,10 +667,10 @@ func (ss *session) poll(ctx context.Context) error {
 		if pt == nil {
 			return
 		}
-		if ss.gm != nil && pt.adopted > polledAt {
-			// Taken on while this poll waited: what it returned may have
-			// been fetched before, for an earlier ownership. Fetch again
-			// from the ledger's position.
+		if stopped || (ss.gm != nil && pt.adopted > polledAt) {
+			// Stopped by a schema change, or taken on while this poll
+			// waited: what it returned may have been fetched before, for
+			// an earlier ownership. Fetch again from the ledger's position.
 			reseek[fp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
 			return
 		}
@@ -700,13 +708,9 @@ func (ss *session) poll(ctx context.Context) error {
 				} else if row, err = ss.appendDecoded(ctx, pt, r); err != nil {
 					advanced--
 					if err == errSchemaFlush {
-						// Commit what the open files hold, then read r
-						// again into files of the new columns.
-						if failure = ss.flush(ctx); failure != nil {
-							return
-						}
-						i--
-						continue
+						stopped = true
+						reseek[fp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
+						return
 					}
 					failure = err
 					return
@@ -894,6 +898,11 @@ func (ss *session) flush(ctx context.Context) error {
 		// given up with records in hand): a deadline left behind would
 		// make every poll return at once, and the loop spin.
 		ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
+		if len(ss.streams) == 0 && len(ss.files) == 0 && ss.spill == nil {
+			// Its streams went with the partitions given up: a writer
+			// left open would keep its columns (schemaMoved) for good.
+			ss.writer, ss.base = nil, ss.s.tbl.Iceberg()
+		}
 		return nil
 	}
 	// The next flush's writers stage on the table as it is now, with
@@ -1151,6 +1160,13 @@ func (ss *session) evolveWriter() error {
 	}
 	ss.rowSchema, ss.writerSchema = sc, ws
 	return nil
+}
+
+// schemaMoved reports a record read back (errSchemaFlush) because it
+// needs columns that the flush's open files lack: the flush commits them
+// before the record is read again.
+func (ss *session) schemaMoved() bool {
+	return ss.writer != nil && ss.s.dec != nil && ss.s.dec.version != ss.builtAt
 }
 
 // newRows returns a row builder for the writer schema.

@@ -32,8 +32,9 @@ type entryReader struct {
 	tableUUID    string
 	format, uuid string
 	begun, in    bool // past the opening brace; in the array of entries
-	// start and end are the byte span of the entry last returned; start
-	// may include the separator before it.
+	// start and end are the byte span of the entry last returned: from
+	// the end of the one before it (or of the array's opening bracket),
+	// as segmentStream.entry records it, to its own end.
 	start, end int64
 }
 
@@ -54,7 +55,7 @@ func (r *entryReader) next() (ArchivedSnapshot, bool, error) {
 	for {
 		if r.in {
 			if r.dec.More() {
-				r.start = r.dec.InputOffset()
+				r.start = r.end
 				if err := r.dec.Decode(&s); err != nil {
 					return s, false, err
 				}
@@ -91,6 +92,7 @@ func (r *entryReader) next() (ArchivedSnapshot, bool, error) {
 			if err == nil {
 				// An empty archive of floe before segments is null.
 				r.in, err = openArray(r.dec)
+				r.end = r.dec.InputOffset()
 			}
 		default:
 			var skip json.RawMessage
@@ -379,7 +381,11 @@ func (s *segmentStream) header(format, tableUUID string) error {
 	return s.write(append(b[:len(b)-1], `,"snapshots":[`...))
 }
 
-// entry writes e and returns the offset it starts at.
+// entry writes e and returns the offset it starts at: the end of the
+// previous entry (or of the header), before the separator, where a JSON
+// decoder of the file stands before it decodes e, so that an index built
+// from the file (buildIndex) cuts the same blocks as the one written with
+// it. Readers of a block skip a leading separator (readBlock).
 func (s *segmentStream) entry(e ArchivedSnapshot) (int64, error) {
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -389,10 +395,10 @@ func (s *segmentStream) entry(e ArchivedSnapshot) (int64, error) {
 	if s.entries > 0 {
 		sep = ",\n"
 	}
+	start := s.n
 	if err := s.write([]byte(sep)); err != nil {
 		return 0, err
 	}
-	start := s.n
 	s.entries++
 	return start, s.write(b)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	iceio "github.com/apache/iceberg-go/io"
@@ -32,6 +33,8 @@ func TestWriteSegmentMerges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Entries of a few KiB: the segment spans several index blocks.
+		props["test.pad"] = strings.Repeat("p", 3000)
 		// Commit times repeat: the snapshot id orders entries of one
 		// millisecond.
 		// Most parents are the entry before; some are outside the segment.
@@ -109,6 +112,17 @@ func TestWriteSegmentMerges(t *testing.T) {
 	for _, other := range []*segmentIndex{read, built} {
 		if !slices.Equal(other.entries, ix.entries) || !maps.Equal(other.parents, ix.parents) || other.Size != ix.Size || len(other.Blocks) != len(ix.Blocks) {
 			t.Fatalf("index: %d entries, %d blocks, size %d; written: %d, %d, %d", len(other.entries), len(other.Blocks), other.Size, len(ix.entries), len(ix.Blocks), ix.Size)
+		}
+		if len(other.Blocks) < 2 {
+			t.Fatalf("%d index blocks, want several", len(other.Blocks))
+		}
+		// The same blocks: an index built again (its file lost) reads the
+		// same bytes for an entry as the one written with the segment.
+		for bl, b := range other.Blocks {
+			w := ix.Blocks[bl]
+			if b.First != w.First || b.Count != w.Count || b.Offset != w.Offset || b.Length != w.Length {
+				t.Fatalf("block %d: entries %d+%d at %d+%d; written: %d+%d at %d+%d", bl, b.First, b.Count, b.Offset, b.Length, w.First, w.Count, w.Offset, w.Length)
+			}
 		}
 	}
 	for i, s := range got {

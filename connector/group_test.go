@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-dev/floe/audit"
@@ -155,17 +155,8 @@ func TestGroupMembersShareTopic(t *testing.T) {
 	const topic, table, group = "shared", "lake.shared", "floe-shared"
 	e.Topic(topic, 6, nil)
 	tbl := e.Table(table)
-	var wg sync.WaitGroup
-	produced := atomic.Int64{}
-	producing, stopProducing := context.WithCancel(e.Ctx)
-	wg.Go(func() {
-		for round := 0; producing.Err() == nil; round++ {
-			for p := range int32(6) {
-				e.Produce(records(topic, p, 50, fmt.Sprintf("r%d", round)))
-				produced.Add(50)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	pr := e.produceRounds(6, 50*time.Millisecond, func(p int32, round int) []*kgo.Record {
+		return records(topic, p, 50, fmt.Sprintf("r%d", round))
 	})
 	var members []*member
 	var revoked, committed atomic.Int64
@@ -186,8 +177,7 @@ func TestGroupMembersShareTopic(t *testing.T) {
 	// taken on by the others from the ledger.
 	first := members[0].halt(t)
 	time.Sleep(2 * time.Second)
-	stopProducing()
-	wg.Wait()
+	produced := pr.halt()
 	want := e.endOffsets(topic)
 	waitLedger(t, e, table, want, 60*time.Second)
 	stats := []connector.Stats{first}
@@ -195,8 +185,8 @@ func TestGroupMembersShareTopic(t *testing.T) {
 		stats = append(stats, m.halt(t))
 	}
 	rs := checkExactlyOnce(t, tbl, want)
-	if int64(len(rs)) != produced.Load() {
-		t.Fatalf("%d rows, want %d", len(rs), produced.Load())
+	if int64(len(rs)) != produced {
+		t.Fatalf("%d rows, want %d", len(rs), produced)
 	}
 	auditComplete(t, e, tbl)
 	for i, s := range stats {

@@ -97,18 +97,9 @@ func testPollFlushHoldsRevocationBack(t *testing.T, name string) {
 	// lock while they wait).
 	cfgA.FlushInterval = time.Minute
 	a := e.startMemberOn(tblA, cfgA)
-	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
-	waitLedger(t, e, tableName, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 0, {Topic: topic, Partition: 1}: 0}, 30*time.Second)
+	waitOwnsBoth(t, e, a, topic, tableName)
 
-	hc.hold.Store(true)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			hc.hold.Store(false)
-			close(hc.release)
-		}
-	}
+	release := hc.holdCommits()
 	defer release()
 	pr := e.produceRounds(2, 200*time.Millisecond, func(p int32, round int) []*kgo.Record {
 		if name == "schema" {
@@ -293,18 +284,9 @@ func TestReview4GroupInlineFenceEndsSession(t *testing.T) {
 	var fencedA atomic.Int64
 	cfgA.OnFenced = func(error) { fencedA.Add(1) }
 	a := e.startMemberOn(tblA, cfgA)
-	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
-	waitLedger(t, e, tableName, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 0, {Topic: topic, Partition: 1}: 0}, 30*time.Second)
+	waitOwnsBoth(t, e, a, topic, tableName)
 
-	hc.hold.Store(true)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			hc.hold.Store(false)
-			close(hc.release)
-		}
-	}
+	release := hc.holdCommits()
 	defer release()
 	for p := range int32(2) {
 		e.Produce(badRecords(topic, p, 200, 100, "a"))

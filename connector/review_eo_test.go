@@ -74,10 +74,9 @@ func TestReviewRevocationCommittedMeansInLedger(t *testing.T) {
 		reports <- report{r: r, next: l.Next()}
 	}
 	a := e.startMemberOn(tblA, cfgA)
-	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
-	waitLedger(t, e, tableName, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 0, {Topic: topic, Partition: 1}: 0}, 30*time.Second)
+	waitOwnsBoth(t, e, a, topic, tableName)
 
-	hc.hold.Store(true)
+	release := hc.holdCommits()
 	e.Produce(append(records(topic, 0, 100, "a"), records(topic, 1, 100, "a")...))
 	select {
 	case <-hc.entered:
@@ -94,10 +93,7 @@ func TestReviewRevocationCommittedMeansInLedger(t *testing.T) {
 	b := e.startMember(tableName, cfgB)
 	// A's commit takes a second more: well within the rebalance timeout
 	// (10 s), which a revocation has to commit what it consumed.
-	time.AfterFunc(time.Second, func() {
-		hc.hold.Store(false)
-		close(hc.release)
-	})
+	time.AfterFunc(time.Second, release)
 	var got report
 	select {
 	case got = <-reports:
@@ -142,10 +138,9 @@ func TestReviewStuckMemberLosesItsPartitions(t *testing.T) {
 	tblA, hc := e.heldTable(tableName)
 	reader := e.Table(tableName)
 	a := e.startMemberOn(tblA, groupConfig(topic, group))
-	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
-	waitLedger(t, e, tableName, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 0, {Topic: topic, Partition: 1}: 0}, 30*time.Second)
+	waitOwnsBoth(t, e, a, topic, tableName)
 
-	hc.hold.Store(true)
+	release := hc.holdCommits()
 	pr := e.produceContinuously(topic, 2, 10, 50*time.Millisecond)
 	select {
 	case <-hc.entered:
@@ -162,8 +157,7 @@ func TestReviewStuckMemberLosesItsPartitions(t *testing.T) {
 	for deadline := time.Now().Add(20 * time.Second); bCommits.Load() < 3 && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
-	hc.hold.Store(false)
-	close(hc.release)
+	release()
 	time.Sleep(3 * time.Second)
 	produced := pr.halt()
 	want := e.endOffsets(topic)
@@ -195,18 +189,9 @@ func TestReviewSlowCommitHoldsRevocationBack(t *testing.T) {
 	tblA, hc := e.heldTable(tableName)
 	cfgA := groupConfig(topic, group)
 	a := e.startMemberOn(tblA, cfgA)
-	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
-	waitLedger(t, e, tableName, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 0, {Topic: topic, Partition: 1}: 0}, 30*time.Second)
+	waitOwnsBoth(t, e, a, topic, tableName)
 
-	hc.hold.Store(true)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			hc.hold.Store(false)
-			close(hc.release)
-		}
-	}
+	release := hc.holdCommits()
 	defer release()
 	pr := e.produceContinuously(topic, 2, 10, 50*time.Millisecond)
 	select {

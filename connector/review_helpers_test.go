@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -35,6 +38,27 @@ type faultCatalog struct {
 	// closed, after announcing it on entered when there is room.
 	hold             atomic.Bool
 	entered, release chan struct{}
+}
+
+// holdCommits holds the table's commits from now on, until release,
+// which may be called more than once.
+func (c *faultCatalog) holdCommits() (release func()) {
+	c.hold.Store(true)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.hold.Store(false)
+			close(c.release)
+		})
+	}
+}
+
+// waitOwnsBoth waits until member m owns both partitions of topic and has
+// started them in table's ledger.
+func waitOwnsBoth(t *testing.T, e *env, m *member, topic, table string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the member assigned both partitions", func() bool { return m.assigned.Load() == 2 })
+	waitLedger(t, e, table, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 0, {Topic: topic, Partition: 1}: 0}, 30*time.Second)
 }
 
 func (c *faultCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {

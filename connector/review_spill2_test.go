@@ -1,12 +1,10 @@
 package connector_test
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,17 +132,8 @@ func TestReview2GroupRevokeLanedCommits(t *testing.T) {
 	const topic, table, group = "r2revoke", "lake.r2revoke", "floe-r2revoke"
 	e.Topic(topic, 6, nil)
 	tbl := e.Table(table)
-	var wg sync.WaitGroup
-	produced := atomic.Int64{}
-	producing, stopProducing := context.WithCancel(e.Ctx)
-	wg.Go(func() {
-		for round := 0; producing.Err() == nil; round++ {
-			for p := range int32(6) {
-				e.Produce(paddedRecords(topic, p, 50, fmt.Sprintf("r%d", round)))
-				produced.Add(50)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	pr := e.produceRounds(6, 50*time.Millisecond, func(p int32, round int) []*kgo.Record {
+		return paddedRecords(topic, p, 50, fmt.Sprintf("r%d", round))
 	})
 	var members []*member
 	var revoked, committed atomic.Int64
@@ -164,16 +153,15 @@ func TestReview2GroupRevokeLanedCommits(t *testing.T) {
 	}
 	members[0].halt(t)
 	time.Sleep(2 * time.Second)
-	stopProducing()
-	wg.Wait()
+	produced := pr.halt()
 	want := e.endOffsets(topic)
 	waitLedger(t, e, table, want, 60*time.Second)
 	for _, m := range members[1:] {
 		m.halt(t)
 	}
 	rs := checkExactlyOnce(t, tbl, want)
-	if int64(len(rs)) != produced.Load() {
-		t.Fatalf("%d rows, want %d", len(rs), produced.Load())
+	if int64(len(rs)) != produced {
+		t.Fatalf("%d rows, want %d", len(rs), produced)
 	}
 	auditComplete(t, e, tbl)
 	t.Logf("%d revocations, %d committed", revoked.Load(), committed.Load())

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -18,16 +17,8 @@ import (
 // takes seconds).
 func (e *env) heldTable(name string) (*snapshot.Table, *faultCatalog) {
 	e.T.Helper()
-	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	ident, err := catalog.ParseIdent(name)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	hc := &faultCatalog{Catalog: cat, ident: ident, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	tbl, err := snapshot.Open(e.Ctx, hc, ident, snapshot.OpenOptions{Create: true})
+	hc := e.newFaultCatalog(name)
+	tbl, err := snapshot.Open(e.Ctx, hc, hc.ident, snapshot.OpenOptions{Create: true})
 	if err != nil {
 		e.T.Fatal(err)
 	}

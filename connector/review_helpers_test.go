@@ -40,6 +40,34 @@ type faultCatalog struct {
 	entered, release chan struct{}
 }
 
+// newFaultCatalog is a faultCatalog of table name on the stack's catalog.
+func (e *env) newFaultCatalog(name string) *faultCatalog {
+	e.T.Helper()
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	ident, err := catalog.ParseIdent(name)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return &faultCatalog{Catalog: cat, ident: ident, entered: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+// openTyped opens (creating) ident as a JSON table and its dead-letter
+// table through cat.
+func (e *env) openTyped(cat icecat.Catalog, ident table.Identifier) (tbl, dlq *snapshot.Table) {
+	e.T.Helper()
+	tbl, err := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueJSON}})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if dlq, err = snapshot.OpenDeadLetters(e.Ctx, cat, snapshot.DeadLetterName(ident), tbl.Name(), true); err != nil {
+		e.T.Fatal(err)
+	}
+	return tbl, dlq
+}
+
 // holdCommits holds the table's commits from now on, until release,
 // which may be called more than once.
 func (c *faultCatalog) holdCommits() (release func()) {

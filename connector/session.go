@@ -111,6 +111,22 @@ type session struct {
 	spill     *lane
 	laned     map[int32]bool
 	spillLost bool
+	// carry is the rest of a poll that a new column stopped (poll), read
+	// by the next poll, after the flush, before it fetches more. Fetched
+	// again instead, the records could be gone meanwhile (retention), and
+	// the sink would report the loss of records it had read.
+	carry *carried
+}
+
+// carried is what a stopped poll left to read (session.carry): its
+// partitions' records from parts[0].Records[from] on, fetched by the poll
+// whose fetches it holds (recycled once read) when the group had made
+// polledAt adoptions.
+type carried struct {
+	fetches  kgo.Fetches
+	parts    []kgo.FetchTopicPartition
+	from     int
+	polledAt uint64
 }
 
 // deadHeld is the record bytes and reasons of the dead letters the
@@ -593,23 +609,42 @@ func (ss *session) consume(ctx context.Context) error {
 // error, a log that went back, or a data loss.
 func (ss *session) poll(ctx context.Context) error {
 	s := ss.s
-	wake := time.Now().Add(idleCheck)
-	if !ss.deadline.IsZero() && ss.deadline.Before(wake) {
-		wake = ss.deadline
+	carry := ss.carry
+	ss.carry = nil
+	var (
+		fetches  kgo.Fetches
+		polledAt uint64
+	)
+	if carry != nil {
+		// What a new column stopped: read on, now that the loop committed
+		// the flush, before fetching more.
+		fetches, polledAt = carry.fetches, carry.polledAt
+	} else {
+		wake := time.Now().Add(idleCheck)
+		if !ss.deadline.IsZero() && ss.deadline.Before(wake) {
+			wake = ss.deadline
+		}
+		pctx, cancel := context.WithDeadline(ctx, wake)
+		if ss.gm != nil {
+			polledAt = ss.gm.adoptions
+			ss.gm.mu.Unlock()
+		}
+		fetches = ss.cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-ss.pending)))
+		cancel()
+		if ss.gm != nil {
+			ss.gm.mu.Lock()
+		}
 	}
-	pctx, cancel := context.WithDeadline(ctx, wake)
-	var polledAt uint64
-	if ss.gm != nil {
-		polledAt = ss.gm.adoptions
-		ss.gm.mu.Unlock()
-	}
-	fetches := ss.cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-ss.pending)))
-	cancel()
 	// Every record kept is copied into rows by the time poll returns: the
-	// fetch's memory goes back to the pool (fetchPool).
-	defer fetches.EachRecord(func(r *kgo.Record) { r.Recycle() })
+	// fetch's memory goes back to the pool (fetchPool), unless a stop
+	// carries some of it to the next poll.
+	defer func() {
+		if ss.carry == nil {
+			fetches.EachRecord(func(r *kgo.Record) { r.Recycle() })
+		}
+	}()
+	var reseek map[int32]kgo.EpochOffset
 	if ss.gm != nil {
-		ss.gm.mu.Lock()
 		// What a rebalance callback met while the loop waited.
 		if err := ss.gm.failed; err != nil {
 			ss.gm.failed = nil
@@ -617,29 +652,31 @@ func (ss *session) poll(ctx context.Context) error {
 			// were fetched for positions it abandoned.
 			return ss.survive(ctx, err)
 		}
+		reseek = map[int32]kgo.EpochOffset{}
+		defer func() {
+			if len(reseek) > 0 {
+				ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.cfg.Topic: reseek})
+			}
+		}()
 	}
-	// Partitions whose records in hand are fetched again, from their next
-	// offset (with the group lock held, when there is one).
-	reseek := map[int32]kgo.EpochOffset{}
-	defer func() {
-		if len(reseek) > 0 {
-			ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.cfg.Topic: reseek})
-		}
-	}()
 	var (
 		failure     error
 		advanced    int64
 		polled      int
 		polledBytes int64
-		// A record needs columns the flush's open files lack
-		// (errSchemaFlush): the loop commits them before the record and
-		// every one after it in this poll are read again (schemaMoved).
-		// The poll does not flush itself: it would wait for the commit in
-		// flight holding the group lock, and take a failed commit for the
-		// session's.
-		stopped bool
+		// stop is set when a record needs columns the flush's open files
+		// lack (errSchemaFlush): it and the records after it wait in
+		// ss.carry while the loop commits the files (schemaMoved). The
+		// poll does not flush itself: it would wait for the commit in
+		// flight holding the group lock, and take a failed commit for
+		// the session's.
+		stop *carried
 	)
-	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+	feed := func(fp kgo.FetchTopicPartition, from int) {
+		if stop != nil {
+			stop.parts = append(stop.parts, fp)
+			return
+		}
 		if failure != nil {
 			return
 		}
@@ -667,14 +704,15 @@ func (ss *session) poll(ctx context.Context) error {
 		if pt == nil {
 			return
 		}
-		if stopped || (ss.gm != nil && pt.adopted > polledAt) {
-			// Stopped by a schema change, or taken on while this poll
-			// waited: what it returned may have been fetched before, for
-			// an earlier ownership. Fetch again from the ledger's position.
+		if ss.gm != nil && pt.adopted > polledAt {
+			// Taken on while this poll waited (or the flush that a stop
+			// waited for): what it returned may have been fetched before,
+			// for an earlier ownership. Fetch again from the ledger's
+			// position.
 			reseek[fp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
 			return
 		}
-		for i := 0; i < len(fp.Records); i++ {
+		for i := from; i < len(fp.Records); i++ {
 			r := fp.Records[i]
 			st, n, deleted := pt.observe(r.Offset, r.Attrs.IsControl(), fp.LogStartOffset)
 			if st == stepDeleted {
@@ -708,8 +746,7 @@ func (ss *session) poll(ctx context.Context) error {
 				} else if row, err = ss.appendDecoded(ctx, pt, r); err != nil {
 					advanced--
 					if err == errSchemaFlush {
-						stopped = true
-						reseek[fp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
+						stop = &carried{fetches: fetches, parts: []kgo.FetchTopicPartition{fp}, from: i, polledAt: polledAt}
 						return
 					}
 					failure = err
@@ -739,7 +776,19 @@ func (ss *session) poll(ctx context.Context) error {
 			ss.cl.PauseFetchPartitions(map[string][]int32{s.cfg.Topic: {pt.tp.Partition}})
 			pt.paused = true
 		}
-	})
+	}
+	if carry != nil {
+		for k, fp := range carry.parts {
+			if k == 0 {
+				feed(fp, carry.from)
+			} else {
+				feed(fp, 0)
+			}
+		}
+	} else {
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) { feed(fp, 0) })
+	}
+	ss.carry = stop
 	ss.advanced(advanced)
 	if polled > 0 && s.cfg.OnConsumed != nil {
 		s.cfg.OnConsumed(polled, polledBytes)
@@ -776,11 +825,11 @@ func (ss *session) checkRetention(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if ss.cl.BufferedFetchRecords() > 0 {
+	if ss.carry != nil || ss.cl.BufferedFetchRecords() > 0 {
 		// The client holds fetched records not polled yet (a poll returns
-		// at most its limit, and a flush can hold the loop up): a
-		// partition may look stalled with its records in hand. The next
-		// check decides.
+		// at most its limit, and a flush can hold the loop up), or a
+		// stopped poll carries some: a partition may look stalled with its
+		// records in hand. The next check decides.
 		for _, pt := range ss.parts {
 			pt.checked = -1
 		}
@@ -1162,9 +1211,9 @@ func (ss *session) evolveWriter() error {
 	return nil
 }
 
-// schemaMoved reports a record read back (errSchemaFlush) because it
+// schemaMoved reports a record taken back (errSchemaFlush) because it
 // needs columns that the flush's open files lack: the flush commits them
-// before the record is read again.
+// before the next poll reads the record again (session.carry).
 func (ss *session) schemaMoved() bool {
 	return ss.writer != nil && ss.s.dec != nil && ss.s.dec.version != ss.builtAt
 }

@@ -9,3 +9,8 @@ func SetAllocator(s *Sink, mem memory.Allocator) { s.alloc = mem }
 // SetSpillBytes sets the record bytes at which the rows of partitions
 // without a stream of their own move to the flush's spill lane.
 func SetSpillBytes(s *Sink, n int64) { s.spillBytes = n }
+
+// SetReserveSchema makes s commit each flush's new columns ahead of its
+// files (snapshot.Table.ReserveSchema), as it does once another writer's
+// schema change moved a flush's files (ErrSchemaMoved).
+func SetReserveSchema(s *Sink) { s.reserveSchema = true }

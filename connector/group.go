@@ -239,9 +239,14 @@ func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 		deadline := time.Now().Add(ss.gm.revokeWithin)
 		done, err := ss.waitUntil(deadline)
 		if done && err == nil && slices.ContainsFunc(ps, dirty) {
-			err = ss.flush(ctx)
-			if err == nil {
-				done, err = ss.waitUntil(deadline)
+			// The flush's first file may wait for its columns
+			// (Sink.reserveSchema), which a slow catalog holds up too.
+			done, err = ss.reserveUntil(ctx, deadline)
+			if done && err == nil {
+				err = ss.flush(ctx)
+				if err == nil {
+					done, err = ss.waitUntil(deadline)
+				}
 			}
 		}
 		switch {

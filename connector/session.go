@@ -116,6 +116,9 @@ type session struct {
 	// again instead, the records could be gone meanwhile (retention), and
 	// the sink would report the loss of records it had read.
 	carry *carried
+	// reserved is the last reservation of the writer schema's columns
+	// (Sink.reserveSchema; reserve).
+	reserved reservation
 }
 
 // carried is what a stopped poll left to read (session.carry): its
@@ -127,6 +130,9 @@ type carried struct {
 	parts    []kgo.FetchTopicPartition
 	from     int
 	polledAt uint64
+	// reserve is set when the poll stopped for the loop to reserve the
+	// flush's columns (errSchemaReserve), not to flush (errSchemaFlush).
+	reserve bool
 }
 
 // deadHeld is the record bytes and reasons of the dead letters the
@@ -183,6 +189,12 @@ const (
 // flush's open streams do not have, so the flush is committed first and
 // the record read into the next one.
 var errSchemaFlush = errors.New("the writer schema changed while the flush's files are open")
+
+// errSchemaReserve stops a poll at a row that would open the flush's
+// first file, whose columns the sink commits ahead of it
+// (Sink.reserveSchema): the row is counted, but its partition's rows move
+// on (place) after the loop has committed the columns (session.reserve).
+var errSchemaReserve = errors.New("the flush's first file waits for its columns to be committed")
 
 // errSpillLost ends a group member's flush whose spill lane went with a
 // partition the group took away (session.drop): the rows that the lane's
@@ -552,6 +564,11 @@ func (ss *session) consume(ctx context.Context) error {
 		if failure = ss.poll(ctx); failure != nil {
 			break
 		}
+		if c := ss.carry; c != nil && c.reserve {
+			if err := ss.survive(ctx, ss.reserve(ctx, ss.base, true)); err != nil {
+				return err
+			}
+		}
 		// The checks run on a timer, not only when polls come back empty
 		// (a busy partition must not starve them), and after this poll's
 		// records are counted.
@@ -570,6 +587,11 @@ func (ss *session) consume(ctx context.Context) error {
 			(ss.streaming && ss.deadHeld() >= s.spillBytes) || ss.schemaMoved() ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
 			err := ss.waitReleased()
+			if err == nil && ss.dirty() {
+				// The writer that the flush's lane may open stages on the
+				// table as it is now (flush).
+				err = ss.reserve(ctx, ss.s.tbl.Iceberg(), true)
+			}
 			if err == nil {
 				err = ss.flush(ctx)
 			}
@@ -756,8 +778,11 @@ func (ss *session) poll(ctx context.Context) error {
 				pt.bytes += size
 				// A dead letter waits for the commit (deadHeld), whatever
 				// the spill does with the rows.
+				reserve := false
 				if ss.streaming && row {
-					if err := ss.place(ctx, pt, size); err != nil {
+					err := ss.place(ctx, pt, size)
+					reserve = err == errSchemaReserve
+					if err != nil && !reserve {
 						failure = err
 						return
 					}
@@ -766,6 +791,10 @@ func (ss *session) poll(ctx context.Context) error {
 				ss.pendingBytes += size
 				polled++
 				polledBytes += size
+				if reserve {
+					stop = &carried{fetches: fetches, parts: []kgo.FetchTopicPartition{fp}, from: i + 1, polledAt: polledAt, reserve: true}
+					return
+				}
 			}
 			if st == stepDone {
 				break
@@ -892,23 +921,37 @@ func (ss *session) wait() error {
 // a poll does, so that rebalance callbacks run meanwhile: a revocation
 // must give its partitions up within its deadline, not after a slow
 // commit. It returns what a callback met meanwhile too, for the loop to
-// handle, and re-seeks the partitions a callback took on meanwhile (what
-// the client buffered for them may be of an earlier ownership).
+// handle (unlocked).
 func (ss *session) waitReleased() error {
 	gm, run := ss.gm, ss.inflight
 	if gm == nil || run == nil {
 		return ss.wait()
 	}
-	adoptions := gm.adoptions
-	gm.mu.Unlock()
-	<-run.done
-	gm.mu.Lock()
-	errs := []error{gm.failed}
-	gm.failed = nil
+	failed := ss.unlocked(func() { <-run.done })
+	var err error
 	if ss.inflight == run {
 		ss.inflight = nil
-		errs = append(errs, run.err)
+		err = run.err
 	}
+	return decisive(failed, err)
+}
+
+// unlocked runs fn, in group mode with the group lock released so that
+// rebalance callbacks run meanwhile, and returns what a callback failed
+// with. It re-seeks the partitions a callback took on meanwhile: what the
+// client buffered for them may be of an earlier ownership.
+func (ss *session) unlocked(fn func()) error {
+	gm := ss.gm
+	if gm == nil {
+		fn()
+		return nil
+	}
+	adoptions := gm.adoptions
+	gm.mu.Unlock()
+	fn()
+	gm.mu.Lock()
+	failed := gm.failed
+	gm.failed = nil
 	seek := map[int32]kgo.EpochOffset{}
 	for p, pt := range ss.parts {
 		if pt.adopted > adoptions {
@@ -918,8 +961,13 @@ func (ss *session) waitReleased() error {
 	if len(seek) > 0 {
 		ss.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{ss.s.cfg.Topic: seek})
 	}
-	// A fence resets the session and anything else ends it: another error
-	// must not hide behind a fence.
+	return failed
+}
+
+// decisive returns the error among errs that decides what the loop does:
+// a fence resets the session and anything else ends it, so another error
+// must not hide behind a fence.
+func decisive(errs ...error) error {
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, snapshot.ErrFenced) {
 			return err
@@ -931,6 +979,94 @@ func (ss *session) waitReleased() error {
 		}
 	}
 	return nil
+}
+
+// reservation is the table that snapshot.Table.ReserveSchema returned for
+// the writer schema of decoder version at on base from (Sink.reserveSchema):
+// a flush's writer made on from stages on table.
+type reservation struct {
+	from, table *table.Table
+	at          int
+}
+
+// reserveDue reports that a writer made on base now would first commit
+// the writer schema's new columns (Sink.reserveSchema), for want of a
+// reservation: a catalog commit, which the loop makes with the group lock
+// released (reserve), not the poll or the flush with it held.
+func (ss *session) reserveDue(base *table.Table) bool {
+	return ss.s.reserveSchema && ss.streaming && ss.writer == nil && ss.writerSchema != nil &&
+		(ss.reserved.from != base || ss.reserved.at != ss.builtAt)
+}
+
+// reserve commits the writer schema's new columns on base when due
+// (reserveDue), with the group lock released (unlocked) when released is
+// set: the next writer made on base stages on the table as reserved
+// (newStream).
+func (ss *session) reserve(ctx context.Context, base *table.Table, released bool) error {
+	if !ss.reserveDue(base) {
+		return nil
+	}
+	var (
+		o      reserveOutcome
+		failed error
+	)
+	if released {
+		failed = ss.unlocked(func() { o = <-ss.reserving(ctx, base) })
+	} else {
+		o = <-ss.reserving(ctx, base)
+	}
+	return decisive(failed, ss.reserved.adopt(o))
+}
+
+// reserveUntil is reserve for a revocation's flush (the lock is held: a
+// rebalance callback runs), waiting until deadline at most: done is false
+// when the catalog has not answered by then, and the reservation goes on
+// without the revocation.
+func (ss *session) reserveUntil(ctx context.Context, deadline time.Time) (done bool, err error) {
+	base := ss.s.tbl.Iceberg()
+	if !ss.reserveDue(base) {
+		return true, nil
+	}
+	outcome := ss.reserving(ctx, base)
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case o := <-outcome:
+		return true, ss.reserved.adopt(o)
+	case <-t.C:
+		return false, nil
+	}
+}
+
+// reserveOutcome is the outcome of a reservation (reserving).
+type reserveOutcome struct {
+	r   reservation
+	err error
+}
+
+// reserving commits the writer schema's new columns on base in the
+// background (snapshot.Table.ReserveSchema, which leaves the table handle
+// as it is) and returns where the outcome arrives.
+func (ss *session) reserving(ctx context.Context, base *table.Table) <-chan reserveOutcome {
+	want, at := ss.writerSchema, ss.builtAt
+	out := make(chan reserveOutcome, 1)
+	go func() {
+		// Like the commit it precedes, not cut short by an interrupt.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
+		reserved, err := ss.s.tbl.ReserveSchema(rctx, base, want)
+		out <- reserveOutcome{reservation{from: base, table: reserved, at: at}, err}
+	}()
+	return out
+}
+
+// adopt makes o's reservation the last one when it succeeded, and returns
+// its error.
+func (r *reservation) adopt(o reserveOutcome) error {
+	if o.err == nil {
+		*r = o.r
+	}
+	return o.err
 }
 
 // flush waits for the flush in flight, then takes every partition's ranges
@@ -1393,14 +1529,13 @@ func (ss *session) newStream(ctx context.Context) (*snapshot.Stream, error) {
 	if ss.writer == nil {
 		base := ss.base
 		if ss.s.reserveSchema && ss.writerSchema != nil {
-			// Like the commit it precedes, not cut short by an interrupt.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-			var err error
-			base, err = ss.s.tbl.ReserveSchema(rctx, base, ss.writerSchema)
-			cancel()
-			if err != nil {
+			// The loop reserved the columns before the poll or the flush
+			// that opens this stream (place, consume); one made here (a
+			// rebalance callback's flush) holds the group lock.
+			if err := ss.reserve(ctx, base, false); err != nil {
 				return nil, err
 			}
+			base = ss.reserved.table
 		}
 		w, err := ss.s.tbl.NewWriter(base, ss.writerSchema)
 		if err != nil {
@@ -1429,9 +1564,15 @@ func (ss *session) place(ctx context.Context, pt *partition, size int64) error {
 		}
 		return nil
 	case batch && !ss.laned[p] && len(ss.streams) < maxOwnStreams:
+		if ss.reserveDue(ss.base) {
+			return errSchemaReserve
+		}
 		ss.held -= pt.held
 		pt.held = 0
 		return ss.drain(ctx, pt)
+	}
+	if ss.held+size >= ss.s.spillBytes && ss.reserveDue(ss.base) {
+		return errSchemaReserve
 	}
 	pt.held += size
 	ss.held += size

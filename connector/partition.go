@@ -79,6 +79,11 @@ func newPartition(tp mapping.TopicPartition, pos, end int64) *partition {
 
 func (p *partition) done() bool { return p.end >= 0 && p.next >= p.end }
 
+// holdsRows reports rows held for the flush (not dead letters).
+func (p *partition) holdsRows() bool {
+	return len(p.batches) > 0 || len(p.pieces) > 0 || (p.rows != nil && p.rows.Rows() > 0)
+}
+
 // dirty reports whether the partition has offsets to commit.
 func (p *partition) dirty() bool { return p.next > p.low || len(p.closed) > 0 }
 

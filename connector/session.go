@@ -523,6 +523,17 @@ func (ss *session) allDone() bool {
 	return true
 }
 
+// holdsRows reports rows held for the flush: one that commits only
+// ranges or dead letters writes no data file, and needs no reservation.
+func (ss *session) holdsRows() bool {
+	for _, pt := range ss.parts {
+		if pt.holdsRows() {
+			return true
+		}
+	}
+	return false
+}
+
 func (ss *session) dirty() bool {
 	for _, pt := range ss.parts {
 		if pt.dirty() {
@@ -587,7 +598,7 @@ func (ss *session) consume(ctx context.Context) error {
 			(ss.streaming && ss.deadHeld() >= s.spillBytes) || ss.schemaMoved() ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
 			err := ss.waitReleased()
-			if err == nil && ss.dirty() {
+			if err == nil && ss.holdsRows() {
 				// The writer that the flush's lane may open stages on the
 				// table as it is now (flush).
 				err = ss.reserve(ctx, ss.s.tbl.Iceberg(), true)
@@ -1024,7 +1035,7 @@ func (ss *session) reserve(ctx context.Context, base *table.Table, released bool
 // without the revocation.
 func (ss *session) reserveUntil(ctx context.Context, deadline time.Time) (done bool, err error) {
 	base := ss.s.tbl.Iceberg()
-	if !ss.reserveDue(base) {
+	if !ss.reserveDue(base) || !ss.holdsRows() {
 		return true, nil
 	}
 	outcome := ss.reserving(ctx, base)

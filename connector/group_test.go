@@ -45,8 +45,8 @@ func (e *env) startMember(table string, cfg connector.Config) *member {
 }
 
 // startMemberOn runs a member sinking into tbl, a table handle of its own,
-// until stopped.
-func (e *env) startMemberOn(tbl *snapshot.Table, cfg connector.Config) *member {
+// until stopped; tune sets the sink up further (connector.SetReserveSchema).
+func (e *env) startMemberOn(tbl *snapshot.Table, cfg connector.Config, tune ...func(*connector.Sink)) *member {
 	e.T.Helper()
 	m := &member{done: make(chan struct{})}
 	ctx, stop := context.WithCancel(e.Ctx)
@@ -64,6 +64,9 @@ func (e *env) startMemberOn(tbl *snapshot.Table, cfg connector.Config) *member {
 	}
 	if e.spillBytes > 0 {
 		connector.SetSpillBytes(s, e.spillBytes)
+	}
+	for _, f := range tune {
+		f(s)
 	}
 	go func() {
 		defer close(m.done)

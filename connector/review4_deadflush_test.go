@@ -62,9 +62,15 @@ func evolvingRecords(topic string, p int32, n, size int, tag string) []*kgo.Reco
 // lock: member B joined and the group could give it nothing while A's
 // commit hung. "schema" is a stream of records with a new column in every
 // round, which ends a flush whose files are open (errSchemaFlush); the
-// poll flushed those itself until db26f9a, the same way.
+// poll flushed those itself until db26f9a, the same way. "reserve" is a
+// member that commits its flushes' columns ahead of their files
+// (Sink.reserveSchema, set in every session after another writer's
+// schema change moved a flush's files: group members evolving one JSON
+// table meet it), with a new column every round: the loop commits them
+// with the lock released (session.reserve); until 9324ba3 the poll and
+// the flush committed them holding it (found by the review of 8b2e2c2).
 func TestReview4DeadFlushHoldsRevocationBack(t *testing.T) {
-	for _, name := range []string{"dead", "schema"} {
+	for _, name := range []string{"dead", "schema", "reserve"} {
 		t.Run(name, func(t *testing.T) { testPollFlushHoldsRevocationBack(t, name) })
 	}
 }
@@ -82,13 +88,20 @@ func testPollFlushHoldsRevocationBack(t *testing.T, name string) {
 	// waits with the lock released, comes later (and ends the test's
 	// last rows).
 	cfgA.FlushInterval = 10 * time.Second
-	a := e.startMemberOn(tblA, cfgA)
+	var tune []func(*connector.Sink)
+	if name == "reserve" {
+		tune = append(tune, connector.SetReserveSchema)
+	}
+	a := e.startMemberOn(tblA, cfgA, tune...)
 	waitOwnsBoth(t, e, a, topic, tableName)
 
 	release := hc.holdCommits()
 	defer release()
 	pr := e.produceRounds(2, 200*time.Millisecond, func(p int32, round int) []*kgo.Record {
-		if name == "schema" {
+		switch name {
+		case "reserve":
+			return evolvingRecords(topic, p, 10, 100, fmt.Sprintf("r%d", round))
+		case "schema":
 			// A new column a second: the flush it ends comes while the
 			// first commit is held, and the table does not grow a column
 			// a round.
@@ -114,7 +127,7 @@ func testPollFlushHoldsRevocationBack(t *testing.T, name string) {
 	}
 	assigned := b.assigned.Load()
 	if assigned == 0 {
-		t.Errorf("member B was assigned nothing within %s (rebalance timeout %s) while member A's commit hung: A's inline flush waited for it holding the rebalance callbacks back",
+		t.Errorf("member B was assigned nothing within %s (rebalance timeout %s) while member A's commit hung: A waited for it holding the rebalance callbacks back",
 			within, cfgA.RebalanceTimeout)
 	}
 	produced := pr.halt()

@@ -1,7 +1,6 @@
 package connector_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -177,75 +176,4 @@ func TestSchemaStopGroupChurn(t *testing.T) {
 		t.Fatalf("%d rows and %d dead letters, want %d rows", len(rs), len(dead), produced)
 	}
 	auditComplete(t, e, tbl)
-}
-
-// TestSchemaReserveLetsRebalancesThrough is
-// TestReview4DeadFlushHoldsRevocationBack/schema for a member that
-// reserves its flushes' columns (Sink.reserveSchema, set in every session
-// after another writer's schema change moved a flush's files: group
-// members evolving one JSON table are the writers that meet it). The
-// loop commits the columns with the group lock released, before the poll
-// goes on to the row that opens the flush's first file (errSchemaReserve)
-// and before a flush. Until 9324ba3 the poll and the flush committed them
-// holding the lock: a slow catalog held every rebalance back (found by
-// the review of 8b2e2c2).
-func TestSchemaReserveLetsRebalancesThrough(t *testing.T) {
-	e := newEnv(t)
-	const topic, tableName, group = "reserveslow", "lake.reserveslow", "floe-reserveslow"
-	e.Topic(topic, 2, nil)
-	tblA, dlqA, hc := e.heldTypedTable(tableName)
-	cfgA := groupConfig(topic, group)
-	cfgA.DeadLetters = dlqA
-	cfgA.FlushInterval = 10 * time.Second
-	a := &member{done: make(chan struct{})}
-	ctx, stop := context.WithCancel(e.Ctx)
-	a.stop = stop
-	cfgA.OnRebalance = func(r connector.Rebalance) { a.assigned.Add(int64(len(r.Assigned))) }
-	s, err := connector.NewSink(e.Dial(), tblA, cfgA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	connector.SetSpillBytes(s, 8<<10)
-	connector.SetReserveSchema(s)
-	go func() {
-		defer close(a.done)
-		a.stats, a.err = s.Run(ctx)
-	}()
-	waitOwnsBoth(t, e, a, topic, tableName)
-
-	release := hc.holdCommits()
-	defer release()
-	pr := e.produceRounds(2, 200*time.Millisecond, func(p int32, round int) []*kgo.Record {
-		return evolvingRecords(topic, p, 10, 100, fmt.Sprintf("r%d", round))
-	})
-	select {
-	case <-hc.entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("member A committed nothing")
-	}
-	time.Sleep(2 * time.Second)
-	bTbl, bDLQ := e.TypedTable(tableName, mapping.Layout{Value: mapping.ValueJSON})
-	cfgB := groupConfig(topic, group)
-	cfgB.DeadLetters = bDLQ
-	b := e.startMemberOn(bTbl, cfgB)
-	within := cfgA.RebalanceTimeout + 15*time.Second
-	deadline := time.Now().Add(within)
-	for b.assigned.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if b.assigned.Load() == 0 {
-		t.Errorf("member B was assigned nothing within %s (rebalance timeout %s) while member A's catalog commit hung: A committed the flush's columns (ReserveSchema) holding the group lock, so the rebalance callbacks waited for it",
-			within, cfgA.RebalanceTimeout)
-	}
-	produced := pr.halt()
-	release()
-	want := e.endOffsets(topic)
-	waitLedger(t, e, tableName, want, 120*time.Second)
-	a.halt(t)
-	b.halt(t)
-	tbl, dlq := e.TypedTable(tableName, mapping.Layout{Value: mapping.ValueJSON})
-	rs, dead := floetest.CheckWithDeadLetters(t, tbl, dlq, want)
-	if int64(len(rs)+len(dead)) != produced {
-		t.Fatalf("%d rows and %d dead letters, want %d", len(rs), len(dead), produced)
-	}
 }

@@ -111,10 +111,11 @@ type session struct {
 	spill     *lane
 	laned     map[int32]bool
 	spillLost bool
-	// carry is the rest of a poll that a new column stopped (poll), read
-	// by the next poll, after the flush, before it fetches more. Fetched
-	// again instead, the records could be gone meanwhile (retention), and
-	// the sink would report the loss of records it had read.
+	// carry is the rest of a poll that stopped (poll: a new column, or a
+	// reservation due), read by the next poll, after the loop flushed or
+	// reserved, before it fetches more. Fetched again instead, the records
+	// could be gone meanwhile (retention), and the sink would report the
+	// loss of records it had read.
 	carry *carried
 	// reserved is the last reservation of the writer schema's columns
 	// (Sink.reserveSchema; reserve).
@@ -649,8 +650,8 @@ func (ss *session) poll(ctx context.Context) error {
 		polledAt uint64
 	)
 	if carry != nil {
-		// What a new column stopped: read on, now that the loop committed
-		// the flush, before fetching more.
+		// What a stop left: read on, now that the loop flushed or
+		// reserved, before fetching more.
 		fetches, polledAt = carry.fetches, carry.polledAt
 	} else {
 		wake := time.Now().Add(idleCheck)
@@ -698,11 +699,13 @@ func (ss *session) poll(ctx context.Context) error {
 		polled      int
 		polledBytes int64
 		// stop is set when a record needs columns the flush's open files
-		// lack (errSchemaFlush): it and the records after it wait in
-		// ss.carry while the loop commits the files (schemaMoved). The
-		// poll does not flush itself: it would wait for the commit in
-		// flight holding the group lock, and take a failed commit for
-		// the session's.
+		// lack (errSchemaFlush: it and the records after it wait in
+		// ss.carry while the loop commits the files, schemaMoved), or
+		// when a row would open the flush's first file before its
+		// columns are reserved (errSchemaReserve: the records after it
+		// wait while the loop reserves them). The poll commits nothing
+		// itself: it would wait for the catalog holding the group lock,
+		// and take a failed commit for the session's.
 		stop *carried
 	)
 	feed := func(fp kgo.FetchTopicPartition, from int) {

@@ -152,19 +152,36 @@ func auditComplete(t testing.TB, e *env, tbl *snapshot.Table) {
 // records); then one leaves. The table ends with every offset exactly
 // once, the audit is complete, every member sank something, and the
 // group's offsets equal the ledger's next offsets with the snapshot in
-// their metadata.
+// their metadata. "spilled" moves every row to the spill lane as it is
+// read, with flushes long enough that revocations meet laned partitions:
+// a cooperative revocation commits what was consumed (the lane with it),
+// then the partition is dropped.
 func TestGroupMembersShareTopic(t *testing.T) {
+	t.Run("own", func(t *testing.T) { testGroupMembersShareTopic(t, false) })
+	t.Run("spilled", func(t *testing.T) { testGroupMembersShareTopic(t, true) })
+}
+
+func testGroupMembersShareTopic(t *testing.T, spilled bool) {
 	e := newEnv(t)
-	const topic, table, group = "shared", "lake.shared", "floe-shared"
+	topic, table, group := "shared", "lake.shared", "floe-shared"
+	gen, joinEvery := records, 3*time.Second
+	if spilled {
+		e.spillBytes = 1
+		topic, table, group = "sharedlaned", "lake.sharedlaned", "floe-sharedlaned"
+		gen, joinEvery = paddedRecords, 4*time.Second
+	}
 	e.Topic(topic, 6, nil)
 	tbl := e.Table(table)
 	pr := e.produceRounds(6, 50*time.Millisecond, func(p int32, round int) []*kgo.Record {
-		return records(topic, p, 50, fmt.Sprintf("r%d", round))
+		return gen(topic, p, 50, fmt.Sprintf("r%d", round))
 	})
 	var members []*member
 	var revoked, committed atomic.Int64
 	for range 3 {
 		cfg := groupConfig(topic, group)
+		if spilled {
+			cfg.FlushInterval = 3 * time.Second
+		}
 		cfg.OnRebalance = func(r connector.Rebalance) {
 			if len(r.Revoked) > 0 {
 				revoked.Add(1)
@@ -174,7 +191,7 @@ func TestGroupMembersShareTopic(t *testing.T) {
 			}
 		}
 		members = append(members, e.startMember(table, cfg))
-		time.Sleep(3 * time.Second)
+		time.Sleep(joinEvery)
 	}
 	// The first member leaves: its partitions are revoked, committed and
 	// taken on by the others from the ledger.

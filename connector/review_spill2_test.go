@@ -3,9 +3,7 @@ package connector_test
 import (
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,54 +115,6 @@ func TestReview2SpillAbortedInLane(t *testing.T) {
 			t.Logf("group of %d files, %d spans", len(g.Files), len(g.Spans))
 		}
 	}
-	_ = slices.Contains[[]int, int]
-}
-
-// TestReview2GroupRevokeLanedCommits: members join one after the other
-// while records flow into 6 partitions, every row moved to the spill lane
-// as it is read and flushes long enough that revocations meet laned
-// partitions: a cooperative revocation commits what was consumed (the
-// lane with it), then the partition is dropped. Every offset exactly once,
-// audit complete.
-func TestReview2GroupRevokeLanedCommits(t *testing.T) {
-	e := newEnv(t)
-	e.spillBytes = 1
-	const topic, table, group = "r2revoke", "lake.r2revoke", "floe-r2revoke"
-	e.Topic(topic, 6, nil)
-	tbl := e.Table(table)
-	pr := e.produceRounds(6, 50*time.Millisecond, func(p int32, round int) []*kgo.Record {
-		return paddedRecords(topic, p, 50, fmt.Sprintf("r%d", round))
-	})
-	var members []*member
-	var revoked, committed atomic.Int64
-	for range 3 {
-		cfg := groupConfig(topic, group)
-		cfg.FlushInterval = 3 * time.Second
-		cfg.OnRebalance = func(r connector.Rebalance) {
-			if len(r.Revoked) > 0 {
-				revoked.Add(1)
-				if r.Committed {
-					committed.Add(1)
-				}
-			}
-		}
-		members = append(members, e.startMember(table, cfg))
-		time.Sleep(4 * time.Second)
-	}
-	members[0].halt(t)
-	time.Sleep(2 * time.Second)
-	produced := pr.halt()
-	want := e.endOffsets(topic)
-	waitLedger(t, e, table, want, 60*time.Second)
-	for _, m := range members[1:] {
-		m.halt(t)
-	}
-	rs := checkExactlyOnce(t, tbl, want)
-	if int64(len(rs)) != produced {
-		t.Fatalf("%d rows, want %d", len(rs), produced)
-	}
-	auditComplete(t, e, tbl)
-	t.Logf("%d revocations, %d committed", revoked.Load(), committed.Load())
 }
 
 // review2DeadLetterRun sinks topic into a fresh JSON table with a

@@ -122,14 +122,13 @@ type session struct {
 	reserved reservation
 }
 
-// carried is what a stopped poll left to read (session.carry): its
-// partitions' records from parts[0].Records[from] on, fetched by the poll
-// whose fetches it holds (recycled once read) when the group had made
+// carried is what a stopped poll left to read (session.carry): the
+// records of parts (the first cut to those after the stop), fetched by the
+// poll whose fetches it holds (recycled once read) when the group had made
 // polledAt adoptions.
 type carried struct {
 	fetches  kgo.Fetches
 	parts    []kgo.FetchTopicPartition
-	from     int
 	polledAt uint64
 	// reserve is set when the poll stopped for the loop to reserve the
 	// flush's columns (errSchemaReserve), not to flush (errSchemaFlush).
@@ -599,7 +598,7 @@ func (ss *session) consume(ctx context.Context) error {
 			(ss.streaming && ss.deadHeld() >= s.spillBytes) || ss.schemaMoved() ||
 			(!ss.deadline.IsZero() && !time.Now().Before(ss.deadline)) {
 			err := ss.waitReleased()
-			if err == nil && ss.holdsRows() {
+			if err == nil && ss.reserveDue(ss.s.tbl.Iceberg()) && ss.holdsRows() {
 				// The writer that the flush's lane may open stages on the
 				// table as it is now (flush).
 				err = ss.reserve(ctx, ss.s.tbl.Iceberg(), true)
@@ -708,7 +707,13 @@ func (ss *session) poll(ctx context.Context) error {
 		// and take a failed commit for the session's.
 		stop *carried
 	)
-	feed := func(fp kgo.FetchTopicPartition, from int) {
+	// stopAt stops the poll at record i of fp: what is left waits in
+	// ss.carry.
+	stopAt := func(fp kgo.FetchTopicPartition, i int, reserve bool) {
+		fp.Records = fp.Records[i:]
+		stop = &carried{fetches: fetches, parts: []kgo.FetchTopicPartition{fp}, polledAt: polledAt, reserve: reserve}
+	}
+	feed := func(fp kgo.FetchTopicPartition) {
 		if stop != nil {
 			stop.parts = append(stop.parts, fp)
 			return
@@ -748,7 +753,7 @@ func (ss *session) poll(ctx context.Context) error {
 			reseek[fp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: pt.next}
 			return
 		}
-		for i := from; i < len(fp.Records); i++ {
+		for i := 0; i < len(fp.Records); i++ {
 			r := fp.Records[i]
 			st, n, deleted := pt.observe(r.Offset, r.Attrs.IsControl(), fp.LogStartOffset)
 			if st == stepDeleted {
@@ -782,7 +787,7 @@ func (ss *session) poll(ctx context.Context) error {
 				} else if row, err = ss.appendDecoded(ctx, pt, r); err != nil {
 					advanced--
 					if err == errSchemaFlush {
-						stop = &carried{fetches: fetches, parts: []kgo.FetchTopicPartition{fp}, from: i, polledAt: polledAt}
+						stopAt(fp, i, false)
 						return
 					}
 					failure = err
@@ -806,7 +811,7 @@ func (ss *session) poll(ctx context.Context) error {
 				polled++
 				polledBytes += size
 				if reserve {
-					stop = &carried{fetches: fetches, parts: []kgo.FetchTopicPartition{fp}, from: i + 1, polledAt: polledAt, reserve: true}
+					stopAt(fp, i+1, true)
 					return
 				}
 			}
@@ -821,15 +826,11 @@ func (ss *session) poll(ctx context.Context) error {
 		}
 	}
 	if carry != nil {
-		for k, fp := range carry.parts {
-			if k == 0 {
-				feed(fp, carry.from)
-			} else {
-				feed(fp, 0)
-			}
+		for _, fp := range carry.parts {
+			feed(fp)
 		}
 	} else {
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) { feed(fp, 0) })
+		fetches.EachPartition(feed)
 	}
 	ss.carry = stop
 	ss.advanced(advanced)

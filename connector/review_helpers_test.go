@@ -43,14 +43,7 @@ type faultCatalog struct {
 // newFaultCatalog is a faultCatalog of table name on the stack's catalog.
 func (e *env) newFaultCatalog(name string) *faultCatalog {
 	e.T.Helper()
-	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	ident, err := catalog.ParseIdent(name)
-	if err != nil {
-		e.T.Fatal(err)
-	}
+	cat, ident := e.CatalogOf(name)
 	return &faultCatalog{Catalog: cat, ident: ident, entered: make(chan struct{}, 1), release: make(chan struct{})}
 }
 

@@ -26,14 +26,7 @@ import (
 // replay runs replay.Run into table name with a quiet sink.
 func (e *env) replay(name string, opts replay.Options) (replay.Result, error) {
 	e.T.Helper()
-	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	ident, err := catalog.ParseIdent(name)
-	if err != nil {
-		e.T.Fatal(err)
-	}
+	cat, ident := e.CatalogOf(name)
 	if opts.Sink.Logger == nil {
 		opts.Sink.Logger = quietLogger()
 	}

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
@@ -82,8 +84,9 @@ func (e *Env) Table(name string) *snapshot.Table {
 	return e.OpenTable(name, snapshot.OpenOptions{Create: true})
 }
 
-// OpenTable opens the floe table name ("namespace.table") with opts.
-func (e *Env) OpenTable(name string, opts snapshot.OpenOptions) *snapshot.Table {
+// CatalogOf opens the stack's catalog and names table name
+// ("namespace.table") in it.
+func (e *Env) CatalogOf(name string) (icecat.Catalog, table.Identifier) {
 	e.T.Helper()
 	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
 	if err != nil {
@@ -93,6 +96,13 @@ func (e *Env) OpenTable(name string, opts snapshot.OpenOptions) *snapshot.Table 
 	if err != nil {
 		e.T.Fatal(err)
 	}
+	return cat, ident
+}
+
+// OpenTable opens the floe table name ("namespace.table") with opts.
+func (e *Env) OpenTable(name string, opts snapshot.OpenOptions) *snapshot.Table {
+	e.T.Helper()
+	cat, ident := e.CatalogOf(name)
 	tbl, err := snapshot.Open(e.Ctx, cat, ident, opts)
 	if err != nil {
 		e.T.Fatal(err)

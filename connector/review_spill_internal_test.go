@@ -123,3 +123,41 @@ func TestReviewSpillRowsFailureKeepsLaneCommittable(t *testing.T) {
 		t.Fatalf("after a failed spill, %d partitions are laned with their ranges to commit and none of their rows anywhere, and the spill lane is still open for the flush to commit (partition 1's 5 good rows were dropped too)", lost)
 	}
 }
+
+// TestReserveStopCountsItsRow: a row that takes the held rows to the spill
+// bytes while the flush's columns wait for a reservation stops the poll
+// (errSchemaReserve) with the row built. place left the row out of the held
+// bytes, so the spill after the reservation came one record late, and the
+// flush's count stayed a record short until it ended.
+func TestReserveStopCountsItsRow(t *testing.T) {
+	ss := &session{s: &Sink{spillBytes: 1 << 10, reserveSchema: true}, parts: map[int32]*partition{},
+		streams: map[int32]*snapshot.Stream{}, files: map[int32][]iceberg.DataFile{}, laned: map[int32]bool{},
+		streaming: true, writerSchema: mapping.Schema(), builtAt: 1}
+	ss.rowSchema = rawSchema(t)
+	pt := heldPartition(t, ss, 0, 0)
+	var want int64
+	for i := range 1000 {
+		r := &kgo.Record{Topic: "t", Offset: int64(i), Value: make([]byte, 100)}
+		if st, _, _ := pt.observe(r.Offset, false, 0); st != stepRow {
+			t.Fatalf("step %v", st)
+		}
+		pt.rows.Append(r)
+		size := mapping.RecordSize(r)
+		want += size
+		err := ss.place(context.Background(), pt, size)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, errSchemaReserve) {
+			t.Fatalf("place: %v", err)
+		}
+		if want < ss.s.spillBytes {
+			t.Fatalf("the poll stopped at %d held bytes, under the spill bytes %d", want, ss.s.spillBytes)
+		}
+		if ss.held != want || pt.held != want {
+			t.Fatalf("the poll stopped for a reservation with %d bytes of rows built; the session counts %d held, the partition %d", want, ss.held, pt.held)
+		}
+		return
+	}
+	t.Fatal("no reservation stopped the poll")
+}

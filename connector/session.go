@@ -1586,12 +1586,14 @@ func (ss *session) place(ctx context.Context, pt *partition, size int64) error {
 		pt.held = 0
 		return ss.drain(ctx, pt)
 	}
-	if ss.held+size >= ss.s.spillBytes && ss.reserveDue(ss.base) {
-		return errSchemaReserve
-	}
 	pt.held += size
 	ss.held += size
 	if ss.held >= ss.s.spillBytes {
+		// The row is held and counted: the spill after the reservation
+		// takes it with the others.
+		if ss.reserveDue(ss.base) {
+			return errSchemaReserve
+		}
 		return ss.spillRows(ctx)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -163,7 +164,8 @@ func writeCSV(ctx context.Context, w io.Writer, tbl *snapshot.Table, snapshotID 
 }
 
 // writeTypedCSV writes the rows of a typed table: a column per table
-// column, nested values (structs, lists, maps) as JSON, nulls empty.
+// column, binary values as Bytes.Text, nested values (structs, lists,
+// maps) as JSON (binary in them as Bytes marshals it), nulls empty.
 func writeTypedCSV(ctx context.Context, cw *csv.Writer, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) (n int64, err error) {
 	schema := tbl.ArrowSchema()
 	head := make([]string, schema.NumFields())
@@ -180,7 +182,9 @@ func writeTypedCSV(ctx context.Context, cw *csv.Writer, tbl *snapshot.Table, sna
 			for j := range rec {
 				rec[j] = ""
 				if j < int(b.NumCols()) && b.Column(j).IsValid(i) {
-					rec[j] = b.Column(j).ValueStr(i)
+					if rec[j], err = csvValue(b.Column(j), i); err != nil {
+						return err
+					}
 				}
 			}
 			if err := cw.Write(rec); err != nil {
@@ -194,4 +198,18 @@ func writeTypedCSV(ctx context.Context, cw *csv.Writer, tbl *snapshot.Table, sna
 		err = cw.Error()
 	}
 	return n, err
+}
+
+// csvValue is value i of a, valid, as writeTypedCSV writes it.
+func csvValue(a arrow.Array, i int) (string, error) {
+	switch c := a.(type) {
+	case *array.Binary:
+		return Bytes{B: c.Value(i)}.Text(), nil
+	case *array.LargeBinary:
+		return Bytes{B: c.Value(i)}.Text(), nil
+	case *array.Struct, *array.List:
+		b, err := json.Marshal(jsonValue(a, i))
+		return string(b), err
+	}
+	return a.ValueStr(i), nil
 }

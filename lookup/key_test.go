@@ -1,7 +1,11 @@
 package lookup_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -109,6 +113,24 @@ func TestWhereKey(t *testing.T) {
 	}
 }
 
+// TestWhereKeyBeforeKeyColumns: a table keyed by the key's fields names
+// its key columns at its first commit with a row. Before that (every record
+// went to the dead-letter table, or none came yet), a lookup by key says
+// so; it indexed the first key column, and panicked.
+func TestWhereKeyBeforeKeyColumns(t *testing.T) {
+	e := floetest.New(t)
+	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	tbl, _ := e.TableWithDeadLetters("lake.cdc", snapshot.OpenOptions{Create: true,
+		Layout: mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON, Envelope: mapping.EnvelopeDebezium},
+		Mode:   mapping.ModeUpsert, Key: &key})
+	for _, text := range []string{`{"id":2}`, "x"} {
+		_, err := lookup.WhereKey(t.Context(), tbl, nil, text)
+		if err == nil || !strings.Contains(err.Error(), "has no key columns yet") || !strings.Contains(err.Error(), "floe status") {
+			t.Fatalf("key %s of a table without key columns: %v", text, err)
+		}
+	}
+}
+
 // upsertState reads a snapshot of an upsert table keyed by the Kafka key
 // as key=value pairs, sorted.
 func upsertState(t *testing.T, tbl *snapshot.Table, snapshotID int64) []string {
@@ -186,5 +208,53 @@ func TestAsOfUpsert(t *testing.T) {
 	at := time.UnixMilli(1_700_000_005_000)
 	if _, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Time: &at}); !errors.As(err, new(*lookup.CheckError)) {
 		t.Fatalf("time without a broker: %v", err)
+	}
+}
+
+// TestUpsertRowsAsText: an upsert table keeps the raw value in a binary
+// column. Its rows in JSON and CSV give values as text when they are UTF-8
+// and {"base64": ...} (base64:... in CSV) otherwise, as for tables of raw
+// values; they were Arrow's base64 of every value, text or not.
+func TestUpsertRowsAsText(t *testing.T) {
+	e, tbl := upsertEnv(t)
+	e.Produce([]*kgo.Record{{Topic: "u", Key: []byte("f"), Value: []byte{0xff, 0x00}, Timestamp: time.UnixMilli(1_700_000_100_000)}})
+	dlq := e.Table(strings.Join(snapshot.DeadLetterName([]string{"lake", "u"}), "."))
+	if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "u", StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := lookup.JSONRows(t.Context(), tbl, 0, nil, func(row []byte) error {
+		var r struct {
+			Key   string          `json:"kafka_key"`
+			Value json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal(row, &r); err != nil {
+			return fmt.Errorf("%s: %w", row, err)
+		}
+		got = append(got, r.Key+"="+string(r.Value))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{`a="a2"`, `b="b3"`, `e="e2"`, `f={"base64":"/wA="}`}; !slices.Equal(got, want) {
+		t.Fatalf("rows as JSON: %v, want %v", got, want)
+	}
+	out := filepath.Join(t.TempDir(), "rows.csv")
+	if _, err := lookup.Export(t.Context(), tbl, 0, nil, out, lookup.FormatCSV); err != nil {
+		t.Fatal(err)
+	}
+	csv, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{",a2\n", ",b3\n", ",base64:/wA=\n"} {
+		if !strings.Contains(string(csv), want) {
+			t.Fatalf("rows as CSV lack %q:\n%s", want, csv)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package lookup
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -88,27 +87,62 @@ func Rows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mappin
 }
 
 // JSONRows calls fn with every row of a snapshot of tbl below cut as one
-// JSON object: Row.JSON for a table of raw values; for a typed table an
-// object of all its columns (decoded ones, a string key), in Arrow's JSON forms
-// (binary as base64, timestamps and decimals as text). The slice is valid
-// only until fn returns.
+// JSON object: Row.JSON for a table of raw values; for a typed table (or an
+// upsert table) an object of all its columns, binary values (a kept raw
+// value, header values, a binary key) as Bytes marshals them and the others
+// in Arrow's JSON forms (timestamps and decimals as text). The slice is
+// valid only until fn returns.
 func JSONRows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut, fn func([]byte) error) error {
 	if tbl.Layout() == mapping.RawLayout {
 		return Rows(ctx, tbl, snapshotID, cut, func(r Row) error { return fn(r.JSON()) })
 	}
-	var buf bytes.Buffer
 	return tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
-		buf.Reset()
-		if err := array.RecordToJSON(b, &buf); err != nil {
-			return fmt.Errorf("rows as JSON: %w", err)
-		}
-		for line := range bytes.Lines(buf.Bytes()) {
-			if err := fn(bytes.TrimSuffix(line, []byte("\n"))); err != nil {
+		fields := b.Schema().Fields()
+		row := make(map[string]any, len(fields))
+		for i := range int(b.NumRows()) {
+			for j, c := range b.Columns() {
+				row[fields[j].Name] = jsonValue(c, i)
+			}
+			line, err := json.Marshal(row)
+			if err != nil {
+				return fmt.Errorf("rows as JSON: %w", err)
+			}
+			if err := fn(line); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// jsonValue is value i of a as JSON marshals it: binary as Bytes, inside
+// structs and lists too, the rest as Arrow marshals it.
+func jsonValue(a arrow.Array, i int) any {
+	if a.IsNull(i) {
+		return nil
+	}
+	switch a := a.(type) {
+	case *array.Binary:
+		return Bytes{B: a.Value(i)}
+	case *array.LargeBinary:
+		return Bytes{B: a.Value(i)}
+	case *array.Struct:
+		st := a.DataType().(*arrow.StructType)
+		m := make(map[string]any, a.NumField())
+		for f := range a.NumField() {
+			m[st.Field(f).Name] = jsonValue(a.Field(f), i)
+		}
+		return m
+	case *array.List:
+		start, end := a.ValueOffsets(i)
+		vals := a.ListValues()
+		out := make([]any, 0, end-start)
+		for j := start; j < end; j++ {
+			out = append(out, jsonValue(vals, int(j)))
+		}
+		return out
+	}
+	return a.GetOneForMarshal(i)
 }
 
 // EachRow calls fn with every row of a batch of floe's columns. The byte

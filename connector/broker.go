@@ -81,8 +81,12 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 		if serr := sec.explainDial(err); serr != nil {
 			return nil, fmt.Errorf("brokers %s: %w", strings.Join(seeds, ","), serr)
 		}
+		tried := "is Kafka running there?"
+		if pctx.Err() != nil {
+			tried = fmt.Sprintf("no answer within %s; is Kafka running there?", timeout)
+		}
 		return nil, &CheckError{Settings: []Setting{SettingBrokers},
-			Err: fmt.Errorf("cannot reach brokers %s (tried for up to %s; is Kafka running there?): %w", strings.Join(seeds, ","), timeout, err)}
+			Err: fmt.Errorf("cannot reach brokers %s (%s): %w", strings.Join(seeds, ","), tried, err)}
 	}
 	return b, nil
 }

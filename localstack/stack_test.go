@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -79,5 +80,34 @@ func TestStartAndStartS3(t *testing.T) {
 	defer srv.Close()
 	if srv.Endpoint == "" {
 		t.Error("no endpoint")
+	}
+}
+
+// A stack that cannot start (its port taken, as by a stack already
+// running) removes the folder it created, and leaves one that was there.
+func TestUpFailedLeavesNoFolder(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	fresh := filepath.Join(t.TempDir(), "floe-local2")
+	existing := t.TempDir()
+	for _, dir := range []string{fresh, existing} {
+		l, err := Up(t.Context(), UpOptions{Dir: dir, S3Port: port})
+		if err == nil {
+			l.Close()
+			t.Fatalf("Up in %s on a taken S3 port %d started", dir, port)
+		}
+		if !strings.Contains(err.Error(), "another local stack") {
+			t.Errorf("Up on a taken port: %v", err)
+		}
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("%s exists after a failed start (stat: %v)", fresh, err)
+	}
+	if _, err := os.Stat(existing); err != nil {
+		t.Errorf("the existing folder %s is gone after a failed start: %v", existing, err)
 	}
 }

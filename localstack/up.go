@@ -2,8 +2,10 @@ package localstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -88,7 +90,7 @@ type Local struct {
 // Up starts a local stack in opts.Dir. ctx bounds the start only: a
 // cancelled ctx creates no folder and opens no port; once started, the stack
 // runs until Close.
-func Up(ctx context.Context, opts UpOptions) (*Local, error) {
+func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("local stack: no folder given")
 	}
@@ -98,6 +100,15 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("local stack: %w", err)
+	}
+	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+		// A stack that does not start (its ports taken) leaves no
+		// folder behind that a later start would take for its data.
+		defer func() {
+			if err != nil {
+				os.RemoveAll(dir)
+			}
+		}()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("local stack: %w", err)

@@ -156,7 +156,12 @@ type notFoundError struct {
 }
 
 func (e *notFoundError) Error() string {
-	return fmt.Sprintf("table %s does not exist in the catalog: %v", e.table, e.err)
+	// iceberg-go's own errors would only say it again ("table does not
+	// exist: [lake orders]").
+	if errors.Is(e.err, catalog.ErrNoSuchNamespace) {
+		return fmt.Sprintf("table %s does not exist in the catalog, nor does its namespace", e.table)
+	}
+	return fmt.Sprintf("table %s does not exist in the catalog", e.table)
 }
 func (e *notFoundError) Unwrap() []error { return []error{ErrTableNotFound, e.err} }
 

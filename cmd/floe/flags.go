@@ -157,6 +157,9 @@ func (f *brokerFlags) register(fs *pflag.FlagSet, usage string) {
 	f.kafkaSecurityFlags.register(fs)
 }
 
+// errNoBrokers is the error of a command that needs brokers and got none.
+var errNoBrokers = errors.New("missing --brokers HOST:PORT[,HOST:PORT] (or FLOE_BROKERS; a local stack's env.sh sets it: . ./floe-local/env.sh)")
+
 // dial connects to the brokers when they were given; nil otherwise.
 func (f *brokerFlags) dial(ctx context.Context) (*connector.Broker, error) {
 	if len(f.brokers) == 0 {

@@ -119,7 +119,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	w := cmd.OutOrStdout()
 	switch {
 	case len(f.brokers) == 0:
-		return errors.New("missing --brokers HOST:PORT[,HOST:PORT]")
+		return errNoBrokers
 	case f.topic == "":
 		return errors.New("missing --topic NAME")
 	case f.table == "":

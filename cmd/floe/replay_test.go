@@ -358,6 +358,18 @@ func TestWhereCommand(t *testing.T) {
 			t.Errorf("floe %v: exit %d, stderr %q, stdout %q; want exit 2 naming %q", c.args, code, errs, out, c.want)
 		}
 	}
+	// A table that does not exist is named once (iceberg-go's error said
+	// it again), in its namespace or not (the SQL catalog tells no
+	// namespace apart).
+	for table, want := range map[string]string{
+		"lake.nope":  "table lake.nope does not exist in the catalog; check --table and --catalog",
+		"other.nope": "table other.nope does not exist in the catalog",
+	} {
+		code, out, errs := floe(t, append([]string{"audit", "--table", table}, loc...)...)
+		if code != exitError || !strings.Contains(errs, want) || strings.Contains(errs, "[") || out != "" {
+			t.Errorf("floe audit --table %s: exit %d, stderr %q, stdout %q; want exit 2 and %q", table, code, errs, out, want)
+		}
+	}
 }
 
 // readJSONLines reads a JSON lines file of rows.

@@ -299,7 +299,7 @@ func (t *tableTurns) compact(table string, start func() (stop func())) (stop fun
 func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	ctx := cmd.Context()
 	if len(f.brokers) == 0 {
-		return errors.New("missing --brokers HOST:PORT[,HOST:PORT]")
+		return errNoBrokers
 	}
 	pipes, err := sinkPipelines(ctx, f)
 	if err != nil {

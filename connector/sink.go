@@ -211,6 +211,13 @@ const (
 // Stats summarises a run.
 type Stats struct {
 	Records int64 // rows committed
+	// Upsert is set for an upsert table. Its records are counted as the
+	// ledger counts them: Upserts upserted a row (Records counts fewer
+	// rows when a later record of a key in the same flush superseded
+	// one), Deletes deleted their key, Skipped were ignored on purpose
+	// (the tombstone after a Debezium delete).
+	Upsert                    bool
+	Upserts, Deletes, Skipped int64
 	// DeadLetters are the records committed to the dead-letter table
 	// (DeadLetterTable) instead of rows.
 	DeadLetters     int64
@@ -433,7 +440,7 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 
 // run is Run until ctx ends.
 func (s *Sink) run(ctx context.Context) (Stats, error) {
-	s.stats = Stats{}
+	s.stats = Stats{Upsert: s.tbl.Mode() == mapping.ModeUpsert}
 	if s.cfg.DeadLetters != nil {
 		s.stats.DeadLetterTable = s.cfg.DeadLetters.Name()
 	}
@@ -576,8 +583,15 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	for _, r := range res.Commit.Ranges {
 		dead += r.DeadLetters
 		deletes += r.Deletes
+		if s.stats.Upsert {
+			s.stats.Upserts += r.Records
+			s.stats.Skipped += r.Skipped
+		}
 	}
 	s.stats.DeadLetters += dead
+	if s.stats.Upsert {
+		s.stats.Deletes += deletes
+	}
 	if s.stats.FirstDeadLetter == "" {
 		s.stats.FirstDeadLetter = first
 	}

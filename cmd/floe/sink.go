@@ -495,7 +495,15 @@ func pipelineNames(pipes []pipeline) string {
 }
 
 func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
-	fmt.Fprintf(w, "sink %s: %s", table, plural(int(s.Records), "row"))
+	if s.Upsert {
+		fmt.Fprintf(w, "sink %s: %s, %s", table, plural(int(s.Upserts), "upsert"), plural(int(s.Deletes), "delete"))
+		if s.Skipped > 0 {
+			fmt.Fprintf(w, ", %s", plural(int(s.Skipped), "skipped tombstone"))
+		}
+		fmt.Fprintf(w, " (%s written)", plural(int(s.Records), "row"))
+	} else {
+		fmt.Fprintf(w, "sink %s: %s", table, plural(int(s.Records), "row"))
+	}
 	if s.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
 	}

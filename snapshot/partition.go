@@ -157,6 +157,10 @@ func (t *Table) SetPartitionBy(ctx context.Context, p mapping.PartitionBy, log *
 		if !changed && recorded == p.String() {
 			return nil
 		}
+		if changed && t.mode == mapping.ModeUpsert && holdsFiles(t.tbl.Metadata()) {
+			return &mapping.PartitionByError{Spec: p.String(), Table: t.Name(),
+				Problem: fmt.Sprintf("an upsert table's partition spec cannot change once it holds files (it is %s): the equality deletes written under a new spec would not reach the rows written under the old one; leave --partition-by out, or replay the table into a new one with this spec (floe replay --mode upsert --partition-by)", specText(before, t.tbl.Schema()))}
+		}
 		if recorded != p.String() {
 			if err := txn.SetProperties(iceberg.Properties{mapping.PropPartitionBy: p.String()}); err != nil {
 				return fmt.Errorf("record the partition spec %s of %s: %w", p, t.Name(), err)
@@ -227,6 +231,22 @@ func stageSpec(txn *table.Transaction, s *iceberg.Schema, p mapping.PartitionBy)
 		upd.AddField(f.Column, f.IcebergTransform(), f.Name())
 	}
 	return true, upd.Commit()
+}
+
+// holdsFiles reports whether a snapshot of meta, on any branch, holds data
+// or delete files (one without a summary is taken to).
+func holdsFiles(meta table.Metadata) bool {
+	for _, s := range meta.Snapshots() {
+		if s.Summary == nil {
+			return true
+		}
+		for _, key := range []string{"total-data-files", "total-delete-files"} {
+			if n, ok := s.Summary.Properties[key]; ok && n != "0" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stagePartitionFields adds to the spec staged in txn the requested fields

@@ -132,6 +132,7 @@ func TestUpsertSinkCommand(t *testing.T) {
 	refused(t, st, "table lake.accounts is of mode upsert, and this run writes mode append", append(sink, "--table", "lake.accounts", "--mode", "append")...)
 	// Another key: the key's bytes instead of its text.
 	refused(t, st, "table lake.accounts keeps its keys as string, not raw", append(sink, "--table", "lake.accounts", "--mode", "upsert", "--key", "raw")...)
+	refused(t, st, "an upsert table's partition spec cannot change once it holds files", append(sink, "--table", "lake.accounts", "--mode", "upsert", "--key", "string", "--partition-by", "identity(kafka_key)")...)
 	// Partitioned by a column that is not the key; nothing is created.
 	refused(t, st, "an upsert table is partitioned by key columns only (kafka_key)", append(sink, "--table", "lake.byday", "--mode", "upsert", "--key", "string", "--partition-by", "day(kafka_timestamp)")...)
 	refused(t, st, "--id-columns names value columns, and --value raw has none", append(sink, "--table", "lake.ids", "--mode", "upsert", "--id-columns", "id")...)

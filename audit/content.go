@@ -203,7 +203,7 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 		v.open(rec)
 	}
 	if v.acct != nil {
-		a.settleAccount(tp, v.acct)
+		a.settleAccount(tp, v.acct, connector.Compacts(v.policy))
 	}
 	switch {
 	case a.upFold != nil:

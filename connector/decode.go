@@ -216,8 +216,8 @@ var errTruncate = errors.New("a Debezium truncate event (op t): floe does not em
 // decodeChange decodes r, a Debezium change event (--envelope debezium):
 // the key, the change, and for an upsert the row. A delete without a record
 // key takes it from the key columns' fields of its before image. The
-// tombstone after a delete is a skip, a truncate a dead letter unless
-// truncateAll.
+// tombstone after a delete deletes its key too (a tombstone without a key
+// is a skip), a truncate is a dead letter unless truncateAll.
 func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, error) {
 	var out decoded
 	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
@@ -225,17 +225,22 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 		out.dead, out.schemaID = dead, id
 		return out, err
 	}
-	if r.Value == nil {
-		out.key, out.change = key, mapping.ChangeSkip
-		return out, nil
-	}
 	var ch mapping.ChangeEvent
 	var values *iceberg.StructType
 	var valuesChanged bool
-	switch d.layout.Value {
-	case mapping.ValueJSON:
+	switch {
+	case r.Value == nil && key == nil:
+		out.change = mapping.ChangeSkip
+		return out, nil
+	case r.Value == nil:
+		// Log compaction keeps a delete's tombstone and removes the key's
+		// earlier events, the delete among them, possibly before a sink
+		// read it: the tombstone deletes the key as well (again, most
+		// often, which is harmless).
+		ch.Kind = mapping.ChangeDelete
+	case d.layout.Value == mapping.ValueJSON:
 		values, valuesChanged, ch, dead = mapping.DecodeDebeziumJSON(r.Value, d.values)
-	case mapping.ValueRegistry:
+	case d.layout.Value == mapping.ValueRegistry:
 		var e *codecEntry
 		var data []byte
 		e, data, values, valuesChanged, id, dead, err = d.registryValue(ctx, r.Value)

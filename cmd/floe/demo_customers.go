@@ -85,12 +85,12 @@ func demoCustomers(ctx context.Context, w io.Writer, stack *localstack.Stack) er
 	if err != nil {
 		return err
 	}
-	var upserts, deletes, skipped int64
+	var upserts, deletes int64
 	for _, tp := range ledger.Partitions() {
 		c := mapping.Cover(ledger.Ranges(tp))
-		upserts, deletes, skipped = upserts+c.Records, deletes+c.Deletes, skipped+c.Skipped
+		upserts, deletes = upserts+c.Records, deletes+c.Deletes
 	}
-	fmt.Fprintf(w, "%d upserts, %d deletes and %d skipped tombstones in %d snapshots, each one row delta: the rows\nof the keys it changed and equality deletes of their older rows (format v2, read by any Iceberg engine)\n", upserts, deletes, skipped, stats.Commits)
+	fmt.Fprintf(w, "%d upserts and %d deletes (each delete event and its tombstone: log compaction may remove the event and\nkeep the tombstone) in %d snapshots, each one row delta: the rows of the keys it changed and equality\ndeletes of their older rows (format v2, read by any Iceberg engine)\n", upserts, deletes, stats.Commits)
 
 	fmt.Fprintf(w, "\nthe customers now (one row per key, read with the deletes applied):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -33,7 +33,7 @@ func TestDemoCommand(t *testing.T) {
 		"carrier string",
 		"does not have schema 9999",
 		"3 dead letters (verified against",
-		"11 upserts, 2 deletes and 2 skipped tombstones in",
+		"11 upserts and 4 deletes (each delete event and its tombstone",
 		"--envelope debezium --key json --value json",
 		"upsert table (key key:id)",
 		`key {"id":3} in lake.customers: deleted`,

@@ -498,7 +498,7 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	if s.Upsert {
 		fmt.Fprintf(w, "sink %s: %s, %s", table, plural(int(s.Upserts), "upsert"), plural(int(s.Deletes), "delete"))
 		if s.Skipped > 0 {
-			fmt.Fprintf(w, ", %s", plural(int(s.Skipped), "skipped tombstone"))
+			fmt.Fprintf(w, ", %s", plural(int(s.Skipped), "skipped record"))
 		}
 		fmt.Fprintf(w, " (%s written)", plural(int(s.Records), "row"))
 	} else {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -172,6 +174,9 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	}
 	var out decoded
 	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
+	if err == nil && dead == nil {
+		dead = d.checkKeyFields(keyType, keyChanged)
+	}
 	if err != nil || dead != nil {
 		out.dead, out.schemaID = dead, id
 		return out, err
@@ -192,6 +197,44 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	d.adopt(keyType, keyChanged, values, valuesChanged)
 	out.key, out.value, out.fast = key, value, fast
 	return out, nil
+}
+
+// checkKeyFields refuses, in a table keyed by its key's fields
+// (keyFields), a key of type typ with fields the keys before it did not
+// have: the table's key columns, or until a commit names them, the first
+// key's fields (upsertKey). Taking them would change the key columns of
+// the rows read before: the commit would find those rows' new key
+// columns null.
+func (d *decoder) checkKeyFields(typ iceberg.Type, changed bool) error {
+	have, _ := d.key.(*iceberg.StructType)
+	st, _ := typ.(*iceberg.StructType)
+	if !d.keyFields || !changed || have == nil || st == nil {
+		return nil
+	}
+	for _, f := range st.FieldList {
+		if !slices.Contains(fieldNames(have), f.Name) {
+			return fmt.Errorf("the key has field %s, and the table is keyed by the fields %s: an upsert table keeps its key columns", f.Name, strings.Join(fieldNames(have), ","))
+		}
+	}
+	return nil
+}
+
+// upsertKey is key, an upsert table's, with the key columns a key of
+// fields not named yet will have: the decoder's key's fields, the first
+// key's (checkKeyFields), which the commit of its first rows names.
+func (d *decoder) upsertKey(key mapping.UpsertKey) mapping.UpsertKey {
+	if st, ok := d.key.(*iceberg.StructType); ok && key.Source == mapping.KeyFromKeyFields && len(key.Columns) == 0 {
+		key.Columns = fieldNames(st)
+	}
+	return key
+}
+
+func fieldNames(st *iceberg.StructType) []string {
+	names := make([]string, len(st.FieldList))
+	for i, f := range st.FieldList {
+		names[i] = f.Name
+	}
+	return names
 }
 
 // adopt makes the key type and value columns a record needs the
@@ -221,6 +264,9 @@ var errTruncate = errors.New("a Debezium truncate event (op t): floe does not em
 func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, error) {
 	var out decoded
 	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
+	if err == nil && dead == nil {
+		dead = d.checkKeyFields(keyType, keyChanged)
+	}
 	if err != nil || dead != nil {
 		out.dead, out.schemaID = dead, id
 		return out, err
@@ -639,6 +685,6 @@ func (rd *RowDecoder) DecodeChange(ctx context.Context, r *kgo.Record, key mappi
 	if err != nil || out.dead != nil {
 		return out.key, out.value, 0, out.dead, err
 	}
-	change, dead = upsertChange(key, r, out)
+	change, dead = upsertChange(rd.d.upsertKey(key), r, out)
 	return out.key, out.value, change, dead, nil
 }

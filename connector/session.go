@@ -1391,7 +1391,7 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 		return false, fmt.Errorf("decode %s offset %d: %w", pt.tp, r.Offset, err)
 	}
 	if out.dead == nil && ss.s.tbl.Mode() == mapping.ModeUpsert {
-		out.change, out.dead = upsertChange(s.tbl.UpsertKey(), r, out)
+		out.change, out.dead = upsertChange(s.dec.upsertKey(s.tbl.UpsertKey()), r, out)
 	}
 	if out.dead != nil {
 		return false, ss.deadLetter(pt, r, out.dead, out.schemaID)

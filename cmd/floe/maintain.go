@@ -129,9 +129,11 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 				fmt.Fprintf(out, "dead letters: added those of %d commits that had none; removed those of %d commits no ledger has (and %d older rows no commit accounts for); replaced the older rows of %d commits an older floe doubled by their files\n",
 					d.Added, d.Removed, d.RemovedLegacy, d.RepairedLegacy)
 			}
-			for _, name := range slices.Sorted(maps.Keys(res.DeadLetterTables)) {
-				d := res.DeadLetterTables[name]
-				fmt.Fprintf(out, "dead-letter table %s: %d snapshots %sexpired, %d orphan files %sdeleted\n", name, len(d.Expired), would, len(d.Orphans), would)
+			if expire || removeOrphans {
+				for _, name := range slices.Sorted(maps.Keys(res.DeadLetterTables)) {
+					d := res.DeadLetterTables[name]
+					fmt.Fprintf(out, "dead-letter table %s: %d snapshots %sexpired, %d orphan files %sdeleted\n", name, len(d.Expired), would, len(d.Orphans), would)
+				}
 			}
 			if len(res.TruncatedRefs) > 0 {
 				fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",

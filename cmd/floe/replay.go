@@ -233,7 +233,7 @@ func printReplayStart(w io.Writer, s replay.Start) {
 }
 
 func printReplayResult(w io.Writer, r replay.Result) {
-	fmt.Fprintf(w, "replayed %s", plural(int(r.Stats.Records), "row"))
+	fmt.Fprintf(w, "replayed %s", recordsPhrase(r.Stats))
 	if r.Stats.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(r.Stats.DeadLetters), "dead letter"), r.Stats.DeadLetterTable)
 	}

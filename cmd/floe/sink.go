@@ -495,15 +495,7 @@ func pipelineNames(pipes []pipeline) string {
 }
 
 func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
-	if s.Upsert {
-		fmt.Fprintf(w, "sink %s: %s, %s", table, plural(int(s.Upserts), "upsert"), plural(int(s.Deletes), "delete"))
-		if s.Skipped > 0 {
-			fmt.Fprintf(w, ", %s", plural(int(s.Skipped), "skipped record"))
-		}
-		fmt.Fprintf(w, " (%s written)", plural(int(s.Records), "row"))
-	} else {
-		fmt.Fprintf(w, "sink %s: %s", table, plural(int(s.Records), "row"))
-	}
+	fmt.Fprintf(w, "sink %s: %s", table, recordsPhrase(s))
 	if s.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
 	}
@@ -518,6 +510,20 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	if len(s.Next) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(s.Next))
 	}
+}
+
+// recordsPhrase says what a run of a sink committed: its rows, or for an
+// upsert table its records as the ledger counts them and the rows it
+// wrote.
+func recordsPhrase(s connector.Stats) string {
+	if !s.Upsert {
+		return plural(int(s.Records), "row")
+	}
+	p := plural(int(s.Upserts), "upsert") + ", " + plural(int(s.Deletes), "delete")
+	if s.Skipped > 0 {
+		p += ", " + plural(int(s.Skipped), "skipped record")
+	}
+	return p + " (" + plural(int(s.Records), "row") + " written)"
 }
 
 // plural is n and noun, with an s unless n is 1: "1 commit", "2 files".

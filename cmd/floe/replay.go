@@ -24,6 +24,7 @@ type replayFlags struct {
 	branch        string
 	publish       bool
 	publishDiff   bool
+	json          bool
 	fold          string
 	partitionBy   *mapping.PartitionBy
 	flushRecords  int
@@ -99,6 +100,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.StringVar(&f.from, "from", "earliest", "where to start: earliest, an RFC3339 time, P=OFFSET[,P=OFFSET] or snapshot:ID")
 	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets when the replay first started), an RFC3339 time or P=OFFSET[,P=OFFSET]")
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
+	fs.BoolVar(&f.json, "json", false, "print the plan and the result as one JSON document when the replay ends (schema floe.replay/v1) instead of text")
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
 	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --mode upsert --publish: publish even when the branch differs from main key by key (repairing a main known to be wrong)")
 	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
@@ -154,7 +156,9 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 			},
 		},
 		OnStart: func(s replay.Start) {
-			printReplayStart(w, s)
+			if !f.json {
+				printReplayStart(w, s)
+			}
 			bar = newProgress(cmd.ErrOrStderr(), "replay "+f.topic, s.Remaining)
 		},
 	}
@@ -192,7 +196,11 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
-	printReplayResult(w, res)
+	if f.json {
+		printJSONLine(w, newReplayReport(res))
+	} else {
+		printReplayResult(w, res)
+	}
 	if !res.Complete {
 		return fmt.Errorf("replay interrupted: %s is consistent up to the next offsets above; run the same command again to continue", res.Target)
 	}
@@ -232,6 +240,57 @@ func printReplayStart(w io.Writer, s replay.Start) {
 	}
 }
 
+// replayReport is a replay's plan and result, as --json prints them. Its
+// field names are stable (schema floe.replay/v1): a run's (runReport) and
+// the replay's own.
+type replayReport struct {
+	runReport
+	// Start and End are each partition's offsets [start, end) the replay
+	// covers (TOPIC/PARTITION).
+	Start map[string]int64 `json:"start"`
+	End   map[string]int64 `json:"end"`
+	// Complete is false for a replay interrupted before its end offsets.
+	Complete bool  `json:"complete"`
+	Head     int64 `json:"head_snapshot_id,omitempty"`
+	// Compared is set when an upsert table's branch was compared with main
+	// key by key: Equal says whether it was, Differ how it differed.
+	Compared     bool   `json:"compared"`
+	Equal        bool   `json:"equal,omitempty"`
+	ComparedKeys int    `json:"compared_keys,omitempty"`
+	Differ       string `json:"differ,omitempty"`
+	// Published is set when main moved to the branch: from MainFrom to
+	// MainTo.
+	Published bool  `json:"published"`
+	MainFrom  int64 `json:"main_from,omitempty"`
+	MainTo    int64 `json:"main_to,omitempty"`
+}
+
+// replayNext is each partition's next offset in the target's ledger.
+func replayNext(r replay.Result) map[mapping.TopicPartition]int64 {
+	next := map[mapping.TopicPartition]int64{}
+	for p, o := range r.Next {
+		next[mapping.TopicPartition{Topic: r.Plan.Topic, Partition: p}] = o
+	}
+	return next
+}
+
+func newReplayReport(r replay.Result) replayReport {
+	st := r.Stats
+	st.Next = replayNext(r)
+	out := replayReport{runReport: newRunReport(r.Target, r.Plan.Topic, st), Start: map[string]int64{}, End: map[string]int64{},
+		Complete: r.Complete, Head: r.Head, Compared: r.Compared, Equal: r.Compared && r.Differ == nil, ComparedKeys: r.ComparedKeys,
+		Published: r.Published, MainFrom: r.MainFrom, MainTo: r.MainTo}
+	out.Schema = "floe.replay/v1"
+	for _, p := range r.Plan.Partitions {
+		tp := mapping.TopicPartition{Topic: r.Plan.Topic, Partition: p}.String()
+		out.Start[tp], out.End[tp] = r.Plan.Start[p], r.Plan.End[p]
+	}
+	if r.Differ != nil {
+		out.Differ = r.Differ.Error()
+	}
+	return out
+}
+
 func printReplayResult(w io.Writer, r replay.Result) {
 	fmt.Fprintf(w, "replayed %s", recordsPhrase(r.Stats))
 	if r.Stats.DeadLetters > 0 {
@@ -242,11 +301,7 @@ func printReplayResult(w io.Writer, r replay.Result) {
 		fmt.Fprintf(w, ", head snapshot %d", r.Head)
 	}
 	fmt.Fprintln(w)
-	next := map[mapping.TopicPartition]int64{}
-	for p, o := range r.Next {
-		next[mapping.TopicPartition{Topic: r.Plan.Topic, Partition: p}] = o
-	}
-	if len(next) > 0 {
+	if next := replayNext(r); len(next) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(next))
 	}
 	if r.Compared {

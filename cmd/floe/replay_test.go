@@ -89,10 +89,16 @@ func TestReplayCommandRebuildsTheSinkTable(t *testing.T) {
 	st, loc := replayStack(t)
 	ordersWithTransactions(t, st)
 	brokers := strings.Join(st.Brokers, ",")
-	mustFloe(t, append([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	// --json: the sink's summary as one line of JSON.
+	var sunk runReport
+	out := mustFloe(t, append([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--json"}, loc...)...)
+	if err := json.Unmarshal([]byte(out), &sunk); err != nil || sunk.Schema != "floe.sink/v1" || sunk.Table != "lake.orders" || sunk.Rows != 412 ||
+		sunk.Commits == 0 || len(sunk.Next) != 3 || sunk.Upserts != nil || strings.Count(out, "\n") != 1 {
+		t.Fatalf("sink --json: %v %+v\n%s", err, sunk, out)
+	}
 
 	args := append([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.rebuilt", "--flush-records", "150"}, loc...)
-	out := mustFloe(t, args...)
+	out = mustFloe(t, args...)
 	if !strings.Contains(out, "replayed 412 rows") || !strings.Contains(out, "orders/0: [0, ") {
 		t.Fatalf("replay output:\n%s", out)
 	}
@@ -114,6 +120,13 @@ func TestReplayCommandRebuildsTheSinkTable(t *testing.T) {
 	// The same command again resumes: nothing left to do.
 	if out := mustFloe(t, args...); !strings.Contains(out, "resuming") || !strings.Contains(out, "replayed 0 rows") {
 		t.Fatalf("second run:\n%s", out)
+	}
+	// --json: the plan and the result as one JSON document.
+	var again replayReport
+	out = mustFloe(t, append(args, "--json")...)
+	if err := json.Unmarshal([]byte(out), &again); err != nil || again.Schema != "floe.replay/v1" || !again.Complete || again.Rows != 0 ||
+		len(again.Start) != 3 || again.End["orders/0"] != sunk.Next["orders/0"] || again.Next["orders/0"] != sunk.Next["orders/0"] || again.Compared {
+		t.Fatalf("replay --json: %v %+v\n%s", err, again, out)
 	}
 	// The sunk table is not a replay target without --branch.
 	code, _, errs := floe(t, append([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders"}, loc...)...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ type sinkFlags struct {
 	flushBytes    int64
 	flushInterval time.Duration
 	stopAtEnd     bool
+	json          bool
 	onDataLoss    string
 	retryFor      time.Duration
 	group         string
@@ -146,6 +148,7 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "flush at most this long after the first unflushed record")
 	fs.BoolVar(&f.stopAtEnd, "stop-at-end", false, "sink each partition up to its end offset as of start (last stable offset), commit and exit")
+	fs.BoolVar(&f.json, "json", false, "print each table's summary, when its sinking ends, as one line of JSON (schema floe.sink/v1) instead of text")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
 		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
@@ -399,7 +402,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			mp.Stopped(err)
 			// A failed pipeline's error says what happened; a summary
 			// beside it would read as a success.
-			if err == nil {
+			if err == nil && f.json {
+				printJSONLine(w, newRunReport(tbl.Name(), p.Topic, stats))
+			} else if err == nil {
 				printSinkStats(w, tbl.Name(), p.Topic, stats)
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd {
 					onlyDead = append(onlyDead, msg)
@@ -510,6 +515,51 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	if len(s.Next) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(s.Next))
 	}
+}
+
+// runReport is what a run of a sink (or a replay) committed into a table,
+// as --json prints it. Its field names are stable (schema floe.sink/v1).
+type runReport struct {
+	Schema string `json:"schema"`
+	Table  string `json:"table"`
+	Topic  string `json:"topic"`
+	// Rows are the rows written; for an upsert table Upserts, Deletes and
+	// Skipped count its records as the ledger does.
+	Rows            int64            `json:"rows"`
+	Upserts         *int64           `json:"upserts,omitempty"`
+	Deletes         *int64           `json:"deletes,omitempty"`
+	Skipped         *int64           `json:"skipped,omitempty"`
+	DeadLetters     int64            `json:"dead_letters"`
+	DeadLetterTable string           `json:"dead_letter_table,omitempty"`
+	FirstDeadLetter string           `json:"first_dead_letter,omitempty"`
+	Commits         int              `json:"commits"`
+	Files           int              `json:"files"`
+	Fenced          int              `json:"fenced"`
+	Rebalances      int              `json:"rebalances"`
+	Next            map[string]int64 `json:"next"` // TOPIC/PARTITION: the ledger's next offset
+}
+
+func newRunReport(table, topic string, s connector.Stats) runReport {
+	r := runReport{Schema: "floe.sink/v1", Table: table, Topic: topic, Rows: s.Records, DeadLetters: s.DeadLetters,
+		DeadLetterTable: s.DeadLetterTable, FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files,
+		Fenced: s.Fenced, Rebalances: s.Rebalances, Next: map[string]int64{}}
+	if s.Upsert {
+		r.Upserts, r.Deletes, r.Skipped = &s.Upserts, &s.Deletes, &s.Skipped
+	}
+	if s.DeadLetters == 0 {
+		r.DeadLetterTable = ""
+	}
+	for tp, o := range s.Next {
+		r.Next[tp.String()] = o
+	}
+	return r
+}
+
+// printJSONLine prints r as one line of JSON. Every field of a report
+// marshals, so there is no error to report.
+func printJSONLine(w io.Writer, r any) {
+	b, _ := json.Marshal(r)
+	fmt.Fprintf(w, "%s\n", b)
 }
 
 // recordsPhrase says what a run of a sink committed: its rows, or for an

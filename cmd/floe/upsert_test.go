@@ -105,6 +105,11 @@ func TestUpsertSinkCommand(t *testing.T) {
 	if !strings.Contains(errs, "flush_records=100000") {
 		t.Errorf("upsert sink without --flush-records: want flush_records=100000 in its log\n%s", errs)
 	}
+	// --json counts an upsert table's records too (the run again: nothing new).
+	if out := mustFloe(t, append(upsert, "--json")...); !strings.Contains(out, `"schema":"floe.sink/v1","table":"lake.accounts"`) ||
+		!strings.Contains(out, `"rows":0,"upserts":0,"deletes":0,"skipped":0,"dead_letters":0`) || !strings.Contains(out, `"next":{"accounts/0":8,"accounts/1":2}`) {
+		t.Errorf("upsert sink --json:\n%s", out)
+	}
 	want := map[string]string{"k1": "f", "k2": "e", "k4": "g"}
 	if got := stateOf(t, st, "lake.accounts", "", ""); !maps.Equal(got, want) {
 		t.Fatalf("table %v, want %v", got, want)

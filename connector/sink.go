@@ -602,9 +602,12 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	if s.cfg.OnCommit != nil {
 		s.cfg.OnCommit(res)
 	}
-	if dead > 0 && res.Rows == 0 && deletes == 0 {
+	if dead > deletes && res.Rows == 0 {
 		// A commit of dead letters only most often means records the
-		// table's layout cannot decode at all, not a few bad ones.
+		// table's layout cannot decode at all, not a few bad ones. A
+		// Debezium topic's tombstones decode whatever the values' format:
+		// a commit of deletes only counts when they outnumber its dead
+		// letters.
 		s.log.Warn("every record of this commit is a dead letter: check that --value, --key and --schema-registry match how the topic's records are written",
 			"dead_letters", dead, "dead_letter_table", s.stats.DeadLetterTable, "first", first)
 		if s.cfg.OnOnlyDeadLetters != nil {

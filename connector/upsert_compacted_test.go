@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // dbzEvent is a plain-JSON Debezium event for customer id (op c, u or d;
@@ -104,5 +107,34 @@ func TestAuditCompactedAfterSink(t *testing.T) {
 	}
 	if !auditSays(t, e, tbl) {
 		t.Fatal("the table is the fold of its compacted topic, but the audit reports findings")
+	}
+}
+
+// TestDebeziumWrongValueFormatWarns: a Debezium table sunk with the wrong
+// value format (--value registry, events in plain JSON) makes every event a
+// dead letter, while the tombstones, whose keys decode, delete their keys.
+// The sink still warns that its commits hold dead letters only
+// (OnOnlyDeadLetters, the status page's warning), as it did when it skipped
+// the tombstones.
+func TestDebeziumWrongValueFormatWarns(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.wrong"
+	e.Topic(topic, 1, nil)
+	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	l := mapping.Layout{Value: mapping.ValueRegistry, Key: mapping.KeyJSON, Envelope: mapping.EnvelopeDebezium}
+	tbl, dlq := e.TableWithDeadLetters("lake.customers_wrong", snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &key})
+	var recs []*kgo.Record
+	for id := range 5 {
+		recs = append(recs, dbzEvent(topic, "c", id, "x@y", id), dbzEvent(topic, "d", id, "x@y", id), dbzEvent(topic, "-", id, "", id))
+	}
+	e.Produce(recs)
+	var warned atomic.Int64
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry(),
+		OnOnlyDeadLetters: func(int64, string) { warned.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.DeadLetters != 10 || stats.Deletes != 5 || stats.Records != 0 || warned.Load() == 0 {
+		t.Fatalf("%+v, warned %d times; want 10 dead letters, 5 deletes, no row, and the warning", stats, warned.Load())
 	}
 }

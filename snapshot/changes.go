@@ -110,6 +110,11 @@ func (t *Table) refit(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 		return ch, nil
 	}
 	t.removeFiles(ctx, log, ch.files())
+	if t.keyNamedOtherwise(f.Schema) {
+		// The flush's records were judged by another key (the first one
+		// this writer read): they are read again for the table's.
+		return Changes{}, ErrSchemaMoved
+	}
 	ch, err := t.writeChanges(ctx, f)
 	if err != nil {
 		t.removeFiles(ctx, log, ch.files())

@@ -183,6 +183,27 @@ func (t *Table) keyColumns(want *iceberg.Schema) (cols []string, name bool) {
 	return cols, true
 }
 
+// keyNamedOtherwise reports whether another writer named the key columns
+// of a table keyed by its key's fields with other fields than those of
+// want's kafka_key struct: the first key this writer read, which decided
+// which of its records are rows (connector's decoder).
+func (t *Table) keyNamedOtherwise(want *iceberg.Schema) bool {
+	if t.mode != mapping.ModeUpsert || t.key.Source != mapping.KeyFromKeyFields || len(t.key.Columns) == 0 || want == nil {
+		return false
+	}
+	f, ok := want.FindFieldByName(mapping.ColKey)
+	st, isStruct := f.Type.(*iceberg.StructType)
+	if !ok || !isStruct || len(st.FieldList) != len(t.key.Columns) {
+		return ok && isStruct
+	}
+	for _, kf := range st.FieldList {
+		if !slices.Contains(t.key.Columns, kf.Name) {
+			return true
+		}
+	}
+	return false
+}
+
 // identify stages in upd (and txn) the identifier fields of an upsert
 // table once its key columns key exist in base or want: the first commit
 // of a table whose key columns come with its records. When name is set it

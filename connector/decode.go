@@ -175,7 +175,7 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 	var out decoded
 	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
 	if err == nil && dead == nil {
-		dead = d.checkKeyFields(keyType, keyChanged)
+		dead = d.checkKeyFields(key, keyType, keyChanged)
 	}
 	if err != nil || dead != nil {
 		out.dead, out.schemaID = dead, id
@@ -200,15 +200,29 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 }
 
 // checkKeyFields refuses, in a table keyed by its key's fields
-// (keyFields), a key of type typ with fields the keys before it did not
-// have: the table's key columns, or until a commit names them, the first
-// key's fields (upsertKey). Taking them would change the key columns of
-// the rows read before: the commit would find those rows' new key
-// columns null.
-func (d *decoder) checkKeyFields(typ iceberg.Type, changed bool) error {
-	have, _ := d.key.(*iceberg.StructType)
+// (keyFields), a key without a value for one of its fields, and a key of
+// type typ with fields the keys before it did not have: the table's key
+// columns, or until a commit names them, the first key's fields
+// (upsertKey). Taking them would change the key columns of the rows read
+// before (the commit would find those rows' new key columns null); and a
+// key that is a dead letter must not be the first key, which a restart
+// would not read first.
+func (d *decoder) checkKeyFields(key any, typ iceberg.Type, changed bool) error {
+	if !d.keyFields {
+		return nil
+	}
+	fields, _ := key.(map[string]any)
 	st, _ := typ.(*iceberg.StructType)
-	if !d.keyFields || !changed || have == nil || st == nil {
+	if st != nil {
+		// A decoder leaves a null field out, or sets it nil.
+		for _, f := range st.FieldList {
+			if fields[f.Name] == nil {
+				return fmt.Errorf("the key has no value for its field %s, a key column of the table", f.Name)
+			}
+		}
+	}
+	have, _ := d.key.(*iceberg.StructType)
+	if !changed || have == nil || st == nil {
 		return nil
 	}
 	for _, f := range st.FieldList {
@@ -265,7 +279,7 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 	var out decoded
 	key, keyType, keyChanged, id, dead, err := d.decodeKey(ctx, r.Key)
 	if err == nil && dead == nil {
-		dead = d.checkKeyFields(keyType, keyChanged)
+		dead = d.checkKeyFields(key, keyType, keyChanged)
 	}
 	if err != nil || dead != nil {
 		out.dead, out.schemaID = dead, id

@@ -30,11 +30,43 @@ import (
 // and one entry per distinct key of the flush (its key's text and where
 // its winning row is, some 64 bytes besides the key), which the flush
 // policy bounds (--flush-records).
+// checkOneSpec refuses to write deletes into target, an upsert table, when
+// it holds files of a partition spec other than its current one: the
+// equality deletes written under the current spec would not reach their
+// rows. floe refuses such a change (SetPartitionBy); another engine may
+// have made it. Only a table whose spec ever changed reads its manifest
+// list for it.
+func (t *Table) checkOneSpec(ctx context.Context, target *table.Table) error {
+	snap := target.CurrentSnapshot()
+	if len(target.Metadata().PartitionSpecs()) < 2 || snap == nil {
+		return nil
+	}
+	fsys, err := target.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("upsert into %s: open the table's storage: %w", t.Name(), err)
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return fmt.Errorf("upsert into %s: read the manifest list of snapshot %d: %w", t.Name(), snap.SnapshotID, err)
+	}
+	spec := target.Spec()
+	for _, m := range manifests {
+		if m.PartitionSpecID() != int32(spec.ID()) && (m.HasAddedFiles() || m.HasExistingFiles()) {
+			return &mapping.PartitionByError{Spec: specText(spec, target.Schema()), Table: t.Name(),
+				Problem: fmt.Sprintf("the table's partition spec changed (not by this floe, which refuses it) while it held files of spec %d: the equality deletes written under the new spec would not reach their rows; replay the table into a new one (floe replay --mode upsert)", m.PartitionSpecID())}
+		}
+	}
+	return nil
+}
+
 func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush) (Changes, error) {
 	ch := Changes{Truncate: len(f.Truncated) > 0}
 	if len(f.Batches) == 0 {
 		// Ranges without rows (starts, markers, losses): nothing to key.
 		return ch, nil
+	}
+	if err := t.checkOneSpec(ctx, target); err != nil {
+		return ch, err
 	}
 	ids := target.Schema().IdentifierFieldIDs
 	cols, err := t.keyColumnsOf(target.Schema())

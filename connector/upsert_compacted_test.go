@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -136,5 +137,55 @@ func TestDebeziumWrongValueFormatWarns(t *testing.T) {
 	}
 	if stats.DeadLetters != 10 || stats.Deletes != 5 || stats.Records != 0 || warned.Load() == 0 {
 		t.Fatalf("%+v, warned %d times; want 10 dead letters, 5 deletes, no row, and the warning", stats, warned.Load())
+	}
+}
+
+// dbzTruncate is a plain-JSON Debezium truncate event.
+func dbzTruncate(topic string, sec int) *kgo.Record {
+	return &kgo.Record{Topic: topic, Timestamp: time.Now().Add(time.Duration(sec-60) * time.Second),
+		Value: []byte(`{"before":null,"after":null,"source":{"ts_ms":1796000000000},"op":"t","ts_ms":1796000000100}`)}
+}
+
+// TestWhereKeyAfterTruncate: a key upserted in commit 1, then the table
+// truncated (--on-truncate delete-all) in commit 2, which writes no
+// equality delete. floe where --key named commit 1, whose equality delete
+// (of the key's older rows) holds the key, as its delete; it names the
+// truncate's commit now. From the second review of the upsert path.
+func TestWhereKeyAfterTruncate(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.trunc_where"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.debeziumTable("lake.trunc_where", floetest.CDCPlainJSON)
+	cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
+	e.Produce([]*kgo.Record{dbzEvent(topic, "c", 1, "one@x", 0), dbzEvent(topic, "c", 2, "two@x", 1)})
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce([]*kgo.Record{dbzTruncate(topic, 2)})
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rows(t, tbl)); n != 0 {
+		t.Fatalf("%d rows after the truncate", n)
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(l.Commits)
+	upsertCommit, truncCommit := l.Commits[n-2].SnapshotID, l.Commits[n-1].SnapshotID
+	r, err := lookup.WhereKey(e.Ctx, tbl, e.Broker(), `{"id":1}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != lookup.KeyStatusDeleted || r.FoundBy != lookup.FoundByTruncate || r.SnapshotID == nil || *r.SnapshotID != truncCommit {
+		got := int64(0)
+		if r.SnapshotID != nil {
+			got = *r.SnapshotID
+		}
+		t.Fatalf("status %s, snapshot %d (the key's upsert commit is %d, the truncate's %d): %s", r.Status, got, upsertCommit, truncCommit, r.Explanation)
 	}
 }

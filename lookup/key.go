@@ -42,6 +42,10 @@ const (
 	// FoundByLog: the ledger's ranges re-read from the broker; the key's
 	// last record there deletes it.
 	FoundByLog = "log"
+	// FoundByTruncate: a floe commit after the newest equality delete of
+	// the key removed every data file (a Debezium truncate with
+	// --on-truncate delete-all), the key's row among them.
+	FoundByTruncate = "truncate"
 )
 
 // KeyResult is the answer for one key of an upsert table. Its JSON field
@@ -277,6 +281,12 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if err != nil {
 		return res, err
 	}
+	if tr, ok := truncatedAfter(tbl, ledger, del); ok {
+		res.Status, res.FoundBy = KeyStatusDeleted, FoundByTruncate
+		res.SnapshotID, res.CommittedAt = &tr.SnapshotID, &tr.CommittedAt
+		res.Explanation = fmt.Sprintf("key %s has no row: snapshot %d truncated the table (a truncate event, --on-truncate delete-all), removing every data file", text, tr.SnapshotID)
+		return res, nil
+	}
 	if del != nil {
 		res.Status, res.FoundBy, res.File = KeyStatusDeleted, FoundByDeleteFiles, del.file.Path
 		res.FileSnapshotID = &del.file.AddedBy
@@ -379,6 +389,32 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyedRow, er
 		return nil, fmt.Errorf("look key %v up in %s: %w", k.want, tbl.Name(), err)
 	}
 	return found, nil
+}
+
+// truncatedAfter returns the newest floe commit of ledger, after the one
+// that added del, that removed data files: a truncate, which deletes every
+// row without an equality delete. A key without a row whose newest delete
+// is older (its upsert commit's, which deletes the key's older rows) went
+// with it. Commits whose snapshot expired are not looked at.
+func truncatedAfter(tbl *snapshot.Table, ledger mapping.Ledger, del *keyDeletion) (mapping.Commit, bool) {
+	if del == nil {
+		return mapping.Commit{}, false
+	}
+	meta := tbl.Iceberg().Metadata()
+	for i := len(ledger.Commits) - 1; i >= 0; i-- {
+		c := ledger.Commits[i]
+		if c.SnapshotID == del.commit.SnapshotID {
+			break
+		}
+		s := meta.SnapshotByID(c.SnapshotID)
+		if s == nil || s.Summary == nil {
+			continue
+		}
+		if n := s.Summary.Properties["deleted-data-files"]; n != "" && n != "0" {
+			return c, true
+		}
+	}
+	return mapping.Commit{}, false
 }
 
 // keyDeletion is the newest equality delete of a key.

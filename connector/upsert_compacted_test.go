@@ -189,3 +189,49 @@ func TestWhereKeyAfterTruncate(t *testing.T) {
 		t.Fatalf("status %s, snapshot %d (the key's upsert commit is %d, the truncate's %d): %s", r.Status, got, upsertCommit, truncCommit, r.Explanation)
 	}
 }
+
+// TestWhereKeyDeletedBeforeTruncate: id 1 inserted (commit 1),
+// deleted by a Debezium delete (commit 2), then the table truncated
+// (commit 3, id 2's row removed). floe where --key {"id":1} must name
+// commit 2, the delete, not the truncate: the key had no row when the
+// truncate came (the first fix named the truncate: from the third review
+// of the upsert path).
+func TestWhereKeyDeletedBeforeTruncate(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.trunc_where2"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.debeziumTable("lake.trunc_where2", floetest.CDCPlainJSON)
+	cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
+	e.Produce([]*kgo.Record{dbzEvent(topic, "c", 1, "one@x", 0), dbzEvent(topic, "c", 2, "two@x", 1)})
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce([]*kgo.Record{dbzEvent(topic, "d", 1, "one@x", 2), dbzEvent(topic, "-", 1, "", 3)})
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce([]*kgo.Record{dbzTruncate(topic, 4)})
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(l.Commits)
+	delCommit, truncCommit := l.Commits[n-2].SnapshotID, l.Commits[n-1].SnapshotID
+	r, err := lookup.WhereKey(e.Ctx, tbl, e.Broker(), `{"id":1}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := int64(0)
+	if r.SnapshotID != nil {
+		got = *r.SnapshotID
+	}
+	if r.Status != lookup.KeyStatusDeleted || got != delCommit {
+		t.Fatalf("status %s found_by %s, snapshot %d (the key's delete commit is %d, the truncate's %d): %s", r.Status, r.FoundBy, got, delCommit, truncCommit, r.Explanation)
+	}
+}

@@ -256,7 +256,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if len(ledger.Commits) == 0 {
 		return res, fmt.Errorf("%s has no floe commits yet: nothing was sunk into it, so it holds no key", tbl.Name())
 	}
-	found, err := keyRow(ctx, tbl, k)
+	found, err := keyRow(ctx, tbl, 0, k)
 	if err != nil {
 		return res, err
 	}
@@ -281,7 +281,11 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if err != nil {
 		return res, err
 	}
-	if tr, ok := truncatedAfter(tbl, ledger, del); ok {
+	tr, ok, err := truncatedAfter(ctx, tbl, ledger, del, k)
+	if err != nil {
+		return res, err
+	}
+	if ok {
 		res.Status, res.FoundBy = KeyStatusDeleted, FoundByTruncate
 		res.SnapshotID, res.CommittedAt = &tr.SnapshotID, &tr.CommittedAt
 		res.Explanation = fmt.Sprintf("key %s has no row: snapshot %d truncated the table (a truncate event, --on-truncate delete-all), removing every data file", text, tr.SnapshotID)
@@ -362,7 +366,7 @@ type keyedRow struct {
 }
 
 // keyRow finds the row of k at the head, with deletes applied.
-func keyRow(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyedRow, error) {
+func keyRow(ctx context.Context, tbl *snapshot.Table, snapshotID int64, k tableKey) (*keyedRow, error) {
 	var found *keyedRow
 	// A table keyed by decoded columns is read whole: iceberg-go v0.7.0
 	// cannot apply equality deletes to its projected scans.
@@ -370,7 +374,7 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyedRow, er
 	if k.key.Source == mapping.KeyFromKafkaKey {
 		cols = []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
 	}
-	err := tbl.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: cols, Filter: k.filter},
+	err := tbl.ScanFiles(ctx, snapshotID, snapshot.ScanOptions{Columns: cols, Filter: k.filter},
 		func(fb snapshot.FileBatch) error {
 			if fb.Done || fb.Batch.NumRows() == 0 || found != nil {
 				return nil
@@ -392,13 +396,14 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyedRow, er
 }
 
 // truncatedAfter returns the newest floe commit of ledger, after the one
-// that added del, that removed data files: a truncate, which deletes every
-// row without an equality delete. A key without a row whose newest delete
-// is older (its upsert commit's, which deletes the key's older rows) went
-// with it. Commits whose snapshot expired are not looked at.
-func truncatedAfter(tbl *snapshot.Table, ledger mapping.Ledger, del *keyDeletion) (mapping.Commit, bool) {
+// that added del, that removed data files (a truncate, which deletes every
+// row without an equality delete) and found a row of k in the snapshot
+// before it: the key went with the truncate, not with del (the key's
+// upsert commit's delete of its older rows, or an earlier delete of it).
+// Commits whose snapshot or parent expired are not looked at.
+func truncatedAfter(ctx context.Context, tbl *snapshot.Table, ledger mapping.Ledger, del *keyDeletion, k tableKey) (mapping.Commit, bool, error) {
 	if del == nil {
-		return mapping.Commit{}, false
+		return mapping.Commit{}, false, nil
 	}
 	meta := tbl.Iceberg().Metadata()
 	for i := len(ledger.Commits) - 1; i >= 0; i-- {
@@ -407,14 +412,18 @@ func truncatedAfter(tbl *snapshot.Table, ledger mapping.Ledger, del *keyDeletion
 			break
 		}
 		s := meta.SnapshotByID(c.SnapshotID)
-		if s == nil || s.Summary == nil {
+		if s == nil || s.Summary == nil || s.ParentSnapshotID == nil || meta.SnapshotByID(*s.ParentSnapshotID) == nil {
 			continue
 		}
-		if n := s.Summary.Properties["deleted-data-files"]; n != "" && n != "0" {
-			return c, true
+		if n := s.Summary.Properties["deleted-data-files"]; n == "" || n == "0" {
+			continue
+		}
+		row, err := keyRow(ctx, tbl, *s.ParentSnapshotID, k)
+		if err != nil || row != nil {
+			return c, row != nil, err
 		}
 	}
-	return mapping.Commit{}, false
+	return mapping.Commit{}, false, nil
 }
 
 // keyDeletion is the newest equality delete of a key.

@@ -225,9 +225,10 @@ func (d *decoder) checkKeyFields(key any, typ iceberg.Type, changed bool) error 
 	if !changed || have == nil || st == nil {
 		return nil
 	}
+	names := fieldNames(have)
 	for _, f := range st.FieldList {
-		if !slices.Contains(fieldNames(have), f.Name) {
-			return fmt.Errorf("the key has field %s, and the table is keyed by the fields %s: an upsert table keeps its key columns", f.Name, strings.Join(fieldNames(have), ","))
+		if !slices.Contains(names, f.Name) {
+			return fmt.Errorf("the key has field %s, and the table is keyed by the fields %s: an upsert table keeps its key columns", f.Name, strings.Join(names, ","))
 		}
 	}
 	return nil

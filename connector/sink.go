@@ -211,11 +211,12 @@ const (
 // Stats summarises a run.
 type Stats struct {
 	Records int64 // rows committed
-	// Upsert is set for an upsert table. Its records are counted as the
-	// ledger counts them: Upserts upserted a row (Records counts fewer
-	// rows when a later record of a key in the same flush superseded
-	// one), Deletes deleted their key, Skipped were ignored on purpose
-	// (the tombstone after a Debezium delete).
+	// Upsert is set for an upsert table, whose records Upserts, Deletes
+	// and Skipped count as the ledger does: Upserts upserted a row
+	// (Records counts fewer rows when a later record of a key in the same
+	// flush superseded one), Deletes deleted their key, Skipped were
+	// ignored on purpose (a record without a key where the key is the
+	// partition key, a Debezium tombstone without a key).
 	Upsert                    bool
 	Upserts, Deletes, Skipped int64
 	// DeadLetters are the records committed to the dead-letter table
@@ -583,15 +584,11 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	for _, r := range res.Commit.Ranges {
 		dead += r.DeadLetters
 		deletes += r.Deletes
-		if s.stats.Upsert {
-			s.stats.Upserts += r.Records
-			s.stats.Skipped += r.Skipped
-		}
+		s.stats.Upserts += r.Records
+		s.stats.Skipped += r.Skipped
 	}
 	s.stats.DeadLetters += dead
-	if s.stats.Upsert {
-		s.stats.Deletes += deletes
-	}
+	s.stats.Deletes += deletes
 	if s.stats.FirstDeadLetter == "" {
 		s.stats.FirstDeadLetter = first
 	}

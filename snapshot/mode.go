@@ -193,8 +193,11 @@ func (t *Table) keyNamedOtherwise(want *iceberg.Schema) bool {
 	}
 	f, ok := want.FindFieldByName(mapping.ColKey)
 	st, isStruct := f.Type.(*iceberg.StructType)
-	if !ok || !isStruct || len(st.FieldList) != len(t.key.Columns) {
-		return ok && isStruct
+	if !ok || !isStruct {
+		return false
+	}
+	if len(st.FieldList) != len(t.key.Columns) {
+		return true
 	}
 	for _, kf := range st.FieldList {
 		if !slices.Contains(t.key.Columns, kf.Name) {

@@ -17,19 +17,6 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// upsertChanges stages an upsert of flush f into the rows of an upsert
-// table (mapping.ModeUpsert): for every key the flush touches, the
-// winning record (mapping.Winner: each partition's latest by offset, then
-// the later timestamp, then the higher partition) becomes the key's row,
-// unless it deletes the key (Flush.Deletes); and one equality delete per
-// key, on the table's identifier fields, removes the key's rows of earlier
-// snapshots. Rows and deletes go into one snapshot (commitOnce's row
-// delta), whose sequence number keeps the deletes off its own rows.
-//
-// Memory is set by the flush, never by the table: the batches themselves,
-// and one entry per distinct key of the flush (its key's text and where
-// its winning row is, some 64 bytes besides the key), which the flush
-// policy bounds (--flush-records).
 // checkOneSpec refuses to write deletes into target, an upsert table, when
 // it holds files of a partition spec other than its current one: the
 // equality deletes written under the current spec would not reach their
@@ -59,6 +46,19 @@ func (t *Table) checkOneSpec(ctx context.Context, target *table.Table) error {
 	return nil
 }
 
+// upsertChanges stages an upsert of flush f into the rows of an upsert
+// table (mapping.ModeUpsert): for every key the flush touches, the
+// winning record (mapping.Winner: each partition's latest by offset, then
+// the later timestamp, then the higher partition) becomes the key's row,
+// unless it deletes the key (Flush.Deletes); and one equality delete per
+// key, on the table's identifier fields, removes the key's rows of earlier
+// snapshots. Rows and deletes go into one snapshot (commitOnce's row
+// delta), whose sequence number keeps the deletes off its own rows.
+//
+// Memory is set by the flush, never by the table: the batches themselves,
+// and one entry per distinct key of the flush (its key's text and where
+// its winning row is, some 64 bytes besides the key), which the flush
+// policy bounds (--flush-records).
 func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush) (Changes, error) {
 	ch := Changes{Truncate: len(f.Truncated) > 0}
 	if len(f.Batches) == 0 {

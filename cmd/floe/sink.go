@@ -541,13 +541,13 @@ type runReport struct {
 
 func newRunReport(table, topic string, s connector.Stats) runReport {
 	r := runReport{Schema: "floe.sink/v1", Table: table, Topic: topic, Rows: s.Records, DeadLetters: s.DeadLetters,
-		DeadLetterTable: s.DeadLetterTable, FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files,
+		FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files,
 		Fenced: s.Fenced, Rebalances: s.Rebalances, Next: map[string]int64{}}
 	if s.Upsert {
 		r.Upserts, r.Deletes, r.Skipped = &s.Upserts, &s.Deletes, &s.Skipped
 	}
-	if s.DeadLetters == 0 {
-		r.DeadLetterTable = ""
+	if s.DeadLetters > 0 {
+		r.DeadLetterTable = s.DeadLetterTable
 	}
 	for tp, o := range s.Next {
 		r.Next[tp.String()] = o

@@ -278,6 +278,11 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 		if want := "lake.keyed: 0 rows and 5 dead letters (into lake.keyed_dlq)"; code != exitOnlyDeadLetters || !strings.Contains(errs, want) || !strings.Contains(errs, "first: keyed/0 offset 0: ") {
 			t.Errorf("exit %d, stderr %q; want exit 3 naming %q", code, errs, want)
 		}
+		// --json prints the summary as JSON and exits 3 all the same.
+		code, out, errs := floe(t, slices.Concat([]string{"sink", "-t", "keyed", "--table", "lake.keyed_json", "--stop-at-end", "--value", "json", "--key", "json", "--json"}, common)...)
+		if code != exitOnlyDeadLetters || !strings.Contains(out, `"dead_letters":5`) {
+			t.Errorf("--json: exit %d, stdout %q, stderr %q; want exit 3 and the summary", code, out, errs)
+		}
 	})
 
 	t.Run("live", func(t *testing.T) {

@@ -402,10 +402,12 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			mp.Stopped(err)
 			// A failed pipeline's error says what happened; a summary
 			// beside it would read as a success.
-			if err == nil && f.json {
-				printJSONLine(w, newRunReport(tbl.Name(), p.Topic, stats))
-			} else if err == nil {
-				printSinkStats(w, tbl.Name(), p.Topic, stats)
+			if err == nil {
+				if f.json {
+					printJSONLine(w, newRunReport(tbl.Name(), p.Topic, stats))
+				} else {
+					printSinkStats(w, tbl.Name(), p.Topic, stats)
+				}
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd {
 					onlyDead = append(onlyDead, msg)
 				}

@@ -200,8 +200,10 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 }
 
 // checkKeyFields refuses, in a table keyed by its key's fields
-// (keyFields), a key without a value for one of its fields, and a key of
-// type typ with fields the keys before it did not have: the table's key
+// (keyFields), a key without a value for one of its fields, a key with a
+// field no key column can be of (a floating-point or nested one: as the
+// first key it would name that column, and every commit would refuse
+// it), and a key of type typ with fields the keys before it did not have: the table's key
 // columns, or until a commit names them, the first key's fields
 // (upsertKey). Taking them would change the key columns of the rows read
 // before (the commit would find those rows' new key columns null); and a
@@ -218,6 +220,9 @@ func (d *decoder) checkKeyFields(key any, typ iceberg.Type, changed bool) error 
 		for _, f := range st.FieldList {
 			if fields[f.Name] == nil {
 				return fmt.Errorf("the key has no value for its field %s, a key column of the table", f.Name)
+			}
+			if err := mapping.CheckKeyColumn(f); err != nil {
+				return fmt.Errorf("the key's fields cannot be the table's key columns: %w", err)
 			}
 		}
 	}

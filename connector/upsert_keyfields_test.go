@@ -223,3 +223,51 @@ func TestKeyNamingRestart(t *testing.T) {
 		t.Fatalf("{id:2} a row: %v, {id:3} a row: %v (same key schema, same fields); audit complete %v", two, three, complete)
 	}
 }
+
+// TestUpsertFloatKeyIsDeadLetter: a table keyed by the key's fields names
+// its key columns from the first key it reads. A first key {"id":1.5} named
+// a double key column, which an upsert table cannot have (equality deletes
+// compare floating-point values exactly): the commit refused it and the
+// sink stopped, at every run, on the same record. Such a key is a dead
+// letter now, before it can name anything, and the next key names the
+// columns (a floating-point key after them is a dead letter of its type).
+func TestUpsertFloatKeyIsDeadLetter(t *testing.T) {
+	e := newEnv(t)
+	const topic = "people-float-key"
+	e.Topic(topic, 1, nil)
+	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON}
+	if err := l.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	tbl, dlq := e.TableWithDeadLetters("lake.people_float_key", snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &key})
+	rec := func(k, v string, ts int) *kgo.Record {
+		return &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(v), Timestamp: time.Unix(int64(1_700_000_000+ts), 0)}
+	}
+	e.Produce([]*kgo.Record{
+		rec(`{"id":1.5}`, `{"name":"float"}`, 0),
+		rec(`{"id":2}`, `{"name":"two"}`, 1),
+		rec(`{"id":{"a":1}}`, `{"name":"nested"}`, 2),
+		rec(`{"id":3}`, `{"name":"three"}`, 3),
+		rec(`{"id":4.5}`, `{"name":"float after"}`, 4),
+	})
+	cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100, DeadLetters: dlq}
+	stats, err := e.sink(tbl, cfg)
+	if err != nil {
+		t.Fatalf("the sink stops on a floating-point first key: %v", err)
+	}
+	var got []string
+	for _, r := range rows(t, tbl) {
+		got = append(got, r.Columns["id"]+"="+r.Columns["name"])
+	}
+	slices.Sort(got)
+	dead := rows(t, dlq)
+	slices.SortFunc(dead, func(a, b row) int { return int(a.Offset - b.Offset) })
+	if !slices.Equal(got, []string{"2=two", "3=three"}) || len(dead) != 3 || dead[0].Offset != 0 || dead[1].Offset != 2 || dead[2].Offset != 4 ||
+		!strings.Contains(dead[0].Columns[mapping.ColError], "floating-point") {
+		t.Fatalf("rows %v, dead letters %+v (%+v); want ids 2 and 3, the keys 1.5, {a:1} and 4.5 dead letters", got, dead, stats)
+	}
+	if !auditSays(t, e, tbl) {
+		t.Fatal("the audit reports findings")
+	}
+}

@@ -231,6 +231,19 @@ func KeyFor(l Layout, idColumns []string) (UpsertKey, error) {
 	return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
 }
 
+// CheckKeyColumn reports why f cannot be a key column of an upsert table:
+// equality deletes match keys by value, which floating-point types and
+// nested types do not have a usable equality for.
+func CheckKeyColumn(f iceberg.NestedField) error {
+	switch f.Type.(type) {
+	case iceberg.Float32Type, iceberg.Float64Type:
+		return fmt.Errorf("key column %q is a %s: floating-point values cannot identify rows (equality deletes compare them exactly); key by another column", f.Name, f.Type)
+	case iceberg.NestedType:
+		return fmt.Errorf("key column %q is a %s: key columns must be of a primitive type; name its fields with --id-columns", f.Name, f.Type)
+	}
+	return nil
+}
+
 // KeyError reports an upsert key that cannot be.
 type KeyError struct{ Problem string }
 

@@ -115,26 +115,13 @@ func withIdentifiers(schema *iceberg.Schema, key mapping.UpsertKey) (*iceberg.Sc
 		if i < 0 {
 			continue
 		}
-		if err := checkKeyColumn(fields[i]); err != nil {
+		if err := mapping.CheckKeyColumn(fields[i]); err != nil {
 			return nil, err
 		}
 		fields[i].Required = true
 		ids = append(ids, fields[i].ID)
 	}
 	return iceberg.NewSchemaWithIdentifiers(schema.ID, ids, fields...), nil
-}
-
-// checkKeyColumn reports why f cannot be a key column of an upsert table:
-// equality deletes match keys by value, which floating-point types and
-// nested types do not have a usable equality for.
-func checkKeyColumn(f iceberg.NestedField) error {
-	switch f.Type.(type) {
-	case iceberg.Float32Type, iceberg.Float64Type:
-		return fmt.Errorf("key column %q is a %s: floating-point values cannot identify rows (equality deletes compare them exactly); key by another column", f.Name, f.Type)
-	case iceberg.NestedType:
-		return fmt.Errorf("key column %q is a %s: key columns must be of a primitive type; name its fields with --id-columns", f.Name, f.Type)
-	}
-	return nil
 }
 
 // checkMode returns the mode and key tbl records, checked against those
@@ -228,7 +215,7 @@ func (t *Table) identify(base *table.Table, txn *table.Transaction, upd *table.U
 		if !ok {
 			return false, nil
 		}
-		if err := checkKeyColumn(f); err != nil {
+		if err := mapping.CheckKeyColumn(f); err != nil {
 			return false, fmt.Errorf("upsert table %s: %w", t.Name(), err)
 		}
 		ids = append(ids, f.ID)

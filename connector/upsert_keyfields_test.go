@@ -30,15 +30,9 @@ func TestUpsertFirstKeysDiffer(t *testing.T) {
 	e := newEnv(t)
 	const topic = "people-keys"
 	e.Topic(topic, 1, nil)
-	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON}
-	if err := l.Normalize(); err != nil {
-		t.Fatal(err)
-	}
-	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
-	tbl, dlq := e.TableWithDeadLetters("lake.people_keys", snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &key})
-	rec := func(k, v string, ts int) *kgo.Record {
-		return &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(v), Timestamp: time.Unix(int64(1_700_000_000+ts), 0)}
-	}
+	opts := keyFieldsOptions(t, mapping.KeyJSON)
+	tbl, dlq := e.TableWithDeadLetters("lake.people_keys", opts)
+	rec := func(k, v string, ts int) *kgo.Record { return keyedRec(topic, []byte(k), v, ts) }
 	e.Produce([]*kgo.Record{
 		rec(`{"id":1}`, `{"name":"one"}`, 0),
 		rec(`{"id":2,"tenant":"x"}`, `{"name":"two"}`, 1),
@@ -77,13 +71,9 @@ func TestUpsertKeyNamedWhileCommitting(t *testing.T) {
 	e := newEnv(t)
 	const topic, name = "people-race", "lake.people_race"
 	e.Topic(topic, 1, nil)
-	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON}
-	if err := l.Normalize(); err != nil {
-		t.Fatal(err)
-	}
-	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	opts := keyFieldsOptions(t, mapping.KeyJSON)
 	fc := e.newFaultCatalog(name)
-	tbl, err := snapshot.Open(e.Ctx, fc, fc.ident, snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &key})
+	tbl, err := snapshot.Open(e.Ctx, fc, fc.ident, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,9 +81,7 @@ func TestUpsertKeyNamedWhileCommitting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := func(k, v string, ts int) *kgo.Record {
-		return &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(v), Timestamp: time.Unix(int64(1_700_000_000+ts), 0)}
-	}
+	rec := func(k, v string, ts int) *kgo.Record { return keyedRec(topic, []byte(k), v, ts) }
 	// The partition's start, committed before the commits are held.
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
 		t.Fatal(err)
@@ -170,15 +158,9 @@ func TestKeyNamingRestart(t *testing.T) {
 	e.Topic(topic, 1, nil)
 	v1 := register(t, e.Stack.Registry, topic+"-key", sr.Schema{Schema: `{"type":"record","name":"K","fields":[{"name":"id","type":"long"}]}`})
 	v2 := register(t, e.Stack.Registry, topic+"-key", sr.Schema{Schema: `{"type":"record","name":"K","fields":[{"name":"id","type":"long"},{"name":"tenant","type":["null","string"],"default":null}]}`})
-	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyRegistry}
-	if err := l.Normalize(); err != nil {
-		t.Fatal(err)
-	}
-	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
-	tbl, dlq := e.TableWithDeadLetters(name, snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &key})
-	rec := func(k []byte, v string, ts int) *kgo.Record {
-		return &kgo.Record{Topic: topic, Key: k, Value: []byte(v), Timestamp: time.Unix(int64(1_700_000_000+ts), 0)}
-	}
+	opts := keyFieldsOptions(t, mapping.KeyRegistry)
+	tbl, dlq := e.TableWithDeadLetters(name, opts)
+	rec := func(k []byte, v string, ts int) *kgo.Record { return keyedRec(topic, k, v, ts) }
 	cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100, DeadLetters: dlq, Registry: e.Registry()}
 	e.Produce([]*kgo.Record{
 		rec(avroKey(1, true, nil, v2), `{"name":"one"}`, 0),
@@ -235,15 +217,9 @@ func TestUpsertFloatKeyIsDeadLetter(t *testing.T) {
 	e := newEnv(t)
 	const topic = "people-float-key"
 	e.Topic(topic, 1, nil)
-	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON}
-	if err := l.Normalize(); err != nil {
-		t.Fatal(err)
-	}
-	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
-	tbl, dlq := e.TableWithDeadLetters("lake.people_float_key", snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &key})
-	rec := func(k, v string, ts int) *kgo.Record {
-		return &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(v), Timestamp: time.Unix(int64(1_700_000_000+ts), 0)}
-	}
+	opts := keyFieldsOptions(t, mapping.KeyJSON)
+	tbl, dlq := e.TableWithDeadLetters("lake.people_float_key", opts)
+	rec := func(k, v string, ts int) *kgo.Record { return keyedRec(topic, []byte(k), v, ts) }
 	e.Produce([]*kgo.Record{
 		rec(`{"id":1.5}`, `{"name":"float"}`, 0),
 		rec(`{"id":2}`, `{"name":"two"}`, 1),
@@ -270,4 +246,21 @@ func TestUpsertFloatKeyIsDeadLetter(t *testing.T) {
 	if !auditSays(t, e, tbl) {
 		t.Fatal("the audit reports findings")
 	}
+}
+
+// keyFieldsOptions opens a new upsert table keyed by its key's fields,
+// decoded with keyFormat, and a JSON value.
+func keyFieldsOptions(t testing.TB, keyFormat mapping.KeyMode) snapshot.OpenOptions {
+	t.Helper()
+	l := mapping.Layout{Value: mapping.ValueJSON, Key: keyFormat}
+	if err := l.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	return snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &mapping.UpsertKey{Source: mapping.KeyFromKeyFields}}
+}
+
+// keyedRec is a record of topic with key k and value v, ts seconds into
+// the tests' epoch.
+func keyedRec(topic string, k []byte, v string, ts int) *kgo.Record {
+	return &kgo.Record{Topic: topic, Key: k, Value: []byte(v), Timestamp: time.Unix(int64(1_700_000_000+ts), 0)}
 }

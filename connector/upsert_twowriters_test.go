@@ -69,13 +69,9 @@ func keyNamedByTwoWriters(t *testing.T, aID int, compacted bool, bKey string) {
 		cfgs = map[string]*string{"cleanup.policy": &compact}
 	}
 	e.Topic(topic, 2, cfgs)
-	l := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON}
-	if err := l.Normalize(); err != nil {
-		t.Fatal(err)
-	}
-	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	opts := keyFieldsOptions(t, mapping.KeyJSON)
 	fc := e.newFaultCatalog(name)
-	tblB, err := snapshot.Open(e.Ctx, fc, fc.ident, snapshot.OpenOptions{Create: true, Layout: l, Mode: mapping.ModeUpsert, Key: &key})
+	tblB, err := snapshot.Open(e.Ctx, fc, fc.ident, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

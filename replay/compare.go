@@ -49,6 +49,9 @@ type DifferError struct {
 	// them in key order.
 	Keys  int
 	First []KeyDifference
+	// Published is set when the branch was published all the same
+	// (Options.PublishDifferent).
+	Published bool
 }
 
 func (e *DifferError) Error() string {
@@ -64,7 +67,11 @@ func (e *DifferError) Error() string {
 		}
 		fmt.Fprintf(&b, "; %d keys differ, first %s", e.Keys, strings.Join(names, "; "))
 	}
-	b.WriteString(": not published, main is unchanged")
+	if e.Published {
+		b.WriteString(": published all the same")
+	} else {
+		b.WriteString(": not published, main is unchanged")
+	}
 	return b.String()
 }
 
@@ -92,6 +99,11 @@ func CompareWithMain(ctx context.Context, branch *snapshot.Table) (keys int, err
 			mainID = ref.SnapshotID
 		}
 	}
+	return compareWithMainAt(ctx, branch, mainID)
+}
+
+// compareWithMainAt is CompareWithMain with main's head mainID.
+func compareWithMainAt(ctx context.Context, branch *snapshot.Table, mainID int64) (keys int, err error) {
 	head := branch.Head()
 	if mainID == 0 || head == nil {
 		return 0, nil
@@ -141,6 +153,70 @@ func CompareWithMain(ctx context.Context, branch *snapshot.Table) (keys int, err
 	diff.Keys = len(differ)
 	diff.First = differ[:min(len(differ), maxNamedKeys)]
 	return len(seen), diff
+}
+
+// mainRowsLost says which offsets below the branch's next offset main's
+// snapshot mainID holds (covers and does not record lost) that the
+// branch's head headID does not (it starts later, records them lost to
+// retention, or has a gap): publishing the branch would drop them, since
+// a sink on main resumes from the branch's next offsets.
+// It returns "" when there are none.
+func mainRowsLost(t *snapshot.Table, mainID, headID int64) (string, error) {
+	ml, err := t.LedgerAt(mainID)
+	if err != nil {
+		return "", fmt.Errorf("check branch %s of %s against main: ledger at snapshot %d: %w", t.Branch(), t.Name(), mainID, err)
+	}
+	bl, err := t.LedgerAt(headID)
+	if err != nil {
+		return "", fmt.Errorf("check branch %s of %s against main: ledger at snapshot %d: %w", t.Branch(), t.Name(), headID, err)
+	}
+	var parts []string
+	for _, tp := range ml.Partitions() {
+		m := mapping.Cover(ml.Ranges(tp))
+		b := mapping.Cover(bl.Ranges(tp))
+		held := func(c mapping.Coverage) []mapping.Interval {
+			out := []mapping.Interval{{Low: c.First, High: c.Next}}
+			for _, holes := range [][]mapping.Interval{c.Gaps, c.Lost} {
+				for _, h := range holes {
+					out = subtract(out, h)
+				}
+			}
+			return out
+		}
+		// Offsets at or after the branch's next offset are read again by
+		// a sink on main; those below its first (a replay --from a later
+		// start) are dropped, as upsert tables' comparison refuses too.
+		missing := held(m)
+		for _, in := range held(b) {
+			missing = subtract(missing, in)
+		}
+		missing = subtract(missing, mapping.Interval{Low: b.Next, High: max(b.Next, m.Next)})
+		for _, in := range missing {
+			parts = append(parts, fmt.Sprintf("%s %s", tp, in))
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "main holds " + strings.Join(parts, ", ") + ", which the branch does not hold (it starts later, or retention deleted them before the replay): publishing would drop them from main", nil
+}
+
+// subtract removes cut from every interval of in.
+func subtract(in []mapping.Interval, cut mapping.Interval) []mapping.Interval {
+	var out []mapping.Interval
+	for _, i := range in {
+		if cut.High <= i.Low || cut.Low >= i.High || cut.Low >= cut.High {
+			out = append(out, i)
+			continue
+		}
+		if i.Low < cut.Low {
+			out = append(out, mapping.Interval{Low: i.Low, High: cut.Low})
+		}
+		if cut.High < i.High {
+			out = append(out, mapping.Interval{Low: cut.High, High: i.High})
+		}
+	}
+	return out
 }
 
 // coverageDifference says how the ledgers of two snapshots of t cover

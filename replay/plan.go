@@ -33,6 +33,17 @@ type Plan struct {
 // *BoundError. A from.Snapshot must have been resolved into Offsets. now is
 // the wall clock.
 func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, until Bound, now time.Time) (Plan, error) {
+	return newPlan(ctx, broker, topic, from, until, now, nil)
+}
+
+// newPlan is NewPlan for a target whose ledger already holds prior (each
+// partition's summary; nil: none): a replay run again. A partition the
+// target already started keeps the start it has there when retention
+// has deleted that start since (the replay continues from its next
+// offset, so the start's records are not needed again), and a replay
+// from earliest starts it where the ledger does (it recorded any head
+// loss itself, so HeadLost does not name it).
+func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, until Bound, now time.Time, prior map[int32]mapping.PartitionSummary) (Plan, error) {
 	p := Plan{Topic: topic, Start: map[int32]int64{}, End: map[int32]int64{}}
 	if from.Snapshot != 0 && from.Offsets == nil {
 		return p, fmt.Errorf("plan replay of %s: start bound %s is a snapshot not resolved to offsets", topic, from.Spec)
@@ -101,7 +112,17 @@ func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 				end = o
 			}
 		}
-		if start < w.LogStart {
+		pr, resumed := prior[part]
+		switch {
+		case !resumed:
+		case from.IsEdge():
+			start = pr.First()
+		case fromTime != nil && start == w.LogStart && pr.First() < start:
+			// Retention deleted the records at or after the time that
+			// the replay began with.
+			start = pr.First()
+		}
+		if start < w.LogStart && !(resumed && pr.First() == start) {
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
 				Reason: fmt.Sprintf("partition %d starts at offset %d, but retention deleted everything below %d; replay from offset %d or later, or from earliest",
 					part, start, w.LogStart, w.LogStart)}
@@ -119,7 +140,7 @@ func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 				Reason: fmt.Sprintf(" on partition %d (from offset %d, until offset %d)", part, start, end)}
 		}
 		p.Start[part], p.End[part] = start, end
-		if p.Earliest && w.LogStart > 0 {
+		if p.Earliest && w.LogStart > 0 && !resumed {
 			if p.HeadLost == nil {
 				p.HeadLost = map[int32]int64{}
 			}
@@ -194,6 +215,20 @@ func (p Plan) CheckResume(target string, l mapping.Summary) error {
 		if !ok || first != want {
 			return &CheckError{Settings: []Setting{SettingTable, SettingBranch},
 				Err: fmt.Errorf("%s holds %s from offset %d, but this replay starts it at %d: it is another replay's target", target, tp, first, want)}
+		}
+	}
+	return nil
+}
+
+// checkEnd refuses an end below what the target's ledger l already holds:
+// the replay would claim a range its target exceeds.
+func (p Plan) checkEnd(until Bound, target string, l mapping.Summary) error {
+	next := l.Next()
+	for _, part := range p.Partitions {
+		if n, ok := next[mapping.TopicPartition{Topic: p.Topic, Partition: part}]; ok && n > p.End[part] {
+			return &BoundError{Setting: SettingUntil, Value: until.Spec,
+				Reason: fmt.Sprintf("partition %d ends at offset %d, but %s already holds it up to offset %d: a replay does not take back what it wrote; pass --until at or past %d, or replay into a new table",
+					part, p.End[part], target, n, n)}
 		}
 	}
 	return nil

@@ -23,10 +23,11 @@ type Options struct {
 	// created empty when missing; Publish then makes it main's head.
 	Branch  string
 	Publish bool
-	// PublishDifferent publishes an upsert table's branch even when it
-	// differs from main key by key (CompareWithMain), as a repair of a main
-	// known to be wrong does; without it such a branch is not published
-	// and Run returns the *DifferError.
+	// PublishDifferent publishes the branch even when it differs from
+	// main: it lacks offsets below its next offset that main holds, or an
+	// upsert table's differs key by key (CompareWithMain), as a repair of
+	// a main known to be wrong does; without it such a branch is not
+	// published and Run returns the *DifferError.
 	PublishDifferent bool
 	// Mode is the mode of the target (empty: mapping.ModeAppend), and Key
 	// the key of an upsert target (mapping.KeyFor; nil: the record key of
@@ -102,6 +103,10 @@ type Result struct {
 	// the branch's.
 	Published        bool
 	MainFrom, MainTo int64
+	// PublishedBefore is set when the branch's head was published before
+	// and main has moved on since (snapshot.PublishedBeforeError): it is
+	// not published again, which would drop main's newer commits.
+	PublishedBefore bool
 	// Head is the target's head snapshot when the run ended (0: none), and
 	// Next each partition's next offset in its ledger then (absent: none).
 	Head int64
@@ -217,7 +222,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			until, res.FixedEnd = fixed, true
 		}
 	}
-	plan, err := NewPlan(ctx, broker, opts.Topic, from, until, time.Now())
+	plan, err := newPlan(ctx, broker, opts.Topic, from, until, time.Now(), priorLedger(ctx, cat, ident, opts))
 	if err != nil {
 		return res, err
 	}
@@ -254,12 +259,15 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		if err := plan.CheckResume(res.Target, ledger); err != nil {
 			return res, err
 		}
+		if err := plan.checkEnd(until, res.Target, ledger); err != nil {
+			return res, err
+		}
 		res.Resumed = true
 	}
 	// Record the replay's end before reading anything, so that an
 	// interrupted run continues to it.
 	if key, v := untilKey(opts.Branch), formatUntil(plan.End); tbl.Iceberg().Properties()[key] != v {
-		if err := setProperty(ctx, tbl, key, v); err != nil {
+		if err := tbl.SetProperties(ctx, map[string]string{key: v}); err != nil {
 			return res, err
 		}
 	}
@@ -299,22 +307,52 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		res.Head = h.SnapshotID
 	}
 	if res.Complete && opts.Publish && ctx.Err() == nil {
-		if mode, _ := opts.target(); mode == mapping.ModeUpsert {
-			res.Compared = true
-			res.ComparedKeys, err = CompareWithMain(ctx, tbl)
-			var differ *DifferError
-			if errors.As(err, &differ) && opts.PublishDifferent {
-				res.Differ, err = differ, nil
+		mode, _ := opts.target()
+		// Checked against main's head as the swap asserts it, again
+		// whenever main moved meanwhile (PublishChecked).
+		check := func(ctx context.Context, mainID int64) error {
+			res.Compared, res.ComparedKeys, res.Differ = false, 0, nil
+			if mainID == 0 {
+				return nil
 			}
-			if err != nil {
-				return res, err
+			if mode == mapping.ModeUpsert {
+				res.Compared = true
+				var err error
+				res.ComparedKeys, err = compareWithMainAt(ctx, tbl, mainID)
+				var differ *DifferError
+				if errors.As(err, &differ) && opts.PublishDifferent {
+					differ.Published = true
+					res.Differ, err = differ, nil
+				}
+				return err
 			}
+			lost, err := mainRowsLost(tbl, mainID, res.Head)
+			if err != nil || lost == "" {
+				return err
+			}
+			differ := &DifferError{Table: tbl.Name(), Branch: tbl.Branch(), Coverage: lost}
+			if opts.PublishDifferent {
+				differ.Published = true
+				res.Differ = differ
+				return nil
+			}
+			return differ
 		}
-		res.MainFrom, res.MainTo, err = tbl.Publish(ctx)
+		res.MainFrom, res.MainTo, err = tbl.PublishChecked(ctx, check)
+		var before *snapshot.PublishedBeforeError
+		if errors.As(err, &before) {
+			res.PublishedBefore, res.MainFrom, res.MainTo = true, before.Main, before.Main
+			return res, nil
+		}
 		if err != nil {
 			return res, err
 		}
 		res.Published = true
+		// The dead letters of main's earlier commits belong to no ledger
+		// now: removed here, not by the next sink session or maintain.
+		if err := tbl.ReconcileDeadLetterTables(ctx, cfg.Logger); err != nil {
+			return res, fmt.Errorf("published branch %s of %s; reconcile its dead-letter tables (floe maintain does it again): %w", tbl.Branch(), tbl.Name(), err)
+		}
 	}
 	return res, nil
 }

@@ -79,21 +79,26 @@ func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identif
 	return b, true, nil
 }
 
-// setProperty sets one table property, reloading and trying again when
-// another writer (a live sink on main) committed in between.
-func setProperty(ctx context.Context, tbl *snapshot.Table, key, value string) error {
-	var err error
-	for attempt := range 3 {
-		if attempt > 0 {
-			if err := tbl.Refresh(ctx); err != nil {
-				return err
-			}
-		}
-		if err = tbl.SetProperties(ctx, map[string]string{key: value}); err == nil {
+// priorLedger returns the summary of each partition of opts.Topic in the
+// ledger of the target an earlier run of this replay wrote, or nil when
+// there is none (or it cannot be read: opening the target reports why).
+func priorLedger(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) map[int32]mapping.PartitionSummary {
+	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Branch: opts.Branch})
+	if err != nil {
+		return nil
+	}
+	l, err := t.Summary(ctx, 0)
+	if err != nil || l.Commits == 0 {
+		return nil
+	}
+	out := map[int32]mapping.PartitionSummary{}
+	for _, tp := range l.Partitions() {
+		if tp.Topic != opts.Topic {
 			return nil
 		}
+		out[tp.Partition], _ = l.Partition(tp)
 	}
-	return err
+	return out
 }
 
 // snapshotPositions returns the next offset per partition of topic that

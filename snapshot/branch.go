@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -33,11 +34,25 @@ func (t *Table) HasBranch(name string) bool {
 // main's files and ledger into the rebuild.)
 //
 // The commit asserts that the branch still does not exist; creating a branch
-// that exists is an error.
+// that exists is an error. When another writer's commit (a live sink on
+// main) got in first, it reloads and tries again.
 func (t *Table) CreateEmptyBranch(ctx context.Context, name string) error {
 	if name == "" || name == table.MainBranch {
 		return fmt.Errorf("create branch %q of %s: pick a branch name other than %q", name, t.Name(), table.MainBranch)
 	}
+	for attempt := 1; ; attempt++ {
+		err := t.createEmptyBranch(ctx, name)
+		if err == nil || !isConflict(err) || attempt >= 10 {
+			return err
+		}
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+// createEmptyBranch is one attempt of CreateEmptyBranch.
+func (t *Table) createEmptyBranch(ctx context.Context, name string) error {
 	if err := t.Refresh(ctx); err != nil {
 		return err
 	}
@@ -112,6 +127,12 @@ func newSnapshotID(meta table.Metadata) int64 {
 	}
 }
 
+// PropPublished + BRANCH is the table property that records the branch
+// head Publish last made main's head, set in the same commit: running the
+// publish of that head again once main has moved on is then known to be a
+// repeat (*PublishedBeforeError), whatever snapshots expired since.
+const PropPublished = "floe.published."
+
 // ErrPublishRace is matched (errors.Is) when main or the branch kept moving
 // while Publish tried to swap them.
 var ErrPublishRace = errors.New("publish raced with other commits")
@@ -124,6 +145,31 @@ var ErrPublishRace = errors.New("publish raced with other commits")
 // live sink on main resumes from the new ledger). It returns main's previous
 // head (0 if main had none) and the new one.
 func (t *Table) Publish(ctx context.Context) (from, to int64, err error) {
+	return t.PublishChecked(ctx, nil)
+}
+
+// PublishedBeforeError reports a branch whose head is already an ancestor
+// of main's head: it was published, and main has moved on since.
+// Publishing it again would move main back and drop main's newer commits,
+// so PublishChecked does not.
+type PublishedBeforeError struct {
+	Table, Branch string
+	// Head is the branch's head, Main main's head now.
+	Head, Main int64
+}
+
+func (e *PublishedBeforeError) Error() string {
+	return fmt.Sprintf("branch %s of %s was published before: its head %d is an ancestor of main's head %d, which has moved on since; publishing it again would drop main's newer commits, so main is unchanged",
+		e.Branch, e.Table, e.Head, e.Main)
+}
+
+// PublishChecked is Publish, with check called before every attempt with
+// main's head as the attempt asserts it (0: main has none): an error from
+// check stops the publish, main unchanged. The commit asserts that main
+// is still that head, so what check approved is what the branch replaces;
+// when main moved meanwhile, the next attempt checks again. A branch whose
+// head main already descends from is a *PublishedBeforeError.
+func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Context, mainID int64) error) (from, to int64, err error) {
 	if t.branch == table.MainBranch {
 		return 0, 0, fmt.Errorf("publish %s: the table is open on main; publish needs a branch", t.Name())
 	}
@@ -147,6 +193,19 @@ func (t *Table) Publish(ctx context.Context) (from, to int64, err error) {
 		if mainID != nil && *mainID == head.SnapshotID {
 			return head.SnapshotID, head.SnapshotID, nil
 		}
+		published := t.tbl.Properties()[PropPublished+t.branch] == strconv.FormatInt(head.SnapshotID, 10)
+		if mainID != nil && (published || isAncestor(meta, head.SnapshotID, *mainID)) {
+			return 0, 0, &PublishedBeforeError{Table: t.Name(), Branch: t.branch, Head: head.SnapshotID, Main: *mainID}
+		}
+		if check != nil {
+			var id int64
+			if mainID != nil {
+				id = *mainID
+			}
+			if err := check(ctx, id); err != nil {
+				return 0, 0, err
+			}
+		}
 		var maxRef, maxSnap int64
 		var minKeep int
 		if mainRef.MaxRefAgeMs != nil {
@@ -164,7 +223,8 @@ func (t *Table) Publish(ctx context.Context) (from, to int64, err error) {
 			table.AssertRefSnapshotID(table.MainBranch, mainID),
 			table.AssertRefSnapshotID(t.branch, &headID),
 		}
-		updates := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, headID, table.BranchRef, maxRef, maxSnap, minKeep)}
+		updates := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, headID, table.BranchRef, maxRef, maxSnap, minKeep),
+			table.NewSetPropertiesUpdate(iceberg.Properties{PropPublished + t.branch: strconv.FormatInt(headID, 10)})}
 		_, _, err := t.cat.CommitTable(ctx, t.ident, reqs, updates)
 		if err == nil {
 			if mainID != nil {
@@ -184,8 +244,42 @@ func (t *Table) Publish(ctx context.Context) (from, to int64, err error) {
 	}
 }
 
-// SetProperties sets table properties in one metadata-only commit.
+// isAncestor reports whether snapshot ancestor is of, or one of its
+// ancestors still in meta.
+func isAncestor(meta table.Metadata, ancestor, of int64) bool {
+	for id, n := of, 0; n < 1_000_000; n++ {
+		if id == ancestor {
+			return true
+		}
+		s := meta.SnapshotByID(id)
+		if s == nil || s.ParentSnapshotID == nil {
+			return false
+		}
+		id = *s.ParentSnapshotID
+	}
+	return false
+}
+
+// SetProperties sets table properties in one metadata-only commit. When
+// another writer's commit got in first (a live sink), it reloads and
+// tries again.
 func (t *Table) SetProperties(ctx context.Context, props map[string]string) error {
+	for attempt := 1; ; attempt++ {
+		err := t.setProperties(ctx, props)
+		if err == nil || !isConflict(err) || attempt >= 10 {
+			return err
+		}
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			return err
+		}
+		if err := t.Refresh(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// setProperties is one attempt of SetProperties.
+func (t *Table) setProperties(ctx context.Context, props map[string]string) error {
 	txn := t.tbl.NewTransaction()
 	if err := txn.SetProperties(props); err != nil {
 		return fmt.Errorf("set properties of %s: %w", t.Name(), err)

@@ -609,8 +609,14 @@ func (t *Table) stageOn(base *table.Table, want *iceberg.Schema) (*table.Transac
 // iceberg-go's SQL catalog reports a stale branch head as a plain
 // "requirement failed" error, not ErrCommitFailed.
 func isConflict(err error) bool {
-	// Its schema requirement says "Requirement failed" (capitalised).
-	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(strings.ToLower(err.Error()), "requirement failed")
+	// Its schema requirement says "Requirement failed" (capitalised). A
+	// commit on a branch asserts only its own branch: a commit on another
+	// branch (a sink on main beside a replay onto a branch) that took the
+	// table's next sequence number shows as the new snapshot's sequence
+	// number being too low, a conflict like any other.
+	msg := strings.ToLower(err.Error())
+	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(msg, "requirement failed") ||
+		strings.Contains(msg, "must be > than last sequence number")
 }
 
 // writeFiles writes each batch into data files of target of its own, in

@@ -825,6 +825,15 @@ func legacyFilter(at map[mapping.TopicPartition][]int64) iceberg.BooleanExpressi
 	return anyOf(terms...)
 }
 
+// ReconcileDeadLetterTables reconciles the dead-letter tables of t, as
+// floe maintain does (reconcileDeadLetterTables), for a writer that
+// changed which commits the ledgers hold: a publish, after which the dead
+// letters of main's earlier commits belong to no ledger.
+func (t *Table) ReconcileDeadLetterTables(ctx context.Context, log *slog.Logger) error {
+	var res MaintainResult
+	return t.reconcileDeadLetterTables(ctx, log, &res)
+}
+
 // reconcileDeadLetterTables reconciles, for floe maintain, the dead-letter
 // tables of t (DeadLetterTables) when t is a data table, or t itself with
 // its data table when t is a dead-letter table. Count mismatches

@@ -72,7 +72,9 @@ onto one refuses a --partition-by that differs from it.
 fields; --id-columns: value columns): one row per key, the latest record's, a tombstone deletes the
 key. With --branch and --publish, the branch is first compared with main key by key (rows read with
 deletes applied: the same keys, each the row of the same offset with the same values); on a
-difference nothing is published and floe names the first keys that differ (exit 2).
+difference nothing is published and floe names the first keys that differ (exit 2). A branch of
+any mode is not published either when main holds offsets below its next offset that it lacks (it
+starts later, or retention deleted them before the replay): publishing would drop them from main.
 --publish-different publishes anyway: a repair of a main known to be wrong.
 
 --fold latest is an alias: --mode upsert keyed by the Kafka key within its partition (columns
@@ -101,8 +103,8 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets when the replay first started), an RFC3339 time or P=OFFSET[,P=OFFSET]")
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
 	fs.BoolVar(&f.json, "json", false, "print the plan and the result as one JSON document when the replay ends (schema floe.replay/v1) instead of text")
-	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically")
-	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --mode upsert --publish: publish even when the branch differs from main key by key (repairing a main known to be wrong)")
+	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically (refused when main holds offsets the branch lacks, or the branch differs key by key)")
+	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --publish: publish even when the branch differs from main: lacks offsets main holds, or (--mode upsert) differs key by key (repairing a main known to be wrong)")
 	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	f.decodeFlags.register(fs)
@@ -193,6 +195,12 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if bar != nil {
 		bar.Finish()
 	}
+	if differ, ok := errors.AsType[*replay.DifferError](err); ok && f.json {
+		// The replay is complete and its comparison is its result: the
+		// document says how it differed, then the error.
+		res.Differ = differ
+		printJSONLine(w, newReplayReport(res))
+	}
 	if err != nil {
 		return err
 	}
@@ -255,14 +263,16 @@ type replayReport struct {
 	// Compared is set when an upsert table's branch was compared with main
 	// key by key: Equal says whether it was, Differ how it differed.
 	Compared     bool   `json:"compared"`
-	Equal        bool   `json:"equal,omitempty"`
+	Equal        *bool  `json:"equal,omitempty"`
 	ComparedKeys int    `json:"compared_keys,omitempty"`
 	Differ       string `json:"differ,omitempty"`
 	// Published is set when main moved to the branch: from MainFrom to
-	// MainTo.
-	Published bool  `json:"published"`
-	MainFrom  int64 `json:"main_from,omitempty"`
-	MainTo    int64 `json:"main_to,omitempty"`
+	// MainTo. PublishedBefore: the branch's head was published before
+	// and main has moved on since, so it was not published again.
+	Published       bool  `json:"published"`
+	PublishedBefore bool  `json:"published_before,omitempty"`
+	MainFrom        int64 `json:"main_from,omitempty"`
+	MainTo          int64 `json:"main_to,omitempty"`
 }
 
 // replayNext is each partition's next offset in the target's ledger.
@@ -278,8 +288,12 @@ func newReplayReport(r replay.Result) replayReport {
 	st := r.Stats
 	st.Next = replayNext(r)
 	out := replayReport{runReport: newRunReport(r.Target, r.Plan.Topic, st), Start: map[string]int64{}, End: map[string]int64{},
-		Complete: r.Complete, Head: r.Head, Compared: r.Compared, Equal: r.Compared && r.Differ == nil, ComparedKeys: r.ComparedKeys,
-		Published: r.Published, MainFrom: r.MainFrom, MainTo: r.MainTo}
+		Complete: r.Complete, Head: r.Head, Compared: r.Compared, ComparedKeys: r.ComparedKeys,
+		Published: r.Published, PublishedBefore: r.PublishedBefore, MainFrom: r.MainFrom, MainTo: r.MainTo}
+	if r.Compared || r.Differ != nil {
+		equal := r.Differ == nil
+		out.Equal = &equal
+	}
 	out.Schema = "floe.replay/v1"
 	for _, p := range r.Plan.Partitions {
 		tp := mapping.TopicPartition{Topic: r.Plan.Topic, Partition: p}.String()
@@ -303,6 +317,12 @@ func printReplayResult(w io.Writer, r replay.Result) {
 	fmt.Fprintln(w)
 	if next := replayNext(r); len(next) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(next))
+	}
+	if r.Differ != nil && !r.Compared {
+		fmt.Fprintf(w, "checked against main: DIFFERENT (%v); published anyway (--publish-different)\n", r.Differ)
+	}
+	if r.PublishedBefore {
+		fmt.Fprintf(w, "published before: main (snapshot %d) has moved on from the branch's head since; not published again, which would drop main's newer commits\n", r.MainTo)
 	}
 	if r.Compared {
 		if r.Differ != nil {

@@ -203,8 +203,16 @@ func TestReplayCommandBranchPublishAndFold(t *testing.T) {
 	mustFloe(t, append([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
 	before := openFloeTable(t, st, "lake.orders").Head().SnapshotID
 
-	out := mustFloe(t, append([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders",
-		"--branch", "rebuild", "--publish", "--from", "0=100,1=100,2=100"}, loc...)...)
+	// A branch that starts later would drop main's older rows: refused,
+	// then published with --publish-different.
+	rebuild := append([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders",
+		"--branch", "rebuild", "--publish", "--from", "0=100,1=100,2=100"}, loc...)
+	code, _, errs := floe(t, rebuild...)
+	if code != exitError || !strings.Contains(errs, "orders/0 [0, 100)") || !strings.Contains(errs, "publishing would drop them from main") ||
+		openFloeTable(t, st, "lake.orders").Head().SnapshotID != before {
+		t.Fatalf("publish of a later start: exit %d\n%s", code, errs)
+	}
+	out := mustFloe(t, append(rebuild, "--publish-different")...)
 	if !strings.Contains(out, fmt.Sprintf("main moved from snapshot %d to", before)) {
 		t.Fatalf("publish output:\n%s", out)
 	}

@@ -338,9 +338,11 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 		}
 		rec.sum = sum
 		if v.a.upsert != nil {
-			// What the record does is the sink's decision, not its bytes'.
-			rec.noKey = rec.noKey || dead
-			rec.tombstone, rec.skip = change == mapping.ChangeDelete, change == mapping.ChangeSkip
+			// What the record does is the sink's decision, not its bytes':
+			// a record it skips (a Debezium tombstone without a key) needs
+			// no key.
+			rec.tombstone, rec.skip = change == mapping.ChangeDelete, change == mapping.ChangeSkip && !dead
+			rec.noKey = dead || rec.noKey && !rec.skip
 		}
 	}
 	return rec

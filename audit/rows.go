@@ -235,8 +235,11 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 // limit rather than exact.
 func (a *auditor) checkFile(m snapshot.DataFile, deletes int, fr *fileRows) {
 	// A file of a file group may hold rows of several partitions and
-	// topics; the files level checks its group as a whole.
-	grouped := a.grouped(m)
+	// topics; the files level checks its group as a whole. So may a
+	// compaction's file of an upsert table, which merges an Iceberg
+	// partition's files whatever their Kafka partitions: its rows are
+	// checked against the fold, range by range.
+	grouped := a.grouped(m) || a.upsert != nil && a.commits[m.AddedBy] == nil && a.tbl.IsCompaction(m.AddedBy)
 	var problem string
 	switch {
 	case fr.mixedTopics && !grouped:

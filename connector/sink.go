@@ -192,7 +192,9 @@ type Config struct {
 	// does (a dead letter, or a stop); empty means ConflictDeadLetter.
 	OnSchemaConflict SchemaConflict
 	// OnTruncate says what a Debezium truncate event (op t) does in a
-	// table of mapping.EnvelopeDebezium; empty means TruncateDeadLetter.
+	// table of mapping.EnvelopeDebezium. The sink records it in the table
+	// (mapping.PropOnTruncate); empty means the table's, TruncateDeadLetter
+	// when it records none.
 	OnTruncate OnTruncate
 }
 
@@ -323,9 +325,7 @@ func (c *Config) normalize() error {
 		return &ConfigError{Setting: SettingConflict, Value: string(c.OnSchemaConflict), Want: "dead-letter or fail"}
 	}
 	switch c.OnTruncate {
-	case "":
-		c.OnTruncate = TruncateDeadLetter
-	case TruncateDeadLetter, TruncateDeleteAll:
+	case "", TruncateDeadLetter, TruncateDeleteAll:
 	default:
 		return &ConfigError{Setting: SettingTruncate, Value: string(c.OnTruncate), Want: "dead-letter or delete-all"}
 	}
@@ -392,6 +392,10 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if tbl.Layout().Envelope == mapping.EnvelopeDebezium && tbl.Mode() != mapping.ModeUpsert {
 		return nil, fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
 	}
+	if cfg.OnTruncate == TruncateDeleteAll && tbl.Layout().Envelope != mapping.EnvelopeDebezium {
+		return nil, &ConfigError{Setting: SettingTruncate, Value: string(cfg.OnTruncate),
+			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium), whose truncate events it applies; %s holds none", tbl.Name())}
+	}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
 		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
 			return nil, &ConfigError{Setting: SettingRegistry,
@@ -399,7 +403,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		}
 		s.dec = newDecoder(layout, cfg.Registry)
 		s.dec.onSchema = cfg.OnSchema
-		s.dec.truncateAll = cfg.OnTruncate == TruncateDeleteAll
+		s.dec.truncateAll = onTruncate(tbl, cfg.OnTruncate) == TruncateDeleteAll
 		if tbl.Mode() == mapping.ModeUpsert && tbl.UpsertKey().Source != mapping.KeyFromKafkaKey {
 			// The key columns are read from the decoded values, which a
 			// codec's fast path does not make.
@@ -439,8 +443,36 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	return stats, err
 }
 
+// onTruncate is what a sink given setting does with a truncate event in
+// tbl: setting, or the table's (mapping.PropOnTruncate) when it is empty.
+func onTruncate(tbl *snapshot.Table, setting OnTruncate) OnTruncate {
+	if setting == "" {
+		setting = OnTruncate(tbl.Iceberg().Properties()[mapping.PropOnTruncate])
+	}
+	if setting == "" {
+		return TruncateDeadLetter
+	}
+	return setting
+}
+
+// recordOnTruncate records in the table the OnTruncate the sink was given
+// when the table's differs, so that a sink given none (a restart without
+// the flag) does the same with a truncate.
+func (s *Sink) recordOnTruncate(ctx context.Context) error {
+	if s.cfg.OnTruncate == "" || s.tbl.Layout().Envelope != mapping.EnvelopeDebezium || onTruncate(s.tbl, "") == s.cfg.OnTruncate {
+		return nil
+	}
+	if err := s.tbl.SetProperties(ctx, map[string]string{mapping.PropOnTruncate: string(s.cfg.OnTruncate)}); err != nil {
+		return fmt.Errorf("record --on-truncate %s in %s: %w", s.cfg.OnTruncate, s.tbl.Name(), err)
+	}
+	return nil
+}
+
 // run is Run until ctx ends.
 func (s *Sink) run(ctx context.Context) (Stats, error) {
+	if err := s.recordOnTruncate(ctx); err != nil {
+		return Stats{}, err
+	}
 	s.stats = Stats{Upsert: s.tbl.Mode() == mapping.ModeUpsert}
 	if s.cfg.DeadLetters != nil {
 		s.stats.DeadLetterTable = s.cfg.DeadLetters.Name()

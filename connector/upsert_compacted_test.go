@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,4 +235,79 @@ func TestWhereKeyDeletedBeforeTruncate(t *testing.T) {
 	if r.Status != lookup.KeyStatusDeleted || got != delCommit {
 		t.Fatalf("status %s found_by %s, snapshot %d (the key's delete commit is %d, the truncate's %d): %s", r.Status, r.FoundBy, got, delCommit, truncCommit, r.Explanation)
 	}
+}
+
+// TestDebeziumKeylessTombstoneAudits: a record without key and value on a
+// Debezium topic is skipped by the sink (a tombstone without a key tells
+// no row); the audit's content level must classify it the same way. It
+// called it a dead letter (count-mismatch, NOT COMPLETE). Found by a
+// new-user run.
+func TestDebeziumKeylessTombstoneAudits(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.keyless"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.debeziumTable("lake.keyless", floetest.CDCPlainJSON)
+	e.Produce([]*kgo.Record{dbzEvent(topic, "c", 1, "a@x", 0), {Topic: topic, Timestamp: time.Now()}})
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Upserts != 1 || stats.Skipped != 1 || stats.DeadLetters != 0 {
+		t.Fatalf("sink %+v; want 1 upsert and 1 skipped", stats)
+	}
+	if !auditSays(t, e, tbl) {
+		t.Fatal("the audit disagrees with the sink about a keyless tombstone")
+	}
+}
+
+// TestOnTruncateRemembered: a sink that ran with --on-truncate delete-all
+// and is restarted without it (as a Debezium table keeps its envelope)
+// made the next truncate a dead letter and kept every row. The table
+// records the setting a sink was given (mapping.PropOnTruncate), and a
+// sink given none takes the table's; one given another changes it. Found
+// by a new-user run.
+func TestOnTruncateRemembered(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.trunc_kept"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.debeziumTable("lake.trunc_kept", floetest.CDCPlainJSON)
+	cfg := connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
+	e.Produce([]*kgo.Record{dbzEvent(topic, "r", 1, "one@x", 0), dbzEvent(topic, "r", 2, "two@x", 1)})
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce([]*kgo.Record{dbzTruncate(topic, 2), dbzEvent(topic, "c", 3, "three@x", 3)})
+	cfg.OnTruncate = ""
+	st, err := e.sink(tbl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := latestIDs(t, tbl); !slices.Equal(got, []string{"3"}) || st.DeadLetters != 0 {
+		t.Fatalf("rows %v, %d dead letters after a truncate sunk without --on-truncate; want only id 3", got, st.DeadLetters)
+	}
+	// Given otherwise, the sink changes the table's setting.
+	cfg.OnTruncate = connector.TruncateDeadLetter
+	e.Produce([]*kgo.Record{dbzTruncate(topic, 4)})
+	if st, err = e.sink(tbl, cfg); err != nil || st.DeadLetters != 1 {
+		t.Fatalf("sink with --on-truncate dead-letter: %+v, %v", st, err)
+	}
+	cfg.OnTruncate = ""
+	e.Produce([]*kgo.Record{dbzTruncate(topic, 5)})
+	if st, err = e.sink(tbl, cfg); err != nil || st.DeadLetters != 1 || !slices.Equal(latestIDs(t, tbl), []string{"3"}) {
+		t.Fatalf("sink without --on-truncate after dead-letter: %+v, %v", st, err)
+	}
+}
+
+// latestIDs is the sorted id column of tbl's rows.
+func latestIDs(t *testing.T, tbl *snapshot.Table) []string {
+	t.Helper()
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rows(t, tbl) {
+		ids = append(ids, r.Columns["id"])
+	}
+	slices.Sort(ids)
+	return ids
 }

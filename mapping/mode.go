@@ -244,6 +244,11 @@ func CheckKeyColumn(f iceberg.NestedField) error {
 	return nil
 }
 
+// PropOnTruncate records what a sink of a Debezium table was last told to
+// do with a truncate event (dead-letter or delete-all; none: dead-letter),
+// which a sink told nothing does too.
+const PropOnTruncate = "floe.on-truncate"
+
 // KeyError reports an upsert key that cannot be.
 type KeyError struct{ Problem string }
 

@@ -41,8 +41,8 @@ func (f *decodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.envelope, "envelope", "",
 		"debezium: values are Debezium change events (with --value json, with or without the JSON converter's schema, or registry, and --key json or registry): "+
 			"the table holds the after image of each key (an upsert table), deletes remove it; a new table gets it (default none), an existing table keeps its own")
-	fs.StringVar(&f.onTruncate, "on-truncate", string(connector.TruncateDeadLetter),
-		"with --envelope debezium, what a truncate event (op t) does: dead-letter it (the table keeps its rows), or delete-all (every row of the table is deleted in its commit)")
+	fs.StringVar(&f.onTruncate, "on-truncate", "",
+		"with --envelope debezium, what a truncate event (op t) does: dead-letter it (the table keeps its rows), or delete-all (every row of the table is deleted in its commit); the table records it, and a run without the flag does what the table records (default dead-letter)")
 	f.registryFlags.register(fs)
 }
 

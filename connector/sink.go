@@ -403,7 +403,11 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		}
 		s.dec = newDecoder(layout, cfg.Registry)
 		s.dec.onSchema = cfg.OnSchema
-		s.dec.truncateAll = onTruncate(tbl, cfg.OnTruncate) == TruncateDeleteAll
+		if s.dec.truncateAll = onTruncate(tbl, cfg.OnTruncate) == TruncateDeleteAll; s.dec.truncateAll && layout.Envelope == mapping.EnvelopeDebezium {
+			if err := tbl.CanTruncate(); err != nil {
+				return nil, &ConfigError{Setting: SettingTruncate, Value: string(TruncateDeleteAll), Want: "dead-letter: " + err.Error()}
+			}
+		}
 		if tbl.Mode() == mapping.ModeUpsert && tbl.UpsertKey().Source != mapping.KeyFromKafkaKey {
 			// The key columns are read from the decoded values, which a
 			// codec's fast path does not make.

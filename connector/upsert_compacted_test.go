@@ -1,8 +1,10 @@
 package connector_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -310,4 +312,30 @@ func latestIDs(t *testing.T, tbl *snapshot.Table) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// TestOnTruncateRefusals: --on-truncate delete-all is refused before the
+// sink starts on a table that is not Debezium's (it was ignored), and on
+// a table of format version 3, whose truncate commit iceberg-go cannot
+// make (it failed at every attempt, on the same record at every run).
+func TestOnTruncateRefusals(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.trunc_v3"
+	e.Topic(topic, 1, nil)
+	plain, _ := e.upsertTable("lake.plain_trunc")
+	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	v3, _ := e.TableWithDeadLetters("lake.trunc_v3", snapshot.OpenOptions{Create: true, Layout: cdcLayout(t, floetest.CDCPlainJSON),
+		Mode: mapping.ModeUpsert, Key: &key, Properties: map[string]string{"format-version": "3"}})
+	for _, c := range []struct {
+		tbl  *snapshot.Table
+		want string
+	}{
+		{plain, "only for a table of Debezium change events"},
+		{v3, "format version 3 cannot take a truncate"},
+	} {
+		_, err := connector.NewSink(e.Dial(), c.tbl, connector.Config{Topic: topic, OnTruncate: connector.TruncateDeleteAll})
+		if _, ok := errors.AsType[*connector.ConfigError](err); !ok || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want a ConfigError saying %q", c.tbl.Name(), err, c.want)
+		}
+	}
 }

@@ -402,13 +402,13 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, snapshotID int64, k tableK
 // upsert commit's delete of its older rows, or an earlier delete of it).
 // Commits whose snapshot or parent expired are not looked at.
 func truncatedAfter(ctx context.Context, tbl *snapshot.Table, ledger mapping.Ledger, del *keyDeletion, k tableKey) (mapping.Commit, bool, error) {
-	if del == nil {
-		return mapping.Commit{}, false, nil
-	}
+	// Without a delete (a compaction dropped the delete files once no
+	// older data file survived), every truncate is looked at: the newest
+	// whose parent held a row of the key removed it.
 	meta := tbl.Iceberg().Metadata()
 	for i := len(ledger.Commits) - 1; i >= 0; i-- {
 		c := ledger.Commits[i]
-		if c.SnapshotID == del.commit.SnapshotID {
+		if del != nil && c.SnapshotID == del.commit.SnapshotID {
 			break
 		}
 		s := meta.SnapshotByID(c.SnapshotID)

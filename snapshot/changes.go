@@ -182,6 +182,22 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 	return snap, nil
 }
 
+// ErrTruncateFormat is why an upsert table of format version 3 cannot
+// take a truncate: the truncate's snapshot replaces every live data file,
+// and iceberg-go v0.7.0 replaces files on v3 only with files that carry
+// their first row id, which the files floe writes do not (a row delta,
+// every other commit of an upsert table, assigns them).
+var ErrTruncateFormat = errors.New("a table of format version 3 cannot take a truncate yet (iceberg-go v0.7.0 replaces its data files only with files carrying first_row_id): sink Debezium truncates into a table of format version 2, or use --on-truncate dead-letter")
+
+// CanTruncate reports why the table cannot take a truncate
+// (ErrTruncateFormat), or nil.
+func (t *Table) CanTruncate() error {
+	if t.tbl.Metadata().Version() >= 3 {
+		return fmt.Errorf("table %s: %w", t.Name(), ErrTruncateFormat)
+	}
+	return nil
+}
+
 // liveDataFiles lists the data files of the branch head as last loaded.
 func (t *Table) liveDataFiles(ctx context.Context) ([]iceberg.DataFile, error) {
 	head := t.Head()
@@ -192,9 +208,15 @@ func (t *Table) liveDataFiles(ctx context.Context) ([]iceberg.DataFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list the data files of %s: %w", t.Name(), err)
 	}
-	files := make([]iceberg.DataFile, len(tasks))
-	for i, task := range tasks {
-		files[i] = task.File
+	// A large file is planned as several tasks (read.split.target-size):
+	// each file once, as ReplaceDataFilesWithDataFiles requires.
+	files := make([]iceberg.DataFile, 0, len(tasks))
+	seen := make(map[string]bool, len(tasks))
+	for _, task := range tasks {
+		if p := task.File.FilePath(); !seen[p] {
+			seen[p] = true
+			files = append(files, task.File)
+		}
 	}
 	return files, nil
 }

@@ -357,6 +357,11 @@ func (t *Table) checkFlush(f Flush, opts CommitOptions) (deadRows bool, err erro
 	if (len(f.Deletes) > 0 || len(f.Truncated) > 0) && t.mode != mapping.ModeUpsert {
 		return false, fmt.Errorf("commit: rows that delete their key, into table %s of mode %s", t.Name(), t.mode)
 	}
+	if len(f.Truncated) > 0 {
+		if err := t.CanTruncate(); err != nil {
+			return false, fmt.Errorf("commit: %w", err)
+		}
+	}
 	for tp, bs := range f.DeadLetters {
 		for _, b := range bs {
 			deadRows = deadRows || b.NumRows() > 0

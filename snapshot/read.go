@@ -72,10 +72,17 @@ func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPar
 	if err != nil {
 		return "", "", false, err
 	}
-	scan := t.tbl.Scan(
+	opts := []table.ScanOption{
 		table.WithSnapshotID(s.SnapshotID),
-		table.WithSelectedFields(col),
-		table.WithRowFilter(iceberg.NewAnd(partitionFilter(tp), iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), offset))))
+		table.WithRowFilter(iceberg.NewAnd(partitionFilter(tp), iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), offset))),
+	}
+	if t.mode != mapping.ModeUpsert || t.key.Source == mapping.KeyFromKafkaKey {
+		// An upsert table keyed by decoded columns is read whole:
+		// iceberg-go v0.7.0 cannot apply equality deletes to its projected
+		// scans ("equality field ID ... not found").
+		opts = append(opts, table.WithSelectedFields(col))
+	}
+	scan := t.tbl.Scan(opts...)
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
 		return "", "", false, fmt.Errorf("plan lookup of %s@%d in %s: %w", tp, offset, t.Name(), err)
@@ -96,7 +103,12 @@ func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPar
 			}
 			if !found && b.NumRows() > 0 {
 				found = true
-				if v, isString := b.Column(0).(*array.String); isString && v.IsValid(0) {
+				idx := b.Schema().FieldIndices(col)
+				if len(idx) == 0 {
+					b.Release()
+					return "", "", false, fmt.Errorf("read %s: no column %s", task.File.FilePath(), col)
+				}
+				if v, isString := b.Column(idx[0]).(*array.String); isString && v.IsValid(0) {
 					value = v.Value(0)
 				}
 			}

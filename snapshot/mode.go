@@ -26,12 +26,12 @@ func (e *KeyChangeError) Error() string {
 
 // LegacyStateError reports a write into a state table of an earlier floe
 // (mapping.ModeFold: floe.fold=latest, written copy-on-write). floe reads
-// such a table (audit, where, as-of, export) but no longer writes into it:
+// such a table (audit, where, as-of, files) but no longer writes into it:
 // replay --fold latest writes an upsert table instead.
 type LegacyStateError struct{ Table string }
 
 func (e *LegacyStateError) Error() string {
-	return fmt.Sprintf("table %s is a state table of an earlier floe (%s=%s, written copy-on-write): floe still reads it (audit, where, as-of, export) but no longer writes into it; replay the topic into a new table with floe replay --fold latest, which writes an upsert table",
+	return fmt.Sprintf("table %s is a state table of an earlier floe (%s=%s, written copy-on-write): floe still reads it (audit, where, as-of, files) but no longer writes into it; replay the topic into a new table with floe replay --fold latest, which writes an upsert table",
 		e.Table, mapping.PropFold, mapping.FoldLatest)
 }
 

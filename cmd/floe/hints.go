@@ -176,7 +176,7 @@ func withFlags(err error) string {
 				hint("replay into another --table, or onto another --branch")
 			}
 		case *replay.DifferError:
-			hint("find out why they differ (floe audit --verify-content on each), or pass --publish-different to publish the branch anyway")
+			hint("find out why they differ (floe audit --verify-content on each; a key in several partitions can win differently where commits cut elsewhere, docs/upsert.md), or pass --publish-different to publish the branch anyway")
 		case *connector.DataLossError:
 			hint("rerun with --on-data-loss record to record the lost range in the ledger and continue")
 		case *snapshot.TruncatedLedgerError:

@@ -90,6 +90,15 @@ func writeLocalFiles(l *localstack.Local) error {
 	for _, kv := range localEnv(l) {
 		fmt.Fprintf(&env, "export %s=%q\n", kv[0], kv[1])
 	}
+	if l.Password == "" {
+		// A shell that sourced a secured stack's env.sh would still try
+		// TLS and SASL against this plaintext one.
+		var names []string
+		for _, f := range []string{flagTLSCA, flagMechanism, flagUser, flagPassword} {
+			names = append(names, securityEnv(f))
+		}
+		fmt.Fprintf(&env, "unset %s\n", strings.Join(names, " "))
+	}
 	if err := os.WriteFile(filepath.Join(l.Dir, "env.sh"), []byte(env.String()), 0o600); err != nil {
 		return fmt.Errorf("write env.sh: %w", err)
 	}
@@ -113,9 +122,14 @@ func localEnv(l *localstack.Local) [][2]string {
 		[2]string{envPrefix + "WAREHOUSE", l.Warehouse()},
 		[2]string{envPrefix + "SCHEMA_REGISTRY", l.Registry})
 	for _, kv := range localSecurity(l) {
-		env = append(env, [2]string{envPrefix + strings.ToUpper(strings.ReplaceAll(kv[0], "-", "_")), kv[1]})
+		env = append(env, [2]string{securityEnv(kv[0]), kv[1]})
 	}
 	return env
+}
+
+// securityEnv is the environment variable of a Kafka security flag.
+func securityEnv(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // localSecurity is the Kafka security flags and values of a secured

@@ -47,6 +47,12 @@ func TestLocalstackUpSurvivesRestart(t *testing.T) {
 	if !strings.Contains(string(yml), "\nschema-registry: "+registry+"\n") || !strings.Contains(string(env), `export FLOE_SCHEMA_REGISTRY="`+registry+`"`) {
 		t.Errorf("floe.yaml or env.sh lacks the registry:\n%s\n%s", yml, env)
 	}
+	// A shell that sourced a secured stack's env.sh before forgets its
+	// TLS and SASL settings (a new-user run waited 15 s for TLS).
+	unset, err := exec.Command("bash", "-c", `export FLOE_KAFKA_SASL_PASSWORD=x FLOE_KAFKA_TLS_CA=ca; . "$1"; echo "${FLOE_KAFKA_SASL_PASSWORD-unset} ${FLOE_KAFKA_TLS_CA-unset}"`, "bash", filepath.Join(dir, "env.sh")).Output()
+	if err != nil || strings.TrimSpace(string(unset)) != "unset unset" {
+		t.Errorf("env.sh of a plaintext stack leaves the secured stack's settings: %q, %v\n%s", unset, err, env)
+	}
 	schemaID, err := localstack.RegisterSchema(t.Context(), l.Registry, "orders-value",
 		sr.Schema{Schema: `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}`})
 	if err != nil {

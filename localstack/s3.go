@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,7 +58,7 @@ func StartS3(ctx context.Context, dir string, port int, buckets ...string) (*S3S
 			return nil, fmt.Errorf("local S3: create bucket %s: %w", b, err)
 		}
 	}
-	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog()), gofakes3.WithAutoBucket(false))
+	faker := gofakes3.New(fileBackend{backend}, gofakes3.WithLogger(gofakes3.DiscardLog()), gofakes3.WithAutoBucket(false))
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
@@ -74,6 +75,40 @@ func StartS3(ctx context.Context, dir string, port int, buckets ...string) (*S3S
 		}
 	}()
 	return s, nil
+}
+
+// fileBackend is gofakes3's file backend with two of its answers made
+// S3's, which floe's tools met on the local stack.
+type fileBackend struct{ *s3afero.MultiBucketBackend }
+
+// ListBucket lists no objects under a prefix no object has, where the
+// file backend answers a delimited listing of a folder that does not
+// exist with NoSuchBucket (floe maintain --remove-orphans of a table that
+// has written no data file yet).
+func (b fileBackend) ListBucket(bucket string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+	list, err := b.MultiBucketBackend.ListBucket(bucket, prefix, page)
+	if gofakes3.HasErrorCode(err, gofakes3.ErrNoSuchBucket) {
+		if ok, existsErr := b.BucketExists(bucket); existsErr == nil && ok {
+			return gofakes3.NewObjectList(), nil
+		}
+	}
+	return list, err
+}
+
+// PutObject removes what an upload that failed while writing left (its
+// client went away mid-body): the file backend keeps the partial file
+// without the metadata it writes last, and every listing of the bucket
+// failed on it for good after that. An upload refused before writing (a
+// condition, a missing bucket: errors with an S3 code) leaves the object
+// as it was.
+func (b fileBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, conditions *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
+	res, err := b.MultiBucketBackend.PutObject(bucket, key, meta, input, size, conditions)
+	if _, coded := err.(interface{ ErrorCode() gofakes3.ErrorCode }); err != nil && !coded {
+		if _, delErr := b.DeleteObject(bucket, key); delErr != nil {
+			err = errors.Join(err, fmt.Errorf("remove the partial object: %w", delErr))
+		}
+	}
+	return res, err
 }
 
 // Close stops the server, letting requests in flight finish for a moment.

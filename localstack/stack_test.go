@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A cancelled context starts nothing: no folder is created and no port is
@@ -109,5 +110,60 @@ func TestUpFailedLeavesNoFolder(t *testing.T) {
 	}
 	if _, err := os.Stat(existing); err != nil {
 		t.Errorf("the existing folder %s is gone after a failed start: %v", existing, err)
+	}
+}
+
+// TestS3AnswersAsS3: the local S3 lists nothing under a prefix no object
+// has (gofakes3's file backend answered a delimited listing of a missing
+// folder with NoSuchBucket, and floe maintain --remove-orphans failed on
+// every table without data files), and an upload whose client went away
+// mid-body leaves no partial object (every later listing of the bucket
+// answered 500, for good). Both found by a new-user run.
+func TestS3AnswersAsS3(t *testing.T) {
+	srv, err := StartS3(t.Context(), t.TempDir(), 0, Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	list := func(query string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.Endpoint + "/" + Bucket + "?list-type=2" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := list("&prefix=lake.db/t_dlq/data/&delimiter=/"); code != http.StatusOK {
+		t.Errorf("listing a prefix no object has: %d %s", code, body)
+	}
+	put, err := http.NewRequest(http.MethodPut, srv.Endpoint+"/"+Bucket+"/lake.db/t/data/whole.parquet", strings.NewReader("whole"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.DefaultClient.Do(put); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT: %v %v", resp, err)
+	}
+	// An upload that announces 100 bytes and sends 10.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.Endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.WriteString(conn, "PUT /"+Bucket+"/lake.db/t/data/cut.parquet HTTP/1.1\r\nHost: s3\r\nContent-Length: 100\r\n\r\n0123456789")
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	var body string
+	for range 50 {
+		if code, body = list("&prefix=lake.db/t/data/"); code == http.StatusOK && !strings.Contains(body, "cut.parquet") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != http.StatusOK || !strings.Contains(body, "whole.parquet") || strings.Contains(body, "cut.parquet") {
+		t.Fatalf("listing after a cut upload: %d %s", code, body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -326,5 +328,39 @@ func TestUpsertCompactedAuditsComplete(t *testing.T) {
 	t.Logf("compaction %+v", res)
 	if !auditSays(t, e, tbl) {
 		t.Fatal("the audit of a compacted upsert table reports findings")
+	}
+}
+
+// TestUpsertCompactDropsDeadDeletes: a flush that writes a key twice keeps
+// one row and commits an equality delete of the key, which applies to no
+// data file (it deletes only older rows). A compaction with no file to
+// rewrite left it ("nothing to merge"), so floe files refused the table
+// for good. It drops such delete files now, and floe files lists the
+// table. Found by a new-user run.
+func TestUpsertCompactDropsDeadDeletes(t *testing.T) {
+	e := newEnv(t)
+	const topic = "accounts-dead-deletes"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.upsertTable("lake.accounts_dead_deletes")
+	e.Produce([]*kgo.Record{keyed(topic, 0, ptr("a"), ptr("1"), 0), keyed(topic, 0, ptr("a"), ptr("2"), 1), keyed(topic, 0, ptr("b"), ptr("1"), 2)})
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lookup.Files(e.Ctx, tbl, 0); err == nil || !strings.Contains(err.Error(), "the equality deletes of an upsert table") {
+		t.Fatalf("floe files before the compaction: %v", err)
+	}
+	res, err := tbl.Compact(e.Ctx, snapshot.CompactOptions{})
+	if err != nil || res.DroppedDeletes != 1 || res.Replaced != 0 {
+		t.Fatalf("compaction %+v, %v; want the dead delete file dropped, no data file replaced", res, err)
+	}
+	if got := latestRows(t, tbl); !maps.Equal(got, map[string]string{"a": "2", "b": "1"}) {
+		t.Fatalf("table after the compaction: %v", got)
+	}
+	files, err := lookup.Files(e.Ctx, tbl, 0)
+	if err != nil || len(files.Files) != 1 {
+		t.Fatalf("floe files after the compaction: %+v, %v", files, err)
+	}
+	if !auditSays(t, e, tbl) {
+		t.Fatal("the audit reports findings")
 	}
 }

@@ -102,7 +102,11 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	}
 	if snap.Summary != nil {
 		if n, _ := strconv.ParseInt(snap.Summary.Properties["total-delete-files"], 10, 64); n > 0 {
-			return res, fmt.Errorf("snapshot %d of %s has %d row-level delete files (written by another engine): its data files hold rows those delete, so read it with an Iceberg reader", snap.SnapshotID, tbl.Name(), n)
+			who := "written by another engine"
+			if tbl.Mode() == mapping.ModeUpsert {
+				who = "the equality deletes of an upsert table"
+			}
+			return res, fmt.Errorf("snapshot %d of %s has %d row-level delete files (%s): its data files hold rows those delete, so read it with an Iceberg reader", snap.SnapshotID, tbl.Name(), n, who)
 		}
 	}
 	at := time.UnixMilli(snap.TimestampMs).UTC()

@@ -34,7 +34,14 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			if r.Unplaced > 0 {
 				fmt.Fprintf(w, ", %d small files it would merge left alone: the ledger does not place them", r.Unplaced)
 			}
-			fmt.Fprintln(w, ")")
+			fmt.Fprint(w, ")")
+			switch {
+			case r.DroppedDeletes > 0 && dryRun:
+				fmt.Fprintf(w, "; would drop %d delete files that apply to no row", r.DroppedDeletes)
+			case r.DroppedDeletes > 0:
+				fmt.Fprintf(w, "; snapshot %d dropped %d delete files that applied to no row", r.SnapshotID, r.DroppedDeletes)
+			}
+			fmt.Fprintln(w)
 			continue
 		}
 		if dryRun {

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -234,6 +235,13 @@ func (t *Table) identify(base *table.Table, txn *table.Transaction, upd *table.U
 			return false, err
 		} else if pb != nil {
 			if err := k.CheckPartitionBy(*pb); err != nil {
+				// The spec is the table's, recorded when it was created:
+				// leaving --partition-by out keeps it.
+				if pe, ok := errors.AsType[*mapping.PartitionByError](err); ok {
+					pe.Table = t.Name()
+					pe.Problem = fmt.Sprintf("the first key named the key columns %s, and an upsert table is partitioned by key columns only, so that a key's row and the deletes of it share a partition; the table records this spec (%s) from the run that created it: run with a --partition-by of key columns, which replaces it while the table holds no rows, or sink into a new table",
+						strings.Join(key, ", "), mapping.PropPartitionBy)
+				}
 				return false, err
 			}
 		}

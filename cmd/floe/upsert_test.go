@@ -201,3 +201,26 @@ func TestUpsertSinkStructKey(t *testing.T) {
 		t.Fatalf("float key: exit %d\n%s", code, errs)
 	}
 }
+
+// TestUpsertPartitionByNotAKeyColumn: a table keyed by its key's fields
+// checks --partition-by when its first commit names the key columns, after
+// the run created the table and recorded the spec. The refusal said "leave
+// --partition-by out", and a run without it was refused the same way (the
+// table keeps its recorded spec). It names the recorded spec and the way
+// out now, which works: a --partition-by of key columns. Found by a
+// new-user run.
+func TestUpsertPartitionByNotAKeyColumn(t *testing.T) {
+	const topic = "customers-pb"
+	st, sink, _ := upsertStack(t, topic, 1, []*kgo.Record{rec(topic, 0, []byte(`{"id":1}`), []byte(`{"name":"ann"}`), 0)})
+	args := append(sink, "--table", "lake.cust_pb", "--mode", "upsert", "--key", "json", "--value", "json")
+	for _, extra := range [][]string{{"--partition-by", "bucket(4,name)"}, nil} {
+		code, _, errs := floe(t, append(slices.Clone(args), extra...)...)
+		if code != exitError || !strings.Contains(errs, "the table records this spec (floe.partition-by)") || !strings.Contains(errs, "run with a --partition-by of key columns") {
+			t.Fatalf("%v: exit %d\n%s", extra, code, errs)
+		}
+	}
+	mustFloe(t, append(slices.Clone(args), "--partition-by", "bucket(4,id)")...)
+	if got := stateOf(t, st, "lake.cust_pb", "id", "name"); !maps.Equal(got, map[string]string{"1": "ann"}) {
+		t.Fatalf("table %v", got)
+	}
+}

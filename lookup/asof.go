@@ -66,6 +66,21 @@ type AsOfResult struct {
 	Boundary       []Position   `json:"boundary,omitempty"`
 	Exact          *bool        `json:"exact,omitempty"`
 	NextSnapshotID *int64       `json:"next_snapshot_id,omitempty"`
+	// Expired is set when SnapshotID has expired (floe maintain): the
+	// ledger still places the position, but the table no longer holds the
+	// snapshot's files, so its rows cannot be read (ExpiredError).
+	Expired bool `json:"expired,omitempty"`
+}
+
+// ExpiredError reports rows asked for as of a position whose snapshot has
+// expired.
+type ExpiredError struct {
+	Table      string
+	SnapshotID int64
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("snapshot %d of %s, the table as of that position, has expired (snapshot expiry): the table no longer holds its files, so its rows cannot be read; floe replay --until the position rebuilds them into a new table", e.SnapshotID, e.Table)
 }
 
 // AsOfQuery is a position or a record time; exactly one is set.
@@ -164,6 +179,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		for _, tp := range tps {
 			res.Boundary = append(res.Boundary, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: b.At[tp], Source: SourceCommit})
 		}
+		res.Expired = !b.Empty && tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
 		return res, nil
 	}
 	c, err := tbl.FirstCovering(ctx, 0, cut)
@@ -171,6 +187,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 	}
 	res.SnapshotID, res.CommittedAt, res.Cut = c.SnapshotID, c.CommittedAt, cut
+	res.Expired = tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
 	res.Empty = true
 	for tp, o := range cut {
 		if ps, ok := ledger.Partition(tp); ok && o > ps.First() {

@@ -12,6 +12,7 @@ import (
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 func TestAsOf(t *testing.T) {
@@ -117,5 +118,24 @@ func TestAsOfRefusesTheFuture(t *testing.T) {
 		if !errors.As(err, &qe) || qe.Setting != lookup.SettingTime || !strings.Contains(err.Error(), "has passed") {
 			t.Errorf("as of %s (broker %v): %v; want a QueryError on the time", future, broker != nil, err)
 		}
+	}
+}
+
+// TestAsOfExpired: as of a position whose snapshot has expired, as-of
+// named the snapshot as if it could be read (floe as-of exited 0 with "the
+// state at snapshot N", and --rows then failed naming no way out). It
+// says the snapshot expired now, and its rows are an ExpiredError. Found
+// by a new-user run.
+func TestAsOfExpired(t *testing.T) {
+	_, tbl := lookupEnv(t)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "0=5"})
+	if err != nil || !r.Expired {
+		t.Fatalf("as of 0=5 after expiry: %+v, %v; want the snapshot expired", r, err)
+	}
+	if r, err = lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "0=22"}); err != nil || r.Expired {
+		t.Fatalf("as of the head's position: %+v, %v; want a live snapshot", r, err)
 	}
 }

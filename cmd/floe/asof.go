@@ -42,7 +42,9 @@ the table as of it holds each named partition's records below the cut's offset (
 named are taken as they are in the answer's snapshot). floe as-of prints the first snapshot at
 which every position is covered (snapshot_id), and with --rows the exact table at the position:
 that snapshot's rows filtered to offsets below each cut, printed, or written to --output as
-Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json).
+Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json). A snapshot that snapshot
+expiry removed is still found through the ledger and said to have expired (expired in --json):
+its rows are no longer in the table, so --rows is refused; floe replay --until rebuilds them.
 
 --time means record time: every partition is cut before its first record whose timestamp is at
 or after it (out-of-order timestamps included), from the broker's ListOffsets by timestamp when
@@ -102,6 +104,9 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if !rows {
 				return printAsOf(w, f.json, res)
 			}
+			if res.Expired {
+				return &lookup.ExpiredError{Table: tbl.Name(), SnapshotID: res.SnapshotID}
+			}
 			if err := lookup.ExactAt(ctx, tbl, res.SnapshotID, res.Cut); err != nil {
 				return err
 			}
@@ -156,7 +161,7 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 	if r.Mode == mapping.ModeUpsert {
 		printUpsertAsOf(w, r)
 	} else {
-		fmt.Fprintf(w, ": snapshot %d, committed %s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, ": snapshot %d, committed %s%s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339), expiredNote(r))
 		for _, p := range r.Positions {
 			fmt.Fprintf(w, "  %s/%d below offset %d (%s)\n", p.Topic, p.Partition, p.Offset, p.Source)
 		}
@@ -170,6 +175,14 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 	return nil
 }
 
+// expiredNote says that the snapshot of r has expired, or nothing.
+func expiredNote(r asOfResult) string {
+	if !r.Expired {
+		return ""
+	}
+	return " (expired: the table no longer holds its rows; floe replay --until the position rebuilds them)"
+}
+
 // printUpsertAsOf prints the state of an upsert table as of a position:
 // the commit boundary it stands on, and, when that is below the position,
 // why.
@@ -177,7 +190,7 @@ func printUpsertAsOf(w io.Writer, r asOfResult) {
 	if r.Empty {
 		fmt.Fprintln(w, ": the empty table, before the first commit")
 	} else {
-		fmt.Fprintf(w, ": the state at snapshot %d, committed %s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, ": the state at snapshot %d, committed %s%s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339), expiredNote(r))
 	}
 	for i, p := range r.Positions {
 		b := r.Boundary[i]

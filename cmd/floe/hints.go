@@ -98,6 +98,9 @@ func flags[S ~string](settings []S) string {
 
 // valueMessage is how every command reports a flag's bad or missing value.
 func valueMessage(flag, value, want string) string {
+	if name, ok := strings.CutPrefix(flag, "--"); ok && value == "" {
+		return fmt.Sprintf("missing %s (or %s): want %s", flag, envName(name), want)
+	}
 	if value == "" {
 		return fmt.Sprintf("missing %s: want %s", flag, want)
 	}

@@ -95,7 +95,7 @@ func writeLocalFiles(l *localstack.Local) error {
 		// TLS and SASL against this plaintext one.
 		var names []string
 		for _, f := range []string{flagTLSCA, flagMechanism, flagUser, flagPassword} {
-			names = append(names, securityEnv(f))
+			names = append(names, envName(f))
 		}
 		fmt.Fprintf(&env, "unset %s\n", strings.Join(names, " "))
 	}
@@ -122,14 +122,9 @@ func localEnv(l *localstack.Local) [][2]string {
 		[2]string{envPrefix + "WAREHOUSE", l.Warehouse()},
 		[2]string{envPrefix + "SCHEMA_REGISTRY", l.Registry})
 	for _, kv := range localSecurity(l) {
-		env = append(env, [2]string{securityEnv(kv[0]), kv[1]})
+		env = append(env, [2]string{envName(kv[0]), kv[1]})
 	}
 	return env
-}
-
-// securityEnv is the environment variable of a Kafka security flag.
-func securityEnv(flag string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // localSecurity is the Kafka security flags and values of a secured

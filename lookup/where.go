@@ -253,7 +253,7 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 	case rec.Attrs.IsControl():
 		return KindMarker, "it is a transaction marker (read from the broker)", nil
 	case state:
-		return KindSuperseded, "it is a record the state table folded: superseded by a later value for its key, deleted by a tombstone, without a key, or aborted", nil
+		return KindSuperseded, "it is a record the table folded into its latest row per key: superseded by a later value for its key, deleted by a tombstone, without a key, or aborted", nil
 	default:
 		return KindAborted, "it is a record of an aborted transaction (read from the broker), which read_committed never delivers", nil
 	}

@@ -325,11 +325,14 @@ func (r *Report) partitionTable(b *strings.Builder) {
 	for _, p := range r.Partitions {
 		dead += p.DeadLetters
 	}
-	if dead > 0 {
-		fmt.Fprintf(b, "(ROWS counts rows of the table; %d more records went to the dead-letter table, accounted for in the ledger)\n", dead)
-	}
-	if r.Fold != "" || r.UpsertKey != "" {
+	folded := r.Fold != "" || r.UpsertKey != ""
+	switch {
+	case folded && dead > 0:
+		fmt.Fprintf(b, "(ROWS counts the records folded, the table keeping each key's latest; %d more records went to the dead-letter table, accounted for in the ledger)\n", dead)
+	case folded:
 		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
+	case dead > 0:
+		fmt.Fprintf(b, "(ROWS counts rows of the table; %d more records went to the dead-letter table, accounted for in the ledger)\n", dead)
 	}
 }
 

@@ -21,7 +21,7 @@ type KeyChangeError struct {
 }
 
 func (e *KeyChangeError) Error() string {
-	return fmt.Sprintf("table %s is keyed by %s, and this run keys by %s: an upsert table keeps the key it was created with; sink into a new table to key it otherwise",
+	return fmt.Sprintf("table %s is keyed by %s, and this run keys by %s: an upsert table keeps the key it was created with; run with the table's key, or sink into a new table to key it otherwise",
 		e.Table, describeKey(e.Has), describeKey(e.Want))
 }
 

@@ -461,9 +461,11 @@ func onTruncate(tbl *snapshot.Table, setting OnTruncate) OnTruncate {
 
 // recordOnTruncate records in the table the OnTruncate the sink was given
 // when the table's differs, so that a sink given none (a restart without
-// the flag) does the same with a truncate.
+// the flag) does the same with a truncate. Only a sink of main records
+// it: the property is the table's, and a writer of a branch (a replay)
+// that did would change what main's sink does at its next start.
 func (s *Sink) recordOnTruncate(ctx context.Context) error {
-	if s.cfg.OnTruncate == "" || s.tbl.Layout().Envelope != mapping.EnvelopeDebezium || onTruncate(s.tbl, "") == s.cfg.OnTruncate {
+	if s.cfg.OnTruncate == "" || s.tbl.Branch() != "main" || s.tbl.Layout().Envelope != mapping.EnvelopeDebezium || onTruncate(s.tbl, "") == s.cfg.OnTruncate {
 		return nil
 	}
 	if err := s.tbl.SetProperties(ctx, map[string]string{mapping.PropOnTruncate: string(s.cfg.OnTruncate)}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
@@ -58,7 +59,7 @@ func StartS3(ctx context.Context, dir string, port int, buckets ...string) (*S3S
 			return nil, fmt.Errorf("local S3: create bucket %s: %w", b, err)
 		}
 	}
-	faker := gofakes3.New(fileBackend{backend}, gofakes3.WithLogger(gofakes3.DiscardLog()), gofakes3.WithAutoBucket(false))
+	faker := gofakes3.New(newFileBackend(backend), gofakes3.WithLogger(gofakes3.DiscardLog()), gofakes3.WithAutoBucket(false))
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
@@ -79,7 +80,19 @@ func StartS3(ctx context.Context, dir string, port int, buckets ...string) (*S3S
 
 // fileBackend is gofakes3's file backend with two of its answers made
 // S3's, which floe's tools met on the local stack.
-type fileBackend struct{ *s3afero.MultiBucketBackend }
+type fileBackend struct {
+	*s3afero.MultiBucketBackend
+	// puts serializes uploads with the removal of what a failed one
+	// left: the backend holds its own lock while it writes, and releases
+	// it before PutObject returns, so a retry of the same object waiting
+	// for it could write the whole object before the removal, which would
+	// then delete what the retry wrote (answered 200).
+	puts *sync.Mutex
+}
+
+func newFileBackend(b *s3afero.MultiBucketBackend) fileBackend {
+	return fileBackend{MultiBucketBackend: b, puts: &sync.Mutex{}}
+}
 
 // ListBucket lists no objects under a prefix no object has, where the
 // file backend answers a delimited listing of a folder that does not
@@ -102,6 +115,8 @@ func (b fileBackend) ListBucket(bucket string, prefix *gofakes3.Prefix, page gof
 // condition, a missing bucket: errors with an S3 code) leaves the object
 // as it was.
 func (b fileBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, conditions *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
+	b.puts.Lock()
+	defer b.puts.Unlock()
 	res, err := b.MultiBucketBackend.PutObject(bucket, key, meta, input, size, conditions)
 	if _, coded := err.(interface{ ErrorCode() gofakes3.ErrorCode }); err != nil && !coded {
 		if _, delErr := b.DeleteObject(bucket, key); delErr != nil {

@@ -33,7 +33,7 @@ type Plan struct {
 // *BoundError. A from.Snapshot must have been resolved into Offsets. now is
 // the wall clock.
 func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, until Bound, now time.Time) (Plan, error) {
-	return newPlan(ctx, broker, topic, from, until, now, nil)
+	return newPlan(ctx, broker, topic, from, until, now, nil, false)
 }
 
 // newPlan is NewPlan for a target whose ledger already holds prior (each
@@ -43,7 +43,10 @@ func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 // offset, so the start's records are not needed again), and a replay
 // from earliest starts it where the ledger does (it recorded any head
 // loss itself, so HeadLost does not name it).
-func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, until Bound, now time.Time, prior map[int32]mapping.PartitionSummary) (Plan, error) {
+// sameTime says that the target's replay began with from's time
+// (PropFromTime): only then does a time that resolves to the log start
+// keep the target's start.
+func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, until Bound, now time.Time, prior map[int32]mapping.PartitionSummary, sameTime bool) (Plan, error) {
 	p := Plan{Topic: topic, Start: map[int32]int64{}, End: map[int32]int64{}}
 	if from.Snapshot != 0 && from.Offsets == nil {
 		return p, fmt.Errorf("plan replay of %s: start bound %s is a snapshot not resolved to offsets", topic, from.Spec)
@@ -117,7 +120,7 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 		case !resumed:
 		case from.IsEdge():
 			start = pr.First()
-		case fromTime != nil && start == w.LogStart && pr.First() < start:
+		case fromTime != nil && sameTime && start == w.LogStart && pr.First() < start:
 			// Retention deleted the records at or after the time that
 			// the replay began with.
 			start = pr.First()

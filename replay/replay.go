@@ -222,7 +222,8 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			until, res.FixedEnd = fixed, true
 		}
 	}
-	plan, err := newPlan(ctx, broker, opts.Topic, from, until, time.Now(), priorLedger(ctx, cat, ident, opts))
+	prior, sameTime := priorLedger(ctx, cat, ident, opts)
+	plan, err := newPlan(ctx, broker, opts.Topic, from, until, time.Now(), prior, sameTime)
 	if err != nil {
 		return res, err
 	}
@@ -266,8 +267,18 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	}
 	// Record the replay's end before reading anything, so that an
 	// interrupted run continues to it.
+	set := map[string]string{}
 	if key, v := untilKey(opts.Branch), formatUntil(plan.End); tbl.Iceberg().Properties()[key] != v {
-		if err := tbl.SetProperties(ctx, map[string]string{key: v}); err != nil {
+		set[key] = v
+	}
+	if !from.Time.IsZero() && ledger.Commits == 0 {
+		// The time this replay begins with, before its first commit.
+		if key, v := fromTimeKey(opts.Branch), formatFromTime(from.Time); tbl.Iceberg().Properties()[key] != v {
+			set[key] = v
+		}
+	}
+	if len(set) > 0 {
+		if err := tbl.SetProperties(ctx, set); err != nil {
 			return res, err
 		}
 	}
@@ -326,7 +337,15 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 				}
 				return err
 			}
-			lost, err := mainRowsLost(tbl, mainID, res.Head)
+			wm, err := broker.Watermarks(ctx, opts.Topic)
+			if err != nil {
+				return fmt.Errorf("check branch %s of %s against main: %w", tbl.Branch(), tbl.Name(), err)
+			}
+			logStart := map[mapping.TopicPartition]int64{}
+			for p, w := range wm {
+				logStart[mapping.TopicPartition{Topic: opts.Topic, Partition: p}] = w.LogStart
+			}
+			lost, err := mainRowsLost(tbl, mainID, res.Head, logStart)
 			if err != nil || lost == "" {
 				return err
 			}

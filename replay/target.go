@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -28,6 +29,26 @@ const PropOf = "floe.replay.of"
 // log's end at that run. A replay onto a branch keeps it under PropUntil +
 // "." + BRANCH.
 const PropUntil = "floe.replay.until"
+
+// PropFromTime records the time a replay --from a time began with
+// (RFC 3339, UTC), under PropFromTime + "." + BRANCH for a replay onto a
+// branch: once retention deleted the records at that time, the time
+// resolves to the log start, and only this tells the same replay run again
+// from another one (newPlan keeps the start the target holds for the
+// former only).
+const PropFromTime = "floe.replay.from-time"
+
+// fromTimeKey is the table property holding the start time of a replay
+// onto branch ("" for a replay into its own table).
+func fromTimeKey(branch string) string {
+	if branch == "" {
+		return PropFromTime
+	}
+	return PropFromTime + "." + branch
+}
+
+// formatFromTime writes a --from time as PropFromTime holds it.
+func formatFromTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // untilKey is the table property holding the end of a replay onto branch
 // ("" for a replay into its own table).
@@ -82,23 +103,26 @@ func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identif
 // priorLedger returns the summary of each partition of opts.Topic in the
 // ledger of the target an earlier run of this replay wrote, or nil when
 // there is none (or it cannot be read: opening the target reports why).
-func priorLedger(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) map[int32]mapping.PartitionSummary {
+// With a --from time, fromTime says whether the earlier run began with
+// the same time (PropFromTime).
+func priorLedger(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (prior map[int32]mapping.PartitionSummary, fromTime bool) {
 	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Branch: opts.Branch})
 	if err != nil {
-		return nil
+		return nil, false
 	}
+	fromTime = !opts.From.Time.IsZero() && t.Iceberg().Properties()[fromTimeKey(opts.Branch)] == formatFromTime(opts.From.Time)
 	l, err := t.Summary(ctx, 0)
 	if err != nil || l.Commits == 0 {
-		return nil
+		return nil, false
 	}
 	out := map[int32]mapping.PartitionSummary{}
 	for _, tp := range l.Partitions() {
 		if tp.Topic != opts.Topic {
-			return nil
+			return nil, false
 		}
 		out[tp.Partition], _ = l.Partition(tp)
 	}
-	return out
+	return out, fromTime
 }
 
 // snapshotPositions returns the next offset per partition of topic that

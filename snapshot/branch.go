@@ -193,8 +193,16 @@ func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Conte
 		if mainID != nil && *mainID == head.SnapshotID {
 			return head.SnapshotID, head.SnapshotID, nil
 		}
-		published := t.tbl.Properties()[PropPublished+t.branch] == strconv.FormatInt(head.SnapshotID, 10)
-		if mainID != nil && (published || isAncestor(meta, head.SnapshotID, *mainID)) {
+		// The recorded publish decides only where main's history no
+		// longer tells (expired past the archive): a main rolled back
+		// below the published head since does not descend from it, and
+		// publishing it again drops nothing of main's.
+		published := false
+		if mainID != nil {
+			found, complete := isAncestor(snapshotIn(meta, t.archive), head.SnapshotID, *mainID)
+			published = found || !complete && t.tbl.Properties()[PropPublished+t.branch] == strconv.FormatInt(head.SnapshotID, 10)
+		}
+		if published {
 			return 0, 0, &PublishedBeforeError{Table: t.Name(), Branch: t.branch, Head: head.SnapshotID, Main: *mainID}
 		}
 		if check != nil {
@@ -245,19 +253,24 @@ func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Conte
 }
 
 // isAncestor reports whether snapshot ancestor is of, or one of its
-// ancestors still in meta.
-func isAncestor(meta table.Metadata, ancestor, of int64) bool {
+// ancestors that lookup finds (found); complete is set when the walk
+// reached a root snapshot, so that a snapshot not found is not an
+// ancestor (rather than one below where the history ends).
+func isAncestor(lookup table.SnapshotLookup, ancestor, of int64) (found, complete bool) {
 	for id, n := of, 0; n < 1_000_000; n++ {
 		if id == ancestor {
-			return true
+			return true, true
 		}
-		s := meta.SnapshotByID(id)
-		if s == nil || s.ParentSnapshotID == nil {
-			return false
+		s := lookup(id)
+		if s == nil {
+			return false, false
+		}
+		if s.ParentSnapshotID == nil {
+			return false, true
 		}
 		id = *s.ParentSnapshotID
 	}
-	return false
+	return false, false
 }
 
 // SetProperties sets table properties in one metadata-only commit. When

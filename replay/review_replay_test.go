@@ -410,13 +410,7 @@ func TestReviewReplayWhileSinkWrites(t *testing.T) {
 	}
 	tbl := e.openExisting("lake.busy", "")
 	checkExactlyOnce(t, tbl, want)
-	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Complete() {
-		t.Fatalf("audit of main after the publish: %+v", rep.Findings)
-	}
+	auditComplete(t, e, tbl, "audit of main after the publish")
 }
 
 // TestReviewCreateBranchConflict: the deterministic form of what
@@ -529,11 +523,7 @@ func TestReviewResumeWithOnDataLossRecord(t *testing.T) {
 			if err != nil || !res.Complete {
 				t.Fatalf("run again with --on-data-loss record: complete %v, %v", res.Complete, err)
 			}
-			l, err := e.openExisting("lake.lossy", "").Ledger()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c := mapping.Cover(l.Ranges(mapping.TopicPartition{Topic: topic})); c.Next != 100 || len(c.Gaps) != 0 || len(c.Lost) != 1 {
+			if c := coverOf(t, e, "lake.lossy", mapping.TopicPartition{Topic: topic}); c.Next != 100 || len(c.Gaps) != 0 || len(c.Lost) != 1 {
 				t.Fatalf("ledger %+v: want up to 100, the deleted offsets recorded lost", c)
 			}
 		})
@@ -561,11 +551,7 @@ func TestReviewHeadLossOfAnEmptiedPartition(t *testing.T) {
 	if res.Plan.HeadLost[1] != 10 {
 		t.Fatalf("plan head lost %v, want 1=10", res.Plan.HeadLost)
 	}
-	l, err := e.openExisting("lake.emptied", "").Ledger()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mapping.Cover(l.Ranges(mapping.TopicPartition{Topic: topic, Partition: 1}))
+	c := coverOf(t, e, "lake.emptied", mapping.TopicPartition{Topic: topic, Partition: 1})
 	if c.First != 0 || c.Next != 10 || len(c.Lost) != 1 {
 		t.Fatalf("ledger of partition 1: %+v; want [0, 10) recorded lost, as the replay said", c)
 	}
@@ -594,11 +580,7 @@ func TestReviewResumeSaysHeadLost(t *testing.T) {
 	if err != nil || !res.Complete {
 		t.Fatalf("resume: %+v, %v", res, err)
 	}
-	l, err := e.openExisting("lake.laterloss", "").Ledger()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mapping.Cover(l.Ranges(mapping.TopicPartition{Topic: topic}))
+	c := coverOf(t, e, "lake.laterloss", mapping.TopicPartition{Topic: topic})
 	if len(c.Lost) != 0 || c.Records != 100 {
 		t.Fatalf("ledger %+v, want 100 rows and nothing lost", c)
 	}
@@ -635,13 +617,7 @@ func TestReviewDebeziumBranchPublish(t *testing.T) {
 	}
 	main := e.openExisting("lake.customers", "")
 	c.CheckTable(t, rows(t, main), floetest.CDCConnectJSON, true)
-	rep, err := audit.Run(e.Ctx, main, audit.Options{Depth: audit.DepthRows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Complete() {
-		t.Fatalf("audit after publish: %+v", rep.Findings)
-	}
+	auditComplete(t, e, main, "audit after publish")
 }
 
 // TestReviewBranchReplayOutlivesMainMaintenance: a replay onto a branch is
@@ -694,13 +670,7 @@ func TestReviewBranchReplayOutlivesMainMaintenance(t *testing.T) {
 	}
 	tbl := e.openExisting("lake.exp", "")
 	checkExactlyOnce(t, tbl, map[mapping.TopicPartition]int64{{Topic: topic, Partition: 0}: 60, {Topic: topic, Partition: 1}: 60})
-	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Complete() {
-		t.Fatalf("audit after publish: %+v", rep.Findings)
-	}
+	auditComplete(t, e, tbl, "audit after publish")
 }
 
 // everyHook wraps a catalog: before each of the first n commits whose
@@ -846,11 +816,28 @@ func TestPublishReconcilesDeadLetters(t *testing.T) {
 	if err != nil || !res.Published {
 		t.Fatalf("replay onto a branch, published: %+v, %v", res, err)
 	}
-	rep, err := audit.Run(e.Ctx, e.openExisting("lake.customers", ""), audit.Options{Depth: audit.DepthRows})
+	auditComplete(t, e, e.openExisting("lake.customers", ""), "audit after publish")
+}
+
+// auditComplete fails t, naming what, unless the audit of tbl at the rows
+// level is complete.
+func auditComplete(t *testing.T, e *env, tbl *snapshot.Table, what string) {
+	t.Helper()
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.Complete() {
-		t.Fatalf("audit after publish: %+v", rep.Findings)
+		t.Fatalf("%s: %+v", what, rep.Findings)
 	}
+}
+
+// coverOf is the coverage of tp in the ledger of table name's main.
+func coverOf(t *testing.T, e *env, name string, tp mapping.TopicPartition) mapping.Coverage {
+	t.Helper()
+	l, err := e.openExisting(name, "").Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mapping.Cover(l.Ranges(tp))
 }

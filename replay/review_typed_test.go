@@ -5,7 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
@@ -66,13 +65,7 @@ func TestReviewReplayTypedBranchDeadLetters(t *testing.T) {
 	if dead := floetest.Rows(t, dlq); len(dead) != 0 {
 		t.Fatalf("main's dead-letter table still holds %d dead letters of replaced commits", len(dead))
 	}
-	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Complete() {
-		t.Fatalf("audit after publish: %+v", rep.Findings)
-	}
+	auditComplete(t, e, tbl, "audit after publish")
 }
 
 // TestReviewReplayTypedTableAsTheCLIDoes: floe replay --branch of a typed

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/floe-dev/floe/localstack"
 )
 
 // TestReviewReplayJSONOnDifference: floe replay --json prints "the plan and
@@ -17,12 +19,7 @@ import (
 // and a line on stderr (an interrupted replay, also exit 2, does print its
 // document).
 func TestReviewReplayJSONOnDifference(t *testing.T) {
-	st, loc := replayStack(t)
-	const topic = "customers"
-	produceKeyed(t, st, topic)
-	brokers := strings.Join(st.Brokers, ",")
-	base := append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.customers", "--mode", "upsert", "--key", "string",
-		"--flush-records", "50"}, loc...)
+	_, base := upsertReplayBase(t)
 	mustFloe(t, base...)
 	code, out, errs := floe(t, append(base, "--branch", "late", "--publish", "--from", "0=117,1=117", "--json")...)
 	if code != exitError {
@@ -42,12 +39,7 @@ func TestReviewReplayJSONOnDifference(t *testing.T) {
 // (differ), but "equal" (a documented field of floe.replay/v1) is left out
 // (omitempty on a bool): a reader of .equal gets null, not false.
 func TestReviewReplayJSONPublishDifferentEqualField(t *testing.T) {
-	st, loc := replayStack(t)
-	const topic = "customers"
-	produceKeyed(t, st, topic)
-	brokers := strings.Join(st.Brokers, ",")
-	base := append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.customers", "--mode", "upsert", "--key", "string",
-		"--flush-records", "50"}, loc...)
+	_, base := upsertReplayBase(t)
 	mustFloe(t, base...)
 	out := mustFloe(t, append(base, "--branch", "late", "--publish", "--publish-different", "--from", "0=117,1=117", "--json")...)
 	var doc map[string]any
@@ -69,15 +61,23 @@ func TestReviewReplayJSONPublishDifferentEqualField(t *testing.T) {
 // "compared with main key by key: DIFFERENT (...); published anyway"), as
 // does the differ field of --json.
 func TestReviewReplayPublishDifferentSaysNotPublished(t *testing.T) {
-	st, loc := replayStack(t)
-	const topic = "customers"
-	produceKeyed(t, st, topic)
-	brokers := strings.Join(st.Brokers, ",")
-	base := append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.customers", "--mode", "upsert", "--key", "string",
-		"--flush-records", "50"}, loc...)
+	_, base := upsertReplayBase(t)
 	mustFloe(t, base...)
 	out := mustFloe(t, append(base, "--branch", "late", "--publish", "--publish-different", "--from", "0=117,1=117")...)
 	if !strings.Contains(out, "main moved from snapshot") || strings.Contains(out, "not published, main is unchanged") {
 		t.Fatalf("output of a published --publish-different replay:\n%s", out)
 	}
+}
+
+// upsertReplayBase starts a stack whose topic customers holds keyed
+// records (produceKeyed) and returns the replay command that rebuilds
+// them into the upsert table lake.customers (--key string, flushes of
+// 50).
+func upsertReplayBase(t *testing.T) (*localstack.Stack, []string) {
+	t.Helper()
+	st, loc := replayStack(t)
+	const topic = "customers"
+	produceKeyed(t, st, topic)
+	return st, append([]string{"replay", "--brokers", strings.Join(st.Brokers, ","), "--topic", topic, "--table", "lake.customers",
+		"--mode", "upsert", "--key", "string", "--flush-records", "50"}, loc...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -153,6 +154,26 @@ func compareWithMainAt(ctx context.Context, branch *snapshot.Table, mainID int64
 	diff.Keys = len(differ)
 	diff.First = differ[:min(len(differ), maxNamedKeys)]
 	return len(seen), diff
+}
+
+// checkMainRowsKept returns a *DifferError when publishing the branch of t
+// whose head is headID over main's head mainID would drop rows main holds
+// (mainRowsLost), with the log start of topic's partitions as the broker
+// has it now.
+func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapshot.Table, topic string, mainID, headID int64) error {
+	wm, err := broker.Watermarks(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+	}
+	logStart := map[mapping.TopicPartition]int64{}
+	for p, w := range wm {
+		logStart[mapping.TopicPartition{Topic: topic, Partition: p}] = w.LogStart
+	}
+	lost, err := mainRowsLost(t, mainID, headID, logStart)
+	if err != nil || lost == "" {
+		return err
+	}
+	return &DifferError{Table: t.Name(), Branch: t.Branch(), Coverage: lost}
 }
 
 // mainRowsLost says which offsets below the branch's next offset main's

@@ -326,36 +326,18 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			if mainID == 0 {
 				return nil
 			}
+			var err error
 			if mode == mapping.ModeUpsert {
 				res.Compared = true
-				var err error
 				res.ComparedKeys, err = compareWithMainAt(ctx, tbl, mainID)
-				var differ *DifferError
-				if errors.As(err, &differ) && opts.PublishDifferent {
-					differ.Published = true
-					res.Differ, err = differ, nil
-				}
-				return err
+			} else {
+				err = checkMainRowsKept(ctx, broker, tbl, opts.Topic, mainID, res.Head)
 			}
-			wm, err := broker.Watermarks(ctx, opts.Topic)
-			if err != nil {
-				return fmt.Errorf("check branch %s of %s against main: %w", tbl.Branch(), tbl.Name(), err)
-			}
-			logStart := map[mapping.TopicPartition]int64{}
-			for p, w := range wm {
-				logStart[mapping.TopicPartition{Topic: opts.Topic, Partition: p}] = w.LogStart
-			}
-			lost, err := mainRowsLost(tbl, mainID, res.Head, logStart)
-			if err != nil || lost == "" {
-				return err
-			}
-			differ := &DifferError{Table: tbl.Name(), Branch: tbl.Branch(), Coverage: lost}
-			if opts.PublishDifferent {
+			if differ, ok := errors.AsType[*DifferError](err); ok && opts.PublishDifferent {
 				differ.Published = true
-				res.Differ = differ
-				return nil
+				res.Differ, err = differ, nil
 			}
-			return differ
+			return err
 		}
 		res.MainFrom, res.MainTo, err = tbl.PublishChecked(ctx, check)
 		var before *snapshot.PublishedBeforeError

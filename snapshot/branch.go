@@ -40,15 +40,7 @@ func (t *Table) CreateEmptyBranch(ctx context.Context, name string) error {
 	if name == "" || name == table.MainBranch {
 		return fmt.Errorf("create branch %q of %s: pick a branch name other than %q", name, t.Name(), table.MainBranch)
 	}
-	for attempt := 1; ; attempt++ {
-		err := t.createEmptyBranch(ctx, name)
-		if err == nil || !isConflict(err) || attempt >= 10 {
-			return err
-		}
-		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return err
-		}
-	}
+	return retryConflicts(ctx, func(int) error { return t.createEmptyBranch(ctx, name) })
 }
 
 // createEmptyBranch is one attempt of CreateEmptyBranch.
@@ -199,8 +191,8 @@ func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Conte
 		// publishing it again drops nothing of main's.
 		published := false
 		if mainID != nil {
-			found, complete := isAncestor(snapshotIn(meta, t.archive), head.SnapshotID, *mainID)
-			published = found || !complete && t.tbl.Properties()[PropPublished+t.branch] == strconv.FormatInt(head.SnapshotID, 10)
+			published = table.IsAncestorOf(*mainID, head.SnapshotID, snapshotIn(meta, t.archive)) ||
+				ancestryEnd(meta, t.archive, *mainID) != nil && t.tbl.Properties()[PropPublished+t.branch] == strconv.FormatInt(head.SnapshotID, 10)
 		}
 		if published {
 			return 0, 0, &PublishedBeforeError{Table: t.Name(), Branch: t.branch, Head: head.SnapshotID, Main: *mainID}
@@ -252,40 +244,30 @@ func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Conte
 	}
 }
 
-// isAncestor reports whether snapshot ancestor is of, or one of its
-// ancestors that lookup finds (found); complete is set when the walk
-// reached a root snapshot, so that a snapshot not found is not an
-// ancestor (rather than one below where the history ends).
-func isAncestor(lookup table.SnapshotLookup, ancestor, of int64) (found, complete bool) {
-	for id, n := of, 0; n < 1_000_000; n++ {
-		if id == ancestor {
-			return true, true
-		}
-		s := lookup(id)
-		if s == nil {
-			return false, false
-		}
-		if s.ParentSnapshotID == nil {
-			return false, true
-		}
-		id = *s.ParentSnapshotID
-	}
-	return false, false
-}
-
 // SetProperties sets table properties in one metadata-only commit. When
 // another writer's commit got in first (a live sink), it reloads and
 // tries again.
 func (t *Table) SetProperties(ctx context.Context, props map[string]string) error {
-	for attempt := 1; ; attempt++ {
-		err := t.setProperties(ctx, props)
-		if err == nil || !isConflict(err) || attempt >= 10 {
+	return retryConflicts(ctx, func(attempt int) error {
+		if attempt > 1 {
+			if err := t.Refresh(ctx); err != nil {
+				return err
+			}
+		}
+		return t.setProperties(ctx, props)
+	})
+}
+
+// retryConflicts makes up to 10 attempts (numbered from 1) while they end
+// in a conflict with another writer's commit (isConflict), backing off in
+// between, and returns the last attempt's error.
+func retryConflicts(ctx context.Context, attempt func(n int) error) error {
+	for n := 1; ; n++ {
+		err := attempt(n)
+		if err == nil || !isConflict(err) || n >= 10 {
 			return err
 		}
-		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return err
-		}
-		if err := t.Refresh(ctx); err != nil {
+		if err := sleep(ctx, backoff(n)); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 	"github.com/cenkalti/backoff/v5"
 	"github.com/google/uuid"
 
@@ -392,9 +393,15 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if tbl.Layout().Envelope == mapping.EnvelopeDebezium && tbl.Mode() != mapping.ModeUpsert {
 		return nil, fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
 	}
-	if cfg.OnTruncate == TruncateDeleteAll && tbl.Layout().Envelope != mapping.EnvelopeDebezium {
+	truncate := onTruncate(tbl, cfg.OnTruncate)
+	switch debezium := tbl.Layout().Envelope == mapping.EnvelopeDebezium; {
+	case cfg.OnTruncate == TruncateDeleteAll && !debezium:
 		return nil, &ConfigError{Setting: SettingTruncate, Value: string(cfg.OnTruncate),
 			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium), whose truncate events it applies; %s holds none", tbl.Name())}
+	case truncate == TruncateDeleteAll && debezium:
+		if err := tbl.CanTruncate(); err != nil {
+			return nil, &ConfigError{Setting: SettingTruncate, Value: string(TruncateDeleteAll), Want: "dead-letter: " + err.Error()}
+		}
 	}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
 		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
@@ -403,11 +410,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		}
 		s.dec = newDecoder(layout, cfg.Registry)
 		s.dec.onSchema = cfg.OnSchema
-		if s.dec.truncateAll = onTruncate(tbl, cfg.OnTruncate) == TruncateDeleteAll; s.dec.truncateAll && layout.Envelope == mapping.EnvelopeDebezium {
-			if err := tbl.CanTruncate(); err != nil {
-				return nil, &ConfigError{Setting: SettingTruncate, Value: string(TruncateDeleteAll), Want: "dead-letter: " + err.Error()}
-			}
-		}
+		s.dec.truncateAll = truncate == TruncateDeleteAll
 		if tbl.Mode() == mapping.ModeUpsert && tbl.UpsertKey().Source != mapping.KeyFromKafkaKey {
 			// The key columns are read from the decoded values, which a
 			// codec's fast path does not make.
@@ -465,7 +468,7 @@ func onTruncate(tbl *snapshot.Table, setting OnTruncate) OnTruncate {
 // it: the property is the table's, and a writer of a branch (a replay)
 // that did would change what main's sink does at its next start.
 func (s *Sink) recordOnTruncate(ctx context.Context) error {
-	if s.cfg.OnTruncate == "" || s.tbl.Branch() != "main" || s.tbl.Layout().Envelope != mapping.EnvelopeDebezium || onTruncate(s.tbl, "") == s.cfg.OnTruncate {
+	if s.cfg.OnTruncate == "" || s.tbl.Branch() != table.MainBranch || s.tbl.Layout().Envelope != mapping.EnvelopeDebezium || onTruncate(s.tbl, "") == s.cfg.OnTruncate {
 		return nil
 	}
 	if err := s.tbl.SetProperties(ctx, map[string]string{mapping.PropOnTruncate: string(s.cfg.OnTruncate)}); err != nil {

@@ -103,12 +103,12 @@ func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPar
 			}
 			if !found && b.NumRows() > 0 {
 				found = true
-				idx := b.Schema().FieldIndices(col)
-				if len(idx) == 0 {
+				c, err := column(b, col)
+				if err != nil {
 					b.Release()
-					return "", "", false, fmt.Errorf("read %s: no column %s", task.File.FilePath(), col)
+					return "", "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
 				}
-				if v, isString := b.Column(idx[0]).(*array.String); isString && v.IsValid(0) {
+				if v, isString := c.(*array.String); isString && v.IsValid(0) {
 					value = v.Value(0)
 				}
 			}

@@ -318,18 +318,18 @@ func printReplayResult(w io.Writer, r replay.Result) {
 	if next := replayNext(r); len(next) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(next))
 	}
-	if r.Differ != nil && !r.Compared {
-		fmt.Fprintf(w, "checked against main: DIFFERENT (%v); published anyway (--publish-different)\n", r.Differ)
-	}
 	if r.PublishedBefore {
 		fmt.Fprintf(w, "published before: main (snapshot %d) has moved on from the branch's head since; not published again, which would drop main's newer commits\n", r.MainTo)
 	}
+	checked := "checked against main"
 	if r.Compared {
-		if r.Differ != nil {
-			fmt.Fprintf(w, "compared with main key by key: DIFFERENT (%v); published anyway (--publish-different)\n", r.Differ)
-		} else {
-			fmt.Fprintf(w, "compared with main key by key (rows with deletes applied, %s): EQUAL\n", plural(r.ComparedKeys, "key"))
-		}
+		checked = "compared with main key by key"
+	}
+	switch {
+	case r.Differ != nil:
+		fmt.Fprintf(w, "%s: DIFFERENT (%v); published anyway (--publish-different)\n", checked, r.Differ)
+	case r.Compared:
+		fmt.Fprintf(w, "%s (rows with deletes applied, %s): EQUAL\n", checked, plural(r.ComparedKeys, "key"))
 	}
 	if r.Published {
 		if r.MainFrom == r.MainTo {

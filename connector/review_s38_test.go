@@ -25,13 +25,7 @@ import (
 func TestS38BranchReplayChangesMainOnTruncate(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.trunc_branch"
-	e.Topic(topic, 1, nil)
-	tbl, dlq := e.debeziumTable("lake.trunc_branch", floetest.CDCPlainJSON)
-	cfg := connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
-	e.Produce([]*kgo.Record{dbzEvent(topic, "r", 1, "one@x", 0), dbzEvent(topic, "r", 2, "two@x", 1)})
-	if _, err := e.sink(tbl, cfg); err != nil {
-		t.Fatal(err)
-	}
+	_, cfg := e.truncatingTable(topic, "lake.trunc_branch")
 	cat, ident := e.CatalogOf("lake.trunc_branch")
 	res, err := replay.Run(e.Ctx, e.Dial(), cat, ident, replay.Options{Topic: topic, Branch: "try", Mode: mapping.ModeUpsert, Layout: cdcLayout(t, floetest.CDCPlainJSON),
 		Sink: connector.Config{OnTruncate: connector.TruncateDeadLetter, Logger: floetest.QuietLogger()}})

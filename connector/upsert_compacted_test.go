@@ -271,13 +271,7 @@ func TestDebeziumKeylessTombstoneAudits(t *testing.T) {
 func TestOnTruncateRemembered(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.trunc_kept"
-	e.Topic(topic, 1, nil)
-	tbl, dlq := e.debeziumTable("lake.trunc_kept", floetest.CDCPlainJSON)
-	cfg := connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
-	e.Produce([]*kgo.Record{dbzEvent(topic, "r", 1, "one@x", 0), dbzEvent(topic, "r", 2, "two@x", 1)})
-	if _, err := e.sink(tbl, cfg); err != nil {
-		t.Fatal(err)
-	}
+	tbl, cfg := e.truncatingTable(topic, "lake.trunc_kept")
 	e.Produce([]*kgo.Record{dbzTruncate(topic, 2), dbzEvent(topic, "c", 3, "three@x", 3)})
 	cfg.OnTruncate = ""
 	st, err := e.sink(tbl, cfg)
@@ -338,4 +332,19 @@ func TestOnTruncateRefusals(t *testing.T) {
 			t.Errorf("%s: %v; want a ConfigError saying %q", c.tbl.Name(), err, c.want)
 		}
 	}
+}
+
+// truncatingTable creates topic and the Debezium table name, and sinks two
+// snapshot events (ids 1 and 2) into it with --on-truncate delete-all,
+// returning the sink's config for more runs.
+func (e *env) truncatingTable(topic, name string) (*snapshot.Table, connector.Config) {
+	e.T.Helper()
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.debeziumTable(name, floetest.CDCPlainJSON)
+	cfg := connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
+	e.Produce([]*kgo.Record{dbzEvent(topic, "r", 1, "one@x", 0), dbzEvent(topic, "r", 2, "two@x", 1)})
+	if _, err := e.sink(tbl, cfg); err != nil {
+		e.T.Fatal(err)
+	}
+	return tbl, cfg
 }

@@ -297,12 +297,7 @@ func TestReviewResumeAfterRetentionPassedTheStart(t *testing.T) {
 			e := newEnv(t)
 			const topic = "aging"
 			e.Topic(topic, 1, nil)
-			base := time.UnixMilli(1_700_000_000_000)
-			var recs []*kgo.Record
-			for i := range 100 {
-				recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(time.Duration(i) * time.Second)})
-			}
-			e.Produce(recs)
+			base := e.produceSeconds(topic, 100)
 			from := c.from
 			if from == "time" {
 				from = base.Add(30 * time.Second).UTC().Format(time.RFC3339)
@@ -840,4 +835,16 @@ func coverOf(t *testing.T, e *env, name string, tp mapping.TopicPartition) mappi
 		t.Fatal(err)
 	}
 	return mapping.Cover(l.Ranges(tp))
+}
+
+// produceSeconds produces n records into partition 0 of topic, one second
+// of record time apart from the base it returns.
+func (e *env) produceSeconds(topic string, n int) time.Time {
+	base := time.UnixMilli(1_700_000_000_000)
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(time.Duration(i) * time.Second)}
+	}
+	e.Produce(recs)
+	return base
 }

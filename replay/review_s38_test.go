@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"testing"
 
 	"github.com/floe-dev/floe/connector"
@@ -130,12 +129,7 @@ func TestS38NewTimeReplayTakenForResume(t *testing.T) {
 	e := newEnv(t)
 	const topic = "times"
 	e.Topic(topic, 1, nil)
-	base := time.UnixMilli(1_700_000_000_000)
-	var recs []*kgo.Record
-	for i := range 100 {
-		recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(time.Duration(i) * time.Second)})
-	}
-	e.Produce(recs)
+	base := e.produceSeconds(topic, 100)
 	at := func(i int) string { return base.Add(time.Duration(i) * time.Second).UTC().Format(time.RFC3339) }
 	if res, err := e.replay("lake.times", replay.Options{Topic: topic, From: bound(t, at(30), topic, true)}); err != nil || !res.Complete || res.Plan.Start[0] != 30 {
 		t.Fatalf("replay from T0: %+v, %v", res, err)

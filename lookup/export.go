@@ -207,6 +207,8 @@ func csvValue(a arrow.Array, i int) (string, error) {
 		return Bytes{B: c.Value(i)}.Text(), nil
 	case *array.LargeBinary:
 		return Bytes{B: c.Value(i)}.Text(), nil
+	case *array.Decimal128:
+		return decimalText(c, i), nil
 	case *array.Struct, *array.List:
 		b, err := json.Marshal(jsonValue(a, i))
 		return string(b), err

@@ -141,8 +141,17 @@ func jsonValue(a arrow.Array, i int) any {
 			out = append(out, jsonValue(vals, int(j)))
 		}
 		return out
+	case *array.Decimal128:
+		return decimalText(a, i)
 	}
 	return a.GetOneForMarshal(i)
+}
+
+// decimalText is decimal i of a with every digit of its scale: 12.50 of a
+// decimal(10,2), where Arrow's text form goes through a float and drops
+// trailing zeros (12.5) or turns small values into exponents (1e-05).
+func decimalText(a *array.Decimal128, i int) string {
+	return a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale)
 }
 
 // EachRow calls fn with every row of a batch of floe's columns. The byte

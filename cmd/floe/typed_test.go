@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
@@ -251,5 +254,66 @@ func TestJSONEmptyValuesReadTheSameWhenever(t *testing.T) {
 	code, out, errs := floe(t, append([]string{"audit", "--table", "lake.ev", "--deep", "--verify-content", "-b", st.Brokers[0]}, loc...)...)
 	if code != exitOK || !strings.Contains(out, "verdict: COMPLETE") {
 		t.Fatalf("audit: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestAsOfRowsKeepDecimalScale: as-of --rows writes a decimal with every
+// digit of its scale, in JSON and CSV alike: 12.50, not 12.5, and
+// 0.00001, not 1e-05 (Arrow's text form goes through a float).
+func TestAsOfRowsKeepDecimalScale(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "prices", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const schema = `{"type":"record","name":"Price","fields":[{"name":"id","type":"long"},
+		{"name":"price","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+		{"name":"rate","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":5}}]}`
+	id, err := localstack.RegisterSchema(t.Context(), st.Registry, "prices-value", sr.Schema{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := avro.MustParse(schema)
+	type price struct {
+		ID    int64    `avro:"id"`
+		Price *big.Rat `avro:"price"`
+		Rate  *big.Rat `avro:"rate"`
+	}
+	var recs []*kgo.Record
+	for i, p := range []price{{1, big.NewRat(1250, 100), big.NewRat(1, 100000)}, {2, big.NewRat(-310, 100), big.NewRat(0, 1)}} {
+		body, err := avro.Marshal(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: "prices", Key: fmt.Append(nil, i), Value: localstack.WireFormat(id, nil, body)})
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "prices", "--table", "lake.prices", "--stop-at-end",
+		"--value", "registry", "--schema-registry", st.Registry}, loc...)...)
+	asOf := append([]string{"as-of", "--table", "lake.prices", "--offsets", "prices/0=2", "--rows"}, loc...)
+	want := []string{"12.50", "0.00001", "-3.10", "0.00000"}
+	outs := map[string]string{"--json": mustFloe(t, append(asOf, "--json")...)}
+	for _, name := range []string{"rows.csv", "rows.jsonl"} {
+		path := filepath.Join(t.TempDir(), name)
+		mustFloe(t, append(asOf, "-o", path)...)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[name] = string(b)
+	}
+	for name, out := range outs {
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s lacks %s:\n%s", name, w, out)
+			}
+		}
 	}
 }

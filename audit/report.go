@@ -184,6 +184,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("write audit report as JSON: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -149,7 +148,7 @@ func writeCSV(ctx context.Context, w io.Writer, tbl *snapshot.Table, snapshotID 
 	}
 	err = Rows(ctx, tbl, snapshotID, cut, func(r Row) error {
 		n++
-		hdrs, err := json.Marshal(r.Headers)
+		hdrs, err := MarshalJSON(r.Headers)
 		if err != nil {
 			return err
 		}
@@ -210,7 +209,7 @@ func csvValue(a arrow.Array, i int) (string, error) {
 	case *array.Decimal128:
 		return decimalText(c, i), nil
 	case *array.Struct, *array.List:
-		b, err := json.Marshal(jsonValue(a, i))
+		b, err := MarshalJSON(jsonValue(a, i))
 		return string(b), err
 	}
 	return a.ValueStr(i), nil

@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -32,10 +33,23 @@ func (b Bytes) MarshalJSON() ([]byte, error) {
 	case b.Null:
 		return []byte("null"), nil
 	case utf8.Valid(b.B):
-		return json.Marshal(string(b.B))
+		return MarshalJSON(string(b.B))
 	default:
-		return json.Marshal(map[string]string{"base64": base64.StdEncoding.EncodeToString(b.B)})
+		return MarshalJSON(map[string]string{"base64": base64.StdEncoding.EncodeToString(b.B)})
 	}
+}
+
+// MarshalJSON is json.Marshal without its HTML escaping: a value's <, >
+// and & stay as they are (json.Marshal writes \u003c), for output people
+// and tools read, not a page.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Text renders b for text and CSV: as is when valid UTF-8, base64:...
@@ -73,7 +87,7 @@ type Row struct {
 // JSON is the row as one line of JSON. Every field of a row marshals, so
 // there is no error to report.
 func (r Row) JSON() []byte {
-	b, _ := json.Marshal(r)
+	b, _ := MarshalJSON(r)
 	return b
 }
 
@@ -103,7 +117,7 @@ func JSONRows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut ma
 			for j, c := range b.Columns() {
 				row[fields[j].Name] = jsonValue(c, i)
 			}
-			line, err := json.Marshal(row)
+			line, err := MarshalJSON(row)
 			if err != nil {
 				return fmt.Errorf("rows as JSON: %w", err)
 			}

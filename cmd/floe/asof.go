@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,9 +147,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 
 func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(w, r)
 	}
 	fmt.Fprintf(w, "%s as of ", r.Table)
 	if r.Time != nil {
@@ -211,7 +208,7 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 	bw := bufio.NewWriter(w)
 	var n int64
 	if asJSON {
-		head, err := json.Marshal(r)
+		head, err := lookup.MarshalJSON(r)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -62,9 +61,7 @@ another mode has them only when another engine wrote them.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return printJSON(w, res)
 			}
 			printFiles(w, res)
 			return nil

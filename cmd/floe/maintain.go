@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -116,9 +115,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res, Compaction: compacted})
+				return printJSON(out, maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res, Compaction: compacted})
 			}
 			would := ""
 			if dryRun {

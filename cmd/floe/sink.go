@@ -19,6 +19,7 @@ import (
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/metrics"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -560,8 +561,18 @@ func newRunReport(table, topic string, s connector.Stats) runReport {
 // printJSONLine prints r as one line of JSON. Every field of a report
 // marshals, so there is no error to report.
 func printJSONLine(w io.Writer, r any) {
-	b, _ := json.Marshal(r)
+	b, _ := lookup.MarshalJSON(r)
 	fmt.Fprintf(w, "%s\n", b)
+}
+
+// printJSON prints v as an indented JSON document, the form of every
+// command's --json, with <, > and & as they are (offsets "< 100" in a
+// reason, not "\u003c 100").
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // recordsPhrase says what a run of a sink committed: its rows, or for an

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,9 +76,7 @@ running floe sink serves this page itself with --metrics-addr.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return printJSON(cmd.OutOrStdout(), st)
 			}
 			printStatus(cmd.OutOrStdout(), st)
 			return nil

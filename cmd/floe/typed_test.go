@@ -317,3 +317,30 @@ func TestAsOfRowsKeepDecimalScale(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONKeepsMarkup: a value's <, > and & come out of --json as they
+// are, not as json.Marshal's \u003c, \u003e and \u0026.
+func TestJSONKeepsMarkup(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "tags", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := &kgo.Record{Topic: "tags", Key: []byte("<k>"), Value: []byte(`<b>a & b</b>`),
+		Headers: []kgo.RecordHeader{{Key: "x<y", Value: []byte("1 > 0")}}}
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "tags", "--table", "lake.tags", "--stop-at-end"}, loc...)...)
+	out := mustFloe(t, append([]string{"as-of", "--table", "lake.tags", "--offsets", "tags/0=1", "--rows", "--json"}, loc...)...)
+	for _, want := range []string{`"<k>"`, `"<b>a & b</b>"`, `"x<y"`, `"1 > 0"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("as-of --json lacks %s:\n%s", want, out)
+		}
+	}
+}

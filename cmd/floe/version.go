@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -71,9 +70,7 @@ git checkout) has no commit; it says so.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := readVersion()
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return printJSON(cmd.OutOrStdout(), v)
 			}
 			printVersion(cmd.OutOrStdout(), v)
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -128,9 +127,7 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 				}
 			}
 			if f.json {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return printJSON(w, res)
 			}
 			return nil
 		},

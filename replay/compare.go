@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,7 +111,7 @@ func compareWithMainAt(ctx context.Context, branch *snapshot.Table, mainID int64
 		return 0, nil
 	}
 	diff := &DifferError{Table: branch.Name(), Branch: branch.Branch()}
-	if diff.Coverage, err = coverageDifference(branch, mainID, head.SnapshotID); err != nil {
+	if diff.Coverage, err = coverageDifference(ctx, branch, mainID, head.SnapshotID); err != nil {
 		return 0, err
 	}
 	keyNames, err := identifierColumns(branch)
@@ -169,7 +170,7 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 	for p, w := range wm {
 		logStart[mapping.TopicPartition{Topic: topic, Partition: p}] = w.LogStart
 	}
-	lost, err := mainRowsLost(t, mainID, headID, logStart)
+	lost, err := mainRowsLost(ctx, t, mainID, headID, logStart)
 	if err != nil || lost == "" {
 		return err
 	}
@@ -184,19 +185,19 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 // logStart is each partition's log start offset now (absent: unknown, 0):
 // a sink reads nothing below it again.
 // It returns "" when there are none.
-func mainRowsLost(t *snapshot.Table, mainID, headID int64, logStart map[mapping.TopicPartition]int64) (string, error) {
-	ml, err := t.LedgerAt(mainID)
+func mainRowsLost(ctx context.Context, t *snapshot.Table, mainID, headID int64, logStart map[mapping.TopicPartition]int64) (string, error) {
+	mc, err := coverages(ctx, t, mainID)
 	if err != nil {
-		return "", fmt.Errorf("check branch %s of %s against main: ledger at snapshot %d: %w", t.Branch(), t.Name(), mainID, err)
+		return "", fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
 	}
-	bl, err := t.LedgerAt(headID)
+	bc, err := coverages(ctx, t, headID)
 	if err != nil {
-		return "", fmt.Errorf("check branch %s of %s against main: ledger at snapshot %d: %w", t.Branch(), t.Name(), headID, err)
+		return "", fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
 	}
 	var parts []string
-	for _, tp := range ml.Partitions() {
-		m := mapping.Cover(ml.Ranges(tp))
-		b := mapping.Cover(bl.Ranges(tp))
+	for _, tp := range slices.SortedFunc(maps.Keys(mc), mapping.TopicPartition.Compare) {
+		m := mc[tp]
+		b, onBranch := bc[tp]
 		held := func(c mapping.Coverage) []mapping.Interval {
 			out := []mapping.Interval{{Low: c.First, High: c.Next}}
 			for _, holes := range [][]mapping.Interval{c.Gaps, c.Lost} {
@@ -217,7 +218,7 @@ func mainRowsLost(t *snapshot.Table, mainID, headID int64, logStart map[mapping.
 		// table holding several) has no next offset on the branch: a sink
 		// on main begins it where its start policy says, so nothing of
 		// it is read again for sure.
-		if len(bl.Ranges(tp)) > 0 {
+		if onBranch {
 			from := max(b.Next, logStart[tp])
 			missing = subtract(missing, mapping.Interval{Low: from, High: max(from, m.Next)})
 		}
@@ -251,16 +252,16 @@ func subtract(in []mapping.Interval, cut mapping.Interval) []mapping.Interval {
 
 // coverageDifference says how the ledgers of two snapshots of t cover
 // different offsets, or "" when they cover the same.
-func coverageDifference(t *snapshot.Table, mainID, branchID int64) (string, error) {
+func coverageDifference(ctx context.Context, t *snapshot.Table, mainID, branchID int64) (string, error) {
 	coverage := func(id int64) (string, error) {
-		l, err := t.LedgerAt(id)
+		s, err := summaryAt(ctx, t, id)
 		if err != nil {
-			return "", fmt.Errorf("compare branch %s of %s with main: ledger at snapshot %d: %w", t.Branch(), t.Name(), id, err)
+			return "", fmt.Errorf("compare branch %s of %s with main: %w", t.Branch(), t.Name(), err)
 		}
 		var parts []string
-		for _, tp := range l.Partitions() {
-			c := mapping.Cover(l.Ranges(tp))
-			parts = append(parts, fmt.Sprintf("%s %s", tp, mapping.Interval{Low: c.First, High: c.Next}))
+		for _, tp := range s.Partitions() {
+			p, _ := s.Partition(tp)
+			parts = append(parts, fmt.Sprintf("%s %s", tp, mapping.Interval{Low: p.First(), High: p.Next()}))
 		}
 		return orNone(strings.Join(parts, ", ")), nil
 	}
@@ -381,4 +382,46 @@ func columnOf[A arrow.Array](b arrow.RecordBatch, name string) (A, bool) {
 	}
 	a, ok := b.Column(idx[0]).(A)
 	return a, ok
+}
+
+// summaryAt is the summary of t's ledger as of snapshot id, which t must
+// hold: what a reader of each partition's first and next offsets needs,
+// without reading the ranges.
+func summaryAt(ctx context.Context, t *snapshot.Table, id int64) (mapping.Summary, error) {
+	if _, err := t.Snapshot(id); err != nil {
+		return mapping.Summary{}, err
+	}
+	s, err := t.Summary(ctx, id)
+	if err != nil {
+		return mapping.Summary{}, fmt.Errorf("ledger at snapshot %d: %w", id, err)
+	}
+	return s, nil
+}
+
+// coverages is the coverage of each partition of t's ledger as of
+// snapshot id, which t must hold, read commit by commit: it holds each
+// partition's gaps, losses and overlaps, not its ranges.
+func coverages(ctx context.Context, t *snapshot.Table, id int64) (map[mapping.TopicPartition]mapping.Coverage, error) {
+	if _, err := t.Snapshot(id); err != nil {
+		return nil, err
+	}
+	cvs := map[mapping.TopicPartition]*mapping.Coverer{}
+	for c, err := range t.Commits(ctx, id) {
+		if err != nil {
+			return nil, fmt.Errorf("ledger at snapshot %d: %w", id, err)
+		}
+		for _, r := range c.Ranges {
+			cv := cvs[r.TopicPartition]
+			if cv == nil {
+				cv = &mapping.Coverer{}
+				cvs[r.TopicPartition] = cv
+			}
+			cv.Add(r)
+		}
+	}
+	out := make(map[mapping.TopicPartition]mapping.Coverage, len(cvs))
+	for tp, cv := range cvs {
+		out[tp] = cv.Coverage()
+	}
+	return out, nil
 }

@@ -132,12 +132,12 @@ func snapshotPositions(ctx context.Context, cat catalog.Catalog, target table.Id
 	if err != nil {
 		return "", nil, fmt.Errorf("start bound snapshot:%d: %w", id, err)
 	}
-	l, err := src.LedgerAt(id)
+	s, err := summaryAt(ctx, src, id)
 	if err != nil {
 		return "", nil, fmt.Errorf("start bound snapshot:%d: ledger of %s: %w", id, src.Name(), err)
 	}
 	out := map[int32]int64{}
-	for tp, next := range l.Next() {
+	for tp, next := range s.Next() {
 		if tp.Topic == topic {
 			out[tp.Partition] = next
 		}

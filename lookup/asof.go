@@ -158,13 +158,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		res.Positions = append(res.Positions, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: cut[tp], Source: source[tp]})
 	}
 	if res.Mode == mapping.ModeUpsert {
-		// The state between commit boundaries needs every commit's
-		// ranges in order (StateAt).
-		l, err := tbl.Ledger()
-		if err != nil {
-			return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-		}
-		b, err := l.StateAt(cut)
+		b, err := tbl.StateAt(ctx, 0, cut)
 		if err != nil {
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 		}

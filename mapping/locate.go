@@ -207,12 +207,12 @@ func CoverageNeeded(s Summary, cut Cut) (map[TopicPartition]int64, error) {
 	return need, nil
 }
 
-// baseOf checks that the ledger reaches every position of cut (a
-// *NotCoveredError when not) and returns where each of its partitions
-// stands before any commit: at the cut, or at the partition's first sunk
-// offset when that is below it (offsets below it were never the table's).
-func (l Ledger) baseOf(cut Cut) (Cut, error) {
-	s := l.Summarize()
+// baseOf checks that the ledger summarised by s reaches every position
+// of cut (a *NotCoveredError when not) and returns where each of its
+// partitions stands before any commit: at the cut, or at the partition's
+// first sunk offset when that is below it (offsets below it were never the
+// table's).
+func baseOf(s Summary, cut Cut) (Cut, error) {
 	if _, err := CoverageNeeded(s, cut); err != nil {
 		return nil, err
 	}
@@ -264,50 +264,136 @@ func (b Boundary) Exact(cut Cut) bool {
 // cut does not name are unconstrained. A cut the ledger does not reach is
 // a *NotCoveredError, as for FirstCovering.
 func (l Ledger) StateAt(cut Cut) (Boundary, error) {
-	base, err := l.baseOf(cut)
+	f, err := NewStateFinder(l.Summarize(), cut)
 	if err != nil {
 		return Boundary{}, err
 	}
-	at := maps.Clone(base)
-	last := -1
-	for i, c := range l.Commits {
-		past := false
-		for _, r := range c.Ranges {
-			if o, named := cut[r.TopicPartition]; named && r.Len() > 0 && r.High > o {
-				past = true
-				break
-			}
-		}
-		if past {
+	for _, c := range l.Commits {
+		if !f.Add(c) {
 			break
 		}
-		last = i
-		for _, r := range c.Ranges {
-			if _, named := cut[r.TopicPartition]; named && r.Len() > 0 {
-				at[r.TopicPartition] = max(at[r.TopicPartition], r.High)
-			}
+	}
+	return f.Boundary(), nil
+}
+
+// StateFinder finds Ledger.StateAt's boundary in a ledger read in order,
+// commit by commit (Add) or, where no commit of a run reaches past the cut,
+// by the run's summary (Pass): a reader of an archived ledger then reads
+// the block that reaches past the cut, and the one that last moved the
+// cut's partitions before it (Resume), not the ledger.
+type StateFinder struct {
+	cut Cut
+	b   Boundary
+	// pending is set when a run passed by its summary moved the cut's
+	// partitions (or held the first commit): the boundary's commit is
+	// in it, not b.Commit.
+	pending bool
+	done    bool
+}
+
+// NewStateFinder starts a search for the boundary at or below cut in the
+// ledger summarised by s; a cut the ledger does not reach is a
+// *NotCoveredError.
+func NewStateFinder(s Summary, cut Cut) (*StateFinder, error) {
+	base, err := baseOf(s, cut)
+	if err != nil {
+		return nil, err
+	}
+	return &StateFinder{cut: cut, b: Boundary{At: base, Empty: true}}, nil
+}
+
+// Add folds the next commit of the ledger. It returns false once a commit
+// reached past the cut: the boundary is found, and no more are needed.
+func (f *StateFinder) Add(c Commit) bool {
+	if f.done {
+		return false
+	}
+	if reachesPast(c, f.cut) {
+		if !f.b.Exact(f.cut) {
+			f.b.Next = &c
+		}
+		f.done = true
+		return false
+	}
+	// The boundary's commit is the first at which the cut's partitions
+	// stood where they stand at the end: the last commit that moved one
+	// of them (or the first commit, if none did).
+	moved := f.b.Empty
+	for _, r := range c.Ranges {
+		if _, named := f.cut[r.TopicPartition]; named && r.Len() > 0 && r.High > f.b.At[r.TopicPartition] {
+			f.b.At[r.TopicPartition] = r.High
+			moved = true
 		}
 	}
-	b := Boundary{At: at, Empty: last < 0}
-	if last+1 < len(l.Commits) && !b.Exact(cut) {
-		b.Next = &l.Commits[last+1]
+	if moved {
+		f.b.Commit, f.pending = c, false
 	}
-	if b.Empty {
-		return b, nil
+	f.b.Empty = false
+	return true
+}
+
+// Pass folds the next commits of the ledger by their summary s when none
+// of them reaches past the cut, and reports whether it did; when it did
+// not, the caller gives them to Add (or the summaries of smaller runs to
+// Pass). moved reports whether they moved the cut's partitions (or held
+// the ledger's first commit): the boundary's commit may be among them,
+// and Pending says so until a later commit moves them again.
+func (f *StateFinder) Pass(s Summary) (passed, moved bool) {
+	if f.done || s.Commits == 0 {
+		return !f.done, false
 	}
-	next := maps.Clone(base)
-	for i := 0; i <= last; i++ {
-		c := l.Commits[i]
-		for _, r := range c.Ranges {
-			if _, named := cut[r.TopicPartition]; named && r.Len() > 0 {
-				next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
-			}
+	for tp, o := range f.cut {
+		if p, ok := s.Partition(tp); ok && p.MaxHigh > o {
+			return false, false
 		}
-		if reaches(next, at) {
-			b.Commit = c
-			return b, nil
+	}
+	moved = f.b.Empty
+	for tp := range f.cut {
+		if p, ok := s.Partition(tp); ok && p.MaxHigh > f.b.At[tp] {
+			f.b.At[tp] = p.MaxHigh
+			moved = true
 		}
 	}
-	b.Commit = l.Commits[last]
-	return b, nil
+	if moved {
+		f.pending = true
+	}
+	f.b.Empty = false
+	return true, moved
+}
+
+// Pending reports whether the boundary's commit is in the last run Pass
+// folded that moved the cut's partitions: Resume, from the state before
+// that run, and Add its commits, find it.
+func (f *StateFinder) Pending() bool { return f.pending }
+
+// State is where the search stands, to Resume from: the offsets reached
+// and whether any commit was folded.
+func (f *StateFinder) State() (at Cut, empty bool) { return maps.Clone(f.b.At), f.b.Empty }
+
+// Resume returns a search of f's cut standing at a state State returned,
+// to read again a run Pass folded: once Add has folded the run's commits,
+// Settle takes the boundary's commit from it.
+func (f *StateFinder) Resume(at Cut, empty bool) *StateFinder {
+	return &StateFinder{cut: f.cut, b: Boundary{At: maps.Clone(at), Empty: empty}}
+}
+
+// Settle takes the boundary's commit from r, a Resume of f that has read
+// again the run Pass folded last that moved the cut's partitions.
+func (f *StateFinder) Settle(r *StateFinder) {
+	f.b.Commit, f.pending = r.b.Commit, false
+}
+
+// Boundary returns the boundary found: after Add returned false, or after
+// the whole ledger was folded.
+func (f *StateFinder) Boundary() Boundary { return f.b }
+
+// reachesPast reports whether a range of c of a partition cut names
+// reaches past the cut's offset.
+func reachesPast(c Commit, cut Cut) bool {
+	for _, r := range c.Ranges {
+		if o, named := cut[r.TopicPartition]; named && r.Len() > 0 && r.High > o {
+			return true
+		}
+	}
+	return false
 }

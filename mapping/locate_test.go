@@ -2,6 +2,8 @@ package mapping
 
 import (
 	"errors"
+	"maps"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -142,4 +144,94 @@ func TestStateAt(t *testing.T) {
 	if _, err := l.StateAt(Cut{tp("t", 0): 171}); !errors.As(err, &nc) {
 		t.Fatalf("past the ledger: %v", err)
 	}
+}
+
+// TestStateAtRandom checks StateAt, which reads the commits once, against
+// the definition read twice over the whole ledger: the longest prefix not
+// past the cut, and of it the first commit at which the cut's partitions
+// stood where they stand at its end.
+func TestStateAtRandom(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var l Ledger
+		next := map[int32]int64{0: int64(rnd.IntN(5)), 1: 0, 2: 0}
+		for i := range 1 + rnd.IntN(8) {
+			c := Commit{SnapshotID: int64(i + 1)}
+			for p := range int32(3) {
+				if rnd.IntN(2) == 0 {
+					continue
+				}
+				n := int64(rnd.IntN(4))
+				c.Ranges = append(c.Ranges, rng("t", p, next[p], next[p]+n, n))
+				next[p] += n
+			}
+			l.Commits = append(l.Commits, c)
+		}
+		cut := Cut{}
+		for p := range int32(3) {
+			if rnd.IntN(3) > 0 && next[p] > 0 {
+				cut[tp("t", p)] = int64(rnd.IntN(int(next[p]) + 1))
+			}
+		}
+		want, wantErr := stateAtTwoPasses(l, cut)
+		got, err := l.StateAt(cut)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%v cut %s: error %v, want %v", l, cut, err, wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		var gotNext, wantNext int64
+		if got.Next != nil {
+			gotNext = got.Next.SnapshotID
+		}
+		if want.Next != nil {
+			wantNext = want.Next.SnapshotID
+		}
+		if got.Commit.SnapshotID != want.Commit.SnapshotID || got.Empty != want.Empty || got.At.String() != want.At.String() || gotNext != wantNext {
+			t.Fatalf("%v cut %s: got commit %d empty %v at %s next %d; want %d %v %s %d", l.Commits, cut,
+				got.Commit.SnapshotID, got.Empty, got.At, gotNext, want.Commit.SnapshotID, want.Empty, want.At, wantNext)
+		}
+	}
+}
+
+// stateAtTwoPasses is StateAt as its definition reads.
+func stateAtTwoPasses(l Ledger, cut Cut) (Boundary, error) {
+	base, err := baseOf(l.Summarize(), cut)
+	if err != nil {
+		return Boundary{}, err
+	}
+	at, last := maps.Clone(base), -1
+	for i, c := range l.Commits {
+		if reachesPast(c, cut) {
+			break
+		}
+		last = i
+		for _, r := range c.Ranges {
+			if _, named := cut[r.TopicPartition]; named && r.Len() > 0 {
+				at[r.TopicPartition] = max(at[r.TopicPartition], r.High)
+			}
+		}
+	}
+	b := Boundary{At: at, Empty: last < 0}
+	if last+1 < len(l.Commits) && !b.Exact(cut) {
+		b.Next = &l.Commits[last+1]
+	}
+	if b.Empty {
+		return b, nil
+	}
+	next := maps.Clone(base)
+	for i := 0; i <= last; i++ {
+		for _, r := range l.Commits[i].Ranges {
+			if _, named := cut[r.TopicPartition]; named && r.Len() > 0 {
+				next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
+			}
+		}
+		if reaches(next, at) {
+			b.Commit = l.Commits[i]
+			return b, nil
+		}
+	}
+	b.Commit = l.Commits[last]
+	return b, nil
 }

@@ -746,6 +746,113 @@ func (t *Table) firstCovering(ctx context.Context, snapshotID int64, cut mapping
 	return mapping.Commit{}, fmt.Errorf("no commit covers %s", cut)
 }
 
+// StateAt is mapping.Ledger.StateAt on the ledger as of a snapshot (0:
+// the branch head): it passes the archive's segments and blocks by their
+// summaries up to the one that reaches past the cut, and reads that block
+// and the one that last moved the cut's partitions before it.
+func (t *Table) StateAt(ctx context.Context, snapshotID int64, cut mapping.Cut) (b mapping.Boundary, err error) {
+	err = t.reloadingOnAbsorbed(ctx, func() error {
+		b, err = t.stateAt(ctx, snapshotID, cut)
+		return err
+	})
+	return b, err
+}
+
+// stateAt is StateAt as the table is loaded.
+func (t *Table) stateAt(ctx context.Context, snapshotID int64, cut mapping.Cut) (mapping.Boundary, error) {
+	sum, err := t.loadedSummary(ctx, snapshotID)
+	if err != nil {
+		return mapping.Boundary{}, err
+	}
+	f, err := mapping.NewStateFinder(sum, cut)
+	if err != nil {
+		return mapping.Boundary{}, err
+	}
+	id, err := t.resolve(snapshotID)
+	if err != nil {
+		return mapping.Boundary{}, err
+	}
+	parts, err := t.ledgerParts(id)
+	if err != nil {
+		return mapping.Boundary{}, err
+	}
+	var fsys iceio.IO
+	// moved is the last run of parts passed by its summary that moved
+	// the cut's partitions, and the search's state before it.
+	var moved struct {
+		from, to int
+		at       mapping.Cut
+		empty    bool
+	}
+	pass := func(s mapping.Summary, from, to int) bool {
+		at, empty := f.State()
+		passed, m := f.Pass(s)
+		if m {
+			moved.from, moved.to, moved.at, moved.empty = from, to, at, empty
+		}
+		return passed
+	}
+	add := func(p ledgerPart, g *mapping.StateFinder) (bool, error) {
+		cs, err := t.decode(ctx, &fsys, p)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range cs {
+			if !g.Add(c) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		if end, whole := segmentRun(parts, i); whole && pass(p.at.ix.Summary.Summary, i, end) {
+			i = end - 1
+			continue
+		}
+		if p.whole {
+			bs, err := t.blockSummary(ctx, &fsys, p.at)
+			if err != nil {
+				return mapping.Boundary{}, err
+			}
+			if pass(bs, i, i+1) {
+				continue
+			}
+		}
+		more, err := add(p, f)
+		if err != nil {
+			return mapping.Boundary{}, err
+		}
+		if !more {
+			break
+		}
+	}
+	if !f.Pending() {
+		return f.Boundary(), nil
+	}
+	// The boundary's commit is in the run last passed that moved the
+	// cut's partitions: read again its last block that moved them.
+	at, empty := moved.at, moved.empty
+	last, lastAt, lastEmpty := moved.from, at, empty
+	for j := moved.from; moved.to-moved.from > 1 && j < moved.to; j++ {
+		bs, err := t.blockSummary(ctx, &fsys, parts[j].at)
+		if err != nil {
+			return mapping.Boundary{}, err
+		}
+		g := f.Resume(at, empty)
+		if _, m := g.Pass(bs); m {
+			last, lastAt, lastEmpty = j, at, empty
+		}
+		at, empty = g.State()
+	}
+	g := f.Resume(lastAt, lastEmpty)
+	if _, err := add(parts[last], g); err != nil {
+		return mapping.Boundary{}, err
+	}
+	f.Settle(g)
+	return f.Boundary(), nil
+}
+
 // reachingBlock returns the first block of at's segment by the end of
 // which every needed offset is reached, from the segment's partition
 // directory (the needed partitions' lines), and raises next by the

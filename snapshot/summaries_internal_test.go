@@ -74,9 +74,18 @@ func writeV1Index(t testing.TB, path string) {
 	}
 }
 
+// nextID is the id of a boundary's next commit, or "".
+func nextID(b mapping.Boundary) string {
+	if b.Next == nil {
+		return ""
+	}
+	return b.Next.ID
+}
+
 // TestLookupsThroughSummariesFiles: on segments of several blocks, the
 // ledger's summary, where an offset is (Locate) and the first commit
-// covering a cut (FirstCovering) are the whole ledger's, for offsets in
+// covering a cut (FirstCovering) and the commit boundary at or below it
+// (StateAt) are the whole ledger's, for offsets in
 // every block of partitions absent from some of them, whether the
 // segments' indexes are as maintenance writes them (the blocks' summaries
 // and the partition directory in the summaries file), of the first format
@@ -163,9 +172,39 @@ func TestLookupsThroughSummariesFiles(t *testing.T) {
 			if form != "summaries file" {
 				checked = checked[1:2]
 			}
+			// Cuts at the ends of blocks: the boundary's commit is then the
+			// last of a block StateAt passes by its summary.
+			var starts []int
+			for k, seg := range segs {
+				for _, blk := range seg.ix.Blocks {
+					starts = append(starts, k*cut+blk.First)
+				}
+			}
 			for _, p := range checked {
 				tp := mapping.TopicPartition{Topic: "t", Partition: p}
 				ps, _ := sum.Partition(tp)
+				for _, j := range starts {
+					at := mapping.Cut{tp: 0}
+					for _, c := range whole.Commits[:j] {
+						for _, r := range c.Ranges {
+							if r.TopicPartition == tp {
+								at[tp] = r.High
+							}
+						}
+					}
+					gb, err := tbl.StateAt(t.Context(), 0, at)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wb, err := whole.StateAt(at)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if gb.Commit.ID != wb.Commit.ID || gb.Empty != wb.Empty || gb.At.String() != wb.At.String() || nextID(gb) != nextID(wb) {
+						t.Fatalf("state at %s, a block's end: commit %q empty %v at %s next %q; the whole ledger's %q %v %s %q", at,
+							gb.Commit.ID, gb.Empty, gb.At, nextID(gb), wb.Commit.ID, wb.Empty, wb.At, nextID(wb))
+					}
+				}
 				for off := int64(-1); off <= ps.High+1; off += 1 + ps.High/9 {
 					got, err := tbl.Locate(t.Context(), 0, tp, off)
 					if err != nil {
@@ -188,6 +227,18 @@ func TestLookupsThroughSummariesFiles(t *testing.T) {
 						}
 						if got.ID != want.ID {
 							t.Fatalf("first covering %s: %s, the whole ledger's %s", cut, got.ID, want.ID)
+						}
+						gb, err := tbl.StateAt(t.Context(), 0, cut)
+						if err != nil {
+							t.Fatal(err)
+						}
+						wb, err := whole.StateAt(cut)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if gb.Commit.ID != wb.Commit.ID || gb.Empty != wb.Empty || gb.At.String() != wb.At.String() || nextID(gb) != nextID(wb) {
+							t.Fatalf("state at %s: commit %q empty %v at %s next %q; the whole ledger's %q %v %s %q", cut,
+								gb.Commit.ID, gb.Empty, gb.At, nextID(gb), wb.Commit.ID, wb.Empty, wb.At, nextID(wb))
 						}
 					}
 				}

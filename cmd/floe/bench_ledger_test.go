@@ -66,11 +66,21 @@ import (
 // ranges count none, so the audit ends with a count mismatch, exit 1,
 // which this table allows): a table's audit places compacted files on the
 // chains of ranges they span, and held the whole ledger to do so.
+// FLOE_BENCH_LEDGER_UPSERT=1 measures the same ledger on an upsert table
+// of its own: floe as-of of an upsert table finds the commit boundary at
+// or below the position from the commits' ranges in order.
 func BenchmarkLongLedger(b *testing.B) {
 	commits := benchEnvInt(b, "FLOE_BENCH_LEDGER_COMMITS", 10_000)
 	partitions := benchEnvInt(b, "FLOE_BENCH_LEDGER_PARTITIONS", 1_000)
-	dlq := os.Getenv("FLOE_BENCH_LEDGER_DLQ") == "1"
-	compacted := os.Getenv("FLOE_BENCH_LEDGER_COMPACTED") == "1"
+	var v ledgerVariant
+	switch {
+	case os.Getenv("FLOE_BENCH_LEDGER_DLQ") == "1":
+		v = variantDLQ
+	case os.Getenv("FLOE_BENCH_LEDGER_COMPACTED") == "1":
+		v = variantCompacted
+	case os.Getenv("FLOE_BENCH_LEDGER_UPSERT") == "1":
+		v = variantUpsert
+	}
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
 		b.Skip("needs GNU time (/usr/bin/time) to measure each command's peak resident set")
 	}
@@ -82,16 +92,10 @@ func BenchmarkLongLedger(b *testing.B) {
 		}
 		root = filepath.Join(c, "floe-bench")
 	}
-	dir := filepath.Join(root, fmt.Sprintf("ledger-%dx%d", commits, partitions))
-	switch {
-	case dlq:
-		dir = filepath.Join(root, fmt.Sprintf("ledger-dlq-%dx%d", commits, partitions))
-	case compacted:
-		dir = filepath.Join(root, fmt.Sprintf("ledger-compacted-%dx%d", commits, partitions))
-	}
+	dir := filepath.Join(root, fmt.Sprintf("ledger-%s%dx%d", v, commits, partitions))
 	if _, err := os.Stat(filepath.Join(dir, "ready")); err != nil {
 		start := time.Now()
-		buildLongLedger(b, dir, commits, partitions, dlq, compacted)
+		buildLongLedger(b, dir, commits, partitions, v)
 		b.Logf("built a ledger of %d ranges in %s under %s", commits*partitions, time.Since(start).Round(time.Second), dir)
 	}
 	bin := benchFloe(b)
@@ -123,7 +127,7 @@ func BenchmarkLongLedger(b *testing.B) {
 			if only != "" && !slices.Contains(strings.Split(only, ","), r.name) {
 				continue
 			}
-			rss, secs, cpu := timeCommand(b, bin, append(r.args, loc...), compacted && r.name == "audit")
+			rss, secs, cpu := timeCommand(b, bin, append(r.args, loc...), v == variantCompacted && r.name == "audit")
 			b.ReportMetric(rss, r.name+"-MiB")
 			b.ReportMetric(secs, r.name+"-s")
 			b.ReportMetric(cpu, r.name+"-cpu-s")
@@ -131,6 +135,16 @@ func BenchmarkLongLedger(b *testing.B) {
 	}
 	b.ReportMetric(float64(commits*partitions), "ranges")
 }
+
+// ledgerVariant is which table BenchmarkLongLedger measures, "" for the
+// plain one: its folder's name prefix.
+type ledgerVariant string
+
+const (
+	variantDLQ       ledgerVariant = "dlq-"
+	variantCompacted ledgerVariant = "compacted-"
+	variantUpsert    ledgerVariant = "upsert-"
+)
 
 // benchFloe is the floe binary a benchmark measures: FLOE_BENCH_FLOE, or
 // one built from this checkout.
@@ -214,7 +228,8 @@ func fillPartitions(b *testing.B, brokers []string, partitions, n int) {
 // buildLongLedger builds the table bench.ledger under dir (see
 // BenchmarkLongLedger), with dead letters in its live commits when dlq is
 // set, and marks dir ready.
-func buildLongLedger(b *testing.B, dir string, commits, partitions int, dlq, compacted bool) {
+func buildLongLedger(b *testing.B, dir string, commits, partitions int, v ledgerVariant) {
+	dlq := v == variantDLQ
 	ctx := b.Context()
 	if err := os.RemoveAll(dir); err != nil {
 		b.Fatal(err)
@@ -223,7 +238,11 @@ func buildLongLedger(b *testing.B, dir string, commits, partitions int, dlq, com
 	if err != nil {
 		b.Fatal(err)
 	}
-	tbl, err := snapshot.Open(ctx, cat, []string{"bench", "ledger"}, snapshot.OpenOptions{Create: true})
+	opts := snapshot.OpenOptions{Create: true}
+	if v == variantUpsert {
+		opts.Mode = mapping.ModeUpsert
+	}
+	tbl, err := snapshot.Open(ctx, cat, []string{"bench", "ledger"}, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -312,7 +331,7 @@ func buildLongLedger(b *testing.B, dir string, commits, partitions int, dlq, com
 	if _, err := tbl.Maintain(ctx, snapshot.MaintainOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	if compacted {
+	if v == variantCompacted {
 		addCompactedFile(b, tbl, commits)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {

@@ -466,3 +466,40 @@ func TestSinkLanedPartitionStaysInLane(t *testing.T) {
 	checkExactlyOnce(t, tbl, e.endOffsets(topic))
 	auditComplete(t, e, tbl)
 }
+
+// TestCompactGroupsMetricsNone: a table whose column metrics are off
+// (write.metadata.metrics.default=none, an Iceberg setting) holds a sink's
+// file groups. Compaction checks each file it wrote against the position
+// columns' bounds before committing it, so floe's writers keep those
+// bounds whatever the table says: without them every compaction of the
+// groups was refused, having rewritten them for nothing. From a review.
+func TestCompactGroupsMetricsNone(t *testing.T) {
+	e := newEnv(t)
+	const topic, parts = "nometrics", 12
+	want := paddedTopic(e, topic, parts, 5)
+	tbl := e.Table("lake.nometrics")
+	if err := tbl.SetProperties(e.Ctx, map[string]string{"write.metadata.metrics.default": "none"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000}); err != nil {
+			t.Fatal(err)
+		}
+		var recs []*kgo.Record
+		for p := range int32(parts) {
+			recs = append(recs, paddedRecords(topic, p, 5, "b")...)
+			want[mapping.TopicPartition{Topic: topic, Partition: p}] += 5
+		}
+		e.Produce(recs)
+	}
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, tbl, want)
+	res, err := tbl.Compact(e.Ctx, snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: quietLogger()})
+	if err != nil || res.Replaced == 0 {
+		t.Fatalf("compaction of a table of file groups without column metrics: %+v, %v", res, err)
+	}
+	checkExactlyOnce(t, tbl, want)
+	auditComplete(t, e, tbl)
+}

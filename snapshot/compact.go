@@ -862,6 +862,12 @@ func (t *Table) rewriteGroup(ctx context.Context, g compactGroup, target int64) 
 		byPartition[f.partition] = append(byPartition[f.partition], f.task)
 		rows += f.task.File.Count()
 	}
+	// The rewrite's files carry the position columns' bounds it is
+	// checked by below, whatever the table's metrics settings.
+	tbl, err := t.withProperties(t.tbl, positionMetrics)
+	if err != nil {
+		return nil, err
+	}
 	for _, key := range slices.Sorted(maps.Keys(byPartition)) {
 		tg := table.CompactionTaskGroup{PartitionKey: fmt.Sprintf("%s %s", g, key), Tasks: byPartition[key]}
 		for _, task := range tg.Tasks {
@@ -871,7 +877,7 @@ func (t *Table) rewriteGroup(ctx context.Context, g compactGroup, target int64) 
 		// group holds a few batches in memory rather than whole input
 		// files (iceberg-go's defaults read ahead a file per CPU and queue
 		// 64 batches), and groups run in parallel instead.
-		gr, err := table.ExecuteCompactionGroup(ctx, t.tbl, tg, table.WithCompactionTargetFileSize(target),
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl, tg, table.WithCompactionTargetFileSize(target),
 			table.WithCompactionScanConcurrency(1), table.WithCompactionRecordBatchBufferSize(1))
 		written = append(written, gr.NewDataFiles...)
 		if err != nil {

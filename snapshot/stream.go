@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,7 @@ func (t *Table) NewWriter(base *table.Table, want *iceberg.Schema) (*Writer, err
 			props[dictColumnKey+col] = "false"
 		}
 	}
+	maps.Copy(props, positionMetrics)
 	if target, err = t.withProperties(target, props); err != nil {
 		return nil, err
 	}
@@ -179,6 +181,18 @@ var plainColumns = []string{mapping.ColTopic, mapping.ColPartition,
 // dictColumnKey is the prefix of the table properties that turn a
 // column's dictionary encoding on or off.
 const dictColumnKey = "write.parquet.dict-encoding-enabled.column."
+
+// positionMetrics keeps the full column bounds of the position columns in
+// the manifests of every file floe writes, whatever the table's
+// write.metadata.metrics settings: compaction checks each file it wrote
+// against them before committing it, and the lookups and the audit find
+// a partition's files by them (a table with metrics off had every
+// compaction of file groups refused).
+var positionMetrics = iceberg.Properties{
+	table.MetricsModeColumnConfPrefix + "." + mapping.ColTopic:     "full",
+	table.MetricsModeColumnConfPrefix + "." + mapping.ColPartition: "full",
+	table.MetricsModeColumnConfPrefix + "." + mapping.ColOffset:    "full",
+}
 
 // withProperties returns target with props set, in memory only: they
 // change how this writer writes files, not the table.

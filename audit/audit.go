@@ -172,6 +172,11 @@ type Finding struct {
 	// Offsets are the offsets concerned when HasOffsets.
 	Offsets    mapping.Interval
 	HasOffsets bool
+	// Others are the other partitions the finding concerns, when it is
+	// about the ranges of several partitions together (a file group's
+	// files hold their rows together, so which partition lost rows is not
+	// known): each counts the finding among its own.
+	Others []mapping.TopicPartition
 	// File is the data file concerned, if any; SnapshotID the snapshot.
 	File       string
 	SnapshotID int64
@@ -701,13 +706,17 @@ func (a *auditor) finish() {
 		}
 	}
 	slices.SortStableFunc(r.Findings, compareFindings)
-	for i := range r.Partitions {
-		p := &r.Partitions[i]
-		for _, f := range r.Findings {
-			if f.HasPartition && f.Partition == p.TopicPartition {
-				p.Findings++
+	count := map[mapping.TopicPartition]int{}
+	for _, f := range r.Findings {
+		if f.HasPartition {
+			count[f.Partition]++
+			for _, o := range f.Others {
+				count[o]++
 			}
 		}
+	}
+	for i := range r.Partitions {
+		r.Partitions[i].Findings = count[r.Partitions[i].TopicPartition]
 	}
 	r.Duration = time.Since(r.Started)
 }

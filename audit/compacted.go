@@ -479,6 +479,7 @@ func (a *auditor) joinedCounts(ctx context.Context, sets *rangeSets, unattribute
 				names[i] = tp.String()
 			}
 			fd.Offsets.High = s.high[tps[0]].r.High
+			fd.Others = tps[1:]
 			fd.Detail = fmt.Sprintf("the %d ranges of %d partitions (%s), which a file group of compacted files spans, have %d records in the ledger; their live files hold %d",
 				s.n, len(tps), strings.Join(names, ", "), s.want, s.held)
 		}

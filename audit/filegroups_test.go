@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -235,5 +236,56 @@ func TestCleanMixedPureAndGrouped(t *testing.T) {
 		if err != nil || res.Status != lookup.StatusRow {
 			t.Fatalf("where %s@%d: %+v %v", tp, at.o, res, err)
 		}
+	}
+}
+
+// TestGroupFileRemovedCountsForItsPartitions: another writer removes one
+// file of a sink's file group. Which partitions lost rows is not known
+// from the counts (the group's files hold its ranges' rows together), so
+// the findings count for every partition of the group: each partition
+// whose rows went with the file reads "findings", not "complete", in the
+// report's per-partition status, and the JSON names them. The findings
+// were pinned on the group's first partition alone. From a review.
+func TestGroupFileRemovedCountsForItsPartitions(t *testing.T) {
+	e := newEnv(t)
+	tbl, c := groupedTable(t, e, "gpart")
+	gone := c.FileGroups[0].Files[len(c.FileGroups[0].Files)-1]
+	files, err := tbl.Files(e.Ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit := map[int32]bool{}
+	for _, f := range files {
+		if f.Path == gone {
+			for p := f.PartitionMin; p <= f.PartitionMax; p++ {
+				hit[p] = true
+			}
+		}
+	}
+	if hit[0] || len(hit) == 0 {
+		t.Fatalf("the removed file holds partitions %v; the test wants it not to hold partition 0", hit)
+	}
+	txn := tbl.Iceberg().NewTransaction()
+	if err := txn.ReplaceDataFiles(e.Ctx, []string{gone}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep := e.audit(tbl, filesDepth)
+	if rep.Complete() {
+		t.Fatal("audit complete with a group file removed")
+	}
+	for _, p := range rep.Partitions {
+		if hit[p.Partition] && p.Findings == 0 {
+			t.Errorf("partition %s lost rows with file %s, yet the files level reports it with no finding (status complete)", p.TopicPartition, gone)
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"other_partitions"`) {
+		t.Errorf("the JSON report names no other partition of the group's findings:\n%s", js.String())
 	}
 }

@@ -121,11 +121,24 @@ func (a *auditor) missingGroupFiles(c mapping.Commit, r mapping.Range, live map[
 				continue
 			}
 			a.find(Finding{Level: LevelFiles, Kind: KindMissingFile, Partition: r.TopicPartition, HasPartition: true,
-				File: p, SnapshotID: c.SnapshotID,
+				Others: otherPartitions(r.TopicPartition, groupRanges(&c, g)), File: p, SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("file of the file group added by snapshot %d for ranges %s is no longer live: its rows were deleted or overwritten", c.SnapshotID, ranges)})
 		}
 	}
 	return inGroup
+}
+
+// otherPartitions are the partitions of rs but first, sorted, for
+// Finding.Others.
+func otherPartitions(first mapping.TopicPartition, rs []mapping.Range) []mapping.TopicPartition {
+	var out []mapping.TopicPartition
+	for _, r := range rs {
+		if r.TopicPartition != first && !slices.Contains(out, r.TopicPartition) {
+			out = append(out, r.TopicPartition)
+		}
+	}
+	slices.SortFunc(out, mapping.TopicPartition.Compare)
+	return out
 }
 
 // describeRanges names ranges for a finding: partition and offsets of the
@@ -172,7 +185,7 @@ func (a *auditor) groupCount(keys []rangeKey, grouped []mapping.Commit, want, he
 	}
 	first := keys[0]
 	a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: first.r.TopicPartition, HasPartition: true,
-		Offsets: first.r.Interval, HasOffsets: true, SnapshotID: first.snapshot,
+		Others: otherPartitions(first.r.TopicPartition, rs), Offsets: first.r.Interval, HasOffsets: true, SnapshotID: first.snapshot,
 		Detail: fmt.Sprintf("the %d ranges %s (snapshot %d), which a file group holds together, have %d records in the ledger; their live files hold %d rows",
 			len(keys), describeRanges(rs), first.snapshot, want, held)})
 }

@@ -92,6 +92,14 @@ type jsonFinding struct {
 	File       *string `json:"file"`
 	SnapshotID *int64  `json:"snapshot_id"`
 	Detail     string  `json:"detail"`
+	// OtherPartitions are Finding.Others, when there are.
+	OtherPartitions []jsonPartitionRef `json:"other_partitions,omitempty"`
+}
+
+// jsonPartitionRef names a partition in a finding.
+type jsonPartitionRef struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
 }
 
 type jsonEvidence struct {
@@ -180,6 +188,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		if f.SnapshotID != 0 {
 			jf.SnapshotID = ptr(f.SnapshotID)
 		}
+		for _, o := range f.Others {
+			jf.OtherPartitions = append(jf.OtherPartitions, jsonPartitionRef{Topic: o.Topic, Partition: o.Partition})
+		}
 		out.Findings = append(out.Findings, jf)
 	}
 	enc := json.NewEncoder(w)
@@ -258,6 +269,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, "- %s\n", head)
 			wrap(&b, "    ", f.Detail)
+			if len(f.Others) > 0 {
+				names := make([]string, len(f.Others))
+				for i, o := range f.Others {
+					names[i] = partName(o)
+				}
+				wrap(&b, "    ", "also concerns "+strings.Join(names, ", ")+" (their rows are counted together)")
+			}
 			if f.File != "" {
 				fmt.Fprintf(&b, "    file %s\n", f.File)
 			}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
@@ -249,11 +250,11 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		return res, err
 	}
 	res.Columns = k.want
-	ledger, err := tbl.Ledger()
+	sum, err := tbl.Summary(ctx, 0)
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
-	if len(ledger.Commits) == 0 {
+	if sum.Commits == 0 {
 		return res, fmt.Errorf("%s has no floe commits yet: nothing was sunk into it, so it holds no key", tbl.Name())
 	}
 	found, err := keyRow(ctx, tbl, 0, k)
@@ -266,7 +267,9 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	}
 	if found != nil {
 		res.Status = KeyStatusRow
-		res.place(ledger, found.tp, found.offset)
+		if err := res.place(ctx, tbl, found.tp, found.offset); err != nil {
+			return res, err
+		}
 		res.File = found.file
 		for _, f := range files {
 			if f.Path == found.file {
@@ -277,11 +280,11 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 			text, found.tp, found.offset, derefOr(res.SnapshotID), found.file)
 		return res, nil
 	}
-	del, err := keyDelete(ctx, tbl, ledger, k)
+	del, err := keyDelete(ctx, tbl, k)
 	if err != nil {
 		return res, err
 	}
-	tr, ok, err := truncatedAfter(ctx, tbl, ledger, del, k)
+	tr, ok, err := truncatedAfter(ctx, tbl, del, k)
 	if err != nil {
 		return res, err
 	}
@@ -300,12 +303,14 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 			at = "an equality delete holds the key's columns only, and floe reads the deleting record's offset from the log for a table keyed by the Kafka key only"
 		}
 		if broker != nil && k.raw != nil {
-			rec, err := lastRecord(ctx, broker, del.commit.Ranges, k.raw)
+			rec, err := lastRecord(ctx, broker, slices.Values(del.commit.Ranges), k.raw)
 			if err != nil {
 				return res, err
 			}
 			if rec != nil {
-				res.place(ledger, rec.tp, rec.offset)
+				if err := res.place(ctx, tbl, rec.tp, rec.offset); err != nil {
+					return res, err
+				}
 				at = fmt.Sprintf("the record at %s offset %d deletes it", rec.tp, rec.offset)
 			} else {
 				at = "the log no longer holds the commit's record of the key"
@@ -323,11 +328,24 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		}
 		return res, nil
 	}
-	var all []mapping.Range
-	for _, c := range ledger.Commits {
-		all = append(all, c.Ranges...)
+	var readErr error
+	all := func(yield func(mapping.Range) bool) {
+		for c, err := range tbl.Commits(ctx, 0) {
+			if err != nil {
+				readErr = fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+				return
+			}
+			for _, r := range c.Ranges {
+				if !yield(r) {
+					return
+				}
+			}
+		}
 	}
 	rec, err := lastRecord(ctx, broker, all, k.raw)
+	if err == nil {
+		err = readErr
+	}
 	if err != nil {
 		return res, err
 	}
@@ -337,7 +355,9 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		return res, nil
 	}
 	res.Status, res.FoundBy = KeyStatusDeleted, FoundByLog
-	res.place(ledger, rec.tp, rec.offset)
+	if err := res.place(ctx, tbl, rec.tp, rec.offset); err != nil {
+		return res, err
+	}
 	res.Explanation = fmt.Sprintf("key %s has no row: its last record in the log, at %s offset %d (snapshot %d), deletes it (its equality delete was dropped by compaction)",
 		text, rec.tp, rec.offset, derefOr(res.SnapshotID))
 	return res, nil
@@ -351,11 +371,17 @@ func derefOr(p *int64) int64 {
 }
 
 // place sets the record's position and the commit and range holding it.
-func (r *KeyResult) place(l mapping.Ledger, tp mapping.TopicPartition, offset int64) {
+func (r *KeyResult) place(ctx context.Context, tbl *snapshot.Table, tp mapping.TopicPartition, offset int64) error {
 	r.Topic, r.Partition, r.Offset = tp.Topic, &tp.Partition, &offset
-	if c, rg, ok := l.Locate(tp, offset); ok {
+	loc, err := tbl.Locate(ctx, 0, tp, offset)
+	if err != nil {
+		return fmt.Errorf("locate %s offset %d in the ledger of %s: %w", tp, offset, tbl.Name(), err)
+	}
+	if loc.Status != mapping.StatusUnsunk {
+		c, rg := loc.Commit, loc.Range
 		r.SnapshotID, r.CommittedAt, r.Low, r.High = &c.SnapshotID, &c.CommittedAt, &rg.Low, &rg.High
 	}
+	return nil
 }
 
 // keyedRow is where a key's row is.
@@ -395,24 +421,22 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, snapshotID int64, k tableK
 	return found, nil
 }
 
-// truncatedAfter returns the newest floe commit of ledger, after the one
-// that added del, that removed data files (a truncate, which deletes every
-// row without an equality delete) and found a row of k in the snapshot
-// before it: the key went with the truncate, not with del (the key's
-// upsert commit's delete of its older rows, or an earlier delete of it).
-// Commits whose snapshot or parent expired are not looked at.
-func truncatedAfter(ctx context.Context, tbl *snapshot.Table, ledger mapping.Ledger, del *keyDeletion, k tableKey) (mapping.Commit, bool, error) {
+// truncatedAfter returns the newest floe commit of the branch, after the
+// one that added del, that removed data files (a truncate, which deletes
+// every row without an equality delete) and found a row of k in the
+// snapshot before it: the key went with the truncate, not with del (the
+// key's upsert commit's delete of its older rows, or an earlier delete of
+// it). Only live snapshots whose parent is live are looked at.
+func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, k tableKey) (mapping.Commit, bool, error) {
 	// Without a delete (a compaction dropped the delete files once no
 	// older data file survived), every truncate is looked at: the newest
 	// whose parent held a row of the key removed it.
 	meta := tbl.Iceberg().Metadata()
-	for i := len(ledger.Commits) - 1; i >= 0; i-- {
-		c := ledger.Commits[i]
-		if del != nil && c.SnapshotID == del.commit.SnapshotID {
+	for s := tbl.Head(); s != nil && s.ParentSnapshotID != nil; s = meta.SnapshotByID(*s.ParentSnapshotID) {
+		if del != nil && s.SnapshotID == del.commit.SnapshotID {
 			break
 		}
-		s := meta.SnapshotByID(c.SnapshotID)
-		if s == nil || s.Summary == nil || s.ParentSnapshotID == nil || meta.SnapshotByID(*s.ParentSnapshotID) == nil {
+		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) || meta.SnapshotByID(*s.ParentSnapshotID) == nil {
 			continue
 		}
 		if n := s.Summary.Properties["deleted-data-files"]; n == "" || n == "0" {
@@ -420,7 +444,7 @@ func truncatedAfter(ctx context.Context, tbl *snapshot.Table, ledger mapping.Led
 		}
 		row, err := keyRow(ctx, tbl, *s.ParentSnapshotID, k)
 		if err != nil || row != nil {
-			return c, row != nil, err
+			return mapping.Commit{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}, row != nil, err
 		}
 	}
 	return mapping.Commit{}, false, nil
@@ -435,14 +459,23 @@ type keyDeletion struct {
 // keyDelete finds the newest live equality-delete file that holds k, and
 // the floe commit that added it: files are read newest commit first, and
 // the search stops at the first that holds the key.
-func keyDelete(ctx context.Context, tbl *snapshot.Table, l mapping.Ledger, k tableKey) (*keyDeletion, error) {
+func keyDelete(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyDeletion, error) {
 	dels, err := tbl.DeleteFiles(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
+	adders := map[int64]bool{}
+	for _, d := range dels {
+		adders[d.AddedBy] = true
+	}
+	// The floe commits that added them, in ledger order.
 	order := map[int64]int{}
-	for i, c := range l.Commits {
-		order[c.SnapshotID] = i
+	commits := map[int64]mapping.Commit{}
+	for c, err := range tbl.CommitsOf(ctx, 0, adders) {
+		if err != nil {
+			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+		}
+		order[c.SnapshotID], commits[c.SnapshotID] = len(order), c
 	}
 	dels = slices.DeleteFunc(dels, func(d snapshot.DeleteFile) bool {
 		_, floe := order[d.AddedBy]
@@ -468,7 +501,7 @@ func keyDelete(ctx context.Context, tbl *snapshot.Table, l mapping.Ledger, k tab
 			return nil, err
 		}
 		if hit {
-			return &keyDeletion{commit: l.Commits[order[d.AddedBy]], file: d}, nil
+			return &keyDeletion{commit: commits[d.AddedBy], file: d}, nil
 		}
 	}
 	return nil, nil
@@ -478,10 +511,10 @@ func keyDelete(ctx context.Context, tbl *snapshot.Table, l mapping.Ledger, k tab
 // the key (by commit order of the ranges, then offset) when it deletes the
 // key (a null value), nil when the key has no record there or its last
 // record upserts it.
-func lastRecord(ctx context.Context, broker *connector.Broker, ranges []mapping.Range, key []byte) (*keyedRow, error) {
+func lastRecord(ctx context.Context, broker *connector.Broker, ranges iter.Seq[mapping.Range], key []byte) (*keyedRow, error) {
 	var last *keyedRow
 	lastDeletes := false
-	for _, r := range ranges {
+	for r := range ranges {
 		if r.Deleted() || r.Len() == 0 {
 			continue
 		}

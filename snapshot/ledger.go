@@ -289,6 +289,24 @@ func (t *Table) Commits(ctx context.Context, snapshotID int64) iter.Seq2[mapping
 	return t.commitsWhere(ctx, snapshotID, commitFilter{})
 }
 
+// CommitsOf yields the floe commits of the ledger as of a snapshot (0:
+// the branch head) whose snapshots are in ids, oldest first, reading only
+// the archive blocks that hold one of them: a reader of a few commits
+// pays for those, not for the ledger.
+func (t *Table) CommitsOf(ctx context.Context, snapshotID int64, ids map[int64]bool) iter.Seq2[mapping.Commit, error] {
+	return func(yield func(mapping.Commit, error) bool) {
+		for c, err := range t.commitsWhere(ctx, snapshotID, commitFilter{ids: ids}) {
+			// commitsWhere yields every live snapshot's commit.
+			if err == nil && !ids[c.SnapshotID] {
+				continue
+			}
+			if !yield(c, err) {
+				return
+			}
+		}
+	}
+}
+
 // commitFilter says which commits of the archive commitsWhere yields: the
 // zero value, all of them.
 type commitFilter struct {

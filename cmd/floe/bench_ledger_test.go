@@ -56,7 +56,8 @@ import (
 // FLOE_BENCH_FLOE names the floe binary to measure (default: built from
 // this checkout), so that two builds can be compared on one ledger;
 // FLOE_BENCH_LEDGER_RUNS the commands to run, comma-separated (default:
-// sink,where,as-of,status,files,audit,compact). FLOE_BENCH_LEDGER_DLQ=1 measures
+// sink,where,as-of,status,files,audit,compact, and where-key on the
+// upsert table). FLOE_BENCH_LEDGER_DLQ=1 measures
 // a table of its own whose ten commits through the normal path each
 // dead-letter one record of partition 0 into bench.ledger_dlq (its rows
 // added as a sink adds them): a sink resuming on it reconciles that
@@ -68,7 +69,9 @@ import (
 // chains of ranges they span, and held the whole ledger to do so.
 // FLOE_BENCH_LEDGER_UPSERT=1 measures the same ledger on an upsert table
 // of its own: floe as-of of an upsert table finds the commit boundary at
-// or below the position from the commits' ranges in order.
+// or below the position from the commits' ranges in order, and the run
+// where-key (floe where --key) looks a key up (it has no row, no delete:
+// never seen).
 func BenchmarkLongLedger(b *testing.B) {
 	commits := benchEnvInt(b, "FLOE_BENCH_LEDGER_COMMITS", 10_000)
 	partitions := benchEnvInt(b, "FLOE_BENCH_LEDGER_PARTITIONS", 1_000)
@@ -120,6 +123,12 @@ func BenchmarkLongLedger(b *testing.B) {
 		{"files", []string{"files", "--json"}},
 		{"audit", []string{"audit", "--json"}},
 		{"compact", []string{"maintain", "--compact", "--json"}},
+	}
+	if v == variantUpsert {
+		runs = append(runs, struct {
+			name string
+			args []string
+		}{"where-key", []string{"where", "--key", "k"}})
 	}
 	only := os.Getenv("FLOE_BENCH_LEDGER_RUNS")
 	for b.Loop() {

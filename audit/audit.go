@@ -524,7 +524,7 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 		return &NoLedgerError{Table: name, Branch: a.tbl.Branch(), Snapshots: n}
 	}
 	a.sum = sum
-	a.full = a.opts.Depth >= DepthRows || a.opts.VerifyContent || a.fold != "" || a.upsert != nil
+	a.full = a.opts.Depth >= DepthRows || a.opts.VerifyContent || a.fold != ""
 	total := 0
 	for _, p := range sum.Parts {
 		total += p.Ranges
@@ -611,26 +611,28 @@ func (a *auditor) eachCommit(ctx context.Context, fn func(mapping.Commit)) error
 	return nil
 }
 
-// commitsOfFiles makes a.commits hold at least the commits that added
-// files (all of them when the ledger is held whole).
-func (a *auditor) commitsOfFiles(ctx context.Context, files []snapshot.DataFile) error {
+// commitsAddedBy makes a.commits hold at least the commits of the
+// snapshots in want (all of them when the ledger is held whole), reading
+// only the archive blocks that hold them.
+func (a *auditor) commitsAddedBy(ctx context.Context, want map[int64]bool) error {
 	if a.full {
 		return nil
 	}
-	want := map[int64]bool{}
-	for _, f := range files {
-		want[f.AddedBy] = true
-	}
 	var cs []mapping.Commit
-	if err := a.eachCommit(ctx, func(c mapping.Commit) {
-		if want[c.SnapshotID] {
-			cs = append(cs, c)
+	for c, err := range a.tbl.CommitsOf(ctx, a.headID, want) {
+		if err != nil {
+			return fmt.Errorf("read the ledger of %s: %w", a.tbl.Name(), err)
 		}
-	}); err != nil {
-		return err
+		cs = append(cs, c)
 	}
 	a.indexCommits(cs)
 	return nil
+}
+
+// floeCommit reports whether snapshot id is a commit of the ledger, from
+// a.commits or, when it holds only some commits, the table's history.
+func (a *auditor) floeCommit(id int64) bool {
+	return a.commits[id] != nil || (!a.full && a.tbl.IsFloeCommit(id))
 }
 
 // selected reports whether the audit covers topic.

@@ -45,7 +45,7 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 		a.deleteFiles()
 		return nil
 	}
-	if err := a.commitsOfFiles(ctx, files); err != nil {
+	if err := a.commitsAddedBy(ctx, addedBy(files)); err != nil {
 		return err
 	}
 	live := make(map[string]bool, len(files))
@@ -172,6 +172,15 @@ func (a *auditor) filesLevel(ctx context.Context) error {
 	}
 	a.deleteFiles()
 	return nil
+}
+
+// addedBy is the set of the snapshots that added files.
+func addedBy(files []snapshot.DataFile) map[int64]bool {
+	ids := map[int64]bool{}
+	for _, f := range files {
+		ids[f.AddedBy] = true
+	}
+	return ids
 }
 
 // rangesHolding returns the ranges of floe commit c inside which data

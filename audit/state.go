@@ -169,7 +169,7 @@ func (a *auditor) foreignRemovals(ctx context.Context) error {
 	meta := a.tbl.Iceberg().Metadata()
 	lookups := 0
 	for _, s := range table.AncestorsOf(a.headID, meta.SnapshotByID) {
-		if a.commits[s.SnapshotID] != nil || s.ParentSnapshotID == nil || meta.SnapshotByID(*s.ParentSnapshotID) == nil {
+		if a.floeCommit(s.SnapshotID) || s.ParentSnapshotID == nil || meta.SnapshotByID(*s.ParentSnapshotID) == nil {
 			continue
 		}
 		if a.upsert != nil && a.tbl.IsCompaction(s.SnapshotID) {
@@ -208,7 +208,7 @@ func (a *auditor) foreignRemovals(ctx context.Context) error {
 			kept[f.Path] = true
 		}
 		for _, f := range before {
-			if kept[f.Path] || a.commits[f.AddedBy] == nil {
+			if kept[f.Path] || !a.floeCommit(f.AddedBy) {
 				continue
 			}
 			fd := Finding{Level: LevelFiles, Kind: KindMissingFile, File: f.Path, SnapshotID: s.SnapshotID,

@@ -169,6 +169,17 @@ const maxNamedKeys = 20
 
 // upsertFiles is the files level of an upsert table, from manifests only.
 func (a *auditor) upsertFiles(ctx context.Context) error {
+	deletes, err := a.tbl.DeleteFiles(ctx, a.headID)
+	if err != nil {
+		return fmt.Errorf("list the delete files of %s: %w", a.tbl.Name(), err)
+	}
+	adders := addedBy(a.files)
+	for _, d := range deletes {
+		adders[d.AddedBy] = true
+	}
+	if err := a.commitsAddedBy(ctx, adders); err != nil {
+		return err
+	}
 	held := map[rangeKey]int64{}
 	for _, f := range a.files {
 		c := a.commits[f.AddedBy]
@@ -198,14 +209,10 @@ func (a *auditor) upsertFiles(ctx context.Context) error {
 				Detail: fmt.Sprintf("range %s of snapshot %d upserted %d records; the files it added hold %d rows, more than it upserted", k.r.Interval, k.snapshot, k.r.Records, n)})
 		}
 	}
-	deletes, err := a.tbl.DeleteFiles(ctx, a.headID)
-	if err != nil {
-		return fmt.Errorf("list the delete files of %s: %w", a.tbl.Name(), err)
-	}
 	for _, d := range deletes {
 		fd := Finding{Level: LevelFiles, Kind: KindDeleteFiles, File: d.Path, SnapshotID: d.AddedBy}
 		switch {
-		case a.commits[d.AddedBy] == nil && !a.tbl.IsCompaction(d.AddedBy):
+		case !a.floeCommit(d.AddedBy) && !a.tbl.IsCompaction(d.AddedBy):
 			fd.Detail = fmt.Sprintf("delete file added by snapshot %d, which is not a floe commit: its %d deletes hide rows the ledger does not explain", d.AddedBy, d.Records)
 		case !d.Equality:
 			fd.Detail = fmt.Sprintf("position-delete file (%s) of snapshot %d: floe deletes rows of an upsert table with equality deletes on its key only", d.Format, d.AddedBy)
@@ -236,7 +243,7 @@ func (a *auditor) removedDeleteFiles(ctx context.Context, parent, s int64, op st
 		kept[f.Path] = true
 	}
 	for _, f := range before {
-		if kept[f.Path] || a.commits[f.AddedBy] == nil {
+		if kept[f.Path] || !a.floeCommit(f.AddedBy) {
 			continue
 		}
 		a.find(Finding{Level: LevelFiles, Kind: KindMissingFile, File: f.Path, SnapshotID: s,

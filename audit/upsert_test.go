@@ -167,7 +167,8 @@ var upsertTampers = []upsertTamper{
 
 // TestUpsertAuditTampered changes a complete upsert table as another
 // writer could and checks that the audit reports it at the levels that can
-// see it, naming the key: each change makes findings of the wanted kinds.
+// see it, naming the key: each change makes findings of the wanted kinds,
+// those of the files level also when it runs alone.
 func TestUpsertAuditTampered(t *testing.T) {
 	for _, c := range upsertTampers {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,6 +193,17 @@ func TestUpsertAuditTampered(t *testing.T) {
 				t.Fatalf("no finding names key %q:\n%s", key, text.String())
 			}
 			t.Logf("%s", text.String())
+			// The files level alone, which reads only the commits that
+			// added the live files, finds the same files findings.
+			atFiles := map[string]bool{}
+			for _, f := range e.audit(tbl, filesDepth).Findings {
+				atFiles[string(f.Level)+" "+string(f.Kind)] = true
+			}
+			for _, w := range c.want {
+				if strings.HasPrefix(w, "files ") && !atFiles[w] {
+					t.Fatalf("no %s finding at the files level alone (%v)", w, atFiles)
+				}
+			}
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
@@ -417,4 +418,42 @@ func TestDebeziumDeadLetters(t *testing.T) {
 		}
 	}
 	checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes+c.Tombstones), 0, int64(len(bad)))
+}
+
+// TestDebeziumTruncateFilesAudit: a truncate in a commit of its own
+// removes every data file and adds none. The files level of an upsert
+// table reads only the commits that added the live files, and must still
+// know the truncate for a floe commit (the table's history says so), not
+// report its removals as another writer's.
+func TestDebeziumTruncateFilesAudit(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.customers-truncated"
+	e.Topic(topic, 1, nil)
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(10, 25, 3)
+	e.Produce(c.Records(t, floetest.CDCConnectJSON, ""))
+	tbl, dlq := e.debeziumTable("lake.truncated_alone", floetest.CDCConnectJSON)
+	cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	before := len(c.Records(t, floetest.CDCConnectJSON, ""))
+	c.Truncate()
+	e.Produce(c.Records(t, floetest.CDCConnectJSON, "")[before:])
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rows(t, tbl)); n != 0 {
+		t.Fatalf("%d rows after the truncate, want none", n)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthFiles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("files level finding: %s %s: %s", f.Level, f.Kind, f.Detail)
+	}
 }

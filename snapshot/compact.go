@@ -138,6 +138,17 @@ func (e *CompactConflictError) Is(target error) bool { return target == ErrCompa
 // state table (mapping.ModeFold), whose folds rewrite its files themselves.
 var ErrCompactUnsupported = errors.New("compaction not supported")
 
+// IsFloeCommit reports whether a snapshot of the table's history, live
+// or archived, is a floe commit: an entry of the ledger. The archive
+// index answers for expired snapshots without reading the archive.
+func (t *Table) IsFloeCommit(snapshotID int64) bool {
+	if s := t.tbl.Metadata().SnapshotByID(snapshotID); s != nil {
+		return s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties)
+	}
+	e, _, ok := t.archive.find(snapshotID)
+	return ok && e.floeCommit()
+}
+
 // IsCompaction reports whether a snapshot of the table, live or expired
 // and archived, is a compaction floe made.
 func (t *Table) IsCompaction(snapshotID int64) bool {

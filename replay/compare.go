@@ -199,6 +199,11 @@ func mainRowsLost(ctx context.Context, t *snapshot.Table, mainID, headID int64, 
 		m := mc[tp]
 		b, onBranch := bc[tp]
 		held := func(c mapping.Coverage) []mapping.Interval {
+			if c.Next <= c.First {
+				// Only empty ranges (a partition with no record yet):
+				// nothing to drop.
+				return nil
+			}
 			out := []mapping.Interval{{Low: c.First, High: c.Next}}
 			for _, holes := range [][]mapping.Interval{c.Gaps, c.Lost} {
 				for _, h := range holes {

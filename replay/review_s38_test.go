@@ -244,3 +244,27 @@ func TestS38RepublishAfterExpiry(t *testing.T) {
 		t.Fatalf("main holds %d rows, want 90", n)
 	}
 }
+
+// TestPublishWithEmptyPartitions: a topic of three partitions, two of
+// which never had a record: main's ledger holds empty ranges of them
+// ([0, 0), where the sink started them). A replay of the whole topic onto
+// a branch holds the same, and publishing it drops nothing: it was refused
+// for "main holds sparse/1 [0, 0)", which only --publish-different got
+// past. From a new-user run.
+func TestPublishWithEmptyPartitions(t *testing.T) {
+	e := newEnv(t)
+	const topic = "sparse"
+	e.Topic(topic, 3, nil)
+	e.Produce(records(topic, 0, 20, "a"))
+	main := e.Table("lake.sparse")
+	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.replay("lake.sparse", replay.Options{Topic: topic, Branch: "rb", Publish: true})
+	if err != nil || !res.Published {
+		t.Fatalf("replay --branch --publish: published %v, %v", res.Published, err)
+	}
+	if got := rows(t, e.openExisting("lake.sparse", "")); len(got) != 20 {
+		t.Fatalf("main holds %d rows after the publish, want 20", len(got))
+	}
+}

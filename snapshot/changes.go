@@ -160,9 +160,7 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 		// every manifest of the table.
 		err = txn.AddFiles(ctx, nil, props, true)
 	default:
-		// File names are random UUIDs, so the duplicate check, which reads
-		// every manifest of the table, would only cost time.
-		err = txn.AddDataFiles(ctx, ch.Add, props, table.WithoutDuplicateCheck())
+		err = appendFiles(ctx, txn, t.tbl.Metadata().Version(), ch.Add, props)
 	}
 	if err != nil {
 		return nil, err
@@ -219,4 +217,18 @@ func (t *Table) liveDataFiles(ctx context.Context) ([]iceberg.DataFile, error) {
 		}
 	}
 	return files, nil
+}
+
+// appendFiles adds files in an append snapshot of txn's table, of format
+// version version. File names are random UUIDs, so AddDataFiles' duplicate
+// check, which reads every manifest of the table, would only cost time.
+// Format 3 gives every row an id: AddDataFiles wants each file's
+// first_row_id set by whoever wrote it, which iceberg-go's writer does not
+// do, and refused every commit of an append table of format 3; a row delta
+// of rows alone (an append too) has its manifest list assign them.
+func appendFiles(ctx context.Context, txn *table.Transaction, version int, files []iceberg.DataFile, props iceberg.Properties) error {
+	if version >= 3 {
+		return txn.NewRowDelta(props).AddRows(files...).Commit(ctx)
+	}
+	return txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
 }

@@ -201,7 +201,7 @@ func (t *Table) addDeadLetters(ctx context.Context, log *slog.Logger, id string,
 		txn := t.tbl.NewTransaction()
 		err := txn.AssertRefSnapshotID(table.MainBranch)
 		if err == nil {
-			err = txn.AddDataFiles(ctx, files, iceberg.Properties{KeyDeadLettersFor: id}, table.WithoutDuplicateCheck())
+			err = appendFiles(ctx, txn, t.tbl.Metadata().Version(), files, iceberg.Properties{KeyDeadLettersFor: id})
 		}
 		var tbl *table.Table
 		if err == nil {

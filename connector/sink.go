@@ -477,6 +477,25 @@ func (s *Sink) recordOnTruncate(ctx context.Context) error {
 	return nil
 }
 
+// interruptedOnly reports whether err says only that its context was
+// cancelled: every error it wraps or joins ends in context.Canceled. An
+// interrupt that met a real failure (a flush whose files could not be
+// written) is not a clean stop.
+func interruptedOnly(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !interruptedOnly(e) {
+				return false
+			}
+		}
+		return true
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return interruptedOnly(u)
+	}
+	return errors.Is(err, context.Canceled)
+}
+
 // run is Run until ctx ends.
 func (s *Sink) run(ctx context.Context) (Stats, error) {
 	if err := s.recordOnTruncate(ctx); err != nil {
@@ -488,6 +507,9 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 	}
 	s.known = nil
 	var failingSince time.Time
+	// failure is the transient error the sink is retrying after, while
+	// failingSince is set.
+	var failure error
 	// schemaRaced is set when a session ended because another writer
 	// changed the schema under its flush, and no commit came since.
 	schemaRaced := false
@@ -509,6 +531,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 			}
+			failure = err
 			if failed := time.Since(failingSince); failed < s.cfg.RetryFor {
 				d := min(wait.NextBackOff(), s.cfg.RetryFor-failed)
 				s.stats.Retries++
@@ -524,9 +547,14 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			}
 			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit: %w", s.cfg.RetryFor, err)
 		}
-		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		if err != nil && ctx.Err() != nil && interruptedOnly(err) {
 			// Interrupted while the session started (reading the ledger or
-			// the watermarks): nothing was consumed, nothing is lost.
+			// the watermarks): this session consumed nothing. After a
+			// failure, what the earlier one consumed was not committed:
+			// not a clean stop.
+			if !failingSince.IsZero() {
+				return s.stats, fmt.Errorf("interrupted while starting again after a failure (nothing uncommitted was kept; the next run reads it again): %w", failure)
+			}
 			return s.stats, nil
 		}
 		restart := err == errPartitionsChanged

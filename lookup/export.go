@@ -208,7 +208,7 @@ func csvValue(a arrow.Array, i int) (string, error) {
 		return Bytes{B: c.Value(i)}.Text(), nil
 	case *array.Decimal128:
 		return decimalText(c, i), nil
-	case *array.Struct, *array.List:
+	case *array.Struct, *array.List, *array.Map:
 		b, err := MarshalJSON(jsonValue(a, i))
 		return string(b), err
 	}

@@ -129,8 +129,9 @@ func JSONRows(ctx context.Context, tbl *snapshot.Table, snapshotID int64, cut ma
 	})
 }
 
-// jsonValue is value i of a as JSON marshals it: binary as Bytes, inside
-// structs and lists too, the rest as Arrow marshals it.
+// jsonValue is value i of a as JSON marshals it: binary as Bytes and
+// decimals with their scale, inside structs, lists and maps too, the rest
+// as Arrow marshals it.
 func jsonValue(a arrow.Array, i int) any {
 	if a.IsNull(i) {
 		return nil
@@ -153,6 +154,15 @@ func jsonValue(a arrow.Array, i int) any {
 		out := make([]any, 0, end-start)
 		for j := start; j < end; j++ {
 			out = append(out, jsonValue(vals, int(j)))
+		}
+		return out
+	case *array.Map:
+		// As Arrow writes a map: its entries as key and value objects.
+		start, end := a.ValueOffsets(i)
+		keys, items := a.Keys(), a.Items()
+		out := make([]any, 0, end-start)
+		for j := start; j < end; j++ {
+			out = append(out, map[string]any{"key": jsonValue(keys, int(j)), "value": jsonValue(items, int(j))})
 		}
 		return out
 	case *array.Decimal128:

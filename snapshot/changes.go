@@ -70,6 +70,9 @@ func (t *Table) writeChanges(ctx context.Context, f Flush) (Changes, error) {
 		return ch, nil
 	}
 	_, target, err := t.stage(f.Schema)
+	if err == nil {
+		target, err = t.withProperties(target, positionMetrics)
+	}
 	if err != nil {
 		return Changes{shape: shape}, err
 	}

@@ -284,7 +284,11 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if deadRows {
 		// Written before the commit that lists them, and removed with the
 		// data files when that commit is fenced.
-		if dead, err = writeDeadLetters(ctx, opts.DeadLetters.tbl, f.DeadLetters, res.Commit.ID); err != nil {
+		target, err := opts.DeadLetters.withProperties(opts.DeadLetters.tbl, positionMetrics)
+		if err == nil {
+			dead, err = writeDeadLetters(ctx, target, f.DeadLetters, res.Commit.ID)
+		}
+		if err != nil {
 			t.removeFiles(ctx, log, ch.files())
 			opts.DeadLetters.removeFiles(ctx, log, dead)
 			return res, nil, fmt.Errorf("write dead-letter files of %s into %s: %w", t.Name(), opts.DeadLetters.Name(), err)

@@ -219,6 +219,12 @@ func (t *Table) deadDeletes(ctx context.Context, base *table.Snapshot, rewritten
 // written, also on error. It checks that no group comes out with more rows
 // than it read.
 func (t *Table) rewriteDeletes(ctx context.Context, groups []deletesGroup, target int64) ([]iceberg.DataFile, error) {
+	// The rewrite's files carry the position columns' bounds, whatever
+	// the table's metrics settings (positionMetrics).
+	tbl, err := t.withProperties(t.tbl, positionMetrics)
+	if err != nil {
+		return nil, err
+	}
 	var written []iceberg.DataFile
 	for _, g := range groups {
 		tg := table.CompactionTaskGroup{PartitionKey: g.partition, Tasks: g.tasks}
@@ -227,7 +233,7 @@ func (t *Table) rewriteDeletes(ctx context.Context, groups []deletesGroup, targe
 			tg.TotalSizeBytes += df.FileSizeBytes()
 			rows += df.Count()
 		}
-		gr, err := table.ExecuteCompactionGroup(ctx, t.tbl, tg, table.WithCompactionTargetFileSize(target),
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl, tg, table.WithCompactionTargetFileSize(target),
 			table.WithCompactionScanConcurrency(1), table.WithCompactionRecordBatchBufferSize(1))
 		written = append(written, gr.NewDataFiles...)
 		if err != nil {

@@ -117,3 +117,34 @@ func upsertCompactionBeside(t *testing.T, rollback bool) {
 		t.Fatalf("rows after the compaction:\n%s", got)
 	}
 }
+
+// TestUpsertFilesKeepBoundsMetricsNone: floe's writers keep the position
+// columns' bounds whatever the table's metrics settings, on every path:
+// an upsert table's commits (Flush.Batches, upsertChanges) and its
+// compaction (rewriteDeletes) wrote files without them with metrics off,
+// which manifests then could not place (floe files, the audit's files
+// level). From a review.
+func TestUpsertFilesKeepBoundsMetricsNone(t *testing.T) {
+	tbl := openTestTable(t, tempCatalog(t), "lake.upnometrics", snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert})
+	if err := tbl.SetProperties(t.Context(), map[string]string{"write.metadata.metrics.default": "none"}); err != nil {
+		t.Fatal(err)
+	}
+	commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: 0, High: 2}}, testRec{0, 0, "k1", "a", 0}, testRec{0, 1, "k2", "b", 0})
+	commitRecs(t, tbl, map[int32]mapping.Interval{0: {Low: 2, High: 3}}, testRec{0, 2, "k1", "c", 0})
+	check := func(when string) {
+		files, err := tbl.Files(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if !f.HasBounds {
+				t.Errorf("%s: data file %s has no position bounds with write.metadata.metrics.default=none", when, f.Path)
+			}
+		}
+	}
+	check("after the commits")
+	if _, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	check("after compaction")
+}

@@ -96,7 +96,13 @@ type htmlPartition struct {
 type htmlFinding struct {
 	Finding
 	Where, Anchor string
+	// Also links the other partitions the finding concerns
+	// (Finding.Others).
+	Also []htmlLink
 }
+
+// htmlLink is a link to a partition's section.
+type htmlLink struct{ Name, Anchor string }
 
 type htmlLevel struct {
 	Level Level
@@ -171,6 +177,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	for _, f := range r.Findings {
 		if f.HasPartition {
 			byPart[f.Partition] = append(byPart[f.Partition], f)
+			for _, o := range f.Others {
+				byPart[o] = append(byPart[o], f)
+			}
 		}
 	}
 	for _, p := range r.Partitions {
@@ -197,6 +206,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		hf := htmlFinding{Finding: f}
 		if f.HasPartition {
 			hf.Where, hf.Anchor = partName(f.Partition), anchor(f.Partition)
+			for _, o := range f.Others {
+				hf.Also = append(hf.Also, htmlLink{Name: partName(o), Anchor: anchor(o)})
+			}
 		}
 		v.Findings = append(v.Findings, hf)
 	}

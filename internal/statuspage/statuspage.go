@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -150,12 +151,19 @@ func Handler(source func(context.Context) (Page, error)) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			writeJSON(w, map[string]string{"error": err.Error()})
 			return
 		}
-		_ = json.NewEncoder(w).Encode(p)
+		writeJSON(w, p)
 	})
 	return mux
+}
+
+// writeJSON writes v as floe status --json does: <, > and & as they are.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
 }
 
 type cached struct {

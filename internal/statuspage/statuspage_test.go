@@ -26,14 +26,15 @@ func get(t *testing.T, h http.Handler, path string) (int, http.Header, string) {
 
 // The page is static and self-contained; the document is the source's,
 // asked at most once a second however often it is read; a failing source
-// is a 503 whose error the page shows.
+// is a 503 whose error the page shows, its <, > and & as they are (as in
+// floe status --json).
 func TestHandler(t *testing.T) {
 	var calls atomic.Int32
 	fail := false
 	h := Handler(func(context.Context) (Page, error) {
 		calls.Add(1)
 		if fail {
-			return Page{}, errors.New("catalog unreachable")
+			return Page{}, errors.New("catalog unreachable: offsets < 5 & more")
 		}
 		return Page{Source: SourceTable, GeneratedAt: time.Now(), Pipelines: []Pipeline{{Table: "lake.orders"}}}, nil
 	})
@@ -59,7 +60,7 @@ func TestHandler(t *testing.T) {
 	fail = true
 	time.Sleep(minInterval)
 	code, _, body = get(t, h, PathJSON)
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"error":"catalog unreachable"`) {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"error":"catalog unreachable: offsets < 5 & more"`) {
 		t.Errorf("failing source: %d %s", code, body)
 	}
 	if code, _, _ := get(t, h, "/other"); code != http.StatusNotFound {

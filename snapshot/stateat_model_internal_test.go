@@ -130,8 +130,7 @@ func modelCommit(rnd *rand.Rand, id int64, next map[mapping.TopicPartition]int64
 }
 
 // TestStateAtModelArchive (from a review): Table.StateAt equals
-// mapping.Ledger.StateAt on
-// the whole ledger, for random ledgers (partitions absent from commits,
+// mapping.Ledger.StateAt on the whole ledger, for random ledgers (partitions absent from commits,
 // starts, gaps, overlaps, lost and aborted ranges, another topic) archived
 // in segments of several blocks (some without floe commits), in every
 // index form, with live commits on top, and for a side branch whose

@@ -331,9 +331,16 @@ type NoLedgerError struct {
 	Table, Branch string
 	// Snapshots is the number of snapshots in the table's metadata.
 	Snapshots int
+	// DeadLettersOf is the table whose dead-letter table this is, if it
+	// is one (snapshot.PropDeadLettersOf).
+	DeadLettersOf string
 }
 
 func (e *NoLedgerError) Error() string {
+	if e.DeadLettersOf != "" {
+		return fmt.Sprintf("table %s is the dead-letter table of %s and has no ledger of its own: audit %s, whose audit counts its dead letters against this table (--deep reads them)",
+			e.Table, e.DeadLettersOf, e.DeadLettersOf)
+	}
 	if e.Snapshots == 0 {
 		return fmt.Sprintf("table %s has no ledger to audit: branch %s has no snapshot yet (floe sink has not committed to it)", e.Table, e.Branch)
 	}
@@ -521,7 +528,8 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 		if a.headID != 0 {
 			n = len(a.tbl.Iceberg().Metadata().Snapshots())
 		}
-		return &NoLedgerError{Table: name, Branch: a.tbl.Branch(), Snapshots: n}
+		return &NoLedgerError{Table: name, Branch: a.tbl.Branch(), Snapshots: n,
+			DeadLettersOf: a.tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]}
 	}
 	a.sum = sum
 	a.full = a.opts.Depth >= DepthRows || a.opts.VerifyContent || a.fold != ""

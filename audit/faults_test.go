@@ -626,6 +626,13 @@ func TestBadInputNoLedger(t *testing.T) {
 	if !errors.Is(err, audit.ErrNoLedger) || !strings.Contains(err.Error(), "not written by floe") {
 		t.Fatalf("foreign table: err %v", err)
 	}
+	// A dead-letter table is named as one, with the table to audit
+	// instead (it was called not written by floe; from a new-user run).
+	_, dlq := e.TableWithDeadLetters("lake.withdlq", snapshot.OpenOptions{Create: true})
+	_, err = audit.Run(e.Ctx, dlq, audit.Options{})
+	if !errors.Is(err, audit.ErrNoLedger) || !strings.Contains(err.Error(), "is the dead-letter table of lake.withdlq") || !strings.Contains(err.Error(), "audit lake.withdlq") {
+		t.Fatalf("dead-letter table: err %v", err)
+	}
 }
 
 func TestBadInputMalformedLedger(t *testing.T) {

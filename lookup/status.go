@@ -98,6 +98,9 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 	if err != nil {
 		return st, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
+	if of := tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" && ledger.Commits == 0 {
+		return st, fmt.Errorf("%s is the dead-letter table of %s and has no ledger of its own: floe status --table %s counts its dead letters per partition", tbl.Name(), of, of)
+	}
 	if h := tbl.Head(); h != nil {
 		st.SnapshotID = &h.SnapshotID
 	}

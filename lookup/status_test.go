@@ -3,11 +3,13 @@ package lookup_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestStatus: the table's side from its ledger, and with a broker the log's
@@ -79,5 +81,17 @@ func TestStatusDeadLetters(t *testing.T) {
 	}
 	if p := st.Partitions[0]; *p.DeadLetters != 3 || *p.TableNext != 25 || *p.Lag != 0 {
 		t.Fatalf("status: dead letters %d, next %d, lag %d; want 3, 25, 0", *p.DeadLetters, *p.TableNext, *p.Lag)
+	}
+}
+
+// TestStatusOfDeadLetterTable: the status of a dead-letter table names it
+// as one and the table whose status counts its dead letters, where it
+// printed an empty table (from a new-user run).
+func TestStatusOfDeadLetterTable(t *testing.T) {
+	e := floetest.New(t)
+	_, dlq := e.TableWithDeadLetters("lake.st", snapshot.OpenOptions{Create: true})
+	_, err := lookup.Status(t.Context(), dlq, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "is the dead-letter table of lake.st") || !strings.Contains(err.Error(), "floe status --table lake.st") {
+		t.Fatalf("status of a dead-letter table: %v", err)
 	}
 }

@@ -167,3 +167,39 @@ func TestS3AnswersAsS3(t *testing.T) {
 		t.Fatalf("listing after a cut upload: %d %s", code, body)
 	}
 }
+
+// TestUpHoldsItsFolder: a second stack on the folder of a running one is
+// refused before it touches anything (it started, and rewrote env.sh and
+// floe.yaml to point at itself; from a new-user run); once the first
+// stops, the folder is free again.
+func TestUpHoldsItsFolder(t *testing.T) {
+	free := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	dir := t.TempDir()
+	opts := func() UpOptions { return UpOptions{Dir: dir, KafkaPort: free(), S3Port: free(), RegistryPort: free()} }
+	first, err := Up(t.Context(), opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Up(t.Context(), opts())
+	if err == nil {
+		second.Close()
+		first.Close()
+		t.Fatal("a second stack started on the folder of a running one")
+	}
+	if !strings.Contains(err.Error(), "another floe localstack up runs on folder") || !strings.Contains(err.Error(), "--dir") {
+		t.Errorf("second stack: %v", err)
+	}
+	first.Close()
+	again, err := Up(t.Context(), opts())
+	if err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+	again.Close()
+}

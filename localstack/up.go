@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gofrs/flock"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/floe-dev/floe/catalog"
@@ -85,6 +86,8 @@ type Local struct {
 	Certs    Certs
 	Password string
 	stack    *Stack
+	// lock holds Dir for this stack until Close.
+	lock *flock.Flock
 }
 
 // Up starts a local stack in opts.Dir. ctx bounds the start only: a
@@ -113,6 +116,20 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("local stack: %w", err)
 	}
+	// Two stacks on one folder would both write its broker log and its
+	// env.sh and floe.yaml, each pointing at itself.
+	lock := flock.New(filepath.Join(dir, ".lock"))
+	if ok, lerr := lock.TryLock(); lerr != nil || !ok {
+		if lerr == nil {
+			lerr = fmt.Errorf("another floe localstack up runs on folder %s: stop it first, or give --dir another folder", dir)
+		}
+		return nil, fmt.Errorf("local stack: %w", lerr)
+	}
+	defer func() {
+		if err != nil {
+			lock.Unlock()
+		}
+	}()
 	if opts.KafkaPort == 0 {
 		opts.KafkaPort = DefaultKafkaPort
 	}
@@ -149,7 +166,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 		s3.Close()
 		return nil, &CheckError{Settings: []Setting{SettingKafkaPort}, Err: fmt.Errorf("%w (is another local stack running?)", err)}
 	}
-	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, Certs: certs, Password: password, stack: stack}
+	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, Certs: certs, Password: password, stack: stack, lock: lock}
 	// The stack announces its catalog, so it exists from now on: the first
 	// sink finds it rather than logging that it creates a new one.
 	cfg := l.Catalog()
@@ -170,6 +187,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 func (l *Local) Close() {
 	l.stack.Close()
 	l.S3.Close()
+	l.lock.Unlock()
 }
 
 // Warehouse is the warehouse URI of the local stack's catalog.

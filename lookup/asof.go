@@ -68,8 +68,13 @@ type AsOfResult struct {
 	NextSnapshotID *int64       `json:"next_snapshot_id,omitempty"`
 	// Expired is set when SnapshotID has expired (floe maintain): the
 	// ledger still places the position, but the table no longer holds the
-	// snapshot's files, so its rows cannot be read (ExpiredError).
+	// snapshot's files, so its rows are read from the head where that
+	// gives the same (RowsSnapshot), or not at all (ExpiredError).
 	Expired bool `json:"expired,omitempty"`
+	// RowsFromHead is set when rows were asked for and, the snapshot
+	// having expired, read from the branch head below the position
+	// (RowsSnapshot).
+	RowsFromHead bool `json:"rows_from_head,omitempty"`
 }
 
 // ExpiredError reports rows asked for as of a position whose snapshot has
@@ -81,6 +86,33 @@ type ExpiredError struct {
 
 func (e *ExpiredError) Error() string {
 	return fmt.Sprintf("snapshot %d of %s, the table as of that position, has expired (snapshot expiry): the table no longer holds its files, so its rows cannot be read; floe replay --until the position rebuilds them into a new table", e.SnapshotID, e.Table)
+}
+
+// RowsSnapshot is the snapshot whose rows below r.Cut are the table as of
+// r's position: r's own, or, when it has expired, the branch head (0, and
+// fromHead set) where that gives the same rows: an append table, whose
+// floe commits only add rows past each partition's next offset (its
+// compactions rewrite them unchanged), for a cut naming every partition of
+// its ledger. Otherwise an expired snapshot is an *ExpiredError. A writer
+// other than floe that removed rows since would show in floe audit.
+func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snapshotID int64, fromHead bool, err error) {
+	if !r.Expired {
+		return r.SnapshotID, false, nil
+	}
+	expired := &ExpiredError{Table: tbl.Name(), SnapshotID: r.SnapshotID}
+	if r.Mode != mapping.ModeAppend {
+		return 0, false, expired
+	}
+	sum, err := tbl.Summary(ctx, 0)
+	if err != nil {
+		return 0, false, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	for _, tp := range sum.Partitions() {
+		if _, ok := r.Cut[tp]; !ok {
+			return 0, false, fmt.Errorf("%w (the current snapshot holds the same rows below a position that names every partition of the table; this one leaves out %s)", expired, tp)
+		}
+	}
+	return 0, true, nil
 }
 
 // AsOfQuery is a position or a record time; exactly one is set.

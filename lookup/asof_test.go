@@ -124,8 +124,8 @@ func TestAsOfRefusesTheFuture(t *testing.T) {
 // TestAsOfExpired: as of a position whose snapshot has expired, as-of
 // named the snapshot as if it could be read (floe as-of exited 0 with "the
 // state at snapshot N", and --rows then failed naming no way out). It
-// says the snapshot expired now, and its rows are an ExpiredError. Found
-// by a new-user run.
+// says the snapshot expired now; its rows are the head's below the
+// position. Found by new-user runs.
 func TestAsOfExpired(t *testing.T) {
 	_, tbl := lookupEnv(t)
 	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
@@ -134,6 +134,25 @@ func TestAsOfExpired(t *testing.T) {
 	r, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "0=5"})
 	if err != nil || !r.Expired {
 		t.Fatalf("as of 0=5 after expiry: %+v, %v; want the snapshot expired", r, err)
+	}
+	// The rows of an append table as of that position are the head's
+	// below it: floe's commits only add rows past each partition's next
+	// offset (--rows refused them; from a new-user run).
+	id, fromHead, err := lookup.RowsSnapshot(t.Context(), tbl, r)
+	if err != nil || id != 0 || !fromHead {
+		t.Fatalf("rows as of 0=5 after expiry: snapshot %d, from the head %v, %v", id, fromHead, err)
+	}
+	n := 0
+	if err := lookup.Rows(t.Context(), tbl, id, r.Cut, func(lookup.Row) error { n++; return nil }); err != nil || n != 5 {
+		t.Fatalf("rows below 0=5 from the head: %d, %v; want 5", n, err)
+	}
+	// Not for a position that leaves out a partition of the table: the
+	// head holds that partition's later rows.
+	partial := r
+	partial.Cut = mapping.Cut{{Topic: "other", Partition: 0}: 1}
+	var expired *lookup.ExpiredError
+	if _, _, err := lookup.RowsSnapshot(t.Context(), tbl, partial); !errors.As(err, &expired) {
+		t.Fatalf("rows as of a position leaving out w/0: %v, want an ExpiredError", err)
 	}
 	if r, err = lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "0=22"}); err != nil || r.Expired {
 		t.Fatalf("as of the head's position: %+v, %v; want a live snapshot", r, err)

@@ -43,7 +43,9 @@ which every position is covered (snapshot_id), and with --rows the exact table a
 that snapshot's rows filtered to offsets below each cut, printed, or written to --output as
 Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json). A snapshot that snapshot
 expiry removed is still found through the ledger and said to have expired (expired in --json):
-its rows are no longer in the table, so --rows is refused; floe replay --until rebuilds them.
+--rows of an append table then reads the current snapshot below the position when it names
+every partition (the same rows: floe's commits only add rows; rows_from_head in --json), and is
+refused otherwise; floe replay --until rebuilds them.
 
 --time means record time: every partition is cut before its first record whose timestamp is at
 or after it (out-of-order timestamps included), from the broker's ListOffsets by timestamp when
@@ -103,10 +105,12 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if !rows {
 				return printAsOf(w, f.json, res)
 			}
-			if res.Expired {
-				return &lookup.ExpiredError{Table: tbl.Name(), SnapshotID: res.SnapshotID}
+			rowsFrom, fromHead, err := lookup.RowsSnapshot(ctx, tbl, res.AsOfResult)
+			if err != nil {
+				return err
 			}
-			if err := lookup.ExactAt(ctx, tbl, res.SnapshotID, res.Cut); err != nil {
+			res.RowsFromHead = fromHead
+			if err := lookup.ExactAt(ctx, tbl, rowsFrom, res.Cut); err != nil {
 				return err
 			}
 			if res.Mode == mapping.ModeUpsert && res.Empty {
@@ -126,9 +130,9 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				return err
 			}
 			if output == "" {
-				return printAsOfRows(ctx, w, f.json, tbl, res)
+				return printAsOfRows(ctx, w, f.json, tbl, rowsFrom, res)
 			}
-			n, err := lookup.Export(ctx, tbl, res.SnapshotID, res.Cut, output, format)
+			n, err := lookup.Export(ctx, tbl, rowsFrom, res.Cut, output, format)
 			if err != nil {
 				return err
 			}
@@ -174,8 +178,11 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 
 // expiredNote says that the snapshot of r has expired, or nothing.
 func expiredNote(r asOfResult) string {
-	if !r.Expired {
+	switch {
+	case !r.Expired:
 		return ""
+	case r.RowsFromHead:
+		return " (expired: the rows are the current snapshot's below the position, the same rows, since floe's commits only add rows to the table; a writer other than floe that removed some since would show in floe audit)"
 	}
 	return " (expired: the table no longer holds its rows; floe replay --until the position rebuilds them)"
 }
@@ -202,9 +209,9 @@ func printUpsertAsOf(w io.Writer, r asOfResult) {
 	}
 }
 
-// printAsOfRows prints the summary and the rows: as one JSON document with
-// a rows array, or as text lines.
-func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.Table, r asOfResult) error {
+// printAsOfRows prints the summary and the rows of snapshot rowsFrom below
+// the position: as one JSON document with a rows array, or as text lines.
+func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.Table, rowsFrom int64, r asOfResult) error {
 	bw := bufio.NewWriter(w)
 	var n int64
 	if asJSON {
@@ -214,7 +221,7 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 		}
 		bw.Write(head[:len(head)-1])
 		bw.WriteString(`,"rows":[`)
-		err = lookup.JSONRows(ctx, tbl, r.SnapshotID, r.Cut, func(row []byte) error {
+		err = lookup.JSONRows(ctx, tbl, rowsFrom, r.Cut, func(row []byte) error {
 			if n > 0 {
 				bw.WriteByte(',')
 			}
@@ -234,7 +241,7 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 	}
 	if tbl.Layout() != mapping.RawLayout {
 		// A typed table's columns are the value's: one JSON object a row.
-		err := lookup.JSONRows(ctx, tbl, r.SnapshotID, r.Cut, func(row []byte) error {
+		err := lookup.JSONRows(ctx, tbl, rowsFrom, r.Cut, func(row []byte) error {
 			n++
 			bw.Write(row)
 			return bw.WriteByte('\n')
@@ -246,7 +253,7 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 		return bw.Flush()
 	}
 	fmt.Fprintf(bw, "%-16s %-9s %-10s %-24s %-20s %s\n", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "KEY", "VALUE")
-	err := lookup.Rows(ctx, tbl, r.SnapshotID, r.Cut, func(row lookup.Row) error {
+	err := lookup.Rows(ctx, tbl, rowsFrom, r.Cut, func(row lookup.Row) error {
 		n++
 		fmt.Fprintf(bw, "%-16s %-9d %-10d %-24s %-20s %s\n", row.Topic, row.Partition, row.Offset,
 			row.Timestamp.Format(time.RFC3339Nano), clip(row.Key.Text(), 20), clip(row.Value.Text(), 80))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
 	"path/filepath"
 	"slices"
@@ -273,5 +274,40 @@ func TestAppendFormatV3(t *testing.T) {
 	mustFloe(t, audit...)
 	if out := mustFloe(t, slices.Concat([]string{"where", "--table", "lake.v3", "--partition", "1", "--offset", "5"}, loc)...); !strings.Contains(out, "row") {
 		t.Fatalf("where: %s", out)
+	}
+}
+
+// TestAsOfRowsAfterExpiry: as-of --rows of an append table at a position
+// whose snapshot expired reads the current snapshot below it (the same
+// rows), where it was refused: with a sink's own maintenance that was
+// every position older than an hour. From a new-user run.
+func TestAsOfRowsAfterExpiry(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "40"}, loc)...)
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", "0s", "--retain-last", "1"}, loc)...)
+	asOf := slices.Concat([]string{"as-of", "--table", "lake.orders", "--offsets", "orders/0=10,orders/1=10,orders/2=10", "--rows"}, loc)
+	var res struct {
+		Expired      bool  `json:"expired"`
+		RowsFromHead bool  `json:"rows_from_head"`
+		RowCount     int64 `json:"row_count"`
+		Rows         []struct {
+			Offset int64 `json:"offset"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(mustFloe(t, append(asOf, "--json")...)), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Expired || !res.RowsFromHead || res.RowCount == 0 || int64(len(res.Rows)) != res.RowCount {
+		t.Fatalf("as-of --rows at an expired snapshot: %+v", res)
+	}
+	for _, r := range res.Rows {
+		if r.Offset >= 10 {
+			t.Fatalf("row at offset %d, above the position", r.Offset)
+		}
+	}
+	// A position leaving out a partition is still refused, naming it.
+	code, _, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.orders", "--offsets", "orders/0=10", "--rows"}, loc)...)
+	if code != exitError || !strings.Contains(errs, "has expired") || !strings.Contains(errs, "leaves out orders/1") {
+		t.Fatalf("as-of --rows of one partition at an expired snapshot: exit %d, %s", code, errs)
 	}
 }

@@ -51,7 +51,7 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 		Example: `  floe localstack up --dir ./floe-local
   # in another shell:
   . ./floe-local/env.sh
-  kcat -b 127.0.0.1:19092 -t orders -P -K: <<< 'k1:{"amount":3}'
+  kcat -b "$FLOE_BROKERS" -t orders -P -K: <<< 'k1:{"amount":3}'
   curl -s $FLOE_SCHEMA_REGISTRY/subjects
   floe sink --config ./floe-local/floe.yaml --topic orders --table lake.orders --stop-at-end`,
 		Args: cobra.NoArgs,

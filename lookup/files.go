@@ -89,8 +89,9 @@ type Span struct {
 // Files lists the live data files of a snapshot of tbl's branch (0: its
 // head), reading manifests only. A snapshot with row-level delete files is
 // refused: its data files hold rows the deletes remove, so reading them
-// without Iceberg would give wrong answers (floe never writes deletes;
-// another engine did).
+// without Iceberg would give wrong answers. An upsert table's commits
+// write equality deletes, which a compaction (floe maintain --compact)
+// applies; in a table of another mode, another engine wrote them.
 func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesResult, error) {
 	res := FilesResult{Table: tbl.Name(), Files: []File{}}
 	if snapshotID == 0 && tbl.Head() == nil {
@@ -102,11 +103,10 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	}
 	if snap.Summary != nil {
 		if n, _ := strconv.ParseInt(snap.Summary.Properties["total-delete-files"], 10, 64); n > 0 {
-			who := "written by another engine"
 			if tbl.Mode() == mapping.ModeUpsert {
-				who = "the equality deletes of an upsert table"
+				return res, fmt.Errorf("snapshot %d of %s has %d row-level delete files (the equality deletes of an upsert table): its data files hold rows those delete, so read it with an Iceberg reader, or run floe maintain --table %s --compact, which applies the deletes in a new snapshot that floe files then lists (until a sink commits deletes again)", snap.SnapshotID, tbl.Name(), n, tbl.Name())
 			}
-			return res, fmt.Errorf("snapshot %d of %s has %d row-level delete files (%s): its data files hold rows those delete, so read it with an Iceberg reader", snap.SnapshotID, tbl.Name(), n, who)
+			return res, fmt.Errorf("snapshot %d of %s has %d row-level delete files (written by another engine): its data files hold rows those delete, so read it with an Iceberg reader", snap.SnapshotID, tbl.Name(), n)
 		}
 	}
 	at := time.UnixMilli(snap.TimestampMs).UTC()

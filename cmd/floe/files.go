@@ -43,8 +43,9 @@ published replay replaced, kept until floe maintain expires their snapshots), so
 data/*.parquet counts rows twice or reads rows that were never committed.
 
 A snapshot with row-level delete files is refused: its data files hold rows the deletes remove.
-An upsert table (docs/upsert.md) has them after most commits (its equality deletes); a table of
-another mode has them only when another engine wrote them.`,
+An upsert table (docs/upsert.md) has them after most commits (its equality deletes): floe maintain
+--compact applies them in a new snapshot, which floe files then lists until a sink commits deletes
+again. A table of another mode has them only when another engine wrote them.`,
 		Example: `  floe files --table lake.orders
   floe files --table lake.orders --json | jq -r '.files[].path'
   floe files --config ./floe-local/floe.yaml --table lake.orders --snapshot 3051729675574597004`,

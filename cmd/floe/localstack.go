@@ -42,7 +42,9 @@ func newLocalstackUpCmd() *cobra.Command {
     "warehouse",
   - a SQLite catalog whose warehouse is s3://warehouse/.
 Everything is kept in --dir: stopping (Ctrl-C) and starting again on the same folder finds the
-topics, their records, the registered schemas (same IDs), the tables and their files again.
+topics, their records, the registered schemas (same IDs), the tables and their files again. A
+crash (kill -9) can lose the topics created on first use and their records (the broker writes
+them down when it stops, and does not sync its writes): it is a development stack.
 Any Kafka client (kcat, kafkajs, franz-go, the Java client), any schema registry client
 (Confluent's serializers, curl) and any S3 client (aws CLI, DuckDB, Spark) can use it.
 

@@ -384,7 +384,18 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		stopCompaction := func() {}
 		run.OnStart = func(tbl *snapshot.Table) {
 			stopCompaction = turns.compact(p.Table, func() func() { return f.compaction.start(srvCtx, tbl, turn) })
-			started.Do(func() { slog.Info("sinking", "pipelines", pipelineNames(pipes), "topic_regex", f.topicRegex) })
+			started.Do(func() {
+				// Only what is set: a sink of topics has no pattern, and a
+				// pattern may match no topic yet.
+				var attrs []any
+				if names := pipelineNames(pipes); names != "" {
+					attrs = append(attrs, "pipelines", names)
+				}
+				if f.topicRegex != "" {
+					attrs = append(attrs, "topic_regex", f.topicRegex)
+				}
+				slog.Info("sinking", attrs...)
+			})
 			mp.Table(tbl.Mode(), tbl.UpsertKey())
 			if l, err := tbl.Summary(srvCtx, 0); err == nil {
 				mp.Started(l)
@@ -509,10 +520,10 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	}
 	fmt.Fprintf(w, " in %s (%s)", plural(s.Commits, "commit"), plural(s.Files, "file"))
 	if s.Fenced > 0 {
-		fmt.Fprintf(w, ", fenced %d times by another writer", s.Fenced)
+		fmt.Fprintf(w, ", fenced %s by another writer", plural(s.Fenced, "time"))
 	}
 	if s.Rebalances > 0 {
-		fmt.Fprintf(w, ", %d rebalances of %s", s.Rebalances, topic)
+		fmt.Fprintf(w, ", %s of %s", plural(s.Rebalances, "rebalance"), topic)
 	}
 	fmt.Fprintln(w)
 	if len(s.Next) > 0 {

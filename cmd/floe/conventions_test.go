@@ -119,6 +119,28 @@ func TestJSONLogDurationsHaveUnits(t *testing.T) {
 	}
 }
 
+// TestJSONLogKeysOnce: a line whose logger already names the table does
+// not name it again when a package given that logger does (a sink's lines
+// carried table= twice); another table's name is kept. From a new-user
+// run.
+func TestJSONLogKeysOnce(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	var buf bytes.Buffer
+	if err := setupLogging(&buf, globalFlags{logLevel: "info", logFormat: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.Default().With("topic", "orders", "table", "lake.orders")
+	log.Info("commit attempt failed", "table", "lake.orders", "attempt", 2)
+	log.Info("dead letters", "table", "lake.orders_dlq")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || strings.Count(lines[0], `"table"`) != 1 || !strings.Contains(lines[0], `"attempt":2`) {
+		t.Fatalf("the table named twice, or an attribute lost:\n%s", buf.String())
+	}
+	if !strings.Contains(lines[1], `"table":"lake.orders_dlq"`) {
+		t.Fatalf("another table's name dropped:\n%s", buf.String())
+	}
+}
+
 // TestExportedFileMode: as-of --output writes a file anyone may read, like
 // any file a user asks for.
 func TestExportedFileMode(t *testing.T) {

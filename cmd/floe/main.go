@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"strings"
@@ -126,14 +127,55 @@ func setupLogging(w io.Writer, g globalFlags) error {
 	opts := &slog.HandlerOptions{Level: level}
 	switch g.logFormat {
 	case "text":
-		slog.SetDefault(slog.New(slog.NewTextHandler(w, opts)))
+		slog.SetDefault(slog.New(onceHandler{Handler: slog.NewTextHandler(w, opts)}))
 	case "json":
 		opts.ReplaceAttr = durationText
-		slog.SetDefault(slog.New(slog.NewJSONHandler(w, opts)))
+		slog.SetDefault(slog.New(onceHandler{Handler: slog.NewJSONHandler(w, opts)}))
 	default:
 		return fmt.Errorf("--log-format %q: want text or json", g.logFormat)
 	}
 	return nil
+}
+
+// onceHandler writes an attribute once: it drops a record's attribute
+// that the logger's With already set to the same value. A sink's logger
+// names its topic and table, and the packages it hands that logger to
+// name the table again; a JSON line with a key twice is read differently
+// by different tools. An attribute naming another value (another table)
+// is kept.
+type onceHandler struct {
+	slog.Handler
+	set map[string]slog.Value
+}
+
+func (h onceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	set := maps.Clone(h.set)
+	if set == nil {
+		set = map[string]slog.Value{}
+	}
+	for _, a := range attrs {
+		set[a.Key] = a.Value
+	}
+	return onceHandler{Handler: h.Handler.WithAttrs(attrs), set: set}
+}
+
+// WithGroup starts a group, whose keys are apart from those set before.
+func (h onceHandler) WithGroup(name string) slog.Handler {
+	return onceHandler{Handler: h.Handler.WithGroup(name)}
+}
+
+func (h onceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if len(h.set) == 0 {
+		return h.Handler.Handle(ctx, r)
+	}
+	kept := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if v, ok := h.set[a.Key]; !ok || !v.Equal(a.Value) {
+			kept.AddAttrs(a)
+		}
+		return true
+	})
+	return h.Handler.Handle(ctx, kept)
 }
 
 // durationText writes durations as text with their unit ("1.5s", "12ms"):

@@ -61,9 +61,9 @@ running floe sink serves this page itself with --metrics-addr.`,
 			if err != nil {
 				return err
 			}
-			broker, err := b.dial(ctx)
-			if err != nil {
-				return err
+			broker, brokerErr := b.dial(ctx)
+			if brokerErr != nil && serve != "" {
+				return brokerErr
 			}
 			if broker != nil {
 				defer broker.Close()
@@ -71,15 +71,31 @@ running floe sink serves this page itself with --metrics-addr.`,
 			if serve != "" {
 				return serveStatus(ctx, cmd.OutOrStdout(), serve, tbl, broker, topics)
 			}
-			st, err := lookup.Status(ctx, tbl, broker, topics)
+			var st lookup.TableStatus
+			if brokerErr == nil {
+				st, err = lookup.Status(ctx, tbl, broker, topics)
+				if err != nil && broker != nil {
+					brokerErr = err
+				}
+			}
+			if brokerErr != nil {
+				// The table's side is worth showing when the brokers fail.
+				if st, err = lookup.Status(ctx, tbl, nil, topics); err != nil {
+					return brokerErr
+				}
+			}
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), st)
+				err = printJSON(cmd.OutOrStdout(), st)
+			} else {
+				printStatus(cmd.OutOrStdout(), st)
 			}
-			printStatus(cmd.OutOrStdout(), st)
-			return nil
+			if brokerErr != nil {
+				return fmt.Errorf("the table's side only (above): the brokers' side failed: %w", brokerErr)
+			}
+			return err
 		},
 	}
 	fs := cmd.Flags()

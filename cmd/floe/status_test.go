@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,13 @@ func TestStatusLagExcludesLoss(t *testing.T) {
 	wantHeader := []string{"TOPIC", "PARTITION", "LOG", "START", "END", "OFFSET", "TABLE", "NEXT", "LAG", "LOST", "DEAD", "LETTERS", "LAST", "COMMIT"}
 	if strings.Join(header, " ") != strings.Join(wantHeader, " ") || len(row) != 9 || row[5] != "30" || row[6] != "20" || row[7] != "0" {
 		t.Fatalf("status text: want a LAG of 30 and a LOST of 20:\n%s", text)
+	}
+
+	// Brokers that do not answer: the table's side is shown, and the
+	// command fails naming the brokers (it failed outright; from a
+	// new-user run).
+	code, out, errs := floe(t, append([]string{"status", "--brokers", "127.0.0.1:" + fmt.Sprint(freeTCPPort(t)), "--dial-timeout", "1s", "--table", "lake.events"}, loc...)...)
+	if code != exitError || !strings.Contains(out, "TABLE NEXT") || !strings.Contains(out, "events") || !strings.Contains(errs, "the brokers' side failed") {
+		t.Fatalf("status with brokers that do not answer: exit %d\n%s\n%s", code, out, errs)
 	}
 }

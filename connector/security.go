@@ -304,8 +304,9 @@ func (s Security) explainDial(err error) error {
 		return check("the brokers closed the connection at the first request (they may require SASL)", SettingMechanism)
 	case s.Mechanism != "" && eof == nil && isEOF(err):
 		// Brokers that answer a failed authentication by closing the
-		// connection (SaslAuthenticate v0, kfake).
-		return check("authentication as "+who+" failed (wrong user or password; the brokers closed the connection)", SettingUser, SettingPassword)
+		// connection (SaslAuthenticate v0, kfake), which some also do for
+		// a mechanism they do not serve.
+		return check("authentication as "+who+" failed (wrong user or password, or a SASL mechanism the brokers do not accept; they closed the connection)", SettingUser, SettingPassword, SettingMechanism)
 	case s.useTLS() && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()):
 		return check("no TLS session with the brokers in time (a plaintext listener, or unreachable?)", SettingTLS, SettingBrokers)
 	}

@@ -387,6 +387,10 @@ func TestSecureFailures(t *testing.T) {
 			[]string{"(they may require SASL)", "check --kafka-sasl-mechanism"}},
 		{"mutual TLS without a client certificate", with(flags, "--brokers", mutual.brokers[0], "--kafka-tls-ca", mutual.certs.CAFile),
 			[]string{"the brokers require a client certificate (mutual TLS)", "check --kafka-tls-cert and --kafka-tls-key"}},
+		// kfake closes the connection on a mechanism it does not serve,
+		// as on a wrong password (from a new-user run).
+		{"PLAIN against a SCRAM broker", with(flags, "--kafka-sasl-mechanism", "PLAIN"),
+			[]string{`authentication as PLAIN user "floe" failed`, "a SASL mechanism the brokers do not accept", "--kafka-sasl-mechanism"}},
 		{"mechanism the broker lacks", with(flags, "--kafka-sasl-mechanism", "OAUTHBEARER", "--kafka-sasl-token", token),
 			[]string{"do not accept SASL mechanism OAUTHBEARER", "check --kafka-sasl-mechanism"}},
 		{"unknown mechanism", with(flags, "--kafka-sasl-mechanism", "GSSAPI"),

@@ -318,7 +318,10 @@ func (s *s3Storage) explain(err error, bucket string) error {
 		return check(fmt.Errorf("%w: cannot reach %s (is the server running there? AWS_ENDPOINT_URL_S3 sets the endpoint too): %w",
 			ErrStorageUnreachable, where, err), SettingS3Endpoint)
 	}
-	return fmt.Errorf("S3 bucket %q at %s: %w", bucket, where, err)
+	// An answer that is no S3 answer (a 404 without an S3 error code, no
+	// HTTP answer in time) most often means an endpoint that is another
+	// server: a broker's port, a schema registry's.
+	return check(fmt.Errorf("S3 bucket %q at %s: %w (is that an S3 server? AWS_ENDPOINT_URL_S3 sets the endpoint too)", bucket, where, err), SettingS3Endpoint)
 }
 
 // splitS3 splits s3://bucket/prefix (or s3a://, s3n://) into bucket and

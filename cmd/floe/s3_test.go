@@ -99,6 +99,11 @@ func s3Errors(t *testing.T, e *s3Env) {
 	produceRound(t, e.brokers, "orders", 1, 10, count)
 	closed := refusedTCPAddr(t)
 	const badSecret = "not-the-secret-0123456789"
+	// An HTTP server that is no S3 server (a schema registry's port given
+	// for the S3 endpoint answered "NotFound", naming nothing to check;
+	// from a new-user run).
+	notS3 := httptest.NewServer(http.NotFoundHandler())
+	defer notS3.Close()
 
 	cases := []struct {
 		name string
@@ -113,6 +118,8 @@ func s3Errors(t *testing.T, e *s3Env) {
 			[]string{"bucket does not exist", `"no-such-bucket"`}},
 		{"endpoint unreachable", []string{"--s3-endpoint", "http://" + closed},
 			[]string{"object store unreachable", closed}},
+		{"endpoint not S3", []string{"--s3-endpoint", notS3.URL},
+			[]string{"is that an S3 server?", "check --s3-endpoint"}},
 		{"catalog unreachable", []string{"--catalog", "postgres://floe:hunter2secret@" + closed + "/iceberg?sslmode=disable"},
 			[]string{"catalog unreachable", "xxxxx"}},
 	}
@@ -175,6 +182,11 @@ func s3ErrorsEveryCommand(t *testing.T, e *s3Env) {
 	mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
 	closed := refusedTCPAddr(t)
 	const badSecret = "not-the-secret-0123456789"
+	// An HTTP server that is no S3 server (a schema registry's port given
+	// for the S3 endpoint answered "NotFound", naming nothing to check;
+	// from a new-user run).
+	notS3 := httptest.NewServer(http.NotFoundHandler())
+	defer notS3.Close()
 	local := t.TempDir() // a warehouse for new tables that is not on S3
 
 	commands := [][]string{

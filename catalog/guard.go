@@ -92,10 +92,22 @@ func (g *guardedCatalog) own(tbl *table.Table) *table.Table {
 // callers that stop quietly on cancellation recognise it.
 func (g *guardedCatalog) explain(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		return fmt.Errorf("%w (interrupted: %w)", g.classify(err), ctx.Err())
+		return &InterruptedError{Err: g.classify(err), Cause: ctx.Err()}
 	}
 	return g.classify(err)
 }
+
+// InterruptedError is the failure of a catalog call whose context ended
+// while it ran: Err is what the driver made of that (database/sql reports
+// sql.ErrTxDone when the context ends inside a transaction), Cause the
+// context's error. A caller that stops quietly on an interrupt takes it
+// for one.
+type InterruptedError struct {
+	Err, Cause error
+}
+
+func (e *InterruptedError) Error() string   { return fmt.Sprintf("%v (interrupted: %v)", e.Err, e.Cause) }
+func (e *InterruptedError) Unwrap() []error { return []error{e.Err, e.Cause} }
 
 // classify classifies an error of a catalog call (see explain).
 func (g *guardedCatalog) classify(err error) error {

@@ -2,9 +2,12 @@ package connector
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/floe-dev/floe/catalog"
 )
 
 // TestInterruptedOnly: an interrupt alone (however wrapped or joined) is a
@@ -26,6 +29,10 @@ func TestInterruptedOnly(t *testing.T) {
 		{fmt.Errorf("session: %w", errors.Join(failed, canceled)), false},
 		{failed, false},
 		{context.DeadlineExceeded, false},
+		// A catalog call cut short, whatever the driver made of it
+		// (database/sql inside a transaction); from a review.
+		{fmt.Errorf("load table lake.orders: %w", &catalog.InterruptedError{Err: sql.ErrTxDone, Cause: context.Canceled}), true},
+		{errors.Join(&catalog.InterruptedError{Err: sql.ErrTxDone, Cause: context.Canceled}, failed), false},
 	} {
 		if got := interruptedOnly(c.err); got != c.want {
 			t.Errorf("interruptedOnly(%q) = %v, want %v", c.err, got, c.want)

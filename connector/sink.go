@@ -478,10 +478,13 @@ func (s *Sink) recordOnTruncate(ctx context.Context) error {
 }
 
 // interruptedOnly reports whether err says only that its context was
-// cancelled: every error it wraps or joins ends in context.Canceled. An
-// interrupt that met a real failure (a flush whose files could not be
-// written) is not a clean stop.
+// cancelled: every error it wraps or joins ends in context.Canceled, or is
+// a catalog call the cancellation cut short. An interrupt that met a real
+// failure (a flush whose files could not be written) is not a clean stop.
 func interruptedOnly(err error) bool {
+	if ie, ok := err.(*catalog.InterruptedError); ok {
+		return errors.Is(ie.Cause, context.Canceled)
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
 			if !interruptedOnly(e) {

@@ -104,15 +104,8 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("local stack: %w", err)
 	}
-	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
-		// A stack that does not start (its ports taken) leaves no
-		// folder behind that a later start would take for its data.
-		defer func() {
-			if err != nil {
-				os.RemoveAll(dir)
-			}
-		}()
-	}
+	_, serr := os.Stat(dir)
+	fresh := errors.Is(serr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("local stack: %w", err)
 	}
@@ -123,11 +116,18 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 		if lerr == nil {
 			lerr = fmt.Errorf("another floe localstack up runs on folder %s: stop it first, or give --dir another folder", dir)
 		}
+		// The folder is the other stack's, even one this call saw made.
 		return nil, fmt.Errorf("local stack: %w", lerr)
 	}
 	defer func() {
-		if err != nil {
-			lock.Unlock()
+		if err == nil {
+			return
+		}
+		lock.Unlock()
+		if fresh {
+			// A stack that does not start (its ports taken) leaves no
+			// folder behind that a later start would take for its data.
+			os.RemoveAll(dir)
 		}
 	}()
 	if opts.KafkaPort == 0 {

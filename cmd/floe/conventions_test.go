@@ -184,3 +184,40 @@ func TestLocalstackPortHint(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestOnceHandlerUncomparable (from a review): a logger whose With set an
+// attribute holding a slice (or a map, such as a mapping.Cut) and a record
+// naming the same key with such a value: the line is written with both,
+// where slog.Value.Equal's == on them panicked.
+func TestOnceHandlerUncomparable(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(onceHandler{Handler: slog.NewJSONHandler(&buf, nil)})
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("logging panicked: %v", r)
+		}
+	}()
+	l.With("partitions", []int32{0, 1}).Info("assigned", "partitions", []int32{2})
+	if !strings.Contains(buf.String(), `"partitions":[2]`) {
+		t.Fatalf("the record's partitions are lost: %s", buf.String())
+	}
+}
+
+// counter is a LogValuer whose value changes between calls.
+type counter struct{ n int }
+
+func (c *counter) LogValue() slog.Value { c.n++; return slog.IntValue(c.n) }
+
+// TestOnceHandlerLogValuer (from a review): a LogValuer given to With is
+// resolved when With is called; the same LogValuer in a record is resolved
+// when the line is written, to another value, which the line keeps (the
+// handler compared the unresolved values and dropped it).
+func TestOnceHandlerLogValuer(t *testing.T) {
+	var buf bytes.Buffer
+	c := &counter{}
+	l := slog.New(onceHandler{Handler: slog.NewTextHandler(&buf, nil)}).With("n", c)
+	l.Info("tick", "n", c)
+	if !strings.Contains(buf.String(), "n=2") {
+		t.Fatalf("the record's value of n (2) is dropped: %s", buf.String())
+	}
+}

@@ -170,12 +170,24 @@ func (h onceHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	kept := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		if v, ok := h.set[a.Key]; !ok || !v.Equal(a.Value) {
+		if v, ok := h.set[a.Key]; !ok || !sameScalar(v, a.Value) {
 			kept.AddAttrs(a)
 		}
 		return true
 	})
 	return h.Handler.Handle(ctx, kept)
+}
+
+// sameScalar reports whether a and b are the same string, number, bool,
+// duration or time. Other kinds never are: a slice or a map would panic
+// slog's Equal, and a LogValuer's value is known only when the line is
+// written.
+func sameScalar(a, b slog.Value) bool {
+	switch a.Kind() {
+	case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindFloat64, slog.KindBool, slog.KindDuration, slog.KindTime:
+		return a.Kind() == b.Kind() && a.Equal(b)
+	}
+	return false
 }
 
 // durationText writes durations as text with their unit ("1.5s", "12ms"):

@@ -318,10 +318,33 @@ func (s *s3Storage) explain(err error, bucket string) error {
 		return check(fmt.Errorf("%w: cannot reach %s (is the server running there? AWS_ENDPOINT_URL_S3 sets the endpoint too): %w",
 			ErrStorageUnreachable, where, err), SettingS3Endpoint)
 	}
-	// An answer that is no S3 answer (a 404 without an S3 error code, no
-	// HTTP answer in time) most often means an endpoint that is another
-	// server: a broker's port, a schema registry's.
-	return check(fmt.Errorf("S3 bucket %q at %s: %w (is that an S3 server? AWS_ENDPOINT_URL_S3 sets the endpoint too)", bucket, where, err), SettingS3Endpoint)
+	if notS3Answer(err) {
+		// Most often an endpoint that is another server: a broker's
+		// port, a schema registry's.
+		return check(fmt.Errorf("S3 bucket %q at %s: %w (is that an S3 server? AWS_ENDPOINT_URL_S3 sets the endpoint too)", bucket, where, err), SettingS3Endpoint)
+	}
+	return fmt.Errorf("S3 bucket %q at %s: %w", bucket, where, err)
+}
+
+// notS3Answer reports an S3 request that got no S3 answer: no S3 error
+// code (only the HTTP status's, which the SDK makes of a 404 or 400
+// without an S3 body), a body that is no S3 document, or no answer in
+// time. An S3 error code (SlowDown, InvalidBucketName, a redirect) is an
+// S3 server's.
+func notS3Answer(err error) bool {
+	var api smithy.APIError
+	var body *smithy.DeserializationError
+	switch {
+	case errors.As(err, &api):
+		switch api.ErrorCode() {
+		case "", "NotFound", "BadRequest", "MethodNotAllowed":
+			return true
+		}
+		return false
+	case errors.As(err, &body):
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // splitS3 splits s3://bucket/prefix (or s3a://, s3n://) into bucket and

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,5 +372,45 @@ func TestNoAWSCredentialsOneLine(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "floe: ") || !strings.Contains(lines[0], "no usable AWS credentials") {
 		t.Errorf("stderr is not floe's one line:\n%s", stderr.String())
+	}
+}
+
+// TestS3ErrorCodeNotNamedNotS3 (from a review): an answer with an S3
+// error code is an S3 server's, not named "is that an S3 server? ...
+// check --s3-endpoint" (meant for an answer without one, a schema
+// registry's 404): throttling (SlowDown, 503), a bucket name S3 refuses
+// (InvalidBucketName), a bucket in another region (PermanentRedirect).
+// The server answers S3's error documents: versitygw and MinIO give none
+// of these on demand.
+func TestS3ErrorCodeNotNamedNotS3(t *testing.T) {
+	isolateAWS(t)
+	for _, c := range []struct {
+		status int
+		code   string
+	}{
+		{http.StatusServiceUnavailable, "SlowDown"},
+		{http.StatusBadRequest, "InvalidBucketName"},
+		{http.StatusMovedPermanently, "PermanentRedirect"},
+	} {
+		t.Run(c.code, func(t *testing.T) {
+			var asked atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				w.Header().Set("Content-Type", "application/xml")
+				w.Header().Set("x-amz-request-id", "4442587FB7D0A2F9")
+				w.WriteHeader(c.status)
+				fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>S3 says %s</Message><BucketName>lake</BucketName><RequestId>4442587FB7D0A2F9</RequestId></Error>`, c.code, c.code)
+			}))
+			defer srv.Close()
+			code, _, errs := floe(t, "status", "--table", "lake.orders", "--catalog", filepath.Join(t.TempDir(), "c.db"),
+				"--warehouse", "s3://lake/warehouse", "--s3-endpoint", srv.URL, "--s3-region", "us-east-1",
+				"--s3-access-key-id", "AKIAEXAMPLE", "--s3-secret-access-key", "secretsecretsecret")
+			if asked.Load() == 0 {
+				t.Fatalf("the server was not asked; exit %d: %s", code, errs)
+			}
+			if strings.Contains(errs, "is that an S3 server?") || strings.Contains(errs, "check --s3-endpoint") && !strings.Contains(errs, c.code) {
+				t.Fatalf("an S3 server's %s answer is said not to be S3's, naming --s3-endpoint (exit %d):\n%s", c.code, code, errs)
+			}
+		})
 	}
 }

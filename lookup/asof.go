@@ -92,9 +92,10 @@ func (e *ExpiredError) Error() string {
 // r's position: r's own, or, when it has expired, the branch head (0, and
 // fromHead set) where that gives the same rows: an append table, whose
 // floe commits only add rows past each partition's next offset (its
-// compactions rewrite them unchanged), for a cut naming every partition of
-// its ledger. Otherwise an expired snapshot is an *ExpiredError. A writer
-// other than floe that removed rows since would show in floe audit.
+// compactions rewrite them unchanged), whose schema never changed, for a
+// cut naming every partition of its ledger. Otherwise an expired snapshot
+// is an *ExpiredError. A writer other than floe that removed rows since
+// would show in floe audit.
 func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snapshotID int64, fromHead bool, err error) {
 	if !r.Expired {
 		return r.SnapshotID, false, nil
@@ -102,6 +103,13 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 	expired := &ExpiredError{Table: tbl.Name(), SnapshotID: r.SnapshotID}
 	if r.Mode != mapping.ModeAppend {
 		return 0, false, expired
+	}
+	// The head reads its files in its own schema: once the table's has
+	// changed (a column added, a type widened), the same records would
+	// read otherwise than as of the position, whose schema the archive
+	// does not keep.
+	if n := len(tbl.Iceberg().Metadata().Schemas()); n > 1 {
+		return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since it began, %d schemas, so they would read otherwise)", expired, n)
 	}
 	sum, err := tbl.Summary(ctx, 0)
 	if err != nil {

@@ -173,16 +173,8 @@ func TestS3AnswersAsS3(t *testing.T) {
 // floe.yaml to point at itself; from a new-user run); once the first
 // stops, the folder is free again.
 func TestUpHoldsItsFolder(t *testing.T) {
-	free := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().(*net.TCPAddr).Port
-	}
 	dir := t.TempDir()
-	opts := func() UpOptions { return UpOptions{Dir: dir, KafkaPort: free(), S3Port: free(), RegistryPort: free()} }
+	opts := func() UpOptions { return UpOptions{Dir: dir, KafkaPort: freePort(t), S3Port: freePort(t), RegistryPort: freePort(t)} }
 	first, err := Up(t.Context(), opts())
 	if err != nil {
 		t.Fatal(err)
@@ -202,4 +194,15 @@ func TestUpHoldsItsFolder(t *testing.T) {
 		t.Fatalf("after the first stopped: %v", err)
 	}
 	again.Close()
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -1,7 +1,6 @@
 package localstack
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,14 +13,6 @@ import (
 // seen no folder, and its failure removed "its" fresh folder, the running
 // stack's lock file, S3 data and catalog included.
 func TestUpRaceKeepsWinnersFolder(t *testing.T) {
-	free := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().(*net.TCPAddr).Port
-	}
 	for i := range 40 {
 		dir := filepath.Join(t.TempDir(), "floe-local")
 		var (
@@ -30,8 +21,8 @@ func TestUpRaceKeepsWinnersFolder(t *testing.T) {
 			errs [2]error
 		)
 		opts := [2]UpOptions{
-			{Dir: dir, KafkaPort: free(), S3Port: free(), RegistryPort: free()},
-			{Dir: dir, KafkaPort: free(), S3Port: free(), RegistryPort: free()},
+			{Dir: dir, KafkaPort: freePort(t), S3Port: freePort(t), RegistryPort: freePort(t)},
+			{Dir: dir, KafkaPort: freePort(t), S3Port: freePort(t), RegistryPort: freePort(t)},
 		}
 		start := make(chan struct{})
 		for j := range 2 {

@@ -257,48 +257,58 @@ func TestJSONEmptyValuesReadTheSameWhenever(t *testing.T) {
 	}
 }
 
-// TestAsOfRowsKeepDecimalScale: as-of --rows writes a decimal with every
-// digit of its scale, in JSON and CSV alike: 12.50, not 12.5, and
-// 0.00001, not 1e-05 (Arrow's text form goes through a float).
-func TestAsOfRowsKeepDecimalScale(t *testing.T) {
+// sunkTopic starts a local stack, produces recs into topic (one
+// partition) and sinks them into lake.TOPIC, decoding values through the
+// stack's schema registry when registry is set; it returns the stack and
+// the catalog flags.
+func sunkTopic(t *testing.T, topic string, registry bool, recs func(st *localstack.Stack) []*kgo.Record) (*localstack.Stack, []string) {
+	t.Helper()
 	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "prices", 1, nil); err != nil {
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	const schema = `{"type":"record","name":"Price","fields":[{"name":"id","type":"long"},
-		{"name":"price","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
-		{"name":"rate","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":5}}]}`
-	id, err := localstack.RegisterSchema(t.Context(), st.Registry, "prices-value", sr.Schema{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := avro.MustParse(schema)
-	type price struct {
-		ID    int64    `avro:"id"`
-		Price *big.Rat `avro:"price"`
-		Rate  *big.Rat `avro:"rate"`
-	}
-	var recs []*kgo.Record
-	for i, p := range []price{{1, big.NewRat(1250, 100), big.NewRat(1, 100000)}, {2, big.NewRat(-310, 100), big.NewRat(0, 1)}} {
-		body, err := avro.Marshal(s, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, &kgo.Record{Topic: "prices", Key: fmt.Append(nil, i), Value: localstack.WireFormat(id, nil, body)})
-	}
-	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+	if err := localstack.Produce(t.Context(), st.Brokers, recs(st)); err != nil {
 		t.Fatal(err)
 	}
 	cfg := st.Catalog()
 	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "prices", "--table", "lake.prices", "--stop-at-end",
-		"--value", "registry", "--schema-registry", st.Registry}, loc...)...)
-	asOf := append([]string{"as-of", "--table", "lake.prices", "--offsets", "prices/0=2", "--rows"}, loc...)
-	want := []string{"12.50", "0.00001", "-3.10", "0.00000"}
+	sink := []string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--table", "lake." + topic, "--stop-at-end"}
+	if registry {
+		sink = append(sink, "--value", "registry", "--schema-registry", st.Registry)
+	}
+	mustFloe(t, append(sink, loc...)...)
+	return st, loc
+}
+
+// avroRecords registers schema as topic's value schema and returns values
+// as its records, Avro in the registry's framing, keyed 0, 1, ...
+func avroRecords(t *testing.T, st *localstack.Stack, topic, schema string, values ...any) []*kgo.Record {
+	t.Helper()
+	id, err := localstack.RegisterSchema(t.Context(), st.Registry, topic+"-value", sr.Schema{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := avro.MustParse(schema)
+	var recs []*kgo.Record
+	for i, v := range values {
+		body, err := avro.Marshal(s, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Append(nil, i), Value: localstack.WireFormat(id, nil, body)})
+	}
+	return recs
+}
+
+// asOfRowsHave runs as-of --rows with args as --json and into rows.csv
+// and rows.jsonl, and fails where an output lacks any of want.
+func asOfRowsHave(t *testing.T, args []string, want ...string) {
+	t.Helper()
+	asOf := append([]string{"as-of", "--rows"}, args...)
 	outs := map[string]string{"--json": mustFloe(t, append(asOf, "--json")...)}
 	for _, name := range []string{"rows.csv", "rows.jsonl"} {
 		path := filepath.Join(t.TempDir(), name)
@@ -318,25 +328,31 @@ func TestAsOfRowsKeepDecimalScale(t *testing.T) {
 	}
 }
 
+// TestAsOfRowsKeepDecimalScale: as-of --rows writes a decimal with every
+// digit of its scale, in JSON and CSV alike: 12.50, not 12.5, and
+// 0.00001, not 1e-05 (Arrow's text form goes through a float).
+func TestAsOfRowsKeepDecimalScale(t *testing.T) {
+	type price struct {
+		ID    int64    `avro:"id"`
+		Price *big.Rat `avro:"price"`
+		Rate  *big.Rat `avro:"rate"`
+	}
+	const schema = `{"type":"record","name":"Price","fields":[{"name":"id","type":"long"},
+		{"name":"price","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+		{"name":"rate","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":5}}]}`
+	_, loc := sunkTopic(t, "prices", true, func(st *localstack.Stack) []*kgo.Record {
+		return avroRecords(t, st, "prices", schema, price{1, big.NewRat(1250, 100), big.NewRat(1, 100000)}, price{2, big.NewRat(-310, 100), big.NewRat(0, 1)})
+	})
+	asOfRowsHave(t, append([]string{"--table", "lake.prices", "--offsets", "prices/0=2"}, loc...), "12.50", "0.00001", "-3.10", "0.00000")
+}
+
 // TestJSONKeepsMarkup: a value's <, > and & come out of --json as they
 // are, not as json.Marshal's \u003c, \u003e and \u0026.
 func TestJSONKeepsMarkup(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "tags", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	rec := &kgo.Record{Topic: "tags", Key: []byte("<k>"), Value: []byte(`<b>a & b</b>`),
-		Headers: []kgo.RecordHeader{{Key: "x<y", Value: []byte("1 > 0")}}}
-	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{rec}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "tags", "--table", "lake.tags", "--stop-at-end"}, loc...)...)
+	_, loc := sunkTopic(t, "tags", false, func(*localstack.Stack) []*kgo.Record {
+		return []*kgo.Record{{Topic: "tags", Key: []byte("<k>"), Value: []byte(`<b>a & b</b>`),
+			Headers: []kgo.RecordHeader{{Key: "x<y", Value: []byte("1 > 0")}}}}
+	})
 	out := mustFloe(t, append([]string{"as-of", "--table", "lake.tags", "--offsets", "tags/0=1", "--rows", "--json"}, loc...)...)
 	for _, want := range []string{`"<k>"`, `"<b>a & b</b>"`, `"x<y"`, `"1 > 0"`} {
 		if !strings.Contains(out, want) {
@@ -350,55 +366,17 @@ func TestJSONKeepsMarkup(t *testing.T) {
 // > and & in --json, JSON lines and CSV alike: it went through Arrow's
 // own JSON (json.Marshal, decimals as floats). From a review.
 func TestAsOfRowsMapValuesKeepScaleAndMarkup(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "mprices", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	const schema = `{"type":"record","name":"MPrice","fields":[{"name":"id","type":"long"},
-		{"name":"prices","type":{"type":"map","values":{"type":"bytes","logicalType":"decimal","precision":10,"scale":5}}},
-		{"name":"notes","type":{"type":"map","values":"string"}}]}`
-	id, err := localstack.RegisterSchema(t.Context(), st.Registry, "mprices-value", sr.Schema{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := avro.MustParse(schema)
 	type mprice struct {
 		ID     int64               `avro:"id"`
 		Prices map[string]*big.Rat `avro:"prices"`
 		Notes  map[string]string   `avro:"notes"`
 	}
-	body, err := avro.Marshal(s, mprice{1, map[string]*big.Rat{"eur": big.NewRat(1250, 100), "rate": big.NewRat(1, 100000)}, map[string]string{"n": "a<b & c>d"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := []*kgo.Record{{Topic: "mprices", Key: fmt.Append(nil, 1), Value: localstack.WireFormat(id, nil, body)}}
-	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "mprices", "--table", "lake.mprices", "--stop-at-end",
-		"--value", "registry", "--schema-registry", st.Registry}, loc...)...)
-	asOf := append([]string{"as-of", "--table", "lake.mprices", "--offsets", "mprices/0=1", "--rows"}, loc...)
-	outs := map[string]string{"--json": mustFloe(t, append(asOf, "--json")...)}
-	for _, name := range []string{"rows.csv", "rows.jsonl"} {
-		path := filepath.Join(t.TempDir(), name)
-		mustFloe(t, append(asOf, "-o", path)...)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs[name] = string(b)
-	}
-	for name, out := range outs {
-		for _, w := range []string{"12.50000", "0.00001", "a<b & c>d"} {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s lacks %s:\n%s", name, w, out)
-			}
-		}
-	}
+	const schema = `{"type":"record","name":"MPrice","fields":[{"name":"id","type":"long"},
+		{"name":"prices","type":{"type":"map","values":{"type":"bytes","logicalType":"decimal","precision":10,"scale":5}}},
+		{"name":"notes","type":{"type":"map","values":"string"}}]}`
+	_, loc := sunkTopic(t, "mprices", true, func(st *localstack.Stack) []*kgo.Record {
+		return avroRecords(t, st, "mprices", schema,
+			mprice{1, map[string]*big.Rat{"eur": big.NewRat(1250, 100), "rate": big.NewRat(1, 100000)}, map[string]string{"n": "a<b & c>d"}})
+	})
+	asOfRowsHave(t, append([]string{"--table", "lake.mprices", "--offsets", "mprices/0=1"}, loc...), "12.50000", "0.00001", "a<b & c>d")
 }

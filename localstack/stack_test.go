@@ -174,7 +174,9 @@ func TestS3AnswersAsS3(t *testing.T) {
 // stops, the folder is free again.
 func TestUpHoldsItsFolder(t *testing.T) {
 	dir := t.TempDir()
-	opts := func() UpOptions { return UpOptions{Dir: dir, KafkaPort: freePort(t), S3Port: freePort(t), RegistryPort: freePort(t)} }
+	opts := func() UpOptions {
+		return UpOptions{Dir: dir, KafkaPort: freePort(t), S3Port: freePort(t), RegistryPort: freePort(t)}
+	}
 	first, err := Up(t.Context(), opts())
 	if err != nil {
 		t.Fatal(err)

@@ -329,7 +329,17 @@ func (s *Sink) consumerOpts(which ...kgo.Opt) []kgo.Opt {
 func (s *Sink) commitStarts(ctx context.Context, starts []mapping.Range) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	return s.commit(cctx, snapshot.Flush{Ranges: starts}, s.inLedger)
+	if err := s.commit(cctx, snapshot.Flush{Ranges: starts}, s.inLedger); err != nil {
+		return err
+	}
+	// The run's next offsets include the partitions begun: a run that
+	// reads nothing after them reports where they start.
+	next := make(map[mapping.TopicPartition]int64, len(starts))
+	for _, r := range starts {
+		next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
+	}
+	s.finish(next)
+	return nil
 }
 
 // startState is what the ledger and the brokers say when partitions are

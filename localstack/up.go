@@ -193,6 +193,10 @@ func (l *Local) Close() {
 // Warehouse is the warehouse URI of the local stack's catalog.
 func (l *Local) Warehouse() string { return "s3://" + Bucket + "/" }
 
+// PasswordFile is the file that holds SecureUser's password of a secured
+// stack.
+func (l *Local) PasswordFile() string { return filepath.Join(l.Dir, "tls", "password") }
+
 // CatalogPath is the SQLite catalog file.
 func (l *Local) CatalogPath() string { return filepath.Join(l.Dir, "catalog.db") }
 

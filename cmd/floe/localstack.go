@@ -191,14 +191,25 @@ func printLocalUsage(w io.Writer, l *localstack.Local) {
 Environment (also in %[1]s/env.sh):
 `, l.Dir, broker, l.S3.Endpoint, localstack.Bucket, localstack.AccessKeyID, localstack.SecretAccessKey,
 		l.CatalogPath(), l.Warehouse(), l.Registry)
+	// The password stays off the terminal (and the scrollback or CI log
+	// that keeps it): the lines read it from its file.
+	password := `"$(cat ` + l.PasswordFile() + `)"`
 	for _, kv := range localEnv(l) {
-		fmt.Fprintf(w, "  export %s=%q\n", kv[0], kv[1])
+		v := strconv.Quote(kv[1])
+		if kv[0] == envName(flagPassword) {
+			v = password
+		}
+		fmt.Fprintf(w, "  export %s=%s\n", kv[0], v)
 	}
 	if sec := localSecurity(l); len(sec) > 0 {
-		fmt.Fprintf(w, "\nThe broker takes TLS only, with SCRAM-SHA-512 (user %s). Kafka flags to add to every floe command\n(the variables above and floe.yaml carry them; other clients: %s):\n ",
-			localstack.SecureUser, filepath.Join(l.Dir, "tls", "client.properties"))
+		fmt.Fprintf(w, "\nThe broker takes TLS only, with SCRAM-SHA-512 (user %s, password in %s). Kafka flags to add to every floe command\n(the variables above and floe.yaml carry them; other clients: %s):\n ",
+			localstack.SecureUser, l.PasswordFile(), filepath.Join(l.Dir, "tls", "client.properties"))
 		for _, kv := range sec {
-			fmt.Fprintf(w, " --%s %s", kv[0], kv[1])
+			v := kv[1]
+			if kv[0] == flagPassword {
+				v = password
+			}
+			fmt.Fprintf(w, " --%s %s", kv[0], v)
 		}
 		fmt.Fprintln(w)
 	}

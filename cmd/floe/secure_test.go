@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -423,7 +424,8 @@ func TestSecureFailures(t *testing.T) {
 }
 
 // TestLocalstackUpSecure starts 'floe localstack up --secure': the broker
-// takes TLS with SCRAM-SHA-512 only, the printed usage names the flags,
+// takes TLS with SCRAM-SHA-512 only, the printed usage names the flags
+// (the password read from its file, never printed),
 // floe sinks through the written floe.yaml and through the written client
 // properties file, a plaintext client is told to use TLS, and a restart
 // keeps the CA and the password that clients were configured with.
@@ -439,9 +441,13 @@ func TestLocalstackUpSecure(t *testing.T) {
 	}
 	var usage strings.Builder
 	printLocalUsage(&usage, l)
-	wantFlags := fmt.Sprintf("--kafka-tls-ca %s --kafka-sasl-mechanism SCRAM-SHA-512 --kafka-sasl-user floe --kafka-sasl-password %s", l.Certs.CAFile, l.Password)
-	if !strings.Contains(usage.String(), wantFlags) {
-		t.Errorf("usage lacks %q:\n%s", wantFlags, usage.String())
+	wantFlags := fmt.Sprintf(`--kafka-tls-ca %s --kafka-sasl-mechanism SCRAM-SHA-512 --kafka-sasl-user floe --kafka-sasl-password "$(cat %s)"`, l.Certs.CAFile, filepath.Join(dir, "tls", "password"))
+	if !strings.Contains(usage.String(), wantFlags) || strings.Contains(usage.String(), l.Password) {
+		t.Errorf("usage lacks %q, or prints the password:\n%s", wantFlags, usage.String())
+	}
+	// The printed lines work in a shell: the flags' password is the stack's.
+	if out, err := exec.Command("sh", "-c", "printf %s "+wantFlags[strings.Index(wantFlags, `"$(`):]).Output(); err != nil || string(out) != l.Password {
+		t.Errorf("the printed password reference reads %q (%v)", out, err)
 	}
 	// kcat (librdkafka) cannot log in to kfake's SASL (it needs handshake
 	// v0): the usage says so instead of printing a plaintext kcat command.

@@ -193,7 +193,7 @@ Environment (also in %[1]s/env.sh):
 		l.CatalogPath(), l.Warehouse(), l.Registry)
 	// The password stays off the terminal (and the scrollback or CI log
 	// that keeps it): the lines read it from its file.
-	password := `"$(cat ` + l.PasswordFile() + `)"`
+	password := `"$(cat ` + strconv.Quote(l.PasswordFile()) + `)"`
 	for _, kv := range localEnv(l) {
 		v := strconv.Quote(kv[1])
 		if kv[0] == envName(flagPassword) {

@@ -441,7 +441,7 @@ func TestLocalstackUpSecure(t *testing.T) {
 	}
 	var usage strings.Builder
 	printLocalUsage(&usage, l)
-	wantFlags := fmt.Sprintf(`--kafka-tls-ca %s --kafka-sasl-mechanism SCRAM-SHA-512 --kafka-sasl-user floe --kafka-sasl-password "$(cat %s)"`, l.Certs.CAFile, filepath.Join(dir, "tls", "password"))
+	wantFlags := fmt.Sprintf(`--kafka-tls-ca %s --kafka-sasl-mechanism SCRAM-SHA-512 --kafka-sasl-user floe --kafka-sasl-password "$(cat %q)"`, l.Certs.CAFile, filepath.Join(dir, "tls", "password"))
 	if !strings.Contains(usage.String(), wantFlags) || strings.Contains(usage.String(), l.Password) {
 		t.Errorf("usage lacks %q, or prints the password:\n%s", wantFlags, usage.String())
 	}

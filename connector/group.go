@@ -255,8 +255,10 @@ func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 				"partitions", fmt.Sprint(ps), "within", ss.gm.revokeWithin)
 		case err != nil:
 			// A fence resets the session (the loop does it); anything
-			// else ends it.
+			// else ends it. A commit whose dead letters are pending is
+			// in: the successor adds them.
 			ss.gm.fail(err)
+			_, committed = errors.AsType[*snapshot.DeadLettersPendingError](err)
 		default:
 			committed = true
 		}

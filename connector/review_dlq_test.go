@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -64,5 +65,69 @@ func TestGroupAdoptionAddsPendingDeadLetters(t *testing.T) {
 	_, dead := floetest.CheckWithDeadLetters(t, tbl, dlq, want)
 	if len(dead) != 2 {
 		t.Errorf("%d dead letters in %s after B adopted A's partition and committed it, want 2 (A's is pending)", len(dead), dlq.Name())
+	}
+}
+
+// TestRevocationWithPendingDeadLettersCommitted (review, 2026-12-04): a
+// revocation whose flush commits its rows but cannot add their dead
+// letters to the dead-letter table is committed (the rows are in the
+// ledger, a successor adds the dead letters): Rebalance.Committed says
+// so, where it said the records were dropped.
+func TestRevocationWithPendingDeadLettersCommitted(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group = "revokedlq", "lake.revokedlq", "floe-revokedlq"
+	e.Topic(topic, 2, nil)
+	layout := mapping.Layout{Value: mapping.ValueJSON}
+	tblA, _ := e.TypedTable(table, layout)
+	badA, _ := e.faultyDeadLetters(tblA)
+	revoked := make(chan connector.Rebalance, 4)
+	cfgA := groupConfig(topic, group)
+	cfgA.DeadLetters = badA
+	cfgA.FlushInterval = time.Hour // only the revocation flushes
+	cfgA.OnRebalance = func(r connector.Rebalance) {
+		if len(r.Revoked) > 0 {
+			revoked <- r
+		}
+	}
+	a := e.startMemberOn(tblA, cfgA)
+	waitFor(t, 30*time.Second, "member A assigned both partitions", func() bool { return a.assigned.Load() == 2 })
+	for p := range int32(2) {
+		e.Produce(jsonRecords(topic, p, `{"id":1}`, `oops`, `{"id":2}`))
+	}
+	time.Sleep(2 * time.Second) // A has consumed them
+	tblB, dlqB := e.TypedTable(table, layout)
+	cfgB := groupConfig(topic, group)
+	cfgB.DeadLetters = dlqB
+	b := e.startMemberOn(tblB, cfgB)
+	defer b.halt(t)
+	var r connector.Rebalance
+	select {
+	case r = <-revoked:
+	case <-time.After(40 * time.Second):
+		t.Fatal("no revocation from member A")
+	}
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("member A did not stop on its pending dead letters")
+	}
+	if _, ok := errors.AsType[*snapshot.DeadLettersPendingError](a.err); !ok {
+		t.Fatalf("member A stopped with %v, want a DeadLettersPendingError", a.err)
+	}
+	reader := e.Table(table)
+	if err := reader.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := reader.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.Revoked {
+		if next := l.Next()[mapping.TopicPartition{Topic: topic, Partition: p}]; next != 3 {
+			t.Errorf("the ledger holds %s/%d up to %d, want 3 (A's revocation flush)", topic, p, next)
+		}
+	}
+	if !r.Committed {
+		t.Errorf("revocation of %v reported as not committed, although its flush's rows are in the ledger (only its dead letters are pending)", r.Revoked)
 	}
 }

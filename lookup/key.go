@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -519,15 +520,19 @@ func lastRecord(ctx context.Context, broker *connector.Broker, ranges iter.Seq[m
 			continue
 		}
 		// Transactional records count once their commit marker is read
-		// (ReadLog reads uncommitted); aborted ones never.
+		// (ReadLog reads uncommitted); aborted ones never. A marker may lie
+		// past the range (in the next commit's), so the read goes on while
+		// a transaction begun inside it is open. Records are decided in
+		// marker order but the sink took them in offset order: the range's
+		// last record of the key is the one with the highest offset.
 		pending := map[int64][]*kgo.Record{}
+		var at *kgo.Record
 		apply := func(rec *kgo.Record) {
-			if rec.Offset < r.High && rec.Key != nil && bytes.Equal(rec.Key, key) {
-				last = &keyedRow{tp: r.TopicPartition, offset: rec.Offset}
-				lastDeletes = rec.Value == nil
+			if rec.Offset < r.High && rec.Key != nil && bytes.Equal(rec.Key, key) && (at == nil || rec.Offset > at.Offset) {
+				at = rec
 			}
 		}
-		err := broker.ReadLog(ctx, r.Topic, r.Partition, r.Low, r.High, func(rec *kgo.Record, _ int64) bool {
+		err := broker.ReadLog(ctx, r.Topic, r.Partition, r.Low, math.MaxInt64, func(rec *kgo.Record, _ int64) bool {
 			switch {
 			case rec.Attrs.IsControl():
 				if commit, known := connector.MarkerType(rec.Key); known && commit {
@@ -536,15 +541,21 @@ func lastRecord(ctx context.Context, broker *connector.Broker, ranges iter.Seq[m
 					}
 				}
 				delete(pending, rec.ProducerID)
+			case rec.Offset >= r.High:
+				// Past the range only markers matter.
 			case rec.Attrs.IsTransactional():
 				pending[rec.ProducerID] = append(pending[rec.ProducerID], rec)
 			default:
 				apply(rec)
 			}
-			return rec.Offset+1 < r.High
+			return rec.Offset+1 < r.High || len(pending) > 0
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read %s %s from the broker: %w", r.TopicPartition, r.Interval, err)
+		}
+		if at != nil {
+			last = &keyedRow{tp: r.TopicPartition, offset: at.Offset}
+			lastDeletes = at.Value == nil
 		}
 	}
 	if !lastDeletes {

@@ -258,3 +258,64 @@ func TestUpsertRowsAsText(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereKeyTransactionMarkerPastRange (from a review): the deleting
+// record of a key is in a transaction whose commit marker lies past the
+// range that holds it (--flush-records 3 ends the range before the
+// marker). where --key --brokers reads on to the marker and names the
+// record, where it read the range alone, never saw the transaction commit
+// and said the log no longer held the record. Then a transaction's record
+// of a key (offset 4) is followed by another producer's tombstone of it
+// (offset 5) before the transaction commits (marker 6): the sink took
+// the tombstone last (offset order), and so does the lookup, where it
+// took the transaction's record last (marker order) and found no delete.
+func TestWhereKeyTransactionMarkerPastRange(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("ut", 1, nil)
+	tbl, dlq := e.UpsertTable("lake.ut")
+	ts := time.UnixMilli(1_700_000_000_000)
+	e.Produce([]*kgo.Record{{Topic: "ut", Key: []byte("a"), Value: []byte("a1"), Timestamp: ts}})
+	e.Txn("tx", []*kgo.Record{
+		{Topic: "ut", Key: []byte("k"), Value: []byte("k1"), Timestamp: ts},
+		{Topic: "ut", Key: []byte("k"), Timestamp: ts},
+	}, true)
+	sink := func() {
+		t.Helper()
+		if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "ut", StopAtEnd: true, FlushRecords: 3, DeadLetters: dlq}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tbl.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantDeletedAt := func(key string, want int64) {
+		t.Helper()
+		r, err := lookup.WhereKey(t.Context(), tbl, e.Broker(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != lookup.KeyStatusDeleted || r.Offset == nil || *r.Offset != want {
+			t.Errorf("where --key %s: status %s, found by %s; want deleted at offset %d: %s", key, r.Status, r.FoundBy, want, r.Explanation)
+		}
+	}
+	sink()
+	wantDeletedAt("k", 2)
+
+	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID("open-ut"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(e.Ctx, &kgo.Record{Topic: "ut", Key: []byte("j"), Value: []byte("j1"), Timestamp: ts}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce([]*kgo.Record{{Topic: "ut", Key: []byte("j"), Timestamp: ts}})
+	if err := txn.EndTransaction(e.Ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	sink()
+	wantDeletedAt("j", 5)
+}

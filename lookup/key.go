@@ -81,6 +81,10 @@ type KeyResult struct {
 	FoundBy string `json:"found_by,omitempty"`
 	// Explanation says the same in a sentence.
 	Explanation string `json:"explanation"`
+	// Uncertain, when set, is another answer the table's expired history
+	// leaves open (a truncate that may have removed the key's row): the
+	// explanation ends with it.
+	Uncertain string `json:"uncertain,omitempty"`
 }
 
 // NotUpsertError reports a key lookup in a table that has no key: it is
@@ -285,10 +289,11 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if err != nil {
 		return res, err
 	}
-	tr, ok, err := truncatedAfter(ctx, tbl, del, k)
+	tr, ok, unseen, err := truncatedAfter(ctx, tbl, del, k)
 	if err != nil {
 		return res, err
 	}
+	res.Uncertain = truncateUnseen(tbl, unseen)
 	if ok {
 		res.Status, res.FoundBy = KeyStatusDeleted, FoundByTruncate
 		res.SnapshotID, res.CommittedAt = &tr.SnapshotID, &tr.CommittedAt
@@ -317,13 +322,13 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 				at = "the log no longer holds the commit's record of the key"
 			}
 		}
-		res.Explanation = fmt.Sprintf("key %s was deleted by snapshot %d (found in its equality-delete file %s): %s",
-			text, del.commit.SnapshotID, del.file.Path, at)
+		res.Explanation = fmt.Sprintf("key %s was deleted by snapshot %d (found in its equality-delete file %s): %s%s",
+			text, del.commit.SnapshotID, del.file.Path, at, res.Uncertain)
 		return res, nil
 	}
 	if broker == nil || k.raw == nil {
 		res.Status = KeyStatusNeverSeen
-		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it", text)
+		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it%s", text, res.Uncertain)
 		if broker == nil && k.raw != nil {
 			res.Explanation += " (pass --brokers to search the log)"
 		}
@@ -427,28 +432,49 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, snapshotID int64, k tableK
 // every row without an equality delete) and found a row of k in the
 // snapshot before it: the key went with the truncate, not with del (the
 // key's upsert commit's delete of its older rows, or an earlier delete of
-// it). Only live snapshots whose parent is live are looked at.
-func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, k tableKey) (mapping.Commit, bool, error) {
+// it). Only live snapshots whose parent is live can be looked at: unseen
+// is the snapshot below which the history was expired before the walk
+// reached del's commit (0 when nothing was left unseen), whose truncates,
+// if the table took any, floe can no longer tell from del.
+func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, k tableKey) (c mapping.Commit, ok bool, unseen int64, err error) {
 	// Without a delete (a compaction dropped the delete files once no
 	// older data file survived), every truncate is looked at: the newest
 	// whose parent held a row of the key removed it.
 	meta := tbl.Iceberg().Metadata()
-	for s := tbl.Head(); s != nil && s.ParentSnapshotID != nil; s = meta.SnapshotByID(*s.ParentSnapshotID) {
+	for s := tbl.Head(); s != nil && s.ParentSnapshotID != nil; {
 		if del != nil && s.SnapshotID == del.commit.SnapshotID {
 			break
 		}
-		if s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties) || meta.SnapshotByID(*s.ParentSnapshotID) == nil {
-			continue
+		parent := meta.SnapshotByID(*s.ParentSnapshotID)
+		if parent == nil {
+			return mapping.Commit{}, false, s.SnapshotID, nil
 		}
-		if n := s.Summary.Properties["deleted-data-files"]; n == "" || n == "0" {
-			continue
+		if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) && removedFiles(s.Summary.Properties) {
+			row, err := keyRow(ctx, tbl, parent.SnapshotID, k)
+			if err != nil || row != nil {
+				return mapping.Commit{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}, row != nil, 0, err
+			}
 		}
-		row, err := keyRow(ctx, tbl, *s.ParentSnapshotID, k)
-		if err != nil || row != nil {
-			return mapping.Commit{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}, row != nil, err
-		}
+		s = parent
 	}
-	return mapping.Commit{}, false, nil
+	return mapping.Commit{}, false, 0, nil
+}
+
+// removedFiles reports whether a snapshot's summary counts deleted data
+// files.
+func removedFiles(props iceberg.Properties) bool {
+	n := props["deleted-data-files"]
+	return n != "" && n != "0"
+}
+
+// truncateUnseen is what a key's answer adds when snapshot unseen's
+// history was expired before the walk could rule a truncate out
+// (truncatedAfter) and the table takes truncates: "" otherwise.
+func truncateUnseen(tbl *snapshot.Table, unseen int64) string {
+	if unseen == 0 || tbl.Iceberg().Properties()[mapping.PropOnTruncate] != string(connector.TruncateDeleteAll) {
+		return ""
+	}
+	return fmt.Sprintf("; or a truncate (--on-truncate delete-all) in the history below snapshot %d, which was expired, removed its row: floe can no longer tell", unseen)
 }
 
 // keyDeletion is the newest equality delete of a key.

@@ -158,3 +158,47 @@ func TestAsOfExpired(t *testing.T) {
 		t.Fatalf("as of the head's position: %+v, %v; want a live snapshot", r, err)
 	}
 }
+
+// TestAsOfTimeDeadLetterOutOfOrder (from a review): a JSON table whose
+// records have out-of-order timestamps: offset 0 at T+100s, offset 1 at
+// T+300s (not JSON: a dead letter), offset 2 at T+150s, offset 3 at
+// T+400s. As of T+200s, Kafka's ListOffsets by timestamp (floe as-of with
+// a broker) cuts at offset 1, the first record at or after the time. The
+// table's own timestamps (without a broker) give the same cut: the dead
+// letter's timestamp counts, where only the rows' did and the cut was 3.
+func TestAsOfTimeDeadLetterOutOfOrder(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("dj", 1, nil)
+	tbl, dlq := e.TypedTable("lake.dj", mapping.Layout{Value: mapping.ValueJSON})
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	e.Produce([]*kgo.Record{
+		{Topic: "dj", Value: []byte(`{"n":0}`), Timestamp: at(100)},
+		{Topic: "dj", Value: []byte(`not json`), Timestamp: at(300)},
+		{Topic: "dj", Value: []byte(`{"n":2}`), Timestamp: at(150)},
+		{Topic: "dj", Value: []byte(`{"n":3}`), Timestamp: at(400)},
+	})
+	if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "dj", StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	q := at(200)
+	withBroker, err := lookup.AsOf(t.Context(), tbl, e.Broker(), lookup.AsOfQuery{Time: &q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutBroker, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Time: &q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with broker %+v; without %+v", withBroker.Positions, withoutBroker.Positions)
+	if withBroker.Positions[0].Offset != 1 {
+		t.Fatalf("the broker's cut is %d, want 1", withBroker.Positions[0].Offset)
+	}
+	if withoutBroker.Positions[0].Offset != withBroker.Positions[0].Offset {
+		t.Fatalf("as of %s: the table's own timestamps cut at %d (%s), the log at %d (%s)", q, withoutBroker.Positions[0].Offset, withoutBroker.Positions[0].Source,
+			withBroker.Positions[0].Offset, withBroker.Positions[0].Source)
+	}
+}

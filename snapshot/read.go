@@ -181,8 +181,10 @@ func (t *Table) Rows(ctx context.Context, snapshotID int64, cut mapping.Cut, fn 
 // in the ledger of a snapshot (0: the branch head), the offset of the first
 // row whose timestamp is at or after at, or the ledger's next offset where no
 // row is. Rows below the cut are those before the first record at or after
-// at, out-of-order timestamps included. It reads only the topic, partition,
-// offset and timestamp columns, of files whose bounds reach at.
+// at, out-of-order timestamps included. The records that became dead
+// letters are records of the log too: their timestamps, in the table's
+// dead-letter tables, count as the rows' do. It reads only the topic,
+// partition, offset and timestamp columns, of files whose bounds reach at.
 func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (mapping.Cut, error) {
 	s, err := t.Snapshot(snapshotID)
 	if err != nil {
@@ -193,31 +195,50 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 		return nil, err
 	}
 	cut := mapping.Cut(sum.Next())
-	first := map[mapping.TopicPartition]int64{}
+	if err := t.lowerToTime(ctx, s.SnapshotID, at, cut); err != nil {
+		return nil, err
+	}
+	dlqs, err := t.DeadLetterTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, dlq := range dlqs {
+		if head := dlq.Head(); head != nil {
+			if err := dlq.lowerToTime(ctx, head.SnapshotID, at, cut); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return cut, nil
+}
+
+// lowerToTime lowers each partition's offset in cut to that of the first
+// row of snapshot snapshotID whose timestamp is at or after at (partitions
+// not in cut are left out).
+func (t *Table) lowerToTime(ctx context.Context, snapshotID int64, at time.Time, cut mapping.Cut) error {
 	scan := t.tbl.Scan(
-		table.WithSnapshotID(s.SnapshotID),
+		table.WithSnapshotID(snapshotID),
 		table.WithSelectedFields(mapping.ColTopic, mapping.ColPartition, mapping.ColOffset),
 		table.WithRowFilter(iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColTimestamp), iceberg.Timestamp(at.UnixMicro()))))
 	_, it, err := scan.ToArrowRecords(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("scan timestamps of %s: %w", t.Name(), err)
+		return fmt.Errorf("scan timestamps of %s: %w", t.Name(), err)
 	}
 	for b, err := range it {
 		if err != nil {
-			return nil, fmt.Errorf("scan timestamps of %s: %w", t.Name(), err)
+			return fmt.Errorf("scan timestamps of %s: %w", t.Name(), err)
 		}
 		err = eachPosition(b, func(tp mapping.TopicPartition, off int64) {
-			if o, ok := first[tp]; !ok || off < o {
-				first[tp] = off
+			if o, ok := cut[tp]; ok && off < o {
+				cut[tp] = off
 			}
 		})
 		b.Release()
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	maps.Copy(cut, first)
-	return cut, nil
+	return nil
 }
 
 // eachPosition calls fn with the topic partition and offset of every row.

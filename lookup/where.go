@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ const (
 	KindAborted = "aborted"
 	// KindAbsent: the broker has no record there (compacted or deleted).
 	KindAbsent = "absent"
+	// KindMissing: a committed record (read from the broker) of an event
+	// table without its row: the table lost it.
+	KindMissing = "missing"
 	// KindSuperseded: a record a state table folded away.
 	KindSuperseded = "superseded"
 	// KindDeadLetter: a record that could not become a row and went to
@@ -57,8 +61,8 @@ type WhereResult struct {
 	// Kind refines no_row when it can be told: dead_letter (the record is
 	// in the dead-letter table, File its data file, Reason why), marker,
 	// aborted (read from the broker), absent (the broker has no record
-	// there: compacted or deleted) or superseded (a state table's older
-	// value). It is empty for no_row when no broker was given and the
+	// there: compacted or deleted), superseded (a state table's older value) or missing (a
+	// committed record the table lost). It is empty for no_row when no broker was given and the
 	// record is no dead letter: the log would tell which.
 	Kind            string `json:"kind,omitempty"`
 	DeadLetterTable string `json:"dead_letter_table,omitempty"`
@@ -238,12 +242,22 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 		}
 		return "", why, nil
 	}
+	// The record, and for a transactional one the marker that decides it
+	// (read on to it: ReadLog reads uncommitted).
 	var rec *kgo.Record
-	err = broker.ReadLog(ctx, tp.Topic, tp.Partition, offset, offset+1, func(r *kgo.Record, _ int64) bool {
-		if r.Offset == offset {
+	decided, committed := false, false
+	err = broker.ReadLog(ctx, tp.Topic, tp.Partition, offset, math.MaxInt64, func(r *kgo.Record, _ int64) bool {
+		switch {
+		case rec == nil:
+			if r.Offset != offset {
+				return false
+			}
 			rec = r
+		case r.Attrs.IsControl() && r.ProducerID == rec.ProducerID:
+			committed, decided = connector.MarkerType(r.Key)
+			return false
 		}
-		return false
+		return rec.Attrs.IsTransactional() && !rec.Attrs.IsControl()
 	})
 	switch {
 	case err != nil:
@@ -252,10 +266,15 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 		return KindAbsent, "the broker has no record there: removed by compaction, or deleted by retention since", nil
 	case rec.Attrs.IsControl():
 		return KindMarker, "it is a transaction marker (read from the broker)", nil
-	case state:
-		return KindSuperseded, "it is a record the table folded into its latest row per key: superseded by a later value for its key, deleted by a tombstone, without a key, or aborted", nil
-	default:
+	case rec.Attrs.IsTransactional() && decided && !committed:
 		return KindAborted, "it is a record of an aborted transaction (read from the broker), which read_committed never delivers", nil
+	// Otherwise the record is committed: not transactional, its
+	// transaction committed, or its marker gone (compaction removes a
+	// transaction's marker only after its aborted records).
+	case state:
+		return KindSuperseded, "it is a record the table folded into its latest row per key: superseded by a later value for its key, deleted by a tombstone or without a key", nil
+	default:
+		return KindMissing, "it is a committed record (read from the broker) that should be a row, and the table has none: the table lost it (floe audit --deep --verify-content --brokers finds every such offset)", nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 )
@@ -80,6 +81,31 @@ func TestWhereRefusesNegativePositions(t *testing.T) {
 		var qe *lookup.QueryError
 		if !errors.As(err, &qe) || qe.Setting != c.setting || qe.Value != c.value {
 			t.Errorf("where %s offset %d: %v; want a QueryError naming %s %s", c.tp, c.offset, err, c.setting, c.value)
+		}
+	}
+}
+
+// TestWhereMissingRow (from a new-user run): a committed record of an
+// event table that a range covers and that has no row (here a commit
+// forced without its rows; a damaged or edited table) is named missing
+// with --brokers, where it was called a record of an aborted transaction.
+// A transactional record counts as aborted only when its marker aborts
+// it.
+func TestWhereMissingRow(t *testing.T) {
+	e, tbl := lookupEnv(t) // offsets 22-24 are produced, not sunk
+	e.Txn("wm", floetest.Records("w", 0, 2, "m"), true)
+	tp := mapping.TopicPartition{Topic: "w", Partition: 0}
+	floetest.ForceCommit(t, tbl, []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 22, High: 28}}}, nil)
+	for _, c := range []struct {
+		offset int64
+		kind   string
+	}{{23, lookup.KindMissing}, {25, lookup.KindMissing}, {27, lookup.KindMarker}, {14, lookup.KindAborted}} {
+		r, err := lookup.Where(t.Context(), tbl, e.Broker(), tp, c.offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != lookup.StatusNoRow || r.Kind != c.kind {
+			t.Errorf("where %d: %s/%s %q; want no_row/%s", c.offset, r.Status, r.Kind, r.Explanation, c.kind)
 		}
 	}
 }

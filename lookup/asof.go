@@ -60,8 +60,9 @@ type AsOfResult struct {
 	// boundary at or below it (mapping.Ledger.StateAt): Boundary gives,
 	// per partition of the position, the offset that state reached, Exact
 	// says whether it is the position itself, and NextSnapshotID names the
-	// commit that reaches past the position when it is not. Empty (with no
-	// snapshot) is the state before the first commit.
+	// commit that reaches past the position when it is not. Empty is the
+	// state before the table's first record (without a snapshot before the
+	// first commit).
 	Mode           mapping.Mode `json:"mode"`
 	Boundary       []Position   `json:"boundary,omitempty"`
 	Exact          *bool        `json:"exact,omitempty"`
@@ -203,7 +204,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 		}
 		exact := b.Exact(cut)
-		res.Exact, res.Empty = &exact, b.Empty
+		res.Exact, res.Empty = &exact, b.Empty || beforeFirst(ledger, cut)
 		if !b.Empty {
 			res.SnapshotID, res.CommittedAt = b.Commit.SnapshotID, b.Commit.CommittedAt
 		}
@@ -222,14 +223,19 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	}
 	res.SnapshotID, res.CommittedAt, res.Cut = c.SnapshotID, c.CommittedAt, cut
 	res.Expired = tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
-	res.Empty = true
+	res.Empty = beforeFirst(ledger, cut)
+	return res, nil
+}
+
+// beforeFirst reports whether every partition's cut is at or below the
+// first offset the table holds of it: the table held nothing then.
+func beforeFirst(ledger mapping.Summary, cut mapping.Cut) bool {
 	for tp, o := range cut {
 		if ps, ok := ledger.Partition(tp); ok && o > ps.First() {
-			res.Empty = false
-			break
+			return false
 		}
 	}
-	return res, nil
+	return true
 }
 
 // timeCut maps a record time to a cut over every partition of the ledger:

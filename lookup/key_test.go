@@ -203,6 +203,11 @@ func TestAsOfUpsert(t *testing.T) {
 			t.Errorf("%s: state %q, want %q", c.offsets, got, c.state)
 		}
 	}
+	// Before the first record the table held nothing, as an append
+	// table's as-of says (a new-user run saw empty false here).
+	if res, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "u/0=0"}); err != nil || !res.Empty {
+		t.Errorf("as of u/0=0: empty %v (%v); want the empty table", res.Empty, err)
+	}
 	// A record time needs the broker: an upsert table's rows hold only each
 	// key's latest timestamp.
 	at := time.UnixMilli(1_700_000_005_000)

@@ -114,9 +114,9 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				return err
 			}
 			if res.Mode == mapping.ModeUpsert && res.Empty {
-				// The state before the first commit: no snapshot, no rows.
+				// The state before the table's first record: no rows.
 				if output != "" {
-					return fmt.Errorf("--output %s: the state as of the position is the empty table, before the first commit: there are no rows to write", output)
+					return fmt.Errorf("--output %s: the state as of the position is the empty table, before its first record: there are no rows to write", output)
 				}
 				if f.json {
 					zero := int64(0)
@@ -192,7 +192,7 @@ func expiredNote(r asOfResult) string {
 // why.
 func printUpsertAsOf(w io.Writer, r asOfResult) {
 	if r.Empty {
-		fmt.Fprintln(w, ": the empty table, before the first commit")
+		fmt.Fprintln(w, ": the empty table, before its first record")
 	} else {
 		fmt.Fprintf(w, ": the state at snapshot %d, committed %s%s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339), expiredNote(r))
 	}

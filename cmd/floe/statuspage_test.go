@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -112,6 +113,28 @@ func TestStatusServePage(t *testing.T) {
 	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=state]').textContent + ' ' + !!document.querySelector('[data-field=commits]')`))
 	if err != nil || state != "no sink here false" {
 		t.Errorf("state and commits shown: %q (%v); want no sink and no commit count", state, err)
+	}
+	// The snapshot id is shown as status.json has it, all 64 bits (a
+	// JavaScript number would round it to another id).
+	resp, err := http.Get("http://" + addr + "/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Pipelines []struct {
+			SnapshotID json.Number `json:"snapshot_id"`
+		} `json:"pipelines"`
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	err = dec.Decode(&doc)
+	resp.Body.Close()
+	if err != nil || len(doc.Pipelines) != 1 {
+		t.Fatalf("status.json: %+v (%v)", doc, err)
+	}
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=snapshot]').textContent`))
+	if err != nil || shown != doc.Pipelines[0].SnapshotID.String() {
+		t.Errorf("the page shows snapshot %q (%v); status.json has %s", shown, err, doc.Pipelines[0].SnapshotID)
 	}
 	browser.Screenshot(t, ctx, "status-table.png")
 }

@@ -178,7 +178,7 @@ func (f *opsFlags) register(fs *pflag.FlagSet) {
 	fs.Lookup("partitions").DefValue = ""
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "",
 		"serve Prometheus metrics on http://`ADDR`/metrics, health on http://ADDR/healthz and a live status page on http://ADDR/ (its numbers at /status.json), e.g. :9464 (default: off)")
-	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges (and the status page's broker offsets) poll the broker's offsets")
+	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges (and the status page's broker offsets) poll the broker's offsets; they also poll after each commit, at most once a second")
 }
 
 // sinkPipelines returns what floe sink runs: the --topic/--table of the

@@ -151,6 +151,9 @@ type Pipeline struct {
 	mode       mapping.Mode
 	keyColumns []string
 	changes    map[int32]*lookup.PartitionStatus
+	// committedNow wakes WatchLag after a commit: the table's next offsets
+	// moved, and the broker's offsets polled before it may lie below them.
+	committedNow chan struct{}
 }
 
 // Pipeline registers a pipeline. partitions restricts the lag gauges to the
@@ -159,7 +162,7 @@ func (r *Registry) Pipeline(topic, table string, partitions []int32) *Pipeline {
 	p := &Pipeline{r: r, topic: topic, table: table, labels: prometheus.Labels{"topic": topic, "table": table},
 		state: StateStarting, next: map[int32]int64{}, partitions: partitions,
 		committed: map[int32]time.Time{}, deadLetters: map[int32]int64{}, offsets: map[int32]connector.Watermarks{},
-		changes: map[int32]*lookup.PartitionStatus{}}
+		changes: map[int32]*lookup.PartitionStatus{}, committedNow: make(chan struct{}, 1)}
 	// Make every series exist from the start, so rates work from zero.
 	for _, v := range []*prometheus.CounterVec{r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted,
 		r.bytesCommitted, r.commits, r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries, r.schemas} {
@@ -211,6 +214,10 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 			}
 		}
 		p.mu.Unlock()
+		select {
+		case p.committedNow <- struct{}{}:
+		default:
+		}
 		if onCommit != nil {
 			onCommit(res)
 		}
@@ -329,11 +336,15 @@ func (p *Pipeline) Stopped(err error) {
 }
 
 // WatchLag polls the broker's last stable offsets every interval until ctx
-// ends and sets the lag gauges against the table's next offsets.
+// ends and sets the lag gauges against the table's next offsets; also
+// after a commit (at most once a second), so that the broker's offsets
+// shown are not older than the table's.
 func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var last time.Time
 	for {
+		last = time.Now()
 		if err := p.PollLag(ctx, b); err != nil && ctx.Err() == nil {
 			p.r.lagErrors.With(p.labels).Inc()
 			p.r.log().Debug("lag poll failed", "topic", p.topic, "err", err)
@@ -342,6 +353,14 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-p.committedNow:
+			if wait := time.Second - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
 		}
 	}
 }

@@ -375,3 +375,47 @@ func TestTypedSinkMetrics(t *testing.T) {
 		t.Errorf("partition 1 has no dead letters, but a series")
 	}
 }
+
+// TestWatchLagAfterCommit (from a new-user run): the broker's offsets the
+// status page shows are read again after a commit, so that they are not
+// below the table's next offsets until the next --lag-interval (a live
+// sink showed end offset 1500 beside a table at 1600).
+func TestWatchLagAfterCommit(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("orders", 1, nil)
+	e.Produce(floetest.Records("orders", 0, 20, "a"))
+	r := New()
+	r.Logger = floetest.QuietLogger()
+	p := r.Pipeline("orders", "lake.orders", nil)
+	ctx, cancel := context.WithCancel(e.Ctx)
+	defer cancel()
+	go p.WatchLag(ctx, e.Broker(), time.Hour)
+	waitFor := func(what string, ok func(end, next int64) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			st := p.status()
+			if len(st.Partitions) == 1 && st.Partitions[0].EndOffset != nil {
+				next := int64(-1)
+				if st.Partitions[0].TableNext != nil {
+					next = *st.Partitions[0].TableNext
+				}
+				if ok(*st.Partitions[0].EndOffset, next) {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: status %+v", what, st.Partitions)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("the first poll", func(end, _ int64) bool { return end == 20 })
+	e.Produce(floetest.Records("orders", 0, 30, "b"))
+	cfg := connector.Config{Topic: "orders", StopAtEnd: true}
+	p.Hook(&cfg)
+	if _, err := e.Sink(e.Broker(), e.Table("lake.orders"), cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("after the commit", func(end, next int64) bool { return next == 50 && end == 50 })
+}

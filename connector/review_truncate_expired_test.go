@@ -72,7 +72,7 @@ func TestWhereKeyTruncateExpired(t *testing.T) {
 	if _, err := tbl.Compact(e.Ctx, snapshot.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if r := where(); !strings.Contains(r.Uncertain, "truncate") || !strings.HasSuffix(r.Explanation, r.Uncertain) {
+	if r := where(); !strings.Contains(r.Uncertain, "truncate") || !strings.HasSuffix(r.Explanation, r.Uncertain) || !strings.Contains(r.Explanation, "not for a key of decoded columns") {
 		t.Errorf("after expiry and compaction: status %s, uncertain %q; want a truncate left open: %s", r.Status, r.Uncertain, r.Explanation)
 	}
 }

@@ -328,10 +328,11 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	}
 	if broker == nil || k.raw == nil {
 		res.Status = KeyStatusNeverSeen
-		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it%s", text, res.Uncertain)
-		if broker == nil && k.raw != nil {
-			res.Explanation += " (pass --brokers to search the log)"
+		note := " (floe searches the log for the key of a table keyed by the Kafka key only, not for a key of decoded columns)"
+		if k.raw != nil {
+			note = " (pass --brokers to search the log)"
 		}
+		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it%s%s", text, note, res.Uncertain)
 		return res, nil
 	}
 	var readErr error

@@ -1,7 +1,11 @@
 package lookup_test
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
@@ -56,4 +60,24 @@ func sameBytes(b lookup.Bytes, v []byte) bool {
 		return b.Null
 	}
 	return !b.Null && string(b.B) == string(v)
+}
+
+// TestRowsInOffsetOrder (from a new-user run): rows come partition by
+// partition in offset order, not in the order of the manifests (which
+// listed the newest commit's file first: offsets 10-21, then 0-9).
+func TestRowsInOffsetOrder(t *testing.T) {
+	_, tbl := lookupEnv(t)
+	var offsets []int64
+	err := tbl.Rows(t.Context(), 0, nil, func(b arrow.RecordBatch) error {
+		for i := range int(b.NumRows()) {
+			offsets = append(offsets, b.Column(b.Schema().FieldIndices(mapping.ColOffset)[0]).(*array.Int64).Value(i))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offsets) < 2 || !slices.IsSorted(offsets) {
+		t.Errorf("rows at offsets %v, want them in offset order", offsets)
+	}
 }

@@ -149,7 +149,10 @@ func anyOf(es ...iceberg.BooleanExpression) iceberg.BooleanExpression {
 // Rows calls fn with the rows of a snapshot (0: the branch head) that lie
 // below the cut (a nil cut: every row), in batches of the table's columns;
 // each batch is released when fn returns. Data files wholly above the cut
-// are pruned by their bounds. An error from fn stops the scan.
+// are pruned by their bounds. Files are read in the order of their lowest
+// topic, partition and offset, so that a partition's rows come in offset
+// order where its files hold it alone (a file group holds several). An
+// error from fn stops the scan.
 func (t *Table) Rows(ctx context.Context, snapshotID int64, cut mapping.Cut, fn func(arrow.RecordBatch) error) error {
 	s, err := t.Snapshot(snapshotID)
 	if err != nil {
@@ -159,7 +162,22 @@ func (t *Table) Rows(ctx context.Context, snapshotID int64, cut mapping.Cut, fn 
 	if len(cut) > 0 {
 		opts = append(opts, table.WithRowFilter(cutFilter(cut)))
 	}
-	_, it, err := t.tbl.Scan(opts...).ToArrowRecords(ctx)
+	scan := t.tbl.Scan(opts...)
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("scan %s at snapshot %d: %w", t.Name(), s.SnapshotID, err)
+	}
+	fields, err := t.positionFields()
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(tasks, func(a, b table.FileScanTask) int {
+		ta, tb := fields.topicBounds(a.File), fields.topicBounds(b.File)
+		pa, _, oa, _ := fields.partitionBounds(a.File)
+		pb, _, ob, _ := fields.partitionBounds(b.File)
+		return cmp.Or(cmp.Compare(ta.low, tb.low), cmp.Compare(pa, pb), cmp.Compare(oa.Low, ob.Low))
+	})
+	_, it, err := scan.ReadTasks(ctx, tasks)
 	if err != nil {
 		return fmt.Errorf("scan %s at snapshot %d: %w", t.Name(), s.SnapshotID, err)
 	}

@@ -110,6 +110,13 @@ const (
 	// ledger's next offset: retention deleted offsets before they were sunk
 	// and the ledger does not record it.
 	KindUnrecordedLoss Kind = "unrecorded-loss"
+	// KindRetainedLoss (broker): the ledger records offsets as deleted by
+	// retention before they were sunk (lost, or aborted records deleted),
+	// but the log still retains them: the sink records such a range only
+	// below the log start, which never moves back, so the ledger was
+	// written by something else (or the topic was recreated), and the
+	// records are not in the table.
+	KindRetainedLoss Kind = "retained-loss"
 	// KindUnseenPartition (broker): a partition of the topic holding offsets
 	// that the ledger has never seen.
 	KindUnseenPartition Kind = "unseen-partition"

@@ -117,6 +117,15 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk, and the ledger does not record it (the next sink run fails on it, or records it as lost when told to record data loss)", iv)})
 		}
 	}
+	for _, iv := range slices.Concat(p.Lost, p.Aborted) {
+		if iv.High <= w.LogStart {
+			continue
+		}
+		retained := mapping.Interval{Low: max(iv.Low, w.LogStart), High: iv.High}
+		a.find(Finding{Level: LevelBroker, Kind: KindRetainedLoss, Partition: tp, HasPartition: true, Offsets: retained, HasOffsets: true,
+			Detail: fmt.Sprintf("the ledger records offsets %s as deleted by retention before they were sunk, but the log retains %s (log start %d): floe records such a range only below the log start, so the ledger was written by something else or the topic was recreated, and those records are not in the table (floe replay rebuilds it)",
+				iv, retained, w.LogStart)})
+	}
 	if p.Next > w.HighWatermark {
 		iv := mapping.Interval{Low: w.HighWatermark, High: p.Next}
 		a.find(Finding{Level: LevelBroker, Kind: KindBeyondEnd, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,

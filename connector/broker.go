@@ -219,12 +219,18 @@ func (b *Broker) Watermarks(ctx context.Context, topic string) (map[int32]Waterm
 
 // OffsetsForTime returns, per partition, the first offset whose record
 // timestamp is at or after t, or the end offset where no record is (Kafka's
-// ListOffsets by timestamp, offsets_for_times).
+// ListOffsets by timestamp, offsets_for_times). Record timestamps are whole
+// milliseconds: t is rounded up to one, and a time before 1970 asks for
+// the first record (Kafka reads negative times as "latest" and "earliest").
 func (b *Broker) OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
 	if _, err := b.Partitions(ctx, topic); err != nil {
 		return nil, err
 	}
-	los, err := b.adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	los, err := b.adm.ListOffsetsAfterMilli(ctx, max(ms, 0), topic)
 	if err == nil {
 		err = los.Error()
 	}

@@ -28,7 +28,8 @@ type Plan struct {
 
 // NewPlan resolves from and until into offsets per partition of topic, as
 // broker reports them now, and checks them, so that a bad bound fails
-// before anything is written: --from in the future, offsets outside the
+// before anything is written: --from in the future (unless a record is
+// stamped at or after it), offsets outside the
 // retained log or of unknown partitions, and --until before --from are
 // *BoundError. A from.Snapshot must have been resolved into Offsets. now is
 // the wall clock.
@@ -50,10 +51,6 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 	p := Plan{Topic: topic, Start: map[int32]int64{}, End: map[int32]int64{}}
 	if from.Snapshot != 0 && from.Offsets == nil {
 		return p, fmt.Errorf("plan replay of %s: start bound %s is a snapshot not resolved to offsets", topic, from.Spec)
-	}
-	if !from.Time.IsZero() && from.Time.After(now) {
-		return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
-			Reason: fmt.Sprintf("is in the future (now is %s): no record can be at or after it", now.UTC().Format(time.RFC3339))}
 	}
 	if !from.Time.IsZero() && !until.Time.IsZero() && until.Time.Before(from.Time) {
 		return p, &BoundError{Setting: SettingUntil, Value: until.Spec, From: from.Spec}
@@ -87,6 +84,13 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 	fromTime, err := byTime(from.Time)
 	if err != nil {
 		return p, err
+	}
+	// A time in the future is most likely a mistake (a wrong year): it is
+	// refused unless a record is stamped at or after it (a producer whose
+	// clock is ahead).
+	if fromTime != nil && from.Time.After(now) && !slices.ContainsFunc(parts, func(part int32) bool { return fromTime[part] < wm[part].HighWatermark }) {
+		return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
+			Reason: fmt.Sprintf("is in the future (now is %s), and no record of the log is stamped at or after it", now.UTC().Format(time.RFC3339))}
 	}
 	untilTime, err := byTime(until.Time)
 	if err != nil {

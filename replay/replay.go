@@ -206,7 +206,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	}
 	from := opts.From
 	if from.Snapshot != 0 {
-		src, offsets, err := snapshotPositions(ctx, cat, ident, opts.Topic, from.Snapshot)
+		src, offsets, err := snapshotPositions(ctx, broker, cat, ident, opts.Topic, from.Snapshot)
 		if err != nil {
 			return res, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -127,7 +128,7 @@ func priorLedger(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 
 // snapshotPositions returns the next offset per partition of topic that
 // snapshot id of a floe table had reached, and the table's name.
-func snapshotPositions(ctx context.Context, cat catalog.Catalog, target table.Identifier, topic string, id int64) (string, map[int32]int64, error) {
+func snapshotPositions(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, target table.Identifier, topic string, id int64) (string, map[int32]int64, error) {
 	src, err := snapshot.FindSnapshot(ctx, cat, id, target)
 	if err != nil {
 		return "", nil, fmt.Errorf("start bound snapshot:%d: %w", id, err)
@@ -145,6 +146,19 @@ func snapshotPositions(ctx context.Context, cat catalog.Catalog, target table.Id
 	if len(out) == 0 {
 		return "", nil, &BoundError{Setting: SettingFrom, Value: fmt.Sprintf("snapshot:%d", id),
 			Reason: fmt.Sprintf("snapshot of %s has no positions of topic %s", src.Name(), topic)}
+	}
+	// The positions name records of the topic the ledger read: not of a
+	// topic of that name created since.
+	if recorded := s.TopicID(topic); recorded != "" {
+		t, err := broker.Topic(ctx, topic)
+		if err != nil {
+			return "", nil, err
+		}
+		if t.ID != "" && t.ID != recorded {
+			return "", nil, &BoundError{Setting: SettingFrom, Value: fmt.Sprintf("snapshot:%d", id),
+				Reason: fmt.Sprintf("its positions are offsets of topic %s with ID %s, but the brokers' topic %s has ID %s: the topic was deleted and recreated (or this is another cluster), so they name other records; replay from earliest, a time or offsets",
+					topic, recorded, topic, t.ID)}
+		}
 	}
 	return src.Name(), out, nil
 }

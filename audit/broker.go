@@ -107,7 +107,7 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 		}
 		switch v.Deleted {
 		case connector.DeletedAborted:
-			a.note("%s: retention deleted offsets %s before they were sunk, but the broker shows they held only aborted records (%s): the next sink run records them as aborted, not lost",
+			a.note("%s: retention deleted offsets %s before they were sunk, but the broker's evidence shows they held only aborted records (%s; evidence, not proof: a committed record of another producer among the deleted offsets would have left no trace): the next sink run records them as aborted, not lost",
 				tp, iv, v.Evidence)
 		case connector.DeletedUndecided:
 			a.note("%s: retention deleted offsets %s before they were sunk; whether they held committed records is known when the open transaction at the log start ends (%s)",

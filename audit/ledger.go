@@ -53,7 +53,7 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 		}
 		p.Aborted = nonNil(c.Aborted)
 		for _, ab := range c.Aborted {
-			a.note("%s: retention deleted offsets %s before they were sunk; the broker showed that they held only aborted records (recorded by snapshot %s), so nothing was lost",
+			a.note("%s: retention deleted offsets %s before they were sunk; the broker's evidence showed that they held only aborted records (recorded by snapshot %s), so floe judged that nothing was lost (evidence, not proof: a committed record of another producer among the deleted offsets would have left no trace)",
 				tp, ab, covering[anomaly{tp, ab}])
 		}
 	}

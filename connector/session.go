@@ -1288,7 +1288,7 @@ func (s *Sink) skipDeleted(ctx context.Context, p *partition, logStart int64, ma
 	}
 	switch {
 	case v.Deleted == DeletedAborted:
-		s.log.Info("retention deleted offsets before they were sunk, but only aborted records: nothing was lost",
+		s.log.Info("retention deleted offsets before they were sunk, but the broker's evidence shows only aborted records: recorded as aborted, not lost (evidence, not proof: a committed record of another producer among the deleted offsets would have left no trace)",
 			"partition", p.tp.Partition, "offsets", deleted.String(), "evidence", v.Evidence)
 		p.skip(mapping.Range{TopicPartition: p.tp, Interval: deleted, Aborted: true})
 		return true, nil

@@ -180,11 +180,14 @@ func (t *Table) SetPartitionBy(ctx context.Context, p mapping.PartitionBy, log *
 			return err
 		}
 		if changed {
-			msg := "partition spec set"
+			// Changing the spec of a table that holds data is worth a
+			// warning: a --partition-by (or a config file's) that was not
+			// meant for this table changes how every later file is laid out.
+			level, msg := slog.LevelInfo, "partition spec set"
 			if len(t.tbl.Metadata().Snapshots()) > 0 {
-				msg = "partition spec changed: files written before keep the spec they were written with"
+				level, msg = slog.LevelWarn, "partition spec changed: files written before keep the spec they were written with"
 			}
-			log.Info(msg, "table", t.Name(), "from", specText(before, t.tbl.Schema()), "to", specText(t.tbl.Spec(), t.tbl.Schema()), "requested", p.String())
+			log.Log(ctx, level, msg, "table", t.Name(), "from", specText(before, t.tbl.Schema()), "to", specText(t.tbl.Spec(), t.tbl.Schema()), "requested", p.String())
 		}
 		return nil
 	}

@@ -188,7 +188,7 @@ func TestDebeziumLayoutRecorded(t *testing.T) {
 	}
 	plain := mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON}
 	_, err = snapshot.Open(e.Ctx, cat, table.Identifier{"lake", "customers"}, snapshot.OpenOptions{Layout: plain})
-	if err == nil || err.Error() != "table lake.customers keeps its envelope as debezium, not none (a table keeps the layout it was created with; sink into a new table)" {
+	if err == nil || err.Error() != "table lake.customers keeps its envelope as debezium, not none (a table keeps the layout it was created with: pass --envelope debezium to write into it, or sink into a new table)" {
 		t.Fatalf("plain JSON writer of a Debezium table: %v", err)
 	}
 	if _, err := snapshot.Open(e.Ctx, cat, table.Identifier{"lake", "customers"}, snapshot.OpenOptions{}); err != nil {

@@ -127,7 +127,8 @@ func (e *LayoutError) Error() string {
 		return fmt.Sprintf("table %s does not keep the values' bytes (%s): a table keeps the layout it was created with; sink into a new table to keep them", e.Table, ColRawValue)
 	}
 	if e.Table != "" {
-		return fmt.Sprintf("table %s keeps its %s as %s, not %s (a table keeps the layout it was created with; sink into a new table)", e.Table, e.Setting, e.Want, e.Value)
+		flag := map[string]string{"values": "--value", "keys": "--key", "envelope": "--envelope"}[e.Setting]
+		return fmt.Sprintf("table %s keeps its %s as %s, not %s (a table keeps the layout it was created with: pass %s %s to write into it, or sink into a new table)", e.Table, e.Setting, e.Want, e.Value, flag, e.Want)
 	}
 	return fmt.Sprintf("%s mode %q: want %s", e.Setting, e.Value, e.Want)
 }

@@ -41,7 +41,9 @@ func parseJSON(data []byte) (any, error) {
 	dec.UseNumber()
 	v, err := parseJSONValue(dec)
 	if err != nil {
-		return nil, err
+		// encoding/json's own words ("invalid character 'o' in literal
+		// null") do not say what was wrong with the record.
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("data after the JSON value")

@@ -3,6 +3,7 @@ package mapping
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -127,4 +128,14 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("%q decoded to a value that does not fit its type %s: %v", s, got, err)
 		}
 	})
+}
+
+// TestDecodeJSONNotJSON: a value that is not JSON is named so in the
+// dead letter's reason, not only in encoding/json's words (from a
+// new-user run).
+func TestDecodeJSONNotJSON(t *testing.T) {
+	_, _, _, err := DecodeJSON([]byte("notjson"), nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "decode json: not valid JSON: invalid character") {
+		t.Fatalf("DecodeJSON(notjson): %v", err)
+	}
 }

@@ -30,33 +30,33 @@ func (f *compactFlags) register(fs *pflag.FlagSet) {
 func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool) {
 	for _, r := range results {
 		if r.Groups == 0 {
-			fmt.Fprintf(w, "compaction of %s: nothing to merge (%d data files", r.Table, r.FilesBefore)
+			fmt.Fprintf(w, "compaction of %s: nothing to merge (%s", r.Table, plural(r.FilesBefore, "data file"))
 			if r.Unplaced > 0 {
 				fmt.Fprintf(w, ", %d small files it would merge left alone: the ledger does not place them", r.Unplaced)
 			}
 			fmt.Fprint(w, ")")
 			switch {
 			case r.DroppedDeletes > 0 && dryRun:
-				fmt.Fprintf(w, "; would drop %d delete files that apply to no row", r.DroppedDeletes)
+				fmt.Fprintf(w, "; would drop %s that apply to no row", plural(r.DroppedDeletes, "delete file"))
 			case r.DroppedDeletes > 0:
-				fmt.Fprintf(w, "; snapshot %d dropped %d delete files that applied to no row", r.SnapshotID, r.DroppedDeletes)
+				fmt.Fprintf(w, "; snapshot %d dropped %s that applied to no row", r.SnapshotID, plural(r.DroppedDeletes, "delete file"))
 			}
 			fmt.Fprintln(w)
 			continue
 		}
 		if dryRun {
-			fmt.Fprintf(w, "compaction of %s would merge %d of its %d data files (%d rows, %d bytes) in %d groups",
-				r.Table, r.Replaced, r.FilesBefore, r.Rows, r.BytesBefore, r.Groups)
+			fmt.Fprintf(w, "compaction of %s would merge %d of its %s (%s, %d bytes) in %s",
+				r.Table, r.Replaced, plural(r.FilesBefore, "data file"), plural(int(r.Rows), "row"), r.BytesBefore, plural(r.Groups, "group"))
 			if r.DroppedDeletes > 0 {
-				fmt.Fprintf(w, ", applying their deletes and dropping %d delete files", r.DroppedDeletes)
+				fmt.Fprintf(w, ", applying their deletes and dropping %s", plural(r.DroppedDeletes, "delete file"))
 			}
 			fmt.Fprintln(w)
 			continue
 		}
-		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %d files (%d bytes) with %d (%d bytes), %d rows; data files %d -> %d",
-			r.Table, r.SnapshotID, r.Replaced, r.BytesBefore, r.Added, r.BytesAfter, r.Rows, r.FilesBefore, r.FilesAfter)
+		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
+			r.Table, r.SnapshotID, plural(r.Replaced, "file"), r.BytesBefore, r.Added, r.BytesAfter, plural(int(r.Rows), "row"), r.FilesBefore, r.FilesAfter)
 		if r.Rows != r.LiveRows && (r.LiveRows > 0 || r.DroppedDeletes > 0) {
-			fmt.Fprintf(w, "; deletes applied: %d rows live, %d delete files dropped", r.LiveRows, r.DroppedDeletes)
+			fmt.Fprintf(w, "; deletes applied: %s live, %s dropped", plural(int(r.LiveRows), "row"), plural(r.DroppedDeletes, "delete file"))
 		}
 		if r.Attempts > 1 {
 			fmt.Fprintf(w, "; committed at attempt %d (other commits got in first)", r.Attempts)

@@ -157,7 +157,7 @@ func TestDeploymentGuideLocalStack(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`sink lake\.orders: 1 row in \d+ commits \(1 file\)`),                                       // floe sink
 		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1\s+1\s+0\s`),                                                     // floe status: log [0, 1), table next 1, lag 0
-		regexp.MustCompile(`lake\.orders snapshot \d+, committed .*: 1 data files, 1 rows`),                            // floe files
+		regexp.MustCompile(`lake\.orders snapshot \d+, committed .*: 1 data file, 1 row,`),                             // floe files
 		regexp.MustCompile(`(?m)^orders\s+0\s+\[0, 1\)\s+1\s+\d+\s+s3://warehouse/lake\.db/orders/data/\S+\.parquet$`), // its file
 		regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ lake\.db/orders/data/\S+\.parquet$`),             // aws s3 ls
 	} {

@@ -80,8 +80,8 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 		fmt.Fprintf(w, "%s has no snapshot yet: no data files\n", r.Table)
 		return
 	}
-	fmt.Fprintf(w, "%s snapshot %d, committed %s: %d data files, %d rows, %s\n", r.Table, *r.SnapshotID,
-		r.CommittedAt.Format(time.RFC3339), len(r.Files), r.Records, humanize.IBytes(uint64(r.SizeBytes)))
+	fmt.Fprintf(w, "%s snapshot %d, committed %s: %s, %s, %s\n", r.Table, *r.SnapshotID,
+		r.CommittedAt.Format(time.RFC3339), plural(len(r.Files), "data file"), plural(int(r.Records), "row"), humanize.IBytes(uint64(r.SizeBytes)))
 	if len(r.Files) == 0 {
 		return
 	}

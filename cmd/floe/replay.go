@@ -224,7 +224,7 @@ func printReplayStart(w io.Writer, s replay.Start) {
 	for _, part := range p.Partitions {
 		total += p.End[part] - p.Start[part]
 	}
-	fmt.Fprintf(w, "replay %s into %s: %d partitions, %d offsets\n", p.Topic, s.Target, len(p.Partitions), total)
+	fmt.Fprintf(w, "replay %s into %s: %s, %s\n", p.Topic, s.Target, plural(len(p.Partitions), "partition"), plural(int(total), "offset"))
 	if s.SourceTable != "" {
 		fmt.Fprintf(w, "  starting from the positions of a snapshot of %s\n", s.SourceTable)
 	}

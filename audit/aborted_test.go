@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -70,5 +71,55 @@ func TestAuditAbortedDeletedIsNoLoss(t *testing.T) {
 		return strings.Contains(n, "held only aborted records") && strings.Contains(n, "evidence, not proof")
 	}) {
 		t.Fatalf("notes %q: want one about the deleted aborted records, saying it is evidence, not proof", rep.Notes)
+	}
+}
+
+// TestAbortedJudgementCountsSequences (from a review): producer P opens a
+// transaction at offset 10 (10-14), another producer writes five committed
+// records (15-19) while it is open, P writes 20-24 and aborts (marker 25).
+// The sink stopped at the last stable offset, 10, and retention deletes
+// [0, 22) before it runs again. The broker's abort index and the retained
+// log (P's aborted records up to its marker) looked like only aborted
+// records were deleted; P's sequence numbers say otherwise: its record at
+// 22 is its eighth, so at most 7 of the 12 deleted offsets were its
+// records. The audit finds the loss, and the next sink run refuses it
+// (--on-data-loss fail), where both took it for aborted records.
+func TestAbortedJudgementCountsSequences(t *testing.T) {
+	e := newEnv(t)
+	const topic = "interleaved"
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 10, "a"))
+	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID("p-"+topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(e.Ctx, records(topic, 0, 5, "txn1")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce(records(topic, 0, 5, "committed")) // 15-19: committed, not transactional
+	if err := txn.ProduceSync(e.Ctx, records(topic, 0, 5, "txn2")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	tbl := e.Table("lake." + topic)
+	e.sink(tbl, connector.Config{Topic: topic}) // stops at the LSO, 10
+	if err := txn.EndTransaction(e.Ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 22); err != nil {
+		t.Fatal(err)
+	}
+	rep := e.audit(tbl, audit.Options{Broker: e.Broker()})
+	if !slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool {
+		return f.Kind == audit.KindUnrecordedLoss && f.Offsets == mapping.Interval{Low: 10, High: 22}
+	}) {
+		t.Errorf("audit findings %+v, notes %q; want unrecorded-loss [10, 22): committed records 15-19 were deleted before they were sunk", rep.Findings, rep.Notes)
+	}
+	if _, err := e.Env.Sink(e.Broker(), tbl, connector.Config{Topic: topic, StopAtEnd: true}); !errors.As(err, new(*connector.DataLossError)) {
+		t.Errorf("next sink run: %v; want the data loss refused", err)
 	}
 }

@@ -25,8 +25,9 @@ const (
 	DeletedCommitted Deleted = iota
 	// DeletedAborted: the offsets lie inside aborted transactions that
 	// began at or before From and ended after the log start, the log still
-	// holds some of their records, and every record it holds up to their
-	// abort markers belongs to an aborted transaction.
+	// holds some of their records, every record it holds up to their
+	// abort markers belongs to an aborted transaction, and their
+	// producers' sequence numbers leave room for the deleted offsets.
 	DeletedAborted
 	// DeletedUndecided: an open transaction holds the log start; whether its
 	// records were committed is known only when it ends.
@@ -53,12 +54,16 @@ type DeletedVerdict struct {
 // offsets are judged aborted when aborted transactions began at or before
 // from, the log still holds some of their records, and every record from
 // the log start up to their abort markers is a record of an aborted
-// transaction. That is what the broker can still show, and it is evidence,
-// not proof: a committed record of another producer inside the deleted
-// part of the transaction's span would have left no trace. A record of
-// another producer in the retained part of the span, or a span retention
-// deleted whole, makes the offsets a loss; the sink records a judgement in
-// the ledger as an aborted range, which the audit reports.
+// transaction, and the transactions' producers' sequence numbers leave
+// room for as many of their records before the log start as there are
+// deleted offsets (boundBySequences). That is what the broker can still
+// show, and it is evidence, not proof: a committed record of another
+// producer inside the deleted part of the transaction's span leaves no
+// trace when the producer's earlier records leave its sequence numbers
+// room for it. A record of another producer in the retained part of the
+// span, too little room, or a span retention deleted whole, makes the
+// offsets a loss; the sink records a judgement in the ledger as an aborted
+// range, which the audit reports.
 func (b *Broker) ClassifyDeleted(ctx context.Context, topic string, partition int32, from, logStart int64) (DeletedVerdict, error) {
 	committed := DeletedVerdict{Deleted: DeletedCommitted}
 	if from >= logStart {
@@ -127,7 +132,53 @@ func (b *Broker) ClassifyDeleted(ctx context.Context, topic string, partition in
 	if err != nil {
 		return fail(err)
 	}
+	if verdict.Deleted == DeletedAborted {
+		verdict = boundBySequences(verdict, rp.RecordBatches, spanning, from, logStart)
+	}
 	return verdict, nil
+}
+
+// boundBySequences checks an aborted verdict against the producers'
+// sequence numbers: a producer numbers its records of a partition one by
+// one, so its first record at or after the log start, numbered n, leaves
+// room for at most n of its records before it. When the spanning
+// transactions' producers together have less room than the deleted
+// offsets [from, logStart) number, some of those offsets held another
+// producer's records: a loss. batches are the record batches the broker
+// answered at the log start; a producer with no batch there, or without
+// sequence numbers, leaves the verdict as it is.
+func boundBySequences(v DeletedVerdict, batches []byte, spanning map[int64]bool, from, logStart int64) DeletedVerdict {
+	room := map[int64]int64{}
+	for len(batches) >= 12 && len(room) < len(spanning) {
+		size := 12 + int64(int32(binary.BigEndian.Uint32(batches[8:12])))
+		if size < 12 || size > int64(len(batches)) {
+			break // the answer ends inside a batch
+		}
+		var b kmsg.RecordBatch
+		err := b.ReadFrom(batches[:size])
+		batches = batches[size:]
+		if err != nil || !spanning[b.ProducerID] || b.FirstSequence < 0 || b.Attributes&0x20 != 0 {
+			continue // not a data batch of a spanning transaction
+		}
+		last := b.FirstOffset + int64(b.LastOffsetDelta)
+		if _, seen := room[b.ProducerID]; seen || last < logStart {
+			continue
+		}
+		room[b.ProducerID] = int64(b.FirstSequence) + max(logStart, b.FirstOffset) - b.FirstOffset
+	}
+	if len(room) < len(spanning) {
+		return v
+	}
+	var total int64
+	for _, n := range room {
+		total += n
+	}
+	if deleted := logStart - from; deleted > total {
+		return DeletedVerdict{Deleted: DeletedCommitted, Evidence: fmt.Sprintf(
+			"the sequence numbers of the aborted transactions' producers leave room for at most %d of their records before the log start, but %d offsets [%d, %d) were deleted: the others held records of other producers",
+			total, deleted, from, logStart)}
+	}
+	return v
 }
 
 // abortIndex fetches the partition at offset with read_committed isolation,

@@ -289,11 +289,11 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if err != nil {
 		return res, err
 	}
-	tr, ok, unseen, err := truncatedAfter(ctx, tbl, del, k)
+	tr, ok, unseen, unseenTruncates, err := truncatedAfter(ctx, tbl, del, k)
 	if err != nil {
 		return res, err
 	}
-	res.Uncertain = truncateUnseen(tbl, unseen)
+	res.Uncertain = truncateUnseen(tbl, unseen, unseenTruncates)
 	if ok {
 		res.Status, res.FoundBy = KeyStatusDeleted, FoundByTruncate
 		res.SnapshotID, res.CommittedAt = &tr.SnapshotID, &tr.CommittedAt
@@ -434,10 +434,11 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, snapshotID int64, k tableK
 // snapshot before it: the key went with the truncate, not with del (the
 // key's upsert commit's delete of its older rows, or an earlier delete of
 // it). Only live snapshots whose parent is live can be looked at: unseen
-// is the snapshot below which the history was expired before the walk
-// reached del's commit (0 when nothing was left unseen), whose truncates,
-// if the table took any, floe can no longer tell from del.
-func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, k tableKey) (c mapping.Commit, ok bool, unseen int64, err error) {
+// is the live snapshot whose parent expired before the walk reached del's
+// commit (0 when nothing was left unseen), and unseenTruncates reports
+// whether that snapshot itself removed data files; truncates there, if
+// the table took any, floe can no longer tell from del.
+func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, k tableKey) (c mapping.Commit, ok bool, unseen int64, unseenTruncates bool, err error) {
 	// Without a delete (a compaction dropped the delete files once no
 	// older data file survived), every truncate is looked at: the newest
 	// whose parent held a row of the key removed it.
@@ -446,19 +447,20 @@ func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, 
 		if del != nil && s.SnapshotID == del.commit.SnapshotID {
 			break
 		}
+		truncates := s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) && removedFiles(s.Summary.Properties)
 		parent := meta.SnapshotByID(*s.ParentSnapshotID)
 		if parent == nil {
-			return mapping.Commit{}, false, s.SnapshotID, nil
+			return mapping.Commit{}, false, s.SnapshotID, truncates, nil
 		}
-		if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) && removedFiles(s.Summary.Properties) {
+		if truncates {
 			row, err := keyRow(ctx, tbl, parent.SnapshotID, k)
 			if err != nil || row != nil {
-				return mapping.Commit{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}, row != nil, 0, err
+				return mapping.Commit{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}, row != nil, 0, false, err
 			}
 		}
 		s = parent
 	}
-	return mapping.Commit{}, false, 0, nil
+	return mapping.Commit{}, false, 0, false, nil
 }
 
 // removedFiles reports whether a snapshot's summary counts deleted data
@@ -468,14 +470,19 @@ func removedFiles(props iceberg.Properties) bool {
 	return n != "" && n != "0"
 }
 
-// truncateUnseen is what a key's answer adds when snapshot unseen's
-// history was expired before the walk could rule a truncate out
-// (truncatedAfter) and the table takes truncates: "" otherwise.
-func truncateUnseen(tbl *snapshot.Table, unseen int64) string {
-	if unseen == 0 || tbl.Iceberg().Properties()[mapping.PropOnTruncate] != string(connector.TruncateDeleteAll) {
+// truncateUnseen is what a key's answer adds when the history below
+// snapshot unseen expired before the walk could rule a truncate out
+// (truncatedAfter) and the table took truncates (mapping.PropTruncated;
+// a table of a floe before it, by its --on-truncate setting): "" otherwise.
+func truncateUnseen(tbl *snapshot.Table, unseen int64, unseenTruncates bool) string {
+	props := tbl.Iceberg().Properties()
+	if unseen == 0 || props[mapping.PropTruncated] == "" && props[mapping.PropOnTruncate] != string(connector.TruncateDeleteAll) {
 		return ""
 	}
-	return fmt.Sprintf("; or a truncate (--on-truncate delete-all) in the history below snapshot %d, which was expired, removed its row: floe can no longer tell", unseen)
+	if unseenTruncates {
+		return fmt.Sprintf("; or snapshot %d, a truncate (--on-truncate delete-all), removed its row: the table before it expired, so floe can no longer tell", unseen)
+	}
+	return fmt.Sprintf("; or a truncate (--on-truncate delete-all) before snapshot %d, in history that expired, removed its row: floe can no longer tell", unseen)
 }
 
 // keyDeletion is the newest equality delete of a key.

@@ -40,6 +40,10 @@ const (
 	// KindMissing: a committed record (read from the broker) of an event
 	// table without its row: the table lost it.
 	KindMissing = "missing"
+	// KindDeadLetterNotFound: no row, in a range with dead letters, and
+	// the dead-letter table holds none at the offset: its dead letters are
+	// pending, or were removed.
+	KindDeadLetterNotFound = "dead_letter_not_found"
 	// KindSuperseded: a record a state table folded away.
 	KindSuperseded = "superseded"
 	// KindDeadLetter: a record that could not become a row and went to
@@ -182,6 +186,17 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		if err != nil {
 			return res, err
 		}
+		if name := loc.Commit.DeadLetterTable; loc.Range.DeadLetters > 0 && (res.Kind == "" || res.Kind == KindMissing) {
+			// A committed record without a row in a range with dead
+			// letters may be one the dead-letter table does not hold yet.
+			res.Kind = KindDeadLetterNotFound
+			sent := fmt.Sprintf("%d records", loc.Range.DeadLetters)
+			if loc.Range.DeadLetters == 1 {
+				sent = "1 record"
+			}
+			res.Explanation = fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: its dead letters are pending (a sink committed the rows but could not add them; the next sink run adds them) or were removed since; floe audit tells which (dead-letters-pending, or a missing file)",
+				sent, name)
+		}
 		res.Explanation = fmt.Sprintf("%s is accounted for by snapshot %d in range [%d, %d) but has no row: %s",
 			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High, res.Explanation)
 	default:
@@ -288,6 +303,9 @@ func deadLetterAt(ctx context.Context, tbl *snapshot.Table, name string, tp mapp
 	dlq, err := snapshot.OpenDeadLetters(ctx, tbl.Catalog(), ident, tbl.Name(), false)
 	if err != nil {
 		return "", "", false, fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, tbl.Name(), err)
+	}
+	if dlq.Head() == nil {
+		return "", "", false, nil // its first dead letters are pending
 	}
 	return dlq.DeadLetterAt(ctx, tp, offset)
 }

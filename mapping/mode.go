@@ -249,6 +249,11 @@ func CheckKeyColumn(f iceberg.NestedField) error {
 // which a sink told nothing does too.
 const PropOnTruncate = "floe.on-truncate"
 
+// PropTruncated is set ("true"), in the same commit, on a table that took
+// a truncate (mapping.ChangeTruncate): a lookup whose answer an expired
+// truncate could change says so. It is never removed.
+const PropTruncated = "floe.truncated"
+
 // KeyError reports an upsert key that cannot be.
 type KeyError struct{ Problem string }
 

@@ -143,6 +143,11 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 		if ch.Remove, err = t.liveDataFiles(ctx); err != nil {
 			return nil, err
 		}
+		if t.tbl.Properties()[mapping.PropTruncated] == "" {
+			if err := txn.SetProperties(iceberg.Properties{mapping.PropTruncated: "true"}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	switch {
 	case len(ch.Deletes) > 0 && len(ch.Remove) > 0:

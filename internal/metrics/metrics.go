@@ -359,6 +359,7 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 				case <-ctx.Done():
 					return
 				case <-time.After(wait):
+				case <-t.C: // an interval below a second polls as often as it says
 				}
 			}
 		}

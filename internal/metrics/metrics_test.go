@@ -419,3 +419,45 @@ func TestWatchLagAfterCommit(t *testing.T) {
 	}
 	waitFor("after the commit", func(end, next int64) bool { return next == 50 && end == 50 })
 }
+
+// TestWatchLagIntervalUnderASecond (from a review): polls after commits
+// are additional: with --lag-interval 100ms and a commit every 10 ms the
+// interval's polls go on, where each commit held them back to one a
+// second.
+func TestWatchLagIntervalUnderASecond(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("orders", 1, nil)
+	e.Produce(floetest.Records("orders", 0, 5, "a"))
+	r := New()
+	r.Logger = floetest.QuietLogger()
+	p := r.Pipeline("orders", "lake.orders", nil)
+	ctx, cancel := context.WithCancel(e.Ctx)
+	defer cancel()
+	e.Broker() // connect before timing
+	go p.WatchLag(ctx, e.Broker(), 100*time.Millisecond)
+	count := func(commits bool) int {
+		polls := map[time.Time]bool{}
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			if commits {
+				select { // a commit, as Hook's OnCommit signals it
+				case p.committedNow <- struct{}{}:
+				default:
+				}
+			}
+			p.mu.Lock()
+			if !p.polled.IsZero() {
+				polls[p.polled] = true
+			}
+			p.mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+		return len(polls)
+	}
+	t.Logf("%d polls in 3s at --lag-interval 100ms without commits", count(false))
+	polls := count(true)
+	t.Logf("%d polls in 3s at --lag-interval 100ms with a commit every 10ms (commits in a busy sink)", polls)
+	if polls < 8 { // about 30 expected; 3 or 4 when commits held the polls back
+		t.Errorf("%d polls in 3s at --lag-interval 100ms: commits hold the interval's polls back to one a second", polls)
+	}
+}

@@ -214,7 +214,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		for _, tp := range tps {
 			res.Boundary = append(res.Boundary, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: b.At[tp], Source: SourceCommit})
 		}
-		res.Expired = !b.Empty && tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
+		res.Expired = !res.Empty && tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
 		return res, nil
 	}
 	c, err := tbl.FirstCovering(ctx, 0, cut)

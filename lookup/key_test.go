@@ -324,3 +324,28 @@ func TestWhereKeyTransactionMarkerPastRange(t *testing.T) {
 	sink()
 	wantDeletedAt("j", 5)
 }
+
+// TestAsOfUpsertEmptyExpired (from a review): the empty state of an upsert
+// table (at its first offset) is not an expired snapshot once expiry
+// removed the start commit's: as-of --rows gives no rows, where it failed
+// that the snapshot had expired.
+func TestAsOfUpsertEmptyExpired(t *testing.T) {
+	_, tbl := upsertEnv(t)
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: floetest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "u/0=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("as of u/0=0: empty %v, expired %v, snapshot %d", res.Empty, res.Expired, res.SnapshotID)
+	if !res.Empty || res.Expired {
+		t.Fatalf("as of u/0=0: empty %v, expired %v; want the empty table, not an expired snapshot", res.Empty, res.Expired)
+	}
+	if _, _, err := lookup.RowsSnapshot(t.Context(), tbl, res); err != nil {
+		t.Errorf("as of u/0=0 is the empty table, but RowsSnapshot (what floe as-of --rows calls first) fails: %v", err)
+	}
+}

@@ -105,18 +105,14 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if !rows {
 				return printAsOf(w, f.json, res)
 			}
-			rowsFrom, fromHead, err := lookup.RowsSnapshot(ctx, tbl, res.AsOfResult)
-			if err != nil {
-				return err
-			}
-			res.RowsFromHead = fromHead
-			if err := lookup.ExactAt(ctx, tbl, rowsFrom, res.Cut); err != nil {
-				return err
-			}
-			if res.Mode == mapping.ModeUpsert && res.Empty {
-				// The state before the table's first record: no rows.
+			// An upsert table before its first record: no rows. A live
+			// snapshot (the start commit) still gives --output its empty
+			// file, as an append table's does.
+			emptyState := res.Mode == mapping.ModeUpsert && res.Empty &&
+				(output == "" || res.SnapshotID == 0 || tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil)
+			if emptyState {
 				if output != "" {
-					return fmt.Errorf("--output %s: the state as of the position is the empty table, before its first record: there are no rows to write", output)
+					return fmt.Errorf("--output %s: the state as of the position is the empty table, before its first commit: there are no rows to write", output)
 				}
 				if f.json {
 					zero := int64(0)
@@ -127,6 +123,14 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 					return err
 				}
 				_, err := fmt.Fprintln(w, "0 rows")
+				return err
+			}
+			rowsFrom, fromHead, err := lookup.RowsSnapshot(ctx, tbl, res.AsOfResult)
+			if err != nil {
+				return err
+			}
+			res.RowsFromHead = fromHead
+			if err := lookup.ExactAt(ctx, tbl, rowsFrom, res.Cut); err != nil {
 				return err
 			}
 			if output == "" {

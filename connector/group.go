@@ -256,9 +256,12 @@ func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 		case err != nil:
 			// A fence resets the session (the loop does it); anything
 			// else ends it. A commit whose dead letters are pending is
-			// in: the successor adds them.
+			// in (the successor adds them): the revocation is committed
+			// unless records of ps came after it (an earlier flush failed
+			// so, and the newer ones were never flushed).
 			ss.gm.fail(err)
-			_, committed = errors.AsType[*snapshot.DeadLettersPendingError](err)
+			_, pending := errors.AsType[*snapshot.DeadLettersPendingError](err)
+			committed = pending && !slices.ContainsFunc(ps, dirty)
 		default:
 			committed = true
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -129,5 +130,41 @@ func TestRevocationWithPendingDeadLettersCommitted(t *testing.T) {
 	}
 	if !r.Committed {
 		t.Errorf("revocation of %v reported as not committed, although its flush's rows are in the ledger (only its dead letters are pending)", r.Revoked)
+	}
+}
+
+// TestWherePendingDeadLetterNotMissing (from a review): a flush whose
+// rows committed but whose dead letter could not be added yet (a
+// DeadLettersPendingError: the next sink run adds it). The dead letter's
+// offset is accounted for by the ledger as a dead letter (the range counts
+// it): where --brokers says the dead-letter table does not hold it (its
+// dead letters are pending, or were removed), where it said "missing: the
+// table lost it".
+func TestWherePendingDeadLetterNotMissing(t *testing.T) {
+	e := newEnv(t)
+	const topic, table = "pendwhere", "lake.pendwhere"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.TypedTable(table, mapping.Layout{Value: mapping.ValueJSON})
+	// A first dead letter (offset 0) goes in, so the dead-letter table has a snapshot.
+	e.Produce(jsonRecords(topic, 0, `bad`))
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := e.faultyDeadLetters(tbl)
+	e.Produce(jsonRecords(topic, 0, `{"id":1}`, `oops`, `{"id":2}`)) // offsets 1-3
+	_, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: bad})
+	if _, ok := errors.AsType[*snapshot.DeadLettersPendingError](err); !ok {
+		t.Fatalf("sink: %v, want a DeadLettersPendingError", err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := lookup.Where(e.Ctx, tbl, e.Broker(), mapping.TopicPartition{Topic: topic, Partition: 0}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s/%s: %s", r.Status, r.Kind, r.Explanation)
+	if r.Kind != lookup.KindDeadLetterNotFound {
+		t.Errorf("where offset 2 (a dead letter whose addition is pending): kind %s; want %s: %s", r.Kind, lookup.KindDeadLetterNotFound, r.Explanation)
 	}
 }

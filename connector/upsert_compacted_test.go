@@ -156,21 +156,7 @@ func dbzTruncate(topic string, sec int) *kgo.Record {
 // truncate's commit now. From the second review of the upsert path.
 func TestWhereKeyAfterTruncate(t *testing.T) {
 	e := newEnv(t)
-	const topic = "dbserver1.inventory.trunc_where"
-	e.Topic(topic, 1, nil)
-	tbl, dlq := e.debeziumTable("lake.trunc_where", floetest.CDCPlainJSON)
-	cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
-	e.Produce([]*kgo.Record{dbzEvent(topic, "c", 1, "one@x", 0), dbzEvent(topic, "c", 2, "two@x", 1)})
-	if _, err := e.sink(tbl, cfg); err != nil {
-		t.Fatal(err)
-	}
-	e.Produce([]*kgo.Record{dbzTruncate(topic, 2)})
-	if _, err := e.sink(tbl, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
+	tbl, _ := truncatedTable(t, e, "trunc_where", false)
 	if n := len(rows(t, tbl)); n != 0 {
 		t.Fatalf("%d rows after the truncate", n)
 	}

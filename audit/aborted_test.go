@@ -23,15 +23,7 @@ func abortedThenDeleted(t *testing.T, e *env, topic string) *snapshot.Table {
 	t.Helper()
 	e.Topic(topic, 1, nil)
 	e.Produce(records(topic, 0, 10, "a"))
-	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID("open-"+topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
+	txn := e.OpenTxn("open-" + topic)
 	if err := txn.ProduceSync(e.Ctx, records(topic, 0, 10, "txn")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,15 +81,7 @@ func TestAbortedJudgementCountsSequences(t *testing.T) {
 	const topic = "interleaved"
 	e.Topic(topic, 1, nil)
 	e.Produce(records(topic, 0, 10, "a"))
-	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID("p-"+topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
+	txn := e.OpenTxn("p-" + topic)
 	if err := txn.ProduceSync(e.Ctx, records(topic, 0, 5, "txn1")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

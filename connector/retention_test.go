@@ -19,15 +19,7 @@ import (
 // it; the caller ends it.
 func openTxn(t *testing.T, e *env, id string, recs []*kgo.Record) *kgo.Client {
 	t.Helper()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID(id),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(txn.Close)
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
+	txn := e.OpenTxn(id)
 	if err := txn.ProduceSync(e.Ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

@@ -283,19 +283,8 @@ func TestAbortedRecordsDeletedAreNotALoss(t *testing.T) {
 			e := newEnv(t)
 			const topic = "txns"
 			e.Topic(topic, 1, nil)
-			e.Produce(records(topic, 0, 10, "a")) // offsets 0-9
-			txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID("open"),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer txn.Close()
-			if err := txn.BeginTransaction(); err != nil {
-				t.Fatal(err)
-			}
-			if err := txn.ProduceSync(e.Ctx, records(topic, 0, 10, "txn")...).FirstErr(); err != nil { // 10-19
-				t.Fatal(err)
-			}
+			e.Produce(records(topic, 0, 10, "a"))                      // offsets 0-9
+			txn := openTxn(t, e, "open", records(topic, 0, 10, "txn")) // 10-19
 			if c.interleaved {
 				e.Produce(records(topic, 0, 3, "other")) // 20-22
 			}
@@ -315,7 +304,7 @@ func TestAbortedRecordsDeletedAreNotALoss(t *testing.T) {
 			if err := e.Stack.Cluster.DeleteRecords(topic, 0, 15); err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true})
+			_, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true})
 			if c.loss {
 				var loss *connector.DataLossError
 				if !errors.As(err, &loss) || loss.Lost != (mapping.Interval{Low: 10, High: 15}) {
@@ -347,18 +336,7 @@ func TestLiveSinkWaitsForOpenTransaction(t *testing.T) {
 	const topic, table = "waiting", "lake.waiting"
 	e.Topic(topic, 1, nil)
 	e.Produce(records(topic, 0, 10, "a"))
-	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID("slow"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.ProduceSync(e.Ctx, records(topic, 0, 10, "txn")...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	txn := openTxn(t, e, "slow", records(topic, 0, 10, "txn"))
 	tbl := e.Table(table)
 	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
 	stop := e.runLive(tbl, connector.Config{Topic: topic, OnDataLoss: connector.LossRecord, FlushInterval: 100 * time.Millisecond})

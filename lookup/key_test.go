@@ -306,14 +306,7 @@ func TestWhereKeyTransactionMarkerPastRange(t *testing.T) {
 	sink()
 	wantDeletedAt("k", 2)
 
-	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID("open-ut"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
+	txn := e.OpenTxn("open-ut")
 	if err := txn.ProduceSync(e.Ctx, &kgo.Record{Topic: "ut", Key: []byte("j"), Value: []byte("j1"), Timestamp: ts}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

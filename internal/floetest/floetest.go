@@ -78,6 +78,23 @@ func (e *Env) Txn(id string, recs []*kgo.Record, commit bool) {
 	}
 }
 
+// OpenTxn returns a transactional producer (records go to the partition
+// they name) with a transaction begun and left open: the test produces
+// into it and ends it. The client is closed when the test ends.
+func (e *Env) OpenTxn(id string) *kgo.Client {
+	e.T.Helper()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID(id),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(txn.Close)
+	if err := txn.BeginTransaction(); err != nil {
+		e.T.Fatal(err)
+	}
+	return txn
+}
+
 // Table opens the floe table name ("namespace.table"), creating it.
 func (e *Env) Table(name string) *snapshot.Table {
 	e.T.Helper()

@@ -792,3 +792,24 @@ func TestFaultTopicRecreated(t *testing.T) {
 	expectFindings(t, e.audit(tbl, rowsDepth))
 	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.Broker()}), "broker topic-recreated")
 }
+
+// TestFaultFileDeletedFromStorage (from a new-user run): a data file of
+// the current snapshot deleted from the storage (not from the table) is a
+// missing-file finding of the rows level, and the content level goes on
+// (its rows are missing), where both failed the audit with "file does not
+// exist" and wrote no report.
+func TestFaultFileDeletedFromStorage(t *testing.T) {
+	e := newEnv(t)
+	tbl := sunkTable(t, e, "lostfile")
+	f := fileOf(t, tbl, 1, 0)
+	if err := os.Remove(strings.TrimPrefix(f.Path, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
+	missing := slices.ContainsFunc(rep.Findings, func(fd audit.Finding) bool {
+		return fd.Level == audit.LevelRows && fd.Kind == audit.KindMissingFile && fd.File == f.Path
+	})
+	if rep.Complete() || !missing {
+		t.Fatalf("findings %+v; want the rows level's missing-file of %s", rep.Findings, f.Path)
+	}
+}

@@ -89,11 +89,18 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 	if keyed != nil {
 		cols = a.upsert.columns(cols)
 	}
-	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
+	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency, MissingOK: true}, func(fb snapshot.FileBatch) error {
 		fr := perFile[fb.Path]
 		if fr == nil {
 			fr = &fileRows{pmin: math.MaxInt32, pmax: math.MinInt32, omin: math.MaxInt64, omax: math.MinInt64, empty: true}
 			perFile[fb.Path] = fr
+		}
+		if fb.Missing {
+			m := manifest[fb.Path]
+			a.find(Finding{Level: LevelRows, Kind: KindMissingFile, File: fb.Path, SnapshotID: m.AddedBy,
+				Detail: fmt.Sprintf("the table's current snapshot lists data file %s (%d rows, added by snapshot %d), but the storage no longer has it: its rows are lost (floe replay rebuilds the table from the log)", fb.Path, m.Records, m.AddedBy)})
+			prog.Add(m.Records)
+			return nil
 		}
 		if fb.Done {
 			a.checkFile(manifest[fb.Path], fb.Deletes, fr)

@@ -2,7 +2,9 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -24,6 +26,9 @@ type ScanOptions struct {
 	// Skip, when set, is called with the path of every data file the
 	// scan plans; the files it returns true for are not read.
 	Skip func(path string) bool
+	// MissingOK reports a data file the storage no longer has as a
+	// FileBatch with Missing set, instead of failing the scan.
+	MissingOK bool
 }
 
 // FileBatch is one step of ScanFiles: some rows of one data file, or the end
@@ -39,6 +44,9 @@ type FileBatch struct {
 	Batch arrow.RecordBatch
 	// Done marks the last call for the file: all its rows were delivered.
 	Done bool
+	// Missing, with Done, marks a file the storage no longer has
+	// (ScanOptions.MissingOK): none of its rows were read.
+	Missing bool
 }
 
 // ScanFiles reads the rows of a snapshot (0 means the branch head) file by
@@ -112,7 +120,7 @@ func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOption
 			if gctx.Err() != nil {
 				break
 			}
-			g.Go(func() error { return readFile(gctx, scan, fileTasks, out) })
+			g.Go(func() error { return readFile(gctx, scan, fileTasks, opts.MissingOK, out) })
 		}
 		_ = g.Wait()
 		close(out)
@@ -139,8 +147,9 @@ func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOption
 }
 
 // readFile reads every task of one data file and sends its batches, then
-// its Done marker.
-func readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, out chan<- FileBatch) error {
+// its Done marker; with missingOK, a file the storage does not have is a
+// Done marker with Missing set.
+func readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, missingOK bool, out chan<- FileBatch) error {
 	path := tasks[0].File.FilePath()
 	deletes := len(tasks[0].DeleteFiles) + len(tasks[0].EqualityDeleteFiles) + len(tasks[0].DeletionVectorFiles)
 	send := func(fb FileBatch) error {
@@ -158,10 +167,15 @@ func readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask,
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
+	sent := false
 	for b, err := range batches {
+		if err != nil && !sent && missingOK && errors.Is(err, fs.ErrNotExist) {
+			return send(FileBatch{Path: path, Deletes: deletes, Done: true, Missing: true})
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
+		sent = true
 		if err := send(FileBatch{Path: path, Deletes: deletes, Batch: b}); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/apache/iceberg-go"
 )
 
@@ -357,6 +358,14 @@ func (l Layout) CheckPartitionBy(p PartitionBy, s *iceberg.Schema) error {
 		reserved := slices.ContainsFunc(metadataColumns, func(m string) bool { return strings.EqualFold(m, top) })
 		if !decodedKey && (!l.Typed() || reserved) {
 			return fail(f, fmt.Sprintf("the table has no column %s, and no value column can be named %s (floe's own columns are reserved); its columns are %s", f.Column, top, columnNames(s)))
+		}
+		// A field may wait for a column a later record brings, but a name
+		// one or two letters off a column the table has is a typo: taken
+		// as a column to wait for, it would drop the spec's other fields.
+		for _, c := range s.Fields() {
+			if d := levenshtein.ComputeDistance(strings.ToLower(top), strings.ToLower(c.Name)); d > 0 && d <= 2 {
+				return fail(f, fmt.Sprintf("the table has no column %s; did you mean %s? (a field waits for a column only a later record brings: name that column exactly)", top, c.Name))
+			}
 		}
 	}
 	return nil

@@ -106,6 +106,12 @@ func TestCheckPartitionBy(t *testing.T) {
 		{typed, withValues, "bucket(4, amount)", "column amount is a double, which bucket does not take"},
 		{typed, withValues, "identity(items.sku)", "items is a list"},
 		{typed, withValues, "identity(order)", "a struct's fields are written as a dotted path, e.g. order.FIELD"},
+		// A typo of a column the table has is refused, where it waited for
+		// a column of that name and dropped the spec's other fields (from a
+		// new-user run).
+		{typed, withValues, "day(placd_at)", "the table has no column placd_at; did you mean placed_at?"},
+		{typed, withValues, "day(placed_at), truncate(2, Nmae)", "did you mean name?"},
+		{typed, withValues, "day(shipped_on)", ""},
 	} {
 		p, err := ParsePartitionBy(c.spec)
 		if err != nil {

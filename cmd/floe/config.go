@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -138,7 +139,7 @@ func misspeltEnv(environ []string, known map[string]bool) []string {
 		}
 		var close []string
 		for _, n := range names {
-			if editDistance(env, n) <= 2 {
+			if levenshtein.ComputeDistance(env, n) <= 2 {
 				close = append(close, n)
 			}
 		}
@@ -149,27 +150,6 @@ func misspeltEnv(environ []string, known map[string]bool) []string {
 	}
 	slices.Sort(warnings)
 	return warnings
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // setFlag sets f as if given on the command line, so that Changed is true.

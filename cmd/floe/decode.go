@@ -27,9 +27,9 @@ type decodeFlags struct {
 func (f *decodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.value, "value", "",
 		"how values become columns: raw (one binary column), json (schemaless JSON objects, columns inferred) or registry (Avro, Protobuf or JSON Schema in the schema registry's wire format); "+
-			"a new table gets it (default raw), an existing table keeps its own")
+			"a new table gets it (default raw); an existing table keeps its own, and another value is refused (left out, the table's is used)")
 	fs.StringVar(&f.key, "key", "",
-		"how keys become the kafka_key column: raw (binary), string (UTF-8 text), json or registry (a decoded struct); a new table gets it (default raw)")
+		"how keys become the kafka_key column: raw (binary), string (UTF-8 text), json or registry (a decoded struct); a new table gets it (default raw); an existing table keeps its own, and another value is refused (left out, the table's is used)")
 	fs.BoolVar(&f.keepRawValue, "keep-raw-value", false,
 		"with --value json or registry, also keep each value's bytes in the binary column kafka_value (a new table only)")
 	fs.StringVar(&f.dlqTable, "dlq-table", "",

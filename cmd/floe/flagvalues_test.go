@@ -87,3 +87,21 @@ func TestFlushFlagsAcceptUnits(t *testing.T) {
 		t.Errorf("sink --help should show --flush-bytes as a size with default 128MiB:\n%s", out)
 	}
 }
+
+// TestFlagParseHints (from a new-user run): a flag value its parser
+// refuses says what the flag wants, where pflag gave only the parser's
+// words ("strconv.ParseInt: parsing ...", "time: unknown unit "d"").
+func TestFlagParseHints(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"where", "--table", "lake.x", "--partition", "abc", "--offset", "1"}, "want a whole number"},
+		{[]string{"maintain", "--table", "lake.x", "--expire-older-than", "7d"}, "want a duration such as 90s, 15m or 168h"},
+	} {
+		code, _, errs := floe(t, c.args...)
+		if code != exitError || !strings.Contains(errs, c.want) {
+			t.Errorf("floe %v: exit %d, %q; want exit 2 saying %q", c.args, code, errs, c.want)
+		}
+	}
+}

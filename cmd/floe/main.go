@@ -113,10 +113,24 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.AddCommand(newSinkCmd(), newDemoCmd(), newAuditCmd(), newWhereCmd(), newAsOfCmd(), newReplayCmd(), newLocalstackCmd(), newStatusCmd(), newMaintainCmd(), newVersionCmd())
 	addConfigFlag(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return fmt.Errorf("%w (see --help)", err)
+		return fmt.Errorf("%w%s (see --help)", err, parseHint(err))
 	})
 	root.AddCommand(newFilesCmd())
 	return root
+}
+
+// parseHint says what a flag wants when pflag's error is only its parser's
+// ("strconv.ParseInt: parsing ...", "time: unknown unit ...").
+func parseHint(err error) string {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "strconv.ParseInt"), strings.Contains(msg, "strconv.ParseUint"):
+		return "; want a whole number"
+	case strings.Contains(msg, "strconv.ParseBool"):
+		return "; want true or false"
+	case strings.Contains(msg, "time: "):
+		return "; want a duration such as 90s, 15m or 168h (hours, minutes, seconds: no days)"
+	}
+	return ""
 }
 
 func setupLogging(w io.Writer, g globalFlags) error {

@@ -101,6 +101,10 @@ type CompactResult struct {
 	// compaction of an old table reads no more of it than its new files'
 	// offsets.
 	Unplaced int `json:"unplaced_files"`
+	// OtherSpec counts small files written under an older partition spec
+	// of the table: compaction writes the current spec's files and keeps
+	// those as they are.
+	OtherSpec int `json:"other_spec_files"`
 	// LiveRows counts the rows of the files written by a compaction of
 	// an upsert table, which applies its deletes (Rows is then the rows
 	// of the files replaced, before deletes), and DroppedDeletes the
@@ -218,7 +222,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if err != nil {
 		return res, err
 	}
-	res.FilesBefore, res.FilesAfter, res.Unplaced, res.Groups = plan.live, plan.live, plan.unplaced, len(plan.groups)
+	res.FilesBefore, res.FilesAfter, res.Unplaced, res.OtherSpec, res.Groups = plan.live, plan.live, plan.unplaced, plan.otherSpec, len(plan.groups)
 	outputs := 0 // a group makes about one file per Iceberg partition
 	for _, g := range plan.groups {
 		res.Replaced += len(g.files)
@@ -418,8 +422,9 @@ type compactPlan struct {
 	groups []compactGroup
 	// live counts the live data files, unplaced the small ones left
 	// alone because the ledger does not place them (of the pieces the
-	// plan would merge: the others are not looked up).
-	live, unplaced int
+	// plan would merge: the others are not looked up), otherSpec the small
+	// ones of another partition spec than the table's.
+	live, unplaced, otherSpec int
 }
 
 // planCompaction groups the small live data files of the branch head.
@@ -500,7 +505,11 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		if df.FileSizeBytes() >= small {
 			continue // large enough: it stays
 		}
-		if !mergeable {
+		switch {
+		case df.SpecID() != int32(spec.ID()):
+			plan.otherSpec++
+			continue
+		case !mergeable:
 			plan.unplaced++
 			continue
 		}

@@ -41,7 +41,7 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			case r.DroppedDeletes > 0:
 				fmt.Fprintf(w, "; snapshot %d dropped %s that applied to no row", r.SnapshotID, plural(r.DroppedDeletes, "delete file"))
 			}
-			fmt.Fprintln(w)
+			fmt.Fprintln(w, otherSpecNote(r))
 			continue
 		}
 		if dryRun {
@@ -50,7 +50,7 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			if r.DroppedDeletes > 0 {
 				fmt.Fprintf(w, ", applying their deletes and dropping %s", plural(r.DroppedDeletes, "delete file"))
 			}
-			fmt.Fprintln(w)
+			fmt.Fprintln(w, otherSpecNote(r))
 			continue
 		}
 		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
@@ -61,7 +61,7 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 		if r.Attempts > 1 {
 			fmt.Fprintf(w, "; committed at attempt %d (other commits got in first)", r.Attempts)
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintln(w, otherSpecNote(r))
 	}
 }
 
@@ -141,4 +141,13 @@ func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table, t
 		cancel()
 		<-done
 	}
+}
+
+// otherSpecNote ends a compaction's line with the small files of older
+// partition specs it keeps, or nothing.
+func otherSpecNote(r snapshot.CompactResult) string {
+	if r.OtherSpec == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s of an older partition spec kept as they are", plural(r.OtherSpec, "small file"))
 }

@@ -374,6 +374,12 @@ func TestPartitionSpecEvolves(t *testing.T) {
 			t.Fatalf("file %s of offsets %v has spec %d", path, f.offsets, f.spec)
 		}
 	}
+	// Compaction keeps the older spec's small files as they are, and says
+	// so, where it said the ledger did not place them (from a new-user run).
+	out := mustFloe(t, append([]string{"maintain", "--table", "lake.ev", "--compact", "--dry-run"}, loc[:2]...)...)
+	if !strings.Contains(out, "of an older partition spec kept as they are") || strings.Contains(out, "the ledger does not place them") {
+		t.Fatalf("maintain --compact --dry-run after the spec changed:\n%s", out)
+	}
 }
 
 // TestPartitionedReplayFoldAndMaintain: a replay into a new table gets its

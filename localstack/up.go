@@ -164,7 +164,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true, RegistryPort: opts.RegistryPort, Kfake: auto})
 	if err != nil {
 		s3.Close()
-		return nil, &CheckError{Settings: []Setting{SettingKafkaPort}, Err: fmt.Errorf("%w (is another local stack running?)", err)}
+		return nil, &CheckError{Settings: []Setting{SettingKafkaPort}, Err: err} // err says which port and what to do
 	}
 	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, Certs: certs, Password: password, stack: stack, lock: lock}
 	// The stack announces its catalog, so it exists from now on: the first

@@ -253,7 +253,7 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(bw, "%d rows\n", n)
+		fmt.Fprintln(bw, plural(int(n), "row"))
 		return bw.Flush()
 	}
 	fmt.Fprintf(bw, "%-16s %-9s %-10s %-24s %-20s %s\n", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "KEY", "VALUE")
@@ -266,7 +266,7 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(bw, "%d rows\n", n)
+	fmt.Fprintln(bw, plural(int(n), "row"))
 	return bw.Flush()
 }
 

@@ -139,7 +139,7 @@ func withFlags(err error) string {
 			if _, conflict := errors.AsType[*mapping.SchemaConflictError](e.Reason); conflict {
 				hint("records whose type the table cannot take go to the dead-letter table with --on-schema-conflict dead-letter (the default) and --dlq on")
 			} else {
-				hint("records that cannot become rows go to the dead-letter table unless --dlq off")
+				hint("with --dlq on (the default, not --dlq off) records that cannot become rows go to the dead-letter table instead of stopping the sink")
 			}
 		case *lookup.QueryError:
 			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))

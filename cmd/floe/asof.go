@@ -89,7 +89,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if err != nil {
 				return err
 			}
-			broker, err := f.dial(ctx)
+			broker, err := f.dialOptional(ctx)
 			if err != nil {
 				return err
 			}

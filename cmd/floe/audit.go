@@ -135,7 +135,7 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if opts.Registry, err = f.registry(); err != nil {
 		return err
 	}
-	broker, err := f.dial(ctx)
+	broker, err := f.dialOptional(ctx)
 	if err != nil {
 		return err
 	}

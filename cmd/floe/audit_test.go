@@ -394,3 +394,26 @@ func TestAuditNotesStartAtHighWatermark(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditBrokersDownSaysTableAlone (from a new-user run): with brokers
+// that are down (FLOE_BROKERS left from a stopped stack), audit, where and
+// as-of stop naming the brokers and saying that --brokers '' answers from
+// the table alone; with it, the audit answers.
+func TestAuditBrokersDownSaysTableAlone(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	down := []string{"--brokers", fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t)), "--dial-timeout", "1s"}
+	for _, args := range [][]string{
+		{"audit", "--table", "lake.orders"},
+		{"where", "--table", "lake.orders", "--partition", "0", "--offset", "1"},
+		{"as-of", "--table", "lake.orders", "--offsets", "0=1"},
+	} {
+		code, _, errs := floe(t, append(append(args, down...), loc...)...)
+		if code != exitError || !strings.Contains(errs, "cannot reach brokers") || !strings.Contains(errs, "--brokers '' answers from the table alone") {
+			t.Errorf("floe %s with brokers down: exit %d, %q", args[0], code, errs)
+		}
+	}
+	if code, out, errs := floe(t, append([]string{"audit", "--table", "lake.orders", "--brokers", ""}, loc...)...); code != exitOK || !strings.Contains(out, "COMPLETE") {
+		t.Errorf("floe audit --brokers '': exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -172,6 +172,17 @@ func (f *brokerFlags) dial(ctx context.Context) (*connector.Broker, error) {
 	return connector.DialSecure(ctx, f.brokers, f.dialTimeout, sec)
 }
 
+// dialOptional is dial for a command that answers without the brokers
+// too (audit, where, as-of): a failure says how to do without them, where
+// FLOE_BROKERS names brokers that are down.
+func (f *brokerFlags) dialOptional(ctx context.Context) (*connector.Broker, error) {
+	b, err := f.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w (without the brokers, --brokers '' answers from the table alone)", err)
+	}
+	return b, nil
+}
+
 // topicFlag adds --topic (-t, like kcat) with usage.
 func topicFlag(fs *pflag.FlagSet, topic *string, usage string) {
 	fs.StringVarP(topic, "topic", "t", "", usage)

@@ -95,7 +95,7 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 			if err != nil {
 				return err
 			}
-			broker, err := f.dial(ctx)
+			broker, err := f.dialOptional(ctx)
 			if err != nil {
 				return err
 			}

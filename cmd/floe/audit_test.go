@@ -397,7 +397,7 @@ func TestAuditNotesStartAtHighWatermark(t *testing.T) {
 
 // TestAuditBrokersDownSaysTableAlone (from a new-user run): with brokers
 // that are down (FLOE_BROKERS left from a stopped stack), audit, where and
-// as-of stop naming the brokers and saying that --brokers '' answers from
+// as-of stop naming the brokers and saying that --brokers ” answers from
 // the table alone; with it, the audit answers.
 func TestAuditBrokersDownSaysTableAlone(t *testing.T) {
 	st, loc := sinkStack(t)

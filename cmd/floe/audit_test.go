@@ -397,8 +397,8 @@ func TestAuditNotesStartAtHighWatermark(t *testing.T) {
 
 // TestAuditBrokersDownSaysTableAlone (from a new-user run): with brokers
 // that are down (FLOE_BROKERS left from a stopped stack), audit, where and
-// as-of stop naming the brokers and saying that --brokers ” answers from
-// the table alone; with it, the audit answers.
+// as-of stop naming the brokers and saying that an empty --brokers answers
+// from the table alone; with it, the audit answers.
 func TestAuditBrokersDownSaysTableAlone(t *testing.T) {
 	st, loc := sinkStack(t)
 	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)

@@ -138,6 +138,10 @@ func (b *Broker) ClassifyDeleted(ctx context.Context, topic string, partition in
 	return verdict, nil
 }
 
+// controlBatch is the record batch attribute of a batch of control
+// records (transaction markers), bit 5.
+const controlBatch = 0x20
+
 // boundBySequences checks an aborted verdict against the producers'
 // sequence numbers: a producer numbers its records of a partition one by
 // one, so its first record at or after the log start, numbered n, leaves
@@ -157,7 +161,7 @@ func boundBySequences(v DeletedVerdict, batches []byte, spanning map[int64]bool,
 		var b kmsg.RecordBatch
 		err := b.ReadFrom(batches[:size])
 		batches = batches[size:]
-		if err != nil || !spanning[b.ProducerID] || b.FirstSequence < 0 || b.Attributes&0x20 != 0 {
+		if err != nil || !spanning[b.ProducerID] || b.FirstSequence < 0 || b.Attributes&controlBatch != 0 {
 			continue // not a data batch of a spanning transaction
 		}
 		last := b.FirstOffset + int64(b.LastOffsetDelta)

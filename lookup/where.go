@@ -65,8 +65,10 @@ type WhereResult struct {
 	// Kind refines no_row when it can be told: dead_letter (the record is
 	// in the dead-letter table, File its data file, Reason why), marker,
 	// aborted (read from the broker), absent (the broker has no record
-	// there: compacted or deleted), superseded (a state table's older value) or missing (a
-	// committed record the table lost). It is empty for no_row when no broker was given and the
+	// there: compacted or deleted), superseded (a state table's older
+	// value), missing (a committed record the table lost) or
+	// dead_letter_not_found (a range with dead letters, none of them at
+	// the offset). It is empty for no_row when no broker was given and the
 	// record is no dead letter: the log would tell which.
 	Kind            string `json:"kind,omitempty"`
 	DeadLetterTable string `json:"dead_letter_table,omitempty"`

@@ -342,9 +342,8 @@ func (p *Pipeline) Stopped(err error) {
 func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var last time.Time
 	for {
-		last = time.Now()
+		last := time.Now()
 		if err := p.PollLag(ctx, b); err != nil && ctx.Err() == nil {
 			p.r.lagErrors.With(p.labels).Inc()
 			p.r.log().Debug("lag poll failed", "topic", p.topic, "err", err)

@@ -99,14 +99,23 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 			}
 		}
 		d.state = st
+		for _, path := range st.Lost {
+			a.find(Finding{Level: LevelLedger, Kind: KindMissingFile, File: path,
+				Detail: fmt.Sprintf("dead-letter table %s lists data file %s, which its storage no longer has (deleted outside floe): the dead letters in it are lost and no reader can scan %s; restore the file, or floe maintain --table %s --drop-missing-dead-letter-files removes it (the audit then names the commits whose dead letters it held)",
+					name, path, name, a.tbl.Name())})
+		}
+		adds := "the next floe sink session or floe maintain adds them"
+		if len(st.Lost) > 0 {
+			adds = "floe maintain adds them once the lost files are restored or dropped (the lost ones may hold them)"
+		}
 		for _, c := range st.Pending {
 			if !a.selectedCommit(c) {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true
 			a.find(Finding{Level: LevelLedger, Kind: KindDeadLettersPending, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are not in %s yet; its %d dead-letter files are there: the next floe sink session or floe maintain adds them",
-					c.ID, c.SnapshotID, deadLetterCount(c), name, len(c.DeadLetterFiles))})
+				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are not in %s yet; its %d dead-letter files are there: %s",
+					c.ID, c.SnapshotID, deadLetterCount(c), name, len(c.DeadLetterFiles), adds)})
 		}
 		for _, c := range st.Missing {
 			if !a.selectedCommit(c) {
@@ -214,7 +223,9 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 		if len(d.newer) > 0 {
 			dcols = append(slices.Clip(cols), mapping.ColCommitID)
 		}
-		err := d.tbl.ScanFiles(ctx, d.tbl.Head().SnapshotID, snapshot.ScanOptions{Columns: dcols, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
+		// A file the storage lost is the ledger level's finding
+		// (deadLetterState).
+		err := d.tbl.ScanFiles(ctx, d.tbl.Head().SnapshotID, snapshot.ScanOptions{Columns: dcols, Concurrency: a.opts.Concurrency, MissingOK: true}, func(fb snapshot.FileBatch) error {
 			if fb.Done {
 				return nil
 			}

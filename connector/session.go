@@ -1505,9 +1505,10 @@ func joinPieces(mem memory.Allocator, schema *arrow.Schema, pieces []arrow.Recor
 // commit and adding its dead letters left them to the next session, even
 // one that runs with another dead-letter table or none, and a rollback
 // left dead letters of commits the ledger no longer has. A commit whose
-// dead letters differ in number from its rows in a way reconciling cannot
-// repair (*snapshot.DeadLetterCountError: the dead-letter table was
-// changed outside floe) is said at WARN and does not stop the sink: its
+// dead letters differ in number from its rows, or whose files are gone,
+// and a dead-letter table whose storage lost files (damage reconciling
+// cannot repair, snapshot.IsDeadLetterDamage: the dead-letter table was
+// changed outside floe) are said at WARN and do not stop the sink: its
 // data table is not at fault, and the audit and floe maintain report it.
 func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
 	dlqs, err := s.tbl.DeadLetterTables(ctx)
@@ -1519,9 +1520,12 @@ func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
 	}
 	for _, dlq := range dlqs {
 		res, err := s.tbl.ReconcileDeadLetters(ctx, dlq, s.log)
-		if count, ok := errors.AsType[*snapshot.DeadLetterCountError](err); ok {
-			s.log.Warn("the dead-letter table does not match the ledger and reconciling cannot repair it; sinking goes on, floe audit reports it",
-				"dead_letter_table", dlq.Name(), "commit", count.Commit.ID, "snapshot", count.Commit.SnapshotID, "err", err)
+		if snapshot.IsDeadLetterDamage(err) {
+			attrs := []any{"dead_letter_table", dlq.Name(), "err", err}
+			if count, ok := errors.AsType[*snapshot.DeadLetterCountError](err); ok {
+				attrs = append(attrs, "commit", count.Commit.ID, "snapshot", count.Commit.SnapshotID)
+			}
+			s.log.Warn("the dead-letter table does not match the ledger and reconciling cannot repair it; sinking goes on, floe audit reports it", attrs...)
 		} else if err != nil {
 			return err
 		}

@@ -39,9 +39,12 @@ const (
 	// dead letters it adds; KeyDeadLettersRemovedFor those whose dead
 	// letters it removes. Both are informative only: which commits a
 	// dead-letter table holds is read from its rows (mapping.ColCommitID),
-	// never from summaries, which expiry removes.
-	KeyDeadLettersFor        = "floe.dead-letters-for"
-	KeyDeadLettersRemovedFor = "floe.dead-letters-removed-for"
+	// never from summaries, which expiry removes. KeyDeadLetterFilesDropped
+	// lists the data files that floe maintain dropped because the storage
+	// had lost them (MaintainOptions.DropMissingDeadLetterFiles).
+	KeyDeadLettersFor         = "floe.dead-letters-for"
+	KeyDeadLettersRemovedFor  = "floe.dead-letters-removed-for"
+	KeyDeadLetterFilesDropped = "floe.dead-letter-files-dropped"
 )
 
 // DeadLetterName is the default dead-letter table of a data table:
@@ -229,7 +232,9 @@ func (t *Table) addDeadLetters(ctx context.Context, log *slog.Logger, id string,
 // selection of columns, "invalid".)
 func (t *Table) holdsCommit(ctx context.Context, id string) (bool, error) {
 	found := false
-	err := t.ScanFiles(ctx, 0, ScanOptions{Filter: iceberg.EqualTo(iceberg.Reference(mapping.ColCommitID), id)},
+	// A file the storage lost cannot hold the rows of a commit this
+	// process just made.
+	err := t.ScanFiles(ctx, 0, ScanOptions{Filter: iceberg.EqualTo(iceberg.Reference(mapping.ColCommitID), id), MissingOK: true},
 		func(fb FileBatch) error {
 			found = found || (fb.Batch != nil && fb.Batch.NumRows() > 0)
 			return nil
@@ -287,6 +292,12 @@ type DeadLetterState struct {
 	// column existed) that no commit's range with dead letters holds, by
 	// partition: reconciling removes them.
 	StaleLegacy map[mapping.TopicPartition][]int64
+	// Lost are the table's data files that its storage no longer has
+	// (deleted outside floe): their rows could not be read, so the
+	// commits they hold look pending or missing, and reconciling changes
+	// nothing until they are restored or dropped
+	// (*DeadLetterFilesLostError).
+	Lost []string
 	// Doubled are commits all of whose rows have no commit id and
 	// outnumber the dead letters their ranges count, whose files are all
 	// there: an older floe added their dead letters twice (after a
@@ -358,15 +369,19 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 	if head := dlq.Head(); head != nil {
 		st.SnapshotID = head.SnapshotID
 	}
-	live, err := dlq.readDeadLetterFiles(ctx, st.SnapshotID, files)
+	live, lost, err := dlq.readDeadLetterFiles(ctx, st.SnapshotID, files)
 	if err != nil {
 		return nil, err
 	}
+	st.Lost = lost
 	stale := map[string]bool{}
 	withIDs := map[string]bool{}
 	legacyAt := map[string][]position{}
 	for _, path := range live {
 		f := files[path]
+		if f == nil {
+			continue // lost
+		}
 		var liveRows, staleRows int64
 		for id, n := range f.ids {
 			if _, ok := st.Commits[id]; ok {
@@ -434,19 +449,23 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 
 // readDeadLetterFiles reads the commit ids and positions of the rows of
 // the dead-letter table t's files at snapshotID that files does not know,
-// into files, and returns the paths of every file there.
-func (t *Table) readDeadLetterFiles(ctx context.Context, snapshotID int64, files map[string]*deadLetterFile) ([]string, error) {
+// into files, and returns the paths of every file there, and of those the
+// storage no longer has (which files does not get).
+func (t *Table) readDeadLetterFiles(ctx context.Context, snapshotID int64, files map[string]*deadLetterFile) (live, lost []string, err error) {
 	cols := []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
 	_, hasIDs := t.tbl.Schema().FindFieldByName(mapping.ColCommitID)
 	if hasIDs {
 		cols = append(cols, mapping.ColCommitID)
 	}
-	var live []string
 	skip := func(path string) bool {
 		live = append(live, path)
 		return files[path] != nil
 	}
-	err := t.ScanFiles(ctx, snapshotID, ScanOptions{Columns: cols, Skip: skip}, func(fb FileBatch) error {
+	err = t.ScanFiles(ctx, snapshotID, ScanOptions{Columns: cols, Skip: skip, MissingOK: true}, func(fb FileBatch) error {
+		if fb.Missing {
+			lost = append(lost, fb.Path)
+			return nil
+		}
 		f := files[fb.Path]
 		if f == nil {
 			f = &deadLetterFile{ids: map[string]int64{}}
@@ -479,9 +498,10 @@ func (t *Table) readDeadLetterFiles(ctx context.Context, snapshotID int64, files
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the commit ids of the rows of %s: %w", t.Name(), err)
+		return nil, nil, fmt.Errorf("read the commit ids of the rows of %s: %w", t.Name(), err)
 	}
-	return live, nil
+	slices.Sort(lost)
+	return live, lost, nil
 }
 
 // CountMismatches returns the commits whose rows differ in number from
@@ -580,6 +600,27 @@ func (e *DeadLettersMissingError) Error() string {
 		len(e.Commits), e.Table, e.DeadLetters, c.ID, c.SnapshotID, strings.Join(c.DeadLetterFiles, ", "))
 }
 
+// DeadLetterFilesLostError reports data files of a dead-letter table that
+// its storage no longer has (deleted outside floe, an aws s3 rm): the dead
+// letters in them are lost, no reader can scan the table, and reconciling
+// it adds and removes nothing (which commits the files held is unknown:
+// adding a commit's files again would double its dead letters once the
+// lost file is restored) until they are restored or dropped
+// (MaintainOptions.DropMissingDeadLetterFiles).
+type DeadLetterFilesLostError struct {
+	Table, DeadLetters string
+	Files              []string
+}
+
+func (e *DeadLetterFilesLostError) Error() string {
+	files := "a data file its storage no longer has (" + e.Files[0] + ")"
+	if len(e.Files) > 1 {
+		files = fmt.Sprintf("%d data files its storage no longer has (first %s)", len(e.Files), e.Files[0])
+	}
+	return fmt.Sprintf("dead-letter table %s of %s lists %s: the dead letters there are lost and no reader can scan %s; restore the files from a backup, or run floe maintain --table %s --drop-missing-dead-letter-files to remove them from it (floe audit then names the commits whose dead letters they held)",
+		e.DeadLetters, e.Table, files, e.DeadLetters, e.Table)
+}
+
 // DeadLetterCountError reports a commit whose rows in the dead-letter
 // table differ in number from the dead letters its ranges count.
 type DeadLetterCountError struct {
@@ -612,8 +653,10 @@ func (e *DeadLetterCountError) Error() string {
 // dead letters, made in between, are never taken for a rolled-back one
 // nor added twice. A commit whose files are gone is a
 // *DeadLettersMissingError, one whose rows are too few or too many a
-// *DeadLetterCountError, after the rest is done. Every sink session runs
-// it first, and so does floe maintain.
+// *DeadLetterCountError, after the rest is done; a dead-letter table
+// whose storage lost data files is a *DeadLetterFilesLostError, and
+// nothing is done. Every sink session runs it first, and so does floe
+// maintain.
 func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.Logger) (Reconciled, error) {
 	var res Reconciled
 	if log == nil {
@@ -642,6 +685,9 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 		st, err := t.deadLetterState(ctx, dlq, files)
 		if err != nil {
 			return res, err
+		}
+		if len(st.Lost) > 0 {
+			return res, &DeadLetterFilesLostError{Table: t.Name(), DeadLetters: dlq.Name(), Files: st.Lost}
 		}
 		if !st.Converged() {
 			res, err = dlq.converge(ctx, log, st)
@@ -831,16 +877,33 @@ func legacyFilter(at map[mapping.TopicPartition][]int64) iceberg.BooleanExpressi
 // letters of main's earlier commits belong to no ledger.
 func (t *Table) ReconcileDeadLetterTables(ctx context.Context, log *slog.Logger) error {
 	var res MaintainResult
-	return t.reconcileDeadLetterTables(ctx, log, &res)
+	return t.reconcileDeadLetterTables(ctx, log, false, &res)
 }
 
 // reconcileDeadLetterTables reconciles, for floe maintain, the dead-letter
 // tables of t (DeadLetterTables) when t is a data table, or t itself with
-// its data table when t is a dead-letter table. Count mismatches
-// (*DeadLetterCountError) are returned after every table is reconciled.
-func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger, res *MaintainResult) error {
+// its data table when t is a dead-letter table; with dropLost, it first
+// drops from each the data files its storage lost
+// (*DeadLetterFilesLostError). What a table's state leaves for a person
+// to decide (IsDeadLetterDamage) is returned after every table is
+// reconciled.
+func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger, dropLost bool, res *MaintainResult) error {
 	reconcile := func(data, dlq *Table) error {
 		r, err := data.ReconcileDeadLetters(ctx, dlq, log)
+		// A writer's append between the read and the drop fails the
+		// drop's assertion: read again.
+		for attempt := 1; dropLost && attempt <= 10; attempt++ {
+			lost, ok := errors.AsType[*DeadLetterFilesLostError](err)
+			if !ok {
+				break
+			}
+			if err = dlq.dropLostFiles(ctx, log, lost.Files); err == nil {
+				res.DroppedDeadLetterFiles = append(res.DroppedDeadLetterFiles, lost.Files...)
+			} else if !isConflict(err) {
+				return err
+			}
+			r, err = data.ReconcileDeadLetters(ctx, dlq, log)
+		}
 		res.DeadLetters.Added += r.Added
 		res.DeadLetters.Removed += r.Removed
 		res.DeadLetters.RemovedLegacy += r.RemovedLegacy
@@ -861,19 +924,53 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	// A count mismatch leaves the other tables to reconcile.
-	var countErrs error
+	var deferred error
 	for _, dlq := range dlqs {
 		err := reconcile(t, dlq)
-		if _, ok := errors.AsType[*DeadLetterCountError](err); ok {
-			countErrs = errors.Join(countErrs, err)
+		if IsDeadLetterDamage(err) {
+			deferred = errors.Join(deferred, err)
 			continue
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return countErrs
+	return deferred
+}
+
+// IsDeadLetterDamage reports whether err is damage to a dead-letter table
+// that reconciling cannot repair and a person must decide on: a count
+// mismatch (*DeadLetterCountError), dead letters whose files are gone
+// (*DeadLettersMissingError), files the storage lost
+// (*DeadLetterFilesLostError). It stops neither a sink (its data table is
+// not at fault) nor the rest of a maintenance: they say it, and floe
+// audit reports it.
+func IsDeadLetterDamage(err error) bool {
+	_, count := errors.AsType[*DeadLetterCountError](err)
+	_, missing := errors.AsType[*DeadLettersMissingError](err)
+	_, lost := errors.AsType[*DeadLetterFilesLostError](err)
+	return count || missing || lost
+}
+
+// dropLostFiles removes paths, data files of the dead-letter table t that
+// its storage no longer has, from t, in one snapshot of metadata only
+// (KeyDeadLetterFilesDropped), on the head the caller read them at.
+func (t *Table) dropLostFiles(ctx context.Context, log *slog.Logger, paths []string) error {
+	log.Warn("dropping data files the storage of the dead-letter table lost: the dead letters in them are lost for good",
+		"table", t.Name(), "files", len(paths), "first", paths[0])
+	txn := t.tbl.NewTransaction()
+	err := txn.AssertRefSnapshotID(table.MainBranch)
+	if err == nil {
+		err = txn.ReplaceDataFiles(ctx, paths, nil, iceberg.Properties{KeyDeadLetterFilesDropped: strings.Join(paths, ",")})
+	}
+	var tbl *table.Table
+	if err == nil {
+		tbl, err = txn.Commit(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("drop %d lost data files from %s: %w", len(paths), t.Name(), err)
+	}
+	return t.adoptCommitted(ctx, tbl)
 }
 
 // DeadLetterTables opens the dead-letter tables of data table t that

@@ -47,6 +47,12 @@ type MaintainOptions struct {
 	// (AutoMaintain).
 	RemoveDebris bool
 	OrphanMinAge time.Duration
+	// DropMissingDeadLetterFiles removes from the dead-letter tables the
+	// data files their storage no longer has (*DeadLetterFilesLostError),
+	// so that readers can scan them again and reconciling goes on: the
+	// dead letters in those files are lost for good, and the audit names
+	// their commits. Data tables' files are never dropped: replay them.
+	DropMissingDeadLetterFiles bool
 	// DryRun reports what would be done and changes nothing.
 	DryRun bool
 	// Logger receives retries and cleanup failures; nil: slog.Default().
@@ -90,6 +96,9 @@ type MaintainResult struct {
 	// data table's ledger did (ReconcileDeadLetters), before anything
 	// else; a dry run does not reconcile.
 	DeadLetters Reconciled `json:"dead_letters"`
+	// DroppedDeadLetterFiles are the data files the dead-letter tables'
+	// storage had lost that it dropped (DropMissingDeadLetterFiles).
+	DroppedDeadLetterFiles []string `json:"dropped_dead_letter_files,omitempty"`
 	// DeadLetterTables, for a data table, is what the same maintenance did
 	// to each of its dead-letter tables (Table.DeadLetterTables), by name.
 	DeadLetterTables map[string]*MaintainResult `json:"dead_letter_tables,omitempty"`
@@ -132,14 +141,14 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	if err := t.repairLedger(ctx, log, opts.DryRun, &res); err != nil {
 		return res, err
 	}
-	// A count mismatch that reconciling cannot repair is returned after
-	// the rest of the maintenance: expiry keeps every file a ledger lists,
-	// and a sink's own maintenance must keep the metadata bounded meanwhile.
-	var countErr error
+	// Damage that reconciling cannot repair is returned after the rest of
+	// the maintenance: expiry keeps every file a ledger lists, and a
+	// sink's own maintenance must keep the metadata bounded meanwhile.
+	var damage error
 	if !opts.DryRun {
-		err := t.reconcileDeadLetterTables(ctx, log, &res)
-		if _, ok := errors.AsType[*DeadLetterCountError](err); ok {
-			countErr = err
+		err := t.reconcileDeadLetterTables(ctx, log, opts.DropMissingDeadLetterFiles, &res)
+		if IsDeadLetterDamage(err) {
+			damage = err
 		} else if err != nil {
 			return res, err
 		}
@@ -150,7 +159,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	if t.tbl.Properties()[PropDeadLettersOf] != "" || (opts.DryRun && len(res.TruncatedRefs) > 0) {
 		// A dry run leaves a truncated ledger unrepaired: the dead-letter
 		// tables could not be read against it.
-		return res, countErr
+		return res, damage
 	}
 	// A data table's dead-letter tables are maintained with it, as
 	// reconciled above: their metadata grows with every commit that has
@@ -169,7 +178,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 		}
 		res.DeadLetterTables[dlq.Name()] = &dres
 	}
-	return res, countErr
+	return res, damage
 }
 
 // upkeep is Maintain's work on one table after the ledger's repair and

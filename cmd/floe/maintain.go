@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,9 +23,10 @@ func newMaintainCmd() *cobra.Command {
 		dryRun        bool
 		asJSON        bool
 		compact       compactFlags
+		dropLost      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--compact [--target-file-size SIZE]] [--dry-run] [--json]",
+		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--compact [--target-file-size SIZE]] [--drop-missing-dead-letter-files] [--dry-run] [--json]",
 		Short: "Expire old snapshots without losing the ledger, repair a truncated ledger, delete orphan files and compact small files",
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
 (--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and
@@ -32,7 +34,12 @@ tag and repairs one that an interrupted maintain run left truncated (see below),
 the dead-letter tables of a typed table with its branches' ledgers (adding the dead letters of
 commits that have none, removing those of commits no ledger has); on a dead-letter table, with
 its data table's. A data table's dead-letter tables are then maintained with the same options
-(docs/dead-letters.md).
+(docs/dead-letters.md). Damage reconciling cannot repair (dead letters whose files were deleted
+outside floe, rows changed outside floe) fails the run after the rest of its work. A dead-letter
+table whose storage lost data files is not reconciled at all (sinks go on and warn; floe audit
+reports the files) until the files are restored or --drop-missing-dead-letter-files removes them:
+readers can then scan the table again, the commits whose dead letters were only in those files
+stay findings of the audit, and those whose own files are still there get them back.
 
 The ledger entries of the snapshots an expiry removes are first written to a new segment of the
 table's ledger archive (a JSON file under metadata/floe-ledger/, named by a table property
@@ -100,27 +107,37 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			if err != nil {
 				return err
 			}
-			res, err := tbl.Maintain(ctx, snapshot.MaintainOptions{
+			res, damage := tbl.Maintain(ctx, snapshot.MaintainOptions{
 				Expire: expire, ExpireOlderThan: olderThan, RetainLast: retainLast,
 				RemoveOrphans: removeOrphans, OrphanMinAge: orphanMinAge, DryRun: dryRun,
+				DropMissingDeadLetterFiles: dropLost,
 			})
-			if err != nil {
-				return err
+			// Damage to a dead-letter table is returned after the rest
+			// of the maintenance, which is reported.
+			if damage != nil && !snapshot.IsDeadLetterDamage(damage) {
+				return damage
 			}
 			var compacted []snapshot.CompactResult
 			if compact.compact {
+				var err error
 				if compacted, err = tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: compact.targetFileSize, DryRun: dryRun}); err != nil {
-					return err
+					return errors.Join(damage, err)
 				}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(out, maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res, Compaction: compacted})
+				return errors.Join(printJSON(out, maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res, Compaction: compacted}), damage)
 			}
 			would := ""
 			if dryRun {
 				would = "would be "
 				fmt.Fprintf(out, "dry run: %s is unchanged\n", tbl.Name())
+			}
+			if n := len(res.DroppedDeadLetterFiles); n > 0 {
+				fmt.Fprintf(out, "dead letters: dropped %s the storage had lost (their dead letters are lost for good)\n", plural(n, "data file"))
+				for _, p := range res.DroppedDeadLetterFiles {
+					fmt.Fprintf(out, "  %s\n", p)
+				}
 			}
 			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 || d.RemovedLegacy > 0 || d.RepairedLegacy > 0 {
 				fmt.Fprintf(out, "dead letters: added those of %d commits that had none; removed those of %d commits no ledger has (and %d older rows no commit accounts for); replaced the older rows of %d commits an older floe doubled by their files\n",
@@ -170,7 +187,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 				}
 			}
 			printCompaction(out, compacted, dryRun)
-			return nil
+			return damage
 		},
 	}
 	fs := cmd.Flags()
@@ -179,6 +196,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 	fs.IntVar(&retainLast, "retain-last", 1, "keep at least this many snapshots per branch, however old")
 	fs.BoolVar(&removeOrphans, "remove-orphans", false, "delete data files no snapshot references, metadata files no table version references, and ledger archive and ranges files the table does not need, older than --orphan-min-age")
 	fs.DurationVar(&orphanMinAge, "orphan-min-age", snapshot.DefaultOrphanMinAge, "only delete orphans older than this")
+	fs.BoolVar(&dropLost, "drop-missing-dead-letter-files", false, "remove from the dead-letter tables the data files their storage no longer has (deleted outside floe), so that they can be read and reconciled again: their dead letters are lost for good (see docs/dead-letters.md)")
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 	compact.register(fs)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// TestS3DeadLetterFileDeleted (from a new-user run): an object of the
+// dead-letter table deleted from the bucket (aws s3 rm) stopped floe
+// sink, floe maintain and even the default floe audit with "file does not
+// exist". On versitygw, through the CLI: the sink goes on and warns with
+// the way out, the audit reports the lost file (exit 1), floe maintain
+// fails naming the flag, and with --drop-missing-dead-letter-files drops
+// the file, saying so, after which an Iceberg scan reads the dead-letter
+// table again and the later dead letter is there.
+func TestS3DeadLetterFileDeleted(t *testing.T) {
+	e := newS3Env(t)
+	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(values ...string) {
+		var recs []*kgo.Record
+		for _, v := range values {
+			recs = append(recs, &kgo.Record{Topic: "orders", Value: []byte(v)})
+		}
+		if err := localstack.Produce(t.Context(), e.brokers, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loc := []string{"--catalog", e.catalog, "--warehouse", e.warehouse()}
+	sink := e.sinkArgs("orders", "lake.orders", "--value", "json", "--stop-at-end")
+	produce(`{"id":1}`, `oops`)
+	if code, out, errs := floe(t, sink...); code != 0 || !strings.Contains(out, "1 dead letter") {
+		t.Fatalf("first sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	keys := regexp.MustCompile(`<Key>([^<]+\.parquet)</Key>`).FindAllStringSubmatch(e.list(t, "warehouse/lake.db/orders_dlq/data/"), -1)
+	if len(keys) != 1 {
+		t.Fatalf("dead-letter objects %v, want one", keys)
+	}
+	key := keys[0][1]
+	resp, err := e.s3.Do(t.Context(), "DELETE", "/"+e.bucket+"/"+key, nil)
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("delete %s: %v %v", key, resp, err)
+	}
+	resp.Body.Close()
+
+	produce(`{"id":2}`, `oops again`)
+	code, out, errs := floe(t, sink...)
+	if code != 0 || !strings.Contains(errs, key) || !strings.Contains(errs, "--drop-missing-dead-letter-files") {
+		t.Fatalf("sink after the object was deleted: exit %d, want 0 and a warning naming %s and the flag\n%s\n%s", code, key, out, errs)
+	}
+	code, out, errs = floe(t, append([]string{"audit", "--table", "lake.orders", "--json"}, loc...)...)
+	if doc := decodeAudit(t, out); code != 1 || doc.Complete || !strings.Contains(out, key) {
+		t.Errorf("audit: exit %d, want 1 and a finding naming %s\n%s\n%s", code, key, out, errs)
+	}
+	maintain := append([]string{"maintain", "--table", "lake.orders"}, loc...)
+	if code, out, errs := floe(t, maintain...); code != 2 || !strings.Contains(errs, "--drop-missing-dead-letter-files") {
+		t.Errorf("maintain: exit %d, want 2 and the flag named\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = floe(t, append(maintain, "--drop-missing-dead-letter-files")...)
+	if code != 2 || !strings.Contains(out, "dropped 1 data file") || !strings.Contains(out, key) || !strings.Contains(errs, "restore the files from a backup, or replay") {
+		t.Errorf("maintain --drop-missing-dead-letter-files: exit %d, want 2 (the first dead letter is lost for good), the drop reported\n%s\n%s", code, out, errs)
+	}
+	dead := floetest.Rows(t, openTable(t, e.catalogConfig(), "lake.orders_dlq"))
+	if len(dead) != 1 || dead[0].Offset != 3 {
+		t.Errorf("dead letters after the drop %+v; want the one at offset 3", dead)
+	}
+}

@@ -3,11 +3,13 @@ package lookup
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -119,6 +121,13 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	if err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
+	if of := tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
+		// A dead-letter table has no ledger: its data table's names the
+		// topics of its partitions.
+		if topics, err = deadLetterTopics(ctx, tbl, of); err != nil {
+			return res, err
+		}
+	}
 	groups, err := tbl.GroupsOfFiles(ctx, snap.SnapshotID, files)
 	if err != nil {
 		return res, err
@@ -226,6 +235,26 @@ func newTopicIndex(ctx context.Context, tbl *snapshot.Table, snapshotID int64, f
 		}
 	}
 	return ix, nil
+}
+
+// deadLetterTopics indexes the topics of the data table of dead-letter
+// table dlq by partition, from the data table's ledger summary; empty when
+// the data table is gone. A partition number of several topics tells no
+// topic (topicIndex.of), as the dead letters' commits are not read.
+func deadLetterTopics(ctx context.Context, dlq *snapshot.Table, of string) (topicIndex, error) {
+	ix := topicIndex{byPartition: map[int32][]string{}}
+	ident, err := catalog.ParseIdent(of)
+	if err != nil {
+		return ix, nil
+	}
+	data, err := snapshot.Open(ctx, dlq.Catalog(), ident, snapshot.OpenOptions{})
+	if errors.Is(err, snapshot.ErrTableNotFound) {
+		return ix, nil
+	}
+	if err != nil {
+		return ix, fmt.Errorf("open %s, whose dead letters %s holds, for their topics: %w", of, dlq.Name(), err)
+	}
+	return newTopicIndex(ctx, data, 0, nil)
 }
 
 // of returns f's topic: the only topic of the ledger with f's partition (a

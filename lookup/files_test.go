@@ -13,6 +13,7 @@ import (
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -207,5 +208,31 @@ func TestFilesReadsNoArchivedRange(t *testing.T) {
 	}
 	if _, err := fresh.Ledger(); err == nil {
 		t.Fatal("the whole ledger read without its archive segments")
+	}
+}
+
+// TestFilesOfADeadLetterTable (from a new-user run): floe files of a
+// dead-letter table showed topic "-" for its files: it has no ledger of
+// its own, and its data table's names the topic.
+func TestFilesOfADeadLetterTable(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("orders", 2, nil)
+	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	e.Produce([]*kgo.Record{
+		{Topic: "orders", Partition: 0, Value: []byte(`{"id":1}`)},
+		{Topic: "orders", Partition: 1, Value: []byte(`oops`)},
+	})
+	if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := lookup.Files(t.Context(), dlq, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 1 || res.Files[0].Topic != "orders" || res.Files[0].Partition == nil || *res.Files[0].Partition != 1 {
+		t.Errorf("files of the dead-letter table: %+v; want one of orders/1", res.Files)
 	}
 }

@@ -677,7 +677,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 		// Debezium topic's tombstones decode whatever the values' format:
 		// a commit of deletes only counts when they outnumber its dead
 		// letters.
-		s.log.Warn("every record of this commit is a dead letter: check that --value, --key and --schema-registry match how the topic's records are written",
+		s.log.Warn("every record of this commit is a dead letter: "+OnlyDeadLettersAdvice(first),
 			"dead_letters", dead, "dead_letter_table", s.stats.DeadLetterTable, "first", first)
 		if s.cfg.OnOnlyDeadLetters != nil {
 			s.cfg.OnOnlyDeadLetters(dead, first)
@@ -756,4 +756,15 @@ func (s *Sink) finish(next map[mapping.TopicPartition]int64) {
 			s.stats.Next[tp] = n
 		}
 	}
+}
+
+// OnlyDeadLettersAdvice says what to check when every record of a commit
+// (or run) became a dead letter, first being the first one's position and
+// reason: most often the layout cannot decode the topic's records at all,
+// unless the first decoded and conflicts with the table's column type.
+func OnlyDeadLettersAdvice(first string) string {
+	if mapping.IsSchemaConflictReason(first) {
+		return "the first record decoded, but the type of one of its fields conflicts with the table's column (docs/typed-tables.md, Schema evolution)"
+	}
+	return "check that --value, --key and --schema-registry match how the topic's records are written"
 }

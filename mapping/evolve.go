@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 )
@@ -21,8 +22,20 @@ type SchemaConflictError struct {
 	Cause string
 }
 
+// schemaConflictMark is the part of every SchemaConflictError's message
+// that IsSchemaConflictReason looks for.
+const schemaConflictMark = ": the table's type "
+
+// IsSchemaConflictReason reports whether reason, a dead letter's error
+// column (or a message quoting one), says a schema conflict (a
+// SchemaConflictError): the record decoded, but the table's column cannot
+// take its value.
+func IsSchemaConflictReason(reason string) bool {
+	return strings.Contains(reason, schemaConflictMark) && strings.Contains(reason, "field ")
+}
+
 func (e *SchemaConflictError) Error() string {
-	msg := fmt.Sprintf("field %s: the table's type %s cannot take a value of type %s (Iceberg allows only adding optional fields and widening int to long, float to double and a decimal's precision)",
+	msg := fmt.Sprintf("field %s"+schemaConflictMark+"%s cannot take a value of type %s (Iceberg allows only adding optional fields and widening int to long, float to double and a decimal's precision)",
 		e.Path, e.Have, e.Got)
 	if e.Cause != "" {
 		msg += "; " + e.Cause

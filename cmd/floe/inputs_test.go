@@ -237,7 +237,7 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 		want string
 	}{
 		{"registry on plain JSON", []string{"sink", "--table", "lake.reg", "--stop-at-end", "--value", "registry", "--schema-registry", st.Registry},
-			"lake.reg: 0 rows and 11 dead letters (into lake.reg_dlq): no record became a row; check that --value, --key and --schema-registry match the topic's records; first: shop/0 offset 0: not in the schema registry wire format: the first byte is 0x7b"},
+			"lake.reg: 0 rows and 11 dead letters (into lake.reg_dlq): no record became a row; check that --value, --key and --schema-registry match how the topic's records are written; first: shop/0 offset 0: not in the schema registry wire format: the first byte is 0x7b"},
 		{"replay, registry on plain JSON", []string{"replay", "--table", "lake.rereg", "--value", "registry", "--schema-registry", st.Registry},
 			"lake.rereg: 0 rows and 11 dead letters (into lake.rereg_dlq): no record became a row"},
 	} {
@@ -282,6 +282,30 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 		code, out, errs := floe(t, slices.Concat([]string{"sink", "-t", "keyed", "--table", "lake.keyed_json", "--stop-at-end", "--value", "json", "--key", "json", "--json"}, common)...)
 		if code != exitOnlyDeadLetters || !strings.Contains(out, `"dead_letters":5`) {
 			t.Errorf("--json: exit %d, stdout %q, stderr %q; want exit 3 and the summary", code, out, errs)
+		}
+	})
+
+	// A batch whose only record conflicts with the table's column type
+	// decoded fine: the advice is not about --value (from a new-user run).
+	t.Run("schema conflict", func(t *testing.T) {
+		if err := localstack.CreateTopic(t.Context(), st.Brokers, "conf", 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		sink := slices.Concat([]string{"sink", "-t", "conf", "--table", "lake.conf", "--stop-at-end", "--value", "json"}, common)
+		for i, v := range []string{`{"n":1}`, `{"n":"one"}`} {
+			if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "conf", Value: []byte(v)}}); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errs := floe(t, sink...)
+			if i == 0 {
+				if code != 0 {
+					t.Fatalf("first sink: exit %d\n%s", code, errs)
+				}
+				continue
+			}
+			if code != exitOnlyDeadLetters || !strings.Contains(errs, "conflicts with the table's column") || strings.Contains(errs, "check that --value") {
+				t.Errorf("exit %d, stderr %q; want exit 3 with the schema conflict's advice", code, errs)
+			}
 		}
 	})
 

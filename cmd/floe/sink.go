@@ -481,8 +481,8 @@ func onlyDeadLetters(table string, s connector.Stats) string {
 	if s.Records > 0 || s.DeadLetters == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; check that --value, --key and --schema-registry match the topic's records; first: %s",
-		table, plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable, s.FirstDeadLetter)
+	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; %s; first: %s",
+		table, plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable, connector.OnlyDeadLettersAdvice(s.FirstDeadLetter), s.FirstDeadLetter)
 }
 
 // pipelinePartitionBy parses a config file pipeline's own partition-by.

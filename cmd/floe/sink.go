@@ -412,9 +412,10 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			stopLag()
 			stopCompaction()
 			mp.Stopped(err)
-			// A failed pipeline's error says what happened; a summary
-			// beside it would read as a success.
-			if err == nil {
+			// A failed pipeline's error says what happened; what it
+			// committed before is said too, as such, and not as a success.
+			switch {
+			case err == nil:
 				if f.json {
 					printJSONLine(w, newRunReport(tbl.Name(), p.Topic, stats))
 				} else {
@@ -423,6 +424,13 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd {
 					onlyDead = append(onlyDead, msg)
 				}
+			case stats.Commits > 0 && f.json:
+				r := newRunReport(tbl.Name(), p.Topic, stats)
+				r.Error = err.Error()
+				printJSONLine(w, r)
+			case stats.Commits > 0:
+				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
+				printSinkStats(w, tbl.Name(), p.Topic, stats)
 			}
 		}
 		return run, nil
@@ -551,6 +559,10 @@ type runReport struct {
 	Fenced          int              `json:"fenced"`
 	Rebalances      int              `json:"rebalances"`
 	Next            map[string]int64 `json:"next"` // TOPIC/PARTITION: the ledger's next offset
+	// Error, set when the run stopped with an error, is that error: the
+	// rest of the report is what it committed before (a restart resumes
+	// after it).
+	Error string `json:"error,omitempty"`
 }
 
 func newRunReport(table, topic string, s connector.Stats) runReport {

@@ -60,12 +60,20 @@ func TestTypedSinkCommand(t *testing.T) {
 	// --dlq off stops at the first bad record, naming it, after committing
 	// what came before.
 	typed := append(sink, "--value", "registry", "--key", "string", "--schema-registry", st.Registry)
-	code, _, errs = floe(t, append(typed, "--dlq", "off")...)
+	code, out, errs := floe(t, append(typed, "--dlq", "off")...)
 	if code != 2 || !strings.Contains(errs, "cannot become a row") || !strings.Contains(errs, "shipments/") {
 		t.Fatalf("--dlq off: exit %d, %q", code, errs)
 	}
+	// What it committed is said, as such (from a new-user run).
+	if !strings.Contains(out, "stopped by an error (below); committed before it, and kept:\nsink lake.shipments: ") || !strings.Contains(out, "next offsets: ") {
+		t.Errorf("--dlq off: stdout %q; want what it committed before the error", out)
+	}
+	code, out, _ = floe(t, append(typed, "--dlq", "off", "--table", "lake.shipments_json", "--json")...)
+	if code != 2 || !strings.Contains(out, `"table":"lake.shipments_json"`) || !strings.Contains(out, `"error":"`) || !strings.Contains(out, "cannot become a row") {
+		t.Errorf("--dlq off --json: exit %d, stdout %q; want the report of what it committed, with the error", code, out)
+	}
 
-	code, out, errs := floe(t, typed...)
+	code, out, errs = floe(t, typed...)
 	if code != 0 || !strings.Contains(out, " rows and 3 dead letters (into lake.shipments_dlq) in ") {
 		t.Fatalf("typed sink: exit %d\n%s\n%s", code, out, errs)
 	}

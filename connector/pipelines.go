@@ -29,8 +29,10 @@ type Pipeline struct {
 	// differs from it is an error.
 	Layout mapping.Layout
 	// DeadLetters names the dead-letter table of a table whose records are
-	// decoded (its layout is not raw); nil means
-	// snapshot.DeadLetterName(Table). It is created when missing.
+	// decoded (its layout is not raw), which the table then records
+	// (snapshot.PropDeadLetterTable); nil means the one the table
+	// records, or snapshot.DeadLetterName(Table). It is created when
+	// missing.
 	DeadLetters table.Identifier
 	// NoDeadLetters runs without a dead-letter table: the first record
 	// that cannot become a row stops the sink (Config.DeadLetters).
@@ -276,7 +278,8 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 	sinks := make([]*Sink, len(ps))
 	for i, p := range ps {
 		cfg := p.Config
-		if name := p.deadLetterTable(tables[i].Layout(), tables[i].Mode()); name != nil {
+		recorded := tables[i].Iceberg().Properties()[snapshot.PropDeadLetterTable]
+		if name := p.deadLetterTable(tables[i].Layout(), tables[i].Mode(), recorded); name != nil {
 			cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true)
 			if errors.Is(err, floecat.ErrOwnedByAnotherCatalog) {
 				// Members of one group started together race to create
@@ -288,6 +291,9 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 			if err != nil {
 				return nil, nil, ps.wrap(i, err)
 			}
+			if err := recordDeadLetterTable(ctx, tables[i], p.DeadLetters, recorded); err != nil {
+				return nil, nil, ps.wrap(i, err)
+			}
 		}
 		if sinks[i], err = NewSink(broker, tables[i], cfg); err != nil {
 			return nil, nil, ps.wrap(i, err)
@@ -297,16 +303,34 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 }
 
 // deadLetterTable is the dead-letter table of the pipeline when its table
-// has layout and mode, or nil when it has none (raw records of an append
-// table cannot fail to become rows, and NoDeadLetters).
-func (p Pipeline) deadLetterTable(layout mapping.Layout, mode mapping.Mode) table.Identifier {
+// has layout and mode and records the dead-letter table recorded
+// (snapshot.PropDeadLetterTable), or nil when it has none (raw records of
+// an append table cannot fail to become rows, and NoDeadLetters).
+func (p Pipeline) deadLetterTable(layout mapping.Layout, mode mapping.Mode, recorded string) table.Identifier {
 	switch {
 	case (layout == mapping.RawLayout && mode != mapping.ModeUpsert) || p.NoDeadLetters:
 		return nil
 	case p.DeadLetters != nil:
 		return p.DeadLetters
 	}
+	if ident, err := floecat.ParseIdent(recorded); recorded != "" && err == nil {
+		return ident
+	}
 	return snapshot.DeadLetterName(p.Table)
+}
+
+// recordDeadLetterTable records on tbl the dead-letter table named, when
+// the pipeline named one (not nil) other than recorded, the one it
+// records.
+func recordDeadLetterTable(ctx context.Context, tbl *snapshot.Table, named table.Identifier, recorded string) error {
+	if named == nil || strings.Join(named, ".") == recorded {
+		return nil
+	}
+	name := strings.Join(named, ".")
+	if err := tbl.SetProperties(ctx, map[string]string{snapshot.PropDeadLetterTable: name}); err != nil {
+		return fmt.Errorf("record dead-letter table %s on %s: %w", name, tbl.Name(), err)
+	}
+	return nil
 }
 
 // Check checks what Run checks before it opens anything: each Config, and
@@ -373,7 +397,11 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 			}
 		}
 		if err == nil {
-			err = ps.checkDeadLetters(ctx, cat, i, layout, mode)
+			var recorded string
+			if t != nil {
+				recorded = t.Iceberg().Properties()[snapshot.PropDeadLetterTable]
+			}
+			err = ps.checkDeadLetters(ctx, cat, i, layout, mode, recorded)
 		}
 		if err != nil {
 			return nil, ps.wrap(i, err)
@@ -408,11 +436,12 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 }
 
 // checkDeadLetters checks, creating nothing, the dead-letter table of
-// pipeline i, whose table has layout and mode: that it can be that table's
+// pipeline i, whose table has layout and mode and records the dead-letter
+// table recorded: that it can be that table's
 // (snapshot.CheckDeadLetters), and that it is neither the table of another
 // pipeline nor the dead-letter table of another pipeline's table.
-func (ps Pipelines) checkDeadLetters(ctx context.Context, cat catalog.Catalog, i int, layout mapping.Layout, mode mapping.Mode) error {
-	dlq := ps[i].deadLetterTable(layout, mode)
+func (ps Pipelines) checkDeadLetters(ctx context.Context, cat catalog.Catalog, i int, layout mapping.Layout, mode mapping.Mode, recorded string) error {
+	dlq := ps[i].deadLetterTable(layout, mode, recorded)
 	if dlq == nil {
 		return nil
 	}

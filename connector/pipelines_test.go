@@ -161,3 +161,39 @@ func TestPipelinesFailTogether(t *testing.T) {
 	}
 	checkExactlyOnce(t, live, map[mapping.TopicPartition]int64{{Topic: "live", Partition: 0}: l.Next()[mapping.TopicPartition{Topic: "live", Partition: 0}]})
 }
+
+// TestDeadLetterTableRecorded (from a new-user run): a sink naming its
+// dead-letter table records it on the table, and a later run naming none
+// writes there too, not into the default TABLE_dlq; naming another one
+// moves the record.
+func TestDeadLetterTableRecorded(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	cat := e.catalog()
+	run := func(dlq string, bad string) connector.Stats {
+		t.Helper()
+		e.Produce(jsonRecords("orders", 0, `{"id":1}`, bad))
+		p := pipeline("lake.orders", "orders", connector.Config{StopAtEnd: true})
+		p.Layout = mapping.Layout{Value: mapping.ValueJSON}
+		if dlq != "" {
+			p.DeadLetters, _ = catalog.ParseIdent(dlq)
+		}
+		var stats connector.Stats
+		p.OnStop = func(_ *snapshot.Table, s connector.Stats, _ error) { stats = s }
+		if err := (connector.Pipelines{p}).Run(e.Ctx, e.Broker(), cat); err != nil {
+			t.Fatal(err)
+		}
+		return stats
+	}
+	run("lake.bad", "oops")
+	if s := run("", "oops again"); s.DeadLetterTable != "lake.bad" {
+		t.Errorf("a run without a dead-letter table wrote into %q, want lake.bad, which the first run named", s.DeadLetterTable)
+	}
+	if e.tableExists(cat, "lake.orders_dlq") {
+		t.Error("lake.orders_dlq was created: the dead letters are split over two tables")
+	}
+	run("lake.worse", "oops 3")
+	if s := run("", "oops 4"); s.DeadLetterTable != "lake.worse" {
+		t.Errorf("after naming lake.worse, a run without one wrote into %q", s.DeadLetterTable)
+	}
+}

@@ -25,6 +25,11 @@ const (
 	// PropDeadLettersOf marks a dead-letter table with the data table
 	// (namespace.name) whose dead letters it holds.
 	PropDeadLettersOf = "floe.dead-letters-of"
+	// PropDeadLetterTable, on a data table, names (namespace.name) the
+	// dead-letter table a sink that names none writes into: a sink that
+	// names one (--dlq-table) records it, so that a later run without the
+	// flag does not split the dead letters over the default table too.
+	PropDeadLetterTable = "floe.dead-letter-table"
 	// PropDeadLetterTablePrefix, followed by a dead-letter table's name
 	// (namespace.name), is a property of a data table for every
 	// dead-letter table its commits ever named: a commit records its table

@@ -33,7 +33,7 @@ func (f *decodeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.keepRawValue, "keep-raw-value", false,
 		"with --value json or registry, also keep each value's bytes in the binary column kafka_value (a new table only)")
 	fs.StringVar(&f.dlqTable, "dlq-table", "",
-		"dead-letter table of records that cannot become rows, `NAMESPACE.TABLE` (default: the table's name with _dlq); created when missing")
+		"dead-letter table of records that cannot become rows, `NAMESPACE.TABLE`; created when missing, and recorded by the table, so that a later run without the flag writes there too (default: the one the table records, else the table's name with _dlq)")
 	fs.StringVar(&f.dlq, "dlq", "on",
 		"on: records that cannot become rows (malformed, unknown schema, type conflict) go to the dead-letter table; off: the first one stops the sink, after committing what came before it")
 	fs.StringVar(&f.onSchemaConflict, "on-schema-conflict", string(connector.ConflictDeadLetter),

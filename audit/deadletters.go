@@ -132,8 +132,11 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 			}
 			a.deadBad[c.SnapshotID] = true
 			fix := "the dead-letter table was changed outside floe, and floe maintain cannot repair it"
-			if slices.ContainsFunc(st.Doubled, func(d mapping.Commit) bool { return d.ID == c.ID }) {
+			switch {
+			case slices.ContainsFunc(st.Doubled, func(d mapping.Commit) bool { return d.ID == c.ID }):
 				fix = "an older floe added them twice: the next floe sink session or floe maintain replaces them by the commit's files"
+			case st.Repairs(c.ID):
+				fix = "some were in a file the storage lost, and the commit's files are there: the next floe sink session or floe maintain replaces its rows by them"
 			}
 			a.find(Finding{Level: LevelLedger, Kind: KindCountMismatch, SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters; %s holds %d rows of it: %s", c.ID, c.SnapshotID, deadLetterCount(c), name, st.Rows[c.ID], fix)})

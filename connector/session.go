@@ -1529,10 +1529,10 @@ func (s *Sink) reconcileDeadLetters(ctx context.Context) error {
 		} else if err != nil {
 			return err
 		}
-		if res.Added > 0 || res.Removed > 0 || res.RemovedLegacy > 0 || res.RepairedLegacy > 0 {
+		if res.Added > 0 || res.Removed > 0 || res.RemovedLegacy > 0 || res.RepairedLegacy > 0 || res.Refilled > 0 {
 			s.log.Info("reconciled the dead-letter table with the ledger", "dead_letter_table", dlq.Name(),
 				"commits_added", res.Added, "commits_removed", res.Removed, "older_rows_removed", res.RemovedLegacy,
-				"older_commits_repaired", res.RepairedLegacy)
+				"older_commits_repaired", res.RepairedLegacy, "commits_refilled", res.Refilled)
 		}
 	}
 	return nil

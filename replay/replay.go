@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -351,7 +352,18 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		res.Published = true
 		// The dead letters of main's earlier commits belong to no ledger
 		// now: removed here, not by the next sink session or maintain.
-		if err := tbl.ReconcileDeadLetterTables(ctx, cfg.Logger); err != nil {
+		// Damage to a dead-letter table (a file its storage lost) does
+		// not undo the publish: it is said, as a sink says it.
+		err = tbl.ReconcileDeadLetterTables(ctx, cfg.Logger)
+		if snapshot.IsDeadLetterDamage(err) {
+			log := cfg.Logger
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Warn("published; a dead-letter table does not match the ledger and reconciling cannot repair it (floe audit reports it)", "table", tbl.Name(), "err", err)
+			err = nil
+		}
+		if err != nil {
 			return res, fmt.Errorf("published branch %s of %s; reconcile its dead-letter tables (floe maintain does it again): %w", tbl.Branch(), tbl.Name(), err)
 		}
 	}

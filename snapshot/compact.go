@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -1271,12 +1272,19 @@ func (t *Table) CompactAll(ctx context.Context, opts CompactOptions) ([]CompactR
 	if err != nil {
 		return out, err
 	}
+	// A dead-letter table whose storage lost a file cannot be compacted
+	// until floe maintain drops it; the other ones still are.
+	var lost error
 	for _, dlq := range dlqs {
 		res, err := dlq.Compact(ctx, opts)
 		out = append(out, res)
+		if errors.Is(err, fs.ErrNotExist) {
+			lost = errors.Join(lost, fmt.Errorf("%w; a data file of dead-letter table %s is gone from its storage: restore it, or run floe maintain --table %s --drop-missing-dead-letter-files (docs/dead-letters.md)", err, dlq.Name(), t.Name()))
+			continue
+		}
 		if err != nil {
 			return out, err
 		}
 	}
-	return out, nil
+	return out, lost
 }

@@ -265,6 +265,9 @@ type Reconciled struct {
 	// doubled (DeadLetterState.Doubled), whose rows it replaced by the
 	// commit's files.
 	RepairedLegacy int `json:"repaired_legacy,omitempty"`
+	// Refilled counts the commits with too few rows whose rows it
+	// replaced by the commit's files (DeadLetterState.Short).
+	Refilled int `json:"refilled,omitempty"`
 }
 
 // DeadLetterState compares a dead-letter table's rows with the ledgers of
@@ -312,6 +315,13 @@ type DeadLetterState struct {
 	// files again, in one commit.
 	Doubled   []mapping.Commit
 	doubledAt map[mapping.TopicPartition][]int64
+	// Short are commits with fewer rows than the dead letters their
+	// ranges count, every row with its commit id, whose files are all
+	// there: some rows were in a file the storage lost, which floe
+	// maintain dropped (a compaction's file holds some partitions of
+	// several commits). Reconciling deletes their rows and adds their
+	// files again, in one commit.
+	Short []mapping.Commit
 	// staleFiles are the files all of whose rows are stale (reconciling
 	// drops them whole), and mixed is set when other files hold stale
 	// rows too (reconciling rewrites those).
@@ -321,7 +331,14 @@ type DeadLetterState struct {
 
 // Converged reports whether reconciling has nothing to add or remove.
 func (s *DeadLetterState) Converged() bool {
-	return len(s.Pending) == 0 && len(s.Stale) == 0 && len(s.StaleLegacy) == 0 && len(s.Doubled) == 0
+	return len(s.Pending) == 0 && len(s.Stale) == 0 && len(s.StaleLegacy) == 0 && len(s.Doubled) == 0 && len(s.Short) == 0
+}
+
+// Repairs reports whether reconciling replaces the rows of commit id by
+// its files (Doubled, Short): its count mismatch is repaired.
+func (s *DeadLetterState) Repairs(id string) bool {
+	has := func(c mapping.Commit) bool { return c.ID == id }
+	return slices.ContainsFunc(s.Doubled, has) || slices.ContainsFunc(s.Short, has)
 }
 
 // DeadLetterState reads the state of the dead-letter table dlq of data
@@ -420,7 +437,8 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 	var fsys iceio.IO
 	for _, c := range slices.SortedFunc(maps.Values(st.Commits), func(a, b mapping.Commit) int { return cmp.Compare(a.SnapshotID, b.SnapshotID) }) {
 		doubled := !withIDs[c.ID] && st.Rows[c.ID] > deadLetterCount(c)
-		if st.Rows[c.ID] > 0 && !doubled {
+		short := withIDs[c.ID] && len(legacyAt[c.ID]) == 0 && st.Rows[c.ID] > 0 && st.Rows[c.ID] < deadLetterCount(c)
+		if st.Rows[c.ID] > 0 && !doubled && !short {
 			continue
 		}
 		if fsys == nil {
@@ -433,8 +451,10 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 			return nil, fmt.Errorf("look for the dead-letter files of commit %s in %s: %w", c.ID, dlq.Name(), err)
 		}
 		switch {
-		case doubled && len(missing) > 0:
+		case (doubled || short) && len(missing) > 0:
 			// Nothing to replace its rows with: a count mismatch.
+		case short:
+			st.Short = append(st.Short, c)
 		case doubled:
 			st.Doubled = append(st.Doubled, c)
 			if st.doubledAt == nil {
@@ -708,10 +728,8 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 		if len(st.Missing) > 0 {
 			return res, &DeadLettersMissingError{Table: t.Name(), DeadLetters: dlq.Name(), Commits: st.Missing}
 		}
-		// Doubled commits were repaired by the converge.
-		if bad := slices.DeleteFunc(st.CountMismatches(), func(c mapping.Commit) bool {
-			return slices.ContainsFunc(st.Doubled, func(d mapping.Commit) bool { return d.ID == c.ID })
-		}); len(bad) > 0 {
+		// Doubled and short commits were repaired by the converge.
+		if bad := slices.DeleteFunc(st.CountMismatches(), func(c mapping.Commit) bool { return st.Repairs(c.ID) }); len(bad) > 0 {
 			return res, &DeadLetterCountError{Table: t.Name(), DeadLetters: dlq.Name(), Commit: bad[0], Rows: st.Rows[bad[0].ID]}
 		}
 		return res, nil
@@ -827,9 +845,21 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 			res.RemovedLegacy += len(offs)
 		}
 	}
-	if len(st.Pending) > 0 || len(st.Doubled) > 0 {
+	if len(st.Short) > 0 {
+		ids := make([]string, len(st.Short))
+		for i, c := range st.Short {
+			ids[i] = c.ID
+		}
+		log.Warn("replacing the dead letters of commits that have too few rows (a file the storage lost was dropped) by their commits' files",
+			"table", t.Name(), "commits", strings.Join(ids, ","))
+		if err := txn.Delete(ctx, iceberg.IsIn(iceberg.Reference(mapping.ColCommitID), ids...), iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
+			return res, fmt.Errorf("delete the rows of commits with too few dead letters: %w", err)
+		}
+		res.Refilled = len(ids)
+	}
+	if len(st.Pending) > 0 || len(st.Doubled) > 0 || len(st.Short) > 0 {
 		var ids, files []string
-		for _, c := range slices.Concat(st.Pending, st.Doubled) {
+		for _, c := range slices.Concat(st.Pending, st.Doubled, st.Short) {
 			ids = append(ids, c.ID)
 			files = append(files, c.DeadLetterFiles...)
 		}
@@ -838,7 +868,7 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		if err := txn.AddFiles(ctx, files, iceberg.Properties{KeyDeadLettersFor: strings.Join(ids, ",")}, false); err != nil {
 			return res, fmt.Errorf("add the dead-letter files of %d commits: %w", len(ids), err)
 		}
-		res.Added = len(ids)
+		res.Added = len(st.Pending) + len(st.Doubled)
 	}
 	return res, nil
 }
@@ -882,18 +912,28 @@ func legacyFilter(at map[mapping.TopicPartition][]int64) iceberg.BooleanExpressi
 // letters of main's earlier commits belong to no ledger.
 func (t *Table) ReconcileDeadLetterTables(ctx context.Context, log *slog.Logger) error {
 	var res MaintainResult
-	return t.reconcileDeadLetterTables(ctx, log, false, &res)
+	return t.reconcileDeadLetterTables(ctx, log, MaintainOptions{}, &res)
 }
 
 // reconcileDeadLetterTables reconciles, for floe maintain, the dead-letter
 // tables of t (DeadLetterTables) when t is a data table, or t itself with
-// its data table when t is a dead-letter table; with dropLost, it first
-// drops from each the data files its storage lost
-// (*DeadLetterFilesLostError). What a table's state leaves for a person
+// its data table when t is a dead-letter table; with
+// opts.DropMissingDeadLetterFiles, it first drops from each the data files
+// its storage lost (*DeadLetterFilesLostError), and a dry run
+// (opts.DryRun) only lists those. What a table's state leaves for a person
 // to decide (IsDeadLetterDamage) is returned after every table is
 // reconciled.
-func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger, dropLost bool, res *MaintainResult) error {
+func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger, opts MaintainOptions, res *MaintainResult) error {
+	dropLost := opts.DropMissingDeadLetterFiles
 	reconcile := func(data, dlq *Table) error {
+		if opts.DryRun {
+			// Only what a drop would remove is reported.
+			st, err := data.DeadLetterState(ctx, dlq)
+			if err == nil && dropLost {
+				res.DroppedDeadLetterFiles = append(res.DroppedDeadLetterFiles, st.Lost...)
+			}
+			return err
+		}
 		r, err := data.ReconcileDeadLetters(ctx, dlq, log)
 		// A writer's append between the read and the drop fails the
 		// drop's assertion: read again.
@@ -913,6 +953,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 		res.DeadLetters.Removed += r.Removed
 		res.DeadLetters.RemovedLegacy += r.RemovedLegacy
 		res.DeadLetters.RepairedLegacy += r.RepairedLegacy
+		res.DeadLetters.Refilled += r.Refilled
 		return err
 	}
 	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {

@@ -145,8 +145,10 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRes
 	// the maintenance: expiry keeps every file a ledger lists, and a
 	// sink's own maintenance must keep the metadata bounded meanwhile.
 	var damage error
-	if !opts.DryRun {
-		err := t.reconcileDeadLetterTables(ctx, log, opts.DropMissingDeadLetterFiles, &res)
+	// A dry run reports what a drop would remove, unless the ledger is
+	// truncated (see below).
+	if !opts.DryRun || (opts.DropMissingDeadLetterFiles && len(res.TruncatedRefs) == 0) {
+		err := t.reconcileDeadLetterTables(ctx, log, opts, &res)
 		if IsDeadLetterDamage(err) {
 			damage = err
 		} else if err != nil {

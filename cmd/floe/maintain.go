@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -120,9 +121,13 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			var compacted []snapshot.CompactResult
 			if compact.compact {
 				var err error
-				if compacted, err = tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: compact.targetFileSize, DryRun: dryRun}); err != nil {
+				compacted, err = tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: compact.targetFileSize, DryRun: dryRun})
+				if err != nil && !errors.Is(err, iofs.ErrNotExist) {
 					return errors.Join(damage, err)
 				}
+				// A dead-letter table whose storage lost a file is not
+				// compacted; the others were, and are reported.
+				damage = errors.Join(damage, err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -134,14 +139,21 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 				fmt.Fprintf(out, "dry run: %s is unchanged\n", tbl.Name())
 			}
 			if n := len(res.DroppedDeadLetterFiles); n > 0 {
-				fmt.Fprintf(out, "dead letters: dropped %s the storage had lost (their dead letters are lost for good)\n", plural(n, "data file"))
+				verb := "dropped"
+				if dryRun {
+					verb = "would drop"
+				}
+				fmt.Fprintf(out, "dead letters: %s %s the storage had lost (their dead letters are lost for good)\n", verb, plural(n, "data file"))
 				for _, p := range res.DroppedDeadLetterFiles {
 					fmt.Fprintf(out, "  %s\n", p)
 				}
 			}
-			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 || d.RemovedLegacy > 0 || d.RepairedLegacy > 0 {
+			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 || d.RemovedLegacy > 0 || d.RepairedLegacy > 0 || d.Refilled > 0 {
 				fmt.Fprintf(out, "dead letters: added those of %d commits that had none; removed those of %d commits no ledger has (and %d older rows no commit accounts for); replaced the older rows of %d commits an older floe doubled by their files\n",
 					d.Added, d.Removed, d.RemovedLegacy, d.RepairedLegacy)
+				if d.Refilled > 0 {
+					fmt.Fprintf(out, "dead letters: replaced the rows of %s that had too few (part of them were in a dropped file) by their own files\n", plural(d.Refilled, "commit"))
+				}
 			}
 			if expire || removeOrphans {
 				for _, name := range slices.Sorted(maps.Keys(res.DeadLetterTables)) {

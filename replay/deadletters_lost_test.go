@@ -1,0 +1,38 @@
+package replay_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
+)
+
+// TestPublishWithLostDeadLetterFile: main's dead-letter table lost its
+// data file (an aws s3 rm). A replay onto a branch runs, its publish lands,
+// and Run returns no error: it returned "published branch ...; reconcile
+// its dead-letter tables", and floe replay --publish exited 2 after a
+// publish that was in, where the sink and floe maintain treat the same
+// damage as a warning (from a review).
+func TestPublishWithLostDeadLetterFile(t *testing.T) {
+	e := newEnv(t)
+	typedWithDeadLetter(t, e)
+	_, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	files, err := dlq.Files(e.Ctx, 0)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("dead-letter files %v, %v; want one", files, err)
+	}
+	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.replay("lake.orders", replay.Options{Topic: "orders", Branch: "rebuild", Publish: true,
+		Sink: connector.Config{DeadLetters: dlq}})
+	if !res.Published {
+		t.Fatalf("not published: %v", err)
+	}
+	if err != nil {
+		t.Errorf("replay published (main is the branch now), yet returned an error: %v", err)
+	}
+}

@@ -332,8 +332,13 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 			rec.noKey = !ok
 			return nil
 		})
+		if _, deadLetter := v.deadLetter(r.Offset); err == nil && change == mapping.ChangeTruncate && deadLetter {
+			// The sink's --on-truncate dead-letter (the default): checked
+			// as the dead letter it is.
+			change, dead = mapping.ChangeUpsert, true
+		}
 		if err == nil && change == mapping.ChangeTruncate {
-			err = errors.New("a change event that truncates the table, which this floe's content level cannot fold yet: audit without --verify-content")
+			err = errors.New("a change event that truncates the table (--on-truncate delete-all), which this floe's content level cannot fold yet: audit without --verify-content")
 		}
 		if err != nil && v.err == nil {
 			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)

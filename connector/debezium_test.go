@@ -323,6 +323,13 @@ func TestDebeziumTruncate(t *testing.T) {
 				t.Fatalf("%d dead letters, first %q: want the truncate, naming --on-truncate delete-all", stats.DeadLetters, stats.FirstDeadLetter)
 			}
 			checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes+c.Tombstones), 0, 1)
+			// The content level checks the dead-lettered truncate as the
+			// dead letter it is; it refused the table (from a new-user
+			// run).
+			rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
+			if err != nil || !rep.Complete() {
+				t.Fatalf("audit --deep --verify-content of a table whose truncate is a dead letter: %v, findings %+v", err, rep)
+			}
 		})
 	}
 }

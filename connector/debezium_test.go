@@ -1,7 +1,9 @@
 package connector_test
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -331,6 +333,31 @@ func TestDebeziumTruncate(t *testing.T) {
 				t.Fatalf("audit --deep --verify-content of a table whose truncate is a dead letter: %v, findings %+v", err, rep)
 			}
 		})
+	}
+}
+
+// TestDebeziumTruncateSeveralPartitionsWarns (from a new-user run):
+// --on-truncate delete-all on a topic of several partitions left rows of
+// other partitions that the source wrote before the truncate, silently: a
+// sink says at WARN that the table can differ from the source.
+func TestDebeziumTruncateSeveralPartitionsWarns(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.customers"
+	e.Topic(topic, 2, nil)
+	c := floetest.NewCustomers(topic, 2)
+	c.Story(4, 2, 1)
+	e.Produce(c.Records(t, floetest.CDCConnectJSON, ""))
+	tbl, dlq := e.debeziumTable("lake.customers", floetest.CDCConnectJSON)
+	for _, policy := range []connector.OnTruncate{connector.TruncateDeadLetter, connector.TruncateDeleteAll} {
+		var log bytes.Buffer
+		cfg := connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, OnTruncate: policy,
+			Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		if _, err := e.sink(tbl, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(log.String(), "--on-truncate delete-all on a topic of several partitions"); warned != (policy == connector.TruncateDeleteAll) {
+			t.Errorf("--on-truncate %s on 2 partitions: warned %v\n%s", policy, warned, log.String())
+		}
 	}
 }
 

@@ -477,6 +477,22 @@ func (s *Sink) recordOnTruncate(ctx context.Context) error {
 	return nil
 }
 
+// warnTruncateAcrossPartitions warns when a truncate event deletes every
+// row of the table (--on-truncate delete-all) and the topic has several
+// partitions: the rows of other partitions' records that the source wrote
+// before the truncate stay when the sink reads them after it, and rows
+// written after it go when read before, so the table can differ from the
+// source (Debezium writes a table's events to one partition by default).
+func (s *Sink) warnTruncateAcrossPartitions(ctx context.Context) {
+	if s.tbl.Layout().Envelope != mapping.EnvelopeDebezium || onTruncate(s.tbl, s.cfg.OnTruncate) != TruncateDeleteAll {
+		return
+	}
+	if t, err := s.broker.Topic(ctx, s.cfg.Topic); err == nil && len(t.Partitions) > 1 {
+		s.log.Warn("--on-truncate delete-all on a topic of several partitions: a truncate deletes the rows of every partition as the sink has read them, not as the source wrote them, so the table can differ from the source; use it on topics of one partition (Debezium's default), or --on-truncate dead-letter",
+			"partitions", len(t.Partitions))
+	}
+}
+
 // interruptedOnly reports whether err says only that its context was
 // cancelled: every error it wraps or joins ends in context.Canceled, or is
 // a catalog call the cancellation cut short. An interrupt that met a real
@@ -504,6 +520,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 	if err := s.recordOnTruncate(ctx); err != nil {
 		return Stats{}, err
 	}
+	s.warnTruncateAcrossPartitions(ctx)
 	s.stats = Stats{Upsert: s.tbl.Mode() == mapping.ModeUpsert}
 	if s.cfg.DeadLetters != nil {
 		s.stats.DeadLetterTable = s.cfg.DeadLetters.Name()

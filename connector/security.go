@@ -299,7 +299,9 @@ func (s Security) explainDial(err error) error {
 	case errors.As(err, &header), eofAt("after a dial"):
 		return check("the brokers do not speak TLS on this port (a plaintext listener?)", SettingTLS)
 	case eofAt("api versions"), !s.useTLS() && strings.Contains(err.Error(), "tls alert"):
-		return check("the brokers require TLS on this port", SettingTLS)
+		// A private CA is the rule where TLS is required and was left
+		// out: naming its setting at once saves a second failure.
+		return check("the brokers require TLS on this port (and, when their certificate is of a private CA, that CA)", SettingTLS, SettingTLSCA)
 	case eofAt("SASL"):
 		return check("the brokers closed the connection at the first request (they may require SASL)", SettingMechanism)
 	case s.Mechanism != "" && eof == nil && isEOF(err):

@@ -132,6 +132,27 @@ func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout) 
 	return snapshot.DeadLetterName(ident)
 }
 
+// tableMode returns opts with the mode and key of the existing table ident
+// when they name none (no Mode, no Fold), as floe sink keeps an existing
+// table's: a replay onto a branch of an upsert table needs no --mode.
+func tableMode(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (Options, error) {
+	if opts.Mode != "" || opts.Fold != "" {
+		return opts, nil
+	}
+	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+	if errors.Is(err, snapshot.ErrTableNotFound) {
+		return opts, nil
+	}
+	if err != nil {
+		return opts, err
+	}
+	if t.Mode() == mapping.ModeUpsert {
+		k := t.UpsertKey()
+		opts.Mode, opts.Key = mapping.ModeUpsert, &k
+	}
+	return opts, nil
+}
+
 // target returns the mode and key of the table the replay writes, with
 // Fold resolved to the upsert table it stands for.
 func (o Options) target() (mapping.Mode, *mapping.UpsertKey) {
@@ -244,6 +265,9 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		if err := r.Check(ctx); err != nil {
 			return res, err
 		}
+	}
+	if opts, err = tableMode(ctx, cat, ident, opts); err != nil {
+		return res, err
 	}
 	tbl, err := openTarget(ctx, cat, ident, opts)
 	if err != nil {

@@ -418,9 +418,10 @@ func TestReplayFold(t *testing.T) {
 	if got := state(t, e.openExisting("lake.state2", "")); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("interrupted and resumed fold:\n%v\nwant:\n%v", got, want)
 	}
-	// A fold never goes into an event table, nor events into a fold table.
+	// A fold never goes into an event table, nor events (--mode append;
+	// without a mode the table's is kept) into a fold table.
 	var refused *replay.CheckError
-	if _, err := e.replay("lake.state", replay.Options{Topic: topic}); !errors.As(err, &refused) || !slices.Contains(refused.Settings, replay.SettingMode) {
+	if _, err := e.replay("lake.state", replay.Options{Topic: topic, Mode: mapping.ModeAppend}); !errors.As(err, &refused) || !slices.Contains(refused.Settings, replay.SettingMode) {
 		t.Fatalf("events into a fold table: %v, want a refusal naming the mode", err)
 	}
 	// A legacy state table is read, never written: neither a replay

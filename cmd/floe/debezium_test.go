@@ -72,4 +72,17 @@ func TestDebeziumSinkCommand(t *testing.T) {
 	if code != exitError || !strings.Contains(errs, "keeps its envelope as debezium, not none") {
 		t.Fatalf("plain JSON sink into a Debezium table: exit %d, %q", code, errs)
 	}
+
+	// A replay onto a branch, with the table's flags (docs/upsert.md) or
+	// none, rebuilds it and publishes.
+	replay := append([]string{"replay", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--table", "lake.customers", "--publish"}, loc...)
+	for branch, more := range map[string][]string{
+		"rebuild": slices.Concat([]string{"--envelope", "debezium", "--on-truncate", "delete-all"}, registry),
+		"again":   {"--schema-registry", st.Registry},
+	} {
+		if code, out, errs := floe(t, slices.Concat(replay, []string{"--branch", branch}, more)...); code != 0 || !strings.Contains(out, "published") {
+			t.Fatalf("replay --branch %s: exit %d\n%s\n%s", branch, code, out, errs)
+		}
+		c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, "lake.customers")), floetest.CDCAvro, true)
+	}
 }

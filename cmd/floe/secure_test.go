@@ -383,7 +383,7 @@ func TestSecureFailures(t *testing.T) {
 		{"TLS against a plaintext port", with(flags, "--brokers", plain.Brokers[0], "--dial-timeout", "3s"),
 			[]string{"no TLS session with the brokers in time (a plaintext listener, or unreachable?)", "check --kafka-tls and --brokers"}},
 		{"plaintext against a TLS port", []string{"--brokers", c.brokers[0]},
-			[]string{"require TLS on this port", "check --kafka-tls"}},
+			[]string{"require TLS on this port", "check --kafka-tls and --kafka-tls-ca"}},
 		{"TLS without SASL", []string{"--brokers", c.brokers[0], "--kafka-tls-ca", c.certs.CAFile},
 			[]string{"(they may require SASL)", "check --kafka-sasl-mechanism"}},
 		{"mutual TLS without a client certificate", with(flags, "--brokers", mutual.brokers[0], "--kafka-tls-ca", mutual.certs.CAFile),

@@ -179,6 +179,11 @@ func withFlags(err error) string {
 				hint("replay into another --table, or onto another --branch")
 			}
 		case *replay.DifferError:
+			if e.Keys == 0 {
+				// Coverage only: the branch lacks offsets main holds.
+				hint("replay from earlier offsets (--from) onto a new --branch, or pass --publish-different to publish the branch anyway, dropping those rows from main")
+				break
+			}
 			hint("find out why they differ (floe audit --verify-content on each; a key in several partitions can win differently where commits cut elsewhere, docs/upsert.md), or pass --publish-different to publish the branch anyway")
 		case *connector.DataLossError:
 			hint("rerun with --on-data-loss record to record the lost range in the ledger and continue")

@@ -196,11 +196,16 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if bar != nil {
 		bar.Finish()
 	}
-	if differ, ok := errors.AsType[*replay.DifferError](err); ok && f.json {
+	if differ, ok := errors.AsType[*replay.DifferError](err); ok {
 		// The replay is complete and its comparison is its result: the
-		// document says how it differed, then the error.
-		res.Differ = differ
-		printJSONLine(w, newReplayReport(res))
+		// document says how it differed, then the error; the text says
+		// what the branch now holds, then the error.
+		if f.json {
+			res.Differ = differ
+			printJSONLine(w, newReplayReport(res))
+		} else {
+			printReplayResult(w, res)
+		}
 	}
 	if err != nil {
 		return err

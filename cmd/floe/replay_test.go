@@ -207,12 +207,18 @@ func TestReplayCommandBranchPublishAndFold(t *testing.T) {
 	// then published with --publish-different.
 	rebuild := append([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders",
 		"--branch", "rebuild", "--publish", "--from", "0=100,1=100,2=100"}, loc...)
-	code, _, errs := floe(t, rebuild...)
+	code, out, errs := floe(t, rebuild...)
 	if code != exitError || !strings.Contains(errs, "orders/0 [0, 100)") || !strings.Contains(errs, "publishing would drop them from main") ||
 		openFloeTable(t, st, "lake.orders").Head().SnapshotID != before {
 		t.Fatalf("publish of a later start: exit %d\n%s", code, errs)
 	}
-	out := mustFloe(t, append(rebuild, "--publish-different")...)
+	// What the branch holds is said, and the hint is not about keys (from
+	// a new-user run).
+	if !strings.Contains(out, "replayed ") || !strings.Contains(out, "into lake.orders branch rebuild") ||
+		strings.Contains(errs, "a key in several partitions") || !strings.Contains(errs, "--from") {
+		t.Errorf("refused publish: stdout %q, stderr %q; want the replay's result and a hint about coverage", out, errs)
+	}
+	out = mustFloe(t, append(rebuild, "--publish-different")...)
 	if !strings.Contains(out, fmt.Sprintf("main moved from snapshot %d to", before)) {
 		t.Fatalf("publish output:\n%s", out)
 	}

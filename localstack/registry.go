@@ -81,7 +81,7 @@ func StartRegistry(ctx context.Context, port int, journal string) (*RegistryServ
 	l, err := lc.Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		s.closeJournal()
-		return nil, fmt.Errorf("local schema registry: listen on port %d (is another local stack running? pick another with --schema-registry-port): %w", port, err)
+		return nil, fmt.Errorf("local schema registry: listen on port %d (is another local stack running?): %w", port, err)
 	}
 	s.URL = "http://" + l.Addr().String()
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}

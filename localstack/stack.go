@@ -78,7 +78,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err != nil {
 		s.Close()
 		if len(opts.Ports) > 0 {
-			return nil, fmt.Errorf("local stack: start broker on ports %v (is another local stack running? pick another port with --kafka-port): %w", opts.Ports, err)
+			return nil, &CheckError{Settings: []Setting{SettingKafkaPort},
+				Err: fmt.Errorf("local stack: start broker on ports %v (is another local stack running?): %w", opts.Ports, err)}
 		}
 		return nil, fmt.Errorf("local stack: start broker: %w", err)
 	}
@@ -90,7 +91,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	if s.registry, err = StartRegistry(ctx, opts.RegistryPort, journal); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("local stack: %w", err)
+		return nil, &CheckError{Settings: []Setting{SettingRegistryPort}, Err: fmt.Errorf("local stack: %w", err)}
 	}
 	s.Registry = s.registry.URL
 	return s, nil

@@ -36,8 +36,9 @@ type Setting string
 
 // Settings that errors name.
 const (
-	SettingKafkaPort Setting = "UpOptions.KafkaPort"
-	SettingS3Port    Setting = "UpOptions.S3Port"
+	SettingKafkaPort    Setting = "UpOptions.KafkaPort"
+	SettingS3Port       Setting = "UpOptions.S3Port"
+	SettingRegistryPort Setting = "UpOptions.RegistryPort"
 )
 
 // CheckError is an error that a different value of one of Settings may
@@ -164,7 +165,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	stack, err := Start(ctx, Options{Dir: dir, Ports: []int{opts.KafkaPort}, Persist: true, RegistryPort: opts.RegistryPort, Kfake: auto})
 	if err != nil {
 		s3.Close()
-		return nil, &CheckError{Settings: []Setting{SettingKafkaPort}, Err: err} // err says which port and what to do
+		return nil, err // a *CheckError naming the port, when one is busy
 	}
 	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, Certs: certs, Password: password, stack: stack, lock: lock}
 	// The stack announces its catalog, so it exists from now on: the first

@@ -106,9 +106,9 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	if snap.Summary != nil {
 		if n, _ := strconv.ParseInt(snap.Summary.Properties["total-delete-files"], 10, 64); n > 0 {
 			if tbl.Mode() == mapping.ModeUpsert {
-				return res, fmt.Errorf("snapshot %d of %s has %d row-level delete files (the equality deletes of an upsert table): its data files hold rows those delete, so read it with an Iceberg reader, or run floe maintain --table %s --compact, which applies the deletes in a new snapshot that floe files then lists (until a sink commits deletes again)", snap.SnapshotID, tbl.Name(), n, tbl.Name())
+				return res, fmt.Errorf("snapshot %d of %s has row-level delete files (%d; the equality deletes of an upsert table): its data files hold rows those delete, so read it with an Iceberg reader, or run floe maintain --table %s --compact, which applies the deletes in a new snapshot that floe files then lists (until a sink commits deletes again)", snap.SnapshotID, tbl.Name(), n, tbl.Name())
 			}
-			return res, fmt.Errorf("snapshot %d of %s has %d row-level delete files (written by another engine): its data files hold rows those delete, so read it with an Iceberg reader", snap.SnapshotID, tbl.Name(), n)
+			return res, fmt.Errorf("snapshot %d of %s has row-level delete files (%d, written by another engine): its data files hold rows those delete, so read it with an Iceberg reader", snap.SnapshotID, tbl.Name(), n)
 		}
 	}
 	at := time.UnixMilli(snap.TimestampMs).UTC()

@@ -306,7 +306,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		res.SnapshotID, res.CommittedAt = &del.commit.SnapshotID, &del.commit.CommittedAt
 		at := "pass --brokers to read its offset from the log"
 		if k.raw == nil {
-			at = "an equality delete holds the key's columns only, and floe reads the deleting record's offset from the log for a table keyed by the Kafka key only"
+			at = "an equality delete holds the key's columns only; floe searches the log for the deleting record only in a table keyed by the Kafka key's bytes (--key string or raw), not by decoded key fields such as a Debezium key's"
 		}
 		if broker != nil && k.raw != nil {
 			rec, err := lastRecord(ctx, broker, slices.Values(del.commit.Ranges), k.raw)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +183,19 @@ func TestLocalstackPortHint(t *testing.T) {
 	code, _, errs := floe(t, "localstack", "up", "--dir", t.TempDir(), "--s3-port", s3Port)
 	if code != exitError || !strings.Contains(errs, "pick another port with --s3-port") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	// The broker's port and the registry's are named once each (from a
+	// new-user run: the broker's was named twice).
+	kafkaPort := strings.TrimPrefix(l.Brokers[0], "127.0.0.1:")
+	registryPort := strings.TrimPrefix(l.Registry, "http://127.0.0.1:")
+	for flag, args := range map[string][]string{
+		"--kafka-port":           {"--kafka-port", kafkaPort},
+		"--schema-registry-port": {"--kafka-port", strconv.Itoa(freeTCPPort(t)), "--s3-port", strconv.Itoa(freeTCPPort(t)), "--schema-registry-port", registryPort},
+	} {
+		code, _, errs := floe(t, append([]string{"localstack", "up", "--dir", t.TempDir()}, args...)...)
+		if code != exitError || strings.Count(errs, "pick another") != 1 || !strings.Contains(errs, "pick another port with "+flag) {
+			t.Errorf("%s busy: exit %d, stderr %q", flag, code, errs)
+		}
 	}
 }
 

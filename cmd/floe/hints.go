@@ -73,8 +73,9 @@ var flagOf = map[any]string{
 	lookup.SettingBroker:    "--brokers",
 	lookup.SettingKey:       "--key",
 
-	localstack.SettingKafkaPort: "--kafka-port",
-	localstack.SettingS3Port:    "--s3-port",
+	localstack.SettingKafkaPort:    "--kafka-port",
+	localstack.SettingS3Port:       "--s3-port",
+	localstack.SettingRegistryPort: "--schema-registry-port",
 }
 
 // flag is the flag of a setting; a setting without one (a library added it

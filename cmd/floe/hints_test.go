@@ -51,6 +51,7 @@ func TestLibraryErrorsNameFlags(t *testing.T) {
 		{&lookup.QueryError{Setting: lookup.SettingOffset, Value: "-5", Want: "an offset, 0 or more"}, `--offset "-5": want an offset, 0 or more`},
 		{&lookup.CheckError{Settings: []lookup.Setting{lookup.SettingBroker}, Err: errors.New("state table")}, "state table; pass --brokers"},
 		{&localstack.CheckError{Settings: []localstack.Setting{localstack.SettingKafkaPort}, Err: errors.New("busy")}, "busy; pick another port with --kafka-port"},
+		{&localstack.CheckError{Settings: []localstack.Setting{localstack.SettingRegistryPort}, Err: errors.New("busy")}, "busy; pick another port with --schema-registry-port"},
 		{fmt.Errorf("open: %w", &snapshot.TruncatedLedgerError{Table: "lake.orders", SnapshotID: 3, Oldest: 2}), "run floe maintain --table lake.orders"},
 		{fmt.Errorf("table lake.x does not exist: %w", snapshot.ErrTableNotFound), "; check --table and --catalog"},
 		{errors.Join(

@@ -46,7 +46,8 @@ to confirm the row).
 
 The answer is one of:
   row      a row holds the offset;
-  no_row   a range consumed the offset, but it produced no row: a transaction marker, an
+  no_row   a range consumed the offset, but it produced no row: a dead letter of a typed
+           table (its dead-letter table, file and reason are given), a transaction marker, an
            aborted transactional record or an offset removed by compaction (with --brokers the
            log is read to tell which), or, in a state table, a value superseded since;
   lost     retention deleted the offset before it was sunk, and the ledger records the loss;
@@ -62,8 +63,10 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
               holds that record, the data file;
   deleted     the key's last record deleted it: the snapshot that committed the delete and
               the equality-delete file holding it (found in the table's delete files, newest
-              first), with --brokers the offset of the deleting record; after compaction
-              dropped the delete, found in the log with --brokers;
+              first), with --brokers the offset of the deleting record (in a table keyed by
+              the Kafka key's bytes only: the log is not searched for decoded key fields, such
+              as a Debezium key's); after compaction dropped the delete, found in the log with
+              --brokers;
   never_seen  no row, and no delete holds it (with --brokers: no record of the ranges either).`,
 		Example: `  floe where --table lake.orders --partition 0 --offset 1234
   floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json

@@ -68,14 +68,15 @@ again, the replay evolves its own target to a changed one. A branch has its tabl
 onto one refuses a --partition-by that differs from it.
 
 --mode upsert rebuilds an upsert table (docs/upsert.md) through the same sink pipeline as floe sink
---mode upsert, keyed as it is (--key string or raw: the Kafka key; --key json or registry: the key's
-fields; --id-columns: value columns): one row per key, the latest record's, a tombstone deletes the
-key. A replay onto a branch of an upsert table without --mode keeps the table's mode and key, as
-floe sink does (its layout too: --value, --key and --envelope may be left out). With --branch
-and --publish, the branch is first compared with main key by key (rows read with deletes applied: the same keys, each the row of the same offset with the same values); on a
-difference nothing is published and floe names the first keys that differ (exit 2). A branch of
-any mode is not published either when main holds offsets below its next offset that it lacks (it
-starts later, or retention deleted them before the replay): publishing would drop them from main.
+--mode upsert, keyed as it is (--key string or raw: the Kafka key; --key json or registry: the
+key's fields; --id-columns: value columns): one row per key, the latest record's, a tombstone
+deletes the key. A replay onto a branch of an upsert table without --mode keeps the table's mode
+and key, as floe sink does (its layout too: --value, --key and --envelope may be left out). With
+--branch and --publish, the branch is first compared with main key by key (rows read with deletes
+applied: the same keys, each the row of the same offset with the same values); on a difference
+nothing is published and floe names the first keys that differ (exit 2). A branch of any mode is
+not published either when main holds offsets below its next offset that it lacks (it starts later,
+or retention deleted them before the replay): publishing would drop them from main.
 --publish-different publishes anyway: a repair of a main known to be wrong.
 
 --fold latest is an alias: --mode upsert keyed by the Kafka key within its partition (columns

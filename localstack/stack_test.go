@@ -3,11 +3,13 @@ package localstack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +209,38 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestUpRemembersItsPorts (from a new-user run): a stack started again on
+// its folder without ports (floe localstack up --secure after a plain up
+// on custom ports) fell back to the default ports, while the folder's
+// env.sh and floe.yaml had pointed at the custom ones: it takes the ports
+// it last used; a port given wins, and is remembered in turn.
+func TestUpRemembersItsPorts(t *testing.T) {
+	dir := t.TempDir()
+	kafka, s3, registry := freePort(t), freePort(t), freePort(t)
+	first, err := Up(t.Context(), UpOptions{Dir: dir, KafkaPort: kafka, S3Port: s3, RegistryPort: registry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	again, err := Up(t.Context(), UpOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{again.Brokers[0], again.S3.Endpoint, again.Registry}
+	again.Close()
+	want := []string{fmt.Sprintf("127.0.0.1:%d", kafka), fmt.Sprintf("http://127.0.0.1:%d", s3), fmt.Sprintf("http://127.0.0.1:%d", registry)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("started again without ports: %v, want %v", got, want)
+	}
+	other := freePort(t)
+	third, err := Up(t.Context(), UpOptions{Dir: dir, KafkaPort: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	third.Close()
+	if p := readPorts(dir); p.Kafka != other || p.S3 != s3 {
+		t.Fatalf("recorded ports %+v, want kafka %d and s3 %d", p, other, s3)
+	}
 }

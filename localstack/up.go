@@ -1,7 +1,9 @@
 package localstack
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +60,8 @@ type UpOptions struct {
 	// journal (Dir/schema-registry.jsonl). Required.
 	Dir string
 	// KafkaPort, S3Port and RegistryPort are the loopback ports; zero means
-	// the defaults.
+	// the port the stack last used in Dir (recorded in Dir/ports.json,
+	// since env.sh and floe.yaml point at it), else the default.
 	KafkaPort, S3Port, RegistryPort int
 	// NumPartitions is the number of partitions of a topic the broker
 	// creates on first use (a producer or a consumer naming a topic that
@@ -89,6 +92,36 @@ type Local struct {
 	stack    *Stack
 	// lock holds Dir for this stack until Close.
 	lock *flock.Flock
+}
+
+// ports are the loopback ports a stack used, as Dir/ports.json records
+// them.
+type ports struct {
+	Kafka    int `json:"kafka"`
+	S3       int `json:"s3"`
+	Registry int `json:"schema_registry"`
+}
+
+// portsFile is where a stack records its ports in its folder.
+const portsFile = "ports.json"
+
+// readPorts returns the ports the stack in dir last used; zero ones when
+// it has no record (a new folder, or one of an older floe).
+func readPorts(dir string) ports {
+	var p ports
+	if b, err := os.ReadFile(filepath.Join(dir, portsFile)); err == nil {
+		_ = json.Unmarshal(b, &p) // a damaged record is no record
+	}
+	return p
+}
+
+// writePorts records the ports of the stack in dir.
+func writePorts(dir string, p ports) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, portsFile), append(b, '\n'), 0o644)
 }
 
 // Up starts a local stack in opts.Dir. ctx bounds the start only: a
@@ -131,15 +164,10 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	if opts.KafkaPort == 0 {
-		opts.KafkaPort = DefaultKafkaPort
-	}
-	if opts.S3Port == 0 {
-		opts.S3Port = DefaultS3Port
-	}
-	if opts.RegistryPort == 0 {
-		opts.RegistryPort = DefaultRegistryPort
-	}
+	last := readPorts(dir)
+	opts.KafkaPort = cmp.Or(opts.KafkaPort, last.Kafka, DefaultKafkaPort)
+	opts.S3Port = cmp.Or(opts.S3Port, last.S3, DefaultS3Port)
+	opts.RegistryPort = cmp.Or(opts.RegistryPort, last.Registry, DefaultRegistryPort)
 	s3, err := StartS3(ctx, filepath.Join(dir, "s3"), opts.S3Port, Bucket)
 	if err != nil {
 		return nil, &CheckError{Settings: []Setting{SettingS3Port}, Err: err}
@@ -179,6 +207,10 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	}
 	if c, ok := cat.(io.Closer); ok {
 		c.Close()
+	}
+	if err := writePorts(dir, ports{Kafka: opts.KafkaPort, S3: opts.S3Port, Registry: opts.RegistryPort}); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("local stack: record its ports: %w", err)
 	}
 	return l, nil
 }

@@ -77,9 +77,10 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "floe-local", "folder that holds the broker's log, the schemas, the S3 buckets and the catalog")
-	cmd.Flags().IntVar(&kafkaPort, "kafka-port", localstack.DefaultKafkaPort, "loopback port of the Kafka-protocol broker")
-	cmd.Flags().IntVar(&s3Port, "s3-port", localstack.DefaultS3Port, "loopback port of the S3 endpoint")
-	cmd.Flags().IntVar(&registryPort, "schema-registry-port", localstack.DefaultRegistryPort, "loopback port of the schema registry")
+	// Zero: the port the folder's stack last used, else the default.
+	cmd.Flags().IntVar(&kafkaPort, "kafka-port", 0, fmt.Sprintf("loopback port of the Kafka-protocol broker (default: the one the stack of --dir last used, else %d)", localstack.DefaultKafkaPort))
+	cmd.Flags().IntVar(&s3Port, "s3-port", 0, fmt.Sprintf("loopback port of the S3 endpoint (default: the one the stack of --dir last used, else %d)", localstack.DefaultS3Port))
+	cmd.Flags().IntVar(&registryPort, "schema-registry-port", 0, fmt.Sprintf("loopback port of the schema registry (default: the one the stack of --dir last used, else %d)", localstack.DefaultRegistryPort))
 	cmd.Flags().BoolVar(&secure, "secure", false, "serve the broker over TLS only with SCRAM-SHA-512 (user "+localstack.SecureUser+"); the CA and the password are kept in DIR/tls, and the flags to use are printed")
 	cmd.Flags().IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic the broker creates on first use (Kafka's num.partitions); create topics yourself for more")
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -64,6 +65,43 @@ func configFrom(ctx context.Context) *configFile {
 	return c
 }
 
+// flagSources records, for one run, where each flag that was not given on
+// the command line took its value (a FLOE_* variable, a config file's
+// line), so that an error about the flag's value names where to fix it.
+type flagSources map[string]string
+
+type sourcesKey struct{}
+
+// note returns, for an error message msg that names flags of s, where
+// their values came from ("" when it names none).
+func (s flagSources) note(msg string) string {
+	var notes []string
+	for _, name := range slices.Sorted(maps.Keys(s)) {
+		if flagNamed(msg, name) {
+			notes = append(notes, fmt.Sprintf("--%s was set by %s", name, s[name]))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, "; ") + ")"
+}
+
+// flagNamed reports whether msg names flag --name, not a longer flag
+// that begins with it.
+func flagNamed(msg, name string) bool {
+	for rest := msg; ; {
+		i := strings.Index(rest, "--"+name)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2+len(name):]
+		if rest == "" || !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-", rune(rest[0])) {
+			return true
+		}
+	}
+}
+
 // addConfigFlag registers --config on the root command.
 func addConfigFlag(root *cobra.Command) {
 	root.PersistentFlags().String("config", "", "YAML config file holding any of the flags (and pipelines for floe sink); flags and FLOE_* variables override it (default: $"+configEnv+")")
@@ -86,6 +124,7 @@ func applyConfig(cmd *cobra.Command) error {
 		cmd.SetContext(context.WithValue(cmd.Context(), configKey{}, file))
 	}
 	var errs []error
+	src, _ := cmd.Context().Value(sourcesKey{}).(flagSources)
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Changed || f.Name == "config" || f.Name == "help" {
 			return
@@ -100,6 +139,8 @@ func applyConfig(cmd *cobra.Command) error {
 			}
 			if err := setFlag(cmd.Flags(), f, vals); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			} else if src != nil {
+				src[f.Name] = env
 			}
 			return
 		}
@@ -109,6 +150,8 @@ func applyConfig(cmd *cobra.Command) error {
 		if vals, ok := file.values[f.Name]; ok {
 			if err := setFlag(cmd.Flags(), f, vals); err != nil {
 				errs = append(errs, fmt.Errorf("config file %s line %d: %s: %w", file.path, file.lines[f.Name], f.Name, err))
+			} else if src != nil {
+				src[f.Name] = fmt.Sprintf("config file %s line %d", file.path, file.lines[f.Name])
 			}
 		}
 	})

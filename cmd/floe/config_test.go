@@ -197,6 +197,22 @@ func TestEnvironmentMistakes(t *testing.T) {
 	if code != exitError || !strings.Contains(errs, want) || time.Since(start) > 5*time.Second {
 		t.Errorf("--brokers kafka://: exit %d after %s, %q; want %q at once", code, time.Since(start).Round(time.Millisecond), errs, want)
 	}
+
+	// A value a command refuses after parsing names the variable or the
+	// config file line that set it, not only the flag (from a new-user
+	// run); a flag it does not name is not noted.
+	t.Setenv("FLOE_DLQ", "maybe")
+	code, _, errs = floe(t, "sink", "--topic", "orders", "--table", "lake.orders", "--catalog", st.Catalog().Catalog, "--brokers", st.Brokers[0])
+	if code != exitError || !strings.Contains(errs, `--dlq "maybe": want on or off (--dlq was set by FLOE_DLQ)`) || strings.Contains(errs, "--dlq-table was set") {
+		t.Errorf("FLOE_DLQ=maybe: exit %d, %q", code, errs)
+	}
+	os.Unsetenv("FLOE_DLQ")
+	config := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, config, "dlq-table: lake.x\ndlq: maybe\n")
+	code, _, errs = floe(t, "sink", "--config", config, "--topic", "orders", "--table", "lake.orders", "--catalog", st.Catalog().Catalog, "--brokers", st.Brokers[0])
+	if code != exitError || !strings.Contains(errs, "(--dlq was set by config file "+config+" line 2)") || strings.Contains(errs, "--dlq-table was set") {
+		t.Errorf("dlq: maybe in a config file: exit %d, %q", code, errs)
+	}
 }
 
 func writeFile(t *testing.T, path, body string) {

@@ -53,7 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	src := flagSources{}
+	err := root.ExecuteContext(context.WithValue(ctx, sourcesKey{}, src))
 	if err == nil {
 		return exitOK
 	}
@@ -67,7 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// (data files, manifests), whichever command it is; then the settings
 	// the libraries' errors name become the flags that set them.
 	err = catalog.Explain(err)
-	fmt.Fprintf(stderr, "floe: %s\n", oneLine(withFlags(err)))
+	msg := withFlags(err)
+	fmt.Fprintf(stderr, "floe: %s\n", oneLine(msg+src.note(msg)))
 	if errors.As(err, &ce) {
 		return ce.code
 	}

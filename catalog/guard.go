@@ -246,6 +246,21 @@ func (g *guardedCatalog) DropTable(ctx context.Context, ident table.Identifier) 
 	return g.explain(ctx, g.Catalog.DropTable(ctx, ident))
 }
 
+// PurgeTable drops the table and deletes its files, when the catalog can
+// (icecat.PurgeableTable: the SQL and Glue catalogs do); ErrPurgeUnsupported
+// otherwise, with nothing dropped.
+func (g *guardedCatalog) PurgeTable(ctx context.Context, ident table.Identifier) error {
+	p, ok := g.Catalog.(icecat.PurgeableTable)
+	if !ok {
+		return ErrPurgeUnsupported
+	}
+	return g.explain(ctx, p.PurgeTable(g.storage(ctx), ident))
+}
+
+// ErrPurgeUnsupported is PurgeTable's error for a catalog that cannot
+// delete a table's files: drop the table, and its files stay.
+var ErrPurgeUnsupported = errors.New("this catalog cannot delete a table's files")
+
 func (g *guardedCatalog) RenameTable(ctx context.Context, from, to table.Identifier) (*table.Table, error) {
 	tbl, err := g.Catalog.RenameTable(g.storage(ctx), from, to)
 	return g.own(tbl), g.explain(ctx, err)

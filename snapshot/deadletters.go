@@ -29,7 +29,7 @@ const (
 	// dead-letter table a sink that names none writes into: a sink that
 	// names one (--dlq-table) records it, so that a later run without the
 	// flag does not split the dead letters over the default table too.
-	PropDeadLetterTable = "floe.dead-letter-table"
+	PropDeadLetterTable = "floe.dead-letter-table-default"
 	// PropDeadLetterTablePrefix, followed by a dead-letter table's name
 	// (namespace.name), is a property of a data table for every
 	// dead-letter table its commits ever named: a commit records its table

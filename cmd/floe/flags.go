@@ -8,6 +8,7 @@ import (
 	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/pflag"
 
 	"github.com/floe-dev/floe/catalog"
@@ -119,26 +120,36 @@ func (f *tableFlags) register(fs *pflag.FlagSet) {
 // a mistyped --catalog says where it looked instead of answering from a
 // new, empty catalog; and no --warehouse is needed.
 func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snapshot.Table, error) {
-	if f.table == "" {
-		return nil, fmt.Errorf("missing --table NAMESPACE.TABLE")
-	}
-	ident, err := catalog.ParseIdent(f.table)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := f.config()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Existing = !opts.Create
-	cat, err := catalog.Open(ctx, cfg)
-	if errors.Is(err, catalog.ErrCatalogNotFound) {
-		return nil, fmt.Errorf("%w (--catalog names an existing catalog; floe sink creates one)", err)
-	}
+	cat, ident, err := f.tableCatalog(ctx, opts.Create)
 	if err != nil {
 		return nil, err
 	}
 	return snapshot.Open(ctx, cat, ident, opts)
+}
+
+// tableCatalog opens the catalog of --table, which must exist unless
+// create, and returns it with the table's identifier.
+func (f *tableFlags) tableCatalog(ctx context.Context, create bool) (icecat.Catalog, table.Identifier, error) {
+	if f.table == "" {
+		return nil, nil, fmt.Errorf("missing --table NAMESPACE.TABLE")
+	}
+	ident, err := catalog.ParseIdent(f.table)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := f.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Existing = !create
+	cat, err := catalog.Open(ctx, cfg)
+	if errors.Is(err, catalog.ErrCatalogNotFound) {
+		return nil, nil, fmt.Errorf("%w (--catalog names an existing catalog; floe sink creates one)", err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return cat, ident, nil
 }
 
 // brokerFlags say how to reach the Kafka brokers: -b like kcat, and how

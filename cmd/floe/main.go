@@ -117,7 +117,7 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w%s (see --help)", err, parseHint(err))
 	})
-	root.AddCommand(newFilesCmd())
+	root.AddCommand(newFilesCmd(), newDropCmd())
 	return root
 }
 

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/localstack"
+)
+
+// TestDropCommand (from a new-user run: floe had no way to drop a table
+// created by mistake): floe drop lists the table and its dead-letter table
+// and drops nothing without --yes, refuses a dead-letter table, and with
+// --yes drops both with their files, after which a sink creates the table
+// afresh under the same name.
+func TestDropCommand(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte("oops")}}); err != nil {
+		t.Fatal(err)
+	}
+	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.ordres", "--value", "json", "--stop-at-end"}, loc...)
+	if out := mustFloe(t, sink...); !strings.Contains(out, "1 dead letter") {
+		t.Fatalf("sink: %s", out)
+	}
+	location := strings.TrimPrefix(openTable(t, st.Catalog(), "lake.ordres").Iceberg().Location(), "file://")
+	drop := append([]string{"drop", "--table", "lake.ordres"}, loc...)
+
+	code, out, errs := floe(t, drop...)
+	if code != exitError || !strings.Contains(out, "would drop lake.ordres_dlq") || !strings.Contains(out, "would drop lake.ordres (") ||
+		!strings.Contains(errs, "pass --yes") || !replayTableExists(t, st, "lake.ordres") || !replayTableExists(t, st, "lake.ordres_dlq") {
+		t.Fatalf("drop without --yes: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = floe(t, append([]string{"drop", "--table", "lake.ordres_dlq", "--yes"}, loc...)...)
+	if code != exitError || !strings.Contains(errs, "is the dead-letter table of lake.ordres") || !replayTableExists(t, st, "lake.ordres_dlq") {
+		t.Fatalf("drop of the dead-letter table: exit %d, %s", code, errs)
+	}
+
+	out = mustFloe(t, append(drop, "--yes")...)
+	if !strings.Contains(out, "dropped lake.ordres_dlq and deleted its files") || !strings.Contains(out, "dropped lake.ordres and deleted its files") {
+		t.Fatalf("drop --yes: %s", out)
+	}
+	if replayTableExists(t, st, "lake.ordres") || replayTableExists(t, st, "lake.ordres_dlq") {
+		t.Fatal("a table is still in the catalog")
+	}
+	// Local storage keeps the empty folders.
+	var left []string
+	filepath.WalkDir(location, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, path)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("files left under the table's location: %v", left)
+	}
+	code, _, errs = floe(t, append(drop, "--yes")...)
+	if code != exitError || !strings.Contains(errs, "lake.ordres") {
+		t.Errorf("drop of a table that is gone: exit %d, %s", code, errs)
+	}
+
+	if out := mustFloe(t, sink...); !strings.Contains(out, "300 rows and 1 dead letter") {
+		t.Errorf("sink after the drop: %s; want the table afresh", out)
+	}
+}

@@ -135,8 +135,11 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 			switch {
 			case slices.ContainsFunc(st.Doubled, func(d mapping.Commit) bool { return d.ID == c.ID }):
 				fix = "an older floe added them twice: the next floe sink session or floe maintain replaces them by the commit's files"
+			case st.Repairs(c.ID) && len(st.Lost) > 0:
+				fix = fmt.Sprintf("some may be in the files %s lost: restore them, or floe maintain --table %s --drop-missing-dead-letter-files drops them, after which the commit's rows are replaced by its files, which are there",
+					name, a.tbl.Name())
 			case st.Repairs(c.ID):
-				fix = "some were in a file the storage lost, and the commit's files are there: the next floe sink session or floe maintain replaces its rows by them"
+				fix = "some of its rows are gone (a file the storage lost was dropped, or rows were deleted outside floe), and the commit's files are there: the next floe sink session or floe maintain replaces its rows by them"
 			}
 			a.find(Finding{Level: LevelLedger, Kind: KindCountMismatch, SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters; %s holds %d rows of it: %s", c.ID, c.SnapshotID, deadLetterCount(c), name, st.Rows[c.ID], fix)})

@@ -278,8 +278,7 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 	sinks := make([]*Sink, len(ps))
 	for i, p := range ps {
 		cfg := p.Config
-		recorded := tables[i].Iceberg().Properties()[snapshot.PropDeadLetterTable]
-		if name := p.deadLetterTable(tables[i].Layout(), tables[i].Mode(), recorded); name != nil {
+		if name := p.deadLetterTable(tables[i].Layout(), tables[i].Mode(), tables[i].RecordedDeadLetterTable()); name != nil {
 			cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, name, tables[i].Name(), true)
 			if errors.Is(err, floecat.ErrOwnedByAnotherCatalog) {
 				// Members of one group started together race to create
@@ -291,7 +290,7 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 			if err != nil {
 				return nil, nil, ps.wrap(i, err)
 			}
-			if err := recordDeadLetterTable(ctx, tables[i], p.DeadLetters, recorded); err != nil {
+			if err := tables[i].RecordDeadLetterTable(ctx, p.DeadLetters); err != nil {
 				return nil, nil, ps.wrap(i, err)
 			}
 		}
@@ -306,31 +305,16 @@ func (ps Pipelines) prepare(ctx context.Context, broker *Broker, cat catalog.Cat
 // has layout and mode and records the dead-letter table recorded
 // (snapshot.PropDeadLetterTable), or nil when it has none (raw records of
 // an append table cannot fail to become rows, and NoDeadLetters).
-func (p Pipeline) deadLetterTable(layout mapping.Layout, mode mapping.Mode, recorded string) table.Identifier {
+func (p Pipeline) deadLetterTable(layout mapping.Layout, mode mapping.Mode, recorded table.Identifier) table.Identifier {
 	switch {
 	case (layout == mapping.RawLayout && mode != mapping.ModeUpsert) || p.NoDeadLetters:
 		return nil
 	case p.DeadLetters != nil:
 		return p.DeadLetters
-	}
-	if ident, err := floecat.ParseIdent(recorded); recorded != "" && err == nil {
-		return ident
+	case recorded != nil:
+		return recorded
 	}
 	return snapshot.DeadLetterName(p.Table)
-}
-
-// recordDeadLetterTable records on tbl the dead-letter table named, when
-// the pipeline named one (not nil) other than recorded, the one it
-// records.
-func recordDeadLetterTable(ctx context.Context, tbl *snapshot.Table, named table.Identifier, recorded string) error {
-	if named == nil || strings.Join(named, ".") == recorded {
-		return nil
-	}
-	name := strings.Join(named, ".")
-	if err := tbl.SetProperties(ctx, map[string]string{snapshot.PropDeadLetterTable: name}); err != nil {
-		return fmt.Errorf("record dead-letter table %s on %s: %w", name, tbl.Name(), err)
-	}
-	return nil
 }
 
 // Check checks what Run checks before it opens anything: each Config, and
@@ -397,9 +381,9 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 			}
 		}
 		if err == nil {
-			var recorded string
+			var recorded table.Identifier
 			if t != nil {
-				recorded = t.Iceberg().Properties()[snapshot.PropDeadLetterTable]
+				recorded = t.RecordedDeadLetterTable()
 			}
 			err = ps.checkDeadLetters(ctx, cat, i, layout, mode, recorded)
 		}
@@ -440,7 +424,7 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 // table recorded: that it can be that table's
 // (snapshot.CheckDeadLetters), and that it is neither the table of another
 // pipeline nor the dead-letter table of another pipeline's table.
-func (ps Pipelines) checkDeadLetters(ctx context.Context, cat catalog.Catalog, i int, layout mapping.Layout, mode mapping.Mode, recorded string) error {
+func (ps Pipelines) checkDeadLetters(ctx context.Context, cat catalog.Catalog, i int, layout mapping.Layout, mode mapping.Mode, recorded table.Identifier) error {
 	dlq := ps[i].deadLetterTable(layout, mode, recorded)
 	if dlq == nil {
 		return nil

@@ -115,10 +115,11 @@ type Result struct {
 }
 
 // deadLetterTable is the dead-letter table of a replay into ident, whose
-// layout is layout, or nil when it has none (raw records cannot fail to
+// layout is layout and which records the dead-letter table recorded
+// (snapshot.Table.RecordedDeadLetterTable), or nil when it has none (raw records cannot fail to
 // become rows of an append table, nor of a --fold latest table, which
 // skips records without a key; and NoDeadLetters).
-func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout) table.Identifier {
+func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout, recorded table.Identifier) table.Identifier {
 	mode, key := o.target()
 	raw := layout == mapping.RawLayout
 	switch {
@@ -128,6 +129,8 @@ func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout) 
 		return o.DeadLetters
 	case o.Branch != "":
 		return snapshot.BranchDeadLetterName(ident, o.Branch)
+	case recorded != nil:
+		return recorded
 	}
 	return snapshot.DeadLetterName(ident)
 }
@@ -313,8 +316,12 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	}
 
 	cfg := plan.Config(opts.Sink)
-	if dlq := opts.deadLetterTable(ident, tbl.Layout()); dlq != nil {
+	if dlq := opts.deadLetterTable(ident, tbl.Layout(), tbl.RecordedDeadLetterTable()); dlq != nil {
 		if cfg.DeadLetters, err = snapshot.OpenDeadLetters(ctx, cat, dlq, tbl.Name(), true); err != nil {
+			return res, err
+		}
+		// As floe sink does: a later run that names none writes there.
+		if err := tbl.RecordDeadLetterTable(ctx, opts.DeadLetters); err != nil {
 			return res, err
 		}
 	}

@@ -192,7 +192,7 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			layout := opts.Layout
 			if err = layout.Normalize(); err == nil {
-				err = checkDeadLetters(ctx, cat, ident, opts, layout)
+				err = checkDeadLetters(ctx, cat, ident, opts, layout, nil)
 			}
 			if err == nil && mode == mapping.ModeUpsert && key == nil {
 				var k mapping.UpsertKey
@@ -263,13 +263,14 @@ func checkTarget(ctx context.Context, cat catalog.Catalog, t *snapshot.Table, id
 	if err := t.CheckDataTable(); err != nil {
 		return err
 	}
-	return checkDeadLetters(ctx, cat, ident, opts, t.Layout())
+	return checkDeadLetters(ctx, cat, ident, opts, t.Layout(), t.RecordedDeadLetterTable())
 }
 
 // checkDeadLetters checks, creating nothing, the dead-letter table of a
-// replay into ident whose layout is layout (snapshot.CheckDeadLetters).
-func checkDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options, layout mapping.Layout) error {
-	dlq := opts.deadLetterTable(ident, layout)
+// replay into ident whose layout is layout and which records the
+// dead-letter table recorded (snapshot.CheckDeadLetters).
+func checkDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options, layout mapping.Layout, recorded table.Identifier) error {
+	dlq := opts.deadLetterTable(ident, layout, recorded)
 	if dlq == nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	floecat "github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -1052,6 +1053,38 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 		out = append(out, dlq)
 	}
 	return out, nil
+}
+
+// RecordedDeadLetterTable is the dead-letter table that data table t
+// records for a writer that names none (PropDeadLetterTable), or nil.
+func (t *Table) RecordedDeadLetterTable() table.Identifier {
+	name := t.tbl.Properties()[PropDeadLetterTable]
+	if name == "" {
+		return nil
+	}
+	ident, err := floecat.ParseIdent(name)
+	if err != nil {
+		return nil // set by hand, and wrong: the default table
+	}
+	return ident
+}
+
+// RecordDeadLetterTable records on data table t the dead-letter table
+// named, which a writer named (--dlq-table), when t records another one
+// or none: a later writer that names none writes there too
+// (RecordedDeadLetterTable), so that its dead letters are not split over
+// the default table. Only main's writers record it: the property is the
+// table's, and a writer of a branch (a replay) would change where main's
+// sink writes.
+func (t *Table) RecordDeadLetterTable(ctx context.Context, named table.Identifier) error {
+	name := strings.Join(named, ".")
+	if len(named) == 0 || t.branch != table.MainBranch || t.tbl.Properties()[PropDeadLetterTable] == name {
+		return nil
+	}
+	if err := t.SetProperties(ctx, map[string]string{PropDeadLetterTable: name}); err != nil {
+		return fmt.Errorf("record dead-letter table %s on %s: %w", name, t.Name(), err)
+	}
+	return nil
 }
 
 // recordDeadLetterTable sets t's property PropDeadLetterTablePrefix+name

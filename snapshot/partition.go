@@ -276,7 +276,7 @@ func (t *Table) stagePartitionFields(base *table.Table, txn *table.Transaction) 
 		_, has, err := f.Source(after)
 		if err != nil {
 			return &mapping.PartitionByError{Spec: p.String(), Part: f.String(), Table: t.Name(),
-				Problem: fmt.Sprintf("the column appeared, but %v; give the table a spec its columns take", err)}
+				Problem: fmt.Sprintf("the column appeared, but %v; give the table a spec its columns take (--partition-by with another field, or none), and the sink goes on", err)}
 		}
 		if has {
 			add = append(add, f)

@@ -424,11 +424,11 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd {
 					onlyDead = append(onlyDead, msg)
 				}
-			case stats.Commits > 0 && f.json:
+			case committedRecords(stats) && f.json:
 				r := newRunReport(tbl.Name(), p.Topic, stats)
 				r.Error = err.Error()
 				printJSONLine(w, r)
-			case stats.Commits > 0:
+			case committedRecords(stats):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
 				printSinkStats(w, tbl.Name(), p.Topic, stats)
 			}
@@ -478,6 +478,12 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(strings.Join(onlyDead, "; "))}
 	}
 	return nil
+}
+
+// committedRecords reports whether a run committed records (rows, dead
+// letters, deletes or skipped records), not only where partitions start.
+func committedRecords(s connector.Stats) bool {
+	return s.Records+s.DeadLetters+s.Deletes+s.Skipped > 0
 }
 
 // onlyDeadLetters says, for floe sink --stop-at-end and floe replay, that

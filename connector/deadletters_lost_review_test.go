@@ -29,43 +29,7 @@ import (
 // nothing could repair (from a review).
 func TestLostCompactedFileOfOnePartition(t *testing.T) {
 	e := newEnv(t)
-	e.Topic("orders", 2, nil)
-	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	for _, bad := range []string{`oops`, `oops again`} {
-		e.Produce(slices.Concat(jsonRecords("orders", 0, `{"id":1}`, bad), jsonRecords("orders", 1, `{"id":1}`, bad)))
-		if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := tbl.CompactAll(e.Ctx, snapshot.CompactOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dlq.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-	files, err := dlq.Files(e.Ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("dead-letter files after compaction: %d", len(files))
-	if len(files) != 2 {
-		t.Fatalf("dead-letter files after compaction %v; want one per Kafka partition", files)
-	}
-	// The file of partition 1: the one whose rows are at partition 1.
-	var lost string
-	for _, f := range files {
-		for _, r := range rowsOfFile(t, dlq, f.Path) {
-			if r == 1 {
-				lost = f.Path
-			}
-		}
-	}
-	if lost == "" {
-		t.Fatal("no compacted file of partition 1")
-	}
-	if err := os.Remove(strings.TrimPrefix(lost, "file://")); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq, _ := e.loseCompactedPartition(`oops`, `oops again`)
 	res, err := tbl.Maintain(e.Ctx, snapshot.MaintainOptions{Logger: quietLogger(), DropMissingDeadLetterFiles: true})
 	if len(res.DroppedDeadLetterFiles) != 1 || res.DeadLetters.Refilled != 2 {
 		t.Errorf("maintain dropped %v and refilled %d commits; want the lost file, and both commits", res.DroppedDeadLetterFiles, res.DeadLetters.Refilled)
@@ -89,9 +53,50 @@ func TestLostCompactedFileOfOnePartition(t *testing.T) {
 	}
 }
 
+// loseCompactedPartition sinks, into a typed table lake.orders of a topic
+// orders of two partitions, a row and a dead letter in each partition per
+// bad value, compacts (a dead-letter table's files are merged per Kafka
+// partition, so each compacted file holds dead letters of every commit),
+// and deletes from the storage, behind the table's back, the dead-letter
+// files holding partition 1's: it returns the tables and those files.
+func (e *env) loseCompactedPartition(bad ...string) (tbl, dlq *snapshot.Table, lost []string) {
+	t := e.T
+	t.Helper()
+	e.Topic("orders", 2, nil)
+	tbl, dlq = e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	for _, b := range bad {
+		e.Produce(slices.Concat(jsonRecords("orders", 0, `{"id":1}`, b), jsonRecords("orders", 1, `{"id":1}`, b)))
+		if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tbl.CompactAll(e.Ctx, snapshot.CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	files, err := dlq.Files(e.Ctx, 0)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("dead-letter files after compaction %v, %v; want one per Kafka partition", files, err)
+	}
+	for _, f := range files {
+		if slices.Contains(rowsOfFile(t, dlq, f.Path), 1) {
+			lost = append(lost, f.Path)
+			if err := os.Remove(strings.TrimPrefix(f.Path, "file://")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(lost) != 1 {
+		t.Fatalf("dead-letter files of partition 1 after compaction: %v; want one", lost)
+	}
+	return tbl, dlq, lost
+}
+
 // rowsOfFile returns the Kafka partitions of the rows of data file path
 // of tbl's head.
-func rowsOfFile(t *testing.T, tbl *snapshot.Table, path string) []int32 {
+func rowsOfFile(t testing.TB, tbl *snapshot.Table, path string) []int32 {
 	t.Helper()
 	var out []int32
 	err := tbl.ScanFiles(t.Context(), 0, snapshot.ScanOptions{Columns: []string{mapping.ColPartition}}, func(fb snapshot.FileBatch) error {

@@ -80,26 +80,7 @@ func TestShortWithOwnFileLive(t *testing.T) {
 // refilled once, not twice.
 func TestShortConcurrentRepairs(t *testing.T) {
 	e := newEnv(t)
-	e.Topic("orders", 2, nil)
-	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	for _, bad := range []string{`oops`, `oops again`, `oops 3`} {
-		e.Produce(slices.Concat(jsonRecords("orders", 0, `{"id":1}`, bad), jsonRecords("orders", 1, `{"id":1}`, bad)))
-		if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := tbl.CompactAll(e.Ctx, snapshot.CompactOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dlq.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := dlq.Files(e.Ctx, 0)
-	for _, f := range files {
-		if slices.Contains(rowsOfFile(t, dlq, f.Path), 1) {
-			os.Remove(strings.TrimPrefix(f.Path, "file://"))
-		}
-	}
+	tbl, dlq, _ := e.loseCompactedPartition(`oops`, `oops again`, `oops 3`)
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
@@ -133,24 +114,7 @@ func TestShortConcurrentRepairs(t *testing.T) {
 // sink keeps committing dead letters.
 func TestShortRepairBesideWriter(t *testing.T) {
 	e := newEnv(t)
-	e.Topic("orders", 2, nil)
-	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	for _, bad := range []string{`oops`, `oops again`} {
-		e.Produce(slices.Concat(jsonRecords("orders", 0, `{"id":1}`, bad), jsonRecords("orders", 1, `{"id":1}`, bad)))
-		if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := tbl.CompactAll(e.Ctx, snapshot.CompactOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dlq.Refresh(e.Ctx)
-	files, _ := dlq.Files(e.Ctx, 0)
-	for _, f := range files {
-		if slices.Contains(rowsOfFile(t, dlq, f.Path), 1) {
-			os.Remove(strings.TrimPrefix(f.Path, "file://"))
-		}
-	}
+	tbl, dlq, _ := e.loseCompactedPartition(`oops`, `oops again`)
 	done := make(chan error, 1)
 	go func() {
 		w, wd := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
@@ -198,24 +162,7 @@ func TestShortRepairBesideWriter(t *testing.T) {
 // --drop-missing-dead-letter-files now.
 func TestAuditShortBeforeDrop(t *testing.T) {
 	e := newEnv(t)
-	e.Topic("orders", 2, nil)
-	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	for _, bad := range []string{`oops`, `oops again`} {
-		e.Produce(slices.Concat(jsonRecords("orders", 0, `{"id":1}`, bad), jsonRecords("orders", 1, `{"id":1}`, bad)))
-		if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := tbl.CompactAll(e.Ctx, snapshot.CompactOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dlq.Refresh(e.Ctx)
-	files, _ := dlq.Files(e.Ctx, 0)
-	for _, f := range files {
-		if slices.Contains(rowsOfFile(t, dlq, f.Path), 1) {
-			os.Remove(strings.TrimPrefix(f.Path, "file://"))
-		}
-	}
+	tbl, _, _ := e.loseCompactedPartition(`oops`, `oops again`)
 	rep, err := audit.Run(e.Ctx, tbl, audit.Options{})
 	if err != nil {
 		t.Fatal(err)

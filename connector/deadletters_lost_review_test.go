@@ -121,23 +121,7 @@ func rowsOfFile(t testing.TB, tbl *snapshot.Table, path string) []int32 {
 // succeeded (from a review).
 func TestLostFileDryRun(t *testing.T) {
 	e := newEnv(t)
-	e.Topic("orders", 1, nil)
-	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	e.Produce(jsonRecords("orders", 0, `{"id":1}`, `oops`))
-	if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dlq.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-	files, err := dlq.Files(e.Ctx, 0)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("dead-letter files %v, %v; want one", files, err)
-	}
-	lost := files[0].Path
-	if err := os.Remove(strings.TrimPrefix(lost, "file://")); err != nil {
-		t.Fatal(err)
-	}
+	tbl, _, lost := e.loseDeadLetterFile()
 	res, err := tbl.Maintain(e.Ctx, snapshot.MaintainOptions{Logger: quietLogger(), DryRun: true, DropMissingDeadLetterFiles: true})
 	if err == nil && !slices.Contains(res.DroppedDeadLetterFiles, lost) {
 		t.Errorf("dry run with DropMissingDeadLetterFiles: no error and would drop %v; want %s reported (the real run drops it)", res.DroppedDeadLetterFiles, lost)
@@ -152,29 +136,14 @@ func TestLostFileDryRun(t *testing.T) {
 // --drop-missing-dead-letter-files (from a review).
 func TestLostFileCompaction(t *testing.T) {
 	e := newEnv(t)
-	e.Topic("orders", 1, nil)
-	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	e.Produce(jsonRecords("orders", 0, `{"id":1}`, `oops`))
-	if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dlq.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-	files, err := dlq.Files(e.Ctx, 0)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("dead-letter files %v, %v; want one", files, err)
-	}
-	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq, _ := e.loseDeadLetterFile()
 	for _, bad := range []string{`oops 2`, `oops 3`} {
 		e.Produce(jsonRecords("orders", 0, `{"id":2}`, bad))
 		if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = tbl.CompactAll(e.Ctx, snapshot.CompactOptions{})
+	_, err := tbl.CompactAll(e.Ctx, snapshot.CompactOptions{})
 	var lostErr *snapshot.DeadLetterFilesLostError
 	if err != nil && !errors.As(err, &lostErr) && !strings.Contains(err.Error(), "--drop-missing-dead-letter-files") {
 		t.Errorf("compaction of a table whose dead-letter table lost a file: %v; want it to go on (or a DeadLetterFilesLostError naming the way out)", err)

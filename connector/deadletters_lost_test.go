@@ -26,23 +26,7 @@ import (
 // intact, and whose lost commit the audit keeps reporting.
 func TestDeadLetterFileLostFromStorage(t *testing.T) {
 	e := newEnv(t)
-	e.Topic("orders", 1, nil)
-	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	e.Produce(jsonRecords("orders", 0, `{"id":1}`, `oops`))
-	if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dlq.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-	files, err := dlq.Files(e.Ctx, 0)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("dead-letter files %v, %v; want one", files, err)
-	}
-	lost := files[0].Path
-	if err := os.Remove(strings.TrimPrefix(lost, "file://")); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq, lost := e.loseDeadLetterFile()
 
 	e.Produce(jsonRecords("orders", 0, `{"id":2}`, `oops again`))
 	var log bytes.Buffer
@@ -166,4 +150,31 @@ func TestDeadLetterCompactedFileLost(t *testing.T) {
 	if !rep.Complete() {
 		t.Errorf("audit after the drop: %+v; want complete", rep.Findings)
 	}
+}
+
+// loseDeadLetterFile sinks, into a typed table lake.orders of a topic
+// orders of one partition, a row and a dead letter, and deletes the
+// dead-letter file from the storage behind the table's back: it returns
+// the tables and that file.
+func (e *env) loseDeadLetterFile() (tbl, dlq *snapshot.Table, lost string) {
+	t := e.T
+	t.Helper()
+	e.Topic("orders", 1, nil)
+	tbl, dlq = e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	e.Produce(jsonRecords("orders", 0, `{"id":1}`, `oops`))
+	if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	files, err := dlq.Files(e.Ctx, 0)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("dead-letter files %v, %v; want one", files, err)
+	}
+	lost = files[0].Path
+	if err := os.Remove(strings.TrimPrefix(lost, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	return tbl, dlq, lost
 }

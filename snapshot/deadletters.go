@@ -622,8 +622,12 @@ type DeadLettersMissingError struct {
 
 func (e *DeadLettersMissingError) Error() string {
 	c := e.Commits[0]
-	return fmt.Sprintf("the dead letters of %d commits of %s are not in %s and their files are gone (commit %s, snapshot %d, lists %s): they were deleted outside floe; restore the files from a backup, or replay the table",
-		len(e.Commits), e.Table, e.DeadLetters, c.ID, c.SnapshotID, strings.Join(c.DeadLetterFiles, ", "))
+	commits := "a commit"
+	if len(e.Commits) > 1 {
+		commits = fmt.Sprintf("%d commits", len(e.Commits))
+	}
+	return fmt.Sprintf("the dead letters of %s of %s are not in %s and their files are gone (commit %s, snapshot %d, lists %s): they were deleted outside floe; restore the files from a backup, or replay the table",
+		commits, e.Table, e.DeadLetters, c.ID, c.SnapshotID, strings.Join(c.DeadLetterFiles, ", "))
 }
 
 // DeadLetterFilesLostError reports data files of a dead-letter table that

@@ -87,16 +87,17 @@ func (s flagSources) note(msg string) string {
 	return " (" + strings.Join(notes, "; ") + ")"
 }
 
-// flagNamed reports whether msg names flag --name, not a longer flag
-// that begins with it.
+// flagNamed reports whether msg names flag --name with a value, as an
+// error about that value does (--dlq "maybe": ..., --retry-for 5s: ...),
+// not a longer flag that begins with it nor advice naming the flag.
 func flagNamed(msg, name string) bool {
 	for rest := msg; ; {
-		i := strings.Index(rest, "--"+name)
+		i := strings.Index(rest, "--"+name+" ")
 		if i < 0 {
 			return false
 		}
-		rest = rest[i+2+len(name):]
-		if rest == "" || !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-", rune(rest[0])) {
+		rest = rest[i+3+len(name):]
+		if value, _, ok := strings.Cut(rest, " "); strings.HasPrefix(rest, `"`) || ok && strings.HasSuffix(value, ":") || !ok && strings.HasSuffix(rest, ":") {
 			return true
 		}
 	}

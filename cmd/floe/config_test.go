@@ -257,3 +257,21 @@ func TestExampleConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagSourcesNote: an error about a flag's value names where the
+// value came from; advice that names the flag does not (a new-user run
+// got "(--schema-registry was set by FLOE_SCHEMA_REGISTRY)" after "check
+// that --value, --key and --schema-registry match").
+func TestFlagSourcesNote(t *testing.T) {
+	src := flagSources{"dlq": "FLOE_DLQ", "retry-for": "FLOE_RETRY_FOR", "schema-registry": "FLOE_SCHEMA_REGISTRY", "dlq-table": "FLOE_DLQ_TABLE"}
+	for msg, want := range map[string]string{
+		`--dlq "maybe": want on or off`:        " (--dlq was set by FLOE_DLQ)",
+		`--retry-for -5s: want a positive one`: " (--retry-for was set by FLOE_RETRY_FOR)",
+		"no record became a row; check that --value, --key and --schema-registry match how the topic's records are written": "",
+		"pass --dlq-table to name another": "",
+	} {
+		if got := src.note(msg); got != want {
+			t.Errorf("note(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}

@@ -99,7 +99,17 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 			}
 		}
 		d.state = st
+		// The commits of other branches' ledgers are theirs to audit:
+		// a branch audited before its publish is not judged by main's.
+		audited := map[string]bool{}
+		for _, c := range a.commitsOf(d) {
+			audited[c.ID] = true
+		}
+		judged := func(c mapping.Commit) bool { return audited[c.ID] && a.selectedCommit(c) }
 		for _, path := range st.Lost {
+			if !d.named {
+				continue
+			}
 			a.find(Finding{Level: LevelLedger, Kind: KindMissingFile, File: path,
 				Detail: fmt.Sprintf("dead-letter table %s lists data file %s, which its storage no longer has (deleted outside floe): the dead letters in it are lost and no reader can scan %s; restore the file, or floe maintain --table %s --drop-missing-dead-letter-files removes it (the audit then names the commits whose dead letters it held)",
 					name, path, name, a.tbl.Name())})
@@ -109,7 +119,7 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 			adds = "floe maintain adds them once the lost files are restored or dropped (the lost ones may hold them)"
 		}
 		for _, c := range st.Pending {
-			if !a.selectedCommit(c) {
+			if !judged(c) {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true
@@ -118,7 +128,7 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 					c.ID, c.SnapshotID, deadLetterCount(c), name, len(c.DeadLetterFiles), adds)})
 		}
 		for _, c := range st.Missing {
-			if !a.selectedCommit(c) {
+			if !judged(c) {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true
@@ -127,7 +137,7 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 					c.ID, c.SnapshotID, deadLetterCount(c), name)})
 		}
 		for _, c := range st.CountMismatches() {
-			if !a.selectedCommit(c) {
+			if !judged(c) {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true

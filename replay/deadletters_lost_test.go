@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
@@ -34,5 +35,36 @@ func TestPublishWithLostDeadLetterFile(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("replay published (main is the branch now), yet returned an error: %v", err)
+	}
+}
+
+// TestAuditBranchNotJudgedByMainsDeadLetters (from a new-user run): the
+// audit of a replay branch, before its publish, reported main's
+// dead-letter damage (a file main's dead-letter table lost, and main's
+// commit whose dead letters it held) as its own: NOT COMPLETE on a
+// complete branch. The branch's audit judges its own commits; main's
+// reports the damage.
+func TestAuditBranchNotJudgedByMainsDeadLetters(t *testing.T) {
+	e := newEnv(t)
+	typedWithDeadLetter(t, e)
+	_, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	files, err := dlq.Files(e.Ctx, 0)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("dead-letter files %v, %v; want one", files, err)
+	}
+	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.replay("lake.orders", replay.Options{Topic: "orders", Branch: "rebuild"}); err != nil {
+		t.Fatal(err)
+	}
+	for branch, complete := range map[string]bool{"rebuild": true, "": false} {
+		rep, err := audit.Run(e.Ctx, e.openExisting("lake.orders", branch), audit.Options{Depth: audit.DepthRows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Complete() != complete {
+			t.Errorf("audit of branch %q: complete %v, want %v; findings %+v", branch, rep.Complete(), complete, rep.Findings)
+		}
 	}
 }

@@ -59,6 +59,12 @@ func TestS3DeadLetterFileDeleted(t *testing.T) {
 	if doc := decodeAudit(t, out); code != 1 || doc.Complete || !strings.Contains(out, key) {
 		t.Errorf("audit: exit %d, want 1 and a finding naming %s\n%s\n%s", code, key, out, errs)
 	}
+	// A lookup that reads the lost file says what it is and the way out
+	// (from a new-user run: the storage's bare "file does not exist").
+	code, _, errs = floe(t, append([]string{"where", "--table", "lake.orders", "--partition", "0", "--offset", "1"}, loc...)...)
+	if code != 2 || !strings.Contains(errs, "gone from its storage") || !strings.Contains(errs, "--drop-missing-dead-letter-files") {
+		t.Errorf("where on the lost dead letter: exit %d, %s", code, errs)
+	}
 	maintain := append([]string{"maintain", "--table", "lake.orders"}, loc...)
 	if code, out, errs := floe(t, maintain...); code != 2 || !strings.Contains(errs, "--drop-missing-dead-letter-files") {
 		t.Errorf("maintain: exit %d, want 2 and the flag named\n%s\n%s", code, out, errs)

@@ -104,6 +104,12 @@ type Result struct {
 	// the branch's.
 	Published        bool
 	MainFrom, MainTo int64
+	// MainWasAhead are the partitions whose next offset main's previous
+	// head had past the branch's (a sink kept writing main, or --until
+	// ended the replay earlier), with that offset: the publish moved main
+	// back to the branch's next offset, and the next sink session reads
+	// those offsets again, while retention still holds them.
+	MainWasAhead map[int32]int64
 	// PublishedBefore is set when the branch's head was published before
 	// and main has moved on since (snapshot.PublishedBeforeError): it is
 	// not published again, which would drop main's newer commits.
@@ -133,6 +139,29 @@ func (o Options) deadLetterTable(ident table.Identifier, layout mapping.Layout, 
 		return recorded
 	}
 	return snapshot.DeadLetterName(ident)
+}
+
+// mainWasAhead returns the partitions of topic whose next offset in the
+// ledger of main's head mainFrom (0: none) is past next, the published
+// branch's, with that offset; nil when none is.
+func mainWasAhead(ctx context.Context, t *snapshot.Table, mainFrom int64, topic string, next map[int32]int64) (map[int32]int64, error) {
+	if mainFrom == 0 {
+		return nil, nil
+	}
+	sum, err := t.Summary(ctx, mainFrom)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger of main's previous head %d of %s: %w", mainFrom, t.Name(), err)
+	}
+	var ahead map[int32]int64
+	for tp, n := range sum.Next() {
+		if tp.Topic == topic && n > next[tp.Partition] {
+			if ahead == nil {
+				ahead = map[int32]int64{}
+			}
+			ahead[tp.Partition] = n
+		}
+	}
+	return ahead, nil
 }
 
 // tableMode returns opts with the mode and key of the existing table ident
@@ -381,6 +410,9 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			return res, err
 		}
 		res.Published = true
+		if res.MainWasAhead, err = mainWasAhead(ctx, tbl, res.MainFrom, opts.Topic, res.Next); err != nil {
+			return res, err
+		}
 		// The dead letters of main's earlier commits belong to no ledger
 		// now: removed here, not by the next sink session or maintain.
 		// Damage to a dead-letter table (a file its storage lost) does

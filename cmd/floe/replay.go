@@ -280,6 +280,10 @@ type replayReport struct {
 	PublishedBefore bool  `json:"published_before,omitempty"`
 	MainFrom        int64 `json:"main_from,omitempty"`
 	MainTo          int64 `json:"main_to,omitempty"`
+	// MainWasAhead are the partitions (TOPIC/PARTITION) whose next offset
+	// main's previous head had past the branch's, with that offset: the
+	// publish moved main back, and the next sink reads them again.
+	MainWasAhead map[string]int64 `json:"main_was_ahead,omitempty"`
 }
 
 // replayNext is each partition's next offset in the target's ledger.
@@ -297,6 +301,12 @@ func newReplayReport(r replay.Result) replayReport {
 	out := replayReport{runReport: newRunReport(r.Target, r.Plan.Topic, st), Start: map[string]int64{}, End: map[string]int64{},
 		Complete: r.Complete, Head: r.Head, Compared: r.Compared, ComparedKeys: r.ComparedKeys,
 		Published: r.Published, PublishedBefore: r.PublishedBefore, MainFrom: r.MainFrom, MainTo: r.MainTo}
+	for p, o := range r.MainWasAhead {
+		if out.MainWasAhead == nil {
+			out.MainWasAhead = map[string]int64{}
+		}
+		out.MainWasAhead[mapping.TopicPartition{Topic: r.Plan.Topic, Partition: p}.String()] = o
+	}
 	if r.Compared || r.Differ != nil {
 		equal := r.Differ == nil
 		out.Equal = &equal
@@ -344,5 +354,9 @@ func printReplayResult(w io.Writer, r replay.Result) {
 		} else {
 			fmt.Fprintf(w, "published: main moved from snapshot %d to %d in one commit\n", r.MainFrom, r.MainTo)
 		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(r.MainWasAhead)) {
+		fmt.Fprintf(w, "  main went back on %s/%d from offset %d to %d: the next floe sink session reads those offsets again (while retention still holds them)\n",
+			r.Plan.Topic, p, r.MainWasAhead[p], r.Next[p])
 	}
 }

@@ -540,3 +540,27 @@ func TestAsOfCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayPublishSaysMainWentBack (from a new-user run): publishing a
+// branch that ends before main's next offsets (--until) moved main back
+// with exit 0 and no word of it: the output names each partition main
+// went back on, and the next sink reads those offsets again.
+func TestReplayPublishSaysMainWentBack(t *testing.T) {
+	st, loc := sinkStack(t) // orders: 3 partitions, 300 events
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	before := openFloeTable(t, st, "lake.orders")
+	l, err := before.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next0 := l.Next()[mapping.TopicPartition{Topic: "orders", Partition: 0}]
+	out := mustFloe(t, append([]string{"replay", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--branch", "short",
+		"--until", "0=10,1=10,2=10", "--publish"}, loc...)...)
+	if want := fmt.Sprintf("main went back on orders/0 from offset %d to 10: the next floe sink session reads those offsets again", next0); !strings.Contains(out, want) {
+		t.Errorf("publish output:\n%s\nwant %q", out, want)
+	}
+	if out := mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...); !strings.Contains(out, "270 rows") {
+		t.Errorf("the sink after the publish: %s; want the 270 offsets main went back on", out)
+	}
+}

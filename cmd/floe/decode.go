@@ -33,7 +33,7 @@ func (f *decodeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.keepRawValue, "keep-raw-value", false,
 		"with --value json or registry, also keep each value's bytes in the binary column kafka_value (a new table only)")
 	fs.StringVar(&f.dlqTable, "dlq-table", "",
-		"dead-letter table of records that cannot become rows, `NAMESPACE.TABLE`; created when missing, and recorded by the table, so that a later run without the flag writes there too (default: the one the table records, else the table's name with _dlq)")
+		"dead-letter table of records that cannot become rows, `NAMESPACE.TABLE`; created when missing, and recorded by the table, so that a later run without the flag writes there too (default: the one the table records, else the table's name with _dlq; a replay onto a branch: TABLE_BRANCH_dlq)")
 	fs.StringVar(&f.dlq, "dlq", "on",
 		"on: records that cannot become rows (malformed, unknown schema, type conflict) go to the dead-letter table; off: the first one stops the sink, after committing what came before it")
 	fs.StringVar(&f.onSchemaConflict, "on-schema-conflict", string(connector.ConflictDeadLetter),
@@ -99,7 +99,7 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 	if f.dlqTable != "" {
 		var ident table.Identifier
 		if ident, err = catalog.ParseIdent(f.dlqTable); err != nil {
-			return err
+			return fmt.Errorf("--dlq-table: %w", err)
 		}
 		p.DeadLetters = ident
 	}

@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"strings"
 	"syscall"
@@ -114,9 +113,6 @@ func Explain(err error) error {
 	}
 	if hint, settings := catalogAuthHint(err); hint != "" {
 		return check(fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err), settings...)
-	}
-	if errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), ".parquet") {
-		return fmt.Errorf("%w: a data file the table lists is gone from its storage (deleted outside floe); floe audit --deep names every such file, floe maintain --drop-missing-dead-letter-files drops those of a dead-letter table, and floe replay rebuilds a data table", err)
 	}
 	return err
 }

@@ -94,19 +94,19 @@ func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPar
 	for _, task := range tasks {
 		_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
 		if err != nil {
-			return "", "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
+			return "", "", false, t.readError(task.File.FilePath(), err)
 		}
 		found := false
 		for b, err := range it {
 			if err != nil {
-				return "", "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
+				return "", "", false, t.readError(task.File.FilePath(), err)
 			}
 			if !found && b.NumRows() > 0 {
 				found = true
 				c, err := column(b, col)
 				if err != nil {
 					b.Release()
-					return "", "", false, fmt.Errorf("read %s: %w", task.File.FilePath(), err)
+					return "", "", false, t.readError(task.File.FilePath(), err)
 				}
 				if v, isString := c.(*array.String); isString && v.IsValid(0) {
 					value = v.Value(0)

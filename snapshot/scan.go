@@ -120,7 +120,7 @@ func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOption
 			if gctx.Err() != nil {
 				break
 			}
-			g.Go(func() error { return readFile(gctx, scan, fileTasks, opts.MissingOK, out) })
+			g.Go(func() error { return t.readFile(gctx, scan, fileTasks, opts.MissingOK, out) })
 		}
 		_ = g.Wait()
 		close(out)
@@ -146,10 +146,33 @@ func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOption
 	return nil
 }
 
-// readFile reads every task of one data file and sends its batches, then
-// its Done marker; with missingOK, a file the storage does not have is a
-// Done marker with Missing set.
-func readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, missingOK bool, out chan<- FileBatch) error {
+// DataFileGoneError reports a data file that table t lists and its storage
+// no longer has (deleted outside floe): a scan that does not allow it
+// (ScanOptions.MissingOK) stops with it.
+type DataFileGoneError struct {
+	Table, Path string
+	Err         error
+}
+
+func (e *DataFileGoneError) Error() string {
+	return fmt.Sprintf("read %s: a data file %s lists is gone from its storage (deleted outside floe): %v", e.Path, e.Table, e.Err)
+}
+
+func (e *DataFileGoneError) Unwrap() error { return e.Err }
+
+// readError is the error of reading data file path of t: a
+// *DataFileGoneError when the storage no longer has it.
+func (t *Table) readError(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &DataFileGoneError{Table: t.Name(), Path: path, Err: err}
+	}
+	return fmt.Errorf("read %s: %w", path, err)
+}
+
+// readFile reads every task of one data file of t and sends its batches,
+// then its Done marker; with missingOK, a file the storage does not have
+// is a Done marker with Missing set, and otherwise a *DataFileGoneError.
+func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, missingOK bool, out chan<- FileBatch) error {
 	path := tasks[0].File.FilePath()
 	deletes := len(tasks[0].DeleteFiles) + len(tasks[0].EqualityDeleteFiles) + len(tasks[0].DeletionVectorFiles)
 	send := func(fb FileBatch) error {
@@ -165,7 +188,7 @@ func readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask,
 	}
 	_, batches, err := scan.ReadTasks(ctx, tasks)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return t.readError(path, err)
 	}
 	sent := false
 	for b, err := range batches {
@@ -173,7 +196,7 @@ func readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask,
 			return send(FileBatch{Path: path, Deletes: deletes, Done: true, Missing: true})
 		}
 		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
+			return t.readError(path, err)
 		}
 		sent = true
 		if err := send(FileBatch{Path: path, Deletes: deletes, Batch: b}); err != nil {

@@ -142,6 +142,8 @@ func withFlags(err error) string {
 			} else {
 				hint("with --dlq on (the default, not --dlq off) records that cannot become rows go to the dead-letter table instead of stopping the sink")
 			}
+		case *snapshot.DataFileGoneError:
+			hint("floe audit --deep names every such file; floe maintain --drop-missing-dead-letter-files drops those of a dead-letter table, and floe replay rebuilds a data table")
 		case *lookup.QueryError:
 			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
 		case *replay.OptionError:

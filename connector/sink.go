@@ -230,8 +230,10 @@ type Stats struct {
 	// position and why it could not become a row ("" without one).
 	FirstDeadLetter string
 	Commits         int
-	Files           int
-	Fenced          int // times another writer fenced this one
+	// Files are the data files committed to the table, DeadLetterFiles
+	// those written for the dead-letter table.
+	Files, DeadLetterFiles int
+	Fenced                 int // times another writer fenced this one
 	// Rebalances counts the assignments, revocations and losses of
 	// partitions in group mode.
 	Rebalances int
@@ -682,6 +684,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 		s.stats.FirstDeadLetter = first
 	}
 	s.stats.Files += res.Files
+	s.stats.DeadLetterFiles += len(res.Commit.DeadLetterFiles)
 	s.log.Info("committed", "snapshot", res.Commit.SnapshotID, "rows", res.Rows, "dead_letters", dead, "files", res.Files,
 		"ranges", len(res.Commit.Ranges), "attempts", res.Attempts, "write", res.WriteTime.Round(time.Millisecond), "commit", res.CommitTime.Round(time.Millisecond))
 	s.warnSmallFiles(res.Rows, res.Files)

@@ -532,7 +532,11 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	if s.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
 	}
-	fmt.Fprintf(w, " in %s (%s)", plural(s.Commits, "commit"), plural(s.Files, "file"))
+	files := plural(s.Files, "file")
+	if s.DeadLetterFiles > 0 {
+		files += ", " + plural(s.DeadLetterFiles, "dead-letter file")
+	}
+	fmt.Fprintf(w, " in %s (%s)", plural(s.Commits, "commit"), files)
 	if s.Fenced > 0 {
 		fmt.Fprintf(w, ", fenced %s by another writer", plural(s.Fenced, "time"))
 	}
@@ -562,6 +566,7 @@ type runReport struct {
 	FirstDeadLetter string           `json:"first_dead_letter,omitempty"`
 	Commits         int              `json:"commits"`
 	Files           int              `json:"files"`
+	DeadLetterFiles int              `json:"dead_letter_files,omitempty"`
 	Fenced          int              `json:"fenced"`
 	Rebalances      int              `json:"rebalances"`
 	Next            map[string]int64 `json:"next"` // TOPIC/PARTITION: the ledger's next offset
@@ -573,7 +578,7 @@ type runReport struct {
 
 func newRunReport(table, topic string, s connector.Stats) runReport {
 	r := runReport{Schema: "floe.sink/v1", Table: table, Topic: topic, Rows: s.Records, DeadLetters: s.DeadLetters,
-		FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files,
+		FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files, DeadLetterFiles: s.DeadLetterFiles,
 		Fenced: s.Fenced, Rebalances: s.Rebalances, Next: map[string]int64{}}
 	if s.Upsert {
 		r.Upserts, r.Deletes, r.Skipped = &s.Upserts, &s.Deletes, &s.Skipped

@@ -74,8 +74,8 @@ func TestTypedSinkCommand(t *testing.T) {
 	}
 
 	code, out, errs = floe(t, typed...)
-	if code != 0 || !strings.Contains(out, " rows and 3 dead letters (into lake.shipments_dlq) in ") {
-		t.Fatalf("typed sink: exit %d\n%s\n%s", code, out, errs)
+	if code != 0 || !strings.Contains(out, " rows and 3 dead letters (into lake.shipments_dlq) in ") || !strings.Contains(out, " dead-letter file") {
+		t.Fatalf("typed sink: exit %d\n%s\n%s; want the dead letters and their files counted", code, out, errs)
 	}
 	// where finds a dead letter without the broker: the last record of
 	// partition 0 is one (DemoShipments ends with its bad records).

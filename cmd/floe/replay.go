@@ -327,7 +327,7 @@ func printReplayResult(w io.Writer, r replay.Result) {
 	if r.Stats.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(r.Stats.DeadLetters), "dead letter"), r.Stats.DeadLetterTable)
 	}
-	fmt.Fprintf(w, " in %s (%s) into %s", plural(r.Stats.Commits, "commit"), plural(r.Stats.Files, "file"), r.Target)
+	fmt.Fprintf(w, " in %s (%s) into %s", plural(r.Stats.Commits, "commit"), filesPhrase(r.Stats), r.Target)
 	if r.Head != 0 {
 		fmt.Fprintf(w, ", head snapshot %d", r.Head)
 	}

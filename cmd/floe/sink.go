@@ -480,6 +480,16 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	return nil
 }
 
+// filesPhrase counts a run's data files, and its dead-letter files when
+// it wrote some.
+func filesPhrase(s connector.Stats) string {
+	files := plural(s.Files, "file")
+	if s.DeadLetterFiles > 0 {
+		files += ", " + plural(s.DeadLetterFiles, "dead-letter file")
+	}
+	return files
+}
+
 // committedRecords reports whether a run committed records (rows, dead
 // letters, deletes or skipped records), not only where partitions start.
 func committedRecords(s connector.Stats) bool {
@@ -532,11 +542,7 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	if s.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
 	}
-	files := plural(s.Files, "file")
-	if s.DeadLetterFiles > 0 {
-		files += ", " + plural(s.DeadLetterFiles, "dead-letter file")
-	}
-	fmt.Fprintf(w, " in %s (%s)", plural(s.Commits, "commit"), files)
+	fmt.Fprintf(w, " in %s (%s)", plural(s.Commits, "commit"), filesPhrase(s))
 	if s.Fenced > 0 {
 		fmt.Fprintf(w, ", fenced %s by another writer", plural(s.Fenced, "time"))
 	}

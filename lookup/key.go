@@ -306,7 +306,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		res.SnapshotID, res.CommittedAt = &del.commit.SnapshotID, &del.commit.CommittedAt
 		at := "pass --brokers to read its offset from the log"
 		if k.raw == nil {
-			at = "an equality delete holds the key's columns only; floe searches the log for the deleting record only in a table keyed by the Kafka key's bytes (--key string or raw), not by decoded key fields such as a Debezium key's"
+			at = "an equality delete holds only the key's columns, and the log is searched for the deleting record only in a table keyed by the Kafka key's bytes (--key string or raw)"
 		}
 		if broker != nil && k.raw != nil {
 			rec, err := lastRecord(ctx, broker, slices.Values(del.commit.Ranges), k.raw)

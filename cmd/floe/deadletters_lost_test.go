@@ -66,8 +66,9 @@ func TestS3DeadLetterFileDeleted(t *testing.T) {
 		t.Errorf("where on the lost dead letter: exit %d, %s", code, errs)
 	}
 	maintain := append([]string{"maintain", "--table", "lake.orders"}, loc...)
-	if code, out, errs := floe(t, maintain...); code != 2 || !strings.Contains(errs, "--drop-missing-dead-letter-files") {
-		t.Errorf("maintain: exit %d, want 2 and the flag named\n%s\n%s", code, out, errs)
+	if code, out, errs := floe(t, maintain...); code != 2 || !strings.Contains(errs, "--drop-missing-dead-letter-files") ||
+		!strings.Contains(out, "dead-letter tables checked against the ledger: lake.orders_dlq") {
+		t.Errorf("maintain: exit %d, want 2, the flag named and the dead-letter table said\n%s\n%s", code, out, errs)
 	}
 	code, out, errs = floe(t, append(maintain, "--drop-missing-dead-letter-files")...)
 	if code != 2 || !strings.Contains(out, "dropped 1 data file") || !strings.Contains(out, key) || !strings.Contains(errs, "restore the files from a backup, or replay") {

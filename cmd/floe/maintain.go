@@ -160,6 +160,8 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 					d := res.DeadLetterTables[name]
 					fmt.Fprintf(out, "dead-letter table %s: %d snapshots %sexpired, %d orphan files %sdeleted\n", name, len(d.Expired), would, len(d.Orphans), would)
 				}
+			} else if len(res.DeadLetterTables) > 0 && !dryRun {
+				fmt.Fprintf(out, "dead-letter tables checked against the ledger: %s\n", strings.Join(slices.Sorted(maps.Keys(res.DeadLetterTables)), ", "))
 			}
 			if len(res.TruncatedRefs) > 0 {
 				fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",

@@ -58,20 +58,10 @@ func TestShortWithOwnFileLive(t *testing.T) {
 	}
 	res, err := tbl.Maintain(e.Ctx, snapshot.MaintainOptions{Logger: quietLogger(), DropMissingDeadLetterFiles: true})
 	t.Logf("maintain: dropped %v refilled %d added %d err %v", res.DroppedDeadLetterFiles, res.DeadLetters.Refilled, res.DeadLetters.Added, err)
-	if err := dlq.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
+	if err != nil {
+		t.Errorf("maintain after the drop: %v; want none", err)
 	}
-	dead := map[int32]int{}
-	for _, r := range rows(t, dlq) {
-		dead[r.TP.Partition]++
-	}
-	if err != nil || dead[0] != 1 || dead[1] != 2 {
-		t.Errorf("after the drop: dead letters by partition %v, maintain error %v; want 1 in partition 0, 2 in partition 1, no error", dead, err)
-	}
-	rep, aerr := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
-	if aerr != nil || !rep.Complete() {
-		t.Errorf("audit: %v %+v", aerr, rep.Findings)
-	}
+	e.checkDeadLettersExact(tbl, dlq, map[int32]int{0: 1, 1: 2})
 }
 
 // TestShortConcurrentRepairs (from a review): two processes' floe maintain
@@ -94,20 +84,7 @@ func TestShortConcurrentRepairs(t *testing.T) {
 			t.Logf("maintain: %v", err)
 		}
 	}
-	if err := dlq.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-	dead := map[int32]int{}
-	for _, r := range rows(t, dlq) {
-		dead[r.TP.Partition]++
-	}
-	if dead[0] != 3 || dead[1] != 3 {
-		t.Errorf("dead letters by partition %v; want 3 each", dead)
-	}
-	rep, aerr := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
-	if aerr != nil || !rep.Complete() {
-		t.Errorf("audit: %v %+v", aerr, rep.Findings)
-	}
+	e.checkDeadLettersExact(tbl, dlq, map[int32]int{0: 3, 1: 3})
 }
 
 // TestShortRepairBesideWriter (from a review): a repair of short commits while a
@@ -140,18 +117,7 @@ func TestShortRepairBesideWriter(t *testing.T) {
 	if _, err := other.Maintain(e.Ctx, snapshot.MaintainOptions{Logger: quietLogger(), DropMissingDeadLetterFiles: true}); err != nil {
 		t.Logf("final maintain: %v", err)
 	}
-	dlq.Refresh(e.Ctx)
-	dead := map[int32]int{}
-	for _, r := range rows(t, dlq) {
-		dead[r.TP.Partition]++
-	}
-	if dead[0] != 10 || dead[1] != 10 {
-		t.Errorf("dead letters by partition %v; want 10 each", dead)
-	}
-	rep, aerr := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
-	if aerr != nil || !rep.Complete() {
-		t.Errorf("audit: %v %+v", aerr, rep.Findings)
-	}
+	e.checkDeadLettersExact(tbl, dlq, map[int32]int{0: 10, 1: 10})
 }
 
 // TestAuditShortBeforeDrop (from a review): the compacted dead-letter

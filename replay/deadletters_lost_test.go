@@ -9,6 +9,7 @@ import (
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestPublishWithLostDeadLetterFile: main's dead-letter table lost its
@@ -19,15 +20,7 @@ import (
 // damage as a warning (from a review).
 func TestPublishWithLostDeadLetterFile(t *testing.T) {
 	e := newEnv(t)
-	typedWithDeadLetter(t, e)
-	_, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	files, err := dlq.Files(e.Ctx, 0)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("dead-letter files %v, %v; want one", files, err)
-	}
-	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
-		t.Fatal(err)
-	}
+	dlq := loseMainDeadLetterFile(t, e)
 	res, err := e.replay("lake.orders", replay.Options{Topic: "orders", Branch: "rebuild", Publish: true,
 		Sink: connector.Config{DeadLetters: dlq}})
 	if !res.Published {
@@ -46,15 +39,7 @@ func TestPublishWithLostDeadLetterFile(t *testing.T) {
 // reports the damage.
 func TestAuditBranchNotJudgedByMainsDeadLetters(t *testing.T) {
 	e := newEnv(t)
-	typedWithDeadLetter(t, e)
-	_, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
-	files, err := dlq.Files(e.Ctx, 0)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("dead-letter files %v, %v; want one", files, err)
-	}
-	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
-		t.Fatal(err)
-	}
+	loseMainDeadLetterFile(t, e)
 	if _, err := e.replay("lake.orders", replay.Options{Topic: "orders", Branch: "rebuild"}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,4 +52,21 @@ func TestAuditBranchNotJudgedByMainsDeadLetters(t *testing.T) {
 			t.Errorf("audit of branch %q: complete %v, want %v; findings %+v", branch, rep.Complete(), complete, rep.Findings)
 		}
 	}
+}
+
+// loseMainDeadLetterFile sinks lake.orders with a dead letter
+// (typedWithDeadLetter) and deletes its dead-letter file from the storage
+// behind the table's back; it returns the dead-letter table.
+func loseMainDeadLetterFile(t *testing.T, e *env) *snapshot.Table {
+	t.Helper()
+	typedWithDeadLetter(t, e)
+	_, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	files, err := dlq.Files(e.Ctx, 0)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("dead-letter files %v, %v; want one", files, err)
+	}
+	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	return dlq
 }

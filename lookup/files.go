@@ -117,16 +117,15 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	if err != nil {
 		return res, fmt.Errorf("list the data files of %s: %w", tbl.Name(), err)
 	}
-	topics, err := newTopicIndex(ctx, tbl, snap.SnapshotID, files)
-	if err != nil {
-		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-	}
+	var topics topicIndex
 	if of := tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
 		// A dead-letter table has no ledger: its data table's names the
 		// topics of its partitions.
 		if topics, err = deadLetterTopics(ctx, tbl, of); err != nil {
 			return res, err
 		}
+	} else if topics, err = newTopicIndex(ctx, tbl, snap.SnapshotID, files); err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
 	groups, err := tbl.GroupsOfFiles(ctx, snap.SnapshotID, files)
 	if err != nil {

@@ -816,10 +816,7 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		return res, err
 	}
 	if filter := legacyFilter(st.doubledAt); filter != nil {
-		ids := make([]string, len(st.Doubled))
-		for i, c := range st.Doubled {
-			ids[i] = c.ID
-		}
+		ids := commitIDs(st.Doubled)
 		log.Warn("replacing dead letters an older floe doubled (rows without a commit id) by their commits' files",
 			"table", t.Name(), "commits", strings.Join(ids, ","))
 		if err := txn.Delete(ctx, filter, iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
@@ -851,10 +848,7 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		}
 	}
 	if len(st.Short) > 0 {
-		ids := make([]string, len(st.Short))
-		for i, c := range st.Short {
-			ids[i] = c.ID
-		}
+		ids := commitIDs(st.Short)
 		log.Warn("replacing the dead letters of commits that have too few rows (a file the storage lost was dropped) by their commits' files",
 			"table", t.Name(), "commits", strings.Join(ids, ","))
 		if err := txn.Delete(ctx, iceberg.IsIn(iceberg.Reference(mapping.ColCommitID), ids...), iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
@@ -876,6 +870,15 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		res.Added = len(st.Pending) + len(st.Doubled)
 	}
 	return res, nil
+}
+
+// commitIDs returns the ids of cs, in order.
+func commitIDs(cs []mapping.Commit) []string {
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	return ids
 }
 
 // staleFilter selects the rows of st's stale commits and stale legacy

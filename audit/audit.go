@@ -90,6 +90,11 @@ const (
 	// whatever the ledger names. The next sink session, or floe maintain,
 	// removes them.
 	KindStrayDeadLetters Kind = "stray-dead-letters"
+	// KindDeadLettersLost (ledger): dead letters of a commit that floe
+	// maintain --drop-missing-dead-letter-files recorded as lost (their
+	// files are gone, so nothing can add them): the offsets are neither
+	// rows nor dead letters. Only a replay of the table brings them back.
+	KindDeadLettersLost Kind = "dead-letters-lost"
 
 	// KindDuplicate (rows): offsets held by more than one row.
 	KindDuplicate Kind = "duplicate"

@@ -133,8 +133,17 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 			}
 			a.deadBad[c.SnapshotID] = true
 			a.find(Finding{Level: LevelLedger, Kind: KindMissingFile, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are in no row of %s, and its dead-letter files are gone (deleted outside floe): nothing can add them; restore the files, or replay the table",
-					c.ID, c.SnapshotID, deadLetterCount(c), name)})
+				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are in no row of %s, and its dead-letter files are gone (deleted outside floe): nothing can add them; restore the files, or replay the table (floe maintain --table %s --drop-missing-dead-letter-files records them as lost, so that maintenance passes)",
+					c.ID, c.SnapshotID, deadLetterCount(c), name, a.tbl.Name())})
+		}
+		for _, c := range st.GivenUp {
+			if !judged(c) {
+				continue
+			}
+			a.deadBad[c.SnapshotID] = true
+			a.find(Finding{Level: LevelLedger, Kind: KindDeadLettersLost, SnapshotID: c.SnapshotID,
+				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters; %d of them are lost: their files were gone and floe maintain --drop-missing-dead-letter-files recorded them as lost (%s holds %d rows of the commit); replay the table to get them back",
+					c.ID, c.SnapshotID, deadLetterCount(c), deadLetterCount(c)-st.Rows[c.ID], name, st.Rows[c.ID])})
 		}
 		for _, c := range st.CountMismatches() {
 			if !judged(c) {

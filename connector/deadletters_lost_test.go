@@ -23,7 +23,8 @@ import (
 // lost file; floe maintain does the rest of its work and fails naming the
 // file, and with DropMissingDeadLetterFiles removes it from the
 // dead-letter table, which readers can scan again, the later dead letters
-// intact, and whose lost commit the audit keeps reporting.
+// intact, and records the commit whose dead letter it held as lost: later
+// sinks and maintenance leave it alone, and the audit keeps reporting it.
 func TestDeadLetterFileLostFromStorage(t *testing.T) {
 	e := newEnv(t)
 	tbl, dlq, lost := e.loseDeadLetterFile()
@@ -59,11 +60,17 @@ func TestDeadLetterFileLostFromStorage(t *testing.T) {
 		t.Fatalf("floe maintain: %v; want a DeadLetterFilesLostError naming %s", err, lost)
 	}
 	res, err := tbl.Maintain(e.Ctx, snapshot.MaintainOptions{Logger: quietLogger(), DropMissingDeadLetterFiles: true})
-	if !errors.As(err, new(*snapshot.DeadLettersMissingError)) {
-		t.Fatalf("floe maintain dropping the lost file: %v; want a DeadLettersMissingError (the first commit's dead letter is gone for good)", err)
+	if err != nil {
+		t.Fatalf("floe maintain dropping the lost file: %v", err)
 	}
-	if !slices.Equal(res.DroppedDeadLetterFiles, []string{lost}) {
-		t.Errorf("maintain dropped %v, want [%s]", res.DroppedDeadLetterFiles, lost)
+	if !slices.Equal(res.DroppedDeadLetterFiles, []string{lost}) || res.DeadLetters.RecordedLost != 1 {
+		t.Errorf("maintain dropped %v and recorded the dead letters of %d commits as lost; want [%s], and the first commit's (its dead letter is gone for good)",
+			res.DroppedDeadLetterFiles, res.DeadLetters.RecordedLost, lost)
+	}
+	// Once recorded, the loss fails no later maintenance: only the audit
+	// reports it.
+	if _, err := tbl.Maintain(e.Ctx, snapshot.MaintainOptions{Logger: quietLogger()}); err != nil {
+		t.Errorf("floe maintain after the loss was recorded: %v", err)
 	}
 	if err := dlq.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
@@ -76,13 +83,17 @@ func TestDeadLetterFileLostFromStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Complete() || !lostFinding(rep) {
-		t.Errorf("audit after the drop: findings %+v; want the first commit's dead letters missing", rep.Findings)
+	if rep.Complete() || len(rep.Findings) != 1 || rep.Findings[0].Kind != audit.KindDeadLettersLost {
+		t.Errorf("audit after the drop: findings %+v; want the first commit's dead letters lost (and nothing else)", rep.Findings)
 	}
 
 	e.Produce(jsonRecords("orders", 0, `{"id":3}`))
-	if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
+	log.Reset()
+	if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: warnings}); err != nil {
 		t.Fatalf("a sink session after the drop: %v", err)
+	}
+	if w := log.String(); w != "" {
+		t.Errorf("a sink session after the loss was recorded warned: %q", w)
 	}
 	if n := len(rows(t, tbl)); n != 3 {
 		t.Errorf("%d rows after the third session, want 3", n)

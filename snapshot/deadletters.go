@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -51,6 +52,14 @@ const (
 	KeyDeadLettersFor         = "floe.dead-letters-for"
 	KeyDeadLettersRemovedFor  = "floe.dead-letters-removed-for"
 	KeyDeadLetterFilesDropped = "floe.dead-letter-files-dropped"
+	// PropDeadLettersLostPrefix, followed by a data table's commit id, is
+	// a property of a dead-letter table for every commit whose dead
+	// letters floe maintain --drop-missing-dead-letter-files recorded as
+	// lost (their files gone, their rows fewer than they count); its value
+	// is the rows the table held of the commit then. Reconciling and the
+	// sink leave such a commit alone while it is so (DeadLetterState.GivenUp);
+	// the audit reports it until a replay replaces the commit.
+	PropDeadLettersLostPrefix = "floe.dead-letters-lost."
 )
 
 // DeadLetterName is the default dead-letter table of a data table:
@@ -269,6 +278,16 @@ type Reconciled struct {
 	// Refilled counts the commits with too few rows whose rows it
 	// replaced by the commit's files (DeadLetterState.Short).
 	Refilled int `json:"refilled,omitempty"`
+	// RecordedLost counts the commits whose dead letters floe maintain
+	// --drop-missing-dead-letter-files recorded as lost
+	// (DeadLetterState.GivenUp).
+	RecordedLost int `json:"recorded_lost,omitempty"`
+}
+
+// plus is r and o counted together.
+func (r Reconciled) plus(o Reconciled) Reconciled {
+	return Reconciled{Added: r.Added + o.Added, Removed: r.Removed + o.Removed, RemovedLegacy: r.RemovedLegacy + o.RemovedLegacy,
+		RepairedLegacy: r.RepairedLegacy + o.RepairedLegacy, Refilled: r.Refilled + o.Refilled, RecordedLost: r.RecordedLost + o.RecordedLost}
 }
 
 // DeadLetterState compares a dead-letter table's rows with the ledgers of
@@ -323,6 +342,17 @@ type DeadLetterState struct {
 	// several commits). Reconciling deletes their rows and adds their
 	// files again, in one commit.
 	Short []mapping.Commit
+	// GivenUp are commits whose dead letters floe maintain
+	// --drop-missing-dead-letter-files recorded as lost
+	// (PropDeadLettersLostPrefix) and that are still as recorded: their
+	// files are gone and the table holds the rows it held of them then,
+	// fewer than they count. Reconciling leaves them alone (they are
+	// neither Missing nor a count mismatch); the audit reports them.
+	GivenUp []mapping.Commit
+	// filesGone are the commits without rows, or with fewer or more rows
+	// than they count, some of whose files are gone: nothing can add
+	// their dead letters (Missing, or a count mismatch).
+	filesGone map[string]bool
 	// staleFiles are the files all of whose rows are stale (reconciling
 	// drops them whole), and mixed is set when other files hold stale
 	// rows too (reconciling rewrites those).
@@ -435,6 +465,7 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 		}
 	}
 	st.Stale = slices.Sorted(maps.Keys(stale))
+	givenUp := givenUpCommits(dlq.tbl.Properties())
 	var fsys iceio.IO
 	for _, c := range slices.SortedFunc(maps.Values(st.Commits), func(a, b mapping.Commit) int { return cmp.Compare(a.SnapshotID, b.SnapshotID) }) {
 		doubled := !withIDs[c.ID] && st.Rows[c.ID] > deadLetterCount(c)
@@ -450,6 +481,16 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 		missing, err := missingFiles(fsys, c.DeadLetterFiles)
 		if err != nil {
 			return nil, fmt.Errorf("look for the dead-letter files of commit %s in %s: %w", c.ID, dlq.Name(), err)
+		}
+		if len(missing) > 0 {
+			if st.filesGone == nil {
+				st.filesGone = map[string]bool{}
+			}
+			st.filesGone[c.ID] = true
+		}
+		if rows, ok := givenUp[c.ID]; ok && len(missing) > 0 && rows == st.Rows[c.ID] && rows < deadLetterCount(c) {
+			st.GivenUp = append(st.GivenUp, c)
+			continue
 		}
 		switch {
 		case (doubled || short) && len(missing) > 0:
@@ -532,12 +573,12 @@ func (t *Table) readDeadLetterFiles(ctx context.Context, snapshotID int64, files
 
 // CountMismatches returns the commits whose rows differ in number from
 // the dead letters their ranges count (commits without rows are Pending
-// or Missing instead), Doubled ones included.
+// or Missing instead), Doubled ones included, GivenUp ones not.
 func (s *DeadLetterState) CountMismatches() []mapping.Commit {
 	var out []mapping.Commit
 	for _, id := range slices.Sorted(maps.Keys(s.Rows)) {
 		c := s.Commits[id]
-		if n := s.Rows[id]; n != deadLetterCount(c) {
+		if n := s.Rows[id]; n != deadLetterCount(c) && !slices.ContainsFunc(s.GivenUp, func(g mapping.Commit) bool { return g.ID == id }) {
 			out = append(out, c)
 		}
 	}
@@ -626,8 +667,8 @@ func (e *DeadLettersMissingError) Error() string {
 	if len(e.Commits) > 1 {
 		commits = fmt.Sprintf("%d commits", len(e.Commits))
 	}
-	return fmt.Sprintf("the dead letters of %s of %s are not in %s and their files are gone (commit %s, snapshot %d, lists %s): they were deleted outside floe; restore the files from a backup, or replay the table",
-		commits, e.Table, e.DeadLetters, c.ID, c.SnapshotID, strings.Join(c.DeadLetterFiles, ", "))
+	return fmt.Sprintf("the dead letters of %s of %s are not in %s and their files are gone (commit %s, snapshot %d, lists %s): they were deleted outside floe; restore the files from a backup, replay the table, or accept the loss with floe maintain --table %s --drop-missing-dead-letter-files (the audit keeps reporting it)",
+		commits, e.Table, e.DeadLetters, c.ID, c.SnapshotID, strings.Join(c.DeadLetterFiles, ", "), e.Table)
 }
 
 // DeadLetterFilesLostError reports data files of a dead-letter table that
@@ -939,6 +980,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 			st, err := data.DeadLetterState(ctx, dlq)
 			if err == nil && dropLost {
 				res.DroppedDeadLetterFiles = append(res.DroppedDeadLetterFiles, st.Lost...)
+				res.DeadLetters.RecordedLost += len(st.lostForGood())
 			}
 			return err
 		}
@@ -956,6 +998,14 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 				return err
 			}
 			r, err = data.ReconcileDeadLetters(ctx, dlq, log)
+		}
+		if dropLost && IsDeadLetterDamage(err) {
+			var n int
+			if n, err = data.giveUpLostDeadLetters(ctx, log, dlq); err == nil {
+				res.DeadLetters.RecordedLost += n
+				r2, err2 := data.ReconcileDeadLetters(ctx, dlq, log)
+				r, err = r.plus(r2), err2
+			}
 		}
 		res.DeadLetters.Added += r.Added
 		res.DeadLetters.Removed += r.Removed
@@ -990,6 +1040,66 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 		}
 	}
 	return deferred
+}
+
+// giveUpLostDeadLetters records on the dead-letter table dlq of t the
+// commits whose dead letters are lost for good (lostForGood), with the
+// rows it holds of each (PropDeadLettersLostPrefix), so that reconciling
+// leaves them alone, and returns how many it recorded. A person asked for
+// it (MaintainOptions.DropMissingDeadLetterFiles): their files are gone,
+// so only a replay can bring those dead letters back, and until one does
+// the audit reports them.
+func (t *Table) giveUpLostDeadLetters(ctx context.Context, log *slog.Logger, dlq *Table) (int, error) {
+	st, err := t.DeadLetterState(ctx, dlq)
+	if err != nil {
+		return 0, err
+	}
+	lost := st.lostForGood()
+	if len(lost) == 0 {
+		return 0, nil
+	}
+	props := map[string]string{}
+	var n int64
+	for _, c := range lost {
+		props[PropDeadLettersLostPrefix+c.ID] = strconv.FormatInt(st.Rows[c.ID], 10)
+		n += deadLetterCount(c) - st.Rows[c.ID]
+	}
+	log.Warn("recording dead letters whose files are gone as lost: floe audit reports them until a replay of the table brings them back",
+		"table", t.Name(), "dead_letter_table", dlq.Name(), "commits", len(lost), "dead_letters", n, "first_commit", lost[0].ID)
+	if err := dlq.SetProperties(ctx, props); err != nil {
+		return 0, fmt.Errorf("record the lost dead letters of %d commits of %s on %s: %w", len(lost), t.Name(), dlq.Name(), err)
+	}
+	return len(lost), nil
+}
+
+// lostForGood returns the commits whose dead letters nothing can restore
+// and that are not yet recorded as lost: without rows and with files gone
+// (Missing), or with fewer rows than they count and files gone.
+func (s *DeadLetterState) lostForGood() []mapping.Commit {
+	lost := slices.Clone(s.Missing)
+	for _, c := range s.CountMismatches() {
+		if s.filesGone[c.ID] && s.Rows[c.ID] < deadLetterCount(c) {
+			lost = append(lost, c)
+		}
+	}
+	return lost
+}
+
+// givenUpCommits returns the commits a dead-letter table's properties
+// record as lost (PropDeadLettersLostPrefix), with the rows it held of
+// each then; a value that is not a count (set by hand) records nothing.
+func givenUpCommits(props iceberg.Properties) map[string]int64 {
+	out := map[string]int64{}
+	for key, val := range props {
+		id, ok := strings.CutPrefix(key, PropDeadLettersLostPrefix)
+		if !ok || id == "" {
+			continue
+		}
+		if n, err := strconv.ParseInt(val, 10, 64); err == nil && n >= 0 {
+			out[id] = n
+		}
+	}
+	return out
 }
 
 // IsDeadLetterDamage reports whether err is damage to a dead-letter table

@@ -17,8 +17,9 @@ import (
 // exist". On versitygw, through the CLI: the sink goes on and warns with
 // the way out, the audit reports the lost file (exit 1), floe maintain
 // fails naming the flag, and with --drop-missing-dead-letter-files drops
-// the file, saying so, after which an Iceberg scan reads the dead-letter
-// table again and the later dead letter is there.
+// the file and records the first commit's dead letter as lost, saying so,
+// after which an Iceberg scan reads the dead-letter table again, the later
+// dead letter is there, maintenance passes and the audit reports the loss.
 func TestS3DeadLetterFileDeleted(t *testing.T) {
 	e := newS3Env(t)
 	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
@@ -71,8 +72,17 @@ func TestS3DeadLetterFileDeleted(t *testing.T) {
 		t.Errorf("maintain: exit %d, want 2, the flag named and the dead-letter table said\n%s\n%s", code, out, errs)
 	}
 	code, out, errs = floe(t, append(maintain, "--drop-missing-dead-letter-files")...)
-	if code != 2 || !strings.Contains(out, "dropped 1 data file") || !strings.Contains(out, key) || !strings.Contains(errs, "restore the files from a backup, or replay") {
-		t.Errorf("maintain --drop-missing-dead-letter-files: exit %d, want 2 (the first dead letter is lost for good), the drop reported\n%s\n%s", code, out, errs)
+	if code != 0 || !strings.Contains(out, "dropped 1 data file") || !strings.Contains(out, key) ||
+		!strings.Contains(out, "recorded the dead letters of 1 commit whose files are gone as lost") {
+		t.Errorf("maintain --drop-missing-dead-letter-files: exit %d, want 0, the drop and the lost dead letter of the first commit reported\n%s\n%s", code, out, errs)
+	}
+	// The loss is recorded: maintenance passes, the audit still reports it.
+	if code, out, errs := floe(t, maintain...); code != 0 {
+		t.Errorf("maintain after the loss was recorded: exit %d, want 0\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = floe(t, append([]string{"audit", "--table", "lake.orders"}, loc...)...)
+	if code != 1 || !strings.Contains(out, "dead-letters-lost") || !strings.Contains(out, "replay") {
+		t.Errorf("audit after the loss was recorded: exit %d, want 1 and a dead-letters-lost finding\n%s\n%s", code, out, errs)
 	}
 	dead := floetest.Rows(t, openTable(t, e.catalogConfig(), "lake.orders_dlq"))
 	if len(dead) != 1 || dead[0].Offset != 3 {

@@ -39,8 +39,10 @@ its data table's. A data table's dead-letter tables are then maintained with the
 outside floe, rows changed outside floe) fails the run after the rest of its work. A dead-letter
 table whose storage lost data files is not reconciled at all (sinks go on and warn; floe audit
 reports the files) until the files are restored or --drop-missing-dead-letter-files removes them:
-readers can then scan the table again, the commits whose dead letters were only in those files
-stay findings of the audit, and those whose own files are still there get them back.
+readers can then scan the table again, and the commits whose own files are still there get their
+dead letters back. The flag also gives up on the dead letters nothing can restore (their files are
+gone): it records them as lost on the dead-letter table, so that later runs and sinks leave them
+alone, and floe audit reports them (dead-letters-lost) until a replay of the table replaces them.
 
 The ledger entries of the snapshots an expiry removes are first written to a new segment of the
 table's ledger archive (a JSON file under metadata/floe-ledger/, named by a table property
@@ -148,6 +150,13 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 					fmt.Fprintf(out, "  %s\n", p)
 				}
 			}
+			if n := res.DeadLetters.RecordedLost; n > 0 {
+				verb := "recorded"
+				if dryRun {
+					verb = "would record"
+				}
+				fmt.Fprintf(out, "dead letters: %s the dead letters of %s whose files are gone as lost (floe audit reports them as dead-letters-lost until a replay of the table brings them back)\n", verb, plural(n, "commit"))
+			}
 			if d := res.DeadLetters; d.Added > 0 || d.Removed > 0 || d.RemovedLegacy > 0 || d.RepairedLegacy > 0 || d.Refilled > 0 {
 				fmt.Fprintf(out, "dead letters: added those of %d commits that had none; removed those of %d commits no ledger has (and %d older rows no commit accounts for); replaced the older rows of %d commits an older floe doubled by their files\n",
 					d.Added, d.Removed, d.RemovedLegacy, d.RepairedLegacy)
@@ -210,7 +219,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 	fs.IntVar(&retainLast, "retain-last", 1, "keep at least this many snapshots per branch, however old")
 	fs.BoolVar(&removeOrphans, "remove-orphans", false, "delete data files no snapshot references, metadata files no table version references, and ledger archive and ranges files the table does not need, older than --orphan-min-age")
 	fs.DurationVar(&orphanMinAge, "orphan-min-age", snapshot.DefaultOrphanMinAge, "only delete orphans older than this")
-	fs.BoolVar(&dropLost, "drop-missing-dead-letter-files", false, "remove from the dead-letter tables the data files their storage no longer has (deleted outside floe), so that they can be read and reconciled again: their dead letters are lost for good (see docs/dead-letters.md)")
+	fs.BoolVar(&dropLost, "drop-missing-dead-letter-files", false, "remove from the dead-letter tables the data files their storage no longer has (deleted outside floe), so that they can be read and reconciled again, and record as lost the dead letters nothing can restore: they are lost for good (see docs/dead-letters.md)")
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 	compact.register(fs)

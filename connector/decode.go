@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,6 +89,9 @@ type decoder struct {
 	// decoded key: each becomes a value column of its name, holding the
 	// key's value.
 	keyFields bool
+	// upsert is the key of an upsert table (nil: not one): its key
+	// columns keep their types (keepKeyTypes).
+	upsert *mapping.UpsertKey
 }
 
 // codecKey names one codec: a registry schema id and, for Protobuf, the
@@ -192,6 +196,10 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 			return out, nil
 		}
 	}
+	if key, keyType, keyChanged, value, values, valuesChanged, dead = d.keepKeyTypes(key, keyType, keyChanged, value, values, valuesChanged); dead != nil {
+		out.dead = dead
+		return out, nil
+	}
 	// Both decoded: only now may the columns change, so that a dead letter
 	// never adds a column.
 	d.adopt(keyType, keyChanged, values, valuesChanged)
@@ -255,6 +263,86 @@ func fieldNames(st *iceberg.StructType) []string {
 		names[i] = f.Name
 	}
 	return names
+}
+
+// keepKeyTypes keeps, in an upsert table, the types its key columns have
+// (mapping.KeepKeyType): a record whose key, or key column in its value,
+// comes with a wider type (a long where the column is an int) has its
+// values converted to the column's type and the types restored, so that
+// the columns do not change; a value that does not fit makes the record a
+// dead letter. A key column the decoder does not have yet takes the type
+// the record gives it.
+func (d *decoder) keepKeyTypes(key any, keyType iceberg.Type, keyChanged bool, row map[string]any, values *iceberg.StructType, valuesChanged bool) (any, iceberg.Type, bool, map[string]any, *iceberg.StructType, bool, error) {
+	if d.upsert == nil {
+		return key, keyType, keyChanged, row, values, valuesChanged, nil
+	}
+	upsert := d.upsertKey(*d.upsert)
+	if keyChanged && d.key != nil {
+		switch have := d.key.(type) {
+		case *iceberg.StructType:
+			// A key of fields, the table keyed by them.
+			if upsert.Source != mapping.KeyFromKeyFields {
+				break
+			}
+			got, _ := keyType.(*iceberg.StructType)
+			fields, _ := key.(map[string]any)
+			if got != nil && fields != nil {
+				var err error
+				if keyType, fields, err = keepFieldTypes(have, got, fields, upsert.Columns, joinKeyPath); err != nil {
+					return nil, nil, false, nil, nil, false, err
+				}
+				key = fields
+			}
+		default:
+			if upsert.Source == mapping.KeyFromKafkaKey {
+				v, err := mapping.KeepKeyType(mapping.ColKey, have, keyType, key)
+				if err != nil {
+					return nil, nil, false, nil, nil, false, err
+				}
+				key, keyType = v, have
+			}
+		}
+		keyChanged = !keyType.Equals(d.key)
+	}
+	if valuesChanged && d.values != nil && row != nil {
+		var err error
+		var kept iceberg.Type
+		if kept, row, err = keepFieldTypes(d.values, values, row, upsert.Columns, func(name string) string { return name }); err != nil {
+			return nil, nil, false, nil, nil, false, err
+		}
+		values = kept.(*iceberg.StructType)
+		valuesChanged = !values.Equals(d.values)
+	}
+	return key, keyType, keyChanged, row, values, valuesChanged, nil
+}
+
+// keepFieldTypes returns got with the types have gives the fields named
+// cols, and vals (a record's values of got's fields, copied before it is
+// changed) converted to them (mapping.KeepKeyType); path names a field in
+// errors.
+func keepFieldTypes(have, got *iceberg.StructType, vals map[string]any, cols []string, path func(string) string) (iceberg.Type, map[string]any, error) {
+	var out *iceberg.StructType
+	for i, g := range got.FieldList {
+		j := slices.IndexFunc(have.FieldList, func(f iceberg.NestedField) bool { return f.Name == g.Name })
+		if j < 0 || !slices.Contains(cols, g.Name) || have.FieldList[j].Type.Equals(g.Type) {
+			continue
+		}
+		h := have.FieldList[j]
+		v, err := mapping.KeepKeyType(path(g.Name), h.Type, g.Type, vals[g.Name])
+		if err != nil {
+			return nil, nil, err
+		}
+		if out == nil {
+			out = &iceberg.StructType{FieldList: slices.Clone(got.FieldList)}
+			vals = maps.Clone(vals)
+		}
+		out.FieldList[i].Type = h.Type
+		vals[g.Name] = v
+	}
+	if out == nil {
+		return got, vals, nil
+	}
+	return out, vals, nil
 }
 
 // adopt makes the key type and value columns a record needs the
@@ -342,6 +430,10 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 			out.dead, out.schemaID = dead, id
 			return out, nil
 		}
+	}
+	if key, keyType, keyChanged, row, values, valuesChanged, dead = d.keepKeyTypes(key, keyType, keyChanged, row, values, valuesChanged); dead != nil {
+		out.dead, out.schemaID = dead, id
+		return out, nil
 	}
 	d.adopt(keyType, keyChanged, values, valuesChanged)
 	out.key, out.value, out.change, out.schemaID = key, row, ch.Kind, id
@@ -701,6 +793,7 @@ func (rd *RowDecoder) Decode(ctx context.Context, r *kgo.Record) (key any, value
 func (rd *RowDecoder) DecodeChange(ctx context.Context, r *kgo.Record, key mapping.UpsertKey) (k any, value map[string]any, change mapping.Change, dead, err error) {
 	// As the sink's decoder of such a table (NewSink).
 	rd.d.keyFields = key.Source == mapping.KeyFromKeyFields
+	rd.d.upsert = &key
 	out, err := rd.d.decode(ctx, r)
 	if err != nil || out.dead != nil {
 		return out.key, out.value, 0, out.dead, err

@@ -413,6 +413,10 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		s.dec = newDecoder(layout, cfg.Registry)
 		s.dec.onSchema = cfg.OnSchema
 		s.dec.truncateAll = truncate == TruncateDeleteAll
+		if tbl.Mode() == mapping.ModeUpsert {
+			key := tbl.UpsertKey()
+			s.dec.upsert = &key
+		}
 		if tbl.Mode() == mapping.ModeUpsert && tbl.UpsertKey().Source != mapping.KeyFromKafkaKey {
 			// The key columns are read from the decoded values, which a
 			// codec's fast path does not make.

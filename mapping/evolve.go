@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -20,6 +21,11 @@ type SchemaConflictError struct {
 	// Cause, when set, says how the column came to have its type and what
 	// to do about it.
 	Cause string
+	// KeyColumn is set for a key column of an upsert table, which keeps
+	// its type where Iceberg would widen it (KeepKeyType); Value is the
+	// value that does not fit it.
+	KeyColumn bool
+	Value     any
 }
 
 // schemaConflictMark is the part of every SchemaConflictError's message
@@ -37,6 +43,10 @@ func IsSchemaConflictReason(reason string) bool {
 func (e *SchemaConflictError) Error() string {
 	msg := fmt.Sprintf("field %s"+schemaConflictMark+"%s cannot take a value of type %s (Iceberg allows only adding optional fields and widening int to long, float to double and a decimal's precision)",
 		e.Path, e.Have, e.Got)
+	if e.KeyColumn {
+		msg = fmt.Sprintf("field %s"+schemaConflictMark+"%s cannot take the value %v of type %s: an upsert table keeps the types of its key columns (the equality deletes of a widened one would not reach the rows written before), and the value does not fit",
+			e.Path, e.Have, e.Value, e.Got)
+	}
 	if e.Cause != "" {
 		msg += "; " + e.Cause
 	}
@@ -168,4 +178,38 @@ func findField(st *iceberg.StructType, name string) (iceberg.NestedField, bool) 
 		}
 	}
 	return iceberg.NestedField{}, false
+}
+
+// KeepKeyType returns v, a value of type got decoded for a key column of
+// an upsert table whose type is have, as a value of type have: an upsert
+// table's key columns are never widened. iceberg-go v0.7.0 compares an
+// equality delete's key with a data file's column as the file stores it,
+// so the deletes of a key column widened from int to long (a Debezium
+// source's ALTER of its primary key) would not reach the rows written
+// before the change, in floe's reads, audit and compaction alike: the
+// updates and deletes of older keys would be lost. A value that does not
+// fit have (a long beyond int's range, a decimal with more digits) is a
+// *SchemaConflictError.
+func KeepKeyType(path string, have, got iceberg.Type, v any) (any, error) {
+	if have.Equals(got) || v == nil {
+		return v, nil
+	}
+	conflict := &SchemaConflictError{Path: path, Have: have, Got: got, KeyColumn: true, Value: v,
+		Cause: "a new table whose first records have the wider type takes it: for a Debezium source, snapshot the source table again into a new topic and sink that (docs/upsert.md, key column types)"}
+	switch have := have.(type) {
+	case iceberg.Int32Type:
+		switch v := v.(type) {
+		case int32:
+			return v, nil
+		case int64:
+			if v >= math.MinInt32 && v <= math.MaxInt32 {
+				return int32(v), nil
+			}
+		}
+	case iceberg.DecimalType:
+		if d, ok := v.(iceberg.Decimal); ok && d.Scale == have.Scale() && digits(d.Val) <= have.Precision() {
+			return d, nil
+		}
+	}
+	return nil, conflict
 }

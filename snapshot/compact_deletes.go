@@ -40,6 +40,41 @@ type deletesPlan struct {
 	live   int
 }
 
+// KeyWidenedError refuses to compact an upsert table one of whose key
+// columns was widened (an int made a long, by a floe before it kept key
+// column types, or by another engine): iceberg-go v0.7.0's scan compares
+// an equality delete's key with a data file's column as the file stores
+// it, so the deletes written since do not reach the rows written before,
+// and a rewrite through it would make those rows (old values of updated
+// keys, deleted keys) the table for every reader.
+type KeyWidenedError struct {
+	Table, Column string
+	From, To      iceberg.Type
+}
+
+func (e *KeyWidenedError) Error() string {
+	return fmt.Sprintf("compact %s: its key column %s was widened from %s to %s, and iceberg-go does not apply the deletes written since to the rows written before: a compaction would bring back deleted keys and old values, so floe does not compact this table; replay it into a new table, which keeps the type of its key columns (docs/upsert.md, key column types)",
+		e.Table, e.Column, e.From, e.To)
+}
+
+// checkKeyNotWidened returns a *KeyWidenedError when an earlier schema of
+// the upsert table t gave one of its key columns another type.
+func (t *Table) checkKeyNotWidened() error {
+	cur := t.tbl.Schema()
+	for _, id := range cur.IdentifierFieldIDs {
+		f, ok := cur.FindFieldByID(id)
+		if !ok {
+			continue
+		}
+		for _, s := range t.tbl.Metadata().Schemas() {
+			if old, ok := s.FindFieldByID(id); ok && !old.Type.Equals(f.Type) {
+				return &KeyWidenedError{Table: t.Name(), Column: f.Name, From: old.Type, To: f.Type}
+			}
+		}
+	}
+	return nil
+}
+
 // compactDeletes is Compact for an upsert table: it rewrites data files
 // with the table's row-level deletes applied (read with iceberg-go's scan,
 // which applies equality deletes, position deletes and deletion vectors)
@@ -68,6 +103,9 @@ type deletesPlan struct {
 // longer live: then it gives up (*CompactConflictError).
 func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *slog.Logger, target int64, start time.Time) (CompactResult, error) {
 	res := CompactResult{Table: t.Name()}
+	if err := t.checkKeyNotWidened(); err != nil {
+		return res, err
+	}
 	plan, err := t.planDeletes(ctx, target)
 	if err != nil {
 		return res, err

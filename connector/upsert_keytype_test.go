@@ -1,0 +1,167 @@
+package connector_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// connectEvent is a Debezium change event of a table (id <idType> PRIMARY
+// KEY, name text) as Kafka Connect's JSON converter writes it with its
+// schemas (schemas.enable=true); op "d" with name "" is a delete, and
+// tombstone the record after it.
+func connectEvent(topic, idType string, id int64, op, name string, ts int, tombstone bool) *kgo.Record {
+	keySchema := map[string]any{"type": "struct", "name": "dbserver1.inventory.t.Key", "optional": false,
+		"fields": []any{map[string]any{"field": "id", "type": idType, "optional": false}}}
+	image := func(field string) map[string]any {
+		return map[string]any{"field": field, "type": "struct", "name": "dbserver1.inventory.t.Value", "optional": true,
+			"fields": []any{map[string]any{"field": "id", "type": idType, "optional": false},
+				map[string]any{"field": "name", "type": "string", "optional": true}}}
+	}
+	envelope := map[string]any{"type": "struct", "name": "dbserver1.inventory.t.Envelope", "optional": false,
+		"fields": []any{image("before"), image("after"),
+			map[string]any{"field": "source", "type": "struct", "optional": false,
+				"fields": []any{map[string]any{"field": "ts_ms", "type": "int64", "optional": false}}},
+			map[string]any{"field": "op", "type": "string", "optional": false},
+			map[string]any{"field": "ts_ms", "type": "int64", "optional": true}}}
+	at := int64(1_700_000_000_000 + ts)
+	payload := map[string]any{"source": map[string]any{"ts_ms": at}, "op": op, "ts_ms": at}
+	if op == "d" {
+		payload["before"] = map[string]any{"id": id, "name": name}
+	} else {
+		payload["after"] = map[string]any{"id": id, "name": name}
+	}
+	key, _ := json.Marshal(map[string]any{"schema": keySchema, "payload": map[string]any{"id": id}})
+	value, _ := json.Marshal(map[string]any{"schema": envelope, "payload": payload})
+	if tombstone {
+		value = nil
+	}
+	return &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: time.UnixMilli(at)}
+}
+
+// namesByID is the table's rows as id -> name, failing on an id held twice.
+func namesByID(t *testing.T, tbl *snapshot.Table) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for _, r := range rows(t, tbl) {
+		id := r.Columns["id"]
+		if _, dup := got[id]; dup {
+			t.Errorf("id %s is held by two rows", id)
+		}
+		got[id] = r.Columns["name"]
+	}
+	return got
+}
+
+// TestDebeziumKeyWidenedKeepsItsType (from a review): the source table's
+// primary key was altered from integer to bigint mid-stream, so
+// Debezium's key and value schemas say int64 where they said int32.
+// floe widened the key column to long, and iceberg-go's reads (floe's
+// own, the audit's, compaction's) did not apply the long equality deletes
+// to the rows written as int: an update left two rows of its key, a
+// deleted key stayed, and compaction then made it the table for every
+// reader. The key column now keeps its type: values that fit it are kept
+// in it, and one that does not is a dead letter naming why.
+func TestDebeziumKeyWidenedKeepsItsType(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.t"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.debeziumTable("lake.t", floetest.CDCConnectJSON)
+	var recs []*kgo.Record
+	for i := range 4 {
+		recs = append(recs, connectEvent(topic, "int32", int64(i), "c", fmt.Sprint("a", i), i, false))
+	}
+	e.Produce(recs)
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce([]*kgo.Record{
+		connectEvent(topic, "int64", 0, "u", "b0", 10, false),
+		connectEvent(topic, "int64", 1, "d", "a1", 11, false),
+		connectEvent(topic, "int64", 1, "d", "a1", 11, true),
+		connectEvent(topic, "int64", 5, "c", "a5", 12, false),
+		connectEvent(topic, "int64", 3_000_000_000, "c", "too wide", 13, false),
+	})
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"0": "b0", "2": "a2", "3": "a3", "5": "a5"}
+	if got := namesByID(t, tbl); !maps.Equal(got, want) {
+		t.Errorf("table %v, want %v", got, want)
+	}
+	if f, ok := tbl.Iceberg().Schema().FindFieldByName("id"); !ok || !f.Type.Equals(iceberg.PrimitiveTypes.Int32) {
+		t.Errorf("key column id: %v; want it kept an int", f)
+	}
+	if stats.DeadLetters != 1 || !strings.Contains(stats.FirstDeadLetter, "keeps the types of its key columns") || !strings.Contains(stats.FirstDeadLetter, "3000000000") {
+		t.Errorf("dead letters %d, first %q; want the id beyond int's range, naming why", stats.DeadLetters, stats.FirstDeadLetter)
+	}
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete() {
+		t.Errorf("audit --deep --verify-content: %+v", rep.Findings)
+	}
+	res, err := tbl.Compact(e.Ctx, snapshot.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := namesByID(t, tbl); !maps.Equal(got, want) || res.LiveRows != int64(len(want)) {
+		t.Errorf("after compaction: table %v (%d live rows), want %v", got, res.LiveRows, want)
+	}
+}
+
+// TestCompactRefusesWidenedKey: an upsert table whose key column an
+// earlier floe (or another engine) widened from int to long is not
+// compacted: iceberg-go's scan leaves the rows written as int undeleted,
+// and a rewrite through it would make them the table for every reader.
+func TestCompactRefusesWidenedKey(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.t"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.debeziumTable("lake.t", floetest.CDCConnectJSON)
+	e.Produce([]*kgo.Record{connectEvent(topic, "int32", 0, "c", "a0", 0, false), connectEvent(topic, "int32", 1, "c", "a1", 1, false)})
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	// Widen id as a floe before this change did.
+	cur := tbl.Iceberg().Schema()
+	fields := slices.Clone(cur.Fields())
+	for i, f := range fields {
+		if f.Name == "id" {
+			fields[i].Type = iceberg.PrimitiveTypes.Int64
+		}
+	}
+	if _, err := tbl.ReserveSchema(e.Ctx, tbl.Iceberg(), iceberg.NewSchemaWithIdentifiers(cur.ID, cur.IdentifierFieldIDs, fields...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce([]*kgo.Record{connectEvent(topic, "int64", 0, "u", "b0", 10, false)})
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tbl.Compact(e.Ctx, snapshot.CompactOptions{})
+	var widened *snapshot.KeyWidenedError
+	if !errors.As(err, &widened) || widened.Column != "id" || !strings.Contains(err.Error(), "replay") {
+		t.Fatalf("compaction of a table whose key column was widened: %v; want a KeyWidenedError naming id and replay", err)
+	}
+	if dels, err := tbl.DeleteFiles(e.Ctx, tbl.Head().SnapshotID); err != nil || len(dels) == 0 {
+		t.Errorf("delete files after the refused compaction: %d, %v; want them kept", len(dels), err)
+	}
+}

@@ -118,8 +118,10 @@ const SettingRawValues = "raw values"
 // recorded layout is not the one asked for.
 type LayoutError struct {
 	Setting, Value, Want string
-	// Table is set when the table was created with another layout.
+	// Table is set when the table was created with another layout; Empty
+	// when that table holds no rows (dropping it loses nothing).
 	Table string
+	Empty bool
 }
 
 func (e *LayoutError) Error() string {
@@ -128,7 +130,11 @@ func (e *LayoutError) Error() string {
 	}
 	if e.Table != "" {
 		flag := map[string]string{"values": "--value", "keys": "--key", "envelope": "--envelope"}[e.Setting]
-		return fmt.Sprintf("table %s keeps its %s as %s, not %s (a table keeps the layout it was created with: pass %s %s to write into it, or sink into a new table)", e.Table, e.Setting, e.Want, e.Value, flag, e.Want)
+		drop := ""
+		if e.Empty {
+			drop = fmt.Sprintf("; it holds no rows: floe drop --table %s --yes removes it (and its dead letters), and the next run creates it with the flags given", e.Table)
+		}
+		return fmt.Sprintf("table %s keeps its %s as %s, not %s (a table keeps the layout it was created with: pass %s %s to write into it, or sink into a new table%s)", e.Table, e.Setting, e.Want, e.Value, flag, e.Want, drop)
 	}
 	return fmt.Sprintf("%s mode %q: want %s", e.Setting, e.Value, e.Want)
 }

@@ -193,11 +193,14 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
+	// A table without rows was most likely made by a run with the wrong
+	// flags: the refusal says it can be dropped.
+	empty := tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil || tbl.CurrentSnapshot().Summary.Properties["total-records"] == "0"
 	switch {
 	case asked.Value != "" && asked.Value != layout.Value:
-		return nil, &mapping.LayoutError{Table: name, Setting: "values", Value: string(asked.Value), Want: string(layout.Value)}
+		return nil, &mapping.LayoutError{Table: name, Setting: "values", Value: string(asked.Value), Want: string(layout.Value), Empty: empty}
 	case asked.Key != "" && asked.Key != layout.Key:
-		return nil, &mapping.LayoutError{Table: name, Setting: "keys", Value: string(asked.Key), Want: string(layout.Key)}
+		return nil, &mapping.LayoutError{Table: name, Setting: "keys", Value: string(asked.Key), Want: string(layout.Key), Empty: empty}
 	case asked.Envelope != layout.Envelope && (asked.Envelope != mapping.EnvelopeNone || asked.Value != ""):
 		// An envelope is asked for by a writer that sets the modes: one
 		// that leaves them to the table (audit, lookups) reads any.

@@ -59,8 +59,11 @@ func (f *decodeFlags) layout() (mapping.Layout, error) {
 	if envelope != mapping.EnvelopeNone && (f.value == "" || f.key == "") {
 		return mapping.Layout{}, fmt.Errorf("--envelope %s needs --value and --key: json (Kafka Connect's JsonConverter) or registry (Avro, Protobuf or JSON Schema), as the connector's converters write the events", envelope)
 	}
+	// A mode left out stays empty: an existing table keeps its own, a new
+	// one gets the default (snapshot.Open fills it in).
 	l := mapping.Layout{Value: mapping.ValueMode(f.value), Key: mapping.KeyMode(f.key), RawValue: f.keepRawValue, Envelope: envelope}
-	if err := l.Normalize(); err != nil {
+	check := l
+	if err := check.Normalize(); err != nil {
 		return l, err
 	}
 	return l, nil

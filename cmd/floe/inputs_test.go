@@ -237,7 +237,7 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 		want string
 	}{
 		{"registry on plain JSON", []string{"sink", "--table", "lake.reg", "--stop-at-end", "--value", "registry", "--schema-registry", st.Registry},
-			"lake.reg: 0 rows and 11 dead letters (into lake.reg_dlq): no record became a row; check that --value, --key and --schema-registry match how the topic's records are written; first: shop/0 offset 0: not in the schema registry wire format: the first byte is 0x7b"},
+			"lake.reg: 0 rows and 11 dead letters (into lake.reg_dlq): no record became a row; check that --value, --key and --schema-registry match how the topic's records are written (a table keeps the layout it was created with: sink into a new table, or remove this one with floe drop --table lake.reg, which lists what it drops); first: shop/0 offset 0: not in the schema registry wire format: the first byte is 0x7b"},
 		{"replay, registry on plain JSON", []string{"replay", "--table", "lake.rereg", "--value", "registry", "--schema-registry", st.Registry},
 			"lake.rereg: 0 rows and 11 dead letters (into lake.rereg_dlq): no record became a row"},
 	} {
@@ -277,6 +277,20 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 		code, _, errs := floe(t, slices.Concat([]string{"sink", "-t", "keyed", "--table", "lake.keyed", "--stop-at-end", "--value", "json", "--key", "json"}, common)...)
 		if want := "lake.keyed: 0 rows and 5 dead letters (into lake.keyed_dlq)"; code != exitOnlyDeadLetters || !strings.Contains(errs, want) || !strings.Contains(errs, "first: keyed/0 offset 0: ") {
 			t.Errorf("exit %d, stderr %q; want exit 3 naming %q", code, errs, want)
+		}
+		// Run again with the right --key: the table keeps its layout, and
+		// as it holds no rows the refusal says it can be dropped (from a
+		// new-user run); dropped, the next run creates it anew.
+		right := slices.Concat([]string{"sink", "-t", "keyed", "--table", "lake.keyed", "--stop-at-end", "--value", "json", "--key", "string"}, common)
+		code, _, errs = floe(t, right...)
+		if code != 2 || !strings.Contains(errs, "keeps its keys as json, not string") || !strings.Contains(errs, "it holds no rows: floe drop --table lake.keyed --yes") {
+			t.Errorf("the run with the right --key: exit %d, stderr %q; want the refusal naming floe drop", code, errs)
+		}
+		if code, out, errs := floe(t, slices.Concat([]string{"drop", "--table", "lake.keyed", "--yes"}, common[2:])...); code != 0 {
+			t.Fatalf("drop: exit %d\n%s\n%s", code, out, errs)
+		}
+		if code, out, errs := floe(t, right...); code != 0 || !strings.Contains(out, "5 rows") {
+			t.Errorf("the run with the right --key after the drop: exit %d\n%s\n%s", code, out, errs)
 		}
 		// --json prints the summary as JSON and exits 3 all the same.
 		code, out, errs := floe(t, slices.Concat([]string{"sink", "-t", "keyed", "--table", "lake.keyed_json", "--stop-at-end", "--value", "json", "--key", "json", "--json"}, common)...)

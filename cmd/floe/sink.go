@@ -505,8 +505,12 @@ func onlyDeadLetters(table string, s connector.Stats) string {
 	if s.Records > 0 || s.DeadLetters == 0 {
 		return ""
 	}
+	advice := connector.OnlyDeadLettersAdvice(s.FirstDeadLetter)
+	if !mapping.IsSchemaConflictReason(s.FirstDeadLetter) {
+		advice += fmt.Sprintf(" (a table keeps the layout it was created with: sink into a new table, or remove this one with floe drop --table %s, which lists what it drops)", table)
+	}
 	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; %s; first: %s",
-		table, plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable, connector.OnlyDeadLettersAdvice(s.FirstDeadLetter), s.FirstDeadLetter)
+		table, plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable, advice, s.FirstDeadLetter)
 }
 
 // pipelinePartitionBy parses a config file pipeline's own partition-by.

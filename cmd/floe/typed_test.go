@@ -110,6 +110,14 @@ func TestTypedSinkCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "0 rows in 0 commits") {
 		t.Fatalf("second run without --value: exit %d\n%s\n%s", code, out, errs)
 	}
+	// ... or give one of them: the other is the table's, not raw (from a
+	// new-user run).
+	for _, one := range [][]string{{"--key", "string"}, {"--value", "registry"}} {
+		code, out, errs = floe(t, append(append(sink, "--schema-registry", st.Registry), one...)...)
+		if code != 0 {
+			t.Errorf("a run with %s alone: exit %d\n%s\n%s", one, code, out, errs)
+		}
+	}
 	// Another layout for an existing table is refused.
 	code, _, errs = floe(t, append(sink, "--value", "json")...)
 	if code != 2 || !strings.Contains(errs, "keeps its values as registry") {

@@ -621,6 +621,11 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 		if err != nil {
 			return s.stats, err
 		}
+		if s.cfg.Group != "" {
+			// The other members committed their partitions after this
+			// member last read the table.
+			s.tablePositions(ctx)
+		}
 		return s.stats, nil
 	}
 }
@@ -753,8 +758,8 @@ func (s *Sink) warnSmallFiles(rows int64, files int) {
 }
 
 // tablePositions sets the run's next offsets to the table's, reloaded:
-// a run that ends fenced holds positions from before the other writer's
-// commits. ctx has ended (a signal), so the reload gets a few seconds of
+// a run that ends fenced, or a group member, holds positions from before
+// the other writers' commits. ctx has ended (a signal), so the reload gets a few seconds of
 // its own; when it fails, the positions stay as last known.
 func (s *Sink) tablePositions(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

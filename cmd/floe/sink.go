@@ -404,6 +404,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				slog.Info("partition fields wait for their columns: each is added with the first commit that has its column",
 					"table", tbl.Name(), "spec", tbl.PartitionSpec(), "waiting", fmt.Sprint(pending))
 			}
+			if run.Config.Group != "" {
+				mp.FollowLedger(ledgerReader(tbl))
+			}
 			var lagCtx context.Context
 			lagCtx, stopLag = context.WithCancel(srvCtx)
 			go mp.WatchLag(lagCtx, broker, f.lagInterval)
@@ -478,6 +481,26 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(strings.Join(onlyDead, "; "))}
 	}
 	return nil
+}
+
+// ledgerReader returns a reader of the ledger summary of the table sink
+// writes, through a handle of its own (the sink's is not safe to share),
+// reloaded at each call: the summary extends from the last read.
+func ledgerReader(sink *snapshot.Table) func(context.Context) (mapping.Summary, error) {
+	var view *snapshot.Table
+	return func(ctx context.Context) (mapping.Summary, error) {
+		var err error
+		if view == nil {
+			view, err = snapshot.Open(ctx, sink.Catalog(), sink.Identifier(), snapshot.OpenOptions{Branch: sink.Branch(), ArchiveCache: sink.ArchiveCache()})
+		} else {
+			err = view.Refresh(ctx)
+		}
+		if err != nil {
+			view = nil
+			return mapping.Summary{}, err
+		}
+		return view.Summary(ctx, 0)
+	}
 }
 
 // filesPhrase counts a run's data files, and its dead-letter files when

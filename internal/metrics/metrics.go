@@ -154,6 +154,9 @@ type Pipeline struct {
 	// committedNow wakes WatchLag after a commit: the table's next offsets
 	// moved, and the broker's offsets polled before it may lie below them.
 	committedNow chan struct{}
+	// ledger, when set (FollowLedger), reads the table's ledger before
+	// each lag poll.
+	ledger func(context.Context) (mapping.Summary, error)
 }
 
 // Pipeline registers a pipeline. partitions restricts the lag gauges to the
@@ -365,8 +368,29 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 	}
 }
 
+// FollowLedger makes every lag poll first take the table's next offsets
+// (and dead letters) from ledger, the table's ledger read anew: a member
+// of a consumer group commits only its own partitions, so without it the
+// gauges and the status page would show the others' as of the member's
+// start, lagging more and more. Call it before WatchLag.
+func (p *Pipeline) FollowLedger(ledger func(context.Context) (mapping.Summary, error)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ledger = ledger
+}
+
 // PollLag reads the broker's offsets once and updates the lag gauges.
 func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
+	p.mu.Lock()
+	ledger := p.ledger
+	p.mu.Unlock()
+	if ledger != nil {
+		l, err := ledger(ctx)
+		if err != nil {
+			return fmt.Errorf("read the ledger of %s: %w", p.table, err)
+		}
+		p.Started(l)
+	}
 	wm, err := b.Watermarks(ctx, p.topic)
 	if err != nil {
 		return err

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
+)
+
+// TestGroupMembersShowTheTablesOffsets (from a new-user run): each member
+// of a consumer group showed, on its status page and lag gauges, the
+// partitions other members own as of its own start, so their lag grew
+// with every record the others committed (an alert on
+// max(floe_partition_lag) would fire for good), and its final summary
+// gave their next offsets as stale. A member now reads the table's ledger
+// before each lag poll, and its summary gives the table's offsets.
+func TestGroupMembersShowTheTablesOffsets(t *testing.T) {
+	st, loc := sinkStack(t) // orders: 3 partitions, 300 events
+	brokers := strings.Join(st.Brokers, ",")
+	type member struct {
+		addr string
+		out  string
+		err  error
+	}
+	members := []*member{{addr: fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))}, {addr: fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))}}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for _, m := range members {
+		wg.Go(func() {
+			m.out, _, m.err = floeCtx(ctx, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--group", "g",
+				"--metrics-addr", m.addr, "--lag-interval", "200ms", "--flush-interval", "300ms"}, loc...)...)
+		})
+		waitHTTP(t, "http://"+m.addr+"/status.json")
+	}
+	// Records for every partition, after both members started: each
+	// member commits only those it owns.
+	for p := range int32(3) {
+		if err := localstack.Produce(t.Context(), st.Brokers, eventsTo("orders", p, 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[int32]int64{}
+	waitFor(t, time.Minute, "the table to take every record", func() bool {
+		l, err := openFloeTable(t, st, "lake.orders").Summary(t.Context(), 0)
+		if err != nil {
+			return false
+		}
+		total := int64(0)
+		for tp, n := range l.Next() {
+			want[tp.Partition] = n
+			total += n
+		}
+		return total == 390
+	})
+	for i, m := range members {
+		var got map[int32]int64
+		ok := waitForOK(time.Minute, func() bool {
+			got = memberNext(m.addr)
+			return fmt.Sprint(got) == fmt.Sprint(want)
+		})
+		if !ok {
+			t.Errorf("member %d's status page: next offsets %v; want the table's, %v", i, got, want)
+		}
+	}
+	cancel()
+	wg.Wait()
+	for i, m := range members {
+		if m.err != nil {
+			t.Fatalf("member %d: %v", i, m.err)
+		}
+		line := fmt.Sprintf("next offsets: orders/0=%d orders/1=%d orders/2=%d", want[0], want[1], want[2])
+		if !strings.Contains(m.out, line) {
+			t.Errorf("member %d's summary %q; want %q", i, m.out, line)
+		}
+	}
+}
+
+// memberNext reads the table's next offsets a sink's status page shows.
+func memberNext(addr string) map[int32]int64 {
+	resp, err := http.Get("http://" + addr + "/status.json")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Pipelines []struct {
+			Partitions []lookup.PartitionStatus `json:"partitions"`
+		} `json:"pipelines"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&doc) != nil || len(doc.Pipelines) != 1 {
+		return nil
+	}
+	out := map[int32]int64{}
+	for _, p := range doc.Pipelines[0].Partitions {
+		if p.TableNext != nil {
+			out[p.Partition] = *p.TableNext
+		}
+	}
+	return out
+}
+
+// waitForOK polls cond until it holds or d passes, and reports which.
+func waitForOK(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}

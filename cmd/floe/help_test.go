@@ -87,3 +87,17 @@ func TestOneConventionPerFlag(t *testing.T) {
 		t.Errorf("commands not found: %v", reports)
 	}
 }
+
+// TestUnknownSubcommand (from a new-user run): floe localstack down
+// printed the help of floe localstack and exited 0, so a cleanup script
+// took it for done. An unknown word after a command is exit 2 naming it,
+// and floe localstack alone still prints its help.
+func TestUnknownSubcommand(t *testing.T) {
+	code, _, errs := floe(t, "localstack", "down")
+	if code != exitError || !strings.Contains(errs, `unknown command "down" for "floe localstack"`) || !strings.Contains(errs, "Ctrl-C") {
+		t.Errorf("floe localstack down: exit %d, stderr %q; want exit 2 naming the word and how a stack stops", code, errs)
+	}
+	if code, out, errs := floe(t, "localstack"); code != exitOK || !strings.Contains(out, "up ") {
+		t.Errorf("floe localstack: exit %d, stdout %q, stderr %q; want its help", code, out, errs)
+	}
+}

@@ -17,6 +17,15 @@ func newLocalstackCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "localstack",
 		Short: "Run a whole local stack (Kafka-protocol broker, schema registry, S3, catalog) in this process",
+		// Without these, cobra prints the help of a parent command for any
+		// word after it and exits 0: floe localstack down looked done.
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for \"floe localstack\": its one command is up, and a stack runs until interrupted (Ctrl-C, or SIGTERM to its process)", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newLocalstackUpCmd())
 	return cmd

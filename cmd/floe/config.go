@@ -181,14 +181,7 @@ func misspeltEnv(environ []string, known map[string]bool) []string {
 		if !strings.HasPrefix(env, envPrefix) || slices.Contains(names, env) {
 			continue
 		}
-		var close []string
-		for _, n := range names {
-			if levenshtein.ComputeDistance(env, n) <= 2 {
-				close = append(close, n)
-			}
-		}
-		if len(close) > 0 {
-			slices.Sort(close)
+		if close := closeTo(env, names); len(close) > 0 {
 			warnings = append(warnings, fmt.Sprintf("%s is not a floe variable and is ignored; did you mean %s?", env, strings.Join(close, " or ")))
 		}
 	}
@@ -248,6 +241,9 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 		k, v := top.Content[i], top.Content[i+1]
 		key := k.Value
 		if key == "pipelines" {
+			if err := checkPipelineKeys(v); err != nil {
+				return nil, fmt.Errorf("config file %s %w", path, err)
+			}
 			dec := yaml.NewDecoder(bytes.NewReader(mustMarshal(v)))
 			dec.KnownFields(true)
 			if err := dec.Decode(&c.pipelines); err != nil {
@@ -261,6 +257,9 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 			continue
 		}
 		if !known[key] || key == "config" || key == "help" {
+			if close := closeTo(key, slices.Collect(maps.Keys(known))); len(close) > 0 {
+				return nil, fmt.Errorf("config file %s line %d: unknown key %q; did you mean %s?", path, k.Line, key, strings.Join(close, " or "))
+			}
 			return nil, fmt.Errorf("config file %s line %d: unknown key %q (keys are flag names without dashes, e.g. %s)",
 				path, k.Line, key, strings.Join(suggest(key, known), ", "))
 		}
@@ -312,6 +311,46 @@ func mustMarshal(n *yaml.Node) []byte {
 		panic(err) // a node parsed from YAML always marshals
 	}
 	return b
+}
+
+// pipelineKeys are the keys of a pipeline in a config file (pipeline's
+// yaml tags).
+var pipelineKeys = []string{"id-columns", "key", "mode", "partition-by", "partitions", "table", "topic", "value"}
+
+// checkPipelineKeys refuses a key of a pipeline that is not one, naming
+// its line in the file (the decoder's own error counts lines from the
+// pipelines list and names Go types).
+func checkPipelineKeys(pipelines *yaml.Node) error {
+	for _, p := range pipelines.Content {
+		if p.Kind != yaml.MappingNode {
+			continue
+		}
+		for i := 0; i < len(p.Content); i += 2 {
+			k := p.Content[i]
+			if slices.Contains(pipelineKeys, k.Value) {
+				continue
+			}
+			hint := "a pipeline's keys are " + strings.Join(pipelineKeys, ", ")
+			if close := closeTo(k.Value, pipelineKeys); len(close) > 0 {
+				hint = "did you mean " + strings.Join(close, " or ") + "? (" + hint + ")"
+			}
+			return fmt.Errorf("line %d: pipelines: unknown key %q; %s", k.Line, k.Value, hint)
+		}
+	}
+	return nil
+}
+
+// closeTo returns the names within two edits of word (a misspelling),
+// sorted.
+func closeTo(word string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n != word && levenshtein.ComputeDistance(word, n) <= 2 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // suggest returns up to three known keys that share a word with key.

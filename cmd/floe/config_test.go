@@ -148,9 +148,13 @@ func TestConfigPrecedence(t *testing.T) {
 
 	bad := filepath.Join(dir, "bad.yaml")
 	for _, c := range []struct{ body, want string }{
-		{"brokers: [a:1]\nbrokres: [b:2]\n", `bad.yaml line 2: unknown key "brokres"`},
+		{"brokers: [a:1]\nbrokres: [b:2]\n", `bad.yaml line 2: unknown key "brokres"; did you mean brokers?`},
+		{"kafka-sasl-pasword: x\n", "did you mean kafka-sasl-password?"},
 		{"flush-records: lots\n", "flush-records"},
-		{"pipelines:\n  - topic: a\n    tabel: x.y\n", "tabel"},
+		// The line of the key, the one meant, and no Go type (from a
+		// new-user run).
+		{"pipelines:\n  - topic: a\n    tabel: x.y\n", `bad.yaml line 3: pipelines: unknown key "tabel"; did you mean table?`},
+		{"brokers: [a:1]\npipelines:\n  - topic: a\n    table: x.y\n    value: jsn\n", `pipeline a -> x.y (its value and key): --value "jsn"`},
 		{"catalog: [a, b]\n", "want one value"},
 	} {
 		writeFile(t, bad, c.body)
@@ -230,7 +234,7 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(file.pipelines) != 2 || file.pipelines[1].Partitions[2] != 2 || file.pipelines[1].PartitionBy == "" {
+	if len(file.pipelines) != 3 || file.pipelines[1].Partitions[2] != 2 || file.pipelines[1].PartitionBy == "" || file.pipelines[2].Value != "registry" {
 		t.Errorf("pipelines: %+v", file.pipelines)
 	}
 	sink, _, err := root.Find([]string{"sink"})

@@ -81,6 +81,9 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 		g.key = from.Key
 	}
 	l, err := g.layout()
+	if err != nil && (from.Value != "" || from.Key != "") {
+		return fmt.Errorf("config file: pipeline %s -> %s (its value and key): %w", from.Topic, from.Table, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -94,8 +96,21 @@ func readKafkaProperties(path string) (connector.Security, error) {
 	if err != nil {
 		return sec, err
 	}
+	// librdkafka names the mechanism sasl.mechanisms; the Java client
+	// sasl.mechanism.
+	if p, ok := props["sasl.mechanisms"]; ok {
+		if _, both := props["sasl.mechanism"]; !both {
+			props["sasl.mechanism"] = p
+		}
+	}
+	if err := checkPropertyNames(path, props); err != nil {
+		return sec, err
+	}
 	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("--kafka-config %s line %d: %s: %s", path, props[key].line, key, fmt.Sprintf(format, args...))
+		if p, ok := props[key]; ok {
+			return fmt.Errorf("--kafka-config %s line %d: %s: %s", path, p.line, key, fmt.Sprintf(format, args...))
+		}
+		return fmt.Errorf("--kafka-config %s: %s is not set: %s", path, key, fmt.Sprintf(format, args...))
 	}
 	get := func(key string) string { return props[key].value }
 	for _, key := range []string{"ssl.truststore.location", "ssl.keystore.location"} {
@@ -124,7 +139,9 @@ func readKafkaProperties(path string) (connector.Security, error) {
 		return sec, bad("sasl.mechanism", "%s needs security.protocol SASL_SSL or SASL_PLAINTEXT (it is %q)", mech, get("security.protocol"))
 	case !sasl:
 		return sec, nil
-	case mech == "" || mech == "GSSAPI":
+	case mech == "":
+		return sec, bad("sasl.mechanism", "security.protocol %s needs one: floe supports %s (librdkafka names it sasl.mechanisms)", get("security.protocol"), strings.Join(connector.Mechanisms, ", "))
+	case mech == "GSSAPI":
 		return sec, bad("sasl.mechanism", "%q: floe supports %s (Kerberos, GSSAPI, is not supported)", get("sasl.mechanism"), strings.Join(connector.Mechanisms, ", "))
 	}
 	sec.Mechanism = mech
@@ -153,6 +170,34 @@ func readKafkaProperties(path string) (connector.Security, error) {
 		sec.Scope = orElse(opts["scope"], sec.Scope)
 	}
 	return sec, nil
+}
+
+// securityProperties are the properties of a client's configuration that
+// readKafkaProperties reads (the Java client's and librdkafka's names),
+// and the security properties it knows and leaves alone.
+var securityProperties = []string{
+	"security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password", "sasl.jaas.config",
+	"sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret", "sasl.oauthbearer.scope",
+	"ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.truststore.location", "ssl.keystore.location",
+	"ssl.truststore.password", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type", "ssl.keystore.type",
+	"ssl.endpoint.identification.algorithm", "sasl.kerberos.service.name", "sasl.login.callback.handler.class",
+	"sasl.client.callback.handler.class", "sasl.oauthbearer.method", "ssl.protocol", "ssl.enabled.protocols",
+}
+
+// checkPropertyNames refuses a property of props that is two edits or
+// fewer from one floe reads but is not one (ssl.ca.locaton): left unread,
+// it would leave its setting at the default without a word. Other keys
+// (bootstrap.servers, acks, ...) belong to other clients and are ignored.
+func checkPropertyNames(path string, props map[string]property) error {
+	for _, key := range slices.Sorted(maps.Keys(props)) {
+		if slices.Contains(securityProperties, key) {
+			continue
+		}
+		if close := closeTo(key, securityProperties); len(close) > 0 {
+			return fmt.Errorf("--kafka-config %s line %d: %s is not a setting floe reads; did you mean %s?", path, props[key].line, key, strings.Join(close, " or "))
+		}
+	}
+	return nil
 }
 
 // orElse is a unless it is empty, else b.

@@ -315,7 +315,8 @@ func TestSecureMechanisms(t *testing.T) {
 		}},
 		{"mutual TLS with SCRAM-SHA-512 properties file", "SCRAM-SHA-512", true, func(t *testing.T, c *secureCluster, dir string) []string {
 			props := filepath.Join(dir, "client.properties")
-			writeFile(t, props, "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username="+floeUser+"\nsasl.password="+floePass+"\n"+
+			// librdkafka's names (sasl.mechanisms, from a new-user run).
+			writeFile(t, props, "security.protocol=SASL_SSL\nsasl.mechanisms=SCRAM-SHA-512\nsasl.username="+floeUser+"\nsasl.password="+floePass+"\n"+
 				"ssl.ca.location="+c.certs.CAFile+"\nssl.certificate.location="+c.certs.CertFile+"\nssl.key.location="+c.certs.KeyFile+"\n")
 			return []string{"--brokers", c.brokers[0], "--kafka-config", props}
 		}},
@@ -688,6 +689,12 @@ func TestKafkaConfigFileErrors(t *testing.T) {
 			`line 2: sasl.mechanism: "GSSAPI": floe supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM (Kerberos, GSSAPI, is not supported)`},
 		{"SASL without a SASL protocol", "security.protocol=SSL\nsasl.mechanism=PLAIN\n",
 			`line 2: sasl.mechanism: PLAIN needs security.protocol SASL_SSL or SASL_PLAINTEXT (it is "SSL")`},
+		// From a new-user run: a misspelt key was ignored, and a missing
+		// mechanism was "line 0: sasl.mechanism: \"\"".
+		{"misspelt key", "security.protocol=SSL\nssl.ca.locaton=/etc/ca.pem\n",
+			"line 2: ssl.ca.locaton is not a setting floe reads; did you mean ssl.ca.location?"},
+		{"no mechanism", "security.protocol=SASL_SSL\nbootstrap.servers=k:9092\n",
+			": sasl.mechanism is not set: security.protocol SASL_SSL needs one: floe supports PLAIN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			props := filepath.Join(t.TempDir(), "client.properties")
@@ -696,6 +703,9 @@ func TestKafkaConfigFileErrors(t *testing.T) {
 			code, out, errs := floe(t, append([]string{"sink", "--brokers", "127.0.0.1:1", "--kafka-config", props, "--topic", "orders", "--table", "lake.orders", "--log-level", "debug"}, catFlags...)...)
 			noSecret(t, out, errs)
 			want := "floe: --kafka-config " + props + " " + tc.want
+			if strings.HasPrefix(tc.want, ":") {
+				want = "floe: --kafka-config " + props + tc.want
+			}
 			if line := errorLine(errs); code != 2 || !strings.HasPrefix(line, want) {
 				t.Errorf("exit %d, error line\n%s\nwant exit 2 and a line starting\n%s", code, line, want)
 			}

@@ -223,10 +223,16 @@ Environment (also in %[1]s/env.sh):
 		}
 		fmt.Fprintln(w)
 	}
+	// A secured stack's commands need the Kafka flags above too: its lines
+	// take them all from the config file instead.
+	conn := fmt.Sprintf("--brokers %s --catalog %s --warehouse %s --s3-endpoint %s", broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint)
+	if l.Password != "" {
+		conn = "--config " + filepath.Join(l.Dir, "floe.yaml")
+	}
 	fmt.Fprintf(w, `
 floe (flags; or --config %[1]s/floe.yaml, or the FLOE_* variables above):
-  floe sink   --brokers %[2]s --catalog %[3]s --warehouse %[4]s --s3-endpoint %[5]s --topic orders --table lake.orders
-  floe status --brokers %[2]s --catalog %[3]s --warehouse %[4]s --s3-endpoint %[5]s --table lake.orders
+  floe sink   %[13]s --topic orders --table lake.orders
+  floe status %[13]s --table lake.orders
 
 Other clients:
 %[12]s  registry  curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
@@ -239,7 +245,7 @@ Other clients:
             SELECT * FROM iceberg_scan('METADATA');   -- METADATA: the "metadata" line of floe status
 `, l.Dir, broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint, localstack.Bucket,
 		localstack.AccessKeyID, localstack.SecretAccessKey, localstack.Region, strings.TrimPrefix(l.S3.Endpoint, "http://"),
-		l.Registry, localKafkaClients(l))
+		l.Registry, localKafkaClients(l), conn)
 }
 
 // localKafkaClients is the usage's lines for kcat and kafkajs. kcat's

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -461,7 +462,18 @@ func TestLocalstackUpSecure(t *testing.T) {
 	}
 	sc := &secureCluster{brokers: l.Brokers, certs: l.Certs, admin: admin}
 	count := sc.produce(t, "orders", 2, 20, map[int32]int64{})
-	mustFloe(t, "sink", "--config", filepath.Join(dir, "floe.yaml"), "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	// The sink line the usage prints works as printed: it carried none of
+	// the Kafka flags (from a new-user run).
+	var sinkLine []string
+	for _, line := range strings.Split(usage.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "floe" && f[1] == "sink" {
+			sinkLine = f[1:]
+		}
+	}
+	if !slices.Contains(sinkLine, "--config") {
+		t.Fatalf("the usage's floe sink line %q does not carry the stack's Kafka security", sinkLine)
+	}
+	mustFloe(t, append(sinkLine, "--stop-at-end")...)
 	checkTable(t, l.Catalog(), "lake.orders", "orders", count)
 
 	code, _, errs := floe(t, "sink", "--brokers", l.Brokers[0], "--catalog", l.CatalogPath(), "--topic", "orders", "--table", "lake.orders", "--stop-at-end")

@@ -294,7 +294,9 @@ func (d *decoder) keepKeyTypes(key any, keyType iceberg.Type, keyChanged bool, r
 				key = fields
 			}
 		default:
-			if upsert.Source == mapping.KeyFromKafkaKey {
+			// kafka_key a key column (keyed by the Kafka key, or by it
+			// within its partition).
+			if slices.Contains(upsert.Columns, mapping.ColKey) {
 				v, err := mapping.KeepKeyType(mapping.ColKey, have, keyType, key)
 				if err != nil {
 					return nil, nil, false, nil, nil, false, err
@@ -453,6 +455,11 @@ func (d *decoder) keyOfBefore(before map[string]any) (any, error) {
 	key := make(map[string]any, len(kt.FieldList))
 	for _, f := range kt.FieldList {
 		v := before[f.Name]
+		// A key column keeps its type (keepKeyTypes): the image of a
+		// widened source column holds a wider value that may fit it.
+		if kept, err := mapping.KeepKeyType(joinKeyPath(f.Name), f.Type, f.Type, v); err == nil {
+			v = kept
+		}
 		if err := mapping.CheckValue(joinKeyPath(f.Name), f.Type, false, v); err != nil || v == nil {
 			return nil, fmt.Errorf("a Debezium delete (op d) without a record key, and its before image has no key field %s of the key's type (%v)", f.Name, err)
 		}

@@ -189,10 +189,11 @@ func findField(st *iceberg.StructType, name string) (iceberg.NestedField, bool) 
 // before the change, in floe's reads, audit and compaction alike: the
 // updates and deletes of older keys would be lost. A value that does not
 // fit have (a long beyond int's range, a decimal with more digits) is a
-// *SchemaConflictError.
+// *SchemaConflictError. The value decides, so got may be have when the
+// value's own type is not known (a delete's before image).
 func KeepKeyType(path string, have, got iceberg.Type, v any) (any, error) {
-	if have.Equals(got) || v == nil {
-		return v, nil
+	if v == nil {
+		return nil, nil
 	}
 	conflict := &SchemaConflictError{Path: path, Have: have, Got: got, KeyColumn: true, Value: v,
 		Cause: "a new table whose first records have the wider type takes it: for a Debezium source, snapshot the source table again into a new topic and sink that (docs/upsert.md, key column types)"}
@@ -209,6 +210,10 @@ func KeepKeyType(path string, have, got iceberg.Type, v any) (any, error) {
 	case iceberg.DecimalType:
 		if d, ok := v.(iceberg.Decimal); ok && d.Scale == have.Scale() && digits(d.Val) <= have.Precision() {
 			return d, nil
+		}
+	default:
+		if have.Equals(got) {
+			return v, nil
 		}
 	}
 	return nil, conflict

@@ -1261,20 +1261,26 @@ func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 
 // CompactAll compacts the table and, when it is a data table, each of its
 // dead-letter tables (DeadLetterTables), returning a result per table
-// compacted (the data table first). It stops at the first error.
+// compacted (the data table first). It stops at the first error, but for
+// a data table refused for its widened key (*KeyWidenedError) and a
+// dead-letter table that lost a file, which are returned after the rest.
 func (t *Table) CompactAll(ctx context.Context, opts CompactOptions) ([]CompactResult, error) {
 	res, err := t.Compact(ctx, opts)
 	out := []CompactResult{res}
-	if err != nil || t.tbl.Properties()[PropDeadLettersOf] != "" {
+	// A data table refused for its widened key (which a person must
+	// rebuild) leaves its dead-letter tables, which have no key, to compact.
+	_, widened := errors.AsType[*KeyWidenedError](err)
+	if err != nil && !widened || t.tbl.Properties()[PropDeadLettersOf] != "" {
 		return out, err
 	}
+	refused := err
 	dlqs, err := t.DeadLetterTables(ctx)
 	if err != nil {
-		return out, err
+		return out, errors.Join(refused, err)
 	}
 	// A dead-letter table whose storage lost a file cannot be compacted
 	// until floe maintain drops it; the other ones still are.
-	var lost error
+	lost := refused
 	for _, dlq := range dlqs {
 		res, err := dlq.Compact(ctx, opts)
 		out = append(out, res)
@@ -1283,7 +1289,7 @@ func (t *Table) CompactAll(ctx context.Context, opts CompactOptions) ([]CompactR
 			continue
 		}
 		if err != nil {
-			return out, err
+			return out, errors.Join(refused, err)
 		}
 	}
 	return out, lost

@@ -20,6 +20,9 @@ var (
 	// ErrStorageCredentials: the object store rejected the credentials
 	// (unknown access key, signature mismatch, expired token).
 	ErrStorageCredentials = errors.New("object store rejected the credentials")
+	// errNoStorageCredentials is ErrStorageCredentials (errors.Is) when
+	// there are none to present: nothing was rejected.
+	errNoStorageCredentials error = noCredentials{}
 	// ErrStorageUnreachable: nothing answers at the object store's endpoint.
 	ErrStorageUnreachable = errors.New("object store unreachable")
 	// ErrCatalogUnreachable: nothing answers at the catalog's address.
@@ -116,6 +119,13 @@ func Explain(err error) error {
 	}
 	return err
 }
+
+// noCredentials is errNoStorageCredentials.
+type noCredentials struct{}
+
+func (noCredentials) Error() string { return "no credentials for the object store" }
+
+func (noCredentials) Is(target error) bool { return target == ErrStorageCredentials }
 
 // classified reports whether err already wraps one of the sentinels.
 func classified(err error) bool {

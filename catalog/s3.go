@@ -132,8 +132,8 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 
 	creds, err := s.cfg.Credentials.Retrieve(ctx)
 	if err != nil {
-		return nil, check(fmt.Errorf("%w: no usable AWS credentials for %s (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE): %w",
-			ErrStorageCredentials, s.describe(), err), s3Keys...)
+		return nil, check(fmt.Errorf("%w: none of the SDK's sources gave usable AWS credentials for %s (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE): %w",
+			errNoStorageCredentials, s.describe(), err), s3Keys...)
 	}
 	s.props = iceberg.Properties{
 		iceio.S3Region:                 s.cfg.Region,

@@ -167,6 +167,17 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if err != nil {
 		return err
 	}
+	// Where the files went, after the report (on stderr beside --json,
+	// whose stdout is the report alone).
+	said := stdout
+	if f.json {
+		said = stderr
+	}
+	for _, out := range [][2]string{{"HTML", f.html}, {"PDF", f.pdf}} {
+		if out[1] != "" {
+			fmt.Fprintf(said, "wrote the %s report to %s\n", out[0], out[1])
+		}
+	}
 	if !rep.Complete() {
 		return &codeError{code: exitFindings}
 	}

@@ -245,7 +245,8 @@ func TestAuditCommandFindings(t *testing.T) {
 	// stdout; the exit status still says there are findings.
 	page := filepath.Join(t.TempDir(), "audit.html")
 	code, out, errs = floe(t, append(base, "--json", "--brokers", st.Brokers[0], "--html", page)...)
-	if code != exitFindings || errs != "" || decodeAudit(t, out).Evidence.Digest != doc.Evidence.Digest {
+	// It says where the page went (on stderr: stdout is the JSON alone).
+	if code != exitFindings || errs != "wrote the HTML report to "+page+"\n" || decodeAudit(t, out).Evidence.Digest != doc.Evidence.Digest {
 		t.Fatalf("--html: exit %d, stderr %q", code, errs)
 	}
 	html, err := os.ReadFile(page)

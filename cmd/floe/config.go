@@ -139,7 +139,7 @@ func applyConfig(cmd *cobra.Command) error {
 				vals = strings.Split(v, ",")
 			}
 			if err := setFlag(cmd.Flags(), f, vals); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+				errs = append(errs, fmt.Errorf("%s: %w%s", env, err, parseHint(err)))
 			} else if src != nil {
 				src[f.Name] = env
 			}
@@ -150,7 +150,7 @@ func applyConfig(cmd *cobra.Command) error {
 		}
 		if vals, ok := file.values[f.Name]; ok {
 			if err := setFlag(cmd.Flags(), f, vals); err != nil {
-				errs = append(errs, fmt.Errorf("config file %s line %d: %s: %w", file.path, file.lines[f.Name], f.Name, err))
+				errs = append(errs, fmt.Errorf("config file %s line %d: %s: %w%s", file.path, file.lines[f.Name], f.Name, err, parseHint(err)))
 			} else if src != nil {
 				src[f.Name] = fmt.Sprintf("config file %s line %d", file.path, file.lines[f.Name])
 			}

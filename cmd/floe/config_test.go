@@ -211,6 +211,14 @@ func TestEnvironmentMistakes(t *testing.T) {
 		t.Errorf("FLOE_DLQ=maybe: exit %d, %q", code, errs)
 	}
 	os.Unsetenv("FLOE_DLQ")
+	// A value the flag's parser refuses says what it wants, as on the
+	// command line (from a new-user run).
+	t.Setenv("FLOE_KAFKA_TLS", "yes")
+	code, _, errs = floe(t, "sink", "--topic", "orders", "--table", "lake.orders", "--catalog", st.Catalog().Catalog, "--brokers", st.Brokers[0])
+	if code != exitError || !strings.Contains(errs, "FLOE_KAFKA_TLS: ") || !strings.Contains(errs, "; want true or false") {
+		t.Errorf("FLOE_KAFKA_TLS=yes: exit %d, %q", code, errs)
+	}
+	os.Unsetenv("FLOE_KAFKA_TLS")
 	config := filepath.Join(t.TempDir(), "floe.yaml")
 	writeFile(t, config, "dlq-table: lake.x\ndlq: maybe\n")
 	code, _, errs = floe(t, "sink", "--config", config, "--topic", "orders", "--table", "lake.orders", "--catalog", st.Catalog().Catalog, "--brokers", st.Brokers[0])

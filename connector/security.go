@@ -285,7 +285,7 @@ func (s Security) explainDial(err error) error {
 		}
 		return check("authentication as "+who+" failed (wrong user or password)", SettingUser, SettingPassword)
 	case errors.Is(err, kerr.UnsupportedSaslMechanism):
-		return check("the brokers do not accept SASL mechanism "+s.Mechanism, SettingMechanism)
+		return check("the brokers do not accept SASL mechanism "+s.Mechanism+" on this port (a listener without SASL takes none: leave the SASL flags out there)", SettingMechanism)
 	case errors.As(err, &hostname):
 		return check("the brokers' certificate is not valid for the name "+hostname.Host, SettingTLSServerName)
 	case errors.As(err, &unknownCA):
@@ -308,7 +308,7 @@ func (s Security) explainDial(err error) error {
 		// Brokers that answer a failed authentication by closing the
 		// connection (SaslAuthenticate v0, kfake), which some also do for
 		// a mechanism they do not serve.
-		return check("authentication as "+who+" failed (wrong user or password, or a SASL mechanism the brokers do not accept; they closed the connection)", SettingUser, SettingPassword, SettingMechanism)
+		return check("authentication as "+who+" failed (wrong user or password, a SASL mechanism the brokers do not accept, or a listener without SASL, where the SASL flags must go; they closed the connection)", SettingUser, SettingPassword, SettingMechanism)
 	case s.useTLS() && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()):
 		return check("no TLS session with the brokers in time (a plaintext listener, or unreachable?)", SettingTLS, SettingBrokers)
 	}

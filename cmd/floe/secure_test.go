@@ -394,6 +394,11 @@ func TestSecureFailures(t *testing.T) {
 		// as on a wrong password (from a new-user run).
 		{"PLAIN against a SCRAM broker", with(flags, "--kafka-sasl-mechanism", "PLAIN"),
 			[]string{`authentication as PLAIN user "floe" failed`, "a SASL mechanism the brokers do not accept", "--kafka-sasl-mechanism"}},
+		// The SASL flags against a listener without SASL: kfake closes
+		// the connection, as on a wrong password, and the message says it
+		// may be that too (from a new-user run).
+		{"SASL against a plaintext listener", []string{"--brokers", plain.Brokers[0], "--kafka-sasl-mechanism", "SCRAM-SHA-512", "--kafka-sasl-user", floeUser, "--kafka-sasl-password", floePass},
+			[]string{"failed (wrong user or password", "or a listener without SASL", "--kafka-sasl-mechanism"}},
 		{"mechanism the broker lacks", with(flags, "--kafka-sasl-mechanism", "OAUTHBEARER", "--kafka-sasl-token", token),
 			[]string{"do not accept SASL mechanism OAUTHBEARER", "check --kafka-sasl-mechanism"}},
 		{"unknown mechanism", with(flags, "--kafka-sasl-mechanism", "GSSAPI"),

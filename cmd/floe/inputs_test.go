@@ -264,6 +264,13 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 			}
 		})
 	}
+	// A broker given as a URL is a usage error: floe status prints no
+	// table side first, as it does for brokers that fail (from a new-user
+	// run).
+	code, out, errs := floe(t, slices.Concat([]string{"status", "--table", "lake.shop", "-b", "kafka://" + st.Brokers[0]}, common[2:])...)
+	if code != exitError || out != "" || !strings.Contains(errs, "without a URL scheme") {
+		t.Errorf("status with a kafka:// broker: exit %d, stdout %q, stderr %q; want exit 2 and the usage error alone", code, out, errs)
+	}
 	t.Run("json keys on plain keys", func(t *testing.T) {
 		if err := localstack.CreateTopic(t.Context(), st.Brokers, "keyed", 1, nil); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -62,7 +63,10 @@ running floe sink serves this page itself with --metrics-addr.`,
 				return err
 			}
 			broker, brokerErr := b.dial(ctx)
-			if brokerErr != nil && serve != "" {
+			// A broker address or security setting that cannot work is a
+			// usage error, not brokers that failed: no table side first.
+			_, badSetting := errors.AsType[*connector.ConfigError](brokerErr)
+			if brokerErr != nil && (serve != "" || badSetting) {
 				return brokerErr
 			}
 			if broker != nil {

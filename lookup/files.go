@@ -44,6 +44,9 @@ type FilesResult struct {
 type File struct {
 	// Path is the file's URI (file:// or s3://).
 	Path string `json:"path"`
+	// Missing is set, by Check, for a file the table's storage no longer
+	// has (deleted outside floe).
+	Missing bool `json:"missing,omitempty"`
 	// Topic is the Kafka topic of the file's rows, from the ledger; empty
 	// when the ledger cannot tell (a table holding the same partition of
 	// several topics, whose commit cannot attribute the file).
@@ -281,4 +284,22 @@ func (ix topicIndex) of(f snapshot.DataFile) string {
 		return found[0]
 	}
 	return ""
+}
+
+// Check looks for each of r's files in tbl's storage (one request per
+// file: the manifests still list a file deleted outside floe), sets
+// Missing on those it lacks, and returns their paths.
+func (r *FilesResult) Check(ctx context.Context, tbl *snapshot.Table) ([]string, error) {
+	paths := make([]string, len(r.Files))
+	for i, f := range r.Files {
+		paths[i] = f.Path
+	}
+	missing, err := tbl.MissingFiles(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	for i := range r.Files {
+		r.Files[i].Missing = slices.Contains(missing, r.Files[i].Path)
+	}
+	return missing, nil
 }

@@ -594,6 +594,20 @@ func deadLetterCount(c mapping.Commit) int64 {
 	return n
 }
 
+// MissingFiles returns those of paths, files of t, that t's storage no
+// longer has (deleted outside floe): one request per file.
+func (t *Table) MissingFiles(ctx context.Context, paths []string) ([]string, error) {
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open the storage of %s: %w", t.Name(), err)
+	}
+	missing, err := missingFiles(fsys, paths)
+	if err != nil {
+		return nil, fmt.Errorf("look for the files of %s in its storage: %w", t.Name(), err)
+	}
+	return missing, nil
+}
+
 // missingFiles returns the paths of files that do not exist.
 func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
 	var out []string

@@ -66,6 +66,16 @@ func TestS3DeadLetterFileDeleted(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "gone from its storage") || !strings.Contains(errs, "--drop-missing-dead-letter-files") {
 		t.Errorf("where on the lost dead letter: exit %d, %s", code, errs)
 	}
+	// floe files reads manifests only; --check looks for each file in the
+	// bucket and names the one gone.
+	code, out, errs = floe(t, append([]string{"files", "--table", "lake.orders_dlq", "--check"}, loc...)...)
+	if code != 2 || !strings.Contains(out, key+"  (missing from storage)") || !strings.Contains(errs, "1 of the 2 data files are gone") ||
+		!strings.Contains(errs, "--drop-missing-dead-letter-files") {
+		t.Errorf("files --check of the dead-letter table: exit %d, want 2 marking %s\n%s\n%s", code, key, out, errs)
+	}
+	if code, out, errs := floe(t, append([]string{"files", "--table", "lake.orders", "--check", "--json"}, loc...)...); code != 0 || strings.Contains(out, `"missing"`) {
+		t.Errorf("files --check of the data table: exit %d, want 0 and no file missing\n%s\n%s", code, out, errs)
+	}
 	maintain := append([]string{"maintain", "--table", "lake.orders"}, loc...)
 	if code, out, errs := floe(t, maintain...); code != 2 || !strings.Contains(errs, "--drop-missing-dead-letter-files") ||
 		!strings.Contains(out, "dead-letter tables checked against the ledger: lake.orders_dlq") {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,9 +22,10 @@ func newFilesCmd() *cobra.Command {
 		f          tableFlags
 		snapshotID int64
 		asJSON     bool
+		check      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "files --table NAMESPACE.TABLE [--snapshot ID] [--json]",
+		Use:   "files --table NAMESPACE.TABLE [--snapshot ID] [--check] [--json]",
 		Short: "List the data files of the table's current snapshot, for readers without Iceberg support",
 		Long: `List the Parquet data files that make up the table's current snapshot (or --snapshot ID): per
 file its path, the Kafka topic and partition of its rows, their offsets [low, high) (the text
@@ -45,7 +47,12 @@ data/*.parquet counts rows twice or reads rows that were never committed.
 A snapshot with row-level delete files is refused: its data files hold rows the deletes remove.
 An upsert table (docs/upsert.md) has them after most commits (its equality deletes): floe maintain
 --compact applies them in a new snapshot, which floe files then lists until a sink commits deletes
-again. A table of another mode has them only when another engine wrote them.`,
+again. A table of another mode has them only when another engine wrote them.
+
+The manifests still list a file deleted from the storage behind floe's back (an aws s3 rm, a
+lifecycle rule). --check looks for every file in the storage (one request per file), marks those
+it lacks "missing from storage" (JSON: "missing": true) and then fails (exit 2) naming the ways
+out.`,
 		Example: `  floe files --table lake.orders
   floe files --table lake.orders --json | jq -r '.files[].path'
   floe files --config ./floe-local/floe.yaml --table lake.orders --snapshot 3051729675574597004`,
@@ -60,18 +67,30 @@ again. A table of another mode has them only when another engine wrote them.`,
 			if err != nil {
 				return err
 			}
+			var missing []string
+			if check {
+				if missing, err = res.Check(ctx, tbl); err != nil {
+					return err
+				}
+			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(w, res)
+				err = printJSON(w, res)
+			} else {
+				printFiles(w, res)
 			}
-			printFiles(w, res)
-			return nil
+			if err == nil && len(missing) > 0 {
+				err = fmt.Errorf("%d of the %s are gone from the storage of %s (deleted outside floe): %w", len(missing), plural(len(res.Files), "data file"), tbl.Name(),
+					&snapshot.DataFileGoneError{Table: tbl.Name(), Path: missing[0], Err: iofs.ErrNotExist})
+			}
+			return err
 		},
 	}
 	fs := cmd.Flags()
 	f.register(fs)
 	fs.Int64Var(&snapshotID, "snapshot", 0, "list the files of this snapshot instead of the current one")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	fs.BoolVar(&check, "check", false, "look for every file in the storage (one request per file) and fail naming those it no longer has")
 	return cmd
 }
 
@@ -110,7 +129,11 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 			// in [smallest, largest+1).
 			offsets = fmt.Sprintf("[%d, %d)", *f.MinOffset, *f.MaxOffset+1)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", topic, part, offsets, f.Records, f.SizeBytes, f.Path)
+		path := f.Path
+		if f.Missing {
+			path += "  (missing from storage)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", topic, part, offsets, f.Records, f.SizeBytes, path)
 	}
 	tw.Flush()
 }

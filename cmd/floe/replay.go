@@ -201,8 +201,8 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		// The replay is complete and its comparison is its result: the
 		// document says how it differed, then the error; the text says
 		// what the branch now holds, then the error.
+		res.Differ = differ
 		if f.json {
-			res.Differ = differ
 			printJSONLine(w, newReplayReport(res))
 		} else {
 			printReplayResult(w, res)
@@ -343,8 +343,11 @@ func printReplayResult(w io.Writer, r replay.Result) {
 		checked = "compared with main key by key"
 	}
 	switch {
-	case r.Differ != nil:
+	case r.Differ != nil && r.Differ.Published:
 		fmt.Fprintf(w, "%s: DIFFERENT (%v); published anyway (--publish-different)\n", checked, r.Differ)
+	case r.Differ != nil:
+		// The error after the result says how.
+		fmt.Fprintf(w, "%s: DIFFERENT: not published (below)\n", checked)
 	case r.Compared:
 		fmt.Fprintf(w, "%s (rows with deletes applied, %s): EQUAL\n", checked, plural(r.ComparedKeys, "key"))
 	}

@@ -112,6 +112,10 @@ func TestReplayCommandUpsertBranchPublish(t *testing.T) {
 		!strings.Contains(lastLine(errs), "not published, main is unchanged; find out why they differ") || !strings.Contains(lastLine(errs), "--publish-different") {
 		t.Fatalf("publish of a different branch: exit %d\n%s\n%s", code, out, errs)
 	}
+	// The result before the error says DIFFERENT, not EQUAL (from a new-user run).
+	if !strings.Contains(out, "compared with main key by key: DIFFERENT: not published (below)") || strings.Contains(out, "EQUAL") {
+		t.Errorf("the refused publish's result:\n%s", out)
+	}
 	main = openFloeTable(t, st, "lake.customers")
 	if main.Head().SnapshotID != published || !main.HasBranch("late") {
 		t.Fatalf("a refused publish moved main (head %d, was %d) or lost the branch", main.Head().SnapshotID, published)

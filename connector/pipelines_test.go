@@ -79,6 +79,12 @@ func TestPipelinesCheckBeforeCreating(t *testing.T) {
 		{"foreign table", pipeline("other.foreign", "a", connector.Config{StopAtEnd: true}), func(err error) bool {
 			return err != nil && strings.Contains(err.Error(), "cannot hold floe rows")
 		}},
+		// Refused by the sink only after the table was created (from a
+		// new-user run).
+		{"truncates into a new table of format version 3", v3Truncating("lake.bad", "a"), func(err error) bool {
+			var ce *connector.ConfigError
+			return errors.As(err, &ce) && ce.Setting == connector.SettingTruncate && strings.Contains(err.Error(), "format version 3 cannot take a truncate")
+		}},
 	} {
 		err := connector.Pipelines{good, c.bad}.Run(e.Ctx, e.Broker(), cat)
 		if !c.check(err) {
@@ -94,6 +100,16 @@ func TestPipelinesCheckBeforeCreating(t *testing.T) {
 			t.Fatalf("%s: namespace lake: %v, want it not created", c.name, err)
 		}
 	}
+}
+
+// v3Truncating is a pipeline of Debezium events into a new upsert table
+// of format version 3 that applies truncates (--on-truncate delete-all).
+func v3Truncating(table, topic string) connector.Pipeline {
+	p := pipeline(table, topic, connector.Config{StopAtEnd: true, OnTruncate: connector.TruncateDeleteAll})
+	p.Layout = mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON, Envelope: mapping.EnvelopeDebezium}
+	p.Mode, p.Key = mapping.ModeUpsert, &mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	p.Properties = map[string]string{"format-version": "3"}
+	return p
 }
 
 // TestPipelinesFailTogether: two live pipelines share one broker connection

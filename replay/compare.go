@@ -177,6 +177,27 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 	return &DifferError{Table: t.Name(), Branch: t.Branch(), Coverage: lost}
 }
 
+// sameTopic returns a *DifferError when main's snapshot mainID and the
+// branch's head headID recorded different Kafka topic IDs for topic: the
+// topic was deleted and recreated, and main's rows are of the deleted
+// one, whose offsets the new one reuses: comparing offsets would take
+// them for the same records, and a publish would drop main's for good.
+func sameTopic(ctx context.Context, t *snapshot.Table, topic string, mainID, headID int64) error {
+	m, err := t.Summary(ctx, mainID)
+	if err != nil {
+		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+	}
+	b, err := t.Summary(ctx, headID)
+	if err != nil {
+		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+	}
+	if mid, bid := m.TopicID(topic), b.TopicID(topic); mid != "" && bid != "" && mid != bid {
+		return &DifferError{Table: t.Name(), Branch: t.Branch(),
+			Coverage: fmt.Sprintf("main read topic %s with ID %s, the branch with ID %s: the topic was deleted and recreated, and main's rows are of the deleted one, which no log holds any more (publishing would drop them for good; sink the new topic into a new table)", topic, mid, bid)}
+	}
+	return nil
+}
+
 // mainRowsLost says which offsets below the branch's next offset main's
 // snapshot mainID holds (covers and does not record lost) that the
 // branch's head headID does not (it starts later, records them lost to

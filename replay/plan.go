@@ -129,6 +129,14 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 			// the replay began with.
 			start = pr.First()
 		}
+		if fromTime != nil && !resumed && fromTime[part] == w.LogStart && w.LogStart > 0 {
+			// The first record retention kept is at or after the time:
+			// those it deleted before it may have been too, and a
+			// replay "since then" must not skip them unsaid.
+			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
+				Reason: fmt.Sprintf("partition %d: the first record the log still holds (offset %d) is stamped at or after it, and retention deleted everything below %d, records stamped since then among them maybe; replay from earliest (which records [0, %d) as lost), or from %d=%d to start at the log start knowingly",
+					part, w.LogStart, w.LogStart, w.LogStart, part, w.LogStart)}
+		}
 		if start < w.LogStart && !(resumed && pr.First() == start) {
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
 				Reason: fmt.Sprintf("partition %d starts at offset %d, but retention deleted everything below %d; replay from offset %d or later, or from earliest",

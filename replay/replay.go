@@ -378,6 +378,10 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	if h := tbl.Head(); h != nil {
 		res.Head = h.SnapshotID
 	}
+	if res.Complete && opts.Publish && ctx.Err() != nil {
+		// Interrupted as the last commit landed: complete, not published.
+		return res, fmt.Errorf("replay onto branch %s of %s is complete, but was interrupted before publishing it; run the same command again to publish: %w", opts.Branch, tbl.Name(), context.Cause(ctx))
+	}
 	if res.Complete && opts.Publish && ctx.Err() == nil {
 		mode, _ := opts.target()
 		// Checked against main's head as the swap asserts it, again
@@ -387,11 +391,13 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			if mainID == 0 {
 				return nil
 			}
-			var err error
-			if mode == mapping.ModeUpsert {
+			err := sameTopic(ctx, tbl, opts.Topic, mainID, res.Head)
+			switch {
+			case err != nil:
+			case mode == mapping.ModeUpsert:
 				res.Compared = true
 				res.ComparedKeys, err = compareWithMainAt(ctx, tbl, mainID)
-			} else {
+			default:
 				err = checkMainRowsKept(ctx, broker, tbl, opts.Topic, mainID, res.Head)
 			}
 			if differ, ok := errors.AsType[*DifferError](err); ok && opts.PublishDifferent {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -30,9 +32,10 @@ type Dropped struct {
 }
 
 // Drop drops the data table ident and its dead-letter tables
-// (Table.DeadLetterTables), those first, so that a drop cut short is done
-// by running it again. A dead-letter table is refused: its data table's
-// ledger names it (drop the data table). Dropping cannot be undone: a
+// (Table.DeadLetterTables, and those of its namespace that hold its dead
+// letters: a replay branch's), those first, so that a drop cut short is
+// done by running it again. A dead-letter table is refused while its data
+// table exists (drop the data table), and dropped alone once it is gone. Dropping cannot be undone: a
 // table created by mistake, or whose topic is gone for good, is what it
 // is for.
 func Drop(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts DropOptions) ([]Dropped, error) {
@@ -40,11 +43,18 @@ func Drop(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if err != nil {
 		return nil, err
 	}
+	var dlqs []*Table
 	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {
-		return nil, fmt.Errorf("%s is the dead-letter table of %s, whose ledger names it: drop %s, which drops it too", t.Name(), of, of)
-	}
-	dlqs, err := t.DeadLetterTables(ctx)
-	if err != nil {
+		// Alone only once its data table is gone (dropped by a floe
+		// that left it behind, or by another tool).
+		_, err := Open(ctx, cat, identOf(of), OpenOptions{})
+		if err == nil {
+			return nil, fmt.Errorf("%s is the dead-letter table of %s, whose ledger names it: drop %s, which drops it too", t.Name(), of, of)
+		}
+		if !errors.Is(err, ErrTableNotFound) {
+			return nil, fmt.Errorf("open %s, whose dead letters %s holds: %w", of, t.Name(), err)
+		}
+	} else if dlqs, err = t.allDeadLetterTables(ctx); err != nil {
 		return nil, err
 	}
 	var out []Dropped
@@ -58,6 +68,34 @@ func Drop(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		out = append(out, dropped)
 	}
 	return out, nil
+}
+
+// allDeadLetterTables is DeadLetterTables with the tables of t's
+// namespace that hold t's dead letters (PropDeadLettersOf) but that no
+// ledger or property of t names: a replay onto a branch creates its own
+// (BranchDeadLetterName), which it names only once a dead letter needs it.
+func (t *Table) allDeadLetterTables(ctx context.Context) ([]*Table, error) {
+	dlqs, err := t.DeadLetterTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for ident, err := range t.cat.ListTables(ctx, t.ident[:len(t.ident)-1]) {
+		if err != nil {
+			return nil, fmt.Errorf("list the tables beside %s: %w", t.Name(), err)
+		}
+		name := strings.Join(ident, ".")
+		if name == t.Name() || slices.ContainsFunc(dlqs, func(d *Table) bool { return d.Name() == name }) {
+			continue
+		}
+		d, err := Open(ctx, t.cat, ident, OpenOptions{})
+		if err != nil {
+			continue // not a table floe can open: not one of its dead-letter tables
+		}
+		if d.tbl.Properties()[PropDeadLettersOf] == t.Name() {
+			dlqs = append(dlqs, d)
+		}
+	}
+	return dlqs, nil
 }
 
 // drop drops ident, with its files unless keepFiles, and reports whether

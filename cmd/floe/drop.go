@@ -21,13 +21,15 @@ func newDropCmd() *cobra.Command {
 		Use:   "drop --table NAMESPACE.TABLE [--keep-files] --yes [--json]",
 		Short: "Drop a table and its dead-letter tables, with their files",
 		Long: `Drop a table from the catalog with its dead-letter tables (the default one, those its ledger
-names and those it recorded), and delete their files (data, metadata, ledger archive) where the
-catalog can (SQLite, PostgreSQL, Glue, REST); --keep-files drops the catalog entries only, and
-the files stay under the tables' locations. A table created by mistake (a typo in --table) or whose
-topic is gone for good is what it is for; nothing can undo it.
+names, those it recorded and its replay branches' tables), and delete their files (data,
+metadata, ledger archive) where the catalog can (SQLite, PostgreSQL, Glue, REST); --keep-files
+drops the catalog entries only, and the files stay under the tables' locations. A table created
+by mistake (a typo in --table) or whose topic is gone for good is what it is for; nothing can
+undo it.
 
 Without --yes it lists what it would drop and drops nothing (exit 2). A dead-letter table is
-refused: its data table's ledger names it, so drop the data table. A drop cut short (the
+refused while its data table exists (drop the data table), and dropped alone once that is gone.
+A drop cut short (the
 dead-letter tables go first) is finished by running it again.`,
 		Example: `  floe drop --table lake.ordres               # lists what would go
   floe drop --table lake.ordres --yes`,

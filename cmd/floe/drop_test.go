@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 )
 
@@ -26,10 +27,18 @@ func TestDropCommand(t *testing.T) {
 		t.Fatalf("sink: %s", out)
 	}
 	location := strings.TrimPrefix(openTable(t, st.Catalog(), "lake.ordres").Iceberg().Location(), "file://")
+	// A replay onto a branch creates the branch's dead-letter table, which
+	// no commit names while it holds none: it was left behind, and then
+	// refused (from a new-user run).
+	mustFloe(t, append([]string{"replay", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.ordres", "--branch", "rebuild", "--until", "0=3,1=0,2=0"}, loc...)...)
+	if !replayTableExists(t, st, "lake.ordres_rebuild_dlq") {
+		t.Fatal("the replay created no dead-letter table of its branch")
+	}
 	drop := append([]string{"drop", "--table", "lake.ordres"}, loc...)
 
 	code, out, errs := floe(t, drop...)
 	if code != exitError || !strings.Contains(out, "would drop lake.ordres_dlq") || !strings.Contains(out, "would drop lake.ordres (") ||
+		!strings.Contains(out, "would drop lake.ordres_rebuild_dlq") ||
 		!strings.Contains(errs, "pass --yes") || !replayTableExists(t, st, "lake.ordres") || !replayTableExists(t, st, "lake.ordres_dlq") {
 		t.Fatalf("drop without --yes: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -42,7 +51,7 @@ func TestDropCommand(t *testing.T) {
 	if !strings.Contains(out, "dropped lake.ordres_dlq and deleted its files") || !strings.Contains(out, "dropped lake.ordres and deleted its files") {
 		t.Fatalf("drop --yes: %s", out)
 	}
-	if replayTableExists(t, st, "lake.ordres") || replayTableExists(t, st, "lake.ordres_dlq") {
+	if replayTableExists(t, st, "lake.ordres") || replayTableExists(t, st, "lake.ordres_dlq") || replayTableExists(t, st, "lake.ordres_rebuild_dlq") {
 		t.Fatal("a table is still in the catalog")
 	}
 	// Local storage keeps the empty folders.
@@ -63,5 +72,17 @@ func TestDropCommand(t *testing.T) {
 
 	if out := mustFloe(t, sink...); !strings.Contains(out, "300 rows and 1 dead letter") {
 		t.Errorf("sink after the drop: %s; want the table afresh", out)
+	}
+	// A dead-letter table whose data table is gone (dropped by another
+	// tool) is dropped on its own.
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.DropTable(t.Context(), []string{"lake", "ordres"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustFloe(t, append([]string{"drop", "--table", "lake.ordres_dlq", "--yes"}, loc...)...); !strings.Contains(out, "dropped lake.ordres_dlq") || replayTableExists(t, st, "lake.ordres_dlq") {
+		t.Errorf("drop of a dead-letter table whose data table is gone: %s", out)
 	}
 }

@@ -95,6 +95,15 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			fr = &fileRows{pmin: math.MaxInt32, pmax: math.MinInt32, omin: math.MaxInt64, omax: math.MinInt64, empty: true}
 			perFile[fb.Path] = fr
 		}
+		if len(fb.GoneDeletes) > 0 {
+			m := manifest[fb.Path]
+			for _, del := range fb.GoneDeletes {
+				a.find(Finding{Level: LevelRows, Kind: KindMissingFile, File: del, SnapshotID: m.AddedBy,
+					Detail: fmt.Sprintf("the table's current snapshot lists delete file %s for data file %s (%d rows), but the storage no longer has it: no reader can apply it, so the rows it deletes (old values of updated keys, deleted keys) cannot be told from live ones (floe replay rebuilds the table from the log)", del, fb.Path, m.Records)})
+			}
+			prog.Add(m.Records)
+			return nil
+		}
 		if fb.Missing {
 			m := manifest[fb.Path]
 			a.find(Finding{Level: LevelRows, Kind: KindMissingFile, File: fb.Path, SnapshotID: m.AddedBy,

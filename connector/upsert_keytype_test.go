@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -163,5 +164,53 @@ func TestCompactRefusesWidenedKey(t *testing.T) {
 	}
 	if dels, err := tbl.DeleteFiles(e.Ctx, tbl.Head().SnapshotID); err != nil || len(dels) == 0 {
 		t.Errorf("delete files after the refused compaction: %d, %v; want them kept", len(dels), err)
+	}
+}
+
+// TestUpsertDeleteFileGone (from a new-user run): an equality delete file
+// of an upsert table deleted from the storage behind floe's back was
+// reported by floe audit --deep as its data file gone ("its rows are
+// lost"), though the data file was there, and a scan named the data file
+// too. The audit now names the delete file, and a scan fails naming it.
+func TestUpsertDeleteFileGone(t *testing.T) {
+	e := newEnv(t)
+	const topic = "accounts"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.upsertTable("lake.accounts")
+	k, v1, v2 := "k1", "one", "uno"
+	for i, v := range []*string{&v1, &v2} {
+		e.Produce([]*kgo.Record{keyed(topic, 0, &k, v, i)})
+		if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dels, err := tbl.DeleteFiles(e.Ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The update's deletes (the head's), which apply to the first commit's row.
+	i := slices.IndexFunc(dels, func(d snapshot.DeleteFile) bool { return d.AddedBy == tbl.Head().SnapshotID })
+	if i < 0 {
+		t.Fatalf("no delete file of the head in %+v", dels)
+	}
+	gone := dels[i].Path
+	if err := os.Remove(strings.TrimPrefix(gone, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool { return f.Kind == audit.KindMissingFile && f.File == gone })
+	blamed := slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool {
+		return f.Kind == audit.KindMissingFile && f.File != gone && strings.Contains(f.Detail, "its rows are lost")
+	})
+	if rep.Complete() || !named || blamed {
+		t.Errorf("audit: findings %+v; want a missing-file naming delete file %s and no data file blamed", rep.Findings, gone)
+	}
+	err = tbl.ScanFiles(e.Ctx, 0, snapshot.ScanOptions{}, func(snapshot.FileBatch) error { return nil })
+	var goneErr *snapshot.DataFileGoneError
+	if !errors.As(err, &goneErr) || goneErr.Path != gone || goneErr.DeletesOf == "" {
+		t.Errorf("scan: %v; want a DataFileGoneError naming delete file %s", err, gone)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -45,8 +46,12 @@ type FileBatch struct {
 	// Done marks the last call for the file: all its rows were delivered.
 	Done bool
 	// Missing, with Done, marks a file the storage no longer has
-	// (ScanOptions.MissingOK): none of its rows were read.
-	Missing bool
+	// (ScanOptions.MissingOK): none of its rows were read. GoneDeletes,
+	// when set, are the delete files of a data file that is there whose
+	// storage no longer has them: its rows were not read either (which of
+	// them are deleted is unknown).
+	Missing     bool
+	GoneDeletes []string
 }
 
 // ScanFiles reads the rows of a snapshot (0 means the branch head) file by
@@ -151,10 +156,16 @@ func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOption
 // (ScanOptions.MissingOK) stops with it.
 type DataFileGoneError struct {
 	Table, Path string
-	Err         error
+	// DeletesOf is set when Path is a delete file: the data file it
+	// applies to, which was being read.
+	DeletesOf string
+	Err       error
 }
 
 func (e *DataFileGoneError) Error() string {
+	if e.DeletesOf != "" {
+		return fmt.Sprintf("read %s: delete file %s, which %s lists for it, is gone from its storage (deleted outside floe): %v", e.DeletesOf, e.Path, e.Table, e.Err)
+	}
 	return fmt.Sprintf("read %s: a data file %s lists is gone from its storage (deleted outside floe): %v", e.Path, e.Table, e.Err)
 }
 
@@ -167,6 +178,26 @@ func (t *Table) readError(path string, err error) error {
 		return &DataFileGoneError{Table: t.Name(), Path: path, Err: err}
 	}
 	return fmt.Errorf("read %s: %w", path, err)
+}
+
+// goneDeletes returns the delete files of task that the storage no longer
+// has when its data file path is there (none when it is gone, or when
+// they cannot be looked for).
+func (t *Table) goneDeletes(ctx context.Context, path string, task table.FileScanTask) []string {
+	var dels []string
+	for _, group := range [][]iceberg.DataFile{task.DeleteFiles, task.EqualityDeleteFiles, task.DeletionVectorFiles} {
+		for _, df := range group {
+			dels = append(dels, df.FilePath())
+		}
+	}
+	if len(dels) == 0 {
+		return nil
+	}
+	gone, err := t.MissingFiles(ctx, append([]string{path}, dels...))
+	if err != nil || slices.Contains(gone, path) {
+		return nil
+	}
+	return gone
 }
 
 // readFile reads every task of one data file of t and sends its batches,
@@ -186,14 +217,28 @@ func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.Fi
 			return ctx.Err()
 		}
 	}
+	// A file the storage lacks: the data file, or one of its deletes.
+	gone := func(err error) error {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		dels := t.goneDeletes(ctx, path, tasks[0])
+		switch {
+		case missingOK:
+			return send(FileBatch{Path: path, Deletes: deletes, Done: true, Missing: len(dels) == 0, GoneDeletes: dels})
+		case len(dels) > 0:
+			return &DataFileGoneError{Table: t.Name(), Path: dels[0], DeletesOf: path, Err: err}
+		}
+		return t.readError(path, err)
+	}
 	_, batches, err := scan.ReadTasks(ctx, tasks)
 	if err != nil {
-		return t.readError(path, err)
+		return gone(err)
 	}
 	sent := false
 	for b, err := range batches {
-		if err != nil && !sent && missingOK && errors.Is(err, fs.ErrNotExist) {
-			return send(FileBatch{Path: path, Deletes: deletes, Done: true, Missing: true})
+		if err != nil && !sent {
+			return gone(err)
 		}
 		if err != nil {
 			return t.readError(path, err)

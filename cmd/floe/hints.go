@@ -143,7 +143,11 @@ func withFlags(err error) string {
 				hint("with --dlq on (the default, not --dlq off) records that cannot become rows go to the dead-letter table instead of stopping the sink")
 			}
 		case *snapshot.DataFileGoneError:
-			hint("floe audit --deep names every such file; floe maintain --drop-missing-dead-letter-files drops those of a dead-letter table, and floe replay rebuilds a data table")
+			if e.DeletesOf != "" {
+				hint("floe audit --deep names every such file, and floe replay rebuilds the table (a delete file cannot be dropped: the rows it deletes would come back)")
+			} else {
+				hint("floe audit --deep names every such file; floe maintain --drop-missing-dead-letter-files drops those of a dead-letter table, and floe replay rebuilds a data table")
+			}
 		case *lookup.QueryError:
 			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
 		case *replay.OptionError:

@@ -239,6 +239,11 @@ func CheckKeyColumn(f iceberg.NestedField) error {
 	case iceberg.Float32Type, iceberg.Float64Type:
 		return fmt.Errorf("key column %q is a %s: floating-point values cannot identify rows (equality deletes compare them exactly); key by another column", f.Name, f.Type)
 	case iceberg.NestedType:
+		if f.Name == ColKey {
+			// A struct Kafka key (--key json|registry) of a table keyed
+			// by the Kafka key (replay --fold latest).
+			return fmt.Errorf("key column %q is a %s: key columns must be of a primitive type; key by the key's fields with --mode upsert --key json|registry instead of --fold latest, or by its text with --key string", f.Name, f.Type)
+		}
 		return fmt.Errorf("key column %q is a %s: key columns must be of a primitive type; name its fields with --id-columns", f.Name, f.Type)
 	}
 	return nil

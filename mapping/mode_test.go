@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +82,21 @@ func TestWinner(t *testing.T) {
 	}
 	if Winner(nil) != -1 {
 		t.Fatal("a winner of nothing")
+	}
+}
+
+// TestCheckKeyColumnAdvice (from a new-user run): a struct Kafka key of a
+// fold (replay --fold latest --key json) was told to use --id-columns,
+// which a fold refuses; it is told to key by the key's fields instead.
+func TestCheckKeyColumnAdvice(t *testing.T) {
+	st := &iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 2, Name: "id", Type: iceberg.PrimitiveTypes.Int64}}}
+	for name, want := range map[string]string{
+		ColKey:    "--mode upsert --key json|registry instead of --fold latest",
+		"payload": "name its fields with --id-columns",
+	} {
+		err := CheckKeyColumn(iceberg.NestedField{ID: 1, Name: name, Type: st})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", name, err, want)
+		}
 	}
 }

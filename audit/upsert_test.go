@@ -216,7 +216,7 @@ func TestUpsertAuditTampered(t *testing.T) {
 func TestUpsertAuditCompacted(t *testing.T) {
 	e := newEnv(t)
 	tbl, dlq := e.UpsertTable("lake.ucs")
-	checkCompactedAndTruncated(t, e, "ucs", tbl, func() { e.sink(tbl, connector.Config{Topic: "ucs", DeadLetters: dlq}) })
+	checkCompactedAndTruncated(t, e, "ucs", tbl, func() { e.sink(tbl, connector.Config{Topic: "ucs", DeadLetters: dlq}) }, 1)
 }
 
 // TestUpsertAuditRepartitionedKeys sinks keys that appear in two

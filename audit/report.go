@@ -250,8 +250,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		if c.DeadLetters > 0 {
 			dead = fmt.Sprintf(", %d dead letters (verified against the log)", c.DeadLetters)
 		}
-		wrap(&b, "", fmt.Sprintf("content: %d rows verified against the log; offsets inside ranges without rows: %d transaction markers, %d aborted, %d compacted%s%s; %d rows no longer in the log to compare",
-			c.Verified, c.Markers, c.Aborted, c.Compacted, folded, dead, c.Unverifiable))
+		wrap(&b, "", fmt.Sprintf("content: %s verified against the log; offsets inside ranges without rows: %s, %d aborted, %d compacted%s%s; %s no longer in the log to compare",
+			plural(c.Verified, "row"), plural(c.Markers, "transaction marker"), c.Aborted, c.Compacted, folded, dead, plural(c.Unverifiable, "row")))
 	}
 	if len(r.Findings) > 0 {
 		fmt.Fprintf(&b, "\nFINDINGS\n")

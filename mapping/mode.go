@@ -239,6 +239,11 @@ func CheckKeyColumn(f iceberg.NestedField) error {
 	case iceberg.Float32Type, iceberg.Float64Type:
 		return fmt.Errorf("key column %q is a %s: floating-point values cannot identify rows (equality deletes compare them exactly); key by another column", f.Name, f.Type)
 	case iceberg.NestedType:
+		if f.Name == "payload" || f.Name == "schema" {
+			// Kafka Connect's JsonConverter with schemas.enable=true wraps
+			// keys so: most likely Debezium's.
+			return fmt.Errorf("key column %q is a %s: the keys are Kafka Connect JSON with schemas ({\"schema\": ..., \"payload\": ...}); for Debezium change events sink with --envelope debezium (it reads the payload)", f.Name, f.Type)
+		}
 		if f.Name == ColKey {
 			// A struct Kafka key (--key json|registry) of a table keyed
 			// by the Kafka key (replay --fold latest).

@@ -92,7 +92,8 @@ func TestCheckKeyColumnAdvice(t *testing.T) {
 	st := &iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 2, Name: "id", Type: iceberg.PrimitiveTypes.Int64}}}
 	for name, want := range map[string]string{
 		ColKey:    "--mode upsert --key json|registry instead of --fold latest",
-		"payload": "name its fields with --id-columns",
+		"payload": "--envelope debezium",
+		"id":      "name its fields with --id-columns",
 	} {
 		err := CheckKeyColumn(iceberg.NestedField{ID: 1, Name: name, Type: st})
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -67,7 +67,11 @@ func (e *DifferError) Error() string {
 		for i, d := range e.First {
 			names[i] = d.String()
 		}
-		fmt.Fprintf(&b, "; %d keys differ, first %s", e.Keys, strings.Join(names, "; "))
+		keys := fmt.Sprintf("%d keys differ", e.Keys)
+		if e.Keys == 1 {
+			keys = "1 key differs"
+		}
+		fmt.Fprintf(&b, "; %s, first %s", keys, strings.Join(names, "; "))
 	}
 	if e.Published {
 		b.WriteString(": published all the same")

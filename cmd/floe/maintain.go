@@ -186,7 +186,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 				fmt.Fprintln(out)
 			}
 			if (expire || len(res.TruncatedRefs) > 0) && len(res.Segments) > 0 {
-				fmt.Fprintf(out, "ledger archive: %d snapshots in %d segments\n", res.Archived, len(res.Segments))
+				fmt.Fprintf(out, "ledger archive: %s in %s\n", plural(res.Archived, "snapshot"), plural(len(res.Segments), "segment"))
 				for _, s := range res.Segments {
 					fmt.Fprintf(out, "  %s\n", s)
 				}

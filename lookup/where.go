@@ -255,7 +255,7 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 	if broker == nil {
 		why = "a transaction marker, an aborted transactional record or an offset removed by compaction"
 		if state {
-			why = "this is a state table, so a value superseded by a later one for its key, deleted by a tombstone or without a key; or " + why
+			why = "the table holds the latest value per key, so a value superseded by a later one for its key, deleted by a tombstone or without a key; or " + why
 		}
 		return "", why, nil
 	}

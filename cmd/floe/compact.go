@@ -55,7 +55,7 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 		}
 		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
 			r.Table, r.SnapshotID, plural(r.Replaced, "file"), r.BytesBefore, r.Added, r.BytesAfter, plural(int(r.Rows), "row"), r.FilesBefore, r.FilesAfter)
-		if r.Rows != r.LiveRows && (r.LiveRows > 0 || r.DroppedDeletes > 0) {
+		if r.DroppedDeletes > 0 || r.Rows != r.LiveRows && r.LiveRows > 0 {
 			fmt.Fprintf(w, "; deletes applied: %s live, %s dropped", plural(int(r.LiveRows), "row"), plural(r.DroppedDeletes, "delete file"))
 		}
 		if r.Attempts > 1 {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -111,25 +110,7 @@ func TestFoldLatestRegistryKeyWidened(t *testing.T) {
 func TestWidenedKeyStillCompactsDeadLetters(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.t"
-	e.Topic(topic, 1, nil)
-	tbl, dlq := e.debeziumTable("lake.t", floetest.CDCConnectJSON)
-	e.Produce([]*kgo.Record{connectEvent(topic, "int32", 0, "c", "a0", 0, false)})
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
-		t.Fatal(err)
-	}
-	cur := tbl.Iceberg().Schema()
-	fields := slices.Clone(cur.Fields())
-	for i, f := range fields {
-		if f.Name == "id" {
-			fields[i].Type = iceberg.PrimitiveTypes.Int64
-		}
-	}
-	if _, err := tbl.ReserveSchema(e.Ctx, tbl.Iceberg(), iceberg.NewSchemaWithIdentifiers(cur.ID, cur.IdentifierFieldIDs, fields...)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq := e.widenedDebeziumTable(topic, 0)
 	// Three sessions, each with a dead letter (a truncate event): three
 	// small dead-letter files.
 	for i := range 3 {

@@ -126,20 +126,22 @@ func TestDebeziumKeyWidenedKeepsItsType(t *testing.T) {
 	}
 }
 
-// TestCompactRefusesWidenedKey: an upsert table whose key column an
-// earlier floe (or another engine) widened from int to long is not
-// compacted: iceberg-go's scan leaves the rows written as int undeleted,
-// and a rewrite through it would make them the table for every reader.
-func TestCompactRefusesWidenedKey(t *testing.T) {
-	e := newEnv(t)
-	const topic = "dbserver1.inventory.t"
+// widenedDebeziumTable sinks creates of ids (int keys) from topic, a new
+// topic, into a new Debezium table lake.t, then widens its key column id
+// to long as a floe before key types were kept did.
+func (e *env) widenedDebeziumTable(topic string, ids ...int64) (tbl, dlq *snapshot.Table) {
+	t := e.T
+	t.Helper()
 	e.Topic(topic, 1, nil)
-	tbl, dlq := e.debeziumTable("lake.t", floetest.CDCConnectJSON)
-	e.Produce([]*kgo.Record{connectEvent(topic, "int32", 0, "c", "a0", 0, false), connectEvent(topic, "int32", 1, "c", "a1", 1, false)})
+	tbl, dlq = e.debeziumTable("lake.t", floetest.CDCConnectJSON)
+	var recs []*kgo.Record
+	for _, id := range ids {
+		recs = append(recs, connectEvent(topic, "int32", id, "c", fmt.Sprint("a", id), int(id), false))
+	}
+	e.Produce(recs)
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
 		t.Fatal(err)
 	}
-	// Widen id as a floe before this change did.
 	cur := tbl.Iceberg().Schema()
 	fields := slices.Clone(cur.Fields())
 	for i, f := range fields {
@@ -153,6 +155,17 @@ func TestCompactRefusesWidenedKey(t *testing.T) {
 	if err := tbl.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
+	return tbl, dlq
+}
+
+// TestCompactRefusesWidenedKey: an upsert table whose key column an
+// earlier floe (or another engine) widened from int to long is not
+// compacted: iceberg-go's scan leaves the rows written as int undeleted,
+// and a rewrite through it would make them the table for every reader.
+func TestCompactRefusesWidenedKey(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.t"
+	tbl, dlq := e.widenedDebeziumTable(topic, 0, 1)
 	e.Produce([]*kgo.Record{connectEvent(topic, "int64", 0, "u", "b0", 10, false)})
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
 		t.Fatal(err)

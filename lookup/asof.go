@@ -238,6 +238,25 @@ func beforeFirst(ledger mapping.Summary, cut mapping.Cut) bool {
 	return true
 }
 
+// sameTopic returns a *snapshot.TopicIDError when the brokers' topic has
+// another ID than the one the ledger of table recorded: its offsets name
+// other records (the topic was deleted and recreated, or this is another
+// cluster), so the broker cannot answer for the table. A topic the brokers
+// do not have is not an error: the table's side answers.
+func sameTopic(ctx context.Context, table string, ledger mapping.Summary, broker *connector.Broker, topic string) error {
+	t, err := broker.Topic(ctx, topic)
+	if errors.Is(err, connector.ErrUnknownTopic) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := snapshot.CheckTopicID(table, ledger, topic, t.ID); err != nil {
+		return fmt.Errorf("%w; without --brokers floe answers from the table alone", err)
+	}
+	return nil
+}
+
 // timeCut maps a record time to a cut over every partition of the ledger:
 // from the broker where it retains everything the table holds of a
 // partition, else from the table's timestamp column. It records each
@@ -250,7 +269,16 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 	for _, tp := range ledger.Partitions() {
 		if broker != nil {
 			if _, ok := byTopic[tp.Topic]; !ok {
+				if err := sameTopic(ctx, tbl.Name(), ledger, broker, tp.Topic); err != nil {
+					return nil, err
+				}
 				offs, err := broker.OffsetsForTime(ctx, tp.Topic, t)
+				if errors.Is(err, connector.ErrUnknownTopic) {
+					// The topic is gone: the table's column answers.
+					byTopic[tp.Topic] = nil
+					fromTable = append(fromTable, tp)
+					continue
+				}
 				if err != nil {
 					return nil, err
 				}

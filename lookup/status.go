@@ -128,6 +128,9 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 	}
 	if broker != nil {
 		for _, topic := range topics {
+			if err := sameTopic(ctx, tbl.Name(), ledger, broker, topic); err != nil {
+				return st, err
+			}
 			wm, err := broker.Watermarks(ctx, topic)
 			if err != nil {
 				return st, err

@@ -130,6 +130,9 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	}
 	var wm *connector.Watermarks
 	if broker != nil {
+		if err := sameTopic(ctx, tbl.Name(), ledger, broker, tp.Topic); err != nil {
+			return res, err
+		}
 		all, err := broker.Watermarks(ctx, tp.Topic)
 		if err != nil && !errors.Is(err, connector.ErrUnknownTopic) {
 			return res, err

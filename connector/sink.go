@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -794,6 +795,9 @@ func (s *Sink) finish(next map[mapping.TopicPartition]int64) {
 func OnlyDeadLettersAdvice(first string) string {
 	if mapping.IsSchemaConflictReason(first) {
 		return "the first record decoded, but the type of one of its fields conflicts with the table's column (docs/typed-tables.md, Schema evolution)"
+	}
+	if strings.Contains(first, ", a key column of the table (--id-columns ") {
+		return "the records decoded, but lack the key columns: check that --id-columns names columns of the values, as they are spelt"
 	}
 	return "check that --value, --key and --schema-registry match how the topic's records are written"
 }

@@ -63,7 +63,13 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Ch
 		}
 		for _, c := range key.Columns {
 			if out.value[c] == nil {
-				return 0, fmt.Errorf("the value has no %s, a key column of the table (--id-columns %s)", c, strings.Join(key.Columns, ","))
+				like := ""
+				for f := range out.value {
+					if strings.EqualFold(f, c) {
+						like = fmt.Sprintf("; it has %s: column names are case-sensitive", f)
+					}
+				}
+				return 0, fmt.Errorf("the value has no %s, a key column of the table (--id-columns %s)%s", c, strings.Join(key.Columns, ","), like)
 			}
 		}
 	default:

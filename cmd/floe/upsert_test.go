@@ -200,6 +200,14 @@ func TestUpsertSinkStructKey(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, `key column "score" is a double`) {
 		t.Fatalf("float key: exit %d\n%s", code, errs)
 	}
+	// --id-columns ID for the column id: every record a dead letter, whose
+	// reason names the spelling, and the advice --id-columns (it named
+	// --value and --key; from a new-user run).
+	code, _, errs = floe(t, append(sink, "--table", "lake.byID", "--mode", "upsert", "--value", "json", "--id-columns", "ID", "--stop-at-end")...)
+	if code != exitOnlyDeadLetters || !strings.Contains(errs, "check that --id-columns names columns of the values") ||
+		!strings.Contains(errs, "it has id: column names are case-sensitive") {
+		t.Errorf("--id-columns ID: exit %d\n%s", code, errs)
+	}
 }
 
 // TestUpsertPartitionByNotAKeyColumn: a table keyed by its key's fields

@@ -234,7 +234,9 @@ type Stats struct {
 	// Files are the data files committed to the table, DeadLetterFiles
 	// those written for the dead-letter table.
 	Files, DeadLetterFiles int
-	Fenced                 int // times another writer fenced this one
+	// DeleteFiles are the delete files committed to an upsert table.
+	DeleteFiles int
+	Fenced      int // times another writer fenced this one
 	// Rebalances counts the assignments, revocations and losses of
 	// partitions in group mode.
 	Rebalances int
@@ -694,6 +696,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 		s.stats.FirstDeadLetter = first
 	}
 	s.stats.Files += res.Files
+	s.stats.DeleteFiles += res.DeleteFiles
 	s.stats.DeadLetterFiles += len(res.Commit.DeadLetterFiles)
 	s.log.Info("committed", "snapshot", res.Commit.SnapshotID, "rows", res.Rows, "dead_letters", dead, "files", res.Files,
 		"ranges", len(res.Commit.Ranges), "attempts", res.Attempts, "write", res.WriteTime.Round(time.Millisecond), "commit", res.CommitTime.Round(time.Millisecond))

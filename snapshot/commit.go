@@ -169,11 +169,14 @@ func CheckTopicID(table string, l mapping.Summary, topic, id string) error {
 
 // Result describes a successful commit.
 type Result struct {
-	Commit   mapping.Commit
-	Files    int
-	Rows     int64
-	Bytes    int64
-	Attempts int
+	Commit mapping.Commit
+	// Files counts the data files committed, DeleteFiles the delete files
+	// (an upsert table's equality deletes).
+	Files       int
+	DeleteFiles int
+	Rows        int64
+	Bytes       int64
+	Attempts    int
 	// WriteTime and CommitTime split the duration between writing Parquet
 	// files and committing metadata.
 	WriteTime, CommitTime time.Duration
@@ -318,7 +321,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 			}
 		}()
 	}
-	res.Rows, res.Files, res.Bytes = ch.Rows, len(ch.Add), ch.bytes()
+	res.Rows, res.Files, res.DeleteFiles, res.Bytes = ch.Rows, len(ch.Add), len(ch.Deletes), ch.bytes()
 
 	start = time.Now()
 	defer func() { res.CommitTime = time.Since(start) }()
@@ -476,7 +479,7 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 		if ch, err = t.refit(ctx, log, f, ch); err != nil {
 			return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 		}
-		res.Rows, res.Files, res.Bytes = ch.Rows, len(ch.Add), ch.bytes()
+		res.Rows, res.Files, res.DeleteFiles, res.Bytes = ch.Rows, len(ch.Add), len(ch.Deletes), ch.bytes()
 		snap, err := t.commitOnce(ctx, ch, props, f.Schema)
 		if err == nil {
 			res.Commit.SnapshotID = snap.SnapshotID

@@ -507,6 +507,9 @@ func ledgerReader(sink *snapshot.Table) func(context.Context) (mapping.Summary, 
 // it wrote some.
 func filesPhrase(s connector.Stats) string {
 	files := plural(s.Files, "file")
+	if s.DeleteFiles > 0 {
+		files += ", " + plural(s.DeleteFiles, "delete file")
+	}
 	if s.DeadLetterFiles > 0 {
 		files += ", " + plural(s.DeadLetterFiles, "dead-letter file")
 	}
@@ -600,6 +603,7 @@ type runReport struct {
 	Commits         int              `json:"commits"`
 	Files           int              `json:"files"`
 	DeadLetterFiles int              `json:"dead_letter_files,omitempty"`
+	DeleteFiles     int              `json:"delete_files,omitempty"`
 	Fenced          int              `json:"fenced"`
 	Rebalances      int              `json:"rebalances"`
 	Next            map[string]int64 `json:"next"` // TOPIC/PARTITION: the ledger's next offset
@@ -611,7 +615,7 @@ type runReport struct {
 
 func newRunReport(table, topic string, s connector.Stats) runReport {
 	r := runReport{Schema: "floe.sink/v1", Table: table, Topic: topic, Rows: s.Records, DeadLetters: s.DeadLetters,
-		FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files, DeadLetterFiles: s.DeadLetterFiles,
+		FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files, DeadLetterFiles: s.DeadLetterFiles, DeleteFiles: s.DeleteFiles,
 		Fenced: s.Fenced, Rebalances: s.Rebalances, Next: map[string]int64{}}
 	if s.Upsert {
 		r.Upserts, r.Deletes, r.Skipped = &s.Upserts, &s.Deletes, &s.Skipped

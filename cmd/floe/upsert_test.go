@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -99,6 +100,11 @@ func TestUpsertSinkCommand(t *testing.T) {
 	// upserts, a delete and a dead letter, partition 1's 2 upserts.
 	if code != 0 || !strings.Contains(out, "sink lake.accounts: 8 upserts, 1 delete (") || !strings.Contains(out, "rows written) and 1 dead letter") {
 		t.Fatalf("upsert sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	// The files count the equality-delete files too (a commit of only a
+	// delete said "(0 files)"; from a new-user run).
+	if !regexp.MustCompile(`\(\d+ files?, \d+ delete files?, 1 dead-letter file\)`).MatchString(out) {
+		t.Errorf("upsert sink: the summary does not count its delete files:\n%s", out)
 	}
 	// An upsert sink holds its flush in memory: its default flush is
 	// smaller than an append sink's.

@@ -238,6 +238,10 @@ type PartitionReport struct {
 	// dead-letter table instead of rows; DeadLettersRead the dead letters
 	// read there (rows level).
 	DeadLetters, DeadLettersRead int64
+	// Deletes and Skipped count the records the ledger's ranges applied as
+	// deletes and skipped (records without a key): an upsert or state
+	// table's, beside Records, its upserts.
+	Deletes, Skipped int64
 	// LedgerRanges are the partition's ranges as the ledger holds them, in
 	// commit order (the HTML report draws them); nil for a partition only
 	// the broker knows. The slice is shared with the audit: do not modify.

@@ -36,7 +36,7 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 		p := a.part(tp)
 		p.InLedger = true
 		p.First, p.Next, p.Ranges, p.Records, p.Started = c.First, c.Next, c.Ranges, c.Records, c.Started
-		p.DeadLetters = c.DeadLetters
+		p.DeadLetters, p.Deletes, p.Skipped = c.DeadLetters, c.Deletes, c.Skipped
 		p.LedgerRanges = a.ranges[tp]
 		p.Gaps, p.Overlaps, p.Lost = nonNil(c.Gaps), nonNil(c.Overlaps), nonNil(c.Lost)
 		for _, g := range c.Gaps {

@@ -58,6 +58,8 @@ type jsonPartition struct {
 	Ranges        int          `json:"ranges"`
 	Records       int64        `json:"records"`
 	DeadLetters   int64        `json:"dead_letters"`
+	Deletes       *int64       `json:"deletes,omitempty"`
+	Skipped       *int64       `json:"skipped,omitempty"`
 	Gaps          []span       `json:"gaps"`
 	Overlaps      []span       `json:"overlaps"`
 	Lost          []span       `json:"lost"`
@@ -155,6 +157,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		}
 		if p.InLedger {
 			jp.First, jp.Next = ptr(p.First), ptr(p.Next)
+			if r.Fold != "" || r.UpsertKey != "" {
+				// records counts the upserts; these the rest.
+				jp.Deletes, jp.Skipped = ptr(p.Deletes), ptr(p.Skipped)
+			}
 		}
 		if ran(LevelFiles) {
 			jp.Files = ptr(p.Files)

@@ -290,7 +290,7 @@ func (cv *Coverer) Coverage() Coverage {
 	if s.Ranges == 0 {
 		return Coverage{}
 	}
-	c := Coverage{First: s.Low, Next: s.Next(), Ranges: s.Ranges, Records: s.Records, DeadLetters: s.DeadLetters, Started: s.Started,
+	c := Coverage{First: s.Low, Next: s.Next(), Ranges: s.Ranges, Records: s.Records, DeadLetters: s.DeadLetters, Deletes: s.Deletes, Skipped: s.Skipped, Started: s.Started,
 		Overlaps: slices.Clone(cv.overlaps), Lost: slices.Clone(cv.lost), Aborted: slices.Clone(cv.ab)}
 	at := c.First
 	for _, iv := range cv.covered {

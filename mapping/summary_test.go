@@ -40,6 +40,10 @@ func randomLedger(r *rand.Rand, commits int) Ledger {
 			default:
 				rg.Records = int64(r.IntN(int(n) + 1))
 				rg.DeadLetters = int64(r.IntN(int(n-rg.Records) + 1))
+				// An upsert table's counts too (Coverer.Coverage dropped
+				// them).
+				rg.Deletes = int64(r.IntN(int(n-rg.Records-rg.DeadLetters) + 1))
+				rg.Skipped = int64(r.IntN(int(n-rg.Records-rg.DeadLetters-rg.Deletes) + 1))
 			}
 			next[p] = max(next[p], rg.High)
 			c.Ranges = append(c.Ranges, rg)

@@ -77,6 +77,9 @@ type auditJSON struct {
 		Lost      [][2]int64 `json:"lost"`
 		Lag       *int64     `json:"lag"`
 		Rows      *int64     `json:"rows"`
+		Records   int64      `json:"records"`
+		Deletes   *int64     `json:"deletes"`
+		Skipped   *int64     `json:"skipped"`
 		Content   *struct {
 			Verified int64 `json:"verified"`
 		} `json:"content"`

@@ -93,7 +93,7 @@ func TestUpsertSinkCommand(t *testing.T) {
 		rec(topic, 1, b("k4"), b("g"), 11),
 		rec(topic, 0, b("k4"), b("h"), 8), // k4: partition 1's (t=11) wins
 	}
-	st, sink, _ := upsertStack(t, topic, 2, recs)
+	st, sink, loc := upsertStack(t, topic, 2, recs)
 	upsert := append(sink, "--table", "lake.accounts", "--mode", "upsert", "--key", "string")
 	code, out, errs := floe(t, upsert...)
 	// Its summary counts the records as the ledger does: partition 0's 6
@@ -115,6 +115,14 @@ func TestUpsertSinkCommand(t *testing.T) {
 	if out := mustFloe(t, append(upsert, "--json")...); !strings.Contains(out, `"schema":"floe.sink/v1","table":"lake.accounts"`) ||
 		!strings.Contains(out, `"rows":0,"upserts":0,"deletes":0,"skipped":0,"dead_letters":0`) || !strings.Contains(out, `"next":{"accounts/0":8,"accounts/1":2}`) {
 		t.Errorf("upsert sink --json:\n%s", out)
+	}
+	// The audit's JSON counts the deletes beside the upserts (it had only
+	// the upserts; from a new-user run).
+	code, out, errs = floe(t, append([]string{"audit", "--table", "lake.accounts", "--json"}, loc...)...)
+	doc := decodeAudit(t, out)
+	if code != 0 || len(doc.Partitions) != 2 || doc.Partitions[0].Records != 6 || doc.Partitions[0].Deletes == nil || *doc.Partitions[0].Deletes != 1 ||
+		doc.Partitions[0].Skipped == nil || *doc.Partitions[0].Skipped != 0 {
+		t.Errorf("audit --json of the upsert table: exit %d\n%s\n%s", code, out, errs)
 	}
 	want := map[string]string{"k1": "f", "k2": "e", "k4": "g"}
 	if got := stateOf(t, st, "lake.accounts", "", ""); !maps.Equal(got, want) {

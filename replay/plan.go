@@ -97,6 +97,16 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 		return p, err
 	}
 	p.Earliest = from.IsEdge()
+	// With a time, how old the records retention deleted were
+	// (Broker.DeletedBefore); zero: unbounded.
+	var deletedBefore time.Time
+	if fromTime != nil {
+		if before, ok, err := broker.DeletedBefore(ctx, topic, now); err != nil {
+			return p, err
+		} else if ok {
+			deletedBefore = before
+		}
+	}
 	for _, part := range parts {
 		w := wm[part]
 		start, end := w.LogStart, w.LastStable
@@ -129,13 +139,16 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 			// the replay began with.
 			start = pr.First()
 		}
-		if fromTime != nil && !resumed && fromTime[part] == w.LogStart && w.LogStart > 0 {
+		if fromTime != nil && !resumed && fromTime[part] == w.LogStart && w.LogStart > 0 && w.LogStart < w.LastStable {
 			// The first record retention kept is at or after the time:
 			// those it deleted before it may have been too, and a
-			// replay "since then" must not skip them unsaid.
-			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
-				Reason: fmt.Sprintf("partition %d: the first record the log still holds (offset %d) is stamped at or after it, and retention deleted everything below %d, records stamped since then among them maybe; replay from earliest (which records [0, %d) as lost), or from %d=%d to start at the log start knowingly",
-					part, w.LogStart, w.LogStart, w.LogStart, part, w.LogStart)}
+			// replay "since then" must not skip them unsaid, unless the
+			// topic's time retention says they were older.
+			if deletedBefore.IsZero() || from.Time.Before(deletedBefore) {
+				return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
+					Reason: fmt.Sprintf("partition %d: the first record the log still holds (offset %d) is stamped at or after it, and retention deleted everything below %d, records stamped since then among them maybe (the topic's retention does not rule it out: size retention, or a retention.ms reaching past the time); replay from earliest (which records [0, %d) as lost), or from offsets to start at the log start knowingly",
+						part, w.LogStart, w.LogStart, w.LogStart)}
+			}
 		}
 		if start < w.LogStart && !(resumed && pr.First() == start) {
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,

@@ -365,3 +365,65 @@ func TestReplayPublishAfterPartitionAdded(t *testing.T) {
 	}
 	checkExactlyOnce(t, e.openExisting("lake.grows", ""), map[mapping.TopicPartition]int64{{Topic: topic}: 50, {Topic: topic, Partition: 1}: 20})
 }
+
+// TestReplayFromTimeIdlePartitionExpired (from a review): partition 1 got
+// five records long before the time, which retention has since deleted
+// (its log start is its end, 5), partition 0 holds records stamped after
+// them. A replay --from a time was refused on partition 1, which holds no
+// record at all; it starts partition 0 at the time and 1 at its end.
+func TestReplayFromTimeIdlePartitionExpired(t *testing.T) {
+	e := newEnv(t)
+	const topic = "idleexp"
+	e.Topic(topic, 2, nil)
+	base := time.UnixMilli(1_700_000_000_000)
+	var recs []*kgo.Record
+	for i := range 5 {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: 1, Value: fmt.Appendf(nil, "old%d", i), Timestamp: base.Add(time.Duration(i) * time.Second)})
+	}
+	for i := range 100 {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(time.Duration(100+i) * time.Second)})
+	}
+	e.Produce(recs)
+	if err := e.Stack.Cluster.DeleteRecords(topic, 1, 5); err != nil {
+		t.Fatal(err)
+	}
+	from := base.Add(150 * time.Second).UTC().Format(time.RFC3339)
+	res, err := e.replay("lake.idleexp", replay.Options{Topic: topic, From: bound(t, from, topic, true)})
+	if err != nil {
+		t.Fatalf("replay --from %s: %v", from, err)
+	}
+	if res.Plan.Start[0] != 50 || res.Plan.Start[1] != 5 {
+		t.Errorf("plan starts %v; want 0:50, 1:5", res.Plan.Start)
+	}
+}
+
+// TestReplayFromTimeWithinTimeRetention: a topic that deletes by time
+// alone (retention.ms, no retention.bytes) deletes a record only once it
+// is older than retention.ms, so a time within the retention window is
+// later than every deleted record: a replay --from it whose first record
+// is the log start is not refused, and one from a time before the window
+// still is.
+func TestReplayFromTimeWithinTimeRetention(t *testing.T) {
+	e := newEnv(t)
+	const topic = "timeretained"
+	hour, unlimited := "3600000", "-1"
+	e.Topic(topic, 1, map[string]*string{"retention.ms": &hour, "retention.bytes": &unlimited})
+	now := time.Now()
+	var recs []*kgo.Record
+	for i := range 20 {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i), Timestamp: now.Add(time.Duration(i-20) * time.Second)})
+	}
+	e.Produce(recs)
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	within := now.Add(-30 * time.Minute).UTC().Format(time.RFC3339)
+	res, err := e.replay("lake.timeretained", replay.Options{Topic: topic, From: bound(t, within, topic, true)})
+	if err != nil || res.Plan.Start[0] != 10 {
+		t.Fatalf("replay --from %s (within retention.ms): %+v, %v; want it to start at the log start 10", within, res.Plan.Start, err)
+	}
+	before := now.Add(-2 * time.Hour).UTC().Format(time.RFC3339)
+	if _, err := e.replay("lake.timeretained2", replay.Options{Topic: topic, From: bound(t, before, topic, true)}); err == nil || !strings.Contains(err.Error(), "retention deleted everything below 10") {
+		t.Fatalf("replay --from %s (before the retention window): %v; want it refused", before, err)
+	}
+}

@@ -89,6 +89,7 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 	if keyed != nil {
 		cols = a.upsert.columns(cols)
 	}
+	goneDeletes := map[string]bool{}
 	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency, MissingOK: true}, func(fb snapshot.FileBatch) error {
 		fr := perFile[fb.Path]
 		if fr == nil {
@@ -98,8 +99,14 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 		if len(fb.GoneDeletes) > 0 {
 			m := manifest[fb.Path]
 			for _, del := range fb.GoneDeletes {
+				// An equality delete applies to every older data file of
+				// its partition: one finding a file.
+				if goneDeletes[del] {
+					continue
+				}
+				goneDeletes[del] = true
 				a.find(Finding{Level: LevelRows, Kind: KindMissingFile, File: del, SnapshotID: m.AddedBy,
-					Detail: fmt.Sprintf("the table's current snapshot lists delete file %s for data file %s (%d rows), but the storage no longer has it: no reader can apply it, so the rows it deletes (old values of updated keys, deleted keys) cannot be told from live ones (floe replay rebuilds the table from the log)", del, fb.Path, m.Records)})
+					Detail: fmt.Sprintf("the table's current snapshot lists delete file %s (for data file %s among others), but the storage no longer has it: no reader can apply it, so the rows it deletes (old values of updated keys, deleted keys) cannot be told from live ones (floe replay rebuilds the table from the log)", del, fb.Path)})
 			}
 			prog.Add(m.Records)
 			return nil

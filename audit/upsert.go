@@ -334,7 +334,9 @@ func (a *auditor) keyTexts(ctx context.Context, ps []position) (map[position]str
 		filter = iceberg.NewOr(any[0], any[1], any[2:]...)
 	}
 	cols := a.upsert.columns(slices.Compact(append([]string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, a.upsert.key.Columns...)))
-	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Filter: filter, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
+	// A file the storage lost (or whose deletes it lost) is the rows
+	// level's finding; the rest is read.
+	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Filter: filter, Concurrency: a.opts.Concurrency, MissingOK: true}, func(fb snapshot.FileBatch) error {
 		if fb.Done {
 			return nil
 		}
@@ -465,7 +467,9 @@ func (a *auditor) readUpsertRows(ctx context.Context) (*upsertFold, error) {
 		cols = slices.Compact(slices.Sorted(slices.Values(append(append(contentColumns(value), mapping.ColTopic, mapping.ColPartition), a.upsert.key.Columns...))))
 	}
 	var d digester
-	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency}, func(fb snapshot.FileBatch) error {
+	// A file the storage lost (or whose deletes it lost) is the rows
+	// level's finding; the rest is read.
+	err := a.tbl.ScanFiles(ctx, a.headID, snapshot.ScanOptions{Columns: cols, Concurrency: a.opts.Concurrency, MissingOK: true}, func(fb snapshot.FileBatch) error {
 		if fb.Done {
 			return nil
 		}

@@ -264,3 +264,52 @@ func TestUpsertAuditCountsRowsRetentionDeleted(t *testing.T) {
 		t.Errorf("content %+v; want 1 row verified and the 3 whose records retention deleted unverifiable", c)
 	}
 }
+
+// TestUpsertDeleteFileGoneFullAudit (from a review): one equality delete
+// file, applying to two older data files, deleted from the storage: the
+// rows level names it once (it named it once per data file), and the full
+// audit (--deep --verify-content) reports it where it failed as a whole.
+func TestUpsertDeleteFileGoneFullAudit(t *testing.T) {
+	e := newEnv(t)
+	const topic = "acc2"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.upsertTable("lake.acc2")
+	k1, k2, a, b, a2, b2 := "k1", "k2", "a", "b", "a2", "b2"
+	for _, batch := range [][]*kgo.Record{
+		{keyed(topic, 0, &k1, &a, 0)},
+		{keyed(topic, 0, &k2, &b, 1)},
+		{keyed(topic, 0, &k1, &a2, 2), keyed(topic, 0, &k2, &b2, 3)},
+	} {
+		e.Produce(batch)
+		if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dels, err := tbl.DeleteFiles(e.Ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(dels, func(d snapshot.DeleteFile) bool { return d.AddedBy == tbl.Head().SnapshotID })
+	if i < 0 {
+		t.Fatalf("no delete file of the head in %+v", dels)
+	}
+	gone := dels[i].Path
+	if err := os.Remove(strings.TrimPrefix(gone, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []audit.Options{{Depth: audit.DepthRows}, {Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}} {
+		rep, err := audit.Run(e.Ctx, tbl, opts)
+		if err != nil {
+			t.Fatalf("audit (content %v): %v; want a report", opts.VerifyContent, err)
+		}
+		n := 0
+		for _, f := range rep.Findings {
+			if f.Kind == audit.KindMissingFile && f.File == gone {
+				n++
+			}
+		}
+		if n != 1 || rep.Complete() {
+			t.Errorf("audit (content %v): %d missing-file findings name delete file %s; want 1", opts.VerifyContent, n, gone)
+		}
+	}
+}

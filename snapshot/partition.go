@@ -53,6 +53,11 @@ func (o OpenOptions) CheckNew() error {
 	if err := l.Normalize(); err != nil {
 		return err
 	}
+	if o.Mode == mapping.ModeUpsert && o.Key != nil && o.Key.Source == mapping.KeyFromValue && !l.Typed() {
+		// Asked for with the value mode left to the table, which a new
+		// table gets as raw.
+		return &mapping.KeyError{Problem: "--id-columns names value columns, and a new table's values are raw (no --value): decode them (--value json or registry)"}
+	}
 	if o.Mode == mapping.ModeUpsert && o.PartitionBy != nil {
 		key, err := o.newKey()
 		if err != nil {

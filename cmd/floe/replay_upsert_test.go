@@ -134,7 +134,7 @@ func TestReplayCommandUpsertBranchPublish(t *testing.T) {
 	}{
 		{[]string{"--id-columns", "id"}, "keys an upsert table: add --mode upsert"},
 		{[]string{"--mode", "fold"}, `--mode "fold": want append or upsert`},
-		{[]string{"--mode", "upsert", "--id-columns", "id"}, "--value raw has none"},
+		{[]string{"--mode", "upsert", "--id-columns", "id"}, "a new table's values are raw"},
 		{[]string{"--branch", "b", "--publish-different"}, "--publish-different needs --publish"},
 		{[]string{"--mode", "upsert", "--fold", "latest"}, "--fold \"latest\": want no --mode"},
 	} {

@@ -72,11 +72,18 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 		}
 		return nil
 	}
-	if len(idColumns) == 0 && p.Layout.Key == "" {
-		// The record key, as the table (or a new table's layout) has it.
+	if len(idColumns) == 0 && (p.Layout.Key == "" || p.Layout.Value == "") {
+		// The record key, as the table (or a new table's layout) has it:
+		// with --value left out, the table's values decide which
+		// (snapshot.Open, which checks a new table's too).
 		return nil
 	}
 	l := p.Layout
+	if l.Value == "" {
+		// --id-columns with --value left out: the table's values, which
+		// must be decoded (checked when it is opened, or created).
+		l.Value = mapping.ValueJSON
+	}
 	if err := l.Normalize(); err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func TestUpsertSinkCommand(t *testing.T) {
 	refused(t, st, "an upsert table's partition spec cannot change once it holds files", append(sink, "--table", "lake.accounts", "--mode", "upsert", "--key", "string", "--partition-by", "identity(kafka_key)")...)
 	// Partitioned by a column that is not the key; nothing is created.
 	refused(t, st, "an upsert table is partitioned by key columns only (kafka_key)", append(sink, "--table", "lake.byday", "--mode", "upsert", "--key", "string", "--partition-by", "day(kafka_timestamp)")...)
-	refused(t, st, "--id-columns names value columns, and --value raw has none", append(sink, "--table", "lake.ids", "--mode", "upsert", "--id-columns", "id")...)
+	refused(t, st, "--id-columns names value columns, and a new table's values are raw (no --value)", append(sink, "--table", "lake.ids", "--mode", "upsert", "--id-columns", "id")...)
 	refused(t, st, "add --mode upsert", append(sink, "--table", "lake.ids", "--id-columns", "id")...)
 	refused(t, st, "--format-version 9: want 2 or 3", append(sink, "--table", "lake.v9", "--mode", "upsert", "--format-version", "9")...)
 }
@@ -244,5 +244,41 @@ func TestUpsertPartitionByNotAKeyColumn(t *testing.T) {
 	mustFloe(t, append(slices.Clone(args), "--partition-by", "bucket(4,id)")...)
 	if got := stateOf(t, st, "lake.cust_pb", "id", "name"); !maps.Equal(got, map[string]string{"1": "ann"}) {
 		t.Fatalf("table %v", got)
+	}
+}
+
+// TestUpsertKeyAloneTakesTablesValue (from a review): --key without
+// --value takes the table's value mode in an upsert run too (the value
+// was taken for raw before the key was worked out, and the run refused
+// as if the table held raw values); a new table given --id-columns
+// without --value is refused before it is created, its values being raw.
+func TestUpsertKeyAloneTakesTablesValue(t *testing.T) {
+	const topic = "acct"
+	b := func(s string) []byte { return []byte(s) }
+	recs := []*kgo.Record{
+		rec(topic, 0, b(`{"id":1}`), b(`{"id":1,"name":"a"}`), 0),
+		rec(topic, 0, b(`{"id":2}`), b(`{"id":2,"name":"b"}`), 1),
+	}
+	st, sink, _ := upsertStack(t, topic, 1, recs)
+	for _, create := range [][]string{
+		{"--table", "lake.acct", "--mode", "upsert", "--value", "json", "--key", "json"},
+		{"--table", "lake.acctid", "--mode", "upsert", "--value", "json", "--key", "string", "--id-columns", "id"},
+	} {
+		if code, out, errs := floe(t, slices.Concat(sink, create)...); code != 0 {
+			t.Fatalf("create %v: exit %d\n%s\n%s", create, code, out, errs)
+		}
+	}
+	for _, c := range [][]string{
+		{"--table", "lake.acct", "--mode", "upsert", "--key", "json"},
+		{"--table", "lake.acctid", "--mode", "upsert", "--key", "string", "--id-columns", "id"},
+		{"--table", "lake.acctid", "--mode", "upsert", "--id-columns", "id"},
+	} {
+		if code, out, errs := floe(t, slices.Concat(sink, c)...); code != 0 {
+			t.Errorf("%v (no --value, the table's json): exit %d\n%s\n%s", c, code, out, errs)
+		}
+	}
+	code, _, errs := floe(t, slices.Concat(sink, []string{"--table", "lake.acctnew", "--mode", "upsert", "--id-columns", "id"})...)
+	if code != exitError || !strings.Contains(errs, "a new table's values are raw") || replayTableExists(t, st, "lake.acctnew") {
+		t.Errorf("--id-columns without --value into a new table: exit %d, %s", code, errs)
 	}
 }

@@ -5,6 +5,7 @@ package replay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -425,5 +426,31 @@ func TestReplayFromTimeWithinTimeRetention(t *testing.T) {
 	before := now.Add(-2 * time.Hour).UTC().Format(time.RFC3339)
 	if _, err := e.replay("lake.timeretained2", replay.Options{Topic: topic, From: bound(t, before, topic, true)}); err == nil || !strings.Contains(err.Error(), "retention deleted everything below 10") {
 		t.Fatalf("replay --from %s (before the retention window): %v; want it refused", before, err)
+	}
+}
+
+// TestReplayTruncateV3RefusedBeforeCreating (from a review): a replay of
+// Debezium events with --on-truncate delete-all into a new table of format
+// version 3 created the table before the sink refused it, leaving a v3
+// table that the same replay with --format-version 2 was refused on; it
+// is refused before anything is created, as floe sink refuses it.
+func TestReplayTruncateV3RefusedBeforeCreating(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbzv3"
+	e.Topic(topic, 1, nil)
+	opts := replay.Options{Topic: topic,
+		Layout:     mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON, Envelope: mapping.EnvelopeDebezium},
+		Mode:       mapping.ModeUpsert,
+		Key:        &mapping.UpsertKey{Source: mapping.KeyFromKeyFields},
+		Properties: map[string]string{"format-version": "3"},
+	}
+	opts.Sink.OnTruncate = connector.TruncateDeleteAll
+	_, err := e.replay("lake.dbzv3", opts)
+	if _, ok := errors.AsType[*connector.ConfigError](err); !ok || !strings.Contains(err.Error(), "format version 3 cannot take a truncate") {
+		t.Fatalf("replay --on-truncate delete-all into a new v3 table: %v; want a ConfigError", err)
+	}
+	cat, ident := e.CatalogOf("lake.dbzv3")
+	if _, oerr := snapshot.Open(e.Ctx, cat, ident, snapshot.OpenOptions{}); oerr == nil {
+		t.Errorf("refused (%v), but after creating lake.dbzv3; want it refused before creating", err)
 	}
 }

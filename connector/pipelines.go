@@ -370,11 +370,8 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			err = ps.create(i).CheckNew()
-			if err == nil && p.Config.OnTruncate == TruncateDeleteAll && p.Layout.Envelope == mapping.EnvelopeDebezium && p.Properties[table.PropertyFormatVersion] == "3" {
-				// Refused before the table is created, not by the sink
-				// after (NewSink checks an existing table).
-				err = &ConfigError{Setting: SettingTruncate, Value: string(TruncateDeleteAll),
-					Want: fmt.Sprintf("dead-letter: table %s: %v", strings.Join(p.Table, "."), snapshot.ErrTruncateFormat)}
+			if err == nil {
+				err = CheckNewTableTruncate(strings.Join(p.Table, "."), p.Config.OnTruncate, p.Layout, p.Properties)
 			}
 			missing = append(missing, i)
 			if err == nil {

@@ -405,7 +405,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium), whose truncate events it applies; %s holds none", tbl.Name())}
 	case truncate == TruncateDeleteAll && debezium:
 		if err := tbl.CanTruncate(); err != nil {
-			return nil, &ConfigError{Setting: SettingTruncate, Value: string(TruncateDeleteAll), Want: "dead-letter: " + err.Error()}
+			return nil, truncateRefused(err)
 		}
 	}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
@@ -457,6 +457,24 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 		return stats, cause
 	}
 	return stats, err
+}
+
+// truncateRefused is the refusal of --on-truncate delete-all on a table
+// that cannot take a truncate, err saying why (snapshot.Table.CanTruncate).
+func truncateRefused(err error) *ConfigError {
+	return &ConfigError{Setting: SettingTruncate, Value: string(TruncateDeleteAll), Want: "dead-letter: " + err.Error()}
+}
+
+// CheckNewTableTruncate refuses, before the table named name is created
+// with layout and properties props, the --on-truncate delete-all that
+// NewSink would refuse once it exists: a Debezium table of format version
+// 3 cannot take a truncate (snapshot.ErrTruncateFormat). floe sink and
+// floe replay call it, so that nothing is left behind.
+func CheckNewTableTruncate(name string, onTruncate OnTruncate, layout mapping.Layout, props map[string]string) error {
+	if onTruncate == TruncateDeleteAll && layout.Envelope == mapping.EnvelopeDebezium && props[table.PropertyFormatVersion] == "3" {
+		return truncateRefused(fmt.Errorf("table %s: %w", name, snapshot.ErrTruncateFormat))
+	}
+	return nil
 }
 
 // onTruncate is what a sink given setting does with a truncate event in

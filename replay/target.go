@@ -205,11 +205,8 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 					create = map[string]string{}
 				}
 				maps.Copy(create, props)
-				if opts.Sink.OnTruncate == connector.TruncateDeleteAll && layout.Envelope == mapping.EnvelopeDebezium && create[table.PropertyFormatVersion] == "3" {
-					// Refused before the table is created, as floe sink
-					// refuses it (the sink would after).
-					return nil, &connector.ConfigError{Setting: connector.SettingTruncate, Value: string(connector.TruncateDeleteAll),
-						Want: fmt.Sprintf("dead-letter: table %s: %v", name, snapshot.ErrTruncateFormat)}
+				if err := connector.CheckNewTableTruncate(name, opts.Sink.OnTruncate, layout, create); err != nil {
+					return nil, err
 				}
 				t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: create, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger,
 					Mode: mode, Key: key})

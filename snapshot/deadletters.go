@@ -1021,11 +1021,7 @@ func (t *Table) reconcileDeadLetterTables(ctx context.Context, log *slog.Logger,
 				r, err = r.plus(r2), err2
 			}
 		}
-		res.DeadLetters.Added += r.Added
-		res.DeadLetters.Removed += r.Removed
-		res.DeadLetters.RemovedLegacy += r.RemovedLegacy
-		res.DeadLetters.RepairedLegacy += r.RepairedLegacy
-		res.DeadLetters.Refilled += r.Refilled
+		res.DeadLetters = res.DeadLetters.plus(r)
 		return err
 	}
 	if of := t.tbl.Properties()[PropDeadLettersOf]; of != "" {

@@ -220,7 +220,7 @@ func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.Fi
 	// A file the storage lacks: the data file, or one of its deletes.
 	gone := func(err error) error {
 		if !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("read %s: %w", path, err)
+			return t.readError(path, err)
 		}
 		dels := t.goneDeletes(ctx, path, tasks[0])
 		switch {

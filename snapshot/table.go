@@ -139,6 +139,13 @@ type OpenOptions struct {
 // (OpenOptions.ArchiveCache). It may be called while the table is in use.
 func (t *Table) ArchiveCache() *ArchiveCache { return t.archiveCache }
 
+// Reopen opens another handle of t's table and branch, for another
+// goroutine (a handle is not safe for concurrent use), that shares t's
+// archive indexes (ArchiveCache): it reads only what t has not.
+func (t *Table) Reopen(ctx context.Context) (*Table, error) {
+	return Open(ctx, t.cat, t.ident, OpenOptions{Branch: t.branch, ArchiveCache: t.archiveCache})
+}
+
 // ErrTableNotFound is matched (errors.Is) when Open finds no table of the
 // name (or no namespace), and was not asked to create it.
 var ErrTableNotFound = errors.New("table not found")

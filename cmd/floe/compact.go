@@ -107,7 +107,6 @@ func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table, t
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	cache := sinkTable.ArchiveCache()
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(interval)
@@ -118,9 +117,7 @@ func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table, t
 				return
 			case <-tick.C:
 			}
-			// The handle shares the sink's archive indexes: opening it
-			// reads only what the sink's handle has not.
-			tbl, err := snapshot.Open(ctx, sinkTable.Catalog(), sinkTable.Identifier(), snapshot.OpenOptions{Branch: sinkTable.Branch(), ArchiveCache: cache})
+			tbl, err := sinkTable.Reopen(ctx)
 			if err != nil {
 				slog.Warn("scheduled compaction: cannot open the table", "table", sinkTable.Name(), "err", err)
 				continue

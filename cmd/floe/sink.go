@@ -491,7 +491,7 @@ func ledgerReader(sink *snapshot.Table) func(context.Context) (mapping.Summary, 
 	return func(ctx context.Context) (mapping.Summary, error) {
 		var err error
 		if view == nil {
-			view, err = snapshot.Open(ctx, sink.Catalog(), sink.Identifier(), snapshot.OpenOptions{Branch: sink.Branch(), ArchiveCache: sink.ArchiveCache()})
+			view, err = sink.Reopen(ctx)
 		} else {
 			err = view.Refresh(ctx)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/floe-dev/floe/connector"
-	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -23,25 +22,16 @@ import (
 func TestDebeziumKeylessDeleteAfterKeyWidened(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.t"
-	e.Topic(topic, 1, nil)
-	tbl, dlq := e.debeziumTable("lake.t", floetest.CDCConnectJSON)
-	var recs []*kgo.Record
-	for i := range 3 {
-		recs = append(recs, connectEvent(topic, "int32", int64(i), "c", "a", i, false))
-	}
-	e.Produce(recs)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq := e.intKeyedDebeziumTable(topic, 0, 1, 2)
 	// A widened upsert (with its key) and a widened delete without one.
-	del := connectEvent(topic, "int64", 1, "d", "a", 11, false)
+	del := connectEvent(topic, "int64", 1, "d", "a1", 11, false)
 	del.Key = nil
 	e.Produce([]*kgo.Record{connectEvent(topic, "int64", 0, "u", "b0", 10, false), del})
 	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"0": "b0", "2": "a"}
+	want := map[string]string{"0": "b0", "2": "a2"}
 	if got := namesByID(t, tbl); !maps.Equal(got, want) {
 		t.Errorf("table %v, want %v", got, want)
 	}

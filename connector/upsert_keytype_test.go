@@ -79,16 +79,7 @@ func namesByID(t *testing.T, tbl *snapshot.Table) map[string]string {
 func TestDebeziumKeyWidenedKeepsItsType(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.t"
-	e.Topic(topic, 1, nil)
-	tbl, dlq := e.debeziumTable("lake.t", floetest.CDCConnectJSON)
-	var recs []*kgo.Record
-	for i := range 4 {
-		recs = append(recs, connectEvent(topic, "int32", int64(i), "c", fmt.Sprint("a", i), i, false))
-	}
-	e.Produce(recs)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq := e.intKeyedDebeziumTable(topic, 0, 1, 2, 3)
 	e.Produce([]*kgo.Record{
 		connectEvent(topic, "int64", 0, "u", "b0", 10, false),
 		connectEvent(topic, "int64", 1, "d", "a1", 11, false),
@@ -126,12 +117,10 @@ func TestDebeziumKeyWidenedKeepsItsType(t *testing.T) {
 	}
 }
 
-// widenedDebeziumTable sinks creates of ids (int keys) from topic, a new
-// topic, into a new Debezium table lake.t, then widens its key column id
-// to long as a floe before key types were kept did.
-func (e *env) widenedDebeziumTable(topic string, ids ...int64) (tbl, dlq *snapshot.Table) {
-	t := e.T
-	t.Helper()
+// intKeyedDebeziumTable sinks creates of ids (int keys, names "a" and the
+// id) from topic, a new topic, into a new Debezium table lake.t.
+func (e *env) intKeyedDebeziumTable(topic string, ids ...int64) (tbl, dlq *snapshot.Table) {
+	e.T.Helper()
 	e.Topic(topic, 1, nil)
 	tbl, dlq = e.debeziumTable("lake.t", floetest.CDCConnectJSON)
 	var recs []*kgo.Record
@@ -140,8 +129,17 @@ func (e *env) widenedDebeziumTable(topic string, ids ...int64) (tbl, dlq *snapsh
 	}
 	e.Produce(recs)
 	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
-		t.Fatal(err)
+		e.T.Fatal(err)
 	}
+	return tbl, dlq
+}
+
+// widenedDebeziumTable is intKeyedDebeziumTable with the key column id
+// then widened to long, as a floe before key types were kept did.
+func (e *env) widenedDebeziumTable(topic string, ids ...int64) (tbl, dlq *snapshot.Table) {
+	t := e.T
+	t.Helper()
+	tbl, dlq = e.intKeyedDebeziumTable(topic, ids...)
 	cur := tbl.Iceberg().Schema()
 	fields := slices.Clone(cur.Fields())
 	for i, f := range fields {
@@ -180,6 +178,36 @@ func TestCompactRefusesWidenedKey(t *testing.T) {
 	}
 }
 
+// sinkEach sinks each batch into tbl in a session of its own (a commit
+// each), dead letters into dlq.
+func (e *env) sinkEach(tbl, dlq *snapshot.Table, batches ...[]*kgo.Record) {
+	e.T.Helper()
+	for _, batch := range batches {
+		e.Produce(batch)
+		if _, err := e.sink(tbl, connector.Config{Topic: batch[0].Topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+			e.T.Fatal(err)
+		}
+	}
+}
+
+// loseHeadDeleteFile deletes from the storage the delete file the head of
+// the upsert table tbl added, and returns its path.
+func (e *env) loseHeadDeleteFile(tbl *snapshot.Table) string {
+	e.T.Helper()
+	dels, err := tbl.DeleteFiles(e.Ctx, 0)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	i := slices.IndexFunc(dels, func(d snapshot.DeleteFile) bool { return d.AddedBy == tbl.Head().SnapshotID })
+	if i < 0 {
+		e.T.Fatalf("no delete file of the head in %+v", dels)
+	}
+	if err := os.Remove(strings.TrimPrefix(dels[i].Path, "file://")); err != nil {
+		e.T.Fatal(err)
+	}
+	return dels[i].Path
+}
+
 // TestUpsertDeleteFileGone (from a new-user run): an equality delete file
 // of an upsert table deleted from the storage behind floe's back was
 // reported by floe audit --deep as its data file gone ("its rows are
@@ -191,25 +219,9 @@ func TestUpsertDeleteFileGone(t *testing.T) {
 	e.Topic(topic, 1, nil)
 	tbl, dlq := e.upsertTable("lake.accounts")
 	k, v1, v2 := "k1", "one", "uno"
-	for i, v := range []*string{&v1, &v2} {
-		e.Produce([]*kgo.Record{keyed(topic, 0, &k, v, i)})
-		if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dels, err := tbl.DeleteFiles(e.Ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The update's deletes (the head's), which apply to the first commit's row.
-	i := slices.IndexFunc(dels, func(d snapshot.DeleteFile) bool { return d.AddedBy == tbl.Head().SnapshotID })
-	if i < 0 {
-		t.Fatalf("no delete file of the head in %+v", dels)
-	}
-	gone := dels[i].Path
-	if err := os.Remove(strings.TrimPrefix(gone, "file://")); err != nil {
-		t.Fatal(err)
-	}
+	e.sinkEach(tbl, dlq, []*kgo.Record{keyed(topic, 0, &k, &v1, 0)}, []*kgo.Record{keyed(topic, 0, &k, &v2, 1)})
+	// The update's deletes, which apply to the first commit's row.
+	gone := e.loseHeadDeleteFile(tbl)
 	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows})
 	if err != nil {
 		t.Fatal(err)
@@ -275,28 +287,11 @@ func TestUpsertDeleteFileGoneFullAudit(t *testing.T) {
 	e.Topic(topic, 1, nil)
 	tbl, dlq := e.upsertTable("lake.acc2")
 	k1, k2, a, b, a2, b2 := "k1", "k2", "a", "b", "a2", "b2"
-	for _, batch := range [][]*kgo.Record{
-		{keyed(topic, 0, &k1, &a, 0)},
-		{keyed(topic, 0, &k2, &b, 1)},
-		{keyed(topic, 0, &k1, &a2, 2), keyed(topic, 0, &k2, &b2, 3)},
-	} {
-		e.Produce(batch)
-		if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dels, err := tbl.DeleteFiles(e.Ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(dels, func(d snapshot.DeleteFile) bool { return d.AddedBy == tbl.Head().SnapshotID })
-	if i < 0 {
-		t.Fatalf("no delete file of the head in %+v", dels)
-	}
-	gone := dels[i].Path
-	if err := os.Remove(strings.TrimPrefix(gone, "file://")); err != nil {
-		t.Fatal(err)
-	}
+	e.sinkEach(tbl, dlq,
+		[]*kgo.Record{keyed(topic, 0, &k1, &a, 0)},
+		[]*kgo.Record{keyed(topic, 0, &k2, &b, 1)},
+		[]*kgo.Record{keyed(topic, 0, &k1, &a2, 2), keyed(topic, 0, &k2, &b2, 3)})
+	gone := e.loseHeadDeleteFile(tbl)
 	for _, opts := range []audit.Options{{Depth: audit.DepthRows}, {Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}} {
 		rep, err := audit.Run(e.Ctx, tbl, opts)
 		if err != nil {

@@ -123,10 +123,24 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 		}
 		switch {
 		case untilTime != nil:
-			end = min(untilTime[part], w.LastStable)
+			if untilTime[part] > w.LastStable {
+				// Records before the time lie past an open transaction:
+				// cutting at it would leave out committed ones unsaid.
+				return p, &BoundError{Setting: SettingUntil, Value: until.Spec,
+					Reason: fmt.Sprintf("partition %d: records stamped before it lie up to offset %d, past a transaction still open at offset %d (the last stable offset), which a replay cannot read yet; run the replay again once the transaction has ended, or replay --until end (the last stable offsets) or until offsets",
+						part, untilTime[part], w.LastStable)}
+			}
+			end = untilTime[part]
 		case until.Offsets != nil:
 			if o, ok := until.Offsets[part]; ok {
 				end = o
+			}
+			if until.fixed && fromTime != nil && start > end {
+				// The time resolves past the end this replay fixed when
+				// it started (a transaction open then has ended, or records
+				// were added since): no record before that end is stamped
+				// at or after it.
+				start = end
 			}
 		}
 		pr, resumed := prior[part]

@@ -97,7 +97,7 @@ func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identif
 		return Bound{}, false, fmt.Errorf("table %s: property %s=%q is not the end offsets of a replay (P=OFFSET,...): %v",
 			t.Name(), untilKey(opts.Branch), v, err)
 	}
-	b.Spec = "end (fixed when this replay started: " + v + ")"
+	b.Spec, b.fixed = "end (fixed when this replay started: "+v+")", true
 	return b, true, nil
 }
 
@@ -133,7 +133,7 @@ func snapshotPositions(ctx context.Context, broker *connector.Broker, cat catalo
 	if err != nil {
 		return "", nil, fmt.Errorf("start bound snapshot:%d: %w", id, err)
 	}
-	s, err := summaryAt(ctx, src, id)
+	s, err := src.SummaryOf(ctx, id)
 	if err != nil {
 		return "", nil, fmt.Errorf("start bound snapshot:%d: ledger of %s: %w", id, src.Name(), err)
 	}

@@ -522,6 +522,27 @@ func (t *Table) Summary(ctx context.Context, snapshotID int64) (s mapping.Summar
 	return s, err
 }
 
+// SummaryOf is Summary as of snapshot id, which may have expired: its
+// commit is then in the ledger archive, and the summary is folded from the
+// ledger's commits up to it. A snapshot neither the table nor its ledger
+// has is an *UnknownSnapshotError.
+func (t *Table) SummaryOf(ctx context.Context, id int64) (mapping.Summary, error) {
+	if t.tbl.Metadata().SnapshotByID(id) != nil {
+		return t.Summary(ctx, id)
+	}
+	var s mapping.Summary
+	for c, err := range t.Commits(ctx, 0) {
+		if err != nil {
+			return mapping.Summary{}, err
+		}
+		s.Add(c)
+		if c.SnapshotID == id {
+			return s, nil
+		}
+	}
+	return mapping.Summary{}, &UnknownSnapshotError{Table: t.Name(), SnapshotID: id}
+}
+
 // loadedSummary is Summary as the table is loaded.
 func (t *Table) loadedSummary(ctx context.Context, snapshotID int64) (mapping.Summary, error) {
 	id, err := t.resolve(snapshotID)

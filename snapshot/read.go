@@ -279,19 +279,29 @@ func eachPosition(b arrow.RecordBatch, fn func(mapping.TopicPartition, int64)) e
 	return nil
 }
 
-// FindSnapshot returns the table of the catalog that has snapshot id,
-// looking first at the tables named in prefer (which may not exist), then at
-// every table of every namespace. The table is opened on main.
+// FindSnapshot returns the table of the catalog that has snapshot id, or
+// whose ledger has its commit (the snapshot expired, its commit is in the
+// ledger archive), looking first at the tables named in prefer (which may
+// not exist), then at every table of every namespace. The table is opened
+// on main.
 func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...table.Identifier) (*Table, error) {
 	has := func(ident table.Identifier) (*Table, error) {
 		t, err := Open(ctx, cat, ident, OpenOptions{})
 		if err != nil {
 			return nil, err
 		}
-		if t.tbl.Metadata().SnapshotByID(id) == nil {
-			return nil, nil
+		if t.tbl.Metadata().SnapshotByID(id) != nil {
+			return t, nil
 		}
-		return t, nil
+		for c, err := range t.CommitsOf(ctx, 0, map[int64]bool{id: true}) {
+			if err != nil {
+				return nil, err
+			}
+			if c.SnapshotID == id {
+				return t, nil
+			}
+		}
+		return nil, nil
 	}
 	for _, ident := range prefer {
 		t, err := has(ident)

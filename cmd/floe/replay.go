@@ -50,7 +50,8 @@ rebuilt table has its own ledger, so floe audit works on it like on any other.
          RFC3339 time: per partition the first offset whose record timestamp is at or after
          it (Kafka's ListOffsets by timestamp), or the end offset where no record is.
          P=OFFSET[,P=OFFSET]: explicit offsets; partitions not named start at their log start.
-         snapshot:ID: the positions a snapshot of a floe table (found in the catalog) had reached.
+         snapshot:ID: the positions a snapshot of a floe table (found in the catalog, or in
+         its ledger archive once expired) had reached.
 --until  end (default): the end offsets (last stable offsets) at start, so the replay is a
          finite job with a known total. Or an RFC3339 time (offsets below the first record at or
          after it), or P=OFFSET[,...]. The resolved end is recorded in the target (table property

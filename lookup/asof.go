@@ -260,12 +260,16 @@ func sameTopic(ctx context.Context, table string, ledger mapping.Summary, broker
 // timeCut maps a record time to a cut over every partition of the ledger:
 // from the broker where it retains everything the table holds of a
 // partition, else from the table's timestamp column. It records each
-// partition's source in source.
+// partition's source in source. On a compacted topic the broker may no
+// longer have a record the table holds, stamped at or after t: an append
+// table's column lowers the broker's cut to it.
 func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Summary, t time.Time, source map[mapping.TopicPartition]string) (mapping.Cut, error) {
 	cut := mapping.Cut{}
-	var fromTable []mapping.TopicPartition
+	isAppend := tbl.Mode() == mapping.ModeAppend
+	var fromTable, lower []mapping.TopicPartition
 	byTopic := map[string]map[int32]int64{}
 	starts := map[string]map[int32]connector.Watermarks{}
+	compacts := map[string]bool{}
 	for _, tp := range ledger.Partitions() {
 		if broker != nil {
 			if _, ok := byTopic[tp.Topic]; !ok {
@@ -287,20 +291,30 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 					return nil, err
 				}
 				byTopic[tp.Topic], starts[tp.Topic] = offs, wm
+				if isAppend {
+					// A policy the brokers do not describe (no
+					// DescribeConfigs right) is taken for compaction: the
+					// column gives the same cut either way, at a scan's cost.
+					policy, err := broker.CleanupPolicy(ctx, tp.Topic)
+					compacts[tp.Topic] = err != nil || connector.Compacts(policy)
+				}
 			}
 			w, ok := starts[tp.Topic][tp.Partition]
 			o, listed := byTopic[tp.Topic][tp.Partition]
 			if ps, _ := ledger.Partition(tp); ok && listed && w.LogStart <= ps.First() {
 				cut[tp], source[tp] = o, SourceBroker
+				if compacts[tp.Topic] {
+					lower = append(lower, tp)
+				}
 				continue
 			}
 		}
 		fromTable = append(fromTable, tp)
 	}
-	if len(fromTable) == 0 {
+	if len(fromTable) == 0 && len(lower) == 0 {
 		return cut, nil
 	}
-	if mode := tbl.Mode(); mode != mapping.ModeAppend {
+	if mode := tbl.Mode(); !isAppend {
 		kind := "a state table"
 		if mode == mapping.ModeUpsert {
 			kind = "an upsert table"
@@ -314,6 +328,11 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 	}
 	for _, tp := range fromTable {
 		cut[tp], source[tp] = tc[tp], SourceTable
+	}
+	for _, tp := range lower {
+		if tc[tp] < cut[tp] {
+			cut[tp], source[tp] = tc[tp], SourceTable
+		}
 	}
 	return cut, nil
 }

@@ -234,10 +234,16 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 // row of snapshot snapshotID whose timestamp is at or after at (partitions
 // not in cut are left out).
 func (t *Table) lowerToTime(ctx context.Context, snapshotID int64, at time.Time, cut mapping.Cut) error {
+	// The column holds microseconds: a time between two is rounded up,
+	// not down to a record stamped before it.
+	us := at.UnixMicro()
+	if time.UnixMicro(us).Before(at) {
+		us++
+	}
 	scan := t.tbl.Scan(
 		table.WithSnapshotID(snapshotID),
 		table.WithSelectedFields(mapping.ColTopic, mapping.ColPartition, mapping.ColOffset),
-		table.WithRowFilter(iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColTimestamp), iceberg.Timestamp(at.UnixMicro()))))
+		table.WithRowFilter(iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColTimestamp), iceberg.Timestamp(us))))
 	_, it, err := scan.ToArrowRecords(ctx)
 	if err != nil {
 		return fmt.Errorf("scan timestamps of %s: %w", t.Name(), err)

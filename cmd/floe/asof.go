@@ -49,7 +49,8 @@ rows_from_head in --json), and is refused otherwise; floe replay --until rebuild
 
 --time means record time: every partition is cut before its first record whose timestamp is at
 or after it (out-of-order timestamps included), from the broker's ListOffsets by timestamp when
---brokers is given and the broker still retains what the table holds, else from the table's own
+--brokers is given and the broker still retains what the table holds (on a compacted topic
+lowered to a record the table holds that compaction removed), else from the table's own
 timestamp column. A time in the future is refused: records at or after it may still arrive, so
 the table as of it is not known yet.
 

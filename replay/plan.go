@@ -135,22 +135,17 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 			if o, ok := until.Offsets[part]; ok {
 				end = o
 			}
-			if until.fixed && fromTime != nil && start > end {
-				// The time resolves past the end this replay fixed when
-				// it started (a transaction open then has ended, or records
-				// were added since): no record before that end is stamped
-				// at or after it.
-				start = end
-			}
 		}
 		pr, resumed := prior[part]
 		switch {
 		case !resumed:
 		case from.IsEdge():
 			start = pr.First()
-		case fromTime != nil && sameTime && start == w.LogStart && pr.First() < start:
-			// Retention deleted the records at or after the time that
-			// the replay began with.
+		case fromTime != nil && sameTime:
+			// The time may resolve elsewhere now: retention deleted the
+			// records at or after it that the replay began with, or a
+			// transaction open then (its start was the last stable
+			// offset) has ended.
 			start = pr.First()
 		}
 		if fromTime != nil && !resumed && fromTime[part] == w.LogStart && w.LogStart > 0 && w.LogStart < w.LastStable {

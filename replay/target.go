@@ -97,7 +97,7 @@ func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identif
 		return Bound{}, false, fmt.Errorf("table %s: property %s=%q is not the end offsets of a replay (P=OFFSET,...): %v",
 			t.Name(), untilKey(opts.Branch), v, err)
 	}
-	b.Spec, b.fixed = "end (fixed when this replay started: "+v+")", true
+	b.Spec = "end (fixed when this replay started: " + v + ")"
 	return b, true, nil
 }
 

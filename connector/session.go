@@ -334,12 +334,17 @@ func (s *Sink) commitStarts(ctx context.Context, starts []mapping.Range) error {
 	}
 	// The run's next offsets include the partitions begun: a run that
 	// reads nothing after them reports where they start.
-	next := make(map[mapping.TopicPartition]int64, len(starts))
-	for _, r := range starts {
+	s.finish(highs(starts))
+	return nil
+}
+
+// highs returns each partition's highest offset past ranges.
+func highs(ranges []mapping.Range) map[mapping.TopicPartition]int64 {
+	next := make(map[mapping.TopicPartition]int64, len(ranges))
+	for _, r := range ranges {
 		next[r.TopicPartition] = max(next[r.TopicPartition], r.High)
 	}
-	s.finish(next)
-	return nil
+	return next
 }
 
 // startState is what the ledger and the brokers say when partitions are

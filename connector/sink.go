@@ -701,6 +701,8 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	}()
 	s.stats.Commits++
 	s.stats.Records += res.Rows
+	// A run that fails later reports the offsets committed so far.
+	s.finish(highs(res.Commit.Ranges))
 	var dead, deletes int64
 	for _, r := range res.Commit.Ranges {
 		dead += r.DeadLetters

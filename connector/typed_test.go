@@ -154,7 +154,7 @@ func TestDeadLettersOffStopsAtTheBadRecord(t *testing.T) {
 	e.Topic("orders", 1, nil)
 	tbl, _ := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
 	e.Produce(jsonRecords("orders", 0, `{"id":1}`, `{"id":2}`, `{oops`, `{"id":4}`))
-	_, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true})
+	stats, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true})
 	var bad *connector.BadRecordError
 	if !errors.As(err, &bad) || bad.Offset != 2 || bad.Partition.Partition != 0 {
 		t.Fatalf("err = %v, want a BadRecordError at orders/0 offset 2", err)
@@ -163,6 +163,11 @@ func TestDeadLettersOffStopsAtTheBadRecord(t *testing.T) {
 		t.Errorf("error does not name the record: %v", err)
 	}
 	floetest.CheckExactlyOnce(t, tbl, map[mapping.TopicPartition]int64{{Topic: "orders", Partition: 0}: 2})
+	// The run's summary gives the offsets it committed (from a new-user
+	// run: it gave those the run began with).
+	if n := stats.Next[mapping.TopicPartition{Topic: "orders", Partition: 0}]; n != 2 {
+		t.Errorf("the failed run's next offset is %d, want 2, as committed", n)
+	}
 }
 
 // Schema versions of TestRegistryEvolution's Avro orders: v2 adds an

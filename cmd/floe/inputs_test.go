@@ -308,6 +308,9 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 
 	// A batch whose only record conflicts with the table's column type
 	// decoded fine: the advice is not about --value (from a new-user run).
+	// The table holds rows of earlier runs, so its layout fits the topic:
+	// the run exits 0 with the warning, and no advice to drop the table
+	// (from a new-user run, whose cron job failed on one bad record).
 	t.Run("schema conflict", func(t *testing.T) {
 		if err := localstack.CreateTopic(t.Context(), st.Brokers, "conf", 1, nil); err != nil {
 			t.Fatal(err)
@@ -324,8 +327,8 @@ func TestSinkOnlyDeadLettersFails(t *testing.T) {
 				}
 				continue
 			}
-			if code != exitOnlyDeadLetters || !strings.Contains(errs, "conflicts with the table's column") || strings.Contains(errs, "check that --value") {
-				t.Errorf("exit %d, stderr %q; want exit 3 with the schema conflict's advice", code, errs)
+			if code != 0 || !strings.Contains(errs, "conflicts with the table's column") || strings.Contains(errs, "check that --value") || strings.Contains(errs, "floe drop") {
+				t.Errorf("exit %d, stderr %q; want exit 0 with the schema conflict's advice, and no floe drop", code, errs)
 			}
 		}
 	})

@@ -880,7 +880,8 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		res.RepairedLegacy = len(ids)
 	}
 	if filter := staleFilter(st); filter != nil {
-		log.Warn("removing the dead letters of commits no branch's ledger has (the table was rolled back, or a branch published over it)",
+		// The outcome of a rollback or a publish, not a fault.
+		log.Info("removing the dead letters of commits no branch's ledger has (the table was rolled back, or a branch published over it)",
 			"table", t.Name(), "commits", len(st.Stale), "rows", st.StaleRows, "legacy_partitions", len(st.StaleLegacy))
 		props := iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(st.Stale, ",")}
 		// Files of stale rows only (each commit writes files of its own)

@@ -225,12 +225,13 @@ Environment (also in %[1]s/env.sh):
 	}
 	// A secured stack's commands need the Kafka flags above too: its lines
 	// take them all from the config file instead.
-	conn := fmt.Sprintf("--brokers %s --catalog %s --warehouse %s --s3-endpoint %s", broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint)
+	conn := fmt.Sprintf("--brokers %s --catalog %s --warehouse %s --s3-endpoint %s --s3-access-key-id %s --s3-secret-access-key %s",
+		broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint, localstack.AccessKeyID, localstack.SecretAccessKey)
 	if l.Password != "" {
 		conn = "--config " + filepath.Join(l.Dir, "floe.yaml")
 	}
 	fmt.Fprintf(w, `
-floe (flags; or --config %[1]s/floe.yaml, or the FLOE_* variables above):
+floe (flags; or --config %[1]s/floe.yaml, or the variables above):
   floe sink   %[13]s --topic orders --table lake.orders
   floe status %[13]s --table lake.orders
 

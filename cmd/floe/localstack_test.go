@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/floe-dev/floe/connector"
@@ -205,6 +206,39 @@ func TestLocalstackUpPrintsRegistry(t *testing.T) {
 	}
 	if s, err := cl.SchemaByID(t.Context(), 1); err != nil || !strings.Contains(s.Schema, `"Order"`) {
 		t.Errorf("schema 1 after the example: %+v, %v", s, err)
+	}
+}
+
+// TestLocalstackUpSinkLineRuns: the floe sink line 'floe localstack up'
+// prints runs as printed in a shell without the stack's variables (from a
+// new-user run: it lacked the S3 credentials).
+func TestLocalstackUpSinkLineRuns(t *testing.T) {
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "FLOE_S3_ACCESS_KEY_ID", "FLOE_S3_SECRET_ACCESS_KEY"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	l := upLocal(t, t.TempDir())
+	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), l.Brokers, []*kgo.Record{{Topic: "orders", Value: []byte(`{"id":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	printLocalUsage(&out, l)
+	var line string
+	for l := range strings.Lines(out.String()) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "floe sink "); ok {
+			line = rest
+		}
+	}
+	if line == "" {
+		t.Fatalf("no floe sink line:\n%s", out.String())
+	}
+	args := append([]string{"sink"}, strings.Fields(line)...)
+	if code, stdout, errs := floe(t, append(args, "--stop-at-end")...); code != 0 || !strings.Contains(stdout, "1 row") {
+		t.Fatalf("floe sink %s --stop-at-end: exit %d\n%s\n%s", line, code, stdout, errs)
 	}
 }
 

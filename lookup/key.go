@@ -34,6 +34,11 @@ const (
 	// KeyStatusNeverSeen: neither the table nor what was searched of its
 	// history holds the key.
 	KeyStatusNeverSeen = "never_seen"
+	// KeyStatusUnknown: no row and no live delete holds the key, but a
+	// compaction applied the deletes of a table that deletes keys, and
+	// dropped them, and the log was not searched (no broker, or a key of
+	// decoded columns): the key may have been deleted, or never seen.
+	KeyStatusUnknown = "unknown"
 )
 
 // Where a deleted key's delete was found (KeyResult.FoundBy).
@@ -328,6 +333,9 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	}
 	if broker == nil || k.raw == nil {
 		res.Status = KeyStatusNeverSeen
+		if deletesCompacted(tbl, sum, files) {
+			res.Status = KeyStatusUnknown
+		}
 		note := " (floe searches the log for the key of a table keyed by the Kafka key only, not for a key of decoded columns)"
 		if k.raw != nil {
 			note = " (pass --brokers to search the log)"
@@ -368,6 +376,17 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	res.Explanation = fmt.Sprintf("key %s has no row: its last record in the log, at %s offset %d (snapshot %d), deletes it (its equality delete was dropped by compaction)",
 		text, rec.tp, rec.offset, derefOr(res.SnapshotID))
 	return res, nil
+}
+
+// deletesCompacted reports whether the ledger counts deletes and a live
+// data file of tbl was written by a compaction, which applies the deletes
+// before it and drops them: a key without a row or a live delete may then
+// have been deleted.
+func deletesCompacted(tbl *snapshot.Table, sum mapping.Summary, files []snapshot.DataFile) bool {
+	if !slices.ContainsFunc(slices.Collect(maps.Values(sum.Parts)), func(p *mapping.PartitionSummary) bool { return p.Deletes > 0 }) {
+		return false
+	}
+	return slices.ContainsFunc(files, func(f snapshot.DataFile) bool { return tbl.IsCompaction(f.AddedBy) })
 }
 
 func derefOr(p *int64) int64 {

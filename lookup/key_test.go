@@ -342,3 +342,41 @@ func TestAsOfUpsertEmptyExpired(t *testing.T) {
 		t.Errorf("as of u/0=0 is the empty table, but RowsSnapshot (what floe as-of --rows calls first) fails: %v", err)
 	}
 }
+
+// TestWhereKeyAfterCompaction: compaction applied the upsert table's
+// deletes and dropped them. Without a broker a key without a row is
+// unknown (it may have been deleted: from a new-user run, a deleted key
+// read never_seen); with one, the log tells: deleted (found in the log) or
+// never seen.
+func TestWhereKeyAfterCompaction(t *testing.T) {
+	e, tbl := upsertEnv(t)
+	if _, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key             string
+		broker          bool
+		status, foundBy string
+	}{
+		{"a", false, lookup.KeyStatusRow, ""},
+		{"c", false, lookup.KeyStatusUnknown, ""},
+		{"z", false, lookup.KeyStatusUnknown, ""},
+		{"c", true, lookup.KeyStatusDeleted, lookup.FoundByLog},
+		{"z", true, lookup.KeyStatusNeverSeen, ""},
+	} {
+		var b *connector.Broker
+		if c.broker {
+			b = e.Broker()
+		}
+		r, err := lookup.WhereKey(t.Context(), tbl, b, c.key)
+		if err != nil {
+			t.Fatalf("key %s: %v", c.key, err)
+		}
+		if r.Status != c.status || r.FoundBy != c.foundBy {
+			t.Errorf("key %s (broker %v) after compaction: %s found by %q; want %s found by %q", c.key, c.broker, r.Status, r.FoundBy, c.status, c.foundBy)
+		}
+	}
+}

@@ -67,7 +67,9 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
               the Kafka key's bytes only: the log is not searched for decoded key fields, such
               as a Debezium key's); after compaction dropped the delete, found in the log with
               --brokers;
-  never_seen  no row, and no delete holds it (with --brokers: no record of the ranges either).`,
+  never_seen  no row, and no delete holds it (with --brokers: no record of the ranges either);
+  unknown     no row and no live delete holds it, but a compaction dropped the table's deletes
+              and the log was not searched: deleted before it, or never seen.`,
 		Example: `  floe where --table lake.orders --partition 0 --offset 1234
   floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json
   floe where --table lake.customers --key '{"id":3}'`,
@@ -138,9 +140,10 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 	f.register(cmd, ": tell a marker from an aborted or compacted offset, and show the broker's offsets")
 	fs := cmd.Flags()
 	topicFlag(fs, &topic, "topic of the position (default: the table's one topic)")
-	fs.Int32Var(&partition, "partition", 0, "partition `P` of the position (required)")
-	fs.Int64Var(&offset, "offset", 0, "`OFFSET` to look up (required)")
-	fs.StringVar(&key, "key", "", "on an upsert table, the `KEY` to look up: the Kafka key's text, or a JSON object of the key columns")
+	fs.Int32Var(&partition, "partition", 0, "partition `P` of the position (required without --key)")
+	fs.Int64Var(&offset, "offset", 0, "`OFFSET` to look up (required without --key)")
+	fs.StringVar(&key, "key", "", "on an upsert table, the `KEY` to look up: the Kafka key's text, or a JSON object of the key columns\n"+
+		`(of a --fold latest table: {"kafka_topic":"T","kafka_partition":0,"kafka_key":"K"})`)
 	return cmd
 }
 

@@ -190,6 +190,11 @@ func (r *Registry) Check(ctx context.Context) error {
 	if auth, ok := errors.AsType[*RegistryAuthError](err); ok && auth.StatusCode == http.StatusForbidden {
 		return nil
 	}
+	if _, down := errors.AsType[*RegistryUnavailableError](err); down {
+		// At start a registry that does not answer is most often a wrong
+		// address, not an outage.
+		return fmt.Errorf("%w (checked before creating anything; nothing was created); check --schema-registry", err)
+	}
 	return fmt.Errorf("%w (checked before creating anything; nothing was created)", err)
 }
 

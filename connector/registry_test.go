@@ -263,6 +263,11 @@ func TestRegistryUnavailable(t *testing.T) {
 	mustResolve(t, reg, localstack.WireFormat(first, nil, []byte{2}))
 
 	srv.stop()
+	// Checked at start, a registry that does not answer names the flag
+	// (from a new-user run).
+	if err := reg.Check(t.Context()); err == nil || !strings.HasSuffix(err.Error(), "check --schema-registry") {
+		t.Errorf("check of a registry that does not answer: %v; want the error naming --schema-registry", err)
+	}
 	if _, err := reg.Resolve(t.Context(), localstack.WireFormat(first, nil, []byte{2})); err != nil {
 		t.Errorf("a cached schema while the registry is down: %v", err)
 	}

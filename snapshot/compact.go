@@ -117,6 +117,19 @@ type CompactResult struct {
 	// one each).
 	Attempts int           `json:"attempts"`
 	Duration time.Duration `json:"duration_ns"`
+	// deletes is set for a compaction of an upsert table, which applies
+	// its deletes: only then do LiveRows and DroppedDeletes say anything.
+	deletes bool
+}
+
+// LogAttrs are r's figures as log attributes, the deletes applied only
+// where the compaction applies them.
+func (r CompactResult) LogAttrs() []any {
+	attrs := []any{"table", r.Table, "snapshot", r.SnapshotID, "replaced", r.Replaced, "added", r.Added, "rows", r.Rows}
+	if r.deletes {
+		attrs = append(attrs, "live_rows", r.LiveRows, "dropped_delete_files", r.DroppedDeletes)
+	}
+	return append(attrs, "files", r.FilesAfter, "attempts", r.Attempts, "took", r.Duration.Round(time.Millisecond))
 }
 
 // ErrCompactConflict is matched (errors.Is) by a *CompactConflictError.
@@ -302,8 +315,7 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 	res.SnapshotID = snap
 	res.FilesAfter = res.FilesBefore - len(c.olds) + len(c.news)
 	res.Duration = time.Since(start)
-	log.Info("compacted", "table", t.Name(), "snapshot", snap, "replaced", len(c.olds), "added", len(c.news), "rows", res.Rows,
-		"live_rows", res.LiveRows, "dropped_delete_files", res.DroppedDeletes, "attempts", attempts)
+	log.Info("compacted", res.LogAttrs()...)
 	return nil
 }
 

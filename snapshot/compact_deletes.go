@@ -102,7 +102,7 @@ func (t *Table) checkKeyNotWidened() error {
 // vectors naming a file it replaces, or a file it replaces or drops is no
 // longer live: then it gives up (*CompactConflictError).
 func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *slog.Logger, target int64, start time.Time) (CompactResult, error) {
-	res := CompactResult{Table: t.Name()}
+	res := CompactResult{Table: t.Name(), deletes: true}
 	if err := t.checkKeyNotWidened(); err != nil {
 		return res, err
 	}

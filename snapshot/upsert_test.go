@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +112,9 @@ func upsertCompactionBeside(t *testing.T, rollback bool) {
 	}
 	if err != nil || res.SnapshotID == 0 {
 		t.Fatalf("compaction beside an expiry of the snapshot it read: %+v, %v", res, err)
+	}
+	if !slices.Contains(res.LogAttrs(), any("live_rows")) {
+		t.Errorf("the compaction of an upsert table logs %v, without the live rows", res.LogAttrs())
 	}
 	fresh := openTestTable(t, cat, "lake.upbase", snapshot.OpenOptions{})
 	if got := joinLines(snapshotRows(t, fresh, 0)); got != "0/004 k2=e\n0/005 k3=f\n0/006 k1=g" {

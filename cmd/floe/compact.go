@@ -125,8 +125,7 @@ func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table, t
 			results, err := tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: f.targetFileSize, Turn: turn})
 			for _, r := range results {
 				if r.SnapshotID != 0 {
-					slog.Info("scheduled compaction", "table", r.Table, "snapshot", r.SnapshotID, "replaced", r.Replaced, "added", r.Added,
-						"rows", r.Rows, "live_rows", r.LiveRows, "dropped_delete_files", r.DroppedDeletes, "files", r.FilesAfter, "attempts", r.Attempts, "took", r.Duration.Round(time.Millisecond))
+					slog.Info("scheduled compaction", r.LogAttrs()...)
 				}
 			}
 			if err != nil && ctx.Err() == nil {

@@ -165,6 +165,11 @@ func TestSinkStatusPage(t *testing.T) {
 	if facts["commits"] != "2" || facts["fenced"] != "0" || facts["dead-letters"] != "0" || !strings.HasSuffix(facts["last-commit-age"], " s ago") {
 		t.Errorf("pipeline facts %v", facts)
 	}
+	// The sink's own last commit, not the table's (from a new-user run).
+	label, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=last-commit-age]').previousSibling.textContent`))
+	if err != nil || strings.TrimSpace(label) != "last commit by this sink" {
+		t.Errorf("the last commit's label is %q (%v)", label, err)
+	}
 	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=state]').textContent`))
 	if err != nil || state != "running" {
 		t.Errorf("state %q (%v)", state, err)

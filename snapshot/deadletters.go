@@ -907,7 +907,7 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		ids := commitIDs(st.Short)
 		log.Warn("replacing the dead letters of commits that have too few rows (a file the storage lost was dropped) by their commits' files",
 			"table", t.Name(), "commits", strings.Join(ids, ","))
-		if err := txn.Delete(ctx, iceberg.IsIn(iceberg.Reference(mapping.ColCommitID), ids...), iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
+		if err := txn.Delete(ctx, commitIn(ids), iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
 			return res, fmt.Errorf("delete the rows of commits with too few dead letters: %w", err)
 		}
 		res.Refilled = len(ids)
@@ -937,12 +937,20 @@ func commitIDs(cs []mapping.Commit) []string {
 	return ids
 }
 
+// commitIn selects the rows of the commits ids, and no row without a
+// commit id (an older floe's): a copy-on-write delete keeps only the rows
+// for which its filter is false, and IsIn of a null is null, not false.
+func commitIn(ids []string) iceberg.BooleanExpression {
+	col := iceberg.Reference(mapping.ColCommitID)
+	return iceberg.NewAnd(iceberg.NotNull(col), iceberg.IsIn(col, ids...))
+}
+
 // staleFilter selects the rows of st's stale commits and stale legacy
 // rows; nil when there are none.
 func staleFilter(st *DeadLetterState) iceberg.BooleanExpression {
 	var terms []iceberg.BooleanExpression
 	if len(st.Stale) > 0 {
-		terms = append(terms, iceberg.IsIn(iceberg.Reference(mapping.ColCommitID), st.Stale...))
+		terms = append(terms, commitIn(st.Stale))
 	}
 	if legacy := legacyFilter(st.StaleLegacy); legacy != nil {
 		terms = append(terms, legacy)

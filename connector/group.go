@@ -131,6 +131,13 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	if s.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(s.cfg.SessionTimeout), kgo.HeartbeatInterval(s.cfg.SessionTimeout/5))
 	}
+	if every := s.cfg.PartitionCheck; every > 0 {
+		// A classic group learns of partitions added to the topic when
+		// the client refreshes its metadata, every 5 minutes by default:
+		// every PartitionCheck, as a sink of the whole topic looks.
+		every = min(max(every, 10*time.Millisecond), time.Hour)
+		opts = append(opts, kgo.MetadataMaxAge(every), kgo.MetadataMinAge(min(every, 5*time.Second)))
+	}
 	if s.cfg.GroupProtocol == GroupConsumer {
 		opts = append(opts, kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
 	} else {

@@ -145,7 +145,15 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 				lag := w.Lag(next)
 				r.Lag = &lag
 				if lost := w.Lost(next); lost > 0 {
-					r.Lost = &lost
+					// As the sink judges them: offsets that held only
+					// aborted records are no loss.
+					v, err := broker.ClassifyDeleted(ctx, topic, p, next, w.LogStart)
+					if err != nil {
+						return st, err
+					}
+					if v.Deleted != connector.DeletedAborted {
+						r.Lost = &lost
+					}
 				}
 			}
 		}

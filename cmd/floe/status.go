@@ -34,7 +34,8 @@ func newStatusCmd() *cobra.Command {
 start and end offset (the last stable offset, which is where a read_committed consumer ends),
 the table's next offset from its ledger, the lag (retained offsets up to the end offset that the
 table does not have yet), the offsets lost to retention before they were sunk (from the table's
-next offset up to the log start) and when a commit last advanced the partition. Without --brokers
+next offset up to the log start, unless the broker shows they held only aborted records, as the
+sink judges them) and when a commit last advanced the partition. Without --brokers
 only the table's side is shown. The table's current metadata location is printed too: other
 engines (DuckDB's iceberg_scan, Spark) can read it directly.
 

@@ -330,7 +330,10 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		cut[tp], source[tp] = tc[tp], SourceTable
 	}
 	for _, tp := range lower {
-		if tc[tp] < cut[tp] {
+		// Only a row lowers it: the column's cut of a partition without a
+		// row at or after the time is the table's next offset, which a
+		// table behind the log would take for the time's position.
+		if ps, _ := ledger.Partition(tp); tc[tp] < cut[tp] && tc[tp] < ps.Next() {
 			cut[tp], source[tp] = tc[tp], SourceTable
 		}
 	}

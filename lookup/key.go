@@ -333,7 +333,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	}
 	if broker == nil || k.raw == nil {
 		res.Status = KeyStatusNeverSeen
-		if deletesCompacted(tbl, sum, files) {
+		if deletesCompacted(tbl, sum) {
 			res.Status = KeyStatusUnknown
 		}
 		note := " (floe searches the log for the key of a table keyed by the Kafka key only, not for a key of decoded columns)"
@@ -378,15 +378,12 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	return res, nil
 }
 
-// deletesCompacted reports whether the ledger counts deletes and a live
-// data file of tbl was written by a compaction, which applies the deletes
-// before it and drops them: a key without a row or a live delete may then
-// have been deleted.
-func deletesCompacted(tbl *snapshot.Table, sum mapping.Summary, files []snapshot.DataFile) bool {
-	if !slices.ContainsFunc(slices.Collect(maps.Values(sum.Parts)), func(p *mapping.PartitionSummary) bool { return p.Deletes > 0 }) {
-		return false
-	}
-	return slices.ContainsFunc(files, func(f snapshot.DataFile) bool { return tbl.IsCompaction(f.AddedBy) })
+// deletesCompacted reports whether the ledger counts deletes and floe
+// compacted tbl, which applies the deletes before the compaction and drops
+// them: a key without a row or a live delete may then have been deleted.
+func deletesCompacted(tbl *snapshot.Table, sum mapping.Summary) bool {
+	return slices.ContainsFunc(slices.Collect(maps.Values(sum.Parts)), func(p *mapping.PartitionSummary) bool { return p.Deletes > 0 }) &&
+		tbl.Compacted()
 }
 
 func derefOr(p *int64) int64 {

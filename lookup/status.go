@@ -146,12 +146,10 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 				r.Lag = &lag
 				if lost := w.Lost(next); lost > 0 {
 					// As the sink judges them: offsets that held only
-					// aborted records are no loss.
-					v, err := broker.ClassifyDeleted(ctx, topic, p, next, w.LogStart)
-					if err != nil {
-						return st, err
-					}
-					if v.Deleted != connector.DeletedAborted {
+					// aborted records are no loss. Telling needs the Read
+					// right, which status does not otherwise: without it
+					// (or any answer), they count as lost, as before.
+					if v, err := broker.ClassifyDeleted(ctx, topic, p, next, w.LogStart); err != nil || v.Deleted != connector.DeletedAborted {
 						r.Lost = &lost
 					}
 				}

@@ -24,6 +24,9 @@ type Bound struct {
 	// Snapshot (--from only): the positions a floe table's snapshot had
 	// reached; Run resolves it into Offsets.
 	Snapshot int64
+	// fixed: the end an earlier run of this replay recorded when it
+	// began (PropUntil), not the user's.
+	fixed bool
 }
 
 // IsEdge reports whether b is the log's edge (earliest or end).

@@ -173,3 +173,51 @@ func TestReplayFromExpiredSnapshot(t *testing.T) {
 		t.Fatalf("replay --from snapshot:%d (expired, in the archived ledger, next offset 10): start %d, %v", first, res.Plan.Start[0], err)
 	}
 }
+
+// TestReplayFromTimeClampedStartNotKept (from a review): offsets 0-9
+// stamped +0s..+9s, then a transaction left open with one record stamped
+// +10s (offset 10). replay --from +12s into lake.a starts at the last
+// stable offset 10 and is complete at once, [10, 10). The transaction then
+// commits and records 12-19 stamped +12s..+19s arrive. The same replay
+// with an explicit --until +15s is refused, where it went on from offset
+// 10 and held a record stamped before the --from time; into a new table
+// (lake.b) it holds only records stamped at or after it.
+func TestReplayFromTimeClampedStartNotKept(t *testing.T) {
+	e := newEnv(t)
+	const topic = "clamped"
+	e.Topic(topic, 1, nil)
+	base := e.produceSeconds(topic, 10)
+	txn := e.OpenTxn("clamped-open")
+	if err := txn.ProduceSync(e.Ctx, &kgo.Record{Topic: topic, Value: []byte("txn"), Timestamp: base.Add(10 * time.Second)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	from := bound(t, base.Add(12*time.Second).UTC().Format(time.RFC3339), topic, true)
+	res, err := e.replay("lake.a", replay.Options{Topic: topic, From: from})
+	if err != nil || !res.Complete {
+		t.Fatalf("first run: %+v, %v", res, err)
+	}
+	if err := txn.EndTransaction(e.Ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := 12; i < 20; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(time.Duration(i) * time.Second)})
+	}
+	e.Produce(recs)
+	until := bound(t, base.Add(15*time.Second).UTC().Format(time.RFC3339), topic, false)
+	// lake.a began at the last stable offset 10, before the time's
+	// records: going on from there would take offset 10, stamped before
+	// the time, and starting further would leave a gap. It is refused.
+	if _, err := e.replay("lake.a", replay.Options{Topic: topic, From: from, Until: until}); err == nil || !strings.Contains(err.Error(), "this replay began it at offset 10") {
+		t.Fatalf("lake.a: replay --from +12s --until +15s run again: %v; want the refusal naming its start", err)
+	}
+	res, err = e.replay("lake.b", replay.Options{Topic: topic, From: from, Until: until})
+	if err != nil || !res.Complete {
+		t.Fatalf("lake.b: replay --from +12s --until +15s: %+v, %v", res, err)
+	}
+	for _, r := range rows(t, e.openExisting("lake.b", "")) {
+		if r.TS < base.Add(12*time.Second).UnixMicro() {
+			t.Errorf("lake.b: replay --from +12s holds offset %d stamped %s, before the --from time", r.Offset, time.UnixMicro(r.TS).Sub(base))
+		}
+	}
+}

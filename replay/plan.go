@@ -141,12 +141,20 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 		case !resumed:
 		case from.IsEdge():
 			start = pr.First()
-		case fromTime != nil && sameTime:
-			// The time may resolve elsewhere now: retention deleted the
-			// records at or after it that the replay began with, or a
-			// transaction open then (its start was the last stable
-			// offset) has ended.
+		case fromTime != nil && sameTime && start == w.LogStart && pr.First() < start:
+			// Retention deleted the records at or after the time that
+			// the replay began with.
 			start = pr.First()
+		case fromTime != nil && sameTime && start > pr.First() && until.fixed && start > end:
+			// The time resolves past the end this replay fixed when it
+			// began (a transaction open then, its start the last stable
+			// offset, has ended; or records were added since): no record
+			// before that end is stamped at or after it.
+			start = pr.First()
+		case fromTime != nil && sameTime && start != pr.First():
+			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
+				Reason: fmt.Sprintf("partition %d: this replay began it at offset %d, and the time resolves to offset %d now (a transaction open then, where it stopped, has ended, or records were added since); run it again with --until end to finish it as it began, or replay into a new table",
+					part, pr.First(), start)}
 		}
 		if fromTime != nil && !resumed && fromTime[part] == w.LogStart && w.LogStart > 0 && w.LogStart < w.LastStable {
 			// The first record retention kept is at or after the time:

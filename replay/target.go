@@ -97,7 +97,7 @@ func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identif
 		return Bound{}, false, fmt.Errorf("table %s: property %s=%q is not the end offsets of a replay (P=OFFSET,...): %v",
 			t.Name(), untilKey(opts.Branch), v, err)
 	}
-	b.Spec = "end (fixed when this replay started: " + v + ")"
+	b.Spec, b.fixed = "end (fixed when this replay started: "+v+")", true
 	return b, true, nil
 }
 

@@ -177,6 +177,28 @@ func (t *Table) IsCompaction(snapshotID int64) bool {
 	return ok && e.flags()&entryCompaction != 0
 }
 
+// Compacted reports whether floe compacted the table at some point of its
+// history, live or archived: an upsert table's compaction applies its
+// deletes and drops them.
+func (t *Table) Compacted() bool {
+	for _, s := range t.tbl.Metadata().Snapshots() {
+		if t.IsCompaction(s.SnapshotID) {
+			return true
+		}
+	}
+	if t.archive == nil {
+		return false
+	}
+	for _, seg := range t.archive.segs {
+		for _, e := range seg.ix.entries {
+			if e.flags()&entryCompaction != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Compact rewrites the small data files of the table's branch into larger
 // ones, in one snapshot that replaces them (Iceberg operation "replace"),
 // leaving the ledger as it is. An upsert table is compacted by

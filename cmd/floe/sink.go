@@ -424,7 +424,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				} else {
 					printSinkStats(w, tbl.Name(), p.Topic, stats)
 				}
-				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl) {
+				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl, p.Topic) {
 					onlyDead = append(onlyDead, msg)
 				}
 			case committedRecords(stats) && f.json:
@@ -522,18 +522,18 @@ func committedRecords(s connector.Stats) bool {
 	return s.Records+s.DeadLetters+s.Deletes+s.Skipped > 0
 }
 
-// holdsRows reports whether tbl's ledger counts a record that became a
-// row. A run of only dead letters into such a table read a few bad
-// records of a layout that fits the topic (the sink logs them at WARN),
-// not a layout that does not: it is no failure, and the table is not to
-// be dropped.
-func holdsRows(ctx context.Context, tbl *snapshot.Table) bool {
+// holdsRows reports whether tbl's ledger counts a record of topic that
+// became a row. A run of only dead letters into such a table read a few
+// bad records of a layout that fits the topic (the sink logs them at
+// WARN), not a layout that does not: it is no failure, and the table is
+// not to be dropped. Rows of another topic say nothing of this one's.
+func holdsRows(ctx context.Context, tbl *snapshot.Table, topic string) bool {
 	l, err := tbl.Summary(ctx, 0)
 	if err != nil {
 		return false
 	}
-	for _, p := range l.Parts {
-		if p.Records > 0 {
+	for tp, p := range l.Parts {
+		if tp.Topic == topic && p.Records > 0 {
 			return true
 		}
 	}

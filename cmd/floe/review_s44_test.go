@@ -1,0 +1,73 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-dev/floe/localstack"
+)
+
+// TestOnlyDeadLettersOtherTopic: lake.shop holds rows of topic shop
+// only. A --stop-at-end run of another topic, "other", into it with a
+// layout that does not fit that topic (plain text under --value json)
+// commits only dead letters. Expected: exit 3, as for a table that never
+// held a row: the rows of topic shop say nothing about whether the layout
+// fits topic other (docs/exit-codes.md: "its layout fits the topic").
+// holdsRows counted the rows of any topic of the ledger, so it exited 0
+// (from a review).
+func TestOnlyDeadLettersOtherTopic(t *testing.T) {
+	st, common := shopStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "other", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for range 4 {
+		recs = append(recs, &kgo.Record{Topic: "other", Value: []byte("plain text, not json")})
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := floe(t, slices.Concat([]string{"sink", "-t", "other", "--table", "lake.shop", "--value", "json", "--stop-at-end"}, common)...)
+	if !strings.Contains(out, "0 rows and 4 dead letters") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want a run of 4 dead letters", code, out, errs)
+	}
+	if code != exitOnlyDeadLetters {
+		t.Errorf("exit %d, stderr %q; want exit 3: no record of topic other ever became a row of lake.shop", code, errs)
+	}
+}
+
+// TestStatusDescribeOnlyWithLostOffsets: docs/secured-kafka.md says
+// floe status with --brokers needs Describe on the topic, nothing more.
+// Retention deleted offsets 20-29 of orders/0 before the table got them,
+// so status has lost offsets to show. Expected: floe status as a user
+// holding Describe alone exits 0 and reports them: telling aborted-only
+// offsets from lost ones (Broker.ClassifyDeleted) fetches the log (Read),
+// and without that right status failed, exit 2 (from a review).
+func TestStatusDescribeOnlyWithLostOffsets(t *testing.T) {
+	const topic = "orders"
+	c := startSecureCluster(t, false, kfake.EnableACLs(),
+		kfake.User("SCRAM-SHA-512", "reader", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationRead)),
+		kfake.User("SCRAM-SHA-512", "describer", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribe)))
+	count := c.topic(t, topic, 1, 20)
+	_, catFlags := localCatalog(t)
+	run := func(user string, args ...string) (int, string, string) {
+		t.Helper()
+		return floe(t, append(append(args, c.userFlags("SCRAM-SHA-512", user, floePass)...), catFlags...)...)
+	}
+	if code, out, errs := run("reader", "sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"); code != 0 {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	c.produce(t, topic, 1, 20, count)
+	if err := c.cluster.DeleteRecords(topic, 0, 30); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run("describer", "status", "--table", "lake.orders", "--json")
+	if code != 0 {
+		t.Errorf("status as a user holding Describe (docs/secured-kafka.md's row for status): exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+}

@@ -65,9 +65,9 @@ func connectNode(path string, s *jsonObject) (cnode, error) {
 	}
 	switch typ {
 	case "int8", "int16", "int32":
-		return cnode{typ: iceberg.PrimitiveTypes.Int32, conv: connectInt(path, 32, func(i int64) any { return int32(i) })}, nil
+		return cnode{typ: iceberg.PrimitiveTypes.Int32, conv: connectInt(path, 32, func(i int64) (any, error) { return int32(i), nil })}, nil
 	case "int64":
-		return cnode{typ: iceberg.PrimitiveTypes.Int64, conv: connectInt(path, 64, func(i int64) any { return i })}, nil
+		return cnode{typ: iceberg.PrimitiveTypes.Int64, conv: connectInt(path, 64, func(i int64) (any, error) { return i, nil })}, nil
 	case "float32", "float64":
 		t, bits := iceberg.Type(iceberg.PrimitiveTypes.Float64), 64
 		if typ == "float32" {
@@ -230,43 +230,48 @@ func connectMap(path string, s *jsonObject) (cnode, error) {
 // connectLogical maps a Connect schema by its name; ok is false for a name
 // that keeps its Connect type.
 func connectLogical(path, name, typ string, s *jsonObject) (cnode, bool, error) {
-	scaled := func(t iceberg.Type, bits int, unit int64, div bool) (cnode, bool, error) {
-		return cnode{typ: t, conv: connectInt(path, bits, func(i int64) any {
-			if div {
-				i /= unit
-			} else {
-				i *= unit
+	// scaled converts an integer of bits with conv, which refuses what
+	// the type cannot hold: a time of day outside [0, 24 h), a timestamp
+	// past Iceberg's microseconds.
+	scaled := func(t iceberg.Type, bits int, conv func(int64) (int64, error)) (cnode, bool, error) {
+		return cnode{typ: t, conv: connectInt(path, bits, func(i int64) (any, error) {
+			i, err := conv(i)
+			if err != nil {
+				return nil, err
 			}
 			switch t.(type) {
 			case iceberg.DateType:
-				return iceberg.Date(i)
+				return iceberg.Date(i), nil
 			case iceberg.TimeType:
-				return iceberg.Time(i)
+				return iceberg.Time(i), nil
 			}
-			return iceberg.Timestamp(i)
+			return iceberg.Timestamp(i), nil
 		})}, true, nil
 	}
+	same := func(i int64) (int64, error) { return i, nil }
+	// Nanoseconds are truncated toward the past, as after 1970.
+	nanos := func(i int64) (int64, error) { return floorDiv(i, 1000), nil }
 	date, tm := iceberg.PrimitiveTypes.Date, iceberg.PrimitiveTypes.Time
 	ts, tstz := iceberg.PrimitiveTypes.Timestamp, iceberg.PrimitiveTypes.TimestampTz
 	switch name {
 	case "org.apache.kafka.connect.data.Decimal":
 		return connectDecimal(path, s)
 	case "org.apache.kafka.connect.data.Date", "io.debezium.time.Date":
-		return scaled(date, 32, 1, false)
+		return scaled(date, 32, same)
 	case "org.apache.kafka.connect.data.Time", "io.debezium.time.Time":
-		return scaled(tm, 32, 1000, false)
+		return scaled(tm, 32, func(i int64) (int64, error) { return timeOfDay(i, 1000) })
 	case "io.debezium.time.MicroTime":
-		return scaled(tm, 64, 1, false)
+		return scaled(tm, 64, func(i int64) (int64, error) { return timeOfDay(i, 1) })
 	case "io.debezium.time.NanoTime":
-		return scaled(tm, 64, 1000, true)
+		return scaled(tm, 64, func(i int64) (int64, error) { return timeOfDay(floorDiv(i, 1000), 1) })
 	case "org.apache.kafka.connect.data.Timestamp":
-		return scaled(tstz, 64, 1000, false)
+		return scaled(tstz, 64, millisToMicros)
 	case "io.debezium.time.Timestamp":
-		return scaled(ts, 64, 1000, false)
+		return scaled(ts, 64, millisToMicros)
 	case "io.debezium.time.MicroTimestamp":
-		return scaled(ts, 64, 1, false)
+		return scaled(ts, 64, same)
 	case "io.debezium.time.NanoTimestamp":
-		return scaled(ts, 64, 1000, true)
+		return scaled(ts, 64, nanos)
 	case "io.debezium.time.ZonedTimestamp":
 		if typ != "string" {
 			return cnode{}, false, nil
@@ -333,7 +338,7 @@ func connectDecimal(path string, s *jsonObject) (cnode, bool, error) {
 }
 
 // connectInt converts a JSON integer of at most bits bits with as.
-func connectInt(path string, bits int, as func(int64) any) func(any) (any, error) {
+func connectInt(path string, bits int, as func(int64) (any, error)) func(any) (any, error) {
 	return func(v any) (any, error) {
 		if v == nil {
 			return nil, nil
@@ -346,7 +351,11 @@ func connectInt(path string, bits int, as func(int64) any) func(any) (any, error
 		if err != nil {
 			return nil, fieldErr(path, fmt.Errorf("number %s is not an integer of %d bits", n, bits))
 		}
-		return as(i), nil
+		out, err := as(i)
+		if err != nil {
+			return nil, fieldErr(path, err)
+		}
+		return out, nil
 	}
 }
 
@@ -377,4 +386,15 @@ func connectBytes(path string, as func([]byte) (any, error)) func(any) (any, err
 		}
 		return as(b)
 	})
+}
+
+// floorDiv divides rounding toward negative infinity: a time before 1970
+// is truncated toward the past, as one after it (Go's / rounds toward
+// zero).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }

@@ -7,7 +7,6 @@ import (
 	"math/big"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/apache/iceberg-go"
 )
@@ -277,7 +276,7 @@ func connectLogical(path, name, typ string, s *jsonObject) (cnode, bool, error) 
 			return cnode{}, false, nil
 		}
 		return cnode{typ: tstz, conv: connectString(path, func(s string) (any, error) {
-			t, err := time.Parse(time.RFC3339Nano, s)
+			t, err := ParseRFC3339(s)
 			if err != nil {
 				return nil, fmt.Errorf("ZonedTimestamp %q is not ISO 8601 with an offset: %w", s, err)
 			}

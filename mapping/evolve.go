@@ -3,6 +3,8 @@ package mapping
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -26,21 +28,33 @@ type SchemaConflictError struct {
 	// value that does not fit it.
 	KeyColumn bool
 	Value     any
+	// SameNameAs, when set, names the field of the table (or of the new
+	// value) whose dotted name the field at Path also has: "a.b" beside
+	// field b of struct a. iceberg-go indexes fields by those names and
+	// refuses a schema where two share one.
+	SameNameAs string
 }
 
-// schemaConflictMark is the part of every SchemaConflictError's message
-// that IsSchemaConflictReason looks for.
-const schemaConflictMark = ": the table's type "
+// schemaConflictMark and nameConflictMark are the parts of every
+// SchemaConflictError's message that IsSchemaConflictReason looks for.
+const (
+	schemaConflictMark = ": the table's type "
+	nameConflictMark   = ": the table's schema already has a field of that dotted name, "
+)
 
 // IsSchemaConflictReason reports whether reason, a dead letter's error
 // column (or a message quoting one), says a schema conflict (a
 // SchemaConflictError): the record decoded, but the table's column cannot
 // take its value.
 func IsSchemaConflictReason(reason string) bool {
-	return strings.Contains(reason, schemaConflictMark) && strings.Contains(reason, "field ")
+	return (strings.Contains(reason, schemaConflictMark) || strings.Contains(reason, nameConflictMark)) && strings.Contains(reason, "field ")
 }
 
 func (e *SchemaConflictError) Error() string {
+	if e.SameNameAs != "" {
+		return fmt.Sprintf("field %s"+nameConflictMark+"%s: Iceberg names a nested field by its path joined with dots, so it cannot hold both; rename one of them in the producer",
+			e.Path, e.SameNameAs)
+	}
 	msg := fmt.Sprintf("field %s"+schemaConflictMark+"%s cannot take a value of type %s (Iceberg allows only adding optional fields and widening int to long, float to double and a decimal's precision)",
 		e.Path, e.Have, e.Got)
 	if e.KeyColumn {
@@ -100,6 +114,11 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 		}
 		if !changed {
 			return have, false, nil
+		}
+		if path == "" {
+			if field, other, ok := nameClash(out); ok {
+				return have, false, &SchemaConflictError{Path: field, Have: have, Got: in, SameNameAs: other}
+			}
 		}
 		return out, true, nil
 	case *iceberg.ListType:
@@ -217,4 +236,67 @@ func KeepKeyType(path string, have, got iceberg.Type, v any) (any, error) {
 		}
 	}
 	return nil, conflict
+}
+
+// nameClash looks, among floe's own columns and the value columns of t,
+// for two fields with the same dotted name, as iceberg-go names them: the
+// path joined with dots, list elements and map entries named "element",
+// "key" and "value" (full names), and also without them (short names). It
+// returns the second field's path and the first's, each as its segments
+// quoted and joined with " > " ("a.b" against "a" > "b").
+func nameClash(t *iceberg.StructType) (field, other string, ok bool) {
+	full, short := map[string]string{}, map[string]string{}
+	var walk func(fullPrefix, shortPrefix, shown string, typ iceberg.Type) bool
+	visit := func(fullPrefix, shortPrefix, shown, name string, typ iceberg.Type, nested bool) bool {
+		f, s := joinPath(fullPrefix, name), joinPath(shortPrefix, name)
+		if !nested {
+			s = shortPrefix
+		}
+		show := strconv.Quote(name)
+		if shown != "" {
+			show = shown + " > " + show
+		}
+		if prev, dup := full[f]; dup {
+			field, other, ok = show, prev, true
+			return false
+		}
+		if prev, dup := short[f]; dup {
+			field, other, ok = show, prev, true
+			return false
+		}
+		if prev, dup := full[s]; dup && nested {
+			field, other, ok = show, prev, true
+			return false
+		}
+		full[f] = show
+		if nested {
+			short[s] = show
+		}
+		return walk(f, s, show, typ)
+	}
+	walk = func(fullPrefix, shortPrefix, shown string, typ iceberg.Type) bool {
+		switch c := typ.(type) {
+		case *iceberg.StructType:
+			for _, fl := range c.FieldList {
+				if !visit(fullPrefix, shortPrefix, shown, fl.Name, fl.Type, true) {
+					return false
+				}
+			}
+		case *iceberg.ListType:
+			return visit(fullPrefix, shortPrefix, shown, "element", c.Element, false)
+		case *iceberg.MapType:
+			return visit(fullPrefix, shortPrefix, shown, "key", c.KeyType, false) &&
+				visit(fullPrefix, shortPrefix, shown, "value", c.ValueType, false)
+		}
+		return true
+	}
+	// floe's own nested column (kafka_headers): the others are primitive,
+	// their names reserved (checkColumnNames), and a typed table may call
+	// its value column value.
+	own := slices.DeleteFunc(Schema().Fields(), func(f iceberg.NestedField) bool {
+		_, nested := f.Type.(iceberg.NestedType)
+		return !nested
+	})
+	walk("", "", "", &iceberg.StructType{FieldList: slices.Concat(own, t.FieldList)})
+	return field, other, ok
 }

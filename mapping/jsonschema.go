@@ -619,7 +619,7 @@ func (b *jsBuilder) ofString(path string, o *jsonObject) jsNode {
 	switch format {
 	case "date-time":
 		return parse(iceberg.PrimitiveTypes.TimestampTz, func(s string) (any, error) {
-			t, err := time.Parse(time.RFC3339, s)
+			t, err := ParseRFC3339(s)
 			if err != nil {
 				return nil, fmt.Errorf("date-time %q is not RFC 3339: %w", s, err)
 			}
@@ -835,4 +835,30 @@ func appendJSON(buf []byte, v any) []byte {
 		return append(buf, '}')
 	}
 	panic(fmt.Sprintf("appendJSON: %T is not a parsed JSON value", v))
+}
+
+// ParseRFC3339 parses an RFC 3339 date-time, which Go's time.RFC3339
+// layout does not take whole: "T" and "Z" may be lower case (RFC 3339
+// §5.6), and a leap second (23:59:60) is the next second, as POSIX time
+// counts it.
+func ParseRFC3339(s string) (time.Time, error) {
+	b := []byte(s)
+	if len(b) > 10 && b[10] == 't' {
+		b[10] = 'T'
+	}
+	if n := len(b); n > 0 && b[n-1] == 'z' {
+		b[n-1] = 'Z'
+	}
+	leap := len(b) > 19 && b[10] == 'T' && b[13] == ':' && b[16] == ':' && b[17] == '6' && b[18] == '0'
+	if leap {
+		b[17], b[18] = '5', '9'
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return time.Time{}, err
+	}
+	if leap {
+		t = t.Add(time.Second)
+	}
+	return t, nil
 }

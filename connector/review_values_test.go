@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
@@ -98,6 +99,53 @@ func valuesDead(t *testing.T, dlq *snapshot.Table) map[int64]string {
 // --verify-content` decodes the same way, so it cannot notice). Expected:
 // each such record is a dead letter (its bytes kept in kafka_value); the
 // valid records around them are rows.
+func TestReviewValuesJSONInvalidUTF8IsNotReplaced(t *testing.T) {
+	t.Run("value-json", func(t *testing.T) {
+		e := newEnv(t)
+		e.Topic("u8", 1, nil)
+		tbl, dlq := e.TypedTable("lake.u8", mapping.Layout{Value: mapping.ValueJSON})
+		e.Produce(jsonRecords("u8", 0,
+			`{"id":0,"s":"ok"}`,
+			"{\"id\":1,\"s\":\"a\xffb\"}",
+			`{"id":2,"s":"\ud800x"}`,
+			"{\"id\":3,\"s\xfe\":\"key not UTF-8\"}",
+		))
+		if _, err := e.sink(tbl, connector.Config{Topic: "u8", StopAtEnd: true, DeadLetters: dlq}); err != nil {
+			t.Fatal(err)
+		}
+		s := valuesScan(t, tbl, "s")
+		dead := valuesDead(t, dlq)
+		for off := int64(1); off <= 3; off++ {
+			if _, isDead := dead[off]; !isDead {
+				v, _ := s[off].(string)
+				t.Errorf("offset %d: stored as a row (s=%q, valid UTF-8 %v), want a dead letter: the producer's bytes were not UTF-8 text", off, v, utf8.ValidString(v))
+			}
+		}
+		for _, f := range tbl.Iceberg().Schema().Fields() {
+			if strings.ContainsRune(f.Name, utf8.RuneError) {
+				t.Errorf("column %q: a name with U+FFFD the producer never wrote", f.Name)
+			}
+		}
+	})
+	t.Run("json-schema", func(t *testing.T) {
+		e := newEnv(t)
+		e.Topic("u8s", 1, nil)
+		id := register(t, e.Stack.Registry, "u8s-value", sr.Schema{Type: sr.TypeJSON,
+			Schema: `{"type":"object","properties":{"id":{"type":"integer"},"s":{"type":"string"}}}`})
+		tbl, dlq := e.TypedTable("lake.u8s", mapping.Layout{Value: mapping.ValueRegistry})
+		e.Produce([]*kgo.Record{
+			{Topic: "u8s", Value: localstack.WireFormat(id, nil, []byte(`{"id":0,"s":"ok"}`))},
+			{Topic: "u8s", Value: localstack.WireFormat(id, nil, []byte("{\"id\":1,\"s\":\"a\xffb\"}"))},
+		})
+		if _, err := e.sink(tbl, connector.Config{Topic: "u8s", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, isDead := valuesDead(t, dlq)[1]; !isDead {
+			t.Errorf("offset 1: stored as a row (s=%q), want a dead letter: a JSON Schema string that is not UTF-8 is a decode error (docs/typed-tables.md)", valuesScan(t, tbl, "s")[1])
+		}
+	})
+}
+
 // TestReviewValuesJSONBigIntegerInDoubleColumn: docs/typed-tables.md, schemaless
 // JSON: "fraction first ({"a":1.5} then {"a":1}) makes a double, and
 // integers go in as doubles (JSON does not tell 1 from 1.0), with no dead

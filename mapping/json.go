@@ -9,6 +9,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 )
@@ -37,6 +39,9 @@ type jsonObject struct {
 // []any and *jsonObject values. Duplicate keys keep the last value, as
 // encoding/json does.
 func parseJSON(data []byte) (any, error) {
+	if err := checkJSONText(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := parseJSONValue(dec)
@@ -49,6 +54,52 @@ func parseJSON(data []byte) (any, error) {
 		return nil, errors.New("data after the JSON value")
 	}
 	return v, nil
+}
+
+// checkJSONText refuses what encoding/json would take and silently
+// replace by U+FFFD, storing text the producer never wrote: bytes that are
+// not UTF-8 (RFC 8259 wants UTF-8) and a \u escape of a surrogate without
+// its pair.
+func checkJSONText(data []byte) error {
+	if !utf8.Valid(data) {
+		i := 0
+		for i < len(data) {
+			r, n := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return fmt.Errorf("not valid JSON: not UTF-8 text at byte %d (0x%02x)", i, data[i])
+	}
+	if !bytes.Contains(data, []byte(`\u`)) {
+		return nil
+	}
+	surrogate := func(at int) (rune, bool) {
+		if at+6 > len(data) || data[at] != '\\' || data[at+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(data[at+2:at+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' || i+1 >= len(data) {
+			continue
+		}
+		if data[i+1] != 'u' {
+			i++ // an escaped character: \\ is not the start of an escape
+			continue
+		}
+		if r, ok := surrogate(i); ok && utf16.IsSurrogate(r) {
+			// A high half (below U+DC00) must be followed by a low one.
+			if low, ok := surrogate(i + 6); r >= 0xdc00 || !ok || low < 0xdc00 || low > 0xdfff {
+				return fmt.Errorf("not valid JSON: \\u%04x at byte %d is half of a surrogate pair, without its other half", r, i)
+			}
+			i += 6
+		}
+		i += 5
+	}
+	return nil
 }
 
 func parseJSONValue(dec *json.Decoder) (any, error) {

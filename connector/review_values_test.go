@@ -156,6 +156,27 @@ func TestReviewValuesJSONInvalidUTF8IsNotReplaced(t *testing.T) {
 // column a, and [1.5, 100000000000000000000], are dead letters ("integer
 // ... (out of range) does not fit column type long"). Expected: rows with
 // a = 1e20 and l = [1.5, 1e20].
+func TestReviewValuesJSONBigIntegerInDoubleColumn(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("big", 1, nil)
+	tbl, dlq := e.TypedTable("lake.big", mapping.Layout{Value: mapping.ValueJSON})
+	e.Produce(jsonRecords("big", 0,
+		`{"a":1.5}`,
+		`{"a":100000000000000000000}`,
+		`{"l":[1.5,100000000000000000000]}`,
+	))
+	if _, err := e.sink(tbl, connector.Config{Topic: "big", StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	dead := valuesDead(t, dlq)
+	for off, reason := range dead {
+		t.Errorf("offset %d is a dead letter (%s); want a row: a double column takes any JSON integer", off, reason)
+	}
+	if a := valuesScan(t, tbl, "a"); a[1] != 1e20 {
+		t.Errorf("a at offset 1 = %v, want 1e20", a[1])
+	}
+}
+
 // TestReviewValuesJSONFractionRoundedIntoLongColumn: docs/typed-tables.md,
 // schemaless JSON: integer first ({"a":1} then {"a":1.5}) makes a long,
 // "and every later fraction in it is a schema conflict, a dead letter".
@@ -166,6 +187,35 @@ func TestReviewValuesJSONInvalidUTF8IsNotReplaced(t *testing.T) {
 // 4611686018427387904 in the long column, different values than written,
 // without a dead letter. Expected: both are dead letters (a fraction in a
 // long column), as 1.5 is.
+func TestReviewValuesJSONFractionRoundedIntoLongColumn(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("frac", 1, nil)
+	tbl, dlq := e.TypedTable("lake.frac", mapping.Layout{Value: mapping.ValueJSON})
+	e.Produce(jsonRecords("frac", 0,
+		`{"n":1}`,
+		`{"n":1.5}`,
+		`{"n":1.00000000000000000001}`,
+		`{"n":4611686018427387903.9}`,
+		`{"n":2.0}`,
+	))
+	if _, err := e.sink(tbl, connector.Config{Topic: "frac", StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	n := valuesScan(t, tbl, "n")
+	dead := valuesDead(t, dlq)
+	if _, ok := dead[1]; !ok {
+		t.Fatalf("1.5 in the long column is not a dead letter: %v", n[1])
+	}
+	for _, off := range []int64{2, 3} {
+		if _, ok := dead[off]; !ok {
+			t.Errorf("offset %d: a fraction stored in the long column as %v, want a dead letter (schema conflict)", off, n[off])
+		}
+	}
+	if n[4] != int64(2) {
+		t.Errorf("2.0 in the long column: %v, want 2", n[4])
+	}
+}
+
 // valuesEvent is a Debezium change event (op c) in the JsonConverter's
 // schema wrapper, of a row {id int32, x: a field of the Connect schema
 // given}, keyed by id.
@@ -592,6 +642,31 @@ func TestReviewValuesHoldsDebeziumConnectTypes(t *testing.T) {
 // [{"price":9.99},{"price":10}] (fraction first) and [[2.5],[1]]: ordinary
 // order lines, dead-lettered while the same values one record each are
 // rows. Expected: rows, price a double (10 read as 10.0).
+func TestReviewValuesJSONIntegersAndFractionsInListOfObjects(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("lines", 1, nil)
+	tbl, dlq := e.TypedTable("lake.lines", mapping.Layout{Value: mapping.ValueJSON})
+	e.Produce(jsonRecords("lines", 0,
+		`{"items":[{"price":9.99}],"m":[[2.5]]}`,
+		`{"items":[{"price":10}]}`,
+		`{"items":[{"price":10},{"price":9.99}]}`,
+		`{"items":[{"price":9.99},{"price":10}]}`,
+		`{"m":[[2.5],[1]]}`,
+	))
+	if _, err := e.sink(tbl, connector.Config{Topic: "lines", StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	dead := valuesDead(t, dlq)
+	if _, ok := dead[1]; ok {
+		t.Fatalf("even one record per kind is a dead letter: %v", dead)
+	}
+	for _, off := range []int64{2, 3, 4} {
+		if reason, ok := dead[off]; ok {
+			t.Errorf("offset %d: a dead letter (%s); want a row: the column is double and takes integers", off, reason)
+		}
+	}
+}
+
 // TestReviewValuesJSONDottedNameStopsTheSink: a JSON field whose name holds a
 // dot ("a.b", which floe takes as a column: TestReviewJSONOddFieldNames)
 // beside, or after, a struct field a with a field b. Iceberg schemas index

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -154,8 +155,10 @@ func isInteger(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE
 // value tells nothing (null, an empty list, a struct of such fields).
 // Integers are long, other numbers double, objects structs (fields in
 // document order), arrays lists of their elements' merged type. Field IDs
-// are placeholders; the table assigns real ones.
-func inferJSON(path string, v any) (iceberg.Type, error) {
+// are placeholders; the table assigns real ones. have is the table's type
+// at path (nil: none yet): an integer past a long's range fits a double
+// only.
+func inferJSON(path string, v any, have iceberg.Type) (iceberg.Type, error) {
 	switch v := v.(type) {
 	case nil:
 		return nil, nil
@@ -164,17 +167,28 @@ func inferJSON(path string, v any) (iceberg.Type, error) {
 	case string:
 		return iceberg.PrimitiveTypes.String, nil
 	case json.Number:
-		if isInteger(v) {
-			if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
-				return nil, &TypeError{Path: path, Want: iceberg.PrimitiveTypes.Int64, Got: "integer " + string(v) + " (out of range)"}
-			}
-			return iceberg.PrimitiveTypes.Int64, nil
+		if !isInteger(v) {
+			return iceberg.PrimitiveTypes.Float64, nil
 		}
-		return iceberg.PrimitiveTypes.Float64, nil
+		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+			// Past a long's range: a double column holds it as it holds
+			// any JSON number; a new column made double by it would round
+			// an id of many digits unsaid.
+			if _, double := have.(iceberg.Float64Type); double {
+				return iceberg.PrimitiveTypes.Float64, nil
+			}
+			return nil, &TypeError{Path: path, Want: iceberg.PrimitiveTypes.Int64, Got: "integer " + string(v) + " (out of range)"}
+		}
+		return iceberg.PrimitiveTypes.Int64, nil
 	case []any:
 		var elem iceberg.Type
+		elemHave := elementOf(have)
+		if elemHave == nil && slices.ContainsFunc(v, func(e any) bool { n, ok := e.(json.Number); return ok && !isInteger(n) }) {
+			// A fraction among the numbers makes them doubles (widenInferred).
+			elemHave = iceberg.PrimitiveTypes.Float64
+		}
 		for _, e := range v {
-			t, err := inferJSON(joinPath(path, "element"), e)
+			t, err := inferJSON(joinPath(path, "element"), e, elemHave)
 			if err != nil || t == nil {
 				if err != nil {
 					return nil, err
@@ -199,7 +213,7 @@ func inferJSON(path string, v any) (iceberg.Type, error) {
 			if k == "" {
 				return nil, &DecodeError{Format: "json", Err: fmt.Errorf("object %q has a field with an empty name, which cannot be a column", path)}
 			}
-			t, err := inferJSON(joinPath(path, k), v.values[k])
+			t, err := inferJSON(joinPath(path, k), v.values[k], fieldOf(have, k))
 			if err != nil {
 				return nil, err
 			}
@@ -215,6 +229,25 @@ func inferJSON(path string, v any) (iceberg.Type, error) {
 	return nil, fmt.Errorf("unexpected JSON value %T", v)
 }
 
+// elementOf is the element type of a list type t, nil for any other.
+func elementOf(t iceberg.Type) iceberg.Type {
+	if l, ok := t.(*iceberg.ListType); ok {
+		return l.Element
+	}
+	return nil
+}
+
+// fieldOf is the type of field name of a struct type t, nil when t is no
+// struct or has no such field.
+func fieldOf(t iceberg.Type, name string) iceberg.Type {
+	if st, ok := t.(*iceberg.StructType); ok {
+		if f, ok := findField(st, name); ok {
+			return f.Type
+		}
+	}
+	return nil
+}
+
 // widenInferred merges two types inferred from JSON values of one field
 // that no table column holds yet: besides what MergeType allows, integers
 // and other numbers meet in double, since nothing was written yet.
@@ -225,6 +258,39 @@ func widenInferred(path string, a, b iceberg.Type) (iceberg.Type, error) {
 	_, bDouble := b.(iceberg.Float64Type)
 	if (aLong && bDouble) || (aDouble && bLong) {
 		return iceberg.PrimitiveTypes.Float64, nil
+	}
+	// At any depth: [{"p":10},{"p":9.99}] is list<struct<p double>>.
+	switch at := a.(type) {
+	case *iceberg.ListType:
+		if bt, ok := b.(*iceberg.ListType); ok {
+			e, err := widenInferred(joinPath(path, "element"), at.Element, bt.Element)
+			if err != nil {
+				return nil, err
+			}
+			out := *at
+			out.Element = e
+			return &out, nil
+		}
+	case *iceberg.StructType:
+		if bt, ok := b.(*iceberg.StructType); ok {
+			out := &iceberg.StructType{FieldList: slices.Clone(at.FieldList)}
+			for i, f := range out.FieldList {
+				if g, ok := findField(bt, f.Name); ok {
+					t, err := widenInferred(joinPath(path, f.Name), f.Type, g.Type)
+					if err != nil {
+						return nil, err
+					}
+					out.FieldList[i].Type = t
+				}
+			}
+			for _, g := range bt.FieldList {
+				if _, ok := findField(at, g.Name); !ok {
+					g.Required = false
+					out.FieldList = append(out.FieldList, g)
+				}
+			}
+			return out, nil
+		}
 	}
 	t, _, err := MergeType(path, a, b)
 	return t, err
@@ -301,13 +367,15 @@ func integralAs(have iceberg.Type, v any) {
 }
 
 // integral returns n in integer form when it is an integer within a long,
-// else n.
+// else n. The precision follows n's digits (each under 4 bits), so that a
+// fraction past a float's precision (1.00000000000000000001) is not taken
+// for an integer and rounded.
 func integral(n json.Number) json.Number {
 	if isInteger(n) {
 		return n
 	}
-	f, ok := new(big.Float).SetString(string(n))
-	if !ok || !f.IsInt() {
+	f, _, err := big.ParseFloat(string(n), 10, uint(len(n))*4+64, big.ToNearestEven)
+	if err != nil || !f.IsInt() {
 		return n
 	}
 	i, acc := f.Int64()
@@ -353,7 +421,7 @@ func DecodeJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, boo
 // canonical representation.
 func decodeJSONObject(obj *jsonObject, have *iceberg.StructType) (*iceberg.StructType, bool, map[string]any, error) {
 	integralAs(have, obj)
-	inferred, err := inferJSON("", obj)
+	inferred, err := inferJSON("", obj, have)
 	if err != nil {
 		return nil, false, nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/url"
 	"slices"
 	"sort"
@@ -584,14 +583,8 @@ func kindErr(path, want string, v any) error {
 // jsonInteger converts a JSON number the schema says is an integer. JSON
 // Schema counts 3.0 and 1e3 as integers too.
 func jsonInteger(n json.Number) (int64, error) {
-	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+	if i, err := strconv.ParseInt(string(integral(n)), 10, 64); err == nil {
 		return i, nil
-	}
-	f, _, err := big.ParseFloat(string(n), 10, 256, big.ToNearestEven)
-	if err == nil && f.IsInt() {
-		if i, acc := f.Int64(); acc == big.Exact {
-			return i, nil
-		}
 	}
 	return 0, fmt.Errorf("number %s is not an integer that fits a long", n)
 }

@@ -415,6 +415,9 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 	case ch.Kind == mapping.ChangeTruncate && !d.truncateAll:
 		out.dead, out.schemaID = errTruncate, id
 		return out, nil
+	case ch.Kind == mapping.ChangeDelete && key == nil && ch.BeforeErr != nil:
+		out.dead, out.schemaID = ch.BeforeErr, id
+		return out, nil
 	case ch.Kind == mapping.ChangeDelete && key == nil:
 		if key, dead = d.keyOfBefore(ch.Before); dead != nil {
 			out.dead, out.schemaID = dead, id

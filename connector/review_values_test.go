@@ -344,6 +344,35 @@ func TestReviewValuesDebeziumConnectTimestampOverflow(t *testing.T) {
 // source deleted it (Debezium with tombstones.on.delete=false writes no
 // tombstone to delete it again). Expected: the delete applies; the table
 // holds no row for id 1.
+func TestReviewValuesDebeziumDeleteWithOddBeforeImage(t *testing.T) {
+	e := newEnv(t)
+	const topic = "plain"
+	e.Topic(topic, 1, nil)
+	ev := func(op, before, after string) *kgo.Record {
+		return &kgo.Record{Topic: topic, Key: []byte(`{"id":1}`),
+			Value: fmt.Appendf(nil, `{"before":%s,"after":%s,"source":{"ts_ms":1796000000000},"op":%q,"ts_ms":1796000000100}`, before, after, op)}
+	}
+	e.Produce([]*kgo.Record{
+		ev("c", `null`, `{"id":1,"price":2}`),
+		ev("u", `{"id":1,"price":2}`, `{"id":1,"price":2.5}`), // a schema conflict: a dead letter, as documented
+		ev("d", `{"id":1,"price":2.5}`, `null`),
+	})
+	tbl, dlq := e.debeziumTable("lake.plain", floetest.CDCPlainJSON)
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	dead := valuesDead(t, dlq)
+	if _, ok := dead[1]; !ok {
+		t.Fatalf("the update with a fraction in a long column is not a dead letter: %v", dead)
+	}
+	if reason, ok := dead[2]; ok {
+		t.Errorf("the delete is a dead letter (%s); want it applied: the record has its key", reason)
+	}
+	if got := rows(t, tbl); len(got) != 0 {
+		t.Errorf("%d rows after the delete of the only key, want none: %v", len(got), got[0].Columns)
+	}
+}
+
 // TestReviewValuesJSONSchemaDateTimeRFC3339: JSON Schema's format "date-time"
 // is RFC 3339's date-time (JSON Schema validation §7.3.1), and
 // docs/typed-tables.md says "RFC 3339, converted to UTC". RFC 3339 §5.6:

@@ -71,7 +71,10 @@ type ChangeEvent struct {
 	Row map[string]any
 	// Before is the before image of a delete (nil when the event has
 	// none): where the key of a delete without a record key comes from.
-	Before map[string]any
+	// BeforeErr says why the image could not be typed as the columns type
+	// it (Before is then nil): a delete with a record key needs no image.
+	Before    map[string]any
+	BeforeErr error
 }
 
 // DebeziumColumns returns the value columns of a table fed with change
@@ -263,9 +266,10 @@ func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructT
 			// read, so the columns do not change for them.
 			_, _, out, err := decodeJSONObject(before, have)
 			if err != nil {
-				return nil, false, ch, fmt.Errorf("before: %w", err)
+				ch.BeforeErr = fmt.Errorf("before: %w", err)
+			} else {
+				ch.Before = out
 			}
-			ch.Before = out
 		}
 	}
 	return have, false, ch, nil

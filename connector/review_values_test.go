@@ -552,6 +552,35 @@ func TestReviewValuesHoldsJSONBigIntegersInLongColumn(t *testing.T) {
 // letter. Expected: the row holds x = 5 (and no key/value columns), as
 // Confluent's own deserializer reads it; at the least a dead letter, never
 // a row of another message.
+func TestReviewValuesProtobufNestedIndexAfterMapField(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("pbidx", 1, nil)
+	id := register(t, e.Stack.Registry, "pbidx-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3";
+package acme;
+
+message Order {
+  map<string, string> labels = 1;
+  message Inner {
+    int32 x = 1;
+  }
+  Inner inner = 2;
+}
+`})
+	// Order.Inner{x: 5}, framed as Confluent's serde frames it: [0, 0]
+	e.Produce([]*kgo.Record{{Topic: "pbidx", Value: localstack.WireFormat(id, []int{0, 0}, []byte{0x08, 5})}})
+	tbl, dlq := e.TypedTable("lake.pbidx", mapping.Layout{Value: mapping.ValueRegistry})
+	if _, err := e.sink(tbl, connector.Config{Topic: "pbidx", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, f := range tbl.Iceberg().Schema().Fields() {
+		cols = append(cols, f.Name+" "+f.Type.String())
+	}
+	if x := valuesScan(t, tbl, "x")[0]; x != "5" && x != int64(5) {
+		t.Errorf("x = %v (columns %v, dead letters %v); want 5: the record is an Order.Inner", x, cols, valuesDead(t, dlq))
+	}
+}
+
 // TestReviewValuesHoldsProtobufFields: a oneof, an enum number the schema does
 // not name, a wrapper, proto3 optional zero against absent, a
 // google.protobuf.Timestamp before 1970 with nanoseconds, a uint64 beyond

@@ -37,9 +37,7 @@ type pbConv func(v protoreflect.Value) (any, error)
 // files (google/protobuf/timestamp.proto, ...) may be left out. file names
 // the schema's file, and indexes the message as the wire format does: the
 // index of a top-level message in the file, then of a nested message in it,
-// and so on, counting the entry messages the descriptor holds for map
-// fields as Confluent's serializers do; empty means the first message of
-// the file.
+// and so on (messageAt); empty means the first message of the file.
 func NewProtobufCodec(files map[string]string, file string, indexes []int) (Codec, error) {
 	fail := func(err error) (Codec, error) { return nil, &SchemaError{Format: "protobuf", Err: err} }
 	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
@@ -52,14 +50,9 @@ func NewProtobufCodec(files map[string]string, file string, indexes []int) (Code
 	if len(indexes) == 0 {
 		indexes = []int{0}
 	}
-	var md protoreflect.MessageDescriptor
-	msgs := compiled[0].Messages()
-	for depth, i := range indexes {
-		if i < 0 || i >= msgs.Len() {
-			return fail(&MessageIndexError{Indexes: indexes, Depth: depth, File: file, Messages: msgs.Len()})
-		}
-		md = msgs.Get(i)
-		msgs = md.Messages()
+	md, err := messageAt(compiled[0], file, indexes)
+	if err != nil {
+		return fail(err)
 	}
 	b := pbBuilder{inProgress: map[protoreflect.FullName]bool{}}
 	t, conv, err := b.message("", md)
@@ -73,6 +66,49 @@ func NewProtobufCodec(files map[string]string, file string, indexes []int) (Code
 		return nil, err
 	}
 	return &protobufCodec{typ: t, msg: dynamicpb.NewMessageType(md), conv: conv}, nil
+}
+
+// messageAt returns the message that indexes name in fd. Confluent's
+// serializers count nested messages two ways: its Java ones as the schema's
+// text declares them, its Go ones as the descriptor holds them, with an
+// entry message for each map field. The two agree unless a map field comes
+// before the message; then the one way that names a message (a map entry
+// is none) is taken, and indexes naming a different message each way are
+// refused rather than guessed.
+func messageAt(fd protoreflect.FileDescriptor, file string, indexes []int) (protoreflect.MessageDescriptor, error) {
+	walk := func(textual bool) (protoreflect.MessageDescriptor, error) {
+		var md protoreflect.MessageDescriptor
+		msgs := fd.Messages()
+		for depth, i := range indexes {
+			var list []protoreflect.MessageDescriptor
+			for j := range msgs.Len() {
+				if m := msgs.Get(j); !textual || !m.IsMapEntry() {
+					list = append(list, m)
+				}
+			}
+			if i < 0 || i >= len(list) {
+				return nil, &MessageIndexError{Indexes: indexes, Depth: depth, File: file, Messages: len(list)}
+			}
+			md = list[i]
+			msgs = md.Messages()
+		}
+		if md.IsMapEntry() {
+			return nil, fmt.Errorf("message indexes %v name %s, the entry message of a map field, which no producer writes", indexes, md.FullName())
+		}
+		return md, nil
+	}
+	text, textErr := walk(true)
+	desc, descErr := walk(false)
+	switch {
+	case textErr == nil && descErr == nil && text != desc:
+		return nil, fmt.Errorf("message indexes %v name %s as Confluent's Java serializers count messages (as the schema declares them), and %s as its Go serializers do (with each map field's entry message): a map field comes before it, so floe cannot tell which the producer wrote; declare nested messages before map fields",
+			indexes, text.FullName(), desc.FullName())
+	case textErr == nil:
+		return text, nil
+	case descErr == nil:
+		return desc, nil
+	}
+	return nil, textErr
 }
 
 // MessageIndexError reports Protobuf message indexes that name no message

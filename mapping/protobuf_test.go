@@ -292,22 +292,52 @@ func TestProtobufGolden(t *testing.T) {
 }
 
 // TestProtobufIndexes: the wire format's message indexes pick a nested
-// message, counting the map entry messages the descriptor holds as
-// Confluent's serializers do.
+// message. Confluent's Java serializers count the nested messages the
+// schema declares; its Go ones also the entry message of each map field,
+// which PaymentEvent's labels map puts first: Card, BankTransfer, Refund
+// against LabelsEntry, Card, BankTransfer, Refund. Indexes that name a
+// message one way only (a map entry is none) take it; indexes naming a
+// different message each way are refused, not guessed (a review found a
+// Java producer's Inner decoded as the map entry).
 func TestProtobufIndexes(t *testing.T) {
-	// PaymentEvent's nested messages: LabelsEntry (for the map field), Card, BankTransfer, Refund
-	c, err := NewProtobufCodec(paymentFiles, "payment.proto", []int{0, 2})
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		indexes []int
+		message string
+	}{
+		{[]int{0, 0}, "Card"},   // Go: LabelsEntry
+		{[]int{0, 3}, "Refund"}, // Java: out of range
+		{[]int{0, 2}, ""},       // Java: Refund; Go: BankTransfer
+	} {
+		got, err := NewProtobufCodec(paymentFiles, "payment.proto", c.indexes)
+		if c.message == "" {
+			if err == nil || !strings.Contains(err.Error(), "floe cannot tell which the producer wrote") {
+				t.Errorf("indexes %v: %v; want the ambiguity refused", c.indexes, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("indexes %v: %v", c.indexes, err)
+		}
+		want, err := NewProtobufCodec(map[string]string{"m.proto": "syntax = \"proto3\"; package acme.payments.v1; import \"money.proto\"; import \"google/protobuf/timestamp.proto\";\n" +
+			messageText(c.message), "money.proto": protoMoney}, "m.proto", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Type().Equals(want.Type()) {
+			t.Errorf("indexes %v: %s, want %s's %s", c.indexes, got.Type(), c.message, want.Type())
+		}
 	}
-	md := compileMessage(t, paymentFiles, "payment.proto", "acme.payments.v1.PaymentEvent.BankTransfer")
-	m := dynamicpb.NewMessage(md)
-	m.Set(md.Fields().ByName("iban"), protoreflect.ValueOfString("FR76"))
-	payload, err := proto.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// messageText is the declaration of a nested message of PaymentEvent, as a
+// top-level one.
+func messageText(name string) string {
+	for l := range strings.Lines(protoPayment) {
+		if strings.HasPrefix(strings.TrimSpace(l), "message "+name+" ") {
+			return strings.TrimSpace(l) + "\n"
+		}
 	}
-	checkDecode(t, c, payload, st(field("iban", tString)), map[string]any{"iban": "FR76"})
+	return ""
 }
 
 func TestProtobufSchemaErrors(t *testing.T) {

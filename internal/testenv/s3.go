@@ -186,11 +186,21 @@ func (s *S3Server) waitReady(p *process, timeout time.Duration) error {
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				cancel()
-				return nil
-			}
 			err = fmt.Errorf("ListBuckets answered %s", resp.Status)
+			if resp.StatusCode == http.StatusOK {
+				// MinIO serves its root account before its IAM is set
+				// up, answering an unknown key 503 (not 403) meanwhile:
+				// the tests of rejected credentials need the 403.
+				if resp, err = s.doAs(ctx, http.MethodGet, "/", nil, "floe-unknown-key", "floe-unknown-secret"); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusServiceUnavailable {
+						cancel()
+						return nil
+					}
+					err = fmt.Errorf("a request with an unknown key answered %s", resp.Status)
+				}
+			}
 		}
 		cancel()
 		if time.Now().After(deadline) {
@@ -203,6 +213,11 @@ func (s *S3Server) waitReady(p *process, timeout time.Duration) error {
 // Do sends a request signed with SigV4 by the root account. path is the
 // path-style path ("/bucket/key"), optionally with a query ("/b?list-type=2").
 func (s *S3Server) Do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	return s.doAs(ctx, method, path, body, s.AccessKey, s.SecretKey)
+}
+
+// doAs is Do signed with the given credentials.
+func (s *S3Server) doAs(ctx context.Context, method, path string, body []byte, key, secret string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, s.Endpoint+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -211,7 +226,7 @@ func (s *S3Server) Do(ctx context.Context, method, path string, body []byte) (*h
 		req.Body = http.NoBody
 		req.ContentLength = 0
 	}
-	signV4(req, body, s.AccessKey, s.SecretKey, s.Region, time.Now())
+	signV4(req, body, key, secret, s.Region, time.Now())
 	return http.DefaultClient.Do(req)
 }
 

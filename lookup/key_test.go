@@ -33,8 +33,17 @@ func upsertEnv(t *testing.T) (*floetest.Env, *snapshot.Table) {
 	e := floetest.New(t)
 	e.Topic("u", 1, nil)
 	tbl, dlq := e.UpsertTable("lake.u")
+	sinkKeyed(t, e, tbl, dlq, 4, "a=a1", "b=b1", "c=c1", "d=d1", "b=b2", "c", "a=a2", "e=e1", "d", "e=e2", "b", "b=b3")
+	return e, tbl
+}
+
+// sinkKeyed produces to topic u a record per item of kvs, "key=value" or
+// "key" (a tombstone), stamped a second apart, and sinks them into tbl in
+// commits of flush records.
+func sinkKeyed(t *testing.T, e *floetest.Env, tbl, dlq *snapshot.Table, flush int, kvs ...string) {
+	t.Helper()
 	var recs []*kgo.Record
-	for i, kv := range []string{"a=a1", "b=b1", "c=c1", "d=d1", "b=b2", "c", "a=a2", "e=e1", "d", "e=e2", "b", "b=b3"} {
+	for i, kv := range kvs {
 		k, v, upsert := strings.Cut(kv, "=")
 		r := &kgo.Record{Topic: "u", Key: []byte(k), Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000)}
 		if upsert {
@@ -43,13 +52,12 @@ func upsertEnv(t *testing.T) (*floetest.Env, *snapshot.Table) {
 		recs = append(recs, r)
 	}
 	e.Produce(recs)
-	if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "u", StopAtEnd: true, FlushRecords: 4, DeadLetters: dlq}); err != nil {
+	if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "u", StopAtEnd: true, FlushRecords: flush, DeadLetters: dlq}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tbl.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	return e, tbl
 }
 
 // TestWhereKey looks keys of an upsert table up: a row names its record's

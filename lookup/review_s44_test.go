@@ -2,7 +2,6 @@ package lookup_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,26 +69,7 @@ func TestWhereKeyAfterCompactionDroppedEveryRow(t *testing.T) {
 	e := floetest.New(t)
 	e.Topic("u", 1, nil)
 	tbl, dlq := e.UpsertTable("lake.u")
-	sink := func(kvs ...string) {
-		t.Helper()
-		var recs []*kgo.Record
-		for _, kv := range kvs {
-			k, v, upsert := strings.Cut(kv, "=")
-			r := &kgo.Record{Topic: "u", Key: []byte(k)}
-			if upsert {
-				r.Value = []byte(v)
-			}
-			recs = append(recs, r)
-		}
-		e.Produce(recs)
-		if _, err := e.Sink(e.Broker(), tbl, connector.Config{Topic: "u", StopAtEnd: true, FlushRecords: 2, DeadLetters: dlq}); err != nil {
-			t.Fatal(err)
-		}
-		if err := tbl.Refresh(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sink("a=a1", "b=b1", "a", "b")
+	sinkKeyed(t, e, tbl, dlq, 2, "a=a1", "b=b1", "a", "b")
 	res, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +78,7 @@ func TestWhereKeyAfterCompactionDroppedEveryRow(t *testing.T) {
 	if err := tbl.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	sink("c=c1")
+	sinkKeyed(t, e, tbl, dlq, 2, "c=c1")
 	r, err := lookup.WhereKey(t.Context(), tbl, nil, "a")
 	if err != nil {
 		t.Fatal(err)

@@ -532,6 +532,43 @@ func TestReviewValuesHoldsJSONBigIntegersInLongColumn(t *testing.T) {
 // docs/typed-tables.md says floe reads, is a dead letter. Expected: a row,
 // labels a map<string, string> (or a list of key/value structs) holding
 // {"a": "1"}, and inner.x = 5.
+func TestReviewValuesProtobufExplicitMapEntrySchema(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("pbmap", 1, nil)
+	id := register(t, e.Stack.Registry, "pbmap-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3";
+package acme;
+
+message Order {
+  string id = 1;
+  repeated LabelsEntry labels = 2;
+  Inner inner = 3;
+
+  message LabelsEntry {
+    option map_entry = true;
+  
+    string key = 1;
+    string value = 2;
+  }
+  message Inner {
+    int32 x = 1;
+  }
+}
+`})
+	// Order{id: "o1", labels: {"a": "1"}, inner: {x: 5}}
+	payload := []byte{0x0a, 2, 'o', '1', 0x12, 6, 0x0a, 1, 'a', 0x12, 1, '1', 0x1a, 2, 0x08, 5}
+	e.Produce([]*kgo.Record{{Topic: "pbmap", Value: localstack.WireFormat(id, []int{0}, payload)}})
+	tbl, dlq := e.TypedTable("lake.pbmap", mapping.Layout{Value: mapping.ValueRegistry})
+	if _, err := e.sink(tbl, connector.Config{Topic: "pbmap", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
+		t.Fatal(err)
+	}
+	for off, reason := range valuesDead(t, dlq) {
+		t.Errorf("offset %d: a dead letter (%s), want a row: the schema Confluent's serializer registered for a message with a map field", off, reason)
+	}
+	if got := fmt.Sprint(valuesScan(t, tbl, "labels")[0]); !strings.Contains(got, "a") || !strings.Contains(got, "1") {
+		t.Errorf("labels: %s, want {a: 1}", got)
+	}
+}
+
 // TestReviewValuesProtobufNestedIndexAfterMapField: the Protobuf message
 // indexes name the record's message within the schema. Confluent's Java
 // serde computes and resolves them on the schema's parsed elements

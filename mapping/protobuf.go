@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
 	"github.com/bufbuild/protocompile"
+	"github.com/bufbuild/protocompile/parser"
+	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -44,13 +48,23 @@ func NewProtobufCodec(files map[string]string, file string, indexes []int) (Code
 		Accessor: protocompile.SourceAccessorFromMap(files),
 	})}
 	compiled, err := c.Compile(context.Background(), file)
+	declared := err != nil && strings.Contains(err.Error(), "map_entry option should not be set explicitly")
+	if declared {
+		// Confluent's registry stored Java's map fields (2020-2024, and
+		// Karapace still does) as the descriptor holds them: a repeated
+		// field of a nested entry message with option map_entry, which
+		// protocompile's source checks refuse. The descriptor it stands
+		// for is an ordinary map field: compile it unchecked.
+		c.Resolver = protocompile.WithStandardImports(declaredEntries(files))
+		compiled, err = c.Compile(context.Background(), file)
+	}
 	if err != nil {
 		return fail(err)
 	}
 	if len(indexes) == 0 {
 		indexes = []int{0}
 	}
-	md, err := messageAt(compiled[0], file, indexes)
+	md, err := messageAt(compiled[0], file, indexes, declared)
 	if err != nil {
 		return fail(err)
 	}
@@ -75,8 +89,12 @@ func NewProtobufCodec(files map[string]string, file string, indexes []int) (Code
 // before the message; then the one way that names a message (a map entry
 // is none) is taken, and indexes naming a different message each way are
 // refused rather than guessed.
-func messageAt(fd protoreflect.FileDescriptor, file string, indexes []int) (protoreflect.MessageDescriptor, error) {
+//
+// With declared, the schema's text declares the entry messages itself, and
+// both ways count them.
+func messageAt(fd protoreflect.FileDescriptor, file string, indexes []int, declared bool) (protoreflect.MessageDescriptor, error) {
 	walk := func(textual bool) (protoreflect.MessageDescriptor, error) {
+		textual = textual && !declared
 		var md protoreflect.MessageDescriptor
 		msgs := fd.Messages()
 		for depth, i := range indexes {
@@ -109,6 +127,29 @@ func messageAt(fd protoreflect.FileDescriptor, file string, indexes []int) (prot
 		return desc, nil
 	}
 	return nil, textErr
+}
+
+// declaredEntries resolves the files of a schema whose text declares map
+// entry messages (option map_entry): parsed without protocompile's source
+// checks, which refuse the option; the registry checked the schema, and
+// the linker still checks each entry message's shape.
+func declaredEntries(files map[string]string) protocompile.Resolver {
+	return protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
+		src, ok := files[path]
+		if !ok {
+			return protocompile.SearchResult{}, protoregistry.NotFound
+		}
+		h := reporter.NewHandler(nil)
+		node, err := parser.Parse(path, strings.NewReader(src), h)
+		if err != nil {
+			return protocompile.SearchResult{}, err
+		}
+		res, err := parser.ResultFromAST(node, false, h)
+		if err != nil {
+			return protocompile.SearchResult{}, err
+		}
+		return protocompile.SearchResult{ParseResult: res}, nil
+	})
 }
 
 // MessageIndexError reports Protobuf message indexes that name no message

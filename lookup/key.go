@@ -382,8 +382,12 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 // compacted tbl, which applies the deletes before the compaction and drops
 // them: a key without a row or a live delete may then have been deleted.
 func deletesCompacted(tbl *snapshot.Table, sum mapping.Summary) bool {
-	return slices.ContainsFunc(slices.Collect(maps.Values(sum.Parts)), func(p *mapping.PartitionSummary) bool { return p.Deletes > 0 }) &&
-		tbl.Compacted()
+	for _, p := range sum.Parts {
+		if p.Deletes > 0 {
+			return tbl.Compacted()
+		}
+	}
+	return false
 }
 
 func derefOr(p *int64) int64 {

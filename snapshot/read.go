@@ -291,27 +291,23 @@ func eachPosition(b arrow.RecordBatch, fn func(mapping.TopicPartition, int64)) e
 // not exist), then at every table of every namespace. The table is opened
 // on main.
 func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...table.Identifier) (*Table, error) {
-	has := func(ident table.Identifier) (*Table, error) {
-		t, err := Open(ctx, cat, ident, OpenOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if t.tbl.Metadata().SnapshotByID(id) != nil {
-			return t, nil
+	// has looks in a table's metadata, or (archived) its ledger archive.
+	has := func(t *Table, archived bool) bool {
+		if !archived {
+			return t.tbl.Metadata().SnapshotByID(id) != nil
 		}
 		for c, err := range t.CommitsOf(ctx, 0, map[int64]bool{id: true}) {
 			if err != nil {
-				return nil, err
+				return false
 			}
 			if c.SnapshotID == id {
-				return t, nil
+				return true
 			}
 		}
-		return nil, nil
+		return false
 	}
 	for _, ident := range prefer {
-		t, err := has(ident)
-		if err == nil && t != nil {
+		if t, err := Open(ctx, cat, ident, OpenOptions{}); err == nil && (has(t, false) || has(t, true)) {
 			return t, nil
 		}
 	}
@@ -319,21 +315,30 @@ func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces to find snapshot %d: %w", id, err)
 	}
-	var found []*Table
+	var tables []*Table
 	for _, ns := range namespaces {
 		for ident, err := range cat.ListTables(ctx, ns) {
 			if err != nil {
 				return nil, fmt.Errorf("list tables of %s to find snapshot %d: %w", strings.Join(ns, "."), id, err)
 			}
-			t, err := has(ident)
-			if err != nil {
-				// Not a floe table, or unreadable: it cannot be a
-				// replay's starting point anyway.
-				continue
+			// Not a floe table, or unreadable: it cannot be a replay's
+			// starting point anyway.
+			if t, err := Open(ctx, cat, ident, OpenOptions{}); err == nil {
+				tables = append(tables, t)
 			}
-			if t != nil {
+		}
+	}
+	// Every table's metadata first: the ledgers are read only for a
+	// snapshot that expired everywhere.
+	var found []*Table
+	for _, archived := range []bool{false, true} {
+		for _, t := range tables {
+			if has(t, archived) {
 				found = append(found, t)
 			}
+		}
+		if len(found) > 0 {
+			break
 		}
 	}
 	switch len(found) {

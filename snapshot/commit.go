@@ -29,8 +29,8 @@ var ErrFenced = errors.New("fenced")
 
 // FencedError reports that another writer advanced one of this writer's
 // partitions since this writer read the ledger: this writer is a zombie for
-// that partition. Its files were dropped and nothing was committed; the
-// caller must re-read the ledger and re-seek.
+// that partition. Nothing it committed is in the ledger; the caller must
+// re-read the ledger and re-seek. Its files were dropped, unless Kept.
 type FencedError struct {
 	Table     string
 	Partition mapping.TopicPartition
@@ -40,18 +40,38 @@ type FencedError struct {
 	// (the table was rolled back, or a branch was published over it); Next
 	// is then meaningless.
 	Vanished bool
+	// Kept is the snapshot of this very commit when it landed (its answer
+	// lost) and was then rolled back: that snapshot still names the
+	// commit's files, so they stay, for expiry to collect with it.
+	Kept int64
 }
 
 func (e *FencedError) Error() string {
+	var msg string
 	if e.Vanished {
-		return fmt.Sprintf("fenced on table %s: %s is no longer in the ledger (the table was rolled back, or a branch was published over it) while this writer was committing it from offset %d",
+		msg = fmt.Sprintf("fenced on table %s: %s is no longer in the ledger (the table was rolled back, or a branch was published over it) while this writer was committing it from offset %d",
 			e.Table, e.Partition, e.Low)
+	} else {
+		msg = fmt.Sprintf("fenced on table %s: another writer moved %s to offset %d while this one was committing from %d",
+			e.Table, e.Partition, e.Next, e.Low)
 	}
-	return fmt.Sprintf("fenced on table %s: another writer moved %s to offset %d while this one was committing from %d",
-		e.Table, e.Partition, e.Next, e.Low)
+	if e.Kept != 0 {
+		msg += fmt.Sprintf(" (the commit had landed as snapshot %d, its answer lost, and the branch was moved off it: its files stay with that snapshot)", e.Kept)
+	}
+	return msg
 }
 
 func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// discarded reports whether err, a commit's outcome, leaves the files it
+// wrote to be deleted: it never landed, because another writer fenced it
+// or the schema they were written for moved.
+func discarded(err error) bool {
+	if f, ok := errors.AsType[*FencedError](err); ok {
+		return f.Kept == 0
+	}
+	return errors.Is(err, ErrSchemaMoved)
+}
 
 // Flush is what one commit writes: rows per partition and the ranges they
 // come from. Every partition with rows must have a range; ranges without
@@ -215,7 +235,9 @@ type CommitOptions struct {
 // The commit asserts the branch head it started from. When another commit
 // got in first, Commit reloads the table: if the ledger still ends where
 // each of this flush's ranges starts, it retries with the same files;
-// otherwise it deletes its files and returns a *FencedError. When a commit's
+// otherwise it deletes its files and returns a *FencedError (keeping them
+// when this commit landed unanswered and was rolled back since: its
+// snapshot names them). When a commit's
 // outcome is unknown (the catalog failed mid-request), the reloaded ledger
 // tells whether this commit id made it, so a commit is never applied twice.
 //
@@ -287,21 +309,22 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if deadRows {
 		// Written before the commit that lists them, and removed with the
 		// data files when that commit is fenced.
-		target, err := opts.DeadLetters.withProperties(opts.DeadLetters.tbl, positionMetrics)
-		if err == nil {
-			dead, err = writeDeadLetters(ctx, target, f.DeadLetters, res.Commit.ID)
+		// Not err: the deferred removal below must see the commit's.
+		target, werr := opts.DeadLetters.withProperties(opts.DeadLetters.tbl, positionMetrics)
+		if werr == nil {
+			dead, werr = writeDeadLetters(ctx, target, f.DeadLetters, res.Commit.ID)
 		}
-		if err != nil {
+		if werr != nil {
 			t.removeFiles(ctx, log, ch.files())
 			opts.DeadLetters.removeFiles(ctx, log, dead)
-			return res, nil, fmt.Errorf("write dead-letter files of %s into %s: %w", t.Name(), opts.DeadLetters.Name(), err)
+			return res, nil, fmt.Errorf("write dead-letter files of %s into %s: %w", t.Name(), opts.DeadLetters.Name(), werr)
 		}
 		for _, df := range dead {
 			res.Commit.DeadLetterFiles = append(res.Commit.DeadLetterFiles, df.FilePath())
 		}
 		res.Commit.DeadLetterTable = opts.DeadLetters.Name()
 		defer func() {
-			if _, fenced := errors.AsType[*FencedError](err); fenced || errors.Is(err, ErrSchemaMoved) {
+			if discarded(err) {
 				opts.DeadLetters.removeFiles(ctx, log, dead)
 			}
 		}()
@@ -316,7 +339,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		// Removed with the data files when the commit is known never to
 		// land; otherwise an unreferenced one is maintenance's to collect.
 		defer func() {
-			if _, fenced := errors.AsType[*FencedError](err); fenced || errors.Is(err, ErrSchemaMoved) {
+			if discarded(err) {
 				t.removePaths(ctx, log, rangesPath)
 			}
 		}()
@@ -518,8 +541,9 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 // settle checks commit c against the ledger as last loaded: before the
 // first attempt, and after a failed one. It returns the ledger's copy of c
 // (with its snapshot id and commit time) when c turns out to have been
-// applied, and a *FencedError (after deleting the files) when another
-// writer advanced one of the flush's partitions, or when a partition that
+// applied, and a *FencedError (after deleting the files, unless a snapshot
+// of c that was rolled back still names them) when another writer
+// advanced one of the flush's partitions, or when a partition that
 // was in the ledger before the first attempt (known, each partition's next
 // offset then) is no longer in it: committing on top would restart that
 // partition at this writer's offset and leave everything below it unsunk.
@@ -548,11 +572,28 @@ func (t *Table) settle(ctx context.Context, log *slog.Logger, c mapping.Commit, 
 		n, ok := next[tp]
 		_, wasKnown := known[tp]
 		if (ok && n != low[tp]) || (!ok && wasKnown) {
-			t.removeFiles(ctx, log, files)
-			return nil, &FencedError{Table: t.Name(), Partition: tp, Low: low[tp], Next: n, Vanished: !ok}
+			fenced := &FencedError{Table: t.Name(), Partition: tp, Low: low[tp], Next: n, Vanished: !ok, Kept: t.snapshotOf(c.ID)}
+			if fenced.Kept != 0 {
+				log.Warn("commit landed, but its answer was lost and the branch was rolled back past it before the retry: keeping its files, which that snapshot still names (expiry collects them with it)",
+					"table", t.Name(), "commit", c.ID, "snapshot", fenced.Kept)
+			} else {
+				t.removeFiles(ctx, log, files)
+			}
+			return nil, fenced
 		}
 	}
 	return nil, nil
+}
+
+// snapshotOf returns the snapshot the table keeps whose summary names
+// commit id, on any branch or none (0: there is none).
+func (t *Table) snapshotOf(id string) int64 {
+	for _, s := range t.tbl.Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties[mapping.KeyCommitID] == id {
+			return s.SnapshotID
+		}
+	}
+	return 0
 }
 
 // mayHaveLanded reports whether commit c may be in a ledger whose

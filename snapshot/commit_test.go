@@ -190,3 +190,54 @@ func TestCommitAppliedButAnswerLost(t *testing.T) {
 		t.Fatalf("%d rows readable, want 40", len(rows))
 	}
 }
+
+// TestCommitAnswerLostThenRolledBackKeepsFiles: a commit lands but its
+// answer is lost, and before the retry reloads an operator rolls main back
+// past it. The retry is fenced (the ledger no longer ends where the flush
+// starts), but the rolled-back snapshot still names the flush's files:
+// deleting them, as a never-landed commit's, broke that snapshot for time
+// travel and for an undo of the rollback (from a review). They are kept
+// for expiry to collect with the snapshot.
+func TestCommitAnswerLostThenRolledBackKeepsFiles(t *testing.T) {
+	cat := tempCatalog(t)
+	op := openTestTable(t, cat, "lake.undo", snapshot.OpenOptions{Create: true})
+	smallFiles(t, op, 0, 2, 5) // [0, 10) in both partitions, two commits
+	first := op.Iceberg().Metadata().Snapshots()[0].SnapshotID
+	var landed int64
+	hc := &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
+		if err := op.Refresh(t.Context()); err != nil {
+			t.Error(err)
+			return
+		}
+		landed = op.Head().SnapshotID
+		setMain(t, op, first)
+	}}
+	tbl := openTestTable(t, hc, "lake.undo", snapshot.OpenOptions{})
+	f := flushOf(t, tbl, map[int32]mapping.Interval{0: {Low: 10, High: 12}, 1: {Low: 10, High: 12}},
+		testRec{partition: 0, offset: 10, value: "x"}, testRec{partition: 0, offset: 11, value: "y"},
+		testRec{partition: 1, offset: 10, value: "x"}, testRec{partition: 1, offset: 11, value: "y"})
+	_, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"})
+	if landed == 0 {
+		t.Fatal("the commit did not land before the rollback: the test proved nothing")
+	}
+	if fenced, ok := errors.AsType[*snapshot.FencedError](err); !ok || fenced.Kept != landed {
+		t.Fatalf("err = %v, want a FencedError keeping snapshot %d: the rollback moved the ledger's end below the flush", err, landed)
+	}
+	fresh := openTestTable(t, cat, "lake.undo", snapshot.OpenOptions{})
+	files, err := fresh.Files(t.Context(), landed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, df := range files {
+		if _, err := os.Stat(strings.TrimPrefix(df.Path, "file://")); err != nil {
+			t.Fatalf("snapshot %d, rolled back but kept, names data file %s, deleted by the fenced retry: %v", landed, df.Path, err)
+		}
+	}
+	if n := len(snapshotRows(t, fresh, landed)); n != 24 {
+		t.Fatalf("rolled-back snapshot %d reads %d rows, want 24", landed, n)
+	}
+	setMain(t, fresh, landed)
+	if n := len(snapshotRows(t, fresh, 0)); n != 24 {
+		t.Fatalf("main set back to snapshot %d (the rollback undone) reads %d rows, want 24", landed, n)
+	}
+}

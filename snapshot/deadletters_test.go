@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -560,4 +562,62 @@ func TestReconcileDeadLettersBesideLiveWriters(t *testing.T) {
 		t.Errorf("reconcile did %+v, want the pending commit added", res)
 	}
 	wantDeadLetters(t, dlq, want...)
+}
+
+// TestDeadLettersOfRolledBackUnansweredCommit: a commit with a dead letter
+// lands but its answer is lost, and an operator rolls main back past it
+// before the retry reloads. The fenced retry keeps the dead-letter file
+// the rolled-back commit lists, so undoing the rollback brings its dead
+// letter back (it deleted the file, and the undo's reconcile had nothing
+// to add: the audit then found the dead letter missing).
+func TestDeadLettersOfRolledBackUnansweredCommit(t *testing.T) {
+	cat, op, dlq := deadLetterTables(t)
+	c0 := mustDeadCommit(t, op, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	mustDeadCommit(t, op, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	var landed int64
+	hc := &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
+		if err := op.Refresh(t.Context()); err != nil {
+			t.Error(err)
+			return
+		}
+		landed = op.Head().SnapshotID
+		setMain(t, op, c0.Commit.SnapshotID)
+	}}
+	tbl := openTestTable(t, hc, "lake.orders", snapshot.OpenOptions{})
+	if _, err := deadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5); !errors.Is(err, snapshot.ErrFenced) {
+		t.Fatalf("err = %v, want fenced: the rollback moved the ledger's end below the flush", err)
+	}
+	if landed == 0 {
+		t.Fatal("the commit did not land before the rollback: the test proved nothing")
+	}
+	reconcile(t, op, dlq)
+	wantDeadLetters(t, dlq, "t/0/1")
+	setMain(t, op, landed)
+	reconcile(t, op, dlq)
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3", "t/0/5")
+}
+
+// TestDeadLettersOfFencedCommitRemoved: the dead-letter file a fenced
+// commit wrote is deleted with its data files, as nothing will ever list
+// it (a shadowed error left every such file to orphan removal).
+func TestDeadLettersOfFencedCommitRemoved(t *testing.T) {
+	cat, op, dlq := deadLetterTables(t)
+	mustDeadCommit(t, op, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	hc := &hookCatalog{Catalog: cat, beforeCommit: func() {
+		mustDeadCommit(t, op, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	}}
+	zombie := openTestTable(t, hc, "lake.orders", snapshot.OpenOptions{})
+	res, err := deadCommit(t, zombie, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	if !errors.Is(err, snapshot.ErrFenced) {
+		t.Fatalf("err = %v, want fenced: another writer committed [2, 4) first", err)
+	}
+	if len(res.Commit.DeadLetterFiles) == 0 {
+		t.Fatal("the fenced commit lists no dead-letter file: the test proved nothing")
+	}
+	for _, f := range res.Commit.DeadLetterFiles {
+		if _, err := os.Stat(strings.TrimPrefix(f, "file://")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("dead-letter file %s of the fenced commit is still there (%v)", f, err)
+		}
+	}
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3")
 }

@@ -118,6 +118,10 @@ type Result struct {
 	// Next each partition's next offset in its ledger then (absent: none).
 	Head int64
 	Next map[int32]int64
+	// Rows is how many records of the topic became rows of the target, by
+	// its ledger when the run ended: this run's and those of a run it
+	// resumed.
+	Rows int64
 }
 
 // deadLetterTable is the dead-letter table of a replay into ident, whose
@@ -373,6 +377,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	for tp, n := range ledger.Next() {
 		if tp.Topic == plan.Topic {
 			res.Next[tp.Partition] = n
+			res.Rows += ledger.Parts[tp].Records
 		}
 	}
 	if h := tbl.Head(); h != nil {

@@ -71,3 +71,33 @@ func TestStatusDescribeOnlyWithLostOffsets(t *testing.T) {
 		t.Errorf("status as a user holding Describe (docs/secured-kafka.md's row for status): exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 }
+
+// TestReplayFurtherOnlyDeadLetters: a replay of topic ext into lake.ext
+// made rows; taken further with --until, it reads two records that are
+// not JSON, and nothing else. The target holds rows of the topic, so its
+// layout fits: exit 0 with the warning, as floe sink --stop-at-end into
+// such a table, not 3 with the advice to drop it.
+func TestReplayFurtherOnlyDeadLetters(t *testing.T) {
+	st, common := shopStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ext", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(values ...string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for _, v := range values {
+			recs = append(recs, &kgo.Record{Topic: "ext", Value: []byte(v)})
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(`{"n":1}`, `{"n":2}`, `{"n":3}`)
+	replay := slices.Concat([]string{"replay", "-t", "ext", "--table", "lake.ext", "--value", "json"}, common)
+	mustFloe(t, replay...)
+	produce("oops", "oops")
+	code, out, errs := floe(t, append(replay, "--until", "0=5")...)
+	if code != 0 || !strings.Contains(out, "0 rows and 2 dead letters") {
+		t.Errorf("replay taken further over two bad records: exit %d, stdout %q, stderr %q; want exit 0 and the summary", code, out, errs)
+	}
+}

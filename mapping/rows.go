@@ -18,26 +18,37 @@ type RowBuilder struct {
 	schema *arrow.Schema
 	b      *array.RecordBuilder
 
-	topic     *array.StringBuilder
-	partition *array.Int32Builder
-	offset    *array.Int64Builder
-	ts        *array.TimestampBuilder
-	headers   *array.ListBuilder
-	hdr       *array.StructBuilder
-	hdrKey    *array.StringBuilder
-	hdrValue  *array.BinaryBuilder
-	// key is the kafka_key column's builder: binary, string, or a struct of
-	// a decoded key; nil when the table has no key column yet.
-	key array.Builder
+	// The metadata columns, a raw key and the raw value are built in Go
+	// slices (goColumn), the column at each index in
+	// goColumns: Arrow's builders check for room and clear memory value by
+	// value, and these are most of a raw table's rows. Their fields'
+	// builders in b stay empty.
+	topic     *bytesColumn
+	partition *fixedColumn[int32]
+	offset    *fixedColumn[int64]
+	ts        *fixedColumn[int64]
+	goColumns []goColumn
+
+	headers *headersColumn
+	// keyBytes builds a binary or string kafka_key column, key the column
+	// of a decoded key's struct; both are nil when the table has no key
+	// column yet.
+	keyBytes *bytesColumn
+	key      array.Builder
 	// value holds the raw value bytes, nil when the layout does not keep
-	// them; valueCol is its column's index. Its field's builder in b stays
-	// empty.
-	value    *bytesColumn
-	valueCol int
+	// them.
+	value *bytesColumn
 	// columns are the typed value columns, by name.
 	columns []valueColumn
 
 	rows int
+}
+
+// goColumn is a column built in Go slices: newArray returns the values
+// appended so far as an array of typ and starts again, with room for as
+// many when reserve is set.
+type goColumn interface {
+	newArray(typ arrow.DataType, reserve bool) arrow.Array
 }
 
 // valueColumn is one typed value column's builder.
@@ -60,32 +71,52 @@ func NewRowBuilder(mem memory.Allocator, schema *arrow.Schema) (*RowBuilder, err
 func (l Layout) NewRowBuilder(mem memory.Allocator, schema *arrow.Schema) (*RowBuilder, error) {
 	raw := l.RawValueColumn()
 	b := array.NewRecordBuilder(mem, schema)
-	rb := &RowBuilder{schema: schema, b: b}
+	rb := &RowBuilder{schema: schema, b: b, goColumns: make([]goColumn, len(schema.Fields()))}
 	ok := true
 	for i, f := range schema.Fields() {
 		fb := b.Field(i)
 		var good bool
 		switch f.Name {
 		case ColTopic:
-			rb.topic, good = fb.(*array.StringBuilder)
+			_, good = fb.(*array.StringBuilder)
+			rb.topic = newBytesColumn()
+			rb.goColumns[i] = rb.topic
 		case ColPartition:
-			rb.partition, good = fb.(*array.Int32Builder)
+			_, good = fb.(*array.Int32Builder)
+			rb.partition = &fixedColumn[int32]{}
+			rb.goColumns[i] = rb.partition
 		case ColOffset:
-			rb.offset, good = fb.(*array.Int64Builder)
+			_, good = fb.(*array.Int64Builder)
+			rb.offset = &fixedColumn[int64]{}
+			rb.goColumns[i] = rb.offset
 		case ColTimestamp:
-			rb.ts, good = fb.(*array.TimestampBuilder)
+			_, good = fb.(*array.TimestampBuilder)
+			rb.ts = &fixedColumn[int64]{}
+			rb.goColumns[i] = rb.ts
 		case ColHeaders:
-			if rb.headers, good = fb.(*array.ListBuilder); good {
-				if rb.hdr, good = rb.headers.ValueBuilder().(*array.StructBuilder); good {
-					if rb.hdrKey, good = rb.hdr.FieldBuilder(0).(*array.StringBuilder); good {
-						rb.hdrValue, good = rb.hdr.FieldBuilder(1).(*array.BinaryBuilder)
-					}
+			// A list of structs of a string key and a binary value.
+			if lb, isList := fb.(*array.ListBuilder); isList {
+				if sb, isStruct := lb.ValueBuilder().(*array.StructBuilder); isStruct && sb.NumField() == 2 {
+					_, isKey := sb.FieldBuilder(0).(*array.StringBuilder)
+					_, isValue := sb.FieldBuilder(1).(*array.BinaryBuilder)
+					good = isKey && isValue
 				}
 			}
+			rb.headers = newHeadersColumn()
+			rb.goColumns[i] = rb.headers
 		case ColKey:
-			rb.key, good = fb, true
+			switch fb.(type) {
+			case *array.BinaryBuilder, *array.StringBuilder:
+				rb.keyBytes = newBytesColumn()
+				rb.goColumns[i] = rb.keyBytes
+			default:
+				rb.key = fb
+			}
+			good = true
 		case raw:
-			rb.value, rb.valueCol, good = newBytesColumn(), i, f.Type.ID() == arrow.BINARY
+			good = f.Type.ID() == arrow.BINARY
+			rb.value = newBytesColumn()
+			rb.goColumns[i] = rb.value
 		default:
 			rb.columns, good = append(rb.columns, valueColumn{name: f.Name, b: fb}), true
 		}
@@ -103,20 +134,11 @@ func (rb *RowBuilder) Schema() *arrow.Schema { return rb.schema }
 
 // appendMetadata appends the metadata columns of r.
 func (rb *RowBuilder) appendMetadata(r *kgo.Record) {
-	rb.topic.Append(r.Topic)
-	rb.partition.Append(r.Partition)
-	rb.offset.Append(r.Offset)
-	rb.ts.Append(arrow.Timestamp(r.Timestamp.UnixMicro()))
-	rb.headers.Append(true)
-	for _, h := range r.Headers {
-		rb.hdr.Append(true)
-		rb.hdrKey.Append(h.Key)
-		if h.Value == nil {
-			rb.hdrValue.AppendNull()
-		} else {
-			rb.hdrValue.Append(h.Value)
-		}
-	}
+	add(rb.topic, r.Topic)
+	rb.partition.vals = append(rb.partition.vals, r.Partition)
+	rb.offset.vals = append(rb.offset.vals, r.Offset)
+	rb.ts.vals = append(rb.ts.vals, r.Timestamp.UnixMicro())
+	rb.headers.append(r.Headers)
 	if rb.value != nil {
 		rb.value.append(r.Value)
 	}
@@ -128,22 +150,11 @@ func (rb *RowBuilder) appendMetadata(r *kgo.Record) {
 // stay null; an empty key or value stays empty.
 func (rb *RowBuilder) Append(r *kgo.Record) {
 	rb.appendMetadata(r)
-	switch kb := rb.key.(type) {
-	case *array.BinaryBuilder:
-		if r.Key == nil {
-			kb.AppendNull()
-		} else {
-			kb.Append(r.Key)
-		}
-	case *array.StringBuilder:
-		if r.Key == nil {
-			kb.AppendNull()
-		} else {
-			kb.Append(string(r.Key))
-		}
-	case nil:
-	default:
-		kb.AppendNull()
+	switch {
+	case rb.keyBytes != nil:
+		rb.keyBytes.append(r.Key)
+	case rb.key != nil:
+		rb.key.AppendNull()
 	}
 	for _, c := range rb.columns {
 		c.b.AppendNull()
@@ -160,10 +171,8 @@ func (rb *RowBuilder) Append(r *kgo.Record) {
 // only for a builder floe never makes.
 func (rb *RowBuilder) AppendDecoded(r *kgo.Record, key any, value map[string]any) error {
 	rb.appendMetadata(r)
-	if rb.key != nil {
-		if err := AppendValue(rb.key, key); err != nil {
-			return fmt.Errorf("column %s: %w", ColKey, err)
-		}
+	if err := rb.appendKey(key); err != nil {
+		return err
 	}
 	for _, c := range rb.columns {
 		if err := AppendValue(c.b, value[c.name]); err != nil {
@@ -171,6 +180,29 @@ func (rb *RowBuilder) AppendDecoded(r *kgo.Record, key any, value map[string]any
 		}
 	}
 	rb.rows++
+	return nil
+}
+
+// appendKey appends key, a decoded key in the canonical representation,
+// to the kafka_key column, if the table has one.
+func (rb *RowBuilder) appendKey(key any) error {
+	switch {
+	case rb.keyBytes != nil:
+		switch k := key.(type) {
+		case nil:
+			rb.keyBytes.appendNull()
+		case []byte:
+			add(rb.keyBytes, k)
+		case string:
+			add(rb.keyBytes, k)
+		default:
+			return fmt.Errorf("column %s: a key of type %T in a binary or string column", ColKey, key)
+		}
+	case rb.key != nil:
+		if err := AppendValue(rb.key, key); err != nil {
+			return fmt.Errorf("column %s: %w", ColKey, err)
+		}
+	}
 	return nil
 }
 
@@ -212,10 +244,10 @@ func (rb *RowBuilder) newBatch(reserve bool) arrow.RecordBatch {
 	}
 	cols := make([]arrow.Array, len(fields))
 	for i, f := range fields {
-		cols[i] = f.NewArray()
-		if rb.value != nil && i == rb.valueCol {
-			cols[i].Release()
-			cols[i] = rb.value.newArray(rb.schema.Field(i).Type, reserve)
+		if c := rb.goColumns[i]; c != nil {
+			cols[i] = c.newArray(rb.schema.Field(i).Type, reserve)
+		} else {
+			cols[i] = f.NewArray()
 		}
 	}
 	batch := array.NewRecordBatch(rb.schema, cols, int64(rb.rows))
@@ -231,10 +263,10 @@ func (rb *RowBuilder) newBatch(reserve bool) arrow.RecordBatch {
 	return batch
 }
 
-// bytesColumn builds a binary column in Go slices. Arrow's BinaryBuilder
-// clears every buffer it reserves, which Go has cleared already, and
-// checks for room value by value; the raw value is most of a raw table's
-// bytes.
+// bytesColumn builds a binary or string column in Go slices. Arrow's
+// BinaryBuilder clears every buffer it reserves, which Go has cleared
+// already, and checks for room value by value; the raw value is most of a
+// raw table's bytes.
 type bytesColumn struct {
 	offsets []int32
 	data    []byte
@@ -247,20 +279,39 @@ func newBytesColumn() *bytesColumn { return &bytesColumn{offsets: []int32{0}} }
 
 // append adds v, null when v is nil.
 func (c *bytesColumn) append(v []byte) {
+	if v == nil {
+		c.appendNull()
+		return
+	}
+	add(c, v)
+}
+
+// appendNull adds a null.
+func (c *bytesColumn) appendNull() {
 	n := len(c.offsets) - 1
-	if v == nil && c.valid == nil {
+	if c.valid == nil {
 		c.valid = make([]byte, bitutil.BytesForBits(int64(cap(c.offsets))))
 		bitutil.SetBitsTo(c.valid, 0, int64(n), true)
 	}
+	c.growValid(n)
+	c.nulls++
+	c.offsets = append(c.offsets, int32(len(c.data)))
+}
+
+// growValid makes room for the validity bit of value n, once there is a
+// bitmap.
+func (c *bytesColumn) growValid(n int) {
+	if need := int(bitutil.BytesForBits(int64(n + 1))); need > len(c.valid) {
+		c.valid = append(c.valid, make([]byte, need-len(c.valid))...)
+	}
+}
+
+// add appends v to c, not null.
+func add[S []byte | string](c *bytesColumn, v S) {
 	if c.valid != nil {
-		if need := int(bitutil.BytesForBits(int64(n + 1))); need > len(c.valid) {
-			c.valid = append(c.valid, make([]byte, need-len(c.valid))...)
-		}
-		if v == nil {
-			c.nulls++
-		} else {
-			bitutil.SetBit(c.valid, n)
-		}
+		n := len(c.offsets) - 1
+		c.growValid(n)
+		bitutil.SetBit(c.valid, n)
 	}
 	c.data = append(c.data, v...)
 	if len(c.data) > math.MaxInt32 {
@@ -270,8 +321,6 @@ func (c *bytesColumn) append(v []byte) {
 	c.offsets = append(c.offsets, int32(len(c.data)))
 }
 
-// newArray returns the values appended so far as an array of typ (binary)
-// and starts again, with room for as many when reserve is set.
 func (c *bytesColumn) newArray(typ arrow.DataType, reserve bool) arrow.Array {
 	n := len(c.offsets) - 1
 	var valid *memory.Buffer
@@ -289,6 +338,72 @@ func (c *bytesColumn) newArray(typ arrow.DataType, reserve bool) arrow.Array {
 		c.offsets, c.data = []int32{0}, nil
 	}
 	c.valid, c.nulls = nil, 0
+	return array.MakeFromData(data)
+}
+
+// headersColumn builds the kafka_headers column, a list of structs of a
+// key and a value, in Go slices.
+type headersColumn struct {
+	// offsets are the list's, into keys and values.
+	offsets      []int32
+	keys, values *bytesColumn
+}
+
+func newHeadersColumn() *headersColumn {
+	return &headersColumn{offsets: []int32{0}, keys: newBytesColumn(), values: newBytesColumn()}
+}
+
+// append adds a record's headers, an empty list when there are none.
+func (c *headersColumn) append(hs []kgo.RecordHeader) {
+	for _, h := range hs {
+		add(c.keys, h.Key)
+		c.values.append(h.Value)
+	}
+	c.offsets = append(c.offsets, int32(len(c.keys.offsets)-1))
+}
+
+func (c *headersColumn) newArray(typ arrow.DataType, reserve bool) arrow.Array {
+	st := typ.(*arrow.ListType).Elem().(*arrow.StructType)
+	keys := c.keys.newArray(st.Field(0).Type, reserve)
+	defer keys.Release()
+	values := c.values.newArray(st.Field(1).Type, reserve)
+	defer values.Release()
+	entries := array.NewData(st, keys.Len(), []*memory.Buffer{nil}, []arrow.ArrayData{keys.Data(), values.Data()}, 0, 0)
+	defer entries.Release()
+	n := len(c.offsets) - 1
+	data := array.NewData(typ, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offsets))},
+		[]arrow.ArrayData{entries}, 0, 0)
+	defer data.Release()
+	// The batch keeps the slice: the next one gets its own.
+	if reserve {
+		c.offsets = append(make([]int32, 0, n+1), 0)
+	} else {
+		c.offsets = []int32{0}
+	}
+	return array.MakeFromData(data)
+}
+
+// fixedColumn builds a column of fixed-width values, never null, in a Go
+// slice, as bytesColumn does variable-length ones.
+type fixedColumn[T int32 | int64] struct{ vals []T }
+
+func (c *fixedColumn[T]) newArray(typ arrow.DataType, reserve bool) arrow.Array {
+	n := len(c.vals)
+	var buf []byte
+	switch v := any(c.vals).(type) {
+	case []int32:
+		buf = arrow.Int32Traits.CastToBytes(v)
+	case []int64:
+		buf = arrow.Int64Traits.CastToBytes(v)
+	}
+	data := array.NewData(typ, n, []*memory.Buffer{nil, memory.NewBufferBytes(buf)}, nil, 0, 0)
+	defer data.Release()
+	// The batch keeps the slice: the next one gets its own.
+	if reserve {
+		c.vals = make([]T, 0, n)
+	} else {
+		c.vals = nil
+	}
 	return array.MakeFromData(data)
 }
 

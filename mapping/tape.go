@@ -252,10 +252,8 @@ func (rb *RowBuilder) AppendTape(r *kgo.Record, key any, va *ValueAppender, t *T
 		return errors.New("row builder: the value appender was compiled for another schema")
 	}
 	rb.appendMetadata(r)
-	if rb.key != nil {
-		if err := AppendValue(rb.key, key); err != nil {
-			return fmt.Errorf("column %s: %w", ColKey, err)
-		}
+	if err := rb.appendKey(key); err != nil {
+		return err
 	}
 	t.pos = 0
 	if !va.wrapped && t.next().null {

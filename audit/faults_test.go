@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -811,5 +812,37 @@ func TestFaultFileDeletedFromStorage(t *testing.T) {
 	})
 	if rep.Complete() || !missing {
 		t.Fatalf("findings %+v; want the rows level's missing-file of %s", rep.Findings, f.Path)
+	}
+}
+
+// TestRowsTopicColumnAltered: a data file of a one-topic table is
+// rewritten in place behind floe's back, the same in every column but
+// kafka_topic, which names another topic. Those records are no longer
+// rows of their topic (floe where says the table lost them, a query by
+// topic misses them): the rows level reads the topic column of every
+// table, and finds them outside the ledger and the range short (the
+// audit called the table complete at every level; from a review).
+func TestRowsTopicColumnAltered(t *testing.T) {
+	e := newEnv(t)
+	const name = "retopic"
+	tbl := sunkTable(t, e, name)
+	f := fileOf(t, tbl, 0, 40)
+	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range records(name, 0, 20, "run2") {
+		r.Topic, r.Offset = "ghost", int64(40+i)
+		rb.Append(r)
+	}
+	rows := rb.NewBatch()
+	rb.Release()
+	rewriteInPlace(t, tbl, f, rows)
+	for _, opts := range []audit.Options{{Depth: audit.DepthRows}, contentDepth(e)} {
+		rep := e.audit(tbl, opts)
+		got := findings(rep)
+		if want := []string{"rows count-mismatch retopic/0 [40, 60)", "rows outside-ledger ghost/0 [40, 60)"}; !slices.Equal(got, want) {
+			t.Errorf("%+v: findings %q, want %q", opts, got, want)
+		}
 	}
 }

@@ -31,10 +31,10 @@ type fileRows struct {
 	topic              string
 }
 
-// rowsLevel reads the partition and offset columns of every live data file
-// (plus the topic column when the ledger holds several topics or another
-// writer's files are live): every offset must be unique and inside a
-// range, every range must hold exactly its record count, and every file's
+// rowsLevel reads the topic, partition and offset columns of every live
+// data file: every offset must be unique and inside a range of its
+// topic's partition (a row of a topic the ledger does not have lies
+// outside every range, whatever its partition and offset), every range must hold exactly its record count, and every file's
 // rows must agree with its manifest. In a
 // state table it also reads the key column: every key must be held by one
 // row and none be null, and a range holds at most its record count.
@@ -48,19 +48,15 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 		manifest[f.Path] = f
 		total += f.Records
 	}
-	cols := []string{mapping.ColPartition, mapping.ColOffset}
-	withTopic := a.byTopic()
-	if withTopic {
-		cols = append(cols, mapping.ColTopic)
-	}
+	// The topic column even of a one-topic table: a constant, stored as
+	// a dictionary, cheap to read, and a file rewritten behind floe's back
+	// with another topic's name in it must not read as this topic's rows.
+	cols := []string{mapping.ColPartition, mapping.ColOffset, mapping.ColTopic}
 	withKey := a.fold != "" || a.upsert != nil
 	var keyed *upsertRows
 	switch {
 	case a.upsert != nil:
 		keyed = &upsertRows{}
-		if !withTopic {
-			cols = append(cols, mapping.ColTopic) // eachRowPosition reads it
-		}
 		for _, c := range a.upsert.key.Columns {
 			if !slices.Contains(cols, c) {
 				cols = append(cols, c)
@@ -125,15 +121,12 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 		b := fb.Batch
 		part, ok1 := column[*array.Int32](b, mapping.ColPartition)
 		off, ok2 := column[*array.Int64](b, mapping.ColOffset)
+		topic, ok3 := column[*array.String](b, mapping.ColTopic)
 		var (
-			topic    *array.String
-			key      *array.Binary
-			keyer    *rowKeyer
-			ok3, ok4 = true, true
+			key   *array.Binary
+			keyer *rowKeyer
+			ok4   = true
 		)
-		if withTopic {
-			topic, ok3 = column[*array.String](b, mapping.ColTopic)
-		}
 		switch {
 		case keyed != nil:
 			var err error
@@ -151,14 +144,11 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			last mapping.TopicPartition
 		)
 		for i := range int(b.NumRows()) {
-			tp := a.topicOf(part.Value(i))
-			if withTopic {
-				tp.Topic = topic.Value(i)
-				if fr.empty {
-					fr.topic = tp.Topic
-				} else if tp.Topic != fr.topic {
-					fr.mixedTopics = true
-				}
+			tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
+			if fr.empty {
+				fr.topic = tp.Topic
+			} else if tp.Topic != fr.topic {
+				fr.mixedTopics = true
 			}
 			if s == nil || tp != last {
 				s, last = state(tp), tp

@@ -31,6 +31,9 @@ type faultCatalog struct {
 	// lost, while positive, makes that many commits of ident apply and
 	// then fail, as a catalog whose answer is lost.
 	lost atomic.Int32
+	// afterLost, when set, runs after each commit whose answer is lost
+	// was applied: what other writers do before the retry reloads.
+	afterLost func()
 	// delay, a time.Duration, holds each commit of ident that long before
 	// it is applied, as an overloaded catalog does.
 	delay atomic.Int64
@@ -111,6 +114,9 @@ func (c *faultCatalog) CommitTable(ctx context.Context, ident table.Identifier, 
 	if slices.Equal(ident, c.ident) && c.lost.Add(-1) >= 0 {
 		if _, _, err := c.Catalog.CommitTable(ctx, ident, reqs, upds); err != nil {
 			return nil, "", err
+		}
+		if c.afterLost != nil {
+			c.afterLost()
 		}
 		return nil, "", errInjected
 	}

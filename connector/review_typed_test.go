@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -824,4 +825,65 @@ func TestReviewConformNestedMapsAndLists(t *testing.T) {
 			t.Errorf("row %d: m %s l %s, want %s %s", r.Offset, r.Columns["m"], r.Columns["l"], w[0], w[1])
 		}
 	}
+}
+
+// TestFencedAfterLostAnswerKeepsRolledBackFiles: a sink's commit of
+// [2, 4) lands but its answer is lost, and an operator rolls the table
+// back to before [0, 2) ere the retry reloads. The retry is fenced; the
+// sink keeps the files of the rolled-back commit (its snapshot names
+// them: the operator may undo the rollback), re-reads the ledger and
+// sinks the partition again from 0.
+func TestFencedAfterLostAnswerKeepsRolledBackFiles(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	layout := mapping.Layout{Value: mapping.ValueJSON}
+	first, _ := e.TypedTable("lake.orders", layout)
+	e.Produce(jsonRecords("orders", 0, `{"id":0}`, `{"id":1}`))
+	if _, err := e.sink(first, connector.Config{Topic: "orders", StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	start := first.Iceberg().Metadata().Snapshots()[0].SnapshotID // the first run's start: [0, 0)
+	e.Produce(jsonRecords("orders", 0, `{"id":2}`, `{"id":3}`))
+	cat, err := catalog.Open(e.Ctx, e.Stack.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := catalog.ParseIdent("lake.orders")
+	fc := &faultCatalog{Catalog: cat, ident: ident}
+	var landed int64
+	fc.afterLost = func() {
+		op, _ := e.TypedTable("lake.orders", layout)
+		landed = op.Head().SnapshotID
+		txn := op.Iceberg().NewTransaction()
+		if err := txn.RollbackToSnapshot(start); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := txn.Commit(e.Ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	tbl, err := snapshot.Open(e.Ctx, fc, ident, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.lost.Store(1)
+	fenced := 0
+	if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, OnFenced: func(error) { fenced++ }}); err != nil {
+		t.Fatal(err)
+	}
+	if landed == 0 || fenced == 0 {
+		t.Fatalf("landed %d, fenced %d times: the scenario did not happen", landed, fenced)
+	}
+	fresh, _ := e.TypedTable("lake.orders", layout)
+	files, err := fresh.Files(e.Ctx, landed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(strings.TrimPrefix(f.Path, "file://")); err != nil {
+			t.Errorf("rolled-back snapshot %d names %s, deleted by the fenced sink: %v", landed, f.Path, err)
+		}
+	}
+	floetest.CheckWithDeadLetters(t, fresh, nil, map[mapping.TopicPartition]int64{{Topic: "orders"}: 4})
 }

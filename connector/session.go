@@ -1257,9 +1257,11 @@ func (ss *session) flush(ctx context.Context) error {
 			return
 		}
 		err := ss.s.commit(cctx, f, inLedger)
-		if errors.Is(err, snapshot.ErrFenced) {
+		if fenced, ok := errors.AsType[*snapshot.FencedError](err); errors.Is(err, snapshot.ErrFenced) && (!ok || fenced.Kept == 0) {
 			// A commit fenced before its first attempt leaves the streamed
-			// files to the caller; removing is idempotent.
+			// files to the caller; removing is idempotent. One that landed
+			// unanswered and was then rolled back or published over keeps
+			// them: its snapshot names them (FencedError.Kept).
 			ss.s.tbl.RemoveFiles(cctx, ss.s.log, f.DataFiles())
 		}
 		run.finish(err)

@@ -43,6 +43,30 @@ func (t *Table) CreateEmptyBranch(ctx context.Context, name string) error {
 	return retryConflicts(ctx, func(int) error { return t.createEmptyBranch(ctx, name) })
 }
 
+// branchHeads asserts every branch's head as in meta, and main's absence
+// when it has none. A snapshot without a parent takes its sequence number
+// from meta, and iceberg-go (v0.7.0) adds such a snapshot to the table as
+// the catalog has it without checking that number: after another writer's
+// commits it would lower the table's last sequence number below theirs,
+// metadata every later load refuses as invalid (from a review). A commit
+// of a parentless snapshot asserts these, so any snapshot committed since
+// meta was read fails it, and the commit is tried again on a fresh table.
+func branchHeads(meta table.Metadata) []table.Requirement {
+	var reqs []table.Requirement
+	main := false
+	for name, ref := range meta.Refs() {
+		if ref.SnapshotRefType == table.BranchRef {
+			id := ref.SnapshotID
+			reqs = append(reqs, table.AssertRefSnapshotID(name, &id))
+			main = main || name == table.MainBranch
+		}
+	}
+	if !main {
+		reqs = append(reqs, table.AssertRefSnapshotID(table.MainBranch, nil))
+	}
+	return reqs
+}
+
 // createEmptyBranch is one attempt of CreateEmptyBranch.
 func (t *Table) createEmptyBranch(ctx context.Context, name string) error {
 	if err := t.Refresh(ctx); err != nil {
@@ -94,10 +118,10 @@ func (t *Table) createEmptyBranch(ctx context.Context, name string) error {
 		var added int64
 		snap.FirstRowID, snap.AddedRows = &firstRowID, &added
 	}
-	reqs := []table.Requirement{
+	reqs := append([]table.Requirement{
 		table.AssertTableUUID(meta.TableUUID()),
 		table.AssertRefSnapshotID(name, nil),
-	}
+	}, branchHeads(meta)...)
 	updates := []table.Update{
 		table.NewAddSnapshotUpdate(&snap),
 		table.NewSetSnapshotRefUpdate(name, id, table.BranchRef, 0, 0, 0),

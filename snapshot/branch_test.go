@@ -10,7 +10,6 @@ import (
 
 func TestEmptyBranchAndPublish(t *testing.T) {
 	cat := tempCatalog(t)
-	iv := func(lo, hi int64) mapping.Interval { return mapping.Interval{Low: lo, High: hi} }
 	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
 	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 2)}, testRec{0, 0, "a", "old", 0}, testRec{0, 1, "b", "old", 0})
 	oldRows := joinLines(snapshotRows(t, main, 0))
@@ -70,3 +69,96 @@ func TestEmptyBranchAndPublish(t *testing.T) {
 		t.Fatalf("created a branch named main: %v", err)
 	}
 }
+
+// TestCreateBranchBesideLiveSink: floe replay --branch creates its empty
+// branch beside a live sink on main, which commits twice while the
+// branch's manifest list is written. The branch's snapshot has no parent,
+// and iceberg-go adds such a snapshot without checking its sequence
+// number: taken from the table as reloaded before the sink's commits, it
+// lowered the table's last sequence number below theirs, and no one could
+// load the table again (from a review). The branch's commit asserts every
+// branch's head, fails, and is made again on the fresh table.
+func TestCreateBranchBesideLiveSink(t *testing.T) {
+	cat := tempCatalog(t)
+	sink := openTestTable(t, cat, "lake.live", snapshot.OpenOptions{Create: true})
+	commitRecs(t, sink, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v0", 0})
+	hc := &hookCatalog{Catalog: cat}
+	replay := openTestTable(t, hc, "lake.live", snapshot.OpenOptions{})
+	hc.beforeCommit = func() {
+		commitRecs(t, sink, map[int32]mapping.Interval{0: iv(1, 2)}, testRec{0, 1, "b", "v1", 0})
+		commitRecs(t, sink, map[int32]mapping.Interval{0: iv(2, 3)}, testRec{0, 2, "c", "v2", 0})
+	}
+	if err := replay.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatalf("create branch: %v", err)
+	}
+	if hc.beforeCommit != nil {
+		t.Fatal("the sink did not commit in between: the test proved nothing")
+	}
+	if _, err := cat.LoadTable(t.Context(), sink.Identifier()); err != nil {
+		t.Fatalf("the table can no longer be loaded: %v", err)
+	}
+	commitRecs(t, sink, map[int32]mapping.Interval{0: iv(3, 4)}, testRec{0, 3, "d", "v3", 0})
+	if rows := snapshotRows(t, openTestTable(t, cat, "lake.live", snapshot.OpenOptions{Branch: "rebuild"}), 0); len(rows) != 0 {
+		t.Fatalf("the new branch holds rows: %v", rows)
+	}
+}
+
+// TestFirstCommitBesideAdvancedBranch: a replay commits twice onto a
+// branch of a table whose main has no snapshot yet; then a sink, whose
+// handle was loaded before, makes main's first commit. That snapshot has
+// no parent and took its sequence number from the stale handle: the table
+// was left with invalid metadata (from a review). A branch's first commit
+// asserts the other branches' heads, and is made again on a fresh table.
+func TestFirstCommitBesideAdvancedBranch(t *testing.T) {
+	cat := tempCatalog(t)
+	owner := openTestTable(t, cat, "lake.twin", snapshot.OpenOptions{Create: true})
+	if err := owner.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	sink := openTestTable(t, cat, "lake.twin", snapshot.OpenOptions{})
+	replay := openTestTable(t, cat, "lake.twin", snapshot.OpenOptions{Branch: "rebuild"})
+	commitRecs(t, replay, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "r0", 0})
+	commitRecs(t, replay, map[int32]mapping.Interval{0: iv(1, 2)}, testRec{0, 1, "b", "r1", 0})
+	commitRecs(t, sink, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "s0", 0})
+	fresh, err := snapshot.Open(t.Context(), cat, owner.Identifier(), snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatalf("the table can no longer be opened: %v", err)
+	}
+	if rows := snapshotRows(t, fresh, 0); len(rows) != 1 {
+		t.Fatalf("main holds %v, want the sink's one row", rows)
+	}
+}
+
+// TestCommitAnswerLostThenPublishedOverKeepsFiles: a sink's commit lands
+// but its answer is lost, and before the retry reloads a replay publishes
+// its branch over main. The retry is fenced, and keeps the files of its
+// snapshot, which the table still has (main's head until the publish; a
+// rollback of the publish returns to it).
+func TestCommitAnswerLostThenPublishedOverKeepsFiles(t *testing.T) {
+	cat := tempCatalog(t)
+	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
+	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 2)}, testRec{0, 0, "a", "v0", 0}, testRec{0, 1, "b", "v1", 0})
+	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	hc := &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
+		br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
+		commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 3)}, testRec{0, 0, "a", "v0", 0}, testRec{0, 1, "b", "v1", 0}, testRec{0, 2, "c", "v2", 0})
+		if _, _, err := br.Publish(t.Context()); err != nil {
+			t.Error(err)
+		}
+	}}
+	sink := openTestTable(t, hc, "lake.events", snapshot.OpenOptions{})
+	f := flushOf(t, sink, map[int32]mapping.Interval{0: iv(2, 4)}, testRec{0, 2, "c", "v2", 0}, testRec{0, 3, "d", "v3", 0})
+	_, err := sink.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "sink"})
+	fenced, ok := errors.AsType[*snapshot.FencedError](err)
+	if !ok || fenced.Kept == 0 {
+		t.Fatalf("err = %v, want a FencedError keeping the landed snapshot", err)
+	}
+	fresh := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{})
+	if rows := snapshotRows(t, fresh, fenced.Kept); len(rows) != 4 {
+		t.Fatalf("snapshot %d, main's head before the publish, reads %v, want 4 rows", fenced.Kept, rows)
+	}
+}
+
+func iv(lo, hi int64) mapping.Interval { return mapping.Interval{Low: lo, High: hi} }

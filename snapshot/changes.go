@@ -139,6 +139,24 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 	if err := txn.AssertRefSnapshotID(t.branch); err != nil {
 		return nil, err
 	}
+	if t.Head() == nil {
+		// The branch's first snapshot has no parent: every other branch
+		// must be as loaded too (branchHeads).
+		names := []string{table.MainBranch}
+		for name, ref := range t.tbl.Metadata().Refs() {
+			if ref.SnapshotRefType == table.BranchRef && name != table.MainBranch {
+				names = append(names, name)
+			}
+		}
+		for _, name := range names {
+			if name == t.branch {
+				continue
+			}
+			if err := txn.AssertRefSnapshotID(name); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if ch.Truncate {
 		if ch.Remove, err = t.liveDataFiles(ctx); err != nil {
 			return nil, err

@@ -64,10 +64,21 @@ followed; the demo ends by naming the folder.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "keep the demo's catalog, warehouse and report in this new or empty folder (default: a new folder in the system's temporary folder, kept)")
-	cmd.Flags().IntVar(&events, "events", 3000, "number of events to produce")
+	cmd.Flags().Var(newBoundedInt(&events, 3000, maxDemoEvents, "the demo's broker keeps every event in memory"), "events",
+		"number of events to produce, up to 100,000")
 	cmd.Flags().StringVar(&html, "html", "", "write the HTML audit report of the incomplete table to this `FILE` (default: payments-audit.html in the demo's folder)")
 	return cmd
 }
+
+// maxDemoEvents bounds --events: the embedded broker holds the log in
+// memory, and the demo's copies of it add more (a million events took
+// 1.9 GB).
+const maxDemoEvents = 100_000
+
+// demoFlush is the demo's --flush-records: a few snapshots whatever
+// --events is, so that the snapshots it shows are not expired by the
+// sink's own maintenance before it shows them.
+func demoFlush(events int) int { return max(1000, events/3) }
 
 func runDemo(ctx context.Context, w io.Writer, dir string, events int, html string) error {
 	const (
@@ -141,7 +152,7 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 	defer broker.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sink, err := connector.NewSink(broker, tbl, connector.Config{
-		Topic: topic, StopAtEnd: true, FlushRecords: 1000, Logger: quiet,
+		Topic: topic, StopAtEnd: true, FlushRecords: demoFlush(events), Logger: quiet,
 	})
 	if err != nil {
 		return err

@@ -86,3 +86,20 @@ func TestDemoKeepsItsReport(t *testing.T) {
 		t.Fatalf("re-verify against the kept folder: exit %d, digest %q in the report: %v\n%s", code, doc.Evidence.Digest, strings.Contains(string(page), doc.Evidence.Digest), errs)
 	}
 }
+
+// TestDemoEventsBounded: --events below 1 panicked (a negative capacity),
+// and a hundred million ate gigabytes of memory before any step (the
+// demo's broker holds the log in memory; from a new-user run). Both are
+// usage errors naming the range, before the demo touches its folder.
+func TestDemoEventsBounded(t *testing.T) {
+	for _, n := range []string{"-5", "0", "100001", "lots"} {
+		dir := t.TempDir()
+		code, out, errs := floe(t, "demo", "--dir", dir, "--events", n)
+		if code != exitError || !strings.Contains(errs, "want a whole number from 1 to 100,000 (the demo's broker keeps every event in memory)") {
+			t.Errorf("--events %s: exit %d, stdout %q, stderr %q; want exit 2 naming the range", n, code, out, errs)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("--events %s: the demo wrote into its folder: %v", n, entries)
+		}
+	}
+}

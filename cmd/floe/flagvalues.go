@@ -21,17 +21,31 @@ import (
 // (pflag for flags, applyConfig for the file and the variables), so the
 // error names the flag, and the variable or the file's line it came from.
 
-// positiveInt is an int flag that must be 1 or more (--flush-records).
-type positiveInt struct{ v *int }
+// positiveInt is an int flag that must be 1 or more (--flush-records),
+// and at most max when it is set, for the reason why gives.
+type positiveInt struct {
+	v   *int
+	max int
+	why string
+}
 
 func newPositiveInt(v *int, def int) positiveInt {
 	*v = def
-	return positiveInt{v}
+	return positiveInt{v: v}
+}
+
+// newBoundedInt is newPositiveInt with a ceiling.
+func newBoundedInt(v *int, def, max int, why string) positiveInt {
+	*v = def
+	return positiveInt{v: v, max: max, why: why}
 }
 
 func (p positiveInt) Set(s string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 1 {
+	switch {
+	case p.max > 0 && (err != nil || n < 1 || n > p.max):
+		return fmt.Errorf("want a whole number from 1 to %s (%s)", humanize.Comma(int64(p.max)), p.why)
+	case err != nil || n < 1:
 		return errors.New("want a whole number of 1 or more")
 	}
 	*p.v = n

@@ -101,7 +101,8 @@ kafka_* columns or decoded value columns (a nested field as a dotted path, order
 A new table is created with it; a value column that appears later gets its field in the same
 commit that adds the column. Changing it on an existing table evolves the table's spec: files
 written before keep theirs, files written from then on have the new one. Omitted, a table keeps
-its spec. Each data file still holds rows of one Kafka partition, and of one Iceberg partition.
+its spec. Each data file holds rows of one Iceberg partition, and of one Kafka partition or, for
+the partitions with few rows in a flush, of several (a file group, docs/partitioning.md).
 
 --mode upsert makes a table of one row per key, the latest record's (docs/upsert.md): a record
 with a null value (a tombstone) deletes its key, a record without a key is a dead letter. Each

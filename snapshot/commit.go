@@ -470,6 +470,10 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 				return fmt.Errorf("commit %s to %s: %w (last error: %w)", res.Commit.ID, t.Name(), err, lastErr)
 			}
 			if err := t.Refresh(ctx); err != nil {
+				if isNoSuchTable(err) {
+					return fmt.Errorf("commit %s to %s: the table was dropped while this writer was committing to it (floe drop, or another tool): nothing more will be committed to it; stop this writer, or run it again to sink into a new table of that name: %w",
+						res.Commit.ID, t.Name(), err)
+				}
 				lastErr = err
 				log.Warn("reload before commit retry failed", "table", t.Name(), "attempt", attempt, "err", err)
 				if errs++; errs >= maxErrors {

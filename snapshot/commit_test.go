@@ -241,3 +241,23 @@ func TestCommitAnswerLostThenRolledBackKeepsFiles(t *testing.T) {
 		t.Fatalf("main set back to snapshot %d (the rollback undone) reads %d rows, want 24", landed, n)
 	}
 }
+
+// TestCommitToDroppedTable: the table is dropped (floe drop) while a
+// writer commits to it. The writer says so at once, where it retried five
+// times and said whether its commit was applied was unknown and the next
+// run would resume from the ledger, which was gone (from a new-user run).
+func TestCommitToDroppedTable(t *testing.T) {
+	cat := tempCatalog(t)
+	op := openTestTable(t, cat, "lake.dropped", snapshot.OpenOptions{Create: true})
+	hc := &hookCatalog{Catalog: cat, beforeCommit: func() {
+		if err := cat.DropTable(t.Context(), op.Identifier()); err != nil {
+			t.Error(err)
+		}
+	}}
+	tbl := openTestTable(t, hc, "lake.dropped", snapshot.OpenOptions{})
+	f := flushOf(t, tbl, map[int32]mapping.Interval{0: {Low: 0, High: 1}}, testRec{partition: 0, offset: 0, value: "x"})
+	_, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"})
+	if err == nil || !strings.Contains(err.Error(), "the table was dropped while this writer was committing to it") {
+		t.Fatalf("err = %v, want one saying the table was dropped", err)
+	}
+}

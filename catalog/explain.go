@@ -117,7 +117,27 @@ func Explain(err error) error {
 	if hint, settings := catalogAuthHint(err); hint != "" {
 		return check(fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err), settings...)
 	}
+	if hint := catalogSetupHint(err); hint != "" {
+		return check(fmt.Errorf("%w; %s", err, hint), SettingCatalog)
+	}
 	return err
+}
+
+// catalogSetupHint says what to fix when err is a PostgreSQL catalog's
+// answer that its database is not one floe can use as given: it does not
+// exist, holds no catalog (a command that only reads creates none), or
+// was asked for TLS its server does not offer; empty otherwise.
+func catalogSetupHint(err error) string {
+	var pgErr pgdriver.Error
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Field('C') == "3D000":
+		return "the catalog's database does not exist: create it, or name another in the catalog's URL"
+	case errors.As(err, &pgErr) && pgErr.Field('C') == "42P01" && strings.Contains(pgErr.Field('M'), "iceberg_"):
+		return "the database holds no Iceberg catalog: no table was ever sunk into it (floe sink creates the catalog's tables); check that the catalog's URL names the database the tables are in"
+	case strings.Contains(err.Error(), "SSL is not enabled on the server"):
+		return "the server does not offer TLS: add ?sslmode=disable to the catalog's URL"
+	}
+	return ""
 }
 
 // noCredentials is errNoStorageCredentials.
@@ -148,6 +168,9 @@ func explainCatalog(err error) error {
 	}
 	if hint, settings := catalogAuthHint(err); hint != "" {
 		return check(fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err), settings...)
+	}
+	if hint := catalogSetupHint(err); hint != "" {
+		return check(fmt.Errorf("%w; %s", err, hint), SettingCatalog)
 	}
 	return err
 }

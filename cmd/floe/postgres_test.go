@@ -227,3 +227,36 @@ func TestOutageNamesTheComponent(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresCatalogSetupErrors: a PostgreSQL catalog URL that reaches
+// the server but not a usable catalog names the fix: a database that does
+// not exist, a database that holds no catalog (a read-only command creates
+// none), and a server without TLS asked for it (no sslmode=disable). Each
+// printed the driver's words alone (from a new-user run).
+func TestPostgresCatalogSetupErrors(t *testing.T) {
+	pg := testenv.Postgres(t)
+	for _, c := range []struct {
+		name        string
+		path, query string
+		want        string
+	}{
+		{"no database", "/nodb", "sslmode=disable", "the catalog's database does not exist: create it, or name another in the catalog's URL"},
+		{"no catalog", "/postgres", "sslmode=disable", "the database holds no Iceberg catalog"},
+		{"no TLS", "", "", "add ?sslmode=disable to the catalog's URL"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u, err := url.Parse(pg.URI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.path != "" {
+				u.Path = c.path
+			}
+			u.RawQuery = c.query
+			code, _, errs := floe(t, "status", "--catalog", u.String(), "--warehouse", t.TempDir(), "--table", "lake.orders")
+			if code != exitError || !strings.Contains(errs, c.want) || !strings.Contains(errs, "check --catalog") {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 with %q and check --catalog", code, errs, c.want)
+			}
+		})
+	}
+}

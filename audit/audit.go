@@ -187,7 +187,8 @@ type Finding struct {
 	// Others are the other partitions the finding concerns, when it is
 	// about the ranges of several partitions together (a file group's
 	// files hold their rows together, so which partition lost rows is not
-	// known): each counts the finding among its own.
+	// known), or, without a Partition, about a whole topic's (recreated):
+	// each counts the finding among its own.
 	Others []mapping.TopicPartition
 	// File is the data file concerned, if any; SnapshotID the snapshot.
 	File       string
@@ -736,9 +737,10 @@ func (a *auditor) finish() {
 	for _, f := range r.Findings {
 		if f.HasPartition {
 			count[f.Partition]++
-			for _, o := range f.Others {
-				count[o]++
-			}
+		}
+		// A finding of a whole topic names its partitions here alone.
+		for _, o := range f.Others {
+			count[o]++
 		}
 	}
 	for i := range r.Partitions {

@@ -23,15 +23,21 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 		} else if err != nil {
 			return fmt.Errorf("broker level: %w", err)
 		}
-		if wm != nil {
-			if err := a.compareTopicID(ctx, topic); err != nil {
-				return err
-			}
-		}
 		inLedger := map[int32]bool{}
 		for tp := range a.cover {
 			if tp.Topic == topic {
 				inLedger[tp.Partition] = true
+			}
+		}
+		if wm != nil {
+			recreated, err := a.compareTopicID(ctx, topic, slices.Sorted(maps.Keys(inLedger)))
+			if err != nil {
+				return err
+			}
+			if recreated {
+				// The watermarks are another log's: no lag, no unseen
+				// partition, no partition called complete against them.
+				continue
 			}
 		}
 		for _, p := range slices.Sorted(maps.Keys(inLedger)) {
@@ -75,22 +81,29 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 }
 
 // compareTopicID checks that the ledger's ranges of topic were read from
-// the topic the broker has under that name.
-func (a *auditor) compareTopicID(ctx context.Context, topic string) error {
+// the topic the broker has under that name, and reports whether they were
+// not (the topic was recreated): a finding of each of the ledger's
+// partitions of it.
+func (a *auditor) compareTopicID(ctx context.Context, topic string, partitions []int32) (bool, error) {
 	t, err := a.opts.Broker.Topic(ctx, topic)
 	if err != nil {
-		return fmt.Errorf("broker level: %w", err)
+		return false, fmt.Errorf("broker level: %w", err)
 	}
 	recorded := a.sum.TopicID(topic)
 	switch {
 	case recorded == "" || t.ID == "":
 		a.note("%s: the ledger records no topic ID (written before floe recorded them) or the brokers have none: a recreated topic is noticed only when the ledger is past its end", topic)
 	case recorded != t.ID:
-		a.find(Finding{Level: LevelBroker, Kind: KindTopicRecreated,
+		var others []mapping.TopicPartition
+		for _, p := range partitions {
+			others = append(others, mapping.TopicPartition{Topic: topic, Partition: p})
+		}
+		a.find(Finding{Level: LevelBroker, Kind: KindTopicRecreated, Others: others,
 			Detail: fmt.Sprintf("topic %s has ID %s on the brokers, but the ledger's ranges were read from topic ID %s: the topic was deleted and recreated (or this is another cluster), so the ledger cannot be checked against this log",
 				topic, t.ID, recorded)})
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 // comparePartition checks one ledger partition against its watermarks.

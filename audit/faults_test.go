@@ -791,7 +791,13 @@ func TestFaultTopicRecreated(t *testing.T) {
 	e.Topic(topic, 1, nil)
 	e.Produce(records(topic, 0, 80, "b"))
 	expectFindings(t, e.audit(tbl, rowsDepth))
-	expectFindings(t, e.audit(tbl, audit.Options{Broker: e.Broker()}), "broker topic-recreated")
+	rep := e.audit(tbl, audit.Options{Broker: e.Broker()})
+	expectFindings(t, rep, "broker topic-recreated")
+	// The partition is not called complete against another log's
+	// watermarks, nor given a lag from them (from a new-user run).
+	if p := rep.Partitions[0]; p.Findings == 0 || p.Broker != nil {
+		t.Errorf("partition %s: %d findings, broker %+v; want it counted under the finding, without the new topic's watermarks", p.TopicPartition, p.Findings, p.Broker)
+	}
 }
 
 // TestFaultFileDeletedFromStorage (from a new-user run): a data file of

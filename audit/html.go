@@ -177,9 +177,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	for _, f := range r.Findings {
 		if f.HasPartition {
 			byPart[f.Partition] = append(byPart[f.Partition], f)
-			for _, o := range f.Others {
-				byPart[o] = append(byPart[o], f)
-			}
+		}
+		for _, o := range f.Others {
+			byPart[o] = append(byPart[o], f)
 		}
 	}
 	for _, p := range r.Partitions {

@@ -280,7 +280,11 @@ func (r *Report) WriteText(w io.Writer) error {
 				for i, o := range f.Others {
 					names[i] = partName(o)
 				}
-				wrap(&b, "    ", "also concerns "+strings.Join(names, ", ")+" (their rows are counted together)")
+				if f.HasPartition {
+					wrap(&b, "    ", "also concerns "+strings.Join(names, ", ")+" (their rows are counted together)")
+				} else {
+					wrap(&b, "    ", "concerns "+strings.Join(names, ", "))
+				}
 			}
 			if f.File != "" {
 				fmt.Fprintf(&b, "    file %s\n", f.File)

@@ -106,6 +106,8 @@ func OpenDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Ident
 		Layout:     mapping.DeadLetterLayout,
 		Schema:     mapping.DeadLetterSchema(),
 		Properties: map[string]string{PropDeadLettersOf: of},
+		// Made with its data table, whose creation is the news.
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		var layout *mapping.LayoutError

@@ -329,6 +329,13 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 	if err != nil {
 		return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), err)
 	}
+	// Said, as a new catalog is: a typo in a table's name makes a new
+	// table, which a user must be able to see.
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Info("created a new table", "table", strings.Join(ident, "."), "location", tbl.Location())
 	return tbl, nil
 }
 

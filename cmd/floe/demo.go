@@ -141,7 +141,7 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 		return err
 	}
 	ident, _ := catalog.ParseIdent(tableName)
-	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -271,7 +271,7 @@ func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *s
 		return err
 	}
 	ident, _ := catalog.ParseIdent(tableName)
-	payments, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true})
+	payments, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func demoCustomers(ctx context.Context, w io.Writer, stack *localstack.Stack) er
 	if err != nil {
 		return err
 	}
-	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: layout, Mode: mapping.ModeUpsert, Key: &key})
+	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: layout, Mode: mapping.ModeUpsert, Key: &key, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

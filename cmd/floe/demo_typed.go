@@ -50,7 +50,7 @@ func demoTyped(ctx context.Context, w io.Writer, stack *localstack.Stack) error 
 	}
 	ident, _ := catalog.ParseIdent(tableName)
 	layout := mapping.Layout{Value: mapping.ValueRegistry, Key: mapping.KeyString}
-	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: layout})
+	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: layout, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

@@ -101,3 +101,19 @@ func TestReplayFurtherOnlyDeadLetters(t *testing.T) {
 		t.Errorf("replay taken further over two bad records: exit %d, stdout %q, stderr %q; want exit 0 and the summary", code, out, errs)
 	}
 }
+
+// TestSinkSaysItCreatedTheTable: a sink into a table that does not exist
+// creates it, and says so at INFO, as it says it created a new catalog: a
+// typo in --table re-sank the whole topic into a new table without a word
+// (from a new-user run). A run into the table it made says nothing of it.
+func TestSinkSaysItCreatedTheTable(t *testing.T) {
+	_, common := shopStack(t)
+	sink := slices.Concat([]string{"sink", "-t", "shop", "--table", "lake.ordres", "--stop-at-end"}, common)
+	_, _, errs := floe(t, sink...)
+	if !strings.Contains(errs, `msg="created a new table" table=lake.ordres`) {
+		t.Errorf("the first run's log does not say it created lake.ordres:\n%s", errs)
+	}
+	if _, _, errs := floe(t, sink...); strings.Contains(errs, "created a new table") {
+		t.Errorf("the second run says it created a table:\n%s", errs)
+	}
+}

@@ -282,6 +282,10 @@ type Evidence struct {
 type Report struct {
 	Table  string
 	Branch string
+	// CatalogArgs are the command-line flags that name the table's
+	// catalog when it is not the default one, for the command the HTML
+	// report gives to audit the table again; the caller sets them.
+	CatalogArgs []string `json:"-"`
 	// Mode is the table's mode (snapshot.Table.Mode); the files, rows and
 	// content levels check the invariants of its kind of table (see
 	// docs/audit.md).

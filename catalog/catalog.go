@@ -404,6 +404,9 @@ func warehouseURI(w string, create bool) (string, error) {
 	return "file://" + abs, nil
 }
 
+// Redact hides the password of a catalog URI, for what floe prints.
+func Redact(s string) string { return redact(s) }
+
 // redact hides the password of a URI so errors and logs never show it.
 func redact(s string) string {
 	u, err := url.Parse(s)

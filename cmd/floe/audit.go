@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -150,6 +152,9 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	// The files first: when one cannot be written, the audit fails before
 	// printing a report, as every failed audit does.
 	if f.html != "" {
+		if f.catalog != catalog.DefaultCatalog {
+			rep.CatalogArgs = []string{"--catalog", shellQuote(catalog.Redact(f.catalog))}
+		}
 		if err := writeHTMLReport(f.html, rep); err != nil {
 			return err
 		}
@@ -201,4 +206,14 @@ func writeHTMLReport(path string, rep *audit.Report) error {
 		return fmt.Errorf("write the HTML report: %w", err)
 	}
 	return nil
+}
+
+// shellQuote quotes s as one word for a POSIX shell, when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -80,7 +80,13 @@ func TestDemoKeepsItsReport(t *testing.T) {
 	if err != nil || !strings.Contains(out, "\n    "+filepath.Join(dir, "payments-audit.html")+"\n") {
 		t.Fatalf("the report is not in the kept folder %s: %v", dir, err)
 	}
-	code, js, errs := floe(t, "audit", "--table", "lake.payments", "--catalog", cat, "--json")
+	// The report's own re-verify command, run as it reads (it names the
+	// demo's catalog: without it the command looked in ./floe-data).
+	cmd := regexp.MustCompile(`<pre>floe (audit --table \S+ --catalog \S+ --branch main --json) &gt; audit.json`).FindStringSubmatch(string(page))
+	if cmd == nil || !strings.Contains(cmd[1], "--catalog "+cat+" ") {
+		t.Fatalf("the report's re-verify command does not name the demo's catalog %s: %v", cat, cmd)
+	}
+	code, js, errs := floe(t, strings.Fields(cmd[1])...)
 	doc := decodeAudit(t, js)
 	if code != exitFindings || doc.Evidence.Digest == "" || !strings.Contains(string(page), doc.Evidence.Digest) {
 		t.Fatalf("re-verify against the kept folder: exit %d, digest %q in the report: %v\n%s", code, doc.Evidence.Digest, strings.Contains(string(page), doc.Evidence.Digest), errs)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -240,7 +241,18 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	// inheriting main's files and ledger; a branch must exist (replay
 	// creates its branches empty with CreateEmptyBranch).
 	if branch != table.MainBranch && !t.HasBranch(branch) {
-		return nil, fmt.Errorf("table %s has no branch %q: %w", name, branch, ErrNoBranch)
+		var branches []string
+		for n, ref := range tbl.Metadata().Refs() {
+			if ref.SnapshotRefType == table.BranchRef {
+				branches = append(branches, n)
+			}
+		}
+		slices.Sort(branches)
+		have := "it has none yet"
+		if len(branches) > 0 {
+			have = "its branches: " + strings.Join(branches, ", ")
+		}
+		return nil, fmt.Errorf("table %s has no branch %q (%s): %w", name, branch, have, ErrNoBranch)
 	}
 	if opts.PartitionBy != nil {
 		// A table just created has the spec already; one another process

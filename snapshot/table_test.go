@@ -37,6 +37,12 @@ func TestOpenRefusesMissingBranch(t *testing.T) {
 	if _, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{Branch: "rebuild"}); err != nil {
 		t.Fatal(err)
 	}
+	// A misspelt branch is told from the ones the table has (no floe
+	// command lists them; from a new-user run).
+	_, err = snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{Branch: "rebiuld"})
+	if err == nil || !strings.Contains(err.Error(), `has no branch "rebiuld" (its branches: rebuild)`) {
+		t.Fatalf("err = %v, want a refusal naming the table's branches", err)
+	}
 }
 
 // TestLedgerRefusesExpiredHistory: after snapshot expiry the ledger would

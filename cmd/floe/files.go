@@ -80,7 +80,11 @@ out.`,
 				printFiles(w, res)
 			}
 			if err == nil && len(missing) > 0 {
-				err = fmt.Errorf("%d of the %s are gone from the storage of %s (deleted outside floe): %w", len(missing), plural(len(res.Files), "data file"), tbl.Name(),
+				gone := fmt.Sprintf("%d of the %s are gone", len(missing), plural(len(res.Files), "data file"))
+				if len(res.Files) == 1 {
+					gone = "the one data file is gone"
+				}
+				err = fmt.Errorf("%s from the storage of %s (deleted outside floe): %w", gone, tbl.Name(),
 					&snapshot.DataFileGoneError{Table: tbl.Name(), Path: missing[0], Err: iofs.ErrNotExist})
 			}
 			return err

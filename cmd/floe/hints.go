@@ -207,7 +207,7 @@ func withFlags(err error) string {
 		case snapshot.ErrTableNotFound:
 			hint("check --table and --catalog")
 		case snapshot.ErrNoBranch:
-			hint("list its branches, or let floe replay --branch create it")
+			hint("check --branch, or let floe replay --branch create it")
 		}
 	})
 	if len(hints) > 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -115,5 +116,26 @@ func TestSinkSaysItCreatedTheTable(t *testing.T) {
 	}
 	if _, _, errs := floe(t, sink...); strings.Contains(errs, "created a new table") {
 		t.Errorf("the second run says it created a table:\n%s", errs)
+	}
+}
+
+// TestListenAddressInUse: --metrics-addr and status --serve on an address
+// another process holds name the flag (from a new-user run).
+func TestListenAddressInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	addr := l.Addr().String()
+	code, _, errs := floe(t, "sink", "-t", "orders", "--table", "lake.orders", "-b", "127.0.0.1:1", "--metrics-addr", addr)
+	if code != exitError || !strings.Contains(errs, "address already in use: pick a free address, or stop what listens on it; check --metrics-addr") {
+		t.Errorf("sink --metrics-addr: exit %d, stderr %q", code, errs)
+	}
+	_, common := shopStack(t)
+	mustFloe(t, slices.Concat([]string{"sink", "-t", "shop", "--table", "lake.shop2", "--stop-at-end"}, common)...)
+	code, _, errs = floe(t, slices.Concat([]string{"status", "--table", "lake.shop2", "--serve", addr}, common[2:])...)
+	if code != exitError || !strings.Contains(errs, "check --serve") {
+		t.Errorf("status --serve: exit %d, stderr %q", code, errs)
 	}
 }

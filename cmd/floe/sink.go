@@ -459,7 +459,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	if f.metricsAddr != "" {
 		addr, err := reg.Serve(srvCtx, f.metricsAddr)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: pick a free address, or stop what listens on it; check --metrics-addr", err)
 		}
 		slog.Info("serving metrics, health and status", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz", "status", "http://"+addr+"/")
 	}

@@ -163,7 +163,7 @@ func serveStatus(ctx context.Context, w io.Writer, addr string, tbl *snapshot.Ta
 	}
 	bound, err := statuspage.Serve(ctx, addr, statuspage.Handler(source), slog.Default())
 	if err != nil {
-		return fmt.Errorf("status page: %w", err)
+		return fmt.Errorf("status page: %w: pick a free address, or stop what listens on it; check --serve", err)
 	}
 	fmt.Fprintf(w, "serving the status of %s on http://%s/ (JSON on /status.json); interrupt to stop\n", tbl.Name(), bound)
 	<-ctx.Done()

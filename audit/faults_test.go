@@ -773,6 +773,15 @@ func TestCleanStartLatest(t *testing.T) {
 	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "records that the sink started") }) {
 		t.Fatalf("notes %q: want one about the recorded start", rep.Notes)
 	}
+	// The verdict does not claim the offsets before the start (from a
+	// new-user run: "every offset ... is accounted for").
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if want := "verdict: COMPLETE, every offset of 1 partition, from where the sink began it, is accounted for, up to the end of the log"; !strings.Contains(strings.Join(strings.Fields(text.String()), " "), want) {
+		t.Fatalf("text report lacks %q:\n%s", want, text.String())
+	}
 }
 
 // TestFaultTopicRecreated: the topic was deleted and recreated, and the new

@@ -395,6 +395,14 @@ func (r *Report) contentTotals() *ContentStats {
 // verdict says whether the log holds more, or that no broker was asked.
 func (r *Report) completeVerdict() string {
 	parts := plural(len(r.Partitions), "partition")
+	// A sink that began past the log start (--start latest) sank what
+	// follows: the verdict does not claim the offsets before.
+	if slices.ContainsFunc(r.Partitions, func(p PartitionReport) bool { return p.Started && p.First > 0 }) {
+		parts += ", from where the sink began them,"
+		if len(r.Partitions) == 1 {
+			parts = "1 partition, from where the sink began it,"
+		}
+	}
 	var lag int64
 	broker := false
 	for _, p := range r.Partitions {

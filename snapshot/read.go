@@ -3,7 +3,9 @@ package snapshot
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -182,6 +184,9 @@ func (t *Table) Rows(ctx context.Context, snapshotID int64, cut mapping.Cut, fn 
 		return fmt.Errorf("scan %s at snapshot %d: %w", t.Name(), s.SnapshotID, err)
 	}
 	for b, err := range it {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
+			return t.readError(pe.Path, err)
+		}
 		if err != nil {
 			return fmt.Errorf("scan %s at snapshot %d: %w", t.Name(), s.SnapshotID, err)
 		}

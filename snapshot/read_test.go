@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -123,5 +124,23 @@ func TestFindSnapshot(t *testing.T) {
 	var unknown *snapshot.UnknownSnapshotError
 	if _, err := snapshot.FindSnapshot(t.Context(), cat, 12345); !errors.As(err, &unknown) {
 		t.Fatalf("unknown id: %v", err)
+	}
+}
+
+// TestRowsOfDeletedFile: a data file deleted from the storage behind
+// floe's back makes Rows (floe as-of --rows, exports) fail with a
+// *DataFileGoneError, whose hint says what to do, not iceberg-go's bare
+// "file does not exist" (from a new-user run).
+func TestRowsOfDeletedFile(t *testing.T) {
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.gone", snapshot.OpenOptions{Create: true})
+	smallFiles(t, tbl, 0, 1, 5)
+	f := liveDataFiles(t, tbl)[0]
+	if err := os.Remove(strings.TrimPrefix(f.Path, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	err := tbl.Rows(t.Context(), 0, nil, func(arrow.RecordBatch) error { return nil })
+	if gone, ok := errors.AsType[*snapshot.DataFileGoneError](err); !ok || !strings.Contains(f.Path, gone.Path) {
+		t.Fatalf("err = %v, want a DataFileGoneError naming %s", err, f.Path)
 	}
 }

@@ -140,6 +140,34 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", topic, part, offsets, f.Records, f.SizeBytes, path)
 	}
 	tw.Flush()
+	printGroupSpans(w, r.Files)
+}
+
+// maxTextSpans bounds the spans printed of one file group; --json has all.
+const maxTextSpans = 16
+
+// printGroupSpans prints, under the table, the offsets of each partition a
+// file group's files hold, where the table could give them no column.
+func printGroupSpans(w io.Writer, files []lookup.File) {
+	header := false
+	for _, f := range files {
+		if f.Group == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nthe offsets [low, high) each partition has in a file group (all of its files together):")
+			header = true
+		}
+		spans := make([]string, 0, min(len(f.Group.Spans), maxTextSpans))
+		for _, sp := range f.Group.Spans[:min(len(f.Group.Spans), maxTextSpans)] {
+			spans = append(spans, fmt.Sprintf("%s/%d [%d, %d)", sp.Topic, sp.Partition, sp.Low, sp.High))
+		}
+		line := strings.Join(spans, "  ")
+		if more := len(f.Group.Spans) - len(spans); more > 0 {
+			line += fmt.Sprintf("  and %s more (--json lists every span)", humanize.Comma(int64(more)))
+		}
+		fmt.Fprintf(w, "  %s\n    %s\n", f.Path, line)
+	}
 }
 
 // groupPartitions names the topics and the partitions of a file group's

@@ -101,6 +101,13 @@ func TestFilesCommandGroups(t *testing.T) {
 	if !strings.Contains(text, "wide   0-39       (group of 1 file, 40 spans)  400") {
 		t.Errorf("files text:\n%s", text)
 	}
+	// The spans themselves, as the README says floe files shows the
+	// offsets each file holds (from a new-user run): the first 16, then
+	// how many more.
+	first := g.Spans[0]
+	if want := fmt.Sprintf("wide/%d [%d, %d)  ", first.Partition, first.Low, first.High); !strings.Contains(text, want) || !strings.Contains(text, "and 24 more (--json lists every span)") {
+		t.Errorf("files text does not list the group's spans:\n%s", text)
+	}
 	// where finds a row in the compacted file.
 	if out := mustFloe(t, append([]string{"where", "--table", "lake.wide", "--partition", "17", "--offset", "3"}, loc[:2]...)...); !strings.Contains(out, res.Files[0].Path) {
 		t.Errorf("where of wide/17 offset 3 does not name the compacted file %s:\n%s", res.Files[0].Path, out)

@@ -30,14 +30,11 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 			}
 		}
 		if wm != nil {
-			recreated, err := a.compareTopicID(ctx, topic, slices.Sorted(maps.Keys(inLedger)))
-			if err != nil {
+			// Another log's (a recreated topic, another cluster) is still
+			// compared, as a mirror's may be the same records; the finding
+			// keeps each partition from reading complete.
+			if err := a.compareTopicID(ctx, topic, slices.Sorted(maps.Keys(inLedger))); err != nil {
 				return err
-			}
-			if recreated {
-				// The watermarks are another log's: no lag, no unseen
-				// partition, no partition called complete against them.
-				continue
 			}
 		}
 		for _, p := range slices.Sorted(maps.Keys(inLedger)) {
@@ -81,13 +78,13 @@ func (a *auditor) brokerLevel(ctx context.Context) error {
 }
 
 // compareTopicID checks that the ledger's ranges of topic were read from
-// the topic the broker has under that name, and reports whether they were
-// not (the topic was recreated): a finding of each of the ledger's
-// partitions of it.
-func (a *auditor) compareTopicID(ctx context.Context, topic string, partitions []int32) (bool, error) {
+// the topic the broker has under that name; when they were not (the topic
+// was recreated), the finding concerns each of the ledger's partitions of
+// it.
+func (a *auditor) compareTopicID(ctx context.Context, topic string, partitions []int32) error {
 	t, err := a.opts.Broker.Topic(ctx, topic)
 	if err != nil {
-		return false, fmt.Errorf("broker level: %w", err)
+		return fmt.Errorf("broker level: %w", err)
 	}
 	recorded := a.sum.TopicID(topic)
 	switch {
@@ -101,9 +98,8 @@ func (a *auditor) compareTopicID(ctx context.Context, topic string, partitions [
 		a.find(Finding{Level: LevelBroker, Kind: KindTopicRecreated, Others: others,
 			Detail: fmt.Sprintf("topic %s has ID %s on the brokers, but the ledger's ranges were read from topic ID %s: the topic was deleted and recreated (or this is another cluster), so the ledger cannot be checked against this log",
 				topic, t.ID, recorded)})
-		return true, nil
 	}
-	return false, nil
+	return nil
 }
 
 // comparePartition checks one ledger partition against its watermarks.

@@ -76,8 +76,14 @@ type sourcesKey struct{}
 // their values came from ("" when it names none).
 func (s flagSources) note(msg string) string {
 	var notes []string
+	// The "; check --a and --b" that ends an error a flag's value may fix
+	// is about those values too.
+	var checked []string
+	if i := strings.LastIndex(msg, "; check --"); i >= 0 {
+		checked = strings.Split(msg[i+len("; check "):], " and ")
+	}
 	for _, name := range slices.Sorted(maps.Keys(s)) {
-		if flagNamed(msg, name) {
+		if flagNamed(msg, name) || slices.Contains(checked, "--"+name) {
 			notes = append(notes, fmt.Sprintf("--%s was set by %s", name, s[name]))
 		}
 	}

@@ -275,12 +275,16 @@ func TestExampleConfig(t *testing.T) {
 // got "(--schema-registry was set by FLOE_SCHEMA_REGISTRY)" after "check
 // that --value, --key and --schema-registry match").
 func TestFlagSourcesNote(t *testing.T) {
-	src := flagSources{"dlq": "FLOE_DLQ", "retry-for": "FLOE_RETRY_FOR", "schema-registry": "FLOE_SCHEMA_REGISTRY", "dlq-table": "FLOE_DLQ_TABLE"}
+	src := flagSources{"dlq": "FLOE_DLQ", "retry-for": "FLOE_RETRY_FOR", "schema-registry": "FLOE_SCHEMA_REGISTRY", "dlq-table": "FLOE_DLQ_TABLE", "brokers": "FLOE_BROKERS"}
 	for msg, want := range map[string]string{
 		`--dlq "maybe": want on or off`:        " (--dlq was set by FLOE_DLQ)",
 		`--retry-for -5s: want a positive one`: " (--retry-for was set by FLOE_RETRY_FOR)",
 		"no record became a row; check that --value, --key and --schema-registry match how the topic's records are written": "",
 		"pass --dlq-table to name another": "",
+		// The check a fixable error ends with (from a new-user run whose
+		// FLOE_BROKERS came from the local stack's env.sh).
+		"cannot reach brokers 127.0.0.1:1 (is Kafka running there?): connection refused; check --brokers": " (--brokers was set by FLOE_BROKERS)",
+		"bucket does not exist: ...; check --retry-for and --dlq-table":                                   " (--dlq-table was set by FLOE_DLQ_TABLE; --retry-for was set by FLOE_RETRY_FOR)",
 	} {
 		if got := src.note(msg); got != want {
 			t.Errorf("note(%q) = %q, want %q", msg, got, want)

@@ -90,6 +90,8 @@ func (a *auditor) compareTopicID(ctx context.Context, topic string, partitions [
 	switch {
 	case recorded == "" || t.ID == "":
 		a.note("%s: the ledger records no topic ID (written before floe recorded them) or the brokers have none: a recreated topic is noticed only when the ledger is past its end", topic)
+	case recorded == t.ID && a.sum.Unidentified[topic]:
+		a.note("%s: the ledger's first commits of the topic record no topic ID (written before floe recorded them, or through brokers without IDs): a deletion and recreation of the topic before the first recorded ID cannot be seen from the IDs; --verify-content compares what the log still retains", topic)
 	case recorded != t.ID:
 		var others []mapping.TopicPartition
 		for _, p := range partitions {

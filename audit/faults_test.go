@@ -861,3 +861,48 @@ func TestRowsTopicColumnAltered(t *testing.T) {
 		}
 	}
 }
+
+// TestRecreatedTopicBeforeFirstID (from a review): the first commits of a table
+// recorded no topic ID (a floe of ledger version 1, or brokers without
+// topic IDs); the topic is then deleted and recreated, and a sink resumes
+// from the ledger's next offset on the new topic, recording its ID from
+// then on. The new topic's offsets [0, 50) were never sunk: the table's
+// rows there are the deleted topic's records. The ledger now records one
+// topic ID, the broker's, and the audit with --brokers (and, once
+// retention deleted the new topic's head, with --verify-content) calls
+// the table complete, without even the note it gives a ledger that
+// records no ID at all.
+func TestRecreatedTopicBeforeFirstID(t *testing.T) {
+	e := newEnv(t)
+	const topic = "reborn"
+	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 50, "old"))
+	tbl := e.Table("lake.reborn")
+	// What an old floe (or a broker without topic IDs) committed: the
+	// ranges, no topic ID.
+	commit(t, tbl, tp, 0, 50, span(0, 50))
+	if err := e.Stack.Cluster.DeleteTopic(topic); err != nil {
+		t.Fatal(err)
+	}
+	e.Topic(topic, 1, nil)
+	e.Produce(records(topic, 0, 80, "new"))
+	e.sink(tbl, connector.Config{Topic: topic})
+
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker()})
+	t.Logf("rows+broker: findings %q notes %q", findings(rep), rep.Notes)
+	noted := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "topic ID") })
+	if rep.Complete() && !noted {
+		t.Errorf("audit --deep --brokers: complete, no note, though %s [0, 50) of the topic on the brokers was never sunk (the rows there are the deleted topic's)", tp)
+	}
+	// Retention deletes the new topic's head: its unsunk records are gone.
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 60); err != nil {
+		t.Fatal(err)
+	}
+	rep = e.audit(tbl, contentDepth(e))
+	t.Logf("content: findings %q notes %q", findings(rep), rep.Notes)
+	noted = slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "topic ID") })
+	if rep.Complete() && !noted {
+		t.Errorf("audit --deep --brokers --verify-content: complete, no note, though %s [0, 50) of the topic on the brokers was never sunk", tp)
+	}
+}

@@ -131,6 +131,12 @@ type Summary struct {
 	// named.
 	IDs      map[string][]string `json:"topic-ids,omitempty"`
 	LatestID map[string]string   `json:"latest-topic-ids,omitempty"`
+	// Unidentified are the topics some commit read ranges of without
+	// recording a topic ID (a floe before ledger version 2, or brokers
+	// without topic IDs): a recreation of such a topic before its first
+	// recorded ID cannot be seen. Summaries archived before it was kept
+	// do not have it.
+	Unidentified map[string]bool `json:"unidentified-topics,omitempty"`
 }
 
 // Summarize folds a ledger.
@@ -160,6 +166,14 @@ func (s *Summary) Add(c Commit) {
 	for _, topic := range slices.Sorted(maps.Keys(c.TopicIDs)) {
 		s.addID(topic, c.TopicIDs[topic])
 	}
+	for _, r := range c.Ranges {
+		if c.TopicIDs[r.Topic] == "" {
+			if s.Unidentified == nil {
+				s.Unidentified = map[string]bool{}
+			}
+			s.Unidentified[r.Topic] = true
+		}
+	}
 }
 
 func (s *Summary) addID(topic, id string) {
@@ -177,7 +191,7 @@ func (s *Summary) addID(topic, id string) {
 
 // Clone returns a copy of s that folding into does not change s.
 func (s Summary) Clone() Summary {
-	out := Summary{Commits: s.Commits, IDs: maps.Clone(s.IDs), LatestID: maps.Clone(s.LatestID)}
+	out := Summary{Commits: s.Commits, IDs: maps.Clone(s.IDs), LatestID: maps.Clone(s.LatestID), Unidentified: maps.Clone(s.Unidentified)}
 	for topic, ids := range out.IDs {
 		out.IDs[topic] = slices.Clone(ids)
 	}
@@ -210,6 +224,12 @@ func (s *Summary) Merge(o Summary) {
 			s.addID(topic, id)
 		}
 		s.LatestID[topic] = o.LatestID[topic]
+	}
+	for topic := range o.Unidentified {
+		if s.Unidentified == nil {
+			s.Unidentified = map[string]bool{}
+		}
+		s.Unidentified[topic] = true
 	}
 }
 

@@ -21,13 +21,7 @@ func TestRowBuilderValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	rb, err := NewRowBuilder(mem, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rb.Release()
+	rb, _ := checkedRowBuilder(t, sc)
 	// "-" is a null value; each batch is a list of values.
 	batches := [][]string{
 		{"a", "", "-", "bb", "-"},
@@ -91,13 +85,7 @@ func TestRowBuilderMatchesArrowBuilders(t *testing.T) {
 	stringKeys := arrow.NewSchema(fields, &md)
 	for _, sc := range []*arrow.Schema{raw, stringKeys} {
 		t.Run(sc.Field(keyCol).Type.String(), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			rb, err := NewRowBuilder(mem, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rb.Release()
+			rb, mem := checkedRowBuilder(t, sc)
 			for n, rows := range []int{5, 1, 0, 300, 7} {
 				want := array.NewRecordBuilder(mem, sc)
 				for i := range rows {
@@ -179,4 +167,18 @@ func appendWithArrow(b *array.RecordBuilder, r *kgo.Record) {
 			}
 		}
 	}
+}
+
+// checkedRowBuilder is a row builder of schema sc whose allocator the test
+// checks for leaks at its end, with that allocator.
+func checkedRowBuilder(t *testing.T, sc *arrow.Schema) (*RowBuilder, memory.Allocator) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	rb, err := NewRowBuilder(mem, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rb.Release)
+	return rb, mem
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	icecat "github.com/apache/iceberg-go/catalog"
+
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -204,15 +206,7 @@ func TestCommitAnswerLostThenRolledBackKeepsFiles(t *testing.T) {
 	smallFiles(t, op, 0, 2, 5) // [0, 10) in both partitions, two commits
 	first := op.Iceberg().Metadata().Snapshots()[0].SnapshotID
 	var landed int64
-	hc := &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
-		if err := op.Refresh(t.Context()); err != nil {
-			t.Error(err)
-			return
-		}
-		landed = op.Head().SnapshotID
-		setMain(t, op, first)
-	}}
-	tbl := openTestTable(t, hc, "lake.undo", snapshot.OpenOptions{})
+	tbl := openTestTable(t, rollbackAfterLanding(t, cat, op, first, &landed), "lake.undo", snapshot.OpenOptions{})
 	f := flushOf(t, tbl, map[int32]mapping.Interval{0: {Low: 10, High: 12}, 1: {Low: 10, High: 12}},
 		testRec{partition: 0, offset: 10, value: "x"}, testRec{partition: 0, offset: 11, value: "y"},
 		testRec{partition: 1, offset: 10, value: "x"}, testRec{partition: 1, offset: 11, value: "y"})
@@ -260,4 +254,19 @@ func TestCommitToDroppedTable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the table was dropped while this writer was committing to it") {
 		t.Fatalf("err = %v, want one saying the table was dropped", err)
 	}
+}
+
+// rollbackAfterLanding is a catalog whose next commit lands and answers
+// an error (its answer lost), after main was set back to snapshot to from
+// op, as an operator's rollback between the landing and the retry;
+// *landed gets the snapshot that landed.
+func rollbackAfterLanding(t *testing.T, cat icecat.Catalog, op *snapshot.Table, to int64, landed *int64) *hookCatalog {
+	return &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
+		if err := op.Refresh(t.Context()); err != nil {
+			t.Error(err)
+			return
+		}
+		*landed = op.Head().SnapshotID
+		setMain(t, op, to)
+	}}
 }

@@ -575,15 +575,7 @@ func TestDeadLettersOfRolledBackUnansweredCommit(t *testing.T) {
 	c0 := mustDeadCommit(t, op, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
 	mustDeadCommit(t, op, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
 	var landed int64
-	hc := &hookCatalog{Catalog: cat, loseReply: true, afterLanding: func() {
-		if err := op.Refresh(t.Context()); err != nil {
-			t.Error(err)
-			return
-		}
-		landed = op.Head().SnapshotID
-		setMain(t, op, c0.Commit.SnapshotID)
-	}}
-	tbl := openTestTable(t, hc, "lake.orders", snapshot.OpenOptions{})
+	tbl := openTestTable(t, rollbackAfterLanding(t, cat, op, c0.Commit.SnapshotID, &landed), "lake.orders", snapshot.OpenOptions{})
 	if _, err := deadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5); !errors.Is(err, snapshot.ErrFenced) {
 		t.Fatalf("err = %v, want fenced: the rollback moved the ledger's end below the flush", err)
 	}

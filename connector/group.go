@@ -89,11 +89,12 @@ type groupMember struct {
 	revokeWithin time.Duration
 }
 
-// fail records err for the loop, keeping the first.
+// fail records err for the loop, keeping the first but for a fence,
+// which a later error that ends the session replaces (decisive): a failed
+// take-on of assigned partitions after a fence was dropped, and the reset
+// re-adopted only the partitions owned before (from a review).
 func (gm *groupMember) fail(err error) {
-	if gm.failed == nil {
-		gm.failed = err
-	}
+	gm.failed = decisive(gm.failed, err)
 }
 
 // joinGroup makes the session a member of the configured group: it reads the

@@ -234,11 +234,9 @@ func (a *auditor) commitsOf(d *deadLetterTable) []*mapping.Commit {
 func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPartition]*offsetSet) error {
 	a.deadAt = map[mapping.TopicPartition]*offsetSet{}
 	dup := map[mapping.TopicPartition]*offsetSet{}
-	withTopic := len(a.topics) > 1
-	cols := []string{mapping.ColPartition, mapping.ColOffset}
-	if withTopic {
-		cols = append(cols, mapping.ColTopic)
-	}
+	// The topic column even of a one-topic table, as the rows level reads
+	// it: a dead letter naming another topic is not this topic's.
+	cols := []string{mapping.ColPartition, mapping.ColOffset, mapping.ColTopic}
 	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
 		d := a.deadTables[name]
 		if !d.named || d.tbl == nil || d.tbl.Head() == nil {
@@ -257,11 +255,7 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 			b := fb.Batch
 			part, ok1 := column[*array.Int32](b, mapping.ColPartition)
 			off, ok2 := column[*array.Int64](b, mapping.ColOffset)
-			var topic *array.String
-			ok3 := true
-			if withTopic {
-				topic, ok3 = column[*array.String](b, mapping.ColTopic)
-			}
+			topic, ok3 := column[*array.String](b, mapping.ColTopic)
 			var ids *array.String
 			ok4 := true
 			if len(d.newer) > 0 {
@@ -274,10 +268,7 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 				if ids != nil && d.newer[ids.Value(i)] {
 					continue // a commit the audited ledger does not have yet
 				}
-				tp := a.topicOf(part.Value(i))
-				if withTopic {
-					tp.Topic = topic.Value(i)
-				}
+				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
 				if a.deadAt[tp] == nil {
 					a.deadAt[tp], dup[tp] = newOffsetSet(), newOffsetSet()
 				}

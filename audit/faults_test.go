@@ -906,3 +906,50 @@ func TestRecreatedTopicBeforeFirstID(t *testing.T) {
 		t.Errorf("audit --deep --brokers --verify-content: complete, no note, though %s [0, 50) of the topic on the brokers was never sunk", tp)
 	}
 }
+
+// TestDeadLetterTopicColumnAltered: as TestRowsTopicColumnAltered,
+// but the file rewritten behind floe's back is the dead-letter table's:
+// same path, rows, partitions and offsets, kafka_topic naming another
+// topic. Those dead letters are no longer the topic's (a query of the
+// dead-letter table by topic misses them), yet the rows level of a
+// one-topic table took every dead letter's topic from the ledger and
+// called the table complete (from a review).
+func TestDeadLetterTopicColumnAltered(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	jsonLog(e, "orders", `{"id":1}`, ``, `{"id":2}`, ``, `{"id":3}`)
+	e.sink(tbl, connector.Config{Topic: "orders", DeadLetters: dlq})
+	if rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows}); !rep.Complete() {
+		t.Fatalf("before the rewrite: %+v", rep.Findings)
+	}
+	files, err := dlq.Files(t.Context(), 0)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("dead-letter files %+v: %v", files, err)
+	}
+	var rows arrow.RecordBatch
+	err = dlq.ScanFiles(t.Context(), dlq.Head().SnapshotID, snapshot.ScanOptions{}, func(fb snapshot.FileBatch) error {
+		if fb.Done {
+			return nil
+		}
+		b := fb.Batch
+		idx := b.Schema().FieldIndices(mapping.ColTopic)[0]
+		sb := array.NewStringBuilder(memory.DefaultAllocator)
+		for range b.NumRows() {
+			sb.Append("ghost")
+		}
+		cols := slices.Clone(b.Columns())
+		cols[idx] = sb.NewArray()
+		rows = array.NewRecordBatch(b.Schema(), cols, b.NumRows())
+		return nil
+	})
+	if err != nil || rows == nil {
+		t.Fatalf("read the dead letters: %v", err)
+	}
+	rewriteInPlace(t, dlq, files[0], rows)
+	for _, opts := range []audit.Options{{Depth: audit.DepthRows}, contentDepth(e)} {
+		if rep := e.audit(tbl, opts); rep.Complete() {
+			t.Errorf("%+v: the dead letters now name topic ghost, and the audit calls lake.orders complete", opts)
+		}
+	}
+}

@@ -471,7 +471,7 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 			}
 			if err := t.Refresh(ctx); err != nil {
 				if isNoSuchTable(err) {
-					return fmt.Errorf("commit %s to %s: the table was dropped while this writer was committing to it (floe drop, or another tool): nothing more will be committed to it; stop this writer, or run it again to sink into a new table of that name: %w",
+					return fmt.Errorf("commit %s to %s: the table was dropped or renamed while this writer was committing to it (floe drop, or another tool): nothing more will be committed to it; stop this writer (a renamed table keeps what was committed; run again under the old name, a sink would start a new table from --start): %w",
 						res.Commit.ID, t.Name(), err)
 				}
 				lastErr = err

@@ -251,7 +251,7 @@ func TestCommitToDroppedTable(t *testing.T) {
 	tbl := openTestTable(t, hc, "lake.dropped", snapshot.OpenOptions{})
 	f := flushOf(t, tbl, map[int32]mapping.Interval{0: {Low: 0, High: 1}}, testRec{partition: 0, offset: 0, value: "x"})
 	_, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"})
-	if err == nil || !strings.Contains(err.Error(), "the table was dropped while this writer was committing to it") {
+	if err == nil || !strings.Contains(err.Error(), "the table was dropped or renamed while this writer was committing to it") {
 		t.Fatalf("err = %v, want one saying the table was dropped", err)
 	}
 }

@@ -152,9 +152,7 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	// The files first: when one cannot be written, the audit fails before
 	// printing a report, as every failed audit does.
 	if f.html != "" {
-		if f.catalog != catalog.DefaultCatalog {
-			rep.CatalogArgs = []string{"--catalog", shellQuote(catalog.Redact(f.catalog))}
-		}
+		rep.CatalogArgs = reportCatalogArgs(f.catalog)
 		if err := writeHTMLReport(f.html, rep); err != nil {
 			return err
 		}
@@ -206,6 +204,19 @@ func writeHTMLReport(path string, rep *audit.Report) error {
 		return fmt.Errorf("write the HTML report: %w", err)
 	}
 	return nil
+}
+
+// reportCatalogArgs names catalog spec for the command an HTML report
+// gives to audit the table again, from whatever folder: a SQLite file by
+// its absolute path (the default one too, which is relative), any other
+// catalog as given, its password hidden.
+func reportCatalogArgs(spec string) []string {
+	if k, err := catalog.KindOf(spec); err == nil && k == catalog.SQLite && !strings.Contains(spec, ":") {
+		if abs, err := filepath.Abs(spec); err == nil {
+			spec = abs
+		}
+	}
+	return []string{"--catalog", shellQuote(catalog.Redact(spec))}
 }
 
 // shellQuote quotes s as one word for a POSIX shell, when it needs it.

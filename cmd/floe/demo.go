@@ -308,7 +308,7 @@ func demoAudit(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *s
 	if err != nil {
 		return err
 	}
-	rep.CatalogArgs = []string{"--catalog", shellQuote(stack.Catalog().Catalog)}
+	rep.CatalogArgs = reportCatalogArgs(stack.Catalog().Catalog)
 	if err := writeHTMLReport(htmlPath, rep); err != nil {
 		return err
 	}

@@ -109,3 +109,35 @@ func TestDemoEventsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestReportCommandRelativeCatalog: an audit run with a relative
+// --catalog (or the default one, floe-data/catalog.db, which the report
+// does not name at all) writes an HTML report whose re-verify command
+// named the catalog as typed: run from another folder, as an auditor
+// handed the report would, it found no catalog (from a review). It names
+// the SQLite file by its absolute path.
+func TestReportCommandRelativeCatalog(t *testing.T) {
+	st, _ := shopStack(t)
+	cfg := st.Catalog()
+	dir := filepath.Dir(cfg.Catalog)
+	t.Chdir(dir)
+	rel := filepath.Base(cfg.Catalog)
+	report := filepath.Join(t.TempDir(), "r.html")
+	code, out, errs := floe(t, "audit", "--table", "lake.shop", "--catalog", rel, "--html", report)
+	if code == exitError {
+		t.Fatalf("audit with --catalog %s in %s: exit %d\n%s\n%s", rel, dir, code, out, errs)
+	}
+	page, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := regexp.MustCompile(`<pre>floe (audit --table [^&]*) &gt; audit.json`).FindStringSubmatch(string(page))
+	if cmd == nil {
+		t.Fatalf("no re-verify command in the report")
+	}
+	t.Chdir(t.TempDir())
+	code, _, errs = floe(t, strings.Fields(cmd[1])...)
+	if code == exitError {
+		t.Fatalf("the report's re-verify command %q, run from another folder, fails (exit %d): %s", cmd[1], code, errs)
+	}
+}

@@ -100,23 +100,34 @@ func (t *Table) writeChanges(ctx context.Context, f Flush) (Changes, error) {
 // files carry field IDs of a schema, or partition values of a spec, this
 // commit would not produce: batches are written again for the ones it
 // would, and streamed files, which cannot be, are removed with
-// ErrSchemaMoved.
-func (t *Table) refit(ctx context.Context, log *slog.Logger, f Flush, ch Changes) (Changes, error) {
+// ErrSchemaMoved. Files a snapshot of this very commit names (kept: it
+// landed unanswered and was rolled back since) stay, and so does what the
+// commit wrote beside them (errKept).
+func (t *Table) refit(ctx context.Context, log *slog.Logger, f Flush, ch Changes, kept bool) (Changes, error) {
+	moved := ErrSchemaMoved
+	if kept {
+		moved = fmt.Errorf("%w (%w)", ErrSchemaMoved, errKept)
+	}
+	drop := func() {
+		if !kept {
+			t.removeFiles(ctx, log, ch.files())
+		}
+	}
 	if f.Writer != nil {
 		if t.fits(f.Writer, f.Schema) {
 			return ch, nil
 		}
-		t.removeFiles(ctx, log, ch.files())
-		return ch, ErrSchemaMoved
+		drop()
+		return ch, moved
 	}
 	if t.writeShape(f) == ch.shape {
 		return ch, nil
 	}
-	t.removeFiles(ctx, log, ch.files())
+	drop()
 	if t.keyNamedOtherwise(f.Schema) {
 		// The flush's records were judged by another key (the first one
 		// this writer read): they are read again for the table's.
-		return Changes{}, ErrSchemaMoved
+		return Changes{}, moved
 	}
 	ch, err := t.writeChanges(ctx, f)
 	if err != nil {

@@ -65,13 +65,17 @@ func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 
 // discarded reports whether err, a commit's outcome, leaves the files it
 // wrote to be deleted: it never landed, because another writer fenced it
-// or the schema they were written for moved.
+// or the schema they were written for moved, and no snapshot names them.
 func discarded(err error) bool {
 	if f, ok := errors.AsType[*FencedError](err); ok {
 		return f.Kept == 0
 	}
-	return errors.Is(err, ErrSchemaMoved)
+	return errors.Is(err, ErrSchemaMoved) && !errors.Is(err, errKept)
 }
+
+// errKept marks the ErrSchemaMoved of a commit whose files a rolled-back
+// snapshot of it still names: they stay.
+var errKept = errors.New("its files stay with a snapshot of this commit that was rolled back")
 
 // Flush is what one commit writes: rows per partition and the ranges they
 // come from. Every partition with rows must have a range; ranges without
@@ -503,7 +507,10 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 			}
 		}
 		var err error
-		if ch, err = t.refit(ctx, log, f, ch); err != nil {
+		// A retry's commit may have landed and been rolled back since: its
+		// snapshot names the files, which must stay.
+		kept := attempt > 1 && t.snapshotOf(res.Commit.ID) != 0
+		if ch, err = t.refit(ctx, log, f, ch, kept); err != nil {
 			return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 		}
 		res.Rows, res.Files, res.DeleteFiles, res.Bytes = ch.Rows, len(ch.Add), len(ch.Deletes), ch.bytes()

@@ -270,3 +270,40 @@ func rollbackAfterLanding(t *testing.T, cat icecat.Catalog, op *snapshot.Table, 
 		setMain(t, op, to)
 	}}
 }
+
+// TestCommitLandedRolledBackRefitKeepsFiles: a commit lands unanswered;
+// before the retry reloads, an operator rolls main back to just before it
+// (the ledger ends where the flush starts again: no fence) and another
+// writer changes the partition spec. The retry writes the flush's rows
+// again for the new spec and commits them, and keeps the first files,
+// which the rolled-back snapshot names (it deleted them; from a review).
+func TestCommitLandedRolledBackRefitKeepsFiles(t *testing.T) {
+	cat := tempCatalog(t)
+	op := openTestTable(t, cat, "lake.refit", snapshot.OpenOptions{Create: true})
+	smallFiles(t, op, 0, 2, 5) // [0, 10) in both partitions
+	before := op.Head().SnapshotID
+	var landed int64
+	hc := rollbackAfterLanding(t, cat, op, before, &landed)
+	rollback := hc.afterLanding
+	hc.afterLanding = func() {
+		rollback()
+		openTestTable(t, cat, "lake.refit", snapshot.OpenOptions{PartitionBy: partitionBy(t, "identity(kafka_partition)")})
+	}
+	tbl := openTestTable(t, hc, "lake.refit", snapshot.OpenOptions{})
+	f := flushOf(t, tbl, map[int32]mapping.Interval{0: {Low: 10, High: 12}, 1: {Low: 10, High: 12}},
+		testRec{partition: 0, offset: 10, value: "x"}, testRec{partition: 0, offset: 11, value: "y"},
+		testRec{partition: 1, offset: 10, value: "x"}, testRec{partition: 1, offset: 11, value: "y"})
+	if _, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"}); err != nil {
+		t.Fatalf("the retry after the rollback: %v", err)
+	}
+	if landed == 0 {
+		t.Fatal("the commit did not land before the rollback: the test proved nothing")
+	}
+	fresh := openTestTable(t, cat, "lake.refit", snapshot.OpenOptions{})
+	if n := len(snapshotRows(t, fresh, landed)); n != 24 {
+		t.Fatalf("rolled-back snapshot %d reads %d rows, want 24", landed, n)
+	}
+	if n := len(snapshotRows(t, fresh, 0)); n != 24 {
+		t.Fatalf("main reads %d rows after the retry, want 24", n)
+	}
+}

@@ -53,18 +53,22 @@ func (t *Table) CreateEmptyBranch(ctx context.Context, name string) error {
 // meta was read fails it, and the commit is tried again on a fresh table.
 func branchHeads(meta table.Metadata) []table.Requirement {
 	var reqs []table.Requirement
-	main := false
-	for name, ref := range meta.Refs() {
-		if ref.SnapshotRefType == table.BranchRef {
-			id := ref.SnapshotID
-			reqs = append(reqs, table.AssertRefSnapshotID(name, &id))
-			main = main || name == table.MainBranch
-		}
-	}
-	if !main {
-		reqs = append(reqs, table.AssertRefSnapshotID(table.MainBranch, nil))
+	for name, head := range branchHeadIDs(meta) {
+		reqs = append(reqs, table.AssertRefSnapshotID(name, head))
 	}
 	return reqs
+}
+
+// branchHeadIDs maps main and every other branch of meta to its head
+// (nil: main has no snapshot yet).
+func branchHeadIDs(meta table.Metadata) map[string]*int64 {
+	heads := map[string]*int64{table.MainBranch: nil}
+	for name, ref := range meta.Refs() {
+		if ref.SnapshotRefType == table.BranchRef {
+			heads[name] = &ref.SnapshotID
+		}
+	}
+	return heads
 }
 
 // createEmptyBranch is one attempt of CreateEmptyBranch.

@@ -153,13 +153,7 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 	if t.Head() == nil {
 		// The branch's first snapshot has no parent: every other branch
 		// must be as loaded too (branchHeads).
-		names := []string{table.MainBranch}
-		for name, ref := range t.tbl.Metadata().Refs() {
-			if ref.SnapshotRefType == table.BranchRef && name != table.MainBranch {
-				names = append(names, name)
-			}
-		}
-		for _, name := range names {
+		for name := range branchHeadIDs(t.tbl.Metadata()) {
 			if name == t.branch {
 				continue
 			}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -87,21 +87,8 @@ func TestReviewWhereKeyTruncatedThenCompacted(t *testing.T) {
 // scan, deletes applied, failing on a key held twice.
 func dbzState(t *testing.T, tbl *snapshot.Table) map[int64]string {
 	t.Helper()
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	got := map[int64]string{}
-	if tbl.Head() == nil {
-		return got
-	}
-	_, it, err := tbl.Iceberg().Scan(table.WithSnapshotID(tbl.Head().SnapshotID)).ToArrowRecords(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for b, err := range it {
-		if err != nil {
-			t.Fatal(err)
-		}
+	headBatches(t, tbl, func(b arrow.RecordBatch) {
 		ids := b.Column(b.Schema().FieldIndices("id")[0]).(*array.Int64)
 		emails := b.Column(b.Schema().FieldIndices("email")[0]).(*array.String)
 		for i := range int(b.NumRows()) {
@@ -110,8 +97,7 @@ func dbzState(t *testing.T, tbl *snapshot.Table) map[int64]string {
 			}
 			got[ids.Value(i)] = emails.Value(i)
 		}
-		b.Release()
-	}
+	})
 	return got
 }
 

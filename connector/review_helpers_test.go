@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
@@ -142,4 +143,28 @@ func (e *env) faultyDeadLetters(tbl *snapshot.Table) (*snapshot.Table, *faultCat
 		e.T.Fatal(err)
 	}
 	return dlq, fc
+}
+
+// headBatches reads tbl's branch head, as reloaded, with iceberg-go's scan
+// (deletes applied), giving fn each batch, released after it; nothing when
+// the table has no snapshot.
+func headBatches(t *testing.T, tbl *snapshot.Table, fn func(arrow.RecordBatch)) {
+	t.Helper()
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if tbl.Head() == nil {
+		return
+	}
+	_, it, err := tbl.Iceberg().Scan(table.WithSnapshotID(tbl.Head().SnapshotID)).ToArrowRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b, err := range it {
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(b)
+		b.Release()
+	}
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -30,21 +30,8 @@ import (
 // offset, as the Arrow value (nil for null).
 func valuesScan(t *testing.T, tbl *snapshot.Table, col string) map[int64]any {
 	t.Helper()
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	out := map[int64]any{}
-	if tbl.Head() == nil {
-		return out
-	}
-	_, it, err := tbl.Iceberg().Scan(table.WithSnapshotID(tbl.Head().SnapshotID)).ToArrowRecords(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for b, err := range it {
-		if err != nil {
-			t.Fatal(err)
-		}
+	headBatches(t, tbl, func(b arrow.RecordBatch) {
 		off := b.Column(b.Schema().FieldIndices(mapping.ColOffset)[0]).(*array.Int64)
 		idx := b.Schema().FieldIndices(col)
 		for i := range int(b.NumRows()) {
@@ -72,9 +59,20 @@ func valuesScan(t *testing.T, tbl *snapshot.Table, col string) map[int64]any {
 				out[off.Value(i)] = c.ValueStr(i)
 			}
 		}
-		b.Release()
-	}
+	})
 	return out
+}
+
+// sinkRegistryTopic sinks topic, whose values are in the schema
+// registry's wire format, to its end into a new table lake.TOPIC with its
+// dead-letter table.
+func sinkRegistryTopic(t *testing.T, e *env, topic string) (tbl, dlq *snapshot.Table) {
+	t.Helper()
+	tbl, dlq = e.TypedTable("lake."+topic, mapping.Layout{Value: mapping.ValueRegistry})
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
+		t.Fatal(err)
+	}
+	return tbl, dlq
 }
 
 // valuesDead returns the dead letters of dlq by offset: their reasons.
@@ -132,14 +130,11 @@ func TestReviewValuesJSONInvalidUTF8IsNotReplaced(t *testing.T) {
 		e.Topic("u8s", 1, nil)
 		id := register(t, e.Stack.Registry, "u8s-value", sr.Schema{Type: sr.TypeJSON,
 			Schema: `{"type":"object","properties":{"id":{"type":"integer"},"s":{"type":"string"}}}`})
-		tbl, dlq := e.TypedTable("lake.u8s", mapping.Layout{Value: mapping.ValueRegistry})
 		e.Produce([]*kgo.Record{
 			{Topic: "u8s", Value: localstack.WireFormat(id, nil, []byte(`{"id":0,"s":"ok"}`))},
 			{Topic: "u8s", Value: localstack.WireFormat(id, nil, []byte("{\"id\":1,\"s\":\"a\xffb\"}"))},
 		})
-		if _, err := e.sink(tbl, connector.Config{Topic: "u8s", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
-			t.Fatal(err)
-		}
+		tbl, dlq := sinkRegistryTopic(t, e, "u8s")
 		if _, isDead := valuesDead(t, dlq)[1]; !isDead {
 			t.Errorf("offset 1: stored as a row (s=%q), want a dead letter: a JSON Schema string that is not UTF-8 is a decode error (docs/typed-tables.md)", valuesScan(t, tbl, "s")[1])
 		}
@@ -388,15 +383,12 @@ func TestReviewValuesJSONSchemaDateTimeRFC3339(t *testing.T) {
 	e.Topic("dt", 1, nil)
 	id := register(t, e.Stack.Registry, "dt-value", sr.Schema{Type: sr.TypeJSON,
 		Schema: `{"type":"object","properties":{"ts":{"type":"string","format":"date-time"}}}`})
-	tbl, dlq := e.TypedTable("lake.dt", mapping.Layout{Value: mapping.ValueRegistry})
 	e.Produce([]*kgo.Record{
 		{Topic: "dt", Value: localstack.WireFormat(id, nil, []byte(`{"ts":"1963-06-19T08:30:06.283185Z"}`))},
 		{Topic: "dt", Value: localstack.WireFormat(id, nil, []byte(`{"ts":"1963-06-19t08:30:06.283185z"}`))},
 		{Topic: "dt", Value: localstack.WireFormat(id, nil, []byte(`{"ts":"1998-12-31T23:59:60Z"}`))},
 	})
-	if _, err := e.sink(tbl, connector.Config{Topic: "dt", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq := sinkRegistryTopic(t, e, "dt")
 	for off, reason := range valuesDead(t, dlq) {
 		t.Errorf("offset %d: a dead letter (%s), want a row: an RFC 3339 date-time", off, reason)
 	}
@@ -454,10 +446,7 @@ func TestReviewValuesHoldsAvroLogicalTypes(t *testing.T) {
 		{Topic: "lt", Value: localstack.WireFormat(id, nil, payload(-12345, -1, &seven, "x"))},
 		{Topic: "lt", Value: localstack.WireFormat(id, nil, payload(99, 1796000000123, nil, int64(-5)))},
 	})
-	tbl, dlq := e.TypedTable("lake.lt", mapping.Layout{Value: mapping.ValueRegistry})
-	if _, err := e.sink(tbl, connector.Config{Topic: "lt", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq := sinkRegistryTopic(t, e, "lt")
 	if dead := valuesDead(t, dlq); len(dead) > 0 {
 		t.Fatalf("dead letters: %v", dead)
 	}
@@ -557,10 +546,7 @@ message Order {
 	// Order{id: "o1", labels: {"a": "1"}, inner: {x: 5}}
 	payload := []byte{0x0a, 2, 'o', '1', 0x12, 6, 0x0a, 1, 'a', 0x12, 1, '1', 0x1a, 2, 0x08, 5}
 	e.Produce([]*kgo.Record{{Topic: "pbmap", Value: localstack.WireFormat(id, []int{0}, payload)}})
-	tbl, dlq := e.TypedTable("lake.pbmap", mapping.Layout{Value: mapping.ValueRegistry})
-	if _, err := e.sink(tbl, connector.Config{Topic: "pbmap", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq := sinkRegistryTopic(t, e, "pbmap")
 	for off, reason := range valuesDead(t, dlq) {
 		t.Errorf("offset %d: a dead letter (%s), want a row: the schema Confluent's serializer registered for a message with a map field", off, reason)
 	}
@@ -605,10 +591,7 @@ message Order {
 `})
 	// Order.Inner{x: 5}, framed as Confluent's serde frames it: [0, 0]
 	e.Produce([]*kgo.Record{{Topic: "pbidx", Value: localstack.WireFormat(id, []int{0, 0}, []byte{0x08, 5})}})
-	tbl, dlq := e.TypedTable("lake.pbidx", mapping.Layout{Value: mapping.ValueRegistry})
-	if _, err := e.sink(tbl, connector.Config{Topic: "pbidx", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq := sinkRegistryTopic(t, e, "pbidx")
 	var cols []string
 	for _, f := range tbl.Iceberg().Schema().Fields() {
 		cols = append(cols, f.Name+" "+f.Type.String())
@@ -666,10 +649,7 @@ message M {
 		{Topic: "pbf", Value: localstack.WireFormat(id, []int{0}, p)},
 		{Topic: "pbf", Value: localstack.WireFormat(id, []int{0}, []byte{0x0a, 1, 'x'})},
 	})
-	tbl, dlq := e.TypedTable("lake.pbf", mapping.Layout{Value: mapping.ValueRegistry})
-	if _, err := e.sink(tbl, connector.Config{Topic: "pbf", StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, dlq := sinkRegistryTopic(t, e, "pbf")
 	if dead := valuesDead(t, dlq); len(dead) > 0 {
 		t.Fatalf("dead letters: %v", dead)
 	}

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-dev/floe/localstack"
 )
@@ -51,9 +49,7 @@ func TestOnlyDeadLettersOtherTopic(t *testing.T) {
 // and without that right status failed, exit 2 (from a review).
 func TestStatusDescribeOnlyWithLostOffsets(t *testing.T) {
 	const topic = "orders"
-	c := startSecureCluster(t, false, kfake.EnableACLs(),
-		kfake.User("SCRAM-SHA-512", "reader", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationRead)),
-		kfake.User("SCRAM-SHA-512", "describer", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribe)))
+	c := readerDescriberCluster(t, topic)
 	count := c.topic(t, topic, 1, 20)
 	_, catFlags := localCatalog(t)
 	run := func(user string, args ...string) (int, string, string) {

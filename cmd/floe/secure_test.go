@@ -561,15 +561,22 @@ func caTLS(t *testing.T, file string) *tls.Config {
 	return &tls.Config{RootCAs: pool}
 }
 
+// readerDescriberCluster is a cluster with ACLs where user "reader" may
+// only Read topic and user "describer" only Describe it.
+func readerDescriberCluster(t *testing.T, topic string) *secureCluster {
+	t.Helper()
+	return startSecureCluster(t, false, kfake.EnableACLs(),
+		kfake.User("SCRAM-SHA-512", "reader", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationRead)),
+		kfake.User("SCRAM-SHA-512", "describer", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribe)))
+}
+
 // TestSecureReadOnlyACLs runs the commands of docs/secured-kafka.md's ACL
 // table as users holding only their row: Read on the topic for the static
 // sink and a replay, Describe alone for the broker-level audit, where,
 // as-of and status.
 func TestSecureReadOnlyACLs(t *testing.T) {
 	const topic = "orders"
-	c := startSecureCluster(t, false, kfake.EnableACLs(),
-		kfake.User("SCRAM-SHA-512", "reader", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationRead)),
-		kfake.User("SCRAM-SHA-512", "describer", floePass, allow(kmsg.ACLResourceTypeTopic, topic, kmsg.ACLOperationDescribe)))
+	c := readerDescriberCluster(t, topic)
 	count := c.topic(t, topic, 2, 20)
 	cat, catFlags := localCatalog(t)
 	as := func(user string, args ...string) string {

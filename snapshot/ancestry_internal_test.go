@@ -343,7 +343,7 @@ func BenchmarkArchiveIndexHeap(b *testing.B) {
 				runtime.GC()
 				runtime.GC()
 				before := memprobe.Live()
-				ix, err := readIndex(iceio.LocalFS{}, "u", path)
+				ix, err := readIndex(iceio.LocalFS{}, "u", path, segmentDigest{})
 				if err != nil || ix.built.Load() {
 					b.Fatalf("read the index: %v (built from the segment: %v)", err, ix != nil && ix.built.Load())
 				}

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -38,6 +40,19 @@ import (
 // whose archive lacks an entry. Segments are small and written once, so an
 // expiry costs the entries it expires, not the table's whole history.
 const PropLedgerSegmentPrefix = "floe.ledger-segment."
+
+// PropLedgerDigestPrefix prefixes the table properties that record the
+// SHA-256 digests of the ledger archive's files: PropLedgerDigestPrefix+ID
+// holds those of the segment PropLedgerSegmentPrefix+ID names and of its
+// index, in hex, separated by a space, and is set and removed with it.
+// The index holds the digests of the segment's blocks and of their
+// summaries, so every byte a reader takes from the archive is checked
+// against the table's metadata, as a ranges file is against its
+// snapshot's summary: an archive file altered or damaged in the storage
+// fails the reads that need it (*ArchiveError), rather than changing the
+// ledger the audit proves. Segments written before floe recorded digests
+// have none, and are read unchecked until a merge absorbs them.
+const PropLedgerDigestPrefix = "floe.ledger-segment-sha256."
 
 // PropLedgerArchive is the table property under which floe before archive
 // segments named its whole ledger archive, one file rewritten by every
@@ -579,7 +594,20 @@ func (e *ArchiveError) Unwrap() error { return e.Err }
 // their ranges are read only by maintenance, when it rewrites them.
 type segment struct {
 	key, path string
+	digest    segmentDigest
 	ix        *segmentIndex
+}
+
+// segmentDigest is the SHA-256 of a segment file and of its index file,
+// in hex, as the table records them (PropLedgerDigestPrefix); empty for a
+// segment written before floe recorded them.
+type segmentDigest struct{ segment, index string }
+
+func (d segmentDigest) String() string {
+	if d.segment == "" {
+		return ""
+	}
+	return d.segment + " " + d.index
 }
 
 // namedSegments returns the archive files props name, ordered by property
@@ -588,7 +616,17 @@ func namedSegments(props iceberg.Properties) []segment {
 	var segs []segment
 	for k, v := range props {
 		if (k == PropLedgerArchive || strings.HasPrefix(k, PropLedgerSegmentPrefix)) && v != "" {
-			segs = append(segs, segment{key: k, path: v})
+			seg := segment{key: k, path: v}
+			if id, ok := strings.CutPrefix(k, PropLedgerSegmentPrefix); ok {
+				// A value that is not two digests is checked against, and
+				// matches no file: the archive is unreadable, not unchecked.
+				d := props[PropLedgerDigestPrefix+id]
+				seg.digest.segment, seg.digest.index, _ = strings.Cut(d, " ")
+				if d != "" && (seg.digest.segment == "" || seg.digest.index == "") {
+					seg.digest = segmentDigest{segment: d, index: d}
+				}
+			}
+			segs = append(segs, seg)
 		}
 	}
 	slices.SortFunc(segs, func(x, y segment) int { return strings.Compare(x.key, y.key) })
@@ -603,6 +641,8 @@ func segmentsSignature(segs []segment) string {
 		b.WriteString(s.key)
 		b.WriteByte('=')
 		b.WriteString(s.path)
+		b.WriteByte(' ')
+		b.WriteString(s.digest.String())
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -637,7 +677,7 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 				}
 			}
 			var err error
-			if ix, err = readIndex(fsys, uuid, s.path); err != nil {
+			if ix, err = readIndex(fsys, uuid, s.path, s.digest); err != nil {
 				return nil, nil, &ArchiveError{Table: name, Path: s.path, Err: err}
 			}
 		}
@@ -651,7 +691,7 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 // tableUUID.
 func readArchiveFile(fsys iceio.IO, tableUUID, name, path string) (*Archive, error) {
 	a := &Archive{Format: ArchiveFormat, TableUUID: tableUUID}
-	for s, err := range segmentEntries(fsys, tableUUID, path) {
+	for s, err := range segmentEntries(fsys, tableUUID, path, "") {
 		if err != nil {
 			return nil, &ArchiveError{Table: name, Path: path, Err: err}
 		}
@@ -677,7 +717,41 @@ func metadataDir(meta table.Metadata) string {
 
 // segmentKey is the property that names the segment written to path.
 func segmentKey(path string) string {
-	return PropLedgerSegmentPrefix + strings.TrimSuffix(path[strings.LastIndexByte(path, '/')+1:], ".json")
+	return PropLedgerSegmentPrefix + segmentID(path)
+}
+
+// digestKey is the property that records the digests of the segment
+// written to path.
+func digestKey(path string) string {
+	return PropLedgerDigestPrefix + segmentID(path)
+}
+
+func segmentID(path string) string {
+	return strings.TrimSuffix(path[strings.LastIndexByte(path, '/')+1:], ".json")
+}
+
+// checkSHA256 checks that b has the SHA-256 want (hex), unless want is
+// empty.
+func checkSHA256(b []byte, want string) error {
+	if want == "" {
+		return nil
+	}
+	sum := sha256.Sum256(b)
+	return checkSum(sum[:], want)
+}
+
+// checkSum checks that a SHA-256 sum is want (hex).
+func checkSum(sum []byte, want string) error {
+	if got := hex.EncodeToString(sum); got != want {
+		return fmt.Errorf("its SHA-256 is %s, the table recorded %s when floe wrote it: the file was altered or damaged in the storage since (restore it from a copy of the storage, or replay the topics into a new table)", got, want)
+	}
+	return nil
+}
+
+// sha256Hex is the SHA-256 of b, in hex.
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // segmentMergeRatio bounds the number of segments: a new segment absorbs
@@ -746,8 +820,8 @@ func (t *Table) planSegment(snaps []table.Snapshot) (segmentPlan, error) {
 
 // write writes the plan's segment, merging the absorbed segments' entries
 // with the fresh ones as it reads them.
-func (p segmentPlan) write(ctx context.Context, tbl *table.Table) (string, *segmentIndex, error) {
-	return writeSegment(ctx, tbl, p.n, p.fresh, p.paths())
+func (p segmentPlan) write(ctx context.Context, tbl *table.Table) (string, *segmentIndex, segmentDigest, error) {
+	return writeSegment(ctx, tbl, p.n, p.fresh, p.absorbed)
 }
 
 // read reads the entries the plan's segment would hold, as write does,
@@ -757,20 +831,12 @@ func (p segmentPlan) read(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	for _, err := range mergedEntries(fsys, tbl.Metadata().TableUUID().String(), p.fresh, p.paths()) {
+	for _, err := range mergedEntries(fsys, tbl.Metadata().TableUUID().String(), p.fresh, p.absorbed) {
 		if err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (p segmentPlan) paths() []string {
-	var paths []string
-	for _, s := range p.absorbed {
-		paths = append(paths, s.path)
-	}
-	return paths
 }
 
 // readSegment reads the archive file at path whole: every entry with its

@@ -403,7 +403,7 @@ func (t *Table) staleArchives(ctx context.Context, log *slog.Logger, files []fol
 // snapshot is neither live in meta nor in the table's archive, reading the
 // file one entry at a time; found is false when there is none.
 func (t *Table) entryNotHeld(fsys iceio.IO, meta table.Metadata, path string) (missing int64, found bool, err error) {
-	for s, err := range segmentEntries(fsys, meta.TableUUID().String(), path) {
+	for s, err := range segmentEntries(fsys, meta.TableUUID().String(), path, "") {
 		if err != nil {
 			return 0, false, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -95,6 +96,10 @@ type segmentIndex struct {
 	// rangesFiles is set when an entry references a ranges file (the
 	// archive inlines them: only a damaged or foreign segment does).
 	rangesFiles bool
+	// digested is set on an index built by decoding a segment whose
+	// digest the table records: its index file is missing or altered,
+	// and no new one would match the digest.
+	digested bool
 	// built is set on an index built by decoding its segment, which has
 	// no index file yet (writeMissingIndexes writes it). Handles of the
 	// table share the index (ArchiveCache): the only field that changes
@@ -281,6 +286,14 @@ type indexBlock struct {
 	// without floe commits.
 	SummaryAt     int64 `json:"summary-at,omitempty"`
 	SummaryLength int64 `json:"summary-length,omitempty"`
+	// SHA256 and SummarySHA256 are the SHA-256 digests of the block's
+	// bytes in the segment file and of its summary, which reading them
+	// checks: an index whose own digest the table records (segmentDigest)
+	// vouches for every byte a reader takes from the archive. Indexes
+	// written before floe recorded them have none, nor one built by
+	// decoding its segment.
+	SHA256        string `json:"sha256,omitempty"`
+	SummarySHA256 string `json:"summary-sha256,omitempty"`
 	// Summary folds the block's floe commits in file order. Only an index
 	// of the first format holds it, and one built by decoding its
 	// segment; others' is read from the summaries file (Table.blockSummary).
@@ -565,6 +578,7 @@ func (w *summariesWriter) block(bl int, b *indexBlock, s mapping.Summary) error 
 	}
 	b.SummaryAt = w.n
 	b.SummaryLength = int64(len(out))
+	b.SummarySHA256 = sha256Hex(out)
 	for tp, ps := range s.Parts {
 		l := w.spans[tp]
 		if l == nil {
@@ -587,7 +601,7 @@ func (w *summariesWriter) finish(ix *segmentIndex) error {
 		if err != nil {
 			return err
 		}
-		ix.Partitions = append(ix.Partitions, partitionDir{Topic: tp.Topic, Partition: tp.Partition, At: w.n, Length: int64(len(out))})
+		ix.Partitions = append(ix.Partitions, partitionDir{Topic: tp.Topic, Partition: tp.Partition, At: w.n, Length: int64(len(out)), SHA256: sha256Hex(out)})
 		if err := w.write(append(out, '\n')); err != nil {
 			return err
 		}
@@ -602,6 +616,7 @@ type partitionDir struct {
 	Partition int32  `json:"partition"`
 	At        int64  `json:"at"`
 	Length    int64  `json:"length"`
+	SHA256    string `json:"sha256,omitempty"`
 }
 
 // partitionSpans returns the spans of tp's offsets in each block of the
@@ -621,8 +636,11 @@ func (ix *segmentIndex) partitionSpans(fsys iceio.IO, path string, tp mapping.To
 	}
 	d := ix.Partitions[i]
 	buf, err := readSpan(fsys, summariesPath(path), d.At, d.Length)
+	if err == nil {
+		err = checkSHA256(buf, d.SHA256)
+	}
 	if err != nil {
-		return nil, true, err
+		return nil, true, fmt.Errorf("partition directory of %s: %w", tp, err)
 	}
 	if err := json.Unmarshal(buf, &spans); err != nil {
 		return nil, true, fmt.Errorf("partition directory of %s: %w", tp, err)
@@ -642,16 +660,17 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 }
 
 // readIndex returns the index of the segment at path: its index file when
-// it has a readable one for this table, else one built by decoding the
-// segment.
-func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
-	if b, err := readAll(fsys, indexPath(path)); err == nil {
+// it has a readable one for this table (whose SHA-256 is the one the table
+// recorded, if it recorded one), else one built by decoding the segment,
+// which then must have the SHA-256 the table recorded for it.
+func readIndex(fsys iceio.IO, tableUUID, path string, want segmentDigest) (*segmentIndex, error) {
+	if b, err := readAll(fsys, indexPath(path)); err == nil && checkSHA256(b, want.index) == nil {
 		var ix segmentIndex
 		if json.Unmarshal(b, &ix) == nil && ix.TableUUID == tableUUID && ix.adopt() && ix.summariesIntact(fsys, path) && ix.slim() == nil {
 			return &ix, nil
 		}
 	}
-	ix, err := indexSegmentFile(fsys, tableUUID, path)
+	ix, err := indexSegmentFile(fsys, tableUUID, path, want.segment)
 	if err != nil {
 		return nil, err
 	}
@@ -659,6 +678,7 @@ func readIndex(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
 		return nil, err
 	}
 	ix.built.Store(true)
+	ix.digested = want.segment != ""
 	return ix, nil
 }
 
@@ -714,14 +734,27 @@ func (ix *segmentIndex) summariesIntact(fsys iceio.IO, path string) bool {
 	return err == nil && st.Size() >= need
 }
 
-// indexSegmentFile indexes the segment file at path (buildIndex).
-func indexSegmentFile(fsys iceio.IO, tableUUID, path string) (*segmentIndex, error) {
+// indexSegmentFile indexes the segment file at path (buildIndex), and
+// checks that its SHA-256 is want, unless want is empty.
+func indexSegmentFile(fsys iceio.IO, tableUUID, path, want string) (*segmentIndex, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return buildIndex(f, tableUUID)
+	h := sha256.New()
+	r := io.TeeReader(f, h)
+	ix, err := buildIndex(r, tableUUID)
+	if err != nil {
+		return nil, err
+	}
+	if want == "" {
+		return ix, nil
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return nil, err
+	}
+	return ix, checkSum(h.Sum(nil), want)
 }
 
 // writeMissingIndexes writes the index files of the named segments that
@@ -730,7 +763,10 @@ func indexSegmentFile(fsys iceio.IO, tableUUID, path string) (*segmentIndex, err
 func (t *Table) writeMissingIndexes(ctx context.Context) error {
 	var wfs iceio.WriteFileIO
 	for _, s := range t.segments {
-		if !s.ix.built.Load() {
+		// An index the table recorded the digest of is not replaced: a
+		// new one would not have it. Readers build it from the segment,
+		// checking the segment's digest.
+		if !s.ix.built.Load() || s.ix.digested {
 			continue
 		}
 		if wfs == nil {
@@ -755,7 +791,7 @@ func (t *Table) writeMissingIndexes(ctx context.Context) error {
 // at path, the summaries first (a reader of the index reads them), and
 // returns the index slim.
 func writeIndex(wfs iceio.WriteFileIO, tableUUID, path string) (*segmentIndex, error) {
-	ix, err := indexSegmentFile(wfs, tableUUID, path)
+	ix, err := indexSegmentFile(wfs, tableUUID, path, "")
 	if err != nil {
 		return nil, err
 	}
@@ -798,6 +834,9 @@ func readBlock(fsys iceio.IO, path string, ix *segmentIndex, bl int) ([]Archived
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSHA256(buf, b.SHA256); err != nil {
+		return nil, fmt.Errorf("block %d: %w", bl, err)
+	}
 	// The span starts after the previous entry: a separator may lead.
 	buf = bytes.TrimLeft(buf, ", \t\r\n")
 	var snaps []ArchivedSnapshot
@@ -837,6 +876,9 @@ func readSpan(fsys iceio.IO, path string, offset, length int64) ([]byte, error) 
 // file at path, reading only the bytes that hold it.
 func readSummary(fsys iceio.IO, path string, b indexBlock) (mapping.Summary, error) {
 	buf, err := readSpan(fsys, path, b.SummaryAt, b.SummaryLength)
+	if err == nil {
+		err = checkSHA256(buf, b.SummarySHA256)
+	}
 	if err != nil {
 		return mapping.Summary{}, err
 	}

@@ -164,7 +164,7 @@ func checkIndexFiles(t *testing.T, b []byte, built *segmentIndex, sum mapping.Su
 		path   string
 		inline bool
 	}{{path, false}, {v1Path, true}} {
-		ix, err := readIndex(fsys, "u", tc.path)
+		ix, err := readIndex(fsys, "u", tc.path, segmentDigest{})
 		if err != nil || ix.built.Load() {
 			t.Fatalf("%s: read the index: %v (built from the segment: %v)", tc.path, err, ix != nil && ix.built.Load())
 		}

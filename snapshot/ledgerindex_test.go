@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -84,10 +85,13 @@ func TestLocateReadsOnlyItsSegment(t *testing.T) {
 	}
 }
 
-// TestSegmentsWithoutIndexes: segments written before indexes (their
-// index files removed) are indexed by decoding them: the ledger, the
-// summary and lookups read as before, and the next floe maintain writes
-// their indexes.
+// TestSegmentsWithoutIndexes: segments whose index files are gone are
+// indexed by decoding them: the ledger, the summary and lookups read as
+// before. The next floe maintain writes the indexes of segments written
+// before indexes (here: without the digests floe records now), and not
+// those of segments whose index digest the table records, which a new
+// index would not match: their readers decode the segment, checking its
+// digest.
 func TestSegmentsWithoutIndexes(t *testing.T) {
 	tbl, segs := twoSegments(t)
 	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
@@ -109,6 +113,35 @@ func TestSegmentsWithoutIndexes(t *testing.T) {
 		t.Fatalf("offset 15: %+v, %v; want %+v", got, err, whole.Where(tp, 15))
 	}
 	if _, err := fresh.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexFiles(t, segs); len(got) != 0 {
+		t.Fatalf("after maintain, index files %v of segments with digests: want none written", got)
+	}
+	if got := ledger(t, freshTable(t, fresh)); !reflect.DeepEqual(got, whole) {
+		t.Fatalf("ledger after maintain differs:\n%+v\nwant\n%+v", got, whole)
+	}
+	var digests []string
+	for k := range tbl.Iceberg().Properties() {
+		if strings.HasPrefix(k, snapshot.PropLedgerDigestPrefix) {
+			digests = append(digests, k)
+		}
+	}
+	if len(digests) != 2 {
+		t.Fatalf("digest properties %v: want one per segment", digests)
+	}
+	txn := fresh.Iceberg().NewTransaction()
+	if err := txn.RemoveProperties(digests); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	legacy := freshTable(t, fresh)
+	if got := ledger(t, legacy); !reflect.DeepEqual(got, whole) {
+		t.Fatalf("ledger without digests differs:\n%+v\nwant\n%+v", got, whole)
+	}
+	if _, err := legacy.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if got := indexFiles(t, segs); len(got) != 2 {
@@ -182,5 +215,96 @@ func TestReconcileReadsOnlySegmentsWithDeadLetters(t *testing.T) {
 	var ae *snapshot.ArchiveError
 	if _, err := fresh.Ledger(); !errors.As(err, &ae) {
 		t.Fatalf("whole ledger without the older segment: %v, want an *ArchiveError", err)
+	}
+}
+
+// TestArchiveDigests: the table records the SHA-256 of each segment and of
+// its index, and the index those of the segment's blocks and their
+// summaries. An altered index or summaries file is not used (the segment,
+// checked against its digest, says the same); an altered segment fails
+// every read that needs it, naming its digest, and an expiry that would
+// merge it expires nothing.
+func TestArchiveDigests(t *testing.T) {
+	tbl, segs := twoSegments(t)
+	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
+	whole := ledger(t, freshTable(t, tbl))
+	edit := func(path, old, new string) {
+		t.Helper()
+		path = strings.TrimPrefix(path, "file://")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(old)) || len(old) != len(new) {
+			t.Fatalf("%s holds no %q to edit:\n%s", path, old, b)
+		}
+		if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := func(seg string) (index, summaries string) {
+		index = indexFiles(t, []string{seg})[0]
+		return index, strings.TrimSuffix(index, ".json") + ".summaries.jsonl"
+	}
+
+	// The index of the older segment edited (a commit's time), and the
+	// summaries of the newer one (a block's span and the partition
+	// directory).
+	index, _ := files(segs[0])
+	edit(index, `"timestamp-ms":17`, `"timestamp-ms":18`)
+	_, summaries := files(segs[1])
+	edit(summaries, `"high":240`, `"high":140`)
+	edit(summaries, `[[0,200,240]]`, `[[0,200,140]]`)
+	fresh := freshTable(t, tbl)
+	if got := ledger(t, fresh); !reflect.DeepEqual(got, whole) {
+		t.Fatalf("ledger with an altered index differs:\n%+v\nwant\n%+v", got, whole)
+	}
+	for _, off := range []int64{25, 105, 215} {
+		if got, err := fresh.Locate(t.Context(), 0, tp, off); err != nil || !reflect.DeepEqual(got, whole.Where(tp, off)) {
+			t.Fatalf("offset %d: %+v, %v; want %+v", off, got, err, whole.Where(tp, off))
+		}
+	}
+
+	// A range of the newer segment widened, same length.
+	edit(segs[1], `"0:210-220:0"`, `"0:210-229:0"`)
+	fresh = freshTable(t, tbl)
+	var ae *snapshot.ArchiveError
+	if _, err := fresh.Ledger(); !errors.As(err, &ae) || !strings.Contains(err.Error(), "SHA-256") {
+		t.Fatalf("ledger of an altered segment: %v, want an *ArchiveError naming the SHA-256", err)
+	}
+	if _, err := fresh.Locate(t.Context(), 0, tp, 215); !errors.As(err, &ae) || !strings.Contains(err.Error(), "SHA-256") {
+		t.Fatalf("offset 215 in an altered segment: %v, want an *ArchiveError naming the SHA-256", err)
+	}
+	// Its index gone too: the segment is decoded, and checked whole.
+	index, _ = files(segs[1])
+	if err := os.Remove(index); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{}); !errors.As(err, &ae) || !strings.Contains(err.Error(), "SHA-256") {
+		t.Fatalf("open with an altered segment and no index: %v, want an *ArchiveError naming the SHA-256", err)
+	}
+}
+
+// TestMergeOfAlteredSegment: an expiry that would merge a segment altered
+// since it was written fails, and expires nothing.
+func TestMergeOfAlteredSegment(t *testing.T) {
+	tbl, segs := twoSegments(t)
+	path := strings.TrimPrefix(segs[1], "file://")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"0:210-220:0"`), []byte(`"0:210-229:0"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, tbl, 26, 30)
+	before := len(tbl.Iceberg().Metadata().Snapshots())
+	_, err = tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2})
+	var ae *snapshot.ArchiveError
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "SHA-256") || !strings.Contains(err.Error(), "nothing was expired") {
+		t.Fatalf("expiry merging an altered segment: %v, want an *ArchiveError naming the SHA-256, nothing expired", err)
+	}
+	if after := len(freshTable(t, tbl).Iceberg().Metadata().Snapshots()); after != before {
+		t.Fatalf("%d snapshots after the failed expiry, %d before", after, before)
 	}
 }

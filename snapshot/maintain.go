@@ -288,13 +288,14 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		// A dry run reads what the expiry would merge: it fails where
 		// the expiry would.
 		var (
-			path string
-			ix   *segmentIndex
+			path   string
+			ix     *segmentIndex
+			digest segmentDigest
 		)
 		if opts.DryRun {
 			err = plan.read(ctx, t.tbl)
 		} else {
-			path, ix, err = plan.write(ctx, t.tbl)
+			path, ix, digest, err = plan.write(ctx, t.tbl)
 		}
 		if err != nil {
 			if path != "" {
@@ -318,7 +319,8 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 		if opts.DryRun {
 			return nil
 		}
-		if err := t.stageSegment(txn, path, plan.absorbed); err != nil {
+		seg := segment{key: segmentKey(path), path: path, digest: digest, ix: ix}
+		if err := t.stageSegment(txn, seg, plan.absorbed); err != nil {
 			t.removePaths(ctx, log, segmentFiles(path)...)
 			return err
 		}
@@ -342,7 +344,7 @@ func (t *Table) expire(ctx context.Context, log *slog.Logger, opts MaintainOptio
 			// stays, and so do the ones it absorbed.
 			return fmt.Errorf("commit snapshot expiry of %s (outcome unknown; run floe maintain again): %w", t.Name(), err)
 		}
-		return t.adoptSegment(ctx, log, tbl, segment{key: segmentKey(path), path: path, ix: ix}, plan.absorbed)
+		return t.adoptSegment(ctx, log, tbl, seg, plan.absorbed)
 	}
 	return fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.Name(), maxAttempts, lastErr)
 }
@@ -530,15 +532,19 @@ func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 	return keep, nil
 }
 
-// stageSegment stages, on txn, the property naming the segment written to
-// path and the removal of those of the segments it absorbed.
-func (t *Table) stageSegment(txn *table.Transaction, path string, absorbed []segment) error {
-	if err := txn.SetProperties(iceberg.Properties{segmentKey(path): path}); err != nil {
+// stageSegment stages, on txn, the properties naming the segment seg and
+// recording its digest, and the removal of those of the segments it
+// absorbed.
+func (t *Table) stageSegment(txn *table.Transaction, seg segment, absorbed []segment) error {
+	if err := txn.SetProperties(iceberg.Properties{seg.key: seg.path, digestKey(seg.path): seg.digest.String()}); err != nil {
 		return fmt.Errorf("stage the ledger archive segment of %s: %w", t.Name(), err)
 	}
 	var keys []string
 	for _, a := range absorbed {
 		keys = append(keys, a.key)
+		if a.key != PropLedgerArchive && a.digest != (segmentDigest{}) {
+			keys = append(keys, digestKey(a.path))
+		}
 	}
 	if err := txn.RemoveProperties(keys); err != nil {
 		return fmt.Errorf("stage the ledger archive segment of %s: %w", t.Name(), err)
@@ -598,13 +604,14 @@ func (e *LostEntriesError) Error() string {
 // delete them once they are old and hold nothing the table lacks
 // (staleArchives).
 func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merged *Archive) error {
-	path, ix, err := writeSegment(ctx, t.tbl, merged.Len(), merged.Snapshots, nil)
+	path, ix, digest, err := writeSegment(ctx, t.tbl, merged.Len(), merged.Snapshots, nil)
 	if err != nil {
 		t.removePaths(ctx, log, segmentFiles(path)...)
 		return &ArchiveError{Table: t.Name(), Path: path, Err: fmt.Errorf("write the merged archive: %w", err)}
 	}
+	seg := segment{key: segmentKey(path), path: path, digest: digest, ix: ix}
 	txn := t.tbl.NewTransaction()
-	if err := t.stageSegment(txn, path, t.segments); err != nil {
+	if err := t.stageSegment(txn, seg, t.segments); err != nil {
 		t.removePaths(ctx, log, segmentFiles(path)...)
 		return err
 	}
@@ -617,7 +624,7 @@ func (t *Table) commitMergedArchive(ctx context.Context, log *slog.Logger, merge
 		return fmt.Errorf("commit the merged ledger archive of %s (outcome unknown): %w", t.Name(), err)
 	}
 	prev := t.segments
-	t.segments = append(slices.Clip(prev), segment{key: segmentKey(path), path: path, ix: ix})
+	t.segments = append(slices.Clip(prev), seg)
 	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		t.segments = prev
 		return err

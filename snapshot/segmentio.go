@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"iter"
 	"slices"
@@ -127,8 +130,9 @@ func (r *entryReader) check() error {
 }
 
 // segmentEntries yields the entries of the segment file at path in file
-// order, reading it one entry at a time. An error ends it.
-func segmentEntries(fsys iceio.IO, tableUUID, path string) iter.Seq2[ArchivedSnapshot, error] {
+// order, reading it one entry at a time, and then checks that the file's
+// SHA-256 is want, unless want is empty. An error ends it.
+func segmentEntries(fsys iceio.IO, tableUUID, path, want string) iter.Seq2[ArchivedSnapshot, error] {
 	return func(yield func(ArchivedSnapshot, error) bool) {
 		f, err := fsys.Open(path)
 		if err != nil {
@@ -136,9 +140,16 @@ func segmentEntries(fsys iceio.IO, tableUUID, path string) iter.Seq2[ArchivedSna
 			return
 		}
 		defer f.Close()
-		r := newEntryReader(f, tableUUID)
+		h := sha256.New()
+		in := io.TeeReader(f, h)
+		r := newEntryReader(in, tableUUID)
 		for {
 			s, ok, err := r.next()
+			if err == nil && !ok && want != "" {
+				if _, err = io.Copy(io.Discard, in); err == nil {
+					err = checkSum(h.Sum(nil), want)
+				}
+			}
 			if err != nil {
 				yield(s, err)
 				return
@@ -156,12 +167,12 @@ func entryOrder(x, y ArchivedSnapshot) int {
 	return cmp.Or(cmp.Compare(x.TimestampMs, y.TimestampMs), cmp.Compare(x.SnapshotID, y.SnapshotID))
 }
 
-// mergedEntries yields the union of fresh and the entries of the segment
-// files at paths in entryOrder, each snapshot once: fresh and each file
+// mergedEntries yields the union of fresh and the entries of the segments
+// in entryOrder, each snapshot once: fresh and each file
 // are in that order (every segment is written so), and a snapshot in two
 // of them is the same immutable snapshot. A file that cannot be read ends
 // it with a *segmentReadError.
-func mergedEntries(fsys iceio.IO, tableUUID string, fresh []ArchivedSnapshot, paths []string) iter.Seq2[ArchivedSnapshot, error] {
+func mergedEntries(fsys iceio.IO, tableUUID string, fresh []ArchivedSnapshot, segs []segment) iter.Seq2[ArchivedSnapshot, error] {
 	return func(yield func(ArchivedSnapshot, error) bool) {
 		type source struct {
 			next func() (ArchivedSnapshot, error, bool)
@@ -181,10 +192,10 @@ func mergedEntries(fsys iceio.IO, tableUUID string, fresh []ArchivedSnapshot, pa
 			return nil
 		}
 		srcs := []*source{{next: pullSlice(fresh)}}
-		for _, p := range paths {
-			next, stop := iter.Pull2(segmentEntries(fsys, tableUUID, p))
+		for _, sg := range segs {
+			next, stop := iter.Pull2(segmentEntries(fsys, tableUUID, sg.path, sg.digest.segment))
 			defer stop()
-			srcs = append(srcs, &source{next: next, path: p})
+			srcs = append(srcs, &source{next: next, path: sg.path})
 		}
 		for _, s := range srcs {
 			if err := advance(s); err != nil {
@@ -239,29 +250,31 @@ func (e *segmentReadError) Error() string {
 }
 func (e *segmentReadError) Unwrap() error { return e.Err }
 
-// writeSegment writes the union of fresh and the entries of the segment
-// files at absorbed (mergedEntries) as a new segment file under the
-// table's metadata location, and its index beside it, both streamed, and
-// returns the segment's path and slim index. n is the number of entries
+// writeSegment writes the union of fresh and the entries of the segments
+// absorbed (mergedEntries) as a new segment file under the table's
+// metadata location, and its index beside it, both streamed, and returns
+// the segment's path, slim index and digest, which the table records with
+// it. n is the number of entries
 // expected, which the file's name carries. Each write
 // goes to a new file, so a segment the table names is never overwritten:
 // a run that fails after writing leaves only unreferenced files, which
 // the caller removes (or staleArchives collects).
-func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []ArchivedSnapshot, absorbed []string) (string, *segmentIndex, error) {
+func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []ArchivedSnapshot, absorbed []segment) (string, *segmentIndex, segmentDigest, error) {
 	path := fmt.Sprintf("%s/%05d-%s.json", archiveLocation(tbl.Metadata()), n, uuid.NewString())
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return path, nil, err
+		return path, nil, segmentDigest{}, err
 	}
 	wfs, ok := fsys.(iceio.WriteFileIO)
 	if !ok {
-		return path, nil, errors.New("the table's storage cannot write files")
+		return path, nil, segmentDigest{}, errors.New("the table's storage cannot write files")
 	}
 	tableUUID := tbl.Metadata().TableUUID().String()
 	ix := &segmentIndex{Format: indexFormat, TableUUID: tableUUID}
 	var seg, idx, sums *segmentStream
 	var sw *summariesWriter
 	x := indexer{ix: ix, closed: func(bl int, b *indexBlock, s mapping.Summary) error {
+		b.SHA256 = seg.spanSum()
 		return sw.block(bl, b, s)
 	}, light: func(bl int, s ArchivedSnapshot) error {
 		e, err := ix.entry(bl, len(ix.entries), s)
@@ -289,6 +302,7 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 		if err := seg.header(ArchiveFormat, tableUUID); err != nil {
 			return err
 		}
+		seg.span = sha256.New() // blocks start after the header
 		if err := idx.header(indexFormat, tableUUID); err != nil {
 			return fmt.Errorf("index: %w", err)
 		}
@@ -338,18 +352,20 @@ func writeSegment(ctx context.Context, tbl *table.Table, n int, fresh []Archived
 		}
 	}
 	if err != nil {
-		return path, nil, err
+		return path, nil, segmentDigest{}, err
 	}
 	ix.seal()
-	return path, ix, nil
+	return path, ix, segmentDigest{segment: hex.EncodeToString(seg.h.Sum(nil)), index: hex.EncodeToString(idx.h.Sum(nil))}, nil
 }
 
 // segmentStream writes a segment file or its index: a header, entries one
-// per line, and an end, counting the bytes written.
+// per line, and an end, counting the bytes written and digesting them.
 type segmentStream struct {
 	f iceio.FileWriter
 	w *bufio.Writer
 	n int64
+	// h digests the file; span, when set, the bytes since spanSum.
+	h, span hash.Hash
 	// entries is the number of entries written.
 	entries int
 }
@@ -359,13 +375,25 @@ func createStream(wfs iceio.WriteFileIO, path string) (*segmentStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &segmentStream{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+	return &segmentStream{f: f, w: bufio.NewWriterSize(f, 64<<10), h: sha256.New()}, nil
 }
 
 func (s *segmentStream) write(b []byte) error {
 	n, err := s.w.Write(b)
 	s.n += int64(n)
+	s.h.Write(b[:n])
+	if s.span != nil {
+		s.span.Write(b[:n])
+	}
 	return err
+}
+
+// spanSum returns the SHA-256 of the bytes written since it was last
+// called (or span was set), in hex.
+func (s *segmentStream) spanSum() string {
+	sum := hex.EncodeToString(s.span.Sum(nil))
+	s.span.Reset()
+	return sum
 }
 
 // header writes the file's format and table uuid and opens its array of

@@ -34,18 +34,18 @@ func BenchmarkSegmentMerge(b *testing.B) {
 	for i := range n {
 		a.Snapshots = append(a.Snapshots, entry(i))
 	}
-	path, ix, err := writeSegment(ctx, tbl.tbl, a.Len(), a.Snapshots, nil)
+	path, ix, digest, err := writeSegment(ctx, tbl.tbl, a.Len(), a.Snapshots, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	a = nil
-	plan := segmentPlan{fresh: []ArchivedSnapshot{entry(n)}, absorbed: []segment{{key: segmentKey(path), path: path, ix: ix}}}
+	plan := segmentPlan{fresh: []ArchivedSnapshot{entry(n)}, absorbed: []segment{{key: segmentKey(path), path: path, digest: digest, ix: ix}}}
 	var mergeHeap, wholeHeap uint64
 	for b.Loop() {
 		runtime.GC()
 		var merged *segmentIndex
 		peak, before := memprobe.Peak(func() {
-			if _, merged, err = plan.write(ctx, tbl.tbl); err != nil {
+			if _, merged, _, err = plan.write(ctx, tbl.tbl); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -113,7 +113,7 @@ func BenchmarkOpenSharedArchive(b *testing.B) {
 	for i := range n {
 		snaps[i] = soakEntry(b, dir, i)
 	}
-	path, _, err := writeSegment(ctx, tbl.tbl, n, snaps, nil)
+	path, _, _, err := writeSegment(ctx, tbl.tbl, n, snaps, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

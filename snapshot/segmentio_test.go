@@ -59,17 +59,17 @@ func TestWriteSegmentMerges(t *testing.T) {
 	}
 	even = append(even, odd[100], odd[200])
 	fresh = append(fresh, even[7])
-	var paths []string
+	var segs []segment
 	for _, in := range [][]ArchivedSnapshot{odd, even} {
 		slices.SortFunc(in, entryOrder)
-		path, _, err := writeSegment(ctx, tbl.tbl, len(in), in, nil)
+		path, _, digest, err := writeSegment(ctx, tbl.tbl, len(in), in, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		paths = append(paths, path)
+		segs = append(segs, segment{path: path, digest: digest})
 	}
 	slices.SortFunc(fresh, entryOrder)
-	path, ix, err := writeSegment(ctx, tbl.tbl, 3000, fresh, paths)
+	path, ix, digest, err := writeSegment(ctx, tbl.tbl, 3000, fresh, segs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestWriteSegmentMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []ArchivedSnapshot
-	for s, err := range segmentEntries(fsys, id, path) {
+	for s, err := range segmentEntries(fsys, id, path, digest.segment) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestWriteSegmentMerges(t *testing.T) {
 		}
 	}
 	// The index written beside it, and the one built from the file.
-	read, err := readIndex(fsys, id, path)
+	read, err := readIndex(fsys, id, path, digest)
 	if err != nil || read.built.Load() {
 		t.Fatalf("read the index: %v (built from the segment: %v)", err, read != nil && read.built.Load())
 	}

@@ -246,7 +246,7 @@ func TestStateAtModelArchive(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ix, err := readIndex(iceio.LocalFS{}, "u", path)
+			ix, err := readIndex(iceio.LocalFS{}, "u", path, segmentDigest{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -55,7 +55,7 @@ func variedHistory(t testing.TB, n, partitions int) []ArchivedSnapshot {
 // inline, no segment summary.
 func writeV1Index(t testing.TB, path string) {
 	t.Helper()
-	built, err := indexSegmentFile(iceio.LocalFS{}, "u", path)
+	built, err := indexSegmentFile(iceio.LocalFS{}, "u", path, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestLookupsThroughSummariesFiles(t *testing.T) {
 				if form == "summaries file" && (len(ix.Blocks) < 2 || ix.Partitions == nil) {
 					t.Fatalf("segment %s: %d blocks, directory %v: want several blocks and a directory", path, len(ix.Blocks), ix.Partitions != nil)
 				}
-				if ix, err = readIndex(iceio.LocalFS{}, "u", path); err != nil {
+				if ix, err = readIndex(iceio.LocalFS{}, "u", path, segmentDigest{}); err != nil {
 					t.Fatal(err)
 				}
 				if held := ix.Blocks[0].Summary != nil; held != (form != "summaries file") || ix.built.Load() != (form == "built") {

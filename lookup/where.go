@@ -194,13 +194,19 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		if name := loc.Commit.DeadLetterTable; loc.Range.DeadLetters > 0 && (res.Kind == "" || res.Kind == KindMissing) {
 			// A committed record without a row in a range with dead
 			// letters may be one the dead-letter table does not hold yet.
-			res.Kind = KindDeadLetterNotFound
 			sent := fmt.Sprintf("%d records", loc.Range.DeadLetters)
 			if loc.Range.DeadLetters == 1 {
 				sent = "1 record"
 			}
-			res.Explanation = fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: its dead letters are pending (a sink committed the rows but could not add them; the next sink run adds them) or were removed since; floe audit tells which (dead-letters-pending, or a missing file)",
+			pending := fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: its dead letters are pending (a sink committed the rows but could not add them; the next sink run adds them) or were removed since; floe audit tells which (dead-letters-pending, or a missing file)",
 				sent, name)
+			if res.Kind == KindMissing {
+				res.Kind, res.Explanation = KindDeadLetterNotFound, pending
+			} else {
+				// Without the log, the offset may as well be any of the
+				// others: the kind stays unknown.
+				res.Explanation += "; or " + pending + "; --brokers reads the offset from the log and tells which"
+			}
 		}
 		res.Explanation = fmt.Sprintf("%s is accounted for by snapshot %d in range [%d, %d) but has no row: %s",
 			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High, res.Explanation)

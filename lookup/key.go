@@ -138,7 +138,7 @@ func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
 		// The key's fields are named by the first commit that has a row.
 		return tableKey{}, fmt.Errorf("upsert table %s has no key columns yet: no record has been sunk into it (see floe status for records that went to its dead-letter table)", tbl.Name())
 	}
-	want := fmt.Sprintf(`a JSON object of the key columns %s, e.g. {"%s":...}`, strings.Join(k.Columns, ", "), k.Columns[0])
+	want := fmt.Sprintf(`a JSON object of the key columns %s, e.g. %s`, strings.Join(k.Columns, ", "), keyExample(schema, k.Columns, text))
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var obj map[string]any
@@ -170,6 +170,43 @@ func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
 		tk.filter = iceberg.NewAnd(terms[0], terms[1], terms[2:]...)
 	}
 	return tk, nil
+}
+
+// keyExample is an example of a key of the columns cols as --key takes it,
+// a JSON object: a placeholder of each column's type, and text as the
+// Kafka key's (a key column of a fold table, --fold latest) when it is no
+// JSON object, as a user who gave the key alone meant.
+func keyExample(schema *iceberg.Schema, cols []string, text string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, col := range cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v := "..."
+		f, ok := schema.FindFieldByName(col)
+		switch {
+		case col == mapping.ColKey && !strings.HasPrefix(strings.TrimSpace(text), "{"):
+			q, _ := json.Marshal(text)
+			v = string(q)
+		case !ok:
+		case col == mapping.ColTopic:
+			v = `"TOPIC"`
+		default:
+			switch f.Type.(type) {
+			case iceberg.StringType:
+				v = `"..."`
+			case iceberg.Int32Type, iceberg.Int64Type:
+				v = "0"
+			case iceberg.BooleanType:
+				v = "true"
+			}
+		}
+		q, _ := json.Marshal(col)
+		fmt.Fprintf(&b, "%s:%s", q, v)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // keyTerm returns the filter matching column col of type t to the JSON
@@ -205,6 +242,9 @@ func keyTerm(col string, t iceberg.Type, v any) (iceberg.BooleanExpression, stri
 			return nil, "", fmt.Errorf("key column %s is a boolean: give it as true or false", col)
 		}
 		return iceberg.EqualTo(ref, b), strconv.FormatBool(b), nil
+	}
+	if _, binary := t.(iceberg.BinaryType); binary && col == mapping.ColKey {
+		return nil, "", fmt.Errorf("key column %s holds the raw Kafka keys (binary), which --key cannot give yet: look a record up by its position (--partition P --offset X), or replay the topic with --key string to look keys up as text", col)
 	}
 	return nil, "", fmt.Errorf("key column %s is of type %s, which --key cannot give yet", col, t)
 }

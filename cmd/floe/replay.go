@@ -84,7 +84,7 @@ or retention deleted them before the replay): publishing would drop them from ma
 kafka_topic, kafka_partition, kafka_key), a KTable's semantics: per partition the latest value of
 each key, a null value deletes the key, records without a key are skipped (counted in the ledger).
 State tables of an earlier floe (floe.fold=latest, written copy-on-write) stay readable by audit,
-where, as-of and export, but floe no longer writes into them: replay into a new table.
+where, as-of and files, but floe no longer writes into them: replay into a new table.
 
 Every bound is checked before anything is written. SIGINT commits what was read and stops: the
 table is consistent, and running the same command again continues where it stopped. A complete
@@ -94,7 +94,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
   floe replay --brokers localhost:9092 --topic orders --table lake.orders_today --from 2024-05-01T00:00:00Z
   floe replay --brokers localhost:9092 --topic orders --table lake.orders --branch rebuild --publish
   floe replay --brokers localhost:9092 --topic customers --table lake.customers --mode upsert --key json --value json --branch rebuild --publish
-  floe replay --brokers localhost:9092 --topic customers --table lake.customers_state --fold latest`,
+  floe replay --brokers localhost:9092 --topic customers --table lake.customers_state --fold latest --key string`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd, &f) },
 	}

@@ -164,6 +164,19 @@ func TestReplayCommandFoldLatest(t *testing.T) {
 		t.Fatalf("--fold latest: mode %s key %s\n%s", state.Mode(), state.UpsertKey(), out)
 	}
 
+	// A key given alone is shown as the object --key takes; the raw keys
+	// of this table (no --key string) cannot be given, which names how
+	// they can be looked up (from a new user).
+	for key, want := range map[string]string{
+		"c03": `e.g. {"kafka_topic":"TOPIC","kafka_partition":0,"kafka_key":"c03"}`,
+		`{"kafka_topic":"kv","kafka_partition":0,"kafka_key":"c03"}`: "replay the topic with --key string",
+	} {
+		code, _, errs := floe(t, append([]string{"where", "--table", "lake.kv_state", "--key", key}, loc...)...)
+		if code != exitError || !strings.Contains(errs, want) {
+			t.Errorf("where --key %s on a --fold latest table: exit %d\n%s\nwant %q", key, code, errs, want)
+		}
+	}
+
 	e := &floetest.Env{T: t, Ctx: t.Context(), Stack: st}
 	legacy := e.LegacyStateTable("lake.kv_legacy")
 	e.FoldLegacy(legacy, topic, 40)

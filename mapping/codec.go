@@ -64,11 +64,16 @@ func checkColumnNames(format string, t iceberg.Type) error {
 	if !ok {
 		return nil
 	}
+	fix := "rename the field in the schema"
+	if format == "json" {
+		// Schemaless JSON: the records' fields are the columns.
+		fix = "rename the field in the records the producer writes"
+	}
 	for _, f := range st.FieldList {
 		for _, m := range metadataColumns {
 			if strings.EqualFold(f.Name, m) {
 				return &SchemaError{Format: format, Path: f.Name,
-					Err: fmt.Errorf("named like floe's metadata column %s; rename the field in the schema", m)}
+					Err: fmt.Errorf("named like floe's metadata column %s; %s", m, fix)}
 			}
 		}
 	}

@@ -40,6 +40,11 @@ type jsonObject struct {
 // []any and *jsonObject values. Duplicate keys keep the last value, as
 // encoding/json does.
 func parseJSON(data []byte) (any, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		// kcat without -Z, among others, sends an empty value where a
+		// tombstone (a null value) was meant.
+		return nil, fmt.Errorf("not valid JSON: the value is empty (%d bytes); a tombstone, which deletes its key in an upsert table, is a null value, not an empty one (kcat -Z sends an empty value as null)", len(data))
+	}
 	if err := checkJSONText(data); err != nil {
 		return nil, err
 	}

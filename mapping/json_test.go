@@ -139,3 +139,15 @@ func TestDecodeJSONNotJSON(t *testing.T) {
 		t.Fatalf("DecodeJSON(notjson): %v", err)
 	}
 }
+
+// TestDecodeJSONEmptyValue: an empty value (kcat without -Z sends one where
+// a tombstone was meant) is refused saying so, where the reason was
+// "not valid JSON: EOF" (from a new user).
+func TestDecodeJSONEmptyValue(t *testing.T) {
+	for _, v := range [][]byte{{}, []byte(" \n")} {
+		_, _, _, err := DecodeJSON(v, nil)
+		if err == nil || !strings.Contains(err.Error(), "the value is empty") || !strings.Contains(err.Error(), "null value") {
+			t.Errorf("DecodeJSON(%q): %v, want the value named empty and a tombstone named a null value", v, err)
+		}
+	}
+}

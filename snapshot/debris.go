@@ -125,11 +125,17 @@ func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.
 	fail := func(err error) error {
 		return fmt.Errorf("remove stale metadata and ledger archive files of %s: %w", t.Name(), err)
 	}
+	// As for orphans (removeOrphans): the version loaded just before the
+	// listing, and ages from then, so that no file a commit after it
+	// names is older than minAge, however long the listing takes.
+	now := time.Now()
+	if err := t.Refresh(ctx); err != nil {
+		return fail(err)
+	}
 	folder, err := t.listMetadataFolder(ctx, true)
 	if err != nil {
 		return fail(err)
 	}
-	now := time.Now()
 	archives, err := t.staleArchives(ctx, log, folder.archives, minAge, now)
 	if err != nil {
 		return fail(err)

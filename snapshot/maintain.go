@@ -830,6 +830,16 @@ func (t *Table) checkOrphanLocation() error {
 // a snapshot. A table whose data folder does not exist (only file-less
 // commits so far) has no orphans.
 func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, minAge time.Duration, dryRun bool, res *MaintainResult) error {
+	// The files referenced are those of the version loaded now, just
+	// before the listing: a file older than minAge that a commit after
+	// it names was written more than minAge before its commit, which
+	// minAge rules out. The version the run loaded at its start is not:
+	// a run that took longer than minAge to get here (a large table's
+	// manifests, its dead-letter tables) deleted the files of commits
+	// that landed meanwhile.
+	if err := t.Refresh(ctx); err != nil {
+		return fmt.Errorf("remove orphan files of %s: %w", t.Name(), err)
+	}
 	plan, err := t.tbl.PlanOrphanFiles(ctx, table.WithLocation(t.DataLocation()), table.WithFilesOlderThan(minAge))
 	// A file another writer's expiry or compaction deletes while the
 	// folder is listed fails the listing: list again.

@@ -523,6 +523,10 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 			continue // one file split into several tasks
 		}
 		seen[df.FilePath()] = true
+		// A file larger than read.split.target-size with several row
+		// groups is planned as a task per split: the rewrite reads it
+		// whole, as one task, or its row check refused every run.
+		task.Start, task.Length = 0, df.FileSizeBytes()
 		plan.live++
 		mergeable := len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) == 0 && df.SpecID() == int32(spec.ID())
 		f := compactFile{task: task, partition: partitionKey(spec, df)}

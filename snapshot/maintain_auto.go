@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -95,7 +96,10 @@ func (t *Table) Retention() (Retention, error) {
 	if err != nil {
 		return Retention{}, err
 	}
-	r := Retention{MaxAge: time.Duration(age) * time.Millisecond, MinKeep: max(int(keep), 1), MaxSnapshots: int(capped)}
+	// Long.MAX_VALUE, Iceberg's "keep by age forever", is past what a
+	// Duration holds: the product overflowed to a negative age, which
+	// expired every snapshot beyond MinKeep.
+	r := Retention{MaxAge: time.Duration(min(age, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond, MinKeep: max(int(keep), 1), MaxSnapshots: int(capped)}
 	if r.MaxSnapshots > 0 {
 		r.MaxSnapshots = max(r.MaxSnapshots, r.MinKeep)
 	}

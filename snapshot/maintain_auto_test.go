@@ -102,3 +102,31 @@ func TestRetentionRejectsBadProperty(t *testing.T) {
 		t.Fatalf("retention %+v, %v; want the default age and floor, no cap", r, err)
 	}
 }
+
+// TestRetentionMaxAgeForever: a table that keeps its snapshots
+// forever by age says so the way Iceberg tables do,
+// history.expire.max-snapshot-age-ms=9223372036854775807 (Long.MAX_VALUE),
+// with floe's cap off. Retention multiplies the milliseconds into a
+// time.Duration, which overflows to -1ms: every snapshot beyond the
+// newest 50 reads as due, and the sink's maintenance asks iceberg-go for
+// an expiry with a negative age, which it refuses, after every commit.
+func TestRetentionMaxAgeForever(t *testing.T) {
+	tbl := wideTable(t, map[string]string{
+		"history.expire.max-snapshot-age-ms": "9223372036854775807",
+		snapshot.PropMaxSnapshots:            "0",
+	})
+	r, err := tbl.Retention()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxAge <= 0 {
+		t.Errorf("retention max age %v from %s", r.MaxAge, "9223372036854775807 ms")
+	}
+	for i := range 72 {
+		commitWide(t, tbl, 1, i)
+	}
+	res, ran, err := tbl.AutoMaintain(t.Context(), nil)
+	if err != nil || ran {
+		t.Fatalf("sink maintenance of a table that keeps its snapshots forever: ran %v, expired %d, err %v", ran, len(res.Expired), err)
+	}
+}

@@ -849,7 +849,7 @@ func TestCompactDryRunFilesAfterSpreadGroups(t *testing.T) {
 func TestCompactSplitFiles(t *testing.T) {
 	cat := tempCatalog(t)
 	tbl := openTestTable(t, cat, "lake.split", snapshot.OpenOptions{Create: true, Properties: map[string]string{
-		"read.split.target-size":      "1",
+		"read.split.target-size":        "1",
 		"write.parquet.row-group-limit": "2",
 	}})
 	smallFiles(t, tbl, 0, 4, 10) // [0, 40) in both partitions, 5 row groups a file

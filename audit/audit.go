@@ -371,6 +371,22 @@ func (e *NoLedgerError) Error() string {
 
 func (e *NoLedgerError) Is(target error) bool { return target == ErrNoLedger }
 
+// AuditedSnapshotExpiredError reports that the snapshot an audit read was
+// expired while the audit read its files, which the expiry deleted: the
+// files the audit found missing are not lost rows, and the audit says
+// nothing. Auditing again reads the table's current snapshot.
+type AuditedSnapshotExpiredError struct {
+	Table      string
+	SnapshotID int64
+	// Missing is the number of files the audit found missing.
+	Missing int
+}
+
+func (e *AuditedSnapshotExpiredError) Error() string {
+	return fmt.Sprintf("audit %s: snapshot %d, which the audit read, was expired while it read the table's files (by floe maintain or a sink's own maintenance, after a compaction replaced them), and %d of its files were deleted with it: they are not lost rows; run the audit again, which reads the current snapshot",
+		e.Table, e.SnapshotID, e.Missing)
+}
+
 // ErrTopicNotInLedger is matched (errors.Is) when Options.Topic has no
 // range in the table's ledger. It says nothing about the brokers: a topic
 // that does not exist there is connector.ErrUnknownTopic.
@@ -380,8 +396,9 @@ var ErrTopicNotInLedger = errors.New("topic not in the ledger")
 // metadata). Findings are not errors: an error means the audit could not
 // run, and is a *NoLedgerError, a *mapping.MalformedError, a
 // *mapping.RangesFileError (a commit's ranges file is missing or is not
-// the one its snapshot references), an ErrTopicNotInLedger, or a failure
-// to read the table or the broker.
+// the one its snapshot references), an ErrTopicNotInLedger, an
+// *AuditedSnapshotExpiredError, or a failure to read the table or the
+// broker.
 func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error) {
 	if opts.Depth == 0 {
 		opts.Depth = DepthFiles
@@ -450,8 +467,36 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 		}
 		a.rep.RowsRead = max(a.rep.RowsRead, a.contentRows)
 	}
+	if err := a.checkSnapshotLive(ctx); err != nil {
+		return nil, err
+	}
 	a.finish()
 	return a.rep, nil
+}
+
+// checkSnapshotLive returns an *AuditedSnapshotExpiredError when the audit
+// found files of its snapshot missing and the table, loaded again, no
+// longer has that snapshot: a long audit beside a compaction and an expiry
+// reads a snapshot whose replaced files the expiry deleted. While the
+// snapshot is live, no expiry deletes its files, and they are findings.
+func (a *auditor) checkSnapshotLive(ctx context.Context) error {
+	missing := 0
+	for _, f := range a.rep.Findings {
+		if f.Kind == KindMissingFile {
+			missing++
+		}
+	}
+	if missing == 0 || a.headID == 0 {
+		return nil
+	}
+	now, err := a.tbl.Catalog().LoadTable(ctx, a.tbl.Identifier())
+	if err != nil {
+		return fmt.Errorf("audit %s: reload the table to tell missing files from an expiry: %w", a.tbl.Name(), err)
+	}
+	if now.Metadata().SnapshotByID(a.headID) != nil {
+		return nil
+	}
+	return &AuditedSnapshotExpiredError{Table: a.tbl.Name(), SnapshotID: a.headID, Missing: missing}
 }
 
 // auditor carries one audit's state across its levels.

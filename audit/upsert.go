@@ -433,6 +433,11 @@ func (ci commitIndex) of(tp mapping.TopicPartition, offset int64) int32 {
 // met in the retained part of the ranges, its winning record.
 type upsertFold struct {
 	winners map[keyID]upsertWinner
+	// others are, for a key met in several partitions, the latest
+	// retained record of its key in each partition but the winner's: a
+	// row of such a partition whose record is gone is stale when a later
+	// one of its partition is retained, whichever partition won.
+	others  map[keyID][]partitionLatest
 	commits commitIndex
 	// rows are the table's rows, sorted by key; byTP their digests per
 	// partition, sorted by offset.
@@ -443,22 +448,78 @@ type upsertFold struct {
 	unverifiable map[mapping.TopicPartition][]mapping.Interval
 }
 
+// partitionLatest is the offset of a key's latest retained record in the
+// partition tp (an index of auditor.tpIndex).
+type partitionLatest struct {
+	tp     int32
+	offset int64
+}
+
 // merge folds one partition's latest record of each key into the
 // table-wide fold, with the winner rule.
 func (a *auditor) merge(f *upsertFold, tp mapping.TopicPartition, latest map[keyID]latestRecord) {
 	id := a.tpID(tp)
 	for k, l := range latest {
 		w := upsertWinner{offset: l.offset, timestamp: l.timestamp, commit: f.commits.of(tp, l.offset), tp: id, tombstone: l.tombstone}
-		if e, ok := f.winners[k]; !ok || a.supersedes(w, e) {
+		e, ok := f.winners[k]
+		switch {
+		case !ok:
 			f.winners[k] = w
+		case a.supersedes(w, e):
+			f.others[k] = append(f.others[k], partitionLatest{e.tp, e.offset})
+			f.winners[k] = w
+		default:
+			f.others[k] = append(f.others[k], partitionLatest{w.tp, w.offset})
 		}
 	}
+}
+
+// latestIn returns the offset of the latest retained record of key k,
+// whose winner is w, in partition tp, and false when tp retains none.
+func (f *upsertFold) latestIn(k keyID, w upsertWinner, tp int32) (int64, bool) {
+	if w.tp == tp {
+		return w.offset, true
+	}
+	for _, o := range f.others[k] {
+		if o.tp == tp {
+			return o.offset, true
+		}
+	}
+	return 0, false
+}
+
+// unverifiedAfter reports whether a partition other than the one whose
+// index is tp has offsets the log no longer holds in a commit at or after
+// commit: a record there (a delete among them) may have won over the
+// winner of a key, so the winner's row may rightly be missing.
+func (f *upsertFold) unverifiedAfter(a *auditor, tp int32, commit int32) bool {
+	for other, rs := range f.commits {
+		if a.tpIndex[tp] == other {
+			continue
+		}
+		for _, r := range rs {
+			if r.commit >= commit && (!f.verifiable(a, other, r.Low) || !f.verifiable(a, other, r.High-1) || f.holeIn(other, r.Interval)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holeIn reports whether an unverifiable interval of tp overlaps iv.
+func (f *upsertFold) holeIn(tp mapping.TopicPartition, iv mapping.Interval) bool {
+	for _, h := range f.unverifiable[tp] {
+		if h.Low < iv.High && iv.Low < h.High {
+			return true
+		}
+	}
+	return false
 }
 
 // readUpsertRows reads every row of the head, with deletes applied: its
 // key, position and content digest (upsertFold.rows and byTP).
 func (a *auditor) readUpsertRows(ctx context.Context) (*upsertFold, error) {
-	f := &upsertFold{winners: map[keyID]upsertWinner{}, commits: newCommitIndex(a.ledger),
+	f := &upsertFold{winners: map[keyID]upsertWinner{}, others: map[keyID][]partitionLatest{}, commits: newCommitIndex(a.ledger),
 		byTP: map[mapping.TopicPartition][]offsetDigest{}, unverifiable: map[mapping.TopicPartition][]mapping.Interval{}}
 	layout := a.tbl.Layout()
 	value := layout.RawValueColumn()
@@ -579,12 +640,16 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 				continue
 			}
 			if !f.verifiable(a, row.tp, row.offset) && f.commits.of(row.tp, row.offset) >= w.commit {
-				unjudged = true
-				continue
+				// A later record of its own partition is retained: it
+				// wins over the row's, whichever partition won.
+				if l, ok := f.latestIn(k, w, r.tp); !ok || l <= r.offset {
+					unjudged = true
+					continue
+				}
 			}
 			found = append(found, upsertFinding{kind: KindSupersededRow, row: row, hasRow: true, record: rec, tombstone: w.tombstone})
 		}
-		if !held && !unjudged && !w.tombstone {
+		if !held && !unjudged && !w.tombstone && !f.unverifiedAfter(a, w.tp, w.commit) {
 			a.parts[rec.tp].Content.Folded-- // counted as folded away when it was read
 			found = append(found, upsertFinding{kind: KindMissingRow, record: rec})
 		}

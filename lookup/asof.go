@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/floe-dev/floe/connector"
@@ -178,11 +179,16 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	var cut mapping.Cut
 	if q.Offsets != "" {
 		def := ""
-		if topics := ledger.Topics(); len(topics) == 1 {
+		topics := ledger.Topics()
+		if len(topics) == 1 {
 			def = topics[0]
 		}
 		if cut, err = mapping.ParseCut(q.Offsets, def); err != nil {
-			return res, &QueryError{Setting: SettingOffsets, Value: q.Offsets, Want: err.Error()}
+			want := err.Error()
+			if len(topics) > 1 {
+				want += fmt.Sprintf(" (%s holds the topics %s)", tbl.Name(), strings.Join(topics, ", "))
+			}
+			return res, &QueryError{Setting: SettingOffsets, Value: q.Offsets, Want: want}
 		}
 		for tp := range cut {
 			source[tp] = SourceGiven

@@ -169,6 +169,11 @@ func TestFilesOfACompactedTable(t *testing.T) {
 	if f.Topic != "" || f.Partition != nil || f.MinOffset != nil || !tbl.IsCompaction(f.AddedBy) || f.Group == nil || f.Group.Files != 1 || !slices.Equal(f.Group.Spans, want) {
 		t.Errorf("file %+v (group %+v), want a group of 1 file with spans %v added by the compaction", f, f.Group, want)
 	}
+	// A position without its topic names the table's topics (from a new
+	// user).
+	if _, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: "0=1"}); err == nil || !strings.Contains(err.Error(), "holds the topics alpha, beta") {
+		t.Errorf("as-of 0=1 on a table of two topics: %v, want the topics named", err)
+	}
 }
 
 // TestFilesReadsNoArchivedRange: listing the files of a table of one topic

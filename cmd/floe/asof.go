@@ -65,9 +65,8 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if (offsets == "") == (at == "") {
 				return errors.New("give exactly one of --offsets TOPIC/P=OFFSET[,...] and --time RFC3339")
 			}
-			if output != "" && !rows {
-				return errors.New("--output writes rows: add --rows")
-			}
+			// Writing the rows is what --output asks for.
+			rows = rows || output != ""
 			var format lookup.Format
 			if output != "" {
 				var err error
@@ -150,7 +149,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 	fs.StringVar(&offsets, "offsets", "", "position per partition, `TOPIC/P=OFFSET[,...]` (P=OFFSET when the table holds one topic)")
 	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z; not in the future")
 	fs.BoolVar(&rows, "rows", false, "also print (or write to --output) the table's rows as of the position")
-	fs.StringVarP(&output, "output", "o", "", "write the rows to this `FILE`: .parquet, .csv, .jsonl/.ndjson/.json (mode 0644)")
+	fs.StringVarP(&output, "output", "o", "", "write the rows to this `FILE`: .parquet, .csv, .jsonl/.ndjson/.json (mode 0644); implies --rows")
 	return cmd
 }
 

@@ -143,11 +143,12 @@ func TestJSONLogKeysOnce(t *testing.T) {
 }
 
 // TestExportedFileMode: as-of --output writes a file anyone may read, like
-// any file a user asks for.
+// any file a user asks for; --output alone writes the rows (it was refused
+// without --rows).
 func TestExportedFileMode(t *testing.T) {
 	_, loc := whereStack(t)
 	out := filepath.Join(t.TempDir(), "rows.csv")
-	mustFloe(t, append([]string{"as-of", "--table", "lake.w", "--offsets", "w/0=5", "--rows", "-o", out}, loc...)...)
+	mustFloe(t, append([]string{"as-of", "--table", "lake.w", "--offsets", "w/0=5", "-o", out}, loc...)...)
 	fi, err := os.Stat(out)
 	if err != nil {
 		t.Fatal(err)

@@ -201,6 +201,12 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
+	// The mode and key first: a run of the wrong mode is refused for it,
+	// not for a layout it would then change only to be refused again.
+	mode, key, err := checkMode(name, tbl, opts)
+	if err != nil {
+		return nil, err
+	}
 	// A table without rows was most likely made by a run with the wrong
 	// flags: the refusal says it can be dropped.
 	empty := tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil || tbl.CurrentSnapshot().Summary.Properties["total-records"] == "0"
@@ -220,10 +226,6 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	}
 	if err := layout.Check(tbl.Schema()); err != nil {
 		return nil, fmt.Errorf("table %s cannot hold floe rows: %w (sink into a new table, or fix its schema)", name, err)
-	}
-	mode, key, err := checkMode(name, tbl, opts)
-	if err != nil {
-		return nil, err
 	}
 	branch := opts.Branch
 	if branch == "" {

@@ -148,6 +148,9 @@ func TestUpsertSinkCommand(t *testing.T) {
 		t.Fatalf("append sink: exit %d, want flush_records=500000 in its log\n%s", code, errs)
 	}
 	refused(t, st, "table lake.log is of mode append, and this run writes mode upsert", append(sink, "--table", "lake.log", "--mode", "upsert")...)
+	// The mode before the layout: asked to pass --key raw, a user then met
+	// the mode's refusal (from a new user).
+	refused(t, st, "table lake.log is of mode append, and this run writes mode upsert", append(sink, "--table", "lake.log", "--mode", "upsert", "--key", "string")...)
 	refused(t, st, "table lake.accounts is of mode upsert, and this run writes mode append", append(sink, "--table", "lake.accounts", "--mode", "append")...)
 	// Another key: the key's bytes instead of its text.
 	refused(t, st, "table lake.accounts keeps its keys as string, not raw", append(sink, "--table", "lake.accounts", "--mode", "upsert", "--key", "raw")...)

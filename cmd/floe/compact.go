@@ -37,7 +37,11 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			fmt.Fprint(w, ")")
 			switch {
 			case r.DroppedDeletes > 0 && dryRun:
-				fmt.Fprintf(w, "; would drop %s that apply to no row", plural(r.DroppedDeletes, "delete file"))
+				verb := "apply"
+				if r.DroppedDeletes == 1 {
+					verb = "applies"
+				}
+				fmt.Fprintf(w, "; would drop %s that %s to no row", plural(r.DroppedDeletes, "delete file"), verb)
 			case r.DroppedDeletes > 0:
 				fmt.Fprintf(w, "; snapshot %d dropped %s that applied to no row", r.SnapshotID, plural(r.DroppedDeletes, "delete file"))
 			}

@@ -141,7 +141,8 @@ func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.
 		return fail(err)
 	}
 	var errs []error
-	res.StaleMetadata, err = t.deleteFolderFiles(ctx, t.staleMetadata(log, folder.meta, minAge, now), dryRun)
+	manifests := t.staleManifests(ctx, log, folder.meta, minAge, now)
+	res.StaleMetadata, err = t.deleteFolderFiles(ctx, append(t.staleMetadata(log, folder.meta, minAge, now), manifests...), dryRun)
 	errs = append(errs, err)
 	// A segment's index goes with it, and so does one whose segment is
 	// already gone (floe before this deleted segments only).
@@ -346,6 +347,51 @@ func (t *Table) staleMetadata(log *slog.Logger, files []folderFile, minAge time.
 		case !ok, referenced[f.name], v > current, v < floor:
 		case minAge > 0 && !f.modTime.Before(now.Add(-minAge)):
 		default:
+			stale = append(stale, f)
+		}
+	}
+	return stale
+}
+
+// staleManifests picks, out of the files of the metadata folder, the
+// manifest lists and manifests (.avro) older than minAge that no snapshot
+// of the table references. A commit that lost the catalog's race leaves
+// the ones it wrote (its retry writes its own), and so does an expiry
+// killed before it deleted the files of the snapshots it expired: no
+// other cleanup finds them, as orphan removal lists the data folder only.
+// A commit writes its manifests just before it commits, so a younger file
+// may be about to be committed. When a snapshot's manifest list cannot be
+// read, what is referenced is not known, and none is picked.
+func (t *Table) staleManifests(ctx context.Context, log *slog.Logger, files []folderFile, minAge time.Duration, now time.Time) []folderFile {
+	var old []folderFile
+	for _, f := range files {
+		if strings.HasSuffix(f.name, ".avro") && f.modTime.Before(now.Add(-minAge)) {
+			old = append(old, f)
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		log.Warn("not removing unreferenced manifests", "table", t.Name(), "err", err)
+		return nil
+	}
+	referenced := map[string]bool{}
+	for _, s := range t.tbl.Metadata().Snapshots() {
+		referenced[path.Base(s.ManifestList)] = true
+		mans, err := s.Manifests(fsys)
+		if err != nil {
+			log.Warn("not removing unreferenced manifests: a snapshot's manifest list cannot be read", "table", t.Name(), "snapshot", s.SnapshotID, "err", err)
+			return nil
+		}
+		for _, m := range mans {
+			referenced[path.Base(m.FilePath())] = true
+		}
+	}
+	var stale []folderFile
+	for _, f := range old {
+		if !referenced[f.name] {
 			stale = append(stale, f)
 		}
 	}

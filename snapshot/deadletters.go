@@ -112,7 +112,9 @@ func OpenDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Ident
 	if err != nil {
 		var layout *mapping.LayoutError
 		if errors.As(err, &layout) {
-			return nil, fmt.Errorf("table %s exists and is not a dead-letter table; name another one (--dlq-table): %w", layout.Table, err)
+			// Not the layout error's own advice, which is how to write
+			// records into that table.
+			return nil, fmt.Errorf("table %s exists and is not a dead-letter table (its columns are a data table's); name another one (--dlq-table)", layout.Table)
 		}
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -378,14 +379,23 @@ func (e *NoLedgerError) Is(target error) bool { return target == ErrNoLedger }
 type AuditedSnapshotExpiredError struct {
 	Table      string
 	SnapshotID int64
-	// Missing is the number of files the audit found missing.
+	// Missing is the number of files the audit found missing, none of
+	// which the branch's head references; Err the error of a level that
+	// could not read a file of the snapshot, if one failed.
 	Missing int
+	Err     error
 }
 
 func (e *AuditedSnapshotExpiredError) Error() string {
-	return fmt.Sprintf("audit %s: snapshot %d, which the audit read, was expired while it read the table's files (by floe maintain or a sink's own maintenance, after a compaction replaced them), and %d of its files were deleted with it: they are not lost rows; run the audit again, which reads the current snapshot",
-		e.Table, e.SnapshotID, e.Missing)
+	what := fmt.Sprintf("%d of its files were deleted with it: they are not lost rows", e.Missing)
+	if e.Err != nil {
+		what = fmt.Sprintf("its files were deleted with it (%v)", e.Err)
+	}
+	return fmt.Sprintf("audit %s: snapshot %d, which the audit read, was expired while it read the table's files (by floe maintain or a sink's own maintenance, after a compaction replaced them), and %s; run the audit again, which reads the current snapshot",
+		e.Table, e.SnapshotID, what)
 }
+
+func (e *AuditedSnapshotExpiredError) Unwrap() error { return e.Err }
 
 // ErrTopicNotInLedger is matched (errors.Is) when Options.Topic has no
 // range in the table's ledger. It says nothing about the brokers: a topic
@@ -448,12 +458,12 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	}
 	if opts.Depth >= DepthFiles {
 		if err := a.filesLevel(ctx); err != nil {
-			return nil, err
+			return nil, a.expiredOr(ctx, err)
 		}
 	}
 	if opts.Depth >= DepthRows {
 		if err := a.rowsLevel(ctx); err != nil {
-			return nil, err
+			return nil, a.expiredOr(ctx, err)
 		}
 	}
 	if opts.Broker != nil {
@@ -463,7 +473,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 	}
 	if opts.VerifyContent {
 		if err := a.contentLevel(ctx); err != nil {
-			return nil, err
+			return nil, a.expiredOr(ctx, err)
 		}
 		a.rep.RowsRead = max(a.rep.RowsRead, a.contentRows)
 	}
@@ -475,28 +485,68 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 }
 
 // checkSnapshotLive returns an *AuditedSnapshotExpiredError when the audit
-// found files of its snapshot missing and the table, loaded again, no
-// longer has that snapshot: a long audit beside a compaction and an expiry
-// reads a snapshot whose replaced files the expiry deleted. While the
-// snapshot is live, no expiry deletes its files, and they are findings.
+// found files of its snapshot missing, the table, loaded again, no longer
+// has that snapshot, and its branch's head references none of them: a long
+// audit beside a compaction and an expiry reads a snapshot whose replaced
+// files the expiry deleted. While the snapshot is live, no expiry deletes
+// its files; a file the head still references is lost whatever expired:
+// they are findings.
 func (a *auditor) checkSnapshotLive(ctx context.Context) error {
-	missing := 0
+	var missing []string
 	for _, f := range a.rep.Findings {
 		if f.Kind == KindMissingFile {
-			missing++
+			missing = append(missing, f.File)
 		}
 	}
-	if missing == 0 || a.headID == 0 {
+	if len(missing) == 0 {
 		return nil
 	}
-	now, err := a.tbl.Catalog().LoadTable(ctx, a.tbl.Identifier())
+	expired, err := a.snapshotExpired(ctx, missing)
+	if err != nil || !expired {
+		return err
+	}
+	return &AuditedSnapshotExpiredError{Table: a.tbl.Name(), SnapshotID: a.headID, Missing: len(missing)}
+}
+
+// expiredOr returns err, a level's failure, or an
+// *AuditedSnapshotExpiredError wrapping it when it is a file of the
+// audited snapshot gone (a manifest or data file) because an expiry
+// removed the snapshot meanwhile.
+func (a *auditor) expiredOr(ctx context.Context, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if expired, cerr := a.snapshotExpired(ctx, nil); cerr != nil || !expired {
+		return err
+	}
+	return &AuditedSnapshotExpiredError{Table: a.tbl.Name(), SnapshotID: a.headID, Err: err}
+}
+
+// snapshotExpired reports whether the table, loaded again, no longer has
+// the audited snapshot and its branch's head references none of files.
+func (a *auditor) snapshotExpired(ctx context.Context, files []string) (bool, error) {
+	if a.headID == 0 {
+		return false, nil
+	}
+	now, err := snapshot.Open(ctx, a.tbl.Catalog(), a.tbl.Identifier(), snapshot.OpenOptions{Branch: a.tbl.Branch()})
 	if err != nil {
-		return fmt.Errorf("audit %s: reload the table to tell missing files from an expiry: %w", a.tbl.Name(), err)
+		return false, fmt.Errorf("audit %s: reload the table to tell missing files from an expiry: %w", a.tbl.Name(), err)
 	}
-	if now.Metadata().SnapshotByID(a.headID) != nil {
-		return nil
+	if now.Iceberg().Metadata().SnapshotByID(a.headID) != nil {
+		return false, nil
 	}
-	return &AuditedSnapshotExpiredError{Table: a.tbl.Name(), SnapshotID: a.headID, Missing: missing}
+	if head := now.Head(); head != nil && len(files) > 0 {
+		live, err := now.Files(ctx, head.SnapshotID)
+		if err != nil {
+			return false, fmt.Errorf("audit %s: list the files of the head to tell missing files from an expiry: %w", a.tbl.Name(), err)
+		}
+		for _, f := range live {
+			if slices.Contains(files, f.Path) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // auditor carries one audit's state across its levels.

@@ -439,6 +439,8 @@ type upsertFold struct {
 	// one of its partition is retained, whichever partition won.
 	others  map[keyID][]partitionLatest
 	commits commitIndex
+	// lastUnverified is lastUnverifiedCommits, once computed.
+	lastUnverified map[mapping.TopicPartition]int32
 	// rows are the table's rows, sorted by key; byTP their digests per
 	// partition, sorted by offset.
 	rows []keyedRow
@@ -493,17 +495,31 @@ func (f *upsertFold) latestIn(k keyID, w upsertWinner, tp int32) (int64, bool) {
 // commit: a record there (a delete among them) may have won over the
 // winner of a key, so the winner's row may rightly be missing.
 func (f *upsertFold) unverifiedAfter(a *auditor, tp int32, commit int32) bool {
-	for other, rs := range f.commits {
-		if a.tpIndex[tp] == other {
-			continue
-		}
-		for _, r := range rs {
-			if r.commit >= commit && (!f.verifiable(a, other, r.Low) || !f.verifiable(a, other, r.High-1) || f.holeIn(other, r.Interval)) {
-				return true
-			}
+	if f.lastUnverified == nil {
+		f.lastUnverified = f.lastUnverifiedCommits(a)
+	}
+	for other, last := range f.lastUnverified {
+		if last >= commit && a.tpIndex[tp] != other {
+			return true
 		}
 	}
 	return false
+}
+
+// lastUnverifiedCommits returns, per partition, the latest commit whose
+// range holds offsets the log no longer holds (-1: none): computed once,
+// a check is then one comparison per partition.
+func (f *upsertFold) lastUnverifiedCommits(a *auditor) map[mapping.TopicPartition]int32 {
+	last := map[mapping.TopicPartition]int32{}
+	for tp, rs := range f.commits {
+		last[tp] = -1
+		for _, r := range rs {
+			if r.commit > last[tp] && (!f.verifiable(a, tp, r.Low) || !f.verifiable(a, tp, r.High-1) || f.holeIn(tp, r.Interval)) {
+				last[tp] = r.commit
+			}
+		}
+	}
+	return last
 }
 
 // holeIn reports whether an unverifiable interval of tp overlaps iv.

@@ -24,7 +24,7 @@ func BenchmarkUpsertFold(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		f := &upsertFold{winners: map[keyID]upsertWinner{}, commits: newCommitIndex(l)}
+		f := &upsertFold{winners: map[keyID]upsertWinner{}, others: map[keyID][]partitionLatest{}, commits: newCommitIndex(l)}
 		fc := newFoldCheck(nil)
 		var key [8]byte
 		for i := range int64(keys) {

@@ -624,6 +624,11 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 	switch d.layout.Value {
 	case mapping.ValueJSON:
 		st, changed, obj, err := mapping.DecodeJSON(value, d.values)
+		if errors.Is(err, mapping.ErrEmptyJSON) {
+			// kcat without -Z, among others, sends an empty value where
+			// a tombstone was meant.
+			err = fmt.Errorf("%w: a tombstone, which deletes its key in an upsert table, is a null value, not an empty one (kcat -Z sends an empty value as null)", err)
+		}
 		if err == nil && changed {
 			err = mapping.CheckColumnNames("json", st)
 		}

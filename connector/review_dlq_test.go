@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
@@ -177,5 +179,83 @@ func TestWherePendingDeadLetterNotMissing(t *testing.T) {
 	}
 	if r.Kind != "" || !strings.Contains(r.Explanation, "pending") || !strings.Contains(r.Explanation, "transaction marker") {
 		t.Errorf("where offset 2 without --brokers: kind %q; want none, naming a marker and a pending dead letter: %s", r.Kind, r.Explanation)
+	}
+}
+
+// TestWherePendingDeadLetterUpsert: in an upsert table, a record without a
+// row in a range whose dead letter is pending may be a superseded value or
+// that dead letter, and the log does not say which: with --brokers the
+// answer was "superseded" (here an undecodable value whose key occurs
+// once), without the pending dead letter; now the kind is unknown and the
+// explanation names both (from a review).
+func TestWherePendingDeadLetterUpsert(t *testing.T) {
+	e := newEnv(t)
+	const topic, table = "pendupsert", "lake.pendupsert"
+	e.Topic(topic, 1, nil)
+	key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
+	tbl, dlq := e.TableWithDeadLetters(table, snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Key: mapping.KeyString, Value: mapping.ValueJSON},
+		Mode: mapping.ModeUpsert, Key: &key})
+	e.Produce(jsonRecords(topic, 0, `bad`))
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := e.faultyDeadLetters(tbl)
+	e.Produce(jsonRecords(topic, 0, `{"id":1}`, `oops`, `{"id":2}`)) // offsets 1-3, keys k0 k1 k2
+	_, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: bad})
+	if _, ok := errors.AsType[*snapshot.DeadLettersPendingError](err); !ok {
+		t.Fatalf("sink: %v, want a DeadLettersPendingError", err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+	r, err := lookup.Where(e.Ctx, tbl, nil, tp, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("without --brokers: %s/%s: %s", r.Status, r.Kind, r.Explanation)
+	if r.Kind != "" || !strings.Contains(r.Explanation, "superseded") || !strings.Contains(r.Explanation, "pending") {
+		t.Errorf("without --brokers: kind %q, want none, naming a superseded value and a pending dead letter: %s", r.Kind, r.Explanation)
+	}
+	r, err = lookup.Where(e.Ctx, tbl, e.Broker(), tp, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with --brokers: %s/%s: %s", r.Status, r.Kind, r.Explanation)
+	if r.Kind != "" || !strings.Contains(r.Explanation, "superseded") || !strings.Contains(r.Explanation, "pending") {
+		t.Errorf("where --brokers offset 2 of an upsert table (an undecodable value whose dead letter is pending): kind %q, want none, naming a superseded value and a pending dead letter: %s", r.Kind, r.Explanation)
+	}
+}
+
+// TestEmptyJSONReasons: an empty value is a dead letter saying a tombstone
+// is a null value (kcat without -Z sends an empty one), where it said
+// "not valid JSON: EOF" (from a new user); an empty key says it is empty,
+// without a word of tombstones (from a review).
+func TestEmptyJSONReasons(t *testing.T) {
+	e := newEnv(t)
+	const topic = "emptyjson"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.TypedTable("lake.emptyjson", mapping.Layout{Value: mapping.ValueJSON, Key: mapping.KeyJSON})
+	e.Produce([]*kgo.Record{
+		{Topic: topic, Partition: 0, Key: []byte{}, Value: []byte(`{"id":1}`)},
+		{Topic: topic, Partition: 0, Key: []byte(`{"k":1}`), Value: []byte{}},
+	})
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	for offset, want := range map[int64]struct{ has, hasNot string }{
+		0: {"not valid JSON: empty (0 bytes)", "tombstone"},
+		1: {"a tombstone, which deletes its key in an upsert table, is a null value", ""},
+	} {
+		r, err := lookup.Where(e.Ctx, tbl, nil, mapping.TopicPartition{Topic: topic, Partition: 0}, offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Kind != lookup.KindDeadLetter || !strings.Contains(r.Reason, want.has) || (want.hasNot != "" && strings.Contains(r.Reason, want.hasNot)) {
+			t.Errorf("offset %d: %s/%s, reason %q; want a dead letter saying %q", offset, r.Status, r.Kind, r.Reason, want.has)
+		}
 	}
 }

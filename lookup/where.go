@@ -191,7 +191,7 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		if err != nil {
 			return res, err
 		}
-		if name := loc.Commit.DeadLetterTable; loc.Range.DeadLetters > 0 && (res.Kind == "" || res.Kind == KindMissing) {
+		if name := loc.Commit.DeadLetterTable; loc.Range.DeadLetters > 0 && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
 			// A committed record without a row in a range with dead
 			// letters may be one the dead-letter table does not hold yet.
 			sent := fmt.Sprintf("%d records", loc.Range.DeadLetters)
@@ -204,8 +204,11 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 				res.Kind, res.Explanation = KindDeadLetterNotFound, pending
 			} else {
 				// Without the log, the offset may as well be any of the
-				// others: the kind stays unknown.
-				res.Explanation += "; or " + pending + "; --brokers reads the offset from the log and tells which"
+				// others; with it, a committed record of a state table may
+				// be folded into its key's row or have failed to become
+				// one, which the log does not say: the kind is unknown.
+				res.Kind = ""
+				res.Explanation += "; or " + pending
 			}
 		}
 		res.Explanation = fmt.Sprintf("%s is accounted for by snapshot %d in range [%d, %d) but has no row: %s",

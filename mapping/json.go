@@ -39,11 +39,13 @@ type jsonObject struct {
 // parseJSON parses one JSON document into nil, bool, json.Number, string,
 // []any and *jsonObject values. Duplicate keys keep the last value, as
 // encoding/json does.
+// ErrEmptyJSON is matched (errors.Is) by the error of JSON text that is
+// empty or white space only.
+var ErrEmptyJSON = errors.New("not valid JSON: empty")
+
 func parseJSON(data []byte) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		// kcat without -Z, among others, sends an empty value where a
-		// tombstone (a null value) was meant.
-		return nil, fmt.Errorf("not valid JSON: the value is empty (%d bytes); a tombstone, which deletes its key in an upsert table, is a null value, not an empty one (kcat -Z sends an empty value as null)", len(data))
+		return nil, fmt.Errorf("%w (%d bytes)", ErrEmptyJSON, len(data))
 	}
 	if err := checkJSONText(data); err != nil {
 		return nil, err

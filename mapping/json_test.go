@@ -146,8 +146,8 @@ func TestDecodeJSONNotJSON(t *testing.T) {
 func TestDecodeJSONEmptyValue(t *testing.T) {
 	for _, v := range [][]byte{{}, []byte(" \n")} {
 		_, _, _, err := DecodeJSON(v, nil)
-		if err == nil || !strings.Contains(err.Error(), "the value is empty") || !strings.Contains(err.Error(), "null value") {
-			t.Errorf("DecodeJSON(%q): %v, want the value named empty and a tombstone named a null value", v, err)
+		if !errors.Is(err, ErrEmptyJSON) {
+			t.Errorf("DecodeJSON(%q): %v, want ErrEmptyJSON", v, err)
 		}
 	}
 }

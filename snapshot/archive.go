@@ -688,10 +688,10 @@ func readSegments(ctx context.Context, tbl *table.Table, name string, named, loa
 }
 
 // readArchiveFile reads and checks one archive file of the table with uuid
-// tableUUID.
-func readArchiveFile(fsys iceio.IO, tableUUID, name, path string) (*Archive, error) {
+// tableUUID, whose SHA-256 must be want unless want is empty.
+func readArchiveFile(fsys iceio.IO, tableUUID, name, path, want string) (*Archive, error) {
 	a := &Archive{Format: ArchiveFormat, TableUUID: tableUUID}
-	for s, err := range segmentEntries(fsys, tableUUID, path, "") {
+	for s, err := range segmentEntries(fsys, tableUUID, path, want) {
 		if err != nil {
 			return nil, &ArchiveError{Table: name, Path: path, Err: err}
 		}
@@ -839,14 +839,14 @@ func (p segmentPlan) read(ctx context.Context, tbl *table.Table) error {
 	return nil
 }
 
-// readSegment reads the archive file at path whole: every entry with its
-// ranges.
-func (t *Table) readSegment(ctx context.Context, path string) (*Archive, error) {
+// readSegment reads the segment seg whole, checked against its digest:
+// every entry with its ranges.
+func (t *Table) readSegment(ctx context.Context, seg segment) (*Archive, error) {
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
-		return nil, &ArchiveError{Table: t.Name(), Path: path, Err: err}
+		return nil, &ArchiveError{Table: t.Name(), Path: seg.path, Err: err}
 	}
-	return readArchiveFile(fsys, t.tbl.Metadata().TableUUID().String(), t.Name(), path)
+	return readArchiveFile(fsys, t.tbl.Metadata().TableUUID().String(), t.Name(), seg.path, seg.digest.segment)
 }
 
 // oldest is the commit time of the segment's oldest entry (0: empty).

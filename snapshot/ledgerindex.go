@@ -479,14 +479,20 @@ func (x *indexer) close() error {
 
 // buildIndex indexes the segment file read from r, decoding it one entry
 // at a time, and returns the index with its Snapshots, its blocks holding
-// their summaries.
+// their summaries and the digests of the bytes they were decoded from, so
+// that reading a block later checks it as an index file's digests do.
 func buildIndex(r io.Reader, tableUUID string) (*segmentIndex, error) {
 	ix := &segmentIndex{Format: indexFormat, TableUUID: tableUUID}
 	x := indexer{ix: ix, light: func(_ int, s ArchivedSnapshot) error {
 		ix.Snapshots = append(ix.Snapshots, s)
 		return nil
 	}}
-	er := newEntryReader(r, tableUUID)
+	var rec spanRecorder
+	er := newEntryReader(io.TeeReader(r, &rec), tableUUID)
+	digest := func() {
+		b := &ix.Blocks[len(ix.Blocks)-1]
+		b.SHA256 = rec.take(b.Offset, b.Offset+b.Length)
+	}
 	for {
 		s, ok, err := er.next()
 		if err != nil {
@@ -498,12 +504,40 @@ func buildIndex(r io.Reader, tableUUID string) (*segmentIndex, error) {
 		if err := x.add(s, er.start, er.end); err != nil {
 			return nil, err
 		}
+		if !x.open {
+			digest()
+		}
+	}
+	if x.open {
+		digest()
 	}
 	if err := x.close(); err != nil {
 		return nil, err
 	}
 	ix.Size = er.dec.InputOffset()
 	return ix, nil
+}
+
+// spanRecorder keeps the bytes of a file read through it from the end of
+// the last span taken on, to digest spans of it as they are decoded.
+type spanRecorder struct {
+	base int64 // the offset of buf[0]
+	buf  []byte
+}
+
+func (r *spanRecorder) Write(p []byte) (int, error) {
+	r.buf = append(r.buf, p...)
+	return len(p), nil
+}
+
+// take returns the SHA-256 of bytes [from, to) in hex, which it holds
+// (from is at least the end of the last span taken), and forgets the
+// bytes before to.
+func (r *spanRecorder) take(from, to int64) string {
+	sum := sha256Hex(r.buf[from-r.base : to-r.base])
+	r.buf = slices.Clone(r.buf[to-r.base:])
+	r.base = to
+	return sum
 }
 
 // summariesWriter writes a segment's summaries file: one block's summary

@@ -546,6 +546,15 @@ func (t *Table) stageSegment(txn *table.Transaction, seg segment, absorbed []seg
 			keys = append(keys, digestKey(a.path))
 		}
 	}
+	// A floe before digests that absorbed a segment removed its name and
+	// left its digest: removed with the next segment.
+	for k := range t.tbl.Properties() {
+		if id, ok := strings.CutPrefix(k, PropLedgerDigestPrefix); ok && !slices.Contains(keys, k) {
+			if _, named := t.tbl.Properties()[PropLedgerSegmentPrefix+id]; !named {
+				keys = append(keys, k)
+			}
+		}
+	}
 	if err := txn.RemoveProperties(keys); err != nil {
 		return fmt.Errorf("stage the ledger archive segment of %s: %w", t.Name(), err)
 	}
@@ -724,7 +733,7 @@ func (t *Table) mergeArchives(ctx context.Context, log *slog.Logger) (*Archive, 
 	uuid := t.tbl.Metadata().TableUUID().String()
 	var merged *Archive
 	for _, seg := range t.segments {
-		a, err := t.readSegment(ctx, seg.path)
+		a, err := t.readSegment(ctx, seg)
 		if err != nil {
 			return nil, fmt.Errorf("merge the ledger archives of %s: %w", t.Name(), err)
 		}
@@ -740,6 +749,7 @@ func (t *Table) mergeArchives(ctx context.Context, log *slog.Logger) (*Archive, 
 		return nil, fmt.Errorf("merge the ledger archives of %s: the table's storage cannot list files", t.Name())
 	}
 	dir := archiveLocation(t.tbl.Metadata())
+	named := t.namedSegmentNames()
 	err = lfs.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -750,7 +760,10 @@ func (t *Table) mergeArchives(ctx context.Context, log *slog.Logger) (*Archive, 
 		if d.IsDir() || !strings.HasSuffix(path, ".json") {
 			return nil
 		}
-		a, err := readArchiveFile(fsys, uuid, t.Name(), path)
+		if named[path[strings.LastIndexByte(path, '/')+1:]] {
+			return nil // read above, checked against its digest
+		}
+		a, err := readArchiveFile(fsys, uuid, t.Name(), path, "")
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -844,6 +857,11 @@ func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, minAge time
 	// A file another writer's expiry or compaction deletes while the
 	// folder is listed fails the listing: list again.
 	for attempt := 1; attempt < 3 && errors.Is(err, fs.ErrNotExist); attempt++ {
+		// As loaded just before this listing too: files of commits during
+		// the first one may be older than minAge now.
+		if err := t.Refresh(ctx); err != nil {
+			return fmt.Errorf("remove orphan files of %s: %w", t.Name(), err)
+		}
 		plan, err = t.tbl.PlanOrphanFiles(ctx, table.WithLocation(t.DataLocation()), table.WithFilesOlderThan(minAge))
 	}
 	if err != nil {

@@ -56,7 +56,7 @@ func BenchmarkSegmentMerge(b *testing.B) {
 		runtime.GC()
 		var whole *Archive
 		peak, before = memprobe.Peak(func() {
-			if whole, err = tbl.readSegment(ctx, path); err != nil {
+			if whole, err = tbl.readSegment(ctx, segment{path: path, digest: digest}); err != nil {
 				b.Fatal(err)
 			}
 		})

@@ -171,11 +171,11 @@ func TestEmptyArchiveReadsEmpty(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"format":"`+ArchiveFormat+`","table-uuid":"u","snapshots":null}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := readArchiveFile(iceio.LocalFS{}, "u", "lake.t", path)
+	a, err := readArchiveFile(iceio.LocalFS{}, "u", "lake.t", path, "")
 	if err != nil || a.Len() != 0 {
 		t.Fatalf("read the empty archive: %v, %d entries", err, a.Len())
 	}
-	if _, err := readArchiveFile(iceio.LocalFS{}, "v", "lake.t", path); err == nil {
+	if _, err := readArchiveFile(iceio.LocalFS{}, "v", "lake.t", path, ""); err == nil {
 		t.Fatal("read another table's archive without an error")
 	}
 }

@@ -123,7 +123,7 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 				if err != nil {
 					return err
 				}
-				if r.Status == lookup.StatusNoRow && r.Kind == "" {
+				if r.Status == lookup.StatusNoRow && r.Kind == "" && broker == nil {
 					r.Explanation += " (pass --brokers to tell which)"
 				}
 				res = r

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -200,8 +201,12 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 		out.dead = dead
 		return out, nil
 	}
-	// Both decoded: only now may the columns change, so that a dead letter
-	// never adds a column.
+	if out.change, dead = d.upsertChange(r, decoded{key: key, value: value}); dead != nil {
+		out.dead = dead
+		return out, nil
+	}
+	// Both decoded, and a row: only now may the columns change, so that a
+	// dead letter never adds a column.
 	d.adopt(keyType, keyChanged, values, valuesChanged)
 	out.key, out.value, out.fast = key, value, fast
 	return out, nil
@@ -255,6 +260,22 @@ func (d *decoder) upsertKey(key mapping.UpsertKey) mapping.UpsertKey {
 		key.Columns = fieldNames(st)
 	}
 	return key
+}
+
+// untypedMember returns the first member, by name, of the JSON object key
+// that the decoded key's type st lacks: one whose value has no type
+// (null, {}, []); "" when there is none.
+func untypedMember(key []byte, st *iceberg.StructType) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(key, &members) != nil {
+		return ""
+	}
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if st == nil || !slices.ContainsFunc(st.FieldList, func(f iceberg.NestedField) bool { return f.Name == name }) {
+			return name
+		}
+	}
+	return ""
 }
 
 func fieldNames(st *iceberg.StructType) []string {
@@ -440,9 +461,25 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 		out.dead, out.schemaID = dead, id
 		return out, nil
 	}
+	change, dead := d.upsertChange(r, decoded{key: key, value: row, change: ch.Kind})
+	if dead != nil {
+		out.dead, out.schemaID = dead, id
+		return out, nil
+	}
 	d.adopt(keyType, keyChanged, values, valuesChanged)
-	out.key, out.value, out.change, out.schemaID = key, row, ch.Kind, id
+	out.key, out.value, out.change, out.schemaID = key, row, change, id
 	return out, nil
+}
+
+// upsertChange is, in an upsert table, what the decoded record out of r
+// does to its key's row, or why it is a dead letter (a record without a
+// usable key: upsertChange), decided before the record's columns are
+// adopted; out.change elsewhere.
+func (d *decoder) upsertChange(r *kgo.Record, out decoded) (mapping.Change, error) {
+	if d.upsert == nil {
+		return out.change, nil
+	}
+	return upsertChange(d.upsertKey(*d.upsert), r, out)
 }
 
 // keyOfBefore returns the key of a delete without a record key: the fields
@@ -546,6 +583,13 @@ func (d *decoder) decodeKey(ctx context.Context, key []byte) (v any, typ iceberg
 		st, changed, obj, err := mapping.DecodeJSON(key, have)
 		if err != nil {
 			return nil, nil, false, 0, fmt.Errorf("key: %w", err), nil
+		}
+		if d.keyFields {
+			if name := untypedMember(key, st); name != "" {
+				// The decoded key leaves it out: as the first key, it
+				// would name the key columns without it.
+				return nil, nil, false, 0, fmt.Errorf("the key has no value for its field %s, a key column of the table", name), nil
+			}
 		}
 		if obj == nil {
 			// {} or an object of nulls: it carries no type, and reads as
@@ -813,6 +857,5 @@ func (rd *RowDecoder) DecodeChange(ctx context.Context, r *kgo.Record, key mappi
 	if err != nil || out.dead != nil {
 		return out.key, out.value, 0, out.dead, err
 	}
-	change, dead = upsertChange(rd.d.upsertKey(key), r, out)
-	return out.key, out.value, change, dead, nil
+	return out.key, out.value, out.change, nil, nil
 }

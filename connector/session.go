@@ -1347,6 +1347,13 @@ func (ss *session) startWriter() error {
 	ss.rowSchema, ss.writerSchema = s.tbl.ArrowSchema(), nil
 	if s.dec != nil {
 		s.dec.reset(s.tbl.Iceberg().Schema())
+		if s.tbl.Mode() == mapping.ModeUpsert {
+			// The key as the table has it now (another writer's commit
+			// may have named its columns): the decoder tells records
+			// without a usable key from rows with it.
+			key := s.tbl.UpsertKey()
+			s.dec.upsert = &key
+		}
 		if err := ss.evolveWriter(); err != nil {
 			return err
 		}
@@ -1406,9 +1413,6 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 	if err != nil {
 		pt.unread()
 		return false, fmt.Errorf("decode %s offset %d: %w", pt.tp, r.Offset, err)
-	}
-	if out.dead == nil && ss.s.tbl.Mode() == mapping.ModeUpsert {
-		out.change, out.dead = upsertChange(s.dec.upsertKey(s.tbl.UpsertKey()), r, out)
 	}
 	if out.dead != nil {
 		return false, ss.deadLetter(pt, r, out.dead, out.schemaID)

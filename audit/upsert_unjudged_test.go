@@ -5,14 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
-	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -28,25 +25,8 @@ func staleRowCompaction(t *testing.T, e *env, tbl *snapshot.Table, recs []*kgo.R
 
 func staleRowCompactionN(t *testing.T, e *env, tbl *snapshot.Table, recs []*kgo.Record, n string) {
 	t.Helper()
-	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rb.Release()
-	for _, r := range recs {
-		rb.Append(r)
-	}
-	batch := rb.NewBatch()
-	defer batch.Release()
+	news := floetest.RecordFiles(t, tbl, recs...)
 	ice := tbl.Iceberg()
-	one := func(yield func(arrow.RecordBatch, error) bool) { yield(batch, nil) }
-	var news []iceberg.DataFile
-	for df, err := range table.WriteRecords(e.Ctx, ice, tbl.ArrowSchema(), one) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		news = append(news, df)
-	}
 	tasks, err := ice.Scan().PlanFiles(e.Ctx)
 	if err != nil {
 		t.Fatal(err)

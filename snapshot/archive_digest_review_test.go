@@ -1,7 +1,6 @@
 package snapshot_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,17 +26,7 @@ import (
 func TestRepairMergeChecksSegmentDigest(t *testing.T) {
 	tbl, segs := twoSegments(t)
 	// The older segment altered in the storage, same length.
-	older := strings.TrimPrefix(segs[0], "file://")
-	b, err := os.ReadFile(older)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(b, []byte(`"0:100-110:0"`)) {
-		t.Fatalf("older segment holds no range 100-110:\n%s", b)
-	}
-	if err := os.WriteFile(older, bytes.Replace(b, []byte(`"0:100-110:0"`), []byte(`"0:100-119:0"`), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	alterFile(t, segs[0], `"0:100-110:0"`, `"0:100-119:0"`)
 	var ae *snapshot.ArchiveError
 	if _, err := freshTable(t, tbl).Ledger(); !errors.As(err, &ae) || !strings.Contains(err.Error(), "SHA-256") {
 		t.Fatalf("ledger of the altered segment: %v; want the SHA-256 mismatch", err)
@@ -102,14 +91,7 @@ func TestBuiltIndexBlocksChecked(t *testing.T) {
 				}
 			}
 			fresh := freshTable(t, tbl) // checks what it reads at open
-			path := strings.TrimPrefix(segs[1], "file://")
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, bytes.Replace(b, []byte(`"0:210-220:0"`), []byte(`"0:210-229:0"`), 1), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			alterFile(t, segs[1], `"0:210-220:0"`, `"0:210-229:0"`)
 			got, err := fresh.Locate(t.Context(), 0, tp, 225)
 			if err == nil || !strings.Contains(err.Error(), "SHA-256") {
 				t.Fatalf("offset 225 after the segment was altered under an open handle: %+v, %v; want the SHA-256 mismatch", got, err)

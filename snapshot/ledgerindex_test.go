@@ -228,20 +228,6 @@ func TestArchiveDigests(t *testing.T) {
 	tbl, segs := twoSegments(t)
 	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
 	whole := ledger(t, freshTable(t, tbl))
-	edit := func(path, old, new string) {
-		t.Helper()
-		path = strings.TrimPrefix(path, "file://")
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(b, []byte(old)) || len(old) != len(new) {
-			t.Fatalf("%s holds no %q to edit:\n%s", path, old, b)
-		}
-		if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	files := func(seg string) (index, summaries string) {
 		index = indexFiles(t, []string{seg})[0]
 		return index, strings.TrimSuffix(index, ".json") + ".summaries.jsonl"
@@ -251,10 +237,10 @@ func TestArchiveDigests(t *testing.T) {
 	// summaries of the newer one (a block's span and the partition
 	// directory).
 	index, _ := files(segs[0])
-	edit(index, `"timestamp-ms":17`, `"timestamp-ms":18`)
+	alterFile(t, index, `"timestamp-ms":17`, `"timestamp-ms":18`)
 	_, summaries := files(segs[1])
-	edit(summaries, `"high":240`, `"high":140`)
-	edit(summaries, `[[0,200,240]]`, `[[0,200,140]]`)
+	alterFile(t, summaries, `"high":240`, `"high":140`)
+	alterFile(t, summaries, `[[0,200,240]]`, `[[0,200,140]]`)
 	fresh := freshTable(t, tbl)
 	if got := ledger(t, fresh); !reflect.DeepEqual(got, whole) {
 		t.Fatalf("ledger with an altered index differs:\n%+v\nwant\n%+v", got, whole)
@@ -266,7 +252,7 @@ func TestArchiveDigests(t *testing.T) {
 	}
 
 	// A range of the newer segment widened, same length.
-	edit(segs[1], `"0:210-220:0"`, `"0:210-229:0"`)
+	alterFile(t, segs[1], `"0:210-220:0"`, `"0:210-229:0"`)
 	fresh = freshTable(t, tbl)
 	var ae *snapshot.ArchiveError
 	if _, err := fresh.Ledger(); !errors.As(err, &ae) || !strings.Contains(err.Error(), "SHA-256") {
@@ -289,22 +275,32 @@ func TestArchiveDigests(t *testing.T) {
 // since it was written fails, and expires nothing.
 func TestMergeOfAlteredSegment(t *testing.T) {
 	tbl, segs := twoSegments(t)
-	path := strings.TrimPrefix(segs[1], "file://")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"0:210-220:0"`), []byte(`"0:210-229:0"`), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	alterFile(t, segs[1], `"0:210-220:0"`, `"0:210-229:0"`)
 	commitRanges(t, tbl, 26, 30)
 	before := len(tbl.Iceberg().Metadata().Snapshots())
-	_, err = tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2})
+	_, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2})
 	var ae *snapshot.ArchiveError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "SHA-256") || !strings.Contains(err.Error(), "nothing was expired") {
 		t.Fatalf("expiry merging an altered segment: %v, want an *ArchiveError naming the SHA-256, nothing expired", err)
 	}
 	if after := len(freshTable(t, tbl).Iceberg().Metadata().Snapshots()); after != before {
 		t.Fatalf("%d snapshots after the failed expiry, %d before", after, before)
+	}
+}
+
+// alterFile replaces old, which the file at path (a path or a file:// URI)
+// must hold, by new of the same length, as an edit in the storage would.
+func alterFile(t testing.TB, path, old, new string) {
+	t.Helper()
+	path = strings.TrimPrefix(path, "file://")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) || len(old) != len(new) {
+		t.Fatalf("%s holds no %q to edit:\n%s", path, old, b)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

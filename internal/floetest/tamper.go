@@ -60,6 +60,21 @@ func ForeignDeleteKeys(t testing.TB, tbl *snapshot.Table, keys ...string) {
 // row of an older record of a key that has a row comes back beside it.
 func ForeignAddRecords(t testing.TB, tbl *snapshot.Table, recs ...*kgo.Record) {
 	t.Helper()
+	var paths []string
+	for _, df := range RecordFiles(t, tbl, recs...) {
+		paths = append(paths, df.FilePath())
+	}
+	txn := tbl.Iceberg().NewTransaction()
+	if err := txn.AddFiles(t.Context(), paths, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	commitRefresh(t, tbl, txn)
+}
+
+// RecordFiles writes the rows a sink would make of recs into data files of
+// tbl, committed by nothing, and returns them.
+func RecordFiles(t testing.TB, tbl *snapshot.Table, recs ...*kgo.Record) []iceberg.DataFile {
+	t.Helper()
 	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
 	if err != nil {
 		t.Fatal(err)
@@ -70,20 +85,15 @@ func ForeignAddRecords(t testing.TB, tbl *snapshot.Table, recs ...*kgo.Record) {
 	}
 	batch := rb.NewBatch()
 	defer batch.Release()
-	ice := tbl.Iceberg()
 	one := func(yield func(arrow.RecordBatch, error) bool) { yield(batch, nil) }
-	var paths []string
-	for df, err := range table.WriteRecords(t.Context(), ice, tbl.ArrowSchema(), one) {
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(t.Context(), tbl.Iceberg(), tbl.ArrowSchema(), one) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		paths = append(paths, df.FilePath())
+		files = append(files, df)
 	}
-	txn := ice.NewTransaction()
-	if err := txn.AddFiles(t.Context(), paths, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	commitRefresh(t, tbl, txn)
+	return files
 }
 
 // DropDeleteFile removes the live equality-delete file that floe snapshot

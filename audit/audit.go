@@ -384,6 +384,10 @@ type AuditedSnapshotExpiredError struct {
 	// could not read a file of the snapshot, if one failed.
 	Missing int
 	Err     error
+	// Ledger are the findings of the ledger level, which read no file of
+	// the snapshot (a dead-letter table lost): they stand whatever
+	// expired.
+	Ledger []Finding
 }
 
 func (e *AuditedSnapshotExpiredError) Error() string {
@@ -391,8 +395,16 @@ func (e *AuditedSnapshotExpiredError) Error() string {
 	if e.Err != nil {
 		what = fmt.Sprintf("its files were deleted with it (%v)", e.Err)
 	}
-	return fmt.Sprintf("audit %s: snapshot %d, which the audit read, was expired while it read the table's files (by floe maintain or a sink's own maintenance, after a compaction replaced them), and %s; run the audit again, which reads the current snapshot",
+	msg := fmt.Sprintf("audit %s: snapshot %d, which the audit read, was expired while it read the table's files (by floe maintain or a sink's own maintenance, after a compaction replaced them), and %s; run the audit again, which reads the current snapshot",
 		e.Table, e.SnapshotID, what)
+	if len(e.Ledger) > 0 {
+		var ds []string
+		for _, f := range e.Ledger[:min(len(e.Ledger), 3)] {
+			ds = append(ds, fmt.Sprintf("%s: %s", f.Kind, f.Detail))
+		}
+		msg += fmt.Sprintf("; its ledger level found, whatever expired, %d: %s", len(e.Ledger), strings.Join(ds, "; "))
+	}
+	return msg
 }
 
 func (e *AuditedSnapshotExpiredError) Unwrap() error { return e.Err }
@@ -494,7 +506,10 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 func (a *auditor) checkSnapshotLive(ctx context.Context) error {
 	var missing []string
 	for _, f := range a.rep.Findings {
-		if f.Kind == KindMissingFile {
+		// Files the storage lost, which the rows level finds: the
+		// ledger level's (a dead-letter table's) are never the data
+		// table's snapshot's.
+		if f.Kind == KindMissingFile && f.Level == LevelRows {
 			missing = append(missing, f.File)
 		}
 	}
@@ -505,7 +520,13 @@ func (a *auditor) checkSnapshotLive(ctx context.Context) error {
 	if err != nil || !expired {
 		return err
 	}
-	return &AuditedSnapshotExpiredError{Table: a.tbl.Name(), SnapshotID: a.headID, Missing: len(missing)}
+	e := &AuditedSnapshotExpiredError{Table: a.tbl.Name(), SnapshotID: a.headID, Missing: len(missing)}
+	for _, f := range a.rep.Findings {
+		if f.Level == LevelLedger {
+			e.Ledger = append(e.Ledger, f)
+		}
+	}
+	return e
 }
 
 // expiredOr returns err, a level's failure, or an
@@ -536,11 +557,20 @@ func (a *auditor) snapshotExpired(ctx context.Context, files []string) (bool, er
 		return false, nil
 	}
 	if head := now.Head(); head != nil && len(files) > 0 {
-		live, err := now.Files(ctx, head.SnapshotID)
+		data, err := now.Files(ctx, head.SnapshotID)
 		if err != nil {
 			return false, fmt.Errorf("audit %s: list the files of the head to tell missing files from an expiry: %w", a.tbl.Name(), err)
 		}
-		for _, f := range live {
+		deletes, err := now.DeleteFiles(ctx, head.SnapshotID)
+		if err != nil {
+			return false, fmt.Errorf("audit %s: list the delete files of the head to tell missing files from an expiry: %w", a.tbl.Name(), err)
+		}
+		for _, f := range data {
+			if slices.Contains(files, f.Path) {
+				return false, nil
+			}
+		}
+		for _, f := range deletes {
 			if slices.Contains(files, f.Path) {
 				return false, nil
 			}

@@ -584,10 +584,11 @@ func (d *decoder) decodeKey(ctx context.Context, key []byte) (v any, typ iceberg
 		if err != nil {
 			return nil, nil, false, 0, fmt.Errorf("key: %w", err), nil
 		}
-		if d.keyFields {
+		if d.keyFields && d.key == nil {
 			if name := untypedMember(key, st); name != "" {
 				// The decoded key leaves it out: as the first key, it
-				// would name the key columns without it.
+				// would name the key columns without it. Once they are
+				// named, a member that is none of them may be null.
 				return nil, nil, false, 0, fmt.Errorf("the key has no value for its field %s, a key column of the table", name), nil
 			}
 		}

@@ -191,9 +191,17 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		if err != nil {
 			return res, err
 		}
-		if name := loc.Commit.DeadLetterTable; loc.Range.DeadLetters > 0 && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
-			// A committed record without a row in a range with dead
-			// letters may be one the dead-letter table does not hold yet.
+		name := loc.Commit.DeadLetterTable
+		held := true
+		if loc.Range.DeadLetters > 0 && name != "" && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
+			if held, err = deadLettersHeld(ctx, tbl, name, loc.Commit.ID); err != nil {
+				return res, err
+			}
+		}
+		if !held {
+			// A committed record without a row in a range whose dead
+			// letters the dead-letter table does not hold may be one of
+			// them.
 			sent := fmt.Sprintf("%d records", loc.Range.DeadLetters)
 			if loc.Range.DeadLetters == 1 {
 				sent = "1 record"
@@ -310,16 +318,34 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 // deadLetterAt looks for the dead letter of offset in tp in the dead-letter
 // table named name, which a commit of tbl's ledger names.
 func deadLetterAt(ctx context.Context, tbl *snapshot.Table, name string, tp mapping.TopicPartition, offset int64) (file, reason string, ok bool, err error) {
+	dlq, err := openDeadLetters(ctx, tbl, name)
+	if err != nil || dlq.Head() == nil {
+		return "", "", false, err // without a head, its first dead letters are pending
+	}
+	return dlq.DeadLetterAt(ctx, tp, offset)
+}
+
+// deadLettersHeld reports whether the dead-letter table named name holds
+// the dead letters of the commit id of tbl: when it does, a record without
+// a row or a dead letter is not one of them.
+func deadLettersHeld(ctx context.Context, tbl *snapshot.Table, name, id string) (bool, error) {
+	dlq, err := openDeadLetters(ctx, tbl, name)
+	if err != nil || dlq.Head() == nil || id == "" {
+		return false, err
+	}
+	return dlq.HoldsCommit(ctx, id)
+}
+
+// openDeadLetters opens the dead-letter table named name, which a commit
+// of tbl's ledger names.
+func openDeadLetters(ctx context.Context, tbl *snapshot.Table, name string) (*snapshot.Table, error) {
 	ident, err := catalog.ParseIdent(name)
 	if err != nil {
-		return "", "", false, fmt.Errorf("the ledger of %s names dead-letter table %q: %w", tbl.Name(), name, err)
+		return nil, fmt.Errorf("the ledger of %s names dead-letter table %q: %w", tbl.Name(), name, err)
 	}
 	dlq, err := snapshot.OpenDeadLetters(ctx, tbl.Catalog(), ident, tbl.Name(), false)
 	if err != nil {
-		return "", "", false, fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, tbl.Name(), err)
+		return nil, fmt.Errorf("open dead-letter table %s, which the ledger of %s names: %w", name, tbl.Name(), err)
 	}
-	if dlq.Head() == nil {
-		return "", "", false, nil // its first dead letters are pending
-	}
-	return dlq.DeadLetterAt(ctx, tp, offset)
+	return dlq, nil
 }

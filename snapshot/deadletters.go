@@ -210,7 +210,7 @@ func (t *Table) addDeadLetters(ctx context.Context, log *slog.Logger, id string,
 				errs++
 				continue
 			}
-			in, err := t.holdsCommit(ctx, id)
+			in, err := t.HoldsCommit(ctx, id)
 			if err != nil {
 				lastErr = err
 				errs++
@@ -244,12 +244,12 @@ func (t *Table) addDeadLetters(ctx context.Context, log *slog.Logger, id string,
 	return fmt.Errorf("add dead letters of commit %s to %s: %w", id, t.Name(), lastErr)
 }
 
-// holdsCommit reports whether the head of dead-letter table t has rows of
+// HoldsCommit reports whether the head of dead-letter table t has rows of
 // the data table's commit id. The filter prunes files by their bounds on
 // the commit id column, so this reads few files. (It reads every column of
 // them: iceberg-go v0.7.0 fails to read a file with a row filter and a
 // selection of columns, "invalid".)
-func (t *Table) holdsCommit(ctx context.Context, id string) (bool, error) {
+func (t *Table) HoldsCommit(ctx context.Context, id string) (bool, error) {
 	found := false
 	// A file the storage lost cannot hold the rows of a commit this
 	// process just made.

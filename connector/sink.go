@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -805,7 +806,9 @@ func (s *Sink) finish(next map[mapping.TopicPartition]int64) {
 		s.stats.Next = map[mapping.TopicPartition]int64{}
 	}
 	for tp, n := range next {
-		if tp.Topic == s.cfg.Topic {
+		// Those of this run's partitions: with --partitions, the others
+		// are another process's, and read as if nothing was sunk there.
+		if tp.Topic == s.cfg.Topic && (s.cfg.Partitions == nil || slices.Contains(s.cfg.Partitions, tp.Partition)) {
 			s.stats.Next[tp] = n
 		}
 	}

@@ -227,3 +227,26 @@ func TestTwoLiveSinksStartLatest(t *testing.T) {
 		t.Fatalf("%d rows, want the 12000 produced after the start", len(rs))
 	}
 }
+
+// TestSinkPartitionsNextOffsets: a run restricted to some partitions
+// reports the next offsets of those only; the others are another
+// process's, and read as if nothing was sunk there (from a new user).
+func TestSinkPartitionsNextOffsets(t *testing.T) {
+	e := newEnv(t)
+	const topic = "split"
+	e.Topic(topic, 2, nil)
+	for p := range int32(2) {
+		e.Produce(floetest.Records(topic, p, 5, "r"))
+	}
+	tbl := e.Table("lake.split")
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, Partitions: []int32{0}}); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, Partitions: []int32{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[mapping.TopicPartition]int64{{Topic: topic, Partition: 1}: 5}; !maps.Equal(stats.Next, want) {
+		t.Fatalf("next offsets %v, want %v", stats.Next, want)
+	}
+}

@@ -565,15 +565,15 @@ func (a *auditor) snapshotExpired(ctx context.Context, files []string) (bool, er
 		if err != nil {
 			return false, fmt.Errorf("audit %s: list the delete files of the head to tell missing files from an expiry: %w", a.tbl.Name(), err)
 		}
+		live := map[string]bool{}
 		for _, f := range data {
-			if slices.Contains(files, f.Path) {
-				return false, nil
-			}
+			live[f.Path] = true
 		}
 		for _, f := range deletes {
-			if slices.Contains(files, f.Path) {
-				return false, nil
-			}
+			live[f.Path] = true
+		}
+		if slices.ContainsFunc(files, func(p string) bool { return live[p] }) {
+			return false, nil
 		}
 	}
 	return true, nil

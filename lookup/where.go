@@ -175,8 +175,18 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 			break
 		}
 		res.Status = StatusNoRow
-		if name := loc.Commit.DeadLetterTable; loc.Range.DeadLetters > 0 && name != "" {
-			file, reason, found, err := deadLetterAt(ctx, tbl, name, tp, offset)
+		// The dead-letter table of a range with dead letters, opened once
+		// for the dead letter at the offset and for whether it holds the
+		// commit's. Without a head, its first dead letters are pending.
+		name := loc.Commit.DeadLetterTable
+		var dlq *snapshot.Table
+		if loc.Range.DeadLetters > 0 && name != "" {
+			if dlq, err = openDeadLetters(ctx, tbl, name); err != nil {
+				return res, err
+			}
+		}
+		if dlq != nil && dlq.Head() != nil {
+			file, reason, found, err := dlq.DeadLetterAt(ctx, tp, offset)
 			if err != nil {
 				return res, err
 			}
@@ -191,11 +201,15 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		if err != nil {
 			return res, err
 		}
-		name := loc.Commit.DeadLetterTable
+		// When the dead-letter table holds the commit's dead letters, a
+		// record without a row or a dead letter is not one of them.
 		held := true
-		if loc.Range.DeadLetters > 0 && name != "" && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
-			if held, err = deadLettersHeld(ctx, tbl, name, loc.Commit.ID); err != nil {
-				return res, err
+		if dlq != nil && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
+			held = false
+			if dlq.Head() != nil && loc.Commit.ID != "" {
+				if held, err = dlq.HoldsCommit(ctx, loc.Commit.ID); err != nil {
+					return res, err
+				}
 			}
 		}
 		if !held {
@@ -313,27 +327,6 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 	default:
 		return KindMissing, "it is a committed record (read from the broker) that should be a row, and the table has none: the table lost it (floe audit --deep --verify-content --brokers finds every such offset)", nil
 	}
-}
-
-// deadLetterAt looks for the dead letter of offset in tp in the dead-letter
-// table named name, which a commit of tbl's ledger names.
-func deadLetterAt(ctx context.Context, tbl *snapshot.Table, name string, tp mapping.TopicPartition, offset int64) (file, reason string, ok bool, err error) {
-	dlq, err := openDeadLetters(ctx, tbl, name)
-	if err != nil || dlq.Head() == nil {
-		return "", "", false, err // without a head, its first dead letters are pending
-	}
-	return dlq.DeadLetterAt(ctx, tp, offset)
-}
-
-// deadLettersHeld reports whether the dead-letter table named name holds
-// the dead letters of the commit id of tbl: when it does, a record without
-// a row or a dead letter is not one of them.
-func deadLettersHeld(ctx context.Context, tbl *snapshot.Table, name, id string) (bool, error) {
-	dlq, err := openDeadLetters(ctx, tbl, name)
-	if err != nil || dlq.Head() == nil || id == "" {
-		return false, err
-	}
-	return dlq.HoldsCommit(ctx, id)
 }
 
 // openDeadLetters opens the dead-letter table named name, which a commit

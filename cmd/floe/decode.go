@@ -54,7 +54,9 @@ func (f *decodeFlags) layout() (mapping.Layout, error) {
 		return mapping.Layout{}, fmt.Errorf("--envelope %q: want none or debezium", f.envelope)
 	}
 	if f.value == "" && f.key == "" && envelope == mapping.EnvelopeNone {
-		return mapping.Layout{}, nil
+		// --keep-raw-value alone still asks for the bytes: a table without
+		// them refuses it rather than ignoring it.
+		return mapping.Layout{RawValue: f.keepRawValue}, nil
 	}
 	if envelope != mapping.EnvelopeNone && (f.value == "" || f.key == "") {
 		return mapping.Layout{}, fmt.Errorf("--envelope %s needs --value and --key: json (Kafka Connect's JsonConverter) or registry (Avro, Protobuf or JSON Schema), as the connector's converters write the events", envelope)

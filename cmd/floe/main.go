@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/floe-dev/floe/catalog"
 )
@@ -114,8 +115,8 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.AddCommand(newSinkCmd(), newDemoCmd(), newAuditCmd(), newWhereCmd(), newAsOfCmd(), newReplayCmd(), newLocalstackCmd(), newStatusCmd(), newMaintainCmd(), newVersionCmd())
 	addConfigFlag(root)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return fmt.Errorf("%w%s (see --help)", err, parseHint(err))
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w%s%s (see --help)", err, parseHint(err), flagSuggestion(cmd, err))
 	})
 	root.AddCommand(newFilesCmd(), newDropCmd())
 	return root
@@ -133,6 +134,31 @@ func parseHint(err error) string {
 		return "; want a duration such as 90s, 15m or 168h (hours, minutes, seconds: no days)"
 	}
 	return ""
+}
+
+// flagSuggestion names the command's flags close to an unknown one
+// ("--tabel": did you mean --table?), as cobra does for commands.
+func flagSuggestion(cmd *cobra.Command, err error) string {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	close := closeTo(name, names)
+	if len(close) == 0 {
+		return ""
+	}
+	for i := range close {
+		close[i] = "--" + close[i]
+	}
+	return "; did you mean " + strings.Join(close, " or ") + "?"
 }
 
 func setupLogging(w io.Writer, g globalFlags) error {

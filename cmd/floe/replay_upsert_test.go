@@ -132,7 +132,7 @@ func TestReplayCommandUpsertBranchPublish(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--id-columns", "id"}, "keys an upsert table: add --mode upsert"},
+		{[]string{"--id-columns", "id,region"}, "--id-columns id,region keys an upsert table: add --mode upsert"},
 		{[]string{"--mode", "fold"}, `--mode "fold": want append or upsert`},
 		{[]string{"--mode", "upsert", "--id-columns", "id"}, "a new table's values are raw"},
 		{[]string{"--branch", "b", "--publish-different"}, "--publish-different needs --publish"},

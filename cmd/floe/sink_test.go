@@ -107,7 +107,8 @@ func TestSinkBadInput(t *testing.T) {
 		{"incompatible schema", []string{"--brokers", brokers, "--topic", "orders", "--table", "other.strings"}, `cannot hold floe rows: column "kafka_topic" (string) is missing`},
 		{"bad start", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.c", "--start", "middle"}, "want earliest or latest"},
 		{"missing brokers", []string{"--topic", "orders", "--table", "lake.d"}, "missing --brokers"},
-		{"unknown flag", []string{"--frobnicate"}, "unknown flag: --frobnicate"},
+		{"unknown flag", []string{"--frobnicate"}, "unknown flag: --frobnicate (see --help)"},
+		{"misspelt flag", []string{"--tabel", "lake.e"}, "unknown flag: --tabel; did you mean --table? (see --help)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(append([]string{"sink", "--stop-at-end"}, tc.args...), loc...)
@@ -346,5 +347,22 @@ func TestAsOfRowsAfterExpirySchemaEvolved(t *testing.T) {
 	code, out, errs := floe(t, asOf...)
 	if code != exitError || strings.Contains(out, `"note"`) || !strings.Contains(errs, "has expired") || !strings.Contains(errs, "schema changed") {
 		t.Fatalf("as-of --rows after expiry of a table whose schema changed since: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestKeepRawValueAloneOnExistingTable: --keep-raw-value without --value
+// on a table that does not keep the values' bytes is refused, as it is
+// with --value; it was ignored, the run sinking without them.
+func TestKeepRawValueAloneOnExistingTable(t *testing.T) {
+	st, loc := sinkStack(t)
+	base := append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)
+	if code, out, errs := floe(t, append(base, "--value", "json")...); code != 0 {
+		t.Fatalf("json sink: exit %d\n%s%s", code, out, errs)
+	}
+	for _, extra := range [][]string{{"--keep-raw-value"}, {"--keep-raw-value", "--value", "json"}} {
+		code, _, errs := floe(t, append(base, extra...)...)
+		if code != 2 || !strings.Contains(errs, "does not keep the values' bytes (kafka_value)") {
+			t.Fatalf("%v: exit %d, stderr %q; want the refusal", extra, code, errs)
+		}
 	}
 }

@@ -57,7 +57,7 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 	p.Properties = map[string]string{table.PropertyFormatVersion: strconv.Itoa(f.formatVersion)}
 	if mode == "" {
 		if len(idColumns) > 0 {
-			return fmt.Errorf("--id-columns %v keys an upsert table: add --mode upsert", idColumns)
+			return fmt.Errorf("--id-columns %s keys an upsert table: add --mode upsert", strings.Join(idColumns, ","))
 		}
 		return nil
 	}
@@ -68,7 +68,7 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 	p.Mode = m
 	if m != mapping.ModeUpsert {
 		if len(idColumns) > 0 {
-			return fmt.Errorf("--id-columns %v keys an upsert table, and --mode is %s: use --mode upsert", idColumns, m)
+			return fmt.Errorf("--id-columns %s keys an upsert table, and --mode is %s: use --mode upsert", strings.Join(idColumns, ","), m)
 		}
 		return nil
 	}

@@ -234,7 +234,7 @@ func (d *decoder) checkKeyFields(key any, typ iceberg.Type, changed bool) error 
 			if fields[f.Name] == nil {
 				return fmt.Errorf("the key has no value for its field %s, a key column of the table", f.Name)
 			}
-			if err := mapping.CheckKeyColumn(f); err != nil {
+			if err := mapping.CheckKeyColumn(f, mapping.KeyFromKeyFields); err != nil {
 				return fmt.Errorf("the key's fields cannot be the table's key columns: %w", err)
 			}
 		}

@@ -231,13 +231,20 @@ func KeyFor(l Layout, idColumns []string) (UpsertKey, error) {
 	return UpsertKey{Source: KeyFromKafkaKey, Columns: []string{ColKey}}, nil
 }
 
-// CheckKeyColumn reports why f cannot be a key column of an upsert table:
-// equality deletes match keys by value, which floating-point types and
-// nested types do not have a usable equality for.
-func CheckKeyColumn(f iceberg.NestedField) error {
+// CheckKeyColumn reports why f, a key column of an upsert table keyed
+// from source, cannot be one: equality deletes match keys by value, which
+// floating-point types and nested types do not have a usable equality
+// for. The advice is for how the key columns were chosen.
+func CheckKeyColumn(f iceberg.NestedField, source KeySource) error {
 	switch f.Type.(type) {
 	case iceberg.Float32Type, iceberg.Float64Type:
-		return fmt.Errorf("key column %q is a %s: floating-point values cannot identify rows (equality deletes compare them exactly); key by another column", f.Name, f.Type)
+		fix := "key by other columns with --id-columns"
+		if source == KeyFromKeyFields {
+			// The Kafka key's fields are the key columns: no other
+			// field of it can be chosen.
+			fix = "key by the key's text with --key string, or by value columns with --id-columns"
+		}
+		return fmt.Errorf("key column %q is a %s: floating-point values cannot identify rows (equality deletes compare them exactly); %s", f.Name, f.Type, fix)
 	case iceberg.NestedType:
 		if f.Name == "payload" || f.Name == "schema" {
 			// Kafka Connect's JsonConverter with schemas.enable=true wraps

@@ -95,9 +95,25 @@ func TestCheckKeyColumnAdvice(t *testing.T) {
 		"payload": "--envelope debezium",
 		"id":      "name its fields with --id-columns",
 	} {
-		err := CheckKeyColumn(iceberg.NestedField{ID: 1, Name: name, Type: st})
+		err := CheckKeyColumn(iceberg.NestedField{ID: 1, Name: name, Type: st}, KeyFromValue)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", name, err, want)
+		}
+	}
+}
+
+// TestCheckKeyColumnFloatAdvice (from a new-user run): a floating-point
+// field of a key keyed by its fields was told to key by another column,
+// which only --id-columns can choose; it is told the choices it has.
+func TestCheckKeyColumnFloatAdvice(t *testing.T) {
+	f := iceberg.NestedField{ID: 1, Name: "price", Type: iceberg.PrimitiveTypes.Float64}
+	for source, want := range map[KeySource]string{
+		KeyFromKeyFields: "key by the key's text with --key string, or by value columns with --id-columns",
+		KeyFromValue:     "key by other columns with --id-columns",
+	} {
+		err := CheckKeyColumn(f, source)
+		if err == nil || !strings.Contains(err.Error(), `key column "price" is a double: floating-point values cannot identify rows`) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", source, err, want)
 		}
 	}
 }

@@ -116,7 +116,7 @@ func withIdentifiers(schema *iceberg.Schema, key mapping.UpsertKey) (*iceberg.Sc
 		if i < 0 {
 			continue
 		}
-		if err := mapping.CheckKeyColumn(fields[i]); err != nil {
+		if err := mapping.CheckKeyColumn(fields[i], key.Source); err != nil {
 			return nil, err
 		}
 		fields[i].Required = true
@@ -216,7 +216,7 @@ func (t *Table) identify(base *table.Table, txn *table.Transaction, upd *table.U
 		if !ok {
 			return false, nil
 		}
-		if err := mapping.CheckKeyColumn(f); err != nil {
+		if err := mapping.CheckKeyColumn(f, t.key.Source); err != nil {
 			return false, fmt.Errorf("upsert table %s: %w", t.Name(), err)
 		}
 		ids = append(ids, f.ID)

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // A cancelled context starts nothing: no folder is created and no port is
@@ -242,5 +245,44 @@ func TestUpRemembersItsPorts(t *testing.T) {
 	third.Close()
 	if p := readPorts(dir); p.Kafka != other || p.S3 != s3 {
 		t.Fatalf("recorded ports %+v, want kafka %d and s3 %d", p, other, s3)
+	}
+}
+
+// TestUpRemembersNumPartitions (from a new-user run): a stack started
+// again on its folder without --num-partitions made its topics of one
+// partition again; it keeps the number it last used, as it keeps its
+// ports and its topics.
+func TestUpRemembersNumPartitions(t *testing.T) {
+	dir := t.TempDir()
+	newTopic := func(l *Local, name string) int32 {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(l.Brokers...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		if _, err := adm.CreateTopic(t.Context(), -1, -1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+		td, err := adm.ListTopics(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int32(len(td[name].Partitions))
+	}
+	first, err := Up(t.Context(), UpOptions{Dir: dir, KafkaPort: freePort(t), S3Port: freePort(t), RegistryPort: freePort(t), NumPartitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newTopic(first, "a")
+	first.Close()
+	again, err := Up(t.Context(), UpOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if m := newTopic(again, "b"); n != 3 || m != 3 || again.NumPartitions != 3 {
+		t.Fatalf("topics of %d and %d partitions, NumPartitions %d; want 3", n, m, again.NumPartitions)
 	}
 }

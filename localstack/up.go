@@ -65,8 +65,9 @@ type UpOptions struct {
 	KafkaPort, S3Port, RegistryPort int
 	// NumPartitions is the number of partitions of a topic the broker
 	// creates on first use (a producer or a consumer naming a topic that
-	// does not exist, as a default Kafka broker does); zero means 1, Kafka's
-	// num.partitions default.
+	// does not exist, as a default Kafka broker does); zero means the
+	// number the stack last used in Dir, else 1, Kafka's num.partitions
+	// default.
 	NumPartitions int
 	// Secure serves the broker over TLS only, with SCRAM-SHA-512
 	// authentication (user SecureUser); the CA, the broker's certificate
@@ -89,17 +90,22 @@ type Local struct {
 	// SecureUser's password; zero unless UpOptions.Secure.
 	Certs    Certs
 	Password string
-	stack    *Stack
+	// NumPartitions is the number of partitions of a topic the broker
+	// creates on first use.
+	NumPartitions int
+	stack         *Stack
 	// lock holds Dir for this stack until Close.
 	lock *flock.Flock
 }
 
 // ports are the loopback ports a stack used, as Dir/ports.json records
-// them.
+// them, and its broker's partitions of a topic created on first use,
+// which a restart keeps as it keeps the topics.
 type ports struct {
-	Kafka    int `json:"kafka"`
-	S3       int `json:"s3"`
-	Registry int `json:"schema_registry"`
+	Kafka         int `json:"kafka"`
+	S3            int `json:"s3"`
+	Registry      int `json:"schema_registry"`
+	NumPartitions int `json:"num_partitions,omitempty"`
 }
 
 // portsFile is where a stack records its ports in its folder.
@@ -168,13 +174,14 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	opts.KafkaPort = cmp.Or(opts.KafkaPort, last.Kafka, DefaultKafkaPort)
 	opts.S3Port = cmp.Or(opts.S3Port, last.S3, DefaultS3Port)
 	opts.RegistryPort = cmp.Or(opts.RegistryPort, last.Registry, DefaultRegistryPort)
+	opts.NumPartitions = cmp.Or(opts.NumPartitions, last.NumPartitions, 1)
 	s3, err := StartS3(ctx, filepath.Join(dir, "s3"), opts.S3Port, Bucket)
 	if err != nil {
 		return nil, &CheckError{Settings: []Setting{SettingS3Port}, Err: err}
 	}
 	// Topics are created on first use, like a default Kafka broker: the
 	// usual first steps (kcat -P on a new topic) work as documented.
-	auto := []kfake.Opt{kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(max(1, opts.NumPartitions))}
+	auto := []kfake.Opt{kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(opts.NumPartitions)}
 	var (
 		certs    Certs
 		password string
@@ -195,7 +202,8 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 		s3.Close()
 		return nil, err // a *CheckError naming the port, when one is busy
 	}
-	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, Certs: certs, Password: password, stack: stack, lock: lock}
+	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, Certs: certs, Password: password,
+		NumPartitions: opts.NumPartitions, stack: stack, lock: lock}
 	// The stack announces its catalog, so it exists from now on: the first
 	// sink finds it rather than logging that it creates a new one.
 	cfg := l.Catalog()
@@ -208,7 +216,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	if c, ok := cat.(io.Closer); ok {
 		c.Close()
 	}
-	if err := writePorts(dir, ports{Kafka: opts.KafkaPort, S3: opts.S3Port, Registry: opts.RegistryPort}); err != nil {
+	if err := writePorts(dir, ports{Kafka: opts.KafkaPort, S3: opts.S3Port, Registry: opts.RegistryPort, NumPartitions: opts.NumPartitions}); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("local stack: record its ports: %w", err)
 	}

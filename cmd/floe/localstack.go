@@ -67,7 +67,7 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
   floe sink --config ./floe-local/floe.yaml --topic orders --table lake.orders --stop-at-end`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if numPartitions < 1 {
+			if cmd.Flags().Changed("num-partitions") && numPartitions < 1 {
 				return fmt.Errorf("--num-partitions %d: want 1 or more", numPartitions)
 			}
 			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port,
@@ -91,7 +91,8 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 	cmd.Flags().IntVar(&s3Port, "s3-port", 0, fmt.Sprintf("loopback port of the S3 endpoint (default: the one the stack of --dir last used, else %d)", localstack.DefaultS3Port))
 	cmd.Flags().IntVar(&registryPort, "schema-registry-port", 0, fmt.Sprintf("loopback port of the schema registry (default: the one the stack of --dir last used, else %d)", localstack.DefaultRegistryPort))
 	cmd.Flags().BoolVar(&secure, "secure", false, "serve the broker over TLS only with SCRAM-SHA-512 (user "+localstack.SecureUser+"); the CA and the password are kept in DIR/tls, and the flags to use are printed")
-	cmd.Flags().IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic the broker creates on first use (Kafka's num.partitions); create topics yourself for more")
+	// Zero: the number the folder's stack last used, else 1.
+	cmd.Flags().IntVar(&numPartitions, "num-partitions", 0, "partitions of a topic the broker creates on first use, like Kafka's num.partitions (default: the number the stack of --dir last used, else 1); topics that exist keep theirs")
 	return cmd
 }
 
@@ -193,14 +194,14 @@ func printLocalUsage(w io.Writer, l *localstack.Local) {
 	broker := l.Brokers[0]
 	fmt.Fprintf(w, `floe local stack is up (Ctrl-C stops it; data stays in %[1]s)
 
-  Kafka broker      %[2]s
+  Kafka broker      %[2]s   (a topic created on first use gets %[10]s)
   schema registry   %[9]s   (Confluent REST API, no credentials)
   S3 endpoint       %[3]s   bucket %[4]s, any credentials (use %[5]s / %[6]s)
   catalog           %[7]s   (SQLite), warehouse %[8]s
 
 Environment (also in %[1]s/env.sh):
 `, l.Dir, broker, l.S3.Endpoint, localstack.Bucket, localstack.AccessKeyID, localstack.SecretAccessKey,
-		l.CatalogPath(), l.Warehouse(), l.Registry)
+		l.CatalogPath(), l.Warehouse(), l.Registry, plural(l.NumPartitions, "partition"))
 	// The password stays off the terminal (and the scrollback or CI log
 	// that keeps it): the lines read it from its file.
 	password := `"$(cat ` + strconv.Quote(l.PasswordFile()) + `)"`

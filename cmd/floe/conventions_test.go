@@ -175,13 +175,16 @@ func TestMaintainJSON(t *testing.T) {
 // TestLocalstackPortHint: a port another process holds names the flag
 // that picks another.
 func TestLocalstackPortHint(t *testing.T) {
-	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: t.TempDir(), KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t)})
+	// Every port is given: a stack on the default ports (a developer's)
+	// must not decide which one is busy.
+	free := func() string { return strconv.Itoa(freeTCPPort(t)) }
+	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: t.TempDir(), KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	s3Port := strings.TrimPrefix(l.S3.Endpoint, "http://127.0.0.1:")
-	code, _, errs := floe(t, "localstack", "up", "--dir", t.TempDir(), "--s3-port", s3Port)
+	code, _, errs := floe(t, "localstack", "up", "--dir", t.TempDir(), "--s3-port", s3Port, "--kafka-port", free(), "--schema-registry-port", free())
 	if code != exitError || !strings.Contains(errs, "pick another port with --s3-port") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
@@ -190,8 +193,8 @@ func TestLocalstackPortHint(t *testing.T) {
 	kafkaPort := strings.TrimPrefix(l.Brokers[0], "127.0.0.1:")
 	registryPort := strings.TrimPrefix(l.Registry, "http://127.0.0.1:")
 	for flag, args := range map[string][]string{
-		"--kafka-port":           {"--kafka-port", kafkaPort},
-		"--schema-registry-port": {"--kafka-port", strconv.Itoa(freeTCPPort(t)), "--s3-port", strconv.Itoa(freeTCPPort(t)), "--schema-registry-port", registryPort},
+		"--kafka-port":           {"--kafka-port", kafkaPort, "--s3-port", free(), "--schema-registry-port", free()},
+		"--schema-registry-port": {"--kafka-port", free(), "--s3-port", free(), "--schema-registry-port", registryPort},
 	} {
 		code, _, errs := floe(t, append([]string{"localstack", "up", "--dir", t.TempDir()}, args...)...)
 		if code != exitError || strings.Count(errs, "pick another") != 1 || !strings.Contains(errs, "pick another port with "+flag) {

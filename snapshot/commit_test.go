@@ -5,10 +5,12 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 
 	"github.com/floe-dev/floe/mapping"
@@ -305,5 +307,33 @@ func TestCommitLandedRolledBackRefitKeepsFiles(t *testing.T) {
 	}
 	if n := len(snapshotRows(t, fresh, 0)); n != 24 {
 		t.Fatalf("main reads %d rows after the retry, want 24", n)
+	}
+}
+
+// TestReserveSchemaAnswerLost: a schema reservation the catalog applied
+// but whose answer was lost is found by the reload that follows, and the
+// table as committed returned; it was an error, which restarted the sink
+// session.
+func TestReserveSchemaAnswerLost(t *testing.T) {
+	cat := tempCatalog(t)
+	opts := snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Value: mapping.ValueJSON}}
+	openTestTable(t, cat, "lake.reserve", opts)
+	lose := &atomic.Bool{}
+	tbl := openTestTable(t, lostAnswer{Catalog: cat, lost: lose}, "lake.reserve", snapshot.OpenOptions{})
+	cur := tbl.Iceberg().Schema()
+	want := iceberg.NewSchema(cur.ID, append(slices.Clone(cur.Fields()), iceberg.NestedField{ID: cur.HighestFieldID() + 1, Name: "amount", Type: iceberg.PrimitiveTypes.Int64})...)
+	lose.Store(true)
+	reserved, err := tbl.ReserveSchema(t.Context(), tbl.Iceberg(), want)
+	if err != nil {
+		t.Fatalf("reservation whose answer was lost: %v", err)
+	}
+	if lose.Load() {
+		t.Fatal("no commit answer was lost: the test proved nothing")
+	}
+	if _, ok := reserved.Schema().FindFieldByName("amount"); !ok {
+		t.Fatalf("the returned table has no column amount: %v", reserved.Schema())
+	}
+	if n := len(reserved.Schemas()); n != 2 {
+		t.Fatalf("the table has %d schemas, want 2 (the reservation once)", n)
 	}
 }

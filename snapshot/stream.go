@@ -95,7 +95,11 @@ func (t *Table) ReserveSchema(ctx context.Context, base *table.Table, want *iceb
 	case target == base:
 		return base, nil
 	}
-	const maxAttempts = 30
+	// A failed commit's outcome is unknown: it may have been applied and
+	// its answer lost. Reloading decides, as for a data commit: a schema
+	// that landed needs nothing more (target == loaded).
+	const maxAttempts, maxErrors = 30, 5
+	errs := 0
 	for attempt := 1; ; attempt++ {
 		loaded, err := t.cat.LoadTable(ctx, t.ident)
 		if err != nil {
@@ -112,7 +116,10 @@ func (t *Table) ReserveSchema(ctx context.Context, base *table.Table, want *iceb
 		if err == nil {
 			return committed, nil
 		}
-		if !isConflict(err) || attempt >= maxAttempts {
+		if !isConflict(err) {
+			errs++
+		}
+		if errs >= maxErrors || attempt >= maxAttempts || ctx.Err() != nil {
 			return nil, fmt.Errorf("commit the schema change of %s ahead of its data: %w", t.Name(), err)
 		}
 		if err := sleep(ctx, backoff(attempt)); err != nil {

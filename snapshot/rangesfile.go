@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -197,9 +195,7 @@ func (t *Table) readRangesFiles(ctx context.Context, tbl *table.Table) (rf *rang
 		g.Go(func() error {
 			b, err := readAll(fsys, path)
 			if err == nil {
-				if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != digest {
-					err = fmt.Errorf("its SHA-256 is %x, the snapshot's summary says %s", sum, digest)
-				}
+				err = checkSHA256(b, digest)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -174,11 +174,85 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 	for p, w := range wm {
 		logStart[mapping.TopicPartition{Topic: topic, Partition: p}] = w.LogStart
 	}
-	lost, err := mainRowsLost(ctx, t, mainID, headID, logStart)
+	mc, err := coverages(ctx, t, mainID)
+	if err != nil {
+		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+	}
+	bc, err := coverages(ctx, t, headID)
+	if err != nil {
+		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+	}
+	lost := mainRowsLost(mc, bc, logStart)
+	if lost == "" {
+		lost, err = mainRowsFewer(ctx, t, mainID, headID, mc, bc)
+	}
 	if err != nil || lost == "" {
 		return err
 	}
 	return &DifferError{Table: t.Name(), Branch: t.Branch(), Coverage: lost}
+}
+
+// mainRowsFewer says which partitions hold, over the offsets main's
+// snapshot mainID and the branch's head headID both cover, more rows in
+// main than in the branch: records a compaction of the topic removed since
+// main read them, or records that became dead letters on the branch and
+// rows in main (a replay whose layout or registry does not fit). Both
+// sides cover those offsets, so the offsets alone (mainRowsLost) do not
+// tell. The counts come from the ledgers, bounded so that only a certain
+// difference is reported: main's rows of the ranges wholly inside those
+// offsets that overlap no other (a table holding duplicates is what a
+// replay rebuilds), against the branch's rows of every range that touches
+// them. It returns "" when there are none.
+func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage) (string, error) {
+	shared := map[mapping.TopicPartition]mapping.Interval{}
+	for tp, m := range mc {
+		if b, ok := bc[tp]; ok {
+			if in := (mapping.Interval{Low: max(m.First, b.First), High: min(m.Next, b.Next)}); in.Low < in.High {
+				shared[tp] = in
+			}
+		}
+	}
+	if len(shared) == 0 {
+		return "", nil
+	}
+	// Main: disjoint ranges inside, in ledger order (a range below one
+	// already counted is left out, which only lowers the count).
+	inMain, taken := map[mapping.TopicPartition]int64{}, map[mapping.TopicPartition]int64{}
+	for c, err := range t.Commits(ctx, mainID) {
+		if err != nil {
+			return "", fmt.Errorf("check branch %s of %s against main: ledger at snapshot %d: %w", t.Branch(), t.Name(), mainID, err)
+		}
+		for _, r := range c.Ranges {
+			in, ok := shared[r.TopicPartition]
+			if !ok || r.Low < in.Low || r.High > in.High || r.Low < taken[r.TopicPartition] || r.Len() == 0 {
+				continue
+			}
+			inMain[r.TopicPartition] += r.Records
+			taken[r.TopicPartition] = r.High
+		}
+	}
+	onBranch := map[mapping.TopicPartition]int64{}
+	for c, err := range t.Commits(ctx, headID) {
+		if err != nil {
+			return "", fmt.Errorf("check branch %s of %s against main: ledger at snapshot %d: %w", t.Branch(), t.Name(), headID, err)
+		}
+		for _, r := range c.Ranges {
+			if in, ok := shared[r.TopicPartition]; ok && r.Low < in.High && r.High > in.Low {
+				onBranch[r.TopicPartition] += r.Records
+			}
+		}
+	}
+	var parts []string
+	for _, tp := range slices.SortedFunc(maps.Keys(shared), mapping.TopicPartition.Compare) {
+		if m, b := inMain[tp], onBranch[tp]; m > b {
+			parts = append(parts, fmt.Sprintf("%s %s: at least %d in main, at most %d on the branch", tp, shared[tp], m, b))
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "main holds more rows than the branch over offsets both cover (" + strings.Join(parts, "; ") +
+		"): the topic's compaction removed records since main read them, or the branch made dead letters of records that are rows in main (check the replay's --value, --key and --schema-registry); publishing would drop them from main", nil
 }
 
 // sameTopic returns a *DifferError when main's snapshot mainID and the
@@ -203,22 +277,14 @@ func sameTopic(ctx context.Context, t *snapshot.Table, topic string, mainID, hea
 }
 
 // mainRowsLost says which offsets below the branch's next offset main's
-// snapshot mainID holds (covers and does not record lost) that the
-// branch's head headID does not (it starts later, records them lost to
-// retention, or has a gap): publishing the branch would drop them, since
-// a sink on main resumes from the branch's next offsets.
+// snapshot holds (covers and does not record lost: mc) that the branch's
+// head does not (bc: it starts later, records them lost to retention, or
+// has a gap): publishing the branch would drop them, since a sink on main
+// resumes from the branch's next offsets.
 // logStart is each partition's log start offset now (absent: unknown, 0):
 // a sink reads nothing below it again.
 // It returns "" when there are none.
-func mainRowsLost(ctx context.Context, t *snapshot.Table, mainID, headID int64, logStart map[mapping.TopicPartition]int64) (string, error) {
-	mc, err := coverages(ctx, t, mainID)
-	if err != nil {
-		return "", fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
-	}
-	bc, err := coverages(ctx, t, headID)
-	if err != nil {
-		return "", fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
-	}
+func mainRowsLost(mc, bc map[mapping.TopicPartition]mapping.Coverage, logStart map[mapping.TopicPartition]int64) string {
 	var parts []string
 	for _, tp := range slices.SortedFunc(maps.Keys(mc), mapping.TopicPartition.Compare) {
 		m := mc[tp]
@@ -257,9 +323,9 @@ func mainRowsLost(ctx context.Context, t *snapshot.Table, mainID, headID int64, 
 		}
 	}
 	if len(parts) == 0 {
-		return "", nil
+		return ""
 	}
-	return "main holds " + strings.Join(parts, ", ") + ", which the branch does not hold (it starts later, or retention deleted them before the replay or since it ended): publishing would drop them from main", nil
+	return "main holds " + strings.Join(parts, ", ") + ", which the branch does not hold (it starts later, or retention deleted them before the replay or since it ended): publishing would drop them from main"
 }
 
 // subtract removes cut from every interval of in.

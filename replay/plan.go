@@ -137,6 +137,7 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 			}
 		}
 		pr, resumed := prior[part]
+		_, named := from.Offsets[part]
 		switch {
 		case !resumed:
 		case from.IsEdge():
@@ -150,6 +151,16 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 			// began (a transaction open then, its start the last stable
 			// offset, has ended; or records were added since): no record
 			// before that end is stamped at or after it.
+			start = pr.First()
+		case fromTime != nil && sameTime && pr.Next() > pr.First() && start > pr.First():
+			// The replay read records from where it began, so the time
+			// resolved to a record then: it resolves past them now only
+			// because the topic's compaction or retention deleted the
+			// record it began at.
+			start = pr.First()
+		case from.Offsets != nil && !named && start > pr.First():
+			// A partition --from does not name begins at its log start:
+			// it keeps where it began, once retention deleted it since.
 			start = pr.First()
 		case fromTime != nil && sameTime && start != pr.First():
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,

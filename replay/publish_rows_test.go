@@ -1,0 +1,57 @@
+package replay_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/replay"
+)
+
+// TestPublishRefusesRowsCompactedAway (from a review): main, an append
+// table, sank a compacted topic before compaction: it holds all 7
+// records. Compaction then removes offsets 1 and 2 (k1 and k2 were written
+// again). A replay onto a branch reads the 5 records the log still has;
+// --publish made it main, dropping the rows of offsets 1 and 2, which no
+// log holds any more, and the audit of main said complete. Publish refuses
+// it as it refuses offsets retention deleted, naming the counts; with
+// --publish-different it publishes.
+func TestPublishRefusesRowsCompactedAway(t *testing.T) {
+	e := newEnv(t)
+	const topic = "cmppub"
+	compact := "compact"
+	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	base := time.Now().Add(-time.Hour)
+	for i, k := range []string{"u0", "k1", "k2", "k1", "k2", "z", "y"} {
+		e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(k), Value: fmt.Appendf(nil, "%s-%d", k, i), Timestamp: base.Add(time.Duration(i) * time.Second)}})
+	}
+	main := e.Table("lake.cmppub")
+	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rows(t, e.openExisting("lake.cmppub", ""))); n != 7 {
+		t.Fatalf("main holds %d rows before compaction, want 7", n)
+	}
+	e.Stack.Cluster.Compact()
+	res, err := e.replay("lake.cmppub", replay.Options{Topic: topic, Branch: "rebuild", Publish: true})
+	after := len(rows(t, e.openExisting("lake.cmppub", "")))
+	if differ, ok := errors.AsType[*replay.DifferError](err); !ok || res.Published || after != 7 ||
+		!strings.Contains(err.Error(), "main holds more rows than the branch over offsets both cover (cmppub/0 [0, 7): at least 7 in main, at most 5 on the branch)") {
+		complete := "audit failed"
+		if rep, aerr := audit.Run(e.Ctx, e.openExisting("lake.cmppub", ""), audit.Options{Depth: audit.DepthRows, VerifyContent: true, Broker: e.Dial()}); aerr == nil {
+			complete = fmt.Sprintf("audit --deep --verify-content --brokers: complete %v", rep.Complete())
+		}
+		t.Fatalf("publish of a replay of a compacted topic: %v (%v), published %v, main went from 7 rows to %d (%s); want it refused", err, differ, res.Published, after, complete)
+	}
+	// --publish-different publishes what the log holds now.
+	res, err = e.replay("lake.cmppub", replay.Options{Topic: topic, Branch: "rebuild", Publish: true, PublishDifferent: true})
+	if err != nil || !res.Published || len(rows(t, e.openExisting("lake.cmppub", ""))) != 5 {
+		t.Fatalf("--publish-different: %v, published %v", err, res.Published)
+	}
+}

@@ -648,6 +648,18 @@ func (ss *session) consume(ctx context.Context) error {
 		return fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
 	}
 	s.finish(ledger.Next())
+	if ss.bounded && ctx.Err() != nil {
+		// Interrupted: a batch job that stopped short must not read as
+		// done.
+		for _, pt := range ss.parts {
+			if !pt.done() {
+				if s.stats.Unfinished == nil {
+					s.stats.Unfinished = map[mapping.TopicPartition]int64{}
+				}
+				s.stats.Unfinished[pt.tp] = pt.end
+			}
+		}
+	}
 	return nil
 }
 

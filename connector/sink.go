@@ -248,6 +248,11 @@ type Stats struct {
 	Next map[mapping.TopicPartition]int64
 	// HeadLost lists partitions whose log began above offset 0.
 	HeadLost map[int32]int64
+	// Unfinished holds, for a bounded run (StopAtEnd, EndOffsets) that
+	// ctx ended first, the end offset of each partition it had not
+	// reached: what it consumed is committed (Next), the rest is left
+	// for the next run.
+	Unfinished map[mapping.TopicPartition]int64
 }
 
 // Sink consumes one topic into one table.

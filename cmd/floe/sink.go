@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -82,7 +83,9 @@ The dead-letter table (--dlq-table) and the schema registry are checked before a
 created. Records are read with read_committed: aborted transactions never reach the table, and
 transaction markers are accounted for in the ledger. A flush happens when --flush-records,
 --flush-bytes or --flush-interval is reached, whichever comes first. SIGINT or SIGTERM flushes,
-commits and exits 0.
+commits and exits 0; a --stop-at-end run stopped so before its end offsets exits 2, naming the
+partitions it did not finish (a run of the same command finishes them), and one stopped while it
+waits to retry after a failure exits 2 too (what that session consumed was not committed).
 
 If retention deleted records before they were sunk, the sink stops with an error naming the
 lost offsets; --on-data-loss record writes them into the ledger as a lost range and goes on.
@@ -327,6 +330,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	reg := metrics.New()
 	w := cmd.OutOrStdout()
 	var onlyDead []string // --stop-at-end pipelines that wrote dead letters and no row
+	var short []string    // --stop-at-end pipelines interrupted before their end offsets
 	owners := &tableOwners{pattern: strings.Contains(f.table, "{topic}"), owner: map[string]string{}}
 	turns := &tableTurns{}
 	var started sync.Once // once every pipeline is checked and its table open
@@ -428,6 +432,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl, p.Topic) {
 					onlyDead = append(onlyDead, msg)
 				}
+				if len(stats.Unfinished) > 0 {
+					short = append(short, tbl.Name()+" at "+unfinishedPhrase(stats))
+				}
 			case committedRecords(stats) && f.json:
 				r := newRunReport(tbl.Name(), p.Topic, stats)
 				r.Error = err.Error()
@@ -478,10 +485,29 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	if err := run.RunWatching(ctx, broker, cat, watch); err != nil {
 		return err
 	}
+	if len(short) > 0 {
+		// A scheduler's timeout (SIGTERM) must not record a batch job
+		// that stopped short as done.
+		return fmt.Errorf("interrupted before the end offsets: %s; what was consumed is committed, run the same command again to continue", strings.Join(short, "; "))
+	}
 	if len(onlyDead) > 0 {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(strings.Join(onlyDead, "; "))}
 	}
 	return nil
+}
+
+// unfinishedPhrase names the partitions an interrupted bounded run did
+// not finish: where the ledger is, of which end offset.
+func unfinishedPhrase(s connector.Stats) string {
+	tps := slices.SortedFunc(maps.Keys(s.Unfinished), mapping.TopicPartition.Compare)
+	parts := make([]string, 0, min(len(tps), maxListedPositions))
+	for _, tp := range tps[:min(len(tps), maxListedPositions)] {
+		parts = append(parts, fmt.Sprintf("%s %d of %d", tp, s.Next[tp], s.Unfinished[tp]))
+	}
+	if len(tps) > maxListedPositions {
+		parts = append(parts, fmt.Sprintf("and %d more partitions", len(tps)-maxListedPositions))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ledgerReader returns a reader of the ledger summary of the table sink
@@ -602,6 +628,9 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	if len(s.Next) > 0 {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(s.Next))
 	}
+	if s.FirstDeadLetter != "" {
+		fmt.Fprintf(w, "first dead letter: %s\n", s.FirstDeadLetter)
+	}
 }
 
 // runReport is what a run of a sink (or a replay) committed into a table,
@@ -626,6 +655,10 @@ type runReport struct {
 	Fenced          int              `json:"fenced"`
 	Rebalances      int              `json:"rebalances"`
 	Next            map[string]int64 `json:"next"` // TOPIC/PARTITION: the ledger's next offset
+	// Unfinished, set when the run was interrupted before its end
+	// offsets, holds each partition's end offset it did not reach
+	// (TOPIC/PARTITION).
+	Unfinished map[string]int64 `json:"unfinished,omitempty"`
 	// Error, set when the run stopped with an error, is that error: the
 	// rest of the report is what it committed before (a restart resumes
 	// after it).
@@ -644,6 +677,12 @@ func newRunReport(table, topic string, s connector.Stats) runReport {
 	}
 	for tp, o := range s.Next {
 		r.Next[tp.String()] = o
+	}
+	for tp, o := range s.Unfinished {
+		if r.Unfinished == nil {
+			r.Unfinished = map[string]int64{}
+		}
+		r.Unfinished[tp.String()] = o
 	}
 	return r
 }

@@ -96,7 +96,13 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 		opts = append(opts, config.WithRegion(c.Region))
 	}
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
-		return nil, errors.New("S3 credentials: set both the access key id and the secret access key, or neither (to use AWS_* variables, AWS_PROFILE or a role)")
+		given, missing := "access key id", "secret access key"
+		if c.AccessKeyID == "" {
+			given, missing = missing, given
+		}
+		// The flags replace the SDK's chain whole: a key id from
+		// AWS_ACCESS_KEY_ID does not complete a secret given as a flag.
+		return nil, fmt.Errorf("S3 credentials: the %s is set and the %s is not: set both (flags, config file or FLOE_S3_* variables; they are not combined with AWS_* variables), or neither to use the AWS_* variables, AWS_PROFILE or a role", given, missing)
 	}
 	if c.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(

@@ -83,7 +83,9 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 		}
 		tried := "is Kafka running there?"
 		if pctx.Err() != nil {
-			tried = fmt.Sprintf("no answer within %s; is Kafka running there?", timeout)
+			// A port that takes the connection and never answers the
+			// Kafka protocol is most often another service's.
+			tried = fmt.Sprintf("no answer within %s; is Kafka running there, and is it the broker's port, not another service's (an S3 endpoint, a schema registry)?", timeout)
 		}
 		return nil, &CheckError{Settings: []Setting{SettingBrokers},
 			Err: fmt.Errorf("cannot reach brokers %s (%s): %w", strings.Join(seeds, ","), tried, err)}

@@ -163,6 +163,9 @@ func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
 			return tableKey{}, &QueryError{Setting: SettingKey, Value: text, Want: fmt.Sprintf("%s; %v", want, err)}
 		}
 		tk.want[col] = printed
+		if _, binary := f.Type.(iceberg.BinaryType); binary {
+			tk.raw = []byte(printed) // matches compares binary columns with it
+		}
 		terms = append(terms, term)
 	}
 	tk.filter = terms[0]
@@ -244,7 +247,13 @@ func keyTerm(col string, t iceberg.Type, v any) (iceberg.BooleanExpression, stri
 		return iceberg.EqualTo(ref, b), strconv.FormatBool(b), nil
 	}
 	if _, binary := t.(iceberg.BinaryType); binary && col == mapping.ColKey {
-		return nil, "", fmt.Errorf("key column %s holds the raw Kafka keys (binary), which --key cannot give yet: look a record up by its position (--partition P --offset X), or replay the topic with --key string to look keys up as text", col)
+		// The raw Kafka keys: a key given as text is its bytes, as for a
+		// table keyed by kafka_key alone.
+		s, ok := v.(string)
+		if !ok {
+			return nil, "", fmt.Errorf("key column %s holds the raw Kafka keys: give the key's text as a JSON string", col)
+		}
+		return iceberg.EqualTo(ref, []byte(s)), s, nil
 	}
 	return nil, "", fmt.Errorf("key column %s is of type %s, which --key cannot give yet", col, t)
 }

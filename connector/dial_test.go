@@ -1,0 +1,46 @@
+package connector_test
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/connector"
+)
+
+// TestDialSilentPort (from a new-user run): --brokers naming a port that
+// takes connections and never answers the Kafka protocol (the local
+// stack's S3 endpoint or schema registry) waited the dial timeout and
+// asked only whether Kafka runs there; it asks whether the port is the
+// broker's.
+func TestDialSilentPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 16)
+	defer func() {
+		ln.Close()
+		for len(held) > 0 {
+			(<-held).Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case held <- c: // held open, silent
+			default:
+				c.Close()
+			}
+		}
+	}()
+	_, err = connector.Dial(t.Context(), []string{ln.Addr().String()}, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "no answer within 1s; is Kafka running there, and is it the broker's port, not another service's (an S3 endpoint, a schema registry)?") {
+		t.Fatalf("dial of a silent port: %v", err)
+	}
+}

@@ -307,9 +307,11 @@ type Report struct {
 	Notes    []string
 	Evidence Evidence
 	// Files is the number of live data files, RowsRead the rows read by the
-	// rows and content levels, each row counted once though both read it.
-	Files    int
-	RowsRead int64
+	// rows and content levels, each row counted once though both read it,
+	// DeadLettersRead the dead-letter tables' rows the rows level read.
+	Files           int
+	RowsRead        int64
+	DeadLettersRead int64
 	Started  time.Time
 	Duration time.Duration
 }

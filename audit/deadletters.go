@@ -276,7 +276,7 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 					dup[tp].add(off.Value(i))
 				}
 			}
-			a.rep.RowsRead += b.NumRows()
+			a.rep.DeadLettersRead += b.NumRows()
 			return nil
 		})
 		if err != nil {

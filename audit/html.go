@@ -155,9 +155,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if slices.Contains(r.Levels, LevelFiles) {
 		v.Read += ", " + plural(r.Files, "live data file")
 	}
-	if r.RowsRead > 0 {
-		v.Read += ", " + plural(r.RowsRead, "row") + " read"
-	}
+	v.Read += r.readPhrase()
 	if r.Complete() {
 		v.Verdict = r.completeVerdict()
 	} else {
@@ -485,7 +483,7 @@ func partitionFacts(hp htmlPartition, filesRan, upsert bool) [][2]string {
 	if p.Rows >= 0 {
 		rows = n(p.Rows)
 		if p.DeadLetters > 0 {
-			rows += fmt.Sprintf(" and %d dead letters", p.DeadLettersRead)
+			rows += " and " + plural(p.DeadLettersRead, "dead letter")
 		}
 	}
 	f = append(f, [2]string{"live files", files}, [2]string{"rows read", rows})

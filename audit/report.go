@@ -42,6 +42,7 @@ type jsonReport struct {
 	Complete         bool            `json:"complete"`
 	Files            *int            `json:"files"`
 	RowsRead         int64           `json:"rows_read"`
+	DeadLettersRead  int64           `json:"dead_letters_read,omitempty"`
 	Partitions       []jsonPartition `json:"partitions"`
 	Findings         []jsonFinding   `json:"findings"`
 	Notes            []string        `json:"notes"`
@@ -128,6 +129,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Levels:           r.Levels,
 		Complete:         r.Complete(),
 		RowsRead:         r.RowsRead,
+		DeadLettersRead:  r.DeadLettersRead,
 		Partitions:       []jsonPartition{},
 		Findings:         []jsonFinding{},
 		Notes:            append([]string{}, r.Notes...),
@@ -241,10 +243,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if slices.Contains(r.Levels, LevelFiles) {
 		fmt.Fprintf(&b, ", %s", plural(r.Files, "live data file"))
 	}
-	if r.RowsRead > 0 {
-		fmt.Fprintf(&b, ", %s read", plural(r.RowsRead, "row"))
-	}
-	fmt.Fprintf(&b, "\n\n")
+	fmt.Fprintf(&b, "%s\n\n", r.readPhrase())
 	r.partitionTable(&b)
 	if c := r.contentTotals(); c != nil {
 		b.WriteString("\n")
@@ -254,7 +253,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		dead := ""
 		if c.DeadLetters > 0 {
-			dead = fmt.Sprintf(", %d dead letters (verified against the log)", c.DeadLetters)
+			dead = fmt.Sprintf(", %s (verified against the log)", plural(c.DeadLetters, "dead letter"))
 		}
 		wrap(&b, "", fmt.Sprintf("content: %s verified against the log; offsets inside ranges without rows: %s, %d aborted, %d compacted%s%s; %s no longer in the log to compare",
 			plural(c.Verified, "row"), plural(c.Markers, "transaction marker"), c.Aborted, c.Compacted, folded, dead, plural(c.Unverifiable, "row")))
@@ -357,11 +356,11 @@ func (r *Report) partitionTable(b *strings.Builder) {
 	folded := r.Fold != "" || r.UpsertKey != ""
 	switch {
 	case folded && dead > 0:
-		fmt.Fprintf(b, "(ROWS counts the records folded, the table keeping each key's latest; %d more records went to the dead-letter table, accounted for in the ledger)\n", dead)
+		fmt.Fprintf(b, "(ROWS counts the records folded, the table keeping each key's latest; %s went to the dead-letter table, accounted for in the ledger)\n", plural(dead, "more record"))
 	case folded:
 		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
 	case dead > 0:
-		fmt.Fprintf(b, "(ROWS counts rows of the table; %d more records went to the dead-letter table, accounted for in the ledger)\n", dead)
+		fmt.Fprintf(b, "(ROWS counts rows of the table; %s went to the dead-letter table, accounted for in the ledger)\n", plural(dead, "more record"))
 	}
 }
 
@@ -478,4 +477,16 @@ func wrap(b *strings.Builder, indent, text string) {
 		line += word
 	}
 	b.WriteString(line + "\n")
+}
+
+// readPhrase says what the rows and content levels read: ", 2 rows and 1
+// dead letter read" ("" when they read nothing).
+func (r *Report) readPhrase() string {
+	switch {
+	case r.DeadLettersRead > 0:
+		return fmt.Sprintf(", %s and %s read", plural(r.RowsRead, "row"), plural(r.DeadLettersRead, "dead letter"))
+	case r.RowsRead > 0:
+		return ", " + plural(r.RowsRead, "row") + " read"
+	}
+	return ""
 }

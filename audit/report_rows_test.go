@@ -26,3 +26,24 @@ func TestPartitionTableRowsNote(t *testing.T) {
 		}
 	}
 }
+
+// TestReadPhrase (from a new-user run): the audit's "3 rows read" of a
+// table of 2 rows counted its dead letters as rows; and one dead letter
+// was "1 dead letters".
+func TestReadPhrase(t *testing.T) {
+	for _, c := range []struct {
+		rows, dead int64
+		want       string
+	}{{2, 1, ", 2 rows and 1 dead letter read"}, {1, 0, ", 1 row read"}, {0, 0, ""}} {
+		r := Report{RowsRead: c.rows, DeadLettersRead: c.dead}
+		if got := r.readPhrase(); got != c.want {
+			t.Errorf("%d rows, %d dead letters: %q, want %q", c.rows, c.dead, got, c.want)
+		}
+	}
+	p := PartitionReport{TopicPartition: mapping.TopicPartition{Topic: "t"}, InLedger: true, Records: 4, DeadLetters: 1}
+	var b strings.Builder
+	(&Report{Partitions: []PartitionReport{p}}).partitionTable(&b)
+	if !strings.Contains(b.String(), "1 more record went to the dead-letter table") {
+		t.Errorf("partition table:\n%s", b.String())
+	}
+}

@@ -765,7 +765,7 @@ func (s *Sink) maintain(ctx context.Context) {
 	if ran {
 		s.stats.Maintenance++
 		s.log.Info("maintained", "expired", len(res.Expired), "archived", res.Archived, "archive_segments", len(res.Segments),
-			"stale_metadata", len(res.StaleMetadata), "stale_archives", len(res.StaleArchives), "stale_ranges_files", len(res.StaleRangesFiles))
+			"stale_metadata", len(res.StaleMetadata), "stale_manifests", len(res.StaleManifests), "stale_archives", len(res.StaleArchives), "stale_ranges_files", len(res.StaleRangesFiles))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,8 +199,14 @@ func TestLostRaceManifestsCollected(t *testing.T) {
 		t.Skip("the lost race left no manifest behind")
 	}
 	backdate(t, stray...)
-	if _, err := a.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+	res, err := a.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Reported as manifests, on their own (from a new user: they were
+	// counted as stale metadata files).
+	if len(res.StaleManifests) != len(stray) || slices.ContainsFunc(res.StaleMetadata, func(f string) bool { return strings.HasSuffix(f, ".avro") }) {
+		t.Errorf("reported stale manifests %v and metadata %v; want the %d manifests as manifests", res.StaleManifests, res.StaleMetadata, len(stray))
 	}
 	var left []string
 	for _, f := range stray {

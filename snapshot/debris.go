@@ -118,7 +118,8 @@ func (t *Table) RemoveStaleMetadata(ctx context.Context, log *slog.Logger, minAg
 }
 
 // removeDebris deletes (or, in a dry run, lists) the stale metadata files
-// (see RemoveStaleMetadata), the stale ledger archive files (see
+// (see RemoveStaleMetadata), the unreferenced manifests (see
+// staleManifests), the stale ledger archive files (see
 // staleArchives) and the stale ranges files (see staleRangesFiles) older
 // than minAge, from one listing of the metadata folder.
 func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.Duration, dryRun bool, res *MaintainResult) error {
@@ -141,8 +142,9 @@ func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.
 		return fail(err)
 	}
 	var errs []error
-	manifests := t.staleManifests(ctx, log, folder.meta, minAge, now)
-	res.StaleMetadata, err = t.deleteFolderFiles(ctx, append(t.staleMetadata(log, folder.meta, minAge, now), manifests...), dryRun)
+	res.StaleMetadata, err = t.deleteFolderFiles(ctx, t.staleMetadata(log, folder.meta, minAge, now), dryRun)
+	errs = append(errs, err)
+	res.StaleManifests, err = t.deleteFolderFiles(ctx, t.staleManifests(ctx, log, folder.meta, minAge, now), dryRun)
 	errs = append(errs, err)
 	// A segment's index goes with it, and so does one whose segment is
 	// already gone (floe before this deleted segments only).
@@ -152,7 +154,7 @@ func (t *Table) removeDebris(ctx context.Context, log *slog.Logger, minAge time.
 	res.StaleRangesFiles, err = t.deleteFolderFiles(ctx, t.staleRangesFiles(folder.ranges, minAge, now), dryRun)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
-		return fail(fmt.Errorf("%d metadata, %d archive and %d ranges files deleted: %w", len(res.StaleMetadata), len(res.StaleArchives), len(res.StaleRangesFiles), err))
+		return fail(fmt.Errorf("%d metadata, %d manifest, %d archive and %d ranges files deleted: %w", len(res.StaleMetadata), len(res.StaleManifests), len(res.StaleArchives), len(res.StaleRangesFiles), err))
 	}
 	return nil
 }

@@ -85,9 +85,11 @@ type MaintainResult struct {
 	Orphans     []string `json:"orphans,omitempty"`
 	OrphanBytes int64    `json:"orphan_bytes"`
 	// StaleMetadata are the metadata files deleted that no table version
-	// will reference, StaleArchives the ledger archive files deleted that
-	// the table does not name, with their index files.
-	StaleMetadata []string `json:"stale_metadata,omitempty"`
+	// will reference, StaleManifests the manifests and manifest lists no
+	// snapshot references, StaleArchives the ledger archive files deleted
+	// that the table does not name, with their index files.
+	StaleMetadata  []string `json:"stale_metadata,omitempty"`
+	StaleManifests []string `json:"stale_manifests,omitempty"`
 	StaleArchives []string `json:"stale_archives,omitempty"`
 	// StaleRangesFiles are the ranges files deleted that no snapshot
 	// references, live or archived (staleRangesFiles).

@@ -200,6 +200,10 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 				for _, o := range res.StaleMetadata {
 					fmt.Fprintf(out, "  %s\n", o)
 				}
+				fmt.Fprintf(out, "unreferenced manifests %sdeleted: %d (older than %s)\n", would, len(res.StaleManifests), orphanMinAge)
+				for _, o := range res.StaleManifests {
+					fmt.Fprintf(out, "  %s\n", o)
+				}
 				fmt.Fprintf(out, "stale ledger archive files %sdeleted: %d (older than %s)\n", would, len(res.StaleArchives), orphanMinAge)
 				for _, o := range res.StaleArchives {
 					fmt.Fprintf(out, "  %s\n", o)

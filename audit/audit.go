@@ -312,8 +312,8 @@ type Report struct {
 	Files           int
 	RowsRead        int64
 	DeadLettersRead int64
-	Started  time.Time
-	Duration time.Duration
+	Started         time.Time
+	Duration        time.Duration
 }
 
 // Complete reports whether the audit found nothing.

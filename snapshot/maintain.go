@@ -90,7 +90,7 @@ type MaintainResult struct {
 	// that the table does not name, with their index files.
 	StaleMetadata  []string `json:"stale_metadata,omitempty"`
 	StaleManifests []string `json:"stale_manifests,omitempty"`
-	StaleArchives []string `json:"stale_archives,omitempty"`
+	StaleArchives  []string `json:"stale_archives,omitempty"`
 	// StaleRangesFiles are the ranges files deleted that no snapshot
 	// references, live or archived (staleRangesFiles).
 	StaleRangesFiles []string `json:"stale_ranges_files,omitempty"`

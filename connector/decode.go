@@ -526,6 +526,11 @@ func (d *decoder) withKeyFields(key any, keyType iceberg.Type, keyChanged bool, 
 		return value, values, changed, nil
 	}
 	merged, more, err := mapping.MergeType("", values, kt)
+	if err == nil && more {
+		// The key's fields become columns as a value's do: one named
+		// like a kafka_* column would clash with floe's own.
+		err = mapping.CheckColumnNames("key", merged)
+	}
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("key fields as columns: %w", err)
 	}

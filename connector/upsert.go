@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -38,7 +39,12 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Ch
 			return mapping.ChangeSkip, nil
 		}
 	case mapping.KeyFromKeyFields:
-		fields, _ := out.key.(map[string]any)
+		fields, isObject := out.key.(map[string]any)
+		if out.key != nil && !isObject {
+			// A key that decoded to a plain value (a registry key of
+			// schema "string", a JSON number) has no fields to be columns.
+			return 0, fmt.Errorf("the key is %s, not a record or an object: a table keyed by the key's fields (--key json or registry) needs keys with fields; for plain keys sink with --key string (or raw), keyed by the key's text", kindOf(out.key))
+		}
 		if len(fields) == 0 {
 			return 0, errNoKey
 		}
@@ -79,4 +85,19 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Ch
 		return mapping.ChangeDelete, nil
 	}
 	return mapping.ChangeUpsert, nil
+}
+
+// kindOf names the kind of a decoded plain value, for a reason.
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case json.Number, int32, int64, float32, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
 }

@@ -521,7 +521,16 @@ func (b *avroBuilder) buildLogical(path string, s avro.Schema, l avro.LogicalSch
 		}, nil
 	case avro.Decimal:
 		d := l.(*avro.DecimalLogicalSchema)
-		if d.Precision() > 38 {
+		prec := d.Precision()
+		if prec > 38 && connectDecimalWithoutPrecision(s) && d.Scale() <= 38 {
+			// Confluent's AvroConverter writes a Kafka Connect Decimal
+			// that has no precision (the JDBC source's NUMERIC) as
+			// precision 64, its default: take it as the JsonConverter's
+			// is, decimal(38, S), and a value of more digits as a dead
+			// letter (twosComplementDecimal).
+			prec = 38
+		}
+		if prec > 38 {
 			return nil, nil, &SchemaError{Format: "avro", Path: path,
 				Err: fmt.Errorf("decimal precision %d; Iceberg's decimals hold at most 38 digits", d.Precision())}
 		}
@@ -529,7 +538,6 @@ func (b *avroBuilder) buildLogical(path string, s avro.Schema, l avro.LogicalSch
 		if f, ok := s.(*avro.FixedSchema); ok {
 			size = f.Size()
 		}
-		prec := d.Precision()
 		return iceberg.DecimalTypeOf(prec, d.Scale()), func(r *avroReader, t *Tape) error {
 			var b []byte
 			var err error
@@ -562,6 +570,20 @@ func (b *avroBuilder) buildLogical(path string, s avro.Schema, l avro.LogicalSch
 		return nil, nil, &SchemaError{Format: "avro", Path: path, Err: err}
 	}
 	return b.build(path, plain)
+}
+
+// connectDecimalWithoutPrecision reports whether s is a Kafka Connect
+// Decimal as Confluent's AvroConverter writes it (connect.name) whose
+// Connect schema had no precision (no connect.decimal.precision among its
+// connect.parameters).
+func connectDecimalWithoutPrecision(s avro.Schema) bool {
+	ps, ok := s.(avro.PropertySchema)
+	if !ok || ps.Prop("connect.name") != "org.apache.kafka.connect.data.Decimal" {
+		return false
+	}
+	params, _ := ps.Prop("connect.parameters").(map[string]any)
+	_, has := params["connect.decimal.precision"]
+	return !has
 }
 
 // timeOfDay converts a time of day in units of unit microseconds to

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// auditedRun is what sinkAudited saw: the sink's exit code and output, the table's
+// rows (offset order) and the content audit's exit code and output.
+type auditedRun struct {
+	st         *localstack.Stack
+	loc        []string
+	sinkCode   int
+	sinkOut    string
+	rows       []floetest.Row
+	auditCode  int
+	auditOut   string
+	registered map[string]int
+}
+
+// sinkAudited produces recs into a fresh one-partition topic, runs floe sink
+// --stop-at-end with extra (a trailing "--schema-registry" gets the stack's
+// registry URL), then floe audit --deep --verify-content.
+func sinkAudited(t *testing.T, topic string, recs func(st *localstack.Stack) []*kgo.Record, extra ...string) auditedRun {
+	t.Helper()
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs(st)); err != nil {
+		t.Fatal(err)
+	}
+	registry := false
+	if n := len(extra); n > 0 && extra[n-1] == "--schema-registry" {
+		extra, registry = append(slices.Clone(extra), st.Registry), true
+	}
+	cfg := st.Catalog()
+	run := auditedRun{st: st, loc: []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}}
+	sink := append([]string{"sink", "-b", st.Brokers[0], "-t", topic, "--table", "lake." + topic, "--stop-at-end"}, extra...)
+	code, out, errs := floe(t, append(sink, run.loc...)...)
+	run.sinkCode, run.sinkOut = code, out+errs
+	if code == exitError {
+		return run
+	}
+	run.rows = floetest.Rows(t, openTable(t, cfg, "lake."+topic))
+	slices.SortFunc(run.rows, func(a, b floetest.Row) int { return cmp.Compare(a.Offset, b.Offset) })
+	audit := append([]string{"audit", "--table", "lake." + topic, "--deep", "--verify-content", "-b", st.Brokers[0]}, run.loc...)
+	if registry {
+		audit = append(audit, "--schema-registry", st.Registry)
+	}
+	run.auditCode, out, errs = floe(t, audit...)
+	run.auditOut = out + errs
+	return run
+}
+
+func (r auditedRun) complete() bool {
+	return r.auditCode == exitOK && strings.Contains(r.auditOut, "verdict: COMPLETE")
+}
+
+// TestKeyFieldNamedLikeMetadataColumn (from a review): an upsert table
+// keyed by a JSON key's fields (--key json) makes each key field a column.
+// A value field named like floe's own columns is a dead letter, but a key
+// field was not checked: {"kafka_offset":7} became a second column
+// kafka_offset and the flush panicked, every restart too. The record is a
+// dead letter, the records after it rows.
+func TestKeyFieldNamedLikeMetadataColumn(t *testing.T) {
+	run := sinkAudited(t, "ev", func(st *localstack.Stack) []*kgo.Record {
+		return []*kgo.Record{
+			{Topic: "ev", Key: []byte(`{"kafka_offset":7}`), Value: []byte(`{"x":1}`)},
+			{Topic: "ev", Key: []byte(`{"id":8}`), Value: []byte(`{"x":2}`)},
+		}
+	}, "--value", "json", "--key", "json", "--mode", "upsert")
+	if run.sinkCode == exitError || len(run.rows) != 1 {
+		t.Fatalf("sink: exit %d, %d rows; want the first record a dead letter and one row\n%s", run.sinkCode, len(run.rows), run.sinkOut)
+	}
+}
+
+// TestPrimitiveRegistryKeyUpsert (from a review): --mode upsert --key
+// registry with keys of the primitive Avro schema "string": every record
+// is a dead letter, whose reason said "the record has no key", though each
+// has one; it says the key is a string and names --key string.
+func TestPrimitiveRegistryKeyUpsert(t *testing.T) {
+	v1 := `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"amount","type":["null","long"],"default":null}]}`
+	run := sinkAudited(t, "orders", func(st *localstack.Stack) []*kgo.Record {
+		recs := avroRecords(t, st, "orders", v1, map[string]any{"id": int64(1), "amount": int64(100)})
+		kid, err := localstack.RegisterSchema(t.Context(), st.Registry, "orders-key", sr.Schema{Schema: `"string"`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[0].Key = localstack.WireFormat(kid, nil, append([]byte{4}, "k1"...))
+		return recs
+	}, "--value", "registry", "--key", "registry", "--mode", "upsert", "--schema-registry")
+	if strings.Contains(run.sinkOut, "the record has no key") || !strings.Contains(run.sinkOut, "the key is a string, not a record or an object") {
+		t.Errorf("a record with a key is dead-lettered as having none (exit %d):\n%s", run.sinkCode, run.sinkOut)
+	}
+}
+
+// TestAvroConverterDecimalWithoutPrecision (from a review): Confluent's
+// AvroConverter writes a Connect Decimal without connect.decimal.precision
+// (the JDBC source connector's NUMERIC, numeric.mapping=none) as an Avro
+// decimal of precision 64, its default. floe refused a precision above 38,
+// so every record was a dead letter, where the JsonConverter path takes
+// the same Decimal as decimal(38, S); it takes it so too.
+func TestAvroConverterDecimalWithoutPrecision(t *testing.T) {
+	const schema = `{"type":"record","name":"ConnectDefault","namespace":"io.confluent.connect.avro","fields":[{"name":"id","type":"long"},{"name":"amount","type":["null",{"type":"bytes","scale":2,"precision":64,"connect.version":1,"connect.parameters":{"scale":"2"},"connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"}],"default":null}]}`
+	run := sinkAudited(t, "pay", func(st *localstack.Stack) []*kgo.Record {
+		id, err := localstack.RegisterSchema(t.Context(), st.Registry, "pay-value", sr.Schema{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// id 1, amount 123.45 (unscaled 12345 = 0x3039)
+		return []*kgo.Record{{Topic: "pay", Key: []byte("k"), Value: localstack.WireFormat(id, nil, []byte{0x02, 0x02, 0x04, 0x30, 0x39})}}
+	}, "--value", "registry", "--schema-registry")
+	if run.sinkCode != exitOK || len(run.rows) != 1 || run.rows[0].Columns["amount"] != "123.45" {
+		t.Fatalf("sink: exit %d, rows %v; want one row with amount 123.45\n%s", run.sinkCode, run.rows, run.sinkOut)
+	}
+}

@@ -61,6 +61,10 @@ func KindOf(spec string) (Kind, error) {
 		return Postgres, nil
 	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
 		return REST, nil
+	case keywordDSN(lower):
+		// libpq's keyword form would be taken for a SQLite file's path: a
+		// new catalog in a file named after the password.
+		return "", errors.New("catalog: this looks like a PostgreSQL connection string in libpq's keyword form (host=... dbname=...); give it as a URL: postgres://USER:PASSWORD@HOST:PORT/DBNAME (the password percent-encoded), or FLOE_CATALOG to keep it off the command line")
 	case strings.HasPrefix(lower, "sqlite://"), strings.HasPrefix(lower, "file:"), !strings.Contains(lower, "://"):
 		return SQLite, nil
 	}
@@ -408,6 +412,22 @@ func warehouseURI(w string, create bool) (string, error) {
 func Redact(s string) string { return redact(s) }
 
 // redact hides the password of a URI so errors and logs never show it.
+// keywordDSN reports whether spec (lower case) reads as libpq's keyword
+// form: space-separated KEY=VALUE pairs naming a host, database or
+// password.
+func keywordDSN(spec string) bool {
+	if strings.Contains(spec, "://") || !strings.Contains(spec, "=") {
+		return false
+	}
+	for f := range strings.FieldsSeq(spec) {
+		k, _, ok := strings.Cut(f, "=")
+		if ok && (k == "host" || k == "hostaddr" || k == "dbname" || k == "password" || k == "user") {
+			return true
+		}
+	}
+	return false
+}
+
 func redact(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.User == nil {

@@ -121,15 +121,34 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	}
 	var urls []string
 	https := false
+	// Credentials in the URL (https://KEY:SECRET@host, Confluent's
+	// basic.auth.credentials.source=URL) are taken out of it: they become
+	// basic auth, and the URLs floe prints and hands to the client (whose
+	// errors quote them) carry none.
+	var inURL *url.Userinfo
 	for u := range strings.SplitSeq(cfg.URL, ",") {
 		u = strings.TrimSpace(u)
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return nil, fmt.Errorf("schema registry: --schema-registry %q: want http://HOST:PORT or https://HOST:PORT", u)
+			return nil, fmt.Errorf("schema registry: --schema-registry %q: want http://HOST:PORT or https://HOST:PORT", withoutUserinfo(u))
+		}
+		if p.User != nil {
+			if inURL != nil && inURL.String() != p.User.String() {
+				return nil, errors.New("schema registry: the --schema-registry URLs carry different credentials: give one set, with --schema-registry-user and --schema-registry-password")
+			}
+			inURL, p.User = p.User, nil
 		}
 		https = https || p.Scheme == "https"
-		urls = append(urls, u)
+		urls = append(urls, p.String())
 	}
+	if inURL != nil {
+		if cfg.User != "" || cfg.Token != "" {
+			return nil, errors.New("schema registry: credentials in the --schema-registry URL and in --schema-registry-user or --schema-registry-token: give them one way")
+		}
+		cfg.User = inURL.Username()
+		cfg.Password, _ = inURL.Password()
+	}
+	cfg.URL = strings.Join(urls, ",")
 	switch {
 	case cfg.Token != "" && (cfg.User != "" || cfg.Password != ""):
 		return nil, errors.New("schema registry: give either --schema-registry-token or --schema-registry-user and --schema-registry-password, not both")
@@ -509,3 +528,14 @@ func (e *RegistryAuthError) Unwrap() error { return e.Err }
 // Transient says that the error needs a person (see catalog.IsTransient):
 // an HTTP error of a server, it must not pass for one that may heal.
 func (e *RegistryAuthError) Transient() bool { return false }
+
+// withoutUserinfo is a URL that url.Parse refused, with what may be
+// credentials (between "://" and the last "@") left out, for a message.
+func withoutUserinfo(u string) string {
+	i := strings.Index(u, "://")
+	j := strings.LastIndex(u, "@")
+	if i < 0 || j < i {
+		return u
+	}
+	return u[:i+3] + "***@" + u[j+1:]
+}

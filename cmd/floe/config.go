@@ -233,7 +233,7 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+		return nil, fmt.Errorf("config file %s: %w", path, yamlError(b, err))
 	}
 	c := &configFile{path: path, values: map[string][]string{}, lines: map[string]int{}}
 	if len(doc.Content) == 0 {
@@ -282,12 +282,32 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 	return c, nil
 }
 
+// yamlError is err, yaml's error parsing config file b, without what it
+// quotes of an alias: an unquoted value starting with '*' (a password) is
+// one to YAML, and its error named it. It says the line and the fix.
+func yamlError(b []byte, err error) error {
+	if !strings.Contains(err.Error(), "unknown anchor") {
+		return err
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		if _, v, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(strings.TrimSpace(v), "*") {
+			return fmt.Errorf("line %d: the value starts with '*', which YAML reads as an alias: quote it ('*...')", i+1)
+		}
+	}
+	return errors.New("a value starts with '*', which YAML reads as an alias: quote it ('*...')")
+}
+
 // nodeValues turns a YAML value into flag values: a scalar is one value, a
 // sequence of scalars a list, a mapping a list of KEY=VALUE (for
 // catalog-prop).
 func nodeValues(n *yaml.Node) ([]string, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
+		if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+			// An unquoted value starting with '!' is a tag to YAML, the
+			// value after it what is left (a password cut short).
+			return nil, errors.New("the value starts with '!', which YAML reads as a tag: quote it ('!...')")
+		}
 		return []string{n.Value}, nil
 	case yaml.SequenceNode:
 		out := make([]string, 0, len(n.Content))

@@ -30,6 +30,8 @@ const (
 	SettingTopicRegex Setting = "TopicWatch.Match"
 	// SettingGroupProtocol is Config.GroupProtocol.
 	SettingGroupProtocol Setting = "Config.GroupProtocol"
+	// SettingSessionTimeout is Config.SessionTimeout.
+	SettingSessionTimeout Setting = "Config.SessionTimeout"
 )
 
 // ConfigError reports a setting that is missing or whose value cannot be

@@ -634,3 +634,20 @@ func offsetCommitError(resp *kmsg.OffsetCommitResponse) error {
 	}
 	return nil
 }
+
+// groupRefused returns the error to stop with when the group coordinator
+// refused this member for a reason that rejoining does not change (franz-go
+// rejoins after every group error, for ever): a session timeout outside
+// the brokers' range, a group another application uses with another
+// protocol, a full group. Nil for the others, which a rejoin may get past.
+func groupRefused(err error, group string, session time.Duration) error {
+	switch {
+	case errors.Is(err, kerr.InvalidSessionTimeout):
+		return &CheckError{Settings: []Setting{SettingSessionTimeout}, Err: fmt.Errorf("consumer group %s: the brokers refuse a session timeout of %s: it must lie within their group.min.session.timeout.ms and group.max.session.timeout.ms (6s and 30m by default): %w", group, session, err)}
+	case errors.Is(err, kerr.InconsistentGroupProtocol):
+		return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has members that assign partitions another way (another application, or floe with another --group-protocol): give floe a group of its own: %w", group, err)}
+	case errors.Is(err, kerr.GroupMaxSizeReached):
+		return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s is full (the brokers' group.max.size): run fewer members, or raise it: %w", group, err)}
+	}
+	return nil
+}

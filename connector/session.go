@@ -752,6 +752,10 @@ func (ss *session) poll(ctx context.Context) error {
 			err := s.broker.authorization(fp.Err, "Read", s.cfg.Topic, s.cfg.Group)
 			_, denied := errors.AsType[*AuthorizationError](err)
 			// A missing ACL is no reason to rejoin: it stays missing.
+			if refused := groupRefused(fp.Err, s.cfg.Group, s.cfg.SessionTimeout); refused != nil {
+				failure = refused
+				return
+			}
 			if _, kicked := errors.AsType[*kgo.ErrGroupSession](fp.Err); kicked && ss.gm != nil && !denied {
 				// The group dropped this member (paused or cut off past the
 				// session timeout): franz-go has called the lost callback,

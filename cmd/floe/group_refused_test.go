@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/localstack"
+)
+
+// TestGroupOfAnotherApplication (from a review): --group names a group an
+// application's consumer (range assignor) is a member of. floe rejoined
+// every few seconds for ever ("the consumer group dropped this member"),
+// even with --retry-for 0s; it stops, naming the conflict and --group.
+func TestGroupOfAnotherApplication(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "orders", 2, 20, map[int32]int64{})
+	app, err := kgo.NewClient(kgo.SeedBrokers(st.Brokers...), kgo.ConsumerGroup("app"), kgo.ConsumeTopics("orders"), kgo.Balancers(kgo.RangeBalancer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(app.Close)
+	pctx, pcancel := context.WithTimeout(t.Context(), 10*time.Second)
+	for n := 0; n < 40 && pctx.Err() == nil; {
+		n += app.PollFetches(pctx).NumRecords()
+	}
+	pcancel()
+	go func() {
+		for t.Context().Err() == nil {
+			app.PollFetches(t.Context())
+		}
+	}()
+	_, catFlags := localCatalog(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, errs, err := floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--group", "app",
+		"--session-timeout", "6s", "--rebalance-timeout", "10s", "--retry-for", "0s"}, catFlags...)...)
+	t.Logf("after %s: %v", time.Since(start).Round(time.Second), err)
+	if ctx.Err() != nil || err == nil || !strings.Contains(withFlags(err), "has members that assign partitions another way") || !strings.Contains(withFlags(err), "check --group") {
+		t.Fatalf("floe sink --group app beside the application's range-assignor member: %v; it said:\n%s", err, errs)
+	}
+}
+
+// TestSessionTimeoutOutOfRange (from a review): --session-timeout below
+// the brokers' group.min.session.timeout.ms (6 s by default, kfake's too)
+// is refused by the coordinator with INVALID_SESSION_TIMEOUT at every
+// join; floe rejoined for ever. It stops, naming --session-timeout and the
+// brokers' range.
+func TestSessionTimeoutOutOfRange(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "orders", 2, 20, map[int32]int64{})
+	_, catFlags := localCatalog(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, errs, err := floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--group", "g47",
+		"--session-timeout", "2s", "--rebalance-timeout", "10s", "--retry-for", "0s"}, catFlags...)...)
+	t.Logf("after %s: %v", time.Since(start).Round(time.Second), err)
+	if ctx.Err() != nil || err == nil || !strings.Contains(withFlags(err), "the brokers refuse a session timeout of 2s") || !strings.Contains(withFlags(err), "check --session-timeout") {
+		t.Fatalf("floe sink --session-timeout 2s: %v; it said:\n%s", err, errs)
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -223,10 +225,31 @@ func (s Security) oauthMechanism(ctx context.Context) (sasl.Mechanism, error) {
 	if s.Scope != "" {
 		cc.Scopes = strings.Fields(s.Scope)
 	}
-	src := oauth2.ReuseTokenSource(nil, cc.TokenSource(ctx))
+	// franz-go authenticates without a deadline: a token endpoint that
+	// takes the request and never answers would hold the connection for
+	// ever. The HTTP client bounds each fetch, and a fetch outliving the
+	// connection's context is given up (it ends at the client's timeout).
+	hc := &http.Client{Timeout: tokenTimeout}
+	src := oauth2.ReuseTokenSource(nil, cc.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc)))
 	url := s.TokenURL
-	return oauth.Oauth(func(context.Context) (oauth.Auth, error) {
-		tok, err := src.Token()
+	return oauth.Oauth(func(actx context.Context) (oauth.Auth, error) {
+		type fetched struct {
+			tok *oauth2.Token
+			err error
+		}
+		got := make(chan fetched, 1)
+		go func() {
+			tok, err := src.Token()
+			got <- fetched{tok, err}
+		}()
+		var tok *oauth2.Token
+		var err error
+		select {
+		case f := <-got:
+			tok, err = f.tok, f.err
+		case <-actx.Done():
+			err = actx.Err()
+		}
 		if err != nil {
 			return oauth.Auth{}, &CheckError{Settings: []Setting{SettingTokenURL, SettingUser, SettingPassword},
 				Err: fmt.Errorf("get an OAUTHBEARER token from %s: %s", url, tokenErrText(err))}
@@ -234,6 +257,9 @@ func (s Security) oauthMechanism(ctx context.Context) (sasl.Mechanism, error) {
 		return oauth.Auth{Token: tok.AccessToken}, nil
 	}), nil
 }
+
+// tokenTimeout bounds a fetch from an OAUTHBEARER token endpoint.
+const tokenTimeout = 30 * time.Second
 
 // tokenErrText is a token endpoint's error without the response body,
 // which some endpoints fill with the request they refused.

@@ -578,7 +578,7 @@ func (b *avroBuilder) buildLogical(path string, s avro.Schema, l avro.LogicalSch
 // connect.parameters).
 func connectDecimalWithoutPrecision(s avro.Schema) bool {
 	ps, ok := s.(avro.PropertySchema)
-	if !ok || ps.Prop("connect.name") != "org.apache.kafka.connect.data.Decimal" {
+	if !ok || ps.Prop("connect.name") != connectDecimalName {
 		return false
 	}
 	params, _ := ps.Prop("connect.parameters").(map[string]any)

@@ -253,8 +253,10 @@ func connectLogical(path, name, typ string, s *jsonObject) (cnode, bool, error) 
 	date, tm := iceberg.PrimitiveTypes.Date, iceberg.PrimitiveTypes.Time
 	ts, tstz := iceberg.PrimitiveTypes.Timestamp, iceberg.PrimitiveTypes.TimestampTz
 	switch name {
-	case "org.apache.kafka.connect.data.Decimal":
-		return connectDecimal(path, s)
+	case connectDecimalName:
+		params, _ := s.values["parameters"].(*jsonObject)
+		n, err := connectDecimal("connect", path, params)
+		return n, err == nil, err
 	case "org.apache.kafka.connect.data.Date", "io.debezium.time.Date":
 		return scaled(date, 32, same)
 	case "org.apache.kafka.connect.data.Time", "io.debezium.time.Time":
@@ -286,11 +288,15 @@ func connectLogical(path, name, typ string, s *jsonObject) (cnode, bool, error) 
 	return cnode{}, false, nil
 }
 
-// connectDecimal maps org.apache.kafka.connect.data.Decimal: bytes, the
+// connectDecimalName is the name of Kafka Connect's Decimal logical type.
+const connectDecimalName = "org.apache.kafka.connect.data.Decimal"
+
+// connectDecimal maps org.apache.kafka.connect.data.Decimal of the
+// Connect parameters params (scale, connect.decimal.precision): bytes, the
 // unscaled value as a big-endian two's-complement integer (base64 in
-// JSON), or a number with decimal.format=NUMERIC.
-func connectDecimal(path string, s *jsonObject) (cnode, bool, error) {
-	params, _ := s.values["parameters"].(*jsonObject)
+// JSON), or a number with decimal.format=NUMERIC. format names the schema
+// in errors.
+func connectDecimal(format, path string, params *jsonObject) (cnode, error) {
 	param := func(k string) string {
 		if params == nil {
 			return ""
@@ -300,12 +306,12 @@ func connectDecimal(path string, s *jsonObject) (cnode, bool, error) {
 	}
 	scale, err := strconv.Atoi(param("scale"))
 	if err != nil || scale < 0 || scale > 38 {
-		return cnode{}, false, &SchemaError{Format: "connect", Path: path, Err: fmt.Errorf("a Decimal without a scale parameter of 0 to 38")}
+		return cnode{}, &SchemaError{Format: format, Path: path, Err: fmt.Errorf("a Decimal without a scale parameter of 0 to 38")}
 	}
 	prec := 38
 	if p := param("connect.decimal.precision"); p != "" {
 		if prec, err = strconv.Atoi(p); err != nil || prec < 1 || prec > 38 || prec < scale {
-			return cnode{}, false, &SchemaError{Format: "connect", Path: path, Err: fmt.Errorf("decimal precision %q: Iceberg holds 1 to 38 digits, at least the scale", p)}
+			return cnode{}, &SchemaError{Format: format, Path: path, Err: fmt.Errorf("decimal precision %q: Iceberg holds 1 to 38 digits, at least the scale", p)}
 		}
 	}
 	fromBytes := connectBytes(path, func(b []byte) (any, error) {
@@ -316,6 +322,9 @@ func connectDecimal(path string, s *jsonObject) (cnode, bool, error) {
 		return iceberg.Decimal{Val: n, Scale: scale}, nil
 	})
 	return cnode{typ: iceberg.DecimalTypeOf(prec, scale), conv: func(v any) (any, error) {
+		if v == nil {
+			return nil, nil
+		}
 		n, ok := v.(json.Number)
 		if !ok {
 			return fromBytes(v)
@@ -333,7 +342,7 @@ func connectDecimal(path string, s *jsonObject) (cnode, bool, error) {
 			return nil, fieldErr(path, fmt.Errorf("decimal %s has more than %d digits", n, prec))
 		}
 		return d, nil
-	}}, true, nil
+	}}, nil
 }
 
 // connectInt converts a JSON integer of at most bits bits with as.

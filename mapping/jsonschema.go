@@ -551,6 +551,17 @@ func (b *jsBuilder) ofType(path string, doc *jsDoc, o *jsonObject, typ string) (
 			return i, nil
 		}}, nil
 	case "number":
+		if o.values["title"] == connectDecimalName {
+			// Confluent's JsonSchemaConverter writes a Kafka Connect
+			// Decimal (Debezium's NUMERIC) as a number titled so, with
+			// every digit: a double would round it.
+			params, _ := o.values["connect.parameters"].(*jsonObject)
+			n, err := connectDecimal("jsonschema", path, params)
+			if err != nil {
+				return jsNode{}, err
+			}
+			return jsNode{typ: n.typ, kind: typ, conv: n.conv}, nil
+		}
 		return jsNode{typ: iceberg.PrimitiveTypes.Float64, kind: typ, conv: func(v any) (any, error) {
 			if v == nil {
 				return nil, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -125,5 +126,42 @@ func TestAvroConverterDecimalWithoutPrecision(t *testing.T) {
 	}, "--value", "registry", "--schema-registry")
 	if run.sinkCode != exitOK || len(run.rows) != 1 || run.rows[0].Columns["amount"] != "123.45" {
 		t.Fatalf("sink: exit %d, rows %v; want one row with amount 123.45\n%s", run.sinkCode, run.rows, run.sinkOut)
+	}
+}
+
+// TestJSONSchemaConverterDecimalExact (from a review): Confluent's
+// JsonSchemaConverter writes a Kafka Connect Decimal (a Debezium NUMERIC
+// column in decimal.handling.mode=precise, its default) as a JSON Schema
+// "number" titled org.apache.kafka.connect.data.Decimal with its scale
+// and precision in connect.parameters, and the value with every digit.
+// floe mapped "number" to double: a numeric(20,2) balance of
+// 123456789012345678.91 was stored rounded, and the content audit, which
+// decodes the same way, said COMPLETE. It is a decimal(20,2) column.
+func TestJSONSchemaConverterDecimalExact(t *testing.T) {
+	row := func(idx int) string {
+		return fmt.Sprintf(`{"connect.index":%d,"oneOf":[{"type":"null"},{"type":"object","title":"dbserver1.inventory.accounts.Value","properties":{`+
+			`"id":{"type":"integer","connect.index":0,"connect.type":"int32"},`+
+			`"balance":{"connect.index":1,"oneOf":[{"type":"null"},{"type":"number","title":"org.apache.kafka.connect.data.Decimal","connect.version":1,"connect.parameters":{"scale":"2","connect.decimal.precision":"20"},"connect.type":"bytes"}]}}}]}`, idx)
+	}
+	env := `{"type":"object","title":"dbserver1.inventory.accounts.Envelope","properties":{"before":` + row(0) + `,"after":` + row(1) +
+		`,"op":{"type":"string","connect.index":2},"ts_ms":{"connect.index":3,"oneOf":[{"type":"null"},{"type":"integer","connect.type":"int64"}]}}}`
+	key := `{"type":"object","title":"dbserver1.inventory.accounts.Key","properties":{"id":{"type":"integer","connect.index":0,"connect.type":"int32"}}}`
+	run := sinkAudited(t, "acc", func(st *localstack.Stack) []*kgo.Record {
+		vid, err := localstack.RegisterSchema(t.Context(), st.Registry, "acc-value", sr.Schema{Schema: env, Type: sr.TypeJSON})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kid, err := localstack.RegisterSchema(t.Context(), st.Registry, "acc-key", sr.Schema{Schema: key, Type: sr.TypeJSON})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []*kgo.Record{{Topic: "acc", Key: localstack.WireFormat(kid, nil, []byte(`{"id":1}`)),
+			Value: localstack.WireFormat(vid, nil, []byte(`{"before":null,"after":{"id":1,"balance":123456789012345678.91},"op":"c","ts_ms":1700000000000}`))}}
+	}, "--value", "registry", "--key", "registry", "--envelope", "debezium", "--schema-registry")
+	if run.sinkCode != exitOK || len(run.rows) != 1 {
+		t.Fatalf("sink: exit %d, %d rows\n%s", run.sinkCode, len(run.rows), run.sinkOut)
+	}
+	if got := run.rows[0].Columns["balance"]; got != "123456789012345678.91" {
+		t.Errorf("balance = %s, want 123456789012345678.91 (numeric(20,2) in the source; audit complete: %v)", got, run.complete())
 	}
 }

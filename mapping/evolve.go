@@ -171,6 +171,11 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 		switch in.(type) {
 		case iceberg.Float32Type, iceberg.Float64Type:
 			return have, false, nil
+		case iceberg.DecimalType:
+			// A table made before floe read Kafka Connect Decimals in JSON
+			// Schema as decimals keeps its double column, which takes
+			// them as it did (rounded); a new table has a decimal column.
+			return have, false, nil
 		}
 		return conflict()
 	case iceberg.DecimalType:

@@ -307,6 +307,11 @@ func compileAppend(path string, in iceberg.Type, out arrow.DataType) (tapeAppend
 			return appendSlot[*array.Float64Builder](func(s *slot) float64 { return math.Float64frombits(uint64(s.i)) }), nil
 		}
 	case iceberg.DecimalType:
+		if id == arrow.FLOAT64 {
+			// A double column made before (MergeType).
+			scale := int32(in.Scale())
+			return appendSlot[*array.Float64Builder](func(s *slot) float64 { return decimal128.New(s.j, uint64(s.i)).ToFloat64(scale) }), nil
+		}
 		// A wider precision of the same scale holds the same unscaled value.
 		if d, ok := out.(*arrow.Decimal128Type); ok && int(d.Scale) == in.Scale() && int(d.Precision) >= in.Precision() {
 			return appendSlot[*array.Decimal128Builder](func(s *slot) decimal128.Num { return decimal128.New(s.j, uint64(s.i)) }), nil

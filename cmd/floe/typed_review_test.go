@@ -165,3 +165,27 @@ func TestJSONSchemaConverterDecimalExact(t *testing.T) {
 		t.Errorf("balance = %s, want 123456789012345678.91 (numeric(20,2) in the source; audit complete: %v)", got, run.complete())
 	}
 }
+
+// TestConnectDecimalIntoDoubleColumn: a table whose column a floe before
+// TestJSONSchemaConverterDecimalExact made double from a JSON Schema
+// Connect Decimal keeps taking that column's values (rounded, as before),
+// where the decimal they now decode to would make every record a dead
+// letter; the content audit agrees.
+func TestConnectDecimalIntoDoubleColumn(t *testing.T) {
+	plain := `{"type":"object","properties":{"id":{"type":"integer"},"amount":{"type":"number"}}}`
+	titled := `{"type":"object","properties":{"id":{"type":"integer"},"amount":{"type":"number","title":"org.apache.kafka.connect.data.Decimal","connect.parameters":{"scale":"2","connect.decimal.precision":"10"}}}}`
+	run := sinkAudited(t, "pay", func(st *localstack.Stack) []*kgo.Record {
+		var recs []*kgo.Record
+		for i, schema := range []string{plain, titled} {
+			id, err := localstack.RegisterSchema(t.Context(), st.Registry, "pay-value", sr.Schema{Schema: schema, Type: sr.TypeJSON})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, &kgo.Record{Topic: "pay", Value: localstack.WireFormat(id, nil, fmt.Appendf(nil, `{"id":%d,"amount":%d.25}`, i, i))})
+		}
+		return recs
+	}, "--value", "registry", "--schema-registry")
+	if run.sinkCode != exitOK || len(run.rows) != 2 || run.rows[1].Columns["amount"] != "1.25" || !run.complete() {
+		t.Fatalf("sink: exit %d, rows %v\n%s\naudit:\n%s", run.sinkCode, run.rows, run.sinkOut, run.auditOut)
+	}
+}

@@ -593,8 +593,14 @@ type auditor struct {
 	keySeeds [2]maphash.Seed
 	// upsert is set for an upsert table (upsert.go), upFold at its content
 	// level; tpIndex numbers the partitions its keyed rows name (tpID).
-	upsert  *upsertTable
-	upFold  *upsertFold
+	upsert *upsertTable
+	upFold *upsertFold
+	// stale counts, at the content level, the keys whose latest record is
+	// a dead letter, and the first of those records (staleKey).
+	stale struct {
+		keys  int
+		first position
+	}
 	tpIndex []mapping.TopicPartition
 	tpIDs   map[mapping.TopicPartition]int32
 
@@ -828,6 +834,15 @@ func (a *auditor) part(tp mapping.TopicPartition) *PartitionReport {
 }
 
 func (a *auditor) addLevel(l Level) { a.rep.Levels = append(a.rep.Levels, l) }
+
+// staleKey counts a key whose latest record in the log is a dead letter at
+// p, for the content level's note.
+func (a *auditor) staleKey(p position) {
+	if a.stale.keys == 0 || p.tp.Compare(a.stale.first.tp) < 0 || (p.tp == a.stale.first.tp && p.offset < a.stale.first.offset) {
+		a.stale.first = p
+	}
+	a.stale.keys++
+}
 
 func (a *auditor) note(format string, args ...any) {
 	a.rep.Notes = append(a.rep.Notes, fmt.Sprintf(format, args...))

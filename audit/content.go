@@ -90,7 +90,17 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 		}
 	}
 	if a.upFold != nil {
-		return a.settleUpsert(ctx, a.upFold)
+		if err := a.settleUpsert(ctx, a.upFold); err != nil {
+			return err
+		}
+	}
+	if a.stale.keys > 0 {
+		what := "1 key's latest record in the log is a dead letter"
+		if a.stale.keys > 1 {
+			what = fmt.Sprintf("%d keys' latest records in the log are dead letters", a.stale.keys)
+		}
+		a.note("%s (the first: %s offset %d): a dead letter changes no row, so the table holds the record before it, or no row, for that key; the dead-letter table accounts for it, and floe where --partition %d --offset %d gives its reason",
+			what, a.stale.first.tp, a.stale.first.offset, a.stale.first.tp.Partition, a.stale.first.offset)
 	}
 	return nil
 }
@@ -247,7 +257,7 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	switch {
 	case a.upFold != nil:
 		// The table-wide fold is settled once every partition is read.
-		a.merge(a.upFold, tp, v.fold.latest)
+		a.merge(a.upFold, tp, v.fold.latest, v.fold.dead)
 		a.upFold.unverifiable[tp] = append(v.holes, mapping.Interval{Low: 0, High: v.logStart})
 	case v.fold != nil:
 		v.settle()
@@ -383,6 +393,10 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)
 		}
 		rec.sum = sum
+		// A dead letter whose key is known leaves its key's row as it
+		// was: noted, not a finding (the dead-letter table accounts for
+		// the record).
+		rec.deadKeyed = err == nil && dead && !rec.noKey
 		if v.a.upsert != nil {
 			// What the record does is the sink's decision, not its bytes':
 			// a record it skips (a Debezium tombstone without a key) needs
@@ -491,6 +505,9 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 			v.find(KindContentMismatch, rec.offset)
 		default:
 			v.stats.DeadLetters++
+			if v.fold != nil && rec.deadKeyed {
+				v.fold.observe(rec)
+			}
 		}
 		return
 	}

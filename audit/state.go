@@ -295,7 +295,11 @@ type logRecord struct {
 	// skip for an upsert table's record its sink ignores on purpose.
 	key                    keyID
 	noKey, tombstone, skip bool
-	timestamp              int64 // microseconds
+	// deadKeyed is set for a dead letter whose key is known (key): it
+	// changes no row, and a key whose latest record it is keeps an
+	// earlier record's row (staleKeys).
+	deadKeyed bool
+	timestamp int64 // microseconds
 }
 
 // foldCheck checks at the content level that a state table's rows of one
@@ -305,6 +309,8 @@ type logRecord struct {
 type foldCheck struct {
 	rows   []keyedOffset // sorted by key and offset, unique
 	latest map[keyID]latestRecord
+	// dead is, per key, its latest dead letter (logRecord.deadKeyed).
+	dead map[keyID]latestRecord
 }
 
 // latestRecord is the latest committed record of a key seen so far.
@@ -316,13 +322,19 @@ type latestRecord struct {
 
 func newFoldCheck(rows []keyedOffset) *foldCheck {
 	slices.SortFunc(rows, compareKeyed)
-	return &foldCheck{rows: slices.Compact(rows), latest: map[keyID]latestRecord{}}
+	return &foldCheck{rows: slices.Compact(rows), latest: map[keyID]latestRecord{}, dead: map[keyID]latestRecord{}}
 }
 
 // observe folds a committed record inside the ranges. Records are observed
 // in the order their fate becomes known (a transaction's at its marker), so
 // the latest is chosen by offset.
 func (f *foldCheck) observe(rec logRecord) {
+	if rec.deadKeyed {
+		if l, ok := f.dead[rec.key]; !ok || l.offset < rec.offset {
+			f.dead[rec.key] = latestRecord{offset: rec.offset, timestamp: rec.timestamp}
+		}
+		return
+	}
 	if rec.noKey || rec.skip {
 		return
 	}
@@ -352,6 +364,11 @@ func (v *verifier) settle() {
 		if !held && !l.tombstone {
 			v.stats.Folded-- // counted as folded away when it was read
 			v.find(KindMissingRow, l.offset)
+		}
+	}
+	for k, d := range f.dead {
+		if l, ok := f.latest[k]; !ok || l.offset < d.offset {
+			v.a.staleKey(position{v.tp, d.offset})
 		}
 	}
 }

@@ -437,7 +437,10 @@ type upsertFold struct {
 	// retained record of its key in each partition but the winner's: a
 	// row of such a partition whose record is gone is stale when a later
 	// one of its partition is retained, whichever partition won.
-	others  map[keyID][]partitionLatest
+	others map[keyID][]partitionLatest
+	// dead is, per key, its latest dead letter by the winner rule
+	// (logRecord.deadKeyed).
+	dead    map[keyID]upsertWinner
 	commits commitIndex
 	// lastUnverified is lastUnverifiedCommits, once computed.
 	lastUnverified map[mapping.TopicPartition]int32
@@ -459,8 +462,14 @@ type partitionLatest struct {
 
 // merge folds one partition's latest record of each key into the
 // table-wide fold, with the winner rule.
-func (a *auditor) merge(f *upsertFold, tp mapping.TopicPartition, latest map[keyID]latestRecord) {
+func (a *auditor) merge(f *upsertFold, tp mapping.TopicPartition, latest, dead map[keyID]latestRecord) {
 	id := a.tpID(tp)
+	for k, l := range dead {
+		w := upsertWinner{offset: l.offset, timestamp: l.timestamp, commit: f.commits.of(tp, l.offset), tp: id}
+		if e, ok := f.dead[k]; !ok || a.supersedes(w, e) {
+			f.dead[k] = w
+		}
+	}
 	for k, l := range latest {
 		w := upsertWinner{offset: l.offset, timestamp: l.timestamp, commit: f.commits.of(tp, l.offset), tp: id, tombstone: l.tombstone}
 		e, ok := f.winners[k]
@@ -535,7 +544,7 @@ func (f *upsertFold) holeIn(tp mapping.TopicPartition, iv mapping.Interval) bool
 // readUpsertRows reads every row of the head, with deletes applied: its
 // key, position and content digest (upsertFold.rows and byTP).
 func (a *auditor) readUpsertRows(ctx context.Context) (*upsertFold, error) {
-	f := &upsertFold{winners: map[keyID]upsertWinner{}, others: map[keyID][]partitionLatest{}, commits: newCommitIndex(a.ledger),
+	f := &upsertFold{winners: map[keyID]upsertWinner{}, others: map[keyID][]partitionLatest{}, dead: map[keyID]upsertWinner{}, commits: newCommitIndex(a.ledger),
 		byTP: map[mapping.TopicPartition][]offsetDigest{}, unverifiable: map[mapping.TopicPartition][]mapping.Interval{}}
 	layout := a.tbl.Layout()
 	value := layout.RawValueColumn()
@@ -640,6 +649,11 @@ type upsertFinding struct {
 // holds is superseded only when the winner's commit is later than its own:
 // otherwise nothing retained tells which won.
 func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
+	for k, d := range f.dead {
+		if w, ok := f.winners[k]; !ok || a.supersedes(d, w) {
+			a.staleKey(position{a.tpIndex[d.tp], d.offset})
+		}
+	}
 	var found []upsertFinding
 	for k, w := range f.winners {
 		i, _ := slices.BinarySearchFunc(f.rows, keyedRow{key: k, tp: math.MinInt32, offset: math.MinInt64}, compareKeyedRows)

@@ -189,3 +189,29 @@ func TestConnectDecimalIntoDoubleColumn(t *testing.T) {
 		t.Fatalf("sink: exit %d, rows %v\n%s\naudit:\n%s", run.sinkCode, run.rows, run.sinkOut, run.auditOut)
 	}
 }
+
+// TestUpsertKeyBehindDeadLetterNoted (from a review): in an upsert table a
+// record that is a dead letter changes nothing, so its key keeps an older
+// record's row: a JavaScript producer's price 10 (JSON.stringify(10.0))
+// then 10.5 makes price a long column and the update a dead letter. The
+// content audit, which folds the log without the dead letters, said
+// COMPLETE without a word; it notes the keys whose latest record is a dead
+// letter, naming the first and how to see its reason.
+func TestUpsertKeyBehindDeadLetterNoted(t *testing.T) {
+	run := sinkAudited(t, "prices", func(st *localstack.Stack) []*kgo.Record {
+		return []*kgo.Record{
+			{Topic: "prices", Key: []byte("a"), Value: []byte(`{"price":10}`)},
+			{Topic: "prices", Key: []byte("a"), Value: []byte(`{"price":10.5}`)},
+			{Topic: "prices", Key: []byte("b"), Value: []byte(`{"price":1.5}`)},
+			{Topic: "prices", Key: []byte("b"), Value: []byte(`{"price":2}`)},
+		}
+	}, "--value", "json", "--key", "string", "--mode", "upsert")
+	// b's first record is a dead letter, its latest a row: not noted.
+	if len(run.rows) != 2 || run.rows[0].Columns["price"] != "10" || run.rows[1].Columns["price"] != "2" {
+		t.Fatalf("sink: exit %d, rows %v\n%s", run.sinkCode, run.rows, run.sinkOut)
+	}
+	want := "1 key's latest record in the log is a dead letter (the first: prices/0 offset 1): a dead letter changes no row, so the table holds the record before it"
+	if !strings.Contains(strings.Join(strings.Fields(run.auditOut), " "), want) || !run.complete() {
+		t.Errorf("audit:\n%s\nwant the note %q", run.auditOut, want)
+	}
+}

@@ -205,6 +205,10 @@ func (d *decoder) decode(ctx context.Context, r *kgo.Record) (decoded, error) {
 		out.dead = dead
 		return out, nil
 	}
+	if dead = d.checkIDColumns(values, valuesChanged); dead != nil {
+		out.dead = dead
+		return out, nil
+	}
 	// Both decoded, and a row: only now may the columns change, so that a
 	// dead letter never adds a column.
 	d.adopt(keyType, keyChanged, values, valuesChanged)
@@ -247,6 +251,25 @@ func (d *decoder) checkKeyFields(key any, typ iceberg.Type, changed bool) error 
 	for _, f := range st.FieldList {
 		if !slices.Contains(names, f.Name) {
 			return fmt.Errorf("the key has field %s, and the table is keyed by the fields %s: an upsert table keeps its key columns", f.Name, strings.Join(names, ","))
+		}
+	}
+	return nil
+}
+
+// checkIDColumns refuses, in a table keyed by value columns
+// (--id-columns), values whose columns would give a key column a type no
+// key column can have (a floating-point or nested one): the commit that
+// adds the column would refuse it, and stop the sink at that record on
+// every run; the record is a dead letter instead.
+func (d *decoder) checkIDColumns(values *iceberg.StructType, changed bool) error {
+	if !changed || values == nil || d.upsert == nil || d.upsert.Source != mapping.KeyFromValue {
+		return nil
+	}
+	for _, f := range values.FieldList {
+		if slices.Contains(d.upsert.Columns, f.Name) {
+			if err := mapping.CheckKeyColumn(f, mapping.KeyFromValue); err != nil {
+				return fmt.Errorf("the value's columns cannot key the table: %w", err)
+			}
 		}
 	}
 	return nil

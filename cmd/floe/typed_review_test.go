@@ -215,3 +215,22 @@ func TestUpsertKeyBehindDeadLetterNoted(t *testing.T) {
 		t.Errorf("audit:\n%s\nwant the note %q", run.auditOut, want)
 	}
 }
+
+// TestIDColumnFractionFirstIsDeadLetter (from a review): an upsert table
+// keyed by --id-columns id over schemaless JSON whose first record has id
+// 1.5 would make id a double column, which the commit refuses as a key
+// column: the sink exited 2, and every run stopped at the same record for
+// good. The record is a dead letter naming the type; the next record makes
+// id a long.
+func TestIDColumnFractionFirstIsDeadLetter(t *testing.T) {
+	run := sinkAudited(t, "ev", func(st *localstack.Stack) []*kgo.Record {
+		return []*kgo.Record{
+			{Topic: "ev", Key: []byte("a"), Value: []byte(`{"id":1.5,"v":"bad"}`)},
+			{Topic: "ev", Key: []byte("b"), Value: []byte(`{"id":2,"v":"good"}`)},
+		}
+	}, "--value", "json", "--mode", "upsert", "--id-columns", "id")
+	if run.sinkCode != exitOK || len(run.rows) != 1 || run.rows[0].Columns["id"] != "2" || !run.complete() ||
+		!strings.Contains(run.sinkOut, `first dead letter: ev/0 offset 0: the value's columns cannot key the table: key column "id" is a double`) {
+		t.Fatalf("sink: exit %d, rows %v\n%s\naudit:\n%s", run.sinkCode, run.rows, run.sinkOut, run.auditOut)
+	}
+}

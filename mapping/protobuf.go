@@ -44,6 +44,7 @@ type pbConv func(v protoreflect.Value) (any, error)
 // and so on (messageAt); empty means the first message of the file.
 func NewProtobufCodec(files map[string]string, file string, indexes []int) (Codec, error) {
 	fail := func(err error) (Codec, error) { return nil, &SchemaError{Format: "protobuf", Err: err} }
+	files = withKnownProtoFiles(files)
 	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
 		Accessor: protocompile.SourceAccessorFromMap(files),
 	})}

@@ -234,3 +234,37 @@ func TestIDColumnFractionFirstIsDeadLetter(t *testing.T) {
 		t.Fatalf("sink: exit %d, rows %v\n%s\naudit:\n%s", run.sinkCode, run.rows, run.sinkOut, run.auditOut)
 	}
 }
+
+// TestProtobufConfluentKnownImports (from a review): Confluent's Protobuf
+// serializers (skip.known.types, true by default), and so the
+// ProtobufConverter, do not register Confluent's known dependencies
+// (confluent/meta.proto, confluent/type/decimal.proto, google/type/*.proto)
+// as references. floe resolved only google/protobuf/*, so every record of
+// such a schema was a dead letter (exit 3). They are bundled.
+func TestProtobufConfluentKnownImports(t *testing.T) {
+	const proto = `syntax = "proto3";
+package shop;
+
+import "confluent/meta.proto";
+import "confluent/type/decimal.proto";
+import "google/type/date.proto";
+
+message Order {
+  int32 id = 1 [(confluent.field_meta) = { doc: "order id" }];
+  google.type.Date placed = 2;
+  confluent.type.Decimal amount = 3;
+}
+`
+	run := sinkAudited(t, "orders", func(st *localstack.Stack) []*kgo.Record {
+		id, err := localstack.RegisterSchema(t.Context(), st.Registry, "orders-value", sr.Schema{Schema: proto, Type: sr.TypeProtobuf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// id=7, placed={year:2026, month:12, day:5}
+		body := []byte{0x08, 0x07, 0x12, 0x07, 0x08, 0xea, 0x0f, 0x10, 0x0c, 0x18, 0x05}
+		return []*kgo.Record{{Topic: "orders", Key: []byte("k"), Value: localstack.WireFormat(id, []int{0}, body)}}
+	}, "--value", "registry", "--schema-registry")
+	if run.sinkCode != exitOK || len(run.rows) != 1 || run.rows[0].Columns["id"] != "7" || !strings.Contains(run.rows[0].Columns["placed"], "2026") || !run.complete() {
+		t.Fatalf("sink: exit %d, rows %v; want one row with id 7\n%s", run.sinkCode, run.rows, run.sinkOut)
+	}
+}

@@ -65,6 +65,8 @@ type Table struct {
 	// archiveCache shares the segments' indexes with the table's other
 	// handles in this process; set by Open, never changed.
 	archiveCache *ArchiveCache
+	// created is set when Open created the table (Created).
+	created bool
 	// ranges are the ranges files tbl's snapshots reference, read with it
 	// (adopt); written is the one this process's last commit wrote.
 	ranges  *rangesFiles
@@ -185,11 +187,12 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		return nil, err
 	}
 	tbl, err := cat.LoadTable(ctx, ident)
+	created := false
 	if err != nil && isNoSuchTable(err) && opts.Create {
 		if err := opts.CheckNew(); err != nil {
 			return nil, err
 		}
-		tbl, err = create(ctx, cat, ident, want, opts)
+		tbl, created, err = create(ctx, cat, ident, want, opts)
 	}
 	if err != nil {
 		if isNoSuchTable(err) {
@@ -235,7 +238,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if cache == nil {
 		cache = &ArchiveCache{}
 	}
-	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout, mode: mode, key: key, archiveCache: cache}
+	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout, mode: mode, key: key, archiveCache: cache, created: created}
 	if err := t.adoptLoaded(ctx, tbl); err != nil {
 		return nil, err
 	}
@@ -302,14 +305,15 @@ func checkNewIdent(ident table.Identifier) error {
 
 // create creates the table of layout and opts (its schema, nil: the
 // layout's; its properties, mode and key; partitioned by opts.PartitionBy,
-// nil: unpartitioned).
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, opts OpenOptions) (*table.Table, error) {
+// nil: unpartitioned). created is false when another process created it
+// first.
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, layout mapping.Layout, opts OpenOptions) (_ *table.Table, created bool, _ error) {
 	if err := checkNewIdent(ident); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
+		return nil, false, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
 	}
 	props := TableProperties()
 	if layout != mapping.RawLayout {
@@ -324,13 +328,13 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 	}
 	schema, err := withMode(props, schema, opts)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	copts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
 	if pb := opts.PartitionBy; pb != nil {
 		spec, err := newSpec(schema, *pb)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		props[mapping.PropPartitionBy] = pb.String()
 		copts = append(copts, catalog.WithPartitionSpec(spec))
@@ -338,10 +342,11 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 	tbl, err := cat.CreateTable(ctx, ident, schema, copts...)
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		// Another floe process created it first.
-		return cat.LoadTable(ctx, ident)
+		tbl, err = cat.LoadTable(ctx, ident)
+		return tbl, false, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), err)
+		return nil, false, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), err)
 	}
 	// Said, as a new catalog is: a typo in a table's name makes a new
 	// table, which a user must be able to see.
@@ -350,8 +355,12 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 		log = slog.Default()
 	}
 	log.Info("created a new table", "table", strings.Join(ident, "."), "location", tbl.Location())
-	return tbl, nil
+	return tbl, true, nil
 }
+
+// Created reports whether Open created the table (OpenOptions.Create):
+// a run's summary says so, for a misspelt --table makes a new table.
+func (t *Table) Created() bool { return t.created }
 
 // Name is the table's NAMESPACE.TABLE name.
 func (t *Table) Name() string { return strings.Join(t.ident, ".") }

@@ -110,7 +110,7 @@ pipelines:
 	if runErr != nil {
 		t.Fatalf("sink: %v", runErr)
 	}
-	if !strings.Contains(out, "sink lake.orders: 300 rows") || !strings.Contains(out, "sink lake.payments: 100 rows") {
+	if !strings.Contains(out, "sink lake.orders (new table): 300 rows") || !strings.Contains(out, "sink lake.payments (new table): 100 rows") {
 		t.Errorf("output:\n%s", out)
 	}
 	checkTable(t, cat, "lake.orders", "orders", orders)

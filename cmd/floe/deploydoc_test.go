@@ -173,7 +173,7 @@ func TestDeploymentGuideLocalStack(t *testing.T) {
 func TestReadmeWalkthrough(t *testing.T) {
 	out, work := runStackGuide(t, "README.md", "## Five minutes on a local stack")
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`sink lake\.orders: 1000 rows in 2 commits \(1 file\)`),                                           // floe sink, as the README quotes it
+		regexp.MustCompile(`sink lake\.orders \(new table\): 1000 rows in 2 commits \(1 file\)`),                             // floe sink, as the README quotes it
 		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1000\s+1000\s+0\s`),                                                     // floe status: log [0, 1000), next 1000, lag 0
 		regexp.MustCompile(`(?m)^orders\s+0\s+\[0, 1000\)\s+1000\s+\d+\s+s3://warehouse/lake\.db/orders/data/\S+\.parquet$`), // floe files
 		regexp.MustCompile(`orders/0 offset 10 in lake\.orders: row`),                                                        // floe where

@@ -425,9 +425,11 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			switch {
 			case err == nil:
 				if f.json {
-					printJSONLine(w, newRunReport(tbl.Name(), p.Topic, stats))
+					r := newRunReport(tbl.Name(), p.Topic, stats)
+					r.NewTable = tbl.Created()
+					printJSONLine(w, r)
 				} else {
-					printSinkStats(w, tbl.Name(), p.Topic, stats)
+					printSinkStats(w, summaryName(tbl), p.Topic, stats)
 				}
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl, p.Topic) {
 					onlyDead = append(onlyDead, msg)
@@ -437,11 +439,11 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				}
 			case committedRecords(stats) && f.json:
 				r := newRunReport(tbl.Name(), p.Topic, stats)
-				r.Error = err.Error()
+				r.NewTable, r.Error = tbl.Created(), err.Error()
 				printJSONLine(w, r)
 			case committedRecords(stats):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
-				printSinkStats(w, tbl.Name(), p.Topic, stats)
+				printSinkStats(w, summaryName(tbl), p.Topic, stats)
 			}
 		}
 		return run, nil
@@ -494,6 +496,15 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(strings.Join(onlyDead, "; "))}
 	}
 	return nil
+}
+
+// summaryName is the table's name as a run's summary gives it, marked
+// when the run created it: a misspelt --table makes a new table.
+func summaryName(tbl *snapshot.Table) string {
+	if tbl.Created() {
+		return tbl.Name() + " (new table)"
+	}
+	return tbl.Name()
 }
 
 // unfinishedPhrase names the partitions an interrupted bounded run did
@@ -655,6 +666,8 @@ type runReport struct {
 	Fenced          int              `json:"fenced"`
 	Rebalances      int              `json:"rebalances"`
 	Next            map[string]int64 `json:"next"` // TOPIC/PARTITION: the ledger's next offset
+	// NewTable is set when the run created the table.
+	NewTable bool `json:"new_table,omitempty"`
 	// Unfinished, set when the run was interrupted before its end
 	// offsets, holds each partition's end offset it did not reach
 	// (TOPIC/PARTITION).

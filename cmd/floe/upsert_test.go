@@ -98,7 +98,7 @@ func TestUpsertSinkCommand(t *testing.T) {
 	code, out, errs := floe(t, upsert...)
 	// Its summary counts the records as the ledger does: partition 0's 6
 	// upserts, a delete and a dead letter, partition 1's 2 upserts.
-	if code != 0 || !strings.Contains(out, "sink lake.accounts: 8 upserts, 1 delete (") || !strings.Contains(out, "rows written) and 1 dead letter") {
+	if code != 0 || !strings.Contains(out, "sink lake.accounts (new table): 8 upserts, 1 delete (") || !strings.Contains(out, "rows written) and 1 dead letter") {
 		t.Fatalf("upsert sink: exit %d\n%s\n%s", code, out, errs)
 	}
 	// The files count the equality-delete files too (a commit of only a

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,7 +92,40 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 		return nil, &CheckError{Settings: []Setting{SettingBrokers},
 			Err: fmt.Errorf("cannot reach brokers %s (%s): %w", strings.Join(seeds, ","), tried, err)}
 	}
+	if err := b.checkAdvertised(pctx, seeds); err != nil {
+		cl.Close()
+		return nil, err
+	}
 	return b, nil
+}
+
+// checkAdvertised dials the brokers the cluster's metadata lists: a seed
+// that answers while every broker it advertises is out of reach (the
+// brokers' advertised.listeners name an address of their own network: a
+// container's, a private host name) would fail every request later with
+// the advertised address, or, in a consumer group, wait for an assignment
+// without a word. Some brokers out of reach is a cluster's own trouble,
+// which the client retries.
+func (b *Broker) checkAdvertised(ctx context.Context, seeds []string) error {
+	md, err := b.adm.BrokerMetadata(ctx)
+	if err != nil || len(md.Brokers) == 0 {
+		return nil // the requests that need them say why
+	}
+	var d net.Dialer
+	var addrs []string
+	for _, br := range md.Brokers {
+		addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := d.DialContext(dctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		addrs = append(addrs, addr)
+	}
+	return &CheckError{Settings: []Setting{SettingBrokers},
+		Err: fmt.Errorf("brokers %s answer, but advertise %s, which this host cannot reach: the brokers' advertised.listeners must name an address their clients can reach (with Docker, the host's address and a port published to it)", strings.Join(seeds, ","), strings.Join(addrs, ","))}
 }
 
 // Close closes the admin connection.

@@ -143,6 +143,10 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 		return nil, &ConfigError{Setting: SettingTLSKey, Want: "the private key of the certificate " + s.TLSCertFile + " (mutual TLS takes both)"}
 	case s.TLSCertFile != "":
 		cert, err := tls.LoadX509KeyPair(s.TLSCertFile, s.TLSKeyFile)
+		if err != nil && encryptedKey(s.TLSKeyFile) {
+			return nil, &ConfigError{Setting: SettingTLSKey, Value: s.TLSKeyFile,
+				Want: "an unencrypted PEM private key: floe does not read encrypted keys (ssl.key.password); decrypt it with openssl pkey -in KEY -out KEY.pem, and keep that file private"}
+		}
 		if err != nil {
 			return nil, &ConfigError{Setting: SettingTLSCert, Value: s.TLSCertFile,
 				Want: "a PEM client certificate matching the key " + s.TLSKeyFile + " (" + errText(err) + ")"}
@@ -150,6 +154,14 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// encryptedKey reports whether the PEM file at path holds an encrypted
+// private key (PKCS#8 "ENCRYPTED PRIVATE KEY", or a legacy one with a
+// Proc-Type: 4,ENCRYPTED header).
+func encryptedKey(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && (strings.Contains(string(b), "ENCRYPTED PRIVATE KEY") || strings.Contains(string(b), "Proc-Type: 4,ENCRYPTED"))
 }
 
 // errText is err's message without the path that os errors repeat.
@@ -289,6 +301,7 @@ func (s Security) explainDial(err error) error {
 	}
 	var (
 		unknownCA x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
 		hostname  x509.HostnameError
 		verify    *tls.CertificateVerificationError
 		header    tls.RecordHeaderError
@@ -316,8 +329,17 @@ func (s Security) explainDial(err error) error {
 		return check("the brokers' certificate is not valid for the name "+hostname.Host, SettingTLSServerName)
 	case errors.As(err, &unknownCA):
 		return check("the brokers' certificate is signed by a CA floe does not trust", SettingTLSCA)
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		// Not a setting of floe's: the brokers' certificate, or a clock.
+		return check("the brokers' certificate has expired, or is not valid yet (renew it on the brokers, or check this host's clock)")
 	case errors.As(err, &verify):
 		return check("the brokers' certificate cannot be verified", SettingTLSCA, SettingTLSServerName)
+	case strings.Contains(err.Error(), "remote error: tls: expired certificate"):
+		return check("the brokers refused the client certificate as expired (or not valid yet): renew it", SettingTLSCert)
+	case strings.Contains(err.Error(), "remote error: tls: certificate required") && s.TLSCertFile != "":
+		// Go's client withholds a certificate that no CA the brokers
+		// accept signed.
+		return check("the brokers require a client certificate of a CA they accept, and "+s.TLSCertFile+" is signed by none of them", SettingTLSCert, SettingTLSKey)
 	case strings.Contains(err.Error(), "remote error: tls: certificate required"):
 		return check("the brokers require a client certificate (mutual TLS)", SettingTLSCert, SettingTLSKey)
 	case strings.Contains(err.Error(), "remote error: tls: bad certificate"), strings.Contains(err.Error(), "remote error: tls: unknown certificate"):

@@ -168,7 +168,9 @@ func withFlags(err error) string {
 			rewrite(e.Error(), "--partition-by "+strings.TrimPrefix(e.Error(), "partition spec "))
 
 		case *connector.CheckError:
-			hint("check " + flags(e.Settings))
+			if len(e.Settings) > 0 { // none: no flag of floe's fixes it
+				hint("check " + flags(e.Settings))
+			}
 		case *catalog.CheckError:
 			hint("check " + flags(e.Settings))
 		case *localstack.CheckError:

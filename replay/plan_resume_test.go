@@ -86,3 +86,38 @@ func TestFromOffsetsRunAgainAfterRetention(t *testing.T) {
 		t.Fatalf("the complete replay --from 0=5 run again after retention deleted offsets it holds: complete %v, commits %d, %v", res.Complete, res.Stats.Commits, err)
 	}
 }
+
+// TestUntilTimeRunAgainAfterRetention (from a review): a replay --until
+// base+50s
+// (offsets 0-99 stamped base+0s..) ends at offset 50 and completes.
+// Retention then deletes [0, 80): the records at or after the time that
+// the replay left out. The same command run again (the same --until) must
+// say the replay is complete, as docs/replay.md says of a complete replay
+// run again. The time resolved to 80 then, the first record retention
+// kept, and the replay failed on data loss (with --on-data-loss record it
+// recorded [50, 80) lost); the target records the time its end came from
+// (floe.replay.until-time), and the same time keeps that end. Another
+// time replaces it.
+func TestUntilTimeRunAgainAfterRetention(t *testing.T) {
+	e := newEnv(t)
+	const topic = "untilret"
+	e.Topic(topic, 1, nil)
+	base := e.produceSeconds(topic, 100)
+	opts := replay.Options{Topic: topic, Until: bound(t, base.Add(50*time.Second).UTC().Format(time.RFC3339), topic, false)}
+	res, err := e.replay("lake.untilret", opts)
+	if err != nil || !res.Complete || res.Plan.End[0] != 50 {
+		t.Fatalf("replay --until base+50s: end %v, complete %v, %v", res.Plan.End, res.Complete, err)
+	}
+	if err := e.Stack.Cluster.DeleteRecords(topic, 0, 80); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.replay("lake.untilret", opts)
+	if err != nil || !res.Complete || res.Stats.Commits != 0 {
+		t.Fatalf("the complete replay --until base+50s run again after retention deleted [0, 80): end %v, complete %v, commits %d, %v; want it complete, nothing written",
+			res.Plan.End, res.Complete, res.Stats.Commits, err)
+	}
+	later := replay.Options{Topic: topic, Until: bound(t, base.Add(90*time.Second).UTC().Format(time.RFC3339), topic, false), Sink: connector.Config{OnDataLoss: connector.LossRecord}}
+	if res, err = e.replay("lake.untilret", later); err != nil || !res.Complete || res.Plan.End[0] != 90 {
+		t.Fatalf("replay taken further --until base+90s: end %v, complete %v, %v", res.Plan.End, res.Complete, err)
+	}
+}

@@ -271,7 +271,9 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		from.Offsets, res.SourceTable = offsets, src
 	}
 	until := opts.Until
-	if until.IsEdge() {
+	if until.IsEdge() || !until.Time.IsZero() {
+		// The default end, or an --until time, is the end a run of this
+		// replay recorded, when there is one (PropUntil, PropUntilTime).
 		fixed, ok, err := recordedUntil(ctx, cat, ident, opts)
 		if err != nil {
 			return res, err
@@ -331,6 +333,16 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	set := map[string]string{}
 	if key, v := untilKey(opts.Branch), formatUntil(plan.End); tbl.Iceberg().Properties()[key] != v {
 		set[key] = v
+	}
+	untilAt := ""
+	if !until.Time.IsZero() {
+		untilAt = formatFromTime(until.Time)
+	}
+	if key := untilTimeKey(opts.Branch); tbl.Iceberg().Properties()[key] != untilAt && !(untilAt == "" && res.FixedEnd) {
+		// Kept while the end it resolved to is (a default --until run
+		// again continues to it); replaced by another time, dropped by
+		// explicit offsets.
+		set[key] = untilAt
 	}
 	if !from.Time.IsZero() && ledger.Commits == 0 {
 		// The time this replay begins with, before its first commit.

@@ -39,6 +39,22 @@ const PropUntil = "floe.replay.until"
 // former only).
 const PropFromTime = "floe.replay.from-time"
 
+// PropUntilTime records the time an --until TIME replay resolved to its
+// end offsets (PropUntil), as PropFromTime does for its start: the same
+// replay run again keeps that end, where the time, once retention deleted
+// the records after it, resolves to the log start and past records the
+// log no longer holds. Under PropUntilTime + "." + BRANCH for a branch.
+const PropUntilTime = "floe.replay.until-time"
+
+// untilTimeKey is the table property holding the end time of a replay onto
+// branch ("" for a replay into its own table).
+func untilTimeKey(branch string) string {
+	if branch == "" {
+		return PropUntilTime
+	}
+	return PropUntilTime + "." + branch
+}
+
 // fromTimeKey is the table property holding the start time of a replay
 // onto branch ("" for a replay into its own table).
 func fromTimeKey(branch string) string {
@@ -77,6 +93,11 @@ func formatUntil(end map[int32]int64) string {
 func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (b Bound, ok bool, err error) {
 	t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Branch: opts.Branch})
 	if err != nil {
+		return Bound{}, false, nil
+	}
+	if !opts.Until.Time.IsZero() && t.Iceberg().Properties()[untilTimeKey(opts.Branch)] != formatFromTime(opts.Until.Time) {
+		// Another --until time than the one the recorded end was
+		// resolved from: it replaces it.
 		return Bound{}, false, nil
 	}
 	v := t.Iceberg().Properties()[untilKey(opts.Branch)]

@@ -827,6 +827,9 @@ func OnlyDeadLettersAdvice(first string) string {
 	if mapping.IsSchemaConflictReason(first) {
 		return "the first record decoded, but the type of one of its fields conflicts with the table's column (docs/typed-tables.md, Schema evolution)"
 	}
+	if strings.Contains(first, "the value's columns cannot key the table") {
+		return "the records decoded, but a column --id-columns names is of a type no key column can have: key by other columns"
+	}
 	if strings.Contains(first, ", a key column of the table (--id-columns ") {
 		return "the records decoded, but lack the key columns: check that --id-columns names columns of the values, as they are spelt"
 	}

@@ -155,7 +155,7 @@ func TestDeploymentGuideLocalStack(t *testing.T) {
 	testenv.Tool(t, "curl", "apt-get install curl")
 	out, _ := runStackGuide(t, "docs/deployment.md", "## The local stack")
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`sink lake\.orders: 1 row in \d+ commits \(1 file\)`),                                       // floe sink
+		regexp.MustCompile(`sink lake\.orders \(new table\): 1 row in \d+ commits \(1 file\)`),                         // floe sink
 		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1\s+1\s+0\s`),                                                     // floe status: log [0, 1), table next 1, lag 0
 		regexp.MustCompile(`lake\.orders snapshot \d+, committed .*: 1 data file, 1 row,`),                             // floe files
 		regexp.MustCompile(`(?m)^orders\s+0\s+\[0, 1\)\s+1\s+\d+\s+s3://warehouse/lake\.db/orders/data/\S+\.parquet$`), // its file

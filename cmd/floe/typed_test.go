@@ -65,7 +65,7 @@ func TestTypedSinkCommand(t *testing.T) {
 		t.Fatalf("--dlq off: exit %d, %q", code, errs)
 	}
 	// What it committed is said, as such (from a new-user run).
-	if !strings.Contains(out, "stopped by an error (below); committed before it, and kept:\nsink lake.shipments: ") || !strings.Contains(out, "next offsets: ") {
+	if !strings.Contains(out, "stopped by an error (below); committed before it, and kept:\nsink lake.shipments (new table): ") || !strings.Contains(out, "next offsets: ") {
 		t.Errorf("--dlq off: stdout %q; want what it committed before the error", out)
 	}
 	code, out, _ = floe(t, append(typed, "--dlq", "off", "--table", "lake.shipments_json", "--json")...)

@@ -396,7 +396,10 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 		// A dead letter whose key is known leaves its key's row as it
 		// was: noted, not a finding (the dead-letter table accounts for
 		// the record).
-		rec.deadKeyed = err == nil && dead && !rec.noKey
+		// Only where the key is the Kafka key's bytes: a key of decoded
+		// columns is not known for a record that did not decode.
+		rec.deadKeyed = err == nil && dead && !rec.noKey && (v.a.upsert == nil ||
+			v.a.upsert.key.Source == mapping.KeyFromKafkaKey || v.a.upsert.key.Source == mapping.KeyFromPartitionKey)
 		if v.a.upsert != nil {
 			// What the record does is the sink's decision, not its bytes':
 			// a record it skips (a Debezium tombstone without a key) needs

@@ -413,19 +413,21 @@ func Redact(s string) string { return redact(s) }
 
 // redact hides the password of a URI so errors and logs never show it.
 // keywordDSN reports whether spec (lower case) reads as libpq's keyword
-// form: space-separated KEY=VALUE pairs naming a host, database or
-// password.
+// form: space-separated KEY=VALUE pairs, at least two of them naming a
+// host, database, user or password (a file path such as user=alice/c.db
+// is one field).
 func keywordDSN(spec string) bool {
 	if strings.Contains(spec, "://") || !strings.Contains(spec, "=") {
 		return false
 	}
+	n := 0
 	for f := range strings.FieldsSeq(spec) {
 		k, _, ok := strings.Cut(f, "=")
-		if ok && (k == "host" || k == "hostaddr" || k == "dbname" || k == "password" || k == "user") {
-			return true
+		if ok && (k == "host" || k == "hostaddr" || k == "dbname" || k == "password" || k == "user" || k == "port" || k == "sslmode") {
+			n++
 		}
 	}
-	return false
+	return n >= 2
 }
 
 func redact(s string) string {

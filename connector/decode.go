@@ -755,6 +755,9 @@ func (d *decoder) registryValue(ctx context.Context, value []byte) (e *codecEntr
 	}
 	values = d.values
 	if e.valueAt != d.version {
+		if e.format == "json-schema" {
+			valueType = mapping.DecimalsAsDoubles(d.values, valueType)
+		}
 		var merged iceberg.Type
 		merged, changed, e.valueConflict = mapping.MergeType("", d.values, valueType)
 		if e.valueConflict == nil {

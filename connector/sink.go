@@ -608,6 +608,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			if !failingSince.IsZero() {
 				return s.stats, fmt.Errorf("interrupted while starting again after a failure (nothing uncommitted was kept; the next run reads it again): %w", failure)
 			}
+			s.recordUnfinished(ctx)
 			return s.stats, nil
 		}
 		restart := err == errPartitionsChanged
@@ -816,6 +817,46 @@ func (s *Sink) finish(next map[mapping.TopicPartition]int64) {
 		if tp.Topic == s.cfg.Topic && (s.cfg.Partitions == nil || slices.Contains(s.cfg.Partitions, tp.Partition)) {
 			s.stats.Next[tp] = n
 		}
+	}
+}
+
+// recordUnfinished records in the stats, for a bounded run that ctx ended
+// as a session started (before it knew its end offsets), each partition
+// the ledger has not taken to its end (Stats.Unfinished): the end offsets
+// given, or the last stable offsets now. It asks with a short deadline of
+// its own, ctx being done; when it cannot, it records nothing.
+func (s *Sink) recordUnfinished(ctx context.Context) {
+	if !s.cfg.StopAtEnd && s.cfg.EndOffsets == nil {
+		return
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	ends := s.cfg.EndOffsets
+	if ends == nil {
+		wm, err := s.broker.Watermarks(qctx, s.cfg.Topic)
+		if err != nil {
+			return
+		}
+		ends = map[int32]int64{}
+		for p, w := range wm {
+			ends[p] = w.LastStable
+		}
+	}
+	ledger, err := s.tbl.Summary(qctx, 0)
+	if err != nil {
+		return
+	}
+	next := ledger.Next()
+	s.finish(next)
+	for p, end := range ends {
+		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
+		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) || next[tp] >= end {
+			continue
+		}
+		if s.stats.Unfinished == nil {
+			s.stats.Unfinished = map[mapping.TopicPartition]int64{}
+		}
+		s.stats.Unfinished[tp] = end
 	}
 }
 

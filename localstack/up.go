@@ -174,7 +174,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	opts.KafkaPort = cmp.Or(opts.KafkaPort, last.Kafka, DefaultKafkaPort)
 	opts.S3Port = cmp.Or(opts.S3Port, last.S3, DefaultS3Port)
 	opts.RegistryPort = cmp.Or(opts.RegistryPort, last.Registry, DefaultRegistryPort)
-	opts.NumPartitions = cmp.Or(opts.NumPartitions, last.NumPartitions, 1)
+	opts.NumPartitions = max(1, cmp.Or(opts.NumPartitions, last.NumPartitions, 1))
 	s3, err := StartS3(ctx, filepath.Join(dir, "s3"), opts.S3Port, Bucket)
 	if err != nil {
 		return nil, &CheckError{Settings: []Setting{SettingS3Port}, Err: err}

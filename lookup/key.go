@@ -108,6 +108,9 @@ type tableKey struct {
 	key  mapping.UpsertKey
 	raw  []byte            // the key's bytes, for a kafka_key key
 	want map[string]string // per key column, the value as Arrow prints it
+	// within is, for a key of a fold table (the Kafka key within its
+	// partition), that partition: the log is searched there only.
+	within *mapping.TopicPartition
 	// filter selects the rows of the key.
 	filter iceberg.BooleanExpression
 }
@@ -167,6 +170,13 @@ func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
 			tk.raw = []byte(printed) // matches compares binary columns with it
 		}
 		terms = append(terms, term)
+	}
+	if k.Source == mapping.KeyFromPartitionKey {
+		p, err := strconv.ParseInt(tk.want[mapping.ColPartition], 10, 32)
+		if err != nil {
+			return tableKey{}, &QueryError{Setting: SettingKey, Value: text, Want: want}
+		}
+		tk.within = &mapping.TopicPartition{Topic: tk.want[mapping.ColTopic], Partition: int32(p)}
 	}
 	tk.filter = terms[0]
 	if len(terms) > 1 {
@@ -256,6 +266,21 @@ func keyTerm(col string, t iceberg.Type, v any) (iceberg.BooleanExpression, stri
 		return iceberg.EqualTo(ref, []byte(s)), s, nil
 	}
 	return nil, "", fmt.Errorf("key column %s is of type %s, which --key cannot give yet", col, t)
+}
+
+// inPartition is ranges, of the key's partition only when it has one
+// (within).
+func (k tableKey) inPartition(ranges iter.Seq[mapping.Range]) iter.Seq[mapping.Range] {
+	if k.within == nil {
+		return ranges
+	}
+	return func(yield func(mapping.Range) bool) {
+		for r := range ranges {
+			if r.TopicPartition == *k.within && !yield(r) {
+				return
+			}
+		}
+	}
 }
 
 // matches reports whether row i of b (which holds the key columns) holds
@@ -363,7 +388,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 			at = "an equality delete holds only the key's columns, and the log is searched for the deleting record only in a table keyed by the Kafka key's bytes (--key string or raw)"
 		}
 		if broker != nil && k.raw != nil {
-			rec, err := lastRecord(ctx, broker, slices.Values(del.commit.Ranges), k.raw)
+			rec, err := lastRecord(ctx, broker, k.inPartition(slices.Values(del.commit.Ranges)), k.raw)
 			if err != nil {
 				return res, err
 			}
@@ -406,7 +431,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 			}
 		}
 	}
-	rec, err := lastRecord(ctx, broker, all, k.raw)
+	rec, err := lastRecord(ctx, broker, k.inPartition(all), k.raw)
 	if err == nil {
 		err = readErr
 	}

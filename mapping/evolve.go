@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
 )
 
@@ -171,11 +172,6 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 		switch in.(type) {
 		case iceberg.Float32Type, iceberg.Float64Type:
 			return have, false, nil
-		case iceberg.DecimalType:
-			// A table made before floe read Kafka Connect Decimals in JSON
-			// Schema as decimals keeps its double column, which takes
-			// them as it did (rounded); a new table has a decimal column.
-			return have, false, nil
 		}
 		return conflict()
 	case iceberg.DecimalType:
@@ -304,4 +300,54 @@ func nameClash(t *iceberg.StructType) (field, other string, ok bool) {
 	})
 	walk("", "", "", &iceberg.StructType{FieldList: slices.Concat(own, t.FieldList)})
 	return field, other, ok
+}
+
+// DecimalsAsDoubles returns in with each decimal field that have holds as
+// a double (at the same path) made a double. A table a floe before made of
+// a JSON Schema Kafka Connect Decimal (which it read as a double) keeps
+// its double column, which takes such values as it did (decimalFloat);
+// only JSON Schema values are read so (a decimal of another schema into a
+// double column stays a conflict). in is returned as is when nothing
+// changes.
+func DecimalsAsDoubles(have, in iceberg.Type) iceberg.Type {
+	h, ok1 := have.(*iceberg.StructType)
+	i, ok2 := in.(*iceberg.StructType)
+	if !ok1 || !ok2 {
+		return in
+	}
+	var out *iceberg.StructType
+	for n, f := range i.FieldList {
+		g, ok := findField(h, f.Name)
+		if !ok {
+			continue
+		}
+		t := f.Type
+		switch f.Type.(type) {
+		case iceberg.DecimalType:
+			if _, double := g.Type.(iceberg.Float64Type); double {
+				t = iceberg.PrimitiveTypes.Float64
+			}
+		case *iceberg.StructType:
+			t = DecimalsAsDoubles(g.Type, f.Type)
+		}
+		if t != f.Type {
+			if out == nil {
+				out = &iceberg.StructType{FieldList: slices.Clone(i.FieldList)}
+			}
+			out.FieldList[n].Type = t
+		}
+	}
+	if out == nil {
+		return in
+	}
+	return out
+}
+
+// decimalFloat is the double nearest the decimal n×10^-scale, as
+// strconv.ParseFloat gives it of the decimal's text (decimal128's
+// ToFloat64 multiplies by a rounded power of ten: 0.57 became
+// 0.5700000000000001).
+func decimalFloat(n decimal128.Num, scale int32) float64 {
+	f, _ := strconv.ParseFloat(n.ToString(scale), 64)
+	return f
 }

@@ -551,11 +551,12 @@ func (b *jsBuilder) ofType(path string, doc *jsDoc, o *jsonObject, typ string) (
 			return i, nil
 		}}, nil
 	case "number":
-		if o.values["title"] == connectDecimalName {
+		params, _ := o.values["connect.parameters"].(*jsonObject)
+		if o.values["title"] == connectDecimalName && !wideDecimal(params) {
 			// Confluent's JsonSchemaConverter writes a Kafka Connect
 			// Decimal (Debezium's NUMERIC) as a number titled so, with
-			// every digit: a double would round it.
-			params, _ := o.values["connect.parameters"].(*jsonObject)
+			// every digit: a double would round it. One of more digits
+			// than Iceberg's decimals hold stays a double, as before.
 			n, err := connectDecimal("jsonschema", path, params)
 			if err != nil {
 				return jsNode{}, err
@@ -865,4 +866,15 @@ func ParseRFC3339(s string) (time.Time, error) {
 		t = t.Add(time.Second)
 	}
 	return t, nil
+}
+
+// wideDecimal reports whether Kafka Connect Decimal parameters name a
+// precision above 38, which no Iceberg decimal holds.
+func wideDecimal(params *jsonObject) bool {
+	if params == nil {
+		return false
+	}
+	p, _ := params.values["connect.decimal.precision"].(string)
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 38
 }

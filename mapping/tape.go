@@ -308,9 +308,9 @@ func compileAppend(path string, in iceberg.Type, out arrow.DataType) (tapeAppend
 		}
 	case iceberg.DecimalType:
 		if id == arrow.FLOAT64 {
-			// A double column made before (MergeType).
+			// A double column made before (DecimalsAsDoubles).
 			scale := int32(in.Scale())
-			return appendSlot[*array.Float64Builder](func(s *slot) float64 { return decimal128.New(s.j, uint64(s.i)).ToFloat64(scale) }), nil
+			return appendSlot[*array.Float64Builder](func(s *slot) float64 { return decimalFloat(decimal128.New(s.j, uint64(s.i)), scale) }), nil
 		}
 		// A wider precision of the same scale holds the same unscaled value.
 		if d, ok := out.(*arrow.Decimal128Type); ok && int(d.Scale) == in.Scale() && int(d.Precision) >= in.Precision() {

@@ -243,8 +243,8 @@ func AppendValue(b array.Builder, v any) error {
 			b.Append(v)
 		case float32:
 			b.Append(float64(v))
-		case iceberg.Decimal: // into a double column made before (MergeType)
-			b.Append(v.Val.ToFloat64(int32(v.Scale)))
+		case iceberg.Decimal: // into a double column made before (DecimalsAsDoubles)
+			b.Append(decimalFloat(v.Val, int32(v.Scale)))
 		}
 	case *array.Decimal128Builder:
 		b.Append(v.(iceberg.Decimal).Val)

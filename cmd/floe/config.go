@@ -303,10 +303,8 @@ func yamlError(b []byte, err error) error {
 func nodeValues(n *yaml.Node) ([]string, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
-			// An unquoted value starting with '!' is a tag to YAML, the
-			// value after it what is left (a password cut short).
-			return nil, errors.New("the value starts with '!', which YAML reads as a tag: quote it ('!...')")
+		if err := checkTag(n); err != nil {
+			return nil, err
 		}
 		return []string{n.Value}, nil
 	case yaml.SequenceNode:
@@ -314,6 +312,9 @@ func nodeValues(n *yaml.Node) ([]string, error) {
 		for _, e := range n.Content {
 			if e.Kind != yaml.ScalarNode {
 				return nil, errors.New("want a list of plain values")
+			}
+			if err := checkTag(e); err != nil {
+				return nil, err
 			}
 			out = append(out, e.Value)
 		}
@@ -324,11 +325,24 @@ func nodeValues(n *yaml.Node) ([]string, error) {
 			if n.Content[i+1].Kind != yaml.ScalarNode {
 				return nil, errors.New("want a mapping of plain values")
 			}
+			if err := checkTag(n.Content[i+1]); err != nil {
+				return nil, fmt.Errorf("%s: %w", n.Content[i].Value, err)
+			}
 			out = append(out, n.Content[i].Value+"="+n.Content[i+1].Value)
 		}
 		return out, nil
 	}
 	return nil, errors.New("want a value, a list or a mapping")
+}
+
+// checkTag refuses a scalar with a local tag: an unquoted value starting
+// with '!' is a tag to YAML, the value after it what is left (a password
+// cut short).
+func checkTag(n *yaml.Node) error {
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		return errors.New("the value starts with '!', which YAML reads as a tag: quote it ('!...')")
+	}
+	return nil
 }
 
 func mustMarshal(n *yaml.Node) []byte {

@@ -216,13 +216,14 @@ Environment (also in %[1]s/env.sh):
 		fmt.Fprintf(w, "\nThe broker takes TLS only, with SCRAM-SHA-512 (user %s, password in %s). Kafka flags to add to every floe command\n(the variables above and floe.yaml carry them; other clients: %s):\n ",
 			localstack.SecureUser, l.PasswordFile(), filepath.Join(l.Dir, "tls", "client.properties"))
 		for _, kv := range sec {
-			v := kv[1]
 			if kv[0] == flagPassword {
-				v = password
+				// A flag's value is in the process list: the password
+				// goes by the variable above.
+				continue
 			}
-			fmt.Fprintf(w, " --%s %s", kv[0], v)
+			fmt.Fprintf(w, " --%s %s", kv[0], kv[1])
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "\n  and the password in %s (export %s=%s), not as a flag, which ps shows\n", envName(flagPassword), envName(flagPassword), password)
 	}
 	// A secured stack's commands need the Kafka flags above too: its lines
 	// take them all from the config file instead.

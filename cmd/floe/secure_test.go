@@ -448,12 +448,15 @@ func TestLocalstackUpSecure(t *testing.T) {
 	}
 	var usage strings.Builder
 	printLocalUsage(&usage, l)
-	wantFlags := fmt.Sprintf(`--kafka-tls-ca %s --kafka-sasl-mechanism SCRAM-SHA-512 --kafka-sasl-user floe --kafka-sasl-password "$(cat %q)"`, l.Certs.CAFile, filepath.Join(dir, "tls", "password"))
-	if !strings.Contains(usage.String(), wantFlags) || strings.Contains(usage.String(), l.Password) {
-		t.Errorf("usage lacks %q, or prints the password:\n%s", wantFlags, usage.String())
+	// The password goes by the variable, not a flag: a flag's value is in
+	// the process list (from a new-user run).
+	wantFlags := fmt.Sprintf(`--kafka-tls-ca %s --kafka-sasl-mechanism SCRAM-SHA-512 --kafka-sasl-user floe`+"\n", l.Certs.CAFile)
+	wantEnv := fmt.Sprintf(`export FLOE_KAFKA_SASL_PASSWORD="$(cat %q)"`, filepath.Join(dir, "tls", "password"))
+	if !strings.Contains(usage.String(), wantFlags) || !strings.Contains(usage.String(), wantEnv) || strings.Contains(usage.String(), "--kafka-sasl-password") || strings.Contains(usage.String(), l.Password) {
+		t.Errorf("usage lacks %q and %q, names the password flag or prints the password:\n%s", wantFlags, wantEnv, usage.String())
 	}
-	// The printed lines work in a shell: the flags' password is the stack's.
-	if out, err := exec.Command("sh", "-c", "printf %s "+wantFlags[strings.Index(wantFlags, `"$(`):]).Output(); err != nil || string(out) != l.Password {
+	// The printed lines work in a shell: the variable's password is the stack's.
+	if out, err := exec.Command("sh", "-c", "printf %s "+wantEnv[strings.Index(wantEnv, `"$(`):]).Output(); err != nil || string(out) != l.Password {
 		t.Errorf("the printed password reference reads %q (%v)", out, err)
 	}
 	// kcat (librdkafka) cannot log in to kfake's SASL (it needs handshake

@@ -59,7 +59,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 		Example: `  floe as-of --table lake.orders --offsets orders/0=1200,orders/1=950
   floe as-of --table lake.orders --time 2024-05-01T09:00:00Z --rows --output orders-9am.parquet
   floe as-of --table lake.orders --time 2024-05-01T09:00:00Z --brokers localhost:9092 --json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if (offsets == "") == (at == "") {

@@ -84,7 +84,7 @@ Exit status: 0 the table is complete, 1 there are findings, 2 the audit could no
   floe audit --table lake.orders --deep --brokers localhost:9092 --verify-content
   floe audit --table lake.orders --brokers localhost:9092 --json > audit.json
   floe audit --table lake.orders --brokers localhost:9092 --html audit.html`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAudit(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},

@@ -58,7 +58,7 @@ Nothing outside --dir is touched but the HTML report when --html puts it elsewhe
 the demo makes a new folder in the system's temporary folder and keeps it, with the report
 beside the catalog and warehouse it describes, so that the report's re-verify steps can be
 followed; the demo ends by naming the folder.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), dir, events, html)
 		},

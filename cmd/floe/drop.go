@@ -33,7 +33,7 @@ A drop cut short (the
 dead-letter tables go first) is finished by running it again.`,
 		Example: `  floe drop --table lake.ordres               # lists what would go
   floe drop --table lake.ordres --yes`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			cat, ident, err := f.tableCatalog(ctx, false)

@@ -56,7 +56,7 @@ out.`,
 		Example: `  floe files --table lake.orders
   floe files --table lake.orders --json | jq -r '.files[].path'
   floe files --config ./floe-local/floe.yaml --table lake.orders --snapshot 3051729675574597004`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})

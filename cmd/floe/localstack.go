@@ -65,7 +65,7 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
   kcat -b "$FLOE_BROKERS" -t orders -P -K: <<< 'k1:{"amount":3}'
   curl -s $FLOE_SCHEMA_REGISTRY/subjects
   floe sink --config ./floe-local/floe.yaml --topic orders --table lake.orders --stop-at-end`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("num-partitions") && numPartitions < 1 {
 				return fmt.Errorf("--num-partitions %d: want 1 or more", numPartitions)

@@ -242,3 +242,20 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// noArgs refuses positional arguments as cobra.NoArgs does, naming the
+// fix: floe takes every value with its flag ("floe sink orders lake.orders"
+// was "unknown command \"orders\"").
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	hint := "give each value with its flag"
+	switch {
+	case cmd.Name() == "sink" || cmd.Name() == "replay":
+		hint = "give the topic with --topic and the table with --table"
+	case cmd.Flags().Lookup("table") != nil:
+		hint = "give the table with --table"
+	}
+	return fmt.Errorf("%s takes flags only, and was given the arguments %q: %s (see --help)", cmd.CommandPath(), strings.Join(args, " "), hint)
+}

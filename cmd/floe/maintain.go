@@ -92,7 +92,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
   floe maintain --table lake.orders --remove-orphans --dry-run
   floe maintain --table lake.orders --compact --target-file-size 256MiB
   floe maintain --table lake.orders                  # check and repair the ledger only`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			fs := cmd.Flags()

@@ -95,7 +95,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
   floe replay --brokers localhost:9092 --topic orders --table lake.orders --branch rebuild --publish
   floe replay --brokers localhost:9092 --topic customers --table lake.customers --mode upsert --key json --value json --branch rebuild --publish
   floe replay --brokers localhost:9092 --topic customers --table lake.customers_state --fold latest --key string`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd, &f) },
 	}
 	fs := cmd.Flags()

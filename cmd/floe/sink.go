@@ -133,7 +133,7 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
   floe sink --config floe.yaml --metrics-addr :9464
   floe sink --brokers kafka:9092 --topic orders --table lake.orders \
     --catalog postgres://floe:secret@pg:5432/iceberg --warehouse s3://lake/warehouse --s3-endpoint http://minio:9000`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSink(cmd, &f)
 		},

@@ -109,6 +109,8 @@ func TestSinkBadInput(t *testing.T) {
 		{"missing brokers", []string{"--topic", "orders", "--table", "lake.d"}, "missing --brokers"},
 		{"unknown flag", []string{"--frobnicate"}, "unknown flag: --frobnicate (see --help)"},
 		{"misspelt flag", []string{"--tabel", "lake.e"}, "unknown flag: --tabel; did you mean --table? (see --help)"},
+		// From a new-user run: "unknown command \"orders\"".
+		{"arguments", []string{"orders", "lake.f"}, `floe sink takes flags only, and was given the arguments "orders lake.f": give the topic with --topic and the table with --table`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(append([]string{"sink", "--stop-at-end"}, tc.args...), loc...)

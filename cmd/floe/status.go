@@ -46,7 +46,7 @@ running floe sink serves this page itself with --metrics-addr.`,
 		Example: `  floe status --table lake.orders -b localhost:9092
   floe status --config floe.yaml --table lake.orders --json
   floe status --table lake.orders -b localhost:9092 --serve 127.0.0.1:8080`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			switch format {

@@ -66,7 +66,7 @@ func newVersionCmd() *cobra.Command {
 commit it was built from, and the versions of Go, iceberg-go and franz-go in the binary: what a
 bug report needs. A binary built without VCS information (go build -buildvcs=false, or outside a
 git checkout) has no commit; it says so.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := readVersion()
 			if asJSON {

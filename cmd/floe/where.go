@@ -73,7 +73,7 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 		Example: `  floe where --table lake.orders --partition 0 --offset 1234
   floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json
   floe where --table lake.customers --key '{"id":3}'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			byKey := cmd.Flags().Changed("key")

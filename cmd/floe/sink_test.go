@@ -95,7 +95,7 @@ func TestSinkBadInput(t *testing.T) {
 		want string
 	}{
 		{"unreachable broker", []string{"--brokers", "127.0.0.1:1", "--dial-timeout", "2s", "--topic", "orders", "--table", "lake.a"}, "cannot reach brokers 127.0.0.1:1"},
-		{"unknown topic", []string{"--brokers", brokers, "--topic", "nope", "--table", "lake.b"}, `topic "nope" does not exist`},
+		{"unknown topic", []string{"--brokers", brokers, "--topic", "nope", "--table", "lake.b"}, `topic "nope" does not exist on brokers ` + brokers + `: unknown topic; the brokers have topics orders; check --topic`},
 		{"malformed table", []string{"--brokers", brokers, "--topic", "orders", "--table", "orders"}, "want NAMESPACE.TABLE"},
 		{"empty table part", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake."}, "empty name part"},
 		// A new table gets a plain name; a space was escaped into its S3

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math/big"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,33 +12,6 @@ import (
 
 	"github.com/floe-dev/floe/localstack"
 )
-
-// TestConnectDecimalDoubleAsBefore (from a review of this change set): a
-// double column made before JSON Schema Connect Decimals were decimals
-// takes their values as the double a plain number gives (0.57, where
-// decimal128's ToFloat64 gave 0.5700000000000001: a table written before
-// then failed its content audit).
-func TestConnectDecimalDoubleAsBefore(t *testing.T) {
-	plain := `{"type":"object","properties":{"id":{"type":"integer"},"amount":{"type":"number"}}}`
-	titled := `{"type":"object","properties":{"id":{"type":"integer"},"amount":{"type":"number","title":"org.apache.kafka.connect.data.Decimal","connect.parameters":{"scale":"2","connect.decimal.precision":"10"}}}}`
-	run := sinkAudited(t, "pay", func(st *localstack.Stack) []*kgo.Record {
-		var recs []*kgo.Record
-		for i, schema := range []string{plain, titled} {
-			id, err := localstack.RegisterSchema(t.Context(), st.Registry, "pay-value", sr.Schema{Schema: schema, Type: sr.TypeJSON})
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs = append(recs, &kgo.Record{Topic: "pay", Value: localstack.WireFormat(id, nil, fmt.Appendf(nil, `{"id":%d,"amount":0.57}`, i))})
-		}
-		return recs
-	}, "--value", "registry", "--schema-registry")
-	if run.sinkCode != exitOK || len(run.rows) != 2 {
-		t.Fatalf("sink: exit %d, rows %v\n%s", run.sinkCode, run.rows, run.sinkOut)
-	}
-	if a, b := run.rows[0].Columns["amount"], run.rows[1].Columns["amount"]; a != "0.57" || b != "0.57" {
-		t.Errorf("the same number 0.57 into the double column: plain schema %s, Connect Decimal schema %s; want 0.57 both (as before)", a, b)
-	}
-}
 
 // TestFoldLatestWhereKeyOtherPartition (from a review of this change
 // set): where --key --brokers on a --fold latest table searched the log
@@ -129,34 +97,10 @@ func TestStopAtEndSignalAtStart(t *testing.T) {
 	}
 	args := append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "big", "--table", "lake.big",
 		"--stop-at-end", "--json", "--log-format", "json"}, loc...)
-	cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	code, stdout, lines := signalledSink(t, args, func(line string) bool { return strings.Contains(line, `"msg":"sinking"`) })
+	if code != 2 || !strings.Contains(lines[len(lines)-1], "interrupted before the end offsets") {
+		t.Fatalf("--stop-at-end run stopped by SIGTERM as its session opened: exit %d\nstdout: %s\nstderr:\n%s", code, stdout, strings.Join(lines, "\n"))
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	sc := bufio.NewScanner(stderr)
-	signalled := false
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if !signalled && strings.Contains(sc.Text(), `"msg":"sinking"`) {
-			signalled = true
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	err = cmd.Wait()
-	if err == nil {
-		t.Fatalf("--stop-at-end run stopped by SIGTERM as its session opened: exit 0\nstdout: %s\nstderr:\n%s", stdout.String(), strings.Join(lines, "\n"))
-	}
-	t.Logf("exit %v\nstdout: %s", err, stdout.String())
 }
 
 // TestAvroDecimalIntoDoubleIsConflict (from a review of this change set):

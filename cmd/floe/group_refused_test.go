@@ -16,15 +16,7 @@ import (
 // every few seconds for ever ("the consumer group dropped this member"),
 // even with --retry-for 0s; it stops, naming the conflict and --group.
 func TestGroupOfAnotherApplication(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	produceRound(t, st.Brokers, "orders", 2, 20, map[int32]int64{})
+	st := ordersStack(t)
 	app, err := kgo.NewClient(kgo.SeedBrokers(st.Brokers...), kgo.ConsumerGroup("app"), kgo.ConsumeTopics("orders"), kgo.Balancers(kgo.RangeBalancer()))
 	if err != nil {
 		t.Fatal(err)
@@ -58,15 +50,7 @@ func TestGroupOfAnotherApplication(t *testing.T) {
 // join; floe rejoined for ever. It stops, naming --session-timeout and the
 // brokers' range.
 func TestSessionTimeoutOutOfRange(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	produceRound(t, st.Brokers, "orders", 2, 20, map[int32]int64{})
+	st := ordersStack(t)
 	_, catFlags := localCatalog(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -77,4 +61,20 @@ func TestSessionTimeoutOutOfRange(t *testing.T) {
 	if ctx.Err() != nil || err == nil || !strings.Contains(withFlags(err), "the brokers refuse a session timeout of 2s") || !strings.Contains(withFlags(err), "check --session-timeout") {
 		t.Fatalf("floe sink --session-timeout 2s: %v; it said:\n%s", err, errs)
 	}
+}
+
+// ordersStack starts a local stack with a topic orders of 2 partitions
+// and 20 records.
+func ordersStack(t *testing.T) *localstack.Stack {
+	t.Helper()
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "orders", 2, 20, map[int32]int64{})
+	return st
 }

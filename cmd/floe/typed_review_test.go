@@ -181,11 +181,14 @@ func TestConnectDecimalIntoDoubleColumn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs = append(recs, &kgo.Record{Topic: "pay", Value: localstack.WireFormat(id, nil, fmt.Appendf(nil, `{"id":%d,"amount":%d.25}`, i, i))})
+			recs = append(recs, &kgo.Record{Topic: "pay", Value: localstack.WireFormat(id, nil, fmt.Appendf(nil, `{"id":%d,"amount":0.57}`, i))})
 		}
 		return recs
 	}, "--value", "registry", "--schema-registry")
-	if run.sinkCode != exitOK || len(run.rows) != 2 || run.rows[1].Columns["amount"] != "1.25" || !run.complete() {
+	// The same double as the plain number's (decimal128's ToFloat64 gave
+	// 0.5700000000000001: a table written before failed its content audit;
+	// from a review).
+	if run.sinkCode != exitOK || len(run.rows) != 2 || run.rows[0].Columns["amount"] != "0.57" || run.rows[1].Columns["amount"] != "0.57" || !run.complete() {
 		t.Fatalf("sink: exit %d, rows %v\n%s\naudit:\n%s", run.sinkCode, run.rows, run.sinkOut, run.auditOut)
 	}
 }

@@ -32,14 +32,7 @@ type auditedRun struct {
 // registry URL), then floe audit --deep --verify-content.
 func sinkAudited(t *testing.T, topic string, recs func(st *localstack.Stack) []*kgo.Record, extra ...string) auditedRun {
 	t.Helper()
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	st := topicStack(t, topic)
 	if err := localstack.Produce(t.Context(), st.Brokers, recs(st)); err != nil {
 		t.Fatal(err)
 	}

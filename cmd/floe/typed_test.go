@@ -279,14 +279,7 @@ func TestJSONEmptyValuesReadTheSameWhenever(t *testing.T) {
 // the catalog flags.
 func sunkTopic(t *testing.T, topic string, registry bool, recs func(st *localstack.Stack) []*kgo.Record) (*localstack.Stack, []string) {
 	t.Helper()
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	st := topicStack(t, topic)
 	if err := localstack.Produce(t.Context(), st.Brokers, recs(st)); err != nil {
 		t.Fatal(err)
 	}

@@ -411,7 +411,6 @@ func warehouseURI(w string, create bool) (string, error) {
 // Redact hides the password of a catalog URI, for what floe prints.
 func Redact(s string) string { return redact(s) }
 
-// redact hides the password of a URI so errors and logs never show it.
 // keywordDSN reports whether spec (lower case) reads as libpq's keyword
 // form: space-separated KEY=VALUE pairs, at least two of them naming a
 // host, database, user or password (a file path such as user=alice/c.db
@@ -430,6 +429,7 @@ func keywordDSN(spec string) bool {
 	return n >= 2
 }
 
+// redact hides the password of a URI so errors and logs never show it.
 func redact(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.User == nil {

@@ -178,13 +178,12 @@ func (b *Broker) Topic(ctx context.Context, topic string) (Topic, error) {
 			return t, nil
 		}
 	}
-	err = unknownTopic(topic, b.Seeds)
-	if topics, lerr := b.Topics(ctx); lerr == nil {
-		// What the brokers have, for a misspelt name.
-		err = &CheckError{Settings: []Setting{SettingTopic},
-			Err: fmt.Errorf("%w; the brokers have %s", errors.Unwrap(err), listSome(topics, 10))}
+	// What the brokers have, for a misspelt name.
+	have := ""
+	if topics, err := b.Topics(ctx); err == nil {
+		have = "; the brokers have " + listSome(topics, 10)
 	}
-	return Topic{}, err
+	return Topic{}, unknownTopic(topic, b.Seeds, have)
 }
 
 // Topics lists the topics on the brokers, sorted, without Kafka's internal

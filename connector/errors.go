@@ -67,10 +67,11 @@ func (e *CheckError) Unwrap() error { return e.Err }
 // ErrTopicNotInLedger.)
 var ErrUnknownTopic = errors.New("unknown topic")
 
-// unknownTopic is the error for a topic the brokers seeds do not have.
-func unknownTopic(topic string, seeds []string) error {
+// unknownTopic is the error for a topic the brokers seeds do not have;
+// have, when set, says which they have.
+func unknownTopic(topic string, seeds []string, have string) error {
 	return &CheckError{Settings: []Setting{SettingTopic},
-		Err: fmt.Errorf("topic %q does not exist on brokers %s: %w", topic, strings.Join(seeds, ","), ErrUnknownTopic)}
+		Err: fmt.Errorf("topic %q does not exist on brokers %s: %w%s", topic, strings.Join(seeds, ","), ErrUnknownTopic, have)}
 }
 
 // DataLossError reports offsets that retention deleted before they were

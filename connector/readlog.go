@@ -193,7 +193,7 @@ func (r *logReader) locate(ctx context.Context) error {
 	}
 	td, ok := tds[r.topic]
 	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-		return unknownTopic(r.topic, r.b.Seeds)
+		return unknownTopic(r.topic, r.b.Seeds, "")
 	}
 	if td.Err != nil {
 		return r.b.authorization(td.Err, "Describe", r.topic, "")

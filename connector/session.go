@@ -647,18 +647,16 @@ func (ss *session) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read ledger of %s: %w", s.tbl.Name(), err)
 	}
-	s.finish(ledger.Next())
+	next := ledger.Next()
+	s.finish(next)
 	if ss.bounded && ctx.Err() != nil {
 		// Interrupted: a batch job that stopped short must not read as
 		// done.
-		for _, pt := range ss.parts {
-			if !pt.done() {
-				if s.stats.Unfinished == nil {
-					s.stats.Unfinished = map[mapping.TopicPartition]int64{}
-				}
-				s.stats.Unfinished[pt.tp] = pt.end
-			}
+		ends := map[int32]int64{}
+		for p, pt := range ss.parts {
+			ends[p] = pt.end
 		}
+		s.noteUnfinished(next, ends)
 	}
 	return nil
 }

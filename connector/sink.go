@@ -848,6 +848,12 @@ func (s *Sink) recordUnfinished(ctx context.Context) {
 	}
 	next := ledger.Next()
 	s.finish(next)
+	s.noteUnfinished(next, ends)
+}
+
+// noteUnfinished records in Stats.Unfinished each of the run's partitions
+// whose next offset in the ledger (next) is short of its end offset.
+func (s *Sink) noteUnfinished(next map[mapping.TopicPartition]int64, ends map[int32]int64) {
 	for p, end := range ends {
 		tp := mapping.TopicPartition{Topic: s.cfg.Topic, Partition: p}
 		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) || next[tp] >= end {

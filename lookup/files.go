@@ -120,6 +120,10 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	if err != nil {
 		return res, fmt.Errorf("list the data files of %s: %w", tbl.Name(), err)
 	}
+	groups, err := tbl.GroupsOfFiles(ctx, snap.SnapshotID, files)
+	if err != nil {
+		return res, err
+	}
 	var topics topicIndex
 	if of := tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
 		// A dead-letter table has no ledger: its data table's names the
@@ -127,12 +131,8 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 		if topics, err = deadLetterTopics(ctx, tbl, of); err != nil {
 			return res, err
 		}
-	} else if topics, err = newTopicIndex(ctx, tbl, snap.SnapshotID, files); err != nil {
+	} else if topics, err = newTopicIndex(ctx, tbl, snap.SnapshotID, files, groups); err != nil {
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-	}
-	groups, err := tbl.GroupsOfFiles(ctx, snap.SnapshotID, files)
-	if err != nil {
-		return res, err
 	}
 	for _, f := range files {
 		out := File{Path: f.Path, Records: f.Records, SizeBytes: f.SizeBytes, AddedBy: f.AddedBy}
@@ -193,12 +193,15 @@ type topicIndex struct {
 }
 
 // newTopicIndex indexes the ledger as of snapshotID for the topics of
-// files. The ledger's summary names each partition's topics; only when a
-// file's partition number is of several topics is the ledger read, one
-// block at a time, keeping the commits that added such files and placing
-// such files on chains of ranges (mapping.Chains): a table of one topic
-// costs no range, however long its ledger.
-func newTopicIndex(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files []snapshot.DataFile) (topicIndex, error) {
+// files (of which those in grouped tell theirs by their group's spans).
+// The ledger's summary names each partition's topics; only when a file's
+// partition number is of several topics is the ledger read: the commits
+// that added such files, and, for the files no commit of the ledger added
+// (a compaction's), the ranges that meet their offsets (a chain of each
+// topic: mapping.Chains, skipping the archived blocks that hold none). A
+// table of one topic costs no range, and one of several the blocks around
+// its files, however long its ledger.
+func newTopicIndex(ctx context.Context, tbl *snapshot.Table, snapshotID int64, files []snapshot.DataFile, grouped map[string]*mapping.FileGroup) (topicIndex, error) {
 	ix := topicIndex{byPartition: map[int32][]string{}, commits: map[int64]mapping.Commit{}, byFile: map[string][]int{}}
 	sum, err := tbl.Summary(ctx, snapshotID)
 	if err != nil {
@@ -209,34 +212,39 @@ func newTopicIndex(ctx context.Context, tbl *snapshot.Table, snapshotID int64, f
 			ix.byPartition[tp.Partition] = append(ix.byPartition[tp.Partition], tp.Topic)
 		}
 	}
+	var shared []snapshot.DataFile // files whose partition number several topics have
 	added := map[int64]bool{}
 	for _, f := range files {
-		if !f.HasBounds || f.PartitionMin != f.PartitionMax || len(ix.byPartition[f.PartitionMin]) < 2 {
+		if !f.HasBounds || f.PartitionMin != f.PartitionMax || len(ix.byPartition[f.PartitionMin]) < 2 || grouped[f.Path] != nil {
 			continue
 		}
+		shared = append(shared, f)
 		added[f.AddedBy] = true
+	}
+	if len(shared) == 0 {
+		return ix, nil
+	}
+	for c, err := range tbl.CommitsOf(ctx, snapshotID, added) {
+		if err != nil {
+			return ix, err
+		}
+		ix.commits[c.SnapshotID] = c
+	}
+	for _, f := range shared {
+		if _, ok := ix.commits[f.AddedBy]; ok {
+			continue
+		}
 		for _, topic := range ix.byPartition[f.PartitionMin] {
 			if f.MayHoldTopic(topic) {
 				ix.byFile[f.Path] = append(ix.byFile[f.Path], ix.chains.Add(mapping.TopicPartition{Topic: topic, Partition: f.PartitionMin}, f.Offsets))
 			}
 		}
 	}
-	if len(added) == 0 {
+	if ix.chains.Len() == 0 {
 		return ix, nil
 	}
 	ix.chains.Build()
-	for c, err := range tbl.Commits(ctx, snapshotID) {
-		if err != nil {
-			return ix, err
-		}
-		if added[c.SnapshotID] {
-			ix.commits[c.SnapshotID] = c
-		}
-		for _, r := range c.Ranges {
-			ix.chains.Meet(r)
-		}
-	}
-	return ix, nil
+	return ix, tbl.MeetChains(ctx, snapshotID, &ix.chains)
 }
 
 // deadLetterTopics indexes the topics of the data table of dead-letter
@@ -256,7 +264,7 @@ func deadLetterTopics(ctx context.Context, dlq *snapshot.Table, of string) (topi
 	if err != nil {
 		return ix, fmt.Errorf("open %s, whose dead letters %s holds, for their topics: %w", of, dlq.Name(), err)
 	}
-	return newTopicIndex(ctx, data, 0, nil)
+	return newTopicIndex(ctx, data, 0, nil, nil)
 }
 
 // of returns f's topic: the only topic of the ledger with f's partition (a

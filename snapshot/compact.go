@@ -355,33 +355,50 @@ func (t *Table) ledgerOwner(ctx context.Context) (*Table, error) {
 	return data, nil
 }
 
-// onChains reports, for each span, whether its offsets lie on one
-// unbroken chain of ranges of the ledger (mapping.Chain), read one commit
+// onChains returns, for each span whose offsets lie on one unbroken chain
+// of ranges of the ledger (mapping.Chain), the offsets of the ranges that
+// hold it (its reach, mapping.Chain.Extent), and an empty interval for
+// every other span. The ledger is read one commit
 // at a time, skipping the archived blocks whose summary shows none of
 // them, and taking for its ranges the summary of a block whose ranges
 // tile their spans (mapping.Chains.MeetTiled): its memory follows the
 // spans asked about, not the ledger's age, and a compaction whose merged
 // files span most of the history (the tiers of a long-lived table) reads
 // only the blocks that are not tiled, not every block at every run.
-func (t *Table) onChains(ctx context.Context, spans []mapping.Span) ([]bool, error) {
+func (t *Table) onChains(ctx context.Context, spans []mapping.Span) ([]mapping.Interval, error) {
 	var x mapping.Chains
 	for _, s := range spans {
 		x.Add(s.TopicPartition, s.Interval)
 	}
 	x.Build()
-	for c, err := range t.commitsWhere(ctx, 0, commitFilter{blocks: x.InSummary, summarized: x.MeetTiled}) {
+	if err := t.MeetChains(ctx, 0, &x); err != nil {
+		return nil, fmt.Errorf("read the ledger of %s around the offsets planned on: %w", t.Name(), err)
+	}
+	reach := make([]mapping.Interval, len(spans))
+	for i := range spans {
+		if c := x.Chain(i); c.OK() {
+			reach[i] = c.Extent()
+		}
+	}
+	return reach, nil
+}
+
+// MeetChains meets the chains of x (built: mapping.Chains.Build) with the
+// ranges of the ledger as of snapshotID (0: the branch head) that may
+// meet them, one commit at a time: archived blocks whose summary shows
+// none of the chains' offsets are not read, nor those whose summary tiles
+// their spans (mapping.Chains.MeetTiled), so that its reads follow the
+// chains, not the ledger's age.
+func (t *Table) MeetChains(ctx context.Context, snapshotID int64, x *mapping.Chains) error {
+	for c, err := range t.commitsWhere(ctx, snapshotID, commitFilter{blocks: x.InSummary, summarized: x.MeetTiled}) {
 		if err != nil {
-			return nil, fmt.Errorf("read the ledger of %s around the offsets planned on: %w", t.Name(), err)
+			return err
 		}
 		for _, r := range c.Ranges {
 			x.Meet(r)
 		}
 	}
-	held := make([]bool, len(spans))
-	for i := range spans {
-		held[i] = x.Chain(i).OK()
-	}
-	return held, nil
+	return nil
 }
 
 // CompactionGroups returns the file groups a floe compaction snapshot of
@@ -426,8 +443,10 @@ type compactPiece struct {
 	// compacted: a floe compaction wrote its files (tiered).
 	compacted bool
 	// placed: the ledger was read and places its spans, each on one
-	// unbroken chain of ranges.
+	// unbroken chain of ranges: reach[i] is the offsets of the ranges
+	// that hold spans[i].
 	placed bool
+	reach  []mapping.Interval
 }
 
 // compactGroup is a set of pieces merged into one file per Iceberg
@@ -594,7 +613,7 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		for _, p := range ambiguous {
 			asked = append(asked, p.spans...)
 		}
-		held, err := owner.onChains(ctx, asked)
+		reach, err := owner.onChains(ctx, asked)
 		if err != nil {
 			return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
 		}
@@ -602,10 +621,10 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 			spans := p.spans
 			p.spans = nil
 			for _, s := range spans {
-				if held[0] {
-					p.spans = append(p.spans, s)
+				if reach[0].Len() > 0 {
+					p.spans, p.reach = append(p.spans, s), append(p.reach, reach[0])
 				}
-				held = held[1:]
+				reach = reach[1:]
 			}
 			if len(p.spans) != 1 {
 				plan.unplaced++
@@ -649,7 +668,7 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 			plan.groups = compactGroups(pieces, merged, grouped)
 			return plan, nil
 		}
-		held, err := owner.onChains(ctx, asked)
+		reach, err := owner.onChains(ctx, asked)
 		if err != nil {
 			return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
 		}
@@ -660,8 +679,8 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 			if p.placed {
 				continue
 			}
-			p.placed = !slices.Contains(held[:len(p.spans)], false)
-			held = held[len(p.spans):]
+			p.reach, reach = reach[:len(p.spans)], reach[len(p.spans):]
+			p.placed = !slices.ContainsFunc(p.reach, func(iv mapping.Interval) bool { return iv.Len() == 0 })
 			if !p.placed {
 				plan.unplaced += len(p.files)
 				p.files = nil
@@ -729,24 +748,67 @@ func icebergPartitions(files []compactFile) int {
 }
 
 // compactGroups returns the groups a compaction rewrites: each cut of
-// pieces merged (mergedPieces), with its offsets merged into intervals. A
-// cut is recorded as a file group when it spans several intervals or one
-// of its pieces is a file group (grouped).
+// pieces merged (mergedPieces), with its offsets merged into intervals
+// (joinSpans). A cut is recorded as a file group when it spans several
+// intervals or one of its pieces is a file group (grouped).
 func compactGroups(pieces []compactPiece, merged [][]int, grouped func(compactPiece) bool) []compactGroup {
 	out := make([]compactGroup, 0, len(merged))
 	for _, cut := range merged {
 		var g compactGroup
+		var reach []mapping.Interval
 		for _, i := range cut {
 			p := pieces[i]
 			g.files = append(g.files, p.files...)
 			g.spans = append(g.spans, p.spans...)
+			reach = append(reach, p.reach...)
 			g.grouped = g.grouped || grouped(p)
 		}
-		g.spans = mapping.MergeSpans(g.spans)
+		g.spans = joinSpans(g.spans, reach)
 		g.grouped = g.grouped || len(g.spans) > 1
 		out = append(out, g)
 	}
 	return out
+}
+
+// joinSpans merges spans (of placed pieces; reach[i] the offsets of the
+// ledger ranges that hold spans[i]) into intervals per partition, joining
+// two that touch or overlap, and also two whose reaches do: the offsets
+// between them then lie in ranges that hold one of them already, which
+// rows of no other range can be at. A transactional topic's sink files end
+// before a commit marker and the next begins after it, so their bounds
+// never touch: joined only where they touched, a compaction of such files
+// recorded a span per file, and every tiered re-merge carried them all
+// again (found by review). The ranges a group's spans meet stay the same,
+// which the file-level audit joins the group's files' rows with.
+func joinSpans(spans []mapping.Span, reach []mapping.Interval) []mapping.Span {
+	type spanReach struct {
+		s mapping.Span
+		r mapping.Interval
+	}
+	ss := make([]spanReach, len(spans))
+	for i, s := range spans {
+		ss[i] = spanReach{s, s.Interval}
+		if i < len(reach) && reach[i].Len() > 0 {
+			ss[i].r = reach[i]
+		}
+	}
+	slices.SortFunc(ss, func(a, b spanReach) int {
+		return cmp.Or(a.s.TopicPartition.Compare(b.s.TopicPartition), cmp.Compare(a.s.Low, b.s.Low))
+	})
+	out := make([]mapping.Span, 0, len(ss))
+	var last mapping.Interval // the reach of out's last span
+	for _, x := range ss {
+		if x.s.Len() <= 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].TopicPartition == x.s.TopicPartition && (x.s.Low <= out[n-1].High || x.r.Low <= last.High) {
+			out[n-1].High = max(out[n-1].High, x.s.High)
+			last = mapping.Interval{Low: min(last.Low, x.r.Low), High: max(last.High, x.r.High)}
+			continue
+		}
+		out, last = append(out, x.s), x.r
+	}
+	return slices.Clip(out)
 }
 
 // tiered returns the pieces of a bin a compaction merges (their
@@ -1286,11 +1348,11 @@ func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 	for _, g := range plan.groups {
 		asked = append(asked, g.spans...)
 	}
-	held, err := owner.onChains(ctx, asked)
+	reach, err := owner.onChains(ctx, asked)
 	if err != nil {
 		return fmt.Errorf("compact %s: %w", t.Name(), err)
 	}
-	if i := slices.Index(held, false); i >= 0 {
+	if i := slices.IndexFunc(reach, func(iv mapping.Interval) bool { return iv.Len() == 0 }); i >= 0 {
 		s := asked[i]
 		return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("the ledger no longer holds the ranges of %s at offsets %s", s.TopicPartition, s.Interval)}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestFilesCommand: floe files lists the current snapshot's data files as
@@ -113,4 +114,68 @@ func TestFilesCommandGroups(t *testing.T) {
 		t.Errorf("where of wide/17 offset 3 does not name the compacted file %s:\n%s", res.Files[0].Path, out)
 	}
 	mustFloe(t, append([]string{"audit", "--table", "lake.wide", "--deep"}, loc[:2]...)...)
+}
+
+// TestFilesReadsNoOldHistory (from a review): floe files of a head whose
+// files are a compaction's and one live commit's needs none of the
+// archived history, also when two topics share partition numbers (where
+// the ledger tells a file's topic): it decoded every archived block, so
+// its time grew with the ledger's age. The archive's files are deleted to
+// show it; every file names the topic it named before.
+func TestFilesReadsNoOldHistory(t *testing.T) {
+	for _, topics := range [][]string{{"payments"}, {"orders", "payments"}} {
+		t.Run(strings.Join(topics, "+"), func(t *testing.T) {
+			st, loc := sinkStack(t)
+			if err := localstack.CreateTopic(t.Context(), st.Brokers, "payments", 3, nil); err != nil {
+				t.Fatal(err)
+			}
+			sink := func() {
+				args := []string{"sink", "--brokers", st.Brokers[0], "--table", "lake.both", "--stop-at-end", "--flush-records", "50", "--maintain=false"}
+				for _, topic := range topics {
+					args = append(args, "--topic", topic)
+				}
+				mustFloe(t, append(args, loc...)...)
+			}
+			produceRound(t, st.Brokers, "payments", 3, 300, map[int32]int64{})
+			sink()
+			mustFloe(t, append([]string{"maintain", "--table", "lake.both", "--compact"}, loc[:2]...)...)
+			mustFloe(t, append([]string{"maintain", "--table", "lake.both", "--expire-older-than", "0s", "--retain-last", "1"}, loc[:2]...)...)
+			// One live commit adding files of partitions 0-2 (of both topics).
+			produceRound(t, st.Brokers, "payments", 3, 30, map[int32]int64{})
+			sink()
+			tbl := openTable(t, st.Catalog(), "lake.both")
+			before, err := lookup.Files(t.Context(), tbl, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			removed := 0
+			for k, v := range tbl.Iceberg().Properties() {
+				if (k == snapshot.PropLedgerArchive || strings.HasPrefix(k, snapshot.PropLedgerSegmentPrefix)) && strings.HasPrefix(v, "file://") {
+					if err := os.Remove(strings.TrimPrefix(v, "file://")); err != nil {
+						t.Fatal(err)
+					}
+					removed++
+				}
+			}
+			if removed == 0 {
+				t.Fatal("no archive segment: the test needs the history archived")
+			}
+			after, err := lookup.Files(t.Context(), openTable(t, st.Catalog(), "lake.both"), 0)
+			if err != nil {
+				t.Fatalf("floe files read the archived history, which no live file needs: %v", err)
+			}
+			named := 0
+			for i, f := range after.Files {
+				if f.Topic != before.Files[i].Topic {
+					t.Errorf("file %s: topic %q, before the archive was deleted %q", f.Path, f.Topic, before.Files[i].Topic)
+				}
+				if f.Topic != "" {
+					named++
+				}
+			}
+			if named < 3 {
+				t.Errorf("%d of %d files name their topic, want the live commit's 3 at least:\n%+v", named, len(after.Files), after.Files)
+			}
+		})
+	}
 }

@@ -298,8 +298,16 @@ type Report struct {
 	// empty for other tables.
 	UpsertKey string
 	// Levels are the levels that ran, cheapest first.
-	Levels     []Level
-	Partitions []PartitionReport
+	Levels []Level
+	// Brokers are the seed brokers the broker and content levels read, and
+	// ClusterID the id their cluster gave (empty when it gave none): the
+	// log the table was checked against. BrokersSource says where the
+	// caller took the brokers from when not from a flag (an environment
+	// variable, a config file); the caller sets it.
+	Brokers       []string
+	ClusterID     string
+	BrokersSource string `json:"-"`
+	Partitions    []PartitionReport
 	// Findings are sorted by partition, level and offset. The table is
 	// complete when there are none.
 	Findings []Finding
@@ -490,6 +498,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 			return nil, a.expiredOr(ctx, err)
 		}
 		a.rep.RowsRead = max(a.rep.RowsRead, a.contentRows)
+		a.rep.DeadLettersRead = max(a.rep.DeadLettersRead, a.contentDeadLetters)
 	}
 	if err := a.checkSnapshotLive(ctx); err != nil {
 		return nil, err
@@ -637,11 +646,12 @@ type auditor struct {
 	// deadTables are the table's dead-letter tables (those the ledger
 	// names, and the others it has), by name, and deadAt the offsets of
 	// the dead letters read in those the ledger names (rows level).
-	// contentRows counts the rows the content level read, which the rows
-	// level, when it ran, read and counted too.
-	contentRows int64
-	deadTables  map[string]*deadLetterTable
-	deadAt      map[mapping.TopicPartition]*offsetSet
+	// contentRows counts the rows the content level read, and
+	// contentDeadLetters the dead letters, which the rows level, when it
+	// ran, read and counted too.
+	contentRows, contentDeadLetters int64
+	deadTables                      map[string]*deadLetterTable
+	deadAt                          map[mapping.TopicPartition]*offsetSet
 	// deadBad are the commits whose dead letters have a finding of the
 	// ledger or files level already (missing, pending, miscounted).
 	deadBad map[int64]bool

@@ -16,6 +16,7 @@ import (
 // they were sunk, and partitions the table has never seen.
 func (a *auditor) brokerLevel(ctx context.Context) error {
 	a.addLevel(LevelBroker)
+	a.rep.Brokers, a.rep.ClusterID = a.opts.Broker.Seeds, a.opts.Broker.ClusterID
 	for _, topic := range a.selectedTopics() {
 		wm, err := a.opts.Broker.Watermarks(ctx, topic)
 		if errors.Is(err, connector.ErrUnknownTopic) {

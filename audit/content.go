@@ -304,7 +304,11 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 			if fb.Done {
 				return nil
 			}
-			a.contentRows += fb.Batch.NumRows()
+			if tbl == a.tbl {
+				a.contentRows += fb.Batch.NumRows()
+			} else {
+				a.contentDeadLetters += fb.Batch.NumRows()
+			}
 			if typed {
 				off, ok := column[*array.Int64](fb.Batch, mapping.ColOffset)
 				if !ok {

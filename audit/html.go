@@ -168,6 +168,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		LevelBroker:  "the broker's watermarks (--brokers)",
 		LevelContent: "the retained log, record by record (--verify-content)",
 	}
+	if len(r.Brokers) > 0 {
+		how[LevelBroker] = "the watermarks of " + r.brokersPhrase() + " (--brokers)"
+	}
 	for _, l := range []Level{LevelLedger, LevelFiles, LevelRows, LevelBroker, LevelContent} {
 		v.Levels = append(v.Levels, htmlLevel{Level: l, Ran: slices.Contains(r.Levels, l), How: how[l]})
 	}

@@ -39,6 +39,8 @@ type jsonReport struct {
 	AuditedAt        string          `json:"audited_at"`
 	DurationMs       int64           `json:"duration_ms"`
 	Levels           []Level         `json:"levels"`
+	Brokers          []string        `json:"brokers"`
+	ClusterID        *string         `json:"cluster_id"`
 	Complete         bool            `json:"complete"`
 	Files            *int            `json:"files"`
 	RowsRead         int64           `json:"rows_read"`
@@ -127,6 +129,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		AuditedAt:        r.Started.Format(time.RFC3339),
 		DurationMs:       r.Duration.Milliseconds(),
 		Levels:           r.Levels,
+		Brokers:          r.Brokers,
 		Complete:         r.Complete(),
 		RowsRead:         r.RowsRead,
 		DeadLettersRead:  r.DeadLettersRead,
@@ -139,6 +142,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			SnapshotID:       r.Evidence.SnapshotID,
 			LedgerCommits:    r.Evidence.Commits,
 		},
+	}
+	if r.ClusterID != "" {
+		out.ClusterID = &r.ClusterID
 	}
 	if ran(LevelFiles) {
 		out.Files = ptr(r.Files)
@@ -233,6 +239,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		levels[i] = string(l)
 	}
 	fmt.Fprintf(&b, "levels: %s\n", strings.Join(levels, ", "))
+	if len(r.Brokers) > 0 {
+		fmt.Fprintf(&b, "log: %s\n", r.brokersPhrase())
+	}
 	if r.UpsertKey != "" {
 		fmt.Fprintf(&b, "upsert table (key %s): one row per key, its winning record\n", r.UpsertKey)
 	}
@@ -477,6 +486,23 @@ func wrap(b *strings.Builder, indent, text string) {
 		line += word
 	}
 	b.WriteString(line + "\n")
+}
+
+// brokersPhrase names the log the broker level read: "brokers
+// 127.0.0.1:9092 (cluster abc; set by FLOE_BROKERS)".
+func (r *Report) brokersPhrase() string {
+	var about []string
+	if r.ClusterID != "" {
+		about = append(about, "cluster "+r.ClusterID)
+	}
+	if r.BrokersSource != "" {
+		about = append(about, "set by "+r.BrokersSource)
+	}
+	s := "brokers " + strings.Join(r.Brokers, ",")
+	if len(about) > 0 {
+		s += " (" + strings.Join(about, "; ") + ")"
+	}
+	return s
 }
 
 // readPhrase says what the rows and content levels read: ", 2 rows and 1

@@ -21,9 +21,12 @@ import (
 // Broker is an admin connection to a Kafka-protocol cluster.
 type Broker struct {
 	Seeds []string
-	cl    *kgo.Client
-	adm   *kadm.Client
-	opts  []kgo.Opt
+	// ClusterID is the cluster's id as its metadata gave it when dialled
+	// ("" when it gave none), which names the cluster in evidence.
+	ClusterID string
+	cl        *kgo.Client
+	adm       *kadm.Client
+	opts      []kgo.Opt
 	// principal is whom the brokers authorise this connection as, for
 	// authorization errors ("" when unknown).
 	principal string
@@ -111,6 +114,7 @@ func (b *Broker) checkAdvertised(ctx context.Context, seeds []string) error {
 	if err != nil || len(md.Brokers) == 0 {
 		return nil // the requests that need them say why
 	}
+	b.ClusterID = md.Cluster
 	var d net.Dialer
 	var addrs []string
 	for _, br := range md.Brokers {

@@ -58,10 +58,11 @@ rows plus dead letters, no offset in both tables), and the content level decodes
 as the sink does and compares the row it makes (with --schema-registry for a table decoded
 through a registry), and compares each dead letter with the record's bytes.
 
-A state table (floe.fold=latest, written by floe replay --fold latest) keeps only each key's
-latest record, so its files, rows and content are checked against a state table's invariants:
-files inside the partition's coverage, no more rows than records folded, one row per key and no
-null key, every row a copy of its key's latest record. The report says "state table".
+A state table (floe.fold=latest, written copy-on-write by an earlier floe's replay --fold latest;
+today's writes an upsert table) keeps only each key's latest record, so its files, rows and
+content are checked against a state table's invariants: files inside the partition's coverage,
+no more rows than records folded, one row per key and no null key, every row a copy of its key's
+latest record. The report says "state table".
 
 An upsert table (floe sink --mode upsert) holds one row per key, kept with equality deletes: the
 files level checks its delete files too (added by floe, equality deletes on the key columns,
@@ -148,6 +149,9 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	rep, err := audit.Run(ctx, tbl, opts)
 	if err != nil {
 		return err
+	}
+	if src, _ := ctx.Value(sourcesKey{}).(flagSources); broker != nil {
+		rep.BrokersSource = src["brokers"]
 	}
 	// The files first: when one cannot be written, the audit fails before
 	// printing a report, as every failed audit does.

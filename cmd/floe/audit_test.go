@@ -421,3 +421,39 @@ func TestAuditBrokersDownSaysTableAlone(t *testing.T) {
 		t.Errorf("floe audit --brokers '': exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestAuditNamesTheLog (from a new-user run): an audit's broker level
+// judged the table against whatever cluster FLOE_BROKERS named, and the
+// report (text, JSON, HTML) did not say which: the same table was
+// COMPLETE without it and NOT COMPLETE with another stack's. The report
+// names the brokers, the cluster id and where the brokers came from.
+func TestAuditNamesTheLog(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	audit := append([]string{"audit", "--table", "lake.orders"}, loc[:2]...)
+	out := mustFloe(t, audit...)
+	if strings.Contains(out, "log: ") {
+		t.Errorf("without --brokers the report names a log:\n%s", out)
+	}
+	out = mustFloe(t, append(audit, "--brokers", st.Brokers[0])...)
+	if !regexp.MustCompile(`(?m)^log: brokers ` + regexp.QuoteMeta(st.Brokers[0]) + ` \(cluster [^;)]+\)$`).MatchString(out) {
+		t.Errorf("--brokers: the report does not name the log it read:\n%s", out)
+	}
+	t.Setenv("FLOE_BROKERS", st.Brokers[0])
+	html := filepath.Join(t.TempDir(), "a.html")
+	out = mustFloe(t, append(audit, "--html", html)...)
+	if !strings.Contains(out, "log: brokers "+st.Brokers[0]+" (cluster ") || !strings.Contains(out, "; set by FLOE_BROKERS)") {
+		t.Errorf("FLOE_BROKERS: the report does not say the brokers came from it:\n%s", out)
+	}
+	doc, err := os.ReadFile(html)
+	if err != nil || !strings.Contains(string(doc), "the watermarks of brokers "+st.Brokers[0]) || !strings.Contains(string(doc), "set by FLOE_BROKERS") {
+		t.Errorf("the HTML report does not name the log (%v)", err)
+	}
+	var rep struct {
+		Brokers   []string `json:"brokers"`
+		ClusterID *string  `json:"cluster_id"`
+	}
+	if err := json.Unmarshal([]byte(mustFloe(t, append(audit, "--json")...)), &rep); err != nil || !slices.Equal(rep.Brokers, st.Brokers[:1]) || rep.ClusterID == nil || *rep.ClusterID == "" {
+		t.Errorf("JSON: brokers %v, cluster_id %v (%v)", rep.Brokers, rep.ClusterID, err)
+	}
+}

@@ -130,8 +130,10 @@ func TestTypedSinkCommand(t *testing.T) {
 		t.Fatalf("audit: exit %d\n%s\n%s", code, out, errs)
 	}
 	var rep struct {
-		Complete   bool `json:"complete"`
-		Partitions []struct {
+		Complete        bool  `json:"complete"`
+		RowsRead        int64 `json:"rows_read"`
+		DeadLettersRead int64 `json:"dead_letters_read"`
+		Partitions      []struct {
 			Records     int64 `json:"records"`
 			DeadLetters int64 `json:"dead_letters"`
 			Content     struct {
@@ -152,6 +154,19 @@ func TestTypedSinkCommand(t *testing.T) {
 	}
 	if !rep.Complete || rows != 100 || dead != 3 || verified != 100 || verifiedDead != 3 {
 		t.Fatalf("audit: complete %v, %d rows (%d verified), %d dead letters (%d verified)", rep.Complete, rows, verified, dead, verifiedDead)
+	}
+	// The content level alone reads them too: its dead letters were
+	// counted as rows read (from a new-user run).
+	for _, deep := range []bool{true, false} {
+		if !deep {
+			code, out, errs = floe(t, slices.DeleteFunc(slices.Clone(audit), func(a string) bool { return a == "--deep" })...)
+			if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+				t.Fatalf("audit --verify-content: exit %d\n%s\n%s", code, out, errs)
+			}
+		}
+		if rep.RowsRead != 100 || rep.DeadLettersRead != 3 {
+			t.Errorf("audit (--deep %v): %d rows and %d dead letters read, want 100 and 3", deep, rep.RowsRead, rep.DeadLettersRead)
+		}
 	}
 
 	// The lookups answer on a typed table, and as-of --rows gives its

@@ -63,7 +63,7 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 	}
 	m, err := mapping.ParseMode(mode)
 	if err != nil || m == mapping.ModeFold {
-		return fmt.Errorf("--mode %q: want append or upsert (state tables of replay --fold latest are made by floe replay)", mode)
+		return fmt.Errorf("--mode %q: want append or upsert (upsert keeps the latest value per key, as floe replay --fold latest does)", mode)
 	}
 	p.Mode = m
 	if m != mapping.ModeUpsert {

@@ -92,7 +92,10 @@ func (ps Pipelines) Run(ctx context.Context, broker *Broker, cat catalog.Catalog
 // topics on the brokers when the run starts and those created while it
 // runs (floe sink --topic-regex).
 type TopicWatch struct {
-	Match *regexp.Regexp
+	// Match is matched against whole topic names; Pattern is the pattern
+	// as its user wrote it (for messages; Match's text when empty).
+	Match   *regexp.Regexp
+	Pattern string
 	// Pipeline returns the pipeline of a matching topic.
 	Pipeline func(topic string) (Pipeline, error)
 	// Every is how often the brokers' topics are listed; zero means
@@ -129,10 +132,10 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 			// A bounded run with nothing to sink is a pattern that names
 			// no topic, most likely a typo: say so rather than end in
 			// silence.
-			return &ConfigError{Setting: SettingTopicRegex, Value: w.Match.String(),
-				Want: "a pattern that matches a whole topic name; the brokers have " + listSome(topics, 10)}
+			return &ConfigError{Setting: SettingTopicRegex, Value: w.pattern(),
+				Want: "a pattern that matches at least one whole topic name (this one matches none); the brokers have " + listSome(topics, 10)}
 		default:
-			slog.Info("no topic matches the pattern yet; waiting for one to be created", "pattern", w.Match.String(), "check_every", w.every())
+			slog.Info("no topic matches the pattern yet; waiting for one to be created", "pattern", w.pattern(), "check_every", w.every())
 		}
 	}
 	if err := ps.Check(ctx, broker); err != nil {
@@ -209,6 +212,14 @@ func listSome(names []string, n int) string {
 }
 
 // every is how often the watch lists the brokers' topics.
+// pattern is the pattern as its user wrote it.
+func (w *TopicWatch) pattern() string {
+	if w.Pattern != "" {
+		return w.Pattern
+	}
+	return w.Match.String()
+}
+
 func (w *TopicWatch) every() time.Duration {
 	if w.Every <= 0 {
 		return DefaultPartitionCheck

@@ -2,6 +2,7 @@ package lookup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,6 +31,10 @@ type TableStatus struct {
 	KeyColumns []string     `json:"key_columns,omitempty"`
 	// Partitions are sorted by topic and partition.
 	Partitions []PartitionStatus `json:"partitions"`
+	// MissingTopics are the topics of the ledger that the brokers do not
+	// have (deleted since they were sunk, or another cluster's brokers):
+	// their partitions show the table's side only.
+	MissingTopics []string `json:"missing_topics,omitempty"`
 }
 
 // PartitionStatus is one partition of a TableStatus.
@@ -120,6 +125,7 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 			p.CountChanges(mapping.Range{TopicPartition: tp, Records: ps.Records, Deletes: ps.Deletes, Skipped: ps.Skipped})
 		}
 	}
+	asked := len(topics)
 	topics = slices.Clone(topics)
 	for _, tp := range ledger.Partitions() {
 		if !slices.Contains(topics, tp.Topic) {
@@ -127,11 +133,18 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 		}
 	}
 	if broker != nil {
-		for _, topic := range topics {
+		for i, topic := range topics {
 			if err := sameTopic(ctx, tbl.Name(), ledger, broker, topic); err != nil {
 				return st, err
 			}
 			wm, err := broker.Watermarks(ctx, topic)
+			if i >= asked && errors.Is(err, connector.ErrUnknownTopic) {
+				// A topic of the ledger, not of the caller's --topic: the
+				// other topics' broker side is still worth showing (it
+				// failed whole, "check --topic": found by review).
+				st.MissingTopics = append(st.MissingTopics, topic)
+				continue
+			}
 			if err != nil {
 				return st, err
 			}

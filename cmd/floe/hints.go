@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -107,6 +108,16 @@ func valueMessage(flag, value, want string) string {
 		return fmt.Sprintf("missing %s: want %s", flag, want)
 	}
 	return fmt.Sprintf("%s %q: want %s", flag, value, want)
+}
+
+// listenError explains why a server could not listen on addr, the value of
+// flag: an address without a port (--metrics-addr 9464, which said to
+// stop what listens on it: found by a new user), or one in use.
+func listenError(flag, addr string, err error) error {
+	if _, _, serr := net.SplitHostPort(addr); serr != nil {
+		return errors.New(valueMessage(flag, addr, fmt.Sprintf("HOST:PORT or :PORT (:%s listens on every interface, 127.0.0.1:%[1]s on this host only)", strings.TrimLeft(addr, ":"))))
+	}
+	return fmt.Errorf("%w: pick a free address, or stop what listens on it; check %s", err, flag)
 }
 
 // withFlags renders err for the command line. Errors about a setting's

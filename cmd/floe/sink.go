@@ -456,7 +456,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	}
 	var watch *connector.TopicWatch
 	if match != nil {
-		watch = &connector.TopicWatch{Match: match, Every: f.topicCheck, Pipeline: func(topic string) (connector.Pipeline, error) {
+		watch = &connector.TopicWatch{Match: match, Pattern: f.topicRegex, Every: f.topicCheck, Pipeline: func(topic string) (connector.Pipeline, error) {
 			return build(pipeline{Topic: topic, Table: tableFor(f.table, topic)})
 		}}
 		if f.stopAtEnd {
@@ -468,7 +468,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	if f.metricsAddr != "" {
 		addr, err := reg.Serve(srvCtx, f.metricsAddr)
 		if err != nil {
-			return fmt.Errorf("%w: pick a free address, or stop what listens on it; check --metrics-addr", err)
+			return listenError("--metrics-addr", f.metricsAddr, err)
 		}
 		slog.Info("serving metrics, health and status", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz", "status", "http://"+addr+"/")
 	}

@@ -97,6 +97,9 @@ func TestSinkBadInput(t *testing.T) {
 		{"unreachable broker", []string{"--brokers", "127.0.0.1:1", "--dial-timeout", "2s", "--topic", "orders", "--table", "lake.a"}, "cannot reach brokers 127.0.0.1:1"},
 		{"unknown topic", []string{"--brokers", brokers, "--topic", "nope", "--table", "lake.b"}, `topic "nope" does not exist on brokers ` + brokers + `: unknown topic; the brokers have topics orders; check --topic`},
 		{"malformed table", []string{"--brokers", brokers, "--topic", "orders", "--table", "orders"}, "want NAMESPACE.TABLE"},
+		// It said to stop what listens on it (from a new-user run).
+		{"metrics port without a colon", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.m", "--metrics-addr", "39464"},
+			`--metrics-addr "39464": want HOST:PORT or :PORT (:39464 listens on every interface`},
 		{"empty table part", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake."}, "empty name part"},
 		// A new table gets a plain name; a space was escaped into its S3
 		// keys (my%20table) and lake.a.b created the nested namespace lake.a.

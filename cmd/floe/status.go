@@ -137,6 +137,9 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 			opt(p.TableNext), opt(p.Lag), opt(p.Lost), opt(p.DeadLetters), last)
 	}
 	tw.Flush()
+	for _, topic := range st.MissingTopics {
+		fmt.Fprintf(w, "\ntopic %s, which the ledger names, does not exist on the brokers (deleted since it was sunk, or these are another cluster's brokers): its partitions show the table's side only\n", topic)
+	}
 	if warning := statuspage.FromTable(st, nil).Warning; warning != "" {
 		fmt.Fprintf(w, "\nwarning: %s\n", warning)
 	}
@@ -163,7 +166,7 @@ func serveStatus(ctx context.Context, w io.Writer, addr string, tbl *snapshot.Ta
 	}
 	bound, err := statuspage.Serve(ctx, addr, statuspage.Handler(source), slog.Default())
 	if err != nil {
-		return fmt.Errorf("status page: %w: pick a free address, or stop what listens on it; check --serve", err)
+		return fmt.Errorf("status page: %w", listenError("--serve", addr, err))
 	}
 	fmt.Fprintf(w, "serving the status of %s on http://%s/ (JSON on /status.json); interrupt to stop\n", tbl.Name(), bound)
 	<-ctx.Done()

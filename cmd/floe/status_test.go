@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,40 @@ func TestStatusLagExcludesLoss(t *testing.T) {
 	code, out, errs := floe(t, append([]string{"status", "--brokers", "127.0.0.1:" + fmt.Sprint(freeTCPPort(t)), "--dial-timeout", "1s", "--table", "lake.events"}, loc...)...)
 	if code != exitError || !strings.Contains(out, "TABLE NEXT") || !strings.Contains(out, "events") || !strings.Contains(errs, "the brokers' side failed") {
 		t.Fatalf("status with brokers that do not answer: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestStatusLedgerTopicDeleted (from a review and a new-user run): status
+// of a table of two topics, one of which the brokers no longer have,
+// failed whole ("the brokers' side failed ... check --topic", a flag not
+// given: the topic came from the ledger), hiding the other topic's lag. It
+// shows every partition, the other topic's broker side, and says which
+// topic is gone; a --topic the brokers lack is still an error.
+func TestStatusLedgerTopicDeleted(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "b", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "b", 1, 10, map[int32]int64{})
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--topic", "b", "--table", "lake.ab", "--stop-at-end"}, loc...)...)
+	if err := st.Cluster.DeleteTopic("orders"); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "b", 1, 5, map[int32]int64{})
+	status := append([]string{"status", "--table", "lake.ab", "--brokers", st.Brokers[0]}, loc[:2]...)
+	code, out, errs := floe(t, status...)
+	if code != exitOK || !regexp.MustCompile(`(?m)^\s*b\s+0\s+0\s+15\s+10\s+5\s`).MatchString(out) || !regexp.MustCompile(`(?m)^\s*orders\s+0\s+-\s+-\s+\d+\s+-\s`).MatchString(out) ||
+		!strings.Contains(out, "topic orders, which the ledger names, does not exist on the brokers") || strings.Contains(errs, "check --topic") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+	var js struct {
+		MissingTopics []string `json:"missing_topics"`
+	}
+	if err := json.Unmarshal([]byte(mustFloe(t, append(status, "--json")...)), &js); err != nil || len(js.MissingTopics) != 1 || js.MissingTopics[0] != "orders" {
+		t.Errorf("--json: missing_topics %v (%v)", js.MissingTopics, err)
+	}
+	code, _, errs = floe(t, append(status, "--topic", "nope")...)
+	if code != exitError || !strings.Contains(errs, `topic "nope" does not exist`) || !strings.Contains(errs, "check --topic") {
+		t.Errorf("--topic nope: exit %d, %q", code, errs)
 	}
 }

@@ -478,6 +478,9 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 					return fmt.Errorf("commit %s to %s: the table was dropped or renamed while this writer was committing to it (floe drop, or another tool): nothing more will be committed to it; stop this writer (a renamed table keeps what was committed; run again under the old name, a sink would start a new table from --start): %w",
 						res.Commit.ID, t.Name(), err)
 				}
+				if _, replaced := errors.AsType[*TableReplacedError](err); replaced {
+					return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
+				}
 				lastErr = err
 				log.Warn("reload before commit retry failed", "table", t.Name(), "attempt", attempt, "err", err)
 				if errs++; errs >= maxErrors {

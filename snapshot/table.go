@@ -391,13 +391,33 @@ func (t *Table) Mode() mapping.Mode { return t.mode }
 // zero key for a table of another mode.
 func (t *Table) UpsertKey() mapping.UpsertKey { return t.key }
 
-// Refresh reloads the table's metadata from the catalog.
+// Refresh reloads the table's metadata from the catalog. A table of the
+// same name that is another table (dropped and created again since it was
+// loaded) is a *TableReplacedError, and nothing is adopted.
 func (t *Table) Refresh(ctx context.Context) error {
 	tbl, err := t.cat.LoadTable(ctx, t.ident)
 	if err != nil {
 		return fmt.Errorf("reload table %s: %w", t.Name(), err)
 	}
+	if was, now := t.tbl.Metadata().TableUUID(), tbl.Metadata().TableUUID(); was != now {
+		return &TableReplacedError{Table: t.Name(), Was: was.String(), Now: now.String()}
+	}
 	return t.adoptLoaded(ctx, tbl)
+}
+
+// TableReplacedError is returned when a table loaded again is another
+// table under the same name (its UUID changed): it was dropped and created
+// again (floe drop, another tool) while this process had it open. A writer
+// that adopted it would commit into a table that knows nothing of its
+// ranges, as if the new table had begun there (found by review).
+type TableReplacedError struct {
+	Table    string
+	Was, Now string
+}
+
+func (e *TableReplacedError) Error() string {
+	return fmt.Sprintf("table %s was dropped and created again while this process had it open (its UUID was %s, now %s): this process commits nothing more to it; stop it, and start it again only if the new table is meant to take what it writes",
+		e.Table, e.Was, e.Now)
 }
 
 // adoptLoaded adopts a table loaded from the catalog.

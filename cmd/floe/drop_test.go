@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -84,5 +86,60 @@ func TestDropCommand(t *testing.T) {
 	}
 	if out := mustFloe(t, append([]string{"drop", "--table", "lake.ordres_dlq", "--yes"}, loc...)...); !strings.Contains(out, "dropped lake.ordres_dlq") || replayTableExists(t, st, "lake.ordres_dlq") {
 		t.Errorf("drop of a dead-letter table whose data table is gone: %s", out)
+	}
+}
+
+// TestDropRecreatedUnderLiveSink (from a review): a table dropped under a
+// live sink and created again at once, for another topic, by another sink:
+// the live sink reloaded the new table by name, found its partition gone
+// from the ledger ("fenced"), and sank its topic from offset 0 into the
+// new table, which then held two topics. It stops at its next commit,
+// saying the table was dropped and created again (exit 2), and the new
+// table keeps only its own topic.
+func TestDropRecreatedUnderLiveSink(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "other", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "other", 1, 5, map[int32]int64{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	type result struct {
+		errs string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, errs, err := floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.t", "--flush-interval", "200ms", "--lag-interval", "1s"}, loc...)...)
+		done <- result{errs, err}
+	}()
+	waitFor(t, 20*time.Second, "the live sink's first commit", func() bool {
+		code, out, _ := floe(t, append([]string{"status", "--table", "lake.t", "--json"}, loc[:2]...)...)
+		return code == 0 && strings.Contains(out, `"snapshot_id"`)
+	})
+	mustFloe(t, append([]string{"drop", "--table", "lake.t", "--yes"}, loc[:2]...)...)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "other", "--table", "lake.t", "--stop-at-end"}, loc...)...)
+	var r result
+	for r.err == nil && r.errs == "" {
+		produceRound(t, st.Brokers, "orders", 3, 3, map[int32]int64{})
+		select {
+		case r = <-done:
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the live sink did not stop")
+		}
+	}
+	t.Logf("live sink: %v", r.err)
+	if r.err == nil || !strings.Contains(r.err.Error(), "was dropped and created again while this process had it open") {
+		t.Errorf("live sink: %v\n%s", r.err, r.errs)
+	}
+	sum, err := openTable(t, st.Catalog(), "lake.t").Summary(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range sum.Partitions() {
+		if tp.Topic != "other" {
+			t.Errorf("the new table, made for topic other, holds %s", tp)
+		}
 	}
 }

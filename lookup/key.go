@@ -37,7 +37,8 @@ const (
 	// KeyStatusUnknown: no row and no live delete holds the key, but a
 	// compaction applied the deletes of a table that deletes keys, and
 	// dropped them, and the log was not searched (no broker, or a key of
-	// decoded columns): the key may have been deleted, or never seen.
+	// decoded columns), or a truncate's commit may have removed it
+	// (KeyResult.Uncertain): the key may have been deleted, or never seen.
 	KeyStatusUnknown = "unknown"
 )
 
@@ -368,11 +369,23 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if err != nil {
 		return res, err
 	}
-	tr, ok, unseen, unseenTruncates, err := truncatedAfter(ctx, tbl, del, k)
+	tr, ok, unseen, unseenTruncates, other, err := truncatedAfter(ctx, tbl, del, k)
 	if err != nil {
 		return res, err
 	}
 	res.Uncertain = truncateUnseen(tbl, unseen, unseenTruncates)
+	// The key's records may all have come in a truncate's commit: a row
+	// its records made before the truncate, and a key they added and
+	// deleted after it, leave no row and no delete in any snapshot (found
+	// by review). A truncate in a commit that removed no file (the
+	// table's first) is known by the table's property only.
+	truncates := other != 0 || !ok && tbl.Iceberg().Properties()[mapping.PropTruncated] != ""
+	switch {
+	case other != 0:
+		res.Uncertain += fmt.Sprintf("; or snapshot %d, a truncate (--on-truncate delete-all), removed it: the keys a truncate's commit adds before the truncate, or adds and deletes after it, are in no snapshot", other)
+	case truncates:
+		res.Uncertain += "; or a truncate (--on-truncate delete-all), which this table took, removed it: the keys a truncate's commit adds before the truncate, or adds and deletes after it, are in no snapshot"
+	}
 	if ok {
 		res.Status, res.FoundBy = KeyStatusDeleted, FoundByTruncate
 		res.SnapshotID, res.CommittedAt = &tr.SnapshotID, &tr.CommittedAt
@@ -388,7 +401,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 			at = "an equality delete holds only the key's columns, and the log is searched for the deleting record only in a table keyed by the Kafka key's bytes (--key string or raw)"
 		}
 		if broker != nil && k.raw != nil {
-			rec, err := lastRecord(ctx, broker, k.inPartition(slices.Values(del.commit.Ranges)), k.raw)
+			rec, err := lastRecord(ctx, tbl, broker, slices.Values([]mapping.Commit{del.commit}), k)
 			if err != nil {
 				return res, err
 			}
@@ -407,7 +420,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	}
 	if broker == nil || k.raw == nil {
 		res.Status = KeyStatusNeverSeen
-		if deletesCompacted(tbl, sum) {
+		if deletesCompacted(tbl, sum) || truncates {
 			res.Status = KeyStatusUnknown
 		}
 		note := " (floe searches the log for the key of a table keyed by the Kafka key only, not for a key of decoded columns)"
@@ -418,20 +431,18 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		return res, nil
 	}
 	var readErr error
-	all := func(yield func(mapping.Range) bool) {
+	all := func(yield func(mapping.Commit) bool) {
 		for c, err := range tbl.Commits(ctx, 0) {
 			if err != nil {
 				readErr = fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 				return
 			}
-			for _, r := range c.Ranges {
-				if !yield(r) {
-					return
-				}
+			if !yield(c) {
+				return
 			}
 		}
 	}
-	rec, err := lastRecord(ctx, broker, k.inPartition(all), k.raw)
+	rec, err := lastRecord(ctx, tbl, broker, all, k)
 	if err == nil {
 		err = readErr
 	}
@@ -440,7 +451,10 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	}
 	if rec == nil {
 		res.Status = KeyStatusNeverSeen
-		res.Explanation = fmt.Sprintf("key %s has no row, no live equality-delete file holds it, and no record of the ledger's ranges that the log retains has it", text)
+		if truncates {
+			res.Status = KeyStatusUnknown
+		}
+		res.Explanation = fmt.Sprintf("key %s has no row, no live equality-delete file holds it, and no record of the ledger's ranges that the log retains has it%s", text, res.Uncertain)
 		return res, nil
 	}
 	res.Status, res.FoundBy = KeyStatusDeleted, FoundByLog
@@ -531,8 +545,11 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, snapshotID int64, k tableK
 // is the live snapshot whose parent expired before the walk reached del's
 // commit (0 when nothing was left unseen), and unseenTruncates reports
 // whether that snapshot itself removed data files; truncates there, if
-// the table took any, floe can no longer tell from del.
-func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, k tableKey) (c mapping.Commit, ok bool, unseen int64, unseenTruncates bool, err error) {
+// the table took any, floe can no longer tell from del. other is the
+// newest truncate looked at whose parent held no row of k (0: none): its
+// commit may still have removed the key, from rows of its own records
+// before the truncate, which no snapshot ever held.
+func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, k tableKey) (c mapping.Commit, ok bool, unseen int64, unseenTruncates bool, other int64, err error) {
 	// Without a delete (a compaction dropped the delete files once no
 	// older data file survived), every truncate is looked at: the newest
 	// whose parent held a row of the key removed it.
@@ -544,17 +561,20 @@ func truncatedAfter(ctx context.Context, tbl *snapshot.Table, del *keyDeletion, 
 		truncates := s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) && removedFiles(s.Summary.Properties)
 		parent := meta.SnapshotByID(*s.ParentSnapshotID)
 		if parent == nil {
-			return mapping.Commit{}, false, s.SnapshotID, truncates, nil
+			return mapping.Commit{}, false, s.SnapshotID, truncates, other, nil
 		}
 		if truncates {
 			row, err := keyRow(ctx, tbl, parent.SnapshotID, k)
 			if err != nil || row != nil {
-				return mapping.Commit{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}, row != nil, 0, false, err
+				return mapping.Commit{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}, row != nil, 0, false, 0, err
+			}
+			if other == 0 {
+				other = s.SnapshotID
 			}
 		}
 		s = parent
 	}
-	return mapping.Commit{}, false, 0, false, nil
+	return mapping.Commit{}, false, 0, false, other, nil
 }
 
 // removedFiles reports whether a snapshot's summary counts deleted data
@@ -636,58 +656,122 @@ func keyDelete(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyDeleti
 	return nil, nil
 }
 
-// lastRecord reads the ranges from the log and returns the last record of
-// the key (by commit order of the ranges, then offset) when it deletes the
-// key (a null value), nil when the key has no record there or its last
-// record upserts it.
-func lastRecord(ctx context.Context, broker *connector.Broker, ranges iter.Seq[mapping.Range], key []byte) (*keyedRow, error) {
-	var last *keyedRow
-	lastDeletes := false
-	for r := range ranges {
-		if r.Deleted() || r.Len() == 0 {
+// lastRecord reads the commits' ranges (those of the key's partition)
+// from the log and returns the record that last gave the key its row or
+// removed it, when it deletes the key (a null value); nil when the key
+// has no record there or that record upserts it. It applies the sink's
+// rules: within a commit each partition's latest record of the key that
+// is not a dead letter (a dead letter changes no row), then, across
+// partitions, mapping.Winner (the later timestamp); across commits the
+// later commit. It took the last record by the order the ranges are
+// listed and counted dead letters, so that a tombstone another
+// partition's older record followed, or a dead letter after a delete,
+// read as "the log no longer holds it" (found by review).
+func lastRecord(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, commits iter.Seq[mapping.Commit], k tableKey) (*keyedRow, error) {
+	var last *keyRecord
+	dlqs := map[string]*snapshot.Table{}
+	for c := range commits {
+		var latest []keyRecord // each partition's latest live record of the key
+		for r := range k.inPartition(slices.Values(c.Ranges)) {
+			recs, err := keyRecords(ctx, broker, r, k.raw)
+			if err != nil {
+				return nil, err
+			}
+			if len(recs) > 0 && r.DeadLetters > 0 && c.DeadLetterTable != "" {
+				if recs, err = withoutDeadLetters(ctx, tbl, dlqs, c.DeadLetterTable, recs); err != nil {
+					return nil, err
+				}
+			}
+			if len(recs) > 0 {
+				latest = append(latest, recs[len(recs)-1])
+			}
+		}
+		if len(latest) == 0 {
 			continue
 		}
-		// Transactional records count once their commit marker is read
-		// (ReadLog reads uncommitted); aborted ones never. A marker may lie
-		// past the range (in the next commit's), so the read goes on while
-		// a transaction begun inside it is open. Records are decided in
-		// marker order but the sink took them in offset order: the range's
-		// last record of the key is the one with the highest offset.
-		pending := map[int64][]*kgo.Record{}
-		var at *kgo.Record
-		apply := func(rec *kgo.Record) {
-			if rec.Offset < r.High && rec.Key != nil && bytes.Equal(rec.Key, key) && (at == nil || rec.Offset > at.Offset) {
-				at = rec
-			}
+		vs := make([]mapping.KeyRecord, len(latest))
+		for i, r := range latest {
+			vs[i] = r.KeyRecord
 		}
-		err := broker.ReadLog(ctx, r.Topic, r.Partition, r.Low, math.MaxInt64, func(rec *kgo.Record, _ int64) bool {
-			switch {
-			case rec.Attrs.IsControl():
-				if commit, known := connector.MarkerType(rec.Key); known && commit {
-					for _, p := range pending[rec.ProducerID] {
-						apply(p)
-					}
-				}
-				delete(pending, rec.ProducerID)
-			case rec.Offset >= r.High:
-				// Past the range only markers matter.
-			case rec.Attrs.IsTransactional():
-				pending[rec.ProducerID] = append(pending[rec.ProducerID], rec)
-			default:
-				apply(rec)
-			}
-			return rec.Offset+1 < r.High || len(pending) > 0
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read %s %s from the broker: %w", r.TopicPartition, r.Interval, err)
-		}
-		if at != nil {
-			last = &keyedRow{tp: r.TopicPartition, offset: at.Offset}
-			lastDeletes = at.Value == nil
-		}
+		last = &latest[mapping.Winner(vs)]
 	}
-	if !lastDeletes {
+	if last == nil || !last.deletes {
 		return nil, nil
 	}
-	return last, nil
+	return &keyedRow{tp: last.Partition, offset: last.Offset}, nil
+}
+
+// keyRecord is a committed record of a key, read from the log.
+type keyRecord struct {
+	mapping.KeyRecord
+	deletes bool // a null value
+}
+
+// keyRecords returns range r's committed records of key, by offset.
+func keyRecords(ctx context.Context, broker *connector.Broker, r mapping.Range, key []byte) ([]keyRecord, error) {
+	if r.Deleted() || r.Len() == 0 {
+		return nil, nil
+	}
+	// Transactional records count once their commit marker is read
+	// (ReadLog reads uncommitted); aborted ones never. A marker may lie
+	// past the range (in the next commit's), so the read goes on while a
+	// transaction begun inside it is open. Records are decided in marker
+	// order but the sink took them in offset order.
+	var out []keyRecord
+	pending := map[int64][]*kgo.Record{}
+	apply := func(rec *kgo.Record) {
+		if rec.Offset < r.High && rec.Key != nil && bytes.Equal(rec.Key, key) {
+			out = append(out, keyRecord{mapping.KeyRecord{Partition: r.TopicPartition, Offset: rec.Offset, Timestamp: rec.Timestamp}, rec.Value == nil})
+		}
+	}
+	err := broker.ReadLog(ctx, r.Topic, r.Partition, r.Low, math.MaxInt64, func(rec *kgo.Record, _ int64) bool {
+		switch {
+		case rec.Attrs.IsControl():
+			if commit, known := connector.MarkerType(rec.Key); known && commit {
+				for _, p := range pending[rec.ProducerID] {
+					apply(p)
+				}
+			}
+			delete(pending, rec.ProducerID)
+		case rec.Offset >= r.High:
+			// Past the range only markers matter.
+		case rec.Attrs.IsTransactional():
+			pending[rec.ProducerID] = append(pending[rec.ProducerID], rec)
+		default:
+			apply(rec)
+		}
+		return rec.Offset+1 < r.High || len(pending) > 0
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s from the broker: %w", r.TopicPartition, r.Interval, err)
+	}
+	slices.SortFunc(out, func(a, b keyRecord) int { return cmp.Compare(a.Offset, b.Offset) })
+	return out, nil
+}
+
+// withoutDeadLetters drops from recs (one range's records of a key, by
+// offset) its latest ones that are dead letters in the dead-letter table
+// name, up to the latest that is not: the one that gave the key its row
+// or removed it.
+func withoutDeadLetters(ctx context.Context, tbl *snapshot.Table, dlqs map[string]*snapshot.Table, name string, recs []keyRecord) ([]keyRecord, error) {
+	dlq := dlqs[name]
+	if dlq == nil {
+		var err error
+		if dlq, err = openDeadLetters(ctx, tbl, name); err != nil {
+			return nil, err
+		}
+		dlqs[name] = dlq
+	}
+	for len(recs) > 0 {
+		last := recs[len(recs)-1]
+		_, _, dead, err := dlq.DeadLetterAt(ctx, last.Partition, last.Offset)
+		if err != nil {
+			return nil, fmt.Errorf("look %s@%d up in dead-letter table %s: %w", last.Partition, last.Offset, name, err)
+		}
+		if !dead {
+			break
+		}
+		recs = recs[:len(recs)-1]
+	}
+	return recs, nil
 }

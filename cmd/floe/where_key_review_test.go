@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// whereKey runs floe where --key --json --brokers on table name and
+// returns its answer.
+func whereKey(t *testing.T, name, key, brokers string, loc []string) map[string]any {
+	t.Helper()
+	out := mustFloe(t, append([]string{"where", "--table", name, "--key", key, "--json", "-b", brokers}, loc...)...)
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	return r
+}
+
+// TestWhereKeyDeletedAcrossPartitions (from a review): key k's row comes
+// from partition 0; the next commit holds k's tombstone in partition 0
+// (t=10) and an older record of k in partition 1 (t=5): the tombstone
+// wins (mapping.Winner), and the table has no row of k. where --key took
+// the last record by the order of the commit's ranges (partition 1's) and
+// said the log no longer held the deleting record, and after compaction
+// "never seen". It names the tombstone, before and after compaction.
+func TestWhereKeyDeletedAcrossPartitions(t *testing.T) {
+	const topic = "wx"
+	b := func(s string) []byte { return []byte(s) }
+	st, sink, loc := upsertStack(t, topic, 2, []*kgo.Record{rec(topic, 0, b("k"), b("first"), 0), rec(topic, 0, b("other"), b("o"), 0)})
+	sink = append(sink, "--table", "lake.wx", "--mode", "upsert", "--key", "string")
+	mustFloe(t, sink...)
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{rec(topic, 0, b("k"), nil, 10), rec(topic, 1, b("k"), b("older"), 5)}); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, sink...)
+	if _, ok := stateOf(t, st, "lake.wx", "", "")["k"]; ok {
+		t.Fatal("k has a row; the tombstone (t=10) wins over partition 1's record (t=5)")
+	}
+	for _, stage := range []string{"before compaction", "after compaction"} {
+		if stage == "after compaction" {
+			mustFloe(t, append([]string{"maintain", "--table", "lake.wx", "--compact"}, loc...)...)
+		}
+		r := whereKey(t, "lake.wx", "k", st.Brokers[0], loc)
+		if r["status"] != "deleted" || r["partition"] != 0.0 || r["offset"] != 2.0 {
+			t.Errorf("%s: where --key k: %v; want deleted by wx/0 offset 2", stage, r)
+		}
+	}
+}
+
+// TestWhereKeyDeletedThenDeadLetter (from a review): k gets a value, a
+// tombstone, then a value that is not JSON, which goes to the dead-letter
+// table and changes no row. where --key took the dead letter for k's last
+// record. It names the tombstone, before and after compaction.
+func TestWhereKeyDeletedThenDeadLetter(t *testing.T) {
+	const topic = "wd"
+	b := func(s string) []byte { return []byte(s) }
+	st, sink, loc := upsertStack(t, topic, 1, []*kgo.Record{rec(topic, 0, b("k"), b(`{"a":1}`), 0), rec(topic, 0, b("k"), nil, 1), rec(topic, 0, b("k"), b("not json"), 2), rec(topic, 0, b("o"), b(`{"a":2}`), 3)})
+	mustFloe(t, append(sink, "--table", "lake.wd", "--mode", "upsert", "--key", "string", "--value", "json")...)
+	if _, ok := stateOf(t, st, "lake.wd", "", "")["k"]; ok {
+		t.Fatal("k has a row")
+	}
+	for _, stage := range []string{"before compaction", "after compaction"} {
+		if stage == "after compaction" {
+			mustFloe(t, append([]string{"maintain", "--table", "lake.wd", "--compact"}, loc...)...)
+		}
+		r := whereKey(t, "lake.wd", "k", st.Brokers[0], loc)
+		if r["status"] != "deleted" || r["offset"] != 1.0 {
+			t.Errorf("%s: where --key k: %v; want deleted by wd/0 offset 1", stage, r)
+		}
+	}
+}
+
+// TestWhereKeyTruncatedInOneCommit (from a review): a Debezium table with
+// --on-truncate delete-all written in one flush: a snapshot read of ids
+// 1-6, a delete of id 3, the truncate, then a create and a delete of id
+// 50. The truncate's commit writes no equality delete, so no snapshot
+// ever held ids 3, 5 or 50: where --key answered "never seen" for them,
+// certain. It says a truncate may have removed them.
+func TestWhereKeyTruncatedInOneCommit(t *testing.T) {
+	const topic = "dbserver1.inventory.customers"
+	c := floetest.NewCustomers(topic, 1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	c.Snapshot(6, rng)
+	c.Delete(3)
+	c.Truncate()
+	c.Insert(floetest.NewCustomer(2, rng))
+	c.Insert(floetest.NewCustomer(50, rng))
+	c.Delete(50)
+	st, sink, loc := upsertStack(t, topic, 1, c.Records(t, floetest.CDCConnectJSON, ""))
+	mustFloe(t, slices.Concat(sink, []string{"--table", "lake.cdc", "--envelope", "debezium", "--value", "json", "--key", "json", "--on-truncate", "delete-all"})...)
+	c.CheckTable(t, floetest.Rows(t, openTable(t, st.Catalog(), "lake.cdc")), floetest.CDCConnectJSON, true)
+	for _, id := range []int{3, 5, 50} {
+		r := whereKey(t, "lake.cdc", fmt.Sprintf(`{"id":%d}`, id), st.Brokers[0], loc)
+		if r["status"] == "never_seen" || !strings.Contains(fmt.Sprint(r["explanation"]), "truncate") {
+			t.Errorf("where id %d: %v; want an answer that names the truncate", id, r)
+		}
+	}
+}

@@ -106,6 +106,10 @@ type CompactResult struct {
 	// of the table: compaction writes the current spec's files and keeps
 	// those as they are.
 	OtherSpec int `json:"other_spec_files"`
+	// Foreign counts small files another writer added (neither a floe
+	// commit nor a floe compaction): merged, its change would become a
+	// floe compaction's, which the audit no longer reports.
+	Foreign int `json:"foreign_files,omitempty"`
 	// LiveRows counts the rows of the files written by a compaction of
 	// an upsert table, which applies its deletes (Rows is then the rows
 	// of the files replaced, before deletes), and DroppedDeletes the
@@ -128,6 +132,9 @@ func (r CompactResult) LogAttrs() []any {
 	attrs := []any{"table", r.Table, "snapshot", r.SnapshotID, "replaced", r.Replaced, "added", r.Added, "rows", r.Rows}
 	if r.deletes {
 		attrs = append(attrs, "live_rows", r.LiveRows, "dropped_delete_files", r.DroppedDeletes)
+	}
+	if r.Foreign > 0 {
+		attrs = append(attrs, "foreign_files_kept", r.Foreign)
 	}
 	return append(attrs, "files", r.FilesAfter, "attempts", r.Attempts, "took", r.Duration.Round(time.Millisecond))
 }
@@ -153,7 +160,8 @@ func (e *CompactConflictError) Error() string {
 func (e *CompactConflictError) Is(target error) bool { return target == ErrCompactConflict }
 
 // ErrCompactUnsupported is returned for a table Compact does not rewrite: a
-// state table (mapping.ModeFold), whose folds rewrite its files themselves.
+// state table (mapping.ModeFold), whose folds rewrite its files
+// themselves, and an upsert table with another writer's files.
 var ErrCompactUnsupported = errors.New("compaction not supported")
 
 // IsFloeCommit reports whether a snapshot of the table's history, live
@@ -165,6 +173,15 @@ func (t *Table) IsFloeCommit(snapshotID int64) bool {
 	}
 	e, _, ok := t.archive.find(snapshotID)
 	return ok && e.floeCommit()
+}
+
+// madeByFloe reports whether a snapshot of the table, live or archived,
+// is floe's: a floe commit or a floe compaction. A compaction merges only
+// the files such snapshots added: merged, another writer's file or delete
+// would become a floe compaction's, and the audit, which reports them,
+// would see the table complete (found by review).
+func (t *Table) madeByFloe(snapshotID int64) bool {
+	return t.IsFloeCommit(snapshotID) || t.IsCompaction(snapshotID)
 }
 
 // IsCompaction reports whether a snapshot of the table, live or expired
@@ -258,7 +275,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if err != nil {
 		return res, err
 	}
-	res.FilesBefore, res.FilesAfter, res.Unplaced, res.OtherSpec, res.Groups = plan.live, plan.live, plan.unplaced, plan.otherSpec, len(plan.groups)
+	res.FilesBefore, res.FilesAfter, res.Unplaced, res.OtherSpec, res.Foreign, res.Groups = plan.live, plan.live, plan.unplaced, plan.otherSpec, plan.foreign, len(plan.groups)
 	outputs := 0 // a group makes about one file per Iceberg partition
 	for _, g := range plan.groups {
 		res.Replaced += len(g.files)
@@ -477,8 +494,9 @@ type compactPlan struct {
 	// live counts the live data files, unplaced the small ones left
 	// alone because the ledger does not place them (of the pieces the
 	// plan would merge: the others are not looked up), otherSpec the small
-	// ones of another partition spec than the table's.
-	live, unplaced, otherSpec int
+	// ones of another partition spec than the table's, foreign the small
+	// ones another writer added.
+	live, unplaced, otherSpec, foreign int
 }
 
 // planCompaction groups the small live data files of the branch head.
@@ -523,9 +541,16 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		return plan, fmt.Errorf("compact %s: list the data files of snapshot %d: %w", t.Name(), head.SnapshotID, err)
 	}
 	compacted := map[string]bool{} // the files a floe compaction wrote
+	foreign := map[string]bool{}   // the small files another writer added
 	files = slices.DeleteFunc(files, func(f DataFile) bool {
 		compacted[f.Path] = t.IsCompaction(f.AddedBy)
-		return f.SizeBytes >= small
+		if f.SizeBytes >= small {
+			return true
+		}
+		// A dead-letter table's snapshots are its reconciliation's, which
+		// judges the files another writer added itself.
+		foreign[f.Path] = owner == t && !t.madeByFloe(f.AddedBy)
+		return foreign[f.Path]
 	})
 	groups, err := t.GroupsOfFiles(ctx, head.SnapshotID, files)
 	if err != nil {
@@ -547,6 +572,10 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		// whole, as one task, or its row check refused every run.
 		task.Start, task.Length = 0, df.FileSizeBytes()
 		plan.live++
+		if foreign[df.FilePath()] {
+			plan.foreign++
+			continue
+		}
 		mergeable := len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) == 0 && df.SpecID() == int32(spec.ID())
 		f := compactFile{task: task, partition: partitionKey(spec, df)}
 		if g := groups[df.FilePath()]; g != nil {

@@ -75,6 +75,39 @@ func (t *Table) checkKeyNotWidened() error {
 	return nil
 }
 
+// checkNoForeignChanges refuses to compact an upsert table whose live
+// data or delete files another writer added: the rewrite applies every
+// delete and drops them, so another writer's delete of a key (or its file
+// of rows) would become part of a floe compaction, and the audit, which
+// reports them, would then see the table complete (found by review).
+func (t *Table) checkNoForeignChanges(ctx context.Context) error {
+	head := t.Head()
+	if head == nil {
+		return nil
+	}
+	dels, err := t.DeleteFiles(ctx, head.SnapshotID)
+	if err != nil {
+		return fmt.Errorf("compact %s: list its delete files: %w", t.Name(), err)
+	}
+	for _, d := range dels {
+		if !t.madeByFloe(d.AddedBy) {
+			return fmt.Errorf("compact %s: snapshot %d, not floe's, added delete file %s: a compaction applies the deletes and drops them, which would hide that change from floe audit (which reports it); rebuild the table with floe replay, or roll that change back: %w",
+				t.Name(), d.AddedBy, d.Path, ErrCompactUnsupported)
+		}
+	}
+	files, err := t.Files(ctx, head.SnapshotID)
+	if err != nil {
+		return fmt.Errorf("compact %s: list its data files: %w", t.Name(), err)
+	}
+	for _, f := range files {
+		if !t.madeByFloe(f.AddedBy) {
+			return fmt.Errorf("compact %s: snapshot %d, not floe's, added data file %s: a compaction would merge its rows into a floe file, which would hide that change from floe audit (which reports it); rebuild the table with floe replay, or roll that change back: %w",
+				t.Name(), f.AddedBy, f.Path, ErrCompactUnsupported)
+		}
+	}
+	return nil
+}
+
 // compactDeletes is Compact for an upsert table: it rewrites data files
 // with the table's row-level deletes applied (read with iceberg-go's scan,
 // which applies equality deletes, position deletes and deletion vectors)
@@ -104,6 +137,9 @@ func (t *Table) checkKeyNotWidened() error {
 func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *slog.Logger, target int64, start time.Time) (CompactResult, error) {
 	res := CompactResult{Table: t.Name(), deletes: true}
 	if err := t.checkKeyNotWidened(); err != nil {
+		return res, err
+	}
+	if err := t.checkNoForeignChanges(ctx); err != nil {
 		return res, err
 	}
 	plan, err := t.planDeletes(ctx, target)

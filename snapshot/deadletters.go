@@ -878,7 +878,7 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		ids := commitIDs(st.Doubled)
 		log.Warn("replacing dead letters an older floe doubled (rows without a commit id) by their commits' files",
 			"table", t.Name(), "commits", strings.Join(ids, ","))
-		if err := txn.Delete(ctx, filter, iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
+		if err := t.deleteRewriting(ctx, txn, filter, iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
 			return res, fmt.Errorf("delete doubled dead letters: %w", err)
 		}
 		res.RepairedLegacy = len(ids)
@@ -898,7 +898,7 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 			}
 		}
 		if st.mixed {
-			if err := txn.Delete(ctx, filter, props); err != nil {
+			if err := t.deleteRewriting(ctx, txn, filter, props); err != nil {
 				return res, fmt.Errorf("delete stale dead letters: %w", err)
 			}
 		}
@@ -911,7 +911,7 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		ids := commitIDs(st.Short)
 		log.Warn("replacing the dead letters of commits that have too few rows (a file the storage lost was dropped) by their commits' files",
 			"table", t.Name(), "commits", strings.Join(ids, ","))
-		if err := txn.Delete(ctx, commitIn(ids), iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
+		if err := t.deleteRewriting(ctx, txn, commitIn(ids), iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(ids, ",")}); err != nil {
 			return res, fmt.Errorf("delete the rows of commits with too few dead letters: %w", err)
 		}
 		res.Refilled = len(ids)
@@ -930,6 +930,27 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 		res.Added = len(st.Pending) + len(st.Doubled)
 	}
 	return res, nil
+}
+
+// deleteRewriting stages on txn the deletion of the rows filter matches
+// copy-on-write, whatever the table's write.delete.mode: a reconciliation
+// removes a commit's rows to add its files again, and under merge-on-read
+// (another engine's default) the delete only wrote position deletes, the
+// files stayed live, and adding them again failed at every sink start
+// and every floe maintain (found by review). The table's property is set
+// back in the same transaction.
+func (t *Table) deleteRewriting(ctx context.Context, txn *table.Transaction, filter iceberg.BooleanExpression, props iceberg.Properties) error {
+	mode, set := t.tbl.Properties()[table.WriteDeleteModeKey]
+	if !set || mode == table.WriteModeCopyOnWrite {
+		return txn.Delete(ctx, filter, props)
+	}
+	if err := txn.SetProperties(iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeCopyOnWrite}); err != nil {
+		return err
+	}
+	if err := txn.Delete(ctx, filter, props); err != nil {
+		return err
+	}
+	return txn.SetProperties(iceberg.Properties{table.WriteDeleteModeKey: mode})
 }
 
 // commitIDs returns the ids of cs, in order.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			case r.DroppedDeletes > 0:
 				fmt.Fprintf(w, "; snapshot %d dropped %s that applied to no row", r.SnapshotID, plural(r.DroppedDeletes, "delete file"))
 			}
-			fmt.Fprintln(w, otherSpecNote(r))
+			fmt.Fprintln(w, keptNote(r))
 			continue
 		}
 		if dryRun {
@@ -54,7 +55,7 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			if r.DroppedDeletes > 0 {
 				fmt.Fprintf(w, ", applying their deletes and dropping %s", plural(r.DroppedDeletes, "delete file"))
 			}
-			fmt.Fprintln(w, otherSpecNote(r))
+			fmt.Fprintln(w, keptNote(r))
 			continue
 		}
 		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
@@ -65,7 +66,7 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 		if r.Attempts > 1 {
 			fmt.Fprintf(w, "; committed at attempt %d (other commits got in first)", r.Attempts)
 		}
-		fmt.Fprintln(w, otherSpecNote(r))
+		fmt.Fprintln(w, keptNote(r))
 	}
 }
 
@@ -143,11 +144,15 @@ func (f *sinkCompaction) start(ctx context.Context, sinkTable *snapshot.Table, t
 	}
 }
 
-// otherSpecNote ends a compaction's line with the small files of older
-// partition specs it keeps, or nothing.
-func otherSpecNote(r snapshot.CompactResult) string {
-	if r.OtherSpec == 0 {
-		return ""
+// keptNote ends a compaction's line with the small files it keeps for
+// what they are (of older partition specs, another writer's), or nothing.
+func keptNote(r snapshot.CompactResult) string {
+	var b strings.Builder
+	if r.OtherSpec > 0 {
+		fmt.Fprintf(&b, "; %s of an older partition spec kept as they are", plural(r.OtherSpec, "small file"))
 	}
-	return fmt.Sprintf("; %s of an older partition spec kept as they are", plural(r.OtherSpec, "small file"))
+	if r.Foreign > 0 {
+		fmt.Fprintf(&b, "; %s another writer added kept as they are (floe audit reports them)", plural(r.Foreign, "small file"))
+	}
+	return b.String()
 }

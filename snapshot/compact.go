@@ -243,12 +243,35 @@ func (t *Table) Compacted() bool {
 // fail its branch assertion, and it reloads, checks that the ledger still
 // holds every chain, and commits the same files again (the commit itself
 // refuses a file to replace that is no longer live); when either check
-// fails it deletes its files and returns a *CompactConflictError. A sink's commit that loses to it
-// retries, never fenced: a compaction moves no ledger range. A crash
-// leaves the written files as orphans (floe maintain --remove-orphans);
-// the replaced files stay reachable from older snapshots until snapshot
-// expiry deletes them.
+// fails it deletes its files and plans again on the new table (another
+// compaction merged some of its files first: two scheduled runs at once),
+// up to maxCompactPlans times, then returns the *CompactConflictError. A
+// sink's commit that loses to it retries, never fenced: a compaction
+// moves no ledger range. A crash leaves the written files as orphans
+// (floe maintain --remove-orphans); the replaced files stay reachable
+// from older snapshots until snapshot expiry deletes them.
 func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult, error) {
+	for plans := 1; ; plans++ {
+		res, err := t.compactOnce(ctx, opts)
+		if _, conflict := errors.AsType[*CompactConflictError](err); !conflict || plans == maxCompactPlans || ctx.Err() != nil {
+			return res, err
+		}
+		log := opts.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Info("compaction lost to another change of the table; planning again on it", "table", t.Name(), "err", err)
+	}
+}
+
+// maxCompactPlans is how many times Compact plans on a table that changed
+// under its commit in a way its plan cannot survive: the run that got in
+// first was most often another compaction, after which what is left is
+// planned quickly, or there is nothing left to merge.
+const maxCompactPlans = 3
+
+// compactOnce is Compact with one plan.
+func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactResult, error) {
 	start := time.Now()
 	res := CompactResult{Table: t.Name()}
 	log := opts.Logger

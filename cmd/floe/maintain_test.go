@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -551,4 +552,33 @@ func segmentKey(t *testing.T, tbl *snapshot.Table) string {
 func namedSegment(t *testing.T, tbl *snapshot.Table) string {
 	t.Helper()
 	return tbl.Iceberg().Properties()[segmentKey(t, tbl)]
+}
+
+// TestMaintainCompactTwiceAtOnce (from a review): two floe maintain
+// --compact runs at once (overlapping cron jobs, or one beside a sink's
+// scheduled compaction): the one that lost found its files merged by the
+// other and exited 2 ("gave up ... run it again") without its report. It
+// plans again on the new table; both exit 0 and the table is complete.
+func TestMaintainCompactTwiceAtOnce(t *testing.T) {
+	st, loc := sinkStack(t)
+	produceRound(t, st.Brokers, "orders", 3, 400, map[int32]int64{})
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.cc", "--stop-at-end", "--flush-records", "5", "--maintain=false"}, loc...)...)
+	args := append([]string{"maintain", "--table", "lake.cc", "--compact", "--expire-older-than", "0s", "--retain-last", "1"}, loc[:2]...)
+	var (
+		wg         sync.WaitGroup
+		codes      [2]int
+		outs, errs [2]string
+	)
+	for i := range 2 {
+		wg.Go(func() { codes[i], outs[i], errs[i] = floe(t, args...) })
+	}
+	wg.Wait()
+	for i := range 2 {
+		if codes[i] != exitOK || !strings.Contains(outs[i], "ledger: ") {
+			t.Errorf("run %d of two at once: exit %d\n%s\n%s", i, codes[i], outs[i], errs[i])
+		}
+	}
+	if code, out, errs := floe(t, append([]string{"audit", "--table", "lake.cc", "--deep", "--brokers", st.Brokers[0], "--verify-content"}, loc[:2]...)...); code != exitOK {
+		t.Errorf("audit: exit %d\n%s\n%s", code, out, errs)
+	}
 }

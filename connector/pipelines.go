@@ -109,9 +109,13 @@ type TopicWatch struct {
 // the watch finds them, from their first offset (Config.NewTopic). A new
 // topic's pipeline is checked and its table
 // opened like the others'; a failure stops every pipeline, as any sink's
-// does. Topics that ps names already are left to ps.
+// does, but for a pipeline of w's whose topic is gone (deleted, or deleted
+// and created again), which stops alone, logged at ERROR (a bounded run
+// returns its error once the others are done). Topics that ps names
+// already are left to ps.
 func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog.Catalog, w *TopicWatch) error {
 	ps = slices.Clone(ps)
+	named := len(ps) // the pipelines of ps; those after them, w's
 	seen := map[string]bool{}
 	for _, p := range ps {
 		seen[p.Config.Topic] = true
@@ -153,8 +157,11 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
+		// gone are the errors of w's pipelines whose topic went away,
+		// which stop them alone.
+		gone []error
 	)
-	run := func(p Pipeline, tbl *snapshot.Table, sink *Sink, name func(error) error) {
+	run := func(p Pipeline, tbl *snapshot.Table, sink *Sink, watched bool, name func(error) error) {
 		wg.Go(func() {
 			if p.OnStart != nil {
 				p.OnStart(tbl)
@@ -165,14 +172,23 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 			if p.OnStop != nil {
 				p.OnStop(tbl, stats, err)
 			}
-			if err != nil {
+			switch {
+			case err == nil:
+			case watched && topicGone(err) && runCtx.Err() == nil:
+				// A pattern's topics come and go (temporary topics): one
+				// deleted, or deleted and created again, stopped every
+				// other topic's sink (found by review).
+				slog.Error("the topic of a pipeline the pattern matches is gone (deleted, or deleted and created again): its pipeline stopped, and the other topics go on; to sink a new topic of that name from its start, drop its table (floe drop), or leave the topic out of the pattern",
+					"pipeline", p.String(), "err", err)
+				gone = append(gone, name(err))
+			default:
 				errs = append(errs, name(err))
 				cancel()
 			}
 		})
 	}
 	for i, p := range ps {
-		run(p, tables[i], sinks[i], func(err error) error { return ps.wrap(i, err) })
+		run(p, tables[i], sinks[i], i >= named, func(err error) error { return ps.wrap(i, err) })
 	}
 	if w != nil && w.Every >= 0 {
 		wg.Go(func() {
@@ -185,7 +201,7 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 				if err != nil {
 					return err
 				}
-				run(p, tables[0], sinks[0], func(err error) error { return fmt.Errorf("pipeline %s: %w", p, err) })
+				run(p, tables[0], sinks[0], true, func(err error) error { return fmt.Errorf("pipeline %s: %w", p, err) })
 				return nil
 			})
 			if err != nil && runCtx.Err() == nil {
@@ -197,7 +213,19 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 		})
 	}
 	wg.Wait()
+	if w != nil && w.Every < 0 {
+		// A bounded run says, once the others are done, which topics it
+		// could not finish; a live one said so as it happened.
+		errs = append(errs, gone...)
+	}
 	return errors.Join(errs...)
+}
+
+// topicGone reports whether err ends a sink because its topic is gone:
+// deleted, or deleted and created again under its name.
+func topicGone(err error) bool {
+	_, recreated := errors.AsType[*snapshot.TopicIDError](err)
+	return recreated || errors.Is(err, ErrUnknownTopic)
 }
 
 // listSome names up to n of names, and how many more there are.
@@ -211,7 +239,6 @@ func listSome(names []string, n int) string {
 	return "topics " + strings.Join(names, ", ")
 }
 
-// every is how often the watch lists the brokers' topics.
 // pattern is the pattern as its user wrote it.
 func (w *TopicWatch) pattern() string {
 	if w.Pattern != "" {
@@ -220,6 +247,7 @@ func (w *TopicWatch) pattern() string {
 	return w.Match.String()
 }
 
+// every is how often the watch lists the brokers' topics.
 func (w *TopicWatch) every() time.Duration {
 	if w.Every <= 0 {
 		return DefaultPartitionCheck

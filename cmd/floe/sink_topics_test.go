@@ -183,3 +183,93 @@ func TestSinkTopicRegexNewTopicFromItsStart(t *testing.T) {
 	}
 	checkTable(t, st.Catalog(), "lake.ev_new", "ev.new", count)
 }
+
+// nextOffset is the table's next offset of tp (-1: none, or no table
+// yet), from its ledger.
+func nextOffset(t *testing.T, st *localstack.Stack, name string, tp mapping.TopicPartition) int64 {
+	t.Helper()
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := catalog.ParseIdent(name)
+	tbl, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{})
+	if errors.Is(err, snapshot.ErrTableNotFound) {
+		return -1
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := tbl.Summary(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, ok := sum.Partition(tp); ok {
+		return ps.Next()
+	}
+	return -1
+}
+
+// TestSinkTopicRegexTopicGone (from a review): one topic of those a
+// --topic-regex sink matches goes away. Deleted under a live sink, it
+// stopped the sink of every other topic (exit 2, "check --topic", a flag
+// not given); deleted and created again between two bounded runs, every
+// later run exited 2 before sinking any other topic. Its pipeline stops
+// alone, logged at ERROR, and the others go on; a bounded run exits 2
+// naming it once they are done.
+func TestSinkTopicRegexTopicGone(t *testing.T) {
+	st, loc := sinkStack(t)
+	for _, topic := range []string{"ev-keep", "ev-tmp"} {
+		if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		produceRound(t, st.Brokers, topic, 1, 10, map[int32]int64{})
+	}
+	keep := mapping.TopicPartition{Topic: "ev-keep"}
+	args := append([]string{"sink", "--brokers", st.Brokers[0], "--topic-regex", "ev-.*", "--table", "lake.{topic}"}, loc...)
+
+	// Live: ev-tmp is deleted; ev-keep goes on.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	type result struct {
+		errs string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, errs, err := floeCtx(ctx, append(args, "--flush-interval", "100ms", "--lag-interval", "1s", "--topic-check", "1s")...)
+		done <- result{errs, err}
+	}()
+	waitFor(t, 20*time.Second, "both topics sunk", func() bool {
+		return nextOffset(t, st, "lake.ev_keep", keep) == 10 && nextOffset(t, st, "lake.ev_tmp", mapping.TopicPartition{Topic: "ev-tmp"}) == 10
+	})
+	if err := st.Cluster.DeleteTopic("ev-tmp"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	produceRound(t, st.Brokers, "ev-keep", 1, 10, map[int32]int64{})
+	waitFor(t, 20*time.Second, "ev-keep sunk after ev-tmp was deleted", func() bool {
+		select {
+		case r := <-done:
+			t.Fatalf("the live sink ended: %v\n%s", r.err, r.errs)
+		default:
+		}
+		return nextOffset(t, st, "lake.ev_keep", keep) == 20
+	})
+	cancel()
+	if r := <-done; r.err != nil || !strings.Contains(r.errs, "its pipeline stopped, and the other topics go on") {
+		t.Errorf("live sink: %v\n%s", r.err, r.errs)
+	}
+
+	// Bounded: ev-tmp is created again; ev-keep is sunk, and the run
+	// exits 2 naming ev-tmp.
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev-tmp", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "ev-tmp", 1, 5, map[int32]int64{})
+	produceRound(t, st.Brokers, "ev-keep", 1, 10, map[int32]int64{})
+	code, _, errs := floe(t, append(args, "--stop-at-end")...)
+	if code != exitError || !strings.Contains(errs, "topic ev-tmp has ID") || nextOffset(t, st, "lake.ev_keep", keep) != 30 {
+		t.Errorf("bounded run: exit %d, ev-keep next %d, want 30\n%s", code, nextOffset(t, st, "lake.ev_keep", keep), errs)
+	}
+}

@@ -127,7 +127,9 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 	}
 	asked := len(topics)
 	topics = slices.Clone(topics)
+	followed := map[string]bool{} // the topics of the ledger
 	for _, tp := range ledger.Partitions() {
+		followed[tp.Topic] = true
 		if !slices.Contains(topics, tp.Topic) {
 			topics = append(topics, tp.Topic)
 		}
@@ -151,9 +153,15 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 			for p, w := range wm {
 				r := row(mapping.TopicPartition{Topic: topic, Partition: p})
 				r.LogStart, r.EndOffset, r.HighWatermark = &w.LogStart, &w.LastStable, &w.HighWatermark
-				next := w.LogStart // never sunk: everything retained is lag
-				if r.TableNext != nil {
+				next := w.LogStart // a topic never sunk: everything retained is lag
+				switch {
+				case r.TableNext != nil:
 					next = *r.TableNext
+				case followed[topic]:
+					// A partition added to a topic the table follows: the
+					// sink begins it at 0, and what retention deleted of it
+					// is lost (it showed none: found by review).
+					next = 0
 				}
 				lag := w.Lag(next)
 				r.Lag = &lag

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 )
@@ -104,5 +107,49 @@ func TestStatusLedgerTopicDeleted(t *testing.T) {
 	code, _, errs = floe(t, append(status, "--topic", "nope")...)
 	if code != exitError || !strings.Contains(errs, `topic "nope" does not exist`) || !strings.Contains(errs, "check --topic") {
 		t.Errorf("--topic nope: exit %d, %q", code, errs)
+	}
+}
+
+// TestStatusPartitionAddedWhileStopped (from a review): while the sink is
+// stopped its topic gets a second partition, whose first 10 records
+// retention deletes. The sink begins such a partition at offset 0 (the
+// table followed the topic before it existed) and stops on the loss, and
+// the audit reports it; status showed no loss (it took the log start for
+// the partition's start). It shows the 10 offsets lost.
+func TestStatusPartitionAddedWhileStopped(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "pa", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "pa", 1, 10, map[int32]int64{})
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "pa", "--table", "lake.pa", "--stop-at-end"}, loc...)...)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(st.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreatePartitions(t.Context(), 1, "pa"); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "pa", 2, 40, map[int32]int64{})
+	if err := st.Cluster.DeleteRecords("pa", 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Partitions []struct {
+			Partition int32  `json:"partition"`
+			Lost      *int64 `json:"lost"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(mustFloe(t, append([]string{"status", "--table", "lake.pa", "--brokers", st.Brokers[0], "--json"}, loc[:2]...)...)), &js); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range js.Partitions {
+		if p.Partition == 1 && (p.Lost == nil || *p.Lost != 10) {
+			t.Errorf("pa/1: lost %v, want 10", p.Lost)
+		}
+	}
+	if code, _, errs := floe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "pa", "--table", "lake.pa", "--stop-at-end"}, loc...)...); code != exitError || !strings.Contains(errs, "pa/1") {
+		t.Errorf("the sink: exit %d, %q; want it to stop on pa/1's loss", code, errs)
 	}
 }

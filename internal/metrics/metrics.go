@@ -379,6 +379,18 @@ func (p *Pipeline) FollowLedger(ledger func(context.Context) (mapping.Summary, e
 	p.ledger = ledger
 }
 
+// beginsAt is where the sink begins a partition its table never sank, as
+// connector's start policy says: offset 0 when the table follows the topic
+// already (a partition added to it since: every record of it was written
+// since, and what retention deleted of it is lost), else its log start
+// (everything retained is lag). Called with p.mu held.
+func (p *Pipeline) beginsAt(w connector.Watermarks) int64 {
+	if len(p.next) > 0 {
+		return 0
+	}
+	return w.LogStart
+}
+
 // PollLag reads the broker's offsets once and updates the lag gauges.
 func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
 	p.mu.Lock()
@@ -403,8 +415,7 @@ func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
 		}
 		next, ok := p.next[part]
 		if !ok {
-			// Never sunk: everything retained is lag.
-			next = w.LogStart
+			next = p.beginsAt(w)
 		}
 		p.offsets[part] = w
 		l := prometheus.Labels{"topic": p.topic, "partition": strconv.Itoa(int(part)), "table": p.table}
@@ -460,7 +471,7 @@ func (p *Pipeline) status() statuspage.Pipeline {
 		}
 		if w, ok := p.offsets[part]; ok {
 			if !sunk {
-				next = w.LogStart // never sunk: everything retained is lag
+				next = p.beginsAt(w)
 			}
 			lag := w.Lag(next)
 			ps.LogStart, ps.EndOffset, ps.HighWatermark, ps.Lag = &w.LogStart, &w.LastStable, &w.HighWatermark, &lag

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -117,6 +118,21 @@ func TestJSONLogDurationsHaveUnits(t *testing.T) {
 	}
 	if line["write"] != "12ms" || line["retry"].(map[string]any)["in"] != "1.5s" {
 		t.Fatalf("durations in the JSON log: %s", buf.String())
+	}
+}
+
+// TestLibraryLogAtWarn (from a review): what libraries print with the log
+// package (iceberg-go's "Warning: Failed to delete old metadata file")
+// came out at INFO.
+func TestLibraryLogAtWarn(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	var buf bytes.Buffer
+	if err := setupLogging(&buf, globalFlags{logLevel: "info", logFormat: "text"}); err != nil {
+		t.Fatal(err)
+	}
+	log.Printf("Warning: Failed to delete old metadata file %s", "m.json")
+	if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "m.json") {
+		t.Fatalf("a library's log line: %q", buf.String())
 	}
 }
 

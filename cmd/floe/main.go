@@ -176,6 +176,10 @@ func setupLogging(w io.Writer, g globalFlags) error {
 	default:
 		return fmt.Errorf("--log-format %q: want text or json", g.logFormat)
 	}
+	// What libraries print with the log package (iceberg-go's "Warning:
+	// Failed to delete old metadata file") are warnings: at INFO, where
+	// slog puts them, an operator's filter missed them (found by review).
+	slog.SetLogLoggerLevel(slog.LevelWarn)
 	return nil
 }
 

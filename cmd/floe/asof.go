@@ -60,7 +60,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
   floe as-of --table lake.orders --time 2024-05-01T09:00:00Z --rows --output orders-9am.parquet
   floe as-of --table lake.orders --time 2024-05-01T09:00:00Z --brokers localhost:9092 --json`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
 			if (offsets == "") == (at == "") {
 				return errors.New("give exactly one of --offsets TOPIC/P=OFFSET[,...] and --time RFC3339")
@@ -89,6 +89,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if err != nil {
 				return err
 			}
+			defer func() { err = changedWhileRead(ctx, tbl, err) }()
 			broker, err := f.dialOptional(ctx)
 			if err != nil {
 				return err

@@ -57,12 +57,13 @@ out.`,
   floe files --table lake.orders --json | jq -r '.files[].path'
   floe files --config ./floe-local/floe.yaml --table lake.orders --snapshot 3051729675574597004`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
 				return err
 			}
+			defer func() { err = changedWhileRead(ctx, tbl, err) }()
 			res, err := lookup.Files(ctx, tbl, snapshotID)
 			if err != nil {
 				return err

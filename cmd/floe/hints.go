@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"slices"
 	"strings"
@@ -118,6 +120,24 @@ func listenError(flag, addr string, err error) error {
 		return errors.New(valueMessage(flag, addr, fmt.Sprintf("HOST:PORT or :PORT (:%s listens on every interface, 127.0.0.1:%[1]s on this host only)", strings.TrimLeft(addr, ":"))))
 	}
 	return fmt.Errorf("%w: pick a free address, or stop what listens on it; check %s", err, flag)
+}
+
+// changedWhileRead explains err, a read of tbl that found a file gone,
+// when the table changed since tbl was loaded: an expiry or a compaction
+// (floe maintain, or a sink's own) removed files of the snapshot being
+// read, which is no fault, and running the command again reads the table
+// as it is. It said the file was deleted outside floe and to rebuild the
+// table by replay (found by review). A file gone from a table that did not
+// change is reported as it was.
+func changedWhileRead(ctx context.Context, tbl *snapshot.Table, err error) error {
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	now, lerr := tbl.Catalog().LoadTable(ctx, tbl.Identifier())
+	if lerr != nil || now.MetadataLocation() == tbl.Iceberg().MetadataLocation() {
+		return err
+	}
+	return fmt.Errorf("%s changed while floe read it (an expiry or a compaction, by floe maintain or a sink, removed files of the snapshot being read): run the command again, which reads the table as it is now (the read failed with: %v)", tbl.Name(), err)
 }
 
 // withFlags renders err for the command line. Errors about a setting's

@@ -74,7 +74,7 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
   floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json
   floe where --table lake.customers --key '{"id":3}'`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
 			byKey := cmd.Flags().Changed("key")
 			tp := mapping.TopicPartition{Topic: topic, Partition: partition}
@@ -100,6 +100,7 @@ by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}
 			if err != nil {
 				return err
 			}
+			defer func() { err = changedWhileRead(ctx, tbl, err) }()
 			broker, err := f.dialOptional(ctx)
 			if err != nil {
 				return err

@@ -93,8 +93,15 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
   floe maintain --table lake.orders --compact --target-file-size 256MiB
   floe maintain --table lake.orders                  # check and repair the ledger only`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
+			defer func() {
+				// A scheduler's SIGTERM: the library's errors said
+				// "context canceled" (found by review).
+				if err != nil && ctx.Err() != nil {
+					err = fmt.Errorf("interrupted before it finished: what it committed stays, and running it again finishes the work (%w)", err)
+				}
+			}()
 			fs := cmd.Flags()
 			expire := fs.Changed("expire-older-than") || fs.Changed("retain-last")
 			if olderThan < 0 {

@@ -582,3 +582,17 @@ func TestMaintainCompactTwiceAtOnce(t *testing.T) {
 		t.Errorf("audit: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestMaintainInterrupted (from a review): a maintain run stopped by a
+// signal failed with the library's "context canceled" (or "outcome
+// unknown"), not saying it was interrupted nor that a run again finishes.
+func TestMaintainInterrupted(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "50"}, loc...)...)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _, err := floeCtx(ctx, append([]string{"maintain", "--table", "lake.orders", "--compact", "--expire-older-than", "0s"}, loc[:2]...)...)
+	if err == nil || !strings.Contains(err.Error(), "interrupted before it finished: what it committed stays, and running it again finishes the work") {
+		t.Errorf("an interrupted maintain: %v", err)
+	}
+}

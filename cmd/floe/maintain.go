@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -112,6 +113,14 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			}
 			if orphanMinAge <= 0 {
 				return fmt.Errorf("--orphan-min-age %s: want a positive duration (a younger file may be about to be committed)", orphanMinAge)
+			}
+			if removeOrphans && !dryRun && orphanMinAge < time.Hour {
+				// A live sink's file being written, or written and not yet
+				// committed, is an orphan to the listing: deleted, its rows
+				// are lost, which only floe audit --deep sees (found by
+				// review).
+				slog.Warn("--orphan-min-age is below an hour: a file a live sink is still writing or about to commit (up to one --flush-interval, longer on a slow upload) may be deleted, and its rows lost; stop the table's sinks first, or keep it well above their --flush-interval",
+					"orphan_min_age", orphanMinAge)
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {

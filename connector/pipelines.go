@@ -116,9 +116,9 @@ type TopicWatch struct {
 func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog.Catalog, w *TopicWatch) error {
 	ps = slices.Clone(ps)
 	named := len(ps) // the pipelines of ps; those after them, w's
-	seen := map[string]bool{}
+	seen := &topicSet{m: map[string]bool{}}
 	for _, p := range ps {
-		seen[p.Config.Topic] = true
+		seen.m[p.Config.Topic] = true
 	}
 	if w != nil {
 		topics, err := broker.Topics(ctx)
@@ -181,6 +181,9 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 				slog.Error("the topic of a pipeline the pattern matches is gone (deleted, or deleted and created again): its pipeline stopped, and the other topics go on; to sink a new topic of that name from its start, drop its table (floe drop), or leave the topic out of the pattern",
 					"pipeline", p.String(), "err", err)
 				gone = append(gone, name(err))
+				// Matched again when the brokers have it again (created
+				// anew after its table was dropped).
+				seen.forget(p.Config.Topic)
 			default:
 				errs = append(errs, name(err))
 				cancel()
@@ -255,19 +258,34 @@ func (w *TopicWatch) every() time.Duration {
 	return w.Every
 }
 
+// topicSet is the topics a watch has pipelines of, which it matches no
+// more; a pipeline whose topic went away forgets its own.
+type topicSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (s *topicSet) forget(topic string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, topic)
+}
+
 // match returns the pipelines of topics that match and are not seen yet,
 // and marks them seen.
-func (w *TopicWatch) match(topics []string, seen map[string]bool) ([]Pipeline, error) {
+func (w *TopicWatch) match(topics []string, seen *topicSet) ([]Pipeline, error) {
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
 	var out []Pipeline
 	for _, t := range topics {
-		if seen[t] || !w.Match.MatchString(t) {
+		if seen.m[t] || !w.Match.MatchString(t) {
 			continue
 		}
 		p, err := w.Pipeline(t)
 		if err != nil {
 			return nil, fmt.Errorf("topic %s matches %s: %w", t, w.Match, err)
 		}
-		seen[t] = true
+		seen.m[t] = true
 		out = append(out, p)
 	}
 	return out, nil
@@ -276,7 +294,7 @@ func (w *TopicWatch) match(topics []string, seen map[string]bool) ([]Pipeline, e
 // watch lists the brokers' topics every w.Every until ctx ends, and starts
 // the pipeline of each new match. A failed listing is tried again at the
 // next tick: the running sinks do not depend on it.
-func (w *TopicWatch) watch(ctx context.Context, broker *Broker, seen map[string]bool, start func(Pipeline) error) error {
+func (w *TopicWatch) watch(ctx context.Context, broker *Broker, seen *topicSet, start func(Pipeline) error) error {
 	t := time.NewTicker(w.every())
 	defer t.Stop()
 	for {

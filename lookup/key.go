@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -752,17 +753,24 @@ func keyRecords(ctx context.Context, broker *connector.Broker, r mapping.Range, 
 // withoutDeadLetters drops from recs (one range's records of a key, by
 // offset) its latest ones that are dead letters in the dead-letter table
 // name, up to the latest that is not: the one that gave the key its row
-// or removed it.
+// or removed it. A dead-letter table that is gone, or has no snapshot yet
+// (its dead letters pending: a writer stopped between the two commits),
+// tells none: recs are kept, as where --key did before it asked (the
+// lookup failed on it: found by review).
 func withoutDeadLetters(ctx context.Context, tbl *snapshot.Table, dlqs map[string]*snapshot.Table, name string, recs []keyRecord) ([]keyRecord, error) {
-	dlq := dlqs[name]
-	if dlq == nil {
+	dlq, opened := dlqs[name]
+	if !opened {
 		var err error
-		if dlq, err = openDeadLetters(ctx, tbl, name); err != nil {
+		dlq, err = openDeadLetters(ctx, tbl, name)
+		if err != nil && !errors.Is(err, snapshot.ErrTableNotFound) {
 			return nil, err
+		}
+		if dlq != nil && dlq.Head() == nil {
+			dlq = nil
 		}
 		dlqs[name] = dlq
 	}
-	for len(recs) > 0 {
+	for dlq != nil && len(recs) > 0 {
 		last := recs[len(recs)-1]
 		_, _, dead, err := dlq.DeadLetterAt(ctx, last.Partition, last.Offset)
 		if err != nil {

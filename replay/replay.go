@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -166,6 +167,39 @@ func mainWasAhead(ctx context.Context, t *snapshot.Table, mainFrom int64, topic 
 		}
 	}
 	return ahead, nil
+}
+
+// checkMainTopic refuses a replay onto a branch of a table whose main
+// ledger holds other topics and not opts.Topic: a published branch
+// replaces main, so a branch rebuilds main's topic. The publish refused it
+// only after the whole replay, saying main's offsets were missing from the
+// branch (found by a new user).
+func checkMainTopic(ctx context.Context, tbl *snapshot.Table, opts Options) error {
+	if opts.Branch == "" {
+		return nil
+	}
+	main := tbl.Iceberg().Metadata().SnapshotByName(table.MainBranch)
+	if main == nil {
+		return nil
+	}
+	sum, err := tbl.Summary(ctx, main.SnapshotID)
+	if err != nil {
+		return fmt.Errorf("read the ledger of %s's main branch: %w", tbl.Name(), err)
+	}
+	var topics []string
+	for _, tp := range sum.Partitions() {
+		if tp.Topic == opts.Topic {
+			return nil
+		}
+		if !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	return &CheckError{Settings: []Setting{SettingTable}, Err: fmt.Errorf("replay topic %s onto branch %s of %s, whose main branch holds topic %s: a published branch replaces main, so a branch rebuilds main's topics; replay %s into a new --table",
+		opts.Topic, opts.Branch, tbl.Name(), strings.Join(topics, ", "), opts.Topic)}
 }
 
 // tableMode returns opts with the mode and key of the existing table ident

@@ -272,6 +272,9 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 	if err := checkBranchSpec(t, opts.PartitionBy); err != nil {
 		return nil, err
 	}
+	if err := checkMainTopic(ctx, t, opts); err != nil {
+		return nil, err
+	}
 	if !t.HasBranch(opts.Branch) {
 		if err := t.CreateEmptyBranch(ctx, opts.Branch); err != nil {
 			return nil, err

@@ -256,13 +256,26 @@ func TestSinkTopicRegexTopicGone(t *testing.T) {
 		}
 		return nextOffset(t, st, "lake.ev_keep", keep) == 20
 	})
+	// As the log advises: its table dropped, ev-tmp created again is sunk
+	// from its start by the live sink (from the diff review).
+	mustFloe(t, append([]string{"drop", "--table", "lake.ev_tmp", "--yes"}, loc[:2]...)...)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev-tmp", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "ev-tmp", 1, 5, map[int32]int64{})
+	waitFor(t, 20*time.Second, "ev-tmp, created again, sunk into a new table", func() bool {
+		return nextOffset(t, st, "lake.ev_tmp", mapping.TopicPartition{Topic: "ev-tmp"}) == 5
+	})
 	cancel()
 	if r := <-done; r.err != nil || !strings.Contains(r.errs, "its pipeline stopped, and the other topics go on") {
 		t.Errorf("live sink: %v\n%s", r.err, r.errs)
 	}
 
-	// Bounded: ev-tmp is created again; ev-keep is sunk, and the run
-	// exits 2 naming ev-tmp.
+	// Bounded: ev-tmp is deleted and created again; ev-keep is sunk, and
+	// the run exits 2 naming ev-tmp.
+	if err := st.Cluster.DeleteTopic("ev-tmp"); err != nil {
+		t.Fatal(err)
+	}
 	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev-tmp", 1, nil); err != nil {
 		t.Fatal(err)
 	}

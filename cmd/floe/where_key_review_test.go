@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // whereKey runs floe where --key --json --brokers on table name and
@@ -103,6 +106,40 @@ func TestWhereKeyTruncatedInOneCommit(t *testing.T) {
 		r := whereKey(t, "lake.cdc", fmt.Sprintf(`{"id":%d}`, id), st.Brokers[0], loc)
 		if r["status"] == "never_seen" || !strings.Contains(fmt.Sprint(r["explanation"]), "truncate") {
 			t.Errorf("where id %d: %v; want an answer that names the truncate", id, r)
+		}
+	}
+}
+
+// TestWhereKeyDeadLettersPending (from a review): where --key with
+// --brokers asks a range's dead-letter table whether the key's latest
+// record is a dead letter; a dead-letter table without a snapshot yet (a
+// writer stopped between its data commit and the dead letters' commit)
+// failed the lookup, and a dropped one would have. The answer is what the
+// data table and the log say.
+func TestWhereKeyDeadLettersPending(t *testing.T) {
+	const topic = "wdp"
+	b := func(s string) []byte { return []byte(s) }
+	st, sink, loc := upsertStack(t, topic, 1, []*kgo.Record{rec(topic, 0, b("k"), b(`{"a":1}`), 0), rec(topic, 0, b("k"), nil, 1), rec(topic, 0, b("o"), b("not json"), 2), rec(topic, 0, b("p"), b(`{"a":2}`), 3)})
+	mustFloe(t, append(sink, "--table", "lake.wdp", "--mode", "upsert", "--key", "string", "--value", "json")...)
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := catalog.ParseIdent("lake.wdp_dlq")
+	at := strings.TrimPrefix(openTable(t, st.Catalog(), "lake.wdp_dlq").Iceberg().Location(), "file://")
+	for _, stage := range []string{"dropped", "pending"} {
+		if stage == "dropped" {
+			if err := cat.DropTable(t.Context(), ident); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(at); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := snapshot.OpenDeadLetters(t.Context(), cat, ident, "lake.wdp", true); err != nil {
+			t.Fatal(err)
+		}
+		if r := whereKey(t, "lake.wdp", "k", st.Brokers[0], loc); r["status"] != "deleted" || r["offset"] != 1.0 {
+			t.Errorf("dead-letter table %s: where --key k: %v; want deleted by wdp/0 offset 1", stage, r)
 		}
 	}
 }

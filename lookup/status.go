@@ -35,6 +35,10 @@ type TableStatus struct {
 	// have (deleted since they were sunk, or another cluster's brokers):
 	// their partitions show the table's side only.
 	MissingTopics []string `json:"missing_topics,omitempty"`
+	// RecreatedTopics are the topics of the ledger that the brokers have
+	// under another topic ID (deleted and created again since they were
+	// sunk): their partitions show the table's side only.
+	RecreatedTopics []string `json:"recreated_topics,omitempty"`
 }
 
 // PartitionStatus is one partition of a TableStatus.
@@ -137,6 +141,12 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 	if broker != nil {
 		for i, topic := range topics {
 			if err := sameTopic(ctx, tbl.Name(), ledger, broker, topic); err != nil {
+				if _, recreated := errors.AsType[*snapshot.TopicIDError](err); recreated && i >= asked {
+					// The brokers' offsets are another topic's: the
+					// table's side only, and the others' broker side.
+					st.RecreatedTopics = append(st.RecreatedTopics, topic)
+					continue
+				}
 				return st, err
 			}
 			wm, err := broker.Watermarks(ctx, topic)

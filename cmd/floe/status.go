@@ -140,6 +140,9 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 	for _, topic := range st.MissingTopics {
 		fmt.Fprintf(w, "\ntopic %s, which the ledger names, does not exist on the brokers (deleted since it was sunk, or these are another cluster's brokers): its partitions show the table's side only\n", topic)
 	}
+	for _, topic := range st.RecreatedTopics {
+		fmt.Fprintf(w, "\ntopic %s has another topic ID on the brokers than the ledger recorded (deleted and created again since it was sunk, or another cluster's): its partitions show the table's side only; a sink of it into this table is refused\n", topic)
+	}
 	if warning := statuspage.FromTable(st, nil).Warning; warning != "" {
 		fmt.Fprintf(w, "\nwarning: %s\n", warning)
 	}

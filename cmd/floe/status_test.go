@@ -104,6 +104,15 @@ func TestStatusLedgerTopicDeleted(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustFloe(t, append(status, "--json")...)), &js); err != nil || len(js.MissingTopics) != 1 || js.MissingTopics[0] != "orders" {
 		t.Errorf("--json: missing_topics %v (%v)", js.MissingTopics, err)
 	}
+	// Created again: another topic under the name, whose offsets are not
+	// the table's (from the diff review: status failed whole).
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = floe(t, status...)
+	if code != exitOK || !strings.Contains(out, "topic orders has another topic ID on the brokers than the ledger recorded") || !regexp.MustCompile(`(?m)^\s*b\s+0\s+0\s+15\s+10\s+5\s`).MatchString(out) {
+		t.Errorf("topic created again: exit %d\n%s\n%s", code, out, errs)
+	}
 	code, _, errs = floe(t, append(status, "--topic", "nope")...)
 	if code != exitError || !strings.Contains(errs, `topic "nope" does not exist`) || !strings.Contains(errs, "check --topic") {
 		t.Errorf("--topic nope: exit %d, %q", code, errs)

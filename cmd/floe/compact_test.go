@@ -279,7 +279,7 @@ func TestSinkCompactionWinsFastSink(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	attempts := regexp.MustCompile(`msg="scheduled compaction" .* attempts=(\d+)`)
+	attempts := regexp.MustCompile(`msg=compacted scheduled=true .* attempts=(\d+)`)
 	var seen []string
 	for _, line := range strings.Split(stderr, "\n") {
 		if strings.Contains(line, "scheduled compaction failed") {

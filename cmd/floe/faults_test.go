@@ -150,10 +150,11 @@ type member struct {
 
 // logLine is what the campaign reads of a member's JSON log lines.
 type logLine struct {
-	Msg     string `json:"msg"`
-	Table   string `json:"table"`
-	Lost    string `json:"lost"`
-	Revoked string `json:"revoked"`
+	Msg       string `json:"msg"`
+	Scheduled bool   `json:"scheduled"`
+	Table     string `json:"table"`
+	Lost      string `json:"lost"`
+	Revoked   string `json:"revoked"`
 	// Positions is "map[P:OFFSET ...]" for an assignment.
 	Positions string `json:"positions"`
 }
@@ -196,9 +197,9 @@ func (m *member) count(line string) {
 		m.owned.Add(-listed(l.Lost) - listed(l.Revoked))
 	case strings.HasPrefix(l.Msg, "the commit of revoked partitions did not finish"):
 		m.revokeDropped.Add(1)
-	case l.Msg == "scheduled compaction" && strings.HasSuffix(l.Table, "_dlq"):
+	case l.Msg == "compacted" && l.Scheduled && strings.HasSuffix(l.Table, "_dlq"):
 		m.dlqCompactions.Add(1)
-	case l.Msg == "scheduled compaction":
+	case l.Msg == "compacted" && l.Scheduled:
 		m.compactions.Add(1)
 	}
 }

@@ -100,4 +100,8 @@ func TestUnknownSubcommand(t *testing.T) {
 	if code, out, errs := floe(t, "localstack"); code != exitOK || !strings.Contains(out, "up ") {
 		t.Errorf("floe localstack: exit %d, stdout %q, stderr %q; want its help", code, out, errs)
 	}
+	// cobra's suggestion ran on into the line (from a new-user run).
+	if code, _, errs := floe(t, "sinkk"); code != exitError || errs != "floe: unknown command \"sinkk\" for \"floe\"; did you mean sink?\n" {
+		t.Errorf("floe sinkk: exit %d, stderr %q", code, errs)
+	}
 }

@@ -77,7 +77,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func oneLine(s string) string {
+	// cobra's suggestion for a mistyped command is a paragraph of its
+	// own, which ran on: `for "floe" Did you mean this? sink` (found by a
+	// new user).
+	s = strings.Replace(s, "\n\nDid you mean this?\n", "; did you mean ", 1)
+	if strings.Contains(s, "; did you mean ") {
+		s = strings.TrimRight(s, "\n") + "?"
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
 
 type globalFlags struct {
 	logLevel  string

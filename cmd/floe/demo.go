@@ -96,9 +96,15 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 		dir = d
 	}
 	// The demo's broker lives in memory: a catalog left by an earlier run
-	// holds ledgers of a log that no longer exists.
-	if _, err := os.Stat(filepath.Join(dir, "catalog.db")); err == nil {
-		return fmt.Errorf("--dir %s already holds a demo's catalog, whose log is gone with that demo's in-memory broker; pass a new or empty folder", dir)
+	// holds ledgers of a log that no longer exists. Any other folder's
+	// files are not the demo's to mix with (a local stack's folder was
+	// taken for a demo's: found by a new user).
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		why := ""
+		if _, err := os.Stat(filepath.Join(dir, "catalog.db")); err == nil {
+			why = " (its catalog.db holds ledgers of another stack's log: an earlier demo's is gone with its in-memory broker)"
+		}
+		return fmt.Errorf("--dir %s is not empty: it holds %s, such as %s%s; pass a new or empty folder", dir, plural(len(entries), "item"), entries[0].Name(), why)
 	}
 	stack, err := localstack.Start(ctx, localstack.Options{Dir: dir})
 	if err != nil {

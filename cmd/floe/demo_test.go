@@ -55,7 +55,7 @@ func TestDemoCommand(t *testing.T) {
 		t.Errorf("the demo's HTML report (%v) does not show the loss [100, 150):\n%.500s", err, page)
 	}
 	code, _, errs = floe(t, "demo", "--dir", dir, "--events", "600")
-	if code != 2 || !strings.Contains(errs, "already holds a demo's catalog") {
+	if code != 2 || !strings.Contains(errs, "is not empty: it holds") || !strings.Contains(errs, "its catalog.db holds ledgers of another stack's log") {
 		t.Fatalf("second demo in the same folder: exit %d, %q", code, errs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +49,8 @@ type Pipeline struct {
 	// table has another.
 	Mode mapping.Mode
 	Key  *mapping.UpsertKey
-	// Properties are set on a table Run creates (format-version).
+	// Properties are set on a table Run creates (format-version); an
+	// existing table of another format version is warned about.
 	Properties map[string]string
 	// OnStart, when set, is called with the open table once every pipeline
 	// is checked and every table open, just before the pipeline's sink
@@ -436,6 +438,12 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 			}
 		case err == nil:
 			layout, mode = t.Layout(), t.Mode()
+			if v := p.Properties[table.PropertyFormatVersion]; v != "" && v != strconv.Itoa(t.Iceberg().Metadata().Version()) {
+				// It applies to new tables: said, where it was ignored
+				// without a word (found by review).
+				slog.Warn("the table exists and keeps its Iceberg format version: --format-version applies to new tables only",
+					"table", t.Name(), "format_version", t.Iceberg().Metadata().Version(), "asked", v)
+			}
 			if err = t.CheckDataTable(); err == nil && p.PartitionBy != nil {
 				err = t.CheckPartitionBy(*p.PartitionBy)
 			}

@@ -275,6 +275,17 @@ func TestAppendFormatV3(t *testing.T) {
 	if v := openTable(t, st.Catalog(), "lake.v3").Iceberg().Metadata().Version(); v != 3 {
 		t.Fatalf("format version %d, want 3", v)
 	}
+	// An existing table keeps its own, which was ignored without a word
+	// (from a review); left out, nothing is said.
+	for _, c := range []struct {
+		args []string
+		warn bool
+	}{{[]string{"--format-version", "2"}, true}, {nil, false}} {
+		code, _, errs := floe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.v3", "--stop-at-end", "--value", "json"}, c.args, loc)...)
+		if code != exitOK || strings.Contains(errs, "--format-version applies to new tables only") != c.warn {
+			t.Errorf("a run of the v3 table with %v: exit %d, stderr %q", c.args, code, errs)
+		}
+	}
 	audit := slices.Concat([]string{"audit", "--table", "lake.v3", "--deep", "--brokers", brokers}, loc)
 	mustFloe(t, audit...)
 	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.v3", "--compact"}, loc)...)

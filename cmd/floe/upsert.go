@@ -18,14 +18,17 @@ type upsertFlags struct {
 	mode          string
 	idColumns     []string
 	formatVersion int
+	// flags tell whether --format-version was given.
+	flags *pflag.FlagSet
 }
 
 func (f *upsertFlags) register(fs *pflag.FlagSet) {
+	f.flags = fs
 	fs.StringVar(&f.mode, "mode", "",
 		"append: every record is a row (the log); upsert: one row per key, the latest record's, a tombstone (null value) deleting the key, written as equality deletes (docs/upsert.md). A new table gets it (default append); an existing table keeps its own, and another --mode is refused")
 	fs.StringSliceVar(&f.idColumns, "id-columns", nil,
 		"with --mode upsert: key the rows by these value columns, `COLUMN[,COLUMN]` (with --value json or registry); without it the key is the record key: kafka_key for --key string or raw, one column per field of the key for --key json or registry")
-	fs.IntVar(&f.formatVersion, "format-version", 2, "Iceberg format version of a new table: 2, or 3 (an existing table keeps its own)")
+	fs.IntVar(&f.formatVersion, "format-version", 2, "Iceberg format version of a new table: 2, or 3 (an existing table keeps its own, and a run that gives another is warned)")
 }
 
 // pipeline completes p, whose layout is set, with the mode, key and table
@@ -54,7 +57,11 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 	if f.formatVersion != 2 && f.formatVersion != 3 {
 		return fmt.Errorf("--format-version %d: want 2 or 3", f.formatVersion)
 	}
-	p.Properties = map[string]string{table.PropertyFormatVersion: strconv.Itoa(f.formatVersion)}
+	if f.flags != nil && f.flags.Changed("format-version") {
+		// Given, it is checked against an existing table's (a new one
+		// gets 2, iceberg-go's default, without it).
+		p.Properties = map[string]string{table.PropertyFormatVersion: strconv.Itoa(f.formatVersion)}
+	}
 	if mode == "" {
 		if len(idColumns) > 0 {
 			return fmt.Errorf("--id-columns %s keys an upsert table: add --mode upsert", strings.Join(idColumns, ","))

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,6 +120,10 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	}
 	ss.gm = &groupMember{owned: map[int32]bool{}, revokeWithin: max(rebalance-revokeMargin, rebalance/2)}
 	opts := []kgo.Opt{
+		// The table in the client id: members of a group that sink
+		// another table are told (checkGroupShared), and the group's
+		// describe output says what each member writes.
+		kgo.ClientID(clientIDPrefix + s.tbl.Name()),
 		kgo.ConsumerGroup(s.cfg.Group),
 		kgo.ConsumeTopics(s.cfg.Topic),
 		kgo.DisableAutoCommit(),
@@ -172,6 +177,10 @@ func (ss *session) assigned(ctx context.Context, offsets map[string]map[int32]kg
 	if gm.closing || len(ps) == 0 {
 		return offsets, nil
 	}
+	if err := ss.checkGroupShared(ctx); err != nil {
+		gm.fail(err)
+		return nil, err
+	}
 	pos, err := ss.adopt(ctx, ps)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -189,6 +198,32 @@ func (ss *session) assigned(ctx context.Context, offsets map[string]map[int32]kg
 	}
 	ss.s.rebalanced(Rebalance{Assigned: ps, Positions: pos})
 	return map[string]map[int32]kgo.Offset{topic: out}, nil
+}
+
+// clientIDPrefix begins the client id of a group member, the table it
+// sinks following.
+const clientIDPrefix = "floe/"
+
+// checkGroupShared refuses a group that a member sinking another table is
+// in (told by its client id): a group divides its topic's partitions among
+// all its members, so each table would get part of the topic, and each
+// audit, seeing the rest as lag, would say complete (found by review).
+// Other applications' members, and a floe's before client ids named the
+// table, are not told apart; a group that cannot be described is left to
+// the group's own errors.
+func (ss *session) checkGroupShared(ctx context.Context) error {
+	group, own := ss.s.cfg.Group, ss.s.tbl.Name()
+	described, err := ss.s.broker.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil
+	}
+	for _, m := range described[group].Members {
+		if other, ok := strings.CutPrefix(m.ClientID, clientIDPrefix); ok && other != own {
+			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks table %s (on %s), and this one sinks %s: a group divides its topics' partitions among all its members, so each table would get only part of them; give each table a --group of its own",
+				group, other, m.ClientHost, own)}
+		}
+	}
+	return nil
 }
 
 // revoked is the group consumer's OnPartitionsRevoked: the group moves

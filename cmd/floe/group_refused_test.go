@@ -78,3 +78,38 @@ func ordersStack(t *testing.T) *localstack.Stack {
 	produceRound(t, st.Brokers, "orders", 2, 20, map[int32]int64{})
 	return st
 }
+
+// TestGroupOfTwoTables (from a review): two deployments sink one topic
+// into two tables with the same --group (a copied config). The group
+// divided the topic's partitions between them, each table got part of
+// it, and each audit, seeing the rest as lag, said complete. A member
+// that finds one sinking another table in its group stops, naming both
+// tables and --group.
+func TestGroupOfTwoTables(t *testing.T) {
+	st := ordersStack(t)
+	_, catFlags := localCatalog(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	type result struct {
+		table, errs string
+		err         error
+	}
+	done := make(chan result, 2)
+	for _, table := range []string{"lake.a", "lake.b"} {
+		go func() {
+			_, errs, err := floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", table, "--group", "shared",
+				"--session-timeout", "6s", "--rebalance-timeout", "10s", "--retry-for", "0s"}, catFlags...)...)
+			done <- result{table, errs, err}
+		}()
+	}
+	r := <-done
+	cancel()
+	<-done
+	msg := ""
+	if r.err != nil {
+		msg = withFlags(r.err)
+	}
+	if !strings.Contains(msg, "consumer group shared has a member that sinks table lake.") || !strings.Contains(msg, "give each table a --group of its own") || !strings.Contains(msg, "check --group") {
+		t.Fatalf("two tables in group shared: the first to stop (%s) said %q:\n%s", r.table, msg, r.errs)
+	}
+}

@@ -52,6 +52,23 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			// The first signal asks the command to stop cleanly (a sink
+			// commits what it consumed); with the default handling back,
+			// a second one ends the process at once, which loses nothing
+			// committed. A commit waiting on a storage that hangs held
+			// the process, every later signal swallowed (found by an
+			// operator).
+			stop()
+			slog.Info("stopping: finishing what is under way (a sink commits what it consumed); a second signal exits at once, and a run again resumes from the ledger",
+				"signal", context.Cause(ctx))
+		}
+	}()
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	src := flagSources{}

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -99,4 +102,145 @@ func signalledSink(t *testing.T, args []string, at func(line string) bool) (int,
 		t.Fatal(err)
 	}
 	return cmd.ProcessState.ExitCode(), stdout.String(), lines
+}
+
+// freezer is a TCP proxy that forwards to target until frozen, then
+// takes connections and never answers: a storage that hangs.
+type freezer struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	frozen bool
+	conns  []net.Conn
+}
+
+func newFreezer(t *testing.T, target string) *freezer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln, target: target}
+	t.Cleanup(func() {
+		ln.Close()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, c := range f.conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, c)
+			frozen := f.frozen
+			f.mu.Unlock()
+			if frozen {
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, up)
+			f.mu.Unlock()
+			go io.Copy(up, c)
+			go io.Copy(c, up)
+		}
+	}()
+	return f
+}
+
+// freeze cuts the connections it forwards and holds every new one.
+func (f *freezer) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frozen = true
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
+}
+
+// TestSecondSignalExitsAtOnce (from an operator's run): a sink stopped by
+// SIGTERM commits what it consumed, and when the storage hangs then (a
+// frozen S3 endpoint) that commit waits, up to its 10-minute timeout:
+// later signals were swallowed, and nothing was logged. The first signal
+// is logged, saying a second one exits at once, which it does (nothing
+// committed is lost; a run again resumes from the ledger).
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	s3 := newFreezer(t, strings.TrimPrefix(l.S3.Endpoint, "http://"))
+	cmd := exec.Command(os.Args[0], "sink", "--brokers", l.Brokers[0], "--topic", "orders", "--table", "lake.orders",
+		"--catalog", l.CatalogPath(), "--warehouse", l.Warehouse(), "--s3-endpoint", "http://"+s3.ln.Addr().String(),
+		"--s3-access-key-id", localstack.AccessKeyID, "--s3-secret-access-key", localstack.SecretAccessKey, "--flush-interval", "1h")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "sink session started"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no session in 30 s; log:\n%s", stderr.String())
+		}
+	}
+	produceRound(t, l.Brokers, "orders", 1, 5, map[int32]int64{})
+	time.Sleep(time.Second) // consumed, not committed (--flush-interval 1h)
+	s3.freeze()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("the sink stopped at the first signal with its storage frozen (%v): the test needs its commit to hang; log:\n%s", err, stderr.String())
+	case <-time.After(3 * time.Second):
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("a second SIGTERM did not end the process; log:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "a second signal exits at once") {
+		t.Errorf("the first signal was not logged:\n%s", stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

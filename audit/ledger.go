@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/floe-dev/floe/mapping"
@@ -45,16 +46,22 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 		}
 		for _, o := range c.Overlaps {
 			a.find(Finding{Level: LevelLedger, Kind: KindOverlap, Partition: tp, HasPartition: true, Offsets: o, HasOffsets: true,
-				Detail: fmt.Sprintf("offsets %s were committed more than once, by snapshots %s", o, covering[anomaly{tp, o}])})
+				Detail: fmt.Sprintf("offsets %s were committed more than once, by snapshots %s", o, joinIDs(covering[anomaly{tp, o}]))})
 		}
 		for _, l := range c.Lost {
-			a.find(Finding{Level: LevelLedger, Kind: KindLost, Partition: tp, HasPartition: true, Offsets: l, HasOffsets: true,
-				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk (recorded by snapshot %s)", l, covering[anomaly{tp, l}])})
+			f := Finding{Level: LevelLedger, Kind: KindLost, Partition: tp, HasPartition: true, Offsets: l, HasOffsets: true,
+				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk (recorded by snapshot %s)", l, joinIDs(covering[anomaly{tp, l}]))}
+			if ids := covering[anomaly{tp, l}]; len(ids) == 1 {
+				// The snapshot that recorded it, which the text names (it
+				// was null in JSON: found by an operator).
+				f.SnapshotID = ids[0]
+			}
+			a.find(f)
 		}
 		p.Aborted = nonNil(c.Aborted)
 		for _, ab := range c.Aborted {
 			a.note("%s: retention deleted offsets %s before they were sunk; the broker's evidence showed that they held only aborted records (recorded by snapshot %s), so floe judged that nothing was lost (evidence, not proof: a committed record of another producer among the deleted offsets would have left no trace)",
-				tp, ab, covering[anomaly{tp, ab}])
+				tp, ab, joinIDs(covering[anomaly{tp, ab}]))
 		}
 	}
 	for _, topic := range a.selectedTopics() {
@@ -75,21 +82,20 @@ type anomaly struct {
 }
 
 // snapshotsCovering lists, for every overlap, lost and aborted interval of
-// the coverages, the snapshots whose ranges intersect it, comma-separated,
+// the coverages, the snapshots whose ranges intersect it, in ledger order,
 // from one read of the ledger. Each kind's intervals are sorted and
 // disjoint, so a range finds those it meets by binary search.
-func (a *auditor) snapshotsCovering(ctx context.Context, covers map[mapping.TopicPartition]mapping.Coverage) (map[anomaly]string, error) {
+func (a *auditor) snapshotsCovering(ctx context.Context, covers map[mapping.TopicPartition]mapping.Coverage) (map[anomaly][]int64, error) {
 	lists := map[mapping.TopicPartition][][]mapping.Interval{}
 	for tp, c := range covers {
 		if len(c.Overlaps)+len(c.Lost)+len(c.Aborted) > 0 {
 			lists[tp] = [][]mapping.Interval{c.Overlaps, c.Lost, c.Aborted}
 		}
 	}
-	out := map[anomaly]string{}
+	ids := map[anomaly][]int64{}
 	if len(lists) == 0 {
-		return out, nil
+		return ids, nil
 	}
-	ids := map[anomaly][]string{}
 	err := a.eachCommit(ctx, func(c mapping.Commit) {
 		seen := map[anomaly]bool{}
 		for _, r := range c.Ranges {
@@ -99,16 +105,22 @@ func (a *auditor) snapshotsCovering(ctx context.Context, covers map[mapping.Topi
 					k := anomaly{r.TopicPartition, ivs[i]}
 					if !seen[k] {
 						seen[k] = true
-						ids[k] = append(ids[k], fmt.Sprint(c.SnapshotID))
+						ids[k] = append(ids[k], c.SnapshotID)
 					}
 				}
 			}
 		}
 	})
-	for k, v := range ids {
-		out[k] = strings.Join(v, ", ")
+	return ids, err
+}
+
+// joinIDs names snapshots in a finding: "1, 2".
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
 	}
-	return out, err
+	return strings.Join(s, ", ")
 }
 
 // segments returns the merged, sorted offsets the non-lost ranges of tp

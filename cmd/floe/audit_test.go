@@ -457,3 +457,36 @@ func TestAuditNamesTheLog(t *testing.T) {
 		t.Errorf("JSON: brokers %v, cluster_id %v (%v)", rep.Brokers, rep.ClusterID, err)
 	}
 }
+
+// TestAuditLostNamesItsSnapshot (from an operator's run): a loss recorded
+// by --on-data-loss record had a null snapshot_id in the audit's JSON,
+// while the text said which snapshot recorded it.
+func TestAuditLostNamesItsSnapshot(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "pay", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	sink := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "pay", "--table", "lake.pay", "--stop-at-end", "--on-data-loss", "record"}, loc...)
+	produceRound(t, st.Brokers, "pay", 1, 10, map[int32]int64{})
+	mustFloe(t, sink...)
+	produceRound(t, st.Brokers, "pay", 1, 10, map[int32]int64{})
+	if err := st.Cluster.DeleteRecords("pay", 0, 15); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, sink...)
+	code, out, errs := floe(t, append([]string{"audit", "--table", "lake.pay", "--json"}, loc[:2]...)...)
+	var rep struct {
+		Findings []struct {
+			Kind       string `json:"kind"`
+			SnapshotID *int64 `json:"snapshot_id"`
+			Detail     string `json:"detail"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitFindings || len(rep.Findings) != 1 {
+		t.Fatalf("audit: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	f := rep.Findings[0]
+	if f.Kind != "lost" || f.SnapshotID == nil || !strings.Contains(f.Detail, fmt.Sprintf("recorded by snapshot %d)", *f.SnapshotID)) {
+		t.Errorf("the lost finding: %+v", f)
+	}
+}

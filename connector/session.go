@@ -1253,12 +1253,14 @@ func (ss *session) flush(ctx context.Context) error {
 			wg.Go(func() { group, laneErr = ln.write(cctx, ss, ss.s.alloc, schema) })
 		}
 		var closeErr error
+		finishing := time.Now()
 		for p, st := range streams {
 			fs, err := st.Close()
 			f.Files[ss.tp(p)] = append(f.Files[ss.tp(p)], fs...)
 			closeErr = errors.Join(closeErr, err)
 		}
 		wg.Wait()
+		f.Finished = time.Since(finishing)
 		closeErr = errors.Join(closeErr, laneErr)
 		if ln != nil {
 			f.Groups = []snapshot.WrittenGroup{group}

@@ -104,6 +104,9 @@ type Flush struct {
 	// schema or partition spec changed since so that they no longer fit.
 	Files  map[mapping.TopicPartition][]iceberg.DataFile
 	Writer *Writer
+	// Finished is how long the Writer took to finish the files (closing
+	// its streams, writing a lane), which Result.WriteTime counts.
+	Finished time.Duration
 	// Groups are data files the Writer wrote that hold rows of several
 	// partitions (a lane of small partitions), each with the spans of
 	// Ranges whose rows it holds: the commit records them as the ledger's
@@ -202,7 +205,9 @@ type Result struct {
 	Bytes       int64
 	Attempts    int
 	// WriteTime and CommitTime split the duration between writing Parquet
-	// files and committing metadata.
+	// files and committing metadata. A Writer's files count from the end
+	// of the flush's consumption (Flush.Finished): the rows it encoded as
+	// they were consumed are not in it.
 	WriteTime, CommitTime time.Duration
 }
 
@@ -305,7 +310,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 
 	start := time.Now()
 	ch, err := t.writeChanges(ctx, f)
-	res.WriteTime = time.Since(start)
+	res.WriteTime = f.Finished + time.Since(start)
 	if err != nil {
 		t.removeFiles(ctx, log, ch.files())
 		return res, nil, fmt.Errorf("write data files of %s: %w", t.Name(), err)

@@ -79,7 +79,7 @@ func New() *Registry {
 		sessionRetries:   counter("transient_errors_total", "Times a transient storage, catalog or broker error ended a sink session and the sink started again from the ledger after a pause (see --retry-for).", pl),
 		lagErrors:        counter("lag_poll_errors_total", "Failed polls of the broker's offsets for the lag gauges.", pl),
 		commitSeconds:    hist("commit_duration_seconds", "Time to commit a snapshot's metadata, retries included.", prometheus.ExponentialBuckets(0.005, 2, 14)),
-		writeSeconds:     hist("write_duration_seconds", "Time to write a flush's Parquet data files.", prometheus.ExponentialBuckets(0.005, 2, 14)),
+		writeSeconds:     hist("write_duration_seconds", "Time a flush takes to finish its Parquet data files once its records are consumed.", prometheus.ExponentialBuckets(0.005, 2, 14)),
 		flushRecords:     hist("flush_records", "Rows per committed flush.", prometheus.ExponentialBuckets(1, 4, 12)),
 		flushBytes:       hist("flush_bytes", "Parquet bytes per committed flush.", prometheus.ExponentialBuckets(1024, 4, 12)),
 		lastCommit:       gauge("last_commit_timestamp_seconds", "Unix time of the last snapshot this process committed.", pl),

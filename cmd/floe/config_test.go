@@ -291,3 +291,16 @@ func TestFlagSourcesNote(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigPipelinesReplacedByFlags (from an operator's run): --topic and
+// --table on the command line run instead of the config file's
+// pipelines, which were left out without a word.
+func TestConfigPipelinesReplacedByFlags(t *testing.T) {
+	st, loc := sinkStack(t)
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, conf, fmt.Sprintf("brokers: [%s]\npipelines:\n  - topic: orders\n    table: lake.fromfile\n", st.Brokers[0]))
+	code, _, errs := floe(t, append([]string{"sink", "--config", conf, "--topic", "orders", "--table", "lake.fromflags", "--stop-at-end"}, loc...)...)
+	if code != exitOK || !strings.Contains(errs, "replace the config file's pipelines") {
+		t.Errorf("exit %d, stderr %q; want a warning that the file's pipelines do not run", code, errs)
+	}
+}

@@ -196,6 +196,11 @@ func sinkPipelines(ctx context.Context, f *sinkFlags) ([]pipeline, error) {
 	if len(f.topics) == 0 && f.topicRegex == "" {
 		return nil, errors.New("missing --topic NAME or --topic-regex REGEX (or pipelines in the --config file)")
 	}
+	if file != nil && len(file.pipelines) > 0 {
+		// Said, where the file's pipelines were left out without a word
+		// (found by an operator).
+		slog.Warn("--topic, --topic-regex and --table replace the config file's pipelines: only the command line's run", "config_pipelines", len(file.pipelines))
+	}
 	if f.table == "" {
 		return nil, errors.New("missing --table NAMESPACE.TABLE")
 	}

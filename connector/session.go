@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/mapping"
@@ -758,7 +759,13 @@ func (ss *session) poll(ctx context.Context) error {
 				// The group dropped this member (paused or cut off past the
 				// session timeout): franz-go has called the lost callback,
 				// which dropped its partitions, and rejoins on its own.
-				s.log.Warn("the consumer group dropped this member; its partitions were given up, rejoining", "group", s.cfg.Group, "err", fp.Err)
+				msg := "the consumer group dropped this member; its partitions were given up, rejoining"
+				if errors.Is(fp.Err, kerr.GroupIDNotFound) || errors.Is(fp.Err, kerr.UnknownMemberID) {
+					// What a member of the other protocol gets, at every
+					// rejoin (found by an operator).
+					msg += "; if this repeats, the group's members may use the other --group-protocol: give them all the same"
+				}
+				s.log.Warn(msg, "group", s.cfg.Group, "err", fp.Err)
 				return
 			}
 			if !errors.Is(fp.Err, context.Canceled) && !errors.Is(fp.Err, context.DeadlineExceeded) {

@@ -113,3 +113,23 @@ func TestGroupOfTwoTables(t *testing.T) {
 		t.Fatalf("two tables in group shared: the first to stop (%s) said %q:\n%s", r.table, msg, r.errs)
 	}
 }
+
+// TestGroupProtocolMixedHint (from an operator's run): a member started
+// with the other --group-protocol than the group's members logged, every
+// few seconds, "GROUP_ID_NOT_FOUND: The group id does not exist" of a
+// group that exists. The warning names the likely cause.
+func TestGroupProtocolMixedHint(t *testing.T) {
+	st := ordersStack(t)
+	_, catFlags := localCatalog(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	classic := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--group", "mix"}, catFlags...)
+	go floeCtx(ctx, classic...)
+	time.Sleep(3 * time.Second)
+	mctx, mcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer mcancel()
+	_, errs, _ := floeCtx(mctx, append(classic, "--group-protocol", "consumer")...)
+	if !strings.Contains(errs, "may use the other --group-protocol") {
+		t.Errorf("the other protocol's member's warnings do not name the cause:\n%s", errs)
+	}
+}

@@ -19,8 +19,8 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// foreignTable loads table name for another writer's transaction
-// (iceberg-go used directly).
+// foreignTable loads table name with iceberg-go alone, as another writer
+// would (for its transactions, or to read its metadata).
 func foreignTable(t *testing.T, cfg catalog.Config, name string) *table.Table {
 	t.Helper()
 	cat, err := catalog.Open(t.Context(), cfg)

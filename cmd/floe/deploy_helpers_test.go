@@ -87,6 +87,23 @@ func produceRound(t *testing.T, brokers []string, topic string, partitions int32
 	}
 }
 
+// floeRun is how a floe run in the background ended (liveFloe).
+type floeRun struct {
+	errs string
+	err  error
+}
+
+// liveFloe runs floe with args in the background until it ends or ctx
+// does, and returns where its end arrives.
+func liveFloe(ctx context.Context, args ...string) <-chan floeRun {
+	done := make(chan floeRun, 1)
+	go func() {
+		_, errs, err := floeCtx(ctx, args...)
+		done <- floeRun{errs, err}
+	}()
+	return done
+}
+
 // openTable opens a table for checks.
 func openTable(t testing.TB, cfg catalog.Config, name string) *snapshot.Table {
 	t.Helper()

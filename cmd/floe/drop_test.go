@@ -104,22 +104,14 @@ func TestDropRecreatedUnderLiveSink(t *testing.T) {
 	produceRound(t, st.Brokers, "other", 1, 5, map[int32]int64{})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	type result struct {
-		errs string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		_, errs, err := floeCtx(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.t", "--flush-interval", "200ms", "--lag-interval", "1s"}, loc...)...)
-		done <- result{errs, err}
-	}()
+	done := liveFloe(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.t", "--flush-interval", "200ms", "--lag-interval", "1s"}, loc...)...)
 	waitFor(t, 20*time.Second, "the live sink's first commit", func() bool {
 		code, out, _ := floe(t, append([]string{"status", "--table", "lake.t", "--json"}, loc[:2]...)...)
 		return code == 0 && strings.Contains(out, `"snapshot_id"`)
 	})
 	mustFloe(t, append([]string{"drop", "--table", "lake.t", "--yes"}, loc[:2]...)...)
 	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "other", "--table", "lake.t", "--stop-at-end"}, loc...)...)
-	var r result
+	var r floeRun
 	for r.err == nil && r.errs == "" {
 		produceRound(t, st.Brokers, "orders", 3, 3, map[int32]int64{})
 		select {

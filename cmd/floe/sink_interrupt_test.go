@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 )
 
@@ -189,7 +190,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		"--s3-access-key-id", localstack.AccessKeyID, "--s3-secret-access-key", localstack.SecretAccessKey, "--flush-interval", "1h")
 	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stderr syncBuffer
+	var stderr floetest.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -225,22 +226,4 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if !strings.Contains(stderr.String(), "a second signal exits at once") {
 		t.Errorf("the first signal was not logged:\n%s", stderr.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer a child process writes while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -47,16 +47,7 @@ func sinkStack(t *testing.T) (*localstack.Stack, []string) {
 
 func snapshotCount(t *testing.T, st *localstack.Stack, name string) int {
 	t.Helper()
-	cat, err := catalog.Open(t.Context(), st.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident, _ := catalog.ParseIdent(name)
-	tbl, err := cat.LoadTable(t.Context(), ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(tbl.Metadata().Snapshots())
+	return len(foreignTable(t, st.Catalog(), name).Metadata().Snapshots())
 }
 
 func TestSinkCommand(t *testing.T) {

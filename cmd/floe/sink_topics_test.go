@@ -231,15 +231,7 @@ func TestSinkTopicRegexTopicGone(t *testing.T) {
 	// Live: ev-tmp is deleted; ev-keep goes on.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	type result struct {
-		errs string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		_, errs, err := floeCtx(ctx, append(args, "--flush-interval", "100ms", "--lag-interval", "1s", "--topic-check", "1s")...)
-		done <- result{errs, err}
-	}()
+	done := liveFloe(ctx, append(args, "--flush-interval", "100ms", "--lag-interval", "1s", "--topic-check", "1s")...)
 	waitFor(t, 20*time.Second, "both topics sunk", func() bool {
 		return nextOffset(t, st, "lake.ev_keep", keep) == 10 && nextOffset(t, st, "lake.ev_tmp", mapping.TopicPartition{Topic: "ev-tmp"}) == 10
 	})

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,28 +26,10 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
-// syncBuffer is a bytes.Buffer safe for a logger in another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A failed lag poll is logged to the registry's Logger, not to slog's
 // default.
 func TestWatchLagLogsToRegistryLogger(t *testing.T) {
-	var def syncBuffer
+	var def floetest.SyncBuffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&def, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	defer slog.SetDefault(prev)
@@ -65,7 +45,7 @@ func TestWatchLagLogsToRegistryLogger(t *testing.T) {
 	}
 	b.Close() // every poll fails
 
-	var got syncBuffer
+	var got floetest.SyncBuffer
 	r := New()
 	r.Logger = slog.New(slog.NewTextHandler(&got, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := r.Pipeline("orders", "lake.orders", nil)

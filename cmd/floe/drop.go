@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,6 +64,13 @@ dead-letter tables go first) is finished by running it again.`,
 				return err
 			}
 			if !yes {
+				// A sink may still be writing it (an operator dropped a
+				// table 3 s after its last commit without a word).
+				if t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{}); err == nil && t.Head() != nil {
+					if ago := time.Since(time.UnixMilli(t.Head().TimestampMs)); ago < 10*time.Minute && !asJSON {
+						fmt.Fprintf(out, "%s was last committed %s ago: stop the sinks that write it before dropping it\n", t.Name(), ago.Round(time.Second))
+					}
+				}
 				names := make([]string, len(dropped))
 				for i, d := range dropped {
 					names[i] = d.Table

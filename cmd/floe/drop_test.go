@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,11 @@ func TestDropCommand(t *testing.T) {
 		!strings.Contains(out, "would drop lake.ordres_rebuild_dlq") ||
 		!strings.Contains(errs, "pass --yes") || !replayTableExists(t, st, "lake.ordres") || !replayTableExists(t, st, "lake.ordres_dlq") {
 		t.Fatalf("drop without --yes: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Committed moments ago: a sink may still write it (from an
+	// operator's run).
+	if !regexp.MustCompile(`lake.ordres was last committed \d+s ago: stop the sinks that write it before dropping it`).MatchString(out) {
+		t.Errorf("drop without --yes of a table committed moments ago:\n%s", out)
 	}
 	code, _, errs = floe(t, append([]string{"drop", "--table", "lake.ordres_dlq", "--yes"}, loc...)...)
 	if code != exitError || !strings.Contains(errs, "is the dead-letter table of lake.ordres") || !replayTableExists(t, st, "lake.ordres_dlq") {

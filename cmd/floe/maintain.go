@@ -79,14 +79,17 @@ in one snapshot (operation replace, summary floe.operation=compact) that carries
 the ledger is untouched. It takes a file of one Kafka partition only when its offsets lie on one
 unbroken chain of ledger ranges, and the files of a file group (a commit's shared files, an
 earlier compaction's) only all together; the compaction snapshot records its files' file group
-(floe.file-groups: the offsets of each partition they hold, never a gap, a lost or aborted range
-or a file it left alone), and floe audit places them on those ranges. The small files of one Kafka
-partition on one chain make a file of that partition only, placed by its bounds. A file an earlier
-compaction wrote is merged again only with at least as many rows of other files (size tiers: a row
-is rewritten O(log n) times, not at every compaction). Dead-letter tables are compacted per Kafka
-partition. It runs after the rest, on the table and on the dead-letter tables its ledger names,
-and runs safely beside live sinks: a sink commit in between makes it retry on the new head, and
-when a file it replaces is gone (another compaction) it deletes what it wrote and commits nothing.
+(floe.file-groups: the offsets of each partition they hold, joined across offsets of the ranges
+they meet, never a gap, a lost or aborted range), and floe audit places them on those ranges.
+The small files of one Kafka partition on one chain make a file of that partition only, placed by
+its bounds. A file an earlier compaction wrote is merged again only with at least as many rows of
+other files (size tiers: a row is rewritten O(log n) times, not at every compaction). Dead-letter
+tables are compacted per Kafka partition. It runs after the rest, on the table and on the
+dead-letter tables its ledger names, and runs safely beside live sinks: a sink commit in between
+makes it retry on the new head, and when a file it replaces is gone (another compaction) it
+deletes what it wrote and plans again on the new table (three times at most). Files another writer
+added are left alone, and an upsert table with another writer's files is not compacted: merged,
+their change would become floe's, which floe audit no longer reports.
 The replaced files stay until snapshot expiry removes the snapshots that reference them. State
 tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 		Example: `  floe maintain --table lake.orders --expire-older-than 168h --retain-last 100

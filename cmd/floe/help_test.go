@@ -105,3 +105,15 @@ func TestUnknownSubcommand(t *testing.T) {
 		t.Errorf("floe sinkk: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestNoStoppingLineWithoutSignal: the end of a command cancels the
+// signal context too, which the first-signal handler took, at random, for
+// a signal: "stopping: ..." lines on commands no one stopped (found by
+// the suite).
+func TestNoStoppingLineWithoutSignal(t *testing.T) {
+	for range 200 {
+		if _, _, errs := floe(t, "version"); strings.Contains(errs, "stopping") {
+			t.Fatalf("a command no signal stopped logged: %q", errs)
+		}
+	}
+}

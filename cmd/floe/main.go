@@ -52,12 +52,20 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Closed before the deferred stop cancels ctx (defers run last in,
+	// first out), so that the end of the command is not taken for a
+	// signal.
 	finished := make(chan struct{})
 	defer close(finished)
 	go func() {
 		select {
 		case <-finished:
 		case <-ctx.Done():
+			select {
+			case <-finished:
+				return
+			default:
+			}
 			// The first signal asks the command to stop cleanly (a sink
 			// commits what it consumed); with the default handling back,
 			// a second one ends the process at once, which loses nothing

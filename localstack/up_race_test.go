@@ -1,9 +1,11 @@
 package localstack
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -40,6 +42,12 @@ func TestUpRaceKeepsWinnersFolder(t *testing.T) {
 			if errs[j] == nil {
 				running = up[j]
 			}
+		}
+		if running == nil && (errors.Is(errs[0], syscall.EADDRINUSE) || errors.Is(errs[1], syscall.EADDRINUSE)) {
+			// A free port taken by another process before the stack bound
+			// it (the suite's packages run at once): no verdict on the
+			// folder, the round is run again (found by .ci/run).
+			continue
 		}
 		if running == nil {
 			t.Fatalf("round %d: neither started (the refused start removed the folder the other was starting in): %v | %v", i, errs[0], errs[1])

@@ -124,7 +124,12 @@ func TestGroupProtocolMixedHint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
 	defer cancel()
 	classic := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--group", "mix"}, catFlags...)
-	go floeCtx(ctx, classic...)
+	done := liveFloe(ctx, classic...)
+	// Stopped before the test's folders are removed, which it writes in.
+	defer func() {
+		cancel()
+		<-done
+	}()
 	time.Sleep(3 * time.Second)
 	mctx, mcancel := context.WithTimeout(ctx, 15*time.Second)
 	defer mcancel()

@@ -311,6 +311,11 @@ type Report struct {
 	// Findings are sorted by partition, level and offset. The table is
 	// complete when there are none.
 	Findings []Finding
+	// Accepted are findings that an earlier report listed too, set aside by
+	// Accept: Complete and the partitions' counts leave them out.
+	// AcceptedFrom names that report; it is empty when Accept did not run.
+	Accepted     []Finding
+	AcceptedFrom string
 	// Notes are facts worth knowing that are not findings.
 	Notes    []string
 	Evidence Evidence

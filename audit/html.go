@@ -121,8 +121,10 @@ type htmlView struct {
 	TotalLag            int64
 	Findings            []htmlFinding
 	MoreFindings        int
-	RangesDrawnMax      int
-	ListedMax           int
+	// Accepted are the findings --accept set aside (Report.Accepted).
+	Accepted       []htmlFinding
+	RangesDrawnMax int
+	ListedMax      int
 	// Upsert is set for an upsert table, whose key columns KeyColumns
 	// lists (comma-separated), and whose partitions count upserts, deletes
 	// and skipped records.
@@ -157,9 +159,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	v.Read += r.readPhrase()
 	if r.Complete() {
-		v.Verdict = r.completeVerdict()
+		v.Verdict = r.completeVerdict() + r.acceptedPhrase()
 	} else {
-		v.Verdict = r.findingSummary()
+		v.Verdict = r.findingSummary() + r.acceptedPhrase()
 	}
 	how := map[Level]string{
 		LevelLedger:  "snapshot summaries (always)",
@@ -199,10 +201,20 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		return cmp.Or(-cmp.Compare(a.Findings, b.Findings), -cmp.Compare(lagOf(a.PartitionReport), lagOf(b.PartitionReport)))
 	})
 	v.PartsCount = plural(len(v.Parts), "partition")
-	for i, f := range r.Findings {
+	v.Findings, v.MoreFindings = htmlFindings(r.Findings)
+	v.Accepted, _ = htmlFindings(r.Accepted)
+	if err := htmlTmpl.Execute(w, v); err != nil {
+		return fmt.Errorf("write audit report as HTML: %w", err)
+	}
+	return nil
+}
+
+// htmlFindings are findings as the report lists them, at most
+// maxHTMLFindings, and how many more there are.
+func htmlFindings(findings []Finding) (list []htmlFinding, more int) {
+	for i, f := range findings {
 		if i == maxHTMLFindings {
-			v.MoreFindings = len(r.Findings) - i
-			break
+			return list, len(findings) - i
 		}
 		hf := htmlFinding{Finding: f}
 		if f.HasPartition {
@@ -211,12 +223,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 				hf.Also = append(hf.Also, htmlLink{Name: partName(o), Anchor: anchor(o)})
 			}
 		}
-		v.Findings = append(v.Findings, hf)
+		list = append(list, hf)
 	}
-	if err := htmlTmpl.Execute(w, v); err != nil {
-		return fmt.Errorf("write audit report as HTML: %w", err)
-	}
-	return nil
+	return list, 0
 }
 
 func lagOf(p PartitionReport) int64 {

@@ -47,8 +47,11 @@ type jsonReport struct {
 	DeadLettersRead  int64           `json:"dead_letters_read,omitempty"`
 	Partitions       []jsonPartition `json:"partitions"`
 	Findings         []jsonFinding   `json:"findings"`
-	Notes            []string        `json:"notes"`
-	Evidence         jsonEvidence    `json:"evidence"`
+	// Accepted and AcceptedFrom are present only with --accept.
+	Accepted     []jsonFinding `json:"accepted,omitempty"`
+	AcceptedFrom *string       `json:"accepted_from,omitempty"`
+	Notes        []string      `json:"notes"`
+	Evidence     jsonEvidence  `json:"evidence"`
 }
 
 type jsonPartition struct {
@@ -186,26 +189,14 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out.Partitions = append(out.Partitions, jp)
 	}
 	for _, f := range r.Findings {
-		jf := jsonFinding{Level: f.Level, Kind: f.Kind, Detail: f.Detail}
-		if f.HasPartition {
-			jf.Partition = ptr(f.Partition.Partition)
-			if f.Partition.Topic != "" {
-				jf.Topic = ptr(f.Partition.Topic)
-			}
+		out.Findings = append(out.Findings, jsonFindingOf(f))
+	}
+	if r.AcceptedFrom != "" {
+		out.AcceptedFrom = ptr(r.AcceptedFrom)
+		out.Accepted = []jsonFinding{}
+		for _, f := range r.Accepted {
+			out.Accepted = append(out.Accepted, jsonFindingOf(f))
 		}
-		if f.HasOffsets {
-			jf.Offsets = &span{f.Offsets.Low, f.Offsets.High}
-		}
-		if f.File != "" {
-			jf.File = ptr(f.File)
-		}
-		if f.SnapshotID != 0 {
-			jf.SnapshotID = ptr(f.SnapshotID)
-		}
-		for _, o := range f.Others {
-			jf.OtherPartitions = append(jf.OtherPartitions, jsonPartitionRef{Topic: o.Topic, Partition: o.Partition})
-		}
-		out.Findings = append(out.Findings, jf)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -214,6 +205,30 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("write audit report as JSON: %w", err)
 	}
 	return nil
+}
+
+// jsonFindingOf is f as the JSON report lists it.
+func jsonFindingOf(f Finding) jsonFinding {
+	jf := jsonFinding{Level: f.Level, Kind: f.Kind, Detail: f.Detail}
+	if f.HasPartition {
+		jf.Partition = ptr(f.Partition.Partition)
+		if f.Partition.Topic != "" {
+			jf.Topic = ptr(f.Partition.Topic)
+		}
+	}
+	if f.HasOffsets {
+		jf.Offsets = &span{f.Offsets.Low, f.Offsets.High}
+	}
+	if f.File != "" {
+		jf.File = ptr(f.File)
+	}
+	if f.SnapshotID != 0 {
+		jf.SnapshotID = ptr(f.SnapshotID)
+	}
+	for _, o := range f.Others {
+		jf.OtherPartitions = append(jf.OtherPartitions, jsonPartitionRef{Topic: o.Topic, Partition: o.Partition})
+	}
+	return jf
 }
 
 func (p PartitionReport) status() string {
@@ -269,35 +284,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if len(r.Findings) > 0 {
 		fmt.Fprintf(&b, "\nFINDINGS\n")
-		for i, f := range r.Findings {
-			if i == maxTextFindings {
-				fmt.Fprintf(&b, "... and %d more (the JSON report lists them all)\n", len(r.Findings)-i)
-				break
-			}
-			head := fmt.Sprintf("%s %s", f.Level, f.Kind)
-			if f.HasPartition {
-				head += " " + partName(f.Partition)
-			}
-			if f.HasOffsets {
-				head += " " + f.Offsets.String()
-			}
-			fmt.Fprintf(&b, "- %s\n", head)
-			wrap(&b, "    ", f.Detail)
-			if len(f.Others) > 0 {
-				names := make([]string, len(f.Others))
-				for i, o := range f.Others {
-					names[i] = partName(o)
-				}
-				if f.HasPartition {
-					wrap(&b, "    ", "also concerns "+strings.Join(names, ", ")+" (their rows are counted together)")
-				} else {
-					wrap(&b, "    ", "concerns "+strings.Join(names, ", "))
-				}
-			}
-			if f.File != "" {
-				fmt.Fprintf(&b, "    file %s\n", f.File)
-			}
-		}
+		writeFindings(&b, r.Findings)
+	}
+	if r.AcceptedFrom != "" && len(r.Accepted) > 0 {
+		fmt.Fprintf(&b, "\nACCEPTED (findings of %s, not counted in the verdict)\n", r.AcceptedFrom)
+		writeFindings(&b, r.Accepted)
 	}
 	if len(r.Notes) > 0 {
 		fmt.Fprintf(&b, "\nNOTES\n")
@@ -307,13 +298,46 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	if r.Complete() {
-		wrap(&b, "", "verdict: COMPLETE, "+r.completeVerdict())
+		wrap(&b, "", "verdict: COMPLETE, "+r.completeVerdict()+r.acceptedPhrase())
 	} else {
-		wrap(&b, "", "verdict: NOT COMPLETE, "+r.findingSummary())
+		wrap(&b, "", "verdict: NOT COMPLETE, "+r.findingSummary()+r.acceptedPhrase())
 	}
 	fmt.Fprintf(&b, "evidence %s\n", r.Evidence.Digest)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeFindings lists findings for a person, at most maxTextFindings.
+func writeFindings(b *strings.Builder, findings []Finding) {
+	for i, f := range findings {
+		if i == maxTextFindings {
+			fmt.Fprintf(b, "... and %d more (the JSON report lists them all)\n", len(findings)-i)
+			break
+		}
+		head := fmt.Sprintf("%s %s", f.Level, f.Kind)
+		if f.HasPartition {
+			head += " " + partName(f.Partition)
+		}
+		if f.HasOffsets {
+			head += " " + f.Offsets.String()
+		}
+		fmt.Fprintf(b, "- %s\n", head)
+		wrap(b, "    ", f.Detail)
+		if len(f.Others) > 0 {
+			names := make([]string, len(f.Others))
+			for i, o := range f.Others {
+				names[i] = partName(o)
+			}
+			if f.HasPartition {
+				wrap(b, "    ", "also concerns "+strings.Join(names, ", ")+" (their rows are counted together)")
+			} else {
+				wrap(b, "    ", "concerns "+strings.Join(names, ", "))
+			}
+		}
+		if f.File != "" {
+			fmt.Fprintf(b, "    file %s\n", f.File)
+		}
+	}
 }
 
 // partitionTable writes one aligned line per partition.
@@ -396,8 +420,6 @@ func (r *Report) contentTotals() *ContentStats {
 	return &sum
 }
 
-// findingSummary counts the findings by kind, for example "3 findings: 1
-// gap, 2 missing-file".
 // completeVerdict says what a complete table's verdict covers: every
 // offset up to the table's next offsets. Lag is not a finding, so the
 // verdict says whether the log holds more, or that no broker was asked.
@@ -428,10 +450,24 @@ func (r *Report) completeVerdict() string {
 	}
 }
 
-func (r *Report) findingSummary() string {
+// findingSummary counts the findings by kind, for example "3 findings: 1
+// gap, 2 missing-file".
+func (r *Report) findingSummary() string { return summarize(r.Findings) }
+
+// acceptedPhrase adds to a verdict the findings --accept set aside: "; and
+// 1 accepted finding of base.json: 1 lost" ("" when none).
+func (r *Report) acceptedPhrase() string {
+	if len(r.Accepted) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; besides, accepted as in %s, %s", r.AcceptedFrom, summarize(r.Accepted))
+}
+
+// summarize counts findings by kind: "3 findings: 1 gap, 2 missing-file".
+func summarize(findings []Finding) string {
 	var kinds []Kind
 	count := map[Kind]int{}
-	for _, f := range r.Findings {
+	for _, f := range findings {
 		if count[f.Kind] == 0 {
 			kinds = append(kinds, f.Kind)
 		}
@@ -442,10 +478,10 @@ func (r *Report) findingSummary() string {
 		parts[i] = fmt.Sprintf("%d %s", count[k], k)
 	}
 	noun := "findings"
-	if len(r.Findings) == 1 {
+	if len(findings) == 1 {
 		noun = "finding"
 	}
-	return fmt.Sprintf("%d %s: %s", len(r.Findings), noun, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d %s: %s", len(findings), noun, strings.Join(parts, ", "))
 }
 
 // plural formats a count and a noun, adding an s unless the count is one.

@@ -27,6 +27,7 @@ type auditFlags struct {
 	json          bool
 	html          string
 	pdf           string
+	accept        string
 	registryFlags
 }
 
@@ -80,11 +81,18 @@ the lag), the findings with their evidence and how to re-verify the digest. It l
 from the network (inline CSS and SVG, no script). --pdf FILE prints that report to PDF with
 headless Chromium, which must be installed (Debian's chromium).
 
-Exit status: 0 the table is complete, 1 there are findings, 2 the audit could not run.`,
+A finding that was reviewed and must stay (a loss recorded with --on-data-loss record stays in
+the ledger for good) can be accepted: --accept FILE takes an earlier audit's JSON report of the
+table, and its findings, met again unchanged (same partition, offsets, file and snapshot), are
+listed apart and do not fail the audit; a new finding, or the same loss grown, still does.
+
+Exit status: 0 the table is complete (but for accepted findings), 1 there are findings, 2 the
+audit could not run.`,
 		Example: `  floe audit --table lake.orders
   floe audit --table lake.orders --deep --brokers localhost:9092 --verify-content
   floe audit --table lake.orders --brokers localhost:9092 --json > audit.json
-  floe audit --table lake.orders --brokers localhost:9092 --html audit.html`,
+  floe audit --table lake.orders --brokers localhost:9092 --html audit.html
+  floe audit --table lake.orders --json > reviewed.json && floe audit --table lake.orders --accept reviewed.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAudit(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
@@ -99,6 +107,7 @@ Exit status: 0 the table is complete, 1 there are findings, 2 the audit could no
 	fs.BoolVar(&f.verifyContent, "verify-content", false, "re-read the retained log and compare every record with its row (needs --brokers)")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON (schema floe.audit/v1)")
 	fs.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML `FILE` (to read in a browser or print)")
+	fs.StringVar(&f.accept, "accept", "", "accept the findings an earlier audit's JSON report `FILE` lists: shown, not counted")
 	fs.StringVar(&f.pdf, "pdf", "", "also print the HTML report to a PDF `FILE`, with headless Chromium (apt-get install chromium)")
 	f.registryFlags.register(fs)
 	return cmd
@@ -119,6 +128,14 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 		if dir := filepath.Dir(out[1]); !folderExists(dir) {
 			return errors.New(valueMessage(out[0], out[1], fmt.Sprintf("a file in a folder that exists (%s does not)", dir)))
 		}
+	}
+	var baseline []byte
+	if f.accept != "" {
+		b, err := os.ReadFile(f.accept)
+		if err != nil {
+			return fmt.Errorf("--accept %s: %w", f.accept, err)
+		}
+		baseline = b
 	}
 	tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: f.branch})
 	if err != nil {
@@ -149,6 +166,11 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	rep, err := audit.Run(ctx, tbl, opts)
 	if err != nil {
 		return err
+	}
+	if f.accept != "" {
+		if err := rep.Accept(baseline, f.accept); err != nil {
+			return err
+		}
 	}
 	if src, _ := ctx.Value(sourcesKey{}).(flagSources); broker != nil {
 		rep.BrokersSource = src["brokers"]

@@ -490,3 +490,78 @@ func TestAuditLostNamesItsSnapshot(t *testing.T) {
 		t.Errorf("the lost finding: %+v", f)
 	}
 }
+
+// TestAuditAcceptsReviewedLoss: a loss recorded with --on-data-loss record
+// stays in the ledger, so an audit run by cron failed for good once an
+// operator had reviewed it. --accept takes the reviewed audit's JSON
+// report: the same loss is listed apart and the audit passes; a second
+// loss fails it again, and a report of another table is refused.
+func TestAuditAcceptsReviewedLoss(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "pay", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	sink := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "pay", "--table", "lake.pay", "--stop-at-end", "--on-data-loss", "record"}, loc...)
+	lose := func(upTo int64) {
+		produceRound(t, st.Brokers, "pay", 1, 10, map[int32]int64{})
+		mustFloe(t, sink...)
+		produceRound(t, st.Brokers, "pay", 1, 10, map[int32]int64{})
+		if err := st.Cluster.DeleteRecords("pay", 0, upTo); err != nil {
+			t.Fatal(err)
+		}
+		mustFloe(t, sink...)
+	}
+	lose(15)
+	audit := append([]string{"audit", "--table", "lake.pay"}, loc[:2]...)
+	code, reviewed, errs := floe(t, append(audit, "--json")...)
+	if code != exitFindings {
+		t.Fatalf("audit: exit %d\n%s\n%s", code, reviewed, errs)
+	}
+	baseline := filepath.Join(t.TempDir(), "reviewed.json")
+	if err := os.WriteFile(baseline, []byte(reviewed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := floe(t, append(audit, "--accept", baseline)...)
+	if code != 0 || !strings.Contains(out, "ACCEPTED (findings of "+baseline) || !strings.Contains(out, "ledger lost pay/0 [10, 15)") ||
+		!strings.Contains(out, "verdict: COMPLETE") || !strings.Contains(out, "1 finding: 1 lost") {
+		t.Fatalf("audit --accept: exit %d\n%s\n%s", code, out, errs)
+	}
+	var rep struct {
+		Complete     bool              `json:"complete"`
+		Findings     []json.RawMessage `json:"findings"`
+		Accepted     []struct{ Kind string }
+		AcceptedFrom string `json:"accepted_from"`
+		Partitions   []struct {
+			Findings int    `json:"findings"`
+			Status   string `json:"status"`
+		} `json:"partitions"`
+	}
+	_, out, _ = floe(t, append(audit, "--accept", baseline, "--json")...)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Complete || len(rep.Findings) != 0 || len(rep.Accepted) != 1 ||
+		rep.Accepted[0].Kind != "lost" || rep.AcceptedFrom != baseline || rep.Partitions[0].Findings != 0 || rep.Partitions[0].Status != "complete" {
+		t.Fatalf("audit --accept --json: %+v (%v)\n%s", rep, err, out)
+	}
+	html := filepath.Join(t.TempDir(), "r.html")
+	mustFloe(t, append(audit, "--accept", baseline, "--html", html)...)
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), `id="accepted-table"`) || !strings.Contains(string(b), `data-complete="true"`) {
+		t.Errorf("HTML report with --accept: %v", err)
+	}
+
+	// A new loss is not the reviewed one.
+	lose(35)
+	code, out, errs = floe(t, append(audit, "--accept", baseline)...)
+	if code != exitFindings || !strings.Contains(out, "FINDINGS\n- ledger lost pay/0 [30, 35)") || !strings.Contains(out, "verdict: NOT COMPLETE, 1 finding: 1 lost; besides, accepted") {
+		t.Fatalf("audit --accept after a second loss: exit %d\n%s\n%s", code, out, errs)
+	}
+
+	other := filepath.Join(t.TempDir(), "other.json")
+	if err := os.WriteFile(other, []byte(strings.Replace(reviewed, `"table": "lake.pay"`, `"table": "lake.other"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := floe(t, append(audit, "--accept", other)...); code != exitError || !strings.Contains(errs, "it is the audit of lake.other (branch main), not of lake.pay") {
+		t.Errorf("--accept of another table's report: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := floe(t, append(audit, "--accept", html)...); code != exitError || !strings.Contains(errs, "not a floe audit JSON report") {
+		t.Errorf("--accept of an HTML report: exit %d\n%s", code, errs)
+	}
+}

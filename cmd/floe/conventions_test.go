@@ -255,3 +255,37 @@ func TestOnceHandlerLogValuer(t *testing.T) {
 		t.Fatalf("the record's value of n (2) is dropped: %s", buf.String())
 	}
 }
+
+// TestJSONLogError: with --log-format json (or FLOE_LOG_FORMAT) the line
+// saying why a command failed is a JSON log record too, with the exit
+// code; it was the one text line among JSON ones, which a log shipper
+// drops (asked by operators).
+func TestJSONLogError(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	t.Chdir(t.TempDir())
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"audit", "--table", "lake.nope", "--log-format", "json"}, &stdout, &stderr)
+	var rec struct {
+		Level    string `json:"level"`
+		Msg      string `json:"msg"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal(stderr.Bytes(), &rec); err != nil || code != exitError || rec.Level != "ERROR" ||
+		rec.ExitCode != exitError || !strings.Contains(rec.Msg, "catalog not found") {
+		t.Fatalf("exit %d, stderr %q (%v)", code, stderr.String(), err)
+	}
+	stderr.Reset()
+	if code := run([]string{"audit", "--table", "lake.nope"}, &stdout, &stderr); code != exitError || !strings.HasPrefix(stderr.String(), "floe: catalog not found") {
+		t.Fatalf("text: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestDidYouMeanOnce: floe's own flag suggestion ends in one question
+// mark ("--table? (see --help)?" had two).
+func TestDidYouMeanOnce(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	run([]string{"audit", "--tabel", "x"}, &stdout, &stderr)
+	if got := strings.TrimSpace(stderr.String()); !strings.HasSuffix(got, "did you mean --table? (see --help)") {
+		t.Fatalf("stderr %q", got)
+	}
+}

@@ -95,20 +95,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// the libraries' errors name become the flags that set them.
 	err = catalog.Explain(err)
 	msg := withFlags(err)
-	fmt.Fprintf(stderr, "floe: %s\n", oneLine(msg+src.note(msg)))
+	code := exitError
 	if errors.As(err, &ce) {
-		return ce.code
+		code = ce.code
 	}
-	return exitError
+	msg = oneLine(msg + src.note(msg))
+	if f := root.PersistentFlags().Lookup("log-format"); f != nil && f.Value.String() == "json" {
+		// A log shipper reading JSON lines would drop or choke on the one
+		// line that says why the process stopped (asked by operators).
+		slog.New(slog.NewJSONHandler(stderr, nil)).Error(msg, "exit_code", code)
+		return code
+	}
+	fmt.Fprintf(stderr, "floe: %s\n", msg)
+	return code
 }
 
 func oneLine(s string) string {
 	// cobra's suggestion for a mistyped command is a paragraph of its
 	// own, which ran on: `for "floe" Did you mean this? sink` (found by a
 	// new user).
-	s = strings.Replace(s, "\n\nDid you mean this?\n", "; did you mean ", 1)
-	if strings.Contains(s, "; did you mean ") {
-		s = strings.TrimRight(s, "\n") + "?"
+	if t := strings.Replace(s, "\n\nDid you mean this?\n", "; did you mean ", 1); t != s {
+		s = strings.TrimRight(t, "\n") + "?"
 	}
 	return strings.Join(strings.Fields(s), " ")
 }

@@ -251,16 +251,15 @@ func (t *Table) Compacted() bool {
 // (floe maintain --remove-orphans); the replaced files stay reachable
 // from older snapshots until snapshot expiry deletes them.
 func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	for plans := 1; ; plans++ {
 		res, err := t.compactOnce(ctx, opts)
 		if _, conflict := errors.AsType[*CompactConflictError](err); !conflict || plans == maxCompactPlans || ctx.Err() != nil {
 			return res, err
 		}
-		log := opts.Logger
-		if log == nil {
-			log = slog.Default()
-		}
-		log.Info("compaction lost to another change of the table; planning again on it", "table", t.Name(), "err", err)
+		opts.Logger.Info("compaction lost to another change of the table; planning again on it", "table", t.Name(), "err", err)
 	}
 }
 
@@ -275,9 +274,6 @@ func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactRe
 	start := time.Now()
 	res := CompactResult{Table: t.Name()}
 	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	target := opts.TargetFileSize
 	if target <= 0 {
 		target = DefaultTargetFileSize

@@ -176,7 +176,7 @@ func (f *brokerFlags) dial(ctx context.Context) (*connector.Broker, error) {
 	if len(f.brokers) == 0 {
 		return nil, nil
 	}
-	sec, err := f.security()
+	sec, err := f.security(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -56,12 +57,15 @@ func (f *kafkaSecurityFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Scope, flagScope, "", "OAUTHBEARER: `SCOPE` asked of --kafka-sasl-token-url")
 }
 
-// security is the flags over the --kafka-config file.
-func (f *kafkaSecurityFlags) security() (connector.Security, error) {
+// security is the flags over the --kafka-config file. Where a setting's
+// value came from the file, it records that in ctx's flagSources, so that
+// an error about the setting names the file's line, not only a flag the
+// user never gave.
+func (f *kafkaSecurityFlags) security(ctx context.Context) (connector.Security, error) {
 	if f.kafkaConfig == "" {
 		return f.sec, nil
 	}
-	sec, err := readKafkaProperties(f.kafkaConfig)
+	sec, origins, err := readKafkaProperties(f.kafkaConfig)
 	if err != nil {
 		return sec, err
 	}
@@ -81,20 +85,53 @@ func (f *kafkaSecurityFlags) security() (connector.Security, error) {
 	} {
 		if given(name) {
 			*pair[0] = *pair[1]
+			delete(origins, name)
 		}
+	}
+	if given(flagTLS) {
+		delete(origins, flagTLS)
+	}
+	if src, _ := ctx.Value(sourcesKey{}).(flagSources); src != nil {
+		maps.Copy(src, origins)
+	}
+	// A SASL mechanism the file names without its user or password: the
+	// error names the file, which is where the user set it.
+	if from, ok := origins[flagMechanism]; ok && slices.Contains(userMechanisms, sec.Mechanism) && (sec.User == "" || sec.Password == "") {
+		return sec, fmt.Errorf("%s: %s needs a user and a password: set sasl.username and sasl.password there (or username and password in sasl.jaas.config), or pass --%s and --%s (FLOE_KAFKA_SASL_PASSWORD)",
+			from, sec.Mechanism, flagUser, flagPassword)
 	}
 	return sec, nil
 }
+
+// userMechanisms are the SASL mechanisms that authenticate a user with a
+// password.
+var userMechanisms = []string{connector.MechanismPlain, connector.MechanismScram256, connector.MechanismScram512}
 
 // readKafkaProperties reads the security settings of a Kafka client
 // properties file, as the Java client and librdkafka name them. Keys that
 // are not about security (bootstrap.servers, client.id, ...) are ignored so
 // that the file other clients read serves floe too.
-func readKafkaProperties(path string) (connector.Security, error) {
-	var sec connector.Security
+//
+// origins says, for each flag whose setting the file gave, which line:
+// "--kafka-config client.properties line 3 (ssl.ca.location)".
+func readKafkaProperties(path string) (sec connector.Security, origins map[string]string, err error) {
 	props, err := parseProperties(path)
 	if err != nil {
-		return sec, err
+		return sec, nil, err
+	}
+	origins = map[string]string{}
+	// get is the value of the first of keys the file sets, recording its
+	// line as the origin of flag's setting.
+	get := func(flag string, keys ...string) string {
+		for _, key := range keys {
+			if p := props[key]; p.value != "" {
+				if flag != "" {
+					origins[flag] = fmt.Sprintf("--kafka-config %s line %d (%s)", path, p.line, key)
+				}
+				return p.value
+			}
+		}
+		return ""
 	}
 	// librdkafka names the mechanism sasl.mechanisms; the Java client
 	// sasl.mechanism.
@@ -104,7 +141,7 @@ func readKafkaProperties(path string) (connector.Security, error) {
 		}
 	}
 	if err := checkPropertyNames(path, props); err != nil {
-		return sec, err
+		return sec, nil, err
 	}
 	bad := func(key, format string, args ...any) error {
 		if p, ok := props[key]; ok {
@@ -112,48 +149,49 @@ func readKafkaProperties(path string) (connector.Security, error) {
 		}
 		return fmt.Errorf("--kafka-config %s: %s is not set: %s", path, key, fmt.Sprintf(format, args...))
 	}
-	get := func(key string) string { return props[key].value }
 	for _, key := range []string{"ssl.truststore.location", "ssl.keystore.location"} {
-		if get(key) != "" {
-			return sec, bad(key, "floe reads PEM files, not Java key stores: export them (keytool -exportcert -rfc, openssl pkcs12) and set ssl.ca.location, ssl.certificate.location and ssl.key.location")
+		if get("", key) != "" {
+			return sec, nil, bad(key, "floe reads PEM files, not Java key stores: export them (keytool -exportcert -rfc, openssl pkcs12) and set ssl.ca.location, ssl.certificate.location and ssl.key.location")
 		}
 	}
 	sasl := false
-	switch p := strings.ToUpper(get("security.protocol")); p {
+	protocol := get(flagTLS, "security.protocol")
+	switch strings.ToUpper(protocol) {
 	case "", "PLAINTEXT":
+		delete(origins, flagTLS)
 	case "SSL":
 		sec.TLS = true
 	case "SASL_PLAINTEXT":
 		sasl = true
+		delete(origins, flagTLS)
 	case "SASL_SSL":
 		sec.TLS, sasl = true, true
 	default:
-		return sec, bad("security.protocol", "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", get("security.protocol"))
+		return sec, nil, bad("security.protocol", "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", protocol)
 	}
-	sec.TLSCAFile = get("ssl.ca.location")
-	sec.TLSCertFile = get("ssl.certificate.location")
-	sec.TLSKeyFile = get("ssl.key.location")
-	mech := strings.ToUpper(get("sasl.mechanism"))
+	sec.TLSCAFile = get(flagTLSCA, "ssl.ca.location")
+	sec.TLSCertFile = get(flagTLSCert, "ssl.certificate.location")
+	sec.TLSKeyFile = get(flagTLSKey, "ssl.key.location")
+	mech := strings.ToUpper(get(flagMechanism, "sasl.mechanism"))
 	switch {
 	case !sasl && mech != "":
-		return sec, bad("sasl.mechanism", "%s needs security.protocol SASL_SSL or SASL_PLAINTEXT (it is %q)", mech, get("security.protocol"))
+		return sec, nil, bad("sasl.mechanism", "%s needs security.protocol SASL_SSL or SASL_PLAINTEXT (it is %q)", mech, protocol)
 	case !sasl:
-		return sec, nil
+		return sec, origins, nil
 	case mech == "":
-		return sec, bad("sasl.mechanism", "security.protocol %s needs one: floe supports %s (librdkafka names it sasl.mechanisms)", get("security.protocol"), strings.Join(connector.Mechanisms, ", "))
+		return sec, nil, bad("sasl.mechanism", "security.protocol %s needs one: floe supports %s (librdkafka names it sasl.mechanisms)", protocol, strings.Join(connector.Mechanisms, ", "))
 	case mech == "GSSAPI":
-		return sec, bad("sasl.mechanism", "%q: floe supports %s (Kerberos, GSSAPI, is not supported)", get("sasl.mechanism"), strings.Join(connector.Mechanisms, ", "))
+		return sec, nil, bad("sasl.mechanism", "%q: floe supports %s (Kerberos, GSSAPI, is not supported)", props["sasl.mechanism"].value, strings.Join(connector.Mechanisms, ", "))
 	}
 	sec.Mechanism = mech
-	sec.User, sec.Password = get("sasl.username"), get("sasl.password")
-	sec.TokenURL = get("sasl.oauthbearer.token.endpoint.url")
-	sec.User = orElse(get("sasl.oauthbearer.client.id"), sec.User)
-	sec.Password = orElse(get("sasl.oauthbearer.client.secret"), sec.Password)
-	sec.Scope = get("sasl.oauthbearer.scope")
-	if jaas := get("sasl.jaas.config"); jaas != "" {
-		module, opts, err := parseJAAS(jaas)
+	sec.User = get(flagUser, "sasl.oauthbearer.client.id", "sasl.username")
+	sec.Password = get(flagPassword, "sasl.oauthbearer.client.secret", "sasl.password")
+	sec.TokenURL = get(flagTokenURL, "sasl.oauthbearer.token.endpoint.url")
+	sec.Scope = get(flagScope, "sasl.oauthbearer.scope")
+	if jaas := props["sasl.jaas.config"]; jaas.value != "" {
+		module, opts, err := parseJAAS(jaas.value)
 		if err != nil {
-			return sec, bad("sasl.jaas.config", "%v", err)
+			return sec, nil, bad("sasl.jaas.config", "%v", err)
 		}
 		want := map[string]string{
 			connector.MechanismPlain:       "PlainLoginModule",
@@ -163,13 +201,24 @@ func readKafkaProperties(path string) (connector.Security, error) {
 			connector.MechanismMSKIAM:      "IAMLoginModule",
 		}[mech]
 		if want != "" && !strings.HasSuffix(module, "."+want) && module != want {
-			return sec, bad("sasl.jaas.config", "login module %s does not serve sasl.mechanism %s: want a %s", module, mech, want)
+			return sec, nil, bad("sasl.jaas.config", "login module %s does not serve sasl.mechanism %s: want a %s", module, mech, want)
 		}
-		sec.User = orElse(opts["username"], orElse(opts["clientId"], sec.User))
-		sec.Password = orElse(opts["password"], orElse(opts["clientSecret"], sec.Password))
-		sec.Scope = orElse(opts["scope"], sec.Scope)
+		origin := fmt.Sprintf("--kafka-config %s line %d (sasl.jaas.config)", path, jaas.line)
+		for _, o := range []struct {
+			flag string
+			to   *string
+			keys []string
+		}{
+			{flagUser, &sec.User, []string{"username", "clientId"}},
+			{flagPassword, &sec.Password, []string{"password", "clientSecret"}},
+			{flagScope, &sec.Scope, []string{"scope"}},
+		} {
+			if v := orElse(opts[o.keys[0]], opts[o.keys[len(o.keys)-1]]); v != "" {
+				*o.to, origins[o.flag] = v, origin
+			}
+		}
 	}
-	return sec, nil
+	return sec, origins, nil
 }
 
 // securityProperties are the properties of a client's configuration that

@@ -722,6 +722,9 @@ func TestKafkaConfigFileErrors(t *testing.T) {
 			"line 2: ssl.ca.locaton is not a setting floe reads; did you mean ssl.ca.location?"},
 		{"no mechanism", "security.protocol=SASL_SSL\nbootstrap.servers=k:9092\n",
 			": sasl.mechanism is not set: security.protocol SASL_SSL needs one: floe supports PLAIN"},
+		// It said "missing --kafka-sasl-user", a flag the user never gave.
+		{"no user", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n",
+			"line 2 (sasl.mechanism): PLAIN needs a user and a password: set sasl.username and sasl.password there"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			props := filepath.Join(t.TempDir(), "client.properties")
@@ -769,4 +772,31 @@ pipelines:
 	}
 	checkTable(t, cat, "lake.orders", "orders", orders)
 	checkTable(t, cat, "lake.payments", "payments", payments)
+}
+
+// TestKafkaConfigNamesItsLines: an error about a setting the properties
+// file gave names the file's line besides the flag (it named only the
+// flag, which the user never gave): a CA file that cannot be read, and a
+// password the brokers refuse.
+func TestKafkaConfigNamesItsLines(t *testing.T) {
+	c := startSecureCluster(t, false, kfake.User("SCRAM-SHA-256", floeUser, floePass))
+	_, catFlags := localCatalog(t)
+	dir := t.TempDir()
+	props := filepath.Join(dir, "client.properties")
+	sink := append([]string{"sink", "--brokers", c.brokers[0], "--kafka-config", props, "--topic", "orders", "--table", "lake.orders", "--dial-timeout", "5s"}, catFlags...)
+
+	writeFile(t, props, "security.protocol=SSL\nssl.ca.location="+filepath.Join(dir, "gone.pem")+"\n")
+	code, _, errs := floe(t, sink...)
+	if line := errorLine(errs); code != 2 || !strings.Contains(line, "readable PEM file") || !strings.Contains(line, "--kafka-tls-ca was set by --kafka-config "+props+" line 2 (ssl.ca.location)") {
+		t.Errorf("unreadable CA: exit %d, %s", code, line)
+	}
+
+	writeFile(t, props, "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nssl.ca.location="+c.certs.CAFile+"\n"+
+		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\""+floeUser+"\" password=\"stale-password\";\n")
+	code, out, errs := floe(t, sink...)
+	noSecret(t, out, errs)
+	if line := errorLine(errs); code != 2 || !strings.Contains(line, "wrong user or password") ||
+		!strings.Contains(line, "--kafka-sasl-password was set by --kafka-config "+props+" line 4 (sasl.jaas.config)") {
+		t.Errorf("refused password: exit %d, %s", code, line)
+	}
 }

@@ -288,4 +288,14 @@ func TestDidYouMeanOnce(t *testing.T) {
 	if got := strings.TrimSpace(stderr.String()); !strings.HasSuffix(got, "did you mean --table? (see --help)") {
 		t.Fatalf("stderr %q", got)
 	}
+	// A config file's key too ("did you mean catalog??", from a new user).
+	conf := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(conf, []byte("catalg: /x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	run([]string{"status", "--config", conf, "--table", "lake.t"}, &stdout, &stderr)
+	if got := strings.TrimSpace(stderr.String()); !strings.HasSuffix(got, `unknown key "catalg"; did you mean catalog?`) {
+		t.Fatalf("stderr %q", got)
+	}
 }

@@ -57,6 +57,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// signal.
 	finished := make(chan struct{})
 	defer close(finished)
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	// Only a sink or a replay has consumed records to commit when asked to
+	// stop; the line said so for every command (a status --serve, a local
+	// stack), found by a new user.
+	committing := false
+	if c, _, err := root.Find(args); err == nil {
+		committing = c.Name() == "sink" || c.Name() == "replay"
+	}
 	go func() {
 		select {
 		case <-finished:
@@ -73,12 +82,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// the process, every later signal swallowed (found by an
 			// operator).
 			stop()
-			slog.Info("stopping: finishing what is under way (a sink commits what it consumed); a second signal exits at once, and a run again resumes from the ledger",
-				"signal", context.Cause(ctx))
+			what := "stopping: a second signal exits at once"
+			if committing {
+				what = "stopping: committing what was consumed; a second signal exits at once (nothing committed is lost), and a run again resumes from the ledger"
+			}
+			slog.Info(what, "signal", context.Cause(ctx))
 		}
 	}()
-	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
 	src := flagSources{}
 	err := root.ExecuteContext(context.WithValue(ctx, sourcesKey{}, src))
 	if err == nil {

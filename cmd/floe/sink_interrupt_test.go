@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -225,5 +226,35 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "a second signal exits at once") {
 		t.Errorf("the first signal was not logged:\n%s", stderr.String())
+	}
+}
+
+// TestStoppingLineFitsTheCommand: the line a signal logs speaks of
+// committing what was consumed only for commands that consume; a local
+// stack's said a sink commits (found by a new user).
+func TestStoppingLineFitsTheCommand(t *testing.T) {
+	port := func() string { return strconv.Itoa(freeTCPPort(t)) }
+	cmd := exec.Command(os.Args[0], "localstack", "up", "--dir", t.TempDir(), "--kafka-port", port(), "--s3-port", port(), "--schema-registry-port", port())
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stdout, stderr floetest.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "floe local stack is up"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no stack in 30 s:\n%s\n%s", stdout.String(), stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	if log := stderr.String(); !strings.Contains(log, "stopping: a second signal exits at once") || strings.Contains(log, "consumed") {
+		t.Errorf("stop line of a local stack:\n%s", log)
 	}
 }

@@ -126,7 +126,7 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 				tp, iv, v.Evidence)
 		default:
 			a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedLoss, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,
-				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk, and the ledger does not record it (the next sink run fails on it, or records it as lost when told to record data loss)", iv)})
+				Detail: fmt.Sprintf("retention deleted offsets %s before they were sunk, and the ledger does not record it (the next sink run fails on it, or records it as lost with --on-data-loss record)", iv)})
 		}
 	}
 	for _, iv := range slices.Concat(p.Lost, p.Aborted) {

@@ -83,7 +83,7 @@ type DataLossError struct {
 }
 
 func (e *DataLossError) Error() string {
-	return fmt.Sprintf("data loss on %s: offsets %s were deleted by retention before they were sunk; nothing after offset %d was committed",
+	return fmt.Sprintf("data loss on %s: offsets %s were deleted by retention before they were sunk; nothing after offset %d was committed, and the sink stopped (every partition: the others resume from the ledger too)",
 		e.Partition, e.Lost, e.Lost.Low)
 }
 

@@ -35,7 +35,7 @@ func TestLibraryErrorsNameFlags(t *testing.T) {
 		{&connector.ConfigError{Setting: connector.SettingBrokers, Want: "HOST:PORT"}, "missing --brokers (or FLOE_BROKERS): want HOST:PORT"},
 		{&connector.CheckError{Settings: []connector.Setting{connector.SettingTopic}, Err: connector.ErrUnknownTopic}, "unknown topic; check --topic"},
 		{wrap(&connector.DataLossError{Partition: mapping.TopicPartition{Topic: "orders"}, Lost: mapping.Interval{Low: 5, High: 9}}),
-			"nothing after offset 5 was committed; rerun with --on-data-loss record"},
+			"nothing after offset 5 was committed, and the sink stopped (every partition: the others resume from the ledger too); rerun with --on-data-loss record"},
 		{&catalog.ConfigError{Setting: catalog.SettingWarehouse, Want: "s3://BUCKET/PREFIX"}, "missing --warehouse (or FLOE_WAREHOUSE): want s3://BUCKET/PREFIX"},
 		{&catalog.CheckError{Settings: []catalog.Setting{catalog.SettingToken, catalog.SettingCredential}, Err: catalog.ErrCatalogAuth},
 			"check --catalog-token and --catalog-credential"},

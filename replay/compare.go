@@ -289,25 +289,11 @@ func mainRowsLost(mc, bc map[mapping.TopicPartition]mapping.Coverage, logStart m
 	for _, tp := range slices.SortedFunc(maps.Keys(mc), mapping.TopicPartition.Compare) {
 		m := mc[tp]
 		b, onBranch := bc[tp]
-		held := func(c mapping.Coverage) []mapping.Interval {
-			if c.Next <= c.First {
-				// Only empty ranges (a partition with no record yet):
-				// nothing to drop.
-				return nil
-			}
-			out := []mapping.Interval{{Low: c.First, High: c.Next}}
-			for _, holes := range [][]mapping.Interval{c.Gaps, c.Lost} {
-				for _, h := range holes {
-					out = subtract(out, h)
-				}
-			}
-			return out
-		}
 		// Offsets at or after the branch's next offset are read again by
 		// a sink on main; those below its first (a replay --from a later
 		// start) are dropped, as upsert tables' comparison refuses too.
-		missing := held(m)
-		for _, in := range held(b) {
+		missing := heldOffsets(m)
+		for _, in := range heldOffsets(b) {
 			missing = subtract(missing, in)
 		}
 		// A partition the branch has no range of (another topic of a
@@ -346,33 +332,60 @@ func subtract(in []mapping.Interval, cut mapping.Interval) []mapping.Interval {
 	return out
 }
 
-// coverageDifference says how the ledgers of two snapshots of t cover
-// different offsets, or "" when they cover the same.
+// coverageDifference says how the ledgers of two snapshots of t hold
+// different offsets, or "" when they hold the same: what each covers but
+// for its gaps and recorded losses. A replay from offset 0 of a topic
+// whose start retention deleted covers the deleted offsets as lost where
+// main, begun later, has no range of them: the same offsets are held, and
+// it was refused as differing (found by a new user).
 func coverageDifference(ctx context.Context, t *snapshot.Table, mainID, branchID int64) (string, error) {
-	coverage := func(id int64) (string, error) {
-		s, err := summaryAt(ctx, t, id)
+	held := func(id int64) (string, error) {
+		cvs, err := coverages(ctx, t, id)
 		if err != nil {
 			return "", fmt.Errorf("compare branch %s of %s with main: %w", t.Branch(), t.Name(), err)
 		}
 		var parts []string
-		for _, tp := range s.Partitions() {
-			p, _ := s.Partition(tp)
-			parts = append(parts, fmt.Sprintf("%s %s", tp, mapping.Interval{Low: p.First(), High: p.Next()}))
+		for _, tp := range slices.SortedFunc(maps.Keys(cvs), mapping.TopicPartition.Compare) {
+			ivs := heldOffsets(cvs[tp])
+			if len(ivs) == 0 {
+				continue
+			}
+			names := make([]string, len(ivs))
+			for i, iv := range ivs {
+				names[i] = iv.String()
+			}
+			parts = append(parts, fmt.Sprintf("%s %s", tp, strings.Join(names, " ")))
 		}
 		return orNone(strings.Join(parts, ", ")), nil
 	}
-	m, err := coverage(mainID)
+	m, err := held(mainID)
 	if err != nil {
 		return "", err
 	}
-	b, err := coverage(branchID)
+	b, err := held(branchID)
 	if err != nil {
 		return "", err
 	}
 	if m == b {
 		return "", nil
 	}
-	return fmt.Sprintf("main's ledger covers %s, the branch's %s", m, b), nil
+	return fmt.Sprintf("main's ledger holds %s, the branch's %s", m, b), nil
+}
+
+// heldOffsets are the offsets a partition's coverage holds: from its first
+// to its next offset, but for its gaps and the offsets it records lost.
+func heldOffsets(c mapping.Coverage) []mapping.Interval {
+	if c.Next <= c.First {
+		// Only empty ranges (a partition with no record yet).
+		return nil
+	}
+	out := []mapping.Interval{{Low: c.First, High: c.Next}}
+	for _, holes := range [][]mapping.Interval{c.Gaps, c.Lost} {
+		for _, h := range holes {
+			out = subtract(out, h)
+		}
+	}
+	return out
 }
 
 func orNone(s string) string {

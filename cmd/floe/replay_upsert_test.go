@@ -107,7 +107,7 @@ func TestReplayCommandUpsertBranchPublish(t *testing.T) {
 
 	published := main.Head().SnapshotID
 	code, out, errs := floe(t, append(base, "--branch", "late", "--publish", "--from", "0=117,1=117")...)
-	if code != exitError || !strings.Contains(errs, "branch late of lake.customers differs from main: main's ledger covers customers/0 [0, 120), customers/1 [0, 120), the branch's customers/0 [117, 120)") ||
+	if code != exitError || !strings.Contains(errs, "branch late of lake.customers differs from main: main's ledger holds customers/0 [0, 120), customers/1 [0, 120), the branch's customers/0 [117, 120)") ||
 		!strings.Contains(errs, `5 keys differ, first kafka_key="c00": main customers/0@115, branch no row;`) ||
 		!strings.Contains(lastLine(errs), "not published, main is unchanged; find out why they differ") || !strings.Contains(lastLine(errs), "--publish-different") {
 		t.Fatalf("publish of a different branch: exit %d\n%s\n%s", code, out, errs)
@@ -208,5 +208,33 @@ func TestReplayCommandFoldLatest(t *testing.T) {
 	legacy = openFloeTable(t, st, "lake.kv_legacy")
 	if legacy.HasBranch("again") {
 		t.Error("the refused replay created a branch of the legacy state table")
+	}
+}
+
+// TestReplayBranchEqualDespiteRecordedHead (from a new-user run): main was
+// sunk after retention had deleted the start of a partition, so its ledger
+// begins at the log start; a replay from offset 0 onto a branch records
+// the deleted head as lost. Both hold the same offsets and every key is
+// equal, and the publish was refused as differing ("main's ledger covers
+// [300, 353), the branch's [0, 353)"), advising to replay from offsets
+// the log no longer has.
+func TestReplayBranchEqualDespiteRecordedHead(t *testing.T) {
+	st, loc := replayStack(t)
+	const topic = "customers"
+	produceKeyed(t, st, topic)
+	if err := st.Cluster.DeleteRecords(topic, 1, 40); err != nil {
+		t.Fatal(err)
+	}
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.customers", "--mode", "upsert", "--key", "string", "--stop-at-end"}, loc...)...)
+	main := openFloeTable(t, st, "lake.customers")
+	want := keyedRows(t, main, false)
+	out := mustFloe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.customers", "--mode", "upsert", "--key", "string",
+		"--branch", "rebuild", "--publish"}, loc...)...)
+	if !strings.Contains(out, "EQUAL") || !strings.Contains(out, "main moved from snapshot") {
+		t.Fatalf("publish of a branch holding what main holds:\n%s", out)
+	}
+	if got := keyedRows(t, openFloeTable(t, st, "lake.customers"), false); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("main after publish:\n%v\nwant:\n%v", got, want)
 	}
 }

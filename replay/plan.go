@@ -24,6 +24,12 @@ type Plan struct {
 	// [0, log start) before the replay, and the ledger records it as lost.
 	Earliest bool
 	HeadLost map[int32]int64
+	// TrustedRetention names, for a replay from a time, the partitions
+	// that start at their log start (above 0) because the topic's time
+	// retention says the records deleted below were stamped before the
+	// time: records deleted by hand (DeleteRecords) would not be seen, so
+	// the replay says so.
+	TrustedRetention map[int32]int64
 }
 
 // NewPlan resolves from and until into offsets per partition of topic, as
@@ -177,6 +183,10 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 					Reason: fmt.Sprintf("partition %d: the first record the log still holds (offset %d) is stamped at or after it, and retention deleted everything below %d, records stamped since then among them maybe (the topic's retention does not rule it out: size retention, or a retention.ms reaching past the time); replay from earliest (which records [0, %d) as lost), or from offsets to start at the log start knowingly",
 						part, w.LogStart, w.LogStart, w.LogStart)}
 			}
+			if p.TrustedRetention == nil {
+				p.TrustedRetention = map[int32]int64{}
+			}
+			p.TrustedRetention[part] = w.LogStart
 		}
 		if start < w.LogStart && !(resumed && pr.First() == start) {
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,

@@ -423,6 +423,11 @@ func TestReplayFromTimeWithinTimeRetention(t *testing.T) {
 	if err != nil || res.Plan.Start[0] != 10 {
 		t.Fatalf("replay --from %s (within retention.ms): %+v, %v; want it to start at the log start 10", within, res.Plan.Start, err)
 	}
+	// It trusts the retention, and says so: records deleted by hand, as
+	// here, are not seen (from a new-user run).
+	if res.Plan.TrustedRetention[0] != 10 {
+		t.Errorf("plan's trusted retention %v, want partition 0 at its log start 10", res.Plan.TrustedRetention)
+	}
 	before := now.Add(-2 * time.Hour).UTC().Format(time.RFC3339)
 	if _, err := e.replay("lake.timeretained2", replay.Options{Topic: topic, From: bound(t, before, topic, true)}); err == nil || !strings.Contains(err.Error(), "retention deleted everything below 10") {
 		t.Fatalf("replay --from %s (before the retention window): %v; want it refused", before, err)

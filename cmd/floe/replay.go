@@ -246,6 +246,11 @@ func printReplayStart(w io.Writer, s replay.Start) {
 		fmt.Fprintf(w, "  note: %s/%d starts at offset %d, not 0: retention deleted [0, %d) before this replay; the ledger records it as lost\n",
 			p.Topic, part, ls, ls)
 	}
+	for _, part := range slices.Sorted(maps.Keys(p.TrustedRetention)) {
+		ls := p.TrustedRetention[part]
+		fmt.Fprintf(w, "  note: %s/%d starts at its log start %d: the topic deletes by time alone (retention.ms), so the records deleted below it were stamped before --from; records deleted by hand (kafka-delete-records) are not seen: after such a deletion, replay from earliest, which records [0, %d) as lost\n",
+			p.Topic, part, ls, ls)
+	}
 	if s.FixedEnd {
 		fmt.Fprintf(w, "  until: the end offsets recorded when this replay started; records produced since are not part of it (pass --until to go further)\n")
 	}

@@ -58,6 +58,14 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 			}
 			a.find(f)
 		}
+		if c.Started && c.First > 0 {
+			// The verdict says "from where the sink began them"; which
+			// partition, and why, belongs in the report too (a new user
+			// saw a replay of the same log record a loss where the sink's
+			// audit said nothing).
+			a.note("%s: the ledger records that the sink began the partition at offset %d (a new table on a log whose start retention had deleted, or --start latest): the table claims nothing below it, where a replay --from earliest records what retention deleted as lost",
+				tp, c.First)
+		}
 		p.Aborted = nonNil(c.Aborted)
 		for _, ab := range c.Aborted {
 			a.note("%s: retention deleted offsets %s before they were sunk; the broker's evidence showed that they held only aborted records (recorded by snapshot %s), so floe judged that nothing was lost (evidence, not proof: a committed record of another producer among the deleted offsets would have left no trace)",

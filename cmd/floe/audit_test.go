@@ -565,3 +565,28 @@ func TestAuditAcceptsReviewedLoss(t *testing.T) {
 		t.Errorf("--accept of an HTML report: exit %d\n%s", code, errs)
 	}
 }
+
+// TestAuditNotesWhereTheSinkBegan (from a new-user run): a new table sunk
+// from a log whose start retention had deleted is complete from where the
+// sink began, and the report now says which partition began where (its
+// notes were empty while a replay of the same log recorded a loss).
+func TestAuditNotesWhereTheSinkBegan(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "late", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "late", 2, 10, map[int32]int64{})
+	if err := st.Cluster.DeleteRecords("late", 1, 4); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "late", "--table", "lake.late", "--stop-at-end"}, loc...)...)
+	var rep struct {
+		Complete bool     `json:"complete"`
+		Notes    []string `json:"notes"`
+	}
+	out := mustFloe(t, append([]string{"audit", "--table", "lake.late", "--brokers", st.Brokers[0], "--json"}, loc[:2]...)...)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Complete || len(rep.Notes) != 1 ||
+		!strings.HasPrefix(rep.Notes[0], "late/1: the ledger records that the sink began the partition at offset 4") {
+		t.Fatalf("audit: %+v (%v)\n%s", rep, err, out)
+	}
+}

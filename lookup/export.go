@@ -162,20 +162,31 @@ func writeCSV(ctx context.Context, w io.Writer, tbl *snapshot.Table, snapshotID 
 	return n, err
 }
 
-// writeTypedCSV writes the rows of a typed table: a column per table
-// column, binary values as Bytes.Text, nested values (structs, lists,
-// maps) as JSON (binary in them as Bytes marshals it), nulls empty.
+// writeTypedCSV writes the rows of a typed table: a column per column of
+// the snapshot's schema (as JSON lines and Parquet exports have them; the
+// table's current schema gave a snapshot older than a column added since
+// a column more than its rows), binary values as Bytes.Text, nested values
+// (structs, lists, maps) as JSON (binary in them as Bytes marshals it),
+// nulls empty.
 func writeTypedCSV(ctx context.Context, cw *csv.Writer, tbl *snapshot.Table, snapshotID int64, cut mapping.Cut) (n int64, err error) {
-	schema := tbl.ArrowSchema()
-	head := make([]string, schema.NumFields())
-	for i, f := range schema.Fields() {
-		head[i] = f.Name
+	var (
+		head []string
+		rec  []string
+	)
+	writeHead := func(schema *arrow.Schema) error {
+		head = make([]string, schema.NumFields())
+		for i, f := range schema.Fields() {
+			head[i] = f.Name
+		}
+		rec = make([]string, len(head))
+		return cw.Write(head)
 	}
-	if err := cw.Write(head); err != nil {
-		return 0, err
-	}
-	rec := make([]string, len(head))
 	err = tbl.Rows(ctx, snapshotID, cut, func(b arrow.RecordBatch) error {
+		if head == nil {
+			if err := writeHead(b.Schema()); err != nil {
+				return err
+			}
+		}
 		for i := range int(b.NumRows()) {
 			n++
 			for j := range rec {
@@ -192,6 +203,10 @@ func writeTypedCSV(ctx context.Context, cw *csv.Writer, tbl *snapshot.Table, sna
 		}
 		return nil
 	})
+	if err == nil && head == nil {
+		// No rows: the header alone, of the table's columns.
+		err = writeHead(tbl.ArrowSchema())
+	}
 	cw.Flush()
 	if err == nil {
 		err = cw.Error()

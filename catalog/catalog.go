@@ -151,6 +151,14 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	if kind == Postgres || kind == REST {
+		// The driver's own parse error quotes the URI whole, password
+		// included (found by review).
+		if _, err := url.Parse(spec); err != nil {
+			return nil, &ConfigError{Setting: SettingCatalog, Value: redact(spec),
+				Want: "a URL: percent-encode what the user name or password holds (% as %25, # as %23, @ as %40, / as %2F, ? as %3F)"}
+		}
+	}
 	name := cfg.Name
 	if name == "" {
 		name = DefaultName
@@ -429,13 +437,27 @@ func keywordDSN(spec string) bool {
 	return n >= 2
 }
 
-// redact hides the password of a URI so errors and logs never show it.
+// redact hides the password of a URI so errors and logs never show it,
+// also of one that does not parse (a password not percent-encoded): there
+// everything between the user name and the last @ is hidden.
 func redact(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err == nil {
+		if u.User == nil {
+			return s
+		}
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(s, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
 		return s
 	}
-	return u.Redacted()
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return s
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // ParseIdent parses a table name as catalogs address tables,

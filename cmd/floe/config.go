@@ -335,12 +335,19 @@ func nodeValues(n *yaml.Node) ([]string, error) {
 	return nil, errors.New("want a value, a list or a mapping")
 }
 
-// checkTag refuses a scalar with a local tag: an unquoted value starting
-// with '!' is a tag to YAML, the value after it what is left (a password
-// cut short).
+// checkTag refuses a scalar that YAML reads as something other than what
+// it shows, a password most often: a value starting with '!' is a tag, the
+// value after it what is left; with '&' an anchor, likewise; an empty
+// value is most often a '#' after ': ', which starts a comment, and it
+// would leave the setting unset without a word (found by review).
 func checkTag(n *yaml.Node) error {
-	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+	switch {
+	case strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!"):
 		return errors.New("the value starts with '!', which YAML reads as a tag: quote it ('!...')")
+	case n.Anchor != "":
+		return errors.New("the value starts with '&', which YAML reads as an anchor: quote it ('&...')")
+	case n.Tag == "!!null" && n.Value == "":
+		return errors.New("the value is empty (after ': ', a '#' starts a comment): give one, quoted if it starts with '#' ('#...'), or leave the key out")
 	}
 	return nil
 }

@@ -70,7 +70,17 @@ func (f *kafkaSecurityFlags) security(ctx context.Context) (connector.Security, 
 		return sec, err
 	}
 	given := func(name string) bool { return f.fs != nil && f.fs.Changed(name) }
-	sec.TLS = sec.TLS || f.sec.TLS
+	if given(flagTLS) {
+		sec.TLS = f.sec.TLS
+		if !f.sec.TLS {
+			// --kafka-tls=false overrides the file's SSL protocol, whose
+			// certificate files would imply TLS again (found by review).
+			sec.TLSCAFile, sec.TLSCertFile, sec.TLSKeyFile, sec.TLSServerName = "", "", "", ""
+			for _, name := range []string{flagTLSCA, flagTLSCert, flagTLSKey, flagTLSServerName} {
+				delete(origins, name)
+			}
+		}
+	}
 	for name, pair := range map[string][2]*string{
 		flagTLSCA:         {&sec.TLSCAFile, &f.sec.TLSCAFile},
 		flagTLSCert:       {&sec.TLSCertFile, &f.sec.TLSCertFile},
@@ -154,6 +164,19 @@ func readKafkaProperties(path string) (sec connector.Security, origins map[strin
 			return sec, nil, bad(key, "floe reads PEM files, not Java key stores: export them (keytool -exportcert -rfc, openssl pkcs12) and set ssl.ca.location, ssl.certificate.location and ssl.key.location")
 		}
 	}
+	// Certificates inline in the file (librdkafka's *.pem, KIP-651's PEM
+	// stores) were ignored, and the system's CAs trusted instead (found by
+	// review).
+	inline := map[string]string{
+		"ssl.ca.pem": "ssl.ca.location", "ssl.truststore.certificates": "ssl.ca.location",
+		"ssl.certificate.pem": "ssl.certificate.location", "ssl.keystore.certificate.chain": "ssl.certificate.location",
+		"ssl.key.pem": "ssl.key.location", "ssl.keystore.key": "ssl.key.location",
+	}
+	for _, key := range slices.Sorted(maps.Keys(inline)) {
+		if get("", key) != "" {
+			return sec, nil, bad(key, "floe reads certificates and keys from PEM files, not inline: write the PEM to a file and set %s to its path", inline[key])
+		}
+	}
 	sasl := false
 	protocol := get(flagTLS, "security.protocol")
 	switch strings.ToUpper(protocol) {
@@ -169,9 +192,13 @@ func readKafkaProperties(path string) (sec connector.Security, origins map[strin
 	default:
 		return sec, nil, bad("security.protocol", "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", protocol)
 	}
-	sec.TLSCAFile = get(flagTLSCA, "ssl.ca.location")
-	sec.TLSCertFile = get(flagTLSCert, "ssl.certificate.location")
-	sec.TLSKeyFile = get(flagTLSKey, "ssl.key.location")
+	// A plaintext protocol ignores the ssl.* settings, as the Java client
+	// and librdkafka do: a CA file would imply TLS here (found by review).
+	if sec.TLS {
+		sec.TLSCAFile = get(flagTLSCA, "ssl.ca.location")
+		sec.TLSCertFile = get(flagTLSCert, "ssl.certificate.location")
+		sec.TLSKeyFile = get(flagTLSKey, "ssl.key.location")
+	}
 	mech := strings.ToUpper(get(flagMechanism, "sasl.mechanism"))
 	switch {
 	case !sasl && mech != "":
@@ -203,6 +230,14 @@ func readKafkaProperties(path string) (sec connector.Security, origins map[strin
 		if want != "" && !strings.HasSuffix(module, "."+want) && module != want {
 			return sec, nil, bad("sasl.jaas.config", "login module %s does not serve sasl.mechanism %s: want a %s", module, mech, want)
 		}
+		// AWS's MSK IAM login module takes the role or profile to sign
+		// as; floe signs with the SDK's default chain, and dropping them
+		// would sign as another principal (found by review).
+		for _, opt := range []string{"awsRoleArn", "awsProfileName", "awsRoleSessionName", "awsStsRegion", "awsRoleExternalId", "awsRoleAccessKeyId", "awsRoleSecretAccessKey"} {
+			if _, ok := opts[opt]; ok {
+				return sec, nil, bad("sasl.jaas.config", "option %s: floe's AWS_MSK_IAM signs with the AWS SDK's default credential chain and does not read it; name the profile or role there instead (AWS_PROFILE, or a profile with role_arn and source_profile in ~/.aws/config, or AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE) and remove the option", opt)
+			}
+		}
 		origin := fmt.Sprintf("--kafka-config %s line %d (sasl.jaas.config)", path, jaas.line)
 		for _, o := range []struct {
 			flag string
@@ -231,6 +266,7 @@ var securityProperties = []string{
 	"ssl.truststore.password", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type", "ssl.keystore.type",
 	"ssl.endpoint.identification.algorithm", "sasl.kerberos.service.name", "sasl.login.callback.handler.class",
 	"sasl.client.callback.handler.class", "sasl.oauthbearer.method", "ssl.protocol", "ssl.enabled.protocols",
+	"ssl.ca.pem", "ssl.certificate.pem", "ssl.key.pem", "ssl.truststore.certificates", "ssl.keystore.certificate.chain", "ssl.keystore.key",
 }
 
 // checkPropertyNames refuses a property of props that is two edits or
@@ -326,10 +362,11 @@ func parseJAAS(s string) (module string, opts map[string]string, err error) {
 		key := strings.TrimSpace(rest[:eq])
 		rest = strings.TrimSpace(rest[eq+1:])
 		var val string
-		if strings.HasPrefix(rest, `"`) {
+		// Kafka's JaasConfig quotes with " or ' alike.
+		if q := rest[:min(1, len(rest))]; q == `"` || q == "'" {
 			end := 1
 			var b strings.Builder
-			for ; end < len(rest) && rest[end] != '"'; end++ {
+			for ; end < len(rest) && rest[end] != q[0]; end++ {
 				if rest[end] == '\\' && end+1 < len(rest) {
 					end++
 				}

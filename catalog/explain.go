@@ -118,10 +118,21 @@ func Explain(err error) error {
 		return check(fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err), settings...)
 	}
 	if hint := catalogSetupHint(err); hint != "" {
-		return check(fmt.Errorf("%w; %s", err, hint), SettingCatalog)
+		return check(&setupError{err: err, hint: hint}, SettingCatalog)
 	}
 	return err
 }
+
+// setupError is a catalog error explained by a setup hint; classified
+// knows it, so that explaining again adds nothing (the hint was printed
+// twice: found by review).
+type setupError struct {
+	err  error
+	hint string
+}
+
+func (e *setupError) Error() string { return e.err.Error() + "; " + e.hint }
+func (e *setupError) Unwrap() error { return e.err }
 
 // catalogSetupHint says what to fix when err is a PostgreSQL catalog's
 // answer that its database is not one floe can use as given: it does not
@@ -135,7 +146,7 @@ func catalogSetupHint(err error) string {
 	case errors.As(err, &pgErr) && pgErr.Field('C') == "42P01" && strings.Contains(pgErr.Field('M'), "iceberg_"):
 		return "the database holds no Iceberg catalog: no table was ever sunk into it (floe sink creates the catalog's tables); check that the catalog's URL names the database the tables are in"
 	case strings.Contains(err.Error(), "SSL is not enabled on the server"):
-		return "the server does not offer TLS: add ?sslmode=disable to the catalog's URL"
+		return "the server does not offer TLS: turn it on there (ssl = on in postgresql.conf), or, on a network you trust, add ?sslmode=disable to the catalog's URL (the password then crosses it in clear)"
 	}
 	return ""
 }
@@ -155,7 +166,8 @@ func classified(err error) bool {
 			return true
 		}
 	}
-	return false
+	_, hinted := errors.AsType[*setupError](err)
+	return hinted
 }
 
 // explainCatalog classifies an error of a call to the catalog: nothing
@@ -170,7 +182,7 @@ func explainCatalog(err error) error {
 		return check(fmt.Errorf("%w (%s): %w", ErrCatalogAuth, hint, err), settings...)
 	}
 	if hint := catalogSetupHint(err); hint != "" {
-		return check(fmt.Errorf("%w; %s", err, hint), SettingCatalog)
+		return check(&setupError{err: err, hint: hint}, SettingCatalog)
 	}
 	return err
 }

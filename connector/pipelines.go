@@ -139,9 +139,9 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 			// no topic, most likely a typo: say so rather than end in
 			// silence.
 			return &ConfigError{Setting: SettingTopicRegex, Value: w.pattern(),
-				Want: "a pattern that matches at least one whole topic name (this one matches none); the brokers have " + listSome(topics, 10)}
+				Want: "a pattern that matches at least one whole topic name (this one matches none); the brokers have " + listSome(topics, 10) + broker.hiddenTopics()}
 		default:
-			slog.Info("no topic matches the pattern yet; waiting for one to be created", "pattern", w.pattern(), "check_every", w.every())
+			slog.Info("no topic matches the pattern yet; waiting for one to be created"+broker.hiddenTopics(), "pattern", w.pattern(), "check_every", w.every())
 		}
 	}
 	if err := ps.Check(ctx, broker); err != nil {

@@ -242,7 +242,7 @@ func TestPostgresCatalogSetupErrors(t *testing.T) {
 	}{
 		{"no database", "/nodb", "sslmode=disable", "the catalog's database does not exist: create it, or name another in the catalog's URL"},
 		{"no catalog", "/postgres", "sslmode=disable", "the database holds no Iceberg catalog"},
-		{"no TLS", "", "", "add ?sslmode=disable to the catalog's URL"},
+		{"no TLS", "", "", "add ?sslmode=disable to the catalog's URL (the password then crosses it in clear)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			u, err := url.Parse(pg.URI)

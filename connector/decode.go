@@ -705,6 +705,9 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 		if err == nil && changed {
 			err = mapping.CheckColumnNames("json", st)
 		}
+		if err == nil && changed {
+			err = mapping.CheckSchemaSize("json", st)
+		}
 		if err != nil {
 			return nil, nil, nil, false, 0, err, nil
 		}
@@ -760,6 +763,9 @@ func (d *decoder) registryValue(ctx context.Context, value []byte) (e *codecEntr
 		}
 		var merged iceberg.Type
 		merged, changed, e.valueConflict = mapping.MergeType("", d.values, valueType)
+		if e.valueConflict == nil && changed {
+			e.valueConflict = mapping.CheckSchemaSize(e.format, merged.(*iceberg.StructType))
+		}
 		if e.valueConflict == nil {
 			values = merged.(*iceberg.StructType)
 		}

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -85,6 +86,47 @@ func checkColumnNames(format string, t iceberg.Type) error {
 // *SchemaError of format: the check every codec makes of its schema, for
 // columns inferred from schemaless JSON.
 func CheckColumnNames(format string, t iceberg.Type) error { return checkColumnNames(format, t) }
+
+// maxSchemaBytes bounds the schema, as JSON, that the value columns a
+// record needs may have. Iceberg writes the table's schema into the header
+// of every manifest, and the Avro container format iceberg-go writes them
+// with refuses a header value past 1 MiB: a table past that can commit
+// nothing more, and a sink retrying the record that widened it stops for
+// good. Schemaless JSON widens a table with every new key (an object keyed
+// by ids makes a column per id), so the limit leaves room for the
+// metadata columns, the key and growth: past it, the record is a dead
+// letter (found by review).
+const maxSchemaBytes = 512 << 10
+
+// CheckSchemaSize refuses value columns t whose schema, as JSON, is past
+// maxSchemaBytes, as a *SchemaError of format.
+func CheckSchemaSize(format string, t *iceberg.StructType) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return &SchemaError{Format: format, Err: fmt.Errorf("write the columns as JSON: %w", err)}
+	}
+	if len(b) <= maxSchemaBytes {
+		return nil
+	}
+	return &SchemaError{Format: format, Err: fmt.Errorf("the value would make the table %d columns wide (%d KiB of schema, past floe's %d KiB: every Iceberg manifest carries the schema, in at most 1 MiB); an object keyed by ids or names makes a column of each: sink such a topic raw (without --value), or decode it with a schema that makes the object a map (--value registry)",
+		countFields(t), len(b)>>10, maxSchemaBytes>>10)}
+}
+
+// countFields counts the fields of t at every depth.
+func countFields(t iceberg.Type) int {
+	n := 0
+	switch t := t.(type) {
+	case *iceberg.StructType:
+		for _, f := range t.FieldList {
+			n += 1 + countFields(f.Type)
+		}
+	case *iceberg.ListType:
+		n += countFields(t.Element)
+	case *iceberg.MapType:
+		n += countFields(t.KeyType) + countFields(t.ValueType)
+	}
+	return n
+}
 
 // finishType numbers the fields of a decoded type 1..n and checks the
 // top-level names: the last step of every codec's type.

@@ -52,7 +52,10 @@ func parseJSON(data []byte) (any, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := parseJSONValue(dec)
+	v, err := parseJSONValue(dec, 0)
+	if errors.Is(err, errTooDeep) {
+		return nil, err
+	}
 	if err != nil {
 		// encoding/json's own words ("invalid character 'o' in literal
 		// null") do not say what was wrong with the record.
@@ -110,13 +113,25 @@ func checkJSONText(data []byte) error {
 	return nil
 }
 
-func parseJSONValue(dec *json.Decoder) (any, error) {
+// maxJSONDepth bounds how deep objects and arrays of a schemaless JSON
+// record nest. Each level is a nested column: a record nesting lists a
+// thousand deep made a column that every later flush of the table paid
+// minutes to write (found by review); past the bound the record is a dead
+// letter.
+const maxJSONDepth = 64
+
+var errTooDeep = fmt.Errorf("objects and arrays nest more than %d deep, each level a nested column: decode such records with a schema (--value registry), or sink the topic raw (without --value)", maxJSONDepth)
+
+func parseJSONValue(dec *json.Decoder, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	switch tok := tok.(type) {
 	case json.Delim:
+		if depth == maxJSONDepth {
+			return nil, errTooDeep
+		}
 		switch tok {
 		case '{':
 			o := &jsonObject{values: map[string]any{}}
@@ -126,7 +141,7 @@ func parseJSONValue(dec *json.Decoder) (any, error) {
 					return nil, err
 				}
 				k := kt.(string)
-				v, err := parseJSONValue(dec)
+				v, err := parseJSONValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -140,7 +155,7 @@ func parseJSONValue(dec *json.Decoder) (any, error) {
 		case '[':
 			l := []any{}
 			for dec.More() {
-				v, err := parseJSONValue(dec)
+				v, err := parseJSONValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -435,7 +450,7 @@ func decodeJSONObject(obj *jsonObject, have *iceberg.StructType) (*iceberg.Struc
 	merged, changed, err := MergeType("", have, numbersAs(have, inferred))
 	if err != nil {
 		if c, ok := errors.AsType[*SchemaConflictError](err); ok && c.Have.Equals(iceberg.PrimitiveTypes.Int64) && c.Got.Equals(iceberg.PrimitiveTypes.Float64) {
-			c.Cause = "an integer arrived first and made the column long (a JSON number column takes its type from its first value); write this field's numbers with a fraction or exponent (1.0), or decode with a schema (--value registry)"
+			c.Cause = "an integer arrived first and made the column long (a JSON number column takes its type from its first value, and Iceberg cannot widen long to double); a table takes such fractions only if the field's first value had one (1.0), or with a schema (--value registry): sink into a new table so"
 		}
 		return nil, false, nil, err
 	}

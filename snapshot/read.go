@@ -365,9 +365,10 @@ func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...
 // groups that hold the offset, then the other files of several partitions,
 // which bounds alone cannot rule out. A file group's bounds span many
 // partitions and offsets, so every group of a wide table's history may
-// pass the scan's pruning: when a file of the group holding the offset is
-// live, the row is in that group or nowhere, and the others are left out;
-// otherwise (a compaction rewrote the group) they are read last.
+// pass the scan's pruning: when every file of the group holding the offset
+// is live, the row is in that group or nowhere, and the others are left
+// out; otherwise (a compaction, or another writer, rewrote files of the
+// group) they are read last.
 func (t *Table) likelyFirst(tasks []table.FileScanTask, tp mapping.TopicPartition, offset int64, in mapping.Commit) ([]table.FileScanTask, error) {
 	fields, err := t.positionFields()
 	if err != nil {
@@ -389,7 +390,16 @@ func (t *Table) likelyFirst(tasks []table.FileScanTask, tp mapping.TopicPartitio
 		return 2
 	}
 	slices.SortStableFunc(tasks, func(a, b table.FileScanTask) int { return cmp.Compare(rank(a), rank(b)) })
-	if slices.ContainsFunc(tasks, func(task table.FileScanTask) bool { return rank(task) == 1 }) {
+	// Only a whole group rules the others out: another writer that
+	// rewrote one of its files (a delete copy-on-write) left the rest live,
+	// and the rewritten rows were never looked for (found by review).
+	live := map[string]bool{}
+	for _, task := range tasks {
+		if rank(task) == 1 {
+			live[task.File.FilePath()] = true
+		}
+	}
+	if len(hinted) > 0 && len(live) == len(hinted) {
 		tasks = slices.DeleteFunc(tasks, func(task table.FileScanTask) bool { return rank(task) == 2 })
 	}
 	return tasks, nil

@@ -222,6 +222,7 @@ func storageKind(err error) error {
 			return ErrBucketNotFound
 		case "SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidClientTokenId", "ExpiredToken",
 			"InvalidToken", "TokenRefreshRequired", "AuthorizationHeaderMalformed",
+			"InvalidTokenId", "InvalidSecurity", // MinIO's to a session token it did not issue
 			"XAdminUserNotFound": // versitygw's answer to an unknown access key
 			return ErrStorageCredentials
 		}

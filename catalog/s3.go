@@ -104,6 +104,11 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 		// AWS_ACCESS_KEY_ID does not complete a secret given as a flag.
 		return nil, fmt.Errorf("S3 credentials: the %s is set and the %s is not: set both (flags, config file or FLOE_S3_* variables; they are not combined with AWS_* variables), or neither to use the AWS_* variables, AWS_PROFILE or a role", given, missing)
 	}
+	if c.SessionToken != "" && c.AccessKeyID == "" {
+		// The token belongs to a key pair; one from AWS_* with a token
+		// from a flag went out without it (found by review).
+		return nil, errors.New("S3 credentials: the session token is set and the access key id and secret access key are not: set all three (flags, config file or FLOE_S3_* variables; they are not combined with AWS_* variables), or put the token in AWS_SESSION_TOKEN beside AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	}
 	if c.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, c.SessionToken)))

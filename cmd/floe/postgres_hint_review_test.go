@@ -7,7 +7,7 @@ import (
 	"github.com/floe-dev/floe/internal/testenv"
 )
 
-// TestPostgresCatalogHintOnce (review s49): against a real PostgreSQL
+// TestPostgresCatalogHintOnce (from a review): against a real PostgreSQL
 // server, two catalog errors print their explanation twice in one line
 // (the catalog package explains the error where it opens the catalog, and
 // catalog.Explain in run explains the wrapped error again):

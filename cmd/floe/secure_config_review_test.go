@@ -11,7 +11,7 @@ import (
 	"github.com/floe-dev/floe/localstack"
 )
 
-// TestCatalogURIUnparsablePasswordNotPrinted (review s49): a PostgreSQL
+// TestCatalogURIUnparsablePasswordNotPrinted (from a review): a PostgreSQL
 // catalog URI whose password holds a character that is not URL-encoded
 // ('%' not followed by two hex digits, '#', a second '@'...) does not
 // parse as a URL. catalog.redact then returns the URI as given, so the
@@ -36,7 +36,7 @@ func TestCatalogURIUnparsablePasswordNotPrinted(t *testing.T) {
 	}
 }
 
-// TestKafkaConfigPlaintextProtocolHonoured (review s49): docs/secured-
+// TestKafkaConfigPlaintextProtocolHonoured (from a review): docs/secured-
 // kafka.md says --kafka-config reads "the properties file your other Kafka
 // clients already use" and that "a flag, its variable or its config-file
 // key overrides the file". Two ways that is not so against a plaintext
@@ -87,7 +87,7 @@ func TestKafkaConfigPlaintextProtocolHonoured(t *testing.T) {
 	}
 }
 
-// TestKafkaConfigMSKIAMRoleNotDropped (review s49): the client properties
+// TestKafkaConfigMSKIAMRoleNotDropped (from a review): the client properties
 // AWS documents for MSK IAM put the role to assume (and the profile) in
 // sasl.jaas.config: IAMLoginModule required awsRoleArn="..."
 // awsProfileName="...". floe reads sasl.jaas.config (docs/secured-kafka.md
@@ -111,7 +111,7 @@ func TestKafkaConfigMSKIAMRoleNotDropped(t *testing.T) {
 	}
 }
 
-// TestConfigFileSecretAnchorOrComment (review s49): TestConfigFileSecret-
+// TestConfigFileSecretAnchorOrComment (from a review): TestConfigFileSecret-
 // InYAMLError made a value starting with '*' (an alias) or '!' (a tag) an
 // error naming the line. Two more leading characters make YAML read a
 // password as something else, silently:
@@ -136,7 +136,7 @@ func TestConfigFileSecretAnchorOrComment(t *testing.T) {
 	}
 }
 
-// TestKafkaConfigJAASSingleQuotes (review s49): Kafka's own JAAS parser
+// TestKafkaConfigJAASSingleQuotes (from a review): Kafka's own JAAS parser
 // (org.apache.kafka.common.security.JaasConfig) takes option values in
 // single quotes as well as double quotes (its tokenizer has both as quote
 // characters), so a client.properties with
@@ -164,7 +164,7 @@ func TestKafkaConfigJAASSingleQuotes(t *testing.T) {
 	checkTable(t, cat, "lake.orders", "orders", count)
 }
 
-// TestTopicRegexHiddenByACLsNamed (review s49): brokers list only the
+// TestTopicRegexHiddenByACLsNamed (from a review): brokers list only the
 // topics the principal may Describe (docs/secured-kafka.md says so in its
 // ACL table). A --topic-regex sink whose user lacks the topic ACLs is told
 // "a pattern that matches at least one whole topic name (this one matches
@@ -186,7 +186,7 @@ func TestTopicRegexHiddenByACLsNamed(t *testing.T) {
 	}
 }
 
-// TestKafkaConfigInlinePEMNotIgnored (review s49): a client properties
+// TestKafkaConfigInlinePEMNotIgnored (from a review): a client properties
 // file may carry its PEM material inline instead of in files: librdkafka's
 // ssl.ca.pem (and ssl.certificate.pem, ssl.key.pem), the Java client's
 // ssl.truststore.type=PEM with ssl.truststore.certificates (KIP-651).

@@ -615,6 +615,13 @@ type auditor struct {
 		keys  int
 		first position
 	}
+	// decodable counts, at the content level, the dead letters whose
+	// records decode now as the sink would decode them into a row (a
+	// schema the registry lacked then, a column widened since).
+	decodable struct {
+		n     int64
+		first position
+	}
 	tpIndex []mapping.TopicPartition
 	tpIDs   map[mapping.TopicPartition]int32
 

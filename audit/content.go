@@ -94,6 +94,18 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 			return err
 		}
 	}
+	if n := a.decodable.n; n > 0 {
+		// The table accounts for them, as dead letters; that they would be
+		// rows now is worth knowing (a registry that lacked a schema then:
+		// found by review).
+		first := a.decodable.first
+		what := "1 dead letter's record decodes"
+		if n > 1 {
+			what = fmt.Sprintf("%d dead letters' records decode", n)
+		}
+		a.note("%s now as the sink decodes records, into rows of the table's schema of today (the first: %s offset %d), though the sink could not then (a schema the registry did not have yet, a column widened since): floe where --partition %d --offset %d gives the reason then; a replay into a new table makes them rows",
+			what, first.tp, first.offset, first.tp.Partition, first.offset)
+	}
 	if a.stale.keys > 0 {
 		what := "1 key's latest record in the log is a dead letter"
 		if a.stale.keys > 1 {
@@ -397,6 +409,7 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)
 		}
 		rec.sum = sum
+		rec.decodes = err == nil && !dead
 		// A dead letter whose key is known leaves its key's row as it
 		// was: noted, not a finding (the dead-letter table accounts for
 		// the record).
@@ -512,6 +525,12 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 			v.find(KindContentMismatch, rec.offset)
 		default:
 			v.stats.DeadLetters++
+			if rec.decodes {
+				if v.a.decodable.n == 0 {
+					v.a.decodable.first = position{v.tp, rec.offset}
+				}
+				v.a.decodable.n++
+			}
 			if v.fold != nil && rec.deadKeyed {
 				v.fold.observe(rec)
 			}

@@ -299,6 +299,9 @@ type logRecord struct {
 	// changes no row, and a key whose latest record it is keeps an
 	// earlier record's row (staleKeys).
 	deadKeyed bool
+	// decodes is set in a typed table for a record that decodes into a
+	// row as the sink decodes it, with the table's schema of today.
+	decodes   bool
 	timestamp int64 // microseconds
 }
 

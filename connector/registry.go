@@ -253,8 +253,12 @@ func wireHeaderError(payload []byte) *WireError {
 	switch {
 	case len(payload) == 0:
 		return &WireError{Reason: "the payload is empty"}
+	case payload[0] == '{' || payload[0] == '[' || payload[0] == '"':
+		// Plain JSON text, written without a registry serializer: say so,
+		// and what would do (found by review).
+		return &WireError{Reason: fmt.Sprintf("the first byte is 0x%02x (%q), not the magic byte 0: the record looks like plain JSON text, written without a schema-registry serializer; its producer should use one (KafkaAvroSerializer, KafkaJsonSchemaSerializer, ...), or a topic of plain JSON is sunk with --value json", payload[0], rune(payload[0]))}
 	case payload[0] != 0:
-		return &WireError{Reason: fmt.Sprintf("the first byte is 0x%02x, not the magic byte 0", payload[0])}
+		return &WireError{Reason: fmt.Sprintf("the first byte is 0x%02x, not the magic byte 0: the record was not written with a schema-registry serializer", payload[0])}
 	}
 	return &WireError{Reason: fmt.Sprintf("%d bytes are too short for the 5-byte header (magic byte and schema ID)", len(payload))}
 }

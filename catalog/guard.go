@@ -249,12 +249,80 @@ func (g *guardedCatalog) DropTable(ctx context.Context, ident table.Identifier) 
 // PurgeTable drops the table and deletes its files, when the catalog can
 // (icecat.PurgeableTable: the SQL and Glue catalogs do); ErrPurgeUnsupported
 // otherwise, with nothing dropped.
+//
+// It deletes the files beside the table's metadata first (its data), then
+// purges: iceberg-go drops the catalog entry before it deletes any file,
+// so a purge cut short (a kill, an evicted pod) left a location that still
+// held metadata under a name the catalog no longer had, which floe drop
+// could not finish and floe sink refused to create again (found by
+// review). Cut short now, the table is still in the catalog with its
+// metadata, and a drop run again finishes; only the last step, deleting
+// the metadata files, runs without a catalog entry.
 func (g *guardedCatalog) PurgeTable(ctx context.Context, ident table.Identifier) error {
 	p, ok := g.Catalog.(icecat.PurgeableTable)
 	if !ok {
 		return ErrPurgeUnsupported
 	}
+	tbl, err := g.LoadTable(ctx, ident)
+	if err != nil {
+		return err
+	}
+	if tbl.Properties().GetBool("gc.enabled", true) {
+		if err := removeBesideMetadata(g.storage(ctx), tbl); err != nil {
+			return g.explain(ctx, fmt.Errorf("delete the files of table %s: %w", strings.Join(ident, "."), err))
+		}
+	}
 	return g.explain(ctx, p.PurgeTable(g.storage(ctx), ident))
+}
+
+// removeBesideMetadata deletes the files under tbl's location but outside
+// its metadata folder. A table with gc.enabled=false keeps them, as
+// iceberg-go's purge does.
+func removeBesideMetadata(ctx context.Context, tbl *table.Table) error {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	lfs, ok := fsys.(iceio.ListableIO)
+	if !ok {
+		return nil
+	}
+	// The walk may name files with or without the location's scheme
+	// (file:///x against /x): paths are compared without it.
+	bare := func(p string) string {
+		if u, err := url.Parse(p); err == nil && u.Scheme != "" {
+			return u.Host + u.Path
+		}
+		return p
+	}
+	ml := tbl.MetadataLocation()
+	meta := bare(ml[:strings.LastIndex(ml, "/")+1]) // path.Dir would fold s3:// to s3:/
+	var files []string
+	err = lfs.WalkDir(tbl.Location(), func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil && errors.Is(err, fs.ErrNotExist):
+			return nil
+		case err != nil:
+			return err
+		case !d.IsDir() && !strings.HasPrefix(bare(p), meta) && !strings.Contains(bare(p), "/metadata/"):
+			// Metadata goes last, in iceberg-go's purge, wherever it is.
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("list %s: %w", tbl.Location(), err)
+	}
+	if bulk, ok := fsys.(iceio.BulkRemovableIO); ok && len(files) > 0 {
+		_, err := bulk.DeleteFiles(ctx, files)
+		return err
+	}
+	for _, f := range files {
+		if err := fsys.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // ErrPurgeUnsupported is PurgeTable's error for a catalog that cannot

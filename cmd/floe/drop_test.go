@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,5 +143,55 @@ func TestDropRecreatedUnderLiveSink(t *testing.T) {
 		if tp.Topic != "other" {
 			t.Errorf("the new table, made for topic other, holds %s", tp)
 		}
+	}
+}
+
+// TestDropKilledDuringPurge (from a review): floe drop --yes SIGKILLed
+// while it deletes the table's files. iceberg-go's purge dropped the
+// catalog entry first: running the drop again said the table did not
+// exist, and floe sink refused to create it again because its location
+// still held metadata. The data goes first now, with the table still in
+// the catalog, and a drop run again finishes.
+func TestDropKilledDuringPurge(t *testing.T) {
+	st, loc := sinkStack(t)
+	sink := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.d", "--stop-at-end"}, loc...)
+	mustFloe(t, sink...)
+	tbl := openTable(t, st.Catalog(), "lake.d")
+	dir := strings.TrimPrefix(tbl.Iceberg().Location(), "file://")
+	// Many files in the data folder, so that the purge takes a moment.
+	const n = 40000
+	for i := range n {
+		if err := os.WriteFile(fmt.Sprintf("%s/data/zz-%06d.parquet", dir, i), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(sub string) int {
+		es, _ := os.ReadDir(dir + "/" + sub)
+		return len(es)
+	}
+	cmd := exec.Command(os.Args[0], append([]string{"drop", "--table", "lake.d", "--yes"}, loc...)...)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(fmt.Sprintf("%s/data/zz-%06d.parquet", dir, 100)); err != nil {
+			break
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	t.Logf("killed with %d data files and %d metadata files left", count("data"), count("metadata"))
+	if count("metadata") == 0 {
+		t.Skip("the purge finished before the kill")
+	}
+	code, out, errs := floe(t, append([]string{"drop", "--table", "lake.d", "--yes"}, loc...)...)
+	t.Logf("floe drop again: exit %d\n%s%s", code, out, errs)
+	if code != 0 {
+		t.Errorf("floe drop run again after it was cut short: exit %d, want it to finish the drop\n%s", code, errs)
+	}
+	code, out, errs = floe(t, sink...)
+	if code != 0 {
+		t.Errorf("floe sink into the dropped table's name: exit %d, want a new table\n%s%s", code, out, errs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -413,6 +414,40 @@ func TestS3ErrorCodeNotNamedNotS3(t *testing.T) {
 			if strings.Contains(errs, "is that an S3 server?") || strings.Contains(errs, "check --s3-endpoint") && !strings.Contains(errs, c.code) {
 				t.Fatalf("an S3 server's %s answer is said not to be S3's, naming --s3-endpoint (exit %d):\n%s", c.code, code, errs)
 			}
+		})
+	}
+}
+
+// TestDropOnS3: floe drop --yes on S3 servers deletes a table's data
+// first, then its catalog entry and metadata (catalog's PurgeTable), and
+// leaves nothing under its location; the table's name can be sunk into
+// again.
+func TestDropOnS3(t *testing.T) {
+	for name, start := range map[string]func(testing.TB) *testenv.S3Server{"minio": testenv.MinIO, "versitygw": testenv.VersityGW} {
+		t.Run(name, func(t *testing.T) {
+			e := newS3EnvOn(t, start)
+			if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 2, nil); err != nil {
+				t.Fatal(err)
+			}
+			produceRound(t, e.brokers, "orders", 2, 20, map[int32]int64{})
+			mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
+			list := func() string {
+				resp, err := e.s3.Do(t.Context(), "GET", "/lake?list-type=2&prefix=warehouse/lake.db/orders/", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return string(b)
+			}
+			if !strings.Contains(list(), "/metadata/") || !strings.Contains(list(), "/data/") {
+				t.Fatalf("the table's location before the drop:\n%s", list())
+			}
+			mustFloe(t, "drop", "--table", "lake.orders", "--yes", "--catalog", e.catalog, "--warehouse", e.warehouse())
+			if l := list(); strings.Contains(l, "<Key>") {
+				t.Fatalf("the table's location after the drop:\n%s", l)
+			}
+			mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
 		})
 	}
 }

@@ -154,7 +154,10 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	if kind == Postgres || kind == REST {
 		// The driver's own parse error quotes the URI whole, password
 		// included (found by review).
-		if _, err := url.Parse(spec); err != nil {
+		// A password that is not percent-encoded may also parse, as a
+		// port of a host named like the user ("floe:2024/x@host"): the
+		// URL names another server, and its errors quote the password.
+		if u, err := url.Parse(spec); err != nil || u.User == nil && redact(spec) != spec {
 			return nil, &ConfigError{Setting: SettingCatalog, Value: redact(spec),
 				Want: "a URL: percent-encode what the user name or password holds (% as %25, # as %23, @ as %40, / as %2F, ? as %3F)"}
 		}
@@ -437,17 +440,14 @@ func keywordDSN(spec string) bool {
 	return n >= 2
 }
 
-// redact hides the password of a URI so errors and logs never show it,
-// also of one that does not parse (a password not percent-encoded): there
-// everything between the user name and the last @ is hidden.
+// redact hides the password of a URI so errors and logs never show it:
+// everything between the user name and the last @ after the scheme, read
+// from the text, not from a parse. A password that is not percent-encoded
+// may not parse at all, or parse as a port ("floe:2024/Summer@host" is
+// host floe, port 2024), and the parse then has no password to hide
+// (found by review). Hiding up to the last @ may hide more than the
+// password, never less.
 func redact(s string) string {
-	u, err := url.Parse(s)
-	if err == nil {
-		if u.User == nil {
-			return s
-		}
-		return u.Redacted()
-	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	at := strings.LastIndex(rest, "@")
 	if !ok || at < 0 {

@@ -551,8 +551,12 @@ func (d *decoder) withKeyFields(key any, keyType iceberg.Type, keyChanged bool, 
 	merged, more, err := mapping.MergeType("", values, kt)
 	if err == nil && more {
 		// The key's fields become columns as a value's do: one named
-		// like a kafka_* column would clash with floe's own.
+		// like a kafka_* column would clash with floe's own, and they
+		// count toward the schema's size.
 		err = mapping.CheckColumnNames("key", merged)
+		if err == nil {
+			err = mapping.CheckSchemaSize("key", merged.(*iceberg.StructType))
+		}
 	}
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("key fields as columns: %w", err)
@@ -704,9 +708,6 @@ func (d *decoder) decodeValue(ctx context.Context, value []byte) (v map[string]a
 		}
 		if err == nil && changed {
 			err = mapping.CheckColumnNames("json", st)
-		}
-		if err == nil && changed {
-			err = mapping.CheckSchemaSize("json", st)
 		}
 		if err != nil {
 			return nil, nil, nil, false, 0, err, nil

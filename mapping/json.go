@@ -52,10 +52,7 @@ func parseJSON(data []byte) (any, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := parseJSONValue(dec, 0)
-	if errors.Is(err, errTooDeep) {
-		return nil, err
-	}
+	v, err := parseJSONValue(dec)
 	if err != nil {
 		// encoding/json's own words ("invalid character 'o' in literal
 		// null") do not say what was wrong with the record.
@@ -113,25 +110,13 @@ func checkJSONText(data []byte) error {
 	return nil
 }
 
-// maxJSONDepth bounds how deep objects and arrays of a schemaless JSON
-// record nest. Each level is a nested column: a record nesting lists a
-// thousand deep made a column that every later flush of the table paid
-// minutes to write (found by review); past the bound the record is a dead
-// letter.
-const maxJSONDepth = 64
-
-var errTooDeep = fmt.Errorf("objects and arrays nest more than %d deep, each level a nested column: decode such records with a schema (--value registry), or sink the topic raw (without --value)", maxJSONDepth)
-
-func parseJSONValue(dec *json.Decoder, depth int) (any, error) {
+func parseJSONValue(dec *json.Decoder) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	switch tok := tok.(type) {
 	case json.Delim:
-		if depth == maxJSONDepth {
-			return nil, errTooDeep
-		}
 		switch tok {
 		case '{':
 			o := &jsonObject{values: map[string]any{}}
@@ -141,7 +126,7 @@ func parseJSONValue(dec *json.Decoder, depth int) (any, error) {
 					return nil, err
 				}
 				k := kt.(string)
-				v, err := parseJSONValue(dec, depth+1)
+				v, err := parseJSONValue(dec)
 				if err != nil {
 					return nil, err
 				}
@@ -155,7 +140,7 @@ func parseJSONValue(dec *json.Decoder, depth int) (any, error) {
 		case '[':
 			l := []any{}
 			for dec.More() {
-				v, err := parseJSONValue(dec, depth+1)
+				v, err := parseJSONValue(dec)
 				if err != nil {
 					return nil, err
 				}
@@ -455,11 +440,56 @@ func decodeJSONObject(obj *jsonObject, have *iceberg.StructType) (*iceberg.Struc
 		return nil, false, nil, err
 	}
 	st := merged.(*iceberg.StructType)
+	if changed {
+		if err := checkInferred(have, st); err != nil {
+			return nil, false, nil, err
+		}
+	}
 	out, err := conformJSON("", st, obj)
 	if err != nil || out == nil {
 		return st, changed, nil, err
 	}
 	return st, changed, out.(map[string]any), nil
+}
+
+// maxJSONDepth bounds how deep the columns schemaless JSON adds to a table
+// may nest. Each level is a nested column: a record nesting lists a
+// thousand deep made a column that every later flush of the table paid
+// minutes to write (found by review). A table that already has deeper
+// columns (written before the bound) keeps taking records that fit them.
+const maxJSONDepth = 64
+
+// checkInferred refuses the columns st, inferred from schemaless JSON over
+// the table's have, when they add a column nesting past maxJSONDepth or
+// grow the schema past maxSchemaBytes (CheckSchemaSize): the record is a
+// dead letter (*DecodeError, *SchemaError).
+func checkInferred(have, st *iceberg.StructType) error {
+	if d := typeDepth(st); d > maxJSONDepth && d > typeDepth(have) {
+		return &DecodeError{Format: "json", Err: fmt.Errorf("the record would add a column nesting %d deep (objects and arrays), past %d, each level a nested column: decode such records with a schema (--value registry), or sink the topic raw (without --value)", d, maxJSONDepth)}
+	}
+	return CheckSchemaSize("json", st)
+}
+
+// typeDepth is how deep structs, lists and maps nest in t: 0 for a
+// primitive.
+func typeDepth(t iceberg.Type) int {
+	d := 0
+	switch t := t.(type) {
+	case *iceberg.StructType:
+		if t == nil {
+			return 0
+		}
+		for _, f := range t.FieldList {
+			d = max(d, typeDepth(f.Type))
+		}
+	case *iceberg.ListType:
+		d = typeDepth(t.Element)
+	case *iceberg.MapType:
+		d = max(typeDepth(t.KeyType), typeDepth(t.ValueType))
+	default:
+		return 0
+	}
+	return d + 1
 }
 
 // conformJSON converts a parsed JSON value into the canonical

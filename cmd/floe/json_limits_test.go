@@ -43,7 +43,7 @@ func TestJSONWideOrDeepIsADeadLetter(t *testing.T) {
 	if !strings.Contains(out, "2 rows") || !strings.Contains(out, "2 dead letters") {
 		t.Fatalf("sink:\n%s", out)
 	}
-	for offset, why := range map[int]string{1: "columns wide", 2: "nest more than 64 deep"} {
+	for offset, why := range map[int]string{1: "columns wide", 2: "past 64"} {
 		if got := mustFloe(t, append([]string{"where", "--table", "lake.scores", "--partition", "0", "--offset", fmt.Sprint(offset)}, loc...)...); !strings.Contains(got, why) {
 			t.Errorf("where offset %d: want a dead letter saying %q:\n%s", offset, why, got)
 		}

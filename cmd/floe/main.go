@@ -110,7 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = ce.code
 	}
 	msg = oneLine(msg + src.note(msg))
-	if f := root.PersistentFlags().Lookup("log-format"); f != nil && f.Value.String() == "json" {
+	if jsonErrors(root, args) {
 		// A log shipper reading JSON lines would drop or choke on the one
 		// line that says why the process stopped (asked by operators).
 		slog.New(slog.NewJSONHandler(stderr, nil)).Error(msg, "exit_code", code)
@@ -118,6 +118,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "floe: %s\n", msg)
 	return code
+}
+
+// jsonErrors reports whether the error ending a run is written as a JSON
+// record: --log-format json, from the command line, FLOE_LOG_FORMAT or a
+// config file. A run whose flags did not parse (a misspelt flag or
+// command) has the arguments and the variable to go by (found by review:
+// those errors were text among JSON lines).
+func jsonErrors(root *cobra.Command, args []string) bool {
+	if f := root.PersistentFlags().Lookup("log-format"); f != nil && (f.Changed || f.Value.String() == "json") {
+		return f.Value.String() == "json"
+	}
+	for i, a := range args {
+		if a == "--log-format=json" || a == "--log-format" && i+1 < len(args) && args[i+1] == "json" {
+			return true
+		}
+	}
+	return os.Getenv("FLOE_LOG_FORMAT") == "json"
 }
 
 func oneLine(s string) string {

@@ -43,7 +43,8 @@ func TestStopAtEndInterrupted(t *testing.T) {
 		t.Fatalf("interrupted run: exit %d, want 2\nstdout: %s\nstderr:\n%s", code, stdout, strings.Join(lines, "\n"))
 	}
 	last := lines[len(lines)-1]
-	if !strings.Contains(last, "floe: interrupted before the end offsets: lake.big at big/") ||
+	// The last line is a JSON record, as the run logs (--log-format json).
+	if !strings.Contains(last, `"msg":"interrupted before the end offsets: lake.big at big/`) || !strings.Contains(last, `"exit_code":2`) ||
 		!strings.Contains(last, "run the same command again to continue") {
 		t.Fatalf("last stderr line %q, want the partitions not finished", last)
 	}

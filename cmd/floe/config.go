@@ -272,6 +272,12 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 		if _, dup := c.values[key]; dup {
 			return nil, fmt.Errorf("config file %s line %d: %q given twice", path, k.Line, key)
 		}
+		if v.Tag == "!!null" && v.Value == "" && len(k.LineComment) > 1 && k.LineComment[1] != ' ' {
+			// "password: #x1" is no value and a comment to YAML: the
+			// setting would stay unset without a word (found by review).
+			// An empty value, or one followed by "# a comment", is unset.
+			return nil, fmt.Errorf("config file %s line %d: %s: the value starts with '#', which YAML reads as a comment: quote it ('#...')", path, v.Line, key)
+		}
 		vals, err := nodeValues(v)
 		if err != nil {
 			return nil, fmt.Errorf("config file %s line %d: %s: %w", path, v.Line, key, err)
@@ -337,17 +343,14 @@ func nodeValues(n *yaml.Node) ([]string, error) {
 
 // checkTag refuses a scalar that YAML reads as something other than what
 // it shows, a password most often: a value starting with '!' is a tag, the
-// value after it what is left; with '&' an anchor, likewise; an empty
-// value is most often a '#' after ': ', which starts a comment, and it
-// would leave the setting unset without a word (found by review).
+// value after it what is left; with '&' an anchor, likewise (found by
+// review).
 func checkTag(n *yaml.Node) error {
 	switch {
 	case strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!"):
 		return errors.New("the value starts with '!', which YAML reads as a tag: quote it ('!...')")
 	case n.Anchor != "":
 		return errors.New("the value starts with '&', which YAML reads as an anchor: quote it ('&...')")
-	case n.Tag == "!!null" && n.Value == "":
-		return errors.New("the value is empty (after ': ', a '#' starts a comment): give one, quoted if it starts with '#' ('#...'), or leave the key out")
 	}
 	return nil
 }

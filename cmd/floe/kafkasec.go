@@ -70,15 +70,19 @@ func (f *kafkaSecurityFlags) security(ctx context.Context) (connector.Security, 
 		return sec, err
 	}
 	given := func(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+	// TLS is the file's protocol unless --kafka-tls says otherwise. Off,
+	// by a plaintext security.protocol (as the Java client and librdkafka
+	// read it) or by --kafka-tls=false, the file's ssl.* settings do not
+	// apply: a CA file would turn TLS on again (found by review). A file
+	// that names no protocol keeps them, and its CA file implies TLS.
+	plainFile := !sec.TLS && origins[flagTLS] != ""
 	if given(flagTLS) {
 		sec.TLS = f.sec.TLS
-		if !f.sec.TLS {
-			// --kafka-tls=false overrides the file's SSL protocol, whose
-			// certificate files would imply TLS again (found by review).
-			sec.TLSCAFile, sec.TLSCertFile, sec.TLSKeyFile, sec.TLSServerName = "", "", "", ""
-			for _, name := range []string{flagTLSCA, flagTLSCert, flagTLSKey, flagTLSServerName} {
-				delete(origins, name)
-			}
+	}
+	if !sec.TLS && (plainFile || given(flagTLS)) {
+		sec.TLSCAFile, sec.TLSCertFile, sec.TLSKeyFile = "", "", ""
+		for _, name := range []string{flagTLSCA, flagTLSCert, flagTLSKey} {
+			delete(origins, name)
 		}
 	}
 	for name, pair := range map[string][2]*string{
@@ -181,24 +185,20 @@ func readKafkaProperties(path string) (sec connector.Security, origins map[strin
 	protocol := get(flagTLS, "security.protocol")
 	switch strings.ToUpper(protocol) {
 	case "", "PLAINTEXT":
-		delete(origins, flagTLS)
 	case "SSL":
 		sec.TLS = true
 	case "SASL_PLAINTEXT":
 		sasl = true
-		delete(origins, flagTLS)
 	case "SASL_SSL":
 		sec.TLS, sasl = true, true
 	default:
 		return sec, nil, bad("security.protocol", "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", protocol)
 	}
-	// A plaintext protocol ignores the ssl.* settings, as the Java client
-	// and librdkafka do: a CA file would imply TLS here (found by review).
-	if sec.TLS {
-		sec.TLSCAFile = get(flagTLSCA, "ssl.ca.location")
-		sec.TLSCertFile = get(flagTLSCert, "ssl.certificate.location")
-		sec.TLSKeyFile = get(flagTLSKey, "ssl.key.location")
-	}
+	// A plaintext protocol's ssl.* settings are set aside by security,
+	// unless --kafka-tls turns TLS on.
+	sec.TLSCAFile = get(flagTLSCA, "ssl.ca.location")
+	sec.TLSCertFile = get(flagTLSCert, "ssl.certificate.location")
+	sec.TLSKeyFile = get(flagTLSKey, "ssl.key.location")
 	mech := strings.ToUpper(get(flagMechanism, "sasl.mechanism"))
 	switch {
 	case !sasl && mech != "":

@@ -83,7 +83,7 @@ headless Chromium, which must be installed (Debian's chromium).
 
 A finding that was reviewed and must stay (a loss recorded with --on-data-loss record stays in
 the ledger for good) can be accepted: --accept FILE takes an earlier audit's JSON report of the
-table, and its findings, met again unchanged (same partition, offsets, file and snapshot), are
+table, and its findings, met again unchanged (same partition, offsets, file, snapshot, detail), are
 listed apart and do not fail the audit; a new finding, or the same loss grown, still does.
 
 Exit status: 0 the table is complete (but for accepted findings), 1 there are findings, 2 the

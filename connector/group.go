@@ -160,6 +160,9 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	ss.cl = cl
 	s.mirror = newOffsetMirror(cl, s.cfg.Group, s.log)
 	s.log.Info("sink session started; waiting for the group to assign partitions", "group", s.cfg.Group, "protocol", s.cfg.GroupProtocol)
+	if s.cfg.OnSession != nil {
+		s.cfg.OnSession()
+	}
 	return nil
 }
 

@@ -300,6 +300,9 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 		return fail(nil)
 	}
 	s.log.Info("sink session started", "partitions", len(ss.parts), "consuming", len(assign), "flush_records", s.cfg.FlushRecords)
+	if s.cfg.OnSession != nil {
+		s.cfg.OnSession()
+	}
 	if ss.cl, err = kgo.NewClient(s.consumerOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: assign}))...); err != nil {
 		return fail(fmt.Errorf("create consumer: %w", err))
 	}

@@ -118,6 +118,9 @@ type Config struct {
 	// OnRetry, when set, is called each time a transient error ended a
 	// session and the sink waits before it starts the next one.
 	OnRetry func(err error, wait time.Duration)
+	// OnSession, when set, is called each time a session has started
+	// (the first, and each after a retry): the sink runs again.
+	OnSession func()
 	// OnOnlyDeadLetters, when set, is called after a commit whose records
 	// all went to the dead-letter table, none to a row (after OnCommit),
 	// with their number and the first one (its position and why it could

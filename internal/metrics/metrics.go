@@ -258,6 +258,20 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 			onRetry(err, wait)
 		}
 	}
+	onSession := cfg.OnSession
+	cfg.OnSession = func() {
+		// Running again: a status page said "retrying" with the old error
+		// until a record came, for ever on a quiet topic (found by an
+		// operator).
+		p.mu.Lock()
+		if p.state == StateRetrying {
+			p.state, p.err = StateRunning, ""
+		}
+		p.mu.Unlock()
+		if onSession != nil {
+			onSession()
+		}
+	}
 	cfg.OnOnlyDeadLetters = func(dead int64, first string) {
 		p.mu.Lock()
 		p.warning = fmt.Sprintf("every record of the last commit is a dead letter (%d); first: %s", dead, first)
@@ -321,6 +335,9 @@ func (p *Pipeline) setState(s string) {
 	p.mu.Lock()
 	if p.state != StateFailed {
 		p.state = s
+		if s == StateRunning {
+			p.err = "" // the retry's, which is over
+		}
 	}
 	p.mu.Unlock()
 }

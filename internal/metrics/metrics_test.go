@@ -456,3 +456,22 @@ func TestWatchLagIntervalUnderASecond(t *testing.T) {
 		t.Errorf("%d polls in 3s at --lag-interval 100ms: commits hold the interval's polls back to one a second", polls)
 	}
 }
+
+// TestRunningAgainAfterRetry (from an operator's run): /healthz said
+// "retrying" with the old error after the sink had started a new session,
+// until a record came, for ever on a quiet topic. A session that starts
+// sets it running again, without the error.
+func TestRunningAgainAfterRetry(t *testing.T) {
+	r := New()
+	p := r.Pipeline("orders", "lake.orders", nil)
+	var cfg connector.Config
+	p.Hook(&cfg)
+	cfg.OnRetry(errors.New("object store unreachable"), time.Second)
+	if _, doc := r.Health(); doc.Pipelines[0].State != StateRetrying || doc.Pipelines[0].Error == "" {
+		t.Fatalf("after a retry: %+v", doc.Pipelines[0])
+	}
+	cfg.OnSession()
+	if _, doc := r.Health(); doc.Pipelines[0].State != StateRunning || doc.Pipelines[0].Error != "" {
+		t.Fatalf("after the next session started: %+v", doc.Pipelines[0])
+	}
+}

@@ -380,7 +380,7 @@ func (c *Config) checkGroup() error {
 	case c.Partitions != nil:
 		want = "no group together with a fixed list of partitions: the group assigns them; give one or the other"
 	case c.StopAtEnd || c.EndOffsets != nil:
-		want = "no group in a bounded run (to end offsets, or a replay): a member's partitions change while it runs; run without a group, or as a live sink"
+		want = "no group in a bounded run (to end offsets, or a replay): a member's partitions change while it runs; run without a group (--group '' when a config file or FLOE_GROUP sets one), or as a live sink"
 	case c.StartOffsets != nil:
 		want = "no group in a replay from start offsets"
 	default:

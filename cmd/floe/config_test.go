@@ -304,3 +304,17 @@ func TestConfigPipelinesReplacedByFlags(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want a warning that the file's pipelines do not run", code, errs)
 	}
 }
+
+// TestConfigPipelinesWithPartitionsFlag (from an operator's run):
+// --partitions beside a config file's pipelines was left out without a
+// word, and the run sank every partition (in a group, the ones assigned);
+// it is refused, naming the pipeline's partitions: key.
+func TestConfigPipelinesWithPartitionsFlag(t *testing.T) {
+	st, loc := sinkStack(t)
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, conf, fmt.Sprintf("brokers: [%s]\npipelines:\n  - topic: orders\n    table: lake.fromfile\n", st.Brokers[0]))
+	code, _, errs := floe(t, append([]string{"sink", "--config", conf, "--partitions", "0", "--stop-at-end"}, loc...)...)
+	if code != exitError || !strings.Contains(errorLine(errs), "give a partitions: key to a pipeline of the file instead") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}

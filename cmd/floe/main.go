@@ -55,8 +55,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Closed before the deferred stop cancels ctx (defers run last in,
 	// first out), so that the end of the command is not taken for a
 	// signal.
-	finished := make(chan struct{})
-	defer close(finished)
+	finished, watched := make(chan struct{}), make(chan struct{})
+	defer func() {
+		close(finished)
+		<-watched
+	}()
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	// Only a sink or a replay has consumed records to commit when asked to
@@ -67,6 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		committing = c.Name() == "sink" || c.Name() == "replay"
 	}
 	go func() {
+		defer close(watched)
 		select {
 		case <-finished:
 		case <-ctx.Done():
@@ -91,6 +95,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}()
 	src := flagSources{}
 	err := root.ExecuteContext(context.WithValue(ctx, sourcesKey{}, src))
+	if ctx.Err() != nil {
+		// A signal ended the command: its "stopping" line comes before
+		// the line saying why the command failed, which is the last
+		// (found by an operator: it came after).
+		<-watched
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -191,6 +191,11 @@ func (f *opsFlags) register(fs *pflag.FlagSet) {
 func sinkPipelines(ctx context.Context, f *sinkFlags) ([]pipeline, error) {
 	file := configFrom(ctx)
 	if len(f.topics) == 0 && f.topicRegex == "" && f.table == "" && file != nil && len(file.pipelines) > 0 {
+		if f.partitions != nil {
+			// It was left out without a word, and the run sank every
+			// partition (found by an operator).
+			return nil, errors.New("--partitions names partitions of one topic, and the config file's pipelines are run: give a partitions: key to a pipeline of the file instead, or --topic and --table with --partitions")
+		}
 		return file.pipelines, nil
 	}
 	if len(f.topics) == 0 && f.topicRegex == "" {

@@ -101,6 +101,12 @@ func writeLocalFiles(l *localstack.Local) error {
 	var env strings.Builder
 	env.WriteString("# Environment for the floe local stack; use: . " + filepath.Join(l.Dir, "env.sh") + "\n")
 	for _, kv := range localEnv(l) {
+		if kv[0] == envName(flagPassword) {
+			// Read from its file, as the banner shows (an operator found
+			// the password itself here).
+			fmt.Fprintf(&env, "export %s=\"$(cat %q)\"\n", kv[0], l.PasswordFile())
+			continue
+		}
 		fmt.Fprintf(&env, "export %s=%q\n", kv[0], kv[1])
 	}
 	if l.Password == "" {

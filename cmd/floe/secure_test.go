@@ -455,6 +455,15 @@ func TestLocalstackUpSecure(t *testing.T) {
 	if !strings.Contains(usage.String(), wantFlags) || !strings.Contains(usage.String(), wantEnv) || strings.Contains(usage.String(), "--kafka-sasl-password") || strings.Contains(usage.String(), l.Password) {
 		t.Errorf("usage lacks %q and %q, names the password flag or prints the password:\n%s", wantFlags, wantEnv, usage.String())
 	}
+	// env.sh reads the password from its file too, as the usage says
+	// (from an operator's run: it held the password itself), and works.
+	envSh := filepath.Join(dir, "env.sh")
+	if b, err := os.ReadFile(envSh); err != nil || !strings.Contains(string(b), wantEnv) || strings.Contains(string(b), l.Password) {
+		t.Errorf("env.sh (%v):\n%s", err, b)
+	}
+	if out, err := exec.Command("sh", "-c", ". "+envSh+" && printf %s \"$FLOE_KAFKA_SASL_PASSWORD\"").Output(); err != nil || string(out) != l.Password {
+		t.Errorf("env.sh's password reads %q (%v)", out, err)
+	}
 	// The printed lines work in a shell: the variable's password is the stack's.
 	if out, err := exec.Command("sh", "-c", "printf %s "+wantEnv[strings.Index(wantEnv, `"$(`):]).Output(); err != nil || string(out) != l.Password {
 		t.Errorf("the printed password reference reads %q (%v)", out, err)

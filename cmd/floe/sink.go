@@ -131,8 +131,8 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
   floe sink --brokers localhost:9092 --topic accounts --table lake.accounts --mode upsert --key string
   floe sink --brokers localhost:9092 --topic customers --table lake.customers --mode upsert --value json --id-columns id
   floe sink --config floe.yaml --metrics-addr :9464
-  floe sink --brokers kafka:9092 --topic orders --table lake.orders \
-    --catalog postgres://floe:secret@pg:5432/iceberg --warehouse s3://lake/warehouse --s3-endpoint http://minio:9000`,
+  FLOE_CATALOG="postgres://floe:$PG_PASSWORD@pg:5432/iceberg" floe sink --brokers kafka:9092 \
+    --topic orders --table lake.orders --warehouse s3://lake/warehouse --s3-endpoint http://minio:9000`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSink(cmd, &f)

@@ -152,11 +152,10 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		return nil, err
 	}
 	if kind == Postgres || kind == REST {
-		// The driver's own parse error quotes the URI whole, password
-		// included (found by review).
-		// A password that is not percent-encoded may also parse, as a
-		// port of a host named like the user ("floe:2024/x@host"): the
-		// URL names another server, and its errors quote the password.
+		// A password that is not percent-encoded either fails to parse,
+		// and the driver's parse error quotes the URI whole, or parses as
+		// the port of a host named like the user ("floe:2024/x@host"),
+		// whose errors quote it too (found by review).
 		if u, err := url.Parse(spec); err != nil || u.User == nil && redact(spec) != spec {
 			return nil, &ConfigError{Setting: SettingCatalog, Value: redact(spec),
 				Want: "a URL: percent-encode what the user name or password holds (% as %25, # as %23, @ as %40, / as %2F, ? as %3F)"}

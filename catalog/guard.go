@@ -288,15 +288,9 @@ func removeBesideMetadata(ctx context.Context, tbl *table.Table) error {
 		return nil
 	}
 	// The walk may name files with or without the location's scheme
-	// (file:///x against /x): paths are compared without it.
-	bare := func(p string) string {
-		if u, err := url.Parse(p); err == nil && u.Scheme != "" {
-			return u.Host + u.Path
-		}
-		return p
-	}
+	// (file:///x against /x): paths are compared by LocationKey.
 	ml := tbl.MetadataLocation()
-	meta := bare(ml[:strings.LastIndex(ml, "/")+1]) // path.Dir would fold s3:// to s3:/
+	meta := LocationKey(ml[:strings.LastIndex(ml, "/")+1]) // path.Dir would fold s3:// to s3:/
 	var files []string
 	err = lfs.WalkDir(tbl.Location(), func(p string, d fs.DirEntry, err error) error {
 		switch {
@@ -304,7 +298,7 @@ func removeBesideMetadata(ctx context.Context, tbl *table.Table) error {
 			return nil
 		case err != nil:
 			return err
-		case !d.IsDir() && !strings.HasPrefix(bare(p), meta) && !strings.Contains(bare(p), "/metadata/"):
+		case !d.IsDir() && !strings.HasPrefix(LocationKey(p), meta) && !strings.Contains(LocationKey(p), "/metadata/"):
 			// Metadata goes last, in iceberg-go's purge, wherever it is.
 			files = append(files, p)
 		}
@@ -323,6 +317,16 @@ func removeBesideMetadata(ctx context.Context, tbl *table.Table) error {
 		}
 	}
 	return nil
+}
+
+// LocationKey is the location of a file without its scheme, by which two
+// names of one file compare equal: manifests and metadata name a file as
+// file:///dir/f where a listing of the storage may say /dir/f.
+func LocationKey(p string) string {
+	if u, err := url.Parse(p); err == nil && u.Scheme != "" {
+		return u.Host + u.Path
+	}
+	return p
 }
 
 // ErrPurgeUnsupported is PurgeTable's error for a catalog that cannot

@@ -141,9 +141,6 @@ func kerrName(err error) string {
 	return err.Error()
 }
 
-// authorization returns err as an AuthorizationError when the brokers
-// refused op on topic (or, for the group and cluster codes, on group or
-// the cluster) for lack of an ACL, and err otherwise.
 // hiddenTopics says, for a client the brokers know by a principal, that
 // they list only the topics it may describe: a pattern that matches none
 // of them may match topics its ACLs hide (found by review). "" otherwise.
@@ -154,6 +151,9 @@ func (b *Broker) hiddenTopics() string {
 	return fmt.Sprintf(" (the brokers list only the topics %s may Describe: check its ACLs, e.g. kafka-acls --list --principal %s, for Describe and Read on the topics)", b.principal, b.principal)
 }
 
+// authorization returns err as an AuthorizationError when the brokers
+// refused op on topic (or, for the group and cluster codes, on group or
+// the cluster) for lack of an ACL, and err otherwise.
 func (b *Broker) authorization(err error, op, topic, group string) error {
 	a := &AuthorizationError{Principal: b.principal, Operation: op, Err: err}
 	switch {

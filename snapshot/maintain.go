@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	floecat "github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -471,19 +471,11 @@ func deleteExpired(ctx context.Context, t *Table, pre, post *table.Table, expire
 }
 
 // fileSet is a set of file paths, each known by its location without a
-// scheme: manifests name a file as file:///dir/f where a listing of the
-// storage says /dir/f.
+// scheme (floecat.LocationKey).
 type fileSet map[string]bool
 
-func (s fileSet) key(p string) string {
-	if u, err := url.Parse(p); err == nil && u.Scheme != "" {
-		return u.Host + u.Path
-	}
-	return p
-}
-
-func (s fileSet) add(p string)      { s[s.key(p)] = true }
-func (s fileSet) has(p string) bool { return s[s.key(p)] }
+func (s fileSet) add(p string)      { s[floecat.LocationKey(p)] = true }
+func (s fileSet) has(p string) bool { return s[floecat.LocationKey(p)] }
 
 // keptFiles returns, for a dead-letter table, the files that its data
 // table's commits name for it, in the snapshots the data table has (a

@@ -167,7 +167,7 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if err != nil {
 		return err
 	}
-	if f.accept != "" {
+	if baseline != nil {
 		if err := rep.Accept(baseline, f.accept); err != nil {
 			return err
 		}

@@ -144,7 +144,7 @@ func jsonErrors(root *cobra.Command, args []string) bool {
 			return true
 		}
 	}
-	return os.Getenv("FLOE_LOG_FORMAT") == "json"
+	return os.Getenv(envName("log-format")) == "json"
 }
 
 func oneLine(s string) string {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Hosts are network namespaces made to stand for separate machines: each
@@ -30,6 +32,7 @@ type Hosts struct {
 	t      testing.TB
 	bridge string
 	ports  []string // each namespace's veth end on this host
+	peers  []string // and its end in the namespace
 }
 
 // NetNS makes n network namespaces joined by a bridge to this host, with
@@ -62,6 +65,7 @@ func NetNS(t testing.TB, n int) *Hosts {
 		h.Names = append(h.Names, ns)
 		h.HostAddrs = append(h.HostAddrs, addr)
 		h.ports = append(h.ports, port)
+		h.peers = append(h.peers, peer)
 		steps = append(steps,
 			[]string{"netns", "add", ns},
 			[]string{"link", "add", port, "type", "veth", "peer", "name", peer, "netns", ns},
@@ -114,12 +118,39 @@ func (h *Hosts) Cut(i int) {
 	}
 }
 
-// Heal puts host i back on the network.
+// Heal puts host i back on the network. It returns once both ends of the
+// host's link are operationally up: until the kernel's link watcher has
+// seen the carrier come back (it runs at most once a second) each end
+// drops what is sent, so a connection tried at once could time out.
 func (h *Hosts) Heal(i int) {
 	h.t.Helper()
 	if err := ip("link", "set", h.ports[i], "up"); err != nil {
 		h.t.Fatalf("testenv: heal host %d: %v", i, err)
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !linkUp("", h.ports[i]) || !linkUp(h.Names[i], h.peers[i]) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("testenv: heal host %d: its link is not up after 10 s", i)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// linkUp reports whether the link dev (in namespace ns, or this host's
+// where ns is empty) is operationally up.
+func linkUp(ns, dev string) bool {
+	args := []string{"-j", "link", "show", "dev", dev}
+	if ns != "" {
+		args = append([]string{"-n", ns}, args...)
+	}
+	out, err := exec.Command("ip", args...).Output()
+	if err != nil {
+		return false
+	}
+	var links []struct {
+		OperState string `json:"operstate"`
+	}
+	return json.Unmarshal(out, &links) == nil && len(links) == 1 && links[0].OperState == "UP"
 }
 
 // Forward listens on Addr and forwards each connection to target (a server

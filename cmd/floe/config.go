@@ -162,7 +162,52 @@ func applyConfig(cmd *cobra.Command) error {
 			}
 		}
 	})
+	if err := brokersFromKafkaConfig(cmd.Flags(), src); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// brokersFromKafkaConfig sets --brokers from the bootstrap.servers of the
+// --kafka-config file where no flag, variable or config-file key gave it:
+// the file the other clients read names their brokers too, and ignoring
+// it would leave a command without brokers (or an audit without the log)
+// for want of a flag the file already answers.
+func brokersFromKafkaConfig(fs *pflag.FlagSet, src flagSources) error {
+	brokers, config := fs.Lookup("brokers"), fs.Lookup(flagKafkaConfig)
+	if brokers == nil || config == nil || brokers.Changed || config.Value.String() == "" {
+		return nil
+	}
+	path := config.Value.String()
+	props, err := parseProperties(path)
+	if err != nil {
+		return err
+	}
+	p, ok := props["bootstrap.servers"]
+	if !ok {
+		return nil
+	}
+	var servers []string
+	for s := range strings.SplitSeq(p.value, ",") {
+		// The Java client takes a listener's name before the address
+		// (SASL_SSL://host:9092); the address is what floe dials.
+		if _, addr, ok := strings.Cut(s, "://"); ok {
+			s = addr
+		}
+		if s = strings.TrimSpace(s); s != "" {
+			servers = append(servers, s)
+		}
+	}
+	if len(servers) == 0 {
+		return nil
+	}
+	if err := setFlag(fs, brokers, servers); err != nil {
+		return fmt.Errorf("--kafka-config %s line %d: bootstrap.servers: %w", path, p.line, err)
+	}
+	if src != nil {
+		src["brokers"] = fmt.Sprintf("--kafka-config %s line %d (bootstrap.servers)", path, p.line)
+	}
+	return nil
 }
 
 // envName is the FLOE_* variable of the flag named name.

@@ -43,7 +43,7 @@ const (
 func (f *kafkaSecurityFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	s := &f.sec
-	fs.StringVar(&f.kafkaConfig, flagKafkaConfig, "", "Kafka client properties `FILE` (security.protocol, sasl.mechanism, sasl.jaas.config, sasl.username, sasl.password, ssl.ca.location, ssl.certificate.location, ssl.key.location); the --kafka-* flags override it")
+	fs.StringVar(&f.kafkaConfig, flagKafkaConfig, "", "Kafka client properties `FILE` (security.protocol, sasl.mechanism, sasl.jaas.config, sasl.username, sasl.password, ssl.ca.location, ssl.certificate.location, ssl.key.location, and bootstrap.servers where --brokers is not given); the --kafka-* flags override it")
 	fs.BoolVar(&s.TLS, flagTLS, false, "connect to the brokers over TLS, trusting the system's CAs")
 	fs.StringVar(&s.TLSCAFile, flagTLSCA, "", "PEM `FILE` of the CAs that sign the brokers' certificates (implies --kafka-tls)")
 	fs.StringVar(&s.TLSCertFile, flagTLSCert, "", "PEM client certificate `FILE` for mutual TLS (with --kafka-tls-key)")
@@ -123,8 +123,9 @@ var userMechanisms = []string{connector.MechanismPlain, connector.MechanismScram
 
 // readKafkaProperties reads the security settings of a Kafka client
 // properties file, as the Java client and librdkafka name them. Keys that
-// are not about security (bootstrap.servers, client.id, ...) are ignored so
-// that the file other clients read serves floe too.
+// are not about security (client.id, ...) are ignored so that the file
+// other clients read serves floe too; bootstrap.servers is read by
+// brokersFromKafkaConfig.
 //
 // origins says, for each flag whose setting the file gave, which line:
 // "--kafka-config client.properties line 3 (ssl.ca.location)".
@@ -272,7 +273,7 @@ var securityProperties = []string{
 // checkPropertyNames refuses a property of props that is two edits or
 // fewer from one floe reads but is not one (ssl.ca.locaton): left unread,
 // it would leave its setting at the default without a word. Other keys
-// (bootstrap.servers, acks, ...) belong to other clients and are ignored.
+// (client.id, acks, ...) belong to other clients and are ignored.
 func checkPropertyNames(path string, props map[string]property) error {
 	for _, key := range slices.Sorted(maps.Keys(props)) {
 		if slices.Contains(securityProperties, key) {

@@ -221,3 +221,35 @@ func TestKafkaConfigInlinePEMNotIgnored(t *testing.T) {
 		})
 	}
 }
+
+// TestKafkaConfigBootstrapServers (from an operator's run): the client
+// properties file names the brokers in bootstrap.servers, and floe ignored
+// it: a sink without --brokers was refused for missing brokers, an audit
+// answered without the log. The file's brokers serve where no flag,
+// variable or config-file key gives --brokers, and an error about them
+// names the file's line.
+func TestKafkaConfigBootstrapServers(t *testing.T) {
+	st, _ := sinkStack(t)
+	dir := t.TempDir()
+	props := filepath.Join(dir, "client.properties")
+	writeFile(t, props, "security.protocol=PLAINTEXT\nbootstrap.servers=PLAINTEXT://"+st.Brokers[0]+"\n")
+	_, catFlags := localCatalog(t)
+	code, out, errs := floe(t, append([]string{"sink", "--kafka-config", props, "--topic", "orders", "--table", "lake.orders",
+		"--stop-at-end", "--dial-timeout", "3s"}, catFlags...)...)
+	if code != 0 || !strings.Contains(out, "300 rows") {
+		t.Fatalf("exit %d, want 0 with 300 rows from the file's brokers\n%s\nerror line: %s", code, out, errorLine(errs))
+	}
+
+	dead := filepath.Join(dir, "dead.properties")
+	writeFile(t, dead, "# the cluster\nbootstrap.servers="+refusedTCPAddr(t)+"\n")
+	code, _, errs = floe(t, append([]string{"sink", "--kafka-config", dead, "--topic", "orders", "--table", "lake.orders",
+		"--stop-at-end", "--dial-timeout", "1s"}, catFlags...)...)
+	if want := "--kafka-config " + dead + " line 2 (bootstrap.servers)"; code == 0 || !strings.Contains(errorLine(errs), want) {
+		t.Errorf("exit %d; want the error to name %q\n%s", code, want, errorLine(errs))
+	}
+	// --brokers '' still means none: the audit answers from the table.
+	code, out, errs = floe(t, append([]string{"audit", "--kafka-config", dead, "--brokers", "", "--table", "lake.orders"}, catFlags...)...)
+	if code != 0 || !strings.Contains(out, "COMPLETE") {
+		t.Errorf("audit --brokers '': exit %d, want 0 and COMPLETE from the table alone\n%s\nerror line: %s", code, out, errorLine(errs))
+	}
+}

@@ -178,10 +178,17 @@ func (f *brokerFlags) dial(ctx context.Context) (*connector.Broker, error) {
 	}
 	sec, err := f.security(ctx)
 	if err != nil {
-		return nil, err
+		return nil, settingsError{err}
 	}
 	return connector.DialSecure(ctx, f.brokers, f.dialTimeout, sec)
 }
+
+// settingsError is a Kafka security setting (a --kafka-config file that
+// cannot be read or does not fit) that cannot work: a usage error, not
+// brokers that failed.
+type settingsError struct{ error }
+
+func (e settingsError) Unwrap() error { return e.error }
 
 // dialOptional is dial for a command that answers without the brokers
 // too (audit, where, as-of): a failure says how to do without them, where

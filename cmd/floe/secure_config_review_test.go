@@ -253,3 +253,25 @@ func TestKafkaConfigBootstrapServers(t *testing.T) {
 		t.Errorf("audit --brokers '': exit %d, want 0 and COMPLETE from the table alone\n%s\nerror line: %s", code, out, errorLine(errs))
 	}
 }
+
+// TestStatusBadKafkaConfigIsAUsageError (from an operator's run): a
+// --kafka-config file that cannot be read, or whose settings do not fit,
+// was reported as brokers that failed, under the table's side ("the
+// brokers' side failed: ..."), as if the cluster were down. Like a bad
+// --kafka-tls-ca it is a usage error: the error alone, naming the file.
+func TestStatusBadKafkaConfigIsAUsageError(t *testing.T) {
+	st, _ := sinkStack(t)
+	_, catFlags := localCatalog(t)
+	if code, out, errs := floe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, catFlags...)...); code != 0 {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.properties")
+	writeFile(t, bad, "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n")
+	for _, file := range []string{filepath.Join(dir, "missing.properties"), bad} {
+		code, out, errs := floe(t, append([]string{"status", "--brokers", st.Brokers[0], "--kafka-config", file, "--table", "lake.orders"}, catFlags...)...)
+		if line := errorLine(errs); code != 2 || out != "" || !strings.Contains(line, file) || strings.Contains(line, "brokers' side failed") {
+			t.Errorf("--kafka-config %s: exit %d; want 2, nothing on stdout and the error naming the file, not the brokers\nstdout: %s\nerror line: %s", file, code, out, line)
+		}
+	}
+}

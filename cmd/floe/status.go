@@ -67,7 +67,8 @@ running floe sink serves this page itself with --metrics-addr.`,
 			// A broker address or security setting that cannot work is a
 			// usage error, not brokers that failed: no table side first.
 			_, badSetting := errors.AsType[*connector.ConfigError](brokerErr)
-			if brokerErr != nil && (serve != "" || badSetting) {
+			_, badFile := errors.AsType[settingsError](brokerErr)
+			if brokerErr != nil && (serve != "" || badSetting || badFile) {
 				return brokerErr
 			}
 			if broker != nil {

@@ -87,8 +87,20 @@ func TestVersion(t *testing.T) {
 		}
 	}
 	var v versionInfo
-	if err := json.Unmarshal([]byte(mustFloe(t, "version", "--json")), &v); err != nil {
+	doc := mustFloe(t, "version", "--json")
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
 		t.Fatal(err)
+	}
+	// Every field is there in every build, the commit's too (from a
+	// new-user run: a script reading .commit found no such key).
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(doc), &fields); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"version", "commit", "modified", "commit_time", "go", "iceberg_go", "franz_go"} {
+		if _, ok := fields[key]; !ok {
+			t.Errorf("version --json lacks %q:\n%s", key, doc)
+		}
 	}
 	if v.Version == "" || !strings.HasPrefix(v.Go, "go1.") || !strings.HasPrefix(v.IcebergGo, "v0.") || !strings.HasPrefix(v.FranzGo, "v1.") {
 		t.Fatalf("version --json: %+v", v)

@@ -10,14 +10,16 @@ import (
 )
 
 // versionInfo is floe version's answer. Its JSON field names are stable
-// (floe version --json); Commit is empty when the binary was built without
-// VCS information (go build -buildvcs=false, or outside a checkout).
+// and always present (floe version --json), so that a script reads the
+// same document from every build; Commit and CommitTime are empty when the
+// binary was built without VCS information (go build -buildvcs=false, or
+// outside a checkout).
 type versionInfo struct {
 	Version string `json:"version"`
-	Commit  string `json:"commit,omitempty"`
+	Commit  string `json:"commit"`
 	// Modified is set when the commit had uncommitted changes.
-	Modified   bool   `json:"modified,omitempty"`
-	CommitTime string `json:"commit_time,omitempty"`
+	Modified   bool   `json:"modified"`
+	CommitTime string `json:"commit_time"`
 	Go         string `json:"go"`
 	// IcebergGo and FranzGo are the versions of the two libraries floe's
 	// behaviour depends on most: the Iceberg and Kafka clients.

@@ -491,3 +491,44 @@ func TestDebeziumTruncateFilesAudit(t *testing.T) {
 		t.Errorf("files level finding: %s %s: %s", f.Level, f.Kind, f.Detail)
 	}
 }
+
+// TestDebeziumUnavailableValue: updates of a PostgreSQL table whose REPLICA
+// IDENTITY leaves an unchanged TOASTed column out carry Debezium's
+// placeholder in its stead. Each such event is a dead letter naming the
+// column and REPLICA IDENTITY FULL, in every converter's encoding; the key
+// keeps its previous row (the table never holds the placeholder), a later
+// complete update of it applies, and the ledger counts the events as dead
+// letters.
+func TestDebeziumUnavailableValue(t *testing.T) {
+	e := newEnv(t)
+	for i, enc := range []floetest.CDCEncoding{floetest.CDCConnectJSON, floetest.CDCPlainJSON, floetest.CDCAvro, floetest.CDCJSONSchema, floetest.CDCProtobuf} {
+		t.Run(enc.String(), func(t *testing.T) {
+			topic := "dbserver1.inventory.toasted-" + enc.String()
+			e.Topic(topic, 2, nil)
+			c := floetest.NewCustomers(topic, 2)
+			c.Story(20, 40, uint64(i+1))
+			ids := slices.Sorted(maps.Keys(c.State()))
+			for _, id := range ids[:4] {
+				c.UpdateUnavailable(id, func(cu *floetest.Customer) { cu.FirstName = "Toasted" })
+			}
+			c.Update(ids[0], func(cu *floetest.Customer) { cu.LastName = "Repaired" })
+			recs := c.Records(t, enc, e.Stack.Registry)
+			e.Produce(recs)
+			tbl, dlq := e.debeziumTable(fmt.Sprintf("lake.toasted_%d", i), enc)
+			stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 13, DeadLetters: dlq, Registry: e.Registry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.DeadLetters != int64(c.Unavailable) {
+				t.Fatalf("%d dead letters, want %d (%s)", stats.DeadLetters, c.Unavailable, stats.FirstDeadLetter)
+			}
+			c.CheckTable(t, rows(t, tbl), enc, true)
+			for _, d := range rows(t, dlq) {
+				if reason := d.Columns[mapping.ColError]; !strings.Contains(reason, "after.email") || !strings.Contains(reason, "REPLICA IDENTITY FULL") {
+					t.Errorf("dead letter at offset %d: %q, want it to name after.email and REPLICA IDENTITY FULL", d.Offset, reason)
+				}
+			}
+			checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes+c.Tombstones), 0, int64(c.Unavailable))
+		})
+	}
+}

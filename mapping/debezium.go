@@ -1,6 +1,10 @@
 package mapping
 
 import (
+	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -58,6 +62,102 @@ type EnvelopeError struct {
 
 func (e *EnvelopeError) Error() string {
 	return "not a Debezium change event (--envelope debezium): " + e.Problem
+}
+
+// UnavailableValue is the placeholder Debezium's PostgreSQL connector
+// writes for a TOASTed column (a large text, bytea, array, jsonb, hstore
+// value) that an update left unchanged, where the table's REPLICA
+// IDENTITY does not send it (its unavailable.value.placeholder default).
+const UnavailableValue = "__debezium_unavailable_value"
+
+// UnavailableValueError reports an upsert event whose after image holds
+// UnavailableValue in a column: the event does not carry that column's
+// value, and a row made of it would hold the placeholder where the source
+// holds the value. The record goes to the dead-letter table with it as the
+// reason, and the key keeps its previous row.
+type UnavailableValueError struct {
+	// Column is the after image's field.
+	Column string
+}
+
+func (e *UnavailableValueError) Error() string {
+	return fmt.Sprintf("after.%s holds %q, Debezium's placeholder for a TOASTed value the update left unchanged: the event does not carry the column's value, so it makes no row and the key keeps its previous one; give the source table REPLICA IDENTITY FULL (or use Debezium's reselect post-processor) so that updates carry every column, then an incremental snapshot (Debezium's execute-snapshot signal) rewrites the rows",
+		e.Column, UnavailableValue)
+}
+
+// checkAvailable returns an *UnavailableValueError for the column of an
+// upsert's row (in the canonical representation; the first by name, where
+// several) that holds UnavailableValue in one of the forms Debezium gives
+// it by column type.
+func checkAvailable(row map[string]any) error {
+	var first string
+	found := false
+	for col, v := range row {
+		if isUnavailable(v) && (!found || col < first) {
+			first, found = col, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return &UnavailableValueError{Column: first}
+}
+
+// isUnavailable reports whether v is UnavailableValue as Debezium writes it
+// for a column of some type: the text (also as base64 or hex, the JSON of
+// a bytea by binary.handling.mode, and hstore's JSON), its bytes, a list
+// of the text, of its bytes or of the UUID made of its bytes, a list of
+// its bytes as integers (integer arrays), and a map of the text to itself
+// (hstore).
+func isUnavailable(v any) bool {
+	switch v := v.(type) {
+	case string:
+		if len(v) < len(UnavailableValue) {
+			return false
+		}
+		return v == UnavailableValue || v == base64.StdEncoding.EncodeToString([]byte(UnavailableValue)) ||
+			v == hex.EncodeToString([]byte(UnavailableValue)) || v == `{"`+UnavailableValue+`":"`+UnavailableValue+`"}`
+	case []byte:
+		return bytes.Equal(v, []byte(UnavailableValue))
+	case []any:
+		if len(v) == 1 {
+			s, _ := v[0].(string)
+			return isUnavailable(v[0]) || s == unavailableUUID()
+		}
+		if len(v) != len(UnavailableValue) {
+			return false
+		}
+		for i, e := range v {
+			var n int64
+			switch e := e.(type) {
+			case int32:
+				n = int64(e)
+			case int64:
+				n = e
+			default:
+				return false
+			}
+			if n != int64(UnavailableValue[i]) {
+				return false
+			}
+		}
+		return true
+	case []MapEntry:
+		return len(v) == 1 && v[0].Key == UnavailableValue && v[0].Value == UnavailableValue
+	case map[string]any:
+		return len(v) == 1 && v[UnavailableValue] == UnavailableValue
+	}
+	return false
+}
+
+// unavailableUUID is the placeholder of a uuid[] column: Java's
+// UUID.nameUUIDFromBytes of UnavailableValue (an MD5, version 3 UUID).
+func unavailableUUID() string {
+	h := md5.Sum([]byte(UnavailableValue))
+	h[6] = h[6]&0x0f | 0x30
+	h[8] = h[8]&0x3f | 0x80
+	x := hex.EncodeToString(h[:])
+	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
 }
 
 // ChangeEvent is one Debezium change event, decoded.
@@ -171,6 +271,9 @@ func DebeziumChange(event any) (ChangeEvent, error) {
 				ch.Row[ColSourceTsMs] = int64(ts)
 			}
 		}
+		if err := checkAvailable(ch.Row); err != nil {
+			return ch, err
+		}
 	case ChangeDelete:
 		ch.Before = before
 	}
@@ -254,6 +357,9 @@ func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructT
 		st, changed, out, err := decodeJSONObject(row, have)
 		if err == nil && changed {
 			err = checkColumnNames("json", st)
+		}
+		if err == nil {
+			err = checkAvailable(out)
 		}
 		if err != nil {
 			return nil, false, ch, err

@@ -3,6 +3,7 @@ package mapping_test
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -338,4 +339,61 @@ func names(st *iceberg.StructType) string {
 		out = append(out, f.Name)
 	}
 	return strings.Join(out, " ")
+}
+
+// TestDebeziumUnavailableValue: an update of PostgreSQL's under its default
+// REPLICA IDENTITY does not carry a TOASTed column it left unchanged, and
+// Debezium writes its placeholder there, in a form by the column's type.
+// A row made of it would hold the placeholder where the source holds the
+// value: the event is an *UnavailableValueError naming the column, with
+// and without the JSON converter's schema. Values that merely look like
+// it decode.
+func TestDebeziumUnavailableValue(t *testing.T) {
+	const ph = mapping.UnavailableValue
+	b64 := base64.StdEncoding.EncodeToString([]byte(ph))
+	var ints []string
+	for _, b := range []byte(ph) {
+		ints = append(ints, fmt.Sprint(b))
+	}
+	intList := "[" + strings.Join(ints, ",") + "]"
+	// connect wraps an after image of one column, of Connect type typ, in
+	// the JSON converter's schema and payload.
+	connect := func(typ, value string) string {
+		return `{"schema":{"type":"struct","name":"t.Envelope","fields":[` +
+			`{"field":"after","type":"struct","optional":true,"fields":[{"field":"id","type":"int32"},{"field":"doc",` + typ + `,"optional":true}]},` +
+			`{"field":"op","type":"string"}]},` +
+			`"payload":{"after":{"id":1,"doc":` + value + `},"op":"u"}}`
+	}
+	for _, tc := range []struct {
+		name, event string
+		unavailable bool
+	}{
+		{"text", `{"op":"u","after":{"id":1,"doc":"` + ph + `"}}`, true},
+		{"bytea as base64", `{"op":"u","after":{"id":1,"doc":"` + b64 + `"}}`, true},
+		{"text[]", `{"op":"u","after":{"id":1,"doc":["` + ph + `"]}}`, true},
+		{"int[]", `{"op":"u","after":{"id":1,"doc":` + intList + `}}`, true},
+		{"hstore", `{"op":"u","after":{"id":1,"doc":{"` + ph + `":"` + ph + `"}}}`, true},
+		{"connect string", connect(`"type":"string"`, `"`+ph+`"`), true},
+		{"connect bytes", connect(`"type":"bytes"`, `"`+b64+`"`), true},
+		{"connect int32 array", connect(`"type":"array","items":{"type":"int32"}`, intList), true},
+		{"connect map", connect(`"type":"map","keys":{"type":"string"},"values":{"type":"string"}`, `{"`+ph+`":"`+ph+`"}`), true},
+		{"a snapshot read", `{"op":"r","after":{"id":1,"doc":"` + ph + `"}}`, true},
+		{"text that contains it", `{"op":"u","after":{"id":1,"doc":"see ` + ph + `"}}`, false},
+		{"another list", `{"op":"u","after":{"id":1,"doc":["` + ph + `","x"]}}`, false},
+		{"a short int list", `{"op":"u","after":{"id":1,"doc":[95,95]}}`, false},
+		{"a delete", `{"op":"d","before":{"id":1,"doc":"` + ph + `"}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, _, err := mapping.DecodeDebeziumJSON([]byte(tc.event), &iceberg.StructType{})
+			var u *mapping.UnavailableValueError
+			switch {
+			case tc.unavailable && !errors.As(err, &u):
+				t.Fatalf("err %v, want an *UnavailableValueError", err)
+			case tc.unavailable && (u.Column != "doc" || !strings.Contains(err.Error(), "REPLICA IDENTITY FULL")):
+				t.Fatalf("%v: want it to name after.doc and REPLICA IDENTITY FULL", err)
+			case !tc.unavailable && err != nil:
+				t.Fatalf("err %v, want the event decoded", err)
+			}
+		})
+	}
 }

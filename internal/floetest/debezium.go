@@ -98,7 +98,9 @@ type Customers struct {
 
 	// Upserts, Deletes, Tombstones and Truncates count the events of each
 	// kind: c, r and u events; d events; the tombstones after them; t events.
-	Upserts, Deletes, Tombstones, Truncates int
+	// Unavailable counts the updates whose email was left out
+	// (UpdateUnavailable), which are not among the Upserts.
+	Upserts, Deletes, Tombstones, Truncates, Unavailable int
 }
 
 // cdcEvent is one record Customers writes: a change event, or the
@@ -113,6 +115,9 @@ type cdcEvent struct {
 	txID, lsn     int64
 	at            time.Time
 	seq           int // its index among the events
+	// unavailable: an update whose after image lacks a TOASTed value
+	// (UpdateUnavailable); it changes no row of the state.
+	unavailable bool
 }
 
 // NewCustomers returns the capture of an empty customers table into topic.
@@ -148,16 +153,18 @@ func (c *Customers) emit(e cdcEvent) {
 	e.txID = c.txID
 	e.seq = len(c.events)
 	c.events = append(c.events, e)
-	switch e.op {
-	case "c", "r", "u":
+	switch {
+	case e.unavailable:
+		// No row changes: a sink dead-letters the event.
+	case e.op == "c", e.op == "r", e.op == "u":
 		c.state[e.key], c.untruncated[e.key] = *e.after, *e.after
 		c.last[e.key], c.untruncatedLast[e.key] = e, e
-	case "d":
+	case e.op == "d":
 		delete(c.state, e.key)
 		delete(c.untruncated, e.key)
 		delete(c.last, e.key)
 		delete(c.untruncatedLast, e.key)
-	case "t":
+	case e.op == "t":
 		clear(c.state)
 		clear(c.last)
 	}
@@ -216,6 +223,24 @@ func (c *Customers) Update(id int32, change func(*Customer)) {
 	change(&after)
 	c.emit(cdcEvent{op: "u", before: &before, after: &after, key: id})
 	c.Upserts++
+}
+
+// UpdateUnavailable changes row id with change as an update does under
+// the table's default REPLICA IDENTITY when email is a TOASTed value the
+// update left unchanged: PostgreSQL does not send it, and Debezium writes
+// its placeholder (mapping.UnavailableValue) in its stead, with no before
+// image. A sink cannot make the row of it: the state keeps the row as it
+// was, as the sink's table does.
+func (c *Customers) UpdateUnavailable(id int32, change func(*Customer)) {
+	before, ok := c.state[id]
+	if !ok {
+		panic(fmt.Sprintf("update of customer %d, which the table does not have", id))
+	}
+	after := before
+	change(&after)
+	after.Email = "__debezium_unavailable_value"
+	c.emit(cdcEvent{op: "u", after: &after, key: id, unavailable: true})
+	c.Unavailable++
 }
 
 // Delete deletes row id (op d, then a tombstone of the same key).

@@ -618,10 +618,11 @@ type auditor struct {
 	// decodable counts, at the content level, the dead letters whose
 	// records decode now as the sink would decode them into a row (a
 	// schema the registry lacked then, a column widened since).
-	decodable struct {
-		n     int64
-		first position
-	}
+	decodable counted
+	// untold counts, at the content level, the dead letters of an upsert
+	// table keyed by decoded columns whose key cannot be told: the row of
+	// their key may be stale.
+	untold counted
 	tpIndex []mapping.TopicPartition
 	tpIDs   map[mapping.TopicPartition]int32
 
@@ -856,6 +857,19 @@ func (a *auditor) part(tp mapping.TopicPartition) *PartitionReport {
 }
 
 func (a *auditor) addLevel(l Level) { a.rep.Levels = append(a.rep.Levels, l) }
+
+// counted counts records and keeps the position of the first counted.
+type counted struct {
+	n     int64
+	first position
+}
+
+func (c *counted) add(p position) {
+	if c.n == 0 {
+		c.first = p
+	}
+	c.n++
+}
 
 // staleKey counts a key whose latest record in the log is a dead letter at
 // p, for the content level's note.

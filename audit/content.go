@@ -106,6 +106,14 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 		a.note("%s now as the sink decodes records, into rows of the table's schema of today (the first: %s offset %d), though the sink could not then (a schema the registry did not have yet, a column widened since): floe where --partition %d --offset %d gives the reason then; a replay into a new table makes them rows",
 			what, first.tp, first.offset, first.tp.Partition, first.offset)
 	}
+	if n := a.untold.n; n > 0 {
+		what := "1 dead letter's key cannot be told"
+		if n > 1 {
+			what = fmt.Sprintf("%d dead letters' keys cannot be told", n)
+		}
+		a.note("%s (the first: %s offset %d): a dead letter changes no row, so its key may keep an earlier row, or a row the record would have deleted, and the audit cannot say which key; floe where --partition %d --offset %d gives its reason",
+			what, a.untold.first.tp, a.untold.first.offset, a.untold.first.tp.Partition, a.untold.first.offset)
+	}
 	if a.stale.keys > 0 {
 		what := "1 key's latest record in the log is a dead letter"
 		if a.stale.keys > 1 {
@@ -412,11 +420,14 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 		rec.decodes = err == nil && !dead
 		// A dead letter whose key is known leaves its key's row as it
 		// was: noted, not a finding (the dead-letter table accounts for
-		// the record).
-		// Only where the key is the Kafka key's bytes: a key of decoded
-		// columns is not known for a record that did not decode.
+		// the record). The Kafka key's bytes are known; a key of decoded
+		// columns is where the record key alone decodes into it.
 		rec.deadKeyed = err == nil && dead && !rec.noKey && (v.a.upsert == nil ||
 			v.a.upsert.key.Source == mapping.KeyFromKafkaKey || v.a.upsert.key.Source == mapping.KeyFromPartitionKey)
+		if err == nil && dead && keyed && v.a.upsert.key.Source != mapping.KeyFromPartitionKey {
+			rec.deadKeyed = v.deadLetterKey(ctx, r, &rec)
+			rec.untold = !rec.deadKeyed
+		}
 		if v.a.upsert != nil {
 			// What the record does is the sink's decision, not its bytes':
 			// a record it skips (a Debezium tombstone without a key) needs
@@ -426,6 +437,29 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 		}
 	}
 	return rec
+}
+
+// deadLetterKey sets rec.key to the key of r, a dead letter of an upsert
+// table keyed by decoded columns, where the record key alone tells it (a
+// table keyed by its key's fields, such as Debezium's): decoded as the
+// tombstone of that key, it is the key whose row the dead letter left as
+// it was. It reports whether it could.
+func (v *verifier) deadLetterKey(ctx context.Context, r *kgo.Record, rec *logRecord) bool {
+	if v.a.upsert.key.Source != mapping.KeyFromKeyFields || r.Key == nil {
+		return false
+	}
+	tomb := *r
+	tomb.Value = nil
+	known := false
+	_, change, dead, err := v.a.typed.digest(ctx, &v.d, &tomb, func(b arrow.RecordBatch) error {
+		k, err := v.a.upsert.keyer(b)
+		if err != nil {
+			return err
+		}
+		rec.key, known = k.key(v.a, 0)
+		return nil
+	})
+	return err == nil && !dead && change == mapping.ChangeDelete && known
 }
 
 // row returns the table's row at offset.
@@ -526,10 +560,10 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 		default:
 			v.stats.DeadLetters++
 			if rec.decodes {
-				if v.a.decodable.n == 0 {
-					v.a.decodable.first = position{v.tp, rec.offset}
-				}
-				v.a.decodable.n++
+				v.a.decodable.add(position{v.tp, rec.offset})
+			}
+			if rec.untold {
+				v.a.untold.add(position{v.tp, rec.offset})
 			}
 			if v.fold != nil && rec.deadKeyed {
 				v.fold.observe(rec)

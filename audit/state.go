@@ -299,6 +299,9 @@ type logRecord struct {
 	// changes no row, and a key whose latest record it is keeps an
 	// earlier record's row (staleKeys).
 	deadKeyed bool
+	// untold is set for a dead letter of an upsert table keyed by decoded
+	// columns whose key cannot be told (verifier.deadLetterKey).
+	untold bool
 	// decodes is set in a typed table for a record that decodes into a
 	// row as the sink decodes it, with the table's schema of today.
 	decodes   bool

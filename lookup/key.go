@@ -267,7 +267,7 @@ func keyTerm(col string, t iceberg.Type, v any) (iceberg.BooleanExpression, stri
 		}
 		return iceberg.EqualTo(ref, []byte(s)), s, nil
 	}
-	return nil, "", fmt.Errorf("key column %s is of type %s, which --key cannot give yet", col, t)
+	return nil, "", fmt.Errorf("key column %s is of type %s, which --key cannot give yet: look its records up by position (--partition and --offset)", col, t)
 }
 
 // inPartition is ranges, of the key's partition only when it has one

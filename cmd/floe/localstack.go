@@ -21,7 +21,7 @@ func newLocalstackCmd() *cobra.Command {
 		// word after it and exits 0: floe localstack down looked done.
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return fmt.Errorf("unknown command %q for \"floe localstack\": its one command is up, and a stack runs until interrupted (Ctrl-C, or SIGTERM to its process)", args[0])
+				return fmt.Errorf("unknown command %q for \"floe localstack\": its one command is up, and a stack runs until interrupted (Ctrl-C, SIGTERM to its process, or its terminal closing)", args[0])
 			}
 			return nil
 		},

@@ -310,3 +310,44 @@ func TestSinkInterruptedWhileStorageDown(t *testing.T) {
 		t.Fatalf("interrupted sink: %v, want exit 2 naming what was not committed\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 }
+
+// TestLocalstackHangupKeepsTopics (from a new-user run): closing the
+// terminal that runs a local stack sends it SIGHUP, which ended the process
+// at once, without writing its topics down: started again on the same
+// folder, the stack had lost them. SIGHUP stops it as Ctrl-C does.
+func TestLocalstackHangupKeepsTopics(t *testing.T) {
+	dir := t.TempDir()
+	up := func() (*exec.Cmd, *bytes.Buffer, string) {
+		t.Helper()
+		kafka := freeTCPPort(t)
+		cmd := exec.Command(os.Args[0], "localstack", "up", "--dir", dir, "--kafka-port", fmt.Sprint(kafka),
+			"--s3-port", fmt.Sprint(freeTCPPort(t)), "--schema-registry-port", fmt.Sprint(freeTCPPort(t)))
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		broker := fmt.Sprintf("127.0.0.1:%d", kafka)
+		waitFor(t, 30*time.Second, "the local stack to be up", func() bool { return strings.Contains(out.String(), "floe local stack is up") })
+		return cmd, &out, broker
+	}
+	cmd, out, broker := up()
+	if err := localstack.CreateTopic(t.Context(), []string{broker}, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, []string{broker}, "orders", 1, 7, map[int32]int64{})
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), "stopping") {
+		t.Fatalf("local stack on SIGHUP: %v, want a clean stop\n%s", err, out.String())
+	}
+	_, _, broker = up()
+	code, stdout, errs := floe(t, "sink", "--config", filepath.Join(dir, "floe.yaml"), "--brokers", broker, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	if code != 0 || !strings.Contains(stdout, "7 rows") {
+		t.Fatalf("sink after the restart: exit %d, want the 7 records kept\n%s\n%s", code, stdout, errs)
+	}
+}

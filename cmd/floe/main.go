@@ -50,7 +50,10 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP is the terminal closing: a local stack or a sink in it stops
+	// as on Ctrl-C, keeping its data (it died at once, and a local stack
+	// lost its topics: found by a new user).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	// Closed before the deferred stop cancels ctx (defers run last in,
 	// first out), so that the end of the command is not taken for a

@@ -622,7 +622,7 @@ type auditor struct {
 	// untold counts, at the content level, the dead letters of an upsert
 	// table keyed by decoded columns whose key cannot be told: the row of
 	// their key may be stale.
-	untold counted
+	untold  counted
 	tpIndex []mapping.TopicPartition
 	tpIDs   map[mapping.TopicPartition]int32
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // Accept sets aside the findings of r that baseline, an earlier JSON
@@ -38,30 +40,61 @@ func (r *Report) Accept(baseline []byte, name string) error {
 	for _, p := range r.Partitions {
 		topics[p.Topic] = true
 	}
-	known, checked := map[string]bool{}, map[string]bool{}
+	known, checked := map[string]bool{}, map[string]jsonFinding{}
 	for _, f := range append(base.Findings, base.Accepted...) {
 		k := findingKey(f)
 		known[k] = true
 		if slices.Contains(r.Levels, f.Level) && (f.Topic == nil || topics[*f.Topic]) {
-			checked[k] = true
+			checked[k] = f
+		}
+	}
+	keys := make([]string, len(r.Findings))
+	matched := map[string]bool{}
+	for i, f := range r.Findings {
+		keys[i] = findingKey(jsonFindingOf(f))
+		matched[keys[i]] = known[keys[i]]
+	}
+	// A reviewed finding not found again changed its partition: the
+	// partition's other findings were reviewed with it, and are reported
+	// again. A file another engine rewrote left a missing-file finding
+	// worded alike when it deleted the rewrite's rows too (found by
+	// review).
+	gone, changed := 0, map[string]bool{}
+	for k, f := range checked {
+		if matched[k] {
+			continue
+		}
+		gone++
+		if f.Topic != nil && f.Partition != nil {
+			changed[mapping.TopicPartition{Topic: *f.Topic, Partition: *f.Partition}.String()] = true
+		}
+		for _, o := range f.OtherPartitions {
+			changed[mapping.TopicPartition{Topic: o.Topic, Partition: o.Partition}.String()] = true
 		}
 	}
 	uncount := map[string]int{}
 	var kept []Finding
-	matched := map[string]bool{}
-	for _, f := range r.Findings {
-		key := findingKey(jsonFindingOf(f))
-		if !known[key] {
+	reopened := 0
+	for i, f := range r.Findings {
+		if !known[keys[i]] {
 			kept = append(kept, f)
 			continue
 		}
-		matched[key] = true
-		r.Accepted = append(r.Accepted, f)
+		parts := []string{}
 		if f.HasPartition {
-			uncount[f.Partition.String()]++
+			parts = append(parts, f.Partition.String())
 		}
 		for _, o := range f.Others {
-			uncount[o.String()]++
+			parts = append(parts, o.String())
+		}
+		if slices.ContainsFunc(parts, func(p string) bool { return changed[p] }) {
+			kept = append(kept, f)
+			reopened++
+			continue
+		}
+		r.Accepted = append(r.Accepted, f)
+		for _, p := range parts {
+			uncount[p]++
 		}
 	}
 	for i := range r.Partitions {
@@ -69,15 +102,13 @@ func (r *Report) Accept(baseline []byte, name string) error {
 	}
 	r.Findings = kept
 	r.AcceptedFrom = name
-	gone := 0
-	for k := range checked {
-		if !matched[k] {
-			gone++
-		}
-	}
 	if gone > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%s of %s not found again: repaired, or changed (a finding whose offsets grew is a new one)",
 			plural(gone, "finding"), name))
+	}
+	if reopened > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%s of %s reported again: a finding of the same partition is not found again, so the partition changed since the review; review it and accept a new report",
+			plural(reopened, "finding"), name))
 	}
 	return nil
 }

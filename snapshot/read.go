@@ -366,9 +366,10 @@ func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...
 // which bounds alone cannot rule out. A file group's bounds span many
 // partitions and offsets, so every group of a wide table's history may
 // pass the scan's pruning: when every file of the group holding the offset
-// is live, the row is in that group or nowhere, and the others are left
-// out; otherwise (a compaction, or another writer, rewrote files of the
-// group) they are read last.
+// is live and none has another writer's deletes, the row is in that group
+// or nowhere, and the others are left out; otherwise (a compaction, or
+// another writer, rewrote files of the group or deleted rows of them) they
+// are read last.
 func (t *Table) likelyFirst(tasks []table.FileScanTask, tp mapping.TopicPartition, offset int64, in mapping.Commit) ([]table.FileScanTask, error) {
 	fields, err := t.positionFields()
 	if err != nil {
@@ -390,16 +391,21 @@ func (t *Table) likelyFirst(tasks []table.FileScanTask, tp mapping.TopicPartitio
 		return 2
 	}
 	slices.SortStableFunc(tasks, func(a, b table.FileScanTask) int { return cmp.Compare(rank(a), rank(b)) })
-	// Only a whole group rules the others out: another writer that
-	// rewrote one of its files (a delete copy-on-write) left the rest live,
-	// and the rewritten rows were never looked for (found by review).
-	live := map[string]bool{}
+	// Only a whole group, as floe wrote it, rules the others out: another
+	// writer that rewrote one of its files (a delete copy-on-write) left
+	// the rest live, and one that updated rows merge-on-read hid them with
+	// deletes and wrote them anew elsewhere; the rewritten rows were never
+	// looked for (found by review). floe writes deletes only as an upsert
+	// table's equality deletes.
+	live, rewritten := map[string]bool{}, false
 	for _, task := range tasks {
 		if rank(task) == 1 {
 			live[task.File.FilePath()] = true
+			rewritten = rewritten || len(task.DeleteFiles) > 0 || len(task.DeletionVectorFiles) > 0 ||
+				len(task.EqualityDeleteFiles) > 0 && t.mode != mapping.ModeUpsert
 		}
 	}
-	if len(hinted) > 0 && len(live) == len(hinted) {
+	if len(hinted) > 0 && len(live) == len(hinted) && !rewritten {
 		tasks = slices.DeleteFunc(tasks, func(task table.FileScanTask) bool { return rank(task) == 2 })
 	}
 	return tasks, nil

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// partitionsStack starts a local stack with topic of parts partitions.
+func partitionsStack(t *testing.T, topic string, parts int32) (*localstack.Stack, catalog.Config, []string) {
+	t.Helper()
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	return st, cfg, []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+}
+
+// checkWhereAll checks floe where for every offset below count of every
+// partition: a row, in a file that holds it.
+func checkWhereAll(t *testing.T, tbl *snapshot.Table, topic string, count map[int32]int64) {
+	t.Helper()
+	rows := rowsByOffset(t, tbl)
+	bad := 0
+	for p, n := range count {
+		tp := mapping.TopicPartition{Topic: topic, Partition: p}
+		for off := int64(0); off < n; off++ {
+			w, err := lookup.Where(t.Context(), tbl, nil, tp, off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := lookup.StatusRow
+			if rows[tp][off] == 0 {
+				want = lookup.StatusNoRow
+			}
+			if w.Status != want {
+				bad++
+				if bad < 4 {
+					t.Errorf("where %s@%d: %s, want %s (%s)", tp, off, w.Status, want, w.Explanation)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d wrong where answers", bad)
+	}
+}
+
+// foreignUpdate rewrites, as another engine's UPDATE would, the rows
+// filter matches: a delete in mode (copy-on-write or merge-on-read), then
+// an append of the same rows with another value, all in one file.
+func foreignUpdate(t *testing.T, cfg catalog.Config, name string, filter iceberg.BooleanExpression, mode string) {
+	t.Helper()
+	old, err := foreignTable(t, cfg, name).Scan(table.WithRowFilter(filter)).ToArrowTable(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Release()
+	n := int(old.NumRows())
+	if n < 2 {
+		t.Fatalf("want at least 2 rows to update, got %d", n)
+	}
+	cols := make([]arrow.Array, old.NumCols())
+	for i := range cols {
+		if old.Column(i).Name() == mapping.ColValue {
+			bb := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+			for range n {
+				bb.Append([]byte("updated"))
+			}
+			cols[i] = bb.NewArray()
+			continue
+		}
+		chunks := old.Column(i).Data().Chunks()
+		c, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols[i] = c
+	}
+	upd := array.NewRecordBatch(old.Schema(), cols, int64(n))
+	foreignDelete(t, cfg, name, filter, mode)
+	tx := foreignTable(t, cfg, name).NewTransaction()
+	if err := tx.Append(t.Context(), array.NewTableReader(array.NewTableFromRecords(old.Schema(), []arrow.RecordBatch{upd}), int64(n)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWhereAfterForeignMergeOnReadUpdate: another engine updates two
+// rows of a file group (offset 5 of partitions 0 and 1) merge-on-read, as
+// Spark's UPDATE does in a table with write.update.mode=merge-on-read: a
+// position delete file hides the old rows in the group's file, which stays
+// live, and one new data file holds the two updated rows. The table holds a
+// row at every offset; floe where must say so and name the new file (from
+// a review: it read the group's files only, and said the table lost them).
+func TestWhereAfterForeignMergeOnReadUpdate(t *testing.T) {
+	const topic, parts = "mor", 6
+	st, cfg, cat := partitionsStack(t, topic, parts)
+	count := map[int32]int64{}
+	produceRound(t, st.Brokers, topic, parts, 60, count)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", topic, "--table", "lake.mor", "--stop-at-end"}, cat...)...)
+	foreignUpdate(t, cfg, "lake.mor", iceberg.NewAnd(
+		iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), int64(5)),
+		iceberg.LessThan(iceberg.Reference(mapping.ColPartition), int32(2))), table.WriteModeMergeOnRead)
+	tbl := openTable(t, cfg, "lake.mor")
+	files, _ := tbl.Files(t.Context(), tbl.Head().SnapshotID)
+	for _, f := range files {
+		t.Logf("file %s: partitions %d-%d offsets %s rows %d", f.Path, f.PartitionMin, f.PartitionMax, f.Offsets, f.Records)
+	}
+	rows := rowsByOffset(t, tbl)
+	for p := range int32(2) {
+		tp := mapping.TopicPartition{Topic: topic, Partition: p}
+		if rows[tp][5] != 1 {
+			t.Fatalf("the table should hold one (updated) row at %s@5, holds %d", tp, rows[tp][5])
+		}
+	}
+	checkWhereAll(t, tbl, topic, count)
+	_, out, errs := floe(t, append([]string{"where", "--table", "lake.mor", "--partition", "0", "--offset", "5", "--brokers", st.Brokers[0]}, cat...)...)
+	t.Logf("floe where --brokers:\n%s%s", out, errs)
+}
+
+// TestAcceptHidesLaterLoss: another engine deletes one row copy-on-write
+// (Spark's default): the audit reports the floe file no longer live
+// (missing-file) and the rewritten file (foreign-file), a reviewer accepts
+// them (--accept). Then the other engine deletes the remaining rows of its
+// file: the partition has lost 9 more rows, and the nightly audit with
+// --accept must fail. It said COMPLETE (from a review): the missing-file
+// finding reads the same (it names the floe file and its 10 rows), and the
+// foreign file's finding is gone, which now reopens the partition's
+// accepted findings.
+func TestAcceptHidesLaterLoss(t *testing.T) {
+	const topic, parts = "acc", 1
+	st, cfg, cat := partitionsStack(t, topic, parts)
+	count := map[int32]int64{}
+	produceRound(t, st.Brokers, topic, parts, 10, count)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", topic, "--table", "lake.acc", "--stop-at-end"}, cat...)...)
+	produceRound(t, st.Brokers, topic, parts, 10, count)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", topic, "--table", "lake.acc", "--stop-at-end"}, cat...)...)
+	foreignDelete(t, cfg, "lake.acc", iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), int64(3)), table.WriteModeCopyOnWrite)
+	audit := append([]string{"audit", "--table", "lake.acc", "--brokers", st.Brokers[0]}, cat...)
+	code, base, errs := floe(t, append(slices.Clone(audit), "--json")...)
+	if code != exitFindings {
+		t.Fatalf("audit after the reviewed delete: exit %d\n%s%s", code, base, errs)
+	}
+	baseline := filepath.Join(t.TempDir(), "reviewed.json")
+	if err := os.WriteFile(baseline, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, text, _ := floe(t, audit...)
+	t.Logf("reviewed audit:\n%s", text)
+	// The other engine now deletes the rest of the partition's first
+	// range: offsets 0-9 but 3 were still rows.
+	foreignDelete(t, cfg, "lake.acc", iceberg.LessThan(iceberg.Reference(mapping.ColOffset), int64(10)), table.WriteModeCopyOnWrite)
+	rows := rowsByOffset(t, openTable(t, cfg, "lake.acc"))[mapping.TopicPartition{Topic: topic}]
+	t.Logf("rows left: %d of 20", len(rows))
+	code, out, errs := floe(t, append(slices.Clone(audit), "--accept", baseline)...)
+	if code != exitFindings {
+		t.Errorf("nightly audit --accept after 9 more rows were deleted: exit %d, want %d (findings)\n%s%s", code, exitFindings, out, errs)
+	}
+}

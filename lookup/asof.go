@@ -106,12 +106,23 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 	if r.Mode != mapping.ModeAppend {
 		return 0, false, expired
 	}
-	// The head reads its files in its own schema: once the table's has
-	// changed (a column added, a type widened), the same records would
-	// read otherwise than as of the position, whose schema the archive
-	// does not keep.
-	if n := len(tbl.Iceberg().Metadata().Schemas()); n > 1 {
-		return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since it began, %d schemas, so they would read otherwise)", expired, n)
+	// The head reads its files in its own schema: where the position's was
+	// another (a column added since, a type widened), the same records
+	// would read otherwise than as of the position. A typed table's first
+	// rows add its columns to the schema it was created with, so every
+	// such table has two: the archive records the position's (found by a
+	// new user: every typed table was refused once its snapshot expired).
+	meta := tbl.Iceberg().Metadata()
+	if n := len(meta.Schemas()); n > 1 {
+		id, known, err := tbl.SchemaOf(ctx, r.SnapshotID)
+		switch {
+		case err != nil:
+			return 0, false, fmt.Errorf("read the schema of snapshot %d of %s: %w", r.SnapshotID, tbl.Name(), err)
+		case !known:
+			return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since it began, %d schemas, and the archive does not say which the position read in: floe records it for snapshots it archives from December 2026)", expired, n)
+		case id != meta.CurrentSchema().ID:
+			return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since the position, so they would read otherwise)", expired)
+		}
 	}
 	sum, err := tbl.Summary(ctx, 0)
 	if err != nil {

@@ -74,10 +74,14 @@ const archiveFolder = "floe-ledger"
 // summary's floe. properties). Snapshots of other writers are archived too,
 // without properties, so that the ancestry stays walkable across them.
 type ArchivedSnapshot struct {
-	SnapshotID  int64             `json:"snapshot-id"`
-	ParentID    *int64            `json:"parent-snapshot-id,omitempty"`
-	TimestampMs int64             `json:"timestamp-ms"`
-	Properties  map[string]string `json:"floe-properties,omitempty"`
+	SnapshotID  int64  `json:"snapshot-id"`
+	ParentID    *int64 `json:"parent-snapshot-id,omitempty"`
+	TimestampMs int64  `json:"timestamp-ms"`
+	// SchemaID is the schema the snapshot's rows read in, which as-of
+	// needs to read them from a later snapshot; nil in entries archived
+	// before floe recorded it.
+	SchemaID   *int              `json:"schema-id,omitempty"`
+	Properties map[string]string `json:"floe-properties,omitempty"`
 }
 
 // Archive is a table's ledger archive. The zero value (or nil) is an empty
@@ -109,7 +113,7 @@ func (a *Archive) snapshot(id int64) *table.Snapshot {
 		return nil
 	}
 	s := a.Snapshots[i]
-	return &table.Snapshot{SnapshotID: s.SnapshotID, ParentSnapshotID: s.ParentID, TimestampMs: s.TimestampMs,
+	return &table.Snapshot{SnapshotID: s.SnapshotID, ParentSnapshotID: s.ParentID, TimestampMs: s.TimestampMs, SchemaID: s.SchemaID,
 		Summary: &table.Summary{Properties: iceberg.Properties(s.Properties)}}
 }
 
@@ -489,35 +493,59 @@ func (a *archiveIndex) rangesFiles() bool {
 // archivedProperties returns the floe properties of an archived snapshot, reading
 // its block, and false when it is not archived.
 func (t *Table) archivedProperties(ctx context.Context, id int64) (map[string]string, bool, error) {
+	e, ok, err := t.archived(ctx, id)
+	return e.Properties, ok, err
+}
+
+// archived returns the archive's entry of a snapshot, reading its block,
+// and false when it is not archived.
+func (t *Table) archived(ctx context.Context, id int64) (ArchivedSnapshot, bool, error) {
 	// The segment may have been merged into a new one and deleted by
 	// another writer's expiry since the table was loaded.
 	var (
-		props map[string]string
-		ok    bool
+		e  ArchivedSnapshot
+		ok bool
 	)
 	err := t.reloadingOnAbsorbed(ctx, func() error {
 		var err error
-		props, ok, err = t.readArchived(ctx, id)
+		e, ok, err = t.readArchived(ctx, id)
 		return err
 	})
-	return props, ok, err
+	return e, ok, err
 }
 
-// readArchived is archivedProperties as the table is loaded.
-func (t *Table) readArchived(ctx context.Context, id int64) (map[string]string, bool, error) {
+// readArchived is archived as the table is loaded.
+func (t *Table) readArchived(ctx context.Context, id int64) (ArchivedSnapshot, bool, error) {
 	_, at, ok := t.archive.find(id)
 	if !ok {
-		return nil, false, nil
+		return ArchivedSnapshot{}, false, nil
 	}
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
-		return nil, false, &ArchiveError{Table: t.Name(), Path: at.path, Err: err}
+		return ArchivedSnapshot{}, false, &ArchiveError{Table: t.Name(), Path: at.path, Err: err}
 	}
 	snaps, err := readBlock(fsys, at.path, at.ix, at.block)
 	if err != nil {
-		return nil, false, &ArchiveError{Table: t.Name(), Path: at.path, Err: fmt.Errorf("block %d: %w", at.block, err)}
+		return ArchivedSnapshot{}, false, &ArchiveError{Table: t.Name(), Path: at.path, Err: fmt.Errorf("block %d: %w", at.block, err)}
 	}
-	return snaps[at.entry-at.ix.Blocks[at.block].First].Properties, true, nil
+	return snaps[at.entry-at.ix.Blocks[at.block].First], true, nil
+}
+
+// SchemaOf returns the id of the schema a snapshot's rows read in, live
+// or archived; known is false for a snapshot the table does not know, or
+// archived before floe recorded schemas.
+func (t *Table) SchemaOf(ctx context.Context, snapshotID int64) (id int, known bool, err error) {
+	if s := t.tbl.Metadata().SnapshotByID(snapshotID); s != nil {
+		if s.SchemaID == nil {
+			return 0, false, nil
+		}
+		return *s.SchemaID, true, nil
+	}
+	e, ok, err := t.archived(ctx, snapshotID)
+	if err != nil || !ok || e.SchemaID == nil {
+		return 0, false, err
+	}
+	return *e.SchemaID, true, nil
 }
 
 func (a *Archive) index() {
@@ -540,7 +568,7 @@ func (a *Archive) with(tableUUID string, snaps []table.Snapshot, rf *rangesFiles
 		if err != nil {
 			return nil, err
 		}
-		add = append(add, ArchivedSnapshot{SnapshotID: s.SnapshotID, ParentID: s.ParentSnapshotID, TimestampMs: s.TimestampMs, Properties: props})
+		add = append(add, ArchivedSnapshot{SnapshotID: s.SnapshotID, ParentID: s.ParentSnapshotID, TimestampMs: s.TimestampMs, SchemaID: s.SchemaID, Properties: props})
 	}
 	return a.plus(tableUUID, add), nil
 }

@@ -43,8 +43,8 @@ which every position is covered (snapshot_id), and with --rows the exact table a
 that snapshot's rows filtered to offsets below each cut, printed, or written to --output as
 Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json). A snapshot that snapshot
 expiry removed is still found through the ledger and said to have expired (expired in --json):
---rows of an append table whose schema never changed then reads the current snapshot below the
-position when it names every partition (the same rows: floe's commits only add rows;
+--rows of an append table whose schema is still the position's then reads the current snapshot
+below the position when it names every partition (the same rows: floe's commits only add rows;
 rows_from_head in --json), and is refused otherwise; floe replay --until rebuilds them.
 
 --time means record time: every partition is cut before its first record whose timestamp is at

@@ -357,6 +357,45 @@ func TestAsOfRowsAfterExpirySchemaEvolved(t *testing.T) {
 	}
 }
 
+// TestAsOfRowsAfterExpiryTypedTable (from a new-user run): a typed table
+// has two schemas from its first rows on (the one it was created with, and
+// the one its first rows' columns make), so as-of --rows at any position
+// whose snapshot expired was refused, saying the schema had changed. The
+// archive records each snapshot's schema: a position whose schema is the
+// current one reads from the head.
+func TestAsOfRowsAfterExpiryTypedTable(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	sink := slices.Concat([]string{"sink", "-b", st.Brokers[0], "-t", "ev", "--table", "lake.ev", "--stop-at-end", "--value", "json"}, loc)
+	for round := range 2 {
+		var recs []*kgo.Record
+		for i := round * 3; i < round*3+3; i++ {
+			recs = append(recs, &kgo.Record{Topic: "ev", Key: fmt.Append(nil, i), Value: fmt.Appendf(nil, `{"id":%d}`, i)})
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+			t.Fatal(err)
+		}
+		mustFloe(t, sink...)
+	}
+	asOf := slices.Concat([]string{"as-of", "--table", "lake.ev", "--offsets", "ev/0=2", "--rows", "--json"}, loc)
+	before := mustFloe(t, asOf...)
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.ev", "--expire-older-than", "0s", "--retain-last", "1"}, loc)...)
+	code, after, errs := floe(t, asOf...)
+	var b, a struct {
+		Expired      bool             `json:"expired"`
+		RowsFromHead bool             `json:"rows_from_head"`
+		Rows         []map[string]any `json:"rows"`
+	}
+	if code != 0 || json.Unmarshal([]byte(before), &b) != nil || json.Unmarshal([]byte(after), &a) != nil {
+		t.Fatalf("as-of --rows after expiry: exit %d\n%s\n%s", code, after, errs)
+	}
+	if !a.Expired || !a.RowsFromHead || fmt.Sprint(a.Rows) != fmt.Sprint(b.Rows) || len(a.Rows) != 2 {
+		t.Fatalf("as-of --rows after expiry: %s\nbefore: %s", after, before)
+	}
+}
+
 // TestKeepRawValueAloneOnExistingTable: --keep-raw-value without --value
 // on a table that does not keep the values' bytes is refused, as it is
 // with --value; it was ignored, the run sinking without them.

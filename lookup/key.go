@@ -399,7 +399,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		res.SnapshotID, res.CommittedAt = &del.commit.SnapshotID, &del.commit.CommittedAt
 		at := "pass --brokers to read its offset from the log"
 		if k.raw == nil {
-			at = "an equality delete holds only the key's columns, and the log is searched for the deleting record only in a table keyed by the Kafka key's bytes (--key string or raw)"
+			at = "an equality delete holds only the key's columns, and this table's keys are decoded from its records (JSON or a registry's format), which floe does not search the log for: the deleting record is one of that commit's"
 		}
 		if broker != nil && k.raw != nil {
 			rec, err := lastRecord(ctx, tbl, broker, slices.Values([]mapping.Commit{del.commit}), k)

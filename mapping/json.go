@@ -435,7 +435,7 @@ func decodeJSONObject(obj *jsonObject, have *iceberg.StructType) (*iceberg.Struc
 	merged, changed, err := MergeType("", have, numbersAs(have, inferred))
 	if err != nil {
 		if c, ok := errors.AsType[*SchemaConflictError](err); ok && c.Have.Equals(iceberg.PrimitiveTypes.Int64) && c.Got.Equals(iceberg.PrimitiveTypes.Float64) {
-			c.Cause = "an integer arrived first and made the column long (a JSON number column takes its type from its first value, and Iceberg cannot widen long to double); a table takes such fractions only if the field's first value had one (1.0), or with a schema (--value registry): sink into a new table so"
+			c.Cause = "an integer arrived first and made the column long (a JSON number column takes its type from its first value, and Iceberg cannot widen long to double); this table cannot take fractions in it: sink into a new table whose first value of the field has one (1.0), or decode with a schema (--value registry)"
 		}
 		return nil, false, nil, err
 	}

@@ -375,7 +375,7 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 	if !a.Equal(b) {
 		same = "DIFFERENT"
 	}
-	fmt.Fprintf(w, "replayed %d rows in %d snapshots; compared with %s row by row (partition, offset, key, value, headers, timestamp): %s\n",
+	fmt.Fprintf(w, "replayed %d rows in %d snapshots; the demo read it and %s and compared them row by row (partition, offset, key, value, headers, timestamp): %s\n",
 		res.Stats.Records, res.Stats.Commits, tbl.Name(), same)
 
 	// The table as of an earlier position: half-way through every partition.
@@ -408,7 +408,7 @@ func demoReplay(ctx context.Context, w io.Writer, stack *localstack.Stack, tbl *
 		if shown > 0 && r.Status != lookup.StatusRow {
 			continue
 		}
-		fmt.Fprintf(w, "\n$ floe where --table %s --topic %s --partition %d --offset %d --brokers ...\n", tbl.Name(), tp.Topic, tp.Partition, o)
+		fmt.Fprintf(w, "\n$ floe where --table %s --topic %s --partition %d --offset %d --brokers %s\n", tbl.Name(), tp.Topic, tp.Partition, o, stack.Brokers[0])
 		printWhere(w, r)
 		shown++
 		if r.Status == lookup.StatusRow {

@@ -488,6 +488,15 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	defer broker.Close()
 	// Topics and partitions are checked before a new catalog is created.
 	if err := run.Check(ctx, broker); err != nil {
+		if errors.Is(err, connector.ErrUnknownTopic) && !f.stopAtEnd {
+			// A deployment may start the sink before anything made the
+			// topic (found by a new user).
+			pattern := "PATTERN"
+			if len(f.topics) == 1 {
+				pattern = "'" + regexp.QuoteMeta(f.topics[0]) + "'"
+			}
+			return fmt.Errorf("%w; a sink that should wait for the topic to be created subscribes by pattern: --topic-regex %s", err, pattern)
+		}
 		return err
 	}
 	cat, err := f.openCatalog(ctx)

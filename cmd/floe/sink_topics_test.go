@@ -278,3 +278,14 @@ func TestSinkTopicRegexTopicGone(t *testing.T) {
 		t.Errorf("bounded run: exit %d, ev-keep next %d, want 30\n%s", code, nextOffset(t, st, "lake.ev_keep", keep), errs)
 	}
 }
+
+// TestLiveSinkUnknownTopicNamesThePattern (from a new-user run): a live
+// sink started before its topic exists (a deployment that starts the sink
+// first) is refused; the error says how to wait for the topic instead.
+func TestLiveSinkUnknownTopicNamesThePattern(t *testing.T) {
+	st, loc := sinkStack(t)
+	code, _, errs := floe(t, append([]string{"sink", "-b", st.Brokers[0], "-t", "orders.v2", "--table", "lake.v2"}, loc...)...)
+	if want := `--topic-regex 'orders\.v2'`; code != exitError || !strings.Contains(errs, want) {
+		t.Fatalf("live sink of a topic that does not exist yet: exit %d, %q; want exit 2 naming %s", code, errs, want)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -28,10 +29,11 @@ drops the catalog entries only, and the files stay under the tables' locations. 
 by mistake (a typo in --table) or whose topic is gone for good is what it is for; nothing can
 undo it.
 
-Without --yes it lists what it would drop and drops nothing (exit 2). A dead-letter table is
-refused while its data table exists (drop the data table), and dropped alone once that is gone.
-A drop cut short (the
-dead-letter tables go first) is finished by running it again.`,
+Without --yes it lists what it would drop and drops nothing (exit 2); a table committed to in the
+last ten minutes is named, with or without --yes, as a sink may still be writing it. A
+dead-letter table is refused while its data table exists (drop the data table), and dropped
+alone once that is gone. A drop cut short (the dead-letter tables go first) is finished by
+running it again.`,
 		Example: `  floe drop --table lake.ordres               # lists what would go
   floe drop --table lake.ordres --yes`,
 		Args: noArgs,
@@ -40,6 +42,18 @@ dead-letter tables go first) is finished by running it again.`,
 			cat, ident, err := f.tableCatalog(ctx, false)
 			if err != nil {
 				return err
+			}
+			// A sink may still be writing it (an operator dropped a table 3 s
+			// after its last commit without a word): said before a drop,
+			// and after the listing without --yes.
+			var recent string
+			if t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{}); err == nil && t.Head() != nil {
+				if ago := time.Since(time.UnixMilli(t.Head().TimestampMs)); ago < 10*time.Minute {
+					recent = fmt.Sprintf("%s was last committed %s ago", t.Name(), ago.Round(time.Second))
+				}
+			}
+			if yes && recent != "" {
+				slog.Warn(recent + ": a sink still writing it stops at its next commit, finding the table gone")
 			}
 			dropped, err := snapshot.Drop(ctx, cat, ident, snapshot.DropOptions{KeepFiles: keepFiles, DryRun: !yes})
 			if err != nil && len(dropped) == 0 {
@@ -64,12 +78,8 @@ dead-letter tables go first) is finished by running it again.`,
 				return err
 			}
 			if !yes {
-				// A sink may still be writing it (an operator dropped a
-				// table 3 s after its last commit without a word).
-				if t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{}); err == nil && t.Head() != nil {
-					if ago := time.Since(time.UnixMilli(t.Head().TimestampMs)); ago < 10*time.Minute && !asJSON {
-						fmt.Fprintf(out, "%s was last committed %s ago: stop the sinks that write it before dropping it\n", t.Name(), ago.Round(time.Second))
-					}
+				if recent != "" && !asJSON {
+					fmt.Fprintf(out, "%s: stop the sinks that write it before dropping it\n", recent)
 				}
 				names := make([]string, len(dropped))
 				for i, d := range dropped {

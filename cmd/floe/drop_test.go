@@ -59,9 +59,13 @@ func TestDropCommand(t *testing.T) {
 		t.Fatalf("drop of the dead-letter table: exit %d, %s", code, errs)
 	}
 
-	out = mustFloe(t, append(drop, "--yes")...)
-	if !strings.Contains(out, "dropped lake.ordres_dlq and deleted its files") || !strings.Contains(out, "dropped lake.ordres and deleted its files") {
-		t.Fatalf("drop --yes: %s", out)
+	code, out, errs = floe(t, append(drop, "--yes")...)
+	if code != 0 || !strings.Contains(out, "dropped lake.ordres_dlq and deleted its files") || !strings.Contains(out, "dropped lake.ordres and deleted its files") {
+		t.Fatalf("drop --yes: exit %d\n%s\n%s", code, out, errs)
+	}
+	// With --yes too (from a new-user run: said only without it).
+	if !regexp.MustCompile(`lake.ordres was last committed \d+s ago: a sink still writing it stops`).MatchString(errs) {
+		t.Errorf("drop --yes of a table committed moments ago says nothing of it:\n%s", errs)
 	}
 	if replayTableExists(t, st, "lake.ordres") || replayTableExists(t, st, "lake.ordres_dlq") || replayTableExists(t, st, "lake.ordres_rebuild_dlq") {
 		t.Fatal("a table is still in the catalog")

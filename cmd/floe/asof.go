@@ -75,10 +75,16 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				}
 			}
 			q := lookup.AsOfQuery{Offsets: offsets}
-			if at != "" {
+			switch at {
+			case "":
+			case "now":
+				// The table as it is: every record committed before now.
+				t := time.Now().UTC()
+				q.Time = &t
+			default:
 				t, err := time.Parse(time.RFC3339Nano, at)
 				if err != nil {
-					return fmt.Errorf("--time %q: want an RFC3339 time such as 2024-05-01T09:00:00Z", at)
+					return fmt.Errorf("--time %q: want an RFC3339 time such as 2024-05-01T09:00:00Z, or now", at)
 				}
 				q.Time = &t
 			}
@@ -148,7 +154,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 	f.register(cmd, ": map --time to offsets with ListOffsets by timestamp")
 	fs := cmd.Flags()
 	fs.StringVar(&offsets, "offsets", "", "position per partition, `TOPIC/P=OFFSET[,...]` (P=OFFSET when the table holds one topic)")
-	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z; not in the future")
+	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z, or now (the table as it is); not in the future")
 	fs.BoolVar(&rows, "rows", false, "also print (or write to --output) the table's rows as of the position")
 	fs.StringVarP(&output, "output", "o", "", "write the rows to this `FILE`: .parquet, .csv, .jsonl/.ndjson/.json (mode 0644); implies --rows")
 	return cmd

@@ -412,3 +412,18 @@ func TestKeepRawValueAloneOnExistingTable(t *testing.T) {
 		}
 	}
 }
+
+// TestAsOfTimeNow (from a new-user run): printing a table's rows as they
+// are took every partition's offsets or a time typed out; --time now is
+// the table as it is.
+func TestAsOfTimeNow(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc)...)
+	var res struct {
+		Rows []json.RawMessage `json:"rows"`
+	}
+	out := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.orders", "--time", "now", "--rows", "--json"}, loc)...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Rows) != 300 {
+		t.Fatalf("as-of --time now: %v, %d rows; want the table's 300\n%s", err, len(res.Rows), out)
+	}
+}

@@ -39,6 +39,16 @@ type jsonObject struct {
 // parseJSON parses one JSON document into nil, bool, json.Number, string,
 // []any and *jsonObject values. Duplicate keys keep the last value, as
 // encoding/json does.
+// quoteStart quotes data, or its first 64 bytes and how many more there
+// are.
+func quoteStart(data []byte) string {
+	const most = 64
+	if len(data) <= most {
+		return strconv.Quote(string(data))
+	}
+	return fmt.Sprintf("%s (and %d more bytes)", strconv.Quote(string(data[:most])), len(data)-most)
+}
+
 // ErrEmptyJSON is matched (errors.Is) by the error of JSON text that is
 // empty or white space only.
 var ErrEmptyJSON = errors.New("not valid JSON: empty")
@@ -56,6 +66,11 @@ func parseJSON(data []byte) (any, error) {
 	if err != nil {
 		// encoding/json's own words ("invalid character 'o' in literal
 		// null") do not say what was wrong with the record.
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// A text cut short: showing it tells where (a key that a
+			// producer split at its first ':', as kcat -K: does).
+			return nil, fmt.Errorf("not valid JSON: %s ends before its value does", quoteStart(data))
+		}
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {

@@ -151,3 +151,18 @@ func TestDecodeJSONEmptyValue(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeJSONCutShort: a JSON text that ends before its value does
+// (kcat -K: splits a JSON key such as {"id":1} at its first colon) is
+// refused showing the text, where the reason was "not valid JSON: EOF"
+// (from a new-user run).
+func TestDecodeJSONCutShort(t *testing.T) {
+	_, _, _, err := DecodeJSON([]byte(`{"id"`), nil)
+	if err == nil || !strings.Contains(err.Error(), `"{\"id\"" ends before its value does`) {
+		t.Fatalf("DecodeJSON of a text cut short: %v", err)
+	}
+	long := []byte(`{"a":"` + strings.Repeat("x", 100))
+	if _, _, _, err := DecodeJSON(long, nil); err == nil || !strings.Contains(err.Error(), "(and 42 more bytes)") {
+		t.Fatalf("DecodeJSON of a long text cut short: %v", err)
+	}
+}

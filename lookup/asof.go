@@ -340,6 +340,10 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 			Err: fmt.Errorf("%s is %s: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name(), kind)}
 	}
 	tc, err := tbl.TimeCut(ctx, 0, t)
+	if errors.Is(err, snapshot.ErrDeadLettersNotHeld) {
+		return nil, &CheckError{Settings: []Setting{SettingBroker},
+			Err: fmt.Errorf("%w: the times of those records are unknown, so the table's own timestamps cannot place a record time; the log can, from a broker that still retains it", err)}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -225,6 +225,9 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 	if err != nil {
 		return nil, err
 	}
+	if err := t.deadLettersHeld(dlqs); err != nil {
+		return nil, err
+	}
 	for _, dlq := range dlqs {
 		if head := dlq.Head(); head != nil {
 			if err := dlq.lowerToTime(ctx, head.SnapshotID, at, cut); err != nil {
@@ -233,6 +236,36 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 		}
 	}
 	return cut, nil
+}
+
+// ErrDeadLettersNotHeld is matched (errors.Is) when dead letters that the
+// ledger counts are in no dead-letter table: their records' times are
+// unknown to the table.
+var ErrDeadLettersNotHeld = errors.New("the table does not hold every dead letter its ledger counts")
+
+// deadLettersHeld returns an error wrapping ErrDeadLettersNotHeld when a
+// dead-letter table that t's ledger names does not exist among dlqs (t's
+// DeadLetterTables), or one records dead letters as lost (their files
+// gone): a record stamped at or after a time, which would have cut its
+// partition before it, is then not found (found by review).
+func (t *Table) deadLettersHeld(dlqs []*Table) error {
+	have := map[string]bool{}
+	for _, d := range dlqs {
+		have[d.Name()] = true
+		if lost := givenUpCommits(d.tbl.Properties()); len(lost) > 0 {
+			return fmt.Errorf("%w: dead-letter table %s records as lost the dead letters of %d of its commits (their files are gone)", ErrDeadLettersNotHeld, d.Name(), len(lost))
+		}
+	}
+	named, err := t.namedDeadLetterTables()
+	if err != nil {
+		return fmt.Errorf("read the ledgers of %s for its dead-letter tables: %w", t.Name(), err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(named)) {
+		if !have[name] {
+			return fmt.Errorf("%w: dead-letter table %s, which its ledger names, does not exist", ErrDeadLettersNotHeld, name)
+		}
+	}
+	return nil
 }
 
 // lowerToTime lowers each partition's offset in cut to that of the first

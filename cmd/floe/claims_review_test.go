@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -262,5 +263,48 @@ func TestAsOfTimeDeadLettersLost(t *testing.T) {
 	code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.dl", "--time", at, "--json"}, cat)...)
 	if code != exitError || !strings.Contains(errs, "records as lost the dead letters of 1 of its commits") {
 		t.Errorf("as-of --time with a dead letter recorded lost: exit %d, %s%s; want it refused saying so", code, out, errs)
+	}
+}
+
+// TestWhereUpsertLostRowNotSuperseded (from a review): an upsert table of
+// keys k0-k9, one record each (offsets 0-9), then k0 again (offset 10) and
+// a tombstone of k1 (offset 11); another engine deletes key k3 (a GDPR
+// delete, merge-on-read). floe where --brokers called offset 3 superseded,
+// as every committed record of an upsert table without a row: k3's only
+// record was lost, and the key's row and deletes tell it from offset 0
+// (superseded by offset 10) and offset 1 (its key deleted since).
+func TestWhereUpsertLostRowNotSuperseded(t *testing.T) {
+	st := topicStack(t, "up")
+	cfg := st.Catalog()
+	cat := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	var recs []*kgo.Record
+	for k := range 10 {
+		recs = append(recs, &kgo.Record{Topic: "up", Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "v%d", k)})
+	}
+	recs = append(recs, &kgo.Record{Topic: "up", Key: []byte("k0"), Value: []byte("again")}, &kgo.Record{Topic: "up", Key: []byte("k1")})
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	sink := slices.Concat([]string{"sink", "-t", "up", "--table", "lake.up", "--mode", "upsert", "--key", "string", "--stop-at-end", "-b", st.Brokers[0]}, cat)
+	mustFloe(t, append(sink, "--flush-records", "10")...)
+	foreignDelete(t, cfg, "lake.up", iceberg.EqualTo(iceberg.Reference(mapping.ColKey), "k3"), table.WriteModeMergeOnRead)
+	for _, c := range []struct {
+		offset int
+		kind   string
+		says   string
+	}{
+		{3, lookup.KindMissing, "the table lost it"},
+		{0, lookup.KindSuperseded, "the key's row is the record at up/0 offset 10"},
+		{1, lookup.KindSuperseded, "its key was deleted since"},
+		{11, lookup.KindSuperseded, "it is a tombstone"},
+	} {
+		out := mustFloe(t, slices.Concat([]string{"where", "--table", "lake.up", "--partition", "0", "--offset", fmt.Sprint(c.offset), "--json", "-b", st.Brokers[0]}, cat)...)
+		var w lookup.WhereResult
+		if err := json.Unmarshal([]byte(out), &w); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if w.Status != lookup.StatusNoRow || w.Kind != c.kind || !strings.Contains(w.Explanation, c.says) {
+			t.Errorf("where up/0@%d --brokers: %s, kind %q: %s; want no_row, kind %s, saying %q", c.offset, w.Status, w.Kind, w.Explanation, c.kind, c.says)
+		}
 	}
 }

@@ -736,14 +736,36 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 func (a *auditor) recordKeys(ctx context.Context, ps []position) (map[position]string, error) {
 	out := map[position]string{}
 	for _, p := range ps {
+		var rec *kgo.Record
 		err := a.opts.Broker.ReadLog(ctx, p.tp.Topic, p.tp.Partition, p.offset, p.offset+1, func(r *kgo.Record, _ int64) bool {
 			if r.Offset == p.offset {
-				out[p] = string(r.Key)
+				rec = r
 			}
 			return false
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read the key of the record at %s: %w", p, err)
+		}
+		if rec == nil {
+			continue
+		}
+		out[p] = string(rec.Key)
+		if a.upsert.key.Source != mapping.KeyFromKafkaKey && a.typed != nil {
+			// A key of decoded columns is named as its row names it (the
+			// JSON object of the key columns, as floe where --key takes
+			// it), not by the record key's bytes (found by review: a
+			// Debezium key's whole Connect schema).
+			var d digester
+			_, _, _, err := a.typed.digest(ctx, &d, rec, func(b arrow.RecordBatch) error {
+				k, err := a.upsert.keyer(b)
+				if err == nil {
+					out[p] = k.text(a.upsert.key.Columns, 0)
+				}
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("decode the key of the record at %s: %w", p, err)
+			}
 		}
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -349,21 +350,15 @@ func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...
 			return t, nil
 		}
 	}
-	namespaces, err := cat.ListNamespaces(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("list namespaces to find snapshot %d: %w", id, err)
-	}
 	var tables []*Table
-	for _, ns := range namespaces {
-		for ident, err := range cat.ListTables(ctx, ns) {
-			if err != nil {
-				return nil, fmt.Errorf("list tables of %s to find snapshot %d: %w", strings.Join(ns, "."), id, err)
-			}
-			// Not a floe table, or unreadable: it cannot be a replay's
-			// starting point anyway.
-			if t, err := Open(ctx, cat, ident, OpenOptions{}); err == nil {
-				tables = append(tables, t)
-			}
+	for ident, err := range Tables(ctx, cat) {
+		if err != nil {
+			return nil, fmt.Errorf("find snapshot %d: %w", id, err)
+		}
+		// Not a floe table, or unreadable: it cannot be a replay's
+		// starting point anyway.
+		if t, err := Open(ctx, cat, ident, OpenOptions{}); err == nil {
+			tables = append(tables, t)
 		}
 	}
 	// Every table's metadata first: the ledgers are read only for a
@@ -390,6 +385,28 @@ func FindSnapshot(ctx context.Context, cat catalog.Catalog, id int64, prefer ...
 			names[i] = t.Name()
 		}
 		return nil, fmt.Errorf("snapshot %d exists in several tables: %s", id, strings.Join(names, ", "))
+	}
+}
+
+// Tables yields every table of every top-level namespace of cat, by
+// namespace as the catalog lists them.
+func Tables(ctx context.Context, cat catalog.Catalog) iter.Seq2[table.Identifier, error] {
+	return func(yield func(table.Identifier, error) bool) {
+		namespaces, err := cat.ListNamespaces(ctx, nil)
+		if err != nil {
+			yield(nil, fmt.Errorf("list namespaces: %w", err))
+			return
+		}
+		for _, ns := range namespaces {
+			for ident, err := range cat.ListTables(ctx, ns) {
+				if err != nil {
+					err = fmt.Errorf("list tables of %s: %w", strings.Join(ns, "."), err)
+				}
+				if !yield(ident, err) || err != nil {
+					return
+				}
+			}
+		}
 	}
 }
 

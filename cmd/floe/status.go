@@ -6,15 +6,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/statuspage"
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -28,7 +33,7 @@ func newStatusCmd() *cobra.Command {
 		serve  string
 	)
 	cmd := &cobra.Command{
-		Use:   "status --table NAMESPACE.TABLE [--brokers HOST:PORT] [--json | --serve ADDR]",
+		Use:   "status [--table NAMESPACE.TABLE] [--brokers HOST:PORT] [--json | --serve ADDR]",
 		Short: "Show per partition the broker's end offset, the table's next offset, the lag and the last commit",
 		Long: `For every partition of the topics in the table's ledger (and of --topic), show the broker's log
 start and end offset (the last stable offset, which is where a read_committed consumer ends),
@@ -42,8 +47,13 @@ engines (DuckDB's iceberg_scan, Spark) can read it directly.
 --serve ADDR serves the same numbers as a live page on http://ADDR/ (and as JSON on
 /status.json) until interrupted, for a table without a running sink: the page reloads the table's
 metadata and asks the brokers at most once a second, and refreshes itself every two seconds. A
-running floe sink serves this page itself with --metrics-addr.`,
-		Example: `  floe status --table lake.orders -b localhost:9092
+running floe sink serves this page itself with --metrics-addr.
+
+Without --table it lists the catalog's tables: what each is (an append, upsert or state table
+floe writes, the dead-letter table of one, or another writer's table), its rows and when it was
+last committed to.`,
+		Example: `  floe status                                  # the catalog's tables
+  floe status --table lake.orders -b localhost:9092
   floe status --config floe.yaml --table lake.orders --json
   floe status --table lake.orders -b localhost:9092 --serve 127.0.0.1:8080`,
 		Args: noArgs,
@@ -58,6 +68,13 @@ running floe sink serves this page itself with --metrics-addr.`,
 			}
 			if serve != "" && asJSON {
 				return fmt.Errorf("--serve serves a page and --json prints a document: choose one (the page's JSON is on /status.json)")
+			}
+			if f.table == "" && serve == "" {
+				cat, err := f.openCatalog(ctx)
+				if err != nil {
+					return err
+				}
+				return listTables(ctx, cmd.OutOrStdout(), cat, asJSON)
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
@@ -175,4 +192,86 @@ func serveStatus(ctx context.Context, w io.Writer, addr string, tbl *snapshot.Ta
 	fmt.Fprintf(w, "serving the status of %s on http://%s/ (JSON on /status.json); interrupt to stop\n", tbl.Name(), bound)
 	<-ctx.Done()
 	return nil
+}
+
+// catalogTable is one table of floe status without --table. Its JSON field
+// names are stable (--json): kind is append, upsert or fold for a table
+// floe writes, dead-letters (of names the data table) or other.
+type catalogTable struct {
+	Table        string     `json:"table"`
+	Kind         string     `json:"kind"`
+	Of           string     `json:"of,omitempty"`
+	Rows         *int64     `json:"rows"`
+	LastCommitAt *time.Time `json:"last_commit_at"`
+}
+
+// listTables prints the tables of cat: what each is, its rows and its
+// last commit, read from the catalog's metadata alone (a newcomer asked
+// what the local stack held, and found no floe command that said).
+func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON bool) error {
+	var tables []catalogTable
+	for ident, err := range snapshot.Tables(ctx, cat) {
+		if err != nil {
+			return err
+		}
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+		}
+		t := catalogTable{Table: strings.Join(ident, "."), Kind: "other"}
+		props := tbl.Properties()
+		if of := props[snapshot.PropDeadLettersOf]; of != "" {
+			t.Kind, t.Of = "dead-letters", of
+		} else if floeTable(tbl) {
+			if mode, err := mapping.ModeOf(props); err == nil {
+				t.Kind = string(mode)
+			}
+		}
+		if s := tbl.CurrentSnapshot(); s != nil {
+			at := time.UnixMilli(s.TimestampMs).UTC()
+			t.LastCommitAt = &at
+			if s.Summary != nil {
+				if n, err := strconv.ParseInt(s.Summary.Properties["total-records"], 10, 64); err == nil {
+					t.Rows = &n
+				}
+			}
+		}
+		tables = append(tables, t)
+	}
+	if asJSON {
+		return printJSON(w, map[string]any{"tables": tables})
+	}
+	if len(tables) == 0 {
+		_, err := fmt.Fprintln(w, "the catalog has no tables yet: floe sink creates them")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tKIND\tROWS\tLAST COMMIT")
+	for _, t := range tables {
+		kind, rows, last := t.Kind, "-", "-"
+		if t.Of != "" {
+			kind = "dead letters of " + t.Of
+		}
+		if t.Rows != nil {
+			rows = strconv.FormatInt(*t.Rows, 10)
+		}
+		if t.LastCommitAt != nil {
+			last = t.LastCommitAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Table, kind, rows, last)
+	}
+	return tw.Flush()
+}
+
+// floeTable reports whether floe writes tbl: a property floe sets, or a
+// floe commit among its snapshots (tables of the first floes set none).
+func floeTable(tbl *table.Table) bool {
+	for key := range tbl.Properties() {
+		if strings.HasPrefix(key, "floe.") {
+			return true
+		}
+	}
+	return slices.ContainsFunc(tbl.Metadata().Snapshots(), func(s table.Snapshot) bool {
+		return s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties)
+	})
 }

@@ -162,3 +162,36 @@ func TestStatusPartitionAddedWhileStopped(t *testing.T) {
 		t.Errorf("the sink: exit %d, %q; want it to stop on pa/1's loss", code, errs)
 	}
 }
+
+// TestStatusListsTables (from a new-user run): nothing said which tables a
+// catalog held (a replay's branch had left a dead-letter table behind,
+// found with sqlite3). floe status without --table lists them: what each
+// is, its rows, its last commit.
+func TestStatusListsTables(t *testing.T) {
+	st, loc := sinkStack(t)
+	if out := mustFloe(t, append([]string{"status"}, loc...)...); !strings.Contains(out, "no tables yet") {
+		t.Fatalf("status of an empty catalog:\n%s", out)
+	}
+	mustFloe(t, append([]string{"sink", "-b", st.Brokers[0], "-t", "orders", "--table", "lake.orders", "--stop-at-end", "--value", "json"}, loc...)...)
+	var doc struct {
+		Tables []catalogTable `json:"tables"`
+	}
+	out := mustFloe(t, append([]string{"status", "--json"}, loc...)...)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got := map[string]catalogTable{}
+	for _, tb := range doc.Tables {
+		got[tb.Table] = tb
+	}
+	if o := got["lake.orders"]; o.Kind != "append" || o.Rows == nil || *o.Rows != 300 || o.LastCommitAt == nil {
+		t.Errorf("lake.orders listed as %+v", o)
+	}
+	if d, ok := got["lake.orders_dlq"]; ok && (d.Kind != "dead-letters" || d.Of != "lake.orders") {
+		t.Errorf("lake.orders_dlq listed as %+v", d)
+	}
+	text := mustFloe(t, append([]string{"status"}, loc...)...)
+	if !regexp.MustCompile(`lake\.orders +append +300 +20`).MatchString(text) {
+		t.Errorf("status without --table:\n%s", text)
+	}
+}

@@ -184,85 +184,70 @@ func TestAcceptHidesLaterLoss(t *testing.T) {
 	}
 }
 
-// TestAsOfTimeDeadLettersGone: a JSON table whose offset 1 is a dead
-// letter stamped 2h after offset 0; offset 2, stamped 30 min after offset
-// 0, arrived later with an older clock. As of record time base+1h, every
-// partition is cut before its first record stamped at or after it: offset
-// 1, so the table then is offset 0 only. The dead-letter table is dropped
-// by another engine (someone cleaning up "_dlq" tables); as-of --time
-// without --brokers answered with offset 2's row (from a review): it is
-// refused, naming the missing dead letters, since the log can answer.
-func TestAsOfTimeDeadLettersGone(t *testing.T) {
-	st := topicStack(t, "dl")
-	cfg := st.Catalog()
-	cat := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	base := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
-	recs := []*kgo.Record{
-		{Topic: "dl", Value: []byte(`{"a":0}`), Timestamp: base},
-		{Topic: "dl", Value: []byte(`not json`), Timestamp: base.Add(2 * time.Hour)},
-		{Topic: "dl", Value: []byte(`{"a":2}`), Timestamp: base.Add(30 * time.Minute)},
-		{Topic: "dl", Value: []byte(`{"a":3}`), Timestamp: base.Add(3 * time.Hour)},
-	}
-	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
-		t.Fatal(err)
-	}
-	mustFloe(t, slices.Concat([]string{"sink", "-t", "dl", "--table", "lake.dl", "--value", "json", "--stop-at-end", "-b", st.Brokers[0]}, cat)...)
-	at := base.Add(time.Hour).UTC().Format(time.RFC3339)
-	asOf := func(when string) {
-		code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.dl", "--time", at, "--json"}, cat)...)
-		var res lookup.AsOfResult
-		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Positions) != 1 || res.Positions[0].Offset != 1 {
-			t.Errorf("%s: as-of --time %s: exit %d, %s%s; want the cut at offset 1 (the dead letter stamped after the time)", when, at, code, out, errs)
-		}
-	}
-	asOf("with the dead-letter table")
-	c, err := catalog.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident, _ := catalog.ParseIdent("lake.dl_dlq")
-	if err := c.DropTable(t.Context(), ident); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.dl", "--time", at, "--json"}, cat)...)
-	if code != exitError || !strings.Contains(errs, "does not hold every dead letter") || !strings.Contains(errs, "lake.dl_dlq") {
-		t.Errorf("as-of --time with the dead-letter table dropped: exit %d, %s%s; want it refused naming the table", code, out, errs)
-	}
-}
-
-// TestAsOfTimeDeadLettersLost is TestAsOfTimeDeadLettersGone where
-// floe itself forgets the dead letter: its file is lost by the storage and
-// floe maintain --drop-missing-dead-letter-files records it as lost (the
-// documented recovery). The record was in the log; as-of --time without
-// --brokers answered with offset 2 (from a review): it is refused.
-func TestAsOfTimeDeadLettersLost(t *testing.T) {
-	st := topicStack(t, "dl")
-	cfg := st.Catalog()
-	cat := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	base := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
-	recs := []*kgo.Record{
-		{Topic: "dl", Value: []byte(`{"a":0}`), Timestamp: base},
-		{Topic: "dl", Value: []byte(`not json`), Timestamp: base.Add(2 * time.Hour)},
-		{Topic: "dl", Value: []byte(`{"a":2}`), Timestamp: base.Add(30 * time.Minute)},
-		{Topic: "dl", Value: []byte(`{"a":3}`), Timestamp: base.Add(3 * time.Hour)},
-	}
-	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
-		t.Fatal(err)
-	}
-	mustFloe(t, slices.Concat([]string{"sink", "-t", "dl", "--table", "lake.dl", "--value", "json", "--stop-at-end", "-b", st.Brokers[0]}, cat)...)
-	dlq := openTable(t, cfg, "lake.dl_dlq")
-	files, err := dlq.Files(t.Context(), dlq.Head().SnapshotID)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("dead-letter files: %v %v", files, err)
-	}
-	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
-		t.Fatal(err)
-	}
-	t.Log(mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.dl", "--drop-missing-dead-letter-files"}, cat)...))
-	at := base.Add(time.Hour).UTC().Format(time.RFC3339)
-	code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.dl", "--time", at, "--json"}, cat)...)
-	if code != exitError || !strings.Contains(errs, "records as lost the dead letters of 1 of its commits") {
-		t.Errorf("as-of --time with a dead letter recorded lost: exit %d, %s%s; want it refused saying so", code, out, errs)
+// TestAsOfTimeDeadLettersNotHeld (from a review): a JSON table whose
+// offset 1 is a dead letter stamped 2h after offset 0; offset 2, stamped
+// 30 min after offset 0, arrived later with an older clock. As of record
+// time base+1h, every partition is cut before its first record stamped at
+// or after it: offset 1, so the table then is offset 0 only. Once the table
+// no longer holds that dead letter (another engine dropped the dead-letter
+// table; its file was lost and floe maintain
+// --drop-missing-dead-letter-files recorded it lost, the documented
+// recovery), as-of --time without --brokers answered with offset 2's row:
+// it is refused, naming why, since the log can answer.
+func TestAsOfTimeDeadLettersNotHeld(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		remove func(t *testing.T, cfg catalog.Config, cat []string)
+		says   string
+	}{
+		{"dead-letter table dropped", func(t *testing.T, cfg catalog.Config, _ []string) {
+			c, err := catalog.Open(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ident, _ := catalog.ParseIdent("lake.dl_dlq")
+			if err := c.DropTable(t.Context(), ident); err != nil {
+				t.Fatal(err)
+			}
+		}, "dead-letter table lake.dl_dlq, which its ledger names, does not exist"},
+		{"dead letters recorded lost", func(t *testing.T, cfg catalog.Config, cat []string) {
+			dlq := openTable(t, cfg, "lake.dl_dlq")
+			files, err := dlq.Files(t.Context(), dlq.Head().SnapshotID)
+			if err != nil || len(files) != 1 {
+				t.Fatalf("dead-letter files: %v %v", files, err)
+			}
+			if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
+				t.Fatal(err)
+			}
+			mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.dl", "--drop-missing-dead-letter-files"}, cat)...)
+		}, "records as lost the dead letters of 1 of its commits"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := topicStack(t, "dl")
+			cfg := st.Catalog()
+			cat := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+			base := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
+			recs := []*kgo.Record{
+				{Topic: "dl", Value: []byte(`{"a":0}`), Timestamp: base},
+				{Topic: "dl", Value: []byte(`not json`), Timestamp: base.Add(2 * time.Hour)},
+				{Topic: "dl", Value: []byte(`{"a":2}`), Timestamp: base.Add(30 * time.Minute)},
+				{Topic: "dl", Value: []byte(`{"a":3}`), Timestamp: base.Add(3 * time.Hour)},
+			}
+			if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+				t.Fatal(err)
+			}
+			mustFloe(t, slices.Concat([]string{"sink", "-t", "dl", "--table", "lake.dl", "--value", "json", "--stop-at-end", "-b", st.Brokers[0]}, cat)...)
+			asOf := slices.Concat([]string{"as-of", "--table", "lake.dl", "--time", base.Add(time.Hour).UTC().Format(time.RFC3339), "--json"}, cat)
+			code, out, errs := floe(t, asOf...)
+			var res lookup.AsOfResult
+			if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Positions) != 1 || res.Positions[0].Offset != 1 {
+				t.Fatalf("as-of --time: exit %d, %s%s; want the cut at offset 1 (the dead letter stamped after the time)", code, out, errs)
+			}
+			c.remove(t, cfg, cat)
+			if code, out, errs := floe(t, asOf...); code != exitError || !strings.Contains(errs, "does not hold every dead letter") || !strings.Contains(errs, c.says) {
+				t.Errorf("as-of --time: exit %d, %s%s; want it refused saying %q", code, out, errs, c.says)
+			}
+		})
 	}
 }
 

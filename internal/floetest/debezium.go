@@ -215,14 +215,20 @@ func (c *Customers) Insert(cu Customer) {
 
 // Update changes row id with change (op u, before and after).
 func (c *Customers) Update(id int32, change func(*Customer)) {
+	before, after := c.changed(id, change)
+	c.emit(cdcEvent{op: "u", before: &before, after: &after, key: id})
+	c.Upserts++
+}
+
+// changed returns row id, and the row change makes of it.
+func (c *Customers) changed(id int32, change func(*Customer)) (before, after Customer) {
 	before, ok := c.state[id]
 	if !ok {
 		panic(fmt.Sprintf("update of customer %d, which the table does not have", id))
 	}
-	after := before
+	after = before
 	change(&after)
-	c.emit(cdcEvent{op: "u", before: &before, after: &after, key: id})
-	c.Upserts++
+	return before, after
 }
 
 // UpdateUnavailable changes row id with change as an update does under
@@ -232,12 +238,7 @@ func (c *Customers) Update(id int32, change func(*Customer)) {
 // image. A sink cannot make the row of it: the state keeps the row as it
 // was, as the sink's table does.
 func (c *Customers) UpdateUnavailable(id int32, change func(*Customer)) {
-	before, ok := c.state[id]
-	if !ok {
-		panic(fmt.Sprintf("update of customer %d, which the table does not have", id))
-	}
-	after := before
-	change(&after)
+	_, after := c.changed(id, change)
 	after.Email = "__debezium_unavailable_value"
 	c.emit(cdcEvent{op: "u", after: &after, key: id, unavailable: true})
 	c.Unavailable++

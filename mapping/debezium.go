@@ -88,12 +88,14 @@ func (e *UnavailableValueError) Error() string {
 // checkAvailable returns an *UnavailableValueError for the column of an
 // upsert's row (in the canonical representation; the first by name, where
 // several) that holds UnavailableValue in one of the forms Debezium gives
-// it by column type.
-func checkAvailable(row map[string]any) error {
+// it by column type. typed says whether a schema typed the row: without
+// one, a bytea column's placeholder is text too, as the JSON converter
+// spells bytes (base64, or hex), which a schema decodes to bytes instead.
+func checkAvailable(row map[string]any, typed bool) error {
 	var first string
 	found := false
 	for col, v := range row {
-		if isUnavailable(v) && (!found || col < first) {
+		if isUnavailable(v, !typed) && (!found || col < first) {
 			first, found = col, true
 		}
 	}
@@ -104,25 +106,25 @@ func checkAvailable(row map[string]any) error {
 }
 
 // isUnavailable reports whether v is UnavailableValue as Debezium writes it
-// for a column of some type: the text (also as base64 or hex, the JSON of
-// a bytea by binary.handling.mode, and hstore's JSON), its bytes, a list
-// of the text, of its bytes or of the UUID made of its bytes, a list of
-// its bytes as integers (integer arrays), and a map of the text to itself
-// (hstore).
-func isUnavailable(v any) bool {
+// for a column of some type: the text (and hstore's JSON), its bytes (with
+// spelled, also as their base64 or hex text), a list of the text, of its
+// bytes or of the UUID made of its bytes, a list of its bytes as integers
+// (integer arrays, and date arrays, whose days are integers), and a map of
+// the text to itself (hstore).
+func isUnavailable(v any, spelled bool) bool {
 	switch v := v.(type) {
 	case string:
 		if len(v) < len(UnavailableValue) {
 			return false
 		}
-		return v == UnavailableValue || v == base64.StdEncoding.EncodeToString([]byte(UnavailableValue)) ||
-			v == hex.EncodeToString([]byte(UnavailableValue)) || v == `{"`+UnavailableValue+`":"`+UnavailableValue+`"}`
+		return v == UnavailableValue || v == `{"`+UnavailableValue+`":"`+UnavailableValue+`"}` ||
+			spelled && (v == base64.StdEncoding.EncodeToString([]byte(UnavailableValue)) || v == hex.EncodeToString([]byte(UnavailableValue)))
 	case []byte:
 		return bytes.Equal(v, []byte(UnavailableValue))
 	case []any:
 		if len(v) == 1 {
 			s, _ := v[0].(string)
-			return isUnavailable(v[0]) || s == unavailableUUID()
+			return isUnavailable(v[0], spelled) || s == unavailableUUID()
 		}
 		if len(v) != len(UnavailableValue) {
 			return false
@@ -134,6 +136,8 @@ func isUnavailable(v any) bool {
 				n = int64(e)
 			case int64:
 				n = e
+			case iceberg.Date:
+				n = int64(e)
 			default:
 				return false
 			}
@@ -271,7 +275,7 @@ func DebeziumChange(event any) (ChangeEvent, error) {
 				ch.Row[ColSourceTsMs] = int64(ts)
 			}
 		}
-		if err := checkAvailable(ch.Row); err != nil {
+		if err := checkAvailable(ch.Row, true); err != nil {
 			return ch, err
 		}
 	case ChangeDelete:
@@ -359,7 +363,7 @@ func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructT
 			err = checkColumnNames("json", st)
 		}
 		if err == nil {
-			err = checkAvailable(out)
+			err = checkAvailable(out, false)
 		}
 		if err != nil {
 			return nil, false, ch, err

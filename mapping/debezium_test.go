@@ -377,6 +377,12 @@ func TestDebeziumUnavailableValue(t *testing.T) {
 		{"connect bytes", connect(`"type":"bytes"`, `"`+b64+`"`), true},
 		{"connect int32 array", connect(`"type":"array","items":{"type":"int32"}`, intList), true},
 		{"connect map", connect(`"type":"map","keys":{"type":"string"},"values":{"type":"string"}`, `{"`+ph+`":"`+ph+`"}`), true},
+		// date[] takes int[]'s placeholder, typed as days (from a review).
+		{"connect date array", connect(`"type":"array","items":{"type":"int32","name":"io.debezium.time.Date","version":1}`, intList), true},
+		// A text column whose value spells the bytes' placeholder is a
+		// value: only bytes are spelled so (from a review).
+		{"connect text holding base64", connect(`"type":"string"`, `"`+b64+`"`), false},
+		{"connect text holding hex", connect(`"type":"string"`, `"5f5f646562657a69756d5f756e617661696c61626c655f76616c7565"`), false},
 		{"a snapshot read", `{"op":"r","after":{"id":1,"doc":"` + ph + `"}}`, true},
 		{"text that contains it", `{"op":"u","after":{"id":1,"doc":"see ` + ph + `"}}`, false},
 		{"another list", `{"op":"u","after":{"id":1,"doc":["` + ph + `","x"]}}`, false},

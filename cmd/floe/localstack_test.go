@@ -351,3 +351,39 @@ func TestLocalstackHangupKeepsTopics(t *testing.T) {
 		t.Fatalf("sink after the restart: exit %d, want the 7 records kept\n%s\n%s", code, stdout, errs)
 	}
 }
+
+// TestLocalstackNohupKeepsRunning: a floe started with SIGHUP ignored (nohup
+// floe sink ... &, or a shell's trap "" HUP) is asked to outlive its
+// terminal. Go keeps an ignored signal ignored unless the program asks to
+// be notified of it (os/signal: "If the program was started with SIGHUP or
+// SIGINT ignored, and Notify is called for either signal, a signal handler
+// will be installed for that signal and it will no longer be ignored"):
+// floe notified SIGHUP, so the terminal closing stopped a nohup'd stack
+// or sink (from a review). It asks for SIGHUP only where it is not ignored.
+func TestLocalstackNohupKeepsRunning(t *testing.T) {
+	dir := t.TempDir()
+	kafka := freeTCPPort(t)
+	cmd := exec.Command("bash", "-c", `trap "" HUP; exec "$@"`, "bash", os.Args[0], "localstack", "up", "--dir", dir, "--kafka-port", fmt.Sprint(kafka),
+		"--s3-port", fmt.Sprint(freeTCPPort(t)), "--schema-registry-port", fmt.Sprint(freeTCPPort(t)))
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitFor(t, 30*time.Second, "the local stack to be up", func() bool { return strings.Contains(out.String(), "floe local stack is up") })
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a local stack started with SIGHUP ignored (nohup) stopped on SIGHUP: %v\n%s", err, out.String())
+	case <-time.After(3 * time.Second):
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	<-done
+}

@@ -52,8 +52,13 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	// SIGHUP is the terminal closing: a local stack or a sink in it stops
 	// as on Ctrl-C, keeping its data (it died at once, and a local stack
-	// lost its topics: found by a new user).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// lost its topics: found by a new user). Unless it was ignored (nohup):
+	// asking for it would undo that (found by review).
+	signals := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		signals = append(signals, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 	// Closed before the deferred stop cancels ctx (defers run last in,
 	// first out), so that the end of the command is not taken for a

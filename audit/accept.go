@@ -37,14 +37,27 @@ func (r *Report) Accept(baseline []byte, name string) error {
 	// does not meet them: a cheaper nightly audit, or one of one --topic,
 	// did not look for the others (found by review).
 	topics := map[string]bool{}
+	logStart := map[mapping.TopicPartition]int64{}
 	for _, p := range r.Partitions {
 		topics[p.Topic] = true
+		if p.Broker != nil {
+			logStart[p.TopicPartition] = p.Broker.LogStart
+		}
+	}
+	// A content finding about offsets retention has deleted since cannot
+	// be met again either (found by review).
+	unread := func(f jsonFinding) bool {
+		if f.Level != LevelContent || f.Topic == nil || f.Partition == nil || f.Offsets == nil {
+			return false
+		}
+		start, ok := logStart[mapping.TopicPartition{Topic: *f.Topic, Partition: *f.Partition}]
+		return ok && f.Offsets[1] <= start
 	}
 	known, checked := map[string]bool{}, map[string]jsonFinding{}
 	for _, f := range append(base.Findings, base.Accepted...) {
 		k := findingKey(f)
 		known[k] = true
-		if slices.Contains(r.Levels, f.Level) && (f.Topic == nil || topics[*f.Topic]) {
+		if slices.Contains(r.Levels, f.Level) && (f.Topic == nil || topics[*f.Topic]) && !unread(f) {
 			checked[k] = f
 		}
 	}
@@ -58,8 +71,9 @@ func (r *Report) Accept(baseline []byte, name string) error {
 	// partition's other findings were reviewed with it, and are reported
 	// again. A file another engine rewrote left a missing-file finding
 	// worded alike when it deleted the rewrite's rows too (found by
-	// review).
-	gone, changed := 0, map[string]bool{}
+	// review). A finding that names no partition (a file of several)
+	// changed the table: every accepted finding is reported again.
+	gone, changed, all := 0, map[string]bool{}, false
 	for k, f := range checked {
 		if matched[k] {
 			continue
@@ -71,6 +85,7 @@ func (r *Report) Accept(baseline []byte, name string) error {
 		for _, o := range f.OtherPartitions {
 			changed[mapping.TopicPartition{Topic: o.Topic, Partition: o.Partition}.String()] = true
 		}
+		all = all || f.Partition == nil && len(f.OtherPartitions) == 0
 	}
 	uncount := map[string]int{}
 	var kept []Finding
@@ -87,7 +102,7 @@ func (r *Report) Accept(baseline []byte, name string) error {
 		for _, o := range f.Others {
 			parts = append(parts, o.String())
 		}
-		if slices.ContainsFunc(parts, func(p string) bool { return changed[p] }) {
+		if all || slices.ContainsFunc(parts, func(p string) bool { return changed[p] }) {
 			kept = append(kept, f)
 			reopened++
 			continue
@@ -107,8 +122,12 @@ func (r *Report) Accept(baseline []byte, name string) error {
 			plural(gone, "finding"), name))
 	}
 	if reopened > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%s of %s reported again: a finding of the same partition is not found again, so the partition changed since the review; review it and accept a new report",
-			plural(reopened, "finding"), name))
+		what := "a finding of the same partition is not found again, so the partition changed since the review"
+		if all {
+			what = "a finding of no one partition (a file of several) is not found again, so the table changed since the review"
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%s of %s reported again: %s; review it and accept a new report",
+			plural(reopened, "finding"), name, what))
 	}
 	return nil
 }

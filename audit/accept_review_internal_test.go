@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 func acceptReport(findings ...Finding) *Report {
@@ -67,5 +69,40 @@ func TestAcceptDoesNotCallUnauditedFindingsRepaired(t *testing.T) {
 		if bytes.Contains([]byte(n), []byte("repaired")) {
 			t.Errorf("a ledger-level audit notes: %q; the content level did not run, so nothing says the content-mismatch was repaired", n)
 		}
+	}
+}
+
+// TestAcceptRetentionKeepsPartitionAccepted: a reviewed report (with
+// --verify-content) holds, for orders/0, a recorded loss and a
+// content-mismatch at offset 41. Retention has since deleted offset 41:
+// the nightly audit's log starts at 100, so the content level could not
+// read the record and cannot have met the finding; nothing about the
+// partition changed. Accept took the finding for gone and reported the
+// reviewed loss again (from a review): the audit failed every night once
+// retention passed an accepted content finding, one it could not meet.
+func TestAcceptRetentionKeepsPartitionAccepted(t *testing.T) {
+	tp := mapping.TopicPartition{Topic: "orders", Partition: 0}
+	lost := Finding{Level: LevelLedger, Kind: KindLost, Partition: tp, HasPartition: true,
+		Offsets: mapping.Interval{Low: 10, High: 15}, HasOffsets: true, Detail: "offsets deleted by retention before they were sunk"}
+	content := Finding{Level: LevelContent, Kind: KindContentMismatch, Partition: tp, HasPartition: true,
+		Offsets: mapping.Interval{Low: 41, High: 42}, HasOffsets: true, Detail: "the row differs from its record"}
+	levels := []Level{LevelLedger, LevelFiles, LevelBroker, LevelContent}
+	reviewed := acceptReport(lost, content)
+	reviewed.Levels = levels
+	reviewed.Partitions = []PartitionReport{{TopicPartition: tp, InLedger: true, First: 0, Next: 200,
+		Broker: &BrokerState{LogStart: 0, LastStable: 200, HighWatermark: 200}}}
+	var base bytes.Buffer
+	if err := reviewed.WriteJSON(&base); err != nil {
+		t.Fatal(err)
+	}
+	nightly := acceptReport(lost)
+	nightly.Levels = levels
+	nightly.Partitions = []PartitionReport{{TopicPartition: tp, InLedger: true, First: 0, Next: 200,
+		Broker: &BrokerState{LogStart: 100, LastStable: 200, HighWatermark: 200}}}
+	if err := nightly.Accept(base.Bytes(), "reviewed.json"); err != nil {
+		t.Fatal(err)
+	}
+	if len(nightly.Findings) != 0 {
+		t.Errorf("the reviewed loss is reported again (%d findings, %d accepted); notes: %q", len(nightly.Findings), len(nightly.Accepted), nightly.Notes)
 	}
 }

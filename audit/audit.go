@@ -622,9 +622,12 @@ type auditor struct {
 	// untold counts, at the content level, the dead letters of an upsert
 	// table keyed by decoded columns whose key cannot be told: the row of
 	// their key may be stale.
-	untold  counted
-	tpIndex []mapping.TopicPartition
-	tpIDs   map[mapping.TopicPartition]int32
+	untold counted
+	// placeholders counts, at the content level, the rows an older floe
+	// made of events holding Debezium's unchanged-TOAST placeholder.
+	placeholders counted
+	tpIndex      []mapping.TopicPartition
+	tpIDs        map[mapping.TopicPartition]int32
 
 	headID int64
 	// sum summarises the ledger and cover holds each partition's

@@ -106,6 +106,14 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 		a.note("%s now as the sink decodes records, into rows of the table's schema of today (the first: %s offset %d), though the sink could not then (a schema the registry did not have yet, a column widened since): floe where --partition %d --offset %d gives the reason then; a replay into a new table makes them rows",
 			what, first.tp, first.offset, first.tp.Partition, first.offset)
 	}
+	if n := a.placeholders.n; n > 0 {
+		what := "1 row holds"
+		if n > 1 {
+			what = fmt.Sprintf("%d rows hold", n)
+		}
+		a.note("%s Debezium's placeholder for an unchanged TOASTed value, which a floe before December 2026 wrote as the column's value (the first: %s offset %d): this floe makes such events dead letters, so the findings at their offsets say the table and the log differ; the rows are wrong, and a replay of the table (floe replay --branch rebuild --publish) rewrites it (docs/upsert.md, Unchanged TOASTed values)",
+			what, a.placeholders.first.tp, a.placeholders.first.offset)
+	}
 	if n := a.untold.n; n > 0 {
 		what := "1 dead letter's key cannot be told"
 		if n > 1 {
@@ -392,7 +400,7 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 	if v.a.typed != nil {
 		// A key of decoded columns is the key of the row the sink makes.
 		keyed := v.a.upsert != nil && v.a.upsert.key.Source != mapping.KeyFromKafkaKey
-		sum, change, dead, err := v.a.typed.digest(ctx, &v.d, r, func(b arrow.RecordBatch) error {
+		sum, change, reason, err := v.a.typed.digest(ctx, &v.d, r, func(b arrow.RecordBatch) error {
 			if !keyed {
 				return nil
 			}
@@ -405,6 +413,11 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 			rec.noKey = !ok
 			return nil
 		})
+		dead := reason != nil
+		// An older floe made rows of the events this one dead-letters for
+		// Debezium's unchanged-TOAST placeholder: said apart, as the
+		// findings at their offsets do not name it (found by review).
+		_, rec.unavailable = errors.AsType[*mapping.UnavailableValueError](reason)
 		if _, deadLetter := v.deadLetter(r.Offset); err == nil && change == mapping.ChangeTruncate && deadLetter {
 			// The sink's --on-truncate dead-letter (the default): checked
 			// as the dead letter it is.
@@ -459,7 +472,7 @@ func (v *verifier) deadLetterKey(ctx context.Context, r *kgo.Record, rec *logRec
 		rec.key, known = k.key(v.a, 0)
 		return nil
 	})
-	return err == nil && !dead && change == mapping.ChangeDelete && known
+	return err == nil && dead == nil && change == mapping.ChangeDelete && known
 }
 
 // row returns the table's row at offset.
@@ -547,6 +560,9 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 		return
 	}
 	sum, ok := v.row(rec.offset)
+	if ok && rec.unavailable {
+		v.a.placeholders.add(position{v.tp, rec.offset})
+	}
 	_, dead := v.deadLetter(rec.offset)
 	if committed && v.acct != nil {
 		v.acct.count(rec, dead && !ok)
@@ -705,28 +721,27 @@ func (a *auditor) startTypedContent() error {
 // change is what the record does to its key's row and dead is set for a
 // dead letter, as the sink decides them; elsewhere change is ChangeUpsert
 // and dead is set for a record that cannot be decoded.
-func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record, row func(arrow.RecordBatch) error) (sum digest, change mapping.Change, dead bool, err error) {
+func (t *typedContent) digest(ctx context.Context, d *digester, r *kgo.Record, row func(arrow.RecordBatch) error) (sum digest, change mapping.Change, dead error, err error) {
 	var (
-		key    any
-		value  map[string]any
-		reason error
+		key   any
+		value map[string]any
 	)
 	if t.upsert != nil {
-		key, value, change, reason, err = t.dec.DecodeChange(ctx, r, *t.upsert)
+		key, value, change, dead, err = t.dec.DecodeChange(ctx, r, *t.upsert)
 	} else {
-		key, value, reason, err = t.dec.Decode(ctx, r)
+		key, value, dead, err = t.dec.Decode(ctx, r)
 	}
-	if err != nil || reason != nil || change == mapping.ChangeSkip || change == mapping.ChangeTruncate {
-		return digest{}, change, reason != nil, err
+	if err != nil || dead != nil || change == mapping.ChangeSkip || change == mapping.ChangeTruncate {
+		return digest{}, change, dead, err
 	}
 	if err := t.rows.AppendDecoded(r, key, value); err != nil {
-		return digest{}, change, false, err
+		return digest{}, change, nil, err
 	}
 	b := t.rows.NewBatch()
 	defer b.Release()
 	if err := row(b); err != nil {
-		return digest{}, change, false, err
+		return digest{}, change, nil, err
 	}
 	sum, err = d.typedRow(b, 0, t.layout)
-	return sum, change, false, err
+	return sum, change, nil, err
 }

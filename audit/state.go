@@ -302,6 +302,9 @@ type logRecord struct {
 	// untold is set for a dead letter of an upsert table keyed by decoded
 	// columns whose key cannot be told (verifier.deadLetterKey).
 	untold bool
+	// unavailable is set for a dead letter for Debezium's unchanged-TOAST
+	// placeholder (mapping.UnavailableValueError).
+	unavailable bool
 	// decodes is set in a typed table for a record that decodes into a
 	// row as the sink decodes it, with the table's schema of today.
 	decodes   bool

@@ -323,7 +323,7 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 	// transaction committed, or its marker gone (compaction removes a
 	// transaction's marker only after its aborted records).
 	case state:
-		return foldedAway(ctx, tbl, tp, rec)
+		return foldedAway(ctx, tbl, broker, tp, rec)
 	default:
 		return KindMissing, "it is a committed record (read from the broker) that should be a row, and the table has none: the table lost it (floe audit --deep --verify-content --brokers finds every such offset)", nil
 	}
@@ -336,7 +336,7 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 // another engine deleted was called superseded). Elsewhere, and where a
 // compaction or a truncate may have dropped the key's delete, the answer
 // names the possibilities.
-func foldedAway(ctx context.Context, tbl *snapshot.Table, tp mapping.TopicPartition, rec *kgo.Record) (kind, why string, err error) {
+func foldedAway(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, rec *kgo.Record) (kind, why string, err error) {
 	const folded = "it is a record the table folded into its latest row per key: superseded by a later value for its key, deleted by a tombstone or without a key"
 	if tbl.Mode() != mapping.ModeUpsert || tbl.UpsertKey().Source != mapping.KeyFromKafkaKey || rec.Key == nil {
 		return KindSuperseded, folded, nil
@@ -365,6 +365,18 @@ func foldedAway(ctx context.Context, tbl *snapshot.Table, tp mapping.TopicPartit
 	}
 	if del != nil && del.commit.SnapshotID != loc.Commit.SnapshotID {
 		return KindSuperseded, fmt.Sprintf("its key was deleted since (read from the broker), by snapshot %d", del.commit.SnapshotID), nil
+	}
+	if del != nil {
+		// Every commit deletes the keys it touches (their older rows): the
+		// record's own commit may also have taken a later record deleting
+		// the key, which only the commit's records tell.
+		last, err := lastRecord(ctx, tbl, broker, slices.Values([]mapping.Commit{loc.Commit}), k)
+		if err != nil {
+			return "", "", err
+		}
+		if last != nil {
+			return KindSuperseded, fmt.Sprintf("its key was deleted since (read from the broker), by the record at %s offset %d of the same commit", last.tp, last.offset), nil
+		}
 	}
 	sum, err := tbl.Summary(ctx, 0)
 	if err != nil {

@@ -253,7 +253,8 @@ func TestAsOfTimeDeadLettersNotHeld(t *testing.T) {
 
 // TestWhereUpsertLostRowNotSuperseded (from a review): an upsert table of
 // keys k0-k9, one record each (offsets 0-9), then k0 again (offset 10) and
-// a tombstone of k1 (offset 11); another engine deletes key k3 (a GDPR
+// a tombstone of k1 (offset 11), k7 again and its tombstone (offsets 12
+// and 13, in one commit); another engine deletes key k3 (a GDPR
 // delete, merge-on-read). floe where --brokers called offset 3 superseded,
 // as every committed record of an upsert table without a row: k3's only
 // record was lost, and the key's row and deletes tell it from offset 0
@@ -266,7 +267,8 @@ func TestWhereUpsertLostRowNotSuperseded(t *testing.T) {
 	for k := range 10 {
 		recs = append(recs, &kgo.Record{Topic: "up", Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "v%d", k)})
 	}
-	recs = append(recs, &kgo.Record{Topic: "up", Key: []byte("k0"), Value: []byte("again")}, &kgo.Record{Topic: "up", Key: []byte("k1")})
+	recs = append(recs, &kgo.Record{Topic: "up", Key: []byte("k0"), Value: []byte("again")}, &kgo.Record{Topic: "up", Key: []byte("k1")},
+		&kgo.Record{Topic: "up", Key: []byte("k7"), Value: []byte("again")}, &kgo.Record{Topic: "up", Key: []byte("k7")})
 	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +284,9 @@ func TestWhereUpsertLostRowNotSuperseded(t *testing.T) {
 		{0, lookup.KindSuperseded, "the key's row is the record at up/0 offset 10"},
 		{1, lookup.KindSuperseded, "its key was deleted since"},
 		{11, lookup.KindSuperseded, "it is a tombstone"},
+		// Deleted by a later record of its own commit, whose delete of the
+		// key is also the one of its older rows.
+		{12, lookup.KindSuperseded, "by the record at up/0 offset 13 of the same commit"},
 	} {
 		out := mustFloe(t, slices.Concat([]string{"where", "--table", "lake.up", "--partition", "0", "--offset", fmt.Sprint(c.offset), "--json", "-b", st.Brokers[0]}, cat)...)
 		var w lookup.WhereResult

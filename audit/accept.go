@@ -71,8 +71,10 @@ func (r *Report) Accept(baseline []byte, name string) error {
 	// partition's other findings were reviewed with it, and are reported
 	// again. A file another engine rewrote left a missing-file finding
 	// worded alike when it deleted the rewrite's rows too (found by
-	// review). A finding that names no partition (a file of several)
-	// changed the table: every accepted finding is reported again.
+	// review). A data file's finding that names no partition (a file of
+	// several) changed the table: every accepted finding is reported
+	// again. Others that name none (a pending dead letter added since, a
+	// topic another audit looked at) change no partition (found by review).
 	gone, changed, all := 0, map[string]bool{}, false
 	for k, f := range checked {
 		if matched[k] {
@@ -85,7 +87,7 @@ func (r *Report) Accept(baseline []byte, name string) error {
 		for _, o := range f.OtherPartitions {
 			changed[mapping.TopicPartition{Topic: o.Topic, Partition: o.Partition}.String()] = true
 		}
-		all = all || f.Partition == nil && len(f.OtherPartitions) == 0
+		all = all || f.Partition == nil && len(f.OtherPartitions) == 0 && f.File != nil && slices.Contains(dataFileKinds, f.Kind)
 	}
 	uncount := map[string]int{}
 	var kept []Finding
@@ -131,6 +133,10 @@ func (r *Report) Accept(baseline []byte, name string) error {
 	}
 	return nil
 }
+
+// dataFileKinds are the kinds of finding about a data file, which hold the
+// rows of partitions.
+var dataFileKinds = []Kind{KindForeignFile, KindMissingFile, KindStrayFile, KindFileContent}
 
 // findingKey identifies a finding across audits: everything the JSON
 // report says of it.

@@ -106,3 +106,61 @@ func TestAcceptRetentionKeepsPartitionAccepted(t *testing.T) {
 		t.Errorf("the reviewed loss is reported again (%d findings, %d accepted); notes: %q", len(nightly.Findings), len(nightly.Accepted), nightly.Notes)
 	}
 }
+
+func lostFinding(tp mapping.TopicPartition) Finding {
+	return Finding{Level: LevelLedger, Kind: KindLost, Partition: tp, HasPartition: true,
+		Offsets: mapping.Interval{Low: 10, High: 15}, HasOffsets: true, Detail: "offsets deleted by retention before they were sunk"}
+}
+
+// TestAcceptTopicAuditKeepsOthersAccepted: the reviewed (whole-table) report has
+// orders' ledger topic-recreated finding (it names no partition) and a
+// recorded loss of payments/0. A nightly audit with --topic payments does
+// not look at orders, so cannot meet the orders finding; Accept takes it for
+// gone, and as it names no partition, reopened every accepted finding: the
+// reviewed loss of payments/0 failed the audit again (from a review).
+func TestAcceptTopicAuditKeepsOthersAccepted(t *testing.T) {
+	pay := mapping.TopicPartition{Topic: "payments", Partition: 0}
+	ord := mapping.TopicPartition{Topic: "orders", Partition: 0}
+	recreated := Finding{Level: LevelLedger, Kind: KindTopicRecreated,
+		Detail: "the ledger holds ranges of topic orders read from 2 different topics of that name (topic IDs x, y): its offsets mix records of a deleted topic and of its successor"}
+	reviewed := acceptReport(recreated, lostFinding(pay))
+	reviewed.Partitions = []PartitionReport{{TopicPartition: ord, InLedger: true, Next: 100}, {TopicPartition: pay, InLedger: true, Next: 100}}
+	var base bytes.Buffer
+	if err := reviewed.WriteJSON(&base); err != nil {
+		t.Fatal(err)
+	}
+	nightly := acceptReport(lostFinding(pay)) // --topic payments
+	nightly.Partitions = []PartitionReport{{TopicPartition: pay, InLedger: true, Next: 100}}
+	if err := nightly.Accept(base.Bytes(), "reviewed.json"); err != nil {
+		t.Fatal(err)
+	}
+	if len(nightly.Findings) != 0 {
+		t.Errorf("audit --topic payments: the reviewed loss of payments/0 is reported again (%d findings, %d accepted); notes: %q", len(nightly.Findings), len(nightly.Accepted), nightly.Notes)
+	}
+}
+
+// TestAcceptPendingDeadLettersAddedKeepsOthersAccepted: the reviewed report has a
+// recorded loss of orders/0 and a dead-letters-pending finding (a sink
+// stopped between its commit and adding the dead letters). floe maintain
+// adds them, as the finding says it will: the pending finding is gone, and
+// Accept reopened the reviewed loss, saying "a finding of no one partition
+// (a file of several) ... the table changed" (from a review).
+func TestAcceptPendingDeadLettersAddedKeepsOthersAccepted(t *testing.T) {
+	ord := mapping.TopicPartition{Topic: "orders", Partition: 0}
+	pending := Finding{Level: LevelLedger, Kind: KindDeadLettersPending, File: "file:///w/lake.db/orders_dlq/data/x.parquet", SnapshotID: 7,
+		Detail: "commit c (snapshot 7) counts 1 dead letters that are not in lake.orders_dlq yet; its 1 dead-letter files are there: the next floe sink session or floe maintain adds them"}
+	reviewed := acceptReport(lostFinding(ord), pending)
+	reviewed.Partitions = []PartitionReport{{TopicPartition: ord, InLedger: true, Next: 100}}
+	var base bytes.Buffer
+	if err := reviewed.WriteJSON(&base); err != nil {
+		t.Fatal(err)
+	}
+	nightly := acceptReport(lostFinding(ord))
+	nightly.Partitions = []PartitionReport{{TopicPartition: ord, InLedger: true, Next: 100}}
+	if err := nightly.Accept(base.Bytes(), "reviewed.json"); err != nil {
+		t.Fatal(err)
+	}
+	if len(nightly.Findings) != 0 {
+		t.Errorf("pending dead letters added since: the reviewed loss of orders/0 is reported again (%d findings, %d accepted); notes: %q", len(nightly.Findings), len(nightly.Accepted), nightly.Notes)
+	}
+}

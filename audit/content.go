@@ -111,7 +111,7 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 		if n > 1 {
 			what = fmt.Sprintf("%d rows hold", n)
 		}
-		a.note("%s Debezium's placeholder for an unchanged TOASTed value, which a floe before December 2026 wrote as the column's value (the first: %s offset %d): this floe makes such events dead letters, so the findings at their offsets say the table and the log differ; the rows are wrong, and a replay of the table (floe replay --branch rebuild --publish) rewrites it (docs/upsert.md, Unchanged TOASTed values)",
+		a.note("%s Debezium's placeholder for an unchanged TOASTed value, which a floe before 2026-12-05 wrote as the column's value (the first: %s offset %d): this floe makes such events dead letters, so the findings at their offsets say the table and the log differ; the rows are wrong, and a replay of the table (floe replay --branch rebuild --publish) rewrites it (docs/upsert.md, Unchanged TOASTed values)",
 			what, a.placeholders.first.tp, a.placeholders.first.offset)
 	}
 	if n := a.untold.n; n > 0 {

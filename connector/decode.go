@@ -447,7 +447,7 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 		if err == nil && dead == nil {
 			var event any
 			if event, dead = e.codec.Decode(data); dead == nil {
-				ch, dead = mapping.DebeziumChange(event)
+				ch, dead = mapping.DebeziumChange(e.codec, event)
 			}
 		}
 	}

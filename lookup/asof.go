@@ -119,7 +119,7 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 		case err != nil:
 			return 0, false, fmt.Errorf("read the schema of snapshot %d of %s: %w", r.SnapshotID, tbl.Name(), err)
 		case !known:
-			return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since it began, %d schemas, and the archive does not say which the position read in: floe records it for snapshots it archives from December 2026)", expired, n)
+			return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since it began, %d schemas, and the archive does not say which the position read in: floe records it for snapshots it archives from 2026-12-05 on)", expired, n)
 		case id != meta.CurrentSchema().ID:
 			return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since the position, so they would read otherwise)", expired)
 		}

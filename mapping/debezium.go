@@ -88,14 +88,15 @@ func (e *UnavailableValueError) Error() string {
 // checkAvailable returns an *UnavailableValueError for the column of an
 // upsert's row (in the canonical representation; the first by name, where
 // several) that holds UnavailableValue in one of the forms Debezium gives
-// it by column type. typed says whether a schema typed the row: without
-// one, a bytea column's placeholder is text too, as the JSON converter
-// spells bytes (base64, or hex), which a schema decodes to bytes instead.
-func checkAvailable(row map[string]any, typed bool) error {
+// it by column type. spelled says whether a bytea column's placeholder
+// came as text, as the JSON converter without a schema and the JSON
+// Schema converter spell bytes (base64, or hex); a schema that types the
+// column as bytes decodes it to bytes instead.
+func checkAvailable(row map[string]any, spelled bool) error {
 	var first string
 	found := false
 	for col, v := range row {
-		if isUnavailable(v, !typed) && (!found || col < first) {
+		if isUnavailable(v, spelled) && (!found || col < first) {
 			first, found = col, true
 		}
 	}
@@ -243,12 +244,22 @@ func debeziumColumnOf(col string) string {
 	return "source.ts_ms"
 }
 
-// DebeziumChange reads a change event decoded into the canonical
-// representation of its envelope type (a struct with before, after,
-// source, op, ts_ms): the change it makes, and for an upsert the row, of
-// the type DebeziumColumns gives. An event floe cannot apply (an op it does
-// not know, an upsert without an after image) is an *EnvelopeError.
-func DebeziumChange(event any) (ChangeEvent, error) {
+// DebeziumChange reads a change event that codec c decoded into the
+// canonical representation of its envelope type (a struct with before,
+// after, source, op, ts_ms): the change it makes, and for an upsert the
+// row, of the type DebeziumColumns gives. An event floe cannot apply (an
+// op it does not know, an upsert without an after image, a value Debezium
+// left out: UnavailableValueError) is an error.
+func DebeziumChange(c Codec, event any) (ChangeEvent, error) {
+	// The JSON Schema converter writes bytes as base64 text, which the
+	// codec keeps as a string column (found by review).
+	_, spelled := c.(*jsonSchemaCodec)
+	return debeziumChange(event, spelled)
+}
+
+// debeziumChange is DebeziumChange; spelled says whether the event's bytes
+// came as their text.
+func debeziumChange(event any, spelled bool) (ChangeEvent, error) {
 	env, ok := event.(map[string]any)
 	if !ok {
 		return ChangeEvent{}, &EnvelopeError{Problem: "the value is " + describe(event) + ", not a record with before, after, source and op"}
@@ -275,7 +286,7 @@ func DebeziumChange(event any) (ChangeEvent, error) {
 				ch.Row[ColSourceTsMs] = int64(ts)
 			}
 		}
-		if err := checkAvailable(ch.Row, true); err != nil {
+		if err := checkAvailable(ch.Row, spelled); err != nil {
 			return ch, err
 		}
 	case ChangeDelete:
@@ -363,7 +374,7 @@ func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructT
 			err = checkColumnNames("json", st)
 		}
 		if err == nil {
-			err = checkAvailable(out, false)
+			err = checkAvailable(out, true)
 		}
 		if err != nil {
 			return nil, false, ch, err
@@ -407,7 +418,7 @@ func decodeConnectEvent(obj *jsonObject, have *iceberg.StructType) (*iceberg.Str
 	if err != nil {
 		return nil, false, ChangeEvent{}, &DecodeError{Format: "json", Err: err}
 	}
-	ch, err := DebeziumChange(event)
+	ch, err := debeziumChange(event, false)
 	if err != nil || ch.Kind != ChangeUpsert {
 		return have, false, ch, err
 	}

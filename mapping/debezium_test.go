@@ -187,7 +187,7 @@ func TestDebeziumAvro(t *testing.T) {
 		if err != nil {
 			return nil, false, mapping.ChangeEvent{}, err
 		}
-		ch, err := mapping.DebeziumChange(v)
+		ch, err := mapping.DebeziumChange(codec, v)
 		merged, changed, _ := mapping.MergeType("", have, cols)
 		return merged.(*iceberg.StructType), changed, ch, err
 	})

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"encoding/base64"
 	"errors"
 	"reflect"
 	"strings"
@@ -164,5 +165,34 @@ func TestDecodeJSONCutShort(t *testing.T) {
 	long := []byte(`{"a":"` + strings.Repeat("x", 100))
 	if _, _, _, err := DecodeJSON(long, nil); err == nil || !strings.Contains(err.Error(), "(and 42 more bytes)") {
 		t.Fatalf("DecodeJSON of a long text cut short: %v", err)
+	}
+}
+
+// TestJSONSchemaBytesPlaceholder: Confluent's JsonSchemaConverter writes
+// a Kafka Connect BYTES field (a Postgres bytea column) as a JSON string
+// with "connect.type":"bytes", its value base64. floe's JSON Schema codec
+// maps it to a string column holding the base64 text: a bytea column's
+// unchanged-TOAST placeholder became the row's value when registry events
+// were taken for typed bytes (from a review). The codec says so.
+func TestJSONSchemaBytesPlaceholder(t *testing.T) {
+	schema := `{"type":"object","title":"Envelope","properties":{
+	  "before":{"oneOf":[{"type":"null"},{"$ref":"#/definitions/Value"}]},
+	  "after":{"oneOf":[{"type":"null"},{"$ref":"#/definitions/Value"}]},
+	  "op":{"type":"string"}},
+	 "definitions":{"Value":{"type":"object","properties":{
+	  "id":{"type":"integer","connect.type":"int32"},
+	  "doc":{"oneOf":[{"type":"null"},{"type":"string","connect.type":"bytes"}]}}}}}`
+	c, err := NewJSONSchemaCodec(schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte(UnavailableValue))
+	event, err := c.Decode([]byte(`{"before":null,"after":{"id":1,"doc":"` + b64 + `"},"op":"u"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := DebeziumChange(c, event)
+	if _, ok := errors.AsType[*UnavailableValueError](err); !ok {
+		t.Errorf("a bytea column's placeholder through the JSON Schema registry format: change %v, row %v, err %v; want an *UnavailableValueError", ch.Kind, ch.Row, err)
 	}
 }

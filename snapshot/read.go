@@ -226,7 +226,7 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 	if err != nil {
 		return nil, err
 	}
-	if err := t.deadLettersHeld(dlqs); err != nil {
+	if err := t.deadLettersHeld(ctx, dlqs); err != nil {
 		return nil, err
 	}
 	for _, dlq := range dlqs {
@@ -245,25 +245,48 @@ func (t *Table) TimeCut(ctx context.Context, snapshotID int64, at time.Time) (ma
 var ErrDeadLettersNotHeld = errors.New("the table does not hold every dead letter its ledger counts")
 
 // deadLettersHeld returns an error wrapping ErrDeadLettersNotHeld when a
-// dead-letter table that t's ledger names does not exist among dlqs (t's
-// DeadLetterTables), or one records dead letters as lost (their files
-// gone): a record stamped at or after a time, which would have cut its
-// partition before it, is then not found (found by review).
-func (t *Table) deadLettersHeld(dlqs []*Table) error {
-	have := map[string]bool{}
-	for _, d := range dlqs {
-		have[d.Name()] = true
-		if lost := givenUpCommits(d.tbl.Properties()); len(lost) > 0 {
-			return fmt.Errorf("%w: dead-letter table %s records as lost the dead letters of %d of its commits (their files are gone)", ErrDeadLettersNotHeld, d.Name(), len(lost))
-		}
+// commit of t's ledger (its branch's) counts dead letters that its
+// dead-letter table does not hold: the table was dropped, or they are
+// pending, lost or fewer than counted (dlqs are t's DeadLetterTables). A
+// record stamped at or after a time, which would have cut its partition
+// before it, is then not found (found by review).
+func (t *Table) deadLettersHeld(ctx context.Context, dlqs []*Table) error {
+	head := t.Head()
+	if head == nil {
+		return nil
 	}
-	named, err := t.namedDeadLetterTables()
-	if err != nil {
-		return fmt.Errorf("read the ledgers of %s for its dead-letter tables: %w", t.Name(), err)
+	named := map[string]bool{}
+	if err := t.branchDeadLetterTables(t.tbl.Metadata(), head.SnapshotID, named); err != nil {
+		return fmt.Errorf("read the ledger of %s for its dead-letter tables: %w", t.Name(), err)
+	}
+	have := map[string]*Table{}
+	for _, d := range dlqs {
+		have[d.Name()] = d
 	}
 	for _, name := range slices.Sorted(maps.Keys(named)) {
-		if !have[name] {
+		if have[name] == nil {
 			return fmt.Errorf("%w: dead-letter table %s, which its ledger names, does not exist", ErrDeadLettersNotHeld, name)
+		}
+	}
+	counting := map[string]bool{}
+	for c, err := range t.Commits(ctx, 0) {
+		if err != nil {
+			return fmt.Errorf("read ledger of %s: %w", t.Name(), err)
+		}
+		if deadLetterCount(c) > 0 {
+			counting[c.ID] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(named)) {
+		st, err := t.DeadLetterState(ctx, have[name])
+		if err != nil {
+			return err
+		}
+		short := slices.DeleteFunc(st.CountMismatches(), func(c mapping.Commit) bool { return st.Rows[c.ID] > deadLetterCount(c) })
+		for _, c := range slices.Concat(st.Pending, st.Missing, st.GivenUp, short) {
+			if counting[c.ID] {
+				return fmt.Errorf("%w: dead-letter table %s does not hold every dead letter of commit %s (pending, or lost: floe audit says which)", ErrDeadLettersNotHeld, name, c.ID)
+			}
 		}
 	}
 	return nil

@@ -76,11 +76,12 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			}
 			q := lookup.AsOfQuery{Offsets: offsets}
 			switch at {
-			case "":
-			case "now":
-				// The table as it is: every record committed before now.
-				t := time.Now().UTC()
-				q.Time = &t
+			case "", "now":
+				// now is the table as it is: each partition at the next
+				// offset its ledger records, once the table is open. As a
+				// record time it would cut before records stamped ahead
+				// of the clock, and with --brokers at the log's end, which
+				// a table behind it has not reached (found by review).
 			default:
 				t, err := time.Parse(time.RFC3339Nano, at)
 				if err != nil {
@@ -88,14 +89,26 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				}
 				q.Time = &t
 			}
-			if err := q.Validate(); err != nil {
-				return err
+			if at != "now" {
+				if err := q.Validate(); err != nil {
+					return err
+				}
 			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
 				return err
 			}
 			defer func() { err = changedWhileRead(ctx, tbl, err) }()
+			if at == "now" {
+				sum, err := tbl.Summary(ctx, 0)
+				if err != nil {
+					return fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+				}
+				if len(sum.Next()) == 0 {
+					return fmt.Errorf("%s has sunk nothing yet: it has no rows to show", tbl.Name())
+				}
+				q.Offsets = mapping.Cut(sum.Next()).String()
+			}
 			broker, err := f.dialOptional(ctx)
 			if err != nil {
 				return err
@@ -154,7 +167,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 	f.register(cmd, ": map --time to offsets with ListOffsets by timestamp")
 	fs := cmd.Flags()
 	fs.StringVar(&offsets, "offsets", "", "position per partition, `TOPIC/P=OFFSET[,...]` (P=OFFSET when the table holds one topic)")
-	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z, or now (the table as it is); not in the future")
+	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z; not in the future; now is the table as it is (each partition at the table's next offset)")
 	fs.BoolVar(&rows, "rows", false, "also print (or write to --output) the table's rows as of the position")
 	fs.StringVarP(&output, "output", "o", "", "write the rows to this `FILE`: .parquet, .csv, .jsonl/.ndjson/.json (mode 0644); implies --rows")
 	return cmd

@@ -829,6 +829,10 @@ func (t *Table) checkOrphanLocation() error {
 	return nil
 }
 
+// maxOrphanListings is how many times removeOrphans lists a data folder
+// whose files other writers delete meanwhile.
+const maxOrphanListings = 10
+
 // removeOrphans deletes (or, in a dry run, lists) the data files under the
 // data location that no snapshot references and that are older than
 // minAge, so that no writer can still be about to commit them. Files under
@@ -849,8 +853,10 @@ func (t *Table) removeOrphans(ctx context.Context, log *slog.Logger, minAge time
 	}
 	plan, err := t.tbl.PlanOrphanFiles(ctx, table.WithLocation(t.DataLocation()), table.WithFilesOlderThan(minAge))
 	// A file another writer's expiry or compaction deletes while the
-	// folder is listed fails the listing: list again.
-	for attempt := 1; attempt < 3 && errors.Is(err, fs.ErrNotExist); attempt++ {
+	// folder is listed fails the listing (iceberg-go's stats each file it
+	// lists): list again. Three listings were too few beside three sinks
+	// compacting every few seconds (the fault campaign, in CI).
+	for attempt := 1; attempt < maxOrphanListings && errors.Is(err, fs.ErrNotExist); attempt++ {
 		// As loaded just before this listing too: files of commits during
 		// the first one may be older than minAge now.
 		if err := t.Refresh(ctx); err != nil {

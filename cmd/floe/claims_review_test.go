@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -223,26 +222,8 @@ func TestAsOfTimeDeadLettersNotHeld(t *testing.T) {
 		}, "dead-letter table lake.dl_dlq does not hold every dead letter of commit"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st := topicStack(t, "dl")
-			cfg := st.Catalog()
-			cat := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-			base := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
-			recs := []*kgo.Record{
-				{Topic: "dl", Value: []byte(`{"a":0}`), Timestamp: base},
-				{Topic: "dl", Value: []byte(`not json`), Timestamp: base.Add(2 * time.Hour)},
-				{Topic: "dl", Value: []byte(`{"a":2}`), Timestamp: base.Add(30 * time.Minute)},
-				{Topic: "dl", Value: []byte(`{"a":3}`), Timestamp: base.Add(3 * time.Hour)},
-			}
-			if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
-				t.Fatal(err)
-			}
-			mustFloe(t, slices.Concat([]string{"sink", "-t", "dl", "--table", "lake.dl", "--value", "json", "--stop-at-end", "-b", st.Brokers[0]}, cat)...)
-			asOf := slices.Concat([]string{"as-of", "--table", "lake.dl", "--time", base.Add(time.Hour).UTC().Format(time.RFC3339), "--json"}, cat)
-			code, out, errs := floe(t, asOf...)
-			var res lookup.AsOfResult
-			if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Positions) != 1 || res.Positions[0].Offset != 1 {
-				t.Fatalf("as-of --time: exit %d, %s%s; want the cut at offset 1 (the dead letter stamped after the time)", code, out, errs)
-			}
+			_, cfg, cat, asOf := asOfDLSetup(t)
+			checkCut1(t, "before", asOf)
 			c.remove(t, cfg, cat)
 			if code, out, errs := floe(t, asOf...); code != exitError || !strings.Contains(errs, "does not hold every dead letter") || !strings.Contains(errs, c.says) {
 				t.Errorf("as-of --time: exit %d, %s%s; want it refused saying %q", code, out, errs, c.says)

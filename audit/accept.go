@@ -17,10 +17,13 @@ import (
 // errs on the side of an alert (found by review).
 // An operator who has reviewed a finding (a loss recorded with
 // --on-data-loss record, which stays in the ledger for good) accepts it,
-// and the audit fails again only on a finding the baseline does not have:
-// a new loss, or the same one grown. A report written with Accept can be
-// a baseline in turn (its accepted findings count). name says where the
-// baseline came from, for the report.
+// and the audit fails again only on a finding the baseline does not have
+// (a new loss, or the same one grown), or on the accepted findings of a
+// partition one of whose reviewed findings is gone (the partition changed
+// since the review; every partition's, for a data file of several). A
+// report written with Accept can be a baseline in turn (its accepted
+// findings count). name says where the baseline came from, for the
+// report.
 func (r *Report) Accept(baseline []byte, name string) error {
 	var base jsonReport
 	if err := json.Unmarshal(baseline, &base); err != nil {

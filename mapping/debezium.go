@@ -2,9 +2,6 @@ package mapping
 
 import (
 	"bytes"
-	"crypto/md5"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -70,6 +67,21 @@ func (e *EnvelopeError) Error() string {
 // IDENTITY does not send it (its unavailable.value.placeholder default).
 const UnavailableValue = "__debezium_unavailable_value"
 
+// The other spellings of UnavailableValue, as constants: isUnavailable
+// looks at every column of every change event (TestUnavailableSpellings
+// derives them).
+const (
+	// unavailableBase64 and unavailableHex are its bytes as the JSON
+	// converters spell a bytea column's.
+	unavailableBase64 = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+	unavailableHex    = "5f5f646562657a69756d5f756e617661696c61626c655f76616c7565"
+	// unavailableHstore is an hstore column's in its JSON mode.
+	unavailableHstore = `{"` + UnavailableValue + `":"` + UnavailableValue + `"}`
+	// unavailableUUID is a uuid[] column's: Java's UUID.nameUUIDFromBytes
+	// of its bytes (an MD5, version 3 UUID).
+	unavailableUUID = "b68a35a7-17ad-35b3-af2a-ae46edb4545a"
+)
+
 // UnavailableValueError reports an upsert event whose after image holds
 // UnavailableValue in a column: the event does not carry that column's
 // value, and a row made of it would hold the placeholder where the source
@@ -118,14 +130,13 @@ func isUnavailable(v any, spelled bool) bool {
 		if len(v) < len(UnavailableValue) {
 			return false
 		}
-		return v == UnavailableValue || v == `{"`+UnavailableValue+`":"`+UnavailableValue+`"}` ||
-			spelled && (v == base64.StdEncoding.EncodeToString([]byte(UnavailableValue)) || v == hex.EncodeToString([]byte(UnavailableValue)))
+		return v == UnavailableValue || v == unavailableHstore || spelled && (v == unavailableBase64 || v == unavailableHex)
 	case []byte:
 		return bytes.Equal(v, []byte(UnavailableValue))
 	case []any:
 		if len(v) == 1 {
 			s, _ := v[0].(string)
-			return isUnavailable(v[0], spelled) || s == unavailableUUID()
+			return isUnavailable(v[0], spelled) || s == unavailableUUID
 		}
 		if len(v) != len(UnavailableValue) {
 			return false
@@ -153,16 +164,6 @@ func isUnavailable(v any, spelled bool) bool {
 		return len(v) == 1 && v[UnavailableValue] == UnavailableValue
 	}
 	return false
-}
-
-// unavailableUUID is the placeholder of a uuid[] column: Java's
-// UUID.nameUUIDFromBytes of UnavailableValue (an MD5, version 3 UUID).
-func unavailableUUID() string {
-	h := md5.Sum([]byte(UnavailableValue))
-	h[6] = h[6]&0x0f | 0x30
-	h[8] = h[8]&0x3f | 0x80
-	x := hex.EncodeToString(h[:])
-	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
 }
 
 // ChangeEvent is one Debezium change event, decoded.

@@ -1,7 +1,9 @@
 package mapping
 
 import (
+	"crypto/md5"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
@@ -194,5 +196,26 @@ func TestJSONSchemaBytesPlaceholder(t *testing.T) {
 	ch, err := DebeziumChange(c, event)
 	if _, ok := errors.AsType[*UnavailableValueError](err); !ok {
 		t.Errorf("a bytea column's placeholder through the JSON Schema registry format: change %v, row %v, err %v; want an *UnavailableValueError", ch.Kind, ch.Row, err)
+	}
+}
+
+// TestUnavailableSpellings: the constant spellings of Debezium's
+// unchanged-TOAST placeholder are those its connector derives from it.
+func TestUnavailableSpellings(t *testing.T) {
+	h := md5.Sum([]byte(UnavailableValue))
+	h[6] = h[6]&0x0f | 0x30 // version 3, as java.util.UUID.nameUUIDFromBytes
+	h[8] = h[8]&0x3f | 0x80
+	x := hex.EncodeToString(h[:])
+	for got, want := range map[string]string{
+		unavailableBase64: base64.StdEncoding.EncodeToString([]byte(UnavailableValue)),
+		unavailableHex:    hex.EncodeToString([]byte(UnavailableValue)),
+		unavailableUUID:   x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:],
+	} {
+		if got != want {
+			t.Errorf("constant %q, want %q", got, want)
+		}
+	}
+	if !isUnavailable([]any{unavailableUUID}, false) {
+		t.Error("a uuid[] column's placeholder is not recognised")
 	}
 }

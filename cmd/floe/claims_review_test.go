@@ -151,35 +151,50 @@ func TestWhereAfterForeignMergeOnReadUpdate(t *testing.T) {
 // --accept must fail. It said COMPLETE (from a review): the missing-file
 // finding reads the same (it names the floe file and its 10 rows), and the
 // foreign file's finding is gone, which now reopens the partition's
-// accepted findings.
+// accepted findings. In a table of several partitions, whose first commit
+// wrote one file group, the rewrite is a file of every partition, whose
+// foreign-file finding names no partition: once it was gone it marked no
+// partition changed, and the audit said COMPLETE again with 59 rows of 6
+// partitions gone (from a second review). A data file's finding of no one
+// partition that is gone reopens every accepted finding.
 func TestAcceptHidesLaterLoss(t *testing.T) {
-	const topic, parts = "acc", 1
-	st, cfg, cat := partitionsStack(t, topic, parts)
-	count := map[int32]int64{}
-	produceRound(t, st.Brokers, topic, parts, 10, count)
-	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", topic, "--table", "lake.acc", "--stop-at-end"}, cat...)...)
-	produceRound(t, st.Brokers, topic, parts, 10, count)
-	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", topic, "--table", "lake.acc", "--stop-at-end"}, cat...)...)
-	foreignDelete(t, cfg, "lake.acc", iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), int64(3)), table.WriteModeCopyOnWrite)
-	audit := append([]string{"audit", "--table", "lake.acc", "--brokers", st.Brokers[0]}, cat...)
-	code, base, errs := floe(t, append(slices.Clone(audit), "--json")...)
-	if code != exitFindings {
-		t.Fatalf("audit after the reviewed delete: exit %d\n%s%s", code, base, errs)
-	}
-	baseline := filepath.Join(t.TempDir(), "reviewed.json")
-	if err := os.WriteFile(baseline, []byte(base), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, text, _ := floe(t, audit...)
-	t.Logf("reviewed audit:\n%s", text)
-	// The other engine now deletes the rest of the partition's first
-	// range: offsets 0-9 but 3 were still rows.
-	foreignDelete(t, cfg, "lake.acc", iceberg.LessThan(iceberg.Reference(mapping.ColOffset), int64(10)), table.WriteModeCopyOnWrite)
-	rows := rowsByOffset(t, openTable(t, cfg, "lake.acc"))[mapping.TopicPartition{Topic: topic}]
-	t.Logf("rows left: %d of 20", len(rows))
-	code, out, errs := floe(t, append(slices.Clone(audit), "--accept", baseline)...)
-	if code != exitFindings {
-		t.Errorf("nightly audit --accept after 9 more rows were deleted: exit %d, want %d (findings)\n%s%s", code, exitFindings, out, errs)
+	for _, c := range []struct {
+		name, topic string
+		parts       int32
+	}{{"one partition", "acc", 1}, {"file group", "accg", 6}} {
+		t.Run(c.name, func(t *testing.T) {
+			st, cfg, cat := partitionsStack(t, c.topic, c.parts)
+			name := "lake." + c.topic
+			count := map[int32]int64{}
+			sink := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", c.topic, "--table", name, "--stop-at-end"}, cat...)
+			for range 2 {
+				produceRound(t, st.Brokers, c.topic, c.parts, 10*int(c.parts), count)
+				mustFloe(t, sink...)
+			}
+			foreignDelete(t, cfg, name, iceberg.NewAnd(
+				iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), int64(3)),
+				iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(0))), table.WriteModeCopyOnWrite)
+			audit := append([]string{"audit", "--table", name, "--brokers", st.Brokers[0]}, cat...)
+			code, base, errs := floe(t, append(slices.Clone(audit), "--json")...)
+			if code != exitFindings {
+				t.Fatalf("audit after the reviewed delete: exit %d\n%s%s", code, base, errs)
+			}
+			baseline := filepath.Join(t.TempDir(), "reviewed.json")
+			if err := os.WriteFile(baseline, []byte(base), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The other engine now deletes the rest of the first range of
+			// every partition: offsets 0-9 but partition 0's 3 were rows.
+			foreignDelete(t, cfg, name, iceberg.LessThan(iceberg.Reference(mapping.ColOffset), int64(10)), table.WriteModeCopyOnWrite)
+			left := 0
+			for _, offs := range rowsByOffset(t, openTable(t, cfg, name)) {
+				left += len(offs)
+			}
+			code, out, errs := floe(t, append(slices.Clone(audit), "--accept", baseline)...)
+			if code != exitFindings {
+				t.Errorf("nightly audit --accept after %d more rows were deleted: exit %d, want %d (findings)\n%s%s", 20*int(c.parts)-1-left, code, exitFindings, out, errs)
+			}
+		})
 	}
 }
 
@@ -209,17 +224,7 @@ func TestAsOfTimeDeadLettersNotHeld(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "dead-letter table lake.dl_dlq, which its ledger names, does not exist"},
-		{"dead letters recorded lost", func(t *testing.T, cfg catalog.Config, cat []string) {
-			dlq := openTable(t, cfg, "lake.dl_dlq")
-			files, err := dlq.Files(t.Context(), dlq.Head().SnapshotID)
-			if err != nil || len(files) != 1 {
-				t.Fatalf("dead-letter files: %v %v", files, err)
-			}
-			if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
-				t.Fatal(err)
-			}
-			mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.dl", "--drop-missing-dead-letter-files"}, cat)...)
-		}, "dead-letter table lake.dl_dlq does not hold every dead letter of commit"},
+		{"dead letters recorded lost", loseDeadLetterFile, "dead-letter table lake.dl_dlq does not hold every dead letter of commit"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, cfg, cat, asOf := asOfDLSetup(t)
@@ -277,53 +282,5 @@ func TestWhereUpsertLostRowNotSuperseded(t *testing.T) {
 		if w.Status != lookup.StatusNoRow || w.Kind != c.kind || !strings.Contains(w.Explanation, c.says) {
 			t.Errorf("where up/0@%d --brokers: %s, kind %q: %s; want no_row, kind %s, saying %q", c.offset, w.Status, w.Kind, w.Explanation, c.kind, c.says)
 		}
-	}
-}
-
-// TestAcceptHidesLaterLossInFileGroup is TestAcceptHidesLaterLoss
-// in a table of several partitions, whose first commit wrote one file
-// group: the other engine's copy-on-write delete of one row rewrites the
-// group's file into a file of every partition, whose foreign-file finding
-// names no partition. Once the other engine deletes the rest of that file
-// (60 rows of 6 partitions), that finding was gone but marked no partition
-// changed, the missing-file finding read as before, and the nightly audit
-// with --accept said COMPLETE (from a review). A finding of no one
-// partition that is gone reopens every accepted finding.
-func TestAcceptHidesLaterLossInFileGroup(t *testing.T) {
-	const topic, parts = "accg", 6
-	st, cfg, cat := partitionsStack(t, topic, parts)
-	count := map[int32]int64{}
-	produceRound(t, st.Brokers, topic, parts, 60, count)
-	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", topic, "--table", "lake.accg", "--stop-at-end"}, cat...)...)
-	produceRound(t, st.Brokers, topic, parts, 60, count)
-	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", topic, "--table", "lake.accg", "--stop-at-end"}, cat...)...)
-	tbl := openTable(t, cfg, "lake.accg")
-	files, _ := tbl.Files(t.Context(), tbl.Head().SnapshotID)
-	for _, f := range files {
-		t.Logf("file %s: partitions %d-%d offsets %s rows %d", f.Path, f.PartitionMin, f.PartitionMax, f.Offsets, f.Records)
-	}
-	foreignDelete(t, cfg, "lake.accg", iceberg.NewAnd(
-		iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), int64(3)),
-		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), int32(0))), table.WriteModeCopyOnWrite)
-	audit := append([]string{"audit", "--table", "lake.accg", "--brokers", st.Brokers[0]}, cat...)
-	code, base, errs := floe(t, append(slices.Clone(audit), "--json")...)
-	if code != exitFindings {
-		t.Fatalf("audit after the reviewed delete: exit %d\n%s%s", code, base, errs)
-	}
-	baseline := filepath.Join(t.TempDir(), "reviewed.json")
-	if err := os.WriteFile(baseline, []byte(base), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, text, _ := floe(t, audit...)
-	t.Logf("reviewed audit:\n%s", text)
-	foreignDelete(t, cfg, "lake.accg", iceberg.LessThan(iceberg.Reference(mapping.ColOffset), int64(10)), table.WriteModeCopyOnWrite)
-	left := 0
-	for _, offs := range rowsByOffset(t, openTable(t, cfg, "lake.accg")) {
-		left += len(offs)
-	}
-	t.Logf("rows left: %d of 120", left)
-	code, out, errs := floe(t, append(slices.Clone(audit), "--accept", baseline)...)
-	if code != exitFindings {
-		t.Errorf("nightly audit --accept after %d more rows were deleted: exit %d, want %d (findings)\n%s%s", 119-left, code, exitFindings, out, errs)
 	}
 }

@@ -113,15 +113,7 @@ func checkCut1(t *testing.T, what string, asOf []string) {
 func TestAsOfTimeAfterReplayRestoredLostDeadLetters(t *testing.T) {
 	st, cfg, cat, asOf := asOfDLSetup(t)
 	checkCut1(t, "before", asOf)
-	dlq := openTable(t, cfg, "lake.dl_dlq")
-	files, err := dlq.Files(t.Context(), dlq.Head().SnapshotID)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("dead-letter files: %v %v", files, err)
-	}
-	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
-		t.Fatal(err)
-	}
-	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.dl", "--drop-missing-dead-letter-files"}, cat)...)
+	loseDeadLetterFile(t, cfg, cat)
 	mustFloe(t, slices.Concat([]string{"replay", "--topic", "dl", "--table", "lake.dl", "--branch", "rebuild", "--publish", "-b", st.Brokers[0]}, cat)...)
 	code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", "lake.dl"}, cat)...)
 	t.Logf("audit after the replay: exit %d\n%s%s", code, out, errs)
@@ -255,4 +247,21 @@ func TestAsOfNowBrokersLag(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Positions) != 1 || res.Positions[0].Offset != 3 {
 		t.Errorf("as-of --time now --brokers, table 2 records behind: exit %d, %s%s; want the table as it is (cut at offset 3)", code, out, errs)
 	}
+}
+
+// loseDeadLetterFile deletes the one data file of lake.dl_dlq (asOfDLSetup's
+// dead-letter table), as a storage that lost it, and has floe maintain
+// record its dead letters lost (--drop-missing-dead-letter-files), the
+// documented recovery.
+func loseDeadLetterFile(t *testing.T, cfg catalog.Config, cat []string) {
+	t.Helper()
+	dlq := openTable(t, cfg, "lake.dl_dlq")
+	files, err := dlq.Files(t.Context(), dlq.Head().SnapshotID)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("dead-letter files: %v %v", files, err)
+	}
+	if err := os.Remove(strings.TrimPrefix(files[0].Path, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.dl", "--drop-missing-dead-letter-files"}, cat)...)
 }

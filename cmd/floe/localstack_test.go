@@ -317,24 +317,7 @@ func TestSinkInterruptedWhileStorageDown(t *testing.T) {
 // folder, the stack had lost them. SIGHUP stops it as Ctrl-C does.
 func TestLocalstackHangupKeepsTopics(t *testing.T) {
 	dir := t.TempDir()
-	up := func() (*exec.Cmd, *bytes.Buffer, string) {
-		t.Helper()
-		kafka := freeTCPPort(t)
-		cmd := exec.Command(os.Args[0], "localstack", "up", "--dir", dir, "--kafka-port", fmt.Sprint(kafka),
-			"--s3-port", fmt.Sprint(freeTCPPort(t)), "--schema-registry-port", fmt.Sprint(freeTCPPort(t)))
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		broker := fmt.Sprintf("127.0.0.1:%d", kafka)
-		waitFor(t, 30*time.Second, "the local stack to be up", func() bool { return strings.Contains(out.String(), "floe local stack is up") })
-		return cmd, &out, broker
-	}
-	cmd, out, broker := up()
+	cmd, out, broker := localstackProcess(t, dir)
 	if err := localstack.CreateTopic(t.Context(), []string{broker}, "orders", 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +328,7 @@ func TestLocalstackHangupKeepsTopics(t *testing.T) {
 	if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), "stopping") {
 		t.Fatalf("local stack on SIGHUP: %v, want a clean stop\n%s", err, out.String())
 	}
-	_, _, broker = up()
+	_, _, broker = localstackProcess(t, dir)
 	code, stdout, errs := floe(t, "sink", "--config", filepath.Join(dir, "floe.yaml"), "--brokers", broker, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
 	if code != 0 || !strings.Contains(stdout, "7 rows") {
 		t.Fatalf("sink after the restart: exit %d, want the 7 records kept\n%s\n%s", code, stdout, errs)
@@ -361,19 +344,7 @@ func TestLocalstackHangupKeepsTopics(t *testing.T) {
 // floe notified SIGHUP, so the terminal closing stopped a nohup'd stack
 // or sink (from a review). It asks for SIGHUP only where it is not ignored.
 func TestLocalstackNohupKeepsRunning(t *testing.T) {
-	dir := t.TempDir()
-	kafka := freeTCPPort(t)
-	cmd := exec.Command("bash", "-c", `trap "" HUP; exec "$@"`, "bash", os.Args[0], "localstack", "up", "--dir", dir, "--kafka-port", fmt.Sprint(kafka),
-		"--s3-port", fmt.Sprint(freeTCPPort(t)), "--schema-registry-port", fmt.Sprint(freeTCPPort(t)))
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	waitFor(t, 30*time.Second, "the local stack to be up", func() bool { return strings.Contains(out.String(), "floe local stack is up") })
+	cmd, out, _ := localstackProcess(t, t.TempDir(), "bash", "-c", `trap "" HUP; exec "$@"`, "bash")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -386,4 +357,26 @@ func TestLocalstackNohupKeepsRunning(t *testing.T) {
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	<-done
+}
+
+// localstackProcess runs floe localstack up on dir as a child process, its
+// command line after the argv of wrap (a shell that sets the child up),
+// until it says it is up; it returns the command, its output and its
+// broker's address. It is killed in t.Cleanup.
+func localstackProcess(t *testing.T, dir string, wrap ...string) (*exec.Cmd, *bytes.Buffer, string) {
+	t.Helper()
+	kafka := freeTCPPort(t)
+	argv := append(wrap, os.Args[0], "localstack", "up", "--dir", dir, "--kafka-port", fmt.Sprint(kafka),
+		"--s3-port", fmt.Sprint(freeTCPPort(t)), "--schema-registry-port", fmt.Sprint(freeTCPPort(t)))
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitFor(t, 30*time.Second, "the local stack to be up", func() bool { return strings.Contains(out.String(), "floe local stack is up") })
+	return cmd, &out, fmt.Sprintf("127.0.0.1:%d", kafka)
 }

@@ -194,11 +194,24 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	// catalogs may vend credentials, so only then).
 	var st *s3Storage
 	bucket, prefix, onS3 := splitS3(wh)
-	if onS3 || kind == Glue || s3Configured(cfg.S3, kind == REST || wh == "") {
+	switch {
+	case onS3 || kind == Glue || s3Configured(cfg.S3, kind == REST || wh == ""):
 		if st, err = resolveS3(ctx, cfg.S3, log); err != nil {
 			return nil, err
 		}
 		maps.Copy(props, st.props)
+	case s3Configured(cfg.S3, true):
+		// A folder warehouse with S3 set in the AWS environment: tables on
+		// S3 read through floe's configuration all the same, so that a
+		// server that is down reads as unreachable, not as a missing file
+		// (withoutResponseIDs). An AWS setup that does not resolve is left
+		// to iceberg-go, as before: a file warehouse never fails on it.
+		if st, err = resolveS3(ctx, cfg.S3, log); err != nil {
+			log.Debug("S3 access left to iceberg-go: the AWS environment does not resolve", "err", err)
+			st = nil
+		} else {
+			maps.Copy(props, st.props)
+		}
 	}
 	if onS3 {
 		if err := st.check(ctx, bucket, prefix); err != nil {
@@ -244,8 +257,8 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 // REST catalogs (which may vend credentials instead), and for catalogs
 // opened without a warehouse (Config.Existing), whose tables may be on an
 // S3-compatible server that needs floe's path-style and endpoint
-// properties. Where the warehouse is a folder, SQL catalogs' tables on S3
-// get the environment from iceberg-go, which reads it too, so a file
+// properties. Where the warehouse is a folder, Open resolves the
+// environment for SQL catalogs' tables on S3 only where it can, so a file
 // warehouse never fails on an unrelated AWS setup.
 func s3Configured(c S3Config, envCounts bool) bool {
 	if c.Endpoint != "" || c.AccessKeyID != "" || c.Region != "" || c.PathStyle != nil {

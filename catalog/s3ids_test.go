@@ -77,20 +77,7 @@ func TestS3UnreachableIsNotMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A proxy on a port with "301" in it, closed before the reads.
-	var srv *httptest.Server
-	for port := 30100; port < 30200 && srv == nil; port++ {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		srv = httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
-		srv.Listener.Close()
-		srv.Listener = l
-		srv.Start()
-	}
-	if srv == nil {
-		t.Skip("no free port between 30100 and 30199")
-	}
+	srv := proxyOn301Port(t, target)
 	_, tbl, fsys := tableBehind(t, s3, srv.URL)
 	srv.Close()
 	for _, name := range []string{"00006-34f13018-06ac-4d15-8a95-b244518aa074.metadata.json", "00007-0a1b2c3d.metadata.json"} {
@@ -99,6 +86,63 @@ func TestS3UnreachableIsNotMissing(t *testing.T) {
 			t.Errorf("open %s with the server down: %v; want an error other than fs.ErrNotExist", name, err)
 		}
 	}
+}
+
+// TestS3UnreachableFromTheEnvironmentIsNotMissing: as
+// TestS3UnreachableIsNotMissing, for a table on S3 of a catalog whose
+// warehouse is a folder, its endpoint and keys given only by the AWS_*
+// variables. floe left such tables to iceberg-go's own S3 configuration,
+// whose errors kept the URL, so a down server read "file does not exist"
+// for every command whenever the metadata file's name or the port held
+// "301" (a CI flake of TestS3ErrorsEveryCommand, "endpoint unreachable,
+// from the environment").
+func TestS3UnreachableFromTheEnvironmentIsNotMissing(t *testing.T) {
+	s3 := testenv.VersityGW(t)
+	s3.CreateBucket(t, "lake")
+	target, err := url.Parse(s3.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := proxyOn301Port(t, target)
+	cfg, tbl, _ := tableBehind(t, s3, srv.URL)
+	srv.Close()
+	for _, v := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	t.Setenv("AWS_REGION", s3.Region)
+	env := cfg("", t.TempDir())
+	env.S3 = catalog.S3Config{}
+	cat, err := catalog.Open(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cat.LoadTable(t.Context(), tbl.Identifier())
+	if !errors.Is(err, catalog.ErrStorageUnreachable) || errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("load with the server down: %v\nwant object store unreachable", err)
+	}
+}
+
+// proxyOn301Port starts a proxy to target on a loopback port with "301" in
+// it, closed at the end of the test.
+func proxyOn301Port(t *testing.T, target *url.URL) *httptest.Server {
+	t.Helper()
+	for port := 30100; port < 30200; port++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		srv := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
+		srv.Listener.Close()
+		srv.Listener = l
+		srv.Start()
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	t.Skip("no free port between 30100 and 30199")
+	return nil
 }
 
 // tableBehind creates table lake.t in a SQLite catalog, its files in s3's

@@ -10,6 +10,7 @@ import (
 	"iter"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/iceberg-go"
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
@@ -208,13 +211,28 @@ func keyExample(schema *iceberg.Schema, cols []string, text string) string {
 		case col == mapping.ColTopic:
 			v = `"TOPIC"`
 		default:
-			switch f.Type.(type) {
+			switch ft := f.Type.(type) {
 			case iceberg.StringType:
 				v = `"..."`
 			case iceberg.Int32Type, iceberg.Int64Type:
 				v = "0"
 			case iceberg.BooleanType:
 				v = "true"
+			case iceberg.DateType:
+				v = `"2006-01-02"`
+			case iceberg.TimeType:
+				v = `"15:04:05"`
+			case iceberg.TimestampType:
+				v = `"2006-01-02T15:04:05"`
+			case iceberg.TimestampTzType:
+				v = `"2006-01-02T15:04:05Z"`
+			case iceberg.UUIDType:
+				v = `"123e4567-e89b-12d3-a456-426614174000"`
+			case iceberg.DecimalType:
+				v = `"0"`
+				if ft.Scale() > 0 {
+					v = `"0.` + strings.Repeat("0", ft.Scale()) + `"`
+				}
 			}
 		}
 		q, _ := json.Marshal(col)
@@ -258,6 +276,12 @@ func keyTerm(col string, t iceberg.Type, v any) (iceberg.BooleanExpression, stri
 		}
 		return iceberg.EqualTo(ref, b), strconv.FormatBool(b), nil
 	}
+	if lit, err := typedKey(col, t, v); lit != nil || err != nil {
+		if err != nil {
+			return nil, "", err
+		}
+		return iceberg.LiteralPredicate(iceberg.OpEQ, ref, lit), lit.String(), nil
+	}
 	if _, binary := t.(iceberg.BinaryType); binary && col == mapping.ColKey {
 		// The raw Kafka keys: a key given as text is its bytes, as for a
 		// table keyed by kafka_key alone.
@@ -268,6 +292,114 @@ func keyTerm(col string, t iceberg.Type, v any) (iceberg.BooleanExpression, stri
 		return iceberg.EqualTo(ref, []byte(s)), s, nil
 	}
 	return nil, "", fmt.Errorf("key column %s is of type %s, which --key cannot give yet: look its records up by position (--partition and --offset)", col, t)
+}
+
+// typedKey reads v, a JSON value, as the literal of column col of type
+// t for the key types given as text: date (also days since 1970, as
+// Debezium and Kafka Connect write it), time, timestamp, timestamptz,
+// uuid and decimal (also a JSON number). It is nil, without an error, for
+// other types. iceberg-go's cast of a string does the reading, so a key
+// is read as a filter on the column would be.
+func typedKey(col string, t iceberg.Type, v any) (iceberg.Literal, error) {
+	var form string
+	switch t := t.(type) {
+	case iceberg.DateType:
+		form = `a JSON string "2006-01-02", or a JSON number of days since 1970-01-01`
+		if n, ok := v.(json.Number); ok {
+			d, err := strconv.ParseInt(n.String(), 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("key column %s is a date: give it as %s", col, form)
+			}
+			return iceberg.NewLiteral(iceberg.Date(d)), nil
+		}
+	case iceberg.TimeType:
+		form = `a JSON string "15:04:05.999999"`
+	case iceberg.TimestampType:
+		form = `a JSON string "2006-01-02T15:04:05.999999", without a zone`
+	case iceberg.TimestampTzType:
+		form = `a JSON string "2006-01-02T15:04:05.999999Z" (or with an offset, +02:00)`
+	case iceberg.UUIDType:
+		form = `a JSON string "123e4567-e89b-12d3-a456-426614174000"`
+	case iceberg.DecimalType:
+		form = fmt.Sprintf(`a JSON number or string of at most %d digits, %d after the point`, t.Precision(), t.Scale())
+		if n, ok := v.(json.Number); ok {
+			v = n.String()
+		}
+	default:
+		return nil, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("key column %s is a %s: give it as %s", col, t, form)
+	}
+	lit, err := iceberg.NewLiteral(s).To(t)
+	if err == nil && !exactDecimal(s, lit) {
+		// The cast rounds to the scale: 12.345 would look up 12.35.
+		err = errors.New("rounded")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key column %s is a %s, and %q is not one: give it as %s", col, t, s, form)
+	}
+	return lit, nil
+}
+
+// exactDecimal reports whether lit, the cast of text s, is s's value:
+// true for a literal that is no decimal.
+func exactDecimal(s string, lit iceberg.Literal) bool {
+	d, ok := lit.(iceberg.DecimalLiteral)
+	if !ok {
+		return true
+	}
+	want, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return false
+	}
+	got := new(big.Rat).SetFrac(d.Val.BigInt(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.Scale)), nil))
+	return got.Cmp(want) == 0
+}
+
+// cellText is the value of row i of c as matches compares it with a key
+// given as text: as typedKey's literal prints it for the columns it reads
+// (Arrow prints timestamps and decimals otherwise), as Arrow prints it
+// for the others.
+func cellText(c arrow.Array, i int) string {
+	var lit iceberg.Literal
+	switch c := c.(type) {
+	case *array.String:
+		return c.Value(i)
+	case *array.Date32:
+		lit = iceberg.NewLiteral(iceberg.Date(c.Value(i)))
+	case *array.Time64:
+		lit = iceberg.NewLiteral(iceberg.Time(micros(int64(c.Value(i)), c.DataType().(*arrow.Time64Type).Unit)))
+	case *array.Timestamp:
+		lit = iceberg.NewLiteral(iceberg.Timestamp(micros(int64(c.Value(i)), c.DataType().(*arrow.TimestampType).Unit)))
+	case *array.Decimal128:
+		lit = iceberg.DecimalLiteral{Val: c.Value(i), Scale: int(c.DataType().(*arrow.Decimal128Type).Scale)}
+	case *extensions.UUIDArray:
+		lit = iceberg.NewLiteral(c.Value(i))
+	case *array.FixedSizeBinary:
+		if id, err := uuid.FromBytes(c.Value(i)); err == nil {
+			lit = iceberg.NewLiteral(id)
+		}
+	}
+	if lit == nil {
+		return c.ValueStr(i)
+	}
+	return lit.String()
+}
+
+// micros is v, in unit, in microseconds (Iceberg's unit for times and
+// timestamps).
+func micros(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Second:
+		return v * 1_000_000
+	case arrow.Millisecond:
+		return v * 1_000
+	case arrow.Nanosecond:
+		return v / 1_000
+	}
+	return v
 }
 
 // inPartition is ranges, of the key's partition only when it has one
@@ -297,19 +429,13 @@ func (k tableKey) matches(b arrow.RecordBatch, i int) (bool, error) {
 		if c.IsNull(i) {
 			return false, nil
 		}
-		var got string
-		switch c := c.(type) {
-		case *array.Binary:
+		if c, ok := c.(*array.Binary); ok {
 			if !bytes.Equal(c.Value(i), k.raw) {
 				return false, nil
 			}
 			continue
-		case *array.String:
-			got = c.Value(i)
-		default:
-			got = c.ValueStr(i)
 		}
-		if got != want {
+		if cellText(c, i) != want {
 			return false, nil
 		}
 	}

@@ -58,7 +58,9 @@ not exist exits 2 naming it, as as-of does: a topic the table never held, or (wi
 partition neither the table nor the broker has.
 
 On an upsert table, --key K answers where key K stands: the Kafka key's text for a table keyed
-by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}). The answer is
+by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}; dates,
+times, timestamps, uuids and decimals as strings: {"day":"2024-01-31","at":"2024-01-31T08:00:00Z"}).
+The answer is
   row         the key's row: the offset of the record that gave it, the snapshot whose range
               holds that record, the data file;
   deleted     the key's last record deleted it: the snapshot that committed the delete and

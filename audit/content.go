@@ -111,7 +111,7 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 		if n > 1 {
 			what = fmt.Sprintf("%d rows hold", n)
 		}
-		a.note("%s Debezium's placeholder for an unchanged TOASTed value, which a floe before 2026-12-05 wrote as the column's value (the first: %s offset %d): this floe makes such events dead letters, so the findings at their offsets say the table and the log differ; the rows are wrong, and a replay of the table (floe replay --branch rebuild --publish) rewrites it (docs/upsert.md, Unchanged TOASTed values)",
+		a.note("%s Debezium's placeholder for an unchanged TOASTed value, which a floe before 2026-12-05, or a sink not given the connector's placeholder (--unavailable-placeholder), wrote as the column's value (the first: %s offset %d): this floe makes such events dead letters, so the findings at their offsets say the table and the log differ; the rows are wrong, and a replay of the table (floe replay --branch rebuild --publish) rewrites it (docs/upsert.md, Unchanged TOASTed values)",
 			what, a.placeholders.first.tp, a.placeholders.first.offset)
 	}
 	if n := a.untold.n; n > 0 {
@@ -699,7 +699,11 @@ func (a *auditor) startTypedContent() error {
 	if a.fold != "" && a.upsert == nil {
 		return fmt.Errorf("content level: %s is a state table of decoded records, which this floe cannot verify against the log yet; audit it without --verify-content", a.tbl.Name())
 	}
-	dec, err := connector.NewRowDecoder(l, a.opts.Registry, a.tbl.Iceberg().Schema())
+	placeholder, err := mapping.PlaceholderOf(a.tbl.Iceberg().Properties())
+	if err != nil {
+		return fmt.Errorf("content level: %s: %w", a.tbl.Name(), err)
+	}
+	dec, err := connector.NewRowDecoder(l, a.opts.Registry, a.tbl.Iceberg().Schema(), placeholder)
 	if err != nil {
 		return fmt.Errorf("content level: %w", err)
 	}

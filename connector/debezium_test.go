@@ -47,7 +47,7 @@ func TestDebeziumDecodeChanges(t *testing.T) {
 			c.Story(15, 60, 11)
 			c.Truncate()
 			l := cdcLayout(t, enc)
-			rd, err := connector.NewRowDecoder(l, e.Registry(), l.Schema())
+			rd, err := connector.NewRowDecoder(l, e.Registry(), l.Schema(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func keyID(t *testing.T, enc floetest.CDCEncoding, key any) int64 {
 // from the before image.
 func TestDebeziumDecodeBadEvents(t *testing.T) {
 	l := cdcLayout(t, floetest.CDCPlainJSON)
-	rd, err := connector.NewRowDecoder(l, nil, l.Schema())
+	rd, err := connector.NewRowDecoder(l, nil, l.Schema(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,5 +530,81 @@ func TestDebeziumUnavailableValue(t *testing.T) {
 			}
 			checkCounts(t, tbl, topic, int64(len(recs)), int64(c.Upserts), int64(c.Deletes+c.Tombstones), 0, int64(c.Unavailable))
 		})
+	}
+}
+
+// TestDebeziumCustomPlaceholder: a connector given another
+// unavailable.value.placeholder writes that for an unchanged TOASTed
+// value; floe recognised Debezium's default only, so the rows held the
+// connector's placeholder where the source holds the value, and the
+// content audit (decoding as the sink did) agreed. Given the placeholder
+// (Config.UnavailablePlaceholder, --unavailable-placeholder), such events
+// are dead letters; the table records it, so that a run without it, and
+// the content audit, read the events alike. A placeholder for a table
+// that holds no Debezium events, or one that cannot be, is refused.
+func TestDebeziumCustomPlaceholder(t *testing.T) {
+	e := newEnv(t)
+	const placeholder = "<unchanged toast>"
+	for i, enc := range []floetest.CDCEncoding{floetest.CDCConnectJSON, floetest.CDCAvro} {
+		t.Run(enc.String(), func(t *testing.T) {
+			topic := "dbserver1.inventory.custom-toast-" + enc.String()
+			e.Topic(topic, 1, nil)
+			c := floetest.NewCustomers(topic, 1)
+			c.Placeholder = placeholder
+			c.Story(12, 20, uint64(i+7))
+			ids := slices.Sorted(maps.Keys(c.State()))
+			toast := func(ids []int32) {
+				for _, id := range ids {
+					c.UpdateUnavailable(id, func(cu *floetest.Customer) { cu.FirstName = "Toasted" })
+				}
+			}
+			toast(ids[:2])
+			recs := c.Records(t, enc, e.Stack.Registry)
+			e.Produce(recs)
+			tbl, dlq := e.debeziumTable(fmt.Sprintf("lake.custom_toast_%d", i), enc)
+			cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 7, DeadLetters: dlq, Registry: e.Registry(), UnavailablePlaceholder: placeholder}
+			if _, err := e.sink(tbl, cfg); err != nil {
+				t.Fatal(err)
+			}
+			// A restart without the setting: the table's is used.
+			toast(ids[2:3])
+			all := c.Records(t, enc, e.Stack.Registry)
+			e.Produce(all[len(recs):])
+			cfg.UnavailablePlaceholder = ""
+			if _, err := e.sink(tbl, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := tbl.Refresh(e.Ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := tbl.Iceberg().Properties()[mapping.PropPlaceholder]; got != placeholder {
+				t.Errorf("table property %s = %q, want %q", mapping.PropPlaceholder, got, placeholder)
+			}
+			c.CheckTable(t, rows(t, tbl), enc, true)
+			dead := rows(t, dlq)
+			if len(dead) != 3 {
+				t.Fatalf("%d dead letters, want 3 (the events holding the placeholder)", len(dead))
+			}
+			for _, d := range dead {
+				if reason := d.Columns[mapping.ColError]; !strings.Contains(reason, "after.email") || !strings.Contains(reason, placeholder) {
+					t.Errorf("dead letter at offset %d: %q, want it to name after.email and the placeholder", d.Offset, reason)
+				}
+			}
+			rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true, Registry: e.Registry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Complete() {
+				t.Errorf("content audit: %+v", rep.Findings)
+			}
+		})
+	}
+
+	plain, _ := e.UpsertTable("lake.not_debezium")
+	if _, err := connector.NewSink(e.Broker(), plain, connector.Config{Topic: "t", UnavailablePlaceholder: placeholder}); err == nil || !strings.Contains(err.Error(), "Debezium") {
+		t.Errorf("a placeholder for a table of no Debezium events: %v, want it refused", err)
+	}
+	if _, err := connector.NewSink(e.Broker(), plain, connector.Config{Topic: "t", UnavailablePlaceholder: "hex:0g"}); err == nil || !strings.Contains(err.Error(), "unavailable.value.placeholder") {
+		t.Errorf("placeholder hex:0g: %v, want it refused", err)
 	}
 }

@@ -78,6 +78,9 @@ type decoder struct {
 	// truncateAll: a Debezium truncate event deletes every row
 	// (Config.OnTruncate TruncateDeleteAll) instead of being a dead letter.
 	truncateAll bool
+	// placeholder is what the Debezium connector writes for a value it
+	// left out (Config.UnavailablePlaceholder).
+	placeholder *mapping.Placeholder
 
 	// canonical: decode values into the canonical representation even
 	// where a codec has a fast path (mapping.TapeCodec), for a caller that
@@ -131,8 +134,8 @@ type codecEntry struct {
 	changeErr     error
 }
 
-func newDecoder(layout mapping.Layout, registry *Registry) *decoder {
-	return &decoder{layout: layout, registry: registry, codecs: map[codecKey]*codecEntry{}}
+func newDecoder(layout mapping.Layout, registry *Registry, placeholder *mapping.Placeholder) *decoder {
+	return &decoder{layout: layout, registry: registry, placeholder: placeholder, codecs: map[codecKey]*codecEntry{}}
 }
 
 // reset makes the table's schema the decoder's starting point: its value
@@ -439,7 +442,7 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 		// often, which is harmless).
 		ch.Kind = mapping.ChangeDelete
 	case d.layout.Value == mapping.ValueJSON:
-		values, valuesChanged, ch, dead = mapping.DecodeDebeziumJSON(r.Value, d.values)
+		values, valuesChanged, ch, dead = mapping.DecodeDebeziumJSON(r.Value, d.values, d.placeholder)
 	case d.layout.Value == mapping.ValueRegistry:
 		var e *codecEntry
 		var data []byte
@@ -447,7 +450,7 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 		if err == nil && dead == nil {
 			var event any
 			if event, dead = e.codec.Decode(data); dead == nil {
-				ch, dead = mapping.DebeziumChange(e.codec, event)
+				ch, dead = mapping.DebeziumChange(e.codec, event, d.placeholder)
 			}
 		}
 	}
@@ -864,12 +867,20 @@ func newCodec(rv RegistryValue) (mapping.Codec, error) {
 type RowDecoder struct{ d *decoder }
 
 // NewRowDecoder returns the decoder of a table of layout l (not raw) whose
-// schema is schema. registry is needed for the registry modes.
-func NewRowDecoder(l mapping.Layout, registry *Registry, schema *iceberg.Schema) (*RowDecoder, error) {
+// schema is schema. registry is needed for the registry modes; placeholder
+// is the Debezium placeholder the table records (mapping.PlaceholderOf),
+// nil for Debezium's default.
+func NewRowDecoder(l mapping.Layout, registry *Registry, schema *iceberg.Schema, placeholder *mapping.Placeholder) (*RowDecoder, error) {
 	if (l.Value == mapping.ValueRegistry || l.Key == mapping.KeyRegistry) && registry == nil {
 		return nil, &ConfigError{Setting: SettingRegistry, Want: fmt.Sprintf("a schema registry: the table decodes %s in the registry's wire format", registryParts(l))}
 	}
-	d := newDecoder(l, registry)
+	if placeholder == nil {
+		var err error
+		if placeholder, err = mapping.ParsePlaceholder(""); err != nil {
+			return nil, err
+		}
+	}
+	d := newDecoder(l, registry, placeholder)
 	d.canonical = true   // the audit compares the values
 	d.truncateAll = true // Change reports truncates; the ledger says whether the sink applied them
 	d.reset(schema)

@@ -26,8 +26,10 @@ const (
 	SettingRegistry   Setting = "Config.Registry"
 	SettingConflict   Setting = "Config.OnSchemaConflict"
 	SettingTruncate   Setting = "Config.OnTruncate"
-	SettingGroup      Setting = "Config.Group"
-	SettingTopicRegex Setting = "TopicWatch.Match"
+	// SettingPlaceholder is Config.UnavailablePlaceholder.
+	SettingPlaceholder Setting = "Config.UnavailablePlaceholder"
+	SettingGroup       Setting = "Config.Group"
+	SettingTopicRegex  Setting = "TopicWatch.Match"
 	// SettingGroupProtocol is Config.GroupProtocol.
 	SettingGroupProtocol Setting = "Config.GroupProtocol"
 	// SettingSessionTimeout is Config.SessionTimeout.

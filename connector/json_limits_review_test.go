@@ -43,14 +43,14 @@ func TestDebeziumJSONWideIsADeadLetter(t *testing.T) {
 	if err := plain.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	prd, err := connector.NewRowDecoder(plain, nil, plain.Schema())
+	prd, err := connector.NewRowDecoder(plain, nil, plain.Schema(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, dead, err := prd.Decode(context.Background(), &kgo.Record{Value: []byte(obj.String())}); err != nil || dead == nil || !strings.Contains(dead.Error(), "columns wide") {
 		t.Fatalf("plain --value json: dead %v, err %v; want the 512 KiB limit", dead, err)
 	}
-	rd, err := connector.NewRowDecoder(l, nil, l.Schema())
+	rd, err := connector.NewRowDecoder(l, nil, l.Schema(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestDeepColumnOfExistingTableStillDecodes(t *testing.T) {
 	fields := append(base.Fields(), iceberg.NestedField{ID: 999, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
 		iceberg.NestedField{ID: 998, Name: "a", Type: typ})
 	schema := iceberg.NewSchema(0, fields...)
-	rd, err := connector.NewRowDecoder(l, nil, schema)
+	rd, err := connector.NewRowDecoder(l, nil, schema, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestJSONKeyFieldsWideIsADeadLetter(t *testing.T) {
 		fmt.Fprintf(&key, `"user%06d":%d`, i, i)
 	}
 	key.WriteString("}")
-	rd, err := connector.NewRowDecoder(l, nil, l.Schema())
+	rd, err := connector.NewRowDecoder(l, nil, l.Schema(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

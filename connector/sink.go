@@ -202,6 +202,14 @@ type Config struct {
 	// (mapping.PropOnTruncate); empty means the table's, TruncateDeadLetter
 	// when it records none.
 	OnTruncate OnTruncate
+	// UnavailablePlaceholder is the Debezium connector's
+	// unavailable.value.placeholder, for a table of
+	// mapping.EnvelopeDebezium whose connector does not write Debezium's
+	// default (mapping.ParsePlaceholder reads it): an event holding it in a
+	// column is a dead letter. The sink records it in the table
+	// (mapping.PropPlaceholder); empty means the table's, Debezium's
+	// default when it records none.
+	UnavailablePlaceholder string
 }
 
 // OnTruncate says what a sink does with a Debezium truncate event.
@@ -344,6 +352,11 @@ func (c *Config) normalize() error {
 	default:
 		return &ConfigError{Setting: SettingTruncate, Value: string(c.OnTruncate), Want: "dead-letter or delete-all"}
 	}
+	if c.UnavailablePlaceholder != "" {
+		if _, err := mapping.ParsePlaceholder(c.UnavailablePlaceholder); err != nil {
+			return &ConfigError{Setting: SettingPlaceholder, Value: c.UnavailablePlaceholder, Want: "text, or hex: and its bytes in hex, as the connector's unavailable.value.placeholder"}
+		}
+	}
 	if err := c.checkGroup(); err != nil {
 		return err
 	}
@@ -408,10 +421,17 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		return nil, fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
 	}
 	truncate := onTruncate(tbl, cfg.OnTruncate)
+	placeholder, err := placeholderOf(tbl, cfg.UnavailablePlaceholder)
+	if err != nil {
+		return nil, err
+	}
 	switch debezium := tbl.Layout().Envelope == mapping.EnvelopeDebezium; {
 	case cfg.OnTruncate == TruncateDeleteAll && !debezium:
 		return nil, &ConfigError{Setting: SettingTruncate, Value: string(cfg.OnTruncate),
 			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium), whose truncate events it applies; %s holds none", tbl.Name())}
+	case cfg.UnavailablePlaceholder != "" && !debezium:
+		return nil, &ConfigError{Setting: SettingPlaceholder, Value: cfg.UnavailablePlaceholder,
+			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium); %s holds none", tbl.Name())}
 	case truncate == TruncateDeleteAll && debezium:
 		if err := tbl.CanTruncate(); err != nil {
 			return nil, truncateRefused(err)
@@ -422,7 +442,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 			return nil, &ConfigError{Setting: SettingRegistry,
 				Want: fmt.Sprintf("a schema registry: table %s decodes %s in the registry's wire format", tbl.Name(), registryParts(layout))}
 		}
-		s.dec = newDecoder(layout, cfg.Registry)
+		s.dec = newDecoder(layout, cfg.Registry, placeholder)
 		s.dec.onSchema = cfg.OnSchema
 		s.dec.truncateAll = truncate == TruncateDeleteAll
 		if tbl.Mode() == mapping.ModeUpsert {
@@ -498,17 +518,45 @@ func onTruncate(tbl *snapshot.Table, setting OnTruncate) OnTruncate {
 	return setting
 }
 
-// recordOnTruncate records in the table the OnTruncate the sink was given
-// when the table's differs, so that a sink given none (a restart without
-// the flag) does the same with a truncate. Only a sink of main records
-// it: the property is the table's, and a writer of a branch (a replay)
-// that did would change what main's sink does at its next start.
-func (s *Sink) recordOnTruncate(ctx context.Context) error {
-	if s.cfg.OnTruncate == "" || s.tbl.Branch() != table.MainBranch || s.tbl.Layout().Envelope != mapping.EnvelopeDebezium || onTruncate(s.tbl, "") == s.cfg.OnTruncate {
+// placeholderOf is the Debezium placeholder a sink given setting
+// recognises in tbl: setting, or the table's (mapping.PropPlaceholder)
+// when it is empty.
+func placeholderOf(tbl *snapshot.Table, setting string) (*mapping.Placeholder, error) {
+	if setting != "" {
+		return mapping.ParsePlaceholder(setting)
+	}
+	p, err := mapping.PlaceholderOf(tbl.Iceberg().Properties())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", tbl.Name(), err)
+	}
+	return p, nil
+}
+
+// recordDebezium records in the table the OnTruncate and the
+// UnavailablePlaceholder the sink was given where the table's differ, so
+// that a sink given none (a restart without the flags) does the same, and
+// the content audit decodes as the sink did. Only a sink of main records
+// them: the properties are the table's, and a writer of a branch (a
+// replay) that did would change what main's sink does at its next start.
+func (s *Sink) recordDebezium(ctx context.Context) error {
+	if s.tbl.Branch() != table.MainBranch || s.tbl.Layout().Envelope != mapping.EnvelopeDebezium {
 		return nil
 	}
-	if err := s.tbl.SetProperties(ctx, map[string]string{mapping.PropOnTruncate: string(s.cfg.OnTruncate)}); err != nil {
-		return fmt.Errorf("record --on-truncate %s in %s: %w", s.cfg.OnTruncate, s.tbl.Name(), err)
+	props := map[string]string{}
+	if s.cfg.OnTruncate != "" && onTruncate(s.tbl, "") != s.cfg.OnTruncate {
+		props[mapping.PropOnTruncate] = string(s.cfg.OnTruncate)
+	}
+	if p, err := placeholderOf(s.tbl, ""); err != nil || s.cfg.UnavailablePlaceholder != "" && p.Setting() != s.cfg.UnavailablePlaceholder {
+		props[mapping.PropPlaceholder] = s.cfg.UnavailablePlaceholder
+		if s.cfg.UnavailablePlaceholder == mapping.UnavailableValue {
+			props[mapping.PropPlaceholder] = ""
+		}
+	}
+	if len(props) == 0 {
+		return nil
+	}
+	if err := s.tbl.SetProperties(ctx, props); err != nil {
+		return fmt.Errorf("record --on-truncate and --unavailable-placeholder in %s: %w", s.tbl.Name(), err)
 	}
 	return nil
 }
@@ -553,7 +601,7 @@ func interruptedOnly(err error) bool {
 
 // run is Run until ctx ends.
 func (s *Sink) run(ctx context.Context) (Stats, error) {
-	if err := s.recordOnTruncate(ctx); err != nil {
+	if err := s.recordDebezium(ctx); err != nil {
 		return Stats{}, err
 	}
 	s.warnTruncateAcrossPartitions(ctx)

@@ -2,11 +2,16 @@ package mapping
 
 import (
 	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go"
+	"github.com/google/uuid"
 )
 
 // Envelope says how a record's value carries the row: the zero value,
@@ -64,81 +69,130 @@ func (e *EnvelopeError) Error() string {
 // UnavailableValue is the placeholder Debezium's PostgreSQL connector
 // writes for a TOASTed column (a large text, bytea, array, jsonb, hstore
 // value) that an update left unchanged, where the table's REPLICA
-// IDENTITY does not send it (its unavailable.value.placeholder default).
+// IDENTITY does not send it: its unavailable.value.placeholder default.
 const UnavailableValue = "__debezium_unavailable_value"
 
-// The other spellings of UnavailableValue, as constants: isUnavailable
-// looks at every column of every change event (TestUnavailableSpellings
-// derives them).
-const (
-	// unavailableBase64 and unavailableHex are its bytes as the JSON
-	// converters spell a bytea column's.
-	unavailableBase64 = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
-	unavailableHex    = "5f5f646562657a69756d5f756e617661696c61626c655f76616c7565"
-	// unavailableHstore is an hstore column's in its JSON mode.
-	unavailableHstore = `{"` + UnavailableValue + `":"` + UnavailableValue + `"}`
-	// unavailableUUID is a uuid[] column's: Java's UUID.nameUUIDFromBytes
-	// of its bytes (an MD5, version 3 UUID).
-	unavailableUUID = "b68a35a7-17ad-35b3-af2a-ae46edb4545a"
-)
+// PropPlaceholder records in a Debezium table the connector's
+// unavailable.value.placeholder when it is not UnavailableValue, as
+// Config.UnavailablePlaceholder gave it, so that a sink given none and
+// the content audit recognise it too.
+const PropPlaceholder = "floe.debezium.unavailable-placeholder"
+
+// Placeholder is the value a Debezium connector writes for an unchanged
+// TOASTed column, in each form it gives it by column type. The zero value
+// is not usable: ParsePlaceholder makes one.
+type Placeholder struct {
+	// setting is as unavailable.value.placeholder spells it.
+	setting string
+	// text is what text, text[] and hstore columns hold; bytes what bytea
+	// columns hold.
+	text  string
+	bytes []byte
+	// base64 and hex are the bytes as the JSON converters spell a bytea
+	// column's; hstore is an hstore column's in its JSON mode; uuid a
+	// uuid[] column's: Java's UUID.nameUUIDFromBytes of the bytes (an MD5,
+	// version 3 UUID).
+	base64, hex, hstore, uuid string
+}
+
+// ParsePlaceholder reads a placeholder as the connector's
+// unavailable.value.placeholder takes it: text, or "hex:" and its bytes
+// in hex. "" is Debezium's default, UnavailableValue.
+func ParsePlaceholder(setting string) (*Placeholder, error) {
+	if setting == "" {
+		setting = UnavailableValue
+	}
+	p := &Placeholder{setting: setting, bytes: []byte(setting)}
+	if h, ok := strings.CutPrefix(setting, "hex:"); ok {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) == 0 {
+			return nil, fmt.Errorf("Debezium placeholder %q: want text, or hex: and its bytes in hex (as unavailable.value.placeholder takes it)", setting)
+		}
+		p.bytes = b
+	}
+	// The connector makes its text of the bytes as Java's String does.
+	p.text = strings.ToValidUTF8(string(p.bytes), "\uFFFD")
+	p.base64, p.hex = base64.StdEncoding.EncodeToString(p.bytes), hex.EncodeToString(p.bytes)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{p.text: p.text}) // a map of strings always encodes
+	p.hstore = strings.TrimSuffix(b.String(), "\n")
+	h := md5.Sum(p.bytes)
+	h[6] = h[6]&0x0f | 0x30 // version 3
+	h[8] = h[8]&0x3f | 0x80 // IETF variant
+	p.uuid = uuid.UUID(h).String()
+	return p, nil
+}
+
+// PlaceholderOf returns the placeholder a table's properties record
+// (PropPlaceholder), Debezium's default when they record none.
+func PlaceholderOf(props map[string]string) (*Placeholder, error) {
+	p, err := ParsePlaceholder(props[PropPlaceholder])
+	if err != nil {
+		return nil, fmt.Errorf("table property %s: %w", PropPlaceholder, err)
+	}
+	return p, nil
+}
+
+// Setting is the placeholder as unavailable.value.placeholder spells it.
+func (p *Placeholder) Setting() string { return p.setting }
 
 // UnavailableValueError reports an upsert event whose after image holds
-// UnavailableValue in a column: the event does not carry that column's
+// the placeholder in a column: the event does not carry that column's
 // value, and a row made of it would hold the placeholder where the source
 // holds the value. The record goes to the dead-letter table with it as the
 // reason, and the key keeps its previous row.
 type UnavailableValueError struct {
-	// Column is the after image's field.
-	Column string
+	// Column is the after image's field; Placeholder the placeholder's
+	// setting.
+	Column, Placeholder string
 }
 
 func (e *UnavailableValueError) Error() string {
 	return fmt.Sprintf("after.%s holds %q, Debezium's placeholder for a TOASTed value the update left unchanged: the event does not carry the column's value, so it makes no row and the key keeps its previous one; give the source table REPLICA IDENTITY FULL (or use Debezium's reselect post-processor) so that updates carry every column, then an incremental snapshot (Debezium's execute-snapshot signal) rewrites the rows",
-		e.Column, UnavailableValue)
+		e.Column, e.Placeholder)
 }
 
-// checkAvailable returns an *UnavailableValueError for the column of an
-// upsert's row (in the canonical representation; the first by name, where
-// several) that holds UnavailableValue in one of the forms Debezium gives
-// it by column type. spelled says whether a bytea column's placeholder
-// came as text, as the JSON converter without a schema and the JSON
-// Schema converter spell bytes (base64, or hex); a schema that types the
-// column as bytes decodes it to bytes instead.
-func checkAvailable(row map[string]any, spelled bool) error {
+// check returns an *UnavailableValueError for the column of an upsert's
+// row (in the canonical representation; the first by name, where several)
+// that holds p in one of the forms Debezium gives it by column type.
+// spelled says whether a bytea column's placeholder came as text, as the
+// JSON converter without a schema and the JSON Schema converter spell
+// bytes (base64, or hex); a schema that types the column as bytes decodes
+// it to bytes instead.
+func (p *Placeholder) check(row map[string]any, spelled bool) error {
 	var first string
 	found := false
 	for col, v := range row {
-		if isUnavailable(v, spelled) && (!found || col < first) {
+		if p.is(v, spelled) && (!found || col < first) {
 			first, found = col, true
 		}
 	}
 	if !found {
 		return nil
 	}
-	return &UnavailableValueError{Column: first}
+	return &UnavailableValueError{Column: first, Placeholder: p.setting}
 }
 
-// isUnavailable reports whether v is UnavailableValue as Debezium writes it
-// for a column of some type: the text (and hstore's JSON), its bytes (with
-// spelled, also as their base64 or hex text), a list of the text, of its
-// bytes or of the UUID made of its bytes, a list of its bytes as integers
-// (integer arrays, and date arrays, whose days are integers), and a map of
-// the text to itself (hstore).
-func isUnavailable(v any, spelled bool) bool {
+// is reports whether v is p as Debezium writes it for a column of some
+// type: the text (and hstore's JSON), its bytes (with spelled, also as
+// their base64 or hex text), a list of the text, of its bytes or of the
+// UUID made of its bytes, a list of its bytes as integers (integer
+// arrays, and date arrays, whose days are integers), and a map of the text
+// to itself (hstore).
+func (p *Placeholder) is(v any, spelled bool) bool {
 	switch v := v.(type) {
 	case string:
-		if len(v) < len(UnavailableValue) {
-			return false
-		}
-		return v == UnavailableValue || v == unavailableHstore || spelled && (v == unavailableBase64 || v == unavailableHex)
+		return v == p.text || v == p.hstore || spelled && (v == p.base64 || v == p.hex)
 	case []byte:
-		return bytes.Equal(v, []byte(UnavailableValue))
+		return bytes.Equal(v, p.bytes)
 	case []any:
 		if len(v) == 1 {
 			s, _ := v[0].(string)
-			return isUnavailable(v[0], spelled) || s == unavailableUUID
+			return p.is(v[0], spelled) || s == p.uuid
 		}
-		if len(v) != len(UnavailableValue) {
+		if len(v) != len(p.bytes) {
 			return false
 		}
 		for i, e := range v {
@@ -153,15 +207,15 @@ func isUnavailable(v any, spelled bool) bool {
 			default:
 				return false
 			}
-			if n != int64(UnavailableValue[i]) {
+			if n != int64(p.bytes[i]) {
 				return false
 			}
 		}
 		return true
 	case []MapEntry:
-		return len(v) == 1 && v[0].Key == UnavailableValue && v[0].Value == UnavailableValue
+		return len(v) == 1 && v[0].Key == p.text && v[0].Value == p.text
 	case map[string]any:
-		return len(v) == 1 && v[UnavailableValue] == UnavailableValue
+		return len(v) == 1 && v[p.text] == p.text
 	}
 	return false
 }
@@ -250,17 +304,17 @@ func debeziumColumnOf(col string) string {
 // after, source, op, ts_ms): the change it makes, and for an upsert the
 // row, of the type DebeziumColumns gives. An event floe cannot apply (an
 // op it does not know, an upsert without an after image, a value Debezium
-// left out: UnavailableValueError) is an error.
-func DebeziumChange(c Codec, event any) (ChangeEvent, error) {
+// left out as p: UnavailableValueError) is an error.
+func DebeziumChange(c Codec, event any, p *Placeholder) (ChangeEvent, error) {
 	// The JSON Schema converter writes bytes as base64 text, which the
 	// codec keeps as a string column (found by review).
 	_, spelled := c.(*jsonSchemaCodec)
-	return debeziumChange(event, spelled)
+	return debeziumChange(event, p, spelled)
 }
 
 // debeziumChange is DebeziumChange; spelled says whether the event's bytes
 // came as their text.
-func debeziumChange(event any, spelled bool) (ChangeEvent, error) {
+func debeziumChange(event any, p *Placeholder, spelled bool) (ChangeEvent, error) {
 	env, ok := event.(map[string]any)
 	if !ok {
 		return ChangeEvent{}, &EnvelopeError{Problem: "the value is " + describe(event) + ", not a record with before, after, source and op"}
@@ -287,7 +341,7 @@ func debeziumChange(event any, spelled bool) (ChangeEvent, error) {
 				ch.Row[ColSourceTsMs] = int64(ts)
 			}
 		}
-		if err := checkAvailable(ch.Row, spelled); err != nil {
+		if err := p.check(ch.Row, spelled); err != nil {
 			return ch, err
 		}
 	case ChangeDelete:
@@ -333,8 +387,9 @@ func debeziumKind(op string, hasOp, hasAfter bool) (ChangeEvent, error) {
 // with ColOp and ColSourceTsMs added. A delete or truncate never changes
 // the columns. A payload that is not a change event is an *EnvelopeError
 // or *DecodeError; a field whose type the table cannot take a
-// *SchemaConflictError.
-func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, bool, ChangeEvent, error) {
+// *SchemaConflictError; one that holds p where a column's value should be
+// an *UnavailableValueError.
+func DecodeDebeziumJSON(data []byte, have *iceberg.StructType, p *Placeholder) (*iceberg.StructType, bool, ChangeEvent, error) {
 	v, err := parseJSON(data)
 	if err != nil {
 		return nil, false, ChangeEvent{}, &DecodeError{Format: "json", Err: err}
@@ -344,7 +399,7 @@ func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructT
 		return nil, false, ChangeEvent{}, &EnvelopeError{Problem: fmt.Sprintf("the value is %s, not a JSON object", jsonKind(v))}
 	}
 	if isConnectWrapper(obj) {
-		return decodeConnectEvent(obj, have)
+		return decodeConnectEvent(obj, have, p)
 	}
 	op, _ := obj.values["op"].(string)
 	after, afterOK := obj.values["after"].(*jsonObject)
@@ -375,7 +430,7 @@ func DecodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructT
 			err = checkColumnNames("json", st)
 		}
 		if err == nil {
-			err = checkAvailable(out, true)
+			err = p.check(out, true)
 		}
 		if err != nil {
 			return nil, false, ch, err
@@ -410,7 +465,7 @@ func isConnectWrapper(obj *jsonObject) bool {
 
 // decodeConnectEvent decodes a change event in the JSON converter's
 // wrapper: the schema types the payload.
-func decodeConnectEvent(obj *jsonObject, have *iceberg.StructType) (*iceberg.StructType, bool, ChangeEvent, error) {
+func decodeConnectEvent(obj *jsonObject, have *iceberg.StructType, p *Placeholder) (*iceberg.StructType, bool, ChangeEvent, error) {
 	node, err := connectNode("", obj.values["schema"].(*jsonObject))
 	if err != nil {
 		return nil, false, ChangeEvent{}, err
@@ -419,7 +474,7 @@ func decodeConnectEvent(obj *jsonObject, have *iceberg.StructType) (*iceberg.Str
 	if err != nil {
 		return nil, false, ChangeEvent{}, &DecodeError{Format: "json", Err: err}
 	}
-	ch, err := debeziumChange(event, false)
+	ch, err := debeziumChange(event, p, false)
 	if err != nil || ch.Kind != ChangeUpsert {
 		return have, false, ch, err
 	}

@@ -2,6 +2,7 @@ package mapping_test
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/big"
@@ -66,6 +67,25 @@ func foldChanges(t *testing.T, recs []*kgo.Record, decode func(value []byte, hav
 	return rows, have, kinds
 }
 
+// decodeDebeziumJSON is mapping.DecodeDebeziumJSON with Debezium's
+// default placeholder.
+func decodeDebeziumJSON(data []byte, have *iceberg.StructType) (*iceberg.StructType, bool, mapping.ChangeEvent, error) {
+	p, err := mapping.ParsePlaceholder("")
+	if err != nil {
+		panic(err)
+	}
+	return mapping.DecodeDebeziumJSON(data, have, p)
+}
+
+func defaultPlaceholder(t *testing.T) *mapping.Placeholder {
+	t.Helper()
+	p, err := mapping.ParsePlaceholder("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func idOf(t *testing.T, v any) int64 {
 	switch v := v.(type) {
 	case int32:
@@ -82,7 +102,7 @@ func TestDebeziumJSONWithSchema(t *testing.T) {
 	c.Truncate()
 	c.Insert(floetest.Customer{ID: 500, FirstName: "Ann", LastName: "Lee", Email: "ann@example.com"})
 	recs := c.Records(t, floetest.CDCConnectJSON, "")
-	rows, cols, kinds := foldChanges(t, recs, mapping.DecodeDebeziumJSON)
+	rows, cols, kinds := foldChanges(t, recs, decodeDebeziumJSON)
 	if kinds[mapping.ChangeUpsert] != c.Upserts || kinds[mapping.ChangeDelete] != c.Deletes || kinds[mapping.ChangeSkip] != c.Tombstones || kinds[mapping.ChangeTruncate] != 1 {
 		t.Fatalf("changes %v, generator wrote %d upserts, %d deletes, %d tombstones, 1 truncate", kinds, c.Upserts, c.Deletes, c.Tombstones)
 	}
@@ -106,7 +126,7 @@ func TestDebeziumJSONWithSchema(t *testing.T) {
 	}
 	// The same story without the truncate, compared value by value.
 	c = debeziumStory()
-	rows, _, _ = foldChanges(t, c.Records(t, floetest.CDCConnectJSON, ""), mapping.DecodeDebeziumJSON)
+	rows, _, _ = foldChanges(t, c.Records(t, floetest.CDCConnectJSON, ""), decodeDebeziumJSON)
 	checkState(t, c, rows, func(cu floetest.Customer) map[string]any {
 		row := map[string]any{"id": cu.ID, "first_name": cu.FirstName, "last_name": cu.LastName, "email": cu.Email,
 			"created_at": iceberg.Timestamp(cu.CreatedAt.UnixMicro()), "balance": nil, "active": nil}
@@ -122,7 +142,7 @@ func TestDebeziumJSONWithSchema(t *testing.T) {
 
 func TestDebeziumJSONWithoutSchema(t *testing.T) {
 	c := debeziumStory()
-	rows, cols, kinds := foldChanges(t, c.Records(t, floetest.CDCPlainJSON, ""), mapping.DecodeDebeziumJSON)
+	rows, cols, kinds := foldChanges(t, c.Records(t, floetest.CDCPlainJSON, ""), decodeDebeziumJSON)
 	if kinds[mapping.ChangeUpsert] != c.Upserts || kinds[mapping.ChangeDelete] != c.Deletes {
 		t.Fatalf("changes %v, generator wrote %d upserts, %d deletes", kinds, c.Upserts, c.Deletes)
 	}
@@ -187,7 +207,7 @@ func TestDebeziumAvro(t *testing.T) {
 		if err != nil {
 			return nil, false, mapping.ChangeEvent{}, err
 		}
-		ch, err := mapping.DebeziumChange(codec, v)
+		ch, err := mapping.DebeziumChange(codec, v, defaultPlaceholder(t))
 		merged, changed, _ := mapping.MergeType("", have, cols)
 		return merged.(*iceberg.StructType), changed, ch, err
 	})
@@ -254,7 +274,7 @@ func TestDebeziumNotAnEnvelope(t *testing.T) {
 		{"after column named __op", `{"after":{"id":1,"__op":"x"},"op":"c"}`, "named like the column floe adds for the event's op"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, _, err := mapping.DecodeDebeziumJSON([]byte(c.value), &iceberg.StructType{})
+			_, _, _, err := decodeDebeziumJSON([]byte(c.value), &iceberg.StructType{})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one saying %q", err, c.want)
 			}
@@ -347,12 +367,31 @@ func names(st *iceberg.StructType) string {
 // A row made of it would hold the placeholder where the source holds the
 // value: the event is an *UnavailableValueError naming the column, with
 // and without the JSON converter's schema. Values that merely look like
-// it decode.
+// it decode. The same holds for a placeholder the connector was given
+// (unavailable.value.placeholder, as text or hex: bytes), under which
+// Debezium's default is a value like any other; a custom placeholder was
+// not recognised, and its rows held it.
 func TestDebeziumUnavailableValue(t *testing.T) {
-	const ph = mapping.UnavailableValue
-	b64 := base64.StdEncoding.EncodeToString([]byte(ph))
+	for _, setting := range []string{"", "<unchanged>", "hex:3c3e"} {
+		t.Run("placeholder "+setting, func(t *testing.T) { unavailableValue(t, setting) })
+	}
+}
+
+func unavailableValue(t *testing.T, setting string) {
+	p, err := mapping.ParsePlaceholder(setting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(setting)
+	if h, ok := strings.CutPrefix(setting, "hex:"); ok {
+		raw, _ = hex.DecodeString(h)
+	} else if setting == "" {
+		raw = []byte(mapping.UnavailableValue)
+	}
+	ph := string(raw)
+	b64 := base64.StdEncoding.EncodeToString(raw)
 	var ints []string
-	for _, b := range []byte(ph) {
+	for _, b := range raw {
 		ints = append(ints, fmt.Sprint(b))
 	}
 	intList := "[" + strings.Join(ints, ",") + "]"
@@ -364,7 +403,7 @@ func TestDebeziumUnavailableValue(t *testing.T) {
 			`{"field":"op","type":"string"}]},` +
 			`"payload":{"after":{"id":1,"doc":` + value + `},"op":"u"}}`
 	}
-	for _, tc := range []struct {
+	cases := []struct {
 		name, event string
 		unavailable bool
 	}{
@@ -382,21 +421,28 @@ func TestDebeziumUnavailableValue(t *testing.T) {
 		// A text column whose value spells the bytes' placeholder is a
 		// value: only bytes are spelled so (from a review).
 		{"connect text holding base64", connect(`"type":"string"`, `"`+b64+`"`), false},
-		{"connect text holding hex", connect(`"type":"string"`, `"5f5f646562657a69756d5f756e617661696c61626c655f76616c7565"`), false},
+		{"connect text holding hex", connect(`"type":"string"`, `"`+hex.EncodeToString(raw)+`"`), false},
 		{"a snapshot read", `{"op":"r","after":{"id":1,"doc":"` + ph + `"}}`, true},
 		{"text that contains it", `{"op":"u","after":{"id":1,"doc":"see ` + ph + `"}}`, false},
 		{"another list", `{"op":"u","after":{"id":1,"doc":["` + ph + `","x"]}}`, false},
-		{"a short int list", `{"op":"u","after":{"id":1,"doc":[95,95]}}`, false},
+		{"a short int list", `{"op":"u","after":{"id":1,"doc":[95]}}`, false},
 		{"a delete", `{"op":"d","before":{"id":1,"doc":"` + ph + `"}}`, false},
-	} {
+	}
+	if setting != "" {
+		cases = append(cases, struct {
+			name, event string
+			unavailable bool
+		}{"Debezium's default, under another", `{"op":"u","after":{"id":1,"doc":"` + mapping.UnavailableValue + `"}}`, false})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, _, err := mapping.DecodeDebeziumJSON([]byte(tc.event), &iceberg.StructType{})
+			_, _, _, err := mapping.DecodeDebeziumJSON([]byte(tc.event), &iceberg.StructType{}, p)
 			var u *mapping.UnavailableValueError
 			switch {
 			case tc.unavailable && !errors.As(err, &u):
 				t.Fatalf("err %v, want an *UnavailableValueError", err)
-			case tc.unavailable && (u.Column != "doc" || !strings.Contains(err.Error(), "REPLICA IDENTITY FULL")):
-				t.Fatalf("%v: want it to name after.doc and REPLICA IDENTITY FULL", err)
+			case tc.unavailable && (u.Column != "doc" || !strings.Contains(err.Error(), "REPLICA IDENTITY FULL") || !strings.Contains(err.Error(), p.Setting())):
+				t.Fatalf("%v: want it to name after.doc, the placeholder and REPLICA IDENTITY FULL", err)
 			case !tc.unavailable && err != nil:
 				t.Fatalf("err %v, want the event decoded", err)
 			}

@@ -1,9 +1,7 @@
 package mapping
 
 import (
-	"crypto/md5"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
@@ -193,29 +191,44 @@ func TestJSONSchemaBytesPlaceholder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := DebeziumChange(c, event)
+	ch, err := DebeziumChange(c, event, mustPlaceholder(t, ""))
 	if _, ok := errors.AsType[*UnavailableValueError](err); !ok {
 		t.Errorf("a bytea column's placeholder through the JSON Schema registry format: change %v, row %v, err %v; want an *UnavailableValueError", ch.Kind, ch.Row, err)
 	}
 }
 
-// TestUnavailableSpellings: the constant spellings of Debezium's
-// unchanged-TOAST placeholder are those its connector derives from it.
+// TestUnavailableSpellings: the forms of Debezium's unchanged-TOAST
+// placeholder by column type are those its connector derives from it
+// (java.util.Base64, its HexConverter, UUID.nameUUIDFromBytes, a
+// Jackson map for hstore's JSON mode), for its default and for a setting
+// of unavailable.value.placeholder given as text or as hex: bytes.
 func TestUnavailableSpellings(t *testing.T) {
-	h := md5.Sum([]byte(UnavailableValue))
-	h[6] = h[6]&0x0f | 0x30 // version 3, as java.util.UUID.nameUUIDFromBytes
-	h[8] = h[8]&0x3f | 0x80
-	x := hex.EncodeToString(h[:])
-	for got, want := range map[string]string{
-		unavailableBase64: base64.StdEncoding.EncodeToString([]byte(UnavailableValue)),
-		unavailableHex:    hex.EncodeToString([]byte(UnavailableValue)),
-		unavailableUUID:   x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:],
+	for _, c := range []struct{ setting, text, base64, hex, uuid, hstore string }{
+		{"", UnavailableValue, "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==", "5f5f646562657a69756d5f756e617661696c61626c655f76616c7565",
+			"b68a35a7-17ad-35b3-af2a-ae46edb4545a", `{"__debezium_unavailable_value":"__debezium_unavailable_value"}`},
+		{"<toast>", "<toast>", "PHRvYXN0Pg==", "3c746f6173743e", "", `{"<toast>":"<toast>"}`},
+		{"hex:00ff", "\x00\uFFFD", "AP8=", "00ff", "", ""},
 	} {
-		if got != want {
-			t.Errorf("constant %q, want %q", got, want)
+		p := mustPlaceholder(t, c.setting)
+		if p.text != c.text || p.base64 != c.base64 || p.hex != c.hex || c.uuid != "" && p.uuid != c.uuid || c.hstore != "" && p.hstore != c.hstore {
+			t.Errorf("placeholder %q: %+v, want text %q base64 %q hex %q uuid %q hstore %q", c.setting, p, c.text, c.base64, c.hex, c.uuid, c.hstore)
+		}
+		if !p.is([]any{p.uuid}, false) {
+			t.Errorf("placeholder %q: a uuid[] column's placeholder is not recognised", c.setting)
 		}
 	}
-	if !isUnavailable([]any{unavailableUUID}, false) {
-		t.Error("a uuid[] column's placeholder is not recognised")
+	for _, bad := range []string{"hex:", "hex:0g", "hex:abc"} {
+		if _, err := ParsePlaceholder(bad); err == nil || !strings.Contains(err.Error(), "unavailable.value.placeholder") {
+			t.Errorf("placeholder %q: %v, want an error naming unavailable.value.placeholder", bad, err)
+		}
 	}
+}
+
+func mustPlaceholder(t *testing.T, setting string) *Placeholder {
+	t.Helper()
+	p, err := ParsePlaceholder(setting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -21,6 +21,7 @@ type decodeFlags struct {
 	onSchemaConflict string
 	envelope         string
 	onTruncate       string
+	placeholder      string
 	registryFlags
 }
 
@@ -43,6 +44,8 @@ func (f *decodeFlags) register(fs *pflag.FlagSet) {
 			"the table holds the after image of each key (an upsert table), deletes remove it; a new table gets it (default none), an existing table keeps its own")
 	fs.StringVar(&f.onTruncate, "on-truncate", "",
 		"with --envelope debezium, what a truncate event (op t) does: dead-letter it (the table keeps its rows), or delete-all (every row of the table is deleted in its commit); the table records it, and a run without the flag does what the table records (default dead-letter)")
+	fs.StringVar(&f.placeholder, "unavailable-placeholder", "",
+		"with --envelope debezium, the connector's unavailable.value.placeholder when it is not Debezium's default (__debezium_unavailable_value): `TEXT`, or hex: and its bytes; an event holding it (an unchanged TOASTed value) is a dead letter; the table records it, and a run without the flag uses what the table records")
 	f.registryFlags.register(fs)
 }
 
@@ -97,6 +100,7 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 	p.Config.Registry = reg
 	p.Config.OnSchemaConflict = connector.SchemaConflict(f.onSchemaConflict)
 	p.Config.OnTruncate = connector.OnTruncate(f.onTruncate)
+	p.Config.UnavailablePlaceholder = f.placeholder
 	switch f.dlq {
 	case "on":
 	case "off":

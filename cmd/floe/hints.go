@@ -31,6 +31,7 @@ var flagOf = map[any]string{
 	connector.SettingRegistry:       "--schema-registry",
 	connector.SettingConflict:       "--on-schema-conflict",
 	connector.SettingTruncate:       "--on-truncate",
+	connector.SettingPlaceholder:    "--unavailable-placeholder",
 	connector.SettingGroup:          "--group",
 	connector.SettingTopicRegex:     "--topic-regex",
 	connector.SettingGroupProtocol:  "--group-protocol",

@@ -177,6 +177,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	}
 	opts.Layout, opts.DeadLetters, opts.NoDeadLetters = p.Layout, p.DeadLetters, p.NoDeadLetters
 	opts.Sink.Registry, opts.Sink.OnSchemaConflict, opts.Sink.OnTruncate = p.Config.Registry, p.Config.OnSchemaConflict, p.Config.OnTruncate
+	opts.Sink.UnavailablePlaceholder = p.Config.UnavailablePlaceholder
 	if err := f.upsertFlags.pipeline(&p, pipeline{}); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package floetest
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -101,6 +102,9 @@ type Customers struct {
 	// Unavailable counts the updates whose email was left out
 	// (UpdateUnavailable), which are not among the Upserts.
 	Upserts, Deletes, Tombstones, Truncates, Unavailable int
+	// Placeholder is the connector's unavailable.value.placeholder, as
+	// text; empty: Debezium's default.
+	Placeholder string
 }
 
 // cdcEvent is one record Customers writes: a change event, or the
@@ -234,12 +238,12 @@ func (c *Customers) changed(id int32, change func(*Customer)) (before, after Cus
 // UpdateUnavailable changes row id with change as an update does under
 // the table's default REPLICA IDENTITY when email is a TOASTed value the
 // update left unchanged: PostgreSQL does not send it, and Debezium writes
-// its placeholder (mapping.UnavailableValue) in its stead, with no before
-// image. A sink cannot make the row of it: the state keeps the row as it
-// was, as the sink's table does.
+// its placeholder (Placeholder, else mapping.UnavailableValue) in its
+// stead, with no before image. A sink cannot make the row of it: the state
+// keeps the row as it was, as the sink's table does.
 func (c *Customers) UpdateUnavailable(id int32, change func(*Customer)) {
 	_, after := c.changed(id, change)
-	after.Email = "__debezium_unavailable_value"
+	after.Email = cmp.Or(c.Placeholder, "__debezium_unavailable_value")
 	c.emit(cdcEvent{op: "u", after: &after, key: id, unavailable: true})
 	c.Unavailable++
 }

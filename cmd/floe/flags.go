@@ -103,6 +103,21 @@ func (f *catalogFlags) openCatalog(ctx context.Context) (icecat.Catalog, error) 
 	return catalog.Open(ctx, cfg)
 }
 
+// openExisting opens the catalog, which must exist: nothing is created
+// (see tableFlags.open).
+func (f *catalogFlags) openExisting(ctx context.Context) (icecat.Catalog, error) {
+	cfg, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Existing = true
+	cat, err := catalog.Open(ctx, cfg)
+	if errors.Is(err, catalog.ErrCatalogNotFound) {
+		return nil, fmt.Errorf("%w (--catalog names an existing catalog; floe sink creates one)", err)
+	}
+	return cat, err
+}
+
 // tableFlags are the flags that name a table and where it lives.
 type tableFlags struct {
 	table string
@@ -137,15 +152,11 @@ func (f *tableFlags) tableCatalog(ctx context.Context, create bool) (icecat.Cata
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := f.config()
-	if err != nil {
-		return nil, nil, err
+	open := f.openExisting
+	if create {
+		open = f.openCatalog
 	}
-	cfg.Existing = !create
-	cat, err := catalog.Open(ctx, cfg)
-	if errors.Is(err, catalog.ErrCatalogNotFound) {
-		return nil, nil, fmt.Errorf("%w (--catalog names an existing catalog; floe sink creates one)", err)
-	}
+	cat, err := open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,7 +10,9 @@ import (
 // TestReadOnlyCommandsCreateNothing: commands that work on an existing
 // table, run where there is no catalog, exit 2 with one line naming the
 // catalog path they looked at, and leave the current folder as it was (no
-// ./floe-data/ appears).
+// ./floe-data/ appears). floe status without --table (the catalog's
+// tables) created the catalog and said it had no tables (from a new-user
+// run).
 func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -22,13 +24,17 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 		{"status"},
 		{"files"},
 		{"maintain"},
+		{"status", "--json"},
 	}
-	for _, c := range commands {
+	for i, c := range commands {
 		for spec, want := range map[string]string{
 			"":                filepath.Join(dir, "floe-data", "catalog.db"),
 			"typo/catalog.db": filepath.Join(dir, "typo", "catalog.db"),
 		} {
 			args := append(append([]string{c[0]}, table...), c[1:]...)
+			if i == len(commands)-1 {
+				args = c // the listing of the catalog's tables
+			}
 			if spec != "" {
 				args = append(args, "--catalog", spec)
 			}

@@ -70,7 +70,7 @@ last committed to.`,
 				return fmt.Errorf("--serve serves a page and --json prints a document: choose one (the page's JSON is on /status.json)")
 			}
 			if f.table == "" && serve == "" {
-				cat, err := f.openCatalog(ctx)
+				cat, err := f.openExisting(ctx)
 				if err != nil {
 					return err
 				}
@@ -211,7 +211,7 @@ type catalogTable struct {
 // last commit, read from the catalog's metadata alone (a newcomer asked
 // what the local stack held, and found no floe command that said).
 func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON bool) error {
-	var tables []catalogTable
+	tables := []catalogTable{}
 	for ident, err := range snapshot.Tables(ctx, cat) {
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 )
@@ -169,6 +170,9 @@ func TestStatusPartitionAddedWhileStopped(t *testing.T) {
 // is, its rows, its last commit.
 func TestStatusListsTables(t *testing.T) {
 	st, loc := sinkStack(t)
+	if _, err := catalog.Open(t.Context(), st.Catalog()); err != nil { // an empty catalog
+		t.Fatal(err)
+	}
 	if out := mustFloe(t, append([]string{"status"}, loc...)...); !strings.Contains(out, "no tables yet") {
 		t.Fatalf("status of an empty catalog:\n%s", out)
 	}

@@ -990,11 +990,15 @@ func overlaps(held map[mapping.TopicPartition][]mapping.Interval, p compactPiece
 	return false
 }
 
-// partitionKey names a data file's Iceberg partition under spec.
+// partitionKey names a data file's Iceberg partition under spec. Values
+// are written with their types, Go-quoted: printed plainly, a null and the
+// string "<nil>", or two fields' values holding "/" and "=", named one
+// partition (from a review).
 func partitionKey(spec iceberg.PartitionSpec, df iceberg.DataFile) string {
 	var b strings.Builder
 	for _, pf := range spec.Fields() {
-		fmt.Fprintf(&b, "%s=%v/", pf.Name, df.Partition()[pf.FieldID])
+		v := df.Partition()[pf.FieldID]
+		fmt.Fprintf(&b, "%d=%T:%#v;", pf.FieldID, v, v)
 	}
 	return b.String()
 }

@@ -37,11 +37,16 @@ func (e *LegacyStateError) Error() string {
 }
 
 // Writable returns a *LegacyStateError for a legacy state table
-// (mapping.ModeFold), which floe no longer writes, and nil for a table of
-// any other mode.
+// (mapping.ModeFold), which floe no longer writes, a
+// *mapping.PartitionByError for an upsert table another engine
+// partitioned by a column that is not a key column (checkKeySpec), and
+// nil otherwise.
 func (t *Table) Writable() error {
 	if t.mode == mapping.ModeFold {
 		return &LegacyStateError{Table: t.Name()}
+	}
+	if t.mode == mapping.ModeUpsert {
+		return t.checkKeySpec(t.tbl)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,30 @@ func (t *Table) checkOneSpec(ctx context.Context, target *table.Table) error {
 	return nil
 }
 
+// checkKeySpec refuses writes into target, an upsert table, whose
+// partition spec partitions by a column that is not a key column: a key's
+// row and the deletes of it may then land in different partitions, which
+// equality deletes do not reach across, and an update would leave the old
+// row. floe refuses such a spec (UpsertKey.CheckPartitionBy); another
+// engine may have set it (from a review: the sink then failed in
+// iceberg-go's delete writer, after writing its data files). A table
+// whose key columns are not named yet is checked once they are.
+func (t *Table) checkKeySpec(target *table.Table) error {
+	spec, schema := target.Spec(), target.Schema()
+	if spec.NumFields() == 0 || len(t.key.Columns) == 0 {
+		return nil
+	}
+	for _, pf := range spec.Fields() {
+		col, _ := schema.FindColumnName(pf.SourceID())
+		if !slices.Contains(t.key.Columns, col) {
+			return &mapping.PartitionByError{Spec: specText(spec, schema), Table: t.Name(), Part: pf.Name,
+				Problem: fmt.Sprintf("the table's partition spec (not set by this floe, which refuses it) partitions by %s, which is not a key column (%s): a key's row and the deletes of it could land in different partitions, and an update would leave its old row; give the table a spec of key columns, or none, with the engine that set it, or replay it into a new table (floe replay --mode upsert)",
+					cmp.Or(col, fmt.Sprintf("field id %d", pf.SourceID())), strings.Join(t.key.Columns, ", "))}
+		}
+	}
+	return nil
+}
+
 // upsertChanges stages an upsert of flush f into the rows of an upsert
 // table (mapping.ModeUpsert): for every key the flush touches, the
 // winning record (mapping.Winner: each partition's latest by offset, then
@@ -64,6 +89,9 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 	if len(f.Batches) == 0 {
 		// Ranges without rows (starts, markers, losses): nothing to key.
 		return ch, nil
+	}
+	if err := t.checkKeySpec(target); err != nil {
+		return ch, err
 	}
 	if err := t.checkOneSpec(ctx, target); err != nil {
 		return ch, err

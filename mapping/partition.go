@@ -313,8 +313,14 @@ func (f PartitionField) Source(s *iceberg.Schema) (col iceberg.NestedField, ok b
 			return col, false, fmt.Errorf("%s is a %s and has no field %s", strings.Join(path[:i+1], "."), col.Type, path[i+1])
 		}
 	}
-	if _, primitive := col.Type.(iceberg.PrimitiveType); !primitive {
+	switch col.Type.(type) {
+	case iceberg.PrimitiveType:
+	case *iceberg.StructType:
 		return col, false, fmt.Errorf("column %s is a %s; Iceberg partitions only by primitive columns (a struct's fields are written as a dotted path, e.g. %s.FIELD)", f.Column, col.Type, f.Column)
+	default:
+		// A list's or map's elements cannot be named by a path (from a
+		// review: the hint for structs was refused in turn).
+		return col, false, fmt.Errorf("column %s is a %s; Iceberg partitions only by primitive columns and fields of structs, not by lists or maps or what they hold", f.Column, col.Type)
 	}
 	if !f.IcebergTransform().CanTransform(col.Type) {
 		for _, t := range transforms {

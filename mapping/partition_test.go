@@ -106,6 +106,8 @@ func TestCheckPartitionBy(t *testing.T) {
 		{typed, withValues, "bucket(4, amount)", "column amount is a double, which bucket does not take"},
 		{typed, withValues, "identity(items.sku)", "items is a list"},
 		{typed, withValues, "identity(order)", "a struct's fields are written as a dotted path, e.g. order.FIELD"},
+		// A list is no struct: no path names its elements (from a review).
+		{typed, withValues, "identity(kafka_headers)", "not by lists or maps or what they hold"},
 		// A typo of a column the table has is refused, where it waited for
 		// a column of that name and dropped the spec's other fields (from a
 		// new-user run).

@@ -131,7 +131,8 @@ func (b *jsBuilder) fail(path string, format string, args ...any) (jsNode, error
 }
 
 // build maps the schema s of document doc. Keywords are taken in this
-// order: $ref (its siblings are ignored); allOf, whose object branches
+// order: $ref (with properties beside it, merged with them as allOf);
+// allOf, whose object branches
 // merge into one struct; anyOf or oneOf, a union; then type and the
 // keywords of the type.
 func (b *jsBuilder) build(path string, doc *jsDoc, s any) (jsNode, error) {
@@ -152,6 +153,17 @@ func (b *jsBuilder) build(path string, doc *jsDoc, s any) (jsNode, error) {
 		r, ok := ref.(string)
 		if !ok {
 			return b.fail(path, "$ref is %s, not a string", jsonKind(ref))
+		}
+		if own := without(o, "$ref"); own.values["properties"] != nil {
+			// Properties beside $ref extend its target (JSON Schema
+			// 2019-09 on; earlier drafts ignore them, and values of
+			// them were dropped without a dead letter: from a
+			// review). They merge as allOf branches do.
+			list := []any{&jsonObject{keys: []string{"$ref"}, values: map[string]any{"$ref": r}}}
+			if all, ok := own.values["allOf"].([]any); ok {
+				list = append(list, all...)
+			}
+			return b.allOf(path, doc, own, list)
 		}
 		return b.ref(path, doc, r)
 	}

@@ -667,9 +667,11 @@ func (b *jsBuilder) ofString(path string, o *jsonObject) jsNode {
 // parseTimeOfDay parses an RFC 3339 full-time ("15:04:05.123+02:00"), or a
 // partial time without offset. A time with an offset is converted to UTC,
 // as a date-time is: two producers in different zones then agree on the
-// values.
+// values. As ParseRFC3339 reads a date-time, it takes a lower-case z and a
+// leap second (the second after it): both are RFC 3339, and were dead
+// letters (from a review).
 func parseTimeOfDay(s string) (any, error) {
-	t, err := time.Parse("15:04:05Z07:00", s)
+	t, err := ParseRFC3339("1970-01-01T" + s)
 	if err != nil {
 		var err2 error
 		if t, err2 = time.Parse(time.TimeOnly, s); err2 != nil {

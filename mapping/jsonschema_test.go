@@ -46,6 +46,10 @@ func TestJSONSchemaMapping(t *testing.T) {
 		{"format date → date", `{"type":"string","format":"date"}`, "2024-05-17", tDate, iceberg.Date(19860)},
 		{"format time → time", `{"type":"string","format":"time"}`, "13:45:30.5", tTime, iceberg.Time((13*3600+45*60+30)*1_000_000 + 500_000)},
 		{"format time with an offset → time in UTC", `{"type":"string","format":"time"}`, "01:00:00+02:00", tTime, iceberg.Time(23 * 3600 * 1_000_000)},
+		// RFC 3339 allows a lower-case z and a leap second, read as the
+		// second after it as in a date-time (from a review).
+		{"format time with a lower-case z", `{"type":"string","format":"time"}`, "12:00:00z", tTime, iceberg.Time(12 * 3600 * 1_000_000)},
+		{"format time of a leap second", `{"type":"string","format":"time"}`, "12:59:60Z", tTime, iceberg.Time(13 * 3600 * 1_000_000)},
 		{"format uuid → uuid", `{"type":"string","format":"uuid"}`, id.String(), tUUID, id},
 		{"other formats → string", `{"type":"string","format":"email"}`, "a@b.c", tString, "a@b.c"},
 		{"integer → long", `{"type":"integer"}`, int64(1) << 60, tLong, int64(1) << 60},

@@ -131,15 +131,22 @@ func (d *digester) row(c rowColumns, i int) digest {
 		d.bytes(c.key.Value(i), c.key.IsNull(i))
 	}
 	d.bytes(c.value.Value(i), c.value.IsNull(i))
-	start, end := c.headers.ValueOffsets(i)
-	if c.headers.IsNull(i) {
+	d.headers(c.headers, c.hdrKey, c.hdrValue, i)
+	return d.sum()
+}
+
+// headers digests the headers of row i of a kafka_headers column, list,
+// whose entries' keys and values are keys and values: their count, then
+// each key and value as bytes.
+func (d *digester) headers(list *array.List, keys *array.String, values *array.Binary, i int) {
+	start, end := list.ValueOffsets(i)
+	if list.IsNull(i) {
 		start, end = 0, 0
 	}
 	d.headerCount(int(end - start))
 	for j := int(start); j < int(end); j++ {
-		d.header(c.hdrKey.Value(j), c.hdrValue.Value(j), c.hdrValue.IsNull(j))
+		d.header(keys.Value(j), values.Value(j), values.IsNull(j))
 	}
-	return d.sum()
 }
 
 // typedRow returns the digest of row i of a batch of a typed table (its
@@ -176,6 +183,21 @@ func (d *digester) typedRow(b arrow.RecordBatch, i int, l mapping.Layout) (diges
 		if col.IsNull(i) || (schemaless && holdsNothing(col, i)) {
 			d.bytes(nil, true)
 			continue
+		}
+		if name == mapping.ColHeaders {
+			// As bytes: ValueStr's JSON made every byte of a key that is
+			// not UTF-8 the same U+FFFD, so headers that differ read
+			// alike (from a review).
+			if list, ok := col.(*array.List); ok {
+				if st, ok := list.ListValues().(*array.Struct); ok && st.NumField() == 2 {
+					keys, kOK := st.Field(0).(*array.String)
+					values, vOK := st.Field(1).(*array.Binary)
+					if kOK && vOK {
+						d.headers(list, keys, values, i)
+						continue
+					}
+				}
+			}
 		}
 		d.bytes([]byte(col.ValueStr(i)), false)
 	}

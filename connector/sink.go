@@ -532,31 +532,42 @@ func placeholderOf(tbl *snapshot.Table, setting string) (*mapping.Placeholder, e
 	return p, nil
 }
 
-// recordDebezium records in the table the OnTruncate and the
-// UnavailablePlaceholder the sink was given where the table's differ, so
-// that a sink given none (a restart without the flags) does the same, and
-// the content audit decodes as the sink did. Only a sink of main records
-// them: the properties are the table's, and a writer of a branch (a
-// replay) that did would change what main's sink does at its next start.
+// recordDebezium records the sink's Debezium settings in its table
+// (RecordDebezium). Only a sink of main records them: the properties are
+// the table's, and a writer of a branch (a replay) that did would change
+// what main's sink does at its next start; a replay records them when it
+// publishes the branch.
 func (s *Sink) recordDebezium(ctx context.Context) error {
-	if s.tbl.Branch() != table.MainBranch || s.tbl.Layout().Envelope != mapping.EnvelopeDebezium {
+	if s.tbl.Branch() != table.MainBranch {
+		return nil
+	}
+	return RecordDebezium(ctx, s.tbl, s.cfg)
+}
+
+// RecordDebezium records in tbl, a table of Debezium change events, the
+// OnTruncate and the UnavailablePlaceholder cfg gives where the table's
+// differ, so that a sink given none (a restart without the flags) does
+// the same, and the content audit decodes as the sink did. It does nothing
+// for a table of another envelope.
+func RecordDebezium(ctx context.Context, tbl *snapshot.Table, cfg Config) error {
+	if tbl.Layout().Envelope != mapping.EnvelopeDebezium {
 		return nil
 	}
 	props := map[string]string{}
-	if s.cfg.OnTruncate != "" && onTruncate(s.tbl, "") != s.cfg.OnTruncate {
-		props[mapping.PropOnTruncate] = string(s.cfg.OnTruncate)
+	if cfg.OnTruncate != "" && onTruncate(tbl, "") != cfg.OnTruncate {
+		props[mapping.PropOnTruncate] = string(cfg.OnTruncate)
 	}
-	if p, err := placeholderOf(s.tbl, ""); err != nil || s.cfg.UnavailablePlaceholder != "" && p.Setting() != s.cfg.UnavailablePlaceholder {
-		props[mapping.PropPlaceholder] = s.cfg.UnavailablePlaceholder
-		if s.cfg.UnavailablePlaceholder == mapping.UnavailableValue {
+	if p, err := placeholderOf(tbl, ""); err != nil || cfg.UnavailablePlaceholder != "" && p.Setting() != cfg.UnavailablePlaceholder {
+		props[mapping.PropPlaceholder] = cfg.UnavailablePlaceholder
+		if cfg.UnavailablePlaceholder == mapping.UnavailableValue {
 			props[mapping.PropPlaceholder] = ""
 		}
 	}
 	if len(props) == 0 {
 		return nil
 	}
-	if err := s.tbl.SetProperties(ctx, props); err != nil {
-		return fmt.Errorf("record --on-truncate and --unavailable-placeholder in %s: %w", s.tbl.Name(), err)
+	if err := tbl.SetProperties(ctx, props); err != nil {
+		return fmt.Errorf("record --on-truncate and --unavailable-placeholder in %s: %w", tbl.Name(), err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
@@ -110,8 +111,7 @@ func ParsePlaceholder(setting string) (*Placeholder, error) {
 		}
 		p.bytes = b
 	}
-	// The connector makes its text of the bytes as Java's String does.
-	p.text = strings.ToValidUTF8(string(p.bytes), "\uFFFD")
+	p.text = javaString(p.bytes)
 	p.base64, p.hex = base64.StdEncoding.EncodeToString(p.bytes), hex.EncodeToString(p.bytes)
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
@@ -123,6 +123,56 @@ func ParsePlaceholder(setting string) (*Placeholder, error) {
 	h[8] = h[8]&0x3f | 0x80 // IETF variant
 	p.uuid = uuid.UUID(h).String()
 	return p, nil
+}
+
+// javaString is b as the connector makes text of it, Java's
+// new String(b, UTF_8): each maximal subpart of an ill-formed sequence
+// becomes one U+FFFD (Unicode's recommended practice, which Java
+// follows), where strings.ToValidUTF8 makes one of a whole run (from a
+// review).
+func javaString(b []byte) string {
+	var s strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			n = maximalSubpart(b)
+			s.WriteRune(utf8.RuneError)
+		} else {
+			s.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return s.String()
+}
+
+// maximalSubpart is the length of the longest prefix of b, which does not
+// start with a valid UTF-8 sequence, that starts one (at least 1).
+func maximalSubpart(b []byte) int {
+	lo, hi := byte(0x80), byte(0xBF)
+	var need int
+	switch c := b[0]; {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		need, lo = 2, 0xA0
+	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+		need = 2
+	case c == 0xED:
+		need, hi = 2, 0x9F
+	case c == 0xF0:
+		need, lo = 3, 0x90
+	case c >= 0xF1 && c <= 0xF3:
+		need = 3
+	case c == 0xF4:
+		need, hi = 3, 0x8F
+	default:
+		return 1
+	}
+	n := 1
+	for n <= need && n < len(b) && b[n] >= lo && b[n] <= hi {
+		n, lo, hi = n+1, 0x80, 0xBF
+	}
+	return n
 }
 
 // PlaceholderOf returns the placeholder a table's properties record
@@ -179,8 +229,9 @@ func (p *Placeholder) check(row map[string]any, spelled bool) error {
 // type: the text (and hstore's JSON), its bytes (with spelled, also as
 // their base64 or hex text), a list of the text, of its bytes or of the
 // UUID made of its bytes, a list of its bytes as integers (integer
-// arrays, and date arrays, whose days are integers), and a map of the text
-// to itself (hstore).
+// arrays, and date arrays, whose days are integers), a map of the text to
+// itself (hstore), and the fixed point Debezium writes for PostGIS
+// geometry and geography columns whatever the placeholder.
 func (p *Placeholder) is(v any, spelled bool) bool {
 	switch v := v.(type) {
 	case string:
@@ -189,35 +240,76 @@ func (p *Placeholder) is(v any, spelled bool) bool {
 		return bytes.Equal(v, p.bytes)
 	case []any:
 		if len(v) == 1 {
-			s, _ := v[0].(string)
-			return p.is(v[0], spelled) || s == p.uuid
-		}
-		if len(v) != len(p.bytes) {
-			return false
-		}
-		for i, e := range v {
-			var n int64
-			switch e := e.(type) {
-			case int32:
-				n = int64(e)
-			case int64:
-				n = e
-			case iceberg.Date:
-				n = int64(e)
-			default:
-				return false
-			}
-			if n != int64(p.bytes[i]) {
-				return false
+			if s, _ := v[0].(string); s == p.uuid || p.is(v[0], spelled) {
+				return true
 			}
 		}
-		return true
+		return p.ints(v)
 	case []MapEntry:
 		return len(v) == 1 && v[0].Key == p.text && v[0].Value == p.text
 	case map[string]any:
-		return len(v) == 1 && v[p.text] == p.text
+		return len(v) == 1 && v[p.text] == p.text || unavailableGeometry(v, spelled)
 	}
 	return false
+}
+
+// ints reports whether v is p's bytes as Debezium writes them into an
+// integer (or date) array: each as Java's (int) b, a signed byte (from a
+// review: a placeholder of bytes from 0x80 on was missed).
+func (p *Placeholder) ints(v []any) bool {
+	if len(v) != len(p.bytes) {
+		return false
+	}
+	for i, e := range v {
+		var n int64
+		switch e := e.(type) {
+		case int32:
+			n = int64(e)
+		case int64:
+			n = e
+		case iceberg.Date:
+			n = int64(e)
+		default:
+			return false
+		}
+		if n != int64(int8(p.bytes[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// The EWKB of the points Debezium's PostgreSQL connector writes for an
+// unchanged TOASTed PostGIS column, whatever unavailable.value.placeholder
+// says: SRID=4326;POINT(-99999999 -99999999) for geometry,
+// SRID=4326;POINT(179.999999 89.999999) for geography (its
+// UnchangedToastedPlaceholder; from a review).
+const (
+	unavailableGeometryWKB  = "\x01\x01\x00\x00\x20\xe6\x10\x00\x00\x00\x00\x00\xfc\x83\xd7\x97\xc1\x00\x00\x00\xfc\x83\xd7\x97\xc1"
+	unavailableGeographyWKB = "\x01\x01\x00\x00\x20\xe6\x10\x00\x00\x0c\x21\xe7\xfd\xff\x7f\x66\x40\x18\x42\xce\xfb\xff\x7f\x56\x40"
+)
+
+// unavailableGeometry reports whether v, a geometry or geography struct
+// (srid, wkb), holds one of Debezium's placeholder points; with spelled,
+// its wkb may be base64 text.
+func unavailableGeometry(v map[string]any, spelled bool) bool {
+	var wkb []byte
+	switch w := v["wkb"].(type) {
+	case []byte:
+		wkb = w
+	case string:
+		if !spelled {
+			return false
+		}
+		b, err := base64.StdEncoding.DecodeString(w)
+		if err != nil {
+			return false
+		}
+		wkb = b
+	default:
+		return false
+	}
+	return string(wkb) == unavailableGeometryWKB || string(wkb) == unavailableGeographyWKB
 }
 
 // ChangeEvent is one Debezium change event, decoded.

@@ -467,6 +467,12 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			return res, err
 		}
 		res.Published = true
+		// The settings the branch was written with are main's now (from
+		// a review: main's sink, restarted without the flags, undid the
+		// repair).
+		if err := connector.RecordDebezium(ctx, tbl, cfg); err != nil {
+			return res, fmt.Errorf("published branch %s of %s: %w", tbl.Branch(), tbl.Name(), err)
+		}
 		if res.MainWasAhead, err = mainWasAhead(ctx, tbl, res.MainFrom, opts.Topic, res.Next); err != nil {
 			return res, err
 		}

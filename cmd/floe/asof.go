@@ -23,7 +23,13 @@ type asOfResult struct {
 	// RowCount and Output are set with --rows --output.
 	RowCount *int64 `json:"row_count,omitempty"`
 	Output   string `json:"output,omitempty"`
+	// Now is set for --time now: each position is its partition's next
+	// offset in the table's ledger (source "now").
+	Now bool `json:"now,omitempty"`
 }
+
+// sourceNow is the source of a position of --time now.
+const sourceNow = "now"
 
 func newAsOfCmd() *cobra.Command {
 	var (
@@ -41,7 +47,10 @@ the table as of it holds each named partition's records below the cut's offset (
 named are taken as they are in the answer's snapshot). floe as-of prints the first snapshot at
 which every position is covered (snapshot_id), and with --rows the exact table at the position:
 that snapshot's rows filtered to offsets below each cut, printed, or written to --output as
-Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json). A snapshot that snapshot
+Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json). An upsert table changes
+commit by commit: its state as of a position is its state at the last commit at or below it
+(exact in --json says whether a commit ends there; floe replay --until the position rebuilds it
+exactly). A snapshot that snapshot
 expiry removed is still found through the ledger and said to have expired (expired in --json):
 --rows of an append table whose schema is still the position's then reads the current snapshot
 below the position when it names every partition (the same rows: floe's commits only add rows;
@@ -52,7 +61,8 @@ or after it (out-of-order timestamps included), from the broker's ListOffsets by
 --brokers is given and the broker still retains what the table holds (on a compacted topic
 lowered to a record the table holds that compaction removed), else from the table's own
 timestamp column. A time in the future is refused: records at or after it may still arrive, so
-the table as of it is not known yet.
+the table as of it is not known yet. --time now is the table as it is: each partition at the next
+offset its ledger records (source now).
 
 In JSON and JSON lines, keys, values and header values are strings when they are valid UTF-8,
 null when null, and {"base64": "..."} otherwise. CSV writes null as an empty field.`,
@@ -120,7 +130,14 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			if err != nil {
 				return err
 			}
-			res := asOfResult{AsOfResult: answer}
+			res := asOfResult{AsOfResult: answer, Now: at == "now"}
+			if res.Now {
+				// Given to the lookup as offsets, they are the table's
+				// own (a new user read "the given offsets").
+				for i := range res.Positions {
+					res.Positions[i].Source = sourceNow
+				}
+			}
 			w := cmd.OutOrStdout()
 			if !rows {
 				return printAsOf(w, f.json, res)
@@ -178,9 +195,12 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 		return printJSON(w, r)
 	}
 	fmt.Fprintf(w, "%s as of ", r.Table)
-	if r.Time != nil {
+	switch {
+	case r.Now:
+		fmt.Fprint(w, "now (each partition at the next offset its ledger records)")
+	case r.Time != nil:
 		fmt.Fprintf(w, "record time %s", r.Time.Format(time.RFC3339Nano))
-	} else {
+	default:
 		fmt.Fprint(w, "the given offsets")
 	}
 	if r.Mode == mapping.ModeUpsert {

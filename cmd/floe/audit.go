@@ -92,7 +92,8 @@ audit could not run.`,
   floe audit --table lake.orders --deep --brokers localhost:9092 --verify-content
   floe audit --table lake.orders --brokers localhost:9092 --json > audit.json
   floe audit --table lake.orders --brokers localhost:9092 --html audit.html
-  floe audit --table lake.orders --json > reviewed.json && floe audit --table lake.orders --accept reviewed.json`,
+  floe audit --table lake.orders --json > reviewed.json   # exits 1: it has findings to review
+  floe audit --table lake.orders --accept reviewed.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAudit(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)

@@ -420,10 +420,22 @@ func TestAsOfTimeNow(t *testing.T) {
 	st, loc := sinkStack(t)
 	mustFloe(t, slices.Concat([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc)...)
 	var res struct {
-		Rows []json.RawMessage `json:"rows"`
+		Rows      []json.RawMessage `json:"rows"`
+		Now       bool              `json:"now"`
+		Positions []struct {
+			Source string `json:"source"`
+		} `json:"positions"`
 	}
 	out := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.orders", "--time", "now", "--rows", "--json"}, loc)...)
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Rows) != 300 {
 		t.Fatalf("as-of --time now: %v, %d rows; want the table's 300\n%s", err, len(res.Rows), out)
+	}
+	// The cut is the table's own, not "given" (from a new-user run).
+	if !res.Now || len(res.Positions) != 3 || res.Positions[0].Source != "now" {
+		t.Errorf("as-of --time now --json: now %v, positions %+v; want now and source now", res.Now, res.Positions)
+	}
+	text := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.orders", "--time", "now"}, loc)...)
+	if !strings.Contains(text, "lake.orders as of now (each partition at the next offset its ledger records)") || strings.Contains(text, "given") {
+		t.Errorf("as-of --time now:\n%s", text)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -66,8 +67,20 @@ func TestStatusListsBrokenTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := floe(t, append([]string{"status"}, loc...)...)
-	if code != 0 || !strings.Contains(out, "lake.orders") {
+	if code != 0 || !strings.Contains(out, "lake.orders") || !regexp.MustCompile(`lake\.broken +unreadable \(below\)`).MatchString(out) ||
+		!strings.Contains(out, "lake.broken cannot be read: ") {
 		t.Errorf("status without --table, with lake.broken's metadata gone: exit %d\n%s%s\nwant lake.orders listed (and lake.broken said unreadable)", code, out, errs)
+	}
+	// With no table readable (the storage down, say) the listing fails:
+	// it listed every table with its error and exited 0 (from a new-user
+	// run).
+	loc1 := strings.TrimPrefix(openTable(t, cfg, "lake.orders").Iceberg().MetadataLocation(), "file://")
+	if err := os.Rename(loc1, loc1+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = floe(t, append([]string{"status"}, loc...)...)
+	if code != exitError || !strings.Contains(errs, "no table of the catalog can be read") {
+		t.Errorf("status without --table, no table readable: exit %d\n%s%s\nwant exit 2 saying no table can be read", code, out, errs)
 	}
 	_ = filepath.Join
 	_ = catalog.Config{}

@@ -254,8 +254,25 @@ func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON boo
 		}
 		tables = append(tables, t)
 	}
+	// Every table unreadable is the catalog's storage, not a table: the
+	// command fails, as a status of one table does (a new user got a
+	// listing of errors and exit 0).
+	var readable, unreadable error
+	for _, t := range tables {
+		if t.Error == "" {
+			readable = errors.New("")
+		} else if unreadable == nil {
+			unreadable = fmt.Errorf("no table of the catalog can be read (%s: %s)", t.Table, t.Error)
+		}
+	}
+	if readable != nil {
+		unreadable = nil
+	}
 	if asJSON {
-		return printJSON(w, map[string]any{"tables": tables})
+		if err := printJSON(w, map[string]any{"tables": tables}); err != nil {
+			return err
+		}
+		return unreadable
 	}
 	if len(tables) == 0 {
 		_, err := fmt.Fprintln(w, "the catalog has no tables yet: floe sink creates them")
@@ -269,7 +286,7 @@ func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON boo
 		case t.Of != "":
 			kind = "dead letters of " + t.Of
 		case t.Error != "":
-			kind = "unreadable: " + t.Error
+			kind = "unreadable (below)"
 		}
 		if t.Rows != nil {
 			rows = strconv.FormatInt(*t.Rows, 10)
@@ -279,7 +296,18 @@ func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON boo
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Table, kind, rows, last)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if unreadable != nil {
+		return unreadable
+	}
+	for _, t := range tables {
+		if t.Error != "" {
+			fmt.Fprintf(w, "%s cannot be read: %s\n", t.Table, t.Error)
+		}
+	}
+	return nil
 }
 
 // floeTable reports whether floe writes tbl: a property floe sets, or a

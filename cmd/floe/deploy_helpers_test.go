@@ -89,8 +89,8 @@ func produceRound(t *testing.T, brokers []string, topic string, partitions int32
 
 // floeRun is how a floe run in the background ended (liveFloe).
 type floeRun struct {
-	errs string
-	err  error
+	out, errs string
+	err       error
 }
 
 // liveFloe runs floe with args in the background until it ends or ctx
@@ -98,8 +98,8 @@ type floeRun struct {
 func liveFloe(ctx context.Context, args ...string) <-chan floeRun {
 	done := make(chan floeRun, 1)
 	go func() {
-		_, errs, err := floeCtx(ctx, args...)
-		done <- floeRun{errs, err}
+		out, errs, err := floeCtx(ctx, args...)
+		done <- floeRun{out, errs, err}
 	}()
 	return done
 }

@@ -139,6 +139,9 @@ func TestDropRecreatedUnderLiveSink(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), "was dropped and created again while this process had it open") {
 		t.Errorf("live sink: %v\n%s", r.err, r.errs)
 	}
+	if strings.Contains(r.out, "kept") {
+		t.Errorf("live sink's summary after its table was dropped:\n%s", r.out)
+	}
 	sum, err := openTable(t, st.Catalog(), "lake.t").Summary(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +150,34 @@ func TestDropRecreatedUnderLiveSink(t *testing.T) {
 		if tp.Topic != "other" {
 			t.Errorf("the new table, made for topic other, holds %s", tp)
 		}
+	}
+}
+
+// TestSinkSummaryAfterDrop: a live sink whose table floe drop --yes
+// removes stops (exit 2) at its next commit; its summary said what it had
+// committed was "kept", when it went with the table (from a new-user run).
+func TestSinkSummaryAfterDrop(t *testing.T) {
+	st, loc := sinkStack(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	done := liveFloe(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.t", "--flush-interval", "200ms", "--lag-interval", "1s"}, loc...)...)
+	waitFor(t, 20*time.Second, "the live sink's first rows", func() bool {
+		code, out, _ := floe(t, append([]string{"files", "--table", "lake.t"}, loc[:2]...)...)
+		return code == 0 && strings.Contains(out, ".parquet")
+	})
+	mustFloe(t, append([]string{"drop", "--table", "lake.t", "--yes"}, loc[:2]...)...)
+	var r floeRun
+	for r.err == nil && r.errs == "" {
+		produceRound(t, st.Brokers, "orders", 3, 3, map[int32]int64{})
+		select {
+		case r = <-done:
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the live sink did not stop")
+		}
+	}
+	if r.err == nil || strings.Contains(r.out, "kept") || !strings.Contains(r.out, "gone with the dropped table") {
+		t.Errorf("live sink after its table was dropped: %v\nstdout:\n%s", r.err, r.out)
 	}
 }
 

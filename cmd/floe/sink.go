@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -451,6 +452,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				r := newRunReport(tbl.Name(), p.Topic, stats)
 				r.NewTable, r.Error = tbl.Created(), err.Error()
 				printJSONLine(w, r)
+			case committedRecords(stats) && tableGone(err):
+				fmt.Fprintf(w, "stopped by an error (below); committed before it, and gone with the dropped table:\n")
+				printSinkStats(w, summaryName(tbl), p.Topic, stats)
 			case committedRecords(stats):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
 				printSinkStats(w, summaryName(tbl), p.Topic, stats)
@@ -756,4 +760,11 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// tableGone reports whether err says that the sink's table was dropped
+// (and perhaps created again) under it: what it committed went with it.
+func tableGone(err error) bool {
+	_, replaced := errors.AsType[*snapshot.TableReplacedError](err)
+	return replaced || errors.Is(err, icecat.ErrNoSuchTable)
 }

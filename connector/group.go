@@ -531,6 +531,14 @@ func (s *Sink) fenced(err error) {
 	if s.cfg.OnFenced != nil {
 		s.cfg.OnFenced(err)
 	}
+	if s.cfg.Group == "" {
+		// Outside a group, a fence most often means a second sink of the
+		// same partitions (started twice): each fences the other flush
+		// after flush, and the warning named no way out (from a new-user
+		// run).
+		s.log.Warn("fenced by another writer of the same partitions; dropping what was consumed, re-reading the ledger and re-seeking: nothing is lost or doubled, but two sinks of one topic and table redo each other's work; run one, or several with --group (or with disjoint --partitions)", "err", err)
+		return
+	}
 	s.log.Warn("fenced by another writer; dropping what was consumed, re-reading the ledger and re-seeking", "err", err)
 }
 

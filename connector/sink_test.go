@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"errors"
+	"log/slog"
 	"maps"
 	"strings"
 	"testing"
@@ -153,9 +154,10 @@ func TestTwoSinksOneTable(t *testing.T) {
 		err   error
 	}
 	results := make(chan result, 2)
+	var logs floetest.SyncBuffer
 	for _, tbl := range []*snapshot.Table{a, b} {
 		go func() {
-			st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 400})
+			st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 400, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			results <- result{st, err}
 		}()
 	}
@@ -185,6 +187,11 @@ func TestTwoSinksOneTable(t *testing.T) {
 	}
 	if fenced == 0 {
 		t.Fatal("neither sink reports being fenced")
+	}
+	// The warning names the way out of two sinks of one topic (from a
+	// new-user run).
+	if !strings.Contains(logs.String(), "run one, or several with --group") {
+		t.Errorf("the fenced sink's warning does not name --group:\n%s", logs.String())
 	}
 	if rowsSunk != 12000 {
 		t.Fatalf("the sinks committed %d rows together, want 12000", rowsSunk)

@@ -71,6 +71,11 @@ func parseJSON(data []byte) (any, error) {
 			// producer split at its first ':', as kcat -K: does).
 			return nil, fmt.Errorf("not valid JSON: %s ends before its value does", quoteStart(data))
 		}
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+			// Showing the text: for "not json" encoding/json speaks of
+			// a literal null (from a new-user run).
+			return nil, fmt.Errorf("not valid JSON: %s (at byte %d: %w)", quoteStart(data), se.Offset, err)
+		}
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {

@@ -58,13 +58,17 @@ func (o OpenOptions) CheckNew() error {
 		// table gets as raw.
 		return &mapping.KeyError{Problem: "--id-columns names value columns, and a new table's values are raw (no --value): decode them (--value json or registry)"}
 	}
-	if o.Mode == mapping.ModeUpsert && o.PartitionBy != nil {
+	if o.Mode == mapping.ModeUpsert {
+		// The key is checked before the table is created too: its error
+		// read as one of loading the table (from a new-user run).
 		key, err := o.newKey()
 		if err != nil {
 			return err
 		}
-		if err := key.CheckPartitionBy(*o.PartitionBy); err != nil {
-			return err
+		if o.PartitionBy != nil {
+			if err := key.CheckPartitionBy(*o.PartitionBy); err != nil {
+				return err
+			}
 		}
 	}
 	if o.PartitionBy == nil {

@@ -287,3 +287,19 @@ func TestUpsertKeyAloneTakesTablesValue(t *testing.T) {
 		t.Errorf("--id-columns without --value into a new table: exit %d, %s", code, errs)
 	}
 }
+
+// TestUpsertStructKeyWithoutValueNewTable: a new upsert table given --key
+// json without --value (its values would be raw) is refused before it is
+// created, with the fix; the refusal read as a failure to load the table
+// ("load table lake.c2: upsert key: ...", from a new-user run).
+func TestUpsertStructKeyWithoutValueNewTable(t *testing.T) {
+	const topic = "customers-kv"
+	st, sink, _ := upsertStack(t, topic, 1, []*kgo.Record{rec(topic, 0, []byte(`{"id":1}`), []byte(`{"name":"ann"}`), 0)})
+	code, _, errs := floe(t, append(sink, "--table", "lake.c2", "--mode", "upsert", "--key", "json")...)
+	if code != exitError || strings.Contains(errs, "load table") || !strings.Contains(errs, "use --value json or registry with it") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if replayTableExists(t, st, "lake.c2") {
+		t.Error("the refused run created the table")
+	}
+}

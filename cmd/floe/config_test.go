@@ -318,3 +318,17 @@ func TestConfigPipelinesWithPartitionsFlag(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestConfigPipelinePartitionsNamed: a config file's pipeline whose
+// partitions: key names a partition the topic lacks is refused naming the
+// file and the key; it was reported as the --partitions flag, which no one
+// had given (from a new-user run).
+func TestConfigPipelinePartitionsNamed(t *testing.T) {
+	st, loc := sinkStack(t)
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, conf, fmt.Sprintf("brokers: [%s]\npipelines:\n  - {topic: orders, table: lake.fromfile, partitions: [5]}\n", st.Brokers[0]))
+	code, _, errs := floe(t, append([]string{"sink", "--config", conf, "--stop-at-end"}, loc...)...)
+	if line := errorLine(errs); code != exitError || strings.Contains(line, "--partitions") || !strings.Contains(line, "config file "+conf+": a pipeline's partitions: 5: want partitions of topic orders") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}

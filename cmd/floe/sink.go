@@ -222,6 +222,18 @@ func sinkPipelines(ctx context.Context, f *sinkFlags) ([]pipeline, error) {
 	return out, nil
 }
 
+// fileSettingError names the config file where err is about a key of the
+// pipelines it gave: a bad partitions: key was reported as the
+// --partitions flag, which no one had given (from a new-user run).
+func fileSettingError(ctx context.Context, f *sinkFlags, err error) error {
+	file := configFrom(ctx)
+	ce, ok := errors.AsType[*connector.ConfigError](err)
+	if !ok || ce.Setting != connector.SettingPartitions || f.partitions != nil || file == nil || len(file.pipelines) == 0 {
+		return err
+	}
+	return fmt.Errorf("config file %s: a pipeline's partitions: %s: want %s", file.path, ce.Value, ce.Want)
+}
+
 // tableFor is the table of topic under --table pattern: {topic} stands for
 // the topic's name with dots and dashes made underscores, so that a topic
 // name is one identifier (a dot would start a namespace).
@@ -501,7 +513,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			}
 			return fmt.Errorf("%w; a sink that should wait for the topic to be created subscribes by pattern: --topic-regex %s", err, pattern)
 		}
-		return err
+		return fileSettingError(ctx, f, err)
 	}
 	cat, err := f.openCatalog(ctx)
 	if err != nil {

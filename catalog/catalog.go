@@ -200,12 +200,15 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 			return nil, err
 		}
 		maps.Copy(props, st.props)
-	case s3Configured(cfg.S3, true):
-		// A folder warehouse with S3 set in the AWS environment: tables on
-		// S3 read through floe's configuration all the same, so that a
-		// server that is down reads as unreachable, not as a missing file
-		// (withoutResponseIDs). An AWS setup that does not resolve is left
-		// to iceberg-go, as before: a file warehouse never fails on it.
+	case os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != "":
+		// A folder warehouse with an S3 endpoint in the AWS environment:
+		// tables on S3 read through floe's configuration all the same, so
+		// that a server that is down reads as unreachable, not as a
+		// missing file (withoutResponseIDs). Only then: resolving runs the
+		// credential chain (an AWS_PROFILE's credential_process, an SSO
+		// call) for every command of a catalog of local tables (from a
+		// review). An AWS setup that does not resolve is left to
+		// iceberg-go, as before: a file warehouse never fails on it.
 		if st, err = resolveS3(ctx, cfg.S3, log); err != nil {
 			log.Debug("S3 access left to iceberg-go: the AWS environment does not resolve", "err", err)
 			st = nil

@@ -89,6 +89,9 @@ func TestWhereKeyTypedColumns(t *testing.T) {
 		{`{"id":"` + one + `","day":"2024-01-31","tod":"10:00:00.25","at":"2024-01-31T08:00:00.5","local":"2024-01-31T10:00:00","price":12.5}`, `key column at is a timestamptz`},
 		{`{"id":"x","day":"2024-01-31","tod":"10:00:00.25","at":"2024-01-31T08:00:00.5Z","local":"2024-01-31T10:00:00","price":12.5}`, `key column id is a uuid, and "x" is not one`},
 		{`{"id":"` + one + `","day":true,"tod":"10:00:00.25","at":"2024-01-31T08:00:00.5Z","local":"2024-01-31T10:00:00","price":12.5}`, `key column day is a date: give it as a JSON string "2006-01-02"`},
+		// Nanoseconds were cut to the row's microseconds (from a review).
+		{`{"id":"` + one + `","day":"2024-01-31","tod":"10:00:00.25","at":"2024-01-31T08:00:00.5000009Z","local":"2024-01-31T10:00:00","price":12.5}`, `key column at is a timestamptz, and "2024-01-31T08:00:00.5000009Z" is not one`},
+		{`{"id":"` + one + `","day":"2024-01-31","tod":"10:00:00.25","at":"2024-01-31T08:00:00.5Z","local":"2024-01-31T10:00:00.0000009","price":12.5}`, `key column local is a timestamp, and "2024-01-31T10:00:00.0000009" is not one`},
 	} {
 		_, err := lookup.WhereKey(e.Ctx, tbl, nil, c.key)
 		if qe := (*lookup.QueryError)(nil); !errors.As(err, &qe) || !strings.Contains(err.Error(), c.want) {

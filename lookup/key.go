@@ -313,11 +313,11 @@ func typedKey(col string, t iceberg.Type, v any) (iceberg.Literal, error) {
 			return iceberg.NewLiteral(iceberg.Date(d)), nil
 		}
 	case iceberg.TimeType:
-		form = `a JSON string "15:04:05.999999"`
+		form = `a JSON string "15:04:05.999999" (at most microseconds)`
 	case iceberg.TimestampType:
-		form = `a JSON string "2006-01-02T15:04:05.999999", without a zone`
+		form = `a JSON string "2006-01-02T15:04:05.999999", without a zone (at most microseconds)`
 	case iceberg.TimestampTzType:
-		form = `a JSON string "2006-01-02T15:04:05.999999Z" (or with an offset, +02:00)`
+		form = `a JSON string "2006-01-02T15:04:05.999999Z" (or with an offset, +02:00; at most microseconds)`
 	case iceberg.UUIDType:
 		form = `a JSON string "123e4567-e89b-12d3-a456-426614174000"`
 	case iceberg.DecimalType:
@@ -333,14 +333,32 @@ func typedKey(col string, t iceberg.Type, v any) (iceberg.Literal, error) {
 		return nil, fmt.Errorf("key column %s is a %s: give it as %s", col, t, form)
 	}
 	lit, err := iceberg.NewLiteral(s).To(t)
-	if err == nil && !exactDecimal(s, lit) {
-		// The cast rounds to the scale: 12.345 would look up 12.35.
+	if err == nil && (!exactDecimal(s, lit) || belowMicros(s)) {
+		// The cast rounds a decimal to its scale (12.345 would look up
+		// 12.35) and cuts times below the microsecond (from a review).
 		err = errors.New("rounded")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("key column %s is a %s, and %q is not one: give it as %s", col, t, s, form)
 	}
 	return lit, nil
+}
+
+// belowMicros reports whether s, a time or a timestamp as text, has more
+// than six digits after its seconds' point: Iceberg keeps microseconds.
+func belowMicros(s string) bool {
+	_, frac, ok := strings.Cut(s, ".")
+	if !ok {
+		return false
+	}
+	digits := 0
+	for _, c := range frac {
+		if c < '0' || c > '9' {
+			break
+		}
+		digits++
+	}
+	return digits > 6
 }
 
 // exactDecimal reports whether lit, the cast of text s, is s's value:

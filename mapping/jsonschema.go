@@ -131,7 +131,8 @@ func (b *jsBuilder) fail(path string, format string, args ...any) (jsNode, error
 }
 
 // build maps the schema s of document doc. Keywords are taken in this
-// order: $ref (with properties beside it, merged with them as allOf);
+// order: $ref (with properties beside it in a 2019-09 or later schema,
+// merged with them as allOf where they can be);
 // allOf, whose object branches
 // merge into one struct; anyOf or oneOf, a union; then type and the
 // keywords of the type.
@@ -154,16 +155,19 @@ func (b *jsBuilder) build(path string, doc *jsDoc, s any) (jsNode, error) {
 		if !ok {
 			return b.fail(path, "$ref is %s, not a string", jsonKind(ref))
 		}
-		if own := without(o, "$ref"); own.values["properties"] != nil {
-			// Properties beside $ref extend its target (JSON Schema
-			// 2019-09 on; earlier drafts ignore them, and values of
-			// them were dropped without a dead letter: from a
-			// review). They merge as allOf branches do.
+		if own := without(o, "$ref"); own.values["properties"] != nil && siblingsApply(doc) {
+			// Properties beside $ref extend its target from JSON Schema
+			// 2019-09 on, and their values were dropped without a dead
+			// letter (from a review). They merge as allOf branches do;
+			// where they cannot (an annotation of an inherited property,
+			// a target that is no object), they are left out, as before.
 			list := []any{&jsonObject{keys: []string{"$ref"}, values: map[string]any{"$ref": r}}}
 			if all, ok := own.values["allOf"].([]any); ok {
 				list = append(list, all...)
 			}
-			return b.allOf(path, doc, own, list)
+			if n, err := b.allOf(path, doc, own, list); err == nil {
+				return n, nil
+			}
 		}
 		return b.ref(path, doc, r)
 	}
@@ -188,6 +192,19 @@ func (b *jsBuilder) build(path string, doc *jsDoc, s any) (jsNode, error) {
 		// schema's own type
 	}
 	return b.typed(path, doc, o)
+}
+
+// siblingsApply reports whether doc declares a draft of JSON Schema in which
+// keywords beside $ref apply (2019-09 on). Earlier drafts, and a schema
+// that declares none (draft-07 is the registry's default), ignore them, so
+// a value may not fit them.
+func siblingsApply(doc *jsDoc) bool {
+	root, ok := doc.root.(*jsonObject)
+	if !ok {
+		return false
+	}
+	s, _ := root.values["$schema"].(string)
+	return strings.Contains(s, "/draft/2019-09/") || strings.Contains(s, "/draft/2020-12/")
 }
 
 // shapes reports whether a schema object has keywords of its own that give

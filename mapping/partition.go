@@ -68,6 +68,9 @@ type PartitionByError struct {
 	Problem string
 	// Table is set when the problem is with a table's columns.
 	Table string
+	// TableSpec is set when Spec is the table's own (another engine set
+	// it), not one asked for with --partition-by.
+	TableSpec bool
 }
 
 func (e *PartitionByError) Error() string {

@@ -991,14 +991,15 @@ func overlaps(held map[mapping.TopicPartition][]mapping.Interval, p compactPiece
 }
 
 // partitionKey names a data file's Iceberg partition under spec. Values
-// are written with their types, Go-quoted: printed plainly, a null and the
-// string "<nil>", or two fields' values holding "/" and "=", named one
-// partition (from a review).
+// are written Go-quoted: printed plainly, a null and the string "<nil>",
+// or two fields' values holding "/" and "=", named one partition (from a
+// review). Not their Go types: a value of a column promoted from int to
+// long reads as an int32 from older manifests and an int64 from newer
+// ones, one partition all the same.
 func partitionKey(spec iceberg.PartitionSpec, df iceberg.DataFile) string {
 	var b strings.Builder
 	for _, pf := range spec.Fields() {
-		v := df.Partition()[pf.FieldID]
-		fmt.Fprintf(&b, "%d=%T:%#v;", pf.FieldID, v, v)
+		fmt.Fprintf(&b, "%d=%#v;", pf.FieldID, df.Partition()[pf.FieldID])
 	}
 	return b.String()
 }

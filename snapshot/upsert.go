@@ -40,7 +40,7 @@ func (t *Table) checkOneSpec(ctx context.Context, target *table.Table) error {
 	spec := target.Spec()
 	for _, m := range manifests {
 		if m.PartitionSpecID() != int32(spec.ID()) && (m.HasAddedFiles() || m.HasExistingFiles()) {
-			return &mapping.PartitionByError{Spec: specText(spec, target.Schema()), Table: t.Name(),
+			return &mapping.PartitionByError{Spec: specText(spec, target.Schema()), Table: t.Name(), TableSpec: true,
 				Problem: fmt.Sprintf("the table's partition spec changed (not by this floe, which refuses it) while it held files of spec %d: the equality deletes written under the new spec would not reach their rows; replay the table into a new one (floe replay --mode upsert)", m.PartitionSpecID())}
 		}
 	}
@@ -63,7 +63,7 @@ func (t *Table) checkKeySpec(target *table.Table) error {
 	for _, pf := range spec.Fields() {
 		col, _ := schema.FindColumnName(pf.SourceID())
 		if !slices.Contains(t.key.Columns, col) {
-			return &mapping.PartitionByError{Spec: specText(spec, schema), Table: t.Name(), Part: pf.Name,
+			return &mapping.PartitionByError{Spec: specText(spec, schema), Table: t.Name(), Part: pf.Name, TableSpec: true,
 				Problem: fmt.Sprintf("the table's partition spec (not set by this floe, which refuses it) partitions by %s, which is not a key column (%s): a key's row and the deletes of it could land in different partitions, and an update would leave its old row; give the table a spec of key columns, or none, with the engine that set it, or replay it into a new table (floe replay --mode upsert)",
 					cmp.Or(col, fmt.Sprintf("field id %d", pf.SourceID())), strings.Join(t.key.Columns, ", "))}
 		}

@@ -197,7 +197,11 @@ func withFlags(err error) string {
 			rewrite(e.Error(), cli)
 
 		case *mapping.PartitionByError:
-			rewrite(e.Error(), "--partition-by "+strings.TrimPrefix(e.Error(), "partition spec "))
+			// A spec the table has (another engine set it) is no flag's
+			// (from a review).
+			if !e.TableSpec {
+				rewrite(e.Error(), "--partition-by "+strings.TrimPrefix(e.Error(), "partition spec "))
+			}
 
 		case *connector.CheckError:
 			if len(e.Settings) > 0 { // none: no flag of floe's fixes it

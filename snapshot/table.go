@@ -354,7 +354,19 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 	if log == nil {
 		log = slog.Default()
 	}
-	log.Info("created a new table", "table", strings.Join(ident, "."), "location", tbl.Location())
+	name := strings.Join(ident, ".")
+	log.Info("created a new table", "table", name, "location", tbl.Location())
+	for other, err := range Tables(ctx, cat) {
+		if err != nil {
+			break
+		}
+		if o := strings.Join(other, "."); o != name && strings.EqualFold(o, name) {
+			// A mistyped --table made a second table silently (from a
+			// new-user run).
+			log.Warn("created a table whose name differs from another's only in case: engines that fold names to lower case (Spark, Trino, Hive catalogs) take them for one; if --table was mistyped, floe drop removes the new one",
+				"table", name, "other", o)
+		}
+	}
 	return tbl, true, nil
 }
 

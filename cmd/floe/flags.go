@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,7 +140,28 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.Open(ctx, cat, ident, opts)
+	tbl, err := snapshot.Open(ctx, cat, ident, opts)
+	if errors.Is(err, snapshot.ErrTableNotFound) {
+		// A mistyped name got no suggestion, where a flag does (from a
+		// new-user run).
+		var names []string
+		for other, lerr := range snapshot.Tables(ctx, cat) {
+			if lerr != nil {
+				break
+			}
+			names = append(names, strings.Join(other, "."))
+		}
+		near := closeTo(f.table, names)
+		for _, n := range names {
+			if strings.EqualFold(n, f.table) && !slices.Contains(near, n) {
+				near = append(near, n)
+			}
+		}
+		if len(near) > 0 {
+			err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(near, " or "))
+		}
+	}
+	return tbl, err
 }
 
 // tableCatalog opens the catalog of --table, which must exist unless

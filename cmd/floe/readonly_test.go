@@ -77,3 +77,23 @@ func TestSinkSaysItCreatesACatalog(t *testing.T) {
 		t.Errorf("a read-only command created ./floe-data (%v)", err)
 	}
 }
+
+// TestTableNameSuggested: a mistyped --table gets the catalog's tables of
+// a name close to it, as a mistyped flag gets its flag; and a sink that
+// creates a table whose name differs from another's only in case warns
+// (engines that fold case take them for one). Both went without a word
+// (from a new-user run).
+func TestTableNameSuggested(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "-b", st.Brokers[0], "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	for _, typo := range []string{"lake.ordrs", "Lake.Orders"} {
+		code, _, errs := floe(t, append([]string{"status", "--table", typo}, loc...)...)
+		if code != exitError || !strings.Contains(errs, "(did you mean lake.orders?)") {
+			t.Errorf("status --table %s: exit %d\n%s", typo, code, errs)
+		}
+	}
+	code, _, errs := floe(t, append([]string{"sink", "-b", st.Brokers[0], "-t", "orders", "--table", "Lake.Orders", "--stop-at-end"}, loc...)...)
+	if code != exitOK || !strings.Contains(errs, "differs from another's only in case") || !strings.Contains(errs, "other=lake.orders") {
+		t.Errorf("sink --table Lake.Orders beside lake.orders: exit %d\n%s", code, errs)
+	}
+}

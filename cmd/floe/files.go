@@ -29,7 +29,8 @@ func newFilesCmd() *cobra.Command {
 		Short: "List the data files of the table's current snapshot, for readers without Iceberg support",
 		Long: `List the Parquet data files that make up the table's current snapshot (or --snapshot ID): per
 file its path, the Kafka topic and partition of its rows, their offsets [low, high) (the text
-shows [smallest, largest+1), the JSON min_offset and max_offset), the row count and the size,
+shows [smallest, largest+1), the JSON min_offset and max_offset, both inclusive), the row
+count and the size,
 from the manifests (no data is read). A file that holds rows of several Kafka partitions (a commit
 writes the small partitions of a flush into shared files; compaction merges small files across
 partitions) is one of a file group: the text shows its partitions and "(group of N files, M

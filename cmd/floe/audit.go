@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,7 +180,7 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	// The files first: when one cannot be written, the audit fails before
 	// printing a report, as every failed audit does.
 	if f.html != "" {
-		rep.CatalogArgs = reportCatalogArgs(f.catalog)
+		rep.CatalogArgs = append(reportCatalogArgs(f.catalog), f.reportS3Args(tbl.Iceberg().Location())...)
 		if err := writeHTMLReport(f.html, rep); err != nil {
 			return err
 		}
@@ -244,6 +245,25 @@ func reportCatalogArgs(spec string) []string {
 		}
 	}
 	return []string{"--catalog", shellQuote(catalog.Redact(spec))}
+}
+
+// reportS3Args are the S3 settings, credentials aside, that the command
+// an HTML report gives needs to reach a table at location on S3: the
+// endpoint and region this audit used, from the flags or the environment
+// (the command failed in a reviewer's shell without them: from a
+// new-user run). Credentials come from the reviewer's own AWS setup.
+func (f *catalogFlags) reportS3Args(location string) []string {
+	if !strings.HasPrefix(location, "s3://") && !strings.HasPrefix(location, "s3a://") {
+		return nil
+	}
+	var args []string
+	if e := cmp.Or(f.s3Endpoint, os.Getenv("AWS_ENDPOINT_URL_S3"), os.Getenv("AWS_ENDPOINT_URL")); e != "" {
+		args = append(args, "--s3-endpoint", shellQuote(e))
+	}
+	if r := cmp.Or(f.s3Region, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION")); r != "" {
+		args = append(args, "--s3-region", shellQuote(r))
+	}
+	return args
 }
 
 // shellQuote quotes s as one word for a POSIX shell, when it needs it.

@@ -451,3 +451,40 @@ func TestDropOnS3(t *testing.T) {
 		})
 	}
 }
+
+// TestReportReverifyOnS3: the command an HTML audit report gives to audit
+// the table again names the S3 endpoint and region the audit used (here
+// from the AWS environment), so that it runs in a reviewer's shell that
+// has credentials of its own and nothing else; it named the catalog only,
+// and failed there for a table on S3 (from a new-user run).
+func TestReportReverifyOnS3(t *testing.T) {
+	e := newS3Env(t)
+	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, e.brokers, "orders", 1, 10, map[int32]int64{})
+	mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
+	html := filepath.Join(t.TempDir(), "audit.html")
+	mustFloe(t, "audit", "--table", "lake.orders", "--catalog", e.catalog, "--html", html)
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	start := strings.Index(page, "floe audit --table lake.orders")
+	end := strings.Index(page[max(start, 0):], "&gt; audit.json")
+	if start < 0 || end < 0 {
+		t.Fatalf("no re-verify command in the report")
+	}
+	command := page[start : start+end]
+	if !strings.Contains(command, "--s3-endpoint "+e.s3.Endpoint) || !strings.Contains(command, "--s3-region "+e.s3.Region) {
+		t.Fatalf("re-verify command %q lacks the S3 endpoint and region", command)
+	}
+	// A reviewer's shell: credentials, no endpoint.
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	t.Setenv("AWS_REGION", "")
+	args := strings.Fields(strings.TrimPrefix(command, "floe "))
+	if code, out, errs := floe(t, args...); code != exitOK || !strings.Contains(out, `"digest"`) {
+		t.Fatalf("floe %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+	}
+}

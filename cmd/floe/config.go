@@ -116,8 +116,12 @@ func addConfigFlag(root *cobra.Command) {
 
 // applyConfig fills every flag of cmd that was not given on the command
 // line from its FLOE_* environment variable, else from the config file, and
-// keeps the parsed file in cmd's context for the pipelines.
-func applyConfig(cmd *cobra.Command) error {
+// keeps the parsed file in cmd's context for the pipelines. It returns a
+// warning for each variable that overrides another value of the file's:
+// a local stack's env.sh sourced before a run with a production --config
+// sent its tables to the local catalog without a word (from a new-user
+// run).
+func applyConfig(cmd *cobra.Command) (warnings []string, err error) {
 	path, _ := cmd.Flags().GetString("config")
 	if path == "" {
 		path = os.Getenv(configEnv)
@@ -126,7 +130,7 @@ func applyConfig(cmd *cobra.Command) error {
 	if path != "" {
 		var err error
 		if file, err = loadConfigFile(path, allFlagNames(cmd.Root())); err != nil {
-			return err
+			return nil, err
 		}
 		cmd.SetContext(context.WithValue(cmd.Context(), configKey{}, file))
 	}
@@ -149,6 +153,13 @@ func applyConfig(cmd *cobra.Command) error {
 			} else if src != nil {
 				src[f.Name] = env
 			}
+			if file != nil {
+				if fv, ok := file.values[f.Name]; ok && !slices.Equal(fv, vals) {
+					// Names only: the values may be secrets.
+					warnings = append(warnings, fmt.Sprintf("%s overrides the config file's %s (%s line %d): the environment comes before the file; unset %s to use the file's",
+						env, f.Name, file.path, file.lines[f.Name], env))
+				}
+			}
 			return
 		}
 		if file == nil {
@@ -165,7 +176,7 @@ func applyConfig(cmd *cobra.Command) error {
 	if err := brokersFromKafkaConfig(cmd.Flags(), src); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return warnings, errors.Join(errs...)
 }
 
 // brokersFromKafkaConfig sets --brokers from the bootstrap.servers of the

@@ -332,3 +332,26 @@ func TestConfigPipelinePartitionsNamed(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestConfigOverriddenByEnvironmentWarns: a FLOE_* variable that
+// overrides another value of the config file's is said (a local stack's
+// env.sh, sourced before a run with a production --config, sent its
+// tables to the local catalog without a word: from a new-user run); the
+// values are not shown, as they may be secrets.
+func TestConfigOverriddenByEnvironmentWarns(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "floe.yaml")
+	writeFile(t, conf, "catalog: "+filepath.Join(dir, "prod.db")+"\nwarehouse: "+filepath.Join(dir, "wh")+"\n")
+	t.Setenv("FLOE_CATALOG", filepath.Join(dir, "local.db"))
+	t.Setenv("FLOE_WAREHOUSE", filepath.Join(dir, "wh"))
+	_, _, errs := floe(t, "status", "--config", conf)
+	var warning string
+	for line := range strings.SplitSeq(errs, "\n") {
+		if strings.Contains(line, "overrides") {
+			warning += line
+		}
+	}
+	if !strings.Contains(warning, "FLOE_CATALOG overrides the config file's catalog ("+conf+" line 1)") || strings.Contains(warning, "local.db") || strings.Contains(warning, "FLOE_WAREHOUSE overrides") {
+		t.Errorf("stderr:\n%s\nwant a warning naming FLOE_CATALOG and the file's line only", errs)
+	}
+}

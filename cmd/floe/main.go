@@ -183,11 +183,15 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfig(cmd); err != nil {
+			overrides, err := applyConfig(cmd)
+			if err != nil {
 				return err
 			}
 			if err := setupLogging(stderr, g); err != nil {
 				return err
+			}
+			for _, w := range overrides {
+				slog.Warn(w)
 			}
 			for _, w := range misspeltEnv(os.Environ(), allFlagNames(cmd.Root())) {
 				slog.Warn(w)

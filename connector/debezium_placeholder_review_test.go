@@ -37,14 +37,7 @@ func TestDebeziumPlaceholderIntArraySigned(t *testing.T) {
 		}
 		return out
 	}
-	event := func(op string, after map[string]any) *kgo.Record {
-		v, err := json.Marshal(map[string]any{"before": nil, "after": after, "op": op, "ts_ms": 1_700_000_000_000,
-			"source": map[string]any{"ts_ms": 1_700_000_000_000, "connector": "postgresql", "db": "inventory", "table": "s51toast"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fmt.Sprintf(`{"id":%v}`, after["id"])), Value: v}
-	}
+	event := func(op string, after map[string]any) *kgo.Record { return plainChangeEvent(t, topic, op, after) }
 	e.Produce([]*kgo.Record{
 		event("c", map[string]any{"id": 1, "scores": []int64{5, 6}, "bio": "long text"}),
 		event("c", map[string]any{"id": 2, "scores": []int64{7, 8}, "bio": "long text"}),
@@ -90,14 +83,7 @@ func TestDebeziumPlaceholderHexInvalidUTF8Text(t *testing.T) {
 	const topic, placeholder = "dbserver1.inventory.phhex", "hex:ffff"
 	const javaText = "\uFFFD\uFFFD" // new String(new byte[]{-1, -1}, UTF_8)
 	e.Topic(topic, 1, nil)
-	event := func(op string, after map[string]any) *kgo.Record {
-		v, err := json.Marshal(map[string]any{"before": nil, "after": after, "op": op, "ts_ms": 1_700_000_000_000,
-			"source": map[string]any{"ts_ms": 1_700_000_000_000, "connector": "postgresql", "db": "inventory", "table": "s51hex"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fmt.Sprintf(`{"id":%v}`, after["id"])), Value: v}
-	}
+	event := func(op string, after map[string]any) *kgo.Record { return plainChangeEvent(t, topic, op, after) }
 	e.Produce([]*kgo.Record{
 		event("c", map[string]any{"id": 1, "bio": "long text", "n": 1}),
 		event("u", map[string]any{"id": 1, "bio": javaText, "n": 2}),
@@ -128,14 +114,7 @@ func TestDebeziumPlaceholderOneByteIntArray(t *testing.T) {
 	e := newEnv(t)
 	const topic, placeholder = "dbserver1.inventory.phone", "?"
 	e.Topic(topic, 1, nil)
-	event := func(op string, after map[string]any) *kgo.Record {
-		v, err := json.Marshal(map[string]any{"before": nil, "after": after, "op": op, "ts_ms": 1_700_000_000_000,
-			"source": map[string]any{"ts_ms": 1_700_000_000_000, "connector": "postgresql", "db": "inventory", "table": "s51one"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fmt.Sprintf(`{"id":%v}`, after["id"])), Value: v}
-	}
+	event := func(op string, after map[string]any) *kgo.Record { return plainChangeEvent(t, topic, op, after) }
 	e.Produce([]*kgo.Record{
 		event("c", map[string]any{"id": 1, "scores": []int64{5, 6}}),
 		event("u", map[string]any{"id": 1, "scores": []int64{'?'}}),
@@ -171,14 +150,7 @@ func TestDebeziumPlaceholderGeometry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	event := func(op string, after map[string]any) *kgo.Record {
-		v, err := json.Marshal(map[string]any{"before": nil, "after": after, "op": op, "ts_ms": 1_700_000_000_000,
-			"source": map[string]any{"ts_ms": 1_700_000_000_000, "connector": "postgresql", "db": "inventory", "table": "s51geom"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fmt.Sprintf(`{"id":%v}`, after["id"])), Value: v}
-	}
+	event := func(op string, after map[string]any) *kgo.Record { return plainChangeEvent(t, topic, op, after) }
 	real := map[string]any{"wkb": base64.StdEncoding.EncodeToString([]byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), "srid": 4326}
 	e.Produce([]*kgo.Record{
 		event("c", map[string]any{"id": 1, "name": "a", "geom": real}),
@@ -197,4 +169,17 @@ func TestDebeziumPlaceholderGeometry(t *testing.T) {
 	if st.DeadLetters != 1 {
 		t.Errorf("%d dead letters, want 1", st.DeadLetters)
 	}
+}
+
+// plainChangeEvent is a Debezium change event of topic as the JSON
+// converter without schemas writes it: op on a row whose after image is
+// after, keyed by its id.
+func plainChangeEvent(t *testing.T, topic, op string, after map[string]any) *kgo.Record {
+	t.Helper()
+	v, err := json.Marshal(map[string]any{"before": nil, "after": after, "op": op, "ts_ms": 1_700_000_000_000,
+		"source": map[string]any{"ts_ms": 1_700_000_000_000, "connector": "postgresql", "db": "inventory", "table": "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fmt.Sprintf(`{"id":%v}`, after["id"])), Value: v}
 }

@@ -1,8 +1,6 @@
 package connector_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,12 +29,7 @@ func TestReplayPublishRecordsPlaceholder(t *testing.T) {
 	const topic, name, placeholder = "dbserver1.inventory.phrep", "lake.phrep", "<toast>"
 	e.Topic(topic, 1, nil)
 	event := func(op string, id int, bio string) *kgo.Record {
-		v, err := json.Marshal(map[string]any{"before": nil, "after": map[string]any{"id": id, "bio": bio}, "op": op, "ts_ms": 1_700_000_000_000,
-			"source": map[string]any{"ts_ms": 1_700_000_000_000, "connector": "postgresql", "db": "inventory", "table": "s51rep"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fmt.Sprintf(`{"id":%d}`, id)), Value: v}
+		return plainChangeEvent(t, topic, op, map[string]any{"id": id, "bio": bio})
 	}
 	e.Produce([]*kgo.Record{event("c", 1, "long text"), event("u", 1, placeholder), event("c", 2, "two")})
 	tbl, dlq := e.debeziumTable(name, floetest.CDCPlainJSON)

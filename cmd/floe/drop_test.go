@@ -125,16 +125,7 @@ func TestDropRecreatedUnderLiveSink(t *testing.T) {
 	})
 	mustFloe(t, append([]string{"drop", "--table", "lake.t", "--yes"}, loc[:2]...)...)
 	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "other", "--table", "lake.t", "--stop-at-end"}, loc...)...)
-	var r floeRun
-	for r.err == nil && r.errs == "" {
-		produceRound(t, st.Brokers, "orders", 3, 3, map[int32]int64{})
-		select {
-		case r = <-done:
-		case <-time.After(300 * time.Millisecond):
-		case <-ctx.Done():
-			t.Fatal("the live sink did not stop")
-		}
-	}
+	r := produceUntilStopped(ctx, t, st, done)
 	t.Logf("live sink: %v", r.err)
 	if r.err == nil || !strings.Contains(r.err.Error(), "was dropped and created again while this process had it open") {
 		t.Errorf("live sink: %v\n%s", r.err, r.errs)
@@ -166,18 +157,25 @@ func TestSinkSummaryAfterDrop(t *testing.T) {
 		return code == 0 && strings.Contains(out, ".parquet")
 	})
 	mustFloe(t, append([]string{"drop", "--table", "lake.t", "--yes"}, loc[:2]...)...)
-	var r floeRun
-	for r.err == nil && r.errs == "" {
+	r := produceUntilStopped(ctx, t, st, done)
+	if r.err == nil || strings.Contains(r.out, "kept") || !strings.Contains(r.out, "gone with the dropped table") {
+		t.Errorf("live sink after its table was dropped: %v\nstdout:\n%s", r.err, r.out)
+	}
+}
+
+// produceUntilStopped produces to topic orders of st until the live floe
+// run done ends, and returns its end.
+func produceUntilStopped(ctx context.Context, t *testing.T, st *localstack.Stack, done <-chan floeRun) floeRun {
+	t.Helper()
+	for {
 		produceRound(t, st.Brokers, "orders", 3, 3, map[int32]int64{})
 		select {
-		case r = <-done:
+		case r := <-done:
+			return r
 		case <-time.After(300 * time.Millisecond):
 		case <-ctx.Done():
 			t.Fatal("the live sink did not stop")
 		}
-	}
-	if r.err == nil || strings.Contains(r.out, "kept") || !strings.Contains(r.out, "gone with the dropped table") {
-		t.Errorf("live sink after its table was dropped: %v\nstdout:\n%s", r.err, r.out)
 	}
 }
 

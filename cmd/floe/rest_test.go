@@ -65,6 +65,8 @@ func newRESTFixture(t *testing.T) *restFixture {
 	mux.HandleFunc("POST /v1/oauth/tokens", f.oauth)
 	mux.HandleFunc("GET /v1/config", f.auth(f.config))
 	mux.HandleFunc("POST /v1/{prefix}/namespaces", f.auth(f.createNamespace))
+	mux.HandleFunc("GET /v1/{prefix}/namespaces", f.auth(f.listNamespaces))
+	mux.HandleFunc("GET /v1/{prefix}/namespaces/{ns}/tables", f.auth(f.listTables))
 	mux.HandleFunc("GET /v1/{prefix}/namespaces/{ns}", f.auth(f.loadNamespace))
 	mux.HandleFunc("HEAD /v1/{prefix}/namespaces/{ns}", f.auth(f.loadNamespace))
 	mux.HandleFunc("POST /v1/{prefix}/namespaces/{ns}/tables", f.auth(f.createTable))
@@ -155,6 +157,33 @@ func (f *restFixture) createNamespace(w http.ResponseWriter, r *http.Request) {
 	default:
 		reply(w, map[string]any{"namespace": req.Namespace, "properties": req.Properties})
 	}
+}
+
+// listNamespaces and listTables answer in one page: the fixture's
+// catalogs are small.
+func (f *restFixture) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	nss, err := f.backend.ListNamespaces(r.Context(), nil)
+	if err != nil {
+		restError(w, http.StatusInternalServerError, "ServerError", err.Error())
+		return
+	}
+	reply(w, map[string]any{"namespaces": nss})
+}
+
+func (f *restFixture) listTables(w http.ResponseWriter, r *http.Request) {
+	type ident struct {
+		Namespace []string `json:"namespace"`
+		Name      string   `json:"name"`
+	}
+	ids := []ident{}
+	for id, err := range f.backend.ListTables(r.Context(), strings.Split(r.PathValue("ns"), "\x1f")) {
+		if err != nil {
+			restError(w, http.StatusNotFound, "NoSuchNamespaceException", err.Error())
+			return
+		}
+		ids = append(ids, ident{Namespace: id[:len(id)-1], Name: id[len(id)-1]})
+	}
+	reply(w, map[string]any{"identifiers": ids})
 }
 
 func (f *restFixture) loadNamespace(w http.ResponseWriter, r *http.Request) {

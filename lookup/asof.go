@@ -347,7 +347,21 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 	if err != nil {
 		return nil, err
 	}
+	lost, err := lostRanges(ctx, tbl, ledger, fromTable)
+	if err != nil {
+		return nil, err
+	}
 	for _, tp := range fromTable {
+		for _, iv := range lost[tp] {
+			// Any cut in or at the end of the loss gives the same rows;
+			// one past it depends on times nobody knows (from a review:
+			// all rows, where a lost record stamped after the time cut
+			// before every one).
+			if tc[tp] > iv.High {
+				return nil, fmt.Errorf("%s as of %s: the ledger records offsets %s of %s as lost to retention before they were sunk, and their record times are unknown: one stamped at or after the time would cut there, below rows the table's timestamps place before it; give the position instead (--offsets %s=OFFSET)",
+					tbl.Name(), t.UTC().Format(time.RFC3339Nano), iv, tp, tp)
+			}
+		}
 		cut[tp], source[tp] = tc[tp], SourceTable
 	}
 	for _, tp := range lower {
@@ -359,6 +373,34 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		}
 	}
 	return cut, nil
+}
+
+// lostRanges returns the ranges the ledger of tbl records as lost, for the
+// partitions of tps whose summary does not say that their ranges tile
+// their span (mapping.PartitionSummary.Tiled): the ledger is read only
+// for those.
+func lostRanges(ctx context.Context, tbl *snapshot.Table, ledger mapping.Summary, tps []mapping.TopicPartition) (map[mapping.TopicPartition][]mapping.Interval, error) {
+	want := map[mapping.TopicPartition]bool{}
+	for _, tp := range tps {
+		if ps, ok := ledger.Partition(tp); ok && !ps.Tiled {
+			want[tp] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	out := map[mapping.TopicPartition][]mapping.Interval{}
+	for c, err := range tbl.Commits(ctx, 0) {
+		if err != nil {
+			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+		}
+		for _, r := range c.Ranges {
+			if r.Lost && want[r.TopicPartition] {
+				out[r.TopicPartition] = append(out[r.TopicPartition], r.Interval)
+			}
+		}
+	}
+	return out, nil
 }
 
 // ExactAt checks that tbl's rows of snapshotID below cut are exactly the

@@ -77,6 +77,12 @@ type AsOfResult struct {
 	// having expired, read from the branch head below the position
 	// (RowsSnapshot).
 	RowsFromHead bool `json:"rows_from_head,omitempty"`
+	// Compacted names the topics of an upsert table's record time whose
+	// log compacts: the broker's time index does not see a record
+	// compaction removed, which, stamped at or after the time, would cut
+	// lower, so the state may hold a change made at or after the time
+	// (Exact is then false).
+	Compacted []string `json:"compacted_topics,omitempty"`
 }
 
 // ExpiredError reports rows asked for as of a position whose snapshot has
@@ -220,7 +226,14 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		if err != nil {
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 		}
-		exact := b.Exact(cut)
+		if q.Time != nil {
+			// The table's column cannot lower the broker's cut as it does
+			// an append table's (from a review: a row too many).
+			if res.Compacted, err = compactedTopics(ctx, broker, res.Positions); err != nil {
+				return res, err
+			}
+		}
+		exact := b.Exact(cut) && len(res.Compacted) == 0
 		res.Exact, res.Empty = &exact, b.Empty || beforeFirst(ledger, cut)
 		if !b.Empty {
 			res.SnapshotID, res.CommittedAt = b.Commit.SnapshotID, b.Commit.CommittedAt
@@ -242,6 +255,22 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	res.Expired = tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
 	res.Empty = beforeFirst(ledger, cut)
 	return res, nil
+}
+
+// compactedTopics names the topics of positions cut by the broker
+// (SourceBroker) whose cleanup policy compacts, or that the broker does not
+// describe (taken for compaction, as timeCut takes it).
+func compactedTopics(ctx context.Context, broker *connector.Broker, positions []Position) ([]string, error) {
+	var out []string
+	for _, p := range positions {
+		if p.Source != SourceBroker || slices.Contains(out, p.Topic) {
+			continue
+		}
+		if policy, err := broker.CleanupPolicy(ctx, p.Topic); err != nil || connector.Compacts(policy) {
+			out = append(out, p.Topic)
+		}
+	}
+	return out, nil
 }
 
 // beforeFirst reports whether every partition's cut is at or below the

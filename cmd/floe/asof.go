@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -239,6 +240,10 @@ func printUpsertAsOf(w io.Writer, r asOfResult) {
 		fmt.Fprintln(w, ": the empty table, before its first record")
 	} else {
 		fmt.Fprintf(w, ": the state at snapshot %d, committed %s%s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339), expiredNote(r))
+	}
+	if len(r.Compacted) > 0 {
+		fmt.Fprintf(w, "  not exact: %s compacts, and the broker's time index does not see a record compaction removed; one stamped at or after the time would cut lower, so this state may hold changes made at or after it (--offsets gives an exact position)\n",
+			strings.Join(r.Compacted, ", "))
 	}
 	for i, p := range r.Positions {
 		b := r.Boundary[i]

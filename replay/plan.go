@@ -195,11 +195,11 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 		}
 		if start > w.LastStable {
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
-				Reason: fmt.Sprintf("partition %d starts at offset %d, past its end offset %d", part, start, w.LastStable)}
+				Reason: fmt.Sprintf("partition %d starts at offset %d, past its end offset %d%s", part, start, w.LastStable, openTxn(w, start))}
 		}
 		if end > w.LastStable {
 			return p, &BoundError{Setting: SettingUntil, Value: until.Spec,
-				Reason: fmt.Sprintf("partition %d ends at offset %d, past its end offset %d: a replay reads only what the log holds at start", part, end, w.LastStable)}
+				Reason: fmt.Sprintf("partition %d ends at offset %d, past its end offset %d: a replay reads only what the log holds at start%s", part, end, w.LastStable, openTxn(w, end))}
 		}
 		if end < start {
 			return p, &BoundError{Setting: SettingUntil, Value: until.Spec, From: from.Spec,
@@ -298,4 +298,14 @@ func (p Plan) checkEnd(until Bound, target string, l mapping.Summary) error {
 		}
 	}
 	return nil
+}
+
+// openTxn says, for an offset past w's last stable offset that the log
+// holds, that an open transaction is what ends the replay there: the fix
+// is to wait for it, not to give a lower offset (from a review).
+func openTxn(w connector.Watermarks, offset int64) string {
+	if offset > w.HighWatermark || w.LastStable == w.HighWatermark {
+		return ""
+	}
+	return fmt.Sprintf(" (the log holds offsets up to %d, but a transaction open at offset %d holds its readable end there: run again once it commits or aborts)", w.HighWatermark, w.LastStable)
 }

@@ -107,6 +107,13 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			prog.Add(m.Records)
 			return nil
 		}
+		if fb.Unreadable != nil {
+			m := manifest[fb.Path]
+			a.find(Finding{Level: LevelRows, Kind: KindFileContent, File: fb.Path, SnapshotID: m.AddedBy,
+				Detail: fmt.Sprintf("the data file was altered after it was committed: it cannot be read as Parquet (%v), so its %d rows cannot be read (floe replay rebuilds the table from the log)", fb.Unreadable, m.Records)})
+			prog.Add(m.Records)
+			return nil
+		}
 		if fb.Missing {
 			m := manifest[fb.Path]
 			a.find(Finding{Level: LevelRows, Kind: KindMissingFile, File: fb.Path, SnapshotID: m.AddedBy,

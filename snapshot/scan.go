@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"runtime"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/floe-dev/floe/catalog"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -52,6 +54,10 @@ type FileBatch struct {
 	// them are deleted is unknown).
 	Missing     bool
 	GoneDeletes []string
+	// Unreadable, with Done, is why a file the storage has cannot be read
+	// as Parquet (ScanOptions.MissingOK): it was altered or cut short after
+	// it was committed; its rows, or the rest of them, were not read.
+	Unreadable error
 }
 
 // ScanFiles reads the rows of a snapshot (0 means the branch head) file by
@@ -180,6 +186,15 @@ func (t *Table) readError(path string, err error) error {
 	return fmt.Errorf("read %s: %w", path, err)
 }
 
+// corruptParquet reports whether err, reading a file the storage has, says
+// that its bytes are no Parquet file arrow-go can read (cut short, altered),
+// not that the storage failed: an audit reports such a file, where it
+// stopped without a verdict (from a new-user run).
+func corruptParquet(err error) bool {
+	return !errors.Is(err, fs.ErrNotExist) && !catalog.IsTransient(err) && !errors.Is(err, context.Canceled) &&
+		strings.Contains(err.Error(), "parquet:")
+}
+
 // goneDeletes returns the delete files of task that the storage no longer
 // has when its data file path is there (none when it is gone, or when
 // they cannot be looked for).
@@ -219,6 +234,9 @@ func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.Fi
 	}
 	// A file the storage lacks: the data file, or one of its deletes.
 	gone := func(err error) error {
+		if missingOK && corruptParquet(err) {
+			return send(FileBatch{Path: path, Deletes: deletes, Done: true, Unreadable: err})
+		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return t.readError(path, err)
 		}
@@ -237,7 +255,7 @@ func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.Fi
 	}
 	sent := false
 	for b, err := range batches {
-		if err != nil && !sent {
+		if err != nil && (!sent || missingOK && corruptParquet(err)) {
 			return gone(err)
 		}
 		if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"log/slog"
 	"maps"
 	"slices"
@@ -143,11 +142,11 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			if compact.compact {
 				var err error
 				compacted, err = tbl.CompactAll(ctx, snapshot.CompactOptions{TargetFileSize: compact.targetFileSize, DryRun: dryRun})
-				if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-					return errors.Join(damage, err)
-				}
-				// A dead-letter table whose storage lost a file is not
-				// compacted; the others were, and are reported.
+				// A table compaction failed on (a dead-letter table whose
+				// storage lost a file, a file it cannot read) is not
+				// compacted; what came before (an expiry, committed) and
+				// the other tables are reported all the same: a failed
+				// compaction hid a committed expiry (from a new-user run).
 				damage = errors.Join(damage, err)
 			}
 			out := cmd.OutOrStdout()

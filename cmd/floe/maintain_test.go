@@ -601,3 +601,31 @@ func TestMaintainInterrupted(t *testing.T) {
 		t.Errorf("an interrupted maintain: %v", err)
 	}
 }
+
+// TestMaintainReportsExpiryWhenCompactionFails: floe maintain with
+// --compact whose compaction fails (a data file it cannot read) reports
+// the expiry it committed before it, then fails (exit 2): it printed only
+// the compaction's error, as if the run had changed nothing (from a
+// new-user run).
+func TestMaintainReportsExpiryWhenCompactionFails(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "40"}, loc...)...)
+	tbl := auditTable(t, st, "lake.orders")
+	files, err := tbl.Files(t.Context(), 0)
+	if err != nil || len(files) < 2 {
+		t.Fatalf("files %v, %v", files, err)
+	}
+	if err := os.WriteFile(strings.TrimPrefix(files[0].Path, "file://"), []byte("garbage!"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"text", "json"} {
+		args := append([]string{"maintain", "--table", "lake.orders", "--expire-older-than", "0s", "--retain-last", "1", "--compact"}, loc...)
+		if format == "json" {
+			args = append(args, "--json")
+		}
+		code, out, errs := floe(t, args...)
+		if code != exitError || !strings.Contains(errs, "compact") || !strings.Contains(out, "expire") {
+			t.Errorf("maintain --compact (%s) with a file it cannot read: exit %d\nstdout:\n%s\nstderr:\n%s\nwant the expiry reported and the compaction's failure", format, code, out, errs)
+		}
+	}
+}

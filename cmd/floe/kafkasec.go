@@ -299,8 +299,9 @@ type property struct {
 	line  int
 }
 
-// parseProperties reads a Java properties file: KEY=VALUE or KEY: VALUE
-// lines, # and ! comments, a trailing backslash continuing a line.
+// parseProperties reads a Java properties file: KEY=VALUE, KEY: VALUE or
+// KEY VALUE lines, # and ! comments, a trailing backslash continuing a
+// line.
 func parseProperties(path string) (map[string]property, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -326,11 +327,18 @@ func parseProperties(path string) (map[string]property, error) {
 			continue
 		}
 		logical += line
-		i := strings.IndexAny(logical, "=:")
+		// As java.util.Properties: the key ends at the first '=', ':' or
+		// white space, and one '=' or ':' may follow the space ("KEY
+		// VALUE" was refused: from a new-user run).
+		i := strings.IndexAny(logical, "=: \t\f")
 		if i < 0 {
 			return nil, fmt.Errorf("--kafka-config %s line %d: want KEY=VALUE", path, start)
 		}
-		props[strings.TrimSpace(logical[:i])] = property{value: strings.TrimSpace(logical[i+1:]), line: start}
+		value := strings.TrimLeft(logical[i:], " \t\f")
+		if value != "" && (value[0] == '=' || value[0] == ':') {
+			value = value[1:]
+		}
+		props[logical[:i]] = property{value: strings.TrimSpace(value), line: start}
 		logical = ""
 	}
 	if err := sc.Err(); err != nil {

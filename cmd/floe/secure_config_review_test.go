@@ -275,3 +275,22 @@ func TestStatusBadKafkaConfigIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaConfigSeparators: a --kafka-config file takes the separators
+// java.util.Properties takes: '=', ':' and white space; "KEY VALUE" was
+// refused (from a new-user run).
+func TestKafkaConfigSeparators(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "client.properties")
+	if err := os.WriteFile(path, []byte("security.protocol=SASL_SSL\nsasl.mechanism SCRAM-SHA-512\nsasl.username: alice\nssl.endpoint.identification.algorithm =  https\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	props, err := parseProperties(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "ssl.endpoint.identification.algorithm": "https"} {
+		if props[k].value != v {
+			t.Errorf("%s = %q, want %q", k, props[k].value, v)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -418,7 +419,9 @@ func TestReviewRegistryDownMidPoll(t *testing.T) {
 	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueRegistry})
 	reg := newRegistry(t, connector.RegistryConfig{URL: srv.url, Timeout: 300 * time.Millisecond})
 	retries := 0
+	var logs floetest.SyncBuffer
 	cfg := connector.Config{Topic: "orders", StopAtEnd: true, FlushRecords: 4, DeadLetters: dlq, Registry: reg, RetryFor: time.Minute,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		OnRetry: func(err error, _ time.Duration) {
 			if retries++; retries == 2 {
 				down.Store(false)
@@ -430,6 +433,11 @@ func TestReviewRegistryDownMidPoll(t *testing.T) {
 	}
 	if retries < 2 || stats.DeadLetters != 0 || stats.Records != 12 {
 		t.Fatalf("retries %d, stats %+v", retries, stats)
+	}
+	// The retry names the registry: it read as a storage, catalog or
+	// broker error (from a new-user run).
+	if !strings.Contains(logs.String(), "schema registry unreachable; starting again") {
+		t.Errorf("the retry's warning does not name the registry:\n%s", logs.String())
 	}
 	rows, _ := floetest.CheckWithDeadLetters(t, tbl, dlq, map[mapping.TopicPartition]int64{{Topic: "orders", Partition: 0}: 6, {Topic: "orders", Partition: 1}: 6})
 	for _, r := range rows {

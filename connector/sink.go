@@ -650,7 +650,13 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			if failed := time.Since(failingSince); failed < s.cfg.RetryFor {
 				d := min(wait.NextBackOff(), s.cfg.RetryFor-failed)
 				s.stats.Retries++
-				s.log.Warn("transient storage, catalog or broker error; starting again from the ledger after a pause",
+				what := "transient storage, catalog or broker error"
+				if _, down := errors.AsType[*RegistryUnavailableError](err); down {
+					// Named: it read as a storage problem (from a new-user
+					// run).
+					what = "schema registry unreachable"
+				}
+				s.log.Warn(what+"; starting again from the ledger after a pause",
 					"err", err, "retry_in", d.Round(time.Millisecond), "failing_for", failed.Round(time.Millisecond), "gives_up_after", s.cfg.RetryFor)
 				if s.cfg.OnRetry != nil {
 					s.cfg.OnRetry(err, d)

@@ -948,5 +948,9 @@ func OnlyDeadLettersAdvice(first string) string {
 	if strings.Contains(first, ", a key column of the table (--id-columns ") {
 		return "the records decoded, but lack the key columns: check that --id-columns names columns of the values, as they are spelt"
 	}
+	if strings.Contains(first, "named like floe's metadata column") {
+		// The layout is right; a field's name is not (from a new-user run).
+		return "the records decoded, but a field is named like one of floe's columns (kafka_*, in any case): rename it where the first dead letter's reason says"
+	}
 	return "check that --value, --key and --schema-registry match how the topic's records are written"
 }

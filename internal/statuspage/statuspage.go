@@ -120,7 +120,7 @@ func FromTable(st lookup.TableStatus, offsetsAt *time.Time) Pipeline {
 // when the last records of partitions (TOPIC/PARTITION) were all dead
 // letters.
 func OnlyDeadLettersWarning(partitions []string) string {
-	return fmt.Sprintf("the last records committed of %s were all dead letters, none became a row: check that the table's value and key modes match the topic's records, unless they were Debezium truncate events, which are dead letters without --on-truncate delete-all (floe where names each dead letter's reason)",
+	return fmt.Sprintf("the last records committed of %s were all dead letters, none became a row: check that the table's value and key modes match the topic's records, unless a schema change made a field's type conflict with its column, a field is named like one of floe's columns, or they were Debezium truncate events, which are dead letters without --on-truncate delete-all (floe where names each dead letter's reason)",
 		strings.Join(partitions, ", "))
 }
 

@@ -451,7 +451,7 @@ func checkPipelineKeys(pipelines *yaml.Node) error {
 func closeTo(word string, names []string) []string {
 	var out []string
 	for _, n := range names {
-		if n != word && levenshtein.ComputeDistance(word, n) <= 2 {
+		if n != word && (levenshtein.ComputeDistance(word, n) <= 2 || strings.EqualFold(word, n)) {
 			out = append(out, n)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -151,13 +150,7 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 			}
 			names = append(names, strings.Join(other, "."))
 		}
-		near := closeTo(f.table, names)
-		for _, n := range names {
-			if strings.EqualFold(n, f.table) && !slices.Contains(near, n) {
-				near = append(near, n)
-			}
-		}
-		if len(near) > 0 {
+		if near := closeTo(f.table, names); len(near) > 0 {
 			err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(near, " or "))
 		}
 	}

@@ -257,16 +257,9 @@ func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON boo
 	// Every table unreadable is the catalog's storage, not a table: the
 	// command fails, as a status of one table does (a new user got a
 	// listing of errors and exit 0).
-	var readable, unreadable error
-	for _, t := range tables {
-		if t.Error == "" {
-			readable = errors.New("")
-		} else if unreadable == nil {
-			unreadable = fmt.Errorf("no table of the catalog can be read (%s: %s)", t.Table, t.Error)
-		}
-	}
-	if readable != nil {
-		unreadable = nil
+	var unreadable error
+	if len(tables) > 0 && !slices.ContainsFunc(tables, func(t catalogTable) bool { return t.Error == "" }) {
+		unreadable = fmt.Errorf("no table of the catalog can be read (%s: %s)", tables[0].Table, tables[0].Error)
 	}
 	if asJSON {
 		if err := printJSON(w, map[string]any{"tables": tables}); err != nil {

@@ -388,9 +388,9 @@ func cellText(c arrow.Array, i int) string {
 	case *array.Date32:
 		lit = iceberg.NewLiteral(iceberg.Date(c.Value(i)))
 	case *array.Time64:
-		lit = iceberg.NewLiteral(iceberg.Time(micros(int64(c.Value(i)), c.DataType().(*arrow.Time64Type).Unit)))
+		lit = iceberg.NewLiteral(iceberg.Time(c.Value(i).ToTime(c.DataType().(*arrow.Time64Type).Unit).UnixMicro()))
 	case *array.Timestamp:
-		lit = iceberg.NewLiteral(iceberg.Timestamp(micros(int64(c.Value(i)), c.DataType().(*arrow.TimestampType).Unit)))
+		lit = iceberg.NewLiteral(iceberg.Timestamp(c.Value(i).ToTime(c.DataType().(*arrow.TimestampType).Unit).UnixMicro()))
 	case *array.Decimal128:
 		lit = iceberg.DecimalLiteral{Val: c.Value(i), Scale: int(c.DataType().(*arrow.Decimal128Type).Scale)}
 	case *extensions.UUIDArray:
@@ -404,20 +404,6 @@ func cellText(c arrow.Array, i int) string {
 		return c.ValueStr(i)
 	}
 	return lit.String()
-}
-
-// micros is v, in unit, in microseconds (Iceberg's unit for times and
-// timestamps).
-func micros(v int64, unit arrow.TimeUnit) int64 {
-	switch unit {
-	case arrow.Second:
-		return v * 1_000_000
-	case arrow.Millisecond:
-		return v * 1_000
-	case arrow.Nanosecond:
-		return v / 1_000
-	}
-	return v
 }
 
 // inPartition is ranges, of the key's partition only when it has one

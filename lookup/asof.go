@@ -213,7 +213,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	} else {
 		t := *q.Time
 		res.Time = &t
-		if cut, err = timeCut(ctx, tbl, broker, ledger, t, source); err != nil {
+		if cut, res.Compacted, err = timeCut(ctx, tbl, broker, ledger, t, source); err != nil {
 			return res, err
 		}
 	}
@@ -225,13 +225,6 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		b, err := tbl.StateAt(ctx, 0, cut)
 		if err != nil {
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
-		}
-		if q.Time != nil {
-			// The table's column cannot lower the broker's cut as it does
-			// an append table's (from a review: a row too many).
-			if res.Compacted, err = compactedTopics(ctx, broker, res.Positions); err != nil {
-				return res, err
-			}
 		}
 		exact := b.Exact(cut) && len(res.Compacted) == 0
 		res.Exact, res.Empty = &exact, b.Empty || beforeFirst(ledger, cut)
@@ -255,22 +248,6 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	res.Expired = tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
 	res.Empty = beforeFirst(ledger, cut)
 	return res, nil
-}
-
-// compactedTopics names the topics of positions cut by the broker
-// (SourceBroker) whose cleanup policy compacts, or that the broker does not
-// describe (taken for compaction, as timeCut takes it).
-func compactedTopics(ctx context.Context, broker *connector.Broker, positions []Position) ([]string, error) {
-	var out []string
-	for _, p := range positions {
-		if p.Source != SourceBroker || slices.Contains(out, p.Topic) {
-			continue
-		}
-		if policy, err := broker.CleanupPolicy(ctx, p.Topic); err != nil || connector.Compacts(policy) {
-			out = append(out, p.Topic)
-		}
-	}
-	return out, nil
 }
 
 // beforeFirst reports whether every partition's cut is at or below the
@@ -308,9 +285,11 @@ func sameTopic(ctx context.Context, table string, ledger mapping.Summary, broker
 // partition, else from the table's timestamp column. It records each
 // partition's source in source. On a compacted topic the broker may no
 // longer have a record the table holds, stamped at or after t: an append
-// table's column lowers the broker's cut to it.
-func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Summary, t time.Time, source map[mapping.TopicPartition]string) (mapping.Cut, error) {
-	cut := mapping.Cut{}
+// table's column lowers the broker's cut to it; an upsert table's cannot
+// (its rows are each key's latest value), and compacted names the topics
+// it took such a cut of from the broker (a review found a row too many).
+func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Summary, t time.Time, source map[mapping.TopicPartition]string) (cut mapping.Cut, compacted []string, err error) {
+	cut = mapping.Cut{}
 	isAppend := tbl.Mode() == mapping.ModeAppend
 	var fromTable, lower []mapping.TopicPartition
 	byTopic := map[string]map[int32]int64{}
@@ -320,7 +299,7 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		if broker != nil {
 			if _, ok := byTopic[tp.Topic]; !ok {
 				if err := sameTopic(ctx, tbl.Name(), ledger, broker, tp.Topic); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				offs, err := broker.OffsetsForTime(ctx, tp.Topic, t)
 				if errors.Is(err, connector.ErrUnknownTopic) {
@@ -330,27 +309,28 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 					continue
 				}
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				wm, err := broker.Watermarks(ctx, tp.Topic)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				byTopic[tp.Topic], starts[tp.Topic] = offs, wm
-				if isAppend {
-					// A policy the brokers do not describe (no
-					// DescribeConfigs right) is taken for compaction: the
-					// column gives the same cut either way, at a scan's cost.
-					policy, err := broker.CleanupPolicy(ctx, tp.Topic)
-					compacts[tp.Topic] = err != nil || connector.Compacts(policy)
-				}
+				// A policy the brokers do not describe (no DescribeConfigs
+				// right) is taken for compaction: an append table's column
+				// gives the same cut either way, at a scan's cost.
+				policy, err := broker.CleanupPolicy(ctx, tp.Topic)
+				compacts[tp.Topic] = err != nil || connector.Compacts(policy)
 			}
 			w, ok := starts[tp.Topic][tp.Partition]
 			o, listed := byTopic[tp.Topic][tp.Partition]
 			if ps, _ := ledger.Partition(tp); ok && listed && w.LogStart <= ps.First() {
 				cut[tp], source[tp] = o, SourceBroker
-				if compacts[tp.Topic] {
+				switch {
+				case compacts[tp.Topic] && isAppend:
 					lower = append(lower, tp)
+				case compacts[tp.Topic] && !slices.Contains(compacted, tp.Topic):
+					compacted = append(compacted, tp.Topic)
 				}
 				continue
 			}
@@ -358,27 +338,27 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		fromTable = append(fromTable, tp)
 	}
 	if len(fromTable) == 0 && len(lower) == 0 {
-		return cut, nil
+		return cut, compacted, nil
 	}
 	if mode := tbl.Mode(); !isAppend {
 		kind := "a state table"
 		if mode == mapping.ModeUpsert {
 			kind = "an upsert table"
 		}
-		return nil, &CheckError{Settings: []Setting{SettingBroker},
+		return nil, nil, &CheckError{Settings: []Setting{SettingBroker},
 			Err: fmt.Errorf("%s is %s: its rows are only each key's latest value, so its timestamps cannot place a record time; the log can, from a broker that still retains it", tbl.Name(), kind)}
 	}
 	tc, err := tbl.TimeCut(ctx, 0, t)
 	if errors.Is(err, snapshot.ErrDeadLettersNotHeld) {
-		return nil, &CheckError{Settings: []Setting{SettingBroker},
+		return nil, nil, &CheckError{Settings: []Setting{SettingBroker},
 			Err: fmt.Errorf("%w: the times of those records are unknown, so the table's own timestamps cannot place a record time; the log can, from a broker that still retains it", err)}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lost, err := lostRanges(ctx, tbl, ledger, fromTable)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, tp := range fromTable {
 		for _, iv := range lost[tp] {
@@ -387,7 +367,7 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 			// all rows, where a lost record stamped after the time cut
 			// before every one).
 			if tc[tp] > iv.High {
-				return nil, fmt.Errorf("%s as of %s: the ledger records offsets %s of %s as lost to retention before they were sunk, and their record times are unknown: one stamped at or after the time would cut there, below rows the table's timestamps place before it; give the position instead (--offsets %s=OFFSET)",
+				return nil, nil, fmt.Errorf("%s as of %s: the ledger records offsets %s of %s as lost to retention before they were sunk, and their record times are unknown: one stamped at or after the time would cut there, below rows the table's timestamps place before it; give the position instead (--offsets %s=OFFSET)",
 					tbl.Name(), t.UTC().Format(time.RFC3339Nano), iv, tp, tp)
 			}
 		}
@@ -401,7 +381,7 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 			cut[tp], source[tp] = tc[tp], SourceTable
 		}
 	}
-	return cut, nil
+	return cut, compacted, nil
 }
 
 // lostRanges returns the ranges the ledger of tbl records as lost, for the

@@ -13,8 +13,8 @@ import (
 // first and a long later (a promotion floe makes). The files of partition
 // id=1 written before the promotion are in manifests whose partition
 // field is an Avro int (int32), those written after in manifests with a
-// long (int64). partitionKey now prints %T, so one Iceberg partition
-// becomes two compaction bins and is never merged into one file.
+// long (int64). A partitionKey that printed %T made one Iceberg partition
+// two compaction bins, never merged into one file.
 //
 // From a review of this change; fixed since.
 func TestCompactAfterPromotionOnePartition(t *testing.T) {

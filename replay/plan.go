@@ -30,6 +30,14 @@ type Plan struct {
 	// time: records deleted by hand (DeleteRecords) would not be seen, so
 	// the replay says so.
 	TrustedRetention map[int32]int64
+	// StampedBefore names, for a replay from a time, the partitions that
+	// start past their log start (above 0) while the topic's retention does
+	// not say the records deleted below it were stamped before the time,
+	// with the retained offsets [log start, start) left out: stamped before
+	// the time, they would belong to the replay had a deleted record been
+	// stamped at or after it (a producer's clock ahead), which no broker
+	// can tell any more, so the replay says so.
+	StampedBefore map[int32]mapping.Interval
 }
 
 // NewPlan resolves from and until into offsets per partition of topic, as
@@ -187,6 +195,12 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 				p.TrustedRetention = map[int32]int64{}
 			}
 			p.TrustedRetention[part] = w.LogStart
+		}
+		if fromTime != nil && !resumed && fromTime[part] > w.LogStart && w.LogStart > 0 && (deletedBefore.IsZero() || from.Time.Before(deletedBefore)) {
+			if p.StampedBefore == nil {
+				p.StampedBefore = map[int32]mapping.Interval{}
+			}
+			p.StampedBefore[part] = mapping.Interval{Low: w.LogStart, High: start}
 		}
 		if start < w.LogStart && !(resumed && pr.First() == start) {
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,

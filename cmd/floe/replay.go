@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -251,6 +252,19 @@ func printReplayStart(w io.Writer, s replay.Start) {
 		ls := p.TrustedRetention[part]
 		fmt.Fprintf(w, "  note: %s/%d starts at its log start %d: the topic deletes by time alone (retention.ms), so the records deleted below it were stamped before --from; records deleted by hand (kafka-delete-records) are not seen: after such a deletion, replay from earliest, which records [0, %d) as lost\n",
 			p.Topic, part, ls, ls)
+	}
+	if len(p.StampedBefore) > 0 {
+		spec := make([]string, 0, len(p.Partitions))
+		for _, part := range p.Partitions {
+			start := p.Start[part]
+			if iv, ok := p.StampedBefore[part]; ok {
+				fmt.Fprintf(w, "  note: %s/%d starts at offset %d, its first record stamped at or after --from; retention deleted [0, %d), whose times no broker keeps: had one been stamped at or after --from (a producer's clock ahead), the replay would take %v too, stamped before it\n",
+					p.Topic, part, iv.High, iv.Low, iv)
+				start = iv.Low
+			}
+			spec = append(spec, fmt.Sprintf("%d=%d", part, start))
+		}
+		fmt.Fprintf(w, "  to take them, replay --from %s\n", strings.Join(spec, ","))
 	}
 	if s.FixedEnd {
 		fmt.Fprintf(w, "  until: the end offsets recorded when this replay started; records produced since are not part of it (pass --until to go further)\n")

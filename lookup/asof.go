@@ -83,6 +83,19 @@ type AsOfResult struct {
 	// lower, so the state may hold a change made at or after the time
 	// (Exact is then false).
 	Compacted []string `json:"compacted_topics,omitempty"`
+	// Lost are the ranges below the position the ledger records as lost
+	// (retention deleted them before they were sunk): the table as of the
+	// position lacks their records.
+	Lost []LostRange `json:"lost,omitempty"`
+}
+
+// LostRange is a range of offsets [Low, High) of a partition the ledger
+// records as lost.
+type LostRange struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Low       int64  `json:"low"`
+	High      int64  `json:"high"`
 }
 
 // ExpiredError reports rows asked for as of a position whose snapshot has
@@ -220,6 +233,17 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	tps := slices.SortedFunc(maps.Keys(cut), mapping.TopicPartition.Compare)
 	for _, tp := range tps {
 		res.Positions = append(res.Positions, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: cut[tp], Source: source[tp]})
+	}
+	lost, err := lostRanges(ctx, tbl, ledger, tps)
+	if err != nil {
+		return res, err
+	}
+	for _, tp := range tps {
+		for _, iv := range lost[tp] {
+			if iv.Low < cut[tp] {
+				res.Lost = append(res.Lost, LostRange{Topic: tp.Topic, Partition: tp.Partition, Low: iv.Low, High: min(iv.High, cut[tp])})
+			}
+		}
 	}
 	if res.Mode == mapping.ModeUpsert {
 		b, err := tbl.StateAt(ctx, 0, cut)

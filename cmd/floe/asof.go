@@ -215,6 +215,10 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 			fmt.Fprintln(w, "the table held nothing then: each cut is at or below the first offset the table holds of its partition")
 		}
 	}
+	for _, l := range r.Lost {
+		fmt.Fprintf(w, "  lacks %s/%d %v: the ledger records those offsets as lost (retention deleted them before they were sunk)\n",
+			l.Topic, l.Partition, mapping.Interval{Low: l.Low, High: l.High})
+	}
 	if r.RowCount != nil {
 		fmt.Fprintf(w, "wrote %d rows to %s\n", *r.RowCount, r.Output)
 	}

@@ -507,9 +507,10 @@ func (g compactGroup) String() string {
 
 // compactPlan is what a compaction rewrites.
 type compactPlan struct {
-	// head is the snapshot planned on.
-	head   int64
-	groups []compactGroup
+	// head is the snapshot planned on, deletes the delete files live in it.
+	head    int64
+	deletes int64
+	groups  []compactGroup
 	// live counts the live data files, unplaced the small ones left
 	// alone because the ledger does not place them (of the pieces the
 	// plan would merge: the others are not looked up), otherSpec the small
@@ -537,7 +538,7 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 	if head == nil {
 		return plan, nil
 	}
-	plan.head = head.SnapshotID
+	plan.head, plan.deletes = head.SnapshotID, summaryCount(head.Summary, "total-delete-files")
 	scan := t.tbl.Scan(table.WithSnapshotID(head.SnapshotID))
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(ctx)
@@ -1386,12 +1387,12 @@ func (t *Table) compactionSnapshot(id string) int64 {
 // That every file it replaces is still live, the commit
 // itself checks.
 func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
-	if head := t.Head(); head != nil && t.tbl.Properties()[PropDeadLettersOf] == "" {
-		for _, s := range table.AncestorsOf(head.SnapshotID, t.tbl.Metadata().SnapshotByID) {
-			if s.SnapshotID == plan.head {
-				return nil
-			}
-		}
+	ancestor, err := t.noDeletesSince(plan)
+	if err != nil {
+		return err
+	}
+	if ancestor && t.tbl.Properties()[PropDeadLettersOf] == "" {
+		return nil
 	}
 	owner, err := t.ledgerOwner(ctx)
 	if err != nil {
@@ -1410,6 +1411,41 @@ func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 		return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("the ledger no longer holds the ranges of %s at offsets %s", s.TopicPartition, s.Interval)}
 	}
 	return nil
+}
+
+// noDeletesSince checks that no delete file was committed since the
+// snapshot plan read: the rewritten files would take a sequence number
+// above it, and it would no longer apply to the rows they copy (from a
+// review: another engine's DELETE landing while a compaction ran brought
+// the row back); planned again, the files a delete touches are left alone.
+// It reports whether plan.head is an ancestor of the head; when it is not
+// (expired since), the head's count of live delete files tells.
+func (t *Table) noDeletesSince(plan compactPlan) (ancestor bool, err error) {
+	head := t.Head()
+	if head == nil {
+		return false, nil
+	}
+	for _, s := range table.AncestorsOf(head.SnapshotID, t.tbl.Metadata().SnapshotByID) {
+		if s.SnapshotID == plan.head {
+			return true, nil
+		}
+		if s.Summary == nil || summaryCount(s.Summary, "added-delete-files") > 0 {
+			return false, &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d, committed since it planned, adds delete files (another writer deleted rows), which must keep applying to the rows it rewrites", s.SnapshotID)}
+		}
+	}
+	if summaryCount(head.Summary, "total-delete-files") > plan.deletes {
+		return false, &CompactConflictError{Table: t.Name(), Reason: "delete files were committed since it planned (another writer deleted rows), which must keep applying to the rows it rewrites"}
+	}
+	return false, nil
+}
+
+// summaryCount is a count of a snapshot's summary (0 when absent).
+func summaryCount(sum *table.Summary, key string) int64 {
+	if sum == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(sum.Properties[key], 10, 64)
+	return n
 }
 
 // CompactAll compacts the table and, when it is a data table, each of its

@@ -308,6 +308,16 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		return res, nil, err
 	}
 
+	if t.keyNamedOtherwise(f.Schema) {
+		// Another writer named the table's key since this writer's session
+		// began: the flush's records were judged without it (a key with
+		// other fields is a dead letter), and are read again for it (from a
+		// review: a row of another key's shape replaced the named key's).
+		if f.Writer != nil {
+			t.removeFiles(ctx, log, f.DataFiles())
+		}
+		return res, nil, ErrSchemaMoved
+	}
 	start := time.Now()
 	ch, err := t.writeChanges(ctx, f)
 	res.WriteTime = f.Finished + time.Since(start)

@@ -193,6 +193,9 @@ func (ss *session) assigned(ctx context.Context, offsets map[string]map[int32]kg
 		}
 		return nil, err
 	}
+	if ss.s.cfg.OnSession != nil {
+		ss.s.cfg.OnSession()
+	}
 	out := map[int32]kgo.Offset{}
 	for p, n := range pos {
 		// Epoch -1: the position is the ledger's, not one this client

@@ -769,6 +769,9 @@ func (ss *session) poll(ctx context.Context) error {
 					msg += "; if this repeats, the group's members may use the other --group-protocol: give them all the same"
 				}
 				s.log.Warn(msg, "group", s.cfg.Group, "err", fp.Err)
+				if s.cfg.OnGroupDropped != nil {
+					s.cfg.OnGroupDropped(fmt.Errorf("%s: %w", msg, fp.Err))
+				}
 				return
 			}
 			if !errors.Is(fp.Err, context.Canceled) && !errors.Is(fp.Err, context.DeadlineExceeded) {

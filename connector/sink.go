@@ -119,8 +119,14 @@ type Config struct {
 	// session and the sink waits before it starts the next one.
 	OnRetry func(err error, wait time.Duration)
 	// OnSession, when set, is called each time a session has started
-	// (the first, and each after a retry): the sink runs again.
+	// (the first, and each after a retry), and in a group each time the
+	// group assigns this member partitions: the sink runs again.
 	OnSession func()
+	// OnGroupDropped, when set, is called each time the consumer group
+	// drops this member (its partitions given up) before it rejoins, with
+	// what the group answered: until the group assigns it partitions again
+	// (OnSession), it sinks nothing.
+	OnGroupDropped func(err error)
 	// OnOnlyDeadLetters, when set, is called after a commit whose records
 	// all went to the dead-letter table, none to a row (after OnCommit),
 	// with their number and the first one (its position and why it could

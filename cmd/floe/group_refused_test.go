@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -133,8 +136,33 @@ func TestGroupProtocolMixedHint(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	mctx, mcancel := context.WithTimeout(ctx, 15*time.Second)
 	defer mcancel()
-	_, errs, _ := floeCtx(mctx, append(classic, "--group-protocol", "consumer")...)
+	// Its /healthz said "running" throughout, though the member sinks
+	// nothing (from a new-user run): it says retrying, with the cause.
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	retrying := make(chan string, 1)
+	go func() {
+		for mctx.Err() == nil {
+			if resp, err := http.Get("http://" + metricsAddr + "/healthz"); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if strings.Contains(string(b), `"state":"retrying"`) {
+					retrying <- string(b)
+					return
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	_, errs, _ := floeCtx(mctx, append(classic, "--group-protocol", "consumer", "--metrics-addr", metricsAddr)...)
 	if !strings.Contains(errs, "may use the other --group-protocol") {
 		t.Errorf("the other protocol's member's warnings do not name the cause:\n%s", errs)
+	}
+	var health string
+	select {
+	case health = <-retrying:
+	default:
+	}
+	if !strings.Contains(health, "may use the other --group-protocol") {
+		t.Errorf("the other protocol's member's /healthz never said it was retrying, with the cause (last: %q)", health)
 	}
 }

@@ -115,7 +115,9 @@ const (
 	StateStarting = "starting"
 	StateRunning  = "running"
 	// StateRetrying: a transient error ended a session and the sink waits
-	// to start again; /healthz stays 200 (the error is shown).
+	// to start again, or the consumer group dropped this member, which
+	// waits to be assigned partitions again; /healthz stays 200 (the error
+	// is shown).
 	StateRetrying = "retrying"
 	StateDone     = "done"
 	StateFailed   = "failed"
@@ -270,6 +272,20 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 		p.mu.Unlock()
 		if onSession != nil {
 			onSession()
+		}
+	}
+	onDropped := cfg.OnGroupDropped
+	cfg.OnGroupDropped = func(err error) {
+		// Retrying until the group assigns partitions again (OnSession):
+		// a member the group keeps dropping (one of the other
+		// --group-protocol) sinks nothing, and said "running" (found by an
+		// operator).
+		p.setState(StateRetrying)
+		p.mu.Lock()
+		p.err = err.Error()
+		p.mu.Unlock()
+		if onDropped != nil {
+			onDropped(err)
 		}
 	}
 	cfg.OnOnlyDeadLetters = func(dead int64, first string) {

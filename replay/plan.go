@@ -38,6 +38,13 @@ type Plan struct {
 	// stamped at or after it (a producer's clock ahead), which no broker
 	// can tell any more, so the replay says so.
 	StampedBefore map[int32]mapping.Interval
+	// Emptied names, for a replay from a time, the partitions retention
+	// emptied whole (log start = end, above 0) while the topic's retention
+	// does not say the deleted records were stamped before the time: the
+	// replay starts them at their end, there being no record left to start
+	// at, and says that records stamped at or after the time may have been
+	// among those deleted.
+	Emptied map[int32]int64
 }
 
 // NewPlan resolves from and until into offsets per partition of topic, as
@@ -201,6 +208,12 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 				p.StampedBefore = map[int32]mapping.Interval{}
 			}
 			p.StampedBefore[part] = mapping.Interval{Low: w.LogStart, High: start}
+		}
+		if fromTime != nil && !resumed && w.LogStart > 0 && w.LogStart == w.HighWatermark && (deletedBefore.IsZero() || from.Time.Before(deletedBefore)) {
+			if p.Emptied == nil {
+				p.Emptied = map[int32]int64{}
+			}
+			p.Emptied[part] = w.LogStart
 		}
 		if start < w.LogStart && !(resumed && pr.First() == start) {
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,

@@ -253,6 +253,11 @@ func printReplayStart(w io.Writer, s replay.Start) {
 		fmt.Fprintf(w, "  note: %s/%d starts at its log start %d: the topic deletes by time alone (retention.ms), so the records deleted below it were stamped before --from; records deleted by hand (kafka-delete-records) are not seen: after such a deletion, replay from earliest, which records [0, %d) as lost\n",
 			p.Topic, part, ls, ls)
 	}
+	for _, part := range slices.Sorted(maps.Keys(p.Emptied)) {
+		end := p.Emptied[part]
+		fmt.Fprintf(w, "  note: %s/%d starts at its end %d: retention deleted all of it, [0, %d), whose times no broker keeps, and the topic's retention does not rule out records stamped at or after --from among them: this replay neither holds them nor records them as lost; replay --from earliest, which records [0, %d) as lost\n",
+			p.Topic, part, end, end, end)
+	}
 	if len(p.StampedBefore) > 0 {
 		spec := make([]string, 0, len(p.Partitions))
 		for _, part := range p.Partitions {

@@ -60,3 +60,60 @@ func TestReplayFromTimeSaysDeletedLateRecordUnseen(t *testing.T) {
 		t.Errorf("replay --from the offsets the note gives:\n%s", out)
 	}
 }
+
+// TestReplayFromTimeEmptiedPartition: a topic with size retention
+// (retention.bytes: its retention does not rule out deleted records
+// stamped after a time). Partition 1 got records stamped after the time,
+// which retention deleted. With one left, the replay is refused, as its
+// first retained record is at or after the time; with none left (log
+// start = end = 5), it goes ahead from partition 1's end, but no longer
+// without a word: it says [0, 5) was deleted, times unknown, and that a
+// replay from earliest records it as lost (from a review).
+func TestReplayFromTimeEmptiedPartition(t *testing.T) {
+	for _, left := range []int{1, 0} {
+		t.Run(fmt.Sprintf("left=%d", left), func(t *testing.T) {
+			st, loc := replayStack(t)
+			const topic = "emptied"
+			size := "1073741824"
+			if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, map[string]*string{"retention.bytes": &size}); err != nil {
+				t.Fatal(err)
+			}
+			base := time.Now().Add(-time.Hour).Truncate(time.Second)
+			var recs []*kgo.Record
+			for i := range 10 {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Value: fmt.Appendf(nil, "p0-%d", i), Timestamp: base.Add(time.Duration(i) * time.Second)})
+			}
+			for i := range 5 + left {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: 1, Value: fmt.Appendf(nil, "p1-%d", i), Timestamp: base.Add(time.Duration(100+i) * time.Second)})
+			}
+			if err := localstack.Produce(t.Context(), st.Brokers, recs, kgo.RecordPartitioner(kgo.ManualPartitioner())); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Cluster.DeleteRecords(topic, 1, 5); err != nil {
+				t.Fatal(err)
+			}
+			from := base.Add(50 * time.Second).UTC().Format(time.RFC3339)
+			code, out, errs := floe(t, append([]string{"replay", "--brokers", st.Brokers[0], "--topic", topic, "--table", "lake.emptied", "--from", from}, loc...)...)
+			if left == 1 {
+				if code == exitOK || !strings.Contains(errs, "retention deleted everything below 5") {
+					t.Errorf("replay --from %s, partition 1's first retained record after it: exit %d; want it refused\n%s%s", from, code, out, errs)
+				}
+				return
+			}
+			if code != exitOK {
+				t.Fatalf("replay --from %s, partition 1 emptied: exit %d\n%s%s", from, code, out, errs)
+			}
+			for _, want := range []string{
+				"note: emptied/1 starts at its end 5: retention deleted all of it, [0, 5), whose times no broker keeps",
+				"replay --from earliest, which records [0, 5) as lost",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("replay --from %s, partition 1 emptied, lacks %q:\n%s", from, want, out)
+				}
+			}
+			if strings.Contains(out, "note: emptied/0") {
+				t.Errorf("partition 0, whose log retention did not cut, is named:\n%s", out)
+			}
+		})
+	}
+}

@@ -52,8 +52,9 @@ type Plan struct {
 // before anything is written: --from in the future (unless a record is
 // stamped at or after it), offsets outside the
 // retained log or of unknown partitions, and --until before --from are
-// *BoundError. A from.Snapshot must have been resolved into Offsets. now is
-// the wall clock.
+// *BoundError. A from.Snapshot must have been resolved into Offsets; a
+// partition they lack starts at 0, below the retained log maybe: the sink
+// then meets the deleted offsets as a data loss. now is the wall clock.
 func NewPlan(ctx context.Context, broker *connector.Broker, topic string, from, until Bound, now time.Time) (Plan, error) {
 	return newPlan(ctx, broker, topic, from, until, now, nil, false)
 }
@@ -140,6 +141,13 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 		case from.Offsets != nil:
 			if o, ok := from.Offsets[part]; ok {
 				start = o
+			} else if from.Snapshot != 0 {
+				// The snapshot's table held nothing of the partition
+				// (added to the topic since, or not read yet): every
+				// record of it is since, so it starts at 0, as a sink
+				// starts a partition added after it began the topic, and
+				// what retention deleted of it is a loss (--on-data-loss).
+				start = 0
 			}
 		}
 		switch {
@@ -215,7 +223,7 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 			}
 			p.Emptied[part] = w.LogStart
 		}
-		if start < w.LogStart && !(resumed && pr.First() == start) {
+		if start < w.LogStart && !(resumed && pr.First() == start) && !(from.Snapshot != 0 && !named) {
 			return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
 				Reason: fmt.Sprintf("partition %d starts at offset %d, but retention deleted everything below %d; replay from offset %d or later, or from earliest",
 					part, start, w.LogStart, w.LogStart)}

@@ -52,7 +52,7 @@ rebuilt table has its own ledger, so floe audit works on it like on any other.
          it (Kafka's ListOffsets by timestamp), or the end offset where no record is.
          P=OFFSET[,P=OFFSET]: explicit offsets; partitions not named start at their log start.
          snapshot:ID: the positions a snapshot of a floe table (found in the catalog, or in
-         its ledger archive once expired) had reached.
+         its ledger archive once expired) had reached; a partition added since starts at 0.
 --until  end (default): the end offsets (last stable offsets) at start, so the replay is a
          finite job with a known total. Or an RFC3339 time (offsets below the first record at or
          after it), or P=OFFSET[,...]. The resolved end is recorded in the target (table property

@@ -180,8 +180,15 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		// commit's. Without a head, its first dead letters are pending.
 		name := loc.Commit.DeadLetterTable
 		var dlq *snapshot.Table
+		dropped := false
 		if loc.Range.DeadLetters > 0 && name != "" {
-			if dlq, err = openDeadLetters(ctx, tbl, name); err != nil {
+			dlq, err = openDeadLetters(ctx, tbl, name)
+			switch {
+			case errors.Is(err, snapshot.ErrTableNotFound):
+				// Dropped (by another engine): it holds none of the
+				// range's dead letters, which the answer says.
+				dropped = true
+			case err != nil:
 				return res, err
 			}
 		}
@@ -204,9 +211,9 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		// When the dead-letter table holds the commit's dead letters, a
 		// record without a row or a dead letter is not one of them.
 		held := true
-		if dlq != nil && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
+		if (dlq != nil || dropped) && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
 			held = false
-			if dlq.Head() != nil && loc.Commit.ID != "" {
+			if dlq != nil && dlq.Head() != nil && loc.Commit.ID != "" {
 				if held, err = dlq.HoldsCommit(ctx, loc.Commit.ID); err != nil {
 					return res, err
 				}
@@ -222,6 +229,10 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 			}
 			pending := fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: its dead letters are pending (a sink committed the rows but could not add them; the next sink run adds them) or were removed since; floe audit tells which (dead-letters-pending, or a missing file)",
 				sent, name)
+			if dropped {
+				pending = fmt.Sprintf("the range sent %s to dead-letter table %s, which no longer exists (dropped): what they were only the log still tells (floe replay writes them again)",
+					sent, name)
+			}
 			if res.Kind == KindMissing {
 				res.Kind, res.Explanation = KindDeadLetterNotFound, pending
 			} else {

@@ -111,7 +111,7 @@ func (e *NotUpsertError) Error() string {
 // tableKey is a key given as text, against an upsert table's key columns.
 type tableKey struct {
 	key  mapping.UpsertKey
-	raw  []byte            // the key's bytes, for a kafka_key key
+	raw  []byte            // the Kafka key's bytes, for a key of kafka_key
 	want map[string]string // per key column, the value as Arrow prints it
 	// within is, for a key of a fold table (the Kafka key within its
 	// partition), that partition: the log is searched there only.
@@ -171,8 +171,11 @@ func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
 			return tableKey{}, &QueryError{Setting: SettingKey, Value: text, Want: fmt.Sprintf("%s; %v", want, err)}
 		}
 		tk.want[col] = printed
-		if _, binary := f.Type.(iceberg.BinaryType); binary {
-			tk.raw = []byte(printed) // matches compares binary columns with it
+		if _, binary := f.Type.(iceberg.BinaryType); binary || col == mapping.ColKey && tbl.Layout().Key == mapping.KeyString {
+			// matches compares binary columns with it, and the log is
+			// searched for it: a string kafka_key (--key string) holds
+			// the Kafka key's bytes too.
+			tk.raw = []byte(printed)
 		}
 		terms = append(terms, term)
 	}

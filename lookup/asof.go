@@ -199,9 +199,8 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
 	if ledger.Commits == 0 {
-		if of := tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
-			return res, fmt.Errorf("%s is the dead-letter table of %s and has no ledger of its own, so no table as of a position or time: ask %s (floe where finds a dead letter and its file), or read %s with floe files or any Iceberg reader",
-				tbl.Name(), of, of, tbl.Name())
+		if err := CheckDataTable(tbl, "no table as of a position or time"); err != nil {
+			return res, err
 		}
 		return res, fmt.Errorf("%s has no floe commits yet: nothing was sunk into it, so it has no table as of a position or time", tbl.Name())
 	}

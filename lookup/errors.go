@@ -1,6 +1,10 @@
 package lookup
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/floe-dev/floe/snapshot"
+)
 
 // Setting names what a lookup error is about: a field of AsOfQuery, an
 // argument of Where, or the broker connection. The lookup package does not
@@ -43,3 +47,27 @@ type CheckError struct {
 
 func (e *CheckError) Error() string { return e.Err.Error() }
 func (e *CheckError) Unwrap() error { return e.Err }
+
+// DeadLetterTableError reports a lookup by position or time in a
+// dead-letter table: it holds the dead letters of its data table Of, but
+// the ledger that places them is Of's.
+type DeadLetterTableError struct {
+	Table, Of string
+	// Lacks says what the lookup found no answer for.
+	Lacks string
+}
+
+func (e *DeadLetterTableError) Error() string {
+	return fmt.Sprintf("%s is the dead-letter table of %s and has no ledger of its own, so %s: ask %s (floe where --table %s --partition P --offset O finds a dead letter and its file), or read %s with floe files or any Iceberg reader",
+		e.Table, e.Of, e.Lacks, e.Of, e.Of, e.Table)
+}
+
+// CheckDataTable returns a *DeadLetterTableError, saying it has lacks,
+// when tbl is a dead-letter table (snapshot.PropDeadLettersOf), which a
+// lookup whose ledger has no commit would call empty; nil otherwise.
+func CheckDataTable(tbl *snapshot.Table, lacks string) error {
+	if of := tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
+		return &DeadLetterTableError{Table: tbl.Name(), Of: of, Lacks: lacks}
+	}
+	return nil
+}

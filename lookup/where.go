@@ -113,6 +113,9 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	topics := ledger.Topics()
 	switch {
 	case len(topics) == 0:
+		if err := CheckDataTable(tbl, "no offset to look up"); err != nil {
+			return res, err
+		}
 		return res, fmt.Errorf("%s has no floe commits yet: nothing was sunk into it, so it holds no offset", tbl.Name())
 	case tp.Topic == "" && len(topics) == 1:
 		tp.Topic, res.Topic = topics[0], topics[0]

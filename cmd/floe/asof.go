@@ -116,6 +116,9 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 					return fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 				}
 				if len(sum.Next()) == 0 {
+					if err := lookup.CheckDataTable(tbl, "no table as of a position or time"); err != nil {
+						return err
+					}
 					return fmt.Errorf("%s has sunk nothing yet: it has no rows to show", tbl.Name())
 				}
 				q.Offsets = mapping.Cut(sum.Next()).String()

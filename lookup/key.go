@@ -89,6 +89,12 @@ type KeyResult struct {
 	FileSnapshotID *int64 `json:"file_snapshot_id,omitempty"`
 	// FoundBy says where a delete was found: equality-delete files or log.
 	FoundBy string `json:"found_by,omitempty"`
+	// DeadLetterOffset and DeadLetterReason are, for a row of a Kafka
+	// key, the key's latest record in the row's partition when it is a
+	// dead letter (the dead-letter table holds it): a dead letter changes
+	// no row, so the row is the key's record before it.
+	DeadLetterOffset *int64 `json:"dead_letter_offset,omitempty"`
+	DeadLetterReason string `json:"dead_letter_reason,omitempty"`
 	// Explanation says the same in a sentence.
 	Explanation string `json:"explanation"`
 	// Uncertain, when set, is another answer the table's expired history
@@ -497,6 +503,15 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		}
 		res.Explanation = fmt.Sprintf("key %s is a row: the record at %s offset %d, committed by snapshot %d, in data file %s",
 			text, found.tp, found.offset, derefOr(res.SnapshotID), found.file)
+		dead, err := laterDeadLetter(ctx, tbl, sum, k, *found)
+		if err != nil {
+			return res, err
+		}
+		if dead != nil {
+			res.DeadLetterOffset, res.DeadLetterReason = &dead.offset, dead.reason
+			res.Explanation += fmt.Sprintf("; but the key's latest record, at %s offset %d, is a dead letter in %s (%s): a dead letter changes no row, so the row is the key's record before it",
+				found.tp, dead.offset, dead.table, dead.reason)
+		}
 		return res, nil
 	}
 	del, err := keyDelete(ctx, tbl, k)
@@ -631,6 +646,80 @@ func (r *KeyResult) place(ctx context.Context, tbl *snapshot.Table, tp mapping.T
 		r.SnapshotID, r.CommittedAt, r.Low, r.High = &c.SnapshotID, &c.CommittedAt, &rg.Low, &rg.High
 	}
 	return nil
+}
+
+// deadLetter is a key's record that went to dead-letter table table.
+type deadLetter struct {
+	table  string
+	offset int64
+	reason string
+}
+
+// laterDeadLetter returns the latest dead letter of k, a Kafka key, in
+// row's partition past row's offset, as the dead-letter tables that the
+// ledger (sum, its summary) names for ranges there hold it: the key's
+// latest record there, which left row as it was. Cheap: the ledger is not
+// walked unless the partition has dead letters, nor a dead-letter table
+// read unless a range past the row sent some. nil for a key of decoded
+// columns, whose dead letters hold the Kafka key only, and for a
+// dead-letter table dropped or without a snapshot, which tells none.
+func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summary, k tableKey, row keyedRow) (*deadLetter, error) {
+	if k.raw == nil || k.key.Source != mapping.KeyFromKafkaKey && k.key.Source != mapping.KeyFromPartitionKey {
+		return nil, nil
+	}
+	if ps, _ := sum.Partition(row.tp); ps.DeadLetters == 0 {
+		return nil, nil
+	}
+	var names []string
+	for c, err := range tbl.Commits(ctx, 0) {
+		if err != nil {
+			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+		}
+		for _, r := range c.Ranges {
+			if r.TopicPartition == row.tp && r.DeadLetters > 0 && r.High > row.offset && c.DeadLetterTable != "" && !slices.Contains(names, c.DeadLetterTable) {
+				names = append(names, c.DeadLetterTable)
+			}
+		}
+	}
+	filter := iceberg.NewAnd(
+		iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), row.tp.Topic),
+		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), row.tp.Partition),
+		iceberg.GreaterThan(iceberg.Reference(mapping.ColOffset), row.offset),
+		iceberg.EqualTo(iceberg.Reference(mapping.ColKey), k.raw))
+	var latest *deadLetter
+	for _, name := range names {
+		dlq, err := openDeadLetters(ctx, tbl, name)
+		if errors.Is(err, snapshot.ErrTableNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if dlq.Head() == nil {
+			continue
+		}
+		err = dlq.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: []string{mapping.ColOffset, mapping.ColError}, Filter: filter},
+			func(fb snapshot.FileBatch) error {
+				if fb.Done {
+					return nil
+				}
+				off, ok1 := fb.Batch.Column(fb.Batch.Schema().FieldIndices(mapping.ColOffset)[0]).(*array.Int64)
+				why, ok2 := fb.Batch.Column(fb.Batch.Schema().FieldIndices(mapping.ColError)[0]).(*array.String)
+				if !ok1 || !ok2 {
+					return fmt.Errorf("data file %s: unexpected column types %s", fb.Path, fb.Batch.Schema())
+				}
+				for i := range off.Len() {
+					if latest == nil || off.Value(i) > latest.offset {
+						latest = &deadLetter{table: name, offset: off.Value(i), reason: why.Value(i)}
+					}
+				}
+				return nil
+			})
+		if err != nil {
+			return nil, fmt.Errorf("look key %v up in dead-letter table %s: %w", k.want, name, err)
+		}
+	}
+	return latest, nil
 }
 
 // keyedRow is where a key's row is.

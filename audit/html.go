@@ -76,6 +76,9 @@ type htmlPartition struct {
 	Anchor, Name string
 	PartitionReport
 	Problem bool
+	// Missing is set when accepted findings say rows of the partition are
+	// missing or differ (Report.acceptedMissing).
+	Missing bool
 	// GapOffsets, OverlapOffsets and LostOffsets count the offsets of the
 	// ledger's findings, as the text report does.
 	GapOffsets, OverlapOffsets, LostOffsets int64
@@ -114,13 +117,20 @@ type htmlView struct {
 	*Report
 	AuditedAt, Duration string
 	Verdict, Read       string
-	Levels              []htmlLevel
-	Parts               []htmlPartition
-	PartsCount          string
-	Problems            int
-	TotalLag            int64
-	Findings            []htmlFinding
-	MoreFindings        int
+	// VerdictHead is COMPLETE, COMPLETE AS ACCEPTED or NOT COMPLETE.
+	VerdictHead string
+	// RowsMissing is set when the audit is complete but accepted findings
+	// say rows are missing or differ (Report.acceptedMissing); Missing
+	// counts the partitions they name.
+	RowsMissing  bool
+	Missing      int
+	Levels       []htmlLevel
+	Parts        []htmlPartition
+	PartsCount   string
+	Problems     int
+	TotalLag     int64
+	Findings     []htmlFinding
+	MoreFindings int
 	// Accepted are the findings --accept set aside (Report.Accepted).
 	Accepted       []htmlFinding
 	RangesDrawnMax int
@@ -158,11 +168,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		v.Read += ", " + plural(r.Files, "live data file")
 	}
 	v.Read += r.readPhrase()
-	if r.Complete() {
-		v.Verdict = r.completeVerdict() + r.acceptedPhrase()
-	} else {
-		v.Verdict = r.findingSummary() + r.acceptedPhrase()
-	}
+	v.VerdictHead, v.Verdict = r.verdict()
 	how := map[Level]string{
 		LevelLedger:  "snapshot summaries (always)",
 		LevelFiles:   "manifests (default)",
@@ -185,10 +191,19 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			byPart[o] = append(byPart[o], f)
 		}
 	}
+	missing, whole := r.acceptedMissing()
+	v.RowsMissing = r.Complete() && (whole || len(missing) > 0)
 	for _, p := range r.Partitions {
 		hp := htmlPartitionOf(p, byPart[p.TopicPartition], slices.Contains(r.Levels, LevelFiles), v.Upsert)
 		if hp.Problem {
 			v.Problems++
+		}
+		// A partition whose accepted findings say rows are missing is not
+		// shown as clean: accepting them did not put the rows back.
+		if n := missing[p.TopicPartition]; n > 0 && !hp.Problem {
+			hp.Missing = true
+			hp.Status = "rows missing (" + plural(n, "accepted finding") + ")"
+			v.Missing++
 		}
 		if p.Broker != nil {
 			v.TotalLag += p.Broker.Lag

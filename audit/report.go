@@ -297,11 +297,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	b.WriteString("\n")
-	if r.Complete() {
-		wrap(&b, "", "verdict: COMPLETE, "+r.completeVerdict()+r.acceptedPhrase())
-	} else {
-		wrap(&b, "", "verdict: NOT COMPLETE, "+r.findingSummary()+r.acceptedPhrase())
-	}
+	head, text := r.verdict()
+	wrap(&b, "", "verdict: "+head+", "+text)
 	fmt.Fprintf(&b, "evidence %s\n", r.Evidence.Digest)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -420,10 +417,55 @@ func (r *Report) contentTotals() *ContentStats {
 	return &sum
 }
 
+// verdict is the verdict's head (COMPLETE, COMPLETE AS ACCEPTED or NOT
+// COMPLETE) and what it says.
+func (r *Report) verdict() (head, text string) {
+	if !r.Complete() {
+		return "NOT COMPLETE", r.findingSummary() + r.acceptedPhrase()
+	}
+	parts, whole := r.acceptedMissing()
+	if len(parts) == 0 && !whole {
+		return "COMPLETE", r.completeVerdict("every offset") + r.acceptedPhrase()
+	}
+	which := "the table"
+	if !whole {
+		which = plural(len(parts), "partition")
+	}
+	return "COMPLETE AS ACCEPTED", fmt.Sprintf("accepted findings say rows of %s are missing from the table or differ from their records; %s%s",
+		which, r.completeVerdict("every other offset"), r.acceptedPhrase())
+}
+
+// missingKinds are the kinds of finding that say rows of offsets the
+// ledger accounts for are not in the table now, or not as their records:
+// accepting one does not put the rows back, so the verdict of an audit
+// that accepted one does not claim every offset.
+var missingKinds = []Kind{KindMissingFile, KindCountMismatch, KindFileContent, KindDeleteFiles, KindMissingRow, KindContentMismatch}
+
+// acceptedMissing counts the accepted findings of missingKinds per
+// partition they concern; whole is set when one names no partition (a
+// file of several).
+func (r *Report) acceptedMissing() (parts map[mapping.TopicPartition]int, whole bool) {
+	parts = map[mapping.TopicPartition]int{}
+	for _, f := range r.Accepted {
+		if !slices.Contains(missingKinds, f.Kind) {
+			continue
+		}
+		whole = whole || !f.HasPartition && len(f.Others) == 0
+		if f.HasPartition {
+			parts[f.Partition]++
+		}
+		for _, o := range f.Others {
+			parts[o]++
+		}
+	}
+	return parts, whole
+}
+
 // completeVerdict says what a complete table's verdict covers: every
 // offset up to the table's next offsets. Lag is not a finding, so the
 // verdict says whether the log holds more, or that no broker was asked.
-func (r *Report) completeVerdict() string {
+// every is the verdict's subject ("every offset").
+func (r *Report) completeVerdict(every string) string {
 	parts := plural(len(r.Partitions), "partition")
 	// A sink that began past the log start (--start latest) sank what
 	// follows: the verdict does not claim the offsets before.
@@ -442,11 +484,11 @@ func (r *Report) completeVerdict() string {
 	}
 	switch {
 	case !broker:
-		return fmt.Sprintf("every offset of %s up to the table's next offset is accounted for (lag not checked: no --brokers)", parts)
+		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for (lag not checked: no --brokers)", every, parts)
 	case lag == 0:
-		return fmt.Sprintf("every offset of %s is accounted for, up to the end of the log", parts)
+		return fmt.Sprintf("%s of %s is accounted for, up to the end of the log", every, parts)
 	default:
-		return fmt.Sprintf("every offset of %s up to the table's next offset is accounted for; %s of the log not sunk yet (lag, not a finding)", parts, plural(lag, "offset"))
+		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for; %s of the log not sunk yet (lag, not a finding)", every, parts, plural(lag, "offset"))
 	}
 }
 

@@ -779,7 +779,7 @@ func TestCleanStartLatest(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if want := "verdict: COMPLETE, every offset of 1 partition, from where the sink began it, is accounted for, up to the end of the log"; !strings.Contains(strings.Join(strings.Fields(text.String()), " "), want) {
+	if want := "verdict: COMPLETE, every offset of 1 partition, from where the sink began it, is accounted for by the ledger, the file list, the data files' rows and the log's records, up to the end of the log"; !strings.Contains(strings.Join(strings.Fields(text.String()), " "), want) {
 		t.Fatalf("text report lacks %q:\n%s", want, text.String())
 	}
 }

@@ -287,7 +287,7 @@ func TestHTMLReportClean(t *testing.T) {
 	rep := auditEveryLevel(t, e, tbl)
 	htmlPath, _ := writeReports(t, rep, "clean")
 	dom := readDOM(t, htmlPath, "audit-clean.png")
-	if dom.Complete != "true" || !strings.Contains(dom.Verdict, "COMPLETE: every offset of 3 partitions is accounted for") {
+	if dom.Complete != "true" || !strings.Contains(dom.Verdict, "COMPLETE: every offset of 3 partitions is accounted for by the ledger, the file list, the data files' rows and the log's records, up to the end of the log") {
 		t.Errorf("verdict %q", dom.Verdict)
 	}
 	if len(dom.Partitions) != 3 || len(dom.Findings) != 0 {

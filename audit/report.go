@@ -482,14 +482,54 @@ func (r *Report) completeVerdict(every string) string {
 			broker, lag = true, lag+p.Broker.Lag
 		}
 	}
+	by, unread := r.levelsPhrase()
+	paren := func(notes ...string) string {
+		notes = slices.DeleteFunc(notes, func(n string) bool { return n == "" })
+		if len(notes) == 0 {
+			return ""
+		}
+		return " (" + strings.Join(notes, "; ") + ")"
+	}
 	switch {
 	case !broker:
-		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for (lag not checked: no --brokers)", every, parts)
+		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for by %s%s", every, parts, by, paren(unread, "lag not checked: no --brokers"))
 	case lag == 0:
-		return fmt.Sprintf("%s of %s is accounted for, up to the end of the log", every, parts)
+		return fmt.Sprintf("%s of %s is accounted for by %s, up to the end of the log%s", every, parts, by, paren(unread))
 	default:
-		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for; %s of the log not sunk yet (lag, not a finding)", every, parts, plural(lag, "offset"))
+		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for by %s%s; %s of the log not sunk yet (lag, not a finding)", every, parts, by, paren(unread), plural(lag, "offset"))
 	}
+}
+
+// levelsPhrase says what a complete verdict rests on, by the levels that
+// ran ("the ledger and the file list"), and what the audit did not read,
+// with the flag that reads it ("" when it read every data file): the
+// default level reads no data file, so a deleted one goes unseen.
+func (r *Report) levelsPhrase() (by, unread string) {
+	ran := func(l Level) bool { return slices.Contains(r.Levels, l) }
+	read := []string{"the ledger"}
+	if ran(LevelFiles) {
+		read = append(read, "the file list")
+	}
+	if ran(LevelRows) {
+		read = append(read, "the data files' rows")
+	}
+	if ran(LevelContent) {
+		read = append(read, "the log's records")
+	}
+	by = read[0]
+	if len(read) > 1 {
+		by = strings.Join(read[:len(read)-1], ", ") + " and " + read[len(read)-1]
+	}
+	switch {
+	case ran(LevelRows):
+	case !ran(LevelFiles):
+		unread = "manifests and data files not read"
+	case ran(LevelContent):
+		unread = "data files read only where the log retains their records: --deep reads them all"
+	default:
+		unread = "data files not read: --deep reads them"
+	}
+	return by, unread
 }
 
 // findingSummary counts the findings by kind, for example "3 findings: 1

@@ -160,26 +160,28 @@ func TestAuditCommandComplete(t *testing.T) {
 	}
 
 	// The verdict says how far "every offset" goes: to the end of the log,
-	// to the table's next offset with the lag named, or unchecked.
+	// to the table's next offset with the lag named, or unchecked; and by
+	// which levels: the default level reads no data file (a deleted one
+	// went unseen under a verdict of every offset, from a new-user run).
 	verdict := func(out string) string {
 		_, v, _ := strings.Cut(out, "verdict: ")
 		v, _, _ = strings.Cut(v, "\nevidence")
 		return strings.Join(strings.Fields(v), " ")
 	}
 	_, out, _ = floe(t, append(base, "--brokers", st.Brokers[0])...)
-	if want := "COMPLETE, every offset of 3 partitions is accounted for, up to the end of the log"; verdict(out) != want {
+	if want := "COMPLETE, every offset of 3 partitions is accounted for by the ledger and the file list, up to the end of the log (data files not read: --deep reads them)"; verdict(out) != want {
 		t.Errorf("verdict without lag %q, want %q", verdict(out), want)
 	}
 	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("orders", 3, 30, time.Now(), 2)); err != nil {
 		t.Fatal(err)
 	}
 	code, out, _ = floe(t, append(base, "--brokers", st.Brokers[0])...)
-	if want := "COMPLETE, every offset of 3 partitions up to the table's next offset is accounted for; 30 offsets of the log not sunk yet (lag, not a finding)"; code != exitOK || verdict(out) != want {
+	if want := "COMPLETE, every offset of 3 partitions up to the table's next offset is accounted for by the ledger and the file list (data files not read: --deep reads them); 30 offsets of the log not sunk yet (lag, not a finding)"; code != exitOK || verdict(out) != want {
 		t.Errorf("verdict with lag: exit %d, %q, want %q", code, verdict(out), want)
 	}
 	checkWidth(t, out)
 	_, out, _ = floe(t, base...)
-	if want := "COMPLETE, every offset of 3 partitions up to the table's next offset is accounted for (lag not checked: no --brokers)"; verdict(out) != want {
+	if want := "COMPLETE, every offset of 3 partitions up to the table's next offset is accounted for by the ledger and the file list (data files not read: --deep reads them; lag not checked: no --brokers)"; verdict(out) != want {
 		t.Errorf("verdict without --brokers %q, want %q", verdict(out), want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -154,7 +155,7 @@ func applyConfig(cmd *cobra.Command) (warnings []string, err error) {
 				src[f.Name] = env
 			}
 			if file != nil {
-				if fv, ok := file.values[f.Name]; ok && !slices.Equal(fv, vals) {
+				if fv, ok := file.values[f.Name]; ok && !slices.Equal(fv, vals) && !passwordAdded(fv, vals) {
 					// Names only: the values may be secrets.
 					warnings = append(warnings, fmt.Sprintf("%s overrides the config file's %s (%s line %d): the environment comes before the file; unset %s to use the file's",
 						env, f.Name, file.path, file.lines[f.Name], env))
@@ -474,4 +475,30 @@ func suggest(key string, known map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// passwordAdded reports whether env is the URI file gives with a password
+// added: the documented way to keep a catalog's password out of the file
+// (catalog: postgres://floe@host/db, FLOE_CATALOG with floe:PASSWORD@),
+// which overrides nothing the file meant.
+func passwordAdded(file, env []string) bool {
+	if len(file) != 1 || len(env) != 1 {
+		return false
+	}
+	fu, err := url.Parse(file[0])
+	if err != nil || fu.User == nil {
+		return false
+	}
+	eu, err := url.Parse(env[0])
+	if err != nil || eu.User == nil {
+		return false
+	}
+	if _, ok := fu.User.Password(); ok {
+		return false
+	}
+	if _, ok := eu.User.Password(); !ok || eu.User.Username() != fu.User.Username() {
+		return false
+	}
+	eu.User = url.User(eu.User.Username())
+	return eu.String() == fu.String()
 }

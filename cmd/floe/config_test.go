@@ -355,3 +355,28 @@ func TestConfigOverriddenByEnvironmentWarns(t *testing.T) {
 		t.Errorf("stderr:\n%s\nwant a warning naming FLOE_CATALOG and the file's line only", errs)
 	}
 }
+
+// TestConfigPasswordInEnvironmentNotWarned (from a new-user run): the
+// documented pattern, the catalog URI without its password in the file and
+// with it in FLOE_CATALOG, made every command warn that FLOE_CATALOG
+// overrides the file's catalog, also on an audit whose exit 1 leaves
+// stderr empty. Another URI with a password (another host) still warns.
+func TestConfigPasswordInEnvironmentNotWarned(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "floe.yaml")
+	writeFile(t, conf, "catalog: postgres://floe@127.0.0.1:1/iceberg?sslmode=disable   # password in FLOE_CATALOG\nwarehouse: "+filepath.Join(dir, "wh")+"\n")
+	for _, c := range []struct {
+		env  string
+		warn bool
+	}{
+		{"postgres://floe:s3cret@127.0.0.1:1/iceberg?sslmode=disable", false},
+		{"postgres://floe:s3cret@127.0.0.2:1/iceberg?sslmode=disable", true},
+		{"postgres://admin:s3cret@127.0.0.1:1/iceberg?sslmode=disable", true},
+	} {
+		t.Setenv("FLOE_CATALOG", c.env)
+		_, _, errs := floe(t, "status", "--config", conf)
+		if warned := strings.Contains(errs, "FLOE_CATALOG overrides"); warned != c.warn || strings.Contains(errs, "s3cret") {
+			t.Errorf("FLOE_CATALOG %s: stderr\n%s\nwant a warning: %v, and never the password", c.env, errs, c.warn)
+		}
+	}
+}

@@ -8,6 +8,7 @@ package metrics
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -77,7 +78,7 @@ func New() *Registry {
 		fenced:           counter("fenced_total", "Times another writer advanced one of this sink's partitions, so it dropped its files and re-read the ledger.", pl),
 		failures:         counter("sink_failures_total", "Times a pipeline stopped with an error.", pl),
 		sessionRetries:   counter("transient_errors_total", "Times a transient storage, catalog or broker error ended a sink session and the sink started again from the ledger after a pause (see --retry-for).", pl),
-		lagErrors:        counter("lag_poll_errors_total", "Failed polls of the broker's offsets for the lag gauges.", pl),
+		lagErrors:        counter("lag_poll_errors_total", "Failed lag polls: reads of the table's ledger (the catalog) or of the broker's offsets for the lag gauges.", pl),
 		commitSeconds:    hist("commit_duration_seconds", "Time to commit a snapshot's metadata, retries included.", prometheus.ExponentialBuckets(0.005, 2, 14)),
 		writeSeconds:     hist("write_duration_seconds", "Time a flush takes to finish its Parquet data files once its records are consumed.", prometheus.ExponentialBuckets(0.005, 2, 14)),
 		flushRecords:     hist("flush_records", "Rows per committed flush.", prometheus.ExponentialBuckets(1, 4, 12)),
@@ -378,11 +379,30 @@ func (p *Pipeline) Stopped(err error) {
 func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	// failing names what the polls cannot read, so that an outage is
+	// warned about once, not at every poll: an idle sink commits nothing,
+	// so a catalog outage is otherwise seen nowhere.
+	failing := ""
 	for {
 		last := time.Now()
-		if err := p.PollLag(ctx, b); err != nil && ctx.Err() == nil {
+		err := p.PollLag(ctx, b)
+		switch {
+		case err != nil && ctx.Err() == nil:
 			p.r.lagErrors.With(p.labels).Inc()
-			p.r.log().Debug("lag poll failed", "topic", p.topic, "err", err)
+			what := "the broker's offsets"
+			if errors.As(err, new(*ledgerError)) {
+				what = "the table's ledger (the catalog)"
+			}
+			if what != failing {
+				p.r.log().Warn("lag poll cannot read "+what+"; the lag gauges and the status page keep the last poll's values until it can",
+					"topic", p.topic, "table", p.table, "err", err)
+				failing = what
+			} else {
+				p.r.log().Debug("lag poll failed", "topic", p.topic, "err", err)
+			}
+		case err == nil && failing != "":
+			p.r.log().Info("lag poll reads "+failing+" again", "topic", p.topic, "table", p.table)
+			failing = ""
 		}
 		select {
 		case <-ctx.Done():
@@ -424,6 +444,16 @@ func (p *Pipeline) beginsAt(w connector.Watermarks) int64 {
 	return w.LogStart
 }
 
+// ledgerError is a lag poll's failure to read the table's ledger, which
+// WatchLag tells from the broker's.
+type ledgerError struct {
+	table string
+	err   error
+}
+
+func (e *ledgerError) Error() string { return fmt.Sprintf("read the ledger of %s: %v", e.table, e.err) }
+func (e *ledgerError) Unwrap() error { return e.err }
+
 // PollLag reads the broker's offsets once and updates the lag gauges.
 func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
 	p.mu.Lock()
@@ -432,7 +462,7 @@ func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
 	if ledger != nil {
 		l, err := ledger(ctx)
 		if err != nil {
-			return fmt.Errorf("read the ledger of %s: %w", p.table, err)
+			return &ledgerError{table: p.table, err: err}
 		}
 		p.Started(l)
 	}

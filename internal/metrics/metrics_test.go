@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -473,5 +474,63 @@ func TestRunningAgainAfterRetry(t *testing.T) {
 	cfg.OnSession()
 	if _, doc := r.Health(); doc.Pipelines[0].State != StateRunning || doc.Pipelines[0].Error != "" {
 		t.Fatalf("after the next session started: %+v", doc.Pipelines[0])
+	}
+}
+
+// TestWatchLagWarnsOncePerOutage (from a new-user run): a catalog outage
+// under idle sinks was seen nowhere: the lag poller's failed ledger reads
+// counted under a help naming the broker only, logged at debug level, and
+// /healthz said ok. The first failed poll of an outage warns, naming the
+// ledger; the next ones do not; the end of the outage is said.
+func TestWatchLagWarnsOncePerOutage(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("orders", 1, nil)
+	var got floetest.SyncBuffer
+	r := New()
+	r.Logger = slog.New(slog.NewTextHandler(&got, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	p := r.Pipeline("orders", "lake.orders", nil)
+	var down atomic.Bool
+	down.Store(true)
+	p.FollowLedger(func(context.Context) (mapping.Summary, error) {
+		if down.Load() {
+			return mapping.Summary{}, errors.New("catalog unreachable")
+		}
+		return mapping.Summary{}, nil
+	})
+	ctx, cancel := context.WithCancel(e.Ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.WatchLag(ctx, e.Broker(), 5*time.Millisecond)
+	}()
+	labels := map[string]string{"topic": "orders", "table": "lake.orders"}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s; log:\n%s", what, got.String())
+			}
+		}
+	}
+	wait("three failed polls", func() bool { n, _ := value(t, r.Gatherer(), "floe_lag_poll_errors_total", labels); return n >= 3 })
+	down.Store(false)
+	wait("the end of the outage said", func() bool {
+		return strings.Contains(got.String(), "lag poll reads the table's ledger (the catalog) again")
+	})
+	cancel()
+	<-done
+	log := got.String()
+	if n := strings.Count(log, "level=WARN"); n != 1 || !strings.Contains(log, "lag poll cannot read the table's ledger (the catalog)") || !strings.Contains(log, "catalog unreachable") {
+		t.Errorf("%d warnings, want one naming the ledger:\n%s", n, log)
+	}
+	var help string
+	mfs, _ := r.Gatherer().Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "floe_lag_poll_errors_total" {
+			help = mf.GetHelp()
+		}
+	}
+	if !strings.Contains(help, "ledger") {
+		t.Errorf("floe_lag_poll_errors_total's help %q does not say it counts failed ledger reads", help)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/localstack"
@@ -157,8 +159,23 @@ func withFlags(err error) string {
 	// verbatim, and outer errors are visited first, so an inner one is
 	// still found after its parent was rewritten.
 	rewrite := func(lib, cli string) { msg = strings.Replace(msg, lib, cli, 1) }
+	// dialing is set inside a connector.CheckError, which only a dial
+	// returns for the brokers' first answer; a broker error outside one
+	// came after the dial had worked (walkErrors visits outer errors
+	// first).
+	dialing := false
 	walkErrors(err, func(e error) {
 		switch e := e.(type) {
+		case *kgo.ErrFirstReadEOF:
+			// franz-go guesses TLS against a plaintext port; a broker
+			// restarting closes connections so too (found by a new user).
+			switch {
+			case !strings.Contains(e.Error(), "after a dial"):
+			case dialing:
+				hint("or a broker restarting closed it: when these TLS settings worked before, run the command again once the broker is up")
+			default:
+				hint("the brokers answered this process with the same TLS settings before, so a broker was most likely restarting (not a TLS misconfiguration): run the command again once it is up")
+			}
 		case *connector.ConfigError:
 			rewrite(e.Error(), valueMessage(flag(e.Setting), e.Value, e.Want))
 		case *catalog.ConfigError:
@@ -204,6 +221,7 @@ func withFlags(err error) string {
 			}
 
 		case *connector.CheckError:
+			dialing = true
 			if len(e.Settings) > 0 { // none: no flag of floe's fixes it
 				hint("check " + flags(e.Settings))
 			}

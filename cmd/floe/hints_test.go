@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
@@ -115,5 +120,53 @@ func TestChangedWhileRead(t *testing.T) {
 	gone := &snapshot.DataFileGoneError{Table: "lake.orders", Path: "f.parquet", Err: fs.ErrNotExist}
 	if got := changedWhileRead(t.Context(), now, gone); got != error(gone) {
 		t.Errorf("a file gone from a table that did not change: %v", got)
+	}
+}
+
+// TestBrokerRestartNotCalledTLS (from a new-user run): a broker that is
+// restarting closes connections at once, which franz-go words as a TLS
+// client against a plaintext broker. Once the dial had worked, the sink
+// exited saying TLS was misconfigured; the same settings had worked, so
+// the hint says a broker was most likely restarting. At the dial itself
+// floe cannot tell, and names both.
+func TestBrokerRestartNotCalledTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// A broker going down or coming up: it closes the
+			// connection, after reading the client's hello (closing
+			// with it unread would reset the connection instead).
+			c.Read(make([]byte, 4096))
+			c.Close()
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()), kgo.DialTLSConfig(&tls.Config{}), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	eof := cl.Ping(ctx)
+	if _, ok := errors.AsType[*kgo.ErrFirstReadEOF](eof); !ok || !strings.Contains(eof.Error(), "after a dial") {
+		t.Fatalf("ping of a listener that closes every connection: %v, want franz-go's ErrFirstReadEOF after a dial", eof)
+	}
+
+	later := withFlags(fmt.Errorf("pipeline orders -> lake.orders: read the broker's offsets: %w", eof))
+	if !strings.Contains(later, "a broker was most likely restarting (not a TLS misconfiguration)") || strings.Contains(later, "check --kafka-tls") {
+		t.Errorf("after the dial had worked: %s", later)
+	}
+	dial := withFlags(&connector.CheckError{Settings: []connector.Setting{connector.SettingTLS},
+		Err: fmt.Errorf("the brokers do not speak TLS on this port (a plaintext listener?): %w", eof)})
+	if !strings.HasSuffix(dial, "; check --kafka-tls; or a broker restarting closed it: when these TLS settings worked before, run the command again once the broker is up") {
+		t.Errorf("at the dial: %s", dial)
 	}
 }

@@ -54,6 +54,14 @@ func TestMaintainCompact(t *testing.T) {
 	if len(rep.Compaction) != 1 || rep.Compaction[0].Groups != 0 || rep.Compaction[0].FilesBefore != 1 {
 		t.Fatalf("second compaction: %+v", rep.Compaction)
 	}
+	// It says so in words, and its duration with its unit (from a
+	// new-user run: "attempts": 0, "groups": 0 and "duration_ns" alone).
+	if c := rep.Compaction[0]; c.Summary != "compaction of lake.orders: nothing to merge (1 data file)" {
+		t.Errorf("second compaction's summary %q", c.Summary)
+	}
+	if d, err := time.ParseDuration(rep.Compaction[0].Took); err != nil || d != rep.Compaction[0].Duration.Round(time.Millisecond) {
+		t.Errorf("second compaction took %q (%v), duration_ns %d", rep.Compaction[0].Took, err, rep.Compaction[0].Duration)
+	}
 }
 
 // sinkInBackground runs floe with args (a sink) until the returned stop

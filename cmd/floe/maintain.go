@@ -151,7 +151,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return errors.Join(printJSON(out, maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res, Compaction: compacted}), damage)
+				return errors.Join(printJSON(out, maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res, Compaction: compactionReports(compacted, dryRun)}), damage)
 			}
 			would := ""
 			if dryRun {
@@ -256,5 +256,26 @@ type maintainReport struct {
 	DryRun bool   `json:"dry_run"`
 	snapshot.MaintainResult
 	// Compaction has a result per table compacted (--compact).
-	Compaction []snapshot.CompactResult `json:"compaction,omitempty"`
+	Compaction []compactionReport `json:"compaction,omitempty"`
+}
+
+// compactionReport is a compaction's result in floe maintain --json. Took
+// gives duration_ns with its unit, as durations are everywhere else
+// (duration_ns stays, for the scripts that read it); Summary is the text
+// report's line, which says in words when there was nothing to merge.
+type compactionReport struct {
+	snapshot.CompactResult
+	Took    string `json:"took"`
+	Summary string `json:"summary"`
+}
+
+// compactionReports are results as floe maintain --json gives them.
+func compactionReports(results []snapshot.CompactResult, dryRun bool) []compactionReport {
+	out := make([]compactionReport, len(results))
+	for i, r := range results {
+		var line strings.Builder
+		printCompaction(&line, []snapshot.CompactResult{r}, dryRun)
+		out[i] = compactionReport{CompactResult: r, Took: r.Duration.Round(time.Millisecond).String(), Summary: strings.TrimSpace(line.String())}
+	}
+	return out
 }

@@ -57,7 +57,8 @@ func TestInvalidTableNameIsInvalid(t *testing.T) {
 }
 
 // TestStatusJSONAndShortFlags: --json is the status report's JSON, as on
-// every other command; the old --format json still prints the same; -b
+// every other command; the old --format json still prints the same, with
+// a warning naming --json; -b
 // and -t work where kcat users expect them.
 func TestStatusJSONAndShortFlags(t *testing.T) {
 	st, loc := sinkStack(t)
@@ -69,8 +70,11 @@ func TestStatusJSONAndShortFlags(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Partitions) != 3 || doc.Partitions[0].Lag == nil || *doc.Partitions[0].Lag != 0 {
 		t.Fatalf("status --json: %v\n%s", err, js)
 	}
-	if old := mustFloe(t, append(status, "--format", "json")...); old != js {
-		t.Fatalf("status --format json differs from --json:\n%s\n%s", old, js)
+	if code, old, errs := floe(t, append(status, "--format", "json")...); code != 0 || old != js {
+		t.Fatalf("status --format json: exit %d, differs from --json:\n%s\n%s\n%s", code, old, js, errs)
+	} else if !strings.Contains(errs, "--format is deprecated and will be removed: use --json") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		// From a new-user run: the deprecation was in --help only.
+		t.Errorf("status --format json's stderr %q, want one line saying it is deprecated for --json", errs)
 	}
 	if help := mustFloe(t, "status", "--help"); !strings.Contains(help, "deprecated, use --json") {
 		t.Fatalf("status --help does not say --format is deprecated:\n%s", help)

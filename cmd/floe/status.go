@@ -66,6 +66,10 @@ last committed to.`,
 			default:
 				return fmt.Errorf("--format %q: want text or json (or use --json)", format)
 			}
+			// Said at run time too: a script's flag is read in no --help.
+			if cmd.Flags().Changed("format") {
+				slog.Warn(fmt.Sprintf("--format is deprecated and will be removed: use --json (text is the default), not --format %s", format))
+			}
 			if serve != "" && asJSON {
 				return fmt.Errorf("--serve serves a page and --json prints a document: choose one (the page's JSON is on /status.json)")
 			}

@@ -86,6 +86,8 @@ A finding that was reviewed and must stay (a loss recorded with --on-data-loss r
 the ledger for good) can be accepted: --accept FILE takes an earlier audit's JSON report of the
 table, and its findings, met again unchanged (same partition, offsets, file, snapshot, detail), are
 listed apart and do not fail the audit; a new finding, or the same loss grown, still does.
+Accepted findings that say rows are missing from the table (missing-file, count-mismatch, ...)
+make the verdict COMPLETE AS ACCEPTED, which does not claim every offset.
 
 Exit status: 0 the table is complete (but for accepted findings), 1 there are findings, 2 the
 audit could not run.`,

@@ -1,11 +1,14 @@
 package connector
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -540,8 +543,9 @@ func joinKeyPath(name string) string { return mapping.ColKey + "." + name }
 // when keyChanged, else the decoder's) to the value's columns and to the
 // value, where they replace a same-named field: an upsert table keyed by
 // them holds the key's values in columns of their names. A key field whose
-// type no value column of its name can take is why the record is a dead
-// letter.
+// type no value column of its name can take, or whose value a non-null
+// value field of its name disagrees with (the row would hold the key's and
+// lose the value's unsaid), is why the record is a dead letter.
 func (d *decoder) withKeyFields(key any, keyType iceberg.Type, keyChanged bool, value map[string]any, values *iceberg.StructType, changed bool) (map[string]any, *iceberg.StructType, bool, error) {
 	if !keyChanged {
 		keyType = d.key
@@ -550,6 +554,21 @@ func (d *decoder) withKeyFields(key any, keyType iceberg.Type, keyChanged bool, 
 	fields, isMap := key.(map[string]any)
 	if !ok || !isMap {
 		return value, values, changed, nil
+	}
+	for _, f := range kt.FieldList {
+		name := f.Name
+		if v := value[name]; v != nil && !sameValue(fields[name], v) {
+			fix := "write the same " + name + " in the key and the value, or key the table by the value's fields instead (--id-columns)"
+			if d.layout.Envelope == mapping.EnvelopeDebezium {
+				// --envelope debezium keys by the record key only.
+				fix = "check that the connector's record key is the source table's key (message.key.columns, a key transform) and its after image that key's row"
+			}
+			return nil, nil, false, fmt.Errorf("the key's field %s is %v and the value's field %s is %v: the table is keyed by the key's fields, and its column %s would hold the key's %v and lose the value's; %s",
+				name, describeValue(fields[name]), name, describeValue(v), name, describeValue(fields[name]), fix)
+		}
+	}
+	if d.layout.Value == mapping.ValueJSON && d.layout.Envelope != mapping.EnvelopeDebezium {
+		values = keyFieldTypes(d.values, values, kt)
 	}
 	merged, more, err := mapping.MergeType("", values, kt)
 	if err == nil && more {
@@ -572,6 +591,80 @@ func (d *decoder) withKeyFields(key any, keyType iceberg.Type, keyChanged bool, 
 		row[k] = v
 	}
 	return row, merged.(*iceberg.StructType), changed || more, nil
+}
+
+// keyFieldTypes returns values, the columns of a schemaless JSON value,
+// with the key's types (kt) for the fields of the key's names that the
+// table's columns (have) lack yet: the row holds the key's values there,
+// and a type inferred from how the value wrote the same number (1.0 for
+// the key's 1) would conflict with the key's.
+func keyFieldTypes(have, values, kt *iceberg.StructType) *iceberg.StructType {
+	out := values
+	for _, k := range kt.FieldList {
+		i := slices.IndexFunc(values.FieldList, func(f iceberg.NestedField) bool { return f.Name == k.Name })
+		if i < 0 || values.FieldList[i].Type.Equals(k.Type) || (have != nil && slices.ContainsFunc(have.FieldList, func(f iceberg.NestedField) bool { return f.Name == k.Name })) {
+			continue
+		}
+		if out == values {
+			out = &iceberg.StructType{FieldList: slices.Clone(values.FieldList)}
+		}
+		out.FieldList[i].Type = k.Type
+	}
+	return out
+}
+
+// sameValue reports whether a and b, decoded values of a key field and a
+// value field, are the same value: numbers by their value whatever their
+// type (10, 10.0 and a decimal 10.00 agree), bytes by their bytes, others
+// by equality.
+func sameValue(a, b any) bool {
+	// The usual key fields first, without allocating.
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		if y, ok := b.(int64); ok {
+			return x == y
+		}
+	}
+	if x, ok := ratOf(a); ok {
+		y, ok := ratOf(b)
+		return ok && x.Cmp(y) == 0
+	}
+	if x, ok := a.([]byte); ok {
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// ratOf is v as an exact number, when it is one (a NaN or an infinity is
+// none).
+func ratOf(v any) (*big.Rat, bool) {
+	switch v := v.(type) {
+	case int32:
+		return new(big.Rat).SetInt64(int64(v)), true
+	case int64:
+		return new(big.Rat).SetInt64(v), true
+	case float32:
+		r := new(big.Rat).SetFloat64(float64(v))
+		return r, r != nil
+	case float64:
+		r := new(big.Rat).SetFloat64(v)
+		return r, r != nil
+	case iceberg.Decimal:
+		return new(big.Rat).SetFrac(v.Val.BigInt(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(v.Scale)), nil)), true
+	}
+	return nil, false
+}
+
+// describeValue is v as a dead-letter reason shows it: strings quoted.
+func describeValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
 }
 
 // appendRow appends out, the row decode made of r, to rb, a builder for

@@ -412,9 +412,16 @@ func (d *decoder) adopt(key iceberg.Type, keyChanged bool, values *iceberg.Struc
 	}
 }
 
-// errTruncate is why a Debezium truncate event is a dead letter unless the
-// sink deletes every row for it.
-var errTruncate = errors.New("a Debezium truncate event (op t): floe does not empty the table for it unless the sink runs with --on-truncate delete-all")
+// truncateDead is why a Debezium truncate event of topic is a dead letter
+// unless the sink deletes every row for it. A sink restarted with the flag
+// applies it to later truncates only: this one is committed, as a dead
+// letter, and only a rebuild of the table from the log applies it.
+func (d *decoder) truncateDead(topic string) error {
+	return fmt.Errorf("a Debezium truncate event (op t): floe does not empty the table for it unless the sink runs with --on-truncate delete-all, "+
+		"which applies to the truncates read after it, not to this one, committed as a dead letter; to apply this one too, rebuild the table from the log: "+
+		"floe replay --topic %s --table TABLE --envelope debezium --key %s --value %s --on-truncate delete-all --branch rebuild --publish --publish-different (docs/upsert.md, Replay and state tables)",
+		topic, d.layout.Key, d.layout.Value)
+}
 
 // decodeChange decodes r, a Debezium change event (--envelope debezium):
 // the key, the change, and for an upsert the row. A delete without a record
@@ -463,7 +470,7 @@ func (d *decoder) decodeChange(ctx context.Context, r *kgo.Record) (decoded, err
 	}
 	switch {
 	case ch.Kind == mapping.ChangeTruncate && !d.truncateAll:
-		out.dead, out.schemaID = errTruncate, id
+		out.dead, out.schemaID = d.truncateDead(r.Topic), id
 		return out, nil
 	case ch.Kind == mapping.ChangeDelete && key == nil && ch.BeforeErr != nil:
 		out.dead, out.schemaID = ch.BeforeErr, id

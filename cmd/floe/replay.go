@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,12 +10,15 @@ import (
 	"strings"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 type replayFlags struct {
@@ -218,6 +222,11 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		printJSONLine(w, newReplayReport(res))
 	} else {
 		printReplayResult(w, res)
+		if f.branch == "" {
+			if err := printReplayLayout(ctx, w, cat, ident, cmd.Flags().Changed); err != nil {
+				return err
+			}
+		}
 	}
 	if !res.Complete {
 		return fmt.Errorf("replay interrupted: %s is consistent up to the next offsets above; run the same command again to continue", res.Target)
@@ -348,6 +357,40 @@ func newReplayReport(r replay.Result) replayReport {
 		out.Differ = r.Differ.Error()
 	}
 	return out
+}
+
+// printReplayLayout names the layout of the table a replay without
+// --branch wrote, as the flags that make it: a replay given none of them
+// makes a raw append table, which one rebuilding an upsert or typed table
+// did not mean (a new user's report). given tells which flags were given.
+func printReplayLayout(ctx context.Context, w io.Writer, cat icecat.Catalog, ident table.Identifier, given func(string) bool) error {
+	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	l, key := tbl.Layout(), tbl.UpsertKey()
+	var flags []string
+	switch {
+	case tbl.Mode() != mapping.ModeUpsert:
+		flags = append(flags, "--mode "+string(tbl.Mode()))
+	case key.Source == mapping.KeyFromPartitionKey:
+		flags = append(flags, "--fold latest")
+	default:
+		flags = append(flags, "--mode upsert")
+	}
+	if l.Envelope != mapping.EnvelopeNone {
+		flags = append(flags, "--envelope "+string(l.Envelope))
+	}
+	flags = append(flags, "--key "+string(l.Key), "--value "+string(l.Value))
+	if key.Source == mapping.KeyFromValue {
+		flags = append(flags, "--id-columns "+strings.Join(key.Columns, ","))
+	}
+	fmt.Fprintf(w, "layout of %s: %s", tbl.Name(), strings.Join(flags, " "))
+	if !slices.ContainsFunc([]string{"mode", "fold", "key", "value", "envelope", "id-columns"}, given) {
+		fmt.Fprint(w, " (the defaults, as no --mode, --key or --value was given: a replay that rebuilds an upsert or typed table takes the flags that table was sunk with)")
+	}
+	fmt.Fprintln(w)
+	return nil
 }
 
 func printReplayResult(w io.Writer, r replay.Result) {

@@ -716,6 +716,11 @@ func (d *decoder) decodeKey(ctx context.Context, key []byte) (v any, typ iceberg
 			have = &iceberg.StructType{}
 		}
 		st, changed, obj, err := mapping.DecodeJSON(key, have)
+		if errors.Is(err, mapping.ErrEmptyJSON) {
+			// kcat without -Z, among others, sends an empty key where a
+			// null one (a Debezium truncate's) was meant.
+			err = fmt.Errorf("%w: a record without a key has a null key, not an empty one (kcat -Z sends an empty key as null)", err)
+		}
 		if err != nil {
 			return nil, nil, false, 0, fmt.Errorf("key: %w", err), nil
 		}

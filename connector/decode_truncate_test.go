@@ -46,3 +46,24 @@ func TestTruncateDeadLetterSaysReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyKeyReasonSaysNull: a Debezium truncate produced with kcat
+// without -Z has an empty key, not a null one: its dead letter said "not
+// valid JSON: empty (0 bytes)", where an empty value's says that kcat -Z
+// sends it as null. The key's says so too now. From a new user's report.
+func TestEmptyKeyReasonSaysNull(t *testing.T) {
+	e := newEnv(t)
+	const topic, name = "dbserver1.inventory.trempty", "lake.trempty"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.debeziumTable(name, floetest.CDCPlainJSON)
+	truncate := dbzTruncate(topic, 1)
+	truncate.Key = []byte{}
+	e.Produce([]*kgo.Record{dbzEvent(topic, "r", 1, "one@x", 0), truncate})
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	dead := rows(t, dlq)
+	if len(dead) != 1 || !strings.Contains(dead[0].Columns[mapping.ColError], "kcat -Z sends an empty key as null") {
+		t.Fatalf("dead letters %+v: want the truncate with an empty key, its reason saying that kcat -Z sends an empty key as null", dead)
+	}
+}

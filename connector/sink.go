@@ -940,11 +940,23 @@ func (s *Sink) noteUnfinished(next map[mapping.TopicPartition]int64, ends map[in
 	}
 }
 
+// NoFlagDecodes reports whether reason, a dead letter's, is of a record
+// no layout flag would make a row of: a Debezium truncate the sink does
+// not apply, a key field the value disagrees with.
+func NoFlagDecodes(reason string) bool {
+	return strings.Contains(reason, "a Debezium truncate event (op t)") || strings.Contains(reason, "the table is keyed by the key's fields, and its column")
+}
+
 // OnlyDeadLettersAdvice says what to check when every record of a commit
 // (or run) became a dead letter, first being the first one's position and
 // reason: most often the layout cannot decode the topic's records at all,
 // unless the first decoded and conflicts with the table's column type.
 func OnlyDeadLettersAdvice(first string) string {
+	if NoFlagDecodes(first) {
+		// The layout flags are right: such records are dead letters
+		// whatever they are.
+		return "no --value, --key or --schema-registry makes rows of such records (a Debezium truncate without --on-truncate delete-all, a key and value that disagree on a key column): the first dead letter's reason says what to do"
+	}
 	if mapping.IsSchemaConflictReason(first) {
 		return "the first record decoded, but the type of one of its fields conflicts with the table's column (docs/typed-tables.md, Schema evolution)"
 	}

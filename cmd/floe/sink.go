@@ -623,7 +623,7 @@ func onlyDeadLetters(table string, s connector.Stats) string {
 		return ""
 	}
 	advice := connector.OnlyDeadLettersAdvice(s.FirstDeadLetter)
-	if !mapping.IsSchemaConflictReason(s.FirstDeadLetter) {
+	if !mapping.IsSchemaConflictReason(s.FirstDeadLetter) && !connector.NoFlagDecodes(s.FirstDeadLetter) {
 		advice += fmt.Sprintf(" (a table keeps the layout it was created with: sink into a new table, or remove this one with floe drop --table %s, which lists what it drops)", table)
 	}
 	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; %s; first: %s",

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -634,6 +635,14 @@ func sameValue(a, b any) bool {
 		if y, ok := b.(int64); ok {
 			return x == y
 		}
+	case int32:
+		if y, ok := b.(int32); ok {
+			return x == y
+		}
+	case time.Time:
+		// The same instant in another location is the same value.
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
 	}
 	if x, ok := ratOf(a); ok {
 		y, ok := ratOf(b)

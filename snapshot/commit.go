@@ -308,11 +308,13 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		return res, nil, err
 	}
 
-	if t.keyNamedOtherwise(f.Schema) {
+	if t.keyNamedOtherwise(f.Schema) && !slices.Equal(keyFieldNames(f.Schema), keyFieldNames(t.tbl.Schema())) {
 		// Another writer named the table's key since this writer's session
 		// began: the flush's records were judged without it (a key with
 		// other fields is a dead letter), and are read again for it (from a
 		// review: a row of another key's shape replaced the named key's).
+		// A key column struct the table already has as the flush does
+		// (widened so by an earlier floe) is not a key named since.
 		if f.Writer != nil {
 			t.removeFiles(ctx, log, f.DataFiles())
 		}

@@ -200,6 +200,25 @@ func (t *Table) keyNamedOtherwise(want *iceberg.Schema) bool {
 	return false
 }
 
+// keyFieldNames is the sorted names of sc's key column struct's fields
+// (nil when it has none).
+func keyFieldNames(sc *iceberg.Schema) []string {
+	if sc == nil {
+		return nil
+	}
+	f, ok := sc.FindFieldByName(mapping.ColKey)
+	st, isStruct := f.Type.(*iceberg.StructType)
+	if !ok || !isStruct {
+		return nil
+	}
+	names := make([]string, 0, len(st.FieldList))
+	for _, kf := range st.FieldList {
+		names = append(names, kf.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // identify stages in upd (and txn) the identifier fields of an upsert
 // table once its key columns key exist in base or want: the first commit
 // of a table whose key columns come with its records. When name is set it

@@ -86,6 +86,9 @@ type groupMember struct {
 	// adoptions counts the partitions taken on; each partition records
 	// the count when it was (partition.adopted).
 	adoptions uint64
+	// assignments counts the group's assignments to this member, empty
+	// ones too (assigned).
+	assignments uint64
 	// revokeWithin bounds a revocation's commit.
 	revokeWithin time.Duration
 }
@@ -131,6 +134,7 @@ func (ss *session) joinGroup(ctx context.Context) error {
 		// The group's offsets are replaced by the ledger's at every
 		// assignment, before anything is fetched.
 		kgo.AdjustFetchOffsetsFn(ss.assigned),
+		kgo.OnPartitionsAssigned(ss.joined),
 		kgo.OnPartitionsRevoked(ss.revoked),
 		kgo.OnPartitionsLost(ss.lost),
 	}
@@ -193,9 +197,6 @@ func (ss *session) assigned(ctx context.Context, offsets map[string]map[int32]kg
 		}
 		return nil, err
 	}
-	if ss.s.cfg.OnSession != nil {
-		ss.s.cfg.OnSession()
-	}
 	out := map[int32]kgo.Offset{}
 	for p, n := range pos {
 		// Epoch -1: the position is the ledger's, not one this client
@@ -230,6 +231,22 @@ func (ss *session) checkGroupShared(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// joined is the group consumer's OnPartitionsAssigned, which franz-go
+// calls at every assignment, an empty one too (assigned takes the
+// partitions on): the member is in the group again and runs.
+func (ss *session) joined(context.Context, *kgo.Client, map[string][]int32) {
+	gm := ss.gm
+	gm.mu.Lock()
+	defer gm.mu.Unlock()
+	if gm.closing {
+		return
+	}
+	gm.assignments++
+	if ss.s.cfg.OnSession != nil {
+		ss.s.cfg.OnSession()
+	}
 }
 
 // revoked is the group consumer's OnPartitionsRevoked: the group moves

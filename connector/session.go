@@ -131,6 +131,8 @@ type carried struct {
 	fetches  kgo.Fetches
 	parts    []kgo.FetchTopicPartition
 	polledAt uint64
+	// assigned is the group's assignments to this member by then.
+	assigned uint64
 	// reserve is set when the poll stopped for the loop to reserve the
 	// flush's columns (errSchemaReserve), not to flush (errSchemaFlush).
 	reserve bool
@@ -676,11 +678,12 @@ func (ss *session) poll(ctx context.Context) error {
 	var (
 		fetches  kgo.Fetches
 		polledAt uint64
+		assigned uint64
 	)
 	if carry != nil {
 		// What a stop left: read on, now that the loop flushed or
 		// reserved, before fetching more.
-		fetches, polledAt = carry.fetches, carry.polledAt
+		fetches, polledAt, assigned = carry.fetches, carry.polledAt, carry.assigned
 	} else {
 		wake := time.Now().Add(idleCheck)
 		if !ss.deadline.IsZero() && ss.deadline.Before(wake) {
@@ -688,7 +691,7 @@ func (ss *session) poll(ctx context.Context) error {
 		}
 		pctx, cancel := context.WithDeadline(ctx, wake)
 		if ss.gm != nil {
-			polledAt = ss.gm.adoptions
+			polledAt, assigned = ss.gm.adoptions, ss.gm.assignments
 			ss.gm.mu.Unlock()
 		}
 		fetches = ss.cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-ss.pending)))
@@ -740,7 +743,7 @@ func (ss *session) poll(ctx context.Context) error {
 	// ss.carry.
 	stopAt := func(fp kgo.FetchTopicPartition, i int, reserve bool) {
 		fp.Records = fp.Records[i:]
-		stop = &carried{fetches: fetches, parts: []kgo.FetchTopicPartition{fp}, polledAt: polledAt, reserve: reserve}
+		stop = &carried{fetches: fetches, parts: []kgo.FetchTopicPartition{fp}, polledAt: polledAt, assigned: assigned, reserve: reserve}
 	}
 	feed := func(fp kgo.FetchTopicPartition) {
 		if stop != nil {
@@ -769,7 +772,9 @@ func (ss *session) poll(ctx context.Context) error {
 					msg += "; if this repeats, the group's members may use the other --group-protocol: give them all the same"
 				}
 				s.log.Warn(msg, "group", s.cfg.Group, "err", fp.Err)
-				if s.cfg.OnGroupDropped != nil {
+				// Not when the group assigned this member again since the
+				// poll began: the notice is of the drop before.
+				if s.cfg.OnGroupDropped != nil && ss.gm.assignments == assigned {
 					s.cfg.OnGroupDropped(fmt.Errorf("%s: %w", msg, fp.Err))
 				}
 				return

@@ -272,7 +272,7 @@ func printReplayStart(w io.Writer, s replay.Start) {
 		for _, part := range p.Partitions {
 			start := p.Start[part]
 			if iv, ok := p.StampedBefore[part]; ok {
-				fmt.Fprintf(w, "  note: %s/%d starts at offset %d, its first record stamped at or after --from; retention deleted [0, %d), whose times no broker keeps: had one been stamped at or after --from (a producer's clock ahead), the replay would take %v too, stamped before it\n",
+				fmt.Fprintf(w, "  note: %s/%d starts at offset %d, where --from resolves (its first record stamped at or after it, or its end where none is); retention deleted [0, %d), whose times no broker keeps: had one been stamped at or after --from (a producer's clock ahead), the replay would take %v too, stamped before it\n",
 					p.Topic, part, iv.High, iv.Low, iv)
 				start = iv.Low
 			}

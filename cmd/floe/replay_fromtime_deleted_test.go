@@ -43,7 +43,7 @@ func TestReplayFromTimeSaysDeletedLateRecordUnseen(t *testing.T) {
 	replay := append([]string{"replay", "--brokers", strings.Join(st.Brokers, ","), "--topic", "late", "--from", from}, loc...)
 	out := mustFloe(t, append(replay, "--table", "lake.late")...)
 	for _, want := range []string{
-		"late/0 starts at offset 6, its first record stamped at or after --from; retention deleted [0, 3)",
+		"late/0 starts at offset 6, where --from resolves (its first record stamped at or after it, or its end where none is); retention deleted [0, 3)",
 		"would take [3, 6) too",
 		"to take them, replay --from 0=3,1=0",
 		"replayed 8 rows",

@@ -20,7 +20,7 @@ func TestOnlyDeadLettersAdvice(t *testing.T) {
 	}
 	for reason, want := range map[string]string{
 		reserved.Error(): "a field is named like one of floe's columns",
-		`decode json: not valid JSON: "x" (at byte 1: invalid character 'x' looking for beginning of value)`: "check that --value, --key and --schema-registry match",
+		`decode json: not valid JSON: "x" (at byte 1: invalid character 'x' looking for beginning of value)`:                        "check that --value, --key and --schema-registry match",
 		"a Debezium truncate event (op t): floe does not empty the table for it unless the sink runs with --on-truncate delete-all": "no --value, --key or --schema-registry makes rows of such records",
 	} {
 		if got := connector.OnlyDeadLettersAdvice(reason); !strings.Contains(got, want) {

@@ -164,8 +164,9 @@ func TestUpsertSinkCommand(t *testing.T) {
 
 // TestUpsertSinkStructKey runs floe sink --mode upsert --key json --value
 // json: the key {"id": N} gives the key column id, the same column as the
-// value's id, holding the key's value; a record whose key lacks id, or has
-// another field, is a dead letter; a tombstone deletes. Then --id-columns
+// value's id (a value whose id disagrees is a dead letter:
+// TestUpsertKeyFieldDisagreesWithValue); a record whose key lacks id, or
+// has another field, is a dead letter; a tombstone deletes. Then --id-columns
 // on a v3 table: the value's tenant and id columns key it, a record
 // without tenant is a dead letter; changing the key columns and a
 // floating-point key column are refused.
@@ -177,7 +178,7 @@ func TestUpsertSinkStructKey(t *testing.T) {
 	for i := range 30 {
 		id := i % 6
 		name := fmt.Sprintf("n%d", i)
-		recs = append(recs, rec(topic, int32(id%2), j(`{"id":%d}`, id), j(`{"id":%d,"tenant":"t%d","name":%q,"score":%d.5}`, 100+id, id%2, name, i), i))
+		recs = append(recs, rec(topic, int32(id%2), j(`{"id":%d}`, id), j(`{"id":%d,"tenant":"t%d","name":%q,"score":%d.5}`, id, id%2, name, i), i))
 		want[fmt.Sprint(id)] = name
 	}
 	recs = append(recs,

@@ -196,12 +196,16 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 				Reason: fmt.Sprintf("partition %d: this replay began it at offset %d, and the time resolves to offset %d now (a transaction open then, where it stopped, has ended, or records were added since); run it again with --until end to finish it as it began, or replay into a new table",
 					part, pr.First(), start)}
 		}
+		// headUnruled: a replay from a time of a partition whose
+		// beginning retention deleted, where the topic's time retention
+		// does not say that the deleted records were stamped before it.
+		headUnruled := fromTime != nil && !resumed && w.LogStart > 0 && (deletedBefore.IsZero() || from.Time.Before(deletedBefore))
 		if fromTime != nil && !resumed && fromTime[part] == w.LogStart && w.LogStart > 0 && w.LogStart < w.LastStable {
 			// The first record retention kept is at or after the time:
 			// those it deleted before it may have been too, and a
 			// replay "since then" must not skip them unsaid, unless the
 			// topic's time retention says they were older.
-			if deletedBefore.IsZero() || from.Time.Before(deletedBefore) {
+			if headUnruled {
 				return p, &BoundError{Setting: SettingFrom, Value: from.Spec,
 					Reason: fmt.Sprintf("partition %d: the first record the log still holds (offset %d) is stamped at or after it, and retention deleted everything below %d, records stamped since then among them maybe (the topic's retention does not rule it out: size retention, or a retention.ms reaching past the time); replay from earliest (which records [0, %d) as lost), or from offsets to start at the log start knowingly",
 						part, w.LogStart, w.LogStart, w.LogStart)}
@@ -211,13 +215,13 @@ func newPlan(ctx context.Context, broker *connector.Broker, topic string, from, 
 			}
 			p.TrustedRetention[part] = w.LogStart
 		}
-		if fromTime != nil && !resumed && fromTime[part] > w.LogStart && w.LogStart > 0 && (deletedBefore.IsZero() || from.Time.Before(deletedBefore)) {
+		if headUnruled && fromTime[part] > w.LogStart {
 			if p.StampedBefore == nil {
 				p.StampedBefore = map[int32]mapping.Interval{}
 			}
 			p.StampedBefore[part] = mapping.Interval{Low: w.LogStart, High: start}
 		}
-		if fromTime != nil && !resumed && w.LogStart > 0 && w.LogStart == w.HighWatermark && (deletedBefore.IsZero() || from.Time.Before(deletedBefore)) {
+		if headUnruled && w.LogStart == w.HighWatermark {
 			if p.Emptied == nil {
 				p.Emptied = map[int32]int64{}
 			}

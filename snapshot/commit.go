@@ -308,7 +308,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		return res, nil, err
 	}
 
-	if t.keyNamedOtherwise(f.Schema) && !slices.Equal(keyFieldNames(f.Schema), keyFieldNames(t.tbl.Schema())) {
+	if t.keyNamedOtherwise(f.Schema) && !sameKeyFields(f.Schema, t.tbl.Schema()) {
 		// Another writer named the table's key since this writer's session
 		// began: the flush's records were judged without it (a key with
 		// other fields is a dead letter), and are read again for it (from a

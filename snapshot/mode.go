@@ -181,42 +181,37 @@ func (t *Table) keyColumns(want *iceberg.Schema) (cols []string, name bool) {
 // want's kafka_key struct: the first key this writer read, which decided
 // which of its records are rows (connector's decoder).
 func (t *Table) keyNamedOtherwise(want *iceberg.Schema) bool {
-	if t.mode != mapping.ModeUpsert || t.key.Source != mapping.KeyFromKeyFields || len(t.key.Columns) == 0 || want == nil {
+	if t.mode != mapping.ModeUpsert || t.key.Source != mapping.KeyFromKeyFields || len(t.key.Columns) == 0 {
 		return false
 	}
-	f, ok := want.FindFieldByName(mapping.ColKey)
-	st, isStruct := f.Type.(*iceberg.StructType)
-	if !ok || !isStruct {
-		return false
-	}
-	if len(st.FieldList) != len(t.key.Columns) {
-		return true
-	}
-	for _, kf := range st.FieldList {
-		if !slices.Contains(t.key.Columns, kf.Name) {
-			return true
-		}
-	}
-	return false
+	names, ok := keyFieldNames(want)
+	return ok && !slices.Equal(names, slices.Sorted(slices.Values(t.key.Columns)))
 }
 
-// keyFieldNames is the sorted names of sc's key column struct's fields
-// (nil when it has none).
-func keyFieldNames(sc *iceberg.Schema) []string {
+// sameKeyFields reports whether a's and b's key columns are structs of
+// the same fields.
+func sameKeyFields(a, b *iceberg.Schema) bool {
+	an, aok := keyFieldNames(a)
+	bn, bok := keyFieldNames(b)
+	return aok && bok && slices.Equal(an, bn)
+}
+
+// keyFieldNames is the sorted names of the fields of sc's key column, when
+// it is a struct.
+func keyFieldNames(sc *iceberg.Schema) (names []string, ok bool) {
 	if sc == nil {
-		return nil
+		return nil, false
 	}
 	f, ok := sc.FindFieldByName(mapping.ColKey)
 	st, isStruct := f.Type.(*iceberg.StructType)
 	if !ok || !isStruct {
-		return nil
+		return nil, false
 	}
-	names := make([]string, 0, len(st.FieldList))
 	for _, kf := range st.FieldList {
 		names = append(names, kf.Name)
 	}
 	slices.Sort(names)
-	return names
+	return names, true
 }
 
 // identify stages in upd (and txn) the identifier fields of an upsert

@@ -204,6 +204,12 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		}
 		return res, fmt.Errorf("%s has no floe commits yet: nothing was sunk into it, so it has no table as of a position or time", tbl.Name())
 	}
+	// The lost ranges, read once: a time's cut checks them, and the answer
+	// lists those below the position.
+	lost, err := lostRanges(ctx, tbl, ledger, ledger.Partitions())
+	if err != nil {
+		return res, err
+	}
 	source := map[mapping.TopicPartition]string{}
 	var cut mapping.Cut
 	if q.Offsets != "" {
@@ -225,17 +231,13 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	} else {
 		t := *q.Time
 		res.Time = &t
-		if cut, res.Compacted, err = timeCut(ctx, tbl, broker, ledger, t, source); err != nil {
+		if cut, res.Compacted, err = timeCut(ctx, tbl, broker, ledger, lost, t, source); err != nil {
 			return res, err
 		}
 	}
 	tps := slices.SortedFunc(maps.Keys(cut), mapping.TopicPartition.Compare)
 	for _, tp := range tps {
 		res.Positions = append(res.Positions, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: cut[tp], Source: source[tp]})
-	}
-	lost, err := lostRanges(ctx, tbl, ledger, tps)
-	if err != nil {
-		return res, err
 	}
 	for _, tp := range tps {
 		for _, iv := range lost[tp] {
@@ -306,12 +308,13 @@ func sameTopic(ctx context.Context, table string, ledger mapping.Summary, broker
 // timeCut maps a record time to a cut over every partition of the ledger:
 // from the broker where it retains everything the table holds of a
 // partition, else from the table's timestamp column. It records each
-// partition's source in source. On a compacted topic the broker may no
+// partition's source in source; lost are the ledger's lost ranges
+// (lostRanges), past which the column cannot place a time. On a compacted topic the broker may no
 // longer have a record the table holds, stamped at or after t: an append
 // table's column lowers the broker's cut to it; an upsert table's cannot
 // (its rows are each key's latest value), and compacted names the topics
 // it took such a cut of from the broker (a review found a row too many).
-func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Summary, t time.Time, source map[mapping.TopicPartition]string) (cut mapping.Cut, compacted []string, err error) {
+func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, ledger mapping.Summary, lost map[mapping.TopicPartition][]mapping.Interval, t time.Time, source map[mapping.TopicPartition]string) (cut mapping.Cut, compacted []string, err error) {
 	cut = mapping.Cut{}
 	isAppend := tbl.Mode() == mapping.ModeAppend
 	var fromTable, lower []mapping.TopicPartition
@@ -376,10 +379,6 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		return nil, nil, &CheckError{Settings: []Setting{SettingBroker},
 			Err: fmt.Errorf("%w: the times of those records are unknown, so the table's own timestamps cannot place a record time; the log can, from a broker that still retains it", err)}
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	lost, err := lostRanges(ctx, tbl, ledger, fromTable)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -191,8 +191,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			byPart[o] = append(byPart[o], f)
 		}
 	}
-	missing, whole := r.acceptedMissing()
-	v.RowsMissing = r.Complete() && (whole || len(missing) > 0)
+	missing, _ := r.acceptedMissing()
+	v.RowsMissing = v.VerdictHead == verdictAccepted
 	for _, p := range r.Partitions {
 		hp := htmlPartitionOf(p, byPart[p.TopicPartition], slices.Contains(r.Levels, LevelFiles), v.Upsert)
 		if hp.Problem {

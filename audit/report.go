@@ -417,21 +417,29 @@ func (r *Report) contentTotals() *ContentStats {
 	return &sum
 }
 
+// The heads of a verdict: an audit complete as accepted is complete, with
+// accepted findings that say rows are missing (acceptedMissing).
+const (
+	verdictComplete    = "COMPLETE"
+	verdictAccepted    = "COMPLETE AS ACCEPTED"
+	verdictNotComplete = "NOT COMPLETE"
+)
+
 // verdict is the verdict's head (COMPLETE, COMPLETE AS ACCEPTED or NOT
 // COMPLETE) and what it says.
 func (r *Report) verdict() (head, text string) {
 	if !r.Complete() {
-		return "NOT COMPLETE", r.findingSummary() + r.acceptedPhrase()
+		return verdictNotComplete, r.findingSummary() + r.acceptedPhrase()
 	}
 	parts, whole := r.acceptedMissing()
 	if len(parts) == 0 && !whole {
-		return "COMPLETE", r.completeVerdict("every offset") + r.acceptedPhrase()
+		return verdictComplete, r.completeVerdict("every offset") + r.acceptedPhrase()
 	}
 	which := "the table"
 	if !whole {
 		which = plural(len(parts), "partition")
 	}
-	return "COMPLETE AS ACCEPTED", fmt.Sprintf("accepted findings say rows of %s are missing from the table or differ from their records; %s%s",
+	return verdictAccepted, fmt.Sprintf("accepted findings say rows of %s are missing from the table or differ from their records; %s%s",
 		which, r.completeVerdict("every other offset"), r.acceptedPhrase())
 }
 

@@ -87,7 +87,7 @@ type groupMember struct {
 	// the count when it was (partition.adopted).
 	adoptions uint64
 	// assignments counts the group's assignments to this member, empty
-	// ones too (assigned).
+	// ones too (joined).
 	assignments uint64
 	// revokeWithin bounds a revocation's commit.
 	revokeWithin time.Duration

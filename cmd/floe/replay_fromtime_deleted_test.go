@@ -20,25 +20,12 @@ import (
 // --from offsets that take them, and that replay takes them.
 func TestReplayFromTimeSaysDeletedLateRecordUnseen(t *testing.T) {
 	st, loc := replayStack(t)
-	ctx := t.Context()
-	if err := localstack.CreateTopic(ctx, st.Brokers, "late", 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	base := time.UnixMilli(1_700_000_000_000)
-	stamps := []time.Duration{0, 1, 1000, 3, 4, 5, 1006, 1007, 1008, 1009}
-	var recs []*kgo.Record
-	for i, d := range stamps {
-		recs = append(recs, &kgo.Record{Topic: "late", Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(d * time.Second)})
-	}
+	var stamps [2][]time.Duration
+	stamps[0] = []time.Duration{0, 1, 1000, 3, 4, 5, 1006, 1007, 1008, 1009}
 	for i := range 4 {
-		recs = append(recs, &kgo.Record{Topic: "late", Partition: 1, Value: fmt.Appendf(nil, "w%d", i), Timestamp: base.Add(time.Duration(990+10*i) * time.Second)})
+		stamps[1] = append(stamps[1], time.Duration(990+10*i))
 	}
-	if err := localstack.Produce(ctx, st.Brokers, recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Cluster.DeleteRecords("late", 0, 3); err != nil {
-		t.Fatal(err)
-	}
+	base := stampedTopic(t, st, "late", stamps[:], 3)
 	from := base.Add(500 * time.Second).UTC().Format(time.RFC3339)
 	replay := append([]string{"replay", "--brokers", strings.Join(st.Brokers, ","), "--topic", "late", "--from", from}, loc...)
 	out := mustFloe(t, append(replay, "--table", "lake.late")...)
@@ -116,4 +103,49 @@ func TestReplayFromTimeEmptiedPartition(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStampedBeforeNoRecordAfterTime (from a review): partition 0's ten
+// records are all stamped before --from, and retention deleted [0, 3). The
+// time resolves to the end (10): no record is stamped at or after it. The
+// note said "starts at offset 10, its first record stamped at or after
+// --from", a record that does not exist.
+func TestStampedBeforeNoRecordAfterTime(t *testing.T) {
+	st, loc := replayStack(t)
+	var stamps []time.Duration
+	for i := range 10 {
+		stamps = append(stamps, time.Duration(i))
+	}
+	base := stampedTopic(t, st, "early", [][]time.Duration{stamps}, 3)
+	from := base.Add(500 * time.Second).UTC().Format(time.RFC3339)
+	code, out, errs := floe(t, append([]string{"replay", "--brokers", strings.Join(st.Brokers, ","), "--topic", "early", "--from", from, "--table", "lake.early"}, loc...)...)
+	t.Logf("exit %d\n%s%s", code, out, errs)
+	if strings.Contains(out, "starts at offset 10, its first record stamped at or after --from") {
+		t.Errorf("the note names a first record stamped at or after --from at offset 10, the partition's end: no record is there")
+	}
+}
+
+// stampedTopic creates topic with a partition per element of stamps, whose
+// records it stamps base plus each duration in seconds, and deletes
+// partition 0's records below deleteBelow; it returns base.
+func stampedTopic(t *testing.T, st *localstack.Stack, topic string, stamps [][]time.Duration, deleteBelow int64) time.Time {
+	t.Helper()
+	ctx := t.Context()
+	if err := localstack.CreateTopic(ctx, st.Brokers, topic, int32(len(stamps)), nil); err != nil {
+		t.Fatal(err)
+	}
+	base := time.UnixMilli(1_700_000_000_000)
+	var recs []*kgo.Record
+	for p, ds := range stamps {
+		for i, d := range ds {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(d * time.Second)})
+		}
+	}
+	if err := localstack.Produce(ctx, st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Cluster.DeleteRecords(topic, 0, deleteBelow); err != nil {
+		t.Fatal(err)
+	}
+	return base
 }

@@ -252,44 +252,73 @@ func printReplayStart(w io.Writer, s replay.Start) {
 	for _, part := range p.Partitions {
 		fmt.Fprintf(w, "  %s/%d: [%d, %d)\n", p.Topic, part, p.Start[part], p.End[part])
 	}
+	for _, n := range replayNotes(s) {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+}
+
+// replayNotes are what a replay's plan says beyond its ranges: what it
+// starts past and why, what it may leave unseen, where its end comes from
+// and whether it resumes. The text prints them under the plan and --json
+// lists them (notes), so that a script learns what a reader of the text
+// does.
+func replayNotes(s replay.Start) []string {
+	p := s.Plan
+	var notes []string
 	for _, part := range slices.Sorted(maps.Keys(p.HeadLost)) {
 		ls := p.HeadLost[part]
-		fmt.Fprintf(w, "  note: %s/%d starts at offset %d, not 0: retention deleted [0, %d) before this replay; the ledger records it as lost\n",
-			p.Topic, part, ls, ls)
+		notes = append(notes, fmt.Sprintf("note: %s/%d starts at offset %d, not 0: retention deleted [0, %d) before this replay; the ledger records it as lost",
+			p.Topic, part, ls, ls))
 	}
 	for _, part := range slices.Sorted(maps.Keys(p.TrustedRetention)) {
 		ls := p.TrustedRetention[part]
-		fmt.Fprintf(w, "  note: %s/%d starts at its log start %d: the topic deletes by time alone (retention.ms), so the records deleted below it were stamped before --from; records deleted by hand (kafka-delete-records) are not seen: after such a deletion, replay from earliest, which records [0, %d) as lost\n",
-			p.Topic, part, ls, ls)
+		notes = append(notes, fmt.Sprintf("note: %s/%d starts at its log start %d: the topic deletes by time alone (retention.ms), so the records deleted below it were stamped before --from; records deleted by hand (kafka-delete-records) are not seen: after such a deletion, replay from earliest, which records [0, %d) as lost",
+			p.Topic, part, ls, ls))
 	}
 	for _, part := range slices.Sorted(maps.Keys(p.Emptied)) {
 		end := p.Emptied[part]
-		fmt.Fprintf(w, "  note: %s/%d starts at its end %d: retention deleted all of it, [0, %d), whose times no broker keeps, and the topic's retention does not rule out records stamped at or after --from among them: this replay neither holds them nor records them as lost; replay --from earliest, which records [0, %d) as lost\n",
-			p.Topic, part, end, end, end)
+		notes = append(notes, fmt.Sprintf("note: %s/%d starts at its end %d: retention deleted all of it, [0, %d), whose times no broker keeps, and the topic's retention does not rule out records stamped at or after --from among them: this replay neither holds them nor records them as lost; replay --from earliest, which records [0, %d) as lost",
+			p.Topic, part, end, end, end))
 	}
-	if len(p.StampedBefore) > 0 {
-		spec := make([]string, 0, len(p.Partitions))
+	if from := fromTakingUnseen(p); from != "" {
 		for _, part := range p.Partitions {
-			start := p.Start[part]
 			if iv, ok := p.StampedBefore[part]; ok {
-				fmt.Fprintf(w, "  note: %s/%d starts at offset %d, where --from resolves (its first record stamped at or after it, or its end where none is); retention deleted [0, %d), whose times no broker keeps: had one been stamped at or after --from (a producer's clock ahead), the replay would take %v too, stamped before it\n",
-					p.Topic, part, iv.High, iv.Low, iv)
-				start = iv.Low
+				notes = append(notes, fmt.Sprintf("note: %s/%d starts at offset %d, where --from resolves (its first record stamped at or after it, or its end where none is); retention deleted [0, %d), whose times no broker keeps: had one been stamped at or after --from (a producer's clock ahead), the replay would take %v too, stamped before it",
+					p.Topic, part, iv.High, iv.Low, iv))
 			}
-			spec = append(spec, fmt.Sprintf("%d=%d", part, start))
 		}
-		fmt.Fprintf(w, "  to take them, replay --from %s\n", strings.Join(spec, ","))
+		notes = append(notes, "to take them, replay --from "+from)
 	}
 	if s.FixedEnd {
-		fmt.Fprintf(w, "  until: the end offsets recorded when this replay started; records produced since are not part of it (pass --until to go further)\n")
+		notes = append(notes, "until: the end offsets recorded when this replay started; records produced since are not part of it (pass --until to go further)")
 	}
 	if s.Resumed {
 		if s.Remaining == 0 {
-			fmt.Fprintf(w, "  resuming: %s already holds this whole replay; nothing left to read\n", s.Target)
+			notes = append(notes, fmt.Sprintf("resuming: %s already holds this whole replay; nothing left to read", s.Target))
 		} else {
-			fmt.Fprintf(w, "  resuming: %s already holds part of this replay; %d offsets left\n", s.Target, s.Remaining)
+			notes = append(notes, fmt.Sprintf("resuming: %s already holds part of this replay; %d offsets left", s.Target, s.Remaining))
 		}
 	}
+	return notes
+}
+
+// fromTakingUnseen is the --from (PARTITION=OFFSET,...) that takes, beside
+// what a replay from a time takes, the retained records stamped before the
+// time that StampedBefore says it may leave unseen; empty when it names
+// none.
+func fromTakingUnseen(p replay.Plan) string {
+	if len(p.StampedBefore) == 0 {
+		return ""
+	}
+	spec := make([]string, 0, len(p.Partitions))
+	for _, part := range p.Partitions {
+		start := p.Start[part]
+		if iv, ok := p.StampedBefore[part]; ok {
+			start = iv.Low
+		}
+		spec = append(spec, fmt.Sprintf("%d=%d", part, start))
+	}
+	return strings.Join(spec, ",")
 }
 
 // replayReport is a replay's plan and result, as --json prints them. Its
@@ -321,6 +350,17 @@ type replayReport struct {
 	// main's previous head had past the branch's, with that offset: the
 	// publish moved main back, and the next sink reads them again.
 	MainWasAhead map[string]int64 `json:"main_was_ahead,omitempty"`
+	// Resumed and FixedEnd are the plan's: the target already held part
+	// of this replay; its end is the one recorded when it started.
+	Resumed  bool `json:"resumed,omitempty"`
+	FixedEnd bool `json:"fixed_end,omitempty"`
+	// SourceTable is the table a --from snapshot:ID was found in.
+	SourceTable string `json:"source_table,omitempty"`
+	// Notes are the plan's notes as the text prints them under the plan;
+	// FromTakingUnseen is the --from that takes the records they say a
+	// replay from a time may leave unseen.
+	Notes            []string `json:"notes,omitempty"`
+	FromTakingUnseen string   `json:"from_taking_unseen,omitempty"`
 }
 
 // replayNext is each partition's next offset in the target's ledger.
@@ -337,7 +377,9 @@ func newReplayReport(r replay.Result) replayReport {
 	st.Next = replayNext(r)
 	out := replayReport{runReport: newRunReport(r.Target, r.Plan.Topic, st), Start: map[string]int64{}, End: map[string]int64{},
 		Complete: r.Complete, Head: r.Head, Compared: r.Compared, ComparedKeys: r.ComparedKeys,
-		Published: r.Published, PublishedBefore: r.PublishedBefore, MainFrom: r.MainFrom, MainTo: r.MainTo}
+		Published: r.Published, PublishedBefore: r.PublishedBefore, MainFrom: r.MainFrom, MainTo: r.MainTo,
+		Resumed: r.Resumed, FixedEnd: r.FixedEnd, SourceTable: r.SourceTable,
+		Notes: replayNotes(r.Start), FromTakingUnseen: fromTakingUnseen(r.Plan)}
 	for p, o := range r.MainWasAhead {
 		if out.MainWasAhead == nil {
 			out.MainWasAhead = map[string]int64{}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +43,20 @@ func TestReplayFromTimeSaysDeletedLateRecordUnseen(t *testing.T) {
 	}
 	if strings.Contains(out, "late/1 starts at offset") {
 		t.Errorf("partition 1, whose log retention did not cut, is named:\n%s", out)
+	}
+	// --json carries the notes and the --from that takes them: a script
+	// did not learn of them.
+	var doc struct {
+		Notes            []string `json:"notes"`
+		FromTakingUnseen string   `json:"from_taking_unseen"`
+		Rows             int64    `json:"rows"`
+	}
+	jsonOut := mustFloe(t, append(replay, "--table", "lake.late_json", "--json")...)
+	if err := json.Unmarshal([]byte(jsonOut), &doc); err != nil {
+		t.Fatalf("replay --json: %v\n%s", err, jsonOut)
+	}
+	if doc.FromTakingUnseen != "0=3,1=0" || doc.Rows != 8 || !slices.ContainsFunc(doc.Notes, func(n string) bool { return strings.Contains(n, "would take [3, 6) too") }) {
+		t.Errorf("replay --json: from_taking_unseen %q, rows %d, notes %q; want 0=3,1=0, 8 and the note on [3, 6)", doc.FromTakingUnseen, doc.Rows, doc.Notes)
 	}
 	replay[len(replay)-len(loc)-1] = "0=3,1=0"
 	if out := mustFloe(t, append(replay, "--table", "lake.late2")...); !strings.Contains(out, "replayed 11 rows") || strings.Contains(out, "note:") {

@@ -29,7 +29,7 @@ func TestAcceptedMissingRowsNotCalledComplete(t *testing.T) {
 		r.Partitions = []PartitionReport{{TopicPartition: tp, InLedger: true, First: 0, Next: 15, Ranges: 2, Records: 10, Findings: len(findings)}}
 		return r
 	}
-	accepted := func(findings ...Finding) (text, html string) {
+	accepted := func(findings ...Finding) (text, html, js string) {
 		var base bytes.Buffer
 		if err := report(findings...).WriteJSON(&base); err != nil {
 			t.Fatal(err)
@@ -38,17 +38,20 @@ func TestAcceptedMissingRowsNotCalledComplete(t *testing.T) {
 		if err := r.Accept(base.Bytes(), "reviewed.json"); err != nil {
 			t.Fatal(err)
 		}
-		var tb, hb bytes.Buffer
+		var tb, hb, jb bytes.Buffer
 		if err := r.WriteText(&tb); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.WriteHTML(&hb); err != nil {
 			t.Fatal(err)
 		}
-		return strings.Join(strings.Fields(tb.String()), " "), hb.String()
+		if err := r.WriteJSON(&jb); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(strings.Fields(tb.String()), " "), hb.String(), strings.Join(strings.Fields(jb.String()), " ")
 	}
 
-	text, html := accepted(missing, count, lost)
+	text, html, js := accepted(missing, count, lost)
 	for _, want := range []string{"verdict: COMPLETE AS ACCEPTED, accepted findings say rows of 1 partition are missing from the table or differ from their records; every other offset of 1 partition",
 		"accepted as in reviewed.json, 3 findings: 1 missing-file, 1 count-mismatch, 1 lost"} {
 		if !strings.Contains(text, want) {
@@ -68,8 +71,17 @@ func TestAcceptedMissingRowsNotCalledComplete(t *testing.T) {
 		t.Error("HTML report shows a clean table")
 	}
 
-	text, html = accepted(lost)
-	if !strings.Contains(text, "verdict: COMPLETE, every offset of 1 partition") || !strings.Contains(html, "&#x2714; COMPLETE</strong>") {
-		t.Errorf("an accepted loss alone:\n%s", text)
+	// The JSON report kept complete: true with nothing to tell a script
+	// that rows are missing as accepted.
+	for _, want := range []string{`"complete": true, "verdict": "COMPLETE AS ACCEPTED"`, `"accepted_rows_missing": 2`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("JSON report lacks %q:\n%s", want, js)
+		}
+	}
+
+	text, html, js = accepted(lost)
+	if !strings.Contains(text, "verdict: COMPLETE, every offset of 1 partition") || !strings.Contains(html, "&#x2714; COMPLETE</strong>") ||
+		!strings.Contains(js, `"verdict": "COMPLETE"`) || strings.Contains(js, "accepted_rows_missing") {
+		t.Errorf("an accepted loss alone:\n%s\n%s", text, js)
 	}
 }

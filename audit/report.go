@@ -42,6 +42,7 @@ type jsonReport struct {
 	Brokers          []string        `json:"brokers"`
 	ClusterID        *string         `json:"cluster_id"`
 	Complete         bool            `json:"complete"`
+	Verdict          string          `json:"verdict"`
 	Files            *int            `json:"files"`
 	RowsRead         int64           `json:"rows_read"`
 	DeadLettersRead  int64           `json:"dead_letters_read,omitempty"`
@@ -79,6 +80,9 @@ type jsonPartition struct {
 	Content       *jsonContent `json:"content"`
 	Findings      int          `json:"findings"`
 	Status        string       `json:"status"`
+	// RowsMissing counts the partition's accepted findings that say rows
+	// are missing (missingKinds).
+	RowsMissing int `json:"accepted_rows_missing,omitempty"`
 }
 
 type jsonContent struct {
@@ -146,6 +150,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			LedgerCommits:    r.Evidence.Commits,
 		},
 	}
+	out.Verdict, _ = r.verdict()
+	missing, _ := r.acceptedMissing()
 	if r.ClusterID != "" {
 		out.ClusterID = &r.ClusterID
 	}
@@ -164,7 +170,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			Topic: p.Topic, Partition: p.Partition, InLedger: p.InLedger, Started: p.Started,
 			Ranges: p.Ranges, Records: p.Records, DeadLetters: p.DeadLetters,
 			Gaps: spans(p.Gaps), Overlaps: spans(p.Overlaps), Lost: spans(p.Lost), Aborted: spans(p.Aborted),
-			Findings: p.Findings, Status: p.status(),
+			Findings: p.Findings, Status: p.status(), RowsMissing: missing[p.TopicPartition],
 		}
 		if p.InLedger {
 			jp.First, jp.Next = ptr(p.First), ptr(p.Next)

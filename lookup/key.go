@@ -659,8 +659,9 @@ type deadLetter struct {
 // row's partition past row's offset, as the dead-letter tables that the
 // ledger (sum, its summary) names for ranges there hold it: the key's
 // latest record there, which left row as it was. Cheap: the ledger is not
-// walked unless the partition has dead letters, nor a dead-letter table
-// read unless a range past the row sent some. nil for a key of decoded
+// walked unless the partition has dead letters, and then only its blocks
+// that may hold a range past the row that sent some, nor a dead-letter
+// table read unless such a range did. nil for a key of decoded
 // columns, whose dead letters hold the Kafka key only, and for a
 // dead-letter table dropped or without a snapshot, which tells none.
 func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summary, k tableKey, row keyedRow) (*deadLetter, error) {
@@ -671,7 +672,7 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 		return nil, nil
 	}
 	var names []string
-	for c, err := range tbl.Commits(ctx, 0) {
+	for c, err := range tbl.CommitsWithDeadLetters(ctx, 0, row.tp, row.offset) {
 		if err != nil {
 			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 		}

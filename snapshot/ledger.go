@@ -307,6 +307,19 @@ func (t *Table) CommitsOf(ctx context.Context, snapshotID int64, ids map[int64]b
 	}
 }
 
+// CommitsWithDeadLetters yields the floe commits of the ledger as of a
+// snapshot (0: the branch head) that may have ranges of tp ending past
+// offset that sent records to a dead-letter table, oldest first: archived
+// blocks whose summary shows no such range are not read, so that a lookup
+// of a key's latest dead letter reads what may hold it, not the ledger's
+// history. Other commits are yielded too; a caller checks each range.
+func (t *Table) CommitsWithDeadLetters(ctx context.Context, snapshotID int64, tp mapping.TopicPartition, offset int64) iter.Seq2[mapping.Commit, error] {
+	return t.commitsWhere(ctx, snapshotID, commitFilter{blocks: func(s mapping.Summary) bool {
+		ps := s.Parts[tp]
+		return ps != nil && ps.DeadLetters > 0 && ps.High > offset
+	}})
+}
+
 // commitFilter says which commits of the archive commitsWhere yields: the
 // zero value, all of them.
 type commitFilter struct {

@@ -304,3 +304,57 @@ func alterFile(t testing.TB, path, old, new string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommitsWithDeadLettersReadsOnlyTheirBlocks: a lookup of a key's
+// latest dead letter (where --key) read the whole ledger, archive included,
+// for the commits that sent records of the row's partition to a dead-letter
+// table. The older of two segments holds no dead letter; with its file gone,
+// a fresh reader still finds the newer segment's commit that sent one past
+// the offset asked, and the live commit's, while the whole ledger fails on
+// the missing file.
+func TestCommitsWithDeadLettersReadsOnlyTheirBlocks(t *testing.T) {
+	tbl, _ := maintainTable(t, 2)
+	dlq, err := snapshot.OpenDeadLetters(t.Context(), tbl.Catalog(), snapshot.DeadLetterName(tbl.Identifier()), tbl.Name(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expire := func() {
+		t.Helper()
+		if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2, Logger: floetest.QuietLogger()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitRanges(t, tbl, 2, 22)
+	expire()
+	older := namedArchives(tbl)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 220, High: 230}, 225)
+	commitRanges(t, tbl, 23, 26)
+	expire()
+	if named := namedArchives(tbl); len(older) != 1 || len(named) != 2 {
+		t.Fatalf("segments %v then %v: want one, then two", older, namedArchives(tbl))
+	}
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 260, High: 270}, 265)
+	if err := os.Remove(strings.TrimPrefix(older[0], "file://")); err != nil {
+		t.Fatal(err)
+	}
+	fresh := freshTable(t, tbl)
+	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
+	var dead []mapping.Interval
+	for c, err := range fresh.CommitsWithDeadLetters(t.Context(), 0, tp, 100) {
+		if err != nil {
+			t.Fatalf("commits with dead letters past offset 100, the older segment's file gone: %v", err)
+		}
+		for _, r := range c.Ranges {
+			if r.DeadLetters > 0 {
+				dead = append(dead, r.Interval)
+			}
+		}
+	}
+	if want := []mapping.Interval{{Low: 220, High: 230}, {Low: 260, High: 270}}; !slices.Equal(dead, want) {
+		t.Errorf("ranges with dead letters %v, want %v", dead, want)
+	}
+	var ae *snapshot.ArchiveError
+	if _, err := fresh.Ledger(); !errors.As(err, &ae) {
+		t.Fatalf("whole ledger without the older segment: %v, want an *ArchiveError", err)
+	}
+}

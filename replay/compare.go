@@ -48,6 +48,10 @@ type DifferError struct {
 	// Coverage, when set, says that the two ledgers cover different
 	// offsets (the tables cannot be the same fold), and how.
 	Coverage string
+	// MainGone, when set, says that main could not be read because a file
+	// it lists is gone from its storage: the branch, rebuilt from the log,
+	// is the repair, and there is nothing to compare it with.
+	MainGone *snapshot.DataFileGoneError
 	// Keys is the number of keys that differ; First names the first of
 	// them in key order.
 	Keys  int
@@ -62,6 +66,9 @@ func (e *DifferError) Error() string {
 	fmt.Fprintf(&b, "branch %s of %s differs from main", e.Branch, e.Table)
 	if e.Coverage != "" {
 		fmt.Fprintf(&b, ": %s", e.Coverage)
+	}
+	if e.MainGone != nil {
+		fmt.Fprintf(&b, ": main cannot be read to compare: %v", e.MainGone)
 	}
 	if e.Keys > 0 {
 		names := make([]string, len(e.First))
@@ -140,6 +147,14 @@ func compareWithMainAt(ctx context.Context, branch *snapshot.Table, mainID int64
 		}
 		mainRows[k] = r
 	}); err != nil {
+		if gone, ok := errors.AsType[*snapshot.DataFileGoneError](err); ok {
+			// The damage a replay is run to repair (the audit's
+			// missing-file names it): refusing to publish for it left a
+			// table that could not be rebuilt in place (a new user's
+			// report).
+			diff.MainGone = gone
+			return 0, diff
+		}
 		return 0, fmt.Errorf("compare branch %s of %s with main: read main: %w", branch.Branch(), branch.Name(), err)
 	}
 	seen := map[string]bool{}

@@ -243,6 +243,10 @@ func withFlags(err error) string {
 				hint("replay into another --table, or onto another --branch")
 			}
 		case *replay.DifferError:
+			if e.MainGone != nil {
+				hint("the branch, rebuilt from the log, is the repair: pass --publish-different to publish it in place of main (floe audit --deep of the branch first, to check it)")
+				break
+			}
 			if e.Keys == 0 {
 				// Coverage only: the branch lacks offsets main holds.
 				hint("replay from earlier offsets (--from) onto a new --branch, or pass --publish-different to publish the branch anyway, dropping those rows from main")

@@ -141,7 +141,10 @@ var ErrCatalogNotFound = errors.New("catalog not found")
 // tables (data, manifest and metadata files, listings, deletions) goes
 // through one S3 configuration and HTTP client resolved here, however
 // often iceberg-go opens the storage; tables committed through them and
-// tables rebuilt from them with their FS and catalog keep it.
+// tables rebuilt from them with their FS and catalog keep it. The tables
+// of a REST catalog use that configuration as their base too (the S3
+// settings given to floe, else the AWS standard configuration), under the
+// s3.* properties the server gives them (see restCatalog).
 func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	spec := cfg.Catalog
 	if spec == "" {
@@ -200,6 +203,16 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 			return nil, err
 		}
 		maps.Copy(props, st.props)
+	case kind == REST:
+		// No S3 setting of floe's: the server's properties (from its
+		// config and each table's load) configure S3 access, over the
+		// standard configuration, as iceberg-go does on its own; floe's
+		// base only adds its HTTP client and withoutResponseIDs. One that
+		// does not load is left to iceberg-go.
+		if st, err = baseS3(ctx, log); err != nil {
+			log.Debug("S3 access left to iceberg-go: the AWS configuration does not load", "err", err)
+			st = nil
+		}
 	case os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != "":
 		// A folder warehouse with an S3 endpoint in the AWS environment:
 		// tables on S3 read through floe's configuration all the same, so
@@ -237,10 +250,12 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		return nil, err
 	}
 	if kind == REST {
-		// The server chooses table locations and guards them; and a
-		// wrapper would hide the REST catalog's server-side scan planning
-		// from the tables floe rebuilds after a commit.
-		return cat, nil
+		// The server chooses table locations and guards them: only the
+		// tables' storage is floe's to configure.
+		if st == nil || !sharesConfig(props) {
+			return cat, nil
+		}
+		return &restCatalog{Catalog: cat, st: st}, nil
 	}
 	g := &guardedCatalog{Catalog: cat, warehouse: wh, bucket: bucket, props: props, st: st, log: log}
 	if st != nil {

@@ -165,6 +165,41 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 	return s, nil
 }
 
+// baseS3 is the configuration under a REST catalog's tables when floe is
+// given no S3 setting: the standard configuration as it loads, with the
+// shared HTTP client and withoutResponseIDs. Unlike resolveS3 it needs
+// neither credentials nor a region: the server may vend both (s3.*
+// properties), and iceberg-go applies those over it.
+func baseS3(ctx context.Context, log *slog.Logger) (*s3Storage, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithLogger(sdkLogger{log}))
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration (AWS_* variables, AWS_PROFILE, ~/.aws/config): %w", err)
+	}
+	s := &s3Storage{cfg: cfg, log: log}
+	s.cfg.HTTPClient = sharedHTTPClient(s.cfg)
+	s.cfg.APIOptions = append(s.cfg.APIOptions, s.withoutResponseIDs)
+	if s.cfg.Credentials != nil {
+		s.cfg.Credentials = unvendedCredentials{s.cfg.Credentials}
+	}
+	return s, nil
+}
+
+// unvendedCredentials are the standard configuration's credentials, used
+// for a REST catalog's table only where the server vends none. Their
+// failure says so, and names remote signing: a server that signs its
+// clients' S3 requests itself (s3.remote-signing-enabled) vends none, and
+// where it says so beside the table's metadata floe cannot see it (iceberg-go,
+// configuring S3 on its own, said it does not support that).
+type unvendedCredentials struct{ aws.CredentialsProvider }
+
+func (c unvendedCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	creds, err := c.CredentialsProvider.Retrieve(ctx)
+	if err != nil {
+		return creds, fmt.Errorf("no S3 credentials for the table: the REST catalog vended none, and none are set for floe (--s3-* flags, AWS_* variables, AWS_PROFILE); a catalog that signs S3 requests remotely (s3.remote-signing-enabled) is not supported: %w", err)
+	}
+	return creds, nil
+}
+
 // sdkLogger hands the AWS SDK's own log lines to floe's log at debug
 // level. The SDK's default logger writes to stderr, so a machine without
 // credentials got "SDK ... WARN falling back to IMDSv1: ..." above floe's

@@ -50,17 +50,28 @@ type restFixture struct {
 	// each commit that long before it is applied.
 	lose  atomic.Int32
 	delay atomic.Int64 // a time.Duration
+
+	// tableConfig is the config a table's load and creation answer with:
+	// the FileIO properties (s3.*) a server vends its clients.
+	tableConfig map[string]string
 }
 
+// newRESTFixture serves a catalog whose tables are in a local folder.
 func newRESTFixture(t *testing.T) *restFixture {
 	t.Helper()
 	dir := t.TempDir()
-	backend, err := catalog.Open(t.Context(), catalog.Config{
-		Catalog: filepath.Join(dir, "rest-backend.db"), Warehouse: filepath.Join(dir, "warehouse")})
+	return newRESTFixtureOn(t, catalog.Config{Catalog: filepath.Join(dir, "rest-backend.db"), Warehouse: filepath.Join(dir, "warehouse")})
+}
+
+// newRESTFixtureOn serves the SQL catalog backend opens.
+func newRESTFixtureOn(t *testing.T, backendCfg catalog.Config) *restFixture {
+	t.Helper()
+	backend, err := catalog.Open(t.Context(), backendCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &restFixture{t: t, backend: backend, clientID: "floe-client", secret: "s3cr3t-client-secret", token: "static-token-1"}
+	f := &restFixture{t: t, backend: backend, clientID: "floe-client", secret: "s3cr3t-client-secret", token: "static-token-1",
+		tableConfig: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/oauth/tokens", f.oauth)
 	mux.HandleFunc("GET /v1/config", f.auth(f.config))
@@ -201,7 +212,10 @@ func (f *restFixture) ident(r *http.Request) table.Identifier {
 }
 
 func (f *restFixture) replyTable(w http.ResponseWriter, tbl *table.Table) {
-	reply(w, map[string]any{"metadata-location": tbl.MetadataLocation(), "metadata": tbl.Metadata(), "config": map[string]string{}})
+	f.mu.Lock()
+	cfg := f.tableConfig
+	f.mu.Unlock()
+	reply(w, map[string]any{"metadata-location": tbl.MetadataLocation(), "metadata": tbl.Metadata(), "config": cfg})
 }
 
 func (f *restFixture) createTable(w http.ResponseWriter, r *http.Request) {

@@ -38,9 +38,11 @@ type pipeline struct {
 	Table string `yaml:"table"`
 	// Partitions restricts the pipeline to these partitions; empty means all.
 	Partitions []int32 `yaml:"partitions"`
-	// Value and Key override --value and --key for this pipeline.
-	Value string `yaml:"value"`
-	Key   string `yaml:"key"`
+	// Value, Key and Envelope override --value, --key and --envelope for
+	// this pipeline: a Debezium topic and a plain one in one process.
+	Value    string `yaml:"value"`
+	Key      string `yaml:"key"`
+	Envelope string `yaml:"envelope"`
 	// Mode and IDColumns override --mode and --id-columns for this
 	// pipeline.
 	Mode      string   `yaml:"mode"`
@@ -422,7 +424,7 @@ func mustMarshal(n *yaml.Node) []byte {
 
 // pipelineKeys are the keys of a pipeline in a config file (pipeline's
 // yaml tags).
-var pipelineKeys = []string{"id-columns", "key", "mode", "partition-by", "partitions", "table", "topic", "value"}
+var pipelineKeys = []string{"envelope", "id-columns", "key", "mode", "partition-by", "partitions", "table", "topic", "value"}
 
 // checkPipelineKeys refuses a key of a pipeline that is not one, naming
 // its line in the file (the decoder's own error counts lines from the

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
 )
 
 // TestConfigFilePipelinesAndMetrics runs floe sink from a config file with
@@ -377,6 +379,43 @@ func TestConfigPasswordInEnvironmentNotWarned(t *testing.T) {
 		_, _, errs := floe(t, "status", "--config", conf)
 		if warned := strings.Contains(errs, "FLOE_CATALOG overrides"); warned != c.warn || strings.Contains(errs, "s3cret") {
 			t.Errorf("FLOE_CATALOG %s: stderr\n%s\nwant a warning: %v, and never the password", c.env, errs, c.warn)
+		}
+	}
+}
+
+// TestConfigPipelineEnvelope (from a new-user run): a Debezium topic and a
+// plain keyed topic sunk by one process from a config file. A pipeline had
+// no envelope key ("pipelines: unknown key"), and the file's top-level
+// envelope applied to every pipeline, so the plain one failed: a pipeline's
+// envelope overrides the file's, none included.
+func TestConfigPipelineEnvelope(t *testing.T) {
+	st, loc := sinkStack(t)
+	const topic = "dbserver1.inventory.customers"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(10, 30, 3)
+	if err := localstack.Produce(t.Context(), st.Brokers, c.Records(t, floetest.CDCConnectJSON, "")); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	for _, file := range []string{
+		"pipelines:\n  - {topic: %s, table: lake.cdc, envelope: debezium, value: json, key: json}\n  - {topic: orders, table: lake.orders_state, mode: upsert, key: string}\n",
+		"envelope: debezium\nvalue: json\nkey: json\npipelines:\n  - {topic: %s, table: lake.cdc2}\n  - {topic: orders, table: lake.orders_state2, envelope: none, mode: upsert, key: string, value: raw}\n",
+	} {
+		writeFile(t, conf, fmt.Sprintf("brokers: [%s]\n", st.Brokers[0])+fmt.Sprintf(file, topic))
+		if code, out, errs := floe(t, append([]string{"sink", "--config", conf, "--stop-at-end"}, loc...)...); code != exitOK {
+			t.Fatalf("config file\n%s\nexit %d\n%s%s", file, code, out, errs)
+		}
+	}
+	cfg := st.Catalog()
+	for _, name := range []string{"lake.cdc", "lake.cdc2"} {
+		c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, false)
+	}
+	for _, name := range []string{"lake.orders_state", "lake.orders_state2"} {
+		if tbl := openTable(t, cfg, name); tbl.Mode() != mapping.ModeUpsert || tbl.Layout().Envelope != mapping.EnvelopeNone {
+			t.Errorf("%s: mode %s, envelope %q; want an upsert table without envelope", name, tbl.Mode(), tbl.Layout().Envelope)
 		}
 	}
 }

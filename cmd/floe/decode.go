@@ -75,8 +75,8 @@ func (f *decodeFlags) layout() (mapping.Layout, error) {
 }
 
 // pipeline completes p with the flags: its layout (the config file's
-// pipeline may name its own value and key modes), dead-letter table and
-// conflict policy.
+// pipeline may name its own value and key modes and envelope),
+// dead-letter table and conflict policy.
 func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connector.Registry) error {
 	g := *f
 	if from.Value != "" {
@@ -85,9 +85,12 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 	if from.Key != "" {
 		g.key = from.Key
 	}
+	if from.Envelope != "" {
+		g.envelope = from.Envelope
+	}
 	l, err := g.layout()
-	if err != nil && (from.Value != "" || from.Key != "") {
-		return fmt.Errorf("config file: pipeline %s -> %s (its value and key): %w", from.Topic, from.Table, err)
+	if err != nil && (from.Value != "" || from.Key != "" || from.Envelope != "") {
+		return fmt.Errorf("config file: pipeline %s -> %s (its value, key and envelope): %w", from.Topic, from.Table, err)
 	}
 	if err != nil {
 		return err

@@ -156,7 +156,7 @@ func TestConfigPrecedence(t *testing.T) {
 		// The line of the key, the one meant, and no Go type (from a
 		// new-user run).
 		{"pipelines:\n  - topic: a\n    tabel: x.y\n", `bad.yaml line 3: pipelines: unknown key "tabel"; did you mean table?`},
-		{"brokers: [a:1]\npipelines:\n  - topic: a\n    table: x.y\n    value: jsn\n", `pipeline a -> x.y (its value and key): --value "jsn"`},
+		{"brokers: [a:1]\npipelines:\n  - topic: a\n    table: x.y\n    value: jsn\n", `pipeline a -> x.y (its value): --value "jsn"`},
 		{"catalog: [a, b]\n", "want one value"},
 	} {
 		writeFile(t, bad, c.body)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/pflag"
@@ -89,8 +91,15 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 		g.envelope = from.Envelope
 	}
 	l, err := g.layout()
-	if err != nil && (from.Value != "" || from.Key != "" || from.Envelope != "") {
-		return fmt.Errorf("config file: pipeline %s -> %s (its value, key and envelope): %w", from.Topic, from.Table, err)
+	var own []string
+	for key, v := range map[string]string{"envelope": from.Envelope, "key": from.Key, "value": from.Value} {
+		if v != "" {
+			own = append(own, key)
+		}
+	}
+	if err != nil && len(own) > 0 {
+		slices.Sort(own)
+		return fmt.Errorf("config file: pipeline %s -> %s (its %s): %w", from.Topic, from.Table, strings.Join(own, " and "), err)
 	}
 	if err != nil {
 		return err

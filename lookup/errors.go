@@ -21,6 +21,10 @@ const (
 	SettingOffset    Setting = "offset"
 	SettingBroker    Setting = "broker"
 	SettingKey       Setting = "key"
+	// SettingFromOffset and SettingUntilOffset bound the offsets of a
+	// DeadLetterQuery.
+	SettingFromOffset  Setting = "DeadLetterQuery.From"
+	SettingUntilOffset Setting = "DeadLetterQuery.Until"
 )
 
 // QueryError reports a question that has no true answer: a malformed
@@ -58,8 +62,8 @@ type DeadLetterTableError struct {
 }
 
 func (e *DeadLetterTableError) Error() string {
-	return fmt.Sprintf("%s is the dead-letter table of %s and has no ledger of its own, so %s: ask %s (floe where --table %s --partition P --offset O finds a dead letter and its file), or read %s with floe files or any Iceberg reader",
-		e.Table, e.Of, e.Lacks, e.Of, e.Of, e.Table)
+	return fmt.Sprintf("%s is the dead-letter table of %s and has no ledger of its own, so %s: ask %s (floe dead-letters --table %s lists its dead letters and why each could not become a row; floe where --table %s --partition P --offset O finds one and its file), or read %s with floe files or any Iceberg reader",
+		e.Table, e.Of, e.Lacks, e.Of, e.Of, e.Of, e.Table)
 }
 
 // CheckDataTable returns a *DeadLetterTableError, saying it has lacks,

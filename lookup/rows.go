@@ -181,6 +181,12 @@ func decimalText(a *array.Decimal128, i int) string {
 // EachRow calls fn with every row of a batch of floe's columns. The byte
 // slices of a row are valid only until fn returns.
 func EachRow(b arrow.RecordBatch, fn func(Row) error) error {
+	return eachRow(b, mapping.ColValue, fn)
+}
+
+// eachRow is EachRow reading the value from column value: a dead-letter
+// table keeps it in mapping.ColRawValue.
+func eachRow(b arrow.RecordBatch, value string, fn func(Row) error) error {
 	col := func(name string) (arrow.Array, error) {
 		idx := b.Schema().FieldIndices(name)
 		if len(idx) != 1 {
@@ -189,7 +195,7 @@ func EachRow(b arrow.RecordBatch, fn func(Row) error) error {
 		return b.Column(idx[0]), nil
 	}
 	var cols [7]arrow.Array
-	for i, name := range []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, mapping.ColValue, mapping.ColHeaders} {
+	for i, name := range []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset, mapping.ColTimestamp, mapping.ColKey, value, mapping.ColHeaders} {
 		c, err := col(name)
 		if err != nil {
 			return err

@@ -650,23 +650,42 @@ func (t *Table) deadLetterCommits(ctx context.Context, dlq string, tags bool) ([
 	seen := map[string]bool{}
 	var out []mapping.Commit
 	for _, name := range names {
-		for c, err := range t.commitsWhere(ctx, meta.SnapshotByName(name).SnapshotID, commitFilter{deadLetters: dlq}) {
-			if err != nil {
-				return nil, fmt.Errorf("ref %s: %w", name, err)
-			}
-			if c.DeadLetterTable != dlq || len(c.DeadLetterFiles) == 0 || seen[c.ID] {
-				continue
-			}
-			seen[c.ID] = true
-			var dead []mapping.Range
-			for _, r := range c.Ranges {
-				if r.DeadLetters > 0 {
-					dead = append(dead, r)
-				}
-			}
-			c.Ranges = dead
-			out = append(out, c)
+		commits, err := t.DeadLetterCommits(ctx, meta.SnapshotByName(name).SnapshotID, dlq)
+		if err != nil {
+			return nil, fmt.Errorf("ref %s: %w", name, err)
 		}
+		for _, c := range commits {
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// DeadLetterCommits returns the commits of the ledger as of a snapshot of
+// t (0: the branch head), archives included, that name the dead-letter
+// table dlq for their dead-letter files, with only their ranges that
+// count dead letters. It reads only the archive blocks holding such a
+// commit, as deadLetterCommits does for every branch.
+func (t *Table) DeadLetterCommits(ctx context.Context, snapshotID int64, dlq string) ([]mapping.Commit, error) {
+	var out []mapping.Commit
+	for c, err := range t.commitsWhere(ctx, snapshotID, commitFilter{deadLetters: dlq}) {
+		if err != nil {
+			return nil, err
+		}
+		if c.DeadLetterTable != dlq || len(c.DeadLetterFiles) == 0 {
+			continue
+		}
+		var dead []mapping.Range
+		for _, r := range c.Ranges {
+			if r.DeadLetters > 0 {
+				dead = append(dead, r)
+			}
+		}
+		c.Ranges = dead
+		out = append(out, c)
 	}
 	return out, nil
 }

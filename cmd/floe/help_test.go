@@ -69,7 +69,7 @@ const maxHelpLine = 100
 // them), and every command that prints a report can print it as JSON.
 func TestOneConventionPerFlag(t *testing.T) {
 	shorts := map[string]string{"brokers": "b", "topic": "t", "output": "o"}
-	reports := map[string]bool{"audit": true, "status": true, "where": true, "as-of": true, "maintain": true, "version": true}
+	reports := map[string]bool{"audit": true, "status": true, "where": true, "as-of": true, "maintain": true, "version": true, "dead-letters": true}
 	for _, c := range everyCommand() {
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if want, ok := shorts[f.Name]; ok && f.Shorthand != want {

@@ -1,0 +1,511 @@
+package lookup
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// DeadLetterQuery selects the dead letters DeadLetters lists. Its zero
+// value selects every one and lists them all.
+type DeadLetterQuery struct {
+	// Topic selects one topic ("": every one); Partition one partition
+	// (nil: every one).
+	Topic     string
+	Partition *int32
+	// From and Until select the offsets [From, Until) (nil: no bound).
+	From, Until *int64
+	// Since selects the records stamped at or after it (nil: any).
+	Since *time.Time
+	// Limit is the most dead letters listed, the first by topic,
+	// partition and offset (0: every one); Matched and Reasons count all
+	// that the query selects.
+	Limit int
+	// CountOnly lists none: Matched and Reasons only.
+	CountOnly bool
+}
+
+// DeadLettersResult is the dead letters of a table: the records of a
+// typed table that could not become rows, which its ledger sent to its
+// dead-letter tables, with why. Its JSON field names are stable (floe
+// dead-letters --json).
+type DeadLettersResult struct {
+	Table string `json:"table"`
+	// Commits is the number of commits of the table's ledger.
+	Commits int `json:"commits"`
+	// DeadLetterTables are the dead-letter tables the ledger sent dead
+	// letters to that exist, sorted.
+	DeadLetterTables []string `json:"dead_letter_tables"`
+	// Counted is the number of dead letters the ledger counts in the
+	// selected topic and partition, whatever the offsets and the time
+	// selected.
+	Counted int64 `json:"counted"`
+	// Matched is the number of the dead-letter tables' rows that the
+	// ledger accounts for and the query selects. DeadLetters lists the
+	// first of them by topic, partition and offset, More says it lists
+	// fewer than Matched (the query's Limit).
+	Matched     int64        `json:"matched"`
+	More        bool         `json:"more"`
+	DeadLetters []DeadLetter `json:"dead_letters"`
+	// Reasons counts the matched dead letters by reason, most first.
+	Reasons []ReasonCount `json:"reasons"`
+	// Notes say what the dead-letter tables hold that the ledger does
+	// not account for, and what the ledger counts that they lack.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// DeadLetter is one record that could not become a row, as its
+// dead-letter table keeps it.
+type DeadLetter struct {
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp time.Time `json:"timestamp"` // UTC
+	// Error is why the record could not become a row; Reason is Error
+	// without what is particular to the record (ReasonOf), which
+	// DeadLettersResult.Reasons counts by.
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+	// SchemaID is the schema registry id the record named, when it named
+	// one.
+	SchemaID *int32 `json:"schema_id,omitempty"`
+	// Key and Value are the record's bytes as produced (base64 in JSON;
+	// null when the record had none).
+	Key     []byte             `json:"key_base64"`
+	Value   []byte             `json:"value_base64"`
+	Headers []DeadLetterHeader `json:"headers"`
+	// Table is the dead-letter table holding it, File its data file, and
+	// CommitID the id of the data table's commit that accounts for it
+	// (empty in rows an older floe wrote).
+	Table    string `json:"dead_letter_table"`
+	File     string `json:"file"`
+	CommitID string `json:"commit_id,omitempty"`
+}
+
+// DeadLetterHeader is one Kafka header of a dead letter; keys may repeat.
+type DeadLetterHeader struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value_base64"`
+}
+
+// ReasonCount is how many matched dead letters have one reason, and the
+// first of them by position, whose whole error names the fix when the
+// sink knew one.
+type ReasonCount struct {
+	Reason    string `json:"reason"`
+	Count     int64  `json:"count"`
+	Topic     string `json:"first_topic"`
+	Partition int32  `json:"first_partition"`
+	Offset    int64  `json:"first_offset"`
+	Error     string `json:"first_error"`
+}
+
+// DeadLetters lists the dead letters of tbl's ledger (its branch head):
+// the rows of the dead-letter tables its commits name whose commit is one
+// of the ledger's (rows of an older floe without a commit id: whose
+// position a range of such a commit holds), as the invariant of
+// docs/dead-letters.md says. Rows of commits the ledger does not have
+// (rolled back, replaced by a published branch) are left out, and said
+// in a note, as are dead letters the ledger counts that the tables do not
+// hold. A table without floe commits has none (Commits is 0).
+//
+// A topic the table never held, a partition it does not have and a bound
+// no offset can have are refused, as a *QueryError; a dead-letter table
+// as tbl, as a *DeadLetterTableError.
+func DeadLetters(ctx context.Context, tbl *snapshot.Table, q DeadLetterQuery) (DeadLettersResult, error) {
+	res := DeadLettersResult{Table: tbl.Name(), DeadLetterTables: []string{}, DeadLetters: []DeadLetter{}, Reasons: []ReasonCount{}}
+	if err := q.validate(); err != nil {
+		return res, err
+	}
+	if err := CheckDataTable(tbl, "which records are its dead letters is for that table's ledger to say"); err != nil {
+		return res, err
+	}
+	sum, err := tbl.Summary(ctx, 0)
+	if err != nil {
+		return res, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
+	}
+	res.Commits = sum.Commits
+	if sum.Commits == 0 {
+		return res, nil
+	}
+	if err := q.check(tbl.Name(), sum); err != nil {
+		return res, err
+	}
+	for tp, p := range sum.Parts {
+		if q.selects(tp) {
+			res.Counted += p.DeadLetters
+		}
+	}
+	dlqs, err := tbl.DeadLetterTables(ctx)
+	if err != nil {
+		return res, err
+	}
+	l := &deadLetterList{q: q, reasons: map[string]*ReasonCount{}}
+	for _, dlq := range dlqs {
+		commits, err := tbl.DeadLetterCommits(ctx, 0, dlq.Name())
+		if err != nil {
+			return res, fmt.Errorf("read ledger of %s for the commits naming %s: %w", tbl.Name(), dlq.Name(), err)
+		}
+		if len(commits) == 0 {
+			continue // another branch's, or only rolled-back commits named it
+		}
+		res.DeadLetterTables = append(res.DeadLetterTables, dlq.Name())
+		if err := l.read(ctx, dlq, commits); err != nil {
+			return res, err
+		}
+	}
+	l.finish(&res)
+	in := ""
+	if q.Topic != "" || q.Partition != nil {
+		in = " in the topic and partition selected"
+	}
+	switch {
+	case l.held < res.Counted:
+		res.Notes = append(res.Notes, fmt.Sprintf("the ledger counts %s%s that no dead-letter table holds yet (pending: a sink committed them but could not add them, and the next floe sink session or floe maintain adds them), or whose files are gone; floe audit --table %s tells which",
+			deadLetterCount(res.Counted-l.held), in, tbl.Name()))
+	case l.held > res.Counted:
+		res.Notes = append(res.Notes, fmt.Sprintf("the dead-letter tables hold %s more%s than the ledger counts; floe audit --table %s names the commits", deadLetterCount(l.held-res.Counted), in, tbl.Name()))
+	}
+	return res, nil
+}
+
+// validate refuses a bound no position can have.
+func (q DeadLetterQuery) validate() error {
+	switch {
+	case q.Partition != nil && *q.Partition < 0:
+		return &QueryError{Setting: SettingPartition, Value: fmt.Sprint(*q.Partition), Want: "a partition number, 0 or more"}
+	case q.From != nil && *q.From < 0:
+		return &QueryError{Setting: SettingFromOffset, Value: fmt.Sprint(*q.From), Want: "an offset, 0 or more"}
+	case q.Until != nil && *q.Until <= 0:
+		return &QueryError{Setting: SettingUntilOffset, Value: fmt.Sprint(*q.Until), Want: "an offset above 0 (the offsets below it are selected)"}
+	case q.From != nil && q.Until != nil && *q.Until <= *q.From:
+		return &QueryError{Setting: SettingUntilOffset, Value: fmt.Sprint(*q.Until), Want: fmt.Sprintf("an offset above the first one selected, %d", *q.From)}
+	}
+	return nil
+}
+
+// check refuses a topic or a partition that the ledger summed up in sum
+// does not have.
+func (q DeadLetterQuery) check(table string, sum mapping.Summary) error {
+	topics := sum.Topics()
+	if q.Topic != "" && !slices.Contains(topics, q.Topic) {
+		return &QueryError{Setting: SettingTopic, Value: q.Topic, Want: fmt.Sprintf("a topic %s holds: %s", table, strings.Join(topics, ", "))}
+	}
+	if q.Partition == nil {
+		return nil
+	}
+	var have []string
+	for _, tp := range sum.Partitions() {
+		if q.Topic == "" || tp.Topic == q.Topic {
+			if tp.Partition == *q.Partition {
+				return nil
+			}
+			have = append(have, tp.String())
+		}
+	}
+	return &QueryError{Setting: SettingPartition, Value: fmt.Sprint(*q.Partition), Want: fmt.Sprintf("a partition %s holds: %s", table, strings.Join(have, ", "))}
+}
+
+// selects reports whether the query selects partition tp.
+func (q DeadLetterQuery) selects(tp mapping.TopicPartition) bool {
+	return (q.Topic == "" || tp.Topic == q.Topic) && (q.Partition == nil || tp.Partition == *q.Partition)
+}
+
+// filter is the query's topic and partition as a scan's row filter, which
+// prunes the files of other partitions by their bounds; nil when it
+// selects every partition. Offsets and times are selected while reading,
+// since every row of the partitions counts against the ledger.
+func (q DeadLetterQuery) filter() iceberg.BooleanExpression {
+	var fs []iceberg.BooleanExpression
+	if q.Topic != "" {
+		fs = append(fs, iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), q.Topic))
+	}
+	if q.Partition != nil {
+		fs = append(fs, iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), *q.Partition))
+	}
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	}
+	return iceberg.NewAnd(fs[0], fs[1])
+}
+
+// matches reports whether the query selects dead letter d of a selected
+// partition.
+func (q DeadLetterQuery) matches(d *DeadLetter) bool {
+	return (q.From == nil || d.Offset >= *q.From) && (q.Until == nil || d.Offset < *q.Until) &&
+		(q.Since == nil || !d.Timestamp.Before(*q.Since))
+}
+
+// deadLetterList gathers the dead letters of a query from the dead-letter
+// tables, keeping the first Limit by position.
+type deadLetterList struct {
+	q       DeadLetterQuery
+	kept    []DeadLetter
+	matched int64
+	// held counts the rows of the selected partitions that the ledger
+	// accounts for, whatever their offsets and times, to compare with
+	// the ledger's count.
+	held    int64
+	reasons map[string]*ReasonCount
+	notes   []string
+}
+
+// read adds the rows of dead-letter table dlq that commits (those of the
+// ledger naming it) account for.
+func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits []mapping.Commit) error {
+	head := dlq.Head()
+	if head == nil {
+		return nil // its first dead letters are pending: the ledger's count says so
+	}
+	ids := make(map[string]bool, len(commits))
+	ranges := map[mapping.TopicPartition][]mapping.Range{}
+	for _, c := range commits {
+		ids[c.ID] = true
+		for _, r := range c.Ranges {
+			ranges[r.TopicPartition] = append(ranges[r.TopicPartition], r)
+		}
+	}
+	// Rows written before the commit id column existed are the ledger's
+	// when one of its ranges with dead letters holds their position
+	// (docs/dead-letters.md, older rows).
+	accounted := func(id string, hasID bool, tp mapping.TopicPartition, offset int64) bool {
+		if hasID {
+			return ids[id]
+		}
+		return slices.ContainsFunc(ranges[tp], func(r mapping.Range) bool { return r.Contains(offset) })
+	}
+	_, hasIDs := dlq.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
+	var stale int64
+	var lost []string
+	err := dlq.ScanFiles(ctx, head.SnapshotID, snapshot.ScanOptions{Filter: l.q.filter(), MissingOK: true}, func(fb snapshot.FileBatch) error {
+		if fb.Missing {
+			lost = append(lost, fb.Path)
+		}
+		if fb.Done {
+			return nil
+		}
+		b := fb.Batch
+		reason, ok1 := column[*array.String](b, mapping.ColError)
+		schema, ok2 := column[*array.Int32](b, mapping.ColSchemaID)
+		var ids *array.String
+		ok3 := true
+		if hasIDs {
+			ids, ok3 = column[*array.String](b, mapping.ColCommitID)
+		}
+		if !ok1 || !ok2 || !ok3 {
+			return fmt.Errorf("dead-letter file %s: unexpected column types %s", fb.Path, b.Schema())
+		}
+		next := 0 // eachRow goes through the batch's rows in order
+		return eachRow(b, mapping.DeadLetterLayout.RawValueColumn(), func(r Row) error {
+			i := next
+			next++
+			d := DeadLetter{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Table: dlq.Name(), File: fb.Path}
+			hasID := ids != nil && ids.IsValid(i)
+			if hasID {
+				d.CommitID = ids.Value(i)
+			}
+			tp := mapping.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+			if !accounted(d.CommitID, hasID, tp, r.Offset) {
+				stale++
+				return nil
+			}
+			l.held++
+			if !l.q.matches(&d) {
+				return nil
+			}
+			if reason.IsValid(i) {
+				d.Error = reason.Value(i)
+			}
+			d.Reason = ReasonOf(d.Error)
+			if schema.IsValid(i) {
+				id := schema.Value(i)
+				d.SchemaID = &id
+			}
+			d.Key, d.Value = bytesOf(r.Key), bytesOf(r.Value)
+			d.Headers = make([]DeadLetterHeader, 0, len(r.Headers))
+			for _, h := range r.Headers {
+				d.Headers = append(d.Headers, DeadLetterHeader{Key: h.Key, Value: bytesOf(h.Value)})
+			}
+			l.add(d)
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("read the dead letters of %s: %w", dlq.Name(), err)
+	}
+	for _, path := range lost {
+		l.notes = append(l.notes, fmt.Sprintf("%s lists data file %s, which its storage no longer has (deleted outside floe): its dead letters are not listed; see floe audit, and docs/dead-letters.md on files the storage lost", dlq.Name(), path))
+	}
+	if stale > 0 {
+		l.notes = append(l.notes, fmt.Sprintf("%s also holds %s of commits this table's ledger does not have (rolled back, replaced by a published branch, or another branch's): not listed; the next floe sink session or floe maintain removes those no branch has",
+			dlq.Name(), deadLetterCount(stale)))
+	}
+	return nil
+}
+
+// deadLetterCount is n dead letters in words.
+func deadLetterCount(n int64) string {
+	if n == 1 {
+		return "1 dead letter"
+	}
+	return fmt.Sprintf("%d dead letters", n)
+}
+
+// bytesOf copies b, which is valid only while its batch is, nil when null.
+func bytesOf(b Bytes) []byte {
+	if b.Null {
+		return nil
+	}
+	return append(make([]byte, 0, len(b.B)), b.B...)
+}
+
+// add counts matched dead letter d and keeps it while it is among the
+// first Limit by position. Kept ones are cut back to Limit when they
+// reach twice as many, so that memory is set by the limit.
+func (l *deadLetterList) add(d DeadLetter) {
+	l.matched++
+	rc := l.reasons[d.Reason]
+	if rc == nil {
+		rc = &ReasonCount{Reason: d.Reason, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Error: d.Error}
+		l.reasons[d.Reason] = rc
+	}
+	rc.Count++
+	if comparePositions(d.Topic, d.Partition, d.Offset, rc.Topic, rc.Partition, rc.Offset) < 0 {
+		rc.Topic, rc.Partition, rc.Offset, rc.Error = d.Topic, d.Partition, d.Offset, d.Error
+	}
+	if l.q.CountOnly {
+		return
+	}
+	l.kept = append(l.kept, d)
+	if l.q.Limit > 0 && len(l.kept) >= 2*l.q.Limit {
+		l.cut()
+	}
+}
+
+// cut sorts the kept dead letters and keeps the first Limit.
+func (l *deadLetterList) cut() {
+	slices.SortFunc(l.kept, func(a, b DeadLetter) int {
+		return cmp.Or(comparePositions(a.Topic, a.Partition, a.Offset, b.Topic, b.Partition, b.Offset), cmp.Compare(a.Table, b.Table))
+	})
+	if l.q.Limit > 0 && len(l.kept) > l.q.Limit {
+		clear(l.kept[l.q.Limit:])
+		l.kept = l.kept[:l.q.Limit]
+	}
+}
+
+// finish puts what was gathered into res.
+func (l *deadLetterList) finish(res *DeadLettersResult) {
+	l.cut()
+	if l.kept != nil {
+		res.DeadLetters = l.kept
+	}
+	res.Matched = l.matched
+	res.More = int64(len(res.DeadLetters)) < l.matched && !l.q.CountOnly
+	for _, rc := range l.reasons {
+		res.Reasons = append(res.Reasons, *rc)
+	}
+	slices.SortFunc(res.Reasons, func(a, b ReasonCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), comparePositions(a.Topic, a.Partition, a.Offset, b.Topic, b.Partition, b.Offset))
+	})
+	res.Notes = append(res.Notes, l.notes...)
+}
+
+func comparePositions(at string, ap int32, ao int64, bt string, bp int32, bo int64) int {
+	return cmp.Or(cmp.Compare(at, bt), cmp.Compare(ap, bp), cmp.Compare(ao, bo))
+}
+
+// column is column name of b as an A, and whether b has it so.
+func column[A arrow.Array](b arrow.RecordBatch, name string) (A, bool) {
+	var zero A
+	idx := b.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return zero, false
+	}
+	c, ok := b.Column(idx[0]).(A)
+	return c, ok
+}
+
+var (
+	// quotedText is a Go-quoted string in a reason: a value of the
+	// record (describeValue, quoteStart).
+	quotedText = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	// quotedChar is a quoted character ('o', '{'), as a JSON syntax
+	// error names one; an apostrophe inside a word ("table's") is not.
+	quotedChar = regexp.MustCompile(`(^|[^\pL\pN])'(?:[^'\\]|\\.){1,8}'`)
+	// number is a number standing alone (after a space, a parenthesis
+	// or a sign), decimal or hex: an offset into the value, a byte, a
+	// schema id. Digits inside a word, a type (int32, struct<0: ...>) or
+	// an address (127.0.0.1:8081) are not.
+	number = regexp.MustCompile(`(^|[\s(=,])(?:0x[0-9a-fA-F]+|-?[0-9]+(?:\.[0-9]+)?)\b`)
+)
+
+// ReasonOf is a dead letter's error without what is particular to the
+// record, so that dead letters that failed for the same cause have the
+// same reason: quoted values become "…", quoted characters '…', numbers
+// standing alone #, and a parenthesised remark holding any of them (a
+// JSON syntax error's position, the character a first byte stands for)
+// is left out. What a reason says to do stays.
+//
+//	decode json: not valid JSON: "not json" (at byte 2: invalid character 'o' ...)
+//
+// is
+//
+//	decode json: not valid JSON: "…"
+func ReasonOf(err string) string {
+	s := quotedText.ReplaceAllString(err, `"…"`)
+	s = quotedChar.ReplaceAllString(s, `$1'…'`)
+	s = number.ReplaceAllString(s, `${1}#`)
+	s = withoutParticularRemarks(s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// withoutParticularRemarks leaves out of s the outermost parenthesised
+// remarks that hold a placeholder of ReasonOf, with the space before them.
+func withoutParticularRemarks(s string) string {
+	var out strings.Builder
+	for {
+		open := strings.IndexByte(s, '(')
+		if open < 0 {
+			break
+		}
+		end, depth := -1, 0
+		for i := open; i < len(s) && end < 0; i++ {
+			switch s[i] {
+			case '(':
+				depth++
+			case ')':
+				if depth--; depth == 0 {
+					end = i
+				}
+			}
+		}
+		if end < 0 {
+			break // unbalanced: kept as it is
+		}
+		remark := s[open : end+1]
+		before := s[:open]
+		if strings.Contains(remark, "…") || strings.Contains(remark, "#") {
+			before = strings.TrimRight(before, " ")
+			remark = ""
+		}
+		out.WriteString(before)
+		out.WriteString(remark)
+		s = s[end+1:]
+	}
+	out.WriteString(s)
+	return out.String()
+}

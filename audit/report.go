@@ -392,11 +392,11 @@ func (r *Report) partitionTable(b *strings.Builder) {
 	folded := r.Fold != "" || r.UpsertKey != ""
 	switch {
 	case folded && dead > 0:
-		fmt.Fprintf(b, "(ROWS counts the records folded, the table keeping each key's latest; %s went to the dead-letter table, accounted for in the ledger)\n", plural(dead, "more record"))
+		fmt.Fprintf(b, "(ROWS counts the records folded, the table keeping each key's latest; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)\n", plural(dead, "more record"), r.Table)
 	case folded:
 		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
 	case dead > 0:
-		fmt.Fprintf(b, "(ROWS counts rows of the table; %s went to the dead-letter table, accounted for in the ledger)\n", plural(dead, "more record"))
+		fmt.Fprintf(b, "(ROWS counts rows of the table; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)\n", plural(dead, "more record"), r.Table)
 	}
 }
 

@@ -452,7 +452,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 					r.NewTable = tbl.Created()
 					printJSONLine(w, r)
 				} else {
-					printSinkStats(w, summaryName(tbl), p.Topic, stats)
+					printSinkStats(w, tbl, p.Topic, stats, true)
 				}
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl, p.Topic) {
 					onlyDead = append(onlyDead, msg)
@@ -466,10 +466,10 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				printJSONLine(w, r)
 			case committedRecords(stats) && tableGone(err):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and gone with the dropped table:\n")
-				printSinkStats(w, summaryName(tbl), p.Topic, stats)
+				printSinkStats(w, tbl, p.Topic, stats, false)
 			case committedRecords(stats):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
-				printSinkStats(w, summaryName(tbl), p.Topic, stats)
+				printSinkStats(w, tbl, p.Topic, stats, true)
 			}
 		}
 		return run, nil
@@ -658,8 +658,10 @@ func pipelineNames(pipes []pipeline) string {
 	return strings.Join(s, ", ")
 }
 
-func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
-	fmt.Fprintf(w, "sink %s: %s", table, recordsPhrase(s))
+// printSinkStats prints what a sink committed into tbl; kept says that
+// the table is still there, to list its dead letters.
+func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.Stats, kept bool) {
+	fmt.Fprintf(w, "sink %s: %s", summaryName(tbl), recordsPhrase(s))
 	if s.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
 	}
@@ -676,6 +678,9 @@ func printSinkStats(w io.Writer, table, topic string, s connector.Stats) {
 	}
 	if s.FirstDeadLetter != "" {
 		fmt.Fprintf(w, "first dead letter: %s\n", s.FirstDeadLetter)
+		if kept {
+			fmt.Fprintf(w, "floe dead-letters --table %s lists them all, counted by reason\n", tbl.Name())
+		}
 	}
 }
 

@@ -291,7 +291,7 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 	}
 	cfg.OnOnlyDeadLetters = func(dead int64, first string) {
 		p.mu.Lock()
-		p.warning = fmt.Sprintf("every record of the last commit is a dead letter (%d); first: %s", dead, first)
+		p.warning = fmt.Sprintf("every record of the last commit is a dead letter (%d); first: %s; floe dead-letters --table %s lists them all", dead, first, p.table)
 		p.mu.Unlock()
 		if onOnlyDead != nil {
 			onOnlyDead(dead, first)

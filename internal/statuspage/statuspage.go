@@ -108,7 +108,7 @@ func FromTable(st lookup.TableStatus, offsetsAt *time.Time) Pipeline {
 		}
 	}
 	if len(onlyDead) > 0 {
-		p.Warning = OnlyDeadLettersWarning(onlyDead)
+		p.Warning = OnlyDeadLettersWarning(st.Table, onlyDead)
 	}
 	if p.Partitions == nil {
 		p.Partitions = []lookup.PartitionStatus{}
@@ -117,11 +117,11 @@ func FromTable(st lookup.TableStatus, offsetsAt *time.Time) Pipeline {
 }
 
 // OnlyDeadLettersWarning is a table's Warning (and floe status's note)
-// when the last records of partitions (TOPIC/PARTITION) were all dead
+// when the last records of its partitions (TOPIC/PARTITION) were all dead
 // letters.
-func OnlyDeadLettersWarning(partitions []string) string {
-	return fmt.Sprintf("the last records committed of %s were all dead letters, none became a row: check that the table's value and key modes match the topic's records, unless a schema change made a field's type conflict with its column, a field is named like one of floe's columns, or they were Debezium truncate events, which are dead letters without --on-truncate delete-all (floe where names each dead letter's reason)",
-		strings.Join(partitions, ", "))
+func OnlyDeadLettersWarning(table string, partitions []string) string {
+	return fmt.Sprintf("the last records committed of %s were all dead letters, none became a row: check that the table's value and key modes match the topic's records, unless a schema change made a field's type conflict with its column, a field is named like one of floe's columns, or they were Debezium truncate events, which are dead letters without --on-truncate delete-all (floe dead-letters --table %s lists them with their reasons)",
+		strings.Join(partitions, ", "), table)
 }
 
 //go:embed status.html

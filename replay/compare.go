@@ -14,7 +14,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
@@ -187,13 +189,20 @@ func compareWithMainAt(ctx context.Context, branch *snapshot.Table, mainID int64
 }
 
 // checkMainRowsKept returns a *DifferError when publishing the branch of t
-// whose head is headID over main's head mainID would drop rows main holds
-// (mainRowsLost), with the log start of topic's partitions as the broker
-// has it now.
+// whose head is headID over main's head mainID would drop rows or dead
+// letters main holds: offsets the branch does not cover (mainRowsLost),
+// records over the offsets both cover that main holds and the branch
+// does not (mainRowsFewer), and, on a compacted topic, records main holds
+// past the branch's end that the log no longer has for a sink on main to
+// read again (mainAheadCompacted); with the log start of topic's
+// partitions as the broker has it now.
 func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapshot.Table, topic string, mainID, headID int64) error {
+	wrap := func(err error) error {
+		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+	}
 	wm, err := broker.Watermarks(ctx, topic)
 	if err != nil {
-		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+		return wrap(err)
 	}
 	logStart := map[mapping.TopicPartition]int64{}
 	for p, w := range wm {
@@ -201,33 +210,45 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 	}
 	mc, err := coverages(ctx, t, mainID)
 	if err != nil {
-		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+		return wrap(err)
 	}
 	bc, err := coverages(ctx, t, headID)
 	if err != nil {
-		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
+		return wrap(err)
 	}
 	lost := mainRowsLost(mc, bc, logStart)
 	if lost == "" {
-		lost, err = mainRowsFewer(ctx, t, mainID, headID, mc, bc)
+		if lost, err = mainRowsFewer(ctx, t, mainID, headID, mc, bc); err != nil {
+			return wrap(err)
+		}
 	}
-	if err != nil || lost == "" {
-		return err
+	if lost == "" {
+		cfg, err := broker.TopicConfig(ctx, topic)
+		if err != nil {
+			return wrap(err)
+		}
+		if connector.Compacts(cfg["cleanup.policy"]) {
+			if lost, err = mainAheadCompacted(ctx, broker, t, mainID, mc, bc, logStart); err != nil {
+				return wrap(err)
+			}
+		}
+	}
+	if lost == "" {
+		return nil
 	}
 	return &DifferError{Table: t.Name(), Branch: t.Branch(), Coverage: lost}
 }
 
 // mainRowsFewer says which partitions hold, over the offsets main's
 // snapshot mainID and the branch's head headID both cover, more rows in
-// main than in the branch: records a compaction of the topic removed since
-// main read them, or records that became dead letters on the branch and
-// rows in main (a replay whose layout or registry does not fit). Both
-// sides cover those offsets, so the offsets alone (mainRowsLost) do not
-// tell. The counts come from the ledgers, bounded so that only a certain
-// difference is reported: main's rows of the ranges wholly inside those
-// offsets that overlap no other (a table holding duplicates is what a
-// replay rebuilds), against the branch's rows of every range that touches
-// them. It returns "" when there are none.
+// main than in the branch, or more rows and dead letters: records a
+// compaction of the topic removed since main read them, or records that
+// became dead letters on the branch and rows in main (a replay whose
+// layout or registry does not fit). Both sides cover those offsets, so
+// the offsets alone (mainRowsLost) do not tell. Rows are counted as the
+// tables hold them (heldCounts); dead letters from the ledgers, bounded so
+// that only a certain difference is reported. It returns "" when there
+// are none.
 func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage) (string, error) {
 	shared := map[mapping.TopicPartition]mapping.Interval{}
 	for tp, m := range mc {
@@ -240,44 +261,179 @@ func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64,
 	if len(shared) == 0 {
 		return "", nil
 	}
-	// Main: disjoint ranges inside, in ledger order (a range below one
-	// already counted is left out, which only lowers the count).
-	inMain, taken := map[mapping.TopicPartition]int64{}, map[mapping.TopicPartition]int64{}
-	for c, err := range t.Commits(ctx, mainID) {
+	inMain, err := heldCounts(ctx, t, mainID, shared, mc, true)
+	if err != nil {
+		return "", err
+	}
+	onBranch, err := heldCounts(ctx, t, headID, shared, bc, false)
+	if err != nil {
+		return "", err
+	}
+	var rows, records []string
+	for _, tp := range slices.SortedFunc(maps.Keys(shared), mapping.TopicPartition.Compare) {
+		m, b := inMain[tp], onBranch[tp]
+		switch {
+		case m.rows > b.rows:
+			rows = append(rows, fmt.Sprintf("%s %s: %s in main, %d on the branch", tp, shared[tp], m.rowsText(), b.rows))
+		case m.rows+m.deadLetters > b.rows+b.deadLetters:
+			records = append(records, fmt.Sprintf("%s %s: %s and at least %d dead letters in main, %d rows and at most %d dead letters on the branch",
+				tp, shared[tp], m.rowsText(), m.deadLetters, b.rows, b.deadLetters))
+		}
+	}
+	switch {
+	case len(rows) > 0:
+		return "main holds more rows than the branch over offsets both cover (" + strings.Join(rows, "; ") +
+			"): the topic's compaction removed records since main read them, or the branch made dead letters of records that are rows in main (check the replay's --value, --key and --schema-registry); publishing would drop them from main", nil
+	case len(records) > 0:
+		return "main holds more records (rows and dead letters) than the branch over offsets both cover (" + strings.Join(records, "; ") +
+			"): the topic's compaction removed records since main read them; publishing would drop them from main and its dead-letter table", nil
+	}
+	return "", nil
+}
+
+// held is what a snapshot holds of some offsets of a partition: its rows
+// there, and its dead letters, a bound (heldCounts).
+type held struct {
+	rows, deadLetters int64
+	// atLeast marks rows as a lower bound: main's ledger has ranges that
+	// overlap there, whose duplicate rows are not counted.
+	atLeast bool
+}
+
+func (h held) rowsText() string {
+	if h.atLeast {
+		return fmt.Sprintf("at least %d rows", h.rows)
+	}
+	return fmt.Sprintf("%d rows", h.rows)
+}
+
+// heldCounts counts, per partition, the rows the snapshot id of t holds at
+// the offsets of spans (read from the table, deletes applied) and bounds
+// its dead letters there from the ledger (cov: its coverages): for main
+// (lower) a range's dead letters less its offsets outside the span, for
+// the branch (upper) its dead letters up to its offsets inside. A
+// partition whose ranges overlap in main's ledger (duplicates, which a
+// replay is run to repair) counts rows as its ranges wholly inside the
+// span that overlap no other do, a lower bound. Main's files that are gone
+// from their storage are not counted (the audit's missing-file: the
+// branch is the repair).
+func heldCounts(ctx context.Context, t *snapshot.Table, id int64, spans map[mapping.TopicPartition]mapping.Interval, cov map[mapping.TopicPartition]mapping.Coverage, lower bool) (map[mapping.TopicPartition]held, error) {
+	out := map[mapping.TopicPartition]held{}
+	taken := map[mapping.TopicPartition]int64{}
+	for c, err := range t.Commits(ctx, id) {
 		if err != nil {
-			return "", fmt.Errorf("check branch %s of %s against main: ledger at snapshot %d: %w", t.Branch(), t.Name(), mainID, err)
+			return nil, fmt.Errorf("ledger at snapshot %d: %w", id, err)
 		}
 		for _, r := range c.Ranges {
-			in, ok := shared[r.TopicPartition]
-			if !ok || r.Low < in.Low || r.High > in.High || r.Low < taken[r.TopicPartition] || r.Len() == 0 {
+			in, ok := spans[r.TopicPartition]
+			overlap := min(r.High, in.High) - max(r.Low, in.Low)
+			if !ok || overlap <= 0 {
 				continue
 			}
-			inMain[r.TopicPartition] += r.Records
-			taken[r.TopicPartition] = r.High
+			h := out[r.TopicPartition]
+			if lower {
+				if r.Low < taken[r.TopicPartition] {
+					continue // a range below one already counted
+				}
+				taken[r.TopicPartition] = r.High
+				h.deadLetters += max(0, r.DeadLetters-(r.Len()-overlap))
+				if len(cov[r.TopicPartition].Overlaps) > 0 {
+					h.atLeast = true
+					if r.Low >= in.Low && r.High <= in.High {
+						h.rows += r.Records
+					}
+				}
+			} else {
+				h.deadLetters += min(r.DeadLetters, overlap)
+			}
+			out[r.TopicPartition] = h
 		}
 	}
-	onBranch := map[mapping.TopicPartition]int64{}
-	for c, err := range t.Commits(ctx, headID) {
-		if err != nil {
-			return "", fmt.Errorf("check branch %s of %s against main: ledger at snapshot %d: %w", t.Branch(), t.Name(), headID, err)
+	var filter iceberg.BooleanExpression = iceberg.AlwaysFalse{}
+	for tp, in := range spans {
+		if lower && len(cov[tp].Overlaps) > 0 {
+			continue
 		}
-		for _, r := range c.Ranges {
-			if in, ok := shared[r.TopicPartition]; ok && r.Low < in.High && r.High > in.Low {
-				onBranch[r.TopicPartition] += r.Records
+		filter = iceberg.NewOr(filter, iceberg.NewAnd(iceberg.NewAnd(
+			iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic),
+			iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition)), iceberg.NewAnd(
+			iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), in.Low),
+			iceberg.LessThan(iceberg.Reference(mapping.ColOffset), in.High))))
+	}
+	if _, none := filter.(iceberg.AlwaysFalse); none {
+		return out, nil
+	}
+	err := t.ScanFiles(ctx, id, snapshot.ScanOptions{Columns: []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, Filter: filter, MissingOK: lower},
+		func(fb snapshot.FileBatch) error {
+			if fb.Batch == nil {
+				return nil
+			}
+			topic, ok1 := columnOf[*array.String](fb.Batch, mapping.ColTopic)
+			part, ok2 := columnOf[*array.Int32](fb.Batch, mapping.ColPartition)
+			off, ok3 := columnOf[*array.Int64](fb.Batch, mapping.ColOffset)
+			if !ok1 || !ok2 || !ok3 {
+				return fmt.Errorf("data file %s: unexpected position columns %s", fb.Path, fb.Batch.Schema())
+			}
+			for i := range int(fb.Batch.NumRows()) {
+				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
+				if in, ok := spans[tp]; ok && in.Contains(off.Value(i)) {
+					h := out[tp]
+					h.rows++
+					out[tp] = h
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("count rows at snapshot %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// mainAheadCompacted says, for a compacted topic, which partitions main's
+// snapshot mainID holds more records of past the branch's next offset
+// than the log holds now: a publish moves main back to the branch's next
+// offsets and a sink on main reads them again, but compaction may have
+// removed records since main read them, whose rows or dead letters the
+// publish would then drop for good. It returns "" when there are none.
+func mainAheadCompacted(ctx context.Context, broker *connector.Broker, t *snapshot.Table, mainID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage, logStart map[mapping.TopicPartition]int64) (string, error) {
+	ahead := map[mapping.TopicPartition]mapping.Interval{}
+	for tp, m := range mc {
+		if b, ok := bc[tp]; ok {
+			if in := (mapping.Interval{Low: max(b.Next, logStart[tp], m.First), High: m.Next}); in.Low < in.High {
+				ahead[tp] = in
 			}
 		}
 	}
+	if len(ahead) == 0 {
+		return "", nil
+	}
+	inMain, err := heldCounts(ctx, t, mainID, ahead, mc, true)
+	if err != nil {
+		return "", err
+	}
 	var parts []string
-	for _, tp := range slices.SortedFunc(maps.Keys(shared), mapping.TopicPartition.Compare) {
-		if m, b := inMain[tp], onBranch[tp]; m > b {
-			parts = append(parts, fmt.Sprintf("%s %s: at least %d in main, at most %d on the branch", tp, shared[tp], m, b))
+	for _, tp := range slices.SortedFunc(maps.Keys(ahead), mapping.TopicPartition.Compare) {
+		in := ahead[tp]
+		var inLog int64
+		err := broker.ReadLog(ctx, tp.Topic, tp.Partition, in.Low, in.High, func(r *kgo.Record, _ int64) bool {
+			if !r.Attrs.IsControl() {
+				inLog++
+			}
+			return true
+		})
+		if err != nil {
+			return "", fmt.Errorf("read %s %s: %w", tp, in, err)
+		}
+		if m := inMain[tp]; m.rows+m.deadLetters > inLog {
+			parts = append(parts, fmt.Sprintf("%s %s: %s and at least %d dead letters in main, %d records in the log", tp, in, m.rowsText(), m.deadLetters, inLog))
 		}
 	}
 	if len(parts) == 0 {
 		return "", nil
 	}
-	return "main holds more rows than the branch over offsets both cover (" + strings.Join(parts, "; ") +
-		"): the topic's compaction removed records since main read them, or the branch made dead letters of records that are rows in main (check the replay's --value, --key and --schema-registry); publishing would drop them from main", nil
+	return "main holds records past the branch's end that the topic's compaction has removed from the log since main read them (" + strings.Join(parts, "; ") +
+		"): publishing moves main back to the branch's end, and a sink on main would not read them again; replay to main's end (--until) or further", nil
 }
 
 // sameTopic returns a *DifferError when main's snapshot mainID and the

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,6 +86,8 @@ type decoder struct {
 	// placeholder is what the Debezium connector writes for a value it
 	// left out (Config.UnavailablePlaceholder).
 	placeholder *mapping.Placeholder
+	// table names the data table, for the commands reasons give.
+	table string
 
 	// canonical: decode values into the canonical representation even
 	// where a codec has a fast path (mapping.TapeCodec), for a caller that
@@ -420,8 +423,8 @@ func (d *decoder) adopt(key iceberg.Type, keyChanged bool, values *iceberg.Struc
 func (d *decoder) truncateDead(topic string) error {
 	return fmt.Errorf("a Debezium truncate event (op t): floe does not empty the table for it unless the sink runs with --on-truncate delete-all, "+
 		"which applies to the truncates read after it, not to this one, committed as a dead letter; to apply this one too, rebuild the table from the log: "+
-		"floe replay --topic %s --table TABLE --envelope debezium --key %s --value %s --on-truncate delete-all --branch rebuild --publish --publish-different (docs/upsert.md, Replay and state tables)",
-		topic, d.layout.Key, d.layout.Value)
+		"floe replay --topic %s --table %s --envelope debezium --key %s --value %s --on-truncate delete-all --branch rebuild --publish --publish-different (docs/upsert.md, Replay and state tables)",
+		topic, cmp.Or(d.table, "TABLE"), d.layout.Key, d.layout.Value)
 }
 
 // decodeChange decodes r, a Debezium change event (--envelope debezium):

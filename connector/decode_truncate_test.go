@@ -15,8 +15,8 @@ import (
 // --on-truncate is a dead letter whose reason invited --on-truncate
 // delete-all, but a sink restarted with it leaves that truncate as it is
 // (it is committed): the rows stay. The reason says the flag applies to
-// later truncates and names the replay that applies this one. From a new
-// user's report.
+// later truncates and names the replay that applies this one, with the
+// table's name (it said TABLE). From new users' reports.
 func TestTruncateDeadLetterSaysReplay(t *testing.T) {
 	e := newEnv(t)
 	const topic, name = "dbserver1.inventory.trdl", "lake.trdl"
@@ -40,7 +40,7 @@ func TestTruncateDeadLetterSaysReplay(t *testing.T) {
 	if got := latestIDs(t, tbl); len(got) != 1 {
 		t.Fatalf("ids %v after a restart with --on-truncate delete-all, want id 1 still (the truncate is committed as a dead letter)", got)
 	}
-	for _, want := range []string{"applies to the truncates read after it, not to this one", "floe replay --topic " + topic + " --table TABLE --envelope debezium --key json --value json --on-truncate delete-all --branch rebuild --publish"} {
+	for _, want := range []string{"applies to the truncates read after it, not to this one", "floe replay --topic " + topic + " --table " + name + " --envelope debezium --key json --value json --on-truncate delete-all --branch rebuild --publish"} {
 		if !strings.Contains(reason, want) {
 			t.Errorf("the truncate's reason %q does not say %q: a sink restarted with --on-truncate delete-all does nothing for it", reason, want)
 		}

@@ -449,6 +449,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 				Want: fmt.Sprintf("a schema registry: table %s decodes %s in the registry's wire format", tbl.Name(), registryParts(layout))}
 		}
 		s.dec = newDecoder(layout, cfg.Registry, placeholder)
+		s.dec.table = tbl.Name()
 		s.dec.onSchema = cfg.OnSchema
 		s.dec.truncateAll = truncate == TruncateDeleteAll
 		if tbl.Mode() == mapping.ModeUpsert {

@@ -216,21 +216,20 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 	if err != nil {
 		return wrap(err)
 	}
+	cfg, err := broker.TopicConfig(ctx, topic)
+	if err != nil {
+		return wrap(err)
+	}
+	compacted := connector.Compacts(cfg["cleanup.policy"])
 	lost := mainRowsLost(mc, bc, logStart)
 	if lost == "" {
-		if lost, err = mainRowsFewer(ctx, t, mainID, headID, mc, bc); err != nil {
+		if lost, err = mainRowsFewer(ctx, t, mainID, headID, mc, bc, compacted); err != nil {
 			return wrap(err)
 		}
 	}
-	if lost == "" {
-		cfg, err := broker.TopicConfig(ctx, topic)
-		if err != nil {
+	if lost == "" && compacted {
+		if lost, err = mainAheadCompacted(ctx, broker, t, mainID, mc, bc, logStart); err != nil {
 			return wrap(err)
-		}
-		if connector.Compacts(cfg["cleanup.policy"]) {
-			if lost, err = mainAheadCompacted(ctx, broker, t, mainID, mc, bc, logStart); err != nil {
-				return wrap(err)
-			}
 		}
 	}
 	if lost == "" {
@@ -245,11 +244,12 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 // compaction of the topic removed since main read them, or records that
 // became dead letters on the branch and rows in main (a replay whose
 // layout or registry does not fit). Both sides cover those offsets, so
-// the offsets alone (mainRowsLost) do not tell. Rows are counted as the
-// tables hold them (heldCounts); dead letters from the ledgers, bounded so
-// that only a certain difference is reported. It returns "" when there
-// are none.
-func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage) (string, error) {
+// the offsets alone (mainRowsLost) do not tell. Counts are bounded from
+// the ledgers so that only a certain difference is reported (heldCounts);
+// on a compacted topic (compacted), whose compaction removes records
+// inside the offsets both cover, rows are counted as the tables hold them.
+// It returns "" when there are none.
+func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage, compacted bool) (string, error) {
 	shared := map[mapping.TopicPartition]mapping.Interval{}
 	for tp, m := range mc {
 		if b, ok := bc[tp]; ok {
@@ -261,11 +261,11 @@ func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64,
 	if len(shared) == 0 {
 		return "", nil
 	}
-	inMain, err := heldCounts(ctx, t, mainID, shared, mc, true)
+	inMain, err := heldCounts(ctx, t, mainID, shared, mc, true, compacted)
 	if err != nil {
 		return "", err
 	}
-	onBranch, err := heldCounts(ctx, t, headID, shared, bc, false)
+	onBranch, err := heldCounts(ctx, t, headID, shared, bc, false, compacted)
 	if err != nil {
 		return "", err
 	}
@@ -274,10 +274,10 @@ func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64,
 		m, b := inMain[tp], onBranch[tp]
 		switch {
 		case m.rows > b.rows:
-			rows = append(rows, fmt.Sprintf("%s %s: %s in main, %d on the branch", tp, shared[tp], m.rowsText(), b.rows))
+			rows = append(rows, fmt.Sprintf("%s %s: %s in main, %s on the branch", tp, shared[tp], m.rowsText(), b.rowsText()))
 		case m.rows+m.deadLetters > b.rows+b.deadLetters:
-			records = append(records, fmt.Sprintf("%s %s: %s and at least %d dead letters in main, %d rows and at most %d dead letters on the branch",
-				tp, shared[tp], m.rowsText(), m.deadLetters, b.rows, b.deadLetters))
+			records = append(records, fmt.Sprintf("%s %s: %s and at least %d dead letters in main, %s and at most %d dead letters on the branch",
+				tp, shared[tp], m.rowsText(), m.deadLetters, b.rowsText(), b.deadLetters))
 		}
 	}
 	switch {
@@ -295,30 +295,32 @@ func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64,
 // there, and its dead letters, a bound (heldCounts).
 type held struct {
 	rows, deadLetters int64
-	// atLeast marks rows as a lower bound: main's ledger has ranges that
-	// overlap there, whose duplicate rows are not counted.
-	atLeast bool
+	// bound says whether rows is exact (""), a lower bound ("at least")
+	// or an upper one ("at most").
+	bound string
 }
 
 func (h held) rowsText() string {
-	if h.atLeast {
-		return fmt.Sprintf("at least %d rows", h.rows)
-	}
-	return fmt.Sprintf("%d rows", h.rows)
+	return strings.TrimSpace(fmt.Sprintf("%s %d rows", h.bound, h.rows))
 }
 
-// heldCounts counts, per partition, the rows the snapshot id of t holds at
-// the offsets of spans (read from the table, deletes applied) and bounds
-// its dead letters there from the ledger (cov: its coverages): for main
-// (lower) a range's dead letters less its offsets outside the span, for
-// the branch (upper) its dead letters up to its offsets inside. A
-// partition whose ranges overlap in main's ledger (duplicates, which a
-// replay is run to repair) counts rows as its ranges wholly inside the
-// span that overlap no other do, a lower bound. Main's files that are gone
-// from their storage are not counted (the audit's missing-file: the
-// branch is the repair).
-func heldCounts(ctx context.Context, t *snapshot.Table, id int64, spans map[mapping.TopicPartition]mapping.Interval, cov map[mapping.TopicPartition]mapping.Coverage, lower bool) (map[mapping.TopicPartition]held, error) {
+// heldCounts counts, per partition, what the snapshot id of t holds at the
+// offsets of spans, bounded from the ledger (cov: its coverages) for main
+// from below (lower) and for the branch from above: a range's dead letters
+// less its offsets outside the span, or up to its offsets inside; rows of
+// main's ranges wholly inside the span that overlap no range counted
+// before it (a table holding duplicates is what a replay rebuilds), or of
+// every branch range that touches the span. With scan, rows are counted
+// as the table holds them instead (read from its position columns,
+// deletes applied), but for a partition whose ranges overlap in main's
+// ledger; main's files that are gone from their storage are not counted
+// (the audit's missing-file: the branch is the repair).
+func heldCounts(ctx context.Context, t *snapshot.Table, id int64, spans map[mapping.TopicPartition]mapping.Interval, cov map[mapping.TopicPartition]mapping.Coverage, lower, scan bool) (map[mapping.TopicPartition]held, error) {
 	out := map[mapping.TopicPartition]held{}
+	// fromLedger: the partitions whose rows are the ledger's bound.
+	fromLedger := func(tp mapping.TopicPartition) bool {
+		return !scan || lower && len(cov[tp].Overlaps) > 0
+	}
 	taken := map[mapping.TopicPartition]int64{}
 	for c, err := range t.Commits(ctx, id) {
 		if err != nil {
@@ -331,27 +333,31 @@ func heldCounts(ctx context.Context, t *snapshot.Table, id int64, spans map[mapp
 				continue
 			}
 			h := out[r.TopicPartition]
-			if lower {
-				if r.Low < taken[r.TopicPartition] {
-					continue // a range below one already counted
+			ledger := fromLedger(r.TopicPartition)
+			switch {
+			case !lower:
+				h.deadLetters += min(r.DeadLetters, overlap)
+				if ledger {
+					h.rows, h.bound = h.rows+r.Records, "at most"
 				}
+			case r.Low < taken[r.TopicPartition]:
+				continue // a range below one already counted
+			default:
 				taken[r.TopicPartition] = r.High
 				h.deadLetters += max(0, r.DeadLetters-(r.Len()-overlap))
-				if len(cov[r.TopicPartition].Overlaps) > 0 {
-					h.atLeast = true
+				if ledger {
+					h.bound = "at least"
 					if r.Low >= in.Low && r.High <= in.High {
 						h.rows += r.Records
 					}
 				}
-			} else {
-				h.deadLetters += min(r.DeadLetters, overlap)
 			}
 			out[r.TopicPartition] = h
 		}
 	}
 	var filter iceberg.BooleanExpression = iceberg.AlwaysFalse{}
 	for tp, in := range spans {
-		if lower && len(cov[tp].Overlaps) > 0 {
+		if fromLedger(tp) {
 			continue
 		}
 		filter = iceberg.NewOr(filter, iceberg.NewAnd(iceberg.NewAnd(
@@ -376,7 +382,7 @@ func heldCounts(ctx context.Context, t *snapshot.Table, id int64, spans map[mapp
 			}
 			for i := range int(fb.Batch.NumRows()) {
 				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
-				if in, ok := spans[tp]; ok && in.Contains(off.Value(i)) {
+				if in, ok := spans[tp]; ok && !fromLedger(tp) && in.Contains(off.Value(i)) {
 					h := out[tp]
 					h.rows++
 					out[tp] = h
@@ -408,7 +414,7 @@ func mainAheadCompacted(ctx context.Context, broker *connector.Broker, t *snapsh
 	if len(ahead) == 0 {
 		return "", nil
 	}
-	inMain, err := heldCounts(ctx, t, mainID, ahead, mc, true)
+	inMain, err := heldCounts(ctx, t, mainID, ahead, mc, true, true)
 	if err != nil {
 		return "", err
 	}
@@ -434,6 +440,32 @@ func mainAheadCompacted(ctx context.Context, broker *connector.Broker, t *snapsh
 	}
 	return "main holds records past the branch's end that the topic's compaction has removed from the log since main read them (" + strings.Join(parts, "; ") +
 		"): publishing moves main back to the branch's end, and a sink on main would not read them again; replay to main's end (--until) or further", nil
+}
+
+// otherTopics returns an *OtherTopicsError naming the topics besides
+// topic whose offsets main's ledger holds (a table sunk from several
+// topics): a replay rebuilds one topic, so publishing its branch would
+// drop theirs from main, whatever the comparison found.
+func otherTopics(ctx context.Context, t *snapshot.Table, topic string) error {
+	main := t.Iceberg().Metadata().SnapshotByName(table.MainBranch)
+	if main == nil {
+		return nil
+	}
+	sum, err := t.Summary(ctx, main.SnapshotID)
+	if err != nil {
+		return fmt.Errorf("read main's ledger of %s: %w", t.Name(), err)
+	}
+	var others []string
+	for tp, p := range sum.Parts {
+		if tp.Topic != topic && p.MaxHigh > 0 && !slices.Contains(others, tp.Topic) {
+			others = append(others, tp.Topic)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	slices.Sort(others)
+	return &OtherTopicsError{Table: t.Name(), Topic: topic, Others: others}
 }
 
 // sameTopic returns a *DifferError when main's snapshot mainID and the

@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Setting names what a replay error is about: a field of Options, or the
@@ -90,3 +91,19 @@ type CheckError struct {
 
 func (e *CheckError) Error() string { return e.Err.Error() }
 func (e *CheckError) Unwrap() error { return e.Err }
+
+// OtherTopicsError reports that main of Table holds topics besides Topic,
+// the replay's: a replay rebuilds one topic, so publishing its branch would
+// drop the others' rows from main. Run refuses such a publish before it
+// reads the log (the comparison at its end would refuse it, and for an
+// upsert table name the other topics' keys as differing: a new user's
+// report), unless Options.PublishDifferent.
+type OtherTopicsError struct {
+	Table, Topic string
+	Others       []string
+}
+
+func (e *OtherTopicsError) Error() string {
+	return fmt.Sprintf("main of %s holds topic %s beside %s, which a replay of %s does not rebuild: publishing its branch would drop their rows from main; nothing was replayed",
+		e.Table, strings.Join(e.Others, ", "), e.Topic, e.Topic)
+}

@@ -345,6 +345,12 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	if err != nil {
 		return res, err
 	}
+	if opts.Publish && !opts.PublishDifferent {
+		// Before reading the log: the publish would be refused at the end.
+		if err := otherTopics(ctx, tbl, opts.Topic); err != nil {
+			return res, err
+		}
+	}
 	res.Target = name
 	if opts.Branch != "" {
 		res.Target = name + " branch " + opts.Branch

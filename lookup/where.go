@@ -76,9 +76,13 @@ type WhereResult struct {
 	SnapshotID      *int64 `json:"snapshot_id,omitempty"`
 	Low             *int64 `json:"low,omitempty"`
 	High            *int64 `json:"high,omitempty"`
-	// Records is the number of rows the range made; DeadLetters the
+	// Records is the number of rows the range made (an upsert table's:
+	// its upserts, which later records may have replaced; Deletes and
+	// Skipped its deletes and records without a key); DeadLetters the
 	// number of its records that went to the dead-letter table instead.
 	Records     *int64     `json:"records,omitempty"`
+	Deletes     *int64     `json:"deletes,omitempty"`
+	Skipped     *int64     `json:"skipped,omitempty"`
 	DeadLetters int64      `json:"dead_letters,omitempty"`
 	CommittedAt *time.Time `json:"committed_at,omitempty"`
 	File        string     `json:"file,omitempty"`
@@ -153,6 +157,9 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		res.SnapshotID, res.Low, res.High, res.CommittedAt = &c.SnapshotID, &r.Low, &r.High, &c.CommittedAt
 		if !r.Deleted() {
 			res.Records, res.DeadLetters = &r.Records, r.DeadLetters
+			if tbl.Mode() != mapping.ModeAppend {
+				res.Deletes, res.Skipped = &r.Deletes, &r.Skipped
+			}
 		}
 	}
 	at := fmt.Sprintf("%s offset %d", tp, offset)

@@ -179,7 +179,16 @@ func printWhere(w io.Writer, r lookup.WhereResult) {
 	fmt.Fprintf(w, "%s/%d offset %d in %s: %s\n", r.Topic, r.Partition, r.Offset, r.Table, strings.ReplaceAll(r.Status, "_", " "))
 	if r.SnapshotID != nil {
 		fmt.Fprintf(w, "  range      [%d, %d)", *r.Low, *r.High)
-		if r.Records != nil {
+		switch {
+		case r.Deletes != nil:
+			// An upsert table's range: its records replace rows, so
+			// its count is not of rows the table holds (a new user's
+			// report).
+			fmt.Fprintf(w, ", %s, %s", plural(int(*r.Records), "upsert"), plural(int(*r.Deletes), "delete"))
+			if *r.Skipped > 0 {
+				fmt.Fprintf(w, ", %d skipped (no key)", *r.Skipped)
+			}
+		case r.Records != nil:
 			fmt.Fprintf(w, ", %s", plural(int(*r.Records), "row"))
 		}
 		if r.DeadLetters > 0 {

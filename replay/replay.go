@@ -85,6 +85,10 @@ type Start struct {
 	Remaining int64
 	// SourceTable is the table a --from snapshot:ID was found in.
 	SourceTable string
+	// Folds is set when the target keeps one row per key (an upsert or
+	// state table): one replayed from later than the log start holds
+	// only the keys written since.
+	Folds bool
 }
 
 // Result describes a finished (or interrupted) replay.
@@ -352,6 +356,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		}
 	}
 	res.Target = name
+	res.Folds = tbl.Mode() == mapping.ModeUpsert || tbl.Mode() == mapping.ModeFold
 	if opts.Branch != "" {
 		res.Target = name + " branch " + opts.Branch
 	}

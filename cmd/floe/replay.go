@@ -289,6 +289,12 @@ func replayNotes(s replay.Start) []string {
 		}
 		notes = append(notes, "to take them, replay --from "+from)
 	}
+	if s.Folds && !p.Earliest {
+		// The table is as the log's records from the start make it: a
+		// key whose latest record is below it is not in it (a new user
+		// took it for a mirror of the source).
+		notes = append(notes, "note: this table keeps the latest record per key from the start offsets above: a key whose records all come before them has no row; replay --from earliest for every key")
+	}
 	if s.FixedEnd {
 		notes = append(notes, "until: the end offsets recorded when this replay started; records produced since are not part of it (pass --until to go further)")
 	}

@@ -257,3 +257,22 @@ func TestReplayPublishUpsertWithoutRows(t *testing.T) {
 		t.Fatalf("replay --publish of an upsert table without rows: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestReplayUpsertFromLaterSaysKeysLeftOut (from a new user's run): an
+// upsert table replayed from a later start holds only the keys written
+// since, and the audit calls it complete from where it began: the user
+// took it for a mirror of the source. The plan says so; from earliest it
+// does not.
+func TestReplayUpsertFromLaterSaysKeysLeftOut(t *testing.T) {
+	st, loc := replayStack(t)
+	const topic = "mirror"
+	produceKeyed(t, st, topic)
+	base := append([]string{"replay", "--brokers", strings.Join(st.Brokers, ","), "--topic", topic, "--mode", "upsert", "--key", "string"}, loc...)
+	const note = "a key whose records all come before them has no row"
+	if out := mustFloe(t, append(base, "--table", "lake.later", "--from", "0=110,1=110")...); !strings.Contains(out, note) {
+		t.Errorf("replay --mode upsert --from later offsets lacks %q:\n%s", note, out)
+	}
+	if out := mustFloe(t, append(base, "--table", "lake.all")...); strings.Contains(out, note) {
+		t.Errorf("replay --mode upsert from earliest says %q:\n%s", note, out)
+	}
+}

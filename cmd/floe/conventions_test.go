@@ -150,6 +150,21 @@ func TestLibraryLogAtWarn(t *testing.T) {
 	if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "m.json") {
 		t.Fatalf("a library's log line: %q", buf.String())
 	}
+	// One for a file another writer deleted first is no warning (a new
+	// user's report): at debug level.
+	buf.Reset()
+	log.Printf("Warning: Failed to delete old metadata file: %s error: %v", "s3://w/t/metadata/00001.metadata.json", "blob (key \"t/metadata/00001.metadata.json\") (code=NotFound): NoSuchKey")
+	log.Printf("Warning: Failed to delete old metadata file: %s error: %v", "/w/t/metadata/00001.metadata.json", "remove /w/t/metadata/00001.metadata.json: no such file or directory")
+	if buf.Len() != 0 {
+		t.Fatalf("an already deleted metadata file warned: %q", buf.String())
+	}
+	if err := setupLogging(&buf, globalFlags{logLevel: "debug", logFormat: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	log.Printf("Warning: Failed to delete old metadata file: %s error: %v", "/w/t/m.json", "no such file or directory")
+	if !strings.Contains(buf.String(), `"level":"DEBUG"`) {
+		t.Fatalf("at --log-level debug: %q", buf.String())
+	}
 }
 
 // TestJSONLogKeysOnce: a line whose logger already names the table does

@@ -259,10 +259,10 @@ func setupLogging(w io.Writer, g globalFlags) error {
 	opts := &slog.HandlerOptions{Level: level}
 	switch g.logFormat {
 	case "text":
-		slog.SetDefault(slog.New(onceHandler{Handler: slog.NewTextHandler(w, opts)}))
+		slog.SetDefault(slog.New(goneMetadataHandler{onceHandler{Handler: slog.NewTextHandler(w, opts)}}))
 	case "json":
 		opts.ReplaceAttr = durationText
-		slog.SetDefault(slog.New(onceHandler{Handler: slog.NewJSONHandler(w, opts)}))
+		slog.SetDefault(slog.New(goneMetadataHandler{onceHandler{Handler: slog.NewJSONHandler(w, opts)}}))
 	default:
 		return fmt.Errorf("--log-format %q: want text or json", g.logFormat)
 	}
@@ -271,6 +271,32 @@ func setupLogging(w io.Writer, g globalFlags) error {
 	// slog puts them, an operator's filter missed them (found by review).
 	slog.SetLogLoggerLevel(slog.LevelWarn)
 	return nil
+}
+
+// goneMetadataHandler says at debug level, not as a warning, iceberg-go's
+// "Failed to delete old metadata file" for a file that is already gone:
+// after a commit each writer of a table (a sink beside floe maintain, two
+// sinks) deletes the metadata files past its retention, so the slower one
+// finds some deleted; nothing is wrong (a new user took it for one).
+type goneMetadataHandler struct{ slog.Handler }
+
+func (h goneMetadataHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn && strings.Contains(r.Message, "Failed to delete old metadata file") &&
+		(strings.Contains(r.Message, "no such file or directory") || strings.Contains(r.Message, "does not exist") || strings.Contains(r.Message, "NoSuchKey")) {
+		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h goneMetadataHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return goneMetadataHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h goneMetadataHandler) WithGroup(name string) slog.Handler {
+	return goneMetadataHandler{h.Handler.WithGroup(name)}
 }
 
 // onceHandler writes an attribute once: it drops a record's attribute

@@ -103,10 +103,30 @@ type LostRange struct {
 type ExpiredError struct {
 	Table      string
 	SnapshotID int64
+	// Why says why the current snapshot cannot stand in for the expired
+	// one, where it can for other positions (RowsSnapshot); empty where it
+	// never can.
+	Why string
+	// Rebuild is the floe replay command that rebuilds the table as of the
+	// position into a new table, when the caller knows it.
+	Rebuild string
 }
 
 func (e *ExpiredError) Error() string {
-	return fmt.Sprintf("snapshot %d of %s, the table as of that position, has expired (snapshot expiry): the table no longer holds its files, so its rows cannot be read; floe replay --until the position rebuilds them into a new table", e.SnapshotID, e.Table)
+	msg := fmt.Sprintf("snapshot %d of %s, the table as of that position, has expired (snapshot expiry): the table no longer holds its files, so its rows cannot be read", e.SnapshotID, e.Table)
+	if e.Why != "" {
+		msg += " (" + e.Why + ")"
+	}
+	return msg + "; " + rebuildHint(e.Rebuild)
+}
+
+// rebuildHint says how to rebuild a table as of a position: with the
+// command when known, else by naming it.
+func rebuildHint(command string) string {
+	if command == "" {
+		return "floe replay --until the position rebuilds it into a new table"
+	}
+	return "rebuild it into a new table with: " + command
 }
 
 // RowsSnapshot is the snapshot whose rows below r.Cut are the table as of
@@ -121,9 +141,11 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 	if !r.Expired {
 		return r.SnapshotID, false, nil
 	}
-	expired := &ExpiredError{Table: tbl.Name(), SnapshotID: r.SnapshotID}
+	expired := func(why string) error {
+		return &ExpiredError{Table: tbl.Name(), SnapshotID: r.SnapshotID, Why: why}
+	}
 	if r.Mode != mapping.ModeAppend {
-		return 0, false, expired
+		return 0, false, expired("")
 	}
 	// The head reads its files in its own schema: where the position's was
 	// another (a column added since, a type widened), the same records
@@ -138,9 +160,9 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 		case err != nil:
 			return 0, false, fmt.Errorf("read the schema of snapshot %d of %s: %w", r.SnapshotID, tbl.Name(), err)
 		case !known:
-			return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since it began, %d schemas, and the archive does not say which the position read in: floe records it for snapshots it archives from 2026-12-05 on)", expired, n)
+			return 0, false, expired(fmt.Sprintf("the current snapshot holds the same records below the position, but the table's schema changed since it began, %d schemas, and the archive does not say which the position read in: floe records it for snapshots it archives from 2026-12-05 on", n))
 		case id != meta.CurrentSchema().ID:
-			return 0, false, fmt.Errorf("%w (the current snapshot holds the same records below the position, but the table's schema changed since the position, so they would read otherwise)", expired)
+			return 0, false, expired("the current snapshot holds the same records below the position, but the table's schema changed since the position, so they would read otherwise")
 		}
 	}
 	sum, err := tbl.Summary(ctx, 0)
@@ -149,7 +171,7 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 	}
 	for _, tp := range sum.Partitions() {
 		if _, ok := r.Cut[tp]; !ok {
-			return 0, false, fmt.Errorf("%w (the current snapshot holds the same rows below a position that names every partition of the table; this one leaves out %s)", expired, tp)
+			return 0, false, expired(fmt.Sprintf("the current snapshot holds the same rows below a position that names every partition of the table; this one leaves out %s", tp))
 		}
 	}
 	return 0, true, nil

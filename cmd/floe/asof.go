@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -167,6 +169,13 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				return err
 			}
 			rowsFrom, fromHead, err := lookup.RowsSnapshot(ctx, tbl, res.AsOfResult)
+			if e, ok := errors.AsType[*lookup.ExpiredError](err); ok {
+				cut := mapping.Cut{}
+				for _, p := range res.Positions {
+					cut[mapping.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Offset
+				}
+				e.Rebuild = rebuildCommand(tbl, cut)
+			}
 			if err != nil {
 				return err
 			}
@@ -320,6 +329,29 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 	}
 	fmt.Fprintln(bw, plural(int(n), "row"))
 	return bw.Flush()
+}
+
+// rebuildCommand is the floe replay command that rebuilds tbl as of cut
+// into a new table, TABLE_at: the cut's topic, --until the cut and tbl's
+// layout flags, which a replay into a new table does not take from tbl.
+// A replay reads one topic into a new table: a cut of several topics gets
+// one command per topic, each into a table of its own.
+func rebuildCommand(tbl *snapshot.Table, cut mapping.Cut) string {
+	until := map[string][]string{}
+	for _, tp := range slices.SortedFunc(maps.Keys(cut), mapping.TopicPartition.Compare) {
+		until[tp.Topic] = append(until[tp.Topic], fmt.Sprintf("%d=%d", tp.Partition, cut[tp]))
+	}
+	topics := slices.Sorted(maps.Keys(until))
+	layout := strings.Join(layoutFlags(tbl), " ")
+	cmds := make([]string, 0, len(topics))
+	for _, topic := range topics {
+		name := tbl.Name() + "_at"
+		if len(topics) > 1 {
+			name += "_" + strings.ReplaceAll(topic, ".", "_")
+		}
+		cmds = append(cmds, fmt.Sprintf("floe replay -t %s --table %s --until %s %s", topic, name, strings.Join(until[topic], ","), layout))
+	}
+	return strings.Join(cmds, "; ")
 }
 
 func clip(s string, n int) string {

@@ -416,6 +416,18 @@ func printReplayLayout(ctx context.Context, w io.Writer, cat icecat.Catalog, ide
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "layout of %s: %s", tbl.Name(), strings.Join(layoutFlags(tbl), " "))
+	if !slices.ContainsFunc([]string{"mode", "fold", "key", "value", "envelope", "id-columns"}, given) {
+		fmt.Fprint(w, " (the defaults, as no --mode, --key or --value was given: a replay that rebuilds an upsert or typed table takes the flags that table was sunk with)")
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// layoutFlags are the flags of floe replay (and sink) that make a table of
+// tbl's layout: its mode or fold, envelope, key and value formats and
+// key columns.
+func layoutFlags(tbl *snapshot.Table) []string {
 	l, key := tbl.Layout(), tbl.UpsertKey()
 	var flags []string
 	switch {
@@ -433,12 +445,7 @@ func printReplayLayout(ctx context.Context, w io.Writer, cat icecat.Catalog, ide
 	if key.Source == mapping.KeyFromValue {
 		flags = append(flags, "--id-columns "+strings.Join(key.Columns, ","))
 	}
-	fmt.Fprintf(w, "layout of %s: %s", tbl.Name(), strings.Join(flags, " "))
-	if !slices.ContainsFunc([]string{"mode", "fold", "key", "value", "envelope", "id-columns"}, given) {
-		fmt.Fprint(w, " (the defaults, as no --mode, --key or --value was given: a replay that rebuilds an upsert or typed table takes the flags that table was sunk with)")
-	}
-	fmt.Fprintln(w)
-	return nil
+	return flags
 }
 
 func printReplayResult(w io.Writer, r replay.Result) {

@@ -129,6 +129,28 @@ func rebuildHint(command string) string {
 	return "rebuild it into a new table with: " + command
 }
 
+// BeforeHistoryError reports a position of an upsert table that main's
+// history no longer reaches: a published replay replaced main's earlier
+// commits, and the first commit of main's ledger since reaches past the
+// position. The state at the boundary below it would be the empty table,
+// which the table was not then.
+type BeforeHistoryError struct {
+	Table string
+	Cut   mapping.Cut
+	// Branches are the branches ever published onto main.
+	Branches []string
+	// FirstSnapshot is the snapshot of the first commit reaching past the
+	// position.
+	FirstSnapshot int64
+	// Rebuild is as ExpiredError's.
+	Rebuild string
+}
+
+func (e *BeforeHistoryError) Error() string {
+	return fmt.Sprintf("%s as of %s: main's history no longer reaches back to that position: a replay published from branch %s replaced main's earlier commits, and main's first commit since (snapshot %d) reaches past it, so main holds no state as of the position (the empty table before that commit is not what it held then); that state is in a snapshot main had before the publish: a tag made before publishing keeps it for Iceberg engines to read, else snapshot expiry removes it; %s",
+		e.Table, e.Cut, strings.Join(e.Branches, ", "), e.FirstSnapshot, rebuildHint(e.Rebuild))
+}
+
 // RowsSnapshot is the snapshot whose rows below r.Cut are the table as of
 // r's position: r's own, or, when it has expired, the branch head (0, and
 // fromHead set) where that gives the same rows: an append table, whose
@@ -273,6 +295,9 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		if err != nil {
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 		}
+		if err := checkInHistory(tbl, ledger, cut, b); err != nil {
+			return res, err
+		}
 		exact := b.Exact(cut) && len(res.Compacted) == 0
 		res.Exact, res.Empty = &exact, b.Empty || beforeFirst(ledger, cut)
 		if !b.Empty {
@@ -295,6 +320,34 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	res.Expired = tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
 	res.Empty = beforeFirst(ledger, cut)
 	return res, nil
+}
+
+// checkInHistory returns a *BeforeHistoryError when boundary b of an upsert
+// table holds none of cut's partitions while the cut is past the first
+// offset main's ledger holds of one, on a table onto which a replay was
+// published: that ledger began with the replay, and the state before its
+// first commit is not the state main had then (a new user read 0 rows, as
+// of an empty table).
+func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, b mapping.Boundary) error {
+	if beforeFirst(ledger, cut) || b.Next == nil {
+		return nil
+	}
+	for tp := range cut {
+		if ps, ok := ledger.Partition(tp); ok && b.At[tp] > ps.First() {
+			return nil
+		}
+	}
+	var branches []string
+	for k := range tbl.Iceberg().Properties() {
+		if name, ok := strings.CutPrefix(k, snapshot.PropPublished); ok {
+			branches = append(branches, name)
+		}
+	}
+	if len(branches) == 0 {
+		return nil
+	}
+	slices.Sort(branches)
+	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branches: branches, FirstSnapshot: b.Next.SnapshotID}
 }
 
 // beforeFirst reports whether every partition's cut is at or below the

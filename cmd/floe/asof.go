@@ -53,7 +53,9 @@ that snapshot's rows filtered to offsets below each cut, printed, or written to 
 Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json). An upsert table changes
 commit by commit: its state as of a position is its state at the last commit at or below it
 (exact in --json says whether a commit ends there; floe replay --until the position rebuilds it
-exactly). A snapshot that snapshot
+exactly). After a replay published onto main (floe replay --branch --publish), main's history
+begins with the replay's commits: an upsert table's position below its first boundary there is
+refused, since the state then is main's before the publish. A snapshot that snapshot
 expiry removed is still found through the ledger and said to have expired (expired in --json):
 --rows of an append table whose schema is still the position's then reads the current snapshot
 below the position when it names every partition (the same rows: floe's commits only add rows;
@@ -133,6 +135,9 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				defer broker.Close()
 			}
 			answer, err := lookup.AsOf(ctx, tbl, broker, q)
+			if e, ok := errors.AsType[*lookup.BeforeHistoryError](err); ok {
+				e.Rebuild = rebuildCommand(tbl, e.Cut)
+			}
 			if err != nil {
 				return err
 			}

@@ -26,3 +26,38 @@ func TestAsOfExpiredPrintsReplay(t *testing.T) {
 		t.Fatalf("as-of the rebuilt table:\n%s", out)
 	}
 }
+
+// TestAsOfBeforePublishedReplay (from a new-user run): once a replay
+// published onto main committed the whole topic in one commit, main's
+// history holds no state at an earlier boundary; as-of said "0 rows" and
+// "empty": false, as of an empty table. It is refused, saying why, where
+// the state then may be and the replay that rebuilds it; a position main's
+// history does reach is answered as before.
+func TestAsOfBeforePublishedReplay(t *testing.T) {
+	st, loc := keyedStack(t, "lake.u")
+	asOf := func(extra ...string) (int, string, string) {
+		return floe(t, slices.Concat([]string{"as-of", "--table", "lake.u"}, loc, extra)...)
+	}
+	if code, out, errs := asOf("--offsets", "u/0=8", "--rows"); code != exitOK || !strings.Contains(out, "\n4 rows") {
+		t.Fatalf("before the publish: exit %d\n%s\n%s", code, out, errs)
+	}
+	mustFloe(t, slices.Concat([]string{"replay", "-b", st.Brokers[0], "-t", "u", "--table", "lake.u", "--branch", "rebuild", "--publish"}, loc)...)
+	for _, extra := range [][]string{
+		{"--offsets", "u/0=8", "--rows"},
+		{"--offsets", "u/0=8", "--json"},
+		{"--time", "2023-11-14T22:13:28Z", "--brokers", st.Brokers[0], "--rows", "--json"},
+	} {
+		code, out, errs := asOf(extra...)
+		if code != exitError || out != "" || !strings.Contains(errs, "lake.u as of u/0=8: main's history no longer reaches back to that position: a replay published from branch rebuild replaced main's earlier commits") ||
+			!strings.Contains(errs, "a tag made before publishing") ||
+			!strings.HasSuffix(strings.TrimSpace(errs), "rebuild it into a new table with: floe replay -t u --table lake.u_at --until 0=8 --mode upsert --key string --value raw") {
+			t.Errorf("%v after the publish: exit %d\n%s\n%s", extra, code, out, errs)
+		}
+	}
+	if code, out, errs := asOf("--offsets", "u/0=12", "--rows"); code != exitOK || !strings.Contains(out, "a commit boundary") || !strings.Contains(out, "\n3 rows") {
+		t.Fatalf("at main's head: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := asOf("--offsets", "u/0=0", "--rows"); code != exitOK || !strings.Contains(out, "\n0 rows") {
+		t.Fatalf("before the topic's first record: exit %d\n%s\n%s", code, out, errs)
+	}
+}

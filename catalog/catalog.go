@@ -82,7 +82,9 @@ type Config struct {
 	Name string
 	// Warehouse is where new tables are created. For SQLite, PostgreSQL and
 	// Glue: a local path, file:// URI or s3://bucket/prefix URI; empty means
-	// DefaultWarehouse (SQLite) or is an error (PostgreSQL, Glue). For REST:
+	// DefaultWarehouse (SQLite), or (PostgreSQL, Glue) that creating a table
+	// is an error, while existing tables are written and read at their own
+	// locations. For REST:
 	// the warehouse name or location the server expects, passed through;
 	// empty means the server's default.
 	Warehouse string
@@ -179,11 +181,11 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		props["init_catalog_tables"] = "false"
 	}
 	wh := cfg.Warehouse
-	if kind != REST && (wh != "" || !cfg.Existing) {
-		if wh == "" && kind != SQLite {
-			return nil, &ConfigError{Setting: SettingWarehouse,
-				Want: fmt.Sprintf("where catalog %s creates new tables, e.g. s3://BUCKET/PREFIX", redact(spec))}
-		}
+	// A PostgreSQL or Glue catalog has no default warehouse: without one
+	// only creating a table fails (guardedCatalog.CreateTable), so a sink
+	// or replay into existing tables needs none, as the commands that
+	// read them do (a new user's replay onto a branch was refused).
+	if kind != REST && (wh != "" || !cfg.Existing && kind == SQLite) {
 		if wh, err = warehouseURI(wh, !cfg.Existing); err != nil {
 			return nil, err
 		}
@@ -257,7 +259,7 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		}
 		return &restCatalog{Catalog: cat, st: st}, nil
 	}
-	g := &guardedCatalog{Catalog: cat, warehouse: wh, bucket: bucket, props: props, st: st, log: log}
+	g := &guardedCatalog{Catalog: cat, spec: redact(spec), warehouse: wh, bucket: bucket, props: props, st: st, log: log}
 	if st != nil {
 		// props now hold cfg.Props too.
 		g.shareS3 = sharesConfig(props)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+
 	"github.com/floe-dev/floe/catalog"
 )
 
@@ -79,9 +81,10 @@ func TestOpenLogsANewCatalog(t *testing.T) {
 }
 
 // TestOpenExistingNeedsNoWarehouse: PostgreSQL and Glue catalogs need a
-// warehouse only to create tables. Opened as existing without one, Open
-// goes on to the catalog itself (here a closed port, and Glue, which
-// contacts nothing on open).
+// warehouse only to create tables. Opened without one, existing or not,
+// Open goes on to the catalog itself (here a closed port, and Glue, which
+// contacts nothing on open), and creating a table without a location is
+// the no-warehouse error, before the catalog is asked.
 func TestOpenExistingNeedsNoWarehouse(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -95,18 +98,19 @@ func TestOpenExistingNeedsNoWarehouse(t *testing.T) {
 	s3 := catalog.S3Config{Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s"}
 	pg := "postgres://floe:pw@" + closed + "/iceberg?sslmode=disable"
 
-	for _, spec := range []string{pg, "glue"} {
-		_, err := catalog.Open(t.Context(), catalog.Config{Catalog: spec, S3: s3})
+	for _, existing := range []bool{false, true} {
+		cat, err := catalog.Open(t.Context(), catalog.Config{Catalog: "glue", S3: s3, Existing: existing})
+		if err != nil {
+			t.Fatalf("glue without a warehouse (existing %v): %v", existing, err)
+		}
+		_, err = cat.CreateTable(t.Context(), []string{"lake", "t"}, iceberg.NewSchema(0))
 		var cfgErr *catalog.ConfigError
 		if !errors.As(err, &cfgErr) || cfgErr.Setting != catalog.SettingWarehouse {
-			t.Errorf("%s without a warehouse, to create tables: %v; want a no-warehouse error", spec, err)
+			t.Errorf("create a table in glue without a warehouse (existing %v): %v; want a no-warehouse error", existing, err)
 		}
-	}
-	if _, err := catalog.Open(t.Context(), catalog.Config{Catalog: "glue", S3: s3, Existing: true}); err != nil {
-		t.Errorf("glue as existing without a warehouse: %v", err)
-	}
-	_, err = catalog.Open(t.Context(), catalog.Config{Catalog: pg, S3: s3, Existing: true})
-	if !errors.Is(err, catalog.ErrCatalogUnreachable) {
-		t.Errorf("postgres as existing without a warehouse: %v; want the catalog unreachable", err)
+		_, err = catalog.Open(t.Context(), catalog.Config{Catalog: pg, S3: s3, Existing: existing})
+		if !errors.Is(err, catalog.ErrCatalogUnreachable) {
+			t.Errorf("postgres without a warehouse (existing %v): %v; want the catalog unreachable", existing, err)
+		}
 	}
 }

@@ -31,7 +31,8 @@ import (
 // thousand.
 type guardedCatalog struct {
 	icecat.Catalog
-	warehouse string
+	spec      string // the catalog as --catalog names it, redacted
+	warehouse string // empty: creating a table needs a location
 	bucket    string // the warehouse's bucket; empty when it is not on S3
 	props     iceberg.Properties
 	st        *s3Storage // nil: S3 access was not resolved
@@ -132,24 +133,35 @@ func (g *guardedCatalog) classify(err error) error {
 // CreateTable creates the table unless its default location already holds
 // Iceberg metadata (then the table belongs to another catalog, or was
 // dropped without purging, and two catalogs writing one location would
-// corrupt it).
+// corrupt it); a location given is checked alike. Without a warehouse, a
+// table given no location is a *ConfigError.
 func (g *guardedCatalog) CreateTable(ctx context.Context, ident table.Identifier, sc *iceberg.Schema, opts ...icecat.CreateTableOpt) (*table.Table, error) {
+	var c icecat.CreateTableCfg
+	for _, o := range opts {
+		o(&c)
+	}
+	if g.warehouse == "" && c.Location == "" {
+		return nil, &ConfigError{Setting: SettingWarehouse,
+			Want: fmt.Sprintf("where catalog %s creates new tables, e.g. s3://BUCKET/PREFIX (only a run that creates a table needs it)", g.spec)}
+	}
 	ctx = g.storage(ctx)
 	if _, err := g.Catalog.LoadTable(ctx, ident); err == nil {
 		return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), icecat.ErrTableAlreadyExists)
 	}
+	// Without a warehouse, the location given is checked.
+	loc := c.Location
 	if g.warehouse != "" {
 		ns := strings.Join(icecat.NamespaceFromIdent(ident), ".")
-		loc, err := url.JoinPath(g.warehouse, ns+".db", icecat.TableNameFromIdent(ident))
-		if err != nil {
+		var err error
+		if loc, err = url.JoinPath(g.warehouse, ns+".db", icecat.TableNameFromIdent(ident)); err != nil {
 			return nil, fmt.Errorf("table location of %s: %w", strings.Join(ident, "."), err)
 		}
-		if err := g.checkLocationFree(ctx, strings.Join(ident, "."), loc); err != nil {
-			if g.registeredMeanwhile(ctx, ident) {
-				return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), icecat.ErrTableAlreadyExists)
-			}
-			return nil, err
+	}
+	if err := g.checkLocationFree(ctx, strings.Join(ident, "."), loc); err != nil {
+		if g.registeredMeanwhile(ctx, ident) {
+			return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), icecat.ErrTableAlreadyExists)
 		}
+		return nil, err
 	}
 	tbl, err := g.Catalog.CreateTable(ctx, ident, sc, opts...)
 	// SQLite answers a writer whose transaction began before another
@@ -179,6 +191,14 @@ func (g *guardedCatalog) registeredMeanwhile(ctx context.Context, ident table.Id
 		}
 	}
 	return false
+}
+
+// HasWarehouse reports whether cat, as Open returned it, creates a table
+// given no location: a REST catalog (its server chooses), or a SQL or
+// Glue catalog opened with a warehouse.
+func HasWarehouse(cat icecat.Catalog) bool {
+	g, ok := cat.(*guardedCatalog)
+	return !ok || g.warehouse != ""
 }
 
 // checkLocationFree fails with ErrOwnedByAnotherCatalog when loc/metadata

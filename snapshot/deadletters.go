@@ -101,8 +101,24 @@ func BranchDeadLetterName(data table.Identifier, branch string) table.Identifier
 // that the ledgers of the data table's branches name for it
 // (ReconcileDeadLetters converges it there).
 func OpenDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Identifier, of string, create bool) (*Table, error) {
+	var loc string
+	if create && !floecat.HasWarehouse(cat) {
+		// A catalog opened without a warehouse (PostgreSQL, Glue) has no
+		// place for new tables: a dead-letter table goes beside its data
+		// table, so that a sink into an existing table or a replay onto a
+		// branch of it (whose dead letters get a table of their own)
+		// needs no --warehouse (found by a new user).
+		data, err := cat.LoadTable(ctx, identOf(of))
+		if err != nil {
+			return nil, fmt.Errorf("load table %s, to create its dead-letter table %s beside it: %w", of, strings.Join(ident, "."), err)
+		}
+		// Not path.Dir, which would make s3:// s3:/.
+		dataLoc := strings.TrimSuffix(data.Location(), "/")
+		loc = dataLoc[:strings.LastIndexByte(dataLoc, '/')+1] + catalog.TableNameFromIdent(ident)
+	}
 	t, err := Open(ctx, cat, ident, OpenOptions{
 		Create:     create,
+		Location:   loc,
 		Layout:     mapping.DeadLetterLayout,
 		Schema:     mapping.DeadLetterSchema(),
 		Properties: map[string]string{PropDeadLettersOf: of},

@@ -135,6 +135,9 @@ type OpenOptions struct {
 	// (Table.ArchiveCache): the new handle reads only the indexes that
 	// one does not hold. Nil: a cache of its own.
 	ArchiveCache *ArchiveCache
+	// Location, when set, is where a table Create creates lives; empty:
+	// where the catalog puts it (under its warehouse).
+	Location string
 }
 
 // ArchiveCache returns the cache of the table's ledger archive segment
@@ -331,6 +334,9 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, la
 		return nil, false, err
 	}
 	copts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+	if opts.Location != "" {
+		copts = append(copts, catalog.WithLocation(opts.Location))
+	}
 	if pb := opts.PartitionBy; pb != nil {
 		spec, err := newSpec(schema, *pb)
 		if err != nil {

@@ -45,7 +45,7 @@ func (f *catalogFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.catalogName, "catalog-name", catalog.DefaultName,
 		"catalog name stored by SQL catalogs with each table; use your Spark or Trino JDBC catalog's name to share its tables")
 	fs.StringVar(&f.warehouse, "warehouse", "",
-		"where floe sink and floe replay create new tables: a path, file:// or s3://BUCKET/PREFIX (default "+catalog.DefaultWarehouse+" with the SQLite catalog; other commands find tables at their own locations and need none); for a REST catalog, the warehouse name it expects")
+		"where floe sink and floe replay create new tables: a path, file:// or s3://BUCKET/PREFIX (default "+catalog.DefaultWarehouse+" with the SQLite catalog); only creating a table needs it: existing tables are found at their own locations; for a REST catalog, the warehouse name it expects")
 	fs.StringArrayVar(&f.props, "catalog-prop", nil, "extra iceberg-go catalog property `KEY=VALUE`, repeatable; overrides what floe derives")
 	fs.StringVar(&f.token, "catalog-token", "", "REST catalog bearer token (prefer the FLOE_CATALOG_TOKEN variable)")
 	fs.StringVar(&f.credential, "catalog-credential", "", "REST catalog OAuth2 client credentials CLIENT_ID:CLIENT_SECRET (prefer FLOE_CATALOG_CREDENTIAL)")

@@ -260,3 +260,37 @@ func TestPostgresCatalogSetupErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresExistingTableNeedsNoWarehouse (from a new-user run): with a
+// PostgreSQL catalog, which has no default warehouse, a sink into an
+// existing table and a replay onto a branch of it, published, need no
+// --warehouse, as the commands that read it need none, also where the
+// branch's dead letters get a new table (beside the data table's); a
+// replay into a new table does, and its refusal says that only creating a
+// table needs it.
+func TestPostgresExistingTableNeedsNoWarehouse(t *testing.T) {
+	e := newPGEnv(t)
+	if err := localstack.CreateTopic(t.Context(), e.brokers, "ev", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), e.brokers, localstack.DemoEvents("ev", 2, 50, time.Now().Add(-time.Hour), 1)); err != nil {
+		t.Fatal(err)
+	}
+	b := strings.Join(e.brokers, ",")
+	for _, c := range []struct{ table, value string }{{"lake.ev", "raw"}, {"lake.typed", "json"}} {
+		mustFloe(t, e.sinkArgs("ev", c.table, "--stop-at-end", "--value", c.value)...)
+		mustFloe(t, "sink", "-b", b, "-t", "ev", "--table", c.table, "--stop-at-end", "--catalog", e.catalog)
+		out := mustFloe(t, "replay", "-b", b, "-t", "ev", "--table", c.table, "--branch", "rebuild", "--publish", "--catalog", e.catalog)
+		if !strings.Contains(out, "published: main moved") {
+			t.Fatalf("replay of %s onto a branch without --warehouse:\n%s", c.table, out)
+		}
+	}
+	if loc := openTable(t, e.catalogConfig(), "lake.typed_rebuild_dlq").Iceberg().Location(); loc != e.warehouse()+"/lake.db/typed_rebuild_dlq" {
+		t.Errorf("the branch's dead-letter table is at %s, not beside its data table", loc)
+	}
+	code, out, errs := floe(t, "replay", "-b", b, "-t", "ev", "--table", "lake.ev2", "--catalog", e.catalog)
+	if code != exitError || !strings.Contains(errs, "missing --warehouse (or FLOE_WAREHOUSE): want where catalog postgres://") ||
+		!strings.Contains(errs, "(only a run that creates a table needs it)") {
+		t.Fatalf("replay into a new table without --warehouse: exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -119,6 +120,10 @@ type Result struct {
 	// and main has moved on since (snapshot.PublishedBeforeError): it is
 	// not published again, which would drop main's newer commits.
 	PublishedBefore bool
+	// MainMaintainedOnly is set with PublishedBefore when main's commits
+	// since are maintenance only (compaction, expiry): its ledger reaches
+	// the branch's next offsets and no further.
+	MainMaintainedOnly bool
 	// Head is the target's head snapshot when the run ended (0: none), and
 	// Next each partition's next offset in its ledger then (absent: none).
 	Head int64
@@ -472,6 +477,11 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		var before *snapshot.PublishedBeforeError
 		if errors.As(err, &before) {
 			res.PublishedBefore, res.MainFrom, res.MainTo = true, before.Main, before.Main
+			main, err := tbl.Summary(context.WithoutCancel(ctx), before.Main)
+			if err != nil {
+				return res, fmt.Errorf("read the ledger of main's head %d of %s: %w", before.Main, tbl.Name(), err)
+			}
+			res.MainMaintainedOnly = maps.Equal(main.Next(), ledger.Next())
 			return res, nil
 		}
 		if err != nil {

@@ -212,7 +212,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		if f.json {
 			printJSONLine(w, newReplayReport(res))
 		} else {
-			printReplayResult(w, res)
+			printReplayResult(w, res, f.branch)
 		}
 	}
 	if err != nil {
@@ -221,7 +221,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if f.json {
 		printJSONLine(w, newReplayReport(res))
 	} else {
-		printReplayResult(w, res)
+		printReplayResult(w, res, f.branch)
 		if f.branch == "" {
 			if err := printReplayLayout(ctx, w, cat, ident, cmd.Flags().Changed); err != nil {
 				return err
@@ -448,7 +448,9 @@ func layoutFlags(tbl *snapshot.Table) []string {
 	return flags
 }
 
-func printReplayResult(w io.Writer, r replay.Result) {
+// printReplayResult prints the result of a replay onto branch (empty: into
+// a new table).
+func printReplayResult(w io.Writer, r replay.Result, branch string) {
 	fmt.Fprintf(w, "replayed %s", recordsPhrase(r.Stats))
 	if r.Stats.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(r.Stats.DeadLetters), "dead letter"), r.Stats.DeadLetterTable)
@@ -462,7 +464,11 @@ func printReplayResult(w io.Writer, r replay.Result) {
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(next))
 	}
 	if r.PublishedBefore {
-		fmt.Fprintf(w, "published before: main (snapshot %d) has moved on from the branch's head since; not published again, which would drop main's newer commits\n", r.MainTo)
+		fmt.Fprintf(w, "published before: main (snapshot %d) has moved on from the branch's head since; not published again, which would drop main's newer commits", r.MainTo)
+		if r.MainMaintainedOnly {
+			fmt.Fprint(w, " (maintenance only, such as compaction: main holds no records past the branch's, so it already holds what this replay rebuilt)")
+		}
+		fmt.Fprintf(w, "; to rebuild again, replay onto a new branch (--branch %s-2)\n", branch)
 	}
 	checked := "checked against main"
 	if r.Compared {

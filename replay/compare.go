@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,11 +192,17 @@ func compareWithMainAt(ctx context.Context, branch *snapshot.Table, mainID int64
 // checkMainRowsKept returns a *DifferError when publishing the branch of t
 // whose head is headID over main's head mainID would drop rows or dead
 // letters main holds: offsets the branch does not cover (mainRowsLost),
-// records over the offsets both cover that main holds and the branch
-// does not (mainRowsFewer), and, on a compacted topic, records main holds
-// past the branch's end that the log no longer has for a sink on main to
-// read again (mainAheadCompacted); with the log start of topic's
-// partitions as the broker has it now.
+// records over the offsets both cover that main holds and the branch does
+// not (mainRowsFewer), and records main holds past the branch's end that a
+// sink on main would not read again (mainAheadGone); with the log start of
+// topic's partitions as the broker has it now.
+//
+// Where the topic compacts, compaction removes records inside the offsets
+// both cover and past the branch's end, which the ledgers cannot see: the
+// positions of main's and the branch's rows and dead letters are read from
+// the tables there, and those past the branch's end checked against the
+// log. A topic whose configuration cannot be read (a user allowed to read
+// the topic but not to describe its configuration) is checked so too.
 func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapshot.Table, topic string, mainID, headID int64) error {
 	wrap := func(err error) error {
 		return fmt.Errorf("check branch %s of %s against main: %w", t.Branch(), t.Name(), err)
@@ -216,21 +223,19 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 	if err != nil {
 		return wrap(err)
 	}
-	cfg, err := broker.TopicConfig(ctx, topic)
+	lost := mainRowsLost(mc, bc, logStart)
+	if lost != "" {
+		return &DifferError{Table: t.Name(), Branch: t.Branch(), Coverage: lost}
+	}
+	cfg, cfgErr := broker.TopicConfig(ctx, topic)
+	compacted := cfgErr != nil || connector.Compacts(cfg["cleanup.policy"])
+	if compacted {
+		lost, err = mainPositionsKept(ctx, broker, t, mainID, headID, mc, bc, logStart)
+	} else {
+		lost, err = mainRowsFewer(ctx, t, mainID, headID, mc, bc)
+	}
 	if err != nil {
 		return wrap(err)
-	}
-	compacted := connector.Compacts(cfg["cleanup.policy"])
-	lost := mainRowsLost(mc, bc, logStart)
-	if lost == "" {
-		if lost, err = mainRowsFewer(ctx, t, mainID, headID, mc, bc, compacted); err != nil {
-			return wrap(err)
-		}
-	}
-	if lost == "" && compacted {
-		if lost, err = mainAheadCompacted(ctx, broker, t, mainID, mc, bc, logStart); err != nil {
-			return wrap(err)
-		}
 	}
 	if lost == "" {
 		return nil
@@ -238,18 +243,10 @@ func checkMainRowsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 	return &DifferError{Table: t.Name(), Branch: t.Branch(), Coverage: lost}
 }
 
-// mainRowsFewer says which partitions hold, over the offsets main's
-// snapshot mainID and the branch's head headID both cover, more rows in
-// main than in the branch, or more rows and dead letters: records a
-// compaction of the topic removed since main read them, or records that
-// became dead letters on the branch and rows in main (a replay whose
-// layout or registry does not fit). Both sides cover those offsets, so
-// the offsets alone (mainRowsLost) do not tell. Counts are bounded from
-// the ledgers so that only a certain difference is reported (heldCounts);
-// on a compacted topic (compacted), whose compaction removes records
-// inside the offsets both cover, rows are counted as the tables hold them.
-// It returns "" when there are none.
-func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage, compacted bool) (string, error) {
+// sharedSpans are, per partition, the offsets both main's and the
+// branch's ledgers cover (mc and bc: their coverages), from the later
+// first offset to the earlier next one.
+func sharedSpans(mc, bc map[mapping.TopicPartition]mapping.Coverage) map[mapping.TopicPartition]mapping.Interval {
 	shared := map[mapping.TopicPartition]mapping.Interval{}
 	for tp, m := range mc {
 		if b, ok := bc[tp]; ok {
@@ -258,152 +255,80 @@ func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64,
 			}
 		}
 	}
+	return shared
+}
+
+// mainRowsFewer says, for a topic that does not compact, which partitions
+// hold more rows in main than in the branch over the offsets both cover,
+// or more rows and dead letters: records that became dead letters on the
+// branch and rows in main (a replay whose layout or registry does not
+// fit). Both sides cover those offsets and the log held every record of
+// them for both, so the offsets alone (mainRowsLost) do not tell. The
+// counts come from the ledgers, bounded so that only a certain difference
+// is reported: main's counts of the ranges wholly inside those offsets
+// that overlap no range counted before (a table holding duplicates is
+// what a replay rebuilds), against the branch's of every range that
+// touches them. It returns "" when there are none.
+func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage) (string, error) {
+	shared := sharedSpans(mc, bc)
 	if len(shared) == 0 {
 		return "", nil
 	}
-	inMain, err := heldCounts(ctx, t, mainID, shared, mc, true, compacted)
-	if err != nil {
-		return "", err
-	}
-	onBranch, err := heldCounts(ctx, t, headID, shared, bc, false, compacted)
-	if err != nil {
-		return "", err
-	}
-	var rows, records []string
-	for _, tp := range slices.SortedFunc(maps.Keys(shared), mapping.TopicPartition.Compare) {
-		m, b := inMain[tp], onBranch[tp]
-		switch {
-		case m.rows > b.rows:
-			rows = append(rows, fmt.Sprintf("%s %s: %s in main, %s on the branch", tp, shared[tp], m.rowsText(), b.rowsText()))
-		case m.rows+m.deadLetters > b.rows+b.deadLetters:
-			records = append(records, fmt.Sprintf("%s %s: %s and at least %d dead letters in main, %s and at most %d dead letters on the branch",
-				tp, shared[tp], m.rowsText(), m.deadLetters, b.rowsText(), b.deadLetters))
-		}
-	}
-	switch {
-	case len(rows) > 0:
-		return "main holds more rows than the branch over offsets both cover (" + strings.Join(rows, "; ") +
-			"): the topic's compaction removed records since main read them, or the branch made dead letters of records that are rows in main (check the replay's --value, --key and --schema-registry); publishing would drop them from main", nil
-	case len(records) > 0:
-		return "main holds more records (rows and dead letters) than the branch over offsets both cover (" + strings.Join(records, "; ") +
-			"): the topic's compaction removed records since main read them; publishing would drop them from main and its dead-letter table", nil
-	}
-	return "", nil
-}
-
-// held is what a snapshot holds of some offsets of a partition: its rows
-// there, and its dead letters, a bound (heldCounts).
-type held struct {
-	rows, deadLetters int64
-	// bound says whether rows is exact (""), a lower bound ("at least")
-	// or an upper one ("at most").
-	bound string
-}
-
-func (h held) rowsText() string {
-	return strings.TrimSpace(fmt.Sprintf("%s %d rows", h.bound, h.rows))
-}
-
-// heldCounts counts, per partition, what the snapshot id of t holds at the
-// offsets of spans, bounded from the ledger (cov: its coverages) for main
-// from below (lower) and for the branch from above: a range's dead letters
-// less its offsets outside the span, or up to its offsets inside; rows of
-// main's ranges wholly inside the span that overlap no range counted
-// before it (a table holding duplicates is what a replay rebuilds), or of
-// every branch range that touches the span. With scan, rows are counted
-// as the table holds them instead (read from its position columns,
-// deletes applied), but for a partition whose ranges overlap in main's
-// ledger; main's files that are gone from their storage are not counted
-// (the audit's missing-file: the branch is the repair).
-func heldCounts(ctx context.Context, t *snapshot.Table, id int64, spans map[mapping.TopicPartition]mapping.Interval, cov map[mapping.TopicPartition]mapping.Coverage, lower, scan bool) (map[mapping.TopicPartition]held, error) {
-	out := map[mapping.TopicPartition]held{}
-	// fromLedger: the partitions whose rows are the ledger's bound.
-	fromLedger := func(tp mapping.TopicPartition) bool {
-		return !scan || lower && len(cov[tp].Overlaps) > 0
-	}
+	type counts struct{ rows, deadLetters int64 }
+	inMain, onBranch := map[mapping.TopicPartition]counts{}, map[mapping.TopicPartition]counts{}
 	taken := map[mapping.TopicPartition]int64{}
-	for c, err := range t.Commits(ctx, id) {
+	for c, err := range t.Commits(ctx, mainID) {
 		if err != nil {
-			return nil, fmt.Errorf("ledger at snapshot %d: %w", id, err)
+			return "", fmt.Errorf("ledger at snapshot %d: %w", mainID, err)
 		}
 		for _, r := range c.Ranges {
-			in, ok := spans[r.TopicPartition]
-			overlap := min(r.High, in.High) - max(r.Low, in.Low)
-			if !ok || overlap <= 0 {
+			in, ok := shared[r.TopicPartition]
+			if !ok || r.Low < in.Low || r.High > in.High || r.Low < taken[r.TopicPartition] || r.Len() == 0 {
 				continue
 			}
-			h := out[r.TopicPartition]
-			ledger := fromLedger(r.TopicPartition)
-			switch {
-			case !lower:
-				h.deadLetters += min(r.DeadLetters, overlap)
-				if ledger {
-					h.rows, h.bound = h.rows+r.Records, "at most"
-				}
-			case r.Low < taken[r.TopicPartition]:
-				continue // a range below one already counted
-			default:
-				taken[r.TopicPartition] = r.High
-				h.deadLetters += max(0, r.DeadLetters-(r.Len()-overlap))
-				if ledger {
-					h.bound = "at least"
-					if r.Low >= in.Low && r.High <= in.High {
-						h.rows += r.Records
-					}
-				}
-			}
-			out[r.TopicPartition] = h
+			n := inMain[r.TopicPartition]
+			inMain[r.TopicPartition] = counts{n.rows + r.Records, n.deadLetters + r.DeadLetters}
+			taken[r.TopicPartition] = r.High
 		}
 	}
-	var filter iceberg.BooleanExpression = iceberg.AlwaysFalse{}
-	for tp, in := range spans {
-		if fromLedger(tp) {
-			continue
+	for c, err := range t.Commits(ctx, headID) {
+		if err != nil {
+			return "", fmt.Errorf("ledger at snapshot %d: %w", headID, err)
 		}
-		filter = iceberg.NewOr(filter, iceberg.NewAnd(iceberg.NewAnd(
-			iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic),
-			iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition)), iceberg.NewAnd(
-			iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), in.Low),
-			iceberg.LessThan(iceberg.Reference(mapping.ColOffset), in.High))))
-	}
-	if _, none := filter.(iceberg.AlwaysFalse); none {
-		return out, nil
-	}
-	err := t.ScanFiles(ctx, id, snapshot.ScanOptions{Columns: []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}, Filter: filter, MissingOK: lower},
-		func(fb snapshot.FileBatch) error {
-			if fb.Batch == nil {
-				return nil
+		for _, r := range c.Ranges {
+			if in, ok := shared[r.TopicPartition]; ok && r.Low < in.High && r.High > in.Low {
+				n := onBranch[r.TopicPartition]
+				onBranch[r.TopicPartition] = counts{n.rows + r.Records, n.deadLetters + r.DeadLetters}
 			}
-			topic, ok1 := columnOf[*array.String](fb.Batch, mapping.ColTopic)
-			part, ok2 := columnOf[*array.Int32](fb.Batch, mapping.ColPartition)
-			off, ok3 := columnOf[*array.Int64](fb.Batch, mapping.ColOffset)
-			if !ok1 || !ok2 || !ok3 {
-				return fmt.Errorf("data file %s: unexpected position columns %s", fb.Path, fb.Batch.Schema())
-			}
-			for i := range int(fb.Batch.NumRows()) {
-				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
-				if in, ok := spans[tp]; ok && !fromLedger(tp) && in.Contains(off.Value(i)) {
-					h := out[tp]
-					h.rows++
-					out[tp] = h
-				}
-			}
-			return nil
-		})
-	if err != nil {
-		return nil, fmt.Errorf("count rows at snapshot %d: %w", id, err)
+		}
 	}
-	return out, nil
+	var parts []string
+	for _, tp := range slices.SortedFunc(maps.Keys(shared), mapping.TopicPartition.Compare) {
+		if m, b := inMain[tp], onBranch[tp]; m.rows > b.rows || m.rows+m.deadLetters > b.rows+b.deadLetters {
+			parts = append(parts, fmt.Sprintf("%s %s: at least %d rows and %d dead letters in main, at most %d rows and %d dead letters on the branch", tp, shared[tp], m.rows, m.deadLetters, b.rows, b.deadLetters))
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "main holds more rows than the branch over offsets both cover (" + strings.Join(parts, "; ") +
+		"): the branch made dead letters of records that are rows in main (check the replay's --value, --key and --schema-registry); publishing would drop them from main", nil
 }
 
-// mainAheadCompacted says, for a compacted topic, which partitions main's
-// snapshot mainID holds more records of past the branch's next offset
-// than the log holds now: a publish moves main back to the branch's next
-// offsets and a sink on main reads them again, but compaction may have
-// removed records since main read them, whose rows or dead letters the
-// publish would then drop for good. It returns "" when there are none.
-func mainAheadCompacted(ctx context.Context, broker *connector.Broker, t *snapshot.Table, mainID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage, logStart map[mapping.TopicPartition]int64) (string, error) {
-	ahead := map[mapping.TopicPartition]mapping.Interval{}
+// mainPositionsKept says, for a topic that compacts, which positions main's
+// snapshot mainID holds a row or a dead letter of that publishing the
+// branch's head headID would drop: over the offsets both cover, those the
+// branch holds no row or dead letter of (compaction removed the record
+// since main read it), and rows the branch made dead letters of (a replay
+// whose layout or registry does not fit); past the branch's next offset,
+// which a sink on main reads again, those whose record the log no longer
+// holds. Positions are read from the tables (rows with deletes applied,
+// dead letters of the ledger's commits), an eighth of a byte per offset
+// of those spans for each of the four sets; main's data files that are
+// gone from their storage are not counted (the audit's missing-file: the
+// branch is the repair). It returns "" when there are none.
+func mainPositionsKept(ctx context.Context, broker *connector.Broker, t *snapshot.Table, mainID, headID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage, logStart map[mapping.TopicPartition]int64) (string, error) {
+	shared, ahead := sharedSpans(mc, bc), map[mapping.TopicPartition]mapping.Interval{}
 	for tp, m := range mc {
 		if b, ok := bc[tp]; ok {
 			if in := (mapping.Interval{Low: max(b.Next, logStart[tp], m.First), High: m.Next}); in.Low < in.High {
@@ -411,35 +336,205 @@ func mainAheadCompacted(ctx context.Context, broker *connector.Broker, t *snapsh
 			}
 		}
 	}
-	if len(ahead) == 0 {
-		return "", nil
-	}
-	inMain, err := heldCounts(ctx, t, mainID, ahead, mc, true, true)
-	if err != nil {
-		return "", err
-	}
 	var parts []string
-	for _, tp := range slices.SortedFunc(maps.Keys(ahead), mapping.TopicPartition.Compare) {
-		in := ahead[tp]
-		var inLog int64
-		err := broker.ReadLog(ctx, tp.Topic, tp.Partition, in.Low, in.High, func(r *kgo.Record, _ int64) bool {
-			if !r.Attrs.IsControl() {
-				inLog++
-			}
-			return true
-		})
+	if len(shared) > 0 {
+		mainHeld, err := heldPositions(ctx, t, mainID, shared, true)
 		if err != nil {
-			return "", fmt.Errorf("read %s %s: %w", tp, in, err)
+			return "", err
 		}
-		if m := inMain[tp]; m.rows+m.deadLetters > inLog {
-			parts = append(parts, fmt.Sprintf("%s %s: %s and at least %d dead letters in main, %d records in the log", tp, in, m.rowsText(), m.deadLetters, inLog))
+		branchHeld, err := heldPositions(ctx, t, headID, shared, false)
+		if err != nil {
+			return "", err
+		}
+		for _, tp := range slices.SortedFunc(maps.Keys(shared), mapping.TopicPartition.Compare) {
+			m, b := mainHeld[tp], branchHeld[tp]
+			gone := m.rows.union(m.deadLetters).minus(b.rows.union(b.deadLetters))
+			demoted := m.rows.intersect(b.deadLetters)
+			if !gone.empty() {
+				parts = append(parts, fmt.Sprintf("%s: main holds %s the branch has no record of (the topic's compaction removed them since main read them)", tp, gone))
+			}
+			if !demoted.empty() {
+				parts = append(parts, fmt.Sprintf("%s: main holds rows of %s, which the branch made dead letters (check the replay's --value, --key and --schema-registry)", tp, demoted))
+			}
+		}
+	}
+	if len(ahead) > 0 {
+		mainHeld, err := heldPositions(ctx, t, mainID, ahead, true)
+		if err != nil {
+			return "", err
+		}
+		for _, tp := range slices.SortedFunc(maps.Keys(ahead), mapping.TopicPartition.Compare) {
+			in := ahead[tp]
+			inLog := newOffsetSet(in)
+			err := broker.ReadLog(ctx, tp.Topic, tp.Partition, in.Low, in.High, func(r *kgo.Record, _ int64) bool {
+				if !r.Attrs.IsControl() {
+					// An aborted record is no row or dead letter of
+					// main's: counting it present changes nothing.
+					inLog.add(r.Offset)
+				}
+				return true
+			})
+			if err != nil {
+				return "", fmt.Errorf("read %s %s: %w", tp, in, err)
+			}
+			m := mainHeld[tp]
+			if gone := m.rows.union(m.deadLetters).minus(inLog); !gone.empty() {
+				parts = append(parts, fmt.Sprintf("%s: main holds %s past the branch's end whose records the topic's compaction has removed from the log since main read them: publishing moves main back to the branch's end, and a sink on main would not read them again (replay to main's end with --until, or further)", tp, gone))
+			}
 		}
 	}
 	if len(parts) == 0 {
 		return "", nil
 	}
-	return "main holds records past the branch's end that the topic's compaction has removed from the log since main read them (" + strings.Join(parts, "; ") +
-		"): publishing moves main back to the branch's end, and a sink on main would not read them again; replay to main's end (--until) or further", nil
+	return strings.Join(parts, "; ") + "; publishing would drop them from main", nil
+}
+
+// positions are the offsets of one partition a snapshot holds rows and
+// dead letters of, within one span.
+type positions struct{ rows, deadLetters *offsetSet }
+
+// heldPositions reads, per partition, the offsets within spans that
+// snapshot id of t holds rows of (its data files, deletes applied; with
+// missingOK, files gone from their storage are left out) and dead letters
+// of (the rows of its dead-letter tables of the commits of its ledger; an
+// older floe's rows without a commit id are not counted).
+func heldPositions(ctx context.Context, t *snapshot.Table, id int64, spans map[mapping.TopicPartition]mapping.Interval, missingOK bool) (map[mapping.TopicPartition]positions, error) {
+	out := map[mapping.TopicPartition]positions{}
+	var filter iceberg.BooleanExpression = iceberg.AlwaysFalse{}
+	for tp, in := range spans {
+		out[tp] = positions{rows: newOffsetSet(in), deadLetters: newOffsetSet(in)}
+		filter = iceberg.NewOr(filter, iceberg.NewAnd(iceberg.NewAnd(
+			iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic),
+			iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition)), iceberg.NewAnd(
+			iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), in.Low),
+			iceberg.LessThan(iceberg.Reference(mapping.ColOffset), in.High))))
+	}
+	// read places the rows of tbl at snapshotID that the filter's bounds
+	// and keep select in set: files are pruned by the bounds, rows placed
+	// by their position, which the set checks against its span.
+	read := func(tbl *snapshot.Table, snapshotID int64, missingOK bool, set func(positions) *offsetSet, keep map[string]bool) error {
+		cols := []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
+		if keep != nil {
+			cols = append(cols, mapping.ColCommitID)
+		}
+		return tbl.ScanFiles(ctx, snapshotID, snapshot.ScanOptions{Columns: cols, Filter: filter, MissingOK: missingOK},
+			func(fb snapshot.FileBatch) error {
+				if fb.Batch == nil {
+					return nil
+				}
+				topic, ok1 := columnOf[*array.String](fb.Batch, mapping.ColTopic)
+				part, ok2 := columnOf[*array.Int32](fb.Batch, mapping.ColPartition)
+				off, ok3 := columnOf[*array.Int64](fb.Batch, mapping.ColOffset)
+				var commit *array.String
+				if keep != nil {
+					// An older floe's rows have no commit id (nor the
+					// column): they are not counted.
+					commit, _ = columnOf[*array.String](fb.Batch, mapping.ColCommitID)
+				}
+				if !ok1 || !ok2 || !ok3 {
+					return fmt.Errorf("data file %s: unexpected position columns %s", fb.Path, fb.Batch.Schema())
+				}
+				for i := range int(fb.Batch.NumRows()) {
+					if keep != nil && (commit == nil || commit.IsNull(i) || !keep[commit.Value(i)]) {
+						continue
+					}
+					if p, ok := out[mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}]; ok {
+						set(p).add(off.Value(i))
+					}
+				}
+				return nil
+			})
+	}
+	if err := read(t, id, missingOK, func(p positions) *offsetSet { return p.rows }, nil); err != nil {
+		return nil, fmt.Errorf("read the rows of snapshot %d: %w", id, err)
+	}
+	dlqs, err := t.DeadLetterTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, dlq := range dlqs {
+		commits, err := t.DeadLetterCommits(ctx, id, dlq.Name())
+		if err != nil {
+			return nil, fmt.Errorf("read the ledger at snapshot %d for the commits naming %s: %w", id, dlq.Name(), err)
+		}
+		if len(commits) == 0 || dlq.Head() == nil {
+			continue
+		}
+		keep := map[string]bool{}
+		for _, c := range commits {
+			keep[c.ID] = true
+		}
+		if err := read(dlq, 0, true, func(p positions) *offsetSet { return p.deadLetters }, keep); err != nil {
+			return nil, fmt.Errorf("read the dead letters of snapshot %d in %s: %w", id, dlq.Name(), err)
+		}
+	}
+	return out, nil
+}
+
+// offsetSet is a set of offsets within one span, a bit per offset.
+type offsetSet struct {
+	span mapping.Interval
+	bits []uint64
+}
+
+func newOffsetSet(span mapping.Interval) *offsetSet {
+	return &offsetSet{span: span, bits: make([]uint64, (span.Len()+63)/64)}
+}
+
+// add puts o in the set; an offset outside its span is left out.
+func (s *offsetSet) add(o int64) {
+	if s.span.Contains(o) {
+		i := o - s.span.Low
+		s.bits[i/64] |= 1 << (i % 64)
+	}
+}
+
+// combine is the set of s's span whose words are op of s's and o's (o
+// of the same span).
+func (s *offsetSet) combine(o *offsetSet, op func(a, b uint64) uint64) *offsetSet {
+	out := newOffsetSet(s.span)
+	for i := range out.bits {
+		out.bits[i] = op(s.bits[i], o.bits[i])
+	}
+	return out
+}
+
+func (s *offsetSet) union(o *offsetSet) *offsetSet {
+	return s.combine(o, func(a, b uint64) uint64 { return a | b })
+}
+
+func (s *offsetSet) minus(o *offsetSet) *offsetSet {
+	return s.combine(o, func(a, b uint64) uint64 { return a &^ b })
+}
+
+func (s *offsetSet) intersect(o *offsetSet) *offsetSet {
+	return s.combine(o, func(a, b uint64) uint64 { return a & b })
+}
+
+func (s *offsetSet) empty() bool {
+	return !slices.ContainsFunc(s.bits, func(w uint64) bool { return w != 0 })
+}
+
+// String names how many offsets the set holds and the first of them.
+func (s *offsetSet) String() string {
+	var n int
+	var first []string
+	for i, w := range s.bits {
+		for ; w != 0; w &= w - 1 {
+			if n < 3 {
+				first = append(first, strconv.FormatInt(s.span.Low+int64(i)*64+int64(bits.TrailingZeros64(w)), 10))
+			}
+			n++
+		}
+	}
+	text := fmt.Sprintf("%d offsets", n)
+	if n == 1 {
+		text = "1 offset"
+	}
+	if n > len(first) {
+		first = append(first, "...")
+	}
+	return text + " (" + strings.Join(first, ", ") + ")"
 }
 
 // otherTopics returns an *OtherTopicsError naming the topics besides

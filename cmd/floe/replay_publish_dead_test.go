@@ -34,7 +34,7 @@ func TestPublishRefusesOnlyDeadLetters(t *testing.T) {
 	code, out, errs := floe(t, append([]string{"replay", "-b", strings.Join(st.Brokers, ","), "-t", "evs", "--table", "lake.evs",
 		"--branch", "rebuild", "--publish", "--value", "registry", "--schema-registry", other.URL}, loc...)...)
 	n := len(floetest.Rows(t, openFloeTable(t, st, "lake.evs")))
-	if n != 3 || code != exitError || !strings.Contains(errs, "at least 3 rows in main, at most 0 rows on the branch") || !strings.Contains(errs, "not published, main is unchanged") {
+	if n != 3 || code != exitError || !strings.Contains(errs, "at least 3 rows and 0 dead letters in main, at most 0 rows and 3 dead letters on the branch") || !strings.Contains(errs, "not published, main is unchanged") {
 		_, audit, _ := floe(t, append([]string{"audit", "--table", "lake.evs", "--deep"}, loc...)...)
 		verdict := "?"
 		if i := strings.Index(audit, "verdict:"); i >= 0 {

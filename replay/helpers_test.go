@@ -1,11 +1,13 @@
 package replay_test
 
 import (
+	"fmt"
 	"log/slog"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
@@ -27,6 +29,24 @@ func quietLogger() *slog.Logger { return floetest.QuietLogger() }
 func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) (connector.Stats, error) {
 	e.T.Helper()
 	return e.Env.Sink(e.Dial(), tbl, cfg)
+}
+
+// compactedTopic creates topic with one partition whose cleanup policy
+// is compact, as the publish check reads it.
+func (e *env) compactedTopic(topic string) {
+	compact := "compact"
+	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+}
+
+// mainVerdict is what audit --deep --verify-content --brokers says of
+// table's main: a test of a publish that dropped records no log holds
+// any more reports it, as the audit cannot see them.
+func (e *env) mainVerdict(table string) string {
+	rep, err := audit.Run(e.Ctx, e.openExisting(table, ""), audit.Options{Depth: audit.DepthRows, VerifyContent: true, Broker: e.Dial()})
+	if err != nil {
+		return "audit failed: " + err.Error()
+	}
+	return fmt.Sprintf("audit --deep --verify-content --brokers of main: complete %v", rep.Complete())
 }
 
 // records is floetest.Records.

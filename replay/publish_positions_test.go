@@ -51,8 +51,7 @@ func heldOffsetsOf(t *testing.T, tbl *snapshot.Table) []int64 {
 func TestAbortedRecordsHideCompactedRowsPastBranchEnd(t *testing.T) {
 	e := newEnv(t)
 	const topic = "cmpaborted"
-	compact := "compact"
-	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	e.compactedTopic(topic)
 	base := time.Now().Add(-time.Hour)
 	rec := func(i int, k string) *kgo.Record {
 		return &kgo.Record{Topic: topic, Key: []byte(k), Value: fmt.Appendf(nil, "%s-%d", k, i), Timestamp: base.Add(time.Duration(i) * time.Second)}
@@ -104,8 +103,7 @@ func TestAbortedRecordsHideCompactedRowsPastBranchEnd(t *testing.T) {
 func TestDeadLettersHideCompactedRowsPastBranchEnd(t *testing.T) {
 	e := newEnv(t)
 	const topic = "cmpdeadahead"
-	compact := "compact"
-	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	e.compactedTopic(topic)
 	tbl, dlq := e.TypedTable("lake.cmpdeadahead", mapping.Layout{Value: mapping.ValueJSON})
 	for _, r := range [][2]string{{"a", `{"id":0}`}, {"k", `{"id":1}`}, {"x", `oops`}, {"y", `oops`}, {"k", `{"id":4}`}, {"c", `{"id":5}`}} {
 		e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(r[0]), Value: []byte(r[1])}})
@@ -240,8 +238,7 @@ func reviewS53ForeignDelete(t *testing.T, tbl *table.Table, p int32, off int64) 
 func TestForeignDeleteHidesCompactedRow(t *testing.T) {
 	e := newEnv(t)
 	const topic = "cmpforeigndel"
-	compact := "compact"
-	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	e.compactedTopic(topic)
 	for i, k := range []string{"a", "k", "b", "k", "c", "d"} {
 		e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(k), Value: fmt.Appendf(nil, "%s-%d", k, i)}})
 	}

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
 	"testing"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"

@@ -6,18 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
@@ -191,39 +187,6 @@ func TestPublishRepairsDuplicatedRows(t *testing.T) {
 
 // reviewS53ForeignDelete commits, as another engine would (Spark's DELETE
 // in merge-on-read mode), an equality delete of the row of partition p at
-// offset off of the floe table tbl.
-func reviewS53ForeignDelete(t *testing.T, tbl *table.Table, p int32, off int64) {
-	t.Helper()
-	ctx := t.Context()
-	sc := tbl.Schema()
-	pf, ok1 := sc.FindFieldByName(mapping.ColPartition)
-	of, ok2 := sc.FindFieldByName(mapping.ColOffset)
-	if !ok1 || !ok2 {
-		t.Fatal("no position columns")
-	}
-	keySc := arrow.NewSchema([]arrow.Field{
-		{Name: mapping.ColPartition, Type: arrow.PrimitiveTypes.Int32, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(pf.ID)})},
-		{Name: mapping.ColOffset, Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(of.ID)})},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, keySc)
-	b.Field(0).(*array.Int32Builder).Append(p)
-	b.Field(1).(*array.Int64Builder).Append(off)
-	rec := b.NewRecordBatch()
-	b.Release()
-	defer rec.Release()
-	txn := tbl.NewTransaction()
-	deletes, err := txn.WriteEqualityDeletes(ctx, []int{pf.ID, of.ID}, func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
-	if err != nil {
-		t.Fatalf("write foreign equality delete: %v", err)
-	}
-	if err := txn.NewRowDelta(nil).AddDeletes(deletes...).Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(ctx); err != nil {
-		t.Fatalf("commit foreign equality delete: %v", err)
-	}
-}
-
 // TestForeignDeleteHidesCompactedRow (from a review): main, an
 // append table of a compacted topic, holds the rows of offsets [0, 6);
 // another engine deletes the row of offset 4 (a reviewed DELETE, say), and
@@ -246,7 +209,7 @@ func TestForeignDeleteHidesCompactedRow(t *testing.T) {
 	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)
 	}
-	reviewS53ForeignDelete(t, e.openExisting("lake.cmpforeigndel", "").Iceberg(), 0, 4)
+	floetest.ForeignEqualityDelete(t, e.openExisting("lake.cmpforeigndel", "").Iceberg(), 0, 4)
 	before := heldOffsetsOf(t, e.openExisting("lake.cmpforeigndel", ""))
 	if !slices.Equal(before, []int64{0, 1, 2, 3, 5}) {
 		t.Fatalf("main holds the rows of offsets %v, want [0 1 2 3 5]", before)

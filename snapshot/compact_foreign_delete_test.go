@@ -3,56 +3,12 @@ package snapshot_test
 import (
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
-
-	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/snapshot"
 )
-
-// foreignEqualityDelete commits, as another engine would (Spark's DELETE
-// in merge-on-read mode), an equality delete of the rows of partition p at
-// offset off of the floe table tbl.
-func foreignEqualityDelete(t *testing.T, tbl *table.Table, p int32, off int64) {
-	t.Helper()
-	ctx := t.Context()
-	sc := tbl.Schema()
-	pf, ok := sc.FindFieldByName(mapping.ColPartition)
-	if !ok {
-		t.Fatal("no partition column")
-	}
-	of, ok := sc.FindFieldByName(mapping.ColOffset)
-	if !ok {
-		t.Fatal("no offset column")
-	}
-	keySc := arrow.NewSchema([]arrow.Field{
-		{Name: mapping.ColPartition, Type: arrow.PrimitiveTypes.Int32, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(pf.ID)})},
-		{Name: mapping.ColOffset, Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(of.ID)})},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, keySc)
-	b.Field(0).(*array.Int32Builder).Append(p)
-	b.Field(1).(*array.Int64Builder).Append(off)
-	rec := b.NewRecordBatch()
-	b.Release()
-	defer rec.Release()
-	txn := tbl.NewTransaction()
-	deletes, err := txn.WriteEqualityDeletes(ctx, []int{pf.ID, of.ID}, one(rec))
-	if err != nil {
-		t.Fatalf("write foreign equality delete: %v", err)
-	}
-	if err := txn.NewRowDelta(nil).AddDeletes(deletes...).Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(ctx); err != nil {
-		t.Fatalf("commit foreign equality delete: %v", err)
-	}
-}
 
 // TestCompactAppendKeepsForeignDeleteThatLandsMidway (from a review): another
 // engine deletes a row of an append table (an equality delete, as Spark's
@@ -76,7 +32,7 @@ func TestCompactAppendKeepsForeignDeleteThatLandsMidway(t *testing.T) {
 	hc.beforeCommit = func() {
 		// Another engine deletes partition 0's offset 7 now.
 		fresh := openTestTable(t, cat, "lake.fdel", snapshot.OpenOptions{})
-		foreignEqualityDelete(t, fresh.Iceberg(), 0, 7)
+		floetest.ForeignEqualityDelete(t, fresh.Iceberg(), 0, 7)
 		if n := len(snapshotRows(t, openTestTable(t, cat, "lake.fdel", snapshot.OpenOptions{}), 0)); n != 29 {
 			t.Fatalf("the foreign delete left %d rows, want 29", n)
 		}
@@ -117,7 +73,7 @@ func TestScheduledCompactionKeepsForeignDelete(t *testing.T) {
 	smallFiles(t, a, 0, 3, 5)
 	turn := &hookTurn{before: func() {
 		fresh := openTestTable(t, cat, "lake.fdel2", snapshot.OpenOptions{})
-		foreignEqualityDelete(t, fresh.Iceberg(), 1, 3)
+		floetest.ForeignEqualityDelete(t, fresh.Iceberg(), 1, 3)
 		if n := len(snapshotRows(t, openTestTable(t, cat, "lake.fdel2", snapshot.OpenOptions{}), 0)); n != 29 {
 			t.Fatalf("the foreign delete left %d rows, want 29", n)
 		}

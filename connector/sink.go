@@ -325,7 +325,9 @@ func (c *Config) normalize() error {
 		c.Start = StartEarliest
 	case StartEarliest, StartLatest:
 	default:
-		return &ConfigError{Setting: SettingStart, Value: string(c.Start), Want: "earliest or latest"}
+		// A sink taking over from another (the Iceberg Kafka Connect
+		// sink) asked for offsets: a replay begins a table there.
+		return &ConfigError{Setting: SettingStart, Value: string(c.Start), Want: "earliest or latest; to begin at given offsets (taking over from another sink), create the table with floe replay --from PARTITION=OFFSET,... and floe sink then resumes from its ledger"}
 	}
 	switch c.OnDataLoss {
 	case "":

@@ -149,7 +149,7 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
 	fs.Lookup("table").Usage = "Iceberg table as `NAMESPACE.TABLE` (required); {topic} in it stands for the topic's name, with dots and dashes made underscores: lake.{topic} gives each topic its own table"
 	f.decodeFlags.register(fs)
 	f.upsertFlags.register(fs)
-	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest")
+	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest (to begin at given offsets, create the table with floe replay --from PARTITION=OFFSET,...; floe sink resumes from its ledger)")
 	fs.Var(newPositiveInt(&f.flushRecords, 0), "flush-records", fmt.Sprintf("flush after this many records (default %d; %d for an upsert table, whose flush is held in memory until its commit)", connector.DefaultFlushRecords, connector.DefaultUpsertFlushRecords))
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "flush at most this long after the first unflushed record")

@@ -99,7 +99,7 @@ func TestSinkBadInput(t *testing.T) {
 		{"nested namespace", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.a.b"},
 			`table "lake.a.b": floe creates tables as NAMESPACE.TABLE, with one namespace level (this would create the nested namespace lake.a); for example lake.a_b`},
 		{"incompatible schema", []string{"--brokers", brokers, "--topic", "orders", "--table", "other.strings"}, `cannot hold floe rows: column "kafka_topic" (string) is missing`},
-		{"bad start", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.c", "--start", "middle"}, "want earliest or latest"},
+		{"bad start", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.c", "--start", "middle"}, "want earliest or latest; to begin at given offsets (taking over from another sink), create the table with floe replay --from PARTITION=OFFSET"},
 		{"missing brokers", []string{"--topic", "orders", "--table", "lake.d"}, "missing --brokers"},
 		{"unknown flag", []string{"--frobnicate"}, "unknown flag: --frobnicate (see --help)"},
 		{"misspelt flag", []string{"--tabel", "lake.e"}, "unknown flag: --tabel; did you mean --table? (see --help)"},

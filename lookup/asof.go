@@ -129,7 +129,7 @@ func rebuildHint(command string) string {
 	return "rebuild it into a new table with: " + command
 }
 
-// BeforeHistoryError reports a position of an upsert table that main's
+// BeforeHistoryError reports a position of a table that main's
 // history no longer reaches: a published replay replaced main's earlier
 // commits, and the first commit of main's ledger since reaches past the
 // position. The state at the boundary below it would be the empty table,
@@ -316,6 +316,9 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	if err != nil {
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 	}
+	if err := checkBeforePublished(tbl, ledger, cut, c.SnapshotID); err != nil {
+		return res, err
+	}
 	res.SnapshotID, res.CommittedAt, res.Cut = c.SnapshotID, c.CommittedAt, cut
 	res.Expired = tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
 	res.Empty = beforeFirst(ledger, cut)
@@ -337,17 +340,48 @@ func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut
 			return nil
 		}
 	}
+	branches := publishedBranches(tbl)
+	if len(branches) == 0 {
+		return nil
+	}
+	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branches: branches, FirstSnapshot: b.Next.SnapshotID}
+}
+
+// publishedBranches are the branches of tbl ever published onto main
+// (snapshot.PropPublished), sorted: main's ledger begins with a replay's
+// since, and main's commits before the publish are not in its history.
+func publishedBranches(tbl *snapshot.Table) []string {
 	var branches []string
 	for k := range tbl.Iceberg().Properties() {
 		if name, ok := strings.CutPrefix(k, snapshot.PropPublished); ok {
 			branches = append(branches, name)
 		}
 	}
-	if len(branches) == 0 {
+	slices.Sort(branches)
+	return branches
+}
+
+// checkBeforePublished returns a *BeforeHistoryError when cut is, in some
+// partition, above 0 and at or below the first offset main's ledger holds
+// of it (and nowhere past it), on a table onto which a replay was
+// published: main's ledger begins where the replay began (--from), and
+// main may have held rows of those offsets before the publish, which its
+// history no longer reaches; "the table held nothing then" was not true
+// (a new user's report). first is main's first commit covering the cut.
+func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, first int64) error {
+	below := false
+	for tp, o := range cut {
+		ps, ok := ledger.Partition(tp)
+		if ok && o > ps.First() {
+			return nil
+		}
+		below = below || ok && o > 0
+	}
+	branches := publishedBranches(tbl)
+	if !below || len(branches) == 0 {
 		return nil
 	}
-	slices.Sort(branches)
-	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branches: branches, FirstSnapshot: b.Next.SnapshotID}
+	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branches: branches, FirstSnapshot: first}
 }
 
 // beforeFirst reports whether every partition's cut is at or below the

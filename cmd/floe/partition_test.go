@@ -602,3 +602,32 @@ func TestPartitionByHighCardinalityWarns(t *testing.T) {
 		t.Errorf("day(kafka_timestamp): exit %d\n%s", code, errs)
 	}
 }
+
+// TestPartitionByMisspeltColumnWarns (from a new user's run): a
+// --partition-by naming eventtime, where the values' field is event_time,
+// left the table unpartitioned for good, said at INFO on every later run
+// without the flag. Once the table has a column of a close name, it is a
+// warning naming it.
+func TestPartitionByMisspeltColumnWarns(t *testing.T) {
+	st, loc := replayStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce := func() {
+		t.Helper()
+		recs := []*kgo.Record{{Topic: "ev", Value: []byte(`{"event_time":"2026-12-01T10:00:00Z","n":1}`)}}
+		if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "ev", "--table", "lake.ev", "--stop-at-end"}, loc...)
+	produce()
+	mustFloe(t, append(sink, "--value", "json", "--partition-by", "day(eventtime)")...)
+	// A run with the flag is refused with the column meant; one without
+	// it (the table keeps its spec) only logged at INFO.
+	produce()
+	code, _, errs := floe(t, sink...)
+	if code != exitOK || !strings.Contains(errs, "level=WARN") || !strings.Contains(errs, "did_you_mean=\"event_time for eventtime\"") {
+		t.Errorf("a second run of a misspelt --partition-by: exit %d\n%s\nwant a warning naming event_time", code, errs)
+	}
+}

@@ -429,8 +429,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				mp.Started(l)
 			}
 			if pending, err := tbl.PendingPartitionFields(); err == nil && len(pending) > 0 {
-				slog.Info("partition fields wait for their columns: each is added with the first commit that has its column",
-					"table", tbl.Name(), "spec", tbl.PartitionSpec(), "waiting", fmt.Sprint(pending))
+				logPendingPartitionFields(tbl, pending)
 			}
 			if run.Config.Group != "" {
 				mp.FollowLedger(ledgerReader(tbl))
@@ -628,6 +627,32 @@ func onlyDeadLetters(table string, s connector.Stats) string {
 	}
 	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; %s; first: %s",
 		table, plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable, advice, s.FirstDeadLetter)
+}
+
+// logPendingPartitionFields says that partition fields of tbl wait for
+// their columns, each added with the first commit that has its column; as
+// a warning, naming the column meant, when the table has a column whose
+// name is close to one's: a misspelt --partition-by leaves the table
+// unpartitioned for good, which an INFO line did not tell (a new user's
+// report).
+func logPendingPartitionFields(tbl *snapshot.Table, pending []mapping.PartitionField) {
+	var names []string
+	for _, f := range tbl.Iceberg().Schema().Fields() {
+		names = append(names, f.Name)
+	}
+	var meant []string
+	for _, f := range pending {
+		for _, c := range closeTo(f.Column, names) {
+			meant = append(meant, fmt.Sprintf("%s for %s", c, f.Column))
+		}
+	}
+	if len(meant) > 0 {
+		slog.Warn("partition fields wait for columns the table does not have, and it has columns of close names: check --partition-by (the spec keeps the names given)",
+			"table", tbl.Name(), "spec", tbl.PartitionSpec(), "waiting", fmt.Sprint(pending), "did_you_mean", strings.Join(meant, ", "))
+		return
+	}
+	slog.Info("partition fields wait for their columns: each is added with the first commit that has its column",
+		"table", tbl.Name(), "spec", tbl.PartitionSpec(), "waiting", fmt.Sprint(pending))
 }
 
 // pipelinePartitionBy parses a config file pipeline's own partition-by.

@@ -55,7 +55,11 @@ type htmlMark struct {
 	// Finding is the kind of finding a mark of the findings bar shows.
 	Finding Kind
 	X, W    string
-	Title   string
+	// Y and H place the mark vertically in the bar's 24 units: the whole
+	// height, but for dead letters, whose height is their share of the
+	// offsets of the ranges that sent them.
+	Y, H  string
+	Title string
 }
 
 // htmlTrack is one bar of a partition: the ledger's, the dead letters',
@@ -271,7 +275,7 @@ func (s scale) mark(kind string, low, high int64, count int, title string) htmlM
 		w = minMarkWidth
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
-	return htmlMark{Kind: kind, Low: low, High: high, Count: count, X: f(x), W: f(w), Title: title}
+	return htmlMark{Kind: kind, Low: low, High: high, Count: count, X: f(x), W: f(w), Y: "0", H: "24", Title: title}
 }
 
 // marks places sorted intervals of one kind, merging those less than one
@@ -422,10 +426,17 @@ func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan, upsert boo
 			ivs = append(ivs, r.Interval)
 			counts = append(counts, int(r.DeadLetters))
 		}
-		hp.Tracks = append(hp.Tracks, htmlTrack{Name: "dead-letters", Label: "dead letters",
-			Marks: s.marks("dead-letters", ivs, counts, func(iv mapping.Interval, n, _ int) string {
-				return fmt.Sprintf("ranges within %s sent %s to the dead-letter table", iv, plural(n, "record"))
-			})})
+		marks := s.marks("dead-letters", ivs, counts, func(iv mapping.Interval, n, _ int) string {
+			return fmt.Sprintf("ranges within %s sent %s of their %s to the dead-letter table", iv, plural(n, "record"), plural(int(iv.Len()), "offset"))
+		})
+		// The ledger counts a range's dead letters, not where they are:
+		// a mark as high as the bar drew a range of 300 offsets with one
+		// dead letter as 300 of them (two new users' reports).
+		for i, m := range marks {
+			h := 24 * min(1, max(0.15, float64(m.Count)/float64(max(1, m.High-m.Low))))
+			marks[i].Y, marks[i].H = strconv.FormatFloat(24-h, 'f', 2, 64), strconv.FormatFloat(h, 'f', 2, 64)
+		}
+		hp.Tracks = append(hp.Tracks, htmlTrack{Name: "dead-letters", Label: "dead letters", Marks: marks})
 	}
 	if b := p.Broker; b != nil {
 		t := htmlTrack{Name: "broker", Label: "broker log"}

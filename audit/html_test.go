@@ -408,3 +408,30 @@ func TestHTMLReportUpsertTable(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLReportDeadLetterShare (from two new users' reports): one commit
+// of 20 offsets that sent 1 record to the dead-letter table was drawn as
+// high as the bar, as if all 20 were dead letters (the ledger counts a
+// range's dead letters, not where they are). Its mark is as high as their
+// share, and its title says of how many offsets.
+func TestHTMLReportDeadLetterShare(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	values := []string{`{"id":"x"}`}
+	for i := range 19 {
+		values = append(values, fmt.Sprintf(`{"id":"%d"}`, i))
+	}
+	values[7] = `not json`
+	jsonLog(e, "orders", values...)
+	e.sink(tbl, connector.Config{Topic: "orders", DeadLetters: dlq})
+	rep := e.audit(tbl, audit.Options{})
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`data-kind="dead-letters" data-low="0" data-high="20" data-count="1" x="[0-9.]+" y="([0-9.]+)" width="[0-9.]+" height="([0-9.]+)"><title>([^<]*)</title>`).FindStringSubmatch(b.String())
+	if m == nil || m[1] != "20.40" || m[2] != "3.60" || !strings.Contains(m[3], "sent 1 record of their 20 offsets to the dead-letter table") {
+		t.Errorf("the dead-letter mark of one dead letter in 20 offsets: %q; want it 3.6 of the bar's 24 high, its title naming the 20 offsets", m)
+	}
+}

@@ -290,10 +290,15 @@ func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits 
 	}
 	_, hasIDs := dlq.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
 	var stale int64
-	var lost []string
+	var lost, unreadable []string
 	err := dlq.ScanFiles(ctx, head.SnapshotID, snapshot.ScanOptions{Filter: l.q.filter(), MissingOK: true}, func(fb snapshot.FileBatch) error {
-		if fb.Missing {
+		switch {
+		case fb.Missing:
 			lost = append(lost, fb.Path)
+		case fb.Unreadable != nil:
+			unreadable = append(unreadable, fmt.Sprintf("%s (%v)", fb.Path, fb.Unreadable))
+		case len(fb.GoneDeletes) > 0:
+			unreadable = append(unreadable, fmt.Sprintf("%s (its delete files %s are gone from its storage)", fb.Path, strings.Join(fb.GoneDeletes, ", ")))
 		}
 		if fb.Done {
 			return nil
@@ -346,6 +351,11 @@ func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits 
 	})
 	if err != nil {
 		return fmt.Errorf("read the dead letters of %s: %w", dlq.Name(), err)
+	}
+	for _, what := range unreadable {
+		// Read as far as it could be (ScanOptions.MissingOK): said, as
+		// a file the storage lost is.
+		l.notes = append(l.notes, fmt.Sprintf("%s lists data file %s, which cannot be read: its dead letters (or the rest of them) are not listed; see floe audit --deep", dlq.Name(), what))
 	}
 	for _, path := range lost {
 		l.notes = append(l.notes, fmt.Sprintf("%s lists data file %s, which its storage no longer has (deleted outside floe): its dead letters are not listed; see floe audit, and docs/dead-letters.md on files the storage lost", dlq.Name(), path))

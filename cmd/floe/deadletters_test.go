@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -283,5 +284,27 @@ func TestDeadLettersPending(t *testing.T) {
 	}
 	if text := mustFloe(t, append([]string{"dead-letters"}, table...)...); !strings.Contains(text, "note: the ledger counts 1 dead letter") {
 		t.Errorf("dead-letters text does not note the pending one:\n%s", text)
+	}
+}
+
+// TestDeadLettersUnreadableFile (from a review): a dead-letter file its
+// storage still has but that cannot be read (cut short) was skipped with
+// no word; a note names it.
+func TestDeadLettersUnreadableFile(t *testing.T) {
+	st, cat := deadLettersStack(t)
+	dlq := foreignTable(t, st.Catalog(), "lake.ev_dlq")
+	tasks, err := dlq.Scan().PlanFiles(t.Context())
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("dead-letter files: %v %v", tasks, err)
+	}
+	path := strings.TrimPrefix(tasks[0].File.FilePath(), "file://")
+	if err := os.Truncate(path, 40); err != nil {
+		t.Fatal(err)
+	}
+	res := deadLettersJSON(t, append([]string{"--table", "lake.ev"}, cat...)...)
+	if !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.Contains(n, "which cannot be read: its dead letters (or the rest of them) are not listed")
+	}) {
+		t.Errorf("a cut-short dead-letter file: notes %q, want one naming it", res.Notes)
 	}
 }

@@ -247,7 +247,7 @@ func withFlags(err error) string {
 		case *replay.OtherTopicsError:
 			hint("a replay rebuilds one topic: to rebuild a table of several, sink them again (floe sink with a --topic for each) into a new table; replay without --publish to look at this topic's rebuild on its branch; or pass --publish-different to publish it alone, dropping the others' rows from main")
 		case *replay.DifferError:
-			if e.MainGone != nil {
+			if e.MainGone != nil && e.Coverage == "" {
 				hint("the branch, rebuilt from the log, is the repair: pass --publish-different to publish it in place of main (floe audit --deep of the branch first, to check it)")
 				break
 			}

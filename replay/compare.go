@@ -323,8 +323,8 @@ func mainRowsFewer(ctx context.Context, t *snapshot.Table, mainID, headID int64,
 // whose layout or registry does not fit); past the branch's next offset,
 // which a sink on main reads again, those whose record the log no longer
 // holds. Positions are read from the tables (rows with deletes applied,
-// dead letters of the ledger's commits), an eighth of a byte per offset
-// of those spans for each of the four sets; main's data files that are
+// dead letters of the ledger's commits), a bit per offset, in batches of
+// partitions (positionBatches); main's data files that are
 // gone from their storage are not counted (the audit's missing-file: the
 // branch is the repair). It returns "" when there are none.
 func mainPositionsKept(ctx context.Context, broker *connector.Broker, t *snapshot.Table, mainID, headID int64, mc, bc map[mapping.TopicPartition]mapping.Coverage, logStart map[mapping.TopicPartition]int64) (string, error) {
@@ -337,16 +337,16 @@ func mainPositionsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 		}
 	}
 	var parts []string
-	if len(shared) > 0 {
-		mainHeld, err := heldPositions(ctx, t, mainID, shared, true)
+	for _, batch := range positionBatches(shared) {
+		mainHeld, err := heldPositions(ctx, t, mainID, batch, true)
 		if err != nil {
 			return "", err
 		}
-		branchHeld, err := heldPositions(ctx, t, headID, shared, false)
+		branchHeld, err := heldPositions(ctx, t, headID, batch, false)
 		if err != nil {
 			return "", err
 		}
-		for _, tp := range slices.SortedFunc(maps.Keys(shared), mapping.TopicPartition.Compare) {
+		for _, tp := range slices.SortedFunc(maps.Keys(batch), mapping.TopicPartition.Compare) {
 			m, b := mainHeld[tp], branchHeld[tp]
 			gone := m.rows.union(m.deadLetters).minus(b.rows.union(b.deadLetters))
 			demoted := m.rows.intersect(b.deadLetters)
@@ -358,13 +358,13 @@ func mainPositionsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 			}
 		}
 	}
-	if len(ahead) > 0 {
-		mainHeld, err := heldPositions(ctx, t, mainID, ahead, true)
+	for _, batch := range positionBatches(ahead) {
+		mainHeld, err := heldPositions(ctx, t, mainID, batch, true)
 		if err != nil {
 			return "", err
 		}
-		for _, tp := range slices.SortedFunc(maps.Keys(ahead), mapping.TopicPartition.Compare) {
-			in := ahead[tp]
+		for _, tp := range slices.SortedFunc(maps.Keys(batch), mapping.TopicPartition.Compare) {
+			in := batch[tp]
 			inLog := newOffsetSet(in)
 			err := broker.ReadLog(ctx, tp.Topic, tp.Partition, in.Low, in.High, func(r *kgo.Record, _ int64) bool {
 				if !r.Attrs.IsControl() {
@@ -387,6 +387,28 @@ func mainPositionsKept(ctx context.Context, broker *connector.Broker, t *snapsho
 		return "", nil
 	}
 	return strings.Join(parts, "; ") + "; publishing would drop them from main", nil
+}
+
+// maxBatchOffsets bounds the offsets of the spans whose positions
+// mainPositionsKept reads at once: its sets, a bit per offset, take 64 MiB
+// each at most, whatever the number of partitions (one partition's span
+// longer than it is read alone).
+const maxBatchOffsets = 1 << 29
+
+// positionBatches splits spans into batches of partitions whose spans
+// hold maxBatchOffsets offsets at most together, or one partition.
+func positionBatches(spans map[mapping.TopicPartition]mapping.Interval) []map[mapping.TopicPartition]mapping.Interval {
+	var out []map[mapping.TopicPartition]mapping.Interval
+	var n int64
+	for _, tp := range slices.SortedFunc(maps.Keys(spans), mapping.TopicPartition.Compare) {
+		in := spans[tp]
+		if len(out) == 0 || n+in.Len() > maxBatchOffsets {
+			out, n = append(out, map[mapping.TopicPartition]mapping.Interval{}), 0
+		}
+		out[len(out)-1][tp] = in
+		n += in.Len()
+	}
+	return out
 }
 
 // positions are the offsets of one partition a snapshot holds rows and

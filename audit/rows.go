@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -111,6 +112,12 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			m := manifest[fb.Path]
 			a.find(Finding{Level: LevelRows, Kind: KindFileContent, File: fb.Path, SnapshotID: m.AddedBy,
 				Detail: fmt.Sprintf("the data file was altered after it was committed: it cannot be read as Parquet (%v), so its %d rows cannot be read (floe replay rebuilds the table from the log)", fb.Unreadable, m.Records)})
+			prog.Add(m.Records)
+			return nil
+		}
+		if fb.NoColumns {
+			m := manifest[fb.Path]
+			a.positionless(m, cols)
 			prog.Add(m.Records)
 			return nil
 		}
@@ -289,6 +296,21 @@ func (a *auditor) checkFile(m snapshot.DataFile, deletes int, fr *fileRows) {
 		f.Offsets, f.HasOffsets = mapping.Interval{Low: fr.omin, High: fr.omax + 1}, true
 	}
 	a.find(f)
+}
+
+// positionless accounts for data file m, which has none of the columns
+// cols the rows level reads: its rows hold no Kafka position, so they are
+// no partition's. Another writer's file (written before floe's columns
+// were added to the table) is the files level's foreign-file finding
+// already; a file of a floe commit or compaction was replaced since.
+func (a *auditor) positionless(m snapshot.DataFile, cols []string) {
+	if a.commits[m.AddedBy] == nil && !a.tbl.IsCompaction(m.AddedBy) {
+		a.note("data file %s (%d rows, added by snapshot %d, not a floe commit) has none of the columns %s: its rows hold no Kafka position and are no partition's; the files level reports it as a foreign-file",
+			m.Path, m.Records, m.AddedBy, strings.Join(cols, ", "))
+		return
+	}
+	a.find(Finding{Level: LevelRows, Kind: KindFileContent, File: m.Path, SnapshotID: m.AddedBy,
+		Detail: fmt.Sprintf("the data file was altered after it was committed: it has none of the columns %s, so its %d rows hold no Kafka position (floe replay rebuilds the table from the log)", strings.Join(cols, ", "), m.Records)})
 }
 
 // column returns the named column of b as type T.

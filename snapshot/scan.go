@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/floe-dev/floe/catalog"
@@ -58,6 +59,11 @@ type FileBatch struct {
 	// as Parquet (ScanOptions.MissingOK): it was altered or cut short after
 	// it was committed; its rows, or the rest of them, were not read.
 	Unreadable error
+	// NoColumns, with Done, marks a file that has none of
+	// ScanOptions.Columns: another writer's, written before they were
+	// added to the table's schema. None of its rows were read (Arrow
+	// cannot read a file for columns it lacks).
+	NoColumns bool
 }
 
 // ScanFiles reads the rows of a snapshot (0 means the branch head) file by
@@ -131,7 +137,7 @@ func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOption
 			if gctx.Err() != nil {
 				break
 			}
-			g.Go(func() error { return t.readFile(gctx, scan, fileTasks, opts.MissingOK, out) })
+			g.Go(func() error { return t.readFile(gctx, scan, fileTasks, opts, out) })
 		}
 		_ = g.Wait()
 		close(out)
@@ -216,9 +222,12 @@ func (t *Table) goneDeletes(ctx context.Context, path string, task table.FileSca
 }
 
 // readFile reads every task of one data file of t and sends its batches,
-// then its Done marker; with missingOK, a file the storage does not have
-// is a Done marker with Missing set, and otherwise a *DataFileGoneError.
-func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, missingOK bool, out chan<- FileBatch) error {
+// then its Done marker; with opts.MissingOK, a file the storage does not
+// have is a Done marker with Missing set, and otherwise a
+// *DataFileGoneError. A file that has none of opts.Columns is a Done
+// marker with NoColumns set.
+func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, opts ScanOptions, out chan<- FileBatch) error {
+	missingOK := opts.MissingOK
 	path := tasks[0].File.FilePath()
 	deletes := len(tasks[0].DeleteFiles) + len(tasks[0].EqualityDeleteFiles) + len(tasks[0].DeletionVectorFiles)
 	send := func(fb FileBatch) error {
@@ -238,6 +247,11 @@ func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.Fi
 			return send(FileBatch{Path: path, Deletes: deletes, Done: true, Unreadable: err})
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
+			// Looked for only once reading failed: a file floe wrote
+			// has its columns, and a footer read costs a request.
+			if lacks, lerr := t.lacksColumns(ctx, path, opts.Columns); lerr == nil && lacks {
+				return send(FileBatch{Path: path, Deletes: deletes, Done: true, NoColumns: true})
+			}
 			return t.readError(path, err)
 		}
 		dels := t.goneDeletes(ctx, path, tasks[0])
@@ -267,4 +281,42 @@ func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.Fi
 		}
 	}
 	return send(FileBatch{Path: path, Deletes: deletes, Done: true})
+}
+
+// lacksColumns reports whether data file path of t has none of the table
+// columns named cols (false for nil cols: every column). A file column is
+// one of them by its field ID, or by its name in a file without field
+// IDs, which readers place by name.
+func (t *Table) lacksColumns(ctx context.Context, path string, cols []string) (bool, error) {
+	if len(cols) == 0 {
+		return false, nil
+	}
+	ids := map[int]bool{}
+	for _, c := range cols {
+		if f, ok := t.tbl.Schema().FindFieldByName(c); ok {
+			ids[f.ID] = true
+		}
+	}
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return false, err
+	}
+	in, err := fsys.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	pf, err := file.NewParquetReader(in)
+	if err != nil {
+		return false, err
+	}
+	defer pf.Close()
+	root := pf.MetaData().Schema.Root()
+	for i := range root.NumFields() {
+		f := root.Field(i)
+		if id := int(f.FieldID()); id >= 0 && ids[id] || id < 0 && slices.Contains(cols, f.Name()) {
+			return false, nil
+		}
+	}
+	return true, nil
 }

@@ -649,6 +649,10 @@ type auditor struct {
 	// from files).
 	topics []string
 	single string
+	// fromTime is the time a replay --from a time began the audited
+	// branch with, which table property fromTimeKey records ("" when
+	// none does): the ledger level reads it (replayFrom).
+	fromTime, fromTimeKey string
 	// foreign is set when a live data file was added by a snapshot that is
 	// not a floe commit (files level): its rows may claim any topic.
 	foreign bool

@@ -148,6 +148,9 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 	// start below it; a start above it is the beyond-end finding's.
 	switch {
 	case p.First <= w.LogStart || p.First > w.HighWatermark:
+	case p.Started && a.fromTime != "":
+		a.note("%s: offsets [%d, %d) are retained on the broker but precede offset %d, where the ledger records that the replay --from %s (table property %s) started the partition",
+			tp, w.LogStart, p.First, p.First, a.fromTime, a.fromTimeKey)
 	case p.Started:
 		a.note("%s: offsets [%d, %d) are retained on the broker but precede offset %d, where the ledger records that the sink started the partition (e.g. a sink started at the latest offset)",
 			tp, w.LogStart, p.First, p.First)

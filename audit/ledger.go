@@ -9,7 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
 )
 
 // ledgerLevel checks each partition's ranges for contiguity, from snapshot
@@ -32,6 +35,7 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.fromTime, a.fromTimeKey = a.replayFrom()
 	for _, tp := range slices.SortedFunc(maps.Keys(covers), mapping.TopicPartition.Compare) {
 		c := covers[tp]
 		p := a.part(tp)
@@ -58,7 +62,12 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 			}
 			a.find(f)
 		}
-		if c.Started && c.First > 0 {
+		switch {
+		case !c.Started || c.First == 0:
+		case a.fromTime != "":
+			a.note("%s: the ledger records that the replay --from %s (table property %s) began the partition at offset %d: the table claims nothing below it, where a replay --from earliest records what retention deleted as lost",
+				tp, a.fromTime, a.fromTimeKey, c.First)
+		default:
 			// The verdict says "from where the sink began them"; which
 			// partition, and why, belongs in the report too (a new user
 			// saw a replay of the same log record a loss where the sink's
@@ -80,6 +89,22 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// replayFrom returns the time a replay --from a time began the audited
+// branch with, and the table property that records it ("" when none
+// does): that replay, not a sink, started its partitions. Main's is that
+// of the replay branch published as main, when main descends from it.
+func (a *auditor) replayFrom() (from, key string) {
+	branch := a.tbl.Branch()
+	if branch == table.MainBranch {
+		branch = a.tbl.PublishedBranch(a.headID)
+	}
+	if branch == table.MainBranch {
+		branch = ""
+	}
+	key = replay.FromTimeKey(branch)
+	return a.tbl.Iceberg().Properties()[key], key
 }
 
 // anomaly is an interval of a partition that the ledger level names the

@@ -396,7 +396,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	}
 	if !from.Time.IsZero() && ledger.Commits == 0 {
 		// The time this replay begins with, before its first commit.
-		if key, v := fromTimeKey(opts.Branch), formatFromTime(from.Time); tbl.Iceberg().Properties()[key] != v {
+		if key, v := FromTimeKey(opts.Branch), formatFromTime(from.Time); tbl.Iceberg().Properties()[key] != v {
 			set[key] = v
 		}
 	}

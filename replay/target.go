@@ -55,9 +55,10 @@ func untilTimeKey(branch string) string {
 	return PropUntilTime + "." + branch
 }
 
-// fromTimeKey is the table property holding the start time of a replay
-// onto branch ("" for a replay into its own table).
-func fromTimeKey(branch string) string {
+// FromTimeKey is the table property holding the start time of a replay
+// onto branch ("" for a replay into its own table): floe audit names the
+// replay as where the partitions began.
+func FromTimeKey(branch string) string {
 	if branch == "" {
 		return PropFromTime
 	}
@@ -132,7 +133,7 @@ func priorLedger(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	if err != nil {
 		return nil, false
 	}
-	fromTime = !opts.From.Time.IsZero() && t.Iceberg().Properties()[fromTimeKey(opts.Branch)] == formatFromTime(opts.From.Time)
+	fromTime = !opts.From.Time.IsZero() && t.Iceberg().Properties()[FromTimeKey(opts.Branch)] == formatFromTime(opts.From.Time)
 	l, err := t.Summary(ctx, 0)
 	if err != nil || l.Commits == 0 {
 		return nil, false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -152,6 +153,38 @@ func newSnapshotID(meta table.Metadata) int64 {
 // publish of that head again once main has moved on is then known to be a
 // repeat (*PublishedBeforeError), whatever snapshots expired since.
 const PropPublished = "floe.published."
+
+// PublishedBranch returns the branch whose head Publish last made main's
+// head, when snapshot id (of main) is that head or descends from it: the
+// ledger of id is then that branch's, with the commits made on main since
+// on top. It returns "" when no published head is among id's ancestors
+// (main was never replaced by a branch, or was replaced since).
+func (t *Table) PublishedBranch(id int64) string {
+	published := map[int64]string{}
+	for k, v := range t.tbl.Properties() {
+		if branch, ok := strings.CutPrefix(k, PropPublished); ok {
+			if head, err := strconv.ParseInt(v, 10, 64); err == nil {
+				published[head] = branch
+			}
+		}
+	}
+	if len(published) == 0 {
+		return ""
+	}
+	lookup := snapshotIn(t.tbl.Metadata(), t.archive)
+	seen := map[int64]bool{}
+	for s := lookup(id); s != nil && !seen[s.SnapshotID]; {
+		if b, ok := published[s.SnapshotID]; ok {
+			return b
+		}
+		seen[s.SnapshotID] = true
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = lookup(*s.ParentSnapshotID)
+	}
+	return ""
+}
 
 // ErrPublishRace is matched (errors.Is) when main or the branch kept moving
 // while Publish tried to swap them.

@@ -592,3 +592,64 @@ func TestAuditNotesWhereTheSinkBegan(t *testing.T) {
 		t.Fatalf("audit: %+v (%v)\n%s", rep, err, out)
 	}
 }
+
+// TestAuditNotesWhereTheReplayBegan (from a new-user run): a replay
+// --from a time begins each partition where the time falls, and records
+// the time (floe.replay.from-time). The audit's notes said a sink began
+// the partitions (a new table on a log retention had cut, or --start
+// latest); they name the replay from that time now: in the replay's own
+// table, on a replay's branch, and on main once that branch is
+// published.
+func TestAuditNotesWhereTheReplayBegan(t *testing.T) {
+	st, loc := replayStack(t)
+	base := stampedTopic(t, st, "since", [][]time.Duration{{0, 1, 2, 3, 4, 1000, 1001, 1002}}, 0)
+	from := base.Add(500 * time.Second).UTC()
+	brokers := []string{"--brokers", st.Brokers[0]}
+	notes := func(args ...string) []string {
+		t.Helper()
+		var rep struct {
+			Complete bool     `json:"complete"`
+			Notes    []string `json:"notes"`
+		}
+		out := mustFloe(t, append(append(append([]string{"audit", "--json"}, args...), brokers...), loc...)...)
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Complete {
+			t.Fatalf("audit %q: %+v (%v)\n%s", args, rep, err, out)
+		}
+		return rep.Notes
+	}
+	expect := func(got []string, key string) {
+		t.Helper()
+		want := []string{
+			fmt.Sprintf("since/0: the ledger records that the replay --from %s (table property %s) began the partition at offset 5:", from.Format(time.RFC3339Nano), key),
+			fmt.Sprintf("since/0: offsets [0, 5) are retained on the broker but precede offset 5, where the ledger records that the replay --from %s (table property %s) started the partition", from.Format(time.RFC3339Nano), key),
+		}
+		for _, w := range want {
+			if !slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, w) }) {
+				t.Errorf("no note %q among %q", w, got)
+			}
+		}
+		for _, n := range got {
+			if strings.Contains(n, "--start latest") || strings.Contains(n, "a sink started at the latest offset") {
+				t.Errorf("note naming a sink's start: %q", n)
+			}
+		}
+	}
+	replay := append(append([]string{"replay", "--topic", "since", "--from", from.Format(time.RFC3339)}, brokers...), loc...)
+	mustFloe(t, append(replay, "--table", "lake.since")...)
+	expect(notes("--table", "lake.since"), "floe.replay.from-time")
+
+	mustFloe(t, append(append([]string{"sink", "--topic", "since", "--table", "lake.main", "--stop-at-end"}, brokers...), loc...)...)
+	mustFloe(t, append(replay, "--table", "lake.main", "--branch", "rebuild")...)
+	expect(notes("--table", "lake.main", "--branch", "rebuild"), "floe.replay.from-time.rebuild")
+	if got := notes("--table", "lake.main"); len(got) != 0 {
+		t.Errorf("main, from offset 0: notes %q", got)
+	}
+	mustFloe(t, append(replay, "--table", "lake.main", "--branch", "rebuild", "--publish", "--publish-different")...)
+	expect(notes("--table", "lake.main"), "floe.replay.from-time.rebuild")
+	// A sink's commits on the published main keep the branch's ledger.
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "since", Value: []byte("after"), Timestamp: base.Add(2000 * time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, append(append([]string{"sink", "--topic", "since", "--table", "lake.main", "--stop-at-end"}, brokers...), loc...)...)
+	expect(notes("--table", "lake.main"), "floe.replay.from-time.rebuild")
+}

@@ -3,6 +3,7 @@ package mapping
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -213,24 +214,75 @@ func (l Layout) Schema() *iceberg.Schema {
 // typed columns must be optional.
 func (l Layout) Check(got *iceberg.Schema) error {
 	want := l.Schema()
+	var (
+		missing MissingColumnsError
+		bad     error
+	)
 	for _, w := range want.Fields() {
 		g, ok := got.FindFieldByName(w.Name)
-		if !ok {
-			return fmt.Errorf("column %q (%s) is missing", w.Name, w.Type)
+		switch {
+		case !ok:
+			missing.Columns = append(missing.Columns, w)
+		case bad != nil:
+		case !sameType(g.Type, w.Type):
+			bad = fmt.Errorf("column %q has type %s, floe writes %s", w.Name, g.Type, w.Type)
+		case g.Required && !w.Required && !isIdentifier(got, g):
+			bad = fmt.Errorf("column %q is required, but floe writes nulls into it", w.Name)
 		}
-		if !sameType(g.Type, w.Type) {
-			return fmt.Errorf("column %q has type %s, floe writes %s", w.Name, g.Type, w.Type)
-		}
-		if g.Required && !w.Required && !isIdentifier(got, g) {
-			return fmt.Errorf("column %q is required, but floe writes nulls into it", w.Name)
-		}
+	}
+	if len(missing.Columns) > 0 {
+		// All of them at once: naming one a run makes a fix per run.
+		return &missing
+	}
+	if bad != nil {
+		return bad
 	}
 	for _, g := range got.Fields() {
 		if _, ok := want.FindFieldByName(g.Name); !ok && g.Required && !isIdentifier(got, g) {
-			return fmt.Errorf("column %q is required and floe does not write it", g.Name)
+			return fmt.Errorf("column %q is required and floe does not write it (make it optional)", g.Name)
 		}
 	}
 	return nil
+}
+
+// MissingColumnsError is Check's error for a table that lacks floe's
+// columns: a table another tool created, most often.
+type MissingColumnsError struct {
+	// Columns are the missing columns, as floe creates them.
+	Columns []iceberg.NestedField
+}
+
+func (e *MissingColumnsError) Error() string {
+	cols := make([]string, len(e.Columns))
+	for i, c := range e.Columns {
+		cols[i] = c.Name + " " + typeString(c.Type)
+	}
+	return "it lacks floe's columns " + strings.Join(cols, ", ") +
+		": add them with these Iceberg types (the columns may be optional; what is nested must be as given)"
+}
+
+// typeString writes t as an Iceberg type, with the nullability floe
+// requires of a list's elements and a struct's fields: engines' DDL
+// differs, and a headers column whose elements may be null is not floe's.
+func typeString(t iceberg.Type) string {
+	switch t := t.(type) {
+	case *iceberg.ListType:
+		e := typeString(t.Element)
+		if t.ElementRequired {
+			e += " not null"
+		}
+		return "list<" + e + ">"
+	case *iceberg.StructType:
+		fs := make([]string, len(t.FieldList))
+		for i, f := range t.FieldList {
+			fs[i] = f.Name + ": " + typeString(f.Type)
+			if f.Required {
+				fs[i] += " not null"
+			}
+		}
+		return "struct<" + strings.Join(fs, ", ") + ">"
+	}
+	return t.String()
 }
 
 // isIdentifier reports whether f is one of s's identifier fields: the key

@@ -98,7 +98,7 @@ func TestSinkBadInput(t *testing.T) {
 			`table "lake.my table": a new table's namespace and name take letters, digits, _ and - only ("my table" holds ' '`},
 		{"nested namespace", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.a.b"},
 			`table "lake.a.b": floe creates tables as NAMESPACE.TABLE, with one namespace level (this would create the nested namespace lake.a); for example lake.a_b`},
-		{"incompatible schema", []string{"--brokers", brokers, "--topic", "orders", "--table", "other.strings"}, `cannot hold floe rows: column "kafka_topic" (string) is missing`},
+		{"incompatible schema", []string{"--brokers", brokers, "--topic", "orders", "--table", "other.strings"}, `cannot hold floe rows: it lacks floe's columns kafka_topic string, kafka_partition int, kafka_timestamp timestamptz`},
 		{"bad start", []string{"--brokers", brokers, "--topic", "orders", "--table", "lake.c", "--start", "middle"}, "want earliest or latest; to begin at given offsets (taking over from another sink), create the table with floe replay --from PARTITION=OFFSET"},
 		{"missing brokers", []string{"--topic", "orders", "--table", "lake.d"}, "missing --brokers"},
 		{"unknown flag", []string{"--frobnicate"}, "unknown flag: --frobnicate (see --help)"},

@@ -446,6 +446,8 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 			}
 			if err = t.CheckDataTable(); err == nil && p.PartitionBy != nil {
 				err = t.CheckPartitionBy(*p.PartitionBy)
+			} else if err == nil {
+				err = t.CheckSpecFillable()
 			}
 		}
 		if err == nil {

@@ -81,6 +81,38 @@ func (o OpenOptions) CheckNew() error {
 	return l.CheckPartitionBy(*o.PartitionBy, s)
 }
 
+// CheckSpecFillable reports, as a *mapping.PartitionByError, a field of
+// the table's partition spec (kept by a sink without --partition-by) on a
+// column floe's rows never fill: every data file's write would fail, after
+// the run's first commit (from a new-user run, on a table another engine
+// created). In typed layouts every column that is not floe's own is a
+// value column, filled by the records that have it.
+func (t *Table) CheckSpecFillable() error {
+	l := t.layout
+	if l.Typed() {
+		return nil
+	}
+	s, own, spec := t.tbl.Schema(), l.Schema(), t.tbl.Spec()
+	for _, pf := range spec.Fields() {
+		if _, void := pf.Transform.(iceberg.VoidTransform); void {
+			continue
+		}
+		col, _ := s.FindColumnName(pf.SourceID())
+		top, _, _ := strings.Cut(col, ".")
+		if _, ok := own.FindFieldByName(top); ok || (l.TypedKey() && top == mapping.ColKey) {
+			continue
+		}
+		var fills []string
+		for _, f := range own.Fields() {
+			fills = append(fills, f.Name)
+		}
+		return &mapping.PartitionByError{Spec: specText(spec, s), Table: t.Name(), Part: pf.Name, TableSpec: true,
+			Problem: fmt.Sprintf("the table's partition spec partitions by %s, which floe does not fill in a table of %s values (it fills %s): pass --partition-by none to replace the spec (or --partition-by on those columns, day(%s) for one), or sink into a new table",
+				col, l.Value, strings.Join(fills, ", "), mapping.ColTimestamp)}
+	}
+	return nil
+}
+
 // PartitionBy returns the partition spec the table was last asked for
 // (mapping.PropPartitionBy), nil when it records none (it was created
 // without one, by an older floe, or by another engine; its Iceberg spec is

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// createForeignOrders creates table name as another tool would (from a
+// new-user run migrating from Kafka Connect): its own columns, order_id
+// required, partitioned by day(ts), no floe property.
+func createForeignOrders(t *testing.T, st *localstack.Stack, name string) {
+	t.Helper()
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := catalog.ParseIdent(name)
+	if err := cat.CreateNamespace(t.Context(), ident[:1], nil); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "order_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "status", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "customer", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 4, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
+	)
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{4}, FieldID: 1000, Name: "ts_day", Transform: iceberg.DayTransform{}})
+	if _, err := cat.CreateTable(t.Context(), ident, sc, icecat.WithPartitionSpec(&spec),
+		icecat.WithProperties(iceberg.Properties{"owner": "spark-job"}), icecat.WithLocation(filepath.Join(t.TempDir(), ident[1]))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// alterForeign changes table name's schema with iceberg-go alone.
+func alterForeign(t *testing.T, st *localstack.Stack, name string, change func(*table.UpdateSchema) *table.UpdateSchema) {
+	t.Helper()
+	txn := foreignTable(t, st.Catalog(), name).NewTransaction()
+	if err := change(txn.UpdateSchema(true, false)).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addFloeColumns adds floe's columns to table name, optional as on a table
+// that holds rows (raw: with the raw layout's value column).
+func addFloeColumns(t *testing.T, st *localstack.Stack, name string, raw bool) {
+	t.Helper()
+	headers := &iceberg.ListType{ElementID: 1, ElementRequired: true, Element: &iceberg.StructType{FieldList: []iceberg.NestedField{
+		{ID: 2, Name: "key", Type: iceberg.PrimitiveTypes.String, Required: true},
+		{ID: 3, Name: "value", Type: iceberg.PrimitiveTypes.Binary}}}}
+	alterForeign(t, st, name, func(u *table.UpdateSchema) *table.UpdateSchema {
+		u = u.AddColumn([]string{"kafka_topic"}, iceberg.PrimitiveTypes.String, "", false, nil).
+			AddColumn([]string{"kafka_partition"}, iceberg.PrimitiveTypes.Int32, "", false, nil).
+			AddColumn([]string{"kafka_offset"}, iceberg.PrimitiveTypes.Int64, "", false, nil).
+			AddColumn([]string{"kafka_timestamp"}, iceberg.PrimitiveTypes.TimestampTz, "", false, nil).
+			AddColumn([]string{"kafka_key"}, iceberg.PrimitiveTypes.Binary, "", false, nil).
+			AddColumn([]string{"kafka_headers"}, headers, "", false, nil)
+		if raw {
+			u = u.AddColumn([]string{"value"}, iceberg.PrimitiveTypes.Binary, "", false, nil)
+		}
+		return u
+	})
+}
+
+// A raw sink into a table another tool partitioned by a column floe does
+// not fill is refused before anything is committed (it committed its
+// first, empty snapshot, then failed to write the rows: "failed to find
+// source column").
+func TestSinkForeignSpecFloeCannotFill(t *testing.T) {
+	st, loc := sinkStack(t)
+	sink := func(args ...string) (int, string, string) {
+		return floe(t, append(append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "ext.raw", "--stop-at-end"}, args...), loc...)...)
+	}
+	createForeignOrders(t, st, "ext.raw")
+	alterForeign(t, st, "ext.raw", func(u *table.UpdateSchema) *table.UpdateSchema {
+		return u.UpdateColumn([]string{"order_id"}, table.ColumnUpdate{Required: iceberg.Optional[bool]{Val: false, Valid: true}})
+	})
+	addFloeColumns(t, st, "ext.raw", true)
+
+	code, _, errs := sink()
+	want := `partition spec "day(ts)" on table ext.raw: ts_day: the table's partition spec partitions by ts, which floe does not fill in a table of raw values`
+	if code != 2 || !strings.Contains(errs, want) || !strings.Contains(errs, "--partition-by none") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, errs, want)
+	}
+	if n := snapshotCount(t, st, "ext.raw"); n != 0 {
+		t.Fatalf("refused run committed %d snapshots", n)
+	}
+	if code, out, errs := sink("--partition-by", "none"); code != 0 || !strings.Contains(out, "300 rows") {
+		t.Fatalf("--partition-by none: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}

@@ -37,8 +37,14 @@ type Dropped struct {
 // done by running it again. A dead-letter table is refused while its data
 // table exists (drop the data table), and dropped alone once it is gone. Dropping cannot be undone: a
 // table created by mistake, or whose topic is gone for good, is what it
-// is for.
+// is for; a table floe never wrote is refused.
 func Drop(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts DropOptions) ([]Dropped, error) {
+	// Another tool's table holds that tool's rows, not floe's: floe's
+	// advice once sent users to drop one (from a new-user run).
+	if tbl, err := cat.LoadTable(ctx, ident); err == nil && neverWritten(tbl) {
+		name := strings.Join(ident, ".")
+		return nil, fmt.Errorf("table %s is not floe's: another tool created it and floe never wrote it (it has no floe property or commit), so floe drop leaves it; drop it with that tool if it is to go (in Spark SQL: DROP TABLE %s)", name, name)
+	}
 	t, err := Open(ctx, cat, ident, OpenOptions{})
 	if err != nil {
 		return nil, err

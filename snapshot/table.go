@@ -272,6 +272,22 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	return t, nil
 }
 
+// neverWritten reports whether floe never wrote tbl: another tool created
+// it (no floe property) and no snapshot is a floe commit.
+func neverWritten(tbl *table.Table) bool {
+	for k := range tbl.Properties() {
+		if strings.HasPrefix(k, "floe.") {
+			return false
+		}
+	}
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
+			return false
+		}
+	}
+	return true
+}
+
 // checkNewIdent reports why floe should not create a table named ident, or
 // nil. catalog.ParseIdent takes any name a catalog can hold, so that tables other
 // engines created open; a table floe creates gets a plain name instead:

@@ -32,7 +32,8 @@ undo it.
 Without --yes it lists what it would drop and drops nothing (exit 2); a table committed to in the
 last ten minutes is named, with or without --yes, as a sink may still be writing it. A
 dead-letter table is refused while its data table exists (drop the data table), and dropped
-alone once that is gone. A drop cut short (the dead-letter tables go first) is finished by
+alone once that is gone. A table another tool created and floe never wrote is refused: drop it
+with that tool. A drop cut short (the dead-letter tables go first) is finished by
 running it again.`,
 		Example: `  floe drop --table lake.ordres               # lists what would go
   floe drop --table lake.ordres --yes`,

@@ -99,3 +99,15 @@ func TestSinkForeignSpecFloeCannotFill(t *testing.T) {
 		t.Fatalf("--partition-by none: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 }
+
+// floe drop refuses a table floe never wrote: its advice once sent users
+// to drop one, which then failed with "cannot hold floe rows".
+func TestDropForeignTable(t *testing.T) {
+	st, loc := sinkStack(t)
+	createForeignOrders(t, st, "ext.kept")
+	code, _, errs := floe(t, append([]string{"drop", "--table", "ext.kept", "--yes"}, loc...)...)
+	if want := "table ext.kept is not floe's: another tool created it and floe never wrote it"; code != 2 || !strings.Contains(errs, want) {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, errs, want)
+	}
+	foreignTable(t, st.Catalog(), "ext.kept")
+}

@@ -425,7 +425,7 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	var missing []int
 	for i, p := range ps {
 		layout, mode := p.Layout, p.Mode
-		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Layout: p.Layout, Mode: p.Mode, Key: p.Key})
+		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Write: true, Layout: p.Layout, Mode: p.Mode, Key: p.Key})
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			err = ps.create(i).CheckNew()

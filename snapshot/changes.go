@@ -162,6 +162,11 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 			}
 		}
 	}
+	if t.recordLayout {
+		if err := txn.SetProperties(t.layout.Properties()); err != nil {
+			return nil, err
+		}
+	}
 	if ch.Truncate {
 		if ch.Remove, err = t.liveDataFiles(ctx); err != nil {
 			return nil, err
@@ -200,6 +205,7 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 	if err != nil {
 		return nil, err
 	}
+	t.recordLayout = false
 	snap := tbl.Metadata().SnapshotByName(t.branch)
 	if snap == nil {
 		return nil, fmt.Errorf("commit succeeded but branch %s has no head", t.branch)

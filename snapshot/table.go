@@ -75,6 +75,9 @@ type Table struct {
 	// its rows, for the table's current schema (schemaID).
 	layout   mapping.Layout
 	schemaID int
+	// recordLayout is set while layout, a table floe never wrote took
+	// from the flags, is to be recorded by the next commit.
+	recordLayout bool
 	// mode is the table's mode, and key an upsert table's key; both are
 	// fixed when the table is created.
 	mode mapping.Mode
@@ -95,6 +98,10 @@ type Table struct {
 type OpenOptions struct {
 	// Create creates the namespace and table when missing.
 	Create bool
+	// Write says the table is opened to be written (Create says so too):
+	// an existing table floe never wrote takes Layout, recorded by the
+	// first commit.
+	Write bool
 	// Branch is the branch read and written; empty means main.
 	Branch string
 	// Properties are set, beside TableProperties(), on a table Create creates
@@ -105,7 +112,8 @@ type OpenOptions struct {
 	// (empty modes: the defaults of mapping.RawLayout); an existing table
 	// keeps the layout it was created with, and a mode set here that
 	// differs from it (or RawValue for a table without them) is a
-	// *mapping.LayoutError.
+	// *mapping.LayoutError. A table floe never wrote, opened to be
+	// written (Write), takes it.
 	Layout mapping.Layout
 	// Schema is the schema of a table Create creates; nil means the
 	// layout's (mapping.Layout.Schema).
@@ -149,7 +157,12 @@ func (t *Table) ArchiveCache() *ArchiveCache { return t.archiveCache }
 // goroutine (a handle is not safe for concurrent use), that shares t's
 // archive indexes (ArchiveCache): it reads only what t has not.
 func (t *Table) Reopen(ctx context.Context) (*Table, error) {
-	return Open(ctx, t.cat, t.ident, OpenOptions{Branch: t.branch, ArchiveCache: t.archiveCache})
+	opts := OpenOptions{Branch: t.branch, ArchiveCache: t.archiveCache}
+	if t.recordLayout {
+		// The layout t took from the flags is not recorded yet.
+		opts.Layout = t.layout
+	}
+	return Open(ctx, t.cat, t.ident, opts)
 }
 
 // ErrTableNotFound is matched (errors.Is) when Open finds no table of the
@@ -207,6 +220,13 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
+	// A table floe never wrote has no layout to keep: a sink's flags give
+	// it one, recorded with its first commit, as a new table's is.
+	foreign := neverWritten(tbl)
+	recordLayout := foreign && (opts.Create || opts.Write)
+	if recordLayout {
+		layout = want
+	}
 	// The mode and key first: a run of the wrong mode is refused for it,
 	// not for a layout it would then change only to be refused again.
 	mode, key, err := checkMode(name, tbl, opts)
@@ -231,7 +251,11 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		return nil, &mapping.LayoutError{Table: name, Setting: mapping.SettingRawValues, Value: "kept", Want: "not kept"}
 	}
 	if err := layout.Check(tbl.Schema()); err != nil {
-		return nil, fmt.Errorf("table %s cannot hold floe rows: %w (sink into a new table, or fix its schema)", name, err)
+		fix := "sink into a new table, or fix its schema"
+		if foreign {
+			fix = "floe did not create it: sink into a new table, or fix its schema; docs/sinking.md, Sinking into a table another tool created"
+		}
+		return nil, fmt.Errorf("table %s cannot hold floe rows: %w (%s)", name, err, fix)
 	}
 	branch := opts.Branch
 	if branch == "" {
@@ -241,7 +265,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if cache == nil {
 		cache = &ArchiveCache{}
 	}
-	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout, mode: mode, key: key, archiveCache: cache, created: created}
+	t := &Table{cat: cat, ident: ident, branch: branch, layout: layout, recordLayout: recordLayout, mode: mode, key: key, archiveCache: cache, created: created}
 	if err := t.adoptLoaded(ctx, tbl); err != nil {
 		return nil, err
 	}

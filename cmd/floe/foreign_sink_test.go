@@ -2,9 +2,13 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -70,6 +74,66 @@ func addFloeColumns(t *testing.T, st *localstack.Stack, name string, raw bool) {
 		}
 		return u
 	})
+}
+
+// A table another tool created is refused with every column it lacks,
+// and once it has them takes the layout --value gives, recorded with the
+// first commit (it was told that a table keeps the layout it was created
+// with, and sent to floe drop).
+func TestSinkForeignTable(t *testing.T) {
+	st, loc := sinkStack(t)
+	sink := func(args ...string) (int, string, string) {
+		return floe(t, append(append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "ext.orders", "--stop-at-end"}, args...), loc...)...)
+	}
+	createForeignOrders(t, st, "ext.orders")
+	// A row the other tool wrote before floe.
+	before := foreignTable(t, st.Catalog(), "ext.orders")
+	sc, err := table.SchemaToArrowSchema(before.Schema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(`[{"order_id":1001,"status":"kc","customer":1,"ts":"2024-05-01T10:00:00Z"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.AppendTable(t.Context(), array.NewTableFromRecords(sc, []arrow.RecordBatch{rec}), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	code, _, errs := sink("--value", "json")
+	want := "table ext.orders cannot hold floe rows: it lacks floe's columns kafka_topic string, kafka_partition int, kafka_offset long, kafka_timestamp timestamptz, kafka_key binary, kafka_headers list<struct<key: string not null, value: binary> not null>: add them"
+	if code != 2 || !strings.Contains(errs, want) || !strings.Contains(errs, "Sinking into a table another tool created") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, errs, want)
+	}
+
+	addFloeColumns(t, st, "ext.orders", false)
+	code, _, errs = sink("--value", "json")
+	if want := `column "order_id" is required and floe does not write it (make it optional)`; code != 2 || !strings.Contains(errs, want) || strings.Contains(errs, "floe drop") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, errs, want)
+	}
+	if n := snapshotCount(t, st, "ext.orders"); n != 1 {
+		t.Fatalf("refused runs committed %d snapshots beside the other tool's", n-1)
+	}
+
+	alterForeign(t, st, "ext.orders", func(u *table.UpdateSchema) *table.UpdateSchema {
+		return u.UpdateColumn([]string{"order_id"}, table.ColumnUpdate{Required: iceberg.Optional[bool]{Val: false, Valid: true}})
+	})
+	if out := mustFloe(t, append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "ext.orders", "--stop-at-end", "--value", "json"}, loc...)...); !strings.Contains(out, "300 rows") {
+		t.Fatalf("stdout %q: want 300 rows", out)
+	}
+	tbl := foreignTable(t, st.Catalog(), "ext.orders")
+	if v := tbl.Properties()["floe.value"]; v != "json" {
+		t.Fatalf("floe.value = %q, want json recorded by the first commit", v)
+	}
+	// The other tool's row is not floe's.
+	if code, kinds := auditKinds(t, append([]string{"--table", "ext.orders"}, loc...)...); code != exitFindings || !slices.Equal(kinds, []string{"foreign-file"}) {
+		t.Fatalf("audit: exit %d, %v; want the other tool's file reported", code, kinds)
+	}
+	// The layout is recorded: a raw sink now is refused for it.
+	code, _, errs = sink("--value", "raw")
+	if want := "keeps its values as json, not raw"; code != 2 || !strings.Contains(errs, want) {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, errs, want)
+	}
 }
 
 // A raw sink into a table another tool partitioned by a column floe does

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -32,10 +33,17 @@ func (e *env) sink(tbl *snapshot.Table, cfg connector.Config) (connector.Stats, 
 }
 
 // compactedTopic creates topic with one partition whose cleanup policy
-// is compact, as the publish check reads it.
-func (e *env) compactedTopic(topic string) {
+// is compact, as the publish check reads it, and returns a producer of
+// one record per key from offset from on, valued and stamped after it.
+func (e *env) compactedTopic(topic string) func(from int, keys ...string) {
 	compact := "compact"
 	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	base := time.Now().Add(-time.Hour)
+	return func(from int, keys ...string) {
+		for i, k := range keys {
+			e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(k), Value: fmt.Appendf(nil, "%s-%d", k, from+i), Timestamp: base.Add(time.Duration(from+i) * time.Second)}})
+		}
+	}
 }
 
 // mainVerdict is what audit --deep --verify-content --brokers says of

@@ -2,11 +2,7 @@ package replay_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/replay"
@@ -27,13 +23,7 @@ import (
 func TestPublishMovingMainBackOverCompactedRecords(t *testing.T) {
 	e := newEnv(t)
 	const topic = "cmpgoback"
-	e.compactedTopic(topic)
-	base := time.Now().Add(-time.Hour)
-	produce := func(from int, keys ...string) {
-		for i, k := range keys {
-			e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(k), Value: fmt.Appendf(nil, "%s-%d", k, from+i), Timestamp: base.Add(time.Duration(from+i) * time.Second)}})
-		}
-	}
+	produce := e.compactedTopic(topic)
 	main := e.Table("lake.cmpgoback")
 	produce(0, "a", "b", "c", "d", "e", "f", "g")
 	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {

@@ -2,11 +2,7 @@ package replay_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/replay"
@@ -26,11 +22,7 @@ import (
 func TestPublishRefusesRowsCompactedAwayBelowStraddlingRange(t *testing.T) {
 	e := newEnv(t)
 	const topic = "cmpstraddle"
-	e.compactedTopic(topic)
-	base := time.Now().Add(-time.Hour)
-	for i, k := range []string{"u0", "k1", "k2", "k1", "k2", "z", "y", "x", "w", "v"} {
-		e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(k), Value: fmt.Appendf(nil, "%s-%d", k, i), Timestamp: base.Add(time.Duration(i) * time.Second)}})
-	}
+	e.compactedTopic(topic)(0, "u0", "k1", "k2", "k1", "k2", "z", "y", "x", "w", "v")
 	main := e.Table("lake.cmpstraddle")
 	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)

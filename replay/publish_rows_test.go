@@ -2,12 +2,8 @@ package replay_test
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/replay"
@@ -24,11 +20,7 @@ import (
 func TestPublishRefusesRowsCompactedAway(t *testing.T) {
 	e := newEnv(t)
 	const topic = "cmppub"
-	e.compactedTopic(topic)
-	base := time.Now().Add(-time.Hour)
-	for i, k := range []string{"u0", "k1", "k2", "k1", "k2", "z", "y"} {
-		e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(k), Value: fmt.Appendf(nil, "%s-%d", k, i), Timestamp: base.Add(time.Duration(i) * time.Second)}})
-	}
+	e.compactedTopic(topic)(0, "u0", "k1", "k2", "k1", "k2", "z", "y")
 	main := e.Table("lake.cmppub")
 	if _, err := e.sink(main, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
 		t.Fatal(err)

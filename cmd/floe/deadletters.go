@@ -28,6 +28,7 @@ const previewRunes = 32
 func newDeadLettersCmd() *cobra.Command {
 	var (
 		f         tableFlags
+		branch    string
 		asJSON    bool
 		topic     string
 		partition int32
@@ -38,7 +39,7 @@ func newDeadLettersCmd() *cobra.Command {
 		summary   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "dead-letters --table NAMESPACE.TABLE [--topic T] [--partition P] [--from-offset O] [--until-offset O] [--since TIME] [--limit N] [--summary] [--json]",
+		Use:   "dead-letters --table NAMESPACE.TABLE [--branch NAME] [--topic T] [--partition P] [--from-offset O] [--until-offset O] [--since TIME] [--limit N] [--summary] [--json]",
 		Short: "List the records of a typed table that could not become rows, and why, counted by reason",
 		Long: `List the dead letters of a table: the records of a typed table (--value json|registry, --key
 json) that could not become rows (not JSON, an unknown schema id, a type the table's column
@@ -46,7 +47,8 @@ cannot take), which the sink sent to the table's dead-letter table with the reas
 rows of every dead-letter table the table's ledger names that belong to a commit of the ledger:
 rows of a commit rolled back, or replaced by a published branch, are not the table's and are left
 out (a note counts them), and dead letters the ledger counts that no dead-letter table holds yet
-(pending) are counted in a note (floe audit tells why).
+(pending) are counted in a note (floe audit tells why). --branch reads a branch's ledger instead
+of main's: the dead letters of a floe replay --branch, before it is published.
 
 One line each, by topic, partition and offset: the record's position, its timestamp, the schema
 registry id it named (- when none), a preview of its key and value (escaped: \n, \t, \xNN for a
@@ -69,6 +71,7 @@ first_topic, first_partition, first_offset, first_error) and notes. See docs/dea
 		Example: `  floe dead-letters --table lake.orders
   floe dead-letters --table lake.orders --partition 0 --since 24h --limit 20
   floe dead-letters --table lake.orders --summary
+  floe dead-letters --table lake.orders --branch rebuild --summary
   floe dead-letters --table lake.orders --limit 0 --json | jq -r '.dead_letters[].value_base64' | base64 -d`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
@@ -93,7 +96,7 @@ first_topic, first_partition, first_offset, first_error) and notes. See docs/dea
 				}
 				q.Since = &t
 			}
-			tbl, err := f.open(ctx, snapshot.OpenOptions{})
+			tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: branch})
 			if err != nil {
 				return err
 			}
@@ -112,6 +115,7 @@ first_topic, first_partition, first_offset, first_error) and notes. See docs/dea
 	}
 	fs := cmd.Flags()
 	f.register(fs)
+	fs.StringVar(&branch, "branch", "", "list the dead letters of this branch's ledger (default main), such as a floe replay --branch's before it is published")
 	topicFlag(fs, &topic, "list the dead letters of this topic only")
 	fs.Int32Var(&partition, "partition", 0, "list the dead letters of partition `P` only")
 	fs.Int64Var(&from, "from-offset", 0, "list the dead letters at this `OFFSET` and after")

@@ -308,3 +308,30 @@ func TestDeadLettersUnreadableFile(t *testing.T) {
 		t.Errorf("a cut-short dead-letter file: notes %q, want one naming it", res.Notes)
 	}
 }
+
+// TestDeadLettersOfBranch: --branch lists a replay branch's dead letters,
+// from the dead-letter table the branch writes, before it is published;
+// main's stay as they were, and a branch the table lacks exits 2 naming
+// it.
+func TestDeadLettersOfBranch(t *testing.T) {
+	st, cat := deadLettersStack(t)
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "ev", Partition: 1, Value: []byte("late garbage")}}); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, slices.Concat([]string{"replay", "-t", "ev", "--table", "lake.ev", "--branch", "rebuild", "--value", "json", "-b", st.Brokers[0]}, cat)...)
+	table := append([]string{"--table", "lake.ev"}, cat...)
+
+	res := deadLettersJSON(t, append([]string{"--branch", "rebuild"}, table...)...)
+	want := []string{"ev/0@1", "ev/0@2", "ev/0@4", "ev/1@1", "ev/1@2"}
+	if got := positions(res); !slices.Equal(got, want) || res.Counted != 5 || !slices.Equal(res.DeadLetterTables, []string{"lake.ev_rebuild_dlq"}) {
+		t.Errorf("dead-letters --branch rebuild: %v (counted %d, tables %v), want %v in lake.ev_rebuild_dlq", got, res.Counted, res.DeadLetterTables, want)
+	}
+	res = deadLettersJSON(t, table...)
+	if got := positions(res); !slices.Equal(got, want[:4]) || !slices.Equal(res.DeadLetterTables, []string{"lake.ev_dlq"}) {
+		t.Errorf("dead-letters of main: %v (tables %v), want %v in lake.ev_dlq", got, res.DeadLetterTables, want[:4])
+	}
+	code, _, errs := floe(t, append([]string{"dead-letters", "--branch", "nope"}, table...)...)
+	if code != 2 || !strings.Contains(errs, `no branch "nope"`) || !strings.Contains(errs, "rebuild") {
+		t.Errorf("dead-letters --branch nope: exit %d, stderr %q; want 2 naming the branch and the branches the table has", code, errs)
+	}
+}

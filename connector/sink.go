@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/cenkalti/backoff/v5"
 	"github.com/google/uuid"
@@ -310,6 +311,11 @@ type Sink struct {
 	// (snapshot.Table.ReserveSchema), so that another writer adding
 	// columns can no longer take their field IDs, and every flush could.
 	reserveSchema bool
+	// schema is the table's schema as the sink last logged it (noteSchema);
+	// caseWarned are the pairs of fields differing only in case it warned
+	// of.
+	schema     *iceberg.Schema
+	caseWarned map[[2]string]bool
 }
 
 // Validate reports the first invalid setting of c, as a *ConfigError.
@@ -424,7 +430,8 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		return nil, err
 	}
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator(),
-		spillBytes: defaultSpillBytes}
+		spillBytes: defaultSpillBytes, caseWarned: map[[2]string]bool{}}
+	s.noteSchema()
 	if tbl.Layout().Envelope == mapping.EnvelopeDebezium && tbl.Mode() != mapping.ModeUpsert {
 		return nil, fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
 	}
@@ -820,6 +827,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 			s.cfg.OnOnlyDeadLetters(dead, first)
 		}
 	}
+	s.noteSchema()
 	if s.mirror != nil {
 		s.mirror.add(res.Commit)
 	}

@@ -404,3 +404,38 @@ func TestAsOfRowsMapValuesKeepScaleAndMarkup(t *testing.T) {
 	})
 	asOfRowsHave(t, append([]string{"--table", "lake.mprices", "--offsets", "mprices/0=1"}, loc...), "12.50000", "0.00001", "a<b & c>d")
 }
+
+// TestSchemaChangesLoggedAndCaseClashWarned: a sink logs at INFO how its
+// records changed the table's schema, and warns when a producer renamed a
+// field in case only (userId to userID), which makes a second column that
+// engines resolving names without case cannot tell from the first.
+func TestSchemaChangesLoggedAndCaseClashWarned(t *testing.T) {
+	st, loc := replayStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(value string) {
+		t.Helper()
+		if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "ev", Value: []byte(value)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "ev", "--table", "lake.ev", "--value", "json", "--stop-at-end"}, loc...)
+	produce(`{"userId":1,"n":1}`)
+	code, _, errs := floe(t, sink...)
+	if code != exitOK || !strings.Contains(errs, `msg="the table's schema changed"`) || !strings.Contains(errs, "added n long") || !strings.Contains(errs, "added userId long") ||
+		strings.Contains(errs, "level=WARN") {
+		t.Errorf("first run: exit %d\n%s\nwant the columns added logged at INFO, and no warning", code, errs)
+	}
+	produce(`{"userID":2,"n":2}`)
+	code, _, errs = floe(t, sink...)
+	if code != exitOK || !strings.Contains(errs, "added userID long") ||
+		!strings.Contains(errs, "level=WARN") || !strings.Contains(errs, "columns userId and userID, whose names differ only in case") {
+		t.Errorf("after the rename: exit %d\n%s\nwant the change logged and a warning naming userId and userID", code, errs)
+	}
+	// Each run warns again, once, while the table has both.
+	code, _, errs = floe(t, sink...)
+	if code != exitOK || strings.Count(errs, "whose names differ only in case") != 1 || strings.Contains(errs, "schema changed") {
+		t.Errorf("a run with nothing new: exit %d\n%s\nwant one warning and no schema change", code, errs)
+	}
+}

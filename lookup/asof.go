@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -137,8 +139,9 @@ func rebuildHint(command string) string {
 type BeforeHistoryError struct {
 	Table string
 	Cut   mapping.Cut
-	// Branches are the branches ever published onto main.
-	Branches []string
+	// Branch is the branch whose published head main's head descends
+	// from (snapshot.Table.PublishedBranch).
+	Branch string
 	// FirstSnapshot is the snapshot of the first commit reaching past the
 	// position.
 	FirstSnapshot int64
@@ -148,7 +151,7 @@ type BeforeHistoryError struct {
 
 func (e *BeforeHistoryError) Error() string {
 	return fmt.Sprintf("%s as of %s: main's history no longer reaches back to that position: a replay published from branch %s replaced main's earlier commits, and main's first commit since (snapshot %d) reaches past it, so main holds no state as of the position (the empty table before that commit is not what it held then); that state is in a snapshot main had before the publish: a tag made before publishing keeps it for Iceberg engines to read, else snapshot expiry removes it; %s",
-		e.Table, e.Cut, strings.Join(e.Branches, ", "), e.FirstSnapshot, rebuildHint(e.Rebuild))
+		e.Table, e.Cut, e.Branch, e.FirstSnapshot, rebuildHint(e.Rebuild))
 }
 
 // RowsSnapshot is the snapshot whose rows below r.Cut are the table as of
@@ -327,10 +330,10 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 
 // checkInHistory returns a *BeforeHistoryError when boundary b of an upsert
 // table holds none of cut's partitions while the cut is past the first
-// offset main's ledger holds of one, on a table onto which a replay was
-// published: that ledger began with the replay, and the state before its
-// first commit is not the state main had then (a new user read 0 rows, as
-// of an empty table).
+// offset main's ledger holds of one, when main's head descends from a
+// replay published onto it (publishedOnto): that ledger began with the
+// replay, and the state before its first commit is not the state main had
+// then (a new user read 0 rows, as of an empty table).
 func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, b mapping.Boundary) error {
 	if beforeFirst(ledger, cut) || b.Next == nil {
 		return nil
@@ -340,34 +343,36 @@ func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut
 			return nil
 		}
 	}
-	branches := publishedBranches(tbl)
-	if len(branches) == 0 {
+	branch := publishedOnto(tbl)
+	if branch == "" {
 		return nil
 	}
-	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branches: branches, FirstSnapshot: b.Next.SnapshotID}
+	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branch: branch, FirstSnapshot: b.Next.SnapshotID}
 }
 
-// publishedBranches are the branches of tbl ever published onto main
-// (snapshot.PropPublished), sorted: main's ledger begins with a replay's
-// since, and main's commits before the publish are not in its history.
-func publishedBranches(tbl *snapshot.Table) []string {
-	var branches []string
-	for k := range tbl.Iceberg().Properties() {
-		if name, ok := strings.CutPrefix(k, snapshot.PropPublished); ok {
-			branches = append(branches, name)
-		}
+// publishedOnto returns the branch whose head, published onto main, main's
+// head descends from (snapshot.Table.PublishedBranch): main's ledger begins
+// with that replay's commits, and main's commits before the publish are not
+// in its history. Of a main replaced twice, it is the later replay's
+// branch: the table's properties record every publish, main's ancestry
+// tells which one its ledger begins with. It returns "" for a table open
+// on another branch, and for a main that descends from no published head.
+func publishedOnto(tbl *snapshot.Table) string {
+	head := tbl.Head()
+	if tbl.Branch() != table.MainBranch || head == nil {
+		return ""
 	}
-	slices.Sort(branches)
-	return branches
+	return tbl.PublishedBranch(head.SnapshotID)
 }
 
 // checkBeforePublished returns a *BeforeHistoryError when cut is, in some
 // partition, above 0 and at or below the first offset main's ledger holds
-// of it (and nowhere past it), on a table onto which a replay was
-// published: main's ledger begins where the replay began (--from), and
-// main may have held rows of those offsets before the publish, which its
-// history no longer reaches; "the table held nothing then" was not true
-// (a new user's report). first is main's first commit covering the cut.
+// of it (and nowhere past it), when main's head descends from a replay
+// published onto it (publishedOnto): main's ledger begins where the replay
+// began (--from), and main may have held rows of those offsets before the
+// publish, which its history no longer reaches; "the table held nothing
+// then" was not true (a new user's report). first is main's first commit
+// covering the cut.
 func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, first int64) error {
 	below := false
 	for tp, o := range cut {
@@ -377,11 +382,14 @@ func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mappi
 		}
 		below = below || ok && o > 0
 	}
-	branches := publishedBranches(tbl)
-	if !below || len(branches) == 0 {
+	if !below {
 		return nil
 	}
-	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branches: branches, FirstSnapshot: first}
+	branch := publishedOnto(tbl)
+	if branch == "" {
+		return nil
+	}
+	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branch: branch, FirstSnapshot: first}
 }
 
 // beforeFirst reports whether every partition's cut is at or below the

@@ -263,11 +263,11 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 			res.Explanation = fmt.Sprintf("%s was never sunk: the table has nothing of %s", at, tp)
 		case offset < loc.First:
 			res.Explanation = fmt.Sprintf("%s was never sunk: the table holds %s from offset %d on", at, tp, loc.First)
-			if branches := publishedBranches(tbl); len(branches) > 0 {
+			if branch := publishedOnto(tbl); branch != "" {
 				// Main's ledger is a published replay's, which began
 				// there: main may have held it before (a new user's
 				// report).
-				res.Explanation = fmt.Sprintf("%s is not in main's history: main holds %s from offset %d on since a replay was published onto it (branch %s), and its commits before the publish, which may have held the offset, are not in its history", at, tp, loc.First, strings.Join(branches, ", "))
+				res.Explanation = fmt.Sprintf("%s is not in main's history: main holds %s from offset %d on since a replay was published onto it (branch %s), and its commits before the publish, which may have held the offset, are not in its history", at, tp, loc.First, branch)
 			}
 		case offset < loc.Next:
 			res.Explanation = fmt.Sprintf("%s is in a gap of the ledger, which covers %s from %d to %d: run floe audit", at, tp, loc.First, loc.Next)

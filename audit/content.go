@@ -307,9 +307,7 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapshotID int64, tp mapping.TopicPartition, iv mapping.Interval, typed bool) ([]offsetDigest, []keyedOffset, error) {
 	var filter iceberg.BooleanExpression = iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition)
 	if a.fold == "" {
-		filter = iceberg.NewAnd(filter,
-			iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), iv.Low),
-			iceberg.LessThan(iceberg.Reference(mapping.ColOffset), iv.High))
+		filter = iceberg.NewAnd(filter, snapshot.OffsetFilter(iv))
 	}
 	if a.byTopic() {
 		filter = iceberg.NewAnd(filter, iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic))

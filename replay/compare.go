@@ -15,7 +15,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -422,52 +421,19 @@ type positions struct{ rows, deadLetters *offsetSet }
 // older floe's rows without a commit id are not counted).
 func heldPositions(ctx context.Context, t *snapshot.Table, id int64, spans map[mapping.TopicPartition]mapping.Interval, missingOK bool) (map[mapping.TopicPartition]positions, error) {
 	out := map[mapping.TopicPartition]positions{}
-	var filter iceberg.BooleanExpression = iceberg.AlwaysFalse{}
 	for tp, in := range spans {
 		out[tp] = positions{rows: newOffsetSet(in), deadLetters: newOffsetSet(in)}
-		filter = iceberg.NewOr(filter, iceberg.NewAnd(iceberg.NewAnd(
-			iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic),
-			iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition)), iceberg.NewAnd(
-			iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), in.Low),
-			iceberg.LessThan(iceberg.Reference(mapping.ColOffset), in.High))))
 	}
-	// read places the rows of tbl at snapshotID that the filter's bounds
-	// and keep select in set: files are pruned by the bounds, rows placed
-	// by their position, which the set checks against its span.
-	read := func(tbl *snapshot.Table, snapshotID int64, missingOK bool, set func(positions) *offsetSet, keep map[string]bool) error {
-		cols := []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
-		if keep != nil {
-			cols = append(cols, mapping.ColCommitID)
+	// place adds each position to the set that pick chooses of its
+	// partition's, which leaves out an offset outside its span.
+	place := func(pick func(positions) *offsetSet) func(mapping.TopicPartition, int64) {
+		return func(tp mapping.TopicPartition, off int64) {
+			if p, ok := out[tp]; ok {
+				pick(p).add(off)
+			}
 		}
-		return tbl.ScanFiles(ctx, snapshotID, snapshot.ScanOptions{Columns: cols, Filter: filter, MissingOK: missingOK},
-			func(fb snapshot.FileBatch) error {
-				if fb.Batch == nil {
-					return nil
-				}
-				topic, ok1 := columnOf[*array.String](fb.Batch, mapping.ColTopic)
-				part, ok2 := columnOf[*array.Int32](fb.Batch, mapping.ColPartition)
-				off, ok3 := columnOf[*array.Int64](fb.Batch, mapping.ColOffset)
-				var commit *array.String
-				if keep != nil {
-					// An older floe's rows have no commit id (nor the
-					// column): they are not counted.
-					commit, _ = columnOf[*array.String](fb.Batch, mapping.ColCommitID)
-				}
-				if !ok1 || !ok2 || !ok3 {
-					return fmt.Errorf("data file %s: unexpected position columns %s", fb.Path, fb.Batch.Schema())
-				}
-				for i := range int(fb.Batch.NumRows()) {
-					if keep != nil && (commit == nil || commit.IsNull(i) || !keep[commit.Value(i)]) {
-						continue
-					}
-					if p, ok := out[mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}]; ok {
-						set(p).add(off.Value(i))
-					}
-				}
-				return nil
-			})
 	}
-	if err := read(t, id, missingOK, func(p positions) *offsetSet { return p.rows }, nil); err != nil {
+	if err := t.ScanPositions(ctx, id, spans, snapshot.PositionOptions{MissingOK: missingOK}, place(func(p positions) *offsetSet { return p.rows })); err != nil {
 		return nil, fmt.Errorf("read the rows of snapshot %d: %w", id, err)
 	}
 	dlqs, err := t.DeadLetterTables(ctx)
@@ -486,7 +452,8 @@ func heldPositions(ctx context.Context, t *snapshot.Table, id int64, spans map[m
 		for _, c := range commits {
 			keep[c.ID] = true
 		}
-		if err := read(dlq, 0, true, func(p positions) *offsetSet { return p.deadLetters }, keep); err != nil {
+		opts := snapshot.PositionOptions{MissingOK: true, Commits: keep}
+		if err := dlq.ScanPositions(ctx, 0, spans, opts, place(func(p positions) *offsetSet { return p.deadLetters })); err != nil {
 			return nil, fmt.Errorf("read the dead letters of snapshot %d in %s: %w", id, dlq.Name(), err)
 		}
 	}

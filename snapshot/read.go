@@ -124,10 +124,77 @@ func (t *Table) rowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPar
 	return "", "", false, nil
 }
 
+// partitionFilter selects the rows of tp, by their topic and partition
+// columns.
 func partitionFilter(tp mapping.TopicPartition) iceberg.BooleanExpression {
 	return iceberg.NewAnd(
 		iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic),
 		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition))
+}
+
+// OffsetFilter is a scan filter (ScanOptions.Filter) selecting the rows
+// whose offset column lies in span, half-open as spans are; it names no
+// partition, so a caller ands it with the columns that tell its
+// partition's rows (by partition number alone, or with the topic).
+func OffsetFilter(span mapping.Interval) iceberg.BooleanExpression {
+	return iceberg.NewAnd(
+		iceberg.GreaterThanEqual(iceberg.Reference(mapping.ColOffset), span.Low),
+		iceberg.LessThan(iceberg.Reference(mapping.ColOffset), span.High))
+}
+
+// PositionOptions are ScanPositions' options.
+type PositionOptions struct {
+	// MissingOK leaves out the rows of data files the storage no longer
+	// has, instead of failing the scan (ScanOptions.MissingOK).
+	MissingOK bool
+	// Commits, when set, keeps only the rows whose commit id is one of
+	// them (a dead-letter table's rows of some commits); rows without a
+	// commit id, an older floe's, are left out.
+	Commits map[string]bool
+}
+
+// ScanPositions calls fn with the position of every row of a snapshot (0:
+// the branch head) that lies in spans: a row of a partition of spans, by
+// its topic and partition columns, whose offset lies in that partition's
+// span. The rows are those a reader of the snapshot sees, delete files
+// applied. Only the position columns are read (and the commit id, with
+// opts.Commits), of the files whose bounds reach the spans.
+func (t *Table) ScanPositions(ctx context.Context, snapshotID int64, spans map[mapping.TopicPartition]mapping.Interval, opts PositionOptions, fn func(mapping.TopicPartition, int64)) error {
+	cols := []string{mapping.ColTopic, mapping.ColPartition, mapping.ColOffset}
+	if opts.Commits != nil {
+		cols = append(cols, mapping.ColCommitID)
+	}
+	var terms []iceberg.BooleanExpression
+	for _, tp := range slices.SortedFunc(maps.Keys(spans), mapping.TopicPartition.Compare) {
+		terms = append(terms, iceberg.NewAnd(partitionFilter(tp), OffsetFilter(spans[tp])))
+	}
+	if len(terms) == 0 {
+		return nil
+	}
+	return t.ScanFiles(ctx, snapshotID, ScanOptions{Columns: cols, Filter: anyOf(terms...), MissingOK: opts.MissingOK},
+		func(fb FileBatch) error {
+			if fb.Batch == nil {
+				return nil
+			}
+			var commit *array.String
+			if opts.Commits != nil {
+				var err error
+				if commit, err = columnAs[*array.String](fb.Batch, mapping.ColCommitID); err != nil {
+					// An older floe's file, without the column: no row
+					// has a commit id.
+					return nil
+				}
+			}
+			err := eachPosition(fb.Batch, func(i int, tp mapping.TopicPartition, off int64) {
+				if commit == nil || commit.IsValid(i) && opts.Commits[commit.Value(i)] {
+					fn(tp, off)
+				}
+			})
+			if err != nil {
+				return fmt.Errorf("data file %s: %w", fb.Path, err)
+			}
+			return nil
+		})
 }
 
 // cutFilter selects the rows below a cut: rows of a partition the cut names
@@ -314,7 +381,7 @@ func (t *Table) lowerToTime(ctx context.Context, snapshotID int64, at time.Time,
 		if err != nil {
 			return fmt.Errorf("scan timestamps of %s: %w", t.Name(), err)
 		}
-		err = eachPosition(b, func(tp mapping.TopicPartition, off int64) {
+		err = eachPosition(b, func(_ int, tp mapping.TopicPartition, off int64) {
 			if o, ok := cut[tp]; ok && off < o {
 				cut[tp] = off
 			}
@@ -327,8 +394,9 @@ func (t *Table) lowerToTime(ctx context.Context, snapshotID int64, at time.Time,
 	return nil
 }
 
-// eachPosition calls fn with the topic partition and offset of every row.
-func eachPosition(b arrow.RecordBatch, fn func(mapping.TopicPartition, int64)) error {
+// eachPosition calls fn with the index, topic partition and offset of
+// every row.
+func eachPosition(b arrow.RecordBatch, fn func(int, mapping.TopicPartition, int64)) error {
 	topic, err := columnAs[*array.String](b, mapping.ColTopic)
 	if err != nil {
 		return err
@@ -342,7 +410,7 @@ func eachPosition(b arrow.RecordBatch, fn func(mapping.TopicPartition, int64)) e
 		return err
 	}
 	for i := range int(b.NumRows()) {
-		fn(mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}, off.Value(i))
+		fn(i, mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}, off.Value(i))
 	}
 	return nil
 }

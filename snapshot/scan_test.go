@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -101,5 +102,44 @@ func TestScanFiles(t *testing.T) {
 	}
 	if err := tbl.ScanFiles(t.Context(), 42, snapshot.ScanOptions{}, func(snapshot.FileBatch) error { return nil }); err == nil {
 		t.Fatal("scan of an unknown snapshot succeeded")
+	}
+}
+
+// TestScanPositions: the positions of the rows in the spans, and only
+// those: a span's offsets of its own partition, across snapshots' files,
+// none of a topic the table does not hold, none without spans.
+func TestScanPositions(t *testing.T) {
+	tbl := scanTable(t)
+	spans := map[mapping.TopicPartition]mapping.Interval{
+		{Topic: "t", Partition: 0}: {Low: 50, High: 150},
+		{Topic: "t", Partition: 2}: {Low: 190, High: 250},
+		{Topic: "u", Partition: 1}: {Low: 0, High: 200},
+	}
+	got := map[mapping.TopicPartition][]int64{}
+	err := tbl.ScanPositions(t.Context(), 0, spans, snapshot.PositionOptions{}, func(tp mapping.TopicPartition, off int64) {
+		got[tp] = append(got[tp], off)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[mapping.TopicPartition]mapping.Interval{
+		{Topic: "t", Partition: 0}: {Low: 50, High: 150},
+		{Topic: "t", Partition: 2}: {Low: 190, High: 200},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("positions of %d partitions, want %d: %v", len(got), len(want), got)
+	}
+	for tp, in := range want {
+		offs := got[tp]
+		slices.Sort(offs)
+		if int64(len(offs)) != in.Len() || offs[0] != in.Low || offs[len(offs)-1] != in.High-1 || len(slices.Compact(offs)) != len(offs) {
+			t.Errorf("%s: %d positions from %v, want each of %s once", tp, len(offs), offs[:min(3, len(offs))], in)
+		}
+	}
+	err = tbl.ScanPositions(t.Context(), 0, nil, snapshot.PositionOptions{}, func(tp mapping.TopicPartition, off int64) {
+		t.Errorf("no spans: position %s@%d", tp, off)
+	})
+	if err != nil {
+		t.Errorf("no spans: %v", err)
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -124,7 +127,47 @@ func listenError(flag, addr string, err error) error {
 	if _, _, serr := net.SplitHostPort(addr); serr != nil {
 		return errors.New(valueMessage(flag, addr, fmt.Sprintf("HOST:PORT or :PORT (:%s listens on every interface, 127.0.0.1:%[1]s on this host only)", strings.TrimLeft(addr, ":"))))
 	}
-	return fmt.Errorf("%w: pick a free address, or stop what listens on it; check %s", err, flag)
+	msg := "pick a free address, or stop what listens on it"
+	if errors.Is(err, syscall.EADDRINUSE) && !listening(addr) {
+		// Nothing listens: an outgoing connection's local port holds it
+		// (an operator's run, twice, on a port in Linux's range for those).
+		msg = "nothing listens there, so the local port of an outgoing connection holds it: pick a port outside the range this host gives those"
+		if lo, hi, ok := ephemeralPorts(); ok {
+			msg += fmt.Sprintf(" (%d-%d, /proc/sys/net/ipv4/ip_local_port_range), such as one below %d", lo, hi, lo)
+		}
+	}
+	return fmt.Errorf("%w: %s; check %s", err, msg, flag)
+}
+
+// listening reports whether a server accepts connections on addr (on this
+// host when addr names no host).
+func listening(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// ephemeralPorts returns the range from which Linux picks the local ports
+// of outgoing connections; ok is false where it cannot be read.
+func ephemeralPorts() (lo, hi int, ok bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, false
+	}
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		return 0, 0, false
+	}
+	return lo, hi, true
 }
 
 // changedWhileRead explains err, a read of tbl that found a file gone,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -133,5 +134,30 @@ func TestListenAddressInUse(t *testing.T) {
 	code, _, errs = floe(t, slices.Concat([]string{"status", "--table", "lake.shop2", "--serve", addr}, common[2:])...)
 	if code != exitError || !strings.Contains(errs, "check --serve") {
 		t.Errorf("status --serve: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestListenPortHeldByOutgoingConnection: a --metrics-addr port that an
+// outgoing connection's local port holds, with nothing listening, says so
+// and names the range to stay out of; it said to stop what listens on it
+// (an operator's run).
+func TestListenPortHeldByOutgoingConnection(t *testing.T) {
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	port := freeTCPPort(t)
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}}
+	c, err := d.DialContext(t.Context(), "tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	code, _, errs := floe(t, "sink", "-t", "orders", "--table", "lake.orders", "-b", "127.0.0.1:1", "--metrics-addr", addr)
+	if code != exitError || !strings.Contains(errs, "nothing listens there, so the local port of an outgoing connection holds it") ||
+		!strings.Contains(errs, "ip_local_port_range") || !strings.Contains(errs, "check --metrics-addr") {
+		t.Errorf("sink --metrics-addr %s: exit %d, stderr %q", addr, code, errs)
 	}
 }

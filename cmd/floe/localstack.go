@@ -164,6 +164,8 @@ func localSecurity(l *localstack.Local) [][2]string {
 func localConfig(l *localstack.Local) string {
 	return fmt.Sprintf(`# floe config for the local stack in %s (written by 'floe localstack up').
 # Use: floe sink --config %s --topic TOPIC --table NAMESPACE.TABLE
+# It points at this stack only: the s3-* settings below count as flags and beat the AWS_*
+# variables, so a copy meant for other storage must drop them.
 brokers: [%s]
 catalog: %s
 warehouse: %s
@@ -178,6 +180,11 @@ schema-registry: %s
 
 func localSecurityYAML(l *localstack.Local) string {
 	var b strings.Builder
+	if l.Password != "" {
+		// An operator asked why the banner keeps the password out of ps
+		// while this file holds it.
+		b.WriteString("# The stack's own generated password, here so that --config alone reaches it; keep a real\n# cluster's out of config files (FLOE_KAFKA_SASL_PASSWORD, or a --kafka-config file).\n")
+	}
 	for _, kv := range localSecurity(l) {
 		fmt.Fprintf(&b, "%s: %s\n", kv[0], strconv.Quote(kv[1]))
 	}

@@ -205,15 +205,25 @@ func TestLedgerNextAndLocate(t *testing.T) {
 }
 
 // FuzzDecodeCommit checks that decoding never panics and that whatever
-// decodes re-encodes to the same ledger entry.
+// decodes re-encodes to the same ledger entry, over every key a commit's
+// summary has (versions, lost and aborted ranges and file groups from a
+// review).
 func FuzzDecodeCommit(f *testing.F) {
-	f.Add("orders", "0:0-1200:1187,3:950-1800:850", "0:1200-1300")
-	f.Add("t", "0:0-0:0", "")
-	f.Add("x", "1:5-4:0", "1:a-b")
-	f.Fuzz(func(t *testing.T, topic, ranges, lost string) {
-		props := map[string]string{KeyVersion: "1", KeyCommitID: "id", KeyWriter: "w", KeyRangesPrefix + topic: ranges}
+	f.Add("1", "orders", "0:0-1200:1187,3:950-1800:850", "0:1200-1300", "", "")
+	f.Add("1", "t", "0:0-0:0", "", "", "")
+	f.Add("1", "x", "1:5-4:0", "1:a-b", "", "")
+	f.Add("2", "t", "0:0-10:10,1:5-9:3:1", "", "", "")
+	f.Add("2", "a.b", "0:0-0:0", "0:10-20", "0:20-30", `[{"files":["x"],"spans":{"a.b":"0:0-5"}}]`)
+	f.Fuzz(func(t *testing.T, version, topic, ranges, lost, aborted, groups string) {
+		props := map[string]string{KeyVersion: version, KeyCommitID: "id", KeyWriter: "w", KeyRangesPrefix + topic: ranges}
 		if lost != "" {
 			props[KeyLostPrefix+topic] = lost
+		}
+		if aborted != "" {
+			props[KeyAbortedPrefix+topic] = aborted
+		}
+		if groups != "" {
+			props[KeyFileGroups] = groups
 		}
 		c, err := DecodeCommit(1, time.Time{}, props)
 		if err != nil {

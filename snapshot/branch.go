@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,10 +157,12 @@ func newSnapshotID(meta table.Metadata) int64 {
 const PropPublished = "floe.published."
 
 // PublishedBranch returns the branch whose head Publish last made main's
-// head, when snapshot id (of main) is that head or descends from it: the
-// ledger of id is then that branch's, with the commits made on main since
-// on top. It returns "" when no published head is among id's ancestors
-// (main was never replaced by a branch, or was replaced since).
+// head, when snapshot id (of main) is that head or descends from it, or
+// is one of its ancestors (main rolled back into the branch's commits: a
+// replay's branch begins empty, so they are all its own): the ledger of id
+// is then that branch's, with the commits made on main since on top. It
+// returns "" when id is in no published head's line (main was never
+// replaced by a branch, or was replaced since, or rolled back below it).
 func (t *Table) PublishedBranch(id int64) string {
 	published := map[int64]string{}
 	for k, v := range t.tbl.Properties() {
@@ -172,18 +176,34 @@ func (t *Table) PublishedBranch(id int64) string {
 		return ""
 	}
 	lookup := snapshotIn(t.tbl.Metadata(), t.archive)
-	seen := map[int64]bool{}
-	for s := lookup(id); s != nil && !seen[s.SnapshotID]; {
-		if b, ok := published[s.SnapshotID]; ok {
-			return b
+	// ancestry calls fn with from and each of its ancestors, until fn
+	// says stop.
+	ancestry := func(from int64, fn func(int64) bool) {
+		seen := map[int64]bool{}
+		for s := lookup(from); s != nil && !seen[s.SnapshotID] && fn(s.SnapshotID); {
+			seen[s.SnapshotID] = true
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = lookup(*s.ParentSnapshotID)
 		}
-		seen[s.SnapshotID] = true
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = lookup(*s.ParentSnapshotID)
 	}
-	return ""
+	found := ""
+	ancestry(id, func(s int64) bool {
+		found = published[s]
+		return found == ""
+	})
+	// Heads in order, so that a snapshot in two lines names one branch
+	// whatever the map's order.
+	for _, head := range slices.Sorted(maps.Keys(published)) {
+		ancestry(head, func(s int64) bool {
+			if s == id && found == "" {
+				found = published[head]
+			}
+			return found == ""
+		})
+	}
+	return found
 }
 
 // ErrPublishRace is matched (errors.Is) when main or the branch kept moving

@@ -14,7 +14,7 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// TestLookupsAfterRollbackIntoPublishedHistory: main (sunk from offset 5)
+// TestLookupsAfterRollbackIntoPublishedHistory (from a review): main (sunk from offset 5)
 // is replaced by a replay from 10 on branch late (two commits), then
 // rolled back one commit, to the replay's first commit (an engine's
 // rollback_to_snapshot of a bad last commit). Main's ledger is still the

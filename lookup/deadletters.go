@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -170,12 +171,18 @@ func DeadLetters(ctx context.Context, tbl *snapshot.Table, q DeadLetterQuery) (D
 	if q.Topic != "" || q.Partition != nil {
 		in = " in the topic and partition selected"
 	}
+	// The audit to run is of the ledger read: a branch's, for --branch.
+	audit, writer := "floe audit --table "+tbl.Name(), "floe sink session"
+	if tbl.Branch() != table.MainBranch {
+		audit += " --branch " + tbl.Branch()
+		writer = "floe replay --branch " + tbl.Branch()
+	}
 	switch {
 	case l.held < res.Counted:
-		res.Notes = append(res.Notes, fmt.Sprintf("the ledger counts %s%s that no dead-letter table holds yet (pending: a sink committed them but could not add them, and the next floe sink session or floe maintain adds them), or whose files are gone; floe audit --table %s tells which",
-			deadLetterCount(res.Counted-l.held), in, tbl.Name()))
+		res.Notes = append(res.Notes, fmt.Sprintf("the ledger counts %s%s that no dead-letter table holds yet (pending: a sink committed them but could not add them, and the next %s or floe maintain adds them), or whose files are gone; %s tells which",
+			deadLetterCount(res.Counted-l.held), in, writer, audit))
 	case l.held > res.Counted:
-		res.Notes = append(res.Notes, fmt.Sprintf("the dead-letter tables hold %s more%s than the ledger counts; floe audit --table %s names the commits", deadLetterCount(l.held-res.Counted), in, tbl.Name()))
+		res.Notes = append(res.Notes, fmt.Sprintf("the dead-letter tables hold %s more%s than the ledger counts; %s names the commits", deadLetterCount(l.held-res.Counted), in, audit))
 	}
 	return res, nil
 }

@@ -8,9 +8,9 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -128,33 +128,43 @@ func listenError(flag, addr string, err error) error {
 		return errors.New(valueMessage(flag, addr, fmt.Sprintf("HOST:PORT or :PORT (:%s listens on every interface, 127.0.0.1:%[1]s on this host only)", strings.TrimLeft(addr, ":"))))
 	}
 	msg := "pick a free address, or stop what listens on it"
-	if errors.Is(err, syscall.EADDRINUSE) && !listening(addr) {
-		// Nothing listens: an outgoing connection's local port holds it
-		// (an operator's run, twice, on a port in Linux's range for those).
-		msg = "nothing listens there, so the local port of an outgoing connection holds it: pick a port outside the range this host gives those"
-		if lo, hi, ok := ephemeralPorts(); ok {
-			msg += fmt.Sprintf(" (%d-%d, /proc/sys/net/ipv4/ip_local_port_range), such as one below %d", lo, hi, lo)
+	if _, p, _ := net.SplitHostPort(addr); errors.Is(err, syscall.EADDRINUSE) {
+		if n, perr := strconv.Atoi(p); perr == nil && !listensOn(n) {
+			// Nothing listens: an outgoing connection's local port holds
+			// it (an operator's run, twice, on a port in Linux's range
+			// for those).
+			msg = "nothing listens on that port, so the local port of an outgoing connection holds it: pick a port outside the range this host gives those"
+			if lo, hi, ok := ephemeralPorts(); ok {
+				msg += fmt.Sprintf(" (%d-%d, /proc/sys/net/ipv4/ip_local_port_range), such as one below %d", lo, hi, lo)
+			}
 		}
 	}
 	return fmt.Errorf("%w: %s; check %s", err, msg, flag)
 }
 
-// listening reports whether a server accepts connections on addr (on this
-// host when addr names no host).
-func listening(addr string) bool {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
+// listensOn reports whether a TCP socket of this host listens on port, on
+// any address, as Linux's /proc/net/tcp and tcp6 list them; where they
+// cannot be read, it says yes, which keeps the plain advice.
+func listensOn(port int) bool {
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return true
+		}
+		for line := range strings.Lines(string(b)) {
+			// sl local_address rem_address st ...: the local address is
+			// hex IP:PORT, state 0A is LISTEN.
+			fields := strings.Fields(line)
+			if len(fields) < 4 || fields[3] != "0A" {
+				continue
+			}
+			_, hex, _ := strings.Cut(fields[1], ":")
+			if n, err := strconv.ParseInt(hex, 16, 32); err == nil && int(n) == port {
+				return true
+			}
+		}
 	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
+	return false
 }
 
 // ephemeralPorts returns the range from which Linux picks the local ports

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestListenPortHeldByServerOnOtherAddress: a --metrics-addr :PORT whose
+// TestListenPortHeldByServerOnOtherAddress (from a review): a --metrics-addr :PORT whose
 // port a server holds on one address of the host (here 127.0.0.2, as a
 // server bound to one interface's address would) fails with EADDRINUSE;
 // something does listen, but listening() dials only 127.0.0.1, finds
@@ -28,12 +28,12 @@ func TestListenPortHeldByServerOnOtherAddress(t *testing.T) {
 	if code != exitError {
 		t.Fatalf("sink --metrics-addr %s: exit %d, stderr %q", addr, code, errs)
 	}
-	if strings.Contains(errs, "nothing listens there") || !strings.Contains(errs, "stop what listens on it") {
+	if strings.Contains(errs, "nothing listens on that port") || !strings.Contains(errs, "stop what listens on it") {
 		t.Errorf("sink --metrics-addr %s while a server listens on 127.0.0.2:%d: stderr %q\nwant: stop what listens on it (a server does), not an outgoing connection", addr, port, errs)
 	}
 }
 
-// TestDeadLettersOfBranchNotesNameTheBranch: dead-letters --branch's notes
+// TestDeadLettersOfBranchNotesNameTheBranch (from a review): dead-letters --branch's notes
 // send the operator to floe audit --table T, which audits main, not the
 // branch listed: with the branch's dead-letter files gone, the note must
 // say floe audit --table lake.ev --branch rebuild.

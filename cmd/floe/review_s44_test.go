@@ -156,7 +156,7 @@ func TestListenPortHeldByOutgoingConnection(t *testing.T) {
 	defer c.Close()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	code, _, errs := floe(t, "sink", "-t", "orders", "--table", "lake.orders", "-b", "127.0.0.1:1", "--metrics-addr", addr)
-	if code != exitError || !strings.Contains(errs, "nothing listens there, so the local port of an outgoing connection holds it") ||
+	if code != exitError || !strings.Contains(errs, "nothing listens on that port, so the local port of an outgoing connection holds it") ||
 		!strings.Contains(errs, "ip_local_port_range") || !strings.Contains(errs, "check --metrics-addr") {
 		t.Errorf("sink --metrics-addr %s: exit %d, stderr %q", addr, code, errs)
 	}

@@ -11,25 +11,52 @@ import (
 
 // SchemaChange is one difference between two schemas of a table, as a sink
 // logs it when the table's schema changes: a field added (with the fields
-// it holds) or a type promoted.
+// it holds), dropped, renamed, made optional, or its type promoted. A
+// field renamed and widened at once is two changes.
 type SchemaChange struct {
-	// Path is the field's dotted name, as iceberg-go gives it.
+	Kind ChangeKind
+	// Path is the field's dotted name, as iceberg-go gives it: in the new
+	// schema, but for a field dropped.
 	Path string
-	// From is nil for a field added; To is the field's type in the new
-	// schema.
+	// Was is a renamed field's earlier dotted name.
+	Was string
+	// From and To are a widened field's types; To is an added one's.
 	From, To iceberg.Type
 }
 
-func (c SchemaChange) String() string {
-	if c.From == nil {
-		return fmt.Sprintf("added %s %s", c.Path, c.To)
-	}
-	return fmt.Sprintf("widened %s from %s to %s", c.Path, c.From, c.To)
+// ChangeKind says what a SchemaChange did to its field.
+type ChangeKind string
+
+// The kinds of SchemaChange.
+const (
+	FieldAdded    ChangeKind = "added"
+	FieldDropped  ChangeKind = "dropped"
+	FieldRenamed  ChangeKind = "renamed"
+	FieldWidened  ChangeKind = "widened"
+	FieldOptional ChangeKind = "made optional"
+)
+
+// rank orders the changes of one field: its new name first.
+func (k ChangeKind) rank() int {
+	return slices.Index([]ChangeKind{FieldAdded, FieldRenamed, FieldWidened, FieldOptional, FieldDropped}, k)
 }
 
-// SchemaChanges returns what schema after adds to, or promotes in, schema
-// before, by field ID, sorted by path: a field added holds its nested
-// fields, which are not listed apart.
+func (c SchemaChange) String() string {
+	switch c.Kind {
+	case FieldAdded:
+		return fmt.Sprintf("added %s %s", c.Path, c.To)
+	case FieldRenamed:
+		return fmt.Sprintf("renamed %s to %s", c.Was, c.Path)
+	case FieldWidened:
+		return fmt.Sprintf("widened %s from %s to %s", c.Path, c.From, c.To)
+	}
+	return fmt.Sprintf("%s %s", c.Kind, c.Path)
+}
+
+// SchemaChanges returns how schema after differs from schema before, by
+// field ID, sorted by path: a field added or dropped holds its nested
+// fields, which are not listed apart, and a field renamed is listed, not
+// the fields it holds, whose paths change with it.
 func SchemaChanges(before, after *iceberg.Schema) ([]SchemaChange, error) {
 	had, err := iceberg.IndexByID(before)
 	if err != nil {
@@ -39,6 +66,10 @@ func SchemaChanges(before, after *iceberg.Schema) ([]SchemaChange, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index schema %d: %w", after.ID, err)
 	}
+	wasNamed, err := iceberg.IndexNameByID(before)
+	if err != nil {
+		return nil, fmt.Errorf("name the fields of schema %d: %w", before.ID, err)
+	}
 	names, err := iceberg.IndexNameByID(after)
 	if err != nil {
 		return nil, fmt.Errorf("name the fields of schema %d: %w", after.ID, err)
@@ -46,18 +77,33 @@ func SchemaChanges(before, after *iceberg.Schema) ([]SchemaChange, error) {
 	var out []SchemaChange
 	for id, f := range has {
 		old, ok := had[id]
-		switch {
-		case !ok:
-			out = append(out, SchemaChange{Path: names[id], To: f.Type})
-		case !old.Type.Equals(f.Type) && isPrimitive(old.Type) && isPrimitive(f.Type):
-			out = append(out, SchemaChange{Path: names[id], From: old.Type, To: f.Type})
+		if !ok {
+			out = append(out, SchemaChange{Kind: FieldAdded, Path: names[id], To: f.Type})
+			continue
+		}
+		if old.Name != f.Name {
+			out = append(out, SchemaChange{Kind: FieldRenamed, Path: names[id], Was: wasNamed[id]})
+		}
+		if !old.Type.Equals(f.Type) && isPrimitive(old.Type) && isPrimitive(f.Type) {
+			out = append(out, SchemaChange{Kind: FieldWidened, Path: names[id], From: old.Type, To: f.Type})
+		}
+		if old.Required && !f.Required {
+			out = append(out, SchemaChange{Kind: FieldOptional, Path: names[id]})
 		}
 	}
-	slices.SortFunc(out, func(a, b SchemaChange) int { return cmp.Compare(a.Path, b.Path) })
-	// A field added inside one added too is part of it.
+	for id := range had {
+		if _, ok := has[id]; !ok {
+			out = append(out, SchemaChange{Kind: FieldDropped, Path: wasNamed[id]})
+		}
+	}
+	slices.SortFunc(out, func(a, b SchemaChange) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Kind.rank(), b.Kind.rank()))
+	})
+	// A field added or dropped inside one added or dropped too is part of
+	// it.
 	return slices.DeleteFunc(out, func(c SchemaChange) bool {
 		return slices.ContainsFunc(out, func(p SchemaChange) bool {
-			return p.From == nil && c.From == nil && strings.HasPrefix(c.Path, p.Path+".")
+			return p.Kind == c.Kind && (c.Kind == FieldAdded || c.Kind == FieldDropped) && strings.HasPrefix(c.Path, p.Path+".")
 		})
 	}), nil
 }

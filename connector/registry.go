@@ -409,11 +409,12 @@ func (r *Registry) explain(err error, what string, notFound *UnknownSchemaError)
 			return &RegistryAuthError{Registry: r.url, StatusCode: code, Err: err}
 		case code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
 			return &RegistryUnavailableError{Registry: r.url, What: what, Err: err}
-		case code == http.StatusNotFound:
+		case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
 			// A 404 without the registry's error code is a server that is
 			// no schema registry at this path: taking it for an unknown
-			// schema would dead-letter every record.
-			return fmt.Errorf("schema registry %s: %s: HTTP 404 without a registry error code (is --schema-registry the registry's base URL?): %w", r.url, what, err)
+			// schema would dead-letter every record. A 405 is a registry
+			// path given as the base (…/subjects, found by a docs check).
+			return fmt.Errorf("schema registry %s: %s: HTTP %d without a registry error code (is --schema-registry the registry's base URL?): %w", r.url, what, code, err)
 		}
 		return fmt.Errorf("schema registry %s: %s: HTTP %d: %w", r.url, what, resp.StatusCode, err)
 	}

@@ -139,6 +139,8 @@ func TestSinkChecksDeadLettersAndRegistryFirst(t *testing.T) {
 		{"dlq of another table", []string{"--value", "json", "--dlq-table", "lake.shop_dlq"}, "table lake.shop_dlq holds the dead letters of lake.shop, not of {T}"},
 		{"unreachable registry", []string{"--value", "registry", "--schema-registry", "http://127.0.0.1:1"}, "schema registry http://127.0.0.1:1 unavailable"},
 		{"not a registry", []string{"--value", "registry", "--schema-registry", st.Registry + "/nope"}, "HTTP 404 without a registry error code"},
+		// It said HTTP 405 and nothing else (from a docs check).
+		{"a registry path", []string{"--value", "registry", "--schema-registry", st.Registry + "/subjects"}, "HTTP 405 without a registry error code (is --schema-registry the registry's base URL?)"},
 		{"https against http", []string{"--value", "registry", "--schema-registry", "https://" + host}, "the server does not speak TLS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -26,7 +26,7 @@ COPY --from=build /out/floe /usr/local/bin/floe
 # The working directory is writable by the nonroot user: the zero-setup
 # default catalog and warehouse (floe-data/) land there.
 WORKDIR /home/nonroot
-# floe sink --metrics-addr :9464 serves /metrics and /healthz here.
+# floe sink --metrics-addr :9464 serves /metrics, /healthz and /readyz here.
 EXPOSE 9464
 ENTRYPOINT ["/usr/local/bin/floe"]
 CMD ["--help"]

@@ -182,7 +182,7 @@ func (f *opsFlags) register(fs *pflag.FlagSet) {
 	// The usage says what the default is; pflag would add "(default [])".
 	fs.Lookup("partitions").DefValue = ""
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "",
-		"serve Prometheus metrics on http://`ADDR`/metrics, health on http://ADDR/healthz and a live status page on http://ADDR/ (its numbers at /status.json), e.g. :9464 (default: off)")
+		"serve Prometheus metrics on http://`ADDR`/metrics, liveness on http://ADDR/healthz (200 unless a pipeline failed, retrying included), readiness on http://ADDR/readyz (200 while every pipeline runs or finished, 503 while one starts, retries or failed, or the sink stops) and a live status page on http://ADDR/ (its numbers at /status.json), e.g. :9464 (default: off)")
 	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges (and the status page's broker offsets) poll the broker's offsets; they also poll after each commit, at most once a second")
 }
 
@@ -351,6 +351,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		return err
 	}
 	reg := metrics.New()
+	// A stopping sink is not ready: /readyz says so while it commits.
+	stopReady := context.AfterFunc(ctx, reg.Stopping)
+	defer stopReady()
 	w := cmd.OutOrStdout()
 	var onlyDead []string // --stop-at-end pipelines that wrote dead letters and no row
 	var short []string    // --stop-at-end pipelines interrupted before their end offsets
@@ -495,7 +498,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		if err != nil {
 			return listenError("--metrics-addr", f.metricsAddr, err)
 		}
-		slog.Info("serving metrics, health and status", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz", "status", "http://"+addr+"/")
+		slog.Info("serving metrics, health and status", "metrics", "http://"+addr+"/metrics", "health", "http://"+addr+"/healthz", "ready", "http://"+addr+"/readyz", "status", "http://"+addr+"/")
 	}
 	if broker, err = f.dial(ctx); err != nil {
 		return err

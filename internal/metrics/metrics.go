@@ -1,7 +1,7 @@
 // Package metrics exposes a running sink to Prometheus, to health checks
 // and to a person: counters and histograms fed by the connector's Config
 // callbacks, gauges of each partition's lag polled from the broker, and an
-// HTTP handler serving /metrics, /healthz and the live status page
+// HTTP handler serving /metrics, /healthz, /readyz and the live status page
 // (internal/statuspage) at / and /status.json.
 package metrics
 
@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,8 @@ type Registry struct {
 
 	mu        sync.Mutex
 	pipelines []*Pipeline
+	// stopping is set once the process was asked to stop (Stopping).
+	stopping atomic.Bool
 }
 
 // New returns a registry with floe's metrics and the Go runtime and process
@@ -600,8 +603,9 @@ func (r *Registry) Health() (ok bool, doc health) {
 }
 
 // Handler serves /metrics (Prometheus text format), /healthz (200 with a
-// JSON document while no pipeline failed, 503 otherwise), and the status
-// page at / with its document at /status.json.
+// JSON document while no pipeline failed, 503 otherwise), /readyz (the
+// same document, 200 while Ready, 503 otherwise), and the status page at
+// / with its document at /status.json.
 func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", statuspage.Handler(func(context.Context) (statuspage.Page, error) { return r.StatusPage(), nil }))
@@ -614,6 +618,7 @@ func (r *Registry) Handler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(doc)
 	})
+	mux.HandleFunc("/readyz", r.serveReady)
 	return mux
 }
 

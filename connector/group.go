@@ -117,6 +117,8 @@ func (ss *session) joinGroup(ctx context.Context) error {
 		return err
 	}
 	s.inLedger = nil
+	// A new session owns nothing until the group assigns it partitions.
+	s.stats.Owned = nil
 	rebalance := s.cfg.RebalanceTimeout
 	if rebalance <= 0 {
 		rebalance = DefaultRebalanceTimeout
@@ -336,6 +338,7 @@ func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 		ss.drop(ctx, p)
 		delete(ss.gm.owned, p)
 	}
+	ss.ownedChanged()
 	ss.s.inLedger = slices.DeleteFunc(ss.s.inLedger, func(tp mapping.TopicPartition) bool { return slices.Contains(ps, tp.Partition) })
 	return committed
 }
@@ -488,8 +491,21 @@ func (ss *session) adopt(ctx context.Context, ps []int32) (map[int32]int64, erro
 		if ss.writer == nil {
 			ss.base = s.tbl.Iceberg()
 		}
+		ss.ownedChanged()
 		s.log.Info("partitions assigned by the group; each starts at the ledger's next offset", "group", s.cfg.Group, "positions", fmt.Sprint(pos))
 		return pos, nil
+	}
+}
+
+// ownedChanged reports the partitions the member owns now (Stats.Owned,
+// Config.OnOwned): the metrics, status page and summary say which are this
+// member's, as the log alone did (found by an operator). The caller holds
+// gm.mu.
+func (ss *session) ownedChanged() {
+	owned := slices.Sorted(maps.Keys(ss.gm.owned))
+	ss.s.stats.Owned = owned
+	if f := ss.s.cfg.OnOwned; f != nil {
+		f(owned)
 	}
 }
 

@@ -503,6 +503,11 @@ func (ss *session) close() {
 		gm.mu.Lock()
 		gm.closing = true
 		gm.mu.Unlock()
+		// The member leaves the group: it owns nothing now. Stats.Owned
+		// keeps what it owned, for the summary.
+		if f := ss.s.cfg.OnOwned; f != nil {
+			f(nil)
+		}
 		// The flush in flight hands its offsets to the mirror when it
 		// commits: the mirror closes after it.
 		_ = ss.wait()

@@ -181,6 +181,11 @@ type Config struct {
 	// OnRebalance, when set, is called in group mode each time partitions
 	// are assigned to, revoked from or lost by this member.
 	OnRebalance func(Rebalance)
+	// OnOwned, when set, is called in group mode each time the partitions
+	// this member owns change, with all of them, sorted: after an
+	// assignment, a revocation or a loss, and with none when a session
+	// ends (the member leaves the group until the next one joins).
+	OnOwned func(partitions []int32)
 
 	// PartitionCheck is how often a live sink of a whole topic looks for
 	// partitions added to it; zero means DefaultPartitionCheck.
@@ -263,7 +268,13 @@ type Stats struct {
 	Maintenance int
 	Retries     int // sessions started again after a transient error
 	// Next is each partition's next offset in the ledger when the run ended.
+	// In group mode only Owned's are this member's: the others' are as it
+	// last read the table, and their owners may have committed since.
 	Next map[mapping.TopicPartition]int64
+	// Owned are, in group mode, the partitions of the topic the group had
+	// assigned to this member when its last session ended, sorted; none
+	// when it had none (or its last session was never assigned any).
+	Owned []int32
 	// HeadLost lists partitions whose log began above offset 0.
 	HeadLost map[int32]int64
 	// Unfinished holds, for a bounded run (StopAtEnd, EndOffsets) that

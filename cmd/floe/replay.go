@@ -381,7 +381,7 @@ func replayNext(r replay.Result) map[mapping.TopicPartition]int64 {
 func newReplayReport(r replay.Result) replayReport {
 	st := r.Stats
 	st.Next = replayNext(r)
-	out := replayReport{runReport: newRunReport(r.Target, r.Plan.Topic, st), Start: map[string]int64{}, End: map[string]int64{},
+	out := replayReport{runReport: newRunReport(r.Target, r.Plan.Topic, st, false), Start: map[string]int64{}, End: map[string]int64{},
 		Complete: r.Complete, Head: r.Head, Compared: r.Compared, ComparedKeys: r.ComparedKeys,
 		Published: r.Published, PublishedBefore: r.PublishedBefore, MainFrom: r.MainFrom, MainTo: r.MainTo,
 		Resumed: r.Resumed, FixedEnd: r.FixedEnd, SourceTable: r.SourceTable,

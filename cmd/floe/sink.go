@@ -450,11 +450,11 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			switch {
 			case err == nil:
 				if f.json {
-					r := newRunReport(tbl.Name(), p.Topic, stats)
+					r := newRunReport(tbl.Name(), p.Topic, stats, f.group != "")
 					r.NewTable = tbl.Created()
 					printJSONLine(w, r)
 				} else {
-					printSinkStats(w, tbl, p.Topic, stats, true)
+					printSinkStats(w, tbl, p.Topic, stats, true, f.group != "")
 				}
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl, p.Topic) {
 					onlyDead = append(onlyDead, msg)
@@ -463,15 +463,15 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 					short = append(short, tbl.Name()+" at "+unfinishedPhrase(stats))
 				}
 			case committedRecords(stats) && f.json:
-				r := newRunReport(tbl.Name(), p.Topic, stats)
+				r := newRunReport(tbl.Name(), p.Topic, stats, f.group != "")
 				r.NewTable, r.Error = tbl.Created(), err.Error()
 				printJSONLine(w, r)
 			case committedRecords(stats) && tableGone(err):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and gone with the dropped table:\n")
-				printSinkStats(w, tbl, p.Topic, stats, false)
+				printSinkStats(w, tbl, p.Topic, stats, false, f.group != "")
 			case committedRecords(stats):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
-				printSinkStats(w, tbl, p.Topic, stats, true)
+				printSinkStats(w, tbl, p.Topic, stats, true, f.group != "")
 			}
 		}
 		return run, nil
@@ -687,8 +687,9 @@ func pipelineNames(pipes []pipeline) string {
 }
 
 // printSinkStats prints what a sink committed into tbl; kept says that
-// the table is still there, to list its dead letters.
-func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.Stats, kept bool) {
+// the table is still there, to list its dead letters, and group that the
+// sink was a member of a consumer group.
+func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.Stats, kept, group bool) {
 	fmt.Fprintf(w, "sink %s: %s", summaryName(tbl), recordsPhrase(s))
 	if s.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
@@ -701,7 +702,10 @@ func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.
 		fmt.Fprintf(w, ", %s of %s", plural(s.Rebalances, "rebalance"), topic)
 	}
 	fmt.Fprintln(w)
-	if len(s.Next) > 0 {
+	switch {
+	case group:
+		printMemberNext(w, tbl.Name(), s)
+	case len(s.Next) > 0:
 		fmt.Fprintf(w, "next offsets: %s\n", formatNext(s.Next))
 	}
 	if s.FirstDeadLetter != "" {
@@ -709,6 +713,30 @@ func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.
 		if kept {
 			fmt.Fprintf(w, "floe dead-letters --table %s lists them all, counted by reason\n", tbl.Name())
 		}
+	}
+}
+
+// printMemberNext prints a group member's next offsets: its own
+// partitions' apart from the others', which are as it last read the
+// table. One list read as if every partition were this member's, the
+// others' stale (found by an operator).
+func printMemberNext(w io.Writer, table string, s connector.Stats) {
+	own, others := map[mapping.TopicPartition]int64{}, map[mapping.TopicPartition]int64{}
+	for tp, n := range s.Next {
+		if slices.Contains(s.Owned, tp.Partition) {
+			own[tp] = n
+		} else {
+			others[tp] = n
+		}
+	}
+	if len(own) > 0 {
+		fmt.Fprintf(w, "next offsets: %s (this member's partitions when it stopped)\n", formatNext(own))
+	} else {
+		fmt.Fprintln(w, "next offsets: none of this member's (the group had assigned it no partition when it stopped)")
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(w, "other members' partitions, as this member last read the table (their owners may have committed since; floe status --table %s has the table's now): %s\n",
+			table, formatNext(others))
 	}
 }
 
@@ -734,6 +762,10 @@ type runReport struct {
 	Fenced          int              `json:"fenced"`
 	Rebalances      int              `json:"rebalances"`
 	Next            map[string]int64 `json:"next"` // TOPIC/PARTITION: the ledger's next offset
+	// Owned, for a member of a consumer group, are the partitions the
+	// group had assigned to it when it stopped ([] for none); Next's
+	// others are as it last read the table. Absent outside a group.
+	Owned *[]int32 `json:"owned,omitempty"`
 	// NewTable is set when the run created the table.
 	NewTable bool `json:"new_table,omitempty"`
 	// Unfinished, set when the run was interrupted before its end
@@ -746,12 +778,16 @@ type runReport struct {
 	Error string `json:"error,omitempty"`
 }
 
-func newRunReport(table, topic string, s connector.Stats) runReport {
+func newRunReport(table, topic string, s connector.Stats, group bool) runReport {
 	r := runReport{Schema: "floe.sink/v1", Table: table, Topic: topic, Rows: s.Records, DeadLetters: s.DeadLetters,
 		FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files, DeadLetterFiles: s.DeadLetterFiles, DeleteFiles: s.DeleteFiles,
 		Fenced: s.Fenced, Rebalances: s.Rebalances, Next: map[string]int64{}}
 	if s.Upsert {
 		r.Upserts, r.Deletes, r.Skipped = &s.Upserts, &s.Deletes, &s.Skipped
+	}
+	if group {
+		owned := append([]int32{}, s.Owned...)
+		r.Owned = &owned
 	}
 	if s.DeadLetters > 0 {
 		r.DeadLetterTable = s.DeadLetterTable

@@ -46,6 +46,7 @@ type Registry struct {
 	flushRecords, flushBytes                        *prometheus.HistogramVec
 	lastCommit, up                                  *prometheus.GaugeVec
 	lag, lost, next, end                            *prometheus.GaugeVec
+	assigned                                        *prometheus.GaugeVec
 	deadLettersCommitted                            *prometheus.CounterVec
 	schemas                                         *prometheus.CounterVec
 
@@ -96,11 +97,12 @@ func New() *Registry {
 			"Records of the partition committed to the dead-letter table (typed tables: they could not be decoded or did not fit the schema).", ppl),
 		schemas: counter("schema_versions_seen_total",
 			"Registry schemas (by ID) this process decoded records with, a new one counted at its first record.", pl),
+		assigned: newAssigned(),
 	}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		r.recordsConsumed, r.bytesConsumed, r.offsetsConsumed, r.recordsCommitted, r.bytesCommitted, r.commits,
 		r.retries, r.fenced, r.failures, r.lagErrors, r.sessionRetries, r.commitSeconds, r.writeSeconds, r.flushRecords, r.flushBytes,
-		r.lastCommit, r.up, r.lag, r.lost, r.next, r.end, r.deadLettersCommitted, r.schemas)
+		r.lastCommit, r.up, r.lag, r.lost, r.next, r.end, r.deadLettersCommitted, r.schemas, r.assigned)
 	return r
 }
 
@@ -163,6 +165,10 @@ type Pipeline struct {
 	// ledger, when set (FollowLedger), reads the table's ledger before
 	// each lag poll.
 	ledger func(context.Context) (mapping.Summary, error)
+	// group is the consumer group of a member (Config.Group), and owned
+	// the partitions the group assigned to it now.
+	group string
+	owned map[int32]bool
 }
 
 // Pipeline registers a pipeline. partitions restricts the lag gauges to the
@@ -190,6 +196,7 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 	r := p.r
 	onCommit, onConsumed, onRecords, onFenced, onRetry, onSchema := cfg.OnCommit, cfg.OnConsumed, cfg.OnRecords, cfg.OnFenced, cfg.OnRetry, cfg.OnSchema
 	onOnlyDead := cfg.OnOnlyDeadLetters
+	p.hookOwned(cfg)
 	cfg.OnCommit = func(res snapshot.Result) {
 		r.commits.With(p.labels).Inc()
 		r.recordsCommitted.With(p.labels).Add(float64(res.Rows))
@@ -489,6 +496,7 @@ func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
 		p.r.next.With(l).Set(float64(next))
 		p.r.lag.With(l).Set(float64(w.Lag(next)))
 		p.r.lost.With(l).Set(float64(w.Lost(next)))
+		p.setAssigned(part)
 	}
 	p.polled = time.Now()
 	return nil
@@ -500,7 +508,8 @@ func (p *Pipeline) status() statuspage.Pipeline {
 	defer p.mu.Unlock()
 	commits, fenced := p.commits, p.fenced
 	sp := statuspage.Pipeline{Topic: p.topic, Table: p.table, State: p.state, Error: p.err, Warning: p.warning,
-		Commits: &commits, Fenced: &fenced, Partitions: []lookup.PartitionStatus{}, Mode: string(p.mode), KeyColumns: p.keyColumns}
+		Commits: &commits, Fenced: &fenced, Partitions: []lookup.PartitionStatus{}, Mode: string(p.mode), KeyColumns: p.keyColumns,
+		Group: p.group, Assigned: p.ownedList()}
 	if !p.lastCommit.IsZero() {
 		t := p.lastCommit
 		sp.LastCommit = &t

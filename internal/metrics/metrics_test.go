@@ -241,6 +241,8 @@ func TestServeExposesSinkMetrics(t *testing.T) {
 		{"floe_partition_lag", part("0"), 0},
 		{"floe_partition_lag", part("1"), 0},
 		{"floe_partition_lost_offsets", part("1"), 0},
+		{"floe_partition_assigned", part("0"), 1}, // outside a group, every partition it sinks
+		{"floe_partition_assigned", part("1"), 1},
 	} {
 		got, ok := value(t, r.Gatherer(), c.name, c.labels)
 		if !ok || got != c.want {

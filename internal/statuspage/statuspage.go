@@ -81,6 +81,12 @@ type Pipeline struct {
 	// another writer fenced it; absent for a table.
 	Commits *int64 `json:"commits,omitempty"`
 	Fenced  *int64 `json:"fenced,omitempty"`
+	// Group is the consumer group a sink is a member of (--group), and
+	// Assigned the partitions of the topic the group assigned to this
+	// member now, sorted (absent: none); Partitions lists every partition,
+	// the other members' too. Both absent outside a group.
+	Group    string  `json:"group,omitempty"`
+	Assigned []int32 `json:"assigned,omitempty"`
 	// DeadLetters is the sum of the partitions' dead letters.
 	DeadLetters int64 `json:"dead_letters"`
 	// OffsetsAt is when the broker's offsets were read (a sink polls them

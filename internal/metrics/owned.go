@@ -1,0 +1,77 @@
+package metrics
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/floe-dev/floe/connector"
+)
+
+// newAssigned is floe_partition_assigned: which partitions a member of a
+// consumer group sinks now. Every member showed every partition at the
+// table's offsets, and only a log line said which were its own (found by
+// an operator).
+func newAssigned() *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "floe", Name: "partition_assigned",
+		Help: "1 for a partition this process sinks now, 0 for one it shows but does not sink: in a consumer group (--group), those the group assigned to this member; otherwise every partition it sinks (all, or --partitions)."},
+		[]string{"topic", "partition", "table"})
+}
+
+// hookOwned follows, in group mode, the partitions the group assigns to
+// this member (connector.Config.OnOwned).
+func (p *Pipeline) hookOwned(cfg *connector.Config) {
+	p.mu.Lock()
+	p.group = cfg.Group
+	p.mu.Unlock()
+	onOwned := cfg.OnOwned
+	cfg.OnOwned = func(partitions []int32) {
+		p.mu.Lock()
+		p.owned = map[int32]bool{}
+		for _, part := range partitions {
+			p.owned[part] = true
+		}
+		// Every partition shown gets its 0 or 1 now, not at the next
+		// lag poll.
+		for part := range p.next {
+			p.setAssigned(part)
+		}
+		for part := range p.offsets {
+			p.setAssigned(part)
+		}
+		for _, part := range partitions {
+			p.setAssigned(part)
+		}
+		p.mu.Unlock()
+		if onOwned != nil {
+			onOwned(partitions)
+		}
+	}
+}
+
+// assigned reports whether this process sinks partition part now. The
+// caller holds p.mu.
+func (p *Pipeline) assigned(part int32) bool {
+	if p.group != "" {
+		return p.owned[part]
+	}
+	return p.partitions == nil || slices.Contains(p.partitions, part)
+}
+
+// setAssigned sets floe_partition_assigned of partition part. The caller
+// holds p.mu.
+func (p *Pipeline) setAssigned(part int32) {
+	v := 0.0
+	if p.assigned(part) {
+		v = 1
+	}
+	p.r.assigned.With(prometheus.Labels{"topic": p.topic, "partition": strconv.Itoa(int(part)), "table": p.table}).Set(v)
+}
+
+// ownedList is the status page's Assigned: in group mode the partitions
+// the group assigned to this member, sorted. The caller holds p.mu.
+func (p *Pipeline) ownedList() []int32 {
+	return slices.Sorted(maps.Keys(p.owned))
+}

@@ -20,7 +20,7 @@ import (
 
 // TestConfigFilePipelinesAndMetrics runs floe sink from a config file with
 // two topic -> table pipelines in one process and the metrics endpoint on,
-// scrapes /metrics and /healthz while it runs, stops it with the context
+// scrapes /metrics, /healthz and /readyz while it runs, stops it with the context
 // (as SIGTERM does) and checks both tables.
 func TestConfigFilePipelinesAndMetrics(t *testing.T) {
 	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
@@ -106,6 +106,10 @@ pipelines:
 	code, health := get("/healthz")
 	if code != http.StatusOK || !strings.Contains(health, `"status":"ok"`) || !strings.Contains(health, `"table":"lake.payments"`) {
 		t.Errorf("/healthz: %d %s", code, health)
+	}
+	// Both pipelines run: ready.
+	if code, ready := get("/readyz"); code != http.StatusOK || !strings.Contains(ready, `"status":"ok"`) {
+		t.Errorf("/readyz: %d %s", code, ready)
 	}
 	cancel()
 	wg.Wait()

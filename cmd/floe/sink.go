@@ -182,7 +182,7 @@ func (f *opsFlags) register(fs *pflag.FlagSet) {
 	// The usage says what the default is; pflag would add "(default [])".
 	fs.Lookup("partitions").DefValue = ""
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "",
-		"serve Prometheus metrics on http://`ADDR`/metrics, liveness on http://ADDR/healthz (200 unless a pipeline failed, retrying included), readiness on http://ADDR/readyz (200 while every pipeline runs or finished, 503 while one starts, retries or failed, or the sink stops) and a live status page on http://ADDR/ (its numbers at /status.json), e.g. :9464 (default: off)")
+		"serve Prometheus metrics on http://`ADDR`/metrics, liveness on http://ADDR/healthz (200 while no pipeline failed, one retrying after an outage too), readiness on http://ADDR/readyz (200 while every pipeline runs or finished, 503 while one starts, retries or failed, or the sink stops) and a live status page on http://ADDR/ (its numbers at /status.json), e.g. :9464 (default: off)")
 	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges (and the status page's broker offsets) poll the broker's offsets; they also poll after each commit, at most once a second")
 }
 

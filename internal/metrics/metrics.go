@@ -82,7 +82,7 @@ func New() *Registry {
 		fenced:           counter("fenced_total", "Times another writer advanced one of this sink's partitions, so it dropped its files and re-read the ledger.", pl),
 		failures:         counter("sink_failures_total", "Times a pipeline stopped with an error.", pl),
 		sessionRetries:   counter("transient_errors_total", "Times a transient storage, catalog or broker error ended a sink session and the sink started again from the ledger after a pause (see --retry-for).", pl),
-		lagErrors:        counter("lag_poll_errors_total", "Failed lag polls: reads of the table's ledger (the catalog) or of the broker's offsets for the lag gauges.", pl),
+		lagErrors:        counter("lag_poll_errors_total", "Failed lag polls: reads of the table's ledger (the catalog and its object store) or of the broker's offsets for the lag gauges.", pl),
 		commitSeconds:    hist("commit_duration_seconds", "Time to commit a snapshot's metadata, retries included.", prometheus.ExponentialBuckets(0.005, 2, 14)),
 		writeSeconds:     hist("write_duration_seconds", "Time a flush takes to finish its Parquet data files once its records are consumed.", prometheus.ExponentialBuckets(0.005, 2, 14)),
 		flushRecords:     hist("flush_records", "Rows per committed flush.", prometheus.ExponentialBuckets(1, 4, 12)),
@@ -401,7 +401,7 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 			p.r.lagErrors.With(p.labels).Inc()
 			what := "the broker's offsets"
 			if errors.As(err, new(*ledgerError)) {
-				what = "the table's ledger (the catalog)"
+				what = "the table's ledger (the catalog and its object store)"
 			}
 			if what != failing {
 				p.r.log().Warn("lag poll cannot read "+what+"; the lag gauges and the status page keep the last poll's values until it can",

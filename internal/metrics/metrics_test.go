@@ -517,12 +517,12 @@ func TestWatchLagWarnsOncePerOutage(t *testing.T) {
 	wait("three failed polls", func() bool { n, _ := value(t, r.Gatherer(), "floe_lag_poll_errors_total", labels); return n >= 3 })
 	down.Store(false)
 	wait("the end of the outage said", func() bool {
-		return strings.Contains(got.String(), "lag poll reads the table's ledger (the catalog) again")
+		return strings.Contains(got.String(), "lag poll reads the table's ledger (the catalog and its object store) again")
 	})
 	cancel()
 	<-done
 	log := got.String()
-	if n := strings.Count(log, "level=WARN"); n != 1 || !strings.Contains(log, "lag poll cannot read the table's ledger (the catalog)") || !strings.Contains(log, "catalog unreachable") {
+	if n := strings.Count(log, "level=WARN"); n != 1 || !strings.Contains(log, "lag poll cannot read the table's ledger (the catalog and its object store)") || !strings.Contains(log, "catalog unreachable") {
 		t.Errorf("%d warnings, want one naming the ledger:\n%s", n, log)
 	}
 	var help string

@@ -165,10 +165,10 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	}
 	ss.cl = cl
 	s.mirror = newOffsetMirror(cl, s.cfg.Group, s.log)
+	// The session runs once the group assigns it partitions (joined
+	// calls OnSession): called here, before the brokers answered, it said
+	// running through a broker outage (found by an SRE).
 	s.log.Info("sink session started; waiting for the group to assign partitions", "group", s.cfg.Group, "protocol", s.cfg.GroupProtocol)
-	if s.cfg.OnSession != nil {
-		s.cfg.OnSession()
-	}
 	return nil
 }
 

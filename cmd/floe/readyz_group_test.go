@@ -14,7 +14,7 @@ import (
 	"github.com/floe-dev/floe/localstack"
 )
 
-// TestReadyzGroupMemberDuringBrokerOutage (SRE review s54): docs/deployment.md
+// TestReadyzGroupMemberDuringBrokerOutage (from an SRE review): docs/deployment.md
 // says /readyz answers 503 while a pipeline is retrying "(a storage,
 // catalog or broker outage ...)". A sink without --group does: during a
 // broker outage every probe got 503. A --group member did not: each retry

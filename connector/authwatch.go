@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,29 +15,43 @@ import (
 )
 
 // authWatch is a franz-go hook noticing the brokers refusing a consumer's
-// SASL authentication after they accepted it (credentials rotated or
-// revoked, seen when a connection is re-authenticated or opened again):
-// franz-go retries such connections without end, so that a sink would
-// stall silently. A Kafka broker answers SASL_AUTHENTICATION_FAILED; some
+// connections after they accepted them: its SASL authentication
+// (credentials rotated or revoked, seen when a connection is
+// re-authenticated or opened again), or a TLS handshake that fails (the
+// brokers' certificate expired, or replaced by one of another CA): franz-go
+// retries such connections without end, so that a sink would stall
+// silently. A Kafka broker answers SASL_AUTHENTICATION_FAILED; some
 // (kfake) close the connection during SaslAuthenticate instead. An
 // accepted connection clears the refusal.
 type authWatch struct {
-	mu     sync.Mutex
-	since  time.Time // first refusal since the last accepted connection
-	cause  error
+	// explain classifies a failed connection as Dial does
+	// (Security.refusal), so that a running sink names the cause and the
+	// fix as a starting one does.
+	explain func(error) *CheckError
+
+	mu    sync.Mutex
+	since time.Time // first refusal since the last accepted connection
+	cause error
+	// check is cause as explain classified it; nil for a refused SASL
+	// authentication, which authRefused names as rotated credentials.
+	check  *CheckError
 	logged bool // the refusal since since was logged
 }
 
 // OnBrokerConnect implements kgo.HookBrokerConnect; err includes the
-// connection's SASL authentication.
+// connection's TLS handshake and SASL authentication.
 func (w *authWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case err == nil:
-		w.since, w.cause, w.logged = time.Time{}, nil, false
+		w.since, w.cause, w.check, w.logged = time.Time{}, nil, nil, false
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
-		w.refused(err)
+		w.refused(err, nil)
+	default:
+		if c := w.explain(err); c != nil {
+			w.refused(err, c)
+		}
 	}
 }
 
@@ -45,46 +60,66 @@ func (w *authWatch) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E
 	if err := e.Err(); key == int16(kmsg.SASLAuthenticate) && err != nil {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.refused(fmt.Errorf("the broker closed the connection during SASL authentication: %w", err))
+		w.refused(fmt.Errorf("the broker closed the connection during SASL authentication: %w", err), nil)
 	}
 }
 
-func (w *authWatch) refused(err error) {
+func (w *authWatch) refused(err error, check *CheckError) {
 	if w.since.IsZero() {
 		w.since = time.Now()
 	}
-	w.cause = err
+	w.cause, w.check = err, check
 }
 
 // refusal is when the current refusal began (zero when there is none),
-// its latest cause, and whether it is the first call to see it.
-func (w *authWatch) refusal() (since time.Time, cause error, first bool) {
+// its latest cause and classification, and whether it is the first call
+// to see it.
+func (w *authWatch) refusal() (since time.Time, cause error, check *CheckError, first bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	first = !w.since.IsZero() && !w.logged
 	if first {
 		w.logged = true
 	}
-	return w.since, w.cause, first
+	return w.since, w.cause, w.check, first
+}
+
+// refusing reports whether the brokers refuse the connections now.
+func (w *authWatch) refusing() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.since.IsZero()
 }
 
 // watchAuth is ctx, cancelled with authRefused's error once it has one
 // (the sink's requests would otherwise wait on the refused connections
-// without end), and the function that stops the watch.
+// without end), and the function that stops the watch. While a refusal
+// lasts the pipeline reads as retrying (Config.OnRetry, with the error),
+// and as running again once a connection is accepted (Config.OnSession):
+// the sink reads nothing meanwhile.
 func (s *Sink) watchAuth(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	tick := time.NewTicker(time.Second)
 	go func() {
 		defer tick.Stop()
+		refusing := false
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if err := s.authRefused(); err != nil {
+				err, refused := s.authRefused()
+				if err != nil {
 					cancel(err)
 					return
 				}
+				switch {
+				case refused != nil && !refusing && s.cfg.OnRetry != nil:
+					s.cfg.OnRetry(refused, time.Second)
+				case refused == nil && refusing && s.cfg.OnSession != nil:
+					s.cfg.OnSession()
+				}
+				refusing = refused != nil
 			}
 		}
 	}()
@@ -92,25 +127,59 @@ func (s *Sink) watchAuth(ctx context.Context) (context.Context, func()) {
 }
 
 // authRefused logs one ERROR line when the brokers start refusing the
-// sink's SASL authentication and, once they have refused it for
-// Config.RetryFor, returns a CheckError naming the user and password
-// settings (at once with a negative RetryFor, which never retries).
-func (s *Sink) authRefused() error {
-	since, cause, first := s.broker.auth.refusal()
+// sink's connections (SASL authentication or TLS handshake), and returns
+// the refusal, named with its fix, while it lasts. Once they have refused
+// it for Config.RetryFor (at once with a negative RetryFor, which never
+// retries) it returns as err a CheckError naming the settings to fix.
+func (s *Sink) authRefused() (err, refused error) {
+	since, cause, check, first := s.broker.auth.refusal()
 	if since.IsZero() {
-		return nil
+		return nil, nil
+	}
+	if check != nil {
+		return s.connRefused(since, cause, check, first)
 	}
 	who := "the configured SASL credentials"
 	if s.broker.principal != "" {
 		who = s.broker.principal
 	}
+	refused = &CheckError{Settings: []Setting{SettingUser, SettingPassword},
+		Err: fmt.Errorf("the brokers refuse SASL authentication as %s (credentials rotated or revoked?): %w", who, cause)}
 	if first {
 		s.log.Error("the brokers refuse SASL authentication as "+who+" (credentials rotated or revoked?); no record is read until it is accepted: restart floe with the new SASL user and password",
 			"err", cause, "gives_up_after", s.cfg.RetryFor)
 	}
 	if s.cfg.RetryFor > 0 && time.Since(since) < s.cfg.RetryFor {
-		return nil
+		return nil, refused
 	}
 	return &CheckError{Settings: []Setting{SettingUser, SettingPassword},
-		Err: fmt.Errorf("the brokers have refused SASL authentication as %s for %s (credentials rotated or revoked?): %w", who, s.cfg.RetryFor, cause)}
+		Err: fmt.Errorf("the brokers have refused SASL authentication as %s for %s (credentials rotated or revoked?): %w", who, s.cfg.RetryFor, cause)}, refused
+}
+
+// connRefused is authRefused for a connection refused other than by a
+// SASL refusal (a certificate, the brokers' or floe's), check naming
+// cause as Dial names it.
+func (s *Sink) connRefused(since time.Time, cause error, check *CheckError, first bool) (err, refused error) {
+	if first {
+		// The classification without the library's error, which "err"
+		// holds.
+		what := strings.TrimSuffix(check.Error(), ": "+cause.Error())
+		s.log.Error("the brokers' connections fail: "+what+"; no record is read until one succeeds: fix the certificate on the brokers, or restart floe with the TLS settings that match it",
+			"err", cause, "gives_up_after", s.cfg.RetryFor)
+	}
+	if s.cfg.RetryFor > 0 && time.Since(since) < s.cfg.RetryFor {
+		return nil, check
+	}
+	return refusedFor(s.broker.Seeds, s.cfg.RetryFor, check), check
+}
+
+// refusedFor is the error a sink stops with once the brokers' connections
+// have failed as check says for retryFor (none when negative): check's
+// message and settings, with how long it was retried.
+func refusedFor(seeds []string, retryFor time.Duration, check *CheckError) error {
+	err := fmt.Errorf("brokers %s: %w", strings.Join(seeds, ","), check.Err)
+	if retryFor > 0 {
+		err = fmt.Errorf("gave up after retrying for %s: %w", retryFor, err)
+	}
+	return &CheckError{Settings: check.Settings, Err: err}
 }

@@ -71,7 +71,7 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 	if err != nil {
 		return nil, err
 	}
-	auth := &authWatch{}
+	auth := &authWatch{explain: sec.refusal}
 	opts = append(append(secOpts, kgo.WithHooks(auth)), opts...)
 	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTimeout(min(timeout, 10*time.Second))}, opts...)
 	cl, err := kgo.NewClient(all...)

@@ -289,24 +289,19 @@ func tokenErrText(err error) string {
 // error naming the cause and the settings to fix, or nil when it is none
 // that security explains (the brokers are down or unreachable).
 func (s Security) explainDial(err error) error {
-	check := func(msg string, settings ...Setting) error {
-		return &CheckError{Settings: settings, Err: fmt.Errorf("%s: %w", msg, err)}
-	}
 	if ce, ok := errors.AsType[*CheckError](err); ok {
 		return ce // the mechanism's own, e.g. a token endpoint's refusal
 	}
-	who := s.Mechanism
-	if s.User != "" {
-		who = fmt.Sprintf("%s user %q", s.Mechanism, s.User)
+	if ce := s.refusal(err); ce != nil {
+		return ce
+	}
+	check := func(msg string, settings ...Setting) error {
+		return &CheckError{Settings: settings, Err: fmt.Errorf("%s: %w", msg, err)}
 	}
 	var (
-		unknownCA x509.UnknownAuthorityError
-		invalid   x509.CertificateInvalidError
-		hostname  x509.HostnameError
-		verify    *tls.CertificateVerificationError
-		header    tls.RecordHeaderError
-		eof       *kgo.ErrFirstReadEOF
-		netErr    net.Error
+		header tls.RecordHeaderError
+		eof    *kgo.ErrFirstReadEOF
+		netErr net.Error
 	)
 	// franz-go tells where a connection was closed only in its message:
 	// right after the dial (a TLS hello to a plaintext port), during the
@@ -315,6 +310,42 @@ func (s Security) explainDial(err error) error {
 	eofAt := func(words string) bool { return eof != nil && strings.Contains(eof.Error(), words) }
 	errors.As(err, &eof)
 	switch {
+	case errors.As(err, &header), eofAt("after a dial"):
+		return check("the brokers do not speak TLS on this port (a plaintext listener?)", SettingTLS)
+	case eofAt("api versions"), !s.useTLS() && strings.Contains(err.Error(), "tls alert"):
+		// A private CA is the rule where TLS is required and was left
+		// out: naming its setting at once saves a second failure.
+		return check("the brokers require TLS on this port (and, when their certificate is of a private CA, that CA)", SettingTLS, SettingTLSCA)
+	case eofAt("SASL"):
+		return check("the brokers closed the connection at the first request (they may require SASL)", SettingMechanism)
+	case s.Mechanism != "" && eof == nil && isEOF(err):
+		// Brokers that answer a failed authentication by closing the
+		// connection (SaslAuthenticate v0, kfake), which some also do for
+		// a mechanism they do not serve.
+		return check("authentication as "+s.who()+" failed (wrong user or password, a SASL mechanism the brokers do not accept, or a listener without SASL, where the SASL flags must go; they closed the connection)", SettingUser, SettingPassword, SettingMechanism)
+	case s.useTLS() && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()):
+		return check("no TLS session with the brokers in time (a plaintext listener, or unreachable?)", SettingTLS, SettingBrokers)
+	}
+	return nil
+}
+
+// refusal is the part of explainDial that means the same at start and in
+// a running sink: the brokers refusing floe's credentials or client
+// certificate, or floe refusing the brokers' certificate. It is a
+// CheckError naming the cause and the settings to fix, or nil for any
+// other error (a closed connection or a timeout, which a running sink
+// also gets from a broker restarting).
+func (s Security) refusal(err error) *CheckError {
+	check := func(msg string, settings ...Setting) *CheckError {
+		return &CheckError{Settings: settings, Err: fmt.Errorf("%s: %w", msg, err)}
+	}
+	var (
+		unknownCA x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		hostname  x509.HostnameError
+		verify    *tls.CertificateVerificationError
+	)
+	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		switch s.Mechanism {
 		case MechanismOAuthBearer:
@@ -322,7 +353,7 @@ func (s Security) explainDial(err error) error {
 		case MechanismMSKIAM:
 			return check("the brokers refused the AWS credentials (AWS_MSK_IAM)", SettingMechanism)
 		}
-		return check("authentication as "+who+" failed (wrong user or password)", SettingUser, SettingPassword)
+		return check("authentication as "+s.who()+" failed (wrong user or password)", SettingUser, SettingPassword)
 	case errors.Is(err, kerr.UnsupportedSaslMechanism):
 		return check("the brokers do not accept SASL mechanism "+s.Mechanism+" on this port (a listener without SASL takes none: leave the SASL flags out there)", SettingMechanism)
 	case errors.As(err, &hostname):
@@ -344,23 +375,17 @@ func (s Security) explainDial(err error) error {
 		return check("the brokers require a client certificate (mutual TLS)", SettingTLSCert, SettingTLSKey)
 	case strings.Contains(err.Error(), "remote error: tls: bad certificate"), strings.Contains(err.Error(), "remote error: tls: unknown certificate"):
 		return check("the brokers refused the client certificate", SettingTLSCert, SettingTLSKey)
-	case errors.As(err, &header), eofAt("after a dial"):
-		return check("the brokers do not speak TLS on this port (a plaintext listener?)", SettingTLS)
-	case eofAt("api versions"), !s.useTLS() && strings.Contains(err.Error(), "tls alert"):
-		// A private CA is the rule where TLS is required and was left
-		// out: naming its setting at once saves a second failure.
-		return check("the brokers require TLS on this port (and, when their certificate is of a private CA, that CA)", SettingTLS, SettingTLSCA)
-	case eofAt("SASL"):
-		return check("the brokers closed the connection at the first request (they may require SASL)", SettingMechanism)
-	case s.Mechanism != "" && eof == nil && isEOF(err):
-		// Brokers that answer a failed authentication by closing the
-		// connection (SaslAuthenticate v0, kfake), which some also do for
-		// a mechanism they do not serve.
-		return check("authentication as "+who+" failed (wrong user or password, a SASL mechanism the brokers do not accept, or a listener without SASL, where the SASL flags must go; they closed the connection)", SettingUser, SettingPassword, SettingMechanism)
-	case s.useTLS() && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()):
-		return check("no TLS session with the brokers in time (a plaintext listener, or unreachable?)", SettingTLS, SettingBrokers)
 	}
 	return nil
+}
+
+// who names the SASL identity in messages: the mechanism, and the user
+// when there is one.
+func (s Security) who() string {
+	if s.User != "" {
+		return fmt.Sprintf("%s user %q", s.Mechanism, s.User)
+	}
+	return s.Mechanism
 }
 
 // isEOF reports a connection closed mid-handshake: what a plaintext

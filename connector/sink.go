@@ -117,11 +117,14 @@ type Config struct {
 	// one, before the sink re-reads the ledger.
 	OnFenced func(err error)
 	// OnRetry, when set, is called each time a transient error ended a
-	// session and the sink waits before it starts the next one.
+	// session and the sink waits before it starts the next one, and when
+	// the brokers start refusing the sink's connections (SASL, TLS) while
+	// it waits for them to accept one again.
 	OnRetry func(err error, wait time.Duration)
 	// OnSession, when set, is called each time a session has started
-	// (the first, and each after a retry), and in a group each time the
-	// group assigns this member partitions: the sink runs again.
+	// (the first, and each after a retry), in a group each time the
+	// group assigns this member partitions, and when the brokers accept a
+	// connection again after refusing them: the sink runs again.
 	OnSession func()
 	// OnGroupDropped, when set, is called each time the consumer group
 	// drops this member (its partitions given up) before it rejoins, with
@@ -669,9 +672,24 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			schemaRaced, moved = false, 0
 		}
 		var behind *watermarkBehindError
-		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (catalog.IsTransient(err) || errors.As(err, &behind)) {
+		// A request to the brokers that failed their TLS or SASL check
+		// (an expired certificate after a broker restart, rotated
+		// credentials) is retried as the watch of the connections does
+		// (watchAuth): a fixed certificate or the right broker coming
+		// back heals it. It is named as Dial names it (found by an
+		// operator: it stopped the sink at once with the library's error).
+		var refused *CheckError
+		if err != nil && s.broker.auth.refusing() {
+			// Only while the brokers' connections fail: the same
+			// certificate error from storage is storage's.
+			refused = s.broker.auth.explain(err)
+		}
+		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (catalog.IsTransient(err) || errors.As(err, &behind) || refused != nil) {
 			if failingSince.IsZero() {
 				failingSince = time.Now()
+			}
+			if refused != nil {
+				err = refused
 			}
 			failure = err
 			if failed := time.Since(failingSince); failed < s.cfg.RetryFor {
@@ -683,6 +701,9 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 					// run).
 					what = "schema registry unreachable"
 				}
+				if refused != nil {
+					what = "the brokers' connections fail their TLS or SASL check"
+				}
 				s.log.Warn(what+"; starting again from the ledger after a pause",
 					"err", err, "retry_in", d.Round(time.Millisecond), "failing_for", failed.Round(time.Millisecond), "gives_up_after", s.cfg.RetryFor)
 				if s.cfg.OnRetry != nil {
@@ -693,7 +714,14 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 				}
 				continue
 			}
+			if refused != nil {
+				return s.stats, refusedFor(s.broker.Seeds, s.cfg.RetryFor, refused)
+			}
 			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit: %w", s.cfg.RetryFor, err)
+		}
+		if refused != nil && ctx.Err() == nil {
+			// A negative Config.RetryFor: at once, named.
+			return s.stats, refusedFor(s.broker.Seeds, s.cfg.RetryFor, refused)
 		}
 		if err != nil && ctx.Err() != nil && interruptedOnly(err) {
 			// Interrupted while the session started (reading the ledger or

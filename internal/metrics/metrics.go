@@ -81,7 +81,7 @@ func New() *Registry {
 		retries:          counter("commit_retries_total", "Commit attempts beyond the first (lost races with other writers, transient catalog errors).", pl),
 		fenced:           counter("fenced_total", "Times another writer advanced one of this sink's partitions, so it dropped its files and re-read the ledger.", pl),
 		failures:         counter("sink_failures_total", "Times a pipeline stopped with an error.", pl),
-		sessionRetries:   counter("transient_errors_total", "Times a transient storage, catalog or broker error ended a sink session and the sink started again from the ledger after a pause (see --retry-for).", pl),
+		sessionRetries:   counter("transient_errors_total", "Times a transient storage, catalog or broker error ended a sink session and the sink started again from the ledger after a pause (see --retry-for), or the brokers started refusing its connections (a certificate, SASL credentials).", pl),
 		lagErrors:        counter("lag_poll_errors_total", "Failed lag polls: reads of the table's ledger (the catalog and its object store) or of the broker's offsets for the lag gauges.", pl),
 		commitSeconds:    hist("commit_duration_seconds", "Time to commit a snapshot's metadata, retries included.", prometheus.ExponentialBuckets(0.005, 2, 14)),
 		writeSeconds:     hist("write_duration_seconds", "Time a flush takes to finish its Parquet data files once its records are consumed.", prometheus.ExponentialBuckets(0.005, 2, 14)),

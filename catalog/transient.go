@@ -63,7 +63,9 @@ func IsTransient(err error) bool {
 		ke   *kerr.Error
 	)
 	switch {
-	case errors.As(err, &resp):
+	case errors.As(err, &resp) && resp.HTTPStatusCode() != 0:
+		// Status 0: no answer came (the request's connection failed);
+		// the cause below says whether that passes.
 		code := resp.HTTPStatusCode()
 		return code >= 500 || code == 429 || code == 408
 	case errors.As(err, &api):

@@ -196,8 +196,11 @@ func (t *Table) PublishedBranch(id int64) string {
 	// Heads in order, so that a snapshot in two lines names one branch
 	// whatever the map's order.
 	for _, head := range slices.Sorted(maps.Keys(published)) {
+		if found != "" {
+			break
+		}
 		ancestry(head, func(s int64) bool {
-			if s == id && found == "" {
+			if s == id {
 				found = published[head]
 			}
 			return found == ""

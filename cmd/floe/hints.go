@@ -124,12 +124,13 @@ func valueMessage(flag, value, want string) string {
 // flag: an address without a port (--metrics-addr 9464, which said to
 // stop what listens on it: found by a new user), or one in use.
 func listenError(flag, addr string, err error) error {
-	if _, _, serr := net.SplitHostPort(addr); serr != nil {
+	_, port, serr := net.SplitHostPort(addr)
+	if serr != nil {
 		return errors.New(valueMessage(flag, addr, fmt.Sprintf("HOST:PORT or :PORT (:%s listens on every interface, 127.0.0.1:%[1]s on this host only)", strings.TrimLeft(addr, ":"))))
 	}
 	msg := "pick a free address, or stop what listens on it"
-	if _, p, _ := net.SplitHostPort(addr); errors.Is(err, syscall.EADDRINUSE) {
-		if n, perr := strconv.Atoi(p); perr == nil && !listensOn(n) {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		if n, perr := strconv.Atoi(port); perr == nil && !listensOn(n) {
 			// Nothing listens: an outgoing connection's local port holds
 			// it (an operator's run, twice, on a port in Linux's range
 			// for those).

@@ -22,14 +22,15 @@ const (
 // outage. The document is /healthz's, with the readiness as its status.
 func (r *Registry) Ready() (ok bool, doc health) {
 	_, doc = r.Health()
-	ok = !r.stopping.Load()
+	stopping := r.stopping.Load()
+	ok = !stopping
 	for _, ph := range doc.Pipelines {
 		if ph.State != StateRunning && ph.State != StateDone {
 			ok = false
 		}
 	}
 	switch {
-	case r.stopping.Load():
+	case stopping:
 		doc.Status = ReadyStopping
 	case ok:
 		doc.Status = ReadyOK

@@ -148,7 +148,7 @@ func connectStruct(path string, s *jsonObject) (cnode, error) {
 			return nil, kindErr(path, "object", v)
 		}
 		for _, k := range o.keys {
-			if _, ok := findField(st, k); !ok {
+			if _, ok := FindField(st, k); !ok {
 				return nil, fieldErr(joinPath(path, k), fmt.Errorf("the payload has a field its schema does not"))
 			}
 		}

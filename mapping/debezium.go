@@ -342,10 +342,10 @@ func DebeziumColumns(format string, envelope iceberg.Type) (*iceberg.StructType,
 	if !ok {
 		return nil, bad("not a record")
 	}
-	if f, ok := findField(st, "op"); !ok || !f.Type.Equals(iceberg.PrimitiveTypes.String) {
+	if f, ok := FindField(st, "op"); !ok || !f.Type.Equals(iceberg.PrimitiveTypes.String) {
 		return nil, bad("no op field of type string")
 	}
-	f, ok := findField(st, "after")
+	f, ok := FindField(st, "after")
 	if !ok {
 		return nil, bad("no after field")
 	}

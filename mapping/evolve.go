@@ -93,7 +93,7 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 		out := &iceberg.StructType{FieldList: make([]iceberg.NestedField, 0, len(h.FieldList))}
 		changed := false
 		for _, f := range h.FieldList {
-			g, ok := findField(i, f.Name)
+			g, ok := FindField(i, f.Name)
 			if !ok {
 				out.FieldList = append(out.FieldList, f)
 				continue
@@ -107,7 +107,7 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 			changed = changed || c
 		}
 		for _, g := range i.FieldList {
-			if _, ok := findField(h, g.Name); !ok {
+			if _, ok := FindField(h, g.Name); !ok {
 				g.Required = false
 				out.FieldList = append(out.FieldList, g)
 				changed = true
@@ -190,8 +190,8 @@ func MergeType(path string, have, in iceberg.Type) (iceberg.Type, bool, error) {
 	return conflict()
 }
 
-// findField returns the field of st named name.
-func findField(st *iceberg.StructType, name string) (iceberg.NestedField, bool) {
+// FindField returns the field of st named name (exact case, as Iceberg names are).
+func FindField(st *iceberg.StructType, name string) (iceberg.NestedField, bool) {
 	for _, f := range st.FieldList {
 		if f.Name == name {
 			return f, true
@@ -317,7 +317,7 @@ func DecimalsAsDoubles(have, in iceberg.Type) iceberg.Type {
 	}
 	var out *iceberg.StructType
 	for n, f := range i.FieldList {
-		g, ok := findField(h, f.Name)
+		g, ok := FindField(h, f.Name)
 		if !ok {
 			continue
 		}

@@ -268,7 +268,7 @@ func elementOf(t iceberg.Type) iceberg.Type {
 // struct or has no such field.
 func fieldOf(t iceberg.Type, name string) iceberg.Type {
 	if st, ok := t.(*iceberg.StructType); ok {
-		if f, ok := findField(st, name); ok {
+		if f, ok := FindField(st, name); ok {
 			return f.Type
 		}
 	}
@@ -302,7 +302,7 @@ func widenInferred(path string, a, b iceberg.Type) (iceberg.Type, error) {
 		if bt, ok := b.(*iceberg.StructType); ok {
 			out := &iceberg.StructType{FieldList: slices.Clone(at.FieldList)}
 			for i, f := range out.FieldList {
-				if g, ok := findField(bt, f.Name); ok {
+				if g, ok := FindField(bt, f.Name); ok {
 					t, err := widenInferred(joinPath(path, f.Name), f.Type, g.Type)
 					if err != nil {
 						return nil, err
@@ -311,7 +311,7 @@ func widenInferred(path string, a, b iceberg.Type) (iceberg.Type, error) {
 				}
 			}
 			for _, g := range bt.FieldList {
-				if _, ok := findField(at, g.Name); !ok {
+				if _, ok := FindField(at, g.Name); !ok {
 					g.Required = false
 					out.FieldList = append(out.FieldList, g)
 				}
@@ -342,7 +342,7 @@ func numbersAs(have, inferred iceberg.Type) iceberg.Type {
 		if i, ok := inferred.(*iceberg.StructType); ok {
 			out := &iceberg.StructType{FieldList: make([]iceberg.NestedField, len(i.FieldList))}
 			for n, f := range i.FieldList {
-				if g, ok := findField(h, f.Name); ok {
+				if g, ok := FindField(h, f.Name); ok {
 					f.Type = numbersAs(g.Type, f.Type)
 				}
 				out.FieldList[n] = f
@@ -365,7 +365,7 @@ func integralAs(have iceberg.Type, v any) {
 			return
 		}
 		for _, k := range o.keys {
-			f, ok := findField(h, k)
+			f, ok := FindField(h, k)
 			if !ok {
 				continue
 			}
@@ -529,7 +529,7 @@ func conformJSON(path string, t iceberg.Type, v any) (any, error) {
 		}
 		m := make(map[string]any, len(o.keys))
 		for _, k := range o.keys {
-			f, ok := findField(t, k)
+			f, ok := FindField(t, k)
 			if !ok {
 				if carriesNothing(o.values[k]) {
 					continue // no column yet, nothing to lose

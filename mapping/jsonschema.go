@@ -346,7 +346,7 @@ func (b *jsBuilder) allOf(path string, doc *jsDoc, o *jsonObject, all any) (jsNo
 			return b.fail(path, "allOf combines %s with other schemas; floe merges only objects with properties", n.typ)
 		}
 		for _, f := range bst.FieldList {
-			if g, ok := findField(st, f.Name); ok {
+			if g, ok := FindField(st, f.Name); ok {
 				if !sameType(f.Type, g.Type) {
 					return b.fail(joinPath(path, f.Name), "allOf branches give it types %s and %s", g.Type, f.Type)
 				}

@@ -225,7 +225,7 @@ func TestProtobufMapping(t *testing.T) {
 			if err := CheckValue("", codec.Type(), false, v); err != nil {
 				t.Fatal(err)
 			}
-			f, ok := findField(codec.Type().(*iceberg.StructType), c.field)
+			f, ok := FindField(codec.Type().(*iceberg.StructType), c.field)
 			if !ok {
 				t.Fatalf("no column %s", c.field)
 			}
@@ -238,10 +238,10 @@ func TestProtobufMapping(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := findField(codec.Type().(*iceberg.StructType), "nothing"); ok {
+	if _, ok := FindField(codec.Type().(*iceberg.StructType), "nothing"); ok {
 		t.Error("google.protobuf.Empty got a column")
 	}
-	if f, _ := findField(codec.Type().(*iceberg.StructType), "took"); f.Doc == "" {
+	if f, _ := FindField(codec.Type().(*iceberg.StructType), "took"); f.Doc == "" {
 		t.Error("the Duration column has no doc naming its unit")
 	}
 }

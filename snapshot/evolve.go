@@ -65,7 +65,7 @@ func evolveType(upd *table.UpdateSchema, path []string, have, want iceberg.Type)
 		w := want.(*iceberg.StructType)
 		for _, f := range w.FieldList {
 			sub := append(path[:len(path):len(path)], f.Name)
-			g, ok := findNested(h, f.Name)
+			g, ok := mapping.FindField(h, f.Name)
 			if !ok {
 				upd.AddColumn(sub, f.Type, f.Doc, false, nil)
 				continue
@@ -88,14 +88,4 @@ func evolveType(upd *table.UpdateSchema, path []string, have, want iceberg.Type)
 		upd.UpdateColumn(path, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Valid: true, Val: merged}})
 	}
 	return true, nil
-}
-
-// findNested returns the field of st named name.
-func findNested(st *iceberg.StructType, name string) (iceberg.NestedField, bool) {
-	for _, f := range st.FieldList {
-		if f.Name == name {
-			return f, true
-		}
-	}
-	return iceberg.NestedField{}, false
 }

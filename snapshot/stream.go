@@ -390,7 +390,7 @@ func sameIDs(a, b iceberg.NestedField) bool {
 			return false
 		}
 		for _, f := range at.FieldList {
-			g, ok := findNested(bt, f.Name)
+			g, ok := mapping.FindField(bt, f.Name)
 			if !ok || !sameIDs(f, g) {
 				return false
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,29 +36,7 @@ import (
 func TestGroupMembersSayWhatTheyOwn(t *testing.T) {
 	st, loc := sinkStack(t) // orders: 3 partitions, 300 events
 	brokers := strings.Join(st.Brokers, ",")
-	type member struct {
-		addr   string
-		out    string
-		err    error
-		cancel context.CancelFunc
-		done   chan struct{}
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	members := make([]*member, 2)
-	for i := range members {
-		m := &member{addr: fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t)), done: make(chan struct{})}
-		members[i] = m
-		ctx, cancel := context.WithCancel(t.Context())
-		m.cancel = cancel
-		defer cancel()
-		wg.Go(func() {
-			defer close(m.done)
-			m.out, _, m.err = floeCtx(ctx, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--group", "g",
-				"--metrics-addr", m.addr, "--lag-interval", "200ms", "--flush-interval", "300ms"}, loc...)...)
-		})
-		waitHTTP(t, "http://"+m.addr+"/status.json")
-	}
+	members := startGroupMembers(t, brokers, loc, 2)
 	cat, err := catalog.Open(t.Context(), st.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +116,7 @@ func TestGroupMembersSayWhatTheyOwn(t *testing.T) {
 	})
 
 	// Member 0 stops; member 1 takes every partition and sinks more.
-	members[0].cancel()
-	<-members[0].done
+	members[0].stop()
 	if !waitForOK(time.Minute, func() bool {
 		doc := memberStatus(members[1].addr)
 		return doc != nil && slices.Equal(doc.Assigned, []int32{0, 1, 2})
@@ -149,8 +124,7 @@ func TestGroupMembersSayWhatTheyOwn(t *testing.T) {
 		t.Fatalf("member 1 after member 0 left: %+v; want every partition assigned", memberStatus(members[1].addr))
 	}
 	final := produceAll(20)
-	members[1].cancel()
-	<-members[1].done
+	members[1].stop()
 
 	for i, m := range members {
 		if m.err != nil {

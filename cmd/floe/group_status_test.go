@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,43 @@ import (
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/snapshot"
 )
+
+// groupMember is a `floe sink --group g` of sinkStack's orders topic into
+// lake.orders, serving its metrics and status on addr.
+type groupMember struct {
+	addr   string
+	out    string
+	err    error
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startGroupMembers starts n group members, each once the one before
+// serves its status, so they join the group in order; they stop with the
+// test if it does not stop them.
+func startGroupMembers(t *testing.T, brokers string, loc []string, n int) []*groupMember {
+	t.Helper()
+	members := make([]*groupMember, n)
+	for i := range members {
+		ctx, cancel := context.WithCancel(t.Context())
+		m := &groupMember{addr: fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t)), cancel: cancel, done: make(chan struct{})}
+		members[i] = m
+		t.Cleanup(m.stop)
+		go func() {
+			defer close(m.done)
+			m.out, _, m.err = floeCtx(ctx, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--group", "g",
+				"--metrics-addr", m.addr, "--lag-interval", "200ms", "--flush-interval", "300ms"}, loc...)...)
+		}()
+		waitHTTP(t, "http://"+m.addr+"/status.json")
+	}
+	return members
+}
+
+// stop stops m's sink and waits for it to exit.
+func (m *groupMember) stop() {
+	m.cancel()
+	<-m.done
+}
 
 // TestGroupMembersShowTheTablesOffsets (from a new-user run): each member
 // of a consumer group showed, on its status page and lag gauges, the
@@ -30,22 +66,7 @@ import (
 func TestGroupMembersShowTheTablesOffsets(t *testing.T) {
 	st, loc := sinkStack(t) // orders: 3 partitions, 300 events
 	brokers := strings.Join(st.Brokers, ",")
-	type member struct {
-		addr string
-		out  string
-		err  error
-	}
-	members := []*member{{addr: fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))}, {addr: fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))}}
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	for _, m := range members {
-		wg.Go(func() {
-			m.out, _, m.err = floeCtx(ctx, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--group", "g",
-				"--metrics-addr", m.addr, "--lag-interval", "200ms", "--flush-interval", "300ms"}, loc...)...)
-		})
-		waitHTTP(t, "http://"+m.addr+"/status.json")
-	}
+	members := startGroupMembers(t, brokers, loc, 2)
 	// Records for every partition, after both members started: each
 	// member commits only those it owns.
 	for p := range int32(3) {
@@ -85,8 +106,9 @@ func TestGroupMembersShowTheTablesOffsets(t *testing.T) {
 			t.Errorf("member %d's status page: next offsets %v; want the table's, %v", i, got, want)
 		}
 	}
-	cancel()
-	wg.Wait()
+	for _, m := range members {
+		m.stop()
+	}
 	for i, m := range members {
 		if m.err != nil {
 			t.Fatalf("member %d: %v", i, m.err)

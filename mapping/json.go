@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,12 @@ var ErrEmptyJSON = errors.New("not valid JSON: empty")
 func parseJSON(data []byte) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%w (%d bytes)", ErrEmptyJSON, len(data))
+	}
+	if len(data) >= 5 && data[0] == 0 {
+		// No JSON text starts with a NUL; the schema-registry wire format
+		// does (a new user sank Confluent-framed Debezium events with
+		// --key json and was told only "not UTF-8 text at byte 5").
+		return nil, fmt.Errorf("not valid JSON: the first byte is 0x00, the magic byte of the schema-registry wire format (schema ID %d in bytes 1-4): its producer used a schema-registry serializer, so sink it as registry, not json (--value registry or --key registry, with --schema-registry)", binary.BigEndian.Uint32(data[1:5]))
 	}
 	if err := checkJSONText(data); err != nil {
 		return nil, err

@@ -1,6 +1,9 @@
 package mapping
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestCheckJSONText: text encoding/json would take and silently change
 // (bytes not UTF-8, half a surrogate pair) is refused; an escaped
@@ -23,5 +26,24 @@ func TestCheckJSONText(t *testing.T) {
 		if err := checkJSONText([]byte(c.in)); (err == nil) != c.ok {
 			t.Errorf("%q: %v, want ok %v", c.in, err, c.ok)
 		}
+	}
+}
+
+// TestJSONOfRegistryFramedRecord (from a new-user run): Confluent-framed
+// Avro sunk with --key json was refused as "not UTF-8 text at byte 5",
+// which did not say that the records are in the schema-registry wire
+// format and want registry.
+func TestJSONOfRegistryFramedRecord(t *testing.T) {
+	for _, framed := range [][]byte{
+		append([]byte{0, 0, 0, 0, 7}, 0xd2, 0x0f, 0x06, 'a', 'b', 'c'), // Avro
+		append([]byte{0, 0, 0, 0, 7}, `{"id":1}`...),                   // JSON Schema
+	} {
+		_, err := parseJSON(framed)
+		if err == nil || !strings.Contains(err.Error(), "schema-registry wire format (schema ID 7") || !strings.Contains(err.Error(), "--key registry") {
+			t.Errorf("%q: %v; want the wire format and registry named", framed, err)
+		}
+	}
+	if _, err := parseJSON([]byte{0, 1}); err == nil || strings.Contains(err.Error(), "wire format") {
+		t.Errorf("two bytes: %v; want a plain refusal (too short for a frame)", err)
 	}
 }

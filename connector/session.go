@@ -66,10 +66,13 @@ func (e *watermarkBehindError) Error() string {
 // in flight. State tables (--fold), whose commits rewrite files, get their
 // rows as batches at the flush instead.
 type session struct {
-	s       *Sink
-	cl      *kgo.Client
-	parts   map[int32]*partition
-	bounded bool
+	s *Sink
+	// debeziumChecks counts the dead letters it looked at for Debezium
+	// change events (deadLetter), up to maxDebeziumChecks.
+	debeziumChecks int
+	cl             *kgo.Client
+	parts          map[int32]*partition
+	bounded        bool
 	// gm is the session's group membership in group mode (Config.Group),
 	// nil otherwise.
 	gm *groupMember
@@ -1481,11 +1484,23 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 // that may not be one (no dead-letter table, or a schema conflict with
 // ConflictFail) is taken back (partition.unread) and stops the sink before
 // it with a *BadRecordError.
+// maxDebeziumChecks bounds the dead letters a session parses to tell
+// whether they are Debezium change events sunk without the envelope.
+const maxDebeziumChecks = 10
+
 func (ss *session) deadLetter(pt *partition, r *kgo.Record, reason error, schemaID int) error {
 	_, conflict := errors.AsType[*mapping.SchemaConflictError](reason)
 	if pt.deadLetters == nil || (conflict && ss.s.cfg.OnSchemaConflict == ConflictFail) {
 		pt.unread()
 		return &BadRecordError{Partition: pt.tp, Offset: r.Offset, Reason: reason}
+	}
+	if ss.debeziumChecks < maxDebeziumChecks && ss.s.eventsUnwrapped() && ss.s.tbl.Layout().Value == mapping.ValueJSON {
+		// Registry-decoded events become rows, which noteSchema sees;
+		// Kafka Connect's JSON events with schemas mostly clash.
+		ss.debeziumChecks++
+		if at, ok := mapping.DebeziumEventJSON(r.Value); ok {
+			ss.s.warnDebeziumEvents("the records that became dead letters", at)
+		}
 	}
 	pt.deadLetter()
 	why := reason.Error()

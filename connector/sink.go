@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -257,7 +258,10 @@ type Stats struct {
 	// FirstDeadLetter names the first dead letter the run committed: its
 	// position and why it could not become a row ("" without one).
 	FirstDeadLetter string
-	Commits         int
+	// DebeziumEvents is set when the records are Debezium change events
+	// decoded without --envelope debezium (the sink warned of it).
+	DebeziumEvents bool
+	Commits        int
 	// Files are the data files committed to the table, DeadLetterFiles
 	// those written for the dead-letter table.
 	Files, DeadLetterFiles int
@@ -330,6 +334,10 @@ type Sink struct {
 	// of.
 	schema     *iceberg.Schema
 	caseWarned map[[2]string]bool
+	// debeziumWarned is set once it warned that its records are Debezium
+	// change events sunk without the envelope (warnDebeziumEvents), from
+	// the commit's goroutine or the loop's.
+	debeziumWarned atomic.Bool
 }
 
 // Validate reports the first invalid setting of c, as a *ConfigError.
@@ -845,6 +853,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	if s.stats.FirstDeadLetter == "" {
 		s.stats.FirstDeadLetter = first
 	}
+	s.stats.DebeziumEvents = s.debeziumWarned.Load()
 	s.stats.Files += res.Files
 	s.stats.DeleteFiles += res.DeleteFiles
 	s.stats.DeadLetterFiles += len(res.Commit.DeadLetterFiles)

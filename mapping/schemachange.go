@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -144,4 +145,56 @@ func CaseClashes(s *iceberg.Schema) [][2]string {
 	st := s.AsStruct()
 	walk("", &st)
 	return out
+}
+
+// DebeziumEventColumns reports whether s, a typed table's schema, holds
+// Debezium change events as they are, not the rows they carry: op, after
+// and source at the top level (Avro, Protobuf, JSON without schemas) or
+// within payload (Kafka Connect's JSON with schemas), and returns that
+// struct's path ("" or "payload"). Such a table was sunk without
+// --envelope debezium: every event is an appended row, deletes delete
+// nothing, and the events' schemas dead-letter many of them.
+func DebeziumEventColumns(s *iceberg.Schema) (string, bool) {
+	isEvent := func(st *iceberg.StructType) bool {
+		for _, name := range []string{"op", "after", "source"} {
+			if _, ok := FindField(st, name); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	root := s.AsStruct()
+	if isEvent(&root) {
+		return "", true
+	}
+	if p, ok := FindField(&root, "payload"); ok {
+		if st, ok := p.Type.(*iceberg.StructType); ok && isEvent(st) {
+			return "payload", true
+		}
+	}
+	return "", false
+}
+
+// DebeziumEventJSON reports whether value is a Debezium change event in
+// JSON: op, after and source at the top level, or within payload (Kafka
+// Connect's JSON with schemas), and returns that path ("" or "payload").
+func DebeziumEventJSON(value []byte) (string, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(value, &top) != nil {
+		return "", false
+	}
+	isEvent := func(m map[string]json.RawMessage) bool {
+		_, op := m["op"]
+		_, after := m["after"]
+		_, source := m["source"]
+		return op && after && source
+	}
+	if isEvent(top) {
+		return "", true
+	}
+	var payload map[string]json.RawMessage
+	if json.Unmarshal(top["payload"], &payload) == nil && isEvent(payload) {
+		return "payload", true
+	}
+	return "", false
 }

@@ -625,7 +625,11 @@ func onlyDeadLetters(table string, s connector.Stats) string {
 		return ""
 	}
 	advice := connector.OnlyDeadLettersAdvice(s.FirstDeadLetter)
-	if !mapping.IsSchemaConflictReason(s.FirstDeadLetter) && !connector.NoFlagDecodes(s.FirstDeadLetter) {
+	if s.DebeziumEvents {
+		// Kafka Connect's JSON events with schemas clash with themselves:
+		// the conflict is not the advice to give.
+		advice = fmt.Sprintf("the records are Debezium change events, decoded without --envelope debezium: sink the topic with --envelope debezium into a new table, or remove this one with floe drop --table %s, which lists what it drops (docs/upsert.md, Debezium)", table)
+	} else if !mapping.IsSchemaConflictReason(s.FirstDeadLetter) && !connector.NoFlagDecodes(s.FirstDeadLetter) {
 		advice += fmt.Sprintf(" (a table keeps the layout it was created with: sink into a new table, or remove this one with floe drop --table %s, which lists what it drops)", table)
 	}
 	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; %s; first: %s",

@@ -62,6 +62,13 @@ func IsTransient(err error) bool {
 		pg   pgdriver.Error
 		ke   *kerr.Error
 	)
+	if errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload" {
+		// A multipart upload's CompleteMultipartUpload whose answer was
+		// lost: the SDK sends it again, and MinIO, which completed the
+		// upload, answers 404 NoSuchUpload. Writing the files again
+		// passes; the completed object is an orphan (from a review).
+		return true
+	}
 	switch {
 	case errors.As(err, &resp) && resp.HTTPStatusCode() != 0:
 		// Status 0: no answer came (the request's connection failed);

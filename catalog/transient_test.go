@@ -44,6 +44,7 @@ func TestIsTransient(t *testing.T) {
 		{"Kafka leader moving", kerr.NotLeaderForPartition, true},
 		{"deadline", context.DeadlineExceeded, true},
 		{"says it is transient", fmt.Errorf("resolve: %w", knows{true, errors.New("HTTP 503")}), true},
+		{"multipart upload completed, its answer lost", &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 404}}, Err: api("NoSuchUpload")}, true},
 
 		{"S3 403", status(403), false},
 		{"wrong secret", api("SignatureDoesNotMatch"), false},

@@ -356,7 +356,7 @@ retry:
 func openPostgres(ctx context.Context, name, spec string, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
 	props["uri"] = spec
 	props["type"] = "sql"
-	props[sqlcat.DriverKey] = "pg" // bun's pgdriver, registered by its import
+	props[sqlcat.DriverKey] = pgDriverName // bun's pgdriver, its pooled connections checked before reuse
 	props[sqlcat.DialectKey] = string(sqlcat.Postgres)
 	maps.Copy(props, extra)
 	// Processes starting together race to create the catalog's tables:

@@ -787,42 +787,44 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 		log = slog.Default()
 	}
 	// Writers append dead letters all the time: an attempt that loses the
-	// race reads only the files it has not read yet.
-	const maxAttempts = 30
+	// race reads only the files it has not read yet. A transient failure of
+	// the catalog or the storage gets a few more attempts, as a writer's
+	// commit does: every sink session starts with this, and a session it
+	// failed waited out a growing pause before the next one tried again
+	// (behind a catalog whose connections were killed every 50-500 ms, its
+	// one attempt a session failed every time). A change whose outcome is
+	// unknown is seen, or not, in the table read again.
+	const maxAttempts, maxErrors = 30, 5
 	files := map[string]*deadLetterFile{}
 	var lastErr error
+	errs := 0
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 {
 			if err := sleep(ctx, backoff(min(attempt, 4))); err != nil {
 				return res, fmt.Errorf("reconcile %s: %w (last error: %w)", dlq.Name(), err, lastErr)
 			}
 		}
-		if err := dlq.Refresh(ctx); err != nil {
-			return res, err
-		}
-		if err := dlq.addCommitIDColumn(ctx); err != nil {
-			return res, err
-		}
-		if err := t.Refresh(ctx); err != nil {
-			return res, err
-		}
-		st, err := t.deadLetterState(ctx, dlq, files)
-		if err != nil {
-			return res, err
-		}
-		if len(st.Lost) > 0 {
+		st, err := t.readDeadLetterState(ctx, dlq, files)
+		if err == nil && len(st.Lost) > 0 {
 			return res, &DeadLetterFilesLostError{Table: t.Name(), DeadLetters: dlq.Name(), Files: st.Lost}
 		}
-		if !st.Converged() {
-			res, err = dlq.converge(ctx, log, st)
-			if err != nil && isConflict(err) {
-				lastErr = err
+		if err == nil && !st.Converged() {
+			if res, err = dlq.converge(ctx, log, st); err != nil {
+				err = fmt.Errorf("reconcile %s with the ledger of %s: %w", dlq.Name(), t.Name(), err)
+			}
+		}
+		if err != nil {
+			switch {
+			case isConflict(err):
 				log.Info("reconciling the dead-letter table lost a race; reloading", "table", dlq.Name(), "attempt", attempt, "err", err)
-				continue
+			case ctx.Err() == nil && floecat.IsTransient(err) && errs < maxErrors:
+				errs++
+				log.Info("reconciling the dead-letter table failed; reloading to retry", "table", dlq.Name(), "attempt", attempt, "err", err)
+			default:
+				return res, err
 			}
-			if err != nil {
-				return res, fmt.Errorf("reconcile %s with the ledger of %s: %w", dlq.Name(), t.Name(), err)
-			}
+			lastErr = err
+			continue
 		}
 		if len(st.Missing) > 0 {
 			return res, &DeadLettersMissingError{Table: t.Name(), DeadLetters: dlq.Name(), Commits: st.Missing}
@@ -834,6 +836,22 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 		return res, nil
 	}
 	return res, fmt.Errorf("reconcile %s: gave up after %d attempts: %w", dlq.Name(), maxAttempts, lastErr)
+}
+
+// readDeadLetterState reloads the dead-letter table dlq and data table t
+// and reads dlq's state (deadLetterState, reading only the files that
+// files does not know).
+func (t *Table) readDeadLetterState(ctx context.Context, dlq *Table, files map[string]*deadLetterFile) (*DeadLetterState, error) {
+	if err := dlq.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	if err := dlq.addCommitIDColumn(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return t.deadLetterState(ctx, dlq, files)
 }
 
 // converge applies st to the dead-letter table t in one commit on the

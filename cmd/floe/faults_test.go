@@ -134,6 +134,8 @@ type member struct {
 
 	commits, fenced, commitRetries, sessionRetries atomic.Int64
 	assigned, givenUp, lost, revokeDropped         atomic.Int64
+	// sessions counts the sessions it started outside a group.
+	sessions atomic.Int64
 	// compactions and dlqCompactions count its scheduled compactions
 	// that committed, of the table and of a dead-letter table.
 	compactions, dlqCompactions atomic.Int64
@@ -178,6 +180,8 @@ func (m *member) count(line string) {
 	}
 	listed := func(s string) int64 { return int64(len(strings.Fields(strings.Trim(s, "[]")))) }
 	switch {
+	case l.Msg == "sink session started":
+		m.sessions.Add(1)
 	case l.Msg == "committed":
 		m.commits.Add(1)
 	case strings.HasPrefix(l.Msg, "fenced by another writer"):
@@ -234,7 +238,7 @@ type campaign struct {
 	broker     *faultBroker
 	topic      string
 	table      string
-	group      string
+	group      string // empty: no group, each member sinks its --partitions (or all)
 	partitions int32
 	// catalogArgs are the --catalog and --warehouse flags of every floe
 	// command; cat opens the same catalog in the test.
@@ -303,13 +307,17 @@ func (c *campaign) produce(perRound int, pause time.Duration) {
 	})
 }
 
-// start starts a member: floe sink in the group, JSON logs on stderr.
+// start starts a member: floe sink in the group (when the campaign has one),
+// JSON logs on stderr.
 func (c *campaign) start(flushInterval time.Duration, extra ...string) *member {
 	c.t.Helper()
 	m := &member{name: fmt.Sprintf("m%d", len(c.members)+1), done: make(chan struct{}), secrets: c.broker.secrets}
-	argv := append([]string{os.Args[0], "sink", "--log-format", "json", "--brokers", c.broker.addr(), "--topic", c.topic,
-		"--table", c.table, "--group", c.group, "--flush-interval", flushInterval.String(),
-		"--session-timeout", campaignSession.String(), "--rebalance-timeout", campaignRebalance.String()}, c.catalogArgs...)
+	argv := []string{os.Args[0], "sink", "--log-format", "json", "--brokers", c.broker.addr(), "--topic", c.topic,
+		"--table", c.table, "--flush-interval", flushInterval.String()}
+	if c.group != "" {
+		argv = append(argv, "--group", c.group, "--session-timeout", campaignSession.String(), "--rebalance-timeout", campaignRebalance.String())
+	}
+	argv = append(argv, c.catalogArgs...)
 	argv = append(append(argv, c.broker.floeArgs...), extra...)
 	if c.wrap != nil {
 		argv = c.wrap(argv)

@@ -430,7 +430,7 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			err = ps.create(i).CheckNew()
 			if err == nil {
-				err = CheckNewTableTruncate(strings.Join(p.Table, "."), p.Config.OnTruncate, p.Layout, p.Properties)
+				err = CheckNewTable(strings.Join(p.Table, "."), p.Config, p.Layout, p.Properties)
 			}
 			missing = append(missing, i)
 			if err == nil {
@@ -444,9 +444,14 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 				slog.Warn("the table exists and keeps its Iceberg format version: --format-version applies to new tables only",
 					"table", t.Name(), "format_version", t.Iceberg().Metadata().Version(), "asked", v)
 			}
-			if err = t.CheckDataTable(); err == nil && p.PartitionBy != nil {
+			if err = t.CheckDataTable(); err == nil {
+				err = CheckTable(t, p.Config)
+			}
+			switch {
+			case err != nil:
+			case p.PartitionBy != nil:
 				err = t.CheckPartitionBy(*p.PartitionBy)
-			} else if err == nil {
+			default:
 				err = t.CheckSpecFillable()
 			}
 		}

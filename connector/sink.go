@@ -454,25 +454,13 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator(),
 		spillBytes: defaultSpillBytes, caseWarned: map[[2]string]bool{}}
 	s.noteSchema()
-	if tbl.Layout().Envelope == mapping.EnvelopeDebezium && tbl.Mode() != mapping.ModeUpsert {
-		return nil, fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
+	if err := CheckTable(tbl, cfg); err != nil {
+		return nil, err
 	}
 	truncate := onTruncate(tbl, cfg.OnTruncate)
 	placeholder, err := placeholderOf(tbl, cfg.UnavailablePlaceholder)
 	if err != nil {
 		return nil, err
-	}
-	switch debezium := tbl.Layout().Envelope == mapping.EnvelopeDebezium; {
-	case cfg.OnTruncate == TruncateDeleteAll && !debezium:
-		return nil, &ConfigError{Setting: SettingTruncate, Value: string(cfg.OnTruncate),
-			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium), whose truncate events it applies; %s holds none", tbl.Name())}
-	case cfg.UnavailablePlaceholder != "" && !debezium:
-		return nil, &ConfigError{Setting: SettingPlaceholder, Value: cfg.UnavailablePlaceholder,
-			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium); %s holds none", tbl.Name())}
-	case truncate == TruncateDeleteAll && debezium:
-		if err := tbl.CanTruncate(); err != nil {
-			return nil, truncateRefused(err)
-		}
 	}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
 		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
@@ -532,13 +520,57 @@ func truncateRefused(err error) *ConfigError {
 	return &ConfigError{Setting: SettingTruncate, Value: string(TruncateDeleteAll), Want: "dead-letter: " + err.Error()}
 }
 
-// CheckNewTableTruncate refuses, before the table named name is created
-// with layout and properties props, the --on-truncate delete-all that
-// NewSink would refuse once it exists: a Debezium table of format version
-// 3 cannot take a truncate (snapshot.ErrTruncateFormat). floe sink and
+// CheckTable refuses the settings of cfg that the existing table tbl
+// cannot take, as NewSink does: --on-truncate delete-all or
+// --unavailable-placeholder for a table without the Debezium envelope,
+// and a truncate on a table that cannot take one. floe sink and floe
+// replay call it before they create anything for tbl (its dead-letter
+// table, a branch) or change its partition spec.
+func CheckTable(tbl *snapshot.Table, cfg Config) error {
+	debezium := tbl.Layout().Envelope == mapping.EnvelopeDebezium
+	if debezium && tbl.Mode() != mapping.ModeUpsert {
+		return fmt.Errorf("table %s holds Debezium change events (--envelope debezium) and is of mode %s: a Debezium table is an upsert table; sink into a new table", tbl.Name(), tbl.Mode())
+	}
+	if err := checkDebeziumSettings(tbl.Name(), debezium, cfg); err != nil {
+		return err
+	}
+	if debezium && onTruncate(tbl, cfg.OnTruncate) == TruncateDeleteAll {
+		if err := tbl.CanTruncate(); err != nil {
+			return truncateRefused(err)
+		}
+	}
+	return nil
+}
+
+// checkDebeziumSettings refuses the Debezium settings of cfg
+// (--on-truncate delete-all, --unavailable-placeholder) for the table
+// named name when it does not hold Debezium change events.
+func checkDebeziumSettings(name string, debezium bool, cfg Config) error {
+	switch {
+	case debezium:
+	case cfg.OnTruncate == TruncateDeleteAll:
+		return &ConfigError{Setting: SettingTruncate, Value: string(cfg.OnTruncate),
+			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium), whose truncate events it applies; %s holds none", name)}
+	case cfg.UnavailablePlaceholder != "":
+		return &ConfigError{Setting: SettingPlaceholder, Value: cfg.UnavailablePlaceholder,
+			Want: fmt.Sprintf("it only for a table of Debezium change events (--envelope debezium); %s holds none", name)}
+	}
+	return nil
+}
+
+// CheckNewTable refuses, before the table named name is created with
+// layout and properties props, the settings of cfg that NewSink would
+// refuse once it exists: --on-truncate delete-all or
+// --unavailable-placeholder for a table without the Debezium envelope,
+// and --on-truncate delete-all for a Debezium table of format version 3,
+// which cannot take a truncate (snapshot.ErrTruncateFormat). floe sink and
 // floe replay call it, so that nothing is left behind.
-func CheckNewTableTruncate(name string, onTruncate OnTruncate, layout mapping.Layout, props map[string]string) error {
-	if onTruncate == TruncateDeleteAll && layout.Envelope == mapping.EnvelopeDebezium && props[table.PropertyFormatVersion] == "3" {
+func CheckNewTable(name string, cfg Config, layout mapping.Layout, props map[string]string) error {
+	debezium := layout.Envelope == mapping.EnvelopeDebezium
+	if err := checkDebeziumSettings(name, debezium, cfg); err != nil {
+		return err
+	}
+	if cfg.OnTruncate == TruncateDeleteAll && debezium && props[table.PropertyFormatVersion] == "3" {
 		return truncateRefused(fmt.Errorf("table %s: %w", name, snapshot.ErrTruncateFormat))
 	}
 	return nil

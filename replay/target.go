@@ -227,7 +227,7 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 					create = map[string]string{}
 				}
 				maps.Copy(create, props)
-				if err := connector.CheckNewTableTruncate(name, opts.Sink.OnTruncate, layout, create); err != nil {
+				if err := connector.CheckNewTable(name, opts.Sink, layout, create); err != nil {
 					return nil, err
 				}
 				t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{Create: true, Layout: opts.Layout, Properties: create, PartitionBy: opts.PartitionBy, Logger: opts.Sink.Logger,
@@ -289,6 +289,9 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 // dead-letter table for this replay cannot be its.
 func checkTarget(ctx context.Context, cat catalog.Catalog, t *snapshot.Table, ident table.Identifier, opts Options) error {
 	if err := t.CheckDataTable(); err != nil {
+		return err
+	}
+	if err := connector.CheckTable(t, opts.Sink); err != nil {
 		return err
 	}
 	return checkDeadLetters(ctx, cat, ident, opts, t.Layout(), t.RecordedDeadLetterTable())

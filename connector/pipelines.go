@@ -49,6 +49,12 @@ type Pipeline struct {
 	// table has another.
 	Mode mapping.Mode
 	Key  *mapping.UpsertKey
+	// NewTableRefusal, when set, refuses the flags for a new table only:
+	// an existing table judges them by its own mode, key and layout, and
+	// refuses them naming the table's, or takes them. It is set with a Key
+	// and no Mode (--id-columns without --mode): an existing upsert table
+	// of that key takes it, one of another key or mode refuses it.
+	NewTableRefusal error
 	// Properties are set on a table Run creates (format-version); an
 	// existing table of another format version is warned about.
 	Properties map[string]string
@@ -427,6 +433,8 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 		layout, mode := p.Layout, p.Mode
 		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Write: true, Layout: p.Layout, Mode: p.Mode, Key: p.Key})
 		switch {
+		case errors.Is(err, snapshot.ErrTableNotFound) && p.NewTableRefusal != nil:
+			err = p.NewTableRefusal
 		case errors.Is(err, snapshot.ErrTableNotFound):
 			err = ps.create(i).CheckNew()
 			if err == nil {
@@ -436,6 +444,9 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 			if err == nil {
 				err = layout.Normalize()
 			}
+		case err == nil && p.Mode == "" && p.Key != nil && t.Mode() != mapping.ModeUpsert:
+			err = fmt.Errorf("table %s is of mode %s, and --id-columns %s keys an upsert table: a table keeps the mode it was created with; leave --id-columns out, or sink into a new table with --mode upsert",
+				t.Name(), t.Mode(), strings.Join(p.Key.Columns, ","))
 		case err == nil:
 			layout, mode = t.Layout(), t.Mode()
 			if v := p.Properties[table.PropertyFormatVersion]; v != "" && v != strconv.Itoa(t.Iceberg().Metadata().Version()) {

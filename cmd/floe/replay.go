@@ -186,6 +186,11 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if err := f.upsertFlags.pipeline(&p, pipeline{}); err != nil {
 		return err
 	}
+	if p.NewTableRefusal != nil {
+		// A replay takes these flags as given, into a new table or onto
+		// a branch.
+		return p.NewTableRefusal
+	}
 	opts.Mode, opts.Key, opts.Properties = p.Mode, p.Key, p.Properties
 	// Every option is checked before the brokers or the catalog are asked.
 	if err := opts.Validate(); err != nil {

@@ -63,9 +63,26 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 		p.Properties = map[string]string{table.PropertyFormatVersion: strconv.Itoa(f.formatVersion)}
 	}
 	if mode == "" {
-		if len(idColumns) > 0 {
-			return fmt.Errorf("--id-columns %s keys an upsert table: add --mode upsert", strings.Join(idColumns, ","))
+		if len(idColumns) == 0 {
+			return nil
 		}
+		refusal := fmt.Errorf("--id-columns %s keys an upsert table: add --mode upsert", strings.Join(idColumns, ","))
+		// An existing table judges the key by its own mode: an upsert
+		// table, which a later run may sink into without --mode, takes
+		// it when it is the table's key and names the table's key when
+		// it is not (connector's open). A new table needs --mode.
+		l := p.Layout
+		if l.Value == "" {
+			l.Value = mapping.ValueJSON
+		}
+		if l.Normalize() != nil {
+			return refusal
+		}
+		k, err := mapping.KeyFor(l, idColumns)
+		if err != nil {
+			return refusal
+		}
+		p.Key, p.NewTableRefusal = &k, refusal
 		return nil
 	}
 	m, err := mapping.ParseMode(mode)

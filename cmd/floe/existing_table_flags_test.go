@@ -1,0 +1,60 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// refusedOneLine runs floe with args and fails t unless it exits 2 with
+// one line on stderr containing every one of want and none of not.
+func refusedOneLine(t *testing.T, args []string, want []string, not ...string) {
+	t.Helper()
+	code, out, errs := floe(t, args...)
+	ok := code == exitError && out == "" && strings.Count(strings.TrimSpace(errs), "\n") == 0
+	for _, w := range want {
+		ok = ok && strings.Contains(errs, w)
+	}
+	for _, n := range not {
+		ok = ok && !strings.Contains(errs, n)
+	}
+	if !ok {
+		t.Errorf("floe %v: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q, not %q", args, code, out, errs, want, not)
+	}
+}
+
+// TestIDColumnsJudgedByExistingTable (from a new-user run): --id-columns
+// without --mode into an existing upsert table said "add --mode upsert",
+// though a later run may leave --mode out; with it, the real refusal
+// came (the table keeps its key). An existing table judges the flag by
+// its own mode and key: the table's key is taken, another is refused
+// naming it at once, and an append table says it is one.
+func TestIDColumnsJudgedByExistingTable(t *testing.T) {
+	const topic = "customers"
+	st, sink, _ := upsertStack(t, topic, 1, []*kgo.Record{rec(topic, 0, []byte(`{"id":1}`), []byte(`{"id":1,"name":"Ann"}`), 0)})
+	for _, create := range [][]string{
+		{"--table", "lake.bykey", "--mode", "upsert", "--key", "json", "--value", "json"},
+		{"--table", "lake.byid", "--mode", "upsert", "--value", "json", "--id-columns", "id"},
+		{"--table", "lake.plain", "--value", "json"},
+	} {
+		if code, out, errs := floe(t, slices.Concat(sink, create)...); code != 0 {
+			t.Fatalf("create %v: exit %d\n%s\n%s", create, code, out, errs)
+		}
+	}
+	refusedOneLine(t, slices.Concat(sink, []string{"--table", "lake.bykey", "--id-columns", "id"}),
+		[]string{"table lake.bykey is keyed by the key's fields id", "an upsert table keeps the key it was created with"}, "add --mode upsert")
+	if code, out, errs := floe(t, slices.Concat(sink, []string{"--table", "lake.byid", "--id-columns", "id"})...); code != 0 {
+		t.Errorf("--id-columns id into lake.byid, keyed by it, without --mode: exit %d\n%s\n%s", code, out, errs)
+	}
+	refusedOneLine(t, slices.Concat(sink, []string{"--table", "lake.byid", "--id-columns", "name"}),
+		[]string{"an upsert table keeps the key it was created with"}, "add --mode upsert")
+	refusedOneLine(t, slices.Concat(sink, []string{"--table", "lake.plain", "--id-columns", "id"}),
+		[]string{"table lake.plain is of mode append, and --id-columns id keys an upsert table"}, "add --mode upsert")
+	refusedOneLine(t, slices.Concat(sink, []string{"--table", "lake.newid", "--value", "json", "--id-columns", "id"}),
+		[]string{"--id-columns id keys an upsert table: add --mode upsert"})
+	if replayTableExists(t, st, "lake.newid") {
+		t.Error("the refused run created lake.newid")
+	}
+}

@@ -431,7 +431,11 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 	var missing []int
 	for i, p := range ps {
 		layout, mode := p.Layout, p.Mode
-		t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Write: true, Layout: p.Layout, Mode: p.Mode, Key: p.Key})
+		asked, err := p.askedLayout(ctx, cat)
+		var t *snapshot.Table
+		if err == nil {
+			t, err = snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Write: true, Layout: asked, Mode: p.Mode, Key: p.Key})
+		}
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound) && p.NewTableRefusal != nil:
 			err = p.NewTableRefusal
@@ -503,6 +507,53 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 		tables[i] = t
 	}
 	return tables, nil
+}
+
+// askedLayout is the layout p asks an existing table for. An envelope
+// given without the value and key modes (a new table refuses it:
+// NewTableRefusal) is judged by the table first: a table floe wrote of
+// another envelope refuses it naming its own, and one of the same
+// envelope fills in the modes left out with its own. A table floe never
+// wrote takes the flags' layout, so that it gets the new table's refusal.
+func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping.Layout, error) {
+	l := p.Layout
+	if l.Envelope == mapping.EnvelopeNone || (l.Value != "" && l.Key != "") {
+		return l, nil
+	}
+	t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{})
+	if err != nil {
+		return l, err
+	}
+	if !floeWrote(t) {
+		return l, p.NewTableRefusal
+	}
+	has := t.Layout()
+	if has.Envelope != l.Envelope {
+		return l, &mapping.LayoutError{Table: t.Name(), Setting: "envelope", Value: l.Envelope.String(), Want: has.Envelope.String()}
+	}
+	if l.Value == "" {
+		l.Value = has.Value
+	}
+	if l.Key == "" {
+		l.Key = has.Key
+	}
+	return l, nil
+}
+
+// floeWrote reports whether floe wrote t: it has a floe property or a
+// floe commit.
+func floeWrote(t *snapshot.Table) bool {
+	for k := range t.Iceberg().Properties() {
+		if strings.HasPrefix(k, "floe.") {
+			return true
+		}
+	}
+	for _, s := range t.Iceberg().Metadata().Snapshots() {
+		if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDeadLetters checks, creating nothing, the dead-letter table of

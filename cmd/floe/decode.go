@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -64,7 +65,10 @@ func (f *decodeFlags) layout() (mapping.Layout, error) {
 		return mapping.Layout{RawValue: f.keepRawValue}, nil
 	}
 	if envelope != mapping.EnvelopeNone && (f.value == "" || f.key == "") {
-		return mapping.Layout{}, fmt.Errorf("--envelope %s needs --value and --key: json (Kafka Connect's JsonConverter) or registry (Avro, Protobuf or JSON Schema), as the connector's converters write the events", envelope)
+		// Refused for a new table; an existing table answers with its
+		// own envelope first (pipeline).
+		return mapping.Layout{Value: mapping.ValueMode(f.value), Key: mapping.KeyMode(f.key), RawValue: f.keepRawValue, Envelope: envelope},
+			&envelopeModesError{envelope: envelope}
 	}
 	// A mode left out stays empty: an existing table keeps its own, a new
 	// one gets the default (snapshot.Open fills it in).
@@ -74,6 +78,14 @@ func (f *decodeFlags) layout() (mapping.Layout, error) {
 		return l, err
 	}
 	return l, nil
+}
+
+// envelopeModesError refuses an envelope given without the value and key
+// modes, for a new table: an existing one has its own.
+type envelopeModesError struct{ envelope mapping.Envelope }
+
+func (e *envelopeModesError) Error() string {
+	return fmt.Sprintf("--envelope %s needs --value and --key: json (Kafka Connect's JsonConverter) or registry (Avro, Protobuf or JSON Schema), as the connector's converters write the events", e.envelope)
 }
 
 // pipeline completes p with the flags: its layout (the config file's
@@ -99,7 +111,12 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 	}
 	if err != nil && len(own) > 0 {
 		slices.Sort(own)
-		return fmt.Errorf("config file: pipeline %s -> %s (its %s): %w", from.Topic, from.Table, strings.Join(own, " and "), err)
+		err = fmt.Errorf("config file: pipeline %s -> %s (its %s): %w", from.Topic, from.Table, strings.Join(own, " and "), err)
+	}
+	if _, ok := errors.AsType[*envelopeModesError](err); ok {
+		// For a new table: an existing table judges the envelope by its
+		// own, and fills in the modes (connector's open).
+		p.NewTableRefusal, err = err, nil
 	}
 	if err != nil {
 		return err

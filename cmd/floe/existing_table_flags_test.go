@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/internal/floetest"
 )
 
 // refusedOneLine runs floe with args and fails t unless it exits 2 with
@@ -56,5 +58,38 @@ func TestIDColumnsJudgedByExistingTable(t *testing.T) {
 		[]string{"--id-columns id keys an upsert table: add --mode upsert"})
 	if replayTableExists(t, st, "lake.newid") {
 		t.Error("the refused run created lake.newid")
+	}
+}
+
+// TestEnvelopeJudgedByExistingTable (from a new-user run): --envelope
+// debezium without --value and --key into an existing table created
+// without the envelope said that the envelope needs them; only with them
+// added came the table's answer (it keeps its envelope as none). An
+// existing table answers first: one of another envelope refuses it naming
+// its own, a Debezium table takes the flag alone (its modes are its own),
+// and a new table still needs the modes, refused before it is created.
+func TestEnvelopeJudgedByExistingTable(t *testing.T) {
+	const topic = "dbserver1.inventory.customers"
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(5, 5, 1)
+	st, sink, _ := upsertStack(t, topic, 1, c.Records(t, floetest.CDCConnectJSON, ""))
+	json := []string{"--value", "json", "--key", "json"}
+	for _, create := range [][]string{
+		{"--table", "lake.dbz_noenv"},
+		slices.Concat([]string{"--table", "lake.dbz", "--envelope", "debezium"}, json),
+	} {
+		if code, out, errs := floe(t, slices.Concat(sink, create)...); code != 0 {
+			t.Fatalf("create %v: exit %d\n%s\n%s", create, code, out, errs)
+		}
+	}
+	refusedOneLine(t, slices.Concat(sink, []string{"--table", "lake.dbz_noenv", "--envelope", "debezium"}),
+		[]string{"table lake.dbz_noenv keeps its envelope as none, not debezium"}, "needs --value and --key")
+	if code, out, errs := floe(t, slices.Concat(sink, []string{"--table", "lake.dbz", "--envelope", "debezium"})...); code != 0 {
+		t.Errorf("--envelope debezium alone into a Debezium table: exit %d\n%s\n%s", code, out, errs)
+	}
+	refusedOneLine(t, slices.Concat(sink, []string{"--table", "lake.dbz_new", "--envelope", "debezium", "--value", "json"}),
+		[]string{"--envelope debezium needs --value and --key"})
+	if replayTableExists(t, st, "lake.dbz_new") {
+		t.Error("the refused run created lake.dbz_new")
 	}
 }

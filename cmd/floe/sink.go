@@ -517,6 +517,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		}
 		return fileSettingError(ctx, f, err)
 	}
+	if err := refusedWithoutCatalog(ctx, f, run); err != nil {
+		return err
+	}
 	cat, err := f.openCatalog(ctx)
 	if err != nil {
 		return err
@@ -531,6 +534,26 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	}
 	if len(onlyDead) > 0 {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(strings.Join(onlyDead, "; "))}
+	}
+	return nil
+}
+
+// refusedWithoutCatalog returns the first refusal of a pipeline's flags
+// for a new table (connector.Pipeline.NewTableRefusal) when the catalog
+// does not exist yet: it holds no table to judge them, and a refused run
+// does not create it.
+func refusedWithoutCatalog(ctx context.Context, f *sinkFlags, run connector.Pipelines) error {
+	for _, p := range run {
+		if p.NewTableRefusal == nil {
+			continue
+		}
+		if _, err := f.openExisting(ctx); !errors.Is(err, catalog.ErrCatalogNotFound) {
+			return nil
+		}
+		if len(run) > 1 {
+			return fmt.Errorf("pipeline %s: %w", p, p.NewTableRefusal)
+		}
+		return p.NewTableRefusal
 	}
 	return nil
 }

@@ -55,6 +55,10 @@ type Pipeline struct {
 	// and no Mode (--id-columns without --mode): an existing upsert table
 	// of that key takes it, one of another key or mode refuses it.
 	NewTableRefusal error
+	// EnvelopeGiven says the envelope was asked for (--envelope), also
+	// as none: an existing table of another envelope refuses it, where a
+	// Layout without value and key modes is otherwise taken as no ask.
+	EnvelopeGiven bool
 	// Properties are set on a table Run creates (format-version); an
 	// existing table of another format version is warned about.
 	Properties map[string]string
@@ -511,13 +515,17 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 
 // askedLayout is the layout p asks an existing table for. An envelope
 // given without the value and key modes (a new table refuses it:
-// NewTableRefusal) is judged by the table first: a table floe wrote of
-// another envelope refuses it naming its own, and one of the same
-// envelope fills in the modes left out with its own. A table floe never
-// wrote takes the flags' layout, so that it gets the new table's refusal.
+// NewTableRefusal), or given as none (EnvelopeGiven), is judged by the
+// table first: a table floe wrote of another envelope refuses it naming
+// its own, and one of the same envelope fills in the modes left out with
+// its own. A table floe never wrote takes the flags' layout, so that it
+// gets the new table's refusal.
 func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping.Layout, error) {
 	l := p.Layout
-	if l.Envelope == mapping.EnvelopeNone || (l.Value != "" && l.Key != "") {
+	switch {
+	case l.Envelope == mapping.EnvelopeNone && p.EnvelopeGiven && l.Value == "":
+		// --envelope none alone, which snapshot.Open takes for no ask.
+	case l.Envelope == mapping.EnvelopeNone || (l.Value != "" && l.Key != ""):
 		return l, nil
 	}
 	t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{})
@@ -525,7 +533,7 @@ func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping
 		return l, err
 	}
 	if !floeWrote(t) {
-		return l, p.NewTableRefusal
+		return p.Layout, p.NewTableRefusal
 	}
 	has := t.Layout()
 	if has.Envelope != l.Envelope {

@@ -93,3 +93,28 @@ func TestEnvelopeJudgedByExistingTable(t *testing.T) {
 		t.Error("the refused run created lake.dbz_new")
 	}
 }
+
+// TestEnvelopeNoneRefusedByDebeziumTable (from a new-user run): floe sink
+// --envelope none into a Debezium table sank the events as Debezium's,
+// exit 0, where docs/upsert.md says a flag that differs from the table's
+// envelope is refused naming both. --envelope none alone is refused by a
+// Debezium table, and taken by a table without an envelope.
+func TestEnvelopeNoneRefusedByDebeziumTable(t *testing.T) {
+	const topic = "dbserver1.inventory.customers"
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(5, 5, 1)
+	_, sink, _ := upsertStack(t, topic, 1, c.Records(t, floetest.CDCConnectJSON, ""))
+	for _, create := range [][]string{
+		{"--table", "lake.plain"},
+		{"--table", "lake.dbz", "--envelope", "debezium", "--value", "json", "--key", "json"},
+	} {
+		if code, out, errs := floe(t, slices.Concat(sink, create)...); code != 0 {
+			t.Fatalf("create %v: exit %d\n%s\n%s", create, code, out, errs)
+		}
+	}
+	refusedOneLine(t, slices.Concat(sink, []string{"--table", "lake.dbz", "--envelope", "none"}),
+		[]string{"table lake.dbz keeps its envelope as debezium, not none"})
+	if code, out, errs := floe(t, slices.Concat(sink, []string{"--table", "lake.plain", "--envelope", "none"})...); code != 0 {
+		t.Errorf("--envelope none into a table without an envelope: exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -242,6 +242,17 @@ func (d *decoder) checkKeyFields(key any, typ iceberg.Type, changed bool) error 
 	}
 	fields, _ := key.(map[string]any)
 	st, _ := typ.(*iceberg.StructType)
+	have, _ := d.key.(*iceberg.StructType)
+	if changed && have != nil && st != nil {
+		// Fields the keys before it did not have: named first, as the
+		// table's key columns it lacks would be (a renamed primary key).
+		names := fieldNames(have)
+		for _, f := range st.FieldList {
+			if !slices.Contains(names, f.Name) {
+				return keyFieldsChanged(slices.Sorted(maps.Keys(fields)), names, d.layout.Envelope)
+			}
+		}
+	}
 	if st != nil {
 		// A decoder leaves a null field out, or sets it nil.
 		for _, f := range st.FieldList {
@@ -253,17 +264,23 @@ func (d *decoder) checkKeyFields(key any, typ iceberg.Type, changed bool) error 
 			}
 		}
 	}
-	have, _ := d.key.(*iceberg.StructType)
-	if !changed || have == nil || st == nil {
-		return nil
-	}
-	names := fieldNames(have)
-	for _, f := range st.FieldList {
-		if !slices.Contains(names, f.Name) {
-			return fmt.Errorf("the key has field %s, and the table is keyed by the fields %s: an upsert table keeps its key columns", f.Name, strings.Join(names, ","))
-		}
-	}
 	return nil
+}
+
+// keyFieldsChanged is why a key with the fields got is a dead letter of a
+// table keyed by the fields of its first key, table: the table keeps
+// them. For Debezium change events the source table's primary key
+// changed, most likely; the advice is docs/upsert.md's (Debezium).
+func keyFieldsChanged(got, table []string, envelope mapping.Envelope) error {
+	what := "field " + strings.Join(got, ",")
+	if len(got) != 1 {
+		what = "fields " + strings.Join(got, ",")
+	}
+	if envelope == mapping.EnvelopeDebezium {
+		return fmt.Errorf("the key has the %s, and the table is keyed by %s: the source table's primary key may have changed; an upsert table keeps the key columns its first key named, so snapshot the source table again into a new topic and sink that into a new table (docs/upsert.md, Debezium)",
+			what, strings.Join(table, ","))
+	}
+	return fmt.Errorf("the key has the %s, and the table is keyed by %s: an upsert table keeps the key columns its first key named; sink keys of other fields into a new table", what, strings.Join(table, ","))
 }
 
 // checkIDColumns refuses, in a table keyed by value columns
@@ -519,7 +536,7 @@ func (d *decoder) upsertChange(r *kgo.Record, out decoded) (mapping.Change, erro
 	if d.upsert == nil {
 		return out.change, nil
 	}
-	return upsertChange(d.upsertKey(*d.upsert), r, out)
+	return upsertChange(d.upsertKey(*d.upsert), r, out, d.layout.Envelope)
 }
 
 // keyOfBefore returns the key of a delete without a record key: the fields

@@ -1519,7 +1519,7 @@ func (ss *session) appendRaw(pt *partition, r *kgo.Record) error {
 		pt.rows.Append(r)
 		return nil
 	}
-	c, dead := upsertChange(ss.s.tbl.UpsertKey(), r, decoded{key: r.Key})
+	c, dead := upsertChange(ss.s.tbl.UpsertKey(), r, decoded{key: r.Key}, mapping.EnvelopeNone)
 	if dead != nil {
 		return ss.deadLetter(pt, r, dead, 0)
 	}

@@ -23,7 +23,7 @@ var errNoKey = errors.New("the record has no key, and the table is an upsert tab
 // fields are not the table's key columns. A record with a null value (a
 // tombstone) deletes its key; a change set by the decoder (a change
 // event's delete, or a skipped tombstone) is kept.
-func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Change, error) {
+func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded, envelope mapping.Envelope) (mapping.Change, error) {
 	if out.change == mapping.ChangeSkip || out.change == mapping.ChangeTruncate {
 		// Neither needs a key.
 		return out.change, nil
@@ -49,8 +49,8 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded) (mapping.Ch
 			return 0, errNoKey
 		}
 		if len(key.Columns) > 0 {
-			if extra := slices.DeleteFunc(slices.Sorted(maps.Keys(fields)), func(f string) bool { return slices.Contains(key.Columns, f) }); len(extra) > 0 {
-				return 0, fmt.Errorf("the key has field %s, and the table is keyed by the fields %s: an upsert table keeps its key columns", extra[0], strings.Join(key.Columns, ","))
+			if slices.ContainsFunc(slices.Collect(maps.Keys(fields)), func(f string) bool { return !slices.Contains(key.Columns, f) }) {
+				return 0, keyFieldsChanged(slices.Sorted(maps.Keys(fields)), key.Columns, envelope)
 			}
 		}
 		for _, c := range key.Columns {

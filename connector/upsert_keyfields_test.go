@@ -50,7 +50,7 @@ func TestUpsertFirstKeysDiffer(t *testing.T) {
 	slices.Sort(got)
 	dead := rows(t, dlq)
 	if !slices.Equal(got, []string{"1=one", "3=three"}) || len(dead) != 1 || dead[0].Offset != 1 ||
-		!strings.Contains(dead[0].Columns[mapping.ColError], "the key has field tenant, and the table is keyed by the fields id") {
+		!strings.Contains(dead[0].Columns[mapping.ColError], "the key has the fields id,tenant, and the table is keyed by id: an upsert table keeps the key columns its first key named") {
 		t.Fatalf("rows %v, dead letters %+v (%+v); want ids 1 and 3, the key with tenant a dead letter", got, dead, stats)
 	}
 	if !auditSays(t, e, tbl) {

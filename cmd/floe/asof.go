@@ -12,8 +12,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/spf13/cobra"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -136,7 +138,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			}
 			answer, err := lookup.AsOf(ctx, tbl, broker, q)
 			if e, ok := errors.AsType[*lookup.BeforeHistoryError](err); ok {
-				e.Rebuild = rebuildCommand(tbl, e.Cut)
+				e.Rebuild = rebuildCommand(ctx, tbl, e.Cut)
 			}
 			if err != nil {
 				return err
@@ -179,7 +181,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				for _, p := range res.Positions {
 					cut[mapping.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Offset
 				}
-				e.Rebuild = rebuildCommand(tbl, cut)
+				e.Rebuild = rebuildCommand(ctx, tbl, cut)
 			}
 			if err != nil {
 				return err
@@ -337,11 +339,13 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 }
 
 // rebuildCommand is the floe replay command that rebuilds tbl as of cut
-// into a new table, TABLE_at: the cut's topic, --until the cut and tbl's
-// layout flags, which a replay into a new table does not take from tbl.
-// A replay reads one topic into a new table: a cut of several topics gets
-// one command per topic, each into a table of its own.
-func rebuildCommand(tbl *snapshot.Table, cut mapping.Cut) string {
+// into a new table, TABLE_at (TABLE_at_2, _3, ... when the catalog has a
+// table of that name, an earlier rebuild's, which the replay would
+// refuse): the cut's topic, --until the cut and tbl's layout flags, which
+// a replay into a new table does not take from tbl. A replay reads one
+// topic into a new table: a cut of several topics gets one command per
+// topic, each into a table of its own.
+func rebuildCommand(ctx context.Context, tbl *snapshot.Table, cut mapping.Cut) string {
 	until := map[string][]string{}
 	for _, tp := range slices.SortedFunc(maps.Keys(cut), mapping.TopicPartition.Compare) {
 		until[tp.Topic] = append(until[tp.Topic], fmt.Sprintf("%d=%d", tp.Partition, cut[tp]))
@@ -350,13 +354,37 @@ func rebuildCommand(tbl *snapshot.Table, cut mapping.Cut) string {
 	layout := strings.Join(layoutFlags(tbl), " ")
 	cmds := make([]string, 0, len(topics))
 	for _, topic := range topics {
-		name := tbl.Name() + "_at"
+		base := tbl.Name() + "_at"
 		if len(topics) > 1 {
-			name += "_" + strings.ReplaceAll(topic, ".", "_")
+			base += "_" + strings.ReplaceAll(topic, ".", "_")
 		}
+		name := freeTableName(ctx, tbl.Catalog(), base)
 		cmds = append(cmds, fmt.Sprintf("floe replay -t %s --table %s --until %s %s", topic, name, strings.Join(until[topic], ","), layout))
 	}
 	return strings.Join(cmds, "; ")
+}
+
+// freeTableName is base, or base_2, base_3, ... the first of them the
+// catalog has no table of (base when it cannot tell).
+func freeTableName(ctx context.Context, cat icecat.Catalog, base string) string {
+	for n := 1; n < 100; n++ {
+		name := base
+		if n > 1 {
+			name = fmt.Sprintf("%s_%d", base, n)
+		}
+		ident, err := catalog.ParseIdent(name)
+		if err != nil {
+			return base
+		}
+		exists, err := cat.CheckTableExists(ctx, ident)
+		if err != nil {
+			return base
+		}
+		if !exists {
+			return name
+		}
+	}
+	return base
 }
 
 func clip(s string, n int) string {

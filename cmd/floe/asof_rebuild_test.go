@@ -61,3 +61,35 @@ func TestAsOfBeforePublishedReplay(t *testing.T) {
 		t.Fatalf("before the topic's first record: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestAsOfRebuildNameIsFree (from a new-user run): as-of --rows at an
+// expired snapshot suggested floe replay into TABLE_at also once that
+// table existed (from following the suggestion before), where the replay
+// refuses. The suggestion names a table the catalog does not have, and
+// runs as printed.
+func TestAsOfRebuildNameIsFree(t *testing.T) {
+	st, loc := keyedStack(t, "lake.u")
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.u", "--expire-older-than", "0s", "--retain-last", "1"}, loc)...)
+	const prefix = "rebuild it into a new table with: floe "
+	suggested := func(offsets string) []string {
+		t.Helper()
+		code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.u", "--offsets", offsets, "--rows"}, loc)...)
+		i := strings.LastIndex(errs, prefix)
+		if code != exitError || i < 0 {
+			t.Fatalf("as-of %s at an expired snapshot: exit %d\n%s\n%s", offsets, code, out, errs)
+		}
+		return strings.Fields(errs[i+len(prefix):])
+	}
+	first := suggested("u/0=8")
+	if !slices.Contains(first, "lake.u_at") {
+		t.Fatalf("first suggestion %v: want --table lake.u_at", first)
+	}
+	mustFloe(t, slices.Concat(first, []string{"-b", st.Brokers[0]}, loc)...)
+	second := suggested("u/0=6")
+	if !slices.Contains(second, "lake.u_at_2") {
+		t.Fatalf("suggestion once lake.u_at exists %v: want --table lake.u_at_2", second)
+	}
+	if code, out, errs := floe(t, slices.Concat(second, []string{"-b", st.Brokers[0]}, loc)...); code != 0 {
+		t.Fatalf("the suggested replay: exit %d\n%s\n%s", code, out, errs)
+	}
+}

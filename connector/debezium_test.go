@@ -424,7 +424,7 @@ func TestDebeziumDeadLetters(t *testing.T) {
 		{`{"id":1}`, `{"id":1,"first_name":"no envelope"}`, "not a Debezium change event (--envelope debezium): no op field"},
 		{`{"id":1}`, `{"op":"m","message":{"prefix":"audit","content":"aGk="}}`, `op "m" is not one of c, r, u, d, t`},
 		{`{"id":1}`, `{"before":null,"after":null,"op":"c","source":{"ts_ms":1}}`, `op "c" without an after image`},
-		{``, `{"before":null,"after":{"id":77,"email":"x"},"op":"c","source":{"ts_ms":1}}`, "the record has no key"},
+		{``, `{"before":null,"after":{"id":77,"email":"x"},"op":"c","source":{"ts_ms":1}}`, "the change event has no key"},
 		{`{"id":1}`, `{"op":"u","after":{"id":"one"}}`, "field id"},
 	}
 	for i, b := range bad {

@@ -17,6 +17,11 @@ import (
 // table keyed by the record key.
 var errNoKey = errors.New("the record has no key, and the table is an upsert table keyed by the record key: a row needs one (produce it with a key, or sink the topic into an append table)")
 
+// errDebeziumNoKey is why a Debezium change event without a key, other
+// than a delete (whose key is in its before image), is a dead letter: an
+// append table, errNoKey's other way, cannot hold change events.
+var errDebeziumNoKey = errors.New("the change event has no key: Debezium keys the events of a table that has a primary key by it, so the source table has none; give it one (or name its key columns in the connector's message.key.columns), then an incremental snapshot (Debezium's execute-snapshot signal) writes its rows again, keyed (docs/upsert.md, Debezium)")
+
 // upsertChange returns what record r, decoded as out, does to its key's
 // row in an upsert table keyed by key, or why it is a dead letter: a key
 // missing or null, a key column without a value, or a struct key whose
@@ -44,6 +49,9 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded, envelope ma
 			// A key that decoded to a plain value (a registry key of
 			// schema "string", a JSON number) has no fields to be columns.
 			return 0, fmt.Errorf("the key is %s, not a record or an object: a table keyed by the key's fields (--key json or registry) needs keys with fields; for plain keys sink with --key string (or raw), keyed by the key's text", kindOf(out.key))
+		}
+		if len(fields) == 0 && envelope == mapping.EnvelopeDebezium {
+			return 0, errDebeziumNoKey
 		}
 		if len(fields) == 0 {
 			return 0, errNoKey

@@ -32,3 +32,30 @@ func TestDebeziumKeyFieldChangedReason(t *testing.T) {
 		}
 	}
 }
+
+// TestDebeziumNullKeyAdvice (from a new-user run): a Debezium insert with
+// a null Kafka key (a source table without a primary key) was a dead
+// letter advising "produce it with a key, or sink the topic into an append
+// table", though --envelope debezium refuses --mode append. The reason
+// says why Debezium wrote no key and how to give the table one.
+func TestDebeziumNullKeyAdvice(t *testing.T) {
+	const topic = "dbz.nokey"
+	d := &dbzTable{topic: topic, keyFields: []dbzField{{"id", `{"type":"int32","optional":false}`}}, valueFields: []dbzField{{"v", `{"type":"string","optional":true}`}}}
+	d.upsert(0, "c", map[string]any{"id": 1}, map[string]any{"v": "a"})
+	d.upsert(0, "c", map[string]any{"id": 2}, map[string]any{"v": "b"})
+	d.recs[1].Key = nil
+	_, sink, loc := upsertStack(t, topic, 1, d.recs)
+	code, out, errs := floe(t, append(sink, "--table", "lake.nokey", "--envelope", "debezium", "--key", "json", "--value", "json")...)
+	if code != 0 || !strings.Contains(out, "1 dead letter") {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	out = mustFloe(t, slices.Concat([]string{"dead-letters", "--table", "lake.nokey"}, loc)...)
+	for _, want := range []string{"the change event has no key", "primary key", "message.key.columns", "incremental snapshot"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("floe dead-letters does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "append table") {
+		t.Errorf("floe dead-letters advises an append table, which --envelope debezium refuses:\n%s", out)
+	}
+}

@@ -463,10 +463,6 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 		return nil, err
 	}
 	if layout := tbl.Layout(); layout != mapping.RawLayout {
-		if (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
-			return nil, &ConfigError{Setting: SettingRegistry,
-				Want: fmt.Sprintf("a schema registry: table %s decodes %s in the registry's wire format", tbl.Name(), registryParts(layout))}
-		}
 		s.dec = newDecoder(layout, cfg.Registry, placeholder)
 		s.dec.table = tbl.Name()
 		s.dec.onSchema = cfg.OnSchema
@@ -523,7 +519,8 @@ func truncateRefused(err error) *ConfigError {
 // CheckTable refuses the settings of cfg that the existing table tbl
 // cannot take, as NewSink does: --on-truncate delete-all or
 // --unavailable-placeholder for a table without the Debezium envelope,
-// and a truncate on a table that cannot take one. floe sink and floe
+// no schema registry for a table that decodes with one, and a truncate
+// on a table that cannot take one. floe sink and floe
 // replay call it before they create anything for tbl (its dead-letter
 // table, a branch) or change its partition spec.
 func CheckTable(tbl *snapshot.Table, cfg Config) error {
@@ -533,6 +530,10 @@ func CheckTable(tbl *snapshot.Table, cfg Config) error {
 	}
 	if err := checkDebeziumSettings(tbl.Name(), debezium, cfg); err != nil {
 		return err
+	}
+	if layout := tbl.Layout(); (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
+		return &ConfigError{Setting: SettingRegistry,
+			Want: fmt.Sprintf("a schema registry: table %s decodes %s in the registry's wire format", tbl.Name(), registryParts(layout))}
 	}
 	if debezium && onTruncate(tbl, cfg.OnTruncate) == TruncateDeleteAll {
 		if err := tbl.CanTruncate(); err != nil {

@@ -56,3 +56,23 @@ func TestDebeziumFlagsRefusedLeaveNothing(t *testing.T) {
 		t.Error("the refused replay made branch b")
 	}
 }
+
+// TestRegistryTableWithoutRegistryLeavesNothing: a sink into an existing
+// table of --value registry without --schema-registry was refused only
+// once its sink was made, after the dead-letter table it names was
+// created. It is refused before.
+func TestRegistryTableWithoutRegistryLeavesNothing(t *testing.T) {
+	const topic = "customers"
+	st, sink, _ := upsertStack(t, topic, 1, []*kgo.Record{rec(topic, 0, []byte(`{"id":1}`), []byte(`{"id":1,"name":"Ann"}`), 0)})
+	// Plain JSON: a dead letter, exit 3, and the table exists.
+	if code, out, errs := floe(t, slices.Concat(sink, []string{"--table", "lake.reg", "--value", "registry", "--schema-registry", st.Registry})...); code != exitOnlyDeadLetters {
+		t.Fatalf("sink: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs := floe(t, slices.Concat(sink, []string{"--table", "lake.reg", "--dlq-table", "lake.reg_other"})...)
+	if code != exitError || !strings.Contains(errs, "table lake.reg decodes values in the registry's wire format") || out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming the registry", code, out, errs)
+	}
+	if replayTableExists(t, st, "lake.reg_other") {
+		t.Error("the refused run created lake.reg_other")
+	}
+}

@@ -52,8 +52,9 @@ type Pipeline struct {
 	// NewTableRefusal, when set, refuses the flags for a new table only:
 	// an existing table judges them by its own mode, key and layout, and
 	// refuses them naming the table's, or takes them. It is set with a Key
-	// and no Mode (--id-columns without --mode): an existing upsert table
-	// of that key takes it, one of another key or mode refuses it.
+	// and no Mode (--id-columns without --mode: an existing upsert table
+	// of that key takes it, one of another key or mode refuses it), and
+	// with an envelope without value and key modes (askedLayout).
 	NewTableRefusal error
 	// EnvelopeGiven says the envelope was asked for (--envelope), also
 	// as none: an existing table of another envelope refuses it, where a

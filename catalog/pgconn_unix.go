@@ -8,6 +8,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"syscall"
+	"time"
 
 	"github.com/uptrace/bun/driver/pgdriver"
 )
@@ -19,6 +20,12 @@ import (
 // do not block), as go-sql-driver/mysql checks its pooled connections.
 func checkOpen(_ context.Context, cn *pgdriver.Conn) error {
 	nc := cn.Conn()
+	// pgdriver leaves its last read deadline (now + its read timeout, or
+	// a query's context deadline) on the connection; once it passed, Go's
+	// poller fails the read below without looking at the socket.
+	if err := nc.SetReadDeadline(time.Time{}); err != nil {
+		return driver.ErrBadConn
+	}
 	if tc, ok := nc.(*tls.Conn); ok {
 		// Any TLS record the server sent unasked is its goodbye too.
 		nc = tc.NetConn()
@@ -42,8 +49,14 @@ func checkOpen(_ context.Context, cn *pgdriver.Conn) error {
 	}); err != nil {
 		return driver.ErrBadConn
 	}
-	if n == 0 && (errors.Is(readErr, syscall.EAGAIN) || errors.Is(readErr, syscall.EWOULDBLOCK)) {
+	switch {
+	case n > 0: // data nobody asked for: the server's goodbye
+		return driver.ErrBadConn
+	case n == 0 && readErr == nil: // the end of the stream
+		return driver.ErrBadConn
+	case errors.Is(readErr, syscall.EAGAIN) || errors.Is(readErr, syscall.EWOULDBLOCK):
+		// Nothing to read (syscall.Read returns n == -1 then): open.
 		return nil
 	}
-	return driver.ErrBadConn // data, the end of the stream, or a failed read
+	return driver.ErrBadConn
 }

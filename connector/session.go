@@ -1479,15 +1479,15 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 	return true, nil
 }
 
+// maxDebeziumChecks bounds the dead letters a session parses to tell
+// whether they are Debezium change events sunk without the envelope.
+const maxDebeziumChecks = 10
+
 // deadLetter makes r, which observe just made a row of pt, a dead letter
 // for reason (schemaID: the registry schema it named, 0: none). A record
 // that may not be one (no dead-letter table, or a schema conflict with
 // ConflictFail) is taken back (partition.unread) and stops the sink before
 // it with a *BadRecordError.
-// maxDebeziumChecks bounds the dead letters a session parses to tell
-// whether they are Debezium change events sunk without the envelope.
-const maxDebeziumChecks = 10
-
 func (ss *session) deadLetter(pt *partition, r *kgo.Record, reason error, schemaID int) error {
 	_, conflict := errors.AsType[*mapping.SchemaConflictError](reason)
 	if pt.deadLetters == nil || (conflict && ss.s.cfg.OnSchemaConflict == ConflictFail) {

@@ -148,16 +148,23 @@ func CaseClashes(s *iceberg.Schema) [][2]string {
 }
 
 // DebeziumEventColumns reports whether s, a typed table's schema, holds
-// Debezium change events as they are, not the rows they carry: op, after
-// and source at the top level (Avro, Protobuf, JSON without schemas) or
-// within payload (Kafka Connect's JSON with schemas), and returns that
-// struct's path ("" or "payload"). Such a table was sunk without
-// --envelope debezium: every event is an appended row, deletes delete
-// nothing, and the events' schemas dead-letter many of them.
+// Debezium change events as they are, not the rows they carry: a string
+// op, a struct after and a struct source at the top level (Avro,
+// Protobuf, JSON without schemas) or within payload (Kafka Connect's JSON
+// with schemas), and returns that struct's path ("" or "payload"). Such
+// a table was sunk without --envelope debezium: every event is an
+// appended row, deletes delete nothing, and the events' schemas
+// dead-letter many of them.
 func DebeziumEventColumns(s *iceberg.Schema) (string, bool) {
 	isEvent := func(st *iceberg.StructType) bool {
-		for _, name := range []string{"op", "after", "source"} {
-			if _, ok := FindField(st, name); !ok {
+		op, ok := FindField(st, "op")
+		if !ok || !op.Type.Equals(iceberg.PrimitiveTypes.String) {
+			return false
+		}
+		for _, name := range []string{"after", "source"} {
+			if f, ok := FindField(st, name); !ok {
+				return false
+			} else if _, isStruct := f.Type.(*iceberg.StructType); !isStruct {
 				return false
 			}
 		}
@@ -176,18 +183,22 @@ func DebeziumEventColumns(s *iceberg.Schema) (string, bool) {
 }
 
 // DebeziumEventJSON reports whether value is a Debezium change event in
-// JSON: op, after and source at the top level, or within payload (Kafka
-// Connect's JSON with schemas), and returns that path ("" or "payload").
+// JSON: an op of one letter (c, r, u, d, t, m), an object or null after
+// and an object source at the top level, or within payload (Kafka
+// Connect's JSON with schemas), and returns that path ("" or
+// "payload"). Records that merely have such fields (an audit event's
+// "op": "login") are not.
 func DebeziumEventJSON(value []byte) (string, bool) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(value, &top) != nil {
 		return "", false
 	}
 	isEvent := func(m map[string]json.RawMessage) bool {
-		_, op := m["op"]
-		_, after := m["after"]
-		_, source := m["source"]
-		return op && after && source
+		var op string
+		var after, source map[string]json.RawMessage
+		return json.Unmarshal(m["op"], &op) == nil && len(op) == 1 && strings.Contains("crudtm", op) &&
+			m["after"] != nil && json.Unmarshal(m["after"], &after) == nil &&
+			json.Unmarshal(m["source"], &source) == nil && source != nil
 	}
 	if isEvent(top) {
 		return "", true

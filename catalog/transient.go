@@ -62,11 +62,13 @@ func IsTransient(err error) bool {
 		pg   pgdriver.Error
 		ke   *kerr.Error
 	)
-	if errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload" {
-		// A multipart upload's CompleteMultipartUpload whose answer was
-		// lost: the SDK sends it again, and MinIO, which completed the
-		// upload, answers 404 NoSuchUpload. Writing the files again
-		// passes; the completed object is an orphan (from a review).
+	if op := (*smithy.OperationError)(nil); errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload" &&
+		errors.As(err, &op) && op.OperationName == "CompleteMultipartUpload" {
+		// A CompleteMultipartUpload whose answer was lost: the SDK sends
+		// it again, and MinIO, which completed the upload, answers 404
+		// NoSuchUpload. Writing the files again passes; the completed
+		// object is an orphan (from a review). NoSuchUpload at another
+		// step (gateways that do not share uploads) stays permanent.
 		return true
 	}
 	switch {

@@ -25,6 +25,10 @@ func TestIsTransient(t *testing.T) {
 		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}}, Err: errors.New("boom")}
 	}
 	api := func(code string) error { return &smithy.GenericAPIError{Code: code, Message: "m"} }
+	noSuchUpload := func(op string) error {
+		return &smithy.OperationError{ServiceID: "S3", OperationName: op,
+			Err: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 404}}, Err: api("NoSuchUpload")}}
+	}
 	for _, c := range []struct {
 		name string
 		err  error
@@ -44,9 +48,10 @@ func TestIsTransient(t *testing.T) {
 		{"Kafka leader moving", kerr.NotLeaderForPartition, true},
 		{"deadline", context.DeadlineExceeded, true},
 		{"says it is transient", fmt.Errorf("resolve: %w", knows{true, errors.New("HTTP 503")}), true},
-		{"multipart upload completed, its answer lost", &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 404}}, Err: api("NoSuchUpload")}, true},
+		{"multipart upload completed, its answer lost", noSuchUpload("CompleteMultipartUpload"), true},
 
 		{"S3 403", status(403), false},
+		{"multipart upload unknown to the server taking a part", noSuchUpload("UploadPart"), false},
 		{"wrong secret", api("SignatureDoesNotMatch"), false},
 		{"unknown key", api("InvalidAccessKeyId"), false},
 		{"missing bucket", api("NoSuchBucket"), false},

@@ -51,8 +51,7 @@ func (s *Sink) noteSchema() {
 // without an envelope, and has not warned yet that they are Debezium
 // change events.
 func (s *Sink) eventsUnwrapped() bool {
-	l := s.tbl.Layout()
-	return l.Typed() && l.Envelope == mapping.EnvelopeNone && !s.debeziumWarned.Load()
+	return s.unwrapped != "" && !s.debeziumWarned.Load()
 }
 
 // warnDebeziumEvents warns, once a run, that what (the table's columns, or

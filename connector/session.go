@@ -1494,7 +1494,7 @@ func (ss *session) deadLetter(pt *partition, r *kgo.Record, reason error, schema
 		pt.unread()
 		return &BadRecordError{Partition: pt.tp, Offset: r.Offset, Reason: reason}
 	}
-	if ss.debeziumChecks < maxDebeziumChecks && ss.s.eventsUnwrapped() && ss.s.tbl.Layout().Value == mapping.ValueJSON {
+	if ss.s.unwrapped == mapping.ValueJSON && ss.debeziumChecks < maxDebeziumChecks && ss.s.eventsUnwrapped() {
 		// Registry-decoded events become rows, which noteSchema sees;
 		// Kafka Connect's JSON events with schemas mostly clash.
 		ss.debeziumChecks++

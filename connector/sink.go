@@ -334,6 +334,10 @@ type Sink struct {
 	// of.
 	schema     *iceberg.Schema
 	caseWarned map[[2]string]bool
+	// unwrapped is the value mode of a table whose values are decoded
+	// into columns without an envelope ("" otherwise): its records may be
+	// Debezium change events sunk without --envelope debezium.
+	unwrapped mapping.ValueMode
 	// debeziumWarned is set once it warned that its records are Debezium
 	// change events sunk without the envelope (warnDebeziumEvents), from
 	// the commit's goroutine or the loop's.
@@ -453,6 +457,9 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	}
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator(),
 		spillBytes: defaultSpillBytes, caseWarned: map[[2]string]bool{}}
+	if l := tbl.Layout(); l.Typed() && l.Envelope == mapping.EnvelopeNone {
+		s.unwrapped = l.Value
+	}
 	s.noteSchema()
 	if err := CheckTable(tbl, cfg); err != nil {
 		return nil, err

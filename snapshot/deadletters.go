@@ -798,6 +798,10 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 	files := map[string]*deadLetterFile{}
 	var lastErr error
 	errs := 0
+	// unknown is what a converging commit that failed transiently would
+	// have done: when the table read again is converged, it most likely
+	// landed with its answer lost, and is reported as done.
+	var unknown Reconciled
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 {
 			if err := sleep(ctx, backoff(min(attempt, 4))); err != nil {
@@ -808,10 +812,13 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 		if err == nil && len(st.Lost) > 0 {
 			return res, &DeadLetterFilesLostError{Table: t.Name(), DeadLetters: dlq.Name(), Files: st.Lost}
 		}
-		if err == nil && !st.Converged() {
+		switch {
+		case err == nil && !st.Converged():
 			if res, err = dlq.converge(ctx, log, st); err != nil {
 				err = fmt.Errorf("reconcile %s with the ledger of %s: %w", dlq.Name(), t.Name(), err)
 			}
+		case err == nil:
+			res = unknown
 		}
 		if err != nil {
 			switch {
@@ -819,11 +826,12 @@ func (t *Table) ReconcileDeadLetters(ctx context.Context, dlq *Table, log *slog.
 				log.Info("reconciling the dead-letter table lost a race; reloading", "table", dlq.Name(), "attempt", attempt, "err", err)
 			case ctx.Err() == nil && floecat.IsTransient(err) && errs < maxErrors:
 				errs++
+				unknown = res
 				log.Info("reconciling the dead-letter table failed; reloading to retry", "table", dlq.Name(), "attempt", attempt, "err", err)
 			default:
-				return res, err
+				return Reconciled{}, err
 			}
-			lastErr = err
+			res, lastErr = Reconciled{}, err
 			continue
 		}
 		if len(st.Missing) > 0 {
@@ -894,7 +902,9 @@ func (t *Table) converge(ctx context.Context, log *slog.Logger, st *DeadLetterSt
 			return res, t.adoptCommitted(ctx, tbl)
 		}
 		if !isConflict(err) {
-			return Reconciled{}, err
+			// What the commit would have done: it may have landed, its
+			// answer lost (ReconcileDeadLetters tells by reading again).
+			return res, err
 		}
 	}
 	return Reconciled{}, err

@@ -533,7 +533,7 @@ func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping
 	if err != nil {
 		return l, err
 	}
-	if !floeWrote(t) {
+	if !t.FloeWrote() {
 		return p.Layout, p.NewTableRefusal
 	}
 	has := t.Layout()
@@ -547,22 +547,6 @@ func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping
 		l.Key = has.Key
 	}
 	return l, nil
-}
-
-// floeWrote reports whether floe wrote t: it has a floe property or a
-// floe commit.
-func floeWrote(t *snapshot.Table) bool {
-	for k := range t.Iceberg().Properties() {
-		if strings.HasPrefix(k, "floe.") {
-			return true
-		}
-	}
-	for _, s := range t.Iceberg().Metadata().Snapshots() {
-		if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
-			return true
-		}
-	}
-	return false
 }
 
 // checkDeadLetters checks, creating nothing, the dead-letter table of

@@ -432,6 +432,10 @@ func (t *Table) Branch() string { return t.branch }
 // Iceberg returns the underlying iceberg-go table as last loaded.
 func (t *Table) Iceberg() *table.Table { return t.tbl }
 
+// FloeWrote reports whether floe wrote the table: it has a floe property
+// or a floe commit (another tool's table has neither).
+func (t *Table) FloeWrote() bool { return !neverWritten(t.tbl) }
+
 // Catalog returns the catalog the table lives in.
 func (t *Table) Catalog() catalog.Catalog { return t.cat }
 

@@ -61,7 +61,16 @@ func deadLettersUnderFaults(t *testing.T, group string) {
 	pg := testenv.Postgres(t)
 	srv := testenv.VersityGW(t)
 	srv.CreateBucket(t, "lake")
-	proxy := newDropProxy(t, srv.Endpoint)
+	// While on, 15% of the answers to writes and 5% of those to reads
+	// are dropped.
+	var faulty atomic.Bool
+	proxy := newDropProxy(t, srv.Endpoint, func(resp *http.Response) bool {
+		rate := 0.15
+		if m := resp.Request.Method; m == http.MethodGet || m == http.MethodHead {
+			rate = 0.05
+		}
+		return faulty.Load() && rand.Float64() < rate
+	})
 	isolateAWS(t)
 	// The members reach S3 through the proxy; the test's own reads do not.
 	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.srv.URL)
@@ -93,7 +102,7 @@ func deadLettersUnderFaults(t *testing.T, group string) {
 	})
 
 	killer := terminateBackends(t, pg.URI)
-	proxy.on.Store(true)
+	faulty.Store(true)
 	const perPartition, malformed = 600, 7
 	produceBacklog(t, c, perPartition, malformed)
 	started := time.Now()
@@ -126,7 +135,7 @@ func deadLettersUnderFaults(t *testing.T, group string) {
 	}
 	sunkIn := time.Since(started)
 	killer.stop()
-	proxy.on.Store(false)
+	faulty.Store(false)
 	v := c.settle(started, nil)
 	t.Logf("sunk in %.0fs under the faults; %d commits, %d retries, %d fencings", sunkIn.Seconds(), v.commits, v.retries, v.fencings)
 }
@@ -155,21 +164,21 @@ func produceBacklog(t *testing.T, c *campaign, n, malformed int) {
 	}
 }
 
-// dropProxy is an HTTP proxy in front of an S3 server that, while on,
-// forwards every request and then drops the connection instead of the
-// answer of some: the server applied the request, the client cannot know.
+// dropProxy is an HTTP proxy in front of an S3 server that forwards every
+// request and then drops the connection instead of the answer of those
+// its drop chooses: the server applied the request, the client cannot
+// know (a load balancer's reset, a network blip), which no real server
+// produces on demand.
 type dropProxy struct {
 	srv             *httptest.Server
-	on              atomic.Bool
 	served, dropped atomic.Int64
 }
 
 // errDropped makes the reverse proxy drop an answer.
 var errDropped = errors.New("answer dropped")
 
-// newDropProxy proxies to endpoint, dropping 15% of the answers to writes
-// and 5% of those to reads while on.
-func newDropProxy(t *testing.T, endpoint string) *dropProxy {
+// newDropProxy proxies to endpoint, dropping the answers drop chooses.
+func newDropProxy(t *testing.T, endpoint string, drop func(*http.Response) bool) *dropProxy {
 	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -178,11 +187,7 @@ func newDropProxy(t *testing.T, endpoint string) *dropProxy {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ModifyResponse = func(resp *http.Response) error {
 		p.served.Add(1)
-		rate := 0.15
-		if m := resp.Request.Method; m == http.MethodGet || m == http.MethodHead {
-			rate = 0.05
-		}
-		if p.on.Load() && rand.Float64() < rate {
+		if drop(resp) {
 			p.dropped.Add(1)
 			return errDropped
 		}

@@ -3,13 +3,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,59 +18,6 @@ import (
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 )
-
-// answerDropper is a proxy in front of an S3 server that forwards every
-// request and answers it, but for the first matching request, which it
-// forwards (the server applies it) and then closes the client's
-// connection without an answer: an answer lost on the way back (a load
-// balancer's idle reset, a network blip), which no real server produces on
-// demand.
-type answerDropper struct {
-	upstream *url.URL
-	match    func(*http.Request) bool
-	dropped  atomic.Int64
-	seen     sync.Map // "METHOD path?query" of the requests seen, for the log
-	once     atomic.Bool
-}
-
-func (d *answerDropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, d.upstream.Scheme+"://"+d.upstream.Host+r.URL.RequestURI(), bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	out.Header = r.Header.Clone()
-	out.Host = r.Host // signed by the client (SigV4)
-	out.ContentLength = int64(len(body))
-	resp, err := http.DefaultTransport.RoundTrip(out)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(resp.Body)
-	d.seen.Store(r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery+" -> "+resp.Status, true)
-	if d.match(r) && resp.StatusCode == http.StatusOK && d.once.CompareAndSwap(false, true) {
-		d.dropped.Add(1)
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			conn.Close()
-		}
-		return
-	}
-	for k, vs := range resp.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(answer)
-}
 
 // TestLostCompleteMultipartAnswer (from a review): a data file larger
 // than the AWS transfer manager's multipart threshold (16 MiB) is written
@@ -92,21 +36,28 @@ func TestLostCompleteMultipartAnswer(t *testing.T) {
 
 func lostCompleteMultipartAnswer(t *testing.T, start func(testing.TB) *testenv.S3Server) {
 	e := newS3EnvOn(t, start)
-	up, err := url.Parse(e.s3.Endpoint)
-	if err != nil {
-		t.Fatal(err)
+	// The first CompleteMultipartUpload of a data file the server answers
+	// 200 loses its answer.
+	var requests sync.Map // "METHOD path?query -> status", for the log
+	var once atomic.Bool
+	d := newDropProxy(t, e.s3.Endpoint, func(resp *http.Response) bool {
+		r := resp.Request
+		requests.Store(r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery+" -> "+resp.Status, true)
+		return r.Method == http.MethodPost && r.URL.Query().Has("uploadId") && strings.Contains(r.URL.Path, "/data/") &&
+			resp.StatusCode == http.StatusOK && once.CompareAndSwap(false, true)
+	})
+	t.Setenv("AWS_ENDPOINT_URL_S3", d.srv.URL)
+	// requestsWith lists the requests seen whose line holds one of subs.
+	requestsWith := func(subs ...string) string {
+		var out []string
+		requests.Range(func(k, _ any) bool {
+			if s := k.(string); slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(s, sub) }) {
+				out = append(out, s)
+			}
+			return true
+		})
+		return strings.Join(out, "\n")
 	}
-	d := &answerDropper{upstream: up, match: func(r *http.Request) bool {
-		return r.Method == http.MethodPost && r.URL.Query().Has("uploadId") && strings.Contains(r.URL.Path, "/data/")
-	}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: d}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { srv.Close() })
-	t.Setenv("AWS_ENDPOINT_URL_S3", "http://"+l.Addr().String())
 
 	const topic = "blobs"
 	if err := localstack.CreateTopic(t.Context(), e.brokers, topic, 1, nil); err != nil {
@@ -145,15 +96,8 @@ func lostCompleteMultipartAnswer(t *testing.T, start func(testing.TB) *testenv.S
 		select {
 		case r := <-done:
 			stopped = true
-			var seen []string
-			d.seen.Range(func(k, _ any) bool {
-				if s := k.(string); strings.Contains(s, "uploadId") || strings.Contains(s, "uploads") {
-					seen = append(seen, s)
-				}
-				return true
-			})
 			t.Fatalf("the sink stopped after the answer of a CompleteMultipartUpload was lost (%d dropped), within --retry-for 2m: %v\nmultipart requests:\n%s\nlog:\n%s",
-				d.dropped.Load(), r.err, strings.Join(seen, "\n"), lastLines(r.errs, 12))
+				d.dropped.Load(), r.err, requestsWith("uploadId", "uploads"), lastLines(r.errs, 12))
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -161,24 +105,10 @@ func lostCompleteMultipartAnswer(t *testing.T, start func(testing.TB) *testenv.S
 		}
 	}
 	if d.dropped.Load() == 0 {
-		var seen []string
-		d.seen.Range(func(k, _ any) bool {
-			if s := k.(string); strings.Contains(s, "/data/") {
-				seen = append(seen, s)
-			}
-			return true
-		})
-		t.Logf("data requests:\n%s", strings.Join(seen, "\n"))
+		t.Logf("data requests:\n%s", requestsWith("/data/"))
 		t.Fatalf("no CompleteMultipartUpload answer was dropped: the test did not exercise a multipart upload")
 	}
-	var seen []string
-	d.seen.Range(func(k, _ any) bool {
-		if s := k.(string); strings.Contains(s, "uploadId") {
-			seen = append(seen, s)
-		}
-		return true
-	})
-	t.Logf("multipart requests (%d answers dropped):\n%s", d.dropped.Load(), strings.Join(seen, "\n"))
+	t.Logf("multipart requests (%d answers dropped):\n%s", d.dropped.Load(), requestsWith("uploadId"))
 	cancel()
 	r := <-done
 	stopped = true

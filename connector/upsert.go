@@ -57,8 +57,11 @@ func upsertChange(key mapping.UpsertKey, r *kgo.Record, out decoded, envelope ma
 			return 0, errNoKey
 		}
 		if len(key.Columns) > 0 {
-			if slices.ContainsFunc(slices.Collect(maps.Keys(fields)), func(f string) bool { return !slices.Contains(key.Columns, f) }) {
-				return 0, keyFieldsChanged(slices.Sorted(maps.Keys(fields)), key.Columns, envelope)
+			// Per record: the key's fields are looked at without a copy.
+			for f := range fields {
+				if !slices.Contains(key.Columns, f) {
+					return 0, keyFieldsChanged(slices.Sorted(maps.Keys(fields)), key.Columns, envelope)
+				}
 			}
 		}
 		for _, c := range key.Columns {

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -124,6 +125,13 @@ type tableKey struct {
 	within *mapping.TopicPartition
 	// filter selects the rows of the key.
 	filter iceberg.BooleanExpression
+}
+
+// byKafkaKey reports whether the key is the Kafka key's bytes (a table
+// keyed by kafka_key, or a fold table's key within its partition): its
+// records are found in the log without decoding them.
+func (k tableKey) byKafkaKey() bool {
+	return k.raw != nil && (k.key.Source == mapping.KeyFromKafkaKey || k.key.Source == mapping.KeyFromPartitionKey)
 }
 
 // parseKey reads text as a key of tbl: the Kafka key's text for a table
@@ -468,12 +476,22 @@ func (k tableKey) matches(b arrow.RecordBatch, i int) (bool, error) {
 //
 // A malformed key is a *QueryError; a table that is not an upsert table a
 // *NotUpsertError.
-func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, text string) (KeyResult, error) {
+//
+// A table keyed by decoded columns (JSON or a registry's format, a
+// Debezium table's primary key) is searched in the log by decoding its
+// records as its sink does: one decoded with a schema registry needs
+// WithRegistry.
+func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, text string, opts ...KeyOption) (KeyResult, error) {
 	res := KeyResult{Table: tbl.Name(), Key: text}
+	var o keyOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	k, err := parseKey(tbl, text)
 	if err != nil {
 		return res, err
 	}
+	log := newKeyLog(tbl, broker, o, k)
 	res.Columns = k.want
 	sum, err := tbl.Summary(ctx, 0)
 	if err != nil {
@@ -546,37 +564,35 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		res.FileSnapshotID = &del.file.AddedBy
 		res.SnapshotID, res.CommittedAt = &del.commit.SnapshotID, &del.commit.CommittedAt
 		at := "pass --brokers to read its offset from the log"
-		if k.raw == nil {
-			at = "an equality delete holds only the key's columns, and this table's keys are decoded from its records (JSON or a registry's format), which floe does not search the log for: the deleting record is one of that commit's"
-		}
-		if broker != nil && k.raw != nil {
-			rec, err := lastRecord(ctx, tbl, broker, slices.Values([]mapping.Commit{del.commit}), k)
+		if log != nil {
+			rec, err := log.lastRecord(ctx, slices.Values([]mapping.Commit{del.commit}))
 			if err != nil {
 				return res, err
 			}
-			if rec != nil {
-				if err := res.place(ctx, tbl, rec.tp, rec.offset); err != nil {
+			switch {
+			case rec == nil:
+				at = "the log no longer holds the commit's record of the key"
+			case rec.deletes:
+				if err := res.place(ctx, tbl, rec.Partition, rec.Offset); err != nil {
 					return res, err
 				}
-				at = fmt.Sprintf("the record at %s offset %d deletes it", rec.tp, rec.offset)
-			} else {
-				at = "the log no longer holds the commit's record of the key"
+				at = fmt.Sprintf("the record at %s offset %d deletes it", rec.Partition, rec.Offset)
+			default:
+				// The commit's delete is of the key's older rows: its
+				// record gave the key the row something later removed.
+				at = fmt.Sprintf("but that commit's record of the key, at %s offset %d, gave it a row (the delete removed its older rows), which is gone", rec.Partition, rec.Offset)
 			}
 		}
 		res.Explanation = fmt.Sprintf("key %s was deleted by snapshot %d (found in its equality-delete file %s): %s%s",
 			text, del.commit.SnapshotID, del.file.Path, at, res.Uncertain)
 		return res, nil
 	}
-	if broker == nil || k.raw == nil {
+	if log == nil {
 		res.Status = KeyStatusNeverSeen
 		if deletesCompacted(tbl, sum) || truncates {
 			res.Status = KeyStatusUnknown
 		}
-		note := " (floe searches the log for the key of a table keyed by the Kafka key only, not for a key of decoded columns)"
-		if k.raw != nil {
-			note = " (pass --brokers to search the log)"
-		}
-		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it%s%s", text, note, res.Uncertain)
+		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it (pass --brokers to search the log)%s", text, res.Uncertain)
 		return res, nil
 	}
 	var readErr error
@@ -591,28 +607,52 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 			}
 		}
 	}
-	rec, err := lastRecord(ctx, tbl, broker, all, k)
+	rec, err := log.lastRecord(ctx, all)
 	if err == nil {
 		err = readErr
 	}
 	if err != nil {
 		return res, err
 	}
-	if rec == nil {
+	switch {
+	case rec == nil:
 		res.Status = KeyStatusNeverSeen
 		if truncates {
 			res.Status = KeyStatusUnknown
 		}
 		res.Explanation = fmt.Sprintf("key %s has no row, no live equality-delete file holds it, and no record of the ledger's ranges that the log retains has it%s", text, res.Uncertain)
-		return res, nil
+	case !rec.deletes:
+		// The row its last record gave is gone without a delete.
+		res.Status = KeyStatusUnknown
+		why := "log compaction removed the key's later records, or the table lost the row (floe audit --deep --verify-content --brokers finds such offsets)"
+		if truncates {
+			why = "a truncate removed it"
+		}
+		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it, but its last record of the ledger's ranges that the log retains, at %s offset %d, gave it a row: %s%s",
+			text, rec.Partition, rec.Offset, why, res.Uncertain)
+	default:
+		res.Status, res.FoundBy = KeyStatusDeleted, FoundByLog
+		if err := res.place(ctx, tbl, rec.Partition, rec.Offset); err != nil {
+			return res, err
+		}
+		res.Explanation = fmt.Sprintf("key %s has no row: its last record in the log, at %s offset %d (snapshot %d), deletes it (its equality delete was dropped by compaction)%s",
+			text, rec.Partition, rec.Offset, derefOr(res.SnapshotID), res.Uncertain)
 	}
-	res.Status, res.FoundBy = KeyStatusDeleted, FoundByLog
-	if err := res.place(ctx, tbl, rec.tp, rec.offset); err != nil {
-		return res, err
-	}
-	res.Explanation = fmt.Sprintf("key %s has no row: its last record in the log, at %s offset %d (snapshot %d), deletes it (its equality delete was dropped by compaction)",
-		text, rec.tp, rec.offset, derefOr(res.SnapshotID))
 	return res, nil
+}
+
+// KeyOption configures WhereKey.
+type KeyOption func(*keyOptions)
+
+type keyOptions struct {
+	registry *connector.Registry
+}
+
+// WithRegistry gives WhereKey the schema registry that decodes the
+// records of a table keyed by decoded columns in the registry's wire
+// format, for its search of the log.
+func WithRegistry(r *connector.Registry) KeyOption {
+	return func(o *keyOptions) { o.registry = r }
 }
 
 // deletesCompacted reports whether the ledger counts deletes and floe
@@ -665,7 +705,7 @@ type deadLetter struct {
 // columns, whose dead letters hold the Kafka key only, and for a
 // dead-letter table dropped or without a snapshot, which tells none.
 func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summary, k tableKey, row keyedRow) (*deadLetter, error) {
-	if k.raw == nil || k.key.Source != mapping.KeyFromKafkaKey && k.key.Source != mapping.KeyFromPartitionKey {
+	if !k.byKafkaKey() {
 		return nil, nil
 	}
 	if ps, _ := sum.Partition(row.tp); ps.DeadLetters == 0 {
@@ -880,29 +920,57 @@ func keyDelete(ctx context.Context, tbl *snapshot.Table, k tableKey) (*keyDeleti
 	return nil, nil
 }
 
+// keyLog reads a key's committed records from the log: by the Kafka key's
+// bytes for a table keyed by it, else by decoding each record as the
+// table's sink does (a key of decoded columns: JSON or a registry's
+// format, a Debezium table's primary key), which needs the schema
+// registry for a table decoded with one.
+type keyLog struct {
+	broker   *connector.Broker
+	registry *connector.Registry
+	tbl      *snapshot.Table
+	k        tableKey
+	// dec and rows decode records into rows of tbl, made on first use.
+	dec  *connector.RowDecoder
+	rows *mapping.RowBuilder
+}
+
+// newKeyLog returns the reader of k's records in tbl's ranges on broker
+// (nil: the log is not searched).
+func newKeyLog(tbl *snapshot.Table, broker *connector.Broker, o keyOptions, k tableKey) *keyLog {
+	if broker == nil {
+		return nil
+	}
+	return &keyLog{broker: broker, registry: o.registry, tbl: tbl, k: k}
+}
+
+// decodes reports whether records are decoded to find the key's: it is
+// not the Kafka key itself.
+func (l *keyLog) decodes() bool { return !l.k.byKafkaKey() }
+
 // lastRecord reads the commits' ranges (those of the key's partition)
 // from the log and returns the record that last gave the key its row or
-// removed it, when it deletes the key (a null value); nil when the key
-// has no record there or that record upserts it. It applies the sink's
-// rules: within a commit each partition's latest record of the key that
-// is not a dead letter (a dead letter changes no row), then, across
-// partitions, mapping.Winner (the later timestamp); across commits the
-// later commit. It took the last record by the order the ranges are
-// listed and counted dead letters, so that a tombstone another
-// partition's older record followed, or a dead letter after a delete,
-// read as "the log no longer holds it" (found by review).
-func lastRecord(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, commits iter.Seq[mapping.Commit], k tableKey) (*keyedRow, error) {
+// removed it (keyRecord.deletes tells which); nil when the key has no
+// record there. It applies the sink's rules: within a commit each
+// partition's latest record of the key that is not a dead letter (a dead
+// letter changes no row), then, across partitions, mapping.Winner (the
+// later timestamp); across commits the later commit. It took the last
+// record by the order the ranges are listed and counted dead letters, so
+// that a tombstone another partition's older record followed, or a dead
+// letter after a delete, read as "the log no longer holds it" (found by
+// review).
+func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit]) (*keyRecord, error) {
 	var last *keyRecord
 	dlqs := map[string]*snapshot.Table{}
 	for c := range commits {
 		var latest []keyRecord // each partition's latest live record of the key
-		for r := range k.inPartition(slices.Values(c.Ranges)) {
-			recs, err := keyRecords(ctx, broker, r, k.raw)
+		for r := range l.k.inPartition(slices.Values(c.Ranges)) {
+			recs, err := l.records(ctx, r)
 			if err != nil {
 				return nil, err
 			}
 			if len(recs) > 0 && r.DeadLetters > 0 && c.DeadLetterTable != "" {
-				if recs, err = withoutDeadLetters(ctx, tbl, dlqs, c.DeadLetterTable, recs); err != nil {
+				if recs, err = withoutDeadLetters(ctx, l.tbl, dlqs, c.DeadLetterTable, recs); err != nil {
 					return nil, err
 				}
 			}
@@ -919,36 +987,47 @@ func lastRecord(ctx context.Context, tbl *snapshot.Table, broker *connector.Brok
 		}
 		last = &latest[mapping.Winner(vs)]
 	}
-	if last == nil || !last.deletes {
-		return nil, nil
-	}
-	return &keyedRow{tp: last.Partition, offset: last.Offset}, nil
+	return last, nil
 }
 
 // keyRecord is a committed record of a key, read from the log.
 type keyRecord struct {
 	mapping.KeyRecord
-	deletes bool // a null value
+	deletes bool // a null value, or a change event deleting the key
 }
 
-// keyRecords returns range r's committed records of key, by offset.
-func keyRecords(ctx context.Context, broker *connector.Broker, r mapping.Range, key []byte) ([]keyRecord, error) {
+// records returns range r's committed records of the key, by offset.
+func (l *keyLog) records(ctx context.Context, r mapping.Range) ([]keyRecord, error) {
 	if r.Deleted() || r.Len() == 0 {
 		return nil, nil
+	}
+	if err := l.prepare(); err != nil {
+		return nil, err
 	}
 	// Transactional records count once their commit marker is read
 	// (ReadLog reads uncommitted); aborted ones never. A marker may lie
 	// past the range (in the next commit's), so the read goes on while a
 	// transaction begun inside it is open. Records are decided in marker
 	// order but the sink took them in offset order.
-	var out []keyRecord
+	var (
+		out      []keyRecord
+		applyErr error
+	)
 	pending := map[int64][]*kgo.Record{}
 	apply := func(rec *kgo.Record) {
-		if rec.Offset < r.High && rec.Key != nil && bytes.Equal(rec.Key, key) {
-			out = append(out, keyRecord{mapping.KeyRecord{Partition: r.TopicPartition, Offset: rec.Offset, Timestamp: rec.Timestamp}, rec.Value == nil})
+		if rec.Offset >= r.High || applyErr != nil {
+			return
+		}
+		is, deletes, err := l.holds(ctx, rec)
+		if err != nil {
+			applyErr = fmt.Errorf("decode %s offset %d: %w", r.TopicPartition, rec.Offset, err)
+			return
+		}
+		if is {
+			out = append(out, keyRecord{mapping.KeyRecord{Partition: r.TopicPartition, Offset: rec.Offset, Timestamp: rec.Timestamp}, deletes})
 		}
 	}
-	err := broker.ReadLog(ctx, r.Topic, r.Partition, r.Low, math.MaxInt64, func(rec *kgo.Record, _ int64) bool {
+	err := l.broker.ReadLog(ctx, r.Topic, r.Partition, r.Low, math.MaxInt64, func(rec *kgo.Record, _ int64) bool {
 		switch {
 		case rec.Attrs.IsControl():
 			if commit, known := connector.MarkerType(rec.Key); known && commit {
@@ -964,13 +1043,60 @@ func keyRecords(ctx context.Context, broker *connector.Broker, r mapping.Range, 
 		default:
 			apply(rec)
 		}
-		return rec.Offset+1 < r.High || len(pending) > 0
+		return applyErr == nil && (rec.Offset+1 < r.High || len(pending) > 0)
 	})
+	if err == nil {
+		err = applyErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s from the broker: %w", r.TopicPartition, r.Interval, err)
 	}
 	slices.SortFunc(out, func(a, b keyRecord) int { return cmp.Compare(a.Offset, b.Offset) })
 	return out, nil
+}
+
+// prepare makes the decoder of a search by decoded columns: a table
+// decoded with a schema registry is refused without one
+// (*connector.ConfigError), before anything is read.
+func (l *keyLog) prepare() error {
+	if !l.decodes() || l.dec != nil {
+		return nil
+	}
+	placeholder, err := mapping.PlaceholderOf(l.tbl.Iceberg().Properties())
+	if err != nil {
+		return fmt.Errorf("search the log of %s for key %v: %w", l.tbl.Name(), l.k.want, err)
+	}
+	layout := l.tbl.Layout()
+	dec, err := connector.NewRowDecoder(layout, l.registry, l.tbl.Iceberg().Schema(), placeholder)
+	if err != nil {
+		return fmt.Errorf("search the log of %s for key %v, decoding its records: %w", l.tbl.Name(), l.k.want, err)
+	}
+	rows, err := layout.NewRowBuilder(memory.NewGoAllocator(), l.tbl.ArrowSchema())
+	if err != nil {
+		return fmt.Errorf("search the log of %s for key %v: %w", l.tbl.Name(), l.k.want, err)
+	}
+	l.dec, l.rows = dec, rows
+	return nil
+}
+
+// holds reports whether rec is a record of the key and whether it deletes
+// it. A record of decoded columns that the sink makes a dead letter, or
+// that changes no row (a skipped tombstone, a truncate), is none.
+func (l *keyLog) holds(ctx context.Context, rec *kgo.Record) (is, deletes bool, err error) {
+	if !l.decodes() {
+		return rec.Key != nil && bytes.Equal(rec.Key, l.k.raw), rec.Value == nil, nil
+	}
+	key, value, change, dead, err := l.dec.DecodeChange(ctx, rec, l.k.key)
+	if err != nil || dead != nil || change != mapping.ChangeUpsert && change != mapping.ChangeDelete {
+		return false, false, err
+	}
+	if err := l.rows.AppendDecoded(rec, key, value); err != nil {
+		return false, false, err
+	}
+	b := l.rows.NewBatch()
+	defer b.Release()
+	is, err = l.k.matches(b, 0)
+	return is, change == mapping.ChangeDelete, err
 }
 
 // withoutDeadLetters drops from recs (one range's records of a key, by

@@ -397,12 +397,12 @@ func foldedAway(ctx context.Context, tbl *snapshot.Table, broker *connector.Brok
 		// Every commit deletes the keys it touches (their older rows): the
 		// record's own commit may also have taken a later record deleting
 		// the key, which only the commit's records tell.
-		last, err := lastRecord(ctx, tbl, broker, slices.Values([]mapping.Commit{loc.Commit}), k)
+		last, err := newKeyLog(tbl, broker, keyOptions{}, k).lastRecord(ctx, slices.Values([]mapping.Commit{loc.Commit}))
 		if err != nil {
 			return "", "", err
 		}
-		if last != nil {
-			return KindSuperseded, fmt.Sprintf("its key was deleted since (read from the broker), by the record at %s offset %d of the same commit", last.tp, last.offset), nil
+		if last != nil && last.deletes {
+			return KindSuperseded, fmt.Sprintf("its key was deleted since (read from the broker), by the record at %s offset %d of the same commit", last.Partition, last.Offset), nil
 		}
 	}
 	sum, err := tbl.Summary(ctx, 0)

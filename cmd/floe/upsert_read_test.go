@@ -301,6 +301,13 @@ func TestUpsertStructKeyReadCommands(t *testing.T) {
 			t.Errorf("%s %s: exit %d %+v %s; want %s at %d", c.table, c.key, code, r, errs, c.status, c.offset)
 		}
 	}
+	// With --brokers the log is searched for a key of decoded columns as
+	// for a Kafka key: the deleting record is named (it was not).
+	code, out, errs := floe(t, append([]string{"where", "--table", "lake.customers", "--key", `{"id":5}`, "--brokers", brokers, "--json"}, loc...)...)
+	var r lookup.KeyResult
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Status != lookup.KeyStatusDeleted || r.Partition == nil || *r.Partition != 1 || r.Offset == nil || *r.Offset != 15 {
+		t.Errorf(`--key {"id":5} --brokers: exit %d %s %s; want deleted by partition 1 offset 15`, code, out, errs)
+	}
 	for _, c := range []struct{ key, want string }{
 		{`{"id":`, `--key "{\"id\":": want a JSON object of the key columns id, e.g. {"id":0}`},
 		{`3`, `want a JSON object of the key columns id`},

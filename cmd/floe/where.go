@@ -35,6 +35,7 @@ func newWhereCmd() *cobra.Command {
 		partition int32
 		offset    int64
 		key       string
+		reg       registryFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "where --table NAMESPACE.TABLE ([--topic NAME] --partition P --offset X | --key K) [--json]",
@@ -65,13 +66,14 @@ The answer is
               holds that record, the data file;
   deleted     the key's last record deleted it: the snapshot that committed the delete and
               the equality-delete file holding it (found in the table's delete files, newest
-              first), with --brokers the offset of the deleting record (in a table keyed by
-              the Kafka key's bytes only: the log is not searched for decoded key fields, such
-              as a Debezium key's); after compaction dropped the delete, found in the log with
-              --brokers;
+              first), with --brokers the offset of the deleting record; after compaction
+              dropped the delete, found in the log with --brokers;
   never_seen  no row, and no delete holds it (with --brokers: no record of the ranges either);
   unknown     no row and no live delete holds it, but a compaction dropped the table's deletes
-              and the log was not searched: deleted before it, or never seen.`,
+              and the log was not searched: deleted before it, or never seen.
+A table keyed by decoded columns (JSON or a registry's format, a Debezium table's primary key) is
+searched in the log by decoding its records as its sink does: with --schema-registry for a table
+decoded with one.`,
 		Example: `  floe where --table lake.orders --partition 0 --offset 1234
   floe where --table lake.orders --topic orders --partition 0 --offset 1234 --brokers localhost:9092 --json
   floe where --table lake.customers --key '{"id":3}'`,
@@ -113,7 +115,11 @@ The answer is
 			w := cmd.OutOrStdout()
 			var res any
 			if byKey {
-				r, err := lookup.WhereKey(ctx, tbl, broker, key)
+				registry, err := reg.registry()
+				if err != nil {
+					return err
+				}
+				r, err := lookup.WhereKey(ctx, tbl, broker, key, lookup.WithRegistry(registry))
 				if err != nil {
 					return err
 				}
@@ -147,6 +153,7 @@ The answer is
 	fs.Int64Var(&offset, "offset", 0, "`OFFSET` to look up (required without --key)")
 	fs.StringVar(&key, "key", "", "on an upsert table, the `KEY` to look up: the Kafka key's text, or a JSON object of the key columns\n"+
 		`(of a --fold latest table: {"kafka_topic":"T","kafka_partition":0,"kafka_key":"K"})`)
+	reg.register(fs)
 	return cmd
 }
 

@@ -209,6 +209,10 @@ func (t *Table) PublishedBranch(id int64) string {
 	return found
 }
 
+// publishAttempts is how many times PublishChecked checks main and tries
+// to swap it before it gives up on a main that keeps moving.
+const publishAttempts = 5
+
 // ErrPublishRace is matched (errors.Is) when main or the branch kept moving
 // while Publish tried to swap them.
 var ErrPublishRace = errors.New("publish raced with other commits")
@@ -316,9 +320,13 @@ func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Conte
 			}
 			return from, headID, t.Refresh(ctx)
 		}
-		if !isConflict(err) || attempt >= 5 {
+		if !isConflict(err) || attempt >= publishAttempts {
 			if isConflict(err) {
-				err = fmt.Errorf("%w: %w", ErrPublishRace, err)
+				// Each attempt checks main again first (a replay compares
+				// it with the branch): a writer of main that commits more
+				// often than that takes wins every time (found by review).
+				return 0, 0, fmt.Errorf("publish branch %s of %s as main: main moved before each of %d attempts could swap it (a sink or floe maintain on main commits more often than the check before the swap takes): stop the table's sinks while publishing, or give them a longer --flush-interval, then run the same command again, main unchanged: %w: %w",
+					t.branch, t.Name(), attempt, ErrPublishRace, err)
 			}
 			return 0, 0, fmt.Errorf("publish branch %s of %s as main: %w", t.branch, t.Name(), err)
 		}

@@ -1,7 +1,9 @@
 package snapshot_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/floe-dev/floe/mapping"
@@ -162,3 +164,37 @@ func TestCommitAnswerLostThenPublishedOverKeepsFiles(t *testing.T) {
 }
 
 func iv(lo, hi int64) mapping.Interval { return mapping.Interval{Low: lo, High: hi} }
+
+// TestPublishBesideFasterWriterNamesTheFix (from a review): a writer of
+// main that commits before every attempt of a checked publish (a live sink
+// flushing more often than floe replay's comparison takes) wins every
+// race: the publish gives up with main unchanged, and says how to publish
+// (stop the sinks, or flush them less often, and run it again). It said
+// "publish raced with other commits" only.
+func TestPublishBesideFasterWriterNamesTheFix(t *testing.T) {
+	cat := tempCatalog(t)
+	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
+	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
+	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	next := int64(1)
+	checks := 0
+	_, _, err := br.PublishChecked(t.Context(), func(context.Context, int64) error {
+		checks++
+		commitRecs(t, main, map[int32]mapping.Interval{0: iv(next, next+1)}, testRec{0, next, "a", "w", 0})
+		next++
+		return nil
+	})
+	if !errors.Is(err, snapshot.ErrPublishRace) || !strings.Contains(err.Error(), "stop the table's sinks while publishing") || checks != 5 {
+		t.Fatalf("after %d checks: %v; want the race named with the fix", checks, err)
+	}
+	if err := main.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := main.Ledger(); err != nil || l.Next()[mapping.TopicPartition{Topic: "t", Partition: 0}] != next {
+		t.Fatalf("main after the refused publish: %+v, %v; want its own commits up to %d", l, err, next)
+	}
+}

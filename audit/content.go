@@ -285,7 +285,7 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	switch {
 	case a.upFold != nil:
 		// The table-wide fold is settled once every partition is read.
-		a.merge(a.upFold, tp, v.fold.latest, v.fold.dead)
+		a.merge(a.upFold, tp, v.fold.latest, v.fold.dead, v.fold.truncates)
 		a.upFold.unverifiable[tp] = append(v.holes, mapping.Interval{Low: 0, High: v.logStart})
 	case v.fold != nil:
 		v.settle()
@@ -421,9 +421,6 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 			// as the dead letter it is.
 			change, dead = mapping.ChangeUpsert, true
 		}
-		if err == nil && change == mapping.ChangeTruncate {
-			err = errors.New("a change event that truncates the table (--on-truncate delete-all), which this floe's content level cannot fold yet: audit without --verify-content")
-		}
 		if err != nil && v.err == nil {
 			v.err = fmt.Errorf("decode the record at offset %d as the sink does: %w", r.Offset, err)
 		}
@@ -444,7 +441,10 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 			// a record it skips (a Debezium tombstone without a key) needs
 			// no key.
 			rec.tombstone, rec.skip = change == mapping.ChangeDelete, change == mapping.ChangeSkip && !dead
-			rec.noKey = dead || rec.noKey && !rec.skip
+			// An applied truncate (--on-truncate delete-all) has no key
+			// and needs none: it removes every row (upsertFold.truncates).
+			rec.truncate = change == mapping.ChangeTruncate && !dead
+			rec.noKey = dead || rec.noKey && !rec.skip && !rec.truncate
 		}
 	}
 	return rec
@@ -591,7 +591,7 @@ func (v *verifier) decide(rec logRecord, committed bool) {
 		case !ok:
 			v.stats.Folded++
 			return
-		case rec.noKey || rec.tombstone || rec.skip:
+		case rec.noKey || rec.tombstone || rec.skip || rec.truncate:
 			v.find(KindUnexpectedRow, rec.offset)
 			return
 		}

@@ -292,9 +292,11 @@ type logRecord struct {
 	// a dead letter keeps.
 	raw digest
 	// key, noKey and tombstone are set for state and upsert tables only;
-	// skip for an upsert table's record its sink ignores on purpose.
-	key                    keyID
-	noKey, tombstone, skip bool
+	// skip for an upsert table's record its sink ignores on purpose, and
+	// truncate for a change event that truncates an upsert table
+	// (--on-truncate delete-all).
+	key                              keyID
+	noKey, tombstone, skip, truncate bool
 	// deadKeyed is set for a dead letter whose key is known (key): it
 	// changes no row, and a key whose latest record it is keeps an
 	// earlier record's row (staleKeys).
@@ -320,6 +322,9 @@ type foldCheck struct {
 	latest map[keyID]latestRecord
 	// dead is, per key, its latest dead letter (logRecord.deadKeyed).
 	dead map[keyID]latestRecord
+	// truncates are the offsets of the partition's committed truncates,
+	// which only the table-wide fold can apply (upsertFold.truncates).
+	truncates []int64
 }
 
 // latestRecord is the latest committed record of a key seen so far.
@@ -338,6 +343,10 @@ func newFoldCheck(rows []keyedOffset) *foldCheck {
 // in the order their fate becomes known (a transaction's at its marker), so
 // the latest is chosen by offset.
 func (f *foldCheck) observe(rec logRecord) {
+	if rec.truncate {
+		f.truncates = append(f.truncates, rec.offset)
+		return
+	}
 	if rec.deadKeyed {
 		if l, ok := f.dead[rec.key]; !ok || l.offset < rec.offset {
 			f.dead[rec.key] = latestRecord{offset: rec.offset, timestamp: rec.timestamp}

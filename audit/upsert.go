@@ -436,8 +436,9 @@ type upsertFold struct {
 	// others are, for a key met in several partitions, the latest
 	// retained record of its key in each partition but the winner's: a
 	// row of such a partition whose record is gone is stale when a later
-	// one of its partition is retained, whichever partition won.
-	others map[keyID][]partitionLatest
+	// one of its partition is retained, whichever partition won; and one
+	// of them wins when a truncate removed the winner (winnerOf).
+	others map[keyID][]upsertWinner
 	// dead is, per key, its latest dead letter by the winner rule
 	// (logRecord.deadKeyed).
 	dead    map[keyID]upsertWinner
@@ -451,19 +452,75 @@ type upsertFold struct {
 	// unverifiable are, per partition, the offsets whose records the log
 	// no longer holds (below its start, or compacted away).
 	unverifiable map[mapping.TopicPartition][]mapping.Interval
+	// truncates are the truncates the sink applied (--on-truncate
+	// delete-all) that the log holds, sorted by commit, partition and
+	// offset once every partition is read.
+	truncates []truncation
 }
 
-// partitionLatest is the offset of a key's latest retained record in the
-// partition tp (an index of auditor.tpIndex).
-type partitionLatest struct {
-	tp     int32
+// truncation is a truncate the sink applied: its commit's snapshot
+// replaced every data file, so that rows of earlier commits went, and so
+// did the rows of its own commit and partition before it; its commit's
+// other rows stayed (snapshot.Flush.Truncated).
+type truncation struct {
+	commit int32
+	tp     int32 // auditor.tpIndex
 	offset int64
 }
 
+// removedBy returns the truncate that removed the row, or the record, at
+// offset of the partition whose index is tp, committed by commit (-1: by
+// none, a finding of the rows level); false when no truncate did.
+func (f *upsertFold) removedBy(tp int32, offset int64, commit int32) (truncation, bool) {
+	if commit < 0 {
+		return truncation{}, false
+	}
+	i, _ := slices.BinarySearchFunc(f.truncates, commit, func(t truncation, c int32) int { return cmp.Compare(t.commit, c) })
+	for ; i < len(f.truncates); i++ {
+		if t := f.truncates[i]; t.commit > commit || t.tp == tp && t.offset > offset {
+			return t, true
+		}
+	}
+	return truncation{}, false
+}
+
+// rowRemovedBy is removedBy for the table's row r.
+func (f *upsertFold) rowRemovedBy(a *auditor, r keyedRow) (truncation, bool) {
+	if len(f.truncates) == 0 {
+		return truncation{}, false
+	}
+	return f.removedBy(r.tp, r.offset, f.commits.of(a.tpIndex[r.tp], r.offset))
+}
+
+// winnerOf returns the winning record of key k, whose fold's winner is w,
+// among the records no truncate removed: w, or the best of the other
+// partitions' latest records a truncate left (within the truncate's
+// commit, as the sink picks among the rows it keeps); false when
+// truncates removed them all.
+func (a *auditor) winnerOf(f *upsertFold, k keyID, w upsertWinner) (upsertWinner, bool) {
+	if _, gone := f.removedBy(w.tp, w.offset, w.commit); !gone {
+		return w, true
+	}
+	var (
+		best upsertWinner
+		kept bool
+	)
+	for _, o := range f.others[k] {
+		if _, gone := f.removedBy(o.tp, o.offset, o.commit); !gone && (!kept || a.supersedes(o, best)) {
+			best, kept = o, true
+		}
+	}
+	return best, kept
+}
+
 // merge folds one partition's latest record of each key into the
-// table-wide fold, with the winner rule.
-func (a *auditor) merge(f *upsertFold, tp mapping.TopicPartition, latest, dead map[keyID]latestRecord) {
+// table-wide fold, with the winner rule, and keeps the partition's
+// truncates, applied once every partition is read (settleUpsert).
+func (a *auditor) merge(f *upsertFold, tp mapping.TopicPartition, latest, dead map[keyID]latestRecord, truncates []int64) {
 	id := a.tpID(tp)
+	for _, o := range truncates {
+		f.truncates = append(f.truncates, truncation{commit: f.commits.of(tp, o), tp: id, offset: o})
+	}
 	for k, l := range dead {
 		w := upsertWinner{offset: l.offset, timestamp: l.timestamp, commit: f.commits.of(tp, l.offset), tp: id}
 		if e, ok := f.dead[k]; !ok || a.supersedes(w, e) {
@@ -477,10 +534,10 @@ func (a *auditor) merge(f *upsertFold, tp mapping.TopicPartition, latest, dead m
 		case !ok:
 			f.winners[k] = w
 		case a.supersedes(w, e):
-			f.others[k] = append(f.others[k], partitionLatest{e.tp, e.offset})
+			f.others[k] = append(f.others[k], e)
 			f.winners[k] = w
 		default:
-			f.others[k] = append(f.others[k], partitionLatest{w.tp, w.offset})
+			f.others[k] = append(f.others[k], w)
 		}
 	}
 }
@@ -544,7 +601,7 @@ func (f *upsertFold) holeIn(tp mapping.TopicPartition, iv mapping.Interval) bool
 // readUpsertRows reads every row of the head, with deletes applied: its
 // key, position and content digest (upsertFold.rows and byTP).
 func (a *auditor) readUpsertRows(ctx context.Context) (*upsertFold, error) {
-	f := &upsertFold{winners: map[keyID]upsertWinner{}, others: map[keyID][]partitionLatest{}, dead: map[keyID]upsertWinner{}, commits: newCommitIndex(a.ledger),
+	f := &upsertFold{winners: map[keyID]upsertWinner{}, others: map[keyID][]upsertWinner{}, dead: map[keyID]upsertWinner{}, commits: newCommitIndex(a.ledger),
 		byTP: map[mapping.TopicPartition][]offsetDigest{}, unverifiable: map[mapping.TopicPartition][]mapping.Interval{}}
 	layout := a.tbl.Layout()
 	value := layout.RawValueColumn()
@@ -639,6 +696,8 @@ type upsertFinding struct {
 	row, record position
 	hasRow      bool
 	tombstone   bool
+	// truncated: the row is one a truncate removed, record.
+	truncated bool
 }
 
 // settleUpsert compares, once the log of every partition is folded, each
@@ -649,13 +708,38 @@ type upsertFinding struct {
 // holds is superseded only when the winner's commit is later than its own:
 // otherwise nothing retained tells which won.
 func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
+	slices.SortFunc(f.truncates, func(x, y truncation) int {
+		return cmp.Or(cmp.Compare(x.commit, y.commit), cmp.Compare(x.tp, y.tp), cmp.Compare(x.offset, y.offset))
+	})
 	for k, d := range f.dead {
-		if w, ok := f.winners[k]; !ok || a.supersedes(d, w) {
+		if _, gone := f.removedBy(d.tp, d.offset, d.commit); gone {
+			continue // a truncate left the key no row to keep stale
+		}
+		w, ok := f.winners[k]
+		if ok {
+			w, ok = a.winnerOf(f, k, w)
+		}
+		if !ok || a.supersedes(d, w) {
 			a.staleKey(position{a.tpIndex[d.tp], d.offset})
 		}
 	}
 	var found []upsertFinding
-	for k, w := range f.winners {
+	// Every row a truncate removed is a finding, whether or not the log
+	// still holds its record or any record of its key.
+	for _, r := range f.rows {
+		if t, gone := f.rowRemovedBy(a, r); gone {
+			found = append(found, upsertFinding{kind: KindSupersededRow, row: position{a.tpIndex[r.tp], r.offset}, hasRow: true,
+				record: position{a.tpIndex[t.tp], t.offset}, truncated: true})
+		}
+	}
+	for k, first := range f.winners {
+		w, kept := a.winnerOf(f, k, first)
+		if !kept {
+			// Truncates removed every record of the key: like a delete,
+			// it leaves no row.
+			w = first
+			w.tombstone = true
+		}
 		i, _ := slices.BinarySearchFunc(f.rows, keyedRow{key: k, tp: math.MinInt32, offset: math.MinInt64}, compareKeyedRows)
 		rec := position{a.tpIndex[w.tp], w.offset}
 		// held: the winner's row is there; unjudged: a row whose record is
@@ -665,6 +749,9 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 		for ; i < len(f.rows) && f.rows[i].key == k; i++ {
 			r := f.rows[i]
 			row := position{a.tpIndex[r.tp], r.offset}
+			if _, gone := f.rowRemovedBy(a, r); gone {
+				continue // found above
+			}
 			if !w.tombstone && r.tp == w.tp && r.offset == w.offset {
 				held = true
 				continue
@@ -672,7 +759,7 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 			if !f.verifiable(a, row.tp, row.offset) && f.commits.of(row.tp, row.offset) >= w.commit {
 				// A later record of its own partition is retained: it
 				// wins over the row's, whichever partition won.
-				if l, ok := f.latestIn(k, w, r.tp); !ok || l <= r.offset {
+				if l, ok := f.latestIn(k, first, r.tp); !ok || l <= r.offset {
 					unjudged = true
 					continue
 				}
@@ -718,6 +805,9 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 		switch {
 		case fd.kind == KindMissingRow:
 			detail = fmt.Sprintf("the record at %s is the winning record of %s in the log and not a delete, but the table has no row of that key", fd.record, key)
+		case fd.truncated:
+			at = fd.row
+			detail = fmt.Sprintf("the row at %s holds %s, which the truncate at %s removed (--on-truncate delete-all: its commit removed every row committed before it, and the rows of its partition before it in its own commit): the table should not hold it", fd.row, key, fd.record)
 		case fd.tombstone:
 			at = fd.row
 			detail = fmt.Sprintf("the row at %s holds %s, which the record at %s deletes (the key's winning record): the table should have no row of it", fd.row, key, fd.record)
@@ -806,7 +896,8 @@ func (acct *rangeAccount) count(rec logRecord, dead bool) {
 		acct.got[i][3]++
 	case rec.skip:
 		acct.got[i][2]++
-	case rec.tombstone:
+	case rec.tombstone || rec.truncate:
+		// The sink counts a truncate as a delete.
 		acct.got[i][1]++
 	default:
 		acct.got[i][0]++

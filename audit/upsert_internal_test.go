@@ -24,14 +24,14 @@ func BenchmarkUpsertFold(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		f := &upsertFold{winners: map[keyID]upsertWinner{}, others: map[keyID][]partitionLatest{}, dead: map[keyID]upsertWinner{}, commits: newCommitIndex(l)}
+		f := &upsertFold{winners: map[keyID]upsertWinner{}, others: map[keyID][]upsertWinner{}, dead: map[keyID]upsertWinner{}, commits: newCommitIndex(l)}
 		fc := newFoldCheck(nil)
 		var key [8]byte
 		for i := range int64(keys) {
 			binary.BigEndian.PutUint64(key[:], uint64(i))
 			fc.observe(logRecord{offset: i, key: a.keyOf(key[:]), timestamp: i})
 		}
-		a.merge(f, tp, fc.latest, fc.dead)
+		a.merge(f, tp, fc.latest, fc.dead, fc.truncates)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/keys, "B/key")

@@ -355,8 +355,15 @@ func (s *s3Storage) explain(err error, bucket string) error {
 	}
 	switch kind {
 	case ErrBucketNotFound:
-		return check(fmt.Errorf("%w: bucket %q at %s (create it, e.g. 'aws s3 mb s3://%s', or write to another bucket): %w",
-			ErrBucketNotFound, bucket, where, bucket, err), SettingWarehouse)
+		// With a custom endpoint (MinIO, versitygw, Ceph) the aws CLI must
+		// be told it: older ones (Debian 12's 2.9) ignore
+		// AWS_ENDPOINT_URL_S3, and a bare 'aws s3 mb' asks AWS.
+		mb := "aws s3 mb s3://" + bucket
+		if s.endpoint != "" {
+			mb = "aws --endpoint-url " + s.endpoint + " s3 mb s3://" + bucket
+		}
+		return check(fmt.Errorf("%w: bucket %q at %s (create it, e.g. '%s', or write to another bucket): %w",
+			ErrBucketNotFound, bucket, where, mb, err), SettingWarehouse)
 	case ErrStorageCredentials:
 		return check(fmt.Errorf("%w: %s refused access to bucket %q: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY and that the endpoint and region are right: %w",
 			ErrStorageCredentials, where, bucket, err), SettingS3AccessKeyID, SettingS3SecretAccessKey, SettingS3Endpoint, SettingS3Region)

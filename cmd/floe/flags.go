@@ -153,6 +153,14 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 		if near := closeTo(f.table, names); len(near) > 0 {
 			err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(near, " or "))
 		}
+		// A SQL catalog sees only the tables stored under its name: a
+		// --catalog-name copied from a Spark or Trino setup hides floe's
+		// tables, and the error named only --table and --catalog (from a
+		// new-user run).
+		if kind, kerr := catalog.KindOf(f.catalog); kerr == nil && (kind == catalog.SQLite || kind == catalog.Postgres) && f.catalogName != catalog.DefaultName {
+			err = fmt.Errorf("%w (looked under --catalog-name %q: a SQL catalog sees only the tables stored under its catalog name, %q unless --catalog-name says otherwise)",
+				err, f.catalogName, catalog.DefaultName)
+		}
 	}
 	return tbl, err
 }

@@ -76,6 +76,22 @@ func unknownTopic(topic string, seeds []string, have string) error {
 		Err: fmt.Errorf("topic %q does not exist on brokers %s: %w%s", topic, strings.Join(seeds, ","), ErrUnknownTopic, have)}
 }
 
+// TopicDeletedError is the error of a running sink whose topic the brokers
+// no longer have: it existed when the sink started, so it was deleted
+// since. It matches ErrUnknownTopic, and is no CheckError: no other --topic
+// fixes it.
+type TopicDeletedError struct {
+	Topic string
+	Err   error // the brokers' answer (ErrUnknownTopic)
+}
+
+func (e *TopicDeletedError) Error() string {
+	return fmt.Sprintf("topic %q was deleted while the sink ran (%s): the table keeps what was committed; "+
+		"a topic created again under that name is another topic, which this table refuses: sink it into a new table", e.Topic, e.Err)
+}
+
+func (e *TopicDeletedError) Unwrap() error { return ErrUnknownTopic }
+
 // DataLossError reports offsets that retention deleted before they were
 // sunk. The sink committed everything before them and stopped; with
 // Config.OnDataLoss LossRecord it records them as lost and goes on.

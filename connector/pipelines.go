@@ -197,6 +197,12 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 				// Matched again when the brokers have it again (created
 				// anew after its table was dropped).
 				seen.forget(p.Config.Topic)
+			case errors.Is(err, ErrUnknownTopic) && runCtx.Err() == nil:
+				// The topic was there when the pipeline started (Check):
+				// it was deleted under the sink. The error said "check
+				// --topic", as for a misspelt name (from a new-user run).
+				errs = append(errs, name(&TopicDeletedError{Topic: p.Config.Topic, Err: err}))
+				cancel()
 			default:
 				errs = append(errs, name(err))
 				cancel()

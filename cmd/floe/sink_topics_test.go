@@ -289,3 +289,42 @@ func TestLiveSinkUnknownTopicNamesThePattern(t *testing.T) {
 		t.Fatalf("live sink of a topic that does not exist yet: exit %d, %q; want exit 2 naming %s", code, errs, want)
 	}
 }
+
+// TestLiveSinkTopicDeletedSaysSo (from a new-user run): the topic of a
+// running --topic sink is deleted. The sink stops (exit 2) as before, but
+// said only what a misspelt --topic gets ("does not exist ...; check
+// --topic"), for a topic it had been sinking: it now says the topic was
+// deleted while it ran, what the table keeps and what to do with a topic
+// created again under that name.
+func TestLiveSinkTopicDeletedSaysSo(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "gone", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "gone", 1, 10, map[int32]int64{})
+	type ended struct {
+		code int
+		errs string
+	}
+	done := make(chan ended, 1)
+	go func() {
+		code, _, errs := floe(t, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "gone", "--table", "lake.gone",
+			"--flush-interval", "100ms", "--lag-interval", "1s"}, loc...)...)
+		done <- ended{code, errs}
+	}()
+	waitFor(t, 20*time.Second, "the topic sunk", func() bool {
+		return nextOffset(t, st, "lake.gone", mapping.TopicPartition{Topic: "gone"}) == 10
+	})
+	if err := st.Cluster.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if want := `floe: topic "gone" was deleted while the sink ran`; r.code != exitError || !strings.Contains(r.errs, want) ||
+			!strings.Contains(r.errs, "sink it into a new table") || strings.Contains(r.errs, "check --topic") {
+			t.Errorf("live sink whose topic was deleted: exit %d\n%s\nwant exit 2 saying %q, and no check --topic", r.code, r.errs, want)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("the live sink did not stop within 90 s of its topic's deletion")
+	}
+}

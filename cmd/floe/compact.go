@@ -22,7 +22,7 @@ type compactFlags struct {
 
 func (f *compactFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.compact, "compact", false,
-		"rewrite small data files of each Kafka partition and Iceberg partition into larger ones (of the table and of the dead-letter tables its ledger names), leaving the ledger as it is; on an upsert table, rewrite the files its deletes apply to with the deletes applied and drop the delete files")
+		"rewrite the small data files of each Iceberg partition into larger ones, across Kafka partitions (of the table, and of the dead-letter tables its ledger names, per Kafka partition), leaving the ledger as it is; on an upsert table, rewrite the files its deletes apply to with the deletes applied and drop the delete files")
 	fs.Var(newByteSize(&f.targetFileSize, snapshot.DefaultTargetFileSize), "target-file-size",
 		"with --compact: the size of the files it writes; files of at least 3/4 of it stay as they are (128MiB, 1GiB, ...)")
 }

@@ -117,3 +117,23 @@ func TestNoStoppingLineWithoutSignal(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactHelpSaysAcrossKafkaPartitions (from a new-user run): floe
+// maintain --compact's flag help said it rewrote "small data files of each
+// Kafka partition and Iceberg partition", where the compaction merges the
+// small files of an Iceberg partition across Kafka partitions (18 files of
+// 3 Kafka partitions became 1), as docs/maintenance.md and the command's
+// description say.
+func TestCompactHelpSaysAcrossKafkaPartitions(t *testing.T) {
+	for _, c := range everyCommand() {
+		if c.Name() != "maintain" {
+			continue
+		}
+		usage := c.Flags().Lookup("compact").Usage
+		if !strings.Contains(usage, "across Kafka partitions") || strings.Contains(usage, "of each Kafka partition and Iceberg partition") {
+			t.Errorf("floe maintain --compact: %q, want it to say that it merges across Kafka partitions", usage)
+		}
+		return
+	}
+	t.Fatal("no floe maintain command")
+}

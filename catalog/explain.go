@@ -145,6 +145,12 @@ func catalogSetupHint(err error) string {
 		return "the catalog's database does not exist: create it, or name another in the catalog's URL"
 	case errors.As(err, &pgErr) && pgErr.Field('C') == "42P01" && strings.Contains(pgErr.Field('M'), "iceberg_"):
 		return "the database holds no Iceberg catalog: no table was ever sunk into it (floe sink creates the catalog's tables); check that the catalog's URL names the database the tables are in"
+	case errors.As(err, &pgErr) && pgErr.Field('C') == "42501":
+		// insufficient_privilege: the driver named the schema or table
+		// alone (from a new-user run with a least-privilege role).
+		return "the catalog's user lacks a privilege: floe sink and floe replay read and write the catalog's tables iceberg_tables and iceberg_namespace_properties " +
+			"(SELECT, INSERT, UPDATE, DELETE; floe maintain and floe drop too) and create them when missing (CREATE on the schema; once they exist, --catalog-prop init_catalog_tables=false spares it); " +
+			"status, audit, where, as-of, files and dead-letters need SELECT only"
 	case strings.Contains(err.Error(), "SSL is not enabled on the server"):
 		return "the server does not offer TLS: turn it on there (ssl = on in postgresql.conf), or, on a network you trust, add ?sslmode=disable to the catalog's URL (the password then crosses it in clear)"
 	}

@@ -55,3 +55,57 @@ func TestPostgresReadsWithoutWarehouse(t *testing.T) {
 		t.Errorf("creating the catalog tables as the read-only role: exit %d, stderr %q; want permission denied", code, errs)
 	}
 }
+
+// TestPostgresPrivilegeErrorSaysWhatIsNeeded (from a new-user run): a
+// sink as a role without the privileges it needs printed the driver's
+// "permission denied for schema public" (or "for table iceberg_tables")
+// alone. The error now says what a sink needs, and that a role with
+// SELECT, INSERT, UPDATE and DELETE on the catalog's tables, once they
+// exist, sinks with --catalog-prop init_catalog_tables=false, which the
+// test then does.
+func TestPostgresPrivilegeErrorSaysWhatIsNeeded(t *testing.T) {
+	pg := testenv.Postgres(t)
+	st, _ := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	wh := t.TempDir()
+	mustFloe(t, "sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--catalog", pg.URI, "--warehouse", wh)
+
+	db, err := sql.Open("pg", pg.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		"CREATE ROLE reader LOGIN PASSWORD 'reader-pw'",
+		"GRANT SELECT ON iceberg_tables, iceberg_namespace_properties TO reader",
+		"CREATE ROLE writer LOGIN PASSWORD 'writer-pw'",
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON iceberg_tables, iceberg_namespace_properties TO writer",
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	as := func(user, password string) string {
+		u, err := url.Parse(pg.URI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword(user, password)
+		return u.String()
+	}
+	want := "the catalog's user lacks a privilege"
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"writer creating the catalog's tables", []string{"--table", "lake.orders", "--catalog", as("writer", "writer-pw")}},
+		{"reader creating a table", []string{"--table", "lake.more", "--catalog", as("reader", "reader-pw"), "--catalog-prop", "init_catalog_tables=false"}},
+	} {
+		code, _, errs := floe(t, append([]string{"sink", "--brokers", brokers, "--topic", "orders", "--stop-at-end", "--warehouse", wh}, c.args...)...)
+		if code != exitError || !strings.Contains(errs, "permission denied") || !strings.Contains(errs, want) || !strings.Contains(errs, "init_catalog_tables=false") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2, permission denied and %q", c.name, code, errs, want)
+		}
+	}
+	mustFloe(t, "sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.copy", "--stop-at-end", "--warehouse", wh,
+		"--catalog", as("writer", "writer-pw"), "--catalog-prop", "init_catalog_tables=false")
+}

@@ -137,3 +137,18 @@ func TestCompactHelpSaysAcrossKafkaPartitions(t *testing.T) {
 	}
 	t.Fatal("no floe maintain command")
 }
+
+// TestSinkHelpNamesEveryStopSignal (from a new-user run): floe sink's
+// description named SIGINT and SIGTERM as the clean stop, where SIGHUP
+// stops it the same way (docs/deployment.md, docs/exit-codes.md).
+func TestSinkHelpNamesEveryStopSignal(t *testing.T) {
+	for _, c := range everyCommand() {
+		if c.Name() == "sink" {
+			if !strings.Contains(c.Long, "SIGINT, SIGTERM or SIGHUP") {
+				t.Errorf("floe sink --help does not name SIGHUP among the signals that stop it cleanly")
+			}
+			return
+		}
+	}
+	t.Fatal("no floe sink command")
+}

@@ -83,10 +83,11 @@ The table (and its namespace) is created when missing; a dead-letter table is re
 The dead-letter table (--dlq-table) and the schema registry are checked before anything is
 created. Records are read with read_committed: aborted transactions never reach the table, and
 transaction markers are accounted for in the ledger. A flush happens when --flush-records,
---flush-bytes or --flush-interval is reached, whichever comes first. SIGINT or SIGTERM flushes,
-commits and exits 0; a --stop-at-end run stopped so before its end offsets exits 2, naming the
-partitions it did not finish (a run of the same command finishes them), and one stopped while it
-waits to retry after a failure exits 2 too (what that session consumed was not committed).
+--flush-bytes or --flush-interval is reached, whichever comes first. SIGINT, SIGTERM or SIGHUP
+(the terminal closing; not under nohup) flushes, commits and exits 0; a --stop-at-end run
+stopped so before its end offsets exits 2, naming the partitions it did not finish (a run of the
+same command finishes them), and one stopped while it waits to retry after a failure exits 2 too
+(what that session consumed was not committed).
 
 If retention deleted records before they were sunk, the sink stops with an error naming the
 lost offsets; --on-data-loss record writes them into the ledger as a lost range and goes on.

@@ -431,6 +431,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			mp.Table(tbl.Mode(), tbl.UpsertKey())
 			if l, err := tbl.Summary(srvCtx, 0); err == nil {
 				mp.Started(l)
+				warnNewTopic(tbl, l, p.Topic, runTopics(pipes, p.Table), f.topicRegex != "")
 			}
 			if pending, err := tbl.PendingPartitionFields(); err == nil && len(pending) > 0 {
 				logPendingPartitionFields(tbl, pending)
@@ -557,6 +558,36 @@ func refusedWithoutCatalog(ctx context.Context, f *sinkFlags, run connector.Pipe
 		return p.NewTableRefusal
 	}
 	return nil
+}
+
+// warnNewTopic warns when a sink by --topic (or a config file's pipeline)
+// adds topic to an existing table whose ledger holds none of the topics
+// this run sinks into it (run): a wrong --topic sank into the table beside
+// its own without a word (from a new-user run). A table may hold several
+// topics, so it is a warning, and a run that also names one of the table's
+// topics says what it means; a --topic-regex run is left alone, its topics
+// come and go by design.
+func warnNewTopic(tbl *snapshot.Table, l mapping.Summary, topic string, run []string, byPattern bool) {
+	if tbl.Created() || byPattern {
+		return
+	}
+	topics := l.Topics()
+	if len(topics) == 0 || slices.Contains(topics, topic) || slices.ContainsFunc(topics, func(t string) bool { return slices.Contains(run, t) }) {
+		return
+	}
+	slog.Warn("this run adds a topic to a table that holds other topics: a table may hold several, but if --topic (or --table) is a mistake, stop the sink; docs/deployment.md, recovering from mistakes, says how to take the topic out again",
+		"table", tbl.Name(), "topic", topic, "table_topics", strings.Join(topics, ","))
+}
+
+// runTopics are the topics the run's pipes sink into table.
+func runTopics(pipes []pipeline, table string) []string {
+	var topics []string
+	for _, p := range pipes {
+		if p.Table == table {
+			topics = append(topics, p.Topic)
+		}
+	}
+	return topics
 }
 
 // summaryName is the table's name as a run's summary gives it, marked

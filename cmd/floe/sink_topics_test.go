@@ -328,3 +328,44 @@ func TestLiveSinkTopicDeletedSaysSo(t *testing.T) {
 		t.Fatal("the live sink did not stop within 90 s of its topic's deletion")
 	}
 }
+
+// TestSinkWarnsOfANewTopicInATable (from a new-user run): a wrong --topic
+// into an existing table sank that topic beside the table's own without a
+// word. A table may hold several topics, so the sink goes on, but it
+// warns, naming the topics the table held; a run of the table's own topic,
+// a new table and a --topic-regex run do not warn.
+func TestSinkWarnsOfANewTopicInATable(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "payments", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "payments", 1, 5, map[int32]int64{})
+	sink := func(args ...string) string {
+		t.Helper()
+		code, _, errs := floe(t, append(append([]string{"sink", "--brokers", st.Brokers[0], "--stop-at-end"}, args...), loc...)...)
+		if code != exitOK {
+			t.Fatalf("floe sink %v: exit %d\n%s", args, code, errs)
+		}
+		return errs
+	}
+	const warning = "this run adds a topic to a table that holds other topics"
+	if errs := sink("--topic", "orders", "--table", "lake.orders"); strings.Contains(errs, warning) {
+		t.Errorf("a new table warned:\n%s", errs)
+	}
+	if errs := sink("--topic", "orders", "--table", "lake.orders"); strings.Contains(errs, warning) {
+		t.Errorf("the table's own topic warned:\n%s", errs)
+	}
+	errs := sink("--topic", "payments", "--table", "lake.orders")
+	if !strings.Contains(errs, warning) || !strings.Contains(errs, "topic=payments") || !strings.Contains(errs, "table_topics=orders") {
+		t.Errorf("another topic into lake.orders: want the warning naming payments and the table's orders:\n%s", errs)
+	}
+	// Named beside one of the table's own topics, a new topic is meant.
+	sink("--topic", "orders", "--table", "lake.meant")
+	if errs := sink("--topic", "orders", "--topic", "payments", "--table", "lake.meant"); strings.Contains(errs, warning) {
+		t.Errorf("a run naming the table's topic too warned:\n%s", errs)
+	}
+	sink("--topic", "orders", "--table", "lake.both")
+	if errs := sink("--topic-regex", "pay.*", "--table", "lake.both"); strings.Contains(errs, warning) {
+		t.Errorf("a --topic-regex run that adds its topic to a table warned:\n%s", errs)
+	}
+}

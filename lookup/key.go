@@ -491,7 +491,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if err != nil {
 		return res, err
 	}
-	log := newKeyLog(tbl, broker, o, k)
+	log := newKeyLog(tbl, broker, o, k, text)
 	res.Columns = k.want
 	sum, err := tbl.Summary(ctx, 0)
 	if err != nil {
@@ -566,10 +566,14 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		at := "pass --brokers to read its offset from the log"
 		if log != nil {
 			rec, err := log.lastRecord(ctx, slices.Values([]mapping.Commit{del.commit}))
-			if err != nil {
-				return res, err
-			}
+			ce, _ := errors.AsType[*connector.ConfigError](err)
 			switch {
+			case ce != nil && ce.Setting == connector.SettingRegistry:
+				// The delete files answered; the registry only names the
+				// record (found by review: the lookup failed).
+				at = "pass --schema-registry too to read its offset from the log, whose records this table decodes with it"
+			case err != nil:
+				return res, err
 			case rec == nil:
 				at = "the log no longer holds the commit's record of the key"
 			case rec.deletes:
@@ -579,21 +583,33 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 				at = fmt.Sprintf("the record at %s offset %d deletes it", rec.Partition, rec.Offset)
 			default:
 				// The commit's delete is of the key's older rows: its
-				// record gave the key the row something later removed.
-				at = fmt.Sprintf("but that commit's record of the key, at %s offset %d, gave it a row (the delete removed its older rows), which is gone", rec.Partition, rec.Offset)
+				// record gave the key the row something removed since
+				// without a delete of the key (found by review: it was
+				// named the key's delete).
+				res.Status, res.FoundBy, res.File, res.FileSnapshotID, res.SnapshotID, res.CommittedAt = KeyStatusUnknown, "", "", nil, nil, nil
+				// A truncate that may have removed it is res.Uncertain.
+				why := "another writer removed it, or the table lost it (floe audit --deep --verify-content --brokers finds such offsets)"
+				res.Explanation = fmt.Sprintf("key %s has no row: the newest equality-delete file holding it, %s of snapshot %d, is that commit's delete of the key's older rows, and its record of the key, at %s offset %d, gave it a row, which is gone: %s%s",
+					text, del.file.Path, del.commit.SnapshotID, rec.Partition, rec.Offset, why, res.Uncertain)
+				return res, nil
 			}
 		}
 		res.Explanation = fmt.Sprintf("key %s was deleted by snapshot %d (found in its equality-delete file %s): %s%s",
 			text, del.commit.SnapshotID, del.file.Path, at, res.Uncertain)
 		return res, nil
 	}
-	if log == nil {
+	// unsearched answers from the table alone, the log not searched
+	// (how is what would search it).
+	unsearched := func(how string) (KeyResult, error) {
 		res.Status = KeyStatusNeverSeen
 		if deletesCompacted(tbl, sum) || truncates {
 			res.Status = KeyStatusUnknown
 		}
-		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it (pass --brokers to search the log)%s", text, res.Uncertain)
+		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it (%s)%s", text, how, res.Uncertain)
 		return res, nil
+	}
+	if log == nil {
+		return unsearched("pass --brokers to search the log")
 	}
 	var readErr error
 	all := func(yield func(mapping.Commit) bool) {
@@ -611,10 +627,20 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if err == nil {
 		err = readErr
 	}
+	if ce, ok := errors.AsType[*connector.ConfigError](err); ok && ce.Setting == connector.SettingRegistry {
+		return unsearched("pass --schema-registry too to search the log, whose records this table decodes with it")
+	}
 	if err != nil {
 		return res, err
 	}
 	switch {
+	case rec == nil && log.missing > 0:
+		// The log lost offsets of the ranges: the key's records may have
+		// been there (found by review: a deleted key whose records log
+		// compaction or retention removed was called never seen).
+		res.Status = KeyStatusUnknown
+		res.Explanation = fmt.Sprintf("key %s has no row, no live equality-delete file holds it, and no record of the ledger's ranges that the log retains has it, but the log no longer holds %d offsets of those ranges (retention or log compaction removed them): its records, a delete among them, may have been there%s",
+			text, log.missing, res.Uncertain)
 	case rec == nil:
 		res.Status = KeyStatusNeverSeen
 		if truncates {
@@ -624,10 +650,8 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	case !rec.deletes:
 		// The row its last record gave is gone without a delete.
 		res.Status = KeyStatusUnknown
+		// A truncate that may have removed it is res.Uncertain.
 		why := "log compaction removed the key's later records, or the table lost the row (floe audit --deep --verify-content --brokers finds such offsets)"
-		if truncates {
-			why = "a truncate removed it"
-		}
 		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it, but its last record of the ledger's ranges that the log retains, at %s offset %d, gave it a row: %s%s",
 			text, rec.Partition, rec.Offset, why, res.Uncertain)
 	default:
@@ -930,18 +954,48 @@ type keyLog struct {
 	registry *connector.Registry
 	tbl      *snapshot.Table
 	k        tableKey
-	// dec and rows decode records into rows of tbl, made on first use.
-	dec  *connector.RowDecoder
-	rows *mapping.RowBuilder
+	text     string // the key as given
+	// dec and rows decode records into rows of tbl, made on first use;
+	// pending are the records appended to rows, matched a batch at a time.
+	dec     *connector.RowDecoder
+	rows    *mapping.RowBuilder
+	pending []pendingMatch
+	// missing counts the offsets of the ranges read that the log no
+	// longer holds (retention, compaction): a key's records may have been
+	// among them.
+	missing int64
 }
 
-// newKeyLog returns the reader of k's records in tbl's ranges on broker
-// (nil: the log is not searched).
-func newKeyLog(tbl *snapshot.Table, broker *connector.Broker, o keyOptions, k tableKey) *keyLog {
+// pendingMatch is a decoded record waiting for its batch to be matched.
+type pendingMatch struct {
+	span *keySpan
+	rec  keyRecord
+}
+
+// keySpan is a range of the ledger read from the log, with the key's
+// committed records in it.
+type keySpan struct {
+	dlq  string
+	r    mapping.Range
+	recs []keyRecord
+}
+
+// keySpanBatch is how many commits lastRecord reads the log for at once:
+// each partition's ranges among them are one read of its log, and memory
+// stays bounded however long the ledger is.
+const keySpanBatch = 10_000
+
+// matchBatch is how many decoded records are matched against the key at
+// once (one Arrow batch).
+const matchBatch = 512
+
+// newKeyLog returns the reader of k (given as text) in tbl's ranges on
+// broker (nil: the log is not searched).
+func newKeyLog(tbl *snapshot.Table, broker *connector.Broker, o keyOptions, k tableKey, text string) *keyLog {
 	if broker == nil {
 		return nil
 	}
-	return &keyLog{broker: broker, registry: o.registry, tbl: tbl, k: k}
+	return &keyLog{broker: broker, registry: o.registry, tbl: tbl, k: k, text: text}
 }
 
 // decodes reports whether records are decoded to find the key's: it is
@@ -951,41 +1005,67 @@ func (l *keyLog) decodes() bool { return !l.k.byKafkaKey() }
 // lastRecord reads the commits' ranges (those of the key's partition)
 // from the log and returns the record that last gave the key its row or
 // removed it (keyRecord.deletes tells which); nil when the key has no
-// record there. It applies the sink's rules: within a commit each
-// partition's latest record of the key that is not a dead letter (a dead
-// letter changes no row), then, across partitions, mapping.Winner (the
-// later timestamp); across commits the later commit. It took the last
-// record by the order the ranges are listed and counted dead letters, so
-// that a tombstone another partition's older record followed, or a dead
-// letter after a delete, read as "the log no longer holds it" (found by
-// review).
+// record there (keyLog.missing says whether the log lost some of them).
+// It applies the sink's rules: within a commit each partition's latest
+// record of the key that is not a dead letter (a dead letter changes no
+// row), then, across partitions, mapping.Winner (the later timestamp);
+// across commits the later commit. It took the last record by the order
+// the ranges are listed and counted dead letters, so that a tombstone
+// another partition's older record followed, or a dead letter after a
+// delete, read as "the log no longer holds it" (found by review). Each
+// partition's ranges of up to keySpanBatch commits are one read of its
+// log: a read per range fetched up to 8 MiB each (found by review).
 func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit]) (*keyRecord, error) {
-	var last *keyRecord
+	var (
+		last  *keyRecord
+		batch [][]*keySpan // per commit of the batch, its spans
+		err   error
+	)
 	dlqs := map[string]*snapshot.Table{}
-	for c := range commits {
-		var latest []keyRecord // each partition's latest live record of the key
-		for r := range l.k.inPartition(slices.Values(c.Ranges)) {
-			recs, err := l.records(ctx, r)
-			if err != nil {
-				return nil, err
-			}
-			if len(recs) > 0 && r.DeadLetters > 0 && c.DeadLetterTable != "" {
-				if recs, err = withoutDeadLetters(ctx, l.tbl, dlqs, c.DeadLetterTable, recs); err != nil {
-					return nil, err
+	fold := func() {
+		if err = l.read(ctx, batch); err != nil {
+			return
+		}
+		for _, spans := range batch {
+			var latest []keyRecord // each partition's latest live record of the key
+			for _, s := range spans {
+				recs := s.recs
+				if len(recs) > 0 && s.r.DeadLetters > 0 && s.dlq != "" {
+					if recs, err = withoutDeadLetters(ctx, l.tbl, dlqs, s.dlq, recs); err != nil {
+						return
+					}
+				}
+				if len(recs) > 0 {
+					latest = append(latest, recs[len(recs)-1])
 				}
 			}
-			if len(recs) > 0 {
-				latest = append(latest, recs[len(recs)-1])
+			if len(latest) == 0 {
+				continue
+			}
+			vs := make([]mapping.KeyRecord, len(latest))
+			for i, r := range latest {
+				vs[i] = r.KeyRecord
+			}
+			last = &latest[mapping.Winner(vs)]
+		}
+		batch = batch[:0]
+	}
+	for c := range commits {
+		var spans []*keySpan
+		for r := range l.k.inPartition(slices.Values(c.Ranges)) {
+			if !r.Deleted() && r.Len() > 0 {
+				spans = append(spans, &keySpan{dlq: c.DeadLetterTable, r: r})
 			}
 		}
-		if len(latest) == 0 {
-			continue
+		batch = append(batch, spans)
+		if len(batch) == keySpanBatch {
+			if fold(); err != nil {
+				return nil, err
+			}
 		}
-		vs := make([]mapping.KeyRecord, len(latest))
-		for i, r := range latest {
-			vs[i] = r.KeyRecord
-		}
-		last = &latest[mapping.Winner(vs)]
+	}
+	if fold(); err != nil {
+		return nil, err
 	}
 	return last, nil
 }
@@ -996,38 +1076,75 @@ type keyRecord struct {
 	deletes bool // a null value, or a change event deleting the key
 }
 
-// records returns range r's committed records of the key, by offset.
-func (l *keyLog) records(ctx context.Context, r mapping.Range) ([]keyRecord, error) {
-	if r.Deleted() || r.Len() == 0 {
-		return nil, nil
+// read fills the spans of batch (per commit, its ranges) with the key's
+// committed records, by offset: one read of each partition's log from its
+// first range to its last.
+func (l *keyLog) read(ctx context.Context, batch [][]*keySpan) error {
+	byTP := map[mapping.TopicPartition][]*keySpan{}
+	for _, spans := range batch {
+		for _, s := range spans {
+			byTP[s.r.TopicPartition] = append(byTP[s.r.TopicPartition], s)
+		}
+	}
+	if len(byTP) == 0 {
+		return nil
 	}
 	if err := l.prepare(); err != nil {
-		return nil, err
+		return err
 	}
+	for _, tp := range slices.SortedFunc(maps.Keys(byTP), mapping.TopicPartition.Compare) {
+		spans := byTP[tp]
+		slices.SortFunc(spans, func(a, b *keySpan) int { return cmp.Compare(a.r.Low, b.r.Low) })
+		if err := l.readPartition(ctx, tp, spans); err != nil {
+			return err
+		}
+		for _, s := range spans {
+			slices.SortFunc(s.recs, func(a, b keyRecord) int { return cmp.Compare(a.Offset, b.Offset) })
+		}
+	}
+	return nil
+}
+
+// readPartition reads tp's log over spans (its ranges, by offset) and
+// adds the key's committed records to the span holding each.
+func (l *keyLog) readPartition(ctx context.Context, tp mapping.TopicPartition, spans []*keySpan) error {
 	// Transactional records count once their commit marker is read
 	// (ReadLog reads uncommitted); aborted ones never. A marker may lie
 	// past the range (in the next commit's), so the read goes on while a
 	// transaction begun inside it is open. Records are decided in marker
 	// order but the sink took them in offset order.
-	var (
-		out      []keyRecord
-		applyErr error
-	)
+	var applyErr error
+	seen := make([]int64, len(spans)) // offsets the log holds, per span
 	pending := map[int64][]*kgo.Record{}
+	spanOf := func(offset int64) int {
+		i, found := slices.BinarySearchFunc(spans, offset, func(s *keySpan, o int64) int {
+			if s.r.High <= o {
+				return -1
+			}
+			if s.r.Low > o {
+				return 1
+			}
+			return 0
+		})
+		if !found {
+			return -1
+		}
+		return i
+	}
 	apply := func(rec *kgo.Record) {
-		if rec.Offset >= r.High || applyErr != nil {
+		i := spanOf(rec.Offset)
+		if i < 0 || applyErr != nil {
 			return
 		}
-		is, deletes, err := l.holds(ctx, rec)
-		if err != nil {
-			applyErr = fmt.Errorf("decode %s offset %d: %w", r.TopicPartition, rec.Offset, err)
-			return
-		}
-		if is {
-			out = append(out, keyRecord{mapping.KeyRecord{Partition: r.TopicPartition, Offset: rec.Offset, Timestamp: rec.Timestamp}, deletes})
+		if err := l.offer(ctx, spans[i], rec); err != nil {
+			applyErr = fmt.Errorf("decode %s offset %d as the sink does: %w", tp, rec.Offset, err)
 		}
 	}
-	err := l.broker.ReadLog(ctx, r.Topic, r.Partition, r.Low, math.MaxInt64, func(rec *kgo.Record, _ int64) bool {
+	end := spans[len(spans)-1].r.High
+	err := l.broker.ReadLog(ctx, tp.Topic, tp.Partition, spans[0].r.Low, math.MaxInt64, func(rec *kgo.Record, _ int64) bool {
+		if i := spanOf(rec.Offset); i >= 0 {
+			seen[i]++
+		}
 		switch {
 		case rec.Attrs.IsControl():
 			if commit, known := connector.MarkerType(rec.Key); known && commit {
@@ -1036,23 +1153,28 @@ func (l *keyLog) records(ctx context.Context, r mapping.Range) ([]keyRecord, err
 				}
 			}
 			delete(pending, rec.ProducerID)
-		case rec.Offset >= r.High:
-			// Past the range only markers matter.
+		case rec.Offset >= end:
+			// Past the ranges only markers matter.
 		case rec.Attrs.IsTransactional():
 			pending[rec.ProducerID] = append(pending[rec.ProducerID], rec)
 		default:
 			apply(rec)
 		}
-		return applyErr == nil && (rec.Offset+1 < r.High || len(pending) > 0)
+		return applyErr == nil && (rec.Offset+1 < end || len(pending) > 0)
 	})
-	if err == nil {
-		err = applyErr
-	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s %s from the broker: %w", r.TopicPartition, r.Interval, err)
+		return fmt.Errorf("read %s [%d, %d) from the broker: %w", tp, spans[0].r.Low, end, err)
 	}
-	slices.SortFunc(out, func(a, b keyRecord) int { return cmp.Compare(a.Offset, b.Offset) })
-	return out, nil
+	if applyErr == nil {
+		applyErr = l.match()
+	}
+	if applyErr != nil {
+		return fmt.Errorf("search the log of %s for key %s: %w", l.tbl.Name(), l.text, applyErr)
+	}
+	for i, s := range spans {
+		l.missing += s.r.Len() - seen[i]
+	}
+	return nil
 }
 
 // prepare makes the decoder of a search by decoded columns: a table
@@ -1064,39 +1186,67 @@ func (l *keyLog) prepare() error {
 	}
 	placeholder, err := mapping.PlaceholderOf(l.tbl.Iceberg().Properties())
 	if err != nil {
-		return fmt.Errorf("search the log of %s for key %v: %w", l.tbl.Name(), l.k.want, err)
+		return fmt.Errorf("search the log of %s for key %s: %w", l.tbl.Name(), l.text, err)
 	}
 	layout := l.tbl.Layout()
 	dec, err := connector.NewRowDecoder(layout, l.registry, l.tbl.Iceberg().Schema(), placeholder)
 	if err != nil {
-		return fmt.Errorf("search the log of %s for key %v, decoding its records: %w", l.tbl.Name(), l.k.want, err)
+		return fmt.Errorf("search the log of %s for key %s, decoding its records: %w", l.tbl.Name(), l.text, err)
 	}
 	rows, err := layout.NewRowBuilder(memory.NewGoAllocator(), l.tbl.ArrowSchema())
 	if err != nil {
-		return fmt.Errorf("search the log of %s for key %v: %w", l.tbl.Name(), l.k.want, err)
+		return fmt.Errorf("search the log of %s for key %s: %w", l.tbl.Name(), l.text, err)
 	}
 	l.dec, l.rows = dec, rows
 	return nil
 }
 
-// holds reports whether rec is a record of the key and whether it deletes
-// it. A record of decoded columns that the sink makes a dead letter, or
-// that changes no row (a skipped tombstone, a truncate), is none.
-func (l *keyLog) holds(ctx context.Context, rec *kgo.Record) (is, deletes bool, err error) {
+// offer adds rec, a committed record of span s, to s when it is a record
+// of the key. A record of decoded columns that the sink makes a dead
+// letter, or that changes no row (a skipped tombstone, a truncate), is
+// none; the others are decoded into rows and matched a batch at a time.
+func (l *keyLog) offer(ctx context.Context, s *keySpan, rec *kgo.Record) error {
+	at := keyRecord{KeyRecord: mapping.KeyRecord{Partition: s.r.TopicPartition, Offset: rec.Offset, Timestamp: rec.Timestamp}}
 	if !l.decodes() {
-		return rec.Key != nil && bytes.Equal(rec.Key, l.k.raw), rec.Value == nil, nil
+		if rec.Key != nil && bytes.Equal(rec.Key, l.k.raw) {
+			at.deletes = rec.Value == nil
+			s.recs = append(s.recs, at)
+		}
+		return nil
 	}
 	key, value, change, dead, err := l.dec.DecodeChange(ctx, rec, l.k.key)
 	if err != nil || dead != nil || change != mapping.ChangeUpsert && change != mapping.ChangeDelete {
-		return false, false, err
+		return err
 	}
 	if err := l.rows.AppendDecoded(rec, key, value); err != nil {
-		return false, false, err
+		return err
+	}
+	at.deletes = change == mapping.ChangeDelete
+	l.pending = append(l.pending, pendingMatch{span: s, rec: at})
+	if len(l.pending) == matchBatch {
+		return l.match()
+	}
+	return nil
+}
+
+// match matches the pending decoded records against the key.
+func (l *keyLog) match() error {
+	if len(l.pending) == 0 {
+		return nil
 	}
 	b := l.rows.NewBatch()
 	defer b.Release()
-	is, err = l.k.matches(b, 0)
-	return is, change == mapping.ChangeDelete, err
+	for i, p := range l.pending {
+		is, err := l.k.matches(b, i)
+		if err != nil {
+			return err
+		}
+		if is {
+			p.span.recs = append(p.span.recs, p.rec)
+		}
+	}
+	l.pending = l.pending[:0]
+	return nil
 }
 
 // withoutDeadLetters drops from recs (one range's records of a key, by

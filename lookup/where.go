@@ -397,7 +397,7 @@ func foldedAway(ctx context.Context, tbl *snapshot.Table, broker *connector.Brok
 		// Every commit deletes the keys it touches (their older rows): the
 		// record's own commit may also have taken a later record deleting
 		// the key, which only the commit's records tell.
-		last, err := newKeyLog(tbl, broker, keyOptions{}, k).lastRecord(ctx, slices.Values([]mapping.Commit{loc.Commit}))
+		last, err := newKeyLog(tbl, broker, keyOptions{}, k, string(rec.Key)).lastRecord(ctx, slices.Values([]mapping.Commit{loc.Commit}))
 		if err != nil {
 			return "", "", err
 		}

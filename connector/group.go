@@ -72,6 +72,10 @@ type groupMember struct {
 	mu sync.Mutex
 	// owned are the partitions the group assigned to this member.
 	owned map[int32]bool
+	// taking are partitions the group assigned (joined) that the member
+	// has not taken on yet (adopt). Until it has, it is not healthy
+	// (session.atEnd): a take-on may fail in every session.
+	taking map[int32]bool
 	// failed is what a callback met that the loop must handle: a fenced
 	// commit resets the session, anything else ends it.
 	failed error
@@ -123,7 +127,7 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	if rebalance <= 0 {
 		rebalance = DefaultRebalanceTimeout
 	}
-	ss.gm = &groupMember{owned: map[int32]bool{}, revokeWithin: max(rebalance-revokeMargin, rebalance/2)}
+	ss.gm = &groupMember{owned: map[int32]bool{}, taking: map[int32]bool{}, revokeWithin: max(rebalance-revokeMargin, rebalance/2)}
 	opts := []kgo.Opt{
 		// The table in the client id: members of a group that sink
 		// another table are told (checkGroupShared), and the group's
@@ -238,7 +242,7 @@ func (ss *session) checkGroupShared(ctx context.Context) error {
 // joined is the group consumer's OnPartitionsAssigned, which franz-go
 // calls at every assignment, an empty one too (assigned takes the
 // partitions on): the member is in the group again and runs.
-func (ss *session) joined(context.Context, *kgo.Client, map[string][]int32) {
+func (ss *session) joined(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	gm := ss.gm
 	gm.mu.Lock()
 	defer gm.mu.Unlock()
@@ -246,6 +250,9 @@ func (ss *session) joined(context.Context, *kgo.Client, map[string][]int32) {
 		return
 	}
 	gm.assignments++
+	for _, p := range assigned[ss.s.cfg.Topic] {
+		gm.taking[p] = true
+	}
 	if ss.s.cfg.OnSession != nil {
 		ss.s.cfg.OnSession()
 	}
@@ -278,6 +285,9 @@ func (ss *session) giveUp(ctx context.Context, ps []int32, commit bool) {
 		return
 	}
 	slices.Sort(ps)
+	for _, p := range ps {
+		delete(gm.taking, p)
+	}
 	committed := ss.release(ctx, ps, commit)
 	r := Rebalance{Committed: committed}
 	if commit {
@@ -480,6 +490,7 @@ func (ss *session) adopt(ctx context.Context, ps []int32) (map[int32]int64, erro
 			pt.adopted = ss.gm.adoptions
 			ss.parts[p] = pt
 			ss.gm.owned[p] = true
+			delete(ss.gm.taking, p)
 			s.inLedger = append(s.inLedger, pt.tp)
 			pos[p] = pt.next
 			if pt.dirty() && ss.deadline.IsZero() {

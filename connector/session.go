@@ -950,7 +950,33 @@ func (ss *session) checkRetention(ctx context.Context) error {
 		advanced += pt.next - before
 	}
 	ss.advanced(advanced)
+	if ss.atEnd(wm) {
+		s.caughtUp = true
+	}
 	return nil
+}
+
+// atEnd reports whether the session is where a healthy sink of a quiet
+// topic idles, by the watermarks wm just read: every partition read to
+// its last stable offset, nothing consumed that is not committed, no
+// commit in flight, and in a group, every partition assigned taken on.
+// Records that a failed session left uncommitted keep the next one away
+// from it until they are committed, so a sink whose every flush fails
+// still gives up after Config.RetryFor, however long each session runs.
+// The caller has checked that nothing fetched waits to be polled.
+func (ss *session) atEnd(wm map[int32]Watermarks) bool {
+	if ss.inflight != nil {
+		return false
+	}
+	if gm := ss.gm; gm != nil && (gm.assignments == 0 || len(gm.taking) > 0) {
+		return false
+	}
+	for p, pt := range ss.parts {
+		if pt.dirty() || !pt.done() && pt.next < wm[p].LastStable {
+			return false
+		}
+	}
+	return true
 }
 
 // commitRun is a flush committing in the background. done is closed when

@@ -142,10 +142,16 @@ type Config struct {
 	OnSchema func(id int)
 
 	// RetryFor is how long transient storage, catalog and broker errors
-	// (catalog.IsTransient) are retried, counted from the first failure
-	// since the last commit; zero means DefaultRetryFor, negative never
-	// retries. Each retry starts a new session from the ledger, so what
-	// was consumed but not committed is read again, never lost.
+	// (catalog.IsTransient) are retried: how long the sink may keep
+	// failing, counted from the first failure since it was last healthy,
+	// that is since its last commit or since a session last caught up
+	// with the log with nothing to commit (every partition read to its
+	// last stable offset, nothing consumed uncommitted, no commit in
+	// flight; in a group, every partition assigned taken on). A quiet
+	// topic's sink that caught up is healthy however long it commits
+	// nothing. Zero means DefaultRetryFor, negative never retries. Each
+	// retry starts a new session from the ledger, so what was consumed
+	// but not committed is read again, never lost.
 	RetryFor time.Duration
 
 	// NoMaintain turns off the sink's own maintenance. Otherwise, after a
@@ -315,6 +321,10 @@ type Sink struct {
 	// topicID is the topic's ID as the broker reported it when the session
 	// began ("" without topic IDs); every commit records it.
 	topicID string
+	// caughtUp is set when the session found itself where a healthy sink
+	// of a quiet topic idles (session.atEnd): like a commit, it ends a
+	// run of failures that Config.RetryFor bounds.
+	caughtUp bool
 	// inLedger are the session's partitions once its start commit is in:
 	// one missing from the ledger at a commit fences the sink.
 	inLedger []mapping.TopicPartition
@@ -505,8 +515,11 @@ func registryParts(l mapping.Layout) string {
 // nothing. When another writer fences this one, Run re-reads the ledger and
 // continues from it. A transient storage, catalog or broker error
 // (catalog.IsTransient) ends the session too, and Run starts the next one
-// after a backoff, for up to Config.RetryFor without a commit; what the
-// failed session consumed and did not commit is read again.
+// after a backoff, until it has kept failing for Config.RetryFor: the
+// time and the backoff count from the first failure since the sink's last
+// commit or since a session last caught up with the log with nothing to
+// commit. What the failed session consumed and did not commit is read
+// again.
 func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	wctx, stop := s.watchAuth(ctx)
 	defer stop()
@@ -713,10 +726,17 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 	wait.InitialInterval, wait.MaxInterval = 250*time.Millisecond, 15*time.Second
 	for {
 		commits := s.stats.Commits
+		s.caughtUp = false
 		err := s.session(ctx)
-		if s.stats.Commits > commits {
+		if s.stats.Commits > commits || s.caughtUp {
+			// The sink was healthy since the last failure: a failure now
+			// begins a new run of them. Counted from the last commit
+			// alone, a quiet topic's sink that ran for longer than
+			// RetryFor with nothing to commit gave up on its first blip.
 			failingSince = time.Time{}
 			wait.Reset()
+		}
+		if s.stats.Commits > commits {
 			schemaRaced, moved = false, 0
 		}
 		var behind *watermarkBehindError
@@ -765,7 +785,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			if refused != nil {
 				return s.stats, refusedFor(s.broker.Seeds, s.cfg.RetryFor, refused)
 			}
-			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit: %w", s.cfg.RetryFor, err)
+			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log: %w", s.cfg.RetryFor, err)
 		}
 		if refused != nil && ctx.Err() == nil {
 			// A negative Config.RetryFor: at once, named.

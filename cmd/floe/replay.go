@@ -122,7 +122,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "commit at most this long after the first uncommitted record")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deletes records during the replay: fail, or record the lost range and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
-		"how long to keep retrying when storage, the catalog or the brokers fail transiently before giving up; 0s never retries")
+		"how long to keep retrying when storage, the catalog or the brokers fail transiently before giving up, counted from the first failure since the last commit or since the replay last caught up with the end of the log with nothing to commit; 0s never retries")
 	return cmd
 }
 

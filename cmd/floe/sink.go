@@ -93,9 +93,10 @@ If retention deleted records before they were sunk, the sink stops with an error
 lost offsets; --on-data-loss record writes them into the ledger as a lost range and goes on.
 
 When storage, the catalog or the brokers fail transiently (an S3 outage, a catalog restarting),
-the sink starts again from the ledger after a pause, for up to --retry-for without a commit,
-then stops with exit code 2. Rejected credentials, a missing bucket and other errors that need a
-person stop it at once.
+the sink starts again from the ledger after a pause; once it has kept failing for --retry-for,
+counted from the first failure since its last commit or since it last caught up with the end of
+the log with nothing to commit, it stops with exit code 2. Rejected credentials, a missing
+bucket and other errors that need a person stop it at once.
 
 A --stop-at-end run that committed dead letters and no row (every record failed to decode: a
 --value, --key or registry that does not match the topic) exits 3, naming the first reason; a
@@ -158,7 +159,7 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
 	fs.BoolVar(&f.json, "json", false, "print each table's summary, when its sinking ends, as one line of JSON (schema floe.sink/v1) instead of text")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
-		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
+		"how long to keep retrying when storage, the catalog or the brokers fail transiently (refused connections, timeouts, 5xx) before giving up, counted from the first failure since the last commit or since the sink last caught up with the end of the log with nothing to commit; each retry resumes from the ledger; 0s never retries. Rejected credentials and other errors to fix fail at once")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	fs.StringVar(&f.group, "group", "", "share the topics' partitions with the other members of this consumer `GROUP` (floe sink processes with the same --group and --table); each commit's next offsets are written to the group for lag tooling, resuming never reads them")
 	fs.StringVar(&f.groupProtocol, "group-protocol", string(connector.GroupClassic), "consumer group protocol with --group: classic (cooperative-sticky, any Kafka) or consumer (KIP-848, Kafka 4.0+: the broker assigns)")

@@ -243,6 +243,13 @@ func (s *Sink) session(ctx context.Context) error {
 // coordinator assigns them, and each assignment reads the ledger again
 // (session.adopt).
 func (s *Sink) open(ctx context.Context) (*session, error) {
+	// Recorded before anything is committed, at every session's start: a
+	// catalog away for it is retried as the session's other steps are
+	// (it stopped the sink at once, found by review); once recorded, the
+	// table's settings equal the sink's and nothing is written.
+	if err := s.recordDebezium(ctx); err != nil {
+		return nil, err
+	}
 	ss := &session{s: s, parts: map[int32]*partition{}, streaming: s.tbl.Mode() == mapping.ModeAppend,
 		streams: map[int32]*snapshot.Stream{}, files: map[int32][]iceberg.DataFile{}}
 	if s.cfg.Group != "" {

@@ -703,9 +703,6 @@ func interruptedOnly(err error) bool {
 
 // run is Run until ctx ends.
 func (s *Sink) run(ctx context.Context) (Stats, error) {
-	if err := s.recordDebezium(ctx); err != nil {
-		return Stats{}, err
-	}
 	s.warnTruncateAcrossPartitions(ctx)
 	s.stats = Stats{Upsert: s.tbl.Mode() == mapping.ModeUpsert}
 	if s.cfg.DeadLetters != nil {

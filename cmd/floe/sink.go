@@ -37,6 +37,7 @@ type sinkFlags struct {
 	flushBytes    int64
 	flushInterval time.Duration
 	stopAtEnd     bool
+	createTable   bool
 	json          bool
 	onDataLoss    string
 	retryFor      time.Duration
@@ -156,6 +157,8 @@ history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defa
 	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "flush at most this long after the first unflushed record")
 	fs.BoolVar(&f.stopAtEnd, "stop-at-end", false, "sink each partition up to its end offset as of start (last stable offset), commit and exit")
+	fs.BoolVar(&f.createTable, "create-table", true, "create a missing table (with its namespace and dead-letter table); --create-table=false refuses one (exit 2) before anything is created,\n"+
+		"a guard for production sinks against a misspelt --table, which would otherwise get a new table and the whole topic")
 	fs.BoolVar(&f.json, "json", false, "print each table's summary, when its sinking ends, as one line of JSON (schema floe.sink/v1) instead of text")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deleted records before they were sunk: fail, or record the lost range in the ledger and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,
@@ -214,6 +217,10 @@ func sinkPipelines(ctx context.Context, f *sinkFlags) ([]pipeline, error) {
 	}
 	if f.partitions != nil && (len(f.topics) > 1 || f.topicRegex != "") {
 		return nil, errors.New("--partitions names partitions of one topic: give one --topic with it")
+	}
+	if !f.createTable && f.topicRegex != "" {
+		// A matching topic created later would stop the sink.
+		return nil, errors.New("--create-table=false refuses missing tables, and --topic-regex sinks the topics created later into tables of their own: give --topic instead, or leave --create-table out")
 	}
 	var out []pipeline
 	for _, t := range f.topics {
@@ -523,6 +530,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	if err := refusedWithoutCatalog(ctx, f, run); err != nil {
 		return err
 	}
+	if err := tablesExist(ctx, f, run); err != nil {
+		return err
+	}
 	cat, err := f.openCatalog(ctx)
 	if err != nil {
 		return err
@@ -537,6 +547,31 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	}
 	if len(onlyDead) > 0 {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(strings.Join(onlyDead, "; "))}
+	}
+	return nil
+}
+
+// tablesExist refuses, with --create-table=false, a pipeline whose table
+// the catalog lacks, before anything is created: a misspelt --table made a
+// new table and sank the whole topic into it (from a new-user run). The
+// refusal says which tables come close, as every command's does.
+func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines) error {
+	if f.createTable {
+		return nil
+	}
+	for _, p := range run {
+		tf := f.tableFlags
+		tf.table = strings.Join(p.Table, ".")
+		_, err := tf.open(ctx, snapshot.OpenOptions{})
+		if errors.Is(err, snapshot.ErrTableNotFound) {
+			err = fmt.Errorf("%w; --create-table=false refuses to create it: check --table, or leave --create-table out to create it", err)
+		}
+		if err != nil && len(run) > 1 {
+			return fmt.Errorf("pipeline %s: %w", p, err)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -25,6 +26,7 @@ func newMaintainCmd() *cobra.Command {
 		asJSON        bool
 		compact       compactFlags
 		dropLost      bool
+		retention     retentionFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--compact [--target-file-size SIZE]] [--drop-missing-dead-letter-files] [--dry-run] [--json]",
@@ -94,6 +96,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 		Example: `  floe maintain --table lake.orders --expire-older-than 168h --retain-last 100
   floe maintain --table lake.orders --remove-orphans --dry-run
   floe maintain --table lake.orders --compact --target-file-size 256MiB
+  floe maintain --table lake.orders --set-max-snapshot-age 24h --set-max-snapshots 500
   floe maintain --table lake.orders                  # check and repair the ledger only`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
@@ -124,8 +127,21 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 				slog.Warn("--orphan-min-age is below an hour: a file a live sink is still writing or about to commit (up to one --flush-interval, longer on a slow upload) may be deleted, and its rows lost; stop the table's sinks first, or keep it well above their --flush-interval",
 					"orphan_min_age", orphanMinAge)
 			}
+			props, err := retention.properties(fs)
+			if err != nil {
+				return err
+			}
 			tbl, err := f.open(ctx, snapshot.OpenOptions{})
 			if err != nil {
+				return err
+			}
+			// Set first: this run's expiry applies the flags, not the
+			// table's retention.
+			var said io.Writer
+			if !asJSON {
+				said = cmd.OutOrStdout()
+			}
+			if err := setRetention(ctx, said, tbl, props, dryRun); err != nil {
 				return err
 			}
 			res, damage := tbl.Maintain(ctx, snapshot.MaintainOptions{
@@ -151,7 +167,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return errors.Join(printJSON(out, maintainReport{Table: tbl.Name(), DryRun: dryRun, MaintainResult: res, Compaction: compactionReports(compacted, dryRun)}), damage)
+				return errors.Join(printJSON(out, maintainReport{Table: tbl.Name(), DryRun: dryRun, SetProperties: props, MaintainResult: res, Compaction: compactionReports(compacted, dryRun)}), damage)
 			}
 			would := ""
 			if dryRun {
@@ -245,6 +261,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 	compact.register(fs)
+	retention.register(fs)
 	return cmd
 }
 
@@ -254,6 +271,9 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 type maintainReport struct {
 	Table  string `json:"table"`
 	DryRun bool   `json:"dry_run"`
+	// SetProperties are the retention properties the run set (or, in a
+	// dry run, would set).
+	SetProperties map[string]string `json:"set_properties,omitempty"`
 	snapshot.MaintainResult
 	// Compaction has a result per table compacted (--compact).
 	Compaction []compactionReport `json:"compaction,omitempty"`

@@ -559,6 +559,9 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		res.Explanation = fmt.Sprintf("key %s has no row: snapshot %d truncated the table (a truncate event, --on-truncate delete-all), removing every data file", text, tr.SnapshotID)
 		return res, nil
 	}
+	// noDelete says what the delete files tell of a key without a row
+	// whose deleting record the log is searched for.
+	noDelete := "no live equality-delete file holds it"
 	if del != nil {
 		res.Status, res.FoundBy, res.File = KeyStatusDeleted, FoundByDeleteFiles, del.file.Path
 		res.FileSnapshotID = &del.file.AddedBy
@@ -576,6 +579,13 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 				return res, err
 			case rec == nil:
 				at = "the log no longer holds the commit's record of the key"
+			case rec.truncate:
+				// The commit truncated the table after the key's record.
+				if err := res.place(ctx, tbl, rec.Partition, rec.Offset); err != nil {
+					return res, err
+				}
+				res.FoundBy = FoundByTruncate
+				at = fmt.Sprintf("the truncate at %s offset %d (--on-truncate delete-all), later in that commit, removed the row its record made", rec.Partition, rec.Offset)
 			case rec.deletes:
 				if err := res.place(ctx, tbl, rec.Partition, rec.Offset); err != nil {
 					return res, err
@@ -585,18 +595,17 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 				// The commit's delete is of the key's older rows: its
 				// record gave the key the row something removed since
 				// without a delete of the key (found by review: it was
-				// named the key's delete).
-				res.Status, res.FoundBy, res.File, res.FileSnapshotID, res.SnapshotID, res.CommittedAt = KeyStatusUnknown, "", "", nil, nil, nil
-				// A truncate that may have removed it is res.Uncertain.
-				why := "another writer removed it, or the table lost it (floe audit --deep --verify-content --brokers finds such offsets)"
-				res.Explanation = fmt.Sprintf("key %s has no row: the newest equality-delete file holding it, %s of snapshot %d, is that commit's delete of the key's older rows, and its record of the key, at %s offset %d, gave it a row, which is gone: %s%s",
-					text, del.file.Path, del.commit.SnapshotID, rec.Partition, rec.Offset, why, res.Uncertain)
-				return res, nil
+				// named the key's delete). The whole log tells what.
+				res.Status, res.FoundBy, res.File, res.FileSnapshotID, res.SnapshotID, res.CommittedAt = "", "", "", nil, nil, nil
+				noDelete = fmt.Sprintf("the newest equality-delete file holding it, %s of snapshot %d, is that commit's delete of the key's older rows (its record of the key, at %s offset %d, gave it a row)",
+					del.file.Path, del.commit.SnapshotID, rec.Partition, rec.Offset)
 			}
 		}
-		res.Explanation = fmt.Sprintf("key %s was deleted by snapshot %d (found in its equality-delete file %s): %s%s",
-			text, del.commit.SnapshotID, del.file.Path, at, res.Uncertain)
-		return res, nil
+		if res.Status != "" {
+			res.Explanation = fmt.Sprintf("key %s was deleted by snapshot %d (found in its equality-delete file %s): %s%s",
+				text, del.commit.SnapshotID, del.file.Path, at, res.Uncertain)
+			return res, nil
+		}
 	}
 	// unsearched answers from the table alone, the log not searched
 	// (how is what would search it).
@@ -605,7 +614,7 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		if deletesCompacted(tbl, sum) || truncates {
 			res.Status = KeyStatusUnknown
 		}
-		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it: no record ever had it, or compaction dropped the delete that removed it (%s)%s", text, how, res.Uncertain)
+		res.Explanation = fmt.Sprintf("key %s has no row and %s: no record ever had it, or compaction dropped the delete that removed it (%s)%s", text, noDelete, how, res.Uncertain)
 		return res, nil
 	}
 	if log == nil {
@@ -639,21 +648,29 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		// been there (found by review: a deleted key whose records log
 		// compaction or retention removed was called never seen).
 		res.Status = KeyStatusUnknown
-		res.Explanation = fmt.Sprintf("key %s has no row, no live equality-delete file holds it, and no record of the ledger's ranges that the log retains has it, but the log no longer holds %d offsets of those ranges (retention or log compaction removed them): its records, a delete among them, may have been there%s",
-			text, log.missing, res.Uncertain)
+		res.Explanation = fmt.Sprintf("key %s has no row, %s, and no record of the ledger's ranges that the log retains has it, but the log no longer holds %d offsets of those ranges (retention or log compaction removed them): its records, a delete among them, may have been there%s",
+			text, noDelete, log.missing, res.Uncertain)
 	case rec == nil:
 		res.Status = KeyStatusNeverSeen
 		if truncates {
 			res.Status = KeyStatusUnknown
 		}
-		res.Explanation = fmt.Sprintf("key %s has no row, no live equality-delete file holds it, and no record of the ledger's ranges that the log retains has it%s", text, res.Uncertain)
+		res.Explanation = fmt.Sprintf("key %s has no row, %s, and no record of the ledger's ranges that the log retains has it%s", text, noDelete, res.Uncertain)
 	case !rec.deletes:
 		// The row its last record gave is gone without a delete.
 		res.Status = KeyStatusUnknown
 		// A truncate that may have removed it is res.Uncertain.
 		why := "log compaction removed the key's later records, or the table lost the row (floe audit --deep --verify-content --brokers finds such offsets)"
-		res.Explanation = fmt.Sprintf("key %s has no row and no live equality-delete file holds it, but its last record of the ledger's ranges that the log retains, at %s offset %d, gave it a row: %s%s",
-			text, rec.Partition, rec.Offset, why, res.Uncertain)
+		res.Explanation = fmt.Sprintf("key %s has no row and %s, but its last record of the ledger's ranges that the log retains, at %s offset %d, gave it a row: %s%s",
+			text, noDelete, rec.Partition, rec.Offset, why, res.Uncertain)
+	case rec.truncate:
+		// The log tells which truncate: none is left open.
+		res.Status, res.FoundBy, res.Uncertain = KeyStatusDeleted, FoundByTruncate, ""
+		if err := res.place(ctx, tbl, rec.Partition, rec.Offset); err != nil {
+			return res, err
+		}
+		res.Explanation = fmt.Sprintf("key %s has no row: the truncate at %s offset %d (snapshot %d, --on-truncate delete-all), read from the log, came after its last record and removed its row",
+			text, rec.Partition, rec.Offset, derefOr(res.SnapshotID))
 	default:
 		res.Status, res.FoundBy = KeyStatusDeleted, FoundByLog
 		if err := res.place(ctx, tbl, rec.Partition, rec.Offset); err != nil {
@@ -978,6 +995,9 @@ type keySpan struct {
 	dlq  string
 	r    mapping.Range
 	recs []keyRecord
+	// truncates are the offsets of the range's truncates (a Debezium
+	// table's), applied or dead letters.
+	truncates []int64
 }
 
 // keySpanBatch is how many commits lastRecord reads the log for at once:
@@ -1027,7 +1047,14 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 			return
 		}
 		for _, spans := range batch {
-			var latest []keyRecord // each partition's latest live record of the key
+			var (
+				latest []keyRecord // each partition's latest live record of the key
+				// cut is the commit's truncate that removed the key's
+				// row (an earlier commit's, or its own partition's record
+				// before it): the sink's rule (snapshot.Flush.Truncated).
+				cut     *keyRecord
+				removed bool
+			)
 			for _, s := range spans {
 				recs := s.recs
 				if len(recs) > 0 && s.r.DeadLetters > 0 && s.dlq != "" {
@@ -1035,18 +1062,33 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 						return
 					}
 				}
+				var t int64
+				var applied bool
+				if t, applied, err = l.appliedTruncate(ctx, dlqs, s); err != nil {
+					return
+				}
+				if applied {
+					kept := slices.DeleteFunc(slices.Clone(recs), func(r keyRecord) bool { return r.Offset < t })
+					if cut == nil || len(kept) < len(recs) && !removed {
+						cut = &keyRecord{KeyRecord: mapping.KeyRecord{Partition: s.r.TopicPartition, Offset: t}, deletes: true, truncate: true}
+					}
+					removed = removed || len(kept) < len(recs)
+					recs = kept
+				}
 				if len(recs) > 0 {
 					latest = append(latest, recs[len(recs)-1])
 				}
 			}
-			if len(latest) == 0 {
-				continue
+			switch {
+			case len(latest) > 0:
+				vs := make([]mapping.KeyRecord, len(latest))
+				for i, r := range latest {
+					vs[i] = r.KeyRecord
+				}
+				last = &latest[mapping.Winner(vs)]
+			case cut != nil && (removed || last != nil && !last.deletes):
+				last = cut
 			}
-			vs := make([]mapping.KeyRecord, len(latest))
-			for i, r := range latest {
-				vs[i] = r.KeyRecord
-			}
-			last = &latest[mapping.Winner(vs)]
 		}
 		batch = batch[:0]
 	}
@@ -1070,10 +1112,34 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 	return last, nil
 }
 
+// appliedTruncate returns the offset of span s's last truncate the sink
+// applied (--on-truncate delete-all), and false when it applied none: a
+// truncate the dead-letter table holds (--on-truncate dead-letter) changed
+// no row.
+func (l *keyLog) appliedTruncate(ctx context.Context, dlqs map[string]*snapshot.Table, s *keySpan) (int64, bool, error) {
+	for i := len(s.truncates) - 1; i >= 0; i-- {
+		t := s.truncates[i]
+		if s.r.DeadLetters == 0 || s.dlq == "" {
+			return t, true, nil
+		}
+		kept, err := withoutDeadLetters(ctx, l.tbl, dlqs, s.dlq, []keyRecord{{KeyRecord: mapping.KeyRecord{Partition: s.r.TopicPartition, Offset: t}}})
+		if err != nil {
+			return 0, false, err
+		}
+		if len(kept) > 0 {
+			return t, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
 // keyRecord is a committed record of a key, read from the log.
 type keyRecord struct {
 	mapping.KeyRecord
 	deletes bool // a null value, or a change event deleting the key
+	// truncate: the record is a truncate (--on-truncate delete-all) that
+	// removed the key's row.
+	truncate bool
 }
 
 // read fills the spans of batch (per commit, its ranges) with the key's
@@ -1215,6 +1281,9 @@ func (l *keyLog) offer(ctx context.Context, s *keySpan, rec *kgo.Record) error {
 		return nil
 	}
 	key, value, change, dead, err := l.dec.DecodeChange(ctx, rec, l.k.key)
+	if err == nil && dead == nil && change == mapping.ChangeTruncate {
+		s.truncates = append(s.truncates, rec.Offset)
+	}
 	if err != nil || dead != nil || change != mapping.ChangeUpsert && change != mapping.ChangeDelete {
 		return err
 	}

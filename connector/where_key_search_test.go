@@ -15,18 +15,15 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// TestWhereKeySearchCompactedTopicDeletedKeyNeverSeen: a Debezium topic is
+// TestWhereKeySearchLogLostRecords (from a review): a Debezium topic is
 // compacted (cleanup.policy=compact, as Debezium creates them); once
 // delete.retention.ms passed, log compaction removes a deleted key's
-// events and its tombstone altogether. After floe maintain --compact
-// dropped the table's equality deletes, floe where --key --brokers on the
-// deleted key searches the log, finds none of the key's records (the log
-// no longer holds them, though the ledger's ranges counted them) and
-// answers never_seen: the key had rows and was deleted. Before 75c5bf5
-// the answer was unknown (a compaction dropped the deletes, and the log
-// was not searched); searching a log that lost records of the ranges
-// tells no more than not searching it.
-func TestWhereKeySearchCompactedTopicDeletedKeyNeverSeen(t *testing.T) {
+// events and its tombstone altogether (or retention removes them). After
+// floe maintain --compact dropped the table's equality deletes, floe where
+// --key --brokers on the deleted key finds none of its records, and the
+// log no longer holds offsets the ledger's ranges counted: the answer is
+// unknown, naming them. It was never_seen, though the key had rows.
+func TestWhereKeySearchLogLostRecords(t *testing.T) {
 	for _, how := range []string{"log-compaction", "retention"} {
 		t.Run(how, func(t *testing.T) {
 			e := newEnv(t)
@@ -102,10 +99,10 @@ func deref64(p *int64) any {
 	return *p
 }
 
-// TestWhereKeySearchMultiPartitionWinner: customer 1's create in partition 0
-// (later offset, earlier timestamp) and its delete in partition 1 (later
-// timestamp) in one commit: the delete wins (the later timestamp), before
-// and after the table's compaction.
+// TestWhereKeySearchMultiPartitionWinner (from a review): customer 1's
+// create in partition 0 (later offset, earlier timestamp) and its delete in
+// partition 1 (later timestamp) in one commit: the delete wins (the later
+// timestamp), before and after the table's compaction.
 func TestWhereKeySearchMultiPartitionWinner(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.wk_mp"
@@ -140,10 +137,10 @@ func TestWhereKeySearchMultiPartitionWinner(t *testing.T) {
 	check("after the compaction", lookup.FoundByLog)
 }
 
-// TestWhereKeySearchTransactions: customer 1 created, then deleted in a
-// committed transaction whose marker falls in the next commit's range,
-// then re-created in an aborted transaction. After the compaction the log
-// search names the committed delete.
+// TestWhereKeySearchTransactions (from a review): customer 1 created, then
+// deleted in a committed transaction whose marker falls in the next
+// commit's range, then re-created in an aborted transaction. After the
+// compaction the log search names the committed delete.
 func TestWhereKeySearchTransactions(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.wk_txn"
@@ -173,9 +170,10 @@ func TestWhereKeySearchTransactions(t *testing.T) {
 	}
 }
 
-// TestWhereKeySearchTruncateSameCommit: with --on-truncate delete-all, customer
-// 3 is created and the table truncated in the same commit: the key never
-// had a row in any snapshot, and the truncate removed it.
+// TestWhereKeySearchTruncateSameCommit (from a review): with --on-truncate
+// delete-all, customer 3 is created and the table truncated in the same
+// commit: the key never had a row in any snapshot, and the truncate
+// removed it.
 func TestWhereKeySearchTruncateSameCommit(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.wk_tr"
@@ -208,8 +206,9 @@ func TestWhereKeySearchTruncateSameCommit(t *testing.T) {
 	}
 }
 
-// TestWhereKeySearchDeleteWithoutRecordKey: a Debezium delete without a record
-// key names its key by its before image: the search finds it.
+// TestWhereKeySearchDeleteWithoutRecordKey (from a review): a Debezium
+// delete without a record key names its key by its before image: the
+// search finds it.
 func TestWhereKeySearchDeleteWithoutRecordKey(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.wk_nokey"
@@ -235,18 +234,14 @@ func TestWhereKeySearchDeleteWithoutRecordKey(t *testing.T) {
 	}
 }
 
-// TestWhereKeySearchEqDeleteCommitUpsertedKey: customer 1 created (commit 1),
-// updated (commit 2, whose equality delete removes the create's row),
-// then the update's row deleted by another engine (an equality delete on
-// kafka_partition, kafka_offset, as Spark's merge-on-read DELETE writes).
-// The newest floe equality delete holding the key is commit 2's, whose
-// record of the key upserted it: commit 2 did not delete the key, it gave
-// it its row. where --key answers status deleted, found by the
-// equality-delete files, snapshot_id commit 2, while its own explanation
-// says that commit's record gave the key a row "which is gone". The log
-// search's answer for the same situation (the key's last record upserts
-// it, no row) is unknown; this branch should answer so too, and not name
-// commit 2 as the deleting one.
+// TestWhereKeySearchEqDeleteCommitUpsertedKey (from a review): customer 1
+// created (commit 1), updated (commit 2, whose equality delete removes the
+// create's row), then the update's row deleted by another engine (an
+// equality delete on kafka_partition, kafka_offset, as Spark's
+// merge-on-read DELETE writes). The newest floe equality delete holding
+// the key is commit 2's, whose record of the key upserted it: commit 2 did
+// not delete the key. where --key answered deleted by commit 2; it answers
+// unknown, naming commit 2's record, as the log search does.
 func TestWhereKeySearchEqDeleteCommitUpsertedKey(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.wk_lost"
@@ -277,12 +272,12 @@ func TestWhereKeySearchEqDeleteCommitUpsertedKey(t *testing.T) {
 	}
 }
 
-// TestWhereKeySearchTruncateBeforeKeyBlamed: the table took a truncate (commit
-// 2) before customer 3 was created (commit 2, after the truncate event).
-// After a compaction, another engine deletes customer 3's row. The log
-// search finds customer 3's create as its last record and explains the
-// missing row with "a truncate removed it" (the table took one), though
-// the truncate came before the create in the log.
+// TestWhereKeySearchTruncateBeforeKeyBlamed (from a review): the table
+// took a truncate (commit 2) before customer 3 was created (commit 2,
+// after the truncate event). After a compaction, another engine deletes
+// customer 3's row. The log search finds customer 3's create as its last
+// record; the answer explained the missing row with "a truncate removed
+// it", though the truncate came before the create in the log.
 func TestWhereKeySearchTruncateBeforeKeyBlamed(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.wk_trb"
@@ -307,29 +302,17 @@ func TestWhereKeySearchTruncateBeforeKeyBlamed(t *testing.T) {
 	}
 }
 
-// TestWhereKeySearchRegistryDeletedKeyWithoutRegistry: a registry (Avro)
+// TestWhereKeySearchWithoutRegistry (from a review): a registry (Avro)
 // Debezium table; customer 2 deleted, its equality delete live (no
 // compaction). where --key with --brokers but without --schema-registry
 // knows the answer from the table alone (deleted, by the commit of the
-// live equality delete: floe where answered so before 75c5bf5), and
-// needs the registry only to name the deleting record's offset. It now
-// fails the whole lookup with the --schema-registry refusal instead of
-// answering deleted and asking for the registry to name the offset (as it
-// asks for --brokers without brokers). Likewise a key of a table that
-// took no compaction, with no row and no delete, was never_seen without
-// any search and is now a refusal.
-func TestWhereKeySearchRegistryDeletedKeyWithoutRegistry(t *testing.T) {
+// live equality delete), and needs the registry only to name the deleting
+// record's offset; a key with no row and no delete is never_seen. Both
+// lookups failed with the --schema-registry refusal; they answer, asking
+// for the registry.
+func TestWhereKeySearchWithoutRegistry(t *testing.T) {
 	e := newEnv(t)
-	const topic = "dbserver1.inventory.wk_avro"
-	e.Topic(topic, 1, nil)
-	c := floetest.NewCustomers(topic, 1)
-	c.Snapshot(3, rand.New(rand.NewPCG(1, 2)))
-	c.Delete(2)
-	e.Produce(c.Records(t, floetest.CDCAvro, e.Stack.Registry))
-	tbl, dlq := e.debeziumTable("lake.wk_avro", floetest.CDCAvro)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
-		t.Fatal(err)
-	}
+	tbl := avroDeletedTable(t, e, "wk_avro")
 	searchWhere(t, e, tbl, `{"id":2}`, lookup.WithRegistry(e.Registry()))
 	for _, key := range []string{`{"id":2}`, `{"id":99}`} {
 		r, err := lookup.WhereKey(e.Ctx, tbl, e.Broker(), key)
@@ -340,23 +323,14 @@ func TestWhereKeySearchRegistryDeletedKeyWithoutRegistry(t *testing.T) {
 	}
 }
 
-// TestWhereKeySearchRegistryDownBlamesBroker: the schema registry cannot be
-// reached during the log search (here: a registry URL nothing listens
-// on). The error reads "read TOPIC/0 [..) from the broker: decode ...":
-// a registry failure is wrapped as a failure to read from the broker,
-// whose CLI hints point at --brokers.
-func TestWhereKeySearchRegistryDownBlamesBroker(t *testing.T) {
+// TestWhereKeySearchRegistryDown (from a review): the schema registry
+// cannot be reached during the log search (a registry URL nothing listens
+// on). The error read "read TOPIC/0 [..) from the broker: decode ...": a
+// registry failure named as a failure to read from the broker, whose CLI
+// hints point at --brokers.
+func TestWhereKeySearchRegistryDown(t *testing.T) {
 	e := newEnv(t)
-	const topic = "dbserver1.inventory.wk_regdown"
-	e.Topic(topic, 1, nil)
-	c := floetest.NewCustomers(topic, 1)
-	c.Snapshot(3, rand.New(rand.NewPCG(1, 2)))
-	c.Delete(2)
-	e.Produce(c.Records(t, floetest.CDCAvro, e.Stack.Registry))
-	tbl, dlq := e.debeziumTable("lake.wk_regdown", floetest.CDCAvro)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
-		t.Fatal(err)
-	}
+	tbl := avroDeletedTable(t, e, "wk_regdown")
 	down, err := connector.NewRegistry(connector.RegistryConfig{URL: "http://127.0.0.1:39517"})
 	if err != nil {
 		t.Fatal(err)
@@ -368,4 +342,21 @@ func TestWhereKeySearchRegistryDownBlamesBroker(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "from the broker") {
 		t.Fatalf("want an error naming the registry, not the broker: %v", err)
 	}
+}
+
+// avroDeletedTable sinks Debezium events through the schema registry (Avro)
+// into the new table lake.NAME: customers 1-3, then customer 2 deleted.
+func avroDeletedTable(t *testing.T, e *env, name string) *snapshot.Table {
+	t.Helper()
+	topic := "dbserver1.inventory." + name
+	e.Topic(topic, 1, nil)
+	c := floetest.NewCustomers(topic, 1)
+	c.Snapshot(3, rand.New(rand.NewPCG(1, 2)))
+	c.Delete(2)
+	e.Produce(c.Records(t, floetest.CDCAvro, e.Stack.Registry))
+	tbl, dlq := e.debeziumTable("lake."+name, floetest.CDCAvro)
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, DeadLetters: dlq, Registry: e.Registry()}); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -726,6 +730,41 @@ func offsetCommitError(resp *kmsg.OffsetCommitResponse) error {
 		}
 	}
 	return nil
+}
+
+// brokersUnreachable reports whether err, which ended a member's group
+// session, is the brokers not answering (a refused, reset or timed-out
+// connection, a host not found) rather than the group's answer. franz-go
+// passes on the net error it met; its own for a dead connection are
+// unexported and retried before a session ends.
+func brokersUnreachable(err error) bool {
+	if _, tlsOrSASL := errors.AsType[*kgo.ErrFirstReadEOF](err); tlsOrSASL {
+		return false // the brokers answered, and closed: security explains it
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// unreachableMessage says what happens to a group member that cannot reach
+// the brokers: kept is whether it still holds its partitions (the consumer
+// protocol keeps them while franz-go retries; the classic one gives them
+// up and rejoins), session the group's session timeout (0: franz-go's).
+func unreachableMessage(kept bool, session time.Duration) string {
+	if session <= 0 {
+		session = 45 * time.Second // franz-go's default
+	}
+	next := "it gave up its partitions and rejoins the group once they answer"
+	if kept {
+		next = "it keeps its partitions and retries until they answer"
+	}
+	return fmt.Sprintf("the brokers cannot be reached from this consumer-group member (the group has not dropped it): %s; if they stay unreachable past the session timeout (%s), the group gives its partitions to another member", next, session)
 }
 
 // groupRefused returns the error to stop with when the group coordinator

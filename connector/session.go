@@ -781,7 +781,12 @@ func (ss *session) poll(ctx context.Context) error {
 				// session timeout): franz-go has called the lost callback,
 				// which dropped its partitions, and rejoins on its own.
 				msg := "the consumer group dropped this member; its partitions were given up, rejoining"
-				if errors.Is(fp.Err, kerr.GroupIDNotFound) || errors.Is(fp.Err, kerr.UnknownMemberID) {
+				if brokersUnreachable(fp.Err) {
+					// franz-go ends the member's session when its requests
+					// to the coordinator fail: the group has not answered
+					// anything (found by an operator).
+					msg = unreachableMessage(len(ss.gm.owned) > 0, s.cfg.SessionTimeout)
+				} else if errors.Is(fp.Err, kerr.GroupIDNotFound) || errors.Is(fp.Err, kerr.UnknownMemberID) {
 					// What a member of the other protocol gets, at every
 					// rejoin (found by an operator).
 					msg += "; if this repeats, the group's members may use the other --group-protocol: give them all the same"

@@ -27,8 +27,22 @@ type versionInfo struct {
 	FranzGo   string `json:"franz_go"`
 }
 
-// readVersion reads what the Go toolchain recorded in the binary.
+// buildCommit is the commit given at link time (-ldflags "-X
+// main.buildCommit=SHA"; the Dockerfile's FLOE_COMMIT build argument): an
+// image is built without .git, so the toolchain records no commit.
+var buildCommit string
+
+// readVersion reads what the Go toolchain recorded in the binary, and
+// buildCommit when it recorded no commit.
 func readVersion() versionInfo {
+	v := readBuildInfo()
+	if v.Commit == "" {
+		v.Commit = buildCommit
+	}
+	return v
+}
+
+func readBuildInfo() versionInfo {
 	v := versionInfo{Version: "(unknown)", Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -67,7 +81,8 @@ func newVersionCmd() *cobra.Command {
 		Long: `Print the version of floe (the module version; "(devel)" for a build from a checkout), the
 commit it was built from, and the versions of Go, iceberg-go and franz-go in the binary: what a
 bug report needs. A binary built without VCS information (go build -buildvcs=false, or outside a
-git checkout) has no commit; it says so.`,
+git checkout, as in a Docker build) has no commit unless one was given at link time (-ldflags
+"-X main.buildCommit=SHA"; the Dockerfile's --build-arg FLOE_COMMIT); it says so.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := readVersion()
@@ -87,6 +102,8 @@ func printVersion(w io.Writer, v versionInfo) {
 	switch {
 	case v.Commit == "":
 		fmt.Fprintf(w, "commit      unknown (built without VCS information)\n")
+	case v.CommitTime == "": // given at link time, without the toolchain's details
+		fmt.Fprintf(w, "commit      %s\n", v.Commit)
 	case v.Modified:
 		fmt.Fprintf(w, "commit      %s %s, with uncommitted changes\n", v.Commit, v.CommitTime)
 	default:

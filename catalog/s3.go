@@ -54,9 +54,12 @@ type s3Storage struct {
 	// cfg is resolved once per opened catalog, with one HTTP client (see
 	// sharedHTTPClient), and handed to iceberg-go's S3 IO through the
 	// context (attach).
-	cfg       aws.Config
-	endpoint  string // empty: AWS S3
-	pathStyle bool
+	cfg      aws.Config
+	endpoint string // empty: AWS S3
+	// endpointFrom names where the standard configuration took endpoint
+	// from (AWS_ENDPOINT_URL_S3, ...); empty when it is Config's or none.
+	endpointFrom string
+	pathStyle    bool
 	// props are the s3.* properties handed to iceberg-go.
 	props iceberg.Properties
 	log   *slog.Logger
@@ -68,6 +71,21 @@ func (s *s3Storage) describe() string {
 		return "AWS S3 (region " + s.cfg.Region + ")"
 	}
 	return s.endpoint
+}
+
+// endpointNote says, for a message about not reaching the endpoint, where
+// it came from: Config's endpoint is named by the error's settings (the
+// command line names its flag and where that was set), so only the
+// standard configuration's source is named, and without an endpoint, the
+// variable that sets one.
+func (s *s3Storage) endpointNote() string {
+	switch {
+	case s.endpointFrom != "":
+		return " The endpoint is from " + s.endpointFrom
+	case s.endpoint == "":
+		return " AWS_ENDPOINT_URL_S3 sets another endpoint too"
+	}
+	return ""
 }
 
 // endpointSource is implemented by the SDK's environment and shared config
@@ -119,7 +137,7 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 	}
 	s := &s3Storage{cfg: cfg, endpoint: c.Endpoint, log: log}
 	if s.endpoint == "" {
-		s.endpoint = configuredEndpoint(ctx, cfg)
+		s.endpoint, s.endpointFrom = configuredEndpoint(ctx, cfg)
 	}
 	if s.endpoint != "" {
 		u, err := url.Parse(s.endpoint)
@@ -213,20 +231,29 @@ func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
 // configuredEndpoint returns the S3 endpoint of the standard configuration:
 // a service-specific one (AWS_ENDPOINT_URL_S3, services section of the
 // shared config) before the global one (AWS_ENDPOINT_URL, endpoint_url), as
-// the SDK's S3 client itself resolves it.
-func configuredEndpoint(ctx context.Context, cfg aws.Config) string {
+// the SDK's S3 client itself resolves it, and where it came from.
+func configuredEndpoint(ctx context.Context, cfg aws.Config) (endpoint, from string) {
 	for _, src := range cfg.ConfigSources {
 		if es, ok := src.(endpointSource); ok {
 			if v, found, err := es.GetServiceBaseEndpoint(ctx, "S3"); err == nil && found && v != "" {
-				return v
+				if _, env := src.(config.EnvConfig); env {
+					return v, "AWS_ENDPOINT_URL_S3"
+				}
+				return v, "the s3 services section of the AWS shared config (~/.aws/config)"
 			}
 		}
 	}
 	if cfg.BaseEndpoint != nil {
-		return *cfg.BaseEndpoint
+		if os.Getenv("AWS_ENDPOINT_URL") == *cfg.BaseEndpoint {
+			return *cfg.BaseEndpoint, "AWS_ENDPOINT_URL"
+		}
+		return *cfg.BaseEndpoint, "endpoint_url of the AWS shared config (~/.aws/config)"
 	}
 	// iceberg-go's own fallback variable.
-	return os.Getenv("AWS_S3_ENDPOINT")
+	if v := os.Getenv("AWS_S3_ENDPOINT"); v != "" {
+		return v, "AWS_S3_ENDPOINT"
+	}
+	return "", ""
 }
 
 // Tuning of the shared transport: iceberg-go's own (io/gocloud/s3), which
@@ -368,13 +395,13 @@ func (s *s3Storage) explain(err error, bucket string) error {
 		return check(fmt.Errorf("%w: %s refused access to bucket %q: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY and that the endpoint and region are right: %w",
 			ErrStorageCredentials, where, bucket, err), SettingS3AccessKeyID, SettingS3SecretAccessKey, SettingS3Endpoint, SettingS3Region)
 	case ErrStorageUnreachable:
-		return check(fmt.Errorf("%w: cannot reach %s (is the server running there? AWS_ENDPOINT_URL_S3 sets the endpoint too): %w",
-			ErrStorageUnreachable, where, err), SettingS3Endpoint)
+		return check(fmt.Errorf("%w: cannot reach %s (is the server running there?%s): %w",
+			ErrStorageUnreachable, where, s.endpointNote(), err), SettingS3Endpoint)
 	}
 	if notS3Answer(err) {
 		// Most often an endpoint that is another server: a broker's
 		// port, a schema registry's.
-		return check(fmt.Errorf("S3 bucket %q at %s: %w (is that an S3 server? AWS_ENDPOINT_URL_S3 sets the endpoint too)", bucket, where, err), SettingS3Endpoint)
+		return check(fmt.Errorf("S3 bucket %q at %s: %w (is that an S3 server?%s)", bucket, where, err, s.endpointNote()), SettingS3Endpoint)
 	}
 	return fmt.Errorf("S3 bucket %q at %s: %w", bucket, where, err)
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestS3UnreachableNamesEndpointSource: an S3 endpoint that cannot be
+// reached is reported with where the endpoint came from. The hint named
+// AWS_ENDPOINT_URL_S3 whatever set it, so a production user whose endpoint
+// was the config file's s3-endpoint was sent to a variable they never set.
+func TestS3UnreachableNamesEndpointSource(t *testing.T) {
+	closed := "http://" + refusedTCPAddr(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "floe.yaml")
+	if err := os.WriteFile(config, []byte("s3-endpoint: "+closed+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		env, args []string
+		want      string
+	}{
+		{"flag", nil, []string{"--s3-endpoint", closed}, "check --s3-endpoint"},
+		{"config file", nil, []string{"--config", config}, "--s3-endpoint was set by config file " + config + " line 1"},
+		{"FLOE_S3_ENDPOINT", []string{"FLOE_S3_ENDPOINT", closed}, nil, "--s3-endpoint was set by FLOE_S3_ENDPOINT"},
+		{"AWS_ENDPOINT_URL_S3", []string{"AWS_ENDPOINT_URL_S3", closed}, nil, "The endpoint is from AWS_ENDPOINT_URL_S3"},
+		{"AWS_ENDPOINT_URL", []string{"AWS_ENDPOINT_URL", closed}, nil, "The endpoint is from AWS_ENDPOINT_URL)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			isolateAWS(t)
+			t.Setenv("AWS_ACCESS_KEY_ID", "floe")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "floe-secret")
+			if c.env != nil {
+				t.Setenv(c.env[0], c.env[1])
+			}
+			args := append([]string{"status", "--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", "s3://lake/warehouse"}, c.args...)
+			code, _, errs := floe(t, args...)
+			line := errorLine(errs)
+			if code != exitError || !strings.Contains(line, "object store unreachable") || !strings.Contains(line, c.want) {
+				t.Fatalf("exit %d, error line:\n%s\nwant exit %d, object store unreachable and %q", code, line, exitError, c.want)
+			}
+			if named := strings.Contains(line, "AWS_ENDPOINT_URL_S3"); named != (c.name == "AWS_ENDPOINT_URL_S3") {
+				t.Errorf("AWS_ENDPOINT_URL_S3 named: %v, want only where it set the endpoint:\n%s", named, line)
+			}
+		})
+	}
+}

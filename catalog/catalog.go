@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -359,6 +360,7 @@ func openPostgres(ctx context.Context, name, spec string, props iceberg.Properti
 	props[sqlcat.DriverKey] = pgDriverName // bun's pgdriver, its pooled connections checked before reuse
 	props[sqlcat.DialectKey] = string(sqlcat.Postgres)
 	maps.Copy(props, extra)
+	_, initSet := props["init_catalog_tables"] // by Config.Existing or the caller
 	// Processes starting together race to create the catalog's tables:
 	// CREATE TABLE IF NOT EXISTS is not safe against a concurrent one, and
 	// PostgreSQL reports the loser as a unique violation (on pg_type) or,
@@ -378,10 +380,39 @@ func openPostgres(ctx context.Context, name, spec string, props iceberg.Properti
 			break
 		}
 	}
+	var pgErr pgdriver.Error
+	if err != nil && !initSet && errors.As(err, &pgErr) && pgErr.Field('C') == "42501" {
+		// iceberg-go's CREATE TABLE IF NOT EXISTS needs CREATE on the
+		// schema even where the tables exist: a least-privilege role
+		// (SELECT, INSERT, UPDATE, DELETE on them) opens without creating
+		// them once both exist (from a production user). Where they do
+		// not, the refusal stands, with its hint.
+		if exist, qerr := pgCatalogTablesExist(ctx, spec); qerr == nil && exist {
+			props["init_catalog_tables"] = "false"
+			cat, err = icecat.Load(ctx, name, props)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL catalog %s: %w", redact(spec), explainCatalog(err))
 	}
 	return cat, nil
+}
+
+// pgCatalogTablesExist reports whether both tables of iceberg-go's SQL
+// catalog exist where the connection spec names finds them (its search
+// path), as iceberg-go's unqualified names do.
+func pgCatalogTablesExist(ctx context.Context, spec string) (bool, error) {
+	db, err := sql.Open(pgDriverName, spec)
+	if err != nil {
+		return false, fmt.Errorf("look for the catalog's tables: %w", err)
+	}
+	defer db.Close()
+	var exist bool
+	err = db.QueryRowContext(ctx, "SELECT to_regclass('iceberg_tables') IS NOT NULL AND to_regclass('iceberg_namespace_properties') IS NOT NULL").Scan(&exist)
+	if err != nil {
+		return false, fmt.Errorf("look for the catalog's tables: %w", err)
+	}
+	return exist, nil
 }
 
 func openREST(ctx context.Context, name, spec string, cfg Config, props iceberg.Properties) (icecat.Catalog, error) {

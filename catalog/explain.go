@@ -149,7 +149,7 @@ func catalogSetupHint(err error) string {
 		// insufficient_privilege: the driver named the schema or table
 		// alone (from a new-user run with a least-privilege role).
 		return "the catalog's user lacks a privilege: floe sink and floe replay read and write the catalog's tables iceberg_tables and iceberg_namespace_properties " +
-			"(SELECT, INSERT, UPDATE, DELETE; floe maintain and floe drop too) and create them when missing (CREATE on the schema; once they exist, --catalog-prop init_catalog_tables=false spares it); " +
+			"(SELECT, INSERT, UPDATE, DELETE; floe maintain and floe drop too) and create them when missing (CREATE on the schema; once both exist, floe opens the catalog without creating them, as --catalog-prop init_catalog_tables=false does); " +
 			"status, audit, where, as-of, files and dead-letters need SELECT only"
 	case strings.Contains(err.Error(), "SSL is not enabled on the server"):
 		return "the server does not offer TLS: turn it on there (ssl = on in postgresql.conf), or, on a network you trust, add ?sslmode=disable to the catalog's URL (the password then crosses it in clear)"

@@ -206,7 +206,7 @@ func TestReadmeBlocks(t *testing.T) {
 	}
 	// The connector package alone takes 8-9 minutes, close to go test's
 	// default 10: the README's command allows what .ci/run allows.
-	if want := []string{"go run ./cmd/floe demo", "go test -timeout 25m ./..."}; !slices.Equal(cmds, want) {
+	if want := []string{"go run ./cmd/floe demo", "go test -timeout 40m ./..."}; !slices.Equal(cmds, want) {
 		t.Fatalf("the README starts with %q, want the two commands %q", cmds, want)
 	}
 	if testing.Short() {

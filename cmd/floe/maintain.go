@@ -29,7 +29,7 @@ func newMaintainCmd() *cobra.Command {
 		retention     retentionFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--compact [--target-file-size SIZE]] [--drop-missing-dead-letter-files] [--dry-run] [--json]",
+		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--compact [--target-file-size SIZE]] [--drop-missing-dead-letter-files] [--set-max-snapshot-age DURATION] [--set-min-snapshots N] [--set-max-snapshots N] [--dry-run] [--json]",
 		Short: "Expire old snapshots without losing the ledger, repair a truncated ledger, delete orphan files and compact small files",
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
 (--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and

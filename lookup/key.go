@@ -1068,12 +1068,13 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 					return
 				}
 				if applied {
-					kept := slices.DeleteFunc(slices.Clone(recs), func(r keyRecord) bool { return r.Offset < t })
-					if cut == nil || len(kept) < len(recs) && !removed {
+					// recs are by offset: those before the truncate went.
+					gone, _ := slices.BinarySearchFunc(recs, t, func(r keyRecord, t int64) int { return cmp.Compare(r.Offset, t) })
+					if cut == nil || gone > 0 && !removed {
 						cut = &keyRecord{KeyRecord: mapping.KeyRecord{Partition: s.r.TopicPartition, Offset: t}, deletes: true, truncate: true}
 					}
-					removed = removed || len(kept) < len(recs)
-					recs = kept
+					removed = removed || gone > 0
+					recs = recs[gone:]
 				}
 				if len(recs) > 0 {
 					latest = append(latest, recs[len(recs)-1])
@@ -1181,7 +1182,12 @@ func (l *keyLog) readPartition(ctx context.Context, tp mapping.TopicPartition, s
 	// order but the sink took them in offset order.
 	var applyErr error
 	seen := make([]int64, len(spans)) // offsets the log holds, per span
-	pending := map[int64][]*kgo.Record{}
+	// pending are the open transactions' records, with their spans.
+	type spanned struct {
+		span int
+		rec  *kgo.Record
+	}
+	pending := map[int64][]spanned{}
 	spanOf := func(offset int64) int {
 		i, found := slices.BinarySearchFunc(spans, offset, func(s *keySpan, o int64) int {
 			if s.r.High <= o {
@@ -1197,8 +1203,7 @@ func (l *keyLog) readPartition(ctx context.Context, tp mapping.TopicPartition, s
 		}
 		return i
 	}
-	apply := func(rec *kgo.Record) {
-		i := spanOf(rec.Offset)
+	apply := func(i int, rec *kgo.Record) {
 		if i < 0 || applyErr != nil {
 			return
 		}
@@ -1208,23 +1213,24 @@ func (l *keyLog) readPartition(ctx context.Context, tp mapping.TopicPartition, s
 	}
 	end := spans[len(spans)-1].r.High
 	err := l.broker.ReadLog(ctx, tp.Topic, tp.Partition, spans[0].r.Low, math.MaxInt64, func(rec *kgo.Record, _ int64) bool {
-		if i := spanOf(rec.Offset); i >= 0 {
+		i := spanOf(rec.Offset)
+		if i >= 0 {
 			seen[i]++
 		}
 		switch {
 		case rec.Attrs.IsControl():
 			if commit, known := connector.MarkerType(rec.Key); known && commit {
 				for _, p := range pending[rec.ProducerID] {
-					apply(p)
+					apply(p.span, p.rec)
 				}
 			}
 			delete(pending, rec.ProducerID)
 		case rec.Offset >= end:
 			// Past the ranges only markers matter.
 		case rec.Attrs.IsTransactional():
-			pending[rec.ProducerID] = append(pending[rec.ProducerID], rec)
+			pending[rec.ProducerID] = append(pending[rec.ProducerID], spanned{i, rec})
 		default:
-			apply(rec)
+			apply(i, rec)
 		}
 		return applyErr == nil && (rec.Offset+1 < end || len(pending) > 0)
 	})

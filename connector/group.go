@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -733,23 +729,14 @@ func offsetCommitError(resp *kmsg.OffsetCommitResponse) error {
 }
 
 // brokersUnreachable reports whether err, which ended a member's group
-// session, is the brokers not answering (a refused, reset or timed-out
-// connection, a host not found) rather than the group's answer. franz-go
-// passes on the net error it met; its own for a dead connection are
-// unexported and retried before a session ends.
+// session, is the brokers not answering (connFailed) rather than the
+// group's answer. franz-go passes on the net error it met; its own for a
+// dead connection are unexported and retried before a session ends.
 func brokersUnreachable(err error) bool {
 	if _, tlsOrSASL := errors.AsType[*kgo.ErrFirstReadEOF](err); tlsOrSASL {
 		return false // the brokers answered, and closed: security explains it
 	}
-	if _, ok := errors.AsType[*net.OpError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[*net.DNSError](err); ok {
-		return true
-	}
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
-		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return connFailed(err)
 }
 
 // unreachableMessage says what happens to a group member that cannot reach

@@ -305,6 +305,12 @@ func isRetriable(err error) bool {
 	if errors.As(err, &ke) {
 		return ke.Retriable
 	}
+	return connFailed(err)
+}
+
+// connFailed reports whether err is a failed connection: refused, reset,
+// closed, timed out, a host not found; not an answer.
+func connFailed(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)

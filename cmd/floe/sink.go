@@ -598,17 +598,17 @@ func refusedWithoutCatalog(ctx context.Context, f *sinkFlags, run connector.Pipe
 
 // warnNewTopic warns when a sink by --topic (or a config file's pipeline)
 // adds topic to an existing table whose ledger holds none of the topics
-// this run sinks into it (run): a wrong --topic sank into the table beside
-// its own without a word (from a new-user run). A table may hold several
-// topics, so it is a warning, and a run that also names one of the table's
-// topics says what it means; a --topic-regex run is left alone, its topics
-// come and go by design.
+// this run sinks into it (run, topic among them): a wrong --topic sank
+// into the table beside its own without a word (from a new-user run). A
+// table may hold several topics, so it is a warning, and a run that also
+// names one of the table's topics says what it means; a --topic-regex run
+// is left alone, its topics come and go by design.
 func warnNewTopic(tbl *snapshot.Table, l mapping.Summary, topic string, run []string, byPattern bool) {
 	if tbl.Created() || byPattern {
 		return
 	}
 	topics := l.Topics()
-	if len(topics) == 0 || slices.Contains(topics, topic) || slices.ContainsFunc(topics, func(t string) bool { return slices.Contains(run, t) }) {
+	if len(topics) == 0 || slices.ContainsFunc(topics, func(t string) bool { return slices.Contains(run, t) }) {
 		return
 	}
 	slog.Warn("this run adds a topic to a table that holds other topics: a table may hold several, but if --topic (or --table) is a mistake, stop the sink; docs/deployment.md, recovering from mistakes, says how to take the topic out again",

@@ -541,23 +541,38 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		return res, err
 	}
 	res.Uncertain = truncateUnseen(tbl, unseen, unseenTruncates)
+	// Without a delete file left, a compaction may have dropped the
+	// equality delete of a record that removed the key after it came
+	// back from the truncate (found by review: the old truncate was named).
+	// The log, which applies truncates as the sink did, decides then.
+	redeleted := ok && del == nil && deletesCompacted(tbl, sum)
 	// The key's records may all have come in a truncate's commit: a row
 	// its records made before the truncate, and a key they added and
 	// deleted after it, leave no row and no delete in any snapshot (found
 	// by review). A truncate in a commit that removed no file (the
 	// table's first) is known by the table's property only.
-	truncates := other != 0 || !ok && tbl.Iceberg().Properties()[mapping.PropTruncated] != ""
+	truncates := other != 0 || redeleted || !ok && tbl.Iceberg().Properties()[mapping.PropTruncated] != ""
 	switch {
+	case redeleted:
+		// Said with the log's answer where the log cannot tell.
 	case other != 0:
 		res.Uncertain += fmt.Sprintf("; or snapshot %d, a truncate (--on-truncate delete-all), removed it: the keys a truncate's commit adds before the truncate, or adds and deletes after it, are in no snapshot", other)
 	case truncates:
 		res.Uncertain += "; or a truncate (--on-truncate delete-all), which this table took, removed it: the keys a truncate's commit adds before the truncate, or adds and deletes after it, are in no snapshot"
 	}
-	if ok {
-		res.Status, res.FoundBy = KeyStatusDeleted, FoundByTruncate
+	// byTruncate answers from the table: truncate tr removed the key's
+	// row; uncertain is what else may have, or "".
+	byTruncate := func(uncertain string) (KeyResult, error) {
+		res.Status, res.FoundBy, res.Uncertain = KeyStatusDeleted, FoundByTruncate, uncertain
 		res.SnapshotID, res.CommittedAt = &tr.SnapshotID, &tr.CommittedAt
-		res.Explanation = fmt.Sprintf("key %s has no row: snapshot %d truncated the table (a truncate event, --on-truncate delete-all), removing every data file", text, tr.SnapshotID)
+		res.Explanation = fmt.Sprintf("key %s has no row: snapshot %d truncated the table (a truncate event, --on-truncate delete-all), removing every data file%s", text, tr.SnapshotID, uncertain)
 		return res, nil
+	}
+	switch {
+	case ok && !redeleted:
+		return byTruncate("")
+	case redeleted && log == nil:
+		return byTruncate("; or, if the key had a row again after that truncate, a later record deleted it, whose equality delete a compaction dropped: pass --brokers to read the log")
 	}
 	// noDelete says what the delete files tell of a key without a row
 	// whose deleting record the log is searched for.
@@ -641,6 +656,11 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	}
 	if err != nil {
 		return res, err
+	}
+	if redeleted && (rec == nil || !rec.deletes) {
+		// The log holds no record that removed the key: the table's
+		// truncate stands.
+		return byTruncate("; or a later record of the key that the log no longer holds deleted it, whose equality delete a compaction dropped")
 	}
 	switch {
 	case rec == nil && log.missing > 0:

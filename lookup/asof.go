@@ -150,7 +150,7 @@ type BeforeHistoryError struct {
 }
 
 func (e *BeforeHistoryError) Error() string {
-	return fmt.Sprintf("%s as of %s: main's history no longer reaches back to that position: a replay published from branch %s replaced main's earlier commits, and main's first commit since (snapshot %d) reaches past it, so main holds no state as of the position (the empty table before that commit is not what it held then); that state is in a snapshot main had before the publish: a tag made before publishing keeps it for Iceberg engines to read, else snapshot expiry removes it; %s",
+	return fmt.Sprintf("%s as of %s: main's history no longer reaches back to that position: a replay published from branch %s replaced main's earlier commits, and main's first commit since (snapshot %d) reaches past it, so main holds no state as of the position (the empty table before that commit is not what it held then); that state is in a snapshot main had before the publish: a tag made by the publish (floe replay --tag-main) or before it keeps it for Iceberg engines to read, else snapshot expiry removes it; %s",
 		e.Table, e.Cut, e.Branch, e.FirstSnapshot, rebuildHint(e.Rebuild))
 }
 

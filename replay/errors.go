@@ -23,6 +23,8 @@ const (
 	SettingKey     Setting = "Options.Key"
 	// SettingPublishDifferent is Options.PublishDifferent.
 	SettingPublishDifferent Setting = "Options.PublishDifferent"
+	// SettingTagMain is Options.TagMain.
+	SettingTagMain Setting = "Options.TagMain"
 	// SettingPartitionBy is Options.PartitionBy.
 	SettingPartitionBy Setting = "Options.PartitionBy"
 	// SettingRawValue is Options.Layout.RawValue.

@@ -32,6 +32,12 @@ type Options struct {
 	// a main known to be wrong does; without it such a branch is not
 	// published and Run returns the *DifferError.
 	PublishDifferent bool
+	// TagMain, with Publish, tags main's head before the publish so, in
+	// the publish's commit: the history main leaves (what floe as-of no
+	// longer reaches on main) stays readable by Iceberg engines and is kept
+	// by snapshot expiry. A name the table already has is refused before
+	// the replay reads anything.
+	TagMain string
 	// Mode is the mode of the target (empty: mapping.ModeAppend), and Key
 	// the key of an upsert target (mapping.KeyFor; nil: the record key of
 	// a new table's layout, or an existing table's key), as floe sink
@@ -110,6 +116,9 @@ type Result struct {
 	// the branch's.
 	Published        bool
 	MainFrom, MainTo int64
+	// Tagged is the tag of main's previous head the publish made (TagMain),
+	// or "" (no tag asked for, or main had no head).
+	Tagged string
 	// MainWasAhead are the partitions whose next offset main's previous
 	// head had past the branch's (a sink kept writing main, or --until
 	// ended the replay earlier), with that offset: the publish moved main
@@ -267,6 +276,10 @@ func (o Options) Validate() error {
 		return &OptionError{Setting: SettingKey, Value: o.Key.String(), Needs: SettingMode, Want: "key columns are for an upsert table (--mode upsert)"}
 	case o.PublishDifferent && !o.Publish:
 		return &OptionError{Setting: SettingPublishDifferent, Needs: SettingPublish, Want: "it says what publishing does when the branch differs from main"}
+	case o.TagMain != "" && !o.Publish:
+		return &OptionError{Setting: SettingTagMain, Needs: SettingPublish, Want: "it names the tag a publish keeps main's previous head as"}
+	case o.TagMain != "" && (o.TagMain == table.MainBranch || o.TagMain == o.Branch):
+		return &OptionError{Setting: SettingTagMain, Value: o.TagMain, Want: "a name other than main and the branch"}
 	case o.Publish && o.Branch == "":
 		return &OptionError{Setting: SettingPublish, Needs: SettingBranch, Want: "a replay into a new table has nothing to publish"}
 	case o.Branch == table.MainBranch:
@@ -348,6 +361,9 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		}
 	}
 	if opts, err = tableMode(ctx, cat, ident, opts); err != nil {
+		return res, err
+	}
+	if err := checkTagMain(ctx, cat, ident, opts); err != nil {
 		return res, err
 	}
 	tbl, err := openTarget(ctx, cat, ident, opts)
@@ -473,7 +489,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			}
 			return err
 		}
-		res.MainFrom, res.MainTo, err = tbl.PublishChecked(ctx, check)
+		res.MainFrom, res.MainTo, err = tbl.PublishChecked(ctx, opts.TagMain, check)
 		var before *snapshot.PublishedBeforeError
 		if errors.As(err, &before) {
 			res.PublishedBefore, res.MainFrom, res.MainTo = true, before.Main, before.Main
@@ -488,6 +504,9 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			return res, err
 		}
 		res.Published = true
+		if opts.TagMain != "" && res.MainFrom != 0 && res.MainFrom != res.MainTo {
+			res.Tagged = opts.TagMain
+		}
 		// The settings the branch was written with are main's now (from
 		// a review: main's sink, restarted without the flags, undid the
 		// repair).
@@ -515,4 +534,23 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		}
 	}
 	return res, nil
+}
+
+// checkTagMain refuses, before the branch is made, an Options.TagMain that
+// names a ref the table has (a *snapshot.RefExistsError), unless the
+// branch was published before: this command run again, whose publish may
+// have made the tag. The publish checks again.
+func checkTagMain(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) error {
+	if opts.TagMain == "" {
+		return nil
+	}
+	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+	if err != nil {
+		// openTarget says what is wrong with the table.
+		return nil
+	}
+	if tbl.Iceberg().Properties()[snapshot.PropPublished+opts.Branch] != "" {
+		return nil
+	}
+	return tbl.CheckNewRef(opts.TagMain)
 }

@@ -225,7 +225,36 @@ var ErrPublishRace = errors.New("publish raced with other commits")
 // live sink on main resumes from the new ledger). It returns main's previous
 // head (0 if main had none) and the new one.
 func (t *Table) Publish(ctx context.Context) (from, to int64, err error) {
-	return t.PublishChecked(ctx, nil)
+	return t.PublishChecked(ctx, "", nil)
+}
+
+// RefExistsError reports a tag or branch name the table already has.
+type RefExistsError struct {
+	Table, Name string
+	// Tag is set when the ref is a tag, else it is a branch.
+	Tag bool
+}
+
+func (e *RefExistsError) Error() string {
+	kind := "branch"
+	if e.Tag {
+		kind = "tag"
+	}
+	return fmt.Sprintf("%s already has a %s named %s: choose another name", e.Table, kind, e.Name)
+}
+
+// CheckNewRef returns a *RefExistsError when the table, as last loaded,
+// has a branch or tag named name ("" has none).
+func (t *Table) CheckNewRef(name string) error {
+	if name == "" {
+		return nil
+	}
+	for n, ref := range t.tbl.Metadata().Refs() {
+		if n == name {
+			return &RefExistsError{Table: t.Name(), Name: name, Tag: ref.SnapshotRefType == table.TagRef}
+		}
+	}
+	return nil
 }
 
 // PublishedBeforeError reports a branch whose head is already an ancestor
@@ -245,11 +274,14 @@ func (e *PublishedBeforeError) Error() string {
 
 // PublishChecked is Publish, with check called before every attempt with
 // main's head as the attempt asserts it (0: main has none): an error from
-// check stops the publish, main unchanged. The commit asserts that main
+// check stops the publish, main unchanged. With tag, the same commit tags
+// main's previous head so: the history main leaves stays readable by
+// Iceberg engines, and snapshot expiry keeps the tag's snapshot; a ref of
+// that name already there is a *RefExistsError, main unchanged. The commit asserts that main
 // is still that head, so what check approved is what the branch replaces;
 // when main moved meanwhile, the next attempt checks again. A branch whose
 // head main already descends from is a *PublishedBeforeError.
-func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Context, mainID int64) error) (from, to int64, err error) {
+func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx context.Context, mainID int64) error) (from, to int64, err error) {
 	if t.branch == table.MainBranch {
 		return 0, 0, fmt.Errorf("publish %s: the table is open on main; publish needs a branch", t.Name())
 	}
@@ -272,6 +304,9 @@ func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Conte
 		}
 		if mainID != nil && *mainID == head.SnapshotID {
 			return head.SnapshotID, head.SnapshotID, nil
+		}
+		if err := t.CheckNewRef(tag); err != nil {
+			return 0, 0, err
 		}
 		// The recorded publish decides only where main's history no
 		// longer tells (expired past the archive): a main rolled back
@@ -313,6 +348,10 @@ func (t *Table) PublishChecked(ctx context.Context, check func(ctx context.Conte
 		}
 		updates := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, headID, table.BranchRef, maxRef, maxSnap, minKeep),
 			table.NewSetPropertiesUpdate(iceberg.Properties{PropPublished + t.branch: strconv.FormatInt(headID, 10)})}
+		if tag != "" && mainID != nil {
+			reqs = append(reqs, table.AssertRefSnapshotID(tag, nil))
+			updates = append(updates, table.NewSetSnapshotRefUpdate(tag, *mainID, table.TagRef, 0, 0, 0))
+		}
 		_, _, err := t.cat.CommitTable(ctx, t.ident, reqs, updates)
 		if err == nil {
 			if mainID != nil {

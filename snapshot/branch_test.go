@@ -182,7 +182,7 @@ func TestPublishBesideFasterWriterNamesTheFix(t *testing.T) {
 	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
 	next := int64(1)
 	checks := 0
-	_, _, err := br.PublishChecked(t.Context(), func(context.Context, int64) error {
+	_, _, err := br.PublishChecked(t.Context(), "", func(context.Context, int64) error {
 		checks++
 		commitRecs(t, main, map[int32]mapping.Interval{0: iv(next, next+1)}, testRec{0, next, "a", "w", 0})
 		next++

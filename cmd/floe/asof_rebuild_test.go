@@ -49,7 +49,7 @@ func TestAsOfBeforePublishedReplay(t *testing.T) {
 	} {
 		code, out, errs := asOf(extra...)
 		if code != exitError || out != "" || !strings.Contains(errs, "lake.u as of u/0=8: main's history no longer reaches back to that position: a replay published from branch rebuild replaced main's earlier commits") ||
-			!strings.Contains(errs, "a tag made before publishing") ||
+			!strings.Contains(errs, "a tag made by the publish (floe replay --tag-main)") ||
 			!strings.HasSuffix(strings.TrimSpace(errs), "rebuild it into a new table with: floe replay -t u --table lake.u_at --until 0=8 --mode upsert --key string --value raw") {
 			t.Errorf("%v after the publish: exit %d\n%s\n%s", extra, code, out, errs)
 		}

@@ -71,6 +71,7 @@ var flagOf = map[any]string{
 	replay.SettingMode:             "--mode",
 	replay.SettingKey:              "--id-columns",
 	replay.SettingPublishDifferent: "--publish-different",
+	replay.SettingTagMain:          "--tag-main",
 	replay.SettingTable:            "--table",
 	replay.SettingPartitionBy:      "--partition-by",
 	replay.SettingRawValue:         "--keep-raw-value",

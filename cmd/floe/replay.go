@@ -29,6 +29,7 @@ type replayFlags struct {
 	branch        string
 	publish       bool
 	publishDiff   bool
+	tagMain       string
 	json          bool
 	fold          string
 	partitionBy   *mapping.PartitionBy
@@ -83,7 +84,10 @@ applied: the same keys, each the row of the same offset with the same values); o
 nothing is published and floe names the first keys that differ (exit 2). A branch of any mode is
 not published either when main holds offsets below its next offset that it lacks (it starts later,
 or retention deleted them before the replay): publishing would drop them from main.
---publish-different publishes anyway: a repair of a main known to be wrong.
+--publish-different publishes anyway: a repair of a main known to be wrong. A publish replaces
+main's history with the branch's: floe as-of no longer reaches positions below the replay's first
+commit on main, and snapshot expiry removes main's earlier snapshots. --tag-main NAME tags main's
+previous head in the publish's commit, so Iceberg engines can still read it and expiry keeps it.
 
 --fold latest is an alias: --mode upsert keyed by the Kafka key within its partition (columns
 kafka_topic, kafka_partition, kafka_key), a KTable's semantics: per partition the latest value of
@@ -113,6 +117,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.BoolVar(&f.json, "json", false, "print the plan and the result as one JSON document when the replay ends (schema floe.replay/v1) instead of text")
 	fs.BoolVar(&f.publish, "publish", false, "with --branch: when the replay is complete, make the branch main's head atomically (refused when main holds offsets the branch lacks, or the branch differs key by key)")
 	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --publish: publish even when the branch differs from main: lacks offsets main holds, or (--mode upsert) differs key by key (repairing a main known to be wrong)")
+	fs.StringVar(&f.tagMain, "tag-main", "", "with --publish: tag main's previous head `NAME` in the publish's commit, keeping the history the publish replaces readable by Iceberg engines")
 	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	f.decodeFlags.register(fs)
@@ -152,7 +157,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	var bar *progress // started by OnStart, once the total is known
 	opts := replay.Options{
 		Topic: f.topic, From: from, Until: until,
-		Branch: f.branch, Publish: f.publish, PublishDifferent: f.publishDiff, Fold: f.fold, PartitionBy: f.partitionBy,
+		Branch: f.branch, Publish: f.publish, PublishDifferent: f.publishDiff, TagMain: f.tagMain, Fold: f.fold, PartitionBy: f.partitionBy,
 		Sink: connector.Config{
 			FlushRecords:  f.flushRecords,
 			FlushBytes:    f.flushBytes,
@@ -357,6 +362,9 @@ type replayReport struct {
 	PublishedBefore bool  `json:"published_before,omitempty"`
 	MainFrom        int64 `json:"main_from,omitempty"`
 	MainTo          int64 `json:"main_to,omitempty"`
+	// TaggedMain is the tag the publish gave main's previous head
+	// (--tag-main).
+	TaggedMain string `json:"tagged_main,omitempty"`
 	// MainWasAhead are the partitions (TOPIC/PARTITION) whose next offset
 	// main's previous head had past the branch's, with that offset: the
 	// publish moved main back, and the next sink reads them again.
@@ -388,7 +396,7 @@ func newReplayReport(r replay.Result) replayReport {
 	st.Next = replayNext(r)
 	out := replayReport{runReport: newRunReport(r.Target, r.Plan.Topic, st, false), Start: map[string]int64{}, End: map[string]int64{},
 		Complete: r.Complete, Head: r.Head, Compared: r.Compared, ComparedKeys: r.ComparedKeys,
-		Published: r.Published, PublishedBefore: r.PublishedBefore, MainFrom: r.MainFrom, MainTo: r.MainTo,
+		Published: r.Published, PublishedBefore: r.PublishedBefore, MainFrom: r.MainFrom, MainTo: r.MainTo, TaggedMain: r.Tagged,
 		Resumed: r.Resumed, FixedEnd: r.FixedEnd, SourceTable: r.SourceTable,
 		Notes: replayNotes(r.Start), FromTakingUnseen: fromTakingUnseen(r.Plan)}
 	for p, o := range r.MainWasAhead {
@@ -493,6 +501,11 @@ func printReplayResult(w io.Writer, r replay.Result, branch string) {
 			fmt.Fprintf(w, "published: main already was the branch's head %d\n", r.MainTo)
 		} else {
 			fmt.Fprintf(w, "published: main moved from snapshot %d to %d in one commit\n", r.MainFrom, r.MainTo)
+			if r.Tagged != "" {
+				fmt.Fprintf(w, "  main's previous head %d is tag %s: Iceberg engines read the history the publish replaced from it\n", r.MainFrom, r.Tagged)
+			} else if r.MainFrom != 0 {
+				fmt.Fprintf(w, "  main's history before it is on no branch now: floe as-of no longer reaches positions below the replay's first commit, and snapshot expiry removes it (--tag-main NAME keeps it next time)\n")
+			}
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(r.MainWasAhead)) {

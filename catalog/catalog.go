@@ -260,7 +260,7 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		}
 		return &restCatalog{Catalog: cat, st: st}, nil
 	}
-	g := &guardedCatalog{Catalog: cat, spec: redact(spec), warehouse: wh, bucket: bucket, props: props, st: st, log: log}
+	g := &guardedCatalog{Catalog: cat, spec: redact(spec), name: name, warehouse: wh, bucket: bucket, props: props, st: st, log: log}
 	if st != nil {
 		// props now hold cfg.Props too.
 		g.shareS3 = sharesConfig(props)

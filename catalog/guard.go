@@ -32,6 +32,7 @@ import (
 type guardedCatalog struct {
 	icecat.Catalog
 	spec      string // the catalog as --catalog names it, redacted
+	name      string // the catalog's name (Config.Name), which SQL catalogs store
 	warehouse string // empty: creating a table needs a location
 	bucket    string // the warehouse's bucket; empty when it is not on S3
 	props     iceberg.Properties

@@ -1279,6 +1279,23 @@ func (t *Table) DeadLetterTables(ctx context.Context) ([]*Table, error) {
 	return out, nil
 }
 
+// DeadLetterTableNames returns the names of the dead-letter tables data
+// table t names, whether the catalog has them or not: those its branches'
+// ledgers name and those it recorded (PropDeadLetterTablePrefix). Sorted.
+// A table registered in a new catalog needs them registered too.
+func (t *Table) DeadLetterTableNames() ([]string, error) {
+	names, err := t.namedDeadLetterTables()
+	if err != nil {
+		return nil, fmt.Errorf("read the ledgers of %s for its dead-letter tables: %w", t.Name(), err)
+	}
+	for key := range t.tbl.Properties() {
+		if n, ok := strings.CutPrefix(key, PropDeadLetterTablePrefix); ok && n != "" {
+			names[n] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(names)), nil
+}
+
 // RecordedDeadLetterTable is the dead-letter table that data table t
 // records for a writer that names none (PropDeadLetterTable), or nil.
 func (t *Table) RecordedDeadLetterTable() table.Identifier {

@@ -1,0 +1,467 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/schema"
+)
+
+// Registering a table puts back a catalog's entry for a table whose files
+// are in the warehouse: after the catalog's database was lost, to move a
+// table to another catalog, or to adopt one a catalog never had.
+
+// ErrNoTableMetadata is wrapped by LatestMetadata's error when the
+// location's metadata folder holds no versioned metadata file (or does not
+// exist).
+var ErrNoTableMetadata = errors.New("no Iceberg table metadata file")
+
+// ErrNotTableMetadata is wrapped by Register's error when the file it is
+// given does not parse as Iceberg table metadata.
+var ErrNotTableMetadata = errors.New("not Iceberg table metadata")
+
+// LocationMismatchError is Register's refusal of a metadata file that is
+// not in the metadata folder of the table location it records: a table
+// copied to another bucket or folder. Iceberg metadata names every file
+// (manifests, data files) by its full path, so a table registered from the
+// copy would read, and its writers write, the original location.
+type LocationMismatchError struct {
+	MetadataFile  string
+	TableLocation string // as the metadata file records it
+}
+
+func (e *LocationMismatchError) Error() string {
+	return fmt.Sprintf("metadata file %s is not in the metadata folder of the table location it records, %s: "+
+		"the table was copied or moved from there, and Iceberg metadata names every file by its full path, so registered from here it would still read (and its writers write) %s; "+
+		"register the table at its original location, or rewrite the copy's paths first (Spark's rewrite_table_path procedure)",
+		e.MetadataFile, e.TableLocation, e.TableLocation)
+}
+
+// AlreadyRegisteredError is Register's refusal of a table name the catalog
+// already has. It wraps icecat.ErrTableAlreadyExists.
+type AlreadyRegisteredError struct {
+	Table string
+	// MetadataFile is the metadata file the catalog has for it; empty when
+	// it could not be read.
+	MetadataFile string
+}
+
+func (e *AlreadyRegisteredError) Error() string {
+	if e.MetadataFile == "" {
+		return fmt.Sprintf("table %s is already in the catalog", e.Table)
+	}
+	return fmt.Sprintf("table %s is already in the catalog, at metadata file %s", e.Table, e.MetadataFile)
+}
+
+func (e *AlreadyRegisteredError) Unwrap() error { return icecat.ErrTableAlreadyExists }
+
+// MetadataLocation turns a metadata file or table location given by a
+// person into the form floe's catalogs record: a local path becomes an
+// absolute file:// URI (what a folder warehouse's tables record), a URI
+// stays as it is, without a trailing slash.
+func MetadataLocation(loc string) (string, error) {
+	if strings.Contains(loc, "://") {
+		return strings.TrimRight(loc, "/"), nil
+	}
+	abs, err := filepath.Abs(strings.TrimPrefix(loc, "file:"))
+	if err != nil {
+		return "", fmt.Errorf("location %s: %w", loc, err)
+	}
+	return "file://" + abs, nil
+}
+
+// LatestMetadata returns the newest metadata file of the table at location
+// (as MetadataLocation gives it): of the files directly in
+// location/metadata/ whose name carries a version (00012-UUID.metadata.json
+// as iceberg-go and Java's catalogs write them, v12.metadata.json as
+// Hadoop tables do, gzip-compressed too), the one of the highest version.
+// Files of equal version are left by a commit that lost a race, or was cut
+// short after writing its file: of those, the one whose own time
+// (last-updated-ms) is latest is taken, and the others are returned as
+// tied. Either is a consistent table, as a sink resumes from the ledger of
+// the one registered.
+func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (file string, tied []string, err error) {
+	ctx, fsys, err := storageOf(ctx, cat, location)
+	if err != nil {
+		return "", nil, err
+	}
+	lfs, ok := fsys.(iceio.ListableIO)
+	if !ok {
+		return "", nil, fmt.Errorf("find the newest metadata file under %s: its storage cannot list files", location)
+	}
+	dir := location + "/metadata"
+	best := int64(-1)
+	var top []string
+	err = lfs.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && LocationKey(strings.TrimRight(p, "/")) != LocationKey(dir):
+			// metadata/floe-ledger/ and the like: never a table's metadata.
+			return fs.SkipDir
+		case d.IsDir():
+			return nil
+		}
+		v, ok := metadataVersion(d.Name())
+		switch {
+		case !ok || v < best:
+		case v > best:
+			best, top = v, []string{dir + "/" + d.Name()}
+		default:
+			top = append(top, dir+"/"+d.Name())
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, classify(ctx, cat, fmt.Errorf("list %s: %w", dir, err))
+	}
+	if len(top) == 0 {
+		return "", nil, fmt.Errorf("%w in %s/", ErrNoTableMetadata, dir)
+	}
+	if len(top) == 1 {
+		return top[0], nil, nil
+	}
+	// Sorted first, so that files of equal times are taken in one order.
+	slices.Sort(top)
+	latest, at := 0, int64(-1)
+	for i, f := range top {
+		meta, err := readMetadata(ctx, fsys, f)
+		if err != nil {
+			return "", nil, classify(ctx, cat, err)
+		}
+		if ms := meta.LastUpdatedMillis(); ms > at {
+			latest, at = i, ms
+		}
+	}
+	return top[latest], slices.Delete(top, latest, latest+1), nil
+}
+
+// metadataVersion returns the version a metadata file's name starts with:
+// 00012-UUID.metadata.json or v12.metadata.json, either also compressed
+// (.gz.metadata.json, .metadata.json.gz, and zstd alike).
+func metadataVersion(name string) (int64, bool) {
+	if !strings.HasSuffix(name, ".metadata.json") && !strings.HasSuffix(name, ".metadata.json.gz") && !strings.HasSuffix(name, ".metadata.json.zstd") {
+		return 0, false
+	}
+	s := strings.TrimPrefix(name, "v")
+	end := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if end <= 0 || s[end] != '-' && s[end] != '.' {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s[:end], 10, 64)
+	return v, err == nil
+}
+
+// Register registers the table whose metadata file is metadataLocation (as
+// MetadataLocation gives it) in cat as ident, and returns it as cat loads
+// it. The file is read first: one that is missing (fs.ErrNotExist), is not
+// Iceberg table metadata (ErrNotTableMetadata), or is not where the table
+// location it records keeps its metadata (*LocationMismatchError) is
+// refused, as is a name cat already has (*AlreadyRegisteredError); nothing
+// is written then.
+//
+// REST and Glue catalogs register through their own RegisterTable, after
+// creating a missing namespace. iceberg-go's SQL catalog (SQLite,
+// PostgreSQL) has none: Register writes the rows its CreateTable would
+// (registerSQL).
+func Register(ctx context.Context, cat icecat.Catalog, ident table.Identifier, metadataLocation string) (*table.Table, error) {
+	name := strings.Join(ident, ".")
+	sctx, fsys, err := storageOf(ctx, cat, metadataLocation)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := readMetadata(sctx, fsys, metadataLocation)
+	if err != nil {
+		return nil, classify(ctx, cat, err)
+	}
+	if err := checkPlace(metadataLocation, meta); err != nil {
+		return nil, err
+	}
+	exists, err := cat.CheckTableExists(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("look for table %s in the catalog: %w", name, err)
+	}
+	if exists {
+		e := &AlreadyRegisteredError{Table: name}
+		if tbl, err := cat.LoadTable(ctx, ident); err == nil {
+			e.MetadataFile = tbl.MetadataLocation()
+		}
+		return nil, e
+	}
+	inner := cat
+	switch c := cat.(type) {
+	case *guardedCatalog:
+		if _, ok := c.Catalog.(*sqlcat.Catalog); ok {
+			if err := c.registerSQL(ctx, ident, metadataLocation, meta.Location()); err != nil {
+				return nil, c.explain(ctx, err)
+			}
+			return c.LoadTable(ctx, ident)
+		}
+		inner, ctx = c.Catalog, c.storage(ctx)
+	case *restCatalog:
+		inner = c.Catalog
+	}
+	r, ok := inner.(registrar)
+	if !ok {
+		return nil, fmt.Errorf("register table %s: this catalog cannot register a table", name)
+	}
+	ns := icecat.NamespaceFromIdent(ident)
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("create namespace %s for table %s: %w", strings.Join(ns, "."), name, err)
+	}
+	if _, err := r.RegisterTable(ctx, ident, metadataLocation); err != nil {
+		if errors.Is(err, icecat.ErrTableAlreadyExists) {
+			// Registered by someone else since CheckTableExists.
+			return nil, &AlreadyRegisteredError{Table: name}
+		}
+		return nil, classify(ctx, cat, fmt.Errorf("register table %s: %w", name, err))
+	}
+	// Loaded through cat, so that the table is floe's (own) as every
+	// table cat loads.
+	return cat.LoadTable(ctx, ident)
+}
+
+// registrar is a catalog that registers tables itself: iceberg-go's REST,
+// Glue and Hive catalogs.
+type registrar interface {
+	RegisterTable(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error)
+}
+
+// storageOf opens the storage of loc as cat's tables open theirs, and
+// returns it with the context its calls take.
+func storageOf(ctx context.Context, cat icecat.Catalog, loc string) (context.Context, iceio.IO, error) {
+	props := iceberg.Properties{}
+	switch c := cat.(type) {
+	case *guardedCatalog:
+		ctx, props = c.storage(ctx), c.props
+	case *restCatalog:
+		ctx, props = c.st.attach(ctx), c.st.props
+	}
+	fsys, err := iceio.LoadFS(ctx, props, loc)
+	if err != nil {
+		return ctx, nil, classify(ctx, cat, fmt.Errorf("open the storage of %s: %w", loc, err))
+	}
+	return ctx, fsys, nil
+}
+
+// classify classifies err as cat classifies its own errors, when it does.
+func classify(ctx context.Context, cat icecat.Catalog, err error) error {
+	if g, ok := cat.(*guardedCatalog); ok {
+		return g.explain(ctx, err)
+	}
+	return err
+}
+
+// readMetadata reads and parses the metadata file at loc, telling a file
+// that cannot be read (a storage error, fs.ErrNotExist) from one that is
+// not table metadata (ErrNotTableMetadata).
+func readMetadata(ctx context.Context, fsys iceio.IO, loc string) (table.Metadata, error) {
+	// iceberg-go's reader knows the compressed forms; the file is read
+	// through readRecorder so that its errors are told from the parser's.
+	rec := &readRecorder{IO: fsys}
+	tbl, err := table.NewFromLocation(ctx, nil, loc, func(context.Context) (iceio.IO, error) { return rec, nil }, nil)
+	switch {
+	case err == nil:
+		return tbl.Metadata(), nil
+	case rec.err == nil:
+		return nil, fmt.Errorf("read metadata file %s: %w: %w", loc, ErrNotTableMetadata, err)
+	}
+	return nil, fmt.Errorf("read metadata file %s: %w", loc, err)
+}
+
+// readRecorder is an IO that records the error of ReadFile.
+type readRecorder struct {
+	iceio.IO
+	err error
+}
+
+func (r *readRecorder) ReadFile(name string) ([]byte, error) {
+	var b []byte
+	if rf, ok := r.IO.(iceio.ReadFileIO); ok {
+		b, r.err = rf.ReadFile(name)
+		return b, r.err
+	}
+	f, err := r.IO.Open(name)
+	if err == nil {
+		defer f.Close()
+		b, err = io.ReadAll(f)
+	}
+	r.err = err
+	return b, err
+}
+
+// checkPlace refuses metadata file loc when it is not in the metadata
+// folder of the table it describes: the table's location's metadata/, or
+// its write.metadata.path.
+func checkPlace(loc string, meta table.Metadata) error {
+	dir := strings.TrimRight(meta.Location(), "/") + "/metadata"
+	if p := meta.Properties()[table.WriteMetadataPathKey]; p != "" {
+		dir = strings.TrimRight(p, "/")
+	}
+	if LocationKey(path.Dir(LocationKey(loc))) != LocationKey(dir) {
+		return &LocationMismatchError{MetadataFile: loc, TableLocation: meta.Location()}
+	}
+	return nil
+}
+
+// registerSQL writes, in one transaction, the rows of iceberg-go's SQL
+// catalog (catalog/sql) that make table ident, at metadataLocation, one of
+// g's tables: its namespace's row in iceberg_namespace_properties when the
+// namespace has none and no table (as CreateNamespace writes it), and the
+// table's row in iceberg_tables (as CreateTable writes it). iceberg-go has
+// no RegisterTable for this catalog, and writes no row for a metadata file
+// it did not write itself. It refuses (*AlreadyRegisteredError) a name the
+// catalog has, and a location another of its tables has (two tables
+// writing one location corrupt each other).
+func (g *guardedCatalog) registerSQL(ctx context.Context, ident table.Identifier, metadataLocation, tableLocation string) error {
+	name := strings.Join(ident, ".")
+	var dialect schema.Dialect
+	switch sqlcat.SupportedDialect(g.props[sqlcat.DialectKey]) {
+	case sqlcat.SQLite:
+		dialect = sqlitedialect.New()
+	case sqlcat.Postgres:
+		dialect = pgdialect.New()
+	default:
+		return fmt.Errorf("register table %s: floe writes the rows of SQLite and PostgreSQL catalogs only, not %s", name, g.props[sqlcat.DialectKey])
+	}
+	// A connection of its own, on the URI and driver iceberg-go's catalog
+	// was opened with: the catalog keeps its connection to itself.
+	sqldb, err := sql.Open(g.props[sqlcat.DriverKey], g.props["uri"])
+	if err != nil {
+		return fmt.Errorf("register table %s: connect to the catalog: %w", name, err)
+	}
+	db := bun.NewDB(sqldb, dialect)
+	defer db.Close()
+
+	ns, tbl := namespaceKey(icecat.NamespaceFromIdent(ident)), icecat.TableNameFromIdent(ident)
+	err = db.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}, func(ctx context.Context, tx bun.Tx) error {
+		var n int
+		err := tx.QueryRowContext(ctx, "SELECT count(*) FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+			g.name, ns, tbl).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("look for the table's row: %w", err)
+		}
+		if n > 0 {
+			return &AlreadyRegisteredError{Table: name}
+		}
+		if other, err := tableAt(ctx, tx, g.name, tableLocation); err != nil || other != "" {
+			if err == nil {
+				err = fmt.Errorf("location %s is the location of this catalog's table %s: two tables writing one location corrupt each other", tableLocation, other)
+			}
+			return err
+		}
+		// A namespace exists while a table or a property row names it
+		// (iceberg-go's namespaceExists).
+		err = tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?) + "+
+			"(SELECT count(*) FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?)", g.name, ns, g.name, ns).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("look for namespace %s: %w", ns, err)
+		}
+		if n == 0 {
+			// CreateNamespace's row for a namespace of no properties.
+			if _, err := tx.ExecContext(ctx, "INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?, ?, 'exists', 'true')",
+				g.name, ns); err != nil {
+				return fmt.Errorf("create namespace %s: %w", ns, err)
+			}
+		}
+		// A catalog of iceberg-go's legacy schema (V0) has no
+		// iceberg_type column, and iceberg-go reads it without one.
+		typed, err := hasTypeColumn(ctx, tx, dialect)
+		if err != nil {
+			return err
+		}
+		q := "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location) VALUES (?, ?, ?, ?)"
+		args := []any{g.name, ns, tbl, metadataLocation}
+		if typed {
+			q = "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) VALUES (?, ?, ?, ?, ?)"
+			args = append(args, sqlcat.TableType)
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("insert the table's row: %w", err)
+		}
+		return nil
+	})
+	if _, ok := errors.AsType[*AlreadyRegisteredError](err); ok {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("register table %s in catalog %s: %w", name, g.spec, err)
+	}
+	return nil
+}
+
+// tableAt returns the name of the table of catalog name whose metadata is
+// under location ("" when none is), as a table's metadata files are unless
+// write.metadata.path puts them elsewhere.
+func tableAt(ctx context.Context, tx bun.Tx, name, location string) (string, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT table_namespace, table_name, metadata_location FROM iceberg_tables WHERE catalog_name = ?", name)
+	if err != nil {
+		return "", fmt.Errorf("look for a table at location %s: %w", location, err)
+	}
+	defer rows.Close()
+	// Compared in Go, without their schemes (LocationKey): SQL's
+	// substring functions count characters or bytes depending on the
+	// database.
+	prefix := LocationKey(strings.TrimRight(location, "/")) + "/"
+	for rows.Next() {
+		var ns, tbl string
+		var loc sql.NullString
+		if err := rows.Scan(&ns, &tbl, &loc); err != nil {
+			return "", fmt.Errorf("look for a table at location %s: %w", location, err)
+		}
+		if loc.Valid && strings.HasPrefix(LocationKey(loc.String), prefix) {
+			return ns + "." + tbl, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("look for a table at location %s: %w", location, err)
+	}
+	return "", nil
+}
+
+// hasTypeColumn reports whether iceberg_tables has the iceberg_type column
+// of iceberg-go's current catalog schema (V1), by the probe iceberg-go
+// makes.
+func hasTypeColumn(ctx context.Context, tx bun.Tx, dialect schema.Dialect) (bool, error) {
+	q := "SELECT count(*) FROM pragma_table_info('iceberg_tables') WHERE name = 'iceberg_type'"
+	if _, pg := dialect.(*pgdialect.Dialect); pg {
+		q = "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'iceberg_tables' AND column_name = 'iceberg_type'"
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for the catalog's iceberg_type column: %w", err)
+	}
+	return n > 0, nil
+}
+
+// namespaceKey is how iceberg-go's SQL catalog stores namespace ns: its
+// parts joined by dots, unless a part holds a dot or the name holds the
+// prefix of its encoded form; then that form (namespaceToString in
+// catalog/sql).
+func namespaceKey(ns table.Identifier) string {
+	const encodedPrefix = "__iceberg_namespace_v1__:"
+	joined := strings.Join(ns, ".")
+	if !strings.Contains(joined, encodedPrefix) && !slices.ContainsFunc(ns, func(p string) bool { return strings.Contains(p, ".") }) {
+		return joined
+	}
+	b, _ := json.Marshal(ns) // strings only: it cannot fail
+	return encodedPrefix + string(b)
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/spf13/cobra"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+func newRegisterCmd() *cobra.Command {
+	var (
+		f                tableFlags
+		metadataLocation string
+		location         string
+		asJSON           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "register --table NAMESPACE.TABLE (--metadata-location FILE | --location TABLE_LOCATION) [--json]",
+		Short: "Register in a catalog a table whose files are in the warehouse",
+		Long: `Register a table that is in the warehouse but not in the catalog: after the catalog's database
+was lost (the bucket or folder kept), to move a table to another catalog, or to adopt a table
+another catalog wrote. The table is registered as its metadata file has it, ledger included, so
+floe audit, floe status and a sink resuming from the ledger work on it at once.
+
+--metadata-location names the metadata file to register, NNNNN-UUID.metadata.json in the
+table's metadata/ folder. --location names the table's location instead (the folder holding
+metadata/ and data/), and the newest metadata file there is taken, and printed: the highest
+version number (the NNNNN of the name, or N of vN.metadata.json). Two files of one version
+are left by a commit that lost a race or was cut short after writing its file; of those, the
+one whose own time (last-updated-ms) is latest is taken, and the others are named. Either is
+a whole table, and a sink resumes from the ledger of the one registered.
+
+The file must parse as Iceberg table metadata and lie in the metadata folder of the location
+it records: a table copied to another bucket or folder is refused, as its metadata still names
+the old location's files. A table already in the catalog is refused. With a SQLite or
+PostgreSQL catalog, floe writes the catalog's row itself (iceberg-go has no registration for
+them), creating the catalog and the namespace when missing; REST and Glue catalogs register
+it themselves. Register a table's dead-letter tables too (TABLE_dlq, beside it): what is
+registered names them when they are missing. Stop every other writer of the table first.`,
+		Example: `  floe register --table lake.orders --location s3://lake/warehouse/lake.db/orders
+  floe register --table lake.orders --metadata-location s3://lake/warehouse/lake.db/orders/metadata/00012-8d2c....metadata.json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if (metadataLocation == "") == (location == "") {
+				return errors.New("give the table's metadata file with --metadata-location FILE, or its location with --location TABLE_LOCATION (the newest metadata file there is taken), not both")
+			}
+			// The catalog is created when missing: after losing its
+			// database, registering tables is how it is made again.
+			cat, ident, err := f.tableCatalog(ctx, true)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			file, err := chooseMetadata(ctx, cat, location, metadataLocation, out, asJSON)
+			if err != nil {
+				return err
+			}
+			tbl, err := catalog.Register(ctx, cat, ident, file)
+			if err != nil {
+				return registerHint(err, f.table)
+			}
+			t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+			if err != nil {
+				return fmt.Errorf("registered %s, but cannot open it: %w", f.table, err)
+			}
+			missing, err := missingDeadLetterTables(ctx, cat, t)
+			if err != nil {
+				return fmt.Errorf("registered %s: %w", f.table, err)
+			}
+			if asJSON {
+				printJSONLine(out, map[string]any{"table": f.table, "metadata_location": file, "location": tbl.Location(),
+					"snapshots": len(tbl.Metadata().Snapshots()), "dead_letter_tables_missing": missing})
+				return nil
+			}
+			fmt.Fprintf(out, "registered %s: %s (%d snapshots", f.table, file, len(tbl.Metadata().Snapshots()))
+			if h := t.Head(); h != nil {
+				fmt.Fprintf(out, ", last committed %s", time.UnixMilli(h.TimestampMs).UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintln(out, ")")
+			for _, m := range missing {
+				fmt.Fprintf(out, "its dead-letter table %s is not in this catalog: register it too (floe register --table %s --location ...; by default beside it, %s)\n",
+					m, m, parentOf(tbl.Location())+"/"+m[strings.LastIndex(m, ".")+1:])
+			}
+			fmt.Fprintf(out, "check it with: floe audit --table %s\n", f.table)
+			return nil
+		},
+	}
+	flags := cmd.Flags()
+	f.register(flags)
+	flags.StringVar(&metadataLocation, "metadata-location", "", "the table's metadata file to register: a path, file:// or s3:// URI of NNNNN-UUID.metadata.json in its metadata/ folder")
+	flags.StringVar(&location, "location", "", "the table's location (the folder holding metadata/ and data/): its newest metadata file is registered")
+	flags.BoolVar(&asJSON, "json", false, "print JSON instead of text: table, metadata_location, location, snapshots, dead_letter_tables_missing")
+	return cmd
+}
+
+// chooseMetadata returns the metadata file to register: the newest under
+// location when it is given (saying which), else metadataLocation, warning
+// when a newer file is beside it.
+func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataLocation string, out io.Writer, quiet bool) (string, error) {
+	if location != "" {
+		loc, err := catalog.MetadataLocation(location)
+		if err != nil {
+			return "", err
+		}
+		file, tied, err := catalog.LatestMetadata(ctx, cat, loc)
+		if errors.Is(err, catalog.ErrNoTableMetadata) {
+			return "", fmt.Errorf("%w: check --location, which names the table's folder (the one holding metadata/ and data/)", err)
+		}
+		if err != nil {
+			return "", err
+		}
+		if !quiet {
+			fmt.Fprintf(out, "newest metadata file under %s: %s\n", loc, path.Base(file))
+		}
+		if len(tied) > 0 {
+			slog.Warn("metadata files of the same version: the one written last is registered; --metadata-location registers another",
+				"registered", path.Base(file), "others", tied)
+		}
+		return file, nil
+	}
+	file, err := catalog.MetadataLocation(metadataLocation)
+	if err != nil {
+		return "", err
+	}
+	// An older metadata file is a rollback of the table to it: allowed (the
+	// newest may be damaged), but said.
+	if newest, _, err := catalog.LatestMetadata(ctx, cat, parentOf(parentOf(file))); err == nil && catalog.LocationKey(newest) != catalog.LocationKey(file) {
+		slog.Warn("a newer metadata file is beside the one registered: the table is registered as it was then, without the commits after it (a sink re-reads their records from the log, while the log holds them)",
+			"registered", path.Base(file), "newest", path.Base(newest))
+	}
+	return file, nil
+}
+
+// parentOf is the location loc is in: path.Dir would fold s3:// to s3:/.
+func parentOf(loc string) string {
+	return loc[:max(strings.LastIndex(loc, "/"), 0)]
+}
+
+// registerHint adds to an error of catalog.Register the flag or command
+// that fixes it.
+func registerHint(err error, table string) error {
+	var already *catalog.AlreadyRegisteredError
+	switch {
+	case errors.As(err, &already):
+		return fmt.Errorf("%w: nothing was written; if it is the same table, there is nothing to do (floe audit --table %s checks it); "+
+			"to register it from another metadata file, remove the catalog's entry first, keeping the files: floe drop --table %s --keep-files --yes",
+			err, table, table)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: check --metadata-location; --location TABLE_LOCATION takes the newest metadata file of the table's metadata/ folder", err)
+	case errors.Is(err, catalog.ErrNotTableMetadata):
+		return fmt.Errorf("%w: give --metadata-location a table's metadata file, NNNNN-UUID.metadata.json in its metadata/ folder", err)
+	}
+	return err
+}
+
+// missingDeadLetterTables returns the dead-letter tables that registered
+// table t names (its ledger, its properties) and the catalog does not
+// have: the audit of t reports them missing until they are registered.
+func missingDeadLetterTables(ctx context.Context, cat icecat.Catalog, t *snapshot.Table) ([]string, error) {
+	names, err := t.DeadLetterTableNames()
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, name := range names {
+		ident, err := catalog.ParseIdent(name)
+		if err != nil {
+			continue // a property set by hand, and wrong: no table to register
+		}
+		ok, err := cat.CheckTableExists(ctx, ident)
+		if err != nil {
+			return nil, fmt.Errorf("look for dead-letter table %s: %w", name, err)
+		}
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
+}

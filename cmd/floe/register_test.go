@@ -1,0 +1,234 @@
+package main
+
+import (
+	"database/sql"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// registerAudit runs floe audit at the ledger, file, row and broker levels
+// on table and fails the test unless it is complete.
+func registerAudit(t *testing.T, brokers []string, table string, loc ...string) {
+	t.Helper()
+	out := mustFloe(t, append([]string{"audit", "--table", table, "--deep", "--brokers", strings.Join(brokers, ","), "--json"}, loc...)...)
+	if doc := decodeAudit(t, out); !doc.Complete || len(doc.Findings) > 0 {
+		t.Errorf("audit of %s after registering it: complete %v, findings %+v", table, doc.Complete, doc.Findings)
+	}
+}
+
+// TestRegisterAfterLostCatalog: a table sunk with a dead letter, whose
+// SQLite catalog is lost (a new, empty catalog file), is registered from
+// its location in the new catalog with its dead-letter table, which the
+// registration names; the audit then finds it complete, floe status
+// reads it, and a sink resumes it from the ledger with no record twice.
+// The bad cases are refused with what to fix, writing nothing.
+func TestRegisterAfterLostCatalog(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte("not json")}}); err != nil {
+		t.Fatal(err)
+	}
+	brokers := strings.Join(st.Brokers, ",")
+	sink := func(catalogArgs []string) string {
+		return mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, catalogArgs...)...)
+	}
+	if out := sink(loc); !strings.Contains(out, "300 rows and 1 dead letter") {
+		t.Fatalf("sink: %s", out)
+	}
+	location := filepath.Join(st.Catalog().Warehouse, "lake.db", "orders")
+	dlqLocation := filepath.Join(st.Catalog().Warehouse, "lake.db", "orders_dlq")
+
+	// The catalog is lost; the warehouse is not.
+	fresh := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", st.Catalog().Warehouse}
+	register := func(args ...string) (int, string, string) {
+		return floe(t, append(append([]string{"register"}, args...), fresh...)...)
+	}
+
+	code, out, errs := register("--table", "lake.orders", "--location", location)
+	if code != exitOK || !strings.Contains(out, "newest metadata file under file://"+location+": 0") ||
+		!strings.Contains(out, "registered lake.orders: file://"+location+"/metadata/") {
+		t.Fatalf("register --location: exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "its dead-letter table lake.orders_dlq is not in this catalog: register it too") || !strings.Contains(out, dlqLocation) {
+		t.Errorf("register did not name the missing dead-letter table and its location:\n%s", out)
+	}
+	mustFloe(t, append([]string{"register", "--table", "lake.orders_dlq", "--location", dlqLocation}, fresh...)...)
+
+	registerAudit(t, st.Brokers, "lake.orders", fresh...)
+	if out := mustFloe(t, append([]string{"status", "--table", "lake.orders", "--brokers", brokers}, fresh...)...); !strings.Contains(out, "orders") {
+		t.Errorf("status after registering: %s", out)
+	}
+	produceRound(t, st.Brokers, "orders", 3, 30, map[int32]int64{})
+	if out := sink(fresh); !strings.Contains(out, "30 rows") {
+		t.Errorf("the sink after registering should add only the 30 new records:\n%s", out)
+	}
+	registerAudit(t, st.Brokers, "lake.orders", fresh...)
+
+	// Refused, each with its fix, writing nothing.
+	registered := openTable(t, catalog.Config{Catalog: fresh[1], Existing: true}, "lake.orders").Iceberg().MetadataLocation()
+	notMeta := filepath.Join(location, "metadata", "99999-not-metadata.metadata.json")
+	if err := os.WriteFile(notMeta, []byte(`{"hello": "world"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(t.TempDir(), "copied")
+	if err := os.CopyFS(copied, os.DirFS(location)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(copied, "metadata", filepath.Base(notMeta))); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"already registered", []string{"--table", "lake.orders", "--metadata-location", registered},
+			[]string{"table lake.orders is already in the catalog, at metadata file file://" + location, "floe drop --table lake.orders --keep-files --yes"}},
+		{"a missing file", []string{"--table", "lake.gone", "--metadata-location", filepath.Join(location, "metadata", "00001-nope.metadata.json")},
+			[]string{"00001-nope.metadata.json", "check --metadata-location"}},
+		{"no metadata there", []string{"--table", "lake.gone", "--location", t.TempDir()},
+			[]string{"no Iceberg table metadata file in file://", "check --location"}},
+		{"not table metadata", []string{"--table", "lake.gone", "--location", location},
+			[]string{"99999-not-metadata.metadata.json", "not Iceberg table metadata"}},
+		{"a copy of the table elsewhere", []string{"--table", "lake.copy", "--location", copied},
+			[]string{"is not in the metadata folder of the table location it records, file://" + location, "rewrite_table_path"}},
+		{"a location another table has", []string{"--table", "lake.again", "--metadata-location", registered},
+			[]string{"is the location of this catalog's table lake.orders"}},
+		{"both flags", []string{"--table", "lake.gone", "--location", location, "--metadata-location", notMeta},
+			[]string{"not both"}},
+		{"neither flag", []string{"--table", "lake.gone"}, []string{"--metadata-location FILE"}},
+	} {
+		code, out, errs := register(c.args...)
+		for _, w := range c.want {
+			if code != exitError || !strings.Contains(errs, w) {
+				t.Errorf("%s: exit %d, stderr %q; want exit 2 and %q\nstdout: %s", c.name, code, errs, w, out)
+			}
+		}
+	}
+	for _, name := range []string{"lake.gone", "lake.copy", "lake.again"} {
+		if code, _, _ := floe(t, append([]string{"status", "--table", name}, fresh...)...); code != exitError {
+			t.Errorf("a refused registration left %s in the catalog", name)
+		}
+	}
+}
+
+// TestRegisterOlderMetadataWarns: --metadata-location of a metadata file
+// older than the newest beside it registers the table as it was then, and
+// says so; a sink then re-reads the later records from the log, each once.
+func TestRegisterOlderMetadataWarns(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end", "--partitions", "0"}, loc...)...)
+	first := openTable(t, st.Catalog(), "lake.orders").Iceberg().MetadataLocation()
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+
+	fresh := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", st.Catalog().Warehouse}
+	code, out, errs := floe(t, append([]string{"register", "--table", "lake.orders", "--metadata-location", strings.TrimPrefix(first, "file://")}, fresh...)...)
+	if code != exitOK || !strings.Contains(out, "registered lake.orders: "+first) || !strings.Contains(errs, "a newer metadata file is beside the one registered") {
+		t.Fatalf("register of an older metadata file: exit %d\n%s\n%s", code, out, errs)
+	}
+	if out := mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, fresh...)...); !strings.Contains(out, "200 rows") {
+		t.Errorf("the sink after registering the older file should sink partitions 1 and 2 again:\n%s", out)
+	}
+	checkTable(t, catalog.Config{Catalog: fresh[1]}, "lake.orders", "orders", map[int32]int64{0: 100, 1: 100, 2: 100})
+}
+
+// TestRegisterPostgresOnS3: the production layout (a PostgreSQL catalog,
+// the tables on S3) loses its catalog database: the table is registered
+// from its s3:// location in a new database, whose catalog tables floe
+// creates; the audit finds it complete and a sink resumes it exactly. A
+// bucket that does not exist is reported as such.
+func TestRegisterPostgresOnS3(t *testing.T) {
+	e := newPGEnv(t)
+	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int32]int64{}
+	produceRound(t, e.brokers, "orders", 2, 200, count)
+	mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end", "--flush-records", "70")...)
+
+	db, err := sql.Open("pg", e.pg.URI) // bun's pgdriver, registered by package catalog
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), "CREATE DATABASE recovered"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(e.pg.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/recovered"
+	e.catalog = u.String()
+
+	location := "s3://lake/warehouse/lake.db/orders"
+	reg := []string{"register", "--table", "lake.orders", "--catalog", e.catalog}
+	out := mustFloe(t, append(reg, "--location", location)...)
+	if !strings.Contains(out, "registered lake.orders: "+location+"/metadata/") {
+		t.Errorf("register --location %s:\n%s", location, out)
+	}
+	registerAudit(t, e.brokers, "lake.orders", "--catalog", e.catalog)
+	produceRound(t, e.brokers, "orders", 2, 40, count)
+	if out := mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...); !strings.Contains(out, "40 rows") {
+		t.Errorf("the sink after registering should add only the 40 new records:\n%s", out)
+	}
+	checkTable(t, e.catalogConfig(), "lake.orders", "orders", count)
+
+	code, _, errs := floe(t, append(reg, "--location", "s3://no-such-bucket/warehouse/lake.db/orders")...)
+	if code != exitError || !strings.Contains(errs, "bucket does not exist") {
+		t.Errorf("register from a bucket that does not exist: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = floe(t, append(reg, "--location", location)...)
+	if code != exitError || !strings.Contains(errs, "already in the catalog") {
+		t.Errorf("register of a registered table: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestRegisterGlue: a table dropped from Glue (moto's) with its files kept
+// is registered again through Glue's own registration, and the audit
+// finds it complete; the same table is then registered in a SQLite
+// catalog too, as a move between catalogs begins.
+func TestRegisterGlue(t *testing.T) {
+	e := newGlueEnv(t, nil)
+	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int32]int64{}
+	produceRound(t, e.brokers, "orders", 2, 100, count)
+	mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
+	mustFloe(t, "drop", "--table", "lake.orders", "--keep-files", "--yes", "--catalog", "glue")
+
+	location := "s3://lake/warehouse/lake.db/orders"
+	if out := mustFloe(t, "register", "--table", "lake.orders", "--location", location, "--catalog", "glue"); !strings.Contains(out, "registered lake.orders: "+location) {
+		t.Errorf("register in Glue:\n%s", out)
+	}
+	registerAudit(t, e.brokers, "lake.orders", "--catalog", "glue")
+	checkTable(t, e.catalogConfig(), "lake.orders", "orders", count)
+
+	sqlite := filepath.Join(t.TempDir(), "catalog.db")
+	mustFloe(t, "register", "--table", "lake.orders", "--location", location, "--catalog", sqlite, "--warehouse", e.warehouse())
+	registerAudit(t, e.brokers, "lake.orders", "--catalog", sqlite)
+}
+
+// TestRegisterUsageListsFlags: the usage line names every flag of floe
+// register except the catalog flags every table command shares.
+func TestRegisterUsageListsFlags(t *testing.T) {
+	cmd := newRegisterCmd()
+	var shared tableFlags
+	sharedSet := pflag.NewFlagSet("shared", pflag.ContinueOnError)
+	shared.register(sharedSet)
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if sharedSet.Lookup(fl.Name) == nil && !strings.Contains(cmd.Use, "--"+fl.Name) {
+			t.Errorf("usage %q lacks --%s", cmd.Use, fl.Name)
+		}
+	})
+}

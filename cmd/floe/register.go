@@ -53,8 +53,11 @@ registered names them when they are missing. Stop every other writer of the tabl
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if (metadataLocation == "") == (location == "") {
-				return errors.New("give the table's metadata file with --metadata-location FILE, or its location with --location TABLE_LOCATION (the newest metadata file there is taken), not both")
+			switch {
+			case metadataLocation == "" && location == "":
+				return errors.New("missing --metadata-location FILE, the table's metadata file, or --location TABLE_LOCATION, whose newest metadata file is taken")
+			case metadataLocation != "" && location != "":
+				return errors.New("--metadata-location and --location both name the metadata file to register: give one")
 			}
 			// The catalog is created when missing: after losing its
 			// database, registering tables is how it is made again.
@@ -63,13 +66,19 @@ registered names them when they are missing. Stop every other writer of the tabl
 				return err
 			}
 			out := cmd.OutOrStdout()
-			file, err := chooseMetadata(ctx, cat, location, metadataLocation, out, asJSON)
+			file, newest, err := chooseMetadata(ctx, cat, location, metadataLocation, out, asJSON)
 			if err != nil {
 				return err
 			}
 			tbl, err := catalog.Register(ctx, cat, ident, file)
 			if err != nil {
 				return registerHint(err, f.table)
+			}
+			if newest != "" {
+				// An older metadata file is the table as it was: allowed
+				// (the newest may be damaged), but said.
+				slog.Warn("a newer metadata file is beside the one registered: the table is registered as it was then, without the commits after it (a sink re-reads their records from the log, while the log holds them)",
+					"registered", path.Base(file), "newest", path.Base(newest))
 			}
 			t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
 			if err != nil {
@@ -106,20 +115,20 @@ registered names them when they are missing. Stop every other writer of the tabl
 }
 
 // chooseMetadata returns the metadata file to register: the newest under
-// location when it is given (saying which), else metadataLocation, warning
-// when a newer file is beside it.
-func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataLocation string, out io.Writer, quiet bool) (string, error) {
+// location when it is given (saying which), else metadataLocation, with
+// the newest file beside it when that is another.
+func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataLocation string, out io.Writer, quiet bool) (file, newer string, err error) {
 	if location != "" {
 		loc, err := catalog.MetadataLocation(location)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		file, tied, err := catalog.LatestMetadata(ctx, cat, loc)
 		if errors.Is(err, catalog.ErrNoTableMetadata) {
-			return "", fmt.Errorf("%w: check --location, which names the table's folder (the one holding metadata/ and data/)", err)
+			return "", "", fmt.Errorf("%w: check --location, which names the table's folder (the one holding metadata/ and data/)", err)
 		}
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if !quiet {
 			fmt.Fprintf(out, "newest metadata file under %s: %s\n", loc, path.Base(file))
@@ -128,19 +137,16 @@ func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataL
 			slog.Warn("metadata files of the same version: the one written last is registered; --metadata-location registers another",
 				"registered", path.Base(file), "others", tied)
 		}
-		return file, nil
+		return file, "", nil
 	}
-	file, err := catalog.MetadataLocation(metadataLocation)
-	if err != nil {
-		return "", err
+	if file, err = catalog.MetadataLocation(metadataLocation); err != nil {
+		return "", "", err
 	}
-	// An older metadata file is a rollback of the table to it: allowed (the
-	// newest may be damaged), but said.
+	// Only a hint: the registration reports a folder it cannot read.
 	if newest, _, err := catalog.LatestMetadata(ctx, cat, parentOf(parentOf(file))); err == nil && catalog.LocationKey(newest) != catalog.LocationKey(file) {
-		slog.Warn("a newer metadata file is beside the one registered: the table is registered as it was then, without the commits after it (a sink re-reads their records from the log, while the log holds them)",
-			"registered", path.Base(file), "newest", path.Base(newest))
+		newer = newest
 	}
-	return file, nil
+	return file, newer, nil
 }
 
 // parentOf is the location loc is in: path.Dir would fold s3:// to s3:/.

@@ -62,6 +62,11 @@ func TestRegisterAfterLostCatalog(t *testing.T) {
 	if !strings.Contains(out, "its dead-letter table lake.orders_dlq is not in this catalog: register it too") || !strings.Contains(out, dlqLocation) {
 		t.Errorf("register did not name the missing dead-letter table and its location:\n%s", out)
 	}
+	// Until the dead-letter table is registered, its dead letter is
+	// missing.
+	if code, out, errs := floe(t, append([]string{"audit", "--table", "lake.orders"}, fresh...)...); code != exitFindings {
+		t.Errorf("audit with the dead-letter table not registered: exit %d, want 1\n%s\n%s", code, out, errs)
+	}
 	mustFloe(t, append([]string{"register", "--table", "lake.orders_dlq", "--location", dlqLocation}, fresh...)...)
 
 	registerAudit(t, st.Brokers, "lake.orders", fresh...)

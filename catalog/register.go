@@ -151,7 +151,9 @@ func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (f
 			latest, at = i, ms
 		}
 	}
-	return top[latest], slices.Delete(top, latest, latest+1), nil
+	// Taken before Delete, which shifts and clears top's elements.
+	file = top[latest]
+	return file, slices.Delete(top, latest, latest+1), nil
 }
 
 // metadataVersion returns the version a metadata file's name starts with:

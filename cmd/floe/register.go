@@ -46,8 +46,8 @@ it records: a table copied to another bucket or folder is refused, as its metada
 the old location's files. A table already in the catalog is refused. With a SQLite or
 PostgreSQL catalog, floe writes the catalog's row itself (iceberg-go has no registration for
 them), creating the catalog and the namespace when missing; REST and Glue catalogs register
-it themselves. Register a table's dead-letter tables too (TABLE_dlq, beside it): what is
-registered names them when they are missing. Stop every other writer of the table first.`,
+it themselves. It names the table's dead-letter tables (TABLE_dlq, beside it) that the
+catalog lacks: register them too. Stop every other writer of the table first.`,
 		Example: `  floe register --table lake.orders --location s3://lake/warehouse/lake.db/orders
   floe register --table lake.orders --metadata-location s3://lake/warehouse/lake.db/orders/metadata/00012-8d2c....metadata.json`,
 		Args: noArgs,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -155,6 +156,53 @@ func TestRegisterOlderMetadataWarns(t *testing.T) {
 		t.Errorf("the sink after registering the older file should sink partitions 1 and 2 again, %d records:\n%s", want[1]+want[2], out)
 	}
 	checkTable(t, catalog.Config{Catalog: fresh[1]}, "lake.orders", "orders", want)
+}
+
+// TestRegisterTiedVersions: of two metadata files of the newest version
+// (a commit that lost a race leaves one), --location takes the one whose
+// own time is latest, and names the other.
+func TestRegisterTiedVersions(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	newest := strings.TrimPrefix(openTable(t, st.Catalog(), "lake.orders").Iceberg().MetadataLocation(), "file://")
+	dir, location := filepath.Dir(newest), filepath.Dir(filepath.Dir(newest))
+	version, _, _ := strings.Cut(filepath.Base(newest), "-")
+	// tie writes a copy of the newest file under another name of its
+	// version, its time shifted by shift ms.
+	tie := func(name string, shift float64) {
+		t.Helper()
+		b, err := os.ReadFile(newest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta map[string]any
+		if err := json.Unmarshal(b, &meta); err != nil {
+			t.Fatal(err)
+		}
+		meta["last-updated-ms"] = meta["last-updated-ms"].(float64) + shift
+		if b, err = json.Marshal(meta); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, version+"-"+name+".metadata.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register := func(want string) {
+		t.Helper()
+		fresh := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", st.Catalog().Warehouse}
+		code, out, errs := floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, fresh...)...)
+		if code != exitOK || !strings.Contains(out, "newest metadata file under file://"+location+": "+want) ||
+			!strings.Contains(errs, "metadata files of the same version") {
+			t.Errorf("register with two files of version %s: exit %d, want %s registered\n%s\n%s", version, code, want, out, errs)
+		}
+	}
+	tie("later", 1000)
+	register(version + "-later.metadata.json")
+	if err := os.Remove(filepath.Join(dir, version+"-later.metadata.json")); err != nil {
+		t.Fatal(err)
+	}
+	tie("earlier", -1000)
+	register(filepath.Base(newest))
 }
 
 // TestRegisterPostgresOnS3: the production layout (a PostgreSQL catalog,

@@ -155,7 +155,7 @@ func TestRegisterOlderMetadataWarns(t *testing.T) {
 	if out := mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, fresh...)...); !strings.Contains(out, fmt.Sprintf("%d rows", want[1]+want[2])) {
 		t.Errorf("the sink after registering the older file should sink partitions 1 and 2 again, %d records:\n%s", want[1]+want[2], out)
 	}
-	checkTable(t, catalog.Config{Catalog: fresh[1]}, "lake.orders", "orders", want)
+	checkTable(t, catalog.Config{Catalog: fresh[1], Existing: true}, "lake.orders", "orders", want)
 }
 
 // TestRegisterTiedVersions: of two metadata files of the newest version

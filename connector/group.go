@@ -95,6 +95,11 @@ type groupMember struct {
 	assignments uint64
 	// revokeWithin bounds a revocation's commit.
 	revokeWithin time.Duration
+	// sessionTimeout is how long the coordinator keeps a silent member
+	// (groupSessionTimeout), and stopContact stops the watch of its
+	// answers (watchContact).
+	sessionTimeout time.Duration
+	stopContact    func()
 }
 
 // fail records err for the loop, keeping the first but for a fence,
@@ -127,8 +132,11 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	if rebalance <= 0 {
 		rebalance = DefaultRebalanceTimeout
 	}
-	ss.gm = &groupMember{owned: map[int32]bool{}, taking: map[int32]bool{}, revokeWithin: max(rebalance-revokeMargin, rebalance/2)}
+	ss.gm = &groupMember{owned: map[int32]bool{}, taking: map[int32]bool{}, revokeWithin: max(rebalance-revokeMargin, rebalance/2),
+		sessionTimeout: s.groupSessionTimeout(ctx)}
+	contact := &groupContact{}
 	opts := []kgo.Opt{
+		kgo.WithHooks(contact),
 		// The table in the client id: members of a group that sink
 		// another table are told (checkGroupShared), and the group's
 		// describe output says what each member writes.
@@ -169,6 +177,7 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	}
 	ss.cl = cl
 	s.mirror = newOffsetMirror(cl, s.cfg.Group, s.log)
+	ss.gm.stopContact = s.watchContact(contact, ss.gm.sessionTimeout)
 	// The session runs once the group assigns it partitions (joined
 	// calls OnSession): called here, before the brokers answered, it said
 	// running through a broker outage (found by an SRE).
@@ -742,11 +751,8 @@ func brokersUnreachable(err error) bool {
 // unreachableMessage says what happens to a group member that cannot reach
 // the brokers: kept is whether it still holds its partitions (the consumer
 // protocol keeps them while franz-go retries; the classic one gives them
-// up and rejoins), session the group's session timeout (0: franz-go's).
+// up and rejoins), session the group's session timeout.
 func unreachableMessage(kept bool, session time.Duration) string {
-	if session <= 0 {
-		session = 45 * time.Second // franz-go's default
-	}
 	next := "it gave up its partitions and rejoins the group once they answer"
 	if kept {
 		next = "it keeps its partitions and retries until they answer"

@@ -513,6 +513,9 @@ func (ss *session) close() {
 		gm.mu.Lock()
 		gm.closing = true
 		gm.mu.Unlock()
+		if gm.stopContact != nil {
+			gm.stopContact()
+		}
 		// The member leaves the group: it owns nothing now. Stats.Owned
 		// keeps what it owned, for the summary.
 		if f := ss.s.cfg.OnOwned; f != nil {
@@ -785,7 +788,7 @@ func (ss *session) poll(ctx context.Context) error {
 					// franz-go ends the member's session when its requests
 					// to the coordinator fail: the group has not answered
 					// anything (found by an operator).
-					msg = unreachableMessage(len(ss.gm.owned) > 0, s.cfg.SessionTimeout)
+					msg = unreachableMessage(len(ss.gm.owned) > 0, ss.gm.sessionTimeout)
 				} else if errors.Is(fp.Err, kerr.GroupIDNotFound) || errors.Is(fp.Err, kerr.UnknownMemberID) {
 					// What a member of the other protocol gets, at every
 					// rejoin (found by an operator).

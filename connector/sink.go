@@ -196,6 +196,18 @@ type Config struct {
 	// assignment, a revocation or a loss, and with none when a session
 	// ends (the member leaves the group until the next one joins).
 	OnOwned func(partitions []int32)
+	// OnUnconfirmed, when set, is called in group mode when the group's
+	// coordinator has not answered this member for longer than the
+	// group's session timeout (its connections refused or failing, its
+	// credentials revoked), with an error saying so: the group has
+	// dropped it, or is about to, and may have given its partitions to
+	// another member, which franz-go tells it (OnRebalance's Lost) only
+	// once it reaches the coordinator again. Meanwhile the partitions it
+	// owns (OnOwned) are unconfirmed: it goes on sinking what it holds,
+	// and a commit of partitions another member committed meanwhile is
+	// fenced. It is called with nil when the coordinator answers again,
+	// or when the session ends.
+	OnUnconfirmed func(err error)
 
 	// PartitionCheck is how often a live sink of a whole topic looks for
 	// partitions added to it; zero means DefaultPartitionCheck.

@@ -169,6 +169,9 @@ type Pipeline struct {
 	// the partitions the group assigned to it now.
 	group string
 	owned map[int32]bool
+	// unconfirmed, when set, is why the group's coordinator has not
+	// confirmed this member's partitions (connector.Config.OnUnconfirmed).
+	unconfirmed string
 }
 
 // Pipeline registers a pipeline. partitions restricts the lag gauges to the

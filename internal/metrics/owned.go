@@ -35,27 +35,58 @@ func (p *Pipeline) hookOwned(cfg *connector.Config) {
 		}
 		// Every partition shown gets its 0 or 1 now, not at the next
 		// lag poll.
-		for part := range p.next {
-			p.setAssigned(part)
-		}
-		for part := range p.offsets {
-			p.setAssigned(part)
-		}
-		for _, part := range partitions {
-			p.setAssigned(part)
-		}
+		p.setAllAssigned()
 		p.mu.Unlock()
 		if onOwned != nil {
 			onOwned(partitions)
 		}
 	}
+	onUnconfirmed := cfg.OnUnconfirmed
+	cfg.OnUnconfirmed = func(err error) {
+		p.mu.Lock()
+		if err != nil {
+			// Retrying, with why: not ready (/readyz), and no partition
+			// shown as this member's, since the group may have given
+			// them to another member, whose figures say so too.
+			p.unconfirmed = err.Error()
+			if p.state != StateFailed {
+				p.state, p.err = StateRetrying, p.unconfirmed
+			}
+		} else {
+			if p.state == StateRetrying && p.err == p.unconfirmed {
+				p.state, p.err = StateRunning, ""
+			}
+			p.unconfirmed = ""
+		}
+		p.setAllAssigned()
+		p.mu.Unlock()
+		if onUnconfirmed != nil {
+			onUnconfirmed(err)
+		}
+	}
 }
 
-// assigned reports whether this process sinks partition part now. The
+// setAllAssigned sets floe_partition_assigned of every partition shown.
+// The caller holds p.mu.
+func (p *Pipeline) setAllAssigned() {
+	for part := range p.next {
+		p.setAssigned(part)
+	}
+	for part := range p.offsets {
+		p.setAssigned(part)
+	}
+	for part := range p.owned {
+		p.setAssigned(part)
+	}
+}
+
+// assigned reports whether this process sinks partition part now: in a
+// group, one the group assigned to it, unless the group's coordinator has
+// not confirmed the membership for longer than the session timeout. The
 // caller holds p.mu.
 func (p *Pipeline) assigned(part int32) bool {
 	if p.group != "" {
-		return p.owned[part]
+		return p.unconfirmed == "" && p.owned[part]
 	}
 	return p.partitions == nil || slices.Contains(p.partitions, part)
 }
@@ -71,7 +102,11 @@ func (p *Pipeline) setAssigned(part int32) {
 }
 
 // ownedList is the status page's Assigned: in group mode the partitions
-// the group assigned to this member, sorted. The caller holds p.mu.
+// the group assigned to this member, sorted; none while the membership is
+// unconfirmed. The caller holds p.mu.
 func (p *Pipeline) ownedList() []int32 {
+	if p.unconfirmed != "" {
+		return nil
+	}
 	return slices.Sorted(maps.Keys(p.owned))
 }

@@ -1,0 +1,192 @@
+package connector
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupContact is a franz-go hook on a group member's client that tells
+// how long the group coordinator has not confirmed the membership. A
+// member the coordinator hears nothing from for longer than the session
+// timeout is dropped and its partitions given to others, but franz-go
+// tells the member (its lost callback, which changes what it reports as
+// its own) only once it reaches the coordinator again: while its
+// connections are refused, it would report them as its own for as long
+// as the refusal lasts, beside the member that sinks them now (s55's
+// review).
+//
+// A coordinator's answer to a membership request (a heartbeat, a join)
+// is confirmed when franz-go writes the next one: it goes on with the
+// same membership only when the answer kept it, and after an answer that
+// ended it (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH) it calls the lost
+// callback before it joins again. Taken at the answer itself, the figures
+// would say "owned" again in the moment between a refusal's end and the
+// loss it reveals.
+type groupContact struct {
+	mu sync.Mutex
+	// answered is when the last answer was read; zero once a request
+	// followed it (confirmed).
+	answered time.Time
+	// confirmed is when the last confirmed answer was read; zero before
+	// the member's first.
+	confirmed time.Time
+	// waiting counts the requests written whose answer is awaited: the
+	// coordinator keeps a member whose join it holds (for up to the
+	// rebalance timeout), and franz-go fails a read on a dead connection
+	// within its request timeout.
+	waiting int
+}
+
+// membership reports whether key is a request that keeps a member in its
+// group.
+func membership(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.Heartbeat, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.ConsumerGroupHeartbeat:
+		return true
+	}
+	return false
+}
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (c *groupContact) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if !membership(key) || err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.answered.IsZero() {
+		c.confirmed, c.answered = c.answered, time.Time{}
+	}
+	c.waiting++
+}
+
+// OnBrokerE2E implements kgo.HookBrokerE2E: called once per request
+// written, or whose write failed (not counted by OnBrokerWrite).
+func (c *groupContact) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
+	if !membership(key) || e.WriteErr != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waiting--
+	if e.ReadErr == nil {
+		c.answered = time.Now()
+	}
+}
+
+// silence is how long the coordinator has not confirmed the membership
+// at now: zero while an answer is awaited, and before the first one.
+func (c *groupContact) silence(now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting > 0 || c.confirmed.IsZero() {
+		return 0
+	}
+	return now.Sub(c.confirmed)
+}
+
+// watchContact reports, through Config.OnUnconfirmed, when the coordinator has
+// not confirmed the membership for longer than the group's session
+// timeout, and when it does again, until stop is called (which reports
+// the end of an unconfirmed spell too: the next session is a new
+// membership).
+func (s *Sink) watchContact(c *groupContact, timeout time.Duration) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	tick := time.NewTicker(min(max(timeout/10, 100*time.Millisecond), time.Second))
+	go func() {
+		defer close(done)
+		defer tick.Stop()
+		unconfirmed := false
+		report := func(err error) {
+			unconfirmed = err != nil
+			if s.cfg.OnUnconfirmed != nil {
+				s.cfg.OnUnconfirmed(err)
+			}
+		}
+		for {
+			select {
+			case <-quit:
+				if unconfirmed {
+					report(nil)
+				}
+				return
+			case now := <-tick.C:
+				silent := c.silence(now)
+				switch {
+				case !unconfirmed && silent > timeout:
+					err := fmt.Errorf("consumer group %s: the group coordinator has not answered this member for %s, longer than the group's session timeout (%s): the group has dropped it, or is about to, and may have given its partitions to another member; it goes on sinking the records it has, and a commit of partitions another member committed meanwhile is refused (fenced)",
+						s.cfg.Group, silent.Round(time.Second), timeout)
+					s.log.Warn("no partition is reported as this member's until the group coordinator answers it again", "err", err)
+					report(err)
+				case unconfirmed && silent <= timeout:
+					s.log.Info("the group coordinator answers this member again", "group", s.cfg.Group)
+					report(nil)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
+// defaultSessionTimeout is Kafka's default session timeout, of both
+// protocols.
+const defaultSessionTimeout = 45 * time.Second
+
+// groupSessionTimeout is how long the coordinator keeps a silent member.
+// The classic protocol's is the member's own (Config.SessionTimeout, sent
+// with its join); KIP-848's is the group's consumer.session.timeout.ms, or
+// the brokers' group.consumer.session.timeout.ms, which a member cannot
+// set. One that cannot be read (no DescribeConfigs permission) is taken
+// as Kafka's default.
+func (s *Sink) groupSessionTimeout(ctx context.Context) time.Duration {
+	if s.cfg.GroupProtocol != GroupConsumer {
+		if s.cfg.SessionTimeout > 0 {
+			return s.cfg.SessionTimeout
+		}
+		return defaultSessionTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, r := range []struct {
+		kind       kmsg.ConfigResourceType
+		name, conf string
+	}{
+		{kmsg.ConfigResourceTypeGroupConfig, s.cfg.Group, "consumer.session.timeout.ms"},
+		{kmsg.ConfigResourceTypeBroker, "", "group.consumer.session.timeout.ms"},
+	} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName, res.ConfigNames = r.kind, r.name, []string{r.conf}
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctx, s.broker.cl)
+		if err != nil {
+			s.log.Debug("cannot read the group's session timeout", "config", r.conf, "err", err)
+			continue
+		}
+		for _, got := range resp.Resources {
+			if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
+				s.log.Debug("cannot read the group's session timeout", "config", r.conf, "err", err)
+				continue
+			}
+			for _, c := range got.Configs {
+				if c.Name != r.conf || c.Value == nil {
+					continue
+				}
+				if ms, err := strconv.Atoi(*c.Value); err == nil && ms > 0 {
+					return time.Duration(ms) * time.Millisecond
+				}
+			}
+		}
+	}
+	return defaultSessionTimeout
+}

@@ -510,7 +510,8 @@ func (p *Pipeline) status() statuspage.Pipeline {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	commits, fenced := p.commits, p.fenced
-	sp := statuspage.Pipeline{Topic: p.topic, Table: p.table, State: p.state, Error: p.err, Warning: p.warning,
+	state, err := p.shownState()
+	sp := statuspage.Pipeline{Topic: p.topic, Table: p.table, State: state, Error: err, Warning: p.warning,
 		Commits: &commits, Fenced: &fenced, Partitions: []lookup.PartitionStatus{}, Mode: string(p.mode), KeyColumns: p.keyColumns,
 		Group: p.group, Assigned: p.ownedList()}
 	if !p.lastCommit.IsZero() {
@@ -596,7 +597,8 @@ func (r *Registry) Health() (ok bool, doc health) {
 	ok = true
 	for _, p := range r.pipelines {
 		p.mu.Lock()
-		ph := pipelineHealth{Topic: p.topic, Table: p.table, State: p.state, Error: p.err}
+		state, err := p.shownState()
+		ph := pipelineHealth{Topic: p.topic, Table: p.table, State: state, Error: err}
 		if !p.lastCommit.IsZero() {
 			t := p.lastCommit
 			ph.LastCommit = &t

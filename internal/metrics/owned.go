@@ -44,19 +44,9 @@ func (p *Pipeline) hookOwned(cfg *connector.Config) {
 	onUnconfirmed := cfg.OnUnconfirmed
 	cfg.OnUnconfirmed = func(err error) {
 		p.mu.Lock()
+		p.unconfirmed = ""
 		if err != nil {
-			// Retrying, with why: not ready (/readyz), and no partition
-			// shown as this member's, since the group may have given
-			// them to another member, whose figures say so too.
 			p.unconfirmed = err.Error()
-			if p.state != StateFailed {
-				p.state, p.err = StateRetrying, p.unconfirmed
-			}
-		} else {
-			if p.state == StateRetrying && p.err == p.unconfirmed {
-				p.state, p.err = StateRunning, ""
-			}
-			p.unconfirmed = ""
 		}
 		p.setAllAssigned()
 		p.mu.Unlock()
@@ -64,6 +54,19 @@ func (p *Pipeline) hookOwned(cfg *connector.Config) {
 			onUnconfirmed(err)
 		}
 	}
+}
+
+// shownState is the state and error /healthz, /readyz and the status page
+// show. While the group's coordinator has not confirmed the member's
+// partitions (OnUnconfirmed), a running member shows retrying with why:
+// it is not ready, though it may still read and commit records of the
+// partitions it holds (which set running), and the recovery of whatever
+// else made it retry meanwhile does not hide it. The caller holds p.mu.
+func (p *Pipeline) shownState() (state, err string) {
+	if p.unconfirmed != "" && (p.state == StateRunning || p.state == StateStarting) {
+		return StateRetrying, p.unconfirmed
+	}
+	return p.state, p.err
 }
 
 // setAllAssigned sets floe_partition_assigned of every partition shown.

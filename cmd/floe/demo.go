@@ -205,7 +205,7 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 	if err := demoCustomers(ctx, w, stack); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nthe demo's catalog, warehouse and HTML report stay in %s (rm -r it when done);\nthe report's re-verify steps run against them with --catalog %s\n",
+	fmt.Fprintf(w, "\nthe demo's catalog, warehouse and HTML report stay in %s (rm -r it when done);\nthe report's re-verify steps run against them with --catalog %s\n(the ledger and file levels: the broker and content levels need the demo's broker, which stopped with it)\n",
 		stack.Dir, cfg.Catalog)
 	return nil
 }

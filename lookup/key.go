@@ -657,9 +657,10 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	if err != nil {
 		return res, err
 	}
-	if redeleted && (rec == nil || !rec.deletes) {
-		// The log holds no record that removed the key: the table's
-		// truncate stands.
+	if redeleted && rec == nil {
+		// The log holds no record of the key: the table's truncate
+		// stands. A record that gave it a row after the truncate is
+		// answered below (from a review).
 		return byTruncate("; or a later record of the key that the log no longer holds deleted it, whose equality delete a compaction dropped")
 	}
 	switch {

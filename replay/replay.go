@@ -539,7 +539,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 // checkTagMain refuses, before the branch is made, an Options.TagMain that
 // names a ref the table has (a *snapshot.RefExistsError), unless the
 // branch was published before: this command run again, whose publish may
-// have made the tag. The publish checks again.
+// have made the tag. The publish checks again where it would publish.
 func checkTagMain(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) error {
 	if opts.TagMain == "" {
 		return nil

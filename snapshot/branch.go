@@ -305,9 +305,6 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 		if mainID != nil && *mainID == head.SnapshotID {
 			return head.SnapshotID, head.SnapshotID, nil
 		}
-		if err := t.CheckNewRef(tag); err != nil {
-			return 0, 0, err
-		}
 		// The recorded publish decides only where main's history no
 		// longer tells (expired past the archive): a main rolled back
 		// below the published head since does not descend from it, and
@@ -319,6 +316,11 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 		}
 		if published {
 			return 0, 0, &PublishedBeforeError{Table: t.Name(), Branch: t.branch, Head: head.SnapshotID, Main: *mainID}
+		}
+		// After the checks above: a publish run again finds the tag its
+		// first run made.
+		if err := t.CheckNewRef(tag); err != nil {
+			return 0, 0, err
 		}
 		if check != nil {
 			var id int64

@@ -452,25 +452,23 @@ func (v *verifier) record(ctx context.Context, r *kgo.Record) logRecord {
 
 // deadLetterKey sets rec.key to the key of r, a dead letter of an upsert
 // table keyed by decoded columns, where the record key alone tells it (a
-// table keyed by its key's fields, such as Debezium's): decoded as the
-// tombstone of that key, it is the key whose row the dead letter left as
-// it was. It reports whether it could.
+// table keyed by its key's fields, such as Debezium's:
+// connector.RowDecoder.DecodeKey): the key whose row the dead letter left
+// as it was. It reports whether it could.
 func (v *verifier) deadLetterKey(ctx context.Context, r *kgo.Record, rec *logRecord) bool {
-	if v.a.upsert.key.Source != mapping.KeyFromKeyFields || r.Key == nil {
+	t := v.a.typed
+	key, row, ok, err := t.dec.DecodeKey(ctx, r, v.a.upsert.key)
+	if err != nil || !ok || t.rows.AppendDecoded(r, key, row) != nil {
 		return false
 	}
-	tomb := *r
-	tomb.Value = nil
-	known := false
-	_, change, dead, err := v.a.typed.digest(ctx, &v.d, &tomb, func(b arrow.RecordBatch) error {
-		k, err := v.a.upsert.keyer(b)
-		if err != nil {
-			return err
-		}
-		rec.key, known = k.key(v.a, 0)
-		return nil
-	})
-	return err == nil && dead == nil && change == mapping.ChangeDelete && known
+	b := t.rows.NewBatch()
+	defer b.Release()
+	k, err := v.a.upsert.keyer(b)
+	if err != nil {
+		return false
+	}
+	rec.key, ok = k.key(v.a, 0)
+	return ok
 }
 
 // row returns the table's row at offset.

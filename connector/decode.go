@@ -1043,3 +1043,21 @@ func (rd *RowDecoder) DecodeChange(ctx context.Context, r *kgo.Record, key mappi
 	}
 	return out.key, out.value, out.change, nil, nil
 }
+
+// DecodeKey returns the key of r as the sink of an upsert table keyed by
+// its record key's fields (mapping.KeyFromKeyFields: --key json|registry,
+// Debezium's) decodes it, and the row of that key alone (the key columns'
+// values): r decoded as the tombstone of its key, whatever its value. A
+// dead letter's key is so the key whose row it left as it was, where its
+// value is why it is one. ok is false for a table keyed otherwise, whose
+// key a record key alone does not tell, and for a key that decodes into
+// no key (null, or malformed).
+func (rd *RowDecoder) DecodeKey(ctx context.Context, r *kgo.Record, key mapping.UpsertKey) (k any, row map[string]any, ok bool, err error) {
+	if key.Source != mapping.KeyFromKeyFields || r.Key == nil {
+		return nil, nil, false, nil
+	}
+	tomb := *r
+	tomb.Value = nil
+	k, row, change, dead, err := rd.DecodeChange(ctx, &tomb, key)
+	return k, row, err == nil && dead == nil && change == mapping.ChangeDelete, err
+}

@@ -91,9 +91,10 @@ type KeyResult struct {
 	// FoundBy says where a delete was found: equality-delete files or log.
 	FoundBy string `json:"found_by,omitempty"`
 	// DeadLetterOffset and DeadLetterReason are, for a row of a Kafka
-	// key, the key's latest record in the row's partition when it is a
-	// dead letter (the dead-letter table holds it): a dead letter changes
-	// no row, so the row is the key's record before it.
+	// key or of a key of the record key's fields (Debezium's), the key's
+	// latest record in the row's partition when it is a dead letter (the
+	// dead-letter table holds it): a dead letter changes no row, so the
+	// row is the key's record before it.
 	DeadLetterOffset *int64 `json:"dead_letter_offset,omitempty"`
 	DeadLetterReason string `json:"dead_letter_reason,omitempty"`
 	// Explanation says the same in a sentence.
@@ -521,7 +522,13 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 		}
 		res.Explanation = fmt.Sprintf("key %s is a row: the record at %s offset %d, committed by snapshot %d, in data file %s",
 			text, found.tp, found.offset, derefOr(res.SnapshotID), found.file)
-		dead, err := laterDeadLetter(ctx, tbl, sum, k, *found)
+		dead, err := laterDeadLetter(ctx, tbl, sum, k, *found, o.registry)
+		if ce, ok := errors.AsType[*connector.ConfigError](err); ok && ce.Setting == connector.SettingRegistry {
+			// The row answers; the registry only tells whether a later
+			// dead letter is the key's.
+			res.Explanation += fmt.Sprintf("; dead letters follow it in %s, whose keys this table decodes with a schema registry: pass --schema-registry too to tell whether the key's latest record is one of them", found.tp)
+			return res, nil
+		}
 		if err != nil {
 			return res, err
 		}
@@ -755,19 +762,25 @@ type deadLetter struct {
 	table  string
 	offset int64
 	reason string
+	key    []byte // the record key, when it is decoded to tell the key
 }
 
-// laterDeadLetter returns the latest dead letter of k, a Kafka key, in
-// row's partition past row's offset, as the dead-letter tables that the
-// ledger (sum, its summary) names for ranges there hold it: the key's
-// latest record there, which left row as it was. Cheap: the ledger is not
-// walked unless the partition has dead letters, and then only its blocks
-// that may hold a range past the row that sent some, nor a dead-letter
-// table read unless such a range did. nil for a key of decoded
-// columns, whose dead letters hold the Kafka key only, and for a
-// dead-letter table dropped or without a snapshot, which tells none.
-func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summary, k tableKey, row keyedRow) (*deadLetter, error) {
-	if !k.byKafkaKey() {
+// laterDeadLetter returns the latest dead letter of k in row's partition
+// past row's offset, as the dead-letter tables that the ledger (sum, its
+// summary) names for ranges there hold it: the key's latest record there,
+// which left row as it was. Cheap: the ledger is not walked unless the
+// partition has dead letters, and then only its blocks that may hold a
+// range past the row that sent some, nor a dead-letter table read unless
+// such a range did. A dead letter keeps its record's key bytes: a Kafka
+// key is matched on them; a key of the record key's fields (Debezium's)
+// on their decoding as the sink decodes them (keyDecoder), latest dead
+// letter first, where a key that does not decode (a malformed one) is no
+// key's. nil for a key of value columns, which a dead letter's value, why
+// it is one, may not tell, and for a dead-letter table dropped or without
+// a snapshot, which tells none. A table decoded with a schema registry,
+// given none, is a *connector.ConfigError.
+func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summary, k tableKey, row keyedRow, registry *connector.Registry) (*deadLetter, error) {
+	if !k.byKafkaKey() && k.key.Source != mapping.KeyFromKeyFields {
 		return nil, nil
 	}
 	if ps, _ := sum.Partition(row.tp); ps.DeadLetters == 0 {
@@ -787,9 +800,17 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 	filter := iceberg.NewAnd(
 		iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), row.tp.Topic),
 		iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), row.tp.Partition),
-		iceberg.GreaterThan(iceberg.Reference(mapping.ColOffset), row.offset),
-		iceberg.EqualTo(iceberg.Reference(mapping.ColKey), k.raw))
-	var latest *deadLetter
+		iceberg.GreaterThan(iceberg.Reference(mapping.ColOffset), row.offset))
+	decodes := !k.byKafkaKey()
+	cols := []string{mapping.ColOffset, mapping.ColError}
+	if decodes {
+		cols = append(cols, mapping.ColKey)
+	} else {
+		filter = iceberg.NewAnd(filter, iceberg.EqualTo(iceberg.Reference(mapping.ColKey), k.raw))
+	}
+	// found are the dead letters the filter selects, with their keys when
+	// those are decoded.
+	var found []deadLetter
 	for _, name := range names {
 		dlq, err := openDeadLetters(ctx, tbl, name)
 		if errors.Is(err, snapshot.ErrTableNotFound) {
@@ -801,20 +822,31 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 		if dlq.Head() == nil {
 			continue
 		}
-		err = dlq.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: []string{mapping.ColOffset, mapping.ColError}, Filter: filter},
+		err = dlq.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: cols, Filter: filter},
 			func(fb snapshot.FileBatch) error {
 				if fb.Done {
 					return nil
 				}
-				off, ok1 := fb.Batch.Column(fb.Batch.Schema().FieldIndices(mapping.ColOffset)[0]).(*array.Int64)
-				why, ok2 := fb.Batch.Column(fb.Batch.Schema().FieldIndices(mapping.ColError)[0]).(*array.String)
-				if !ok1 || !ok2 {
+				col := func(name string) arrow.Array { return fb.Batch.Column(fb.Batch.Schema().FieldIndices(name)[0]) }
+				off, ok1 := col(mapping.ColOffset).(*array.Int64)
+				why, ok2 := col(mapping.ColError).(*array.String)
+				var key *array.Binary
+				ok3 := true
+				if decodes {
+					key, ok3 = col(mapping.ColKey).(*array.Binary)
+				}
+				if !ok1 || !ok2 || !ok3 {
 					return fmt.Errorf("data file %s: unexpected column types %s", fb.Path, fb.Batch.Schema())
 				}
 				for i := range off.Len() {
-					if latest == nil || off.Value(i) > latest.offset {
-						latest = &deadLetter{table: name, offset: off.Value(i), reason: why.Value(i)}
+					d := deadLetter{table: name, offset: off.Value(i), reason: why.Value(i)}
+					if decodes {
+						if key.IsNull(i) {
+							continue // a record without a key is no key's
+						}
+						d.key = bytes.Clone(key.Value(i))
 					}
+					found = append(found, d)
 				}
 				return nil
 			})
@@ -822,7 +854,61 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 			return nil, fmt.Errorf("look key %v up in dead-letter table %s: %w", k.want, name, err)
 		}
 	}
-	return latest, nil
+	slices.SortFunc(found, func(x, y deadLetter) int { return cmp.Compare(y.offset, x.offset) })
+	switch {
+	case len(found) == 0:
+		return nil, nil
+	case !decodes:
+		return &found[0], nil
+	}
+	dec, err := newKeyDecoder(tbl, registry)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range found {
+		rec := &kgo.Record{Topic: row.tp.Topic, Partition: row.tp.Partition, Offset: d.offset, Key: d.key}
+		is, err := dec.holds(ctx, rec, k)
+		if err != nil {
+			return nil, fmt.Errorf("decode the key of the dead letter at %s offset %d in %s as the sink does: %w", row.tp, d.offset, d.table, err)
+		}
+		if is {
+			return &d, nil
+		}
+	}
+	return nil, nil
+}
+
+// keyDecoder decodes record keys into the key columns of a table keyed by
+// its record key's fields, as its sink does (connector.RowDecoder.DecodeKey),
+// to match them with a key given as text.
+type keyDecoder struct {
+	dec  *connector.RowDecoder
+	rows *mapping.RowBuilder
+}
+
+// newKeyDecoder returns the key decoder of tbl: a table decoded with a
+// schema registry is refused without one (*connector.ConfigError).
+func newKeyDecoder(tbl *snapshot.Table, registry *connector.Registry) (*keyDecoder, error) {
+	dec, rows, err := newRowDecoding(tbl, registry)
+	if err != nil {
+		return nil, err
+	}
+	return &keyDecoder{dec: dec, rows: rows}, nil
+}
+
+// holds reports whether rec's key decodes into k; a key that decodes into
+// none (null, malformed) does not.
+func (d *keyDecoder) holds(ctx context.Context, rec *kgo.Record, k tableKey) (bool, error) {
+	key, row, ok, err := d.dec.DecodeKey(ctx, rec, k.key)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := d.rows.AppendDecoded(rec, key, row); err != nil {
+		return false, err
+	}
+	b := d.rows.NewBatch()
+	defer b.Release()
+	return k.matches(b, 0)
 }
 
 // keyedRow is where a key's row is.
@@ -1277,21 +1363,32 @@ func (l *keyLog) prepare() error {
 	if !l.decodes() || l.dec != nil {
 		return nil
 	}
-	placeholder, err := mapping.PlaceholderOf(l.tbl.Iceberg().Properties())
-	if err != nil {
-		return fmt.Errorf("search the log of %s for key %s: %w", l.tbl.Name(), l.text, err)
-	}
-	layout := l.tbl.Layout()
-	dec, err := connector.NewRowDecoder(layout, l.registry, l.tbl.Iceberg().Schema(), placeholder)
+	dec, rows, err := newRowDecoding(l.tbl, l.registry)
 	if err != nil {
 		return fmt.Errorf("search the log of %s for key %s, decoding its records: %w", l.tbl.Name(), l.text, err)
 	}
-	rows, err := layout.NewRowBuilder(memory.NewGoAllocator(), l.tbl.ArrowSchema())
-	if err != nil {
-		return fmt.Errorf("search the log of %s for key %s: %w", l.tbl.Name(), l.text, err)
-	}
 	l.dec, l.rows = dec, rows
 	return nil
+}
+
+// newRowDecoding returns the decoder of tbl's records as its sink decodes
+// them, and a builder of its rows to match them in: a table decoded with a
+// schema registry is refused without one (*connector.ConfigError).
+func newRowDecoding(tbl *snapshot.Table, registry *connector.Registry) (*connector.RowDecoder, *mapping.RowBuilder, error) {
+	placeholder, err := mapping.PlaceholderOf(tbl.Iceberg().Properties())
+	if err != nil {
+		return nil, nil, err
+	}
+	layout := tbl.Layout()
+	dec, err := connector.NewRowDecoder(layout, registry, tbl.Iceberg().Schema(), placeholder)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := layout.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
+	if err != nil {
+		return nil, nil, err
+	}
+	return dec, rows, nil
 }
 
 // offer adds rec, a committed record of span s, to s when it is a record

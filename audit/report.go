@@ -343,26 +343,44 @@ func writeFindings(b *strings.Builder, findings []Finding) {
 	}
 }
 
-// partitionTable writes one aligned line per partition.
+// partitionTable writes one aligned line per partition. An upsert
+// table's count the ledger's upserts, deletes and skipped records, as its
+// HTML report does: its records are no rows (a table of 9 rows showed
+// ROWS 14, from a new user's run).
 func (r *Report) partitionTable(b *strings.Builder) {
-	header := []string{"PARTITION", "FIRST", "NEXT", "RANGES", "ROWS", "GAPS", "OVLP", "LOST", "LAG", "STATUS"}
+	upsert := r.UpsertKey != ""
+	counts := []string{"ROWS"}
+	if upsert {
+		counts = []string{"UPSERTS", "DELETES", "SKIPPED"}
+	}
+	header := slices.Concat([]string{"PARTITION", "FIRST", "NEXT", "RANGES"}, counts, []string{"GAPS", "OVLP", "LOST", "LAG", "STATUS"})
 	rows := [][]string{header}
 	for _, p := range r.Partitions {
-		row := []string{partName(p.TopicPartition), "-", "-", "-", "-", "-", "-", "-", "-", "ok"}
+		row := []string{partName(p.TopicPartition), "-", "-", "-"}
 		if p.InLedger {
-			row[1], row[2], row[3], row[4] = fmt.Sprint(p.First), fmt.Sprint(p.Next), fmt.Sprint(p.Ranges), fmt.Sprint(p.Records)
-			row[5], row[6], row[7] = fmt.Sprint(total(p.Gaps)), fmt.Sprint(total(p.Overlaps)), fmt.Sprint(total(p.Lost))
-		}
-		if p.Broker != nil {
-			row[8] = fmt.Sprint(p.Broker.Lag)
-		}
-		if p.Findings > 0 {
-			row[9] = fmt.Sprintf("%d FINDINGS", p.Findings)
-			if p.Findings == 1 {
-				row[9] = "1 FINDING"
+			row[1], row[2], row[3] = fmt.Sprint(p.First), fmt.Sprint(p.Next), fmt.Sprint(p.Ranges)
+			row = append(row, fmt.Sprint(p.Records))
+			if upsert {
+				row = append(row, fmt.Sprint(p.Deletes), fmt.Sprint(p.Skipped))
+			}
+			row = append(row, fmt.Sprint(total(p.Gaps)), fmt.Sprint(total(p.Overlaps)), fmt.Sprint(total(p.Lost)))
+		} else {
+			for range len(counts) + 3 {
+				row = append(row, "-")
 			}
 		}
-		rows = append(rows, row)
+		lag := "-"
+		if p.Broker != nil {
+			lag = fmt.Sprint(p.Broker.Lag)
+		}
+		status := "ok"
+		if p.Findings > 0 {
+			status = fmt.Sprintf("%d FINDINGS", p.Findings)
+			if p.Findings == 1 {
+				status = "1 FINDING"
+			}
+		}
+		rows = append(rows, append(row, lag, status))
 	}
 	widths := make([]int, len(header))
 	for _, row := range rows {
@@ -389,11 +407,14 @@ func (r *Report) partitionTable(b *strings.Builder) {
 	for _, p := range r.Partitions {
 		dead += p.DeadLetters
 	}
-	folded := r.Fold != "" || r.UpsertKey != ""
 	switch {
-	case folded && dead > 0:
+	case upsert && dead > 0:
+		fmt.Fprintf(b, "(UPSERTS, DELETES and SKIPPED count the ledger's records by what they did to their keys, the table keeping one row per key; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)\n", plural(dead, "more record"), r.Table)
+	case upsert:
+		b.WriteString("(UPSERTS, DELETES and SKIPPED count the ledger's records by what they did to their keys; the table keeps one row per key)\n")
+	case r.Fold != "" && dead > 0:
 		fmt.Fprintf(b, "(ROWS counts the records folded, the table keeping each key's latest; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)\n", plural(dead, "more record"), r.Table)
-	case folded:
+	case r.Fold != "":
 		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
 	case dead > 0:
 		fmt.Fprintf(b, "(ROWS counts rows of the table; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)\n", plural(dead, "more record"), r.Table)

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,14 +17,31 @@ func TestPartitionTableRowsNote(t *testing.T) {
 		r    Report
 		want string
 	}{
-		{Report{Partitions: []PartitionReport{p}, UpsertKey: "kafka_key"}, "(ROWS counts the records folded, the table keeping each key's latest; 2 more records went to the dead-letter table"},
+		{Report{Partitions: []PartitionReport{p}, UpsertKey: "kafka_key"}, "(UPSERTS, DELETES and SKIPPED count the ledger's records by what they did to their keys, the table keeping one row per key; 2 more records went to the dead-letter table"},
+		{Report{Partitions: []PartitionReport{p}, Fold: mapping.FoldLatest}, "(ROWS counts the records folded, the table keeping each key's latest; 2 more records went to the dead-letter table"},
 		{Report{Partitions: []PartitionReport{p}}, "(ROWS counts rows of the table; 2 more records"},
 	} {
 		var b strings.Builder
 		c.r.partitionTable(&b)
-		if !strings.Contains(b.String(), c.want) || strings.Count(b.String(), "(ROWS counts") != 1 {
-			t.Errorf("upsert key %q:\n%s\nwant one note: %s", c.r.UpsertKey, b.String(), c.want)
+		if !strings.Contains(b.String(), c.want) || strings.Count(b.String(), "(ROWS counts")+strings.Count(b.String(), "(UPSERTS, DELETES") != 1 {
+			t.Errorf("upsert key %q, fold %q:\n%s\nwant one note: %s", c.r.UpsertKey, c.r.Fold, b.String(), c.want)
 		}
+	}
+}
+
+// TestPartitionTableUpsertCounts (from a new user's CDC evaluation): the
+// text report of an upsert table showed ROWS 14 for a table of 9 rows: it
+// counts the records the ledger upserted, which the HTML report calls
+// upserts, beside deletes and skipped. The text report names them so.
+func TestPartitionTableUpsertCounts(t *testing.T) {
+	p := PartitionReport{TopicPartition: mapping.TopicPartition{Topic: "customers"}, InLedger: true, Next: 19, Ranges: 2, Records: 14, Deletes: 4, Skipped: 1}
+	var b strings.Builder
+	(&Report{Partitions: []PartitionReport{p}, Mode: mapping.ModeUpsert, UpsertKey: "id"}).partitionTable(&b)
+	lines := strings.Split(b.String(), "\n")
+	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	want := []string{"PARTITION", "FIRST", "NEXT", "RANGES", "UPSERTS", "DELETES", "SKIPPED", "GAPS", "OVLP", "LOST", "LAG", "STATUS"}
+	if !slices.Equal(header, want) || !slices.Equal(row, []string{"customers/0", "0", "19", "2", "14", "4", "1", "0", "0", "0", "-", "ok"}) {
+		t.Errorf("partition table of an upsert table:\n%s\nwant columns %v, and the ledger's 14 upserts, 4 deletes and 1 skipped", b.String(), want)
 	}
 }
 

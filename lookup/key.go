@@ -488,6 +488,14 @@ func WhereKey(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// The key as it sits in Kafka is answered as the key it decodes into
+	// (found by a new user: the wrapper's members were refused as no key
+	// columns, though the sink takes it).
+	if plain, ok, err := connectKey(ctx, tbl, o.registry, text); err != nil {
+		return res, err
+	} else if ok {
+		text = plain
+	}
 	k, err := parseKey(tbl, text)
 	if err != nil {
 		return res, err
@@ -896,19 +904,95 @@ func newKeyDecoder(tbl *snapshot.Table, registry *connector.Registry) (*keyDecod
 	return &keyDecoder{dec: dec, rows: rows}, nil
 }
 
-// holds reports whether rec's key decodes into k; a key that decodes into
-// none (null, malformed) does not.
-func (d *keyDecoder) holds(ctx context.Context, rec *kgo.Record, k tableKey) (bool, error) {
-	key, row, ok, err := d.dec.DecodeKey(ctx, rec, k.key)
+// row returns the row of the key columns that rec's key decodes into, for
+// the caller to release; nil when it decodes into none (null, malformed).
+func (d *keyDecoder) row(ctx context.Context, rec *kgo.Record, key mapping.UpsertKey) (arrow.RecordBatch, error) {
+	k, row, ok, err := d.dec.DecodeKey(ctx, rec, key)
 	if err != nil || !ok {
+		return nil, err
+	}
+	if err := d.rows.AppendDecoded(rec, k, row); err != nil {
+		return nil, err
+	}
+	return d.rows.NewBatch(), nil
+}
+
+// holds reports whether rec's key decodes into k; a key that decodes into
+// none does not.
+func (d *keyDecoder) holds(ctx context.Context, rec *kgo.Record, k tableKey) (bool, error) {
+	b, err := d.row(ctx, rec, k.key)
+	if err != nil || b == nil {
 		return false, err
 	}
-	if err := d.rows.AppendDecoded(rec, key, row); err != nil {
-		return false, err
-	}
-	b := d.rows.NewBatch()
 	defer b.Release()
 	return k.matches(b, 0)
+}
+
+// text returns rec's key decoded as the sink decodes it, as the JSON
+// object of the key columns that --key takes; false when it decodes into
+// no key, or one with a null key column.
+func (d *keyDecoder) text(ctx context.Context, rec *kgo.Record, key mapping.UpsertKey) (string, bool, error) {
+	b, err := d.row(ctx, rec, key)
+	if err != nil || b == nil {
+		return "", false, err
+	}
+	defer b.Release()
+	obj := map[string]any{}
+	for _, col := range key.Columns {
+		idx := b.Schema().FieldIndices(col)
+		if len(idx) != 1 {
+			return "", false, fmt.Errorf("no key column %s in %s", col, b.Schema())
+		}
+		c := b.Column(idx[0])
+		if c.IsNull(0) {
+			return "", false, nil
+		}
+		switch c := c.(type) {
+		case *array.String:
+			obj[col] = c.Value(0)
+		case *array.Int32:
+			obj[col] = c.Value(0)
+		case *array.Int64:
+			obj[col] = c.Value(0)
+		case *array.Boolean:
+			obj[col] = c.Value(0)
+		case *array.Timestamp:
+			// As typedKey reads them: cellText's literal has a space
+			// where --key takes a T.
+			typ := c.DataType().(*arrow.TimestampType)
+			t := c.Value(0).ToTime(typ.Unit)
+			if typ.TimeZone != "" {
+				obj[col] = t.Format(time.RFC3339Nano)
+			} else {
+				obj[col] = t.Format("2006-01-02T15:04:05.999999999")
+			}
+		default:
+			// The other types --key takes, as text (typedKey).
+			obj[col] = cellText(c, 0)
+		}
+	}
+	out, err := json.Marshal(obj)
+	return string(out), err == nil, err
+}
+
+// connectKey returns text, a key in the Kafka Connect JSON converter's
+// {"schema": …, "payload": …} wrapper as it sits in Kafka (Debezium's
+// keys with schemas.enable=true), as the JSON object of the key columns
+// that the sink decodes it into; false when text is no such wrapper, or
+// the table is not keyed by its record key's fields, or its sink does not
+// unwrap it (keyDecoder: the sink's own decoding decides).
+func connectKey(ctx context.Context, tbl *snapshot.Table, registry *connector.Registry, text string) (string, bool, error) {
+	if tbl.Mode() != mapping.ModeUpsert || tbl.UpsertKey().Source != mapping.KeyFromKeyFields {
+		return "", false, nil
+	}
+	if _, _, wrapped, _ := mapping.UnwrapConnectJSON([]byte(text)); !wrapped {
+		return "", false, nil
+	}
+	dec, err := newKeyDecoder(tbl, registry)
+	if err != nil {
+		return "", false, fmt.Errorf("decode key %s as the sink of %s does: %w", text, tbl.Name(), err)
+	}
+	return dec.text(ctx, &kgo.Record{Key: []byte(text)}, tbl.UpsertKey())
 }
 
 // keyedRow is where a key's row is.

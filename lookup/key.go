@@ -911,7 +911,13 @@ func (d *keyDecoder) row(ctx context.Context, rec *kgo.Record, key mapping.Upser
 	if err != nil || !ok {
 		return nil, err
 	}
-	if err := d.rows.AppendDecoded(rec, k, row); err != nil {
+	return d.batch(rec, k, row)
+}
+
+// batch returns the row of rec decoded into key k and value, for the
+// caller to release.
+func (d *keyDecoder) batch(rec *kgo.Record, k any, value map[string]any) (arrow.RecordBatch, error) {
+	if err := d.rows.AppendDecoded(rec, k, value); err != nil {
 		return nil, err
 	}
 	return d.rows.NewBatch(), nil
@@ -929,16 +935,22 @@ func (d *keyDecoder) holds(ctx context.Context, rec *kgo.Record, k tableKey) (bo
 }
 
 // text returns rec's key decoded as the sink decodes it, as the JSON
-// object of the key columns that --key takes; false when it decodes into
-// no key, or one with a null key column.
+// object of the key columns that --key takes (keyText); false when it
+// decodes into no key, or one with a null key column.
 func (d *keyDecoder) text(ctx context.Context, rec *kgo.Record, key mapping.UpsertKey) (string, bool, error) {
 	b, err := d.row(ctx, rec, key)
 	if err != nil || b == nil {
 		return "", false, err
 	}
 	defer b.Release()
+	return keyText(b, key.Columns)
+}
+
+// keyText returns the key columns cols of b's first row as the JSON
+// object --key takes; false when one is null.
+func keyText(b arrow.RecordBatch, cols []string) (string, bool, error) {
 	obj := map[string]any{}
-	for _, col := range key.Columns {
+	for _, col := range cols {
 		idx := b.Schema().FieldIndices(col)
 		if len(idx) != 1 {
 			return "", false, fmt.Errorf("no key column %s in %s", col, b.Schema())

@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -365,6 +366,10 @@ func explainNoRow(ctx context.Context, tbl *snapshot.Table, broker *connector.Br
 // names the possibilities.
 func foldedAway(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, tp mapping.TopicPartition, rec *kgo.Record) (kind, why string, err error) {
 	const folded = "it is a record the table folded into its latest row per key: superseded by a later value for its key, deleted by a tombstone or without a key"
+	if tbl.Mode() == mapping.ModeUpsert && tbl.UpsertKey().Source == mapping.KeyFromKeyFields {
+		why, err := foldedKeyFields(ctx, tbl, rec)
+		return KindSuperseded, cmp.Or(why, folded), err
+	}
 	if tbl.Mode() != mapping.ModeUpsert || tbl.UpsertKey().Source != mapping.KeyFromKafkaKey || rec.Key == nil {
 		return KindSuperseded, folded, nil
 	}
@@ -413,6 +418,44 @@ func foldedAway(ctx context.Context, tbl *snapshot.Table, broker *connector.Brok
 		return KindSuperseded, folded + "; a compaction or a truncate may have dropped the delete of its key", nil
 	}
 	return KindMissing, "it is a committed record (read from the broker) whose key has no row and no later delete in the table: the table lost it (floe audit --deep --verify-content --brokers finds every such offset)", nil
+}
+
+// foldedKeyFields explains rec, a committed record without a row of
+// an upsert table keyed by its record key's fields (Debezium's), by its
+// key decoded as the sink decodes it, with the floe where --key that says
+// where the key stands: the table, holding no row of the record, cannot
+// name its key (a new user got the three possibilities and no key). ""
+// when rec makes no change of a key (a truncate, a record without a key),
+// or its key needs a schema registry, which Where has none of.
+func foldedKeyFields(ctx context.Context, tbl *snapshot.Table, rec *kgo.Record) (string, error) {
+	dec, err := newKeyDecoder(tbl, nil)
+	if ce, ok := errors.AsType[*connector.ConfigError](err); ok && ce.Setting == connector.SettingRegistry {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	key := tbl.UpsertKey()
+	k, value, change, dead, err := dec.dec.DecodeChange(ctx, rec, key)
+	if err != nil || dead != nil || change != mapping.ChangeUpsert && change != mapping.ChangeDelete {
+		return "", err
+	}
+	// The change's own key: a delete without a record key takes it from
+	// its before image.
+	b, err := dec.batch(rec, k, value)
+	if err != nil {
+		return "", err
+	}
+	defer b.Release()
+	text, ok, err := keyText(b, key.Columns)
+	if err != nil || !ok {
+		return "", err
+	}
+	cmd := fmt.Sprintf("floe where --table %s --key '%s'", tbl.Name(), strings.ReplaceAll(text, "'", `'\''`))
+	if change == mapping.ChangeDelete {
+		return fmt.Sprintf("it deletes key %s (read from the broker: a delete event or a tombstone), and makes no row; %s says where the key stands", text, cmd), nil
+	}
+	return fmt.Sprintf("it is a value of key %s (read from the broker) that the table folded into its latest row per key: superseded by a later value of the key, or deleted since; %s tells which", text, cmd), nil
 }
 
 // openDeadLetters opens the dead-letter table named name, which a commit

@@ -25,6 +25,11 @@ func TestSinkCreateTableFalse(t *testing.T) {
 	if code != exitError || !strings.Contains(errs, "lake.order") || !strings.Contains(errs, "did you mean lake.orders") || !strings.Contains(errs, "--create-table=false refuses to create it") {
 		t.Fatalf("a misspelt --table with --create-table=false: exit %d\n%s\n%s", code, out, errs)
 	}
+	// Said once: the refusal and the hint of a missing table both said
+	// "check --table" (from a new-user run).
+	if n := strings.Count(errs, "check --table"); n != 1 {
+		t.Errorf("the refusal says \"check --table\" %d times, want once:\n%s", n, errs)
+	}
 	_, tables, _ := floe(t, append([]string{"status"}, loc...)...)
 	if strings.Contains(tables, "lake.order ") || strings.Contains(tables, "lake.order_dlq") {
 		t.Fatalf("the refused run created a table:\n%s", tables)

@@ -564,7 +564,9 @@ func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines) err
 		tf.table = strings.Join(p.Table, ".")
 		_, err := tf.open(ctx, snapshot.OpenOptions{})
 		if errors.Is(err, snapshot.ErrTableNotFound) {
-			err = fmt.Errorf("%w; --create-table=false refuses to create it: check --table, or leave --create-table out to create it", err)
+			// The hint of every missing table adds "check --table and
+			// --catalog": said here too, it came twice.
+			err = fmt.Errorf("%w; --create-table=false refuses to create it (leave --create-table out to create it)", err)
 		}
 		if err != nil && len(run) > 1 {
 			return fmt.Errorf("pipeline %s: %w", p, err)

@@ -89,6 +89,10 @@ func (e *OptionError) Error() string {
 type CheckError struct {
 	Settings []Setting
 	Err      error
+	// OnBranch is set when the replay wrote onto a branch (Options.Branch):
+	// a target in the way is fixed by another branch then, and by a
+	// first one otherwise.
+	OnBranch bool
 }
 
 func (e *CheckError) Error() string { return e.Err.Error() }

@@ -387,6 +387,9 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	}
 	if ledger.Commits > 0 {
 		if err := plan.CheckResume(res.Target, ledger); err != nil {
+			if ce, ok := errors.AsType[*CheckError](err); ok {
+				ce.OnBranch = opts.Branch != ""
+			}
 			return res, err
 		}
 		if err := plan.checkEnd(until, res.Target, ledger); err != nil {

@@ -296,8 +296,12 @@ func withFlags(err error) string {
 				// The error names the fix itself.
 			case slices.Contains(e.Settings, replay.SettingPartitionBy):
 				hint("omit --partition-by (a branch is written with its table's spec), or replay into a new --table")
-			default:
+			case e.OnBranch:
 				hint("replay into another --table, or onto another --branch")
+			default:
+				// No --branch was given: "another" named none (from a
+				// new-user run).
+				hint("replay into a new --table, or rebuild this one on a branch and publish it in its place: add --branch rebuild --publish")
 			}
 		case *replay.OtherTopicsError:
 			hint("a replay rebuilds one topic: to rebuild a table of several, sink them again (floe sink with a --topic for each) into a new table; replay without --publish to look at this topic's rebuild on its branch; or pass --publish-different to publish it alone, dropping the others' rows from main")

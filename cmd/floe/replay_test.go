@@ -128,9 +128,11 @@ func TestReplayCommandRebuildsTheSinkTable(t *testing.T) {
 		len(again.Start) != 3 || again.End["orders/0"] != sunk.Next["orders/0"] || again.Next["orders/0"] != sunk.Next["orders/0"] || again.Compared {
 		t.Fatalf("replay --json: %v %+v\n%s", err, again, out)
 	}
-	// The sunk table is not a replay target without --branch.
+	// The sunk table is not a replay target without --branch, and the
+	// refusal names the flags to add, not "another --branch" when none
+	// was given (from a new-user run).
 	code, _, errs := floe(t, append([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders"}, loc...)...)
-	if code != exitError || !strings.Contains(errs, "--branch") {
+	if code != exitError || !strings.Contains(errs, "add --branch rebuild --publish") || strings.Contains(errs, "another --branch") {
 		t.Fatalf("replay into the sunk table: exit %d: %s", code, errs)
 	}
 }

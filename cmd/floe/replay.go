@@ -489,7 +489,8 @@ func printReplayResult(w io.Writer, r replay.Result, branch string) {
 	}
 	switch {
 	case r.Differ != nil && r.Differ.Published:
-		fmt.Fprintf(w, "%s: DIFFERENT (%v); published anyway (--publish-different)\n", checked, r.Differ)
+		// The difference's text ends by saying it was published.
+		fmt.Fprintf(w, "%s: DIFFERENT: %v (--publish-different)\n", checked, r.Differ)
 	case r.Differ != nil:
 		// The error after the result says how.
 		fmt.Fprintf(w, "%s: DIFFERENT: not published (below)\n", checked)

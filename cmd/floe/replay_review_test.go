@@ -58,7 +58,8 @@ func TestReviewReplayJSONPublishDifferentEqualField(t *testing.T) {
 // --publish-different a differing branch is published ("published:
 // main moved from snapshot ..."), and the same output says of it "...: not
 // published, main is unchanged" (DifferError's text, printed inside
-// "compared with main key by key: DIFFERENT (...); published anyway"), as
+// "compared with main key by key: DIFFERENT: ...: published all the
+// same (--publish-different)"), as
 // does the differ field of --json.
 func TestReviewReplayPublishDifferentSaysNotPublished(t *testing.T) {
 	_, base := upsertReplayBase(t)

@@ -311,6 +311,9 @@ func TestUpsertStructKeyReadCommands(t *testing.T) {
 	for _, c := range []struct{ key, want string }{
 		{`{"id":`, `--key "{\"id\":": want a JSON object of the key columns id, e.g. {"id":0}`},
 		{`3`, `want a JSON object of the key columns id`},
+		// Not encoding/json's "invalid character 'o' in literal null" (a
+		// new user's report).
+		{`notjson`, `--key "notjson": want a JSON object of the key columns id, e.g. {"id":0}`},
 		{`{"id":"x"}`, "key column id is an integer: give it as a JSON number"},
 		{`{"id":3,"name":"x"}`, "name is not a key column"},
 		{`{}`, "key column id is missing"},

@@ -196,6 +196,25 @@ type Finding struct {
 	SnapshotID int64
 	// Detail says what is wrong in one sentence.
 	Detail string
+	// Key is the key of an upsert table that Detail names (keyPhrase),
+	// "" when it names none: the text and HTML reports show it as floe
+	// where --key takes it (textDetail).
+	Key string
+}
+
+// keyPhrase names key in a finding's Detail, quoted as a Go string: the
+// JSON report has always given it so, and accepted findings are matched
+// by their JSON (findingKey).
+func keyPhrase(key string) string { return fmt.Sprintf("key %q", key) }
+
+// textDetail is f.Detail as a person reads it: its key as floe where
+// --key takes it, in a shell's single quotes, not escaped as a Go string
+// (key "{\"id\":1}" could not be pasted: a new user's report).
+func (f Finding) textDetail() string {
+	if f.Key == "" {
+		return f.Detail
+	}
+	return strings.Replace(f.Detail, keyPhrase(f.Key), "key '"+strings.ReplaceAll(f.Key, "'", `'\''`)+"'", 1)
 }
 
 // BrokerState is a partition as the broker reports it.

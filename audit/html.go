@@ -236,6 +236,7 @@ func htmlFindings(findings []Finding) (list []htmlFinding, more int) {
 			return list, len(findings) - i
 		}
 		hf := htmlFinding{Finding: f}
+		hf.Detail = f.textDetail() // for a person, as the text report's
 		if f.HasPartition {
 			hf.Where, hf.Anchor = partName(f.Partition), anchor(f.Partition)
 			for _, o := range f.Others {
@@ -462,7 +463,7 @@ func htmlPartitionOf(p PartitionReport, findings []Finding, filesRan, upsert boo
 		if f.Level == LevelLedger || !f.HasOffsets {
 			continue
 		}
-		m := s.mark("finding", f.Offsets.Low, f.Offsets.High, 1, fmt.Sprintf("%s %s %s: %s", f.Level, f.Kind, f.Offsets, f.Detail))
+		m := s.mark("finding", f.Offsets.Low, f.Offsets.High, 1, fmt.Sprintf("%s %s %s: %s", f.Level, f.Kind, f.Offsets, f.textDetail()))
 		m.Finding = f.Kind
 		other = append(other, m)
 	}

@@ -325,7 +325,7 @@ func writeFindings(b *strings.Builder, findings []Finding) {
 			head += " " + f.Offsets.String()
 		}
 		fmt.Fprintf(b, "- %s\n", head)
-		wrap(b, "    ", f.Detail)
+		wrap(b, "    ", f.textDetail())
 		if len(f.Others) > 0 {
 			names := make([]string, len(f.Others))
 			for i, o := range f.Others {

@@ -301,14 +301,15 @@ func (a *auditor) checkUpsertKeys(ctx context.Context, u *upsertRows) error {
 		for i, p := range ps {
 			where[i] = p.String()
 		}
-		key := "a key"
+		key, named := "a key", ""
 		if n < maxNamedKeys {
-			key = fmt.Sprintf("key %q", names[ps[0]])
+			named = names[ps[0]]
+			key = keyPhrase(named)
 		}
 		first := ps[0]
 		a.find(Finding{Level: LevelRows, Kind: KindDuplicateKey, Partition: first.tp, HasPartition: true,
 			Offsets: mapping.Interval{Low: first.offset, High: first.offset + 1}, HasOffsets: true,
-			Detail: fmt.Sprintf("%s is held by %d rows (%s); an upsert table holds one row per key", key, len(ps), strings.Join(where, ", "))})
+			Detail: fmt.Sprintf("%s is held by %d rows (%s); an upsert table holds one row per key", key, len(ps), strings.Join(where, ", ")), Key: named})
 	}
 	for _, p := range u.null {
 		a.find(Finding{Level: LevelRows, Kind: KindNullKey, Partition: p.tp, HasPartition: true,
@@ -792,13 +793,13 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 		return err
 	}
 	for n, fd := range found {
-		key := "its key"
+		key, named := "its key", ""
 		if n < maxNamedKeys {
+			named = recordKeys[fd.record]
 			if fd.hasRow {
-				key = fmt.Sprintf("key %q", rowKeys[fd.row])
-			} else {
-				key = fmt.Sprintf("key %q", recordKeys[fd.record])
+				named = rowKeys[fd.row]
 			}
+			key = keyPhrase(named)
 		}
 		at := fd.record
 		var detail string
@@ -816,7 +817,7 @@ func (a *auditor) settleUpsert(ctx context.Context, f *upsertFold) error {
 			detail = fmt.Sprintf("the row at %s holds %s, whose winning record in the log is at %s: the row is stale", fd.row, key, fd.record)
 		}
 		a.find(Finding{Level: LevelContent, Kind: fd.kind, Partition: at.tp, HasPartition: true,
-			Offsets: mapping.Interval{Low: at.offset, High: at.offset + 1}, HasOffsets: true, Detail: detail})
+			Offsets: mapping.Interval{Low: at.offset, High: at.offset + 1}, HasOffsets: true, Detail: detail, Key: named})
 	}
 	return nil
 }

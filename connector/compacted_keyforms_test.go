@@ -55,4 +55,20 @@ func TestCompactedKeyForms(t *testing.T) {
 	if len(rep.Findings) != 1 || rep.Findings[0].Kind != audit.KindMissingRow || !strings.Contains(rep.Findings[0].Detail, `key "{\"id\":1}"`) {
 		t.Fatalf("audit findings %+v: want one missing-row naming key {\"id\":1}", rep.Findings)
 	}
+	// The text report gives the key as it is pasted into floe where
+	// --key, not escaped as the JSON report's string (from a new-user
+	// report); the JSON report is as it was.
+	var text, doc strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), `'{"id":1}'`) || strings.Contains(text.String(), `\"`) {
+		t.Errorf("the text report does not name key '{\"id\":1}' as where --key takes it:\n%s", text.String())
+	}
+	if !strings.Contains(doc.String(), `key \"{\\\"id\\\":1}\"`) {
+		t.Errorf("the JSON report's detail changed:\n%s", doc.String())
+	}
 }

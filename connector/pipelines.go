@@ -56,10 +56,6 @@ type Pipeline struct {
 	// of that key takes it, one of another key or mode refuses it), and
 	// with an envelope without value and key modes (askedLayout).
 	NewTableRefusal error
-	// EnvelopeGiven says the envelope was asked for (--envelope), also
-	// as none: an existing table of another envelope refuses it, where a
-	// Layout without value and key modes is otherwise taken as no ask.
-	EnvelopeGiven bool
 	// Properties are set on a table Run creates (format-version); an
 	// existing table of another format version is warned about.
 	Properties map[string]string
@@ -522,7 +518,7 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 
 // askedLayout is the layout p asks an existing table for. An envelope
 // given without the value and key modes (a new table refuses it:
-// NewTableRefusal), or given as none (EnvelopeGiven), is judged by the
+// NewTableRefusal), or given as none (Config.EnvelopeGiven), is judged by the
 // table first: a table floe wrote of another envelope refuses it naming
 // its own, and one of the same envelope fills in the modes left out with
 // its own. A table floe never wrote takes the flags' layout, so that it
@@ -530,7 +526,7 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping.Layout, error) {
 	l := p.Layout
 	switch {
-	case l.Envelope == mapping.EnvelopeNone && p.EnvelopeGiven && l.Value == "":
+	case l.Envelope == mapping.EnvelopeNone && p.Config.EnvelopeGiven && l.Value == "":
 		// --envelope none alone, which snapshot.Open takes for no ask.
 	case l.Envelope == mapping.EnvelopeNone || (l.Value != "" && l.Key != ""):
 		return l, nil

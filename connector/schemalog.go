@@ -13,7 +13,8 @@ import (
 // mostly resolve names without case, and a producer that renamed a field
 // so ("userId" to "userID") split its values over two columns; and warns,
 // once a run, when the columns are Debezium change events as they are
-// (a topic of them sunk without --envelope debezium).
+// (a topic of them sunk without --envelope debezium; Avro and Protobuf
+// values, which lookForEvents cannot read).
 func (s *Sink) noteSchema() {
 	now := s.tbl.Iceberg().Schema()
 	if s.schema != nil && s.schema.ID == now.ID {
@@ -32,9 +33,9 @@ func (s *Sink) noteSchema() {
 		}
 	}
 	s.schema = now
-	if s.eventsUnwrapped() {
+	if s.eventsUnwarned() {
 		if at, ok := mapping.DebeziumEventColumns(now); ok {
-			s.warnDebeziumEvents("the table's columns", at)
+			s.warnDebeziumEvents("the table's columns", at, s.tbl.Layout().Value)
 		}
 	}
 	for _, c := range mapping.CaseClashes(now) {
@@ -47,27 +48,43 @@ func (s *Sink) noteSchema() {
 	}
 }
 
-// eventsUnwrapped reports whether the sink decodes values into columns
-// without an envelope, and has not warned yet that they are Debezium
-// change events.
-func (s *Sink) eventsUnwrapped() bool {
-	return s.unwrapped != "" && !s.debeziumWarned.Load()
+// eventsUnwarned reports whether the sink looks for Debezium change
+// events among its records (Sink.lookForEvents) and has not warned of
+// them yet.
+func (s *Sink) eventsUnwarned() bool {
+	return s.lookForEvents && s.debeziumWarning.Load() == nil
 }
 
-// warnDebeziumEvents warns, once a run, that what (the table's columns, or
-// a record that became a dead letter) are Debezium change events, with op,
-// after and source at path at ("" for the top level): a topic of them
-// sunk without --envelope debezium appends every event as it is, deletes
-// nothing, and dead-letters the events whose schemas clash (Kafka
-// Connect's JSON with schemas: a new user's run exited 0 with 0 rows).
-func (s *Sink) warnDebeziumEvents(what, at string) {
-	if !s.debeziumWarned.CompareAndSwap(false, true) {
-		return
-	}
+// warnDebeziumEvents warns, once a run, that what (the table's columns,
+// or the records) are Debezium change events, with op, after and source
+// at path at ("" for the top level), written as values decodes them: a
+// topic of them sunk without --envelope debezium makes a table of the
+// events, whose deletes delete nothing (a new user's run exited 0 with a
+// table of events, or with 0 rows when Kafka Connect's JSON events with
+// schemas clashed). The warning is worded for the table's mode, names
+// the flags that mirror the source table and how to undo this table;
+// the run's summary repeats it (Stats.DebeziumEvents).
+func (s *Sink) warnDebeziumEvents(what, at string, values mapping.ValueMode) {
 	where := "the top level"
 	if at != "" {
 		where = at
 	}
-	s.log.Warn(fmt.Sprintf("%s are Debezium change events (op, after and source at %s), not the rows they carry: sunk without --envelope debezium, each event is appended as it is and deletes delete nothing; to mirror the source table, sink the topic with --envelope debezium into a new table (docs/upsert.md, Debezium)", what, where),
-		"fields_at", where)
+	kept := "each event is appended as it is and deletes delete nothing"
+	if s.tbl.Mode() != mapping.ModeAppend {
+		// A tombstone deletes its key, as in any upsert table; the delete
+		// event before it is a row like the others.
+		kept = "each key's row is its latest event as it is, not the source table's row, and a delete event is a row like the others (only a tombstone, when the connector writes them, deletes the key)"
+	}
+	// --envelope debezium needs --value and --key of the connector's
+	// converters (decodeFlags.layout refuses it without).
+	flags := "--envelope debezium --value json --key json"
+	if values == mapping.ValueRegistry {
+		flags = "--envelope debezium --value registry --key registry"
+	}
+	msg := fmt.Sprintf("%s are Debezium change events (op, after and source at %s), not the rows they carry: sunk without --envelope debezium, %s; to mirror the source table, sink the topic with %s into a new table, and remove this one with floe drop --table %s, which lists what it drops (docs/upsert.md, Debezium); --envelope none says the events are what is meant and silences this",
+		what, where, kept, flags, s.tbl.Name())
+	if !s.debeziumWarning.CompareAndSwap(nil, &msg) {
+		return
+	}
+	s.log.Warn(msg, "fields_at", where)
 }

@@ -67,8 +67,8 @@ func (e *watermarkBehindError) Error() string {
 // rows as batches at the flush instead.
 type session struct {
 	s *Sink
-	// debeziumChecks counts the dead letters it looked at for Debezium
-	// change events (deadLetter), up to maxDebeziumChecks.
+	// debeziumChecks counts the records it looked at for Debezium change
+	// events (lookForEvents), up to maxDebeziumChecks.
 	debeziumChecks int
 	cl             *kgo.Client
 	parts          map[int32]*partition
@@ -848,6 +848,7 @@ func (ss *session) poll(ctx context.Context) error {
 				failure = fmt.Errorf("%s went back from offset %d to %d: the topic was recreated or its log truncated; sink it into a new table", pt.tp, pt.next, r.Offset)
 				return
 			case stepRow:
+				ss.lookForEvents(r)
 				row, err := true, error(nil)
 				if s.dec == nil {
 					if err = ss.appendRaw(pt, r); err != nil {
@@ -1520,9 +1521,26 @@ func (ss *session) appendDecoded(ctx context.Context, pt *partition, r *kgo.Reco
 	return true, nil
 }
 
-// maxDebeziumChecks bounds the dead letters a session parses to tell
-// whether they are Debezium change events sunk without the envelope.
+// maxDebeziumChecks bounds the records a session parses to tell whether
+// they are Debezium change events sunk without the envelope: a topic of
+// them is one from its first record.
 const maxDebeziumChecks = 10
+
+// lookForEvents warns when r, one of the session's first records with a
+// value, is a Debezium change event in JSON (Kafka Connect's
+// JsonConverter) and the sink was not told the envelope: whatever
+// --value is, the table gets the events, not the rows they carry (raw
+// values were sunk without a word: a new user's report). Values of the
+// registry's wire format are no JSON; their columns tell (noteSchema).
+func (ss *session) lookForEvents(r *kgo.Record) {
+	if ss.debeziumChecks >= maxDebeziumChecks || len(r.Value) == 0 || !ss.s.eventsUnwarned() {
+		return
+	}
+	ss.debeziumChecks++
+	if at, ok := mapping.DebeziumEventJSON(r.Value); ok {
+		ss.s.warnDebeziumEvents("the records", at, mapping.ValueJSON)
+	}
+}
 
 // deadLetter makes r, which observe just made a row of pt, a dead letter
 // for reason (schemaID: the registry schema it named, 0: none). A record
@@ -1534,14 +1552,6 @@ func (ss *session) deadLetter(pt *partition, r *kgo.Record, reason error, schema
 	if pt.deadLetters == nil || (conflict && ss.s.cfg.OnSchemaConflict == ConflictFail) {
 		pt.unread()
 		return &BadRecordError{Partition: pt.tp, Offset: r.Offset, Reason: reason}
-	}
-	if ss.s.unwrapped == mapping.ValueJSON && ss.debeziumChecks < maxDebeziumChecks && ss.s.eventsUnwrapped() {
-		// Registry-decoded events become rows, which noteSchema sees;
-		// Kafka Connect's JSON events with schemas mostly clash.
-		ss.debeziumChecks++
-		if at, ok := mapping.DebeziumEventJSON(r.Value); ok {
-			ss.s.warnDebeziumEvents("the records that became dead letters", at)
-		}
 	}
 	pt.deadLetter()
 	why := reason.Error()

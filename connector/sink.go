@@ -244,6 +244,12 @@ type Config struct {
 	// (mapping.PropPlaceholder); empty means the table's, Debezium's
 	// default when it records none.
 	UnavailablePlaceholder string
+	// EnvelopeGiven says the envelope was asked for (--envelope), also as
+	// none: an existing table of another envelope refuses it (where a
+	// Layout without value and key modes is otherwise taken as no ask),
+	// and a sink of a table without an envelope looks for Debezium change
+	// events among its records only when it was not (warnDebeziumEvents).
+	EnvelopeGiven bool
 }
 
 // OnTruncate says what a sink does with a Debezium truncate event.
@@ -276,9 +282,10 @@ type Stats struct {
 	// FirstDeadLetter names the first dead letter the run committed: its
 	// position and why it could not become a row ("" without one).
 	FirstDeadLetter string
-	// DebeziumEvents is set when the records are Debezium change events
-	// decoded without --envelope debezium (the sink warned of it).
-	DebeziumEvents bool
+	// DebeziumEvents is the warning the sink logged when the records are
+	// Debezium change events sunk without --envelope debezium ("" when
+	// they are not), for the run's summary to repeat.
+	DebeziumEvents string
 	Commits        int
 	// Files are the data files committed to the table, DeadLetterFiles
 	// those written for the dead-letter table.
@@ -356,14 +363,14 @@ type Sink struct {
 	// of.
 	schema     *iceberg.Schema
 	caseWarned map[[2]string]bool
-	// unwrapped is the value mode of a table whose values are decoded
-	// into columns without an envelope ("" otherwise): its records may be
-	// Debezium change events sunk without --envelope debezium.
-	unwrapped mapping.ValueMode
-	// debeziumWarned is set once it warned that its records are Debezium
-	// change events sunk without the envelope (warnDebeziumEvents), from
-	// the commit's goroutine or the loop's.
-	debeziumWarned atomic.Bool
+	// lookForEvents is set when the table has no envelope and none was
+	// given (Config.EnvelopeGiven): its records may be Debezium change
+	// events sunk without --envelope debezium.
+	lookForEvents bool
+	// debeziumWarning is the warning it logged once that its records are
+	// Debezium change events sunk without the envelope
+	// (warnDebeziumEvents), from the commit's goroutine or the loop's.
+	debeziumWarning atomic.Pointer[string]
 }
 
 // Validate reports the first invalid setting of c, as a *ConfigError.
@@ -479,9 +486,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	}
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator(),
 		spillBytes: defaultSpillBytes, caseWarned: map[[2]string]bool{}}
-	if l := tbl.Layout(); l.Typed() && l.Envelope == mapping.EnvelopeNone {
-		s.unwrapped = l.Value
-	}
+	s.lookForEvents = tbl.Layout().Envelope == mapping.EnvelopeNone && !cfg.EnvelopeGiven
 	s.noteSchema()
 	if err := CheckTable(tbl, cfg); err != nil {
 		return nil, err
@@ -922,7 +927,9 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	if s.stats.FirstDeadLetter == "" {
 		s.stats.FirstDeadLetter = first
 	}
-	s.stats.DebeziumEvents = s.debeziumWarned.Load()
+	if w := s.debeziumWarning.Load(); w != nil {
+		s.stats.DebeziumEvents = *w
+	}
 	s.stats.Files += res.Files
 	s.stats.DeleteFiles += res.DeleteFiles
 	s.stats.DeadLetterFiles += len(res.Commit.DeadLetterFiles)

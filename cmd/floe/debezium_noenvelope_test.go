@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestDebeziumEventsSunkWithoutEnvelopeWarned(t *testing.T) {
 		// Kafka Connect's JSON events with schemas clash with each other:
 		// every one is a dead letter, and the exit says why.
 		{"connectjson", floetest.CDCConnectJSON, []string{"--value", "json", "--key", "json"}, exitOnlyDeadLetters,
-			"the records that became dead letters are Debezium change events (op, after and source at payload)"},
+			"the records are Debezium change events (op, after and source at payload)"},
 		{"avro", floetest.CDCAvro, []string{"--value", "registry", "--key", "registry", "--schema-registry", st.Registry}, exitOK,
 			"the table's columns are Debezium change events (op, after and source at the top level)"},
 	} {
@@ -60,5 +61,75 @@ func TestDebeziumEventsSunkWithoutEnvelopeWarned(t *testing.T) {
 		if code, errs := sink("lake."+c.name, "--envelope", "debezium"); code != exitOK || strings.Contains(errs, "Debezium change events (op") {
 			t.Errorf("%s with --envelope debezium: exit %d\n%s\nwant no warning", c.name, code, errs)
 		}
+	}
+}
+
+// TestDebeziumEventsWarnedWhateverValue (from a new-user run): floe sink
+// -t dbserver3.inventory.products --table lake.px --mode upsert
+// --stop-at-end (raw values) exited 0 without a word, with a table keyed by
+// the whole key bytes whose rows were the events; with --key string
+// --value json the warning said "each event is appended as it is" of an
+// upsert table. The sink looks at a session's first records whatever
+// --value is, warns once in words for the table's mode, naming the flags
+// that mirror the source table and floe drop of this one, and the summary
+// (text and --json) says it again; --envelope none silences it.
+func TestDebeziumEventsWarnedWhateverValue(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	const topic = "dbserver3.inventory.products"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cust := floetest.NewCustomers(topic, 1)
+	cust.Story(5, 10, 3)
+	if err := localstack.Produce(t.Context(), st.Brokers, cust.Records(t, floetest.CDCPlainJSON, st.Registry)); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		events   = "the records are Debezium change events (op, after and source at the top level)"
+		upsert   = "each key's row is its latest event as it is, not the source table's row, and a delete event is a row like the others"
+		appended = "each event is appended as it is and deletes delete nothing"
+		fix      = "sink the topic with --envelope debezium --value json --key json into a new table"
+	)
+	for _, c := range []struct {
+		table string
+		flags []string
+		want  []string // in the warning; none: no warning
+	}{
+		{"lake.px", []string{"--mode", "upsert"}, []string{events, upsert, fix, "floe drop --table lake.px"}},
+		{"lake.pj", []string{"--mode", "upsert", "--key", "string", "--value", "json"}, []string{events, upsert, fix, "floe drop --table lake.pj"}},
+		{"lake.pa", nil, []string{events, appended, fix, "floe drop --table lake.pa"}},
+		{"lake.pn", []string{"--mode", "upsert", "--envelope", "none"}, nil},
+	} {
+		args := slices.Concat([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--table", c.table, "--stop-at-end"}, c.flags, loc)
+		code, out, errs := floe(t, args...)
+		warned := strings.Count(errs, "Debezium change events (op")
+		switch {
+		case code != exitOK:
+			t.Errorf("%s: exit %d\n%s\n%s", c.table, code, out, errs)
+		case c.want == nil && (warned != 0 || strings.Contains(out, "warning:")):
+			t.Errorf("%s with --envelope none: warned\n%s\n%s", c.table, out, errs)
+		case c.want != nil && (warned != 1 || !strings.Contains(out, "\nwarning: "+events)):
+			t.Errorf("%s: %d warnings in the log, want 1, and the summary's:\n%s\n%s", c.table, warned, out, errs)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errs, w) || !strings.Contains(out, w) {
+				t.Errorf("%s: the log and the summary do not both say %q:\n%s\n%s", c.table, w, out, errs)
+			}
+		}
+		if c.want != nil && strings.Contains(errs, appended) == (c.want[1] == upsert) {
+			t.Errorf("%s: the warning is worded for the other mode:\n%s", c.table, errs)
+		}
+	}
+	// --json carries it too.
+	out := mustFloe(t, slices.Concat([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--table", "lake.pjson", "--stop-at-end", "--json"}, loc)...)
+	var r struct{ Warnings []string }
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], events) {
+		t.Errorf("--json: %v %+v\n%s", err, r, out)
 	}
 }

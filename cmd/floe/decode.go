@@ -126,7 +126,7 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 		return &connector.ConfigError{Setting: connector.SettingRegistry, Want: "the URL of the schema registry that decodes --value registry or --key registry"}
 	}
 	p.Layout = l
-	p.EnvelopeGiven = g.envelope != ""
+	p.Config.EnvelopeGiven = g.envelope != ""
 	p.Config.Registry = reg
 	p.Config.OnSchemaConflict = connector.SchemaConflict(f.onSchemaConflict)
 	p.Config.OnTruncate = connector.OnTruncate(f.onTruncate)

@@ -187,7 +187,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	}
 	opts.Layout, opts.DeadLetters, opts.NoDeadLetters = p.Layout, p.DeadLetters, p.NoDeadLetters
 	opts.Sink.Registry, opts.Sink.OnSchemaConflict, opts.Sink.OnTruncate = p.Config.Registry, p.Config.OnSchemaConflict, p.Config.OnTruncate
-	opts.Sink.UnavailablePlaceholder = p.Config.UnavailablePlaceholder
+	opts.Sink.UnavailablePlaceholder, opts.Sink.EnvelopeGiven = p.Config.UnavailablePlaceholder, p.Config.EnvelopeGiven
 	if err := f.upsertFlags.pipeline(&p, pipeline{}); err != nil {
 		return err
 	}

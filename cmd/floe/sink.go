@@ -718,7 +718,7 @@ func onlyDeadLetters(table string, s connector.Stats) string {
 		return ""
 	}
 	advice := connector.OnlyDeadLettersAdvice(s.FirstDeadLetter)
-	if s.DebeziumEvents {
+	if s.DebeziumEvents != "" {
 		// Kafka Connect's JSON events with schemas clash with themselves:
 		// the conflict is not the advice to give.
 		advice = fmt.Sprintf("the records are Debezium change events, decoded without --envelope debezium: sink the topic with --envelope debezium into a new table, or remove this one with floe drop --table %s, which lists what it drops (docs/upsert.md, Debezium)", table)
@@ -811,6 +811,20 @@ func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.
 			fmt.Fprintf(w, "floe dead-letters --table %s lists them all, counted by reason\n", tbl.Name())
 		}
 	}
+	// Said in the log as it happened, and again where a batch run's
+	// result is read: a WARN scrolled by unseen (a new user's report).
+	for _, warning := range runWarnings(s) {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
+}
+
+// runWarnings are the warnings of a run that its summary repeats.
+func runWarnings(s connector.Stats) []string {
+	var out []string
+	if s.DebeziumEvents != "" {
+		out = append(out, s.DebeziumEvents)
+	}
+	return out
 }
 
 // printMemberNext prints a group member's next offsets: its own
@@ -865,6 +879,9 @@ type runReport struct {
 	Owned *[]int32 `json:"owned,omitempty"`
 	// NewTable is set when the run created the table.
 	NewTable bool `json:"new_table,omitempty"`
+	// Warnings are the warnings of the run that the log gave once (its
+	// records are Debezium change events sunk without the envelope).
+	Warnings []string `json:"warnings,omitempty"`
 	// Unfinished, set when the run was interrupted before its end
 	// offsets, holds each partition's end offset it did not reach
 	// (TOPIC/PARTITION).
@@ -889,6 +906,7 @@ func newRunReport(table, topic string, s connector.Stats, group bool) runReport 
 	if s.DeadLetters > 0 {
 		r.DeadLetterTable = s.DeadLetterTable
 	}
+	r.Warnings = runWarnings(s)
 	for tp, o := range s.Next {
 		r.Next[tp.String()] = o
 	}

@@ -41,3 +41,38 @@ func TestSinkCreateTableFalse(t *testing.T) {
 		t.Fatalf("--create-table=false with --topic-regex: exit %d\n%s", code, errs)
 	}
 }
+
+// TestSinkNewTableNearAnother (from a new-user run): floe sink --table
+// lake.prodcuts created a new table while lake.products exists, without a
+// word, where every read command asks "did you mean lake.products?". The
+// sink warns, in the log and in its summary, naming the table meant and
+// how to undo; not for a new table of a name close to none, nor for the
+// misspelt table once it exists.
+func TestSinkNewTableNearAnother(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	sink := func(table string) (int, string, string) {
+		return floe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--stop-at-end", "--topic", "orders", "--table", table}, loc)...)
+	}
+	const warning = "this run created table lake.prodcuts, and the catalog has lake.products, of a close name: if --table is misspelt, stop the sink, remove the new table with floe drop --table lake.prodcuts"
+	for _, c := range []struct {
+		table string
+		warn  bool
+	}{
+		{"lake.products", false},
+		{"lake.prodcuts", true},
+		{"lake.prodcuts", false}, // it exists now: the run created nothing
+		{"lake.elsewhere", false},
+	} {
+		code, out, errs := sink(c.table)
+		warned := strings.Count(errs, "this run created table")
+		switch {
+		case code != exitOK:
+			t.Fatalf("%s: exit %d\n%s\n%s", c.table, code, out, errs)
+		case c.warn && (warned != 1 || !strings.Contains(errs, warning) || !strings.Contains(errs, "did_you_mean=lake.products") || !strings.Contains(out, "\nwarning: "+warning)):
+			t.Errorf("%s: want one warning in the log and the summary saying %q:\n%s\n%s", c.table, warning, out, errs)
+		case !c.warn && (warned != 0 || strings.Contains(out, "warning:")):
+			t.Errorf("%s: warned:\n%s\n%s", c.table, out, errs)
+		}
+	}
+}

@@ -102,9 +102,9 @@ func TestDebeziumEventsWarnedWhateverValue(t *testing.T) {
 		want  []string // in the warning; none: no warning
 	}{
 		{"lake.px", []string{"--mode", "upsert"}, []string{events, upsert, fix, "floe drop --table lake.px"}},
-		{"lake.pj", []string{"--mode", "upsert", "--key", "string", "--value", "json"}, []string{events, upsert, fix, "floe drop --table lake.pj"}},
-		{"lake.pa", nil, []string{events, appended, fix, "floe drop --table lake.pa"}},
-		{"lake.pn", []string{"--mode", "upsert", "--envelope", "none"}, nil},
+		{"lake.json_events", []string{"--mode", "upsert", "--key", "string", "--value", "json"}, []string{events, upsert, fix, "floe drop --table lake.json_events"}},
+		{"lake.append_events", nil, []string{events, appended, fix, "floe drop --table lake.append_events"}},
+		{"lake.none_events", []string{"--mode", "upsert", "--envelope", "none"}, nil},
 	} {
 		args := slices.Concat([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--table", c.table, "--stop-at-end"}, c.flags, loc)
 		code, out, errs := floe(t, args...)

@@ -143,14 +143,7 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 	if errors.Is(err, snapshot.ErrTableNotFound) {
 		// A mistyped name got no suggestion, where a flag does (from a
 		// new-user run).
-		var names []string
-		for other, lerr := range snapshot.Tables(ctx, cat) {
-			if lerr != nil {
-				break
-			}
-			names = append(names, strings.Join(other, "."))
-		}
-		if near := closeTo(f.table, names); len(near) > 0 {
+		if near := nearTables(ctx, cat, f.table); len(near) > 0 {
 			err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(near, " or "))
 		}
 		// A SQL catalog sees only the tables stored under its name: a
@@ -163,6 +156,20 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 		}
 	}
 	return tbl, err
+}
+
+// nearTables are the tables of cat whose names are close to name
+// (closeTo): those a misspelt --table meant. A catalog that cannot list
+// its tables has none to offer.
+func nearTables(ctx context.Context, cat icecat.Catalog, name string) []string {
+	var names []string
+	for other, err := range snapshot.Tables(ctx, cat) {
+		if err != nil {
+			break
+		}
+		names = append(names, strings.Join(other, "."))
+	}
+	return closeTo(name, names)
 }
 
 // tableCatalog opens the catalog of --table, which must exist unless

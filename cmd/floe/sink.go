@@ -422,6 +422,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		mp.Hook(&run.Config)
 		var stopLag context.CancelFunc
 		stopCompaction := func() {}
+		// created warns of the table this run created (newTableWarning),
+		// for the summary to say again.
+		var created []string
 		run.OnStart = func(tbl *snapshot.Table) {
 			stopCompaction = turns.compact(p.Table, func() func() { return f.compaction.start(srvCtx, tbl, turn) })
 			started.Do(func() {
@@ -440,6 +443,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			if l, err := tbl.Summary(srvCtx, 0); err == nil {
 				mp.Started(l)
 				warnNewTopic(tbl, l, p.Topic, runTopics(pipes, p.Table), f.topicRegex != "")
+			}
+			if warning := newTableWarning(srvCtx, tbl, pipes, f.topicRegex != ""); warning != "" {
+				created = append(created, warning)
 			}
 			if pending, err := tbl.PendingPartitionFields(); err == nil && len(pending) > 0 {
 				logPendingPartitionFields(tbl, pending)
@@ -461,10 +467,10 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			case err == nil:
 				if f.json {
 					r := newRunReport(tbl.Name(), p.Topic, stats, f.group != "")
-					r.NewTable = tbl.Created()
+					r.NewTable, r.Warnings = tbl.Created(), slices.Concat(created, r.Warnings)
 					printJSONLine(w, r)
 				} else {
-					printSinkStats(w, tbl, p.Topic, stats, true, f.group != "")
+					printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", created)
 				}
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl, p.Topic) {
 					onlyDead = append(onlyDead, msg)
@@ -474,14 +480,14 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				}
 			case committedRecords(stats) && f.json:
 				r := newRunReport(tbl.Name(), p.Topic, stats, f.group != "")
-				r.NewTable, r.Error = tbl.Created(), err.Error()
+				r.NewTable, r.Error, r.Warnings = tbl.Created(), err.Error(), slices.Concat(created, r.Warnings)
 				printJSONLine(w, r)
 			case committedRecords(stats) && tableGone(err):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and gone with the dropped table:\n")
-				printSinkStats(w, tbl, p.Topic, stats, false, f.group != "")
+				printSinkStats(w, tbl, p.Topic, stats, false, f.group != "", created)
 			case committedRecords(stats):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
-				printSinkStats(w, tbl, p.Topic, stats, true, f.group != "")
+				printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", created)
 			}
 		}
 		return run, nil
@@ -615,6 +621,28 @@ func warnNewTopic(tbl *snapshot.Table, l mapping.Summary, topic string, run []st
 	}
 	slog.Warn("this run adds a topic to a table that holds other topics: a table may hold several, but if --topic (or --table) is a mistake, stop the sink; docs/deployment.md, recovering from mistakes, says how to take the topic out again",
 		"table", tbl.Name(), "topic", topic, "table_topics", strings.Join(topics, ","))
+}
+
+// newTableWarning warns, and returns the warning, when the run created
+// tbl and the catalog has a table of a close name that the run does not
+// sink into: a misspelt --table (lake.prodcuts) got a new table and the
+// whole topic, where every read command would have asked "did you mean
+// lake.products?" (a new user's report). A --topic-regex run's tables
+// are named by topics that come and go, and are left alone.
+func newTableWarning(ctx context.Context, tbl *snapshot.Table, pipes []pipeline, byPattern bool) string {
+	if !tbl.Created() || byPattern {
+		return ""
+	}
+	near := slices.DeleteFunc(nearTables(ctx, tbl.Catalog(), tbl.Name()), func(name string) bool {
+		return slices.ContainsFunc(pipes, func(p pipeline) bool { return p.Table == name })
+	})
+	if len(near) == 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("this run created table %s, and the catalog has %s, of a close name: if --table is misspelt, stop the sink, remove the new table with floe drop --table %s and sink into the table meant",
+		tbl.Name(), strings.Join(near, " and "), tbl.Name())
+	slog.Warn(msg, "table", tbl.Name(), "did_you_mean", strings.Join(near, ","))
+	return msg
 }
 
 // runTopics are the topics the run's pipes sink into table.
@@ -784,9 +812,10 @@ func pipelineNames(pipes []pipeline) string {
 }
 
 // printSinkStats prints what a sink committed into tbl; kept says that
-// the table is still there, to list its dead letters, and group that the
-// sink was a member of a consumer group.
-func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.Stats, kept, group bool) {
+// the table is still there, to list its dead letters, group that the
+// sink was a member of a consumer group, and warnings what the run
+// warned of besides its stats' (runWarnings).
+func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.Stats, kept, group bool, warnings []string) {
 	fmt.Fprintf(w, "sink %s: %s", summaryName(tbl), recordsPhrase(s))
 	if s.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
@@ -813,7 +842,7 @@ func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.
 	}
 	// Said in the log as it happened, and again where a batch run's
 	// result is read: a WARN scrolled by unseen (a new user's report).
-	for _, warning := range runWarnings(s) {
+	for _, warning := range slices.Concat(warnings, runWarnings(s)) {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
 }
@@ -879,8 +908,9 @@ type runReport struct {
 	Owned *[]int32 `json:"owned,omitempty"`
 	// NewTable is set when the run created the table.
 	NewTable bool `json:"new_table,omitempty"`
-	// Warnings are the warnings of the run that the log gave once (its
-	// records are Debezium change events sunk without the envelope).
+	// Warnings are the warnings of the run that the log gave once (a new
+	// table of a name close to an existing one's, records that are
+	// Debezium change events sunk without the envelope).
 	Warnings []string `json:"warnings,omitempty"`
 	// Unfinished, set when the run was interrupted before its end
 	// offsets, holds each partition's end offset it did not reach

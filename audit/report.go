@@ -407,17 +407,22 @@ func (r *Report) partitionTable(b *strings.Builder) {
 	for _, p := range r.Partitions {
 		dead += p.DeadLetters
 	}
+	// The notes are wrapped to the report's width, as its other prose.
+	var note string
 	switch {
 	case upsert && dead > 0:
-		fmt.Fprintf(b, "(UPSERTS, DELETES and SKIPPED count the ledger's records by what they did to their keys, the table keeping one row per key; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)\n", plural(dead, "more record"), r.Table)
+		note = fmt.Sprintf("(UPSERTS, DELETES and SKIPPED count the ledger's records by what they did to their keys, the table keeping one row per key; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)", plural(dead, "more record"), r.Table)
 	case upsert:
-		b.WriteString("(UPSERTS, DELETES and SKIPPED count the ledger's records by what they did to their keys; the table keeps one row per key)\n")
+		note = "(UPSERTS, DELETES and SKIPPED count the ledger's records by what they did to their keys; the table keeps one row per key)"
 	case r.Fold != "" && dead > 0:
-		fmt.Fprintf(b, "(ROWS counts the records folded, the table keeping each key's latest; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)\n", plural(dead, "more record"), r.Table)
+		note = fmt.Sprintf("(ROWS counts the records folded, the table keeping each key's latest; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)", plural(dead, "more record"), r.Table)
 	case r.Fold != "":
-		b.WriteString("(ROWS counts the records folded; the table keeps each key's latest)\n")
+		note = "(ROWS counts the records folded; the table keeps each key's latest)"
 	case dead > 0:
-		fmt.Fprintf(b, "(ROWS counts rows of the table; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)\n", plural(dead, "more record"), r.Table)
+		note = fmt.Sprintf("(ROWS counts rows of the table; %s went to the dead-letter table, accounted for in the ledger: floe dead-letters --table %s lists them)", plural(dead, "more record"), r.Table)
+	}
+	if note != "" {
+		wrap(b, "", note)
 	}
 }
 

@@ -39,8 +39,14 @@ type groupContact struct {
 	confirmed time.Time
 	// waiting counts the requests written whose answer is awaited: the
 	// coordinator keeps a member whose join it holds (for up to the
-	// rebalance timeout), and franz-go fails a read on a dead connection
-	// within its request timeout.
+	// rebalance timeout). An awaited answer is not bounded by the
+	// request's own timeout: franz-go reads a connection's answers in
+	// turn, and a read's deadline (the request's timeout plus
+	// RequestTimeoutOverhead) runs only from when the answers ahead of
+	// it were read. When a read fails (the connection refused, reset,
+	// or silent past that deadline), franz-go kills the connection and
+	// ends the requests queued behind it at once, with
+	// errChosenBrokerDead.
 	waiting int
 }
 

@@ -134,7 +134,11 @@ func (ss *session) joinGroup(ctx context.Context) error {
 	}
 	ss.gm = &groupMember{owned: map[int32]bool{}, taking: map[int32]bool{}, revokeWithin: max(rebalance-revokeMargin, rebalance/2),
 		sessionTimeout: s.groupSessionTimeout(ctx)}
-	contact := &groupContact{}
+	// A membership answer is read within a join's deadline at the most:
+	// the rebalance timeout plus the client's overhead (Dial's options may
+	// set it, and the member's client has them too).
+	overhead, _ := s.broker.cl.OptValue(kgo.RequestTimeoutOverhead).(time.Duration)
+	contact := &groupContact{overdue: rebalance + overhead}
 	opts := []kgo.Opt{
 		kgo.WithHooks(contact),
 		// The table in the client id: members of a group that sink

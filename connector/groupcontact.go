@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,6 +31,15 @@ import (
 // would say "owned" again in the moment between a refusal's end and the
 // loss it reveals.
 type groupContact struct {
+	// overdue is the longest a membership request's answer can take:
+	// the longest read deadline franz-go gives one (a join's, which the
+	// coordinator may hold for the rebalance timeout, plus the client's
+	// RequestTimeoutOverhead). A request awaited longer no longer counts
+	// as awaited, so that a request whose end franz-go never reports the
+	// way it reported its write cannot keep silence at zero for the rest
+	// of the session.
+	overdue time.Duration
+
 	mu sync.Mutex
 	// answered is when the last answer was read; zero once a request
 	// followed it (confirmed).
@@ -37,17 +47,42 @@ type groupContact struct {
 	// confirmed is when the last confirmed answer was read; zero before
 	// the member's first.
 	confirmed time.Time
-	// waiting counts the requests written whose answer is awaited: the
-	// coordinator keeps a member whose join it holds (for up to the
-	// rebalance timeout). An awaited answer is not bounded by the
-	// request's own timeout: franz-go reads a connection's answers in
-	// turn, and a read's deadline (the request's timeout plus
-	// RequestTimeoutOverhead) runs only from when the answers ahead of
-	// it were read. When a read fails (the connection refused, reset,
-	// or silent past that deadline), franz-go kills the connection and
-	// ends the requests queued behind it at once, with
+	// awaited are the membership requests written whose end franz-go has
+	// not reported yet: the coordinator keeps a member whose join it
+	// holds (for up to the rebalance timeout). An awaited answer is not
+	// bounded by the request's own timeout: franz-go reads a
+	// connection's answers in turn, and a read's deadline (the request's
+	// timeout plus RequestTimeoutOverhead) runs only from when the
+	// answers ahead of it were read. When a read fails (the connection
+	// refused, reset, or silent past that deadline), franz-go kills the
+	// connection and ends the requests queued behind it at once, with
 	// errChosenBrokerDead.
-	waiting int
+	awaited []written
+}
+
+// written is a membership request franz-go reported written
+// (OnBrokerWrite without an error). franz-go reports its end
+// (OnBrokerE2E) with the same figures of its write, whichever way it
+// ends: its answer read (or the read failing, ReadErr), or, for one
+// queued behind a read that failed (the connection died), with
+// WriteErr set though it was written (errChosenBrokerDead). A request
+// whose write failed has its end reported with a WriteErr too, and was
+// never counted: the figures, not the error, tell which end is a
+// counted request's (their nanosecond timings tell two writes of the
+// same size apart).
+type written struct {
+	node          int32
+	key           int16
+	bytes         int
+	wait, toWrite time.Duration
+	// at is when the write was reported.
+	at time.Time
+}
+
+// same reports whether w is the request whose end franz-go reports with
+// e to broker node, under key.
+func (w written) same(node int32, key int16, e kgo.BrokerE2E) bool {
+	return w.node == node && w.key == key && w.bytes == e.BytesWritten && w.wait == e.WriteWait && w.toWrite == e.TimeToWrite
 }
 
 // membership reports whether key is a request that keeps a member in its
@@ -61,39 +96,55 @@ func membership(key int16) bool {
 }
 
 // OnBrokerWrite implements kgo.HookBrokerWrite.
-func (c *groupContact) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+func (c *groupContact) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, bytes int, wait, toWrite time.Duration, err error) {
 	if !membership(key) || err != nil {
 		return
 	}
+	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.answered.IsZero() {
 		c.confirmed, c.answered = c.answered, time.Time{}
 	}
-	c.waiting++
+	// Overdue requests are dropped: silence no longer counts them, and
+	// requests franz-go never reports the end of would pile up. An answer
+	// to one read after all is not taken: the next request's is.
+	c.awaited = slices.DeleteFunc(c.awaited, func(w written) bool { return now.Sub(w.at) > c.overdue })
+	c.awaited = append(c.awaited, written{node: meta.NodeID, key: key, bytes: bytes, wait: wait, toWrite: toWrite, at: now})
 }
 
 // OnBrokerE2E implements kgo.HookBrokerE2E: called once per request
-// written, or whose write failed (not counted by OnBrokerWrite).
-func (c *groupContact) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
-	if !membership(key) || e.WriteErr != nil {
+// written, or whose write failed or never began (not counted by
+// OnBrokerWrite).
+func (c *groupContact) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
+	if !membership(key) {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.waiting--
-	if e.ReadErr == nil {
+	i := slices.IndexFunc(c.awaited, func(w written) bool { return w.same(meta.NodeID, key, e) })
+	if i < 0 {
+		return
+	}
+	c.awaited = slices.Delete(c.awaited, i, i+1)
+	if e.WriteErr == nil && e.ReadErr == nil {
 		c.answered = time.Now()
 	}
 }
 
 // silence is how long the coordinator has not confirmed the membership
-// at now: zero while an answer is awaited, and before the first one.
+// at now: zero while an answer is awaited (for no longer than overdue),
+// and before the first one.
 func (c *groupContact) silence(now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.waiting > 0 || c.confirmed.IsZero() {
+	if c.confirmed.IsZero() {
 		return 0
+	}
+	for _, w := range c.awaited {
+		if now.Sub(w.at) <= c.overdue {
+			return 0
+		}
 	}
 	return now.Sub(c.confirmed)
 }

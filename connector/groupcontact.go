@@ -1,7 +1,9 @@
 package connector
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -199,12 +201,18 @@ func (s *Sink) watchContact(c *groupContact, timeout time.Duration) (stop func()
 // protocols.
 const defaultSessionTimeout = 45 * time.Second
 
+// sessionLookupTimeout bounds the reading of a KIP-848 group's session
+// timeout: the join waits for it, and brokers that do not answer would
+// hold every join (two DescribeConfigs and a FindCoordinator).
+const sessionLookupTimeout = 5 * time.Second
+
 // groupSessionTimeout is how long the coordinator keeps a silent member.
 // The classic protocol's is the member's own (Config.SessionTimeout, sent
 // with its join); KIP-848's is the group's consumer.session.timeout.ms, or
 // the brokers' group.consumer.session.timeout.ms, which a member cannot
-// set. One that cannot be read (no DescribeConfigs permission) is taken
-// as Kafka's default.
+// set. It is read once for the Sink's lifetime, and again at a later
+// join only while it could not be: a join must not wait on brokers that
+// do not answer every time.
 func (s *Sink) groupSessionTimeout(ctx context.Context) time.Duration {
 	if s.cfg.GroupProtocol != GroupConsumer {
 		if s.cfg.SessionTimeout > 0 {
@@ -212,38 +220,76 @@ func (s *Sink) groupSessionTimeout(ctx context.Context) time.Duration {
 		}
 		return defaultSessionTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if s.groupSession > 0 {
+		return s.groupSession
+	}
+	ctx, cancel := context.WithTimeout(ctx, sessionLookupTimeout)
 	defer cancel()
-	for _, r := range []struct {
-		kind       kmsg.ConfigResourceType
-		name, conf string
-	}{
-		{kmsg.ConfigResourceTypeGroupConfig, s.cfg.Group, "consumer.session.timeout.ms"},
-		{kmsg.ConfigResourceTypeBroker, "", "group.consumer.session.timeout.ms"},
-	} {
-		req := kmsg.NewPtrDescribeConfigsRequest()
-		res := kmsg.NewDescribeConfigsRequestResource()
-		res.ResourceType, res.ResourceName, res.ConfigNames = r.kind, r.name, []string{r.conf}
-		req.Resources = append(req.Resources, res)
-		resp, err := req.RequestWith(ctx, s.broker.cl)
-		if err != nil {
-			s.log.Debug("cannot read the group's session timeout", "config", r.conf, "err", err)
-			continue
+	d, err := s.readGroupSessionTimeout(ctx)
+	if err != nil {
+		// Too short a timeout reports a member the group still keeps as
+		// unconfirmed (it drops its partitions from its figures and says
+		// retrying); too long a one reports a dropped member late.
+		// Kafka's default and the member's own setting (often set like
+		// the group's) are the likely values: the larger errs towards the
+		// late report.
+		assumed := max(defaultSessionTimeout, s.cfg.SessionTimeout)
+		s.log.Debug("cannot read the group's session timeout: assuming the larger of Kafka's default and this member's --session-timeout; read again at the next join",
+			"group", s.cfg.Group, "assumed", assumed, "err", err)
+		return assumed
+	}
+	s.groupSession = d
+	return d
+}
+
+// readGroupSessionTimeout reads a KIP-848 group's session timeout: the
+// group's own setting (Kafka 4 gives the brokers' when the group has
+// none), else the group coordinator's. A broker is described by its node
+// id: the cluster-wide resource (no name) holds only the dynamic defaults
+// set for all brokers, not the static setting in a broker's
+// server.properties.
+func (s *Sink) readGroupSessionTimeout(ctx context.Context) (time.Duration, error) {
+	group := s.cfg.Group
+	d, groupErr := describeSessionTimeout(ctx, s.broker.cl, kmsg.ConfigResourceTypeGroupConfig, group, "consumer.session.timeout.ms")
+	if groupErr == nil {
+		return d, nil
+	}
+	co, ok := s.broker.adm.FindGroupCoordinators(ctx, group)[group]
+	if !ok || co.Err != nil {
+		return 0, errors.Join(groupErr, fmt.Errorf("find the coordinator of group %s: %w", group, cmp.Or(co.Err, errors.New("no answer"))))
+	}
+	d, err := describeSessionTimeout(ctx, s.broker.cl.Broker(int(co.NodeID)), kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(co.NodeID)), "group.consumer.session.timeout.ms")
+	if err != nil {
+		return 0, errors.Join(groupErr, err)
+	}
+	return d, nil
+}
+
+// describeSessionTimeout reads config conf of a resource with
+// DescribeConfigs, sent through r, as a duration in milliseconds.
+func describeSessionTimeout(ctx context.Context, r kmsg.Requestor, kind kmsg.ConfigResourceType, name, conf string) (time.Duration, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kind, name, []string{conf}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, r)
+	if err != nil {
+		return 0, fmt.Errorf("describe %s: %w", conf, err)
+	}
+	for _, got := range resp.Resources {
+		if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
+			return 0, fmt.Errorf("describe %s: %w", conf, err)
 		}
-		for _, got := range resp.Resources {
-			if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
-				s.log.Debug("cannot read the group's session timeout", "config", r.conf, "err", err)
+		for _, c := range got.Configs {
+			if c.Name != conf || c.Value == nil {
 				continue
 			}
-			for _, c := range got.Configs {
-				if c.Name != r.conf || c.Value == nil {
-					continue
-				}
-				if ms, err := strconv.Atoi(*c.Value); err == nil && ms > 0 {
-					return time.Duration(ms) * time.Millisecond
-				}
+			ms, err := strconv.Atoi(*c.Value)
+			if err != nil || ms <= 0 {
+				return 0, fmt.Errorf("%s is %q, not a number of milliseconds", conf, *c.Value)
 			}
+			return time.Duration(ms) * time.Millisecond, nil
 		}
 	}
-	return defaultSessionTimeout
+	return 0, fmt.Errorf("%s not given", conf)
 }

@@ -371,6 +371,9 @@ type Sink struct {
 	// Debezium change events sunk without the envelope
 	// (warnDebeziumEvents), from the commit's goroutine or the loop's.
 	debeziumWarning atomic.Pointer[string]
+	// groupSession is a KIP-848 group's session timeout once read
+	// (groupSessionTimeout); zero until then.
+	groupSession time.Duration
 }
 
 // Validate reports the first invalid setting of c, as a *ConfigError.

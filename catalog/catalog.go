@@ -127,6 +127,13 @@ type Config struct {
 // SQLite catalog file that does not exist.
 var ErrCatalogNotFound = errors.New("catalog not found")
 
+// ErrCatalogFileReplaced is matched (errors.Is) by a write to a SQLite
+// catalog whose file was deleted or replaced since the catalog was opened:
+// the connection still writes the old file, which no other process reads,
+// so its commits would fork the tables' metadata from a catalog made anew
+// at that path. It is not transient: the process stops.
+var ErrCatalogFileReplaced = errors.New("the SQLite catalog file was deleted or replaced since floe opened it")
+
 // Open opens the catalog, on first use initialising a SQL catalog's
 // tables. For s3:// warehouses it resolves S3 access from the AWS standard
 // configuration and checks that the bucket answers, so that a missing
@@ -261,6 +268,11 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		return &restCatalog{Catalog: cat, st: st}, nil
 	}
 	g := &guardedCatalog{Catalog: cat, spec: redact(spec), name: name, warehouse: wh, bucket: bucket, props: props, st: st, log: log}
+	if kind == SQLite {
+		if g.file, err = openedFile(spec); err != nil {
+			return nil, err
+		}
+	}
 	if st != nil {
 		// props now hold cfg.Props too.
 		g.shareS3 = sharesConfig(props)
@@ -301,13 +313,9 @@ func s3Configured(c S3Config, envCounts bool) bool {
 // otherwise be a new, empty catalog without a word), unless existing: then
 // it is an error naming the absolute path looked at, and nothing is made.
 func openSQLite(ctx context.Context, name, spec string, existing bool, log *slog.Logger, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
-	path := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite://"), "file://"), "file:")
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	abs, err := filepath.Abs(path)
+	path, abs, err := sqlitePath(spec)
 	if err != nil {
-		return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
+		return nil, err
 	}
 	switch fi, err := os.Stat(abs); {
 	case err == nil && !fi.Mode().IsRegular():
@@ -352,6 +360,65 @@ retry:
 		return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
 	}
 	return cat, nil
+}
+
+// sqlitePath returns the path of the SQLite catalog file spec names, as
+// given and absolute.
+func sqlitePath(spec string) (path, abs string, err error) {
+	path = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite://"), "file://"), "file:")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if abs, err = filepath.Abs(path); err != nil {
+		return "", "", fmt.Errorf("open SQLite catalog %s: %w", path, err)
+	}
+	return path, abs, nil
+}
+
+// catalogFile is the SQLite file a catalog opened: its path, and the
+// file found there when it was opened.
+type catalogFile struct {
+	path string
+	info os.FileInfo
+}
+
+// openedFile returns the SQLite catalog file spec names, as it is now.
+func openedFile(spec string) (*catalogFile, error) {
+	_, abs, err := sqlitePath(spec)
+	if err != nil {
+		return nil, err
+	}
+	info, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite catalog %s: %w", abs, err)
+	}
+	return &catalogFile{path: abs, info: info}, nil
+}
+
+// check returns an error matching ErrCatalogFileReplaced when the path no
+// longer names the file opened (deleted, or another file put there), nil
+// otherwise (f nil: not a SQLite catalog). A catalog lost while sinks ran
+// (a disk's file deleted) and registered anew at its path got the running
+// sink's commits in the deleted file, unseen, beside the new catalog's:
+// two metadata files of each version (found by a user).
+func (f *catalogFile) check() error {
+	if f == nil {
+		return nil
+	}
+	now, err := os.Stat(f.path)
+	switch {
+	case err == nil && os.SameFile(f.info, now):
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		// Unreadable for another reason: the write says what is wrong.
+		return nil
+	}
+	what := "deleted"
+	if err == nil {
+		what = "replaced by another file"
+	}
+	return fmt.Errorf("%w: %s was %s, so this process's writes would go to the old file, which no other process reads, forking the tables' metadata from the catalog now at that path: stop this process; if the catalog was lost, put its tables back with floe register (docs/deployment.md, recovery) and start again",
+		ErrCatalogFileReplaced, f.path, what)
 }
 
 func openPostgres(ctx context.Context, name, spec string, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {

@@ -167,7 +167,7 @@ func (noCredentials) Is(target error) bool { return target == ErrStorageCredenti
 // classified reports whether err already wraps one of the sentinels.
 func classified(err error) bool {
 	for _, known := range []error{ErrBucketNotFound, ErrStorageCredentials, ErrStorageUnreachable,
-		ErrCatalogUnreachable, ErrCatalogAuth, ErrOwnedByAnotherCatalog} {
+		ErrCatalogUnreachable, ErrCatalogAuth, ErrOwnedByAnotherCatalog, ErrCatalogFileReplaced} {
 		if errors.Is(err, known) {
 			return true
 		}

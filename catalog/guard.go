@@ -41,6 +41,9 @@ type guardedCatalog struct {
 	// (see sharesConfig).
 	shareS3 bool
 	log     *slog.Logger
+	// file is the SQLite catalog's file as opened (nil for other kinds):
+	// writes check that it is still there (catalogFile.check).
+	file *catalogFile
 }
 
 // Close closes the catalog's connection when it has one (SQL catalogs).
@@ -140,6 +143,9 @@ func (g *guardedCatalog) CreateTable(ctx context.Context, ident table.Identifier
 	var c icecat.CreateTableCfg
 	for _, o := range opts {
 		o(&c)
+	}
+	if err := g.file.check(); err != nil {
+		return nil, err
 	}
 	if g.warehouse == "" && c.Location == "" {
 		return nil, &ConfigError{Setting: SettingWarehouse,
@@ -244,6 +250,9 @@ func (g *guardedCatalog) checkLocationFree(ctx context.Context, name, loc string
 // they return are owned (see own).
 
 func (g *guardedCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if err := g.file.check(); err != nil {
+		return nil, "", err
+	}
 	meta, loc, err := g.Catalog.CommitTable(g.storage(ctx), ident, reqs, updates)
 	return meta, loc, g.explain(ctx, err)
 }
@@ -264,6 +273,9 @@ func (g *guardedCatalog) LoadTable(ctx context.Context, ident table.Identifier) 
 }
 
 func (g *guardedCatalog) DropTable(ctx context.Context, ident table.Identifier) error {
+	if err := g.file.check(); err != nil {
+		return err
+	}
 	return g.explain(ctx, g.Catalog.DropTable(ctx, ident))
 }
 

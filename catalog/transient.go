@@ -37,7 +37,7 @@ func IsTransient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	for _, fix := range []error{ErrBucketNotFound, ErrStorageCredentials, ErrCatalogAuth, ErrOwnedByAnotherCatalog} {
+	for _, fix := range []error{ErrBucketNotFound, ErrStorageCredentials, ErrCatalogAuth, ErrOwnedByAnotherCatalog, ErrCatalogFileReplaced} {
 		if errors.Is(err, fix) {
 			return false
 		}

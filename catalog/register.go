@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -120,7 +119,8 @@ func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (f
 		case d.IsDir():
 			return nil
 		}
-		v, ok := metadataVersion(d.Name())
+		n, ok := ParseMetadataName(d.Name())
+		v := n.Version
 		switch {
 		case !ok || v < best:
 		case v > best:
@@ -154,22 +154,6 @@ func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (f
 	// Taken before Delete, which shifts and clears top's elements.
 	file = top[latest]
 	return file, slices.Delete(top, latest, latest+1), nil
-}
-
-// metadataVersion returns the version a metadata file's name starts with:
-// 00012-UUID.metadata.json or v12.metadata.json, either also compressed
-// (.gz.metadata.json, .metadata.json.gz, and zstd alike).
-func metadataVersion(name string) (int64, bool) {
-	if !strings.HasSuffix(name, ".metadata.json") && !strings.HasSuffix(name, ".metadata.json.gz") && !strings.HasSuffix(name, ".metadata.json.zstd") {
-		return 0, false
-	}
-	s := strings.TrimPrefix(name, "v")
-	end := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	if end <= 0 || s[end] != '-' && s[end] != '.' {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(s[:end], 10, 64)
-	return v, err == nil
 }
 
 // Register registers the table whose metadata file is metadataLocation (as

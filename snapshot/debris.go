@@ -7,31 +7,22 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 )
 
-// metadataFileName matches the metadata file names iceberg-go and the Java
-// implementation write, VERSION-UUID.metadata.json, with the compression
-// codec before the extension (.gz.metadata.json, .zstd.metadata.json) or,
-// as older Java releases wrote it, a .gz after it (.metadata.json.gz).
-var metadataFileName = regexp.MustCompile(`^(\d+)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?:\.[a-z0-9]+)?\.metadata\.json(?:\.gz)?$`)
-
-// metadataVersion returns the version a metadata file name carries.
-func metadataVersion(name string) (int, bool) {
-	m := metadataFileName.FindStringSubmatch(name)
-	if m == nil {
-		return 0, false
-	}
-	v, err := strconv.Atoi(m[1])
-	return v, err == nil
+// metadataVersion returns the version of a metadata file named as
+// catalogs name them (VERSION-UUID, catalog.ParseMetadataName): only those
+// are deleted, and only they count towards the versions compared.
+func metadataVersion(name string) (int64, bool) {
+	n, ok := catalog.ParseMetadataName(name)
+	return n.Version, ok && n.UUID
 }
 
 // MetadataLocationError reports a metadata location (write.metadata.path)
@@ -338,7 +329,7 @@ func (t *Table) staleMetadata(log *slog.Logger, files []folderFile, minAge time.
 			oldest = min(oldest, v)
 		}
 	}
-	floor := 0
+	floor := int64(0)
 	if !meta.Properties().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
 		floor = oldest
 	}

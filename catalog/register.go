@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -87,82 +88,209 @@ func MetadataLocation(loc string) (string, error) {
 	return "file://" + abs, nil
 }
 
-// LatestMetadata returns the newest metadata file of the table at location
-// (as MetadataLocation gives it): of the files directly in
-// location/metadata/ whose name carries a version (00012-UUID.metadata.json
-// as iceberg-go and Java's catalogs write them, v12.metadata.json as
-// Hadoop tables do, gzip-compressed too), the one of the highest version.
+// IncompleteMetadataError is the refusal of a metadata file whose current
+// snapshot's manifest list or manifests are missing: a table that cannot
+// be read. A commit whose catalog update failed leaves its metadata file,
+// and maintenance later removes the files that file names (they are
+// orphans: no version of the table references them) but keeps the
+// metadata file; damage leaves one too.
+type IncompleteMetadataError struct {
+	File       string
+	SnapshotID int64
+	Missing    []string // the manifest list, or the manifests it lists
+}
+
+func (e *IncompleteMetadataError) Error() string {
+	return fmt.Sprintf("metadata file %s is not a whole table: the files of its current snapshot %d are missing (%s); "+
+		"a commit whose catalog update failed leaves such a file once maintenance removed its files, which the table never referenced",
+		e.File, e.SnapshotID, strings.Join(e.Missing, ", "))
+}
+
+// Latest is LatestMetadata's choice.
+type Latest struct {
+	File string
+	// Skipped are the metadata files of higher versions than File's, newest
+	// first, which are not whole tables.
+	Skipped []*IncompleteMetadataError
+	// Tied are the other whole files of File's version.
+	Tied []string
+}
+
+// LatestMetadata returns the newest whole metadata file of the table at
+// location (as MetadataLocation gives it): of the files directly in
+// location/metadata/ whose name carries a version (ParseMetadataName), the
+// one of the highest version whose current snapshot's manifest list and
+// manifests exist. A file of a higher version whose files are missing
+// (*IncompleteMetadataError) is skipped and returned in Skipped: a commit
+// the catalog never took, whose files maintenance removed, writes one, and
+// registering it would give a table that cannot be read.
 // Files of equal version are left by a commit that lost a race, or was cut
 // short after writing its file: of those, the one whose own time
 // (last-updated-ms) is latest is taken, and the others are returned as
-// tied. Either is a consistent table, as a sink resumes from the ledger of
-// the one registered.
-func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (file string, tied []string, err error) {
+// Tied.
+//
+// Cost: one listing of the metadata folder, and, for each file read from
+// the newest down to the first whole one, the file and its current
+// snapshot's manifest list (its manifests are looked up in the listing).
+func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (Latest, error) {
 	ctx, fsys, err := storageOf(ctx, cat, location)
 	if err != nil {
-		return "", nil, err
+		return Latest{}, err
 	}
-	lfs, ok := fsys.(iceio.ListableIO)
-	if !ok {
-		return "", nil, fmt.Errorf("find the newest metadata file under %s: its storage cannot list files", location)
+	if _, ok := fsys.(iceio.ListableIO); !ok {
+		return Latest{}, fmt.Errorf("find the newest metadata file under %s: its storage cannot list files", location)
 	}
 	dir := location + "/metadata"
-	best := int64(-1)
-	var top []string
-	err = lfs.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	folder, err := listFolder(fsys, dir)
+	if err != nil {
+		return Latest{}, classify(ctx, cat, err)
+	}
+	byVersion := map[int64][]string{}
+	for name := range folder.names {
+		if n, ok := ParseMetadataName(name); ok {
+			byVersion[n.Version] = append(byVersion[n.Version], dir+"/"+name)
+		}
+	}
+	if len(byVersion) == 0 {
+		return Latest{}, fmt.Errorf("%w in %s/", ErrNoTableMetadata, dir)
+	}
+	var res Latest
+	for _, v := range slices.Backward(slices.Sorted(maps.Keys(byVersion))) {
+		// Sorted, so that files of equal times are taken in one order.
+		files := slices.Sorted(slices.Values(byVersion[v]))
+		var whole []string
+		latest, at := "", int64(-1)
+		for _, f := range files {
+			meta, err := readMetadata(ctx, fsys, f)
+			if err != nil {
+				return Latest{}, classify(ctx, cat, err)
+			}
+			if err := checkWhole(fsys, f, meta, folder); err != nil {
+				var inc *IncompleteMetadataError
+				if !errors.As(err, &inc) {
+					return Latest{}, classify(ctx, cat, err)
+				}
+				res.Skipped = append(res.Skipped, inc)
+				continue
+			}
+			whole = append(whole, f)
+			if ms := meta.LastUpdatedMillis(); ms > at {
+				latest, at = f, ms
+			}
+		}
+		if latest != "" {
+			res.File = latest
+			res.Tied = slices.DeleteFunc(whole, func(f string) bool { return f == latest })
+			return res, nil
+		}
+	}
+	return Latest{}, fmt.Errorf("no metadata file in %s/ is a whole table: %w", dir, errors.Join(errs(res.Skipped)...))
+}
+
+// errs returns incs as errors.
+func errs(incs []*IncompleteMetadataError) []error {
+	out := make([]error, len(incs))
+	for i, e := range incs {
+		out[i] = e
+	}
+	return out
+}
+
+// folderListing is the names of the files directly in a folder.
+type folderListing struct {
+	dir   string          // LocationKey of the folder
+	names map[string]bool // nil when its storage cannot list files
+}
+
+// listFolder lists the files directly in dir; a folder that does not
+// exist has none.
+func listFolder(fsys iceio.IO, dir string) (folderListing, error) {
+	out := folderListing{dir: LocationKey(dir)}
+	lfs, ok := fsys.(iceio.ListableIO)
+	if !ok {
+		return out, nil
+	}
+	out.names = map[string]bool{}
+	err := lfs.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
-		case d.IsDir() && LocationKey(strings.TrimRight(p, "/")) != LocationKey(dir):
+		case d.IsDir() && LocationKey(strings.TrimRight(p, "/")) != out.dir:
 			// metadata/floe-ledger/ and the like: never a table's metadata.
 			return fs.SkipDir
-		case d.IsDir():
-			return nil
-		}
-		n, ok := ParseMetadataName(d.Name())
-		v := n.Version
-		switch {
-		case !ok || v < best:
-		case v > best:
-			best, top = v, []string{dir + "/" + d.Name()}
-		default:
-			top = append(top, dir+"/"+d.Name())
+		case !d.IsDir():
+			out.names[d.Name()] = true
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", nil, classify(ctx, cat, fmt.Errorf("list %s: %w", dir, err))
+		return folderListing{}, fmt.Errorf("list %s: %w", dir, err)
 	}
-	if len(top) == 0 {
-		return "", nil, fmt.Errorf("%w in %s/", ErrNoTableMetadata, dir)
+	return out, nil
+}
+
+// checkWhole returns an *IncompleteMetadataError when the manifest list of
+// the current snapshot of meta (metadata file file) or a manifest it lists
+// is missing: what reading the table reads first. Files in the listed
+// folder (where Iceberg writers put them) are looked up in its listing,
+// others are opened. A table of no snapshot is whole.
+func checkWhole(fsys iceio.IO, file string, meta table.Metadata, folder folderListing) error {
+	s := meta.CurrentSnapshot()
+	if s == nil {
+		return nil
 	}
-	if len(top) == 1 {
-		return top[0], nil, nil
-	}
-	// Sorted first, so that files of equal times are taken in one order.
-	slices.Sort(top)
-	latest, at := 0, int64(-1)
-	for i, f := range top {
-		meta, err := readMetadata(ctx, fsys, f)
+	exists := func(p string) (bool, error) {
+		if key := LocationKey(p); folder.names != nil && path.Dir(key) == folder.dir {
+			return folder.names[path.Base(key)], nil
+		}
+		f, err := fsys.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
 		if err != nil {
-			return "", nil, classify(ctx, cat, err)
+			return false, err
 		}
-		if ms := meta.LastUpdatedMillis(); ms > at {
-			latest, at = i, ms
+		return true, f.Close()
+	}
+	incomplete := func(missing ...string) error {
+		return &IncompleteMetadataError{File: file, SnapshotID: s.SnapshotID, Missing: missing}
+	}
+	ok, err := exists(s.ManifestList)
+	switch {
+	case err != nil:
+		return fmt.Errorf("metadata file %s: look for the manifest list of its current snapshot %d: %w", file, s.SnapshotID, err)
+	case !ok:
+		return incomplete("manifest list " + s.ManifestList)
+	}
+	manifests, err := s.Manifests(fsys)
+	if err != nil {
+		return fmt.Errorf("metadata file %s: read the manifest list of its current snapshot %d: %w", file, s.SnapshotID, err)
+	}
+	var missing []string
+	for _, m := range manifests {
+		ok, err := exists(m.FilePath())
+		if err != nil {
+			return fmt.Errorf("metadata file %s: look for manifest %s of its current snapshot %d: %w", file, m.FilePath(), s.SnapshotID, err)
+		}
+		if !ok {
+			missing = append(missing, "manifest "+m.FilePath())
 		}
 	}
-	// Taken before Delete, which shifts and clears top's elements.
-	file = top[latest]
-	return file, slices.Delete(top, latest, latest+1), nil
+	if len(missing) > 0 {
+		return incomplete(missing...)
+	}
+	return nil
 }
 
 // Register registers the table whose metadata file is metadataLocation (as
 // MetadataLocation gives it) in cat as ident, and returns it as cat loads
 // it. The file is read first: one that is missing (fs.ErrNotExist), is not
-// Iceberg table metadata (ErrNotTableMetadata), or is not where the table
-// location it records keeps its metadata (*LocationMismatchError) is
-// refused, as is a name cat already has (*AlreadyRegisteredError); nothing
-// is written then.
+// Iceberg table metadata (ErrNotTableMetadata), is not where the table
+// location it records keeps its metadata (*LocationMismatchError), or
+// whose current snapshot's manifest list or manifests are missing
+// (*IncompleteMetadataError, a table that cannot be read) is refused, as
+// is a name cat already has (*AlreadyRegisteredError); nothing is written
+// then.
 //
 // REST and Glue catalogs register through their own RegisterTable, after
 // creating a missing namespace. iceberg-go's SQL catalog (SQLite,
@@ -180,6 +308,13 @@ func Register(ctx context.Context, cat icecat.Catalog, ident table.Identifier, m
 	}
 	if err := checkPlace(metadataLocation, meta); err != nil {
 		return nil, err
+	}
+	folder, err := listFolder(fsys, metadataLocation[:strings.LastIndex(metadataLocation, "/")])
+	if err != nil {
+		return nil, classify(ctx, cat, err)
+	}
+	if err := checkWhole(fsys, metadataLocation, meta, folder); err != nil {
+		return nil, classify(ctx, cat, err)
 	}
 	exists, err := cat.CheckTableExists(ctx, ident)
 	if err != nil {

@@ -35,14 +35,18 @@ floe audit, floe status and a sink resuming from the ledger work on it at once.
 
 --metadata-location names the metadata file to register, NNNNN-UUID.metadata.json in the
 table's metadata/ folder. --location names the table's location instead (the folder holding
-metadata/ and data/), and the newest metadata file there is taken, and printed: the highest
-version number (the NNNNN of the name, or N of vN.metadata.json). Two files of one version
+metadata/ and data/), and the newest whole metadata file there is taken, and printed: the
+highest version number (the NNNNN of the name, or N of vN.metadata.json) whose current
+snapshot's manifest list and manifests exist. A newer file whose are missing is skipped, with
+a warning naming it and them: a commit whose catalog update failed leaves one once floe
+maintain --remove-orphans removed its files. Two files of one version
 are left by a commit that lost a race or was cut short after writing its file; of those, the
 one whose own time (last-updated-ms) is latest is taken, and the others are named. Either is
 a whole table, and a sink resumes from the ledger of the one registered.
 
-The file must parse as Iceberg table metadata and lie in the metadata folder of the location
-it records: a table copied to another bucket or folder is refused, as its metadata still names
+The file must parse as Iceberg table metadata, name a manifest list and manifests that exist
+(for its current snapshot), and lie in the metadata folder of the location it records: a
+table copied to another bucket or folder is refused, as its metadata still names
 the old location's files. A table already in the catalog is refused. With a SQLite or
 PostgreSQL catalog, floe writes the catalog's row itself (iceberg-go has no registration for
 them), creating the catalog and the namespace when missing; REST and Glue catalogs register
@@ -114,37 +118,42 @@ catalog lacks: register them too. Stop every other writer of the table first.`,
 	return cmd
 }
 
-// chooseMetadata returns the metadata file to register: the newest under
-// location when it is given (saying which), else metadataLocation, with
-// the newest file beside it when that is another.
+// chooseMetadata returns the metadata file to register: the newest whole
+// one under location when it is given (saying which, and which newer ones
+// it skipped), else metadataLocation, with the newest whole file beside it
+// when that is another.
 func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataLocation string, out io.Writer, quiet bool) (file, newer string, err error) {
 	if location != "" {
 		loc, err := catalog.MetadataLocation(location)
 		if err != nil {
 			return "", "", err
 		}
-		file, tied, err := catalog.LatestMetadata(ctx, cat, loc)
+		latest, err := catalog.LatestMetadata(ctx, cat, loc)
 		if errors.Is(err, catalog.ErrNoTableMetadata) {
 			return "", "", fmt.Errorf("%w: check --location, which names the table's folder (the one holding metadata/ and data/)", err)
 		}
 		if err != nil {
 			return "", "", err
 		}
+		for _, s := range latest.Skipped {
+			slog.Warn("skipped a newer metadata file, not a whole table: its current snapshot's files are missing (a commit whose catalog update failed, its files since removed by maintenance, or damage)",
+				"file", path.Base(s.File), "snapshot", s.SnapshotID, "missing", s.Missing)
+		}
 		if !quiet {
-			fmt.Fprintf(out, "newest metadata file under %s: %s\n", loc, path.Base(file))
+			fmt.Fprintf(out, "newest whole metadata file under %s: %s\n", loc, path.Base(latest.File))
 		}
-		if len(tied) > 0 {
+		if len(latest.Tied) > 0 {
 			slog.Warn("metadata files of the same version: the one written last is registered; --metadata-location registers another",
-				"registered", path.Base(file), "others", tied)
+				"registered", path.Base(latest.File), "others", latest.Tied)
 		}
-		return file, "", nil
+		return latest.File, "", nil
 	}
 	if file, err = catalog.MetadataLocation(metadataLocation); err != nil {
 		return "", "", err
 	}
 	// Only a hint: the registration reports a folder it cannot read.
-	if newest, _, err := catalog.LatestMetadata(ctx, cat, parentOf(parentOf(file))); err == nil && catalog.LocationKey(newest) != catalog.LocationKey(file) {
-		newer = newest
+	if latest, err := catalog.LatestMetadata(ctx, cat, parentOf(parentOf(file))); err == nil && catalog.LocationKey(latest.File) != catalog.LocationKey(file) {
+		newer = latest.File
 	}
 	return file, newer, nil
 }
@@ -158,11 +167,14 @@ func parentOf(loc string) string {
 // that fixes it.
 func registerHint(err error, table string) error {
 	var already *catalog.AlreadyRegisteredError
+	var incomplete *catalog.IncompleteMetadataError
 	switch {
 	case errors.As(err, &already):
 		return fmt.Errorf("%w: nothing was written; if it is the same table, there is nothing to do (floe audit --table %s checks it); "+
 			"to register it from another metadata file, remove the catalog's entry first, keeping the files: floe drop --table %s --keep-files --yes",
 			err, table, table)
+	case errors.As(err, &incomplete):
+		return fmt.Errorf("%w: nothing was written; register an older metadata file, the table as it was before that commit: --location TABLE_LOCATION takes the newest whole one", err)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: check --metadata-location; --location TABLE_LOCATION takes the newest metadata file of the table's metadata/ folder", err)
 	case errors.Is(err, catalog.ErrNotTableMetadata):

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -56,7 +57,7 @@ func TestRegisterAfterLostCatalog(t *testing.T) {
 	}
 
 	code, out, errs := register("--table", "lake.orders", "--location", location)
-	if code != exitOK || !strings.Contains(out, "newest metadata file under file://"+location+": 0") ||
+	if code != exitOK || !strings.Contains(out, "newest whole metadata file under file://"+location+": 0") ||
 		!strings.Contains(out, "registered lake.orders: file://"+location+"/metadata/") {
 		t.Fatalf("register --location: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -158,6 +159,62 @@ func TestRegisterOlderMetadataWarns(t *testing.T) {
 	checkTable(t, catalog.Config{Catalog: fresh[1], Existing: true}, "lake.orders", "orders", want)
 }
 
+// TestRegisterSkipsUncommittedNewest (from a review): a commit writes its
+// metadata file of version v+1 and the catalog's update fails, so the
+// table stays at version v; floe maintain --remove-orphans then deletes
+// that commit's data file, manifest list and manifest, which no version of
+// the table references, but keeps its metadata file. After the catalog is
+// lost, register --location must skip that file, whose current snapshot
+// cannot be read, saying which file it skipped and why, and register
+// version v, which audits whole at the file level; --metadata-location of
+// the skipped file is refused, naming its missing manifest list.
+func TestRegisterSkipsUncommittedNewest(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	sink := func(p string) {
+		mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end", "--partitions", p}, loc...)...)
+	}
+	db, err := sql.Open("sqlite", st.Catalog().Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sink("0")
+	state := openTable(t, st.Catalog(), "lake.orders").Iceberg().MetadataLocation()
+	sink("1")
+	uncommitted := openTable(t, st.Catalog(), "lake.orders").Iceberg()
+	// The catalog's update of that commit never happened.
+	if _, err := db.ExecContext(t.Context(), "UPDATE iceberg_tables SET metadata_location = ? WHERE table_name = 'orders'", state); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	mustFloe(t, append([]string{"maintain", "--table", "lake.orders", "--remove-orphans", "--orphan-min-age", "10ms"}, loc...)...)
+	manifestList := uncommitted.CurrentSnapshot().ManifestList
+	if _, err := os.Stat(strings.TrimPrefix(manifestList, "file://")); !os.IsNotExist(err) {
+		t.Fatalf("setup: maintain should have deleted the uncommitted manifest list %s: %v", manifestList, err)
+	}
+
+	fresh := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", st.Catalog().Warehouse}
+	location := filepath.Join(st.Catalog().Warehouse, "lake.db", "orders")
+	code, out, errs := floe(t, append([]string{"register", "--table", "lake.orders", "--metadata-location", uncommitted.MetadataLocation()}, fresh...)...)
+	if code != exitError || !strings.Contains(errs, "is not a whole table") || !strings.Contains(errs, "manifest list "+manifestList) {
+		t.Errorf("register --metadata-location of the uncommitted file: exit %d, want 2 naming its missing manifest list %s\n%s%s", code, manifestList, out, errs)
+	}
+	code, out, errs = floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, fresh...)...)
+	if code != exitOK || !strings.Contains(out, "newest whole metadata file under file://"+location+": "+filepath.Base(state)) ||
+		!strings.Contains(errs, "skipped a newer metadata file") || !strings.Contains(errs, filepath.Base(uncommitted.MetadataLocation())) ||
+		!strings.Contains(errs, filepath.Base(manifestList)) {
+		t.Fatalf("register --location: exit %d, want %s registered and %s named as skipped for its missing manifest list\n%s%s",
+			code, filepath.Base(state), filepath.Base(uncommitted.MetadataLocation()), out, errs)
+	}
+	if got := openTable(t, catalog.Config{Catalog: fresh[1], Existing: true}, "lake.orders").Iceberg().MetadataLocation(); got != state {
+		t.Errorf("registered %s, want the table's state %s", filepath.Base(got), filepath.Base(state))
+	}
+	if code, out, errs := floe(t, append([]string{"audit", "--table", "lake.orders", "--deep"}, fresh...)...); code != exitOK {
+		t.Errorf("audit --deep of the registered table: exit %d\n%s%s", code, out, errs)
+	}
+}
+
 // TestRegisterTiedVersions: of two metadata files of the newest version
 // (a commit that lost a race leaves one), --location takes the one whose
 // own time is latest, and names the other.
@@ -191,7 +248,7 @@ func TestRegisterTiedVersions(t *testing.T) {
 		t.Helper()
 		fresh := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", st.Catalog().Warehouse}
 		code, out, errs := floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, fresh...)...)
-		if code != exitOK || !strings.Contains(out, "newest metadata file under file://"+location+": "+want) ||
+		if code != exitOK || !strings.Contains(out, "newest whole metadata file under file://"+location+": "+want) ||
 			!strings.Contains(errs, "metadata files of the same version") {
 			t.Errorf("register with two files of version %s: exit %d, want %s registered\n%s\n%s", version, code, want, out, errs)
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -106,14 +107,43 @@ func (e *IncompleteMetadataError) Error() string {
 		e.File, e.SnapshotID, strings.Join(e.Missing, ", "))
 }
 
+// TiedMetadataError is LatestMetadata's refusal of several whole metadata
+// files of the newest version. One is the commit the catalog took; the
+// others lost the catalog's swap after writing their file (iceberg-go's SQL
+// and Glue catalogs write it first), and their writer stopped before
+// removing it. Nothing in the files tells which one the catalog took: a
+// losing writer wrote its file later as often as not, so the latest
+// last-updated-ms is no answer, and registering a loser drops the
+// winner's commit from the table.
+type TiedMetadataError struct {
+	Version int64
+	// Files are the tied files, sorted, with their metadata.
+	Files []string
+	Metas []table.Metadata
+}
+
+func (e *TiedMetadataError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d whole metadata files share the newest version, %d: ", len(e.Files), e.Version)
+	for i, f := range e.Files {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f)
+		if s := e.Metas[i].CurrentSnapshot(); s != nil {
+			fmt.Fprintf(&b, " (current snapshot %d, committed %s)", s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC().Format(time.RFC3339Nano))
+		}
+	}
+	b.WriteString(". At most one is the commit the catalog had, the others lost its swap (or were cut short) after writing their file, and nothing in the files tells which")
+	return b.String()
+}
+
 // Latest is LatestMetadata's choice.
 type Latest struct {
 	File string
-	// Skipped are the metadata files of higher versions than File's, newest
-	// first, which are not whole tables.
+	// Skipped are the metadata files of higher versions than File's (or
+	// than the tied ones'), newest first, which are not whole tables.
 	Skipped []*IncompleteMetadataError
-	// Tied are the other whole files of File's version.
-	Tied []string
 }
 
 // LatestMetadata returns the newest whole metadata file of the table at
@@ -124,10 +154,10 @@ type Latest struct {
 // (*IncompleteMetadataError) is skipped and returned in Skipped: a commit
 // the catalog never took, whose files maintenance removed, writes one, and
 // registering it would give a table that cannot be read.
-// Files of equal version are left by a commit that lost a race, or was cut
-// short after writing its file: of those, the one whose own time
-// (last-updated-ms) is latest is taken, and the others are returned as
-// Tied.
+// Whole files of equal version are refused (*TiedMetadataError, returned
+// with Skipped set): one is the catalog's, the others are commits that
+// lost its swap, and nothing tells which; a tie of whole and incomplete
+// files is no tie.
 //
 // Cost: one listing of the metadata folder, and, for each file read from
 // the newest down to the first whole one, the file and its current
@@ -156,11 +186,8 @@ func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (L
 	}
 	var res Latest
 	for _, v := range slices.Backward(slices.Sorted(maps.Keys(byVersion))) {
-		// Sorted, so that files of equal times are taken in one order.
-		files := slices.Sorted(slices.Values(byVersion[v]))
-		var whole []string
-		latest, at := "", int64(-1)
-		for _, f := range files {
+		tie := &TiedMetadataError{Version: v}
+		for _, f := range slices.Sorted(slices.Values(byVersion[v])) {
 			meta, err := readMetadata(ctx, fsys, f)
 			if err != nil {
 				return Latest{}, classify(ctx, cat, err)
@@ -173,15 +200,15 @@ func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (L
 				res.Skipped = append(res.Skipped, inc)
 				continue
 			}
-			whole = append(whole, f)
-			if ms := meta.LastUpdatedMillis(); ms > at {
-				latest, at = f, ms
-			}
+			tie.Files, tie.Metas = append(tie.Files, f), append(tie.Metas, meta)
 		}
-		if latest != "" {
-			res.File = latest
-			res.Tied = slices.DeleteFunc(whole, func(f string) bool { return f == latest })
+		switch len(tie.Files) {
+		case 0:
+		case 1:
+			res.File = tie.Files[0]
 			return res, nil
+		default:
+			return res, tie
 		}
 	}
 	return Latest{}, fmt.Errorf("no metadata file in %s/ is a whole table: %w", dir, errors.Join(errs(res.Skipped)...))

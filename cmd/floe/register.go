@@ -8,13 +8,16 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -37,12 +40,14 @@ floe audit, floe status and a sink resuming from the ledger work on it at once.
 table's metadata/ folder. --location names the table's location instead (the folder holding
 metadata/ and data/), and the newest whole metadata file there is taken, and printed: the
 highest version number (the NNNNN of the name, or N of vN.metadata.json) whose current
-snapshot's manifest list and manifests exist. A newer file whose are missing is skipped, with
-a warning naming it and them: a commit whose catalog update failed leaves one once floe
-maintain --remove-orphans removed its files. Two files of one version
-are left by a commit that lost a race or was cut short after writing its file; of those, the
-one whose own time (last-updated-ms) is latest is taken, and the others are named. Either is
-a whole table, and a sink resumes from the ledger of the one registered.
+snapshot's manifest list and manifests exist. A file whose are missing is skipped, with a
+warning naming it and them: a commit whose catalog update failed leaves one once floe maintain
+--remove-orphans removed its files. Two whole files of the newest version are refused, each
+named with its current snapshot and what its last commit sank: a commit that lost the
+catalog's swap, or was cut short, after writing its file leaves one, nothing in the files
+tells which one the catalog had, and registering one leaves out the other's commit (a sink
+reads its records again only while the log holds them). Give the catalog's with
+--metadata-location.
 
 The file must parse as Iceberg table metadata, name a manifest list and manifests that exist
 (for its current snapshot), and lie in the metadata folder of the location it records: a
@@ -129,22 +134,22 @@ func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataL
 			return "", "", err
 		}
 		latest, err := catalog.LatestMetadata(ctx, cat, loc)
-		if errors.Is(err, catalog.ErrNoTableMetadata) {
-			return "", "", fmt.Errorf("%w: check --location, which names the table's folder (the one holding metadata/ and data/)", err)
-		}
-		if err != nil {
-			return "", "", err
-		}
+		// Said before a tie's refusal too: those files are not candidates.
 		for _, s := range latest.Skipped {
-			slog.Warn("skipped a newer metadata file, not a whole table: its current snapshot's files are missing (a commit whose catalog update failed, its files since removed by maintenance, or damage)",
+			slog.Warn("skipped a metadata file, not a whole table: its current snapshot's files are missing (a commit whose catalog update failed, its files since removed by maintenance, or damage)",
 				"file", path.Base(s.File), "snapshot", s.SnapshotID, "missing", s.Missing)
+		}
+		var tie *catalog.TiedMetadataError
+		switch {
+		case errors.Is(err, catalog.ErrNoTableMetadata):
+			return "", "", fmt.Errorf("%w: check --location, which names the table's folder (the one holding metadata/ and data/)", err)
+		case errors.As(err, &tie):
+			return "", "", tieHint(tie)
+		case err != nil:
+			return "", "", err
 		}
 		if !quiet {
 			fmt.Fprintf(out, "newest whole metadata file under %s: %s\n", loc, path.Base(latest.File))
-		}
-		if len(latest.Tied) > 0 {
-			slog.Warn("metadata files of the same version: the one written last is registered; --metadata-location registers another",
-				"registered", path.Base(latest.File), "others", latest.Tied)
 		}
 		return latest.File, "", nil
 	}
@@ -152,10 +157,52 @@ func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataL
 		return "", "", err
 	}
 	// Only a hint: the registration reports a folder it cannot read.
-	if latest, err := catalog.LatestMetadata(ctx, cat, parentOf(parentOf(file))); err == nil && catalog.LocationKey(latest.File) != catalog.LocationKey(file) {
-		newer = latest.File
+	latest, err := catalog.LatestMetadata(ctx, cat, parentOf(parentOf(file)))
+	newest := []string{latest.File}
+	if tie, ok := errors.AsType[*catalog.TiedMetadataError](err); ok {
+		newest, err = tie.Files, nil
+	}
+	if err == nil && !slices.ContainsFunc(newest, func(f string) bool { return catalog.LocationKey(f) == catalog.LocationKey(file) }) {
+		newer = newest[0]
 	}
 	return file, newer, nil
+}
+
+// tieHint adds to the refusal of tied metadata files what each one's last
+// commit sank (which records each leaves out), and how to choose:
+// registering one leaves out the others' last commits, whose records a
+// sink reads again from the log only while the log holds them.
+func tieHint(tie *catalog.TiedMetadataError) error {
+	sank := make([]string, len(tie.Files))
+	for i, f := range tie.Files {
+		sank[i] = path.Base(f) + ": " + lastCommit(tie.Metas[i])
+	}
+	return fmt.Errorf("%w. Their last commits sank %s. Registered, each leaves out the others' last commits, whose records a sink reads again from the log only while the log still holds them: "+
+		"register the one the catalog had with --metadata-location FILE (a backup of the catalog tells, or the sinks' logs: a losing writer logged \"commit attempt failed\"); "+
+		"if nothing tells, register one and run floe status --brokers on it: records it shows lost are the other's, gone from the log, and the other is the one to register (floe drop --keep-files --yes first)",
+		tie, strings.Join(sank, "; "))
+}
+
+// lastCommit says what the current snapshot of meta sank, read from its
+// summary's ledger properties.
+func lastCommit(meta table.Metadata) string {
+	s := meta.CurrentSnapshot()
+	switch {
+	case s == nil:
+		return "nothing (no snapshot)"
+	case s.Summary == nil || !mapping.IsFloeCommit(s.Summary.Properties):
+		return "no ledger entry (not a floe commit)"
+	}
+	c, err := mapping.DecodeCommit(s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC(), s.Summary.Properties)
+	if err != nil {
+		// A commit whose ranges are in a ranges file: not read for a hint.
+		return fmt.Sprintf("ranges not shown (%v)", err)
+	}
+	rs := make([]string, len(c.Ranges))
+	for i, r := range c.Ranges {
+		rs[i] = r.String()
+	}
+	return strings.Join(rs, ", ")
 }
 
 // parentOf is the location loc is in: path.Dir would fold s3:// to s3:/.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -202,7 +201,7 @@ func TestRegisterSkipsUncommittedNewest(t *testing.T) {
 	}
 	code, out, errs = floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, fresh...)...)
 	if code != exitOK || !strings.Contains(out, "newest whole metadata file under file://"+location+": "+filepath.Base(state)) ||
-		!strings.Contains(errs, "skipped a newer metadata file") || !strings.Contains(errs, filepath.Base(uncommitted.MetadataLocation())) ||
+		!strings.Contains(errs, "skipped a metadata file, not a whole table") || !strings.Contains(errs, filepath.Base(uncommitted.MetadataLocation())) ||
 		!strings.Contains(errs, filepath.Base(manifestList)) {
 		t.Fatalf("register --location: exit %d, want %s registered and %s named as skipped for its missing manifest list\n%s%s",
 			code, filepath.Base(state), filepath.Base(uncommitted.MetadataLocation()), out, errs)
@@ -215,51 +214,82 @@ func TestRegisterSkipsUncommittedNewest(t *testing.T) {
 	}
 }
 
-// TestRegisterTiedVersions: of two metadata files of the newest version
-// (a commit that lost a race leaves one), --location takes the one whose
-// own time is latest, and names the other.
-func TestRegisterTiedVersions(t *testing.T) {
+// TestRegisterRefusesTiedNewest (from a review): two writers of one table
+// race for version v+1; A's commit wins, B's loses the catalog's swap
+// after writing its metadata file of version v+1, later than A's, and B
+// stops before removing it. After the catalog is lost, register --location
+// must not guess (the latest last-updated-ms is B's, the loser's): it
+// refuses, naming both files with their current snapshot ids and the
+// ranges their last commits sank, and asks for --metadata-location, which
+// then registers A's. Once B's manifest list is gone (maintenance removes
+// it as unreferenced), B's file is not a whole table, so there is no tie:
+// --location takes A's and names B's as skipped.
+func TestRegisterRefusesTiedNewest(t *testing.T) {
 	st, loc := sinkStack(t)
-	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
-	newest := strings.TrimPrefix(openTable(t, st.Catalog(), "lake.orders").Iceberg().MetadataLocation(), "file://")
-	dir, location := filepath.Dir(newest), filepath.Dir(filepath.Dir(newest))
-	version, _, _ := strings.Cut(filepath.Base(newest), "-")
-	// tie writes a copy of the newest file under another name of its
-	// version, its time shifted by shift ms.
-	tie := func(name string, shift float64) {
-		t.Helper()
-		b, err := os.ReadFile(newest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var meta map[string]any
-		if err := json.Unmarshal(b, &meta); err != nil {
-			t.Fatal(err)
-		}
-		meta["last-updated-ms"] = meta["last-updated-ms"].(float64) + shift
-		if b, err = json.Marshal(meta); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, version+"-"+name+".metadata.json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	brokers := strings.Join(st.Brokers, ",")
+	sink := func(p string) {
+		mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end", "--partitions", p}, loc...)...)
 	}
-	register := func(want string) {
-		t.Helper()
-		fresh := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", st.Catalog().Warehouse}
-		code, out, errs := floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, fresh...)...)
-		if code != exitOK || !strings.Contains(out, "newest whole metadata file under file://"+location+": "+want) ||
-			!strings.Contains(errs, "metadata files of the same version") {
-			t.Errorf("register with two files of version %s: exit %d, want %s registered\n%s\n%s", version, code, want, out, errs)
-		}
-	}
-	tie("later", 1000)
-	register(version + "-later.metadata.json")
-	if err := os.Remove(filepath.Join(dir, version+"-later.metadata.json")); err != nil {
+	db, err := sql.Open("sqlite", st.Catalog().Catalog)
+	if err != nil {
 		t.Fatal(err)
 	}
-	tie("earlier", -1000)
-	register(filepath.Base(newest))
+	defer db.Close()
+	setRow := func(meta string) {
+		t.Helper()
+		if _, err := db.ExecContext(t.Context(), "UPDATE iceberg_tables SET metadata_location = ? WHERE table_name = 'orders'", meta); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink("0")
+	base := openTable(t, st.Catalog(), "lake.orders").Iceberg().MetadataLocation()
+	sink("1") // A: wins version v+1
+	winner := openTable(t, st.Catalog(), "lake.orders").Iceberg()
+	time.Sleep(20 * time.Millisecond)
+	// B staged its commit from version v, as A did, and wrote its file
+	// after A's: the catalog's swap refuses it (simulated by pointing the
+	// row back at v for B's commit, then at A's file, the race's outcome).
+	setRow(base)
+	sink("2") // B: loses version v+1
+	loser := openTable(t, st.Catalog(), "lake.orders").Iceberg()
+	setRow(winner.MetadataLocation())
+	if v := func(f string) string { b := filepath.Base(f); return b[:strings.Index(b, "-")] }; v(winner.MetadataLocation()) != v(loser.MetadataLocation()) {
+		t.Fatalf("setup: winner %s and loser %s should share a version", winner.MetadataLocation(), loser.MetadataLocation())
+	}
+
+	// The catalog is lost.
+	fresh := func() []string {
+		return []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", st.Catalog().Warehouse}
+	}
+	lost := fresh()
+	location := filepath.Join(st.Catalog().Warehouse, "lake.db", "orders")
+	code, out, errs := floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, lost...)...)
+	for _, want := range []string{"2 whole metadata files share the newest version",
+		fmt.Sprint(winner.CurrentSnapshot().SnapshotID), filepath.Base(winner.MetadataLocation()) + ": orders/1 [0, ",
+		fmt.Sprint(loser.CurrentSnapshot().SnapshotID), filepath.Base(loser.MetadataLocation()) + ": orders/2 [0, ",
+		"--metadata-location FILE"} {
+		if code != exitError || !strings.Contains(errs, want) {
+			t.Errorf("register --location with two whole files of the newest version: exit %d, want 2 and %q in\n%s%s", code, want, out, errs)
+		}
+	}
+	if code, _, _ := floe(t, append([]string{"status", "--table", "lake.orders"}, lost...)...); code != exitError {
+		t.Errorf("the refused registration left lake.orders in the catalog")
+	}
+	code, out, errs = floe(t, append([]string{"register", "--table", "lake.orders", "--metadata-location", winner.MetadataLocation()}, lost...)...)
+	if code != exitOK || strings.Contains(errs, "a newer metadata file") {
+		t.Errorf("register --metadata-location of the winner: exit %d, want 0 and no newer file named\n%s%s", code, out, errs)
+	}
+
+	// Maintenance removes the loser's manifest list: no tie.
+	if err := os.Remove(strings.TrimPrefix(loser.CurrentSnapshot().ManifestList, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, fresh()...)...)
+	if code != exitOK || !strings.Contains(out, "newest whole metadata file under file://"+location+": "+filepath.Base(winner.MetadataLocation())) ||
+		!strings.Contains(errs, "skipped a metadata file, not a whole table") || !strings.Contains(errs, filepath.Base(loser.MetadataLocation())) {
+		t.Errorf("register --location with the loser's manifest list gone: exit %d, want %s registered and %s skipped\n%s%s",
+			code, filepath.Base(winner.MetadataLocation()), filepath.Base(loser.MetadataLocation()), out, errs)
+	}
 }
 
 // TestRegisterPostgresOnS3: the production layout (a PostgreSQL catalog,

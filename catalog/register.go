@@ -138,6 +138,25 @@ func (e *TiedMetadataError) Error() string {
 	return b.String()
 }
 
+// MetadataElsewhereError is LatestMetadata's refusal of a table whose
+// metadata file sets write.metadata.path to a folder other than
+// location/metadata/: its later metadata files are there. That folder is
+// not listed, as other tables' metadata files may be there too, and the
+// newest of them need not be this table's. iceberg-go and Java's writers
+// put the file of the commit that sets the property in the new folder
+// already, so metadata/ shows the property only when a table's writer did
+// otherwise; when none did, LatestMetadata cannot tell that the table
+// moved its metadata (see LatestMetadata).
+type MetadataElsewhereError struct {
+	File string // the file that sets it
+	Path string // write.metadata.path
+}
+
+func (e *MetadataElsewhereError) Error() string {
+	return fmt.Sprintf("metadata file %s sets write.metadata.path to %s: the table's later metadata files are there, a folder other tables' metadata may share, which is not searched for the newest",
+		e.File, e.Path)
+}
+
 // Latest is LatestMetadata's choice.
 type Latest struct {
 	File string
@@ -154,6 +173,11 @@ type Latest struct {
 // (*IncompleteMetadataError) is skipped and returned in Skipped: a commit
 // the catalog never took, whose files maintenance removed, writes one, and
 // registering it would give a table that cannot be read.
+// A file read that sets write.metadata.path to another folder is refused
+// (*MetadataElsewhereError): the table's newer files are there. A table
+// whose commit set that property wrote the commit's file in the new
+// folder, which is not looked at: the file returned is then the table as
+// it was before that commit, and only the caller can know.
 // Whole files of equal version are refused (*TiedMetadataError, returned
 // with Skipped set): one is the catalog's, the others are commits that
 // lost its swap, and nothing tells which; a tie of whole and incomplete
@@ -191,6 +215,9 @@ func LatestMetadata(ctx context.Context, cat icecat.Catalog, location string) (L
 			meta, err := readMetadata(ctx, fsys, f)
 			if err != nil {
 				return Latest{}, classify(ctx, cat, err)
+			}
+			if p := strings.TrimRight(meta.Properties()[table.WriteMetadataPathKey], "/"); p != "" && LocationKey(p) != LocationKey(dir) {
+				return res, &MetadataElsewhereError{File: f, Path: p}
 			}
 			if err := checkWhole(fsys, f, meta, folder); err != nil {
 				var inc *IncompleteMetadataError

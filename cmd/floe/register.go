@@ -48,6 +48,10 @@ catalog's swap, or was cut short, after writing its file leaves one, nothing in 
 tells which one the catalog had, and registering one leaves out the other's commit (a sink
 reads its records again only while the log holds them). Give the catalog's with
 --metadata-location.
+--location looks in metadata/ only: a table whose write.metadata.path names another folder
+keeps its metadata files there from the commit that set it, which --location does not see (it
+registers the table as it was before that commit, or refuses when a file it reads names the
+folder); give its newest file there with --metadata-location.
 
 The file must parse as Iceberg table metadata, name a manifest list and manifests that exist
 (for its current snapshot), and lie in the metadata folder of the location it records: a
@@ -140,9 +144,13 @@ func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataL
 				"file", path.Base(s.File), "snapshot", s.SnapshotID, "missing", s.Missing)
 		}
 		var tie *catalog.TiedMetadataError
+		var elsewhere *catalog.MetadataElsewhereError
 		switch {
 		case errors.Is(err, catalog.ErrNoTableMetadata):
-			return "", "", fmt.Errorf("%w: check --location, which names the table's folder (the one holding metadata/ and data/)", err)
+			return "", "", fmt.Errorf("%w: check --location, which names the table's folder (the one holding metadata/ and data/); "+
+				"a table whose write.metadata.path puts its metadata files elsewhere is registered with --metadata-location FILE", err)
+		case errors.As(err, &elsewhere):
+			return "", "", fmt.Errorf("%w: register it with --metadata-location FILE, the newest metadata file in %s that is this table's", err, elsewhere.Path)
 		case errors.As(err, &tie):
 			return "", "", tieHint(tie)
 		case err != nil:

@@ -2,10 +2,12 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -289,6 +291,60 @@ func TestRegisterRefusesTiedNewest(t *testing.T) {
 		!strings.Contains(errs, "skipped a metadata file, not a whole table") || !strings.Contains(errs, filepath.Base(loser.MetadataLocation())) {
 		t.Errorf("register --location with the loser's manifest list gone: exit %d, want %s registered and %s skipped\n%s%s",
 			code, filepath.Base(winner.MetadataLocation()), filepath.Base(loser.MetadataLocation()), out, errs)
+	}
+}
+
+// TestRegisterMetadataPathElsewhere: --location refuses a table whose
+// newest metadata file sets write.metadata.path to another folder (its
+// later files are there, among other tables' perhaps), saying to give
+// --metadata-location; a write.metadata.path naming the table's own
+// metadata folder is no refusal.
+func TestRegisterMetadataPathElsewhere(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	newest := strings.TrimPrefix(openTable(t, st.Catalog(), "lake.orders").Iceberg().MetadataLocation(), "file://")
+	dir, location := filepath.Dir(newest), filepath.Dir(filepath.Dir(newest))
+	version, _, _ := strings.Cut(filepath.Base(newest), "-")
+	v, err := strconv.Atoi(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// next writes a copy of the newest file as the next version, setting
+	// write.metadata.path to metaPath.
+	next := func(metaPath string) string {
+		t.Helper()
+		b, err := os.ReadFile(newest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta map[string]any
+		if err := json.Unmarshal(b, &meta); err != nil {
+			t.Fatal(err)
+		}
+		meta["properties"].(map[string]any)["write.metadata.path"] = metaPath
+		if b, err = json.Marshal(meta); err != nil {
+			t.Fatal(err)
+		}
+		v++
+		name := filepath.Join(dir, fmt.Sprintf("%05d-0b7e8d2c-1f3a-4c55-9a51-1f2e3d4c5b%02d.metadata.json", v, v))
+		if err := os.WriteFile(name, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	register := func() (int, string, string) {
+		fresh := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", st.Catalog().Warehouse}
+		return floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, fresh...)...)
+	}
+	elsewhere := t.TempDir()
+	setter := next(elsewhere)
+	code, out, errs := register()
+	if code != exitError || !strings.Contains(errs, filepath.Base(setter)+" sets write.metadata.path to "+elsewhere) || !strings.Contains(errs, "--metadata-location FILE") {
+		t.Errorf("register --location of a table whose metadata is elsewhere: exit %d, want 2 naming %s and --metadata-location\n%s%s", code, elsewhere, out, errs)
+	}
+	own := next("file://" + dir + "/")
+	if code, out, errs := register(); code != exitOK || !strings.Contains(out, filepath.Base(own)) {
+		t.Errorf("register --location of a table whose write.metadata.path is its metadata folder: exit %d, want %s registered\n%s%s", code, filepath.Base(own), out, errs)
 	}
 }
 

@@ -57,22 +57,34 @@ func (e *LocationMismatchError) Error() string {
 }
 
 // AlreadyRegisteredError is Register's refusal of a table name the catalog
-// already has. It wraps icecat.ErrTableAlreadyExists.
+// already has. It wraps icecat.ErrTableAlreadyExists, or
+// icecat.ErrViewAlreadyExists when the name is a view's.
 type AlreadyRegisteredError struct {
 	Table string
 	// MetadataFile is the metadata file the catalog has for it; empty when
 	// it could not be read.
 	MetadataFile string
+	// View is true when the name is a view's, as a SQL catalog's row
+	// tells (iceberg_type VIEW); other catalogs are not asked.
+	View bool
 }
 
 func (e *AlreadyRegisteredError) Error() string {
-	if e.MetadataFile == "" {
+	switch {
+	case e.View:
+		return fmt.Sprintf("%s is the name of a view in the catalog, not of a table", e.Table)
+	case e.MetadataFile == "":
 		return fmt.Sprintf("table %s is already in the catalog", e.Table)
 	}
 	return fmt.Sprintf("table %s is already in the catalog, at metadata file %s", e.Table, e.MetadataFile)
 }
 
-func (e *AlreadyRegisteredError) Unwrap() error { return icecat.ErrTableAlreadyExists }
+func (e *AlreadyRegisteredError) Unwrap() error {
+	if e.View {
+		return icecat.ErrViewAlreadyExists
+	}
+	return icecat.ErrTableAlreadyExists
+}
 
 // MetadataLocation turns a metadata file or table location given by a
 // person into the form floe's catalogs record: a local path becomes an
@@ -528,15 +540,28 @@ func (g *guardedCatalog) registerSQL(ctx context.Context, ident table.Identifier
 
 	ns, tbl := namespaceKey(icecat.NamespaceFromIdent(ident)), icecat.TableNameFromIdent(ident)
 	err = db.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}, func(ctx context.Context, tx bun.Tx) error {
-		var n int
-		err := tx.QueryRowContext(ctx, "SELECT count(*) FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
-			g.name, ns, tbl).Scan(&n)
+		// A catalog of iceberg-go's legacy schema (V0) has no
+		// iceberg_type column, and iceberg-go reads it without one.
+		typed, err := hasTypeColumn(ctx, tx, dialect)
 		if err != nil {
+			return err
+		}
+		// A view's row has the name too (iceberg_type VIEW), and
+		// iceberg-go's CheckTableExists does not see it.
+		kind := "NULL"
+		if typed {
+			kind = "iceberg_type"
+		}
+		var typ sql.NullString
+		err = tx.QueryRowContext(ctx, "SELECT "+kind+" FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+			g.name, ns, tbl).Scan(&typ)
+		switch {
+		case err == nil:
+			return &AlreadyRegisteredError{Table: name, View: typ.String == sqlcat.ViewType}
+		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("look for the table's row: %w", err)
 		}
-		if n > 0 {
-			return &AlreadyRegisteredError{Table: name}
-		}
+		var n int
 		if other, err := tableAt(ctx, tx, g.name, tableLocation); err != nil || other != "" {
 			if err == nil {
 				err = fmt.Errorf("location %s is the location of this catalog's table %s: two tables writing one location corrupt each other", tableLocation, other)
@@ -556,12 +581,6 @@ func (g *guardedCatalog) registerSQL(ctx context.Context, ident table.Identifier
 				g.name, ns); err != nil {
 				return fmt.Errorf("create namespace %s: %w", ns, err)
 			}
-		}
-		// A catalog of iceberg-go's legacy schema (V0) has no
-		// iceberg_type column, and iceberg-go reads it without one.
-		typed, err := hasTypeColumn(ctx, tx, dialect)
-		if err != nil {
-			return err
 		}
 		q := "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location) VALUES (?, ?, ?, ?)"
 		args := []any{g.name, ns, tbl, metadataLocation}

@@ -47,20 +47,19 @@ named with its current snapshot and what its last commit sank: a commit that los
 catalog's swap, or was cut short, after writing its file leaves one, nothing in the files
 tells which one the catalog had, and registering one leaves out the other's commit (a sink
 reads its records again only while the log holds them). Give the catalog's with
---metadata-location.
---location looks in metadata/ only: a table whose write.metadata.path names another folder
-keeps its metadata files there from the commit that set it, which --location does not see (it
-registers the table as it was before that commit, or refuses when a file it reads names the
-folder); give its newest file there with --metadata-location.
+--metadata-location. --location looks in metadata/ only: a table whose write.metadata.path
+names another folder keeps its metadata files there from the commit that set it, which
+--location does not see (it registers the table as it was before that commit, or refuses when
+a file it reads names the folder); give its newest file there with --metadata-location.
 
 The file must parse as Iceberg table metadata, name a manifest list and manifests that exist
-(for its current snapshot), and lie in the metadata folder of the location it records: a
-table copied to another bucket or folder is refused, as its metadata still names
-the old location's files. A table already in the catalog is refused. With a SQLite or
-PostgreSQL catalog, floe writes the catalog's row itself (iceberg-go has no registration for
-them), creating the catalog and the namespace when missing; REST and Glue catalogs register
-it themselves. It names the table's dead-letter tables (TABLE_dlq, beside it) that the
-catalog lacks: register them too. Stop every other writer of the table first.`,
+(for its current snapshot), and lie in the metadata folder of the location it records: a table
+copied to another bucket or folder is refused, as its metadata still names the old location's
+files. A table already in the catalog is refused, as is the name of a SQL catalog's view. With
+a SQLite or PostgreSQL catalog, floe writes the catalog's row itself (iceberg-go has no
+registration for them), creating the catalog and the namespace when missing; REST and Glue
+catalogs register it themselves. It names the table's dead-letter tables (TABLE_dlq, beside it)
+that the catalog lacks: register them too. Stop every other writer of the table first.`,
 		Example: `  floe register --table lake.orders --location s3://lake/warehouse/lake.db/orders
   floe register --table lake.orders --metadata-location s3://lake/warehouse/lake.db/orders/metadata/00012-8d2c....metadata.json`,
 		Args: noArgs,
@@ -224,6 +223,8 @@ func registerHint(err error, table string) error {
 	var already *catalog.AlreadyRegisteredError
 	var incomplete *catalog.IncompleteMetadataError
 	switch {
+	case errors.As(err, &already) && already.View:
+		return fmt.Errorf("%w: nothing was written; register the table under another name, or drop the view first with the engine that made it", err)
 	case errors.As(err, &already):
 		return fmt.Errorf("%w: nothing was written; if it is the same table, there is nothing to do (floe audit --table %s checks it); "+
 			"to register it from another metadata file, remove the catalog's entry first, keeping the files: floe drop --table %s --keep-files --yes",

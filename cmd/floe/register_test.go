@@ -348,6 +348,33 @@ func TestRegisterMetadataPathElsewhere(t *testing.T) {
 	}
 }
 
+// TestRegisterRefusesViewName: in a SQL catalog whose row of the name is
+// a view's (iceberg_type VIEW), the refusal says a view has the name, not
+// that the table is already in the catalog, and writes nothing.
+func TestRegisterRefusesViewName(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	mustFloe(t, append([]string{"drop", "--table", "lake.orders", "--keep-files", "--yes"}, loc...)...)
+	db, err := sql.Open("sqlite", st.Catalog().Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const view = "file:///views/orders/metadata/00001-x.metadata.json"
+	if _, err := db.ExecContext(t.Context(), "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) VALUES ('floe', 'lake', 'orders', ?, 'VIEW')", view); err != nil {
+		t.Fatal(err)
+	}
+	location := filepath.Join(st.Catalog().Warehouse, "lake.db", "orders")
+	code, out, errs := floe(t, append([]string{"register", "--table", "lake.orders", "--location", location}, loc...)...)
+	if code != exitError || !strings.Contains(errs, "lake.orders is the name of a view in the catalog, not of a table") || strings.Contains(errs, "floe drop") {
+		t.Errorf("register under a view's name: exit %d, want 2 saying a view has the name\n%s%s", code, out, errs)
+	}
+	var got string
+	if err := db.QueryRowContext(t.Context(), "SELECT metadata_location FROM iceberg_tables WHERE table_name = 'orders'").Scan(&got); err != nil || got != view {
+		t.Errorf("the view's row after the refusal: %q, %v; want it unchanged", got, err)
+	}
+}
+
 // TestRegisterPostgresOnS3: the production layout (a PostgreSQL catalog,
 // the tables on S3) loses its catalog database: the table is registered
 // from its s3:// location in a new database, whose catalog tables floe

@@ -120,10 +120,10 @@ func (e *IncompleteMetadataError) Error() string {
 }
 
 // TiedMetadataError is LatestMetadata's refusal of several whole metadata
-// files of the newest version. One is the commit the catalog took; the
-// others lost the catalog's swap after writing their file (iceberg-go's SQL
-// and Glue catalogs write it first), and their writer stopped before
-// removing it. Nothing in the files tells which one the catalog took: a
+// files of the newest version. At most one is the commit the catalog took;
+// the others lost the catalog's swap after writing their file (iceberg-go's
+// SQL and Glue catalogs write it first), or were cut short, and their
+// writer stopped before removing it. Nothing in the files tells which: a
 // losing writer wrote its file later as often as not, so the latest
 // last-updated-ms is no answer, and registering a loser drops the
 // winner's commit from the table.
@@ -181,19 +181,19 @@ type Latest struct {
 // location (as MetadataLocation gives it): of the files directly in
 // location/metadata/ whose name carries a version (ParseMetadataName), the
 // one of the highest version whose current snapshot's manifest list and
-// manifests exist. A file of a higher version whose files are missing
-// (*IncompleteMetadataError) is skipped and returned in Skipped: a commit
-// the catalog never took, whose files maintenance removed, writes one, and
-// registering it would give a table that cannot be read.
+// manifests exist. A file of that version or a higher one whose files are
+// missing (*IncompleteMetadataError) is skipped and returned in Skipped: a
+// commit the catalog never took, whose files maintenance removed, leaves
+// one, and registering it would give a table that cannot be read.
 // A file read that sets write.metadata.path to another folder is refused
-// (*MetadataElsewhereError): the table's newer files are there. A table
+// (*MetadataElsewhereError, returned with Skipped set): the table's newer
+// files are there. A table
 // whose commit set that property wrote the commit's file in the new
 // folder, which is not looked at: the file returned is then the table as
 // it was before that commit, and only the caller can know.
 // Whole files of equal version are refused (*TiedMetadataError, returned
-// with Skipped set): one is the catalog's, the others are commits that
-// lost its swap, and nothing tells which; a tie of whole and incomplete
-// files is no tie.
+// with Skipped set): at most one is the catalog's, and nothing tells which;
+// a tie of whole and incomplete files is no tie.
 //
 // Cost: one listing of the metadata folder, and, for each file read from
 // the newest down to the first whole one, the file and its current

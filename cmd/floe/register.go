@@ -127,8 +127,8 @@ that the catalog lacks: register them too. Stop every other writer of the table 
 }
 
 // chooseMetadata returns the metadata file to register: the newest whole
-// one under location when it is given (saying which, and which newer ones
-// it skipped), else metadataLocation, with the newest whole file beside it
+// one under location when it is given (saying which, and which files it
+// skipped), else metadataLocation, with the newest whole file beside it
 // when that is another.
 func chooseMetadata(ctx context.Context, cat icecat.Catalog, location, metadataLocation string, out io.Writer, quiet bool) (file, newer string, err error) {
 	if location != "" {

@@ -356,13 +356,15 @@ func checkWhole(fsys iceio.IO, file string, meta table.Metadata, folder folderLi
 // whose current snapshot's manifest list or manifests are missing
 // (*IncompleteMetadataError, a table that cannot be read) is refused, as
 // is a name cat already has (*AlreadyRegisteredError); nothing is written
-// then.
+// then. check, when not nil, is given the metadata after those checks:
+// an error from it refuses the registration too (the caller's own rules,
+// such as what the table's properties say it is).
 //
 // REST and Glue catalogs register through their own RegisterTable, after
 // creating a missing namespace. iceberg-go's SQL catalog (SQLite,
 // PostgreSQL) has none: Register writes the rows its CreateTable would
 // (registerSQL).
-func Register(ctx context.Context, cat icecat.Catalog, ident table.Identifier, metadataLocation string) (*table.Table, error) {
+func Register(ctx context.Context, cat icecat.Catalog, ident table.Identifier, metadataLocation string, check func(table.Metadata) error) (*table.Table, error) {
 	name := strings.Join(ident, ".")
 	sctx, fsys, err := storageOf(ctx, cat, metadataLocation)
 	if err != nil {
@@ -381,6 +383,11 @@ func Register(ctx context.Context, cat icecat.Catalog, ident table.Identifier, m
 	}
 	if err := checkWhole(fsys, metadataLocation, meta, folder); err != nil {
 		return nil, classify(ctx, cat, err)
+	}
+	if check != nil {
+		if err := check(meta); err != nil {
+			return nil, err
+		}
 	}
 	exists, err := cat.CheckTableExists(ctx, ident)
 	if err != nil {

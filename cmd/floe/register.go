@@ -82,8 +82,15 @@ that the catalog lacks: register them too. Stop every other writer of the table 
 			if err != nil {
 				return err
 			}
-			tbl, err := catalog.Register(ctx, cat, ident, file)
-			if err != nil {
+			tbl, err := catalog.Register(ctx, cat, ident, file, func(meta table.Metadata) error { return checkRegisteredName(f.table, meta) })
+			if already, ok := errors.AsType[*catalog.AlreadyRegisteredError](err); ok && !already.View && catalog.LocationKey(already.MetadataFile) == catalog.LocationKey(file) {
+				// Run again (a recovery script's rerun): the catalog has
+				// the table from this very file.
+				fmt.Fprintf(out, "%s is already registered from this metadata file: nothing to do\n", f.table)
+				if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+					return fmt.Errorf("load %s: %w", f.table, err)
+				}
+			} else if err != nil {
 				return registerHint(err, f.table)
 			}
 			if newest != "" {
@@ -105,7 +112,7 @@ that the catalog lacks: register them too. Stop every other writer of the table 
 					"snapshots": len(tbl.Metadata().Snapshots()), "dead_letter_tables_missing": missing})
 				return nil
 			}
-			fmt.Fprintf(out, "registered %s: %s (%d snapshots", f.table, file, len(tbl.Metadata().Snapshots()))
+			fmt.Fprintf(out, "registered %s: %s (%s", f.table, file, plural(len(tbl.Metadata().Snapshots()), "snapshot"))
 			if h := t.Head(); h != nil {
 				fmt.Fprintf(out, ", last committed %s", time.UnixMilli(h.TimestampMs).UTC().Format(time.RFC3339))
 			}
@@ -113,6 +120,11 @@ that the catalog lacks: register them too. Stop every other writer of the table 
 			for _, m := range missing {
 				fmt.Fprintf(out, "its dead-letter table %s is not in this catalog: register it too (floe register --table %s --location ...; by default beside it, %s)\n",
 					m, m, parentOf(tbl.Location())+"/"+m[strings.LastIndex(m, ".")+1:])
+			}
+			if of := t.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
+				// A dead-letter table has no ledger of its own to audit.
+				fmt.Fprintf(out, "check it with its data table: floe audit --table %s --deep\n", of)
+				return nil
 			}
 			fmt.Fprintf(out, "check it with: floe audit --table %s\n", f.table)
 			return nil
@@ -262,4 +274,23 @@ func missingDeadLetterTables(ctx context.Context, cat icecat.Catalog, t *snapsho
 		}
 	}
 	return missing, nil
+}
+
+// checkRegisteredName refuses a dead-letter table's metadata registered
+// under its data table's name, and warns when the table's folder is named
+// otherwise than the table: registering by hand from a listing of the
+// warehouse, a folder is easily taken for its neighbour (from a user's
+// recovery run: both were registered without a word).
+func checkRegisteredName(name string, meta table.Metadata) error {
+	folder := meta.Location()[strings.LastIndex(meta.Location(), "/")+1:]
+	ns, short := name[:max(strings.LastIndex(name, "."), 0)], name[strings.LastIndex(name, ".")+1:]
+	if of := meta.Properties()[snapshot.PropDeadLettersOf]; of == name {
+		return fmt.Errorf("the metadata file is that of the dead-letter table of %s (folder %s), not of %s itself: register it under its own name, e.g. floe register --table %s.%s, and the data table from its own folder; nothing was written",
+			name, folder, name, ns, folder)
+	}
+	if folder != short {
+		slog.Warn("the table's folder is named otherwise than the table: check that it is the table meant (floe status lists what each table is)",
+			"table", name, "folder", meta.Location())
+	}
+	return nil
 }

@@ -70,7 +70,11 @@ func TestRegisterAfterLostCatalog(t *testing.T) {
 	if code, out, errs := floe(t, append([]string{"audit", "--table", "lake.orders"}, fresh...)...); code != exitFindings {
 		t.Errorf("audit with the dead-letter table not registered: exit %d, want 1\n%s\n%s", code, out, errs)
 	}
-	mustFloe(t, append([]string{"register", "--table", "lake.orders_dlq", "--location", dlqLocation}, fresh...)...)
+	// A dead-letter table has no ledger to audit: its data table's audit
+	// checks it (from a user's recovery run: the hint was refused).
+	if out := mustFloe(t, append([]string{"register", "--table", "lake.orders_dlq", "--location", dlqLocation}, fresh...)...); !strings.Contains(out, "check it with its data table: floe audit --table lake.orders --deep") {
+		t.Errorf("register of the dead-letter table:\n%s", out)
+	}
 
 	registerAudit(t, st.Brokers, "lake.orders", fresh...)
 	if out := mustFloe(t, append([]string{"status", "--table", "lake.orders", "--brokers", brokers}, fresh...)...); !strings.Contains(out, "orders") {
@@ -82,8 +86,17 @@ func TestRegisterAfterLostCatalog(t *testing.T) {
 	}
 	registerAudit(t, st.Brokers, "lake.orders", fresh...)
 
-	// Refused, each with its fix, writing nothing.
+	// Run again with the file the catalog has (a recovery script's rerun):
+	// nothing to do, exit 0.
 	registered := openTable(t, catalog.Config{Catalog: fresh[1], Existing: true}, "lake.orders").Iceberg().MetadataLocation()
+	if code, out, errs := register("--table", "lake.orders", "--metadata-location", registered); code != exitOK || !strings.Contains(out, "lake.orders is already registered from this metadata file: nothing to do") {
+		t.Errorf("register again from the catalog's own file: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	older, err := filepath.Glob(filepath.Join(location, "metadata", "00000-*.metadata.json"))
+	if err != nil || len(older) != 1 {
+		t.Fatalf("the table's first metadata file: %v %v", older, err)
+	}
+	// Refused, each with its fix, writing nothing.
 	notMeta := filepath.Join(location, "metadata", "99999-not-metadata.metadata.json")
 	if err := os.WriteFile(notMeta, []byte(`{"hello": "world"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -100,8 +113,10 @@ func TestRegisterAfterLostCatalog(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"already registered", []string{"--table", "lake.orders", "--metadata-location", registered},
+		{"already registered", []string{"--table", "lake.orders", "--metadata-location", older[0]},
 			[]string{"table lake.orders is already in the catalog, at metadata file file://" + location, "floe drop --table lake.orders --keep-files --yes"}},
+		{"the dead-letter table's folder under its data table's name", []string{"--table", "lake.orders", "--location", dlqLocation},
+			[]string{"is that of the dead-letter table of lake.orders (folder orders_dlq), not of lake.orders itself", "floe register --table lake.orders_dlq"}},
 		{"a missing file", []string{"--table", "lake.gone", "--metadata-location", filepath.Join(location, "metadata", "00001-nope.metadata.json")},
 			[]string{"00001-nope.metadata.json", "check --metadata-location"}},
 		{"no metadata there", []string{"--table", "lake.gone", "--location", t.TempDir()},
@@ -421,9 +436,10 @@ func TestRegisterPostgresOnS3(t *testing.T) {
 	if code != exitError || !strings.Contains(errs, "bucket does not exist") {
 		t.Errorf("register from a bucket that does not exist: exit %d, stderr %q", code, errs)
 	}
-	code, _, errs = floe(t, append(reg, "--location", location)...)
-	if code != exitError || !strings.Contains(errs, "already in the catalog") {
-		t.Errorf("register of a registered table: exit %d, stderr %q", code, errs)
+	// The newest file is the catalog's: run again, nothing to do.
+	code, out, errs = floe(t, append(reg, "--location", location)...)
+	if code != exitOK || !strings.Contains(out, "already registered from this metadata file") {
+		t.Errorf("register of a registered table from its own file: exit %d\n%s%s", code, out, errs)
 	}
 }
 

@@ -302,6 +302,8 @@ type Evidence struct {
 type Report struct {
 	Table  string
 	Branch string
+	// Tag is set when Branch names a tag (snapshot.Table.OnTag).
+	Tag bool
 	// CatalogArgs are the command-line flags that name the table's
 	// catalog when it is not the default one, for the command the HTML
 	// report gives to audit the table again; the caller sets them.
@@ -475,6 +477,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 		rep: &Report{
 			Table:   tbl.Name(),
 			Branch:  tbl.Branch(),
+			Tag:     tbl.OnTag(),
 			Mode:    mode,
 			Started: time.Now().UTC(),
 		},
@@ -584,7 +587,7 @@ func (a *auditor) snapshotExpired(ctx context.Context, files []string) (bool, er
 	if a.headID == 0 {
 		return false, nil
 	}
-	now, err := snapshot.Open(ctx, a.tbl.Catalog(), a.tbl.Identifier(), snapshot.OpenOptions{Branch: a.tbl.Branch()})
+	now, err := snapshot.Open(ctx, a.tbl.Catalog(), a.tbl.Identifier(), snapshot.OpenOptions{Branch: a.tbl.Branch(), ReadTag: a.tbl.OnTag()})
 	if err != nil {
 		return false, fmt.Errorf("audit %s: reload the table to tell missing files from an expiry: %w", a.tbl.Name(), err)
 	}

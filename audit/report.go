@@ -31,6 +31,7 @@ type jsonReport struct {
 	Schema           string          `json:"schema"`
 	Table            string          `json:"table"`
 	Branch           string          `json:"branch"`
+	Tag              bool            `json:"tag,omitempty"`
 	Fold             *string         `json:"fold"`
 	Mode             mapping.Mode    `json:"mode"`
 	UpsertKey        *string         `json:"upsert_key"`
@@ -131,6 +132,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Schema:           JSONSchema,
 		Table:            r.Table,
 		Branch:           r.Branch,
+		Tag:              r.Tag,
 		SnapshotID:       r.Evidence.SnapshotID,
 		MetadataLocation: r.Evidence.MetadataLocation,
 		AuditedAt:        r.Started.Format(time.RFC3339),
@@ -254,7 +256,11 @@ const textWidth = 80
 // header, one line per partition, the findings, notes and a verdict line.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "audit of %s (branch %s) at snapshot %d\n", r.Table, r.Branch, r.Evidence.SnapshotID)
+	ref := "branch"
+	if r.Tag {
+		ref = "tag"
+	}
+	fmt.Fprintf(&b, "audit of %s (%s %s) at snapshot %d\n", r.Table, ref, r.Branch, r.Evidence.SnapshotID)
 	levels := make([]string, len(r.Levels))
 	for i, l := range r.Levels {
 		levels[i] = string(l)

@@ -147,11 +147,26 @@ type BeforeHistoryError struct {
 	FirstSnapshot int64
 	// Rebuild is as ExpiredError's.
 	Rebuild string
+	// Tags are the table's tags whose ledger reaches the position: each
+	// holds the state main's history lost (floe replay --tag-main).
+	Tags []string
 }
 
 func (e *BeforeHistoryError) Error() string {
-	return fmt.Sprintf("%s as of %s: main's history no longer reaches back to that position: a replay published from branch %s replaced main's earlier commits, and main's first commit since (snapshot %d) reaches past it, so main holds no state as of the position (the empty table before that commit is not what it held then); that state is in a snapshot main had before the publish: a tag made by the publish (floe replay --tag-main) or before it keeps it for Iceberg engines to read, else snapshot expiry removes it; %s",
-		e.Table, e.Cut, e.Branch, e.FirstSnapshot, rebuildHint(e.Rebuild))
+	msg := fmt.Sprintf("%s as of %s: main's history no longer reaches back to that position: a replay published from branch %s replaced main's earlier commits, and main's first commit since (snapshot %d) reaches past it, so main holds no state as of the position (the empty table before that commit is not what it held then); ",
+		e.Table, e.Cut, e.Branch, e.FirstSnapshot)
+	if len(e.Tags) == 0 {
+		return msg + fmt.Sprintf("that state is in a snapshot main had before the publish, which no tag of the table reaches: a tag made by the publish (floe replay --tag-main) keeps it, else snapshot expiry removes it; %s", rebuildHint(e.Rebuild))
+	}
+	reads := make([]string, len(e.Tags))
+	for i, tag := range e.Tags {
+		reads[i] = fmt.Sprintf("floe as-of --table %s --branch %s --offsets %s", e.Table, tag, e.Cut)
+	}
+	what := "tag " + e.Tags[0] + " holds"
+	if len(e.Tags) > 1 {
+		what = "tags " + strings.Join(e.Tags, ", ") + " hold"
+	}
+	return msg + fmt.Sprintf("%s main's history before the publish up to the position: read it with %s; or %s", what, strings.Join(reads, "; "), rebuildHint(e.Rebuild))
 }
 
 // RowsSnapshot is the snapshot whose rows below r.Cut are the table as of
@@ -299,6 +314,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 		}
 		if err := checkInHistory(tbl, ledger, cut, b); err != nil {
+			err.Tags = tagsReaching(ctx, tbl, cut)
 			return res, err
 		}
 		exact := b.Exact(cut) && len(res.Compacted) == 0
@@ -320,6 +336,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 	}
 	if err := checkBeforePublished(tbl, ledger, cut, c.SnapshotID); err != nil {
+		err.Tags = tagsReaching(ctx, tbl, cut)
 		return res, err
 	}
 	res.SnapshotID, res.CommittedAt, res.Cut = c.SnapshotID, c.CommittedAt, cut
@@ -334,7 +351,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 // replay published onto it (publishedOnto): that ledger began with the
 // replay, and the state before its first commit is not the state main had
 // then (a new user read 0 rows, as of an empty table).
-func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, b mapping.Boundary) error {
+func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, b mapping.Boundary) *BeforeHistoryError {
 	if beforeFirst(ledger, cut) || b.Next == nil {
 		return nil
 	}
@@ -373,7 +390,7 @@ func publishedOnto(tbl *snapshot.Table) string {
 // publish, which its history no longer reaches; "the table held nothing
 // then" was not true (a new user's report). first is main's first commit
 // covering the cut.
-func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, first int64) error {
+func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, first int64) *BeforeHistoryError {
 	below := false
 	for tp, o := range cut {
 		ps, ok := ledger.Partition(tp)
@@ -390,6 +407,35 @@ func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mappi
 		return nil
 	}
 	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branch: branch, FirstSnapshot: first}
+}
+
+// tagsReaching returns the table's tags whose ledger (their snapshot's
+// ancestry) reaches cut in every partition of it, sorted: floe as-of
+// --branch TAG answers from such a tag what main's history no longer
+// reaches (floe replay --tag-main makes one of main's head before a
+// publish). Only a refusal asks, so reading each tag's ledger costs no
+// answer anything; a tag whose ledger cannot be read is left out.
+func tagsReaching(ctx context.Context, tbl *snapshot.Table, cut mapping.Cut) []string {
+	var tags []string
+	for _, r := range tbl.Refs() {
+		if r.Kind != snapshot.RefTag {
+			continue
+		}
+		s, err := tbl.Summary(ctx, r.SnapshotID)
+		if err != nil {
+			continue
+		}
+		reaches := true
+		for tp, o := range cut {
+			if ps, ok := s.Partition(tp); !ok || ps.High < o {
+				reaches = false
+			}
+		}
+		if reaches {
+			tags = append(tags, r.Name)
+		}
+	}
+	return tags
 }
 
 // beforeFirst reports whether every partition's cut is at or below the

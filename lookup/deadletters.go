@@ -177,6 +177,10 @@ func DeadLetters(ctx context.Context, tbl *snapshot.Table, q DeadLetterQuery) (D
 		audit += " --branch " + tbl.Branch()
 		writer = "floe replay --branch " + tbl.Branch()
 	}
+	if tbl.OnTag() {
+		// Nothing writes onto a tag: its commits were made on main.
+		writer = "floe sink session on the table"
+	}
 	switch {
 	case l.held < res.Counted:
 		res.Notes = append(res.Notes, fmt.Sprintf("the ledger counts %s%s that no dead-letter table holds yet (pending: a sink committed them but could not add them, and the next %s or floe maintain adds them), or whose files are gone; %s tells which",

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -39,6 +41,12 @@ type TableStatus struct {
 	// under another topic ID (deleted and created again since they were
 	// sunk): their partitions show the table's side only.
 	RecreatedTopics []string `json:"recreated_topics,omitempty"`
+	// Refs are the table's branches but main (whose head is SnapshotID),
+	// then its tags, each with its snapshot and commit time: a replay's
+	// branch, and the tag floe replay --tag-main gave main's history
+	// before a publish, which floe audit, dead-letters and as-of read
+	// with --branch.
+	Refs []snapshot.Ref `json:"refs,omitempty"`
 }
 
 // PartitionStatus is one partition of a TableStatus.
@@ -112,6 +120,11 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 	}
 	if h := tbl.Head(); h != nil {
 		st.SnapshotID = &h.SnapshotID
+	}
+	for _, r := range tbl.Refs() {
+		if r.Name != table.MainBranch {
+			st.Refs = append(st.Refs, r)
+		}
 	}
 	rows := map[mapping.TopicPartition]*PartitionStatus{}
 	row := func(tp mapping.TopicPartition) *PartitionStatus {

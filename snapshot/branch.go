@@ -28,6 +28,64 @@ func (t *Table) HasBranch(name string) bool {
 	return false
 }
 
+// HasTag reports whether the table, as last loaded, has a tag of that name.
+func (t *Table) HasTag(name string) bool {
+	ref, ok := t.refs()[name]
+	return ok && ref.SnapshotRefType == table.TagRef
+}
+
+func (t *Table) refs() map[string]table.SnapshotRef {
+	return maps.Collect(t.tbl.Metadata().Refs())
+}
+
+// Ref kinds (Ref.Kind): Iceberg's names, as its metadata writes them.
+const (
+	RefBranch = string(table.BranchRef)
+	RefTag    = string(table.TagRef)
+)
+
+// Ref is a branch or tag of a table and the snapshot it names.
+type Ref struct {
+	Name string `json:"name"`
+	// Kind is RefBranch or RefTag.
+	Kind       string `json:"type"`
+	SnapshotID int64  `json:"snapshot_id"`
+	// CommittedAt is when its snapshot was committed; nil when the
+	// metadata lacks the snapshot (damaged, or expired by another tool).
+	CommittedAt *time.Time `json:"committed_at,omitempty"`
+}
+
+// Refs returns the table's branches (main first) and tags, as last loaded,
+// each sorted by name.
+func (t *Table) Refs() []Ref {
+	var refs []Ref
+	meta := t.tbl.Metadata()
+	for name, r := range t.refs() {
+		ref := Ref{Name: name, Kind: string(r.SnapshotRefType), SnapshotID: r.SnapshotID}
+		if s := meta.SnapshotByID(r.SnapshotID); s != nil {
+			at := time.UnixMilli(s.TimestampMs).UTC()
+			ref.CommittedAt = &at
+		}
+		refs = append(refs, ref)
+	}
+	rank := func(r Ref) int {
+		switch {
+		case r.Name == table.MainBranch:
+			return 0
+		case r.Kind == RefBranch:
+			return 1
+		}
+		return 2
+	}
+	slices.SortFunc(refs, func(a, b Ref) int {
+		if c := rank(a) - rank(b); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return refs
+}
+
 // CreateEmptyBranch creates branch name as an empty root snapshot: no
 // parent, no data files, no ledger. Commits on the branch (a Table opened
 // with OpenOptions.Branch) then build content that shares nothing with main
@@ -80,7 +138,11 @@ func (t *Table) createEmptyBranch(ctx context.Context, name string) error {
 		return err
 	}
 	meta := t.tbl.Metadata()
-	for n := range meta.Refs() {
+	for n, ref := range meta.Refs() {
+		if n == name && ref.SnapshotRefType == table.TagRef {
+			// A tag is read only: a branch of another name is the fix.
+			return fmt.Errorf("create branch %s of %s: %s is a tag, which floe reads (floe audit, dead-letters and as-of --branch %s) but never writes: pick another branch name", name, t.Name(), name, name)
+		}
 		if n == name {
 			return fmt.Errorf("create branch %s of %s: a ref of that name exists", name, t.Name())
 		}
@@ -285,6 +347,9 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 	if t.branch == table.MainBranch {
 		return 0, 0, fmt.Errorf("publish %s: the table is open on main; publish needs a branch", t.Name())
 	}
+	if err := t.writable("publish"); err != nil {
+		return 0, 0, err
+	}
 	for attempt := 1; ; attempt++ {
 		if err := t.Refresh(ctx); err != nil {
 			return 0, 0, err
@@ -381,6 +446,9 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 // another writer's commit got in first (a live sink), it reloads and
 // tries again.
 func (t *Table) SetProperties(ctx context.Context, props map[string]string) error {
+	if err := t.writable("set properties of"); err != nil {
+		return err
+	}
 	return retryConflicts(ctx, func(attempt int) error {
 		if attempt > 1 {
 			if err := t.Refresh(ctx); err != nil {

@@ -287,6 +287,9 @@ func releaseAll(bs []arrow.RecordBatch) {
 // changes for the table's mode (writeChanges), writes the dead letters and
 // the ledger properties, and applies the changes (apply).
 func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Result, dead []iceberg.DataFile, err error) {
+	if err := t.writable("commit to"); err != nil {
+		return Result{}, nil, err
+	}
 	deadRows, err := t.checkFlush(f, opts)
 	if err != nil {
 		return Result{}, nil, err

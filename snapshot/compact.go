@@ -251,6 +251,9 @@ func (t *Table) Compacted() bool {
 // (floe maintain --remove-orphans); the replaced files stay reachable
 // from older snapshots until snapshot expiry deletes them.
 func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult, error) {
+	if err := t.writable("compact"); err != nil {
+		return CompactResult{}, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

@@ -132,6 +132,9 @@ func (e *GCDisabledError) Error() string {
 // left one when overlapping runs replaced each other's archive and the
 // run that should repair it was killed.
 func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainResult, error) {
+	if err := t.writable("maintain"); err != nil {
+		return MaintainResult{}, err
+	}
 	var res MaintainResult
 	log := opts.Logger
 	if log == nil {

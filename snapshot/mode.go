@@ -40,8 +40,12 @@ func (e *LegacyStateError) Error() string {
 // (mapping.ModeFold), which floe no longer writes, a
 // *mapping.PartitionByError for an upsert table another engine
 // partitioned by a column that is not a key column (checkKeySpec), and
-// nil otherwise.
+// nil otherwise; for a Table open on a tag (OnTag), an error saying floe
+// only reads tags.
 func (t *Table) Writable() error {
+	if err := t.writable("write"); err != nil {
+		return err
+	}
 	if t.mode == mapping.ModeFold {
 		return &LegacyStateError{Table: t.Name()}
 	}

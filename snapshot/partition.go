@@ -180,6 +180,9 @@ func (t *Table) CheckPartitionBy(p mapping.PartitionBy) error {
 //
 // The spec is the table's, shared by its branches.
 func (t *Table) SetPartitionBy(ctx context.Context, p mapping.PartitionBy, log *slog.Logger) error {
+	if err := t.writable("partition"); err != nil {
+		return err
+	}
 	if err := t.CheckPartitionBy(p); err != nil {
 		return err
 	}

@@ -48,6 +48,9 @@ type Table struct {
 	cat    catalog.Catalog
 	ident  table.Identifier
 	branch string
+	// onTag is set when branch is a tag (OpenOptions.ReadTag): the table
+	// is read only.
+	onTag  bool
 	tbl    *table.Table
 	schema *arrow.Schema
 	// archive indexes the ledger entries of expired snapshots, the union
@@ -104,6 +107,11 @@ type OpenOptions struct {
 	Write bool
 	// Branch is the branch read and written; empty means main.
 	Branch string
+	// ReadTag lets Branch name a tag, for a command that only reads: a tag
+	// is an immutable ref (its ledger is its snapshot's ancestry), so the
+	// Table open on it refuses every commit (OnTag). Writers leave it
+	// unset, and a tag's name is then refused as no branch.
+	ReadTag bool
 	// Properties are set, beside TableProperties(), on a table Create creates
 	// (for example mapping.PropFold, or a replay's marker). An existing table keeps
 	// its own.
@@ -157,7 +165,7 @@ func (t *Table) ArchiveCache() *ArchiveCache { return t.archiveCache }
 // goroutine (a handle is not safe for concurrent use), that shares t's
 // archive indexes (ArchiveCache): it reads only what t has not.
 func (t *Table) Reopen(ctx context.Context) (*Table, error) {
-	opts := OpenOptions{Branch: t.branch, ArchiveCache: t.archiveCache}
+	opts := OpenOptions{Branch: t.branch, ReadTag: t.onTag, ArchiveCache: t.archiveCache}
 	if t.recordLayout {
 		// The layout t took from the flags is not recorded yet.
 		opts.Layout = t.layout
@@ -173,6 +181,44 @@ var ErrTableNotFound = errors.New("table not found")
 // table does not have. Open never creates one: iceberg-go would fork it
 // from main on its first commit, inheriting main's files and ledger.
 var ErrNoBranch = errors.New("no such branch")
+
+// NoBranchError is Open's error for a branch the table does not have
+// (errors.Is ErrNoBranch). It lists the table's tags apart from its
+// branches: a tag is no branch to write, and a reader that takes tags
+// (OpenOptions.ReadTag) is told the name is neither.
+type NoBranchError struct {
+	Table, Branch string
+	// Branches are the table's branches but main, Tags its tags, sorted.
+	Branches, Tags []string
+	// ReadTag is OpenOptions.ReadTag: the opener would have read a tag.
+	ReadTag bool
+}
+
+// IsTag reports whether Branch names one of the table's tags: a writer
+// asked for it, and creating a branch of that name would fail.
+func (e *NoBranchError) IsTag() bool { return slices.Contains(e.Tags, e.Branch) }
+
+func (e *NoBranchError) Error() string {
+	what := "branch"
+	if e.ReadTag {
+		what = "branch or tag"
+	}
+	have := "it has none yet"
+	if len(e.Branches) > 0 {
+		have = "its branches: " + strings.Join(e.Branches, ", ")
+	}
+	if len(e.Tags) > 0 {
+		have += "; its tags: " + strings.Join(e.Tags, ", ")
+	}
+	msg := fmt.Sprintf("table %s has no %s %q (%s)", e.Table, what, e.Branch, have)
+	if e.IsTag() {
+		// A writer asked: a tag is read only, and its name is taken.
+		msg += fmt.Sprintf(": %q is a tag, which floe reads (floe audit, dead-letters and as-of --branch %s) but never writes", e.Branch, e.Branch)
+	}
+	return msg
+}
+
+func (e *NoBranchError) Is(target error) bool { return target == ErrNoBranch }
 
 // notFoundError is Open's error for a missing table: ErrTableNotFound and
 // the catalog's own error.
@@ -273,18 +319,19 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	// inheriting main's files and ledger; a branch must exist (replay
 	// creates its branches empty with CreateEmptyBranch).
 	if branch != table.MainBranch && !t.HasBranch(branch) {
-		var branches []string
-		for n, ref := range tbl.Metadata().Refs() {
-			if ref.SnapshotRefType == table.BranchRef {
-				branches = append(branches, n)
+		if opts.ReadTag && t.HasTag(branch) {
+			t.onTag = true
+		} else {
+			e := &NoBranchError{Table: name, Branch: branch, ReadTag: opts.ReadTag}
+			for _, r := range t.Refs() {
+				if r.Kind == RefTag {
+					e.Tags = append(e.Tags, r.Name)
+				} else if r.Name != table.MainBranch {
+					e.Branches = append(e.Branches, r.Name)
+				}
 			}
+			return nil, e
 		}
-		slices.Sort(branches)
-		have := "it has none yet"
-		if len(branches) > 0 {
-			have = "its branches: " + strings.Join(branches, ", ")
-		}
-		return nil, fmt.Errorf("table %s has no branch %q (%s): %w", name, branch, have, ErrNoBranch)
 	}
 	if opts.PartitionBy != nil {
 		// A table just created has the spec already; one another process
@@ -426,8 +473,22 @@ func (t *Table) Name() string { return strings.Join(t.ident, ".") }
 // Identifier is the table's catalog identifier.
 func (t *Table) Identifier() table.Identifier { return t.ident }
 
-// Branch is the branch this Table reads and writes.
+// Branch is the branch this Table reads and writes, or the tag it reads
+// (OnTag).
 func (t *Table) Branch() string { return t.branch }
+
+// OnTag reports whether the Table was opened on a tag (OpenOptions.ReadTag):
+// it reads the tag's snapshot and refuses to commit.
+func (t *Table) OnTag() bool { return t.onTag }
+
+// writable returns an error when the Table is open on a tag: a tag is an
+// immutable ref, and iceberg-go would commit onto it as if a branch.
+func (t *Table) writable(what string) error {
+	if t.onTag {
+		return fmt.Errorf("%s %s: %q is a tag, which floe only reads; write onto a branch (floe replay --branch NEW)", what, t.Name(), t.branch)
+	}
+	return nil
+}
 
 // Iceberg returns the underlying iceberg-go table as last loaded.
 func (t *Table) Iceberg() *table.Table { return t.tbl }

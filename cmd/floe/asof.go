@@ -43,9 +43,10 @@ func newAsOfCmd() *cobra.Command {
 		at      string
 		rows    bool
 		output  string
+		branch  string
 	)
 	cmd := &cobra.Command{
-		Use:   "as-of --table NAMESPACE.TABLE (--offsets TOPIC/P=OFFSET[,...] | --time RFC3339) [--rows [-o FILE]] [--json]",
+		Use:   "as-of --table NAMESPACE.TABLE [--branch NAME] (--offsets TOPIC/P=OFFSET[,...] | --time RFC3339) [--rows [-o FILE]] [--json]",
 		Short: "Find the snapshot at which the table reached a position or a time, and the exact table then",
 		Long: `Answer "what did the table look like as of offset N / time T". A position is a cut per partition:
 the table as of it holds each named partition's records below the cut's offset (partitions not
@@ -57,7 +58,8 @@ commit by commit: its state as of a position is its state at the last commit at 
 (exact in --json says whether a commit ends there; floe replay --until the position rebuilds it
 exactly). After a replay published onto main (floe replay --branch --publish), main's history
 begins with the replay's commits: an upsert table's position below its first boundary there is
-refused, since the state then is main's before the publish. A snapshot that snapshot
+refused, since the state then is main's before the publish; --branch TAG answers from a tag of
+main's earlier history (floe replay --tag-main), which the refusal names. A snapshot that snapshot
 expiry removed is still found through the ledger and said to have expired (expired in --json):
 --rows of an append table whose schema is still the position's then reads the current snapshot
 below the position when it names every partition (the same rows: floe's commits only add rows;
@@ -111,7 +113,9 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 					return err
 				}
 			}
-			tbl, err := f.open(ctx, snapshot.OpenOptions{})
+			// A tag is read as a branch is: its ledger is its snapshot's
+			// ancestry, the history a publish took off main (--tag-main).
+			tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: branch, ReadTag: true})
 			if err != nil {
 				return err
 			}
@@ -205,6 +209,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 	fs := cmd.Flags()
 	fs.StringVar(&offsets, "offsets", "", "position per partition, `TOPIC/P=OFFSET[,...]` (P=OFFSET when the table holds one topic)")
 	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z; not in the future; now is the table as it is (each partition at the table's next offset)")
+	fs.StringVar(&branch, "branch", "", "answer from this branch's or tag's ledger (default main), such as the tag floe replay --tag-main gave main's history before a publish")
 	fs.BoolVar(&rows, "rows", false, "also print (or write to --output) the table's rows as of the position")
 	fs.StringVarP(&output, "output", "o", "", "write the rows to this `FILE`: .parquet, .csv, .jsonl/.ndjson/.json (mode 0644); implies --rows")
 	return cmd

@@ -104,7 +104,7 @@ audit could not run.`,
 	}
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
-	fs.StringVar(&f.branch, "branch", "", "branch whose ledger is audited (default main)")
+	fs.StringVar(&f.branch, "branch", "", "branch or tag whose ledger is audited (default main); a tag's ledger is its snapshot's ancestry")
 	f.brokerFlags.register(fs, ": adds the broker level")
 	topicFlag(fs, &f.topic, "audit only this topic of the ledger (default: every topic)")
 	fs.BoolVar(&f.deep, "deep", false, "also read the partition and offset columns of every live data file")
@@ -141,7 +141,7 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 		}
 		baseline = b
 	}
-	tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: f.branch})
+	tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: f.branch, ReadTag: true})
 	if err != nil {
 		return err
 	}

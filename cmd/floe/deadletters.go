@@ -48,7 +48,8 @@ rows of every dead-letter table the table's ledger names that belong to a commit
 rows of a commit rolled back, or replaced by a published branch, are not the table's and are left
 out (a note counts them), and dead letters the ledger counts that no dead-letter table holds yet
 (pending) are counted in a note (floe audit tells why). --branch reads a branch's ledger instead
-of main's: the dead letters of a floe replay --branch, before it is published.
+of main's: the dead letters of a floe replay --branch, before it is published; or a tag's, read
+only, such as the one floe replay --tag-main gave main's history before a publish.
 
 One line each, by topic, partition and offset: the record's position, its timestamp, the schema
 registry id it named (- when none), a preview of its key and value (escaped: \n, \t, \xNN for a
@@ -96,7 +97,7 @@ first_topic, first_partition, first_offset, first_error) and notes. See docs/dea
 				}
 				q.Since = &t
 			}
-			tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: branch})
+			tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: branch, ReadTag: true})
 			if err != nil {
 				return err
 			}
@@ -115,7 +116,7 @@ first_topic, first_partition, first_offset, first_error) and notes. See docs/dea
 	}
 	fs := cmd.Flags()
 	f.register(fs)
-	fs.StringVar(&branch, "branch", "", "list the dead letters of this branch's ledger (default main), such as a floe replay --branch's before it is published")
+	fs.StringVar(&branch, "branch", "", "list the dead letters of this branch's or tag's ledger (default main), such as a floe replay --branch's before it is published")
 	topicFlag(fs, &topic, "list the dead letters of this topic only")
 	fs.Int32Var(&partition, "partition", 0, "list the dead letters of partition `P` only")
 	fs.Int64Var(&from, "from-offset", 0, "list the dead letters at this `OFFSET` and after")

@@ -331,7 +331,7 @@ func TestDeadLettersOfBranch(t *testing.T) {
 		t.Errorf("dead-letters of main: %v (tables %v), want %v in lake.ev_dlq", got, res.DeadLetterTables, want[:4])
 	}
 	code, _, errs := floe(t, append([]string{"dead-letters", "--branch", "nope"}, table...)...)
-	if code != 2 || !strings.Contains(errs, `no branch "nope"`) || !strings.Contains(errs, "rebuild") {
+	if code != 2 || !strings.Contains(errs, `no branch or tag "nope"`) || !strings.Contains(errs, "rebuild") {
 		t.Errorf("dead-letters --branch nope: exit %d, stderr %q; want 2 naming the branch and the branches the table has", code, errs)
 	}
 }

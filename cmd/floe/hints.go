@@ -326,12 +326,17 @@ func withFlags(err error) string {
 			hint(fmt.Sprintf("run floe maintain --table %s: when an interrupted floe maintain left the entries in the table's other archive files "+
 				"it repairs the ledger, and otherwise it names the snapshots whose entries are gone "+
 				"(expire floe tables' snapshots only with floe maintain; if the entries are gone, replay into a new table)", table))
+		case *snapshot.NoBranchError:
+			if e.IsTag() {
+				// A branch of a tag's name cannot be created: suggesting
+				// it would send the user into a second refusal.
+				hint("a tag is read only: write onto a branch of another name (floe replay --branch NEW)")
+			} else {
+				hint("check --branch, or let floe replay --branch create it")
+			}
 		}
-		switch e {
-		case snapshot.ErrTableNotFound:
+		if e == snapshot.ErrTableNotFound {
 			hint("check --table and --catalog")
-		case snapshot.ErrNoBranch:
-			hint("check --branch, or let floe replay --branch create it")
 		}
 	})
 	if len(hints) > 0 {

@@ -141,6 +141,19 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 	if st.SnapshotID != nil {
 		fmt.Fprintf(w, "snapshot %d\n", *st.SnapshotID)
 	}
+	if len(st.Refs) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "REF\tTYPE\tSNAPSHOT\tCOMMITTED")
+		for _, r := range st.Refs {
+			at := "-"
+			if r.CommittedAt != nil {
+				at = r.CommittedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.Name, r.Kind, r.SnapshotID, at)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG START\tEND OFFSET\tTABLE NEXT\tLAG\tLOST\tDEAD LETTERS\tLAST COMMIT\t")

@@ -66,7 +66,9 @@ rebuilt table has its own ledger, so floe audit works on it like on any other.
 
 Without --branch the target must be a new (or empty) table; floe refuses to write into a table
 that holds anything but this same replay. With --branch NAME the replay writes onto that branch
-of an existing table, starting empty (it shares nothing with main); --publish then makes the
+of an existing table, starting empty (it shares nothing with main), and --topic may be left out
+when the table's ledger (main's and the branch's) holds one topic: the replay takes that one and
+says so (a table of several topics is refused, naming them); --publish then makes the
 branch's head main's head in one atomic commit, so readers of main switch from the old content
 to the rebuilt one at once.
 
@@ -110,7 +112,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
 	f.brokerFlags.register(fs, " (required)")
-	topicFlag(fs, &f.topic, "topic to replay; every partition is read (required)")
+	topicFlag(fs, &f.topic, "topic to replay; every partition is read (required, but with --branch when the table's ledger holds one topic: that one)")
 	fs.StringVar(&f.from, "from", "earliest", "where to start: earliest, an RFC3339 time, P=OFFSET[,P=OFFSET] or snapshot:ID")
 	fs.StringVar(&f.until, "until", "end", "where to stop: end (the end offsets when the replay first started), an RFC3339 time or P=OFFSET[,P=OFFSET]")
 	fs.StringVar(&f.branch, "branch", "", "write onto this branch of an existing table instead of a new table")
@@ -137,10 +139,23 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	switch {
 	case len(f.brokers) == 0:
 		return errNoBrokers
-	case f.topic == "":
-		return errors.New("missing --topic NAME")
 	case f.table == "":
 		return errors.New("missing --table NAMESPACE.TABLE")
+	case f.topic == "" && f.branch == "":
+		return errors.New("missing --topic NAME")
+	case f.topic == "":
+		topic, err := ledgerTopic(ctx, f)
+		if err != nil {
+			return err
+		}
+		f.topic = topic
+		// Said, for the topic was not asked for; on stderr with --json,
+		// whose stdout is one document.
+		say := w
+		if f.json {
+			say = cmd.ErrOrStderr()
+		}
+		fmt.Fprintf(say, "topic %s: the one topic of %s's ledger (no --topic given)\n", topic, f.table)
 	}
 	ident, err := catalog.ParseIdent(f.table)
 	if err != nil {
@@ -459,6 +474,46 @@ func layoutFlags(tbl *snapshot.Table) []string {
 		flags = append(flags, "--id-columns "+strings.Join(key.Columns, ","))
 	}
 	return flags
+}
+
+// ledgerTopic is the topic of a replay onto a branch given no --topic: the
+// one topic the ledgers of the existing table's main and of the branch
+// (when it exists) name. A replay onto a branch rebuilds what the table
+// holds, so its ledger says which topic; a table of several topics, or of
+// none yet, is refused naming them, for the replay cannot choose.
+func ledgerTopic(ctx context.Context, f *replayFlags) (string, error) {
+	tbl, err := f.open(ctx, snapshot.OpenOptions{})
+	if err != nil {
+		return "", fmt.Errorf("missing --topic NAME: a replay onto --branch %s takes it from the ledger of the existing table, and %w", f.branch, err)
+	}
+	ledger, err := tbl.Summary(ctx, 0)
+	if err != nil {
+		return "", fmt.Errorf("missing --topic NAME: read the ledger of %s for it: %w", tbl.Name(), err)
+	}
+	topics := ledger.Topics()
+	if tbl.HasBranch(f.branch) {
+		branch, err := snapshot.Open(ctx, tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{Branch: f.branch})
+		if err != nil {
+			return "", err
+		}
+		s, err := branch.Summary(ctx, 0)
+		if err != nil {
+			return "", fmt.Errorf("missing --topic NAME: read the ledger of branch %s of %s for it: %w", f.branch, tbl.Name(), err)
+		}
+		for _, topic := range s.Topics() {
+			if !slices.Contains(topics, topic) {
+				topics = append(topics, topic)
+			}
+		}
+		slices.Sort(topics)
+	}
+	switch len(topics) {
+	case 1:
+		return topics[0], nil
+	case 0:
+		return "", fmt.Errorf("missing --topic NAME: %s's ledger names no topic yet, so floe cannot take it from there", tbl.Name())
+	}
+	return "", fmt.Errorf("missing --topic NAME: %s's ledger holds topics %s; name the one to replay, e.g. --topic %s", tbl.Name(), strings.Join(topics, ", "), topics[0])
 }
 
 // printReplayResult prints the result of a replay onto branch (empty: into

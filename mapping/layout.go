@@ -135,6 +135,15 @@ func (e *LayoutError) Error() string {
 		if e.Empty {
 			drop = fmt.Sprintf("; it holds no rows: floe drop --table %s --yes removes it (and its dead letters), and the next run creates it with the flags given", e.Table)
 		}
+		if e.Setting == "envelope" && e.Want == EnvelopeNone.String() {
+			// Change events into a table of plain records: its own
+			// --envelope none would write them as plain records, so the
+			// fix is another table, or this one dropped.
+			if !e.Empty {
+				drop = fmt.Sprintf(", or floe drop --table %s --yes removes it (its rows and dead letters with it) and the next run creates it with the flags given", e.Table)
+			}
+			return fmt.Sprintf("table %s keeps its envelope as %s, not %s (a table keeps the envelope it was created with: sink the %s records into a new table, --table NEW%s)", e.Table, e.Want, e.Value, e.Value, drop)
+		}
 		return fmt.Sprintf("table %s keeps its %s as %s, not %s (a table keeps the layout it was created with: pass %s %s to write into it, or sink into a new table%s)", e.Table, e.Setting, e.Want, e.Value, flag, e.Want, drop)
 	}
 	return fmt.Sprintf("%s mode %q: want %s", e.Setting, e.Value, e.Want)

@@ -273,24 +273,28 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	if recordLayout {
 		layout = want
 	}
-	// The mode and key first: a run of the wrong mode is refused for it,
+	// A table without rows was most likely made by a run with the wrong
+	// flags: the refusal says it can be dropped.
+	empty := tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil || tbl.CurrentSnapshot().Summary.Properties["total-records"] == "0"
+	// The envelope before the mode: it sets the mode (a Debezium table is
+	// an upsert table), so a run of another envelope refused for the mode
+	// was told to pass a --mode its envelope refuses (a production user's
+	// report). An envelope is asked for by a writer that sets the modes:
+	// one that leaves them to the table (audit, lookups) reads any.
+	if asked.Envelope != layout.Envelope && (asked.Envelope != mapping.EnvelopeNone || asked.Value != "") {
+		return nil, &mapping.LayoutError{Table: name, Setting: "envelope", Value: asked.Envelope.String(), Want: layout.Envelope.String(), Empty: empty}
+	}
+	// Then the mode and key: a run of the wrong mode is refused for it,
 	// not for a layout it would then change only to be refused again.
 	mode, key, err := checkMode(name, tbl, opts)
 	if err != nil {
 		return nil, err
 	}
-	// A table without rows was most likely made by a run with the wrong
-	// flags: the refusal says it can be dropped.
-	empty := tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil || tbl.CurrentSnapshot().Summary.Properties["total-records"] == "0"
 	switch {
 	case asked.Value != "" && asked.Value != layout.Value:
 		return nil, &mapping.LayoutError{Table: name, Setting: "values", Value: string(asked.Value), Want: string(layout.Value), Empty: empty}
 	case asked.Key != "" && asked.Key != layout.Key:
 		return nil, &mapping.LayoutError{Table: name, Setting: "keys", Value: string(asked.Key), Want: string(layout.Key), Empty: empty}
-	case asked.Envelope != layout.Envelope && (asked.Envelope != mapping.EnvelopeNone || asked.Value != ""):
-		// An envelope is asked for by a writer that sets the modes: one
-		// that leaves them to the table (audit, lookups) reads any.
-		return nil, &mapping.LayoutError{Table: name, Setting: "envelope", Value: asked.Envelope.String(), Want: layout.Envelope.String()}
 	case asked.RawValue && !layout.RawValue:
 		// A table that keeps raw values keeps them for a writer that did
 		// not ask; only asking for what the table lacks is an error.

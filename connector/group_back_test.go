@@ -1,16 +1,12 @@
 package connector_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/floe-dev/floe/connector"
-	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/internal/metrics"
 	"github.com/floe-dev/floe/internal/statuspage"
 )
@@ -31,22 +27,7 @@ func TestConsumerProtocolMemberBackBeforeSessionRunsAgain(t *testing.T) {
 	cfg := groupConfig(topic, group)
 	cfg.GroupProtocol = connector.GroupConsumer
 	reg.Pipeline(topic, table, nil).Hook(&cfg)
-	d := newCutDialer(t)
-	b, err := connector.Dial(e.Ctx, e.Stack.Brokers, floetest.DialTimeout, kgo.Dialer(d.dial))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	s, err := connector.NewSink(b, e.Table(table), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(e.Ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx)
-		done <- err
-	}()
+	d, done, stop := runBehindCut(t, e, e.Table(table), cfg)
 	for p := range int32(2) {
 		e.Produce(records(topic, p, 5, "before"))
 	}

@@ -1,14 +1,12 @@
 package connector_test
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-dev/floe/connector"
@@ -68,22 +66,7 @@ func cutWithRequestAhead(t *testing.T, hold bool) {
 	var owned atomic.Int64
 	cfg.OnOwned = func(p []int32) { owned.Store(int64(len(p))) }
 
-	d := newCutDialer(t)
-	b, err := connector.Dial(e.Ctx, e.Stack.Brokers, floetest.DialTimeout, kgo.Dialer(d.dial))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	s, err := connector.NewSink(b, e.Table(table), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(e.Ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx)
-		done <- err
-	}()
+	d, done, stop := runBehindCut(t, e, e.Table(table), cfg)
 	defer func() {
 		stop()
 		<-done

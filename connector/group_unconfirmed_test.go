@@ -1,14 +1,12 @@
 package connector_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
@@ -65,22 +63,7 @@ func cutOffPastSession(t *testing.T, protocol connector.GroupProtocol) {
 		return statuspage.Pipeline{}
 	}
 
-	d := newCutDialer(t)
-	b, err := connector.Dial(e.Ctx, e.Stack.Brokers, floetest.DialTimeout, kgo.Dialer(d.dial))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	s, err := connector.NewSink(b, e.Table(table), cfg("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(e.Ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx)
-		done <- err
-	}()
+	d, done, stop := runBehindCut(t, e, e.Table(table), cfg("a"))
 	memberB := e.startMember(table, cfg("b"))
 	for p := range int32(parts) {
 		e.Produce(records(topic, p, 5, "before"))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // cutDialer dials the brokers until cut, then refuses: its open
@@ -34,6 +35,30 @@ func newCutDialer(t *testing.T) *cutDialer {
 	addr := l.Addr().String()
 	l.Close()
 	return &cutDialer{refused: addr}
+}
+
+// runBehindCut runs a sink of tbl with cfg whose connections to the brokers
+// go through a cutDialer (opts: more client options), and returns the
+// dialer, where the sink's end arrives, and what stops it.
+func runBehindCut(t *testing.T, e *env, tbl *snapshot.Table, cfg connector.Config, opts ...kgo.Opt) (*cutDialer, <-chan error, context.CancelFunc) {
+	t.Helper()
+	d := newCutDialer(t)
+	b, err := connector.Dial(e.Ctx, e.Stack.Brokers, floetest.DialTimeout, append([]kgo.Opt{kgo.Dialer(d.dial)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	s, err := connector.NewSink(b, tbl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(e.Ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(ctx)
+		done <- err
+	}()
+	return d, done, stop
 }
 
 func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
@@ -73,13 +98,6 @@ func TestGroupMemberBrokersUnreachable(t *testing.T) {
 	const topic, table, group = "unreachable", "lake.unreachable", "floe-unreachable"
 	e.Topic(topic, 2, nil)
 	tbl := e.Table(table)
-	d := newCutDialer(t)
-	b, err := connector.Dial(e.Ctx, e.Stack.Brokers, floetest.DialTimeout, kgo.Dialer(d.dial),
-		kgo.RetryTimeout(3*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
 	var (
 		mu      sync.Mutex
 		dropped []string
@@ -90,16 +108,7 @@ func TestGroupMemberBrokersUnreachable(t *testing.T) {
 		defer mu.Unlock()
 		dropped = append(dropped, err.Error())
 	}
-	s, err := connector.NewSink(b, tbl, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(e.Ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx)
-		done <- err
-	}()
+	d, done, stop := runBehindCut(t, e, tbl, cfg, kgo.RetryTimeout(3*time.Second))
 	for p := range int32(2) {
 		e.Produce(records(topic, p, 10, "before"))
 	}

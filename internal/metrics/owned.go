@@ -29,12 +29,18 @@ func (p *Pipeline) hookOwned(cfg *connector.Config) {
 	onOwned := cfg.OnOwned
 	cfg.OnOwned = func(partitions []int32) {
 		p.mu.Lock()
+		lost := p.owned
 		p.owned = map[int32]bool{}
 		for _, part := range partitions {
 			p.owned[part] = true
 		}
 		// Every partition shown gets its 0 or 1 now, not at the next
-		// lag poll.
+		// lag poll; so do those it lost, which a pipeline whose ledger
+		// and lag poll have not named them yet does not show otherwise
+		// (their gauges stayed 1).
+		for part := range lost {
+			p.setAssigned(part)
+		}
 		p.setAllAssigned()
 		p.mu.Unlock()
 		if onOwned != nil {

@@ -42,3 +42,31 @@ func TestUnconfirmedMemberShowsRetrying(t *testing.T) {
 		t.Fatalf("once the coordinator answers: ready %v, %s, assigned %v; want ready, running, [0 1]", ok, state, assigned)
 	}
 }
+
+// TestLostPartitionsAssignedZero: a member that loses partitions before
+// its ledger or a lag poll named them (a group member of a new table, or
+// one whose first records went to another member) kept
+// floe_partition_assigned at 1 for them: only the partitions it showed
+// were set again (found by a flaky group test).
+func TestLostPartitionsAssignedZero(t *testing.T) {
+	r := New()
+	p := r.Pipeline("orders", "lake.orders", nil)
+	cfg := connector.Config{Group: "g"}
+	p.Hook(&cfg)
+	cfg.OnOwned([]int32{2, 3})
+	cfg.OnOwned(nil)
+	mfs, err := r.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "floe_partition_assigned" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetGauge().GetValue() != 0 {
+				t.Errorf("floe_partition_assigned %v is %v after the partitions were lost, want 0", m.GetLabel(), m.GetGauge().GetValue())
+			}
+		}
+	}
+}

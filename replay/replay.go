@@ -363,9 +363,6 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	if opts, err = tableMode(ctx, cat, ident, opts); err != nil {
 		return res, err
 	}
-	if err := checkTagMain(ctx, cat, ident, opts); err != nil {
-		return res, err
-	}
 	tbl, err := openTarget(ctx, cat, ident, opts)
 	if err != nil {
 		return res, err
@@ -537,23 +534,4 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		}
 	}
 	return res, nil
-}
-
-// checkTagMain refuses, before the branch is made, an Options.TagMain that
-// names a ref the table has (a *snapshot.RefExistsError), unless the
-// branch was published before: this command run again, whose publish may
-// have made the tag. The publish checks again where it would publish.
-func checkTagMain(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) error {
-	if opts.TagMain == "" {
-		return nil
-	}
-	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
-	if err != nil {
-		// openTarget says what is wrong with the table.
-		return nil
-	}
-	if tbl.Iceberg().Properties()[snapshot.PropPublished+opts.Branch] != "" {
-		return nil
-	}
-	return tbl.CheckNewRef(opts.TagMain)
 }

@@ -276,6 +276,15 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 	if err := checkMainTopic(ctx, t, opts); err != nil {
 		return nil, err
 	}
+	// A tag name the table has is refused before the branch is made,
+	// unless the branch was published before: this command run again,
+	// whose publish may have made the tag. The publish checks again where
+	// it would publish.
+	if t.Iceberg().Properties()[snapshot.PropPublished+opts.Branch] == "" {
+		if err := t.CheckNewRef(opts.TagMain); err != nil {
+			return nil, err
+		}
+	}
 	if !t.HasBranch(opts.Branch) {
 		if err := t.CreateEmptyBranch(ctx, opts.Branch); err != nil {
 			return nil, err

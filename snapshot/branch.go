@@ -20,12 +20,8 @@ import (
 // HasBranch reports whether the table, as last loaded, has a branch of that
 // name.
 func (t *Table) HasBranch(name string) bool {
-	for n, ref := range t.tbl.Metadata().Refs() {
-		if n == name {
-			return ref.SnapshotRefType == table.BranchRef
-		}
-	}
-	return false
+	ref, ok := t.refs()[name]
+	return ok && ref.SnapshotRefType == table.BranchRef
 }
 
 // HasTag reports whether the table, as last loaded, has a tag of that name.
@@ -311,10 +307,8 @@ func (t *Table) CheckNewRef(name string) error {
 	if name == "" {
 		return nil
 	}
-	for n, ref := range t.tbl.Metadata().Refs() {
-		if n == name {
-			return &RefExistsError{Table: t.Name(), Name: name, Tag: ref.SnapshotRefType == table.TagRef}
-		}
+	if ref, ok := t.refs()[name]; ok {
+		return &RefExistsError{Table: t.Name(), Name: name, Tag: ref.SnapshotRefType == table.TagRef}
 	}
 	return nil
 }

@@ -245,10 +245,13 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		}
 	}
 
-	var cat icecat.Catalog
+	var (
+		cat  icecat.Catalog
+		file *catalogFile
+	)
 	switch kind {
 	case SQLite:
-		cat, err = openSQLite(ctx, name, spec, cfg.Existing, log, props, cfg.Props)
+		cat, file, err = openSQLite(ctx, name, spec, cfg.Existing, log, props, cfg.Props)
 	case Postgres:
 		cat, err = openPostgres(ctx, name, spec, props, cfg.Props)
 	case REST:
@@ -267,12 +270,7 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		}
 		return &restCatalog{Catalog: cat, st: st}, nil
 	}
-	g := &guardedCatalog{Catalog: cat, spec: redact(spec), name: name, warehouse: wh, bucket: bucket, props: props, st: st, log: log}
-	if kind == SQLite {
-		if g.file, err = openedFile(spec); err != nil {
-			return nil, err
-		}
-	}
+	g := &guardedCatalog{Catalog: cat, spec: redact(spec), name: name, warehouse: wh, bucket: bucket, props: props, st: st, log: log, file: file}
 	if st != nil {
 		// props now hold cfg.Props too.
 		g.shareS3 = sharesConfig(props)
@@ -312,23 +310,28 @@ func s3Configured(c S3Config, envCounts bool) bool {
 // not exist is created, and the log says so (a mistyped path would
 // otherwise be a new, empty catalog without a word), unless existing: then
 // it is an error naming the absolute path looked at, and nothing is made.
-func openSQLite(ctx context.Context, name, spec string, existing bool, log *slog.Logger, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
-	path, abs, err := sqlitePath(spec)
+// It returns the file it opened too, which writes check (catalogFile).
+func openSQLite(ctx context.Context, name, spec string, existing bool, log *slog.Logger, props iceberg.Properties, extra map[string]string) (icecat.Catalog, *catalogFile, error) {
+	path := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite://"), "file://"), "file:")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
 	}
 	switch fi, err := os.Stat(abs); {
 	case err == nil && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("open SQLite catalog %s: not a file", abs)
+		return nil, nil, fmt.Errorf("open SQLite catalog %s: not a file", abs)
 	case err == nil:
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("open SQLite catalog %s: %w", abs, err)
+		return nil, nil, fmt.Errorf("open SQLite catalog %s: %w", abs, err)
 	case existing:
-		return nil, fmt.Errorf("%w: SQLite catalog %s does not exist", ErrCatalogNotFound, abs)
+		return nil, nil, fmt.Errorf("%w: SQLite catalog %s does not exist", ErrCatalogNotFound, abs)
 	default:
 		log.Info("creating a new SQLite catalog", "path", abs)
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return nil, fmt.Errorf("create SQLite catalog %s: create its folder: %w", abs, err)
+			return nil, nil, fmt.Errorf("create SQLite catalog %s: create its folder: %w", abs, err)
 		}
 	}
 	// WAL and a busy timeout let several floe processes share one SQLite
@@ -357,22 +360,13 @@ retry:
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
 	}
-	return cat, nil
-}
-
-// sqlitePath returns the path of the SQLite catalog file spec names, as
-// given and absolute.
-func sqlitePath(spec string) (path, abs string, err error) {
-	path = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite://"), "file://"), "file:")
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
+	info, err := os.Stat(abs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open SQLite catalog %s: %w", abs, err)
 	}
-	if abs, err = filepath.Abs(path); err != nil {
-		return "", "", fmt.Errorf("open SQLite catalog %s: %w", path, err)
-	}
-	return path, abs, nil
+	return cat, &catalogFile{path: abs, info: info}, nil
 }
 
 // catalogFile is the SQLite file a catalog opened: its path, and the
@@ -380,19 +374,6 @@ func sqlitePath(spec string) (path, abs string, err error) {
 type catalogFile struct {
 	path string
 	info os.FileInfo
-}
-
-// openedFile returns the SQLite catalog file spec names, as it is now.
-func openedFile(spec string) (*catalogFile, error) {
-	_, abs, err := sqlitePath(spec)
-	if err != nil {
-		return nil, err
-	}
-	info, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("open SQLite catalog %s: %w", abs, err)
-	}
-	return &catalogFile{path: abs, info: info}, nil
 }
 
 // check returns an error matching ErrCatalogFileReplaced when the path no

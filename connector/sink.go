@@ -842,6 +842,13 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			restart = true
 			if !errors.Is(err, errSpillLost) {
 				s.fenced(err)
+				// A fenced session wrote its files and reached the
+				// catalog, and another writer moved its partitions on:
+				// not a run of failures. Counted on, a blip after it
+				// gave up at once and an interrupt as it restarted
+				// exited 2 (TestFencedSessionEndsARunOfFailures).
+				failingSince, failure = time.Time{}, nil
+				wait.Reset()
 			}
 		}
 		if restart {

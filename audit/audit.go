@@ -86,7 +86,7 @@ const (
 	// them: KindMissingFile.)
 	KindDeadLettersPending Kind = "dead-letters-pending"
 	// KindStrayDeadLetters (ledger): a dead-letter table of the table holds
-	// dead letters of commits no branch's ledger has (the table was
+	// dead letters of commits no branch's or tag's ledger has (the table was
 	// rolled back past them, or a published branch replaced them),
 	// whatever the ledger names. The next sink session, or floe maintain,
 	// removes them.

@@ -22,10 +22,6 @@ type deadLetterTable struct {
 	named bool
 	// state compares its rows with the ledgers (files level).
 	state *snapshot.DeadLetterState
-	// newer are the ids of commits that its rows name and that the
-	// table's ledgers have only since the audit loaded the table (a sink
-	// committed meanwhile): their rows are not the audit's to judge.
-	newer map[string]bool
 }
 
 // openDeadLetters opens the dead-letter tables of the audited table: those
@@ -78,8 +74,8 @@ func (a *auditor) deadLetterLedger(ctx context.Context) error {
 
 // deadLetterState compares each dead-letter table's rows (their commit
 // ids: dead letters are few, and only that column and the position are
-// read, so the ledger level does it too) with the commits that the ledgers of the table's branches name
-// for it, as reconciling does (snapshot.DeadLetterState): a commit
+// read, so the ledger level does it too) with the commits that the ledgers of the table's branches
+// and tags name for it, as reconciling does (snapshot.DeadLetterState): a commit
 // without rows is pending when reconciling would add its files, or
 // missing when they are gone; rows of a commit no ledger has are stray;
 // a commit's rows must be as many as its dead letters.
@@ -169,7 +165,7 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 				n += int64(len(offs))
 			}
 			a.find(Finding{Level: LevelLedger, Kind: KindStrayDeadLetters,
-				Detail: fmt.Sprintf("%s holds %d dead letters of commits that no branch's ledger has (%d commits: rolled back, or replaced by a published branch): the next floe sink session or floe maintain removes them",
+				Detail: fmt.Sprintf("%s holds %d dead letters of commits that no branch's or tag's ledger has (%d commits: rolled back, or replaced by a published branch): the next floe sink session or floe maintain removes them",
 					name, n, max(len(st.Stale), 1))})
 		}
 	}
@@ -179,8 +175,9 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 // withoutNewer judges st's stale rows again against the table as it is
 // now, read after d's rows were: the audited table was loaded before d,
 // so rows of a commit made in between name a commit its ledgers do not
-// have. Those commits go to d.newer, and st keeps only the rows of
-// commits in no ledger of the table now (as reconciling reads them).
+// have. st keeps only the rows of commits in no ledger of the table now
+// (as reconciling reads them); the rows level skips the others, as it
+// skips every row of a commit the audited ledger does not have.
 func (a *auditor) withoutNewer(ctx context.Context, d *deadLetterTable, st *snapshot.DeadLetterState) error {
 	now, err := snapshot.Open(ctx, a.tbl.Catalog(), a.tbl.Identifier(), snapshot.OpenOptions{})
 	if err != nil {
@@ -189,12 +186,6 @@ func (a *auditor) withoutNewer(ctx context.Context, d *deadLetterTable, st *snap
 	fresh, err := now.DeadLetterState(ctx, d.tbl)
 	if err != nil {
 		return err
-	}
-	d.newer = map[string]bool{}
-	for _, id := range st.Stale {
-		if _, ok := fresh.Commits[id]; ok {
-			d.newer[id] = true
-		}
 	}
 	st.Stale, st.StaleRows, st.StaleLegacy = fresh.Stale, fresh.StaleRows, fresh.StaleLegacy
 	return nil
@@ -242,8 +233,18 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 		if !d.named || d.tbl == nil || d.tbl.Head() == nil {
 			continue // the files level judged the rows of one the ledger does not name
 		}
+		// Rows of commits the audited ledger does not have are not its
+		// to count: a tag's, kept while the tag keeps them (a rollback
+		// pinned by a tag, then the same offsets sunk again), or a
+		// commit made since the audit loaded the table (withoutNewer). Rows
+		// of no ledger at all are the files level's stray finding.
+		audited := map[string]bool{}
+		for _, c := range a.commitsOf(d) {
+			audited[c.ID] = true
+		}
 		dcols := cols
-		if len(d.newer) > 0 {
+		_, hasIDs := d.tbl.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
+		if hasIDs {
 			dcols = append(slices.Clip(cols), mapping.ColCommitID)
 		}
 		// A file the storage lost is the ledger level's finding
@@ -258,15 +259,15 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 			topic, ok3 := column[*array.String](b, mapping.ColTopic)
 			var ids *array.String
 			ok4 := true
-			if len(d.newer) > 0 {
+			if hasIDs {
 				ids, ok4 = column[*array.String](b, mapping.ColCommitID)
 			}
 			if !ok1 || !ok2 || !ok3 || !ok4 {
 				return fmt.Errorf("dead-letter file %s: unexpected column types %s", fb.Path, b.Schema())
 			}
 			for i := range int(b.NumRows()) {
-				if ids != nil && d.newer[ids.Value(i)] {
-					continue // a commit the audited ledger does not have yet
+				if ids != nil && ids.IsValid(i) && !audited[ids.Value(i)] {
+					continue
 				}
 				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
 				if a.deadAt[tp] == nil {

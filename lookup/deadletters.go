@@ -372,7 +372,7 @@ func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits 
 		l.notes = append(l.notes, fmt.Sprintf("%s lists data file %s, which its storage no longer has (deleted outside floe): its dead letters are not listed; see floe audit, and docs/dead-letters.md on files the storage lost", dlq.Name(), path))
 	}
 	if stale > 0 {
-		l.notes = append(l.notes, fmt.Sprintf("%s also holds %s of commits this table's ledger does not have (rolled back, replaced by a published branch, or another branch's): not listed; the next floe sink session or floe maintain removes those no branch has",
+		l.notes = append(l.notes, fmt.Sprintf("%s also holds %s of commits this table's ledger does not have (rolled back, replaced by a published branch, or another branch's or a tag's): not listed; the next floe sink session or floe maintain removes those no branch or tag has",
 			dlq.Name(), deadLetterCount(stale)))
 	}
 	return nil

@@ -284,8 +284,9 @@ func (t *Table) HoldsCommit(ctx context.Context, id string) (bool, error) {
 type Reconciled struct {
 	// Added counts the commits whose pending dead letters it added.
 	Added int `json:"added"`
-	// Removed counts the commits no longer in any branch's ledger (the
-	// table was rolled back, or a branch published over it) whose dead
+	// Removed counts the commits no longer in any branch's or tag's
+	// ledger (the table was rolled back, or a branch published over it,
+	// and no tag kept them) whose dead
 	// letters it removed from the dead-letter table.
 	Removed int `json:"removed"`
 	// RemovedLegacy counts the rows without a commit id (written before
@@ -319,7 +320,8 @@ type DeadLetterState struct {
 	// read (0: it had none).
 	Table      string
 	SnapshotID int64
-	// Commits are the ledgers' commits that name the table, by id, with
+	// Commits are the commits of the branches' and tags' ledgers that
+	// name the table, by id, with
 	// only their ranges that count dead letters.
 	Commits map[string]mapping.Commit
 	// Rows counts the table's rows of each commit of Commits.
@@ -331,8 +333,9 @@ type DeadLetterState struct {
 	// gone (deleted by hand, or by a tool that did not know floe): nothing
 	// can add their dead letters.
 	Missing []mapping.Commit
-	// Stale are the ids of commits in no ledger whose rows the table
-	// holds (rolled back, or replaced by a published branch): reconciling
+	// Stale are the ids of commits in no branch's or tag's ledger whose
+	// rows the table holds (rolled back, or replaced by a published
+	// branch): reconciling
 	// removes them. StaleRows counts those rows.
 	Stale     []string
 	StaleRows int64
@@ -416,7 +419,7 @@ type position struct {
 // to it.
 func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[string]*deadLetterFile) (*DeadLetterState, error) {
 	st := &DeadLetterState{Table: dlq.Name(), Commits: map[string]mapping.Commit{}, Rows: map[string]int64{}, StaleLegacy: map[mapping.TopicPartition][]int64{}}
-	commits, err := t.deadLetterCommits(ctx, dlq.Name(), false)
+	commits, err := t.deadLetterCommits(ctx, dlq.Name())
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s to reconcile %s with them: %w", t.Name(), dlq.Name(), err)
 	}
@@ -646,23 +649,18 @@ func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
 }
 
 // deadLetterCommits returns the commits of the ledgers (archives
-// included) of every branch of t as last loaded, and with tags of every
-// tag too, that name the dead-letter table dlq for their dead-letter
-// files, each once, with only their ranges that count dead letters. Those
-// of the branches are what dlq must hold; with the tags' they are the
-// files dlq's maintenance must keep. It reads only the archive blocks
+// included) of every branch and tag of t as last loaded that name the
+// dead-letter table dlq for their dead-letter files, each once, with only
+// their ranges that count dead letters: what dlq must hold, and the files
+// dlq's maintenance must keep. A tag's count (the history floe replay
+// --tag-main keeps, a rolled-back head an operator pinned): its audit and
+// its dead-letter listing read them there. It reads only the archive blocks
 // holding such a commit (the index keeps each entry's dead-letter
 // properties), so that its memory and time are set by the commits with
 // dead letters, not by the length of the ledger.
-func (t *Table) deadLetterCommits(ctx context.Context, dlq string, tags bool) ([]mapping.Commit, error) {
+func (t *Table) deadLetterCommits(ctx context.Context, dlq string) ([]mapping.Commit, error) {
 	meta := t.tbl.Metadata()
-	var names []string
-	for name, ref := range meta.Refs() {
-		if ref.SnapshotRefType == table.BranchRef || tags {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(maps.Collect(meta.Refs())))
 	seen := map[string]bool{}
 	var out []mapping.Commit
 	for _, name := range names {
@@ -759,15 +757,15 @@ func (e *DeadLetterCountError) Error() string {
 }
 
 // ReconcileDeadLetters makes the dead-letter table dlq hold exactly the
-// dead letters of the commits that the ledgers of t's branches (archives
-// included) name for it, each once, identified by their commit id
+// dead letters of the commits that the ledgers of t's branches and tags
+// (archives included) name for it, each once, identified by their commit id
 // (mapping.ColCommitID):
 //
 //   - a commit without rows (its writer stopped between the commit and
 //     adding them, or an undone rollback brought it back) gets its files
 //     added;
-//   - rows of a commit in no branch's ledger (a rollback, a branch
-//     published over it) are removed (a copy-on-write delete).
+//   - rows of a commit in no branch's or tag's ledger (a rollback, a
+//     branch published over it) are removed (a copy-on-write delete).
 //
 // Whatever was expired, compacted or rolled back, it converges to that
 // set, and a second run does nothing. Rows without a commit id that an
@@ -948,7 +946,7 @@ func (t *Table) stageConverge(ctx context.Context, log *slog.Logger, st *DeadLet
 	}
 	if filter := staleFilter(st); filter != nil {
 		// The outcome of a rollback or a publish, not a fault.
-		log.Info("removing the dead letters of commits no branch's ledger has (the table was rolled back, or a branch published over it)",
+		log.Info("removing the dead letters of commits no branch's or tag's ledger has (the table was rolled back, or a branch published over it)",
 			"table", t.Name(), "commits", len(st.Stale), "rows", st.StaleRows, "legacy_partitions", len(st.StaleLegacy))
 		props := iceberg.Properties{KeyDeadLettersRemovedFor: strings.Join(st.Stale, ",")}
 		// Files of stale rows only (each commit writes files of its own)

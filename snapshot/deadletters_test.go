@@ -253,12 +253,14 @@ func TestDeadLettersUndoRollback(t *testing.T) {
 }
 
 // TestDeadLettersUndoRollbackPinnedByTag: an operator tags main's head
-// (c3) and rolls main back to c1; floe maintain removes c2's and c3's dead
-// letters, and expiry drops c2, which only the tag's ancestry reaches (its
-// ledger entry is archived). The dead-letter table's cleanup must keep
-// c2's dead-letter file, which no snapshot of either table names any
-// more, for the tag's ledger names it: main set back to the tag gets c2's
-// and c3's dead letters again, and the audit finds the table complete.
+// (c3) and rolls main back to c1; floe maintain keeps c2's and c3's dead
+// letters, which the tag's ledger names (the tag is audited and listed
+// from them), and main's audit does not count them; expiry drops c2,
+// which only the tag's ancestry reaches (its ledger entry is archived).
+// The dead-letter table's cleanup must keep c2's dead-letter file: main
+// set back to the tag has c2's and c3's dead letters, and the audit finds
+// the table complete. (Before tags counted, the rollback removed them and
+// the undo added them back.)
 func TestDeadLettersUndoRollbackPinnedByTag(t *testing.T) {
 	_, tbl, dlq := deadLetterTables(t)
 	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
@@ -273,7 +275,10 @@ func TestDeadLettersUndoRollbackPinnedByTag(t *testing.T) {
 	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
 		t.Fatal(err)
 	}
-	wantDeadLetters(t, dlq, "t/0/1")
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3", "t/0/5")
+	if rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthRows}); err != nil || !rep.Complete() {
+		t.Fatalf("main's audit while rolled back: %v %+v", err, rep.Findings)
+	}
 	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 2 {
 		t.Fatalf("after expiry the table has %d snapshots, want 2 (main's c1, the tag's c3)", n)
 	}
@@ -293,6 +298,54 @@ func TestDeadLettersUndoRollbackPinnedByTag(t *testing.T) {
 	if !rep.Complete() {
 		t.Fatalf("audit after the undo: %+v", rep.Findings)
 	}
+}
+
+// TestDeadLettersOfATagBesideMainsAgain: main rolled back past c2 and c3
+// under a tag, and the same offsets sunk again (c2'): the dead-letter
+// table holds the tag's dead letters beside main's new one at the same
+// offset, each ref's audit counts its own (neither finds a duplicate nor
+// a count mismatch), and once the tag is dropped reconciling removes c2's
+// and c3's.
+func TestDeadLettersOfATagBesideMainsAgain(t *testing.T) {
+	_, tbl, dlq := deadLetterTables(t)
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	c3 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5)
+	pin := []table.Update{table.NewSetSnapshotRefUpdate("pinned", c3.Commit.SnapshotID, table.TagRef, -1, -1, -1)}
+	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, pin); err != nil {
+		t.Fatal(err)
+	}
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	reconcile(t, tbl, dlq)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {
+		t.Errorf("reconcile with the tag's and main's dead letters did %+v, want nothing", res)
+	}
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3", "t/0/3", "t/0/5")
+	for _, ref := range []string{"", "pinned"} {
+		rt := tbl
+		if ref != "" {
+			var err error
+			if rt, err = snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{Branch: ref, ReadTag: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := audit.Run(t.Context(), rt, audit.Options{Depth: audit.DepthRows})
+		if err != nil || !rep.Complete() {
+			t.Errorf("audit of %q: %v %+v", ref, err, rep.Findings)
+		}
+	}
+	drop := []table.Update{table.NewRemoveSnapshotRefUpdate("pinned")}
+	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, drop); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res := reconcile(t, tbl, dlq); res.Removed != 2 {
+		t.Errorf("reconcile once the tag was dropped removed the dead letters of %d commits, want 2 (c2's, c3's)", res.Removed)
+	}
+	wantDeadLetters(t, dlq, "t/0/1", "t/0/3")
 }
 
 // TestDeadLettersRollbackAfterExpiry (item 5): the dead-letter table's

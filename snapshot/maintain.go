@@ -516,10 +516,9 @@ func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 		}
 		add(c)
 	}
-	// A tag's too: the dead-letter table holds only what the branches'
-	// ledgers name, but main set back to a tag (a rollback undone, the
+	// A tag's too: main set back to a tag (a rollback undone, the
 	// snapshots in between expired) needs its commits' files again.
-	commits, err := data.deadLetterCommits(ctx, t.Name(), true)
+	commits, err := data.deadLetterCommits(ctx, t.Name())
 	if err != nil {
 		return nil, fmt.Errorf("read the ledgers of %s for the files they name: %w", of, err)
 	}

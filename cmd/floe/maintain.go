@@ -34,8 +34,8 @@ func newMaintainCmd() *cobra.Command {
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
 (--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and
 tag and repairs one that an interrupted maintain run left truncated (see below), and reconciles
-the dead-letter tables of a typed table with its branches' ledgers (adding the dead letters of
-commits that have none, removing those of commits no ledger has); on a dead-letter table, with
+the dead-letter tables of a typed table with its branches' and tags' ledgers (adding the dead
+letters of commits that have none, removing those of commits no ledger has); on a dead-letter table, with
 its data table's. A data table's dead-letter tables are then maintained with the same options
 (docs/dead-letters.md). Damage reconciling cannot repair (dead letters whose files were deleted
 outside floe, rows changed outside floe) fails the run after the rest of its work. A dead-letter

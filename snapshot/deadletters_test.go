@@ -252,6 +252,22 @@ func TestDeadLettersUndoRollback(t *testing.T) {
 	wantDeadLetters(t, dlq, "t/0/1", "t/0/3")
 }
 
+// rollBackUnderTag commits c1, c2 and c3 of partition 0 ([0,2), [2,4),
+// [4,6), a dead letter at 1, 3 and 5), tags c3 as tag and rolls main back
+// to c1, as an operator keeping the rollback undoable does; it returns c3.
+func rollBackUnderTag(t *testing.T, tbl, dlq *snapshot.Table, tag string) snapshot.Result {
+	t.Helper()
+	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
+	c3 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5)
+	pin := []table.Update{table.NewSetSnapshotRefUpdate(tag, c3.Commit.SnapshotID, table.TagRef, -1, -1, -1)}
+	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, pin); err != nil {
+		t.Fatal(err)
+	}
+	setMain(t, tbl, c1.Commit.SnapshotID)
+	return c3
+}
+
 // TestDeadLettersUndoRollbackPinnedByTag: an operator tags main's head
 // (c3) and rolls main back to c1; floe maintain keeps c2's and c3's dead
 // letters, which the tag's ledger names (the tag is audited and listed
@@ -263,14 +279,7 @@ func TestDeadLettersUndoRollback(t *testing.T) {
 // the undo added them back.)
 func TestDeadLettersUndoRollbackPinnedByTag(t *testing.T) {
 	_, tbl, dlq := deadLetterTables(t)
-	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
-	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
-	c3 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5)
-	pin := []table.Update{table.NewSetSnapshotRefUpdate("before-rollback", c3.Commit.SnapshotID, table.TagRef, -1, -1, -1)}
-	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, pin); err != nil {
-		t.Fatal(err)
-	}
-	setMain(t, tbl, c1.Commit.SnapshotID)
+	c3 := rollBackUnderTag(t, tbl, dlq, "before-rollback")
 	quiet := floetest.QuietLogger()
 	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
 		t.Fatal(err)
@@ -308,14 +317,7 @@ func TestDeadLettersUndoRollbackPinnedByTag(t *testing.T) {
 // and c3's.
 func TestDeadLettersOfATagBesideMainsAgain(t *testing.T) {
 	_, tbl, dlq := deadLetterTables(t)
-	c1 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
-	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
-	c3 := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 4, High: 6}, 5)
-	pin := []table.Update{table.NewSetSnapshotRefUpdate("pinned", c3.Commit.SnapshotID, table.TagRef, -1, -1, -1)}
-	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, pin); err != nil {
-		t.Fatal(err)
-	}
-	setMain(t, tbl, c1.Commit.SnapshotID)
+	rollBackUnderTag(t, tbl, dlq, "pinned")
 	reconcile(t, tbl, dlq)
 	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 2, High: 4}, 3)
 	if res := reconcile(t, tbl, dlq); res != (snapshot.Reconciled{}) {

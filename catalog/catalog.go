@@ -121,6 +121,16 @@ type Config struct {
 	// required. Without it, Open creates a missing SQLite catalog (and logs
 	// that it does) and the default warehouse folder.
 	Existing bool
+	// CreateOnRegister (without Existing) has Open create nothing: a
+	// SQLite catalog file that does not exist is created by Register once
+	// a registration has passed its checks, so that a refused one leaves
+	// no new catalog behind (floe register's refusals left an empty file,
+	// which later commands read as an empty catalog instead of saying it
+	// is missing), and no warehouse folder is made (registering needs
+	// none). Until Register creates it,
+	// such a catalog is for LatestMetadata and Register only: it has no
+	// connection, and its other methods must not be called.
+	CreateOnRegister bool
 }
 
 // ErrCatalogNotFound is wrapped by Open's error when Config.Existing names a
@@ -194,7 +204,7 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	// or replay into existing tables needs none, as the commands that
 	// read them do (a new user's replay onto a branch was refused).
 	if kind != REST && (wh != "" || !cfg.Existing && kind == SQLite) {
-		if wh, err = warehouseURI(wh, !cfg.Existing); err != nil {
+		if wh, err = warehouseURI(wh, !cfg.Existing && !cfg.CreateOnRegister); err != nil {
 			return nil, err
 		}
 	}
@@ -251,7 +261,7 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 	)
 	switch kind {
 	case SQLite:
-		cat, file, err = openSQLite(ctx, name, spec, cfg.Existing, log, props, cfg.Props)
+		cat, file, err = openSQLite(ctx, name, spec, cfg.Existing, cfg.CreateOnRegister, log, props, cfg.Props)
 	case Postgres:
 		cat, err = openPostgres(ctx, name, spec, props, cfg.Props)
 	case REST:
@@ -271,6 +281,12 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		return &restCatalog{Catalog: cat, st: st}, nil
 	}
 	g := &guardedCatalog{Catalog: cat, spec: redact(spec), name: name, warehouse: wh, bucket: bucket, props: props, st: st, log: log, file: file}
+	if kind == SQLite && cat == nil {
+		// CreateOnRegister, and no file yet.
+		g.create = func(ctx context.Context) (icecat.Catalog, *catalogFile, error) {
+			return openSQLite(ctx, name, spec, false, false, log, props, cfg.Props)
+		}
+	}
 	if st != nil {
 		// props now hold cfg.Props too.
 		g.shareS3 = sharesConfig(props)
@@ -309,9 +325,11 @@ func s3Configured(c S3Config, envCounts bool) bool {
 // openSQLite opens the SQLite catalog file spec names. A file that does
 // not exist is created, and the log says so (a mistyped path would
 // otherwise be a new, empty catalog without a word), unless existing: then
-// it is an error naming the absolute path looked at, and nothing is made.
-// It returns the file it opened too, which writes check (catalogFile).
-func openSQLite(ctx context.Context, name, spec string, existing bool, log *slog.Logger, props iceberg.Properties, extra map[string]string) (icecat.Catalog, *catalogFile, error) {
+// it is an error naming the absolute path looked at, and nothing is made;
+// or later: then nothing is made or opened, and the catalog is nil (see
+// Config.CreateOnRegister). It returns the file it opened too, which
+// writes check (catalogFile).
+func openSQLite(ctx context.Context, name, spec string, existing, later bool, log *slog.Logger, props iceberg.Properties, extra map[string]string) (icecat.Catalog, *catalogFile, error) {
 	path := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite://"), "file://"), "file:")
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
@@ -328,6 +346,8 @@ func openSQLite(ctx context.Context, name, spec string, existing bool, log *slog
 		return nil, nil, fmt.Errorf("open SQLite catalog %s: %w", abs, err)
 	case existing:
 		return nil, nil, fmt.Errorf("%w: SQLite catalog %s does not exist", ErrCatalogNotFound, abs)
+	case later:
+		return nil, nil, nil
 	default:
 		log.Info("creating a new SQLite catalog", "path", abs)
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {

@@ -44,6 +44,24 @@ type guardedCatalog struct {
 	// file is the SQLite catalog's file as opened (nil for other kinds):
 	// writes check that it is still there (catalogFile.check).
 	file *catalogFile
+	// create, when not nil, opens the SQLite catalog that
+	// Config.CreateOnRegister left uncreated (Catalog is nil till then):
+	// Register calls it (createNow).
+	create func(context.Context) (icecat.Catalog, *catalogFile, error)
+}
+
+// createNow creates and opens the catalog that Config.CreateOnRegister
+// left uncreated, if any.
+func (g *guardedCatalog) createNow(ctx context.Context) error {
+	if g.create == nil {
+		return nil
+	}
+	cat, file, err := g.create(ctx)
+	if err != nil {
+		return err
+	}
+	g.Catalog, g.file, g.create = cat, file, nil
+	return nil
 }
 
 // Close closes the catalog's connection when it has one (SQL catalogs).

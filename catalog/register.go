@@ -358,7 +358,8 @@ func checkWhole(fsys iceio.IO, file string, meta table.Metadata, folder folderLi
 // is a name cat already has (*AlreadyRegisteredError); nothing is written
 // then. check, when not nil, is given the metadata after those checks:
 // an error from it refuses the registration too (the caller's own rules,
-// such as what the table's properties say it is).
+// such as what the table's properties say it is). A SQLite catalog opened
+// with Config.CreateOnRegister is created once the file and check passed.
 //
 // REST and Glue catalogs register through their own RegisterTable, after
 // creating a missing namespace. iceberg-go's SQL catalog (SQLite,
@@ -386,6 +387,12 @@ func Register(ctx context.Context, cat icecat.Catalog, ident table.Identifier, m
 	}
 	if check != nil {
 		if err := check(meta); err != nil {
+			return nil, err
+		}
+	}
+	if g, ok := cat.(*guardedCatalog); ok {
+		// The checks passed: a catalog left uncreated is made now.
+		if err := g.createNow(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -57,9 +57,10 @@ The file must parse as Iceberg table metadata, name a manifest list and manifest
 copied to another bucket or folder is refused, as its metadata still names the old location's
 files. A table already in the catalog is refused, as is the name of a SQL catalog's view. With
 a SQLite or PostgreSQL catalog, floe writes the catalog's row itself (iceberg-go has no
-registration for them), creating the catalog and the namespace when missing; REST and Glue
-catalogs register it themselves. It names the table's dead-letter tables (TABLE_dlq, beside it)
-that the catalog lacks: register them too. Stop every other writer of the table first.`,
+registration for them), creating the catalog and the namespace when missing (a SQLite file
+only for a registration that is not refused); REST and Glue catalogs register it themselves.
+It names the table's dead-letter tables (TABLE_dlq, beside it) that the catalog lacks:
+register them too. Stop every other writer of the table first.`,
 		Example: `  floe register --table lake.orders --location s3://lake/warehouse/lake.db/orders
   floe register --table lake.orders --metadata-location s3://lake/warehouse/lake.db/orders/metadata/00012-8d2c....metadata.json`,
 		Args: noArgs,
@@ -71,9 +72,24 @@ that the catalog lacks: register them too. Stop every other writer of the table 
 			case metadataLocation != "" && location != "":
 				return errors.New("--metadata-location and --location both name the metadata file to register: give one")
 			}
+			if f.table == "" {
+				return errors.New("missing --table NAMESPACE.TABLE")
+			}
+			ident, err := catalog.ParseIdent(f.table)
+			if err != nil {
+				return err
+			}
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
 			// The catalog is created when missing: after losing its
-			// database, registering tables is how it is made again.
-			cat, ident, err := f.tableCatalog(ctx, true)
+			// database, registering tables is how it is made again. Only
+			// by a registration that passes its checks: a refused one
+			// left a new, empty SQLite file, which later commands then
+			// read as an empty catalog instead of saying it is missing.
+			cfg.CreateOnRegister = true
+			cat, err := catalog.Open(ctx, cfg)
 			if err != nil {
 				return err
 			}

@@ -3,10 +3,13 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -481,4 +484,52 @@ func TestRegisterUsageListsFlags(t *testing.T) {
 			t.Errorf("usage %q lacks --%s", cmd.Use, fl.Name)
 		}
 	})
+}
+
+// TestRegisterRefusedCreatesNoCatalog: floe register into a SQLite
+// catalog that does not exist yet creates it only for a registration that
+// passes its checks: each refusal leaves no file or folder behind (each
+// left an empty catalog file), and the registration that follows creates
+// it.
+func TestRegisterRefusedCreatesNoCatalog(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte("not json")}}); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, loc...)...)
+	location := filepath.Join(st.Catalog().Warehouse, "lake.db", "orders")
+	notMeta := filepath.Join(t.TempDir(), "00001-not-metadata.metadata.json")
+	if err := os.WriteFile(notMeta, []byte(`{"hello": "world"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(t.TempDir(), "orders")
+	if err := os.CopyFS(copied, os.DirFS(location)); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "new")
+	newCatalog := []string{"--catalog", filepath.Join(dir, "catalog.db"), "--warehouse", filepath.Join(dir, "warehouse")}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no metadata there", []string{"--table", "lake.gone", "--location", t.TempDir()}, "no Iceberg table metadata file"},
+		{"a missing file", []string{"--table", "lake.gone", "--metadata-location", filepath.Join(location, "metadata", "00099-nope.metadata.json")}, "check --metadata-location"},
+		{"not table metadata", []string{"--table", "lake.gone", "--metadata-location", notMeta}, "not Iceberg table metadata"},
+		{"a copy of the table elsewhere", []string{"--table", "lake.orders", "--location", copied}, "the table was copied or moved"},
+		{"the dead-letter table's folder under its data table's name", []string{"--table", "lake.orders", "--location", location + "_dlq"}, "is that of the dead-letter table of lake.orders"},
+	} {
+		if code, out, errs := floe(t, slices.Concat([]string{"register"}, c.args, newCatalog)...); code != exitError || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, want 2 and %q\n%s%s", c.name, code, c.want, out, errs)
+		}
+		if entries, err := os.ReadDir(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: the refused registration left %s behind: %v %v", c.name, dir, entries, err)
+			os.RemoveAll(dir)
+		}
+	}
+	mustFloe(t, slices.Concat([]string{"register", "--table", "lake.orders", "--location", location}, newCatalog)...)
+	if _, err := os.Stat(filepath.Join(dir, "catalog.db")); err != nil {
+		t.Fatalf("the registration did not create the catalog: %v", err)
+	}
+	mustFloe(t, slices.Concat([]string{"status", "--table", "lake.orders"}, newCatalog)...)
 }

@@ -44,8 +44,8 @@ type TableStatus struct {
 	// Refs are the table's branches but main (whose head is SnapshotID),
 	// then its tags, each with its snapshot and commit time: a replay's
 	// branch, and the tag floe replay --tag-main gave main's history
-	// before a publish, which floe audit, dead-letters and as-of read
-	// with --branch.
+	// before a publish, which floe audit, dead-letters, as-of, where and
+	// files read with --branch.
 	Refs []snapshot.Ref `json:"refs,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -21,11 +22,12 @@ func newFilesCmd() *cobra.Command {
 	var (
 		f          tableFlags
 		snapshotID int64
+		branch     string
 		asJSON     bool
 		check      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "files --table NAMESPACE.TABLE [--snapshot ID] [--check] [--json]",
+		Use:   "files --table NAMESPACE.TABLE [--snapshot ID | --branch NAME] [--check] [--json]",
 		Short: "List the data files of the table's current snapshot, for readers without Iceberg support",
 		Long: `List the Parquet data files that make up the table's current snapshot (or --snapshot ID): per
 file its path, the Kafka topic and partition of its rows, their offsets [low, high) (the text
@@ -37,7 +39,9 @@ partitions) is one of a file group: the text shows its partitions and "(group of
 spans)", the JSON its group's spans, the offsets [low, high) of each partition that the group's
 files together hold. A reader without Iceberg support
 (DuckDB without its iceberg extension, pandas, Spark's plain Parquet reader) that reads exactly
-these files sees exactly the snapshot.
+these files sees exactly the snapshot. --branch lists the files of a branch's head instead of
+main's: a floe replay --branch's, before it is published; or a tag's snapshot, read only, such
+as the one floe replay --tag-main gave main's history before a publish.
 
 Do not read every file of the table's data folder instead: the folder also holds files that are
 not part of the snapshot (orphans of writers that were fenced or crashed before their commit,
@@ -60,7 +64,11 @@ out.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
-			tbl, err := f.open(ctx, snapshot.OpenOptions{})
+			if snapshotID != 0 && branch != "" {
+				return errors.New("--snapshot names the snapshot to list, --branch the branch or tag whose head is listed: give one")
+			}
+			// A tag is read as a branch is, its snapshot its head.
+			tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: branch, ReadTag: true})
 			if err != nil {
 				return err
 			}
@@ -95,6 +103,7 @@ out.`,
 	fs := cmd.Flags()
 	f.register(fs)
 	fs.Int64Var(&snapshotID, "snapshot", 0, "list the files of this snapshot instead of the current one")
+	fs.StringVar(&branch, "branch", "", "list the files of this branch's head or tag's snapshot (default main's), such as the tag floe replay --tag-main gave main's history before a publish")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 	fs.BoolVar(&check, "check", false, "look for every file in the storage (one request per file) and fail naming those it no longer has")
 	return cmd

@@ -15,8 +15,9 @@ import (
 // it nowhere (a production user's report): floe status --table lists the
 // table's refs, audit, dead-letters and as-of --branch read a tag (and
 // nothing writes onto one), the refusal of a position below the publish
-// names the tag and the command that reads it, and a branch named like a
-// tag is not suggested to be created.
+// names the tag and the command that reads it, where and files --branch
+// read a tag and a branch, and a branch named like a tag is not suggested
+// to be created.
 func TestTagReadable(t *testing.T) {
 	st, loc := sinkStack(t)
 	brokers := strings.Join(st.Brokers, ",")
@@ -79,6 +80,51 @@ func TestTagReadable(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &asOf); err != nil || asOf.RowCount != 30 {
 		t.Errorf("floe as-of --branch before-rebuild --rows: %v\n%s\nwant the 30 rows below the cut", err, out)
+	}
+
+	// where and files read a tag (and a branch) too: offset 10, below the
+	// replay's start, is a row of the tag's history and unsunk on main;
+	// the tag's files are its snapshot's, all 300 events.
+	where := func(args ...string) (status string, snapshotID int64) {
+		t.Helper()
+		var res struct {
+			Status     string
+			SnapshotID int64 `json:"snapshot_id"`
+		}
+		out := mustFloe(t, tbl(append([]string{"where", "--partition", "0", "--offset", "10", "--json"}, args...)...)...)
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("floe where %v: %v\n%s", args, err, out)
+		}
+		return res.Status, res.SnapshotID
+	}
+	if status, snap := where("--branch", "before-rebuild"); status != "row" || foreignTable(t, st.Catalog(), "lake.orders").Metadata().SnapshotByID(snap) == nil {
+		t.Errorf("floe where --branch before-rebuild: %s in snapshot %d; want a row of the tag's history", status, snap)
+	}
+	for _, ref := range [][]string{nil, {"--branch", "rebuild"}} {
+		if status, _ := where(ref...); status != "unsunk" {
+			t.Errorf("floe where %v: %s; want unsunk (the replay began at 50)", ref, status)
+		}
+	}
+	files := func(args ...string) (snapshotID, records int64) {
+		t.Helper()
+		var res struct {
+			SnapshotID int64 `json:"snapshot_id"`
+			Records    int64
+		}
+		out := mustFloe(t, tbl(append([]string{"files", "--json"}, args...)...)...)
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("floe files %v: %v\n%s", args, err, out)
+		}
+		return res.SnapshotID, res.Records
+	}
+	if snap, records := files("--branch", "before-rebuild"); snap != before || records != 300 {
+		t.Errorf("floe files --branch before-rebuild: snapshot %d, %d rows; want the tag's snapshot %d and its 300", snap, records, before)
+	}
+	if _, records := files("--branch", "rebuild"); records != 150 {
+		t.Errorf("floe files --branch rebuild: %d rows; want the replay's 150", records)
+	}
+	if code, _, errs := floe(t, tbl("files", "--branch", "rebuild", "--snapshot", strconv.FormatInt(before, 10))...); code != exitError || !strings.Contains(errs, "give one") {
+		t.Errorf("floe files --branch --snapshot: exit %d\n%s\nwant them refused together", code, errs)
 	}
 
 	// Nothing writes onto a tag: a replay onto it is refused, the tag

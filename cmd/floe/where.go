@@ -35,10 +35,11 @@ func newWhereCmd() *cobra.Command {
 		partition int32
 		offset    int64
 		key       string
+		branch    string
 		reg       registryFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "where --table NAMESPACE.TABLE ([--topic NAME] --partition P --offset X | --key K) [--json]",
+		Use:   "where --table NAMESPACE.TABLE [--branch NAME] ([--topic NAME] --partition P --offset X | --key K) [--json]",
 		Short: "Find the range, snapshot, commit time and data file holding an offset, or a key's row",
 		Long: `Answer "which snapshot holds offset X": the ledger range [low, high) that consumed the offset,
 the snapshot that committed it and when, and the data file that holds its row (found from the
@@ -57,6 +58,10 @@ The answer is one of:
 --topic may be left out on a table that holds one topic. A question about something that does
 not exist exits 2 naming it, as as-of does: a topic the table never held, or (with --brokers) a
 partition neither the table nor the broker has.
+
+--branch looks the position or key up in a branch's ledger instead of main's: a floe replay
+--branch's, before it is published; or a tag's, read only, such as the one floe replay
+--tag-main gave main's history before a publish, which main no longer holds.
 
 On an upsert table, --key K answers where key K stands: the Kafka key's text for a table keyed
 by the Kafka key (--key string), else a JSON object of the key columns ({"id":3}; dates,
@@ -100,7 +105,9 @@ decoded with one.`,
 					return err
 				}
 			}
-			tbl, err := f.open(ctx, snapshot.OpenOptions{})
+			// A tag is read as a branch is: its ledger is its snapshot's
+			// ancestry, the history a publish took off main (--tag-main).
+			tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: branch, ReadTag: true})
 			if err != nil {
 				return err
 			}
@@ -153,6 +160,7 @@ decoded with one.`,
 	fs.Int64Var(&offset, "offset", 0, "`OFFSET` to look up (required without --key)")
 	fs.StringVar(&key, "key", "", "on an upsert table, the `KEY` to look up: the Kafka key's text, or a JSON object of the key columns\n"+
 		`(of a --fold latest table: {"kafka_topic":"T","kafka_partition":0,"kafka_key":"K"})`)
+	fs.StringVar(&branch, "branch", "", "look up in this branch's or tag's ledger (default main), such as the tag floe replay --tag-main gave main's history before a publish")
 	reg.register(fs)
 	return cmd
 }

@@ -238,3 +238,32 @@ func TestStatusPageUpsertTable(t *testing.T) {
 	}
 	check(ctx, "status-table-upsert.png")
 }
+
+// TestStatusServePageShowsRefs: the page of floe status --serve lists the
+// table's branches and tags as floe status --table does (it showed main's
+// head only): the branch of a published replay and the tag --tag-main gave
+// main's history, with its snapshot id whole.
+func TestStatusServePageShowsRefs(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	before := foreignTable(t, st.Catalog(), "lake.orders").CurrentSnapshot().SnapshotID
+	mustFloe(t, append([]string{"replay", "-b", brokers, "-t", "orders", "--table", "lake.orders",
+		"--branch", "rebuild", "--publish", "--publish-different", "--tag-main", "before-rebuild"}, loc...)...)
+	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	runInBackground(t, append([]string{"status", "-b", brokers, "--table", "lake.orders", "--serve", addr}, loc...)...)
+	ctx := openStatusPage(t, addr)
+	ref := func(name string) string {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector('[data-field=refs] [data-ref=%q]')?.textContent ?? ''`, name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got, want := ref("before-rebuild"), fmt.Sprintf("before-rebuild (tag, snapshot %d, committed ", before); !strings.HasPrefix(got, want) {
+		t.Errorf("the page shows the tag as %q; want %q...", got, want)
+	}
+	if got := ref("rebuild"); !strings.HasPrefix(got, "rebuild (branch, snapshot ") {
+		t.Errorf("the page shows the branch as %q", got)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // Paths the handler serves.
@@ -75,6 +76,11 @@ type Pipeline struct {
 	// file and branch head (SourceTable).
 	MetadataLocation string `json:"metadata_location,omitempty"`
 	SnapshotID       *int64 `json:"snapshot_id,omitempty"`
+	// Refs are the table's branches but main and its tags, as floe status
+	// --table lists them (SourceTable): a replay's branch, and the tag of
+	// main's history before a publish, which the commands that read
+	// tables read with --branch.
+	Refs []snapshot.Ref `json:"refs,omitempty"`
 	// LastCommit is when a commit last advanced one of the partitions.
 	LastCommit *time.Time `json:"last_commit,omitempty"`
 	// Commits and Fenced count this sink process's commits and the times
@@ -99,7 +105,7 @@ type Pipeline struct {
 
 // FromTable is the page's pipeline of a table's status.
 func FromTable(st lookup.TableStatus, offsetsAt *time.Time) Pipeline {
-	p := Pipeline{Table: st.Table, MetadataLocation: st.MetadataLocation, SnapshotID: st.SnapshotID,
+	p := Pipeline{Table: st.Table, MetadataLocation: st.MetadataLocation, SnapshotID: st.SnapshotID, Refs: st.Refs,
 		Partitions: st.Partitions, OffsetsAt: offsetsAt, Mode: string(st.Mode), KeyColumns: st.KeyColumns}
 	var onlyDead []string
 	for _, ps := range st.Partitions {

@@ -32,19 +32,20 @@ func newMaintainCmd() *cobra.Command {
 		Use:   "maintain --table NAMESPACE.TABLE [--expire-older-than DURATION] [--retain-last N] [--remove-orphans [--orphan-min-age DURATION]] [--compact [--target-file-size SIZE]] [--drop-missing-dead-letter-files] [--set-max-snapshot-age DURATION] [--set-min-snapshots N] [--set-max-snapshots N] [--dry-run] [--json]",
 		Short: "Expire old snapshots without losing the ledger, repair a truncated ledger, delete orphan files and compact small files",
 		Long: `Expire snapshots (with --expire-older-than and/or --retain-last) and delete orphan files
-(--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch and
-tag and repairs one that an interrupted maintain run left truncated (see below), and reconciles
-the dead-letter tables of a typed table with its branches' and tags' ledgers (adding the dead
-letters of commits that have none, removing those of commits no ledger has); on a dead-letter table, with
-its data table's. A data table's dead-letter tables are then maintained with the same options
-(docs/dead-letters.md). Damage reconciling cannot repair (dead letters whose files were deleted
-outside floe, rows changed outside floe) fails the run after the rest of its work. A dead-letter
-table whose storage lost data files is not reconciled at all (sinks go on and warn; floe audit
-reports the files) until the files are restored or --drop-missing-dead-letter-files removes them:
-readers can then scan the table again, and the commits whose own files are still there get their
-dead letters back. The flag also gives up on the dead letters nothing can restore (their files are
-gone): it records them as lost on the dead-letter table, so that later runs and sinks leave them
-alone, and floe audit reports them (dead-letters-lost) until a replay of the table replaces them.
+(--remove-orphans). Every run, with no flag at all too, first checks the ledger of every branch
+and tag and repairs one that an interrupted maintain run left truncated (see below), and
+reconciles the dead-letter tables of a typed table with its branches' and tags' ledgers (adding
+the dead letters of commits that have none, removing those of commits no ledger has); on a
+dead-letter table, with its data table's. A data table's dead-letter tables are then maintained
+with the same options (docs/dead-letters.md). Damage reconciling cannot repair (dead letters
+whose files were deleted outside floe, rows changed outside floe) fails the run after the rest of
+its work. A dead-letter table whose storage lost data files is not reconciled at all (sinks go on
+and warn; floe audit reports the files) until the files are restored or
+--drop-missing-dead-letter-files removes them: readers can then scan the table again, and the
+commits whose own files are still there get their dead letters back. The flag also gives up on
+the dead letters nothing can restore (their files are gone): it records them as lost on the
+dead-letter table, so that later runs and sinks leave them alone, and floe audit reports them
+(dead-letters-lost) until a replay of the table replaces them.
 
 The ledger entries of the snapshots an expiry removes are first written to a new segment of the
 table's ledger archive (a JSON file under metadata/floe-ledger/, named by a table property

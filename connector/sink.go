@@ -842,13 +842,31 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			restart = true
 			if !errors.Is(err, errSpillLost) {
 				s.fenced(err)
-				// A fenced session wrote its files and reached the
-				// catalog, and another writer moved its partitions on:
-				// not a run of failures. Counted on, a blip after it
-				// gave up at once and an interrupt as it restarted
-				// exited 2 (TestFencedSessionEndsARunOfFailures).
+			}
+			fe, ok := errors.AsType[*snapshot.FencedError](err)
+			switch {
+			case ok && fe.Failed == nil:
+				// A fenced session wrote its files and its commit
+				// reached the catalog, where another writer had moved
+				// its partitions on: not a run of failures. Counted on,
+				// a blip after it gave up at once and an interrupt as it
+				// restarted exited 2 (TestFencedSessionEndsARunOfFailures).
 				failingSince, failure = time.Time{}, nil
 				wait.Reset()
+			case ok && ctx.Err() == nil && s.cfg.RetryFor > 0:
+				// Its own attempts failed (the catalog or the storage
+				// unreachable) and another writer's landed: a run of
+				// failures all the same, or a sink whose commits cannot
+				// land never gave up while another one committed
+				// (TestFenceAfterOwnFailedCommitsStillGivesUp, from a
+				// review).
+				if failingSince.IsZero() {
+					failingSince = time.Now()
+				}
+				failure = fe.Failed
+				if time.Since(failingSince) >= s.cfg.RetryFor {
+					return s.stats, fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log (fenced by another writer of its partitions meanwhile): %w", s.cfg.RetryFor, fe.Failed)
+				}
 			}
 		}
 		if restart {

@@ -44,6 +44,12 @@ type FencedError struct {
 	// lost) and was then rolled back: that snapshot still names the
 	// commit's files, so they stay, for expiry to collect with it.
 	Kept int64
+	// Failed is the last error of this writer's attempts that failed
+	// otherwise than by losing the catalog's race (the catalog or the
+	// storage unreachable), when one did before the fence was seen: a
+	// writer whose commits cannot land is fenced by one whose can, which
+	// says nothing of its own health.
+	Failed error
 }
 
 func (e *FencedError) Error() string {
@@ -62,6 +68,16 @@ func (e *FencedError) Error() string {
 }
 
 func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// withFailure records in err, when it is a *FencedError, failed: the last
+// of the writer's own attempts that failed otherwise than by a lost race
+// (FencedError.Failed).
+func withFailure(err, failed error) error {
+	if f, ok := errors.AsType[*FencedError](err); ok && failed != nil {
+		f.Failed = failed
+	}
+	return err
+}
 
 // discarded reports whether err, a commit's outcome, leaves the files it
 // wrote to be deleted: it never landed, because another writer fenced it
@@ -486,6 +502,8 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 	var (
 		lastErr error
 		errs    int
+		// failed is the last error counted in errs.
+		failed error
 	)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		res.Attempts = attempt
@@ -501,7 +519,7 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 				if _, replaced := errors.AsType[*TableReplacedError](err); replaced {
 					return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 				}
-				lastErr = err
+				lastErr, failed = err, err
 				log.Warn("reload before commit retry failed", "table", t.Name(), "attempt", attempt, "err", err)
 				if errs++; errs >= maxErrors {
 					break
@@ -523,7 +541,7 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 				res.Commit = *applied
 			}
 			if err != nil || applied != nil {
-				return err
+				return withFailure(err, failed)
 			}
 			if errs >= maxErrors {
 				break
@@ -549,7 +567,7 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 		}
 		conflict := isConflict(err)
 		if !conflict {
-			errs++
+			errs, failed = errs+1, err
 		}
 		log.Info("commit attempt failed, reloading to decide between retry and fencing",
 			"table", t.Name(), "attempt", attempt, "conflict", conflict, "err", err)
@@ -563,7 +581,7 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 			return nil
 		}
 		if err != nil {
-			return err
+			return withFailure(err, failed)
 		}
 		return fmt.Errorf("commit %s to %s: gave up after %d attempts; the ledger does not hold it, so its data files are orphans for maintenance: %w",
 			res.Commit.ID, t.Name(), res.Attempts, lastErr)

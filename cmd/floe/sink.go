@@ -96,8 +96,8 @@ lost offsets; --on-data-loss record writes them into the ledger as a lost range 
 When storage, the catalog or the brokers fail transiently (an S3 outage, a catalog restarting),
 the sink starts again from the ledger after a pause; once it has kept failing for --retry-for,
 counted from the first failure since its last commit, since it last caught up with the end of
-the log with nothing to commit, or since another writer of its partitions fenced it, it stops
-with exit code 2. Rejected credentials, a missing
+the log with nothing to commit, or since another writer of its partitions fenced a commit of its
+that reached the catalog, it stops with exit code 2. Rejected credentials, a missing
 bucket and other errors that need a person stop it at once.
 
 A --stop-at-end run that committed dead letters and no row (every record failed to decode: a

@@ -1,0 +1,94 @@
+package connector_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TestDebeziumPendingTruncateDeadLetter (review s58): a Debezium table
+// sunk with --on-truncate dead-letter (the default); the commit holding
+// the truncate event is in, but its dead letter is not (the writer stopped
+// between the data commit and the dead-letter commit: here the dead-letter
+// table's commits fail, a DeadLettersPendingError). The sink runs again,
+// this time with --on-truncate delete-all: the truncate stays the dead
+// letter it was committed as, added exactly once by the reconcile, and the
+// table keeps the rows from before it. The content audit then says
+// COMPLETE (this holds).
+//
+// What fails: before the rerun, audit --deep --brokers --verify-content
+// rightly says not complete (dead-letters-pending), but the content level
+// decides whether a truncate was applied by whether the dead-letter table
+// holds it (audit/content.go, v.deadLetter), not by the ledger, which
+// counts it a dead letter (and lists the file that holds it). So it folds
+// the truncate as applied: a count-mismatch ("classified as the sink
+// classifies them ... 0 dead letters") and a superseded-row for every row
+// committed before the truncate ("the table should not hold it"), on a
+// table that is exactly right. An operator who believes it and "repairs"
+// the table (replay --on-truncate delete-all --publish-different, as the
+// dead letter's reason suggests) deletes every one of those rows.
+func TestDebeziumPendingTruncateDeadLetter(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.customers-pending"
+	e.Topic(topic, 1, nil)
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(10, 25, 3)
+	c.Truncate()
+	c.Insert(floetest.Customer{ID: 900, FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	c.Update(900, func(cu *floetest.Customer) { cu.Email = "ada@example.org" })
+	recs := c.Records(t, floetest.CDCConnectJSON, "")
+	e.Produce(recs)
+	tbl, _ := e.debeziumTable("lake.pending_truncate", floetest.CDCConnectJSON)
+	bad, _ := e.faultyDeadLetters(tbl)
+	_, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000, DeadLetters: bad})
+	if _, ok := errors.AsType[*snapshot.DeadLettersPendingError](err); !ok {
+		t.Fatalf("first run: %v, want a DeadLettersPendingError", err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, f := range rep.Findings {
+		kinds = append(kinds, fmt.Sprintf("%s %s", f.Kind, f.Detail))
+	}
+	t.Logf("audit before the rerun: %d findings: %.600v", len(rep.Findings), kinds)
+	if rep.Complete() {
+		t.Errorf("audit --deep --verify-content with the truncate's dead letter pending: COMPLETE, want findings")
+	}
+	for _, f := range rep.Findings {
+		if f.Kind != audit.KindDeadLettersPending {
+			t.Errorf("audit with the truncate's dead letter pending reports %s on a table whose rows are right (only dead-letters-pending is true): %s", f.Kind, f.Detail)
+			break
+		}
+	}
+
+	// Rerun, now with --on-truncate delete-all.
+	_, dlq := e.debeziumTable("lake.pending_truncate", floetest.CDCConnectJSON)
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.CheckTable(t, rows(t, tbl), floetest.CDCConnectJSON, false)
+	if n := len(rows(t, dlq)); n != 1 {
+		t.Errorf("the dead-letter table holds %d rows after the rerun, want the truncate once", n)
+	}
+	rep, err = audit.Run(e.Ctx, tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
+	if err != nil || !rep.Complete() {
+		t.Fatalf("audit --deep --verify-content after the rerun: %v, findings %+v", err, rep.Findings)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -91,4 +92,59 @@ func TestDebeziumPendingTruncateDeadLetter(t *testing.T) {
 	if err != nil || !rep.Complete() {
 		t.Fatalf("audit --deep --verify-content after the rerun: %v, findings %+v", err, rep.Findings)
 	}
+}
+
+// TestWhereKeyPendingTruncateDeadLetter (review s58): the where --key side
+// of TestDebeziumPendingTruncateDeadLetter. Key 800 is inserted and
+// deleted (d and tombstone) before a truncate that the sink dead-letters
+// (--on-truncate dead-letter), in one commit whose dead letter is pending.
+// floe where --key '{"id":800}' --brokers must answer as it does once the
+// dead letter is in: the table and the log are the same either way.
+func TestWhereKeyPendingTruncateDeadLetter(t *testing.T) {
+	e := newEnv(t)
+	const topic = "dbserver1.inventory.customers-wherepending"
+	e.Topic(topic, 1, nil)
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(6, 10, 4)
+	c.Insert(floetest.Customer{ID: 800, FirstName: "Ken", LastName: "Thompson", Email: "ken@example.com", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	c.Delete(800)
+	c.Truncate()
+	c.Insert(floetest.Customer{ID: 900, FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	e.Produce(c.Records(t, floetest.CDCConnectJSON, ""))
+	tbl, _ := e.debeziumTable("lake.where_pending", floetest.CDCConnectJSON)
+	bad, _ := e.faultyDeadLetters(tbl)
+	_, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000, DeadLetters: bad})
+	if _, ok := errors.AsType[*snapshot.DeadLettersPendingError](err); !ok {
+		t.Fatalf("first run: %v, want a DeadLettersPendingError", err)
+	}
+	answer := func() lookup.KeyResult {
+		t.Helper()
+		if err := tbl.Refresh(e.Ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err := lookup.WhereKey(e.Ctx, tbl, e.Broker(), `{"id":800}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	pending := answer()
+	_, dlq := e.debeziumTable("lake.where_pending", floetest.CDCConnectJSON)
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000, DeadLetters: dlq}); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	in := answer()
+	t.Logf("pending: %s by %s at %v: %s", pending.Status, pending.FoundBy, offOr(pending.Offset), pending.Explanation)
+	t.Logf("in: %s by %s at %v: %s", in.Status, in.FoundBy, offOr(in.Offset), in.Explanation)
+	if pending.Status != in.Status || pending.FoundBy != in.FoundBy || offOr(pending.Offset) != offOr(in.Offset) {
+		t.Errorf("where --key with the truncate's dead letter pending: %s (found by %s, offset %v), once it is in: %s (found by %s, offset %v): %s",
+			pending.Status, pending.FoundBy, offOr(pending.Offset), in.Status, in.FoundBy, offOr(in.Offset), pending.Explanation)
+	}
+}
+
+func offOr(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }

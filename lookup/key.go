@@ -1195,9 +1195,13 @@ type pendingMatch struct {
 // keySpan is a range of the ledger read from the log, with the key's
 // committed records in it.
 type keySpan struct {
-	dlq  string
-	r    mapping.Range
-	recs []keyRecord
+	dlq string
+	// commit is the id of the commit of r, files its dead-letter files
+	// (mapping.Commit.DeadLetterFiles).
+	commit string
+	files  []string
+	r      mapping.Range
+	recs   []keyRecord
 	// truncates are the offsets of the range's truncates (a Debezium
 	// table's), applied or dead letters.
 	truncates []int64
@@ -1244,7 +1248,7 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 		batch [][]*keySpan // per commit of the batch, its spans
 		err   error
 	)
-	dlqs := map[string]*snapshot.Table{}
+	dlqs := &deadLetterIndex{tables: map[string]*snapshot.Table{}, listed: map[string]map[keyPosition]bool{}}
 	fold := func() {
 		if err = l.read(ctx, batch); err != nil {
 			return
@@ -1261,7 +1265,7 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 			for _, s := range spans {
 				recs := s.recs
 				if len(recs) > 0 && s.r.DeadLetters > 0 && s.dlq != "" {
-					if recs, err = withoutDeadLetters(ctx, l.tbl, dlqs, s.dlq, recs); err != nil {
+					if recs, err = dlqs.without(ctx, l.tbl, s, recs); err != nil {
 						return
 					}
 				}
@@ -1300,7 +1304,7 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 		var spans []*keySpan
 		for r := range l.k.inPartition(slices.Values(c.Ranges)) {
 			if !r.Deleted() && r.Len() > 0 {
-				spans = append(spans, &keySpan{dlq: c.DeadLetterTable, r: r})
+				spans = append(spans, &keySpan{dlq: c.DeadLetterTable, commit: c.ID, files: c.DeadLetterFiles, r: r})
 			}
 		}
 		batch = append(batch, spans)
@@ -1320,13 +1324,13 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 // applied (--on-truncate delete-all), and false when it applied none: a
 // truncate the dead-letter table holds (--on-truncate dead-letter) changed
 // no row.
-func (l *keyLog) appliedTruncate(ctx context.Context, dlqs map[string]*snapshot.Table, s *keySpan) (int64, bool, error) {
+func (l *keyLog) appliedTruncate(ctx context.Context, dlqs *deadLetterIndex, s *keySpan) (int64, bool, error) {
 	for i := len(s.truncates) - 1; i >= 0; i-- {
 		t := s.truncates[i]
 		if s.r.DeadLetters == 0 || s.dlq == "" {
 			return t, true, nil
 		}
-		kept, err := withoutDeadLetters(ctx, l.tbl, dlqs, s.dlq, []keyRecord{{KeyRecord: mapping.KeyRecord{Partition: s.r.TopicPartition, Offset: t}}})
+		kept, err := dlqs.without(ctx, l.tbl, s, []keyRecord{{KeyRecord: mapping.KeyRecord{Partition: s.r.TopicPartition, Offset: t}}})
 		if err != nil {
 			return 0, false, err
 		}
@@ -1538,31 +1542,60 @@ func (l *keyLog) match() error {
 	return nil
 }
 
-// withoutDeadLetters drops from recs (one range's records of a key, by
-// offset) its latest ones that are dead letters in the dead-letter table
-// name, up to the latest that is not: the one that gave the key its row
-// or removed it. A dead-letter table that is gone, or has no snapshot yet
-// (its dead letters pending: a writer stopped between the two commits),
-// tells none: recs are kept, as where --key did before it asked (the
-// lookup failed on it: found by review).
-func withoutDeadLetters(ctx context.Context, tbl *snapshot.Table, dlqs map[string]*snapshot.Table, name string, recs []keyRecord) ([]keyRecord, error) {
-	dlq, opened := dlqs[name]
+// deadLetterIndex tells lastRecord which records of the ledger's ranges
+// are dead letters.
+type deadLetterIndex struct {
+	// tables are the dead-letter tables by name, opened once; nil for
+	// one that does not exist.
+	tables map[string]*snapshot.Table
+	// listed are, by commit id, the positions of the dead letters in the
+	// files the commit lists, read once.
+	listed map[string]map[keyPosition]bool
+}
+
+// keyPosition is a record's place in the log.
+type keyPosition struct {
+	tp     mapping.TopicPartition
+	offset int64
+}
+
+// without drops from recs (the records of a key in span s's range, by
+// offset) its latest ones that are dead letters, up to the latest that
+// is not: the one that gave the key its row or removed it. A dead letter
+// is a row of the dead-letter table the commit names, or of the files the
+// commit lists (its dead letters, which a writer that stopped between the
+// data commit and the dead-letter commit left pending: the ledger counts
+// them all the same, and a lookup that asked the table alone named a
+// dead-lettered truncate as the delete of a key, found by review). A
+// dead-letter table that is gone, whose files are gone too, tells none:
+// recs are kept, as where --key did before it asked (the lookup failed on
+// it: found by review).
+func (x *deadLetterIndex) without(ctx context.Context, tbl *snapshot.Table, s *keySpan, recs []keyRecord) ([]keyRecord, error) {
+	name := s.dlq
+	dlq, opened := x.tables[name]
 	if !opened {
 		var err error
 		dlq, err = openDeadLetters(ctx, tbl, name)
 		if err != nil && !errors.Is(err, snapshot.ErrTableNotFound) {
 			return nil, err
 		}
-		if dlq != nil && dlq.Head() == nil {
-			dlq = nil
-		}
-		dlqs[name] = dlq
+		x.tables[name] = dlq
 	}
 	for dlq != nil && len(recs) > 0 {
 		last := recs[len(recs)-1]
-		_, _, dead, err := dlq.DeadLetterAt(ctx, last.Partition, last.Offset)
-		if err != nil {
-			return nil, fmt.Errorf("look %s@%d up in dead-letter table %s: %w", last.Partition, last.Offset, name, err)
+		dead := false
+		if dlq.Head() != nil {
+			var err error
+			if _, _, dead, err = dlq.DeadLetterAt(ctx, last.Partition, last.Offset); err != nil {
+				return nil, fmt.Errorf("look %s@%d up in dead-letter table %s: %w", last.Partition, last.Offset, name, err)
+			}
+		}
+		if !dead {
+			listed, err := x.listedBy(ctx, dlq, s)
+			if err != nil {
+				return nil, err
+			}
+			dead = listed[keyPosition{last.Partition, last.Offset}]
 		}
 		if !dead {
 			break
@@ -1570,4 +1603,34 @@ func withoutDeadLetters(ctx context.Context, tbl *snapshot.Table, dlqs map[strin
 		recs = recs[:len(recs)-1]
 	}
 	return recs, nil
+}
+
+// listedBy returns the positions of the dead letters in the files span
+// s's commit lists, read from dead-letter table dlq's storage once per
+// commit (snapshot.Table.ReadFiles); a file that is gone holds none.
+func (x *deadLetterIndex) listedBy(ctx context.Context, dlq *snapshot.Table, s *keySpan) (map[keyPosition]bool, error) {
+	if at, ok := x.listed[s.commit]; ok {
+		return at, nil
+	}
+	at := map[keyPosition]bool{}
+	err := dlq.ReadFiles(ctx, s.files, func(fb snapshot.FileBatch) error {
+		if fb.Done {
+			return nil
+		}
+		topic, ok1 := column[*array.String](fb.Batch, mapping.ColTopic)
+		part, ok2 := column[*array.Int32](fb.Batch, mapping.ColPartition)
+		off, ok3 := column[*array.Int64](fb.Batch, mapping.ColOffset)
+		if !ok1 || !ok2 || !ok3 {
+			return fmt.Errorf("dead-letter file %s: unexpected position columns %s", fb.Path, fb.Batch.Schema())
+		}
+		for i := range int(fb.Batch.NumRows()) {
+			at[keyPosition{mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}, off.Value(i)}] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the dead letters of commit %s in %s: %w", s.commit, dlq.Name(), err)
+	}
+	x.listed[s.commit] = at
+	return at, nil
 }

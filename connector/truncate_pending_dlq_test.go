@@ -13,7 +13,7 @@ import (
 	"github.com/floe-dev/floe/snapshot"
 )
 
-// TestDebeziumPendingTruncateDeadLetter (review s58): a Debezium table
+// TestDebeziumPendingTruncateDeadLetter (from a review): a Debezium table
 // sunk with --on-truncate dead-letter (the default); the commit holding
 // the truncate event is in, but its dead letter is not (the writer stopped
 // between the data commit and the dead-letter commit: here the dead-letter
@@ -23,17 +23,14 @@ import (
 // table keeps the rows from before it. The content audit then says
 // COMPLETE (this holds).
 //
-// What fails: before the rerun, audit --deep --brokers --verify-content
-// rightly says not complete (dead-letters-pending), but the content level
-// decides whether a truncate was applied by whether the dead-letter table
-// holds it (audit/content.go, v.deadLetter), not by the ledger, which
-// counts it a dead letter (and lists the file that holds it). So it folds
-// the truncate as applied: a count-mismatch ("classified as the sink
-// classifies them ... 0 dead letters") and a superseded-row for every row
-// committed before the truncate ("the table should not hold it"), on a
-// table that is exactly right. An operator who believes it and "repairs"
-// the table (replay --on-truncate delete-all --publish-different, as the
-// dead letter's reason suggests) deletes every one of those rows.
+// Before the rerun, audit --deep --brokers --verify-content says not
+// complete (dead-letters-pending), and nothing else: the content level
+// took the dead letters the dead-letter table holds only, so it folded the
+// pending truncate as applied, a count-mismatch and a superseded-row for
+// every row committed before it on a table that is exactly right (an
+// operator who "repaired" it with replay --on-truncate delete-all
+// --publish-different would delete every one of those rows). It now takes
+// the pending dead letters from the files the ledger's commit lists too.
 func TestDebeziumPendingTruncateDeadLetter(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.customers-pending"
@@ -94,7 +91,7 @@ func TestDebeziumPendingTruncateDeadLetter(t *testing.T) {
 	}
 }
 
-// TestWhereKeyPendingTruncateDeadLetter (review s58): the where --key side
+// TestWhereKeyPendingTruncateDeadLetter (from a review): the where --key side
 // of TestDebeziumPendingTruncateDeadLetter. Key 800 is inserted and
 // deleted (d and tombstone) before a truncate that the sink dead-letters
 // (--on-truncate dead-letter), in one commit whose dead letter is pending.

@@ -1,0 +1,72 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	iceio "github.com/apache/iceberg-go/io"
+)
+
+// ReadFiles calls fn with the rows of data files paths of t, file by
+// file and batch by batch (a FileBatch with Done ends each file), read
+// from its storage whether or not a snapshot of t holds them: a data
+// table's commit lists the dead-letter files that hold its dead letters
+// (mapping.Commit.DeadLetterFiles), written before the commit, which a
+// writer that stopped between the two commits left out of the dead-letter
+// table (DeadLetterState.Pending). They are what the ledger says the
+// commit's dead letters are: the audit and the lookups read them as the
+// dead letters they are. A file the storage no longer has is one
+// FileBatch with Missing and Done set.
+func (t *Table) ReadFiles(ctx context.Context, paths []string, fn func(FileBatch) error) error {
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open the storage of %s: %w", t.Name(), err)
+	}
+	for _, p := range paths {
+		if err := readFile(ctx, fsys, p, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFile is ReadFiles for one file.
+func readFile(ctx context.Context, fsys iceio.IO, path string, fn func(FileBatch) error) error {
+	in, err := fsys.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fn(FileBatch{Path: path, Done: true, Missing: true})
+	}
+	if err != nil {
+		return fmt.Errorf("open data file %s: %w", path, err)
+	}
+	defer in.Close()
+	pf, err := file.NewParquetReader(in)
+	if err != nil {
+		return fmt.Errorf("read data file %s: %w", path, err)
+	}
+	defer pf.Close()
+	r, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("read data file %s: %w", path, err)
+	}
+	rr, err := r.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return fmt.Errorf("read data file %s: %w", path, err)
+	}
+	defer rr.Release()
+	for rr.Next() {
+		if err := fn(FileBatch{Path: path, Batch: rr.RecordBatch()}); err != nil {
+			return err
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read data file %s: %w", path, err)
+	}
+	return fn(FileBatch{Path: path, Done: true})
+}

@@ -3,14 +3,9 @@ package snapshot
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
 	"github.com/floe-dev/floe/mapping"
@@ -203,36 +198,9 @@ func (t *Table) ReadDeleteFile(ctx context.Context, f DeleteFile, fn func(arrow.
 	if !f.Equality || f.Format != iceberg.ParquetFile {
 		return fmt.Errorf("read delete file %s: not an equality-delete file in Parquet", f.Path)
 	}
-	fs, err := t.tbl.FS(ctx)
+	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
 		return fmt.Errorf("open storage of %s: %w", t.Name(), err)
 	}
-	in, err := fs.Open(f.Path)
-	if err != nil {
-		return fmt.Errorf("open delete file %s: %w", f.Path, err)
-	}
-	defer in.Close()
-	pf, err := file.NewParquetReader(in)
-	if err != nil {
-		return fmt.Errorf("read delete file %s: %w", f.Path, err)
-	}
-	defer pf.Close()
-	r, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
-	if err != nil {
-		return fmt.Errorf("read delete file %s: %w", f.Path, err)
-	}
-	rr, err := r.GetRecordReader(ctx, nil, nil)
-	if err != nil {
-		return fmt.Errorf("read delete file %s: %w", f.Path, err)
-	}
-	defer rr.Release()
-	for rr.Next() {
-		if err := fn(rr.RecordBatch()); err != nil {
-			return err
-		}
-	}
-	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read delete file %s: %w", f.Path, err)
-	}
-	return nil
+	return readParquet(ctx, fsys, f.Path, fn)
 }

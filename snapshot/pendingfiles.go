@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -38,35 +39,46 @@ func (t *Table) ReadFiles(ctx context.Context, paths []string, fn func(FileBatch
 
 // readFile is ReadFiles for one file.
 func readFile(ctx context.Context, fsys iceio.IO, path string, fn func(FileBatch) error) error {
-	in, err := fsys.Open(path)
+	err := readParquet(ctx, fsys, path, func(b arrow.RecordBatch) error { return fn(FileBatch{Path: path, Batch: b}) })
 	if errors.Is(err, fs.ErrNotExist) {
 		return fn(FileBatch{Path: path, Done: true, Missing: true})
 	}
 	if err != nil {
-		return fmt.Errorf("open data file %s: %w", path, err)
+		return err
+	}
+	return fn(FileBatch{Path: path, Done: true})
+}
+
+// readParquet calls fn with the rows of the Parquet file at path, batch by
+// batch; each batch is released when fn returns. A file that does not
+// exist is an error wrapping fs.ErrNotExist.
+func readParquet(ctx context.Context, fsys iceio.IO, path string, fn func(arrow.RecordBatch) error) error {
+	in, err := fsys.Open(path)
+	if err != nil {
+		return fmt.Errorf("open Parquet file %s: %w", path, err)
 	}
 	defer in.Close()
 	pf, err := file.NewParquetReader(in)
 	if err != nil {
-		return fmt.Errorf("read data file %s: %w", path, err)
+		return fmt.Errorf("read Parquet file %s: %w", path, err)
 	}
 	defer pf.Close()
 	r, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
 	if err != nil {
-		return fmt.Errorf("read data file %s: %w", path, err)
+		return fmt.Errorf("read Parquet file %s: %w", path, err)
 	}
 	rr, err := r.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return fmt.Errorf("read data file %s: %w", path, err)
+		return fmt.Errorf("read Parquet file %s: %w", path, err)
 	}
 	defer rr.Release()
 	for rr.Next() {
-		if err := fn(FileBatch{Path: path, Batch: rr.RecordBatch()}); err != nil {
+		if err := fn(rr.RecordBatch()); err != nil {
 			return err
 		}
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read data file %s: %w", path, err)
+		return fmt.Errorf("read Parquet file %s: %w", path, err)
 	}
-	return fn(FileBatch{Path: path, Done: true})
+	return nil
 }

@@ -573,10 +573,19 @@ func (ss *session) reset(ctx context.Context) error {
 
 // survive handles err, which a commit or a rebalance callback ended with.
 // In group mode a fence resets the session and the member goes on with
-// the partitions it owns; any other error (and a fence outside group
-// mode) ends the session.
+// the partitions it owns, unless it came after the member's own failed
+// commit attempts for Config.RetryFor (Sink.failedFence): that ends the
+// session, and Sink.run gives up. Any other error (and a fence outside
+// group mode) ends the session.
 func (ss *session) survive(ctx context.Context, err error) error {
 	if err == nil || ss.gm == nil || !errors.Is(err, snapshot.ErrFenced) {
+		return err
+	}
+	fe, ok := errors.AsType[*snapshot.FencedError](err)
+	switch {
+	case ok && fe.Failed == nil:
+		ss.s.failing = failureRun{}
+	case ok && ss.s.failedFence(fe):
 		return err
 	}
 	if !errors.Is(err, errSpillLost) {

@@ -330,6 +330,8 @@ type Sink struct {
 	// fetchPool is the consumer's memory for fetched records.
 	fetchPool fetchPool
 	stats     Stats
+	// failing is the run of transient failures the sink is in, if any.
+	failing failureRun
 	// smallFilesWarned is set once the run warned that its partition spec
 	// splits commits into files of a few rows each.
 	smallFilesWarned bool
@@ -729,10 +731,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 		s.stats.DeadLetterTable = s.cfg.DeadLetters.Name()
 	}
 	s.known = nil
-	var failingSince time.Time
-	// failure is the transient error the sink is retrying after, while
-	// failingSince is set.
-	var failure error
+	s.failing = failureRun{}
 	// schemaRaced is set when a session ended because another writer
 	// changed the schema under its flush, and no commit came since.
 	schemaRaced := false
@@ -750,7 +749,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			// begins a new run of them. Counted from the last commit
 			// alone, a quiet topic's sink that ran for longer than
 			// RetryFor with nothing to commit gave up on its first blip.
-			failingSince = time.Time{}
+			s.failing = failureRun{}
 			wait.Reset()
 		}
 		if s.stats.Commits > commits {
@@ -770,14 +769,10 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			refused = s.broker.auth.explain(err)
 		}
 		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (catalog.IsTransient(err) || errors.As(err, &behind) || refused != nil) {
-			if failingSince.IsZero() {
-				failingSince = time.Now()
-			}
 			if refused != nil {
 				err = refused
 			}
-			failure = err
-			if failed := time.Since(failingSince); failed < s.cfg.RetryFor {
+			if failed := s.failing.add(err, s.stats.Commits); failed < s.cfg.RetryFor {
 				d := min(wait.NextBackOff(), s.cfg.RetryFor-failed)
 				s.stats.Retries++
 				what := "transient storage, catalog or broker error"
@@ -813,8 +808,8 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			// the watermarks): this session consumed nothing. After a
 			// failure, what the earlier one consumed was not committed:
 			// not a clean stop.
-			if !failingSince.IsZero() {
-				return s.stats, fmt.Errorf("interrupted while starting again after a failure (nothing uncommitted was kept; the next run reads it again): %w", failure)
+			if s.failing.last != nil {
+				return s.stats, fmt.Errorf("interrupted while starting again after a failure (nothing uncommitted was kept; the next run reads it again): %w", s.failing.last)
 			}
 			s.recordUnfinished(ctx)
 			return s.stats, nil
@@ -851,22 +846,10 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 				// its partitions on: not a run of failures. Counted on,
 				// a blip after it gave up at once and an interrupt as it
 				// restarted exited 2 (TestFencedSessionEndsARunOfFailures).
-				failingSince, failure = time.Time{}, nil
+				s.failing = failureRun{}
 				wait.Reset()
-			case ok && ctx.Err() == nil && s.cfg.RetryFor > 0:
-				// Its own attempts failed (the catalog or the storage
-				// unreachable) and another writer's landed: a run of
-				// failures all the same, or a sink whose commits cannot
-				// land never gave up while another one committed
-				// (TestFenceAfterOwnFailedCommitsStillGivesUp, from a
-				// review).
-				if failingSince.IsZero() {
-					failingSince = time.Now()
-				}
-				failure = fe.Failed
-				if time.Since(failingSince) >= s.cfg.RetryFor {
-					return s.stats, fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log (fenced by another writer of its partitions meanwhile): %w", s.cfg.RetryFor, fe.Failed)
-				}
+			case ok && ctx.Err() == nil && s.failedFence(fe):
+				return s.stats, fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log (fenced by another writer of its partitions meanwhile): %w", s.cfg.RetryFor, fe.Failed)
 			}
 		}
 		if restart {
@@ -889,6 +872,40 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 		}
 		return s.stats, nil
 	}
+}
+
+// failureRun is a run of transient failures: since when the sink has
+// kept failing, with no commit nor a session caught up with the log, and
+// the last failure.
+type failureRun struct {
+	since time.Time
+	last  error
+	// commits is Stats.Commits when the run began: a commit since ends it.
+	commits int
+}
+
+// add records failure err, the sink having made commits commits so far,
+// and returns how long the sink has kept failing.
+func (r *failureRun) add(err error, commits int) time.Duration {
+	if r.since.IsZero() || commits > r.commits {
+		*r = failureRun{since: time.Now(), commits: commits}
+	}
+	r.last = err
+	return time.Since(r.since)
+}
+
+// failedFence records a fence met after the sink's own commit attempts
+// failed (fe.Failed): its attempts failed (the catalog or the storage
+// unreachable) and another writer's landed, a failure all the same: a
+// sink whose commits could not land never gave up while another one
+// committed (TestFenceAfterOwnFailedCommitsStillGivesUp, and in a group
+// TestGroupMemberFencedAfterOwnFailedCommitsGivesUp, from reviews). It
+// reports whether the sink has kept failing for Config.RetryFor.
+func (s *Sink) failedFence(fe *snapshot.FencedError) bool {
+	if fe.Failed == nil || s.cfg.RetryFor <= 0 {
+		return false
+	}
+	return s.failing.add(fe.Failed, s.stats.Commits) >= s.cfg.RetryFor
 }
 
 // sleepCtx waits for d or until ctx ends.

@@ -144,7 +144,7 @@ func (ss *session) joinGroup(ctx context.Context) error {
 		// The table in the client id: members of a group that sink
 		// another table are told (checkGroupShared), and the group's
 		// describe output says what each member writes.
-		kgo.ClientID(clientIDPrefix + s.tbl.Name()),
+		kgo.ClientID(s.clientID()),
 		kgo.ConsumerGroup(s.cfg.Group),
 		kgo.ConsumeTopics(s.cfg.Topic),
 		kgo.DisableAutoCommit(),
@@ -227,26 +227,56 @@ func (ss *session) assigned(ctx context.Context, offsets map[string]map[int32]kg
 }
 
 // clientIDPrefix begins the client id of a group member, the table it
-// sinks following.
+// sinks following, then "@" and the table's UUID (floe before that named
+// the table only).
 const clientIDPrefix = "floe/"
+
+// clientID is the client id of the sink's group member: its table's name
+// and UUID, which tell one table from another of the same name in another
+// catalog.
+func (s *Sink) clientID() string {
+	return clientIDPrefix + s.tbl.Name() + "@" + s.tbl.Iceberg().Metadata().TableUUID().String()
+}
+
+// memberTable parses the table name and UUID (empty from an older floe)
+// from a member's client id; ok is false for another application's.
+func memberTable(clientID string) (name, uuid string, ok bool) {
+	rest, ok := strings.CutPrefix(clientID, clientIDPrefix)
+	if !ok {
+		return "", "", false
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		return rest[:i], rest[i+1:], true
+	}
+	return rest, "", true
+}
 
 // checkGroupShared refuses a group that a member sinking another table is
 // in (told by its client id): a group divides its topic's partitions among
 // all its members, so each table would get part of the topic, and each
 // audit, seeing the rest as lag, would say complete (found by review).
-// Other applications' members, and a floe's before client ids named the
-// table, are not told apart; a group that cannot be described is left to
-// the group's own errors.
+// Another table is another name, or the same name with another UUID: the
+// table of that name in another catalog (a host whose --catalog was left
+// at its default: from a new user's run). Other applications' members,
+// and a floe's before client ids named the table, are not told apart; a
+// group that cannot be described is left to the group's own errors.
 func (ss *session) checkGroupShared(ctx context.Context) error {
 	group, own := ss.s.cfg.Group, ss.s.tbl.Name()
+	_, ownUUID, _ := memberTable(ss.s.clientID())
 	described, err := ss.s.broker.adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return nil
 	}
 	for _, m := range described[group].Members {
-		if other, ok := strings.CutPrefix(m.ClientID, clientIDPrefix); ok && other != own {
+		other, uuid, ok := memberTable(m.ClientID)
+		switch {
+		case !ok:
+		case other != own:
 			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks table %s (on %s), and this one sinks %s: a group divides its topics' partitions among all its members, so each table would get only part of them; give each table a --group of its own",
 				group, other, m.ClientHost, own)}
+		case uuid != "" && uuid != ownUUID:
+			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks a table %s (on %s) other than this one's (table UUID %s, this one's %s): the same name in another catalog; a group divides its topics' partitions among all its members, so each table would get only part of them; give every member the same --catalog",
+				group, other, m.ClientHost, uuid, ownUUID)}
 		}
 	}
 	return nil

@@ -236,8 +236,10 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 		// Rows of commits the audited ledger does not have are not its
 		// to count: a tag's, kept while the tag keeps them (a rollback
 		// pinned by a tag, then the same offsets sunk again), or a
-		// commit made since the audit loaded the table (withoutNewer). Rows
-		// of no ledger at all are the files level's stray finding.
+		// commit made since the audit loaded the table (withoutNewer),
+		// by their commit id, or, without one, by the commit the
+		// dead-letter state attributes them to. Rows of no ledger at all
+		// are the files level's stray finding.
 		audited := map[string]bool{}
 		for _, c := range a.commitsOf(d) {
 			audited[c.ID] = true
@@ -266,10 +268,19 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 				return fmt.Errorf("dead-letter file %s: unexpected column types %s", fb.Path, b.Schema())
 			}
 			for i := range int(b.NumRows()) {
+				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
 				if ids != nil && ids.IsValid(i) && !audited[ids.Value(i)] {
 					continue
 				}
-				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
+				// A row without a commit id (an older floe's) is the
+				// commit's that reconciling attributes it to: one of a
+				// tag's is the tag's. One attributed to none is stray
+				// (the files level's finding) and counted here too.
+				if (ids == nil || !ids.IsValid(i)) && d.state != nil {
+					if owner := d.state.LegacyOwner(tp, off.Value(i)); owner != "" && !audited[owner] {
+						continue
+					}
+				}
 				if a.deadAt[tp] == nil {
 					a.deadAt[tp], dup[tp] = newOffsetSet(), newOffsetSet()
 				}

@@ -381,6 +381,21 @@ type DeadLetterState struct {
 	// rows too (reconciling rewrites those).
 	staleFiles []string
 	mixed      bool
+	// legacyOf attributes a row without a commit id (LegacyOwner).
+	legacyOf func(tp mapping.TopicPartition, offset int64) string
+}
+
+// LegacyOwner returns the id of the commit of Commits that a row without
+// a commit id (an older floe's) at offset of tp is attributed to, as
+// reconciling attributes it, or "" when none is (the row is
+// StaleLegacy): a reader counting one ref's dead letters skips a legacy
+// row of another ref's commit, as it skips a row with another commit's
+// id.
+func (s *DeadLetterState) LegacyOwner(tp mapping.TopicPartition, offset int64) string {
+	if s == nil || s.legacyOf == nil {
+		return ""
+	}
+	return s.legacyOf(tp, offset)
 }
 
 // Converged reports whether reconciling has nothing to add or remove.
@@ -424,23 +439,14 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 		return nil, fmt.Errorf("read the ledgers of %s to reconcile %s with them: %w", t.Name(), dlq.Name(), err)
 	}
 	// Ranges with dead letters of each partition, to attribute rows
-	// without a commit id (legacy rows) by position.
+	// without a commit id (legacy rows) by position: branches' commits
+	// before tags' (deadLetterCommits lists them so).
 	ranges := map[mapping.TopicPartition][]string{}
 	for _, c := range commits {
 		st.Commits[c.ID] = c
 		for _, r := range c.Ranges {
 			ranges[r.TopicPartition] = append(ranges[r.TopicPartition], c.ID)
 		}
-	}
-	legacyOf := func(pos position) string {
-		for _, id := range ranges[pos.tp] {
-			for _, r := range st.Commits[id].Ranges {
-				if r.TopicPartition == pos.tp && r.DeadLetters > 0 && r.Contains(pos.offset) {
-					return id
-				}
-			}
-		}
-		return ""
 	}
 	if head := dlq.Head(); head != nil {
 		st.SnapshotID = head.SnapshotID
@@ -450,8 +456,44 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 		return nil, err
 	}
 	st.Lost = lost
-	stale := map[string]bool{}
+	// withIDs are the commits with rows that carry their id: written
+	// since the column existed.
 	withIDs := map[string]bool{}
+	for _, path := range live {
+		if f := files[path]; f != nil {
+			for id := range f.ids {
+				if _, ok := st.Commits[id]; ok {
+					withIDs[id] = true
+				}
+			}
+		}
+	}
+	// A legacy row is its position's: the first commit whose range with
+	// dead letters holds it, among the commits without rows that carry an
+	// id first (an older floe wrote it, so it is a commit of that era:
+	// after a rollback under a tag and the same offsets sunk again, the
+	// tag's legacy row is the tag's commit's, not the new one's, which has
+	// its own row), branches' before tags' (deadLetterCommits), in ref
+	// name order. A function of the position alone, so that every legacy
+	// row at a position is one commit's (Doubled).
+	st.legacyOf = func(tp mapping.TopicPartition, offset int64) string {
+		owner := ""
+		for _, id := range ranges[tp] {
+			if !slices.ContainsFunc(st.Commits[id].Ranges, func(r mapping.Range) bool {
+				return r.TopicPartition == tp && r.DeadLetters > 0 && r.Contains(offset)
+			}) {
+				continue
+			}
+			if !withIDs[id] {
+				return id
+			}
+			if owner == "" {
+				owner = id
+			}
+		}
+		return owner
+	}
+	stale := map[string]bool{}
 	legacyAt := map[string][]position{}
 	for _, path := range live {
 		f := files[path]
@@ -462,7 +504,6 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 		for id, n := range f.ids {
 			if _, ok := st.Commits[id]; ok {
 				st.Rows[id] += n
-				withIDs[id] = true
 				liveRows += n
 				continue
 			}
@@ -471,7 +512,7 @@ func (t *Table) deadLetterState(ctx context.Context, dlq *Table, files map[strin
 			staleRows += n
 		}
 		for _, pos := range f.legacy {
-			if id := legacyOf(pos); id != "" {
+			if id := st.legacyOf(pos.tp, pos.offset); id != "" {
 				st.Rows[id]++
 				legacyAt[id] = append(legacyAt[id], pos)
 				liveRows++
@@ -650,7 +691,8 @@ func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
 
 // deadLetterCommits returns the commits of the ledgers (archives
 // included) of every branch and tag of t as last loaded that name the
-// dead-letter table dlq for their dead-letter files, each once, with only
+// dead-letter table dlq for their dead-letter files, each once (the
+// branches' first, then the tags', each in ref name order), with only
 // their ranges that count dead letters: what dlq must hold, and the files
 // dlq's maintenance must keep. A tag's count (the history floe replay
 // --tag-main keeps, a rolled-back head an operator pinned): its audit and
@@ -660,10 +702,22 @@ func missingFiles(fsys iceio.IO, paths []string) ([]string, error) {
 // dead letters, not by the length of the ledger.
 func (t *Table) deadLetterCommits(ctx context.Context, dlq string) ([]mapping.Commit, error) {
 	meta := t.tbl.Metadata()
-	names := slices.Sorted(maps.Keys(maps.Collect(meta.Refs())))
+	// Branches first, then tags, each in name order: rows without a
+	// commit id go to the first commit that holds their position
+	// (deadLetterState).
+	var branches, tags []string
+	for name, ref := range meta.Refs() {
+		if ref.SnapshotRefType == table.BranchRef {
+			branches = append(branches, name)
+		} else {
+			tags = append(tags, name)
+		}
+	}
+	slices.Sort(branches)
+	slices.Sort(tags)
 	seen := map[string]bool{}
 	var out []mapping.Commit
-	for _, name := range names {
+	for _, name := range slices.Concat(branches, tags) {
 		commits, err := t.DeadLetterCommits(ctx, meta.SnapshotByName(name).SnapshotID, dlq)
 		if err != nil {
 			return nil, fmt.Errorf("ref %s: %w", name, err)

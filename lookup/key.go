@@ -775,7 +775,8 @@ type deadLetter struct {
 
 // laterDeadLetter returns the latest dead letter of k in row's partition
 // past row's offset, as the dead-letter tables that the ledger (sum, its
-// summary) names for ranges there hold it: the key's latest record there,
+// summary) names for ranges there hold it among the ledger's own dead
+// letters (not another branch's or tag's): the key's latest record there,
 // which left row as it was. Cheap: the ledger is not walked unless the
 // partition has dead letters, and then only its blocks that may hold a
 // range past the row that sent some, nor a dead-letter table read unless
@@ -794,15 +795,29 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 	if ps, _ := sum.Partition(row.tp); ps.DeadLetters == 0 {
 		return nil, nil
 	}
+	// The dead-letter tables of the ledger's ranges past the row, and the
+	// ledger's own dead letters in each: a dead-letter table holds those
+	// of every branch's and tag's ledger (a tag's beside main's, main's
+	// past a tag's head), so a row is the ledger's when it names one of
+	// its commits, or, without a commit id (an older floe's), when one of
+	// its ranges with dead letters holds it (as floe dead-letters counts).
 	var names []string
+	ids := map[string]map[string]bool{}
+	ranges := map[string][]mapping.Interval{}
 	for c, err := range tbl.CommitsWithDeadLetters(ctx, 0, row.tp, row.offset) {
 		if err != nil {
 			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 		}
 		for _, r := range c.Ranges {
-			if r.TopicPartition == row.tp && r.DeadLetters > 0 && r.High > row.offset && c.DeadLetterTable != "" && !slices.Contains(names, c.DeadLetterTable) {
-				names = append(names, c.DeadLetterTable)
+			if r.TopicPartition != row.tp || r.DeadLetters == 0 || r.High <= row.offset || c.DeadLetterTable == "" {
+				continue
 			}
+			if !slices.Contains(names, c.DeadLetterTable) {
+				names = append(names, c.DeadLetterTable)
+				ids[c.DeadLetterTable] = map[string]bool{}
+			}
+			ids[c.DeadLetterTable][c.ID] = true
+			ranges[c.DeadLetterTable] = append(ranges[c.DeadLetterTable], r.Interval)
 		}
 	}
 	filter := iceberg.NewAnd(
@@ -830,7 +845,18 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 		if dlq.Head() == nil {
 			continue
 		}
-		err = dlq.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: cols, Filter: filter},
+		dcols := cols
+		_, hasIDs := dlq.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
+		if hasIDs {
+			dcols = append(slices.Clip(cols), mapping.ColCommitID)
+		}
+		ledgers := func(id *array.String, i int, offset int64) bool {
+			if id != nil && id.IsValid(i) {
+				return ids[name][id.Value(i)]
+			}
+			return slices.ContainsFunc(ranges[name], func(iv mapping.Interval) bool { return iv.Contains(offset) })
+		}
+		err = dlq.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: dcols, Filter: filter},
 			func(fb snapshot.FileBatch) error {
 				if fb.Done {
 					return nil
@@ -843,10 +869,18 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 				if decodes {
 					key, ok3 = col(mapping.ColKey).(*array.Binary)
 				}
-				if !ok1 || !ok2 || !ok3 {
+				var id *array.String
+				ok4 := true
+				if hasIDs {
+					id, ok4 = col(mapping.ColCommitID).(*array.String)
+				}
+				if !ok1 || !ok2 || !ok3 || !ok4 {
 					return fmt.Errorf("data file %s: unexpected column types %s", fb.Path, fb.Batch.Schema())
 				}
 				for i := range off.Len() {
+					if !ledgers(id, i, off.Value(i)) {
+						continue // another branch's or tag's
+					}
 					d := deadLetter{table: name, offset: off.Value(i), reason: why.Value(i)}
 					if decodes {
 						if key.IsNull(i) {
@@ -1586,7 +1620,7 @@ func (x *deadLetterIndex) without(ctx context.Context, tbl *snapshot.Table, s *k
 		dead := false
 		if dlq.Head() != nil {
 			var err error
-			if _, _, dead, err = dlq.DeadLetterAt(ctx, last.Partition, last.Offset); err != nil {
+			if _, _, dead, err = dlq.DeadLetterAt(ctx, last.Partition, last.Offset, s.commit); err != nil {
 				return nil, fmt.Errorf("look %s@%d up in dead-letter table %s: %w", last.Partition, last.Offset, name, err)
 			}
 		}

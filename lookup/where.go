@@ -204,7 +204,7 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 			}
 		}
 		if dlq != nil && dlq.Head() != nil {
-			file, reason, found, err := dlq.DeadLetterAt(ctx, tp, offset)
+			file, reason, found, err := dlq.DeadLetterAt(ctx, tp, offset, loc.Commit.ID)
 			if err != nil {
 				return res, err
 			}

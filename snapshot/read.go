@@ -62,11 +62,53 @@ func (t *Table) RowAt(ctx context.Context, snapshotID int64, tp mapping.TopicPar
 	return file, ok, err
 }
 
-// DeadLetterAt looks for the dead letter of offset in tp in the head of a
-// dead-letter table (OpenDeadLetters), as RowAt does for a row: the data
-// file holding it and why the record could not become a row.
-func (t *Table) DeadLetterAt(ctx context.Context, tp mapping.TopicPartition, offset int64) (file, reason string, ok bool, err error) {
-	return t.rowAt(ctx, 0, tp, offset, mapping.ColError, mapping.Commit{})
+// DeadLetterAt looks for the dead letter of offset in tp that commit (a
+// data commit's id) accounts for in the head of a dead-letter table
+// (OpenDeadLetters), as RowAt does for a row: the data file holding it
+// and why the record could not become a row. A dead-letter table holds
+// the dead letters of every branch's and tag's ledger, so two commits may
+// each have one at an offset (a rollback kept by a tag, then the same
+// offsets sunk again): a row naming another commit is not commit's; one
+// without a commit id (an older floe's) is taken when no row names
+// commit. With commit "", or a table without the column, any row is.
+func (t *Table) DeadLetterAt(ctx context.Context, tp mapping.TopicPartition, offset int64, commit string) (file, reason string, ok bool, err error) {
+	if _, hasIDs := t.tbl.Schema().FindFieldByName(mapping.ColCommitID); commit == "" || !hasIDs {
+		return t.rowAt(ctx, 0, tp, offset, mapping.ColError, mapping.Commit{})
+	}
+	var legacyFile, legacyReason string
+	legacy := false
+	filter := iceberg.NewAnd(partitionFilter(tp), iceberg.EqualTo(iceberg.Reference(mapping.ColOffset), offset))
+	err = t.ScanFiles(ctx, 0, ScanOptions{Columns: []string{mapping.ColError, mapping.ColCommitID}, Filter: filter}, func(fb FileBatch) error {
+		if fb.Done || ok {
+			return nil
+		}
+		why, err1 := columnAs[*array.String](fb.Batch, mapping.ColError)
+		ids, err2 := columnAs[*array.String](fb.Batch, mapping.ColCommitID)
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("dead-letter file %s: %w", fb.Path, err)
+		}
+		for i := range int(fb.Batch.NumRows()) {
+			var r string
+			if why.IsValid(i) {
+				r = why.Value(i)
+			}
+			switch {
+			case ids.IsValid(i) && ids.Value(i) == commit:
+				file, reason, ok = fb.Path, r, true
+				return nil
+			case !ids.IsValid(i) && !legacy:
+				legacyFile, legacyReason, legacy = fb.Path, r, true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", "", false, fmt.Errorf("look up %s@%d in %s: %w", tp, offset, t.Name(), err)
+	}
+	if !ok && legacy {
+		return legacyFile, legacyReason, true, nil
+	}
+	return file, reason, ok, nil
 }
 
 // rowAt is RowAt reading column col of the row too, when it is a string.

@@ -36,6 +36,15 @@ const maxSchemaMoved = 20
 // partitions added to the topic.
 var errPartitionsChanged = errors.New("partitions were added to the topic")
 
+// errLedgerBack ends a live session whose table's ledger went back below
+// what it committed (a published replay, a rollback), so that the next one
+// reads those offsets again from the ledger.
+var errLedgerBack = errors.New("the table's ledger went back")
+
+// ledgerCheck is how often a live session idle at the end of the log
+// reads its table's ledger for a publish or a rollback that moved it back.
+const ledgerCheck = 10 * time.Second
+
 // watermarkBehindError reports a partition whose high watermark is below
 // the ledger's next offset although the topic is the one the ledger
 // recorded: a new leader that has not caught up yet. It passes on its own,
@@ -67,6 +76,9 @@ func (e *watermarkBehindError) Error() string {
 // rows as batches at the flush instead.
 type session struct {
 	s *Sink
+	// ledgerChecked is when the session last read its table's ledger
+	// while idle (checkLedgerBack).
+	ledgerChecked time.Time
 	// debeziumChecks counts the records it looked at for Debezium change
 	// events (lookForEvents), up to maxDebeziumChecks.
 	debeziumChecks int
@@ -968,6 +980,42 @@ func (ss *session) checkRetention(ctx context.Context) error {
 	ss.advanced(advanced)
 	if ss.atEnd(wm) {
 		s.caughtUp = true
+		if !ss.bounded && time.Since(ss.ledgerChecked) >= ledgerCheck {
+			ss.ledgerChecked = time.Now()
+			return ss.checkLedgerBack(ctx)
+		}
+	}
+	return nil
+}
+
+// checkLedgerBack reads the table's ledger, on a handle of its own, while
+// the session is idle at the end of the log with nothing uncommitted: a
+// partition whose ledger now ends below where the session's next range
+// starts was moved back under it (floe replay --publish of a branch that
+// ended earlier, a rollback), and ends the session (errLedgerBack), so
+// that the next one reads those offsets again. A busy sink learns it from
+// its next commit's fence; an idle one waited for a record (from a new
+// user: a quiet table lagged after a publish). A failed read waits for the
+// next check.
+func (ss *session) checkLedgerBack(ctx context.Context) error {
+	s := ss.s
+	t, err := snapshot.Open(ctx, s.tbl.Catalog(), s.tbl.Identifier(), snapshot.OpenOptions{Branch: s.tbl.Branch()})
+	if err != nil {
+		return nil
+	}
+	l, err := t.Summary(ctx, 0)
+	if err != nil {
+		return nil
+	}
+	next := l.Next()
+	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
+		pt := ss.parts[p]
+		n, ok := next[pt.tp]
+		if ok && n < pt.low || !ok && slices.Contains(s.inLedger, pt.tp) {
+			s.log.Info("the table's ledger went back under the sink (a published replay, or a rollback): starting a session from the ledger, which reads those offsets again",
+				"partition", p, "from", pt.low, "to", n)
+			return errLedgerBack
+		}
 	}
 	return nil
 }

@@ -814,7 +814,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			s.recordUnfinished(ctx)
 			return s.stats, nil
 		}
-		restart := err == errPartitionsChanged
+		restart := err == errPartitionsChanged || err == errLedgerBack
 		if errors.Is(err, snapshot.ErrSchemaMoved) && moved < maxSchemaMoved {
 			// Another writer's schema change gave the streamed files'
 			// columns other field IDs: the next session reads those

@@ -233,10 +233,7 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 			}
 		}
 		p.mu.Unlock()
-		select {
-		case p.committedNow <- struct{}{}:
-		default:
-		}
+		p.pollSoon()
 		if onCommit != nil {
 			onCommit(res)
 		}
@@ -431,6 +428,15 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 				}
 			}
 		}
+	}
+}
+
+// pollSoon wakes WatchLag for a poll within a second: the table's next
+// offsets moved (a commit) or the partitions this member sinks did.
+func (p *Pipeline) pollSoon() {
+	select {
+	case p.committedNow <- struct{}{}:
+	default:
 	}
 }
 

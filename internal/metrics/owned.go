@@ -31,8 +31,10 @@ func (p *Pipeline) hookOwned(cfg *connector.Config) {
 		p.mu.Lock()
 		lost := p.owned
 		p.owned = map[int32]bool{}
+		gained := false
 		for _, part := range partitions {
 			p.owned[part] = true
+			gained = gained || !lost[part]
 		}
 		// Every partition shown gets its 0 or 1 now, not at the next
 		// lag poll; so do those it lost, which a pipeline whose ledger
@@ -43,6 +45,13 @@ func (p *Pipeline) hookOwned(cfg *connector.Config) {
 		}
 		p.setAllAssigned()
 		p.mu.Unlock()
+		if gained {
+			// The partitions come at the ledger's next offsets, which the
+			// member that gave them up may just have moved: poll now, as
+			// after a commit, not at the next --lag-interval (a new owner
+			// showed its last poll's lag for them: from a new user).
+			p.pollSoon()
+		}
 		if onOwned != nil {
 			onOwned(partitions)
 		}

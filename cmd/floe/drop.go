@@ -48,7 +48,9 @@ running it again.`,
 			// after its last commit without a word): said before a drop,
 			// and after the listing without --yes.
 			var recent string
-			if t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{}); err == nil && t.Head() != nil {
+			// Not of a dead-letter table, whose drop is refused (its data
+			// table's drops it): the warning came before the refusal.
+			if t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{}); err == nil && t.Head() != nil && t.Iceberg().Properties()[snapshot.PropDeadLettersOf] == "" {
 				if ago := time.Since(time.UnixMilli(t.Head().TimestampMs)); ago < 10*time.Minute {
 					recent = fmt.Sprintf("%s was last committed %s ago", t.Name(), ago.Round(time.Second))
 				}

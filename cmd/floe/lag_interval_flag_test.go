@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// TestLagIntervalZeroIsABadValue (from a new-user run): `floe sink
+// TestLagIntervalZeroIsABadValue (from a new user): `floe sink
 // --lag-interval 0` (an operator reading "0 turns it off" from
 // --compact-interval's help, say) crashed the sink with a Go panic from a
 // goroutine, "panic: non-positive interval for NewTicker" and a stack trace,

@@ -189,7 +189,9 @@ func (f *opsFlags) register(fs *pflag.FlagSet) {
 	fs.Lookup("partitions").DefValue = ""
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "",
 		"serve Prometheus metrics on http://`ADDR`/metrics, liveness on http://ADDR/healthz (200 while no pipeline failed, one retrying after an outage too), readiness on http://ADDR/readyz (200 while every pipeline runs or finished, 503 while one starts, retries or failed, or the sink stops) and a live status page on http://ADDR/ (its numbers at /status.json), e.g. :9464 (default: off)")
-	fs.DurationVar(&f.lagInterval, "lag-interval", 15*time.Second, "how often the partition lag gauges (and the status page's broker offsets) poll the broker's offsets; they also poll after each commit, at most once a second")
+	// Above 0: 0 panicked the lag watcher's ticker after the table was
+	// created (found by a new user).
+	fs.Var(newPositiveDuration(&f.lagInterval, 15*time.Second), "lag-interval", "how often the partition lag gauges (and the status page's broker offsets) poll the broker's offsets; they also poll after each commit, at most once a second")
 }
 
 // sinkPipelines returns what floe sink runs: the --topic/--table of the

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
@@ -58,6 +59,7 @@ type configFile struct {
 	values    map[string][]string // flag name -> value(s)
 	lines     map[string]int      // flag name -> line of its value, for errors
 	pipelines []pipeline
+	pipeLines []int // line of each pipeline, for errors
 }
 
 type configKey struct{}
@@ -318,6 +320,11 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 				if p.Topic == "" || p.Table == "" {
 					return nil, fmt.Errorf("config file %s: pipelines[%d]: want both topic and table", path, j)
 				}
+				line := v.Line
+				if j < len(v.Content) {
+					line = v.Content[j].Line
+				}
+				c.pipeLines = append(c.pipeLines, line)
 			}
 			continue
 		}
@@ -420,6 +427,42 @@ func mustMarshal(n *yaml.Node) []byte {
 		panic(err) // a node parsed from YAML always marshals
 	}
 	return b
+}
+
+// checkDuplicatePipelines refuses two pipelines of the config file that
+// sink the same partitions of one topic into one table: they ran, and
+// fenced each other at every commit for as long as the sink ran (found by
+// a new user). Pipelines of one topic and table with disjoint partitions:
+// keys share it as separate processes would.
+func (c *configFile) checkDuplicatePipelines() error {
+	for j, p := range c.pipelines {
+		for i, q := range c.pipelines[:j] {
+			if p.Topic != q.Topic || p.Table != q.Table {
+				continue
+			}
+			shared := "every partition"
+			if len(p.Partitions) > 0 || len(q.Partitions) > 0 {
+				var both []string
+				for _, n := range p.Partitions {
+					if len(q.Partitions) == 0 || slices.Contains(q.Partitions, n) {
+						both = append(both, strconv.Itoa(int(n)))
+					}
+				}
+				if len(p.Partitions) == 0 {
+					for _, n := range q.Partitions {
+						both = append(both, strconv.Itoa(int(n)))
+					}
+				}
+				if len(both) == 0 {
+					continue
+				}
+				shared = "partitions " + strings.Join(both, ",")
+			}
+			return fmt.Errorf("config file %s: pipelines[%d] (line %d) and pipelines[%d] (line %d) both sink %s of topic %s into %s, and would fence each other at every commit: remove one of them (or give each a partitions: key of its own, disjoint ones)",
+				c.path, i, c.pipeLines[i], j, c.pipeLines[j], shared, p.Topic, p.Table)
+		}
+	}
+	return nil
 }
 
 // pipelineKeys are the keys of a pipeline in a config file (pipeline's

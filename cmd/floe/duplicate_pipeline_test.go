@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestDuplicatePipelineRefused (from a new-user run): a config file whose
+// TestDuplicatePipelineRefused (from a new user): a config file whose
 // pipelines list the same topic and table twice (a copy-paste slip) ran two
 // pipelines on the same partitions of one table in one process. They fenced
 // each other at every commit, for as long as the sink ran ("fenced by

@@ -205,6 +205,9 @@ func sinkPipelines(ctx context.Context, f *sinkFlags) ([]pipeline, error) {
 			// partition (found by an operator).
 			return nil, errors.New("--partitions names partitions of one topic, and the config file's pipelines are run: give a partitions: key to a pipeline of the file instead, or --topic and --table with --partitions")
 		}
+		if err := file.checkDuplicatePipelines(); err != nil {
+			return nil, err
+		}
 		return file.pipelines, nil
 	}
 	if len(f.topics) == 0 && f.topicRegex == "" {

@@ -513,8 +513,8 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 			}
 			if err := t.Refresh(ctx); err != nil {
 				if isNoSuchTable(err) {
-					return fmt.Errorf("commit %s to %s: the table was dropped or renamed while this writer was committing to it (floe drop, or another tool): nothing more will be committed to it; stop this writer (a renamed table keeps what was committed; run again under the old name, a sink would start a new table from --start): %w",
-						res.Commit.ID, t.Name(), err)
+					return fmt.Errorf("commit %s to %s: the table was dropped or renamed while this writer was committing to it (floe drop, or another tool): nothing more will be committed to it; stop this writer. What was committed is kept unless the table's files were deleted with it: a renamed table holds it under its new name, and a table dropped with its files kept (floe drop --keep-files, or a DROP TABLE without purge) is put back, ledger included, by floe register --table %s --location %s; a table dropped with its files is gone, and a sink run again under the old name starts a new table from --start: %w",
+						res.Commit.ID, t.Name(), t.Name(), t.tbl.Location(), err)
 				}
 				if _, replaced := errors.AsType[*TableReplacedError](err); replaced {
 					return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestSinkSummaryAfterDropKeepFiles (from a new-user run): a live sink
+// TestSinkSummaryAfterDropKeepFiles (from a new user): a live sink
 // whose table's catalog entry is removed with its files kept (floe drop
 // --keep-files, or another tool's DROP TABLE without purge) stops at its
 // next commit, as it should, but its summary says what it committed is

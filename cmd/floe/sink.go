@@ -489,7 +489,19 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				r.NewTable, r.Error, r.Warnings = tbl.Created(), err.Error(), slices.Concat(created, r.Warnings)
 				printJSONLine(w, r)
 			case committedRecords(stats) && tableGone(err):
-				fmt.Fprintf(w, "stopped by an error (below); committed before it, and gone with the dropped table:\n")
+				// Gone only when the files went too: a table dropped
+				// with its files kept is put back by floe register
+				// (found by a new user).
+				switch filesKept(srvCtx, tbl) {
+				case filesThere:
+					fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept in the table's files (floe register --table %s --location %s puts back a table dropped with its files kept; a renamed table holds them under its new name):\n",
+						tbl.Name(), tbl.Iceberg().Location())
+				case filesGone:
+					fmt.Fprintf(w, "stopped by an error (below); committed before it, and gone with the dropped table:\n")
+				default:
+					fmt.Fprintf(w, "stopped by an error (below); committed before it, and gone with the dropped table unless its files at %s were kept (then floe register --table %s --location %s puts it back):\n",
+						tbl.Iceberg().Location(), tbl.Name(), tbl.Iceberg().Location())
+				}
 				printSinkStats(w, tbl, p.Topic, stats, false, f.group != "", created)
 			case committedRecords(stats):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
@@ -992,6 +1004,31 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// fileState is what filesKept found of a table's files.
+type fileState int
+
+const (
+	filesUnknown fileState = iota // storage could not be read
+	filesThere
+	filesGone
+)
+
+// filesKept says whether the files of tbl, whose catalog entry is gone,
+// are still in its storage: whether its metadata file, as tbl last loaded
+// it, is there. A table dropped with its files kept (floe drop
+// --keep-files) still has its rows and ledger, and floe register puts it
+// back; one dropped with its files does not.
+func filesKept(ctx context.Context, tbl *snapshot.Table) fileState {
+	missing, err := tbl.MissingFiles(ctx, []string{tbl.Iceberg().MetadataLocation()})
+	switch {
+	case err != nil:
+		return filesUnknown
+	case len(missing) > 0:
+		return filesGone
+	}
+	return filesThere
 }
 
 // tableGone reports whether err says that the sink's table was dropped

@@ -990,7 +990,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 		// Debezium topic's tombstones decode whatever the values' format:
 		// a commit of deletes only counts when they outnumber its dead
 		// letters.
-		s.log.Warn("every record of this commit is a dead letter: "+OnlyDeadLettersAdvice(first),
+		s.log.Warn("every record of this commit is a dead letter: "+s.onlyDeadLettersAdvice(ctx, first),
 			"dead_letters", dead, "dead_letter_table", s.stats.DeadLetterTable, "first", first)
 		if s.cfg.OnOnlyDeadLetters != nil {
 			s.cfg.OnOnlyDeadLetters(dead, first)

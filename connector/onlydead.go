@@ -1,0 +1,39 @@
+package connector
+
+import "context"
+
+// onlyDeadLettersAdvice is OnlyDeadLettersAdvice for a live commit whose
+// records all became dead letters, first being the first one: when the
+// table already holds rows of the topic (from this run or an earlier one),
+// the layout fits the topic, and "check that --value, --key and
+// --schema-registry match" is no advice for one malformed record on a
+// quiet topic (found by a new user); floe sink --stop-at-end exempts such
+// a table from its exit 3 the same way.
+func (s *Sink) onlyDeadLettersAdvice(ctx context.Context, first string) string {
+	advice := OnlyDeadLettersAdvice(first)
+	if advice != OnlyDeadLettersAdvice("") || !s.holdsRows(ctx) {
+		return advice
+	}
+	return "the table holds rows of topic " + s.cfg.Topic + ", so --value, --key and --schema-registry fit it: these records are malformed or of another kind (floe dead-letters --table " + s.tbl.Name() + " lists them with their reasons)"
+}
+
+// holdsRows reports whether the table holds rows of the sink's topic: this
+// run committed some, or its ledger (as of the commit just made) counts
+// some. The ledger's summary is kept by the table and extended per commit,
+// so this costs no read of the ledger. A summary that cannot be read says
+// no: the warning then keeps its advice.
+func (s *Sink) holdsRows(ctx context.Context) bool {
+	if s.stats.Records > 0 {
+		return true
+	}
+	l, err := s.tbl.Summary(ctx, 0)
+	if err != nil {
+		return false
+	}
+	for tp, p := range l.Parts {
+		if tp.Topic == s.cfg.Topic && p.Records > 0 {
+			return true
+		}
+	}
+	return false
+}

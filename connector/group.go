@@ -227,9 +227,17 @@ func (ss *session) assigned(ctx context.Context, offsets map[string]map[int32]kg
 }
 
 // clientIDPrefix begins the client id of a group member, the table it
-// sinks following, then "@" and the table's UUID (floe before that named
-// the table only).
-const clientIDPrefix = "floe/"
+// sinks following, then "@" and the table's UUID. An older floe's member
+// began "floe/" and named the table only (legacyClientIDPrefix): it read
+// everything after that prefix as the table's name, so a client id that
+// kept the prefix and added the UUID was another table's to it, and an
+// old member stopped when an upgraded one joined (found by review: a
+// rolling upgrade of a group of three); with another prefix an old
+// member takes a new one for another application's, as it does any.
+const (
+	clientIDPrefix       = "floe:"
+	legacyClientIDPrefix = "floe/"
+)
 
 // clientID is the client id of the sink's group member: its table's name
 // and UUID, which tell one table from another of the same name in another
@@ -241,6 +249,9 @@ func (s *Sink) clientID() string {
 // memberTable parses the table name and UUID (empty from an older floe)
 // from a member's client id; ok is false for another application's.
 func memberTable(clientID string) (name, uuid string, ok bool) {
+	if rest, ok := strings.CutPrefix(clientID, legacyClientIDPrefix); ok {
+		return rest, "", true
+	}
 	rest, ok := strings.CutPrefix(clientID, clientIDPrefix)
 	if !ok {
 		return "", "", false
@@ -275,7 +286,7 @@ func (ss *session) checkGroupShared(ctx context.Context) error {
 			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks table %s (on %s), and this one sinks %s: a group divides its topics' partitions among all its members, so each table would get only part of them; give each table a --group of its own",
 				group, other, m.ClientHost, own)}
 		case uuid != "" && uuid != ownUUID:
-			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks a table %s (on %s) other than this one's (table UUID %s, this one's %s): the same name in another catalog; a group divides its topics' partitions among all its members, so each table would get only part of them; give every member the same --catalog",
+			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks a table %s (on %s) other than this one's (table UUID %s, this one's %s): the same name in another catalog, or a table dropped and created again under this name while a member of the dropped one runs; a group divides its topics' partitions among all its members, so each table would get only part of them; give every member the same --catalog, or stop the members of a dropped table",
 				group, other, m.ClientHost, uuid, ownUUID)}
 		}
 	}

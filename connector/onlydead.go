@@ -9,9 +9,14 @@ import "context"
 // --schema-registry match" is no advice for one malformed record on a
 // quiet topic (found by a new user); floe sink --stop-at-end exempts such
 // a table from its exit 3 the same way.
+//
+// Not with a schema registry: rows the table holds prove the layout, not
+// this run's registry (a sink restarted against another environment's,
+// whose every record is a dead letter "schema not found", was told the
+// registry fit: found by review).
 func (s *Sink) onlyDeadLettersAdvice(ctx context.Context, first string) string {
 	advice := OnlyDeadLettersAdvice(first)
-	if advice != OnlyDeadLettersAdvice("") || !s.holdsRows(ctx) {
+	if advice != OnlyDeadLettersAdvice("") || s.cfg.Registry != nil || !s.holdsRows(ctx) {
 		return advice
 	}
 	return "the table holds rows of topic " + s.cfg.Topic + ", so --value, --key and --schema-registry fit it: these records are malformed or of another kind (floe dead-letters --table " + s.tbl.Name() + " lists them with their reasons)"

@@ -1016,19 +1016,23 @@ const (
 )
 
 // filesKept says whether the files of tbl, whose catalog entry is gone,
-// are still in its storage: whether its metadata file, as tbl last loaded
-// it, is there. A table dropped with its files kept (floe drop
-// --keep-files) still has its rows and ledger, and floe register puts it
-// back; one dropped with its files does not.
+// are still in its storage: whether its location holds a whole metadata
+// file (catalog.LatestMetadata, what floe register --location takes). A
+// table dropped with its files kept (floe drop --keep-files) still has
+// its rows and ledger, and floe register puts it back; one dropped with
+// its files does not. Not the metadata file tbl last loaded: another
+// writer's commits since may have deleted it as an old version (found by
+// review).
 func filesKept(ctx context.Context, tbl *snapshot.Table) fileState {
-	missing, err := tbl.MissingFiles(ctx, []string{tbl.Iceberg().MetadataLocation()})
+	_, err := catalog.LatestMetadata(ctx, tbl.Catalog(), tbl.Iceberg().Location())
+	var tie *catalog.TiedMetadataError
 	switch {
-	case err != nil:
-		return filesUnknown
-	case len(missing) > 0:
+	case err == nil, errors.As(err, &tie):
+		return filesThere
+	case errors.Is(err, catalog.ErrNoTableMetadata):
 		return filesGone
 	}
-	return filesThere
+	return filesUnknown
 }
 
 // tableGone reports whether err says that the sink's table was dropped

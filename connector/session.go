@@ -999,7 +999,9 @@ func (ss *session) checkRetention(ctx context.Context) error {
 // next check.
 func (ss *session) checkLedgerBack(ctx context.Context) error {
 	s := ss.s
-	t, err := snapshot.Open(ctx, s.tbl.Catalog(), s.tbl.Identifier(), snapshot.OpenOptions{Branch: s.tbl.Branch()})
+	// Reopen: it shares the sink's archive indexes, so a long ledger is
+	// not read again every check (found by review).
+	t, err := s.tbl.Reopen(ctx)
 	if err != nil {
 		return nil
 	}

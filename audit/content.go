@@ -318,10 +318,7 @@ func (a *auditor) pendingDeadLetters(ctx context.Context, tp mapping.TopicPartit
 		if !dt.named || dt.tbl == nil || dt.state == nil || len(dt.state.Pending) == 0 {
 			continue
 		}
-		audited := map[string]bool{}
-		for _, c := range a.commitsOf(dt) {
-			audited[c.ID] = true
-		}
+		audited := a.auditedIDs(dt)
 		value := dt.tbl.Layout().RawValueColumn()
 		for _, c := range dt.state.Pending {
 			if !audited[c.ID] || !slices.ContainsFunc(c.Ranges, func(r mapping.Range) bool {

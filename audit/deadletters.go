@@ -22,6 +22,9 @@ type deadLetterTable struct {
 	named bool
 	// state compares its rows with the ledgers (files level).
 	state *snapshot.DeadLetterState
+	// audited are the ids of the audited ledger's commits that name it
+	// (auditedIDs).
+	audited map[string]bool
 }
 
 // openDeadLetters opens the dead-letter tables of the audited table: those
@@ -97,10 +100,7 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 		d.state = st
 		// The commits of other branches' ledgers are theirs to audit:
 		// a branch audited before its publish is not judged by main's.
-		audited := map[string]bool{}
-		for _, c := range a.commitsOf(d) {
-			audited[c.ID] = true
-		}
+		audited := a.auditedIDs(d)
 		judged := func(c mapping.Commit) bool { return audited[c.ID] && a.selectedCommit(c) }
 		for _, path := range st.Lost {
 			if !d.named {
@@ -206,6 +206,18 @@ func deadLetterCount(c mapping.Commit) int64 {
 	return n
 }
 
+// auditedIDs returns the ids of commitsOf(d), the rows of d that are the
+// audited ledger's to judge, made once.
+func (a *auditor) auditedIDs(d *deadLetterTable) map[string]bool {
+	if d.audited == nil {
+		d.audited = map[string]bool{}
+		for _, c := range a.commitsOf(d) {
+			d.audited[c.ID] = true
+		}
+	}
+	return d.audited
+}
+
 // commitsOf lists the commits that put dead letters into d, in ledger order.
 func (a *auditor) commitsOf(d *deadLetterTable) []*mapping.Commit {
 	var out []*mapping.Commit
@@ -240,10 +252,7 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 		// by their commit id, or, without one, by the commit the
 		// dead-letter state attributes them to. Rows of no ledger at all
 		// are the files level's stray finding.
-		audited := map[string]bool{}
-		for _, c := range a.commitsOf(d) {
-			audited[c.ID] = true
-		}
+		audited := a.auditedIDs(d)
 		dcols := cols
 		_, hasIDs := d.tbl.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
 		if hasIDs {

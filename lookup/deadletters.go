@@ -275,6 +275,37 @@ type deadLetterList struct {
 	notes   []string
 }
 
+// ledgerRows tells the rows of a dead-letter table that a ledger's
+// commits account for: a dead-letter table holds the dead letters of
+// every branch's and tag's ledger, so a row is the ledger's when it names
+// one of its commits, or, without a commit id (written before the column
+// existed), when one of its ranges with dead letters holds its position
+// (docs/dead-letters.md, older rows).
+type ledgerRows struct {
+	ids    map[string]bool
+	ranges map[mapping.TopicPartition][]mapping.Interval
+}
+
+// add records commit id and its ranges rs with dead letters.
+func (l *ledgerRows) add(id string, rs ...mapping.Range) {
+	if l.ids == nil {
+		l.ids, l.ranges = map[string]bool{}, map[mapping.TopicPartition][]mapping.Interval{}
+	}
+	l.ids[id] = true
+	for _, r := range rs {
+		l.ranges[r.TopicPartition] = append(l.ranges[r.TopicPartition], r.Interval)
+	}
+}
+
+// holds reports whether row i, at offset of tp, is the ledger's: ids is
+// the batch's commit id column, nil when the table has none.
+func (l *ledgerRows) holds(ids *array.String, i int, tp mapping.TopicPartition, offset int64) bool {
+	if ids != nil && ids.IsValid(i) {
+		return l.ids[ids.Value(i)]
+	}
+	return slices.ContainsFunc(l.ranges[tp], func(iv mapping.Interval) bool { return iv.Contains(offset) })
+}
+
 // read adds the rows of dead-letter table dlq that commits (those of the
 // ledger naming it) account for.
 func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits []mapping.Commit) error {
@@ -282,22 +313,9 @@ func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits 
 	if head == nil {
 		return nil // its first dead letters are pending: the ledger's count says so
 	}
-	ids := make(map[string]bool, len(commits))
-	ranges := map[mapping.TopicPartition][]mapping.Range{}
+	var accounted ledgerRows
 	for _, c := range commits {
-		ids[c.ID] = true
-		for _, r := range c.Ranges {
-			ranges[r.TopicPartition] = append(ranges[r.TopicPartition], r)
-		}
-	}
-	// Rows written before the commit id column existed are the ledger's
-	// when one of its ranges with dead letters holds their position
-	// (docs/dead-letters.md, older rows).
-	accounted := func(id string, hasID bool, tp mapping.TopicPartition, offset int64) bool {
-		if hasID {
-			return ids[id]
-		}
-		return slices.ContainsFunc(ranges[tp], func(r mapping.Range) bool { return r.Contains(offset) })
+		accounted.add(c.ID, c.Ranges...)
 	}
 	_, hasIDs := dlq.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
 	var stale int64
@@ -335,7 +353,7 @@ func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits 
 				d.CommitID = ids.Value(i)
 			}
 			tp := mapping.TopicPartition{Topic: r.Topic, Partition: r.Partition}
-			if !accounted(d.CommitID, hasID, tp, r.Offset) {
+			if !accounted.holds(ids, i, tp, r.Offset) {
 				stale++
 				return nil
 			}

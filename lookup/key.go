@@ -796,14 +796,10 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 		return nil, nil
 	}
 	// The dead-letter tables of the ledger's ranges past the row, and the
-	// ledger's own dead letters in each: a dead-letter table holds those
-	// of every branch's and tag's ledger (a tag's beside main's, main's
-	// past a tag's head), so a row is the ledger's when it names one of
-	// its commits, or, without a commit id (an older floe's), when one of
-	// its ranges with dead letters holds it (as floe dead-letters counts).
+	// ledger's own dead letters in each (ledgerRows: a tag's beside main's,
+	// main's past a tag's head, are not).
 	var names []string
-	ids := map[string]map[string]bool{}
-	ranges := map[string][]mapping.Interval{}
+	accounted := map[string]*ledgerRows{}
 	for c, err := range tbl.CommitsWithDeadLetters(ctx, 0, row.tp, row.offset) {
 		if err != nil {
 			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
@@ -814,10 +810,9 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 			}
 			if !slices.Contains(names, c.DeadLetterTable) {
 				names = append(names, c.DeadLetterTable)
-				ids[c.DeadLetterTable] = map[string]bool{}
+				accounted[c.DeadLetterTable] = &ledgerRows{}
 			}
-			ids[c.DeadLetterTable][c.ID] = true
-			ranges[c.DeadLetterTable] = append(ranges[c.DeadLetterTable], r.Interval)
+			accounted[c.DeadLetterTable].add(c.ID, r)
 		}
 	}
 	filter := iceberg.NewAnd(
@@ -850,12 +845,6 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 		if hasIDs {
 			dcols = append(slices.Clip(cols), mapping.ColCommitID)
 		}
-		ledgers := func(id *array.String, i int, offset int64) bool {
-			if id != nil && id.IsValid(i) {
-				return ids[name][id.Value(i)]
-			}
-			return slices.ContainsFunc(ranges[name], func(iv mapping.Interval) bool { return iv.Contains(offset) })
-		}
 		err = dlq.ScanFiles(ctx, 0, snapshot.ScanOptions{Columns: dcols, Filter: filter},
 			func(fb snapshot.FileBatch) error {
 				if fb.Done {
@@ -878,7 +867,7 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 					return fmt.Errorf("data file %s: unexpected column types %s", fb.Path, fb.Batch.Schema())
 				}
 				for i := range off.Len() {
-					if !ledgers(id, i, off.Value(i)) {
+					if !accounted[name].holds(id, i, row.tp, off.Value(i)) {
 						continue // another branch's or tag's
 					}
 					d := deadLetter{table: name, offset: off.Value(i), reason: why.Value(i)}

@@ -243,8 +243,11 @@ const (
 // and UUID, which tell one table from another of the same name in another
 // catalog.
 func (s *Sink) clientID() string {
-	return clientIDPrefix + s.tbl.Name() + "@" + s.tbl.Iceberg().Metadata().TableUUID().String()
+	return clientIDPrefix + s.tbl.Name() + "@" + s.tableUUID()
 }
+
+// tableUUID is the UUID of the sink's table.
+func (s *Sink) tableUUID() string { return s.tbl.Iceberg().Metadata().TableUUID().String() }
 
 // memberTable parses the table name and UUID (empty from an older floe)
 // from a member's client id; ok is false for another application's.
@@ -272,8 +275,7 @@ func memberTable(clientID string) (name, uuid string, ok bool) {
 // and a floe's before client ids named the table, are not told apart; a
 // group that cannot be described is left to the group's own errors.
 func (ss *session) checkGroupShared(ctx context.Context) error {
-	group, own := ss.s.cfg.Group, ss.s.tbl.Name()
-	_, ownUUID, _ := memberTable(ss.s.clientID())
+	group, own, ownUUID := ss.s.cfg.Group, ss.s.tbl.Name(), ss.s.tableUUID()
 	described, err := ss.s.broker.adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return nil

@@ -357,6 +357,7 @@ func (s *Sink) consumerOpts(which ...kgo.Opt) []kgo.Opt {
 func (s *Sink) commitStarts(ctx context.Context, starts []mapping.Range) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
+	s.tbl.AwaitPublish(ctx, s.log)
 	if err := s.commit(cctx, snapshot.Flush{Ranges: starts}, s.inLedger); err != nil {
 		return err
 	}
@@ -1005,17 +1006,28 @@ func (ss *session) checkLedgerBack(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
+	starts := make(map[mapping.TopicPartition]int64, len(ss.parts))
+	for _, pt := range ss.parts {
+		starts[pt.tp] = pt.low
+	}
+	return s.ledgerBack(ctx, t, starts, s.inLedger)
+}
+
+// ledgerBack returns errLedgerBack when t's ledger ends below starts, where
+// the session's next range of each partition starts, or lacks a partition
+// of inLedger (those the session read in it). A failed read returns nil:
+// the next check decides.
+func (s *Sink) ledgerBack(ctx context.Context, t *snapshot.Table, starts map[mapping.TopicPartition]int64, inLedger []mapping.TopicPartition) error {
 	l, err := t.Summary(ctx, 0)
 	if err != nil {
 		return nil
 	}
 	next := l.Next()
-	for _, p := range slices.Sorted(maps.Keys(ss.parts)) {
-		pt := ss.parts[p]
-		n, ok := next[pt.tp]
-		if ok && n < pt.low || !ok && slices.Contains(s.inLedger, pt.tp) {
+	for _, tp := range slices.SortedFunc(maps.Keys(starts), mapping.TopicPartition.Compare) {
+		n, ok := next[tp]
+		if ok && n < starts[tp] || !ok && slices.Contains(inLedger, tp) {
 			s.log.Info("the table's ledger went back under the sink (a published replay, or a rollback): starting a session from the ledger, which reads those offsets again",
-				"partition", p, "from", pt.low, "to", n)
+				"partition", tp.Partition, "from", starts[tp], "to", n)
 			return errLedgerBack
 		}
 	}
@@ -1351,6 +1363,12 @@ func (ss *session) flush(ctx context.Context) error {
 	ss.pending, ss.pendingBytes, ss.deadline = 0, 0, time.Time{}
 	// Rebalances change the partitions in the ledger while the commit runs.
 	inLedger := slices.Clone(ss.s.inLedger)
+	// Where each partition's ledger ends once the flush is in: every
+	// partition gave the flush all it had.
+	ends := make(map[mapping.TopicPartition]int64, len(ss.parts))
+	for _, pt := range ss.parts {
+		ends[pt.tp] = pt.low
+	}
 	// The lane is written in the background, for the flush's schema.
 	schema := ss.rowSchema
 	run := &commitRun{done: make(chan struct{})}
@@ -1390,7 +1408,17 @@ func (ss *session) flush(ctx context.Context) error {
 			run.finish(closeErr)
 			return
 		}
+		// A publish's hold ends at an interrupt: what was consumed is
+		// committed at once.
+		ss.s.tbl.AwaitPublish(ctx, ss.s.log)
 		err := ss.s.commit(cctx, f, inLedger)
+		if err == nil {
+			// A publish or a rollback that moved main back on a partition
+			// this flush did not carry fenced nothing: a busy sink learns it
+			// here, not only when idle (from a review: a quiet partition
+			// stayed behind while another was busy).
+			err = ss.s.ledgerBack(cctx, ss.s.tbl, ends, inLedger)
+		}
 		if fenced, ok := errors.AsType[*snapshot.FencedError](err); errors.Is(err, snapshot.ErrFenced) && (!ok || fenced.Kept == 0) {
 			// A commit fenced before its first attempt leaves the streamed
 			// files to the caller; removing is idempotent. One that landed

@@ -1012,6 +1012,11 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 // the commit is in, and nothing depends on maintenance but the size of
 // the metadata; the next commit tries again.
 func (s *Sink) maintain(ctx context.Context) {
+	if _, held := s.tbl.PublishHold(); held {
+		// A compaction would move main under the publish: it waits for a
+		// later commit.
+		return
+	}
 	res, ran, err := s.tbl.AutoMaintain(ctx, s.log)
 	if err != nil {
 		s.log.Warn("table maintenance failed (the commit is in; the sink tries again after a later commit)", "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -344,7 +345,16 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 	if err := t.writable("publish"); err != nil {
 		return 0, 0, err
 	}
+	// hold is the hold on main's writers this publish set, once main moved
+	// under an attempt: lifted by the swap, or here when it gives up.
+	var hold PublishHold
+	defer func() {
+		if err != nil && hold.Branch != "" {
+			t.liftPublishHold(ctx, slog.Default(), hold)
+		}
+	}()
 	for attempt := 1; ; attempt++ {
+		began := time.Now()
 		if err := t.Refresh(ctx); err != nil {
 			return 0, 0, err
 		}
@@ -409,6 +419,10 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 		}
 		updates := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, headID, table.BranchRef, maxRef, maxSnap, minKeep),
 			table.NewSetPropertiesUpdate(iceberg.Properties{PropPublished + t.branch: strconv.FormatInt(headID, 10)})}
+		if _, ok := meta.Properties()[PropPublishHold]; ok {
+			// This publish's hold, or one a publish that died left.
+			updates = append(updates, table.NewRemovePropertiesUpdate([]string{PropPublishHold}))
+		}
 		if tag != "" && mainID != nil {
 			reqs = append(reqs, table.AssertRefSnapshotID(tag, nil))
 			updates = append(updates, table.NewSetSnapshotRefUpdate(tag, *mainID, table.TagRef, 0, 0, 0))
@@ -425,10 +439,20 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 				// Each attempt checks main again first (a replay compares
 				// it with the branch): a writer of main that commits more
 				// often than that takes wins every time (found by review).
-				return 0, 0, fmt.Errorf("publish branch %s of %s as main: main moved before each of %d attempts could swap it (a sink or floe maintain on main commits more often than the check before the swap takes): stop the table's sinks while publishing, or give them a longer --flush-interval, then run the same command again, main unchanged: %w: %w",
+				return 0, 0, fmt.Errorf("publish branch %s of %s as main: main moved before each of %d attempts could swap it, though its floe sinks were asked to hold their commits meanwhile: a writer of main that does not hold (floe maintain, another engine, a floe sink older than this floe) commits more often than the check before the swap takes; stop it while publishing, then run the same command again, main unchanged: %w: %w",
 					t.branch, t.Name(), attempt, ErrPublishRace, err)
 			}
 			return 0, 0, fmt.Errorf("publish branch %s of %s as main: %w", t.branch, t.Name(), err)
+		}
+		if hold.Branch == "" || time.Until(hold.Until) < time.Since(began) {
+			// Main moved while this attempt checked it: its writers hold
+			// their next commits until the swap (AwaitPublish), so that a
+			// sink flushing more often than the check takes cannot win
+			// every attempt. One commit of each may still land: it learns
+			// of the hold from its answer.
+			if hold, err = t.setPublishHold(ctx, publishHoldFor(time.Since(began))); err != nil {
+				return 0, 0, err
+			}
 		}
 		if err := sleep(ctx, backoff(attempt)); err != nil {
 			return 0, 0, err

@@ -188,7 +188,7 @@ func TestPublishBesideFasterWriterNamesTheFix(t *testing.T) {
 		next++
 		return nil
 	})
-	if !errors.Is(err, snapshot.ErrPublishRace) || !strings.Contains(err.Error(), "stop the table's sinks while publishing") || checks != 5 {
+	if !errors.Is(err, snapshot.ErrPublishRace) || !strings.Contains(err.Error(), "stop it while publishing, then run the same command again") || checks != 5 {
 		t.Fatalf("after %d checks: %v; want the race named with the fix", checks, err)
 	}
 	if err := main.Refresh(t.Context()); err != nil {

@@ -95,6 +95,8 @@ type Table struct {
 	// storage needs (floe's catalogs add their one S3 configuration, so
 	// that opening the storage builds no new S3 client and transport).
 	fsys table.FSysF
+	// held is the publish hold this writer last saw (PublishHold).
+	held heldState
 }
 
 // OpenOptions control Open.

@@ -1,0 +1,115 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TestPublishHoldsWritersOfMain: a writer of main that commits more often
+// than a publish's check takes (a live sink on a short --flush-interval)
+// won every attempt, and the publish gave up. Once main moved under an
+// attempt, the publish asks main's writers to hold (PropPublishHold); a
+// writer that honours it (AwaitPublish before each commit, as floe sink
+// does) commits at most once more, the publish swaps main, lifting the
+// hold in the same commit, and the writer's next commit is fenced by the
+// published ledger.
+func TestPublishHoldsWritersOfMain(t *testing.T) {
+	cat := tempCatalog(t)
+	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
+	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
+	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	type outcome struct {
+		commits int
+		held    time.Duration
+		err     error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() { done <- o }()
+		for next := int64(1); ctx.Err() == nil; next++ {
+			o.held += main.AwaitPublish(ctx, slog.Default())
+			f := flushOf(t, main, map[int32]mapping.Interval{0: iv(next, next+1)}, testRec{0, next, "a", "w", 0})
+			if _, o.err = main.Commit(ctx, f, snapshot.CommitOptions{Writer: "sink"}); o.err != nil {
+				return
+			}
+			o.commits++
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	checks := 0
+	_, to, err := br.PublishChecked(t.Context(), "", func(context.Context, int64) error {
+		checks++
+		time.Sleep(300 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("publish after %d checks: %v", checks, err)
+	}
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer of main was not fenced by the publish")
+	}
+	if !errors.Is(o.err, snapshot.ErrFenced) || o.held == 0 {
+		t.Fatalf("writer after %d commits, held %v: %v; want it held, then fenced by the publish", o.commits, o.held, o.err)
+	}
+	fresh := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{})
+	if fresh.Head().SnapshotID != to {
+		t.Fatalf("main's head is %d, want the published %d", fresh.Head().SnapshotID, to)
+	}
+	if v, ok := fresh.Iceberg().Properties()[snapshot.PropPublishHold]; ok {
+		t.Fatalf("the swap left the hold %q", v)
+	}
+	if checks > 3 {
+		t.Fatalf("the publish took %d checks, want at most 3 (the hold set after the first)", checks)
+	}
+}
+
+// TestPublishGivingUpLiftsItsHold: a writer of main that does not honour
+// the hold (another engine, an older floe) still wins every attempt; the
+// publish gives up, main unchanged, and lifts its hold so that main's
+// other writers do not wait for it to end.
+func TestPublishGivingUpLiftsItsHold(t *testing.T) {
+	cat := tempCatalog(t)
+	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
+	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
+	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	next := int64(1)
+	held := false
+	_, _, err := br.PublishChecked(t.Context(), "", func(context.Context, int64) error {
+		if err := main.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		_, h := main.PublishHold()
+		held = held || h
+		commitRecs(t, main, map[int32]mapping.Interval{0: iv(next, next+1)}, testRec{0, next, "a", "w", 0})
+		next++
+		return nil
+	})
+	if !errors.Is(err, snapshot.ErrPublishRace) || !held {
+		t.Fatalf("publish: %v (hold seen: %v); want it to give up after holding main's writers", err, held)
+	}
+	fresh := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{})
+	if v, ok := fresh.Iceberg().Properties()[snapshot.PropPublishHold]; ok {
+		t.Fatalf("the publish that gave up left its hold %q", v)
+	}
+}

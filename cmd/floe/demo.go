@@ -184,11 +184,10 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 	if err := tbl.Refresh(ctx); err != nil {
 		return err
 	}
-	ledger, err := tbl.Ledger()
-	if err != nil {
+	fmt.Fprintf(w, "$ floe ledger --table %s\n", tbl.Name())
+	if err := printLedger(ctx, w, tbl, ledgerSelection{}); err != nil {
 		return err
 	}
-	printLedger(w, ledger)
 	fmt.Fprintf(w, "\ntable %s: metadata at %s\n", tbl.Name(), tbl.Iceberg().MetadataLocation())
 	if html == "" {
 		html = filepath.Join(dir, "payments-audit.html")
@@ -208,37 +207,6 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 	fmt.Fprintf(w, "\nthe demo's catalog, warehouse and HTML report stay in %s (rm -r it when done);\nthe report's re-verify steps run against them with --catalog %s\n(the ledger and file levels: the broker and content levels need the demo's broker, which stopped with it)\n",
 		stack.Dir, cfg.Catalog)
 	return nil
-}
-
-// printLedger prints each snapshot with its ranges, then a per-partition summary.
-func printLedger(w io.Writer, l mapping.Ledger) {
-	fmt.Fprintf(w, "%-20s %-20s %s\n", "SNAPSHOT", "COMMITTED", "RANGES [low, high) rows (start@OFFSET: where the sink began a partition)")
-	var rows int64
-	for _, c := range l.Commits {
-		var parts []string
-		for _, r := range c.Ranges {
-			switch {
-			case r.Lost:
-				parts = append(parts, fmt.Sprintf("%d:%s LOST", r.Partition, r.Interval))
-				continue
-			case r.Aborted:
-				parts = append(parts, fmt.Sprintf("%d:%s DELETED-ABORTED", r.Partition, r.Interval))
-				continue
-			case r.IsStart():
-				parts = append(parts, fmt.Sprintf("%d:start@%d", r.Partition, r.Low))
-				continue
-			}
-			parts = append(parts, fmt.Sprintf("%d:%s %d", r.Partition, r.Interval, r.Records))
-			rows += r.Records
-		}
-		fmt.Fprintf(w, "%-20d %-20s %s\n", c.SnapshotID, c.CommittedAt.Format("2006-01-02 15:04:05"), strings.Join(parts, "  "))
-	}
-	fmt.Fprintf(w, "\n%-12s %8s %8s %7s %8s\n", "PARTITION", "FIRST", "NEXT", "RANGES", "ROWS")
-	for _, tp := range l.Partitions() {
-		c := mapping.Cover(l.Ranges(tp))
-		fmt.Fprintf(w, "%-12s %8d %8d %7d %8d\n", tp, c.First, c.Next, c.Ranges, c.Records)
-	}
-	fmt.Fprintf(w, "%d snapshots, %d rows in the ledger\n", len(l.Commits), rows)
 }
 
 // demoAudit is the demo's audit step. It audits the demo table at every

@@ -208,7 +208,7 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w%s%s (see --help)", err, parseHint(err), flagSuggestion(cmd, err))
 	})
-	root.AddCommand(newFilesCmd(), newDeadLettersCmd(), newDropCmd(), newRegisterCmd())
+	root.AddCommand(newFilesCmd(), newLedgerCmd(), newDeadLettersCmd(), newDropCmd(), newRegisterCmd())
 	return root
 }
 

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+func newLedgerCmd() *cobra.Command {
+	var (
+		f         tableFlags
+		branch    string
+		topic     string
+		partition int32
+		last      int
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "ledger --table NAMESPACE.TABLE [--branch NAME] [--topic TOPIC] [--partition P] [--last N] [--json]",
+		Short: "Print the table's ledger: the Kafka offset ranges each snapshot committed",
+		Long: `Print the ledger of the table (docs/concepts.md): each floe commit, oldest first, with its
+snapshot, commit time and the offset ranges [low, high) it committed per partition, with the
+records of each that became rows; then per partition the first offset the ledger covers, the next
+one (where a sink resumes), its ranges and rows. A range reads P:[low, high) ROWS; a start (where
+a sink began a partition, before it sank anything of it) P:start@OFFSET; offsets that retention
+deleted before they were sunk P:[low, high) LOST, or DELETED-ABORTED when they held only aborted
+transactions' records. Commits whose snapshots expired are read from the ledger's archive, a
+block at a time: the ledger of a table of any age prints in bounded memory.
+
+--topic and --partition keep the commits with ranges of that topic or partition, and only those
+ranges; --last keeps the newest N commits. A table of several topics names each range's topic
+(orders/0:[0, 40) 40). --branch reads a branch's ledger (a floe replay
+--branch's, before it is published) or a tag's. --json prints one JSON document: commits (with
+each commit's id, writer and dead-letter files) and partitions.`,
+		Example: `  floe ledger --table lake.orders
+  floe ledger --table lake.orders --partition 0 --last 20
+  floe ledger --table lake.orders --json | jq '.partitions'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			ctx := cmd.Context()
+			if last < 0 {
+				return fmt.Errorf("--last %d: want a number of commits, or 0 for all", last)
+			}
+			// A tag is read as a branch is, its snapshot its head.
+			tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: branch, ReadTag: true})
+			if err != nil {
+				return err
+			}
+			defer func() { err = changedWhileRead(ctx, tbl, err) }()
+			sel := ledgerSelection{topic: topic, last: last}
+			if cmd.Flags().Changed("partition") {
+				sel.partition = &partition
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return printLedgerJSON(ctx, w, tbl, sel)
+			}
+			return printLedger(ctx, w, tbl, sel)
+		},
+	}
+	fs := cmd.Flags()
+	f.register(fs)
+	fs.StringVar(&branch, "branch", "", "print the ledger of this branch or tag (default main), such as a floe replay --branch's before it is published")
+	topicFlag(fs, &topic, "print the ranges of this topic only")
+	fs.Int32Var(&partition, "partition", 0, "print the ranges of partition `P` only")
+	fs.IntVar(&last, "last", 0, "print the newest `N` commits only (0: all); the per-partition lines cover every one")
+	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	return cmd
+}
+
+// ledgerSelection is what floe ledger prints of a ledger: the ranges of a
+// topic and a partition (nil: every one), of the newest last commits (0:
+// all).
+type ledgerSelection struct {
+	topic     string
+	partition *int32
+	last      int
+}
+
+func (s ledgerSelection) keeps(tp mapping.TopicPartition) bool {
+	return (s.topic == "" || tp.Topic == s.topic) && (s.partition == nil || tp.Partition == *s.partition)
+}
+
+// commits yields the commits of tbl's ledger that s keeps, oldest first,
+// each with only the ranges s keeps. With last, it holds that many
+// commits; otherwise one archive block's at most (snapshot.Table.Commits).
+func (s ledgerSelection) commits(ctx context.Context, tbl *snapshot.Table, yield func(mapping.Commit) error) error {
+	var newest []mapping.Commit
+	for c, err := range tbl.Commits(ctx, 0) {
+		if err != nil {
+			return fmt.Errorf("read the ledger of %s: %w", tbl.Name(), err)
+		}
+		kept := c.Ranges[:0:0]
+		for _, r := range c.Ranges {
+			if s.keeps(r.TopicPartition) {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		c.Ranges = kept
+		if s.last == 0 {
+			if err := yield(c); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(newest) == s.last {
+			newest = append(newest[:0], newest[1:]...)
+		}
+		newest = append(newest, c)
+	}
+	for _, c := range newest {
+		if err := yield(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printLedger prints each commit s keeps with its ranges, then a line per
+// partition s keeps from the ledger's summary: floe ledger, and the demo.
+func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, s ledgerSelection) error {
+	sum, err := tbl.Summary(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("summarise the ledger of %s: %w", tbl.Name(), err)
+	}
+	// A table of several topics names each range's topic.
+	topics := len(sum.Topics()) > 1
+	fmt.Fprintf(w, "%-20s %-20s %s\n", "SNAPSHOT", "COMMITTED", "RANGES [low, high) rows (start@OFFSET: where the sink began a partition)")
+	var commits int
+	err = s.commits(ctx, tbl, func(c mapping.Commit) error {
+		commits++
+		parts := make([]string, len(c.Ranges))
+		for i, r := range c.Ranges {
+			parts[i] = ledgerRangeText(r, topics)
+		}
+		_, err := fmt.Fprintf(w, "%-20d %-20s %s\n", c.SnapshotID, c.CommittedAt.Format("2006-01-02 15:04:05"), strings.Join(parts, "  "))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%-12s %8s %8s %7s %8s\n", "PARTITION", "FIRST", "NEXT", "RANGES", "ROWS")
+	var rows int64
+	for _, tp := range sum.Partitions() {
+		if !s.keeps(tp) {
+			continue
+		}
+		p, _ := sum.Partition(tp)
+		rows += p.Records
+		fmt.Fprintf(w, "%-12s %8d %8d %7d %8d\n", tp, p.Low, p.High, p.Ranges, p.Records)
+	}
+	total := plural(sum.Commits, "commit")
+	if s.last > 0 || s.topic != "" || s.partition != nil {
+		total = fmt.Sprintf("%d shown of %s", commits, total)
+	}
+	_, err = fmt.Fprintf(w, "%s, %s in the ledger\n", total, plural(int(rows), "row"))
+	return err
+}
+
+// ledgerRangeText is one range as floe ledger prints it, its partition
+// named TOPIC/P with topic, else P.
+func ledgerRangeText(r mapping.Range, topic bool) string {
+	p := fmt.Sprint(r.Partition)
+	if topic {
+		p = r.TopicPartition.String()
+	}
+	switch {
+	case r.Lost:
+		return fmt.Sprintf("%s:%s LOST", p, r.Interval)
+	case r.Aborted:
+		return fmt.Sprintf("%s:%s DELETED-ABORTED", p, r.Interval)
+	case r.IsStart():
+		return fmt.Sprintf("%s:start@%d", p, r.Low)
+	}
+	return fmt.Sprintf("%s:%s %d", p, r.Interval, r.Records)
+}
+
+// ledgerRangeJSON is a range in floe ledger --json.
+type ledgerRangeJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Low       int64  `json:"low"`
+	High      int64  `json:"high"`
+	// Kind is rows, start, lost or deleted-aborted.
+	Kind        string `json:"kind"`
+	Records     int64  `json:"records"`
+	DeadLetters int64  `json:"dead_letters,omitempty"`
+	Deletes     int64  `json:"deletes,omitempty"`
+	Skipped     int64  `json:"skipped,omitempty"`
+}
+
+// ledgerCommitJSON is a commit in floe ledger --json.
+type ledgerCommitJSON struct {
+	SnapshotID      int64             `json:"snapshot_id"`
+	CommittedAt     time.Time         `json:"committed_at"`
+	ID              string            `json:"commit_id"`
+	Writer          string            `json:"writer,omitempty"`
+	Ranges          []ledgerRangeJSON `json:"ranges"`
+	DeadLetterTable string            `json:"dead_letter_table,omitempty"`
+	DeadLetterFiles []string          `json:"dead_letter_files,omitempty"`
+}
+
+// ledgerPartitionJSON is a partition's line in floe ledger --json.
+type ledgerPartitionJSON struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	First       int64  `json:"first"`
+	Next        int64  `json:"next"`
+	Ranges      int    `json:"ranges"`
+	Records     int64  `json:"records"`
+	DeadLetters int64  `json:"dead_letters,omitempty"`
+}
+
+// printLedgerJSON prints what printLedger does as one JSON document,
+// {"table", "branch", "commits": [...], "partitions": [...]}, writing each
+// commit as it is read.
+func printLedgerJSON(ctx context.Context, w io.Writer, tbl *snapshot.Table, s ledgerSelection) error {
+	head, err := json.Marshal(struct {
+		Table  string `json:"table"`
+		Branch string `json:"branch"`
+	}{tbl.Name(), tbl.Branch()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s,\n  \"commits\": [", strings.TrimSuffix(string(head), "}"))
+	sep := "\n    "
+	err = s.commits(ctx, tbl, func(c mapping.Commit) error {
+		jc := ledgerCommitJSON{SnapshotID: c.SnapshotID, CommittedAt: c.CommittedAt, ID: c.ID, Writer: c.Writer,
+			DeadLetterTable: c.DeadLetterTable, DeadLetterFiles: c.DeadLetterFiles, Ranges: make([]ledgerRangeJSON, len(c.Ranges))}
+		for i, r := range c.Ranges {
+			kind := "rows"
+			switch {
+			case r.Lost:
+				kind = "lost"
+			case r.Aborted:
+				kind = "deleted-aborted"
+			case r.IsStart():
+				kind = "start"
+			}
+			jc.Ranges[i] = ledgerRangeJSON{Topic: r.Topic, Partition: r.Partition, Low: r.Low, High: r.High, Kind: kind,
+				Records: r.Records, DeadLetters: r.DeadLetters, Deletes: r.Deletes, Skipped: r.Skipped}
+		}
+		b, err := json.Marshal(jc)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s%s", sep, b)
+		sep = ",\n    "
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sum, err := tbl.Summary(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("summarise the ledger of %s: %w", tbl.Name(), err)
+	}
+	parts := []ledgerPartitionJSON{}
+	for _, tp := range sum.Partitions() {
+		if p, _ := sum.Partition(tp); s.keeps(tp) {
+			parts = append(parts, ledgerPartitionJSON{Topic: tp.Topic, Partition: tp.Partition, First: p.Low, Next: p.High,
+				Ranges: p.Ranges, Records: p.Records, DeadLetters: p.DeadLetters})
+		}
+	}
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "\n  ],\n  \"partitions\": %s\n}\n", b)
+	return err
+}

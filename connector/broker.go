@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -35,13 +36,15 @@ type Broker struct {
 	auth *authWatch
 }
 
-// DefaultDialTimeout bounds the first request to the cluster, so that an
-// unreachable broker is an error rather than a hang.
+// DefaultDialTimeout bounds the first request to the cluster: how long
+// DialSecure waits for brokers that do not take connections yet (starting
+// beside floe), and for an answer, so that an unreachable broker is an
+// error rather than a hang.
 const DefaultDialTimeout = 15 * time.Second
 
 // Dial connects to the cluster in plaintext and checks that it answers
-// within timeout. Extra options are applied to this and every consumer
-// client.
+// within timeout, trying again while no broker takes a connection. Extra
+// options are applied to this and every consumer client.
 func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kgo.Opt) (*Broker, error) {
 	return DialSecure(ctx, seeds, timeout, Security{}, opts...)
 }
@@ -52,7 +55,8 @@ func Dial(ctx context.Context, seeds []string, timeout time.Duration, opts ...kg
 // name) is a *ConfigError before anything is dialled. A failure that sec
 // explains (refused credentials, an untrusted certificate, TLS against a
 // plaintext port) is a CheckError naming the settings to fix, returned as
-// soon as the first broker answers so.
+// soon as the first broker answers so. While no broker takes a connection
+// (brokers still starting), it tries again until timeout.
 func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec Security, opts ...kgo.Opt) (*Broker, error) {
 	if len(seeds) == 0 || slices.Contains(seeds, "") {
 		return nil, &ConfigError{Setting: SettingBrokers, Want: "HOST:PORT[,HOST:PORT]"}
@@ -81,13 +85,18 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 	b := &Broker{Seeds: seeds, cl: cl, adm: kadm.NewClient(cl), opts: opts, principal: sec.Principal(), auth: auth}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := cl.Ping(pctx); err != nil {
+	if err := ping(pctx, cl, seeds, timeout); err != nil {
 		cl.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped while waiting for brokers %s: %w", strings.Join(seeds, ","), context.Cause(ctx))
+		}
 		if serr := sec.explainDial(err); serr != nil {
 			return nil, fmt.Errorf("brokers %s: %w", strings.Join(seeds, ","), serr)
 		}
 		tried := "is Kafka running there?"
-		if pctx.Err() != nil {
+		if unreachable(err) {
+			tried = fmt.Sprintf("none took a connection within %s; is Kafka running there?", timeout)
+		} else if pctx.Err() != nil {
 			// A port that takes the connection and never answers the
 			// Kafka protocol is most often another service's.
 			tried = fmt.Sprintf("no answer within %s; is Kafka running there, and is it the broker's port, not another service's (an S3 endpoint, a schema registry)?", timeout)
@@ -100,6 +109,43 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 		return nil, err
 	}
 	return b, nil
+}
+
+// dialBackoff bounds the wait between two tries at brokers that do not
+// take connections yet.
+const dialBackoff = time.Second
+
+// ping asks the brokers for metadata until one answers, or until ctx ends
+// while none takes a connection (refused, no route, a host name not in
+// the DNS yet): brokers started with floe (Kubernetes, Docker Compose)
+// are down for their first seconds, and a sink that gave up at once would
+// crash-loop. A broker that takes the connection and then fails it (TLS,
+// SASL) answers: its error is returned at once. The first wait is logged,
+// naming the brokers.
+func ping(ctx context.Context, cl *kgo.Client, seeds []string, timeout time.Duration) error {
+	wait := 100 * time.Millisecond
+	for logged := false; ; logged = true {
+		err := cl.Ping(ctx)
+		if err == nil || !unreachable(err) || ctx.Err() != nil {
+			return err
+		}
+		if !logged {
+			slog.Info("waiting for the brokers to take connections", "brokers", strings.Join(seeds, ","), "dial_timeout", timeout, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, dialBackoff)
+	}
+}
+
+// unreachable reports an error of dialling a broker: no connection was
+// made, so no broker has answered.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // checkAdvertised dials the brokers the cluster's metadata lists: a seed

@@ -205,7 +205,7 @@ type brokerFlags struct {
 // security flags.
 func (f *brokerFlags) register(fs *pflag.FlagSet, usage string) {
 	fs.StringSliceVarP(&f.brokers, "brokers", "b", nil, "Kafka bootstrap brokers `HOST:PORT[,HOST:PORT]`"+usage)
-	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "how long the brokers have to answer at start; 0 or less means the default")
+	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "at start, how long to wait for the brokers to take connections (a broker starting beside floe) and answer; 0 or less means the default")
 	f.kafkaSecurityFlags.register(fs)
 }
 

@@ -420,12 +420,29 @@ func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
 	return nil
 }
 
-// wrap names pipeline i in err when there are several.
-func (ps Pipelines) wrap(i int, err error) error {
-	if len(ps) > 1 {
-		return fmt.Errorf("pipeline %s: %w", ps[i], err)
+// PipelineError is an error of pipeline Index of the Pipelines, so that
+// a caller can tell where that pipeline came from (a config file's line).
+type PipelineError struct {
+	Index    int
+	Pipeline string // the pipeline as String names it
+	// Named says that the message names the pipeline: there are several.
+	Named bool
+	Err   error
+}
+
+func (e *PipelineError) Error() string {
+	if e.Named {
+		return fmt.Sprintf("pipeline %s: %v", e.Pipeline, e.Err)
 	}
-	return err
+	return e.Err.Error()
+}
+
+func (e *PipelineError) Unwrap() error { return e.Err }
+
+// wrap ties err to pipeline i, naming it in the message when there are
+// several.
+func (ps Pipelines) wrap(i int, err error) error {
+	return &PipelineError{Index: i, Pipeline: ps[i].String(), Named: len(ps) > 1, Err: err}
 }
 
 // open opens every pipeline's table: first those that exist, so that a

@@ -317,12 +317,12 @@ func loadConfigFile(path string, known map[string]bool) (*configFile, error) {
 				return nil, fmt.Errorf("config file %s line %d: pipelines: %w", path, v.Line, err)
 			}
 			for j, p := range c.pipelines {
-				if p.Topic == "" || p.Table == "" {
-					return nil, fmt.Errorf("config file %s: pipelines[%d]: want both topic and table", path, j)
-				}
 				line := v.Line
 				if j < len(v.Content) {
 					line = v.Content[j].Line
+				}
+				if p.Topic == "" || p.Table == "" {
+					return nil, fmt.Errorf("config file %s: pipelines[%d] (line %d): want both topic: and table:", path, j, line)
 				}
 				c.pipeLines = append(c.pipeLines, line)
 			}
@@ -463,6 +463,97 @@ func (c *configFile) checkDuplicatePipelines() error {
 		}
 	}
 	return nil
+}
+
+// sets reports whether the pipeline gives key (one of pipelineKeys).
+func (p pipeline) sets(key string) bool {
+	switch key {
+	case "envelope":
+		return p.Envelope != ""
+	case "id-columns":
+		return p.IDColumns != nil
+	case "key":
+		return p.Key != ""
+	case "mode":
+		return p.Mode != ""
+	case "partition-by":
+		return p.PartitionBy != ""
+	case "partitions":
+		return p.Partitions != nil
+	case "table":
+		return p.Table != ""
+	case "topic":
+		return p.Topic != ""
+	case "value":
+		return p.Value != ""
+	}
+	return false
+}
+
+// filePipelineError is an error about pipeline index of config file
+// path, at line. Its message names the file, the pipeline and, for keys
+// (those the pipeline sets, and those no flag set for every pipeline),
+// the file's keys where the errors under it name flags: `value: json`,
+// not `--value json` (withFlags, fileTerms).
+type filePipelineError struct {
+	path        string
+	index, line int
+	pipeline    pipeline
+	keys        []string
+	err         error
+}
+
+func (e *filePipelineError) prefix() string {
+	return fmt.Sprintf("config file %s: pipelines[%d] (line %d, %s -> %s): ", e.path, e.index, e.line, e.pipeline.Topic, e.pipeline.Table)
+}
+
+func (e *filePipelineError) Error() string { return e.prefix() + e.err.Error() }
+
+func (e *filePipelineError) Unwrap() error { return e.err }
+
+// fileTerms says msg, about a config file's pipeline, in the file's
+// terms: each flag of keys becomes the key ("--value json" becomes
+// "value: json"), and "pass --value json" becomes "set value: json". A
+// command the message suggests keeps its flags (floe drop --table T).
+func fileTerms(msg string, keys []string) string {
+	var b strings.Builder
+	command := false // in a floe command, up to the end of its clause
+	for i := 0; i < len(msg); {
+		if strings.HasPrefix(msg[i:], "floe ") && (i == 0 || msg[i-1] == ' ') {
+			command = true
+		} else if strings.ContainsRune(";,()", rune(msg[i])) {
+			command = false
+		}
+		key, ok := flagAt(msg[i:], keys)
+		if !ok || command {
+			b.WriteByte(msg[i])
+			i++
+			continue
+		}
+		if strings.HasSuffix(b.String(), "pass ") {
+			s := b.String()
+			b.Reset()
+			b.WriteString(strings.TrimSuffix(s, "pass ") + "set ")
+		}
+		b.WriteString(key + ":")
+		i += len("--") + len(key)
+	}
+	return b.String()
+}
+
+// flagAt returns the key whose flag msg begins with, as a whole word.
+func flagAt(msg string, keys []string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, "--")
+	if !ok {
+		return "", false
+	}
+	for _, key := range keys {
+		after, ok := strings.CutPrefix(rest, key)
+		if ok && (after == "" || !strings.ContainsAny(after[:1], "abcdefghijklmnopqrstuvwxyz0123456789-")) {
+			return key, true
+		}
+	}
+	return "", false
 }
 
 // pipelineKeys are the keys of a pipeline in a config file (pipeline's

@@ -160,7 +160,7 @@ func TestConfigPrecedence(t *testing.T) {
 		// The line of the key, the one meant, and no Go type (from a
 		// new-user run).
 		{"pipelines:\n  - topic: a\n    tabel: x.y\n", `bad.yaml line 3: pipelines: unknown key "tabel"; did you mean table?`},
-		{"brokers: [a:1]\npipelines:\n  - topic: a\n    table: x.y\n    value: jsn\n", `pipeline a -> x.y (its value): --value "jsn"`},
+		{"brokers: [a:1]\npipelines:\n  - topic: a\n    table: x.y\n    value: jsn\n", `bad.yaml: pipelines[0] (line 3, a -> x.y): value: "jsn": want raw, json or registry`},
 		{"catalog: [a, b]\n", "want one value"},
 	} {
 		writeFile(t, bad, c.body)
@@ -334,7 +334,7 @@ func TestConfigPipelinePartitionsNamed(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "floe.yaml")
 	writeFile(t, conf, fmt.Sprintf("brokers: [%s]\npipelines:\n  - {topic: orders, table: lake.fromfile, partitions: [5]}\n", st.Brokers[0]))
 	code, _, errs := floe(t, append([]string{"sink", "--config", conf, "--stop-at-end"}, loc...)...)
-	if line := errorLine(errs); code != exitError || strings.Contains(line, "--partitions") || !strings.Contains(line, "config file "+conf+": a pipeline's partitions: 5: want partitions of topic orders") {
+	if line := errorLine(errs); code != exitError || strings.Contains(line, "--partitions") || !strings.Contains(line, "config file "+conf+`: pipelines[0] (line 3, orders -> lake.fromfile): partitions: "5": want partitions of topic orders`) {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 }

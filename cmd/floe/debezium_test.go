@@ -44,7 +44,7 @@ func TestDebeziumSinkCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{slices.Concat(cdc, []string{"--mode", "append"}), "--envelope debezium makes an upsert table, and --mode is append"},
+		{slices.Concat(cdc, []string{"--mode", "append"}), "--envelope debezium makes an upsert table, not --mode append"},
 		{slices.Concat(cdc, []string{"--id-columns", "email"}), "--envelope debezium keys the rows by the record key"},
 		{args("--envelope", "debezium", "--value", "registry", "--schema-registry", st.Registry), "--envelope debezium needs --value and --key"},
 		{args("--envelope", "debezium", "--value", "raw", "--key", "raw"), "want json or registry with --envelope debezium"},

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/pflag"
@@ -85,7 +83,7 @@ func (f *decodeFlags) layout() (mapping.Layout, error) {
 type envelopeModesError struct{ envelope mapping.Envelope }
 
 func (e *envelopeModesError) Error() string {
-	return fmt.Sprintf("--envelope %s needs --value and --key: json (Kafka Connect's JsonConverter) or registry (Avro, Protobuf or JSON Schema), as the connector's converters write the events", e.envelope)
+	return fmt.Sprintf("--envelope %s needs --value and --key, each json (Kafka Connect's JsonConverter) or registry (Avro, Protobuf or JSON Schema), as the connector's converters write the events", e.envelope)
 }
 
 // pipeline completes p with the flags: its layout (the config file's
@@ -102,17 +100,9 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 	if from.Envelope != "" {
 		g.envelope = from.Envelope
 	}
+	// An error about a config file's pipeline is named by the caller,
+	// in the file's terms (pipelineSource).
 	l, err := g.layout()
-	var own []string
-	for key, v := range map[string]string{"envelope": from.Envelope, "key": from.Key, "value": from.Value} {
-		if v != "" {
-			own = append(own, key)
-		}
-	}
-	if err != nil && len(own) > 0 {
-		slices.Sort(own)
-		err = fmt.Errorf("config file: pipeline %s -> %s (its %s): %w", from.Topic, from.Table, strings.Join(own, " and "), err)
-	}
 	if _, ok := errors.AsType[*envelopeModesError](err); ok {
 		// For a new table: an existing table judges the envelope by its
 		// own, and fills in the modes (connector's open).

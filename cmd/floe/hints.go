@@ -221,8 +221,13 @@ func withFlags(err error) string {
 	// came after the dial had worked (walkErrors visits outer errors
 	// first).
 	dialing := false
+	var pipe *filePipelineError // the first config file's pipeline err is about
 	walkErrors(err, func(e error) {
 		switch e := e.(type) {
+		case *filePipelineError:
+			if pipe == nil {
+				pipe = e
+			}
 		case *kgo.ErrFirstReadEOF:
 			// franz-go guesses TLS against a plaintext port; a broker
 			// restarting closes connections so too (found by a new user).
@@ -341,6 +346,14 @@ func withFlags(err error) string {
 	})
 	if len(hints) > 0 {
 		msg += "; " + strings.Join(hints, "; ")
+	}
+	if pipe != nil {
+		// What is about the pipeline, its hints too, names the file's
+		// keys.
+		if i := strings.Index(msg, pipe.prefix()); i >= 0 {
+			i += len(pipe.prefix())
+			msg = msg[:i] + fileTerms(msg[i:], pipe.keys)
+		}
 	}
 	return msg
 }

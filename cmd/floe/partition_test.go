@@ -497,7 +497,7 @@ pipelines:
 	}
 	write("'bucket(2)'")
 	code, _, errs := floe(t, "sink", "--config", conf)
-	if code != exitError || !strings.Contains(errs, `config file: pipeline ev -> lake.b: partition-by: partition spec "bucket(2)": bucket(2): bucket takes the number of buckets and a column`) {
+	if code != exitError || !strings.Contains(errs, `: pipelines[1] (line 10, ev -> lake.b): partition-by: "bucket(2)": bucket(2): bucket takes the number of buckets and a column`) {
 		t.Fatalf("bad pipeline partition-by: exit %d, %q", code, errs)
 	}
 }

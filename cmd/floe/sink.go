@@ -237,16 +237,66 @@ func sinkPipelines(ctx context.Context, f *sinkFlags) ([]pipeline, error) {
 	return out, nil
 }
 
-// fileSettingError names the config file where err is about a key of the
-// pipelines it gave: a bad partitions: key was reported as the
-// --partitions flag, which no one had given (from a new-user run).
-func fileSettingError(ctx context.Context, f *sinkFlags, err error) error {
+// filePipelines ties the errors of the config file's pipelines, when they
+// are what runs, to the pipeline of the file they are about; nil when the
+// command line's run. A pipeline's error named the command-line flags of
+// its keys (a bad partitions: key was reported as the --partitions flag,
+// a bad value: as --value), which no one had given (from new-user runs).
+func filePipelines(ctx context.Context, fs *pflag.FlagSet, f *sinkFlags) *pipelineSource {
 	file := configFrom(ctx)
-	ce, ok := errors.AsType[*connector.ConfigError](err)
-	if !ok || ce.Setting != connector.SettingPartitions || f.partitions != nil || file == nil || len(file.pipelines) == 0 {
+	if file == nil || len(file.pipelines) == 0 || len(f.topics) > 0 || f.topicRegex != "" || f.table != "" {
+		return nil
+	}
+	return &pipelineSource{file: file, given: func(key string) bool {
+		fl := fs.Lookup(key)
+		return fl != nil && fl.Changed
+	}}
+}
+
+// pipelineSource is the config file whose pipelines run.
+type pipelineSource struct {
+	file *configFile
+	// given reports whether the flag of a pipeline key was set for all
+	// pipelines (on the command line, by a FLOE_* variable or by the
+	// file's key of that name outside the pipelines).
+	given func(key string) bool
+}
+
+// pipelineErr is err of the file's pipeline i.
+func (s *pipelineSource) pipelineErr(i int, err error) error {
+	if s == nil || err == nil || i < 0 || i >= len(s.file.pipelines) {
 		return err
 	}
-	return fmt.Errorf("config file %s: a pipeline's partitions: %s: want %s", file.path, ce.Value, ce.Want)
+	p := s.file.pipelines[i]
+	e := &filePipelineError{path: s.file.path, index: i, line: s.file.pipeLines[i], pipeline: p, err: err}
+	// A key the pipeline sets, or one no flag set for all (the fix
+	// names it), is the pipeline's; a key it inherits names the flag, so
+	// that the error says where that value was set.
+	for _, key := range pipelineKeys {
+		if p.sets(key) || !s.given(key) {
+			e.keys = append(e.keys, key)
+		}
+	}
+	return e
+}
+
+// attribute ties the connector's errors of pipelines (several joined, one
+// per pipeline that failed) to the file's pipelines.
+func (s *pipelineSource) attribute(err error) error {
+	if s == nil || err == nil {
+		return err
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var errs []error
+		for _, e := range joined.Unwrap() {
+			errs = append(errs, s.attribute(e))
+		}
+		return errors.Join(errs...)
+	}
+	if pe, ok := errors.AsType[*connector.PipelineError](err); ok {
+		return s.pipelineErr(pe.Index, pe.Err)
+	}
+	return err
 }
 
 // tableFor is the table of topic under --table pattern: {topic} stands for
@@ -351,6 +401,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	if err != nil {
 		return err
 	}
+	source := filePipelines(ctx, cmd.Flags(), f)
 	var match *regexp.Regexp
 	if f.topicRegex != "" {
 		// Anchored like Kafka's own subscriptions by pattern: the whole
@@ -513,7 +564,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	run := make(connector.Pipelines, len(pipes))
 	for i, p := range pipes {
 		if run[i], err = build(p); err != nil {
-			return err
+			return source.pipelineErr(i, err)
 		}
 	}
 	var watch *connector.TopicWatch
@@ -549,12 +600,12 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			}
 			return fmt.Errorf("%w; a sink that should wait for the topic to be created subscribes by pattern: --topic-regex %s", err, pattern)
 		}
-		return fileSettingError(ctx, f, err)
+		return source.attribute(err)
 	}
-	if err := refusedWithoutCatalog(ctx, f, run); err != nil {
+	if err := refusedWithoutCatalog(ctx, f, run, source); err != nil {
 		return err
 	}
-	if err := tablesExist(ctx, f, run); err != nil {
+	if err := tablesExist(ctx, f, run, source); err != nil {
 		return err
 	}
 	cat, err := f.openCatalog(ctx)
@@ -562,7 +613,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		return err
 	}
 	if err := run.RunWatching(ctx, broker, cat, watch); err != nil {
-		return err
+		return source.attribute(err)
 	}
 	if len(short) > 0 {
 		// A scheduler's timeout (SIGTERM) must not record a batch job
@@ -579,11 +630,11 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 // the catalog lacks, before anything is created: a misspelt --table made a
 // new table and sank the whole topic into it (from a new-user run). The
 // refusal says which tables come close, as every command's does.
-func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines) error {
+func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines, source *pipelineSource) error {
 	if f.createTable {
 		return nil
 	}
-	for _, p := range run {
+	for i, p := range run {
 		tf := f.tableFlags
 		tf.table = strings.Join(p.Table, ".")
 		_, err := tf.open(ctx, snapshot.OpenOptions{})
@@ -592,10 +643,12 @@ func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines) err
 			// --catalog": said here too, it came twice.
 			err = fmt.Errorf("%w; --create-table=false refuses to create it (leave --create-table out to create it)", err)
 		}
-		if err != nil && len(run) > 1 {
+		switch {
+		case err != nil && source != nil:
+			return source.pipelineErr(i, err)
+		case err != nil && len(run) > 1:
 			return fmt.Errorf("pipeline %s: %w", p, err)
-		}
-		if err != nil {
+		case err != nil:
 			return err
 		}
 	}
@@ -606,13 +659,16 @@ func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines) err
 // for a new table (connector.Pipeline.NewTableRefusal) when the catalog
 // does not exist yet: it holds no table to judge them, and a refused run
 // does not create it.
-func refusedWithoutCatalog(ctx context.Context, f *sinkFlags, run connector.Pipelines) error {
-	for _, p := range run {
+func refusedWithoutCatalog(ctx context.Context, f *sinkFlags, run connector.Pipelines, source *pipelineSource) error {
+	for i, p := range run {
 		if p.NewTableRefusal == nil {
 			continue
 		}
 		if _, err := f.openExisting(ctx); !errors.Is(err, catalog.ErrCatalogNotFound) {
 			return nil
+		}
+		if source != nil {
+			return source.pipelineErr(i, p.NewTableRefusal)
 		}
 		if len(run) > 1 {
 			return fmt.Errorf("pipeline %s: %w", p, p.NewTableRefusal)
@@ -805,8 +861,7 @@ func logPendingPartitionFields(tbl *snapshot.Table, pending []mapping.PartitionF
 func pipelinePartitionBy(p pipeline) (*mapping.PartitionBy, error) {
 	pb, err := mapping.ParsePartitionBy(p.PartitionBy)
 	if err != nil {
-		// %v: the error names the key, not the --partition-by flag.
-		return nil, fmt.Errorf("config file: pipeline %s -> %s: partition-by: %v", p.Topic, p.Table, err)
+		return nil, err // the caller names the pipeline (pipelineSource)
 	}
 	return &pb, nil
 }

@@ -48,7 +48,7 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 		case mode == "":
 			mode = string(mapping.ModeUpsert)
 		case mode != string(mapping.ModeUpsert):
-			return fmt.Errorf("--envelope debezium makes an upsert table, and --mode is %s: leave --mode out", mode)
+			return fmt.Errorf("--envelope debezium makes an upsert table, not --mode %s: leave --mode out", mode)
 		}
 		if len(idColumns) > 0 {
 			return fmt.Errorf("--envelope debezium keys the rows by the record key (the source table's primary key): leave --id-columns %s out", strings.Join(idColumns, ","))
@@ -92,7 +92,7 @@ func (f *upsertFlags) pipeline(p *connector.Pipeline, from pipeline) error {
 	p.Mode = m
 	if m != mapping.ModeUpsert {
 		if len(idColumns) > 0 {
-			return fmt.Errorf("--id-columns %s keys an upsert table, and --mode is %s: use --mode upsert", strings.Join(idColumns, ","), m)
+			return fmt.Errorf("--id-columns %s keys an upsert table, not --mode %s: use --mode upsert", strings.Join(idColumns, ","), m)
 		}
 		return nil
 	}

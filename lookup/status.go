@@ -100,6 +100,19 @@ func (p *PartitionStatus) CountChanges(r mapping.Range) {
 	*p.Skipped += r.Skipped
 }
 
+// Refs are tbl's branches but main, then its tags, as last loaded, each
+// with its snapshot and commit time: what floe status --table lists, and
+// the status pages of floe status --serve and of a running floe sink.
+func Refs(tbl *snapshot.Table) []snapshot.Ref {
+	var refs []snapshot.Ref
+	for _, r := range tbl.Refs() {
+		if r.Name != table.MainBranch {
+			refs = append(refs, r)
+		}
+	}
+	return refs
+}
+
 // Status reports where tbl's branch stands: every partition of its ledger,
 // and with a broker (nil: none) every partition of the ledger's topics and
 // of topics, with the broker's offsets, the lag and the offsets lost to
@@ -121,11 +134,7 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 	if h := tbl.Head(); h != nil {
 		st.SnapshotID = &h.SnapshotID
 	}
-	for _, r := range tbl.Refs() {
-		if r.Name != table.MainBranch {
-			st.Refs = append(st.Refs, r)
-		}
-	}
+	st.Refs = Refs(tbl)
 	rows := map[mapping.TopicPartition]*PartitionStatus{}
 	row := func(tp mapping.TopicPartition) *PartitionStatus {
 		if rows[tp] == nil {

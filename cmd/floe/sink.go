@@ -507,9 +507,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			if pending, err := tbl.PendingPartitionFields(); err == nil && len(pending) > 0 {
 				logPendingPartitionFields(tbl, pending)
 			}
-			if run.Config.Group != "" {
-				mp.FollowLedger(ledgerReader(tbl))
-			}
+			// A member of a group follows the ledger: the others commit
+			// its topic's other partitions.
+			mp.FollowTable(tableReader(tbl, run.Config.Group != ""))
 			var lagCtx context.Context
 			lagCtx, stopLag = context.WithCancel(srvCtx)
 			go mp.WatchLag(lagCtx, broker, f.lagInterval)
@@ -753,12 +753,14 @@ func unfinishedPhrase(s connector.Stats) string {
 	return strings.Join(parts, ", ")
 }
 
-// ledgerReader returns a reader of the ledger summary of the table sink
-// writes, through a handle of its own (the sink's is not safe to share),
-// reloaded at each call: the summary extends from the last read.
-func ledgerReader(sink *snapshot.Table) func(context.Context) (mapping.Summary, error) {
+// tableReader returns a reader of the table sink writes, for the lag polls
+// (metrics.Pipeline.FollowTable): its branches and tags as floe status
+// lists them, and with ledger its ledger summary, through a handle of its
+// own (the sink's is not safe to share), reloaded at each call: the summary
+// extends from the last read.
+func tableReader(sink *snapshot.Table, ledger bool) func(context.Context) (metrics.TableView, error) {
 	var view *snapshot.Table
-	return func(ctx context.Context) (mapping.Summary, error) {
+	return func(ctx context.Context) (metrics.TableView, error) {
 		var err error
 		if view == nil {
 			view, err = sink.Reopen(ctx)
@@ -767,9 +769,17 @@ func ledgerReader(sink *snapshot.Table) func(context.Context) (mapping.Summary, 
 		}
 		if err != nil {
 			view = nil
-			return mapping.Summary{}, err
+			return metrics.TableView{}, err
 		}
-		return view.Summary(ctx, 0)
+		v := metrics.TableView{Refs: lookup.Refs(view)}
+		if ledger {
+			l, err := view.Summary(ctx, 0)
+			if err != nil {
+				return metrics.TableView{}, err
+			}
+			v.Ledger = &l
+		}
+		return v, nil
 	}
 }
 

@@ -244,15 +244,82 @@ func TestStatusPageUpsertTable(t *testing.T) {
 // head only): the branch of a published replay and the tag --tag-main gave
 // main's history, with its snapshot id whole.
 func TestStatusServePageShowsRefs(t *testing.T) {
+	st, loc, before := publishedReplay(t)
+	brokers := strings.Join(st.Brokers, ",")
+	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	runInBackground(t, append([]string{"status", "-b", brokers, "--table", "lake.orders", "--serve", addr}, loc...)...)
+	ctx := openStatusPage(t, addr)
+	checkRefs(t, ctx, before)
+}
+
+// TestSinkStatusPageShowsRefs: the page of a running floe sink
+// --metrics-addr lists its table's branches and tags as floe status
+// --serve's does (it showed none), and a branch made while it runs.
+func TestSinkStatusPageShowsRefs(t *testing.T) {
+	st, loc, before := publishedReplay(t)
+	brokers := strings.Join(st.Brokers, ",")
+	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	runInBackground(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders",
+		"--metrics-addr", addr, "--lag-interval", "200ms"}, loc...)...)
+	ctx := openStatusPage(t, addr)
+	checkRefs(t, ctx, before)
+	mustFloe(t, append([]string{"replay", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--branch", "later"}, loc...)...)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector('[data-field=refs] [data-ref="later"]')?.textContent ?? '').startsWith('later (branch, snapshot ')`,
+		chromedp.WithPollingTimeout(45*time.Second))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('pipelines').innerText`))
+		t.Fatalf("the page never showed the branch made while the sink runs: %v\npage:\n%s", err, got)
+	}
+	// status.json has them as floe status --json does.
+	resp, err := http.Get("http://" + addr + "/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Pipelines []struct {
+			Refs []struct {
+				Name       string      `json:"name"`
+				Type       string      `json:"type"`
+				SnapshotID json.Number `json:"snapshot_id"`
+			} `json:"refs"`
+		} `json:"pipelines"`
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	err = dec.Decode(&doc)
+	resp.Body.Close()
+	if err != nil || len(doc.Pipelines) != 1 {
+		t.Fatalf("status.json: %+v (%v)", doc, err)
+	}
+	var refs []string
+	for _, r := range doc.Pipelines[0].Refs {
+		refs = append(refs, r.Name+" "+r.Type)
+	}
+	if got, want := strings.Join(refs, ", "), "later branch, rebuild branch, before-rebuild tag"; got != want {
+		t.Errorf("status.json's refs: %s; want %s", got, want)
+	}
+	if r := doc.Pipelines[0].Refs; len(r) == 3 && r[2].SnapshotID.String() != fmt.Sprint(before) {
+		t.Errorf("status.json's tag names snapshot %s; want %d", r[2].SnapshotID, before)
+	}
+}
+
+// publishedReplay sinks orders into lake.orders, then publishes a replay of
+// it on branch rebuild, tagging main's history before-rebuild: a table
+// with a branch and a tag. It returns main's head before the replay.
+func publishedReplay(t *testing.T) (*localstack.Stack, []string, int64) {
+	t.Helper()
 	st, loc := sinkStack(t)
 	brokers := strings.Join(st.Brokers, ",")
 	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
 	before := foreignTable(t, st.Catalog(), "lake.orders").CurrentSnapshot().SnapshotID
 	mustFloe(t, append([]string{"replay", "-b", brokers, "-t", "orders", "--table", "lake.orders",
 		"--branch", "rebuild", "--publish", "--publish-different", "--tag-main", "before-rebuild"}, loc...)...)
-	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	runInBackground(t, append([]string{"status", "-b", brokers, "--table", "lake.orders", "--serve", addr}, loc...)...)
-	ctx := openStatusPage(t, addr)
+	return st, loc, before
+}
+
+// checkRefs checks that the status page in ctx lists the branch and tag
+// of publishedReplay, the tag at snapshot before.
+func checkRefs(t *testing.T, ctx context.Context, before int64) {
+	t.Helper()
 	ref := func(name string) string {
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector('[data-field=refs] [data-ref=%q]')?.textContent ?? ''`, name)))
 		if err != nil {

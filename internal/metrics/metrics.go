@@ -162,9 +162,10 @@ type Pipeline struct {
 	// committedNow wakes WatchLag after a commit: the table's next offsets
 	// moved, and the broker's offsets polled before it may lie below them.
 	committedNow chan struct{}
-	// ledger, when set (FollowLedger), reads the table's ledger before
-	// each lag poll.
-	ledger func(context.Context) (mapping.Summary, error)
+	// readTable, when set (FollowTable), reads the table anew before each lag
+	// poll; refs are its branches but main and its tags as last read.
+	readTable func(context.Context) (TableView, error)
+	refs      []snapshot.Ref
 	// group is the consumer group of a member (Config.Group), and owned
 	// the partitions the group assigned to it now.
 	group string
@@ -440,15 +441,27 @@ func (p *Pipeline) pollSoon() {
 	}
 }
 
-// FollowLedger makes every lag poll first take the table's next offsets
-// (and dead letters) from ledger, the table's ledger read anew: a member
-// of a consumer group commits only its own partitions, so without it the
-// gauges and the status page would show the others' as of the member's
-// start, lagging more and more. Call it before WatchLag.
-func (p *Pipeline) FollowLedger(ledger func(context.Context) (mapping.Summary, error)) {
+// TableView is what a lag poll reads of the pipeline's table anew
+// (FollowTable).
+type TableView struct {
+	// Ledger, when not nil, is the table's ledger, from which the poll
+	// takes the next offsets (and dead letters) of the table's partitions:
+	// a member of a consumer group commits only its own partitions, so
+	// without it the gauges and the status page would show the others' as
+	// of the member's start, lagging more and more. A sink that sinks
+	// every partition of its topic knows them from its own commits.
+	Ledger *mapping.Summary
+	// Refs are the table's branches but main and its tags (lookup.Refs),
+	// which the status page lists as floe status --serve's does.
+	Refs []snapshot.Ref
+}
+
+// FollowTable makes every lag poll first read the table anew with read.
+// Call it before WatchLag.
+func (p *Pipeline) FollowTable(read func(context.Context) (TableView, error)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.ledger = ledger
+	p.readTable = read
 }
 
 // beginsAt is where the sink begins a partition its table never sank, as
@@ -463,8 +476,9 @@ func (p *Pipeline) beginsAt(w connector.Watermarks) int64 {
 	return w.LogStart
 }
 
-// ledgerError is a lag poll's failure to read the table's ledger, which
-// WatchLag tells from the broker's.
+// ledgerError is a lag poll's failure to read the table (FollowTable): its
+// ledger, or its metadata for its branches and tags; WatchLag tells it from
+// the broker's.
 type ledgerError struct {
 	table string
 	err   error
@@ -476,14 +490,19 @@ func (e *ledgerError) Unwrap() error { return e.err }
 // PollLag reads the broker's offsets once and updates the lag gauges.
 func (p *Pipeline) PollLag(ctx context.Context, b *connector.Broker) error {
 	p.mu.Lock()
-	ledger := p.ledger
+	read := p.readTable
 	p.mu.Unlock()
-	if ledger != nil {
-		l, err := ledger(ctx)
+	if read != nil {
+		v, err := read(ctx)
 		if err != nil {
 			return &ledgerError{table: p.table, err: err}
 		}
-		p.Started(l)
+		if v.Ledger != nil {
+			p.Started(*v.Ledger)
+		}
+		p.mu.Lock()
+		p.refs = v.Refs
+		p.mu.Unlock()
 	}
 	wm, err := b.Watermarks(ctx, p.topic)
 	if err != nil {
@@ -519,7 +538,7 @@ func (p *Pipeline) status() statuspage.Pipeline {
 	state, err := p.shownState()
 	sp := statuspage.Pipeline{Topic: p.topic, Table: p.table, State: state, Error: err, Warning: p.warning,
 		Commits: &commits, Fenced: &fenced, Partitions: []lookup.PartitionStatus{}, Mode: string(p.mode), KeyColumns: p.keyColumns,
-		Group: p.group, Assigned: p.ownedList()}
+		Group: p.group, Assigned: p.ownedList(), Refs: p.refs}
 	if !p.lastCommit.IsZero() {
 		t := p.lastCommit
 		sp.LastCommit = &t

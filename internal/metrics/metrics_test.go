@@ -493,11 +493,11 @@ func TestWatchLagWarnsOncePerOutage(t *testing.T) {
 	p := r.Pipeline("orders", "lake.orders", nil)
 	var down atomic.Bool
 	down.Store(true)
-	p.FollowLedger(func(context.Context) (mapping.Summary, error) {
+	p.FollowTable(func(context.Context) (TableView, error) {
 		if down.Load() {
-			return mapping.Summary{}, errors.New("catalog unreachable")
+			return TableView{}, errors.New("catalog unreachable")
 		}
-		return mapping.Summary{}, nil
+		return TableView{Ledger: &mapping.Summary{}}, nil
 	})
 	ctx, cancel := context.WithCancel(e.Ctx)
 	done := make(chan struct{})

@@ -77,7 +77,7 @@ type Pipeline struct {
 	MetadataLocation string `json:"metadata_location,omitempty"`
 	SnapshotID       *int64 `json:"snapshot_id,omitempty"`
 	// Refs are the table's branches but main and its tags, as floe status
-	// --table lists them (SourceTable): a replay's branch, and the tag of
+	// --table lists them (lookup.Refs): a replay's branch, and the tag of
 	// main's history before a publish, which the commands that read
 	// tables read with --branch.
 	Refs []snapshot.Ref `json:"refs,omitempty"`

@@ -1271,7 +1271,7 @@ func (l *keyLog) lastRecord(ctx context.Context, commits iter.Seq[mapping.Commit
 		batch [][]*keySpan // per commit of the batch, its spans
 		err   error
 	)
-	dlqs := &deadLetterIndex{tables: map[string]*snapshot.Table{}, listed: map[string]map[keyPosition]bool{}}
+	dlqs := &deadLetterIndex{tables: map[string]*snapshot.Table{}, listed: map[string]map[keyPosition]bool{}, live: map[string]map[string]bool{}}
 	fold := func() {
 		if err = l.read(ctx, batch); err != nil {
 			return
@@ -1572,8 +1572,12 @@ type deadLetterIndex struct {
 	// one that does not exist.
 	tables map[string]*snapshot.Table
 	// listed are, by commit id, the positions of the dead letters in the
-	// files the commit lists, read once.
+	// files the commit lists when they are pending, read once (none when
+	// the dead-letter table holds them).
 	listed map[string]map[keyPosition]bool
+	// live are, by dead-letter table, the paths of its head's data files,
+	// read from its manifests once.
+	live map[string]map[string]bool
 }
 
 // keyPosition is a record's place in the log.
@@ -1630,13 +1634,21 @@ func (x *deadLetterIndex) without(ctx context.Context, tbl *snapshot.Table, s *k
 
 // listedBy returns the positions of the dead letters in the files span
 // s's commit lists, read from dead-letter table dlq's storage once per
-// commit (snapshot.Table.ReadFiles); a file that is gone holds none.
+// commit (snapshot.Table.ReadFiles) when they are pending; a file that is
+// gone holds none. When dlq holds the commit's dead letters, DeadLetterAt
+// found them there, and the files are not read: none (where --key read
+// them for every key whose records shared a commit with a dead letter).
 func (x *deadLetterIndex) listedBy(ctx context.Context, dlq *snapshot.Table, s *keySpan) (map[keyPosition]bool, error) {
 	if at, ok := x.listed[s.commit]; ok {
 		return at, nil
 	}
 	at := map[keyPosition]bool{}
-	err := dlq.ReadFiles(ctx, s.files, func(fb snapshot.FileBatch) error {
+	pending, err := x.pending(ctx, dlq, s)
+	if err != nil || !pending {
+		x.listed[s.commit] = at
+		return at, err
+	}
+	err = dlq.ReadFiles(ctx, s.files, func(fb snapshot.FileBatch) error {
 		if fb.Done {
 			return nil
 		}
@@ -1656,4 +1668,40 @@ func (x *deadLetterIndex) listedBy(ctx context.Context, dlq *snapshot.Table, s *
 	}
 	x.listed[s.commit] = at
 	return at, nil
+}
+
+// pending reports whether dead-letter table dlq lacks the dead letters of
+// span s's commit, which the files the commit lists hold (a writer that
+// stopped between the data commit and the dead-letter commit left them
+// out): not when every one of those files is a data file of dlq's head,
+// read from its manifests, nor, when some are not (a compaction of dlq
+// rewrote them), when dlq has rows of the commit
+// (snapshot.Table.HoldsCommit).
+func (x *deadLetterIndex) pending(ctx context.Context, dlq *snapshot.Table, s *keySpan) (bool, error) {
+	if len(s.files) == 0 {
+		return false, nil // nothing to read
+	}
+	if dlq.Head() == nil {
+		return true, nil
+	}
+	live, ok := x.live[dlq.Name()]
+	if !ok {
+		files, err := dlq.Files(ctx, 0)
+		if err != nil {
+			return false, fmt.Errorf("list the data files of dead-letter table %s: %w", dlq.Name(), err)
+		}
+		live = map[string]bool{}
+		for _, f := range files {
+			live[f.Path] = true
+		}
+		x.live[dlq.Name()] = live
+	}
+	if !slices.ContainsFunc(s.files, func(p string) bool { return !live[p] }) {
+		return false, nil
+	}
+	if _, hasIDs := dlq.Iceberg().Schema().FindFieldByName(mapping.ColCommitID); !hasIDs {
+		return true, nil // its rows name no commit: the files tell
+	}
+	held, err := dlq.HoldsCommit(ctx, s.commit)
+	return !held, err
 }

@@ -115,7 +115,7 @@ type ReasonCount struct {
 // DeadLetters lists the dead letters of tbl's ledger (its branch head):
 // the rows of the dead-letter tables its commits name whose commit is one
 // of the ledger's (rows of an older floe without a commit id: whose
-// position a range of such a commit holds), as the invariant of
+// commit, as reconciling and the audit attribute them, is), as the invariant of
 // docs/dead-letters.md says. Rows of commits the ledger does not have
 // (rolled back, replaced by a published branch) are left out, and said
 // in a note, as are dead letters the ledger counts that the tables do not
@@ -162,7 +162,7 @@ func DeadLetters(ctx context.Context, tbl *snapshot.Table, q DeadLetterQuery) (D
 			continue // another branch's, or only rolled-back commits named it
 		}
 		res.DeadLetterTables = append(res.DeadLetterTables, dlq.Name())
-		if err := l.read(ctx, dlq, commits); err != nil {
+		if err := l.read(ctx, tbl, dlq, commits); err != nil {
 			return res, err
 		}
 	}
@@ -279,43 +279,54 @@ type deadLetterList struct {
 // commits account for: a dead-letter table holds the dead letters of
 // every branch's and tag's ledger, so a row is the ledger's when it names
 // one of its commits, or, without a commit id (written before the column
-// existed), when one of its ranges with dead letters holds its position
-// (docs/dead-letters.md, older rows).
+// existed), when the commit reconciling and the audit attribute it to is
+// (snapshot.DeadLetterState.LegacyOwner: docs/dead-letters.md, older
+// rows): a tag's legacy row at offsets main sank again is the tag's.
 type ledgerRows struct {
-	ids    map[string]bool
-	ranges map[mapping.TopicPartition][]mapping.Interval
+	ids map[string]bool
+	// data is the data table and dlq the dead-letter table, whose state
+	// attributes rows without a commit id; read at the first such row.
+	data, dlq *snapshot.Table
+	state     *snapshot.DeadLetterState
 }
 
-// add records commit id and its ranges rs with dead letters.
-func (l *ledgerRows) add(id string, rs ...mapping.Range) {
-	if l.ids == nil {
-		l.ids, l.ranges = map[string]bool{}, map[mapping.TopicPartition][]mapping.Interval{}
-	}
-	l.ids[id] = true
-	for _, r := range rs {
-		l.ranges[r.TopicPartition] = append(l.ranges[r.TopicPartition], r.Interval)
-	}
+// newLedgerRows returns the rows of dead-letter table dlq of data table
+// data that a ledger accounts for, once add gave its commits (dlq nil: set
+// before holds is asked).
+func newLedgerRows(data, dlq *snapshot.Table) *ledgerRows {
+	return &ledgerRows{ids: map[string]bool{}, data: data, dlq: dlq}
 }
+
+// add records commit id of the ledger.
+func (l *ledgerRows) add(id string) { l.ids[id] = true }
 
 // holds reports whether row i, at offset of tp, is the ledger's: ids is
 // the batch's commit id column, nil when the table has none.
-func (l *ledgerRows) holds(ids *array.String, i int, tp mapping.TopicPartition, offset int64) bool {
+func (l *ledgerRows) holds(ctx context.Context, ids *array.String, i int, tp mapping.TopicPartition, offset int64) (bool, error) {
 	if ids != nil && ids.IsValid(i) {
-		return l.ids[ids.Value(i)]
+		return l.ids[ids.Value(i)], nil
 	}
-	return slices.ContainsFunc(l.ranges[tp], func(iv mapping.Interval) bool { return iv.Contains(offset) })
+	if l.state == nil {
+		st, err := l.data.DeadLetterState(ctx, l.dlq)
+		if err != nil {
+			return false, fmt.Errorf("attribute the dead letters of %s without a commit id (an older floe's) to commits: %w", l.dlq.Name(), err)
+		}
+		l.state = st
+	}
+	owner := l.state.LegacyOwner(tp, offset)
+	return owner != "" && l.ids[owner], nil
 }
 
 // read adds the rows of dead-letter table dlq that commits (those of the
-// ledger naming it) account for.
-func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits []mapping.Commit) error {
+// ledger of data table data naming it) account for.
+func (l *deadLetterList) read(ctx context.Context, data, dlq *snapshot.Table, commits []mapping.Commit) error {
 	head := dlq.Head()
 	if head == nil {
 		return nil // its first dead letters are pending: the ledger's count says so
 	}
-	var accounted ledgerRows
+	accounted := newLedgerRows(data, dlq)
 	for _, c := range commits {
-		accounted.add(c.ID, c.Ranges...)
+		accounted.add(c.ID)
 	}
 	_, hasIDs := dlq.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
 	var stale int64
@@ -353,7 +364,11 @@ func (l *deadLetterList) read(ctx context.Context, dlq *snapshot.Table, commits 
 				d.CommitID = ids.Value(i)
 			}
 			tp := mapping.TopicPartition{Topic: r.Topic, Partition: r.Partition}
-			if !accounted.holds(ids, i, tp, r.Offset) {
+			ours, err := accounted.holds(ctx, ids, i, tp, r.Offset)
+			if err != nil {
+				return err
+			}
+			if !ours {
 				stale++
 				return nil
 			}

@@ -810,9 +810,9 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 			}
 			if !slices.Contains(names, c.DeadLetterTable) {
 				names = append(names, c.DeadLetterTable)
-				accounted[c.DeadLetterTable] = &ledgerRows{}
+				accounted[c.DeadLetterTable] = newLedgerRows(tbl, nil)
 			}
-			accounted[c.DeadLetterTable].add(c.ID, r)
+			accounted[c.DeadLetterTable].add(c.ID)
 		}
 	}
 	filter := iceberg.NewAnd(
@@ -840,6 +840,7 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 		if dlq.Head() == nil {
 			continue
 		}
+		accounted[name].dlq = dlq
 		dcols := cols
 		_, hasIDs := dlq.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
 		if hasIDs {
@@ -867,7 +868,11 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 					return fmt.Errorf("data file %s: unexpected column types %s", fb.Path, fb.Batch.Schema())
 				}
 				for i := range off.Len() {
-					if !accounted[name].holds(id, i, row.tp, off.Value(i)) {
+					ours, err := accounted[name].holds(ctx, id, i, row.tp, off.Value(i))
+					if err != nil {
+						return err
+					}
+					if !ours {
 						continue // another branch's or tag's
 					}
 					d := deadLetter{table: name, offset: off.Value(i), reason: why.Value(i)}

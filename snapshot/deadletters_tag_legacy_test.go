@@ -1,10 +1,12 @@
 package snapshot_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -68,6 +70,22 @@ func TestLegacyDeadLetterOfATagBesideMainsAgain(t *testing.T) {
 		rep, err := audit.Run(t.Context(), rt, audit.Options{Depth: audit.DepthRows})
 		if err != nil || !rep.Complete() {
 			t.Errorf("audit of %q: %v %+v", ref, err, rep.Findings)
+		}
+		// floe dead-letters takes the legacy rows as the audit does: the
+		// one at 3 is the tag's c2's, not main's c2' (whose range holds
+		// it too, which made it main's, listed beside c2''s own row).
+		want := map[string][]int64{"": {1, 3}, "zz-pinned": {1, 3, 5}}[ref]
+		res, err := lookup.DeadLetters(t.Context(), rt, lookup.DeadLetterQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, d := range res.DeadLetters {
+			got = append(got, d.Offset)
+		}
+		if !slices.Equal(got, want) || res.Matched != res.Counted || len(res.Notes) != 1 {
+			t.Errorf("floe dead-letters of %q: offsets %v, %d matched of %d counted, notes %q; want %v, all counted, and the note of the other ref's row",
+				ref, got, res.Matched, res.Counted, res.Notes, want)
 		}
 	}
 }

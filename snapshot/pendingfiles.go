@@ -22,8 +22,9 @@ import (
 // writer that stopped between the two commits left out of the dead-letter
 // table (DeadLetterState.Pending). They are what the ledger says the
 // commit's dead letters are: the audit and the lookups read them as the
-// dead letters they are. A file the storage no longer has is one
-// FileBatch with Missing and Done set.
+// dead letters they are. A file the storage no longer has (it cannot be
+// opened: it does not exist) is one FileBatch with Missing and Done set; a
+// failure once it was opened is an error, whatever it says.
 func (t *Table) ReadFiles(ctx context.Context, paths []string, fn func(FileBatch) error) error {
 	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
@@ -37,13 +38,20 @@ func (t *Table) ReadFiles(ctx context.Context, paths []string, fn func(FileBatch
 	return nil
 }
 
-// readFile is ReadFiles for one file.
+// readFile is ReadFiles for one file. Only a file that cannot be opened
+// because it does not exist is missing: a "does not exist" later, once it
+// was opened (an object store's read of an object deleted since, fn's own
+// error), is an error, not a file that holds nothing.
 func readFile(ctx context.Context, fsys iceio.IO, path string, fn func(FileBatch) error) error {
-	err := readParquet(ctx, fsys, path, func(b arrow.RecordBatch) error { return fn(FileBatch{Path: path, Batch: b}) })
+	in, err := fsys.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fn(FileBatch{Path: path, Done: true, Missing: true})
 	}
 	if err != nil {
+		return fmt.Errorf("open Parquet file %s: %w", path, err)
+	}
+	defer in.Close()
+	if err := readOpenParquet(ctx, in, path, func(b arrow.RecordBatch) error { return fn(FileBatch{Path: path, Batch: b}) }); err != nil {
 		return err
 	}
 	return fn(FileBatch{Path: path, Done: true})
@@ -58,6 +66,11 @@ func readParquet(ctx context.Context, fsys iceio.IO, path string, fn func(arrow.
 		return fmt.Errorf("open Parquet file %s: %w", path, err)
 	}
 	defer in.Close()
+	return readOpenParquet(ctx, in, path, fn)
+}
+
+// readOpenParquet is readParquet of the file at path, opened as in.
+func readOpenParquet(ctx context.Context, in iceio.File, path string, fn func(arrow.RecordBatch) error) error {
 	pf, err := file.NewParquetReader(in)
 	if err != nil {
 		return fmt.Errorf("read Parquet file %s: %w", path, err)

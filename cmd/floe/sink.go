@@ -508,8 +508,11 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				logPendingPartitionFields(tbl, pending)
 			}
 			// A member of a group follows the ledger: the others commit
-			// its topic's other partitions.
-			mp.FollowTable(tableReader(tbl, run.Config.Group != ""))
+			// its topic's other partitions. The status page, when served,
+			// lists the table's branches and tags.
+			if group := run.Config.Group != ""; group || f.metricsAddr != "" {
+				mp.FollowTable(tableReader(tbl, group))
+			}
 			var lagCtx context.Context
 			lagCtx, stopLag = context.WithCancel(srvCtx)
 			go mp.WatchLag(lagCtx, broker, f.lagInterval)

@@ -92,7 +92,8 @@ type auditJSON struct {
 		Offsets *[2]int64 `json:"offsets"`
 	} `json:"findings"`
 	Evidence struct {
-		Digest string `json:"digest"`
+		Digest           string `json:"digest"`
+		MetadataLocation string `json:"metadata_location"`
 	} `json:"evidence"`
 }
 

@@ -82,7 +82,7 @@ func TestDemoKeepsItsReport(t *testing.T) {
 	}
 	// The report's own re-verify command, run as it reads (it names the
 	// demo's catalog: without it the command looked in ./floe-data).
-	cmd := regexp.MustCompile(`<pre>floe (audit --table \S+ --catalog \S+ --branch main --json) &gt; audit.json`).FindStringSubmatch(string(page))
+	cmd := regexp.MustCompile(`<pre>floe (audit --table \S+ --catalog \S+ --branch main --metadata-location \S+ --json) &gt; audit.json`).FindStringSubmatch(string(page))
 	if cmd == nil || !strings.Contains(cmd[1], "--catalog "+cat+" ") {
 		t.Fatalf("the report's re-verify command does not name the demo's catalog %s: %v", cat, cmd)
 	}

@@ -665,15 +665,15 @@ func (ss *session) consume(ctx context.Context) error {
 	}
 	if _, broken := errors.AsType[*brokenRowsError](failure); broken {
 		if err := ss.wait(); err != nil {
-			return errors.Join(failure, err)
+			return withFailure(failure, err)
 		}
 		return failure
 	}
 	if err := ss.flush(ctx); err != nil {
-		return errors.Join(failure, err)
+		return withFailure(failure, err)
 	}
 	if err := ss.wait(); err != nil {
-		return errors.Join(failure, err)
+		return withFailure(failure, err)
 	}
 	if failure != nil {
 		return failure
@@ -987,6 +987,16 @@ func (ss *session) checkRetention(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// withFailure joins the last flush's error err to the failure that ended
+// the loop, if any; alone, err is returned as it is, so that Sink.run
+// tells errLedgerBack and errPartitionsChanged (compared with ==).
+func withFailure(failure, err error) error {
+	if failure == nil {
+		return err
+	}
+	return errors.Join(failure, err)
 }
 
 // checkLedgerBack reads the table's ledger, on a handle of its own, while

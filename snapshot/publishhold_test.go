@@ -113,3 +113,40 @@ func TestPublishGivingUpLiftsItsHold(t *testing.T) {
 		t.Fatalf("the publish that gave up left its hold %q", v)
 	}
 }
+
+// TestPublishFoundDoneLiftsItsHold (from a review): a publish whose attempt
+// lost the race sets the hold on main's writers; when its next attempt
+// finds main already at the branch's head (a second run of the same
+// publish, by an operator or a retried job, swapped it meanwhile), it
+// returns success without lifting the hold, which the swap it lost to did
+// not remove either (not set yet then): main's sinks hold every commit
+// until it ends (30 s at least), for a publish that is over.
+func TestPublishFoundDoneLiftsItsHold(t *testing.T) {
+	cat := tempCatalog(t)
+	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
+	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
+	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	other := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
+	checks := 0
+	_, _, err := br.PublishChecked(t.Context(), "", func(context.Context, int64) error {
+		checks++
+		if checks == 1 {
+			// The same publish, run again, swaps main first.
+			if _, _, err := other.Publish(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	fresh := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{})
+	if h, held := fresh.PublishHold(); held {
+		t.Fatalf("the publish is over (main is the branch's head), but main's writers are held until %v (%q)", h.Until, fresh.Iceberg().Properties()[snapshot.PropPublishHold])
+	}
+}

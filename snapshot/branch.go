@@ -347,9 +347,13 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 	}
 	// hold is the hold on main's writers this publish set, once main moved
 	// under an attempt: lifted by the swap, or here when it gives up.
+	// A publish that ends without its swap (an error, or main found at
+	// the branch's head already: another run swapped it) lifts it too;
+	// after the swap the lift finds it gone.
 	var hold PublishHold
+	swapped := false
 	defer func() {
-		if err != nil && hold.Branch != "" {
+		if hold.Branch != "" && !swapped {
 			t.liftPublishHold(ctx, slog.Default(), hold)
 		}
 	}()
@@ -429,6 +433,7 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 		}
 		_, _, err := t.cat.CommitTable(ctx, t.ident, reqs, updates)
 		if err == nil {
+			swapped = true
 			if mainID != nil {
 				from = *mainID
 			}
@@ -450,9 +455,13 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 			// sink flushing more often than the check takes cannot win
 			// every attempt. One commit of each may still land: it learns
 			// of the hold from its answer.
-			if hold, err = t.setPublishHold(ctx, publishHoldFor(time.Since(began))); err != nil {
+			// A renewal that fails keeps the hold set before, for the
+			// deferred lift.
+			h, err := t.setPublishHold(ctx, publishHoldFor(time.Since(began)))
+			if err != nil {
 				return 0, 0, err
 			}
+			hold = h
 		}
 		if err := sleep(ctx, backoff(attempt)); err != nil {
 			return 0, 0, err

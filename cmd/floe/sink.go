@@ -759,14 +759,17 @@ func unfinishedPhrase(s connector.Stats) string {
 // tableReader returns a reader of the table sink writes, for the lag polls
 // (metrics.Pipeline.FollowTable): its branches and tags as floe status
 // lists them, and with ledger its ledger summary, through a handle of its
-// own (the sink's is not safe to share), reloaded at each call: the summary
-// extends from the last read.
+// own (the sink's is not safe to share, and its commits change it while
+// the polls run: what the handle needs is taken now), reloaded at each
+// call: the summary extends from the last read.
 func tableReader(sink *snapshot.Table, ledger bool) func(context.Context) (metrics.TableView, error) {
+	cat, ident := sink.Catalog(), sink.Identifier()
+	opts := snapshot.OpenOptions{Branch: sink.Branch(), ReadTag: sink.OnTag(), ArchiveCache: sink.ArchiveCache()}
 	var view *snapshot.Table
 	return func(ctx context.Context) (metrics.TableView, error) {
 		var err error
 		if view == nil {
-			view, err = sink.Reopen(ctx)
+			view, err = snapshot.Open(ctx, cat, ident, opts)
 		} else {
 			err = view.Refresh(ctx)
 		}

@@ -38,6 +38,8 @@ type replayFlags struct {
 	flushInterval time.Duration
 	onDataLoss    string
 	retryFor      time.Duration
+	// like is --like: the table whose layout a new target takes.
+	like string
 	decodeFlags
 	upsertFlags
 }
@@ -64,13 +66,14 @@ rebuilt table has its own ledger, so floe audit works on it like on any other.
          floe.replay.until): running the replay again with --until end continues to that same
          end, not to the log's end at that run; pass --until to take it further.
 
-Without --branch the target must be a new (or empty) table; floe refuses to write into a table
-that holds anything but this same replay. With --branch NAME the replay writes onto that branch
-of an existing table, starting empty (it shares nothing with main), and --topic may be left out
-when the table's ledger (main's and the branch's) holds one topic: the replay takes that one and
-says so (a table of several topics is refused, naming them); --publish then makes the
-branch's head main's head in one atomic commit, so readers of main switch from the old content
-to the rebuilt one at once.
+Without --branch the target must be a new (or empty) table; floe refuses to write into a table that
+holds anything but this same replay. --like TABLE gives it the layout and partition spec of an
+existing table (the typed or upsert table being rebuilt), where flags given win. With --branch NAME
+the replay writes onto that branch of an existing table, starting empty (it shares nothing with
+main), and --topic may be left out when the table's ledger (main's and the branch's) holds one
+topic: the replay takes that one and says so (a table of several topics is refused, naming them);
+--publish then makes the branch's head main's head in one atomic commit, so readers of main switch
+from the old content to the rebuilt one at once.
 
 --partition-by gives a new target table that Iceberg partition spec (see floe sink --help); run
 again, the replay evolves its own target to a changed one. A branch has its table's spec: a replay
@@ -121,6 +124,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --publish: publish even when the branch differs from main: lacks offsets main holds, or (--mode upsert) differs key by key (repairing a main known to be wrong)")
 	fs.StringVar(&f.tagMain, "tag-main", "", "with --publish: tag main's previous head `NAME` in the publish's commit, keeping the history the publish replaces readable by Iceberg engines")
 	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
+	fs.StringVar(&f.like, "like", "", "give a new target table the layout of the table `NAMESPACE.TABLE` (its --mode, --key, --value, --envelope, --id-columns and --partition-by; flags given win): a rebuild of a typed or upsert table into a new table")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	f.decodeFlags.register(fs)
 	f.upsertFlags.register(fs)
@@ -160,6 +164,11 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	ident, err := catalog.ParseIdent(f.table)
 	if err != nil {
 		return err
+	}
+	if f.like != "" {
+		if err := takeLayout(ctx, cmd, f); err != nil {
+			return err
+		}
 	}
 	from, err := replay.ParseBound(f.from, f.topic, true)
 	if err != nil {
@@ -446,7 +455,7 @@ func printReplayLayout(ctx context.Context, w io.Writer, cat icecat.Catalog, ide
 	}
 	fmt.Fprintf(w, "layout of %s: %s", tbl.Name(), strings.Join(layoutFlags(tbl), " "))
 	if !slices.ContainsFunc([]string{"mode", "fold", "key", "value", "envelope", "id-columns"}, given) {
-		fmt.Fprint(w, " (the defaults, as no --mode, --key or --value was given: a replay that rebuilds an upsert or typed table takes the flags that table was sunk with)")
+		fmt.Fprint(w, " (the defaults, as no --mode, --key or --value was given: a replay that rebuilds an upsert or typed table takes the flags that table was sunk with, or --like TABLE takes them from it)")
 	}
 	fmt.Fprintln(w)
 	return nil
@@ -474,6 +483,48 @@ func layoutFlags(tbl *snapshot.Table) []string {
 		flags = append(flags, "--id-columns "+strings.Join(key.Columns, ","))
 	}
 	return flags
+}
+
+// takeLayout sets the layout flags of the table --like names (layoutFlags,
+// and its partition spec) that were not given, and says so: a replay into
+// a new table otherwise made a raw append table of a typed table's topic
+// (from a new-user run).
+func takeLayout(ctx context.Context, cmd *cobra.Command, f *replayFlags) error {
+	if f.branch != "" {
+		return errors.New("--like gives a new table another table's layout; a replay onto --branch takes its table's own: drop --like")
+	}
+	from := tableFlags{table: f.like, catalogFlags: f.catalogFlags}
+	tbl, err := from.open(ctx, snapshot.OpenOptions{})
+	if err != nil {
+		return fmt.Errorf("--like %s: %w", f.like, err)
+	}
+	flags := layoutFlags(tbl)
+	pb, err := tbl.PartitionBy()
+	if err != nil {
+		return fmt.Errorf("--like %s: %w", f.like, err)
+	}
+	if pb != nil {
+		flags = append(flags, "--partition-by "+pb.String())
+	}
+	var taken []string
+	for _, fl := range flags {
+		name, value, _ := strings.Cut(strings.TrimPrefix(fl, "--"), " ")
+		if cmd.Flags().Changed(name) || name == "mode" && cmd.Flags().Changed("fold") || name == "fold" && cmd.Flags().Changed("mode") {
+			continue
+		}
+		if err := cmd.Flags().Set(name, value); err != nil {
+			return fmt.Errorf("--like %s: take %s: %w", f.like, fl, err)
+		}
+		taken = append(taken, fl)
+	}
+	say := cmd.OutOrStdout()
+	if f.json {
+		say = cmd.ErrOrStderr()
+	}
+	if len(taken) > 0 {
+		fmt.Fprintf(say, "layout of %s taken: %s\n", f.like, strings.Join(taken, " "))
+	}
+	return nil
 }
 
 // ledgerTopic is the topic of a replay onto a branch given no --topic: the

@@ -631,3 +631,61 @@ func TestPartitionByMisspeltColumnWarns(t *testing.T) {
 		t.Errorf("a second run of a misspelt --partition-by: exit %d\n%s\nwant a warning naming event_time", code, errs)
 	}
 }
+
+// TestPartitionByWaitingFieldWarnsAtEnd: a typed table's field whose column
+// no record of a run had (a misspelt --partition-by) still waits, but the
+// run's summary and --json say so with a warning, and the log at WARN;
+// a run whose records have the column adds the field and warns of
+// nothing (a new user's report: exit 0 and an INFO line only).
+func TestPartitionByWaitingFieldWarnsAtEnd(t *testing.T) {
+	st, loc := replayStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "clicks", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(from, to int, value string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			recs = append(recs, &kgo.Record{Topic: "clicks", Value: fmt.Appendf(nil, value, i)})
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, 10, `{"user":"u%d"}`)
+	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "clicks", "--table", "lake.clicks", "--stop-at-end", "--value", "json"}, loc...)
+	code, out, errs := floe(t, append(sink, "--partition-by", "identity(nope), identity(usr)")...)
+	for _, want := range []string{
+		"warning: partition field identity(nope) waits for column nope, which no record of this run had (a misspelt name?): the table is not partitioned by it; --partition-by none removes the table's spec, or --partition-by with the right spec replaces it\n",
+		"warning: partition field identity(usr) waits for column usr, which no record of this run had (did you mean user?)",
+	} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Fatalf("sink: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", code, want, out, errs)
+		}
+	}
+	if !strings.Contains(errs, `level=WARN msg="partition field identity(nope) waits for column nope`) {
+		t.Fatalf("no WARN in the log:\n%s", errs)
+	}
+
+	// A later run without --partition-by keeps the waiting fields, and
+	// says so again, in --json too.
+	produce(10, 20, `{"user":"u%d"}`)
+	code, out, errs = floe(t, append(sink, "--json")...)
+	var r runReport
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "identity(nope) waits for column nope, which no record of this run had") {
+		t.Fatalf("json sink: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+
+	// A run that read nothing warns of nothing: its records said nothing.
+	if out := mustFloe(t, sink...); strings.Contains(out, "warning:") {
+		t.Fatalf("a run of no records warned:\n%s", out)
+	}
+	// Records that have the column add its field, and no warning is left.
+	produce(20, 30, `{"user":"u%d","nope":"x","usr":"y"}`)
+	if out := mustFloe(t, sink...); strings.Contains(out, "warning:") {
+		t.Fatalf("a run whose records had the columns warned:\n%s", out)
+	}
+	if got := openFloeTable(t, st, "lake.clicks").PartitionSpec(); got != "identity(nope), identity(usr)" {
+		t.Fatalf("spec %s", got)
+	}
+}

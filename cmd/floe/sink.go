@@ -521,16 +521,18 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			stopLag()
 			stopCompaction()
 			mp.Stopped(err)
+			// The run's warnings: the summary says them again.
+			warnings := slices.Concat(created, pendingPartitionWarnings(tbl, stats))
 			// A failed pipeline's error says what happened; what it
 			// committed before is said too, as such, and not as a success.
 			switch {
 			case err == nil:
 				if f.json {
 					r := newRunReport(tbl.Name(), p.Topic, stats, f.group != "")
-					r.NewTable, r.Warnings = tbl.Created(), slices.Concat(created, r.Warnings)
+					r.NewTable, r.Warnings = tbl.Created(), slices.Concat(warnings, r.Warnings)
 					printJSONLine(w, r)
 				} else {
-					printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", created)
+					printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", warnings)
 				}
 				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl, p.Topic) {
 					onlyDead = append(onlyDead, msg)
@@ -540,7 +542,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				}
 			case committedRecords(stats) && f.json:
 				r := newRunReport(tbl.Name(), p.Topic, stats, f.group != "")
-				r.NewTable, r.Error, r.Warnings = tbl.Created(), err.Error(), slices.Concat(created, r.Warnings)
+				r.NewTable, r.Error, r.Warnings = tbl.Created(), err.Error(), slices.Concat(warnings, r.Warnings)
 				printJSONLine(w, r)
 			case committedRecords(stats) && tableGone(err):
 				// Gone only when the files went too: a table dropped
@@ -556,10 +558,10 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 					fmt.Fprintf(w, "stopped by an error (below); committed before it, and gone with the dropped table unless its files at %s were kept (then floe register --table %s --location %s puts it back):\n",
 						tbl.Iceberg().Location(), tbl.Name(), tbl.Iceberg().Location())
 				}
-				printSinkStats(w, tbl, p.Topic, stats, false, f.group != "", created)
+				printSinkStats(w, tbl, p.Topic, stats, false, f.group != "", warnings)
 			case committedRecords(stats):
 				fmt.Fprintf(w, "stopped by an error (below); committed before it, and kept:\n")
-				printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", created)
+				printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", warnings)
 			}
 		}
 		return run, nil
@@ -871,6 +873,39 @@ func logPendingPartitionFields(tbl *snapshot.Table, pending []mapping.PartitionF
 	}
 	slog.Info("partition fields wait for their columns: each is added with the first commit that has its column",
 		"table", tbl.Name(), "spec", tbl.PartitionSpec(), "waiting", fmt.Sprint(pending))
+}
+
+// pendingPartitionWarnings warn, and return the warnings, when a run that
+// sank rows into tbl ends with partition fields still waiting for their
+// columns: no record of the run had the column, so the name is likely
+// misspelt, and the table stays unpartitioned by it. Waiting is right for
+// a typed table, whose columns come with its records, but a run that
+// exited 0 with only an INFO line at its start left a misspelt
+// --partition-by unseen (a new user's report). One warning a field.
+func pendingPartitionWarnings(tbl *snapshot.Table, s connector.Stats) []string {
+	if s.Records == 0 {
+		return nil
+	}
+	pending, err := tbl.PendingPartitionFields()
+	if err != nil || len(pending) == 0 {
+		return nil
+	}
+	var names []string
+	for _, f := range tbl.Iceberg().Schema().Fields() {
+		names = append(names, f.Name)
+	}
+	var out []string
+	for _, f := range pending {
+		misspelt := "a misspelt name?"
+		if meant := closeTo(f.Column, names); len(meant) > 0 {
+			misspelt = fmt.Sprintf("did you mean %s?", strings.Join(meant, " or "))
+		}
+		msg := fmt.Sprintf("partition field %s waits for column %s, which no record of this run had (%s): the table is not partitioned by it; --partition-by none removes the table's spec, or --partition-by with the right spec replaces it",
+			f, f.Column, misspelt)
+		slog.Warn(msg, "table", tbl.Name(), "spec", tbl.PartitionSpec(), "field", f.String())
+		out = append(out, msg)
+	}
+	return out
 }
 
 // pipelinePartitionBy parses a config file pipeline's own partition-by.

@@ -75,8 +75,11 @@ type WhereResult struct {
 	DeadLetterTable string `json:"dead_letter_table,omitempty"`
 	Reason          string `json:"reason,omitempty"`
 	SnapshotID      *int64 `json:"snapshot_id,omitempty"`
-	Low             *int64 `json:"low,omitempty"`
-	High            *int64 `json:"high,omitempty"`
+	// Expired is set when SnapshotID has expired (snapshot expiry): the
+	// ledger still names it, the table no longer has it, as as-of says.
+	Expired bool   `json:"expired,omitempty"`
+	Low     *int64 `json:"low,omitempty"`
+	High    *int64 `json:"high,omitempty"`
 	// Records is the number of rows the range made (an upsert table's:
 	// its upserts, which later records may have replaced; Deletes and
 	// Skipped its deletes and records without a key); DeadLetters the
@@ -156,6 +159,7 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 	if loc.Status != mapping.StatusUnsunk {
 		c, r := loc.Commit, loc.Range
 		res.SnapshotID, res.Low, res.High, res.CommittedAt = &c.SnapshotID, &r.Low, &r.High, &c.CommittedAt
+		res.Expired = tbl.Iceberg().Metadata().SnapshotByID(c.SnapshotID) == nil
 		if !r.Deleted() {
 			res.Records, res.DeadLetters = &r.Records, r.DeadLetters
 			if tbl.Mode() != mapping.ModeAppend {

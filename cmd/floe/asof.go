@@ -31,6 +31,10 @@ type asOfResult struct {
 	// Now is set for --time now: each position is its partition's next
 	// offset in the table's ledger (source "now").
 	Now bool `json:"now,omitempty"`
+	// rowsFromHeadWith is set, without --rows, when --rows would read
+	// the rows of an expired snapshot from the current one
+	// (lookup.RowsSnapshot): the text says that --rows exports them.
+	rowsFromHeadWith bool
 }
 
 // sourceNow is the source of a position of --time now.
@@ -157,6 +161,16 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			}
 			w := cmd.OutOrStdout()
 			if !rows {
+				if res.Expired && !f.json {
+					// Whether --rows would read them from the current
+					// snapshot: the note says so, not that they are gone
+					// (a new user's report).
+					_, fromHead, err := lookup.RowsSnapshot(ctx, tbl, res.AsOfResult)
+					if _, ok := errors.AsType[*lookup.ExpiredError](err); err != nil && !ok {
+						return err
+					}
+					res.rowsFromHeadWith = fromHead
+				}
 				return printAsOf(w, f.json, res)
 			}
 			// An upsert table before its first record: no rows. A live
@@ -249,15 +263,27 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 	return nil
 }
 
-// expiredNote says that the snapshot of r has expired, or nothing.
+// expiredNote says that the snapshot of r has expired, and what of its
+// rows, or nothing.
 func expiredNote(r asOfResult) string {
+	const same = "its rows are the current snapshot's below the position, the same rows, since floe's commits only add rows to the table"
+	const others = "; a writer other than floe that removed some since would show in floe audit"
 	switch {
 	case !r.Expired:
 		return ""
 	case r.RowsFromHead:
-		return " (expired: the rows are the current snapshot's below the position, the same rows, since floe's commits only add rows to the table; a writer other than floe that removed some since would show in floe audit)"
+		return expiredSnapshot(same + others)
+	case r.rowsFromHeadWith:
+		return expiredSnapshot(same + ", and --rows exports them" + others)
 	}
-	return " (expired: the table no longer holds its rows; floe replay --until the position rebuilds them)"
+	return expiredSnapshot("the table no longer holds its rows; floe replay --until the position rebuilds them")
+}
+
+// expiredSnapshot is the note that follows the id of a snapshot that
+// expired, in floe as-of and floe where: that snapshot expiry removed it
+// (the ledger still names it), and then what, of its rows, that means.
+func expiredSnapshot(what string) string {
+	return " (expired: snapshot expiry removed it; " + what + ")"
 }
 
 // printUpsertAsOf prints the state of an upsert table as of a position:

@@ -55,6 +55,9 @@ The answer is one of:
   lost     retention deleted the offset before it was sunk, and the ledger records the loss;
   unsunk   no range covers it: below the partition's first sunk offset, in a gap, or not sunk yet.
 
+A snapshot that snapshot expiry removed is still named, from the ledger, and said to have expired
+(expired in --json), as floe as-of says it.
+
 --topic may be left out on a table that holds one topic. A question about something that does
 not exist exits 2 naming it, as as-of does: a topic the table never held, or (with --brokers) a
 partition neither the table nor the broker has.
@@ -210,7 +213,7 @@ func printWhere(w io.Writer, r lookup.WhereResult) {
 			fmt.Fprintf(w, ", %s", plural(int(r.DeadLetters), "dead letter"))
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "  snapshot   %d, committed %s\n", *r.SnapshotID, r.CommittedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "  snapshot   %d, committed %s%s\n", *r.SnapshotID, r.CommittedAt.Format(time.RFC3339), whereExpiredNote(r))
 	}
 	if r.File != "" {
 		fmt.Fprintf(w, "  file       %s\n", r.File)
@@ -222,4 +225,17 @@ func printWhere(w io.Writer, r lookup.WhereResult) {
 		fmt.Fprintf(w, "  broker     log start %d, end offset %d\n", *r.LogStart, *r.EndOffset)
 	}
 	fmt.Fprintf(w, "  %s\n", r.Explanation)
+}
+
+// whereExpiredNote says that the snapshot of r has expired, as floe as-of
+// says it (expiredSnapshot), or nothing: the ledger still names the
+// snapshot, which the table no longer has (a new user's report).
+func whereExpiredNote(r lookup.WhereResult) string {
+	switch {
+	case !r.Expired:
+		return ""
+	case r.Status == lookup.StatusRow:
+		return expiredSnapshot("the ledger keeps its range, and the current snapshot holds the row, in the file below")
+	}
+	return expiredSnapshot("the ledger keeps its range")
 }

@@ -479,8 +479,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		mp.Hook(&run.Config)
 		var stopLag context.CancelFunc
 		stopCompaction := func() {}
-		// created warns of the table this run created (newTableWarning),
-		// for the summary to say again.
+		// created warns of the table this run created (newTableWarning)
+		// or of the topic it adds to a table (warnNewTopic), for the
+		// summary to say again.
 		var created []string
 		run.OnStart = func(tbl *snapshot.Table) {
 			stopCompaction = turns.compact(p.Table, func() func() { return f.compaction.start(srvCtx, tbl, turn) })
@@ -499,7 +500,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			mp.Table(tbl.Mode(), tbl.UpsertKey())
 			if l, err := tbl.Summary(srvCtx, 0); err == nil {
 				mp.Started(l)
-				warnNewTopic(tbl, l, p.Topic, runTopics(pipes, p.Table), f.topicRegex != "")
+				if warning := warnNewTopic(tbl, l, p.Topic, runTopics(pipes, p.Table), f.topicRegex != ""); warning != "" {
+					created = append(created, warning)
+				}
 			}
 			if warning := newTableWarning(srvCtx, tbl, pipes, f.topicRegex != ""); warning != "" {
 				created = append(created, warning)
@@ -689,17 +692,21 @@ func refusedWithoutCatalog(ctx context.Context, f *sinkFlags, run connector.Pipe
 // into the table beside its own without a word (from a new-user run). A
 // table may hold several topics, so it is a warning, and a run that also
 // names one of the table's topics says what it means; a --topic-regex run
-// is left alone, its topics come and go by design.
-func warnNewTopic(tbl *snapshot.Table, l mapping.Summary, topic string, run []string, byPattern bool) {
+// is left alone, its topics come and go by design. It returns the warning,
+// naming the topics, for the run's summary to say again (a log line
+// scrolled by unseen: a new user's report); "" when it does not warn.
+func warnNewTopic(tbl *snapshot.Table, l mapping.Summary, topic string, run []string, byPattern bool) string {
 	if tbl.Created() || byPattern {
-		return
+		return ""
 	}
 	topics := l.Topics()
 	if len(topics) == 0 || slices.ContainsFunc(topics, func(t string) bool { return slices.Contains(run, t) }) {
-		return
+		return ""
 	}
-	slog.Warn("this run adds a topic to a table that holds other topics: a table may hold several, but if --topic (or --table) is a mistake, stop the sink; docs/deployment.md, recovering from mistakes, says how to take the topic out again",
-		"table", tbl.Name(), "topic", topic, "table_topics", strings.Join(topics, ","))
+	const msg = "this run adds a topic to a table that holds other topics: a table may hold several, but if --topic (or --table) is a mistake, stop the sink; docs/deployment.md, recovering from mistakes, says how to take the topic out again"
+	slog.Warn(msg, "table", tbl.Name(), "topic", topic, "table_topics", strings.Join(topics, ","))
+	return fmt.Sprintf("this run added topic %s to table %s, which held %s: a table may hold several, but if --topic (or --table) was a mistake, docs/deployment.md, recovering from mistakes, says how to take the topic out again",
+		topic, tbl.Name(), strings.Join(topics, ", "))
 }
 
 // newTableWarning warns, and returns the warning, when the run created

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -367,5 +370,34 @@ func TestSinkWarnsOfANewTopicInATable(t *testing.T) {
 	sink("--topic", "orders", "--table", "lake.both")
 	if errs := sink("--topic-regex", "pay.*", "--table", "lake.both"); strings.Contains(errs, warning) {
 		t.Errorf("a --topic-regex run that adds its topic to a table warned:\n%s", errs)
+	}
+}
+
+// TestSinkSummaryRepeatsNewTopicWarning (from a new user's run): the
+// warning of a topic added to a table of other topics was only in the log;
+// the run's summary says it again, as a warning: line and in --json's
+// warnings, as it does the other warnings of a run.
+func TestSinkSummaryRepeatsNewTopicWarning(t *testing.T) {
+	st, loc := sinkStack(t)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "payments", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "payments", 1, 5, map[int32]int64{})
+	sink := func(args ...string) string {
+		t.Helper()
+		return mustFloe(t, append(append([]string{"sink", "--brokers", st.Brokers[0], "--stop-at-end"}, args...), loc...)...)
+	}
+	const want = "this run added topic payments to table lake.%s, which held orders: a table may hold several, but if --topic (or --table) was a mistake, docs/deployment.md, recovering from mistakes, says how to take the topic out again"
+	if out := sink("--topic", "orders", "--table", "lake.orders"); strings.Contains(out, "warning:") {
+		t.Errorf("a new table's run warned:\n%s", out)
+	}
+	if out := sink("--topic", "payments", "--table", "lake.orders"); !strings.Contains(out, "\nwarning: "+fmt.Sprintf(want, "orders")+"\n") {
+		t.Errorf("another topic into lake.orders: want the summary's warning\n%s", out)
+	}
+	sink("--topic", "orders", "--table", "lake.j")
+	var r runReport
+	out := sink("--topic", "payments", "--table", "lake.j", "--json")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || !slices.Contains(r.Warnings, fmt.Sprintf(want, "j")) {
+		t.Errorf("--json: want the warning in warnings (%v)\n%s", err, out)
 	}
 }

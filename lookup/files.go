@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/apache/iceberg-go"
+
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -37,6 +39,29 @@ type FilesResult struct {
 	Records   int64  `json:"records"`
 	SizeBytes int64  `json:"size_bytes"`
 	Files     []File `json:"files"`
+	// DeleteFiles are the snapshot's row-level delete files (an upsert
+	// table's equality deletes; in a table of another mode, another
+	// engine's): rows of Files they match are deleted, so a reader of
+	// Files alone reads rows the table no longer holds. Records counts
+	// the rows of Files before the deletes.
+	DeleteFiles []DeleteFile `json:"delete_files,omitempty"`
+	// Upsert is set for an upsert table, whose commits write deletes.
+	Upsert bool `json:"-"`
+}
+
+// DeleteFile is one live row-level delete file, as its manifest entry
+// describes it.
+type DeleteFile struct {
+	Path string `json:"path"`
+	// Kind is equality (deletes rows by the values of some columns),
+	// position (by file and row position) or deletion_vector (a
+	// format v3 position delete in Puffin).
+	Kind string `json:"kind"`
+	// Records is the number of deletes the file holds, SizeBytes its
+	// size.
+	Records   int64 `json:"records"`
+	SizeBytes int64 `json:"size_bytes"`
+	AddedBy   int64 `json:"added_by_snapshot"`
 }
 
 // File is one live data file, as its manifest entry describes it (no data
@@ -59,6 +84,12 @@ type File struct {
 	Partition *int32 `json:"partition,omitempty"`
 	MinOffset *int64 `json:"min_offset,omitempty"`
 	MaxOffset *int64 `json:"max_offset,omitempty"`
+	// MinPartition and MaxPartition bound the Kafka partitions of a file
+	// that holds rows of several, outside a file group (the compaction of
+	// an upsert table merges partitions, its deletes applied), from the
+	// manifest's column bounds: its rows are of partitions between them.
+	MinPartition *int32 `json:"min_partition,omitempty"`
+	MaxPartition *int32 `json:"max_partition,omitempty"`
 	// Records is the file's row count, SizeBytes its size.
 	Records   int64 `json:"records"`
 	SizeBytes int64 `json:"size_bytes"`
@@ -92,11 +123,13 @@ type Span struct {
 }
 
 // Files lists the live data files of a snapshot of tbl's branch (0: its
-// head), reading manifests only. A snapshot with row-level delete files is
-// refused: its data files hold rows the deletes remove, so reading them
-// without Iceberg would give wrong answers. An upsert table's commits
-// write equality deletes, which a compaction (floe maintain --compact)
-// applies; in a table of another mode, another engine wrote them.
+// head), reading manifests only, and its row-level delete files, whose
+// deletes remove rows of the data files: reading these alone would give
+// rows the table no longer holds, which floe files says. An upsert
+// table's commits write equality deletes, which a compaction (floe
+// maintain --compact) applies; in a table of another mode, another engine
+// wrote them. (Refusing such a snapshot left a new user with nothing to
+// list of an upsert table.)
 func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesResult, error) {
 	res := FilesResult{Table: tbl.Name(), Files: []File{}}
 	if snapshotID == 0 && tbl.Head() == nil {
@@ -106,13 +139,30 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 	if err != nil {
 		return res, err
 	}
-	if snap.Summary != nil {
-		if n, _ := strconv.ParseInt(snap.Summary.Properties["total-delete-files"], 10, 64); n > 0 {
-			if tbl.Mode() == mapping.ModeUpsert {
-				return res, fmt.Errorf("snapshot %d of %s has row-level delete files (%d; the equality deletes of an upsert table): its data files hold rows those delete, so read it with an Iceberg reader, or run floe maintain --table %s --compact, which applies the deletes in a new snapshot that floe files then lists (until a sink commits deletes again)", snap.SnapshotID, tbl.Name(), n, tbl.Name())
-			}
-			return res, fmt.Errorf("snapshot %d of %s has row-level delete files (%d, written by another engine): its data files hold rows those delete, so read it with an Iceberg reader", snap.SnapshotID, tbl.Name(), n)
+	res.Upsert = tbl.Mode() == mapping.ModeUpsert
+	// The summary says when there are deletes, and their manifests are
+	// read only then.
+	deletes := snap.Summary == nil
+	if !deletes {
+		n, _ := strconv.ParseInt(snap.Summary.Properties["total-delete-files"], 10, 64)
+		deletes = n > 0
+	}
+	if deletes {
+		dels, err := tbl.DeleteFiles(ctx, snap.SnapshotID)
+		if err != nil {
+			return res, fmt.Errorf("list the delete files of %s: %w", tbl.Name(), err)
 		}
+		for _, d := range dels {
+			kind := "position"
+			switch {
+			case d.Equality:
+				kind = "equality"
+			case d.Format == iceberg.PuffinFile:
+				kind = "deletion_vector"
+			}
+			res.DeleteFiles = append(res.DeleteFiles, DeleteFile{Path: d.Path, Kind: kind, Records: d.Records, SizeBytes: d.SizeBytes, AddedBy: d.AddedBy})
+		}
+		slices.SortFunc(res.DeleteFiles, func(a, b DeleteFile) int { return cmp.Compare(a.Path, b.Path) })
 	}
 	at := time.UnixMilli(snap.TimestampMs).UTC()
 	res.SnapshotID, res.CommittedAt = &snap.SnapshotID, &at
@@ -154,6 +204,13 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 			p, lo, hi := f.PartitionMin, f.Offsets.Low, f.Offsets.High-1
 			out.Partition, out.MinOffset, out.MaxOffset = &p, &lo, &hi
 			out.Topic = cmp.Or(first.Topic, topics.of(f))
+		case f.HasBounds && out.Group == nil:
+			// Merged across partitions, not as a group (an upsert
+			// table's compaction): which partitions, and their topic
+			// when the ledger has one of them all.
+			lo, hi := f.PartitionMin, f.PartitionMax
+			out.MinPartition, out.MaxPartition = &lo, &hi
+			out.Topic = topics.across(lo, hi)
 		}
 		res.Records += f.Records
 		res.SizeBytes += f.SizeBytes
@@ -286,6 +343,26 @@ func (ix topicIndex) of(f snapshot.DataFile) string {
 	for _, r := range ix.commits[f.AddedBy].Ranges {
 		if !r.Deleted() && r.Partition == f.PartitionMin && r.Low <= f.Offsets.Low && f.Offsets.High <= r.High && !slices.Contains(found, r.Topic) {
 			found = append(found, r.Topic)
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	return ""
+}
+
+// across returns the only topic the ledger has of the partitions from
+// lo to hi, or "" when it has several (or none).
+func (ix topicIndex) across(lo, hi int32) string {
+	var found []string
+	for p, ts := range ix.byPartition {
+		if p < lo || p > hi {
+			continue
+		}
+		for _, t := range ts {
+			if !slices.Contains(found, t) {
+				found = append(found, t)
+			}
 		}
 	}
 	if len(found) == 1 {

@@ -168,8 +168,10 @@ type DeleteFile struct {
 	Path string
 	// AddedBy is the snapshot that added the file.
 	AddedBy int64
-	// Records is the number of deletes the file holds.
-	Records int64
+	// Records is the number of deletes the file holds, SizeBytes its
+	// size.
+	Records   int64
+	SizeBytes int64
 	// Equality is set for an equality-delete file, whose EqualityFieldIDs
 	// are the columns its rows match on; otherwise the file holds position
 	// deletes (a deletion vector when Format is PUFFIN).
@@ -185,7 +187,7 @@ func (t *Table) DeleteFiles(ctx context.Context, snapshotID int64) ([]DeleteFile
 	err := t.liveEntries(ctx, snapshotID, iceberg.ManifestContentDeletes, func(e iceberg.ManifestEntry) {
 		df := e.DataFile()
 		out = append(out, DeleteFile{Path: df.FilePath(), AddedBy: e.SnapshotID(), Records: df.Count(),
-			Equality: df.ContentType() == iceberg.EntryContentEqDeletes, EqualityFieldIDs: df.EqualityFieldIDs(),
+			SizeBytes: df.FileSizeBytes(), Equality: df.ContentType() == iceberg.EntryContentEqDeletes, EqualityFieldIDs: df.EqualityFieldIDs(),
 			Format: df.FileFormat()})
 	})
 	return out, err

@@ -49,10 +49,13 @@ files of other branches that floe replay --branch wrote, and files that a state 
 published replay replaced, kept until floe maintain expires their snapshots), so a glob such as
 data/*.parquet counts rows twice or reads rows that were never committed.
 
-A snapshot with row-level delete files is refused: its data files hold rows the deletes remove.
-An upsert table (docs/upsert.md) has them after most commits (its equality deletes): floe maintain
---compact applies them in a new snapshot, which floe files then lists until a sink commits deletes
-again. A table of another mode has them only when another engine wrote them.
+A snapshot with row-level delete files lists them too, after its data files (delete_files in
+JSON): rows of its data files may be deleted by them, so reading the data files alone gives rows
+the table no longer holds. An upsert table (docs/upsert.md) has them after most commits (its
+equality deletes): floe maintain --compact applies them in a new snapshot without delete files,
+until a sink commits deletes again; its merged files hold rows of several Kafka partitions, shown
+as the range of partitions and "(several partitions, compacted)" (JSON: min_partition and
+max_partition). A table of another mode has delete files only when another engine wrote them.
 
 The manifests still list a file deleted from the storage behind floe's back (an aws s3 rm, a
 lifecycle rule). --check looks for every file in the storage (one request per file), marks those
@@ -114,8 +117,17 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 		fmt.Fprintf(w, "%s has no snapshot yet: no data files\n", r.Table)
 		return
 	}
-	fmt.Fprintf(w, "%s snapshot %d, committed %s: %s, %s, %s\n", r.Table, *r.SnapshotID,
-		r.CommittedAt.Format(time.RFC3339), plural(len(r.Files), "data file"), plural(int(r.Records), "row"), humanize.IBytes(uint64(r.SizeBytes)))
+	rows := plural(int(r.Records), "row")
+	if len(r.DeleteFiles) > 0 {
+		rows += " before deletes"
+	}
+	fmt.Fprintf(w, "%s snapshot %d, committed %s: %s, %s, %s", r.Table, *r.SnapshotID,
+		r.CommittedAt.Format(time.RFC3339), plural(len(r.Files), "data file"), rows, humanize.IBytes(uint64(r.SizeBytes)))
+	if len(r.DeleteFiles) > 0 {
+		fmt.Fprintf(w, "; and %s", plural(len(r.DeleteFiles), "delete file"))
+	}
+	fmt.Fprintln(w)
+	defer printDeleteFiles(w, r)
 	if len(r.Files) == 0 {
 		return
 	}
@@ -143,6 +155,11 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 			// Half-open like every range floe prints: the file's rows lie
 			// in [smallest, largest+1).
 			offsets = fmt.Sprintf("[%d, %d)", *f.MinOffset, *f.MaxOffset+1)
+		case f.MinPartition != nil:
+			// Merged across partitions by a compaction that applied
+			// deletes: no offsets of one partition to give.
+			part = fmt.Sprintf("%d-%d", *f.MinPartition, *f.MaxPartition)
+			offsets = "(several partitions, compacted)"
 		}
 		path := f.Path
 		if f.Missing {
@@ -152,6 +169,30 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 	}
 	tw.Flush()
 	printGroupSpans(w, r.Files)
+}
+
+// printDeleteFiles says that r's snapshot has row-level delete files,
+// what that means for a reader of its data files alone, and lists them.
+func printDeleteFiles(w io.Writer, r lookup.FilesResult) {
+	if len(r.DeleteFiles) == 0 {
+		return
+	}
+	whose := "written by another engine"
+	if r.Upsert {
+		whose = "the deletes of an upsert table"
+	}
+	fmt.Fprintf(w, "\nthe snapshot also has %s (%s): rows of the data files above may be deleted by them, so reading those files alone gives rows the table no longer holds; read the table with an Iceberg reader",
+		plural(len(r.DeleteFiles), "row-level delete file"), whose)
+	if r.Upsert {
+		fmt.Fprintf(w, ", or run floe maintain --table %s --compact, which applies the deletes in a new snapshot without delete files (until a sink commits deletes again)", r.Table)
+	}
+	fmt.Fprintln(w, ":")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tDELETES\tBYTES\tPATH")
+	for _, d := range r.DeleteFiles {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", strings.ReplaceAll(d.Kind, "_", " "), d.Records, d.SizeBytes, d.Path)
+	}
+	tw.Flush()
 }
 
 // maxTextSpans bounds the spans printed of one file group; --json has all.

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +180,57 @@ func TestFilesReadsNoOldHistory(t *testing.T) {
 				t.Errorf("%d of %d files name their topic, want the live commit's 3 at least:\n%+v", named, len(after.Files), after.Files)
 			}
 		})
+	}
+}
+
+// TestFilesUpsertListsDeletes (from a new user's run): floe files on an
+// upsert table exited 2 for its equality deletes. It lists the data files
+// and the delete files, saying that rows of the data files may be deleted;
+// after a compaction, whose merged file holds rows of several partitions
+// in no file group, that file shows its partitions and that it was
+// compacted, not dashes.
+func TestFilesUpsertListsDeletes(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.customers", "--stop-at-end",
+		"--flush-records", "40", "--mode", "upsert", "--key", "string"}, loc)...)
+	deletes := openTable(t, st.Catalog(), "lake.customers").Head().Summary.Properties["total-delete-files"]
+	files := slices.Concat([]string{"files", "--table", "lake.customers"}, loc)
+	out := mustFloe(t, files...)
+	for _, want := range []string{
+		" rows before deletes, ",
+		"; and " + deletes + " delete files\n",
+		"\nthe snapshot also has " + deletes + " row-level delete files (the deletes of an upsert table): rows of the data files above may be deleted by them",
+		"floe maintain --table lake.customers --compact",
+		"\nKIND      DELETES  BYTES  PATH\nequality  ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("floe files of an upsert table: want %q\n%s", want, out)
+		}
+	}
+	// The JSON as a reader sees it.
+	type listing struct {
+		Files []struct {
+			Topic        string `json:"topic"`
+			MinPartition *int32 `json:"min_partition"`
+			MaxPartition *int32 `json:"max_partition"`
+		} `json:"files"`
+		DeleteFiles []struct {
+			Kind string `json:"kind"`
+		} `json:"delete_files"`
+	}
+	var res listing
+	if err := json.Unmarshal([]byte(mustFloe(t, append(files, "--json")...)), &res); err != nil || strconv.Itoa(len(res.DeleteFiles)) != deletes || res.DeleteFiles[0].Kind != "equality" {
+		t.Fatalf("--json: %v, %d delete files, want %s equality ones", err, len(res.DeleteFiles), deletes)
+	}
+
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.customers", "--compact"}, loc)...)
+	out = mustFloe(t, files...)
+	if !regexp.MustCompile(`\norders +0-2 +\(several partitions, compacted\) +218 `).MatchString(out) || strings.Contains(out, "delete") {
+		t.Fatalf("floe files after the compaction:\n%s", out)
+	}
+	res = listing{}
+	if err := json.Unmarshal([]byte(mustFloe(t, append(files, "--json")...)), &res); err != nil || len(res.Files) != 1 || res.Files[0].Topic != "orders" ||
+		res.Files[0].MinPartition == nil || *res.Files[0].MinPartition != 0 || *res.Files[0].MaxPartition != 2 || res.DeleteFiles != nil {
+		t.Fatalf("--json after the compaction: %v, %+v", err, res)
 	}
 }

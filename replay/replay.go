@@ -125,6 +125,13 @@ type Result struct {
 	// back to the branch's next offset, and the next sink session reads
 	// those offsets again, while retention still holds them.
 	MainWasAhead map[int32]int64
+	// MainHeldBelow are the partitions of which main's previous head held
+	// offsets below the first the published ledger holds (the replay
+	// began later: --from, or retention had deleted them), as
+	// [main's first, the replay's first): main's history, by which floe
+	// as-of reached them, is on no branch now. Nil when the replay began
+	// where main did.
+	MainHeldBelow map[int32]mapping.Interval
 	// PublishedBefore is set when the branch's head was published before
 	// and main has moved on since (snapshot.PublishedBeforeError): it is
 	// not published again, which would drop main's newer commits.
@@ -185,6 +192,39 @@ func mainWasAhead(ctx context.Context, t *snapshot.Table, mainFrom int64, topic 
 		}
 	}
 	return ahead, nil
+}
+
+// mainHeldBelow returns the partitions of topic of which the ledger of
+// main's previous head mainFrom (0: none) held offsets below the first
+// that published, the ledger main has now, holds, as [main's first, the
+// published ledger's first); nil when none. A partition the published
+// ledger lacks is main's whole.
+func mainHeldBelow(ctx context.Context, t *snapshot.Table, mainFrom int64, topic string, published mapping.Summary) (map[int32]mapping.Interval, error) {
+	if mainFrom == 0 {
+		return nil, nil
+	}
+	sum, err := t.Summary(ctx, mainFrom)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger of main's previous head %d of %s: %w", mainFrom, t.Name(), err)
+	}
+	var below map[int32]mapping.Interval
+	for _, tp := range sum.Partitions() {
+		was, _ := sum.Partition(tp)
+		if tp.Topic != topic || was.Next() <= was.First() {
+			continue
+		}
+		high := was.Next()
+		if now, ok := published.Partition(tp); ok {
+			high = min(high, now.First())
+		}
+		if was.First() < high {
+			if below == nil {
+				below = map[int32]mapping.Interval{}
+			}
+			below[tp.Partition] = mapping.Interval{Low: was.First(), High: high}
+		}
+	}
+	return below, nil
 }
 
 // checkMainTopic refuses a replay onto a branch of a table whose main
@@ -514,6 +554,9 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 			return res, fmt.Errorf("published branch %s of %s: %w", tbl.Branch(), tbl.Name(), err)
 		}
 		if res.MainWasAhead, err = mainWasAhead(ctx, tbl, res.MainFrom, opts.Topic, res.Next); err != nil {
+			return res, err
+		}
+		if res.MainHeldBelow, err = mainHeldBelow(ctx, tbl, res.MainFrom, opts.Topic, ledger); err != nil {
 			return res, err
 		}
 		// The dead letters of main's earlier commits belong to no ledger

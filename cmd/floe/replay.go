@@ -90,9 +90,11 @@ nothing is published and floe names the first keys that differ (exit 2). A branc
 not published either when main holds offsets below its next offset that it lacks (it starts later,
 or retention deleted them before the replay): publishing would drop them from main.
 --publish-different publishes anyway: a repair of a main known to be wrong. A publish replaces
-main's history with the branch's: floe as-of no longer reaches positions below the replay's first
-commit on main, and snapshot expiry removes main's earlier snapshots. --tag-main NAME tags main's
-previous head in the publish's commit, so Iceberg engines can still read it and expiry keeps it.
+main's history with the branch's: floe as-of no longer reaches the offsets main held below the
+replay's start (nor, of an upsert table, positions within the replay's first commit), and snapshot
+expiry removes main's earlier snapshots. --tag-main NAME tags main's previous head in the publish's
+commit, so Iceberg engines can still read it and expiry keeps it. The branch is kept after the
+publish (floe has no command that deletes a branch).
 
 --fold latest is an alias: --mode upsert keyed by the Kafka key within its partition (columns
 kafka_topic, kafka_partition, kafka_key), a KTable's semantics: per partition the latest value of
@@ -567,6 +569,26 @@ func ledgerTopic(ctx context.Context, f *replayFlags) (string, error) {
 	return "", fmt.Errorf("missing --topic NAME: %s's ledger holds topics %s; name the one to replay, e.g. --topic %s", tbl.Name(), strings.Join(topics, ", "), topics[0])
 }
 
+// lostHistory says what floe as-of no longer reaches once a publish put
+// main's previous history on no branch: the offsets main's ledger held
+// below the replay's start; for an upsert table, the states within the
+// replay's first commit; else nothing, the replay began where main did
+// (it said "positions below the replay's first commit" of every publish,
+// a replay from offset 0 too: a new user's report).
+func lostHistory(r replay.Result) string {
+	if len(r.MainHeldBelow) > 0 {
+		var parts []string
+		for _, p := range slices.Sorted(maps.Keys(r.MainHeldBelow)) {
+			parts = append(parts, fmt.Sprintf("%s/%d %v", r.Plan.Topic, p, r.MainHeldBelow[p]))
+		}
+		return fmt.Sprintf(": main's ledger held %s below the replay's start, which floe as-of no longer reaches", strings.Join(parts, ", "))
+	}
+	if r.Folds {
+		return ": floe as-of no longer reaches positions within the replay's first commit (an upsert table's states there were main's)"
+	}
+	return " (the replay began where main's ledger did, so floe as-of reaches the positions it reached before)"
+}
+
 // printReplayResult prints the result of a replay onto branch (empty: into
 // a new table).
 func printReplayResult(w io.Writer, r replay.Result, branch string) {
@@ -611,9 +633,12 @@ func printReplayResult(w io.Writer, r replay.Result, branch string) {
 			if r.Tagged != "" {
 				fmt.Fprintf(w, "  main's previous head %d is tag %s: Iceberg engines read the history the publish replaced from it\n", r.MainFrom, r.Tagged)
 			} else if r.MainFrom != 0 {
-				fmt.Fprintf(w, "  main's history before it is on no branch now: floe as-of no longer reaches positions below the replay's first commit, and snapshot expiry removes it (--tag-main NAME keeps it next time)\n")
+				fmt.Fprintf(w, "  main's history before it is on no branch now%s, and snapshot expiry removes it (--tag-main NAME keeps it next time)\n", lostHistory(r))
 			}
 		}
+		// There is no floe command that deletes a branch: said, so that
+		// it is not looked for (a new user's report).
+		fmt.Fprintf(w, "  branch %s is kept, at the head main has now; floe has no command that deletes a branch\n", branch)
 	}
 	for _, p := range slices.Sorted(maps.Keys(r.MainWasAhead)) {
 		fmt.Fprintf(w, "  main went back on %s/%d from offset %d to %d: the next floe sink session reads those offsets again (while retention still holds them)\n",

@@ -51,11 +51,43 @@ func TestReplayPublishTagsMain(t *testing.T) {
 		t.Errorf("the refused replay created branch later: the name is checked before anything is written")
 	}
 	code, out, errs = replay("later2")
-	if code != 0 || !strings.Contains(out, "floe as-of no longer reaches positions below the replay's first commit") || !strings.Contains(out, "--tag-main NAME") {
+	if code != 0 || !strings.Contains(out, "main's history before it is on no branch now (the replay began where main's ledger did") || !strings.Contains(out, "--tag-main NAME") {
 		t.Errorf("replay --publish without --tag-main: exit %d\n%s%s\nwant it to say main's history is on no branch now", code, out, errs)
 	}
 	code, _, errs = floe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--branch", "x", "--tag-main", "t"}, loc)...)
 	if code != exitError || !strings.Contains(errs, "--tag-main") || !strings.Contains(errs, "--publish") {
 		t.Errorf("--tag-main without --publish: exit %d\n%s\nwant exit 2 naming both flags", code, errs)
+	}
+}
+
+// TestReplayPublishSaysWhatAsOfLost (from a new user's run): every publish
+// said floe as-of no longer reached positions below the replay's first
+// commit, a replay from the table's first offset too, where as-of still
+// answers them; and nothing said the branch stays. A replay of an append
+// table from where main began says as-of reaches every position (and it
+// does); one of an upsert table says which positions it no longer reaches;
+// both say the branch is kept.
+func TestReplayPublishSaysWhatAsOfLost(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "50"}, loc)...)
+	out := mustFloe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--branch", "full", "--publish"}, loc)...)
+	if strings.Contains(out, "no longer reaches") || !strings.Contains(out, "main's history before it is on no branch now (the replay began where main's ledger did, so floe as-of reaches the positions it reached before), and snapshot expiry removes it") ||
+		!strings.Contains(out, "\n  branch full is kept, at the head main has now; floe has no command that deletes a branch\n") {
+		t.Fatalf("replay --publish from the table's first offset:\n%s", out)
+	}
+	if code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.orders", "--offsets", "orders/0=5,orders/1=5,orders/2=5", "--rows"}, loc)...); code != exitOK || !strings.Contains(out, "\n15 rows") {
+		t.Fatalf("as-of below the replay's first commit's end: exit %d\n%s%s", code, out, errs)
+	}
+	out = mustFloe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--from", "0=50,1=50,2=50",
+		"--branch", "late", "--publish", "--publish-different"}, loc)...)
+	if !strings.Contains(out, "main's history before it is on no branch now: main's ledger held orders/0 [0, 50), orders/1 [0, 50), orders/2 [0, 50) below the replay's start, which floe as-of no longer reaches, and snapshot expiry") {
+		t.Fatalf("replay --publish from above main's first offsets:\n%s", out)
+	}
+
+	kst, kloc := keyedStack(t, "lake.u")
+	out = mustFloe(t, slices.Concat([]string{"replay", "-b", kst.Brokers[0], "-t", "u", "--table", "lake.u", "--branch", "rebuild", "--publish"}, kloc)...)
+	if !strings.Contains(out, "main's history before it is on no branch now: floe as-of no longer reaches positions within the replay's first commit") || !strings.Contains(out, "branch rebuild is kept") {
+		t.Fatalf("replay --publish of an upsert table:\n%s", out)
 	}
 }

@@ -70,13 +70,20 @@ func ParseBound(s, topic string, from bool) (Bound, error) {
 		}
 		return b, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	t, ago, ok := mapping.ParseWhen(s, time.Now())
+	switch {
+	case !ok:
 		forms := "end, an RFC 3339 time (2024-05-01T09:00:00Z) or offsets P=OFFSET[,P=OFFSET]"
 		if from {
 			forms = "earliest, an RFC 3339 time (2024-05-01T09:00:00Z), offsets P=OFFSET[,P=OFFSET] or snapshot:ID"
 		}
 		return bad("want " + forms)
+	case ago:
+		// Read as floe as-of --time and dead-letters --since read it,
+		// but a replay is continued by running it again, and "1h ago"
+		// is another time at every run: the time it stands for is what
+		// to give.
+		return bad(fmt.Sprintf("a duration back from now is another time at every run, and a replay is continued by running the same command again; give the time it stands for now: %s", t.UTC().Truncate(time.Second).Format(time.RFC3339)))
 	}
 	b.Time = t
 	return b, nil

@@ -50,7 +50,7 @@ func newAsOfCmd() *cobra.Command {
 		branch  string
 	)
 	cmd := &cobra.Command{
-		Use:   "as-of --table NAMESPACE.TABLE [--branch NAME] (--offsets TOPIC/P=OFFSET[,...] | --time RFC3339) [--rows [-o FILE]] [--json]",
+		Use:   "as-of --table NAMESPACE.TABLE [--branch NAME] (--offsets TOPIC/P=OFFSET[,...] | --time TIME) [--rows [-o FILE]] [--json]",
 		Short: "Find the snapshot at which the table reached a position or a time, and the exact table then",
 		Long: `Answer "what did the table look like as of offset N / time T". A position is a cut per partition:
 the table as of it holds each named partition's records below the cut's offset (partitions not
@@ -69,13 +69,13 @@ expiry removed is still found through the ledger and said to have expired (expir
 below the position when it names every partition (the same rows: floe's commits only add rows;
 rows_from_head in --json), and is refused otherwise; floe replay --until rebuilds them.
 
---time means record time: every partition is cut before its first record whose timestamp is at
-or after it (out-of-order timestamps included), from the broker's ListOffsets by timestamp when
---brokers is given and the broker still retains what the table holds (on a compacted topic
-lowered to a record the table holds that compaction removed), else from the table's own
-timestamp column. A time in the future is refused: records at or after it may still arrive, so
-the table as of it is not known yet. --time now is the table as it is: each partition at the next
-offset its ledger records (source now).
+--time means record time (RFC3339, or a duration back from now: --time 10m is ten minutes ago):
+every partition is cut before its first record whose timestamp is at or after it (out-of-order
+timestamps included), from the broker's ListOffsets by timestamp when --brokers is given and the
+broker still retains what the table holds (on a compacted topic lowered to a record the table holds
+that compaction removed), else from the table's own timestamp column. A time in the future is
+refused: records at or after it may still arrive, so the table as of it is not known yet. --time
+now is the table as it is: each partition at the next offset its ledger records (source now).
 
 In JSON and JSON lines, keys, values and header values are strings when they are valid UTF-8,
 null when null, and {"base64": "..."} otherwise. CSV writes null as an empty field.`,
@@ -86,7 +86,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
 			if (offsets == "") == (at == "") {
-				return errors.New("give exactly one of --offsets TOPIC/P=OFFSET[,...] and --time RFC3339")
+				return errors.New("give exactly one of --offsets TOPIC/P=OFFSET[,...] and --time TIME (RFC3339, or a duration back from now)")
 			}
 			// Writing the rows is what --output asks for.
 			rows = rows || output != ""
@@ -106,9 +106,11 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				// of the clock, and with --brokers at the log's end, which
 				// a table behind it has not reached (found by review).
 			default:
-				t, err := time.Parse(time.RFC3339Nano, at)
-				if err != nil {
-					return fmt.Errorf("--time %q: want an RFC3339 time such as 2024-05-01T09:00:00Z, or now", at)
+				// A duration is that long ago, as dead-letters --since
+				// takes it (a new user's 10m was refused).
+				t, _, ok := mapping.ParseWhen(at, time.Now())
+				if !ok {
+					return fmt.Errorf("--time %q: want %s; or now", at, mapping.TimeForms)
 				}
 				q.Time = &t
 			}
@@ -222,7 +224,8 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 	f.register(cmd, ": map --time to offsets with ListOffsets by timestamp")
 	fs := cmd.Flags()
 	fs.StringVar(&offsets, "offsets", "", "position per partition, `TOPIC/P=OFFSET[,...]` (P=OFFSET when the table holds one topic)")
-	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z; not in the future; now is the table as it is (each partition at the table's next offset)")
+	fs.StringVar(&at, "time", "", "record `TIME`, RFC3339, e.g. 2024-05-01T09:00:00Z, or a duration back from now (10m, 24h); not in the future;\n"+
+		"now is the table as it is (each partition at the table's next offset)")
 	fs.StringVar(&branch, "branch", "", "answer from this branch's or tag's ledger (default main), such as the tag floe replay --tag-main gave main's history before a publish")
 	fs.BoolVar(&rows, "rows", false, "also print (or write to --output) the table's rows as of the position")
 	fs.StringVarP(&output, "output", "o", "", "write the rows to this `FILE`: .parquet, .csv, .jsonl/.ndjson/.json (mode 0644); implies --rows")

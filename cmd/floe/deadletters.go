@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -128,15 +129,13 @@ first_topic, first_partition, first_offset, first_error) and notes. See docs/dea
 	return cmd
 }
 
-// parseSince reads --since: an RFC3339 time, or a duration back from now.
+// parseSince reads --since: an RFC3339 time, or a duration back from now
+// (mapping.ParseWhen, as every flag that takes a time).
 func parseSince(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+	if t, _, ok := mapping.ParseWhen(s, now); ok {
 		return t, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("--since %q: want an RFC3339 time such as 2024-05-01T09:00:00Z, or a duration back from now such as 90m or 24h (hours, minutes, seconds: no days)", s)
+	return time.Time{}, fmt.Errorf("--since %q: want %s", s, mapping.TimeForms)
 }
 
 // selection names the flags that selected dead letters, as given, for

@@ -172,14 +172,7 @@ func iv(lo, hi int64) mapping.Interval { return mapping.Interval{Low: lo, High: 
 // (stop the sinks, or flush them less often, and run it again). It said
 // "publish raced with other commits" only.
 func TestPublishBesideFasterWriterNamesTheFix(t *testing.T) {
-	cat := tempCatalog(t)
-	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
-	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
-	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
-		t.Fatal(err)
-	}
-	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
-	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	_, main, br := rebuildBesideMain(t)
 	next := int64(1)
 	checks := 0
 	_, _, err := br.PublishChecked(t.Context(), "", func(context.Context, int64) error {

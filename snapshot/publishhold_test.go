@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
+
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -20,14 +22,7 @@ import (
 // hold in the same commit, and the writer's next commit is fenced by the
 // published ledger.
 func TestPublishHoldsWritersOfMain(t *testing.T) {
-	cat := tempCatalog(t)
-	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
-	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
-	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
-		t.Fatal(err)
-	}
-	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
-	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	cat, main, br := rebuildBesideMain(t)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -85,14 +80,7 @@ func TestPublishHoldsWritersOfMain(t *testing.T) {
 // publish gives up, main unchanged, and lifts its hold so that main's
 // other writers do not wait for it to end.
 func TestPublishGivingUpLiftsItsHold(t *testing.T) {
-	cat := tempCatalog(t)
-	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
-	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
-	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
-		t.Fatal(err)
-	}
-	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
-	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	cat, main, br := rebuildBesideMain(t)
 	next := int64(1)
 	held := false
 	_, _, err := br.PublishChecked(t.Context(), "", func(context.Context, int64) error {
@@ -122,14 +110,7 @@ func TestPublishGivingUpLiftsItsHold(t *testing.T) {
 // not remove either (not set yet then): main's sinks hold every commit
 // until it ends (30 s at least), for a publish that is over.
 func TestPublishFoundDoneLiftsItsHold(t *testing.T) {
-	cat := tempCatalog(t)
-	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
-	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
-	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
-		t.Fatal(err)
-	}
-	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
-	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	cat, _, br := rebuildBesideMain(t)
 	other := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
 	checks := 0
 	_, _, err := br.PublishChecked(t.Context(), "", func(context.Context, int64) error {
@@ -149,4 +130,20 @@ func TestPublishFoundDoneLiftsItsHold(t *testing.T) {
 	if h, held := fresh.PublishHold(); held {
 		t.Fatalf("the publish is over (main is the branch's head), but main's writers are held until %v (%q)", h.Until, fresh.Iceberg().Properties()[snapshot.PropPublishHold])
 	}
+}
+
+// rebuildBesideMain returns a catalog whose table lake.events has offset 0
+// of partition 0 on main, and a branch rebuild holding the same: a branch
+// ready to publish, and its table open on main and on the branch.
+func rebuildBesideMain(t *testing.T) (icecat.Catalog, *snapshot.Table, *snapshot.Table) {
+	t.Helper()
+	cat := tempCatalog(t)
+	main := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Create: true})
+	commitRecs(t, main, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	if err := main.CreateEmptyBranch(t.Context(), "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
+	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
+	return cat, main, br
 }

@@ -2,18 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/catalog"
-	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -26,49 +20,12 @@ import (
 // published ledger, reads the records since the branch's end again: the
 // table ends with every record once.
 func TestLiveSinkHoldsForPublish(t *testing.T) {
-	st, loc := sinkStack(t) // orders: 3 partitions, 300 events
-	brokers := strings.Join(st.Brokers, ",")
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	done := liveFloe(ctx, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders",
-		"--flush-interval", "100ms"}, loc...)...)
-	cat, err := catalog.Open(t.Context(), st.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident := table.Identifier{"lake", "orders"}
-	total := func() int64 {
-		tbl, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{})
-		if err != nil {
-			return 0
-		}
-		l, err := tbl.Summary(t.Context(), 0)
-		if err != nil {
-			return 0
-		}
-		var n int64
-		for _, next := range l.Next() {
-			n += next
-		}
-		return n
-	}
-	waitFor(t, time.Minute, "the live sink to sink the 300 events", func() bool { return total() == 300 })
-	mustFloe(t, append([]string{"replay", "-b", brokers, "--topic", "orders", "--table", "lake.orders", "--branch", "rb"}, loc...)...)
+	lo := startLiveOrders(t, 3*time.Minute, "--flush-interval", "100ms")
+	mustFloe(t, append([]string{"replay", "-b", lo.brokers, "--topic", "orders", "--table", "lake.orders", "--branch", "rb"}, lo.loc...)...)
 
 	// orders/1 stays busy: the sink commits every 100 ms.
-	pctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var produced atomic.Int64
-	wg.Go(func() {
-		for i := 0; pctx.Err() == nil; i++ {
-			r := &kgo.Record{Topic: "orders", Partition: 1, Key: []byte("k"), Value: fmt.Appendf(nil, `{"n":%d}`, i)}
-			if localstack.Produce(pctx, st.Brokers, []*kgo.Record{r}) == nil {
-				produced.Add(1)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-	br, err := snapshot.Open(t.Context(), cat, ident, snapshot.OpenOptions{Branch: "rb"})
+	stopProducing := lo.produceEvery(1, 10*time.Millisecond)
+	br, err := snapshot.Open(t.Context(), lo.cat, table.Identifier{"lake", "orders"}, snapshot.OpenOptions{Branch: "rb"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,22 +35,20 @@ func TestLiveSinkHoldsForPublish(t *testing.T) {
 		time.Sleep(time.Second) // a comparison slower than the sink's flushes
 		return nil
 	})
-	stop()
-	wg.Wait()
+	produced := stopProducing()
 	if err != nil {
-		cancel()
-		<-done
+		lo.stop()
 		t.Fatalf("publish beside a live sink, after %d checks: %v", checks, err)
 	}
-	want := 300 + produced.Load()
-	ok := waitForOK(time.Minute, func() bool { return total() == want })
-	cancel()
-	run := <-done
+	want := 300 + produced
+	ok := waitForOK(time.Minute, func() bool { _, total := lo.next(); return total == want })
+	run := lo.stop()
 	if !ok {
-		t.Fatalf("after the publish the table holds %d offsets, want %d; sink:\n%s", total(), want, run.errs)
+		_, total := lo.next()
+		t.Fatalf("after the publish the table holds %d offsets, want %d; sink:\n%s", total, want, run.errs)
 	}
 	if !strings.Contains(run.errs, "holding this commit: a replay is publishing branch rb") {
 		t.Errorf("the sink did not say it held for the publish:\n%s", run.errs)
 	}
-	mustFloe(t, append([]string{"audit", "-b", brokers, "--table", "lake.orders"}, loc...)...)
+	mustFloe(t, append([]string{"audit", "-b", lo.brokers, "--table", "lake.orders"}, lo.loc...)...)
 }

@@ -336,24 +336,29 @@ func TestLiveSinkTopicDeletedSaysSo(t *testing.T) {
 // into an existing table sank that topic beside the table's own without a
 // word. A table may hold several topics, so the sink goes on, but it
 // warns, naming the topics the table held; a run of the table's own topic,
-// a new table and a --topic-regex run do not warn.
+// a new table and a --topic-regex run do not warn. The run's summary says
+// it again, as a warning: line and in --json's warnings, as it does the
+// other warnings of a run (it was only in the log: from a new user's run).
 func TestSinkWarnsOfANewTopicInATable(t *testing.T) {
 	st, loc := sinkStack(t)
 	if err := localstack.CreateTopic(t.Context(), st.Brokers, "payments", 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	produceRound(t, st.Brokers, "payments", 1, 5, map[int32]int64{})
+	var out string
 	sink := func(args ...string) string {
 		t.Helper()
-		code, _, errs := floe(t, append(append([]string{"sink", "--brokers", st.Brokers[0], "--stop-at-end"}, args...), loc...)...)
+		code, stdout, errs := floe(t, append(append([]string{"sink", "--brokers", st.Brokers[0], "--stop-at-end"}, args...), loc...)...)
 		if code != exitOK {
 			t.Fatalf("floe sink %v: exit %d\n%s", args, code, errs)
 		}
+		out = stdout
 		return errs
 	}
 	const warning = "this run adds a topic to a table that holds other topics"
-	if errs := sink("--topic", "orders", "--table", "lake.orders"); strings.Contains(errs, warning) {
-		t.Errorf("a new table warned:\n%s", errs)
+	const summary = "this run added topic payments to table lake.%s, which held orders: a table may hold several, but if --topic (or --table) was a mistake, docs/deployment.md, recovering from mistakes, says how to take the topic out again"
+	if errs := sink("--topic", "orders", "--table", "lake.orders"); strings.Contains(errs, warning) || strings.Contains(out, "warning:") {
+		t.Errorf("a new table warned:\n%s\n%s", out, errs)
 	}
 	if errs := sink("--topic", "orders", "--table", "lake.orders"); strings.Contains(errs, warning) {
 		t.Errorf("the table's own topic warned:\n%s", errs)
@@ -361,6 +366,15 @@ func TestSinkWarnsOfANewTopicInATable(t *testing.T) {
 	errs := sink("--topic", "payments", "--table", "lake.orders")
 	if !strings.Contains(errs, warning) || !strings.Contains(errs, "topic=payments") || !strings.Contains(errs, "table_topics=orders") {
 		t.Errorf("another topic into lake.orders: want the warning naming payments and the table's orders:\n%s", errs)
+	}
+	if !strings.Contains(out, "\nwarning: "+fmt.Sprintf(summary, "orders")+"\n") {
+		t.Errorf("another topic into lake.orders: want the summary's warning\n%s", out)
+	}
+	sink("--topic", "orders", "--table", "lake.j")
+	sink("--topic", "payments", "--table", "lake.j", "--json")
+	var r runReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil || !slices.Contains(r.Warnings, fmt.Sprintf(summary, "j")) {
+		t.Errorf("--json: want the warning in warnings (%v)\n%s", err, out)
 	}
 	// Named beside one of the table's own topics, a new topic is meant.
 	sink("--topic", "orders", "--table", "lake.meant")
@@ -370,34 +384,5 @@ func TestSinkWarnsOfANewTopicInATable(t *testing.T) {
 	sink("--topic", "orders", "--table", "lake.both")
 	if errs := sink("--topic-regex", "pay.*", "--table", "lake.both"); strings.Contains(errs, warning) {
 		t.Errorf("a --topic-regex run that adds its topic to a table warned:\n%s", errs)
-	}
-}
-
-// TestSinkSummaryRepeatsNewTopicWarning (from a new user's run): the
-// warning of a topic added to a table of other topics was only in the log;
-// the run's summary says it again, as a warning: line and in --json's
-// warnings, as it does the other warnings of a run.
-func TestSinkSummaryRepeatsNewTopicWarning(t *testing.T) {
-	st, loc := sinkStack(t)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "payments", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	produceRound(t, st.Brokers, "payments", 1, 5, map[int32]int64{})
-	sink := func(args ...string) string {
-		t.Helper()
-		return mustFloe(t, append(append([]string{"sink", "--brokers", st.Brokers[0], "--stop-at-end"}, args...), loc...)...)
-	}
-	const want = "this run added topic payments to table lake.%s, which held orders: a table may hold several, but if --topic (or --table) was a mistake, docs/deployment.md, recovering from mistakes, says how to take the topic out again"
-	if out := sink("--topic", "orders", "--table", "lake.orders"); strings.Contains(out, "warning:") {
-		t.Errorf("a new table's run warned:\n%s", out)
-	}
-	if out := sink("--topic", "payments", "--table", "lake.orders"); !strings.Contains(out, "\nwarning: "+fmt.Sprintf(want, "orders")+"\n") {
-		t.Errorf("another topic into lake.orders: want the summary's warning\n%s", out)
-	}
-	sink("--topic", "orders", "--table", "lake.j")
-	var r runReport
-	out := sink("--topic", "payments", "--table", "lake.j", "--json")
-	if err := json.Unmarshal([]byte(out), &r); err != nil || !slices.Contains(r.Warnings, fmt.Sprintf(want, "j")) {
-		t.Errorf("--json: want the warning in warnings (%v)\n%s", err, out)
 	}
 }

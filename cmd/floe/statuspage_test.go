@@ -116,20 +116,12 @@ func TestStatusServePage(t *testing.T) {
 	}
 	// The snapshot id is shown as status.json has it, all 64 bits (a
 	// JavaScript number would round it to another id).
-	resp, err := http.Get("http://" + addr + "/status.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Pipelines []struct {
 			SnapshotID json.Number `json:"snapshot_id"`
 		} `json:"pipelines"`
 	}
-	dec := json.NewDecoder(resp.Body)
-	dec.UseNumber()
-	err = dec.Decode(&doc)
-	resp.Body.Close()
-	if err != nil || len(doc.Pipelines) != 1 {
+	if err := getStatusJSON(addr, &doc); err != nil || len(doc.Pipelines) != 1 {
 		t.Fatalf("status.json: %+v (%v)", doc, err)
 	}
 	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field=snapshot]').textContent`))
@@ -270,10 +262,6 @@ func TestSinkStatusPageShowsRefs(t *testing.T) {
 		t.Fatalf("the page never showed the branch made while the sink runs: %v\npage:\n%s", err, got)
 	}
 	// status.json has them as floe status --json does.
-	resp, err := http.Get("http://" + addr + "/status.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Pipelines []struct {
 			Refs []struct {
@@ -283,11 +271,7 @@ func TestSinkStatusPageShowsRefs(t *testing.T) {
 			} `json:"refs"`
 		} `json:"pipelines"`
 	}
-	dec := json.NewDecoder(resp.Body)
-	dec.UseNumber()
-	err = dec.Decode(&doc)
-	resp.Body.Close()
-	if err != nil || len(doc.Pipelines) != 1 {
+	if err := getStatusJSON(addr, &doc); err != nil || len(doc.Pipelines) != 1 {
 		t.Fatalf("status.json: %+v (%v)", doc, err)
 	}
 	var refs []string
@@ -333,4 +317,17 @@ func checkRefs(t *testing.T, ctx context.Context, before int64) {
 	if got := ref("rebuild"); !strings.HasPrefix(got, "rebuild (branch, snapshot ") {
 		t.Errorf("the page shows the branch as %q", got)
 	}
+}
+
+// getStatusJSON decodes the status.json a status page at addr serves into
+// doc, numbers as json.Number (a snapshot id is 64 bits).
+func getStatusJSON(addr string, doc any) error {
+	resp, err := http.Get("http://" + addr + "/status.json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	return dec.Decode(doc)
 }

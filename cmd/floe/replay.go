@@ -511,8 +511,21 @@ func takeLayout(ctx context.Context, cmd *cobra.Command, f *replayFlags) error {
 	var taken []string
 	for _, fl := range flags {
 		name, value, _ := strings.Cut(strings.TrimPrefix(fl, "--"), " ")
-		if cmd.Flags().Changed(name) || name == "mode" && cmd.Flags().Changed("fold") || name == "fold" && cmd.Flags().Changed("mode") {
+		// The mode, --fold and the key columns are one choice: a given
+		// one leaves the others' values out, which would contradict it
+		// (--mode append refused for the --id-columns of an upsert
+		// table it never gave); given key columns make the copy of an
+		// upsert table one keyed by them.
+		given := cmd.Flags().Changed
+		keyed := given("mode") || given("fold") || given("id-columns")
+		switch {
+		case given(name), name == "id-columns" && keyed, (name == "mode" || name == "fold") && (given("mode") || given("fold")):
 			continue
+		case (name == "mode" || name == "fold") && given("id-columns"):
+			if value == string(mapping.ModeAppend) {
+				continue
+			}
+			name, value, fl = "mode", string(mapping.ModeUpsert), "--mode upsert"
 		}
 		if err := cmd.Flags().Set(name, value); err != nil {
 			return fmt.Errorf("--like %s: take %s: %w", f.like, fl, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,9 @@ each commit's id, writer and dead-letter files) and partitions.`,
 			if cmd.Flags().Changed("partition") {
 				sel.partition = &partition
 			}
+			if err := sel.check(ctx, tbl); err != nil {
+				return err
+			}
 			w := cmd.OutOrStdout()
 			if asJSON {
 				return printLedgerJSON(ctx, w, tbl, sel)
@@ -83,6 +87,34 @@ type ledgerSelection struct {
 	topic     string
 	partition *int32
 	last      int
+}
+
+// check refuses a selection that keeps nothing of tbl's ledger (a
+// misspelt --topic printed an empty ledger of 0 rows), naming what the
+// ledger holds.
+func (s ledgerSelection) check(ctx context.Context, tbl *snapshot.Table) error {
+	if s.topic == "" && s.partition == nil {
+		return nil
+	}
+	sum, err := tbl.Summary(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("summarise the ledger of %s: %w", tbl.Name(), err)
+	}
+	var parts []string
+	for _, tp := range sum.Partitions() {
+		if s.keeps(tp) {
+			return nil
+		}
+		if s.topic == "" && len(sum.Topics()) > 1 {
+			parts = append(parts, tp.String())
+		} else if s.topic == "" || tp.Topic == s.topic {
+			parts = append(parts, fmt.Sprint(tp.Partition))
+		}
+	}
+	if s.topic != "" && !slices.Contains(sum.Topics(), s.topic) {
+		return fmt.Errorf("--topic %s: the ledger of %s holds no range of it; its topics: %s", s.topic, tbl.Name(), strings.Join(sum.Topics(), ", "))
+	}
+	return fmt.Errorf("--partition %d: the ledger of %s holds no range of it; its partitions: %s", *s.partition, tbl.Name(), strings.Join(parts, ", "))
 }
 
 func (s ledgerSelection) keeps(tp mapping.TopicPartition) bool {

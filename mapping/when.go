@@ -20,7 +20,9 @@ func ParseWhen(s string, now time.Time) (t time.Time, ago, ok bool) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, false, true
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+	// A unit is required: Go's ParseDuration takes a bare 0, which a
+	// user means as an offset (replay --from 0), not as now.
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 && strings.ContainsAny(s, "hmsuµn") {
 		return now.Add(-d), true, true
 	}
 	return time.Time{}, false, false

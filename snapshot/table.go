@@ -97,6 +97,8 @@ type Table struct {
 	fsys table.FSysF
 	// held is the publish hold this writer last saw (PublishHold).
 	held heldState
+	// version is set on an earlier version OpenVersion opened.
+	version bool
 }
 
 // OpenOptions control Open.

@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // versionCatalog answers LoadTable of one table with that table as one
@@ -40,7 +44,10 @@ func (c versionCatalog) CommitTable(context.Context, table.Identifier, []table.R
 // segments the version names may have been merged into a later segment
 // and deleted since (floe maintain); archived entries are never changed or
 // dropped, so the table's segments now are read instead, and the version's
-// ledger, the ancestry of its heads, is the same.
+// ledger, the ancestry of its heads, is the same. Likewise the ranges
+// files of the version's snapshots that expired since: maintenance
+// deletes them once the archive holds their ranges, which are read from
+// there.
 func OpenVersion(ctx context.Context, cat catalog.Catalog, ident table.Identifier, location string, opts OpenOptions) (*Table, error) {
 	if opts.Create || opts.Write {
 		return nil, errors.New("open a table version: a version is read only")
@@ -57,7 +64,13 @@ func OpenVersion(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		return nil, fmt.Errorf("the metadata file %s is of another table (UUID %s) than %s (UUID %s): give a metadata file of this table, such as an audit report's evidence.metadata_location",
 			location, was, strings.Join(ident, "."), is)
 	}
+	if then, err = withArchivedRanges(ctx, cat, ident, then, now); err != nil {
+		return nil, err
+	}
 	t, err := Open(ctx, versionCatalog{Catalog: cat, tbl: then}, ident, opts)
+	if err == nil {
+		t.version = true
+	}
 	if err == nil || !errors.Is(err, fs.ErrNotExist) || !namesArchive(then) {
 		return t, err
 	}
@@ -94,8 +107,14 @@ func OpenVersion(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (and with the table's ledger archive as it is now: %w)", err, err2)
 	}
+	t.version = true
 	return t, nil
 }
+
+// IsVersion reports whether the Table is an earlier version of its table,
+// opened by OpenVersion: read only, its tables beside it (dead-letter
+// tables) as they are now.
+func (t *Table) IsVersion() bool { return t.version }
 
 // namesArchive reports whether tbl's properties name ledger archive files.
 func namesArchive(tbl *table.Table) bool {
@@ -104,4 +123,75 @@ func namesArchive(tbl *table.Table) bool {
 
 func isArchiveProp(k string) bool {
 	return strings.HasPrefix(k, PropLedgerSegmentPrefix) || strings.HasPrefix(k, PropLedgerDigestPrefix) || k == PropLedgerArchive
+}
+
+// withArchivedRanges returns then, a version of the table now is, with
+// the ledger entries of its snapshots that keep their ranges in a ranges
+// file and expired since taken from the archive of main as it is now,
+// ranges inline: maintenance deletes such a snapshot's ranges file once
+// the archive holds its ranges. The entries decode to the same commits.
+func withArchivedRanges(ctx context.Context, cat catalog.Catalog, ident table.Identifier, then, now *table.Table) (*table.Table, error) {
+	gone := map[int64]bool{}
+	for _, s := range then.Metadata().Snapshots() {
+		if s.Summary == nil || now.Metadata().SnapshotByID(s.SnapshotID) != nil {
+			continue
+		}
+		if _, ok, _ := mapping.RangesRefOf(s.SnapshotID, s.Summary.Properties); ok {
+			gone[s.SnapshotID] = true
+		}
+	}
+	if len(gone) == 0 {
+		return then, nil
+	}
+	cur, err := Open(ctx, cat, ident, OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	entries := map[int64]map[string]string{}
+	for c, err := range cur.CommitsOf(ctx, 0, gone) {
+		if err != nil {
+			return nil, fmt.Errorf("read the archived ledger entries of the version's expired snapshots: %w", err)
+		}
+		if entries[c.SnapshotID], err = c.Encode(); err != nil {
+			return nil, err
+		}
+	}
+	b, err := json.Marshal(then.Metadata())
+	if err != nil {
+		return nil, err
+	}
+	// Numbers as written: a snapshot id has more digits than a float64.
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	snaps, _ := doc["snapshots"].([]any)
+	for _, sn := range snaps {
+		m, _ := sn.(map[string]any)
+		n, _ := m["snapshot-id"].(json.Number)
+		id, _ := n.Int64()
+		entry, ok := entries[id]
+		summary, _ := m["summary"].(map[string]any)
+		if !ok || summary == nil {
+			continue
+		}
+		for k := range summary {
+			if strings.HasPrefix(k, "floe.") {
+				delete(summary, k)
+			}
+		}
+		for k, v := range entry {
+			summary[k] = v
+		}
+	}
+	if b, err = json.Marshal(doc); err != nil {
+		return nil, err
+	}
+	meta, err := table.ParseMetadataBytes(b)
+	if err != nil {
+		return nil, fmt.Errorf("the version's metadata with its archived ledger entries: %w", err)
+	}
+	return table.New(ident, meta, then.MetadataLocation(), now.FS, cat), nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -55,6 +56,15 @@ func OpenVersion(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	now, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, err
+	}
+	if !strings.Contains(location, "://") && strings.HasPrefix(now.MetadataLocation(), "file://") {
+		// A local path, as a file warehouse's locations are written: the
+		// digest covers the location's text.
+		abs, err := filepath.Abs(location)
+		if err != nil {
+			return nil, err
+		}
+		location = "file://" + filepath.ToSlash(abs)
 	}
 	then, err := table.NewFromLocation(ctx, ident, location, now.FS, cat)
 	if err != nil {

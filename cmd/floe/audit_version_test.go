@@ -53,11 +53,14 @@ func TestAuditMetadataLocation(t *testing.T) {
 	if now := decodeAudit(t, js); now.Evidence.Digest == then.Evidence.Digest {
 		t.Fatalf("the table as it is has the earlier digest %s: the test changed nothing", now.Evidence.Digest)
 	}
-	code, js, errs := floe(t, append(auditArgs, "--metadata-location", then.Evidence.MetadataLocation)...)
-	again := decodeAudit(t, js)
-	if code != exitOK || again.Evidence.Digest != then.Evidence.Digest || again.Evidence.MetadataLocation != then.Evidence.MetadataLocation {
-		t.Fatalf("audit --metadata-location of the earlier version: exit %d, digest %s at %s; want %s at %s\n%s",
-			code, again.Evidence.Digest, again.Evidence.MetadataLocation, then.Evidence.Digest, then.Evidence.MetadataLocation, errs)
+	// The location as the report has it, and as a local path.
+	for _, location := range []string{then.Evidence.MetadataLocation, strings.TrimPrefix(then.Evidence.MetadataLocation, "file://")} {
+		code, js, errs := floe(t, append(auditArgs, "--metadata-location", location)...)
+		again := decodeAudit(t, js)
+		if code != exitOK || again.Evidence.Digest != then.Evidence.Digest || again.Evidence.MetadataLocation != then.Evidence.MetadataLocation {
+			t.Fatalf("audit --metadata-location %s: exit %d, digest %s at %s; want %s at %s\n%s",
+				location, code, again.Evidence.Digest, again.Evidence.MetadataLocation, then.Evidence.Digest, then.Evidence.MetadataLocation, errs)
+		}
 	}
 
 	for _, c := range []struct {

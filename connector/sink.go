@@ -723,6 +723,26 @@ func interruptedOnly(err error) bool {
 	return errors.Is(err, context.Canceled)
 }
 
+// interruptedRestart returns errLedgerBack or errPartitionsChanged when
+// err joins one of them with errors of an interrupt only (interruptedOnly),
+// else nil.
+func interruptedRestart(err error) error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil
+	}
+	var restart error
+	for _, e := range j.Unwrap() {
+		switch {
+		case e == errLedgerBack || e == errPartitionsChanged:
+			restart = e
+		case !interruptedOnly(e):
+			return nil
+		}
+	}
+	return restart
+}
+
 // run is Run until ctx ends.
 func (s *Sink) run(ctx context.Context) (Stats, error) {
 	s.warnTruncateAcrossPartitions(ctx)
@@ -744,6 +764,13 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 		commits := s.stats.Commits
 		s.caughtUp = false
 		err := s.session(ctx)
+		if restart := interruptedRestart(err); restart != nil && ctx.Err() != nil {
+			// The interrupt cut a check short while the last flush found
+			// the ledger back (or the partitions changed): that flush is
+			// in, and the run stops as at any restart (a stop failed the
+			// run, found by a test of the review's).
+			err = restart
+		}
 		if s.stats.Commits > commits || s.caughtUp {
 			// The sink was healthy since the last failure: a failure now
 			// begins a new run of them. Counted from the last commit

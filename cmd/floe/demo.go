@@ -185,7 +185,11 @@ func runDemo(ctx context.Context, w io.Writer, dir string, events int, html stri
 		return err
 	}
 	fmt.Fprintf(w, "$ floe ledger --table %s\n", tbl.Name())
-	if err := printLedger(ctx, w, tbl, ledgerSelection{}); err != nil {
+	sum, err := tbl.Summary(ctx, 0)
+	if err != nil {
+		return err
+	}
+	if err := printLedger(ctx, w, tbl, sum, ledgerSelection{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\ntable %s: metadata at %s\n", tbl.Name(), tbl.Iceberg().MetadataLocation())

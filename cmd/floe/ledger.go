@@ -60,14 +60,18 @@ each commit's id, writer and dead-letter files) and partitions.`,
 			if cmd.Flags().Changed("partition") {
 				sel.partition = &partition
 			}
-			if err := sel.check(ctx, tbl); err != nil {
+			sum, err := tbl.Summary(ctx, 0)
+			if err != nil {
+				return fmt.Errorf("summarise the ledger of %s: %w", tbl.Name(), err)
+			}
+			if err := sel.check(tbl, sum); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return printLedgerJSON(ctx, w, tbl, sel)
+				return printLedgerJSON(ctx, w, tbl, sum, sel)
 			}
-			return printLedger(ctx, w, tbl, sel)
+			return printLedger(ctx, w, tbl, sum, sel)
 		},
 	}
 	fs := cmd.Flags()
@@ -89,16 +93,12 @@ type ledgerSelection struct {
 	last      int
 }
 
-// check refuses a selection that keeps nothing of tbl's ledger (a
-// misspelt --topic printed an empty ledger of 0 rows), naming what the
-// ledger holds.
-func (s ledgerSelection) check(ctx context.Context, tbl *snapshot.Table) error {
+// check refuses a selection that keeps nothing of tbl's ledger, whose
+// summary is sum (a misspelt --topic printed an empty ledger of 0 rows),
+// naming what the ledger holds.
+func (s ledgerSelection) check(tbl *snapshot.Table, sum mapping.Summary) error {
 	if s.topic == "" && s.partition == nil {
 		return nil
-	}
-	sum, err := tbl.Summary(ctx, 0)
-	if err != nil {
-		return fmt.Errorf("summarise the ledger of %s: %w", tbl.Name(), err)
 	}
 	var parts []string
 	for _, tp := range sum.Partitions() {
@@ -160,17 +160,14 @@ func (s ledgerSelection) commits(ctx context.Context, tbl *snapshot.Table, yield
 }
 
 // printLedger prints each commit s keeps with its ranges, then a line per
-// partition s keeps from the ledger's summary: floe ledger, and the demo.
-func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, s ledgerSelection) error {
-	sum, err := tbl.Summary(ctx, 0)
-	if err != nil {
-		return fmt.Errorf("summarise the ledger of %s: %w", tbl.Name(), err)
-	}
+// partition s keeps from the ledger's summary sum: floe ledger, and the
+// demo.
+func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapping.Summary, s ledgerSelection) error {
 	// A table of several topics names each range's topic.
 	topics := len(sum.Topics()) > 1
 	fmt.Fprintf(w, "%-20s %-20s %s\n", "SNAPSHOT", "COMMITTED", "RANGES [low, high) rows (start@OFFSET: where the sink began a partition)")
 	var commits int
-	err = s.commits(ctx, tbl, func(c mapping.Commit) error {
+	err := s.commits(ctx, tbl, func(c mapping.Commit) error {
 		commits++
 		parts := make([]string, len(c.Ranges))
 		for i, r := range c.Ranges {
@@ -207,15 +204,28 @@ func ledgerRangeText(r mapping.Range, topic bool) string {
 	if topic {
 		p = r.TopicPartition.String()
 	}
+	switch kind := ledgerRangeKind(r); kind {
+	case "start":
+		return fmt.Sprintf("%s:start@%d", p, r.Low)
+	case "rows":
+		return fmt.Sprintf("%s:%s %d", p, r.Interval, r.Records)
+	default:
+		return fmt.Sprintf("%s:%s %s", p, r.Interval, strings.ToUpper(kind))
+	}
+}
+
+// ledgerRangeKind is what range r is: rows, start, lost or
+// deleted-aborted (a LOST or DELETED-ABORTED range in the text).
+func ledgerRangeKind(r mapping.Range) string {
 	switch {
 	case r.Lost:
-		return fmt.Sprintf("%s:%s LOST", p, r.Interval)
+		return "lost"
 	case r.Aborted:
-		return fmt.Sprintf("%s:%s DELETED-ABORTED", p, r.Interval)
+		return "deleted-aborted"
 	case r.IsStart():
-		return fmt.Sprintf("%s:start@%d", p, r.Low)
+		return "start"
 	}
-	return fmt.Sprintf("%s:%s %d", p, r.Interval, r.Records)
+	return "rows"
 }
 
 // ledgerRangeJSON is a range in floe ledger --json.
@@ -257,7 +267,7 @@ type ledgerPartitionJSON struct {
 // printLedgerJSON prints what printLedger does as one JSON document,
 // {"table", "branch", "commits": [...], "partitions": [...]}, writing each
 // commit as it is read.
-func printLedgerJSON(ctx context.Context, w io.Writer, tbl *snapshot.Table, s ledgerSelection) error {
+func printLedgerJSON(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapping.Summary, s ledgerSelection) error {
 	head, err := json.Marshal(struct {
 		Table  string `json:"table"`
 		Branch string `json:"branch"`
@@ -271,16 +281,7 @@ func printLedgerJSON(ctx context.Context, w io.Writer, tbl *snapshot.Table, s le
 		jc := ledgerCommitJSON{SnapshotID: c.SnapshotID, CommittedAt: c.CommittedAt, ID: c.ID, Writer: c.Writer,
 			DeadLetterTable: c.DeadLetterTable, DeadLetterFiles: c.DeadLetterFiles, Ranges: make([]ledgerRangeJSON, len(c.Ranges))}
 		for i, r := range c.Ranges {
-			kind := "rows"
-			switch {
-			case r.Lost:
-				kind = "lost"
-			case r.Aborted:
-				kind = "deleted-aborted"
-			case r.IsStart():
-				kind = "start"
-			}
-			jc.Ranges[i] = ledgerRangeJSON{Topic: r.Topic, Partition: r.Partition, Low: r.Low, High: r.High, Kind: kind,
+			jc.Ranges[i] = ledgerRangeJSON{Topic: r.Topic, Partition: r.Partition, Low: r.Low, High: r.High, Kind: ledgerRangeKind(r),
 				Records: r.Records, DeadLetters: r.DeadLetters, Deletes: r.Deletes, Skipped: r.Skipped}
 		}
 		b, err := json.Marshal(jc)
@@ -293,10 +294,6 @@ func printLedgerJSON(ctx context.Context, w io.Writer, tbl *snapshot.Table, s le
 	})
 	if err != nil {
 		return err
-	}
-	sum, err := tbl.Summary(ctx, 0)
-	if err != nil {
-		return fmt.Errorf("summarise the ledger of %s: %w", tbl.Name(), err)
 	}
 	parts := []ledgerPartitionJSON{}
 	for _, tp := range sum.Partitions() {

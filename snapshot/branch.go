@@ -444,7 +444,7 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 				// Each attempt checks main again first (a replay compares
 				// it with the branch): a writer of main that commits more
 				// often than that takes wins every time (found by review).
-				return 0, 0, fmt.Errorf("publish branch %s of %s as main: main moved before each of %d attempts could swap it, though its floe sinks were asked to hold their commits meanwhile: a writer of main that does not hold (floe maintain, another engine, a floe sink older than this floe) commits more often than the check before the swap takes; stop it while publishing, then run the same command again, main unchanged: %w: %w",
+				return 0, 0, fmt.Errorf("publish branch %s of %s as main: main moved before each of %d attempts could swap it, though its floe sinks were asked to hold their commits meanwhile: a writer of main that does not hold (another engine, a floe older than this one) commits more often than the check before the swap takes; stop it while publishing, then run the same command again, main unchanged: %w: %w",
 					t.branch, t.Name(), attempt, ErrPublishRace, err)
 			}
 			return 0, 0, fmt.Errorf("publish branch %s of %s as main: %w", t.branch, t.Name(), err)

@@ -1281,7 +1281,20 @@ const (
 // throughout. With reload, it first reloads the table, looks for an
 // earlier attempt's snapshot and re-checks the plan (c.check). It returns
 // the snapshot committed or found, how the attempt ended, and its error.
+//
+// A compaction of main holds while a publish asks main's writers to
+// (AwaitPublish), as a sink does: a compaction commit between a
+// publish's check and its swap costs the publish another check, and
+// floe maintain --compact run on a schedule could win every one. A
+// compaction that held reloads and checks its plan again: the publish
+// most often swapped the files it replaces out of main, and it gives up.
 func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCommit, turn sync.Locker, reload, uncertain bool) (int64, attemptOutcome, error) {
+	if held := t.AwaitPublish(ctx, log); held > 0 {
+		if err := ctx.Err(); err != nil {
+			return 0, attemptNotReloaded, fmt.Errorf("compact %s while holding for a publish: %w", t.Name(), err)
+		}
+		reload = true
+	}
 	if turn != nil {
 		turn.Lock()
 		defer turn.Unlock()

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -146,4 +147,57 @@ func rebuildBesideMain(t *testing.T) (icecat.Catalog, *snapshot.Table, *snapshot
 	br := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
 	commitRecs(t, br, map[int32]mapping.Interval{0: iv(0, 1)}, testRec{0, 0, "a", "v", 0})
 	return cat, main, br
+}
+
+// TestCompactionHoldsForPublish: a compaction of main (floe compact, floe
+// maintain --compact, a sink's --compact-interval) committed while a
+// publish asked main's writers to hold, moving main under the publish's
+// check; run on a schedule it could win every attempt. It holds its commit
+// until the hold is lifted, then finds the files it merged swapped out of
+// main by the publish and gives up, main left as published.
+func TestCompactionHoldsForPublish(t *testing.T) {
+	cat, main, br := rebuildBesideMain(t)
+	for next := int64(1); next < 4; next++ {
+		commitRecs(t, main, map[int32]mapping.Interval{0: iv(next, next+1)}, testRec{0, next, "a", "w", 0})
+	}
+	if err := main.SetProperties(t.Context(), map[string]string{
+		snapshot.PropPublishHold: fmt.Sprintf("rebuild %d", time.Now().Add(time.Minute).UnixMilli()),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := main.Head().SnapshotID
+	compactor := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{})
+	type outcome struct {
+		res snapshot.CompactResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := compactor.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+		done <- outcome{res, err}
+	}()
+	time.Sleep(time.Second)
+	if err := main.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if head := main.Head().SnapshotID; head != before {
+		t.Fatalf("the compaction committed snapshot %d on main while a publish held main's writers", head)
+	}
+	_, to, err := br.Publish(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the compaction still holds after the publish lifted the hold")
+	}
+	if o.res.SnapshotID != 0 {
+		t.Fatalf("the compaction committed snapshot %d after the publish (err %v)", o.res.SnapshotID, o.err)
+	}
+	fresh := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{})
+	if head := fresh.Head().SnapshotID; head != to {
+		t.Fatalf("main's head is %d, want the published %d", head, to)
+	}
 }

@@ -126,7 +126,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --publish: publish even when the branch differs from main: lacks offsets main holds, or (--mode upsert) differs key by key (repairing a main known to be wrong)")
 	fs.StringVar(&f.tagMain, "tag-main", "", "with --publish: tag main's previous head `NAME` in the publish's commit, keeping the history the publish replaces readable by Iceberg engines")
 	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
-	fs.StringVar(&f.like, "like", "", "give a new target table the layout of the table `NAMESPACE.TABLE` (its --mode, --key, --value, --envelope, --id-columns and --partition-by; flags given win): a rebuild of a typed or upsert table into a new table")
+	fs.StringVar(&f.like, "like", "", "give a new target table the layout of the table `NAMESPACE.TABLE` (its --mode, --key, --value, --envelope, --id-columns, --partition-by and --format-version; flags given win): a rebuild of a typed or upsert table into a new table")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	f.decodeFlags.register(fs)
 	f.upsertFlags.register(fs)
@@ -488,7 +488,7 @@ func layoutFlags(tbl *snapshot.Table) []string {
 }
 
 // takeLayout sets the layout flags of the table --like names (layoutFlags,
-// and its partition spec) that were not given, and says so: a replay into
+// its partition spec and format version) that were not given, and says so: a replay into
 // a new table otherwise made a raw append table of a typed table's topic
 // (from a new-user run).
 func takeLayout(ctx context.Context, cmd *cobra.Command, f *replayFlags) error {
@@ -507,6 +507,11 @@ func takeLayout(ctx context.Context, cmd *cobra.Command, f *replayFlags) error {
 	}
 	if pb != nil {
 		flags = append(flags, "--partition-by "+pb.String())
+	}
+	if v := tbl.Iceberg().Metadata().Version(); v != 2 {
+		// A v3 table's copy is a v3 table (its deletion vectors, its
+		// types): a new table is v2 unless told.
+		flags = append(flags, fmt.Sprintf("--format-version %d", v))
 	}
 	var taken []string
 	for _, fl := range flags {

@@ -69,6 +69,20 @@ func TestReplayLike(t *testing.T) {
 		t.Errorf("--value raw with --like did not win:\n%s", out)
 	}
 
+	// The format version is taken too (a v3 table's copy was a v2 table).
+	mustFloe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.profiles_v3", "--like", "lake.profiles", "--format-version", "3"}, loc...)...)
+	out = mustFloe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.profiles_v3_copy", "--like", "lake.profiles_v3"}, loc...)...)
+	if !strings.Contains(out, " --format-version 3\n") {
+		t.Errorf("replay --like a v3 table does not take its format version:\n%s", out)
+	}
+	v3, err := snapshot.Open(t.Context(), cat, table.Identifier{"lake", "profiles_v3_copy"}, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := v3.Iceberg().Metadata().Version(); v != 3 {
+		t.Errorf("the copy of a v3 table is format version %d", v)
+	}
+
 	code, _, errs := floe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.profiles", "--branch", "b", "--like", "lake.profiles_copy"}, loc...)...)
 	if code != exitError || !strings.Contains(errs, "a replay onto --branch takes its table's own: drop --like") {
 		t.Errorf("--like with --branch: exit %d, %s", code, errs)

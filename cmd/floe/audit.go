@@ -120,6 +120,43 @@ audit could not run.`,
 	return cmd
 }
 
+// versionOnlyLedger leaves out of an audit of an earlier version
+// (--metadata-location) the flags that read the table and the log as they
+// are: refused when given on the command line, and left out with a note
+// when a FLOE_* variable or the config file set them (a local stack's
+// env.sh sets FLOE_BROKERS for every command, and the refusal named a
+// flag the user never gave: from a new user).
+func versionOnlyLedger(ctx context.Context, stderr io.Writer, f *auditFlags) error {
+	src, _ := ctx.Value(sourcesKey{}).(flagSources)
+	var given, dropped []string
+	for _, fl := range []struct {
+		name  string
+		set   bool
+		unset func()
+	}{
+		{"deep", f.deep, func() { f.deep = false }},
+		{"verify-content", f.verifyContent, func() { f.verifyContent = false }},
+		{"brokers", len(f.brokers) > 0, func() { f.brokers = nil }},
+	} {
+		switch {
+		case !fl.set:
+		case src[fl.name] != "":
+			fl.unset()
+			dropped = append(dropped, fmt.Sprintf("--%s (set by %s)", fl.name, src[fl.name]))
+		default:
+			given = append(given, "--"+fl.name)
+		}
+	}
+	if len(given) > 0 {
+		return fmt.Errorf("--metadata-location audits the ledger of an earlier table version, which its metadata file holds; the files it names may be gone since (expired, compacted) and the log has moved on: drop %s (read the table and the log as they are)",
+			strings.Join(given, ", "))
+	}
+	if len(dropped) > 0 {
+		fmt.Fprintf(stderr, "not used with --metadata-location, which audits an earlier version's ledger only: %s\n", strings.Join(dropped, ", "))
+	}
+	return nil
+}
+
 // runAudit audits the table the flags name and prints the report. A table
 // with findings returns a codeError carrying exitFindings and no message.
 func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) error {
@@ -145,8 +182,8 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 		baseline = b
 	}
 	if f.version != "" {
-		if f.deep || f.verifyContent || len(f.brokers) > 0 {
-			return errors.New("--metadata-location audits the ledger of an earlier table version, which its metadata file holds; the files it names may be gone since (expired, compacted) and the log has moved on: drop --deep, --verify-content and --brokers, which read the table and the log as they are")
+		if err := versionOnlyLedger(ctx, stderr, f); err != nil {
+			return err
 		}
 	}
 	tbl, err := f.open(ctx, snapshot.OpenOptions{Branch: f.branch, ReadTag: true})

@@ -139,7 +139,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				}
 				q.Offsets = mapping.Cut(sum.Next()).String()
 			}
-			broker, err := f.dialOptional(ctx)
+			broker, err := f.dialOptional(ctx, true)
 			if err != nil {
 				return err
 			}

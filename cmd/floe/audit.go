@@ -212,7 +212,7 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if opts.Registry, err = f.registry(); err != nil {
 		return err
 	}
-	broker, err := f.dialOptional(ctx)
+	broker, err := f.dialOptional(ctx, false)
 	if err != nil {
 		return err
 	}

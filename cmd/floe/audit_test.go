@@ -423,6 +423,25 @@ func TestAuditBrokersDownSaysTableAlone(t *testing.T) {
 	if code, out, errs := floe(t, append([]string{"audit", "--table", "lake.orders", "--brokers", ""}, loc...)...); code != exitOK || !strings.Contains(out, "COMPLETE") {
 		t.Errorf("floe audit --brokers '': exit %d\n%s%s", code, out, errs)
 	}
+
+	// Brokers a FLOE_* variable names (a local stack's env.sh, the stack
+	// stopped since) are only detail to where and as-of: they answer from
+	// the table, warning; the audit, whose broker level is part of what it
+	// proves, still stops.
+	t.Setenv("FLOE_BROKERS", down[1])
+	t.Setenv("FLOE_DIAL_TIMEOUT", "1s")
+	for _, args := range [][]string{
+		{"where", "--table", "lake.orders", "--partition", "0", "--offset", "1"},
+		{"as-of", "--table", "lake.orders", "--offsets", "0=1"},
+	} {
+		code, out, errs := floe(t, append(args, loc...)...)
+		if code != exitOK || out == "" || !strings.Contains(errs, "answering from the table alone: the brokers --brokers names (set by FLOE_BROKERS) failed") {
+			t.Errorf("floe %s with FLOE_BROKERS down: exit %d\n%s\n%s", args[0], code, out, errs)
+		}
+	}
+	if code, _, errs := floe(t, append([]string{"audit", "--table", "lake.orders"}, loc...)...); code != exitError || !strings.Contains(errs, "--brokers '' answers from the table alone") {
+		t.Errorf("floe audit with FLOE_BROKERS down: exit %d, %q", code, errs)
+	}
 }
 
 // TestAuditNamesTheLog (from a new-user run): an audit's broker level

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -233,13 +234,27 @@ func (e settingsError) Unwrap() error { return e.error }
 
 // dialOptional is dial for a command that answers without the brokers
 // too (audit, where, as-of): a failure says how to do without them, where
-// FLOE_BROKERS names brokers that are down.
-func (f *brokerFlags) dialOptional(ctx context.Context) (*connector.Broker, error) {
+// FLOE_BROKERS names brokers that are down. A lookup (where, as-of), for
+// which the brokers only add detail, answers from the table alone, with a
+// warning, when the brokers a FLOE_* variable or the config file named
+// fail: a local stack's env.sh left pointing at a stopped broker blocked
+// every lookup (from a new user). Brokers given on the command line were
+// asked for, and the audit's broker level is part of what it proves: those
+// failures stay errors.
+func (f *brokerFlags) dialOptional(ctx context.Context, lookup bool) (*connector.Broker, error) {
 	b, err := f.dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w (without the brokers, --brokers '' answers from the table alone)", err)
+	if err == nil {
+		return b, nil
 	}
-	return b, nil
+	src, _ := ctx.Value(sourcesKey{}).(flagSources)
+	var settings settingsError
+	var config *connector.ConfigError
+	if lookup && src["brokers"] != "" && ctx.Err() == nil && !errors.As(err, &settings) && !errors.As(err, &config) {
+		slog.Warn(fmt.Sprintf("answering from the table alone: the brokers --brokers names (set by %s) failed, and this lookup needs them only for detail; "+
+			"pass --brokers '' to leave them out without waiting --dial-timeout", src["brokers"]), "err", err)
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w (without the brokers, --brokers '' answers from the table alone)", err)
 }
 
 // topicFlag adds --topic (-t, like kcat) with usage.

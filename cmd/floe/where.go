@@ -115,7 +115,7 @@ decoded with one.`,
 				return err
 			}
 			defer func() { err = changedWhileRead(ctx, tbl, err) }()
-			broker, err := f.dialOptional(ctx)
+			broker, err := f.dialOptional(ctx, true)
 			if err != nil {
 				return err
 			}

@@ -65,6 +65,13 @@ func FromTimeKey(branch string) string {
 	return PropFromTime + "." + branch
 }
 
+// BranchProperties are the table properties a replay onto branch records
+// of itself (its bounds): floe drop --branch removes them with a branch
+// that was never published.
+func BranchProperties(branch string) []string {
+	return []string{untilKey(branch), untilTimeKey(branch), FromTimeKey(branch)}
+}
+
 // formatFromTime writes a --from time as PropFromTime holds it.
 func formatFromTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 

@@ -1,0 +1,234 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// DropRefOptions configure DropRef.
+type DropRefOptions struct {
+	// Tag drops a tag; otherwise a branch.
+	Tag bool
+	// KeepFiles drops the branch's dead-letter tables from the catalog
+	// only (DropOptions.KeepFiles).
+	KeepFiles bool
+	// DryRun lists what would be dropped and changes nothing.
+	DryRun bool
+	// Properties are table properties that describe the branch alone (a
+	// replay's recorded bounds), removed with a branch that was never
+	// published; those of a published one stay, as main's history reads
+	// them.
+	Properties []string
+}
+
+// DroppedRef is what DropRef dropped (or, in a dry run, would drop).
+type DroppedRef struct {
+	Table string `json:"table"`
+	Ref   Ref    `json:"ref"`
+	// Gone is set when the branch was dropped before, by a drop cut short
+	// after its commit: only its dead-letter table was left to drop.
+	Gone bool `json:"gone,omitempty"`
+	// Published is set for a branch a publish once made main's head
+	// (PropPublished): main's history holds its commits, which stay.
+	Published bool `json:"published,omitempty"`
+	// DeadLetterTables are the branch's dead-letter tables that nothing
+	// else names, dropped with it.
+	DeadLetterTables []Dropped `json:"dead_letter_tables"`
+	// KeptDeadLetterTables are the branch's dead-letter tables that stay:
+	// another ref's ledger names them (main's, once the branch was
+	// published), or main's writers write them.
+	KeptDeadLetterTables []string `json:"kept_dead_letter_tables"`
+}
+
+// DropRef drops the branch or tag name of the table (opts.Tag) in one
+// metadata commit that asserts the ref's head and every branch's: what was
+// decided below is what the commit changes. main is refused, and so is a
+// name the table has no ref of that kind by, naming the refs it has, and a
+// branch a publish is swapping onto main (PropPublishHold).
+//
+// The snapshots only the ref kept become unreferenced: the next floe
+// maintain expires them by its retention rules and deletes their files.
+// A branch's dead-letter tables (those its ledger names, and
+// BranchDeadLetterName's, which a replay creates before a dead letter
+// needs it) are dropped after the commit, with their files unless
+// opts.KeepFiles, when no other ref's ledger names them and main's writers
+// do not write them: a published branch's commits are main's, and so are
+// their dead letters. A drop cut short after its commit is finished by
+// running it again, which finds the branch gone and its dead-letter table
+// left (DroppedRef.Gone).
+func (t *Table) DropRef(ctx context.Context, name string, opts DropRefOptions) (DroppedRef, error) {
+	kind := RefBranch
+	if opts.Tag {
+		kind = RefTag
+	}
+	if name == table.MainBranch {
+		return DroppedRef{}, fmt.Errorf("drop %s %s of %s: main is the table itself; floe drop --table %s drops the table", kind, name, t.Name(), t.Name())
+	}
+	var (
+		out       DroppedRef
+		committed bool
+	)
+	err := retryConflicts(ctx, func(attempt int) error {
+		if err := t.Refresh(ctx); err != nil {
+			return err
+		}
+		var err error
+		out, committed, err = t.dropRef(ctx, name, kind, opts)
+		return err
+	})
+	if err != nil && !committed {
+		return DroppedRef{}, err
+	}
+	if err != nil {
+		return out, err
+	}
+	if opts.DryRun {
+		return out, nil
+	}
+	for i, dlq := range out.DeadLetterTables {
+		deleted, err := drop(ctx, t.cat, identOf(dlq.Table), opts.KeepFiles)
+		if err != nil {
+			return out, fmt.Errorf("drop %s, the dead-letter table of branch %s of %s, which is dropped (run the same command again to drop it): %w", dlq.Table, name, t.Name(), err)
+		}
+		out.DeadLetterTables[i].FilesDeleted = deleted
+	}
+	return out, nil
+}
+
+// dropRef is one attempt of DropRef's commit, on t as just loaded, and
+// reports whether it committed.
+func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOptions) (DroppedRef, bool, error) {
+	out := DroppedRef{Table: t.Name(), Ref: Ref{Name: name, Kind: kind}, DeadLetterTables: []Dropped{}, KeptDeadLetterTables: []string{}}
+	i := slices.IndexFunc(t.Refs(), func(r Ref) bool { return r.Name == name })
+	if i < 0 {
+		if kind == RefBranch {
+			// A drop cut short after its commit left the branch's own
+			// dead-letter table: this run finishes it.
+			dlqs, kept, err := t.refDeadLetterTables(ctx, name, nil)
+			if err != nil {
+				return out, false, err
+			}
+			if len(dlqs) > 0 {
+				out.Gone, out.DeadLetterTables, out.KeptDeadLetterTables = true, dlqs, kept
+				return out, false, nil
+			}
+		}
+		return out, false, fmt.Errorf("%s has no %s named %s; its refs are %s", t.Name(), kind, name, refList(t.Refs()))
+	}
+	out.Ref = t.Refs()[i]
+	if out.Ref.Kind != kind {
+		return out, false, fmt.Errorf("%s of %s is a %s, not a %s: floe drop --%s %s drops it", name, t.Name(), out.Ref.Kind, kind, out.Ref.Kind, name)
+	}
+	props := t.tbl.Properties()
+	if h, ok := parsePublishHold(props[PropPublishHold]); ok && h.Branch == name && time.Now().Before(h.Until) {
+		return out, false, fmt.Errorf("drop branch %s of %s: a replay is publishing it as main (it asked main's writers to hold until %s): let the publish end, then drop it",
+			name, t.Name(), h.Until.UTC().Format(time.RFC3339))
+	}
+	var removeProps []string
+	if kind == RefBranch {
+		_, out.Published = props[PropPublished+name]
+		head := out.Ref.SnapshotID
+		var err error
+		if out.DeadLetterTables, out.KeptDeadLetterTables, err = t.refDeadLetterTables(ctx, name, &head); err != nil {
+			return out, false, err
+		}
+		for _, d := range out.DeadLetterTables {
+			if _, ok := props[PropDeadLetterTablePrefix+d.Table]; ok {
+				removeProps = append(removeProps, PropDeadLetterTablePrefix+d.Table)
+			}
+		}
+		if !out.Published {
+			for _, p := range opts.Properties {
+				if _, ok := props[p]; ok {
+					removeProps = append(removeProps, p)
+				}
+			}
+		}
+	}
+	if opts.DryRun {
+		return out, false, nil
+	}
+	meta := t.tbl.Metadata()
+	head := out.Ref.SnapshotID
+	reqs := append([]table.Requirement{
+		table.AssertTableUUID(meta.TableUUID()),
+		table.AssertRefSnapshotID(name, &head),
+	}, branchHeads(meta)...)
+	updates := []table.Update{table.NewRemoveSnapshotRefUpdate(name)}
+	if len(removeProps) > 0 {
+		updates = append(updates, table.NewRemovePropertiesUpdate(removeProps))
+	}
+	if _, _, err := t.cat.CommitTable(ctx, t.ident, reqs, updates); err != nil {
+		return out, false, fmt.Errorf("drop %s %s of %s: %w", kind, name, t.Name(), err)
+	}
+	if err := t.Refresh(ctx); err != nil {
+		return out, true, fmt.Errorf("%s %s of %s is dropped: %w", kind, name, t.Name(), err)
+	}
+	return out, true, nil
+}
+
+// refDeadLetterTables splits the dead-letter tables of branch name of
+// t that exist into those nothing but the branch names, to drop with it,
+// and those to keep: another ref's ledger names them, or they are main's
+// writers' (DeadLetterName, RecordedDeadLetterTable). The branch's are
+// those the ledger as of head names (none when head is nil: the branch is
+// gone) and BranchDeadLetterName's when it holds t's dead letters.
+func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int64) (drop []Dropped, kept []string, err error) {
+	meta := t.tbl.Metadata()
+	named := map[string]bool{}
+	if head != nil {
+		if err := t.branchDeadLetterTables(meta, *head, named); err != nil {
+			return nil, nil, fmt.Errorf("read the ledger of branch %s of %s for its dead-letter tables: %w", name, t.Name(), err)
+		}
+	}
+	own := maps.Clone(named)
+	own[strings.Join(BranchDeadLetterName(t.ident, name), ".")] = true
+	others := map[string]bool{strings.Join(DeadLetterName(t.ident), "."): true}
+	if rec := t.RecordedDeadLetterTable(); rec != nil {
+		others[strings.Join(rec, ".")] = true
+	}
+	for n, ref := range meta.Refs() {
+		if n == name {
+			continue
+		}
+		if err := t.branchDeadLetterTables(meta, ref.SnapshotID, others); err != nil {
+			return nil, nil, fmt.Errorf("read the ledger of %s %s of %s for its dead-letter tables: %w", ref.SnapshotRefType, n, t.Name(), err)
+		}
+	}
+	drop, kept = []Dropped{}, []string{}
+	for _, n := range slices.Sorted(maps.Keys(own)) {
+		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(n), t.Name(), false)
+		switch {
+		case errors.Is(err, ErrTableNotFound):
+			continue // never created, or dropped
+		case err != nil && !named[n]:
+			continue // a table of that name that is not t's, and the branch's ledger does not name it
+		case err != nil:
+			return nil, nil, fmt.Errorf("open dead-letter table %s of branch %s of %s: %w", n, name, t.Name(), err)
+		case others[n]:
+			kept = append(kept, n)
+		default:
+			drop = append(drop, Dropped{Table: n, Location: dlq.tbl.Location()})
+		}
+	}
+	return drop, kept, nil
+}
+
+// refList names refs as "main (branch), v1 (tag)".
+func refList(refs []Ref) string {
+	parts := make([]string, len(refs))
+	for i, r := range refs {
+		parts[i] = fmt.Sprintf("%s (%s)", r.Name, r.Kind)
+	}
+	if len(parts) == 0 {
+		return "none (the table has no snapshot)"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -60,10 +61,11 @@ type DroppedRef struct {
 // needs it) are dropped after the commit, with their files unless
 // opts.KeepFiles, when no other ref's ledger names them and main's writers
 // do not write them: a published branch's commits are main's, and so are
-// their dead letters. A drop cut short after its commit is finished by
+// their dead letters. The table's dead-letter tables are then reconciled
+// with the ledgers left (ReconcileDeadLetterTables). A drop cut short after its commit is finished by
 // running it again, which finds the branch gone and its dead-letter table
 // left (DroppedRef.Gone).
-func (t *Table) DropRef(ctx context.Context, name string, opts DropRefOptions) (DroppedRef, error) {
+func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts DropRefOptions) (DroppedRef, error) {
 	kind := RefBranch
 	if opts.Tag {
 		kind = RefTag
@@ -98,6 +100,18 @@ func (t *Table) DropRef(ctx context.Context, name string, opts DropRefOptions) (
 			return out, fmt.Errorf("drop %s, the dead-letter table of branch %s of %s, which is dropped (run the same command again to drop it): %w", dlq.Table, name, t.Name(), err)
 		}
 		out.DeadLetterTables[i].FilesDeleted = deleted
+	}
+	// The dead letters of commits only the ref's ledger had (a tag of
+	// main's history before a publish) belong to no ledger now: removed
+	// here, or the audit finds them stray until the next sink session or
+	// maintenance. Damage reconciling cannot repair is the audit's to say.
+	err = t.ReconcileDeadLetterTables(ctx, log)
+	if IsDeadLetterDamage(err) {
+		log.Warn("dropped; a dead-letter table does not match the ledger and reconciling cannot repair it (floe audit reports it)", "table", t.Name(), "err", err)
+		err = nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("dropped %s %s of %s; reconcile its dead-letter tables (floe maintain does it again): %w", kind, name, t.Name(), err)
 	}
 	return out, nil
 }

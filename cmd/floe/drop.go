@@ -24,7 +24,7 @@ func newDropCmd() *cobra.Command {
 		tag       string
 	)
 	cmd := &cobra.Command{
-		Use:   "drop --table NAMESPACE.TABLE [--branch NAME | --tag NAME] [--keep-files] --yes [--json]",
+		Use:   "drop --table NAMESPACE.TABLE [--branch NAME|--tag NAME] [--keep-files] --yes [--json]",
 		Short: "Drop a table and its dead-letter tables, with their files, or a branch or tag of it",
 		Long: `Drop a table from the catalog with its dead-letter tables (the default one, those its ledger
 names, those it recorded and its replay branches' tables), and delete their files (data,
@@ -150,7 +150,7 @@ func dropRef(cmd *cobra.Command, f tableFlags, branch, tag string, opts snapshot
 	if !opts.DryRun && recent != "" {
 		slog.Warn(recent + ": a replay still writing it fails at its next commit, or writes the branch again")
 	}
-	d, err := t.DropRef(ctx, name, opts)
+	d, err := t.DropRef(ctx, slog.Default(), name, opts)
 	if err != nil && d.Table == "" {
 		return err
 	}

@@ -94,7 +94,7 @@ main's history with the branch's: floe as-of no longer reaches the offsets main 
 replay's start (nor, of an upsert table, positions within the replay's first commit), and snapshot
 expiry removes main's earlier snapshots. --tag-main NAME tags main's previous head in the publish's
 commit, so Iceberg engines can still read it and expiry keeps it. The branch is kept after the
-publish (floe has no command that deletes a branch).
+publish; floe drop --table TABLE --branch NAME deletes it.
 
 --fold latest is an alias: --mode upsert keyed by the Kafka key within its partition (columns
 kafka_topic, kafka_partition, kafka_key), a KTable's semantics: per partition the latest value of
@@ -248,7 +248,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 		if f.json {
 			printJSONLine(w, newReplayReport(res))
 		} else {
-			printReplayResult(w, res, f.branch)
+			printReplayResult(w, res, strings.Join(ident, "."), f.branch)
 		}
 	}
 	if err != nil {
@@ -257,7 +257,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if f.json {
 		printJSONLine(w, newReplayReport(res))
 	} else {
-		printReplayResult(w, res, f.branch)
+		printReplayResult(w, res, strings.Join(ident, "."), f.branch)
 		if f.branch == "" {
 			if err := printReplayLayout(ctx, w, cat, ident, cmd.Flags().Changed); err != nil {
 				return err
@@ -607,9 +607,9 @@ func lostHistory(r replay.Result) string {
 	return " (the replay began where main's ledger did, so floe as-of reaches the positions it reached before)"
 }
 
-// printReplayResult prints the result of a replay onto branch (empty: into
-// a new table).
-func printReplayResult(w io.Writer, r replay.Result, branch string) {
+// printReplayResult prints the result of a replay into table name, onto
+// branch (empty: into a new table).
+func printReplayResult(w io.Writer, r replay.Result, name, branch string) {
 	fmt.Fprintf(w, "replayed %s", recordsPhrase(r.Stats))
 	if r.Stats.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(r.Stats.DeadLetters), "dead letter"), r.Stats.DeadLetterTable)
@@ -654,9 +654,9 @@ func printReplayResult(w io.Writer, r replay.Result, branch string) {
 				fmt.Fprintf(w, "  main's history before it is on no branch now%s, and snapshot expiry removes it (--tag-main NAME keeps it next time)\n", lostHistory(r))
 			}
 		}
-		// There is no floe command that deletes a branch: said, so that
-		// it is not looked for (a new user's report).
-		fmt.Fprintf(w, "  branch %s is kept, at the head main has now; floe has no command that deletes a branch\n", branch)
+		// How to delete it is said, so that it is not looked for (a new
+		// user's report).
+		fmt.Fprintf(w, "  branch %s is kept, at the head main has now; floe drop --table %s --branch %s deletes it\n", branch, name, branch)
 	}
 	for _, p := range slices.Sorted(maps.Keys(r.MainWasAhead)) {
 		fmt.Fprintf(w, "  main went back on %s/%d from offset %d to %d: the next floe sink session reads those offsets again (while retention still holds them)\n",

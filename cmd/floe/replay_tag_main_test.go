@@ -73,7 +73,7 @@ func TestReplayPublishSaysWhatAsOfLost(t *testing.T) {
 	mustFloe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "50"}, loc)...)
 	out := mustFloe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--branch", "full", "--publish"}, loc)...)
 	if strings.Contains(out, "no longer reaches") || !strings.Contains(out, "main's history before it is on no branch now (the replay began where main's ledger did, so floe as-of reaches the positions it reached before), and snapshot expiry removes it") ||
-		!strings.Contains(out, "\n  branch full is kept, at the head main has now; floe has no command that deletes a branch\n") {
+		!strings.Contains(out, "\n  branch full is kept, at the head main has now; floe drop --table lake.orders --branch full deletes it\n") {
 		t.Fatalf("replay --publish from the table's first offset:\n%s", out)
 	}
 	if code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.orders", "--offsets", "orders/0=5,orders/1=5,orders/2=5", "--rows"}, loc)...); code != exitOK || !strings.Contains(out, "\n15 rows") {

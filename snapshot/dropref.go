@@ -49,10 +49,11 @@ type DroppedRef struct {
 }
 
 // DropRef drops the branch or tag name of the table (opts.Tag) in one
-// metadata commit that asserts the ref's head and every branch's: what was
-// decided below is what the commit changes. main is refused, and so is a
-// name the table has no ref of that kind by, naming the refs it has, and a
-// branch a publish is swapping onto main (PropPublishHold).
+// metadata commit that asserts the ref's head (and, for a branch, every
+// branch's): what was decided on the table as read is what the commit
+// changes. main is refused, and so is a name the table has no ref of that
+// kind by, naming the refs it has, and a branch a publish is swapping onto
+// main (PropPublishHold).
 //
 // The snapshots only the ref kept become unreferenced: the next floe
 // maintain expires them by its retention rules and deletes their files.
@@ -62,9 +63,9 @@ type DroppedRef struct {
 // opts.KeepFiles, when no other ref's ledger names them and main's writers
 // do not write them: a published branch's commits are main's, and so are
 // their dead letters. The table's dead-letter tables are then reconciled
-// with the ledgers left (ReconcileDeadLetterTables). A drop cut short after its commit is finished by
-// running it again, which finds the branch gone and its dead-letter table
-// left (DroppedRef.Gone).
+// with the ledgers left (ReconcileDeadLetterTables). A drop cut short
+// after its commit is finished by running it again, which finds the
+// branch gone and its dead-letter table left (DroppedRef.Gone).
 func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts DropRefOptions) (DroppedRef, error) {
 	kind := RefBranch
 	if opts.Tag {
@@ -142,7 +143,7 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 	}
 	props := t.tbl.Properties()
 	if h, ok := parsePublishHold(props[PropPublishHold]); ok && h.Branch == name && time.Now().Before(h.Until) {
-		return out, false, fmt.Errorf("drop branch %s of %s: a replay is publishing it as main (it asked main's writers to hold until %s): let the publish end, then drop it",
+		return out, false, fmt.Errorf("drop branch %s of %s: a replay is publishing it as main (it asked main's writers to hold until %s): let the publish end, then drop it (a hold a publish that died left ends then)",
 			name, t.Name(), h.Until.UTC().Format(time.RFC3339))
 	}
 	var removeProps []string
@@ -171,10 +172,16 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 	}
 	meta := t.tbl.Metadata()
 	head := out.Ref.SnapshotID
-	reqs := append([]table.Requirement{
+	reqs := []table.Requirement{
 		table.AssertTableUUID(meta.TableUUID()),
 		table.AssertRefSnapshotID(name, &head),
-	}, branchHeads(meta)...)
+	}
+	if kind == RefBranch {
+		// Which dead-letter tables go was decided on every branch's
+		// ledger as read: a publish of this branch, or a commit naming one
+		// of them, since makes this attempt look again.
+		reqs = append(reqs, branchHeads(meta)...)
+	}
 	updates := []table.Update{table.NewRemoveSnapshotRefUpdate(name)}
 	if len(removeProps) > 0 {
 		updates = append(updates, table.NewRemovePropertiesUpdate(removeProps))

@@ -159,7 +159,7 @@ func dropRef(cmd *cobra.Command, f tableFlags, branch, tag string, opts snapshot
 		printJSONLine(out, struct {
 			Dropped bool `json:"dropped"`
 			snapshot.DroppedRef
-		}{!opts.DryRun && err == nil, d})
+		}{!opts.DryRun, d})
 	} else {
 		printDroppedRef(out, d, opts.DryRun)
 	}

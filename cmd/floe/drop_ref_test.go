@@ -119,7 +119,8 @@ func TestDropUnpublishedBranch(t *testing.T) {
 // TestDropPublishedBranchAndTag: a published replay's branch is dropped,
 // and its dead-letter table, which main's ledger names, stays: main's
 // audit is complete and floe dead-letters reads its dead letter. The tag
-// --tag-main made is dropped too. main, an unknown ref, a ref of the other
+// --tag-main made is dropped too, and maintenance then deletes the files
+// of main's history before the publish, main still complete. main, an unknown ref, a ref of the other
 // kind, --branch with --tag and a branch a publish holds are refused, and a
 // drop cut short after its commit is finished by running it again.
 func TestDropPublishedBranchAndTag(t *testing.T) {
@@ -171,6 +172,10 @@ func TestDropPublishedBranchAndTag(t *testing.T) {
 		t.Errorf("main's dead letters after the drop of its published branch:\n%s", out)
 	}
 
+	tagged := branchFiles(t, st, "lake.orders", "pre")
+	if len(tagged) == 0 {
+		t.Fatal("the tag has no data files")
+	}
 	code, out, errs := floe(t, dropArgs("--tag", "pre")...)
 	if code != exitError || !strings.Contains(out, "would drop tag pre of lake.orders") || !strings.Contains(errs, "pass --yes") || !openTable(t, st.Catalog(), "lake.orders").HasTag("pre") {
 		t.Fatalf("drop --tag without --yes: exit %d\n%s%s", code, out, errs)
@@ -178,8 +183,19 @@ func TestDropPublishedBranchAndTag(t *testing.T) {
 	if out := mustFloe(t, dropArgs("--tag", "pre", "--yes")...); !strings.Contains(out, "dropped tag pre of lake.orders") || openTable(t, st.Catalog(), "lake.orders").HasTag("pre") {
 		t.Fatalf("drop --tag --yes:\n%s", out)
 	}
+	// main's history before the publish, which only the tag kept, goes
+	// at the next maintenance; main stays complete.
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", "0s", "--retain-last", "1"}, loc)...)
+	for _, f := range tagged {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("file %s of the dropped tag is left after maintenance", f)
+		}
+	}
 	if code, out, errs := floe(t, audit...); code != exitOK {
-		t.Errorf("audit of main after the drop of the tag: exit %d\n%s%s", code, out, errs)
+		t.Errorf("audit of main after the drop of the tag and maintenance: exit %d\n%s%s", code, out, errs)
+	}
+	if out := mustFloe(t, slices.Concat([]string{"dead-letters", "--table", "lake.orders"}, loc)...); !strings.Contains(out, "1 dead letter in lake.orders_rebuild_dlq") {
+		t.Errorf("main's dead letters after the drop of the tag and maintenance:\n%s", out)
 	}
 
 	// A branch a publish is swapping onto main is refused while its hold

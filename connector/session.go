@@ -991,12 +991,22 @@ func (ss *session) checkRetention(ctx context.Context) error {
 
 // withFailure joins the last flush's error err to the failure that ended
 // the loop, if any; alone, err is returned as it is, so that Sink.run
-// tells errLedgerBack and errPartitionsChanged (compared with ==).
+// tells errLedgerBack and errPartitionsChanged (compared with ==). Both
+// restarts, err alone is returned too: the next session reads the ledger
+// and the topic again either way (joined, they failed a group member
+// whose rebalance callback took the first errLedgerBack, and a sink that
+// found partitions added as main went back: from a review).
 func withFailure(failure, err error) error {
-	if failure == nil {
+	if failure == nil || restarts(failure) && restarts(err) {
 		return err
 	}
 	return errors.Join(failure, err)
+}
+
+// restarts reports whether err ends a session only for the next one to
+// start from the ledger and the topic.
+func restarts(err error) bool {
+	return err == errLedgerBack || err == errPartitionsChanged
 }
 
 // checkLedgerBack reads the table's ledger, on a handle of its own, while

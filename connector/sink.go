@@ -734,7 +734,7 @@ func interruptedRestart(err error) error {
 	var restart error
 	for _, e := range j.Unwrap() {
 		switch {
-		case e == errLedgerBack || e == errPartitionsChanged:
+		case restarts(e):
 			restart = e
 		case !interruptedOnly(e):
 			return nil
@@ -841,7 +841,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			s.recordUnfinished(ctx)
 			return s.stats, nil
 		}
-		restart := err == errPartitionsChanged || err == errLedgerBack
+		restart := restarts(err)
 		if errors.Is(err, snapshot.ErrSchemaMoved) && moved < maxSchemaMoved {
 			// Another writer's schema change gave the streamed files'
 			// columns other field IDs: the next session reads those

@@ -11,13 +11,13 @@ import (
 )
 
 // TestStopAtEndInterruptedAtLedgerBackIsUnfinished (review s60): a bounded
-// run (--stop-at-end) interrupted as its last flush found the ledger back
-// (a rollback of main on a partition the flush did not carry) stops
-// cleanly since 412e4a1, through Sink.run's restart branch, which reports
-// the table's positions but never notes the partitions short of their end
-// (Stats.Unfinished): the batch job reads as done although partition 0 is
-// 5 offsets short of the end it was run to, the very case consume's
-// "a batch job that stopped short must not read as done" guards.
+// run (--stop-at-end) leaves out of its session a partition the ledger
+// already holds to its end (p0). Main goes back there during the run (a
+// rollback, a published replay), and the run is interrupted as its commit
+// of p1 lands: consume notes as unfinished only the session's partitions,
+// so the batch job reads as done although p0 is 5 offsets short of the
+// end it was run to (the very case consume's "a batch job that stopped
+// short must not read as done" guards).
 func TestStopAtEndInterruptedAtLedgerBackIsUnfinished(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "back-bounded", "lake.back_bounded"
@@ -68,5 +68,105 @@ func TestStopAtEndInterruptedAtLedgerBackIsUnfinished(t *testing.T) {
 	if end, ok := stats.Unfinished[p0]; !ok || end != 15 {
 		t.Errorf("the interrupted bounded run left %s at offset 10 of 15, but reads as done: Unfinished = %v, Next = %v",
 			p0, stats.Unfinished, stats.Next)
+	}
+}
+
+// TestStopAtEndInterruptedWhenFencedIsUnfinished (review s60): a bounded
+// run interrupted as its last flush is fenced (main went back on a
+// partition the flush carries) stops through Sink.run's restart branch,
+// which reports the table's positions and never notes the partitions
+// short of their end: the run reads as done with partition 0 at 10 of 20.
+func TestStopAtEndInterruptedWhenFencedIsUnfinished(t *testing.T) {
+	e := newEnv(t)
+	const topic, table = "back-fenced", "lake.back_fenced"
+	e.Topic(topic, 1, nil)
+	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
+	e.Produce(records(topic, 0, 10, "a"))
+	tbl := e.Table(table)
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	before := tbl.Head().SnapshotID // p0 10
+	e.Produce(records(topic, 0, 5, "b"))
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	// p0 15 of 20: as the run's session starts main goes back to 10, and
+	// the run is interrupted as its flush of [15, 20) is fenced.
+	e.Produce(records(topic, 0, 5, "c"))
+	ctx, cancel := context.WithCancel(e.Ctx)
+	defer cancel()
+	var once sync.Once
+	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, StopAtEnd: true, Logger: quietLogger(),
+		OnSession: func() {
+			once.Do(func() {
+				op := e.Table(table)
+				txn := op.Iceberg().NewTransaction()
+				if err := txn.RollbackToSnapshot(before); err != nil {
+					t.Error(err)
+				} else if _, err := txn.Commit(e.Ctx); err != nil {
+					t.Error(err)
+				}
+			})
+		},
+		OnFenced: func(error) { cancel() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := s.Run(ctx)
+	if err != nil {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if n := offsetsOf(t, e.Table(table), p0); len(n) != 10 {
+		t.Fatalf("partition 0 holds %d rows, want 10 (the run was interrupted before reading it again)", len(n))
+	}
+	if end, ok := stats.Unfinished[p0]; !ok || end != 20 {
+		t.Errorf("the interrupted bounded run left %s at offset 10 of 20, but reads as done: Unfinished = %v, Next = %v",
+			p0, stats.Unfinished, stats.Next)
+	}
+}
+
+// TestStopAtEndRereadsPartitionMovedBack (review s60): a bounded run
+// leaves out of its session a partition the ledger already has to its
+// end, and never looks at it again: main moved back there during the run
+// (a rollback, a published replay), and the run ends as done, without
+// reading those offsets again, its summary at 10 of 15 with nothing
+// unfinished. A live sink's session would read them again.
+func TestStopAtEndRereadsPartitionMovedBack(t *testing.T) {
+	e := newEnv(t)
+	const topic, table = "back-done", "lake.back_done"
+	e.Topic(topic, 2, nil)
+	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
+	e.Produce(records(topic, 0, 10, "a"))
+	e.Produce(records(topic, 1, 10, "a"))
+	tbl := e.Table(table)
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	before := tbl.Head().SnapshotID // p0 10, p1 10
+	e.Produce(records(topic, 0, 5, "b"))
+	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.Produce(records(topic, 1, 5, "b"))
+	var once sync.Once
+	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, OnSession: func() {
+		once.Do(func() {
+			op := e.Table(table)
+			txn := op.Iceberg().NewTransaction()
+			if err := txn.RollbackToSnapshot(before); err != nil {
+				t.Error(err)
+			} else if _, err := txn.Commit(e.Ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := offsetsOf(t, e.Table(table), p0); len(got) != 15 {
+		t.Errorf("the --stop-at-end run ended with partition 0 rows at offsets %v, want 0-14 (the end it was run to); Next %v, Unfinished %v",
+			got, stats.Next, stats.Unfinished)
 	}
 }

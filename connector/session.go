@@ -85,6 +85,9 @@ type session struct {
 	cl             *kgo.Client
 	parts          map[int32]*partition
 	bounded        bool
+	// ends are the end offsets of a bounded run's partitions, those the
+	// ledger held to their end when the session began (not in parts) too.
+	ends map[int32]int64
 	// gm is the session's group membership in group mode (Config.Group),
 	// nil otherwise.
 	gm *groupMember
@@ -262,7 +265,7 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	if err := s.recordDebezium(ctx); err != nil {
 		return nil, err
 	}
-	ss := &session{s: s, parts: map[int32]*partition{}, streaming: s.tbl.Mode() == mapping.ModeAppend,
+	ss := &session{s: s, parts: map[int32]*partition{}, ends: map[int32]int64{}, streaming: s.tbl.Mode() == mapping.ModeAppend,
 		streams: map[int32]*snapshot.Stream{}, files: map[int32][]iceberg.DataFile{}}
 	if s.cfg.Group != "" {
 		return ss, ss.joinGroup(ctx)
@@ -472,6 +475,9 @@ func (ss *session) newPart(ctx context.Context, st startState, p int32) (pt *par
 			"sink it into a new table (floe will not guess which records are new)", s.tbl.Name(), pos, tp, w.HighWatermark)
 	}
 	pt = newPartition(tp, pos, end)
+	if end >= 0 {
+		ss.ends[p] = end
+	}
 	if pos < w.LogStart && !pt.done() {
 		// Offsets this table should hold were deleted (a resumed
 		// partition, or one that began after the table did). Nothing
@@ -688,12 +694,21 @@ func (ss *session) consume(ctx context.Context) error {
 	s.finish(next)
 	if ss.bounded && ctx.Err() != nil {
 		// Interrupted: a batch job that stopped short must not read as
-		// done.
-		ends := map[int32]int64{}
-		for p, pt := range ss.parts {
-			ends[p] = pt.end
+		// done, whether in a partition of the session or in one the
+		// ledger held to its end when it began.
+		s.noteUnfinished(next, ss.ends)
+	} else if ss.bounded {
+		// Every partition reached its end: one the ledger holds below it
+		// now went back during the run (a rollback, a published replay),
+		// and a partition done when the session began has no commit to
+		// notice it (from a review: the run ended as done).
+		for _, p := range slices.Sorted(maps.Keys(ss.ends)) {
+			if n := next[ss.tp(p)]; n < ss.ends[p] {
+				s.log.Info("the table's ledger went back under the sink (a published replay, or a rollback): starting a session from the ledger, which reads those offsets again",
+					"partition", p, "to", n, "end", ss.ends[p])
+				return errLedgerBack
+			}
 		}
-		s.noteUnfinished(next, ends)
 	}
 	return nil
 }

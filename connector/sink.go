@@ -883,8 +883,10 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			if ctx.Err() != nil {
 				// Interrupted while restarting: what was consumed is
 				// committed or, when fenced, the other writer's, whose
-				// positions the run reports.
+				// positions the run reports. A bounded run stopped short
+				// of its end says so (it read as done: from a review).
 				s.tablePositions(ctx)
+				s.recordUnfinished(ctx)
 				return s.stats, nil
 			}
 			continue

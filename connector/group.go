@@ -392,10 +392,11 @@ func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 			// else ends it. A commit whose dead letters are pending is
 			// in (the successor adds them): the revocation is committed
 			// unless records of ps came after it (an earlier flush failed
-			// so, and the newer ones were never flushed).
+			// so, and the newer ones were never flushed). So is one whose
+			// ledger check then found main moved back (errLedgerBack).
 			ss.gm.fail(err)
 			_, pending := errors.AsType[*snapshot.DeadLettersPendingError](err)
-			committed = pending && !slices.ContainsFunc(ps, dirty)
+			committed = (pending || err == errLedgerBack) && !slices.ContainsFunc(ps, dirty)
 		default:
 			committed = true
 		}

@@ -358,9 +358,10 @@ func (s *Sink) consumerOpts(which ...kgo.Opt) []kgo.Opt {
 // commitStarts commits the start ranges of partitions the ledger did not
 // have. An interrupt does not cut it short: it is one small commit.
 func (s *Sink) commitStarts(ctx context.Context, starts []mapping.Range) error {
+	// After the hold, which may last as long as a commit's timeout.
+	s.tbl.AwaitPublish(ctx, s.log)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	s.tbl.AwaitPublish(ctx, s.log)
 	if err := s.commit(cctx, snapshot.Flush{Ranges: starts}, s.inLedger); err != nil {
 		return err
 	}
@@ -1444,8 +1445,15 @@ func (ss *session) flush(ctx context.Context) error {
 			return
 		}
 		// A publish's hold ends at an interrupt: what was consumed is
-		// committed at once.
-		ss.s.tbl.AwaitPublish(ctx, ss.s.log)
+		// committed at once. A hold may last as long as commitTimeout,
+		// which began before the files were written: the commit gets a
+		// timeout of its own after it (a commit held that long failed,
+		// and its session read the flush again: from a review).
+		if held := ss.s.tbl.AwaitPublish(ctx, ss.s.log); held > 0 {
+			var cancelHeld context.CancelFunc
+			cctx, cancelHeld = context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+			defer cancelHeld()
+		}
 		err := ss.s.commit(cctx, f, inLedger)
 		if err == nil {
 			// A publish or a rollback that moved main back on a partition

@@ -152,7 +152,7 @@ func DeadLetters(ctx context.Context, tbl *snapshot.Table, q DeadLetterQuery) (D
 	if err != nil {
 		return res, err
 	}
-	l := &deadLetterList{q: q, reasons: map[string]*ReasonCount{}}
+	l := &deadLetterList{q: q, reasons: map[string]*ReasonCount{}, heldOf: map[string]int64{}}
 	for _, dlq := range dlqs {
 		commits, err := tbl.DeadLetterCommits(ctx, 0, dlq.Name())
 		if err != nil {
@@ -163,6 +163,9 @@ func DeadLetters(ctx context.Context, tbl *snapshot.Table, q DeadLetterQuery) (D
 		}
 		res.DeadLetterTables = append(res.DeadLetterTables, dlq.Name())
 		if err := l.read(ctx, tbl, dlq, commits); err != nil {
+			return res, err
+		}
+		if err := l.readLost(ctx, tbl, dlq, commits); err != nil {
 			return res, err
 		}
 	}
@@ -181,10 +184,14 @@ func DeadLetters(ctx context.Context, tbl *snapshot.Table, q DeadLetterQuery) (D
 		// Nothing writes onto a tag: its commits were made on main.
 		writer = "floe sink session on the table"
 	}
+	if l.lost > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("the ledger counts %s%s that no dead-letter table holds: recorded as lost by floe maintain --drop-missing-dead-letter-files, their files being gone from the storage (%s); only a replay of the table brings them back, and %s reports them (dead-letters-lost)",
+			deadLetterCount(l.lost), in, commitsNamed(l.lostCommits), audit))
+	}
 	switch {
-	case l.held < res.Counted:
+	case l.held+l.lost < res.Counted:
 		res.Notes = append(res.Notes, fmt.Sprintf("the ledger counts %s%s that no dead-letter table holds yet (pending: a sink committed them but could not add them, and the next %s or floe maintain adds them), or whose files are gone; %s tells which",
-			deadLetterCount(res.Counted-l.held), in, writer, audit))
+			deadLetterCount(res.Counted-l.held-l.lost), in, writer, audit))
 	case l.held > res.Counted:
 		res.Notes = append(res.Notes, fmt.Sprintf("the dead-letter tables hold %s more%s than the ledger counts; %s names the commits", deadLetterCount(l.held-res.Counted), in, audit))
 	}
@@ -270,9 +277,15 @@ type deadLetterList struct {
 	// held counts the rows of the selected partitions that the ledger
 	// accounts for, whatever their offsets and times, to compare with
 	// the ledger's count.
-	held    int64
-	reasons map[string]*ReasonCount
-	notes   []string
+	held int64
+	// heldOf counts held by commit id; lost counts the dead letters of
+	// the selected partitions that floe maintain recorded as lost, of
+	// lostCommits (readLost).
+	heldOf      map[string]int64
+	lost        int64
+	lostCommits []string
+	reasons     map[string]*ReasonCount
+	notes       []string
 }
 
 // ledgerRows tells the rows of a dead-letter table that a ledger's
@@ -303,18 +316,30 @@ func (l *ledgerRows) add(id string) { l.ids[id] = true }
 // holds reports whether row i, at offset of tp, is the ledger's: ids is
 // the batch's commit id column, nil when the table has none.
 func (l *ledgerRows) holds(ctx context.Context, ids *array.String, i int, tp mapping.TopicPartition, offset int64) (bool, error) {
+	id, err := l.owner(ctx, ids, i, tp, offset)
+	return id != "", err
+}
+
+// owner returns the id of the ledger's commit that row i, at offset of
+// tp, belongs to, "" when it is not the ledger's (see holds).
+func (l *ledgerRows) owner(ctx context.Context, ids *array.String, i int, tp mapping.TopicPartition, offset int64) (string, error) {
+	id := ""
 	if ids != nil && ids.IsValid(i) {
-		return l.ids[ids.Value(i)], nil
-	}
-	if l.state == nil {
-		st, err := l.data.DeadLetterState(ctx, l.dlq)
-		if err != nil {
-			return false, fmt.Errorf("attribute the dead letters of %s without a commit id (an older floe's) to commits: %w", l.dlq.Name(), err)
+		id = ids.Value(i)
+	} else {
+		if l.state == nil {
+			st, err := l.data.DeadLetterState(ctx, l.dlq)
+			if err != nil {
+				return "", fmt.Errorf("attribute the dead letters of %s without a commit id (an older floe's) to commits: %w", l.dlq.Name(), err)
+			}
+			l.state = st
 		}
-		l.state = st
+		id = l.state.LegacyOwner(tp, offset)
 	}
-	owner := l.state.LegacyOwner(tp, offset)
-	return owner != "" && l.ids[owner], nil
+	if !l.ids[id] {
+		return "", nil
+	}
+	return id, nil
 }
 
 // read adds the rows of dead-letter table dlq that commits (those of the
@@ -364,15 +389,16 @@ func (l *deadLetterList) read(ctx context.Context, data, dlq *snapshot.Table, co
 				d.CommitID = ids.Value(i)
 			}
 			tp := mapping.TopicPartition{Topic: r.Topic, Partition: r.Partition}
-			ours, err := accounted.holds(ctx, ids, i, tp, r.Offset)
+			owner, err := accounted.owner(ctx, ids, i, tp, r.Offset)
 			if err != nil {
 				return err
 			}
-			if !ours {
+			if owner == "" {
 				stale++
 				return nil
 			}
 			l.held++
+			l.heldOf[owner]++
 			if !l.q.matches(&d) {
 				return nil
 			}
@@ -409,6 +435,82 @@ func (l *deadLetterList) read(ctx context.Context, data, dlq *snapshot.Table, co
 			dlq.Name(), deadLetterCount(stale)))
 	}
 	return nil
+}
+
+// readLost counts the dead letters of the selected partitions of
+// commits (those of the ledger of data table data naming dead-letter
+// table dlq) that floe maintain --drop-missing-dead-letter-files recorded
+// as lost and that still are, which the audit reports as
+// dead-letters-lost (lostState), once read has counted what dlq holds.
+func (l *deadLetterList) readLost(ctx context.Context, data, dlq *snapshot.Table, commits []mapping.Commit) error {
+	st, err := lostState(ctx, data, dlq)
+	if err != nil || st == nil {
+		return err
+	}
+	for _, c := range st.GivenUp {
+		if !slices.ContainsFunc(commits, func(o mapping.Commit) bool { return o.ID == c.ID }) {
+			continue // another ref's
+		}
+		if n := l.q.deadLettersOf(c) - l.heldOf[c.ID]; n > 0 {
+			l.lost += n
+			l.lostCommits = append(l.lostCommits, c.ID)
+		}
+	}
+	return nil
+}
+
+// deadLettersOf is the number of dead letters c's ranges count in the
+// partitions the query selects.
+func (q DeadLetterQuery) deadLettersOf(c mapping.Commit) int64 {
+	var n int64
+	for _, r := range c.Ranges {
+		if q.selects(r.TopicPartition) {
+			n += r.DeadLetters
+		}
+	}
+	return n
+}
+
+// lostState returns the state of dead-letter table dlq of data table
+// data when its properties record the dead letters of some commit as
+// lost (snapshot.PropDeadLettersLostPrefix), nil when they record none:
+// its GivenUp are the commits still so, as the audit reads them.
+func lostState(ctx context.Context, data, dlq *snapshot.Table) (*snapshot.DeadLetterState, error) {
+	recorded := false
+	for key := range dlq.Iceberg().Properties() {
+		recorded = recorded || strings.HasPrefix(key, snapshot.PropDeadLettersLostPrefix)
+	}
+	if !recorded {
+		return nil, nil
+	}
+	st, err := data.DeadLetterState(ctx, dlq)
+	if err != nil {
+		return nil, fmt.Errorf("read which dead letters of %s floe maintain recorded as lost in %s: %w", data.Name(), dlq.Name(), err)
+	}
+	return st, nil
+}
+
+// givenUp returns commit id of st.GivenUp, if it is one.
+func givenUp(st *snapshot.DeadLetterState, id string) (mapping.Commit, bool) {
+	if st != nil {
+		for _, c := range st.GivenUp {
+			if c.ID == id {
+				return c, true
+			}
+		}
+	}
+	return mapping.Commit{}, false
+}
+
+// commitsNamed names commit ids in words: every one up to three.
+func commitsNamed(ids []string) string {
+	if len(ids) == 1 {
+		return "commit " + ids[0]
+	}
+	if len(ids) <= 3 {
+		return "commits " + strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%d commits, the first %s", len(ids), ids[0])
 }
 
 // deadLetterCount is n dead letters in words.

@@ -43,7 +43,8 @@ const (
 	KindMissing = "missing"
 	// KindDeadLetterNotFound: no row, in a range with dead letters, and
 	// the dead-letter table holds none at the offset: its dead letters are
-	// pending, or were removed.
+	// pending, were recorded as lost (floe maintain
+	// --drop-missing-dead-letter-files), or were removed.
 	KindDeadLetterNotFound = "dead_letter_not_found"
 	// KindSuperseded: a record a state table folded away.
 	KindSuperseded = "superseded"
@@ -225,10 +226,19 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		}
 		// When the dead-letter table holds the commit's dead letters, a
 		// record without a row or a dead letter is not one of them.
+		// Dead letters of the commit that floe maintain recorded as lost
+		// (the audit's dead-letters-lost) are not pending, though the
+		// table may hold some of the commit's.
 		held := true
+		var lost *snapshot.DeadLetterState
 		if (dlq != nil || dropped) && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
 			held = false
-			if dlq != nil && dlq.Head() != nil && loc.Commit.ID != "" {
+			if dlq != nil && loc.Commit.ID != "" {
+				if lost, err = lostState(ctx, tbl, dlq); err != nil {
+					return res, err
+				}
+			}
+			if _, given := givenUp(lost, loc.Commit.ID); !given && dlq != nil && dlq.Head() != nil && loc.Commit.ID != "" {
 				if held, err = dlq.HoldsCommit(ctx, loc.Commit.ID); err != nil {
 					return res, err
 				}
@@ -242,21 +252,25 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 			if loc.Range.DeadLetters == 1 {
 				sent = "1 record"
 			}
-			pending := fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: its dead letters are pending (a sink committed the rows but could not add them; the next sink run adds them) or were removed since; floe audit tells which (dead-letters-pending, or a missing file)",
+			why := fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: its dead letters are pending (a sink committed the rows but could not add them; the next sink run adds them) or were removed since; floe audit tells which (dead-letters-pending, or a missing file)",
 				sent, name)
+			if c, given := givenUp(lost, loc.Commit.ID); given {
+				why = fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: the dead letters of commit %s were recorded as lost by floe maintain --drop-missing-dead-letter-files, their files being gone from the storage (%d of its %s in no table); only a replay of the table brings them back (floe audit reports them: dead-letters-lost)",
+					sent, name, c.ID, DeadLetterQuery{}.deadLettersOf(c)-lost.Rows[c.ID], deadLetterCount(DeadLetterQuery{}.deadLettersOf(c)))
+			}
 			if dropped {
-				pending = fmt.Sprintf("the range sent %s to dead-letter table %s, which no longer exists (dropped): what they were only the log still tells (floe replay writes them again)",
+				why = fmt.Sprintf("the range sent %s to dead-letter table %s, which no longer exists (dropped): what they were only the log still tells (floe replay writes them again)",
 					sent, name)
 			}
 			if res.Kind == KindMissing {
-				res.Kind, res.Explanation = KindDeadLetterNotFound, pending
+				res.Kind, res.Explanation = KindDeadLetterNotFound, why
 			} else {
 				// Without the log, the offset may as well be any of the
 				// others; with it, a committed record of a state table may
 				// be folded into its key's row or have failed to become
 				// one, which the log does not say: the kind is unknown.
 				res.Kind = ""
-				res.Explanation += "; or " + pending
+				res.Explanation += "; or " + why
 			}
 		}
 		res.Explanation = fmt.Sprintf("%s is accounted for by snapshot %d in range [%d, %d) but has no row: %s",

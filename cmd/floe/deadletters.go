@@ -48,7 +48,8 @@ cannot take), which the sink sent to the table's dead-letter table with the reas
 rows of every dead-letter table the table's ledger names that belong to a commit of the ledger:
 rows of a commit rolled back, or replaced by a published branch, are not the table's and are left
 out (a note counts them), and dead letters the ledger counts that no dead-letter table holds yet
-(pending) are counted in a note (floe audit tells why). --branch reads a branch's ledger instead
+(pending) are counted in a note (floe audit tells why), as are those floe maintain
+--drop-missing-dead-letter-files recorded as lost. --branch reads a branch's ledger instead
 of main's: the dead letters of a floe replay --branch, before it is published; or a tag's, read
 only, such as the one floe replay --tag-main gave main's history before a publish.
 

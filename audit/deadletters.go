@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -102,13 +103,31 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 		// a branch audited before its publish is not judged by main's.
 		audited := a.auditedIDs(d)
 		judged := func(c mapping.Commit) bool { return audited[c.ID] && a.selectedCommit(c) }
+		// A commit without rows whose files are all files of the table
+		// its storage lost (the sink adds a commit's own files) is the
+		// same fault as those files: their findings name it, rather than
+		// a finding of its own counting the one deleted file twice.
+		inLost := func(c mapping.Commit) bool {
+			return d.named && judged(c) && !slices.ContainsFunc(c.DeadLetterFiles, func(p string) bool { return !slices.Contains(st.Lost, p) })
+		}
 		for _, path := range st.Lost {
 			if !d.named {
 				continue
 			}
+			held, drop := "the dead letters in it are lost", "(the audit then names the commits whose dead letters it held)"
+			var of []string
+			for _, c := range st.Missing {
+				if inLost(c) && slices.Contains(c.DeadLetterFiles, path) {
+					of = append(of, fmt.Sprintf("commit %s (snapshot %d), %s", c.ID, c.SnapshotID, plural(deadLetterCount(c), "dead letter")))
+				}
+			}
+			if len(of) > 0 {
+				held = fmt.Sprintf("the dead letters in it are lost, those of %s, whose own files are gone with it: nothing can add them,", strings.Join(of, "; "))
+				drop = "and records them as lost (dead-letters-lost; a replay of the table gets them back)"
+			}
 			a.find(Finding{Level: LevelLedger, Kind: KindMissingFile, File: path,
-				Detail: fmt.Sprintf("dead-letter table %s lists data file %s, which its storage no longer has (deleted outside floe): the dead letters in it are lost and no reader can scan %s; restore the file, or floe maintain --table %s --drop-missing-dead-letter-files removes it (the audit then names the commits whose dead letters it held)",
-					name, path, name, a.tbl.Name())})
+				Detail: fmt.Sprintf("dead-letter table %s lists data file %s, which its storage no longer has (deleted outside floe): %s and no reader can scan %s; restore the file, or floe maintain --table %s --drop-missing-dead-letter-files removes it %s",
+					name, path, held, name, a.tbl.Name(), drop)})
 		}
 		adds := "the next floe sink session or floe maintain adds them"
 		if len(st.Lost) > 0 {
@@ -128,6 +147,9 @@ func (a *auditor) deadLetterState(ctx context.Context) error {
 				continue
 			}
 			a.deadBad[c.SnapshotID] = true
+			if inLost(c) {
+				continue // named by the finding of its lost files
+			}
 			a.find(Finding{Level: LevelLedger, Kind: KindMissingFile, File: c.DeadLetterFiles[0], SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("commit %s (snapshot %d) counts %d dead letters that are in no row of %s, and its dead-letter files are gone (deleted outside floe): nothing can add them; restore the files, or replay the table (floe maintain --table %s --drop-missing-dead-letter-files records them as lost, so that maintenance passes)",
 					c.ID, c.SnapshotID, deadLetterCount(c), name, a.tbl.Name())})

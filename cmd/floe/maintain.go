@@ -207,7 +207,11 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			} else if len(res.DeadLetterTables) > 0 && !dryRun {
 				fmt.Fprintf(out, "dead-letter tables checked against the ledger: %s\n", strings.Join(slices.Sorted(maps.Keys(res.DeadLetterTables)), ", "))
 			}
-			if len(res.TruncatedRefs) > 0 {
+			if of := tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
+				// Nothing of a ledger to say: other commands say it so.
+				fmt.Fprintf(out, "%s is the dead-letter table of %s and has no ledger of its own (floe audit --table %s checks these dead letters against its ledger)\n",
+					tbl.Name(), of, of)
+			} else if len(res.TruncatedRefs) > 0 {
 				fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",
 					would, len(res.Restored), strings.Join(res.TruncatedRefs, ", "))
 			} else {

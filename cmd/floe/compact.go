@@ -58,11 +58,14 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			fmt.Fprintln(w, keptNote(r))
 			continue
 		}
-		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
-			r.Table, r.SnapshotID, plural(r.Replaced, "file"), r.BytesBefore, r.Added, r.BytesAfter, plural(int(r.Rows), "row"), r.FilesBefore, r.FilesAfter)
+		rows := plural(int(r.Rows), "row")
 		if r.DroppedDeletes > 0 || r.Rows != r.LiveRows && r.LiveRows > 0 {
-			fmt.Fprintf(w, "; deletes applied: %s live, %s dropped", plural(int(r.LiveRows), "row"), plural(r.DroppedDeletes, "delete file"))
+			// The rows read and those written told apart: "N rows" beside
+			// "M rows live" read as the new files' count.
+			rows = fmt.Sprintf("%d rows read, %d live after the deletes (%s dropped)", r.Rows, r.LiveRows, plural(r.DroppedDeletes, "delete file"))
 		}
+		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
+			r.Table, r.SnapshotID, plural(r.Replaced, "file"), r.BytesBefore, r.Added, r.BytesAfter, rows, r.FilesBefore, r.FilesAfter)
 		if r.Attempts > 1 {
 			fmt.Fprintf(w, "; committed at attempt %d (other commits got in first)", r.Attempts)
 		}

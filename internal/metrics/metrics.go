@@ -52,6 +52,8 @@ type Registry struct {
 
 	mu        sync.Mutex
 	pipelines []*Pipeline
+	// down are the lag polls' outages said and not yet over (outage).
+	down map[string]bool
 	// stopping is set once the process was asked to stop (Stopping).
 	stopping atomic.Bool
 }
@@ -394,6 +396,20 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 	// warned about once, not at every poll: an idle sink commits nothing,
 	// so a catalog outage is otherwise seen nowhere.
 	failing := ""
+	// The pipelines of one table read one ledger: its outage is said
+	// once, and its end, not by each of them (a sink of two topics into
+	// one table said both twice in the same millisecond).
+	keyOf := func(what string) string {
+		if what == ledgerFailing {
+			return what + " " + p.table
+		}
+		return what + " " + p.topic + " " + p.table
+	}
+	defer func() {
+		if failing != "" {
+			p.r.outage(keyOf(failing), false)
+		}
+	}()
 	for {
 		last := time.Now()
 		err := p.PollLag(ctx, b)
@@ -402,17 +418,24 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 			p.r.lagErrors.With(p.labels).Inc()
 			what := "the broker's offsets"
 			if errors.As(err, new(*ledgerError)) {
-				what = "the table's ledger (the catalog and its object store)"
+				what = ledgerFailing
 			}
 			if what != failing {
-				p.r.log().Warn("lag poll cannot read "+what+"; the lag gauges and the status page keep the last poll's values until it can",
-					"topic", p.topic, "table", p.table, "err", err)
+				if failing != "" {
+					p.r.outage(keyOf(failing), false) // failing on something else now
+				}
+				if p.r.outage(keyOf(what), true) {
+					p.r.log().Warn("lag poll cannot read "+what+"; the lag gauges and the status page keep the last poll's values until it can",
+						"topic", p.topic, "table", p.table, "err", err)
+				}
 				failing = what
 			} else {
 				p.r.log().Debug("lag poll failed", "topic", p.topic, "err", err)
 			}
 		case err == nil && failing != "":
-			p.r.log().Info("lag poll reads "+failing+" again", "topic", p.topic, "table", p.table)
+			if p.r.outage(keyOf(failing), false) {
+				p.r.log().Info("lag poll reads "+failing+" again", "topic", p.topic, "table", p.table)
+			}
 			failing = ""
 		}
 		select {
@@ -430,6 +453,30 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 			}
 		}
 	}
+}
+
+// ledgerFailing is what a lag poll that cannot read its table's ledger
+// fails on.
+const ledgerFailing = "the table's ledger (the catalog and its object store)"
+
+// outage records that the lag polls of key begin (down) or end failing,
+// and reports whether that is news, to be said: not when another
+// pipeline's poll of the same key said it already.
+func (r *Registry) outage(key string, down bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down[key] == down {
+		return false
+	}
+	if r.down == nil {
+		r.down = map[string]bool{}
+	}
+	if down {
+		r.down[key] = true
+	} else {
+		delete(r.down, key)
+	}
+	return true
 }
 
 // pollSoon wakes WatchLag for a poll within a second: the table's next

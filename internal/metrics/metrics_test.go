@@ -479,6 +479,63 @@ func TestRunningAgainAfterRetry(t *testing.T) {
 	}
 }
 
+// TestWatchLagSaysTableOutageOnce (from a new-user run): a live sink of
+// two topics into one table logged "lag poll reads the table's ledger
+// (the catalog and its object store) again" twice in the same
+// millisecond: each pipeline's poller reads the table's ledger, and each
+// said the outage and its end. The outage of one table's ledger is said
+// once, and so is its end.
+func TestWatchLagSaysTableOutageOnce(t *testing.T) {
+	e := floetest.New(t)
+	e.Topic("orders", 1, nil)
+	e.Topic("returns", 1, nil)
+	var got floetest.SyncBuffer
+	r := New()
+	r.Logger = slog.New(slog.NewTextHandler(&got, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var down atomic.Bool
+	down.Store(true)
+	ctx, cancel := context.WithCancel(e.Ctx)
+	var polled [2]atomic.Int64
+	done := make(chan struct{}, 2)
+	for i, topic := range []string{"orders", "returns"} {
+		p := r.Pipeline(topic, "lake.orders", nil)
+		p.FollowTable(func(context.Context) (TableView, error) {
+			if down.Load() {
+				return TableView{}, errors.New("catalog unreachable")
+			}
+			polled[i].Add(1)
+			return TableView{Ledger: &mapping.Summary{}}, nil
+		})
+		go func() {
+			defer func() { done <- struct{}{} }()
+			p.WatchLag(ctx, e.Broker(), 5*time.Millisecond)
+		}()
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s; log:\n%s", what, got.String())
+			}
+		}
+	}
+	for _, topic := range []string{"orders", "returns"} {
+		wait("three failed polls of "+topic, func() bool {
+			n, _ := value(t, r.Gatherer(), "floe_lag_poll_errors_total", map[string]string{"topic": topic, "table": "lake.orders"})
+			return n >= 3
+		})
+	}
+	down.Store(false)
+	wait("both pipelines polling again", func() bool { return polled[0].Load() >= 3 && polled[1].Load() >= 3 })
+	cancel()
+	<-done
+	<-done
+	log := got.String()
+	if n, m := strings.Count(log, "lag poll cannot read the table's ledger"), strings.Count(log, "lag poll reads the table's ledger (the catalog and its object store) again"); n != 1 || m != 1 {
+		t.Errorf("the outage said %d times and its end %d times, want once each:\n%s", n, m, log)
+	}
+}
+
 // TestWatchLagWarnsOncePerOutage (from a new-user run): a catalog outage
 // under idle sinks was seen nowhere: the lag poller's failed ledger reads
 // counted under a help naming the broker only, logged at debug level, and

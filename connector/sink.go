@@ -309,11 +309,34 @@ type Stats struct {
 	Owned []int32
 	// HeadLost lists partitions whose log began above offset 0.
 	HeadLost map[int32]int64
+	// Lost are the ranges of offsets the run recorded as lost in the
+	// ledger (OnDataLoss LossRecord), by partition, for its summary to
+	// say: a partition's first MaxLostListed of them. LostRanges counts
+	// them all, LostOffsets their offsets.
+	Lost        map[mapping.TopicPartition][]mapping.Interval
+	LostRanges  int
+	LostOffsets int64
 	// Unfinished holds, for a bounded run (StopAtEnd, EndOffsets) that
 	// ctx ended first, the end offset of each partition it had not
 	// reached: what it consumed is committed (Next), the rest is left
 	// for the next run.
 	Unfinished map[mapping.TopicPartition]int64
+}
+
+// MaxLostListed bounds the lost ranges Stats.Lost lists of a partition: a
+// live sink that retention keeps overtaking records one a session.
+const MaxLostListed = 8
+
+// lost counts r, a range the run recorded as lost, into s.
+func (s *Stats) lost(r mapping.Range) {
+	s.LostRanges++
+	s.LostOffsets += r.Len()
+	if s.Lost == nil {
+		s.Lost = map[mapping.TopicPartition][]mapping.Interval{}
+	}
+	if len(s.Lost[r.TopicPartition]) < MaxLostListed {
+		s.Lost[r.TopicPartition] = append(s.Lost[r.TopicPartition], r.Interval)
+	}
 }
 
 // Sink consumes one topic into one table.
@@ -991,6 +1014,9 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 	s.finish(highs(res.Commit.Ranges))
 	var dead, deletes int64
 	for _, r := range res.Commit.Ranges {
+		if r.Lost {
+			s.stats.lost(r)
+		}
 		dead += r.DeadLetters
 		deletes += r.Deletes
 		s.stats.Upserts += r.Records

@@ -984,7 +984,31 @@ func runWarnings(s connector.Stats) []string {
 	if s.DebeziumEvents != "" {
 		out = append(out, s.DebeziumEvents)
 	}
+	if s.LostRanges > 0 {
+		out = append(out, lostWarning(s))
+	}
 	return out
+}
+
+// lostWarning says what a run recorded as lost in the ledger
+// (--on-data-loss record, a replay's head of the log): the run exits 0, as
+// asked, and a WARN line in the log was the only word of it (a new user's
+// report). It names the first maxListedPositions ranges.
+func lostWarning(s connector.Stats) string {
+	tps := slices.SortedFunc(maps.Keys(s.Lost), mapping.TopicPartition.Compare)
+	var parts []string
+	for _, tp := range tps {
+		for _, iv := range s.Lost[tp] {
+			if len(parts) < maxListedPositions {
+				parts = append(parts, fmt.Sprintf("%s %s", tp, iv))
+			}
+		}
+	}
+	if more := s.LostRanges - len(parts); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %s more", plural(more, "range")))
+	}
+	return fmt.Sprintf("this run recorded %s as lost in the ledger, deleted by retention before they were sunk: %s; floe audit reports them as lost findings, which a reviewed report given to floe audit --accept sets aside (docs/audit.md)",
+		plural(int(s.LostOffsets), "offset"), strings.Join(parts, ", "))
 }
 
 // printMemberNext prints a group member's next offsets: its own
@@ -1041,8 +1065,16 @@ type runReport struct {
 	NewTable bool `json:"new_table,omitempty"`
 	// Warnings are the warnings of the run that the log gave once (a new
 	// table of a name close to an existing one's, records that are
-	// Debezium change events sunk without the envelope).
+	// Debezium change events sunk without the envelope, offsets recorded
+	// as lost).
 	Warnings []string `json:"warnings,omitempty"`
+	// Lost are the ranges the run recorded as lost in the ledger
+	// (--on-data-loss record), a partition's first
+	// connector.MaxLostListed; LostRanges counts them all, LostOffsets
+	// their offsets.
+	Lost        []lookup.LostRange `json:"lost,omitempty"`
+	LostRanges  int                `json:"lost_ranges,omitempty"`
+	LostOffsets int64              `json:"lost_offsets,omitempty"`
 	// Unfinished, set when the run was interrupted before its end
 	// offsets, holds each partition's end offset it did not reach
 	// (TOPIC/PARTITION).
@@ -1068,6 +1100,12 @@ func newRunReport(table, topic string, s connector.Stats, group bool) runReport 
 		r.DeadLetterTable = s.DeadLetterTable
 	}
 	r.Warnings = runWarnings(s)
+	r.LostRanges, r.LostOffsets = s.LostRanges, s.LostOffsets
+	for _, tp := range slices.SortedFunc(maps.Keys(s.Lost), mapping.TopicPartition.Compare) {
+		for _, iv := range s.Lost[tp] {
+			r.Lost = append(r.Lost, lookup.LostRange{Topic: tp.Topic, Partition: tp.Partition, Low: iv.Low, High: iv.High})
+		}
+	}
 	for tp, o := range s.Next {
 		r.Next[tp.String()] = o
 	}

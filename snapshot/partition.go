@@ -228,14 +228,26 @@ func (t *Table) SetPartitionBy(ctx context.Context, p mapping.PartitionBy, log *
 			// warning: a --partition-by (or a config file's) that was not
 			// meant for this table changes how every later file is laid out.
 			level, msg := slog.LevelInfo, "partition spec set"
+			from, to := specText(before, t.tbl.Schema()), specText(t.tbl.Spec(), t.tbl.Schema())
 			if len(t.tbl.Metadata().Snapshots()) > 0 {
 				level, msg = slog.LevelWarn, "partition spec changed: files written before keep the spec they were written with"
+				t.specChange = &SpecChange{From: from, To: to}
 			}
-			log.Log(ctx, level, msg, "table", t.Name(), "from", specText(before, t.tbl.Schema()), "to", specText(t.tbl.Spec(), t.tbl.Schema()), "requested", p.String())
+			log.Log(ctx, level, msg, "table", t.Name(), "from", from, "to", to, "requested", p.String())
 		}
 		return nil
 	}
 }
+
+// SpecChange is a change of partition spec SetPartitionBy made to a table
+// that held snapshots, From and To written as --partition-by takes them.
+type SpecChange struct{ From, To string }
+
+// SpecChange is the change of partition spec SetPartitionBy made through
+// this Table while the table held snapshots, for a run's summary to
+// repeat the log's warning (a new user's report: it scrolled by unseen);
+// nil without one.
+func (t *Table) SpecChange() *SpecChange { return t.specChange }
 
 // stageSpec stages in txn the partition spec evolution that makes the
 // spec of a table of schema s the fields of p whose columns s has, and

@@ -70,6 +70,9 @@ type Table struct {
 	archiveCache *ArchiveCache
 	// created is set when Open created the table (Created).
 	created bool
+	// specChange is the change of partition spec SetPartitionBy made to
+	// the table while it held snapshots (SpecChange).
+	specChange *SpecChange
 	// ranges are the ranges files tbl's snapshots reference, read with it
 	// (adopt); written is the one this process's last commit wrote.
 	ranges  *rangesFiles

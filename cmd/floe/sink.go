@@ -479,9 +479,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		mp.Hook(&run.Config)
 		var stopLag context.CancelFunc
 		stopCompaction := func() {}
-		// created warns of the table this run created (newTableWarning)
-		// or of the topic it adds to a table (warnNewTopic), for the
-		// summary to say again.
+		// created warns of the table this run created (newTableWarning),
+		// of the topic it adds to a table (warnNewTopic) or of the
+		// partition spec it changed, for the summary to say again.
 		var created []string
 		run.OnStart = func(tbl *snapshot.Table) {
 			stopCompaction = turns.compact(p.Table, func() func() { return f.compaction.start(srvCtx, tbl, turn) })
@@ -506,6 +506,10 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			}
 			if warning := newTableWarning(srvCtx, tbl, pipes, f.topicRegex != ""); warning != "" {
 				created = append(created, warning)
+			}
+			if c := tbl.SpecChange(); c != nil {
+				created = append(created, fmt.Sprintf("this run changed the partition spec of %s from %s to %s (--partition-by): files written before keep the spec they were written with; --partition-by '%s' changes it back",
+					tbl.Name(), c.From, c.To, c.From))
 			}
 			if pending, err := tbl.PendingPartitionFields(); err == nil && len(pending) > 0 {
 				logPendingPartitionFields(tbl, pending)

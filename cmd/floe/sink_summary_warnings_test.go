@@ -57,3 +57,34 @@ func TestSinkSummarySaysRecordedLoss(t *testing.T) {
 		t.Fatalf("--json: %+v\n%s", rep, out)
 	}
 }
+
+// TestSinkSummarySaysSpecChange: --partition-by given on a table that
+// holds data changed its spec with a WARN line of the log only; the run's
+// summary ("0 rows in 0 commits") did not repeat it, as it does a topic
+// added to a table (a new user's report). The summary and the JSON's
+// warnings say it.
+func TestSinkSummarySaysSpecChange(t *testing.T) {
+	st, loc := sinkStack(t)
+	sink := func(extra ...string) []string {
+		return slices.Concat([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, extra, loc)
+	}
+	mustFloe(t, sink()...)
+	out := mustFloe(t, sink("--partition-by", "day(kafka_timestamp)")...)
+	if !strings.Contains(out, "0 rows in 0 commits") || !strings.Contains(out, "warning: this run changed the partition spec of lake.orders from none to day(kafka_timestamp)") {
+		t.Fatalf("text summary:\n%s", out)
+	}
+	out = mustFloe(t, sink("--partition-by", "hour(kafka_timestamp)", "--json")...)
+	var rep struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil ||
+		!slices.ContainsFunc(rep.Warnings, func(w string) bool {
+			return strings.Contains(w, "from day(kafka_timestamp) to hour(kafka_timestamp)")
+		}) {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	// A run that leaves the spec as it is says nothing of it.
+	if out := mustFloe(t, sink("--partition-by", "hour(kafka_timestamp)")...); strings.Contains(out, "warning:") {
+		t.Fatalf("a run that kept the spec warned:\n%s", out)
+	}
+}

@@ -285,14 +285,40 @@ func (ss *session) checkGroupShared(ctx context.Context) error {
 		switch {
 		case !ok:
 		case other != own:
-			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks table %s (on %s), and this one sinks %s: a group divides its topics' partitions among all its members, so each table would get only part of them; give each table a --group of its own",
-				group, other, m.ClientHost, own)}
+			return otherTableError(group, other, m.ClientHost, own)
 		case uuid != "" && uuid != ownUUID:
 			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks a table %s (on %s) other than this one's (table UUID %s, this one's %s): the same name in another catalog, or a table dropped and created again under this name while a member of the dropped one runs; a group divides its topics' partitions among all its members, so each table would get only part of them; give every member the same --catalog, or stop the members of a dropped table",
 				group, other, m.ClientHost, uuid, ownUUID)}
 		}
 	}
 	return nil
+}
+
+// checkGroupTable refuses group, before anything is created, when a
+// member of it sinks a table other than table by name (checkGroupShared
+// tells the rest once the table is open): a refused member created its
+// table first and left it behind, empty (a new user's report). A table of
+// the same name with another UUID may be the one another member of this
+// group has just created in this catalog, so it is left to that check. A
+// group that cannot be described is left to the session.
+func (b *Broker) checkGroupTable(ctx context.Context, group, table string) error {
+	described, err := b.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil
+	}
+	for _, m := range described[group].Members {
+		if other, _, ok := memberTable(m.ClientID); ok && other != table {
+			return otherTableError(group, other, m.ClientHost, table)
+		}
+	}
+	return nil
+}
+
+// otherTableError refuses a member sinking table own into group, which
+// has a member (on host) that sinks table other.
+func otherTableError(group, other, host, own string) error {
+	return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks table %s (on %s), and this one sinks %s: a group divides its topics' partitions among all its members, so each table would get only part of them; give each table a --group of its own",
+		group, other, host, own)}
 }
 
 // joined is the group consumer's OnPartitionsAssigned, which franz-go

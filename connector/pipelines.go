@@ -389,10 +389,11 @@ func (p Pipeline) deadLetterTable(layout mapping.Layout, mode mapping.Mode, reco
 	return snapshot.DeadLetterName(p.Table)
 }
 
-// Check checks what Run checks before it opens anything: each Config, and
+// Check checks what Run checks before it opens anything: each Config,
 // that each topic exists on the brokers with the partitions
-// Config.Partitions names. A caller that creates things before Run (a
-// catalog) calls it first.
+// Config.Partitions names, and that no member of a Config.Group sinks
+// another table. A caller that creates things before Run (a catalog) calls
+// it first.
 func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
 	for i, p := range ps {
 		if err := p.Config.Validate(); err != nil {
@@ -403,6 +404,9 @@ func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
 		t, err := broker.Topic(ctx, p.Config.Topic)
 		if err == nil {
 			err = checkPartitions(t, p.Config.Partitions)
+		}
+		if err == nil && p.Config.Group != "" {
+			err = broker.checkGroupTable(ctx, p.Config.Group, strings.Join(p.Table, "."))
 		}
 		if err != nil {
 			return ps.wrap(i, err)

@@ -293,10 +293,14 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	}
 	var starts []mapping.Range
 	assign := map[int32]kgo.Offset{}
+	covered := 0 // the partitions the run reads, those at their end too
 	for _, p := range slices.Sorted(maps.Keys(st.wm)) {
 		if s.cfg.Partitions != nil && !slices.Contains(s.cfg.Partitions, p) {
 			starts = append(starts, st.startElsewhere(s, p)...)
 			continue
+		}
+		if _, ok := s.cfg.EndOffsets[p]; ok || s.cfg.EndOffsets == nil {
+			covered++
 		}
 		pt, start, err := ss.newPart(ctx, st, p)
 		starts = append(starts, start...)
@@ -326,7 +330,10 @@ func (s *Sink) open(ctx context.Context) (*session, error) {
 	if len(ss.parts) == 0 {
 		return fail(nil)
 	}
-	s.log.Info("sink session started", "partitions", len(ss.parts), "consuming", len(assign), "flush_records", s.cfg.FlushRecords)
+	// Every partition the session covers, and those with records to read:
+	// partitions counting only the latter, a new user took the others for
+	// missing.
+	s.log.Info("sink session started", "partitions", covered, "to_read", len(assign), "flush_records", s.cfg.FlushRecords)
 	if s.cfg.OnSession != nil {
 		s.cfg.OnSession()
 	}

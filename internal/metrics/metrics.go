@@ -175,6 +175,10 @@ type Pipeline struct {
 	// unconfirmed, when set, is why the group's coordinator has not
 	// confirmed this member's partitions (connector.Config.OnUnconfirmed).
 	unconfirmed string
+	// unreadable, when set, is why the last lag poll could not read the
+	// table (FollowTable): an idle sink touches its storage only now and
+	// then, and /readyz said ok through a storage outage under it.
+	unreadable string
 }
 
 // Pipeline registers a pipeline. partitions restricts the lag gauges to the
@@ -413,6 +417,15 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 	for {
 		last := time.Now()
 		err := p.PollLag(ctx, b)
+		if ctx.Err() == nil {
+			// A broker's error comes after the table was read.
+			p.mu.Lock()
+			p.unreadable = ""
+			if errors.As(err, new(*ledgerError)) {
+				p.unreadable = "the lag poll cannot read the table: " + err.Error()
+			}
+			p.mu.Unlock()
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			p.r.lagErrors.With(p.labels).Inc()

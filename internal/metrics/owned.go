@@ -76,10 +76,16 @@ func (p *Pipeline) hookOwned(cfg *connector.Config) {
 // partitions (OnUnconfirmed), a running member shows retrying with why:
 // it is not ready, though it may still read and commit records of the
 // partitions it holds (which set running), and the recovery of whatever
-// else made it retry meanwhile does not hide it. The caller holds p.mu.
+// else made it retry meanwhile does not hide it. So does a running
+// pipeline whose last lag poll could not read its table: an idle sink has
+// nothing to commit, and its own reads of the ledger pass over a failure,
+// so it learns of a storage outage late. The caller holds p.mu.
 func (p *Pipeline) shownState() (state, err string) {
-	if p.unconfirmed != "" && (p.state == StateRunning || p.state == StateStarting) {
+	switch {
+	case p.unconfirmed != "" && (p.state == StateRunning || p.state == StateStarting):
 		return StateRetrying, p.unconfirmed
+	case p.unreadable != "" && p.state == StateRunning:
+		return StateRetrying, p.unreadable
 	}
 	return p.state, p.err
 }

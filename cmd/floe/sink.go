@@ -423,6 +423,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	w := cmd.OutOrStdout()
 	var onlyDead []string // --stop-at-end pipelines that wrote dead letters and no row
 	var short []string    // --stop-at-end pipelines interrupted before their end offsets
+	var emptyNew []string // tables a failed run created and left without a snapshot
 	owners := &tableOwners{pattern: strings.Contains(f.table, "{topic}"), owner: map[string]string{}}
 	turns := &tableTurns{}
 	var started sync.Once // once every pipeline is checked and its table open
@@ -528,6 +529,9 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			stopLag()
 			stopCompaction()
 			mp.Stopped(err)
+			if err != nil && tbl.Created() && neverCommitted(srvCtx, tbl) {
+				emptyNew = append(emptyNew, tbl.Name())
+			}
 			// The run's warnings: the summary says them again.
 			warnings := slices.Concat(created, pendingPartitionWarnings(tbl, stats))
 			// A failed pipeline's error says what happened; what it
@@ -625,7 +629,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 		return err
 	}
 	if err := run.RunWatching(ctx, broker, cat, watch); err != nil {
-		return source.attribute(err)
+		return leftEmpty(source.attribute(err), emptyNew)
 	}
 	if len(short) > 0 {
 		// A scheduler's timeout (SIGTERM) must not record a batch job
@@ -733,6 +737,34 @@ func newTableWarning(ctx context.Context, tbl *snapshot.Table, pipes []pipeline,
 		tbl.Name(), strings.Join(near, " and "), tbl.Name())
 	slog.Warn(msg, "table", tbl.Name(), "did_you_mean", strings.Join(near, ","))
 	return msg
+}
+
+// neverCommitted reports whether tbl, as the catalog has it now, holds
+// no snapshot: nothing, not even where a partition starts, was committed
+// to it, by this run or by another writer. A failed read reports false,
+// and so does one that takes long: the run's failure may be the catalog's.
+func neverCommitted(ctx context.Context, tbl *snapshot.Table) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	now, err := tbl.Reopen(ctx)
+	return err == nil && len(now.Iceberg().Metadata().Snapshots()) == 0
+}
+
+// leftEmpty adds to err, the error a run stopped with, the tables it
+// created and left without a snapshot (neverCommitted), with how to remove
+// them: a member refused by its group left its new table behind without
+// a word (a new user's report). They are named, not dropped: another
+// member may commit to the same table meanwhile.
+func leftEmpty(err error, tables []string) error {
+	if len(tables) == 0 {
+		return err
+	}
+	if len(tables) == 1 {
+		return fmt.Errorf("%w; this run created %s, which is empty: floe drop --table %s --yes, with this run's --catalog, removes it",
+			err, tables[0], tables[0])
+	}
+	return fmt.Errorf("%w; this run created %s, which are empty: floe drop --table NAME --yes, with this run's --catalog, removes each",
+		err, strings.Join(tables, ", "))
 }
 
 // runTopics are the topics the run's pipes sink into table.

@@ -37,8 +37,14 @@ func TestAnswersThatCannotBeTrue(t *testing.T) {
 		}
 	}
 	// Offset 0 is an offset, not a missing one.
-	if out := mustFloe(t, append([]string{"where", "--table", "lake.w", "-t", "w", "--partition", "0", "--offset", "0"}, loc...)...); !strings.Contains(out, "offset 0") {
+	out := mustFloe(t, append([]string{"where", "--table", "lake.w", "-t", "w", "--partition", "0", "--offset", "0"}, loc...)...)
+	if !strings.Contains(out, "offset 0") {
 		t.Fatalf("where offset 0:\n%s", out)
+	}
+	// A row's answer is its lines, not the same again as a sentence (a
+	// new user's report).
+	if strings.Contains(out, "is a row, committed by") {
+		t.Errorf("where of a row repeats its lines in a sentence:\n%s", out)
 	}
 }
 

@@ -224,6 +224,11 @@ func printWhere(w io.Writer, r lookup.WhereResult) {
 	if r.LogStart != nil {
 		fmt.Fprintf(w, "  broker     log start %d, end offset %d\n", *r.LogStart, *r.EndOffset)
 	}
+	if r.Status == lookup.StatusRow && r.SnapshotID != nil && r.File != "" && !r.Expired {
+		// The explanation of a row says again what the lines above say
+		// (a new user's report); JSON keeps it.
+		return
+	}
 	fmt.Fprintf(w, "  %s\n", r.Explanation)
 }
 

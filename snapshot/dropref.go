@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,7 +63,9 @@ type DroppedRef struct {
 // needs it) are dropped after the commit, with their files unless
 // opts.KeepFiles, when no other ref's ledger names them and main's writers
 // do not write them: a published branch's commits are main's, and so are
-// their dead letters. The table's dead-letter tables are then reconciled
+// their dead letters, also while main is rolled back below them and the
+// head the publish made main's is still a snapshot of the table
+// (keepRolledBack). The table's dead-letter tables are then reconciled
 // with the ledgers left (ReconcileDeadLetterTables). A drop cut short
 // after its commit is finished by running it again, which finds the
 // branch gone and its dead-letter table left (DroppedRef.Gone).
@@ -130,6 +133,7 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 			if err != nil {
 				return out, false, err
 			}
+			dlqs, kept = t.keepRolledBack(name, dlqs, kept)
 			if len(dlqs) > 0 {
 				out.Gone, out.DeadLetterTables, out.KeptDeadLetterTables = true, dlqs, kept
 				return out, false, nil
@@ -154,6 +158,7 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 		if out.DeadLetterTables, out.KeptDeadLetterTables, err = t.refDeadLetterTables(ctx, name, &head); err != nil {
 			return out, false, err
 		}
+		out.DeadLetterTables, out.KeptDeadLetterTables = t.keepRolledBack(name, out.DeadLetterTables, out.KeptDeadLetterTables)
 		for _, d := range out.DeadLetterTables {
 			if _, ok := props[PropDeadLetterTablePrefix+d.Table]; ok {
 				removeProps = append(removeProps, PropDeadLetterTablePrefix+d.Table)
@@ -240,6 +245,29 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 		}
 	}
 	return drop, kept, nil
+}
+
+// keepRolledBack moves the dead-letter tables drop of branch name to
+// kept when the branch was published and the head it made main's is still
+// a snapshot of the table: main rolled back below it since (by another
+// engine) may be set back, and its commits' dead letters are needed again,
+// as floe maintain keeps the files of a rolled-back commit's dead letters
+// (keptFiles). Once maintenance expired that snapshot, running the drop
+// again drops them.
+func (t *Table) keepRolledBack(name string, drop []Dropped, kept []string) ([]Dropped, []string) {
+	v, ok := t.tbl.Properties()[PropPublished+name]
+	if !ok || len(drop) == 0 {
+		return drop, kept
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || t.tbl.Metadata().SnapshotByID(id) == nil {
+		return drop, kept
+	}
+	for _, d := range drop {
+		kept = append(kept, d.Table)
+	}
+	slices.Sort(kept)
+	return []Dropped{}, kept
 }
 
 // refList names refs as "main (branch), v1 (tag)".

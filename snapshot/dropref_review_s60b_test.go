@@ -1,0 +1,55 @@
+package snapshot_test
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TestDropRefOfTruncatedBranch: a branch whose ledger another tool
+// truncated (its older snapshots expired with no archive file holding
+// their entries) is what floe maintain's *LostEntriesError tells the user
+// to drop ("drop the branches and tags that need them"); DropRef must
+// drop it, not fail reading the very ledger that is gone (review s60b).
+func TestDropRefOfTruncatedBranch(t *testing.T) {
+	tbl, _ := maintainTable(t, 1)
+	if err := tbl.CreateEmptyBranch(t.Context(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	br, err := snapshot.Open(t.Context(), tbl.Catalog(), tbl.Identifier(), snapshot.OpenOptions{Branch: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitRanges(t, br, 0, 3)
+	// Another tool expires the branch's older snapshots.
+	txn := br.Iceberg().NewTransaction()
+	if err := txn.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, merr := tbl.Maintain(t.Context(), snapshot.MaintainOptions{DryRun: true})
+	var le *snapshot.LostEntriesError
+	t.Logf("maintain: %v (lost entries %v)", merr, errors.As(merr, &le))
+
+	if _, err := tbl.DropRef(t.Context(), slog.Default(), "b", snapshot.DropRefOptions{}); err != nil {
+		t.Fatalf("drop of the truncated branch: %v", err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if tbl.HasBranch("b") {
+		t.Fatal("branch b is still there")
+	}
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+		t.Fatalf("maintain after the drop: %v", err)
+	}
+}

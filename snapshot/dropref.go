@@ -114,6 +114,12 @@ func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts
 		log.Warn("dropped; a dead-letter table does not match the ledger and reconciling cannot repair it (floe audit reports it)", "table", t.Name(), "err", err)
 		err = nil
 	}
+	if _, truncated := errors.AsType[*TruncatedLedgerError](err); truncated {
+		// Another ref's ledger another tool truncated, which floe
+		// maintain reports: dropping that ref too is the way out.
+		log.Warn("dropped; the dead-letter tables are not reconciled: another branch's or tag's ledger is truncated (floe maintain names it; drop it too)", "table", t.Name(), "err", err)
+		err = nil
+	}
 	if err != nil {
 		return out, fmt.Errorf("dropped %s %s of %s; reconcile its dead-letter tables (floe maintain does it again): %w", kind, name, t.Name(), err)
 	}
@@ -209,8 +215,13 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int64) (drop []Dropped, kept []string, err error) {
 	meta := t.tbl.Metadata()
 	named := map[string]bool{}
+	// A ledger another tool truncated (*TruncatedLedgerError) is read as
+	// far as it goes: floe maintain tells the user to drop the branches
+	// and tags that need what is gone, so the branch's own is no reason to
+	// refuse. A table only its lost part names is left, not dropped.
+	var truncated *TruncatedLedgerError
 	if head != nil {
-		if err := t.branchDeadLetterTables(meta, *head, named); err != nil {
+		if err := t.branchDeadLetterTables(meta, *head, named); err != nil && !errors.As(err, &truncated) {
 			return nil, nil, fmt.Errorf("read the ledger of branch %s of %s for its dead-letter tables: %w", name, t.Name(), err)
 		}
 	}
@@ -220,12 +231,20 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 	if rec := t.RecordedDeadLetterTable(); rec != nil {
 		others[strings.Join(rec, ".")] = true
 	}
+	// Another ref's truncated ledger may name any of them in its lost
+	// part: all are kept (dropped by running the drop again once that ref
+	// is dropped too), rather than each truncated branch refusing the
+	// other's drop.
+	unsure := false
 	for n, ref := range meta.Refs() {
 		if n == name {
 			continue
 		}
 		if err := t.branchDeadLetterTables(meta, ref.SnapshotID, others); err != nil {
-			return nil, nil, fmt.Errorf("read the ledger of %s %s of %s for its dead-letter tables: %w", ref.SnapshotRefType, n, t.Name(), err)
+			if !errors.As(err, &truncated) {
+				return nil, nil, fmt.Errorf("read the ledger of %s %s of %s for its dead-letter tables: %w", ref.SnapshotRefType, n, t.Name(), err)
+			}
+			unsure = true
 		}
 	}
 	drop, kept = []Dropped{}, []string{}
@@ -238,7 +257,7 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 			continue // a table of that name that is not t's, and the branch's ledger does not name it
 		case err != nil:
 			return nil, nil, fmt.Errorf("open dead-letter table %s of branch %s of %s: %w", n, name, t.Name(), err)
-		case others[n]:
+		case others[n] || unsure:
 			kept = append(kept, n)
 		default:
 			drop = append(drop, Dropped{Table: n, Location: dlq.tbl.Location()})

@@ -354,7 +354,7 @@ func TestPartitionSpecEvolves(t *testing.T) {
 		t.Fatalf("audit:\n%s", js)
 	}
 	for _, off := range []string{"3", "33"} {
-		if out := mustFloe(t, append([]string{"where", "--table", "lake.ev", "-t", "ev", "--partition", "1", "--offset", off}, loc[:2]...)...); !strings.Contains(out, "is a row") {
+		if out := mustFloe(t, append([]string{"where", "--table", "lake.ev", "-t", "ev", "--partition", "1", "--offset", off}, loc[:2]...)...); !strings.Contains(out, ": row\n") {
 			t.Fatalf("where offset %s:\n%s", off, out)
 		}
 	}
@@ -557,7 +557,7 @@ func TestPartitionByValueColumns(t *testing.T) {
 	if !strings.Contains(js, `"complete": true`) {
 		t.Fatalf("audit:\n%s", js)
 	}
-	if out := mustFloe(t, append([]string{"where", "--table", "lake.ty", "-t", "ty", "--partition", "1", "--offset", "30"}, loc[:2]...)...); !strings.Contains(out, "is a row") {
+	if out := mustFloe(t, append([]string{"where", "--table", "lake.ty", "-t", "ty", "--partition", "1", "--offset", "30"}, loc[:2]...)...); !strings.Contains(out, ": row\n") {
 		t.Fatalf("where:\n%s", out)
 	}
 

@@ -30,19 +30,8 @@ import (
 func TestGroupLedgerBackInCallbackIsNoFailure(t *testing.T) {
 	e := newEnv(t)
 	const topic, table, group = "back-group", "lake.back_group", "back-group"
-	e.Topic(topic, 2, nil)
 	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
-	e.Produce(records(topic, 0, 10, "a"))
-	e.Produce(records(topic, 1, 10, "a"))
-	tbl := e.Table(table)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
-	before := tbl.Head().SnapshotID // p0 10, p1 10
-	e.Produce(records(topic, 0, 5, "b"))
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
+	_, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
 	// p0 15, p1 10. A publish asks main's writers to hold: the member
 	// learns it as it takes its partitions on.
 	op := e.Table(table)
@@ -74,13 +63,7 @@ func TestGroupLedgerBackInCallbackIsNoFailure(t *testing.T) {
 		// Once the member took p0 on at 15, main goes back to before
 		// there (p1 stays at 10, where the member is).
 		once.Do(func() {
-			rb := e.Table(table)
-			txn := rb.Iceberg().NewTransaction()
-			if err := txn.RollbackToSnapshot(before); err != nil {
-				t.Error(err)
-			} else if _, err := txn.Commit(e.Ctx); err != nil {
-				t.Error(err)
-			}
+			e.rollBack(table, before)
 			close(rolledBack)
 		})
 	}

@@ -22,18 +22,7 @@ import (
 func TestGroupRevocationCommittedAtLedgerBack(t *testing.T) {
 	e := newEnv(t)
 	const topic, table, group = "back-revoke", "lake.back_revoke", "back-revoke"
-	e.Topic(topic, 2, nil)
-	e.Produce(records(topic, 0, 10, "a"))
-	e.Produce(records(topic, 1, 10, "a"))
-	tbl := e.Table(table)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
-	before := tbl.Head().SnapshotID // p0 10, p1 10
-	e.Produce(records(topic, 0, 5, "b"))
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
+	_, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
 	// p0 15, p1 10; a publish holds main's writers, so that the member's
 	// next flush is in flight when the group revokes its partitions.
 	op := e.Table(table)
@@ -62,13 +51,7 @@ func TestGroupRevocationCommittedAtLedgerBack(t *testing.T) {
 			return
 		}
 		once.Do(func() {
-			rb := e.Table(table)
-			txn := rb.Iceberg().NewTransaction()
-			if err := txn.RollbackToSnapshot(before); err != nil {
-				t.Error(err)
-			} else if _, err := txn.Commit(e.Ctx); err != nil {
-				t.Error(err)
-			}
+			e.rollBack(table, before)
 			close(rolledBack)
 		})
 	}

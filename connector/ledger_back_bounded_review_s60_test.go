@@ -21,19 +21,8 @@ import (
 func TestStopAtEndInterruptedAtLedgerBackIsUnfinished(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "back-bounded", "lake.back_bounded"
-	e.Topic(topic, 2, nil)
 	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
-	e.Produce(records(topic, 0, 10, "a"))
-	e.Produce(records(topic, 1, 10, "a"))
-	tbl := e.Table(table)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
-	before := tbl.Head().SnapshotID // p0 10, p1 10
-	e.Produce(records(topic, 0, 5, "b"))
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
 	// p0 15, p1 10; p1 gets 5 more. As the bounded run's session starts,
 	// main is rolled back to before (p0 back to 10); the run is
 	// interrupted as its commit of p1 lands.
@@ -44,13 +33,7 @@ func TestStopAtEndInterruptedAtLedgerBackIsUnfinished(t *testing.T) {
 	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, StopAtEnd: true, Logger: quietLogger(),
 		OnSession: func() {
 			once.Do(func() {
-				op := e.Table(table)
-				txn := op.Iceberg().NewTransaction()
-				if err := txn.RollbackToSnapshot(before); err != nil {
-					t.Error(err)
-				} else if _, err := txn.Commit(e.Ctx); err != nil {
-					t.Error(err)
-				}
+				e.rollBack(table, before)
 			})
 		},
 		OnCommit: func(snapshot.Result) { cancel() },
@@ -79,18 +62,8 @@ func TestStopAtEndInterruptedAtLedgerBackIsUnfinished(t *testing.T) {
 func TestStopAtEndInterruptedWhenFencedIsUnfinished(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "back-fenced", "lake.back_fenced"
-	e.Topic(topic, 1, nil)
 	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
-	e.Produce(records(topic, 0, 10, "a"))
-	tbl := e.Table(table)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
-	before := tbl.Head().SnapshotID // p0 10
-	e.Produce(records(topic, 0, 5, "b"))
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, before := e.partition0Ahead(topic, table, 1) // p0 15; before: p0 10
 	// p0 15 of 20: as the run's session starts main goes back to 10, and
 	// the run is interrupted as its flush of [15, 20) is fenced.
 	e.Produce(records(topic, 0, 5, "c"))
@@ -100,13 +73,7 @@ func TestStopAtEndInterruptedWhenFencedIsUnfinished(t *testing.T) {
 	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, StopAtEnd: true, Logger: quietLogger(),
 		OnSession: func() {
 			once.Do(func() {
-				op := e.Table(table)
-				txn := op.Iceberg().NewTransaction()
-				if err := txn.RollbackToSnapshot(before); err != nil {
-					t.Error(err)
-				} else if _, err := txn.Commit(e.Ctx); err != nil {
-					t.Error(err)
-				}
+				e.rollBack(table, before)
 			})
 		},
 		OnFenced: func(error) { cancel() },
@@ -136,30 +103,13 @@ func TestStopAtEndInterruptedWhenFencedIsUnfinished(t *testing.T) {
 func TestStopAtEndRereadsPartitionMovedBack(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "back-done", "lake.back_done"
-	e.Topic(topic, 2, nil)
 	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
-	e.Produce(records(topic, 0, 10, "a"))
-	e.Produce(records(topic, 1, 10, "a"))
-	tbl := e.Table(table)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
-	before := tbl.Head().SnapshotID // p0 10, p1 10
-	e.Produce(records(topic, 0, 5, "b"))
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
 	e.Produce(records(topic, 1, 5, "b"))
 	var once sync.Once
 	stats, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, OnSession: func() {
 		once.Do(func() {
-			op := e.Table(table)
-			txn := op.Iceberg().NewTransaction()
-			if err := txn.RollbackToSnapshot(before); err != nil {
-				t.Error(err)
-			} else if _, err := txn.Commit(e.Ctx); err != nil {
-				t.Error(err)
-			}
+			e.rollBack(table, before)
 		})
 	}})
 	if err != nil {

@@ -20,19 +20,8 @@ import (
 func TestLedgerBackAtLastFlushIsNoFailure(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "back-last", "lake.back_last"
-	e.Topic(topic, 2, nil)
 	p1 := mapping.TopicPartition{Topic: topic, Partition: 1}
-	e.Produce(records(topic, 0, 10, "a"))
-	e.Produce(records(topic, 1, 10, "a"))
-	tbl := e.Table(table)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
-	before := tbl.Head().SnapshotID // p0 10, p1 10
-	e.Produce(records(topic, 0, 5, "b"))
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
 	// p0 15, p1 10. p1 has 5 records to read; as the live sink's session
 	// starts, the operator rolls main back to before: p0 back to 10.
 	e.Produce(records(topic, 1, 5, "b"))
@@ -40,13 +29,7 @@ func TestLedgerBackAtLastFlushIsNoFailure(t *testing.T) {
 	started := make(chan struct{})
 	stop := e.runLive(tbl, connector.Config{Topic: topic, FlushInterval: time.Minute, OnSession: func() {
 		once.Do(func() {
-			op := e.Table(table)
-			txn := op.Iceberg().NewTransaction()
-			if err := txn.RollbackToSnapshot(before); err != nil {
-				t.Error(err)
-			} else if _, err := txn.Commit(e.Ctx); err != nil {
-				t.Error(err)
-			}
+			e.rollBack(table, before)
 			close(started)
 		})
 	}})

@@ -22,19 +22,8 @@ import (
 func TestLedgerBackWithPartitionsAddedRestarts(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "back-parts", "lake.back_parts"
-	e.Topic(topic, 2, nil)
 	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
-	e.Produce(records(topic, 0, 10, "a"))
-	e.Produce(records(topic, 1, 10, "a"))
-	tbl := e.Table(table)
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
-	before := tbl.Head().SnapshotID // p0 10, p1 10
-	e.Produce(records(topic, 0, 5, "b"))
-	if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
 	// p0 15, p1 10, and p1 gets 5 more. As the live sink's session starts,
 	// main is rolled back to before (p0 back to 10) and a partition is
 	// added to the topic. The session reads p1's records (busy: never
@@ -45,13 +34,7 @@ func TestLedgerBackWithPartitionsAddedRestarts(t *testing.T) {
 	stop := e.runLive(tbl, connector.Config{Topic: topic, FlushInterval: time.Minute, PartitionCheck: time.Millisecond,
 		OnSession: func() {
 			once.Do(func() {
-				op := e.Table(table)
-				txn := op.Iceberg().NewTransaction()
-				if err := txn.RollbackToSnapshot(before); err != nil {
-					t.Error(err)
-				} else if _, err := txn.Commit(e.Ctx); err != nil {
-					t.Error(err)
-				}
+				e.rollBack(table, before)
 				if _, err := kadm.NewClient(e.Dial().Client()).CreatePartitions(e.Ctx, 1, topic); err != nil {
 					t.Error(err)
 				}

@@ -1,7 +1,6 @@
 package connector_test
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestGroupLedgerBackInCallbackIsNoFailure (review s60): a group member's
@@ -34,14 +32,7 @@ func TestGroupLedgerBackInCallbackIsNoFailure(t *testing.T) {
 	_, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
 	// p0 15, p1 10. A publish asks main's writers to hold: the member
 	// learns it as it takes its partitions on.
-	op := e.Table(table)
-	hold := func(until time.Time) {
-		t.Helper()
-		if err := op.SetProperties(e.Ctx, map[string]string{snapshot.PropPublishHold: fmt.Sprintf("rb %d", until.UnixMilli())}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hold(time.Now().Add(time.Minute))
+	e.publishHold(table, time.Now().Add(time.Minute))
 	rolledBack := make(chan struct{})
 	var once sync.Once
 	var added atomic.Bool
@@ -95,7 +86,7 @@ func TestGroupLedgerBackInCallbackIsNoFailure(t *testing.T) {
 	// Taking the new partition on waits for the held flush; the publish
 	// ends its hold (as a publish giving up does).
 	time.Sleep(time.Second)
-	hold(time.Now().Add(-time.Second))
+	e.publishHold(table, time.Now().Add(-time.Second))
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && len(offsetsOf(t, e.Table(table), p0)) < 15 {
 		select {

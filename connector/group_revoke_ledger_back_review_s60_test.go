@@ -1,7 +1,6 @@
 package connector_test
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestGroupRevocationCommittedAtLedgerBack (review s60): a revocation
@@ -25,14 +23,7 @@ func TestGroupRevocationCommittedAtLedgerBack(t *testing.T) {
 	_, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
 	// p0 15, p1 10; a publish holds main's writers, so that the member's
 	// next flush is in flight when the group revokes its partitions.
-	op := e.Table(table)
-	hold := func(until time.Time) {
-		t.Helper()
-		if err := op.SetProperties(e.Ctx, map[string]string{snapshot.PropPublishHold: fmt.Sprintf("rb %d", until.UnixMilli())}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hold(time.Now().Add(time.Minute))
+	e.publishHold(table, time.Now().Add(time.Minute))
 	rolledBack := make(chan struct{})
 	var once sync.Once
 	var (
@@ -82,7 +73,7 @@ func TestGroupRevocationCommittedAtLedgerBack(t *testing.T) {
 	// The revocation waits for the held flush (within the rebalance
 	// timeout less a margin, 5 s here); the publish ends its hold.
 	time.Sleep(time.Second)
-	hold(time.Now().Add(-time.Second))
+	e.publishHold(table, time.Now().Add(-time.Second))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		mu.Lock()

@@ -21,37 +21,14 @@ import (
 func TestStopAtEndInterruptedAtLedgerBackIsUnfinished(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "back-bounded", "lake.back_bounded"
-	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
 	tbl, before := e.partition0Ahead(topic, table, 2) // p0 15, p1 10; before: p0 10
-	// p0 15, p1 10; p1 gets 5 more. As the bounded run's session starts,
+	// p1 gets 5 more. As the bounded run's session starts,
 	// main is rolled back to before (p0 back to 10); the run is
 	// interrupted as its commit of p1 lands.
 	e.Produce(records(topic, 1, 5, "b"))
-	ctx, cancel := context.WithCancel(e.Ctx)
-	defer cancel()
-	var once sync.Once
-	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, StopAtEnd: true, Logger: quietLogger(),
-		OnSession: func() {
-			once.Do(func() {
-				e.rollBack(table, before)
-			})
-		},
-		OnCommit: func(snapshot.Result) { cancel() },
+	e.checkInterruptedUnfinished(tbl, topic, table, before, 15, func(cancel func(), cfg *connector.Config) {
+		cfg.OnCommit = func(snapshot.Result) { cancel() }
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stats, err := s.Run(ctx)
-	if err != nil {
-		t.Fatalf("interrupted run: %v", err)
-	}
-	if n := offsetsOf(t, e.Table(table), p0); len(n) != 10 {
-		t.Fatalf("partition 0 holds %d rows, want 10 (the run was interrupted before reading it again)", len(n))
-	}
-	if end, ok := stats.Unfinished[p0]; !ok || end != 15 {
-		t.Errorf("the interrupted bounded run left %s at offset 10 of 15, but reads as done: Unfinished = %v, Next = %v",
-			p0, stats.Unfinished, stats.Next)
-	}
 }
 
 // TestStopAtEndInterruptedWhenFencedIsUnfinished (review s60): a bounded
@@ -62,22 +39,30 @@ func TestStopAtEndInterruptedAtLedgerBackIsUnfinished(t *testing.T) {
 func TestStopAtEndInterruptedWhenFencedIsUnfinished(t *testing.T) {
 	e := newEnv(t)
 	const topic, table = "back-fenced", "lake.back_fenced"
-	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
 	tbl, before := e.partition0Ahead(topic, table, 1) // p0 15; before: p0 10
 	// p0 15 of 20: as the run's session starts main goes back to 10, and
 	// the run is interrupted as its flush of [15, 20) is fenced.
 	e.Produce(records(topic, 0, 5, "c"))
+	e.checkInterruptedUnfinished(tbl, topic, table, before, 20, func(cancel func(), cfg *connector.Config) {
+		cfg.OnFenced = func(error) { cancel() }
+	})
+}
+
+// checkInterruptedUnfinished runs a bounded sink of topic into tbl that
+// rolls main back to before as its session starts (partition 0 back to
+// 10) and that interrupt makes cancel the run, and checks that the run
+// stopped with partition 0 at 10 and noted it unfinished, short of end.
+func (e *env) checkInterruptedUnfinished(tbl *snapshot.Table, topic, table string, before, end int64, interrupt func(cancel func(), cfg *connector.Config)) {
+	t := e.T
+	t.Helper()
+	p0 := mapping.TopicPartition{Topic: topic, Partition: 0}
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	var once sync.Once
-	s, err := connector.NewSink(e.Dial(), tbl, connector.Config{Topic: topic, StopAtEnd: true, Logger: quietLogger(),
-		OnSession: func() {
-			once.Do(func() {
-				e.rollBack(table, before)
-			})
-		},
-		OnFenced: func(error) { cancel() },
-	})
+	cfg := connector.Config{Topic: topic, StopAtEnd: true, Logger: quietLogger(),
+		OnSession: func() { once.Do(func() { e.rollBack(table, before) }) }}
+	interrupt(cancel, &cfg)
+	s, err := connector.NewSink(e.Dial(), tbl, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +73,9 @@ func TestStopAtEndInterruptedWhenFencedIsUnfinished(t *testing.T) {
 	if n := offsetsOf(t, e.Table(table), p0); len(n) != 10 {
 		t.Fatalf("partition 0 holds %d rows, want 10 (the run was interrupted before reading it again)", len(n))
 	}
-	if end, ok := stats.Unfinished[p0]; !ok || end != 20 {
-		t.Errorf("the interrupted bounded run left %s at offset 10 of 20, but reads as done: Unfinished = %v, Next = %v",
-			p0, stats.Unfinished, stats.Next)
+	if got, ok := stats.Unfinished[p0]; !ok || got != end {
+		t.Errorf("the interrupted bounded run left %s at offset 10 of %d, but reads as done: Unfinished = %v, Next = %v",
+			p0, end, stats.Unfinished, stats.Next)
 	}
 }
 

@@ -1,6 +1,9 @@
 package connector_test
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -36,5 +39,14 @@ func (e *env) rollBack(table string, id int64) {
 		e.T.Error(err)
 	} else if _, err := txn.Commit(e.Ctx); err != nil {
 		e.T.Error(err)
+	}
+}
+
+// publishHold sets on table the hold a publish of branch rb asks main's
+// writers for, until until (past: lifted).
+func (e *env) publishHold(table string, until time.Time) {
+	e.T.Helper()
+	if err := e.Table(table).SetProperties(e.Ctx, map[string]string{snapshot.PropPublishHold: fmt.Sprintf("rb %d", until.UnixMilli())}); err != nil {
+		e.T.Fatal(err)
 	}
 }

@@ -1,14 +1,12 @@
 package connector_test
 
 import (
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -33,8 +31,6 @@ func TestGroupLedgerBackInCallbackIsNoFailure(t *testing.T) {
 	// p0 15, p1 10. A publish asks main's writers to hold: the member
 	// learns it as it takes its partitions on.
 	e.publishHold(table, time.Now().Add(time.Minute))
-	rolledBack := make(chan struct{})
-	var once sync.Once
 	var added atomic.Bool
 	reassigned := make(chan struct{}, 1)
 	cfg := groupConfig(topic, group)
@@ -47,27 +43,13 @@ func TestGroupLedgerBackInCallbackIsNoFailure(t *testing.T) {
 			}
 		}
 	}
-	cfg.OnRebalance = func(r connector.Rebalance) {
-		if len(r.Assigned) == 0 {
-			return
-		}
-		// Once the member took p0 on at 15, main goes back to before
-		// there (p1 stays at 10, where the member is).
-		once.Do(func() {
-			e.rollBack(table, before)
-			close(rolledBack)
-		})
-	}
-	m := e.startMember(table, cfg)
+	// Once the member took p0 on at 15, main goes back to before there
+	// (p1 stays at 10, where the member is).
+	m := e.startMemberMovedBack(table, before, cfg)
 	defer func() {
 		m.stop()
 		<-m.done
 	}()
-	select {
-	case <-rolledBack:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the member was not assigned its partitions")
-	}
 	// A flush of p1's 5 records, held by the publish; then 2 more records,
 	// short of the next flush.
 	e.Produce(records(topic, 1, 5, "b"))

@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/floe-dev/floe/connector"
@@ -49,4 +50,35 @@ func (e *env) publishHold(table string, until time.Time) {
 	if err := e.Table(table).SetProperties(e.Ctx, map[string]string{snapshot.PropPublishHold: fmt.Sprintf("rb %d", until.UnixMilli())}); err != nil {
 		e.T.Fatal(err)
 	}
+}
+
+// startMemberMovedBack starts a group member of cfg on table that, once
+// first assigned partitions (taken on at the ledger's positions), rolls
+// main back to before (rollBack), and waits for that. cfg.OnRebalance, if
+// any, is called first at every rebalance.
+func (e *env) startMemberMovedBack(table string, before int64, cfg connector.Config) *member {
+	e.T.Helper()
+	rolledBack := make(chan struct{})
+	var once sync.Once
+	then := cfg.OnRebalance
+	cfg.OnRebalance = func(r connector.Rebalance) {
+		if then != nil {
+			then(r)
+		}
+		if len(r.Assigned) > 0 {
+			once.Do(func() {
+				e.rollBack(table, before)
+				close(rolledBack)
+			})
+		}
+	}
+	m := e.startMember(table, cfg)
+	select {
+	case <-rolledBack:
+	case <-time.After(30 * time.Second):
+		m.stop()
+		<-m.done
+		e.T.Fatal("the member was not assigned its partitions")
+	}
+	return m
 }

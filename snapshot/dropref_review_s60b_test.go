@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -31,16 +29,7 @@ func TestDropRefOfTruncatedBranch(t *testing.T) {
 		commitRanges(t, br, 0, 3)
 	}
 	// Another tool expires the branch's older snapshots.
-	txn := br.Iceberg().NewTransaction()
-	if err := txn.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast(t, br, tbl)
 	_, merr := tbl.Maintain(t.Context(), snapshot.MaintainOptions{DryRun: true})
 	var le *snapshot.LostEntriesError
 	t.Logf("maintain: %v (lost entries %v)", merr, errors.As(merr, &le))

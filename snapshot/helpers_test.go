@@ -166,3 +166,20 @@ func rowStrings(b arrow.RecordBatch) []string {
 }
 
 func joinLines(rows []string) string { return strings.Join(rows, "\n") }
+
+// expireAllButLast expires every snapshot of w's branch but its head as
+// another tool does, outside floe (no ledger archive first: the ledger is
+// truncated), and reloads reload.
+func expireAllButLast(t *testing.T, w, reload *snapshot.Table) {
+	t.Helper()
+	txn := w.Iceberg().NewTransaction()
+	if err := txn.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := reload.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -158,16 +158,7 @@ func TestLedgerTruncatedBeyondArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitRanges(t, tbl, 3, 4)
-	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast(t, tbl, tbl)
 	if _, err := tbl.Ledger(); !errors.Is(err, snapshot.ErrTruncatedLedger) {
 		t.Fatalf("err %v, want ErrTruncatedLedger", err)
 	}
@@ -727,16 +718,7 @@ func TestMaintainReportsUnrepairableLedger(t *testing.T) {
 	}
 	commitRanges(t, tbl, 3, 4)
 	gone := *tbl.Head().ParentSnapshotID
-	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast(t, tbl, tbl)
 	archive := namedArchives(tbl)
 	_, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1})
 	if err == nil || !strings.Contains(err.Error(), strconv.FormatInt(gone, 10)) {

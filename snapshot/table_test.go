@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -66,16 +64,7 @@ func TestLedgerRefusesExpiredHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	txn := tbl.Iceberg().NewTransaction()
-	if err := txn.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast(t, tbl, tbl)
 	_, err = tbl.Ledger()
 	if !errors.Is(err, snapshot.ErrTruncatedLedger) {
 		t.Fatalf("ledger of an expired history: err %v, want ErrTruncatedLedger", err)

@@ -231,14 +231,17 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		// table may hold some of the commit's.
 		held := true
 		var lost *snapshot.DeadLetterState
+		var lostCommit mapping.Commit
+		given := false
 		if (dlq != nil || dropped) && (res.Kind == "" || res.Kind == KindMissing || res.Kind == KindSuperseded) {
 			held = false
 			if dlq != nil && loc.Commit.ID != "" {
 				if lost, err = lostState(ctx, tbl, dlq); err != nil {
 					return res, err
 				}
+				lostCommit, given = givenUp(lost, loc.Commit.ID)
 			}
-			if _, given := givenUp(lost, loc.Commit.ID); !given && dlq != nil && dlq.Head() != nil && loc.Commit.ID != "" {
+			if !given && dlq != nil && dlq.Head() != nil && loc.Commit.ID != "" {
 				if held, err = dlq.HoldsCommit(ctx, loc.Commit.ID); err != nil {
 					return res, err
 				}
@@ -254,9 +257,10 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 			}
 			why := fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: its dead letters are pending (a sink committed the rows but could not add them; the next sink run adds them) or were removed since; floe audit tells which (dead-letters-pending, or a missing file)",
 				sent, name)
-			if c, given := givenUp(lost, loc.Commit.ID); given {
+			if given {
+				counted := DeadLetterQuery{}.deadLettersOf(lostCommit)
 				why = fmt.Sprintf("the range sent %s to dead-letter table %s, which has none at this offset: the dead letters of commit %s were recorded as lost by floe maintain --drop-missing-dead-letter-files, their files being gone from the storage (%d of its %s in no table); only a replay of the table brings them back (floe audit reports them: dead-letters-lost)",
-					sent, name, c.ID, DeadLetterQuery{}.deadLettersOf(c)-lost.Rows[c.ID], deadLetterCount(DeadLetterQuery{}.deadLettersOf(c)))
+					sent, name, lostCommit.ID, counted-lost.Rows[lostCommit.ID], deadLetterCount(counted))
 			}
 			if dropped {
 				why = fmt.Sprintf("the range sent %s to dead-letter table %s, which no longer exists (dropped): what they were only the log still tells (floe replay writes them again)",

@@ -127,7 +127,7 @@ audit could not run.`,
 // env.sh sets FLOE_BROKERS for every command, and the refusal named a
 // flag the user never gave: from a new user).
 func versionOnlyLedger(ctx context.Context, stderr io.Writer, f *auditFlags) error {
-	src, _ := ctx.Value(sourcesKey{}).(flagSources)
+	src := sourcesOf(ctx)
 	var given, dropped []string
 	for _, fl := range []struct {
 		name  string
@@ -229,8 +229,8 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 			return err
 		}
 	}
-	if src, _ := ctx.Value(sourcesKey{}).(flagSources); broker != nil {
-		rep.BrokersSource = src["brokers"]
+	if broker != nil {
+		rep.BrokersSource = sourcesOf(ctx)["brokers"]
 	}
 	// The files first: when one cannot be written, the audit fails before
 	// printing a report, as every failed audit does.

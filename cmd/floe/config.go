@@ -77,6 +77,13 @@ type flagSources map[string]string
 
 type sourcesKey struct{}
 
+// sourcesOf returns the run's flagSources: nil outside a run of main,
+// where every flag came from the command line.
+func sourcesOf(ctx context.Context) flagSources {
+	src, _ := ctx.Value(sourcesKey{}).(flagSources)
+	return src
+}
+
 // note returns, for an error message msg that names flags of s, where
 // their values came from ("" when it names none).
 func (s flagSources) note(msg string) string {
@@ -140,7 +147,7 @@ func applyConfig(cmd *cobra.Command) (warnings []string, err error) {
 		cmd.SetContext(context.WithValue(cmd.Context(), configKey{}, file))
 	}
 	var errs []error
-	src, _ := cmd.Context().Value(sourcesKey{}).(flagSources)
+	src := sourcesOf(cmd.Context())
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Changed || f.Name == "config" || f.Name == "help" {
 			return

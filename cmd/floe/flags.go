@@ -246,7 +246,7 @@ func (f *brokerFlags) dialOptional(ctx context.Context, lookup bool) (*connector
 	if err == nil {
 		return b, nil
 	}
-	src, _ := ctx.Value(sourcesKey{}).(flagSources)
+	src := sourcesOf(ctx)
 	var settings settingsError
 	var config *connector.ConfigError
 	if lookup && src["brokers"] != "" && ctx.Err() == nil && !errors.As(err, &settings) && !errors.As(err, &config) {

@@ -105,7 +105,7 @@ func (f *kafkaSecurityFlags) security(ctx context.Context) (connector.Security, 
 	if given(flagTLS) {
 		delete(origins, flagTLS)
 	}
-	if src, _ := ctx.Value(sourcesKey{}).(flagSources); src != nil {
+	if src := sourcesOf(ctx); src != nil {
 		maps.Copy(src, origins)
 	}
 	// A SASL mechanism the file names without its user or password: the

@@ -417,11 +417,12 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 	for {
 		last := time.Now()
 		err := p.PollLag(ctx, b)
+		ledgerDown := errors.As(err, new(*ledgerError))
 		if ctx.Err() == nil {
 			// A broker's error comes after the table was read.
 			p.mu.Lock()
 			p.unreadable = ""
-			if errors.As(err, new(*ledgerError)) {
+			if ledgerDown {
 				p.unreadable = "the lag poll cannot read the table: " + err.Error()
 			}
 			p.mu.Unlock()
@@ -430,7 +431,7 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 		case err != nil && ctx.Err() == nil:
 			p.r.lagErrors.With(p.labels).Inc()
 			what := "the broker's offsets"
-			if errors.As(err, new(*ledgerError)) {
+			if ledgerDown {
 				what = ledgerFailing
 			}
 			if what != failing {

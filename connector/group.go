@@ -266,59 +266,43 @@ func memberTable(clientID string) (name, uuid string, ok bool) {
 }
 
 // checkGroupShared refuses a group that a member sinking another table is
-// in (told by its client id): a group divides its topic's partitions among
-// all its members, so each table would get part of the topic, and each
-// audit, seeing the rest as lag, would say complete (found by review).
-// Another table is another name, or the same name with another UUID: the
-// table of that name in another catalog (a host whose --catalog was left
-// at its default: from a new user's run). Other applications' members,
-// and a floe's before client ids named the table, are not told apart; a
-// group that cannot be described is left to the group's own errors.
+// in (checkGroupTable), once the sink's table is open and its UUID known.
 func (ss *session) checkGroupShared(ctx context.Context) error {
-	group, own, ownUUID := ss.s.cfg.Group, ss.s.tbl.Name(), ss.s.tableUUID()
-	described, err := ss.s.broker.adm.DescribeGroups(ctx, group)
-	if err != nil {
-		return nil
-	}
-	for _, m := range described[group].Members {
-		other, uuid, ok := memberTable(m.ClientID)
-		switch {
-		case !ok:
-		case other != own:
-			return otherTableError(group, other, m.ClientHost, own)
-		case uuid != "" && uuid != ownUUID:
-			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks a table %s (on %s) other than this one's (table UUID %s, this one's %s): the same name in another catalog, or a table dropped and created again under this name while a member of the dropped one runs; a group divides its topics' partitions among all its members, so each table would get only part of them; give every member the same --catalog, or stop the members of a dropped table",
-				group, other, m.ClientHost, uuid, ownUUID)}
-		}
-	}
-	return nil
+	return ss.s.broker.checkGroupTable(ctx, ss.s.cfg.Group, ss.s.tbl.Name(), ss.s.tableUUID())
 }
 
-// checkGroupTable refuses group, before anything is created, when a
-// member of it sinks a table other than table by name (checkGroupShared
-// tells the rest once the table is open): a refused member created its
-// table first and left it behind, empty (a new user's report). A table of
-// the same name with another UUID may be the one another member of this
-// group has just created in this catalog, so it is left to that check. A
-// group that cannot be described is left to the session.
-func (b *Broker) checkGroupTable(ctx context.Context, group, table string) error {
+// checkGroupTable refuses group when a member of it sinks another table
+// than table (told by its client id): a group divides its topic's
+// partitions among all its members, so each table would get part of the
+// topic, and each audit, seeing the rest as lag, would say complete
+// (found by review). Another table is another name or, when uuid is
+// given, the same name with another UUID: the table of that name in
+// another catalog (a host whose --catalog was left at its default: from a
+// new user's run). Without uuid (Pipelines.Check, before anything is
+// created: a refused member created its table first and left it behind,
+// empty, a new user's report) names alone are compared, as a table of
+// the same name may be the one another member of this group has just
+// created in this catalog. Other applications' members, and a floe's
+// before client ids named the table, are not told apart; a group that
+// cannot be described is left to the group's own errors.
+func (b *Broker) checkGroupTable(ctx context.Context, group, table, uuid string) error {
 	described, err := b.adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return nil
 	}
 	for _, m := range described[group].Members {
-		if other, _, ok := memberTable(m.ClientID); ok && other != table {
-			return otherTableError(group, other, m.ClientHost, table)
+		other, otherUUID, ok := memberTable(m.ClientID)
+		switch {
+		case !ok:
+		case other != table:
+			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks table %s (on %s), and this one sinks %s: a group divides its topics' partitions among all its members, so each table would get only part of them; give each table a --group of its own",
+				group, other, m.ClientHost, table)}
+		case uuid != "" && otherUUID != "" && otherUUID != uuid:
+			return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks a table %s (on %s) other than this one's (table UUID %s, this one's %s): the same name in another catalog, or a table dropped and created again under this name while a member of the dropped one runs; a group divides its topics' partitions among all its members, so each table would get only part of them; give every member the same --catalog, or stop the members of a dropped table",
+				group, other, m.ClientHost, otherUUID, uuid)}
 		}
 	}
 	return nil
-}
-
-// otherTableError refuses a member sinking table own into group, which
-// has a member (on host) that sinks table other.
-func otherTableError(group, other, host, own string) error {
-	return &CheckError{Settings: []Setting{SettingGroup}, Err: fmt.Errorf("consumer group %s has a member that sinks table %s (on %s), and this one sinks %s: a group divides its topics' partitions among all its members, so each table would get only part of them; give each table a --group of its own",
-		group, other, host, own)}
 }
 
 // joined is the group consumer's OnPartitionsAssigned, which franz-go

@@ -406,7 +406,7 @@ func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
 			err = checkPartitions(t, p.Config.Partitions)
 		}
 		if err == nil && p.Config.Group != "" {
-			err = broker.checkGroupTable(ctx, p.Config.Group, strings.Join(p.Table, "."))
+			err = broker.checkGroupTable(ctx, p.Config.Group, strings.Join(p.Table, "."), "")
 		}
 		if err != nil {
 			return ps.wrap(i, err)

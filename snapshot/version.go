@@ -66,6 +66,13 @@ func OpenVersion(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		}
 		location = "file://" + filepath.ToSlash(abs)
 	}
+	for _, hadoop := range []string{"s3a://", "s3n://"} {
+		// Hadoop's names of the same object, as Spark users copy them:
+		// the digest covers the location as the table writes it.
+		if rest, ok := strings.CutPrefix(location, hadoop); ok && strings.HasPrefix(now.MetadataLocation(), "s3://") {
+			location = "s3://" + rest
+		}
+	}
 	then, err := table.NewFromLocation(ctx, ident, location, now.FS, cat)
 	if err != nil {
 		return nil, fmt.Errorf("read the metadata file %s: %w", location, err)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -487,7 +489,21 @@ func TestReportReverifyOnS3(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_S3", "")
 	t.Setenv("AWS_REGION", "")
 	args := strings.Fields(strings.TrimPrefix(command, "floe "))
-	if code, out, errs := floe(t, args...); code != exitOK || !strings.Contains(out, `"digest"`) {
+	digest := regexp.MustCompile(`"digest": *"([^"]+)"`)
+	code, out, errs := floe(t, args...)
+	want := digest.FindStringSubmatch(out)
+	if code != exitOK || want == nil {
 		t.Fatalf("floe %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+	}
+	// The metadata file as Spark users name it (s3a://) is the same
+	// version: the same digest, where it gave another.
+	i := slices.Index(args, "--metadata-location")
+	if i < 0 || !strings.HasPrefix(args[i+1], "s3://") {
+		t.Fatalf("re-verify command %q names no s3:// metadata file", command)
+	}
+	args[i+1] = "s3a://" + strings.TrimPrefix(args[i+1], "s3://")
+	code, out, errs = floe(t, args...)
+	if got := digest.FindStringSubmatch(out); code != exitOK || got == nil || got[1] != want[1] {
+		t.Fatalf("floe %s: exit %d, digest %v, want %s\n%s%s", strings.Join(args, " "), code, got, want[1], out, errs)
 	}
 }

@@ -58,75 +58,29 @@ func newSinkCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sink --brokers HOST:PORT --topic NAME --table NAMESPACE.TABLE",
 		Short: "Sink Kafka topics into Iceberg tables, exactly once",
-		Long: `Sink every partition of a topic into an Iceberg table. Each flush writes Parquet files (a
-partition with many rows gets files of its own, partitions with few rows share one; files roll at
-write.target-file-size-bytes) and commits them in one snapshot whose summary records the offset
-ranges it covers and which files hold them (the ledger). On start, each partition resumes from
-the ledger's next offset, so a restart or a crash never duplicates or skips a record;
-consumer-group offsets are not used.
+		Long: `Sink every partition of a topic into an Iceberg table. Each flush (--flush-records,
+--flush-bytes or --flush-interval, whichever comes first) writes Parquet files by bytes and commits
+them in one snapshot whose summary records the offset ranges it covers (the ledger). Every
+partition resumes from the ledger's next offset, not from consumer-group offsets, so a restart or
+a crash never duplicates or skips a record. Records are read with read_committed. The table and
+its namespace are created when missing (docs/sinking.md).
 
-Several topics: repeat --topic, or give --topic-regex (matched against whole topic names; new
-matching topics are picked up every --topic-check, from their first offset whatever --start
-says: they were written entirely since the sink started). With {topic} in --table each topic
-gets its own table (lake.{topic}: dots and dashes of the topic name become underscores); without
-it, all topics go into one table.
+Several topics: repeat --topic or give --topic-regex; {topic} in --table gives each its own table.
+Several processes: --group NAME makes each one a member of a consumer group; the ledger fences a
+member that lost a partition (docs/consumer-groups.md).
 
-Several processes: --group NAME makes each process a member of a Kafka consumer group. The
-group's coordinator assigns the partitions (cooperative-sticky; --group-protocol consumer for
-KIP-848 brokers). Every assignment starts each partition at the ledger's next offset, never at
-the group's offset; a revoked partition's records are committed before it is given up (within
---rebalance-timeout) or dropped, and a member that lost a partition while paused or cut off is
-fenced by the ledger when it tries to commit it: it drops its files and goes on with the
-partitions it still owns. After every commit the group's offsets are written, with the
-snapshot id as metadata, so kafka-consumer-groups and other lag tools see the progress.
+Records that cannot become rows (--value, --key, registry) go to a dead-letter table (--dlq-table,
+default TABLE_dlq; docs/dead-letters.md). --mode upsert keeps one row per key, a tombstone
+deleting it (docs/upsert.md); --partition-by sets the Iceberg partition spec
+(docs/partitioning.md). Between commits the sink expires old snapshots and stale files, their
+ledger archived first (--maintain=false turns it off; docs/maintenance.md).
 
-The table (and its namespace) is created when missing; a dead-letter table is refused as --table.
-The dead-letter table (--dlq-table) and the schema registry are checked before anything is
-created. Records are read with read_committed: aborted transactions never reach the table, and
-transaction markers are accounted for in the ledger. A flush happens when --flush-records,
---flush-bytes or --flush-interval is reached, whichever comes first. SIGINT, SIGTERM or SIGHUP
-(the terminal closing; not under nohup) flushes, commits and exits 0; a --stop-at-end run
-stopped so before its end offsets exits 2, naming the partitions it did not finish (a run of the
-same command finishes them), and one stopped while it waits to retry after a failure exits 2 too
-(what that session consumed was not committed).
-
-If retention deleted records before they were sunk, the sink stops with an error naming the
-lost offsets; --on-data-loss record writes them into the ledger as a lost range and goes on.
-
-When storage, the catalog or the brokers fail transiently (an S3 outage, a catalog restarting),
-the sink starts again from the ledger after a pause; once it has kept failing for --retry-for,
-counted from the first failure since its last commit, since it last caught up with the end of
-the log with nothing to commit, or since another writer of its partitions fenced a commit of its
-that reached the catalog, it stops with exit code 2. Rejected credentials, a missing
-bucket and other errors that need a person stop it at once.
-
-A --stop-at-end run that committed dead letters and no row (every record failed to decode: a
---value, --key or registry that does not match the topic) exits 3, naming the first reason; a
-live sink logs each such commit at WARN and its status page shows it (docs/exit-codes.md).
-
---partition-by gives the table an Iceberg partition spec: transforms of any column, floe's
-kafka_* columns or decoded value columns (a nested field as a dotted path, order.placed_at).
-A new table is created with it; a value column that appears later gets its field in the same
-commit that adds the column. Changing it on an existing table evolves the table's spec: files
-written before keep theirs, files written from then on have the new one. Omitted, a table keeps
-its spec. Each data file holds rows of one Iceberg partition, and of one Kafka partition or, for
-the partitions with few rows in a flush, of several (a file group, docs/partitioning.md).
-
---mode upsert makes a table of one row per key, the latest record's (docs/upsert.md): a record
-with a null value (a tombstone) deletes its key, a record without a key is a dead letter. Each
-commit adds each key's latest row and an equality delete of every key it touched, in one
-snapshot that every engine reading Iceberg v2 deletes applies. The key is the record key
-(kafka_key for --key string or raw; one column per field of the key, named after it, for --key
-json or registry) or the value columns --id-columns names; the table records it as its identifier
-fields. Within one commit, a key found in several partitions takes the record with the later
-timestamp, then the higher partition. A table keeps its mode and key: another is refused.
-
-Between commits the sink maintains the table, so that its metadata and each commit's latency stay
-bounded however long it runs: once 20 snapshots are due, it expires them as floe maintain does
-(their ledger entries archived first) under the table's history.expire.max-snapshot-age-ms,
-history.expire.min-snapshots-to-keep and floe.history.max-snapshots (floe's defaults when unset:
-1h, 50 and 100), and deletes stale metadata and ledger archive files older than an hour.
---maintain=false turns that off.`,
+Stopping and failing: SIGINT, SIGTERM or SIGHUP flushes, commits and exits 0; a --stop-at-end run
+stopped before its end exits 2, naming what it did not finish. Offsets retention deleted before
+they were sunk stop the sink, naming them (--on-data-loss record records them as lost and goes
+on). Transient failures (storage, catalog, brokers) are retried from the ledger for --retry-for,
+then exit 2; rejected credentials and other errors that need a person stop it at once. A
+--stop-at-end run whose every record was a dead letter exits 3 (docs/exit-codes.md).`,
 		Example: `  floe sink --brokers localhost:9092 --topic orders --table lake.orders
   floe sink --brokers localhost:9092 --topic orders --table lake.orders --group floe-orders   # on each of N hosts
   floe sink --brokers localhost:9092 --topic orders --topic payments --table 'lake.{topic}'

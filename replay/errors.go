@@ -27,6 +27,8 @@ const (
 	SettingTagMain Setting = "Options.TagMain"
 	// SettingPartitionBy is Options.PartitionBy.
 	SettingPartitionBy Setting = "Options.PartitionBy"
+	// SettingDeadLetters is Options.DeadLetters.
+	SettingDeadLetters Setting = "Options.DeadLetters"
 	// SettingRawValue is Options.Layout.RawValue.
 	SettingRawValue Setting = "Options.Layout.RawValue"
 	SettingTable    Setting = "target table"

@@ -283,6 +283,9 @@ func openTarget(ctx context.Context, cat catalog.Catalog, ident table.Identifier
 	if err := checkMainTopic(ctx, t, opts); err != nil {
 		return nil, err
 	}
+	if err := checkBranchDeadLetterName(t, ident, opts); err != nil {
+		return nil, err
+	}
 	// A tag name the table has is refused before the branch is made,
 	// unless the branch was published before: this command run again,
 	// whose publish may have made the tag. The publish checks again where
@@ -322,6 +325,29 @@ func checkDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Iden
 		return nil
 	}
 	return snapshot.CheckDeadLetters(ctx, cat, dlq, strings.Join(ident, "."))
+}
+
+// checkBranchDeadLetterName refuses a replay onto a branch whose default
+// dead-letter table (snapshot.BranchDeadLetterName, which makes the
+// characters of a branch name other than letters, digits and underscores
+// underscores) is another branch's too: a-b and a_b would share one, and
+// dropping either branch could drop the other's dead letters with it.
+func checkBranchDeadLetterName(t *snapshot.Table, ident table.Identifier, opts Options) error {
+	if opts.DeadLetters != nil || opts.deadLetterTable(ident, t.Layout(), t.RecordedDeadLetterTable()) == nil {
+		return nil
+	}
+	own := strings.Join(snapshot.BranchDeadLetterName(ident, opts.Branch), ".")
+	for _, ref := range t.Refs() {
+		if ref.Kind != snapshot.RefBranch || ref.Name == opts.Branch || ref.Name == table.MainBranch {
+			continue
+		}
+		if strings.Join(snapshot.BranchDeadLetterName(ident, ref.Name), ".") == own {
+			return &CheckError{Settings: []Setting{SettingBranch, SettingDeadLetters}, OnBranch: true,
+				Err: fmt.Errorf("branch %s of %s would write its dead letters to %s, the dead-letter table of its branch %s too (characters other than letters, digits and _ become _ in that name), and dropping either branch would drop the other's dead letters",
+					opts.Branch, t.Name(), own, ref.Name)}
+		}
+	}
+	return nil
 }
 
 // checkBranchSpec refuses a replay onto a branch of t that asks for

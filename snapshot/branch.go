@@ -503,16 +503,22 @@ func retryConflicts(ctx context.Context, attempt func(n int) error) error {
 
 // setProperties is one attempt of SetProperties.
 func (t *Table) setProperties(ctx context.Context, props map[string]string) error {
+	return t.commitProperties(ctx, "set properties of", func(txn *table.Transaction) error { return txn.SetProperties(props) })
+}
+
+// commitProperties commits, in one metadata-only commit on t as loaded,
+// the property changes change makes; what names the change in errors.
+func (t *Table) commitProperties(ctx context.Context, what string, change func(*table.Transaction) error) error {
 	txn := t.tbl.NewTransaction()
-	if err := txn.SetProperties(props); err != nil {
-		return fmt.Errorf("set properties of %s: %w", t.Name(), err)
+	if err := change(txn); err != nil {
+		return fmt.Errorf("%s %s: %w", what, t.Name(), err)
 	}
 	tbl, err := txn.Commit(ctx)
 	if err != nil {
-		return fmt.Errorf("set properties of %s: %w", t.Name(), err)
+		return fmt.Errorf("%s %s: %w", what, t.Name(), err)
 	}
 	if err := t.adoptCommitted(ctx, tbl); err != nil {
-		return fmt.Errorf("set properties of %s: reload after the commit: %w", t.Name(), err)
+		return fmt.Errorf("%s %s: reload after the commit: %w", what, t.Name(), err)
 	}
 	return nil
 }

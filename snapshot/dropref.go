@@ -49,6 +49,15 @@ type DroppedRef struct {
 	KeptDeadLetterTables []string `json:"kept_dead_letter_tables"`
 }
 
+// PropDroppingPrefix, followed by a branch's name, is a property of a
+// data table whose branch DropRef dropped and whose dead-letter tables it
+// has still to drop: their names, comma-separated. Set in the commit that
+// drops the branch, removed once they are dropped, so that a drop cut
+// short between the two finds them when run again, also those the
+// branch's ledger named (a replay's --dlq-table), which nothing else
+// names once the branch is gone.
+const PropDroppingPrefix = "floe.dropping-dead-letters."
+
 // DropRef drops the branch or tag name of the table (opts.Tag) in one
 // metadata commit that asserts the ref's head (and, for a branch, every
 // branch's): what was decided on the table as read is what the commit
@@ -68,7 +77,8 @@ type DroppedRef struct {
 // (keepRolledBack). The table's dead-letter tables are then reconciled
 // with the ledgers left (ReconcileDeadLetterTables). A drop cut short
 // after its commit is finished by running it again, which finds the
-// branch gone and its dead-letter table left (DroppedRef.Gone).
+// branch gone and the dead-letter tables its commit recorded
+// (PropDroppingPrefix) left (DroppedRef.Gone).
 func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts DropRefOptions) (DroppedRef, error) {
 	kind := RefBranch
 	if opts.Tag {
@@ -105,6 +115,9 @@ func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts
 		}
 		out.DeadLetterTables[i].FilesDeleted = deleted
 	}
+	if err := t.removeDropping(ctx, name); err != nil {
+		return out, fmt.Errorf("dropped %s %s of %s and its dead-letter tables: %w", kind, name, t.Name(), err)
+	}
 	// The dead letters of commits only the ref's ledger had (a tag of
 	// main's history before a publish) belong to no ledger now: removed
 	// here, or the audit finds them stray until the next sink session or
@@ -140,7 +153,7 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 				return out, false, err
 			}
 			dlqs, kept = t.keepRolledBack(name, dlqs, kept)
-			if len(dlqs) > 0 {
+			if _, dropping := t.tbl.Properties()[PropDroppingPrefix+name]; dropping || len(dlqs) > 0 {
 				out.Gone, out.DeadLetterTables, out.KeptDeadLetterTables = true, dlqs, kept
 				return out, false, nil
 			}
@@ -194,6 +207,13 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 		reqs = append(reqs, branchHeads(meta)...)
 	}
 	updates := []table.Update{table.NewRemoveSnapshotRefUpdate(name)}
+	if len(out.DeadLetterTables) > 0 {
+		names := make([]string, len(out.DeadLetterTables))
+		for i, d := range out.DeadLetterTables {
+			names[i] = d.Table
+		}
+		updates = append(updates, table.NewSetPropertiesUpdate(map[string]string{PropDroppingPrefix + name: strings.Join(names, ",")}))
+	}
 	if len(removeProps) > 0 {
 		updates = append(updates, table.NewRemovePropertiesUpdate(removeProps))
 	}
@@ -209,7 +229,8 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 // refDeadLetterTables splits the dead-letter tables of branch name of
 // t that exist into those nothing but the branch names, to drop with it,
 // and those to keep: another ref's ledger names them, or they are main's
-// writers' (DeadLetterName, RecordedDeadLetterTable). The branch's are
+// writers' (DeadLetterName, RecordedDeadLetterTable) or another branch's
+// by its name (BranchDeadLetterName). The branch's are
 // those the ledger as of head names (none when head is nil: the branch is
 // gone) and BranchDeadLetterName's when it holds t's dead letters.
 func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int64) (drop []Dropped, kept []string, err error) {
@@ -223,6 +244,11 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 	if head != nil {
 		if err := t.branchDeadLetterTables(meta, *head, named); err != nil && !errors.As(err, &truncated) {
 			return nil, nil, fmt.Errorf("read the ledger of branch %s of %s for its dead-letter tables: %w", name, t.Name(), err)
+		}
+	} else if v := t.tbl.Properties()[PropDroppingPrefix+name]; v != "" {
+		// The branch's drop was cut short: its commit recorded them.
+		for n := range strings.SplitSeq(v, ",") {
+			named[n] = true
 		}
 	}
 	own := maps.Clone(named)
@@ -239,6 +265,11 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 	for n, ref := range meta.Refs() {
 		if n == name {
 			continue
+		}
+		if ref.SnapshotRefType == table.BranchRef && n != table.MainBranch {
+			// A replay onto that branch writes there before its ledger
+			// names it (a-b's is a_b's: floe's older replays allowed both).
+			others[strings.Join(BranchDeadLetterName(t.ident, n), ".")] = true
 		}
 		if err := t.branchDeadLetterTables(meta, ref.SnapshotID, others); err != nil {
 			if !errors.As(err, &truncated) {
@@ -264,6 +295,23 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 		}
 	}
 	return drop, kept, nil
+}
+
+// removeDropping removes the property PropDroppingPrefix+name once the
+// dead-letter tables it lists are dropped.
+func (t *Table) removeDropping(ctx context.Context, name string) error {
+	key := PropDroppingPrefix + name
+	return retryConflicts(ctx, func(attempt int) error {
+		if attempt > 1 {
+			if err := t.Refresh(ctx); err != nil {
+				return err
+			}
+		}
+		if _, ok := t.tbl.Properties()[key]; !ok {
+			return nil
+		}
+		return t.commitProperties(ctx, "remove property "+key+" of", func(txn *table.Transaction) error { return txn.RemoveProperties([]string{key}) })
+	})
 }
 
 // keepRolledBack moves the dead-letter tables drop of branch name to

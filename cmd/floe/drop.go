@@ -189,7 +189,7 @@ func printDroppedRef(w io.Writer, d snapshot.DroppedRef, dryRun bool) {
 	}
 	switch {
 	case d.Gone:
-		fmt.Fprintf(w, "%s was dropped before; its dead-letter table is left\n", ref)
+		fmt.Fprintf(w, "%s was dropped before, its drop cut short: finishing it\n", ref)
 	case dryRun:
 		fmt.Fprintf(w, "would drop %s (snapshot %d%s)\n", ref, d.Ref.SnapshotID, at)
 	default:

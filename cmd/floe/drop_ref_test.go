@@ -221,7 +221,7 @@ func TestDropPublishedBranchAndTag(t *testing.T) {
 		[]table.Update{table.NewRemoveSnapshotRefUpdate("other")}); err != nil {
 		t.Fatal(err)
 	}
-	if out := mustFloe(t, dropArgs("--branch", "other", "--yes")...); !strings.Contains(out, "branch other of lake.orders was dropped before; its dead-letter table is left") ||
+	if out := mustFloe(t, dropArgs("--branch", "other", "--yes")...); !strings.Contains(out, "branch other of lake.orders was dropped before, its drop cut short: finishing it") ||
 		!strings.Contains(out, "dropped lake.orders_other_dlq") || replayTableExists(t, st, "lake.orders_other_dlq") {
 		t.Errorf("drop of a branch whose drop was cut short:\n%s", out)
 	}

@@ -75,6 +75,7 @@ var flagOf = map[any]string{
 	replay.SettingTable:            "--table",
 	replay.SettingPartitionBy:      "--partition-by",
 	replay.SettingRawValue:         "--keep-raw-value",
+	replay.SettingDeadLetters:      "--dlq-table",
 
 	lookup.SettingOffsets:     "--offsets",
 	lookup.SettingTime:        "--time",
@@ -299,6 +300,8 @@ func withFlags(err error) string {
 				hint("replay into another --table")
 			case len(e.Settings) == 1 && e.Settings[0] == replay.SettingTable:
 				// The error names the fix itself.
+			case slices.Contains(e.Settings, replay.SettingDeadLetters):
+				hint("replay onto another --branch, or give its dead letters a table with --dlq-table NAMESPACE.TABLE")
 			case slices.Contains(e.Settings, replay.SettingPartitionBy):
 				hint("omit --partition-by (a branch is written with its table's spec), or replay into a new --table")
 			case e.OnBranch:

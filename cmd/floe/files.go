@@ -54,8 +54,9 @@ JSON): rows of its data files may be deleted by them, so reading the data files 
 the table no longer holds. An upsert table (docs/upsert.md) has them after most commits (its
 equality deletes): floe maintain --compact applies them in a new snapshot without delete files,
 until a sink commits deletes again; its merged files hold rows of several Kafka partitions, shown
-as the range of partitions and "(several partitions, compacted)" (JSON: min_partition and
-max_partition). A table of another mode has delete files only when another engine wrote them.
+as the range of partitions and "(several partitions, compacted)" (JSON: min_partition,
+max_partition and compacted; another engine's file of several partitions is "(several
+partitions)"). A table of another mode has delete files only when another engine wrote them.
 
 The manifests still list a file deleted from the storage behind floe's back (an aws s3 rm, a
 lifecycle rule). --check looks for every file in the storage (one request per file), marks those
@@ -157,9 +158,13 @@ func printFiles(w io.Writer, r lookup.FilesResult) {
 			offsets = fmt.Sprintf("[%d, %d)", *f.MinOffset, *f.MaxOffset+1)
 		case f.MinPartition != nil:
 			// Merged across partitions by a compaction that applied
-			// deletes: no offsets of one partition to give.
+			// deletes, or another engine's: no offsets of one partition
+			// to give.
 			part = fmt.Sprintf("%d-%d", *f.MinPartition, *f.MaxPartition)
-			offsets = "(several partitions, compacted)"
+			offsets = "(several partitions)"
+			if f.Compacted {
+				offsets = "(several partitions, compacted)"
+			}
 		}
 		path := f.Path
 		if f.Missing {

@@ -259,7 +259,9 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	} else {
 		printReplayResult(w, res, strings.Join(ident, "."), f.branch)
 		if f.branch == "" {
-			if err := printReplayLayout(ctx, w, cat, ident, cmd.Flags().Changed); err != nil {
+			// An interrupted replay still says its layout, and then how
+			// to continue: ctx is cancelled by then (from a new-user run).
+			if err := printReplayLayout(context.WithoutCancel(ctx), w, cat, ident, cmd.Flags().Changed); err != nil {
 				return err
 			}
 		}

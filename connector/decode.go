@@ -1005,7 +1005,7 @@ type RowDecoder struct{ d *decoder }
 // is the Debezium placeholder the table records (mapping.PlaceholderOf),
 // nil for Debezium's default.
 func NewRowDecoder(l mapping.Layout, registry *Registry, schema *iceberg.Schema, placeholder *mapping.Placeholder) (*RowDecoder, error) {
-	if (l.Value == mapping.ValueRegistry || l.Key == mapping.KeyRegistry) && registry == nil {
+	if l.UsesRegistry() && registry == nil {
 		return nil, &ConfigError{Setting: SettingRegistry, Want: fmt.Sprintf("a schema registry: the table decodes %s in the registry's wire format", registryParts(l))}
 	}
 	if placeholder == nil {

@@ -10,13 +10,16 @@ import "context"
 // quiet topic (found by a new user); floe sink --stop-at-end exempts such
 // a table from its exit 3 the same way.
 //
-// Not with a schema registry: rows the table holds prove the layout, not
-// this run's registry (a sink restarted against another environment's,
-// whose every record is a dead letter "schema not found", was told the
-// registry fit: found by review).
+// Not for a table that decodes with a schema registry: rows the table
+// holds prove the layout, not this run's registry (a sink restarted
+// against another environment's, whose every record is a dead letter
+// "schema not found", was told the registry fit: found by review). A
+// registry given to a sink of a JSON table (a local stack's env.sh sets
+// FLOE_SCHEMA_REGISTRY) is not used, and changes nothing (from a new-user
+// run).
 func (s *Sink) onlyDeadLettersAdvice(ctx context.Context, first string) string {
 	advice := OnlyDeadLettersAdvice(first)
-	if advice != OnlyDeadLettersAdvice("") || s.cfg.Registry != nil || !s.holdsRows(ctx) {
+	if advice != OnlyDeadLettersAdvice("") || s.tbl.Layout().UsesRegistry() || !s.holdsRows(ctx) {
 		return advice
 	}
 	return "the table holds rows of topic " + s.cfg.Topic + ", so --value, --key and --schema-registry fit it: these records are malformed or of another kind (floe dead-letters --table " + s.tbl.Name() + " lists them with their reasons)"

@@ -596,7 +596,7 @@ func CheckTable(tbl *snapshot.Table, cfg Config) error {
 	if err := checkDebeziumSettings(tbl.Name(), debezium, cfg); err != nil {
 		return err
 	}
-	if layout := tbl.Layout(); (layout.Value == mapping.ValueRegistry || layout.Key == mapping.KeyRegistry) && cfg.Registry == nil {
+	if layout := tbl.Layout(); layout.UsesRegistry() && cfg.Registry == nil {
 		return &ConfigError{Setting: SettingRegistry,
 			Want: fmt.Sprintf("a schema registry: table %s decodes %s in the registry's wire format", tbl.Name(), registryParts(layout))}
 	}

@@ -75,6 +75,10 @@ func (l Layout) Typed() bool { return l.Value != ValueRaw }
 // TypedKey reports whether keys are decoded into a struct.
 func (l Layout) TypedKey() bool { return l.Key == KeyJSON || l.Key == KeyRegistry }
 
+// UsesRegistry reports whether values or keys are decoded with a schema
+// registry.
+func (l Layout) UsesRegistry() bool { return l.Value == ValueRegistry || l.Key == KeyRegistry }
+
 // Normalize fills in defaults (raw value and key) and checks the modes.
 func (l *Layout) Normalize() error {
 	if l.Value == "" {

@@ -39,7 +39,7 @@ type DroppedRef struct {
 	Gone bool `json:"gone,omitempty"`
 	// Published is set for a branch a publish once made main's head
 	// (PropPublished): main's history holds its commits, which stay.
-	Published bool `json:"published,omitempty"`
+	Published bool `json:"published"`
 	// DeadLetterTables are the branch's dead-letter tables that nothing
 	// else names, dropped with it.
 	DeadLetterTables []Dropped `json:"dead_letter_tables"`

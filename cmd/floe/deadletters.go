@@ -75,7 +75,7 @@ first_topic, first_partition, first_offset, first_error) and notes. See docs/dea
   floe dead-letters --table lake.orders --partition 0 --since 24h --limit 20
   floe dead-letters --table lake.orders --summary
   floe dead-letters --table lake.orders --branch rebuild --summary
-  floe dead-letters --table lake.orders --limit 0 --json | jq -r '.dead_letters[].value_base64' | base64 -d`,
+  floe dead-letters --table lake.orders --limit 0 --json | jq -r '.dead_letters[].value_base64 | @base64d'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()

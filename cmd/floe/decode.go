@@ -111,7 +111,7 @@ func (f *decodeFlags) pipeline(p *connector.Pipeline, from pipeline, reg *connec
 	if err != nil {
 		return err
 	}
-	if (l.Value == mapping.ValueRegistry || l.Key == mapping.KeyRegistry) && reg == nil {
+	if l.UsesRegistry() && reg == nil {
 		// Checked here, before a table of that layout is created.
 		return &connector.ConfigError{Setting: connector.SettingRegistry, Want: "the URL of the schema registry that decodes --value registry or --key registry"}
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/replay"
@@ -138,10 +140,14 @@ func dropRef(cmd *cobra.Command, f tableFlags, branch, tag string, opts snapshot
 		opts.Properties = replay.BranchProperties(branch)
 	}
 	// A replay may still be writing the branch: said before a drop, and
-	// after the listing without --yes (tags are never written).
+	// after the listing without --yes (tags are never written). Not of
+	// main, which is refused, nor of a branch whose head its replay
+	// published: that replay has ended (both from a new-user run, the
+	// second the documented publish-then-drop).
 	var recent string
+	published := t.Iceberg().Properties()[snapshot.PropPublished+branch]
 	for _, r := range t.Refs() {
-		if r.Name == branch && r.Kind == snapshot.RefBranch && r.CommittedAt != nil {
+		if r.Name == branch && r.Name != table.MainBranch && r.Kind == snapshot.RefBranch && r.CommittedAt != nil && published != strconv.FormatInt(r.SnapshotID, 10) {
 			if ago := time.Since(*r.CommittedAt); ago < 10*time.Minute {
 				recent = fmt.Sprintf("branch %s of %s was last committed %s ago", branch, t.Name(), ago.Round(time.Second))
 			}

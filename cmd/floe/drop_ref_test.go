@@ -146,7 +146,9 @@ func TestDropPublishedBranchAndTag(t *testing.T) {
 		{[]string{"--tag", "rebuild", "--yes"}, "is a branch, not a tag: floe drop --branch rebuild"},
 		{[]string{"--branch", "rebuild", "--tag", "pre", "--yes"}, "--branch and --tag"},
 	} {
-		if code, out, errs := floe(t, dropArgs(c.args...)...); code != exitError || !strings.Contains(errs, c.want) || out != "" {
+		// No "last committed ... ago" warning before the refusal of
+		// main (from a new-user run).
+		if code, out, errs := floe(t, dropArgs(c.args...)...); code != exitError || !strings.Contains(errs, c.want) || out != "" || strings.Contains(errs, "last committed") {
 			t.Errorf("drop %v: exit %d\n%s%s\nwant exit 2 saying %q", c.args, code, out, errs, c.want)
 		}
 	}
@@ -154,8 +156,16 @@ func TestDropPublishedBranchAndTag(t *testing.T) {
 		t.Fatalf("refs after the refusals: %+v", refs)
 	}
 
-	out := mustFloe(t, dropArgs("--branch", "rebuild", "--yes")...)
-	if !strings.Contains(out, "dropped branch rebuild of lake.orders") || !strings.Contains(out, "it was published as main") ||
+	// The replay that published the branch has ended: no advice to stop
+	// it (from a new-user run), in the listing or the drop.
+	if code, out, errs := floe(t, dropArgs("--branch", "rebuild")...); code != exitError || strings.Contains(out+errs, "last committed") {
+		t.Fatalf("listing of the published branch's drop: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := floe(t, dropArgs("--branch", "rebuild", "--json")...); code != exitError || !strings.Contains(out, `"published":true`) {
+		t.Fatalf("JSON listing of the published branch's drop: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := floe(t, dropArgs("--branch", "rebuild", "--yes")...)
+	if code != exitOK || strings.Contains(errs, "last committed") || !strings.Contains(out, "dropped branch rebuild of lake.orders") || !strings.Contains(out, "it was published as main") ||
 		!strings.Contains(out, "lake.orders_rebuild_dlq stays") || strings.Contains(out, "dropped lake.orders_rebuild_dlq") {
 		t.Fatalf("drop of the published branch:\n%s", out)
 	}
@@ -176,7 +186,7 @@ func TestDropPublishedBranchAndTag(t *testing.T) {
 	if len(tagged) == 0 {
 		t.Fatal("the tag has no data files")
 	}
-	code, out, errs := floe(t, dropArgs("--tag", "pre")...)
+	code, out, errs = floe(t, dropArgs("--tag", "pre")...)
 	if code != exitError || !strings.Contains(out, "would drop tag pre of lake.orders") || !strings.Contains(errs, "pass --yes") || !openTable(t, st.Catalog(), "lake.orders").HasTag("pre") {
 		t.Fatalf("drop --tag without --yes: exit %d\n%s%s", code, out, errs)
 	}

@@ -22,13 +22,16 @@ import (
 // when the table already held rows of the topic: one malformed record on a
 // quiet topic, whose flags are right. floe sink --stop-at-end already
 // exempts such a table from its exit 3; the live warning now says the
-// layout fits and names floe dead-letters instead.
+// layout fits and names floe dead-letters instead. A schema registry given
+// to the sink of this JSON table (a local stack's env.sh sets
+// FLOE_SCHEMA_REGISTRY) is not used, and brought the advice back (from a
+// new-user run).
 func TestLiveDeadLetterIntoTableWithRows(t *testing.T) {
 	st, loc := sinkStack(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	done := liveFloe(ctx, append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.quiet", "--value", "json",
-		"--flush-interval", "200ms"}, loc...)...)
+		"--flush-interval", "200ms", "--schema-registry", st.Registry}, loc...)...)
 	// The table is read directly: a floe command run beside the sink
 	// would take the process's logger, and the sink's log with it.
 	counts := func() (rows, dead int64) {

@@ -512,7 +512,12 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	if err := tbl.Writable(); err != nil {
 		return nil, err
 	}
-	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name()), alloc: memory.NewGoAllocator(),
+	log := cfg.Logger.With("topic", cfg.Topic, "table", tbl.Name())
+	if b := tbl.Branch(); b != table.MainBranch {
+		// A replay's commits are not main's (from a new-user run).
+		log = log.With("branch", b)
+	}
+	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: log, alloc: memory.NewGoAllocator(),
 		spillBytes: defaultSpillBytes, caseWarned: map[[2]string]bool{}}
 	s.lookForEvents = tbl.Layout().Envelope == mapping.EnvelopeNone && !cfg.EnvelopeGiven
 	s.noteSchema()

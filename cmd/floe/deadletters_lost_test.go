@@ -69,7 +69,7 @@ func TestS3DeadLetterFileDeleted(t *testing.T) {
 	// floe files reads manifests only; --check looks for each file in the
 	// bucket and names the one gone.
 	code, out, errs = floe(t, append([]string{"files", "--table", "lake.orders_dlq", "--check"}, loc...)...)
-	if code != 2 || !strings.Contains(out, key+"  (missing from storage)") || !strings.Contains(errs, "1 of the 2 data files are gone") ||
+	if code != 2 || !strings.Contains(out, key+"  (missing from storage)") || !strings.Contains(errs, "1 of the 2 data files is gone") ||
 		!strings.Contains(errs, "--drop-missing-dead-letter-files") {
 		t.Errorf("files --check of the dead-letter table: exit %d, want 2 marking %s\n%s\n%s", code, key, out, errs)
 	}

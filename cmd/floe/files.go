@@ -95,8 +95,11 @@ out.`,
 			}
 			if err == nil && len(missing) > 0 {
 				gone := fmt.Sprintf("%d of the %s are gone", len(missing), plural(len(res.Files), "data file"))
-				if len(res.Files) == 1 {
+				switch {
+				case len(res.Files) == 1:
 					gone = "the one data file is gone"
+				case len(missing) == 1:
+					gone = fmt.Sprintf("1 of the %s is gone", plural(len(res.Files), "data file"))
 				}
 				err = fmt.Errorf("%s from the storage of %s (deleted outside floe): %w", gone, tbl.Name(),
 					&snapshot.DataFileGoneError{Table: tbl.Name(), Path: missing[0], Err: iofs.ErrNotExist})

@@ -207,7 +207,7 @@ func printLocalUsage(w io.Writer, l *localstack.Local) {
 	broker := l.Brokers[0]
 	fmt.Fprintf(w, `floe local stack is up (Ctrl-C stops it; data stays in %[1]s)
 
-  Kafka broker      %[2]s   (a topic created on first use gets %[10]s)
+  Kafka broker      %[2]s   (a topic created on first use gets %[10]s: up --num-partitions N)
   schema registry   %[9]s   (Confluent REST API, no credentials)
   S3 endpoint       %[3]s   bucket %[4]s, any credentials (use %[5]s / %[6]s)
   catalog           %[7]s   (SQLite), warehouse %[8]s

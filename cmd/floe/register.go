@@ -99,10 +99,12 @@ register them too. Stop every other writer of the table first.`,
 				return err
 			}
 			tbl, err := catalog.Register(ctx, cat, ident, file, func(meta table.Metadata) error { return checkRegisteredName(f.table, meta) })
+			done := "registered " // what this run did, before the table's line
 			if already, ok := errors.AsType[*catalog.AlreadyRegisteredError](err); ok && !already.View && catalog.LocationKey(already.MetadataFile) == catalog.LocationKey(file) {
 				// Run again (a recovery script's rerun): the catalog has
 				// the table from this very file.
 				fmt.Fprintf(out, "%s is already registered from this metadata file: nothing to do\n", f.table)
+				done = ""
 				if tbl, err = cat.LoadTable(ctx, ident); err != nil {
 					return fmt.Errorf("load %s: %w", f.table, err)
 				}
@@ -128,7 +130,7 @@ register them too. Stop every other writer of the table first.`,
 					"snapshots": len(tbl.Metadata().Snapshots()), "dead_letter_tables_missing": missing})
 				return nil
 			}
-			fmt.Fprintf(out, "registered %s: %s (%s", f.table, file, plural(len(tbl.Metadata().Snapshots()), "snapshot"))
+			fmt.Fprintf(out, "%s%s: %s (%s", done, f.table, file, plural(len(tbl.Metadata().Snapshots()), "snapshot"))
 			if h := t.Head(); h != nil {
 				fmt.Fprintf(out, ", last committed %s", time.UnixMilli(h.TimestampMs).UTC().Format(time.RFC3339))
 			}

@@ -92,7 +92,8 @@ func TestRegisterAfterLostCatalog(t *testing.T) {
 	// Run again with the file the catalog has (a recovery script's rerun):
 	// nothing to do, exit 0.
 	registered := openTable(t, catalog.Config{Catalog: fresh[1], Existing: true}, "lake.orders").Iceberg().MetadataLocation()
-	if code, out, errs := register("--table", "lake.orders", "--metadata-location", registered); code != exitOK || !strings.Contains(out, "lake.orders is already registered from this metadata file: nothing to do") {
+	if code, out, errs := register("--table", "lake.orders", "--metadata-location", registered); code != exitOK || !strings.Contains(out, "lake.orders is already registered from this metadata file: nothing to do") ||
+		strings.Contains(out, "registered lake.orders:") {
 		t.Errorf("register again from the catalog's own file: exit %d, want 0\n%s%s", code, out, errs)
 	}
 	older, err := filepath.Glob(filepath.Join(location, "metadata", "00000-*.metadata.json"))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,11 @@ func TestReplayBranchesSharingDeadLetterName(t *testing.T) {
 	replay := func(branch string) []string {
 		return slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json", "--branch", branch}, loc)
 	}
-	mustFloe(t, replay("a_b")...)
+	// Its commits are logged as the branch's, not as main's (from a
+	// new-user run).
+	if code, out, errs := floe(t, replay("a_b")...); code != exitOK || !regexp.MustCompile(`msg=committed .*table=lake.orders branch=a_b`).MatchString(errs) {
+		t.Fatalf("replay onto a_b: exit %d\n%s%s", code, out, errs)
+	}
 	if !replayTableExists(t, st, "lake.orders_a_b_dlq") {
 		t.Fatal("the replay created no dead-letter table of its branch")
 	}

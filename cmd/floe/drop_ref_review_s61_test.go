@@ -1,0 +1,88 @@
+package main
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/localstack"
+)
+
+// TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain (review
+// s61): keepRolledBack keeps a published branch's dead-letter table while
+// "the head the publish made main's is still a snapshot of the table",
+// and docs say running the drop again once maintenance expired that
+// snapshot drops it. But maintenance expires the published head H while
+// keeping younger snapshots that descend from it (main's head M1, a commit
+// made on main after the publish): H's ledger entries are archived and
+// M1's ledger names the branch's dead-letter table through them. Main is
+// then rolled back to the tag --tag-main made (another engine), the drop
+// is run again and deletes the dead-letter table with its files (H is
+// gone), and undoing the rollback (main set back to M1, which the table
+// has) finds main's dead letters of the replayed stretch gone for good.
+func TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain(t *testing.T) {
+	st, loc, brokers := dropRefStack(t)
+	mustFloe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json",
+		"--branch", "rebuild", "--publish", "--tag-main", "pre"}, loc)...)
+	const retention = 8 * time.Second
+	time.Sleep(retention + 2*time.Second)
+	// M1: a commit on main after the publish, younger than the retention.
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte(`{"id":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, loc)...)
+	tbl := openTable(t, st.Catalog(), "lake.orders")
+	refs := maps.Collect(tbl.Iceberg().Metadata().Refs())
+	m1, pre := refs["main"].SnapshotID, refs["pre"].SnapshotID
+	m1At := time.UnixMilli(tbl.Head().TimestampMs)
+	published := refs["rebuild"].SnapshotID
+
+	// The branch dropped once: its dead-letter table stays, main's ledger
+	// names it.
+	out := mustFloe(t, slices.Concat([]string{"drop", "--table", "lake.orders", "--branch", "rebuild", "--yes"}, loc)...)
+	t.Logf("first drop:\n%s", out)
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", retention.String(), "--retain-last", "1"}, loc)...)
+	if time.Since(m1At) >= retention {
+		t.Skipf("the machine was too slow: M1 is older than the retention already (%s)", time.Since(m1At))
+	}
+	tbl = openTable(t, st.Catalog(), "lake.orders")
+	if tbl.Iceberg().Metadata().SnapshotByID(published) != nil {
+		t.Fatalf("maintain kept the published head %d: the scenario needs it expired", published)
+	}
+	if tbl.Iceberg().Metadata().SnapshotByID(m1) == nil {
+		t.Fatalf("maintain expired main's head %d", m1)
+	}
+
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setMain := func(from, to int64) {
+		t.Helper()
+		if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &from)},
+			[]table.Update{table.NewSetSnapshotRefUpdate("main", to, table.BranchRef, 0, 0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setMain(m1, pre) // a rollback by another engine
+	out = mustFloe(t, slices.Concat([]string{"drop", "--table", "lake.orders", "--branch", "rebuild", "--yes"}, loc)...)
+	t.Logf("drop run again:\n%s", out)
+	setMain(pre, m1) // the rollback undone
+
+	if !replayTableExists(t, st, "lake.orders_rebuild_dlq") {
+		t.Errorf("drop --branch deleted lake.orders_rebuild_dlq, whose dead letters main's history (set back to %d, which descends from the expired published head) names", m1)
+	}
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders"}, loc)...)
+	if code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", "lake.orders", "--brokers", brokers}, loc)...); code != exitOK {
+		t.Errorf("audit of main with the rollback undone: exit %d\n%s%s", code, out, errs)
+	}
+	if out := mustFloe(t, slices.Concat([]string{"dead-letters", "--table", "lake.orders"}, loc)...); !strings.Contains(out, "1 dead letter") {
+		t.Errorf("main's dead letters with the rollback undone:\n%s", out)
+	}
+}

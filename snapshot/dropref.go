@@ -327,7 +327,7 @@ func (t *Table) keepRolledBack(name string, drop []Dropped, kept []string) ([]Dr
 		return drop, kept
 	}
 	id, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || t.tbl.Metadata().SnapshotByID(id) == nil {
+	if err != nil || !t.inHistoryOfLive(id) {
 		return drop, kept
 	}
 	for _, d := range drop {
@@ -335,6 +335,34 @@ func (t *Table) keepRolledBack(name string, drop []Dropped, kept []string) ([]Dr
 	}
 	slices.Sort(kept)
 	return []Dropped{}, kept
+}
+
+// inHistoryOfLive reports whether snapshot id is a snapshot of the table
+// or an ancestor (archived, expired since) of one: maintenance expires the
+// published head while keeping younger snapshots that descend from it
+// (main's head rolled back below it, unreferenced but younger than the
+// retention), whose ledgers name the branch's dead-letter tables through
+// the archive (review s61).
+func (t *Table) inHistoryOfLive(id int64) bool {
+	meta := t.tbl.Metadata()
+	if meta.SnapshotByID(id) != nil {
+		return true
+	}
+	lookup := snapshotIn(meta, t.archive)
+	seen := map[int64]bool{}
+	for _, s := range meta.Snapshots() {
+		for cur := &s; cur != nil && !seen[cur.SnapshotID]; {
+			seen[cur.SnapshotID] = true
+			if cur.ParentSnapshotID == nil {
+				break
+			}
+			if *cur.ParentSnapshotID == id {
+				return true
+			}
+			cur = lookup(*cur.ParentSnapshotID)
+		}
+	}
+	return false
 }
 
 // refList names refs as "main (branch), v1 (tag)".

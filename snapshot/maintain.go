@@ -525,7 +525,53 @@ func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 	for _, c := range commits {
 		add(c)
 	}
+	// A snapshot the data table keeps that no ref reaches (main rolled
+	// back below it) may be set back as main: its ledger names the dead
+	// letters of its ancestors that expiry archived, which must stay too
+	// (review s61: maintain expired the older rolled-back commits, kept a
+	// younger one, and deleted the older ones' dead-letter files).
+	for _, tip := range unreachedTips(data.tbl.Metadata()) {
+		commits, err := data.DeadLetterCommits(ctx, tip, t.Name())
+		if _, truncated := errors.AsType[*TruncatedLedgerError](err); truncated {
+			continue // another tool expired it: not floe's to restore
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the ledger of snapshot %d of %s for the files it names: %w", tip, of, err)
+		}
+		for _, c := range commits {
+			add(c)
+		}
+	}
 	return keep, nil
+}
+
+// unreachedTips returns the snapshots of meta that no branch or tag
+// reaches and that are no kept snapshot's parent: the heads of the lines
+// rollbacks left, whose ledgers reach below what the table keeps.
+func unreachedTips(meta table.Metadata) []int64 {
+	reached := map[int64]bool{}
+	for _, ref := range meta.Refs() {
+		for s := meta.SnapshotByID(ref.SnapshotID); s != nil && !reached[s.SnapshotID]; {
+			reached[s.SnapshotID] = true
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = meta.SnapshotByID(*s.ParentSnapshotID)
+		}
+	}
+	parents := map[int64]bool{}
+	for _, s := range meta.Snapshots() {
+		if s.ParentSnapshotID != nil {
+			parents[*s.ParentSnapshotID] = true
+		}
+	}
+	var tips []int64
+	for _, s := range meta.Snapshots() {
+		if !reached[s.SnapshotID] && !parents[s.SnapshotID] {
+			tips = append(tips, s.SnapshotID)
+		}
+	}
+	return tips
 }
 
 // stageSegment stages, on txn, the properties naming the segment seg and

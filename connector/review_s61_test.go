@@ -89,3 +89,46 @@ func TestReviewS61UndoneRollbackAfterPartialExpiryKeepsDeadLetters(t *testing.T)
 	}
 	floetest.CheckWithDeadLetters(t, tbl, dlq, map[mapping.TopicPartition]int64{{Topic: "orders"}: 4})
 }
+
+// TestReviewS61TwoSinksOneTableWithDeadLetters: TestTwoSinksOneTable with
+// a typed table and dead letters: two sinks of the same partitions race
+// (each fences the other's flushes, their dead-letter files are removed
+// with them, the winners' dead letters are added after each commit, and
+// each session start reconciles); every offset must end as one row or
+// one dead letter (review s61).
+func TestReviewS61TwoSinksOneTableWithDeadLetters(t *testing.T) {
+	e := newEnv(t)
+	const topic = "contended"
+	e.Topic(topic, 3, nil)
+	for p := range int32(3) {
+		var vals []string
+		for i := range 1500 {
+			if i%7 == 3 {
+				vals = append(vals, `oops`)
+			} else {
+				vals = append(vals, `{"id":1}`)
+			}
+		}
+		e.Produce(jsonRecords(topic, p, vals...))
+	}
+	layout := mapping.Layout{Value: mapping.ValueJSON}
+	ta, da := e.TypedTable("lake.contended", layout)
+	tb, db := e.TypedTable("lake.contended", layout)
+	errs := make(chan error, 2)
+	for _, pair := range [][2]*snapshot.Table{{ta, da}, {tb, db}} {
+		go func() {
+			_, err := e.sink(pair[0], connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 150, DeadLetters: pair[1], Logger: quietLogger()})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, dlq := e.TypedTable("lake.contended", layout)
+	if _, err := tbl.ReconcileDeadLetters(e.Ctx, dlq, quietLogger()); err != nil {
+		t.Fatal(err)
+	}
+	floetest.CheckWithDeadLetters(t, tbl, dlq, e.endOffsets(topic))
+}

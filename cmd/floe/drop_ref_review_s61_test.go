@@ -88,3 +88,50 @@ func TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain(t *testing.T)
 		t.Errorf("main's dead letters with the rollback undone:\n%s", out)
 	}
 }
+
+// TestUndonePublishAfterPartialExpiryKeepsDeadLetters (review s61): a
+// replay is published without --tag-main; main's previous head P (a
+// young commit) and the older commit before it, which has a dead letter,
+// are no ref's any more. floe maintain past the older commit's age
+// expires it (archiving its ledger entry) and keeps P; the publish is
+// then undone (main set back to P, which the table has). P's ledger names
+// the older commit's dead letters through the archive, and they must
+// still be there: the same keptFiles gap as
+// TestReviewS61UndoneRollbackAfterPartialExpiryKeepsDeadLetters
+// (connector), reached through a publish.
+func TestUndonePublishAfterPartialExpiryKeepsDeadLetters(t *testing.T) {
+	st, loc, brokers := dropRefStack(t) // a commit with a dead letter
+	const retention = 8 * time.Second
+	time.Sleep(retention + 2*time.Second)
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte(`{"id":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, loc)...)
+	tbl := openTable(t, st.Catalog(), "lake.orders")
+	p := tbl.Head().SnapshotID
+	pAt := time.UnixMilli(tbl.Head().TimestampMs)
+	mustFloe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json",
+		"--branch", "rebuild", "--publish"}, loc)...)
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", retention.String(), "--retain-last", "1"}, loc)...)
+	if time.Since(pAt) >= retention {
+		t.Skipf("the machine was too slow: P is older than the retention already (%s)", time.Since(pAt))
+	}
+	tbl = openTable(t, st.Catalog(), "lake.orders")
+	if tbl.Iceberg().Metadata().SnapshotByID(p) == nil {
+		t.Fatalf("maintain expired main's previous head %d", p)
+	}
+	h := tbl.Head().SnapshotID
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &h)},
+		[]table.Update{table.NewSetSnapshotRefUpdate("main", p, table.BranchRef, 0, 0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", "lake.orders"}, loc)...)
+	t.Logf("maintain after the undo: exit %d\n%s%s", code, out, errs)
+	if code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", "lake.orders", "--brokers", brokers}, loc)...); code != exitOK {
+		t.Errorf("audit of main with the publish undone: exit %d\n%s%s", code, out, errs)
+	}
+}

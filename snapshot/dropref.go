@@ -34,8 +34,9 @@ type DropRefOptions struct {
 type DroppedRef struct {
 	Table string `json:"table"`
 	Ref   Ref    `json:"ref"`
-	// Gone is set when the branch was dropped before, by a drop cut short
-	// after its commit: only its dead-letter table was left to drop.
+	// Gone is set when the branch was dropped before: by a drop cut short
+	// after its commit (its dead-letter tables left to drop), or by one
+	// that kept them (KeptDeadLetterTables says why they stay).
 	Gone bool `json:"gone,omitempty"`
 	// Published is set for a branch a publish once made main's head
 	// (PropPublished): main's history holds its commits, which stay.
@@ -153,7 +154,9 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 				return out, false, err
 			}
 			dlqs, kept = t.keepRolledBack(name, dlqs, kept)
-			if _, dropping := t.tbl.Properties()[PropDroppingPrefix+name]; dropping || len(dlqs) > 0 {
+			// Its dead-letter tables that stay are said too: the drop's
+			// output told to run it again to drop them (review s61).
+			if _, dropping := t.tbl.Properties()[PropDroppingPrefix+name]; dropping || len(dlqs) > 0 || len(kept) > 0 {
 				out.Gone, out.DeadLetterTables, out.KeptDeadLetterTables = true, dlqs, kept
 				return out, false, nil
 			}

@@ -172,7 +172,7 @@ func dropRef(cmd *cobra.Command, f tableFlags, branch, tag string, opts snapshot
 	if err != nil {
 		return err
 	}
-	if opts.DryRun {
+	if opts.DryRun && !(d.Gone && len(d.DeadLetterTables) == 0) {
 		if recent != "" && !asJSON {
 			fmt.Fprintf(out, "%s: stop the replay that writes it before dropping it\n", recent)
 		}
@@ -194,6 +194,8 @@ func printDroppedRef(w io.Writer, d snapshot.DroppedRef, dryRun bool) {
 		at = ", committed " + d.Ref.CommittedAt.Format(time.RFC3339)
 	}
 	switch {
+	case d.Gone && len(d.DeadLetterTables) == 0:
+		fmt.Fprintf(w, "%s was dropped before: nothing of it is left to drop\n", ref)
 	case d.Gone:
 		fmt.Fprintf(w, "%s was dropped before, its drop cut short: finishing it\n", ref)
 	case dryRun:

@@ -71,10 +71,13 @@ func TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain(t *testing.T)
 		}
 	}
 	setMain(m1, pre) // a rollback by another engine
-	// Run again, as the first drop's output says: it may refuse (nothing
-	// to drop), but must not delete the dead-letter table.
+	// Run again, as the first drop's output says: the table stays, and
+	// the drop says so (it answered "no branch named rebuild").
 	code, out, errs := floe(t, slices.Concat([]string{"drop", "--table", "lake.orders", "--branch", "rebuild", "--yes"}, loc)...)
-	t.Logf("drop run again: exit %d\n%s%s", code, out, errs)
+	if code != exitOK || !strings.Contains(out, "branch rebuild of lake.orders was dropped before: nothing of it is left to drop") ||
+		!strings.Contains(out, "lake.orders_rebuild_dlq stays") {
+		t.Errorf("drop run again: exit %d\n%s%s", code, out, errs)
+	}
 	setMain(pre, m1) // the rollback undone
 
 	if !replayTableExists(t, st, "lake.orders_rebuild_dlq") {

@@ -772,7 +772,7 @@ func (e *DeadLettersMissingError) Error() string {
 	if len(e.Commits) > 1 {
 		commits = fmt.Sprintf("%d commits", len(e.Commits))
 	}
-	return fmt.Sprintf("the dead letters of %s of %s are not in %s and their files are gone (commit %s, snapshot %d, lists %s): they were deleted outside floe; restore the files from a backup, replay the table, or accept the loss with floe maintain --table %s --drop-missing-dead-letter-files (the audit keeps reporting it)",
+	return fmt.Sprintf("the dead letters of %s of %s are not in %s and their files are gone (commit %s, snapshot %d, lists %s): they were deleted outside floe (or by an earlier floe's maintenance of a rolled-back line); restore the files from a backup, replay the table, or accept the loss with floe maintain --table %s --drop-missing-dead-letter-files (the audit keeps reporting it)",
 		commits, e.Table, e.DeadLetters, c.ID, c.SnapshotID, strings.Join(c.DeadLetterFiles, ", "), e.Table)
 }
 

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
 	"github.com/floe-dev/floe/lookup"
@@ -111,6 +112,15 @@ first_topic, first_partition, first_offset, first_error) and notes. See docs/dea
 			w := cmd.OutOrStdout()
 			if asJSON {
 				return printJSON(w, res)
+			}
+			if branch != "" && branch != table.MainBranch {
+				// Whose dead letters they are, not main's (from a
+				// new-user run: the header named the table alone).
+				kind := "branch"
+				if tbl.HasTag(branch) {
+					kind = "tag"
+				}
+				res.Table += " (" + kind + " " + branch + ")"
 			}
 			printDeadLetters(w, res, q, selection(cmd))
 			return nil

@@ -62,7 +62,8 @@ func TestTagReadable(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || rep.Branch != "before-rebuild" || !rep.Tag {
 		t.Errorf("floe audit --branch before-rebuild: exit %d (%v)\n%s%s\nwant an audit of the tag", code, err, out, errs)
 	}
-	if code, out, errs = floe(t, tbl("dead-letters", "--branch", "before-rebuild", "--summary")...); code != 0 {
+	// Its header names the tag (from a new-user run: the table alone).
+	if code, out, errs = floe(t, tbl("dead-letters", "--branch", "before-rebuild", "--summary")...); code != 0 || !strings.Contains(out, "lake.orders (tag before-rebuild)") {
 		t.Errorf("floe dead-letters --branch before-rebuild: exit %d\n%s%s", code, out, errs)
 	}
 

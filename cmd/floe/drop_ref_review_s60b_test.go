@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/localstack"
 )
 
 // TestDropPublishedBranchUnderRolledBackMainKeepsItsDeadLetters: a
@@ -28,17 +29,7 @@ func TestDropPublishedBranchUnderRolledBackMainKeepsItsDeadLetters(t *testing.T)
 	tbl := openTable(t, st.Catalog(), "lake.orders")
 	refs := maps.Collect(tbl.Iceberg().Metadata().Refs())
 	published, pre := refs["main"].SnapshotID, refs["pre"].SnapshotID
-	cat, err := catalog.Open(t.Context(), st.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	setMain := func(from, to int64) {
-		t.Helper()
-		if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &from)},
-			[]table.Update{table.NewSetSnapshotRefUpdate("main", to, table.BranchRef, 0, 0, 0)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setMain := setMainOf(t, st, tbl.Identifier())
 	setMain(published, pre) // a rollback by another engine
 
 	out := mustFloe(t, slices.Concat([]string{"drop", "--table", "lake.orders", "--branch", "rebuild", "--yes"}, loc)...)
@@ -57,5 +48,23 @@ func TestDropPublishedBranchUnderRolledBackMainKeepsItsDeadLetters(t *testing.T)
 	}
 	if out := mustFloe(t, slices.Concat([]string{"dead-letters", "--table", "lake.orders"}, loc)...); !strings.Contains(out, "1 dead letter") {
 		t.Errorf("main's dead letters with the rollback undone:\n%s", out)
+	}
+}
+
+// setMainOf returns a function that sets main of table ident from
+// snapshot from to snapshot to, as another engine's rollback (or its undo)
+// does: one catalog commit asserting main's head.
+func setMainOf(t *testing.T, st *localstack.Stack, ident table.Identifier) func(from, to int64) {
+	t.Helper()
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(from, to int64) {
+		t.Helper()
+		if _, _, err := cat.CommitTable(t.Context(), ident, []table.Requirement{table.AssertRefSnapshotID("main", &from)},
+			[]table.Update{table.NewSetSnapshotRefUpdate("main", to, table.BranchRef, 0, 0, 0)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
 )
 
@@ -59,17 +57,7 @@ func TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain(t *testing.T)
 		t.Fatalf("maintain expired main's head %d", m1)
 	}
 
-	cat, err := catalog.Open(t.Context(), st.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	setMain := func(from, to int64) {
-		t.Helper()
-		if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &from)},
-			[]table.Update{table.NewSetSnapshotRefUpdate("main", to, table.BranchRef, 0, 0, 0)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setMain := setMainOf(t, st, tbl.Identifier())
 	setMain(m1, pre) // a rollback by another engine
 	// Run again, as the first drop's output says: the table stays, and
 	// the drop says so (it answered "no branch named rebuild").
@@ -123,15 +111,7 @@ func TestUndonePublishAfterPartialExpiryKeepsDeadLetters(t *testing.T) {
 	if tbl.Iceberg().Metadata().SnapshotByID(p) == nil {
 		t.Fatalf("maintain expired main's previous head %d", p)
 	}
-	h := tbl.Head().SnapshotID
-	cat, err := catalog.Open(t.Context(), st.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &h)},
-		[]table.Update{table.NewSetSnapshotRefUpdate("main", p, table.BranchRef, 0, 0, 0)}); err != nil {
-		t.Fatal(err)
-	}
+	setMainOf(t, st, tbl.Identifier())(tbl.Head().SnapshotID, p)
 	code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", "lake.orders"}, loc)...)
 	t.Logf("maintain after the undo: exit %d\n%s%s", code, out, errs)
 	if code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", "lake.orders", "--brokers", brokers}, loc)...); code != exitOK {

@@ -95,6 +95,9 @@ type CheckError struct {
 	// a target in the way is fixed by another branch then, and by a
 	// first one otherwise.
 	OnBranch bool
+	// Again, when set, is the --from value that continues the replay the
+	// target holds: what a run meant as that replay again lacked.
+	Again string
 }
 
 func (e *CheckError) Error() string { return e.Err.Error() }

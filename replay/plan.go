@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/floe-dev/floe/connector"
@@ -323,6 +324,38 @@ func (p Plan) CheckResume(target string, l mapping.Summary) error {
 		}
 	}
 	return nil
+}
+
+// againFrom names, in a refusal of CheckResume, the --from that continues
+// the replay the target holds (ce.Again): the time it began with when the
+// target records one (PropFromTime) and this run gave
+// another --from, else the offsets its ledger begins at. A new user ran
+// the same replay again without its --from time and was told the table
+// was another replay's target.
+func againFrom(ce *CheckError, props map[string]string, branch string, from Bound, p Plan, l mapping.Summary) {
+	key := FromTimeKey(branch)
+	if recorded := props[key]; recorded != "" && formatFromTime(from.Time) != recorded {
+		// Not another replay's: this one, begun at another time.
+		ce.Again = recorded
+		ce.Err = fmt.Errorf("%s: it is the target of the replay --from %s (recorded in table property %s), and this one is --from %s",
+			strings.TrimSuffix(ce.Err.Error(), ": it is another replay's target"), recorded, key, from.Spec)
+		return
+	}
+	starts := map[int32]int64{}
+	for _, tp := range l.Partitions() {
+		if tp.Topic != p.Topic {
+			return
+		}
+		ps, _ := l.Partition(tp)
+		starts[tp.Partition] = ps.First()
+	}
+	again := formatUntil(starts)
+	if !slices.ContainsFunc(slices.Collect(maps.Values(starts)), func(o int64) bool { return o != 0 }) {
+		again = "earliest"
+	}
+	if again != from.Spec && len(starts) > 0 {
+		ce.Again = again
+	}
 }
 
 // checkEnd refuses an end below what the target's ledger l already holds:

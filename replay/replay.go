@@ -426,6 +426,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 		if err := plan.CheckResume(res.Target, ledger); err != nil {
 			if ce, ok := errors.AsType[*CheckError](err); ok {
 				ce.OnBranch = opts.Branch != ""
+				againFrom(ce, tbl.Iceberg().Properties(), opts.Branch, from, plan, ledger)
 			}
 			return res, err
 		}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floe-dev/floe/localstack"
+)
+
+// sinceTopic makes topic with 3 partitions of 10 records each, the first
+// 5 of each stamped at base, the last 5 1000s later, and returns a --from
+// time between them (offset 5 of every partition) as the replay records
+// it.
+func sinceTopic(t *testing.T, st *localstack.Stack, topic string) string {
+	t.Helper()
+	var stamps [][]time.Duration
+	for range 3 {
+		stamps = append(stamps, []time.Duration{0, 1, 2, 3, 4, 1000, 1001, 1002, 1003, 1004})
+	}
+	base := stampedTopic(t, st, topic, stamps, 0)
+	return base.Add(500 * time.Second).UTC().Format(time.RFC3339)
+}
+
+// TestReplayAgainWithoutItsFrom: a replay --from a time run again without
+// it was refused as "another replay's target; replay into a new --table"
+// (a new user's run), though the table records the time it began with.
+// The refusal names that time and the --from that continues the replay;
+// one --from offsets, which nothing records but the ledger, names the
+// offsets the ledger begins at.
+func TestReplayAgainWithoutItsFrom(t *testing.T) {
+	st, loc := replayStack(t)
+	from := sinceTopic(t, st, "orders")
+	replay := append([]string{"replay", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders"}, loc...)
+	mustFloe(t, append(replay, "--table", "lake.orders_since", "--from", from)...)
+	code, _, errs := floe(t, append(replay, "--table", "lake.orders_since")...)
+	for _, want := range []string{
+		"lake.orders_since holds orders/0 from offset 5, but this replay starts it at 0: it is the target of the replay --from " + from + " (recorded in table property floe.replay.from-time), and this one is --from earliest; ",
+		"run it again with --from " + from + " to continue that replay, or replay into a new --table to start another",
+	} {
+		if code != exitError || !strings.Contains(errs, want) {
+			t.Errorf("the replay again without its --from: exit %d, want %q:\n%s", code, want, errs)
+		}
+	}
+	if out := mustFloe(t, append(replay, "--table", "lake.orders_since", "--from", from)...); !strings.Contains(out, "already holds this whole replay") {
+		t.Errorf("the replay again with the --from it was told:\n%s", out)
+	}
+
+	mustFloe(t, append(replay, "--table", "lake.orders_off", "--from", "0=3,1=4,2=5")...)
+	code, _, errs = floe(t, append(replay, "--table", "lake.orders_off", "--from", from)...)
+	if want := "run it again with --from 0=3,1=4,2=5 to continue that replay"; code != exitError || !strings.Contains(errs, want) {
+		t.Errorf("the offsets replay again --from a time: exit %d, want %q:\n%s", code, want, errs)
+	}
+}

@@ -167,8 +167,9 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
+	taken := ""
 	if f.like != "" {
-		if err := takeLayout(ctx, cmd, f); err != nil {
+		if taken, err = takeLayout(ctx, cmd, f); err != nil {
 			return err
 		}
 	}
@@ -197,6 +198,15 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 			},
 		},
 		OnStart: func(s replay.Start) {
+			if taken != "" {
+				// Once the target is accepted: a replay refused (a
+				// table not empty) took nothing (from a new-user run).
+				say := w
+				if f.json {
+					say = cmd.ErrOrStderr()
+				}
+				fmt.Fprintf(say, "layout of %s taken: %s\n", f.like, taken)
+			}
 			if !f.json {
 				printReplayStart(w, s)
 			}
@@ -490,22 +500,23 @@ func layoutFlags(tbl *snapshot.Table) []string {
 }
 
 // takeLayout sets the layout flags of the table --like names (layoutFlags,
-// its partition spec and format version) that were not given, and says so: a replay into
-// a new table otherwise made a raw append table of a typed table's topic
-// (from a new-user run).
-func takeLayout(ctx context.Context, cmd *cobra.Command, f *replayFlags) error {
+// its partition spec and format version) that were not given, and returns
+// them for the replay to say once it starts: a replay into a new table
+// otherwise made a raw append table of a typed table's topic (from a
+// new-user run).
+func takeLayout(ctx context.Context, cmd *cobra.Command, f *replayFlags) (string, error) {
 	if f.branch != "" {
-		return errors.New("--like gives a new table another table's layout; a replay onto --branch takes its table's own: drop --like")
+		return "", errors.New("--like gives a new table another table's layout; a replay onto --branch takes its table's own: drop --like")
 	}
 	from := tableFlags{table: f.like, catalogFlags: f.catalogFlags}
 	tbl, err := from.open(ctx, snapshot.OpenOptions{})
 	if err != nil {
-		return fmt.Errorf("--like %s: %w", f.like, err)
+		return "", fmt.Errorf("--like %s: %w", f.like, err)
 	}
 	flags := layoutFlags(tbl)
 	pb, err := tbl.PartitionBy()
 	if err != nil {
-		return fmt.Errorf("--like %s: %w", f.like, err)
+		return "", fmt.Errorf("--like %s: %w", f.like, err)
 	}
 	if pb != nil {
 		flags = append(flags, "--partition-by "+pb.String())
@@ -535,18 +546,11 @@ func takeLayout(ctx context.Context, cmd *cobra.Command, f *replayFlags) error {
 			name, value, fl = "mode", string(mapping.ModeUpsert), "--mode upsert"
 		}
 		if err := cmd.Flags().Set(name, value); err != nil {
-			return fmt.Errorf("--like %s: take %s: %w", f.like, fl, err)
+			return "", fmt.Errorf("--like %s: take %s: %w", f.like, fl, err)
 		}
 		taken = append(taken, fl)
 	}
-	say := cmd.OutOrStdout()
-	if f.json {
-		say = cmd.ErrOrStderr()
-	}
-	if len(taken) > 0 {
-		fmt.Fprintf(say, "layout of %s taken: %s\n", f.like, strings.Join(taken, " "))
-	}
-	return nil
+	return strings.Join(taken, " "), nil
 }
 
 // ledgerTopic is the topic of a replay onto a branch given no --topic: the

@@ -52,3 +52,21 @@ func TestReplayAgainWithoutItsFrom(t *testing.T) {
 		t.Errorf("the offsets replay again --from a time: exit %d, want %q:\n%s", code, want, errs)
 	}
 }
+
+// TestReplayLikeRefusedSaysNoLayoutTaken: a replay --like into a table
+// that is not empty printed "layout of ... taken" and then was refused,
+// as if it had gone ahead with it (a new user's run). The line comes once
+// the target is accepted.
+func TestReplayLikeRefusedSaysNoLayoutTaken(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, append([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, loc...)...)
+	replay := append([]string{"replay", "--brokers", brokers, "--topic", "orders"}, loc...)
+	if out := mustFloe(t, append(replay, "--table", "lake.orders_rebuilt", "--like", "lake.orders")...); !strings.Contains(out, "layout of lake.orders taken: ") {
+		t.Errorf("replay --like into a new table does not say the layout it took:\n%s", out)
+	}
+	code, out, errs := floe(t, append(replay, "--table", "lake.orders", "--like", "lake.orders_rebuilt")...)
+	if code != exitError || strings.Contains(out+errs, "taken") || !strings.Contains(errs, "lake.orders") {
+		t.Errorf("replay --like into a table holding a sink's rows: exit %d; want refused, no layout taken:\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}

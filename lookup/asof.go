@@ -288,6 +288,14 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			return res, &QueryError{Setting: SettingOffsets, Value: q.Offsets, Want: want}
 		}
 		for tp := range cut {
+			if !slices.Contains(topics, tp.Topic) {
+				// As floe where names them: "the table has nothing of
+				// nope/0" did not say what it has (a new user's run).
+				return res, &QueryError{Setting: SettingOffsets, Value: q.Offsets,
+					Want: fmt.Sprintf("offsets of a topic %s holds: %s", tbl.Name(), strings.Join(topics, ", "))}
+			}
+		}
+		for tp := range cut {
 			source[tp] = SourceGiven
 		}
 	} else {

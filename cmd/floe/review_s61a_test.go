@@ -70,3 +70,15 @@ func TestReplayLikeRefusedSaysNoLayoutTaken(t *testing.T) {
 		t.Errorf("replay --like into a table holding a sink's rows: exit %d; want refused, no layout taken:\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+// TestAsOfUnknownTopicNamesTopics: floe as-of --offsets nope/0=1 said "the
+// table has nothing of nope/0", where floe where -t nope names the topics
+// the table holds (a new user's run); as-of names them too.
+func TestAsOfUnknownTopicNamesTopics(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	code, _, errs := floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "nope/0=1"}, loc...)...)
+	if want := `--offsets "nope/0=1": want offsets of a topic lake.orders holds: orders`; code != exitError || !strings.Contains(errs, want) {
+		t.Errorf("as-of --offsets of a topic the table does not hold: exit %d, want %q:\n%s", code, want, errs)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +81,26 @@ func TestAsOfUnknownTopicNamesTopics(t *testing.T) {
 	code, _, errs := floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "nope/0=1"}, loc...)...)
 	if want := `--offsets "nope/0=1": want offsets of a topic lake.orders holds: orders`; code != exitError || !strings.Contains(errs, want) {
 		t.Errorf("as-of --offsets of a topic the table does not hold: exit %d, want %q:\n%s", code, want, errs)
+	}
+}
+
+// TestAsOfDurationToTheMillisecond: floe as-of --time 10m printed the time
+// it stands for with nanoseconds (2026-12-07T02:07:39.487010378Z, a new
+// user's run): Kafka stamps records to the millisecond, and so does the
+// time now, in the text and in --json.
+func TestAsOfDurationToTheMillisecond(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	asOf := append([]string{"as-of", "--table", "lake.orders", "--time", "10m"}, loc...)
+	stamp := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	for _, out := range []string{mustFloe(t, asOf...), mustFloe(t, append(asOf, "--json")...)} {
+		if !strings.Contains(out, "record time ") && !strings.Contains(out, `"time"`) {
+			t.Errorf("as-of --time 10m does not say the time:\n%s", out)
+		}
+		for _, m := range stamp.FindAllStringSubmatch(out, -1) {
+			if len(m[1]) > 4 {
+				t.Errorf("as-of --time 10m prints %s, finer than a millisecond:\n%s", m[0], out)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,7 +178,7 @@ func nearTables(ctx context.Context, cat icecat.Catalog, name string) []string {
 // create, and returns it with the table's identifier.
 func (f *tableFlags) tableCatalog(ctx context.Context, create bool) (icecat.Catalog, table.Identifier, error) {
 	if f.table == "" {
-		return nil, nil, fmt.Errorf("missing --table NAMESPACE.TABLE")
+		return nil, nil, errMissingTable(ctx)
 	}
 	ident, err := catalog.ParseIdent(f.table)
 	if err != nil {
@@ -192,6 +193,29 @@ func (f *tableFlags) tableCatalog(ctx context.Context, create bool) (icecat.Cata
 		return nil, nil, err
 	}
 	return cat, ident, nil
+}
+
+// errMissingTable is the error of a command that reads one table and got
+// no --table. A config file's pipelines name tables, but only floe sink
+// takes them: the error lists them (a new user ran floe audit --config
+// with the sink's file and was told only to give --table).
+func errMissingTable(ctx context.Context) error {
+	c := configFrom(ctx)
+	if c == nil || len(c.pipelines) == 0 {
+		return errors.New("missing --table NAMESPACE.TABLE")
+	}
+	var tables []string
+	for _, p := range c.pipelines {
+		if !slices.Contains(tables, p.Table) {
+			tables = append(tables, p.Table)
+		}
+	}
+	if len(tables) == 1 {
+		return fmt.Errorf("missing --table NAMESPACE.TABLE: the pipelines of config file %s are floe sink's (table %s); this command takes --table: pass --table %s",
+			c.path, tables[0], tables[0])
+	}
+	return fmt.Errorf("missing --table NAMESPACE.TABLE: the pipelines of config file %s are floe sink's, of several tables (%s); this command takes one --table: pass --table %s, or another of them",
+		c.path, strings.Join(tables, ", "), tables[0])
 }
 
 // brokerFlags say how to reach the Kafka brokers: -b like kcat, and how

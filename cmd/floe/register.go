@@ -73,7 +73,7 @@ register them too. Stop every other writer of the table first.`,
 				return errors.New("--metadata-location and --location both name the metadata file to register: give one")
 			}
 			if f.table == "" {
-				return errors.New("missing --table NAMESPACE.TABLE")
+				return errMissingTable(ctx)
 			}
 			ident, err := catalog.ParseIdent(f.table)
 			if err != nil {

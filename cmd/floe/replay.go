@@ -146,7 +146,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	case len(f.brokers) == 0:
 		return errNoBrokers
 	case f.table == "":
-		return errors.New("missing --table NAMESPACE.TABLE")
+		return errMissingTable(ctx)
 	case f.topic == "" && f.branch == "":
 		return errors.New("missing --topic NAME")
 	case f.topic == "":

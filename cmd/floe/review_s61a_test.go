@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -101,6 +102,30 @@ func TestAsOfDurationToTheMillisecond(t *testing.T) {
 			if len(m[1]) > 4 {
 				t.Errorf("as-of --time 10m prints %s, finer than a millisecond:\n%s", m[0], out)
 			}
+		}
+	}
+}
+
+// TestReadCommandsWithSinkConfigNameItsTables: floe audit --config of a
+// file whose pipelines name several tables answered only "missing --table
+// NAMESPACE.TABLE" (a new user's run). The commands that read one table
+// name the pipelines' tables and take none of them unasked (floe where,
+// as-of and files did the same as audit).
+func TestReadCommandsWithSinkConfigNameItsTables(t *testing.T) {
+	dir := t.TempDir()
+	two, one := filepath.Join(dir, "two.yaml"), filepath.Join(dir, "one.yaml")
+	base := "brokers: [127.0.0.1:1]\ncatalog: " + filepath.Join(dir, "cat.db") + "\nwarehouse: " + dir + "\n"
+	writeFile(t, two, base+"pipelines:\n  - topic: orders\n    table: lake.orders\n  - topic: payments\n    table: lake.payments\n  - topic: refunds\n    table: lake.orders\n")
+	writeFile(t, one, base+"pipelines:\n  - topic: orders\n    table: lake.orders\n")
+	// floe status without --table lists the catalog's tables.
+	for _, cmd := range [][]string{{"audit"}, {"where", "--partition", "0", "--offset", "1"}, {"as-of", "--offsets", "orders/0=1"}, {"files"}} {
+		code, _, errs := floe(t, append(cmd, "--config", two)...)
+		if want := "missing --table NAMESPACE.TABLE: the pipelines of config file " + two + " are floe sink's, of several tables (lake.orders, lake.payments); this command takes one --table: pass --table lake.orders, or another of them"; code != exitError || !strings.Contains(errs, want) {
+			t.Errorf("floe %s --config (2 tables): exit %d, want %q:\n%s", cmd, code, want, errs)
+		}
+		code, _, errs = floe(t, append(cmd, "--config", one)...)
+		if want := "(table lake.orders); this command takes --table: pass --table lake.orders"; code != exitError || !strings.Contains(errs, want) {
+			t.Errorf("floe %s --config (1 table): exit %d, want %q:\n%s", cmd, code, want, errs)
 		}
 	}
 }

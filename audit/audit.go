@@ -224,6 +224,11 @@ type BrokerState struct {
 	// that the ledger does not cover yet: LastStable - max(next, LogStart),
 	// never negative.
 	Lag int64
+	// PastReplayEnd, for a partition of a replay's target (Report.ReplayEnd),
+	// counts the retained offsets past the end the replay recorded: a
+	// bounded replay never takes them, so they are not Lag, which counts
+	// those up to that end only.
+	PastReplayEnd int64
 }
 
 // ContentStats counts what the content level saw in the retained part of
@@ -337,6 +342,13 @@ type Report struct {
 	// AcceptedFrom names that report; it is empty when Accept did not run.
 	Accepted     []Finding
 	AcceptedFrom string
+	// ReplayFrom is the time a replay --from a time began the audited
+	// table or branch with (replay.FromTimeKey), empty when none did.
+	// ReplayEnd is the table property holding the end offsets of the
+	// replay the audited table or branch is the target of
+	// (replay.UntilKey), empty when it is no replay's: its partitions stop
+	// there.
+	ReplayFrom, ReplayEnd string
 	// Notes are facts worth knowing that are not findings.
 	Notes    []string
 	Evidence Evidence
@@ -520,6 +532,7 @@ func Run(ctx context.Context, tbl *snapshot.Table, opts Options) (*Report, error
 			return nil, err
 		}
 	}
+	a.noteBegan()
 	if opts.VerifyContent {
 		if err := a.contentLevel(ctx); err != nil {
 			return nil, a.expiredOr(ctx, err)
@@ -675,6 +688,14 @@ type auditor struct {
 	// branch with, which table property fromTimeKey records ("" when
 	// none does): the ledger level reads it (replayFrom).
 	fromTime, fromTimeKey string
+	// began are the partitions the ledger records a start past offset 0
+	// of (a sink's or a replay's), and retained the offsets below that
+	// start the broker retains: one note names them all (noteBegan).
+	began    []mapping.TopicPartition
+	retained map[mapping.TopicPartition]mapping.Interval
+	// replayEnd is the end offsets the replay the audited table or branch
+	// is the target of recorded (replay.UntilKey), nil when none.
+	replayEnd mapping.Cut
 	// foreign is set when a live data file was added by a snapshot that is
 	// not a floe commit (files level): its rows may claim any topic.
 	foreign bool

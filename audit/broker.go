@@ -110,6 +110,13 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 	p := a.part(tp)
 	p.Broker = &BrokerState{LogStart: w.LogStart, LastStable: w.LastStable, HighWatermark: w.HighWatermark,
 		Lag: w.Lag(p.Next)}
+	if end, ok := a.replayEnd[tp]; ok {
+		// A replay never takes the log past its end: that is no lag (a
+		// new user read "30 offsets not sunk yet" of one that had
+		// reached it).
+		p.Broker.PastReplayEnd = w.Lag(max(p.Next, end))
+		p.Broker.Lag -= p.Broker.PastReplayEnd
+	}
 	if p.Next < w.LogStart {
 		iv := mapping.Interval{Low: p.Next, High: w.LogStart}
 		// The sink's own test: only aborted records deleted is no loss.
@@ -148,12 +155,12 @@ func (a *auditor) comparePartition(ctx context.Context, tp mapping.TopicPartitio
 	// start below it; a start above it is the beyond-end finding's.
 	switch {
 	case p.First <= w.LogStart || p.First > w.HighWatermark:
-	case p.Started && a.fromTime != "":
-		a.note("%s: offsets [%d, %d) are retained on the broker but precede offset %d, where the ledger records that the replay --from %s (table property %s) started the partition",
-			tp, w.LogStart, p.First, p.First, a.fromTime, a.fromTimeKey)
 	case p.Started:
-		a.note("%s: offsets [%d, %d) are retained on the broker but precede offset %d, where the ledger records that the sink started the partition (e.g. a sink started at the latest offset)",
-			tp, w.LogStart, p.First, p.First)
+		// Said in the note of where the partitions began (noteBegan).
+		if a.retained == nil {
+			a.retained = map[mapping.TopicPartition]mapping.Interval{}
+		}
+		a.retained[tp] = mapping.Interval{Low: w.LogStart, High: p.First}
 	default:
 		iv := mapping.Interval{Low: w.LogStart, High: p.First}
 		a.find(Finding{Level: LevelBroker, Kind: KindUnrecordedStart, Partition: tp, HasPartition: true, Offsets: iv, HasOffsets: true,

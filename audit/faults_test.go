@@ -770,7 +770,7 @@ func TestCleanStartLatest(t *testing.T) {
 	if p := rep.Partitions[0]; !p.Started || p.First != 20 || p.Next != 30 {
 		t.Fatalf("partition %+v: want a recorded start at 20 and next 30", p)
 	}
-	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "records that the sink started") }) {
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "records that the sink began fresh/0 at offset 20") }) {
 		t.Fatalf("notes %q: want one about the recorded start", rep.Notes)
 	}
 	// The verdict does not claim the offsets before the start (from a

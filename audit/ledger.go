@@ -41,6 +41,8 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 		return err
 	}
 	a.fromTime, a.fromTimeKey = a.replayFrom()
+	a.rep.ReplayFrom = a.fromTime
+	a.replayEnd, a.rep.ReplayEnd = a.recordedEnd()
 	for _, tp := range slices.SortedFunc(maps.Keys(covers), mapping.TopicPartition.Compare) {
 		c := covers[tp]
 		p := a.part(tp)
@@ -67,18 +69,12 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 			}
 			a.find(f)
 		}
-		switch {
-		case !c.Started || c.First == 0:
-		case a.fromTime != "":
-			a.note("%s: the ledger records that the replay --from %s (table property %s) began the partition at offset %d: the table claims nothing below it, where a replay --from earliest records what retention deleted as lost",
-				tp, a.fromTime, a.fromTimeKey, c.First)
-		default:
+		if c.Started && c.First > 0 {
 			// The verdict says "from where the sink began them"; which
 			// partition, and why, belongs in the report too (a new user
 			// saw a replay of the same log record a loss where the sink's
-			// audit said nothing).
-			a.note("%s: the ledger records that the sink began the partition at offset %d (a new table on a log whose start retention had deleted, or --start latest): the table claims nothing below it, where a replay --from earliest records what retention deleted as lost",
-				tp, c.First)
+			// audit said nothing): noteBegan.
+			a.began = append(a.began, tp)
 		}
 		p.Aborted = nonNil(c.Aborted)
 		for _, ab := range c.Aborted {
@@ -110,6 +106,77 @@ func (a *auditor) replayFrom() (from, key string) {
 	}
 	key = replay.FromTimeKey(branch)
 	return a.tbl.Iceberg().Properties()[key], key
+}
+
+// recordedEnd returns the end offsets that the replay the audited table or
+// branch is the target of recorded, and the table property holding them
+// (nil and "" when it is no replay's target): a replay is a bounded job,
+// whose target stops there. Main's end is taken only from a table a replay
+// made (replay.PropOf): after a replay branch's publish, a sink takes main
+// further.
+func (a *auditor) recordedEnd() (mapping.Cut, string) {
+	props := a.tbl.Iceberg().Properties()
+	branch := a.tbl.Branch()
+	if branch == table.MainBranch {
+		if props[replay.PropOf] == "" {
+			return nil, ""
+		}
+		branch = ""
+	}
+	key := replay.UntilKey(branch)
+	topics := a.sum.Topics()
+	if props[key] == "" || len(topics) != 1 {
+		return nil, ""
+	}
+	end, err := mapping.ParseCut(props[key], topics[0])
+	if err != nil {
+		return nil, ""
+	}
+	return end, key
+}
+
+// noteBegan notes, in one note, where the ledger records that a sink or a
+// replay began the partitions it did not begin at offset 0, and which
+// offsets below those starts the broker retains (two notes a partition
+// made 6 notes of a replay of 3 partitions: a new user's run).
+func (a *auditor) noteBegan() {
+	if len(a.began) == 0 {
+		return
+	}
+	starts := make([]string, len(a.began))
+	for i, tp := range a.began {
+		starts[i] = fmt.Sprintf("%s at offset %d", tp, a.parts[tp].First)
+	}
+	them := "them"
+	if len(a.began) == 1 {
+		them = "it"
+	}
+	var note string
+	if a.fromTime != "" {
+		note = fmt.Sprintf("the ledger records that the replay --from %s (table property %s) began %s: the table claims nothing below %s, where a replay --from earliest records what retention deleted as lost",
+			a.fromTime, a.fromTimeKey, andList(starts), them)
+	} else {
+		note = fmt.Sprintf("the ledger records that the sink began %s (a new table on a log whose start retention had deleted, or --start latest): the table claims nothing below %s, where a replay --from earliest records what retention deleted as lost",
+			andList(starts), them)
+	}
+	var retained []string
+	for _, tp := range a.began {
+		if iv, ok := a.retained[tp]; ok {
+			retained = append(retained, fmt.Sprintf("%s %s", tp, iv))
+		}
+	}
+	if len(retained) > 0 {
+		note += fmt.Sprintf("; the broker retains %s below %s, which the table does not hold", andList(retained), them)
+	}
+	a.note("%s", note)
+}
+
+// andList joins "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 // anomaly is an interval of a partition that the ledger level names the

@@ -78,6 +78,7 @@ type jsonPartition struct {
 	LastStable    *int64       `json:"last_stable"`
 	HighWatermark *int64       `json:"high_watermark"`
 	Lag           *int64       `json:"lag"`
+	PastReplayEnd int64        `json:"past_replay_end,omitempty"`
 	Content       *jsonContent `json:"content"`
 	Findings      int          `json:"findings"`
 	Status        string       `json:"status"`
@@ -189,6 +190,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		}
 		if b := p.Broker; b != nil {
 			jp.LogStart, jp.LastStable, jp.HighWatermark, jp.Lag = ptr(b.LogStart), ptr(b.LastStable), ptr(b.HighWatermark), ptr(b.Lag)
+			jp.PastReplayEnd = b.PastReplayEnd
 		}
 		if c := p.Content; c != nil {
 			jp.Content = &jsonContent{Verified: c.Verified, Markers: c.Markers, Aborted: c.Aborted, Compacted: c.Compacted,
@@ -516,16 +518,20 @@ func (r *Report) completeVerdict(every string) string {
 	// A sink that began past the log start (--start latest) sank what
 	// follows: the verdict does not claim the offsets before.
 	if slices.ContainsFunc(r.Partitions, func(p PartitionReport) bool { return p.Started && p.First > 0 }) {
-		parts += ", from where the sink began them,"
+		by := "the sink"
+		if r.ReplayFrom != "" {
+			by = "the replay"
+		}
+		parts += ", from where " + by + " began them,"
 		if len(r.Partitions) == 1 {
-			parts = "1 partition, from where the sink began it,"
+			parts = "1 partition, from where " + by + " began it,"
 		}
 	}
-	var lag int64
+	var lag, past int64
 	broker := false
 	for _, p := range r.Partitions {
 		if p.Broker != nil {
-			broker, lag = true, lag+p.Broker.Lag
+			broker, lag, past = true, lag+p.Broker.Lag, past+p.Broker.PastReplayEnd
 		}
 	}
 	by, unread := r.levelsPhrase()
@@ -536,9 +542,16 @@ func (r *Report) completeVerdict(every string) string {
 		}
 		return " (" + strings.Join(notes, "; ") + ")"
 	}
+	// A replay's target that reached its recorded end does not lag the
+	// log past it: the replay, a bounded job, never takes it.
+	beyond := fmt.Sprintf("the log holds %s past it, which the replay does not take", plural(past, "offset"))
 	switch {
 	case !broker:
 		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for by %s%s", every, parts, by, paren(unread, "lag not checked: no --brokers"))
+	case past > 0 && lag == 0:
+		return fmt.Sprintf("%s of %s is accounted for by %s%s, up to the end the replay recorded (table property %s); %s", every, parts, by, paren(unread), r.ReplayEnd, beyond)
+	case past > 0:
+		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for by %s%s; %s of the log up to the end the replay recorded (table property %s) not replayed yet (lag, not a finding), and %s", every, parts, by, paren(unread), plural(lag, "offset"), r.ReplayEnd, strings.Replace(beyond, "past it", "past that end", 1))
 	case lag == 0:
 		return fmt.Sprintf("%s of %s is accounted for by %s, up to the end of the log%s", every, parts, by, paren(unread))
 	default:

@@ -65,6 +65,11 @@ func FromTimeKey(branch string) string {
 	return PropFromTime + "." + branch
 }
 
+// UntilKey is the table property holding the end offsets of a replay
+// onto branch ("" for a replay into its own table), as an --until value:
+// floe audit tells the log past them from lag.
+func UntilKey(branch string) string { return untilKey(branch) }
+
 // BranchProperties are the table properties a replay onto branch records
 // of itself (its bounds): floe drop --branch removes them with a branch
 // that was never published.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +131,66 @@ func TestReadCommandsWithSinkConfigNameItsTables(t *testing.T) {
 			t.Errorf("floe %s --config (1 table): exit %d, want %q:\n%s", cmd, code, want, errs)
 		}
 	}
+}
+
+// TestAuditReplayFromTimeOneNoteNoLag: the audit of a replay --from a
+// time of 3 partitions printed 6 notes, two near-identical ones per
+// partition (the ledger's start, the broker's retained offsets below it),
+// and its verdict counted the log past the replay's end as "not sunk yet
+// (lag)", though a replay is a bounded job that reached its end (a new
+// user's run). One note names the partitions, and the offsets past the
+// recorded end (floe.replay.until) are said to be past it, not lag.
+func TestAuditReplayFromTimeOneNoteNoLag(t *testing.T) {
+	st, loc := replayStack(t)
+	from := sinceTopic(t, st, "orders")
+	brokers := []string{"--brokers", strings.Join(st.Brokers, ",")}
+	mustFloe(t, slices.Concat([]string{"replay", "--topic", "orders", "--table", "lake.orders_since", "--from", from}, brokers, loc)...)
+	produceRound(t, st.Brokers, "orders", 3, 30, map[int32]int64{})
+
+	audit := slices.Concat([]string{"audit", "--table", "lake.orders_since"}, brokers, loc)
+	var rep struct {
+		Complete   bool     `json:"complete"`
+		Verdict    string   `json:"verdict"`
+		Notes      []string `json:"notes"`
+		Partitions []struct {
+			Lag     *int64 `json:"lag"`
+			PastEnd int64  `json:"past_replay_end"`
+		} `json:"partitions"`
+	}
+	out := mustFloe(t, append(audit, "--json")...)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Complete {
+		t.Fatalf("audit --json: %v\n%s", err, out)
+	}
+	want := "the ledger records that the replay --from " + from + " (table property floe.replay.from-time) began orders/0 at offset 5, orders/1 at offset 5 and orders/2 at offset 5: the table claims nothing below them"
+	if len(rep.Notes) != 1 || !strings.HasPrefix(rep.Notes[0], want) || !strings.Contains(rep.Notes[0], "; the broker retains orders/0 [0, 5), orders/1 [0, 5) and orders/2 [0, 5) below them, which the table does not hold") {
+		t.Errorf("audit notes: want one, beginning %q and naming the retained offsets: %q", want, rep.Notes)
+	}
+	for i, p := range rep.Partitions {
+		if p.Lag == nil || *p.Lag != 0 || p.PastEnd != 10 {
+			t.Errorf("partition %d: lag %v, past_replay_end %d; want 0 and 10", i, fmt.Sprint(deref(p.Lag)), p.PastEnd)
+		}
+	}
+	text := strings.Join(strings.Fields(mustFloe(t, audit...)), " ")
+	if strings.Contains(text, "not sunk yet") || !strings.Contains(text, "up to the end the replay recorded (table property floe.replay.until); the log holds 30 offsets past it, which the replay does not take") {
+		t.Errorf("audit of a replay that reached its end: the log past it as lag, or unsaid:\n%s", text)
+	}
+
+	// A replay short of its end (as an interrupted one is) lags up to
+	// that end only.
+	tbl := openFloeTable(t, st, "lake.orders_since")
+	if err := tbl.SetProperties(t.Context(), map[string]string{"floe.replay.until": "0=12,1=12,2=12"}); err != nil {
+		t.Fatal(err)
+	}
+	text = strings.Join(strings.Fields(mustFloe(t, audit...)), " ")
+	if want := "; 6 offsets of the log up to the end the replay recorded (table property floe.replay.until) not replayed yet (lag, not a finding), and the log holds 24 offsets past that end, which the replay does not take"; !strings.Contains(text, want) {
+		t.Errorf("audit of a replay short of its end: want %q:\n%s", want, text)
+	}
+}
+
+// deref is *p, or "null".
+func deref(p *int64) any {
+	if p == nil {
+		return "null"
+	}
+	return *p
 }

@@ -144,8 +144,12 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 	}
 	for tp, ps := range ledger.Parts {
 		p := row(tp)
-		next, at, dead := ps.High, ps.LastCommitAt(), ps.DeadLetters
-		p.TableNext, p.LastCommit, p.DeadLetters = &next, &at, &dead
+		next, dead := ps.High, ps.DeadLetters
+		p.TableNext, p.DeadLetters = &next, &dead
+		if at := ps.LastCommitAt(); !at.IsZero() {
+			// None for a partition only a start recorded.
+			p.LastCommit = &at
+		}
 		p.OnlyDeadLetters = ps.Written && ps.OnlyDeadLetters
 		if upsert {
 			p.CountChanges(mapping.Range{TopicPartition: tp, Records: ps.Records, Deletes: ps.Deletes, Skipped: ps.Skipped})

@@ -32,7 +32,10 @@ type PartitionSummary struct {
 	StartHigh int64 `json:"start-high"`
 	Started   bool  `json:"started,omitempty"`
 	// LastCommit is the commit time (Unix milliseconds) of the last commit
-	// with a range of the partition.
+	// that advanced the partition: with a range of offsets, not a start
+	// alone (0 when none did: a partition another process sinks, whose
+	// start a pipeline of other partitions recorded, showed a last commit
+	// that never touched it).
 	LastCommit int64 `json:"last-commit"`
 	// Written is set when some range produced rows or dead letters;
 	// OnlyDeadLetters then tells whether the last such range produced no
@@ -81,7 +84,9 @@ func (p *PartitionSummary) add(r Range, at int64) {
 	p.DeadLetters += r.DeadLetters
 	p.Deletes += r.Deletes
 	p.Skipped += r.Skipped
-	p.LastCommit = at
+	if r.Len() > 0 {
+		p.LastCommit = at
+	}
 	if r.Records > 0 || r.DeadLetters > 0 || r.Deletes > 0 {
 		p.Written, p.OnlyDeadLetters = true, r.Records == 0 && r.Deletes == 0
 	}
@@ -109,7 +114,9 @@ func (p *PartitionSummary) merge(q PartitionSummary) {
 	p.DeadLetters += q.DeadLetters
 	p.Deletes += q.Deletes
 	p.Skipped += q.Skipped
-	p.LastCommit = q.LastCommit
+	if q.LastCommit != 0 {
+		p.LastCommit = q.LastCommit
+	}
 	if q.Written {
 		p.Written, p.OnlyDeadLetters = true, q.OnlyDeadLetters
 	}
@@ -267,8 +274,14 @@ func (s Summary) TopicID(topic string) string { return s.LatestID[topic] }
 // TopicIDs is Ledger.TopicIDs.
 func (s Summary) TopicIDs(topic string) []string { return slices.Clone(s.IDs[topic]) }
 
-// LastCommitAt is the commit time of the last commit with a range of tp.
-func (p PartitionSummary) LastCommitAt() time.Time { return time.UnixMilli(p.LastCommit).UTC() }
+// LastCommitAt is the commit time of the last commit that advanced the
+// partition (LastCommit), the zero time when none did.
+func (p PartitionSummary) LastCommitAt() time.Time {
+	if p.LastCommit == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(p.LastCommit).UTC()
+}
 
 // Coverer computes a partition's Coverage from its ranges given one at a
 // time, in any order, keeping the covered, overlapping, lost and aborted

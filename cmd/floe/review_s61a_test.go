@@ -194,3 +194,43 @@ func deref(p *int64) any {
 	}
 	return *p
 }
+
+// TestStatusLastCommitOfPartitionLeftOut: a pipeline of partitions 0 and 1
+// of a 3-partition topic records partition 2's start (where the process
+// sinking it resumes), and floe status showed a LAST COMMIT time for
+// partition 2, which no commit advanced (a new user's run; the column is
+// "when a commit last advanced the partition"). It shows "-" now, and
+// --json has no last_commit for it.
+func TestStatusLastCommitOfPartitionLeftOut(t *testing.T) {
+	st, loc := sinkStack(t)
+	conf := filepath.Join(t.TempDir(), "floe.yaml")
+	writeFile(t, conf, "pipelines:\n  - topic: orders\n    table: lake.orders\n    partitions: [0, 1]\n")
+	brokers := []string{"--brokers", strings.Join(st.Brokers, ",")}
+	mustFloe(t, slices.Concat([]string{"sink", "--config", conf, "--stop-at-end"}, brokers, loc)...)
+	status := slices.Concat([]string{"status", "--table", "lake.orders"}, brokers, loc)
+	out := mustFloe(t, status...)
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != "orders" {
+			continue
+		}
+		if last := f[len(f)-1]; (f[1] == "2") != (last == "-") {
+			t.Errorf("partition %s: LAST COMMIT %s; want - for partition 2 alone, which no commit advanced:\n%s", f[1], last, out)
+		}
+	}
+	var doc struct {
+		Partitions []struct {
+			Partition  int32   `json:"partition"`
+			LastCommit *string `json:"last_commit"`
+		} `json:"partitions"`
+	}
+	js := mustFloe(t, append(status, "--json")...)
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Partitions) != 3 {
+		t.Fatalf("status --json: %v\n%s", err, js)
+	}
+	for _, p := range doc.Partitions {
+		if (p.Partition == 2) != (p.LastCommit == nil) {
+			t.Errorf("status --json: partition %d last_commit %v; want none for partition 2 alone", p.Partition, p.LastCommit)
+		}
+	}
+}

@@ -232,7 +232,10 @@ func (p *Pipeline) Hook(cfg *connector.Config) {
 				continue
 			}
 			p.next[rg.Partition] = max(p.next[rg.Partition], rg.High)
-			p.committed[rg.Partition] = at
+			if rg.Len() > 0 {
+				// A start does not advance the partition.
+				p.committed[rg.Partition] = at
+			}
 			p.deadLetters[rg.Partition] += rg.DeadLetters
 			p.countChanges(rg)
 			if rg.DeadLetters > 0 {
@@ -333,7 +336,9 @@ func (p *Pipeline) Started(l mapping.Summary) {
 	for tp, ps := range l.Parts {
 		if tp.Topic == p.topic {
 			p.next[tp.Partition] = max(p.next[tp.Partition], ps.High)
-			p.committed[tp.Partition] = ps.LastCommitAt()
+			if at := ps.LastCommitAt(); !at.IsZero() {
+				p.committed[tp.Partition] = at
+			}
 			p.deadLetters[tp.Partition] += ps.DeadLetters
 			p.countChanges(mapping.Range{TopicPartition: tp, Records: ps.Records, Deletes: ps.Deletes, Skipped: ps.Skipped})
 		}

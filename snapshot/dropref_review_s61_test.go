@@ -57,3 +57,44 @@ func TestReviewS61DropOfUnknownBranchSharingDeadLetterName(t *testing.T) {
 	}
 }
 
+// TestReviewS61DropOfRecreatedBranchLosesCutShortRecord: a drop of branch
+// custom (whose replay wrote to --dlq-table lake.custom_dlq) is killed
+// after its commit: floe.dropping-dead-letters.custom records
+// lake.custom_dlq. Before the drop is run again a new replay onto custom
+// makes the branch again (its dead letters in lake.orders_custom_dlq).
+// Dropping the new branch overwrites the record with its own tables and
+// then removes it: lake.custom_dlq, with the old branch's dead letters, is
+// named by nothing and no drop finds it again.
+func TestReviewS61DropOfRecreatedBranchLosesCutShortRecord(t *testing.T) {
+	cat, tbl, _ := deadLetterTables(t)
+	custom := []string{"lake", "custom_dlq"}
+	branchWithDeadLetters(t, cat, tbl, "custom", custom, 0)
+	quiet := slog.New(slog.DiscardHandler)
+	hc := &hookCatalog{Catalog: cat, dieAfterCommit: true}
+	killed := openTestTable(t, hc, "lake.orders", snapshot.OpenOptions{})
+	if _, err := killed.DropRef(t.Context(), quiet, "custom", snapshot.DropRefOptions{}); !errors.Is(err, errKilled) || !hc.dead {
+		t.Fatalf("drop killed after its commit: %v (commit landed: %v)", err, hc.dead)
+	}
+	again := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{})
+	if got := again.Iceberg().Properties()[snapshot.PropDroppingPrefix+"custom"]; got != "lake.custom_dlq" {
+		t.Fatalf("record of the killed drop: %q", got)
+	}
+	// A new replay onto custom, before the drop is run again.
+	branchWithDeadLetters(t, cat, again, "custom", snapshot.BranchDeadLetterName(again.Identifier(), "custom"), 10)
+	if err := again.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := again.DropRef(t.Context(), quiet, "custom", snapshot.DropRefOptions{})
+	if err != nil {
+		t.Fatalf("drop of the new branch: %v", err)
+	}
+	t.Logf("drop of the new branch: %+v", got)
+	if _, err := again.DropRef(t.Context(), quiet, "custom", snapshot.DropRefOptions{}); err != nil {
+		t.Logf("drop run again: %v", err)
+	}
+	if dlqExists(t, cat, again, custom) {
+		t.Errorf("lake.custom_dlq, the dead-letter table the killed drop recorded as still to drop, is left named by nothing (record now %q)",
+			again.Iceberg().Properties()[snapshot.PropDroppingPrefix+"custom"])
+	}
+}
+

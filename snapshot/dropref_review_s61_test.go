@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -98,3 +99,58 @@ func TestReviewS61DropOfRecreatedBranchLosesCutShortRecord(t *testing.T) {
 	}
 }
 
+// TestReviewS61DropOfCollidingBranchKeepsRolledBackPublishedDeadLetters:
+// branch a-b is published (its commits' dead letters in
+// lake.orders_a_b_dlq) and main is rolled back below it by another
+// engine; floe drop --branch a-b keeps lake.orders_a_b_dlq (the published
+// head is a snapshot of the table: the rollback may be undone). A replay
+// onto a_b is then allowed (checkBranchDeadLetterName looks at live
+// branches only) and writes into the same table; floe drop --branch a_b
+// (never published) drops it with its files: undoing the rollback finds
+// a-b's dead letters gone.
+func TestReviewS61DropOfCollidingBranchKeepsRolledBackPublishedDeadLetters(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	pre := tbl.Head().SnapshotID
+	shared := snapshot.BranchDeadLetterName(tbl.Identifier(), "a-b")
+	br := branchWithDeadLetters(t, cat, tbl, "a-b", shared, 0)
+	if _, _, err := br.Publish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	head := tbl.Head().SnapshotID
+	// Another engine rolls main back below the published head.
+	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &head)},
+		[]table.Update{table.NewSetSnapshotRefUpdate("main", pre, table.BranchRef, 0, 0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tbl.DropRef(t.Context(), quiet, "a-b", snapshot.DropRefOptions{})
+	if err != nil || len(got.DeadLetterTables) != 0 {
+		t.Fatalf("drop of published a-b under a rolled-back main: %+v, %v; want its dead-letter table kept", got, err)
+	}
+	if !dlqExists(t, cat, tbl, shared) {
+		t.Fatal("the drop of a-b dropped its dead-letter table")
+	}
+	// A replay onto a_b: a-b is no branch now, nothing refuses it.
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	branchWithDeadLetters(t, cat, tbl, "a_b", snapshot.BranchDeadLetterName(tbl.Identifier(), "a_b"), 20)
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err = tbl.DropRef(t.Context(), quiet, "a_b", snapshot.DropRefOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dlqExists(t, cat, tbl, shared) {
+		t.Fatalf("the drop of a_b dropped %s (%+v), which holds the dead letters of a-b's published commits: main set back to a-b's head (%d, still a snapshot of the table) finds them gone",
+			strings.Join(shared, "."), got, head)
+	}
+}

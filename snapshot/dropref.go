@@ -155,8 +155,14 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 			}
 			dlqs, kept = t.keepRolledBack(name, dlqs, kept)
 			// Its dead-letter tables that stay are said too: the drop's
-			// output told to run it again to drop them (review s61).
-			if _, dropping := t.tbl.Properties()[PropDroppingPrefix+name]; dropping || len(dlqs) > 0 || len(kept) > 0 {
+			// output told to run it again to drop them (review s61). Only
+			// for a branch that was published (whose drop keeps them):
+			// another branch's table of the same default name (a_b's for
+			// a-b) says nothing of a name the table never had.
+			props := t.tbl.Properties()
+			_, dropping := props[PropDroppingPrefix+name]
+			_, published := props[PropPublished+name]
+			if dropping || len(dlqs) > 0 || len(kept) > 0 && published {
 				out.Gone, out.DeadLetterTables, out.KeptDeadLetterTables = true, dlqs, kept
 				return out, false, nil
 			}

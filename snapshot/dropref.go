@@ -254,8 +254,12 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 		if err := t.branchDeadLetterTables(meta, *head, named); err != nil && !errors.As(err, &truncated) {
 			return nil, nil, fmt.Errorf("read the ledger of branch %s of %s for its dead-letter tables: %w", name, t.Name(), err)
 		}
-	} else if v := t.tbl.Properties()[PropDroppingPrefix+name]; v != "" {
-		// The branch's drop was cut short: its commit recorded them.
+	}
+	if v := t.tbl.Properties()[PropDroppingPrefix+name]; v != "" {
+		// A drop of the branch was cut short: its commit recorded them.
+		// Also when the branch was made again since (a new replay onto
+		// that name): this drop's commit sets the record anew and its
+		// end removes it, so they are dropped now or never (review s61).
 		for n := range strings.SplitSeq(v, ",") {
 			named[n] = true
 		}

@@ -90,9 +90,9 @@ type File struct {
 	// manifest's column bounds: its rows are of partitions between them.
 	MinPartition *int32 `json:"min_partition,omitempty"`
 	MaxPartition *int32 `json:"max_partition,omitempty"`
-	// Compacted is set for such a file that a floe compaction wrote, as
-	// the snapshot that added it says while the table's metadata has it;
-	// another engine's file of several partitions is not.
+	// Compacted is set for such a file that a floe compaction wrote (its
+	// snapshot live or archived: Table.IsCompaction); another engine's
+	// file of several partitions is not.
 	Compacted bool `json:"compacted,omitempty"`
 	// Records is the file's row count, SizeBytes its size.
 	Records   int64 `json:"records"`
@@ -215,9 +215,9 @@ func Files(ctx context.Context, tbl *snapshot.Table, snapshotID int64) (FilesRes
 			lo, hi := f.PartitionMin, f.PartitionMax
 			out.MinPartition, out.MaxPartition = &lo, &hi
 			out.Topic = topics.across(lo, hi)
-			if added := tbl.Iceberg().Metadata().SnapshotByID(f.AddedBy); added != nil && added.Summary != nil {
-				_, out.Compacted = added.Summary.Properties[snapshot.KeyCompactID]
-			}
+			// Live or archived: the file outlives its compaction's
+			// snapshot (review s61).
+			out.Compacted = tbl.IsCompaction(f.AddedBy)
 		}
 		res.Records += f.Records
 		res.SizeBytes += f.SizeBytes

@@ -238,8 +238,9 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 // refDeadLetterTables splits the dead-letter tables of branch name of
 // t that exist into those nothing but the branch names, to drop with it,
 // and those to keep: another ref's ledger names them, or they are main's
-// writers' (DeadLetterName, RecordedDeadLetterTable) or another branch's
-// by its name (BranchDeadLetterName). The branch's are
+// writers' (DeadLetterName, RecordedDeadLetterTable), another branch's
+// by its name (BranchDeadLetterName), or the ledger of a rolled-back line
+// a published branch began names them. The branch's are
 // those the ledger as of head names (none when head is nil: the branch is
 // gone) and BranchDeadLetterName's when it holds t's dead letters.
 func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int64) (drop []Dropped, kept []string, err error) {
@@ -289,6 +290,19 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 				return nil, nil, fmt.Errorf("read the ledger of %s %s of %s for its dead-letter tables: %w", ref.SnapshotRefType, n, t.Name(), err)
 			}
 			unsure = true
+		}
+	}
+	// A line of main's history that a published branch began and a
+	// rollback left (snapshots no ref reaches, which main may be set back
+	// to) names its dead-letter tables too: a published branch dropped
+	// since, whose table another branch writes (a_b's is a-b's; review
+	// s61), or a --dlq-table two replays shared.
+	for _, tip := range unreachedTips(meta) {
+		if t.PublishedBranch(tip) == "" {
+			continue
+		}
+		if err := t.branchDeadLetterTables(meta, tip, others); err != nil && !errors.As(err, &truncated) {
+			return nil, nil, fmt.Errorf("read the ledger of snapshot %d of %s, which no ref reaches, for its dead-letter tables: %w", tip, t.Name(), err)
 		}
 	}
 	drop, kept = []Dropped{}, []string{}

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,5 +153,58 @@ func TestReviewS61DropOfCollidingBranchKeepsRolledBackPublishedDeadLetters(t *te
 	if !dlqExists(t, cat, tbl, shared) {
 		t.Fatalf("the drop of a_b dropped %s (%+v), which holds the dead letters of a-b's published commits: main set back to a-b's head (%d, still a snapshot of the table) finds them gone",
 			strings.Join(shared, "."), got, head)
+	}
+}
+
+// TestReviewS61SecondDropOfPublishedBranchForgetsItsTable: a published
+// branch dropped while main is rolled back below it keeps its dead-letter
+// table, and its record floe.dead-letter-tables.TABLE stays with it. Once
+// maintenance expired the rolled-back line, the drop run again drops the
+// table (the Gone path, which commits nothing) and leaves the record:
+// DeadLetterTableNames (floe register's dead_letter_tables_missing) names
+// a table the drop dropped on purpose.
+func TestReviewS61SecondDropOfPublishedBranchForgetsItsTable(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
+	pre := tbl.Head().SnapshotID
+	own := snapshot.BranchDeadLetterName(tbl.Identifier(), "rebuild")
+	br := branchWithDeadLetters(t, cat, tbl, "rebuild", own, 0)
+	if _, _, err := br.Publish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	head := tbl.Head().SnapshotID
+	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &head)},
+		[]table.Update{table.NewSetSnapshotRefUpdate("main", pre, table.BranchRef, 0, 0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tbl.DropRef(t.Context(), quiet, "rebuild", snapshot.DropRefOptions{}); err != nil || len(got.KeptDeadLetterTables) != 1 {
+		t.Fatalf("first drop: %+v, %v; want its table kept", got, err)
+	}
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	if tbl.Iceberg().Metadata().SnapshotByID(head) != nil {
+		t.Fatalf("maintain kept the published head %d", head)
+	}
+	got, err := tbl.DropRef(t.Context(), quiet, "rebuild", snapshot.DropRefOptions{})
+	if err != nil || !got.Gone || len(got.DeadLetterTables) != 1 {
+		t.Fatalf("drop run again: %+v, %v; want the table dropped", got, err)
+	}
+	if dlqExists(t, cat, tbl, own) {
+		t.Fatal("the table is still there")
+	}
+	names, err := tbl.DeadLetterTableNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, strings.Join(own, ".")) {
+		t.Errorf("dead-letter table names after the drop dropped %s: %v (property %s stays)", strings.Join(own, "."), names, snapshot.PropDeadLetterTablePrefix+strings.Join(own, "."))
 	}
 }

@@ -116,7 +116,7 @@ func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts
 		}
 		out.DeadLetterTables[i].FilesDeleted = deleted
 	}
-	if err := t.removeDropping(ctx, name); err != nil {
+	if err := t.removeDropping(ctx, name, out.DeadLetterTables); err != nil {
 		return out, fmt.Errorf("dropped %s %s of %s and its dead-letter tables: %w", kind, name, t.Name(), err)
 	}
 	// The dead letters of commits only the ref's ledger had (a tag of
@@ -325,19 +325,30 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 }
 
 // removeDropping removes the property PropDroppingPrefix+name once the
-// dead-letter tables it lists are dropped.
-func (t *Table) removeDropping(ctx context.Context, name string) error {
-	key := PropDroppingPrefix + name
+// dead-letter tables it lists are dropped, and the records of the tables
+// dropped (PropDeadLetterTablePrefix): a drop run again once the branch
+// is gone commits nothing before it drops them (review s61).
+func (t *Table) removeDropping(ctx context.Context, name string, dropped []Dropped) error {
+	keys := []string{PropDroppingPrefix + name}
+	for _, d := range dropped {
+		keys = append(keys, PropDeadLetterTablePrefix+d.Table)
+	}
 	return retryConflicts(ctx, func(attempt int) error {
 		if attempt > 1 {
 			if err := t.Refresh(ctx); err != nil {
 				return err
 			}
 		}
-		if _, ok := t.tbl.Properties()[key]; !ok {
+		var present []string
+		for _, k := range keys {
+			if _, ok := t.tbl.Properties()[k]; ok {
+				present = append(present, k)
+			}
+		}
+		if len(present) == 0 {
 			return nil
 		}
-		return t.commitProperties(ctx, "remove property "+key+" of", func(txn *table.Transaction) error { return txn.RemoveProperties([]string{key}) })
+		return t.commitProperties(ctx, "remove properties "+strings.Join(present, ", ")+" of", func(txn *table.Transaction) error { return txn.RemoveProperties(present) })
 	})
 }
 

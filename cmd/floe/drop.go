@@ -165,7 +165,7 @@ func dropRef(cmd *cobra.Command, f tableFlags, branch, tag string, opts snapshot
 		printJSONLine(out, struct {
 			Dropped bool `json:"dropped"`
 			snapshot.DroppedRef
-		}{!opts.DryRun, d})
+		}{!opts.DryRun && !(d.Gone && len(d.DeadLetterTables) == 0), d})
 	} else {
 		printDroppedRef(out, d, opts.DryRun)
 	}

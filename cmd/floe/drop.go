@@ -217,7 +217,7 @@ func printDroppedRef(w io.Writer, d snapshot.DroppedRef, dryRun bool) {
 		}
 	}
 	for _, n := range d.KeptDeadLetterTables {
-		fmt.Fprintf(w, "  %s stays: main's or another ref's ledger names it, main's writers write it, the branch's published head is still a snapshot of the table (main rolled back below it may be set back), or another ref's ledger is truncated and may name it (the same drop run again drops it once none of these holds)\n", n)
+		fmt.Fprintf(w, "  %s stays: main's or another ref's ledger names it, main's writers write it, the branch's published line is still in the table (main rolled back below it may be set back), another branch's name makes it, or another ref's ledger is truncated and may name it (the same drop run again drops it once none of these holds)\n", n)
 	}
 	if !d.Gone && !dryRun {
 		fmt.Fprintf(w, "  the snapshots only the %s kept are expired, and their files deleted, by the next floe maintain past its retention (--expire-older-than)\n", d.Ref.Kind)

@@ -438,7 +438,7 @@ func Run(ctx context.Context, broker *connector.Broker, cat catalog.Catalog, ide
 	// Record the replay's end before reading anything, so that an
 	// interrupted run continues to it.
 	set := map[string]string{}
-	if key, v := untilKey(opts.Branch), formatUntil(plan.End); tbl.Iceberg().Properties()[key] != v {
+	if key, v := UntilKey(opts.Branch), formatUntil(plan.End); tbl.Iceberg().Properties()[key] != v {
 		set[key] = v
 	}
 	untilAt := ""

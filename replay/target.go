@@ -65,24 +65,20 @@ func FromTimeKey(branch string) string {
 	return PropFromTime + "." + branch
 }
 
-// UntilKey is the table property holding the end offsets of a replay
-// onto branch ("" for a replay into its own table), as an --until value:
-// floe audit tells the log past them from lag.
-func UntilKey(branch string) string { return untilKey(branch) }
-
 // BranchProperties are the table properties a replay onto branch records
 // of itself (its bounds): floe drop --branch removes them with a branch
 // that was never published.
 func BranchProperties(branch string) []string {
-	return []string{untilKey(branch), untilTimeKey(branch), FromTimeKey(branch)}
+	return []string{UntilKey(branch), untilTimeKey(branch), FromTimeKey(branch)}
 }
 
 // formatFromTime writes a --from time as PropFromTime holds it.
 func formatFromTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// untilKey is the table property holding the end of a replay onto branch
-// ("" for a replay into its own table).
-func untilKey(branch string) string {
+// UntilKey is the table property holding the end offsets of a replay
+// onto branch ("" for a replay into its own table), as an --until value:
+// floe audit tells the log past them from lag.
+func UntilKey(branch string) string {
 	if branch == "" {
 		return PropUntil
 	}
@@ -113,7 +109,7 @@ func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identif
 		// resolved from: it replaces it.
 		return Bound{}, false, nil
 	}
-	v := t.Iceberg().Properties()[untilKey(opts.Branch)]
+	v := t.Iceberg().Properties()[UntilKey(opts.Branch)]
 	if v == "" {
 		return Bound{}, false, nil
 	}
@@ -129,7 +125,7 @@ func recordedUntil(ctx context.Context, cat catalog.Catalog, ident table.Identif
 	b, err = ParseBound(v, opts.Topic, false)
 	if err != nil || b.Offsets == nil {
 		return Bound{}, false, fmt.Errorf("table %s: property %s=%q is not the end offsets of a replay (P=OFFSET,...): %v",
-			t.Name(), untilKey(opts.Branch), v, err)
+			t.Name(), UntilKey(opts.Branch), v, err)
 	}
 	b.Spec, b.fixed = "end (fixed when this replay started: "+v+")", true
 	return b, true, nil
@@ -354,7 +350,7 @@ func checkBranchDeadLetterName(t *snapshot.Table, ident table.Identifier, opts O
 		}
 		if strings.Join(snapshot.BranchDeadLetterName(ident, ref.Name), ".") == own {
 			return &CheckError{Settings: []Setting{SettingBranch, SettingDeadLetters}, OnBranch: true,
-				Err: fmt.Errorf("branch %s of %s would write its dead letters to %s, the dead-letter table of its branch %s too (characters other than letters, digits and _ become _ in that name), and dropping either branch would drop the other's dead letters",
+				Err: fmt.Errorf("branch %s of %s would write its dead letters to %s, the dead-letter table of its branch %s too (characters other than letters, digits and _ become _ in that name): their dead letters would mix in one table",
 					opts.Branch, t.Name(), own, ref.Name)}
 		}
 	}

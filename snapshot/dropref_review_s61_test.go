@@ -112,25 +112,9 @@ func TestReviewS61DropOfRecreatedBranchLosesCutShortRecord(t *testing.T) {
 func TestReviewS61DropOfCollidingBranchKeepsRolledBackPublishedDeadLetters(t *testing.T) {
 	cat, tbl, dlq := deadLetterTables(t)
 	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
-	pre := tbl.Head().SnapshotID
 	shared := snapshot.BranchDeadLetterName(tbl.Identifier(), "a-b")
-	br := branchWithDeadLetters(t, cat, tbl, "a-b", shared, 0)
-	if _, _, err := br.Publish(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	head := tbl.Head().SnapshotID
-	// Another engine rolls main back below the published head.
-	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &head)},
-		[]table.Update{table.NewSetSnapshotRefUpdate("main", pre, table.BranchRef, 0, 0, 0)}); err != nil {
-		t.Fatal(err)
-	}
+	head := publishRolledBack(t, cat, tbl, "a-b", shared)
 	quiet := slog.New(slog.DiscardHandler)
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	got, err := tbl.DropRef(t.Context(), quiet, "a-b", snapshot.DropRefOptions{})
 	if err != nil || len(got.DeadLetterTables) != 0 {
 		t.Fatalf("drop of published a-b under a rolled-back main: %+v, %v; want its dead-letter table kept", got, err)
@@ -166,24 +150,9 @@ func TestReviewS61DropOfCollidingBranchKeepsRolledBackPublishedDeadLetters(t *te
 func TestReviewS61SecondDropOfPublishedBranchForgetsItsTable(t *testing.T) {
 	cat, tbl, dlq := deadLetterTables(t)
 	mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: 0, High: 2}, 1)
-	pre := tbl.Head().SnapshotID
 	own := snapshot.BranchDeadLetterName(tbl.Identifier(), "rebuild")
-	br := branchWithDeadLetters(t, cat, tbl, "rebuild", own, 0)
-	if _, _, err := br.Publish(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	head := tbl.Head().SnapshotID
-	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("main", &head)},
-		[]table.Update{table.NewSetSnapshotRefUpdate("main", pre, table.BranchRef, 0, 0, 0)}); err != nil {
-		t.Fatal(err)
-	}
+	head := publishRolledBack(t, cat, tbl, "rebuild", own)
 	quiet := slog.New(slog.DiscardHandler)
-	if err := tbl.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	if got, err := tbl.DropRef(t.Context(), quiet, "rebuild", snapshot.DropRefOptions{}); err != nil || len(got.KeptDeadLetterTables) != 1 {
 		t.Fatalf("first drop: %+v, %v; want its table kept", got, err)
 	}
@@ -207,4 +176,22 @@ func TestReviewS61SecondDropOfPublishedBranchForgetsItsTable(t *testing.T) {
 	if slices.Contains(names, strings.Join(own, ".")) {
 		t.Errorf("dead-letter table names after the drop dropped %s: %v (property %s stays)", strings.Join(own, "."), names, snapshot.PropDeadLetterTablePrefix+strings.Join(own, "."))
 	}
+}
+
+// publishRolledBack replays onto branch of tbl a commit with a dead letter
+// in dlq, publishes it, and rolls main back to its head before, as
+// another engine does; it returns the published head.
+func publishRolledBack(t *testing.T, cat icecat.Catalog, tbl *snapshot.Table, branch string, dlq table.Identifier) int64 {
+	t.Helper()
+	pre := tbl.Head().SnapshotID
+	br := branchWithDeadLetters(t, cat, tbl, branch, dlq, 0)
+	if _, _, err := br.Publish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	head := tbl.Head().SnapshotID
+	setMain(t, tbl, pre)
+	return head
 }

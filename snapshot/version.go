@@ -66,11 +66,16 @@ func OpenVersion(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		}
 		location = "file://" + filepath.ToSlash(abs)
 	}
-	for _, hadoop := range []string{"s3a://", "s3n://"} {
-		// Hadoop's names of the same object, as Spark users copy them:
-		// the digest covers the location as the table writes it.
-		if rest, ok := strings.CutPrefix(location, hadoop); ok && strings.HasPrefix(now.MetadataLocation(), "s3://") {
-			location = "s3://" + rest
+	// s3://, s3a:// and s3n:// name the same object (the last two are
+	// Hadoop's, as Spark users copy them): the digest covers the location
+	// as the table writes it.
+	s3 := func(loc string) (scheme, rest string, ok bool) {
+		scheme, rest, ok = strings.Cut(loc, "://")
+		return scheme, rest, ok && (scheme == "s3" || scheme == "s3a" || scheme == "s3n")
+	}
+	if written, _, ok := s3(now.MetadataLocation()); ok {
+		if _, rest, ok := s3(location); ok {
+			location = written + "://" + rest
 		}
 	}
 	then, err := table.NewFromLocation(ctx, ident, location, now.FS, cat)

@@ -507,3 +507,31 @@ func TestReportReverifyOnS3(t *testing.T) {
 		t.Fatalf("floe %s: exit %d, digest %v, want %s\n%s%s", strings.Join(args, " "), code, got, want[1], out, errs)
 	}
 }
+
+// TestAuditMetadataLocationS3Schemes: s3://, s3a:// and s3n:// name the
+// same object; --metadata-location of a table written at s3a:// (a Spark
+// user's warehouse) given as s3:// gives the digest of the location as the
+// table wrote it, as the reverse does (TestReportReverifyOnS3).
+func TestAuditMetadataLocationS3Schemes(t *testing.T) {
+	e := newS3Env(t)
+	if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, e.brokers, "orders", 1, 10, map[int32]int64{})
+	warehouse := "s3a://" + e.bucket + "/warehouse"
+	mustFloe(t, "sink", "--brokers", strings.Join(e.brokers, ","), "--topic", "orders", "--table", "lake.orders", "--catalog", e.catalog, "--warehouse", warehouse, "--stop-at-end")
+	written := openTable(t, catalog.Config{Catalog: e.catalog, Warehouse: warehouse}, "lake.orders").Iceberg().MetadataLocation()
+	if !strings.HasPrefix(written, "s3a://") {
+		t.Fatalf("metadata location %s: want the s3a:// warehouse's", written)
+	}
+	digest := regexp.MustCompile(`"digest": *"([^"]+)"`)
+	var want string
+	for _, loc := range []string{written, "s3://" + strings.TrimPrefix(written, "s3a://"), "s3n://" + strings.TrimPrefix(written, "s3a://")} {
+		code, out, errs := floe(t, "audit", "--table", "lake.orders", "--catalog", e.catalog, "--metadata-location", loc, "--json")
+		got := digest.FindStringSubmatch(out)
+		if code != exitOK || got == nil || (want != "" && got[1] != want) {
+			t.Fatalf("audit --metadata-location %s: exit %d, digest %v, want %s\n%s%s", loc, code, got, want, out, errs)
+		}
+		want = got[1]
+	}
+}

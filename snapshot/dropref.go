@@ -324,6 +324,19 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 	return drop, kept, nil
 }
 
+// CutShortDrops returns, by branch, the dead-letter tables that a drop of
+// the branch cut short after its commit recorded and has still to drop
+// (PropDroppingPrefix): floe drop --branch run again finishes it.
+func (t *Table) CutShortDrops() map[string][]string {
+	out := map[string][]string{}
+	for k, v := range t.tbl.Properties() {
+		if branch, ok := strings.CutPrefix(k, PropDroppingPrefix); ok && branch != "" && v != "" {
+			out[branch] = strings.Split(v, ",")
+		}
+	}
+	return out
+}
+
 // removeDropping removes the property PropDroppingPrefix+name once the
 // dead-letter tables it lists are dropped, and the records of the tables
 // dropped (PropDeadLetterTablePrefix): a drop run again once the branch

@@ -228,8 +228,14 @@ func TestDropPublishedBranchAndTag(t *testing.T) {
 	}
 	head := maps.Collect(tbl.Iceberg().Metadata().Refs())["other"].SnapshotID
 	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), []table.Requirement{table.AssertRefSnapshotID("other", &head)},
-		[]table.Update{table.NewRemoveSnapshotRefUpdate("other")}); err != nil {
+		[]table.Update{table.NewRemoveSnapshotRefUpdate("other"),
+			table.NewSetPropertiesUpdate(map[string]string{snapshot.PropDroppingPrefix + "other": "lake.orders_other_dlq"})}); err != nil {
 		t.Fatal(err)
+	}
+	// floe maintain says so: only the drop run again reads the record.
+	if code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", "lake.orders"}, loc)...); code != exitOK ||
+		!strings.Contains(errs, "a drop of a branch was cut short") || !strings.Contains(errs, "floe drop --table lake.orders --branch other --yes") {
+		t.Errorf("maintain after a cut-short drop: exit %d\n%s%s", code, out, errs)
 	}
 	if out := mustFloe(t, dropArgs("--branch", "other", "--yes")...); !strings.Contains(out, "branch other of lake.orders was dropped before, its drop cut short: finishing it") ||
 		!strings.Contains(out, "dropped lake.orders_other_dlq") || replayTableExists(t, st, "lake.orders_other_dlq") {

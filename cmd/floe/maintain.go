@@ -150,6 +150,14 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 				RemoveOrphans: removeOrphans, OrphanMinAge: orphanMinAge, DryRun: dryRun,
 				DropMissingDeadLetterFiles: dropLost,
 			})
+			drops := tbl.CutShortDrops()
+			for _, branch := range slices.Sorted(maps.Keys(drops)) {
+				// Only the drop run again reads its record: said here,
+				// or its tables stay named by nothing but it.
+				slog.Warn("a drop of a branch was cut short after its commit and left its dead-letter tables: run it again to drop them",
+					"table", tbl.Name(), "branch", branch, "dead_letter_tables", strings.Join(drops[branch], ","),
+					"command", "floe drop --table "+tbl.Name()+" --branch "+branch+" --yes")
+			}
 			// Damage to a dead-letter table is returned after the rest
 			// of the maintenance, which is reported.
 			if damage != nil && !snapshot.IsDeadLetterDamage(damage) {

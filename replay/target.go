@@ -331,8 +331,8 @@ func checkDeadLetters(ctx context.Context, cat catalog.Catalog, ident table.Iden
 // checkBranchDeadLetterName refuses a replay onto a branch whose default
 // dead-letter table (snapshot.BranchDeadLetterName, which makes the
 // characters of a branch name other than letters, digits and underscores
-// underscores) is another branch's too: a-b and a_b would share one, and
-// dropping either branch could drop the other's dead letters with it.
+// underscores) is another branch's too: a-b and a_b would share one, as
+// would A and a in a catalog that lowercases names (Glue).
 func checkBranchDeadLetterName(t *snapshot.Table, ident table.Identifier, opts Options) error {
 	if opts.DeadLetters != nil || opts.deadLetterTable(ident, t.Layout(), t.RecordedDeadLetterTable()) == nil {
 		return nil
@@ -348,7 +348,8 @@ func checkBranchDeadLetterName(t *snapshot.Table, ident table.Identifier, opts O
 		if ref.Kind != snapshot.RefBranch || ref.Name == opts.Branch || ref.Name == table.MainBranch {
 			continue
 		}
-		if strings.Join(snapshot.BranchDeadLetterName(ident, ref.Name), ".") == own {
+		// Case aside: Glue lowercases table names (A's is a's there).
+		if strings.EqualFold(strings.Join(snapshot.BranchDeadLetterName(ident, ref.Name), "."), own) {
 			return &CheckError{Settings: []Setting{SettingBranch, SettingDeadLetters}, OnBranch: true,
 				Err: fmt.Errorf("branch %s of %s would write its dead letters to %s, the dead-letter table of its branch %s too (characters other than letters, digits and _ become _ in that name): their dead letters would mix in one table",
 					opts.Branch, t.Name(), own, ref.Name)}

@@ -684,10 +684,10 @@ type auditor struct {
 	// from files).
 	topics []string
 	single string
-	// fromTime is the time a replay --from a time began the audited
-	// branch with, which table property fromTimeKey records ("" when
-	// none does): the ledger level reads it (replayFrom).
-	fromTime, fromTimeKey string
+	// fromTimeKey is the table property that records the time a replay
+	// --from a time began the audited branch with (Report.ReplayFrom):
+	// the ledger level reads it (replayFrom).
+	fromTimeKey string
 	// began are the partitions the ledger records a start past offset 0
 	// of (a sink's or a replay's), and retained the offsets below that
 	// start the broker retains: one note names them all (noteBegan).

@@ -40,8 +40,7 @@ func (a *auditor) ledgerLevel(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.fromTime, a.fromTimeKey = a.replayFrom()
-	a.rep.ReplayFrom = a.fromTime
+	a.rep.ReplayFrom, a.fromTimeKey = a.replayFrom()
 	a.replayEnd, a.rep.ReplayEnd = a.recordedEnd()
 	for _, tp := range slices.SortedFunc(maps.Keys(covers), mapping.TopicPartition.Compare) {
 		c := covers[tp]
@@ -152,9 +151,9 @@ func (a *auditor) noteBegan() {
 		them = "it"
 	}
 	var note string
-	if a.fromTime != "" {
+	if a.rep.ReplayFrom != "" {
 		note = fmt.Sprintf("the ledger records that the replay --from %s (table property %s) began %s: the table claims nothing below %s, where a replay --from earliest records what retention deleted as lost",
-			a.fromTime, a.fromTimeKey, andList(starts), them)
+			a.rep.ReplayFrom, a.fromTimeKey, andList(starts), them)
 	} else {
 		note = fmt.Sprintf("the ledger records that the sink began %s (a new table on a log whose start retention had deleted, or --start latest): the table claims nothing below %s, where a replay --from earliest records what retention deleted as lost",
 			andList(starts), them)

@@ -544,14 +544,16 @@ func (r *Report) completeVerdict(every string) string {
 	}
 	// A replay's target that reached its recorded end does not lag the
 	// log past it: the replay, a bounded job, never takes it.
-	beyond := fmt.Sprintf("the log holds %s past it, which the replay does not take", plural(past, "offset"))
+	beyond := func(end string) string {
+		return fmt.Sprintf("the log holds %s past %s, which the replay does not take", plural(past, "offset"), end)
+	}
 	switch {
 	case !broker:
 		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for by %s%s", every, parts, by, paren(unread, "lag not checked: no --brokers"))
 	case past > 0 && lag == 0:
-		return fmt.Sprintf("%s of %s is accounted for by %s%s, up to the end the replay recorded (table property %s); %s", every, parts, by, paren(unread), r.ReplayEnd, beyond)
+		return fmt.Sprintf("%s of %s is accounted for by %s%s, up to the end the replay recorded (table property %s); %s", every, parts, by, paren(unread), r.ReplayEnd, beyond("it"))
 	case past > 0:
-		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for by %s%s; %s of the log up to the end the replay recorded (table property %s) not replayed yet (lag, not a finding), and %s", every, parts, by, paren(unread), plural(lag, "offset"), r.ReplayEnd, strings.Replace(beyond, "past it", "past that end", 1))
+		return fmt.Sprintf("%s of %s up to the table's next offset is accounted for by %s%s; %s of the log up to the end the replay recorded (table property %s) not replayed yet (lag, not a finding), and %s", every, parts, by, paren(unread), plural(lag, "offset"), r.ReplayEnd, beyond("that end"))
 	case lag == 0:
 		return fmt.Sprintf("%s of %s is accounted for by %s, up to the end of the log%s", every, parts, by, paren(unread))
 	default:
@@ -575,10 +577,7 @@ func (r *Report) levelsPhrase() (by, unread string) {
 	if ran(LevelContent) {
 		read = append(read, "the log's records")
 	}
-	by = read[0]
-	if len(read) > 1 {
-		by = strings.Join(read[:len(read)-1], ", ") + " and " + read[len(read)-1]
-	}
+	by = andList(read)
 	switch {
 	case ran(LevelRows):
 	case !ran(LevelFiles):

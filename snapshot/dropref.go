@@ -50,6 +50,10 @@ type DroppedRef struct {
 	KeptDeadLetterTables []string `json:"kept_dead_letter_tables"`
 }
 
+// NothingLeft reports a drop run again for a branch dropped before whose
+// dead-letter tables all stay: it drops nothing.
+func (d DroppedRef) NothingLeft() bool { return d.Gone && len(d.DeadLetterTables) == 0 }
+
 // PropDroppingPrefix, followed by a branch's name, is a property of a
 // data table whose branch DropRef dropped and whose dead-letter tables it
 // has still to drop: their names, comma-separated. Set in the commit that

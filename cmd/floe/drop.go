@@ -165,14 +165,14 @@ func dropRef(cmd *cobra.Command, f tableFlags, branch, tag string, opts snapshot
 		printJSONLine(out, struct {
 			Dropped bool `json:"dropped"`
 			snapshot.DroppedRef
-		}{!opts.DryRun && !(d.Gone && len(d.DeadLetterTables) == 0), d})
+		}{!opts.DryRun && !d.NothingLeft(), d})
 	} else {
 		printDroppedRef(out, d, opts.DryRun)
 	}
 	if err != nil {
 		return err
 	}
-	if opts.DryRun && !(d.Gone && len(d.DeadLetterTables) == 0) {
+	if opts.DryRun && !d.NothingLeft() {
 		if recent != "" && !asJSON {
 			fmt.Fprintf(out, "%s: stop the replay that writes it before dropping it\n", recent)
 		}
@@ -194,7 +194,7 @@ func printDroppedRef(w io.Writer, d snapshot.DroppedRef, dryRun bool) {
 		at = ", committed " + d.Ref.CommittedAt.Format(time.RFC3339)
 	}
 	switch {
-	case d.Gone && len(d.DeadLetterTables) == 0:
+	case d.NothingLeft():
 		fmt.Fprintf(w, "%s was dropped before: nothing of it is left to drop\n", ref)
 	case d.Gone:
 		fmt.Fprintf(w, "%s was dropped before, its drop cut short: finishing it\n", ref)

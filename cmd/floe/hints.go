@@ -304,10 +304,12 @@ func withFlags(err error) string {
 				hint("replay onto another --branch, or give its dead letters a table with --dlq-table NAMESPACE.TABLE")
 			case slices.Contains(e.Settings, replay.SettingPartitionBy):
 				hint("omit --partition-by (a branch is written with its table's spec), or replay into a new --table")
-			case e.Again != "" && e.OnBranch:
-				hint(fmt.Sprintf("run it again with --from %s to continue that replay, or replay onto another --branch (or into another --table) to start another", e.Again))
 			case e.Again != "":
-				hint(fmt.Sprintf("run it again with --from %s to continue that replay, or replay into a new --table to start another", e.Again))
+				another := "replay into a new --table"
+				if e.OnBranch {
+					another = "replay onto another --branch (or into another --table)"
+				}
+				hint(fmt.Sprintf("run it again with --from %s to continue that replay, or %s to start another", e.Again, another))
 			case e.OnBranch:
 				hint("replay into another --table, or onto another --branch")
 			default:

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain (review
@@ -28,14 +29,8 @@ func TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain(t *testing.T)
 	st, loc, brokers := dropRefStack(t)
 	mustFloe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json",
 		"--branch", "rebuild", "--publish", "--tag-main", "pre"}, loc)...)
-	const retention = 8 * time.Second
-	time.Sleep(retention + 2*time.Second)
 	// M1: a commit on main after the publish, younger than the retention.
-	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte(`{"id":1}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	mustFloe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, loc)...)
-	tbl := openTable(t, st.Catalog(), "lake.orders")
+	tbl := sinkPastRetention(t, st, loc, brokers)
 	refs := maps.Collect(tbl.Iceberg().Metadata().Refs())
 	m1, pre := refs["main"].SnapshotID, refs["pre"].SnapshotID
 	m1At := time.UnixMilli(tbl.Head().TimestampMs)
@@ -45,8 +40,8 @@ func TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain(t *testing.T)
 	// names it.
 	out := mustFloe(t, slices.Concat([]string{"drop", "--table", "lake.orders", "--branch", "rebuild", "--yes"}, loc)...)
 	t.Logf("first drop:\n%s", out)
-	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", retention.String(), "--retain-last", "1"}, loc)...)
-	if time.Since(m1At) >= retention {
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", shortRetention.String(), "--retain-last", "1"}, loc)...)
+	if time.Since(m1At) >= shortRetention {
 		t.Skipf("the machine was too slow: M1 is older than the retention already (%s)", time.Since(m1At))
 	}
 	tbl = openTable(t, st.Catalog(), "lake.orders")
@@ -92,19 +87,13 @@ func TestDropPublishedBranchAfterItsHeadExpiredUnderRolledBackMain(t *testing.T)
 // (connector), reached through a publish.
 func TestUndonePublishAfterPartialExpiryKeepsDeadLetters(t *testing.T) {
 	st, loc, brokers := dropRefStack(t) // a commit with a dead letter
-	const retention = 8 * time.Second
-	time.Sleep(retention + 2*time.Second)
-	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte(`{"id":1}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	mustFloe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, loc)...)
-	tbl := openTable(t, st.Catalog(), "lake.orders")
+	tbl := sinkPastRetention(t, st, loc, brokers)
 	p := tbl.Head().SnapshotID
 	pAt := time.UnixMilli(tbl.Head().TimestampMs)
 	mustFloe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json",
 		"--branch", "rebuild", "--publish"}, loc)...)
-	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", retention.String(), "--retain-last", "1"}, loc)...)
-	if time.Since(pAt) >= retention {
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", shortRetention.String(), "--retain-last", "1"}, loc)...)
+	if time.Since(pAt) >= shortRetention {
 		t.Skipf("the machine was too slow: P is older than the retention already (%s)", time.Since(pAt))
 	}
 	tbl = openTable(t, st.Catalog(), "lake.orders")
@@ -117,4 +106,21 @@ func TestUndonePublishAfterPartialExpiryKeepsDeadLetters(t *testing.T) {
 	if code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", "lake.orders", "--brokers", brokers}, loc)...); code != exitOK {
 		t.Errorf("audit of main with the publish undone: exit %d\n%s%s", code, out, errs)
 	}
+}
+
+// shortRetention is the expiry age of this file's tests: the commits made
+// before sinkPastRetention are older, the one it makes younger.
+const shortRetention = 8 * time.Second
+
+// sinkPastRetention waits past shortRetention, then sinks one more record of
+// orders/0 into lake.orders, and returns the table with that young commit
+// as main's head.
+func sinkPastRetention(t *testing.T, st *localstack.Stack, loc []string, brokers string) *snapshot.Table {
+	t.Helper()
+	time.Sleep(shortRetention + 2*time.Second)
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte(`{"id":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, loc)...)
+	return openTable(t, st.Catalog(), "lake.orders")
 }

@@ -70,12 +70,19 @@ func testFenceAfterOwnFailures(t *testing.T, every time.Duration, group string) 
 		t.Logf("the healthy writer committed %d times", healthyCommits.Load())
 	}()
 	// A producer keeps records coming, so that the healthy writer commits
-	// every flush interval.
+	// every flush interval. The test waits for it to end: a Produce
+	// failing after the test returned panicked the package's run.
+	produced := make(chan struct{})
 	go func() {
+		defer close(produced)
 		for ctx.Err() == nil {
 			e.Produce(records(topic, 0, 10, "b"))
 			time.Sleep(100 * time.Millisecond)
 		}
+	}()
+	defer func() {
+		cancel()
+		<-produced
 	}()
 
 	const retryFor = 2 * time.Second

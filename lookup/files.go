@@ -53,6 +53,10 @@ type FilesResult struct {
 // describes it.
 type DeleteFile struct {
 	Path string `json:"path"`
+	// Missing is set, by Check, for a delete file the table's storage no
+	// longer has (deleted outside floe): the snapshot cannot be read, and
+	// its data files alone give rows the deletes removed.
+	Missing bool `json:"missing,omitempty"`
 	// Kind is equality (deletes rows by the values of some columns),
 	// position (by file and row position) or deletion_vector (a
 	// format v3 position delete in Puffin).
@@ -378,13 +382,18 @@ func (ix topicIndex) across(lo, hi int32) string {
 	return ""
 }
 
-// Check looks for each of r's files in tbl's storage (one request per
-// file: the manifests still list a file deleted outside floe), sets
-// Missing on those it lacks, and returns their paths.
+// Check looks for each of r's files, data and delete files, in tbl's
+// storage (one request per file: the manifests still list a file deleted
+// outside floe), sets Missing on those it lacks, and returns their paths.
 func (r *FilesResult) Check(ctx context.Context, tbl *snapshot.Table) ([]string, error) {
-	paths := make([]string, len(r.Files))
-	for i, f := range r.Files {
-		paths[i] = f.Path
+	paths := make([]string, 0, len(r.Files)+len(r.DeleteFiles))
+	for _, f := range r.Files {
+		paths = append(paths, f.Path)
+	}
+	// The delete files too: one gone makes the snapshot unreadable, and
+	// its data files alone hold rows the table no longer has.
+	for _, d := range r.DeleteFiles {
+		paths = append(paths, d.Path)
 	}
 	missing, err := tbl.MissingFiles(ctx, paths)
 	if err != nil {
@@ -392,6 +401,9 @@ func (r *FilesResult) Check(ctx context.Context, tbl *snapshot.Table) ([]string,
 	}
 	for i := range r.Files {
 		r.Files[i].Missing = slices.Contains(missing, r.Files[i].Path)
+	}
+	for i := range r.DeleteFiles {
+		r.DeleteFiles[i].Missing = slices.Contains(missing, r.DeleteFiles[i].Path)
 	}
 	return missing, nil
 }

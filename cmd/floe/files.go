@@ -59,7 +59,7 @@ max_partition and compacted; another engine's file of several partitions is "(se
 partitions)"). A table of another mode has delete files only when another engine wrote them.
 
 The manifests still list a file deleted from the storage behind floe's back (an aws s3 rm, a
-lifecycle rule). --check looks for every file in the storage (one request per file), marks those
+lifecycle rule). --check looks for every file, data and delete file, in the storage (one request per file), marks those
 it lacks "missing from storage" (JSON: "missing": true) and then fails (exit 2) naming the ways
 out.`,
 		Example: `  floe files --table lake.orders
@@ -94,12 +94,17 @@ out.`,
 				printFiles(w, res)
 			}
 			if err == nil && len(missing) > 0 {
-				gone := fmt.Sprintf("%d of the %s are gone", len(missing), plural(len(res.Files), "data file"))
+				// Data files and, of an upsert table, delete files.
+				noun, all := "data file", len(res.Files)
+				if len(res.DeleteFiles) > 0 {
+					noun, all = "data and delete file", all+len(res.DeleteFiles)
+				}
+				gone := fmt.Sprintf("%d of the %s are gone", len(missing), plural(all, noun))
 				switch {
-				case len(res.Files) == 1:
+				case all == 1:
 					gone = "the one data file is gone"
 				case len(missing) == 1:
-					gone = fmt.Sprintf("1 of the %s is gone", plural(len(res.Files), "data file"))
+					gone = fmt.Sprintf("1 of the %s is gone", plural(all, noun))
 				}
 				err = fmt.Errorf("%s from the storage of %s (deleted outside floe): %w", gone, tbl.Name(),
 					&snapshot.DataFileGoneError{Table: tbl.Name(), Path: missing[0], Err: iofs.ErrNotExist})
@@ -198,7 +203,11 @@ func printDeleteFiles(w io.Writer, r lookup.FilesResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tDELETES\tBYTES\tPATH")
 	for _, d := range r.DeleteFiles {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", strings.ReplaceAll(d.Kind, "_", " "), d.Records, d.SizeBytes, d.Path)
+		path := d.Path
+		if d.Missing {
+			path += "  (missing from storage)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", strings.ReplaceAll(d.Kind, "_", " "), d.Records, d.SizeBytes, path)
 	}
 	tw.Flush()
 }

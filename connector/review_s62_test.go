@@ -166,6 +166,15 @@ func s62UpsertModel(t *testing.T, seed uint64) {
 			t.Fatalf("partition %d ends at %d, the model holds %d records", p, got, len(log[p]))
 		}
 	}
+	s62Check(t, e, tbl, log)
+}
+
+// s62Check checks upsert table tbl, keyed by the Kafka key, against the
+// fold of log (s62Fold) over its ledger's commits: at the head and at
+// every third commit boundary through floe as-of; and audits it (rows,
+// content) expecting nothing.
+func s62Check(t *testing.T, e *env, tbl *snapshot.Table, log map[int32][]s62Rec) {
+	t.Helper()
 	if err := tbl.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -216,4 +225,73 @@ func s62UpsertModel(t *testing.T, seed uint64) {
 		t.Errorf("audit finding: %s %s %s %s: %s", f.Level, f.Kind, f.Partition, f.Offsets, f.Detail)
 	}
 	t.Logf("%d commits, %d boundaries checked, %d keys at the head", len(l.Commits), checked, len(state))
+}
+
+// TestReviewS62UpsertGroupKeysAcrossMembers (review s62): the model of
+// TestReviewS62UpsertModelAcrossPartitions with the partitions sunk by a
+// consumer group whose members come and go while records arrive: a key's
+// records lie in partitions two members own, so which record wins depends
+// on which member commits last ("the record of the later commit wins").
+// The ledger orders the commits whoever made them: the table must be the
+// fold of the log over the ledger's commits, at its head and at each
+// boundary, and the audit must find nothing.
+func TestReviewS62UpsertGroupKeysAcrossMembers(t *testing.T) {
+	e := newEnv(t)
+	const topic, table, group, parts = "s62group", "lake.s62group", "floe-s62", 4
+	e.Topic(topic, parts, nil)
+	key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
+	opts := snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Key: mapping.KeyString}, Mode: mapping.ModeUpsert, Key: &key}
+	rng := rand.New(rand.NewPCG(62, 62))
+	log := map[int32][]s62Rec{}
+	base := time.Unix(1_700_000_000, 0)
+	n := 0
+	produce := func(count int) {
+		var recs []*kgo.Record
+		for range count {
+			n++
+			p := int32(rng.IntN(parts))
+			k := ptr(fmt.Sprintf("k%d", rng.IntN(9)))
+			var v *string
+			if rng.IntN(5) != 0 {
+				v = ptr(fmt.Sprintf("v%d-p%d", n, p))
+			}
+			ts := base.Add(time.Duration(n/25+rng.IntN(3)) * time.Second)
+			r := &kgo.Record{Topic: topic, Partition: p, Timestamp: ts, Key: []byte(*k)}
+			if v != nil {
+				r.Value = []byte(*v)
+			}
+			recs = append(recs, r)
+			log[p] = append(log[p], s62Rec{key: k, value: v, ts: ts})
+		}
+		e.Produce(recs)
+	}
+	member := func() *member {
+		tbl, dlq := e.TableWithDeadLetters(table, opts)
+		cfg := groupConfig(topic, group)
+		cfg.DeadLetters = dlq
+		cfg.FlushRecords = 7
+		return e.startMemberOn(tbl, cfg)
+	}
+	a := member()
+	for range 10 {
+		produce(15)
+		time.Sleep(150 * time.Millisecond)
+	}
+	b := member()
+	for range 20 {
+		produce(15)
+		time.Sleep(150 * time.Millisecond)
+	}
+	statsA := a.halt(t)
+	for range 10 {
+		produce(15)
+		time.Sleep(150 * time.Millisecond)
+	}
+	waitLedger(t, e, table, e.endOffsets(topic), 90*time.Second)
+	statsB := b.halt(t)
+	if statsA.Records == 0 || statsB.Records == 0 {
+		t.Fatalf("a member sank nothing: %d and %d rows", statsA.Records, statsB.Records)
+	}
+	t.Logf("members: %d and %d rows, %d and %d rebalances", statsA.Records, statsB.Records, statsA.Rebalances, statsB.Rebalances)
+	s62Check(t, e, e.OpenTable(table, snapshot.OpenOptions{}), log)
 }

@@ -59,9 +59,9 @@ max_partition and compacted; another engine's file of several partitions is "(se
 partitions)"). A table of another mode has delete files only when another engine wrote them.
 
 The manifests still list a file deleted from the storage behind floe's back (an aws s3 rm, a
-lifecycle rule). --check looks for every file, data and delete file, in the storage (one request per file), marks those
-it lacks "missing from storage" (JSON: "missing": true) and then fails (exit 2) naming the ways
-out.`,
+lifecycle rule). --check looks for every listed file, data and delete files, in the storage (one
+request per file), marks those it lacks "missing from storage" (JSON: "missing": true) and then
+fails (exit 2) naming the ways out.`,
 		Example: `  floe files --table lake.orders
   floe files --table lake.orders --json | jq -r '.files[].path'
   floe files --config ./floe-local/floe.yaml --table lake.orders --snapshot 3051729675574597004`,

@@ -40,6 +40,21 @@ func groupRanges(c *mapping.Commit, g mapping.FileGroup) []mapping.Range {
 // group's files' rows with all those ranges' records). A span outside
 // every range of c with rows is a stray file, reported once per group.
 func (a *auditor) groupFile(c *mapping.Commit, g mapping.FileGroup, i int, f snapshot.DataFile, sets *rangeSets, strays map[[2]int64]bool) {
+	rs := a.placeGroupFile(c, g, i, f, strays)
+	if len(rs) == 0 {
+		return
+	}
+	keys := make([]setKey, len(rs))
+	for k, r := range rs {
+		keys[k] = rangeNode(rangeKey{c.SnapshotID, r})
+	}
+	sets.add(f.Records, keys...)
+}
+
+// placeGroupFile checks live data file f of floe commit c's file group g
+// (index i) against the group's spans, counts it as a file of the group's
+// partitions, and returns the ranges of c the group holds rows of.
+func (a *auditor) placeGroupFile(c *mapping.Commit, g mapping.FileGroup, i int, f snapshot.DataFile, strays map[[2]int64]bool) []mapping.Range {
 	if k := [2]int64{c.SnapshotID, int64(i)}; !strays[k] {
 		strays[k] = true
 		for _, s := range (mapping.Commit{Ranges: c.Ranges, FileGroups: []mapping.FileGroup{g}}).SpansOutside() {
@@ -51,14 +66,6 @@ func (a *auditor) groupFile(c *mapping.Commit, g mapping.FileGroup, i int, f sna
 	}
 	a.outsideSpans(f, g.Spans, c.SnapshotID)
 	rs := groupRanges(c, g)
-	if len(rs) == 0 {
-		return
-	}
-	keys := make([]setKey, len(rs))
-	for k, r := range rs {
-		keys[k] = rangeNode(rangeKey{c.SnapshotID, r})
-	}
-	sets.add(f.Records, keys...)
 	seen := map[mapping.TopicPartition]bool{}
 	for _, r := range rs {
 		if !seen[r.TopicPartition] && a.selected(r.Topic) {
@@ -66,6 +73,7 @@ func (a *auditor) groupFile(c *mapping.Commit, g mapping.FileGroup, i int, f sna
 			a.part(r.TopicPartition).Files++
 		}
 	}
+	return rs
 }
 
 // outsideSpans reports, as a stray file, a live data file of a file group

@@ -181,6 +181,13 @@ func (a *auditor) upsertFiles(ctx context.Context) error {
 		return err
 	}
 	held := map[rangeKey]int64{}
+	// A file group's files hold the rows of all its ranges together.
+	type group struct {
+		rows   int64
+		ranges []mapping.Range
+	}
+	groups := map[[2]int64]*group{}
+	strays := map[[2]int64]bool{}
 	for _, f := range a.files {
 		c := a.commits[f.AddedBy]
 		if c == nil && a.tbl.IsCompaction(f.AddedBy) {
@@ -188,6 +195,15 @@ func (a *auditor) upsertFiles(ctx context.Context) error {
 		}
 		if c == nil {
 			a.foreignFile(f)
+			continue
+		}
+		if g, i, ok := groupOf(c, f.Path); ok {
+			k := [2]int64{c.SnapshotID, int64(i)}
+			if groups[k] == nil {
+				groups[k] = &group{}
+			}
+			groups[k].ranges = a.placeGroupFile(c, g, i, f, strays)
+			groups[k].rows += f.Records
 			continue
 		}
 		if !f.HasBounds {
@@ -208,6 +224,19 @@ func (a *auditor) upsertFiles(ctx context.Context) error {
 				Offsets: k.r.Interval, HasOffsets: true, SnapshotID: k.snapshot,
 				Detail: fmt.Sprintf("range %s of snapshot %d upserted %d records; the files it added hold %d rows, more than it upserted", k.r.Interval, k.snapshot, k.r.Records, n)})
 		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(groups), func(x, y [2]int64) int { return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1])) }) {
+		g := groups[k]
+		var upserted int64
+		for _, r := range g.ranges {
+			upserted += r.Records
+		}
+		if len(g.ranges) == 0 || g.rows <= upserted || !a.selected(g.ranges[0].Topic) {
+			continue
+		}
+		a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: g.ranges[0].TopicPartition, HasPartition: true,
+			Others: otherPartitions(g.ranges[0].TopicPartition, g.ranges), SnapshotID: k[0],
+			Detail: fmt.Sprintf("ranges %s of snapshot %d upserted %d records; the files of their file group hold %d rows, more than they upserted", describeRanges(g.ranges), k[0], upserted, g.rows)})
 	}
 	for _, d := range deletes {
 		fd := Finding{Level: LevelFiles, Kind: KindDeleteFiles, File: d.Path, SnapshotID: d.AddedBy}

@@ -26,6 +26,9 @@ type Changes struct {
 	// table): they apply to rows of earlier snapshots only, so that Add's
 	// rows survive them.
 	Deletes []iceberg.DataFile
+	// Groups are the file groups of Add (an upsert's small partitions'
+	// shared files), which the commit's ledger records.
+	Groups []mapping.FileGroup
 	// Truncate deletes every row the table holds before the snapshot:
 	// the snapshot replaces every live data file (found when it is
 	// applied, so that a retry on a newer head finds the newer files) and
@@ -124,6 +127,12 @@ func (t *Table) refit(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 		return ch, nil
 	}
 	drop()
+	if len(ch.Groups) > 0 {
+		// The commit's ledger, encoded already, names the group's files:
+		// files written again would have other names. The flush is read
+		// again instead.
+		return Changes{}, moved
+	}
 	if t.keyNamedOtherwise(f.Schema) {
 		// The flush's records were judged by another key (the first one
 		// this writer read): they are read again for the table's.

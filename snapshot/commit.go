@@ -96,9 +96,11 @@ var errKept = errors.New("its files stay with a snapshot of this commit that was
 // Flush is what one commit writes: rows per partition and the ranges they
 // come from. Every partition with rows must have a range; ranges without
 // rows (only markers, aborted records, or a recorded loss) are fine. Each
-// batch of a partition is written to files of its own: a writer that cuts
-// a partition's rows where its ranges are cut (at a recorded loss) keeps
-// every data file inside one range, as the file-level audit expects.
+// batch of a partition is written to files of its own (but an upsert's
+// small partitions', which share a file group: writeUpsertFiles): a writer
+// that cuts a partition's rows where its ranges are cut (at a recorded
+// loss) keeps every data file inside one range, as the file-level audit
+// expects.
 type Flush struct {
 	Batches map[mapping.TopicPartition][]arrow.RecordBatch
 	Ranges  []mapping.Range
@@ -346,6 +348,7 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 		t.removeFiles(ctx, log, ch.files())
 		return res, nil, fmt.Errorf("write data files of %s: %w", t.Name(), err)
 	}
+	res.Commit.FileGroups = append(res.Commit.FileGroups, ch.Groups...)
 	if deadRows {
 		// Written before the commit that lists them, and removed with the
 		// data files when that commit is fenced.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -220,12 +221,109 @@ func (t *Table) upsertChanges(ctx context.Context, target *table.Table, f Flush)
 		}
 		ch.Deletes, delErr = target.NewTransactionOnBranch(t.branch).WriteEqualityDeletes(ctx, ids, seq)
 	}()
-	ch.Add, err = writeFiles(ctx, target, kept)
+	ch.Add, ch.Groups, err = writeUpsertFiles(ctx, target, kept, f.Ranges)
 	<-wrote
 	if delErr != nil {
 		delErr = fmt.Errorf("write the equality deletes of %s: %w", t.Name(), delErr)
 	}
 	return ch, errors.Join(err, delErr)
+}
+
+// An upsert flush writes the rows its small partitions kept (fewer than
+// groupRows each) into files they share: one file group of the ledger
+// (mapping.FileGroup) whose spans are their ranges with rows in the flush,
+// as an append table's lane does, so that a commit covering 1,000 quiet
+// partitions writes a file, not 1,000 (files by bytes). A partition that
+// kept more, and every partition of a flush with groupPartitions small ones
+// or fewer, writes a file per batch, which its bounds place alone.
+const (
+	groupRows       = 8 * 1024
+	groupPartitions = 4
+)
+
+// writeUpsertFiles writes kept, an upsert flush's rows by partition, into
+// data files of target: the small partitions' into one file group, whose
+// spans are theirs of ranges, the others' a file per batch.
+func writeUpsertFiles(ctx context.Context, target *table.Table, kept map[mapping.TopicPartition][]arrow.RecordBatch, ranges []mapping.Range) ([]iceberg.DataFile, []mapping.FileGroup, error) {
+	own := map[mapping.TopicPartition][]arrow.RecordBatch{}
+	var small []mapping.TopicPartition
+	for tp, bs := range kept {
+		var rows int64
+		for _, b := range bs {
+			rows += b.NumRows()
+		}
+		if rows >= groupRows {
+			own[tp] = bs
+		} else {
+			small = append(small, tp)
+		}
+	}
+	if len(small) <= groupPartitions {
+		for _, tp := range small {
+			own[tp] = kept[tp]
+		}
+		small = nil
+	}
+	slices.SortFunc(small, mapping.TopicPartition.Compare)
+	var (
+		grouped  []iceberg.DataFile
+		groupErr error
+		wg       sync.WaitGroup
+	)
+	if len(small) > 0 {
+		var bs []arrow.RecordBatch
+		for _, tp := range small {
+			bs = append(bs, kept[tp]...)
+		}
+		wg.Go(func() { grouped, groupErr = writeBatches(ctx, target, bs) })
+	}
+	files, err := writeFiles(ctx, target, own)
+	wg.Wait()
+	files = append(files, grouped...)
+	if err := errors.Join(err, groupErr); err != nil || len(grouped) == 0 {
+		return files, nil, err
+	}
+	var g mapping.FileGroup
+	for _, df := range grouped {
+		g.Files = append(g.Files, df.FilePath())
+	}
+	for _, r := range ranges {
+		if !r.Deleted() && r.Records > 0 && slices.Contains(small, r.TopicPartition) {
+			g.Spans = append(g.Spans, mapping.Span{TopicPartition: r.TopicPartition, Interval: r.Interval})
+		}
+	}
+	g.Spans = mapping.MergeSpans(g.Spans)
+	return files, []mapping.FileGroup{g}, nil
+}
+
+// writeBatches writes bs into data files of target, each run of batches
+// of one schema through one writer, which rolls its files at
+// write.target-file-size-bytes and splits them by the partition spec.
+func writeBatches(ctx context.Context, target *table.Table, bs []arrow.RecordBatch) ([]iceberg.DataFile, error) {
+	var files []iceberg.DataFile
+	for len(bs) > 0 {
+		n := 1
+		for n < len(bs) && bs[n].Schema().Equal(bs[0].Schema()) {
+			n++
+		}
+		run := bs[:n]
+		bs = bs[n:]
+		seq := func(yield func(arrow.RecordBatch, error) bool) {
+			for _, b := range run {
+				b.Retain() // the writer releases what it takes; the caller releases its own.
+				if !yield(b, nil) {
+					return
+				}
+			}
+		}
+		for df, err := range table.WriteRecords(ctx, target, run[0].Schema(), seq) {
+			if err != nil {
+				return files, err
+			}
+			files = append(files, df)
+		}
+	}
+	return files, nil
 }
 
 // keyColumns returns the key columns of b, in key order.

@@ -1,7 +1,11 @@
 package snapshot_test
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -158,4 +162,80 @@ func TestUpsertFilesKeepBoundsMetricsNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after compaction")
+}
+
+// TestUpsertGroupRefitReadsFlushAgain: an upsert flush whose small
+// partitions share a file group meets, at its retry, a partition spec
+// another writer set meanwhile. Its files, which the commit's encoded
+// ledger names, are not written again under other names: the commit
+// removes them and returns ErrSchemaMoved (the sink reads the flush
+// again), leaving no file behind; the flush committed again lands with
+// its group.
+func TestUpsertGroupRefitReadsFlushAgain(t *testing.T) {
+	cat := tempCatalog(t)
+	const name = "lake.upsert_refit"
+	openTestTable(t, cat, name, snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert})
+	hc := &hookCatalog{Catalog: cat, beforeCommit: func() {
+		other := openTestTable(t, cat, name, snapshot.OpenOptions{PartitionBy: partitionBy(t, "identity(kafka_key)")})
+		commitRecs(t, other, map[int32]mapping.Interval{9: {Low: 0, High: 1}}, testRec{9, 0, "k9", "z", 0})
+	}}
+	tbl := openTestTable(t, hc, name, snapshot.OpenOptions{})
+	bounds := map[int32]mapping.Interval{}
+	var recs []testRec
+	for p := range int32(6) {
+		bounds[p] = mapping.Interval{Low: 0, High: 1}
+		recs = append(recs, testRec{p, 0, fmt.Sprintf("k%d", p), "v", 0})
+	}
+	_, err := tbl.Commit(t.Context(), flushOf(t, tbl, bounds, recs...), snapshot.CommitOptions{Writer: "test"})
+	if !errors.Is(err, snapshot.ErrSchemaMoved) {
+		t.Fatalf("the retry under another spec: %v, want ErrSchemaMoved", err)
+	}
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res := commitRecs(t, tbl, bounds, recs...)
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := l.Commits[len(l.Commits)-1]
+	if last.SnapshotID != res.Commit.SnapshotID || len(last.FileGroups) != 1 || len(last.FileGroups[0].Spans) != 6 {
+		t.Fatalf("the flush committed again: groups %+v, want one of the 6 partitions", last.FileGroups)
+	}
+	if got := snapshotRows(t, tbl, 0); len(got) != 7 {
+		t.Fatalf("rows %v, want the 6 keys and the other writer's", got)
+	}
+	named := map[string]bool{}
+	files, err := tbl.Files(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		named[localPath(t, f.Path)] = true
+	}
+	deletes, err := tbl.DeleteFiles(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deletes {
+		named[localPath(t, d.Path)] = true
+	}
+	if err := filepath.WalkDir(strings.TrimPrefix(tbl.DataLocation(), "file://"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !named[p] {
+			t.Errorf("data file %s is named by no snapshot: the first attempt's files were left behind", p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// localPath is the file system path of a file:// location.
+func localPath(t *testing.T, location string) string {
+	t.Helper()
+	u, err := url.Parse(location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Path
 }

@@ -26,7 +26,9 @@ import (
 // broker in a process of its own), sunk by 'floe sink --stop-at-end
 // --flush-records 40000' (5 commits of 40,000 records, ~40 a partition)
 // into a SQLite catalog and file warehouse, then compacted by 'floe
-// maintain --compact':
+// maintain --compact', once into an append table and once into an upsert
+// table (--mode upsert --key string; a quarter of the records update a
+// key):
 //
 //	go test ./cmd/floe/ -run '^$' -bench FilesByBytes -benchtime 1x
 //
@@ -53,7 +55,9 @@ func BenchmarkFilesByBytes(b *testing.B) {
 		for j := range value {
 			value[j] = byte('a' + rng.IntN(26))
 		}
-		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i), Value: value})
+		// A key is in one partition, and a quarter of the records update
+		// a key an earlier one wrote (for the upsert tables).
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i%(records*3/4)), Value: value})
 		if len(recs) == cap(recs) {
 			e.Produce(recs)
 			recs = recs[:0]
@@ -64,7 +68,18 @@ func BenchmarkFilesByBytes(b *testing.B) {
 		bins = append(bins, [2]string{"before-", before})
 	}
 	brokers := strings.Join(e.Stack.Brokers, ",")
-	b.ResetTimer()
+	for _, mode := range []string{"append", "upsert"} {
+		b.Run("mode="+mode, func(b *testing.B) { benchFilesByBytes(b, bins, brokers, topic, flush, mode) })
+	}
+}
+
+// benchFilesByBytes runs BenchmarkFilesByBytes's sink and compaction for
+// tables of one mode (append, or upsert keyed by the records' keys).
+func benchFilesByBytes(b *testing.B, bins [][2]string, brokers, topic string, flush int, mode string) {
+	args := []string{"--mode", mode}
+	if mode == "upsert" {
+		args = append(args, "--key", "string")
+	}
 	for i := range b.N {
 		for _, bin := range bins {
 			dir := b.TempDir()
@@ -72,7 +87,7 @@ func BenchmarkFilesByBytes(b *testing.B) {
 			loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
 			table := fmt.Sprintf("bench.files%d", i)
 			sink := exec.CommandContext(b.Context(), bin[1], append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", table,
-				"--stop-at-end", "--flush-records", strconv.Itoa(flush), "--compact-interval", "0", "--log-format", "json"}, loc...)...)
+				"--stop-at-end", "--flush-records", strconv.Itoa(flush), "--compact-interval", "0", "--log-format", "json"}, append(args, loc...)...)...)
 			run := runProcess(b, sink, "")
 			var commits, files, maxFiles int
 			var commit time.Duration

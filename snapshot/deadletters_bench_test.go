@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -62,4 +64,58 @@ func BenchmarkDeadLetterMetadata(b *testing.B) {
 	}
 	b.ReportMetric(float64(size(dlq)-dlq0)/float64(i), "dlq-metadata-B/commit")
 	b.ReportMetric(float64(size(tbl)-data0)/float64(i), "data-metadata-B/commit")
+}
+
+// BenchmarkDeadLetterKeptFilesRolledBackTips measures a dead-letter
+// table's maintenance (the files it keeps: keptFiles) when its data table
+// holds 100 lines that rollbacks left and nobody undid (each a commit with
+// a dead letter above main, main rolled back below it and sunk again),
+// against the same history without them. The data table has 200 commits
+// archived, then 100 on main, each with a dead letter.
+//
+//	go test -run '^$' -bench BenchmarkDeadLetterKeptFilesRolledBackTips -benchtime 10x ./snapshot/
+func BenchmarkDeadLetterKeptFilesRolledBackTips(b *testing.B) {
+	for _, tips := range []int{0, 100} {
+		b.Run(fmt.Sprintf("tips=%d", tips), func(b *testing.B) {
+			_, tbl, dlq := deadLetterTables(b)
+			quiet := floetest.QuietLogger()
+			var off int64
+			commit := func() snapshot.Result {
+				res := mustDeadCommit(b, tbl, dlq, "t", 0, mapping.Interval{Low: off, High: off + 2}, off+1)
+				off += 2
+				return res
+			}
+			for range 200 {
+				commit()
+			}
+			if _, err := tbl.Maintain(b.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
+				b.Fatal(err)
+			}
+			for i := range 100 {
+				if i < tips {
+					// A commit rolled back: main set back to its parent,
+					// and the same offsets sunk again.
+					head := tbl.Head().SnapshotID
+					commit()
+					setMain(b, tbl, head)
+					off -= 2
+				}
+				commit()
+			}
+			if err := dlq.Refresh(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			// The first run expires the dead-letter table's snapshots; the
+			// runs measured find nothing more to expire.
+			opts := snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}
+			if _, err := dlq.Maintain(b.Context(), opts); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := dlq.Maintain(b.Context(), opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

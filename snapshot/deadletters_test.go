@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	icecat "github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -39,7 +40,7 @@ func deadLetterTables(t testing.TB) (icecat.Catalog, *snapshot.Table, *snapshot.
 // deadCommit commits range iv of topic's partition p in which the records
 // at offsets dead are dead letters (and the others produced nothing), with
 // their dead letters into dlq.
-func deadCommit(t *testing.T, tbl, dlq *snapshot.Table, topic string, p int32, iv mapping.Interval, dead ...int64) (snapshot.Result, error) {
+func deadCommit(t testing.TB, tbl, dlq *snapshot.Table, topic string, p int32, iv mapping.Interval, dead ...int64) (snapshot.Result, error) {
 	t.Helper()
 	sc, err := mapping.DeadLetterArrowSchema(dlq.Iceberg().Schema())
 	if err != nil {
@@ -65,7 +66,7 @@ func deadCommit(t *testing.T, tbl, dlq *snapshot.Table, topic string, p int32, i
 }
 
 // mustDeadCommit is deadCommit that must succeed.
-func mustDeadCommit(t *testing.T, tbl, dlq *snapshot.Table, topic string, p int32, iv mapping.Interval, dead ...int64) snapshot.Result {
+func mustDeadCommit(t testing.TB, tbl, dlq *snapshot.Table, topic string, p int32, iv mapping.Interval, dead ...int64) snapshot.Result {
 	t.Helper()
 	res, err := deadCommit(t, tbl, dlq, topic, p, iv, dead...)
 	if err != nil {
@@ -142,7 +143,7 @@ func wantDeadLetters(t *testing.T, dlq *snapshot.Table, positions ...string) {
 
 // setMain points main at snapshot id, as an operator's rollback (or its
 // undo) does.
-func setMain(t *testing.T, tbl *snapshot.Table, id int64) {
+func setMain(t testing.TB, tbl *snapshot.Table, id int64) {
 	t.Helper()
 	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
 	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, upd); err != nil {
@@ -250,6 +251,100 @@ func TestDeadLettersUndoRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDeadLetters(t, dlq, "t/0/1", "t/0/3")
+}
+
+// TestDeadLetterCleanupReadsRolledBackLinesDownToMain: a dead-letter
+// table's maintenance keeps the files of the commits on the lines
+// rollbacks left (keptFiles), reading each line down to main's history
+// only: with ten rolled-back commits above main, whose ledger below them
+// is archived with a dead letter in every commit, it reads the archive as
+// often as without them (it read each line's whole ledger: the archive
+// once more per line), and keeps their files.
+func TestDeadLetterCleanupReadsRolledBackLinesDownToMain(t *testing.T) {
+	cat, tbl, dlq := deadLetterTables(t)
+	var reads atomic.Int64
+	counted, err := snapshot.OpenDeadLetters(t.Context(), archiveReads{cat, &reads}, dlq.Identifier(), tbl.Name(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var off int64
+	commit := func() snapshot.Result {
+		t.Helper()
+		res := mustDeadCommit(t, tbl, dlq, "t", 0, mapping.Interval{Low: off, High: off + 2}, off+1)
+		off += 2
+		return res
+	}
+	for range 20 {
+		commit()
+	}
+	quiet := floetest.QuietLogger()
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	maintain := func() int64 {
+		t.Helper()
+		reads.Store(0)
+		if _, err := counted.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quiet}); err != nil {
+			t.Fatal(err)
+		}
+		return reads.Load()
+	}
+	maintain()
+	without := maintain()
+	if without == 0 {
+		t.Fatal("the dead-letter table's maintenance read no archive file: the test proves nothing")
+	}
+	var tips []snapshot.Result
+	for range 10 {
+		head := tbl.Head().SnapshotID
+		tips = append(tips, commit())
+		setMain(t, tbl, head)
+		off -= 2
+	}
+	maintain()
+	if with := maintain(); with > without {
+		t.Errorf("the dead-letter table's maintenance read the ledger archive %d times with 10 rolled-back commits above main, %d times without", with, without)
+	}
+	for _, tip := range tips {
+		for _, f := range tip.Commit.DeadLetterFiles {
+			if _, err := os.Stat(strings.TrimPrefix(f, "file://")); err != nil {
+				t.Errorf("dead-letter file of rolled-back snapshot %d: %v", tip.Commit.SnapshotID, err)
+			}
+		}
+	}
+}
+
+// archiveReads is a catalog whose tables' storage (a local one) counts
+// the opens of ledger archive files.
+type archiveReads struct {
+	icecat.Catalog
+	n *atomic.Int64
+}
+
+func (c archiveReads) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (iceio.IO, error) {
+		fsys, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return archiveReadsIO{fsys.(iceio.WriteFileIO), c.n}, nil
+	}, c), nil
+}
+
+type archiveReadsIO struct {
+	iceio.WriteFileIO
+	n *atomic.Int64
+}
+
+func (c archiveReadsIO) Open(name string) (iceio.File, error) {
+	if strings.Contains(name, "/floe-ledger/") {
+		c.n.Add(1)
+	}
+	return c.WriteFileIO.Open(name)
 }
 
 // rollBackUnderTag commits c1, c2 and c3 of partition 0 ([0,2), [2,4),

@@ -530,35 +530,126 @@ func (t *Table) keptFiles(ctx context.Context) (fileSet, error) {
 	// letters of its ancestors that expiry archived, which must stay too
 	// (review s61: maintain expired the older rolled-back commits, kept a
 	// younger one, and deleted the older ones' dead-letter files).
-	for _, tip := range unreachedTips(data.tbl.Metadata()) {
-		commits, err := data.DeadLetterCommits(ctx, tip, t.Name())
-		if _, truncated := errors.AsType[*TruncatedLedgerError](err); truncated {
-			continue // another tool expired it: not floe's to restore
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read the ledger of snapshot %d of %s for the files it names: %w", tip, of, err)
-		}
-		for _, c := range commits {
-			add(c)
-		}
+	if commits, err = data.rolledBackDeadLetterCommits(ctx, t.Name()); err != nil {
+		return nil, fmt.Errorf("read the ledgers of the rolled-back snapshots of %s for the files they name: %w", of, err)
+	}
+	for _, c := range commits {
+		add(c)
 	}
 	return keep, nil
+}
+
+// rolledBackDeadLetterCommits returns the commits naming the dead-letter
+// table dlq on the lines rollbacks left (unreachedTips), each line read
+// from its tip down to the first snapshot a branch or tag reaches, or one
+// another line's walk read: the ledger below is a ref's, which
+// deadLetterCommits reads, or that line's. Reading each tip's whole
+// ledger made a dead-letter table's maintenance with 100 such lines
+// several times slower than without (docs/performance.md). A line with a
+// gap (another tool expired a snapshot of it) is not floe's to restore:
+// skipped.
+func (t *Table) rolledBackDeadLetterCommits(ctx context.Context, dlq string) ([]mapping.Commit, error) {
+	var out []mapping.Commit
+	err := t.reloadingOnAbsorbed(ctx, func() error {
+		out = nil
+		meta := t.tbl.Metadata()
+		tips := unreachedTips(meta)
+		if len(tips) == 0 {
+			return nil
+		}
+		// The archived part of the refs' ledgers too: a line may join a
+		// ref's history below what the table keeps. Its snapshots of
+		// other writers are not parts, so a walk through one goes on to
+		// the floe commit below it.
+		reached := reachedByRefs(meta)
+		for name, ref := range meta.Refs() {
+			parts, err := t.ledgerParts(ref.SnapshotID)
+			if err != nil {
+				return fmt.Errorf("ref %s: %w", name, err)
+			}
+			for _, p := range parts {
+				if p.snap != nil {
+					reached[p.snap.SnapshotID] = true
+				}
+				for _, id := range p.commitIDs() {
+					reached[id] = true
+				}
+			}
+		}
+		read := map[int64]bool{}
+		var fsys iceio.IO
+		for _, tip := range tips {
+			line, walked, ok := t.rolledBackLine(meta, tip, dlq, func(id int64) bool { return reached[id] || read[id] })
+			if !ok {
+				continue
+			}
+			maps.Copy(read, walked)
+			for _, p := range line {
+				cs, err := t.decode(ctx, &fsys, p)
+				if err != nil {
+					return fmt.Errorf("snapshot %d: %w", tip, err)
+				}
+				for _, c := range cs {
+					if c.DeadLetterTable == dlq && len(c.DeadLetterFiles) > 0 {
+						out = append(out, c)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// rolledBackLine walks the ancestry of tip through the live snapshots of
+// meta and the archive down to the first snapshot below that counted
+// returns true for, or the table's first, and returns the ledger parts
+// of its floe commits (the archived ones only when they name the
+// dead-letter table dlq) and the snapshots walked; ok is false when the
+// walk met a gap or a cycle of parents.
+func (t *Table) rolledBackLine(meta table.Metadata, tip int64, dlq string, counted func(int64) bool) (line []ledgerPart, walked map[int64]bool, ok bool) {
+	walked = map[int64]bool{}
+	for cur := tip; !counted(cur); {
+		if walked[cur] {
+			return nil, nil, false
+		}
+		walked[cur] = true
+		if s := meta.SnapshotByID(cur); s != nil {
+			if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
+				line = append(line, ledgerPart{snap: s})
+			}
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			cur = *s.ParentSnapshotID
+			continue
+		}
+		e, at, found := t.archive.find(cur)
+		if !found {
+			return nil, nil, false
+		}
+		if e.floeCommit() && at.ix.deadLetterTable(at.block, at.entry) == dlq {
+			// Consecutive entries of one block are one read.
+			if n := len(line); n > 0 && line[n-1].snap == nil && line[n-1].at.path == at.path && line[n-1].at.block == at.block {
+				line[n-1].ids = append(line[n-1].ids, cur)
+			} else {
+				line = append(line, ledgerPart{at: at, ids: []int64{cur}})
+			}
+		}
+		parent, hasParent := at.ix.parentOf(at.entry)
+		if !hasParent {
+			break
+		}
+		cur = parent
+	}
+	return line, walked, true
 }
 
 // unreachedTips returns the snapshots of meta that no branch or tag
 // reaches and that are no kept snapshot's parent: the heads of the lines
 // rollbacks left, whose ledgers reach below what the table keeps.
 func unreachedTips(meta table.Metadata) []int64 {
-	reached := map[int64]bool{}
-	for _, ref := range meta.Refs() {
-		for s := meta.SnapshotByID(ref.SnapshotID); s != nil && !reached[s.SnapshotID]; {
-			reached[s.SnapshotID] = true
-			if s.ParentSnapshotID == nil {
-				break
-			}
-			s = meta.SnapshotByID(*s.ParentSnapshotID)
-		}
-	}
+	reached := reachedByRefs(meta)
 	parents := map[int64]bool{}
 	for _, s := range meta.Snapshots() {
 		if s.ParentSnapshotID != nil {
@@ -572,6 +663,22 @@ func unreachedTips(meta table.Metadata) []int64 {
 		}
 	}
 	return tips
+}
+
+// reachedByRefs returns the snapshots of meta that a branch or tag
+// reaches through the parents it keeps.
+func reachedByRefs(meta table.Metadata) map[int64]bool {
+	reached := map[int64]bool{}
+	for _, ref := range meta.Refs() {
+		for s := meta.SnapshotByID(ref.SnapshotID); s != nil && !reached[s.SnapshotID]; {
+			reached[s.SnapshotID] = true
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = meta.SnapshotByID(*s.ParentSnapshotID)
+		}
+	}
+	return reached
 }
 
 // stageSegment stages, on txn, the properties naming the segment seg and

@@ -309,6 +309,12 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 			return nil, nil, fmt.Errorf("read the ledger of snapshot %d of %s, which no ref reaches, for its dead-letter tables: %w", tip, t.Name(), err)
 		}
 	}
+	// Case aside: Glue lowercases table names, so A's is a's there (the
+	// replay's refusal of such a branch ignores case too).
+	shared := map[string]bool{}
+	for n := range others {
+		shared[strings.ToLower(n)] = true
+	}
 	drop, kept = []Dropped{}, []string{}
 	for _, n := range slices.Sorted(maps.Keys(own)) {
 		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(n), t.Name(), false)
@@ -319,7 +325,7 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 			continue // a table of that name that is not t's, and the branch's ledger does not name it
 		case err != nil:
 			return nil, nil, fmt.Errorf("open dead-letter table %s of branch %s of %s: %w", n, name, t.Name(), err)
-		case others[n] || unsure:
+		case shared[strings.ToLower(n)] || unsure:
 			kept = append(kept, n)
 		default:
 			drop = append(drop, Dropped{Table: n, Location: dlq.tbl.Location()})

@@ -3,6 +3,8 @@ package snapshot_test
 import (
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/floe-dev/floe/mapping"
@@ -54,5 +56,29 @@ func TestDropRefCutShortFindsNamedDeadLetterTable(t *testing.T) {
 	}
 	if _, err := again.DropRef(t.Context(), quiet, "custom", snapshot.DropRefOptions{}); err == nil {
 		t.Error("a third drop of the branch found something to drop")
+	}
+}
+
+// TestDropRefKeepsDeadLetterTableOfBranchDifferingInCase: branches a and
+// A share a dead-letter table in Glue, which lowercases table names
+// (lake.orders_A_dlq is lake.orders_a_dlq there). Dropping a while A is
+// a branch (a replay onto it writes there before its ledger names it)
+// keeps the table, as the replay's refusal of such a branch ignores case.
+func TestDropRefKeepsDeadLetterTableOfBranchDifferingInCase(t *testing.T) {
+	cat, tbl, _ := deadLetterTables(t)
+	own := snapshot.BranchDeadLetterName(tbl.Identifier(), "a")
+	branchWithDeadLetters(t, cat, tbl, "a", own, 0)
+	if err := tbl.CreateEmptyBranch(t.Context(), "A"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tbl.DropRef(t.Context(), slog.New(slog.DiscardHandler), "a", snapshot.DropRefOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.DeadLetterTables) != 0 || !slices.Equal(got.KeptDeadLetterTables, []string{strings.Join(own, ".")}) {
+		t.Errorf("drop of branch a beside branch A: dropped %+v, kept %v; want %s kept", got.DeadLetterTables, got.KeptDeadLetterTables, strings.Join(own, "."))
+	}
+	if !dlqExists(t, cat, tbl, own) {
+		t.Errorf("the drop of branch a dropped %s, which branch A writes to in a catalog that lowercases names", strings.Join(own, "."))
 	}
 }

@@ -48,6 +48,10 @@ type DroppedRef struct {
 	// another ref's ledger names them (main's, once the branch was
 	// published), or main's writers write them.
 	KeptDeadLetterTables []string `json:"kept_dead_letter_tables"`
+
+	// dropping is the branch's PropDroppingPrefix record as this drop
+	// read or wrote it: the one its end removes.
+	dropping string
 }
 
 // NothingLeft reports a drop run again for a branch dropped before whose
@@ -57,7 +61,8 @@ func (d DroppedRef) NothingLeft() bool { return d.Gone && len(d.DeadLetterTables
 // PropDroppingPrefix, followed by a branch's name, is a property of a
 // data table whose branch DropRef dropped and whose dead-letter tables it
 // has still to drop: their names, comma-separated. Set in the commit that
-// drops the branch, removed once they are dropped, so that a drop cut
+// drops the branch, removed once they are dropped (by the drop that read
+// or wrote that value: not another's since), so that a drop cut
 // short between the two finds them when run again, also those the
 // branch's ledger named (a replay's --dlq-table), which nothing else
 // names once the branch is gone.
@@ -120,7 +125,7 @@ func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts
 		}
 		out.DeadLetterTables[i].FilesDeleted = deleted
 	}
-	if err := t.removeDropping(ctx, name, out.DeadLetterTables); err != nil {
+	if err := t.removeDropping(ctx, name, out.dropping, out.DeadLetterTables); err != nil {
 		return out, fmt.Errorf("dropped %s %s of %s and its dead-letter tables: %w", kind, name, t.Name(), err)
 	}
 	// The dead letters of commits only the ref's ledger had (a tag of
@@ -147,7 +152,8 @@ func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts
 // dropRef is one attempt of DropRef's commit, on t as just loaded, and
 // reports whether it committed.
 func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOptions) (DroppedRef, bool, error) {
-	out := DroppedRef{Table: t.Name(), Ref: Ref{Name: name, Kind: kind}, DeadLetterTables: []Dropped{}, KeptDeadLetterTables: []string{}}
+	out := DroppedRef{Table: t.Name(), Ref: Ref{Name: name, Kind: kind}, DeadLetterTables: []Dropped{}, KeptDeadLetterTables: []string{},
+		dropping: t.tbl.Properties()[PropDroppingPrefix+name]}
 	i := slices.IndexFunc(t.Refs(), func(r Ref) bool { return r.Name == name })
 	if i < 0 {
 		if kind == RefBranch {
@@ -225,7 +231,8 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 		for i, d := range out.DeadLetterTables {
 			names[i] = d.Table
 		}
-		updates = append(updates, table.NewSetPropertiesUpdate(map[string]string{PropDroppingPrefix + name: strings.Join(names, ",")}))
+		out.dropping = strings.Join(names, ",")
+		updates = append(updates, table.NewSetPropertiesUpdate(map[string]string{PropDroppingPrefix + name: out.dropping}))
 	}
 	if len(removeProps) > 0 {
 		updates = append(updates, table.NewRemovePropertiesUpdate(removeProps))
@@ -348,23 +355,29 @@ func (t *Table) CutShortDrops() map[string][]string {
 }
 
 // removeDropping removes the property PropDroppingPrefix+name once the
-// dead-letter tables it lists are dropped, and the records of the tables
-// dropped (PropDeadLetterTablePrefix): a drop run again once the branch
-// is gone commits nothing before it drops them (review s61).
-func (t *Table) removeDropping(ctx context.Context, name string, dropped []Dropped) error {
-	keys := []string{PropDroppingPrefix + name}
+// dead-letter tables it lists are dropped, if it still holds record, what
+// this drop read or wrote: another drop of the branch since (made again
+// by a replay) recorded tables of its own, which it, or a run again after
+// it was cut short, drops. It removes the records of the tables dropped
+// (PropDeadLetterTablePrefix) too: a drop run again once the branch is
+// gone commits nothing before it drops them (review s61).
+func (t *Table) removeDropping(ctx context.Context, name, record string, dropped []Dropped) error {
+	var keys []string
 	for _, d := range dropped {
 		keys = append(keys, PropDeadLetterTablePrefix+d.Table)
 	}
 	return retryConflicts(ctx, func(attempt int) error {
-		if attempt > 1 {
-			if err := t.Refresh(ctx); err != nil {
-				return err
-			}
+		// The table as it is now: dropping the tables took a while.
+		if err := t.Refresh(ctx); err != nil {
+			return err
 		}
+		props := t.tbl.Properties()
 		var present []string
+		if v, ok := props[PropDroppingPrefix+name]; ok && v == record {
+			present = append(present, PropDroppingPrefix+name)
+		}
 		for _, k := range keys {
-			if _, ok := t.tbl.Properties()[k]; ok {
+			if _, ok := props[k]; ok {
 				present = append(present, k)
 			}
 		}

@@ -195,3 +195,56 @@ func publishRolledBack(t *testing.T, cat icecat.Catalog, tbl *snapshot.Table, br
 	setMain(t, tbl, pre)
 	return head
 }
+
+// TestDropRefLeavesAnotherDropsCutShortRecord: a drop of branch custom
+// (whose replay wrote to lake.custom_dlq) commits, and before it ends a
+// new replay makes custom again (its dead letters in lake.custom2_dlq)
+// and a drop of that branch is killed after its commit, which recorded
+// both tables (floe.dropping-dead-letters.custom). The first drop's end
+// must leave that record, which is no longer the one it wrote: it removed
+// it, and lake.custom2_dlq was named by nothing, dropped by no drop run
+// again.
+func TestDropRefLeavesAnotherDropsCutShortRecord(t *testing.T) {
+	cat, tbl, _ := deadLetterTables(t)
+	custom, custom2 := []string{"lake", "custom_dlq"}, []string{"lake", "custom2_dlq"}
+	branchWithDeadLetters(t, cat, tbl, "custom", custom, 0)
+	quiet := slog.New(slog.DiscardHandler)
+	key := snapshot.PropDroppingPrefix + "custom"
+	var recorded string
+	hc := &hookCatalog{Catalog: cat}
+	// The first drop's commit lands; the rest happens before its next load.
+	hc.beforeCommit = func() {
+		hc.beforeLoad = func() {
+			other := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{})
+			branchWithDeadLetters(t, cat, other, "custom", custom2, 10)
+			killed := openTestTable(t, &hookCatalog{Catalog: cat, dieAfterCommit: true}, "lake.orders", snapshot.OpenOptions{})
+			if _, err := killed.DropRef(t.Context(), quiet, "custom", snapshot.DropRefOptions{}); !errors.Is(err, errKilled) {
+				t.Fatalf("second drop killed after its commit: %v", err)
+			}
+			recorded = openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{}).Iceberg().Properties()[key]
+		}
+	}
+	first := openTestTable(t, hc, "lake.orders", snapshot.OpenOptions{})
+	if _, err := first.DropRef(t.Context(), quiet, "custom", snapshot.DropRefOptions{}); err != nil {
+		t.Fatalf("first drop: %v", err)
+	}
+	if !strings.Contains(recorded, "lake.custom2_dlq") {
+		t.Fatalf("the killed drop recorded %q: the test needs lake.custom2_dlq in it", recorded)
+	}
+	again := openTestTable(t, cat, "lake.orders", snapshot.OpenOptions{})
+	if got := again.Iceberg().Properties()[key]; got != recorded {
+		t.Errorf("after the first drop ended, %s is %q, want the killed drop's %q", key, got, recorded)
+	}
+	if _, err := again.DropRef(t.Context(), quiet, "custom", snapshot.DropRefOptions{}); err != nil {
+		t.Logf("drop run again: %v", err)
+	}
+	if dlqExists(t, cat, again, custom2) {
+		t.Errorf("lake.custom2_dlq, which the killed drop recorded as still to drop, is left after the drop was run again")
+	}
+	if err := again.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := again.Iceberg().Properties()[key]; ok {
+		t.Errorf("the drop run again left %s = %q", key, got)
+	}
+}

@@ -379,13 +379,16 @@ func TestOpenAfterArchiveSuperseded(t *testing.T) {
 
 // hookCatalog runs beforeCommit (once) when a table loaded through it
 // commits, before the commit reaches the catalog: the commit was planned on
-// metadata that beforeCommit makes stale. It also plays a process killed
+// metadata that beforeCommit makes stale, and beforeLoad (once) when it
+// loads a table, before the load reaches the catalog: what another writer
+// does meanwhile. It also plays a process killed
 // around a commit: with failCommits no commit reaches the catalog (killed
 // before it answered), with dieAfterCommit the next commit lands and every
 // later load fails (killed right after it).
 type hookCatalog struct {
 	icecat.Catalog
 	beforeCommit   func()
+	beforeLoad     func()
 	failCommits    bool
 	dieAfterCommit bool
 	dead           bool
@@ -400,6 +403,10 @@ type hookCatalog struct {
 var errKilled = errors.New("killed")
 
 func (c *hookCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	if f := c.beforeLoad; f != nil {
+		c.beforeLoad = nil
+		f()
+	}
 	if c.dead {
 		return nil, errKilled
 	}

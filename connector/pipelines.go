@@ -158,6 +158,17 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 	if err != nil {
 		return err
 	}
+	// made are the tables the run created (Stats.NewTable): a table two
+	// pipelines write is created by one of them, and opened by the other.
+	made := map[string]bool{}
+	note := func(tables []*snapshot.Table) {
+		for _, t := range tables {
+			if t.Created() {
+				made[t.Name()] = true
+			}
+		}
+	}
+	note(tables)
 
 	// A failing pipeline stops the others.
 	runCtx, cancel := context.WithCancel(ctx)
@@ -178,6 +189,7 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 			stats, err := sink.Run(runCtx)
 			mu.Lock()
 			defer mu.Unlock()
+			stats.NewTable = made[tbl.Name()]
 			if p.OnStop != nil {
 				p.OnStop(tbl, stats, err)
 			}
@@ -219,6 +231,9 @@ func (ps Pipelines) RunWatching(ctx context.Context, broker *Broker, cat catalog
 				if err != nil {
 					return err
 				}
+				mu.Lock()
+				note(tables)
+				mu.Unlock()
 				run(p, tables[0], sinks[0], true, func(err error) error { return fmt.Errorf("pipeline %s: %w", p, err) })
 				return nil
 			})

@@ -321,6 +321,10 @@ type Stats struct {
 	// reached: what it consumed is committed (Next), the rest is left
 	// for the next run.
 	Unfinished map[mapping.TopicPartition]int64
+	// NewTable is set, by Pipelines.Run, when the run created the table:
+	// for every pipeline of the run writing it, not only the one whose
+	// open created it.
+	NewTable bool
 }
 
 // MaxLostListed bounds the lost ranges Stats.Lost lists of a partition: a

@@ -494,7 +494,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 			case err == nil:
 				if f.json {
 					r := newRunReport(tbl.Name(), p.Topic, stats, f.group != "")
-					r.NewTable, r.Warnings = tbl.Created(), slices.Concat(warnings, r.Warnings)
+					r.Warnings = slices.Concat(warnings, r.Warnings)
 					printJSONLine(w, r)
 				} else {
 					printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", warnings)
@@ -507,7 +507,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				}
 			case committedRecords(stats) && f.json:
 				r := newRunReport(tbl.Name(), p.Topic, stats, f.group != "")
-				r.NewTable, r.Error, r.Warnings = tbl.Created(), err.Error(), slices.Concat(warnings, r.Warnings)
+				r.Error, r.Warnings = err.Error(), slices.Concat(warnings, r.Warnings)
 				printJSONLine(w, r)
 			case committedRecords(stats) && tableGone(err):
 				// Gone only when the files went too: a table dropped
@@ -733,9 +733,10 @@ func runTopics(pipes []pipeline, table string) []string {
 }
 
 // summaryName is the table's name as a run's summary gives it, marked
-// when the run created it: a misspelt --table makes a new table.
-func summaryName(tbl *snapshot.Table) string {
-	if tbl.Created() {
+// when the run created it (in every topic's summary of a table several
+// topics go into): a misspelt --table makes a new table.
+func summaryName(tbl *snapshot.Table, s connector.Stats) string {
+	if s.NewTable {
 		return tbl.Name() + " (new table)"
 	}
 	return tbl.Name()
@@ -937,7 +938,7 @@ func pipelineNames(pipes []pipeline) string {
 // sink was a member of a consumer group, and warnings what the run
 // warned of besides its stats' (runWarnings).
 func printSinkStats(w io.Writer, tbl *snapshot.Table, topic string, s connector.Stats, kept, group bool, warnings []string) {
-	fmt.Fprintf(w, "sink %s: %s", summaryName(tbl), recordsPhrase(s))
+	fmt.Fprintf(w, "sink %s: %s", summaryName(tbl, s), recordsPhrase(s))
 	if s.DeadLetters > 0 {
 		fmt.Fprintf(w, " and %s (into %s)", plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable)
 	}
@@ -1078,7 +1079,7 @@ type runReport struct {
 func newRunReport(table, topic string, s connector.Stats, group bool) runReport {
 	r := runReport{Schema: "floe.sink/v1", Table: table, Topic: topic, Rows: s.Records, DeadLetters: s.DeadLetters,
 		FirstDeadLetter: s.FirstDeadLetter, Commits: s.Commits, Files: s.Files, DeadLetterFiles: s.DeadLetterFiles, DeleteFiles: s.DeleteFiles,
-		Fenced: s.Fenced, Rebalances: s.Rebalances, Next: map[string]int64{}}
+		Fenced: s.Fenced, Rebalances: s.Rebalances, NewTable: s.NewTable, Next: map[string]int64{}}
 	if s.Upsert {
 		r.Upserts, r.Deletes, r.Skipped = &s.Upserts, &s.Deletes, &s.Skipped
 	}

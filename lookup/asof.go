@@ -209,10 +209,21 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 	if err != nil {
 		return 0, false, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
 	}
+	var left []string
 	for _, tp := range sum.Partitions() {
 		if _, ok := r.Cut[tp]; !ok {
-			return 0, false, expired(fmt.Sprintf("the current snapshot holds the same rows below a position that names every partition of the table; this one leaves out %s", tp))
+			left = append(left, tp.String())
 		}
+	}
+	if len(left) > 0 {
+		// Every one, not the first only: the position that reads from the
+		// head must name them all (a new user's report).
+		last := len(left) - 1
+		list := left[last]
+		if last > 0 {
+			list = strings.Join(left[:last], ", ") + " and " + list
+		}
+		return 0, false, expired(fmt.Sprintf("the current snapshot holds the same rows below a position that names every partition of the table; this one leaves out %s", list))
 	}
 	return 0, true, nil
 }

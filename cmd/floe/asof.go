@@ -201,6 +201,18 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				for _, p := range res.Positions {
 					cut[mapping.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Offset
 				}
+				// The partitions the position leaves out are as the
+				// answer's snapshot has them: the replay stops there too,
+				// where --until without them took them to the log's end (a
+				// new user's report: the rebuilt table was not the table
+				// as of the position).
+				if sum, serr := tbl.SummaryOf(ctx, res.SnapshotID); serr == nil {
+					for tp, next := range sum.Next() {
+						if _, named := cut[tp]; !named {
+							cut[tp] = next
+						}
+					}
+				}
 				e.Rebuild = rebuildCommand(ctx, tbl, cut)
 			}
 			if err != nil {

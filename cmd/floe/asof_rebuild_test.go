@@ -93,3 +93,39 @@ func TestAsOfRebuildNameIsFree(t *testing.T) {
 		t.Fatalf("the suggested replay: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestAsOfExpiredRebuildNamesEveryPartition (from a new-user run): as-of
+// --rows at an expired snapshot, for a position naming one partition of
+// three, suggested floe replay --until that partition only, and the replay
+// took the two others to the log's end: the rebuilt table was not the
+// table as of the position, whose partitions not named are as the answer's
+// snapshot has them. The suggestion names every partition, at the offsets
+// the answer's snapshot had, and the table it rebuilds holds the rows the
+// table held as of the position.
+func TestAsOfExpiredRebuildNamesEveryPartition(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, slices.Concat([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end", "--flush-records", "40"}, loc)...)
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--expire-older-than", "0s", "--retain-last", "1"}, loc)...)
+	code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.orders", "--offsets", "orders/0=10", "--rows"}, loc)...)
+	const prefix = "rebuild it into a new table with: floe "
+	i := strings.LastIndex(errs, prefix)
+	if code != exitError || i < 0 || !strings.Contains(errs, "leaves out orders/1 and orders/2") {
+		t.Fatalf("as-of of one partition at an expired snapshot: exit %d\n%s\n%s", code, out, errs)
+	}
+	replay := strings.Fields(errs[i+len(prefix):])
+	until := replay[slices.Index(replay, "--until")+1]
+	parts := strings.Split(until, ",")
+	if len(parts) != 3 || parts[0] != "0=10" {
+		t.Fatalf("suggested --until %s: want every partition, orders/0 at 10", until)
+	}
+	mustFloe(t, slices.Concat(replay, []string{"-b", st.Brokers[0]}, loc)...)
+	// The position with every partition named as the answer has them reads
+	// the rows from the current snapshot: the rebuilt table holds as many.
+	offsets := "orders/" + strings.Join(parts, ",orders/")
+	want := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.orders", "--offsets", offsets, "--rows"}, loc)...)
+	got := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.orders_at", "--time", "now", "--rows"}, loc)...)
+	count := func(s string) string { return s[strings.LastIndex(strings.TrimSpace(s), "\n")+1:] }
+	if count(got) != count(want) {
+		t.Fatalf("the rebuilt table holds %q, the table as of %s %q", count(got), offsets, count(want))
+	}
+}

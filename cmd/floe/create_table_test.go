@@ -76,3 +76,31 @@ func TestSinkNewTableNearAnother(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkNewTableShortNamesNotNear (from a new-user run): floe sink into a
+// new table lake.po warned that it was perhaps a misspelling of lake.js,
+// and one into lake.cdcjs of lake.cdc2: two edits turn any two-letter name
+// into any other. A short name is close to another only one edit away; a
+// longer one still two (lake.ordres, lake.prodcuts).
+func TestSinkNewTableShortNamesNotNear(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	for _, c := range []struct {
+		table string
+		warn  bool
+	}{
+		{"lake.js", false},
+		{"lake.po", false},
+		{"lake.cdc2", false},
+		{"lake.cdcjs", false},
+		{"lake.jsx", true},
+		{"lake.orders", false},
+		{"lake.ordres", true},
+	} {
+		code, out, errs := floe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--stop-at-end", "--topic", "orders", "--table", c.table}, loc)...)
+		warned := strings.Contains(errs, "this run created table "+c.table+", and the catalog has")
+		if code != exitOK || warned != c.warn {
+			t.Errorf("%s: exit %d, warned %v, want %v:\n%s\n%s", c.table, code, warned, c.warn, out, errs)
+		}
+	}
+}

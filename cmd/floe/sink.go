@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -682,7 +683,7 @@ func newTableWarning(ctx context.Context, tbl *snapshot.Table, pipes []pipeline,
 		return ""
 	}
 	near := slices.DeleteFunc(nearTables(ctx, tbl.Catalog(), tbl.Name()), func(name string) bool {
-		return slices.ContainsFunc(pipes, func(p pipeline) bool { return p.Table == name })
+		return !likelyMisspelt(tbl.Name(), name) || slices.ContainsFunc(pipes, func(p pipeline) bool { return p.Table == name })
 	})
 	if len(near) == 0 {
 		return ""
@@ -691,6 +692,24 @@ func newTableWarning(ctx context.Context, tbl *snapshot.Table, pipes []pipeline,
 		tbl.Name(), strings.Join(near, " and "), tbl.Name())
 	slog.Warn(msg, "table", tbl.Name(), "did_you_mean", strings.Join(near, ","))
 	return msg
+}
+
+// likelyMisspelt reports whether name, a table a run created, is close
+// enough to other, a table of nearTables, to be a misspelling of it: two
+// edits apart when both table names have five characters or more, one
+// apart otherwise. Two edits turn any two-letter name into any other: a
+// new table lake.po was taken for a misspelt lake.js, and lake.cdcjs for
+// lake.cdc2 (a new user's run).
+func likelyMisspelt(name, other string) bool {
+	if strings.EqualFold(name, other) {
+		return true
+	}
+	short := min(len(name[strings.LastIndex(name, ".")+1:]), len(other[strings.LastIndex(other, ".")+1:]))
+	limit := 1
+	if short >= 5 {
+		limit = 2
+	}
+	return levenshtein.ComputeDistance(name, other) <= limit
 }
 
 // neverCommitted reports whether tbl, as the catalog has it now, holds

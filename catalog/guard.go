@@ -9,11 +9,13 @@ import (
 	"iter"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/glue"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
@@ -148,8 +150,32 @@ func (g *guardedCatalog) classify(err error) error {
 		// in a way Explain does not classify.
 		return check(fmt.Errorf("no S3 access is configured for the table's s3:// files (flags, AWS_* variables or --config): %w", err),
 			SettingS3Endpoint, SettingS3Region)
+	case strings.EqualFold(g.spec, string(Glue)) && isUnreachable(err):
+		// The SDK's error leaves the address out, and --catalog (glue)
+		// is not where the endpoint is set (a new user's run on moto).
+		return check(fmt.Errorf("%w: nothing answers at the Glue endpoint %s: %w", ErrCatalogUnreachable, g.glueEndpoint(), err), SettingCatalog)
 	}
 	return explainCatalog(err)
+}
+
+// glueEndpoint names the endpoint a Glue catalog's calls go to and the
+// setting it came from, as the AWS SDK picks it: the catalog property
+// glue.endpoint, else AWS_ENDPOINT_URL_GLUE, else AWS_ENDPOINT_URL, else
+// AWS's own for the region.
+func (g *guardedCatalog) glueEndpoint() string {
+	if e := g.props[glue.Endpoint]; e != "" {
+		return e + " (set by --catalog-prop glue.endpoint)"
+	}
+	for _, v := range []string{"AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL"} {
+		if e := os.Getenv(v); e != "" {
+			return e + " (set by " + v + ")"
+		}
+	}
+	region := g.props[glue.Region]
+	if region == "" && g.st != nil {
+		region = g.st.cfg.Region
+	}
+	return fmt.Sprintf("of AWS in region %q (AWS_ENDPOINT_URL_GLUE or --catalog-prop glue.endpoint=URL names another)", region)
 }
 
 // CreateTable creates the table unless its default location already holds

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -504,9 +505,26 @@ func openREST(ctx context.Context, name, spec string, cfg Config, props iceberg.
 	maps.Copy(props, cfg.Props)
 	cat, err := icecat.Load(ctx, name, props)
 	if err != nil {
+		if notRESTAnswer(err) {
+			return nil, check(fmt.Errorf("open REST catalog %s: the server there does not answer as an Iceberg REST catalog (its answer to GET %s/v1/config is not the JSON a catalog gives): is --catalog the catalog's base URL, the part before /v1?: %w",
+				redact(spec), strings.TrimSuffix(redact(spec), "/"), err), SettingCatalog)
+		}
 		return nil, fmt.Errorf("open REST catalog %s: %w", redact(spec), explainCatalog(err))
 	}
 	return cat, nil
+}
+
+// notRESTAnswer reports whether err is iceberg-go's failure to read a REST
+// catalog's answer as JSON: the server at the catalog's URL is something
+// else (a schema registry, an S3 endpoint, a web page; a new user's run
+// read "failed to decode error response: json: cannot unmarshal number
+// into Go value of type struct { Error *rest.errorResponse ... }").
+func notRESTAnswer(err error) bool {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	msg := err.Error()
+	return errors.As(err, &syntax) || errors.As(err, &typ) ||
+		strings.Contains(msg, "failed to decode error response") || strings.Contains(msg, "error decoding json payload")
 }
 
 func openGlue(st *s3Storage, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTypedTablesRecipeOneRecordPerID (from a new-user run): the recipe of
+// docs/typed-tables.md that frames a JSON value in the registry's wire
+// format piped printf's bytes into kcat -P, which cuts its input at every
+// newline: when the registry answered schema id 10, the newline byte, the
+// record went out as two (4 bytes, "too short for the 5-byte header", and
+// the JSON), both dead letters. The recipe's produce lines, run with the
+// ids 1, 10 and 255 and a kcat that does what kcat -P does (a file given
+// is one record; standard input is cut at newlines), make one record: the
+// magic byte, the id in four bytes, the JSON.
+func TestTypedTablesRecipeOneRecordPerID(t *testing.T) {
+	testenv := func(name string) {
+		if _, err := exec.LookPath(name); err != nil {
+			t.Skipf("needs %s", name)
+		}
+	}
+	testenv("bash")
+	testenv("split")
+	var recipe string
+	for _, b := range docBlocks(t, "docs/typed-tables.md", "") {
+		if strings.Contains(b, "printf %o") {
+			recipe = b
+		}
+	}
+	if recipe == "" {
+		t.Fatalf("docs/typed-tables.md has no block framing a value with printf %%o")
+	}
+	// The lines after the registration (whose answer is the id given
+	// here) and before the sink.
+	var produce []string
+	for _, l := range strings.Split(recipe, "\n") {
+		if strings.HasPrefix(l, "floe ") {
+			break
+		}
+		if strings.HasPrefix(l, "id=") || strings.HasPrefix(l, " ") || produce == nil && !strings.HasPrefix(l, "printf") {
+			continue
+		}
+		produce = append(produce, l)
+	}
+	bin := t.TempDir()
+	// kcat -P: each file argument is one record; without one, standard
+	// input is cut into records at each newline (its default -D).
+	fake := `#!/bin/bash
+n=0; files=()
+while [ $# -gt 0 ]; do case "$1" in -b|-t|-k|-K|-D|-p) shift 2;; -*) shift;; *) files+=("$1"); shift;; esac; done
+if [ ${#files[@]} -gt 0 ]; then for f in "${files[@]}"; do cp "$f" "$KCAT_OUT/$n"; n=$((n+1)); done; exit 0; fi
+split -l 1 -a 4 - "$KCAT_OUT/line"
+for f in "$KCAT_OUT"/line*; do [ -e "$f" ] || continue; head -c -1 "$f" > "$KCAT_OUT/$n"; rm "$f"; n=$((n+1)); done
+`
+	if err := os.WriteFile(filepath.Join(bin, "kcat"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int{1, 10, 255} {
+		out, work := t.TempDir(), t.TempDir()
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", fmt.Sprintf("id=%d\n%s", id, strings.Join(produce, "\n")))
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "KCAT_OUT="+out, "FLOE_BROKERS=127.0.0.1:9")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("id %d: the recipe's produce lines %q: %v\n%s", id, produce, err, b)
+		}
+		recs, _ := filepath.Glob(filepath.Join(out, "*"))
+		want := append([]byte{0, 0, 0, 0, byte(id)}, `{"id":1,"amount":2.5}`...)
+		if len(recs) != 1 {
+			t.Errorf("id %d: the recipe produced %d records, want 1", id, len(recs))
+			continue
+		}
+		if got, _ := os.ReadFile(recs[0]); !bytes.Equal(bytes.TrimRight(got, "\n"), want) {
+			t.Errorf("id %d: the record is %q, want %q", id, got, want)
+		}
+	}
+}

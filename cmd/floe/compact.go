@@ -30,6 +30,18 @@ func (f *compactFlags) register(fs *pflag.FlagSet) {
 // printCompaction writes what compactions did, a line per table.
 func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool) {
 	for _, r := range results {
+		if !dryRun && r.SnapshotID == 0 && (r.Groups > 0 || r.DroppedDeletes > 0) {
+			// Planned, and no commit of it landed: the run's error says
+			// why. Its report said "snapshot 0 replaced ...; committed at
+			// attempt 5 (other commits got in first)" after five refusals
+			// of the catalog (a new user's run).
+			what := fmt.Sprintf("replaced %s (%d bytes) with %d, %s", plural(r.Replaced, "file"), r.BytesBefore, r.Added, plural(int(r.Rows), "row"))
+			if r.Groups == 0 {
+				what = fmt.Sprintf("dropped %s that applied to no row", plural(r.DroppedDeletes, "delete file"))
+			}
+			fmt.Fprintf(w, "compaction of %s: not committed (it would have %s; %s): the error below says why\n", r.Table, what, plural(r.Attempts, "attempt"))
+			continue
+		}
 		if r.Groups == 0 {
 			fmt.Fprintf(w, "compaction of %s: nothing to merge (%s", r.Table, plural(r.FilesBefore, "data file"))
 			if r.Unplaced > 0 {

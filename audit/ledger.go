@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-dev/floe/internal/text"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/replay"
 )
@@ -153,10 +154,10 @@ func (a *auditor) noteBegan() {
 	var note string
 	if a.rep.ReplayFrom != "" {
 		note = fmt.Sprintf("the ledger records that the replay --from %s (table property %s) began %s: the table claims nothing below %s, where a replay --from earliest records what retention deleted as lost",
-			a.rep.ReplayFrom, a.fromTimeKey, andList(starts), them)
+			a.rep.ReplayFrom, a.fromTimeKey, text.AndList(starts), them)
 	} else {
 		note = fmt.Sprintf("the ledger records that the sink began %s (a new table on a log whose start retention had deleted, or --start latest): the table claims nothing below %s, where a replay --from earliest records what retention deleted as lost",
-			andList(starts), them)
+			text.AndList(starts), them)
 	}
 	var retained []string
 	for _, tp := range a.began {
@@ -165,17 +166,9 @@ func (a *auditor) noteBegan() {
 		}
 	}
 	if len(retained) > 0 {
-		note += fmt.Sprintf("; the broker retains %s below %s, which the table does not hold", andList(retained), them)
+		note += fmt.Sprintf("; the broker retains %s below %s, which the table does not hold", text.AndList(retained), them)
 	}
 	a.note("%s", note)
-}
-
-// andList joins "a", "a and b", "a, b and c".
-func andList(xs []string) string {
-	if len(xs) < 2 {
-		return strings.Join(xs, "")
-	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 // anomaly is an interval of a partition that the ledger level names the

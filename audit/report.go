@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/floe-dev/floe/internal/text"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -577,7 +578,7 @@ func (r *Report) levelsPhrase() (by, unread string) {
 	if ran(LevelContent) {
 		read = append(read, "the log's records")
 	}
-	by = andList(read)
+	by = text.AndList(read)
 	switch {
 	case ran(LevelRows):
 	case !ran(LevelFiles):

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/text"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -218,12 +219,7 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 	if len(left) > 0 {
 		// Every one, not the first only: the position that reads from the
 		// head must name them all (a new user's report).
-		last := len(left) - 1
-		list := left[last]
-		if last > 0 {
-			list = strings.Join(left[:last], ", ") + " and " + list
-		}
-		return 0, false, expired(fmt.Sprintf("the current snapshot holds the same rows below a position that names every partition of the table; this one leaves out %s", list))
+		return 0, false, expired(fmt.Sprintf("the current snapshot holds the same rows below a position that names every partition of the table; this one leaves out %s", text.AndList(left)))
 	}
 	return 0, true, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	_ "github.com/apache/iceberg-go/catalog/rest" // registers the rest catalog type
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/uptrace/bun/driver/pgdriver"
 	"github.com/uptrace/bun/driver/sqliteshim"
 )
@@ -503,8 +505,26 @@ func openREST(ctx context.Context, name, spec string, cfg Config, props iceberg.
 		props["scope"] = cfg.Scope
 	}
 	maps.Copy(props, cfg.Props)
-	cat, err := icecat.Load(ctx, name, props)
+	return loadREST(ctx, name, spec, props, restOpenTimeout)
+}
+
+// restOpenTimeout bounds opening a REST catalog: its GET /v1/config.
+// iceberg-go's REST client has no timeout of its own, and a server that
+// takes the connection and never answers (a Kafka port given as the
+// catalog's URL) held every command forever (a new user's run).
+const restOpenTimeout = 20 * time.Second
+
+// loadREST opens the REST catalog at spec with props, giving up when it
+// has not answered within timeout.
+func loadREST(ctx context.Context, name, spec string, props iceberg.Properties, timeout time.Duration) (icecat.Catalog, error) {
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cat, err := icecat.Load(lctx, name, props)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, check(fmt.Errorf("%w: open REST catalog %s: no answer to GET %s/v1/config within %s (is an Iceberg REST catalog serving there? a Kafka port, or another server that is not HTTP, takes the connection and never answers): %w",
+				ErrCatalogUnreachable, redact(spec), strings.TrimSuffix(redact(spec), "/"), timeout, err), SettingCatalog)
+		}
 		if notRESTAnswer(err) {
 			return nil, check(fmt.Errorf("open REST catalog %s: the server there does not answer as an Iceberg REST catalog (its answer to GET %s/v1/config is not the JSON a catalog gives): is --catalog the catalog's base URL, the part before /v1?: %w",
 				redact(spec), strings.TrimSuffix(redact(spec), "/"), err), SettingCatalog)
@@ -527,12 +547,33 @@ func notRESTAnswer(err error) bool {
 		strings.Contains(msg, "failed to decode error response") || strings.Contains(msg, "error decoding json payload")
 }
 
+// glueRequestTimeout bounds each request of a Glue catalog (the SDK tries
+// three times): iceberg-go's Glue calls take no deadline, and an endpoint
+// that takes the connection and never answers held every command forever
+// (a new user's run on a wrong AWS_ENDPOINT_URL_GLUE).
+const glueRequestTimeout = 30 * time.Second
+
 func openGlue(st *s3Storage, props iceberg.Properties, extra map[string]string) (icecat.Catalog, error) {
+	return openGlueTimeout(st, props, extra, glueRequestTimeout)
+}
+
+// openGlueTimeout is openGlue with each request bounded by timeout.
+func openGlueTimeout(st *s3Storage, props iceberg.Properties, extra map[string]string, timeout time.Duration) (icecat.Catalog, error) {
 	maps.Copy(props, extra)
 	// The Glue client gets the whole resolved AWS configuration, so that
 	// expiring credentials are refreshed. AWS_ENDPOINT_URL_GLUE and
 	// glue.endpoint reach a Glue-compatible endpoint.
 	cfg := st.cfg.Copy()
+	switch hc := cfg.HTTPClient.(type) {
+	case *http.Client:
+		c := *hc
+		c.Timeout = timeout
+		cfg.HTTPClient = &c
+	case *awshttp.BuildableClient:
+		cfg.HTTPClient = hc.WithTimeout(timeout)
+	case nil:
+		cfg.HTTPClient = awshttp.NewBuildableClient().WithTimeout(timeout)
+	}
 	if r := props[glue.Region]; r != "" {
 		cfg.Region = r
 	}

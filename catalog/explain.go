@@ -250,6 +250,13 @@ func fromS3(err error) bool {
 
 // isUnreachable reports whether err says that nothing answered at a network
 // address: refused or reset connection, unknown host, dial timeout.
+// isTimeout reports a request that got no answer in its time (a server
+// that takes the connection and never answers).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 func isUnreachable(err error) bool {
 	var dns *net.DNSError
 	var op *net.OpError

@@ -150,7 +150,7 @@ func (g *guardedCatalog) classify(err error) error {
 		// in a way Explain does not classify.
 		return check(fmt.Errorf("no S3 access is configured for the table's s3:// files (flags, AWS_* variables or --config): %w", err),
 			SettingS3Endpoint, SettingS3Region)
-	case strings.EqualFold(g.spec, string(Glue)) && isUnreachable(err):
+	case strings.EqualFold(g.spec, string(Glue)) && (isUnreachable(err) || isTimeout(err)):
 		// The SDK's error leaves the address out, and --catalog (glue)
 		// is not where the endpoint is set (a new user's run on moto).
 		return check(fmt.Errorf("%w: nothing answers at the Glue endpoint %s: %w", ErrCatalogUnreachable, g.glueEndpoint(), err), SettingCatalog)

@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -93,4 +96,102 @@ func s62DiffGroupModel(t *testing.T, seed uint64) {
 	}
 	t.Logf("%d file groups", groups)
 	s62Check(t, e, tbl, log)
+}
+
+// TestReviewS62DiffDebeziumGroupTruncatePartitioned (review of the diff
+// 13219fd..HEAD): a Debezium table keyed by id, partitioned by
+// bucket(3, id), sunk from 6 Kafka partitions (each id in partition
+// id%6) in flushes whose small partitions share a file group split by
+// the spec into several files. The second flush holds updates, deletes
+// with their tombstones, and a truncate in partition 0 followed by new
+// rows there: the commit replaces every live file (the first commit's
+// group files among them) and keeps the flush's other partitions' rows
+// and partition 0's rows after the truncate. The table must be that state
+// before and after a compaction, and the audit (rows, content) must find
+// nothing.
+func TestReviewS62DiffDebeziumGroupTruncatePartitioned(t *testing.T) {
+	e := newEnv(t)
+	const topic, parts = "dbserver1.inventory.s62trunc", 6
+	e.Topic(topic, parts, nil)
+	key := mapping.UpsertKey{Source: mapping.KeyFromKeyFields}
+	pb, err := mapping.ParsePartitionBy("bucket(3, id)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, dlq := e.TableWithDeadLetters("lake.s62trunc", snapshot.OpenOptions{Create: true, Layout: cdcLayout(t, floetest.CDCPlainJSON),
+		Mode: mapping.ModeUpsert, Key: &key, PartitionBy: &pb})
+	cfg := connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000, DeadLetters: dlq, OnTruncate: connector.TruncateDeleteAll}
+	sec := 0
+	ev := func(op string, id int, email string) *kgo.Record {
+		sec++
+		r := dbzEvent(topic, op, id, email, sec)
+		r.Partition = int32(id % parts)
+		return r
+	}
+	want := map[int64]string{}
+	var recs []*kgo.Record
+	for id := 1; id <= 60; id++ {
+		recs = append(recs, ev("c", id, fmt.Sprintf("%d@a", id)))
+		want[int64(id)] = fmt.Sprintf("%d@a", id)
+	}
+	e.Produce(recs)
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := dbzState(t, tbl); !maps.Equal(got, want) {
+		t.Fatalf("after the inserts: got %v, want %v", got, want)
+	}
+	// The second flush: the truncate empties the table; what stays is this
+	// flush's rows of partitions 1-5 and partition 0's after the truncate.
+	clear(want)
+	recs = nil
+	for id := 1; id <= 60; id++ {
+		if id%parts == 0 {
+			continue
+		}
+		switch id % 5 {
+		case 0:
+			recs = append(recs, ev("d", id, fmt.Sprintf("%d@a", id)), ev("-", id, ""))
+		case 1, 3:
+			recs = append(recs, ev("u", id, fmt.Sprintf("%d@b", id)))
+			want[int64(id)] = fmt.Sprintf("%d@b", id)
+		}
+	}
+	recs = append(recs, ev("u", 6, "6@b"), ev("u", 12, "12@b"))
+	tr := dbzTruncate(topic, sec+1)
+	sec++
+	recs = append(recs, tr, ev("c", 18, "18@c"), ev("c", 24, "24@c"), ev("u", 18, "18@d"))
+	want[18], want[24] = "18@d", "24@c"
+	e.Produce(recs)
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := 0
+	for _, c := range l.Commits {
+		groups += len(c.FileGroups)
+	}
+	for _, c := range l.Commits {
+		t.Logf("commit %d: %v groups %+v", c.SnapshotID, c.Ranges, c.FileGroups)
+	}
+	if groups < 2 {
+		t.Fatalf("%d file groups in %d commits, want the two flushes' groups", groups, len(l.Commits))
+	}
+	if got := dbzState(t, tbl); !maps.Equal(got, want) {
+		t.Fatalf("after the truncate: got %v\nwant %v", got, want)
+	}
+	auditComplete(t, e, tbl)
+	if _, err := tbl.Compact(e.Ctx, snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: quietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dbzState(t, tbl); !maps.Equal(got, want) {
+		t.Fatalf("after the compaction: got %v\nwant %v", got, want)
+	}
+	auditComplete(t, e, tbl)
 }

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
@@ -194,4 +197,121 @@ func TestReviewS62DiffDebeziumGroupTruncatePartitioned(t *testing.T) {
 		t.Fatalf("after the compaction: got %v\nwant %v", got, want)
 	}
 	auditComplete(t, e, tbl)
+}
+
+// TestReviewS62DiffUpsertGroupWithLoss (review of the diff 13219fd..HEAD):
+// the grouped flush with a recorded loss (TestSinkGroupedFlushWithLoss)
+// on an upsert table: partition 0 loses offsets [n, 30) to retention after
+// the sink read some of its records, in a flush whose 8 small partitions
+// share a file group. The group's spans of partition 0 must leave the loss
+// out, the table must be the fold of the ranges that are not lost, and the
+// audit (rows, content) must find the loss and nothing else.
+func TestReviewS62DiffUpsertGroupWithLoss(t *testing.T) {
+	for attempt := 1; !s62DiffUpsertGroupWithLoss(t); attempt++ {
+		if attempt == 3 {
+			t.Fatalf("in %d runs the fetches never reached partition 0 before the deletion", attempt)
+		}
+	}
+}
+
+func s62DiffUpsertGroupWithLoss(t *testing.T) bool {
+	e := newEnv(t)
+	const topic, partitions = "s62lossy", 8
+	e.Topic(topic, partitions, nil)
+	tbl, dlq := e.upsertTable("lake.s62lossy")
+	log := map[int32][]s62Rec{}
+	base := time.Unix(1_700_000_000, 0)
+	for p := range int32(partitions) {
+		var recs []*kgo.Record
+		for i := range 40 {
+			k, v := fmt.Sprintf("k%d", (i*7+int(p))%13), fmt.Sprintf("v%d-%d", p, i)
+			ts := base.Add(time.Duration(i) * time.Second)
+			var vp *string
+			if i%9 != 8 {
+				vp = &v
+			}
+			r := &kgo.Record{Topic: topic, Partition: p, Key: []byte(k), Timestamp: ts}
+			if vp != nil {
+				r.Value = []byte(*vp)
+			}
+			recs = append(recs, r)
+			log[p] = append(log[p], s62Rec{key: &k, value: vp, ts: ts})
+		}
+		e.produceOneByOne(recs)
+	}
+	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	var (
+		once sync.Once
+		read atomic.Int64
+	)
+	s, err := connector.NewSink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, Logger: quietLogger(),
+		FlushRecords: 100_000, FlushInterval: time.Minute, DeadLetters: dlq,
+		OnRecords: func(n int64) {
+			if read.Add(n) >= 24 {
+				once.Do(func() {
+					if err := e.Stack.Cluster.DeleteRecords(topic, 0, 30); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp0 := mapping.TopicPartition{Topic: topic, Partition: 0}
+	l := mustLedger(t, tbl)
+	var lost *mapping.Range
+	var c mapping.Commit
+	for _, cc := range l.Commits {
+		for _, r := range cc.Ranges {
+			if r.TopicPartition == tp0 && r.Lost {
+				lost, c = &r, cc
+			}
+		}
+	}
+	if lost != nil && lost.Low == 0 && lost.High == 30 {
+		t.Logf("partition 0 ranges %v: no row read before the deletion, run again", l.Ranges(tp0))
+		return false
+	}
+	if lost == nil || lost.Low == 0 || lost.High != 30 {
+		t.Fatalf("partition 0 ranges %v: want a loss ending at 30 after rows were read", l.Ranges(tp0))
+	}
+	if len(c.FileGroups) != 1 {
+		t.Fatalf("the commit of the loss has groups %+v, want one", c.FileGroups)
+	}
+	for _, s := range c.FileGroups[0].Spans {
+		if s.TopicPartition == tp0 && s.Low < lost.High && lost.Low < s.High {
+			t.Errorf("partition 0 span %s of the group overlaps the loss %s", s.Interval, lost.Interval)
+		}
+	}
+	state := map[string]string{}
+	for _, cc := range l.Commits {
+		s62Fold(state, log, cc)
+	}
+	if got := latestRows(t, tbl); !maps.Equal(got, state) {
+		t.Errorf("table %v\nfold  %v", got, state)
+	}
+	rep, err := audit.Run(e.Ctx, e.OpenTable(tbl.Name(), snapshot.OpenOptions{}), audit.Options{Depth: audit.DepthRows, Broker: e.Dial(), VerifyContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawLost := false
+	for _, f := range rep.Findings {
+		if f.Kind == audit.KindLost {
+			sawLost = true
+			continue
+		}
+		t.Errorf("audit finding: %s %s %s %s: %s", f.Level, f.Kind, f.Partition, f.Offsets, f.Detail)
+	}
+	if !sawLost {
+		t.Errorf("the audit did not report the loss: %+v", rep.Findings)
+	}
+	return true
 }

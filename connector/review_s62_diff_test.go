@@ -434,3 +434,87 @@ func TestReviewS62DiffUpsertGroupMembersFileGroups(t *testing.T) {
 	t.Logf("%d commits, %d file groups; members: %d and %d rows, %d and %d rebalances", len(l.Commits), groups, statsA.Records, statsB.Records, statsA.Rebalances, statsB.Rebalances)
 	s62Check(t, e, tbl, log)
 }
+
+// TestReviewS62DiffTypedUpsertGroupEvolves (review of the diff
+// 13219fd..HEAD): a JSON upsert table keyed by the Kafka key over 6
+// partitions, whose values gain a column and then a nested one mid-flush,
+// so that a flush's small partitions' batches have several Arrow schemas
+// (the group is written as runs of one schema each), with tombstones, a
+// conflicting value (a dead letter) and keys in several partitions. The
+// rows must be the fold, the audit (rows, content) must find nothing.
+func TestReviewS62DiffTypedUpsertGroupEvolves(t *testing.T) {
+	e := newEnv(t)
+	const topic, parts = "s62dtyped", 6
+	e.Topic(topic, parts, nil)
+	key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
+	tbl, dlq := e.TableWithDeadLetters("lake.s62dtyped", snapshot.OpenOptions{Create: true,
+		Layout: mapping.Layout{Key: mapping.KeyString, Value: mapping.ValueJSON}, Mode: mapping.ModeUpsert, Key: &key})
+	base := time.Unix(1_700_000_000, 0)
+	n := 0
+	want := map[string]string{}
+	rec := func(p int32, k, v string, n2 string) *kgo.Record {
+		n++
+		r := &kgo.Record{Topic: topic, Partition: p, Key: []byte(k), Timestamp: base.Add(time.Duration(n) * time.Second)}
+		switch v {
+		case "-":
+			delete(want, k)
+		case "bad":
+			r.Value = []byte(`{"n":"not a number"}`)
+			return r
+		default:
+			r.Value = []byte(v)
+			want[k] = n2
+		}
+		return r
+	}
+	var flushes [][]*kgo.Record
+	var f1 []*kgo.Record
+	for p := range int32(parts) {
+		for i := range 3 {
+			k := fmt.Sprintf("k%d", (int(p)+i)%8)
+			v := fmt.Sprint(int(p)*10 + i)
+			f1 = append(f1, rec(p, k, fmt.Sprintf(`{"n":%s}`, v), v))
+		}
+	}
+	flushes = append(flushes, f1)
+	var f2 []*kgo.Record
+	for p := range int32(parts) {
+		k := fmt.Sprintf("k%d", (int(p)+3)%8)
+		v := fmt.Sprint(100 + p)
+		switch p % 3 {
+		case 0:
+			f2 = append(f2, rec(p, k, fmt.Sprintf(`{"n":%s,"tag":"t%d"}`, v, p), v))
+		case 1:
+			f2 = append(f2, rec(p, k, fmt.Sprintf(`{"n":%s}`, v), v), rec(p, fmt.Sprintf("k%d", p), "-", ""))
+		case 2:
+			f2 = append(f2, rec(p, k, fmt.Sprintf(`{"n":%s,"nested":{"x":%d}}`, v, p), v), rec(p, "k7", "bad", ""))
+		}
+		f2 = append(f2, rec(p, fmt.Sprintf("k%d", (int(p)+5)%8), fmt.Sprintf(`{"n":%d}`, 200+p), fmt.Sprint(200+p)))
+	}
+	flushes = append(flushes, f2)
+	for _, recs := range flushes {
+		e.Produce(recs)
+		if _, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 1000, DeadLetters: dlq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := mustLedger(t, tbl)
+	groups := 0
+	for _, c := range l.Commits {
+		for _, g := range c.FileGroups {
+			groups++
+			t.Logf("group of %d files, %d spans", len(g.Files), len(g.Spans))
+		}
+	}
+	if groups < 2 {
+		t.Fatalf("%d file groups in %d commits, want one per flush", groups, len(l.Commits))
+	}
+	got := map[string]string{}
+	for _, r := range rows(t, tbl) {
+		got[r.Key] = r.Columns["n"]
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("table %v, want %v", got, want)
+	}
+	auditComplete(t, e, tbl)
+}

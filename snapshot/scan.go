@@ -171,12 +171,18 @@ type DataFileGoneError struct {
 	// DeletesOf is set when Path is a delete file: the data file it
 	// applies to, which was being read.
 	DeletesOf string
-	Err       error
+	// Delete is set when Path is a delete file found gone without reading
+	// a data file (floe files --check).
+	Delete bool
+	Err    error
 }
 
 func (e *DataFileGoneError) Error() string {
 	if e.DeletesOf != "" {
 		return fmt.Sprintf("read %s: delete file %s, which %s lists for it, is gone from its storage (deleted outside floe): %v", e.DeletesOf, e.Path, e.Table, e.Err)
+	}
+	if e.Delete {
+		return fmt.Sprintf("delete file %s, which %s lists, is gone from its storage (deleted outside floe): %v", e.Path, e.Table, e.Err)
 	}
 	return fmt.Sprintf("read %s: a data file %s lists is gone from its storage (deleted outside floe): %v", e.Path, e.Table, e.Err)
 }

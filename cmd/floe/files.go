@@ -106,8 +106,16 @@ fails (exit 2) naming the ways out.`,
 				case len(missing) == 1:
 					gone = fmt.Sprintf("1 of the %s is gone", plural(all, noun))
 				}
-				err = fmt.Errorf("%s from the storage of %s (deleted outside floe): %w", gone, tbl.Name(),
-					&snapshot.DataFileGoneError{Table: tbl.Name(), Path: missing[0], Err: iofs.ErrNotExist})
+				// Named by a data file when one is gone; a delete file alone
+				// is said to be one (it cannot be dropped: review s62).
+				first := &snapshot.DataFileGoneError{Table: tbl.Name(), Path: missing[0], Delete: true, Err: iofs.ErrNotExist}
+				for _, f := range res.Files {
+					if slices.Contains(missing, f.Path) {
+						first.Path, first.Delete = f.Path, false
+						break
+					}
+				}
+				err = fmt.Errorf("%s from the storage of %s (deleted outside floe): %w", gone, tbl.Name(), first)
 			}
 			return err
 		},

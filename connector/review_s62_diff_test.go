@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -231,6 +232,28 @@ func TestReviewS62DiffDebeziumGroupTruncatePartitioned(t *testing.T) {
 		t.Fatalf("after the truncate: got %v\nwant %v", got, want)
 	}
 	auditComplete(t, e, tbl)
+	// floe where --key finds every key's row in a live file of the second
+	// commit's group; a key the truncate removed is deleted; floe files
+	// shows the group's files as one group.
+	last := l.Commits[len(l.Commits)-1]
+	for id := range want {
+		kr, err := lookup.WhereKey(e.Ctx, tbl, e.Dial(), fmt.Sprintf(`{"id":%d}`, id))
+		if err != nil || kr.Status != lookup.KeyStatusRow || !slices.ContainsFunc(last.FileGroups, func(g mapping.FileGroup) bool { return slices.Contains(g.Files, kr.File) }) {
+			t.Errorf("where --key id=%d: %+v (%v), want its row in the last commit's group", id, kr, err)
+		}
+	}
+	if kr, err := lookup.WhereKey(e.Ctx, tbl, e.Dial(), `{"id":30}`); err != nil || kr.Status != lookup.KeyStatusDeleted {
+		t.Errorf("where --key id=30 (removed by the truncate): %+v (%v), want deleted", kr, err)
+	}
+	fr, err := lookup.Files(e.Ctx, tbl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fr.Files {
+		if f.Group == nil || len(f.Group.Spans) != parts {
+			t.Errorf("floe files: %s has group %+v, want the last commit's group of %d spans", f.Path, f.Group, parts)
+		}
+	}
 	if _, err := tbl.Compact(e.Ctx, snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: quietLogger()}); err != nil {
 		t.Fatal(err)
 	}

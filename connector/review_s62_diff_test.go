@@ -254,12 +254,55 @@ func TestReviewS62DiffDebeziumGroupTruncatePartitioned(t *testing.T) {
 			t.Errorf("floe files: %s has group %+v, want the last commit's group of %d spans", f.Path, f.Group, parts)
 		}
 	}
+	// One more update, of id 18 only: its delete file is in id 18's bucket,
+	// so the compaction rewrites that bucket's file of the group and
+	// leaves the others' (the group is then partly live).
+	e.Produce([]*kgo.Record{ev("u", 18, "18@e")})
+	want[18] = "18@e"
+	if _, err := e.sink(tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	whereRows := func(when string) {
+		t.Helper()
+		live := map[string]bool{}
+		files, err := tbl.Files(e.Ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			live[f.Path] = true
+		}
+		for id := range want {
+			kr, err := lookup.WhereKey(e.Ctx, tbl, e.Dial(), fmt.Sprintf(`{"id":%d}`, id))
+			if err != nil || kr.Status != lookup.KeyStatusRow || kr.Partition == nil || kr.Offset == nil || !live[kr.File] {
+				t.Errorf("%s: where --key id=%d: %+v (%v), want its row in a live file", when, id, kr, err)
+				continue
+			}
+			res, err := lookup.Where(e.Ctx, tbl, e.Dial(), mapping.TopicPartition{Topic: topic, Partition: *kr.Partition}, *kr.Offset)
+			if err != nil || res.Status != lookup.StatusRow || res.File != kr.File {
+				t.Errorf("%s: where %d@%d (id %d's row, in %s): %+v (%v)", when, *kr.Partition, *kr.Offset, id, kr.File, res, err)
+			}
+		}
+	}
+	whereRows("before the compaction")
 	if _, err := tbl.Compact(e.Ctx, snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: quietLogger()}); err != nil {
 		t.Fatal(err)
 	}
 	if got := dbzState(t, tbl); !maps.Equal(got, want) {
 		t.Fatalf("after the compaction: got %v\nwant %v", got, want)
 	}
+	live := 0
+	files, err := tbl.Files(e.Ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if slices.ContainsFunc(last.FileGroups, func(g mapping.FileGroup) bool { return slices.Contains(g.Files, f.Path) }) {
+			live++
+		}
+	}
+	t.Logf("after the compaction, %d of the group's %d files are live", live, len(last.FileGroups[0].Files))
+	whereRows("after the compaction")
 	auditComplete(t, e, tbl)
 }
 

@@ -103,9 +103,11 @@ func (t *Table) writeChanges(ctx context.Context, f Flush) (Changes, error) {
 // files carry field IDs of a schema, or partition values of a spec, this
 // commit would not produce: batches are written again for the ones it
 // would, and streamed files, which cannot be, are removed with
-// ErrSchemaMoved. Files a snapshot of this very commit names (kept: it
-// landed unanswered and was rolled back since) stay, and so does what the
-// commit wrote beside them (errKept).
+// ErrSchemaMoved. Files written again have other names: the caller
+// records the new file groups (Changes.Groups) in the commit's ledger.
+// Files a snapshot of this very commit names (kept: it landed unanswered
+// and was rolled back since) stay, and so does what the commit wrote
+// beside them (errKept).
 func (t *Table) refit(ctx context.Context, log *slog.Logger, f Flush, ch Changes, kept bool) (Changes, error) {
 	moved := ErrSchemaMoved
 	if kept {
@@ -127,10 +129,11 @@ func (t *Table) refit(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 		return ch, nil
 	}
 	drop()
-	if len(ch.Groups) > 0 {
-		// The commit's ledger, encoded already, names the group's files:
-		// files written again would have other names. The flush is read
-		// again instead.
+	if len(ch.Groups) > 0 && kept {
+		// The rolled-back snapshot of this commit names the group's files
+		// in the ledger it shares with this attempt (its ranges file is
+		// the commit's): written again, the files would have other names,
+		// which that ledger does not give. The flush is read again.
 		return Changes{}, moved
 	}
 	if t.keyNamedOtherwise(f.Schema) {

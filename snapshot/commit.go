@@ -554,8 +554,20 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 		// A retry's commit may have landed and been rolled back since: its
 		// snapshot names the files, which must stay.
 		kept := attempt > 1 && t.snapshotOf(res.Commit.ID) != 0
+		shape := ch.shape
 		if ch, err = t.refit(ctx, log, f, ch, kept); err != nil {
 			return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
+		}
+		if ch.shape != shape && len(res.Commit.FileGroups)+len(ch.Groups) > 0 {
+			// Written again for another writer's schema or spec: the
+			// ledger names the new files of the groups (a flush of
+			// batches has no others; from a review: an upsert flush read
+			// again at every schema change stopped its sink after 20).
+			res.Commit.FileGroups = ch.Groups
+			if props, _, err = t.encodeCommit(ctx, res.Commit); err != nil {
+				t.removeFiles(ctx, log, ch.files())
+				return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
+			}
 		}
 		res.Rows, res.Files, res.DeleteFiles, res.Bytes = ch.Rows, len(ch.Add), len(ch.Deletes), ch.bytes()
 		snap, err := t.commitOnce(ctx, ch, props, f.Schema)

@@ -1,7 +1,6 @@
 package snapshot_test
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -164,14 +164,14 @@ func TestUpsertFilesKeepBoundsMetricsNone(t *testing.T) {
 	check("after compaction")
 }
 
-// TestUpsertGroupRefitReadsFlushAgain: an upsert flush whose small
+// TestUpsertGroupRefitRecordsNewFiles: an upsert flush whose small
 // partitions share a file group meets, at its retry, a partition spec
-// another writer set meanwhile. Its files, which the commit's encoded
-// ledger names, are not written again under other names: the commit
-// removes them and returns ErrSchemaMoved (the sink reads the flush
-// again), leaving no file behind; the flush committed again lands with
-// its group.
-func TestUpsertGroupRefitReadsFlushAgain(t *testing.T) {
+// another writer set meanwhile. Its files are written again for the new
+// spec, under other names, and the commit's ledger names those: the
+// group's files are the table's, no file of the first attempt is left,
+// and the audit's file level is clean. (Read again instead, such a flush
+// was read again at every schema change: from a review.)
+func TestUpsertGroupRefitRecordsNewFiles(t *testing.T) {
 	cat := tempCatalog(t)
 	const name = "lake.upsert_refit"
 	openTestTable(t, cat, name, snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert})
@@ -186,24 +186,30 @@ func TestUpsertGroupRefitReadsFlushAgain(t *testing.T) {
 		bounds[p] = mapping.Interval{Low: 0, High: 1}
 		recs = append(recs, testRec{p, 0, fmt.Sprintf("k%d", p), "v", 0})
 	}
-	_, err := tbl.Commit(t.Context(), flushOf(t, tbl, bounds, recs...), snapshot.CommitOptions{Writer: "test"})
-	if !errors.Is(err, snapshot.ErrSchemaMoved) {
-		t.Fatalf("the retry under another spec: %v, want ErrSchemaMoved", err)
+	res := commitRecs(t, tbl, bounds, recs...)
+	if res.Attempts < 2 {
+		t.Fatalf("committed at attempt %d: the other writer's spec did not meet the retry", res.Attempts)
 	}
 	if err := tbl.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	res := commitRecs(t, tbl, bounds, recs...)
 	l, err := tbl.Ledger()
 	if err != nil {
 		t.Fatal(err)
 	}
 	last := l.Commits[len(l.Commits)-1]
 	if last.SnapshotID != res.Commit.SnapshotID || len(last.FileGroups) != 1 || len(last.FileGroups[0].Spans) != 6 {
-		t.Fatalf("the flush committed again: groups %+v, want one of the 6 partitions", last.FileGroups)
+		t.Fatalf("the commit's groups %+v, want one of the 6 partitions", last.FileGroups)
 	}
 	if got := snapshotRows(t, tbl, 0); len(got) != 7 {
 		t.Fatalf("rows %v, want the 6 keys and the other writer's", got)
+	}
+	rep, err := audit.Run(t.Context(), tbl, audit.Options{Depth: audit.DepthFiles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("audit finding %s: %s", f.Kind, f.Detail)
 	}
 	named := map[string]bool{}
 	files, err := tbl.Files(t.Context(), 0)
@@ -219,6 +225,11 @@ func TestUpsertGroupRefitReadsFlushAgain(t *testing.T) {
 	}
 	for _, d := range deletes {
 		named[localPath(t, d.Path)] = true
+	}
+	for _, p := range last.FileGroups[0].Files {
+		if !named[localPath(t, p)] {
+			t.Errorf("the ledger's group names %s, which is not a file of the table", p)
+		}
 	}
 	if err := filepath.WalkDir(strings.TrimPrefix(tbl.DataLocation(), "file://"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !named[p] {

@@ -231,11 +231,15 @@ func (a *auditor) upsertFiles(ctx context.Context) error {
 		for _, r := range g.ranges {
 			upserted += r.Records
 		}
-		if len(g.ranges) == 0 || g.rows <= upserted || !a.selected(g.ranges[0].Topic) {
+		// A group of several topics is reported under the first one the
+		// audit selected.
+		first := slices.IndexFunc(g.ranges, func(r mapping.Range) bool { return a.selected(r.Topic) })
+		if first < 0 || g.rows <= upserted {
 			continue
 		}
-		a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: g.ranges[0].TopicPartition, HasPartition: true,
-			Others: otherPartitions(g.ranges[0].TopicPartition, g.ranges), SnapshotID: k[0],
+		tp := g.ranges[first].TopicPartition
+		a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: tp, HasPartition: true,
+			Others: otherPartitions(tp, g.ranges), SnapshotID: k[0],
 			Detail: fmt.Sprintf("ranges %s of snapshot %d upserted %d records; the files of their file group hold %d rows, more than they upserted", describeRanges(g.ranges), k[0], upserted, g.rows)})
 	}
 	for _, d := range deletes {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
-	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -503,53 +502,4 @@ func TestCompactGroupsMetricsNone(t *testing.T) {
 	}
 	checkExactlyOnce(t, tbl, want)
 	auditComplete(t, e, tbl)
-}
-
-// TestDeadLettersFilesByBytes: a flush of a typed table over 60 partitions,
-// each with a record that is not JSON, writes its 60 dead letters into one
-// file of the dead-letter table, not one a partition. Every offset is
-// exactly once a row or a dead letter, the deepest audit is complete, and
-// floe where finds each dead letter in that file.
-func TestDeadLettersFilesByBytes(t *testing.T) {
-	e := newEnv(t)
-	const topic, partitions = "wide_typed", 60
-	e.Topic(topic, partitions, nil)
-	var recs []*kgo.Record
-	for p := range int32(partitions) {
-		rs := records(topic, p, 10, "a")
-		for i, r := range rs {
-			r.Value = fmt.Appendf(nil, `{"n":%d}`, i)
-			if i == 3 {
-				r.Value = []byte("not json")
-			}
-		}
-		recs = append(recs, rs...)
-	}
-	e.Produce(recs)
-	tbl, dlq := e.TypedTable("lake.wide_typed", mapping.Layout{Value: mapping.ValueJSON})
-	st, err := e.sink(tbl, connector.Config{Topic: topic, StopAtEnd: true, FlushRecords: 100_000, FlushInterval: time.Minute, DeadLetters: dlq})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.DeadLetters != partitions {
-		t.Fatalf("%d dead letters, want %d", st.DeadLetters, partitions)
-	}
-	var files []string
-	for _, c := range mustLedger(t, tbl).Commits {
-		files = append(files, c.DeadLetterFiles...)
-	}
-	if len(files) != 1 {
-		t.Fatalf("the commits name %d dead-letter files, want one", len(files))
-	}
-	floetest.CheckWithDeadLetters(t, tbl, dlq, e.endOffsets(topic))
-	auditComplete(t, e, tbl)
-	for _, p := range []int32{0, 31, 59} {
-		res, err := lookup.Where(e.Ctx, tbl, e.Dial(), mapping.TopicPartition{Topic: topic, Partition: p}, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Kind != lookup.KindDeadLetter || res.File != files[0] {
-			t.Fatalf("where %s/%d@3: %s %s in %q, want the dead letter in %s", topic, p, res.Status, res.Kind, res.File, files[0])
-		}
-	}
 }

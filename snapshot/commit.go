@@ -775,25 +775,24 @@ func writeFiles(ctx context.Context, target *table.Table, batches map[mapping.To
 // writeDeadLetters writes the dead-letter batches into data files of the
 // dead-letter table target, every row stamped with the data table's
 // commit id (mapping.ColCommitID), which a retried or settled commit
-// keeps. The partitions share files, sized by bytes: the commit lists
-// them (mapping.Commit.DeadLetterFiles), and readers find a commit's dead
-// letters by its id, not by a file's partition.
+// keeps.
 func writeDeadLetters(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch, id string) ([]iceberg.DataFile, error) {
-	var stamped []arrow.RecordBatch
-	defer func() { releaseAll(stamped) }()
-	for _, tp := range slices.SortedFunc(maps.Keys(batches), mapping.TopicPartition.Compare) {
-		for _, b := range batches[tp] {
-			if b.NumRows() == 0 {
-				continue
-			}
+	stamped := make(map[mapping.TopicPartition][]arrow.RecordBatch, len(batches))
+	defer func() {
+		for _, bs := range stamped {
+			releaseAll(bs)
+		}
+	}()
+	for tp, bs := range batches {
+		for _, b := range bs {
 			sb, err := mapping.StampCommitID(memory.DefaultAllocator, b, id)
 			if err != nil {
 				return nil, fmt.Errorf("dead letters of %s: %w", tp, err)
 			}
-			stamped = append(stamped, sb)
+			stamped[tp] = append(stamped[tp], sb)
 		}
 	}
-	return writeBatches(ctx, target, stamped)
+	return writeFiles(ctx, target, stamped)
 }
 
 // removeFiles deletes data files that will never be committed. Failures only

@@ -8,12 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -110,79 +106,4 @@ func TestReviewS62DiffUpsertGroupLandedRolledBackRefit(t *testing.T) {
 	if n := len(snapshotRows(t, fresh, 0)); n != 6 {
 		t.Fatalf("main reads %d rows after the commit again, want 6", n)
 	}
-}
-
-// multiDeadCommit commits, in one flush, a range [0, 2) (then [2, 4) with
-// from 2) of partitions 0-4 of topics a and b whose record at the range's
-// low offset is a dead letter, into dlq; it returns the positions.
-func multiDeadCommit(t *testing.T, tbl, dlq *snapshot.Table, from int64) (snapshot.Result, []string, error) {
-	t.Helper()
-	sc, err := mapping.DeadLetterArrowSchema(dlq.Iceberg().Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := snapshot.Flush{DeadLetters: map[mapping.TopicPartition][]arrow.RecordBatch{}}
-	var positions []string
-	for _, topic := range []string{"a", "b"} {
-		for p := range int32(5) {
-			rb, err := mapping.NewDeadLetterBuilder(memory.DefaultAllocator, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &kgo.Record{Topic: topic, Partition: p, Offset: from, Timestamp: base, Value: fmt.Appendf(nil, "bad %s/%d/%d", topic, p, from)}
-			if err := rb.AppendDeadLetter(r, "not JSON", 0); err != nil {
-				t.Fatal(err)
-			}
-			tp := mapping.TopicPartition{Topic: topic, Partition: p}
-			f.Ranges = append(f.Ranges, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: from, High: from + 2}, DeadLetters: 1})
-			f.DeadLetters[tp] = []arrow.RecordBatch{rb.NewBatch()}
-			rb.Release()
-			positions = append(positions, fmt.Sprintf("%s/%d/%d", topic, p, from))
-		}
-	}
-	res, err := tbl.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test", DeadLetters: dlq})
-	return res, positions, err
-}
-
-// TestReviewS62DiffSharedDeadLetterFilesReconcile (review of the diff
-// 13219fd..HEAD): a commit's dead letters of 10 partitions of two topics
-// go into one shared file. Its writer dies before adding them (pending):
-// reconciling adds them all; a second such commit is rolled back
-// (reconciling removes its rows, every partition's), and the rollback
-// undone (they come back); the dead-letter table's maintenance keeps
-// every file a snapshot names.
-func TestReviewS62DiffSharedDeadLetterFilesReconcile(t *testing.T) {
-	cat, tbl, dlq := deadLetterTables(t)
-	broken, err := snapshot.OpenDeadLetters(t.Context(), failingCommits{cat}, dlq.Identifier(), tbl.Name(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, pos1, err := multiDeadCommit(t, tbl, broken, 0)
-	if _, ok := errors.AsType[*snapshot.DeadLettersPendingError](err); !ok {
-		t.Fatalf("err = %v, want a DeadLettersPendingError", err)
-	}
-	if n := len(first.Commit.DeadLetterFiles); n != 1 {
-		t.Fatalf("the commit of 10 partitions' dead letters lists %d files, want 1 shared", n)
-	}
-	reconcile(t, tbl, dlq)
-	wantDeadLetters(t, dlq, pos1...)
-	second, pos2, err := multiDeadCommit(t, tbl, dlq, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantDeadLetters(t, dlq, slices.Concat(pos1, pos2)...)
-	setMain(t, tbl, first.Commit.SnapshotID)
-	reconcile(t, tbl, dlq)
-	wantDeadLetters(t, dlq, pos1...)
-	if _, err := dlq.Maintain(t.Context(), snapshot.MaintainOptions{Logger: floetest.QuietLogger()}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range slices.Concat(first.Commit.DeadLetterFiles, second.Commit.DeadLetterFiles) {
-		if _, err := os.Stat(strings.TrimPrefix(p, "file://")); err != nil {
-			t.Errorf("dead-letter file %s, named by a snapshot, was deleted: %v", p, err)
-		}
-	}
-	setMain(t, tbl, second.Commit.SnapshotID)
-	reconcile(t, tbl, dlq)
-	wantDeadLetters(t, dlq, slices.Concat(pos1, pos2)...)
 }

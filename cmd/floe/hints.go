@@ -131,18 +131,56 @@ func listenError(flag, addr string, err error) error {
 		return errors.New(valueMessage(flag, addr, fmt.Sprintf("HOST:PORT or :PORT (:%s listens on every interface, 127.0.0.1:%[1]s on this host only)", strings.TrimLeft(addr, ":"))))
 	}
 	msg := "pick a free address, or stop what listens on it"
-	if errors.Is(err, syscall.EADDRINUSE) {
-		if n, perr := strconv.Atoi(port); perr == nil && !listensOn(n) {
-			// Nothing listens: an outgoing connection's local port holds
-			// it (an operator's run, twice, on a port in Linux's range
-			// for those).
-			msg = "nothing listens on that port, so the local port of an outgoing connection holds it: pick a port outside the range this host gives those"
-			if lo, hi, ok := ephemeralPorts(); ok {
-				msg += fmt.Sprintf(" (%d-%d, /proc/sys/net/ipv4/ip_local_port_range), such as one below %d", lo, hi, lo)
-			}
+	if n, perr := strconv.Atoi(port); perr == nil {
+		if held, ok := heldByOutgoing(n, err); ok {
+			msg = held + ": pick a port outside the range this host gives those" + ephemeralRange()
 		}
 	}
 	return fmt.Errorf("%w: %s; check %s", err, msg, flag)
+}
+
+// heldByOutgoing says, of a listen on port that failed with err, that an
+// outgoing connection's local port holds it, when err is EADDRINUSE and
+// nothing listens on port (an operator's run, twice, on a port in Linux's
+// range for those); ok is false otherwise.
+func heldByOutgoing(port int, err error) (string, bool) {
+	if !errors.Is(err, syscall.EADDRINUSE) || listensOn(port) {
+		return "", false
+	}
+	return "nothing listens on that port, so the local port of an outgoing connection holds it", true
+}
+
+// ephemeralRange names the range of local ports of outgoing connections,
+// " (32768-60999, /proc/sys/net/ipv4/ip_local_port_range), such as one
+// below 32768", or "" where it cannot be read.
+func ephemeralRange() string {
+	lo, hi, ok := ephemeralPorts()
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" (%d-%d, /proc/sys/net/ipv4/ip_local_port_range), such as one below %d", lo, hi, lo)
+}
+
+// localstackPortHint is the advice for a local stack that could not listen
+// on one of its ports: another port, and, when nothing listens on it, why
+// it is held anyway (the error asks whether another local stack runs,
+// which then misleads: found by a user whose fixed ports in Linux's range
+// for outgoing connections were held by them).
+func localstackPortHint(e *localstack.CheckError) string {
+	advice := "pick another port with " + flags(e.Settings)
+	var op *net.OpError
+	if !errors.As(e, &op) || op.Op != "listen" {
+		return advice
+	}
+	addr, ok := op.Addr.(*net.TCPAddr)
+	if !ok {
+		return advice
+	}
+	held, ok := heldByOutgoing(addr.Port, e)
+	if !ok {
+		return advice
+	}
+	return held + " (not another local stack): " + advice + " outside the range this host gives those" + ephemeralRange()
 }
 
 // listensOn reports whether a TCP socket of this host listens on port, on
@@ -291,7 +329,7 @@ func withFlags(err error) string {
 		case *catalog.CheckError:
 			hint("check " + flags(e.Settings))
 		case *localstack.CheckError:
-			hint("pick another port with " + flags(e.Settings))
+			hint(localstackPortHint(e))
 		case *lookup.CheckError:
 			hint("pass " + flags(e.Settings) + " of a cluster that still retains the log")
 		case *replay.CheckError:

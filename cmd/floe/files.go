@@ -35,7 +35,8 @@ shows [smallest, largest+1), the JSON min_offset and max_offset, both inclusive)
 count and the size,
 from the manifests (no data is read). A file that holds rows of several Kafka partitions (a commit
 writes the small partitions of a flush into shared files; compaction merges small files across
-partitions) is one of a file group: the text shows its partitions and "(group of N files, M
+partitions) is one of a file group: the text shows its partitions (when they do not fit in a
+column, how many and the range they lie in: "441 partitions in 0-499") and "(group of N files, M
 spans)", the JSON its group's spans, the offsets [low, high) of each partition that the group's
 files together hold. A reader without Iceberg support
 (DuckDB without its iceberg extension, pandas, Spark's plain Parquet reader) that reads exactly
@@ -247,9 +248,17 @@ func printGroupSpans(w io.Writer, files []lookup.File) {
 	}
 }
 
+// maxPartitionsText bounds the PARTITION column of a file group in floe
+// files' text: a longer list of runs is said as a count and a range.
+const maxPartitionsText = 40
+
 // groupPartitions names the topics and the partitions of a file group's
 // spans: "orders" and "0-999", or "a,b" and "0-3,7" (runs of consecutive
-// partitions joined).
+// partitions joined); runs longer than maxPartitionsText are "441
+// partitions in 0-499" (a group of a flush of a wide topic, whose
+// partitions skip some: its list padded every row of the table to
+// hundreds of columns, found by a user; --json and the spans under the
+// table name each).
 func groupPartitions(spans []lookup.Span) (topics, partitions string) {
 	var ts []string
 	var ps []int32
@@ -275,5 +284,9 @@ func groupPartitions(spans []lookup.Span) (topics, partitions string) {
 		}
 		i = j + 1
 	}
-	return strings.Join(ts, ","), strings.Join(runs, ",")
+	list := strings.Join(runs, ",")
+	if len(list) > maxPartitionsText {
+		list = fmt.Sprintf("%s partitions in %d-%d", humanize.Comma(int64(len(ps))), ps[0], ps[len(ps)-1])
+	}
+	return strings.Join(ts, ","), list
 }

@@ -73,6 +73,11 @@ last committed to.`,
 			if serve != "" && asJSON {
 				return fmt.Errorf("--serve serves a page and --json prints a document: choose one (the page's JSON is on /status.json)")
 			}
+			if f.table == "" && serve != "" {
+				// It said only "missing --table", beside a --help that
+				// lists tables without one (a user's run).
+				return errors.New("missing --table NAMESPACE.TABLE: --serve serves the page of one table (floe status without --serve and --table lists the catalog's tables)")
+			}
 			if f.table == "" && serve == "" {
 				cat, err := f.openExisting(ctx)
 				if err != nil {
@@ -127,6 +132,7 @@ last committed to.`,
 	}
 	fs := cmd.Flags()
 	f.register(fs)
+	fs.Lookup("table").Usage = "Iceberg table as `NAMESPACE.TABLE` whose partitions to show (required with --serve); without it, the catalog's tables are listed"
 	b.register(fs, "; without them only the table's side is shown")
 	fs.StringSliceVarP(&topics, "topic", "t", nil, "also show the partitions of these topics, `NAME[,NAME]`, that the ledger does not have yet")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")

@@ -71,3 +71,23 @@ func TestFilesWideGroupPartitionsColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTableFlagNotRequired: floe status --help does not call --table
+// required (without it the catalog's tables are listed), and --serve
+// without --table says that the page is one table's; the help said
+// "(required)" and --serve said only "missing --table" (a user's run).
+func TestStatusTableFlagNotRequired(t *testing.T) {
+	help := mustFloe(t, "status", "--help")
+	for line := range strings.Lines(help) {
+		if strings.Contains(line, "--table NAMESPACE.TABLE") && strings.Contains(line, "(required)") {
+			t.Errorf("status --help: %q", line)
+		}
+	}
+	if !strings.Contains(help, "without it, the catalog's tables are listed") {
+		t.Errorf("status --help does not say what floe status does without --table:\n%s", help)
+	}
+	code, _, errs := floe(t, "status", "--serve", "127.0.0.1:0", "--catalog", t.TempDir()+"/catalog.db")
+	if code != exitError || !strings.Contains(errs, "missing --table NAMESPACE.TABLE: --serve serves the page of one table") {
+		t.Errorf("status --serve without --table: exit %d, stderr %q", code, errs)
+	}
+}

@@ -261,9 +261,7 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 		printUpsertAsOf(w, r)
 	} else {
 		fmt.Fprintf(w, ": snapshot %d, committed %s%s\n", r.SnapshotID, r.CommittedAt.Format(time.RFC3339), expiredNote(r))
-		for _, p := range r.Positions {
-			fmt.Fprintf(w, "  %s/%d below offset %d (%s)\n", p.Topic, p.Partition, p.Offset, p.Source)
-		}
+		printPositions(w, r.Positions, nil)
 		if r.Empty {
 			fmt.Fprintln(w, "the table held nothing then: each cut is at or below the first offset the table holds of its partition")
 		}
@@ -314,14 +312,7 @@ func printUpsertAsOf(w io.Writer, r asOfResult) {
 		fmt.Fprintf(w, "  not exact: %s compacts, and the broker's time index does not see a record compaction removed; one stamped at or after the time would cut lower, so this state may hold changes made at or after it (--offsets gives an exact position)\n",
 			strings.Join(r.Compacted, ", "))
 	}
-	for i, p := range r.Positions {
-		b := r.Boundary[i]
-		if b.Offset == p.Offset {
-			fmt.Fprintf(w, "  %s/%d below offset %d (%s): a commit boundary\n", p.Topic, p.Partition, p.Offset, p.Source)
-			continue
-		}
-		fmt.Fprintf(w, "  %s/%d below offset %d (%s): the commit boundary at or below it is offset %d\n", p.Topic, p.Partition, p.Offset, p.Source, b.Offset)
-	}
+	printPositions(w, r.Positions, r.Boundary)
 	if r.NextSnapshotID != nil {
 		fmt.Fprintf(w, "an upsert table changes commit by commit, and the next commit, snapshot %d, reaches past the position: the state as of the position is the state at the boundary below it, which holds no record at or past the position\n", *r.NextSnapshotID)
 	}
@@ -438,4 +429,60 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// printPositions prints the cuts of an as-of answer, one line each, with,
+// for an upsert table (boundary), the commit boundary each stands on. The
+// cuts floe found itself (now, a record time) of more than
+// maxListedPositions partitions that need no more words (on a boundary,
+// or an append table's) are summarised per source and topic, as a run's
+// next offsets are: as-of --time now of a 500-partition topic printed 500
+// lines before its answer (a user's run); --json lists each.
+func printPositions(w io.Writer, positions, boundary []lookup.Position) {
+	plain := map[string]map[mapping.TopicPartition]int64{} // by source
+	for i, p := range positions {
+		if p.Source != lookup.SourceGiven && (boundary == nil || boundary[i].Offset == p.Offset) {
+			if plain[p.Source] == nil {
+				plain[p.Source] = map[mapping.TopicPartition]int64{}
+			}
+			plain[p.Source][mapping.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Offset
+		}
+	}
+	summarised := func(p lookup.Position) bool {
+		return len(plain[p.Source]) > maxListedPositions && p.Source != lookup.SourceGiven
+	}
+	for i, p := range positions {
+		switch {
+		case summarised(p) && (boundary == nil || boundary[i].Offset == p.Offset):
+		case boundary == nil:
+			fmt.Fprintf(w, "  %s/%d below offset %d (%s)\n", p.Topic, p.Partition, p.Offset, p.Source)
+		case boundary[i].Offset == p.Offset:
+			fmt.Fprintf(w, "  %s/%d below offset %d (%s): a commit boundary\n", p.Topic, p.Partition, p.Offset, p.Source)
+		default:
+			fmt.Fprintf(w, "  %s/%d below offset %d (%s): the commit boundary at or below it is offset %d\n", p.Topic, p.Partition, p.Offset, p.Source, boundary[i].Offset)
+		}
+	}
+	for _, source := range slices.Sorted(maps.Keys(plain)) {
+		if len(plain[source]) <= maxListedPositions {
+			continue
+		}
+		note := ""
+		if boundary != nil {
+			note = ", each a commit boundary"
+		}
+		cuts := plain[source]
+		tps := slices.SortedFunc(maps.Keys(cuts), mapping.TopicPartition.Compare)
+		for i := 0; i < len(tps); {
+			j := i
+			lo, hi := cuts[tps[i]], cuts[tps[i]]
+			var ps []int32
+			for ; j < len(tps) && tps[j].Topic == tps[i].Topic; j++ {
+				lo, hi = min(lo, cuts[tps[j]]), max(hi, cuts[tps[j]])
+				ps = append(ps, tps[j].Partition)
+			}
+			fmt.Fprintf(w, "  %s/%s (%s) below offsets %d to %d (%s)%s; --json lists each partition\n",
+				tps[i].Topic, partitionRanges(ps), plural(len(ps), "partition"), lo, hi, source, note)
+			i = j
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
 )
 
 // TestLocalstackPortHeldByOutgoingConnection: a floe localstack up port that
@@ -89,5 +90,45 @@ func TestStatusTableFlagNotRequired(t *testing.T) {
 	code, _, errs := floe(t, "status", "--serve", "127.0.0.1:0", "--catalog", t.TempDir()+"/catalog.db")
 	if code != exitError || !strings.Contains(errs, "missing --table NAMESPACE.TABLE: --serve serves the page of one table") {
 		t.Errorf("status --serve without --table: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestAsOfWideTopicPositionsSummarised: floe as-of --time now of a
+// 500-partition topic printed a line per partition (500 of them) before its
+// answer (a user's run). The cuts floe found itself are summarised per
+// topic, as a run's next offsets are; given cuts and an upsert table's cuts
+// that do not stand on a commit boundary are still listed one by one.
+func TestAsOfWideTopicPositionsSummarised(t *testing.T) {
+	r := asOfResult{Now: true}
+	r.Table, r.SnapshotID, r.CommittedAt, r.Mode = "lake.wide_up", 7, time.Now(), mapping.ModeUpsert
+	for p := int32(0); p < 500; p++ {
+		r.Positions = append(r.Positions, lookup.Position{Topic: "wide", Partition: p, Offset: 100 + int64(p), Source: sourceNow})
+		b := 100 + int64(p)
+		if p == 7 {
+			b = 90
+		}
+		r.Boundary = append(r.Boundary, lookup.Position{Topic: "wide", Partition: p, Offset: b, Source: lookup.SourceCommit})
+	}
+	var buf bytes.Buffer
+	if err := printAsOf(&buf, false, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "\n"); n > 5 ||
+		!strings.Contains(out, "wide/7 below offset 107 (now): the commit boundary at or below it is offset 90") ||
+		!strings.Contains(out, "wide/0-6,8-499 (499 partitions) below offsets 100 to 599 (now), each a commit boundary; --json lists each partition") {
+		t.Errorf("as-of text of 500 partitions, %d lines:\n%s", n, out)
+	}
+	// Given cuts are the question's: each is answered.
+	r.Now, r.Mode, r.Boundary = false, mapping.ModeAppend, nil
+	for i := range r.Positions {
+		r.Positions[i].Source = lookup.SourceGiven
+	}
+	buf.Reset()
+	if err := printAsOf(&buf, false, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "wide/499 below offset 599 (given)\n") {
+		t.Errorf("as-of text of 500 given cuts:\n%s", buf.String())
 	}
 }

@@ -470,19 +470,8 @@ func printPositions(w io.Writer, positions, boundary []lookup.Position) {
 		if boundary != nil {
 			note = ", each a commit boundary"
 		}
-		cuts := plain[source]
-		tps := slices.SortedFunc(maps.Keys(cuts), mapping.TopicPartition.Compare)
-		for i := 0; i < len(tps); {
-			j := i
-			lo, hi := cuts[tps[i]], cuts[tps[i]]
-			var ps []int32
-			for ; j < len(tps) && tps[j].Topic == tps[i].Topic; j++ {
-				lo, hi = min(lo, cuts[tps[j]]), max(hi, cuts[tps[j]])
-				ps = append(ps, tps[j].Partition)
-			}
-			fmt.Fprintf(w, "  %s/%s (%s) below offsets %d to %d (%s)%s; --json lists each partition\n",
-				tps[i].Topic, partitionRanges(ps), plural(len(ps), "partition"), lo, hi, source, note)
-			i = j
+		for _, r := range byTopic(plain[source]) {
+			fmt.Fprintf(w, "  %s below offsets %d to %d (%s)%s; --json lists each partition\n", r, r.lo, r.hi, source, note)
 		}
 	}
 }

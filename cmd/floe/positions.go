@@ -28,18 +28,38 @@ func formatNext(next map[mapping.TopicPartition]int64) string {
 		return strings.Join(parts, " ")
 	}
 	var topics []string
-	for i := 0; i < len(tps); {
-		j := i
-		lo, hi := next[tps[i]], next[tps[i]]
-		var ps []int32
-		for ; j < len(tps) && tps[j].Topic == tps[i].Topic; j++ {
-			lo, hi = min(lo, next[tps[j]]), max(hi, next[tps[j]])
-			ps = append(ps, tps[j].Partition)
-		}
-		topics = append(topics, fmt.Sprintf("%s/%s (%s): %d to %d", tps[i].Topic, partitionRanges(ps), plural(len(ps), "partition"), lo, hi))
-		i = j
+	for _, r := range byTopic(next) {
+		topics = append(topics, fmt.Sprintf("%s: %d to %d", r, r.lo, r.hi))
 	}
 	return strings.Join(topics, "; ") + " (floe status lists each partition)"
+}
+
+// topicRun is one topic's partitions of a map of offsets, with their
+// lowest and highest offset.
+type topicRun struct {
+	topic  string
+	parts  []int32
+	lo, hi int64
+}
+
+// String is "orders/0-3,7 (5 partitions)".
+func (r topicRun) String() string {
+	return fmt.Sprintf("%s/%s (%s)", r.topic, partitionRanges(r.parts), plural(len(r.parts), "partition"))
+}
+
+// byTopic groups offsets by topic, in topic and partition order.
+func byTopic(offsets map[mapping.TopicPartition]int64) []topicRun {
+	var out []topicRun
+	for _, tp := range slices.SortedFunc(maps.Keys(offsets), mapping.TopicPartition.Compare) {
+		o := offsets[tp]
+		if n := len(out); n > 0 && out[n-1].topic == tp.Topic {
+			out[n-1].parts = append(out[n-1].parts, tp.Partition)
+			out[n-1].lo, out[n-1].hi = min(out[n-1].lo, o), max(out[n-1].hi, o)
+			continue
+		}
+		out = append(out, topicRun{topic: tp.Topic, parts: []int32{tp.Partition}, lo: o, hi: o})
+	}
+	return out
 }
 
 // partitionRanges writes sorted partition numbers as ranges: 0-3,7,9-12.

@@ -231,10 +231,7 @@ func TestLocalstackPortHint(t *testing.T) {
 	// Every port is given: a stack on the default ports (a developer's)
 	// must not decide which one is busy.
 	free := func() string { return strconv.Itoa(freeTCPPort(t)) }
-	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: t.TempDir(), KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, _ := upOnFreePorts(t, localstack.UpOptions{Dir: t.TempDir()})
 	defer l.Close()
 	s3Port := strings.TrimPrefix(l.S3.Endpoint, "http://127.0.0.1:")
 	code, _, errs := floe(t, "localstack", "up", "--dir", t.TempDir(), "--s3-port", s3Port, "--kafka-port", free(), "--schema-registry-port", free())

@@ -32,11 +32,7 @@ import (
 // holds every offset exactly once.
 func TestLocalstackUpSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)}
-	l, err := localstack.Up(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, opts := upOnFreePorts(t, localstack.UpOptions{Dir: dir})
 	if err := writeLocalFiles(l); err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +172,7 @@ func TestLocalstackCreatesTopicsOnFirstUse(t *testing.T) {
 // registry's URL, and its curl example, run as printed, registers a schema.
 func TestLocalstackUpPrintsRegistry(t *testing.T) {
 	curl := testenv.Tool(t, "curl", "apt-get install curl")
-	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: t.TempDir(), KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, _ := upOnFreePorts(t, localstack.UpOptions{Dir: t.TempDir()})
 	defer l.Close()
 	var out bytes.Buffer
 	printLocalUsage(&out, l)
@@ -242,14 +235,31 @@ func TestLocalstackUpSinkLineRuns(t *testing.T) {
 	}
 }
 
+// upOnFreePorts starts a local stack with opts on free ports, picking new
+// ones when a port picked as free was taken before the stack bound it
+// (they lie in Linux's range for outgoing connections: another
+// connection took one in between, and a test failed). It returns the
+// options it started with, ports included.
+func upOnFreePorts(t *testing.T, opts localstack.UpOptions) (*localstack.Local, localstack.UpOptions) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		o := opts
+		o.KafkaPort, o.S3Port, o.RegistryPort = freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
+		l, err := localstack.Up(t.Context(), o)
+		if err == nil {
+			return l, o
+		}
+		if attempt == 3 || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatal(err)
+		}
+	}
+}
+
 // upLocal starts 'floe localstack up' in dir on free ports, with its
 // floe.yaml and env.sh written, until the test ends.
 func upLocal(t *testing.T, dir string) *localstack.Local {
 	t.Helper()
-	l, err := localstack.Up(t.Context(), localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, _ := upOnFreePorts(t, localstack.UpOptions{Dir: dir})
 	t.Cleanup(l.Close)
 	if err := writeLocalFiles(l); err != nil {
 		t.Fatal(err)
@@ -265,11 +275,7 @@ func upLocal(t *testing.T, dir string) *localstack.Local {
 // lost: the next run reads the records again. From a new-user run.
 func TestSinkInterruptedWhileStorageDown(t *testing.T) {
 	dir := t.TempDir()
-	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)}
-	l, err := localstack.Up(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, _ := upOnFreePorts(t, localstack.UpOptions{Dir: dir})
 	defer l.Close()
 	if err := writeLocalFiles(l); err != nil {
 		t.Fatal(err)
@@ -304,7 +310,7 @@ func TestSinkInterruptedWhileStorageDown(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != exitError || strings.Contains(stdout.String(), "0 rows in 0 commits") {
 		t.Fatalf("interrupted sink: %v, want exit 2 naming what was not committed\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())

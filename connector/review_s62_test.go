@@ -237,20 +237,45 @@ func s62Check(t *testing.T, e *env, tbl *snapshot.Table, log map[int32][]s62Rec)
 // boundary, and the audit must find nothing.
 func TestReviewS62UpsertGroupKeysAcrossMembers(t *testing.T) {
 	e := newEnv(t)
-	const topic, table, group, parts = "s62group", "lake.s62group", "floe-s62", 4
-	e.Topic(topic, parts, nil)
+	tbl, log := s62GroupMembers(t, e, s62GroupRun{name: "s62group", parts: 4, keys: 9, seed: 62, flushRecords: 7, batch: 15, pause: 150 * time.Millisecond})
+	s62Check(t, e, tbl, log)
+}
+
+// s62GroupRun is a run of s62GroupMembers: the topic, table and group
+// names, its partitions, the keys its records draw from, the random
+// seed, the members' flush settings (a zero interval: the default), and
+// how many records each round produces, a round every pause.
+type s62GroupRun struct {
+	name          string
+	parts, keys   int
+	seed          uint64
+	flushRecords  int
+	flushInterval time.Duration
+	batch         int
+	pause         time.Duration
+}
+
+// s62GroupMembers runs two consumer-group members of an upsert table
+// keyed by the Kafka key: member a sinks alone, then b joins, then a
+// leaves while records keep coming (keys spread over partitions the two
+// own), until the ledger reaches the log's end. It returns the table and
+// the log produced, by partition.
+func s62GroupMembers(t *testing.T, e *env, run s62GroupRun) (*snapshot.Table, map[int32][]s62Rec) {
+	t.Helper()
+	topic, table, group := run.name, "lake."+run.name, "floe-"+run.name
+	e.Topic(topic, int32(run.parts), nil)
 	key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
 	opts := snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Key: mapping.KeyString}, Mode: mapping.ModeUpsert, Key: &key}
-	rng := rand.New(rand.NewPCG(62, 62))
+	rng := rand.New(rand.NewPCG(62, run.seed))
 	log := map[int32][]s62Rec{}
 	base := time.Unix(1_700_000_000, 0)
 	n := 0
-	produce := func(count int) {
+	produce := func() {
 		var recs []*kgo.Record
-		for range count {
+		for range run.batch {
 			n++
-			p := int32(rng.IntN(parts))
-			k := ptr(fmt.Sprintf("k%d", rng.IntN(9)))
+			p := int32(rng.IntN(run.parts))
+			k := ptr(fmt.Sprintf("k%d", rng.IntN(run.keys)))
 			var v *string
 			if rng.IntN(5) != 0 {
 				v = ptr(fmt.Sprintf("v%d-p%d", n, p))
@@ -265,35 +290,35 @@ func TestReviewS62UpsertGroupKeysAcrossMembers(t *testing.T) {
 		}
 		e.Produce(recs)
 	}
+	rounds := func(count int) {
+		for range count {
+			produce()
+			time.Sleep(run.pause)
+		}
+	}
 	member := func() *member {
 		tbl, dlq := e.TableWithDeadLetters(table, opts)
 		cfg := groupConfig(topic, group)
 		cfg.DeadLetters = dlq
-		cfg.FlushRecords = 7
+		cfg.FlushRecords = run.flushRecords
+		if run.flushInterval > 0 {
+			cfg.FlushInterval = run.flushInterval
+		}
 		return e.startMemberOn(tbl, cfg)
 	}
 	a := member()
-	for range 10 {
-		produce(15)
-		time.Sleep(150 * time.Millisecond)
-	}
+	rounds(10)
 	b := member()
-	for range 20 {
-		produce(15)
-		time.Sleep(150 * time.Millisecond)
-	}
+	rounds(20)
 	statsA := a.halt(t)
-	for range 10 {
-		produce(15)
-		time.Sleep(150 * time.Millisecond)
-	}
+	rounds(10)
 	waitLedger(t, e, table, e.endOffsets(topic), 90*time.Second)
 	statsB := b.halt(t)
 	if statsA.Records == 0 || statsB.Records == 0 {
 		t.Fatalf("a member sank nothing: %d and %d rows", statsA.Records, statsB.Records)
 	}
 	t.Logf("members: %d and %d rows, %d and %d rebalances", statsA.Records, statsB.Records, statsA.Rebalances, statsB.Rebalances)
-	s62Check(t, e, e.OpenTable(table, snapshot.OpenOptions{}), log)
+	return e.OpenTable(table, snapshot.OpenOptions{}), log
 }
 
 // TestReviewS62TypedUpsertEvolvesAudited (review s62): a JSON upsert

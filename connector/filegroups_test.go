@@ -254,56 +254,11 @@ func groupedFlushWithLoss(t *testing.T, spill int64) bool {
 		e.produceOneByOne(records(topic, p, 40, "a"))
 	}
 	tbl := e.Table("lake.lossy_grouped")
-	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	var (
-		once sync.Once
-		read atomic.Int64
-	)
-	s, err := connector.NewSink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, Logger: quietLogger(),
-		FlushRecords: 100_000, FlushInterval: time.Minute,
-		OnRecords: func(n int64) {
-			if read.Add(n) >= 24 {
-				once.Do(func() {
-					if err := e.Stack.Cluster.DeleteRecords(topic, 0, 30); err != nil {
-						t.Error(err)
-					}
-				})
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if spill > 0 {
-		connector.SetSpillBytes(s, spill)
-	}
-	if _, err := s.Run(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
-	tp0 := mapping.TopicPartition{Topic: topic, Partition: 0}
-	l := mustLedger(t, tbl)
-	var lost *mapping.Range
-	var c mapping.Commit
-	for _, cc := range l.Commits {
-		for _, r := range cc.Ranges {
-			if r.TopicPartition == tp0 && r.Lost {
-				lost, c = &r, cc
-			}
-		}
-	}
-	if lost != nil && lost.Low == 0 && lost.High == 30 {
-		t.Logf("partition 0 ranges %v: no row read before the deletion, run again", l.Ranges(tp0))
+	lost, c, ok := sinkLosingPartition0(t, e, tbl, connector.Config{Topic: topic}, spill)
+	if !ok {
 		return false
 	}
-	if lost == nil || lost.Low == 0 || lost.High != 30 {
-		t.Fatalf("partition 0 ranges %v: want a loss ending at 30 after rows were read", l.Ranges(tp0))
-	}
-	if len(c.FileGroups) != 1 {
-		t.Fatalf("the commit of the loss has groups %+v, want one", c.FileGroups)
-	}
+	tp0 := mapping.TopicPartition{Topic: topic, Partition: 0}
 	var spans []mapping.Interval
 	for _, s := range c.FileGroups[0].Spans {
 		if s.TopicPartition == tp0 {
@@ -328,6 +283,68 @@ func groupedFlushWithLoss(t *testing.T, spill int64) bool {
 		t.Fatalf("findings %+v, want the loss", rep.Findings)
 	}
 	return true
+}
+
+// sinkLosingPartition0 sinks cfg's topic into tbl to its end with
+// one-byte fetches, --on-data-loss record and one flush, deleting offsets
+// [0, 30) of partition 0 once 24 records were read, so that a lost range
+// closes partition 0's range mid-flush (spill: the sink's spill bytes, 0
+// for the default). It returns that loss and the commit recording it,
+// which must have one file group; ok is false, having checked nothing,
+// when no row of partition 0 was read before the deletion (the order of
+// the fetches decides: run again).
+func sinkLosingPartition0(t *testing.T, e *env, tbl *snapshot.Table, cfg connector.Config, spill int64) (lost *mapping.Range, c mapping.Commit, ok bool) {
+	t.Helper()
+	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	var (
+		once sync.Once
+		read atomic.Int64
+	)
+	cfg.StopAtEnd, cfg.OnDataLoss, cfg.Logger = true, connector.LossRecord, quietLogger()
+	cfg.FlushRecords, cfg.FlushInterval = 100_000, time.Minute
+	cfg.OnRecords = func(n int64) {
+		if read.Add(n) >= 24 {
+			once.Do(func() {
+				if err := e.Stack.Cluster.DeleteRecords(cfg.Topic, 0, 30); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	s, err := connector.NewSink(slow, tbl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spill > 0 {
+		connector.SetSpillBytes(s, spill)
+	}
+	if _, err := s.Run(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp0 := mapping.TopicPartition{Topic: cfg.Topic, Partition: 0}
+	l := mustLedger(t, tbl)
+	for _, cc := range l.Commits {
+		for _, r := range cc.Ranges {
+			if r.TopicPartition == tp0 && r.Lost {
+				lost, c = &r, cc
+			}
+		}
+	}
+	if lost != nil && lost.Low == 0 && lost.High == 30 {
+		t.Logf("partition 0 ranges %v: no row read before the deletion, run again", l.Ranges(tp0))
+		return nil, c, false
+	}
+	if lost == nil || lost.Low == 0 || lost.High != 30 {
+		t.Fatalf("partition 0 ranges %v: want a loss ending at 30 after rows were read", l.Ranges(tp0))
+	}
+	if len(c.FileGroups) != 1 {
+		t.Fatalf("the commit of the loss has groups %+v, want one", c.FileGroups)
+	}
+	return lost, c, true
 }
 
 // TestSinkSpillLane: a flush whose small partitions (20 of 8,000 records,

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -349,53 +348,12 @@ func s62DiffUpsertGroupWithLoss(t *testing.T) bool {
 		}
 		e.produceOneByOne(recs)
 	}
-	slow, err := connector.Dial(e.Ctx, e.Stack.Brokers, 5*time.Second, kgo.FetchMaxPartitionBytes(1), kgo.FetchMaxBytes(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	var (
-		once sync.Once
-		read atomic.Int64
-	)
-	s, err := connector.NewSink(slow, tbl, connector.Config{Topic: topic, StopAtEnd: true, OnDataLoss: connector.LossRecord, Logger: quietLogger(),
-		FlushRecords: 100_000, FlushInterval: time.Minute, DeadLetters: dlq,
-		OnRecords: func(n int64) {
-			if read.Add(n) >= 24 {
-				once.Do(func() {
-					if err := e.Stack.Cluster.DeleteRecords(topic, 0, 30); err != nil {
-						t.Error(err)
-					}
-				})
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Run(e.Ctx); err != nil {
-		t.Fatal(err)
+	lost, c, ok := sinkLosingPartition0(t, e, tbl, connector.Config{Topic: topic, DeadLetters: dlq}, 0)
+	if !ok {
+		return false
 	}
 	tp0 := mapping.TopicPartition{Topic: topic, Partition: 0}
 	l := mustLedger(t, tbl)
-	var lost *mapping.Range
-	var c mapping.Commit
-	for _, cc := range l.Commits {
-		for _, r := range cc.Ranges {
-			if r.TopicPartition == tp0 && r.Lost {
-				lost, c = &r, cc
-			}
-		}
-	}
-	if lost != nil && lost.Low == 0 && lost.High == 30 {
-		t.Logf("partition 0 ranges %v: no row read before the deletion, run again", l.Ranges(tp0))
-		return false
-	}
-	if lost == nil || lost.Low == 0 || lost.High != 30 {
-		t.Fatalf("partition 0 ranges %v: want a loss ending at 30 after rows were read", l.Ranges(tp0))
-	}
-	if len(c.FileGroups) != 1 {
-		t.Fatalf("the commit of the loss has groups %+v, want one", c.FileGroups)
-	}
 	for _, s := range c.FileGroups[0].Spans {
 		if s.TopicPartition == tp0 && s.Low < lost.High && lost.Low < s.High {
 			t.Errorf("partition 0 span %s of the group overlaps the loss %s", s.Interval, lost.Interval)

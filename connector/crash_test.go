@@ -401,6 +401,15 @@ func TestSinkSIGINTFlushes(t *testing.T) {
 	}
 }
 
+// fileGroups counts the file groups the commits of l record.
+func fileGroups(l mapping.Ledger) int {
+	n := 0
+	for _, c := range l.Commits {
+		n += len(c.FileGroups)
+	}
+	return n
+}
+
 func mustLedger(t testing.TB, tbl *snapshot.Table) mapping.Ledger {
 	t.Helper()
 	l, err := tbl.Ledger()

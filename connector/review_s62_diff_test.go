@@ -94,10 +94,7 @@ func s62DiffGroupModel(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups := 0
-	for _, c := range l.Commits {
-		groups += len(c.FileGroups)
-	}
+	groups := fileGroups(l)
 	if groups == 0 {
 		t.Fatalf("no commit of %d recorded a file group: the test does not reach the shared files", len(l.Commits))
 	}
@@ -220,10 +217,7 @@ func TestReviewS62DiffDebeziumGroupTruncatePartitioned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups := 0
-	for _, c := range l.Commits {
-		groups += len(c.FileGroups)
-	}
+	groups := fileGroups(l)
 	for _, c := range l.Commits {
 		t.Logf("commit %d: %v groups %+v", c.SnapshotID, c.Ranges, c.FileGroups)
 	}
@@ -396,10 +390,7 @@ func TestReviewS62DiffUpsertGroupMembersFileGroups(t *testing.T) {
 	tbl, log := s62GroupMembers(t, e, s62GroupRun{name: "s62dgroup", parts: 8, keys: 15, seed: 8, flushRecords: 60,
 		flushInterval: 300 * time.Millisecond, batch: 30, pause: 100 * time.Millisecond})
 	l := mustLedger(t, tbl)
-	groups := 0
-	for _, c := range l.Commits {
-		groups += len(c.FileGroups)
-	}
+	groups := fileGroups(l)
 	if groups == 0 {
 		t.Fatalf("no commit of %d recorded a file group: the test does not reach the shared files", len(l.Commits))
 	}
@@ -548,10 +539,7 @@ func TestReviewS62DiffUpsertGroupsUnderColumnChurn(t *testing.T) {
 		t.Errorf("table %v\nwant  %v", got, want)
 	}
 	l := mustLedger(t, tbl)
-	groups := 0
-	for _, c := range l.Commits {
-		groups += len(c.FileGroups)
-	}
+	groups := fileGroups(l)
 	t.Logf("%d commits, %d file groups", len(l.Commits), groups)
 	if n := moved.Load(); n > 0 {
 		t.Errorf("%d flushes were read again (ErrSchemaMoved), want their files written again", n)

@@ -71,10 +71,7 @@ func TestReview2SpillTypedDeadLettersPartitioned(t *testing.T) {
 			floetest.CheckWithDeadLetters(t, tbl, dlq, want)
 			auditComplete(t, e, tbl)
 			l := mustLedger(t, tbl)
-			groups := 0
-			for _, c := range l.Commits {
-				groups += len(c.FileGroups)
-			}
+			groups := fileGroups(l)
 			t.Logf("%d commits, %d file groups", len(l.Commits), groups)
 			whereFinds(t, e, tbl, mapping.TopicPartition{Topic: topic, Partition: partitions - 1}, 0, per-1)
 		})
@@ -262,10 +259,7 @@ func TestReview2SpillBoundedEnds(t *testing.T) {
 		for _, f := range rep.Findings {
 			t.Errorf("flush %d: audit finding %s %s: %s", flush, f.Level, f.Kind, f.Detail)
 		}
-		groups := 0
-		for _, c := range l.Commits {
-			groups += len(c.FileGroups)
-		}
+		groups := fileGroups(l)
 		t.Logf("flush %d: %d commits, %d file groups", flush, len(l.Commits), groups)
 	}
 }

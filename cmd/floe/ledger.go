@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-dev/floe/internal/text"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -33,8 +34,10 @@ records of each that became rows; then per partition the first offset the ledger
 one (where a sink resumes), its ranges and rows. A range reads P:[low, high) ROWS; a start (where
 a sink began a partition, before it sank anything of it) P:start@OFFSET; offsets that retention
 deleted before they were sunk P:[low, high) LOST, or DELETED-ABORTED when they held only aborted
-transactions' records. Commits whose snapshots expired are read from the ledger's archive, a
-block at a time: the ledger of a table of any age prints in bounded memory.
+transactions' records. A commit of more than 8 ranges (a wide topic's) is summarised per topic:
+its partitions, ranges and rows, then its LOST and DELETED-ABORTED ranges. Commits whose
+snapshots expired are read from the ledger's archive, a block at a time: the ledger of a table
+of any age prints in bounded memory.
 
 --topic and --partition keep the commits with ranges of that topic or partition, and only those
 ranges; --last keeps the newest N commits. A table of several topics names each range's topic
@@ -166,18 +169,21 @@ func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapp
 	// A table of several topics names each range's topic.
 	topics := len(sum.Topics()) > 1
 	fmt.Fprintf(w, "%-20s %-20s %s\n", "SNAPSHOT", "COMMITTED", "RANGES [low, high) rows (start@OFFSET: where the sink began a partition)")
-	var commits int
+	var commits, summarised int
 	err := s.commits(ctx, tbl, func(c mapping.Commit) error {
 		commits++
-		parts := make([]string, len(c.Ranges))
-		for i, r := range c.Ranges {
-			parts[i] = ledgerRangeText(r, topics)
+		if len(c.Ranges) > maxListedPositions {
+			summarised++
 		}
-		_, err := fmt.Fprintf(w, "%-20d %-20s %s\n", c.SnapshotID, c.CommittedAt.Format("2006-01-02 15:04:05"), strings.Join(parts, "  "))
+		_, err := fmt.Fprintf(w, "%-20d %-20s %s\n", c.SnapshotID, c.CommittedAt.Format("2006-01-02 15:04:05"), ledgerCommitText(c, topics))
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if summarised > 0 {
+		fmt.Fprintf(w, "(%s of more than %d ranges summarised per topic, lost and deleted-aborted ranges listed:\n"+
+			" --partition P prints one partition's ranges, --json every range)\n", plural(summarised, "commit"), maxListedPositions)
 	}
 	fmt.Fprintf(w, "\n%-12s %8s %8s %7s %8s\n", "PARTITION", "FIRST", "NEXT", "RANGES", "ROWS")
 	var rows int64
@@ -195,6 +201,64 @@ func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapp
 	}
 	_, err = fmt.Fprintf(w, "%s, %s in the ledger\n", total, plural(int(rows), "row"))
 	return err
+}
+
+// ledgerCommitText is a commit's ranges as floe ledger prints them: each
+// range when there are few; else per topic its partitions, ranges and
+// rows, then the lost and deleted-aborted ranges one by one, which an
+// operator reads the ledger for (a commit of a 500-partition topic was a
+// line of 7,800 characters).
+func ledgerCommitText(c mapping.Commit, topics bool) string {
+	var parts []string
+	if len(c.Ranges) <= maxListedPositions {
+		for _, r := range c.Ranges {
+			parts = append(parts, ledgerRangeText(r, topics))
+		}
+		return strings.Join(parts, "  ")
+	}
+	type sum struct {
+		parts          []int32
+		ranges, starts int
+		rows           int64
+	}
+	var order []string
+	byTopic := map[string]*sum{}
+	var marked []string
+	for _, r := range c.Ranges {
+		t := byTopic[r.Topic]
+		if t == nil {
+			t = &sum{}
+			byTopic[r.Topic] = t
+			order = append(order, r.Topic)
+		}
+		if n := len(t.parts); n == 0 || t.parts[n-1] != r.Partition {
+			t.parts = append(t.parts, r.Partition)
+		}
+		t.ranges++
+		t.rows += r.Records
+		switch ledgerRangeKind(r) {
+		case "start":
+			t.starts++
+		case "lost", "deleted-aborted":
+			marked = append(marked, ledgerRangeText(r, topics))
+		}
+	}
+	for _, topic := range order {
+		t := byTopic[topic]
+		slices.Sort(t.parts)
+		t.parts = slices.Compact(t.parts)
+		p := fmt.Sprintf("%s/%s: ", topic, text.Ranges(t.parts))
+		switch {
+		case t.starts == t.ranges:
+			p += plural(t.starts, "start")
+		case t.starts > 0:
+			p += fmt.Sprintf("%s, %s, %s", plural(t.ranges, "range"), plural(int(t.rows), "row"), plural(t.starts, "start"))
+		default:
+			p += fmt.Sprintf("%s, %s", plural(t.ranges, "range"), plural(int(t.rows), "row"))
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(append(parts, marked...), "  ")
 }
 
 // ledgerRangeText is one range as floe ledger prints it, its partition

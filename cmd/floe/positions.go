@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/floe-dev/floe/internal/text"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -44,7 +45,7 @@ type topicRun struct {
 
 // String is "orders/0-3,7 (5 partitions)".
 func (r topicRun) String() string {
-	return fmt.Sprintf("%s/%s (%s)", r.topic, partitionRanges(r.parts), plural(len(r.parts), "partition"))
+	return fmt.Sprintf("%s/%s (%s)", r.topic, text.Ranges(r.parts), plural(len(r.parts), "partition"))
 }
 
 // byTopic groups offsets by topic, in topic and partition order.
@@ -60,22 +61,4 @@ func byTopic(offsets map[mapping.TopicPartition]int64) []topicRun {
 		out = append(out, topicRun{topic: tp.Topic, parts: []int32{tp.Partition}, lo: o, hi: o})
 	}
 	return out
-}
-
-// partitionRanges writes sorted partition numbers as ranges: 0-3,7,9-12.
-func partitionRanges(ps []int32) string {
-	var out []string
-	for i := 0; i < len(ps); {
-		j := i
-		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
-			j++
-		}
-		if j == i {
-			out = append(out, fmt.Sprint(ps[i]))
-		} else {
-			out = append(out, fmt.Sprintf("%d-%d", ps[i], ps[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(out, ",")
 }

@@ -98,9 +98,6 @@ func TestSinkSummaryManyPartitions(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^next offsets: orders/0=\d+ orders/1=\d+ orders/2=\d+$`).MatchString(out) {
 		t.Errorf("3 partitions:\n%s", out)
 	}
-	if got := partitionRanges([]int32{0, 1, 2, 4, 6, 7}); got != "0-2,4,6-7" {
-		t.Errorf("partitionRanges: %q, want 0-2,4,6-7", got)
-	}
 }
 
 // TestSinkGroupFlags: --group conflicts with static partitions and bounded

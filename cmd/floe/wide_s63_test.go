@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// TestLedgerWideCommitSummarised: floe ledger printed each range of a
+// commit on one line, 7,800 characters for a commit of a 500-partition
+// topic (a user's run). A commit of more than 8 ranges is summarised per
+// topic, its lost and deleted-aborted ranges still listed; a short one is
+// printed range by range as before.
+func TestLedgerWideCommitSummarised(t *testing.T) {
+	var c mapping.Commit
+	for p := int32(0); p < 500; p++ {
+		r := mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "wide", Partition: p}, Interval: mapping.Interval{Low: 100, High: 140}, Records: 40}
+		if p == 17 {
+			r.Records, r.Lost = 0, true
+		}
+		c.Ranges = append(c.Ranges, r)
+	}
+	for p := int32(0); p < 3; p++ {
+		c.Ranges = append(c.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "pay", Partition: p}, Interval: mapping.Interval{Low: 0, High: 0}})
+	}
+	got := ledgerCommitText(c, true)
+	want := "wide/0-499: 500 ranges, 19960 rows  pay/0-2: 3 starts  wide/17:[100, 140) LOST"
+	if got != want {
+		t.Errorf("wide commit:\n got %q\nwant %q", got, want)
+	}
+	short := mapping.Commit{Ranges: c.Ranges[:2]}
+	if got := ledgerCommitText(short, false); got != "0:[100, 140) 40  1:[100, 140) 40" {
+		t.Errorf("short commit: %q", got)
+	}
+	if got := ledgerCommitText(mapping.Commit{Ranges: c.Ranges[500:]}, true); !strings.Contains(got, "pay/0:start@0") {
+		t.Errorf("starts: %q", got)
+	}
+}

@@ -364,7 +364,22 @@ func (r *Report) partitionTable(b *strings.Builder) {
 	}
 	header := slices.Concat([]string{"PARTITION", "FIRST", "NEXT", "RANGES"}, counts, []string{"GAPS", "OVLP", "LOST", "LAG", "STATUS"})
 	rows := [][]string{header}
-	for _, p := range r.Partitions {
+	parts, folds := r.Partitions, []partitionFold(nil)
+	if len(parts) > maxTextPartitions {
+		parts, folds = foldPartitions(parts)
+	}
+	for _, f := range folds {
+		row := []string{f.name(), "-", "-", fmt.Sprint(f.ranges), fmt.Sprint(f.records)}
+		if upsert {
+			row = append(row, fmt.Sprint(f.deletes), fmt.Sprint(f.skipped))
+		}
+		lag := "-"
+		if f.lagged {
+			lag = fmt.Sprint(f.lag)
+		}
+		rows = append(rows, append(row, "0", "0", fmt.Sprint(f.lost), lag, "ok"))
+	}
+	for _, p := range parts {
 		row := []string{partName(p.TopicPartition), "-", "-", "-"}
 		if p.InLedger {
 			row[1], row[2], row[3] = fmt.Sprint(p.First), fmt.Sprint(p.Next), fmt.Sprint(p.Ranges)
@@ -412,6 +427,9 @@ func (r *Report) partitionTable(b *strings.Builder) {
 		b.WriteString(line.String() + "\n")
 	}
 	b.WriteString("(GAPS, OVLP and LOST count offsets; LAG counts retained offsets not yet sunk)\n")
+	if len(folds) > 0 {
+		wrap(b, "", fmt.Sprintf("(of %d partitions, those without findings are summed per topic, FIRST and NEXT left out; --json and --html list each)", len(r.Partitions)))
+	}
 	var dead int64
 	for _, p := range r.Partitions {
 		dead += p.DeadLetters
@@ -433,6 +451,65 @@ func (r *Report) partitionTable(b *strings.Builder) {
 	if note != "" {
 		wrap(b, "", note)
 	}
+}
+
+// maxTextPartitions is how many partitions the text report lists one by
+// one; above it, those without findings are summed per topic (a
+// 1,000-partition topic's report was 1,000 lines of "ok").
+const maxTextPartitions = 16
+
+// partitionFold is a topic's partitions in the ledger without findings,
+// summed.
+type partitionFold struct {
+	topic                           string
+	parts                           []int32
+	ranges                          int
+	records, deletes, skipped, lost int64
+	lag                             int64
+	lagged                          bool
+}
+
+// name is "orders/0-499 (498 partitions)", or without the runs when they
+// are long (findings scattered among the partitions).
+func (f partitionFold) name() string {
+	runs := text.Ranges(f.parts)
+	if len(runs) > 24 {
+		return fmt.Sprintf("%s (%s)", f.topic, plural(len(f.parts), "partition"))
+	}
+	return fmt.Sprintf("%s/%s (%s)", f.topic, runs, plural(len(f.parts), "partition"))
+}
+
+// foldPartitions returns the partitions the text report lists one by one
+// (with findings, or not in the ledger) and the others summed per topic.
+func foldPartitions(ps []PartitionReport) (listed []PartitionReport, folds []partitionFold) {
+	byTopic := map[string]int{}
+	for _, p := range ps {
+		if p.Findings > 0 || !p.InLedger {
+			listed = append(listed, p)
+			continue
+		}
+		i, ok := byTopic[p.Topic]
+		if !ok {
+			i = len(folds)
+			byTopic[p.Topic] = i
+			folds = append(folds, partitionFold{topic: p.Topic})
+		}
+		f := &folds[i]
+		f.parts = append(f.parts, p.Partition)
+		f.ranges += p.Ranges
+		f.records += p.Records
+		f.deletes += p.Deletes
+		f.skipped += p.Skipped
+		f.lost += total(p.Lost)
+		if p.Broker != nil {
+			f.lag += p.Broker.Lag
+			f.lagged = true
+		}
+	}
+	for i := range folds {
+		slices.Sort(folds[i].parts)
+	}
+	return listed, folds
 }
 
 func (r *Report) contentTotals() *ContentStats {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-dev/floe/internal/text"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -396,7 +398,7 @@ func (ss *session) release(ctx context.Context, ps []int32, commit bool) bool {
 		switch {
 		case !done:
 			ss.s.log.Warn("the commit of revoked partitions did not finish within the rebalance timeout; giving them up, the next owner reads them again from the ledger",
-				"partitions", fmt.Sprint(ps), "within", ss.gm.revokeWithin)
+				"partitions", text.Ranges(slices.Sorted(slices.Values(ps))), "within", ss.gm.revokeWithin)
 		case err != nil:
 			// A fence resets the session (the loop does it); anything
 			// else ends it. A commit whose dead letters are pending is
@@ -570,7 +572,8 @@ func (ss *session) adopt(ctx context.Context, ps []int32) (map[int32]int64, erro
 			ss.base = s.tbl.Iceberg()
 		}
 		ss.ownedChanged()
-		s.log.Info("partitions assigned by the group; each starts at the ledger's next offset", "group", s.cfg.Group, "positions", fmt.Sprint(pos))
+		s.log.Info("partitions assigned by the group; each starts at the ledger's next offset", "group", s.cfg.Group,
+			"partitions", text.Ranges(slices.Sorted(maps.Keys(pos))), "positions", positionsText(pos))
 		return pos, nil
 	}
 }
@@ -672,8 +675,27 @@ func (s *Sink) rebalanced(r Rebalance) {
 		s.cfg.OnRebalance(r)
 	}
 	if len(r.Revoked) > 0 || len(r.Lost) > 0 {
-		s.log.Info("partitions given up", "group", s.cfg.Group, "revoked", fmt.Sprint(r.Revoked), "lost", fmt.Sprint(r.Lost), "committed", r.Committed)
+		s.log.Info("partitions given up", "group", s.cfg.Group, "revoked", text.Ranges(slices.Sorted(slices.Values(r.Revoked))),
+			"lost", text.Ranges(slices.Sorted(slices.Values(r.Lost))), "committed", r.Committed)
 	}
+}
+
+// maxLoggedPositions is how many partitions' offsets an assignment's log
+// line lists; above it, their lowest and highest (250 partitions made a
+// line of 3 KB).
+const maxLoggedPositions = 8
+
+// positionsText is an assignment's next offsets for its log line:
+// map[P:OFFSET ...], or on a wide topic the lowest and highest.
+func positionsText(pos map[int32]int64) string {
+	if len(pos) <= maxLoggedPositions {
+		return fmt.Sprint(pos)
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, o := range pos {
+		lo, hi = min(lo, o), max(hi, o)
+	}
+	return fmt.Sprintf("%d to %d (floe status lists each partition)", lo, hi)
 }
 
 // offsetMirror writes the ledger's progress into the consumer group's

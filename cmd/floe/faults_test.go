@@ -156,10 +156,30 @@ type logLine struct {
 	Msg       string `json:"msg"`
 	Scheduled bool   `json:"scheduled"`
 	Table     string `json:"table"`
-	Lost      string `json:"lost"`
-	Revoked   string `json:"revoked"`
-	// Positions is "map[P:OFFSET ...]" for an assignment.
-	Positions string `json:"positions"`
+	// Lost, Revoked and an assignment's Partitions are partitions as
+	// runs: "0-3,7".
+	Lost       string `json:"lost"`
+	Revoked    string `json:"revoked"`
+	Partitions string `json:"partitions"`
+}
+
+// listed counts the partitions of runs such as "0-3,7" (5).
+func listed(runs string) int64 {
+	var n int64
+	for run := range strings.SplitSeq(runs, ",") {
+		if run == "" {
+			continue
+		}
+		lo, hi, ok := strings.Cut(run, "-")
+		if !ok {
+			n++
+			continue
+		}
+		a, _ := strconv.ParseInt(lo, 10, 32)
+		b, _ := strconv.ParseInt(hi, 10, 32)
+		n += b - a + 1
+	}
+	return n
 }
 
 // count records one log line.
@@ -179,7 +199,6 @@ func (m *member) count(line string) {
 	if json.Unmarshal([]byte(line), &l) != nil {
 		return
 	}
-	listed := func(s string) int64 { return int64(len(strings.Fields(strings.Trim(s, "[]")))) }
 	switch {
 	case l.Msg == "sink session started":
 		m.sessions.Add(1)
@@ -193,7 +212,7 @@ func (m *member) count(line string) {
 		m.sessionRetries.Add(1)
 	case strings.HasPrefix(l.Msg, "partitions assigned by the group"):
 		m.assigned.Add(1)
-		m.owned.Add(listed(strings.TrimPrefix(l.Positions, "map")))
+		m.owned.Add(listed(l.Partitions))
 	case l.Msg == "partitions given up":
 		m.givenUp.Add(1)
 		if listed(l.Lost) > 0 {

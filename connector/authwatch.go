@@ -36,6 +36,10 @@ type authWatch struct {
 	// authentication, which authRefused names as rotated credentials.
 	check  *CheckError
 	logged bool // the refusal since since was logged
+	// dialFailed is the first dial that no broker took since the last
+	// connection made (zero while connections are made): a sink that
+	// gives up then names the brokers, as a starting one does.
+	dialFailed time.Time
 }
 
 // OnBrokerConnect implements kgo.HookBrokerConnect; err includes the
@@ -45,7 +49,11 @@ func (w *authWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net
 	defer w.mu.Unlock()
 	switch {
 	case err == nil:
-		w.since, w.cause, w.check, w.logged = time.Time{}, nil, nil, false
+		w.since, w.cause, w.check, w.logged, w.dialFailed = time.Time{}, nil, nil, false, time.Time{}
+	case unreachable(err):
+		if w.dialFailed.IsZero() {
+			w.dialFailed = time.Now()
+		}
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		w.refused(err, nil)
 	default:
@@ -82,6 +90,15 @@ func (w *authWatch) refusal() (since time.Time, cause error, check *CheckError, 
 		w.logged = true
 	}
 	return w.since, w.cause, w.check, first
+}
+
+// unreachableSince is when the brokers stopped taking connections: the
+// first failed dial since the last connection made, zero while
+// connections are made.
+func (w *authWatch) unreachableSince() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dialFailed
 }
 
 // refusing reports whether the brokers refuse the connections now.

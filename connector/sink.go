@@ -584,6 +584,13 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	return stats, err
 }
 
+// brokersDown reports whether err, which ended a session, is a failed
+// connection while no broker takes one: the brokers, not the storage or
+// the catalog, are out of reach.
+func (s *Sink) brokersDown(err error) bool {
+	return connFailed(err) && !s.broker.auth.unreachableSince().IsZero()
+}
+
 // truncateRefused is the refusal of --on-truncate delete-all on a table
 // that cannot take a truncate, err saying why (snapshot.Table.CanTruncate).
 func truncateRefused(err error) *ConfigError {
@@ -843,6 +850,9 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 				if refused != nil {
 					what = "the brokers' connections fail their TLS or SASL check"
 				}
+				if s.brokersDown(err) {
+					what = "no broker takes a connection (" + strings.Join(s.broker.Seeds, ",") + ")"
+				}
 				s.log.Warn(what+"; starting again from the ledger after a pause",
 					"err", err, "retry_in", d.Round(time.Millisecond), "failing_for", failed.Round(time.Millisecond), "gives_up_after", s.cfg.RetryFor)
 				if s.cfg.OnRetry != nil {
@@ -855,6 +865,13 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			}
 			if refused != nil {
 				return s.stats, refusedFor(s.broker.Seeds, s.cfg.RetryFor, refused)
+			}
+			if s.brokersDown(err) {
+				// Named as a starting sink names them (a user saw only
+				// franz-go's "unable to dial").
+				return s.stats, &CheckError{Settings: []Setting{SettingBrokers},
+					Err: fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log: cannot reach brokers %s (none has taken a connection since %s; is Kafka running there?): %w",
+						s.cfg.RetryFor, strings.Join(s.broker.Seeds, ","), s.broker.auth.unreachableSince().Format(time.TimeOnly), err)}
 			}
 			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log: %w", s.cfg.RetryFor, err)
 		}

@@ -208,7 +208,7 @@ func (m *member) count(line string) {
 		m.fenced.Add(1)
 	case strings.HasPrefix(l.Msg, "commit attempt failed"):
 		m.commitRetries.Add(1)
-	case strings.HasPrefix(l.Msg, "transient storage, catalog or broker error"):
+	case strings.HasSuffix(l.Msg, "; starting again from the ledger after a pause"): // whatever failed
 		m.sessionRetries.Add(1)
 	case strings.HasPrefix(l.Msg, "partitions assigned by the group"):
 		m.assigned.Add(1)

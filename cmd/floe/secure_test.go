@@ -438,11 +438,7 @@ func TestSecureFailures(t *testing.T) {
 // keeps the CA and the password that clients were configured with.
 func TestLocalstackUpSecure(t *testing.T) {
 	dir := t.TempDir()
-	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t), Secure: true}
-	l, err := localstack.Up(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, opts := upOnFreePorts(t, localstack.UpOptions{Dir: dir, Secure: true})
 	if err := writeLocalFiles(l); err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +496,8 @@ func TestLocalstackUpSecure(t *testing.T) {
 	password := l.Password
 	l.Close()
 
-	if l, err = localstack.Up(t.Context(), opts); err != nil {
+	l, err := localstack.Up(t.Context(), opts)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
@@ -523,11 +520,7 @@ func TestLocalstackUpSecure(t *testing.T) {
 // SCRAM-SHA-512 user floe failed").
 func TestLocalstackUpSecureAfterPlain(t *testing.T) {
 	dir := t.TempDir()
-	opts := localstack.UpOptions{Dir: dir, KafkaPort: freeTCPPort(t), S3Port: freeTCPPort(t), RegistryPort: freeTCPPort(t)}
-	l, err := localstack.Up(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, opts := upOnFreePorts(t, localstack.UpOptions{Dir: dir})
 	if err := localstack.CreateTopic(t.Context(), l.Brokers, "orders", 2, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +534,8 @@ func TestLocalstackUpSecureAfterPlain(t *testing.T) {
 	l.Close()
 
 	opts.Secure = true
-	if l, err = localstack.Up(t.Context(), opts); err != nil {
+	l, err := localstack.Up(t.Context(), opts)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()

@@ -235,7 +235,7 @@ func TestUpsertDeleteFileGone(t *testing.T) {
 	}
 	err = tbl.ScanFiles(e.Ctx, 0, snapshot.ScanOptions{}, func(snapshot.FileBatch) error { return nil })
 	var goneErr *snapshot.DataFileGoneError
-	if !errors.As(err, &goneErr) || goneErr.Path != gone || goneErr.DeletesOf == "" {
+	if !errors.As(err, &goneErr) || goneErr.Path != gone || !goneErr.Delete || goneErr.DeletesOf == "" {
 		t.Errorf("scan: %v; want a DataFileGoneError naming delete file %s", err, gone)
 	}
 }

@@ -168,20 +168,19 @@ func (t *Table) ScanFiles(ctx context.Context, snapshotID int64, opts ScanOption
 // (ScanOptions.MissingOK) stops with it.
 type DataFileGoneError struct {
 	Table, Path string
-	// DeletesOf is set when Path is a delete file: the data file it
-	// applies to, which was being read.
+	// Delete is set when Path is a delete file, and DeletesOf then names
+	// the data file it applies to when one was being read ("" when the
+	// delete file was found gone by itself: floe files --check).
+	Delete    bool
 	DeletesOf string
-	// Delete is set when Path is a delete file found gone without reading
-	// a data file (floe files --check).
-	Delete bool
-	Err    error
+	Err       error
 }
 
 func (e *DataFileGoneError) Error() string {
-	if e.DeletesOf != "" {
+	switch {
+	case e.Delete && e.DeletesOf != "":
 		return fmt.Sprintf("read %s: delete file %s, which %s lists for it, is gone from its storage (deleted outside floe): %v", e.DeletesOf, e.Path, e.Table, e.Err)
-	}
-	if e.Delete {
+	case e.Delete:
 		return fmt.Sprintf("delete file %s, which %s lists, is gone from its storage (deleted outside floe): %v", e.Path, e.Table, e.Err)
 	}
 	return fmt.Sprintf("read %s: a data file %s lists is gone from its storage (deleted outside floe): %v", e.Path, e.Table, e.Err)
@@ -265,7 +264,7 @@ func (t *Table) readFile(ctx context.Context, scan *table.Scan, tasks []table.Fi
 		case missingOK:
 			return send(FileBatch{Path: path, Deletes: deletes, Done: true, Missing: len(dels) == 0, GoneDeletes: dels})
 		case len(dels) > 0:
-			return &DataFileGoneError{Table: t.Name(), Path: dels[0], DeletesOf: path, Err: err}
+			return &DataFileGoneError{Table: t.Name(), Path: dels[0], Delete: true, DeletesOf: path, Err: err}
 		}
 		return t.readError(path, err)
 	}

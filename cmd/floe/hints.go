@@ -294,7 +294,7 @@ func withFlags(err error) string {
 				hint("with --dlq on (the default, not --dlq off) records that cannot become rows go to the dead-letter table instead of stopping the sink")
 			}
 		case *snapshot.DataFileGoneError:
-			if e.DeletesOf != "" || e.Delete {
+			if e.Delete {
 				hint("floe audit --deep names every such file, and floe replay rebuilds the table (a delete file cannot be dropped: the rows it deletes would come back)")
 			} else {
 				hint("floe audit --deep names every such file; floe maintain --drop-missing-dead-letter-files drops those of a dead-letter table, and floe replay rebuilds a data table")

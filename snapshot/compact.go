@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -1313,6 +1314,15 @@ func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCo
 			return 0, attemptGaveUp, err
 		}
 	}
+	if err := t.checkWrittenFresh(ctx, c.news); err != nil {
+		if _, stale := errors.AsType[*CompactStaleFilesError](err); !stale {
+			return 0, attemptNotReloaded, err
+		}
+		if snap, landed := t.discardCompaction(ctx, log, c, uncertain); landed {
+			return snap, attemptLanded, nil
+		}
+		return 0, attemptGaveUp, err
+	}
 	snap, err := t.commitRewrite(ctx, c)
 	switch {
 	case err == nil:
@@ -1329,6 +1339,68 @@ func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCo
 		return 0, attemptGaveUp, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}
 	}
 	return 0, attemptFailed, err
+}
+
+// compactMaxFileAge is how old the files a compaction wrote may be when it
+// commits them. Orphan removal (floe maintain --remove-orphans) deletes the
+// unreferenced data files older than --orphan-min-age, DefaultOrphanMinAge
+// by default, and a compaction's files are unreferenced until its commit
+// lands: a compaction that spent longer than that rewriting (a large table,
+// a slow store) would commit files a cleanup deleted meanwhile, and the
+// table would name files that are gone (found by review s63). Half the
+// default leaves the cleanup's own listing and the commit their time.
+const compactMaxFileAge = DefaultOrphanMinAge / 2
+
+// CompactStaleFilesError reports a compaction that gave up before its
+// commit because the files it wrote were gone or older than
+// compactMaxFileAge: an orphan cleanup may delete them, or did. Nothing
+// was committed.
+type CompactStaleFilesError struct {
+	Table, Reason string
+}
+
+func (e *CompactStaleFilesError) Error() string {
+	return fmt.Sprintf("compaction of %s gave up, nothing was committed: %s; floe maintain --remove-orphans deletes unreferenced files older than --orphan-min-age (1h by default), and a compaction's files are unreferenced until it commits them, so it does not commit files older than %s",
+		e.Table, e.Reason, compactMaxFileAge)
+}
+
+// checkWrittenFresh checks, before a compaction's commit attempt, that
+// every file it wrote is still in the table's storage and younger than
+// compactMaxFileAge (a *CompactStaleFilesError otherwise): committed, a
+// file that a cleanup deleted loses the rows of the files it replaces.
+// One stat per file written.
+func (t *Table) checkWrittenFresh(ctx context.Context, files []iceberg.DataFile) error {
+	fsys, err := t.tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("compact %s: open the table's storage: %w", t.Name(), err)
+	}
+	now := time.Now()
+	for _, df := range files {
+		info, err := statFile(fsys, df.FilePath())
+		if errors.Is(err, fs.ErrNotExist) {
+			return &CompactStaleFilesError{Table: t.Name(), Reason: fmt.Sprintf("file %s it wrote is gone (an orphan cleanup deleted it?)", df.FilePath())}
+		}
+		if err != nil {
+			return fmt.Errorf("compact %s: look for file %s it wrote: %w", t.Name(), df.FilePath(), err)
+		}
+		if age := now.Sub(info.ModTime()); age > compactMaxFileAge {
+			return &CompactStaleFilesError{Table: t.Name(), Reason: fmt.Sprintf("file %s it wrote is %s old (it took that long to rewrite the files)", df.FilePath(), age.Round(time.Second))}
+		}
+	}
+	return nil
+}
+
+// statFile describes the file at path.
+func statFile(fsys iceio.IO, path string) (fs.FileInfo, error) {
+	if sfs, ok := fsys.(iceio.StatIO); ok {
+		return sfs.Stat(path)
+	}
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Stat()
 }
 
 // compactConflict reports whether a compaction's commit lost a race: the

@@ -8,8 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -107,4 +111,148 @@ func TestReviewS63CompactOutlivingOrphanAge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scanEverySnapshot reads every snapshot the table keeps, failing on one
+// that names a file the storage no longer has.
+func scanEverySnapshot(t *testing.T, tbl *snapshot.Table) {
+	t.Helper()
+	for _, s := range tbl.Iceberg().Metadata().Snapshots() {
+		if _, err := tbl.Iceberg().Scan(table.WithSnapshotID(s.SnapshotID)).ToArrowTable(t.Context()); err != nil {
+			t.Errorf("snapshot %d the table keeps cannot be read: %v", s.SnapshotID, err)
+		}
+	}
+}
+
+// TestReviewS63ExpiryRacingCompaction: a compaction lands between an
+// expiry's planning and its commit (floe maintain beside a sink's
+// scheduled compaction); the expiry loses its race, plans again on the
+// compacted table and deletes only what no kept snapshot needs: every
+// snapshot kept still reads, the head reads the same rows, the ledger is
+// whole, and a deep audit finds nothing. Then a second expiry removes the
+// compaction's parents, deleting the replaced files, and the same holds.
+func TestReviewS63ExpiryRacingCompaction(t *testing.T) {
+	cat := tempCatalog(t)
+	sink := openTestTable(t, cat, "lake.exprace", snapshot.OpenOptions{Create: true})
+	smallFiles(t, sink, 0, 6, 5)
+	hc := &hookCatalog{Catalog: cat}
+	maint := openTestTable(t, hc, "lake.exprace", snapshot.OpenOptions{})
+	comp := openTestTable(t, cat, "lake.exprace", snapshot.OpenOptions{})
+	hc.beforeCommit = func() {
+		if _, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			t.Error(err)
+		}
+		smallFiles(t, sink, 6, 1, 5)
+	}
+	res, err := maint.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 3, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Expired) == 0 {
+		t.Fatal("nothing expired")
+	}
+	if hc.beforeCommit != nil || !slices.ContainsFunc(maint.Iceberg().Metadata().Snapshots(), func(s table.Snapshot) bool { return maint.IsCompaction(s.SnapshotID) }) {
+		t.Fatal("the compaction did not land before the expiry's commit")
+	}
+	smallFiles(t, sink, 7, 1, 5)
+	check := func(stage string) {
+		t.Helper()
+		fresh := openTestTable(t, cat, "lake.exprace", snapshot.OpenOptions{})
+		scanEverySnapshot(t, fresh)
+		if got := snapshotRows(t, fresh, 0); len(got) != 80 {
+			t.Errorf("%s: head holds %d rows, want 80", stage, len(got))
+		}
+		l, err := fresh.Ledger()
+		if err != nil || len(l.Commits) != 8 {
+			t.Fatalf("%s: ledger of %d commits, %v; want 8", stage, len(l.Commits), err)
+		}
+		rep, err := audit.Run(t.Context(), fresh, audit.Options{Depth: audit.DepthRows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) != 0 {
+			t.Errorf("%s: audit findings %v", stage, rep.Findings)
+		}
+	}
+	check("after the raced expiry")
+	if _, err := maint.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true, OrphanMinAge: time.Nanosecond, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	check("after expiring all but the head")
+}
+
+// TestReviewS63UpsertCompactionExpiryOrphans: an upsert table whose keys
+// a sink keeps updating and deleting is compacted (the deletes applied and
+// dropped) while a sink commit lands between the compaction's planning
+// and its commit, then every snapshot but the head is expired and orphans
+// are removed: the table holds each key's latest value, no key twice and
+// no deleted key back, at every step, and every kept snapshot reads.
+func TestReviewS63UpsertCompactionExpiryOrphans(t *testing.T) {
+	cat := tempCatalog(t)
+	sink := openTestTable(t, cat, "lake.upexp", snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert})
+	off := int64(0)
+	commit := func(kv ...string) {
+		t.Helper()
+		var recs []testRec
+		var dels []int64
+		for i := 0; i < len(kv); i += 2 {
+			recs = append(recs, testRec{0, off, kv[i], kv[i+1], 0})
+			if kv[i+1] == "-" {
+				dels = append(dels, off)
+			}
+			off++
+		}
+		f := flushOf(t, sink, map[int32]mapping.Interval{0: {Low: off - int64(len(recs)), High: off}}, recs...)
+		f.Deletes = map[mapping.TopicPartition][]int64{{Topic: "t", Partition: 0}: dels}
+		f.Ranges[0].Records, f.Ranges[0].Deletes = int64(len(recs)-len(dels)), int64(len(dels))
+		commitFlush(t, sink, f)
+	}
+	commit("k1", "a", "k2", "b", "k3", "c")
+	commit("k1", "d", "k2", "-")
+	commit("k3", "e", "k4", "f")
+	hc := &hookCatalog{Catalog: cat}
+	comp := openTestTable(t, hc, "lake.upexp", snapshot.OpenOptions{})
+	hc.beforeCommit = func() {
+		if err := sink.Refresh(t.Context()); err != nil {
+			t.Error(err)
+			return
+		}
+		// The sink updates k1 and deletes k4 while the compaction rewrites.
+		commit("k1", "g", "k4", "-", "k2", "h")
+	}
+	res, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil || res.SnapshotID == 0 || res.Attempts < 2 || res.DroppedDeletes == 0 {
+		t.Fatalf("compaction beside a sink commit: %+v, %v; want it committed at a second attempt, dropping deletes", res, err)
+	}
+	want := "0/005 k3=e\n0/007 k1=g\n0/009 k2=h"
+	rowsOf := func(stage string) {
+		t.Helper()
+		fresh := openTestTable(t, cat, "lake.upexp", snapshot.OpenOptions{})
+		scanEverySnapshot(t, fresh)
+		if got := joinLines(snapshotRows(t, fresh, 0)); got != want {
+			t.Errorf("%s: rows\n%s\nwant\n%s", stage, got, want)
+		}
+		rep, err := audit.Run(t.Context(), fresh, audit.Options{Depth: audit.DepthRows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) != 0 {
+			t.Errorf("%s: audit findings %v", stage, rep.Findings)
+		}
+	}
+	rowsOf("after the compaction")
+	if err := sink.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	commit("k3", "i")
+	want = "0/007 k1=g\n0/009 k2=h\n0/010 k3=i"
+	if _, err := sink.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true, OrphanMinAge: time.Nanosecond, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf("after expiring all but the head")
+	// A second compaction over the first one's files and the sink's.
+	if _, err := sink.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf("after a second compaction")
 }

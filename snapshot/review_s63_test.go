@@ -256,3 +256,77 @@ func TestReviewS63UpsertCompactionExpiryOrphans(t *testing.T) {
 	}
 	rowsOf("after a second compaction")
 }
+
+// TestReviewS63ExpiryAnswerLostThenCleanup: a table of lane file groups
+// (commits sharing files across Kafka partitions) and a compaction of
+// them; an expiry's commit lands but its answer is lost (as a process
+// killed right after its commit: the expired snapshots' files are not
+// deleted, nor the segments its new one absorbed), and a sink commits
+// meanwhile. The next floe maintain --remove-orphans --compact collects
+// what the lost run left and compacts again: no file a kept snapshot
+// references is deleted, every kept snapshot reads, the ledger is whole,
+// the file groups still place every file, and a deep audit finds nothing.
+func TestReviewS63ExpiryAnswerLostThenCleanup(t *testing.T) {
+	cat := tempCatalog(t)
+	tbl := openTestTable(t, cat, "lake.lostexp", snapshot.OpenOptions{Create: true})
+	lane := lanes(t, tbl)
+	for range 4 {
+		lane(3, 0, 1, 2, 3, 4)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	if _, err := tbl.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		lane(3, 0, 1, 2, 3, 4)
+	}
+	// An earlier expiry, so that the lost one absorbs a segment.
+	if _, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 6, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	hc := &hookCatalog{Catalog: cat, loseReply: true}
+	hc.afterLanding = func() { lane(3, 0, 1, 2, 3, 4) }
+	killed := openTestTable(t, hc, "lake.lostexp", snapshot.OpenOptions{})
+	if _, err := killed.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 2, Logger: quiet}); err == nil {
+		t.Fatal("the expiry whose answer was lost reported success")
+	}
+	want := 8 * 5 * 3
+	check := func(stage string) {
+		t.Helper()
+		fresh := openTestTable(t, cat, "lake.lostexp", snapshot.OpenOptions{})
+		scanEverySnapshot(t, fresh)
+		if got := len(snapshotRows(t, fresh, 0)); got != want {
+			t.Errorf("%s: head holds %d rows, want %d", stage, got, want)
+		}
+		l, err := fresh.Ledger()
+		if err != nil || len(l.Commits) != 8 {
+			t.Fatalf("%s: ledger of %d commits, %v; want 8", stage, len(l.Commits), err)
+		}
+		rep, err := audit.Run(t.Context(), fresh, audit.Options{Depth: audit.DepthRows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) != 0 {
+			t.Errorf("%s: audit findings %v", stage, rep.Findings)
+		}
+	}
+	check("after the lost expiry")
+	before := len(dataFilesOnDisk(t, tbl))
+	backdate(t, dataFilesOnDisk(t, tbl)...)
+	maint := openTestTable(t, cat, "lake.lostexp", snapshot.OpenOptions{})
+	res, err := maint.Maintain(t.Context(), snapshot.MaintainOptions{RemoveOrphans: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Orphans) == 0 {
+		t.Errorf("the lost expiry's files (%d data files on disk) were not collected", before)
+	}
+	check("after removing orphans")
+	if _, err := maint.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := maint.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true, OrphanMinAge: time.Nanosecond, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	check("after compacting and expiring to the head")
+}

@@ -386,6 +386,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 	// commit what they consumed meanwhile.
 	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
+	warnLongFlush(f.flushInterval)
 	var broker *connector.Broker
 	build := func(p pipeline) (connector.Pipeline, error) {
 		// turn orders the sink's commits and its compaction's: a
@@ -1157,6 +1158,19 @@ func recordsPhrase(s connector.Stats) string {
 		p += ", " + plural(int(s.Skipped), "skipped record")
 	}
 	return p + " (" + plural(int(s.Records), "row") + " written)"
+}
+
+// warnLongFlush warns of a --flush-interval above half the default
+// --orphan-min-age: a flush's files wait uncommitted, unreferenced, up to
+// that long, and floe maintain --remove-orphans at its default age would
+// delete them before their commit, which then names files that are gone:
+// their rows lost while the ledger holds their offsets (found by review).
+func warnLongFlush(interval time.Duration) {
+	if interval <= snapshot.DefaultOrphanMinAge/2 {
+		return
+	}
+	slog.Warn(fmt.Sprintf("--flush-interval %s: a flush's files wait uncommitted up to that long, and floe maintain --remove-orphans deletes unreferenced files older than --orphan-min-age (%s by default), which would lose a flush's rows; run it with --orphan-min-age above twice the flush interval, or flush more often",
+		interval, snapshot.DefaultOrphanMinAge))
 }
 
 // plural is n and noun, with an s unless n is 1: "1 commit", "2 files".

@@ -37,3 +37,22 @@ func TestLedgerWideCommitSummarised(t *testing.T) {
 		t.Errorf("starts: %q", got)
 	}
 }
+
+// TestSinkWarnsFlushLongerThanHalfOrphanAge (from the exactly-once
+// review): a --flush-interval above half the default --orphan-min-age
+// lets floe maintain --remove-orphans delete a flush's files before their
+// commit names them; the sink says so at its start, and not at 30m.
+func TestSinkWarnsFlushLongerThanHalfOrphanAge(t *testing.T) {
+	for _, c := range []struct {
+		interval string
+		warns    bool
+	}{{"30m", false}, {"45m", true}} {
+		code, _, errs := floe(t, "sink", "--brokers", "127.0.0.1:1", "--dial-timeout", "100ms", "--topic", "orders", "--table", "lake.orders",
+			"--flush-interval", c.interval, "--catalog", t.TempDir()+"/catalog.db", "--warehouse", t.TempDir())
+		warned := strings.Contains(errs, "--flush-interval "+c.interval+"0s: a flush's files wait uncommitted up to that long") &&
+			strings.Contains(errs, "run it with --orphan-min-age above twice the flush interval")
+		if code != exitError || warned != c.warns {
+			t.Errorf("sink --flush-interval %s: exit %d, warned %v, want %v:\n%s", c.interval, code, warned, c.warns, errs)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -187,4 +188,51 @@ func BenchmarkRowAudit(b *testing.B) {
 		}
 		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	})
+}
+
+// BenchmarkContentWide audits at the content level the same number of
+// records sunk from one partition and spread over 200, whose flushes
+// share files (file groups), in one run, and reports the wide audit's time
+// as a multiple of the narrow one's (wide/narrow). The content level read
+// the table once per partition, so each shared file once per partition:
+// 600,000 records over 500 partitions took 47 times as long as in one (a
+// new user's run). FLOE_BENCH_RECORDS overrides the 50,000 records.
+func BenchmarkContentWide(b *testing.B) {
+	n := 50_000
+	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 200 {
+			b.Fatalf("FLOE_BENCH_RECORDS=%q: want a record count of at least 200", s)
+		}
+		n = v
+	}
+	e := newEnv(b)
+	audited := func(topic string, partitions int32) func() time.Duration {
+		e.Topic(topic, partitions, nil)
+		for p := range partitions {
+			e.Produce(records(topic, p, n/int(partitions), "w"))
+		}
+		tbl := e.Table("lake." + topic)
+		e.sink(tbl, connector.Config{Topic: topic, FlushRecords: n / 4})
+		return func() time.Duration {
+			start := time.Now()
+			rep, err := audit.Run(b.Context(), tbl, audit.Options{Broker: e.Broker(), VerifyContent: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !rep.Complete() {
+				b.Fatalf("audit of %s: %+v", topic, rep.Findings)
+			}
+			return time.Since(start)
+		}
+	}
+	narrow, wide := audited("narrow", 1), audited("wide", 200)
+	var tn, tw time.Duration
+	for b.Loop() {
+		tn += narrow()
+		tw += wide()
+	}
+	b.ReportMetric(tw.Seconds()/tn.Seconds(), "wide/narrow")
+	b.ReportMetric(tn.Seconds()/float64(b.N), "narrow_s")
+	b.ReportMetric(tw.Seconds()/float64(b.N), "wide_s")
 }

@@ -84,10 +84,32 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 	}
 	prog := a.progress("content: re-reading the log", total)
 	defer prog.Finish()
-	for _, j := range jobs {
-		if err := a.verifyPartition(ctx, j.tp, j.iv, policies[j.tp.Topic], prog); err != nil {
-			return fmt.Errorf("content level, %s: %w", j.tp, err)
+	for len(jobs) > 0 {
+		// The rows of the next partitions of a topic, read in one scan
+		// (maxDigestsAhead); an upsert table's come from its fold.
+		n, rows := 1, a.parts[jobs[0].tp].Records
+		for n < len(jobs) && jobs[n].tp.Topic == jobs[0].tp.Topic && rows+a.parts[jobs[n].tp].Records <= maxDigestsAhead {
+			rows += a.parts[jobs[n].tp].Records
+			n++
 		}
+		var ahead map[mapping.TopicPartition]*partitionDigests
+		if a.upFold == nil && n > 1 {
+			want := make(map[mapping.TopicPartition]mapping.Interval, n)
+			for _, j := range jobs[:n] {
+				want[j.tp] = j.iv
+			}
+			var err error
+			if ahead, err = a.partitionsDigests(ctx, a.tbl, a.headID, want, a.typed != nil); err != nil {
+				return fmt.Errorf("content level: %w", err)
+			}
+		}
+		for _, j := range jobs[:n] {
+			if err := a.verifyPartition(ctx, j.tp, j.iv, policies[j.tp.Topic], prog, ahead[j.tp]); err != nil {
+				return fmt.Errorf("content level, %s: %w", j.tp, err)
+			}
+			delete(ahead, j.tp) // its memory goes before the next one's log is read
+		}
+		jobs = jobs[n:]
 	}
 	if a.upFold != nil {
 		if err := a.settleUpsert(ctx, a.upFold); err != nil {
@@ -184,16 +206,23 @@ type verifier struct {
 }
 
 // verifyPartition checks the offsets iv of tp, which the ledger covers and
-// the broker retains; policy is the topic's cleanup.policy.
-func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, policy string, prog Progress) error {
+// the broker retains; policy is the topic's cleanup.policy. ahead, when
+// set, holds the rows of tp already read (partitionsDigests).
+func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, policy string, prog Progress, ahead *partitionDigests) error {
 	var (
 		rows []offsetDigest
 		keys []keyedOffset
 		err  error
 	)
-	if a.upFold != nil {
+	switch {
+	case a.upFold != nil:
 		rows = a.upFold.rowsOf(tp, iv)
-	} else if rows, keys, err = a.tableDigests(ctx, a.tbl, a.headID, tp, iv, a.typed != nil); err != nil {
+	case ahead != nil:
+		rows, keys = ahead.rows, ahead.keys
+	default:
+		rows, keys, err = a.tableDigests(ctx, a.tbl, a.headID, tp, iv, a.typed != nil)
+	}
+	if err != nil {
 		return err
 	}
 	var dead []offsetDigest
@@ -365,23 +394,66 @@ func (a *auditor) pendingDeadLetters(ctx context.Context, tp mapping.TopicPartit
 // (whose raw value is kafka_value). typed digests rows of a typed table
 // whole (digester.typedRow).
 func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapshotID int64, tp mapping.TopicPartition, iv mapping.Interval, typed bool) ([]offsetDigest, []keyedOffset, error) {
-	var filter iceberg.BooleanExpression = iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), tp.Partition)
+	got, err := a.partitionsDigests(ctx, tbl, snapshotID, map[mapping.TopicPartition]mapping.Interval{tp: iv}, typed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return got[tp].rows, got[tp].keys, nil
+}
+
+// partitionDigests are the digests tableDigests returns of one partition.
+type partitionDigests struct {
+	rows []offsetDigest
+	keys []keyedOffset
+}
+
+// maxDigestsAhead bounds the rows whose digests the content level reads
+// ahead of the log it compares them with: the partitions of one topic are
+// read in one scan of the table, as many at a time as the ledger counts at
+// most this many rows of (24 bytes each, 48 MB; a partition larger than
+// that alone). A scan per partition read each file that several
+// partitions share (a wide topic's flush writes one) once per partition:
+// 600,000 rows over 500 partitions took 223 s, against 4.7 s in one
+// partition (a new user's run).
+const maxDigestsAhead = 2_000_000
+
+// partitionsDigests is tableDigests for several partitions of one topic
+// (want, each with its interval), in one scan of tbl.
+func (a *auditor) partitionsDigests(ctx context.Context, tbl *snapshot.Table, snapshotID int64, want map[mapping.TopicPartition]mapping.Interval, typed bool) (map[mapping.TopicPartition]*partitionDigests, error) {
+	tps := slices.SortedFunc(maps.Keys(want), mapping.TopicPartition.Compare)
+	if len(tps) == 0 {
+		return nil, nil
+	}
+	topic := tps[0].Topic
+	parts := make([]int32, len(tps))
+	span := want[tps[0]]
+	for i, tp := range tps {
+		if tp.Topic != topic {
+			return nil, fmt.Errorf("read the rows of %s and %s in one scan: partitions of two topics", tps[0], tp)
+		}
+		parts[i] = tp.Partition
+		span = mapping.Interval{Low: min(span.Low, want[tp].Low), High: max(span.High, want[tp].High)}
+	}
+	var filter iceberg.BooleanExpression = iceberg.EqualTo(iceberg.Reference(mapping.ColPartition), parts[0])
+	if len(parts) > 1 {
+		filter = iceberg.IsIn(iceberg.Reference(mapping.ColPartition), parts...)
+	}
 	if a.fold == "" {
-		filter = iceberg.NewAnd(filter, snapshot.OffsetFilter(iv))
+		filter = iceberg.NewAnd(filter, snapshot.OffsetFilter(span))
 	}
 	if a.byTopic() {
-		filter = iceberg.NewAnd(filter, iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), tp.Topic))
+		filter = iceberg.NewAnd(filter, iceberg.EqualTo(iceberg.Reference(mapping.ColTopic), topic))
 	}
-	var (
-		out  []offsetDigest
-		keys []keyedOffset
-		d    digester
-	)
+	out := make(map[mapping.TopicPartition]*partitionDigests, len(tps))
+	for _, tp := range tps {
+		out[tp] = &partitionDigests{}
+	}
+	var d digester
 	layout := tbl.Layout()
 	value := layout.RawValueColumn()
 	var cols []string // every column of a typed table
 	if !typed {
-		cols = contentColumns(value)
+		cols = append(contentColumns(value), mapping.ColPartition)
 	}
 	// A file the storage lost is the rows level's finding; here its rows
 	// are missing rows.
@@ -395,17 +467,31 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 			} else {
 				a.contentDeadLetters += fb.Batch.NumRows()
 			}
+			part, ok := column[*array.Int32](fb.Batch, mapping.ColPartition)
+			if !ok {
+				return fmt.Errorf("data file %s: no %s column", fb.Path, mapping.ColPartition)
+			}
+			// of is the partition of row i, with its interval.
+			of := func(i int) (*partitionDigests, mapping.Interval, bool) {
+				tp := mapping.TopicPartition{Topic: topic, Partition: part.Value(i)}
+				pd, ok := out[tp]
+				return pd, want[tp], ok
+			}
 			if typed {
 				off, ok := column[*array.Int64](fb.Batch, mapping.ColOffset)
 				if !ok {
 					return fmt.Errorf("data file %s: no %s column", fb.Path, mapping.ColOffset)
 				}
 				for i := range int(fb.Batch.NumRows()) {
+					pd, iv, ok := of(i)
+					if !ok || !iv.Contains(off.Value(i)) {
+						continue
+					}
 					sum, err := d.typedRow(fb.Batch, i, layout)
 					if err != nil {
 						return fmt.Errorf("data file %s: %w", fb.Path, err)
 					}
-					out = append(out, offsetDigest{off.Value(i), sum})
+					pd.rows = append(pd.rows, offsetDigest{off.Value(i), sum})
 				}
 				return nil
 			}
@@ -414,24 +500,33 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 				return fmt.Errorf("data file %s: %w", fb.Path, err)
 			}
 			for i := range int(fb.Batch.NumRows()) {
-				o := c.offset.Value(i)
-				if a.fold != "" {
-					if !c.key.IsNull(i) {
-						keys = append(keys, keyedOffset{a.keyOf(c.key.Value(i)), o})
-					}
-					if !iv.Contains(o) {
-						continue
-					}
+				pd, iv, ok := of(i)
+				if !ok {
+					continue
 				}
-				out = append(out, offsetDigest{o, d.row(c, i)})
+				o := c.offset.Value(i)
+				if a.fold != "" && !c.key.IsNull(i) {
+					pd.keys = append(pd.keys, keyedOffset{a.keyOf(c.key.Value(i)), o})
+				}
+				if !iv.Contains(o) {
+					continue
+				}
+				pd.rows = append(pd.rows, offsetDigest{o, d.row(c, i)})
 			}
 			return nil
 		})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the rows of %s in %s: %w", tp, tbl.Name(), err)
+		what := tps[0].String()
+		if len(tps) > 1 {
+			what = fmt.Sprintf("%d partitions of %s", len(tps), topic)
+		}
+		return nil, fmt.Errorf("read the rows of %s in %s: %w", what, tbl.Name(), err)
 	}
-	slices.SortStableFunc(out, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
-	return slices.CompactFunc(out, func(x, y offsetDigest) bool { return x.offset == y.offset }), keys, nil
+	for _, pd := range out {
+		slices.SortStableFunc(pd.rows, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
+		pd.rows = slices.CompactFunc(pd.rows, func(x, y offsetDigest) bool { return x.offset == y.offset })
+	}
+	return out, nil
 }
 
 // record returns what the content level keeps of a record read from the

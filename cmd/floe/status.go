@@ -177,6 +177,13 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Topic, p.Partition, opt(p.LogStart), opt(p.EndOffset),
 			opt(p.TableNext), opt(p.Lag), opt(p.Lost), opt(p.DeadLetters), last)
 	}
+	for _, t := range statusTotals(st.Partitions) {
+		last := "-"
+		if t.last != nil {
+			last = t.last.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\t\t\t%s\t%s\t%s\t%s\t\n", t.topic, fmt.Sprintf("all %d", t.partitions), opt(t.lag), opt(t.lost), opt(t.dead), last)
+	}
 	tw.Flush()
 	for _, topic := range st.MissingTopics {
 		fmt.Fprintf(w, "\ntopic %s, which the ledger names, does not exist on the brokers (deleted since it was sunk, or these are another cluster's brokers): its partitions show the table's side only\n", topic)
@@ -187,6 +194,46 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 	if warning := statuspage.FromTable(st, nil).Warning; warning != "" {
 		fmt.Fprintf(w, "\nwarning: %s\n", warning)
 	}
+}
+
+// statusTotal is a topic's partitions of floe status summed: its lag,
+// lost offsets and dead letters (nil when no partition has the figure),
+// and its latest commit.
+type statusTotal struct {
+	topic           string
+	partitions      int
+	lag, lost, dead *int64
+	last            *time.Time
+}
+
+// statusTotals sums each topic of more than maxListedPositions partitions
+// for floe status's last lines: a 500-partition topic's 500 lines said
+// nowhere how far the table lagged in all (a user's run).
+func statusTotals(ps []lookup.PartitionStatus) []statusTotal {
+	var out []statusTotal
+	add := func(sum **int64, v *int64) {
+		if v == nil {
+			return
+		}
+		if *sum == nil {
+			*sum = new(int64)
+		}
+		**sum += *v
+	}
+	for _, p := range ps {
+		if n := len(out); n == 0 || out[n-1].topic != p.Topic {
+			out = append(out, statusTotal{topic: p.Topic})
+		}
+		t := &out[len(out)-1]
+		t.partitions++
+		add(&t.lag, p.Lag)
+		add(&t.lost, p.Lost)
+		add(&t.dead, p.DeadLetters)
+		if p.LastCommit != nil && (t.last == nil || p.LastCommit.After(*t.last)) {
+			t.last = p.LastCommit
+		}
+	}
+	return slices.DeleteFunc(out, func(t statusTotal) bool { return t.partitions <= maxListedPositions })
 }
 
 // serveStatus serves the status page of tbl on addr until ctx ends: each

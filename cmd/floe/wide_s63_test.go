@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -54,5 +58,33 @@ func TestSinkWarnsFlushLongerThanHalfOrphanAge(t *testing.T) {
 		if code != exitError || warned != c.warns {
 			t.Errorf("sink --flush-interval %s: exit %d, warned %v, want %v:\n%s", c.interval, code, warned, c.warns, errs)
 		}
+	}
+}
+
+// TestStatusWideTopicTotals: floe status of a 500-partition topic printed
+// 500 lines and nowhere how far the table lagged in all (a user's run); a
+// topic of more than 8 partitions ends with a line of its totals, one of
+// few partitions does not.
+func TestStatusWideTopicTotals(t *testing.T) {
+	at := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	var st lookup.TableStatus
+	st.Table = "lake.wide"
+	for p := range int32(12) {
+		lag, next := int64(p), int64(100)
+		ps := lookup.PartitionStatus{Topic: "wide", Partition: p, Lag: &lag, TableNext: &next}
+		if p == 3 {
+			later := at.Add(time.Duration(p) * time.Minute)
+			ps.LastCommit = &later
+		}
+		st.Partitions = append(st.Partitions, ps)
+	}
+	for p := range int32(2) {
+		st.Partitions = append(st.Partitions, lookup.PartitionStatus{Topic: "zsmall", Partition: p})
+	}
+	var b bytes.Buffer
+	printStatus(&b, st)
+	out := b.String()
+	if !regexp.MustCompile(`(?m)^\s*wide\s+all 12\s+66\s+-\s+-\s+2026-12-07T09:03:00Z\s*$`).MatchString(out) || strings.Contains(out, "all 2") {
+		t.Errorf("status of a 12-partition topic and a 2-partition one:\n%s", out)
 	}
 }

@@ -38,8 +38,13 @@ type authWatch struct {
 	logged bool // the refusal since since was logged
 	// dialFailed is the first dial that no broker took since the last
 	// connection made (zero while connections are made): a sink that
-	// gives up then names the brokers, as a starting one does.
+	// gives up then names the brokers, as a starting one does. failed
+	// holds the addresses of those dials (dialTarget), so that only an
+	// error of a dial to one of them reads as the brokers': a seed that
+	// takes no connection fails dials while the cluster answers, and a
+	// storage outage then is not theirs (found by review s63).
 	dialFailed time.Time
+	failed     map[string]bool
 }
 
 // OnBrokerConnect implements kgo.HookBrokerConnect; err includes the
@@ -49,10 +54,16 @@ func (w *authWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net
 	defer w.mu.Unlock()
 	switch {
 	case err == nil:
-		w.since, w.cause, w.check, w.logged, w.dialFailed = time.Time{}, nil, nil, false, time.Time{}
+		w.since, w.cause, w.check, w.logged, w.dialFailed, w.failed = time.Time{}, nil, nil, false, time.Time{}, nil
 	case unreachable(err):
 		if w.dialFailed.IsZero() {
 			w.dialFailed = time.Now()
+		}
+		if t := dialTarget(err); t != "" {
+			if w.failed == nil {
+				w.failed = map[string]bool{}
+			}
+			w.failed[t] = true
 		}
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		w.refused(err, nil)
@@ -94,11 +105,32 @@ func (w *authWatch) refusal() (since time.Time, cause error, check *CheckError, 
 
 // unreachableSince is when the brokers stopped taking connections: the
 // first failed dial since the last connection made, zero while
-// connections are made.
-func (w *authWatch) unreachableSince() time.Time {
+// connections are made or when err is not a failed dial to one of the
+// brokers since then (an object store's or a catalog's).
+func (w *authWatch) unreachableSince(err error) time.Time {
+	t := dialTarget(err)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if t == "" || !w.failed[t] {
+		return time.Time{}
+	}
 	return w.dialFailed
+}
+
+// dialTarget names the address of the failed dial err is, or "" when it
+// is none: its resolved address, or the host name that did not resolve.
+func dialTarget(err error) string {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return ""
+	}
+	if op.Addr != nil {
+		return op.Addr.String()
+	}
+	if dns, ok := errors.AsType[*net.DNSError](err); ok && dns.Name != "" {
+		return "name " + dns.Name
+	}
+	return ""
 }
 
 // refusing reports whether the brokers refuse the connections now.

@@ -585,10 +585,10 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 }
 
 // brokersDown reports whether err, which ended a session, is a failed
-// connection while no broker takes one: the brokers, not the storage or
-// the catalog, are out of reach.
+// dial to a broker while no broker takes a connection: the brokers, not
+// the storage or the catalog, are out of reach.
 func (s *Sink) brokersDown(err error) bool {
-	return connFailed(err) && !s.broker.auth.unreachableSince().IsZero()
+	return !s.broker.auth.unreachableSince(err).IsZero()
 }
 
 // truncateRefused is the refusal of --on-truncate delete-all on a table
@@ -871,7 +871,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 				// franz-go's "unable to dial").
 				return s.stats, &CheckError{Settings: []Setting{SettingBrokers},
 					Err: fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log: cannot reach brokers %s (none has taken a connection since %s; is Kafka running there?): %w",
-						s.cfg.RetryFor, strings.Join(s.broker.Seeds, ","), s.broker.auth.unreachableSince().Format(time.TimeOnly), err)}
+						s.cfg.RetryFor, strings.Join(s.broker.Seeds, ","), s.broker.auth.unreachableSince(err).Format(time.TimeOnly), err)}
 			}
 			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log: %w", s.cfg.RetryFor, err)
 		}

@@ -480,11 +480,13 @@ func (f partitionFold) name() string {
 }
 
 // foldPartitions returns the partitions the text report lists one by one
-// (with findings, or not in the ledger) and the others summed per topic.
+// (with findings, not in the ledger, or with gaps or overlaps: --accept
+// takes their findings off the count, and the fold's line says 0 of each)
+// and the others summed per topic.
 func foldPartitions(ps []PartitionReport) (listed []PartitionReport, folds []partitionFold) {
 	byTopic := map[string]int{}
 	for _, p := range ps {
-		if p.Findings > 0 || !p.InLedger {
+		if p.Findings > 0 || !p.InLedger || len(p.Gaps) > 0 || len(p.Overlaps) > 0 {
 			listed = append(listed, p)
 			continue
 		}

@@ -1383,6 +1383,9 @@ func (t *Table) checkWrittenFresh(ctx context.Context, files []iceberg.DataFile)
 		if err != nil {
 			return fmt.Errorf("compact %s: look for file %s it wrote: %w", t.Name(), df.FilePath(), err)
 		}
+		// The store's clock: an object store refuses requests signed more
+		// than 15 minutes off its own, and a multipart upload's
+		// Last-Modified (when it began) only errs toward refusing.
 		if age := now.Sub(info.ModTime()); age > compactMaxFileAge {
 			return &CompactStaleFilesError{Table: t.Name(), Reason: fmt.Sprintf("file %s it wrote is %s old (it took that long to rewrite the files)", df.FilePath(), age.Round(time.Second))}
 		}

@@ -157,10 +157,12 @@ type logLine struct {
 	Scheduled bool   `json:"scheduled"`
 	Table     string `json:"table"`
 	// Lost, Revoked and an assignment's Partitions are partitions as
-	// runs: "0-3,7".
+	// runs: "0-3,7". Partitions is any: other lines' "partitions" is a
+	// count (a session's start), which a string field would refuse, and
+	// the whole line with it.
 	Lost       string `json:"lost"`
 	Revoked    string `json:"revoked"`
-	Partitions string `json:"partitions"`
+	Partitions any    `json:"partitions"`
 }
 
 // listed counts the partitions of runs such as "0-3,7" (5).
@@ -212,7 +214,8 @@ func (m *member) count(line string) {
 		m.sessionRetries.Add(1)
 	case strings.HasPrefix(l.Msg, "partitions assigned by the group"):
 		m.assigned.Add(1)
-		m.owned.Add(listed(l.Partitions))
+		runs, _ := l.Partitions.(string)
+		m.owned.Add(listed(runs))
 	case l.Msg == "partitions given up":
 		m.givenUp.Add(1)
 		if listed(l.Lost) > 0 {

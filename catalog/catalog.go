@@ -464,9 +464,33 @@ func openPostgres(ctx context.Context, name, spec string, props iceberg.Properti
 		}
 	}
 	if err != nil {
+		if nerr := notPostgres(redact(spec), err); nerr != nil {
+			return nil, nerr
+		}
 		return nil, fmt.Errorf("open PostgreSQL catalog %s: %w", redact(spec), explainCatalog(err))
 	}
 	return cat, nil
+}
+
+// notPostgres classifies err, a PostgreSQL catalog's failure, when it says
+// that what takes connections at spec's address does not talk PostgreSQL:
+// no answer within the driver's read timeout, an ErrCatalogUnreachable as
+// a REST catalog that never answers is (a Kafka port reads the startup
+// message as the start of a request and waits for the rest, an HTTP
+// server for the end of a request line), or an answer of another
+// protocol (a server that greets first, as SMTP does). It returns nil
+// for any other error. Unclassified, they said "i/o timeout" after 10 s
+// or "unexpected startup message", and nothing of the URL.
+func notPostgres(spec string, err error) error {
+	switch {
+	case isTimeout(err):
+		return check(fmt.Errorf("%w: PostgreSQL catalog %s: no answer within the driver's read timeout (10s unless the URL sets read_timeout or timeout): is a PostgreSQL server listening at that address? A Kafka port, or another server that is not PostgreSQL, takes the connection and never answers: %w",
+			ErrCatalogUnreachable, spec, err), SettingCatalog)
+	case strings.Contains(err.Error(), "unexpected startup message"):
+		return check(fmt.Errorf("PostgreSQL catalog %s: the server there does not answer as PostgreSQL (its answer to the connection's startup message is another protocol's): check the host and port in the catalog's URL: %w",
+			spec, err), SettingCatalog)
+	}
+	return nil
 }
 
 // pgCatalogTablesExist reports whether both tables of iceberg-go's SQL

@@ -152,7 +152,8 @@ func catalogSetupHint(err error) string {
 			"(SELECT, INSERT, UPDATE, DELETE; floe maintain and floe drop too) and create them when missing (CREATE on the schema; once both exist, floe opens the catalog without creating them, as --catalog-prop init_catalog_tables=false does); " +
 			"status, audit, where, as-of, files and dead-letters need SELECT only"
 	case strings.Contains(err.Error(), "SSL is not enabled on the server"):
-		return "the server does not offer TLS: turn it on there (ssl = on in postgresql.conf), or, on a network you trust, add ?sslmode=disable to the catalog's URL (the password then crosses it in clear)"
+		return "the server does not offer TLS: turn it on there (ssl = on in postgresql.conf), or, on a network you trust, add ?sslmode=disable to the catalog's URL (the password then crosses it in clear); " +
+			"a server that is not PostgreSQL (one that greets first, as SMTP does) answers so too: check the host and port in the catalog's URL"
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -73,9 +74,10 @@ type DeadLetter struct {
 	Partition int32     `json:"partition"`
 	Offset    int64     `json:"offset"`
 	Timestamp time.Time `json:"timestamp"` // UTC
-	// Error is why the record could not become a row; Reason is Error
-	// without what is particular to the record (ReasonOf), which
-	// DeadLettersResult.Reasons counts by.
+	// Error is why the record could not become a row; Reason is the
+	// reason DeadLettersResult.Reasons counts it by: Error without what
+	// is particular to the record where the dead letters of that reason
+	// differ (reasonGroup).
 	Error  string `json:"error"`
 	Reason string `json:"reason"`
 	// SchemaID is the schema registry id the record named, when it named
@@ -152,7 +154,7 @@ func DeadLetters(ctx context.Context, tbl *snapshot.Table, q DeadLetterQuery) (D
 	if err != nil {
 		return res, err
 	}
-	l := &deadLetterList{q: q, reasons: map[string]*ReasonCount{}, heldOf: map[string]int64{}}
+	l := &deadLetterList{q: q, reasons: map[string]*reasonGroup{}, heldOf: map[string]int64{}}
 	for _, dlq := range dlqs {
 		commits, err := tbl.DeadLetterCommits(ctx, 0, dlq.Name())
 		if err != nil {
@@ -284,7 +286,7 @@ type deadLetterList struct {
 	heldOf      map[string]int64
 	lost        int64
 	lostCommits []string
-	reasons     map[string]*ReasonCount
+	reasons     map[string]*reasonGroup
 	notes       []string
 }
 
@@ -405,7 +407,6 @@ func (l *deadLetterList) read(ctx context.Context, data, dlq *snapshot.Table, co
 			if reason.IsValid(i) {
 				d.Error = reason.Value(i)
 			}
-			d.Reason = ReasonOf(d.Error)
 			if schema.IsValid(i) {
 				id := schema.Value(i)
 				d.SchemaID = &id
@@ -534,11 +535,19 @@ func bytesOf(b Bytes) []byte {
 // reach twice as many, so that memory is set by the limit.
 func (l *deadLetterList) add(d DeadLetter) {
 	l.matched++
+	parts := reasonPartsOf(d.Error)
+	// The key until finish shows the reason.
+	d.Reason = parts.key()
 	rc := l.reasons[d.Reason]
 	if rc == nil {
-		rc = &ReasonCount{Reason: d.Reason, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Error: d.Error}
+		rc = &reasonGroup{ReasonCount: ReasonCount{Reason: d.Reason, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Error: d.Error},
+			parts: parts, alike: make([]bool, len(parts.parts))}
+		for i := range rc.alike {
+			rc.alike[i] = true
+		}
 		l.reasons[d.Reason] = rc
 	}
+	rc.add(parts)
 	rc.Count++
 	if comparePositions(d.Topic, d.Partition, d.Offset, rc.Topic, rc.Partition, rc.Offset) < 0 {
 		rc.Topic, rc.Partition, rc.Offset, rc.Error = d.Topic, d.Partition, d.Offset, d.Error
@@ -572,12 +581,41 @@ func (l *deadLetterList) finish(res *DeadLettersResult) {
 	res.Matched = l.matched
 	res.More = int64(len(res.DeadLetters)) < l.matched && !l.q.CountOnly
 	for _, rc := range l.reasons {
-		res.Reasons = append(res.Reasons, *rc)
+		rc.Reason = rc.parts.render(rc.alike)
+		res.Reasons = append(res.Reasons, rc.ReasonCount)
+	}
+	for i, d := range res.DeadLetters {
+		res.DeadLetters[i].Reason = l.reasons[d.Reason].Reason
 	}
 	slices.SortFunc(res.Reasons, func(a, b ReasonCount) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), comparePositions(a.Topic, a.Partition, a.Offset, b.Topic, b.Partition, b.Offset))
 	})
 	res.Notes = append(res.Notes, l.notes...)
+}
+
+// reasonGroup is a reason's count, with the parts of its first dead
+// letter's error and whether every dead letter of the reason has each
+// alike. The reason shows those as they are: the key replaces what may
+// be particular to a record, and a byte, a number or a remark that no
+// record differs in is part of what the error says (the magic byte 0 a
+// first byte is not, a fix's example (1.0)), garbled by its holder.
+type reasonGroup struct {
+	ReasonCount
+	parts reasonParts
+	alike []bool
+}
+
+// add compares the parts of another dead letter's error of the reason.
+func (g *reasonGroup) add(p reasonParts) {
+	if len(p.parts) != len(g.parts.parts) {
+		// A remark left out that one error has and another has not:
+		// the parts do not pair up, so none is known alike.
+		clear(g.alike)
+		return
+	}
+	for i, part := range p.parts {
+		g.alike[i] = g.alike[i] && part == g.parts.parts[i]
+	}
 }
 
 func comparePositions(at string, ap int32, ao int64, bt string, bp int32, bo int64) int {
@@ -609,59 +647,132 @@ var (
 	number = regexp.MustCompile(`(^|[\s(=,])(?:0x[0-9a-fA-F]+|-?[0-9]+(?:\.[0-9]+)?)\b`)
 )
 
-// ReasonOf is a dead letter's error without what is particular to the
-// record, so that dead letters that failed for the same cause have the
-// same reason: quoted values become "…", quoted characters '…', numbers
-// standing alone #, and a parenthesised remark holding any of them (a
-// JSON syntax error's position, the character a first byte stands for)
-// is left out. What a reason says to do stays.
+// reasonParts is a dead letter's error cut into the text that every
+// record failing for the same cause has and the parts that may be
+// particular to the record: quoted values, quoted characters, numbers
+// standing alone, and the parenthesised remarks holding any of them (a
+// JSON syntax error's position, the character a first byte stands for).
+type reasonParts struct {
+	// text holds the pieces around the parts: text[i] comes before
+	// parts[i], the last one after the last part.
+	text []string
+	// parts are the particular parts as this error has them, holders
+	// what stands for each where the records of a reason differ in it
+	// ("" for a remark, which is left out).
+	parts, holders []string
+}
+
+// reasonPartsOf cuts err into its reasonParts. Each kind of part is
+// looked for in err with the parts found before masked, as if they were
+// replaced already: a number inside a quoted value is no part of its own,
+// and a parenthesis inside one opens no remark.
+func reasonPartsOf(err string) reasonParts {
+	type span struct {
+		start, end int
+		holder     string
+	}
+	var spans []span
+	masked := []byte(err)
+	claim := func(start, end int, holder string, mask byte) {
+		spans = append(spans, span{start, end, holder})
+		for i := start; i < end; i++ {
+			masked[i] = mask
+		}
+	}
+	for _, m := range quotedText.FindAllIndex(masked, -1) {
+		claim(m[0], m[1], `"…"`, '"')
+	}
+	for _, m := range quotedChar.FindAllSubmatchIndex(masked, -1) {
+		claim(m[3], m[1], `'…'`, '\'')
+	}
+	for _, m := range number.FindAllSubmatchIndex(masked, -1) {
+		claim(m[3], m[1], "#", '#')
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	// The outermost remarks holding a part become one part, with the
+	// spaces before them; scanning stops at an unbalanced one, kept as
+	// it is.
+	var merged []span
+	next := 0 // the first span not merged yet
+	for from := 0; ; {
+		open := bytes.IndexByte(masked[from:], '(')
+		if open < 0 {
+			break
+		}
+		open += from
+		end, depth := -1, 0
+		for i := open; i < len(masked) && end < 0; i++ {
+			switch masked[i] {
+			case '(':
+				depth++
+			case ')':
+				if depth--; depth == 0 {
+					end = i + 1
+				}
+			}
+		}
+		if end < 0 {
+			break
+		}
+		inside := next
+		for inside < len(spans) && spans[inside].start < end {
+			inside++
+		}
+		if inside > next && spans[inside-1].start >= open {
+			for next < len(spans) && spans[next].start < open {
+				merged = append(merged, spans[next])
+				next++
+			}
+			start := open
+			for start > 0 && err[start-1] == ' ' {
+				start--
+			}
+			merged = append(merged, span{start, end, ""})
+			next = inside
+		}
+		from = end
+	}
+	merged = append(merged, spans[next:]...)
+	var p reasonParts
+	at := 0
+	for _, s := range merged {
+		p.text = append(p.text, err[at:s.start])
+		p.parts = append(p.parts, err[s.start:s.end])
+		p.holders = append(p.holders, s.holder)
+		at = s.end
+	}
+	p.text = append(p.text, err[at:])
+	return p
+}
+
+// key is the error without what may be particular to the record, so
+// that dead letters that failed for the same cause have the same key:
+// quoted values become "…", quoted characters '…', numbers standing
+// alone #, and a remark holding any of them is left out. What the error
+// says to do stays.
 //
 //	decode json: not valid JSON: "not json" (at byte 2: invalid character 'o' ...)
 //
 // is
 //
 //	decode json: not valid JSON: "…"
-func ReasonOf(err string) string {
-	s := quotedText.ReplaceAllString(err, `"…"`)
-	s = quotedChar.ReplaceAllString(s, `$1'…'`)
-	s = number.ReplaceAllString(s, `${1}#`)
-	s = withoutParticularRemarks(s)
-	return strings.Join(strings.Fields(s), " ")
-}
+//
+// DeadLetters counts by it; the reason it shows keeps the parts that
+// all the dead letters of the key have alike (reasonGroup).
+func (p reasonParts) key() string { return p.render(nil) }
 
-// withoutParticularRemarks leaves out of s the outermost parenthesised
-// remarks that hold a placeholder of ReasonOf, with the space before them.
-func withoutParticularRemarks(s string) string {
-	var out strings.Builder
-	for {
-		open := strings.IndexByte(s, '(')
-		if open < 0 {
-			break
+// render is the reason with the parts alike marks (nil: none) as they
+// are and the others replaced by their holders.
+func (p reasonParts) render(alike []bool) string {
+	var b strings.Builder
+	for i, part := range p.parts {
+		b.WriteString(p.text[i])
+		if alike != nil && alike[i] {
+			b.WriteString(part)
+		} else {
+			b.WriteString(p.holders[i])
 		}
-		end, depth := -1, 0
-		for i := open; i < len(s) && end < 0; i++ {
-			switch s[i] {
-			case '(':
-				depth++
-			case ')':
-				if depth--; depth == 0 {
-					end = i
-				}
-			}
-		}
-		if end < 0 {
-			break // unbalanced: kept as it is
-		}
-		remark := s[open : end+1]
-		before := s[:open]
-		if strings.Contains(remark, "…") || strings.Contains(remark, "#") {
-			before = strings.TrimRight(before, " ")
-			remark = ""
-		}
-		out.WriteString(before)
-		out.WriteString(remark)
-		s = s[end+1:]
 	}
-	out.WriteString(s)
-	return out.String()
+	b.WriteString(p.text[len(p.parts)])
+	return strings.Join(strings.Fields(b.String()), " ")
 }

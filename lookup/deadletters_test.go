@@ -1,15 +1,11 @@
-package lookup_test
+package lookup
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/floe-dev/floe/lookup"
-)
-
-// TestReasonOf: dead letters that failed for the same cause get the same
-// reason, whatever record they were (reasons as connector's decoder
-// writes them), and what a reason says to do stays.
-func TestReasonOf(t *testing.T) {
+// TestReasonKey: dead letters that failed for the same cause get the same
+// key to count them by, whatever record they were (reasons as connector's
+// decoder writes them), and what a reason says to do stays.
+func TestReasonKey(t *testing.T) {
 	for _, c := range []struct {
 		errs []string
 		want string
@@ -34,8 +30,8 @@ func TestReasonOf(t *testing.T) {
 		{[]string{`unbalanced (remark 3`}, `unbalanced (remark #`},
 	} {
 		for _, err := range c.errs {
-			if got := lookup.ReasonOf(err); got != c.want {
-				t.Errorf("ReasonOf(%q)\n = %q\nwant %q", err, got, c.want)
+			if got := reasonPartsOf(err).key(); got != c.want {
+				t.Errorf("key of %q\n = %q\nwant %q", err, got, c.want)
 			}
 		}
 	}

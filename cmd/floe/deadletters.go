@@ -58,9 +58,10 @@ One line each, by topic, partition and offset: the record's position, its timest
 registry id it named (- when none), a preview of its key and value (escaped: \n, \t, \xNN for a
 byte that is not UTF-8 text; - when null; cut at 32 characters) and the reason. --limit bounds
 the lines (default 100, 0 for all); the output says when there are more. A footer counts them
-by reason: the reason without what is particular to a record (quoted values as "…", numbers as
-#, a remark such as a JSON syntax error's position left out), with the first dead letter of each,
-whose whole reason names the fix when the sink knew one. --summary prints only that count.
+by reason: errors that differ only in what is particular to a record (quoted values, numbers, a
+remark holding one, such as a JSON syntax error's position) are one reason, which shows what its
+dead letters have alike and the rest as "…", # or left out; with the first dead letter of each,
+whose whole error names the fix when the sink knew one. --summary prints only that count.
 
 --topic, --partition, --from-offset and --until-offset (offsets [from, until)) and --since (the
 record timestamp, RFC3339, or a duration back from now such as 24h) select which. A topic or a

@@ -16,11 +16,12 @@ import (
 )
 
 // Reasons of the records deadLettersStack makes dead letters, as floe
-// dead-letters counts them (lookup.ReasonOf).
+// dead-letters counts them: the two not JSON differ in their values and
+// where the syntax error is, the one not UTF-8 is alone of its reason.
 const (
 	reasonNotJSON  = `decode json: not valid JSON: "…"`
 	reasonWrongTyp = `field id: the table's type long cannot take a value of type string`
-	reasonNotUTF8  = `decode json: not valid JSON: not UTF-8 text at byte #`
+	reasonNotUTF8  = `decode json: not valid JSON: not UTF-8 text at byte 15 (0xfe)`
 )
 
 // deadLettersStack sinks topic ev (two partitions) with --value json into

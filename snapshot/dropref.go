@@ -46,8 +46,10 @@ type DroppedRef struct {
 	DeadLetterTables []Dropped `json:"dead_letter_tables"`
 	// KeptDeadLetterTables are the branch's dead-letter tables that stay:
 	// another ref's ledger names them (main's, once the branch was
-	// published), or main's writers write them.
-	KeptDeadLetterTables []string `json:"kept_dead_letter_tables"`
+	// published), or main's writers write them. KeptBecause says, for
+	// each, why: what holds it, of all that can.
+	KeptDeadLetterTables []string            `json:"kept_dead_letter_tables"`
+	KeptBecause          map[string][]string `json:"kept_because"`
 
 	// dropping is the branch's PropDroppingPrefix record as this drop
 	// read or wrote it: the one its end removes.
@@ -153,17 +155,17 @@ func (t *Table) DropRef(ctx context.Context, log *slog.Logger, name string, opts
 // reports whether it committed.
 func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOptions) (DroppedRef, bool, error) {
 	out := DroppedRef{Table: t.Name(), Ref: Ref{Name: name, Kind: kind}, DeadLetterTables: []Dropped{}, KeptDeadLetterTables: []string{},
-		dropping: t.tbl.Properties()[PropDroppingPrefix+name]}
+		KeptBecause: map[string][]string{}, dropping: t.tbl.Properties()[PropDroppingPrefix+name]}
 	i := slices.IndexFunc(t.Refs(), func(r Ref) bool { return r.Name == name })
 	if i < 0 {
 		if kind == RefBranch {
 			// A drop cut short after its commit left the branch's own
 			// dead-letter table: this run finishes it.
-			dlqs, kept, err := t.refDeadLetterTables(ctx, name, nil)
+			dlqs, kept, why, err := t.refDeadLetterTables(ctx, name, nil)
 			if err != nil {
 				return out, false, err
 			}
-			dlqs, kept = t.keepRolledBack(name, dlqs, kept)
+			dlqs, kept = t.keepRolledBack(name, dlqs, kept, why)
 			// Its dead-letter tables that stay are said too: the drop's
 			// output told to run it again to drop them (review s61). Only
 			// for a branch that was published (whose drop keeps them):
@@ -173,7 +175,7 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 			_, dropping := props[PropDroppingPrefix+name]
 			_, published := props[PropPublished+name]
 			if dropping || len(dlqs) > 0 || len(kept) > 0 && published {
-				out.Gone, out.DeadLetterTables, out.KeptDeadLetterTables = true, dlqs, kept
+				out.Gone, out.DeadLetterTables, out.KeptDeadLetterTables, out.KeptBecause = true, dlqs, kept, why
 				return out, false, nil
 			}
 		}
@@ -193,10 +195,10 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 		_, out.Published = props[PropPublished+name]
 		head := out.Ref.SnapshotID
 		var err error
-		if out.DeadLetterTables, out.KeptDeadLetterTables, err = t.refDeadLetterTables(ctx, name, &head); err != nil {
+		if out.DeadLetterTables, out.KeptDeadLetterTables, out.KeptBecause, err = t.refDeadLetterTables(ctx, name, &head); err != nil {
 			return out, false, err
 		}
-		out.DeadLetterTables, out.KeptDeadLetterTables = t.keepRolledBack(name, out.DeadLetterTables, out.KeptDeadLetterTables)
+		out.DeadLetterTables, out.KeptDeadLetterTables = t.keepRolledBack(name, out.DeadLetterTables, out.KeptDeadLetterTables, out.KeptBecause)
 		for _, d := range out.DeadLetterTables {
 			if _, ok := props[PropDeadLetterTablePrefix+d.Table]; ok {
 				removeProps = append(removeProps, PropDeadLetterTablePrefix+d.Table)
@@ -253,8 +255,9 @@ func (t *Table) dropRef(ctx context.Context, name, kind string, opts DropRefOpti
 // by its name (BranchDeadLetterName), or the ledger of a rolled-back line
 // a published branch began names them. The branch's are
 // those the ledger as of head names (none when head is nil: the branch is
-// gone) and BranchDeadLetterName's when it holds t's dead letters.
-func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int64) (drop []Dropped, kept []string, err error) {
+// gone) and BranchDeadLetterName's when it holds t's dead letters. why
+// says, for each kept, which of those holds it.
+func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int64) (drop []Dropped, kept []string, why map[string][]string, err error) {
 	meta := t.tbl.Metadata()
 	named := map[string]bool{}
 	// A ledger another tool truncated (*TruncatedLedgerError) is read as
@@ -264,7 +267,7 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 	var truncated *TruncatedLedgerError
 	if head != nil {
 		if err := t.branchDeadLetterTables(meta, *head, named); err != nil && !errors.As(err, &truncated) {
-			return nil, nil, fmt.Errorf("read the ledger of branch %s of %s for its dead-letter tables: %w", name, t.Name(), err)
+			return nil, nil, nil, fmt.Errorf("read the ledger of branch %s of %s for its dead-letter tables: %w", name, t.Name(), err)
 		}
 	}
 	if v := t.tbl.Properties()[PropDroppingPrefix+name]; v != "" {
@@ -278,29 +281,50 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 	}
 	own := maps.Clone(named)
 	own[strings.Join(BranchDeadLetterName(t.ident, name), ".")] = true
-	others := map[string]bool{strings.Join(DeadLetterName(t.ident), "."): true}
+	// others says, by table name, what else holds a table. Case aside:
+	// Glue lowercases table names, so A's is a's there (the replay's
+	// refusal of such a branch ignores case too).
+	others := map[string][]string{}
+	holds := func(n, reason string) {
+		k := strings.ToLower(n)
+		if !slices.Contains(others[k], reason) {
+			others[k] = append(others[k], reason)
+		}
+	}
+	holds(strings.Join(DeadLetterName(t.ident), "."), "it is main's dead-letter table by name")
 	if rec := t.RecordedDeadLetterTable(); rec != nil {
-		others[strings.Join(rec, ".")] = true
+		holds(strings.Join(rec, "."), "main's writers write to it (the table records it as its dead-letter table)")
 	}
 	// Another ref's truncated ledger may name any of them in its lost
 	// part: all are kept (dropped by running the drop again once that ref
 	// is dropped too), rather than each truncated branch refusing the
 	// other's drop.
-	unsure := false
-	for n, ref := range meta.Refs() {
+	var unsure []string
+	// By name, so that a table's reasons come in the same order each run.
+	refs := maps.Collect(meta.Refs())
+	for _, n := range slices.Sorted(maps.Keys(refs)) {
+		ref := refs[n]
 		if n == name {
 			continue
 		}
 		if ref.SnapshotRefType == table.BranchRef && n != table.MainBranch {
 			// A replay onto that branch writes there before its ledger
 			// names it (a-b's is a_b's: floe's older replays allowed both).
-			others[strings.Join(BranchDeadLetterName(t.ident, n), ".")] = true
+			holds(strings.Join(BranchDeadLetterName(t.ident, n), "."), fmt.Sprintf("a replay onto branch %s writes to it (that branch's name makes the same table name)", n))
 		}
-		if err := t.branchDeadLetterTables(meta, ref.SnapshotID, others); err != nil {
+		ledger := fmt.Sprintf("the ledger of %s %s", ref.SnapshotRefType, n)
+		if n == table.MainBranch {
+			ledger = "main's ledger"
+		}
+		names := map[string]bool{}
+		if err := t.branchDeadLetterTables(meta, ref.SnapshotID, names); err != nil {
 			if !errors.As(err, &truncated) {
-				return nil, nil, fmt.Errorf("read the ledger of %s %s of %s for its dead-letter tables: %w", ref.SnapshotRefType, n, t.Name(), err)
+				return nil, nil, nil, fmt.Errorf("read the ledger of %s %s of %s for its dead-letter tables: %w", ref.SnapshotRefType, n, t.Name(), err)
 			}
-			unsure = true
+			unsure = append(unsure, ledger+" is truncated and may name it")
+		}
+		for dlq := range names {
+			holds(dlq, ledger+" names it")
 		}
 	}
 	// A line of main's history that a published branch began and a
@@ -309,20 +333,19 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 	// since, whose table another branch writes (a_b's is a-b's; review
 	// s61), or a --dlq-table two replays shared.
 	for _, tip := range unreachedTips(meta) {
-		if t.PublishedBranch(tip) == "" {
+		published := t.PublishedBranch(tip)
+		if published == "" {
 			continue
 		}
-		if err := t.branchDeadLetterTables(meta, tip, others); err != nil && !errors.As(err, &truncated) {
-			return nil, nil, fmt.Errorf("read the ledger of snapshot %d of %s, which no ref reaches, for its dead-letter tables: %w", tip, t.Name(), err)
+		names := map[string]bool{}
+		if err := t.branchDeadLetterTables(meta, tip, names); err != nil && !errors.As(err, &truncated) {
+			return nil, nil, nil, fmt.Errorf("read the ledger of snapshot %d of %s, which no ref reaches, for its dead-letter tables: %w", tip, t.Name(), err)
+		}
+		for dlq := range names {
+			holds(dlq, fmt.Sprintf("the ledger of snapshot %d names it: main's history that the publish of branch %s began, which a rollback left and main may be set back to", tip, published))
 		}
 	}
-	// Case aside: Glue lowercases table names, so A's is a's there (the
-	// replay's refusal of such a branch ignores case too).
-	shared := map[string]bool{}
-	for n := range others {
-		shared[strings.ToLower(n)] = true
-	}
-	drop, kept = []Dropped{}, []string{}
+	drop, kept, why = []Dropped{}, []string{}, map[string][]string{}
 	for _, n := range slices.Sorted(maps.Keys(own)) {
 		dlq, err := OpenDeadLetters(ctx, t.cat, identOf(n), t.Name(), false)
 		switch {
@@ -331,14 +354,15 @@ func (t *Table) refDeadLetterTables(ctx context.Context, name string, head *int6
 		case err != nil && !named[n]:
 			continue // a table of that name that is not t's, and the branch's ledger does not name it
 		case err != nil:
-			return nil, nil, fmt.Errorf("open dead-letter table %s of branch %s of %s: %w", n, name, t.Name(), err)
-		case shared[strings.ToLower(n)] || unsure:
+			return nil, nil, nil, fmt.Errorf("open dead-letter table %s of branch %s of %s: %w", n, name, t.Name(), err)
+		case len(others[strings.ToLower(n)]) > 0 || len(unsure) > 0:
 			kept = append(kept, n)
+			why[n] = slices.Concat(others[strings.ToLower(n)], unsure)
 		default:
 			drop = append(drop, Dropped{Table: n, Location: dlq.tbl.Location()})
 		}
 	}
-	return drop, kept, nil
+	return drop, kept, why, nil
 }
 
 // CutShortDrops returns, by branch, the dead-letter tables that a drop of
@@ -394,8 +418,8 @@ func (t *Table) removeDropping(ctx context.Context, name, record string, dropped
 // engine) may be set back, and its commits' dead letters are needed again,
 // as floe maintain keeps the files of a rolled-back commit's dead letters
 // (keptFiles). Once maintenance expired that snapshot, running the drop
-// again drops them.
-func (t *Table) keepRolledBack(name string, drop []Dropped, kept []string) ([]Dropped, []string) {
+// again drops them. It says so in why.
+func (t *Table) keepRolledBack(name string, drop []Dropped, kept []string, why map[string][]string) ([]Dropped, []string) {
 	v, ok := t.tbl.Properties()[PropPublished+name]
 	if !ok || len(drop) == 0 {
 		return drop, kept
@@ -406,6 +430,7 @@ func (t *Table) keepRolledBack(name string, drop []Dropped, kept []string) ([]Dr
 	}
 	for _, d := range drop {
 		kept = append(kept, d.Table)
+		why[d.Table] = append(why[d.Table], fmt.Sprintf("branch %s was published and main's history from its publish (snapshot %d) is still in the table: main rolled back below it may be set back to it", name, id))
 	}
 	slices.Sort(kept)
 	return []Dropped{}, kept

@@ -81,4 +81,8 @@ func TestDropRefKeepsDeadLetterTableOfBranchDifferingInCase(t *testing.T) {
 	if !dlqExists(t, cat, tbl, own) {
 		t.Errorf("the drop of branch a dropped %s, which branch A writes to in a catalog that lowercases names", strings.Join(own, "."))
 	}
+	want := []string{"a replay onto branch A writes to it (that branch's name makes the same table name)"}
+	if why := got.KeptBecause[strings.Join(own, ".")]; !slices.Equal(why, want) {
+		t.Errorf("drop of branch a keeps %s because %q; want %q alone", strings.Join(own, "."), why, want)
+	}
 }

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -122,6 +123,10 @@ func TestReviewS61DropOfCollidingBranchKeepsRolledBackPublishedDeadLetters(t *te
 	if !dlqExists(t, cat, tbl, shared) {
 		t.Fatal("the drop of a-b dropped its dead-letter table")
 	}
+	// What holds it, and only that (from a user).
+	if why := got.KeptBecause[strings.Join(shared, ".")]; len(why) != 1 || !strings.HasPrefix(why[0], "branch a-b was published and main's history from its publish") {
+		t.Errorf("drop of published a-b under a rolled-back main keeps its dead-letter table because %q; want its published line alone", why)
+	}
 	// A replay onto a_b: a-b is no branch now, nothing refuses it.
 	if err := tbl.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
@@ -137,6 +142,9 @@ func TestReviewS61DropOfCollidingBranchKeepsRolledBackPublishedDeadLetters(t *te
 	if !dlqExists(t, cat, tbl, shared) {
 		t.Fatalf("the drop of a_b dropped %s (%+v), which holds the dead letters of a-b's published commits: main set back to a-b's head (%d, still a snapshot of the table) finds them gone",
 			strings.Join(shared, "."), got, head)
+	}
+	if why := got.KeptBecause[strings.Join(shared, ".")]; len(why) != 1 || why[0] != fmt.Sprintf("the ledger of snapshot %d names it: main's history that the publish of branch a-b began, which a rollback left and main may be set back to", head) {
+		t.Errorf("drop of a_b keeps %s because %q; want a-b's published line alone", strings.Join(shared, "."), why)
 	}
 }
 

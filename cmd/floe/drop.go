@@ -47,7 +47,8 @@ abandoned or published, and --tag NAME a tag, such as the one floe replay --tag-
 commit removes the ref, and the next floe maintain expires the snapshots only it kept, by its
 retention rules, and deletes their files. main is refused. The branch's dead-letter table (a
 replay's TABLE_BRANCH_dlq) is dropped with it, unless another branch's or tag's ledger names it:
-a published branch's commits are main's, and main keeps their dead letters. A branch a publish is
+a published branch's commits are main's, and main keeps their dead letters (the output says
+what keeps each table that stays). A branch a publish is
 swapping onto main is refused until the publish ends; one committed to in the last ten minutes
 is named, as a replay may still be writing it.`,
 		Example: `  floe drop --table lake.ordres               # lists what would go
@@ -217,7 +218,7 @@ func printDroppedRef(w io.Writer, d snapshot.DroppedRef, dryRun bool) {
 		}
 	}
 	for _, n := range d.KeptDeadLetterTables {
-		fmt.Fprintf(w, "  %s stays: main's or another ref's ledger names it, main's writers write it, the branch's published line is still in the table (main rolled back below it may be set back), another branch's name makes it, or another ref's ledger is truncated and may name it (the same drop run again drops it once none of these holds)\n", n)
+		fmt.Fprintf(w, "  %s stays: %s (the same drop run again drops it once that no longer holds)\n", n, strings.Join(d.KeptBecause[n], "; "))
 	}
 	if !d.Gone && !dryRun {
 		fmt.Fprintf(w, "  the snapshots only the %s kept are expired, and their files deleted, by the next floe maintain past its retention (--expire-older-than)\n", d.Ref.Kind)

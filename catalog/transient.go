@@ -118,3 +118,15 @@ func sqliteBusy(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY")
 }
+
+// IsRefused reports whether err is a catalog's refusal of a request that
+// it did not apply and that asking again does not change: a PostgreSQL
+// catalog's error of SQLSTATE class 42, an access rule (its user lacks a
+// privilege: 42501). A commit refused so is no outcome unknown: nothing
+// of it was applied, and what it wrote can go (a compaction as a
+// SELECT-only role retried five times as unknown, and kept its files as
+// orphans: a new user's run).
+func IsRefused(err error) bool {
+	var pgErr pgdriver.Error
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Field('C'), "42")
+}

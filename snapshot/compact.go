@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -1337,6 +1338,13 @@ func (t *Table) tryCompaction(ctx context.Context, log *slog.Logger, c compactCo
 			return snap, attemptLanded, nil
 		}
 		return 0, attemptGaveUp, &CompactConflictError{Table: t.Name(), Reason: "a file it replaces is no longer live (another compaction, or a rollback)"}
+	case catalog.IsRefused(err):
+		// Not applied, and no retry changes it: its files go, unless an
+		// earlier attempt's outcome is unknown.
+		if snap, landed := t.discardCompaction(ctx, log, c, uncertain); landed {
+			return snap, attemptLanded, nil
+		}
+		return 0, attemptGaveUp, fmt.Errorf("compact %s: the catalog refused the commit, nothing was committed: %w", t.Name(), err)
 	}
 	return 0, attemptFailed, err
 }

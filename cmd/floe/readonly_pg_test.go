@@ -2,7 +2,9 @@ package main
 
 import (
 	"database/sql"
+	"io/fs"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -119,4 +121,58 @@ func TestPostgresPrivilegeErrorSaysWhatIsNeeded(t *testing.T) {
 	}
 	mustFloe(t, "sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.copy2", "--stop-at-end", "--warehouse", wh,
 		"--catalog", as("writer", "writer-pw"), "--catalog-prop", "init_catalog_tables=false")
+}
+
+// TestPostgresCompactionRefusedLeavesNoFiles (from a new-user run): floe
+// maintain --compact as a role that may only SELECT from the catalog's
+// tables retried its commit five times as "outcome unknown" and kept the
+// files it wrote, orphans. PostgreSQL's permission error is a refusal:
+// nothing was applied, so the compaction stops at its first attempt,
+// deletes what it wrote and says what the role lacks.
+func TestPostgresCompactionRefusedLeavesNoFiles(t *testing.T) {
+	pg := testenv.Postgres(t)
+	st, _ := sinkStack(t)
+	wh := t.TempDir()
+	mustFloe(t, "sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders",
+		"--stop-at-end", "--flush-records", "20", "--catalog", pg.URI, "--warehouse", wh)
+	db, err := sql.Open("pg", pg.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		"CREATE ROLE compactor LOGIN PASSWORD 'compact-pw'",
+		"GRANT SELECT ON iceberg_tables, iceberg_namespace_properties TO compactor",
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	u, err := url.Parse(pg.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("compactor", "compact-pw")
+	files := func() int {
+		n := 0
+		err := filepath.WalkDir(wh, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+				n++
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := files()
+	code, out, errs := floe(t, "maintain", "--compact", "--table", "lake.orders", "--catalog", u.String(), "--warehouse", wh)
+	if code != exitError || !strings.Contains(errs, "the catalog refused the commit, nothing was committed") ||
+		!strings.Contains(errs, "the catalog's user lacks a privilege") || strings.Contains(out+errs, "attempt 5") {
+		t.Errorf("compaction as a SELECT-only role: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if after := files(); after != before {
+		t.Errorf("%d Parquet files after the refused compaction, %d before: it left what it wrote", after, before)
+	}
 }

@@ -93,8 +93,10 @@ type groupMember struct {
 	// the count when it was (partition.adopted).
 	adoptions uint64
 	// assignments counts the group's assignments to this member, empty
-	// ones too (joined).
-	assignments uint64
+	// ones too (joined); emptyAssigned is set when the last one was empty
+	// (a standby: more members than partitions).
+	assignments   uint64
+	emptyAssigned bool
 	// revokeWithin bounds a revocation's commit.
 	revokeWithin time.Duration
 	// sessionTimeout is how long the coordinator keeps a silent member
@@ -318,6 +320,7 @@ func (ss *session) joined(_ context.Context, _ *kgo.Client, assigned map[string]
 		return
 	}
 	gm.assignments++
+	gm.emptyAssigned = len(assigned[ss.s.cfg.Topic]) == 0
 	for _, p := range assigned[ss.s.cfg.Topic] {
 		gm.taking[p] = true
 	}

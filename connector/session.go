@@ -832,12 +832,14 @@ func (ss *session) poll(ctx context.Context) error {
 				}
 				s.log.Warn(msg, "group", s.cfg.Group, "err", fp.Err)
 				// Not when the group assigned this member again since the
-				// poll began and it holds partitions: the notice is of the
-				// drop before. One that holds none was dropped again: a
-				// member of the other --group-protocol is assigned and
-				// dropped at every rejoin, and read as ready throughout
-				// (a user's run).
-				if s.cfg.OnGroupDropped != nil && (ss.gm.assignments == assigned || len(ss.gm.owned)+len(ss.gm.taking) == 0) {
+				// poll began and it holds what it was assigned: the notice
+				// is of the drop before. One assigned partitions that
+				// holds none was dropped again: a member of the other
+				// --group-protocol is assigned and dropped at every
+				// rejoin, and read as ready throughout (a user's run). A
+				// standby, assigned none, holds none either way.
+				again := len(ss.gm.owned)+len(ss.gm.taking) == 0 && !ss.gm.emptyAssigned
+				if s.cfg.OnGroupDropped != nil && (ss.gm.assignments == assigned || again) {
 					s.cfg.OnGroupDropped(fmt.Errorf("%s: %w", msg, fp.Err))
 				}
 				return

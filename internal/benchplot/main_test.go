@@ -113,3 +113,21 @@ func TestRunSoak(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSoakZeroFirst: a measure whose first sample is 0 (a run whose
+// ledger archive stays empty) prints its values without a ratio, where it
+// printed xNaN (0 -> 0) or x+Inf.
+func TestRunSoakZeroFirst(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("commit,rss_mib,commit_ms,metadata_bytes,live_files,snapshots,archive_bytes\n")
+	for i := 1; i <= 4; i++ {
+		fmt.Fprintf(&b, "%d,%d,%d,%d,%d,%d,%d\n", 250*i, 100, 20, 102400, 200*i, 101, 0)
+	}
+	_, summary := plot(t, b.String())
+	if want := "ledger archive, KiB 0 at 500 -> 0\n"; !strings.Contains(summary, want) {
+		t.Errorf("summary lacks %q:\n%s", want, summary)
+	}
+	if strings.Contains(summary, "NaN") || strings.Contains(summary, "Inf") {
+		t.Errorf("summary has a ratio of 0:\n%s", summary)
+	}
+}

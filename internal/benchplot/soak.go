@@ -101,12 +101,22 @@ func runSoak(out string, inputs []string, summary io.Writer) error {
 			if p.column >= len(last) {
 				continue
 			}
-			fmt.Fprintf(summary, "; %s %s at %.0f -> %s (x%.2f)", p.title, trimFloat(round1(first[p.column]/p.scale)), first[0],
-				trimFloat(round1(last[p.column]/p.scale)), last[p.column]/first[p.column])
+			fmt.Fprintf(summary, "; %s %s at %.0f -> %s%s", p.title, trimFloat(round1(first[p.column]/p.scale)), first[0],
+				trimFloat(round1(last[p.column]/p.scale)), growth(first[p.column], last[p.column]))
 		}
 		fmt.Fprintln(summary)
 	}
 	return os.WriteFile(out, []byte(soakSVG(runs)), 0o644)
+}
+
+// growth is " (xR)", last over first, or "" when first is 0: a measure
+// that starts at nothing (no archive before the first expiry) has no
+// ratio to give, and printing xNaN or x+Inf would read as a fault.
+func growth(first, last float64) string {
+	if first == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (x%.2f)", last/first)
 }
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }

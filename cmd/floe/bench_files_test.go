@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -36,8 +35,9 @@ import (
 // mean), their mean size, and the sink's catalog commit time (mean, from
 // its "committed" log lines); then the live files after the
 // compaction, their mean size and the compaction's wall time.
-// FLOE_BENCH_BEFORE=PATH runs that floe binary (a build of main) on the
-// same topic in the same run, reported with the prefix before-.
+// FLOE_BENCH_BEFORE=PATH runs that floe binary (a build of main; an
+// absolute path) on the same topic in the same run, reported with the
+// prefix before-.
 func BenchmarkFilesByBytes(b *testing.B) {
 	const (
 		topic      = "wide"
@@ -45,6 +45,14 @@ func BenchmarkFilesByBytes(b *testing.B) {
 		records    = 200_000
 		flush      = 40_000
 	)
+	// Both binaries first, the given ones checked before this checkout's
+	// build: a wrong path fails at once, not after the records are
+	// produced and this build's runs.
+	before := floetest.BenchPath(b, "FLOE_BENCH_BEFORE", floetest.BenchProgram)
+	bins := [][2]string{{"", benchFloe(b)}}
+	if before != "" {
+		bins = append(bins, [2]string{"before-", before})
+	}
 	e := floetest.New(b)
 	e.Stack.Brokers = floetest.StartBrokerProcess(b)
 	e.Topic(topic, partitions, nil)
@@ -62,10 +70,6 @@ func BenchmarkFilesByBytes(b *testing.B) {
 			e.Produce(recs)
 			recs = recs[:0]
 		}
-	}
-	bins := [][2]string{{"", benchFloe(b)}}
-	if before := os.Getenv("FLOE_BENCH_BEFORE"); before != "" {
-		bins = append(bins, [2]string{"before-", before})
 	}
 	brokers := strings.Join(e.Stack.Brokers, ",")
 	for _, mode := range []string{"append", "upsert"} {

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -87,7 +88,9 @@ func BenchmarkLongLedger(b *testing.B) {
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
 		b.Skip("needs GNU time (/usr/bin/time) to measure each command's peak resident set")
 	}
-	root := os.Getenv("FLOE_BENCH_CACHE")
+	// The binary before the ledger, which can take minutes to build.
+	bin := benchFloe(b)
+	root := floetest.BenchPath(b, "FLOE_BENCH_CACHE", floetest.BenchCacheFolder)
 	if root == "" {
 		c, err := os.UserCacheDir()
 		if err != nil {
@@ -101,7 +104,6 @@ func BenchmarkLongLedger(b *testing.B) {
 		buildLongLedger(b, dir, commits, partitions, v)
 		b.Logf("built a ledger of %d ranges in %s under %s", commits*partitions, time.Since(start).Round(time.Second), dir)
 	}
-	bin := benchFloe(b)
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), "orders"))
 	if err != nil {
 		b.Fatal(err)
@@ -155,10 +157,11 @@ const (
 	variantUpsert    ledgerVariant = "upsert-"
 )
 
-// benchFloe is the floe binary a benchmark measures: FLOE_BENCH_FLOE, or
-// one built from this checkout.
+// benchFloe is the floe binary a benchmark measures: FLOE_BENCH_FLOE (an
+// absolute path to an executable, checked), or one built from this
+// checkout.
 func benchFloe(b *testing.B) string {
-	if bin := os.Getenv("FLOE_BENCH_FLOE"); bin != "" {
+	if bin := floetest.BenchPath(b, "FLOE_BENCH_FLOE", floetest.BenchProgram); bin != "" {
 		return bin
 	}
 	bin := filepath.Join(b.TempDir(), "floe")

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -51,18 +52,24 @@ import (
 // draws them. FLOE_SOAK_ARGS adds flags to floe sink (space-separated,
 // e.g. --compact-interval=0 for a run without compaction), FLOE_BENCH_FLOE
 // names the floe binary (default: built from this checkout) and
-// FLOE_SOAK_LOG a file to copy the sink's log to.
+// FLOE_SOAK_LOG a file to copy the sink's log to. The paths must be
+// absolute (go test runs in cmd/floe/), and are checked first.
 //
-//	FLOE_SOAK_COMMITS=5000 FLOE_SOAK_OUT=soak.csv go test ./cmd/floe/ -run '^$' -bench Soak -benchtime 1x -timeout 24h
+//	FLOE_SOAK_COMMITS=5000 FLOE_SOAK_OUT=$PWD/soak.csv go test ./cmd/floe/ -run '^$' -bench Soak -benchtime 1x -timeout 24h
 func BenchmarkSoak(b *testing.B) {
 	commits := benchEnvInt(b, "FLOE_SOAK_COMMITS", 100_000)
 	// A few partitions are the shape of a live sink on a small topic.
 	partitions := benchEnvIntFrom(b, "FLOE_SOAK_PARTITIONS", 200, 1)
 	every := benchEnvInt(b, "FLOE_SOAK_EVERY", 1_000)
 	flush := benchEnvIntFrom(b, "FLOE_SOAK_FLUSH", 20, 1)
+	// The paths before the binary's build and the broker: a relative
+	// path would land in cmd/floe/ (go test's folder), where the plot
+	// command run from the repository's root does not look.
+	outPath := floetest.BenchPath(b, "FLOE_SOAK_OUT", floetest.BenchOutFile)
+	logPath := floetest.BenchPath(b, "FLOE_SOAK_LOG", floetest.BenchOutFile)
 	bin := benchFloe(b)
 	var out *csv.Writer
-	if path := os.Getenv("FLOE_SOAK_OUT"); path != "" {
+	if path := outPath; path != "" {
 		f, err := os.Create(path)
 		if err != nil {
 			b.Fatal(err)
@@ -76,7 +83,7 @@ func BenchmarkSoak(b *testing.B) {
 	}
 	for b.Loop() {
 		var first, last soakSample
-		soak(b, bin, commits, partitions, every, flush, func(s soakSample) {
+		soak(b, bin, logPath, commits, partitions, every, flush, func(s soakSample) {
 			if first.commit == 0 {
 				first = s
 			}
@@ -124,8 +131,8 @@ func (s soakSample) row() []string {
 }
 
 // soak runs the sink for commits commits and calls record every every
-// commits.
-func soak(b *testing.B, bin string, commits, partitions, every, flush int, record func(soakSample)) {
+// commits; with logPath set it copies the sink's log there.
+func soak(b *testing.B, bin, logPath string, commits, partitions, every, flush int, record func(soakSample)) {
 	ctx := b.Context()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), "soak"))
 	if err != nil {
@@ -174,8 +181,8 @@ func soak(b *testing.B, bin string, commits, partitions, every, flush int, recor
 
 	var cat icecat.Catalog
 	var log io.Reader = stderr
-	if path := os.Getenv("FLOE_SOAK_LOG"); path != "" {
-		f, err := os.Create(path)
+	if logPath != "" {
+		f, err := os.Create(logPath)
 		if err != nil {
 			b.Fatal(err)
 		}

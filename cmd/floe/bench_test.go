@@ -37,11 +37,13 @@ import (
 // the sink's peak resident set (VmHWM, read from /proc while it runs),
 // failing above 300 MiB; and both processes' CPU time per million records
 // and the cores the sink kept busy. FLOE_BENCH_FLOE=PATH runs that floe
-// binary instead of building one (to compare builds in one run), and
+// binary instead of building one (to compare builds in one run; an
+// absolute path, checked before the records are produced), and
 // FLOE_BENCH_PARTITIONS=N spreads the records over N partitions instead
 // of 4 (a wide topic: the ceiling holds there too).
 func BenchmarkSinkProcess(b *testing.B) {
 	n := floetest.BenchRecords(b)
+	floe := floetest.BenchPath(b, "FLOE_BENCH_FLOE", floetest.BenchProgram)
 	e := floetest.New(b)
 	e.Stack.Brokers = floetest.StartBrokerProcess(b)
 	const topic = "bench"
@@ -51,7 +53,6 @@ func BenchmarkSinkProcess(b *testing.B) {
 		ends = append(ends, fmt.Sprintf("%d:%d", tp.Partition, end))
 	}
 	bin := b.TempDir()
-	floe := os.Getenv("FLOE_BENCH_FLOE")
 	builds := [][]string{{"-o", filepath.Join(bin, "plainconsume"), "../../internal/plainconsume/cmd/plainconsume"}}
 	if floe == "" {
 		floe = filepath.Join(bin, "floe")

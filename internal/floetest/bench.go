@@ -137,6 +137,81 @@ func BenchCommits(t testing.TB, def int) int {
 	return n
 }
 
+// BenchPathKind is what a benchmark's path variable names.
+type BenchPathKind int
+
+const (
+	// BenchProgram is a program the benchmark runs (a floe build): an
+	// executable file that exists.
+	BenchProgram BenchPathKind = iota
+	// BenchOutFile is a file the benchmark writes: its folder exists.
+	BenchOutFile
+	// BenchOutFolder is a folder the benchmark writes into: it exists.
+	BenchOutFolder
+	// BenchCacheFolder is a folder the benchmark creates if missing and
+	// keeps between runs: its parent folder exists.
+	BenchCacheFolder
+)
+
+// BenchPath is the path the environment variable name gives a benchmark,
+// "" when it is unset, checked at once: a benchmark calls it before any
+// work, so that a wrong path fails in a second rather than after minutes
+// of producing records or running another build.
+func BenchPath(t testing.TB, name string, kind BenchPathKind) string {
+	t.Helper()
+	value := os.Getenv(name)
+	if err := CheckBenchPath(name, value, kind); err != nil {
+		t.Fatal(err)
+	}
+	return value
+}
+
+// CheckBenchPath is BenchPath's check of value, the value of the
+// environment variable name (nil when it is empty). A relative path is
+// refused rather than resolved: go test runs a benchmark in its package's
+// folder, not where the command was typed, so neither folder is a safe
+// guess of what the user meant.
+func CheckBenchPath(name, value string, kind BenchPathKind) error {
+	if value == "" {
+		return nil
+	}
+	if !filepath.IsAbs(value) {
+		return fmt.Errorf("%s=%s: give an absolute path (go test runs in the package folder): $PWD/%s", name, value, filepath.Clean(value))
+	}
+	check, what := value, ""
+	switch kind {
+	case BenchProgram:
+		what = "a floe binary to run (build one at the commit to measure: go build -o " + value + " ./cmd/floe)"
+	case BenchOutFile:
+		check, what = filepath.Dir(value), "a folder to write "+filepath.Base(value)+" into (create it first)"
+	case BenchOutFolder:
+		what = "a folder to write into (create it first)"
+	case BenchCacheFolder:
+		check, what = filepath.Dir(value), "a folder to create "+filepath.Base(value)+" in (create it first)"
+	}
+	fi, err := os.Stat(check)
+	switch {
+	case err != nil && os.IsNotExist(err):
+		return fmt.Errorf("%s=%s: %s does not exist; %s names %s", name, value, missing(check, value), name, what)
+	case err != nil:
+		return fmt.Errorf("%s=%s: %v", name, value, err)
+	case kind == BenchProgram && (!fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0):
+		return fmt.Errorf("%s=%s: not an executable file; %s names %s", name, value, name, what)
+	case kind != BenchProgram && !fi.IsDir():
+		return fmt.Errorf("%s=%s: %s is not a folder; %s names %s", name, value, check, name, what)
+	}
+	return nil
+}
+
+// missing names what CheckBenchPath did not find: the path itself, or its
+// folder.
+func missing(check, value string) string {
+	if check == value {
+		return "it"
+	}
+	return check
+}
+
 // HeapProbe measures a process's live heap at points of a benchmark, and
 // with FLOE_BENCH_HEAPPROFILE set writes a heap profile at each into that
 // folder (NAME-N.pprof), sampling every allocation of 4 KiB: the default
@@ -150,7 +225,7 @@ type HeapProbe struct {
 // NewHeapProbe returns the probe of a benchmark whose profiles are named
 // name.
 func NewHeapProbe(t testing.TB, name string) HeapProbe {
-	p := HeapProbe{t: t, name: name, folder: os.Getenv("FLOE_BENCH_HEAPPROFILE")}
+	p := HeapProbe{t: t, name: name, folder: BenchPath(t, "FLOE_BENCH_HEAPPROFILE", BenchOutFolder)}
 	if p.folder != "" {
 		runtime.MemProfileRate = 4 << 10
 	}

@@ -24,7 +24,7 @@ func (f *compactFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.compact, "compact", false,
 		"rewrite the small data files of each Iceberg partition into larger ones, across Kafka partitions (of the table, and of the dead-letter tables its ledger names, per Kafka partition), leaving the ledger as it is; on an upsert table, rewrite the files its deletes apply to with the deletes applied and drop the delete files")
 	fs.Var(newByteSize(&f.targetFileSize, snapshot.DefaultTargetFileSize), "target-file-size",
-		"with --compact: the size of the files it writes; files of at least 3/4 of it stay as they are (128MiB, 1GiB, ...)")
+		"with --compact: the size of the files it writes; files of at least 3/4 of it stay as they are: "+sizeHelp)
 }
 
 // printCompaction writes what compactions did, a line per table.
@@ -103,7 +103,7 @@ func (f *sinkCompaction) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.interval, "compact-interval", DefaultCompactInterval,
 		"compact the table's small files (and its dead-letter tables') this often while sinking, as floe maintain --compact does (on an upsert table it also applies the row-level deletes and drops the delete files); 0 turns it off")
 	fs.Var(newByteSize(&f.targetFileSize, snapshot.DefaultTargetFileSize), "compact-target-file-size",
-		"with --compact-interval: the size of the files compaction writes")
+		"with --compact-interval: the size of the files compaction writes: "+sizeHelp)
 }
 
 // every is how often start compacts: the interval, or 0 (never).

@@ -60,8 +60,14 @@ func (positiveInt) Type() string     { return "count" }
 // sizes: IEC units are powers of 1024 (128MiB, 1GiB, 512KiB; Ki, Mi, Gi
 // alone too), SI units powers of 1000 (500kB, 1GB; k, M, G alone too);
 // case and a space before the unit do not matter, and decimals are allowed
-// (1.5GiB). It parses with go-humanize's ParseBytes.
+// (1.5GiB). It parses with go-humanize's ParseBytes; sizeHelp says all of
+// this in each size flag's help.
 type byteSize struct{ v *int64 }
+
+// sizeHelp says in a size flag's help what byteSize accepts, all of it:
+// a user who wrote 128M for 128 MiB got 128,000,000 bytes without a word,
+// since M alone is a power of 1000 to go-humanize.
+const sizeHelp = "a number of bytes, or with a unit: 128MiB, 1GiB, 512KiB (or Mi, Gi, Ki: powers of 1024), 500kB, 1GB (or k, M, G: powers of 1000, so 128M is 128,000,000 bytes, not 128MiB); TiB and TB too, in any case, with decimals such as 1.5GiB"
 
 func newByteSize(v *int64, def int64) byteSize {
 	*v = def

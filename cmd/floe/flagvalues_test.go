@@ -105,3 +105,31 @@ func TestFlagParseHints(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeFlagsHelpUnits (from a new user's run): --flush-bytes 128M and
+// --compact-target-file-size 512M were accepted as 128,000,000 and
+// 512,000,000 bytes while --help named only MiB/GiB and kB/GB: every size
+// flag's help names every unit it takes, and that M alone is a power of
+// 1000.
+func TestSizeFlagsHelpUnits(t *testing.T) {
+	for _, c := range []struct{ command, flag string }{
+		{"sink", "flush-bytes"}, {"sink", "compact-target-file-size"}, {"replay", "flush-bytes"}, {"maintain", "target-file-size"},
+	} {
+		_, out, _ := floe(t, c.command, "--help")
+		i := strings.Index(out, "--"+c.flag+" size")
+		if i < 0 {
+			t.Fatalf("floe %s --help has no --%s size:\n%s", c.command, c.flag, out)
+		}
+		line, _, _ := strings.Cut(out[i:], "\n")
+		for _, want := range []string{"128MiB", "Mi, Gi, Ki", "500kB", "k, M, G", "128M is 128,000,000 bytes, not 128MiB", "1.5GiB"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("floe %s --help, --%s lacks %q: %s", c.command, c.flag, want, line)
+			}
+		}
+	}
+	// What the help says of M alone.
+	var n int64
+	if err := newByteSize(&n, 1).Set("128M"); err != nil || n != 128_000_000 {
+		t.Errorf("128M: %d, %v; want 128000000", n, err)
+	}
+}

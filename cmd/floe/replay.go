@@ -131,7 +131,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	f.decodeFlags.register(fs)
 	f.upsertFlags.register(fs)
 	fs.Var(newPositiveInt(&f.flushRecords, 0), "flush-records", fmt.Sprintf("commit after this many records (default %d; %d for an upsert table, whose flush is held in memory until its commit)", connector.DefaultFlushRecords, connector.DefaultUpsertFlushRecords))
-	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "commit after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
+	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "commit after this many bytes of keys, values and headers: "+sizeHelp)
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "commit at most this long after the first uncommitted record")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", "fail", "when retention deletes records during the replay: fail, or record the lost range and go on")
 	fs.DurationVar(&f.retryFor, "retry-for", connector.DefaultRetryFor,

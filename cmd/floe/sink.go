@@ -110,7 +110,7 @@ then exit 2; rejected credentials and other errors that need a person stop it at
 	f.upsertFlags.register(fs)
 	fs.StringVar(&f.start, "start", "earliest", "where partitions the ledger has never seen begin: earliest or latest (to begin at given offsets, create the table with floe replay --from PARTITION=OFFSET,...; floe sink resumes from its ledger)")
 	fs.Var(newPositiveInt(&f.flushRecords, 0), "flush-records", fmt.Sprintf("flush after this many records (default %d; %d for an upsert table, whose flush is held in memory until its commit)", connector.DefaultFlushRecords, connector.DefaultUpsertFlushRecords))
-	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: a number of bytes, or with a unit: 128MiB, 1GiB (powers of 1024), 500kB, 1GB (powers of 1000)")
+	fs.Var(newByteSize(&f.flushBytes, connector.DefaultFlushBytes), "flush-bytes", "flush after this many bytes of keys, values and headers: "+sizeHelp)
 	fs.Var(newPositiveDuration(&f.flushInterval, connector.DefaultFlushInterval), "flush-interval", "flush at most this long after the first unflushed record")
 	fs.BoolVar(&f.stopAtEnd, "stop-at-end", false, "sink each partition up to its end offset as of start (last stable offset), commit and exit")
 	fs.BoolVar(&f.createTable, "create-table", true, "create a missing table (with its namespace and dead-letter table); --create-table=false refuses one (exit 2) before anything is created,\n"+

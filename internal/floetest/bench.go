@@ -110,17 +110,30 @@ func (e *Env) ProduceBenchOver(topic string, n int, partitions int32) {
 }
 
 // BenchPartitions is FLOE_BENCH_PARTITIONS, the partitions of the topic
-// a benchmark produces, 4 by default.
+// a benchmark produces, 4 by default, at most maxBenchPartitions.
 func BenchPartitions(t testing.TB) int32 {
-	s := os.Getenv("FLOE_BENCH_PARTITIONS")
+	t.Helper()
+	n, err := benchPartitions(os.Getenv("FLOE_BENCH_PARTITIONS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// maxBenchPartitions bounds FLOE_BENCH_PARTITIONS: the kfake broker in
+// the benchmark's process keeps every partition, and far above a real
+// topic's partition count the figures say nothing of floe.
+const maxBenchPartitions = 100_000
+
+func benchPartitions(s string) (int32, error) {
 	if s == "" {
-		return 4
+		return 4, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 100_000 {
-		t.Fatalf("FLOE_BENCH_PARTITIONS=%q: want a number of partitions", s)
+	if err != nil || n < 1 || n > maxBenchPartitions {
+		return 0, fmt.Errorf("FLOE_BENCH_PARTITIONS=%q: want a whole number of partitions from 1 to %d", s, maxBenchPartitions)
 	}
-	return int32(n)
+	return int32(n), nil
 }
 
 // BenchCommits is FLOE_BENCH_COMMITS, the number of commits a benchmark

@@ -49,3 +49,18 @@ func TestCheckBenchPath(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchPartitionsRange: FLOE_BENCH_PARTITIONS out of range says the
+// range (a user's 200000 got "want a number of partitions").
+func TestBenchPartitionsRange(t *testing.T) {
+	for _, s := range []string{"200000", "0", "-3", "many"} {
+		if _, err := benchPartitions(s); err == nil || !strings.Contains(err.Error(), "from 1 to 100000") {
+			t.Errorf("FLOE_BENCH_PARTITIONS=%s: %v, want the range 1 to 100000", s, err)
+		}
+	}
+	for s, want := range map[string]int32{"": 4, "1": 1, "100000": 100_000} {
+		if n, err := benchPartitions(s); err != nil || n != want {
+			t.Errorf("FLOE_BENCH_PARTITIONS=%q: %d, %v; want %d", s, n, err, want)
+		}
+	}
+}

@@ -22,7 +22,8 @@ import (
 // produces FLOE_BENCH_RECORDS (default 1,000,000) records of about 200
 // bytes (4 partitions) once, on a kfake broker in a process of its own,
 // then runs, as separate processes in the same run, a plain franz-go
-// consumer of the topic (internal/plainconsume, the baseline) and
+// consumer of the topic (internal/plainconsume, the baseline, fetching as
+// the sink does) and
 // 'floe sink --stop-at-end' (the floe binary, built for the benchmark,
 // with the zero-setup SQLite catalog and file warehouse and the default
 // flush settings), both timed from start to exit:

@@ -14,6 +14,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/floe-dev/floe/internal/text"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -271,20 +272,7 @@ func groupPartitions(spans []lookup.Span) (topics, partitions string) {
 		}
 	}
 	slices.Sort(ps)
-	var runs []string
-	for i := 0; i < len(ps); {
-		j := i
-		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
-			j++
-		}
-		if j == i {
-			runs = append(runs, strconv.Itoa(int(ps[i])))
-		} else {
-			runs = append(runs, fmt.Sprintf("%d-%d", ps[i], ps[j]))
-		}
-		i = j + 1
-	}
-	list := strings.Join(runs, ",")
+	list := text.Ranges(ps)
 	if len(list) > maxPartitionsText {
 		list = fmt.Sprintf("%s partitions in %d-%d", humanize.Comma(int64(len(ps))), ps[0], ps[len(ps)-1])
 	}

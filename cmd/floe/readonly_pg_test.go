@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"fmt"
 	"io/fs"
 	"net/url"
 	"path/filepath"
@@ -10,6 +11,31 @@ import (
 
 	"github.com/floe-dev/floe/internal/testenv"
 )
+
+// selectOnlyRole creates a PostgreSQL role that may only SELECT from the
+// catalog's tables at uri, and returns the URI that logs in as it.
+func selectOnlyRole(t *testing.T, uri, name string) string {
+	t.Helper()
+	db, err := sql.Open("pg", uri) // bun's pgdriver, registered by package catalog
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s-pw'", name, name),
+		"GRANT SELECT ON iceberg_tables, iceberg_namespace_properties TO " + name,
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(name, name+"-pw")
+	return u.String()
+}
 
 // TestPostgresReadsWithoutWarehouse: the commands that read existing tables
 // need no --warehouse with a PostgreSQL catalog, and write nothing to it: a
@@ -22,25 +48,7 @@ func TestPostgresReadsWithoutWarehouse(t *testing.T) {
 	mustFloe(t, "sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders",
 		"--stop-at-end", "--catalog", pg.URI, "--warehouse", t.TempDir())
 
-	db, err := sql.Open("pg", pg.URI) // bun's pgdriver, registered by package catalog
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{
-		"CREATE ROLE auditor LOGIN PASSWORD 'audit-pw'",
-		"GRANT SELECT ON iceberg_tables, iceberg_namespace_properties TO auditor",
-	} {
-		if _, err := db.ExecContext(t.Context(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	u, err := url.Parse(pg.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword("auditor", "audit-pw")
-	auditor := u.String()
+	auditor := selectOnlyRole(t, pg.URI, "auditor")
 
 	for _, args := range [][]string{
 		{"status"}, {"audit"}, {"files"},
@@ -135,24 +143,7 @@ func TestPostgresCompactionRefusedLeavesNoFiles(t *testing.T) {
 	wh := t.TempDir()
 	mustFloe(t, "sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders",
 		"--stop-at-end", "--flush-records", "20", "--catalog", pg.URI, "--warehouse", wh)
-	db, err := sql.Open("pg", pg.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{
-		"CREATE ROLE compactor LOGIN PASSWORD 'compact-pw'",
-		"GRANT SELECT ON iceberg_tables, iceberg_namespace_properties TO compactor",
-	} {
-		if _, err := db.ExecContext(t.Context(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	u, err := url.Parse(pg.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword("compactor", "compact-pw")
+	compactor := selectOnlyRole(t, pg.URI, "compactor")
 	files := func() int {
 		n := 0
 		err := filepath.WalkDir(wh, func(p string, d fs.DirEntry, err error) error {
@@ -167,7 +158,7 @@ func TestPostgresCompactionRefusedLeavesNoFiles(t *testing.T) {
 		return n
 	}
 	before := files()
-	code, out, errs := floe(t, "maintain", "--compact", "--table", "lake.orders", "--catalog", u.String(), "--warehouse", wh)
+	code, out, errs := floe(t, "maintain", "--compact", "--table", "lake.orders", "--catalog", compactor, "--warehouse", wh)
 	if code != exitError || !strings.Contains(errs, "the catalog refused the commit, nothing was committed") ||
 		!strings.Contains(errs, "the catalog's user lacks a privilege") || strings.Contains(out+errs, "attempt 5") {
 		t.Errorf("compaction as a SELECT-only role: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)

@@ -120,49 +120,56 @@ func TestGroupOfTwoTables(t *testing.T) {
 // TestGroupProtocolMixedHint (from an operator's run): a member started
 // with the other --group-protocol than the group's members logged, every
 // few seconds, "GROUP_ID_NOT_FOUND: The group id does not exist" of a
-// group that exists. The warning names the likely cause.
+// group that exists. The warning names the likely cause. Such a member
+// sinks nothing, and its /healthz said running (a new-user run); a classic
+// member in a group of the consumer protocol (KIP-848) said running and
+// /readyz 200 throughout even after that was fixed, since each rejoin
+// assigned it partitions before the drop, and the drop's notice was taken
+// for one of an earlier assignment (a user's run). It is not ready,
+// naming the cause, whichever protocol came first.
 func TestGroupProtocolMixedHint(t *testing.T) {
-	st := ordersStack(t)
-	_, catFlags := localCatalog(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
-	defer cancel()
-	classic := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--group", "mix"}, catFlags...)
-	done := liveFloe(ctx, classic...)
-	// Stopped before the test's folders are removed, which it writes in.
-	defer func() {
-		cancel()
-		<-done
-	}()
-	time.Sleep(3 * time.Second)
-	mctx, mcancel := context.WithTimeout(ctx, 15*time.Second)
-	defer mcancel()
-	// Its /healthz said "running" throughout, though the member sinks
-	// nothing (from a new-user run): it says retrying, with the cause.
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	retrying := make(chan string, 1)
-	go func() {
-		for mctx.Err() == nil {
-			if resp, err := http.Get("http://" + metricsAddr + "/healthz"); err == nil {
+	for _, first := range []string{"classic", "consumer"} {
+		t.Run(first+"-group", func(t *testing.T) {
+			other := map[string]string{"classic": "consumer", "consumer": "classic"}[first]
+			st := ordersStack(t)
+			_, catFlags := localCatalog(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			base := append([]string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--group", "mix"}, catFlags...)
+			done := liveFloe(ctx, append(base, "--group-protocol", first)...)
+			// Stopped before the test's folders are removed, which it writes in.
+			defer func() {
+				cancel()
+				<-done
+			}()
+			time.Sleep(3 * time.Second)
+			mctx, mcancel := context.WithTimeout(ctx, 25*time.Second)
+			defer mcancel()
+			metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+			joined := liveFloe(mctx, append(base, "--group-protocol", other, "--metrics-addr", metricsAddr)...)
+			codes := map[int]int{}
+			var last string
+			for start := time.Now(); time.Since(start) < 20*time.Second; time.Sleep(200 * time.Millisecond) {
+				resp, err := http.Get("http://" + metricsAddr + "/readyz")
+				if err != nil {
+					continue
+				}
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if strings.Contains(string(b), `"state":"retrying"`) {
-					retrying <- string(b)
-					return
-				}
+				codes[resp.StatusCode]++
+				last = string(b)
 			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
-	_, errs, _ := floeCtx(mctx, append(classic, "--group-protocol", "consumer", "--metrics-addr", metricsAddr)...)
-	if !strings.Contains(errs, "may use the other --group-protocol") {
-		t.Errorf("the other protocol's member's warnings do not name the cause:\n%s", errs)
-	}
-	var health string
-	select {
-	case health = <-retrying:
-	default:
-	}
-	if !strings.Contains(health, "may use the other --group-protocol") {
-		t.Errorf("the other protocol's member's /healthz never said it was retrying, with the cause (last: %q)", health)
+			mcancel()
+			r := <-joined
+			if !strings.Contains(r.errs, "may use the other --group-protocol") {
+				t.Errorf("the other protocol's member's warnings do not name the cause:\n%s", r.errs)
+			}
+			// Each rejoin may assign it partitions for a moment (running,
+			// ready): a probe may meet one, not most.
+			ready, total := codes[http.StatusOK], codes[http.StatusOK]+codes[http.StatusServiceUnavailable]
+			if total == 0 || ready*5 > total || !strings.Contains(last, "may use the other --group-protocol") {
+				t.Errorf("the %s member of a %s group was ready %d times of %d; last /readyz %s", other, first, ready, total, last)
+			}
+		})
 	}
 }

@@ -92,22 +92,22 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 			rows += a.parts[jobs[n].tp].Records
 			n++
 		}
-		var ahead map[mapping.TopicPartition]*partitionDigests
-		if a.upFold == nil && n > 1 {
+		var ahead *readAhead
+		if n > 1 {
 			want := make(map[mapping.TopicPartition]mapping.Interval, n)
 			for _, j := range jobs[:n] {
 				want[j.tp] = j.iv
 			}
 			var err error
-			if ahead, err = a.partitionsDigests(ctx, a.tbl, a.headID, want, a.typed != nil); err != nil {
+			if ahead, err = a.readAhead(ctx, want); err != nil {
 				return fmt.Errorf("content level: %w", err)
 			}
 		}
 		for _, j := range jobs[:n] {
-			if err := a.verifyPartition(ctx, j.tp, j.iv, policies[j.tp.Topic], prog, ahead[j.tp]); err != nil {
+			if err := a.verifyPartition(ctx, j.tp, j.iv, policies[j.tp.Topic], prog, ahead); err != nil {
 				return fmt.Errorf("content level, %s: %w", j.tp, err)
 			}
-			delete(ahead, j.tp) // its memory goes before the next one's log is read
+			ahead.drop(j.tp) // its memory goes before the next one's log is read
 		}
 		jobs = jobs[n:]
 	}
@@ -207,8 +207,8 @@ type verifier struct {
 
 // verifyPartition checks the offsets iv of tp, which the ledger covers and
 // the broker retains; policy is the topic's cleanup.policy. ahead, when
-// set, holds the rows of tp already read (partitionsDigests).
-func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, policy string, prog Progress, ahead *partitionDigests) error {
+// set, holds the rows of tp and its dead letters already read.
+func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition, iv mapping.Interval, policy string, prog Progress, ahead *readAhead) error {
 	var (
 		rows []offsetDigest
 		keys []keyedOffset
@@ -218,7 +218,7 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 	case a.upFold != nil:
 		rows = a.upFold.rowsOf(tp, iv)
 	case ahead != nil:
-		rows, keys = ahead.rows, ahead.keys
+		rows, keys = ahead.rows[tp].rows, ahead.rows[tp].keys
 	default:
 		rows, keys, err = a.tableDigests(ctx, a.tbl, a.headID, tp, iv, a.typed != nil)
 	}
@@ -226,9 +226,9 @@ func (a *auditor) verifyPartition(ctx context.Context, tp mapping.TopicPartition
 		return err
 	}
 	var dead []offsetDigest
-	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
-		d := a.deadTables[name]
-		if !d.named || d.tbl == nil || d.tbl.Head() == nil {
+	for _, d := range a.readDeadTables() {
+		if ahead != nil {
+			dead = append(dead, ahead.dead[d.name][tp].rows...)
 			continue
 		}
 		got, _, err := a.tableDigests(ctx, d.tbl, d.tbl.Head().SnapshotID, tp, iv, false)
@@ -401,6 +401,59 @@ func (a *auditor) tableDigests(ctx context.Context, tbl *snapshot.Table, snapsho
 	return got[tp].rows, got[tp].keys, nil
 }
 
+// readAhead is what the content level read of several partitions in one
+// scan of each table (partitionsDigests): the audited table's rows (nil
+// for an upsert table, whose rows come from its fold) and each read
+// dead-letter table's, by name.
+type readAhead struct {
+	rows map[mapping.TopicPartition]*partitionDigests
+	dead map[string]map[mapping.TopicPartition]*partitionDigests
+}
+
+// readAhead reads the rows of the partitions of want, and their dead
+// letters, in one scan of each table.
+func (a *auditor) readAhead(ctx context.Context, want map[mapping.TopicPartition]mapping.Interval) (*readAhead, error) {
+	r := &readAhead{dead: map[string]map[mapping.TopicPartition]*partitionDigests{}}
+	if a.upFold == nil {
+		rows, err := a.partitionsDigests(ctx, a.tbl, a.headID, want, a.typed != nil)
+		if err != nil {
+			return nil, err
+		}
+		r.rows = rows
+	}
+	for _, d := range a.readDeadTables() {
+		got, err := a.partitionsDigests(ctx, d.tbl, d.tbl.Head().SnapshotID, want, false)
+		if err != nil {
+			return nil, err
+		}
+		r.dead[d.name] = got
+	}
+	return r, nil
+}
+
+// drop forgets what r holds of tp.
+func (r *readAhead) drop(tp mapping.TopicPartition) {
+	if r == nil {
+		return
+	}
+	delete(r.rows, tp)
+	for _, d := range r.dead {
+		delete(d, tp)
+	}
+}
+
+// readDeadTables are the dead-letter tables whose rows the content level
+// reads: those the ledger names that have a snapshot, by name.
+func (a *auditor) readDeadTables() []*deadLetterTable {
+	var out []*deadLetterTable
+	for _, name := range slices.Sorted(maps.Keys(a.deadTables)) {
+		if d := a.deadTables[name]; d.named && d.tbl != nil && d.tbl.Head() != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // partitionDigests are the digests tableDigests returns of one partition.
 type partitionDigests struct {
 	rows []offsetDigest
@@ -462,20 +515,26 @@ func (a *auditor) partitionsDigests(ctx context.Context, tbl *snapshot.Table, sn
 			if fb.Done {
 				return nil
 			}
-			if tbl == a.tbl {
-				a.contentRows += fb.Batch.NumRows()
-			} else {
-				a.contentDeadLetters += fb.Batch.NumRows()
-			}
 			part, ok := column[*array.Int32](fb.Batch, mapping.ColPartition)
 			if !ok {
 				return fmt.Errorf("data file %s: no %s column", fb.Path, mapping.ColPartition)
 			}
-			// of is the partition of row i, with its interval.
-			of := func(i int) (*partitionDigests, mapping.Interval, bool) {
+			// of is the partition of row i, with its interval, when the
+			// row is one of them that a scan of that partition alone read
+			// (in its interval, or any of a state table's): counted as
+			// read, as that scan counted it.
+			of := func(i int, o int64) (*partitionDigests, mapping.Interval, bool) {
 				tp := mapping.TopicPartition{Topic: topic, Partition: part.Value(i)}
 				pd, ok := out[tp]
-				return pd, want[tp], ok
+				if !ok || a.fold == "" && !want[tp].Contains(o) {
+					return nil, mapping.Interval{}, false
+				}
+				if tbl == a.tbl {
+					a.contentRows++
+				} else {
+					a.contentDeadLetters++
+				}
+				return pd, want[tp], true
 			}
 			if typed {
 				off, ok := column[*array.Int64](fb.Batch, mapping.ColOffset)
@@ -483,8 +542,8 @@ func (a *auditor) partitionsDigests(ctx context.Context, tbl *snapshot.Table, sn
 					return fmt.Errorf("data file %s: no %s column", fb.Path, mapping.ColOffset)
 				}
 				for i := range int(fb.Batch.NumRows()) {
-					pd, iv, ok := of(i)
-					if !ok || !iv.Contains(off.Value(i)) {
+					pd, _, ok := of(i, off.Value(i))
+					if !ok {
 						continue
 					}
 					sum, err := d.typedRow(fb.Batch, i, layout)
@@ -500,11 +559,11 @@ func (a *auditor) partitionsDigests(ctx context.Context, tbl *snapshot.Table, sn
 				return fmt.Errorf("data file %s: %w", fb.Path, err)
 			}
 			for i := range int(fb.Batch.NumRows()) {
-				pd, iv, ok := of(i)
+				o := c.offset.Value(i)
+				pd, iv, ok := of(i, o)
 				if !ok {
 					continue
 				}
-				o := c.offset.Value(i)
 				if a.fold != "" && !c.key.IsNull(i) {
 					pd.keys = append(pd.keys, keyedOffset{a.keyOf(c.key.Value(i)), o})
 				}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/audit"
@@ -32,6 +33,29 @@ func dataFilesOnDisk(t *testing.T, tbl *snapshot.Table) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// checkWhole checks table name of cat as a fresh handle reads it, after
+// stage: every snapshot it keeps scans, its head holds rows rows, its
+// ledger commits commits, and the rows level audit finds nothing.
+func checkWhole(t *testing.T, cat icecat.Catalog, name, stage string, rows, commits int) {
+	t.Helper()
+	fresh := openTestTable(t, cat, name, snapshot.OpenOptions{})
+	scanEverySnapshot(t, fresh)
+	if got := len(snapshotRows(t, fresh, 0)); got != rows {
+		t.Errorf("%s: head holds %d rows, want %d", stage, got, rows)
+	}
+	l, err := fresh.Ledger()
+	if err != nil || len(l.Commits) != commits {
+		t.Fatalf("%s: ledger of %d commits, %v; want %d", stage, len(l.Commits), err, commits)
+	}
+	rep, err := audit.Run(t.Context(), fresh, audit.Options{Depth: audit.DepthRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Errorf("%s: audit findings %v", stage, rep.Findings)
+	}
 }
 
 // hookLocker is a sync.Locker that runs first (once) when it is first
@@ -155,25 +179,7 @@ func TestReviewS63ExpiryRacingCompaction(t *testing.T) {
 		t.Fatal("the compaction did not land before the expiry's commit")
 	}
 	smallFiles(t, sink, 7, 1, 5)
-	check := func(stage string) {
-		t.Helper()
-		fresh := openTestTable(t, cat, "lake.exprace", snapshot.OpenOptions{})
-		scanEverySnapshot(t, fresh)
-		if got := snapshotRows(t, fresh, 0); len(got) != 80 {
-			t.Errorf("%s: head holds %d rows, want 80", stage, len(got))
-		}
-		l, err := fresh.Ledger()
-		if err != nil || len(l.Commits) != 8 {
-			t.Fatalf("%s: ledger of %d commits, %v; want 8", stage, len(l.Commits), err)
-		}
-		rep, err := audit.Run(t.Context(), fresh, audit.Options{Depth: audit.DepthRows})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Findings) != 0 {
-			t.Errorf("%s: audit findings %v", stage, rep.Findings)
-		}
-	}
+	check := func(stage string) { t.Helper(); checkWhole(t, cat, "lake.exprace", stage, 80, 8) }
 	check("after the raced expiry")
 	if _, err := maint.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1, RemoveOrphans: true, OrphanMinAge: time.Nanosecond, Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
@@ -291,25 +297,7 @@ func TestReviewS63ExpiryAnswerLostThenCleanup(t *testing.T) {
 		t.Fatal("the expiry whose answer was lost reported success")
 	}
 	want := 8 * 5 * 3
-	check := func(stage string) {
-		t.Helper()
-		fresh := openTestTable(t, cat, "lake.lostexp", snapshot.OpenOptions{})
-		scanEverySnapshot(t, fresh)
-		if got := len(snapshotRows(t, fresh, 0)); got != want {
-			t.Errorf("%s: head holds %d rows, want %d", stage, got, want)
-		}
-		l, err := fresh.Ledger()
-		if err != nil || len(l.Commits) != 8 {
-			t.Fatalf("%s: ledger of %d commits, %v; want 8", stage, len(l.Commits), err)
-		}
-		rep, err := audit.Run(t.Context(), fresh, audit.Options{Depth: audit.DepthRows})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Findings) != 0 {
-			t.Errorf("%s: audit findings %v", stage, rep.Findings)
-		}
-	}
+	check := func(stage string) { t.Helper(); checkWhole(t, cat, "lake.lostexp", stage, want, 8) }
 	check("after the lost expiry")
 	before := len(dataFilesOnDisk(t, tbl))
 	backdate(t, dataFilesOnDisk(t, tbl)...)

@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/localstack"
-	"github.com/floe-dev/floe/mapping"
-	"github.com/floe-dev/floe/snapshot"
 )
 
 // TestReviewS63DiffStorageOutageNotBrokersDown: a sink whose --brokers
@@ -33,17 +30,8 @@ func TestReviewS63DiffStorageOutageNotBrokersDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	done := liveFloe(ctx, args...)
-	cat, err := catalog.Open(t.Context(), e.catalogConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	waitFor(t, time.Minute, "the sink to commit the first records", func() bool {
-		tbl, err := snapshot.Open(t.Context(), cat, []string{"lake", "orders"}, snapshot.OpenOptions{})
-		if err != nil {
-			return false
-		}
-		l, err := tbl.Ledger()
-		return err == nil && l.Next()[mapping.TopicPartition{Topic: "orders", Partition: 0}] == count[0]
+		return sunkTo(t, e.catalogConfig(), "lake.orders", "orders", 0) == count[0]
 	})
 	// Long enough for franz-go to have tried each seed.
 	time.Sleep(3 * time.Second)

@@ -274,7 +274,6 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 		// by their commit id, or, without one, by the commit the
 		// dead-letter state attributes them to. Rows of no ledger at all
 		// are the files level's stray finding.
-		audited := a.auditedIDs(d)
 		dcols := cols
 		_, hasIDs := d.tbl.Iceberg().Schema().FindFieldByName(mapping.ColCommitID)
 		if hasIDs {
@@ -300,17 +299,8 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 			}
 			for i := range int(b.NumRows()) {
 				tp := mapping.TopicPartition{Topic: topic.Value(i), Partition: part.Value(i)}
-				if ids != nil && ids.IsValid(i) && !audited[ids.Value(i)] {
+				if !a.deadLetterAudited(d, ids, i, tp, off.Value(i)) {
 					continue
-				}
-				// A row without a commit id (an older floe's) is the
-				// commit's that reconciling attributes it to: one of a
-				// tag's is the tag's. One attributed to none is stray
-				// (the files level's finding) and counted here too.
-				if (ids == nil || !ids.IsValid(i)) && d.state != nil {
-					if owner := d.state.LegacyOwner(tp, off.Value(i)); owner != "" && !audited[owner] {
-						continue
-					}
 				}
 				if a.deadAt[tp] == nil {
 					a.deadAt[tp], dup[tp] = newOffsetSet(), newOffsetSet()
@@ -378,6 +368,25 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 		}
 	}
 	return nil
+}
+
+// deadLetterAudited reports whether row i of a batch of dead-letter table
+// d, at offset o of tp, is a dead letter of the audited ledger: its commit
+// id (ids, nil when d has no such column) is one of the audited ledger's
+// commits. A row without a commit id (an older floe's) is the commit's
+// that reconciling attributes it to: one of a tag's is the tag's. One
+// attributed to none is stray (the files level's finding) and counted.
+func (a *auditor) deadLetterAudited(d *deadLetterTable, ids *array.String, i int, tp mapping.TopicPartition, o int64) bool {
+	audited := a.auditedIDs(d)
+	if ids != nil && ids.IsValid(i) {
+		return audited[ids.Value(i)]
+	}
+	if d.state != nil {
+		if owner := d.state.LegacyOwner(tp, o); owner != "" && !audited[owner] {
+			return false
+		}
+	}
+	return true
 }
 
 // inDeadLetterRange reports whether a range of tp with dead letters holds

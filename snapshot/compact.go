@@ -71,19 +71,34 @@ type CompactOptions struct {
 	// Other writers can still get in first: those cost a retry, as
 	// without it.
 	Turn sync.Locker
+	// CommitBytes bounds the bytes of the files one commit of an append
+	// table's compaction replaces (zero: DefaultCompactCommitBytes): a
+	// compaction of more is made in parts, each rewritten and committed
+	// before the next is rewritten. A part's files are unreferenced until
+	// its commit, and a compaction does not commit files older than
+	// compactMaxFileAge: one commit of a large table's whole backlog,
+	// rewritten for longer than that, never committed.
+	CommitBytes int64
 	// DryRun plans and reports, and writes nothing.
 	DryRun bool
 	// Logger receives retries; nil: slog.Default().
 	Logger *slog.Logger
 }
 
+// DefaultCompactCommitBytes is CompactOptions.CommitBytes's default: eight
+// files of DefaultTargetFileSize, minutes of rewriting where an orphan
+// cleanup's age allows half an hour.
+const DefaultCompactCommitBytes = 8 * DefaultTargetFileSize
+
 // CompactResult is what Compact did (or, in a dry run, would do). Its JSON
 // field names are stable (floe maintain --json).
 type CompactResult struct {
 	Table string `json:"table"`
-	// SnapshotID is the compaction's snapshot; zero when nothing was
-	// rewritten.
+	// SnapshotID is the compaction's last snapshot; zero when nothing was
+	// rewritten. Commits counts its snapshots: more than one when it
+	// replaced more than CompactOptions.CommitBytes.
 	SnapshotID int64 `json:"snapshot_id,omitempty"`
+	Commits    int   `json:"commits,omitempty"`
 	// FilesBefore and FilesAfter count the live data files.
 	FilesBefore int `json:"files_before"`
 	FilesAfter  int `json:"files_after"`
@@ -315,14 +330,66 @@ func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactRe
 		return res, nil
 	}
 
-	written, err := t.rewriteGroups(ctx, plan.groups, target)
+	parts := compactParts(plan.groups, cmp.Or(opts.CommitBytes, DefaultCompactCommitBytes))
+	for i, part := range parts {
+		if err := t.compactPart(ctx, log, plan, part, target, opts, &res); err != nil {
+			if i > 0 {
+				// res says what was committed: the parts before this one.
+				res.Groups, res.Replaced, res.Rows, res.BytesBefore = 0, 0, 0, 0
+				for _, g := range slices.Concat(parts[:i]...) {
+					res.Groups++
+					res.Replaced += len(g.files)
+					for _, f := range g.files {
+						res.Rows += f.task.File.Count()
+						res.BytesBefore += f.task.File.FileSizeBytes()
+					}
+				}
+				return res, fmt.Errorf("compact %s: %d of its %d parts committed, the last as snapshot %d, then: %w", t.Name(), i, len(parts), res.SnapshotID, err)
+			}
+			return res, err
+		}
+		if len(parts) > 1 {
+			log.Info("compaction part committed", "table", t.Name(), "part", i+1, "of", len(parts), "snapshot", res.SnapshotID)
+		}
+	}
+	res.Duration = time.Since(start)
+	log.Info("compacted", res.LogAttrs()...)
+	return res, nil
+}
+
+// compactParts cuts groups, in their order, into the parts a compaction
+// commits one by one: runs of groups whose files add up to at most limit
+// bytes (a larger group alone).
+func compactParts(groups []compactGroup, limit int64) [][]compactGroup {
+	var (
+		parts [][]compactGroup
+		size  int64
+	)
+	for i, g := range groups {
+		var bytes int64
+		for _, f := range g.files {
+			bytes += f.task.File.FileSizeBytes()
+		}
+		if i == 0 || size+bytes > limit {
+			parts, size = append(parts, nil), 0
+		}
+		parts[len(parts)-1] = append(parts[len(parts)-1], g)
+		size += bytes
+	}
+	return parts
+}
+
+// compactPart rewrites the files of groups, part of plan, and commits
+// them, adding what it committed to res.
+func (t *Table) compactPart(ctx context.Context, log *slog.Logger, plan compactPlan, groups []compactGroup, target int64, opts CompactOptions, res *CompactResult) error {
+	written, err := t.rewriteGroups(ctx, groups, target)
 	news := slices.Concat(written...)
 	if err != nil {
 		t.removeFiles(ctx, log, news)
-		return res, err
+		return err
 	}
 	c := compactCommit{news: news, check: func(ctx context.Context) error { return t.checkCompaction(ctx, plan) }}
-	for i, g := range plan.groups {
+	for i, g := range groups {
 		for _, f := range g.files {
 			c.olds = append(c.olds, f.task.File)
 		}
@@ -334,24 +401,26 @@ func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactRe
 			c.groups = append(c.groups, fg)
 		}
 	}
-	err = t.commitResult(ctx, log, c, opts, &res, start)
-	return res, err
+	return t.commitResult(ctx, log, c, opts, res)
 }
 
 // commitResult commits c with the summary properties of a compaction and
-// completes res (which holds the plan's figures) with what it committed,
-// or with the attempts made when it gives up.
-func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, opts CompactOptions, res *CompactResult, start time.Time) error {
-	res.Added = len(c.news)
+// adds to res (which holds the plan's figures) what it committed, or the
+// attempts made when it gives up.
+func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, opts CompactOptions, res *CompactResult) error {
+	var rows, bytes int64
+	for _, df := range c.olds {
+		rows += df.Count()
+	}
 	for _, df := range c.news {
-		res.BytesAfter += df.FileSizeBytes()
+		bytes += df.FileSizeBytes()
 	}
 	props := iceberg.Properties{
 		KeyOperation:       OperationCompact,
 		KeyCompactID:       uuid.NewString(),
 		KeyCompactReplaced: strconv.Itoa(len(c.olds)),
 		KeyCompactAdded:    strconv.Itoa(len(c.news)),
-		KeyCompactRows:     strconv.FormatInt(res.Rows, 10),
+		KeyCompactRows:     strconv.FormatInt(rows, 10),
 	}
 	if len(c.groups) > 0 {
 		// Inline, not in a ranges file: one compaction per interval, its
@@ -371,14 +440,13 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 	}
 	c.props = props
 	snap, attempts, err := t.commitCompaction(ctx, log, c, opts)
-	res.Attempts = attempts
+	res.Attempts += attempts
 	if err != nil {
 		return err
 	}
-	res.SnapshotID = snap
-	res.FilesAfter = res.FilesBefore - len(c.olds) + len(c.news)
-	res.Duration = time.Since(start)
-	log.Info("compacted", res.LogAttrs()...)
+	res.SnapshotID, res.Commits = snap, res.Commits+1
+	res.Added, res.BytesAfter = res.Added+len(c.news), res.BytesAfter+bytes
+	res.FilesAfter += len(c.news) - len(c.olds)
 	return nil
 }
 

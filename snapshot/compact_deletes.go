@@ -189,8 +189,12 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 	seq := plan.base.SequenceNumber
 	c := compactCommit{olds: olds, news: news, dropDeletes: drop, dataSeq: &seq,
 		check: func(ctx context.Context) error { return t.checkDeletesSince(ctx, plan.base, rewritten) }}
-	err = t.commitResult(ctx, log, c, opts, &res, start)
-	return res, err
+	if err := t.commitResult(ctx, log, c, opts, &res); err != nil {
+		return res, err
+	}
+	res.Duration = time.Since(start)
+	log.Info("compacted", res.LogAttrs()...)
+	return res, nil
 }
 
 // planDeletes groups, per Iceberg partition of the current spec, the data

@@ -76,8 +76,12 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 			// "M rows live" read as the new files' count.
 			rows = fmt.Sprintf("%d rows read, %d live after the deletes (%s dropped)", r.Rows, r.LiveRows, plural(r.DroppedDeletes, "delete file"))
 		}
-		fmt.Fprintf(w, "compaction of %s: snapshot %d replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
-			r.Table, r.SnapshotID, plural(r.Replaced, "file"), r.BytesBefore, r.Added, r.BytesAfter, rows, r.FilesBefore, r.FilesAfter)
+		snap := fmt.Sprintf("snapshot %d", r.SnapshotID)
+		if r.Commits > 1 {
+			snap = fmt.Sprintf("%d snapshots (the last %d)", r.Commits, r.SnapshotID)
+		}
+		fmt.Fprintf(w, "compaction of %s: %s replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
+			r.Table, snap, plural(r.Replaced, "file"), r.BytesBefore, r.Added, r.BytesAfter, rows, r.FilesBefore, r.FilesAfter)
 		if r.Attempts > 1 {
 			fmt.Fprintf(w, "; committed at attempt %d (other commits got in first)", r.Attempts)
 		}

@@ -121,7 +121,8 @@ type Config struct {
 	// catalog tables (a PostgreSQL role with read grants only can read), and
 	// no Warehouse is needed: tables are found at the locations their
 	// metadata records, so an empty Warehouse is never defaulted or
-	// required. Without it, Open creates a missing SQLite catalog (and logs
+	// required, and an s3:// one whose bucket does not exist is logged,
+	// not an error. Without it, Open creates a missing SQLite catalog (and logs
 	// that it does) and the default warehouse folder.
 	Existing bool
 	// CreateOnRegister (without Existing) has Open create nothing: a
@@ -253,7 +254,15 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		}
 	}
 	if onS3 {
-		if err := st.check(ctx, bucket, prefix); err != nil {
+		err := st.check(ctx, bucket, prefix)
+		switch {
+		case err != nil && cfg.Existing && errors.Is(err, ErrBucketNotFound):
+			// Work on existing tables reads them where their metadata
+			// says, whatever the warehouse for new tables: a config
+			// file's warehouse that is not at this endpoint stopped an
+			// audit of a table on another bucket (from a new user's run).
+			log.Warn("the warehouse's bucket does not exist; going on, since existing tables are read where their metadata says", "warehouse", wh, "err", err)
+		case err != nil:
 			return nil, fmt.Errorf("warehouse %s: %w", wh, err)
 		}
 	}

@@ -535,3 +535,37 @@ func TestAuditMetadataLocationS3Schemes(t *testing.T) {
 		want = got[1]
 	}
 }
+
+// TestS3ReadsWithAWarehouseElsewhere: the commands that work on an
+// existing table read it where its metadata says, so a warehouse for new
+// tables whose bucket does not exist at the endpoint (a config file's,
+// written for another store) is a warning, not the error it is to a sink
+// that creates tables there: an audit of a table on another bucket exited
+// 2 with "bucket does not exist" (from a new user's run).
+func TestS3ReadsWithAWarehouseElsewhere(t *testing.T) {
+	for _, f := range testenv.S3Servers() {
+		t.Run(f.Name, func(t *testing.T) {
+			e := newS3EnvOn(t, f.Start)
+			if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			produceRound(t, e.brokers, "orders", 1, 10, map[int32]int64{})
+			mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
+			elsewhere := []string{"--table", "lake.orders", "--catalog", e.catalog, "--warehouse", "s3://no-such-bucket/warehouse"}
+			for _, cmd := range [][]string{
+				{"audit"}, {"status"}, {"files"},
+				{"where", "--topic", "orders", "--partition", "0", "--offset", "1"},
+				{"as-of", "--offsets", "orders/0=3"},
+			} {
+				code, _, errs := floe(t, append(cmd, elsewhere...)...)
+				if code != exitOK || !strings.Contains(errs, "the warehouse's bucket does not exist; going on") {
+					t.Errorf("floe %s with a warehouse bucket that does not exist: exit %d, stderr:\n%s", cmd[0], code, errs)
+				}
+			}
+			code, _, errs := floe(t, e.sinkArgs("orders", "lake.new", append([]string{"--stop-at-end"}, elsewhere[2:]...)...)...)
+			if code != exitError || !strings.Contains(errs, "bucket does not exist") {
+				t.Errorf("sink into a new table in a bucket that does not exist: exit %d, stderr:\n%s", code, errs)
+			}
+		})
+	}
+}

@@ -42,6 +42,7 @@ func BenchmarkSinkVsConsume(b *testing.B) {
 }
 
 func benchSinkVsConsume(b *testing.B, e *env) {
+	profile := floetest.BenchPath(b, "FLOE_BENCH_CPUPROFILE", floetest.BenchOutFile)
 	n := floetest.BenchRecords(b)
 	const topic = "bench"
 	e.ProduceBench(topic, n)
@@ -57,7 +58,7 @@ func benchSinkVsConsume(b *testing.B, e *env) {
 
 		tbl := e.Table(fmt.Sprintf("bench.t%d", i))
 		// Profile the sink alone, without producing and the baseline.
-		defer cpuProfile(b)()
+		defer cpuProfile(b, profile)()
 		start = time.Now()
 		cfg := connector.Config{Topic: topic, StopAtEnd: true}
 		if os.Getenv("FLOE_BENCH_LOG") != "" {
@@ -170,6 +171,7 @@ const benchOrderSchema = `{"type":"record","name":"Order","namespace":"bench","f
 //
 //	go test ./connector/ -run '^$' -bench TypedVsRaw -benchtime 1x
 func BenchmarkTypedVsRaw(b *testing.B) {
+	profile := floetest.BenchPath(b, "FLOE_BENCH_CPUPROFILE", floetest.BenchOutFile)
 	n := floetest.BenchRecords(b)
 	const partitions, topic = 4, "orders"
 	e := newEnv(b)
@@ -223,7 +225,7 @@ func BenchmarkTypedVsRaw(b *testing.B) {
 			b.Fatalf("raw sink: %d rows, %v", stats.Records, err)
 		}
 		typed, dlq := e.TypedTable(fmt.Sprintf("bench.typed%d", i), mapping.Layout{Value: mapping.ValueRegistry, Key: mapping.KeyString})
-		stopProfile := cpuProfile(b) // the typed sink alone
+		stopProfile := cpuProfile(b, profile) // the typed sink alone
 		start = time.Now()
 		stats, err = e.sink(typed, connector.Config{Topic: topic, StopAtEnd: true, Registry: e.Registry(), DeadLetters: dlq})
 		typedSec += time.Since(start).Seconds()
@@ -248,10 +250,10 @@ func BenchmarkTypedVsRaw(b *testing.B) {
 	b.ReportMetric(rawCPU/typedCPU, "typed/raw_cpu")
 }
 
-// cpuProfile starts a CPU profile into the file FLOE_BENCH_CPUPROFILE
-// names, when it is set, and returns what stops it.
-func cpuProfile(b *testing.B) (stop func()) {
-	path := os.Getenv("FLOE_BENCH_CPUPROFILE")
+// cpuProfile starts a CPU profile into the file at path (the benchmark's
+// FLOE_BENCH_CPUPROFILE, checked at its start), when it is set, and
+// returns what stops it.
+func cpuProfile(b *testing.B, path string) (stop func()) {
 	if path == "" {
 		return func() {}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -50,6 +51,7 @@ import (
 //
 //	FLOE_BENCH_OUT=/tmp/latency.csv go test ./connector/ -run '^$' -bench CommitLatency -benchtime 1x -timeout 3h
 func BenchmarkCommitLatency(b *testing.B) {
+	outPath := floetest.BenchPath(b, "FLOE_BENCH_OUT", floetest.BenchOutFile)
 	n := 10_000
 	if s := os.Getenv("FLOE_BENCH_COMMITS"); s != "" {
 		var err error
@@ -59,8 +61,8 @@ func BenchmarkCommitLatency(b *testing.B) {
 	}
 	maintain := os.Getenv("FLOE_BENCH_MAINTAIN") != "off"
 	var out *csv.Writer
-	if path := os.Getenv("FLOE_BENCH_OUT"); path != "" {
-		f, err := os.Create(path)
+	if outPath != "" {
+		f, err := os.Create(outPath)
 		if err != nil {
 			b.Fatal(err)
 		}

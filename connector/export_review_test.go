@@ -1,6 +1,10 @@
 package connector
 
-import "github.com/apache/arrow-go/v18/arrow/memory"
+import (
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
 
 // SetAllocator makes s build its rows with mem (a memory.CheckedAllocator
 // in tests that look for leaked Arrow buffers).
@@ -14,3 +18,7 @@ func SetSpillBytes(s *Sink, n int64) { s.spillBytes = n }
 // files (snapshot.Table.ReserveSchema), as it does once another writer's
 // schema change moved a flush's files (ErrSchemaMoved).
 func SetReserveSchema(s *Sink) { s.reserveSchema = true }
+
+// SetLookForFilesAfter sets snapshot.CommitOptions.LookForFilesAfter of
+// s's commits (negative: every flush looks for its files).
+func SetLookForFilesAfter(s *Sink, d time.Duration) { s.lookForFilesAfter = d }

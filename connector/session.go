@@ -32,6 +32,11 @@ const idleCheck = 2 * time.Second
 // because another writer's schema change moved under their files.
 const maxSchemaMoved = 20
 
+// maxFlushFilesGone bounds the sessions in a row that end without a commit
+// because a file of their flush was deleted before it
+// (snapshot.FlushFilesGoneError).
+const maxFlushFilesGone = 3
+
 // errPartitionsChanged ends a live session so that the next one consumes
 // partitions added to the topic.
 var errPartitionsChanged = errors.New("partitions were added to the topic")

@@ -354,6 +354,9 @@ type Sink struct {
 	// without a stream of their own take before they move to the flush's
 	// spill lane (session.spillRows): defaultSpillBytes.
 	spillBytes int64
+	// lookForFilesAfter is snapshot.CommitOptions.LookForFilesAfter (zero:
+	// its default).
+	lookForFilesAfter time.Duration
 	// fetchPool is the consumer's memory for fetched records.
 	fetchPool fetchPool
 	stats     Stats
@@ -795,8 +798,9 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 	// changed the schema under its flush, and no commit came since.
 	schemaRaced := false
 	// moved counts sessions in a row, without a commit, whose streamed
-	// files another writer's schema change gave other field IDs.
-	moved := 0
+	// files another writer's schema change gave other field IDs; gone
+	// those whose flush found a file it wrote deleted.
+	moved, gone := 0, 0
 	wait := backoff.NewExponentialBackOff()
 	wait.InitialInterval, wait.MaxInterval = 250*time.Millisecond, 15*time.Second
 	for {
@@ -819,7 +823,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			wait.Reset()
 		}
 		if s.stats.Commits > commits {
-			schemaRaced, moved = false, 0
+			schemaRaced, moved, gone = false, 0, 0
 		}
 		var behind *watermarkBehindError
 		// A request to the brokers that failed their TLS or SASL check
@@ -900,6 +904,15 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			moved++
 			restart, s.reserveSchema = true, true
 			s.log.Warn("another writer changed the schema under this flush's files; reading them again for the new schema, whose columns each flush now commits before writing its files", "err", err)
+		}
+		if _, lost := errors.AsType[*snapshot.FlushFilesGoneError](err); lost && gone < maxFlushFilesGone {
+			// An orphan cleanup deleted a file of a long flush before its
+			// commit: nothing was committed, and the next session reads
+			// those records again. Again and again, the flush is longer
+			// than the cleanup's age: stop, saying so.
+			gone++
+			restart = true
+			s.log.Warn("a file of this flush was deleted before its commit; reading its records again", "err", err)
 		}
 		if _, raced := errors.AsType[*snapshot.SchemaChangedError](err); raced && !schemaRaced {
 			// Another writer's schema change no longer fits this flush:
@@ -1023,7 +1036,7 @@ func (s *Sink) commit(ctx context.Context, f snapshot.Flush, inLedger []mapping.
 		}
 	}
 	first := firstDeadLetter(f)
-	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: inLedger, DeadLetters: s.cfg.DeadLetters})
+	res, err := s.tbl.Commit(ctx, f, snapshot.CommitOptions{Writer: s.cfg.Writer, Logger: s.log, InLedger: inLedger, DeadLetters: s.cfg.DeadLetters, LookForFilesAfter: s.lookForFilesAfter})
 	if _, pending := errors.AsType[*snapshot.DeadLettersPendingError](err); err != nil && !pending {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -80,14 +81,33 @@ func withFailure(err, failed error) error {
 }
 
 // discarded reports whether err, a commit's outcome, leaves the files it
-// wrote to be deleted: it never landed, because another writer fenced it
-// or the schema they were written for moved, and no snapshot names them.
+// wrote to be deleted: it never landed, because another writer fenced it,
+// the schema they were written for moved or the catalog refused it, and
+// no snapshot names them.
 func discarded(err error) bool {
 	if f, ok := errors.AsType[*FencedError](err); ok {
 		return f.Kept == 0
 	}
+	if _, refused := errors.AsType[*CommitRefusedError](err); refused {
+		return true
+	}
 	return errors.Is(err, ErrSchemaMoved) && !errors.Is(err, errKept)
 }
+
+// CommitRefusedError reports a commit that the catalog refused (its user
+// lacks a privilege: catalog.IsRefused) at an attempt after none whose
+// outcome is unknown: nothing of it was applied, and its files were
+// deleted.
+type CommitRefusedError struct {
+	Table, Commit string
+	Err           error
+}
+
+func (e *CommitRefusedError) Error() string {
+	return fmt.Sprintf("commit %s to %s: the catalog refused the commit, nothing was committed: %v", e.Commit, e.Table, e.Err)
+}
+
+func (e *CommitRefusedError) Unwrap() error { return e.Err }
 
 // errKept marks the ErrSchemaMoved of a commit whose files a rolled-back
 // snapshot of it still names: they stay.
@@ -248,6 +268,35 @@ type CommitOptions struct {
 	// DeadLetters is the dead-letter table (OpenDeadLetters) that takes
 	// the flush's dead letters; needed when the flush has any.
 	DeadLetters *Table
+	// LookForFilesAfter is the age of a flush's Writer past which the
+	// commit first looks for the files it wrote (a request per file), and
+	// refuses with a *FlushFilesGoneError when one is gone: zero means
+	// DefaultLookForFilesAfter, a negative value every flush of a Writer.
+	LookForFilesAfter time.Duration
+}
+
+// DefaultLookForFilesAfter is CommitOptions.LookForFilesAfter's default. A
+// flush's files are unreferenced until its commit, and floe maintain
+// --remove-orphans deletes unreferenced files older than --orphan-min-age
+// (an hour by default, less when the operator says so): a flush as long
+// as that commits files that are gone, and the ledger holds offsets whose
+// rows are lost (found by review s63). Flushes of the default interval
+// are far younger, and pay nothing.
+const DefaultLookForFilesAfter = time.Minute
+
+// FlushFilesGoneError reports a flush whose commit found a file it wrote
+// gone from the table's storage (an orphan cleanup deleted it): nothing
+// was committed, and its other files were deleted. Its records are to be
+// read again.
+type FlushFilesGoneError struct {
+	Table, Path string
+	// Age is how long before the commit the flush's Writer was made.
+	Age time.Duration
+}
+
+func (e *FlushFilesGoneError) Error() string {
+	return fmt.Sprintf("commit to %s: file %s of the flush is gone from storage before its commit (the flush began %s ago; floe maintain --remove-orphans deletes unreferenced files older than --orphan-min-age, and a flush's files are unreferenced until its commit): nothing was committed; flush more often (--flush-interval) or keep --orphan-min-age well above the flush interval",
+		e.Table, e.Path, e.Age.Round(time.Second))
 }
 
 // Commit writes the flush's batches as Parquet files, one file set per
@@ -312,11 +361,14 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	if err != nil {
 		return Result{}, nil, err
 	}
-	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges, TopicIDs: f.TopicIDs, FileGroups: f.fileGroups()}}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
+	if err := t.lookForFlushFiles(ctx, log, f, opts.LookForFilesAfter); err != nil {
+		return Result{}, nil, err
+	}
+	res = Result{Commit: mapping.Commit{ID: uuid.NewString(), Writer: opts.Writer, Ranges: f.Ranges, TopicIDs: f.TopicIDs, FileGroups: f.fileGroups()}}
 	if deadRows {
 		// Before any commit names it: maintenance and the audit find the
 		// table through the property whatever the ledger comes to name.
@@ -392,6 +444,32 @@ func (t *Table) commit(ctx context.Context, f Flush, opts CommitOptions) (res Re
 	start = time.Now()
 	defer func() { res.CommitTime = time.Since(start) }()
 	return res, dead, t.apply(ctx, log, f, ch, props, known, opts.MaxAttempts, &res)
+}
+
+// lookForFlushFiles returns a *FlushFilesGoneError, after deleting the
+// flush's other files, when f's Writer is older than after
+// (CommitOptions.LookForFilesAfter) and a file it wrote is gone.
+func (t *Table) lookForFlushFiles(ctx context.Context, log *slog.Logger, f Flush, after time.Duration) error {
+	if after == 0 {
+		after = DefaultLookForFilesAfter
+	}
+	if f.Writer == nil || time.Since(f.Writer.opened) <= after {
+		return nil
+	}
+	files := f.DataFiles()
+	paths := make([]string, len(files))
+	for i, df := range files {
+		paths[i] = df.FilePath()
+	}
+	missing, err := t.MissingFiles(ctx, paths)
+	if err != nil {
+		return fmt.Errorf("commit to %s: look for the flush's files before its commit: %w", t.Name(), err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	t.removeFiles(ctx, log, files)
+	return &FlushFilesGoneError{Table: t.Name(), Path: missing[0], Age: time.Since(f.Writer.opened)}
 }
 
 // checkFlush checks that f is a flush the table can commit, and reports
@@ -505,8 +583,11 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 	var (
 		lastErr error
 		errs    int
-		// failed is the last error counted in errs.
-		failed error
+		// failed is the last error counted in errs; unknown is set once
+		// an attempt failed otherwise than by a conflict, which may have
+		// been applied.
+		failed  error
+		unknown bool
 	)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		res.Attempts = attempt
@@ -580,9 +661,17 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 		if ctx.Err() != nil {
 			return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 		}
+		if catalog.IsRefused(err) && !unknown {
+			// Not applied, and asking again changes nothing (a role
+			// without the privilege): its files go at once, unless an
+			// earlier attempt's outcome is unknown (a new user's
+			// SELECT-only role retried five times and left them).
+			t.removeFiles(ctx, log, ch.files())
+			return &CommitRefusedError{Table: t.Name(), Commit: res.Commit.ID, Err: err}
+		}
 		conflict := isConflict(err)
 		if !conflict {
-			errs, failed = errs+1, err
+			errs, failed, unknown = errs+1, err, true
 		}
 		log.Info("commit attempt failed, reloading to decide between retry and fencing",
 			"table", t.Name(), "attempt", attempt, "conflict", conflict, "err", err)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -63,6 +64,9 @@ type Writer struct {
 	plainKeysOnce sync.Once
 	plainKeys     *table.Table
 	plainKeysErr  error
+	// opened is when the writer was made: its flush's files are at most
+	// that old (CommitOptions.LookForFilesAfter).
+	opened time.Time
 }
 
 // ErrSchemaMoved is returned by Commit of a flush whose files were written
@@ -159,7 +163,7 @@ func (t *Table) NewWriter(base *table.Table, want *iceberg.Schema) (*Writer, err
 	if target, err = t.withProperties(target, props); err != nil {
 		return nil, err
 	}
-	return &Writer{t: t, target: target, schema: target.Schema(), want: want}, nil
+	return &Writer{t: t, target: target, schema: target.Schema(), want: want, opened: time.Now()}, nil
 }
 
 // plainKeysTarget returns the table that streams whose keys do not repeat

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/floe-dev/floe/internal/testenv"
+	"github.com/floe-dev/floe/localstack"
 )
 
 // selectOnlyRole creates a PostgreSQL role that may only SELECT from the
@@ -144,26 +146,59 @@ func TestPostgresCompactionRefusedLeavesNoFiles(t *testing.T) {
 	mustFloe(t, "sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders",
 		"--stop-at-end", "--flush-records", "20", "--catalog", pg.URI, "--warehouse", wh)
 	compactor := selectOnlyRole(t, pg.URI, "compactor")
-	files := func() int {
-		n := 0
-		err := filepath.WalkDir(wh, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
-				n++
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	before := files()
+	before := parquetFiles(t, wh)
 	code, out, errs := floe(t, "maintain", "--compact", "--table", "lake.orders", "--catalog", compactor, "--warehouse", wh)
 	if code != exitError || !strings.Contains(errs, "the catalog refused the commit, nothing was committed") ||
 		!strings.Contains(errs, "the catalog's user lacks a privilege") || strings.Contains(out+errs, "attempt 5") {
 		t.Errorf("compaction as a SELECT-only role: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	if after := files(); after != before {
+	if after := parquetFiles(t, wh); after != before {
 		t.Errorf("%d Parquet files after the refused compaction, %d before: it left what it wrote", after, before)
 	}
+}
+
+// TestPostgresSinkCommitRefusedLeavesNoFiles: a sink as a role that may
+// only SELECT from the catalog's tables retried each commit five times as
+// "outcome unknown", then stopped saying its files were orphans for
+// maintenance. PostgreSQL's permission error is a refusal: the sink stops
+// at its first attempt, deletes what the flush wrote and says what the
+// role lacks; what was committed before stays.
+func TestPostgresSinkCommitRefusedLeavesNoFiles(t *testing.T) {
+	pg := testenv.Postgres(t)
+	st, _ := sinkStack(t)
+	wh := t.TempDir()
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, "sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders",
+		"--stop-at-end", "--catalog", pg.URI, "--warehouse", wh)
+	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("orders", 3, 30, time.Now(), 2)); err != nil {
+		t.Fatal(err)
+	}
+	before := parquetFiles(t, wh)
+	reader := selectOnlyRole(t, pg.URI, "sinker")
+	code, out, errs := floe(t, "sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders",
+		"--stop-at-end", "--catalog", reader, "--warehouse", wh)
+	if code != exitError || !strings.Contains(errs, "the catalog refused the commit, nothing was committed") ||
+		!strings.Contains(errs, "the catalog's user lacks a privilege") || strings.Contains(out+errs, "attempt=2") {
+		t.Errorf("sink as a SELECT-only role: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if after := parquetFiles(t, wh); after != before {
+		t.Errorf("%d Parquet files after the refused commit, %d before: the sink left what it wrote", after, before)
+	}
+	mustFloe(t, "audit", "--table", "lake.orders", "--catalog", pg.URI, "--warehouse", wh)
+}
+
+// parquetFiles counts the Parquet files under dir.
+func parquetFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

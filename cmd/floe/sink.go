@@ -1163,13 +1163,13 @@ func recordsPhrase(s connector.Stats) string {
 // warnLongFlush warns of a --flush-interval above half the default
 // --orphan-min-age: a flush's files wait uncommitted, unreferenced, up to
 // that long, and floe maintain --remove-orphans at its default age would
-// delete them before their commit, which then names files that are gone:
-// their rows lost while the ledger holds their offsets (found by review).
+// delete them before their commit, which then finds them gone and reads
+// the flush's records again (snapshot.FlushFilesGoneError), for nothing.
 func warnLongFlush(interval time.Duration) {
 	if interval <= snapshot.DefaultOrphanMinAge/2 {
 		return
 	}
-	slog.Warn(fmt.Sprintf("--flush-interval %s: a flush's files wait uncommitted up to that long, and floe maintain --remove-orphans deletes unreferenced files older than --orphan-min-age (%s by default), which would lose a flush's rows; run it with --orphan-min-age above twice the flush interval, or flush more often",
+	slog.Warn(fmt.Sprintf("--flush-interval %s: a flush's files wait uncommitted up to that long, and floe maintain --remove-orphans deletes unreferenced files older than --orphan-min-age (%s by default): a flush that finds one of its files gone reads its records again; run it with --orphan-min-age above twice the flush interval, or flush more often",
 		interval, snapshot.DefaultOrphanMinAge))
 }
 

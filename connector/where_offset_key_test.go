@@ -17,8 +17,8 @@ import (
 // record without a row, answered "superseded by a later value for its
 // key, deleted by a tombstone or without a key", naming neither which nor
 // the key. It names the key the record decodes into, says whether the
-// record deletes it, and gives the floe where --key that says where the
-// key stands.
+// record deletes it (a delete event or a tombstone: which), and gives the
+// floe where --key that says where the key stands.
 func TestWhereOffsetNamesDebeziumKey(t *testing.T) {
 	e := newEnv(t)
 	const topic = "dbserver1.inventory.wo_key"
@@ -41,8 +41,8 @@ func TestWhereOffsetNamesDebeziumKey(t *testing.T) {
 	}{
 		{0, `it is a value of key {"id":3} (read from the broker) that the table folded into its latest row per key: superseded by a later value of the key, or deleted since; floe where --table lake.wo_key --key '{"id":3}' tells which`},
 		{2, `it is a value of key {"id":4} (read from the broker)`},
-		{3, `it deletes key {"id":4} (read from the broker: a delete event or a tombstone), and makes no row; floe where --table lake.wo_key --key '{"id":4}' says where the key stands`},
-		{4, `it deletes key {"id":4}`},
+		{3, `it deletes key {"id":4} (read from the broker: a delete event), and makes no row; floe where --table lake.wo_key --key '{"id":4}' says where the key stands`},
+		{4, `it deletes key {"id":4} (read from the broker: a tombstone, a record without a value)`},
 	} {
 		r, err := lookup.Where(e.Ctx, tbl, e.Broker(), tp, c.offset)
 		if err != nil {

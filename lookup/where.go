@@ -475,7 +475,13 @@ func foldedKeyFields(ctx context.Context, tbl *snapshot.Table, rec *kgo.Record) 
 	}
 	cmd := fmt.Sprintf("floe where --table %s --key '%s'", tbl.Name(), strings.ReplaceAll(text, "'", `'\''`))
 	if change == mapping.ChangeDelete {
-		return fmt.Sprintf("it deletes key %s (read from the broker: a delete event or a tombstone), and makes no row; %s says where the key stands", text, cmd), nil
+		// The record in hand says which (a new user was told "a delete
+		// event or a tombstone").
+		what := "a delete event"
+		if rec.Value == nil {
+			what = "a tombstone, a record without a value"
+		}
+		return fmt.Sprintf("it deletes key %s (read from the broker: %s), and makes no row; %s says where the key stands", text, what, cmd), nil
 	}
 	return fmt.Sprintf("it is a value of key %s (read from the broker) that the table folded into its latest row per key: superseded by a later value of the key, or deleted since; %s tells which", text, cmd), nil
 }

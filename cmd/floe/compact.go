@@ -82,7 +82,11 @@ func printCompaction(w io.Writer, results []snapshot.CompactResult, dryRun bool)
 		}
 		fmt.Fprintf(w, "compaction of %s: %s replaced %s (%d bytes) with %d (%d bytes), %s; data files %d -> %d",
 			r.Table, snap, plural(r.Replaced, "file"), r.BytesBefore, r.Added, r.BytesAfter, rows, r.FilesBefore, r.FilesAfter)
-		if r.Attempts > 1 {
+		switch {
+		case r.Commits > 1 && r.Attempts > r.Commits:
+			// Attempts adds up the parts': one each when none was beaten.
+			fmt.Fprintf(w, "; %d commit attempts for its %d snapshots (other commits got in first)", r.Attempts, r.Commits)
+		case r.Commits <= 1 && r.Attempts > 1:
 			fmt.Fprintf(w, "; committed at attempt %d (other commits got in first)", r.Attempts)
 		}
 		fmt.Fprintln(w, keptNote(r))

@@ -224,10 +224,15 @@ func (t *Table) commitOnce(ctx context.Context, ch Changes, props iceberg.Proper
 	}
 	if err := t.adoptCommitted(ctx, tbl); err != nil {
 		// The commit is applied; the retry's reload and settle find it.
-		return nil, fmt.Errorf("commit applied, but loading the table it produced failed: %w", err)
+		return nil, fmt.Errorf("%w, but loading the table it produced failed: %w", errCommitApplied, err)
 	}
 	return snap, nil
 }
+
+// errCommitApplied is wrapped by commitOnce's error of a commit the catalog
+// applied: whatever the reload's error says (a refusal of the reload's
+// read), the commit's files are the table's.
+var errCommitApplied = errors.New("commit applied")
 
 // ErrTruncateFormat is why an upsert table of format version 3 cannot
 // take a truncate: the truncate's snapshot replaces every live data file,

@@ -661,7 +661,7 @@ func (t *Table) apply(ctx context.Context, log *slog.Logger, f Flush, ch Changes
 		if ctx.Err() != nil {
 			return fmt.Errorf("commit %s to %s: %w", res.Commit.ID, t.Name(), err)
 		}
-		if catalog.IsRefused(err) && !unknown {
+		if catalog.IsRefused(err) && !unknown && !errors.Is(err, errCommitApplied) {
 			// Not applied, and asking again changes nothing (a role
 			// without the privilege): its files go at once, unless an
 			// earlier attempt's outcome is unknown (a new user's

@@ -50,44 +50,12 @@ func TestReviewS64ContentTagDeadLettersHideLostRows(t *testing.T) {
 	c0 := tbl.Head().SnapshotID
 
 	// c1: offsets [1,3) as dead letters, as a sink whose registry lacked
-	// their schema made them, through the commit path a sink takes.
+	// their schema made them; the operator keeps the rollback undoable with
+	// a tag, and rolls main back past c1.
 	recs := []*kgo.Record{rec(1, `{"id":1}`), rec(2, `{"id":2}`)}
 	e.Produce(recs)
-	sc, err := mapping.DeadLetterArrowSchema(dlq.Iceberg().Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := mapping.NewDeadLetterBuilder(memory.DefaultAllocator, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rb.Release()
-	for _, r := range recs {
-		if err := rb.AppendDeadLetter(r, "schema registry: schema 1 not found", 1); err != nil {
-			t.Fatal(err)
-		}
-	}
 	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
-	c1, err := tbl.Commit(e.Ctx, snapshot.Flush{
-		Ranges:      []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 1, High: 3}, DeadLetters: 2}},
-		DeadLetters: map[mapping.TopicPartition][]arrow.RecordBatch{tp: {rb.NewBatch()}},
-	}, snapshot.CommitOptions{Writer: "test", DeadLetters: dlq, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// The operator keeps the rollback undoable with a tag, and rolls main
-	// back past c1.
-	updates := []table.Update{
-		table.NewSetSnapshotRefUpdate("before-rollback", c1.Commit.SnapshotID, table.TagRef, -1, -1, -1),
-		table.NewSetSnapshotRefUpdate(table.MainBranch, c0, table.BranchRef, -1, -1, -1),
-	}
-	if _, _, err := tbl.Catalog().CommitTable(e.Ctx, tbl.Identifier(), nil, updates); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Refresh(e.Ctx); err != nil {
-		t.Fatal(err)
-	}
+	deadLettersThenRollBack(t, e, tbl, dlq, tp, recs, c0)
 
 	// The sink again: offsets 1 and 2 decode now (rows), offset 3 is a
 	// dead letter in main's dead-letter table.
@@ -171,6 +139,27 @@ func TestReviewS64UpsertContentTagDeadLetterNotMains(t *testing.T) {
 
 	recs := []*kgo.Record{rec(1, "a", `{"id":1}`), rec(2, "a", `{"id":2}`)}
 	e.Produce(recs)
+	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
+	deadLettersThenRollBack(t, e, tbl, dlq, tp, recs, c0)
+	e.Produce([]*kgo.Record{rec(3, "b", `{not json`)})
+	e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq})
+
+	for _, depth := range []audit.Depth{audit.DepthFiles, audit.DepthRows} {
+		rep := e.audit(tbl, audit.Options{Depth: depth, Broker: e.Broker(), VerifyContent: true})
+		if !rep.Complete() {
+			var b strings.Builder
+			_ = rep.WriteText(&b)
+			t.Errorf("audit --verify-content (depth %v) of a correct upsert table whose tag keeps dead letters at offsets main re-sank: not complete\n%s", depth, b.String())
+		}
+	}
+}
+
+// deadLettersThenRollBack commits recs, of tp, as dead letters of a
+// registry that lacked their schema (through the commit path a sink
+// takes), then tags that commit and rolls main back to snapshot back, as
+// an operator re-sinking them once they decode does (docs/dead-letters.md).
+func deadLettersThenRollBack(t *testing.T, e *env, tbl, dlq *snapshot.Table, tp mapping.TopicPartition, recs []*kgo.Record, back int64) {
+	t.Helper()
 	sc, err := mapping.DeadLetterArrowSchema(dlq.Iceberg().Schema())
 	if err != nil {
 		t.Fatal(err)
@@ -185,33 +174,22 @@ func TestReviewS64UpsertContentTagDeadLetterNotMains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tp := mapping.TopicPartition{Topic: topic, Partition: 0}
-	c1, err := tbl.Commit(e.Ctx, snapshot.Flush{
-		Ranges:      []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 1, High: 3}, DeadLetters: 2}},
+	low := recs[0].Offset
+	c, err := tbl.Commit(e.Ctx, snapshot.Flush{
+		Ranges:      []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: low, High: low + int64(len(recs))}, DeadLetters: int64(len(recs))}},
 		DeadLetters: map[mapping.TopicPartition][]arrow.RecordBatch{tp: {rb.NewBatch()}},
 	}, snapshot.CommitOptions{Writer: "test", DeadLetters: dlq, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	updates := []table.Update{
-		table.NewSetSnapshotRefUpdate("before-rollback", c1.Commit.SnapshotID, table.TagRef, -1, -1, -1),
-		table.NewSetSnapshotRefUpdate(table.MainBranch, c0, table.BranchRef, -1, -1, -1),
+		table.NewSetSnapshotRefUpdate("before-rollback", c.Commit.SnapshotID, table.TagRef, -1, -1, -1),
+		table.NewSetSnapshotRefUpdate(table.MainBranch, back, table.BranchRef, -1, -1, -1),
 	}
 	if _, _, err := tbl.Catalog().CommitTable(e.Ctx, tbl.Identifier(), nil, updates); err != nil {
 		t.Fatal(err)
 	}
 	if err := tbl.Refresh(e.Ctx); err != nil {
 		t.Fatal(err)
-	}
-	e.Produce([]*kgo.Record{rec(3, "b", `{not json`)})
-	e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq})
-
-	for _, depth := range []audit.Depth{audit.DepthFiles, audit.DepthRows} {
-		rep := e.audit(tbl, audit.Options{Depth: depth, Broker: e.Broker(), VerifyContent: true})
-		if !rep.Complete() {
-			var b strings.Builder
-			_ = rep.WriteText(&b)
-			t.Errorf("audit --verify-content (depth %v) of a correct upsert table whose tag keeps dead letters at offsets main re-sank: not complete\n%s", depth, b.String())
-		}
 	}
 }

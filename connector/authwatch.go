@@ -140,6 +140,17 @@ func (w *authWatch) refusing() bool {
 	return !w.since.IsZero()
 }
 
+// saslRefusal is the cause of the brokers' refusing the connections' SASL
+// authentication now, nil when they do not.
+func (w *authWatch) saslRefusal() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since.IsZero() || w.check != nil {
+		return nil
+	}
+	return w.cause
+}
+
 // watchAuth is ctx, cancelled with authRefused's error once it has one
 // (the sink's requests would otherwise wait on the refused connections
 // without end), and the function that stops the watch. While a refusal
@@ -188,12 +199,8 @@ func (s *Sink) authRefused() (err, refused error) {
 	if check != nil {
 		return s.connRefused(since, cause, check, first)
 	}
-	who := "the configured SASL credentials"
-	if s.broker.principal != "" {
-		who = s.broker.principal
-	}
-	refused = &CheckError{Settings: []Setting{SettingUser, SettingPassword},
-		Err: fmt.Errorf("the brokers refuse SASL authentication as %s (credentials rotated or revoked?): %w", who, cause)}
+	who := s.saslWho()
+	refused = s.saslRefused(cause)
 	if first {
 		s.log.Error("the brokers refuse SASL authentication as "+who+" (credentials rotated or revoked?); no record is read until it is accepted: restart floe with the new SASL user and password",
 			"err", cause, "gives_up_after", s.cfg.RetryFor)
@@ -203,6 +210,21 @@ func (s *Sink) authRefused() (err, refused error) {
 	}
 	return &CheckError{Settings: []Setting{SettingUser, SettingPassword},
 		Err: fmt.Errorf("the brokers have refused SASL authentication as %s for %s (credentials rotated or revoked?): %w", who, s.cfg.RetryFor, cause)}, refused
+}
+
+// saslWho names the sink's SASL identity as the brokers know it.
+func (s *Sink) saslWho() string {
+	if s.broker.principal != "" {
+		return s.broker.principal
+	}
+	return "the configured SASL credentials"
+}
+
+// saslRefused is the error of a running sink whose SASL authentication
+// the brokers refuse, cause the connection's error.
+func (s *Sink) saslRefused(cause error) *CheckError {
+	return &CheckError{Settings: []Setting{SettingUser, SettingPassword},
+		Err: fmt.Errorf("the brokers refuse SASL authentication as %s (credentials rotated or revoked?): %w", s.saslWho(), cause)}
 }
 
 // connRefused is authRefused for a connection refused other than by a

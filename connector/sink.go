@@ -837,6 +837,13 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			// Only while the brokers' connections fail: the same
 			// certificate error from storage is storage's.
 			refused = s.broker.auth.explain(err)
+			if cause := s.broker.auth.saslRefusal(); refused == nil && cause != nil && isEOF(err) {
+				// A request on a connection whose SASL authentication
+				// the broker answered by closing it (kfake) fails with a
+				// bare EOF, which read as a storage error for the whole
+				// --retry-for (from a new user's run).
+				refused = s.saslRefused(cause)
+			}
 		}
 		if err != nil && ctx.Err() == nil && s.cfg.RetryFor > 0 && (catalog.IsTransient(err) || errors.As(err, &behind) || refused != nil) {
 			if refused != nil {

@@ -264,7 +264,9 @@ func (e settingsError) Unwrap() error { return e.error }
 // fail: a local stack's env.sh left pointing at a stopped broker blocked
 // every lookup (from a new user). Brokers given on the command line were
 // asked for, and the audit's broker level is part of what it proves: those
-// failures stay errors.
+// failures stay errors. So does a refusal (TLS, SASL), which names the
+// setting to fix: brokers that answer at once are not out of reach (a
+// wrong password answered from the table alone, from a new user's run).
 func (f *brokerFlags) dialOptional(ctx context.Context, lookup bool) (*connector.Broker, error) {
 	b, err := f.dial(ctx)
 	if err == nil {
@@ -273,7 +275,9 @@ func (f *brokerFlags) dialOptional(ctx context.Context, lookup bool) (*connector
 	src := sourcesOf(ctx)
 	var settings settingsError
 	var config *connector.ConfigError
-	if lookup && src["brokers"] != "" && ctx.Err() == nil && !errors.As(err, &settings) && !errors.As(err, &config) {
+	check, checked := errors.AsType[*connector.CheckError](err)
+	refused := checked && !slices.Contains(check.Settings, connector.SettingBrokers)
+	if lookup && src["brokers"] != "" && ctx.Err() == nil && !refused && !errors.As(err, &settings) && !errors.As(err, &config) {
 		slog.Warn(fmt.Sprintf("answering from the table alone: the brokers --brokers names (set by %s) failed, and this lookup needs them only for detail; "+
 			"pass --brokers '' to leave them out without waiting --dial-timeout", src["brokers"]), "err", err)
 		return nil, nil

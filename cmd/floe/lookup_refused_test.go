@@ -17,17 +17,7 @@ import (
 // brokers that cannot be reached. A refused authentication is an error
 // naming it and the flags to fix, as a sink's start says it.
 func TestLookupWrongPasswordIsAnError(t *testing.T) {
-	const topic = "orders"
-	c := startSecureCluster(t, false, kfake.User("SCRAM-SHA-512", floeUser, floePass))
-	c.topic(t, topic, 1, 10)
-	_, catFlags := localCatalog(t)
-	mustFloe(t, append(append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
-		c.userFlags("SCRAM-SHA-512", floeUser, floePass)...), catFlags...)...)
-	t.Setenv("FLOE_BROKERS", c.brokers[0])
-	t.Setenv("FLOE_KAFKA_TLS_CA", c.certs.CAFile)
-	t.Setenv("FLOE_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512")
-	t.Setenv("FLOE_KAFKA_SASL_USER", floeUser)
-	t.Setenv("FLOE_KAFKA_SASL_PASSWORD", "wrong")
+	catFlags := wrongPassword(t)
 	for _, args := range [][]string{
 		{"where", "--table", "lake.orders", "--partition", "0", "--offset", "3"},
 		{"as-of", "--table", "lake.orders", "--offsets", "0=3"},
@@ -39,5 +29,57 @@ func TestLookupWrongPasswordIsAnError(t *testing.T) {
 			t.Errorf("floe %s with a wrong FLOE_KAFKA_SASL_PASSWORD: exit %d, want %d naming the refused authentication\nstdout:\n%s\nstderr:\n%s", args[0], code, exitError, out, errs)
 		}
 		noSecret(t, out, errs)
+	}
+}
+
+// wrongPassword sinks 10 records of topic orders of a secured broker into
+// lake.orders and sets the FLOE_* variables of that broker with a wrong
+// FLOE_KAFKA_SASL_PASSWORD; it returns the catalog's flags.
+func wrongPassword(t *testing.T) []string {
+	t.Helper()
+	const topic = "orders"
+	c := startSecureCluster(t, false, kfake.User("SCRAM-SHA-512", floeUser, floePass))
+	c.topic(t, topic, 1, 10)
+	_, catFlags := localCatalog(t)
+	mustFloe(t, append(append([]string{"sink", "--topic", topic, "--table", "lake.orders", "--stop-at-end"},
+		c.userFlags("SCRAM-SHA-512", floeUser, floePass)...), catFlags...)...)
+	t.Setenv("FLOE_BROKERS", c.brokers[0])
+	t.Setenv("FLOE_KAFKA_TLS_CA", c.certs.CAFile)
+	t.Setenv("FLOE_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512")
+	t.Setenv("FLOE_KAFKA_SASL_USER", floeUser)
+	t.Setenv("FLOE_KAFKA_SASL_PASSWORD", "wrong")
+	return catFlags
+}
+
+// TestStatusBrokersSideUnknown (from a new user's run): floe status with
+// a wrong FLOE_KAFKA_SASL_PASSWORD exited 2 but printed "-" in LAG and
+// LOST, where "-" in LOST means no offset lost: unknown read as none. The
+// brokers' columns say "?" where their side is not known, there and
+// without brokers, and numbers with them.
+func TestStatusBrokersSideUnknown(t *testing.T) {
+	catFlags := wrongPassword(t)
+	// The partition's line: its columns from TOPIC to LAST COMMIT.
+	row := func(out string) []string {
+		for line := range strings.Lines(out) {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == "orders" {
+				return f
+			}
+		}
+		return nil
+	}
+	status := append([]string{"status", "--table", "lake.orders"}, catFlags...)
+	code, out, errs := floe(t, status...)
+	if f := row(out); code != exitError || len(f) != 9 || f[2] != "?" || f[3] != "?" || f[5] != "?" || f[6] != "?" || f[4] != "10" ||
+		!strings.Contains(errorLine(errs), `authentication as SCRAM-SHA-512 user "floe" failed`) {
+		t.Errorf("floe status with a wrong password: exit %d, partition %q, want exit 2, \"?\" in LOG START, END OFFSET, LAG and LOST\n%s%s", code, f, out, errs)
+	}
+	code, out, errs = floe(t, append(status, "--brokers", "")...)
+	if f := row(out); code != exitOK || len(f) != 9 || f[2] != "?" || f[3] != "?" || f[5] != "?" || f[6] != "?" {
+		t.Errorf("floe status --brokers '': exit %d, partition %q, want \"?\" in LOG START, END OFFSET, LAG and LOST\n%s%s", code, f, out, errs)
+	}
+	t.Setenv("FLOE_KAFKA_SASL_PASSWORD", floePass)
+	code, out, errs = floe(t, status...)
+	if f := row(out); code != exitOK || len(f) != 9 || f[2] != "0" || f[3] != "10" || f[5] != "0" || f[6] != "-" {
+		t.Errorf("floe status with the brokers: exit %d, partition %q, want 0, 10, lag 0 and no loss (-)\n%s%s", code, f, out, errs)
 	}
 }

@@ -40,8 +40,9 @@ start and end offset (the last stable offset, which is where a read_committed co
 the table's next offset from its ledger, the lag (retained offsets up to the end offset that the
 table does not have yet), the offsets lost to retention before they were sunk (from the table's
 next offset up to the log start, unless the broker shows they held only aborted records, as the
-sink judges them) and when a commit last advanced the partition. Without --brokers
-only the table's side is shown. The table's current metadata location is printed too: other
+sink judges them; "-" when none) and when a commit last advanced the partition. Without
+--brokers only the table's side is shown: the brokers' columns say "?" (as where the brokers
+failed, or do not have the topic). The table's current metadata location is printed too: other
 engines (DuckDB's iceberg_scan, Spark) can read it directly.
 
 --serve ADDR serves the same numbers as a live page on http://ADDR/ (and as JSON on
@@ -169,20 +170,31 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 		}
 		return strconv.FormatInt(*v, 10)
 	}
+	// The brokers' columns are "?" where their side is not known (no
+	// brokers, brokers that failed, a topic they do not have): "-" in LOST
+	// means none, and a refused password showed as no loss (a user's run).
+	brokers := func(unknown bool, v *int64) string {
+		if unknown {
+			return "?"
+		}
+		return opt(v)
+	}
 	for _, p := range st.Partitions {
 		last := "-"
 		if p.LastCommit != nil {
 			last = p.LastCommit.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Topic, p.Partition, opt(p.LogStart), opt(p.EndOffset),
-			opt(p.TableNext), opt(p.Lag), opt(p.Lost), opt(p.DeadLetters), last)
+		unknown := p.Lag == nil // set whenever the brokers' side is known
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Topic, p.Partition, brokers(unknown, p.LogStart), brokers(unknown, p.EndOffset),
+			opt(p.TableNext), brokers(unknown, p.Lag), brokers(unknown, p.Lost), opt(p.DeadLetters), last)
 	}
 	for _, t := range statusTotals(st.Partitions) {
 		last := "-"
 		if t.last != nil {
 			last = t.last.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\t\t\t%s\t%s\t%s\t%s\t\n", t.topic, fmt.Sprintf("all %d", t.partitions), opt(t.lag), opt(t.lost), opt(t.dead), last)
+		fmt.Fprintf(tw, "%s\t%s\t\t\t\t%s\t%s\t%s\t%s\t\n", t.topic, fmt.Sprintf("all %d", t.partitions),
+			brokers(t.unknown, t.lag), brokers(t.unknown, t.lost), opt(t.dead), last)
 	}
 	tw.Flush()
 	for _, topic := range st.MissingTopics {
@@ -198,12 +210,14 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 
 // statusTotal is a topic's partitions of floe status summed: its lag,
 // lost offsets and dead letters (nil when no partition has the figure),
-// and its latest commit.
+// and its latest commit. unknown is set when the brokers' side of one of
+// them is not known, so that its lag and lost offsets are not.
 type statusTotal struct {
 	topic           string
 	partitions      int
 	lag, lost, dead *int64
 	last            *time.Time
+	unknown         bool
 }
 
 // statusTotals sums each topic of more than maxListedPositions partitions
@@ -226,6 +240,7 @@ func statusTotals(ps []lookup.PartitionStatus) []statusTotal {
 		}
 		t := &out[len(out)-1]
 		t.partitions++
+		t.unknown = t.unknown || p.Lag == nil
 		add(&t.lag, p.Lag)
 		add(&t.lost, p.Lost)
 		add(&t.dead, p.DeadLetters)

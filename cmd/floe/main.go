@@ -183,6 +183,9 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// Before applyConfig, which marks the flags that variables and
+			// the config file set as changed too.
+			exposed := secretsOnCommandLine(cmd.Flags())
 			overrides, err := applyConfig(cmd)
 			if err != nil {
 				return err
@@ -190,7 +193,7 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 			if err := setupLogging(stderr, g); err != nil {
 				return err
 			}
-			for _, w := range overrides {
+			for _, w := range append(exposed, overrides...) {
 				slog.Warn(w)
 			}
 			for _, w := range misspeltEnv(os.Environ(), allFlagNames(cmd.Root())) {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/internal/testenv"
 )
 
 // A cancelled context starts nothing: no folder is created and no port is
@@ -203,15 +205,14 @@ func TestUpHoldsItsFolder(t *testing.T) {
 	again.Close()
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort is testenv.FreePort, failing the test when there is none.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // TestUpRemembersItsPorts (from a new-user run): a stack started again on

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -39,15 +39,14 @@ func mustFloe(t *testing.T, args ...string) string {
 	return out
 }
 
-// freeTCPPort returns a loopback port that was free a moment ago.
+// freeTCPPort is testenv.FreePort, failing the test when there is none.
 func freeTCPPort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // refusedTCPAddr is an address on which every connection is refused, for

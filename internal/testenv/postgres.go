@@ -106,7 +106,7 @@ func Postgres(t testing.TB) *PGServer {
 		t.Fatalf("testenv: %v", err)
 	}
 	for attempt := 0; ; attempt++ {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			t.Fatalf("testenv: free port: %v", err)
 		}

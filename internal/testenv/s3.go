@@ -87,7 +87,7 @@ func startS3(t testing.TB, s *S3Server) *S3Server {
 		}
 	})
 	for attempt := 0; ; attempt++ {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			t.Fatalf("testenv: free port: %v", err)
 		}

@@ -3,6 +3,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -31,14 +32,23 @@ func unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf("testenv: %s (skipping; .ci/install-servers.sh installs the servers, %s=1 makes this a failure)", msg, RequireServersEnv)
 }
 
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// FreePort returns a TCP port of 127.0.0.1 that was free a moment ago,
+// below the ephemeral range (32768 and up on Linux): a port the kernel
+// picks for a listener is one it also gives outgoing connections, and one
+// took a test's port between the pick and the server's bind (CI's floe
+// localstack up: "address already in use ... the local port of an outgoing
+// connection holds it").
+func FreePort() (int, error) {
+	var err error
+	for range 100 {
+		port := 20_000 + rand.IntN(12_000)
+		var l net.Listener
+		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free loopback port in 20000-31999 after 100 tries: %w", err)
 }
 
 // process is a running server child process.

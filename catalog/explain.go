@@ -143,7 +143,7 @@ func catalogSetupHint(err error) string {
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Field('C') == "3D000":
 		return "the catalog's database does not exist: create it, or name another in the catalog's URL"
-	case errors.As(err, &pgErr) && pgErr.Field('C') == "42P01" && strings.Contains(pgErr.Field('M'), "iceberg_"):
+	case NoCatalogTables(err):
 		return "the database holds no Iceberg catalog: no table was ever sunk into it (floe sink creates the catalog's tables); check that the catalog's URL names the database the tables are in"
 	case errors.As(err, &pgErr) && pgErr.Field('C') == "42501":
 		// insufficient_privilege: the driver named the schema or table
@@ -156,6 +156,14 @@ func catalogSetupHint(err error) string {
 			"a server that is not PostgreSQL (one that greets first, as SMTP does) answers so too: check the host and port in the catalog's URL"
 	}
 	return ""
+}
+
+// NoCatalogTables reports whether err is a PostgreSQL catalog's answer
+// that its database holds no Iceberg catalog: none of its tables exist, as
+// in a database no floe sink has created a table in yet.
+func NoCatalogTables(err error) bool {
+	var pgErr pgdriver.Error
+	return errors.As(err, &pgErr) && pgErr.Field('C') == "42P01" && strings.Contains(pgErr.Field('M'), "iceberg_")
 }
 
 // noCredentials is errNoStorageCredentials.

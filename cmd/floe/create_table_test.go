@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/floe-dev/floe/internal/testenv"
 )
 
 // TestSinkCreateTableFalse (from a new-user run): a misspelt --table made
@@ -102,5 +107,48 @@ func TestSinkNewTableShortNamesNotNear(t *testing.T) {
 		if code != exitOK || warned != c.warn {
 			t.Errorf("%s: exit %d, warned %v, want %v:\n%s\n%s", c.table, code, warned, c.warn, out, errs)
 		}
+	}
+}
+
+// TestSinkCreateTableFalseEmptyPostgresCatalog (from a new-user run): with
+// create-table: false in its config file, as the docs advise for
+// production, a sink against a PostgreSQL database that holds no catalog
+// yet was told "floe sink creates the catalog's tables", having just run
+// floe sink. It is refused as any missing table is, naming the setting and
+// how to bootstrap the catalog, and creates nothing; the first sink
+// without it creates the catalog and the table.
+func TestSinkCreateTableFalseEmptyPostgresCatalog(t *testing.T) {
+	st, _ := sinkStack(t)
+	pg := testenv.Postgres(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "floe.yaml")
+	body := fmt.Sprintf("brokers: [%s]\ncatalog: %s\nwarehouse: %s\nvalue: json\ncreate-table: false\n",
+		strings.Join(st.Brokers, ", "), pg.URI, filepath.Join(dir, "warehouse"))
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sink := func(extra ...string) (int, string, string) {
+		return floe(t, append([]string{"sink", "--config", conf, "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, extra...)...)
+	}
+	code, out, errs := sink()
+	for _, want := range []string{
+		"table lake.orders does not exist",
+		"--create-table=false refuses to create it (leave --create-table out of the first sink, which creates the catalog's tables and the table, then set it false",
+	} {
+		if code != exitError || !strings.Contains(errs, want) {
+			t.Errorf("create-table: false on an empty catalog: exit %d, want %d and %q:\n%s\n%s", code, exitError, want, out, errs)
+		}
+	}
+	if strings.Contains(errs, "floe sink creates the catalog's tables") {
+		t.Errorf("the refusal blames a sink never run:\n%s", errs)
+	}
+	if code, out, errs := floe(t, "status", "--catalog", pg.URI); code != exitError || !strings.Contains(errs, "the database holds no Iceberg catalog") {
+		t.Fatalf("the refused run created the catalog: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := sink("--create-table"); code != exitOK {
+		t.Fatalf("the first sink, creating the table: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := sink(); code != exitOK {
+		t.Fatalf("create-table: false on the table the first sink created: exit %d\n%s\n%s", code, out, errs)
 	}
 }

@@ -614,6 +614,12 @@ func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines, sou
 			// The hint of every missing table adds "check --table and
 			// --catalog": said here too, it came twice.
 			err = fmt.Errorf("%w; --create-table=false refuses to create it (leave --create-table out to create it)", err)
+		} else if catalog.NoCatalogTables(err) {
+			// Explained alone, a database without the catalog's tables
+			// said "floe sink creates the catalog's tables" to a user
+			// who had just run floe sink (from a new-user run): the
+			// cause is the flag, as for any missing table.
+			err = &emptyCatalogError{table: tf.table}
 		}
 		switch {
 		case err != nil && source != nil:
@@ -626,6 +632,20 @@ func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines, sou
 	}
 	return nil
 }
+
+// emptyCatalogError is tablesExist's refusal of a table in a PostgreSQL
+// database that holds no Iceberg catalog yet: a missing table
+// (snapshot.ErrTableNotFound), whose first sink must create the catalog.
+type emptyCatalogError struct{ table string }
+
+func (e *emptyCatalogError) Error() string {
+	return fmt.Sprintf("table %s does not exist: the catalog's database holds no Iceberg catalog yet; "+
+		"--create-table=false refuses to create it (leave --create-table out of the first sink, "+
+		"which creates the catalog's tables and the table, then set it false; "+
+		"or check that the catalog's URL names the database the tables are in)", e.table)
+}
+
+func (e *emptyCatalogError) Unwrap() error { return snapshot.ErrTableNotFound }
 
 // refusedWithoutCatalog returns the first refusal of a pipeline's flags
 // for a new table (connector.Pipeline.NewTableRefusal) when the catalog

@@ -35,7 +35,9 @@ one (where a sink resumes), its ranges and rows. A range reads P:[low, high) ROW
 a sink began a partition, before it sank anything of it) P:start@OFFSET; offsets that retention
 deleted before they were sunk P:[low, high) LOST, or DELETED-ABORTED when they held only aborted
 transactions' records. A commit of more than 8 ranges (a wide topic's) is summarised per topic:
-its partitions, ranges and rows, then its LOST and DELETED-ABORTED ranges. Commits whose
+its partitions, ranges and rows, then its LOST and DELETED-ABORTED ranges. An upsert table's
+ledger counts its records as floe audit does, by what they did to their keys: P:[low, high)
+N upserts, D deletes, S skipped (rows are one per key). Commits whose
 snapshots expired are read from the ledger's archive, a block at a time: the ledger of a table
 of any age prints in bounded memory.
 
@@ -43,7 +45,8 @@ of any age prints in bounded memory.
 ranges; --last keeps the newest N commits. A table of several topics names each range's topic
 (orders/0:[0, 40) 40). --branch reads a branch's ledger (a floe replay
 --branch's, before it is published) or a tag's. --json prints one JSON document: commits (with
-each commit's id, writer and dead-letter files) and partitions.`,
+each commit's id, writer and dead-letter files) and partitions (records, and an upsert table's
+deletes and skipped records).`,
 		Example: `  floe ledger --table lake.orders
   floe ledger --table lake.orders --partition 0 --last 20
   floe ledger --table lake.orders --json | jq '.partitions'`,
@@ -168,14 +171,22 @@ func (s ledgerSelection) commits(ctx context.Context, tbl *snapshot.Table, yield
 func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapping.Summary, s ledgerSelection) error {
 	// A table of several topics names each range's topic.
 	topics := len(sum.Topics()) > 1
-	fmt.Fprintf(w, "%-20s %-20s %s\n", "SNAPSHOT", "COMMITTED", "RANGES [low, high) rows (start@OFFSET: where the sink began a partition)")
+	// An upsert table's records are no rows: it keeps one per key, and
+	// its deletes were left out (from a new user's run, whose floe audit
+	// said UPSERTS and DELETES of the same table).
+	upsert := tbl.Mode() == mapping.ModeUpsert
+	counted := "rows"
+	if upsert {
+		counted = "upserts, deletes, skipped"
+	}
+	fmt.Fprintf(w, "%-20s %-20s %s\n", "SNAPSHOT", "COMMITTED", "RANGES [low, high) "+counted+" (start@OFFSET: where the sink began a partition)")
 	var commits, summarised int
 	err := s.commits(ctx, tbl, func(c mapping.Commit) error {
 		commits++
 		if len(c.Ranges) > maxListedPositions {
 			summarised++
 		}
-		_, err := fmt.Fprintf(w, "%-20d %-20s %s\n", c.SnapshotID, c.CommittedAt.Format("2006-01-02 15:04:05"), ledgerCommitText(c, topics))
+		_, err := fmt.Fprintf(w, "%-20d %-20s %s\n", c.SnapshotID, c.CommittedAt.Format("2006-01-02 15:04:05"), ledgerCommitText(c, topics, upsert))
 		return err
 	})
 	if err != nil {
@@ -185,22 +196,44 @@ func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapp
 		fmt.Fprintf(w, "(%s of more than %d ranges summarised per topic, lost and deleted-aborted ranges listed:\n"+
 			" --partition P prints one partition's ranges, --json every range)\n", plural(summarised, "commit"), maxListedPositions)
 	}
-	fmt.Fprintf(w, "\n%-12s %8s %8s %7s %8s\n", "PARTITION", "FIRST", "NEXT", "RANGES", "ROWS")
-	var rows int64
+	if upsert {
+		fmt.Fprintf(w, "\n%-12s %8s %8s %7s %8s %8s %8s\n", "PARTITION", "FIRST", "NEXT", "RANGES", "UPSERTS", "DELETES", "SKIPPED")
+	} else {
+		fmt.Fprintf(w, "\n%-12s %8s %8s %7s %8s\n", "PARTITION", "FIRST", "NEXT", "RANGES", "ROWS")
+	}
+	var rows, deletes, skipped int64
 	for _, tp := range sum.Partitions() {
 		if !s.keeps(tp) {
 			continue
 		}
 		p, _ := sum.Partition(tp)
-		rows += p.Records
-		fmt.Fprintf(w, "%-12s %8d %8d %7d %8d\n", tp, p.Low, p.High, p.Ranges, p.Records)
+		rows, deletes, skipped = rows+p.Records, deletes+p.Deletes, skipped+p.Skipped
+		if upsert {
+			fmt.Fprintf(w, "%-12s %8d %8d %7d %8d %8d %8d\n", tp, p.Low, p.High, p.Ranges, p.Records, p.Deletes, p.Skipped)
+		} else {
+			fmt.Fprintf(w, "%-12s %8d %8d %7d %8d\n", tp, p.Low, p.High, p.Ranges, p.Records)
+		}
 	}
 	total := plural(sum.Commits, "commit")
 	if s.last > 0 || s.topic != "" || s.partition != nil {
 		total = fmt.Sprintf("%d shown of %s", commits, total)
 	}
-	_, err = fmt.Fprintf(w, "%s, %s in the ledger\n", total, plural(int(rows), "row"))
+	counts := plural(int(rows), "row")
+	if upsert {
+		counts = upsertCounts(rows, deletes, skipped)
+	}
+	_, err = fmt.Fprintf(w, "%s, %s in the ledger\n", total, counts)
 	return err
+}
+
+// upsertCounts is an upsert table's counts of records as floe ledger
+// prints them: its upserts and deletes, and its skipped records if any.
+func upsertCounts(upserts, deletes, skipped int64) string {
+	s := fmt.Sprintf("%s, %s", plural(int(upserts), "upsert"), plural(int(deletes), "delete"))
+	if skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", skipped)
+	}
+	return s
 }
 
 // ledgerCommitText is a commit's ranges as floe ledger prints them: each
@@ -208,18 +241,18 @@ func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapp
 // rows, then the lost and deleted-aborted ranges one by one, which an
 // operator reads the ledger for (a commit of a 500-partition topic was a
 // line of 7,800 characters).
-func ledgerCommitText(c mapping.Commit, topics bool) string {
+func ledgerCommitText(c mapping.Commit, topics, upsert bool) string {
 	var parts []string
 	if len(c.Ranges) <= maxListedPositions {
 		for _, r := range c.Ranges {
-			parts = append(parts, ledgerRangeText(r, topics))
+			parts = append(parts, ledgerRangeText(r, topics, upsert))
 		}
 		return strings.Join(parts, "  ")
 	}
 	type sum struct {
-		parts          []int32
-		ranges, starts int
-		rows           int64
+		parts                  []int32
+		ranges, starts         int
+		rows, deletes, skipped int64
 	}
 	var order []string
 	byTopic := map[string]*sum{}
@@ -235,12 +268,12 @@ func ledgerCommitText(c mapping.Commit, topics bool) string {
 			t.parts = append(t.parts, r.Partition)
 		}
 		t.ranges++
-		t.rows += r.Records
+		t.rows, t.deletes, t.skipped = t.rows+r.Records, t.deletes+r.Deletes, t.skipped+r.Skipped
 		switch ledgerRangeKind(r) {
 		case "start":
 			t.starts++
 		case "lost", "deleted-aborted":
-			marked = append(marked, ledgerRangeText(r, topics))
+			marked = append(marked, ledgerRangeText(r, topics, upsert))
 		}
 	}
 	for _, topic := range order {
@@ -248,13 +281,17 @@ func ledgerCommitText(c mapping.Commit, topics bool) string {
 		slices.Sort(t.parts)
 		t.parts = slices.Compact(t.parts)
 		p := fmt.Sprintf("%s/%s: ", topic, text.Ranges(t.parts))
+		rows := plural(int(t.rows), "row")
+		if upsert {
+			rows = upsertCounts(t.rows, t.deletes, t.skipped)
+		}
 		switch {
 		case t.starts == t.ranges:
 			p += plural(t.starts, "start")
 		case t.starts > 0:
-			p += fmt.Sprintf("%s, %s, %s", plural(t.ranges, "range"), plural(int(t.rows), "row"), plural(t.starts, "start"))
+			p += fmt.Sprintf("%s, %s, %s", plural(t.ranges, "range"), rows, plural(t.starts, "start"))
 		default:
-			p += fmt.Sprintf("%s, %s", plural(t.ranges, "range"), plural(int(t.rows), "row"))
+			p += fmt.Sprintf("%s, %s", plural(t.ranges, "range"), rows)
 		}
 		parts = append(parts, p)
 	}
@@ -262,8 +299,9 @@ func ledgerCommitText(c mapping.Commit, topics bool) string {
 }
 
 // ledgerRangeText is one range as floe ledger prints it, its partition
-// named TOPIC/P with topic, else P.
-func ledgerRangeText(r mapping.Range, topic bool) string {
+// named TOPIC/P with topic, else P, and an upsert table's counted as
+// upserts, deletes and skipped records.
+func ledgerRangeText(r mapping.Range, topic, upsert bool) string {
 	p := fmt.Sprint(r.Partition)
 	if topic {
 		p = r.TopicPartition.String()
@@ -272,6 +310,9 @@ func ledgerRangeText(r mapping.Range, topic bool) string {
 	case "start":
 		return fmt.Sprintf("%s:start@%d", p, r.Low)
 	case "rows":
+		if upsert {
+			return fmt.Sprintf("%s:%s %s", p, r.Interval, upsertCounts(r.Records, r.Deletes, r.Skipped))
+		}
 		return fmt.Sprintf("%s:%s %d", p, r.Interval, r.Records)
 	default:
 		return fmt.Sprintf("%s:%s %s", p, r.Interval, strings.ToUpper(kind))
@@ -298,7 +339,9 @@ type ledgerRangeJSON struct {
 	Partition int32  `json:"partition"`
 	Low       int64  `json:"low"`
 	High      int64  `json:"high"`
-	// Kind is rows, start, lost or deleted-aborted.
+	// Kind is rows, start, lost or deleted-aborted; an upsert table's
+	// rows ranges count upserts in Records (kept so for the readers of
+	// the field).
 	Kind        string `json:"kind"`
 	Records     int64  `json:"records"`
 	DeadLetters int64  `json:"dead_letters,omitempty"`
@@ -326,6 +369,10 @@ type ledgerPartitionJSON struct {
 	Ranges      int    `json:"ranges"`
 	Records     int64  `json:"records"`
 	DeadLetters int64  `json:"dead_letters,omitempty"`
+	// Deletes and Skipped are an upsert table's, as in its ranges (the
+	// summary had neither: from a new user's run).
+	Deletes int64 `json:"deletes,omitempty"`
+	Skipped int64 `json:"skipped,omitempty"`
 }
 
 // printLedgerJSON prints what printLedger does as one JSON document,
@@ -363,7 +410,7 @@ func printLedgerJSON(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum 
 	for _, tp := range sum.Partitions() {
 		if p, _ := sum.Partition(tp); s.keeps(tp) {
 			parts = append(parts, ledgerPartitionJSON{Topic: tp.Topic, Partition: tp.Partition, First: p.Low, Next: p.High,
-				Ranges: p.Ranges, Records: p.Records, DeadLetters: p.DeadLetters})
+				Ranges: p.Ranges, Records: p.Records, DeadLetters: p.DeadLetters, Deletes: p.Deletes, Skipped: p.Skipped})
 		}
 	}
 	b, err := json.Marshal(parts)

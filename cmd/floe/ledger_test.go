@@ -82,3 +82,43 @@ func TestLedgerCommand(t *testing.T) {
 			len(doc.Commits), rows, next, len(doc.Partitions), len(commits))
 	}
 }
+
+// TestLedgerUpsertTable (from a new-user run): floe ledger on an upsert
+// table called its upserts rows and left its deletes out, where floe
+// audit of the same table said UPSERTS and DELETES. Its ranges, partition
+// lines and total count upserts and deletes as the audit does, and
+// --json's partitions carry deletes beside records.
+func TestLedgerUpsertTable(t *testing.T) {
+	_, loc := keyedStack(t, "lake.u") // 12 records of partition 0: 9 upserts, 3 deletes
+	out := mustFloe(t, append([]string{"ledger", "--table", "lake.u"}, loc...)...)
+	ranges := regexp.MustCompile(`0:\[\d+, \d+\) (\d+) upserts?, (\d+) deletes?`).FindAllStringSubmatch(out, -1)
+	var upserts, deletes int
+	for _, r := range ranges {
+		n, _ := strconv.Atoi(r[1])
+		d, _ := strconv.Atoi(r[2])
+		upserts, deletes = upserts+n, deletes+d
+	}
+	if upserts != 9 || deletes != 3 || !strings.Contains(out, "RANGES [low, high) upserts, deletes, skipped") ||
+		!regexp.MustCompile(`(?m)^PARTITION +FIRST +NEXT +RANGES +UPSERTS +DELETES +SKIPPED\nu/0 +0 +12 +\d+ +9 +3 +0$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^\d+ commits, 9 upserts, 3 deletes in the ledger$`).MatchString(out) || strings.Contains(out, "rows") {
+		t.Fatalf("floe ledger of an upsert table: ranges count %d upserts and %d deletes, want 9 and 3 as its audit; want upserts and deletes, no rows:\n%s", upserts, deletes, out)
+	}
+	audit := mustFloe(t, append([]string{"audit", "--table", "lake.u"}, loc...)...)
+	if !regexp.MustCompile(`(?m)^u/0 +0 +12 +\d+ +9 +3 +0 `).MatchString(audit) {
+		t.Errorf("floe audit of the same table does not count 9 upserts and 3 deletes:\n%s", audit)
+	}
+
+	var doc struct {
+		Partitions []struct {
+			Records int64 `json:"records"`
+			Deletes int64 `json:"deletes"`
+		} `json:"partitions"`
+	}
+	js := mustFloe(t, append([]string{"ledger", "--table", "lake.u", "--json"}, loc...)...)
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("floe ledger --json: %v\n%s", err, js)
+	}
+	if len(doc.Partitions) != 1 || doc.Partitions[0].Records != 9 || doc.Partitions[0].Deletes != 3 {
+		t.Fatalf("floe ledger --json: partitions %+v, want records 9 and deletes 3:\n%s", doc.Partitions, js)
+	}
+}

@@ -28,16 +28,16 @@ func TestLedgerWideCommitSummarised(t *testing.T) {
 	for p := int32(0); p < 3; p++ {
 		c.Ranges = append(c.Ranges, mapping.Range{TopicPartition: mapping.TopicPartition{Topic: "pay", Partition: p}, Interval: mapping.Interval{Low: 0, High: 0}})
 	}
-	got := ledgerCommitText(c, true)
+	got := ledgerCommitText(c, true, false)
 	want := "wide/0-499: 500 ranges, 19960 rows  pay/0-2: 3 starts  wide/17:[100, 140) LOST"
 	if got != want {
 		t.Errorf("wide commit:\n got %q\nwant %q", got, want)
 	}
 	short := mapping.Commit{Ranges: c.Ranges[:2]}
-	if got := ledgerCommitText(short, false); got != "0:[100, 140) 40  1:[100, 140) 40" {
+	if got := ledgerCommitText(short, false, false); got != "0:[100, 140) 40  1:[100, 140) 40" {
 		t.Errorf("short commit: %q", got)
 	}
-	if got := ledgerCommitText(mapping.Commit{Ranges: c.Ranges[500:]}, true); !strings.Contains(got, "pay/0:start@0") {
+	if got := ledgerCommitText(mapping.Commit{Ranges: c.Ranges[500:]}, true, false); !strings.Contains(got, "pay/0:start@0") {
 		t.Errorf("starts: %q", got)
 	}
 }

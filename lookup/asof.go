@@ -337,6 +337,16 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		if !b.Empty {
 			res.SnapshotID, res.CommittedAt = b.Commit.SnapshotID, b.Commit.CommittedAt
 		}
+		if !res.Empty && beforeFirst(ledger, b.At) {
+			// A boundary at the first offset of every partition named (a
+			// sink's start commit, below a position inside the first
+			// commit) is the empty table too, unless a partition the
+			// position leaves out had rows then: "empty": false came
+			// with 0 rows (a new user's run).
+			if res.Empty, err = noRecords(ctx, tbl, b.Commit.SnapshotID); err != nil {
+				return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
+			}
+		}
 		if b.Next != nil {
 			res.NextSnapshotID = &b.Next.SnapshotID
 		}
@@ -462,6 +472,21 @@ func beforeFirst(ledger mapping.Summary, cut mapping.Cut) bool {
 		}
 	}
 	return true
+}
+
+// noRecords reports whether the ledger as of snapshot id has committed no
+// record as a row in any partition.
+func noRecords(ctx context.Context, tbl *snapshot.Table, id int64) (bool, error) {
+	sum, err := tbl.SummaryOf(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	for _, tp := range sum.Partitions() {
+		if p, _ := sum.Partition(tp); p.Records > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // sameTopic returns a *snapshot.TopicIDError when the brokers' topic has

@@ -31,6 +31,10 @@ type asOfResult struct {
 	// Now is set for --time now: each position is its partition's next
 	// offset in the table's ledger (source "now").
 	Now bool `json:"now,omitempty"`
+	// Rebuild is, when an upsert table's state is the boundary below the
+	// position, the floe replay command that rebuilds the exact state as
+	// of the position into a new table (rebuildCommand).
+	Rebuild string `json:"rebuild,omitempty"`
 	// rowsFromHeadWith is set, without --rows, when --rows would read
 	// the rows of an expired snapshot from the current one
 	// (lookup.RowsSnapshot): the text says that --rows exports them.
@@ -58,16 +62,17 @@ named are taken as they are in the answer's snapshot). floe as-of prints the fir
 which every position is covered (snapshot_id), and with --rows the exact table at the position:
 that snapshot's rows filtered to offsets below each cut, printed, or written to --output as
 Parquet (.parquet), CSV (.csv) or JSON lines (.jsonl, .ndjson, .json). An upsert table changes
-commit by commit: its state as of a position is its state at the last commit at or below it
-(exact in --json says whether a commit ends there; floe replay --until the position rebuilds it
-exactly). After a replay published onto main (floe replay --branch --publish), main's history
-begins with the replay's commits: an upsert table's position below its first boundary there is
-refused, since the state then is main's before the publish; --branch TAG answers from a tag of
-main's earlier history (floe replay --tag-main), which the refusal names. A snapshot that snapshot
-expiry removed is still found through the ledger and said to have expired (expired in --json):
---rows of an append table whose schema is still the position's then reads the current snapshot
-below the position when it names every partition (the same rows: floe's commits only add rows;
-rows_from_head in --json), and is refused otherwise; floe replay --until rebuilds them.
+commit by commit: its state as of a position is its state at the last commit at or below it (exact
+in --json says whether a commit ends there; where none does, floe as-of prints the floe replay
+--until the position that rebuilds it exactly, rebuild in --json). After a replay published onto
+main (floe replay --branch --publish), main's history begins with the replay's commits: an upsert
+table's position below its first boundary there is refused, since the state then is main's before
+the publish; --branch TAG answers from a tag of main's earlier history (floe replay --tag-main),
+which the refusal names. A snapshot that snapshot expiry removed is still found through the ledger
+and said to have expired (expired in --json): --rows of an append table whose schema is still the
+position's then reads the current snapshot below the position when it names every partition (the
+same rows: floe's commits only add rows; rows_from_head in --json), and is refused otherwise; floe
+replay --until rebuilds them.
 
 --time means record time (RFC3339, or a duration back from now: --time 10m is ten minutes ago):
 every partition is cut before its first record whose timestamp is at or after it (out-of-order
@@ -154,6 +159,12 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 				return err
 			}
 			res := asOfResult{AsOfResult: answer, Now: at == "now"}
+			if res.Mode == mapping.ModeUpsert && res.NextSnapshotID != nil {
+				// The answer is the boundary below the position: say how
+				// to get the state at the position itself, as the refusal
+				// of an expired snapshot does (a new user's run).
+				res.Rebuild = rebuildCommand(ctx, tbl, positionCut(ctx, tbl, res.AsOfResult))
+			}
 			if res.Now {
 				// Given to the lookup as offsets, they are the table's
 				// own (a new user read "the given offsets").
@@ -197,23 +208,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 			}
 			rowsFrom, fromHead, err := lookup.RowsSnapshot(ctx, tbl, res.AsOfResult)
 			if e, ok := errors.AsType[*lookup.ExpiredError](err); ok {
-				cut := mapping.Cut{}
-				for _, p := range res.Positions {
-					cut[mapping.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Offset
-				}
-				// The partitions the position leaves out are as the
-				// answer's snapshot has them: the replay stops there too,
-				// where --until without them took them to the log's end (a
-				// new user's report: the rebuilt table was not the table
-				// as of the position).
-				if sum, serr := tbl.SummaryOf(ctx, res.SnapshotID); serr == nil {
-					for tp, next := range sum.Next() {
-						if _, named := cut[tp]; !named {
-							cut[tp] = next
-						}
-					}
-				}
-				e.Rebuild = rebuildCommand(ctx, tbl, cut)
+				e.Rebuild = rebuildCommand(ctx, tbl, positionCut(ctx, tbl, res.AsOfResult))
 			}
 			if err != nil {
 				return err
@@ -316,6 +311,9 @@ func printUpsertAsOf(w io.Writer, r asOfResult) {
 	if r.NextSnapshotID != nil {
 		fmt.Fprintf(w, "an upsert table changes commit by commit, and the next commit, snapshot %d, reaches past the position: the state as of the position is the state at the boundary below it, which holds no record at or past the position\n", *r.NextSnapshotID)
 	}
+	if r.Rebuild != "" {
+		fmt.Fprintf(w, "rebuild the exact state as of the position into a new table with: %s\n", r.Rebuild)
+	}
 }
 
 // printAsOfRows prints the summary and the rows of snapshot rowsFrom below
@@ -373,6 +371,29 @@ func printAsOfRows(ctx context.Context, w io.Writer, asJSON bool, tbl *snapshot.
 	}
 	fmt.Fprintln(bw, plural(int(n), "row"))
 	return bw.Flush()
+}
+
+// positionCut is the position of answer r as a replay's --until: its
+// positions, and the partitions it leaves out as the answer's snapshot has
+// them. The replay stops there too, where --until without them took them
+// to the log's end (a new user's report: the rebuilt table was not the
+// table as of the position).
+func positionCut(ctx context.Context, tbl *snapshot.Table, r lookup.AsOfResult) mapping.Cut {
+	cut := mapping.Cut{}
+	for _, p := range r.Positions {
+		cut[mapping.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Offset
+	}
+	if r.SnapshotID == 0 {
+		return cut
+	}
+	if sum, err := tbl.SummaryOf(ctx, r.SnapshotID); err == nil {
+		for tp, next := range sum.Next() {
+			if _, named := cut[tp]; !named {
+				cut[tp] = next
+			}
+		}
+	}
+	return cut
 }
 
 // rebuildCommand is the floe replay command that rebuilds tbl as of cut

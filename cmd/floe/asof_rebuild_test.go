@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -127,5 +128,51 @@ func TestAsOfExpiredRebuildNamesEveryPartition(t *testing.T) {
 	count := func(s string) string { return s[strings.LastIndex(strings.TrimSpace(s), "\n")+1:] }
 	if count(got) != count(want) {
 		t.Fatalf("the rebuilt table holds %q, the table as of %s %q", count(got), offsets, count(want))
+	}
+}
+
+// TestAsOfInsideFirstCommit (from a new-user run): as-of an upsert table
+// at a position inside its first commit said "empty": false while the
+// state it answered with, the boundary at offset 0, holds no row. It says
+// the table was empty then; and an answer that is not exact, there or
+// inside a later commit, prints the floe replay command that rebuilds the
+// exact state, as the refusal of an expired snapshot does, in --json too
+// (rebuild); run as printed, it rebuilds it.
+func TestAsOfInsideFirstCommit(t *testing.T) {
+	st, loc := keyedStack(t, "lake.u") // commits of 4 records: [0, 4), [4, 8), [8, 12)
+	asOf := func(extra ...string) string {
+		return mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.u"}, loc, extra)...)
+	}
+	var doc struct {
+		Empty   bool   `json:"empty"`
+		Exact   *bool  `json:"exact"`
+		Rebuild string `json:"rebuild"`
+		Rows    []any  `json:"rows"`
+	}
+	const first = "floe replay -t u --table lake.u_at --until 0=2 --mode upsert --key string --value raw"
+	out := asOf("--offsets", "0=2", "--rows", "--json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("as-of --json: %v\n%s", err, out)
+	}
+	if !doc.Empty || doc.Exact == nil || *doc.Exact || len(doc.Rows) != 0 || doc.Rebuild != first {
+		t.Fatalf("as-of inside the first commit: want empty, not exact, no rows and rebuild %q:\n%s", first, out)
+	}
+	text := asOf("--offsets", "0=2")
+	if !strings.Contains(text, ": the empty table, before its first record") || !strings.Contains(text, "rebuild the exact state as of the position into a new table with: "+first+"\n") {
+		t.Fatalf("as-of inside the first commit, text:\n%s", text)
+	}
+	later := asOf("--offsets", "0=6")
+	const second = "floe replay -t u --table lake.u_at --until 0=6 --mode upsert --key string --value raw"
+	if strings.Contains(later, "the empty table") || !strings.Contains(later, "rebuild the exact state as of the position into a new table with: "+second+"\n") {
+		t.Fatalf("as-of inside a later commit:\n%s", later)
+	}
+	if exact := asOf("--offsets", "0=4"); strings.Contains(exact, "floe replay") {
+		t.Fatalf("as-of at a commit boundary, exact, names a replay:\n%s", exact)
+	}
+	replay := strings.Fields(strings.TrimPrefix(first, "floe "))
+	mustFloe(t, slices.Concat(replay, []string{"-b", st.Brokers[0]}, loc)...)
+	rebuilt := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.u_at", "--offsets", "0=2", "--rows"}, loc)...)
+	if !strings.Contains(rebuilt, "\n2 rows") {
+		t.Fatalf("as-of the rebuilt table, want the 2 rows of a and b:\n%s", rebuilt)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
@@ -277,4 +278,82 @@ func loseDeadLetterFile(t *testing.T, cfg catalog.Config, cat []string) {
 		t.Fatal(err)
 	}
 	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.dl", "--drop-missing-dead-letter-files"}, cat)...)
+}
+
+// TestStatusListsLastLedgerCommitSorted (from a new-user run): floe status
+// without --table gave as a table's last commit its newest snapshot, a
+// compaction's after the last sink commit, so a stalled sink looked fresh
+// to the docs' cron audit, which selects tables by last_commit_at; and it
+// listed the tables in the catalog's row order. A floe table's last commit
+// is its ledger's, and the list is sorted by name.
+func TestStatusListsLastLedgerCommitSorted(t *testing.T) {
+	st, loc := sinkStack(t)
+	for _, name := range []string{"lake.zz", "lake.aa"} {
+		mustFloe(t, slices.Concat([]string{"sink", "-b", st.Brokers[0], "-t", "orders", "--table", name, "--stop-at-end", "--flush-records", "40"}, loc)...)
+	}
+	var ledger struct {
+		Commits []struct {
+			CommittedAt time.Time `json:"committed_at"`
+		} `json:"commits"`
+	}
+	out := mustFloe(t, slices.Concat([]string{"ledger", "--table", "lake.zz", "--json"}, loc)...)
+	if err := json.Unmarshal([]byte(out), &ledger); err != nil || len(ledger.Commits) == 0 {
+		t.Fatalf("floe ledger --json: %v\n%s", err, out)
+	}
+	sunk := ledger.Commits[len(ledger.Commits)-1].CommittedAt
+	time.Sleep(50 * time.Millisecond) // the compaction's snapshot is later
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.zz", "--compact", "--target-file-size", "1MiB"}, loc)...)
+	head := openTable(t, st.Catalog(), "lake.zz").Iceberg().CurrentSnapshot()
+	if compacted := time.UnixMilli(head.TimestampMs); !compacted.After(sunk) {
+		t.Fatalf("the compaction made no later snapshot: head at %s, last sink commit at %s", compacted, sunk)
+	}
+
+	out = mustFloe(t, slices.Concat([]string{"status", "--json"}, loc)...)
+	var doc struct {
+		Tables []catalogTable `json:"tables"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var names []string
+	for _, tb := range doc.Tables {
+		names = append(names, tb.Table)
+		if tb.Table == "lake.zz" && (tb.LastCommitAt == nil || !tb.LastCommitAt.Equal(sunk)) {
+			t.Errorf("lake.zz's last_commit_at is %v, want its last sink commit's, %s, not the compaction's:\n%s", tb.LastCommitAt, sunk, out)
+		}
+	}
+	if want := []string{"lake.aa", "lake.aa_dlq", "lake.zz", "lake.zz_dlq"}; !slices.Equal(names, want) && !slices.Equal(names, []string{"lake.aa", "lake.zz"}) {
+		t.Errorf("status lists %v, want them sorted by name", names)
+	}
+	text := mustFloe(t, append([]string{"status"}, loc...)...)
+	if !regexp.MustCompile(`(?s)\nlake\.aa .*\nlake\.zz +append +\d+ +` + regexp.QuoteMeta(sunk.UTC().Format(time.RFC3339))).MatchString(text) {
+		t.Errorf("status text, want lake.aa before lake.zz and lake.zz's last sink commit %s:\n%s", sunk.UTC().Format(time.RFC3339), text)
+	}
+}
+
+// TestStatusListsSortedPostgres: floe status without --table listed a
+// PostgreSQL catalog's tables in its rows' order, which a commit changes
+// (PostgreSQL writes the updated row anew), namespace by namespace in no
+// order: sorted by name.
+func TestStatusListsSortedPostgres(t *testing.T) {
+	st := topicStack(t, "up")
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "up", Value: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	cat := []string{"--catalog", testenv.Postgres(t).URI, "--warehouse", t.TempDir()}
+	names := []string{"zone.b", "arch.z", "arch.a", "mid.m", "zone.a"}
+	for _, name := range append(names, "arch.z", "zone.b") {
+		mustFloe(t, slices.Concat([]string{"sink", "-b", st.Brokers[0], "-t", "up", "--table", name, "--value", "raw"}, cat, []string{"--stop-at-end"})...)
+		if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "up", Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := mustFloe(t, append([]string{"status"}, cat...)...)
+	var listed []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		listed = append(listed, strings.Fields(l)[0])
+	}
+	if slices.Sort(names); !slices.Equal(listed, names) {
+		t.Errorf("status without --table lists %v, want %v:\n%s", listed, names, out)
+	}
 }

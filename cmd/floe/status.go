@@ -292,9 +292,45 @@ type catalogTable struct {
 	Error string `json:"error,omitempty"`
 }
 
-// listTables prints the tables of cat: what each is, its rows and its
-// last commit, read from the catalog's metadata alone (a newcomer asked
-// what the local stack held, and found no floe command that said).
+// lastLedgerCommit is when floe table tbl's ledger last committed: the
+// newest floe commit among its head's live ancestors, else, when expiry
+// left none of them, the ledger archive's newest; nil when it has none or
+// it cannot be read.
+func lastLedgerCommit(ctx context.Context, cat icecat.Catalog, ident table.Identifier, tbl *table.Table) *time.Time {
+	meta := tbl.Metadata()
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil && mapping.IsFloeCommit(s.Summary.Properties) {
+			at := time.UnixMilli(s.TimestampMs).UTC()
+			return &at
+		}
+		if s.ParentSnapshotID == nil {
+			return nil
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	ft, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+	if err != nil {
+		return nil
+	}
+	sum, err := ft.Summary(ctx, 0)
+	if err != nil {
+		return nil
+	}
+	var last *time.Time
+	for _, tp := range sum.Partitions() {
+		p, _ := sum.Partition(tp)
+		if at := p.LastCommitAt(); !at.IsZero() && (last == nil || at.After(*last)) {
+			last = &at
+		}
+	}
+	return last
+}
+
+// listTables prints the tables of cat, sorted by name: what each is, its
+// rows and its last commit, read from the catalog's metadata alone (a
+// newcomer asked what the local stack held, and found no floe command
+// that said). A floe table's last commit is its ledger's, a sink's or a
+// replay's: a compaction after it is no sign that the sink is alive.
 func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON bool) error {
 	tables := []catalogTable{}
 	for ident, err := range snapshot.Tables(ctx, cat) {
@@ -322,6 +358,13 @@ func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON boo
 		if s := tbl.CurrentSnapshot(); s != nil {
 			at := time.UnixMilli(s.TimestampMs).UTC()
 			t.LastCommitAt = &at
+			if t.Kind != "other" && t.Of == "" {
+				// A compaction after the last sink commit showed as the
+				// last commit, and a stalled sink looked alive to the
+				// docs' cron audit, which selects by it (a new user's
+				// run).
+				t.LastCommitAt = lastLedgerCommit(ctx, cat, ident, tbl)
+			}
 			// The data files' rows, where no delete file hides some: an
 			// upsert table's deletes would make the count a lie (found by
 			// review).
@@ -339,6 +382,9 @@ func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON boo
 		}
 		tables = append(tables, t)
 	}
+	// In the catalog's own order (PostgreSQL's rows') the list was
+	// hard to scan and changed between runs.
+	slices.SortFunc(tables, func(a, b catalogTable) int { return strings.Compare(a.Table, b.Table) })
 	// Every table unreadable is the catalog's storage, not a table: the
 	// command fails, as a status of one table does (a new user got a
 	// listing of errors and exit 0).

@@ -141,6 +141,9 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			var said io.Writer
 			if !asJSON {
 				said = cmd.OutOrStdout()
+				// Run over several tables in a loop, the lines that
+				// follow named none (a new user's cron job).
+				fmt.Fprintf(said, "maintenance of %s\n", tbl.Name())
 			}
 			if err := setRetention(ctx, said, tbl, props, dryRun); err != nil {
 				return err

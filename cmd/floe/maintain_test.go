@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -626,6 +627,31 @@ func TestMaintainReportsExpiryWhenCompactionFails(t *testing.T) {
 		code, out, errs := floe(t, args...)
 		if code != exitError || !strings.Contains(errs, "compact") || !strings.Contains(out, "expire") {
 			t.Errorf("maintain --compact (%s) with a file it cannot read: exit %d\nstdout:\n%s\nstderr:\n%s\nwant the expiry reported and the compaction's failure", format, code, out, errs)
+		}
+	}
+}
+
+// TestMaintainNamesTable (from a new-user run): floe maintain run over
+// several tables in a loop, as docs/maintenance.md's schedule does, printed
+// lines such as "snapshots expired: 0" that named no table. The text
+// begins with a line naming the table; --json is unchanged, one document.
+func TestMaintainNamesTable(t *testing.T) {
+	st, loc := sinkStack(t)
+	for _, name := range []string{"lake.orders", "lake.copy"} {
+		mustFloe(t, slices.Concat([]string{"sink", "-b", st.Brokers[0], "-t", "orders", "--table", name, "--stop-at-end"}, loc)...)
+	}
+	for _, name := range []string{"lake.orders", "lake.copy"} {
+		args := slices.Concat([]string{"maintain", "--table", name, "--expire-older-than", "1h", "--retain-last", "50", "--remove-orphans"}, loc)
+		out := mustFloe(t, args...)
+		if !strings.HasPrefix(out, "maintenance of "+name+"\n") || strings.Count(out, "maintenance of ") != 1 || !strings.Contains(out, "snapshots expired: 0") {
+			t.Errorf("floe maintain --table %s: want one first line naming it:\n%s", name, out)
+		}
+		js := mustFloe(t, append(args, "--json")...)
+		var doc struct {
+			Table string `json:"table"`
+		}
+		if err := json.Unmarshal([]byte(js), &doc); err != nil || doc.Table != name {
+			t.Errorf("floe maintain --table %s --json: %v, table %q:\n%s", name, err, doc.Table, js)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,15 +254,18 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, f *auditFlags) erro
 	if err != nil {
 		return err
 	}
-	// Where the files went, after the report (on stderr beside --json,
-	// whose stdout is the report alone).
-	said := stdout
-	if f.json {
-		said = stderr
-	}
+	// Where the files went, after the report; beside --json, whose
+	// stdout is the report alone, an info record of the log, as the
+	// audit's progress is: written to stderr as a bare line, it made
+	// every scheduled audit's stderr non-empty, so that a script could not
+	// alert on it (a new user's cron job; --log-level warn leaves it out).
 	for _, out := range [][2]string{{"HTML", f.html}, {"PDF", f.pdf}} {
-		if out[1] != "" {
-			fmt.Fprintf(said, "wrote the %s report to %s\n", out[0], out[1])
+		switch {
+		case out[1] == "":
+		case f.json:
+			slog.Info(fmt.Sprintf("wrote the %s report", out[0]), "file", out[1])
+		default:
+			fmt.Fprintf(stdout, "wrote the %s report to %s\n", out[0], out[1])
 		}
 	}
 	if !rep.Complete() {

@@ -119,6 +119,7 @@ func (e *NotUpsertError) Error() string {
 // tableKey is a key given as text, against an upsert table's key columns.
 type tableKey struct {
 	key  mapping.UpsertKey
+	text string            // the key as given, for errors (want is a Go map)
 	raw  []byte            // the Kafka key's bytes, for a key of kafka_key
 	want map[string]string // per key column, the value as Arrow prints it
 	// within is, for a key of a fold table (the Kafka key within its
@@ -142,7 +143,7 @@ func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
 		return tableKey{}, &NotUpsertError{Table: tbl.Name(), Mode: mode}
 	}
 	k := tbl.UpsertKey()
-	tk := tableKey{key: k, want: map[string]string{}}
+	tk := tableKey{key: k, text: text, want: map[string]string{}}
 	schema := tbl.Iceberg().Schema()
 	if k.Source == mapping.KeyFromKafkaKey {
 		f, ok := schema.FindFieldByName(mapping.ColKey)
@@ -887,7 +888,7 @@ func laterDeadLetter(ctx context.Context, tbl *snapshot.Table, sum mapping.Summa
 				return nil
 			})
 		if err != nil {
-			return nil, fmt.Errorf("look key %v up in dead-letter table %s: %w", k.want, name, err)
+			return nil, fmt.Errorf("look key %s up in dead-letter table %s: %w", k.text, name, err)
 		}
 	}
 	slices.SortFunc(found, func(x, y deadLetter) int { return cmp.Compare(y.offset, x.offset) })
@@ -1067,7 +1068,7 @@ func keyRow(ctx context.Context, tbl *snapshot.Table, snapshotID int64, k tableK
 			return nil
 		})
 	if err != nil {
-		return nil, fmt.Errorf("look key %v up in %s: %w", k.want, tbl.Name(), err)
+		return nil, fmt.Errorf("look key %s up in %s: %w", k.text, tbl.Name(), err)
 	}
 	return found, nil
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -141,5 +143,31 @@ func TestWhereKeyDeadLettersPending(t *testing.T) {
 		if r := whereKey(t, "lake.wdp", "k", st.Brokers[0], loc); r["status"] != "deleted" || r["offset"] != 1.0 {
 			t.Errorf("dead-letter table %s: where --key k: %v; want deleted by wdp/0 offset 1", stage, r)
 		}
+	}
+}
+
+// TestWhereKeyErrorNamesKeyAsGiven (from a new-user run): floe where --key
+// k1 on a table whose data file is gone said "look key map[kafka_key:k1]
+// up in lake.moved", a Go map. It names the key as it was given.
+func TestWhereKeyErrorNamesKeyAsGiven(t *testing.T) {
+	const topic = "mv"
+	st, sink, loc := upsertStack(t, topic, 1, []*kgo.Record{rec(topic, 0, []byte("k1"), []byte("v"), 0)})
+	mustFloe(t, append(sink, "--table", "lake.moved", "--mode", "upsert", "--key", "string")...)
+	tbl := openTable(t, st.Catalog(), "lake.moved")
+	data := filepath.Join(strings.TrimPrefix(tbl.Iceberg().Location(), "file://"), "data")
+	removed := 0
+	err := filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
+			removed++
+			return os.Remove(path)
+		}
+		return err
+	})
+	if err != nil || removed == 0 {
+		t.Fatalf("remove the data files under %s: %v (%d removed)", data, err, removed)
+	}
+	code, out, errs := floe(t, append([]string{"where", "--table", "lake.moved", "--key", "k1"}, loc...)...)
+	if code != exitError || !strings.Contains(errs, "look key k1 up in lake.moved") || strings.Contains(errs, "map[") {
+		t.Fatalf("where --key k1 with the data file gone: exit %d\n%s\n%s", code, out, errs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
 
 	"slices"
 	"strings"
@@ -18,9 +19,10 @@ import (
 )
 
 // TestLostCompactedFileOfOnePartition: a topic of two partitions,
-// two sink commits each with a dead letter in both partitions. Compaction
-// merges a dead-letter table's files per Kafka partition, so each
-// compacted file holds part of both commits' dead letters. The storage
+// two sink commits each with a dead letter in both partitions, into a
+// dead-letter table whose files hold one Kafka partition each (an older
+// floe's layout: partitionByKafkaPartition), so each compacted file holds
+// part of both commits' dead letters. The storage
 // loses the compacted file of partition 1; the commits' own files are all
 // still there. floe maintain --drop-missing-dead-letter-files drops the
 // lost file and promises that commits whose own files are still there get
@@ -43,15 +45,17 @@ func TestLostCompactedFileOfOnePartition(t *testing.T) {
 
 // loseCompactedPartition sinks, into a typed table lake.orders of a topic
 // orders of two partitions, a row and a dead letter in each partition per
-// bad value, compacts (a dead-letter table's files are merged per Kafka
-// partition, so each compacted file holds dead letters of every commit),
-// and deletes from the storage, behind the table's back, the dead-letter
-// files holding partition 1's: it returns the tables and those files.
+// bad value, compacts (the dead-letter table's files are merged per Kafka
+// partition, partitionByKafkaPartition, so each compacted file holds dead
+// letters of every commit), and deletes from the storage, behind the
+// table's back, the dead-letter files holding partition 1's: it returns
+// the tables and those files.
 func (e *env) loseCompactedPartition(bad ...string) (tbl, dlq *snapshot.Table, lost []string) {
 	t := e.T
 	t.Helper()
 	e.Topic("orders", 2, nil)
 	tbl, dlq = e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	e.partitionByKafkaPartition(dlq)
 	for _, b := range bad {
 		e.Produce(slices.Concat(jsonRecords("orders", 0, `{"id":1}`, b), jsonRecords("orders", 1, `{"id":1}`, b)))
 		if _, err := e.sink(tbl, connector.Config{Topic: "orders", StopAtEnd: true, DeadLetters: dlq, Logger: quietLogger()}); err != nil {
@@ -80,6 +84,29 @@ func (e *env) loseCompactedPartition(bad ...string) (tbl, dlq *snapshot.Table, l
 		t.Fatalf("dead-letter files of partition 1 after compaction: %v; want one", lost)
 	}
 	return tbl, dlq, lost
+}
+
+// partitionByKafkaPartition partitions the dead-letter table dlq by
+// identity(kafka_partition), as another engine may: its writes and its
+// compactions then keep each Kafka partition's dead letters in files of
+// their own, the layout of a dead-letter table an older floe wrote and
+// compacted (a file per partition per commit, merged per partition), in
+// which a lost compacted file takes part of several commits' dead letters.
+func (e *env) partitionByKafkaPartition(dlq *snapshot.Table) {
+	t := e.T
+	t.Helper()
+	txn := dlq.Iceberg().NewTransaction()
+	upd := txn.UpdateSpec(true)
+	upd.AddField(mapping.ColPartition, iceberg.IdentityTransform{}, "kafka_partition")
+	if err := upd.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkDeadLettersExact checks that dlq holds want dead letters per Kafka

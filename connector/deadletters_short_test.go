@@ -13,14 +13,17 @@ import (
 )
 
 // TestShortWithOwnFileLive (from a review): commit 1 has a dead letter in
-// partitions 0 and 1, commit 2 in partition 1 only. Compaction merges
-// partition 1's files (commit 1's and commit 2's) and leaves commit 1's
-// lone partition-0 file live. The compacted file is lost and dropped:
+// partitions 0 and 1, commit 2 in partition 1 only, into a dead-letter
+// table whose files hold one Kafka partition each (an older floe's layout:
+// partitionByKafkaPartition). Compaction merges partition 1's files
+// (commit 1's and commit 2's) and leaves commit 1's lone partition-0 file
+// live. The compacted file is lost and dropped:
 // commit 1 is short with one of its own files still live.
 func TestShortWithOwnFileLive(t *testing.T) {
 	e := newEnv(t)
 	e.Topic("orders", 2, nil)
 	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	e.partitionByKafkaPartition(dlq)
 	batches := [][]string{{`oops0`, `oops1`}, {``, `oops again`}}
 	for _, b := range batches {
 		var recs = jsonRecords("orders", 1, `{"id":1}`, b[1])

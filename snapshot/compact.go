@@ -254,7 +254,7 @@ func (t *Table) Compacted() bool {
 // mapping.KeyFileGroups on the compaction snapshot, which the file-level
 // audit and floe files read. So no merged file's spans reach a gap, a lost
 // or aborted range, or a file the compaction leaves alone. A dead-letter
-// table is compacted on its data table's ledger, per Kafka partition.
+// table's small files are merged whatever they hold (deadLetterGroups).
 //
 // Compact runs beside live sinks: a commit in between makes its commit
 // fail its branch assertion, and it reloads, checks that the ledger still
@@ -450,20 +450,6 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 	return nil
 }
 
-// ledgerOwner returns the table whose ledger places the table's files:
-// itself, or its data table for a dead-letter table.
-func (t *Table) ledgerOwner(ctx context.Context) (*Table, error) {
-	of := t.tbl.Properties()[PropDeadLettersOf]
-	if of == "" {
-		return t, nil
-	}
-	data, err := Open(ctx, t.cat, identOf(of), OpenOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("compact dead-letter table %s: open its data table %s for the ledger: %w", t.Name(), of, err)
-	}
-	return data, nil
-}
-
 // onChains returns, for each span whose offsets lie on one unbroken chain
 // of ranges of the ledger (mapping.Chain), the offsets of the ranges that
 // hold it (its reach, mapping.Chain.Extent), and an empty interval for
@@ -546,8 +532,7 @@ type compactPiece struct {
 	// size is its files' bytes, which a merge's output is cut by; rows
 	// their rows, which tiering weighs.
 	size, rows int64
-	// bin is what pieces merged together share: their Iceberg partitions
-	// and, for a dead-letter table, their Kafka partition.
+	// bin is what pieces merged together share: their Iceberg partitions.
 	bin string
 	// compacted: a floe compaction wrote its files (tiered).
 	compacted bool
@@ -563,15 +548,21 @@ type compactPiece struct {
 // are the offsets they hold, merged into intervals. A group of one Kafka
 // partition whose spans form one interval writes pure files, placed by
 // their bounds as the sink's are; any other is recorded as a file group
-// (grouped) on the compaction snapshot, which places its files instead.
+// (grouped) on the compaction snapshot, which places its files instead. A
+// dead-letter table's group (deadLetters) has no spans and is recorded as
+// nothing: its rows carry their commit ids, which is all its readers go by.
 type compactGroup struct {
-	files   []compactFile
-	spans   []mapping.Span
-	grouped bool
+	files       []compactFile
+	spans       []mapping.Span
+	grouped     bool
+	deadLetters bool
 }
 
 // String names the group in errors: its first span and how many there are.
 func (g compactGroup) String() string {
+	if g.deadLetters {
+		return fmt.Sprintf("%d dead-letter files from %s", len(g.files), g.files[0].task.File.FilePath())
+	}
 	if len(g.spans) == 1 {
 		return fmt.Sprintf("%s at offsets %s", g.spans[0].TopicPartition, g.spans[0].Interval)
 	}
@@ -595,8 +586,8 @@ type compactPlan struct {
 // planCompaction groups the small live data files of the branch head.
 // Small files are merged across Kafka partitions: a day of commits of a
 // 1,000-partition topic compacts into files of the target size, not into
-// a file per partition. A dead-letter table's files are merged per Kafka
-// partition, as its reconciliation reads them.
+// a file per partition. A dead-letter table's files are merged without
+// reading any ledger (deadLetterGroups).
 //
 // It lists the files first, from the manifests, and plans on their sizes
 // and the file groups; only then does it read, of the ledger, what places
@@ -622,10 +613,7 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 	if err != nil {
 		return plan, err
 	}
-	owner, err := t.ledgerOwner(ctx)
-	if err != nil {
-		return plan, err
-	}
+	deadLetters := t.tbl.Properties()[PropDeadLettersOf] != ""
 	small := target / 4 * 3
 	// Only small files are merged: the groups of those are looked up, and
 	// a group with a large file is then incomplete and stays as it is.
@@ -642,15 +630,19 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		}
 		// A dead-letter table's snapshots are its reconciliation's, which
 		// judges the files another writer added itself.
-		foreign[f.Path] = owner == t && !t.madeByFloe(f.AddedBy)
+		foreign[f.Path] = !deadLetters && !t.madeByFloe(f.AddedBy)
 		return foreign[f.Path]
 	})
-	groups, err := t.GroupsOfFiles(ctx, head.SnapshotID, files)
-	if err != nil {
-		return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
+	// A dead-letter table's files are merged whatever partitions and
+	// offsets they hold (deadLetterGroups): no file group of its earlier
+	// compactions is taken whole.
+	var groups map[string]*mapping.FileGroup
+	if !deadLetters {
+		if groups, err = t.GroupsOfFiles(ctx, head.SnapshotID, files); err != nil {
+			return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
+		}
 	}
 	spec := t.tbl.Spec()
-	perPartition := owner != t
 	members := map[*mapping.FileGroup][]compactFile{} // the live files of each group
 	var singles []compactFile                         // small mergeable files in no group
 	seen := map[string]bool{}
@@ -695,10 +687,16 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		}
 		singles = append(singles, f)
 	}
+	if deadLetters {
+		var unplaced int
+		plan.groups, unplaced = deadLetterGroups(singles, compacted, fields, target)
+		plan.unplaced += unplaced
+		return plan, nil
+	}
 
-	sum, err := owner.Summary(ctx, 0)
+	sum, err := t.Summary(ctx, 0)
 	if err != nil {
-		return plan, fmt.Errorf("compact %s: read the ledger summary of %s: %w", t.Name(), owner.Name(), err)
+		return plan, fmt.Errorf("compact %s: read its ledger summary: %w", t.Name(), err)
 	}
 	topics := map[int32][]string{} // the ledger's topics that have each partition
 	for _, tp := range sum.Partitions() {
@@ -735,7 +733,7 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		for _, p := range ambiguous {
 			asked = append(asked, p.spans...)
 		}
-		reach, err := owner.onChains(ctx, asked)
+		reach, err := t.onChains(ctx, asked)
 		if err != nil {
 			return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
 		}
@@ -769,11 +767,6 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		piece.compacted = compacted[files[0].task.File.FilePath()]
 		pieces = append(pieces, piece)
 	}
-	if perPartition {
-		for i := range pieces {
-			pieces[i].bin += pieces[i].spans[0].TopicPartition.String()
-		}
-	}
 	slices.SortFunc(pieces, func(a, b compactPiece) int {
 		return cmp.Or(cmp.Compare(a.bin, b.bin), a.spans[0].TopicPartition.Compare(b.spans[0].TopicPartition), cmp.Compare(a.spans[0].Low, b.spans[0].Low))
 	})
@@ -790,7 +783,7 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 			plan.groups = compactGroups(pieces, merged, grouped)
 			return plan, nil
 		}
-		reach, err := owner.onChains(ctx, asked)
+		reach, err := t.onChains(ctx, asked)
 		if err != nil {
 			return plan, fmt.Errorf("compact %s: %w", t.Name(), err)
 		}
@@ -810,6 +803,49 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 		}
 		pieces = slices.DeleteFunc(pieces, func(p compactPiece) bool { return p.files == nil })
 	}
+}
+
+// deadLetterGroups returns the groups a compaction of a dead-letter table
+// rewrites: its small files (singles) merged per Iceberg partition up to
+// target, tiered as any table's, in the order of their Kafka partitions
+// and offsets. No ledger is read and no file group recorded: the table's
+// readers (the reconciliation, the audit, floe dead-letters and where) go
+// by each row's commit id and position, never by a file's place on the
+// ledger, so a file of many partitions (a commit's dead letters, written
+// by bytes) merges with the others, a file per partition of an older floe
+// too. A file without position bounds is left alone (unplaced), as its
+// rewrite could not be checked.
+func deadLetterGroups(singles []compactFile, compacted map[string]bool, fields positionFields, target int64) (groups []compactGroup, unplaced int) {
+	type placed struct {
+		piece   compactPiece
+		first   int32
+		offsets mapping.Interval
+	}
+	var ps []placed
+	for _, f := range singles {
+		df := f.task.File
+		first, _, offsets, ok := fields.partitionBounds(df)
+		if !ok {
+			unplaced++
+			continue
+		}
+		ps = append(ps, placed{compactPiece{files: []compactFile{f}, size: df.FileSizeBytes(), rows: df.Count(), bin: f.partition, compacted: compacted[df.FilePath()], placed: true}, first, offsets})
+	}
+	slices.SortFunc(ps, func(a, b placed) int {
+		return cmp.Or(cmp.Compare(a.piece.bin, b.piece.bin), cmp.Compare(a.first, b.first), cmp.Compare(a.offsets.Low, b.offsets.Low))
+	})
+	pieces := make([]compactPiece, len(ps))
+	for i, p := range ps {
+		pieces[i] = p.piece
+	}
+	for _, cut := range mergedPieces(pieces, target) {
+		g := compactGroup{deadLetters: true}
+		for _, i := range cut {
+			g.files = append(g.files, pieces[i].files...)
+		}
+		groups = append(groups, g)
+	}
+	return groups, unplaced
 }
 
 // mergedPieces returns the pieces (sorted by bin, then offsets) that a
@@ -1136,17 +1172,12 @@ func (t *Table) rewriteGroup(ctx context.Context, g compactGroup, target int64) 
 	if err != nil {
 		return written, err
 	}
-	// Spans sort by topic first: a group of two topics is not bounded by
-	// its first and last span's partitions.
-	first := slices.MinFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Partition, b.Partition) }).Partition
-	last := slices.MaxFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Partition, b.Partition) }).Partition
-	lowest := slices.MinFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Low, b.Low) }).Low
-	highest := slices.MaxFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.High, b.High) }).High
+	first, last, within := g.bounds(fields)
 	var got int64
 	for _, df := range written {
 		got += df.Count()
 		pmin, pmax, offsets, ok := fields.partitionBounds(df)
-		if !ok || pmin < first || pmax > last || offsets.Low < lowest || offsets.High > highest || (!g.grouped && pmin != pmax) {
+		if !ok || pmin < first || pmax > last || offsets.Low < within.Low || offsets.High > within.High || (!g.grouped && !g.deadLetters && pmin != pmax) {
 			return written, fmt.Errorf("compact %s: file %s written for %s has bounds partitions %d to %d offsets %s (or none): refusing to commit it",
 				t.Name(), df.FilePath(), g, pmin, pmax, offsets)
 		}
@@ -1156,6 +1187,32 @@ func (t *Table) rewriteGroup(ctx context.Context, g compactGroup, target int64) 
 			t.Name(), len(g.files), g, rows, got)
 	}
 	return written, nil
+}
+
+// bounds returns the Kafka partitions and offsets that g's rewrite may
+// hold: those of its spans, or, for a dead-letter table's group, which
+// has none, those of its files' bounds (deadLetterGroups plans only files
+// that have them).
+func (g compactGroup) bounds(fields positionFields) (first, last int32, offsets mapping.Interval) {
+	if g.deadLetters {
+		for i, f := range g.files {
+			pmin, pmax, iv, _ := fields.partitionBounds(f.task.File)
+			if i == 0 {
+				first, last, offsets = pmin, pmax, iv
+				continue
+			}
+			first, last = min(first, pmin), max(last, pmax)
+			offsets = mapping.Interval{Low: min(offsets.Low, iv.Low), High: max(offsets.High, iv.High)}
+		}
+		return first, last, offsets
+	}
+	// Spans sort by topic first: a group of two topics is not bounded by
+	// its first and last span's partitions.
+	first = slices.MinFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Partition, b.Partition) }).Partition
+	last = slices.MaxFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Partition, b.Partition) }).Partition
+	offsets.Low = slices.MinFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.Low, b.Low) }).Low
+	offsets.High = slices.MaxFunc(g.spans, func(a, b mapping.Span) int { return cmp.Compare(a.High, b.High) }).High
+	return first, last, offsets
 }
 
 // compactCommit is what a compaction commits: olds replaced by news, and
@@ -1550,26 +1607,22 @@ func (t *Table) compactionSnapshot(id string) int64 {
 // no ledger: a sink's compaction checks at every commit attempt, which
 // would otherwise cost a pass over the whole ledger, growing with the
 // table's age, while the sink waits. Otherwise it reads the ledger commit
-// by commit, keeping only the chains of the plan's spans (onChains).
-// That every file it replaces is still live, the commit
-// itself checks.
+// by commit, keeping only the chains of the plan's spans (onChains). A
+// dead-letter table's plan spans nothing (deadLetterGroups). That every
+// file it replaces is still live, the commit itself checks.
 func (t *Table) checkCompaction(ctx context.Context, plan compactPlan) error {
 	ancestor, err := t.noDeletesSince(plan)
 	if err != nil {
 		return err
 	}
-	if ancestor && t.tbl.Properties()[PropDeadLettersOf] == "" {
+	if ancestor || t.tbl.Properties()[PropDeadLettersOf] != "" {
 		return nil
-	}
-	owner, err := t.ledgerOwner(ctx)
-	if err != nil {
-		return err
 	}
 	var asked []mapping.Span
 	for _, g := range plan.groups {
 		asked = append(asked, g.spans...)
 	}
-	reach, err := owner.onChains(ctx, asked)
+	reach, err := t.onChains(ctx, asked)
 	if err != nil {
 		return fmt.Errorf("compact %s: %w", t.Name(), err)
 	}

@@ -361,8 +361,8 @@ type DeadLetterState struct {
 	// Short are commits with fewer rows than the dead letters their
 	// ranges count, every row with its commit id, whose files are all
 	// there: some rows were in a file the storage lost, which floe
-	// maintain dropped (a compaction's file holds some partitions of
-	// several commits). Reconciling deletes their rows and adds their
+	// maintain dropped (a compaction's file may hold some of several
+	// commits' dead letters). Reconciling deletes their rows and adds their
 	// files again, in one commit.
 	Short []mapping.Commit
 	// GivenUp are commits whose dead letters floe maintain

@@ -864,24 +864,49 @@ func writeFiles(ctx context.Context, target *table.Table, batches map[mapping.To
 // writeDeadLetters writes the dead-letter batches into data files of the
 // dead-letter table target, every row stamped with the data table's
 // commit id (mapping.ColCommitID), which a retried or settled commit
-// keeps.
+// keeps. Every partition's dead letters go into the same files, rolled at
+// target's write.target-file-size-bytes: a file per partition made a
+// commit with a dead letter in each of 1,000 partitions write 1,000 tiny
+// files, and the dead-letter table's readers go by each row's commit id
+// and position, never by which partition a file holds.
 func writeDeadLetters(ctx context.Context, target *table.Table, batches map[mapping.TopicPartition][]arrow.RecordBatch, id string) ([]iceberg.DataFile, error) {
-	stamped := make(map[mapping.TopicPartition][]arrow.RecordBatch, len(batches))
-	defer func() {
-		for _, bs := range stamped {
-			releaseAll(bs)
-		}
-	}()
-	for tp, bs := range batches {
-		for _, b := range bs {
+	var stamped []arrow.RecordBatch
+	defer func() { releaseAll(stamped) }()
+	// In partition and offset order, so that a file's bounds stay narrow
+	// for the readers that look up one position.
+	for _, tp := range slices.SortedFunc(maps.Keys(batches), mapping.TopicPartition.Compare) {
+		for _, b := range batches[tp] {
+			if b.NumRows() == 0 {
+				continue
+			}
 			sb, err := mapping.StampCommitID(memory.DefaultAllocator, b, id)
 			if err != nil {
 				return nil, fmt.Errorf("dead letters of %s: %w", tp, err)
 			}
-			stamped[tp] = append(stamped[tp], sb)
+			stamped = append(stamped, sb)
 		}
 	}
-	return writeFiles(ctx, target, stamped)
+	if len(stamped) == 0 {
+		return nil, nil
+	}
+	all := func(yield func(arrow.RecordBatch, error) bool) {
+		for _, b := range stamped {
+			// WriteRecords releases what it consumes (also when it stops
+			// early); the deferred release is this function's own.
+			b.Retain()
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, target, stamped[0].Schema(), all) {
+		if err != nil {
+			return files, err
+		}
+		files = append(files, df)
+	}
+	return files, nil
 }
 
 // removeFiles deletes data files that will never be committed. Failures only

@@ -27,20 +27,26 @@ import (
 // into a SQLite catalog and file warehouse, then compacted by 'floe
 // maintain --compact', once into an append table and once into an upsert
 // table (--mode upsert --key string; a quarter of the records update a
-// key):
+// key), and (mode=dead-letters) the same records as JSON objects, every
+// partition's records at offsets 0, 50, 100 and 150 not JSON, into a
+// table with --value json: each commit has dead letters in each of its
+// ~200 partitions:
 //
 //	go test ./cmd/floe/ -run '^$' -bench FilesByBytes -benchtime 1x
 //
 // It reports, per commit with rows, the data files it added (max and
 // mean), their mean size, and the sink's catalog commit time (mean, from
 // its "committed" log lines); then the live files after the
-// compaction, their mean size and the compaction's wall time.
-// FLOE_BENCH_BEFORE=PATH runs that floe binary (a build of main; an
+// compaction, their mean size and the compaction's wall time. With dead
+// letters it reports the dead-letter files each commit lists (max and
+// mean, from the ledger) and the dead-letter table's live files after the
+// compaction. FLOE_BENCH_BEFORE=PATH runs that floe binary (a build of main; an
 // absolute path) on the same topic in the same run, reported with the
 // prefix before-.
 func BenchmarkFilesByBytes(b *testing.B) {
 	const (
 		topic      = "wide"
+		jsonTopic  = "widejson"
 		partitions = 1_000
 		records    = 200_000
 		flush      = 40_000
@@ -56,6 +62,7 @@ func BenchmarkFilesByBytes(b *testing.B) {
 	e := floetest.New(b)
 	e.Stack.Brokers = floetest.StartBrokerProcess(b)
 	e.Topic(topic, partitions, nil)
+	e.Topic(jsonTopic, partitions, nil)
 	rng := rand.New(rand.NewPCG(23, 1))
 	recs := make([]*kgo.Record, 0, 10_000)
 	for i := range records {
@@ -65,8 +72,15 @@ func BenchmarkFilesByBytes(b *testing.B) {
 		}
 		// A key is in one partition, and a quarter of the records update
 		// a key an earlier one wrote (for the upsert tables).
-		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i%(records*3/4)), Value: value})
-		if len(recs) == cap(recs) {
+		p, key := int32(i%partitions), fmt.Appendf(nil, "k%d", i%(records*3/4))
+		// Every 50th round over the partitions is not JSON: dead letters.
+		obj := fmt.Appendf(nil, `{"v":%q}`, value)
+		if i/partitions%50 == 0 {
+			obj = value
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: key, Value: value},
+			&kgo.Record{Topic: jsonTopic, Partition: p, Key: key, Value: obj})
+		if len(recs) >= cap(recs)-1 {
 			e.Produce(recs)
 			recs = recs[:0]
 		}
@@ -75,14 +89,18 @@ func BenchmarkFilesByBytes(b *testing.B) {
 	for _, mode := range []string{"append", "upsert"} {
 		b.Run("mode="+mode, func(b *testing.B) { benchFilesByBytes(b, bins, brokers, topic, flush, mode) })
 	}
+	b.Run("mode=dead-letters", func(b *testing.B) { benchFilesByBytes(b, bins, brokers, jsonTopic, flush, "dead-letters") })
 }
 
 // benchFilesByBytes runs BenchmarkFilesByBytes's sink and compaction for
 // tables of one mode (append, or upsert keyed by the records' keys).
 func benchFilesByBytes(b *testing.B, bins [][2]string, brokers, topic string, flush int, mode string) {
-	args := []string{"--mode", mode}
-	if mode == "upsert" {
-		args = append(args, "--key", "string")
+	var args []string
+	switch mode {
+	case "upsert":
+		args = []string{"--mode", mode, "--key", "string"}
+	case "dead-letters":
+		args = []string{"--value", "json"}
 	}
 	for i := range b.N {
 		for _, bin := range bins {
@@ -124,6 +142,22 @@ func benchFilesByBytes(b *testing.B, bins [][2]string, brokers, topic string, fl
 			b.ReportMetric(float64(files)/float64(commits), bin[0]+"files/commit-mean")
 			b.ReportMetric(float64(bytes)/float64(files)/1024, bin[0]+"file-KiB-mean")
 			b.ReportMetric(float64(commit.Milliseconds())/float64(commits), bin[0]+"commit-ms/commit")
+			if mode == "dead-letters" {
+				var deadCommits, deadFiles, maxDead int
+				for c, err := range tbl.Commits(b.Context(), 0) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					if n := len(c.DeadLetterFiles); n > 0 {
+						deadCommits, deadFiles, maxDead = deadCommits+1, deadFiles+n, max(maxDead, n)
+					}
+				}
+				if deadCommits == 0 {
+					b.Fatalf("%s sink committed no dead letters", bin[1])
+				}
+				b.ReportMetric(float64(maxDead), bin[0]+"dead-letter-files/commit-max")
+				b.ReportMetric(float64(deadFiles)/float64(deadCommits), bin[0]+"dead-letter-files/commit-mean")
+			}
 
 			start := time.Now()
 			if out, err := exec.CommandContext(b.Context(), bin[1], append([]string{"maintain", "--table", table, "--compact"}, loc...)...).CombinedOutput(); err != nil {
@@ -141,6 +175,13 @@ func benchFilesByBytes(b *testing.B, bins [][2]string, brokers, topic string, fl
 			b.ReportMetric(float64(len(live)), bin[0]+"compacted-files")
 			b.ReportMetric(float64(size)/float64(len(live))/1024, bin[0]+"compacted-file-KiB-mean")
 			b.ReportMetric(compacted.Seconds(), bin[0]+"compact-s")
+			if mode == "dead-letters" {
+				dead, err := openTable(b, cfg, table+"_dlq").Files(b.Context(), 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(dead)), bin[0]+"compacted-dead-letter-files")
+			}
 		}
 	}
 }

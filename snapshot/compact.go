@@ -816,12 +816,12 @@ func (t *Table) planCompaction(ctx context.Context, target int64) (compactPlan, 
 // too. A file without position bounds is left alone (unplaced), as its
 // rewrite could not be checked.
 func deadLetterGroups(singles []compactFile, compacted map[string]bool, fields positionFields, target int64) (groups []compactGroup, unplaced int) {
-	type placed struct {
+	type bounded struct {
 		piece   compactPiece
 		first   int32
 		offsets mapping.Interval
 	}
-	var ps []placed
+	var ps []bounded
 	for _, f := range singles {
 		df := f.task.File
 		first, _, offsets, ok := fields.partitionBounds(df)
@@ -829,9 +829,9 @@ func deadLetterGroups(singles []compactFile, compacted map[string]bool, fields p
 			unplaced++
 			continue
 		}
-		ps = append(ps, placed{compactPiece{files: []compactFile{f}, size: df.FileSizeBytes(), rows: df.Count(), bin: f.partition, compacted: compacted[df.FilePath()], placed: true}, first, offsets})
+		ps = append(ps, bounded{compactPiece{files: []compactFile{f}, size: df.FileSizeBytes(), rows: df.Count(), bin: f.partition, compacted: compacted[df.FilePath()]}, first, offsets})
 	}
-	slices.SortFunc(ps, func(a, b placed) int {
+	slices.SortFunc(ps, func(a, b bounded) int {
 		return cmp.Or(cmp.Compare(a.piece.bin, b.piece.bin), cmp.Compare(a.first, b.first), cmp.Compare(a.offsets.Low, b.offsets.Low))
 	})
 	pieces := make([]compactPiece, len(ps))

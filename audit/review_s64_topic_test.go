@@ -29,20 +29,7 @@ import (
 // floe audit --verify-content said COMPLETE.
 func TestReviewS64ContentTopicColumnAltered(t *testing.T) {
 	e := newEnv(t)
-	const name = "retopic"
-	tbl := sunkTable(t, e, name)
-	f := fileOf(t, tbl, 0, 40)
-	rb, err := mapping.NewRowBuilder(memory.NewGoAllocator(), tbl.ArrowSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range records(name, 0, 20, "run2") {
-		r.Topic, r.Offset = "ghost", int64(40+i)
-		rb.Append(r)
-	}
-	rows := rb.NewBatch()
-	rb.Release()
-	rewriteInPlace(t, tbl, f, rows)
+	tbl := retopicTable(t, e)
 	rep := e.audit(tbl, audit.Options{Depth: audit.DepthFiles, Broker: e.Broker(), VerifyContent: true})
 	if rep.Complete() {
 		var b strings.Builder

@@ -133,7 +133,8 @@ func TestSinkCreateTableFalseEmptyPostgresCatalog(t *testing.T) {
 	code, out, errs := sink()
 	for _, want := range []string{
 		"table lake.orders does not exist",
-		"--create-table=false refuses to create it (leave --create-table out of the first sink, which creates the catalog's tables and the table, then set it false",
+		"the catalog's database holds no Iceberg catalog yet",
+		"--create-table=false refuses to create it (leave --create-table out of the first sink, which creates the catalog and the table, then set it false",
 	} {
 		if code != exitError || !strings.Contains(errs, want) {
 			t.Errorf("create-table: false on an empty catalog: exit %d, want %d and %q:\n%s\n%s", code, exitError, want, out, errs)
@@ -150,5 +151,28 @@ func TestSinkCreateTableFalseEmptyPostgresCatalog(t *testing.T) {
 	}
 	if code, out, errs := sink(); code != exitOK {
 		t.Fatalf("create-table: false on the table the first sink created: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestSinkCreateTableFalseNoSQLiteCatalog: --create-table=false with a
+// SQLite catalog file that does not exist yet is refused as a missing
+// table, naming the flag and the first sink that creates the catalog,
+// where it said "floe sink creates one" to a user running floe sink; and
+// it creates no file.
+func TestSinkCreateTableFalseNoSQLiteCatalog(t *testing.T) {
+	st, _ := sinkStack(t)
+	cat := filepath.Join(t.TempDir(), "catalog.db")
+	code, out, errs := floe(t, "sink", "--brokers", strings.Join(st.Brokers, ","), "--topic", "orders", "--table", "lake.orders",
+		"--stop-at-end", "--catalog", cat, "--create-table=false")
+	for _, want := range []string{
+		"table lake.orders does not exist: no catalog exists at --catalog " + cat + " yet",
+		"--create-table=false refuses to create it (leave --create-table out of the first sink",
+	} {
+		if code != exitError || !strings.Contains(errs, want) || strings.Contains(errs, "floe sink creates one") {
+			t.Errorf("create-table=false without a catalog: exit %d, want %d and %q:\n%s\n%s", code, exitError, want, out, errs)
+		}
+	}
+	if _, err := os.Stat(cat); !os.IsNotExist(err) {
+		t.Errorf("the refused run created %s: %v", cat, err)
 	}
 }

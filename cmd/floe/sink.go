@@ -619,7 +619,11 @@ func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines, sou
 			// said "floe sink creates the catalog's tables" to a user
 			// who had just run floe sink (from a new-user run): the
 			// cause is the flag, as for any missing table.
-			err = &emptyCatalogError{table: tf.table}
+			err = &emptyCatalogError{table: tf.table, why: "the catalog's database holds no Iceberg catalog yet"}
+		} else if errors.Is(err, catalog.ErrCatalogNotFound) {
+			// A SQLite catalog file that does not exist yet said "floe
+			// sink creates one" too.
+			err = &emptyCatalogError{table: tf.table, why: fmt.Sprintf("no catalog exists at --catalog %s yet", f.catalog)}
 		}
 		switch {
 		case err != nil && source != nil:
@@ -633,16 +637,17 @@ func tablesExist(ctx context.Context, f *sinkFlags, run connector.Pipelines, sou
 	return nil
 }
 
-// emptyCatalogError is tablesExist's refusal of a table in a PostgreSQL
-// database that holds no Iceberg catalog yet: a missing table
+// emptyCatalogError is tablesExist's refusal of a table in a catalog that
+// does not exist yet (a PostgreSQL database without the catalog's tables,
+// a SQLite file that does not exist), why: a missing table
 // (snapshot.ErrTableNotFound), whose first sink must create the catalog.
-type emptyCatalogError struct{ table string }
+type emptyCatalogError struct{ table, why string }
 
 func (e *emptyCatalogError) Error() string {
-	return fmt.Sprintf("table %s does not exist: the catalog's database holds no Iceberg catalog yet; "+
+	return fmt.Sprintf("table %s does not exist: %s; "+
 		"--create-table=false refuses to create it (leave --create-table out of the first sink, "+
-		"which creates the catalog's tables and the table, then set it false; "+
-		"or check that the catalog's URL names the database the tables are in)", e.table)
+		"which creates the catalog and the table, then set it false; "+
+		"or check that --catalog names the catalog the tables are in)", e.table, e.why)
 }
 
 func (e *emptyCatalogError) Unwrap() error { return snapshot.ErrTableNotFound }

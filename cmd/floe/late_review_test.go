@@ -23,7 +23,8 @@ import (
 
 // TestStatusListsUpsertRows (from a review): floe status without --table gives an upsert
 // table's rows as its data files' record count, not the rows it holds
-// (equality deletes not applied).
+// (equality deletes not applied): it gives none, and its text says why
+// and what counts them (from a new user's run).
 func TestStatusListsUpsertRows(t *testing.T) {
 	st := topicStack(t, "up")
 	cfg := st.Catalog()
@@ -37,6 +38,9 @@ func TestStatusListsUpsertRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFloe(t, slices.Concat([]string{"sink", "-t", "up", "--table", "lake.up", "--mode", "upsert", "--key", "string", "--stop-at-end", "--flush-records", "3", "-b", st.Brokers[0]}, cat)...)
+	if text := mustFloe(t, append([]string{"status"}, cat...)...); !strings.Contains(text, "ROWS of lake.up: - (its delete files hide rows its data files hold; floe as-of --table lake.up --time now --rows counts them)") {
+		t.Errorf("status's text does not say why lake.up has no ROWS (a new user took it for a table without rows):\n%s", text)
+	}
 	out := mustFloe(t, append([]string{"status", "--json"}, cat...)...)
 	var doc struct {
 		Tables []catalogTable `json:"tables"`

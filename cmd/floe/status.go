@@ -431,6 +431,14 @@ func listTables(ctx context.Context, w io.Writer, cat icecat.Catalog, asJSON boo
 			fmt.Fprintf(w, "%s cannot be read: %s\n", t.Table, t.Error)
 		}
 	}
+	// A committed table's ROWS "-" is its delete files (an upsert
+	// table's), which the list does not apply: said, with what counts the
+	// rows (a new user took it for a table without rows).
+	for _, t := range tables {
+		if t.Rows == nil && t.Error == "" && t.LastCommitAt != nil {
+			fmt.Fprintf(w, "ROWS of %s: - (its delete files hide rows its data files hold; floe as-of --table %s --time now --rows counts them)\n", t.Table, t.Table)
+		}
+	}
 	return nil
 }
 

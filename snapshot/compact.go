@@ -314,15 +314,11 @@ func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactRe
 	if err != nil {
 		return res, err
 	}
-	res.FilesBefore, res.FilesAfter, res.Unplaced, res.OtherSpec, res.Foreign, res.Groups = plan.live, plan.live, plan.unplaced, plan.otherSpec, plan.foreign, len(plan.groups)
+	res.FilesBefore, res.FilesAfter, res.Unplaced, res.OtherSpec, res.Foreign = plan.live, plan.live, plan.unplaced, plan.otherSpec, plan.foreign
+	res.replacing(plan.groups)
 	outputs := 0 // a group makes about one file per Iceberg partition
 	for _, g := range plan.groups {
-		res.Replaced += len(g.files)
 		outputs += icebergPartitions(g.files)
-		for _, f := range g.files {
-			res.Rows += f.task.File.Count()
-			res.BytesBefore += f.task.File.FileSizeBytes()
-		}
 	}
 	if len(plan.groups) == 0 || opts.DryRun {
 		res.FilesAfter -= res.Replaced - outputs
@@ -335,15 +331,7 @@ func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactRe
 		if err := t.compactPart(ctx, log, plan, part, target, opts, &res); err != nil {
 			if i > 0 {
 				// res says what was committed: the parts before this one.
-				res.Groups, res.Replaced, res.Rows, res.BytesBefore = 0, 0, 0, 0
-				for _, g := range slices.Concat(parts[:i]...) {
-					res.Groups++
-					res.Replaced += len(g.files)
-					for _, f := range g.files {
-						res.Rows += f.task.File.Count()
-						res.BytesBefore += f.task.File.FileSizeBytes()
-					}
-				}
+				res.replacing(slices.Concat(parts[:i]...))
 				return res, fmt.Errorf("compact %s: %d of its %d parts committed, the last as snapshot %d, then: %w", t.Name(), i, len(parts), res.SnapshotID, err)
 			}
 			return res, err
@@ -355,6 +343,19 @@ func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactRe
 	res.Duration = time.Since(start)
 	log.Info("compacted", res.LogAttrs()...)
 	return res, nil
+}
+
+// replacing sets r's figures of the files replaced (Groups, Replaced,
+// Rows, BytesBefore) to those of groups.
+func (r *CompactResult) replacing(groups []compactGroup) {
+	r.Groups, r.Replaced, r.Rows, r.BytesBefore = len(groups), 0, 0, 0
+	for _, g := range groups {
+		r.Replaced += len(g.files)
+		for _, f := range g.files {
+			r.Rows += f.task.File.Count()
+			r.BytesBefore += f.task.File.FileSizeBytes()
+		}
+	}
 }
 
 // compactParts cuts groups, in their order, into the parts a compaction

@@ -71,8 +71,8 @@ type CompactOptions struct {
 	// Other writers can still get in first: those cost a retry, as
 	// without it.
 	Turn sync.Locker
-	// CommitBytes bounds the bytes of the files one commit of an append
-	// table's compaction replaces (zero: DefaultCompactCommitBytes): a
+	// CommitBytes bounds the bytes of the files one commit of a
+	// compaction replaces (zero: DefaultCompactCommitBytes): a
 	// compaction of more is made in parts, each rewritten and committed
 	// before the next is rewritten. A part's files are unreferenced until
 	// its commit, and a compaction does not commit files older than
@@ -348,13 +348,22 @@ func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactRe
 // replacing sets r's figures of the files replaced (Groups, Replaced,
 // Rows, BytesBefore) to those of groups.
 func (r *CompactResult) replacing(groups []compactGroup) {
-	r.Groups, r.Replaced, r.Rows, r.BytesBefore = len(groups), 0, 0, 0
+	var files []iceberg.DataFile
 	for _, g := range groups {
-		r.Replaced += len(g.files)
 		for _, f := range g.files {
-			r.Rows += f.task.File.Count()
-			r.BytesBefore += f.task.File.FileSizeBytes()
+			files = append(files, f.task.File)
 		}
+	}
+	r.replacingFiles(len(groups), files)
+}
+
+// replacingFiles sets r's figures of the files replaced to those of
+// files, in groups sets.
+func (r *CompactResult) replacingFiles(groups int, files []iceberg.DataFile) {
+	r.Groups, r.Replaced, r.Rows, r.BytesBefore = groups, len(files), 0, 0
+	for _, df := range files {
+		r.Rows += df.Count()
+		r.BytesBefore += df.FileSizeBytes()
 	}
 }
 
@@ -409,12 +418,12 @@ func (t *Table) compactPart(ctx context.Context, log *slog.Logger, plan compactP
 // adds to res (which holds the plan's figures) what it committed, or the
 // attempts made when it gives up.
 func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCommit, opts CompactOptions, res *CompactResult) error {
-	var rows, bytes int64
+	var rows, live, bytes int64
 	for _, df := range c.olds {
 		rows += df.Count()
 	}
 	for _, df := range c.news {
-		bytes += df.FileSizeBytes()
+		live, bytes = live+df.Count(), bytes+df.FileSizeBytes()
 	}
 	props := iceberg.Properties{
 		KeyOperation:       OperationCompact,
@@ -436,7 +445,7 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 		props[mapping.KeyFileGroups] = v
 	}
 	if t.mode == mapping.ModeUpsert {
-		props[KeyCompactLiveRows] = strconv.FormatInt(res.LiveRows, 10)
+		props[KeyCompactLiveRows] = strconv.FormatInt(live, 10)
 		props[KeyCompactDroppedDeletes] = strconv.Itoa(len(c.dropDeletes))
 	}
 	c.props = props
@@ -447,6 +456,9 @@ func (t *Table) commitResult(ctx context.Context, log *slog.Logger, c compactCom
 	}
 	res.SnapshotID, res.Commits = snap, res.Commits+1
 	res.Added, res.BytesAfter = res.Added+len(c.news), res.BytesAfter+bytes
+	if t.mode == mapping.ModeUpsert {
+		res.LiveRows += live
+	}
 	res.FilesAfter += len(c.news) - len(c.olds)
 	return nil
 }

@@ -111,8 +111,10 @@ func (t *Table) checkNoForeignChanges(ctx context.Context) error {
 // compactDeletes is Compact for an upsert table: it rewrites data files
 // with the table's row-level deletes applied (read with iceberg-go's scan,
 // which applies equality deletes, position deletes and deletion vectors)
-// and drops the delete files that then apply to no live data file, in one
-// snapshot that moves no ledger range.
+// and drops the delete files that then apply to no live data file, in
+// snapshots that move no ledger range: one, or one per part of at most
+// CompactOptions.CommitBytes (deletesParts), the dropped delete files with
+// the last.
 //
 // In each Iceberg partition (of the current spec) it rewrites every data
 // file that a delete applies to, and the small ones beside them; a
@@ -146,17 +148,14 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 	if err != nil {
 		return res, err
 	}
-	var olds []iceberg.DataFile
 	rewritten := map[string]struct{}{}
 	for _, g := range plan.groups {
-		olds = append(olds, g.files...)
 		for _, df := range g.files {
 			rewritten[df.FilePath()] = struct{}{}
-			res.Rows += df.Count()
-			res.BytesBefore += df.FileSizeBytes()
 		}
 	}
-	res.FilesBefore, res.FilesAfter, res.Groups, res.Replaced = plan.live, plan.live, len(plan.groups), len(olds)
+	res.FilesBefore, res.FilesAfter = plan.live, plan.live
+	res.replacingDeletes(plan.groups)
 	if plan.base == nil {
 		res.Duration = time.Since(start)
 		return res, nil
@@ -178,23 +177,104 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 		res.Duration = time.Since(start)
 		return res, nil
 	}
-	news, err := t.rewriteDeletes(ctx, plan.groups, target)
-	if err != nil {
-		t.removeFiles(ctx, log, news)
-		return res, err
+	parts := deletesParts(plan.groups, cmp.Or(opts.CommitBytes, DefaultCompactCommitBytes))
+	if len(parts) == 0 {
+		parts = [][]deletesGroup{nil} // the delete files alone
 	}
-	for _, df := range news {
-		res.LiveRows += df.Count()
-	}
-	seq := plan.base.SequenceNumber
-	c := compactCommit{olds: olds, news: news, dropDeletes: drop, dataSeq: &seq,
-		check: func(ctx context.Context) error { return t.checkDeletesSince(ctx, plan.base, rewritten) }}
-	if err := t.commitResult(ctx, log, c, opts, &res); err != nil {
-		return res, err
+	for i, part := range parts {
+		// The dead deletes go with the last part: until then files they
+		// apply to are still live.
+		var dropped []iceberg.DataFile
+		if i == len(parts)-1 {
+			dropped = drop
+		}
+		if err := t.compactDeletesPart(ctx, log, plan.base, part, dropped, target, opts, &res); err != nil {
+			if i > 0 {
+				// res says what was committed: the parts before this one.
+				res.replacingDeletes(slices.Concat(parts[:i]...))
+				res.DroppedDeletes = 0
+				return res, fmt.Errorf("compact %s: %d of its %d parts committed, the last as snapshot %d, then: %w", t.Name(), i, len(parts), res.SnapshotID, err)
+			}
+			return res, err
+		}
+		if len(parts) > 1 {
+			log.Info("compaction part committed", "table", t.Name(), "part", i+1, "of", len(parts), "snapshot", res.SnapshotID)
+		}
 	}
 	res.Duration = time.Since(start)
 	log.Info("compacted", res.LogAttrs()...)
 	return res, nil
+}
+
+// compactDeletesPart rewrites groups, part of a compaction of an upsert
+// table planned on base, with their deletes applied, and commits them
+// with the delete files drop, adding what it committed to res. Every
+// part's files get base's data sequence number, whatever parts committed
+// before it: the deletes the rewrite applied are those of base, and the
+// ones committed since, by sinks or as this compaction's earlier parts
+// (which add none), must still apply to them.
+func (t *Table) compactDeletesPart(ctx context.Context, log *slog.Logger, base *table.Snapshot, groups []deletesGroup, drop []iceberg.DataFile, target int64, opts CompactOptions, res *CompactResult) error {
+	var olds []iceberg.DataFile
+	rewritten := map[string]struct{}{}
+	for _, g := range groups {
+		olds = append(olds, g.files...)
+		for _, df := range g.files {
+			rewritten[df.FilePath()] = struct{}{}
+		}
+	}
+	news, err := t.rewriteDeletes(ctx, groups, target)
+	if err != nil {
+		t.removeFiles(ctx, log, news)
+		return err
+	}
+	seq := base.SequenceNumber
+	c := compactCommit{olds: olds, news: news, dropDeletes: drop, dataSeq: &seq,
+		check: func(ctx context.Context) error { return t.checkDeletesSince(ctx, base, rewritten) }}
+	return t.commitResult(ctx, log, c, opts, res)
+}
+
+// replacingDeletes is replacing for the groups of an upsert table's
+// compaction.
+func (r *CompactResult) replacingDeletes(groups []deletesGroup) {
+	var files []iceberg.DataFile
+	for _, g := range groups {
+		files = append(files, g.files...)
+	}
+	r.replacingFiles(len(groups), files)
+}
+
+// deletesParts cuts groups, in their order, into the parts a compaction
+// of an upsert table commits one by one: runs of files adding up to at
+// most limit bytes (a larger file alone). A group larger than limit is
+// cut between its files, each piece a group of the same partition: a
+// file's live rows are its rows less the deletes that apply to it, so
+// its rewrite does not depend on the other files of its partition.
+func deletesParts(groups []deletesGroup, limit int64) [][]deletesGroup {
+	var (
+		parts [][]deletesGroup
+		size  int64
+	)
+	for _, g := range groups {
+		tasks := map[string][]table.FileScanTask{}
+		for _, task := range g.tasks {
+			tasks[task.File.FilePath()] = append(tasks[task.File.FilePath()], task)
+		}
+		piece := -1 // g's piece in the last part, if any
+		for _, df := range g.files {
+			if len(parts) == 0 || (size > 0 && size+df.FileSizeBytes() > limit) {
+				parts, size, piece = append(parts, nil), 0, -1
+			}
+			last := &parts[len(parts)-1]
+			if piece < 0 {
+				*last, piece = append(*last, deletesGroup{partition: g.partition}), len(*last)
+			}
+			p := &(*last)[piece]
+			p.files = append(p.files, df)
+			p.tasks = append(p.tasks, tasks[df.FilePath()]...)
+			size += df.FileSizeBytes()
+		}
+	}
+	return parts
 }
 
 // planDeletes groups, per Iceberg partition of the current spec, the data

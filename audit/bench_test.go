@@ -2,7 +2,9 @@ package audit_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/memprobe"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
 )
@@ -235,4 +238,66 @@ func BenchmarkContentWide(b *testing.B) {
 	b.ReportMetric(tw.Seconds()/tn.Seconds(), "wide/narrow")
 	b.ReportMetric(tn.Seconds()/float64(b.N), "narrow_s")
 	b.ReportMetric(tw.Seconds()/float64(b.N), "wide_s")
+}
+
+// BenchmarkContentMemory audits at the content level (--verify-content)
+// a table of one partition of N records of ~200 bytes (FLOE_BENCH_RECORDS,
+// 100,000 by default) and one of 4N, in one run, and reports the peak
+// live heap of each audit (memprobe.Peak) and their ratio: what the
+// level holds at once apart from the records' count (the table's and the
+// log's read batches) and what it holds per record (the digests of the
+// partition's rows, compared with the log's).
+func BenchmarkContentMemory(b *testing.B) {
+	n := 100_000
+	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1000 {
+			b.Fatalf("FLOE_BENCH_RECORDS=%q: want a record count of at least 1000", s)
+		}
+		n = v
+	}
+	e := newEnv(b)
+	// Random values: the log's batches compress as real records do, not
+	// a hundredfold (a fetch of 8 MiB would then decode to most of the
+	// partition).
+	rnd := rand.NewChaCha8([32]byte{})
+	audited := func(topic string, n int) func() uint64 {
+		e.Topic(topic, 1, nil)
+		recs := make([]*kgo.Record, n)
+		pad := make([]byte, 90)
+		for i := range recs {
+			_, _ = rnd.Read(pad)
+			recs[i] = &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, `{"i":%d,"s":"%x"}`, i, pad)}
+		}
+		e.Produce(recs)
+		tbl := e.Table("lake." + topic)
+		e.sink(tbl, connector.Config{Topic: topic})
+		return func() uint64 {
+			var rep *audit.Report
+			var err error
+			peak, _ := memprobe.Peak(func() {
+				rep, err = audit.Run(b.Context(), tbl, audit.Options{Broker: e.Broker(), VerifyContent: true})
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !rep.Complete() {
+				b.Fatalf("audit of %s: %+v", topic, rep.Findings)
+			}
+			return peak
+		}
+	}
+	small, large := audited("small", n), audited("large", 4*n)
+	var ps, pl uint64
+	for b.Loop() {
+		runtime.GC()
+		ps = max(ps, small())
+		runtime.GC()
+		pl = max(pl, large())
+	}
+	const mib = 1 << 20
+	b.ReportMetric(float64(ps)/mib, "peak_MiB_N")
+	b.ReportMetric(float64(pl)/mib, "peak_MiB_4N")
+	b.ReportMetric(float64(pl)/float64(ps), "4N/N")
+	b.ReportMetric((float64(pl)-float64(ps))/float64(3*n), "B/record")
 }

@@ -57,20 +57,6 @@ func (f *kafkaSecurityFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Scope, flagScope, "", "OAUTHBEARER: `SCOPE` asked of --kafka-sasl-token-url")
 }
 
-// secretsOnCommandLine warns of each Kafka secret given as a flag, whose
-// value any user of the host reads in the process list (ps); the docs say
-// so, but nothing told the user who did it.
-func secretsOnCommandLine(fs *pflag.FlagSet) []string {
-	var warnings []string
-	for _, name := range []string{flagPassword, flagToken} {
-		if f := fs.Lookup(name); f != nil && f.Changed && f.Value.String() != "" {
-			warnings = append(warnings, fmt.Sprintf("--%s on the command line is in the process list (ps) for any user of this host: "+
-				"set %s, or %s: in the --config file, instead", name, envName(name), name))
-		}
-	}
-	return warnings
-}
-
 // security is the flags over the --kafka-config file. Where a setting's
 // value came from the file, it records that in ctx's flagSources, so that
 // an error about the setting names the file's line, not only a flag the

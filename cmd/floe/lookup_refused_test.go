@@ -3,10 +3,13 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/floe-dev/floe/localstack"
 )
 
 // TestLookupWrongPasswordIsAnError (from a new user's run): with the
@@ -101,5 +104,50 @@ func TestPasswordFlagWarns(t *testing.T) {
 	t.Setenv("FLOE_KAFKA_SASL_PASSWORD", pass)
 	if _, out, errs := floe(t, append([]string{"status"}, catFlags...)...); strings.Contains(errs, warning) || strings.Contains(out+errs, pass) {
 		t.Errorf("FLOE_KAFKA_SASL_PASSWORD warns as the flag does, or prints the password:\n%s", errs)
+	}
+}
+
+// TestOtherSecretFlagsWarn (from a new user's run): the schema registry's
+// password, the S3 secret key and a catalog URI with its password went
+// on the command line without a word, where --kafka-sasl-password warned
+// that ps shows it. Each warns once, naming its variable, the config
+// file's key and any other place to give it, and never the secret; a URI
+// without a password, the local stack's published S3 key and the
+// variables do not warn.
+func TestOtherSecretFlagsWarn(t *testing.T) {
+	const secret = "flag-Secret-5d5d"
+	_, catFlags := localCatalog(t)
+	audit := append([]string{"audit", "--table", "lake.none"}, catFlags...)
+	status := append([]string{"status"}, catFlags...)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(slices.Clone(audit), "--schema-registry", "http://127.0.0.1:1", "--schema-registry-user", "u", "--schema-registry-password", secret),
+			"--schema-registry-password on the command line is in the process list (ps) for any user of this host: set FLOE_SCHEMA_REGISTRY_PASSWORD, or schema-registry-password: in the --config file, instead"},
+		{append(slices.Clone(audit), "--schema-registry", "https://key:"+secret+"@127.0.0.1:1"),
+			"--schema-registry on the command line holds a password, which is in the process list (ps) for any user of this host: set FLOE_SCHEMA_REGISTRY, or schema-registry: in the --config file, or the password alone as FLOE_SCHEMA_REGISTRY_PASSWORD, instead"},
+		{append(slices.Clone(status), "--s3-access-key-id", "k", "--s3-secret-access-key", secret),
+			"--s3-secret-access-key on the command line is in the process list (ps) for any user of this host: set FLOE_S3_SECRET_ACCESS_KEY, or s3-secret-access-key: in the --config file, or leave the --s3-* key flags out for the AWS credential chain (AWS_SECRET_ACCESS_KEY, a profile in ~/.aws/credentials), instead"},
+		{[]string{"status", "--catalog", "postgres://floe:" + secret + "@127.0.0.1:1/floe?connect_timeout=1"},
+			"--catalog on the command line holds a password, which is in the process list (ps) for any user of this host: set FLOE_CATALOG, or catalog: in the --config file, instead"},
+	} {
+		_, out, errs := floe(t, c.args...)
+		if n := strings.Count(errs, "in the process list (ps)"); n != 1 || !strings.Contains(errs, c.want) || strings.Contains(out+errs, secret) {
+			t.Errorf("floe %s: %d warnings, want 1 saying\n%s\nwithout the secret; got:\n%s", strings.Join(c.args, " "), n, c.want, errs)
+		}
+	}
+	for _, args := range [][]string{
+		append(slices.Clone(status), "--s3-access-key-id", localstack.AccessKeyID, "--s3-secret-access-key", localstack.SecretAccessKey),
+		append(slices.Clone(audit), "--schema-registry", "http://127.0.0.1:1"),
+	} {
+		if _, _, errs := floe(t, args...); strings.Contains(errs, "in the process list (ps)") {
+			t.Errorf("floe %s warns of a secret on the command line, where it gives none:\n%s", strings.Join(args, " "), errs)
+		}
+	}
+	t.Setenv("FLOE_S3_SECRET_ACCESS_KEY", secret)
+	t.Setenv("FLOE_SCHEMA_REGISTRY_PASSWORD", secret)
+	if _, _, errs := floe(t, append(slices.Clone(audit), "--s3-access-key-id", "k", "--schema-registry", "http://127.0.0.1:1", "--schema-registry-user", "u")...); strings.Contains(errs, "in the process list (ps)") || strings.Contains(errs, secret) {
+		t.Errorf("the secrets' variables warn as their flags do, or print the secret:\n%s", errs)
 	}
 }

@@ -53,6 +53,12 @@ type TableStatus struct {
 type PartitionStatus struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
+	// BrokersUnknown is set when the brokers' side (LogStart, EndOffset,
+	// HighWatermark, Lag, Lost) is not known: no brokers, brokers that
+	// failed or refused, a topic they do not have, a sink that has not
+	// read their offsets yet. Without it a reader of the JSON could not
+	// tell an unknown loss from none, both leaving Lost out.
+	BrokersUnknown bool `json:"brokers_unknown,omitempty"`
 	// LogStart, EndOffset (the last stable offset, where a read_committed
 	// consumer ends) and HighWatermark are the broker's; absent without a
 	// broker.
@@ -214,7 +220,9 @@ func Status(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, 
 		}
 	}
 	for _, tp := range slices.SortedFunc(maps.Keys(rows), mapping.TopicPartition.Compare) {
-		st.Partitions = append(st.Partitions, *rows[tp])
+		r := rows[tp]
+		r.BrokersUnknown = r.Lag == nil // set whenever the brokers' side is known
+		st.Partitions = append(st.Partitions, *r)
 	}
 	return st, nil
 }

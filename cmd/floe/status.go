@@ -184,7 +184,7 @@ func printStatus(w io.Writer, st lookup.TableStatus) {
 		if p.LastCommit != nil {
 			last = p.LastCommit.UTC().Format(time.RFC3339)
 		}
-		unknown := p.Lag == nil // set whenever the brokers' side is known
+		unknown := p.BrokersUnknown
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Topic, p.Partition, brokers(unknown, p.LogStart), brokers(unknown, p.EndOffset),
 			opt(p.TableNext), brokers(unknown, p.Lag), brokers(unknown, p.Lost), opt(p.DeadLetters), last)
 	}
@@ -240,7 +240,7 @@ func statusTotals(ps []lookup.PartitionStatus) []statusTotal {
 		}
 		t := &out[len(out)-1]
 		t.partitions++
-		t.unknown = t.unknown || p.Lag == nil
+		t.unknown = t.unknown || p.BrokersUnknown
 		add(&t.lag, p.Lag)
 		add(&t.lost, p.Lost)
 		add(&t.dead, p.DeadLetters)

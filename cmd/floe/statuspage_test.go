@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -330,4 +331,72 @@ func getStatusJSON(addr string, doc any) error {
 	dec := json.NewDecoder(resp.Body)
 	dec.UseNumber()
 	return dec.Decode(doc)
+}
+
+// TestStatusPageBrokersSideUnknown (from a new user's run of floe status):
+// the status page showed "-" in log start, end offset, lag and lost where
+// the brokers' side is not known, as floe status did before it said "?",
+// and "-" in lost means none; status.json left lost out alike for none and
+// for unknown. The page says "?" there and status.json brokers_unknown;
+// with the brokers, numbers, "-" in lost, and no brokers_unknown.
+func TestStatusPageBrokersSideUnknown(t *testing.T) {
+	st, loc := sinkStack(t) // orders: 3 partitions, 300 events
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	type doc struct {
+		Pipelines []struct {
+			Partitions []map[string]any `json:"partitions"`
+		} `json:"pipelines"`
+	}
+	serve := func(brokers string) string {
+		addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		runInBackground(t, append([]string{"status", "--brokers", brokers, "--table", "lake.orders", "--serve", addr}, loc...)...)
+		waitHTTP(t, "http://"+addr+"/status.json")
+		return addr
+	}
+	shown := func(ctx context.Context) string {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("[%s, %s, %s, %s].join(' ')",
+			cell("orders/0", "log-start"), cell("orders/0", "end-offset"), cell("orders/0", "lag"), cell("orders/0", "lost"))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	unknown := serve("")
+	var d doc
+	if err := getStatusJSON(unknown, &d); err != nil || len(d.Pipelines) != 1 || len(d.Pipelines[0].Partitions) != 3 {
+		t.Fatalf("status.json without brokers: %+v (%v)", d, err)
+	}
+	for _, p := range d.Pipelines[0].Partitions {
+		if p["brokers_unknown"] != true {
+			t.Errorf("status.json without brokers: partition %v, want brokers_unknown true", p)
+		}
+	}
+	ctx := browser.New(t, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+unknown+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitCell(t, ctx, "orders/0", "lost", "?")
+	if got := shown(ctx); got != "? ? ? ?" {
+		t.Errorf("without brokers the page shows log start, end offset, lag and lost %q, want \"? ? ? ?\"", got)
+	}
+
+	known := serve(brokers)
+	d = doc{}
+	if err := getStatusJSON(known, &d); err != nil || len(d.Pipelines) != 1 || len(d.Pipelines[0].Partitions) != 3 {
+		t.Fatalf("status.json with brokers: %+v (%v)", d, err)
+	}
+	for _, p := range d.Pipelines[0].Partitions {
+		if _, ok := p["brokers_unknown"]; ok {
+			t.Errorf("status.json with brokers: partition %v, want no brokers_unknown", p)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+known+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitCell(t, ctx, "orders/0", "lag", "0")
+	if got := shown(ctx); !regexp.MustCompile(`^0 [1-9][0-9]* 0 -$`).MatchString(got) {
+		t.Errorf("with brokers the page shows log start, end offset, lag and lost %q, want 0, the end offset, 0 and -", got)
+	}
 }

@@ -648,6 +648,8 @@ func (p *Pipeline) status() statuspage.Pipeline {
 			if lost := w.Lost(next); lost > 0 {
 				ps.Lost = &lost
 			}
+		} else {
+			ps.BrokersUnknown = true
 		}
 		sp.Partitions = append(sp.Partitions, ps)
 	}

@@ -38,9 +38,10 @@ type Setting string
 
 // Settings that errors name.
 const (
-	SettingKafkaPort    Setting = "UpOptions.KafkaPort"
-	SettingS3Port       Setting = "UpOptions.S3Port"
-	SettingRegistryPort Setting = "UpOptions.RegistryPort"
+	SettingKafkaPort     Setting = "UpOptions.KafkaPort"
+	SettingS3Port        Setting = "UpOptions.S3Port"
+	SettingRegistryPort  Setting = "UpOptions.RegistryPort"
+	SettingPlaintextPort Setting = "UpOptions.PlaintextPort"
 )
 
 // CheckError is an error that a different value of one of Settings may
@@ -73,6 +74,14 @@ type UpOptions struct {
 	// authentication (user SecureUser); the CA, the broker's certificate
 	// and the password are kept in Dir/tls.
 	Secure bool
+	// PlaintextPort is the loopback port on which a secured stack also
+	// takes producers without TLS and SASL, for local tools (kcat cannot
+	// log in to kfake); zero means the port the stack last used in Dir,
+	// else DefaultPlaintextPort. Unused without Secure.
+	PlaintextPort int
+	// Logger takes what the plaintext port has to say (a request it does
+	// not relay); nil discards it.
+	Logger *slog.Logger
 }
 
 // Local is a running local stack as 'floe localstack up' starts it: a
@@ -90,6 +99,10 @@ type Local struct {
 	// SecureUser's password; zero unless UpOptions.Secure.
 	Certs    Certs
 	Password string
+	// Plaintext is the secured broker's plaintext port for producing,
+	// 127.0.0.1:PORT; empty unless UpOptions.Secure.
+	Plaintext string
+	plaintext *plaintextPort
 	// NumPartitions is the number of partitions of a topic the broker
 	// creates on first use.
 	NumPartitions int
@@ -106,6 +119,7 @@ type ports struct {
 	S3            int `json:"s3"`
 	Registry      int `json:"schema_registry"`
 	NumPartitions int `json:"num_partitions,omitempty"`
+	Plaintext     int `json:"plaintext,omitempty"`
 }
 
 // portsFile is where a stack records its ports in its folder.
@@ -204,6 +218,18 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	}
 	l := &Local{Dir: dir, Brokers: stack.Brokers, Registry: stack.Registry, S3: s3, Certs: certs, Password: password,
 		NumPartitions: opts.NumPartitions, stack: stack, lock: lock}
+	if opts.Secure {
+		opts.PlaintextPort = cmp.Or(opts.PlaintextPort, last.Plaintext, DefaultPlaintextPort)
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		if l.plaintext, err = startPlaintextPort(opts.PlaintextPort, stack.Brokers[0], certs.CAFile, password, log); err != nil {
+			l.Close()
+			return nil, &CheckError{Settings: []Setting{SettingPlaintextPort}, Err: fmt.Errorf("local stack: %w", err)}
+		}
+		l.Plaintext = l.plaintext.Addr()
+	}
 	// The stack announces its catalog, so it exists from now on: the first
 	// sink finds it rather than logging that it creates a new one.
 	cfg := l.Catalog()
@@ -216,7 +242,11 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 	if c, ok := cat.(io.Closer); ok {
 		c.Close()
 	}
-	if err := writePorts(dir, ports{Kafka: opts.KafkaPort, S3: opts.S3Port, Registry: opts.RegistryPort, NumPartitions: opts.NumPartitions}); err != nil {
+	p := ports{Kafka: opts.KafkaPort, S3: opts.S3Port, Registry: opts.RegistryPort, NumPartitions: opts.NumPartitions, Plaintext: last.Plaintext}
+	if opts.Secure {
+		p.Plaintext = opts.PlaintextPort
+	}
+	if err := writePorts(dir, p); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("local stack: record its ports: %w", err)
 	}
@@ -226,6 +256,9 @@ func Up(ctx context.Context, opts UpOptions) (_ *Local, err error) {
 // Close stops the broker, the schema registry and the S3 endpoint; the
 // data stays in Dir.
 func (l *Local) Close() {
+	if l.plaintext != nil {
+		l.plaintext.Close()
+	}
 	l.stack.Close()
 	l.S3.Close()
 	l.lock.Unlock()

@@ -87,9 +87,10 @@ var flagOf = map[any]string{
 	lookup.SettingFromOffset:  "--from-offset",
 	lookup.SettingUntilOffset: "--until-offset",
 
-	localstack.SettingKafkaPort:    "--kafka-port",
-	localstack.SettingS3Port:       "--s3-port",
-	localstack.SettingRegistryPort: "--schema-registry-port",
+	localstack.SettingKafkaPort:     "--kafka-port",
+	localstack.SettingS3Port:        "--s3-port",
+	localstack.SettingRegistryPort:  "--schema-registry-port",
+	localstack.SettingPlaintextPort: "--plaintext-port",
 }
 
 // flag is the flag of a setting; a setting without one (a library added it

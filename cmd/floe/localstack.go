@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,6 +37,7 @@ func newLocalstackUpCmd() *cobra.Command {
 		dir               string
 		kafkaPort, s3Port int
 		registryPort      int
+		plaintextPort     int
 		numPartitions     int
 		secure            bool
 	)
@@ -54,6 +56,9 @@ Everything is kept in --dir: stopping (Ctrl-C) and starting again on the same fo
 topics, their records, the registered schemas (same IDs), the tables and their files again. A
 crash (kill -9) can lose the topics created on first use and their records (the broker writes
 them down when it stops, and does not sync its writes): it is a development stack.
+With --secure the broker takes TLS and SCRAM-SHA-512 only, and a second loopback port
+(--plaintext-port) takes producers without either, for local tools that cannot log in (kcat);
+it relays producing only, and logs in to the broker for them.
 Any Kafka client (kcat, kafkajs, franz-go, the Java client), any schema registry client
 (Confluent's serializers, curl) and any S3 client (aws CLI, DuckDB, Spark) can use it.
 
@@ -71,7 +76,7 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 				return fmt.Errorf("--num-partitions %d: want 1 or more", numPartitions)
 			}
 			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port,
-				RegistryPort: registryPort, NumPartitions: numPartitions, Secure: secure})
+				RegistryPort: registryPort, NumPartitions: numPartitions, Secure: secure, PlaintextPort: plaintextPort, Logger: slog.Default()})
 			if err != nil {
 				return err
 			}
@@ -90,7 +95,8 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 	cmd.Flags().IntVar(&kafkaPort, "kafka-port", 0, fmt.Sprintf("loopback port of the Kafka-protocol broker (default: the one the stack of --dir last used, else %d)", localstack.DefaultKafkaPort))
 	cmd.Flags().IntVar(&s3Port, "s3-port", 0, fmt.Sprintf("loopback port of the S3 endpoint (default: the one the stack of --dir last used, else %d)", localstack.DefaultS3Port))
 	cmd.Flags().IntVar(&registryPort, "schema-registry-port", 0, fmt.Sprintf("loopback port of the schema registry (default: the one the stack of --dir last used, else %d)", localstack.DefaultRegistryPort))
-	cmd.Flags().BoolVar(&secure, "secure", false, "serve the broker over TLS only with SCRAM-SHA-512 (user "+localstack.SecureUser+"); the CA and the password are kept in DIR/tls, and the flags to use are printed")
+	cmd.Flags().BoolVar(&secure, "secure", false, "serve the broker over TLS only with SCRAM-SHA-512 (user "+localstack.SecureUser+"); the CA and the password are kept in DIR/tls, and the flags to use are printed; a plaintext port (--plaintext-port) takes producers for local tools")
+	cmd.Flags().IntVar(&plaintextPort, "plaintext-port", 0, fmt.Sprintf("with --secure: loopback port that takes producers without TLS or SASL (kcat -P, scripts), for local producing only; everything else goes to --kafka-port (default: the one the stack of --dir last used, else %d)", localstack.DefaultPlaintextPort))
 	// Zero: the number the folder's stack last used, else 1.
 	cmd.Flags().IntVar(&numPartitions, "num-partitions", 0, "partitions of a topic the broker creates on first use, like Kafka's num.partitions (default: the number the stack of --dir last used, else 1); topics that exist keep theirs")
 	return cmd
@@ -208,13 +214,13 @@ func printLocalUsage(w io.Writer, l *localstack.Local) {
 	fmt.Fprintf(w, `floe local stack is up (Ctrl-C stops it; data stays in %[1]s)
 
   Kafka broker      %[2]s   (a topic created on first use gets %[10]s: up --num-partitions N)
-  schema registry   %[9]s   (Confluent REST API, no credentials)
+%[11]s  schema registry   %[9]s   (Confluent REST API, no credentials)
   S3 endpoint       %[3]s   bucket %[4]s, any credentials (use %[5]s / %[6]s)
   catalog           %[7]s   (SQLite), warehouse %[8]s
 
 Environment (also in %[1]s/env.sh):
 `, l.Dir, broker, l.S3.Endpoint, localstack.Bucket, localstack.AccessKeyID, localstack.SecretAccessKey,
-		l.CatalogPath(), l.Warehouse(), l.Registry, plural(l.NumPartitions, "partition"))
+		l.CatalogPath(), l.Warehouse(), l.Registry, plural(l.NumPartitions, "partition"), localPlaintextLine(l))
 	// The password stays off the terminal (and the scrollback or CI log
 	// that keeps it): the lines read it from its file.
 	password := `"$(cat ` + strconv.Quote(l.PasswordFile()) + `)"`
@@ -264,15 +270,26 @@ Other clients:
 		l.Registry, localKafkaClients(l), conn)
 }
 
+// localPlaintextLine is the usage's line of a secured stack's plaintext
+// port; none for a plaintext stack.
+func localPlaintextLine(l *localstack.Local) string {
+	if l.Plaintext == "" {
+		return ""
+	}
+	return fmt.Sprintf("  plaintext port    %s   for local producing only: no TLS, no SASL (kcat -P, scripts); the rest takes the broker above\n", l.Plaintext)
+}
+
 // localKafkaClients is the usage's lines for kcat and kafkajs. kcat's
 // librdkafka logs in with SASL handshake v0, which kfake does not serve,
-// so a secured stack offers no kcat command but the way round it.
+// so a secured stack's kcat and kafkajs lines produce on its plaintext
+// port, where a user had to restart the stack without --secure.
 func localKafkaClients(l *localstack.Local) string {
 	if l.Password != "" {
-		return `  kcat      cannot log in to this broker: librdkafka needs SASL handshake v0, which kfake does not
-            serve. Produce with kcat on the stack started without --secure (same --dir), then
-            start it again with --secure: the topics stay.
-`
+		return fmt.Sprintf(`  kcat      kcat -b %[1]s -t orders -P -K:            (then type key:value lines)
+            on the plaintext port, which takes producers only: kcat cannot log in to the secured
+            broker (librdkafka needs SASL handshake v0, which kfake does not serve)
+  kafkajs   new Kafka({ clientId: 'app', brokers: ['%[1]s'] })   (producing only)
+`, l.Plaintext)
 	}
 	return fmt.Sprintf(`  kcat      kcat -b %[1]s -t orders -P -K:            (then type key:value lines)
             kcat -b %[1]s -t orders -C -e

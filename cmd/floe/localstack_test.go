@@ -245,6 +245,9 @@ func upOnFreePorts(t *testing.T, opts localstack.UpOptions) (*localstack.Local, 
 	for attempt := 1; ; attempt++ {
 		o := opts
 		o.KafkaPort, o.S3Port, o.RegistryPort = freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
+		if o.Secure {
+			o.PlaintextPort = freeTCPPort(t)
+		}
 		l, err := localstack.Up(t.Context(), o)
 		if err == nil {
 			return l, o

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -801,5 +802,54 @@ func TestKafkaConfigNamesItsLines(t *testing.T) {
 	if line := errorLine(errs); code != 2 || !strings.Contains(line, "wrong user or password") ||
 		!strings.Contains(line, "--kafka-sasl-password was set by --kafka-config "+props+" line 4 (sasl.jaas.config)") {
 		t.Errorf("refused password: exit %d, %s", code, line)
+	}
+}
+
+// TestLocalstackUpSecurePlaintextPort (from a new user's run): a secured
+// local stack took TLS and SASL only, and kcat cannot log in to kfake, so
+// producing new records with it meant stopping the stack and starting it
+// again without --secure. Its plaintext port takes them: the usage's kcat
+// line and a franz-go producer (idempotent, following the addresses the
+// metadata gives) produce there, floe sinks the records through the
+// secured port by floe.yaml, and a request that is no producer's is
+// refused on the plaintext port.
+func TestLocalstackUpSecurePlaintextPort(t *testing.T) {
+	kcat := testenv.Tool(t, "kcat", "apt-get install kcat")
+	dir := t.TempDir()
+	l, _ := upOnFreePorts(t, localstack.UpOptions{Dir: dir, Secure: true})
+	t.Cleanup(l.Close)
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	var usage strings.Builder
+	printLocalUsage(&usage, l)
+	kcatLine := "kcat -b " + l.Plaintext + " -t orders -P -K:"
+	if l.Plaintext == "" || !strings.Contains(usage.String(), "plaintext port    "+l.Plaintext+"   for local producing only") || !strings.Contains(usage.String(), kcatLine) {
+		t.Fatalf("usage of the secured stack lacks its plaintext port %q and the kcat line %q:\n%s", l.Plaintext, kcatLine, usage.String())
+	}
+	cmd := exec.CommandContext(t.Context(), kcat, strings.Fields(kcatLine)[1:]...)
+	cmd.Stdin = strings.NewReader("k1:{\"amount\":1}\nk2:{\"amount\":2}\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", kcatLine, err, out)
+	}
+	recs := make([]*kgo.Record, 8)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "orders", Key: fmt.Appendf(nil, "g%d", i), Value: fmt.Appendf(nil, `{"amount":%d}`, i)}
+	}
+	if err := localstack.Produce(t.Context(), []string{l.Plaintext}, recs); err != nil {
+		t.Fatalf("franz-go producer on the plaintext port: %v", err)
+	}
+	mustFloe(t, "sink", "--config", filepath.Join(dir, "floe.yaml"), "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, l.Catalog(), "lake.orders", "orders", map[int32]int64{0: 10})
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(l.Plaintext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).ListEndOffsets(ctx, "orders"); err == nil {
+		t.Errorf("the plaintext port answered ListOffsets, which no producer sends: it takes producers only")
 	}
 }

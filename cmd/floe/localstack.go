@@ -75,6 +75,10 @@ floe and the AWS clients), prints how to use them, and runs until interrupted.`,
 			if cmd.Flags().Changed("num-partitions") && numPartitions < 1 {
 				return fmt.Errorf("--num-partitions %d: want 1 or more", numPartitions)
 			}
+			if cmd.Flags().Changed("plaintext-port") && !secure {
+				// Else a port the user asked for silently never opened.
+				return fmt.Errorf("--plaintext-port is the secured stack's port for producing: without --secure the broker on --kafka-port takes producers in plaintext already")
+			}
 			l, err := localstack.Up(cmd.Context(), localstack.UpOptions{Dir: dir, KafkaPort: kafkaPort, S3Port: s3Port,
 				RegistryPort: registryPort, NumPartitions: numPartitions, Secure: secure, PlaintextPort: plaintextPort, Logger: slog.Default()})
 			if err != nil {

@@ -853,3 +853,18 @@ func TestLocalstackUpSecurePlaintextPort(t *testing.T) {
 		t.Errorf("the plaintext port answered ListOffsets, which no producer sends: it takes producers only")
 	}
 }
+
+// TestLocalstackPlaintextPortNeedsSecure: --plaintext-port without
+// --secure is refused, where the stack started and the port asked for
+// never opened.
+func TestLocalstackPlaintextPortNeedsSecure(t *testing.T) {
+	// A stack that starts runs until ctx ends; its ports are of the range
+	// tests may fix.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	out, _, err := floeCtx(ctx, "localstack", "up", "--dir", t.TempDir(), "--plaintext-port", "36001",
+		"--kafka-port", "36002", "--s3-port", "36003", "--schema-registry-port", "36004")
+	if err == nil || !strings.Contains(err.Error(), "--plaintext-port") || !strings.Contains(err.Error(), "without --secure") {
+		t.Errorf("floe localstack up --plaintext-port without --secure: %v, want an error naming --plaintext-port and --secure\n%s", err, out)
+	}
+}

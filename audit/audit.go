@@ -390,6 +390,9 @@ type Options struct {
 	Progress func(desc string, total int64) Progress
 	// Concurrency bounds the data files read at once; zero means GOMAXPROCS.
 	Concurrency int
+	// contentWindow, when positive, replaces maxDigestsAhead as the
+	// offsets of a content window (tests).
+	contentWindow int64
 }
 
 // ErrNoLedger is matched (errors.Is) when a table has no floe ledger.

@@ -181,6 +181,7 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 	if len(parts) == 0 {
 		parts = [][]deletesGroup{nil} // the delete files alone
 	}
+	var prev int64 // the snapshot of the part committed last
 	for i, part := range parts {
 		// The dead deletes go with the last part: until then files they
 		// apply to are still live.
@@ -188,7 +189,7 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 		if i == len(parts)-1 {
 			dropped = drop
 		}
-		if err := t.compactDeletesPart(ctx, log, plan.base, part, dropped, target, opts, &res); err != nil {
+		if err := t.compactDeletesPart(ctx, log, plan.base, prev, part, dropped, target, opts, &res); err != nil {
 			if i > 0 {
 				// res says what was committed: the parts before this one.
 				res.replacingDeletes(slices.Concat(parts[:i]...))
@@ -197,6 +198,7 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 			}
 			return res, err
 		}
+		prev = res.SnapshotID
 		if len(parts) > 1 {
 			log.Info("compaction part committed", "table", t.Name(), "part", i+1, "of", len(parts), "snapshot", res.SnapshotID)
 		}
@@ -213,7 +215,15 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 // before it: the deletes the rewrite applied are those of base, and the
 // ones committed since, by sinks or as this compaction's earlier parts
 // (which add none), must still apply to them.
-func (t *Table) compactDeletesPart(ctx context.Context, log *slog.Logger, base *table.Snapshot, groups []deletesGroup, drop []iceberg.DataFile, target int64, opts CompactOptions, res *CompactResult) error {
+//
+// prev is the snapshot of the part committed before this one (0 for the
+// first): it must still be in the branch's history (live or archived)
+// when a retry reloads. A rollback to base, or to a snapshot between base
+// and prev, passes checkDeletesSince (base is still an ancestor) but makes
+// the files the earlier parts replaced live again, and the last part
+// drops the delete files they need (found by review s65: the old values
+// of every key of those files, and keys deleted since them, came back).
+func (t *Table) compactDeletesPart(ctx context.Context, log *slog.Logger, base *table.Snapshot, prev int64, groups []deletesGroup, drop []iceberg.DataFile, target int64, opts CompactOptions, res *CompactResult) error {
 	var olds []iceberg.DataFile
 	rewritten := map[string]struct{}{}
 	for _, g := range groups {
@@ -229,7 +239,15 @@ func (t *Table) compactDeletesPart(ctx context.Context, log *slog.Logger, base *
 	}
 	seq := base.SequenceNumber
 	c := compactCommit{olds: olds, news: news, dropDeletes: drop, dataSeq: &seq,
-		check: func(ctx context.Context) error { return t.checkDeletesSince(ctx, base, rewritten) }}
+		check: func(ctx context.Context) error {
+			if err := t.checkDeletesSince(ctx, base, rewritten); err != nil {
+				return err
+			}
+			if head := t.Head(); prev != 0 && (head == nil || !t.archivedAncestor(head.SnapshotID, prev)) {
+				return &CompactConflictError{Table: t.Name(), Reason: fmt.Sprintf("snapshot %d, its part committed before this one, is no longer in the history of branch %s (a rollback): the files it replaced are live again, with the deletes they need", prev, t.branch)}
+			}
+			return nil
+		}}
 	return t.commitResult(ctx, log, c, opts, res)
 }
 

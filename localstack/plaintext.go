@@ -39,6 +39,12 @@ var plaintextAPIs = []int16{
 	(*kmsg.FindCoordinatorRequest)(nil).Key(),
 	(*kmsg.AddPartitionsToTxnRequest)(nil).Key(),
 	(*kmsg.EndTxnRequest)(nil).Key(),
+	// A KIP-714 client (franz-go by default, the Java producer 3.7+,
+	// librdkafka 2.5+) sends these unasked once ApiVersions, relayed as
+	// the broker answers it, lists them: closing the connection on them
+	// cut the producer's connection, in-flight Produce requests included.
+	(*kmsg.GetTelemetrySubscriptionsRequest)(nil).Key(),
+	(*kmsg.PushTelemetryRequest)(nil).Key(),
 }
 
 // maxFrame bounds a request or response the plaintext port reads, as a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -73,5 +74,37 @@ func secretsOnCommandLine(fs *pflag.FlagSet) []string {
 		warnings = append(warnings, fmt.Sprintf("%s in the process list (ps) for any user of this host: set %s, or %s: in the --config file%s, instead",
 			what, envName(s.name), s.name, instead))
 	}
+	// --catalog-prop passes any iceberg-go catalog property, the secrets
+	// the flags above take among them: named by their key, never the value.
+	if f := fs.Lookup("catalog-prop"); f != nil && f.Changed {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, kv := range sv.GetSlice() {
+				key, _, _ := strings.Cut(kv, "=")
+				if secretProp(key) {
+					warnings = append(warnings, fmt.Sprintf("--catalog-prop %s=... on the command line is in the process list (ps) for any user of this host: set %s, or catalog-prop: in the --config file, instead",
+						key, envName("catalog-prop")))
+				}
+			}
+		}
+	}
 	return warnings
+}
+
+// secretProp reports whether an iceberg-go catalog property of key holds
+// a secret: a REST catalog's token or client credential, an S3, Glue,
+// GCS or ADLS key or token, a password, an Authorization header.
+func secretProp(key string) bool {
+	k := strings.ToLower(strings.TrimSpace(key))
+	switch {
+	case k == "token", k == "credential", k == "header.authorization":
+		return true
+	case strings.HasPrefix(k, "adls.sas-token"), strings.HasPrefix(k, "adls.auth.shared-key.account.key"):
+		return true
+	}
+	for _, suffix := range []string{"secret-access-key", "session-token", ".token", "password", "secret"} {
+		if strings.HasSuffix(k, suffix) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,305 @@
+package audit_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"fmt"
+	"github.com/floe-dev/floe/snapshot"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// interleavedLog writes to partition 0 of topic, in a one-partition
+// topic, JSON values (bad ones: dead letters) and transactions whose
+// records interleave with others' and whose markers lie far after their
+// first record; with open, a last transaction is left open at the log end.
+// mutate, when set, changes the value of the i-th record produced.
+func interleavedLog(t *testing.T, e *env, topic string, open bool, mutate func(i int, v string) string) {
+	t.Helper()
+	n := 0
+	val := func(v string) []byte {
+		if mutate != nil {
+			v = mutate(n, v)
+		}
+		n++
+		return []byte(v)
+	}
+	rec := func(v string) *kgo.Record {
+		return &kgo.Record{Topic: topic, Partition: 0, Key: fmt.Appendf(nil, "k%d", n), Value: val(v)}
+	}
+	txn := func(id string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.Stack.Brokers...), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	plain := func(vs ...string) {
+		var recs []*kgo.Record
+		for _, v := range vs {
+			recs = append(recs, rec(v))
+		}
+		e.Produce(recs)
+	}
+	in := func(cl *kgo.Client, vs ...string) {
+		for _, v := range vs {
+			if err := cl.ProduceSync(e.Ctx, rec(v)).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	end := func(cl *kgo.Client, commit bool) {
+		if err := cl.EndTransaction(e.Ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain(`{"id":0}`, `{"id":1}`)
+	p1 := txn(topic + "-p1")
+	in(p1, `{"id":2}`)
+	plain(`{"id":3}`, `not json`, `{"id":5}`)
+	p2 := txn(topic + "-p2")
+	in(p2, `{"id":6}`, `not json`)
+	plain(`{"id":8}`, `{"id":"x"}`, `{"id":10}`, `{"id":11}`)
+	in(p1, `{"id":12}`, `not json`, `{"id":14}`)
+	in(p2, `{"id":15}`)
+	plain(`{"id":16}`, `{"id":17}`)
+	end(p2, false)
+	plain(`{"id":19}`, `{"id":20}`, `not json`, `{"id":22}`)
+	in(p1, `{"id":23}`)
+	plain(`{"id":24}`)
+	end(p1, true)
+	p3 := txn(topic + "-p3")
+	in(p3, `{"id":26}`, `not json`)
+	plain(`{"id":28}`, `{"id":29}`)
+	in(p3, `{"id":30}`)
+	end(p3, true)
+	plain(`{"id":32}`)
+	if open {
+		p4 := txn(topic + "-p4")
+		in(p4, `{"id":33}`)
+		plain(`{"id":34}`)
+	}
+}
+
+// TestReviewS65DiffContentWindowsInterleaved: the windowed content level
+// against the one-window one on a typed table with dead letters, whose
+// transactions interleave with other records and each other, with
+// markers many windows after their first records, an aborted one holding
+// a bad record, and one open at the log end; then against a log whose
+// records differ (content mismatches, dead letters that differ, committed
+// records where the table has aborted ones).
+func TestReviewS65DiffContentWindowsInterleaved(t *testing.T) {
+	e := newEnv(t)
+	const topic = "inter"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.TypedTable("lake."+topic, mapping.Layout{Value: mapping.ValueJSON})
+	interleavedLog(t, e, topic, true, nil)
+	e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq, FlushRecords: 3})
+
+	compare := func(what string, broker *connector.Broker, wantFindings bool) {
+		t.Helper()
+		opts := audit.Options{Depth: audit.DepthRows, Broker: broker, VerifyContent: true}
+		whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
+		if got := len(whole.Findings) > 0; got != wantFindings {
+			t.Fatalf("%s: findings %v", what, findings(whole))
+		}
+		for _, n := range []int64{1, 2, 3, 5, 7} {
+			rep := e.audit(tbl, audit.WithContentWindow(opts, n))
+			if got, want := details(rep), details(whole); !slices.Equal(got, want) {
+				t.Errorf("%s, windows of %d offsets: findings\n%q\nwant\n%q", what, n, got, want)
+			}
+			for i, p := range rep.Partitions {
+				if p.Content == nil || whole.Partitions[i].Content == nil {
+					continue
+				}
+				if *p.Content != *whole.Partitions[i].Content {
+					t.Errorf("%s, windows of %d offsets: %s content %+v, want %+v", what, n, p.TopicPartition, *p.Content, *whole.Partitions[i].Content)
+				}
+			}
+			if rep.RowsRead != whole.RowsRead || rep.DeadLettersRead != whole.DeadLettersRead {
+				t.Errorf("%s, windows of %d offsets: %d rows and %d dead letters read, want %d and %d", what, n, rep.RowsRead, rep.DeadLettersRead, whole.RowsRead, whole.DeadLettersRead)
+			}
+		}
+	}
+	compare("the table as sunk", e.Broker(), false)
+	t.Logf("content: %+v", *e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}).Partitions[0].Content)
+
+	// Another cluster's log: the same shape, other values here and there.
+	other := newEnv(t)
+	other.Topic(topic, 1, nil)
+	interleavedLog(t, other, topic, true, func(i int, v string) string {
+		switch i % 5 {
+		case 1:
+			return `{"id":"changed"}`
+		case 3:
+			return "other bytes"
+		}
+		return v
+	})
+	compare("against a log of other values", other.Broker(), true)
+}
+
+// TestReviewS65DiffContentWindowsCompacted: windows on a compacted topic
+// whose holes lie across window edges (a window starting, ending and lying
+// wholly inside a hole), with a transaction straddling windows; then the
+// same table once the topic's policy is delete, where the holes are
+// findings that must merge across windows as in one window.
+func TestReviewS65DiffContentWindowsCompacted(t *testing.T) {
+	e := newEnv(t)
+	const topic = "compacted"
+	compact := "compact"
+	e.Topic(topic, 1, map[string]*string{"cleanup.policy": &compact})
+	produce := func(keys ...string) { // one batch each: compaction keeps the last batch
+		for _, k := range keys {
+			e.Produce([]*kgo.Record{{Topic: topic, Key: []byte(k), Value: []byte(k + "-v")}})
+		}
+	}
+	tbl := e.Table("lake." + topic)
+	produce("u0", "u1")
+	produce("k1", "k2", "k3", "k4", "k5", "k6", "k7") // 2-8, superseded below
+	produce("u9")
+	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 4})
+	e.Txn(topic+"-t", []*kgo.Record{{Topic: topic, Key: []byte("t1"), Value: []byte("t1")}, {Topic: topic, Key: []byte("t2"), Value: []byte("t2")}, {Topic: topic, Key: []byte("t3"), Value: []byte("t3")}}, true)
+	produce("k1", "k2", "k3", "k4", "k5", "k6", "k7", "z")
+	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 4})
+	e.Stack.Cluster.Compact()
+
+	compare := func(what string, wantFindings bool) {
+		t.Helper()
+		opts := audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}
+		whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
+		if got := len(whole.Findings) > 0; got != wantFindings {
+			t.Fatalf("%s: findings %v", what, findings(whole))
+		}
+		t.Logf("%s: content %+v, findings %q", what, *whole.Partitions[0].Content, details(whole))
+		for _, n := range []int64{1, 2, 3, 4, 5, 7} {
+			rep := e.audit(tbl, audit.WithContentWindow(opts, n))
+			if got, want := details(rep), details(whole); !slices.Equal(got, want) {
+				t.Errorf("%s, windows of %d offsets: findings\n%q\nwant\n%q", what, n, got, want)
+			}
+			if *rep.Partitions[0].Content != *whole.Partitions[0].Content {
+				t.Errorf("%s, windows of %d offsets: content %+v, want %+v", what, n, *rep.Partitions[0].Content, *whole.Partitions[0].Content)
+			}
+		}
+	}
+	compare("compacted topic", false)
+
+	del := "delete"
+	resp, err := kadm.NewClient(e.Broker().Client()).AlterTopicConfigs(e.Ctx,
+		[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &del}}, topic)
+	if err == nil {
+		_, err = resp.On(topic, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare("delete topic", true)
+}
+
+// TestReviewS65DiffContentWindowsPendingDeadLetters: the windowed content
+// level against the one-window one where the dead letters of a commit
+// spanning every window are pending (in the commit's files, not in the
+// dead-letter table), in a log of interleaved transactions.
+func TestReviewS65DiffContentWindowsPendingDeadLetters(t *testing.T) {
+	e := newEnv(t)
+	const topic = "pend"
+	e.Topic(topic, 1, nil)
+	layout := mapping.Layout{Value: mapping.ValueJSON}
+	tbl, dlq := e.TypedTable("lake."+topic, layout)
+	interleavedLog(t, e, topic, false, nil)
+	hidden := []string{"lake", "hidden"}
+	var once sync.Once
+	hide := func(int, int64) {
+		once.Do(func() {
+			if _, err := tbl.Catalog().RenameTable(e.Ctx, dlq.Identifier(), hidden); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	_, err := e.Env.Sink(e.Broker(), tbl, connector.Config{Topic: topic, DeadLetters: dlq, StopAtEnd: true, OnConsumed: hide})
+	if _, pending := errors.AsType[*snapshot.DeadLettersPendingError](err); !pending {
+		t.Fatalf("err = %v, want a DeadLettersPendingError", err)
+	}
+	if _, err := tbl.Catalog().RenameTable(e.Ctx, hidden, dlq.Identifier()); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = e.TypedTable("lake."+topic, layout)
+	opts := audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}
+	whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
+	t.Logf("content %+v, findings %q", *whole.Partitions[0].Content, details(whole))
+	if whole.Partitions[0].Content.DeadLetters == 0 {
+		t.Fatalf("no dead letter checked: %+v", *whole.Partitions[0].Content)
+	}
+	for _, n := range []int64{1, 2, 3, 5, 7} {
+		rep := e.audit(tbl, audit.WithContentWindow(opts, n))
+		if got, want := details(rep), details(whole); !slices.Equal(got, want) {
+			t.Errorf("windows of %d offsets: findings\n%q\nwant\n%q", n, got, want)
+		}
+		if *rep.Partitions[0].Content != *whole.Partitions[0].Content {
+			t.Errorf("windows of %d offsets: content %+v, want %+v", n, *rep.Partitions[0].Content, *whole.Partitions[0].Content)
+		}
+	}
+}
+
+// progressSum records, per description, the total announced and the sum
+// of the steps added.
+type progressSum struct {
+	mu    sync.Mutex
+	total map[string]int64
+	added map[string]int64
+}
+
+type progressOf struct {
+	s    *progressSum
+	desc string
+}
+
+func (p progressOf) Add(n int64) {
+	p.s.mu.Lock()
+	p.s.added[p.desc] += n
+	p.s.mu.Unlock()
+}
+func (p progressOf) Finish() {}
+
+func (s *progressSum) start(desc string, total int64) audit.Progress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total[desc] += total
+	return progressOf{s, desc}
+}
+
+// TestReviewS65DiffContentWindowsProgress: the content level's progress
+// adds up to the total it announced, in windows as in one, on a log of
+// interleaved transactions (reads past each window's end) with one open
+// at the log end.
+func TestReviewS65DiffContentWindowsProgress(t *testing.T) {
+	e := newEnv(t)
+	const topic = "prog"
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.TypedTable("lake."+topic, mapping.Layout{Value: mapping.ValueJSON})
+	interleavedLog(t, e, topic, true, nil)
+	e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq, FlushRecords: 3})
+	for _, n := range []int64{1 << 40, 1, 3, 7} {
+		s := &progressSum{total: map[string]int64{}, added: map[string]int64{}}
+		opts := audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true, Progress: s.start}
+		e.audit(tbl, audit.WithContentWindow(opts, n))
+		for desc, total := range s.total {
+			if strings.HasPrefix(desc, "content") && s.added[desc] != total {
+				t.Errorf("windows of %d offsets: %q added %d of %d", n, desc, s.added[desc], total)
+			}
+		}
+	}
+}

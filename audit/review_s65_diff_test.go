@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"errors"
+	"github.com/floe-dev/floe/internal/floetest"
 	"strings"
 	"sync"
 
@@ -302,4 +303,49 @@ func TestReviewS65DiffContentWindowsProgress(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReviewS65DiffContentWindowsFileGroups: windows over the files a
+// compaction merged across partitions (file groups: one file holds rows
+// of the three partitions), as sunk and against a log of other values.
+func TestReviewS65DiffContentWindowsFileGroups(t *testing.T) {
+	e := newEnv(t)
+	const topic = "lanes"
+	e.MixedLog(topic, floetest.MixedLog{Partitions: 3, Records: 30, Committed: 6, Aborted: 5, Trailing: 9})
+	tbl := e.Table("lake." + topic)
+	e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 7})
+	compact(t, tbl)
+	files, err := tbl.Files(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(files, func(f snapshot.DataFile) bool { return f.PartitionMin != f.PartitionMax }) {
+		t.Fatalf("no file of several partitions after compaction: %+v", files)
+	}
+	compare := func(what string, broker *connector.Broker, wantFindings bool) {
+		t.Helper()
+		opts := audit.Options{Depth: audit.DepthRows, Broker: broker, VerifyContent: true}
+		whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
+		if got := len(whole.Findings) > 0; got != wantFindings {
+			t.Fatalf("%s: findings %v", what, findings(whole))
+		}
+		for _, n := range []int64{1, 4, 9} {
+			rep := e.audit(tbl, audit.WithContentWindow(opts, n))
+			if got, want := details(rep), details(whole); !slices.Equal(got, want) {
+				t.Errorf("%s, windows of %d offsets: findings\n%q\nwant\n%q", what, n, got, want)
+			}
+			for i, p := range rep.Partitions {
+				if p.Content != nil && *p.Content != *whole.Partitions[i].Content {
+					t.Errorf("%s, windows of %d offsets: %s content %+v, want %+v", what, n, p.TopicPartition, *p.Content, *whole.Partitions[i].Content)
+				}
+			}
+			if rep.RowsRead != whole.RowsRead {
+				t.Errorf("%s, windows of %d offsets: %d rows read, want %d", what, n, rep.RowsRead, whole.RowsRead)
+			}
+		}
+	}
+	compare("compacted into file groups", e.Broker(), false)
+	other := newEnv(t)
+	other.MixedLog(topic, floetest.MixedLog{Partitions: 3, Records: 31, Committed: 6, Aborted: 5, Trailing: 9})
+	compare("against a log shifted by one record", other.Broker(), true)
 }

@@ -349,3 +349,78 @@ func TestReviewS65DiffContentWindowsFileGroups(t *testing.T) {
 	other.MixedLog(topic, floetest.MixedLog{Partitions: 3, Records: 31, Committed: 6, Aborted: 5, Trailing: 9})
 	compare("against a log shifted by one record", other.Broker(), true)
 }
+
+// TestReviewS65DiffLargeFileBatches: ScanFiles delivers a file in
+// batches of 16,384 rows; a file of 20,000 rows, a dead letter past the
+// first batch, is complete at every level and its row and dead letter
+// there are found.
+func TestReviewS65DiffLargeFileBatches(t *testing.T) {
+	e := newEnv(t)
+	const topic = "large"
+	const n = 20_000
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.TypedTable("lake."+topic, mapping.Layout{Value: mapping.ValueJSON})
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		v := fmt.Sprintf(`{"id":%d,"pad":"%040d"}`, i, i)
+		if i == 19_000 {
+			v = "not json"
+		}
+		recs[i] = &kgo.Record{Topic: topic, Value: []byte(v)}
+	}
+	e.Produce(recs)
+	e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq, FlushRecords: 2 * n, FlushBytes: 1 << 30})
+	files, err := tbl.Files(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 {
+		t.Fatalf("%d files, want one", len(files))
+	}
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
+	if !rep.Complete() {
+		t.Fatalf("findings %v", findings(rep))
+	}
+	p := rep.Partitions[0]
+	if p.Rows != n-1 || p.Content.Verified != n-1 || p.Content.DeadLetters != 1 {
+		t.Fatalf("rows %d, content %+v", p.Rows, *p.Content)
+	}
+	tp := mapping.TopicPartition{Topic: topic}
+	if _, ok, err := tbl.RowAt(t.Context(), 0, tp, 19_999, mapping.Commit{}); err != nil || !ok {
+		t.Errorf("row at 19999: %v %v", ok, err)
+	}
+	if _, _, ok, err := dlq.DeadLetterAt(t.Context(), tp, 19_000, ""); err != nil || !ok {
+		t.Errorf("dead letter at 19000: %v %v", ok, err)
+	}
+}
+
+// TestReviewS65DiffLargeUpsertFile: an upsert table's file of 20,000 rows
+// (two scan batches), whose keys past the first batch are updated and
+// deleted by later commits (equality deletes), is complete at every level.
+func TestReviewS65DiffLargeUpsertFile(t *testing.T) {
+	e := newEnv(t)
+	const topic = "largeup"
+	const n = 20_000
+	e.Topic(topic, 1, nil)
+	tbl, dlq := e.UpsertTable("lake." + topic)
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i)}
+	}
+	e.Produce(recs)
+	e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq, FlushRecords: 2 * n, FlushBytes: 1 << 30})
+	var more []*kgo.Record
+	for i := 17_000; i < 17_010; i++ {
+		more = append(more, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "w%d", i)})
+	}
+	more = append(more, &kgo.Record{Topic: topic, Key: []byte("k19999")}) // a tombstone
+	e.Produce(more)
+	e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq})
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
+	if !rep.Complete() {
+		t.Fatalf("findings %v", findings(rep))
+	}
+	if got := rep.Partitions[0].Rows; got != n-1 {
+		t.Errorf("rows %d, want %d", got, n-1)
+	}
+}

@@ -87,9 +87,11 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 	for len(jobs) > 0 {
 		// The rows of the next partitions of a topic, read in one scan
 		// (maxDigestsAhead); an upsert table's come from its fold.
-		n, rows := 1, a.parts[jobs[0].tp].Records
-		for n < len(jobs) && jobs[n].tp.Topic == jobs[0].tp.Topic && rows+a.parts[jobs[n].tp].Records <= a.digestsAhead() {
-			rows += a.parts[jobs[n].tp].Records
+		// Dead letters' digests are read ahead too: counted with the rows.
+		held := func(tp mapping.TopicPartition) int64 { return a.parts[tp].Records + a.parts[tp].DeadLetters }
+		n, rows := 1, held(jobs[0].tp)
+		for n < len(jobs) && jobs[n].tp.Topic == jobs[0].tp.Topic && rows+held(jobs[n].tp) <= a.digestsAhead() {
+			rows += held(jobs[n].tp)
 			n++
 		}
 		var ahead *readAhead
@@ -505,8 +507,9 @@ type partitionDigests struct {
 // maxDigestsAhead bounds the rows whose digests the content level reads
 // ahead of the log it compares them with: the partitions of one topic are
 // read in one scan of the table, as many at a time as the ledger counts at
-// most this many rows of (24 bytes each, 48 MB; a partition larger than
-// that alone). A scan per partition read each file that several
+// most this many rows and dead letters of (24 bytes each, 48 MB; a
+// partition larger than that alone, in windows of this many offsets). A
+// scan per partition read each file that several
 // partitions share (a wide topic's flush writes one) once per partition:
 // 600,000 rows over 500 partitions took 223 s, against 4.7 s in one
 // partition (a new user's run).

@@ -553,16 +553,21 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 }
 
 // askedLayout is the layout p asks an existing table for. An envelope
+// left out is the table's: a table floe wrote keeps its envelope, and
+// docs/upsert.md lets a later run leave --envelope out, also when it gives
+// --value and --key (which the table then judges as its own). An envelope
 // given without the value and key modes (a new table refuses it:
-// NewTableRefusal), or given as none (Config.EnvelopeGiven), is judged by the
-// table first: a table floe wrote of another envelope refuses it naming
-// its own, and one of the same envelope fills in the modes left out with
-// its own. A table floe never wrote takes the flags' layout, so that it
-// gets the new table's refusal.
+// NewTableRefusal), or given as none (Config.EnvelopeGiven), is judged by
+// the table first: a table floe wrote of another envelope refuses it
+// naming its own, and one of the same envelope fills in the modes left out
+// with its own. A table floe never wrote takes the flags' layout, so that
+// it gets the new table's refusal.
 func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping.Layout, error) {
 	l := p.Layout
 	switch {
-	case l.Envelope == mapping.EnvelopeNone && p.Config.EnvelopeGiven && l.Value == "":
+	case l.Envelope == mapping.EnvelopeNone && !p.Config.EnvelopeGiven:
+		// No envelope asked for: the table's is taken.
+	case l.Envelope == mapping.EnvelopeNone && l.Value == "":
 		// --envelope none alone, which snapshot.Open takes for no ask.
 	case l.Envelope == mapping.EnvelopeNone || (l.Value != "" && l.Key != ""):
 		return l, nil
@@ -575,6 +580,9 @@ func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping
 		return p.Layout, p.NewTableRefusal
 	}
 	has := t.Layout()
+	if !p.Config.EnvelopeGiven {
+		l.Envelope = has.Envelope
+	}
 	if has.Envelope != l.Envelope {
 		return l, &mapping.LayoutError{Table: t.Name(), Setting: "envelope", Value: l.Envelope.String(), Want: has.Envelope.String()}
 	}

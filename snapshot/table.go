@@ -252,10 +252,15 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	// A mode left empty is not asked for: an existing table keeps its own,
 	// a new one gets the default.
 	asked := want
-	if err := want.Normalize(); err != nil {
-		return nil, err
-	}
+	// A layout not valid in itself is refused after an existing table's
+	// own: a Debezium table's envelope taken by a run that left it out
+	// makes that run's --key string invalid, where the fix is the table's
+	// keys.
+	invalid := want.Normalize()
 	tbl, err := cat.LoadTable(ctx, ident)
+	if invalid != nil && err != nil {
+		return nil, invalid
+	}
 	created := false
 	if err != nil && isNoSuchTable(err) && opts.Create {
 		if err := opts.CheckNew(); err != nil {
@@ -306,6 +311,8 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 		// A table that keeps raw values keeps them for a writer that did
 		// not ask; only asking for what the table lacks is an error.
 		return nil, &mapping.LayoutError{Table: name, Setting: mapping.SettingRawValues, Value: "kept", Want: "not kept"}
+	case invalid != nil:
+		return nil, invalid
 	}
 	if err := layout.Check(tbl.Schema()); err != nil {
 		fix := "sink into a new table, or fix its schema"

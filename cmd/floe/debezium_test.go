@@ -69,9 +69,9 @@ func TestDebeziumSinkCommand(t *testing.T) {
 	if code, out, errs := floe(t, args("--schema-registry", st.Registry)...); code != 0 {
 		t.Fatalf("sink without --envelope: exit %d\n%s\n%s", code, out, errs)
 	}
-	code, _, errs = floe(t, args(registry...)...)
+	code, _, errs = floe(t, args(append([]string{"--envelope", "none"}, registry...)...)...)
 	if code != exitError || !strings.Contains(errs, "keeps its envelope as debezium, not none") {
-		t.Fatalf("plain JSON sink into a Debezium table: exit %d, %q", code, errs)
+		t.Fatalf("--envelope none sink into a Debezium table: exit %d, %q", code, errs)
 	}
 
 	// A replay onto a branch, with the table's flags (docs/upsert.md) or

@@ -118,3 +118,32 @@ func TestEnvelopeNoneRefusedByDebeziumTable(t *testing.T) {
 		t.Errorf("--envelope none into a table without an envelope: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestEnvelopeLeftOutIsTheTables (from a new-user run): a sink of a
+// Debezium table with --value json --key json and no --envelope was
+// refused ("keeps its envelope as debezium, not none"), and --value
+// registry alone got the same envelope refusal, where docs/upsert.md says
+// a later run may leave --envelope out. A run that does not give
+// --envelope takes the table's, and the value and key modes it gives are
+// judged as the table's; --envelope none, given, is still refused.
+func TestEnvelopeLeftOutIsTheTables(t *testing.T) {
+	const topic = "dbz.inv.customers"
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(5, 5, 1)
+	st, sink, _ := upsertStack(t, topic, 1, c.Records(t, floetest.CDCConnectJSON, ""))
+	into := slices.Concat(sink, []string{"--table", "lake.dbz_customers"})
+	if code, out, errs := floe(t, slices.Concat(into, []string{"--envelope", "debezium", "--value", "json", "--key", "json"})...); code != 0 {
+		t.Fatalf("create: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, flags := range [][]string{{"--value", "json", "--key", "json"}, {"--value", "json"}, nil} {
+		if code, out, errs := floe(t, slices.Concat(into, flags)...); code != 0 {
+			t.Errorf("floe sink %v into the Debezium table: exit %d\n%s\n%s", flags, code, out, errs)
+		}
+	}
+	refusedOneLine(t, slices.Concat(into, []string{"--value", "registry", "--schema-registry", st.Registry}),
+		[]string{"table lake.dbz_customers keeps its values as json, not registry"}, "envelope")
+	refusedOneLine(t, slices.Concat(into, []string{"--key", "string"}),
+		[]string{"table lake.dbz_customers keeps its keys as json, not string"}, "envelope")
+	refusedOneLine(t, slices.Concat(into, []string{"--envelope", "none", "--value", "json", "--key", "json"}),
+		[]string{"table lake.dbz_customers keeps its envelope as debezium, not none"})
+}

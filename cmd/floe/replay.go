@@ -281,7 +281,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	}
 	// A resumed replay whose earlier runs made rows read a few bad records
 	// of a layout that fits, as a sink into a table holding rows does.
-	if msg := onlyDeadLetters(res.Target, res.Stats); msg != "" && res.Rows == 0 {
+	if msg := onlyDeadLetters(res.Target, res.Stats, nil); msg != "" && res.Rows == 0 {
 		return &codeError{code: exitOnlyDeadLetters, err: errors.New(msg)}
 	}
 	return nil

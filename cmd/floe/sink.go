@@ -501,8 +501,12 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				} else {
 					printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", warnings)
 				}
-				if msg := onlyDeadLetters(tbl.Name(), stats); msg != "" && f.stopAtEnd && !holdsRows(srvCtx, tbl, p.Topic) {
-					onlyDead = append(onlyDead, msg)
+				if f.stopAtEnd {
+					if rowsOf := topicsWithRows(srvCtx, tbl); !slices.Contains(rowsOf, p.Topic) {
+						if msg := onlyDeadLetters(tbl.Name(), stats, rowsOf); msg != "" {
+							onlyDead = append(onlyDead, msg)
+						}
+					}
 				}
 				if len(stats.Unfinished) > 0 {
 					short = append(short, tbl.Name()+" at "+unfinishedPhrase(stats))
@@ -853,40 +857,56 @@ func committedRecords(s connector.Stats) bool {
 	return s.Records+s.DeadLetters+s.Deletes+s.Skipped > 0
 }
 
-// holdsRows reports whether tbl's ledger counts a record of topic that
-// became a row. A run of only dead letters into such a table read a few
-// bad records of a layout that fits the topic (the sink logs them at
-// WARN), not a layout that does not: it is no failure, and the table is
-// not to be dropped. Rows of another topic say nothing of this one's.
-func holdsRows(ctx context.Context, tbl *snapshot.Table, topic string) bool {
+// topicsWithRows returns, sorted, the topics of which tbl's ledger counts
+// a record that became a row. A run of only dead letters into a table
+// holding rows of its topic read a few bad records of a layout that fits
+// the topic (the sink logs them at WARN), not a layout that does not: it
+// is no failure. Rows of other topics say nothing of this one's, but are
+// what floe drop would lose (onlyDeadLetters).
+func topicsWithRows(ctx context.Context, tbl *snapshot.Table) []string {
 	l, err := tbl.Summary(ctx, 0)
 	if err != nil {
-		return false
+		return nil
 	}
+	var topics []string
 	for tp, p := range l.Parts {
-		if tp.Topic == topic && p.Records > 0 {
-			return true
+		if p.Records > 0 && !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
 		}
 	}
-	return false
+	slices.Sort(topics)
+	return topics
 }
 
 // onlyDeadLetters says, for floe sink --stop-at-end and floe replay, that
 // a run into table committed dead letters and no row, with their number
 // and the first; "" otherwise. Such a run exits exitOnlyDeadLetters: its
 // records most likely do not match the table's layout, which a batch job
-// must not take for success.
-func onlyDeadLetters(table string, s connector.Stats) string {
+// must not take for success. rowsOf are the topics whose rows the table
+// held before the run: dropping such a table loses them (a user told to
+// drop a good table after sinking the wrong topic into it), so the advice
+// is then to rebuild it from its own topic, as docs/deployment.md's
+// Recovering from mistakes does for a wrong --topic.
+func onlyDeadLetters(table string, s connector.Stats, rowsOf []string) string {
 	if s.Records > 0 || s.DeadLetters == 0 {
 		return ""
+	}
+	remove := fmt.Sprintf("remove this one with floe drop --table %s, which lists what it drops", table)
+	if len(rowsOf) > 0 {
+		right := "RIGHT"
+		if len(rowsOf) == 1 {
+			right = rowsOf[0]
+		}
+		remove = fmt.Sprintf("if this is the wrong topic for the table, which holds rows of %s that floe drop would lose, floe replay --topic %s --table %s --branch rebuild --publish --publish-different rebuilds it from its own topic, leaving this run's out (docs/deployment.md, Recovering from mistakes)",
+			strings.Join(rowsOf, ", "), right, table)
 	}
 	advice := connector.OnlyDeadLettersAdvice(s.FirstDeadLetter)
 	if s.DebeziumEvents != "" {
 		// Kafka Connect's JSON events with schemas clash with themselves:
 		// the conflict is not the advice to give.
-		advice = fmt.Sprintf("the records are Debezium change events, decoded without --envelope debezium: sink the topic with --envelope debezium into a new table, or remove this one with floe drop --table %s, which lists what it drops (docs/upsert.md, Debezium)", table)
+		advice = fmt.Sprintf("the records are Debezium change events, decoded without --envelope debezium: sink the topic with --envelope debezium into a new table, or %s (docs/upsert.md, Debezium)", remove)
 	} else if !mapping.IsSchemaConflictReason(s.FirstDeadLetter) && !connector.NoFlagDecodes(s.FirstDeadLetter) {
-		advice += fmt.Sprintf(" (a table keeps the layout it was created with: sink into a new table, or remove this one with floe drop --table %s, which lists what it drops)", table)
+		advice += fmt.Sprintf(" (a table keeps the layout it was created with: sink into a new table, or %s)", remove)
 	}
 	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; %s; first: %s",
 		table, plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable, advice, s.FirstDeadLetter)

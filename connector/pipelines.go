@@ -406,9 +406,10 @@ func (p Pipeline) deadLetterTable(layout mapping.Layout, mode mapping.Mode, reco
 
 // Check checks what Run checks before it opens anything: each Config,
 // that each topic exists on the brokers with the partitions
-// Config.Partitions names, and that no member of a Config.Group sinks
-// another table. A caller that creates things before Run (a catalog) calls
-// it first.
+// Config.Partitions names, that no member of a Config.Group sinks
+// another table, and that the schema registry of a pipeline whose flags
+// decode with it answers. A caller that creates things before Run (a
+// catalog) calls it first.
 func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
 	for i, p := range ps {
 		if err := p.Config.Validate(); err != nil {
@@ -429,7 +430,13 @@ func (ps Pipelines) Check(ctx context.Context, broker *Broker) error {
 	}
 	checked := map[*Registry]bool{}
 	for i, p := range ps {
-		if r := p.Config.Registry; r != nil && !checked[r] {
+		// Only a pipeline that asks for the registry's decoding: one of
+		// JSON or raw values was stopped by a registry it never uses,
+		// set for others (FLOE_SCHEMA_REGISTRY in the local stack's
+		// env.sh). An existing table that decodes with it, sunk without
+		// --value or --key, meets it at its first record, where a
+		// registry that does not answer is retried for Config.RetryFor.
+		if r := p.Config.Registry; r != nil && p.Layout.UsesRegistry() && !checked[r] {
 			checked[r] = true
 			if err := r.Check(ctx); err != nil {
 				return ps.wrap(i, err)

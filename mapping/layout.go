@@ -137,7 +137,7 @@ func (e *LayoutError) Error() string {
 		flag := map[string]string{"values": "--value", "keys": "--key", "envelope": "--envelope"}[e.Setting]
 		drop := ""
 		if e.Empty {
-			drop = fmt.Sprintf("; it holds no rows: floe drop --table %s --yes removes it (and its dead letters), and the next run creates it with the flags given", e.Table)
+			drop = "; " + DropEmptyTable(e.Table)
 		}
 		if e.Setting == "envelope" && e.Want == EnvelopeNone.String() {
 			// Change events into a table of plain records: its own
@@ -151,6 +151,13 @@ func (e *LayoutError) Error() string {
 		return fmt.Sprintf("table %s keeps its %s as %s, not %s (a table keeps the layout it was created with: pass %s %s to write into it, or sink into a new table%s)", e.Table, e.Setting, e.Want, e.Value, flag, e.Want, drop)
 	}
 	return fmt.Sprintf("%s mode %q: want %s", e.Setting, e.Value, e.Want)
+}
+
+// DropEmptyTable is the way out of a refusal by table, which holds no
+// rows: most likely made by a run with the wrong flags, it loses nothing
+// when dropped, where a new table would leave it behind.
+func DropEmptyTable(table string) string {
+	return fmt.Sprintf("it holds no rows: floe drop --table %s --yes removes it (and its dead letters), and the next run creates it with the flags given", table)
 }
 
 // Properties returns the table properties that record l (the envelope

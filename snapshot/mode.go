@@ -18,11 +18,19 @@ import (
 type KeyChangeError struct {
 	Table     string
 	Has, Want mapping.UpsertKey
+	// Empty is set when the table holds no rows: a run with a misspelt
+	// --id-columns made it, and its dead letters, and dropping it is the
+	// way to key it as meant.
+	Empty bool
 }
 
 func (e *KeyChangeError) Error() string {
-	return fmt.Sprintf("table %s is keyed by %s, and this run keys by %s: an upsert table keeps the key it was created with; run with the table's key, or sink into a new table to key it otherwise",
-		e.Table, describeKey(e.Has), describeKey(e.Want))
+	drop := ""
+	if e.Empty {
+		drop = "; " + mapping.DropEmptyTable(e.Table)
+	}
+	return fmt.Sprintf("table %s is keyed by %s, and this run keys by %s: an upsert table keeps the key it was created with; run with the table's key, or sink into a new table to key it otherwise%s",
+		e.Table, describeKey(e.Has), describeKey(e.Want), drop)
 }
 
 // LegacyStateError reports a write into a state table of an earlier floe
@@ -135,8 +143,8 @@ func withIdentifiers(schema *iceberg.Schema, key mapping.UpsertKey) (*iceberg.Sc
 }
 
 // checkMode returns the mode and key tbl records, checked against those
-// opts asks for.
-func checkMode(name string, tbl *table.Table, opts OpenOptions) (mapping.Mode, mapping.UpsertKey, error) {
+// opts asks for; empty says tbl holds no rows (KeyChangeError.Empty).
+func checkMode(name string, tbl *table.Table, opts OpenOptions, empty bool) (mapping.Mode, mapping.UpsertKey, error) {
 	mode, err := mapping.ModeOf(tbl.Properties())
 	if err != nil {
 		return "", mapping.UpsertKey{}, fmt.Errorf("table %s: %w", name, err)
@@ -152,7 +160,7 @@ func checkMode(name string, tbl *table.Table, opts OpenOptions) (mapping.Mode, m
 		return "", mapping.UpsertKey{}, fmt.Errorf("table %s: %w", name, err)
 	}
 	if opts.Key != nil && !opts.Key.Equal(key) {
-		return "", mapping.UpsertKey{}, &KeyChangeError{Table: name, Has: key, Want: *opts.Key}
+		return "", mapping.UpsertKey{}, &KeyChangeError{Table: name, Has: key, Want: *opts.Key, Empty: empty}
 	}
 	return mode, key, nil
 }

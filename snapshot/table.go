@@ -298,7 +298,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	}
 	// Then the mode and key: a run of the wrong mode is refused for it,
 	// not for a layout it would then change only to be refused again.
-	mode, key, err := checkMode(name, tbl, opts)
+	mode, key, err := checkMode(name, tbl, opts, empty)
 	if err != nil {
 		return nil, err
 	}

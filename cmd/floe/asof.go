@@ -399,17 +399,19 @@ func positionCut(ctx context.Context, tbl *snapshot.Table, r lookup.AsOfResult) 
 // rebuildCommand is the floe replay command that rebuilds tbl as of cut
 // into a new table, TABLE_at (TABLE_at_2, _3, ... when the catalog has a
 // table of that name, an earlier rebuild's, which the replay would
-// refuse): the cut's topic, --until the cut and tbl's layout flags, which
-// a replay into a new table does not take from tbl. A replay reads one
-// topic into a new table: a cut of several topics gets one command per
-// topic, each into a table of its own.
+// refuse): the cut's topic, --until the cut and --like tbl, as a replay
+// into a new table does not take tbl's layout and partition spec
+// otherwise (the layout flags alone left a bucketed table's rebuild
+// unpartitioned). A replay reads one topic into a new table: a cut of
+// several topics gets one command per topic, each into a table of its
+// own.
 func rebuildCommand(ctx context.Context, tbl *snapshot.Table, cut mapping.Cut) string {
 	until := map[string][]string{}
 	for _, tp := range slices.SortedFunc(maps.Keys(cut), mapping.TopicPartition.Compare) {
 		until[tp.Topic] = append(until[tp.Topic], fmt.Sprintf("%d=%d", tp.Partition, cut[tp]))
 	}
 	topics := slices.Sorted(maps.Keys(until))
-	layout := strings.Join(layoutFlags(tbl), " ")
+	layout := "--like " + tbl.Name()
 	cmds := make([]string, 0, len(topics))
 	for _, topic := range topics {
 		base := tbl.Name() + "_at"

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // TestAsOfExpiredPrintsReplay (from a new-user run): as-of --rows at an
@@ -16,7 +18,7 @@ func TestAsOfExpiredPrintsReplay(t *testing.T) {
 	st, loc := keyedStack(t, "lake.u")
 	mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.u", "--expire-older-than", "0s", "--retain-last", "1"}, loc)...)
 	code, out, errs := floe(t, slices.Concat([]string{"as-of", "--table", "lake.u", "--offsets", "u/0=8", "--rows"}, loc)...)
-	const want = "rebuild it into a new table with: floe replay -t u --table lake.u_at --until 0=8 --mode upsert --key string --value raw"
+	const want = "rebuild it into a new table with: floe replay -t u --table lake.u_at --until 0=8 --like lake.u"
 	if code != exitError || !strings.Contains(errs, "has expired") || !strings.HasSuffix(strings.TrimSpace(errs), want) {
 		t.Fatalf("as-of at an expired snapshot: exit %d\n%s\n%s\nwant it to end with %q", code, out, errs, want)
 	}
@@ -51,7 +53,7 @@ func TestAsOfBeforePublishedReplay(t *testing.T) {
 		code, out, errs := asOf(extra...)
 		if code != exitError || out != "" || !strings.Contains(errs, "lake.u as of u/0=8: main's history no longer reaches back to that position: a replay published from branch rebuild replaced main's earlier commits") ||
 			!strings.Contains(errs, "a tag made by the publish (floe replay --tag-main)") ||
-			!strings.HasSuffix(strings.TrimSpace(errs), "rebuild it into a new table with: floe replay -t u --table lake.u_at --until 0=8 --mode upsert --key string --value raw") {
+			!strings.HasSuffix(strings.TrimSpace(errs), "rebuild it into a new table with: floe replay -t u --table lake.u_at --until 0=8 --like lake.u") {
 			t.Errorf("%v after the publish: exit %d\n%s\n%s", extra, code, out, errs)
 		}
 	}
@@ -149,7 +151,7 @@ func TestAsOfInsideFirstCommit(t *testing.T) {
 		Rebuild string `json:"rebuild"`
 		Rows    []any  `json:"rows"`
 	}
-	const first = "floe replay -t u --table lake.u_at --until 0=2 --mode upsert --key string --value raw"
+	const first = "floe replay -t u --table lake.u_at --until 0=2 --like lake.u"
 	out := asOf("--offsets", "0=2", "--rows", "--json")
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("as-of --json: %v\n%s", err, out)
@@ -162,7 +164,7 @@ func TestAsOfInsideFirstCommit(t *testing.T) {
 		t.Fatalf("as-of inside the first commit, text:\n%s", text)
 	}
 	later := asOf("--offsets", "0=6")
-	const second = "floe replay -t u --table lake.u_at --until 0=6 --mode upsert --key string --value raw"
+	const second = "floe replay -t u --table lake.u_at --until 0=6 --like lake.u"
 	if strings.Contains(later, "the empty table") || !strings.Contains(later, "rebuild the exact state as of the position into a new table with: "+second+"\n") {
 		t.Fatalf("as-of inside a later commit:\n%s", later)
 	}
@@ -174,5 +176,29 @@ func TestAsOfInsideFirstCommit(t *testing.T) {
 	rebuilt := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.u_at", "--offsets", "0=2", "--rows"}, loc)...)
 	if !strings.Contains(rebuilt, "\n2 rows") {
 		t.Fatalf("as-of the rebuilt table, want the 2 rows of a and b:\n%s", rebuilt)
+	}
+}
+
+// TestAsOfRebuildKeepsPartitionSpec (from a new-user run): as-of inside a
+// commit of a bucketed upsert table suggested a floe replay with the
+// table's layout flags but not its --partition-by, so that the rebuilt
+// table was unpartitioned. The suggestion says --like TABLE, which takes
+// the layout and the spec; run as printed, the rebuild has both.
+func TestAsOfRebuildKeepsPartitionSpec(t *testing.T) {
+	st, loc := keyedStack(t)
+	mustFloe(t, slices.Concat([]string{"sink", "-b", st.Brokers[0], "-t", "u", "--stop-at-end", "--table", "lake.p", "--mode", "upsert", "--key", "string",
+		"--flush-records", "4", "--partition-by", "bucket(8, kafka_key)"}, loc)...)
+	out := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.p", "--offsets", "0=6"}, loc)...)
+	const want = "floe replay -t u --table lake.p_at --until 0=6 --like lake.p"
+	if !strings.Contains(out, "into a new table with: "+want+"\n") {
+		t.Fatalf("as-of inside a commit of a bucketed table: want %q\n%s", want, out)
+	}
+	mustFloe(t, slices.Concat(strings.Fields(strings.TrimPrefix(want, "floe ")), []string{"-b", st.Brokers[0]}, loc)...)
+	rebuilt, table := openTable(t, st.Catalog(), "lake.p_at"), openTable(t, st.Catalog(), "lake.p")
+	if got, had := rebuilt.PartitionSpec(), table.PartitionSpec(); got != had {
+		t.Errorf("the rebuilt table's spec %s, the table's %s", got, had)
+	}
+	if rebuilt.Mode() != mapping.ModeUpsert {
+		t.Errorf("the rebuilt table is of mode %s, want upsert", rebuilt.Mode())
 	}
 }

@@ -344,7 +344,7 @@ func replayNotes(s replay.Start) []string {
 		notes = append(notes, "note: this table keeps the latest record per key from the start offsets above: a key whose records all come before them has no row; replay --from earliest for every key")
 	}
 	if s.FixedEnd {
-		notes = append(notes, "until: the end offsets recorded when this replay started; records produced since are not part of it (pass --until to go further)")
+		notes = append(notes, "until: the end offsets recorded when this replay started; records produced since are not part of it, and --until end keeps this end: pass --until TIME or --until OFFSETS to go further")
 	}
 	if s.Resumed {
 		if s.Remaining == 0 {

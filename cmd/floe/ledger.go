@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -196,10 +197,15 @@ func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapp
 		fmt.Fprintf(w, "(%s of more than %d ranges summarised per topic, lost and deleted-aborted ranges listed:\n"+
 			" --partition P prints one partition's ranges, --json every range)\n", plural(summarised, "commit"), maxListedPositions)
 	}
+	// Columns as wide as their widest cell: a topic's name is as long as
+	// its owner made it (dbserver1.inventory.customers/0 pushed a fixed
+	// 12-character column's numbers out of line).
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if upsert {
-		fmt.Fprintf(w, "\n%-12s %8s %8s %7s %8s %8s %8s\n", "PARTITION", "FIRST", "NEXT", "RANGES", "UPSERTS", "DELETES", "SKIPPED")
+		fmt.Fprintln(tw, "PARTITION\tFIRST\tNEXT\tRANGES\tUPSERTS\tDELETES\tSKIPPED")
 	} else {
-		fmt.Fprintf(w, "\n%-12s %8s %8s %7s %8s\n", "PARTITION", "FIRST", "NEXT", "RANGES", "ROWS")
+		fmt.Fprintln(tw, "PARTITION\tFIRST\tNEXT\tRANGES\tROWS")
 	}
 	var rows, deletes, skipped int64
 	for _, tp := range sum.Partitions() {
@@ -209,10 +215,13 @@ func printLedger(ctx context.Context, w io.Writer, tbl *snapshot.Table, sum mapp
 		p, _ := sum.Partition(tp)
 		rows, deletes, skipped = rows+p.Records, deletes+p.Deletes, skipped+p.Skipped
 		if upsert {
-			fmt.Fprintf(w, "%-12s %8d %8d %7d %8d %8d %8d\n", tp, p.Low, p.High, p.Ranges, p.Records, p.Deletes, p.Skipped)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", tp, p.Low, p.High, p.Ranges, p.Records, p.Deletes, p.Skipped)
 		} else {
-			fmt.Fprintf(w, "%-12s %8d %8d %7d %8d\n", tp, p.Low, p.High, p.Ranges, p.Records)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", tp, p.Low, p.High, p.Ranges, p.Records)
 		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
 	}
 	total := plural(sum.Commits, "commit")
 	if s.last > 0 || s.topic != "" || s.partition != nil {

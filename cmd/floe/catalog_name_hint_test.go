@@ -36,3 +36,28 @@ func TestTableNotFoundNamesCatalogName(t *testing.T) {
 		t.Errorf("status with the default catalog name: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestDropMisspeltTableSuggests (from a new-user run): floe drop --table
+// lake.ordres said only that the table does not exist, where floe audit
+// (every command that opens --table) names lake.orders: drop says it the
+// same way, with and without --yes, and drops nothing.
+func TestDropMisspeltTableSuggests(t *testing.T) {
+	dir := t.TempDir()
+	cfg := catalog.Config{Catalog: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse")}
+	cat, err := catalog.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Open(t.Context(), cat, []string{"lake", "orders"}, snapshot.OpenOptions{Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, yes := range [][]string{nil, {"--yes"}} {
+		code, out, errs := floe(t, append([]string{"drop", "--table", "lake.ordres", "--catalog", cfg.Catalog}, yes...)...)
+		if code != exitError || out != "" || !strings.Contains(errs, "table lake.ordres does not exist in the catalog") || !strings.Contains(errs, "did you mean lake.orders?") {
+			t.Errorf("drop %v of a misspelt table: exit %d, stdout %q, stderr %q; want exit 2 and a suggestion", yes, code, out, errs)
+		}
+	}
+	if ok, err := cat.CheckTableExists(t.Context(), []string{"lake", "orders"}); err != nil || !ok {
+		t.Fatalf("lake.orders after the drops of lake.ordres: exists %v, %v", ok, err)
+	}
+}

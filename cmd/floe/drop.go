@@ -83,7 +83,7 @@ is named, as a replay may still be writing it.`,
 			}
 			dropped, err := snapshot.Drop(ctx, cat, ident, snapshot.DropOptions{KeepFiles: keepFiles, DryRun: !yes})
 			if err != nil && len(dropped) == 0 {
-				return err
+				return f.notFound(ctx, cat, err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

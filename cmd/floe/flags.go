@@ -142,22 +142,31 @@ func (f *tableFlags) open(ctx context.Context, opts snapshot.OpenOptions) (*snap
 		return nil, err
 	}
 	tbl, err := snapshot.Open(ctx, cat, ident, opts)
-	if errors.Is(err, snapshot.ErrTableNotFound) {
-		// A mistyped name got no suggestion, where a flag does (from a
-		// new-user run).
-		if near := nearTables(ctx, cat, f.table); len(near) > 0 {
-			err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(near, " or "))
-		}
-		// A SQL catalog sees only the tables stored under its name: a
-		// --catalog-name copied from a Spark or Trino setup hides floe's
-		// tables, and the error named only --table and --catalog (from a
-		// new-user run).
-		if kind, kerr := catalog.KindOf(f.catalog); kerr == nil && (kind == catalog.SQLite || kind == catalog.Postgres) && f.catalogName != catalog.DefaultName {
-			err = fmt.Errorf("%w (looked under --catalog-name %q: a SQL catalog sees only the tables stored under its catalog name, %q unless --catalog-name says otherwise)",
-				err, f.catalogName, catalog.DefaultName)
-		}
+	return tbl, f.notFound(ctx, cat, err)
+}
+
+// notFound is err, the error of opening --table in cat, with what may
+// have been meant when the table does not exist: every command that names
+// a table says it the same way (floe drop said nothing of the table a
+// misspelt --table meant, where floe audit did).
+func (f *tableFlags) notFound(ctx context.Context, cat icecat.Catalog, err error) error {
+	if !errors.Is(err, snapshot.ErrTableNotFound) {
+		return err
 	}
-	return tbl, err
+	// A mistyped name got no suggestion, where a flag does (from a
+	// new-user run).
+	if near := nearTables(ctx, cat, f.table); len(near) > 0 {
+		err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(near, " or "))
+	}
+	// A SQL catalog sees only the tables stored under its name: a
+	// --catalog-name copied from a Spark or Trino setup hides floe's
+	// tables, and the error named only --table and --catalog (from a
+	// new-user run).
+	if kind, kerr := catalog.KindOf(f.catalog); kerr == nil && (kind == catalog.SQLite || kind == catalog.Postgres) && f.catalogName != catalog.DefaultName {
+		err = fmt.Errorf("%w (looked under --catalog-name %q: a SQL catalog sees only the tables stored under its catalog name, %q unless --catalog-name says otherwise)",
+			err, f.catalogName, catalog.DefaultName)
+	}
+	return err
 }
 
 // nearTables are the tables of cat whose names are close to name

@@ -201,14 +201,7 @@ func BenchmarkRowAudit(b *testing.B) {
 // 600,000 records over 500 partitions took 47 times as long as in one (a
 // new user's run). FLOE_BENCH_RECORDS overrides the 50,000 records.
 func BenchmarkContentWide(b *testing.B) {
-	n := 50_000
-	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 200 {
-			b.Fatalf("FLOE_BENCH_RECORDS=%q: want a record count of at least 200", s)
-		}
-		n = v
-	}
+	n := benchRecords(b, 50_000, 200)
 	e := newEnv(b)
 	audited := func(topic string, partitions int32) func() time.Duration {
 		e.Topic(topic, partitions, nil)
@@ -248,14 +241,7 @@ func BenchmarkContentWide(b *testing.B) {
 // log's read batches) and what it holds per record (the digests of the
 // partition's rows, compared with the log's).
 func BenchmarkContentMemory(b *testing.B) {
-	n := 100_000
-	if s := os.Getenv("FLOE_BENCH_RECORDS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1000 {
-			b.Fatalf("FLOE_BENCH_RECORDS=%q: want a record count of at least 1000", s)
-		}
-		n = v
-	}
+	n := benchRecords(b, 100_000, 1000)
 	e := newEnv(b)
 	// Random values: the log's batches compress as real records do, not
 	// a hundredfold (a fetch of 8 MiB would then decode to most of the
@@ -300,4 +286,18 @@ func BenchmarkContentMemory(b *testing.B) {
 	b.ReportMetric(float64(pl)/mib, "peak_MiB_4N")
 	b.ReportMetric(float64(pl)/float64(ps), "4N/N")
 	b.ReportMetric((float64(pl)-float64(ps))/float64(3*n), "B/record")
+}
+
+// benchRecords is FLOE_BENCH_RECORDS, a record count of at least least,
+// or def when it is not set.
+func benchRecords(b *testing.B, def, least int) int {
+	s := os.Getenv("FLOE_BENCH_RECORDS")
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < least {
+		b.Fatalf("FLOE_BENCH_RECORDS=%q: want a record count of at least %d", s, least)
+	}
+	return v
 }

@@ -28,20 +28,8 @@ func TestContentWindows(t *testing.T) {
 	compare := func(what string, wantFindings bool) {
 		t.Helper()
 		opts := audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}
-		whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
-		if got := len(whole.Findings) > 0; got != wantFindings {
+		if whole := sameInWindows(t, e, tbl, opts, what, 7, 13, 50); (len(whole.Findings) > 0) != wantFindings {
 			t.Fatalf("%s: findings %v", what, findings(whole))
-		}
-		for _, n := range []int64{7, 13, 50} {
-			rep := e.audit(tbl, audit.WithContentWindow(opts, n))
-			if got, want := details(rep), details(whole); !slices.Equal(got, want) {
-				t.Errorf("%s, windows of %d offsets: findings\n%q\nwant\n%q", what, n, got, want)
-			}
-			for i, p := range rep.Partitions {
-				if *p.Content != *whole.Partitions[i].Content {
-					t.Errorf("%s, windows of %d offsets: %s content %+v, want %+v", what, n, p.TopicPartition, *p.Content, *whole.Partitions[i].Content)
-				}
-			}
 		}
 	}
 	compare("the table as sunk", false)
@@ -70,4 +58,30 @@ func details(rep *audit.Report) []string {
 		out = append(out, fmt.Sprintf("%s %s %s %s: %s", f.Level, f.Kind, f.Partition, f.Offsets, f.Detail))
 	}
 	return out
+}
+
+// sameInWindows audits tbl at the content level with opts in one window
+// per partition and in windows of each of sizes offsets, and fails unless
+// each windowed report has the one-window report's findings (with their
+// details), content counts, rows and dead letters read. It returns the
+// one-window report.
+func sameInWindows(t *testing.T, e *env, tbl *snapshot.Table, opts audit.Options, what string, sizes ...int64) *audit.Report {
+	t.Helper()
+	whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
+	for _, n := range sizes {
+		rep := e.audit(tbl, audit.WithContentWindow(opts, n))
+		if got, want := details(rep), details(whole); !slices.Equal(got, want) {
+			t.Errorf("%s, windows of %d offsets: findings\n%q\nwant\n%q", what, n, got, want)
+		}
+		for i, p := range rep.Partitions {
+			if w := whole.Partitions[i].Content; (p.Content == nil) != (w == nil) || p.Content != nil && *p.Content != *w {
+				t.Errorf("%s, windows of %d offsets: %s content %+v, want %+v", what, n, p.TopicPartition, p.Content, w)
+			}
+		}
+		if rep.RowsRead != whole.RowsRead || rep.DeadLettersRead != whole.DeadLettersRead {
+			t.Errorf("%s, windows of %d offsets: %d rows and %d dead letters read, want %d and %d",
+				what, n, rep.RowsRead, rep.DeadLettersRead, whole.RowsRead, whole.DeadLettersRead)
+		}
+	}
+	return whole
 }

@@ -2,13 +2,10 @@ package audit_test
 
 import (
 	"errors"
-	"github.com/floe-dev/floe/internal/floetest"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
-
-	"fmt"
-	"github.com/floe-dev/floe/snapshot"
-	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,7 +13,9 @@ import (
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
 )
 
 // interleavedLog writes to partition 0 of topic, in a one-partition
@@ -113,26 +112,8 @@ func TestReviewS65DiffContentWindowsInterleaved(t *testing.T) {
 	compare := func(what string, broker *connector.Broker, wantFindings bool) {
 		t.Helper()
 		opts := audit.Options{Depth: audit.DepthRows, Broker: broker, VerifyContent: true}
-		whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
-		if got := len(whole.Findings) > 0; got != wantFindings {
+		if whole := sameInWindows(t, e, tbl, opts, what, 1, 2, 3, 5, 7); (len(whole.Findings) > 0) != wantFindings {
 			t.Fatalf("%s: findings %v", what, findings(whole))
-		}
-		for _, n := range []int64{1, 2, 3, 5, 7} {
-			rep := e.audit(tbl, audit.WithContentWindow(opts, n))
-			if got, want := details(rep), details(whole); !slices.Equal(got, want) {
-				t.Errorf("%s, windows of %d offsets: findings\n%q\nwant\n%q", what, n, got, want)
-			}
-			for i, p := range rep.Partitions {
-				if p.Content == nil || whole.Partitions[i].Content == nil {
-					continue
-				}
-				if *p.Content != *whole.Partitions[i].Content {
-					t.Errorf("%s, windows of %d offsets: %s content %+v, want %+v", what, n, p.TopicPartition, *p.Content, *whole.Partitions[i].Content)
-				}
-			}
-			if rep.RowsRead != whole.RowsRead || rep.DeadLettersRead != whole.DeadLettersRead {
-				t.Errorf("%s, windows of %d offsets: %d rows and %d dead letters read, want %d and %d", what, n, rep.RowsRead, rep.DeadLettersRead, whole.RowsRead, whole.DeadLettersRead)
-			}
 		}
 	}
 	compare("the table as sunk", e.Broker(), false)
@@ -181,20 +162,11 @@ func TestReviewS65DiffContentWindowsCompacted(t *testing.T) {
 	compare := func(what string, wantFindings bool) {
 		t.Helper()
 		opts := audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}
-		whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
-		if got := len(whole.Findings) > 0; got != wantFindings {
+		whole := sameInWindows(t, e, tbl, opts, what, 1, 2, 3, 4, 5, 7)
+		if (len(whole.Findings) > 0) != wantFindings {
 			t.Fatalf("%s: findings %v", what, findings(whole))
 		}
 		t.Logf("%s: content %+v, findings %q", what, *whole.Partitions[0].Content, details(whole))
-		for _, n := range []int64{1, 2, 3, 4, 5, 7} {
-			rep := e.audit(tbl, audit.WithContentWindow(opts, n))
-			if got, want := details(rep), details(whole); !slices.Equal(got, want) {
-				t.Errorf("%s, windows of %d offsets: findings\n%q\nwant\n%q", what, n, got, want)
-			}
-			if *rep.Partitions[0].Content != *whole.Partitions[0].Content {
-				t.Errorf("%s, windows of %d offsets: content %+v, want %+v", what, n, *rep.Partitions[0].Content, *whole.Partitions[0].Content)
-			}
-		}
 	}
 	compare("compacted topic", false)
 
@@ -239,19 +211,10 @@ func TestReviewS65DiffContentWindowsPendingDeadLetters(t *testing.T) {
 	}
 	tbl, _ = e.TypedTable("lake."+topic, layout)
 	opts := audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}
-	whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
+	whole := sameInWindows(t, e, tbl, opts, "pending dead letters", 1, 2, 3, 5, 7)
 	t.Logf("content %+v, findings %q", *whole.Partitions[0].Content, details(whole))
 	if whole.Partitions[0].Content.DeadLetters == 0 {
 		t.Fatalf("no dead letter checked: %+v", *whole.Partitions[0].Content)
-	}
-	for _, n := range []int64{1, 2, 3, 5, 7} {
-		rep := e.audit(tbl, audit.WithContentWindow(opts, n))
-		if got, want := details(rep), details(whole); !slices.Equal(got, want) {
-			t.Errorf("windows of %d offsets: findings\n%q\nwant\n%q", n, got, want)
-		}
-		if *rep.Partitions[0].Content != *whole.Partitions[0].Content {
-			t.Errorf("windows of %d offsets: content %+v, want %+v", n, *rep.Partitions[0].Content, *whole.Partitions[0].Content)
-		}
 	}
 }
 
@@ -325,23 +288,8 @@ func TestReviewS65DiffContentWindowsFileGroups(t *testing.T) {
 	compare := func(what string, broker *connector.Broker, wantFindings bool) {
 		t.Helper()
 		opts := audit.Options{Depth: audit.DepthRows, Broker: broker, VerifyContent: true}
-		whole := e.audit(tbl, audit.WithContentWindow(opts, 1<<40))
-		if got := len(whole.Findings) > 0; got != wantFindings {
+		if whole := sameInWindows(t, e, tbl, opts, what, 1, 4, 9); (len(whole.Findings) > 0) != wantFindings {
 			t.Fatalf("%s: findings %v", what, findings(whole))
-		}
-		for _, n := range []int64{1, 4, 9} {
-			rep := e.audit(tbl, audit.WithContentWindow(opts, n))
-			if got, want := details(rep), details(whole); !slices.Equal(got, want) {
-				t.Errorf("%s, windows of %d offsets: findings\n%q\nwant\n%q", what, n, got, want)
-			}
-			for i, p := range rep.Partitions {
-				if p.Content != nil && *p.Content != *whole.Partitions[i].Content {
-					t.Errorf("%s, windows of %d offsets: %s content %+v, want %+v", what, n, p.TopicPartition, *p.Content, *whole.Partitions[i].Content)
-				}
-			}
-			if rep.RowsRead != whole.RowsRead {
-				t.Errorf("%s, windows of %d offsets: %d rows read, want %d", what, n, rep.RowsRead, whole.RowsRead)
-			}
 		}
 	}
 	compare("compacted into file groups", e.Broker(), false)

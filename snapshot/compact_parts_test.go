@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/audit"
@@ -73,47 +74,12 @@ func TestCompactInParts(t *testing.T) {
 // obsolete go with the last part. Between the parts and after them the
 // table is the latest value of each key, and the audit finds nothing.
 func TestUpsertCompactInParts(t *testing.T) {
-	cat := tempCatalog(t)
-	const name = "lake.upsert_parts"
-	sink := openTestTable(t, cat, name, snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert})
-	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
-	next := int64(0)
-	// upsert commits recs as the next offsets of partition 0, a value "-"
-	// a tombstone.
-	upsert := func(recs ...testRec) {
-		t.Helper()
-		for i := range recs {
-			recs[i].offset = next + int64(i)
-		}
-		f := flushOf(t, sink, map[int32]mapping.Interval{0: {Low: next, High: next + int64(len(recs))}}, recs...)
-		f.Deletes = map[mapping.TopicPartition][]int64{}
-		for _, r := range recs {
-			if r.value == "-" {
-				f.Deletes[tp] = append(f.Deletes[tp], r.offset)
-				f.Ranges[0].Records--
-				f.Ranges[0].Deletes++
-			}
-		}
-		next += int64(len(recs))
-		commitFlush(t, sink, f)
-	}
-	for i := range 6 {
-		var recs []testRec
-		for k := range 4 {
-			recs = append(recs, testRec{key: fmt.Sprintf("k%d", k+1), value: fmt.Sprintf("v%d", i)})
-		}
-		upsert(recs...)
-	}
-	upsert(testRec{key: "k4", value: "-"})
+	sink, upsert, size, cat := upsertParts(t, "lake.upsert_parts")
 	want := []string{"0/020 k1=v5", "0/021 k2=v5", "0/022 k3=v5"}
 	if got := snapshotRows(t, sink, 0); !slices.Equal(got, want) {
 		t.Fatalf("rows before the compaction:\n%s", joinLines(got))
 	}
-	var size int64
 	files := must(sink.Files(t.Context(), 0))
-	for _, f := range files {
-		size = max(size, f.SizeBytes)
-	}
 	before := sink.Head().SnapshotID
 	baseDeletes := map[string]bool{}
 	for _, d := range must(sink.DeleteFiles(t.Context(), 0)) {
@@ -135,7 +101,7 @@ func TestUpsertCompactInParts(t *testing.T) {
 			upsert(testRec{key: "k1", value: "z"}, testRec{key: "k2", value: "-"})
 		}
 	}
-	comp := openTestTable(t, hc, name, snapshot.OpenOptions{})
+	comp := openTestTable(t, hc, "lake.upsert_parts", snapshot.OpenOptions{})
 	res, err := comp.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, CommitBytes: 2 * size})
 	if err != nil {
 		t.Fatal(err)
@@ -182,4 +148,46 @@ func TestUpsertCompactInParts(t *testing.T) {
 	for _, f := range rep.Findings {
 		t.Errorf("audit finding %s: %s", f.Kind, f.Detail)
 	}
+}
+
+// upsertParts makes upsert table name of 6 commits of k1..k4 and a
+// tombstone of k4 (partition 0 of topic t), whose compaction with
+// CommitBytes 2*size is made of 3 parts of 2 files. It returns the sink's
+// table, a function that commits records as the next offsets of partition
+// 0 (a value "-" a tombstone), the size and the catalog.
+func upsertParts(t *testing.T, name string) (sink *snapshot.Table, upsert func(...testRec), size int64, cat icecat.Catalog) {
+	t.Helper()
+	cat = tempCatalog(t)
+	sink = openTestTable(t, cat, name, snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert})
+	tp := mapping.TopicPartition{Topic: "t", Partition: 0}
+	next := int64(0)
+	upsert = func(recs ...testRec) {
+		t.Helper()
+		for i := range recs {
+			recs[i].offset = next + int64(i)
+		}
+		f := flushOf(t, sink, map[int32]mapping.Interval{0: {Low: next, High: next + int64(len(recs))}}, recs...)
+		f.Deletes = map[mapping.TopicPartition][]int64{}
+		for _, r := range recs {
+			if r.value == "-" {
+				f.Deletes[tp] = append(f.Deletes[tp], r.offset)
+				f.Ranges[0].Records--
+				f.Ranges[0].Deletes++
+			}
+		}
+		next += int64(len(recs))
+		commitFlush(t, sink, f)
+	}
+	for i := range 6 {
+		var recs []testRec
+		for k := range 4 {
+			recs = append(recs, testRec{key: fmt.Sprintf("k%d", k+1), value: fmt.Sprintf("v%d", i)})
+		}
+		upsert(recs...)
+	}
+	upsert(testRec{key: "k4", value: "-"})
+	for _, f := range must(sink.Files(t.Context(), 0)) {
+		size = max(size, f.SizeBytes)
+	}
+	return sink, upsert, size, cat
 }

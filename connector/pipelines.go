@@ -580,6 +580,13 @@ func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping
 		return l, nil
 	}
 	t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{})
+	if !p.Config.EnvelopeGiven && (err != nil || !t.FloeWrote()) {
+		// Nothing to take from a table floe never wrote, or one that
+		// does not open as it is: the flags' layout, with which the
+		// table is then opened, says what is wrong (a foreign table's
+		// missing columns, for the value mode asked).
+		return l, nil
+	}
 	if err != nil {
 		return l, err
 	}

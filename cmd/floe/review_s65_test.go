@@ -1,0 +1,471 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// s65Proc is a floe command run as a process of its own (this test
+// binary re-executed as the CLI), to be SIGKILLed.
+type s65Proc struct {
+	cmd    *exec.Cmd
+	stderr *floetest.SyncBuffer
+	done   chan error
+}
+
+func s65Start(t *testing.T, args ...string) *s65Proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &s65Proc{cmd: cmd, stderr: &floetest.SyncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr, cmd.Stdout = p.stderr, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(p.kill)
+	return p
+}
+
+// kill SIGKILLs the process (when still running) and waits for it.
+func (p *s65Proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(30 * time.Second):
+	}
+}
+
+// s65Log is a keyed topic's records as produced, per partition in offset
+// order (no transactions: offsets are consecutive from 0).
+type s65Log struct {
+	mu    sync.Mutex
+	parts map[int32][]s65Rec
+}
+
+type s65Rec struct {
+	key   string
+	value *string
+}
+
+// fold is the latest value per key of the offsets below next (all when
+// next is nil); each key lives in one partition.
+func (l *s65Log) fold(next map[int32]int64) map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]string{}
+	for p, recs := range l.parts {
+		n := int64(len(recs))
+		if next != nil {
+			n = next[p]
+		}
+		for _, r := range recs[:n] {
+			if r.value == nil {
+				delete(out, r.key)
+			} else {
+				out[r.key] = *r.value
+			}
+		}
+	}
+	return out
+}
+
+// produce writes n records of keys k00..k(keys-1) (key i in partition i
+// mod partitions), a tenth of them tombstones.
+func (l *s65Log) produce(t *testing.T, brokers []string, topic string, partitions int32, keys, n int, rng *rand.Rand) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.parts == nil {
+		l.parts = map[int32][]s65Rec{}
+	}
+	var recs []*kgo.Record
+	for range n {
+		k := rng.IntN(keys)
+		p := int32(k) % partitions
+		r := &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%02d", k), Timestamp: time.Now()}
+		rec := s65Rec{key: string(r.Key)}
+		if rng.IntN(10) != 0 {
+			v := fmt.Sprintf(`{"n":%d,"r":%d}`, len(l.parts[p]), rng.IntN(1e6))
+			r.Value, rec.value = []byte(v), &v
+		}
+		l.parts[p] = append(l.parts[p], rec)
+		recs = append(recs, r)
+	}
+	if err := localstack.Produce(t.Context(), brokers, recs); err != nil {
+		t.Error(err)
+	}
+}
+
+// s65State reads table name with iceberg-go's scan (deletes applied):
+// value by key, failing on a key of two rows.
+func s65State(t *testing.T, st *localstack.Stack, name string) (map[string]string, map[int32]int64) {
+	return s65StateOf(t, st, name, "", "")
+}
+
+// s65StateOf is s65State reading the key from column keyCol and the
+// value from column valCol (the Kafka key and value when empty).
+func s65StateOf(t *testing.T, st *localstack.Stack, name, keyCol, valCol string) (map[string]string, map[int32]int64) {
+	t.Helper()
+	tbl := openTable(t, st.Catalog(), name)
+	got := map[string]string{}
+	for _, r := range floetest.Rows(t, tbl) {
+		k, v := r.Key, r.Value
+		if keyCol != "" {
+			k = r.Columns[keyCol]
+		}
+		if valCol != "" {
+			v = r.Columns[valCol]
+		}
+		if old, dup := got[k]; dup {
+			t.Errorf("%s: key %s has two rows (%q and %q at %s@%d)", name, k, old, v, r.TP, r.Offset)
+		}
+		got[k] = v
+	}
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := map[int32]int64{}
+	for tp, n := range l.Next() {
+		next[tp.Partition] = n
+	}
+	return got, next
+}
+
+func s65Diff(got, want map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if got[k] != want[k] {
+			fmt.Fprintf(&b, "  %s: table %q, model %q\n", k, got[k], want[k])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			fmt.Fprintf(&b, "  %s: table %q, model: no row\n", k, got[k])
+		}
+	}
+	return b.String()
+}
+
+// TestReviewS65HoldsUpsertKill: a floe sink --mode upsert --key string
+// with its scheduled compaction every 400 ms, on a 3-partition keyed topic
+// of updates and tombstones under production, SIGKILLed at random moments
+// five times; between runs floe maintain --compact, an expiry down to 2
+// snapshots and --remove-orphans. After each kill the table (iceberg-go
+// scan) is the fold of the log up to the ledger's next offsets; at the end
+// (a last sink to the end of the topic) the fold of the whole log, and
+// floe audit --deep --verify-content is COMPLETE.
+func TestReviewS65HoldsUpsertKill(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "acc", "lake.acc"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 1))
+	var log s65Log
+	log.produce(t, st.Brokers, topic, 3, 40, 200, rng)
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
+		"--flush-records", "25", "--flush-interval", "150ms", "--compact-interval", "400ms"}, loc)
+	kills, compactions := 0, 0
+	for round := range 8 {
+		p := s65Start(t, sink...)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prng := rand.New(rand.NewPCG(uint64(round), 7))
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
+				}
+				log.produce(t, st.Brokers, topic, 3, 40, 10+prng.IntN(30), prng)
+			}
+		}()
+		if round%2 == 1 {
+			// floe maintain beside the live sink: compaction and expiry.
+			time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
+			if code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "3"}, loc)...); code != 0 {
+				t.Logf("maintain beside the sink: exit %d\n%s\n%s", code, out, errs)
+			}
+		}
+		if round%2 == 0 {
+			// floe maintain --compact as a process, SIGKILLed at a random
+			// moment of its run.
+			time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+			m := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "3"}, loc)...)
+			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+			m.kill()
+		}
+		time.Sleep(time.Duration(300+rng.IntN(2500)) * time.Millisecond)
+		p.kill()
+		kills++
+		compactions += strings.Count(p.stderr.String(), "msg=compacted")
+		close(stop)
+		wg.Wait()
+		got, next := s65State(t, st, name)
+		if want := log.fold(next); !maps.Equal(got, want) {
+			t.Fatalf("round %d, after SIGKILL: table differs from the fold of the log to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
+		}
+		t.Logf("round %d: killed at %v, %d keys", round, next, len(got))
+		for _, args := range [][]string{
+			{"maintain", "--table", name, "--compact"},
+			{"maintain", "--table", name, "--expire-older-than", "1ms", "--retain-last", "2"},
+			{"maintain", "--table", name, "--remove-orphans", "--orphan-min-age", "1ms"},
+		} {
+			if code, out, errs := floe(t, slices.Concat(args, loc)...); code != 0 {
+				t.Fatalf("floe %v: exit %d\n%s\n%s", args, code, out, errs)
+			}
+		}
+		got2, next2 := s65State(t, st, name)
+		if !maps.Equal(got, got2) || !maps.Equal(next, next2) {
+			t.Fatalf("round %d: maintenance changed the table:\n%s", round, s65Diff(got2, got))
+		}
+	}
+	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
+	got, next := s65State(t, st, name)
+	if want := log.fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("at the end (%v): table differs from the fold of the log:\n%s", next, s65Diff(got, want))
+	}
+	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	t.Logf("%d kills, %d scheduled compactions seen; %d keys at %v", kills, compactions, len(got), next)
+	if compactions == 0 {
+		t.Error("no scheduled compaction committed: the scenario did not meet them")
+	}
+	_ = mapping.ModeUpsert
+}
+
+// s65CDC is a Debezium capture (floetest.Customers) produced round by
+// round, with the model of the table it must give per partition prefix:
+// id -> email, c/r/u events setting it, d events and tombstones deleting
+// it, truncates and unavailable-value updates changing nothing (dead
+// letters, the default --on-truncate).
+type s65CDC struct {
+	mu       sync.Mutex
+	c        *floetest.Customers
+	produced int
+	parts    map[int32][]s65Rec
+	next     int32
+}
+
+func (d *s65CDC) change(t *testing.T, brokers []string, n int, rng *rand.Rand) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.parts == nil {
+		d.parts = map[int32][]s65Rec{}
+	}
+	for range n {
+		ids := slices.Sorted(maps.Keys(d.c.State()))
+		switch r := rng.IntN(20); {
+		case r < 11 && len(ids) > 0:
+			d.c.Update(ids[rng.IntN(len(ids))], func(cu *floetest.Customer) {
+				cu.Email = fmt.Sprintf("%s.%d.%d@example.org", cu.FirstName, cu.ID, rng.IntN(1e6))
+			})
+		case r < 15 || len(ids) == 0:
+			d.next++
+			d.c.Insert(floetest.NewCustomer(d.next, rng))
+		case r < 19:
+			d.c.Delete(ids[rng.IntN(len(ids))])
+		case rng.IntN(2) == 0:
+			d.c.UpdateUnavailable(ids[rng.IntN(len(ids))], func(cu *floetest.Customer) { cu.FirstName = "Toasted" })
+		default:
+			d.c.Truncate()
+		}
+	}
+	recs := d.c.Records(t, floetest.CDCConnectJSON, "")[d.produced:]
+	d.produced += len(recs)
+	for _, r := range recs {
+		rec := s65Rec{key: "?"}
+		if r.Key != nil {
+			var k struct {
+				Payload struct{ ID int32 } `json:"payload"`
+			}
+			mustUnmarshal(t, r.Key, &k)
+			rec.key = fmt.Sprint(k.Payload.ID)
+		}
+		if r.Value != nil {
+			var v struct {
+				Payload struct {
+					Op    string `json:"op"`
+					After *struct {
+						Email string `json:"email"`
+					} `json:"after"`
+				} `json:"payload"`
+			}
+			mustUnmarshal(t, r.Value, &v)
+			switch v.Payload.Op {
+			case "c", "r", "u":
+				if e := v.Payload.After.Email; e != "__debezium_unavailable_value" {
+					rec.value = &e
+				} else {
+					rec.key = "" // a dead letter
+				}
+			case "t":
+				rec.key = "" // a dead letter
+			}
+		}
+		d.parts[r.Partition] = append(d.parts[r.Partition], rec)
+	}
+	if err := localstack.Produce(t.Context(), brokers, recs); err != nil {
+		t.Error(err)
+	}
+}
+
+// fold is the table the events below next give (all when nil).
+func (d *s65CDC) fold(next map[int32]int64) map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]string{}
+	for p, recs := range d.parts {
+		n := int64(len(recs))
+		if next != nil {
+			n = next[p]
+		}
+		for _, r := range recs[:n] {
+			switch {
+			case r.key == "":
+			case r.value == nil:
+				delete(out, r.key)
+			default:
+				out[r.key] = *r.value
+			}
+		}
+	}
+	return out
+}
+
+func mustUnmarshal(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+}
+
+// TestReviewS65HoldsDebeziumKill: TestReviewS65HoldsUpsertKill for a
+// Debezium table (--envelope debezium, JSON converter with schemas) on 3
+// partitions: snapshot reads, inserts, updates, deletes with their
+// tombstones, updates with an unavailable TOASTed value and truncates
+// (both dead letters), under production; the sink SIGKILLed at random
+// moments, its scheduled compaction every 400 ms, floe maintain --compact
+// (some runs SIGKILLed), expiry and --remove-orphans between runs. After
+// each kill the table is the fold of the events up to the ledger's next
+// offsets; at the end every column equals the source table
+// (Customers.CheckTable) and the content audit is COMPLETE.
+func TestReviewS65HoldsDebeziumKill(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "dbserver1.inventory.customers", "lake.customers"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 2))
+	d := &s65CDC{c: floetest.NewCustomers(topic, 3)}
+	d.c.Snapshot(30, rng)
+	d.next = 30
+	d.change(t, st.Brokers, 60, rng)
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--envelope", "debezium", "--value", "json", "--key", "json",
+		"--flush-records", "20", "--flush-interval", "150ms", "--compact-interval", "400ms"}, loc)
+	kills, compactions := 0, 0
+	for round := range 7 {
+		p := s65Start(t, sink...)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prng := rand.New(rand.NewPCG(uint64(round), 9))
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
+				}
+				d.change(t, st.Brokers, 5+prng.IntN(20), prng)
+			}
+		}()
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		if round%2 == 0 {
+			m := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "3"}, loc)...)
+			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+			m.kill()
+		} else if code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "3"}, loc)...); code != 0 {
+			t.Logf("maintain beside the sink: exit %d\n%s\n%s", code, out, errs)
+		}
+		time.Sleep(time.Duration(300+rng.IntN(2500)) * time.Millisecond)
+		p.kill()
+		kills++
+		compactions += strings.Count(p.stderr.String(), "msg=compacted")
+		close(stop)
+		wg.Wait()
+		got, next := s65StateOf(t, st, name, "id", "email")
+		if want := d.fold(next); !maps.Equal(got, want) {
+			t.Fatalf("round %d, after SIGKILL: table differs from the fold of the events to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
+		}
+		t.Logf("round %d: killed at %v, %d keys", round, next, len(got))
+		for _, args := range [][]string{
+			{"maintain", "--table", name, "--compact"},
+			{"maintain", "--table", name, "--expire-older-than", "1ms", "--retain-last", "2"},
+			{"maintain", "--table", name, "--remove-orphans", "--orphan-min-age", "1ms"},
+		} {
+			if code, out, errs := floe(t, slices.Concat(args, loc)...); code != 0 {
+				t.Fatalf("floe %v: exit %d\n%s\n%s", args, code, out, errs)
+			}
+		}
+		got2, next2 := s65StateOf(t, st, name, "id", "email")
+		if !maps.Equal(got, got2) || !maps.Equal(next, next2) {
+			t.Fatalf("round %d: maintenance changed the table:\n%s", round, s65Diff(got2, got))
+		}
+	}
+	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
+	got, next := s65StateOf(t, st, name, "id", "email")
+	if want := d.fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("at the end (%v): table differs from the fold of the events:\n%s", next, s65Diff(got, want))
+	}
+	d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, false)
+	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	t.Logf("%d kills, %d scheduled compactions seen; %d keys at %v; %d truncates, %d unavailable", kills, compactions, len(got), next, d.c.Truncates, d.c.Unavailable)
+	if compactions == 0 {
+		t.Error("no scheduled compaction committed: the scenario did not meet them")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -259,6 +260,7 @@ func TestReviewS65HoldsUpsertKill(t *testing.T) {
 	if !strings.Contains(out, "verdict: COMPLETE") {
 		t.Fatalf("audit:\n%s", out)
 	}
+	s65CheckLookups(t, st, name, &log, 40, loc)
 	t.Logf("%d kills, %d scheduled compactions seen; %d keys at %v", kills, compactions, len(got), next)
 	if compactions == 0 {
 		t.Error("no scheduled compaction committed: the scenario did not meet them")
@@ -468,4 +470,277 @@ func TestReviewS65HoldsDebeziumKill(t *testing.T) {
 	if compactions == 0 {
 		t.Error("no scheduled compaction committed: the scenario did not meet them")
 	}
+}
+
+// TestReviewS65HoldsReplayPublishUpsertRetention: an upsert table sunk
+// from offset 0 and compacted; retention then deletes [0, 60) of
+// partition 0 and more records come. A replay onto a branch from
+// earliest records [0, 60) as lost, and its publish is refused (main
+// holds keys whose records retention deleted), main unchanged; with
+// --publish-different main becomes the fold of the retained log, and the
+// audit names the lost range.
+func TestReviewS65HoldsReplayPublishUpsertRetention(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "acc", "lake.acc"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 3))
+	var log s65Log
+	log.produce(t, st.Brokers, topic, 2, 30, 300, rng)
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string", "--flush-records", "40", "--stop-at-end"}, loc)
+	mustFloe(t, sink...)
+	mustFloe(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...)
+	if err := st.Cluster.DeleteRecords(topic, 0, 60); err != nil {
+		t.Fatal(err)
+	}
+	log.produce(t, st.Brokers, topic, 2, 30, 60, rng)
+	mustFloe(t, sink...)
+	want := log.fold(nil)
+	got, _ := s65State(t, st, name)
+	if !maps.Equal(got, want) {
+		t.Fatalf("main differs from the fold:\n%s", s65Diff(got, want))
+	}
+	// The fold of what retention kept.
+	retained := s65Log{parts: map[int32][]s65Rec{0: slices.Clone(log.parts[0][60:]), 1: log.parts[1]}}
+	wantRetained := retained.fold(nil)
+	before := openTable(t, cfg, name).Head().SnapshotID
+	replay := slices.Concat([]string{"replay", "-b", brokers, "-t", topic, "--table", name, "--branch", "rebuild", "--publish"}, loc)
+	code, out, errs := floe(t, replay...)
+	lostKeys := !maps.Equal(want, wantRetained)
+	if lostKeys && code != exitError {
+		t.Fatalf("publish of a branch missing [0, 60) of partition 0 (keys differ): exit %d\n%s\n%s", code, out, errs)
+	}
+	if head := openTable(t, cfg, name).Head().SnapshotID; code != 0 && head != before {
+		t.Fatalf("a refused publish moved main from %d to %d", before, head)
+	}
+	t.Logf("publish: exit %d\n%s\n%s", code, out, errs)
+	if code != 0 {
+		out = mustFloe(t, append(replay, "--publish-different")...)
+	}
+	got, _ = s65State(t, st, name)
+	if !maps.Equal(got, wantRetained) {
+		t.Fatalf("main after --publish-different differs from the fold of the retained log:\n%s", s65Diff(got, wantRetained))
+	}
+	code, out, errs = floe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	t.Logf("audit: exit %d\n%s\n%s", code, out, errs)
+	if code != exitFindings || !strings.Contains(out, "lost") {
+		t.Fatalf("audit of a table whose ledger records [0, 60) lost: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestReviewS65HoldsReplayPublishUpsertLiveSink: a replay of an upsert
+// table onto a branch published (--publish-different: main went further)
+// while a floe sink process keeps sinking main under production, its
+// scheduled compaction on; the sink resumes from the published ledger,
+// and once it has caught up the table is the fold of the whole log and
+// the content audit is COMPLETE.
+func TestReviewS65HoldsReplayPublishUpsertLiveSink(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "acc", "lake.acc"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 4))
+	var log s65Log
+	log.produce(t, st.Brokers, topic, 2, 30, 300, rng)
+	p := s65Start(t, slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
+		"--flush-records", "30", "--flush-interval", "200ms", "--compact-interval", "500ms"}, loc)...)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		prng := rand.New(rand.NewPCG(9, 9))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(50+prng.IntN(100)) * time.Millisecond):
+			}
+			log.produce(t, st.Brokers, topic, 2, 30, 5+prng.IntN(15), prng)
+		}
+	}()
+	time.Sleep(2 * time.Second)
+	out := mustFloe(t, slices.Concat([]string{"replay", "-b", brokers, "-t", topic, "--table", name, "--branch", "rebuild", "--publish", "--publish-different", "--flush-records", "70"}, loc)...)
+	t.Logf("replay:\n%s", out)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	total := map[int32]int64{}
+	for p, recs := range log.parts {
+		total[p] = int64(len(recs))
+	}
+	waitFor(t, 60*time.Second, "the sink to catch up", func() bool {
+		_, next := s65State(t, st, name)
+		return maps.Equal(next, total)
+	})
+	p.kill()
+	got, next := s65State(t, st, name)
+	if want := log.fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("after the publish and the sink's catching up (%v): table differs from the fold:\n%s\nsink log:\n%s", next, s65Diff(got, want), p.stderr.String())
+	}
+	out = mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	if !strings.Contains(p.stderr.String(), "published") {
+		t.Logf("sink log does not mention the publish")
+	}
+}
+
+// s65CheckLookups checks floe as-of --offsets (exact boundaries: every
+// live ledger commit's next offsets) and floe where --key --brokers of
+// every key against the model, on a table keyed by the Kafka key of a
+// 3-partition topic.
+func s65CheckLookups(t *testing.T, st *localstack.Stack, name string, log *s65Log, keys int, loc []string) {
+	t.Helper()
+	brokers := strings.Join(st.Brokers, ",")
+	tbl := openTable(t, st.Catalog(), name)
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := map[int32]int64{}
+	checked := 0
+	for i, c := range l.Commits {
+		for _, r := range c.Ranges {
+			next[r.Partition] = r.High
+		}
+		if tbl.Iceberg().Metadata().SnapshotByID(c.SnapshotID) == nil || (i%3 != 0 && i != len(l.Commits)-1) {
+			continue
+		}
+		out := filepath.Join(t.TempDir(), "rows.jsonl")
+		offsets := fmt.Sprintf("0=%d,1=%d,2=%d", next[0], next[1], next[2])
+		code, stdout, errs := floe(t, slices.Concat([]string{"as-of", "--table", name, "--offsets", offsets, "--output", out, "--json"}, loc)...)
+		if code != 0 {
+			t.Errorf("as-of %s: exit %d\n%s\n%s", offsets, code, stdout, errs)
+			continue
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			var row struct {
+				Key   string `json:"kafka_key"`
+				Value string `json:"value"`
+			}
+			mustUnmarshal(t, []byte(line), &row)
+			if _, dup := got[row.Key]; dup {
+				t.Errorf("as-of %s: key %s twice", offsets, row.Key)
+			}
+			got[row.Key] = row.Value
+		}
+		if want := log.fold(next); !maps.Equal(got, want) {
+			t.Errorf("as-of %s (commit %d, snapshot %d) differs from the fold:\n%s\n%s", offsets, i, c.SnapshotID, s65Diff(got, want), stdout)
+		}
+		checked++
+	}
+	// where --key of every key, at the head.
+	win := map[string]int64{}
+	part := map[string]int32{}
+	log.mu.Lock()
+	for p, recs := range log.parts {
+		for off, r := range recs[:next[p]] {
+			part[r.key] = p
+			if r.value == nil {
+				delete(win, r.key)
+			} else {
+				win[r.key] = int64(off)
+			}
+		}
+	}
+	log.mu.Unlock()
+	for k := range keys + 2 {
+		key := fmt.Sprintf("k%02d", k)
+		code, stdout, errs := floe(t, slices.Concat([]string{"where", "--table", name, "--key", key, "--brokers", brokers, "--json"}, loc)...)
+		if code != 0 {
+			t.Errorf("where --key %s: exit %d\n%s\n%s", key, code, stdout, errs)
+			continue
+		}
+		var r struct {
+			Status    string `json:"status"`
+			Partition *int32 `json:"partition"`
+			Offset    *int64 `json:"offset"`
+			FoundBy   string `json:"found_by"`
+		}
+		mustUnmarshal(t, []byte(stdout), &r)
+		off, live := win[key]
+		_, seen := part[key]
+		switch {
+		case live:
+			if r.Status != "row" || r.Offset == nil || *r.Offset != off || *r.Partition != part[key] {
+				t.Errorf("where --key %s: %s, want row at %d/%d", key, stdout, part[key], off)
+			}
+		case seen:
+			if r.Status != "deleted" {
+				t.Errorf("where --key %s: %s, want deleted", key, stdout)
+			}
+		default:
+			if r.Status != "never_seen" {
+				t.Errorf("where --key %s: %s, want never_seen", key, stdout)
+			}
+		}
+	}
+	t.Logf("as-of checked at %d boundaries, where --key of %d keys", checked, keys+2)
+}
+
+// TestReviewS65HoldsUpsertLookupsAfterCompaction: an upsert table sunk by
+// runs SIGKILLed at random moments, with the sink's scheduled compaction
+// and floe maintain --compact between runs, nothing expired: floe as-of
+// --offsets at every third live commit boundary (the state there, read
+// from a snapshot that a compaction since did not change) and floe where
+// --key --brokers of every key (rows rewritten by compactions, deletes
+// whose delete files compaction dropped, keys never seen) agree with the
+// fold of the log.
+func TestReviewS65HoldsUpsertLookupsAfterCompaction(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "acc", "lake.acc"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 5))
+	var log s65Log
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
+		"--flush-records", "15", "--flush-interval", "100ms", "--compact-interval", "300ms"}, loc)
+	for round := range 4 {
+		log.produce(t, st.Brokers, topic, 3, 24, 150, rng)
+		p := s65Start(t, sink...)
+		time.Sleep(time.Duration(400+rng.IntN(1200)) * time.Millisecond)
+		p.kill()
+		mustFloe(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...)
+		t.Logf("round %d: %d scheduled compactions", round, strings.Count(p.stderr.String(), "msg=compacted"))
+	}
+	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
+	got, _ := s65State(t, st, name)
+	if want := log.fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("table differs from the fold:\n%s", s65Diff(got, want))
+	}
+	s65CheckLookups(t, st, name, &log, 24, loc)
 }

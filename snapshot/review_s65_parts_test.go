@@ -262,14 +262,17 @@ func maps_clone(m map[int32]int64) map[int32]int64 {
 // the audit's rows level is clean.
 func TestReviewS65HoldsUpsertCompactPartsFaults(t *testing.T) {
 	for seed := range uint64(testenvSeeds) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { upsertCompactPartsFaults(t, seed) })
+		for _, fv := range []string{"2", "3"} {
+			t.Run(fmt.Sprintf("v%s/%d", fv, seed), func(t *testing.T) { upsertCompactPartsFaults(t, seed, fv) })
+		}
 	}
 }
 
-func upsertCompactPartsFaults(t *testing.T, seed uint64) {
+func upsertCompactPartsFaults(t *testing.T, seed uint64, fv string) {
 	cat := tempCatalog(t)
 	name := "lake.s65_faults"
-	sink := openTestTable(t, cat, name, snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert, PartitionBy: partitionBy(t, "bucket(3, kafka_key)")})
+	sink := openTestTable(t, cat, name, snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert, PartitionBy: partitionBy(t, "bucket(3, kafka_key)"),
+		Properties: map[string]string{"format-version": fv}})
 	m := &s65Model{t: t, sink: sink, rng: rand.New(rand.NewPCG(seed, 65)), parts: map[int32][]testRec{}}
 	var size int64
 	for round := range 6 {

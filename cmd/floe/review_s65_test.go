@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -15,7 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/snapshot"
 
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
@@ -743,4 +748,118 @@ func TestReviewS65HoldsUpsertLookupsAfterCompaction(t *testing.T) {
 		t.Fatalf("table differs from the fold:\n%s", s65Diff(got, want))
 	}
 	s65CheckLookups(t, st, name, &log, 24, loc)
+}
+
+// TestReviewS65HoldsStructKeyEarlyKill: floe sink --mode upsert --key json
+// --value json (a struct key: the table is created with
+// floe.upsert-key=key, and the commit of its first rows names the key
+// fields and sets the identifier fields) SIGKILLed early, around the
+// table's creation and first commits, again and again, with floe maintain
+// --compact between runs; each time the table, when there is one, is the
+// fold of the log to the ledger's next offsets, and at the end the fold
+// of the whole log, with a COMPLETE content audit and where --key of a
+// JSON key answering its row.
+func TestReviewS65HoldsStructKeyEarlyKill(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "cust", "lake.cust"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 6))
+	parts := map[int32][]s65Rec{}
+	produce := func(n int) {
+		var recs []*kgo.Record
+		for range n {
+			id := rng.IntN(20)
+			p := int32(id % 2)
+			r := &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, `{"id":%d}`, id), Timestamp: time.Now()}
+			rec := s65Rec{key: fmt.Sprint(id)}
+			if rng.IntN(8) != 0 {
+				v := fmt.Sprintf("n%d", rng.IntN(1e6))
+				r.Value, rec.value = fmt.Appendf(nil, `{"id":%d,"name":%q}`, id, v), &v
+			}
+			parts[p] = append(parts[p], rec)
+			recs = append(recs, r)
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fold := func(next map[int32]int64) map[string]string {
+		l := s65Log{parts: parts}
+		return l.fold(next)
+	}
+	produce(200)
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "json", "--value", "json",
+		"--flush-records", "7", "--flush-interval", "50ms", "--compact-interval", "200ms"}, loc)
+	// Kills at the table's creation: a table of its own each.
+	for i := range 6 {
+		other := fmt.Sprintf("lake.early%d", i)
+		args := slices.Clone(sink)
+		args[slices.Index(args, name)] = other
+		p := s65Start(t, args...)
+		time.Sleep(time.Duration(20+40*i) * time.Millisecond)
+		p.kill()
+		args = append(args, "--stop-at-end")
+		if code, out, errs := floe(t, args...); code != 0 {
+			t.Fatalf("sink after a kill %d ms in: exit %d\n%s\n%s\nkilled run:\n%s", 20+40*i, code, out, errs, p.stderr.String())
+		}
+		got, next := s65StateOf(t, st, other, "id", "name")
+		if want := fold(next); !maps.Equal(got, want) {
+			t.Fatalf("%s: table differs from the fold to %v:\n%s", other, next, s65Diff(got, want))
+		}
+		out := mustFloe(t, slices.Concat([]string{"audit", "--table", other, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+		if !strings.Contains(out, "verdict: COMPLETE") {
+			t.Fatalf("audit of %s:\n%s", other, out)
+		}
+		t.Logf("%s: killed after %d ms (%d log lines)", other, 20+40*i, strings.Count(p.stderr.String(), "\n"))
+	}
+	for round := range 8 {
+		p := s65Start(t, sink...)
+		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+		p.kill()
+		cat, err := catalog.Open(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := snapshot.Open(t.Context(), cat, table.Identifier{"lake", "cust"}, snapshot.OpenOptions{}); errors.Is(err, snapshot.ErrTableNotFound) {
+			t.Logf("round %d: no table yet", round)
+			produce(20)
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		got, next := s65StateOf(t, st, name, "id", "name")
+		if want := fold(next); !maps.Equal(got, want) {
+			t.Fatalf("round %d: table differs from the fold to %v:\n%s\n%s", round, next, s65Diff(got, want), p.stderr.String())
+		}
+		t.Logf("round %d: %v, %d keys", round, next, len(got))
+		if code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...); code != 0 {
+			t.Fatalf("maintain: exit %d\n%s\n%s", code, out, errs)
+		}
+		produce(20)
+	}
+	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
+	got, _ := s65StateOf(t, st, name, "id", "name")
+	want := fold(nil)
+	if !maps.Equal(got, want) {
+		t.Fatalf("table differs from the fold:\n%s", s65Diff(got, want))
+	}
+	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	for k := range want {
+		out := mustFloe(t, slices.Concat([]string{"where", "--table", name, "--key", fmt.Sprintf(`{"id":%s}`, k), "--json"}, loc)...)
+		if !strings.Contains(out, `"status": "row"`) {
+			t.Errorf("where --key {\"id\":%s}:\n%s", k, out)
+		}
+	}
 }

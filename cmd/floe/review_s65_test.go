@@ -863,3 +863,130 @@ func TestReviewS65HoldsStructKeyEarlyKill(t *testing.T) {
 		}
 	}
 }
+
+// s65Rollback sets main of table name back n ledger commits (to the
+// snapshot before the n-th last ledger commit), as an engine's
+// rollback_to_snapshot does, and returns the dead letters the commits
+// rolled back counted.
+func s65Rollback(t *testing.T, st *localstack.Stack, name string, n int) (int64, int64) {
+	t.Helper()
+	tbl := openTable(t, st.Catalog(), name)
+	l, err := tbl.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Commits) <= n {
+		t.Fatalf("%d ledger commits, cannot roll back %d", len(l.Commits), n)
+	}
+	var dead int64
+	for _, c := range l.Commits[len(l.Commits)-n:] {
+		for _, r := range c.Ranges {
+			dead += r.DeadLetters
+		}
+	}
+	target := l.Commits[len(l.Commits)-n-1].SnapshotID
+	if tbl.Iceberg().Metadata().SnapshotByID(target) == nil {
+		t.Fatalf("snapshot %d expired", target)
+	}
+	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, target, table.BranchRef, -1, -1, -1)}
+	if _, _, err := tbl.Catalog().CommitTable(t.Context(), tbl.Identifier(), nil, upd); err != nil {
+		t.Fatal(err)
+	}
+	return target, dead
+}
+
+// TestReviewS65HoldsDebeziumRollbackDeadLetters: a Debezium table whose
+// truncates and unavailable-value updates are dead letters, sunk by runs
+// SIGKILLed at random moments with the sink's scheduled compaction (of the
+// table and its dead-letter table); twice main is rolled back past 3
+// ledger commits (with their dead letters and the compactions since),
+// then floe maintain --compact (reconciliation of the dead-letter table,
+// whose compacted files hold dead letters of several commits) before the
+// sink resumes. After each run the table is the fold of the events to
+// the ledger's next offsets; at the end every column equals the source
+// table and the content audit (dead letters included) is COMPLETE.
+func TestReviewS65HoldsDebeziumRollbackDeadLetters(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "dbserver1.inventory.customers", "lake.customers"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 7))
+	d := &s65CDC{c: floetest.NewCustomers(topic, 3)}
+	d.c.Snapshot(30, rng)
+	d.next = 30
+	d.change(t, st.Brokers, 60, rng)
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--envelope", "debezium", "--value", "json", "--key", "json",
+		"--flush-records", "15", "--flush-interval", "100ms", "--compact-interval", "300ms"}, loc)
+	for round := range 6 {
+		p := s65Start(t, sink...)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prng := rand.New(rand.NewPCG(uint64(round), 11))
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
+				}
+				d.change(t, st.Brokers, 5+prng.IntN(20), prng)
+			}
+		}()
+		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
+		p.kill()
+		close(stop)
+		wg.Wait()
+		if round == 2 || round == 4 {
+			target, dead := s65Rollback(t, st, name, 3)
+			t.Logf("round %d: main rolled back to %d, past %d dead letters", round, target, dead)
+		}
+		if code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...); code != 0 {
+			t.Fatalf("maintain: exit %d\n%s\n%s", code, out, errs)
+		}
+		got, next := s65StateOf(t, st, name, "id", "email")
+		if want := d.fold(next); !maps.Equal(got, want) {
+			t.Fatalf("round %d: table differs from the fold of the events to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
+		}
+		out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep"}, loc)...)
+		if !strings.Contains(out, "verdict: COMPLETE") {
+			t.Fatalf("round %d: audit --deep:\n%s", round, out)
+		}
+		t.Logf("round %d: %v, %d keys, %d scheduled compactions", round, next, len(got), strings.Count(p.stderr.String(), "msg=compacted"))
+	}
+	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
+	got, next := s65StateOf(t, st, name, "id", "email")
+	if want := d.fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("at the end (%v): table differs from the fold of the events:\n%s", next, s65Diff(got, want))
+	}
+	d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, false)
+	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	// Every dead letter once: the dead-letter table's rows are the
+	// ledger's dead letters.
+	l, err := openTable(t, cfg, name).Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead int64
+	for _, c := range l.Commits {
+		for _, r := range c.Ranges {
+			dead += r.DeadLetters
+		}
+	}
+	if n := len(floetest.Rows(t, openTable(t, cfg, name+"_dlq"))); int64(n) != dead || int64(d.c.Truncates+d.c.Unavailable) != dead {
+		t.Fatalf("dead-letter table holds %d rows, the ledger counts %d dead letters, the events %d truncates and %d unavailable", n, dead, d.c.Truncates, d.c.Unavailable)
+	}
+	t.Logf("%d dead letters", dead)
+}

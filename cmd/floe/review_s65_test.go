@@ -289,6 +289,9 @@ type s65CDC struct {
 	produced int
 	parts    map[int32][]s65Rec
 	next     int32
+	// deleteAll: the sink runs with --on-truncate delete-all (one
+	// partition), a truncate empties the table.
+	deleteAll bool
 }
 
 func (d *s65CDC) change(t *testing.T, brokers []string, n int, rng *rand.Rand) {
@@ -346,6 +349,9 @@ func (d *s65CDC) change(t *testing.T, brokers []string, n int, rng *rand.Rand) {
 				}
 			case "t":
 				rec.key = "" // a dead letter
+				if d.deleteAll {
+					rec.key = "*truncate*"
+				}
 			}
 		}
 		d.parts[r.Partition] = append(d.parts[r.Partition], rec)
@@ -368,6 +374,8 @@ func (d *s65CDC) fold(next map[int32]int64) map[string]string {
 		for _, r := range recs[:n] {
 			switch {
 			case r.key == "":
+			case r.key == "*truncate*":
+				clear(out)
 			case r.value == nil:
 				delete(out, r.key)
 			default:
@@ -1066,4 +1074,92 @@ func TestReviewS65HoldsUpsertSpreadKeysKill(t *testing.T) {
 		t.Fatalf("audit:\n%s", out)
 	}
 	s65State(t, st, name)
+}
+
+// TestReviewS65HoldsDebeziumTruncateKill: a Debezium table of one
+// partition sunk with --on-truncate delete-all (a truncate's snapshot
+// replaces every data file) by runs SIGKILLed at random moments, with
+// scheduled compactions and floe maintain --compact (some SIGKILLed)
+// beside it, and expiry and --remove-orphans between runs: after every
+// run the table is the fold of the events (truncates emptying it) to the
+// ledger's next offset; at the end every column equals the source table
+// and the content audit is COMPLETE.
+func TestReviewS65HoldsDebeziumTruncateKill(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "dbserver1.inventory.customers", "lake.customers"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 10))
+	d := &s65CDC{c: floetest.NewCustomers(topic, 1), deleteAll: true}
+	d.c.Snapshot(30, rng)
+	d.next = 30
+	d.change(t, st.Brokers, 60, rng)
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--envelope", "debezium", "--value", "json", "--key", "json",
+		"--on-truncate", "delete-all", "--flush-records", "12", "--flush-interval", "100ms", "--compact-interval", "300ms"}, loc)
+	for round := range 6 {
+		p := s65Start(t, sink...)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prng := rand.New(rand.NewPCG(uint64(round), 17))
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
+				}
+				d.change(t, st.Brokers, 5+prng.IntN(15), prng)
+			}
+		}()
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		if round%2 == 0 {
+			m := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...)
+			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+			m.kill()
+		} else if code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...); code != 0 {
+			t.Logf("maintain beside the sink: exit %d\n%s\n%s", code, out, errs)
+		}
+		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+		p.kill()
+		close(stop)
+		wg.Wait()
+		got, next := s65StateOf(t, st, name, "id", "email")
+		if want := d.fold(next); !maps.Equal(got, want) {
+			t.Fatalf("round %d: table differs from the fold of the events to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
+		}
+		for _, args := range [][]string{
+			{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "2"},
+			{"maintain", "--table", name, "--remove-orphans", "--orphan-min-age", "1ms"},
+		} {
+			if code, out, errs := floe(t, slices.Concat(args, loc)...); code != 0 {
+				t.Fatalf("floe %v: exit %d\n%s\n%s", args, code, out, errs)
+			}
+		}
+		got2, _ := s65StateOf(t, st, name, "id", "email")
+		if !maps.Equal(got, got2) {
+			t.Fatalf("round %d: maintenance changed the table:\n%s", round, s65Diff(got2, got))
+		}
+		t.Logf("round %d: %v, %d keys, %d scheduled compactions", round, next, len(got), strings.Count(p.stderr.String(), "msg=compacted"))
+	}
+	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
+	got, next := s65StateOf(t, st, name, "id", "email")
+	if want := d.fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("at the end (%v): table differs from the fold of the events:\n%s", next, s65Diff(got, want))
+	}
+	d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, true)
+	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	t.Logf("%d truncates", d.c.Truncates)
 }

@@ -204,6 +204,51 @@ func (m *s65Model) verify(cat icecat.Catalog, name, when string) {
 			t.Errorf("%s: as-of %v names snapshot %d (exact %v), whose rows differ from the fold:\n%s\nwant\n%s", when, cut, r.SnapshotID, *r.Exact, joinLines(got), joinLines(want))
 		}
 	}
+	// as-of at positions inside commits: the boundary below, whose
+	// snapshot's rows are the fold there.
+	for range 4 {
+		pos := map[int32]int64{}
+		for p, n := range next {
+			pos[p] = m.rng.Int64N(n + 1)
+		}
+		offsets := fmt.Sprintf("0=%d,1=%d", pos[0], pos[1])
+		r, err := lookup.AsOf(t.Context(), tbl, nil, lookup.AsOfQuery{Offsets: offsets})
+		if err != nil {
+			var exp *lookup.ExpiredError
+			if errors.As(err, &exp) {
+				continue
+			}
+			t.Errorf("%s: as-of %s: %v", when, offsets, err)
+			continue
+		}
+		if r.Expired {
+			continue
+		}
+		b := map[int32]int64{}
+		exact := true
+		for _, bp := range r.Boundary {
+			b[bp.Partition] = bp.Offset
+			if bp.Offset > pos[bp.Partition] {
+				t.Errorf("%s: as-of %s: boundary %d of partition %d past the position", when, offsets, bp.Offset, bp.Partition)
+			}
+			exact = exact && bp.Offset == pos[bp.Partition]
+		}
+		if exact != *r.Exact {
+			t.Errorf("%s: as-of %s: exact %v, boundary %v", when, offsets, *r.Exact, b)
+		}
+		var got []string
+		if !r.Empty {
+			got = snapshotRows(t, tbl, r.SnapshotID)
+		}
+		// The fold at the boundary: the commit's own cut.
+		var want []string
+		if !r.Empty {
+			want = m.fold(cuts[r.SnapshotID])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: as-of %s (boundary %v, snapshot %d, empty %v): rows\n%s\nwant\n%s", when, offsets, b, r.SnapshotID, r.Empty, joinLines(got), joinLines(want))
+		}
+	}
 	rows := map[string]string{}
 	for _, s := range want {
 		var p int32

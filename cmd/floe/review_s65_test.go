@@ -1203,3 +1203,78 @@ func TestReviewS65HoldsDebeziumTruncateKill(t *testing.T) {
 	}
 	t.Logf("%d truncates, where --key of %d ids (one in 7)", d.c.Truncates, len(seen))
 }
+
+// TestReviewS65HoldsReplayPublishKill: floe replay of an upsert table
+// onto a branch with --publish --publish-different, as a process
+// SIGKILLed at random moments three times (while it replays, compares or
+// publishes), beside a live floe sink of main under production with its
+// scheduled compaction; then the same command runs to the end (resuming
+// the branch). Once the sink has caught up with the log the table is
+// the fold of the whole log and the content audit is COMPLETE.
+func TestReviewS65HoldsReplayPublishKill(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "acc", "lake.acc"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 12))
+	var log s65Log
+	log.produce(t, st.Brokers, topic, 2, 30, 1500, rng)
+	p := s65Start(t, slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
+		"--flush-records", "30", "--flush-interval", "200ms", "--compact-interval", "500ms"}, loc)...)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		prng := rand.New(rand.NewPCG(9, 10))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(50+prng.IntN(100)) * time.Millisecond):
+			}
+			log.produce(t, st.Brokers, topic, 2, 30, 5+prng.IntN(15), prng)
+		}
+	}()
+	time.Sleep(time.Second)
+	replay := slices.Concat([]string{"replay", "-b", brokers, "-t", topic, "--table", name, "--branch", "rebuild", "--publish", "--publish-different", "--flush-records", "40"}, loc)
+	for i := range 3 {
+		r := s65Start(t, replay...)
+		time.Sleep(time.Duration(200+rng.IntN(900)) * time.Millisecond)
+		r.kill()
+		t.Logf("replay %d killed: %d log lines, published %v", i, strings.Count(r.stderr.String(), "\n"), strings.Contains(r.stderr.String(), "published"))
+	}
+	code, out, errs := floe(t, replay...)
+	t.Logf("replay: exit %d\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	total := map[int32]int64{}
+	for p, recs := range log.parts {
+		total[p] = int64(len(recs))
+	}
+	waitFor(t, 120*time.Second, "the sink to catch up", func() bool {
+		_, next := s65State(t, st, name)
+		return maps.Equal(next, total)
+	})
+	p.kill()
+	got, next := s65State(t, st, name)
+	if want := log.fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("after the publish and the sink's catching up (%v): table differs from the fold:\n%s\nsink log:\n%s", next, s65Diff(got, want), p.stderr.String())
+	}
+	out = mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+}

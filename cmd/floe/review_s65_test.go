@@ -185,14 +185,21 @@ func s65Diff(got, want map[string]string) string {
 // scan) is the fold of the log up to the ledger's next offsets; at the end
 // (a last sink to the end of the topic) the fold of the whole log, and
 // floe audit --deep --verify-content is COMPLETE.
-func TestReviewS65HoldsUpsertKill(t *testing.T) {
+func TestReviewS65HoldsUpsertKill(t *testing.T) { s65UpsertKill(t, 3, 8) }
+
+// TestReviewS65HoldsUpsertKillFileGroups: TestReviewS65HoldsUpsertKill on
+// 8 partitions, whose quiet ones share files (file groups of the ledger)
+// in every flush, compacted across partitions.
+func TestReviewS65HoldsUpsertKillFileGroups(t *testing.T) { s65UpsertKill(t, 8, 5) }
+
+func s65UpsertKill(t *testing.T, partitions int32, rounds int) {
 	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, partitions, nil); err != nil {
 		t.Fatal(err)
 	}
 	cfg := st.Catalog()
@@ -200,11 +207,11 @@ func TestReviewS65HoldsUpsertKill(t *testing.T) {
 	brokers := strings.Join(st.Brokers, ",")
 	rng := rand.New(rand.NewPCG(65, 1))
 	var log s65Log
-	log.produce(t, st.Brokers, topic, 3, 40, 200, rng)
+	log.produce(t, st.Brokers, topic, partitions, 40, 200, rng)
 	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
 		"--flush-records", "25", "--flush-interval", "150ms", "--compact-interval", "400ms"}, loc)
 	kills, compactions := 0, 0
-	for round := range 8 {
+	for round := range rounds {
 		p := s65Start(t, sink...)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -218,7 +225,7 @@ func TestReviewS65HoldsUpsertKill(t *testing.T) {
 					return
 				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
 				}
-				log.produce(t, st.Brokers, topic, 3, 40, 10+prng.IntN(30), prng)
+				log.produce(t, st.Brokers, topic, partitions, 40, 10+prng.IntN(30), prng)
 			}
 		}()
 		if round%2 == 1 {
@@ -643,7 +650,11 @@ func s65CheckLookups(t *testing.T, st *localstack.Stack, name string, log *s65Lo
 			continue
 		}
 		out := filepath.Join(t.TempDir(), "rows.jsonl")
-		offsets := fmt.Sprintf("0=%d,1=%d,2=%d", next[0], next[1], next[2])
+		var cut []string
+		for _, p := range slices.Sorted(maps.Keys(next)) {
+			cut = append(cut, fmt.Sprintf("%d=%d", p, next[p]))
+		}
+		offsets := strings.Join(cut, ",")
 		code, stdout, errs := floe(t, slices.Concat([]string{"as-of", "--table", name, "--offsets", offsets, "--output", out, "--json"}, loc)...)
 		if code != 0 {
 			t.Errorf("as-of %s: exit %d\n%s\n%s", offsets, code, stdout, errs)

@@ -1289,3 +1289,156 @@ func TestReviewS65HoldsReplayPublishKill(t *testing.T) {
 		t.Fatalf("audit:\n%s", out)
 	}
 }
+
+// TestReviewS65HoldsTypedUpsertEvolvingKill: an upsert table of JSON
+// values (--value json, keyed by the Kafka key) whose records gain a
+// column halfway (added in the commit of its first row) and whose
+// integer column takes a float later (a dead letter: the column is
+// long), sunk by runs SIGKILLed at random moments with scheduled
+// compactions (across the schema change) and floe maintain --compact,
+// expiry and --remove-orphans between runs. After every run each key's
+// columns are its latest accepted record's; at the end the content audit
+// is COMPLETE.
+func TestReviewS65HoldsTypedUpsertEvolvingKill(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "typed", "lake.typed"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 14))
+	var mu sync.Mutex
+	parts := map[int32][]s65Rec{}
+	seq := 0
+	produce := func(prng *rand.Rand, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		var recs []*kgo.Record
+		for range n {
+			k := prng.IntN(30)
+			p := int32(k % 3)
+			r := &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%02d", k), Timestamp: time.Now()}
+			rec := s65Rec{key: string(r.Key)}
+			seq++
+			switch x := prng.IntN(20); {
+			case x == 0:
+				// tombstone
+			case x == 1 && seq > 300:
+				r.Value = fmt.Appendf(nil, `{"n":%d.5}`, seq) // a dead letter: n is long
+				rec.key = ""
+			case seq > 200:
+				v := fmt.Sprintf("%d/x%d", seq, seq)
+				r.Value, rec.value = fmt.Appendf(nil, `{"n":%d,"extra":"x%d"}`, seq, seq), &v
+			default:
+				v := fmt.Sprintf("%d/(null)", seq)
+				r.Value, rec.value = fmt.Appendf(nil, `{"n":%d}`, seq), &v
+			}
+			parts[p] = append(parts[p], rec)
+			recs = append(recs, r)
+		}
+		if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+			t.Error(err)
+		}
+	}
+	fold := func(next map[int32]int64) map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]string{}
+		for p, recs := range parts {
+			n := int64(len(recs))
+			if next != nil {
+				n = next[p]
+			}
+			for _, r := range recs[:n] {
+				switch {
+				case r.key == "":
+				case r.value == nil:
+					delete(out, r.key)
+				default:
+					out[r.key] = *r.value
+				}
+			}
+		}
+		return out
+	}
+	state := func() (map[string]string, map[int32]int64) {
+		tbl := openTable(t, cfg, name)
+		got := map[string]string{}
+		for _, r := range floetest.Rows(t, tbl) {
+			if _, dup := got[r.Key]; dup {
+				t.Errorf("key %s has two rows", r.Key)
+			}
+			extra, ok := r.Columns["extra"]
+			if !ok {
+				extra = "(null)"
+			}
+			got[r.Key] = r.Columns["n"] + "/" + extra
+		}
+		l, err := tbl.Ledger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := map[int32]int64{}
+		for tp, n := range l.Next() {
+			next[tp.Partition] = n
+		}
+		return got, next
+	}
+	produce(rng, 150)
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string", "--value", "json",
+		"--flush-records", "20", "--flush-interval", "120ms", "--compact-interval", "350ms"}, loc)
+	for round := range 6 {
+		p := s65Start(t, sink...)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prng := rand.New(rand.NewPCG(uint64(round), 19))
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
+				}
+				produce(prng, 5+prng.IntN(15))
+			}
+		}()
+		time.Sleep(time.Duration(400+rng.IntN(1500)) * time.Millisecond)
+		p.kill()
+		close(stop)
+		wg.Wait()
+		got, next := state()
+		if want := fold(next); !maps.Equal(got, want) {
+			t.Fatalf("round %d: table differs from the fold to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
+		}
+		for _, args := range [][]string{
+			{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "2"},
+			{"maintain", "--table", name, "--remove-orphans", "--orphan-min-age", "1ms"},
+		} {
+			if code, out, errs := floe(t, slices.Concat(args, loc)...); code != 0 {
+				t.Fatalf("floe %v: exit %d\n%s\n%s", args, code, out, errs)
+			}
+		}
+		got2, _ := state()
+		if !maps.Equal(got, got2) {
+			t.Fatalf("round %d: maintenance changed the table:\n%s", round, s65Diff(got2, got))
+		}
+		t.Logf("round %d: %v, %d keys, %d scheduled compactions", round, next, len(got), strings.Count(p.stderr.String(), "msg=compacted"))
+	}
+	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
+	got, _ := state()
+	if want := fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("at the end: table differs from the fold:\n%s", s65Diff(got, want))
+	}
+	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+}

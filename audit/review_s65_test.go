@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
@@ -101,4 +103,108 @@ func TestReviewS65HoldsUpsertAuditAfterPartialCompaction(t *testing.T) {
 			auditEveryLevel(t, e, tbl)
 		})
 	}
+}
+
+// s65HookCatalog runs before(n) before the n-th commit through it.
+type s65HookCatalog struct {
+	icecat.Catalog
+	n      int
+	before func(n int)
+}
+
+func (c *s65HookCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c *s65HookCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	c.n++
+	if c.before != nil {
+		c.before(c.n)
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// TestReviewS65HoldsTypedUpsertCompactPartsSchemaChange: a JSON-typed
+// upsert table ({"n": int}) compacted in parts of one file; before the
+// second and the third part's commits a sink commits records that add a
+// column ("extra") and update and delete keys of every part. The
+// compaction commits every part; the table holds each key's latest
+// record with its columns (the rewritten rows the new column as null),
+// and every level of the audit, content included, finds it complete.
+func TestReviewS65HoldsTypedUpsertCompactPartsSchemaChange(t *testing.T) {
+	e := newEnv(t)
+	const topic = "typed"
+	e.Topic(topic, 2, nil)
+	key := mapping.UpsertKey{Source: mapping.KeyFromKafkaKey, Columns: []string{mapping.ColKey}}
+	tbl, dlq := e.TableWithDeadLetters("lake.typed", snapshot.OpenOptions{Create: true, Layout: mapping.Layout{Key: mapping.KeyString, Value: mapping.ValueJSON},
+		Mode: mapping.ModeUpsert, Key: &key})
+	want := map[string]string{}
+	seq := 0
+	produce := func(n int, extra bool) {
+		var recs []*kgo.Record
+		for i := range n {
+			seq++
+			k := fmt.Sprintf("k%02d", (seq*7+i)%24)
+			r := &kgo.Record{Topic: topic, Partition: int32(seq % 2), Key: []byte(k), Timestamp: time.UnixMilli(1_700_000_000_000 + int64(seq)*1000)}
+			switch {
+			case seq%11 == 0:
+				delete(want, k)
+			case extra:
+				r.Value = fmt.Appendf(nil, `{"n":%d,"extra":"e%d"}`, seq, seq)
+				want[k] = fmt.Sprintf("%d/e%d", seq, seq)
+			default:
+				r.Value = fmt.Appendf(nil, `{"n":%d}`, seq)
+				want[k] = fmt.Sprintf("%d/(null)", seq)
+			}
+			recs = append(recs, r)
+		}
+		e.Produce(recs)
+	}
+	for range 6 {
+		produce(12, false)
+		e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 12, DeadLetters: dlq})
+	}
+	var size int64
+	files, err := tbl.Files(e.Ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		size = max(size, f.SizeBytes)
+	}
+	cat, ident := e.CatalogOf("lake.typed")
+	hc := &s65HookCatalog{Catalog: cat}
+	hc.before = func(n int) {
+		if n == 2 || n == 3 {
+			produce(10, true)
+			e.sink(tbl, connector.Config{Topic: topic, FlushRecords: 10, DeadLetters: dlq})
+		}
+	}
+	comp, err := snapshot.Open(e.Ctx, hc, ident, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := comp.Compact(e.Ctx, snapshot.CompactOptions{TargetFileSize: 1 << 20, CommitBytes: size, Logger: floetest.QuietLogger()})
+	if err != nil || res.Commits < 3 {
+		t.Fatalf("compaction: %+v, %v", res, err)
+	}
+	got := map[string]string{}
+	for _, r := range floetest.Rows(t, tbl) {
+		extra, ok := r.Columns["extra"]
+		if !ok {
+			extra = "(null)"
+		}
+		if _, dup := got[r.Key]; dup {
+			t.Errorf("key %s twice", r.Key)
+		}
+		got[r.Key] = r.Columns["n"] + "/" + extra
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rows after the compaction:\n%v\nwant\n%v", got, want)
+	}
+	auditEveryLevel(t, e, tbl)
 }

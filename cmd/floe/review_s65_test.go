@@ -1442,3 +1442,76 @@ func TestReviewS65HoldsTypedUpsertEvolvingKill(t *testing.T) {
 		t.Fatalf("audit:\n%s", out)
 	}
 }
+
+// TestReviewS65HoldsUpsertGroupKill: two floe sink processes in one
+// consumer group sink an upsert table from a 4-partition topic whose keys
+// are on every partition (the winner of a key across members' commits is
+// the later commit's), each compacting it every 500 ms (two compactions
+// racing); a random member is SIGKILLed and a new one started, three
+// times. Once the members have caught up with the log the content audit
+// (the fold of the ledger's commits by the sink's rule) is COMPLETE and no
+// key has two rows.
+func TestReviewS65HoldsUpsertGroupKill(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "acc", "lake.acc"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 15))
+	log := s65Log{spread: true}
+	log.produce(t, st.Brokers, topic, 4, 25, 200, rng)
+	// The table first, so that the members do not race to create it.
+	mustFloe(t, slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string", "--stop-at-end"}, loc)...)
+	member := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
+		"--group", "s65", "--session-timeout", "6s", "--rebalance-timeout", "10s",
+		"--flush-records", "25", "--flush-interval", "200ms", "--compact-interval", "500ms"}, loc)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		prng := rand.New(rand.NewPCG(15, 15))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
+			}
+			log.produce(t, st.Brokers, topic, 4, 25, 5+prng.IntN(20), prng)
+		}
+	}()
+	members := []*s65Proc{s65Start(t, member...), s65Start(t, member...)}
+	for i := range 3 {
+		time.Sleep(time.Duration(2000+rng.IntN(3000)) * time.Millisecond)
+		v := rng.IntN(len(members))
+		members[v].kill()
+		t.Logf("kill %d: member %d (%d compactions logged)", i, v, strings.Count(members[v].stderr.String(), "msg=compacted"))
+		members[v] = s65Start(t, member...)
+	}
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	total := map[int32]int64{}
+	for p, recs := range log.parts {
+		total[p] = int64(len(recs))
+	}
+	waitFor(t, 120*time.Second, "the members to catch up", func() bool {
+		_, next := s65State(t, st, name)
+		return maps.Equal(next, total)
+	})
+	for _, m := range members {
+		m.kill()
+	}
+	s65State(t, st, name) // fails on a key of two rows
+	code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if code != 0 || !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit: exit %d\n%s\n%s", code, out, errs)
+	}
+}

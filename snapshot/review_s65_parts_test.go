@@ -23,6 +23,7 @@ type s65Cat struct {
 	icecat.Catalog
 	n      int
 	before func(n int) s65Action
+	after  func()
 	dead   bool
 }
 
@@ -33,6 +34,7 @@ const (
 	s65Fail           // not applied, an error
 	s65Lose           // applied, then an error (the reply lost)
 	s65Die            // applied, then the process is gone
+	s65LoseThen       // applied, then after() runs, then an error
 )
 
 func (c *s65Cat) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
@@ -62,6 +64,9 @@ func (c *s65Cat) CommitTable(ctx context.Context, ident table.Identifier, reqs [
 	switch {
 	case err != nil:
 	case act == s65Lose:
+		return nil, "", errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
+	case act == s65LoseThen:
+		c.after()
 		return nil, "", errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
 	case act == s65Die:
 		c.dead = true
@@ -300,8 +305,10 @@ func maps_clone(m map[int32]int64) map[int32]int64 {
 // a sink's commit and an expiry down to the head (the snapshot planned on
 // and earlier parts expired), a failed attempt, a landed attempt whose
 // reply is lost while the sink commits, a crash after a part landed, a
-// rollback of main to the snapshot planned on after a part landed; or a
-// second compaction planned on the same snapshot commits first.
+// rollback of main to the snapshot planned on after a part landed, a
+// landed attempt whose reply is lost while the sink commits and an expiry
+// removes the snapshot it made; or a second compaction planned on the
+// same snapshot commits first.
 // After each, the head, every live snapshot, floe as-of at every live
 // commit and where --key of every key agree with the fold of the log, and
 // the audit's rows level is clean.
@@ -327,7 +334,7 @@ func upsertCompactPartsFaults(t *testing.T, seed uint64, fv string) {
 		for _, f := range must(sink.Files(t.Context(), 0)) {
 			size = max(size, f.SizeBytes)
 		}
-		fault := m.rng.IntN(7)
+		fault := m.rng.IntN(8)
 		at := 1 + m.rng.IntN(3) // the commit attempt it meets
 		if fault == 6 {
 			at = 2 + m.rng.IntN(2) // after a part landed
@@ -355,6 +362,17 @@ func upsertCompactPartsFaults(t *testing.T, seed uint64, fv string) {
 				return s65Lose
 			case 4:
 				return s65Die
+			case 7:
+				// The reply lost; meanwhile the sink commits and an expiry
+				// removes the snapshot that landed.
+				hc.after = func() {
+					m.commit()
+					m.commit()
+					if _, err := sink.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: 1}); err != nil {
+						t.Errorf("expiry: %v", err)
+					}
+				}
+				return s65LoseThen
 			case 6:
 				if err := sink.Refresh(t.Context()); err != nil {
 					t.Error(err)

@@ -299,6 +299,9 @@ type s65CDC struct {
 	// deleteAll: the sink runs with --on-truncate delete-all (one
 	// partition), a truncate empties the table.
 	deleteAll bool
+	// avro, when set, is the registry the records are produced to in
+	// Avro (the model still reads their JSON twins).
+	avro string
 }
 
 func (d *s65CDC) change(t *testing.T, brokers []string, n int, rng *rand.Rand) {
@@ -327,6 +330,10 @@ func (d *s65CDC) change(t *testing.T, brokers []string, n int, rng *rand.Rand) {
 		}
 	}
 	recs := d.c.Records(t, floetest.CDCConnectJSON, "")[d.produced:]
+	out := recs
+	if d.avro != "" {
+		out = d.c.Records(t, floetest.CDCAvro, d.avro)[d.produced:]
+	}
 	d.produced += len(recs)
 	for _, r := range recs {
 		rec := s65Rec{key: "?"}
@@ -363,7 +370,7 @@ func (d *s65CDC) change(t *testing.T, brokers []string, n int, rng *rand.Rand) {
 		}
 		d.parts[r.Partition] = append(d.parts[r.Partition], rec)
 	}
-	if err := localstack.Produce(t.Context(), brokers, recs); err != nil {
+	if err := localstack.Produce(t.Context(), brokers, out); err != nil {
 		t.Error(err)
 	}
 }
@@ -410,7 +417,14 @@ func mustUnmarshal(t *testing.T, b []byte, v any) {
 // each kill the table is the fold of the events up to the ledger's next
 // offsets; at the end every column equals the source table
 // (Customers.CheckTable) and the content audit is COMPLETE.
-func TestReviewS65HoldsDebeziumKill(t *testing.T) {
+func TestReviewS65HoldsDebeziumKill(t *testing.T) { s65DebeziumKill(t, false) }
+
+// TestReviewS65HoldsDebeziumAvroKill: TestReviewS65HoldsDebeziumKill with
+// Confluent's AvroConverter through a schema registry (--value registry
+// --key registry).
+func TestReviewS65HoldsDebeziumAvroKill(t *testing.T) { s65DebeziumKill(t, true) }
+
+func s65DebeziumKill(t *testing.T, avro bool) {
 	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -425,10 +439,16 @@ func TestReviewS65HoldsDebeziumKill(t *testing.T) {
 	brokers := strings.Join(st.Brokers, ",")
 	rng := rand.New(rand.NewPCG(65, 2))
 	d := &s65CDC{c: floetest.NewCustomers(topic, 3)}
+	format := []string{"--value", "json", "--key", "json"}
+	enc := floetest.CDCConnectJSON
+	if avro {
+		d.avro, enc = st.Registry, floetest.CDCAvro
+		format = []string{"--value", "registry", "--key", "registry", "--schema-registry", st.Registry}
+	}
 	d.c.Snapshot(30, rng)
 	d.next = 30
 	d.change(t, st.Brokers, 60, rng)
-	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--envelope", "debezium", "--value", "json", "--key", "json",
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--envelope", "debezium"}, format, []string{
 		"--flush-records", "20", "--flush-interval", "150ms", "--compact-interval", "400ms"}, loc)
 	kills, compactions := 0, 0
 	for round := range 7 {
@@ -486,8 +506,12 @@ func TestReviewS65HoldsDebeziumKill(t *testing.T) {
 	if want := d.fold(nil); !maps.Equal(got, want) {
 		t.Fatalf("at the end (%v): table differs from the fold of the events:\n%s", next, s65Diff(got, want))
 	}
-	d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, false)
-	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), enc, false)
+	reg := []string{}
+	if avro {
+		reg = []string{"--schema-registry", st.Registry}
+	}
+	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, reg, loc)...)
 	if !strings.Contains(out, "verdict: COMPLETE") {
 		t.Fatalf("audit:\n%s", out)
 	}

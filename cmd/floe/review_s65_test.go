@@ -995,8 +995,15 @@ func TestReviewS65HoldsDebeziumRollbackDeadLetters(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		if round == 2 || round == 4 {
-			target, dead := s65Rollback(t, st, name, 3)
+			target, dead := s65Rollback(t, st, name, 8)
 			t.Logf("round %d: main rolled back to %d, past %d dead letters", round, target, dead)
+			// floe maintain (its reconciliation of the dead-letter table
+			// first) SIGKILLed at random moments, twice.
+			for range 2 {
+				m := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "5"}, loc)...)
+				time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+				m.kill()
+			}
 		}
 		if code, out, errs := floe(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...); code != 0 {
 			t.Fatalf("maintain: exit %d\n%s\n%s", code, out, errs)

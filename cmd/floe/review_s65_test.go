@@ -1126,21 +1126,31 @@ func TestReviewS65HoldsUpsertSpreadKeysKill(t *testing.T) {
 // run the table is the fold of the events (truncates emptying it) to the
 // ledger's next offset; at the end every column equals the source table
 // and the content audit is COMPLETE.
-func TestReviewS65HoldsDebeziumTruncateKill(t *testing.T) {
+func TestReviewS65HoldsDebeziumTruncateKill(t *testing.T) { s65TruncateKill(t, 1) }
+
+// TestReviewS65HoldsDebeziumTruncateKillPartitions: the same on 3
+// partitions, where what a truncate removes depends on where commits cut
+// (a change still unread in another partition comes back after it), so
+// no model of the events alone tells the table: the content audit, which
+// folds truncates by the ledger's commits as the sink applied them,
+// judges it after every run, and no key may have two rows.
+func TestReviewS65HoldsDebeziumTruncateKillPartitions(t *testing.T) { s65TruncateKill(t, 3) }
+
+func s65TruncateKill(t *testing.T, partitions int32) {
 	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
 	const topic, name = "dbserver1.inventory.customers", "lake.customers"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, partitions, nil); err != nil {
 		t.Fatal(err)
 	}
 	cfg := st.Catalog()
 	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
 	brokers := strings.Join(st.Brokers, ",")
 	rng := rand.New(rand.NewPCG(65, 10))
-	d := &s65CDC{c: floetest.NewCustomers(topic, 1), deleteAll: true}
+	d := &s65CDC{c: floetest.NewCustomers(topic, partitions), deleteAll: true}
 	d.c.Snapshot(30, rng)
 	d.next = 30
 	d.change(t, st.Brokers, 60, rng)
@@ -1176,8 +1186,14 @@ func TestReviewS65HoldsDebeziumTruncateKill(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		got, next := s65StateOf(t, st, name, "id", "email")
-		if want := d.fold(next); !maps.Equal(got, want) {
+		if want := d.fold(next); partitions == 1 && !maps.Equal(got, want) {
 			t.Fatalf("round %d: table differs from the fold of the events to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
+		}
+		if partitions > 1 {
+			code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+			if code != 0 || !strings.Contains(out, "verdict: COMPLETE") {
+				t.Fatalf("round %d: audit: exit %d\n%s\n%s", round, code, out, errs)
+			}
 		}
 		for _, args := range [][]string{
 			{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "2"},
@@ -1195,10 +1211,12 @@ func TestReviewS65HoldsDebeziumTruncateKill(t *testing.T) {
 	}
 	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
 	got, next := s65StateOf(t, st, name, "id", "email")
-	if want := d.fold(nil); !maps.Equal(got, want) {
+	if want := d.fold(nil); partitions == 1 && !maps.Equal(got, want) {
 		t.Fatalf("at the end (%v): table differs from the fold of the events:\n%s", next, s65Diff(got, want))
 	}
-	d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, true)
+	if partitions == 1 {
+		d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, true)
+	}
 	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
 	if !strings.Contains(out, "verdict: COMPLETE") {
 		t.Fatalf("audit:\n%s", out)
@@ -1219,6 +1237,9 @@ func TestReviewS65HoldsDebeziumTruncateKill(t *testing.T) {
 			seen[r.key] = true
 			win[r.key] = int64(off)
 		}
+	}
+	if partitions > 1 {
+		return
 	}
 	for i, k := range slices.Sorted(maps.Keys(seen)) {
 		if i%7 != 0 {

@@ -84,13 +84,24 @@ func (c *s65Cat) CommitTable(ctx context.Context, ident table.Identifier, reqs [
 type s65Model struct {
 	t     *testing.T
 	sink  *snapshot.Table
-	rng   *rand.Rand
-	parts map[int32][]testRec
+	rng    *rand.Rand
+	parts  map[int32][]testRec
+	fenced int
 }
 
 // commit commits a flush of 1 to 6 random changes of each of 1 or 2
 // partitions, a fifth of them tombstones.
 func (m *s65Model) commit() {
+	m.t.Helper()
+	if err := m.tryCommit(); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// tryCommit is commit, returning the commit's error; a fenced sink (the
+// table was rolled back under it) forgets what it had sunk past the
+// ledger, as a sink re-seeks from it.
+func (m *s65Model) tryCommit() error {
 	t := m.t
 	t.Helper()
 	bounds := map[int32]mapping.Interval{}
@@ -112,7 +123,7 @@ func (m *s65Model) commit() {
 		bounds[p] = mapping.Interval{Low: low, High: low + int64(n)}
 	}
 	if len(recs) == 0 {
-		return
+		return nil
 	}
 	f := flushOf(t, m.sink, bounds, recs...)
 	f.Deletes = map[mapping.TopicPartition][]int64{}
@@ -130,12 +141,34 @@ func (m *s65Model) commit() {
 		}
 	}
 	if err := m.sink.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	commitFlush(t, m.sink, f)
+	if _, err := m.sink.Commit(t.Context(), f, snapshot.CommitOptions{Writer: "test"}); err != nil {
+		if !errors.Is(err, snapshot.ErrFenced) {
+			return err
+		}
+		// Re-seek from the ledger.
+		if err := m.sink.Refresh(t.Context()); err != nil {
+			return err
+		}
+		l, err := m.sink.Ledger()
+		if err != nil {
+			return err
+		}
+		next := map[int32]int64{}
+		for tp, n := range l.Next() {
+			next[tp.Partition] = n
+		}
+		for p := range m.parts {
+			m.parts[p] = m.parts[p][:next[p]]
+		}
+		m.fenced++
+		return nil
+	}
 	for _, r := range recs {
 		m.parts[r.partition] = append(m.parts[r.partition], r)
 	}
+	return nil
 }
 
 // fold is the rows (as snapshotRows prints them) of the offsets below
@@ -403,10 +436,20 @@ func upsertCompactPartsFaults(t *testing.T, seed uint64, fv string) {
 // updates and tombstones of a bucketed upsert table continuously while,
 // at the same time, two compactors compact it in parts (CommitBytes of
 // one to three files) and a maintainer expires it down to a few
-// snapshots, for a few seconds, each through its own catalog handle; the
-// commits race for real. Then the head, every live snapshot, as-of and
-// where --key agree with the model, and the audit is clean.
+// snapshots, for a few seconds, each through its own table handle; the
+// commits race for real. With rollbacks, main is also set back 1 to 3
+// snapshots now and then (the sink, fenced, re-seeks from the ledger).
+// Then the head, every live snapshot, as-of and where --key agree with
+// the model, and the audit is clean. Without the fix of
+// TestReviewS65UpsertCompactPartsRollbackToBase the rollbacks variant
+// failed one run in three (a live snapshot that differs from the fold).
 func TestReviewS65HoldsUpsertCompactPartsConcurrent(t *testing.T) {
+	for _, rollbacks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rollbacks=%v", rollbacks), func(t *testing.T) { upsertCompactPartsConcurrent(t, rollbacks) })
+	}
+}
+
+func upsertCompactPartsConcurrent(t *testing.T, rollbacks bool) {
 	cat := tempCatalog(t)
 	name := "lake.s65_concurrent"
 	sink := openTestTable(t, cat, name, snapshot.OpenOptions{Create: true, Mode: mapping.ModeUpsert, PartitionBy: partitionBy(t, "bucket(3, kafka_key)")})
@@ -418,7 +461,7 @@ func TestReviewS65HoldsUpsertCompactPartsConcurrent(t *testing.T) {
 	for _, f := range must(sink.Files(t.Context(), 0)) {
 		size = max(size, f.SizeBytes)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	var compactions, conflicts atomic.Int64
@@ -451,9 +494,49 @@ func TestReviewS65HoldsUpsertCompactPartsConcurrent(t *testing.T) {
 			}
 		}
 	}()
+	var rolled atomic.Int64
+	if rollbacks {
+		// main set back 1 to 3 snapshots, now and then: an operator's
+		// rollback_to_snapshot, beside the sink and the compactions.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rb := openTestTable(t, cat, name, snapshot.OpenOptions{})
+			rng := rand.New(rand.NewPCG(7, 7))
+			for ctx.Err() == nil {
+				time.Sleep(time.Duration(400+rng.IntN(600)) * time.Millisecond)
+				if err := rb.Refresh(ctx); err != nil {
+					continue
+				}
+				head := rb.Head()
+				target := head
+				for range 1 + rng.IntN(3) {
+					if target.ParentSnapshotID == nil {
+						break
+					}
+					if p := rb.Iceberg().Metadata().SnapshotByID(*target.ParentSnapshotID); p != nil {
+						target = p
+					}
+				}
+				if target.SnapshotID == head.SnapshotID {
+					continue
+				}
+				upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, target.SnapshotID, table.BranchRef, -1, -1, -1)}
+				req := []table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &head.SnapshotID)}
+				if _, _, err := cat.CommitTable(ctx, rb.Identifier(), req, upd); err == nil {
+					rolled.Add(1)
+				}
+			}
+		}()
+	}
 	commits := 0
 	for ctx.Err() == nil {
-		m.commit()
+		if err := m.tryCommit(); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			t.Fatal(err)
+		}
 		commits++
 		time.Sleep(30 * time.Millisecond) // a sink's flush interval
 	}
@@ -467,6 +550,6 @@ func TestReviewS65HoldsUpsertCompactPartsConcurrent(t *testing.T) {
 	if err := sink.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d sink commits, %d compactions whole, %d given up, compaction snapshots kept %d", commits, compactions.Load(), conflicts.Load(), parts)
+	t.Logf("%d sink commits (%d fenced), %d compactions whole, %d given up, compaction snapshots kept %d, %d rollbacks", commits, m.fenced, compactions.Load(), conflicts.Load(), parts, rolled.Load())
 	m.verify(cat, name, "after the race")
 }

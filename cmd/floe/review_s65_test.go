@@ -1707,3 +1707,84 @@ func TestReviewS65HoldsAsOfRebuild(t *testing.T) {
 		t.Logf("as-of %s: boundary %v; rebuilt %s --until %s", offsets, r.Boundary, newName, until)
 	}
 }
+
+// TestReviewS65HoldsUpsertRacingMaintains: beside a live upsert sink with
+// its scheduled compaction, two floe maintain --compact processes (one
+// also expiring) start at once, round after round, one of them SIGKILLed
+// at a random moment: compactions race three ways. After each round
+// (sink killed) the table is the fold of the log to the ledger's next
+// offsets; at the end the content audit is COMPLETE.
+func TestReviewS65HoldsUpsertRacingMaintains(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "acc", "lake.acc"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 20))
+	var log s65Log
+	log.produce(t, st.Brokers, topic, 3, 30, 300, rng)
+	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
+		"--flush-records", "20", "--flush-interval", "100ms", "--compact-interval", "300ms"}, loc)
+	lost := 0
+	for round := range 4 {
+		p := s65Start(t, sink...)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prng := rand.New(rand.NewPCG(uint64(round), 21))
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(50+prng.IntN(100)) * time.Millisecond):
+				}
+				log.produce(t, st.Brokers, topic, 3, 30, 5+prng.IntN(20), prng)
+			}
+		}()
+		for range 3 {
+			time.Sleep(time.Duration(200+rng.IntN(400)) * time.Millisecond)
+			a := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...)
+			b := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "3"}, loc)...)
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+			[]*s65Proc{a, b}[rng.IntN(2)].kill()
+			for _, m := range []*s65Proc{a, b} {
+				select {
+				case err := <-m.done:
+					m.done <- err
+					if err != nil && strings.Contains(m.stderr.String(), "run it again") {
+						lost++
+					}
+				case <-time.After(60 * time.Second):
+					t.Fatalf("floe maintain did not end:\n%s", m.stderr.String())
+				}
+			}
+		}
+		p.kill()
+		close(stop)
+		wg.Wait()
+		got, next := s65State(t, st, name)
+		if want := log.fold(next); !maps.Equal(got, want) {
+			t.Fatalf("round %d: table differs from the fold to %v:\n%s", round, next, s65Diff(got, want))
+		}
+		t.Logf("round %d: %v, %d keys, %d scheduled compactions", round, next, len(got), strings.Count(p.stderr.String(), "msg=compacted"))
+	}
+	mustFloe(t, slices.Concat(sink, []string{"--stop-at-end"})...)
+	got, _ := s65State(t, st, name)
+	if want := log.fold(nil); !maps.Equal(got, want) {
+		t.Fatalf("at the end: table differs from the fold:\n%s", s65Diff(got, want))
+	}
+	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	t.Logf("%d maintain runs lost their compaction to another", lost)
+}

@@ -1788,3 +1788,57 @@ func TestReviewS65HoldsUpsertRacingMaintains(t *testing.T) {
 	}
 	t.Logf("%d maintain runs lost their compaction to another", lost)
 }
+
+// TestReviewS65AsOfRebuildKeepsTruncateSetting: floe as-of of a Debezium
+// table sunk with --on-truncate delete-all (the table records it,
+// floe.on-truncate) at a position inside a commit prints the floe replay
+// --until command that "rebuilds the exact state as of the position into
+// a new table". The command carries the table's layout flags but not
+// --on-truncate: run as printed, the replay into a new table dead-letters
+// the truncates (the default for a table that records none), and the
+// rebuilt table holds the rows every truncate before the position
+// removed. The same holds of --unavailable-placeholder.
+func TestReviewS65AsOfRebuildKeepsTruncateSetting(t *testing.T) {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const topic, name = "dbserver1.inventory.customers", "lake.customers"
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.Catalog()
+	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
+	brokers := strings.Join(st.Brokers, ",")
+	rng := rand.New(rand.NewPCG(65, 22))
+	d := &s65CDC{c: floetest.NewCustomers(topic, 1), deleteAll: true}
+	d.c.Snapshot(20, rng)
+	d.next = 20
+	d.change(t, st.Brokers, 5, rng)
+	d.mu.Lock()
+	d.c.Truncate()
+	d.mu.Unlock()
+	d.change(t, st.Brokers, 30, rng)
+	mustFloe(t, slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--envelope", "debezium", "--value", "json", "--key", "json",
+		"--on-truncate", "delete-all", "--flush-records", "20", "--stop-at-end"}, loc)...)
+	n := int64(len(d.parts[0]))
+	pos := n - 3 // inside the last commit
+	stdout := mustFloe(t, slices.Concat([]string{"as-of", "--table", name, "--offsets", fmt.Sprintf("0=%d", pos), "--json"}, loc)...)
+	var r struct {
+		Exact   bool   `json:"exact"`
+		Rebuild string `json:"rebuild"`
+	}
+	mustUnmarshal(t, []byte(stdout), &r)
+	if r.Exact || r.Rebuild == "" {
+		t.Fatalf("as-of 0=%d: want a position inside a commit and its rebuild command: %s", pos, stdout)
+	}
+	args := strings.Fields(strings.TrimPrefix(r.Rebuild, "floe "))
+	out := mustFloe(t, slices.Concat(args, []string{"-b", brokers}, loc)...)
+	newName := args[slices.Index(args, "--table")+1]
+	got, _ := s65StateOf(t, st, newName, "id", "email")
+	want := d.fold(map[int32]int64{0: pos})
+	if !maps.Equal(got, want) {
+		t.Fatalf("the rebuild printed by as-of 0=%d,\n  %s\nmakes a table that is not the state as of the position (its truncates are dead letters there; the table's sink applied them):\n%s\nreplay output:\n%s", pos, r.Rebuild, s65Diff(got, want), out)
+	}
+}

@@ -1189,18 +1189,21 @@ func s65TruncateKill(t *testing.T, partitions int32) {
 		if want := d.fold(next); partitions == 1 && !maps.Equal(got, want) {
 			t.Fatalf("round %d: table differs from the fold of the events to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
 		}
-		if partitions > 1 {
-			code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-			if code != 0 || !strings.Contains(out, "verdict: COMPLETE") {
-				t.Fatalf("round %d: audit: exit %d\n%s\n%s", round, code, out, errs)
-			}
-		}
+
 		for _, args := range [][]string{
 			{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "2"},
 			{"maintain", "--table", name, "--remove-orphans", "--orphan-min-age", "1ms"},
 		} {
 			if code, out, errs := floe(t, slices.Concat(args, loc)...); code != 0 {
 				t.Fatalf("floe %v: exit %d\n%s\n%s", args, code, out, errs)
+			}
+		}
+		if partitions > 1 {
+			// After floe maintain, which adds the dead letters a killed
+			// sink left pending (dead-letters-pending before it).
+			code, out, errs := floe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
+			if code != 0 || !strings.Contains(out, "verdict: COMPLETE") {
+				t.Fatalf("round %d: audit: exit %d\n%s\n%s", round, code, out, errs)
 			}
 		}
 		got2, _ := s65StateOf(t, st, name, "id", "email")

@@ -467,7 +467,7 @@ func printReplayLayout(ctx context.Context, w io.Writer, cat icecat.Catalog, ide
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "layout of %s: %s", tbl.Name(), strings.Join(layoutFlags(tbl), " "))
+	fmt.Fprintf(w, "layout of %s: %s", tbl.Name(), quotedFlags(layoutFlags(tbl)))
 	if !slices.ContainsFunc([]string{"mode", "fold", "key", "value", "envelope", "id-columns"}, given) {
 		fmt.Fprint(w, " (the defaults, as no --mode, --key or --value was given: a replay that rebuilds an upsert or typed table takes the flags that table was sunk with, or --like TABLE takes them from it)")
 	}
@@ -496,7 +496,39 @@ func layoutFlags(tbl *snapshot.Table) []string {
 	if key.Source == mapping.KeyFromValue {
 		flags = append(flags, "--id-columns "+strings.Join(key.Columns, ","))
 	}
+	if l.Envelope == mapping.EnvelopeDebezium {
+		// What a Debezium table's sink does with truncates and which
+		// placeholder it takes for unavailable values are the table's
+		// too (its properties): a replay into a new table records none,
+		// and without them it dead-letters the truncates the table
+		// applied, and makes rows of the events with the table's own
+		// placeholder (found by review s65: the rebuild floe as-of prints
+		// gave back every row a truncate had removed).
+		props := tbl.Iceberg().Properties()
+		if props[mapping.PropOnTruncate] == string(connector.TruncateDeleteAll) || props[mapping.PropTruncated] != "" {
+			flags = append(flags, "--on-truncate "+string(connector.TruncateDeleteAll))
+		}
+		if p := props[mapping.PropPlaceholder]; p != "" {
+			flags = append(flags, "--unavailable-placeholder "+p)
+		}
+	}
 	return flags
+}
+
+// quotedFlags joins layout flags ("--name value") into a command line's
+// words, each value quoted for a POSIX shell when it needs it (an
+// --unavailable-placeholder of any text).
+func quotedFlags(flags []string) string {
+	out := make([]string, len(flags))
+	for i, fl := range flags {
+		name, value, ok := strings.Cut(fl, " ")
+		if !ok {
+			out[i] = fl
+			continue
+		}
+		out[i] = name + " " + shellQuote(value)
+	}
+	return strings.Join(out, " ")
 }
 
 // takeLayout sets the layout flags of the table --like names (layoutFlags,

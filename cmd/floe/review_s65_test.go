@@ -1844,4 +1844,9 @@ func TestReviewS65AsOfRebuildKeepsTruncateSetting(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("the rebuild printed by as-of 0=%d,\n  %s\nmakes a table that is not the state as of the position (its truncates are dead letters there; the table's sink applied them):\n%s\nreplay output:\n%s", pos, r.Rebuild, s65Diff(got, want), out)
 	}
+	// floe replay --like takes the same layout.
+	out = mustFloe(t, slices.Concat([]string{"replay", "-b", brokers, "-t", topic, "--table", "lake.like", "--like", name, "--until", fmt.Sprintf("0=%d", pos)}, loc)...)
+	if got, _ := s65StateOf(t, st, "lake.like", "id", "email"); !maps.Equal(got, want) {
+		t.Fatalf("replay --like %s --until 0=%d is not the state as of the position:\n%s\n%s", name, pos, s65Diff(got, want), out)
+	}
 }

@@ -34,11 +34,11 @@ type s65Cat struct {
 type s65Action int
 
 const (
-	s65Pass s65Action = iota
-	s65Fail           // not applied, an error
-	s65Lose           // applied, then an error (the reply lost)
-	s65Die            // applied, then the process is gone
-	s65LoseThen       // applied, then after() runs, then an error
+	s65Pass     s65Action = iota
+	s65Fail               // not applied, an error
+	s65Lose               // applied, then an error (the reply lost)
+	s65Die                // applied, then the process is gone
+	s65LoseThen           // applied, then after() runs, then an error
 )
 
 func (c *s65Cat) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
@@ -82,8 +82,8 @@ func (c *s65Cat) CommitTable(ctx context.Context, ident table.Identifier, reqs [
 // s65Model is the log of topic t's partitions 0 and 1 as committed: key
 // kNN lives in partition NN mod 2.
 type s65Model struct {
-	t     *testing.T
-	sink  *snapshot.Table
+	t      *testing.T
+	sink   *snapshot.Table
 	rng    *rand.Rand
 	parts  map[int32][]testRec
 	fenced int

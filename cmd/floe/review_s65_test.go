@@ -1850,3 +1850,39 @@ func TestReviewS65AsOfRebuildKeepsTruncateSetting(t *testing.T) {
 		t.Fatalf("replay --like %s --until 0=%d is not the state as of the position:\n%s\n%s", name, pos, s65Diff(got, want), out)
 	}
 }
+
+// TestReviewS65LikeKeepsRawValue: a typed upsert table sunk with
+// --keep-raw-value (each row keeps its record's value bytes in
+// kafka_value beside the typed columns) is rebuilt by floe replay --like
+// and by the command floe as-of prints for a position inside a commit:
+// both leave --keep-raw-value out, and the copies' rows have no raw
+// value (null), where the table's have it.
+func TestReviewS65LikeKeepsRawValue(t *testing.T) {
+	var recs []*kgo.Record
+	for i := range 30 {
+		recs = append(recs, &kgo.Record{Topic: "kr", Key: fmt.Appendf(nil, "k%d", i%5), Value: fmt.Appendf(nil, `{"n":%d}`, i)})
+	}
+	st, _, loc := upsertStack(t, "kr", 1, recs)
+	brokers := strings.Join(st.Brokers, ",")
+	mustFloe(t, slices.Concat([]string{"sink", "-b", brokers, "-t", "kr", "--table", "lake.kr", "--mode", "upsert", "--key", "string", "--value", "json",
+		"--keep-raw-value", "--flush-records", "7", "--stop-at-end"}, loc)...)
+	stdout := mustFloe(t, slices.Concat([]string{"as-of", "--table", "lake.kr", "--offsets", "0=24", "--json"}, loc)...)
+	var r struct {
+		Rebuild string `json:"rebuild"`
+	}
+	mustUnmarshal(t, []byte(stdout), &r)
+	if r.Rebuild == "" {
+		t.Fatalf("as-of 0=24: no rebuild command: %s", stdout)
+	}
+	args := strings.Fields(strings.TrimPrefix(r.Rebuild, "floe "))
+	mustFloe(t, slices.Concat(args, []string{"-b", brokers}, loc)...)
+	mustFloe(t, slices.Concat([]string{"replay", "-b", brokers, "-t", "kr", "--table", "lake.kr_like", "--like", "lake.kr"}, loc)...)
+	for _, name := range []string{"lake.kr", args[slices.Index(args, "--table")+1], "lake.kr_like"} {
+		for _, row := range floetest.Rows(t, openTable(t, st.Catalog(), name)) {
+			if row.ValNil || row.Value != fmt.Sprintf(`{"n":%d}`, row.Offset) {
+				t.Errorf("%s: row %s@%d has raw value %q (null %v), want its record's bytes (the table keeps them: --keep-raw-value)", name, row.TP, row.Offset, row.Value, row.ValNil)
+				break
+			}
+		}
+	}
+}

@@ -126,7 +126,7 @@ that committed dead letters and no row exits 3, naming the first reason (docs/ex
 	fs.BoolVar(&f.publishDiff, "publish-different", false, "with --publish: publish even when the branch differs from main: lacks offsets main holds, or (--mode upsert) differs key by key (repairing a main known to be wrong)")
 	fs.StringVar(&f.tagMain, "tag-main", "", "with --publish: tag main's previous head `NAME` in the publish's commit, keeping the history the publish replaces readable by Iceberg engines")
 	fs.StringVar(&f.fold, "fold", "", "latest: an alias of --mode upsert keyed by the Kafka key within its partition (a KTable's state)")
-	fs.StringVar(&f.like, "like", "", "give a new target table the layout of the table `NAMESPACE.TABLE` (its --mode, --key, --value, --envelope, --id-columns, --partition-by and --format-version, and a Debezium table's --on-truncate and --unavailable-placeholder; flags given win): a rebuild of a typed or upsert table into a new table")
+	fs.StringVar(&f.like, "like", "", "give a new target table the layout of the table `NAMESPACE.TABLE` (its --mode, --key, --value, --keep-raw-value, --envelope, --id-columns, --partition-by and --format-version, and a Debezium table's --on-truncate and --unavailable-placeholder; flags given win): a rebuild of a typed or upsert table into a new table")
 	fs.Var(partitionBy{&f.partitionBy}, "partition-by", partitionByUsage)
 	f.decodeFlags.register(fs)
 	f.upsertFlags.register(fs)
@@ -496,6 +496,10 @@ func layoutFlags(tbl *snapshot.Table) []string {
 	if key.Source == mapping.KeyFromValue {
 		flags = append(flags, "--id-columns "+strings.Join(key.Columns, ","))
 	}
+	if l.Typed() && l.RawValue {
+		// A flag without a value (takeLayout sets it true).
+		flags = append(flags, "--keep-raw-value")
+	}
 	if l.Envelope == mapping.EnvelopeDebezium {
 		// What a Debezium table's sink does with truncates and which
 		// placeholder it takes for unavailable values are the table's
@@ -560,7 +564,10 @@ func takeLayout(ctx context.Context, cmd *cobra.Command, f *replayFlags) (string
 	}
 	var taken []string
 	for _, fl := range flags {
-		name, value, _ := strings.Cut(strings.TrimPrefix(fl, "--"), " ")
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(fl, "--"), " ")
+		if !hasValue {
+			value = "true" // a boolean flag: --keep-raw-value
+		}
 		// The mode, --fold and the key columns are one choice: a given
 		// one leaves the others' values out, which would contradict it
 		// (--mode append refused for the --id-columns of an upsert

@@ -456,12 +456,17 @@ func (t *Table) PublishChecked(ctx context.Context, tag string, check func(ctx c
 			// every attempt. One commit of each may still land: it learns
 			// of the hold from its answer.
 			// A renewal that fails keeps the hold set before, for the
-			// deferred lift.
+			// deferred lift. Setting it is a commit too, which a writer
+			// committing every few milliseconds can win ten times over:
+			// the next attempt asks again (a publish beside such a writer
+			// failed at once, where the hold was its way through).
 			h, err := t.setPublishHold(ctx, publishHoldFor(time.Since(began)))
-			if err != nil {
+			switch {
+			case err == nil:
+				hold = h
+			case !isConflict(err):
 				return 0, 0, err
 			}
-			hold = h
 		}
 		if err := sleep(ctx, backoff(attempt)); err != nil {
 			return 0, 0, err

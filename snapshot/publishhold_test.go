@@ -2,13 +2,16 @@ package snapshot_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -199,5 +202,60 @@ func TestCompactionHoldsForPublish(t *testing.T) {
 	fresh := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{})
 	if head := fresh.Head().SnapshotID; head != to {
 		t.Fatalf("main's head is %d, want the published %d", head, to)
+	}
+}
+
+// holdLosingCatalog answers the first lose commits that set
+// PropPublishHold as lost to another writer (a conflict), as a writer of
+// main committing every few milliseconds makes them.
+type holdLosingCatalog struct {
+	icecat.Catalog
+	lose int
+}
+
+func (c *holdLosingCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if b, err := json.Marshal(updates); err == nil && c.lose > 0 && strings.Contains(string(b), snapshot.PropPublishHold) &&
+		strings.Contains(string(b), "set-properties") {
+		c.lose--
+		return nil, "", fmt.Errorf("%w: table metadata-location moved underneath us", table.ErrCommitFailed)
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+func (c *holdLosingCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+// TestPublishHoldLostToWriterGoesOn: the commit that sets the publish's
+// hold lost every one of its retries to a writer of main (one committing
+// every few milliseconds, on a loaded machine), and the publish failed at
+// once with "ask main's writers to hold their commits", where the hold
+// was its way past such a writer. It goes on to its next attempt, which
+// asks again, and publishes.
+func TestPublishHoldLostToWriterGoesOn(t *testing.T) {
+	cat, main, _ := rebuildBesideMain(t)
+	lc := &holdLosingCatalog{Catalog: cat, lose: 10}
+	br := openTestTable(t, lc, "lake.events", snapshot.OpenOptions{Branch: "rebuild"})
+	checks := 0
+	_, to, err := br.PublishChecked(t.Context(), "", func(context.Context, int64) error {
+		if checks++; checks == 1 {
+			// main moves under the first attempt: the publish asks for the hold.
+			commitRecs(t, main, map[int32]mapping.Interval{0: iv(1, 2)}, testRec{0, 1, "a", "w", 0})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("publish after %d checks: %v", checks, err)
+	}
+	if lc.lose != 0 {
+		t.Fatalf("the publish asked for the hold %d times, want at least 10", 10-lc.lose)
+	}
+	fresh := openTestTable(t, cat, "lake.events", snapshot.OpenOptions{})
+	if fresh.Head().SnapshotID != to {
+		t.Fatalf("main's head is %d, want the published %d", fresh.Head().SnapshotID, to)
 	}
 }

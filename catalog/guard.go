@@ -279,7 +279,8 @@ func (g *guardedCatalog) checkLocationFree(ctx context.Context, name, loc string
 	case found != "":
 		return check(fmt.Errorf("%w: table %s is not in this catalog, but its location %s already holds Iceberg metadata (%s): "+
 			"the table is probably registered in another catalog (another catalog, or another catalog name: SQL catalogs only see tables of their own name), "+
-			"or was dropped without purging its files (floe drop --keep-files), or its catalog was lost; open the catalog that owns it, "+
+			"or was dropped without purging its files (floe drop --keep-files), or its catalog was lost, "+
+			"or a sink creating it was killed between writing its first metadata file and registering it; open the catalog that owns it, "+
 			"put the table (back) into this one with floe register --table %s --location %s (it takes the newest metadata file), "+
 			"or sink into another table",
 			ErrOwnedByAnotherCatalog, name, loc, found, name, loc), SettingCatalog, SettingName)

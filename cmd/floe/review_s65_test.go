@@ -1676,6 +1676,14 @@ func TestReviewS65HoldsAsOfRebuild(t *testing.T) {
 	for range 3 {
 		log.produce(t, st.Brokers, topic, 3, 20, 150, rng)
 		p := s65Start(t, sink...)
+		// The kill comes once the catalog exists (on a loaded machine
+		// the first run could be killed before, and maintain then has
+		// no catalog to open).
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(cfg.Catalog); err == nil {
+				break
+			}
+		}
 		time.Sleep(time.Duration(300+rng.IntN(800)) * time.Millisecond)
 		p.kill()
 		mustFloe(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...)

@@ -501,11 +501,11 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				} else {
 					printSinkStats(w, tbl, p.Topic, stats, true, f.group != "", warnings)
 				}
-				if f.stopAtEnd {
+				// The ledger's summary is read only for a run that made dead
+				// letters and no row.
+				if f.stopAtEnd && deadOnly(stats) {
 					if rowsOf := topicsWithRows(srvCtx, tbl); !slices.Contains(rowsOf, p.Topic) {
-						if msg := onlyDeadLetters(tbl.Name(), stats, rowsOf); msg != "" {
-							onlyDead = append(onlyDead, msg)
-						}
+						onlyDead = append(onlyDead, onlyDeadLetters(tbl.Name(), stats, rowsOf))
 					}
 				}
 				if len(stats.Unfinished) > 0 {
@@ -878,6 +878,9 @@ func topicsWithRows(ctx context.Context, tbl *snapshot.Table) []string {
 	return topics
 }
 
+// deadOnly reports whether a run committed dead letters and no row.
+func deadOnly(s connector.Stats) bool { return s.Records == 0 && s.DeadLetters > 0 }
+
 // onlyDeadLetters says, for floe sink --stop-at-end and floe replay, that
 // a run into table committed dead letters and no row, with their number
 // and the first; "" otherwise. Such a run exits exitOnlyDeadLetters: its
@@ -888,7 +891,7 @@ func topicsWithRows(ctx context.Context, tbl *snapshot.Table) []string {
 // is then to rebuild it from its own topic, as docs/deployment.md's
 // Recovering from mistakes does for a wrong --topic.
 func onlyDeadLetters(table string, s connector.Stats, rowsOf []string) string {
-	if s.Records > 0 || s.DeadLetters == 0 {
+	if !deadOnly(s) {
 		return ""
 	}
 	remove := fmt.Sprintf("remove this one with floe drop --table %s, which lists what it drops", table)

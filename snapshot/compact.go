@@ -327,18 +327,11 @@ func (t *Table) compactOnce(ctx context.Context, opts CompactOptions) (CompactRe
 	}
 
 	parts := compactParts(plan.groups, cmp.Or(opts.CommitBytes, DefaultCompactCommitBytes))
-	for i, part := range parts {
-		if err := t.compactPart(ctx, log, plan, part, target, opts, &res); err != nil {
-			if i > 0 {
-				// res says what was committed: the parts before this one.
-				res.replacing(slices.Concat(parts[:i]...))
-				return res, fmt.Errorf("compact %s: %d of its %d parts committed, the last as snapshot %d, then: %w", t.Name(), i, len(parts), res.SnapshotID, err)
-			}
-			return res, err
-		}
-		if len(parts) > 1 {
-			log.Info("compaction part committed", "table", t.Name(), "part", i+1, "of", len(parts), "snapshot", res.SnapshotID)
-		}
+	err = commitParts(t, log, parts, &res, res.replacing, func(_ int, part []compactGroup) error {
+		return t.compactPart(ctx, log, plan, part, target, opts, &res)
+	})
+	if err != nil {
+		return res, err
 	}
 	res.Duration = time.Since(start)
 	log.Info("compacted", res.LogAttrs()...)
@@ -365,6 +358,26 @@ func (r *CompactResult) replacingFiles(groups int, files []iceberg.DataFile) {
 		r.Rows += df.Count()
 		r.BytesBefore += df.FileSizeBytes()
 	}
+}
+
+// commitParts commits parts in their order, each with commit, logging
+// each when there are several. When a part after the first fails, res's
+// figures of the files replaced are set (replacing) to those of the parts
+// committed, and the error says how many were.
+func commitParts[G any](t *Table, log *slog.Logger, parts [][]G, res *CompactResult, replacing func([]G), commit func(i int, part []G) error) error {
+	for i, part := range parts {
+		if err := commit(i, part); err != nil {
+			if i > 0 {
+				replacing(slices.Concat(parts[:i]...))
+				return fmt.Errorf("compact %s: %d of its %d parts committed, the last as snapshot %d, then: %w", t.Name(), i, len(parts), res.SnapshotID, err)
+			}
+			return err
+		}
+		if len(parts) > 1 {
+			log.Info("compaction part committed", "table", t.Name(), "part", i+1, "of", len(parts), "snapshot", res.SnapshotID)
+		}
+	}
+	return nil
 }
 
 // compactParts cuts groups, in their order, into the parts a compaction

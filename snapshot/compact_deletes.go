@@ -182,7 +182,11 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 		parts = [][]deletesGroup{nil} // the delete files alone
 	}
 	var prev int64 // the snapshot of the part committed last
-	for i, part := range parts {
+	committed := func(groups []deletesGroup) {
+		res.replacingDeletes(groups)
+		res.DroppedDeletes = 0 // they go with the last part
+	}
+	err = commitParts(t, log, parts, &res, committed, func(i int, part []deletesGroup) error {
 		// The dead deletes go with the last part: until then files they
 		// apply to are still live.
 		var dropped []iceberg.DataFile
@@ -190,18 +194,13 @@ func (t *Table) compactDeletes(ctx context.Context, opts CompactOptions, log *sl
 			dropped = drop
 		}
 		if err := t.compactDeletesPart(ctx, log, plan.base, prev, part, dropped, target, opts, &res); err != nil {
-			if i > 0 {
-				// res says what was committed: the parts before this one.
-				res.replacingDeletes(slices.Concat(parts[:i]...))
-				res.DroppedDeletes = 0
-				return res, fmt.Errorf("compact %s: %d of its %d parts committed, the last as snapshot %d, then: %w", t.Name(), i, len(parts), res.SnapshotID, err)
-			}
-			return res, err
+			return err
 		}
 		prev = res.SnapshotID
-		if len(parts) > 1 {
-			log.Info("compaction part committed", "table", t.Name(), "part", i+1, "of", len(parts), "snapshot", res.SnapshotID)
-		}
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	res.Duration = time.Since(start)
 	log.Info("compacted", res.LogAttrs()...)

@@ -163,7 +163,10 @@ func (a *auditor) contentLevel(ctx context.Context) error {
 // of a range the log start cuts. Reading them all would cost a scan of
 // nearly the whole table of a topic with retention.
 func (a *auditor) countRetentionDeleted(ctx context.Context) error {
-	for _, c := range a.ledger.Commits {
+	// The ranges the log start cuts, read once the ledger is: at most a
+	// few per partition.
+	var cut []mapping.Range
+	err := a.eachCommit(ctx, func(c mapping.Commit) {
 		for _, r := range c.Ranges {
 			p := a.parts[r.TopicPartition]
 			if p == nil || p.Content == nil || r.Deleted() || r.Low >= p.Broker.LogStart {
@@ -173,12 +176,19 @@ func (a *auditor) countRetentionDeleted(ctx context.Context) error {
 				p.Content.Unverifiable += r.Records
 				continue
 			}
-			rows, _, err := a.tableDigests(ctx, a.tbl, a.headID, r.TopicPartition, mapping.Interval{Low: r.Low, High: p.Broker.LogStart}, a.typed != nil, nil)
-			if err != nil {
-				return fmt.Errorf("%s: %w", r.TopicPartition, err)
-			}
-			p.Content.Unverifiable += int64(len(rows))
+			cut = append(cut, r)
 		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range cut {
+		p := a.parts[r.TopicPartition]
+		rows, _, err := a.tableDigests(ctx, a.tbl, a.headID, r.TopicPartition, mapping.Interval{Low: r.Low, High: p.Broker.LogStart}, a.typed != nil, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.TopicPartition, err)
+		}
+		p.Content.Unverifiable += int64(len(rows))
 	}
 	return nil
 }

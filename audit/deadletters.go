@@ -342,9 +342,9 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 				Detail: fmt.Sprintf("offsets %s are both rows of the table and dead letters", iv)})
 		}
 	}
-	for _, c := range a.ledger.Commits {
+	err := a.eachCommit(ctx, func(c mapping.Commit) {
 		if a.deadBad[c.SnapshotID] {
-			continue // the files level reported its dead-letter files
+			return // the files level reported its dead-letter files
 		}
 		for _, r := range c.Ranges {
 			if !a.selected(r.Topic) || r.Deleted() {
@@ -361,6 +361,9 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
 				Detail: fmt.Sprintf("range %s of snapshot %d has %d dead letters in the ledger; the dead-letter tables hold %d distinct offsets in it", r.Interval, c.SnapshotID, r.DeadLetters, got)})
 		}
+	})
+	if err != nil {
+		return err
 	}
 	for tp, s := range a.deadAt {
 		if a.selected(tp.Topic) {
@@ -392,7 +395,8 @@ func (a *auditor) deadLetterAudited(d *deadLetterTable, ids *array.String, i int
 // inDeadLetterRange reports whether a range of tp with dead letters holds
 // offset o.
 func (a *auditor) inDeadLetterRange(tp mapping.TopicPartition, o int64) bool {
-	return slices.ContainsFunc(a.ranges[tp], func(r mapping.Range) bool { return r.DeadLetters > 0 && r.Contains(o) })
+	cv := a.cover[tp]
+	return cv != nil && inSegments(cv.WithDeadLetters(), o)
 }
 
 // appendOffset adds o to sorted intervals, merging it into the last one

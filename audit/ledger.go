@@ -223,22 +223,10 @@ func joinIDs(ids []int64) string {
 // segments returns the merged, sorted offsets the non-lost ranges of tp
 // cover: where rows may be.
 func (a *auditor) segments(tp mapping.TopicPartition) []mapping.Interval {
-	var ivs []mapping.Interval
-	for _, r := range a.ranges[tp] {
-		if !r.Deleted() && r.Len() > 0 {
-			ivs = append(ivs, r.Interval)
-		}
+	if cv := a.cover[tp]; cv != nil {
+		return cv.Kept()
 	}
-	slices.SortFunc(ivs, func(x, y mapping.Interval) int { return cmp.Compare(x.Low, y.Low) })
-	var out []mapping.Interval
-	for _, iv := range ivs {
-		if n := len(out); n > 0 && iv.Low <= out[n-1].High {
-			out[n-1].High = max(out[n-1].High, iv.High)
-			continue
-		}
-		out = append(out, iv)
-	}
-	return out
+	return nil
 }
 
 // inSegments reports whether offset lies in one of the sorted, disjoint

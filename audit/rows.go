@@ -216,7 +216,7 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, c := range a.ledger.Commits {
+	err = a.eachCommit(ctx, func(c mapping.Commit) {
 		for _, r := range c.Ranges {
 			if r.Deleted() || !a.selected(r.Topic) {
 				continue
@@ -239,6 +239,9 @@ func (a *auditor) rowsLevel(ctx context.Context) error {
 			a.find(Finding{Level: LevelRows, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
 				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID, Detail: detail})
 		}
+	})
+	if err != nil {
+		return err
 	}
 	if len(a.deadTables) > 0 {
 		rows := make(map[mapping.TopicPartition]*offsetSet, len(parts))

@@ -287,10 +287,13 @@ func (p PartitionSummary) LastCommitAt() time.Time {
 // time, in any order, keeping the covered, overlapping, lost and aborted
 // offsets as merged intervals rather than the ranges: its size is set by
 // the number of anomalies, not of ranges. Coverage() equals Cover over the
-// ranges added.
+// ranges added. It also keeps, for the audit's rows and content levels,
+// the offsets rows may be at (Kept) and those ranges with dead letters
+// cover (WithDeadLetters), so that they need not hold the ranges either.
 type Coverer struct {
 	sum                         PartitionSummary
 	covered, overlaps, lost, ab []Interval
+	kept, dead                  []Interval
 }
 
 // Add adds one range of the partition.
@@ -304,6 +307,12 @@ func (cv *Coverer) Add(r Range) {
 	}
 	if r.Aborted {
 		cv.ab = insertMerged(cv.ab, r.Interval)
+	}
+	if !r.Deleted() {
+		cv.kept = insertMerged(cv.kept, r.Interval)
+	}
+	if r.DeadLetters > 0 {
+		cv.dead = insertMerged(cv.dead, r.Interval)
 	}
 	// The offsets of r already covered are covered twice now. Ranges
 	// usually arrive in order, past everything covered: no search.
@@ -334,6 +343,14 @@ func (cv *Coverer) Coverage() Coverage {
 	}
 	return c
 }
+
+// Kept returns the merged, sorted offsets the ranges added that are
+// neither lost nor aborted cover: where the partition's rows may be.
+func (cv *Coverer) Kept() []Interval { return cv.kept }
+
+// WithDeadLetters returns the merged, sorted offsets the ranges added that
+// count dead letters cover: where the partition's dead letters may be.
+func (cv *Coverer) WithDeadLetters() []Interval { return cv.dead }
 
 // insertMerged inserts iv into a sorted list of disjoint intervals, merging
 // it with those it overlaps or touches (as appendMerged does).

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -82,9 +83,37 @@ func TestCovererMatchesCover(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d, %s, ranges %v:\n got %+v\nwant %+v", seed, p, order, got, want)
 				}
+				if k, want := cv.Kept(), mergedOf(rs, func(r Range) bool { return !r.Deleted() }); !reflect.DeepEqual(k, want) {
+					t.Fatalf("seed %d, %s, ranges %v: Kept %v, want %v", seed, p, order, k, want)
+				}
+				if d, want := cv.WithDeadLetters(), mergedOf(rs, func(r Range) bool { return r.DeadLetters > 0 }); !reflect.DeepEqual(d, want) {
+					t.Fatalf("seed %d, %s, ranges %v: WithDeadLetters %v, want %v", seed, p, order, d, want)
+				}
 			}
 		}
 	}
+}
+
+// mergedOf returns the offsets the non-empty ranges of rs that keep
+// cover, merged and sorted, computed offset by offset.
+func mergedOf(rs []Range, keep func(Range) bool) []Interval {
+	in := map[int64]bool{}
+	for _, r := range rs {
+		if keep(r) {
+			for o := r.Low; o < r.High; o++ {
+				in[o] = true
+			}
+		}
+	}
+	var out []Interval
+	for _, o := range slices.Sorted(maps.Keys(in)) {
+		if n := len(out); n > 0 && out[n-1].High == o {
+			out[n-1].High++
+			continue
+		}
+		out = append(out, Interval{o, o + 1})
+	}
+	return out
 }
 
 // tiedLowest reports whether the lowest range (by Low, then High) of rs

@@ -32,7 +32,9 @@ import (
 // BenchmarkLongLedger measures what reading a long ledger costs each
 // command, as its own process: a sink resuming on the table (floe sink
 // --stop-at-end with nothing left to read), floe where and floe as-of of
-// one position, floe status, floe audit (ledger and file levels), and floe
+// one position, floe status, floe audit (ledger and file levels, and with
+// --deep the rows level: the table has no row, so what it costs is the
+// ledger's reading), and floe
 // maintain --compact (planning on the long ledger: the table has no data
 // file to merge, so it commits nothing). Each
 // command's peak resident set, wall and CPU time come from /usr/bin/time (GNU
@@ -57,7 +59,7 @@ import (
 // FLOE_BENCH_FLOE names the floe binary to measure (default: built from
 // this checkout), so that two builds can be compared on one ledger;
 // FLOE_BENCH_LEDGER_RUNS the commands to run, comma-separated (default:
-// sink,where,as-of,status,files,audit,compact, and where-key on the
+// sink,where,as-of,status,files,audit,audit-deep,compact, and where-key on the
 // upsert table). FLOE_BENCH_LEDGER_DLQ=1 measures
 // a table of its own whose ten commits through the normal path each
 // dead-letter one record of partition 0 into bench.ledger_dlq (its rows
@@ -124,6 +126,7 @@ func BenchmarkLongLedger(b *testing.B) {
 		{"status", []string{"status", "--json"}},
 		{"files", []string{"files", "--json"}},
 		{"audit", []string{"audit", "--json"}},
+		{"audit-deep", []string{"audit", "--json", "--deep"}},
 		{"compact", []string{"maintain", "--compact", "--json"}},
 	}
 	if v == variantUpsert {

@@ -671,12 +671,12 @@ type auditor struct {
 	// sum summarises the ledger and cover holds each partition's
 	// coverage, from one read of it (loadLedger). ledger is the whole
 	// ledger when full is set (a state table's levels and an upsert
-	// table's rows and content levels, which fold keys commit by commit),
+	// table's content level, which fold keys commit by commit),
 	// and commits indexes it by snapshot id; otherwise commits holds the
 	// commits of the live files only (files level), ranges holds each
 	// partition's ranges in commit order only for a small ledger, and the
-	// levels that check every range (an event table's rows and content
-	// levels) read the ledger again (eachCommit).
+	// levels that check every range (the rows level, an event table's
+	// content level) read the ledger again (eachCommit).
 	sum    mapping.Summary
 	cover  map[mapping.TopicPartition]*mapping.Coverer
 	full   bool
@@ -745,11 +745,12 @@ const keepRangesMax = 100_000
 // partition's coverage, the evidence digest and the dead-letter tables
 // named. The ledger and files levels need nothing more, so an audit of
 // those holds no range (beyond a small ledger's, for the report); nor do
-// an event table's rows and content levels, which find where rows and
-// dead letters may be in the coverage (Coverer.Kept, WithDeadLetters) and
-// read the ledger again to check each range's counts. A state table's
-// levels and an upsert table's rows and content levels fold keys commit by
-// commit: with them, the ledger is held whole (full), as it is read.
+// the rows level and an event table's content level, which find where
+// rows and dead letters may be in the coverage (Coverer.Kept,
+// WithDeadLetters) and read the ledger again to check each range's counts.
+// A state table's levels and an upsert table's content level fold keys
+// commit by commit: with them, the ledger is held whole (full), as it is
+// read.
 func (a *auditor) loadLedger(ctx context.Context) error {
 	name := a.tbl.Name()
 	if head := a.tbl.Head(); head != nil {
@@ -768,7 +769,7 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 			DeadLettersOf: a.tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]}
 	}
 	a.sum = sum
-	a.full = a.fold != "" || a.upsert != nil && (a.opts.Depth >= DepthRows || a.opts.VerifyContent)
+	a.full = a.fold != "" || a.upsert != nil && a.opts.VerifyContent
 	total := 0
 	for _, p := range sum.Parts {
 		total += p.Ranges

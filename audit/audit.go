@@ -647,6 +647,9 @@ type auditor struct {
 	// level; tpIndex numbers the partitions its keyed rows name (tpID).
 	upsert *upsertTable
 	upFold *upsertFold
+	// upCommits indexes the ledger's ranges by commit for an upsert
+	// table's content level (built as the ledger is read).
+	upCommits commitIndex
 	// stale counts, at the content level, the keys whose latest record is
 	// a dead letter, and the first of those records (staleKey).
 	stale struct {
@@ -670,13 +673,13 @@ type auditor struct {
 	headID int64
 	// sum summarises the ledger and cover holds each partition's
 	// coverage, from one read of it (loadLedger). ledger is the whole
-	// ledger when full is set (a state table's levels and an upsert
-	// table's content level, which fold keys commit by commit),
-	// and commits indexes it by snapshot id; otherwise commits holds the
-	// commits of the live files only (files level), ranges holds each
-	// partition's ranges in commit order only for a small ledger, and the
-	// levels that check every range (the rows level, an event table's
-	// content level) read the ledger again (eachCommit).
+	// ledger when full is set (a state table's levels, which place files
+	// and fold keys commit by commit), and commits indexes it by snapshot
+	// id; otherwise commits holds the commits of the live files only
+	// (files level), ranges holds each partition's ranges in commit order
+	// only for a small ledger, the levels that check every range's counts
+	// (rows, content) read the ledger again (eachCommit), and an upsert
+	// table's content level indexes the ranges by commit (upCommits).
 	sum    mapping.Summary
 	cover  map[mapping.TopicPartition]*mapping.Coverer
 	full   bool
@@ -745,12 +748,13 @@ const keepRangesMax = 100_000
 // partition's coverage, the evidence digest and the dead-letter tables
 // named. The ledger and files levels need nothing more, so an audit of
 // those holds no range (beyond a small ledger's, for the report); nor do
-// the rows level and an event table's content level, which find where
-// rows and dead letters may be in the coverage (Coverer.Kept,
-// WithDeadLetters) and read the ledger again to check each range's counts.
-// A state table's levels and an upsert table's content level fold keys
-// commit by commit: with them, the ledger is held whole (full), as it is
-// read.
+// the rows and content levels, which find where rows and dead letters may
+// be in the coverage (Coverer.Kept, WithDeadLetters) and read the ledger
+// again to check each range's counts; an upsert table's content level,
+// which folds keys by the commits that hold their records, indexes the
+// ranges by commit as they are read (upCommits: interval, counts and
+// commit, not the commits). A state table's levels need every range and
+// commit: with them, the ledger is held whole (full), as it is read.
 func (a *auditor) loadLedger(ctx context.Context) error {
 	name := a.tbl.Name()
 	if head := a.tbl.Head(); head != nil {
@@ -769,7 +773,10 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 			DeadLettersOf: a.tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]}
 	}
 	a.sum = sum
-	a.full = a.fold != "" || a.upsert != nil && a.opts.VerifyContent
+	a.full = a.fold != ""
+	if a.upsert != nil && a.opts.VerifyContent {
+		a.upCommits = commitIndex{}
+	}
 	total := 0
 	for _, p := range sum.Parts {
 		total += p.Ranges
@@ -781,11 +788,16 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 	a.cover = map[mapping.TopicPartition]*mapping.Coverer{}
 	a.deadNames = map[string]bool{}
 	ev := newEvidenceHash(a.tbl.Iceberg().MetadataLocation())
+	i := 0
 	for c, err := range a.tbl.Commits(ctx, a.headID) {
 		if err != nil {
 			return fmt.Errorf("read the ledger of %s: %w", name, err)
 		}
 		ev.add(c)
+		if a.upCommits != nil {
+			a.upCommits.add(i, c)
+		}
+		i++
 		for _, r := range c.Ranges {
 			cv := a.cover[r.TopicPartition]
 			if cv == nil {
@@ -808,6 +820,7 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 		}
 	}
 	a.rep.Evidence = ev.evidence(a.headID)
+	a.upCommits.sorted()
 	if a.full {
 		a.indexCommits(a.ledger.Commits)
 		for i := range a.ledger.Commits {

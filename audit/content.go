@@ -301,7 +301,7 @@ func (a *auditor) verifyWindow(ctx context.Context, tp mapping.TopicPartition, i
 		v.fold = newFoldCheck(keys)
 	}
 	if a.upFold != nil {
-		v.acct = newRangeAccount(a.ranges[tp], iv)
+		v.acct = newRangeAccount(a.upCommits[tp], iv)
 	}
 	pending := map[int64][]logRecord{} // open transactions by producer id
 	cursor := iv.Low                   // the next offset not yet accounted for

@@ -23,14 +23,7 @@ import (
 // topicStack starts a local stack with an empty topic of one partition.
 func topicStack(t *testing.T, topic string) *localstack.Stack {
 	t.Helper()
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, topic, 1)
 	return st
 }
 

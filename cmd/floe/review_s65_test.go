@@ -24,7 +24,6 @@ import (
 
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
-	"github.com/floe-dev/floe/mapping"
 )
 
 // s65Proc is a floe command run as a process of its own (this test
@@ -199,18 +198,8 @@ func TestReviewS65HoldsUpsertKillFileGroups(t *testing.T) {
 }
 
 func s65UpsertKill(t *testing.T, partitions int32, rounds int) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, partitions, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, partitions)
 	rng := rand.New(rand.NewPCG(65, s65Seed()))
 	var log s65Log
 	log.produce(t, st.Brokers, topic, partitions, 40, 200, rng)
@@ -219,21 +208,7 @@ func s65UpsertKill(t *testing.T, partitions int32, rounds int) {
 	kills, compactions := 0, 0
 	for round := range rounds {
 		p := s65Start(t, sink...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prng := rand.New(rand.NewPCG(uint64(round), 7+s65Seed()))
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
-				}
-				log.produce(t, st.Brokers, topic, partitions, 40, 10+prng.IntN(30), prng)
-			}
-		}()
+		stop := s65Meanwhile(uint64(round), 7+s65Seed(), 150, func(prng *rand.Rand) { log.produce(t, st.Brokers, topic, partitions, 40, 10+prng.IntN(30), prng) })
 		if round%2 == 1 {
 			// floe maintain beside the live sink: compaction and expiry.
 			time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
@@ -253,8 +228,7 @@ func s65UpsertKill(t *testing.T, partitions int32, rounds int) {
 		p.kill()
 		kills++
 		compactions += strings.Count(p.stderr.String(), "msg=compacted")
-		close(stop)
-		wg.Wait()
+		stop()
 		got, next := s65State(t, st, name)
 		if want := log.fold(next); !maps.Equal(got, want) {
 			t.Fatalf("round %d, after SIGKILL: table differs from the fold of the log to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
@@ -279,16 +253,12 @@ func s65UpsertKill(t *testing.T, partitions int32, rounds int) {
 	if want := log.fold(nil); !maps.Equal(got, want) {
 		t.Fatalf("at the end (%v): table differs from the fold of the log:\n%s", next, s65Diff(got, want))
 	}
-	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	s65AuditComplete(t, name, brokers, loc)
 	s65CheckLookups(t, st, name, &log, 40, loc)
 	t.Logf("%d kills, %d scheduled compactions seen; %d keys at %v", kills, compactions, len(got), next)
 	if compactions == 0 {
 		t.Error("no scheduled compaction committed: the scenario did not meet them")
 	}
-	_ = mapping.ModeUpsert
 }
 
 // s65CDC is a Debezium capture (floetest.Customers) produced round by
@@ -437,18 +407,8 @@ func TestReviewS65HoldsDebeziumAvroKill(t *testing.T) {
 }
 
 func s65DebeziumKill(t *testing.T, avro bool) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "dbserver1.inventory.customers", "lake.customers"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 3)
 	rng := rand.New(rand.NewPCG(65, 2))
 	d := &s65CDC{c: floetest.NewCustomers(topic, 3)}
 	format := []string{"--value", "json", "--key", "json"}
@@ -465,21 +425,7 @@ func s65DebeziumKill(t *testing.T, avro bool) {
 	kills, compactions := 0, 0
 	for round := range 7 {
 		p := s65Start(t, sink...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prng := rand.New(rand.NewPCG(uint64(round), 9))
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
-				}
-				d.change(t, st.Brokers, 5+prng.IntN(20), prng)
-			}
-		}()
+		stop := s65Meanwhile(uint64(round), 9, 150, func(prng *rand.Rand) { d.change(t, st.Brokers, 5+prng.IntN(20), prng) })
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		if round%2 == 0 {
 			m := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "3"}, loc)...)
@@ -492,8 +438,7 @@ func s65DebeziumKill(t *testing.T, avro bool) {
 		p.kill()
 		kills++
 		compactions += strings.Count(p.stderr.String(), "msg=compacted")
-		close(stop)
-		wg.Wait()
+		stop()
 		got, next := s65StateOf(t, st, name, "id", "email")
 		if want := d.fold(next); !maps.Equal(got, want) {
 			t.Fatalf("round %d, after SIGKILL: table differs from the fold of the events to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
@@ -518,15 +463,12 @@ func s65DebeziumKill(t *testing.T, avro bool) {
 	if want := d.fold(nil); !maps.Equal(got, want) {
 		t.Fatalf("at the end (%v): table differs from the fold of the events:\n%s", next, s65Diff(got, want))
 	}
-	d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), enc, false)
+	d.c.CheckTable(t, floetest.Rows(t, openTable(t, st.Catalog(), name)), enc, false)
 	reg := []string{}
 	if avro {
 		reg = []string{"--schema-registry", st.Registry}
 	}
-	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, reg, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	s65AuditComplete(t, name, brokers, reg, loc)
 	t.Logf("%d kills, %d scheduled compactions seen; %d keys at %v; %d truncates, %d unavailable", kills, compactions, len(got), next, d.c.Truncates, d.c.Unavailable)
 	if compactions == 0 {
 		t.Error("no scheduled compaction committed: the scenario did not meet them")
@@ -542,18 +484,8 @@ func s65DebeziumKill(t *testing.T, avro bool) {
 // audit names the lost range.
 func TestReviewS65HoldsReplayPublishUpsertRetention(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 2)
 	rng := rand.New(rand.NewPCG(65, 3))
 	var log s65Log
 	log.produce(t, st.Brokers, topic, 2, 30, 300, rng)
@@ -573,14 +505,14 @@ func TestReviewS65HoldsReplayPublishUpsertRetention(t *testing.T) {
 	// The fold of what retention kept.
 	retained := s65Log{parts: map[int32][]s65Rec{0: slices.Clone(log.parts[0][60:]), 1: log.parts[1]}}
 	wantRetained := retained.fold(nil)
-	before := openTable(t, cfg, name).Head().SnapshotID
+	before := openTable(t, st.Catalog(), name).Head().SnapshotID
 	replay := slices.Concat([]string{"replay", "-b", brokers, "-t", topic, "--table", name, "--branch", "rebuild", "--publish"}, loc)
 	code, out, errs := floe(t, replay...)
 	lostKeys := !maps.Equal(want, wantRetained)
 	if lostKeys && code != exitError {
 		t.Fatalf("publish of a branch missing [0, 60) of partition 0 (keys differ): exit %d\n%s\n%s", code, out, errs)
 	}
-	if head := openTable(t, cfg, name).Head().SnapshotID; code != 0 && head != before {
+	if head := openTable(t, st.Catalog(), name).Head().SnapshotID; code != 0 && head != before {
 		t.Fatalf("a refused publish moved main from %d to %d", before, head)
 	}
 	t.Logf("publish: exit %d\n%s\n%s", code, out, errs)
@@ -606,44 +538,19 @@ func TestReviewS65HoldsReplayPublishUpsertRetention(t *testing.T) {
 // the content audit is COMPLETE.
 func TestReviewS65HoldsReplayPublishUpsertLiveSink(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 2)
 	rng := rand.New(rand.NewPCG(65, 4))
 	var log s65Log
 	log.produce(t, st.Brokers, topic, 2, 30, 300, rng)
 	p := s65Start(t, slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
 		"--flush-records", "30", "--flush-interval", "200ms", "--compact-interval", "500ms"}, loc)...)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		prng := rand.New(rand.NewPCG(9, 9))
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(50+prng.IntN(100)) * time.Millisecond):
-			}
-			log.produce(t, st.Brokers, topic, 2, 30, 5+prng.IntN(15), prng)
-		}
-	}()
+	stop := s65Meanwhile(9, 9, 100, func(prng *rand.Rand) { log.produce(t, st.Brokers, topic, 2, 30, 5+prng.IntN(15), prng) })
 	time.Sleep(2 * time.Second)
 	out := mustFloe(t, slices.Concat([]string{"replay", "-b", brokers, "-t", topic, "--table", name, "--branch", "rebuild", "--publish", "--publish-different", "--flush-records", "70"}, loc)...)
 	t.Logf("replay:\n%s", out)
 	time.Sleep(2 * time.Second)
-	close(stop)
-	wg.Wait()
+	stop()
 	total := map[int32]int64{}
 	for p, recs := range log.parts {
 		total[p] = int64(len(recs))
@@ -657,10 +564,7 @@ func TestReviewS65HoldsReplayPublishUpsertLiveSink(t *testing.T) {
 	if want := log.fold(nil); !maps.Equal(got, want) {
 		t.Fatalf("after the publish and the sink's catching up (%v): table differs from the fold:\n%s\nsink log:\n%s", next, s65Diff(got, want), p.stderr.String())
 	}
-	out = mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	s65AuditComplete(t, name, brokers, loc)
 	if !strings.Contains(p.stderr.String(), "published") {
 		t.Logf("sink log does not mention the publish")
 	}
@@ -781,18 +685,8 @@ func s65CheckLookups(t *testing.T, st *localstack.Stack, name string, log *s65Lo
 // fold of the log.
 func TestReviewS65HoldsUpsertLookupsAfterCompaction(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 3)
 	rng := rand.New(rand.NewPCG(65, 5))
 	var log s65Log
 	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
@@ -824,18 +718,8 @@ func TestReviewS65HoldsUpsertLookupsAfterCompaction(t *testing.T) {
 // JSON key answering its row.
 func TestReviewS65HoldsStructKeyEarlyKill(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "cust", "lake.cust"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 2)
 	rng := rand.New(rand.NewPCG(65, 6))
 	parts := map[int32][]s65Rec{}
 	produce := func(n int) {
@@ -898,7 +782,7 @@ func TestReviewS65HoldsStructKeyEarlyKill(t *testing.T) {
 		p := s65Start(t, sink...)
 		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
 		p.kill()
-		cat, err := catalog.Open(t.Context(), cfg)
+		cat, err := catalog.Open(t.Context(), st.Catalog())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -925,10 +809,7 @@ func TestReviewS65HoldsStructKeyEarlyKill(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("table differs from the fold:\n%s", s65Diff(got, want))
 	}
-	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	s65AuditComplete(t, name, brokers, loc)
 	for k := range want {
 		out := mustFloe(t, slices.Concat([]string{"where", "--table", name, "--key", fmt.Sprintf(`{"id":%s}`, k), "--json"}, loc)...)
 		if !strings.Contains(out, `"status": "row"`) {
@@ -980,18 +861,8 @@ func s65Rollback(t *testing.T, st *localstack.Stack, name string, n int) (int64,
 // table and the content audit (dead letters included) is COMPLETE.
 func TestReviewS65HoldsDebeziumRollbackDeadLetters(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "dbserver1.inventory.customers", "lake.customers"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 3)
 	rng := rand.New(rand.NewPCG(65, 7))
 	d := &s65CDC{c: floetest.NewCustomers(topic, 3)}
 	d.c.Snapshot(30, rng)
@@ -1001,25 +872,10 @@ func TestReviewS65HoldsDebeziumRollbackDeadLetters(t *testing.T) {
 		"--flush-records", "15", "--flush-interval", "100ms", "--compact-interval", "300ms"}, loc)
 	for round := range 6 {
 		p := s65Start(t, sink...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prng := rand.New(rand.NewPCG(uint64(round), 11))
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
-				}
-				d.change(t, st.Brokers, 5+prng.IntN(20), prng)
-			}
-		}()
+		stop := s65Meanwhile(uint64(round), 11, 150, func(prng *rand.Rand) { d.change(t, st.Brokers, 5+prng.IntN(20), prng) })
 		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
 		p.kill()
-		close(stop)
-		wg.Wait()
+		stop()
 		if round == 2 || round == 4 {
 			target, dead := s65Rollback(t, st, name, 8)
 			t.Logf("round %d: main rolled back to %d, past %d dead letters", round, target, dead)
@@ -1049,14 +905,11 @@ func TestReviewS65HoldsDebeziumRollbackDeadLetters(t *testing.T) {
 	if want := d.fold(nil); !maps.Equal(got, want) {
 		t.Fatalf("at the end (%v): table differs from the fold of the events:\n%s", next, s65Diff(got, want))
 	}
-	d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, false)
-	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	d.c.CheckTable(t, floetest.Rows(t, openTable(t, st.Catalog(), name)), floetest.CDCConnectJSON, false)
+	s65AuditComplete(t, name, brokers, loc)
 	// Every dead letter once: the dead-letter table's rows are the
 	// ledger's dead letters.
-	l, err := openTable(t, cfg, name).Ledger()
+	l, err := openTable(t, st.Catalog(), name).Ledger()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1066,7 +919,7 @@ func TestReviewS65HoldsDebeziumRollbackDeadLetters(t *testing.T) {
 			dead += r.DeadLetters
 		}
 	}
-	if n := len(floetest.Rows(t, openTable(t, cfg, name+"_dlq"))); int64(n) != dead || int64(d.c.Truncates+d.c.Unavailable) != dead {
+	if n := len(floetest.Rows(t, openTable(t, st.Catalog(), name+"_dlq"))); int64(n) != dead || int64(d.c.Truncates+d.c.Unavailable) != dead {
 		t.Fatalf("dead-letter table holds %d rows, the ledger counts %d dead letters, the events %d truncates and %d unavailable", n, dead, d.c.Truncates, d.c.Unavailable)
 	}
 	t.Logf("%d dead letters", dead)
@@ -1082,18 +935,8 @@ func TestReviewS65HoldsDebeziumRollbackDeadLetters(t *testing.T) {
 // judges it after every run: COMPLETE, lag aside.
 func TestReviewS65HoldsUpsertSpreadKeysKill(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 3)
 	rng := rand.New(rand.NewPCG(65, 8))
 	log := s65Log{spread: true}
 	log.produce(t, st.Brokers, topic, 3, 25, 200, rng)
@@ -1102,25 +945,10 @@ func TestReviewS65HoldsUpsertSpreadKeysKill(t *testing.T) {
 	audit := slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)
 	for round := range 5 {
 		p := s65Start(t, sink...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prng := rand.New(rand.NewPCG(uint64(round), 13))
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
-				}
-				log.produce(t, st.Brokers, topic, 3, 25, 10+prng.IntN(30), prng)
-			}
-		}()
+		stop := s65Meanwhile(uint64(round), 13, 150, func(prng *rand.Rand) { log.produce(t, st.Brokers, topic, 3, 25, 10+prng.IntN(30), prng) })
 		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
 		p.kill()
-		close(stop)
-		wg.Wait()
+		stop()
 		for _, args := range [][]string{
 			{"maintain", "--table", name, "--compact", "--expire-older-than", "1ms", "--retain-last", "3"},
 			{"maintain", "--table", name, "--remove-orphans", "--orphan-min-age", "1ms"},
@@ -1170,18 +998,8 @@ func TestReviewS65HoldsDebeziumTruncateKillPartitions(t *testing.T) {
 }
 
 func s65TruncateKill(t *testing.T, partitions int32) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "dbserver1.inventory.customers", "lake.customers"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, partitions, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, partitions)
 	rng := rand.New(rand.NewPCG(65, 10))
 	d := &s65CDC{c: floetest.NewCustomers(topic, partitions), deleteAll: true}
 	d.c.Snapshot(30, rng)
@@ -1191,21 +1009,7 @@ func s65TruncateKill(t *testing.T, partitions int32) {
 		"--on-truncate", "delete-all", "--flush-records", "12", "--flush-interval", "100ms", "--compact-interval", "300ms"}, loc)
 	for round := range 6 {
 		p := s65Start(t, sink...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prng := rand.New(rand.NewPCG(uint64(round), 17))
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
-				}
-				d.change(t, st.Brokers, 5+prng.IntN(15), prng)
-			}
-		}()
+		stop := s65Meanwhile(uint64(round), 17, 150, func(prng *rand.Rand) { d.change(t, st.Brokers, 5+prng.IntN(15), prng) })
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		if round%2 == 0 {
 			m := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...)
@@ -1216,8 +1020,7 @@ func s65TruncateKill(t *testing.T, partitions int32) {
 		}
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
 		p.kill()
-		close(stop)
-		wg.Wait()
+		stop()
 		got, next := s65StateOf(t, st, name, "id", "email")
 		if want := d.fold(next); partitions == 1 && !maps.Equal(got, want) {
 			t.Fatalf("round %d: table differs from the fold of the events to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
@@ -1251,12 +1054,9 @@ func s65TruncateKill(t *testing.T, partitions int32) {
 		t.Fatalf("at the end (%v): table differs from the fold of the events:\n%s", next, s65Diff(got, want))
 	}
 	if partitions == 1 {
-		d.c.CheckTable(t, floetest.Rows(t, openTable(t, cfg, name)), floetest.CDCConnectJSON, true)
+		d.c.CheckTable(t, floetest.Rows(t, openTable(t, st.Catalog(), name)), floetest.CDCConnectJSON, true)
 	}
-	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	s65AuditComplete(t, name, brokers, loc)
 	// where --key of every id, with the log: a row where the fold has one
 	// (at its record's offset), deleted otherwise (a d event, a
 	// tombstone or a truncate).
@@ -1312,38 +1112,14 @@ func s65TruncateKill(t *testing.T, partitions int32) {
 // the fold of the whole log and the content audit is COMPLETE.
 func TestReviewS65HoldsReplayPublishKill(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 2)
 	rng := rand.New(rand.NewPCG(65, 12))
 	var log s65Log
 	log.produce(t, st.Brokers, topic, 2, 30, 1500, rng)
 	p := s65Start(t, slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
 		"--flush-records", "30", "--flush-interval", "200ms", "--compact-interval", "500ms"}, loc)...)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		prng := rand.New(rand.NewPCG(9, 10))
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(50+prng.IntN(100)) * time.Millisecond):
-			}
-			log.produce(t, st.Brokers, topic, 2, 30, 5+prng.IntN(15), prng)
-		}
-	}()
+	stop := s65Meanwhile(9, 10, 100, func(prng *rand.Rand) { log.produce(t, st.Brokers, topic, 2, 30, 5+prng.IntN(15), prng) })
 	time.Sleep(time.Second)
 	replay := slices.Concat([]string{"replay", "-b", brokers, "-t", topic, "--table", name, "--branch", "rebuild", "--publish", "--publish-different", "--flush-records", "40"}, loc)
 	for i := range 3 {
@@ -1358,8 +1134,7 @@ func TestReviewS65HoldsReplayPublishKill(t *testing.T) {
 		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
 	}
 	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
+	stop()
 	total := map[int32]int64{}
 	for p, recs := range log.parts {
 		total[p] = int64(len(recs))
@@ -1373,10 +1148,7 @@ func TestReviewS65HoldsReplayPublishKill(t *testing.T) {
 	if want := log.fold(nil); !maps.Equal(got, want) {
 		t.Fatalf("after the publish and the sink's catching up (%v): table differs from the fold:\n%s\nsink log:\n%s", next, s65Diff(got, want), p.stderr.String())
 	}
-	out = mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	s65AuditComplete(t, name, brokers, loc)
 }
 
 // TestReviewS65HoldsTypedUpsertEvolvingKill: an upsert table of JSON
@@ -1390,18 +1162,8 @@ func TestReviewS65HoldsReplayPublishKill(t *testing.T) {
 // is COMPLETE.
 func TestReviewS65HoldsTypedUpsertEvolvingKill(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "typed", "lake.typed"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 3)
 	rng := rand.New(rand.NewPCG(65, 14))
 	var mu sync.Mutex
 	parts := map[int32][]s65Rec{}
@@ -1463,7 +1225,7 @@ func TestReviewS65HoldsTypedUpsertEvolvingKill(t *testing.T) {
 		return out
 	}
 	state := func() (map[string]string, map[int32]int64) {
-		tbl := openTable(t, cfg, name)
+		tbl := openTable(t, st.Catalog(), name)
 		got := map[string]string{}
 		for _, r := range floetest.Rows(t, tbl) {
 			if _, dup := got[r.Key]; dup {
@@ -1490,25 +1252,10 @@ func TestReviewS65HoldsTypedUpsertEvolvingKill(t *testing.T) {
 		"--flush-records", "20", "--flush-interval", "120ms", "--compact-interval", "350ms"}, loc)
 	for round := range 6 {
 		p := s65Start(t, sink...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prng := rand.New(rand.NewPCG(uint64(round), 19))
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
-				}
-				produce(prng, 5+prng.IntN(15))
-			}
-		}()
+		stop := s65Meanwhile(uint64(round), 19, 150, func(prng *rand.Rand) { produce(prng, 5+prng.IntN(15)) })
 		time.Sleep(time.Duration(400+rng.IntN(1500)) * time.Millisecond)
 		p.kill()
-		close(stop)
-		wg.Wait()
+		stop()
 		got, next := state()
 		if want := fold(next); !maps.Equal(got, want) {
 			t.Fatalf("round %d: table differs from the fold to %v:\n%s\nsink log:\n%s", round, next, s65Diff(got, want), p.stderr.String())
@@ -1532,10 +1279,7 @@ func TestReviewS65HoldsTypedUpsertEvolvingKill(t *testing.T) {
 	if want := fold(nil); !maps.Equal(got, want) {
 		t.Fatalf("at the end: table differs from the fold:\n%s", s65Diff(got, want))
 	}
-	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	s65AuditComplete(t, name, brokers, loc)
 	// where --key of a key whose latest record in its partition is a dead
 	// letter names it (dead_letter_offset), beside the row of the record
 	// before it.
@@ -1583,18 +1327,8 @@ func TestReviewS65HoldsTypedUpsertEvolvingKill(t *testing.T) {
 // key has two rows.
 func TestReviewS65HoldsUpsertGroupKill(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 4, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 4)
 	rng := rand.New(rand.NewPCG(65, 15))
 	log := s65Log{spread: true}
 	log.produce(t, st.Brokers, topic, 4, 25, 200, rng)
@@ -1603,21 +1337,7 @@ func TestReviewS65HoldsUpsertGroupKill(t *testing.T) {
 	member := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
 		"--group", "s65", "--session-timeout", "6s", "--rebalance-timeout", "10s",
 		"--flush-records", "25", "--flush-interval", "200ms", "--compact-interval", "500ms"}, loc)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		prng := rand.New(rand.NewPCG(15, 15))
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(50+prng.IntN(150)) * time.Millisecond):
-			}
-			log.produce(t, st.Brokers, topic, 4, 25, 5+prng.IntN(20), prng)
-		}
-	}()
+	stop := s65Meanwhile(15, 15, 150, func(prng *rand.Rand) { log.produce(t, st.Brokers, topic, 4, 25, 5+prng.IntN(20), prng) })
 	members := []*s65Proc{s65Start(t, member...), s65Start(t, member...)}
 	for i := range 3 {
 		time.Sleep(time.Duration(2000+rng.IntN(3000)) * time.Millisecond)
@@ -1627,8 +1347,7 @@ func TestReviewS65HoldsUpsertGroupKill(t *testing.T) {
 		members[v] = s65Start(t, member...)
 	}
 	time.Sleep(2 * time.Second)
-	close(stop)
-	wg.Wait()
+	stop()
 	total := map[int32]int64{}
 	for p, recs := range log.parts {
 		total[p] = int64(len(recs))
@@ -1649,6 +1368,39 @@ func TestReviewS65HoldsUpsertGroupKill(t *testing.T) {
 
 // s65Seed is FLOE_S65_SEED (the review ran the kill tests with several),
 // else 1.
+// s65Meanwhile calls produce, with a generator seeded by seed1 and seed2,
+// every 50 ms and a random part of spread ms, until the stop it returns is
+// called (which waits for the last call to end).
+func s65Meanwhile(seed1, seed2 uint64, spread int, produce func(prng *rand.Rand)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		prng := rand.New(rand.NewPCG(seed1, seed2))
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Duration(50+prng.IntN(spread)) * time.Millisecond):
+			}
+			produce(prng)
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// s65AuditComplete fails t unless floe audit --deep --verify-content of
+// name (flags: the catalog's and any other) says COMPLETE.
+func s65AuditComplete(t *testing.T, name, brokers string, flags ...[]string) {
+	t.Helper()
+	out := mustFloe(t, slices.Concat(append([][]string{{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}}, flags...)...)...)
+	if !strings.Contains(out, "verdict: COMPLETE") {
+		t.Fatalf("audit:\n%s", out)
+	}
+}
+
 func s65Seed() uint64 {
 	var n uint64 = 1
 	if v := os.Getenv("FLOE_S65_SEED"); v != "" {
@@ -1666,18 +1418,8 @@ func s65Seed() uint64 {
 // boundary), and floe as-of on it at the position is exact.
 func TestReviewS65HoldsAsOfRebuild(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 3)
 	rng := rand.New(rand.NewPCG(65, 16))
 	var log s65Log
 	sink := slices.Concat([]string{"sink", "-b", brokers, "-t", topic, "--table", name, "--mode", "upsert", "--key", "string",
@@ -1689,7 +1431,7 @@ func TestReviewS65HoldsAsOfRebuild(t *testing.T) {
 		// the first run could be killed before, and maintain then has
 		// no catalog to open).
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(cfg.Catalog); err == nil {
+			if _, err := os.Stat(st.Catalog().Catalog); err == nil {
 				break
 			}
 		}
@@ -1764,18 +1506,8 @@ func TestReviewS65HoldsAsOfRebuild(t *testing.T) {
 // offsets; at the end the content audit is COMPLETE.
 func TestReviewS65HoldsUpsertRacingMaintains(t *testing.T) {
 	crashScenario(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "acc", "lake.acc"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 3)
 	rng := rand.New(rand.NewPCG(65, 20))
 	var log s65Log
 	log.produce(t, st.Brokers, topic, 3, 30, 300, rng)
@@ -1784,21 +1516,7 @@ func TestReviewS65HoldsUpsertRacingMaintains(t *testing.T) {
 	lost := 0
 	for round := range 4 {
 		p := s65Start(t, sink...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prng := rand.New(rand.NewPCG(uint64(round), 21))
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Duration(50+prng.IntN(100)) * time.Millisecond):
-				}
-				log.produce(t, st.Brokers, topic, 3, 30, 5+prng.IntN(20), prng)
-			}
-		}()
+		stop := s65Meanwhile(uint64(round), 21, 100, func(prng *rand.Rand) { log.produce(t, st.Brokers, topic, 3, 30, 5+prng.IntN(20), prng) })
 		for range 3 {
 			time.Sleep(time.Duration(200+rng.IntN(400)) * time.Millisecond)
 			a := s65Start(t, slices.Concat([]string{"maintain", "--table", name, "--compact"}, loc)...)
@@ -1818,8 +1536,7 @@ func TestReviewS65HoldsUpsertRacingMaintains(t *testing.T) {
 			}
 		}
 		p.kill()
-		close(stop)
-		wg.Wait()
+		stop()
 		got, next := s65State(t, st, name)
 		if want := log.fold(next); !maps.Equal(got, want) {
 			t.Fatalf("round %d: table differs from the fold to %v:\n%s", round, next, s65Diff(got, want))
@@ -1831,10 +1548,7 @@ func TestReviewS65HoldsUpsertRacingMaintains(t *testing.T) {
 	if want := log.fold(nil); !maps.Equal(got, want) {
 		t.Fatalf("at the end: table differs from the fold:\n%s", s65Diff(got, want))
 	}
-	out := mustFloe(t, slices.Concat([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers}, loc)...)
-	if !strings.Contains(out, "verdict: COMPLETE") {
-		t.Fatalf("audit:\n%s", out)
-	}
+	s65AuditComplete(t, name, brokers, loc)
 	t.Logf("%d maintain runs lost their compaction to another", lost)
 }
 
@@ -1848,18 +1562,8 @@ func TestReviewS65HoldsUpsertRacingMaintains(t *testing.T) {
 // rebuilt table holds the rows every truncate before the position
 // removed. The same holds of --unavailable-placeholder.
 func TestReviewS65AsOfRebuildKeepsTruncateSetting(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, name = "dbserver1.inventory.customers", "lake.customers"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	brokers := strings.Join(st.Brokers, ",")
+	st, brokers, loc := partitionedStack(t, topic, 1)
 	rng := rand.New(rand.NewPCG(65, 22))
 	d := &s65CDC{c: floetest.NewCustomers(topic, 1), deleteAll: true}
 	d.c.Snapshot(20, rng)

@@ -21,6 +21,19 @@ import (
 // catalog flags.
 func upsertStack(t *testing.T, topic string, partitions int32, recs []*kgo.Record) (*localstack.Stack, []string, []string) {
 	t.Helper()
+	st, brokers, loc := partitionedStack(t, topic, partitions)
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	sink := append([]string{"sink", "-b", brokers, "-t", topic, "--stop-at-end"}, loc...)
+	return st, sink, loc
+}
+
+// partitionedStack starts a local stack with topic of the given partitions,
+// and returns it with its brokers (as -b takes them) and the catalog
+// flags.
+func partitionedStack(t *testing.T, topic string, partitions int32) (*localstack.Stack, string, []string) {
+	t.Helper()
 	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -29,13 +42,8 @@ func upsertStack(t *testing.T, topic string, partitions int32, recs []*kgo.Recor
 	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, partitions, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
-		t.Fatal(err)
-	}
 	cfg := st.Catalog()
-	loc := []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	sink := append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", topic, "--stop-at-end"}, loc...)
-	return st, sink, loc
+	return st, strings.Join(st.Brokers, ","), []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
 }
 
 // rec is a record of partition p with key k and value v (nil: none) at

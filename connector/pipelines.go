@@ -484,7 +484,8 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 		asked, err := p.askedLayout(ctx, cat)
 		var t *snapshot.Table
 		if err == nil {
-			t, err = snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Write: true, Layout: asked, Mode: p.Mode, Key: p.Key})
+			t, err = snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{Write: true, Layout: asked, Mode: p.Mode, Key: p.Key,
+				EnvelopeLeftOut: p.envelopeLeftOut()})
 		}
 		switch {
 		case errors.Is(err, snapshot.ErrTableNotFound) && p.NewTableRefusal != nil:
@@ -560,10 +561,11 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 }
 
 // askedLayout is the layout p asks an existing table for. An envelope
-// left out is the table's: a table floe wrote keeps its envelope, and
-// docs/upsert.md lets a later run leave --envelope out, also when it gives
-// --value and --key (which the table then judges as its own). An envelope
-// given without the value and key modes (a new table refuses it:
+// left out is the table's, which snapshot.Open takes
+// (OpenOptions.EnvelopeLeftOut): a table floe wrote keeps its envelope,
+// and docs/upsert.md lets a later run leave --envelope out, also when it
+// gives --value and --key (which the table then judges as its own). An
+// envelope given without the value and key modes (a new table refuses it:
 // NewTableRefusal), or given as none (Config.EnvelopeGiven), is judged by
 // the table first: a table floe wrote of another envelope refuses it
 // naming its own, and one of the same envelope fills in the modes left out
@@ -572,21 +574,14 @@ func (ps Pipelines) open(ctx context.Context, cat catalog.Catalog) ([]*snapshot.
 func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping.Layout, error) {
 	l := p.Layout
 	switch {
-	case l.Envelope == mapping.EnvelopeNone && !p.Config.EnvelopeGiven:
-		// No envelope asked for: the table's is taken.
+	case p.envelopeLeftOut():
+		return l, nil
 	case l.Envelope == mapping.EnvelopeNone && l.Value == "":
 		// --envelope none alone, which snapshot.Open takes for no ask.
 	case l.Envelope == mapping.EnvelopeNone || (l.Value != "" && l.Key != ""):
 		return l, nil
 	}
 	t, err := snapshot.Open(ctx, cat, p.Table, snapshot.OpenOptions{})
-	if !p.Config.EnvelopeGiven && (err != nil || !t.FloeWrote()) {
-		// Nothing to take from a table floe never wrote, or one that
-		// does not open as it is: the flags' layout, with which the
-		// table is then opened, says what is wrong (a foreign table's
-		// missing columns, for the value mode asked).
-		return l, nil
-	}
 	if err != nil {
 		return l, err
 	}
@@ -594,9 +589,6 @@ func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping
 		return p.Layout, p.NewTableRefusal
 	}
 	has := t.Layout()
-	if !p.Config.EnvelopeGiven {
-		l.Envelope = has.Envelope
-	}
 	if has.Envelope != l.Envelope {
 		return l, &mapping.LayoutError{Table: t.Name(), Setting: "envelope", Value: l.Envelope.String(), Want: has.Envelope.String()}
 	}
@@ -607,6 +599,12 @@ func (p Pipeline) askedLayout(ctx context.Context, cat catalog.Catalog) (mapping
 		l.Key = has.Key
 	}
 	return l, nil
+}
+
+// envelopeLeftOut reports whether p asks for no envelope (--envelope left
+// out), so that an existing table's is taken.
+func (p Pipeline) envelopeLeftOut() bool {
+	return p.Layout.Envelope == mapping.EnvelopeNone && !p.Config.EnvelopeGiven
 }
 
 // checkDeadLetters checks, creating nothing, the dead-letter table of

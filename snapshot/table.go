@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -153,6 +154,15 @@ type OpenOptions struct {
 	// mapping.PropUpsertKey; an existing table with another key is a
 	// *KeyChangeError. Nil accepts an existing table's key.
 	Key *mapping.UpsertKey
+	// EnvelopeLeftOut says that no envelope was asked for (Layout's is
+	// none because a sink's --envelope was left out), so that an existing
+	// table floe wrote keeps its own, as it keeps its mode when Mode is
+	// empty, and fills in the value and key modes Layout leaves empty
+	// with its own: a Debezium table sunk again without --envelope stays
+	// one. Unset, Layout's envelope of none is asked for whenever Layout
+	// names a value mode. A new table, or one floe never wrote, gets
+	// Layout as it is.
+	EnvelopeLeftOut bool
 	// ArchiveCache, when set, is the cache of ledger archive segment
 	// indexes of another handle of the table in this process
 	// (Table.ArchiveCache): the new handle reads only the indexes that
@@ -284,6 +294,15 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	recordLayout := foreign && (opts.Create || opts.Write)
 	if recordLayout {
 		layout = want
+	}
+	if opts.EnvelopeLeftOut && !foreign {
+		// Judged on the table just loaded: a caller that loaded it
+		// first to learn its envelope loaded every table twice.
+		asked.Envelope = layout.Envelope
+		asked.Value = cmp.Or(asked.Value, layout.Value)
+		asked.Key = cmp.Or(asked.Key, layout.Key)
+		filled := asked
+		invalid = filled.Normalize()
 	}
 	// A table without rows was most likely made by a run with the wrong
 	// flags: the refusal says it can be dropped.

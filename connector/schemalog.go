@@ -62,7 +62,8 @@ func (s *Sink) eventsUnwarned() bool {
 // events, whose deletes delete nothing (a new user's run exited 0 with a
 // table of events, or with 0 rows when Kafka Connect's JSON events with
 // schemas clashed). The warning is worded for the table's mode, names
-// the flags that mirror the source table and how to undo this table;
+// the flags that mirror the source table and how to undo this table
+// (floe drop only when it held no rows before this run: Sink.heldRows);
 // the run's summary repeats it (Stats.DebeziumEvents).
 func (s *Sink) warnDebeziumEvents(what, at string, values mapping.ValueMode) {
 	where := "the top level"
@@ -81,8 +82,15 @@ func (s *Sink) warnDebeziumEvents(what, at string, values mapping.ValueMode) {
 	if values == mapping.ValueRegistry {
 		flags = "--envelope debezium --value registry --key registry"
 	}
-	msg := fmt.Sprintf("%s are Debezium change events (op, after and source at %s), not the rows they carry: sunk without --envelope debezium, %s; to mirror the source table, sink the topic with %s into a new table, and remove this one with floe drop --table %s, which lists what it drops (docs/upsert.md, Debezium); --envelope none says the events are what is meant and silences this",
-		what, where, kept, flags, s.tbl.Name())
+	undo := fmt.Sprintf("and remove this one with floe drop --table %s, which lists what it drops (docs/upsert.md, Debezium)", s.tbl.Name())
+	if s.heldRows {
+		// Rows from before this run, which floe drop would lose: a topic
+		// of events sunk into a good table by mistake is undone as a
+		// wrong --topic is (docs/deployment.md).
+		undo = fmt.Sprintf("(docs/upsert.md, Debezium); this one held rows before this run, which floe drop would lose: if these events went into it by mistake, floe replay --topic RIGHT --table %s --branch rebuild --publish --publish-different rebuilds it from its own topic, leaving them out (docs/deployment.md, Recovering from mistakes)", s.tbl.Name())
+	}
+	msg := fmt.Sprintf("%s are Debezium change events (op, after and source at %s), not the rows they carry: sunk without --envelope debezium, %s; to mirror the source table, sink the topic with %s into a new table %s; --envelope none says the events are what is meant and silences this",
+		what, where, kept, flags, undo)
 	if !s.debeziumWarning.CompareAndSwap(nil, &msg) {
 		return
 	}

@@ -399,6 +399,10 @@ type Sink struct {
 	// given (Config.EnvelopeGiven): its records may be Debezium change
 	// events sunk without --envelope debezium.
 	lookForEvents bool
+	// heldRows is set when the table held rows as the sink was made,
+	// before any commit of this run (snapshot.Table.HoldsRows): advice to
+	// drop it would lose them (warnDebeziumEvents).
+	heldRows bool
 	// debeziumWarning is the warning it logged once that its records are
 	// Debezium change events sunk without the envelope
 	// (warnDebeziumEvents), from the commit's goroutine or the loop's.
@@ -527,6 +531,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: log, alloc: memory.NewGoAllocator(),
 		spillBytes: defaultSpillBytes, caseWarned: map[[2]string]bool{}}
 	s.lookForEvents = tbl.Layout().Envelope == mapping.EnvelopeNone && !cfg.EnvelopeGiven
+	s.heldRows = tbl.HoldsRows()
 	s.noteSchema()
 	if err := CheckTable(tbl, cfg); err != nil {
 		return nil, err

@@ -306,7 +306,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	}
 	// A table without rows was most likely made by a run with the wrong
 	// flags: the refusal says it can be dropped.
-	empty := tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil || tbl.CurrentSnapshot().Summary.Properties["total-records"] == "0"
+	empty := !holdsRows(tbl)
 	// The envelope before the mode: it sets the mode (a Debezium table is
 	// an upsert table), so a run of another envelope refused for the mode
 	// was told to pass a --mode its envelope refuses (a production user's
@@ -379,6 +379,19 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts
 	}
 	return t, nil
 }
+
+// holdsRows reports whether tbl's head counts a row (Iceberg's
+// total-records: an upsert table's rows deleted since still count, so that
+// a table said to hold none loses nothing when dropped).
+func holdsRows(tbl *table.Table) bool {
+	head := tbl.CurrentSnapshot()
+	return head != nil && head.Summary != nil && head.Summary.Properties["total-records"] != "0"
+}
+
+// HoldsRows reports whether the table, as last loaded, holds rows on main
+// (holdsRows): floe drop would lose them, so advice that names it is for a
+// table that holds none.
+func (t *Table) HoldsRows() bool { return holdsRows(t.tbl) }
 
 // neverWritten reports whether floe never wrote tbl: another tool created
 // it (no floe property) and no snapshot is a floe commit.

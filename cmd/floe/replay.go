@@ -281,10 +281,31 @@ func runReplay(cmd *cobra.Command, f *replayFlags) error {
 	}
 	// A resumed replay whose earlier runs made rows read a few bad records
 	// of a layout that fits, as a sink into a table holding rows does.
-	if msg := onlyDeadLetters(res.Target, res.Stats, nil); msg != "" && res.Rows == 0 {
-		return &codeError{code: exitOnlyDeadLetters, err: errors.New(msg)}
+	if res.Rows == 0 && deadOnly(res.Stats) {
+		remove, err := replayWayBack(ctx, cat, ident, f.branch)
+		if err != nil {
+			return err
+		}
+		return &codeError{code: exitOnlyDeadLetters, err: errors.New(onlyDeadLetters(res.Target, res.Stats, remove))}
 	}
 	return nil
+}
+
+// replayWayBack is the way back from a replay into ident (onto branch,
+// "": into the table itself) that made dead letters and no row: dropping
+// its branch, or the table when it holds no row of any topic; a table
+// that holds rows of others (sunk beside the replay's) keeps them
+// (tableWayBack).
+func replayWayBack(ctx context.Context, cat icecat.Catalog, ident table.Identifier, branch string) (string, error) {
+	name := strings.Join(ident, ".")
+	if branch != "" {
+		return branchWayBack(name, branch), nil
+	}
+	tbl, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read which topics' rows %s holds: %w", name, err)
+	}
+	return tableWayBack(name, topicsWithRows(ctx, tbl)), nil
 }
 
 func printReplayStart(w io.Writer, s replay.Start) {

@@ -505,7 +505,7 @@ func runSink(cmd *cobra.Command, f *sinkFlags) error {
 				// letters and no row.
 				if f.stopAtEnd && deadOnly(stats) {
 					if rowsOf := topicsWithRows(srvCtx, tbl); !slices.Contains(rowsOf, p.Topic) {
-						onlyDead = append(onlyDead, onlyDeadLetters(tbl.Name(), stats, rowsOf))
+						onlyDead = append(onlyDead, onlyDeadLetters(tbl.Name(), stats, tableWayBack(tbl.Name(), rowsOf)))
 					}
 				}
 				if len(stats.Unfinished) > 0 {
@@ -885,23 +885,11 @@ func deadOnly(s connector.Stats) bool { return s.Records == 0 && s.DeadLetters >
 // a run into table committed dead letters and no row, with their number
 // and the first; "" otherwise. Such a run exits exitOnlyDeadLetters: its
 // records most likely do not match the table's layout, which a batch job
-// must not take for success. rowsOf are the topics whose rows the table
-// held before the run: dropping such a table loses them (a user told to
-// drop a good table after sinking the wrong topic into it), so the advice
-// is then to rebuild it from its own topic, as docs/deployment.md's
-// Recovering from mistakes does for a wrong --topic.
-func onlyDeadLetters(table string, s connector.Stats, rowsOf []string) string {
+// must not take for success. remove is the way back from the run
+// (tableWayBack, branchWayBack).
+func onlyDeadLetters(table string, s connector.Stats, remove string) string {
 	if !deadOnly(s) {
 		return ""
-	}
-	remove := fmt.Sprintf("remove this one with floe drop --table %s, which lists what it drops", table)
-	if len(rowsOf) > 0 {
-		right := "RIGHT"
-		if len(rowsOf) == 1 {
-			right = rowsOf[0]
-		}
-		remove = fmt.Sprintf("if this is the wrong topic for the table, which holds rows of %s that floe drop would lose, floe replay --topic %s --table %s --branch rebuild --publish --publish-different rebuilds it from its own topic, leaving this run's out (docs/deployment.md, Recovering from mistakes)",
-			strings.Join(rowsOf, ", "), right, table)
 	}
 	advice := connector.OnlyDeadLettersAdvice(s.FirstDeadLetter)
 	if s.DebeziumEvents != "" {
@@ -913,6 +901,31 @@ func onlyDeadLetters(table string, s connector.Stats, rowsOf []string) string {
 	}
 	return fmt.Sprintf("%s: 0 rows and %s (into %s): no record became a row; %s; first: %s",
 		table, plural(int(s.DeadLetters), "dead letter"), s.DeadLetterTable, advice, s.FirstDeadLetter)
+}
+
+// tableWayBack is onlyDeadLetters' way back from a run into table, which
+// held rows of the topics rowsOf before it: removing it with floe drop
+// when it held none; otherwise, as dropping it would lose them (a user
+// told to drop a good table after sinking the wrong topic into it),
+// rebuilding it from its own topic, as docs/deployment.md's Recovering
+// from mistakes does for a wrong --topic.
+func tableWayBack(table string, rowsOf []string) string {
+	if len(rowsOf) == 0 {
+		return fmt.Sprintf("remove this one with floe drop --table %s, which lists what it drops", table)
+	}
+	right := "RIGHT"
+	if len(rowsOf) == 1 {
+		right = rowsOf[0]
+	}
+	return fmt.Sprintf("if this is the wrong topic for the table, which holds rows of %s that floe drop would lose, floe replay --topic %s --table %s --branch rebuild --publish --publish-different rebuilds it from its own topic, leaving this run's out (docs/deployment.md, Recovering from mistakes)",
+		strings.Join(rowsOf, ", "), right, table)
+}
+
+// branchWayBack is onlyDeadLetters' way back from a replay onto branch of
+// table: dropping the branch, which leaves main and its rows as they are
+// (floe drop --table alone would drop them with the table).
+func branchWayBack(table, branch string) string {
+	return fmt.Sprintf("remove the branch with floe drop --table %s --branch %s --yes, which leaves main and its rows as they are", table, branch)
 }
 
 // logPendingPartitionFields says that partition fields of tbl wait for

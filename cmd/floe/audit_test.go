@@ -29,14 +29,7 @@ import (
 // flags.
 func auditStack(t *testing.T) (*localstack.Stack, []string) {
 	t.Helper()
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 3, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "orders", 3)
 	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("orders", 3, 300, time.Now().Add(-time.Hour), 1)); err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,7 @@ import (
 // partitionsStack starts a local stack with topic of parts partitions.
 func partitionsStack(t *testing.T, topic string, parts int32) (*localstack.Stack, catalog.Config, []string) {
 	t.Helper()
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, parts, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, topic, parts)
 	cfg := st.Catalog()
 	return st, cfg, []string{"--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
 }

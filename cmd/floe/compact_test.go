@@ -208,14 +208,7 @@ func TestSinkCompactIntervalDefault(t *testing.T) {
 // manifests, stay bounded, and the table is complete after.
 func TestSinkCompactionWinsFastSink(t *testing.T) {
 	const partitions = 60
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "fast", partitions, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "fast", partitions)
 	count := map[int32]int64{}
 	produceRound(t, st.Brokers, "fast", partitions, 2400, count)
 	cfg := st.Catalog()

@@ -30,14 +30,7 @@ const (
 // It returns the stack and the catalog flags.
 func deadLettersStack(t *testing.T) (*localstack.Stack, []string) {
 	t.Helper()
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "ev", 2, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "ev", 2)
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	rec := func(p int32, i int, key, value string) *kgo.Record {
 		r := &kgo.Record{Topic: "ev", Partition: p, Value: []byte(value), Timestamp: base.Add(time.Duration(i) * time.Minute)}

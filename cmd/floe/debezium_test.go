@@ -17,15 +17,8 @@ import (
 // truncate, then new rows): the table read back with iceberg-go's scan is
 // the customers table, and the flags' mistakes are refused with one line.
 func TestDebeziumSinkCommand(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic = "dbserver1.inventory.customers"
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, topic, 1)
 	c := floetest.NewCustomers(topic, 1)
 	c.Story(25, 80, 9)
 	c.Truncate()

@@ -70,14 +70,7 @@ func TestSessionTimeoutOutOfRange(t *testing.T) {
 // and 20 records.
 func ordersStack(t *testing.T) *localstack.Stack {
 	t.Helper()
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "orders", 2)
 	produceRound(t, st.Brokers, "orders", 2, 20, map[int32]int64{})
 	return st
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-dev/floe/localstack"
 )
 
 // TestReplayInterruptedSaysHowToContinue (from a new-user run): a replay
@@ -14,14 +13,7 @@ import (
 // with "load table ...: context canceled", the layout line read with the
 // cancelled context, instead of saying that running it again continues.
 func TestReplayInterruptedSaysHowToContinue(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "big", 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "big", 1)
 	produceRound(t, st.Brokers, "big", 1, 60000, map[int32]int64{})
 	cfg := st.Catalog()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -43,7 +35,7 @@ func TestReplayInterruptedSaysHowToContinue(t *testing.T) {
 		}
 	}
 	cancel()
-	err = <-done
+	err := <-done
 	if err == nil || !strings.Contains(err.Error(), "replay interrupted: lake.big_r is consistent up to the next offsets above; run the same command again to continue") {
 		t.Fatalf("interrupted replay: %v\n%s", err, out)
 	}

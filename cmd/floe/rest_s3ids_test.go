@@ -19,7 +19,6 @@ import (
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/testenv"
-	"github.com/floe-dev/floe/localstack"
 )
 
 // TestRESTTableS3ErrorsAreNotMissing: the tables of a REST catalog are on
@@ -54,14 +53,7 @@ func TestRESTTableS3ErrorsAreNotMissing(t *testing.T) {
 		S3: catalog.S3Config{Endpoint: srv.URL, Region: s3.Region, AccessKeyID: s3.AccessKey, SecretAccessKey: s3.SecretKey}})
 
 	// A sink's table, whose reading reads a manifest list.
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "orders", 1)
 	produceRound(t, st.Brokers, "orders", 1, 20, map[int32]int64{})
 	mustFloe(t, "sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end",
 		"--catalog", f.srv.URL, "--catalog-token", f.token, "--s3-endpoint", srv.URL, "--s3-region", s3.Region,

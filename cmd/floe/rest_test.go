@@ -19,7 +19,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-dev/floe/catalog"
-	"github.com/floe-dev/floe/localstack"
 )
 
 // restFixture is an Iceberg REST catalog endpoint for tests: the HTTP
@@ -294,14 +293,7 @@ func (f *restFixture) commitTable(w http.ResponseWriter, r *http.Request) {
 // reported as such without showing the secret.
 func TestRESTCatalog(t *testing.T) {
 	f := newRESTFixture(t)
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "orders", 2)
 	count := map[int32]int64{}
 	produceRound(t, st.Brokers, "orders", 2, 200, count)
 	args := []string{"sink", "--brokers", st.Brokers[0], "--topic", "orders", "--table", "lake.orders", "--stop-at-end",

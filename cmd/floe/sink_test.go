@@ -30,14 +30,7 @@ func floe(t *testing.T, args ...string) (int, string, string) {
 // sinkStack starts a local stack with a topic of 3 partitions and 300 events.
 func sinkStack(t *testing.T) (*localstack.Stack, []string) {
 	t.Helper()
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "orders", 3, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "orders", 3)
 	if err := localstack.Produce(t.Context(), st.Brokers, localstack.DemoEvents("orders", 3, 300, time.Now().Add(-time.Hour), 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -175,14 +168,7 @@ func TestSinkRefusesMalformedLedger(t *testing.T) {
 // metrics address another process holds, a bad flag. Each failure is exit 2
 // with one line on stderr, and no summary on stdout.
 func TestSinkChecksBeforeCreating(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "pairs", 2, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "pairs", 2)
 	cfg := st.Catalog()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

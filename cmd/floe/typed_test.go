@@ -27,14 +27,7 @@ import (
 // every level with the registry, as a user would; then the typed flags'
 // errors.
 func TestTypedSinkCommand(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "shipments", 2, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "shipments", 2)
 	recs, err := localstack.DemoShipments(t.Context(), st.Registry, "shipments", 2, 100, time.Now().Add(-time.Hour), 1)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
 	"github.com/floe-dev/floe/snapshot"
@@ -61,15 +60,8 @@ func rowsByOffset(t *testing.T, tbl *snapshot.Table) map[mapping.TopicPartition]
 // one hinted file is live) and says the rows of the rewritten file are
 // missing.
 func TestWhereAfterForeignRewriteOfGroupFile(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const topic, parts = "wg", 6
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, topic, parts, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, topic, parts)
 	count := map[int32]int64{}
 	produceRound(t, st.Brokers, topic, parts, 60, count)
 	cfg := st.Catalog()

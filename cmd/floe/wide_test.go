@@ -15,15 +15,8 @@ import (
 // content verification says complete; with the head commit's ranges file
 // deleted, floe audit exits 2 naming it.
 func TestAuditCommandWideTable(t *testing.T) {
-	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	const partitions = 200
-	if err := localstack.CreateTopic(t.Context(), st.Brokers, "wide", partitions, nil); err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := partitionedStack(t, "wide", partitions)
 	for p := range int32(partitions) {
 		if err := localstack.Produce(t.Context(), st.Brokers, floetest.Records("wide", p, 3, "w")); err != nil {
 			t.Fatal(err)

@@ -97,7 +97,8 @@ const (
 	// rows nor dead letters. Only a replay of the table brings them back.
 	KindDeadLettersLost Kind = "dead-letters-lost"
 
-	// KindDuplicate (rows): offsets held by more than one row.
+	// KindDuplicate (rows; content without the rows level): offsets held
+	// by more than one row.
 	KindDuplicate Kind = "duplicate"
 	// KindOutsideLedger (rows): rows whose offsets no (non-lost) range covers.
 	KindOutsideLedger Kind = "outside-ledger"

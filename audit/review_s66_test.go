@@ -64,3 +64,26 @@ func TestReviewS66AuditContentWithoutDeepDuplicate(t *testing.T) {
 	rep = e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
 	expectFindings(t, rep, "rows duplicate dup/0 [5, 6)", "rows count-mismatch dup/0 [0, 10)")
 }
+
+// TestReviewS66AuditDeadLettersInNoTable: a commit whose range [0, 10)
+// counts 9 rows and 1 dead letter, naming no dead-letter table (a ledger
+// floe's encoding accepts: dead letters without dead-letter files), of a
+// table that has no dead-letter table at all: the record at offset 4 is
+// in neither table. floe audit --deep said COMPLETE, "accounted for by
+// the ledger, the file list and the data files' rows": the rows level
+// counted each range's dead letters only when the table had a
+// dead-letter table. It must find the range's dead letter missing.
+func TestReviewS66AuditDeadLettersInNoTable(t *testing.T) {
+	e := newEnv(t)
+	tp := mapping.TopicPartition{Topic: "dl", Partition: 0}
+	e.Topic(tp.Topic, 1, nil)
+	e.Produce(records(tp.Topic, 0, 10, "a"))
+	recs := records(tp.Topic, 0, 10, "a")
+	for i, r := range recs {
+		r.Offset = int64(i)
+	}
+	tbl := e.Table("lake.dl")
+	floetest.ForceCommit(t, tbl, []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: 10}, Records: 9, DeadLetters: 1}},
+		s66Rows(t, tbl, append(recs[:4:4], recs[5:]...)))
+	expectFindings(t, e.audit(tbl, rowsDepth), "rows count-mismatch dl/0 [0, 10)")
+}

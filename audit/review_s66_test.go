@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -8,8 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/replay"
 	"github.com/floe-dev/floe/snapshot"
 )
 
@@ -86,4 +89,130 @@ func TestReviewS66AuditDeadLettersInNoTable(t *testing.T) {
 	floetest.ForceCommit(t, tbl, []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: 10}, Records: 9, DeadLetters: 1}},
 		s66Rows(t, tbl, append(recs[:4:4], recs[5:]...)))
 	expectFindings(t, e.audit(tbl, rowsDepth), "rows count-mismatch dl/0 [0, 10)")
+}
+
+// s66JSONLog produces, on each of partitions, plain records, a committed
+// and an aborted transaction of JSON values, every sixth not JSON and
+// every sixth a kind conflict (dead letters); n numbers the values.
+func s66JSONLog(e *env, topic string, partitions int32, n *int) {
+	e.T.Helper()
+	mk := func(p int32, k int) []*kgo.Record {
+		var out []*kgo.Record
+		for range k {
+			*n++
+			v := fmt.Sprintf(`{"id":%d,"p":%d}`, *n, p)
+			switch *n % 6 {
+			case 1:
+				v = "{bad"
+			case 4:
+				v = fmt.Sprintf(`{"id":"s%d"}`, *n)
+			}
+			out = append(out, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%d", *n%5), Value: []byte(v)})
+		}
+		return out
+	}
+	for p := range partitions {
+		e.Produce(mk(p, 6))
+		e.Txn(fmt.Sprintf("%s-c%d", topic, p), mk(p, 4), true)
+		e.Txn(fmt.Sprintf("%s-a%d", topic, p), mk(p, 3), false)
+	}
+}
+
+// s66Compact compacts each table, failing t on error.
+func s66Compact(t *testing.T, tbls ...*snapshot.Table) {
+	t.Helper()
+	for _, x := range tbls {
+		if _, err := x.Compact(t.Context(), snapshot.CompactOptions{TargetFileSize: 1 << 20, Logger: quietLogger()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// s66Expire expires all but the last snapshot of tbl's branches (their
+// ledger archived).
+func s66Expire(t *testing.T, tbl *snapshot.Table, keep int) {
+	t.Helper()
+	if err := tbl.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := tbl.Maintain(t.Context(), snapshot.MaintainOptions{Expire: true, RetainLast: keep, Logger: quietLogger()}); err != nil || len(res.Expired) == 0 {
+		t.Fatalf("expiry: %+v, %v", res, err)
+	}
+}
+
+// s66Every audits tbl at the files and rows depths, with the content level
+// in one window and in windows of 3 and 7 offsets, and fails unless each
+// report has exactly the wanted findings.
+func s66Every(t *testing.T, e *env, tbl *snapshot.Table, what string, want ...string) {
+	t.Helper()
+	for _, d := range []audit.Depth{audit.DepthFiles, audit.DepthRows} {
+		rep := sameInWindows(t, e, tbl, audit.Options{Depth: d, Broker: e.Broker(), VerifyContent: true}, what, 3, 7)
+		expectFindings(t, rep, want...)
+	}
+}
+
+// TestReviewS66AuditHoldsLongLedger: a JSON table with dead letters over
+// three partitions, sunk in flushes of 3 records (many commits per
+// partition) over four rounds of plain records, committed and aborted
+// transactions; retention deletes unsunk offsets of partition 2 (recorded
+// lost); data and dead-letter tables are compacted (file groups across
+// partitions) and snapshots expired with the ledger archived. Every
+// depth, the content level in windows that cut transactions and commits,
+// finds the loss and nothing else.
+func TestReviewS66AuditHoldsLongLedger(t *testing.T) {
+	e := newEnv(t)
+	const topic = "long"
+	e.Topic(topic, 3, nil)
+	tbl, dlq := e.TypedTable("lake.long", mapping.Layout{Value: mapping.ValueJSON})
+	n := 0
+	for round := range 4 {
+		s66JSONLog(e, topic, 3, &n)
+		if round == 2 {
+			tp := mapping.TopicPartition{Topic: topic, Partition: 2}
+			if err := e.Stack.Cluster.DeleteRecords(topic, 2, e.HighWatermarks(topic)[tp]-4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq, FlushRecords: 3, OnDataLoss: connector.LossRecord})
+		if round%2 == 1 {
+			s66Compact(t, tbl, dlq)
+		}
+		if round == 2 {
+			s66Expire(t, tbl, 2)
+		}
+	}
+	s66Every(t, e, tbl, "long ledger", "ledger lost long/2 [30, 41)")
+}
+
+// TestReviewS66AuditHoldsReplayPublished: the same kind of table replayed
+// into a branch that is published, main's history tagged; then sunk
+// further, compacted and expired. Main and the tag are complete at every
+// depth throughout.
+func TestReviewS66AuditHoldsReplayPublished(t *testing.T) {
+	e := newEnv(t)
+	const topic = "rp"
+	e.Topic(topic, 2, nil)
+	tbl, dlq := e.TypedTable("lake.rp", mapping.Layout{Value: mapping.ValueJSON})
+	n := 0
+	for range 2 {
+		s66JSONLog(e, topic, 2, &n)
+		e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq, FlushRecords: 6})
+	}
+	cat, ident := e.CatalogOf("lake.rp")
+	if res, err := replay.Run(e.Ctx, e.Broker(), cat, ident, replay.Options{Topic: topic, Branch: "rebuild", Publish: true, TagMain: "before",
+		Sink: connector.Config{FlushRecords: 9, Logger: quietLogger()}}); err != nil || !res.Published {
+		t.Fatalf("replay: %+v, %v", res, err)
+	}
+	tag := e.OpenTable("lake.rp", snapshot.OpenOptions{Branch: "before", ReadTag: true})
+	s66Every(t, e, tbl, "published")
+	s66Every(t, e, tag, "tag")
+	s66JSONLog(e, topic, 2, &n)
+	e.sink(tbl, connector.Config{Topic: topic, DeadLetters: dlq, FlushRecords: 4})
+	s66Compact(t, tbl, dlq)
+	s66Expire(t, tbl, 1)
+	s66Every(t, e, tbl, "sunk, compacted and expired after the publish")
+	if err := tag.Refresh(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	s66Every(t, e, tag, "tag after the expiry")
 }

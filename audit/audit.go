@@ -689,6 +689,10 @@ type auditor struct {
 	// deadCommits the commits that name one.
 	deadNames   map[string]bool
 	deadCommits []mapping.Commit
+	// deadUnnamed are the commits whose ranges count dead letters but
+	// that name no dead-letter table (snapshot id and count): floe's sink
+	// never writes one.
+	deadUnnamed [][2]int64
 	// topics are the ledger's topics, sorted; single is the only topic
 	// when there is one (it names the topic of partition numbers read
 	// from files).
@@ -809,6 +813,9 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 			if keep {
 				a.ranges[r.TopicPartition] = append(a.ranges[r.TopicPartition], r)
 			}
+		}
+		if n := deadLetterCount(c); n > 0 && c.DeadLetterTable == "" && a.selectedCommit(c) {
+			a.deadUnnamed = append(a.deadUnnamed, [2]int64{c.SnapshotID, n})
 		}
 		if c.DeadLetterTable != "" {
 			a.deadNames[c.DeadLetterTable] = true

@@ -88,7 +88,23 @@ func TestReviewS66AuditDeadLettersInNoTable(t *testing.T) {
 	tbl := e.Table("lake.dl")
 	floetest.ForceCommit(t, tbl, []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: 10}, Records: 9, DeadLetters: 1}},
 		s66Rows(t, tbl, append(recs[:4:4], recs[5:]...)))
-	expectFindings(t, e.audit(tbl, rowsDepth), "rows count-mismatch dl/0 [0, 10)")
+	expectFindings(t, e.audit(tbl, rowsDepth), "ledger count-mismatch", "rows count-mismatch dl/0 [0, 10)")
+}
+
+// TestReviewS66AuditDeadLettersInNoTableDefault: the table of
+// TestReviewS66AuditDeadLettersInNoTable at the default levels, which
+// compare the dead-letter tables with the ledger: they said COMPLETE,
+// since only commits that name a dead-letter table were compared.
+func TestReviewS66AuditDeadLettersInNoTableDefault(t *testing.T) {
+	e := newEnv(t)
+	tp := mapping.TopicPartition{Topic: "dl", Partition: 0}
+	e.Topic(tp.Topic, 1, nil)
+	tbl := e.Table("lake.dl")
+	floetest.ForceCommit(t, tbl, []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 0, High: 10}, Records: 9, DeadLetters: 1}},
+		batch(t, tbl, tp, 0, 1, 2, 3, 5, 6, 7, 8, 9))
+	for _, opts := range []audit.Options{ledgerOnly, filesDepth} {
+		expectFindings(t, e.audit(tbl, opts), "ledger count-mismatch")
+	}
 }
 
 // s66JSONLog produces, on each of partitions, plain records, a committed

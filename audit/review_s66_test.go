@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
@@ -256,5 +257,49 @@ func TestReviewS66AuditEventTableSkipped(t *testing.T) {
 		s66Rows(t, tbl, append(recs[:4:4], recs[6:]...)))
 	for _, opts := range []audit.Options{ledgerOnly, filesDepth, rowsDepth} {
 		expectFindings(t, e.audit(tbl, opts), "ledger count-mismatch sk/0 [0, 10)")
+	}
+}
+
+// TestReviewS66AuditHoldsTwoTopicsRolledBack: two topics with the same
+// partition numbers sunk into one JSON table with dead letters, compacted
+// (file groups across topics) and expired; main is then rolled back two
+// sinks, leaving dead letters of commits no ledger has (stray, until
+// maintenance), and expired, which archives the rolled-back line too.
+// After maintenance and a sink that takes the offsets again, every depth,
+// of the table and of each --topic, is complete.
+func TestReviewS66AuditHoldsTwoTopicsRolledBack(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("ta", 2, nil)
+	e.Topic("tb", 2, nil)
+	tbl, dlq := e.TypedTable("lake.two", mapping.Layout{Value: mapping.ValueJSON})
+	n := 0
+	var heads []int64
+	for round := range 3 {
+		s66JSONLog(e, "ta", 2, &n)
+		s66JSONLog(e, "tb", 2, &n)
+		e.sink(tbl, connector.Config{Topic: "ta", DeadLetters: dlq, FlushRecords: 4})
+		e.sink(tbl, connector.Config{Topic: "tb", DeadLetters: dlq, FlushRecords: 5})
+		if round == 0 {
+			s66Compact(t, tbl, dlq)
+			s66Expire(t, tbl, 2)
+		}
+		if err := tbl.Refresh(e.Ctx); err != nil {
+			t.Fatal(err)
+		}
+		heads = append(heads, tbl.Head().SnapshotID)
+	}
+	s66Every(t, e, tbl, "two topics")
+	upd := []table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, heads[0], table.BranchRef, -1, -1, -1)}
+	if _, _, err := tbl.Catalog().CommitTable(e.Ctx, tbl.Identifier(), nil, upd); err != nil {
+		t.Fatal(err)
+	}
+	expectFindings(t, e.audit(tbl, filesDepth), "ledger stray-dead-letters")
+	s66Expire(t, tbl, 1)
+	s66Every(t, e, tbl, "rolled back and expired")
+	e.sink(tbl, connector.Config{Topic: "ta", DeadLetters: dlq, FlushRecords: 7})
+	e.sink(tbl, connector.Config{Topic: "tb", DeadLetters: dlq, FlushRecords: 3})
+	s66Every(t, e, tbl, "sunk again")
+	for _, topic := range []string{"ta", "tb"} {
+		expectFindings(t, e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true, Topic: topic}))
 	}
 }

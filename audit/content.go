@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -835,6 +836,15 @@ func (v *verifier) flush() {
 		switch f.Kind {
 		case KindMissingRow:
 			f.Detail = fmt.Sprintf("the committed records at offsets %s have no row", iv)
+			if dead := v.a.readDeadTables(); len(dead) > 0 {
+				// Nor a dead letter: the table or its dead-letter table
+				// lost them (found by review s66).
+				names := make([]string, len(dead))
+				for i, d := range dead {
+					names[i] = d.name
+				}
+				f.Detail += fmt.Sprintf(" and no dead letter in %s", strings.Join(names, ", "))
+			}
 			if state {
 				f.Detail = fmt.Sprintf("the records at offsets %s are the latest committed records of their keys and not tombstones, but the state table has no row for them", iv)
 			}

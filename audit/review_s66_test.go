@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -301,5 +302,27 @@ func TestReviewS66AuditHoldsTwoTopicsRolledBack(t *testing.T) {
 	s66Every(t, e, tbl, "sunk again")
 	for _, topic := range []string{"ta", "tb"} {
 		expectFindings(t, e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true, Topic: topic}))
+	}
+}
+
+// TestReviewS66AuditMissingDeadLetterMessage: a dead letter deleted from
+// the dead-letter table by another tool's delete file. The content level
+// said "the committed records at offsets [5, 6) have no row", as of a row
+// the table lost, where the record is a dead letter the dead-letter table
+// lost (the ledger level's count-mismatch says so): the detail must say
+// the record is neither a row nor a dead letter.
+func TestReviewS66AuditMissingDeadLetterMessage(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	tbl, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	jsonLog(e, "orders", `{"id":1}`, ``, `{"id":2}`, `{"id":"x"}`, `{"id":3}`, ``, `{"id":4}`)
+	e.sink(tbl, connector.Config{Topic: "orders", DeadLetters: dlq, FlushRecords: 3})
+	floetest.ForeignEqualityDelete(t, dlq.Iceberg(), 0, 5)
+	rep := e.audit(tbl, audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true})
+	expectFindings(t, rep, "content missing-row orders/0 [5, 6)", "ledger count-mismatch")
+	for _, f := range rep.Findings {
+		if f.Kind == audit.KindMissingRow && !strings.Contains(f.Detail, "no dead letter") {
+			t.Fatalf("detail %q", f.Detail)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestReplayInterruptedSaysHowToContinue (from a new-user run): a replay

@@ -122,9 +122,10 @@ func readWhole(b *testing.B, tbl *snapshot.Table) (int64, float64) {
 // only them: one file, as the compacted table is), and reports the read
 // times (of the two small reads, the fastest of five alternated) and the
 // ratio of the compacted read to the append table's (target: at most
-// 1.2). Last it runs the upsert sink as its own process, at the default
-// --flush-records and at 100,000, and reports its peak resident set
-// (target: at most 400 MiB).
+// 1.2). Last it runs the upsert sink as its own process, at its default
+// --flush-records (100,000, connector.DefaultUpsertFlushRecords) and at
+// 500,000 (the append default), and reports its peak resident set
+// (target: at most 400 MiB at the default).
 //
 //	go test ./connector/ -run '^$' -bench UpsertVsAppend -benchtime 1x
 func BenchmarkUpsertVsAppend(b *testing.B) {

@@ -37,7 +37,7 @@ import (
 // so that every commit covers that many partitions and all of them are
 // covered every partitions/flush commits.
 //
-// Every FLOE_SOAK_EVERY commits (1,000) it records the sink's resident
+// Every FLOE_SOAK_EVERY commits (1,000; at most FLOE_SOAK_COMMITS) it records the sink's resident
 // set (VmRSS), the median commit latency of those commits (the "commit"
 // of the sink's committed log line: the catalog commit), the size of the
 // table's metadata.json, its live data files and snapshots, and the size
@@ -61,6 +61,10 @@ func BenchmarkSoak(b *testing.B) {
 	// A few partitions are the shape of a live sink on a small topic.
 	partitions := benchEnvIntFrom(b, "FLOE_SOAK_PARTITIONS", 200, 1)
 	every := benchEnvInt(b, "FLOE_SOAK_EVERY", 1_000)
+	if every > commits {
+		// No sample would be taken: every metric would read 0 or NaN.
+		b.Fatalf("FLOE_SOAK_COMMITS=%d is fewer than FLOE_SOAK_EVERY=%d (the commits between samples): set FLOE_SOAK_EVERY to at most %d", commits, every, commits)
+	}
 	flush := benchEnvIntFrom(b, "FLOE_SOAK_FLUSH", 20, 1)
 	// The paths before the binary's build and the broker: a relative
 	// path would land in cmd/floe/ (go test's folder), where the plot

@@ -400,8 +400,10 @@ type Sink struct {
 	// events sunk without --envelope debezium.
 	lookForEvents bool
 	// heldRows is set when the table held rows as the sink was made,
-	// before any commit of this run (snapshot.Table.HoldsRows): advice to
-	// drop it would lose them (warnDebeziumEvents).
+	// before any commit of this run (snapshot.Table.HoldsRows), other
+	// than the sink's own topic's (heldOtherRows): advice to drop it would
+	// lose them (warnDebeziumEvents). Rows of the topic alone are the
+	// events of an earlier run of the same mistake.
 	heldRows bool
 	// debeziumWarning is the warning it logged once that its records are
 	// Debezium change events sunk without the envelope
@@ -531,7 +533,7 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: log, alloc: memory.NewGoAllocator(),
 		spillBytes: defaultSpillBytes, caseWarned: map[[2]string]bool{}}
 	s.lookForEvents = tbl.Layout().Envelope == mapping.EnvelopeNone && !cfg.EnvelopeGiven
-	s.heldRows = tbl.HoldsRows()
+	s.heldRows = s.lookForEvents && tbl.HoldsRows() && heldOtherRows(tbl, cfg.Topic)
 	s.noteSchema()
 	if err := CheckTable(tbl, cfg); err != nil {
 		return nil, err
@@ -1262,4 +1264,24 @@ func OnlyDeadLettersAdvice(first string) string {
 		return "the records decoded, but a field is named like one of floe's columns (kafka_*, in any case): rename it where the first dead letter's reason says"
 	}
 	return "check that --value, --key and --schema-registry match how the topic's records are written"
+}
+
+// heldOtherRows reports whether tbl's ledger counts records of a topic
+// other than topic, or none at all (rows another writer made), or cannot
+// be read: rows a drop of tbl would lose besides topic's.
+func heldOtherRows(tbl *snapshot.Table, topic string) bool {
+	sum, err := tbl.Summary(context.Background(), 0)
+	if err != nil {
+		return true
+	}
+	own := false
+	for tp, p := range sum.Parts {
+		if p.Records > 0 {
+			if tp.Topic != topic {
+				return true
+			}
+			own = true
+		}
+	}
+	return !own
 }

@@ -747,7 +747,7 @@ type auditor struct {
 // carries every partition's ranges (PartitionReport.LedgerRanges, which
 // the HTML report draws) when the levels run need only the streamed
 // ledger.
-const keepRangesMax = 100_000
+var keepRangesMax = 100_000
 
 // loadLedger reads the ledger once, commit after commit: the summary, each
 // partition's coverage, the evidence digest and the dead-letter tables

@@ -1,0 +1,58 @@
+package audit_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/floe-dev/floe/audit"
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/internal/floetest"
+	"github.com/floe-dev/floe/mapping"
+	"github.com/floe-dev/floe/snapshot"
+)
+
+// TestReviewS66DiffLongLedgerSameVerdict: the rows and content levels of
+// an event table and an upsert table no longer hold the ledger; on a
+// ledger too long to keep its ranges (keepRangesMax, lowered to 0 here)
+// they give the findings they give on a short one: ranges sharing rows
+// and dead letters, a range committed twice over rows already held, a
+// range whose count its rows do not match, a lost range over rows.
+func TestReviewS66DiffLongLedgerSameVerdict(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("orders", 1, nil)
+	typed, dlq := e.TypedTable("lake.orders", mapping.Layout{Value: mapping.ValueJSON})
+	jsonLog(e, "orders", `{"id":1}`, ``, `{"id":2}`, `{"id":"x"}`, `{"id":3}`, ``)
+	e.sink(typed, connector.Config{Topic: "orders", DeadLetters: dlq, FlushRecords: 2})
+
+	e.Topic("events", 1, nil)
+	e.Produce(records("events", 0, 10, "e"))
+	raw := e.Table("lake.events")
+	e.sink(raw, connector.Config{Topic: "events", FlushRecords: 3})
+	tp := mapping.TopicPartition{Topic: "events", Partition: 0}
+	forceCommit(t, raw, tp, 2, 4, span(2, 4))
+	forceCommit(t, raw, tp, 6, 8, []int64{6})
+	floetest.ForceCommit(t, raw, []mapping.Range{{TopicPartition: tp, Interval: mapping.Interval{Low: 8, High: 9}, Lost: true}}, nil)
+
+	upsert := upsertedTopic(t, e, "accounts")
+
+	opts := audit.Options{Depth: audit.DepthRows, Broker: e.Broker(), VerifyContent: true}
+	tables := []*snapshot.Table{typed, raw, upsert}
+	short := make([][]string, len(tables))
+	for i, tbl := range tables {
+		short[i] = findings(e.audit(tbl, opts))
+	}
+	if len(short[1]) == 0 {
+		t.Fatal("the tampered event table has no finding")
+	}
+	t.Logf("findings of a short ledger: %q", short)
+	audit.SetKeepRangesMax(t, 0)
+	for i, tbl := range tables {
+		rep := e.audit(tbl, opts)
+		if got := findings(rep); !slices.Equal(got, short[i]) {
+			t.Errorf("%s: findings of a long ledger %q, of a short one %q", tbl.Name(), got, short[i])
+		}
+		if len(rep.Partitions) > 0 && rep.Partitions[0].LedgerRanges != nil {
+			t.Errorf("%s: a long ledger's ranges are kept", tbl.Name())
+		}
+	}
+}

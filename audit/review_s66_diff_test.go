@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/floe-dev/floe/audit"
@@ -39,7 +40,7 @@ func TestReviewS66DiffLongLedgerSameVerdict(t *testing.T) {
 	tables := []*snapshot.Table{typed, raw, upsert}
 	short := make([][]string, len(tables))
 	for i, tbl := range tables {
-		short[i] = findings(e.audit(tbl, opts))
+		short[i] = stableFindings(e.audit(tbl, opts))
 	}
 	if len(short[1]) == 0 {
 		t.Fatal("the tampered event table has no finding")
@@ -48,11 +49,19 @@ func TestReviewS66DiffLongLedgerSameVerdict(t *testing.T) {
 	audit.SetKeepRangesMax(t, 0)
 	for i, tbl := range tables {
 		rep := e.audit(tbl, opts)
-		if got := findings(rep); !slices.Equal(got, short[i]) {
+		if got := stableFindings(rep); !slices.Equal(got, short[i]) {
 			t.Errorf("%s: findings of a long ledger %q, of a short one %q", tbl.Name(), got, short[i])
 		}
 		if len(rep.Partitions) > 0 && rep.Partitions[0].LedgerRanges != nil {
 			t.Errorf("%s: a long ledger's ranges are kept", tbl.Name())
 		}
 	}
+}
+
+// stableFindings are the report's findings but the content level's
+// mismatches: of an offset two rows hold, the content level compares the
+// first its scan meets (tableDigests), which varies from run to run, old
+// code and new (the rows level reports the duplicate).
+func stableFindings(rep *audit.Report) []string {
+	return slices.DeleteFunc(findings(rep), func(f string) bool { return strings.HasPrefix(f, "content content-mismatch") })
 }

@@ -1,6 +1,8 @@
 package audit_test
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -64,4 +66,49 @@ func TestReviewS66DiffLongLedgerSameVerdict(t *testing.T) {
 // code and new (the rows level reports the duplicate).
 func stableFindings(rep *audit.Report) []string {
 	return slices.DeleteFunc(findings(rep), func(f string) bool { return strings.HasPrefix(f, "content content-mismatch") })
+}
+
+// TestReviewS66DiffRowsReReadBesideExpiry: the rows level reads the
+// ledger again (eachCommit) after reading the files, where it held the
+// ledger from loadLedger. An expiry that runs meanwhile (a live sink's,
+// RetainLast 1, after a compaction) removes the audited head and may
+// merge the archive segment the audit loaded: the audit must still say
+// the snapshot it audited expired (or be complete), not fail reading the
+// ledger.
+func TestReviewS66DiffRowsReReadBesideExpiry(t *testing.T) {
+	e := newEnv(t)
+	e.Topic("busy", 2, nil)
+	tbl := e.Table("lake.busy")
+	expire := func() {
+		if _, err := tbl.Maintain(e.Ctx, snapshot.MaintainOptions{Expire: true, RetainLast: 1, Logger: quietLogger()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		e.Produce(append(records("busy", 0, 20, fmt.Sprint("a", i)), records("busy", 1, 20, fmt.Sprint("b", i))...))
+		e.sink(tbl, connector.Config{Topic: "busy", FlushRecords: 10, NoMaintain: true})
+		expire()
+	}
+	e.Produce(append(records("busy", 0, 20, "c"), records("busy", 1, 20, "d")...))
+	e.sink(tbl, connector.Config{Topic: "busy", FlushRecords: 10, NoMaintain: true})
+	auditor := e.OpenTable("lake.busy", snapshot.OpenOptions{})
+	maintain := func() {
+		e.Produce(append(records("busy", 0, 20, "e"), records("busy", 1, 20, "f")...))
+		e.sink(tbl, connector.Config{Topic: "busy", FlushRecords: 10, NoMaintain: true})
+		compact(t, tbl)
+		expire()
+	}
+	prog := &hookProgress{after: maintain}
+	rep, err := audit.Run(e.Ctx, auditor, audit.Options{Depth: audit.DepthRows, Concurrency: 1,
+		Progress: func(string, int64) audit.Progress { return prog }})
+	t.Logf("audit beside the expiry: %v", err)
+	if _, ok := errors.AsType[*audit.AuditedSnapshotExpiredError](err); ok {
+		return
+	}
+	if err != nil {
+		t.Fatalf("rows audit whose snapshot was expired under it: %v; want an *AuditedSnapshotExpiredError", err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("finding on a table that lost nothing: %s %s %s", f.Level, f.Kind, f.Detail)
+	}
 }

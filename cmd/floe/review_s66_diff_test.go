@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 )
@@ -36,4 +40,41 @@ func TestReviewS66DiffDebeziumEventsRerunKeepsDropAdvice(t *testing.T) {
 	if strings.Contains(errs, "floe replay --topic RIGHT") || !strings.Contains(errs, "floe drop --table lake.customers") {
 		t.Errorf("a table of nothing but this topic's events, sunk again: the warning names floe replay --topic RIGHT, not floe drop\n%s", errs)
 	}
+}
+
+// TestReviewS66DiffAuditTagOfUpsertTable: the rows and content levels of
+// an upsert table read the ledger again (eachCommit) and index it by
+// commit as it is read (commitIndex); audited on a tag whose head main
+// has moved past (more upserts, deletes and dead letters of the same
+// keys), they read the tag's ledger, not main's: both are COMPLETE.
+func TestReviewS66DiffAuditTagOfUpsertTable(t *testing.T) {
+	const topic = "prof"
+	b := func(s string) []byte { return []byte(s) }
+	st, sink, loc := upsertStack(t, topic, 1, []*kgo.Record{
+		rec(topic, 0, b("u1"), b(`{"v":1}`), 1), rec(topic, 0, b("u2"), b(`{"v":2}`), 2),
+		rec(topic, 0, b("u1"), b(`{not json`), 3), rec(topic, 0, b("u3"), b(`{"v":3}`), 4),
+	})
+	sink = append(sink, "--table", "lake.prof", "--mode", "upsert", "--key", "string", "--value", "json")
+	mustFloe(t, sink...)
+	cat, err := catalog.Open(t.Context(), st.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, _ := catalog.ParseIdent("lake.prof")
+	tbl, err := cat.LoadTable(t.Context(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cat.CommitTable(t.Context(), ident, nil, []table.Update{table.NewSetSnapshotRefUpdate("pinned", tbl.CurrentSnapshot().SnapshotID, table.TagRef, -1, -1, -1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{
+		rec(topic, 0, b("u2"), b(`{broken`), 5), rec(topic, 0, b("u1"), b(`{"v":11}`), 6),
+		rec(topic, 0, b("u3"), nil, 7), rec(topic, 0, b("u4"), b(`{"v":4}`), 8),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustFloe(t, sink...)
+	s65AuditComplete(t, "lake.prof", st.Brokers[0], loc)
+	s65AuditComplete(t, "lake.prof", st.Brokers[0], loc, []string{"--branch", "pinned"})
 }

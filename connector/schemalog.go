@@ -3,6 +3,8 @@ package connector
 import (
 	"fmt"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-dev/floe/mapping"
 )
 
@@ -83,7 +85,12 @@ func (s *Sink) warnDebeziumEvents(what, at string, values mapping.ValueMode) {
 		flags = "--envelope debezium --value registry --key registry"
 	}
 	undo := fmt.Sprintf("and remove this one with floe drop --table %s, which lists what it drops (docs/upsert.md, Debezium)", s.tbl.Name())
-	if s.heldRows {
+	switch {
+	case s.tbl.Branch() != table.MainBranch:
+		// A replay onto a branch: dropping the branch undoes it, and
+		// leaves main as it is.
+		undo = fmt.Sprintf("and remove the branch with floe drop --table %s --branch %s --yes, which leaves main and its rows as they are (docs/upsert.md, Debezium)", s.tbl.Name(), s.tbl.Branch())
+	case s.heldRows:
 		// Rows from before this run, which floe drop would lose: a topic
 		// of events sunk into a good table by mistake is undone as a
 		// wrong --topic is (docs/deployment.md).

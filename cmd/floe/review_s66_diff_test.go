@@ -78,3 +78,24 @@ func TestReviewS66DiffAuditTagOfUpsertTable(t *testing.T) {
 	s65AuditComplete(t, "lake.prof", st.Brokers[0], loc)
 	s65AuditComplete(t, "lake.prof", st.Brokers[0], loc, []string{"--branch", "pinned"})
 }
+
+// TestReviewS66DiffDebeziumEventsReplayOntoBranchAdvice: a replay of a
+// Debezium topic onto a branch of a table that keeps its events as they
+// are (sunk with --envelope none) warns that they are change events;
+// its way back is floe drop --branch of the replay's branch, not floe
+// drop --table (main's rows with it), nor floe replay --topic RIGHT
+// --branch rebuild, the run itself.
+func TestReviewS66DiffDebeziumEventsReplayOntoBranchAdvice(t *testing.T) {
+	const topic = "dbserver1.inventory.customers"
+	c := floetest.NewCustomers(topic, 1)
+	c.Story(5, 5, 1)
+	st, sink, loc := upsertStack(t, topic, 1, c.Records(t, floetest.CDCPlainJSON, ""))
+	mustFloe(t, slices.Concat(sink, []string{"--table", "lake.customers", "--value", "json", "--envelope", "none"})...)
+	code, out, errs := floe(t, slices.Concat([]string{"replay", "-b", st.Brokers[0], "-t", topic, "--table", "lake.customers", "--branch", "rebuild"}, loc)...)
+	if !strings.Contains(errs, "Debezium change events (op") {
+		t.Skipf("replay onto a branch: exit %d, no warning\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "--branch rebuild") || strings.Contains(errs, "floe replay --topic RIGHT") || strings.Contains(errs, "remove this one with floe drop --table lake.customers,") {
+		t.Errorf("replay of Debezium events onto branch rebuild: the warning's way back is not floe drop --branch rebuild\n%s", errs)
+	}
+}

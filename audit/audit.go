@@ -394,6 +394,9 @@ type Options struct {
 	// contentWindow, when positive, replaces maxDigestsAhead as the
 	// offsets of a content window (tests).
 	contentWindow int64
+	// keepNoRanges, set by tests, takes the path of a ledger longer than
+	// keepRangesMax whatever its length.
+	keepNoRanges bool
 }
 
 // ErrNoLedger is matched (errors.Is) when a table has no floe ledger.
@@ -747,7 +750,7 @@ type auditor struct {
 // carries every partition's ranges (PartitionReport.LedgerRanges, which
 // the HTML report draws) when the levels run need only the streamed
 // ledger.
-var keepRangesMax = 100_000
+const keepRangesMax = 100_000
 
 // loadLedger reads the ledger once, commit after commit: the summary, each
 // partition's coverage, the evidence digest and the dead-letter tables
@@ -786,7 +789,7 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 	for _, p := range sum.Parts {
 		total += p.Ranges
 	}
-	keep := a.full || total <= keepRangesMax
+	keep := a.full || total <= keepRangesMax && !a.opts.keepNoRanges
 	if keep {
 		a.ranges = map[mapping.TopicPartition][]mapping.Range{}
 	}

@@ -7,11 +7,9 @@ func WithContentWindow(o Options, n int64) Options {
 	return o
 }
 
-// SetKeepRangesMax sets, for the test, the ledger size (in ranges) up to
-// which the audit keeps every range (keepRangesMax): 0 takes the path of
-// a ledger too long to keep.
-func SetKeepRangesMax(t interface{ Cleanup(func()) }, n int) {
-	old := keepRangesMax
-	keepRangesMax = n
-	t.Cleanup(func() { keepRangesMax = old })
+// WithoutKept returns o auditing as a ledger longer than keepRangesMax is
+// audited, whatever the ledger's length: no range kept for the report.
+func WithoutKept(o Options) Options {
+	o.keepNoRanges = true
+	return o
 }

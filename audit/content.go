@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -24,6 +25,16 @@ import (
 type offsetDigest struct {
 	offset int64
 	sum    digest
+}
+
+// sortDigests sorts rows by offset, and the rows of one offset by digest:
+// of an offset several rows hold (a finding of its own), the one kept and
+// compared with the log is then the same in every run, whatever order the
+// files were read in.
+func sortDigests(rows []offsetDigest) {
+	slices.SortFunc(rows, func(x, y offsetDigest) int {
+		return cmp.Or(cmp.Compare(x.offset, y.offset), bytes.Compare(x.sum[:], y.sum[:]))
+	})
 }
 
 // contentLevel re-reads the retained part of each partition's ledger
@@ -674,7 +685,7 @@ func (a *auditor) partitionsDigests(ctx context.Context, tbl *snapshot.Table, sn
 		return nil, fmt.Errorf("read the rows of %s in %s: %w", what, tbl.Name(), err)
 	}
 	for _, pd := range out {
-		slices.SortStableFunc(pd.rows, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
+		sortDigests(pd.rows)
 		for i := 1; i < len(pd.rows); i++ {
 			if o := pd.rows[i].offset; o == pd.rows[i-1].offset && (len(pd.dups) == 0 || pd.dups[len(pd.dups)-1] != o) {
 				pd.dups = append(pd.dups, o)

@@ -697,7 +697,7 @@ func (a *auditor) readUpsertRows(ctx context.Context) (*upsertFold, error) {
 		return nil, fmt.Errorf("read the rows of %s: %w", a.tbl.Name(), err)
 	}
 	for tp, rs := range f.byTP {
-		slices.SortStableFunc(rs, func(x, y offsetDigest) int { return cmp.Compare(x.offset, y.offset) })
+		sortDigests(rs)
 		f.byTP[tp] = slices.CompactFunc(rs, func(x, y offsetDigest) bool { return x.offset == y.offset })
 	}
 	slices.SortFunc(f.rows, compareKeyedRows)

@@ -399,8 +399,8 @@ type Sink struct {
 	// given (Config.EnvelopeGiven): its records may be Debezium change
 	// events sunk without --envelope debezium.
 	lookForEvents bool
-	// heldRows is set when the table held rows as the sink was made,
-	// before any commit of this run (snapshot.Table.HoldsRows), other
+	// heldRows is set when the table held rows as the run began, before
+	// any commit of it (snapshot.Table.HoldsRows), other
 	// than the sink's own topic's (heldOtherRows): advice to drop it would
 	// lose them (warnDebeziumEvents). Rows of the topic alone are the
 	// events of an earlier run of the same mistake.
@@ -533,7 +533,6 @@ func NewSink(broker *Broker, tbl *snapshot.Table, cfg Config) (*Sink, error) {
 	s := &Sink{cfg: cfg, broker: broker, tbl: tbl, log: log, alloc: memory.NewGoAllocator(),
 		spillBytes: defaultSpillBytes, caseWarned: map[[2]string]bool{}}
 	s.lookForEvents = tbl.Layout().Envelope == mapping.EnvelopeNone && !cfg.EnvelopeGiven
-	s.heldRows = s.lookForEvents && tbl.HoldsRows() && heldOtherRows(tbl, cfg.Topic)
 	s.noteSchema()
 	if err := CheckTable(tbl, cfg); err != nil {
 		return nil, err
@@ -795,6 +794,7 @@ func interruptedRestart(err error) error {
 // run is Run until ctx ends.
 func (s *Sink) run(ctx context.Context) (Stats, error) {
 	s.warnTruncateAcrossPartitions(ctx)
+	s.heldRows = s.lookForEvents && s.tbl.HoldsRows() && heldOtherRows(ctx, s.tbl, s.cfg.Topic)
 	s.stats = Stats{Upsert: s.tbl.Mode() == mapping.ModeUpsert}
 	if s.cfg.DeadLetters != nil {
 		s.stats.DeadLetterTable = s.cfg.DeadLetters.Name()
@@ -1269,8 +1269,8 @@ func OnlyDeadLettersAdvice(first string) string {
 // heldOtherRows reports whether tbl's ledger counts records of a topic
 // other than topic, or none at all (rows another writer made), or cannot
 // be read: rows a drop of tbl would lose besides topic's.
-func heldOtherRows(tbl *snapshot.Table, topic string) bool {
-	sum, err := tbl.Summary(context.Background(), 0)
+func heldOtherRows(ctx context.Context, tbl *snapshot.Table, topic string) bool {
+	sum, err := tbl.Summary(ctx, 0)
 	if err != nil {
 		return true
 	}

@@ -1274,14 +1274,5 @@ func heldOtherRows(ctx context.Context, tbl *snapshot.Table, topic string) bool 
 	if err != nil {
 		return true
 	}
-	own := false
-	for tp, p := range sum.Parts {
-		if p.Records > 0 {
-			if tp.Topic != topic {
-				return true
-			}
-			own = true
-		}
-	}
-	return !own
+	return !slices.Equal(sum.TopicsWithRecords(), []string{topic})
 }

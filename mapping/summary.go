@@ -258,6 +258,18 @@ func (s Summary) Partitions() []TopicPartition {
 // Topics returns the topics of every partition the ledger mentions, sorted.
 func (s Summary) Topics() []string { return topicsOf(s.Partitions()) }
 
+// TopicsWithRecords returns, sorted, the topics of which a partition counts
+// a record that became a row.
+func (s Summary) TopicsWithRecords() []string {
+	var tps []TopicPartition
+	for _, tp := range s.Partitions() {
+		if s.Parts[tp].Records > 0 {
+			tps = append(tps, tp)
+		}
+	}
+	return topicsOf(tps)
+}
+
 // Next returns, per partition, the offset after the highest one the ledger
 // covers: where a writer resumes (Ledger.Next).
 func (s Summary) Next() map[TopicPartition]int64 {

@@ -868,14 +868,7 @@ func topicsWithRows(ctx context.Context, tbl *snapshot.Table) []string {
 	if err != nil {
 		return nil
 	}
-	var topics []string
-	for tp, p := range l.Parts {
-		if p.Records > 0 && !slices.Contains(topics, tp.Topic) {
-			topics = append(topics, tp.Topic)
-		}
-	}
-	slices.Sort(topics)
-	return topics
+	return l.TopicsWithRecords()
 }
 
 // deadOnly reports whether a run committed dead letters and no row.

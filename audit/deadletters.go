@@ -258,10 +258,10 @@ func (a *auditor) commitsOf(d *deadLetterTable) []*mapping.Commit {
 }
 
 // deadLetterRows reads the partition and offset columns of the live files
-// of the dead-letter tables the ledger names: every dead letter is unique, lies in a range with
-// dead letters, is not also a row of the table (rows, from the rows
-// level), and every range holds exactly its dead-letter count. It records
-// the dead letters' offsets for the content level.
+// of the dead-letter tables the ledger names: every dead letter is unique,
+// lies in a range with dead letters and is not also a row of the table
+// (rows, from the rows level). It records the dead letters' offsets in
+// a.deadAt, for deadLetterCount and the content level.
 func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPartition]*offsetSet) error {
 	a.deadAt = map[mapping.TopicPartition]*offsetSet{}
 	dup := map[mapping.TopicPartition]*offsetSet{}
@@ -348,35 +348,31 @@ func (a *auditor) deadLetterRows(ctx context.Context, rows map[mapping.TopicPart
 				Detail: fmt.Sprintf("offsets %s are both rows of the table and dead letters", iv)})
 		}
 	}
-	err := a.eachCommit(ctx, func(c mapping.Commit) {
-		if a.deadBad[c.SnapshotID] {
-			return // the files level reported its dead-letter files
-		}
-		for _, r := range c.Ranges {
-			if !a.selected(r.Topic) || r.Deleted() {
-				continue
-			}
-			var got int64
-			if s := a.deadAt[r.TopicPartition]; s != nil {
-				got = s.count(r.Interval)
-			}
-			if got == r.DeadLetters {
-				continue
-			}
-			a.find(Finding{Level: LevelRows, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
-				Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
-				Detail: fmt.Sprintf("range %s of snapshot %d has %d dead letters in the ledger; the dead-letter tables hold %d distinct offsets in it", r.Interval, c.SnapshotID, r.DeadLetters, got)})
-		}
-	})
-	if err != nil {
-		return err
-	}
 	for tp, s := range a.deadAt {
 		if a.selected(tp.Topic) {
 			a.part(tp).DeadLettersRead = s.count(mapping.Interval{Low: 0, High: 1<<63 - 1})
 		}
 	}
 	return nil
+}
+
+// deadLetterCount checks that range r of commit c holds exactly its
+// dead-letter count in the dead letters deadLetterRows read. The rows
+// level calls it in its one pass over the ledger.
+func (a *auditor) deadLetterCount(c mapping.Commit, r mapping.Range) {
+	if a.deadBad[c.SnapshotID] {
+		return // the files level reported its dead-letter files
+	}
+	var got int64
+	if s := a.deadAt[r.TopicPartition]; s != nil {
+		got = s.count(r.Interval)
+	}
+	if got == r.DeadLetters {
+		return
+	}
+	a.find(Finding{Level: LevelRows, Kind: KindCountMismatch, Partition: r.TopicPartition, HasPartition: true,
+		Offsets: r.Interval, HasOffsets: true, SnapshotID: c.SnapshotID,
+		Detail: fmt.Sprintf("range %s of snapshot %d has %d dead letters in the ledger; the dead-letter tables hold %d distinct offsets in it", r.Interval, c.SnapshotID, r.DeadLetters, got)})
 }
 
 // deadLetterAudited reports whether row i of a batch of dead-letter table

@@ -676,18 +676,14 @@ type auditor struct {
 
 	headID int64
 	// sum summarises the ledger and cover holds each partition's
-	// coverage, from one read of it (loadLedger). ledger is the whole
-	// ledger when full is set (a state table's levels, which place files
-	// and fold keys commit by commit), and commits indexes it by snapshot
-	// id; otherwise commits holds the commits of the live files only
+	// coverage, from one read of it (loadLedger). No level holds the
+	// whole ledger: commits holds the commits of the live files only
 	// (files level), ranges holds each partition's ranges in commit order
 	// only for a small ledger, the levels that check every range's counts
 	// (rows, content) read the ledger again (eachCommit), and an upsert
 	// table's content level indexes the ranges by commit (upCommits).
-	sum    mapping.Summary
-	cover  map[mapping.TopicPartition]*mapping.Coverer
-	full   bool
-	ledger mapping.Ledger
+	sum   mapping.Summary
+	cover map[mapping.TopicPartition]*mapping.Coverer
 	// deadNames are the dead-letter tables the ledger names, and
 	// deadCommits the commits that name one.
 	deadNames   map[string]bool
@@ -761,8 +757,9 @@ const keepRangesMax = 100_000
 // again to check each range's counts; an upsert table's content level,
 // which folds keys by the commits that hold their records, indexes the
 // ranges by commit as they are read (upCommits: interval, counts and
-// commit, not the commits). A state table's levels need every range and
-// commit: with them, the ledger is held whole (full), as it is read.
+// commit, not the commits). A state table's levels need no more either:
+// its files level places files by the commits that added them and the
+// partitions' coverage, and its fold checks keys from the rows.
 func (a *auditor) loadLedger(ctx context.Context) error {
 	name := a.tbl.Name()
 	if head := a.tbl.Head(); head != nil {
@@ -781,7 +778,6 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 			DeadLettersOf: a.tbl.Iceberg().Properties()[snapshot.PropDeadLettersOf]}
 	}
 	a.sum = sum
-	a.full = a.fold != ""
 	if a.upsert != nil && a.opts.VerifyContent {
 		a.upCommits = commitIndex{}
 	}
@@ -789,7 +785,7 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 	for _, p := range sum.Parts {
 		total += p.Ranges
 	}
-	keep := a.full || total <= keepRangesMax && !a.opts.keepNoRanges
+	keep := total <= keepRangesMax && !a.opts.keepNoRanges
 	if keep {
 		a.ranges = map[mapping.TopicPartition][]mapping.Range{}
 	}
@@ -822,24 +818,11 @@ func (a *auditor) loadLedger(ctx context.Context) error {
 		}
 		if c.DeadLetterTable != "" {
 			a.deadNames[c.DeadLetterTable] = true
-			if !a.full {
-				a.deadCommits = append(a.deadCommits, c)
-			}
-		}
-		if a.full {
-			a.ledger.Commits = append(a.ledger.Commits, c)
+			a.deadCommits = append(a.deadCommits, c)
 		}
 	}
 	a.rep.Evidence = ev.evidence(a.headID)
 	a.upCommits.sorted()
-	if a.full {
-		a.indexCommits(a.ledger.Commits)
-		for i := range a.ledger.Commits {
-			if a.ledger.Commits[i].DeadLetterTable != "" {
-				a.deadCommits = append(a.deadCommits, a.ledger.Commits[i])
-			}
-		}
-	}
 	a.topics = sum.Topics()
 	if len(a.topics) == 1 {
 		a.single = a.topics[0]
@@ -862,15 +845,9 @@ func (a *auditor) indexCommits(cs []mapping.Commit) {
 	}
 }
 
-// eachCommit calls fn with every commit of the ledger, oldest first: from
-// the ledger held whole, or read again from the table.
+// eachCommit calls fn with every commit of the ledger, oldest first, read
+// again from the table.
 func (a *auditor) eachCommit(ctx context.Context, fn func(mapping.Commit)) error {
-	if a.full {
-		for _, c := range a.ledger.Commits {
-			fn(c)
-		}
-		return nil
-	}
 	for c, err := range a.tbl.Commits(ctx, a.headID) {
 		if err != nil {
 			return fmt.Errorf("read the ledger of %s: %w", a.tbl.Name(), err)
@@ -880,13 +857,9 @@ func (a *auditor) eachCommit(ctx context.Context, fn func(mapping.Commit)) error
 	return nil
 }
 
-// commitsAddedBy makes a.commits hold at least the commits of the
-// snapshots in want (all of them when the ledger is held whole), reading
-// only the archive blocks that hold them.
+// commitsAddedBy makes a.commits hold the commits of the snapshots in
+// want, reading only the archive blocks that hold them.
 func (a *auditor) commitsAddedBy(ctx context.Context, want map[int64]bool) error {
-	if a.full {
-		return nil
-	}
 	var cs []mapping.Commit
 	for c, err := range a.tbl.CommitsOf(ctx, a.headID, want) {
 		if err != nil {
@@ -899,9 +872,9 @@ func (a *auditor) commitsAddedBy(ctx context.Context, want map[int64]bool) error
 }
 
 // floeCommit reports whether snapshot id is a commit of the ledger, from
-// a.commits or, when it holds only some commits, the table's history.
+// a.commits or the table's history.
 func (a *auditor) floeCommit(id int64) bool {
-	return a.commits[id] != nil || (!a.full && a.tbl.IsFloeCommit(id))
+	return a.commits[id] != nil || a.tbl.IsFloeCommit(id)
 }
 
 // selected reports whether the audit covers topic.

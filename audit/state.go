@@ -71,10 +71,13 @@ func compareKeyed(x, y keyedOffset) int {
 // of a partition hold no more rows than its ranges folded; floe files were
 // removed only by floe commits.
 func (a *auditor) stateFiles(ctx context.Context) error {
+	if err := a.commitsAddedBy(ctx, addedBy(a.files)); err != nil {
+		return err
+	}
 	first := map[mapping.TopicPartition]int64{}
 	records := map[mapping.TopicPartition]int64{}
-	for tp, rs := range a.ranges {
-		c := mapping.Cover(rs)
+	for tp, cv := range a.cover {
+		c := cv.Coverage()
 		first[tp], records[tp] = c.First, c.Records
 	}
 	held := map[mapping.TopicPartition]int64{}
@@ -146,11 +149,11 @@ func (a *auditor) stateFiles(ctx context.Context) error {
 	if unbounded > 0 {
 		a.note("files level: %d data files have no partition and offset bounds in their manifests (column metrics disabled); their partitions' rows were not counted (the rows level counts them)", unbounded)
 	}
-	for _, tp := range slices.SortedFunc(maps.Keys(a.ranges), mapping.TopicPartition.Compare) {
+	for _, tp := range slices.SortedFunc(maps.Keys(a.cover), mapping.TopicPartition.Compare) {
 		if !a.selected(tp.Topic) || unplaced[tp] || held[tp] <= records[tp] {
 			continue
 		}
-		c := mapping.Cover(a.ranges[tp])
+		c := a.cover[tp].Coverage()
 		a.find(Finding{Level: LevelFiles, Kind: KindCountMismatch, Partition: tp, HasPartition: true,
 			Offsets: mapping.Interval{Low: c.First, High: c.Next}, HasOffsets: true,
 			Detail: fmt.Sprintf("the live files hold %d rows of the partition, more than the %d records its ranges folded", held[tp], records[tp])})

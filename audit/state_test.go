@@ -338,3 +338,25 @@ func TestStateUnknownFold(t *testing.T) {
 		t.Fatalf("err %v, want the unknown fold named", err)
 	}
 }
+
+// TestStateFaultMoreRowsThanFolded: a commit whose range counts fewer
+// records than the rows its file adds leaves the partition's live files
+// holding more rows than its ranges folded, which the files level tells
+// from manifests, from the partition's coverage (the ledger is not held).
+func TestStateFaultMoreRowsThanFolded(t *testing.T) {
+	e := newEnv(t)
+	tbl, _ := foldedTopic(t, e, "morerows")
+	var recs []*kgo.Record
+	for i := range 70 {
+		recs = append(recs, &kgo.Record{Topic: "morerows", Key: fmt.Appendf(nil, "fresh-%d", i), Value: []byte("v"), Timestamp: time.UnixMilli(1_700_000_100_000)})
+	}
+	e.Produce(recs)
+	for i, r := range recs {
+		r.Offset = int64(60 + i)
+	}
+	tp := mapping.TopicPartition{Topic: "morerows", Partition: 0}
+	appendUnfolded(t, tbl, mapping.Range{TopicPartition: tp, Interval: mapping.Interval{Low: 60, High: 130}, Records: 1}, recs...)
+
+	expectFindings(t, e.audit(tbl, ledgerOnly))
+	expectFindings(t, e.audit(tbl, filesDepth), "files count-mismatch morerows/0 [0, 130)")
+}

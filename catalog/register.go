@@ -673,3 +673,53 @@ func namespaceKey(ns table.Identifier) string {
 	b, _ := json.Marshal(ns) // strings only: it cannot fail
 	return encodedPrefix + string(b)
 }
+
+// A FoundTable is a table folder FindTables found: Name is the
+// NAMESPACE.TABLE its place in the warehouse implies, Location the folder.
+type FoundTable struct {
+	Name, Location string
+}
+
+// FindTables lists the tables in a warehouse laid out as floe's SQL
+// catalogs (and iceberg-go's Glue catalog) lay it out: a folder
+// NAMESPACE.db per namespace, holding a folder per table with a metadata/
+// folder in it. Only those levels are listed, never a table's data or
+// metadata files. A nested namespace's folder is its dotted name
+// (a.b.db), as those catalogs name it. The tables come sorted by name.
+func FindTables(ctx context.Context, cat icecat.Catalog, warehouse string) ([]FoundTable, error) {
+	ctx, fsys, err := storageOf(ctx, cat, warehouse)
+	if err != nil {
+		return nil, err
+	}
+	lfs, ok := fsys.(iceio.ListableIO)
+	if !ok {
+		return nil, fmt.Errorf("find the tables under %s: its storage cannot list files", warehouse)
+	}
+	root := LocationKey(warehouse)
+	var found []FoundTable
+	err = lfs.WalkDir(warehouse, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, ok := strings.CutPrefix(LocationKey(strings.TrimRight(p, "/")), root+"/")
+		if !ok || !d.IsDir() {
+			return nil // the root itself, or a file
+		}
+		parts := strings.Split(rel, "/")
+		switch {
+		case len(parts) == 1 && strings.HasSuffix(parts[0], ".db") && len(parts[0]) > len(".db"):
+			return nil // a namespace: look for its tables
+		case len(parts) == 2:
+			return nil // a table, if it holds metadata/
+		case len(parts) == 3 && parts[2] == "metadata":
+			found = append(found, FoundTable{Name: strings.TrimSuffix(parts[0], ".db") + "." + parts[1],
+				Location: strings.TrimRight(warehouse, "/") + "/" + parts[0] + "/" + parts[1]})
+		}
+		return fs.SkipDir
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, classify(ctx, cat, fmt.Errorf("find the tables under %s: %w", warehouse, err))
+	}
+	slices.SortFunc(found, func(x, y FoundTable) int { return strings.Compare(x.Name, y.Name) })
+	return found, nil
+}

@@ -26,10 +26,11 @@ func newRegisterCmd() *cobra.Command {
 		f                tableFlags
 		metadataLocation string
 		location         string
+		all              bool
 		asJSON           bool
 	)
 	cmd := &cobra.Command{
-		Use:   "register --table NAMESPACE.TABLE (--metadata-location FILE | --location TABLE_LOCATION) [--json]",
+		Use:   "register (--table NAMESPACE.TABLE (--metadata-location FILE | --location TABLE_LOCATION) | --all --location WAREHOUSE) [--json]",
 		Short: "Register in a catalog a table whose files are in the warehouse",
 		Long: `Register a table that is in the warehouse but not in the catalog: after the catalog's database
 was lost (the bucket or folder kept), to move a table to another catalog, or to adopt a table
@@ -60,24 +61,35 @@ a SQLite or PostgreSQL catalog, floe writes the catalog's row itself (iceberg-go
 registration for them), creating the catalog and the namespace when missing (a SQLite file
 only for a registration that is not refused); REST and Glue catalogs register it themselves.
 It names the table's dead-letter tables (TABLE_dlq, beside it) that the catalog lacks:
-register them too. Stop every other writer of the table first.`,
+register them too. Stop every other writer of the table first.
+
+--all --location WAREHOUSE registers every table of a warehouse laid out as floe's SQLite and
+PostgreSQL catalogs (and Glue) lay it out, NAMESPACE.db/TABLE/metadata/, each as NAMESPACE.TABLE
+from its newest whole metadata file, as --location does for one table: after losing a catalog
+of many tables (a sink of --topic-regex into lake.{topic}), with their dead-letter tables. A
+table the catalog already has from that file is left as it is; one that cannot be registered
+(a tie of metadata files, a name the catalog has from another file) is named with why, the
+others are registered all the same, and the exit code is 2. Only the warehouse's namespace and
+table folders are listed, never the tables' files.`,
 		Example: `  floe register --table lake.orders --location s3://lake/warehouse/lake.db/orders
-  floe register --table lake.orders --metadata-location s3://lake/warehouse/lake.db/orders/metadata/00012-8d2c....metadata.json`,
+  floe register --table lake.orders --metadata-location s3://lake/warehouse/lake.db/orders/metadata/00012-8d2c....metadata.json
+  floe register --all --location s3://lake/warehouse --catalog "$FLOE_CATALOG"`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			switch {
+			case all && (f.table != "" || metadataLocation != ""):
+				return errors.New("--all registers every table under --location WAREHOUSE, each under the name its folder gives: leave out --table and --metadata-location, or leave out --all to register one table")
+			case all && location == "":
+				return errors.New("--all needs --location WAREHOUSE, the folder holding the NAMESPACE.db folders of the tables to register")
+			case all:
 			case metadataLocation == "" && location == "":
 				return errors.New("missing --metadata-location FILE, the table's metadata file, or --location TABLE_LOCATION, whose newest metadata file is taken")
 			case metadataLocation != "" && location != "":
 				return errors.New("--metadata-location and --location both name the metadata file to register: give one")
 			}
-			if f.table == "" {
+			if f.table == "" && !all {
 				return errMissingTable(ctx)
-			}
-			ident, err := catalog.ParseIdent(f.table)
-			if err != nil {
-				return err
 			}
 			cfg, err := f.config()
 			if err != nil {
@@ -94,66 +106,144 @@ register them too. Stop every other writer of the table first.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			file, newest, err := chooseMetadata(ctx, cat, location, metadataLocation, out, asJSON)
+			if all {
+				return registerAll(ctx, cat, out, cmd.ErrOrStderr(), location, asJSON)
+			}
+			r, err := registerTable(ctx, cat, out, f.table, location, metadataLocation, asJSON)
 			if err != nil {
 				return err
 			}
-			tbl, err := catalog.Register(ctx, cat, ident, file, func(meta table.Metadata) error { return checkRegisteredName(f.table, meta) })
-			done := "registered " // what this run did, before the table's line
-			if already, ok := errors.AsType[*catalog.AlreadyRegisteredError](err); ok && !already.View && catalog.LocationKey(already.MetadataFile) == catalog.LocationKey(file) {
-				// Run again (a recovery script's rerun): the catalog has
-				// the table from this very file.
-				fmt.Fprintf(out, "%s is already registered from this metadata file: nothing to do\n", f.table)
-				done = ""
-				if tbl, err = cat.LoadTable(ctx, ident); err != nil {
-					return fmt.Errorf("load %s: %w", f.table, err)
-				}
-			} else if err != nil {
-				return registerHint(err, f.table)
-			}
-			if newest != "" {
-				// An older metadata file is the table as it was: allowed
-				// (the newest may be damaged), but said.
-				slog.Warn("a newer metadata file is beside the one registered: the table is registered as it was then, without the commits after it (a sink re-reads their records from the log, while the log holds them)",
-					"registered", path.Base(file), "newest", path.Base(newest))
-			}
-			t, err := snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{})
-			if err != nil {
-				return fmt.Errorf("registered %s, but cannot open it: %w", f.table, err)
-			}
-			missing, err := missingDeadLetterTables(ctx, cat, t)
-			if err != nil {
-				return fmt.Errorf("registered %s: %w", f.table, err)
-			}
-			if asJSON {
-				printJSONLine(out, map[string]any{"table": f.table, "metadata_location": file, "location": tbl.Location(),
-					"snapshots": len(tbl.Metadata().Snapshots()), "dead_letter_tables_missing": missing})
-				return nil
-			}
-			fmt.Fprintf(out, "%s%s: %s (%s", done, f.table, file, plural(len(tbl.Metadata().Snapshots()), "snapshot"))
-			if h := t.Head(); h != nil {
-				fmt.Fprintf(out, ", last committed %s", time.UnixMilli(h.TimestampMs).UTC().Format(time.RFC3339))
-			}
-			fmt.Fprintln(out, ")")
-			for _, m := range missing {
-				fmt.Fprintf(out, "its dead-letter table %s is not in this catalog: register it too (floe register --table %s --location ...; by default beside it, %s)\n",
-					m, m, parentOf(tbl.Location())+"/"+m[strings.LastIndex(m, ".")+1:])
-			}
-			if of := t.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
-				// A dead-letter table has no ledger of its own to audit.
-				fmt.Fprintf(out, "check it with its data table: floe audit --table %s --deep\n", of)
-				return nil
-			}
-			fmt.Fprintf(out, "check it with: floe audit --table %s\n", f.table)
-			return nil
+			return r.print(ctx, cat, out, asJSON)
 		},
 	}
 	flags := cmd.Flags()
 	f.register(flags)
 	flags.StringVar(&metadataLocation, "metadata-location", "", "the table's metadata file to register: a path, file:// or s3:// URI of NNNNN-UUID.metadata.json in its metadata/ folder")
-	flags.StringVar(&location, "location", "", "the table's location (the folder holding metadata/ and data/): its newest metadata file is registered")
-	flags.BoolVar(&asJSON, "json", false, "print JSON instead of text: table, metadata_location, location, snapshots, dead_letter_tables_missing")
+	flags.StringVar(&location, "location", "", "the table's location (the folder holding metadata/ and data/): its newest metadata file is registered; with --all, the warehouse folder holding the NAMESPACE.db folders")
+	flags.BoolVar(&all, "all", false, "register every table under --location WAREHOUSE (NAMESPACE.db/TABLE folders), each as NAMESPACE.TABLE from its newest whole metadata file")
+	flags.BoolVar(&asJSON, "json", false, "print JSON instead of text: table, metadata_location, location, snapshots, dead_letter_tables_missing (a line per table; with --all, tables refused have error instead)")
 	return cmd
+}
+
+// registration is a table floe register registered, or found registered
+// from the same metadata file (already).
+type registration struct {
+	name, file string
+	already    bool
+	tbl        *table.Table
+	t          *snapshot.Table
+}
+
+// registerTable registers table name from metadataLocation, or from the
+// newest whole metadata file under location.
+func registerTable(ctx context.Context, cat icecat.Catalog, out io.Writer, name, location, metadataLocation string, quiet bool) (registration, error) {
+	ident, err := catalog.ParseIdent(name)
+	if err != nil {
+		return registration{}, err
+	}
+	file, newest, err := chooseMetadata(ctx, cat, location, metadataLocation, out, quiet)
+	if err != nil {
+		return registration{}, err
+	}
+	r := registration{name: name, file: file}
+	r.tbl, err = catalog.Register(ctx, cat, ident, file, func(meta table.Metadata) error { return checkRegisteredName(name, meta) })
+	if already, ok := errors.AsType[*catalog.AlreadyRegisteredError](err); ok && !already.View && catalog.LocationKey(already.MetadataFile) == catalog.LocationKey(file) {
+		// Run again (a recovery script's rerun): the catalog has the
+		// table from this very file.
+		fmt.Fprintf(out, "%s is already registered from this metadata file: nothing to do\n", name)
+		r.already = true
+		if r.tbl, err = cat.LoadTable(ctx, ident); err != nil {
+			return registration{}, fmt.Errorf("load %s: %w", name, err)
+		}
+	} else if err != nil {
+		return registration{}, registerHint(err, name)
+	}
+	if newest != "" {
+		// An older metadata file is the table as it was: allowed (the
+		// newest may be damaged), but said.
+		slog.Warn("a newer metadata file is beside the one registered: the table is registered as it was then, without the commits after it (a sink re-reads their records from the log, while the log holds them)",
+			"registered", path.Base(file), "newest", path.Base(newest))
+	}
+	if r.t, err = snapshot.Open(ctx, cat, ident, snapshot.OpenOptions{}); err != nil {
+		return registration{}, fmt.Errorf("registered %s, but cannot open it: %w", name, err)
+	}
+	return r, nil
+}
+
+// print says what was registered, which of its dead-letter tables the
+// catalog lacks, and how to check it.
+func (r registration) print(ctx context.Context, cat icecat.Catalog, out io.Writer, asJSON bool) error {
+	missing, err := missingDeadLetterTables(ctx, cat, r.t)
+	if err != nil {
+		return fmt.Errorf("registered %s: %w", r.name, err)
+	}
+	if asJSON {
+		printJSONLine(out, map[string]any{"table": r.name, "metadata_location": r.file, "location": r.tbl.Location(),
+			"snapshots": len(r.tbl.Metadata().Snapshots()), "dead_letter_tables_missing": missing})
+		return nil
+	}
+	done := "registered " // what this run did, before the table's line
+	if r.already {
+		done = ""
+	}
+	fmt.Fprintf(out, "%s%s: %s (%s", done, r.name, r.file, plural(len(r.tbl.Metadata().Snapshots()), "snapshot"))
+	if h := r.t.Head(); h != nil {
+		fmt.Fprintf(out, ", last committed %s", time.UnixMilli(h.TimestampMs).UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(out, ")")
+	for _, m := range missing {
+		fmt.Fprintf(out, "its dead-letter table %s is not in this catalog: register it too (floe register --table %s --location ...; by default beside it, %s)\n",
+			m, m, parentOf(r.tbl.Location())+"/"+m[strings.LastIndex(m, ".")+1:])
+	}
+	if of := r.t.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
+		// A dead-letter table has no ledger of its own to audit.
+		fmt.Fprintf(out, "check it with its data table: floe audit --table %s --deep\n", of)
+		return nil
+	}
+	fmt.Fprintf(out, "check it with: floe audit --table %s\n", r.name)
+	return nil
+}
+
+// registerAll registers every table FindTables finds under warehouse,
+// going on past the ones it cannot register, which it names at the end;
+// what each registered table lacks is said once all are registered, as
+// its dead-letter tables are usually among them.
+func registerAll(ctx context.Context, cat icecat.Catalog, out, errOut io.Writer, warehouse string, asJSON bool) error {
+	loc, err := catalog.MetadataLocation(warehouse)
+	if err != nil {
+		return err
+	}
+	found, err := catalog.FindTables(ctx, cat, loc)
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("no table folder under %s: --all looks for NAMESPACE.db/TABLE/metadata/ folders in the warehouse folder --location names (check it; a table elsewhere is registered with --table and --location)", loc)
+	}
+	var done []registration
+	var refused []string
+	for _, ft := range found {
+		r, err := registerTable(ctx, cat, out, ft.Name, ft.Location, "", asJSON)
+		if err != nil {
+			if asJSON {
+				printJSONLine(out, map[string]any{"table": ft.Name, "location": ft.Location, "error": err.Error()})
+			}
+			fmt.Fprintf(errOut, "floe: %s not registered: %v\n", ft.Name, err)
+			refused = append(refused, ft.Name)
+			continue
+		}
+		done = append(done, r)
+	}
+	for _, r := range done {
+		if err := r.print(ctx, cat, out, asJSON); err != nil {
+			return err
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("%d of %d tables under %s not registered (%s), each for the reason above; the other %d are registered",
+			len(refused), len(found), loc, strings.Join(refused, ", "), len(done))
+	}
+	return nil
 }
 
 // chooseMetadata returns the metadata file to register: the newest whole

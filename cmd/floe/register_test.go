@@ -445,6 +445,18 @@ func TestRegisterPostgresOnS3(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "already registered from this metadata file") {
 		t.Errorf("register of a registered table from its own file: exit %d\n%s%s", code, out, errs)
 	}
+
+	// The whole warehouse, into a third database: found by listing the
+	// bucket's namespace and table folders.
+	if _, err := db.ExecContext(t.Context(), "CREATE DATABASE recovered_all"); err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/recovered_all"
+	out = mustFloe(t, "register", "--all", "--location", "s3://lake/warehouse", "--catalog", u.String())
+	if !strings.Contains(out, "registered lake.orders: "+location+"/metadata/") {
+		t.Errorf("register --all --location s3://lake/warehouse:\n%s", out)
+	}
+	registerAudit(t, e.brokers, "lake.orders", "--catalog", u.String())
 }
 
 // TestRegisterGlue: a table dropped from Glue (moto's) with its files kept
@@ -533,4 +545,71 @@ func TestRegisterRefusedCreatesNoCatalog(t *testing.T) {
 		t.Fatalf("the registration did not create the catalog: %v", err)
 	}
 	mustFloe(t, slices.Concat([]string{"status", "--table", "lake.orders"}, newCatalog)...)
+}
+
+// TestRegisterAllAfterLostCatalog: a warehouse of several tables (two
+// topics sunk into lake.{topic}, each with its dead-letter table, one
+// holding a dead letter, and a table of another namespace) whose SQLite catalog is lost is registered whole
+// by floe register --all; each audits complete, a rerun has nothing to do,
+// and a table the catalog has from another metadata file is named as not
+// registered while the others are (exit 2).
+func TestRegisterAllAfterLostCatalog(t *testing.T) {
+	st, loc := sinkStack(t)
+	brokers := strings.Join(st.Brokers, ",")
+	if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte("not json")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "payments", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "payments", 1, 50, map[int32]int64{})
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "orders", "-t", "payments", "--table", "lake.{topic}", "--value", "json", "--stop-at-end"}, loc...)...)
+	mustFloe(t, append([]string{"sink", "-b", brokers, "-t", "payments", "--table", "other.payments_copy", "--stop-at-end"}, loc...)...)
+	warehouse := st.Catalog().Warehouse
+
+	fresh := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", warehouse}
+	out := mustFloe(t, append([]string{"register", "--all", "--location", warehouse}, fresh...)...)
+	for _, name := range []string{"lake.orders", "lake.orders_dlq", "lake.payments", "lake.payments_dlq", "other.payments_copy"} {
+		if !strings.Contains(out, "registered "+name+": file://") {
+			t.Errorf("register --all did not register %s:\n%s", name, out)
+		}
+	}
+	if strings.Contains(out, "is not in this catalog") {
+		t.Errorf("register --all named a dead-letter table missing that it registered:\n%s", out)
+	}
+	for _, name := range []string{"lake.orders", "lake.payments", "other.payments_copy"} {
+		registerAudit(t, st.Brokers, name, fresh...)
+	}
+	// A rerun (a recovery script's): nothing to do, exit 0.
+	if code, out, errs := floe(t, append([]string{"register", "--all", "--location", warehouse}, fresh...)...); code != exitOK ||
+		strings.Count(out, "is already registered from this metadata file: nothing to do") != 5 || strings.Contains(out, "registered lake.") {
+		t.Errorf("register --all again: exit %d\n%s%s", code, out, errs)
+	}
+
+	// Another catalog has lake.payments from its first metadata file: the
+	// others are registered, lake.payments is named, exit 2.
+	other := []string{"--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", warehouse}
+	first, err := filepath.Glob(filepath.Join(warehouse, "lake.db", "payments", "metadata", "00000-*.metadata.json"))
+	if err != nil || len(first) != 1 {
+		t.Fatalf("lake.payments' first metadata file: %v %v", first, err)
+	}
+	mustFloe(t, append([]string{"register", "--table", "lake.payments", "--metadata-location", first[0]}, other...)...)
+	code, out, errs := floe(t, append([]string{"register", "--all", "--location", warehouse}, other...)...)
+	if code != exitError || !strings.Contains(errs, "lake.payments not registered: table lake.payments is already in the catalog") ||
+		!strings.Contains(errs, "1 of 5 tables under file://"+warehouse+" not registered (lake.payments)") || !strings.Contains(out, "registered other.payments_copy") {
+		t.Errorf("register --all beside a table registered from another file: exit %d, want 2\n%s\n%s", code, out, errs)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--all"}, "--all needs --location WAREHOUSE"},
+		{[]string{"--all", "--location", warehouse, "--table", "lake.orders"}, "leave out --table and --metadata-location"},
+		{[]string{"--all", "--location", t.TempDir()}, "no table folder under file://"},
+	} {
+		if code, out, errs := floe(t, append(append([]string{"register"}, c.args...), fresh...)...); code != exitError || !strings.Contains(errs, c.want) {
+			t.Errorf("register %v: exit %d, stderr %q; want exit 2 and %q\n%s", c.args, code, errs, c.want, out)
+		}
+	}
 }

@@ -91,7 +91,7 @@ null when null, and {"base64": "..."} otherwise. CSV writes null as an empty fie
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
 			if (offsets == "") == (at == "") {
-				return errors.New("give exactly one of --offsets TOPIC/P=OFFSET[,...] and --time TIME (RFC3339, or a duration back from now)")
+				return errors.New("give exactly one of --offsets TOPIC/P=OFFSET[,...] and --time TIME (RFC3339, a duration back from now, or now: --time now is the table as it is)")
 			}
 			// Writing the rows is what --output asks for.
 			rows = rows || output != ""

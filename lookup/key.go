@@ -160,7 +160,7 @@ func parseKey(tbl *snapshot.Table, text string) (tableKey, error) {
 	}
 	if len(k.Columns) == 0 {
 		// The key's fields are named by the first commit that has a row.
-		return tableKey{}, fmt.Errorf("upsert table %s has no key columns yet: no record has been sunk into it (see floe status for records that went to its dead-letter table)", tbl.Name())
+		return tableKey{}, fmt.Errorf("upsert table %s has no key columns yet: no record has become a row of it (floe dead-letters --table %s lists the records that went to its dead-letter table)", tbl.Name(), tbl.Name())
 	}
 	want := fmt.Sprintf(`a JSON object of the key columns %s, e.g. %s`, strings.Join(k.Columns, ", "), keyExample(schema, k.Columns, text))
 	dec := json.NewDecoder(strings.NewReader(text))

@@ -106,14 +106,23 @@ table folders are listed, never the tables' files.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			// The commands it advises read this run's catalog: one given
+			// on the command line (a new catalog, after losing the old)
+			// is not the one those commands find without it (a new-user
+			// run audited the old catalog's table as advised). Its value
+			// is not printed: a PostgreSQL URI holds a password.
+			withCatalog := ""
+			if cmd.Flags().Changed("catalog") && sourcesOf(ctx)["catalog"] == "" {
+				withCatalog = ", with this run's --catalog"
+			}
 			if all {
-				return registerAll(ctx, cat, out, cmd.ErrOrStderr(), location, asJSON)
+				return registerAll(ctx, cat, out, cmd.ErrOrStderr(), location, withCatalog, asJSON)
 			}
 			r, err := registerTable(ctx, cat, out, f.table, location, metadataLocation, asJSON)
 			if err != nil {
 				return err
 			}
-			return r.print(ctx, cat, out, asJSON)
+			return r.print(ctx, cat, out, withCatalog, asJSON)
 		},
 	}
 	flags := cmd.Flags()
@@ -171,8 +180,9 @@ func registerTable(ctx context.Context, cat icecat.Catalog, out io.Writer, name,
 }
 
 // print says what was registered, which of its dead-letter tables the
-// catalog lacks, and how to check it.
-func (r registration) print(ctx context.Context, cat icecat.Catalog, out io.Writer, asJSON bool) error {
+// catalog lacks, and how to check it; withCatalog follows the commands it
+// advises.
+func (r registration) print(ctx context.Context, cat icecat.Catalog, out io.Writer, withCatalog string, asJSON bool) error {
 	missing, err := missingDeadLetterTables(ctx, cat, r.t)
 	if err != nil {
 		return fmt.Errorf("registered %s: %w", r.name, err)
@@ -192,15 +202,15 @@ func (r registration) print(ctx context.Context, cat icecat.Catalog, out io.Writ
 	}
 	fmt.Fprintln(out, ")")
 	for _, m := range missing {
-		fmt.Fprintf(out, "its dead-letter table %s is not in this catalog: register it too (floe register --table %s --location ...; by default beside it, %s)\n",
-			m, m, parentOf(r.tbl.Location())+"/"+m[strings.LastIndex(m, ".")+1:])
+		fmt.Fprintf(out, "its dead-letter table %s is not in this catalog: register it too (floe register --table %s --location ...%s; by default beside it, %s)\n",
+			m, m, withCatalog, parentOf(r.tbl.Location())+"/"+m[strings.LastIndex(m, ".")+1:])
 	}
 	if of := r.t.Iceberg().Properties()[snapshot.PropDeadLettersOf]; of != "" {
 		// A dead-letter table has no ledger of its own to audit.
-		fmt.Fprintf(out, "check it with its data table: floe audit --table %s --deep\n", of)
+		fmt.Fprintf(out, "check it with its data table: floe audit --table %s --deep%s\n", of, withCatalog)
 		return nil
 	}
-	fmt.Fprintf(out, "check it with: floe audit --table %s\n", r.name)
+	fmt.Fprintf(out, "check it with: floe audit --table %s%s\n", r.name, withCatalog)
 	return nil
 }
 
@@ -208,7 +218,7 @@ func (r registration) print(ctx context.Context, cat icecat.Catalog, out io.Writ
 // going on past the ones it cannot register, which it names at the end;
 // what each registered table lacks is said once all are registered, as
 // its dead-letter tables are usually among them.
-func registerAll(ctx context.Context, cat icecat.Catalog, out, errOut io.Writer, warehouse string, asJSON bool) error {
+func registerAll(ctx context.Context, cat icecat.Catalog, out, errOut io.Writer, warehouse, withCatalog string, asJSON bool) error {
 	loc, err := catalog.MetadataLocation(warehouse)
 	if err != nil {
 		return err
@@ -235,7 +245,7 @@ func registerAll(ctx context.Context, cat icecat.Catalog, out, errOut io.Writer,
 		done = append(done, r)
 	}
 	for _, r := range done {
-		if err := r.print(ctx, cat, out, asJSON); err != nil {
+		if err := r.print(ctx, cat, out, withCatalog, asJSON); err != nil {
 			return err
 		}
 	}

@@ -65,8 +65,13 @@ func TestRegisterAfterLostCatalog(t *testing.T) {
 		!strings.Contains(out, "registered lake.orders: file://"+location+"/metadata/") {
 		t.Fatalf("register --location: exit %d\n%s\n%s", code, out, errs)
 	}
-	if !strings.Contains(out, "its dead-letter table lake.orders_dlq is not in this catalog: register it too") || !strings.Contains(out, dlqLocation) {
+	if !strings.Contains(out, "its dead-letter table lake.orders_dlq is not in this catalog: register it too (floe register --table lake.orders_dlq --location ..., with this run's --catalog;") || !strings.Contains(out, dlqLocation) {
 		t.Errorf("register did not name the missing dead-letter table and its location:\n%s", out)
+	}
+	// The audit it advises is of the catalog given on the command line,
+	// not the one floe audit finds without it (from a new-user run).
+	if !strings.Contains(out, "check it with: floe audit --table lake.orders, with this run's --catalog\n") {
+		t.Errorf("register did not say that its audit needs this run's --catalog:\n%s", out)
 	}
 	// Until the dead-letter table is registered, its dead letter is
 	// missing.
@@ -75,7 +80,7 @@ func TestRegisterAfterLostCatalog(t *testing.T) {
 	}
 	// A dead-letter table has no ledger to audit: its data table's audit
 	// checks it (from a user's recovery run: the hint was refused).
-	if out := mustFloe(t, append([]string{"register", "--table", "lake.orders_dlq", "--location", dlqLocation}, fresh...)...); !strings.Contains(out, "check it with its data table: floe audit --table lake.orders --deep") {
+	if out := mustFloe(t, append([]string{"register", "--table", "lake.orders_dlq", "--location", dlqLocation}, fresh...)...); !strings.Contains(out, "check it with its data table: floe audit --table lake.orders --deep, with this run's --catalog") {
 		t.Errorf("register of the dead-letter table:\n%s", out)
 	}
 

@@ -63,7 +63,7 @@ partitions)"). A table of another mode has delete files only when another engine
 The manifests still list a file deleted from the storage behind floe's back (an aws s3 rm, a
 lifecycle rule). --check looks for every listed file, data and delete files, in the storage (one
 request per file), marks those it lacks "missing from storage" (JSON: "missing": true) and then
-fails (exit 2) naming the ways out.`,
+fails (exit 2) naming the ways out; when the storage has them all, the text ends saying so.`,
 		Example: `  floe files --table lake.orders
   floe files --table lake.orders --json | jq -r '.files[].path'
   floe files --config ./floe-local/floe.yaml --table lake.orders --snapshot 3051729675574597004`,
@@ -90,17 +90,26 @@ fails (exit 2) naming the ways out.`,
 				}
 			}
 			w := cmd.OutOrStdout()
+			// Data files and, of an upsert table, delete files.
+			noun, all := "data file", len(res.Files)
+			if len(res.DeleteFiles) > 0 {
+				noun, all = "data and delete file", all+len(res.DeleteFiles)
+			}
 			if asJSON {
 				err = printJSON(w, res)
 			} else {
 				printFiles(w, res)
+				if check && len(missing) == 0 && all > 0 {
+					// Said: a listing alone does not tell that the files
+					// were looked for (a new-user run could not tell).
+					if all == 1 {
+						fmt.Fprintf(w, "checked: the storage has the one %s\n", noun)
+					} else {
+						fmt.Fprintf(w, "checked: the storage has every one of the %s\n", plural(all, noun))
+					}
+				}
 			}
 			if err == nil && len(missing) > 0 {
-				// Data files and, of an upsert table, delete files.
-				noun, all := "data file", len(res.Files)
-				if len(res.DeleteFiles) > 0 {
-					noun, all = "data and delete file", all+len(res.DeleteFiles)
-				}
 				gone := fmt.Sprintf("%d of the %s are gone", len(missing), plural(all, noun))
 				switch {
 				case all == 1:

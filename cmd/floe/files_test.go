@@ -52,6 +52,12 @@ func TestFilesCommand(t *testing.T) {
 		!strings.Contains(text, "TOPIC   PARTITION  OFFSETS") || strings.Count(text, ".parquet") != len(res.Files) {
 		t.Errorf("files text:\n%s", text)
 	}
+	// --check says that it looked, also when every file is there (from a
+	// new-user run: its output was the listing alone, as without it).
+	if checked := mustFloe(t, append([]string{"files", "--table", "lake.orders", "--check"}, loc[:2]...)...); !strings.Contains(checked,
+		fmt.Sprintf("checked: the storage has every one of the %d data files\n", len(res.Files))) {
+		t.Errorf("files --check with every file there:\n%s", checked)
+	}
 	// Offsets are half-open like every range floe prints, not "0-149".
 	for _, f := range res.Files {
 		if want := fmt.Sprintf("  [%d, %d)  ", *f.MinOffset, *f.MaxOffset+1); !strings.Contains(text, want) {

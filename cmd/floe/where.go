@@ -51,7 +51,7 @@ The answer is one of:
   no_row   a range consumed the offset, but it produced no row: a dead letter of a typed
            table (its dead-letter table, file and reason are given), a transaction marker, an
            aborted transactional record or an offset removed by compaction (with --brokers the
-           log is read to tell which), or, in a state table, a value superseded since;
+           log is read to tell which), or, in an upsert or state table, a value superseded since;
   lost     retention deleted the offset before it was sunk, and the ledger records the loss;
   unsunk   no range covers it: below the partition's first sunk offset, in a gap, or not sunk yet.
 

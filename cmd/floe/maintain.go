@@ -223,14 +223,18 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 				fmt.Fprintf(out, "%s is the dead-letter table of %s and has no ledger of its own (floe audit --table %s checks these dead letters against its ledger)\n",
 					tbl.Name(), of, of)
 			} else if len(res.TruncatedRefs) > 0 {
-				fmt.Fprintf(out, "ledger %srepaired: %d archived snapshots restored from the archive files (truncated: %s)\n",
-					would, len(res.Restored), strings.Join(res.TruncatedRefs, ", "))
+				fmt.Fprintf(out, "ledger %srepaired: %s restored from the archive files (truncated: %s)\n",
+					would, plural(len(res.Restored), "archived snapshot"), strings.Join(res.TruncatedRefs, ", "))
 			} else {
 				fmt.Fprintln(out, "ledger: every branch and tag reads its whole history (nothing to repair)")
 			}
 			if expire {
-				fmt.Fprintf(out, "snapshots %sexpired: %d (%d floe commits)", would, len(res.Expired), res.ExpiredCommits)
-				if len(res.Expired) > 0 {
+				fmt.Fprintf(out, "snapshots %sexpired: %d (%s)", would, len(res.Expired), plural(res.ExpiredCommits, "floe commit"))
+				switch len(res.Expired) {
+				case 0:
+				case 1:
+					fmt.Fprintf(out, ", %d", res.Expired[0])
+				default:
 					fmt.Fprintf(out, ", %d to %d", res.Expired[0], res.Expired[len(res.Expired)-1])
 				}
 				fmt.Fprintln(out)

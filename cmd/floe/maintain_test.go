@@ -655,3 +655,20 @@ func TestMaintainNamesTable(t *testing.T) {
 		}
 	}
 }
+
+// TestMaintainOneSnapshotExpired (from a new-user run): an expiry of one
+// snapshot said "snapshots expired: 1 (1 floe commits), S to S". One is
+// said as one: "(1 floe commit), S".
+func TestMaintainOneSnapshotExpired(t *testing.T) {
+	st, loc := sinkStack(t)
+	mustFloe(t, slices.Concat([]string{"sink", "-b", st.Brokers[0], "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc)...)
+	tbl := openFloeTable(t, st, "lake.orders")
+	snaps := tbl.Iceberg().Metadata().Snapshots()
+	if len(snaps) != 2 {
+		t.Fatalf("%d snapshots after one sink, want 2 (the partitions' start and the rows)", len(snaps))
+	}
+	out := mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--retain-last", "1"}, loc)...)
+	if want := fmt.Sprintf("snapshots expired: 1 (1 floe commit), %d\n", snaps[0].SnapshotID); !strings.Contains(out, want) {
+		t.Errorf("maintain expiring one snapshot: want %q in\n%s", want, out)
+	}
+}

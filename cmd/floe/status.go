@@ -124,6 +124,11 @@ last committed to.`,
 				err = printJSON(cmd.OutOrStdout(), st)
 			} else {
 				printStatus(cmd.OutOrStdout(), st)
+				if broker == nil && brokerErr == nil && slices.ContainsFunc(st.Partitions, func(p lookup.PartitionStatus) bool { return p.BrokersUnknown }) {
+					// The "?" columns said nothing of why (a new-user run
+					// without env.sh): no brokers were given.
+					fmt.Fprintf(cmd.OutOrStdout(), "\n(?: the brokers' side, not known without --brokers or %s)\n", envName("brokers"))
+				}
 			}
 			if brokerErr != nil {
 				return fmt.Errorf("the table's side only (above): the brokers' side failed: %w", brokerErr)

@@ -67,6 +67,16 @@ func TestStatusLagExcludesLoss(t *testing.T) {
 		t.Fatalf("status text: want a LAG of 30 and a LOST of 20:\n%s", text)
 	}
 
+	if strings.Contains(text, "(?:") {
+		t.Errorf("status with --brokers explains unknown columns:\n%s", text)
+	}
+	// Without brokers their columns are "?", and a line says why (from a
+	// new-user run: the "?" were left unexplained).
+	if text := mustFloe(t, append([]string{"status", "--table", "lake.events"}, loc...)...); !strings.Contains(text, " ?  ") ||
+		!strings.HasSuffix(text, "\n(?: the brokers' side, not known without --brokers or FLOE_BROKERS)\n") {
+		t.Errorf("status without brokers:\n%s", text)
+	}
+
 	// Brokers that do not answer: the table's side is shown, and the
 	// command fails naming the brokers (it failed outright; from a
 	// new-user run).

@@ -213,7 +213,7 @@ tables (floe.fold) are refused: their folds rewrite their files themselves.`,
 			if expire || removeOrphans {
 				for _, name := range slices.Sorted(maps.Keys(res.DeadLetterTables)) {
 					d := res.DeadLetterTables[name]
-					fmt.Fprintf(out, "dead-letter table %s: %d snapshots %sexpired, %d orphan files %sdeleted\n", name, len(d.Expired), would, len(d.Orphans), would)
+					fmt.Fprintf(out, "dead-letter table %s: %s %sexpired, %s %sdeleted\n", name, plural(len(d.Expired), "snapshot"), would, plural(len(d.Orphans), "orphan file"), would)
 				}
 			} else if len(res.DeadLetterTables) > 0 && !dryRun {
 				fmt.Fprintf(out, "dead-letter tables checked against the ledger: %s\n", strings.Join(slices.Sorted(maps.Keys(res.DeadLetterTables)), ", "))

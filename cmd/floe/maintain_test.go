@@ -24,6 +24,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/audit"
 	"github.com/floe-dev/floe/catalog"
@@ -670,5 +671,27 @@ func TestMaintainOneSnapshotExpired(t *testing.T) {
 	out := mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--retain-last", "1"}, loc)...)
 	if want := fmt.Sprintf("snapshots expired: 1 (1 floe commit), %d\n", snaps[0].SnapshotID); !strings.Contains(out, want) {
 		t.Errorf("maintain expiring one snapshot: want %q in\n%s", want, out)
+	}
+}
+
+// TestMaintainDeadLetterTableOneSnapshotExpired: the dead-letter table's
+// line of floe maintain says one as one too ("1 snapshot expired"), where
+// it said "1 snapshots expired" (left by the fix above, seen by the same
+// new-user run).
+func TestMaintainDeadLetterTableOneSnapshotExpired(t *testing.T) {
+	st, loc := sinkStack(t)
+	sink := slices.Concat([]string{"sink", "-b", st.Brokers[0], "-t", "orders", "--table", "lake.orders", "--value", "json", "--stop-at-end"}, loc)
+	for range 2 {
+		if err := localstack.Produce(t.Context(), st.Brokers, []*kgo.Record{{Topic: "orders", Partition: 0, Value: []byte("not json")}}); err != nil {
+			t.Fatal(err)
+		}
+		mustFloe(t, sink...)
+	}
+	if n := len(openFloeTable(t, st, "lake.orders_dlq").Iceberg().Metadata().Snapshots()); n != 2 {
+		t.Fatalf("the dead-letter table has %d snapshots after two sinks of a dead letter each, want 2", n)
+	}
+	out := mustFloe(t, slices.Concat([]string{"maintain", "--table", "lake.orders", "--retain-last", "1"}, loc)...)
+	if want := "dead-letter table lake.orders_dlq: 1 snapshot expired, 0 orphan files deleted\n"; !strings.Contains(out, want) {
+		t.Errorf("maintain expiring one snapshot of the dead-letter table: want %q in\n%s", want, out)
 	}
 }

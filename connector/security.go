@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -142,7 +143,29 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 	case s.TLSCertFile != "" && s.TLSKeyFile == "":
 		return nil, &ConfigError{Setting: SettingTLSKey, Want: "the private key of the certificate " + s.TLSCertFile + " (mutual TLS takes both)"}
 	case s.TLSCertFile != "":
-		cert, err := tls.LoadX509KeyPair(s.TLSCertFile, s.TLSKeyFile)
+		// Each file read on its own first, so that an error names the file
+		// at fault: tls.LoadX509KeyPair's were all reported as the
+		// certificate's, a missing key file too ("--kafka-tls-cert
+		// cert.pem: ... (no such file or directory)").
+		certPEM, err := os.ReadFile(s.TLSCertFile)
+		if err != nil {
+			return nil, &ConfigError{Setting: SettingTLSCert, Value: s.TLSCertFile, Want: "a readable PEM client certificate (" + errText(err) + ")"}
+		}
+		keyPEM, err := os.ReadFile(s.TLSKeyFile)
+		if err != nil {
+			return nil, &ConfigError{Setting: SettingTLSKey, Value: s.TLSKeyFile, Want: "a readable PEM private key (" + errText(err) + ")"}
+		}
+		certBlock, keyBlock := pemHolds(certPEM, "CERTIFICATE"), pemHolds(keyPEM, "PRIVATE KEY")
+		switch {
+		case !certBlock && !keyBlock && pemHolds(certPEM, "PRIVATE KEY") && pemHolds(keyPEM, "CERTIFICATE"):
+			return nil, &ConfigError{Setting: SettingTLSCert, Value: s.TLSCertFile,
+				Want: "a PEM client certificate: it holds a private key and the key file " + s.TLSKeyFile + " a certificate (the two files are switched)"}
+		case !certBlock:
+			return nil, &ConfigError{Setting: SettingTLSCert, Value: s.TLSCertFile, Want: "a PEM client certificate (it holds none)"}
+		case !keyBlock:
+			return nil, &ConfigError{Setting: SettingTLSKey, Value: s.TLSKeyFile, Want: "a PEM private key (it holds none)"}
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil && encryptedKey(s.TLSKeyFile) {
 			return nil, &ConfigError{Setting: SettingTLSKey, Value: s.TLSKeyFile,
 				Want: "an unencrypted PEM private key: floe does not read encrypted keys (ssl.key.password); decrypt it with openssl pkey -in KEY -out KEY.pem, and keep that file private"}
@@ -154,6 +177,22 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// pemHolds reports whether data holds a PEM block whose type ends with
+// typ ("CERTIFICATE"; "PRIVATE KEY" for PKCS#8, "RSA PRIVATE KEY", "EC
+// PRIVATE KEY" and "ENCRYPTED PRIVATE KEY").
+func pemHolds(data []byte, typ string) bool {
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return false
+		}
+		if strings.HasSuffix(b.Type, typ) {
+			return true
+		}
+	}
 }
 
 // encryptedKey reports whether the PEM file at path holds an encrypted

@@ -182,3 +182,41 @@ func TestEncryptedClientKey(t *testing.T) {
 		t.Errorf("the error does not say the key is encrypted (ssl.key.password is ignored):\n%s", line)
 	}
 }
+
+// TestClientKeyFileErrorsNameTheKey (deploy review s67): a mutual-TLS key
+// file that is missing, holds no key, or was switched with the certificate
+// was reported as the certificate's ("--kafka-tls-cert cert.pem: want a
+// PEM client certificate matching the key ... (no such file or
+// directory)"): the error now names the file at fault.
+func TestClientKeyFileErrorsNameTheKey(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, dir, "good")
+	now := time.Now()
+	certFile, keyFile := ca.leaf(t, dir, "client", now.Add(-time.Hour), now.AddDate(1, 0, 0))
+	missing := filepath.Join(dir, "absent-key.pem")
+	_, catFlags := localCatalog(t)
+	for _, tc := range []struct {
+		name, cert, key string
+		want            []string
+	}{
+		{"missing key", certFile, missing, []string{`--kafka-tls-key "` + missing + `"`, "no such file"}},
+		{"certificate as key", certFile, certFile, []string{`--kafka-tls-key "` + certFile + `"`, "a PEM private key (it holds none)"}},
+		{"key as certificate", keyFile, keyFile, []string{`--kafka-tls-cert "` + keyFile + `"`, "a PEM client certificate (it holds none)"}},
+		{"switched", keyFile, certFile, []string{`--kafka-tls-cert "` + keyFile + `"`, "the two files are switched"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := floe(t, append([]string{"sink", "--brokers", "127.0.0.1:1", "--kafka-tls-ca", ca.file,
+				"--kafka-tls-cert", tc.cert, "--kafka-tls-key", tc.key, "--topic", "t", "--table", "lake.t"}, catFlags...)...)
+			line := errorLine(errs)
+			t.Logf("exit %d: %s", code, line)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("the error does not say %q:\n%s", w, line)
+				}
+			}
+		})
+	}
+}

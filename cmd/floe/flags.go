@@ -298,3 +298,37 @@ func (f *brokerFlags) dialOptional(ctx context.Context, lookup bool) (*connector
 func topicFlag(fs *pflag.FlagSet, topic *string, usage string) {
 	fs.StringVarP(topic, "topic", "t", "", usage)
 }
+
+// restOnlyFlags are the catalog flags only an Iceberg REST catalog reads.
+var restOnlyFlags = []string{"catalog-token", "catalog-credential", "catalog-oauth2-uri", "catalog-scope"}
+
+// restFlagsIgnored warns of each REST-only catalog flag given a value
+// while --catalog names another kind of catalog, which ignores it: a
+// --catalog-token beside a PostgreSQL catalog was dropped without a word
+// (deploy review s67), and a user who meant a REST catalog's URL never
+// learnt it was not used. src says where each flag's value came from when
+// not from the command line.
+func restFlagsIgnored(fs *pflag.FlagSet, src flagSources) []string {
+	cf := fs.Lookup("catalog")
+	if cf == nil {
+		return nil
+	}
+	kind, err := catalog.KindOf(cf.Value.String())
+	if err != nil || kind == catalog.REST {
+		return nil
+	}
+	var warnings []string
+	for _, name := range restOnlyFlags {
+		f := fs.Lookup(name)
+		if f == nil || f.Value.String() == "" {
+			continue
+		}
+		from := "the command line"
+		if s, ok := src[name]; ok {
+			from = s
+		}
+		warnings = append(warnings, fmt.Sprintf("--%s (set by %s) is an Iceberg REST catalog's setting, and --catalog names a %s catalog, which ignores it: leave it out, or give --catalog the REST catalog's http(s):// URL",
+			name, from, kind))
+	}
+	return warnings
+}

@@ -193,6 +193,7 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 			if err := setupLogging(stderr, g); err != nil {
 				return err
 			}
+			overrides = append(overrides, restFlagsIgnored(cmd.Flags(), sourcesOf(cmd.Context()))...)
 			for _, w := range append(exposed, overrides...) {
 				slog.Warn(w)
 			}

@@ -239,7 +239,7 @@ func configuredEndpoint(ctx context.Context, cfg aws.Config) (endpoint, from str
 				if _, env := src.(config.EnvConfig); env {
 					return v, "AWS_ENDPOINT_URL_S3"
 				}
-				return v, "the s3 services section of the AWS shared config (~/.aws/config)"
+				return v, "the s3 services section of " + sharedConfigName(src)
 			}
 		}
 	}
@@ -247,13 +247,33 @@ func configuredEndpoint(ctx context.Context, cfg aws.Config) (endpoint, from str
 		if os.Getenv("AWS_ENDPOINT_URL") == *cfg.BaseEndpoint {
 			return *cfg.BaseEndpoint, "AWS_ENDPOINT_URL"
 		}
-		return *cfg.BaseEndpoint, "endpoint_url of the AWS shared config (~/.aws/config)"
+		for _, src := range cfg.ConfigSources {
+			if sc, ok := src.(config.SharedConfig); ok {
+				return *cfg.BaseEndpoint, "endpoint_url of " + sharedConfigName(sc)
+			}
+		}
+		return *cfg.BaseEndpoint, "endpoint_url of " + sharedConfigName(nil)
 	}
 	// iceberg-go's own fallback variable.
 	if v := os.Getenv("AWS_S3_ENDPOINT"); v != "" {
 		return v, "AWS_S3_ENDPOINT"
 	}
 	return "", ""
+}
+
+// sharedConfigName names the AWS shared config file and the profile that
+// src, a config.SharedConfig, was read from: "profile floe of the AWS
+// shared config /etc/floe/aws-config (AWS_CONFIG_FILE)". Messages said
+// "~/.aws/config" whatever AWS_CONFIG_FILE named (deploy review s67).
+func sharedConfigName(src any) string {
+	file := "~/.aws/config"
+	if f := os.Getenv("AWS_CONFIG_FILE"); f != "" {
+		file = f + " (AWS_CONFIG_FILE)"
+	}
+	if sc, ok := src.(config.SharedConfig); ok && sc.Profile != "" {
+		return "profile " + sc.Profile + " of the AWS shared config " + file
+	}
+	return "the AWS shared config " + file
 }
 
 // Tuning of the shared transport: iceberg-go's own (io/gocloud/s3), which

@@ -18,6 +18,10 @@ func TestS3UnreachableNamesEndpointSource(t *testing.T) {
 	if err := os.WriteFile(config, []byte("s3-endpoint: "+closed+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	profileConfig := filepath.Join(dir, "aws-config")
+	if err := os.WriteFile(profileConfig, []byte("[profile lake]\nendpoint_url = "+closed+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name      string
 		env, args []string
@@ -28,6 +32,10 @@ func TestS3UnreachableNamesEndpointSource(t *testing.T) {
 		{"FLOE_S3_ENDPOINT", []string{"FLOE_S3_ENDPOINT", closed}, nil, "--s3-endpoint was set by FLOE_S3_ENDPOINT"},
 		{"AWS_ENDPOINT_URL_S3", []string{"AWS_ENDPOINT_URL_S3", closed}, nil, "The endpoint is from AWS_ENDPOINT_URL_S3"},
 		{"AWS_ENDPOINT_URL", []string{"AWS_ENDPOINT_URL", closed}, nil, "The endpoint is from AWS_ENDPOINT_URL)"},
+		// Deploy review s67: the profile's endpoint_url was said to be
+		// ~/.aws/config's, where AWS_CONFIG_FILE named another file.
+		{"profile endpoint_url", []string{"AWS_PROFILE", "lake"}, nil,
+			"The endpoint is from endpoint_url of profile lake of the AWS shared config " + profileConfig + " (AWS_CONFIG_FILE))"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -36,6 +44,9 @@ func TestS3UnreachableNamesEndpointSource(t *testing.T) {
 			t.Setenv("AWS_SECRET_ACCESS_KEY", "floe-secret")
 			if c.env != nil {
 				t.Setenv(c.env[0], c.env[1])
+			}
+			if c.name == "profile endpoint_url" {
+				t.Setenv("AWS_CONFIG_FILE", profileConfig)
 			}
 			args := append([]string{"status", "--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", "s3://lake/warehouse"}, c.args...)
 			code, _, errs := floe(t, args...)

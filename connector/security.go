@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -362,10 +363,25 @@ func (s Security) explainDial(err error) error {
 		// connection (SaslAuthenticate v0, kfake), which some also do for
 		// a mechanism they do not serve.
 		return check("authentication as "+s.who()+" failed (wrong user or password, a SASL mechanism the brokers do not accept, or a listener without SASL, where the SASL flags must go; they closed the connection)", SettingUser, SettingPassword, SettingMechanism)
+	case s.useTLS() && tlsHelloReset(err):
+		// A plaintext listener that closes the connection on the TLS
+		// hello with its bytes unread resets it, where franz-go knows
+		// only an EOF (ErrFirstReadEOF): the local stack's plaintext
+		// port did, and the error said "cannot reach brokers ... (is
+		// Kafka running there?); check --brokers" (deploy review s67).
+		return check("the brokers do not speak TLS on this port (a plaintext listener? it reset the connection at floe's TLS hello)", SettingTLS)
 	case s.useTLS() && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()):
 		return check("no TLS session with the brokers in time (a plaintext listener, or unreachable?)", SettingTLS, SettingBrokers)
 	}
 	return nil
+}
+
+// tlsHelloReset reports whether err is a connection reset while the TLS
+// handshake of a dial waited for the brokers' answer: franz-go's dial
+// (with TLS, the handshake too) failed on a read that met ECONNRESET.
+func tlsHelloReset(err error) bool {
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "read" && strings.Contains(err.Error(), "unable to dial") && errors.Is(err, syscall.ECONNRESET)
 }
 
 // refusal is the part of explainDial that means the same at start and in

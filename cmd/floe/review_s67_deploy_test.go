@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/floe-dev/floe/localstack"
 )
 
 // TestRESTFlagsIgnoredWarn (deploy review s67): the REST catalog's flags
@@ -43,5 +45,30 @@ func TestRESTFlagsIgnoredWarn(t *testing.T) {
 	_, _, errs = floe(t, "status", "--config", cfgFile, "--catalog", "http://127.0.0.1:1/catalog", "--dial-timeout", "1s")
 	if strings.Contains(errs, "Iceberg REST catalog's setting") {
 		t.Errorf("REST flags beside a REST catalog are warned about:\n%s", errs)
+	}
+}
+
+// TestTLSAgainstPlaintextResetNamesTLS (deploy review s67): TLS against
+// the secured local stack's plaintext port, which resets the connection at
+// the TLS hello, read "cannot reach brokers ... (is Kafka running
+// there?); check --brokers", though a broker answered there. It names TLS
+// now, as the EOF a Kafka listener may answer with did.
+func TestTLSAgainstPlaintextResetNamesTLS(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := upOnFreePorts(t, localstack.UpOptions{Dir: dir, Secure: true})
+	t.Cleanup(l.Close)
+	_, catFlags := localCatalog(t)
+	code, _, errs := floe(t, append([]string{"sink", "--brokers", l.Plaintext, "--kafka-tls-ca", filepath.Join(dir, "tls", "ca.pem"),
+		"--dial-timeout", "5s", "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, catFlags...)...)
+	line := errorLine(errs)
+	t.Logf("exit %d: %s", code, line)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	if !strings.Contains(line, "the brokers do not speak TLS on this port") || !strings.Contains(line, "check --kafka-tls") {
+		t.Errorf("the error does not say the port does not speak TLS:\n%s", line)
+	}
+	if strings.Contains(line, "is Kafka running there") {
+		t.Errorf("the error says the broker may be down, where one answered:\n%s", line)
 	}
 }

@@ -3,6 +3,8 @@
 # Debian machine, as root. Idempotent: installs only what is missing.
 #   - PostgreSQL server binaries (initdb, postgres) from Debian's postgresql.
 #   - kcat from Debian's kcat (the local stack's documented Kafka client).
+#   - jq from Debian's jq, which the deployment guide's scheduled audit script
+#     uses (cmd/floe TestScheduledAuditScriptAsDocumented runs it).
 #   - the aws CLI from Debian's awscli, which the deployment guide's local-stack
 #     block uses. Debian's package rather than pip: CI machines reach Debian's
 #     archive but not PyPI. It is version 2.9, older than AWS_ENDPOINT_URL_S3
@@ -92,6 +94,15 @@ else
 	start=$SECONDS
 	apt_install curl ca-certificates
 	took "$start" curl
+fi
+
+if command -v jq >/dev/null; then
+	echo "install-servers: jq present"
+else
+	echo "install-servers: installing jq"
+	start=$SECONDS
+	apt_install jq
+	took "$start" jq
 fi
 
 if command -v ip >/dev/null; then

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/internal/testenv"
 	"github.com/floe-dev/floe/localstack"
 )
@@ -217,5 +218,87 @@ func TestReadmeBlocks(t *testing.T) {
 	out, err := demo.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "verdict: COMPLETE") {
 		t.Fatalf("%s: %v\n%s", cmds[0], err, out)
+	}
+}
+
+// TestScheduledAuditScriptAsDocumented runs the cron script of
+// docs/deployment.md, "A scheduled audit", with sh as written but for its
+// paths: it exits 0 on a complete table, writing its report, and 2 when
+// floe status cannot read the catalog (a catalog down, a secret missing
+// from cron's environment) or lists no table; its loop over a failed
+// status's output ran over nothing and exited 0 (seen by a deployment
+// walk-through).
+func TestScheduledAuditScriptAsDocumented(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the floe binary; skipped with -short")
+	}
+	testenv.Tool(t, "jq", "apt-get install jq")
+	var script string
+	for _, b := range docBlocks(t, "docs/deployment.md", "### A scheduled audit") {
+		if strings.Contains(b, "floe-audit.sh") {
+			script = b
+		}
+	}
+	if script == "" {
+		t.Fatal("docs/deployment.md, A scheduled audit, has no block of the floe-audit.sh script")
+	}
+	st, loc := sinkStack(t)
+	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+
+	bin := filepath.Join(t.TempDir(), "floe")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build floe: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	config, secrets, audits := filepath.Join(dir, "floe.yaml"), filepath.Join(dir, "secrets.env"), filepath.Join(dir, "audits")
+	cfg := st.Catalog()
+	if err := os.WriteFile(config, fmt.Appendf(nil, "brokers: [%s]\nwarehouse: %s\n", strings.Join(st.Brokers, ", "), cfg.Warehouse), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/etc/floe/floe.yaml", "/etc/floe/secrets.env", "/usr/local/bin/floe", "/var/lib/floe/audits"} {
+		if !strings.Contains(script, path) {
+			t.Fatalf("the script no longer names %s; update this test:\n%s", path, script)
+		}
+	}
+	script = strings.NewReplacer("/etc/floe/floe.yaml", config, "/etc/floe/secrets.env", secrets,
+		"/usr/local/bin/floe", bin, "/var/lib/floe/audits", audits).Replace(script)
+	run := func(catalogURI string) (int, string) {
+		t.Helper()
+		if err := os.WriteFile(secrets, []byte("export FLOE_CATALOG="+catalogURI+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(t.Context(), "sh", "-c", script)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()} // cron's bare environment
+		out, err := cmd.CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); ok {
+			return exit.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := run(cfg.Catalog); code != 0 {
+		t.Fatalf("the script on a complete table: exit %d, want 0\n%s", code, out)
+	}
+	reports, err := filepath.Glob(filepath.Join(audits, "*", "lake.orders.json"))
+	if err != nil || len(reports) != 1 {
+		t.Fatalf("the script's report of lake.orders: %v %v", reports, err)
+	}
+	doc, err := os.ReadFile(reports[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := decodeAudit(t, string(doc)); !rep.Complete {
+		t.Errorf("the script's report of lake.orders is not complete:\n%s", doc)
+	}
+	if code, out := run(filepath.Join(dir, "gone", "catalog.db")); code != 2 {
+		t.Errorf("the script with a catalog it cannot read: exit %d, want 2\n%s", code, out)
+	}
+	empty := filepath.Join(dir, "empty.db")
+	if _, err := catalog.Open(t.Context(), catalog.Config{Catalog: empty, Warehouse: cfg.Warehouse}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(empty); code != 2 || !strings.Contains(out, "no table with a commit in the catalog") {
+		t.Errorf("the script on a catalog without tables: exit %d, want 2\n%s", code, out)
 	}
 }

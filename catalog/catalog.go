@@ -253,10 +253,12 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 			maps.Copy(props, st.props)
 		}
 	}
+	bucketMissing := false
 	if onS3 {
 		err := st.check(ctx, bucket, prefix)
 		switch {
 		case err != nil && cfg.Existing && errors.Is(err, ErrBucketNotFound):
+			bucketMissing = true
 			// Work on existing tables reads them where their metadata
 			// says, whatever the warehouse for new tables: a config
 			// file's warehouse that is not at this endpoint stopped an
@@ -292,7 +294,7 @@ func Open(ctx context.Context, cfg Config) (icecat.Catalog, error) {
 		}
 		return &restCatalog{Catalog: cat, st: st}, nil
 	}
-	g := &guardedCatalog{Catalog: cat, spec: redact(spec), name: name, warehouse: wh, bucket: bucket, props: props, st: st, log: log, file: file}
+	g := &guardedCatalog{Catalog: cat, spec: redact(spec), name: name, warehouse: wh, bucket: bucket, bucketMissing: bucketMissing, props: props, st: st, log: log, file: file}
 	if kind == SQLite && cat == nil {
 		// CreateOnRegister, and no file yet.
 		g.create = func(ctx context.Context) (icecat.Catalog, *catalogFile, error) {

@@ -37,8 +37,12 @@ type guardedCatalog struct {
 	name      string // the catalog's name (Config.Name), which SQL catalogs store
 	warehouse string // empty: creating a table needs a location
 	bucket    string // the warehouse's bucket; empty when it is not on S3
-	props     iceberg.Properties
-	st        *s3Storage // nil: S3 access was not resolved
+	// bucketMissing says that Open found the warehouse's bucket missing
+	// at st's endpoint and went on (Config.Existing): reads of its files
+	// fail as missing files, which classify says as the bucket's absence.
+	bucketMissing bool
+	props         iceberg.Properties
+	st            *s3Storage // nil: S3 access was not resolved
 	// shareS3 says that st's configuration is handed to iceberg-go's S3 IO
 	// (see sharesConfig).
 	shareS3 bool
@@ -139,6 +143,12 @@ func (g *guardedCatalog) classify(err error) error {
 	switch {
 	case err == nil || classified(err):
 		return err
+	case g.bucketMissing && g.st != nil && errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), "s3://"+g.bucket+"/"):
+		// gocloud reads a file of a bucket the endpoint lacks as a file
+		// that does not exist, which reads like lost data (seen by a
+		// deployment walk-through pointed at the wrong S3 server).
+		return check(fmt.Errorf("%w: bucket %q at %s, which the table's files are in: check the S3 endpoint, and the profile or credentials it comes from (the bucket is on another server or account); nothing is lost: %w",
+			ErrBucketNotFound, g.bucket, g.st.describe(), err), SettingS3Endpoint, SettingWarehouse)
 	case storageKind(err) != nil && g.st != nil:
 		return g.st.explain(err, g.bucket)
 	case storageKind(err) != nil:

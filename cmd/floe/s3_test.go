@@ -569,3 +569,31 @@ func TestS3ReadsWithAWarehouseElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestS3TableOnAnotherServerNamesTheBucket: commands pointed at an S3
+// endpoint that lacks the bucket the table is in (another server, a
+// profile of another account) say that the bucket does not exist there,
+// where they said the table's metadata file "does not exist", which reads
+// like lost data (seen by a deployment walk-through).
+func TestS3TableOnAnotherServerNamesTheBucket(t *testing.T) {
+	for _, f := range testenv.S3Servers() {
+		t.Run(f.Name, func(t *testing.T) {
+			e := newS3EnvOn(t, f.Start)
+			if err := localstack.CreateTopic(t.Context(), e.brokers, "orders", 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			produceRound(t, e.brokers, "orders", 1, 10, map[int32]int64{})
+			mustFloe(t, e.sinkArgs("orders", "lake.orders", "--stop-at-end")...)
+			other := f.Start(t) // no bucket
+			t.Setenv("AWS_ENDPOINT_URL_S3", other.Endpoint)
+			t.Setenv("AWS_ACCESS_KEY_ID", other.AccessKey)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", other.SecretKey)
+			for _, cmd := range [][]string{{"audit"}, {"status"}, {"files"}} {
+				code, out, errs := floe(t, append(cmd, "--table", "lake.orders", "--catalog", e.catalog, "--warehouse", e.warehouse())...)
+				if code != exitError || !strings.Contains(errs, `bucket does not exist: bucket "lake" at `+other.Endpoint) || !strings.Contains(errs, "check the S3 endpoint") {
+					t.Errorf("floe %s against a server without the table's bucket: exit %d, want 2 naming the bucket\n%s%s", cmd[0], code, out, errs)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,10 @@ type s3Storage struct {
 	// endpointFrom names where the standard configuration took endpoint
 	// from (AWS_ENDPOINT_URL_S3, ...); empty when it is Config's or none.
 	endpointFrom string
-	pathStyle    bool
+	// credsFrom is the source of the credentials as the SDK names it
+	// (aws.Credentials.Source), for the message of a refusal.
+	credsFrom string
+	pathStyle bool
 	// props are the s3.* properties handed to iceberg-go.
 	props iceberg.Properties
 	log   *slog.Logger
@@ -86,6 +90,27 @@ func (s *s3Storage) endpointNote() string {
 		return " AWS_ENDPOINT_URL_S3 sets another endpoint too"
 	}
 	return ""
+}
+
+// credentialsToCheck says which credentials a refusal should send the user
+// to: where they came from, where it is known (from a deployment
+// walk-through: keys of a profile's credentials file were refused with
+// "check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY", which were not set).
+func (s *s3Storage) credentialsToCheck() string {
+	src := s.credsFrom
+	switch {
+	case src == credentials.StaticCredentialsName:
+		return "the S3 access key id and secret access key floe was given"
+	case src == config.CredentialsSourceName:
+		return "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
+	case strings.HasPrefix(src, "SharedConfigCredentials"):
+		profile := cmp.Or(os.Getenv("AWS_PROFILE"), os.Getenv("AWS_DEFAULT_PROFILE"), "default")
+		file := strings.TrimSpace(strings.TrimPrefix(src, "SharedConfigCredentials:"))
+		return fmt.Sprintf("the keys of profile %s in %s", profile, cmp.Or(file, "the AWS shared credentials file"))
+	case src != "":
+		return "the credentials from " + src
+	}
+	return "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
 }
 
 // endpointSource is implemented by the SDK's environment and shared config
@@ -178,6 +203,7 @@ func resolveS3(ctx context.Context, c S3Config, log *slog.Logger) (*s3Storage, e
 			s.props[iceio.S3SessionToken] = creds.SessionToken
 		}
 	}
+	s.credsFrom = creds.Source
 	s.log.Debug("S3 storage configured", "endpoint", s.describe(), "path_style", s.pathStyle,
 		"credentials", creds.Source, "access_key_id", creds.AccessKeyID, "refreshing", creds.CanExpire)
 	return s, nil
@@ -412,8 +438,8 @@ func (s *s3Storage) explain(err error, bucket string) error {
 		return check(fmt.Errorf("%w: bucket %q at %s (create it, e.g. '%s', or write to another bucket): %w",
 			ErrBucketNotFound, bucket, where, mb, err), SettingWarehouse)
 	case ErrStorageCredentials:
-		return check(fmt.Errorf("%w: %s refused access to bucket %q: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY and that the endpoint and region are right: %w",
-			ErrStorageCredentials, where, bucket, err), SettingS3AccessKeyID, SettingS3SecretAccessKey, SettingS3Endpoint, SettingS3Region)
+		return check(fmt.Errorf("%w: %s refused access to bucket %q: check %s and that the endpoint and region are right: %w",
+			ErrStorageCredentials, where, bucket, s.credentialsToCheck(), err), SettingS3AccessKeyID, SettingS3SecretAccessKey, SettingS3Endpoint, SettingS3Region)
 	case ErrStorageUnreachable:
 		return check(fmt.Errorf("%w: cannot reach %s (is the server running there?%s): %w",
 			ErrStorageUnreachable, where, s.endpointNote(), err), SettingS3Endpoint)

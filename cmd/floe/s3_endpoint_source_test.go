@@ -60,3 +60,40 @@ func TestS3UnreachableNamesEndpointSource(t *testing.T) {
 		})
 	}
 }
+
+// TestS3RefusedCredentialsNameTheirSource: keys the S3 server refuses are
+// named by where they came from: a profile's keys in the shared
+// credentials file, the AWS_* variables, or floe's own settings. Keys of
+// a profile were refused with "check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY",
+// which were not set (seen by a deployment walk-through).
+func TestS3RefusedCredentialsNameTheirSource(t *testing.T) {
+	e := newS3Env(t)
+	const badSecret = "not-the-secret-0123456789"
+	creds := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(creds, []byte("[lake]\naws_access_key_id = "+e.s3.AccessKey+"\naws_secret_access_key = "+badSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		env, args []string
+		want      string
+	}{
+		{"profile", []string{"AWS_PROFILE", "lake", "AWS_SHARED_CREDENTIALS_FILE", creds, "AWS_ACCESS_KEY_ID", "", "AWS_SECRET_ACCESS_KEY", ""}, nil,
+			"check the keys of profile lake in " + creds + " and"},
+		{"variables", []string{"AWS_SECRET_ACCESS_KEY", badSecret}, nil, "check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY and"},
+		{"flags", nil, []string{"--s3-access-key-id", e.s3.AccessKey, "--s3-secret-access-key", badSecret},
+			"check the S3 access key id and secret access key floe was given and"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i := 0; i < len(c.env); i += 2 {
+				t.Setenv(c.env[i], c.env[i+1])
+			}
+			args := append([]string{"status", "--catalog", filepath.Join(t.TempDir(), "catalog.db"), "--warehouse", e.warehouse()}, c.args...)
+			code, _, errs := floe(t, args...)
+			if line := errorLine(errs); code != exitError || !strings.Contains(line, "object store rejected the credentials") || !strings.Contains(line, c.want) || strings.Contains(line, badSecret) {
+				t.Errorf("exit %d, error line:\n%s\nwant exit %d and %q", code, line, exitError, c.want)
+			}
+		})
+	}
+}

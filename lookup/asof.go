@@ -409,20 +409,19 @@ func publishedOnto(tbl *snapshot.Table) string {
 
 // checkBeforePublished returns a *BeforeHistoryError when cut is, in some
 // partition, above 0 and at or below the first offset main's ledger holds
-// of it (and nowhere past it), when main's head descends from a replay
-// published onto it (publishedOnto): main's ledger begins where the replay
-// began (--from), and main may have held rows of those offsets before the
-// publish, which its history no longer reaches; "the table held nothing
-// then" was not true (a new user's report). first is main's first commit
-// covering the cut.
+// of it, when main's head descends from a replay published onto it
+// (publishedOnto): main's ledger begins where the replay began (--from),
+// and main may have held rows of those offsets before the publish, which
+// its history no longer reaches; "the table held nothing then" was not
+// true (a new user's report). So also when the cut is past the first
+// offset in another partition: the answer had that partition's rows and
+// none of this one's (review s67). first is main's first commit covering
+// the cut.
 func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, first int64) *BeforeHistoryError {
 	below := false
 	for tp, o := range cut {
 		ps, ok := ledger.Partition(tp)
-		if ok && o > ps.First() {
-			return nil
-		}
-		below = below || ok && o > 0
+		below = below || ok && o > 0 && o <= ps.First()
 	}
 	if !below {
 		return nil

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/localstack"
+	"github.com/floe-dev/floe/lookup"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// s67Log is the review's model of a topic's log: for every partition, the
+// offset, timestamp and whether it became a row, of every offset the
+// broker gave out (markers and aborted records included).
+type s67Log struct {
+	topic string
+	// offsets[p][off] is the record at off of partition p.
+	offsets map[int32]map[int64]s67Rec
+	next    map[int32]int64
+}
+
+type s67Rec struct {
+	ts  time.Time
+	row bool // a committed data record
+}
+
+func newS67Log(topic string) *s67Log {
+	return &s67Log{topic: topic, offsets: map[int32]map[int64]s67Rec{}, next: map[int32]int64{}}
+}
+
+// add records n plain records of partition p, stamped by ts(i).
+func (l *s67Log) produce(t *testing.T, brokers []string, p int32, n int, ts func(i int) time.Time) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: l.topic, Partition: p, Key: fmt.Appendf(nil, "k%d", i%7), Value: fmt.Appendf(nil, "v%d-%d", p, l.next[p]+int64(i)), Timestamp: ts(i)})
+	}
+	if err := localstack.Produce(t.Context(), brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	l.note(p, recs, true)
+}
+
+func (l *s67Log) note(p int32, recs []*kgo.Record, rows bool) {
+	if l.offsets[p] == nil {
+		l.offsets[p] = map[int64]s67Rec{}
+	}
+	for _, r := range recs {
+		l.offsets[p][r.Offset] = s67Rec{ts: r.Timestamp, row: rows}
+		l.next[p] = max(l.next[p], r.Offset+1)
+	}
+}
+
+// txn writes n records of partition p in one transaction, committed or
+// aborted; its marker takes the next offset.
+func (l *s67Log) txn(t *testing.T, brokers []string, p int32, n int, commit bool, ts time.Time) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: l.topic, Partition: p, Value: fmt.Appendf(nil, "t%d", i), Timestamp: ts})
+	}
+	if err := localstack.ProduceTxn(t.Context(), brokers, fmt.Sprintf("s67-%d-%d", p, l.next[p]), recs, commit); err != nil {
+		t.Fatal(err)
+	}
+	l.note(p, recs, commit)
+	// The marker.
+	l.offsets[p][l.next[p]] = s67Rec{ts: time.Now()}
+	l.next[p]++
+}
+
+// timeCut is, per partition, the first offset stamped at or after when
+// (of a row only, when rowsOnly), or the next offset.
+func (l *s67Log) timeCut(when time.Time, rowsOnly bool) map[int32]int64 {
+	cut := map[int32]int64{}
+	for p, recs := range l.offsets {
+		cut[p] = l.next[p]
+		for off, r := range recs {
+			if (r.row || !rowsOnly) && !r.ts.Before(when) && off < cut[p] {
+				cut[p] = off
+			}
+		}
+	}
+	return cut
+}
+
+// rowsBelow is the set of positions that are rows below cut (a partition
+// the cut leaves out: all of its rows).
+func (l *s67Log) rowsBelow(cut map[int32]int64) map[string]bool {
+	out := map[string]bool{}
+	for p, recs := range l.offsets {
+		for off, r := range recs {
+			if c, ok := cut[p]; r.row && (!ok || off < c) {
+				out[fmt.Sprintf("%s/%d@%d", l.topic, p, off)] = true
+			}
+		}
+	}
+	return out
+}
+
+// asOfRows runs floe as-of with --rows into a JSON lines file and returns
+// its positions and the JSON result.
+func s67AsOfRows(t *testing.T, dir string, args ...string) (map[string]bool, string) {
+	t.Helper()
+	out := filepath.Join(dir, fmt.Sprintf("rows-%d.jsonl", time.Now().UnixNano()))
+	code, stdout, stderr := floe(t, append([]string{"as-of", "--json", "--rows", "-o", out}, args...)...)
+	if code != 0 {
+		t.Fatalf("as-of %v: exit %d\n%s\n%s", args, code, stdout, stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Offset    int64  `json:"offset"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		k := fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)
+		if got[k] {
+			t.Errorf("as-of %v: %s twice", args, k)
+		}
+		got[k] = true
+	}
+	return got, stdout
+}
+
+func s67Diff(t *testing.T, what string, got, want map[string]bool) {
+	t.Helper()
+	var extra, missing []string
+	for k := range got {
+		if !want[k] {
+			extra = append(extra, k)
+		}
+	}
+	for k := range want {
+		if !got[k] {
+			missing = append(missing, k)
+		}
+	}
+	slices.Sort(extra)
+	slices.Sort(missing)
+	if len(extra)+len(missing) > 0 {
+		t.Errorf("%s: %d rows too many %v, %d missing %v", what, len(extra), extra[:min(len(extra), 8)], len(missing), missing[:min(len(missing), 8)])
+	}
+}
+
+// s67CheckWhere checks floe where for every offset of the log model: a
+// row where the log has a committed record, in a file whose bounds hold
+// it; no_row for a marker or an aborted record.
+func s67CheckWhere(t *testing.T, l *s67Log, loc []string, table string) {
+	t.Helper()
+	tbl := openTable(t, catalogOf(loc), table)
+	rows := rowsByOffset(t, tbl)
+	bad := 0
+	for p, recs := range l.offsets {
+		tp := mapping.TopicPartition{Topic: l.topic, Partition: p}
+		for off, r := range recs {
+			w, err := lookup.Where(t.Context(), tbl, nil, tp, off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := lookup.StatusNoRow
+			if r.row {
+				want = lookup.StatusRow
+			}
+			if rows[tp][off] != map[bool]int{true: 1, false: 0}[r.row] {
+				t.Errorf("table holds %d rows of %s@%d, want row=%v", rows[tp][off], tp, off, r.row)
+			}
+			if w.Status != want {
+				bad++
+				if bad < 5 {
+					t.Errorf("where %s@%d: %s, want %s (%s)", tp, off, w.Status, want, w.Explanation)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d wrong where answers", bad)
+	}
+}
+
+func catalogOf(loc []string) catalog.Config {
+	return catalog.Config{Catalog: loc[1], Warehouse: loc[3]}
+}
+
+// TestReviewS67LookHoldsLongAppend: an append table of many partitions
+// (busy ones with files of their own, quiet ones sharing file groups),
+// transactions committed and aborted, sunk in many small commits, then
+// compacted and expired (the ranges only in the archive), then sunk
+// again: where, as-of --offsets and as-of --time give the log's answer.
+func TestReviewS67LookHoldsLongAppend(t *testing.T) {
+	const topic = "events"
+	const parts = 10
+	st, brokers, loc := partitionedStack(t, topic, parts)
+	dir := t.TempDir()
+	l := newS67Log(topic)
+	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	round := func(r int) {
+		for p := int32(0); p < parts; p++ {
+			n := 3
+			if p < 2 {
+				n = 60
+			}
+			// Timestamps rise with the round, out of order inside it
+			// (every third record a minute late).
+			l.produce(t, st.Brokers, p, n, func(i int) time.Time {
+				s := r*1000 + i*2 + int(p)
+				if i%3 == 2 {
+					s -= 60
+				}
+				return at(s)
+			})
+		}
+		l.txn(t, st.Brokers, 2, 4, false, at(r*1000+500))
+		l.txn(t, st.Brokers, 3, 4, true, at(r*1000+501))
+	}
+	sink := append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.events", "--stop-at-end", "--flush-records", "45"}, loc...)
+	for r := range 3 {
+		round(r)
+		if code, out, errs := floe(t, sink...); code != 0 {
+			t.Fatalf("sink: %d %s %s", code, out, errs)
+		}
+	}
+	if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.events", "--compact", "--expire-older-than", "0s", "--retain-last", "1"}, loc...)...); code != 0 {
+		t.Fatalf("maintain: %d %s %s", code, out, errs)
+	}
+	round(3)
+	if code, out, errs := floe(t, sink...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+
+	s67CheckWhere(t, l, loc, "lake.events")
+
+	// as-of --offsets, every partition named (rows from the head once the
+	// snapshot expired).
+	for _, frac := range []int{0, 3, 5, 9, 10} {
+		cut := map[int32]int64{}
+		var items []string
+		for p := int32(0); p < parts; p++ {
+			cut[p] = l.next[p] * int64(frac) / 10
+			items = append(items, fmt.Sprintf("%d=%d", p, cut[p]))
+		}
+		got, _ := s67AsOfRows(t, dir, append([]string{"--table", "lake.events", "--offsets", strings.Join(items, ",")}, loc...)...)
+		s67Diff(t, "as-of --offsets "+strings.Join(items, ","), got, l.rowsBelow(cut))
+	}
+
+	// as-of --time, from the table and from the broker.
+	for _, sec := range []int{-100, 0, 1, 59, 1000, 1001, 1500, 2050, 3100, 3999} {
+		when := at(sec)
+		for _, b := range [][]string{nil, {"--brokers", brokers}} {
+			// The table's column sees rows only; the broker's time index
+			// every record, markers and aborted ones included (docs).
+			cut := l.timeCut(when, b == nil)
+			args := append(append([]string{"--table", "lake.events", "--time", when.UTC().Format(time.RFC3339Nano)}, loc...), b...)
+			got, out := s67AsOfRows(t, dir, args...)
+			s67Diff(t, fmt.Sprintf("as-of --time %+ds (brokers %v): %s", sec, b != nil, out), got, l.rowsBelow(cut))
+		}
+	}
+
+	// replay --from TIME [--until TIME] into new tables: the records from
+	// each partition's first offset stamped at or after the time (the
+	// broker's ListOffsets: markers and aborted records count).
+	for i, span := range [][2]int{{-100, 0}, {1000, 0}, {1001, 2050}, {3999, 0}, {59, 1500}} {
+		from := at(span[0])
+		name := fmt.Sprintf("lake.replay%d", i)
+		args := append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", name, "--from", from.UTC().Format(time.RFC3339Nano)}, loc...)
+		low := l.timeCut(from, false)
+		high := map[int32]int64{}
+		for p := range l.next {
+			high[p] = l.next[p]
+		}
+		if span[1] != 0 {
+			args = append(args, "--until", at(span[1]).UTC().Format(time.RFC3339Nano))
+			high = l.timeCut(at(span[1]), false)
+		}
+		if code, out, errs := floe(t, args...); code != 0 {
+			t.Fatalf("replay %v: %d %s %s", span, code, out, errs)
+		}
+		want := map[string]bool{}
+		for k := range l.rowsBelow(high) {
+			want[k] = true
+		}
+		for k := range l.rowsBelow(low) {
+			delete(want, k)
+		}
+		got, _ := s67AsOfRows(t, dir, append([]string{"--table", name, "--time", "now"}, loc...)...)
+		s67Diff(t, fmt.Sprintf("replay --from %+ds --until %+ds", span[0], span[1]), got, want)
+	}
+}
+
+// TestReviewS67LookAsOfMixedBelowPublish: after a replay --from a time is
+// published onto main (its start: orders/0=0, orders/1=6; --publish-different,
+// --tag-main before), main's ledger begins at orders/1=6 while
+// main held orders/1 [0, 6) before. A position past the replay's start in
+// orders/0 but below it in orders/1 was answered with no row of orders/1,
+// as if main had held none of it then; floe as-of refuses a position below
+// the publish (docs/replay.md, --tag-main), and must here too.
+func TestReviewS67LookAsOfMixedBelowPublish(t *testing.T) {
+	const topic = "orders"
+	st, brokers, loc := partitionedStack(t, topic, 2)
+	l := newS67Log(topic)
+	base := time.Now().Add(-time.Hour)
+	// orders/0 is stamped after the replay's --from time, orders/1 from
+	// its sixth record on.
+	l.produce(t, st.Brokers, 0, 10, func(i int) time.Time { return base.Add(time.Duration(100+i) * time.Second) })
+	l.produce(t, st.Brokers, 1, 10, func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) })
+	if code, out, errs := floe(t, append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.orders", "--stop-at-end"}, loc...)...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	code, out, errs := floe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.orders", "--branch", "rb", "--from", base.Add(5 * time.Second).UTC().Format(time.RFC3339Nano), "--publish", "--publish-different", "--tag-main", "before"}, loc...)...)
+	if code != 0 {
+		t.Fatalf("replay: %d %s %s", code, out, errs)
+	}
+	// Below the publish in both partitions: refused (as it is today).
+	if code, out, errs := floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=0,1=3", "--rows"}, loc...)...); code != 2 {
+		t.Errorf("as-of 0=0,1=3: exit %d, want 2 (main's history does not reach 1=3)\n%s\n%s", code, out, errs)
+	}
+	// Past the start in orders/0, below it in orders/1: main held
+	// orders/1 [0, 3) then; its history no longer does.
+	code, out, errs = floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=6,1=3", "--rows", "--json"}, loc...)...)
+	if code != 2 {
+		t.Errorf("as-of 0=6,1=3: exit %d, want 2: main held orders/1 [0, 3) at that position, and its history no longer reaches it\n%s\n%s", code, out, errs)
+	}
+}

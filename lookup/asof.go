@@ -597,6 +597,11 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		}
 		cut[tp], source[tp] = tc[tp], SourceTable
 	}
+	if publishedOnto(tbl) != "" {
+		if err := lowerToHistory(ctx, tbl, ledger, cut, fromTable); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, tp := range lower {
 		// Only a row lowers it: the column's cut of a partition without a
 		// row at or after the time is the table's next offset, which a
@@ -606,6 +611,47 @@ func timeCut(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker,
 		}
 	}
 	return cut, compacted, nil
+}
+
+// lowerToHistory lowers the cut of each partition of tps (cut from the
+// table's timestamp column) to the first offset main's ledger holds of it
+// when the table holds no record, row or dead letter, from there to the
+// cut: the offsets between held only aborted records or markers, which the
+// column does not see, so the time may fall anywhere up to the first
+// offset, and below it in main's history before a publish
+// (checkBeforePublished then refuses the position, as it does the broker's
+// cut: found by review s67, the answer was none of the partition's rows).
+// The rows below the cut are the same either way.
+func lowerToHistory(ctx context.Context, tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, tps []mapping.TopicPartition) error {
+	spans := map[mapping.TopicPartition]mapping.Interval{}
+	for _, tp := range tps {
+		if ps, ok := ledger.Partition(tp); ok && cut[tp] > ps.First() {
+			spans[tp] = mapping.Interval{Low: ps.First(), High: cut[tp]}
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	dlqs, err := tbl.DeadLetterTables(ctx)
+	if err != nil {
+		return err
+	}
+	held := map[mapping.TopicPartition]bool{}
+	for _, t := range append([]*snapshot.Table{tbl}, dlqs...) {
+		if t.Head() == nil {
+			continue
+		}
+		err := t.ScanPositions(ctx, 0, spans, snapshot.PositionOptions{}, func(tp mapping.TopicPartition, _ int64) { held[tp] = true })
+		if err != nil {
+			return fmt.Errorf("read the positions of %s: %w", t.Name(), err)
+		}
+	}
+	for tp, span := range spans {
+		if !held[tp] {
+			cut[tp] = span.Low
+		}
+	}
+	return nil
 }
 
 // lostRanges returns the ranges the ledger of tbl records as lost, for the

@@ -341,3 +341,38 @@ func TestReviewS67LookAsOfMixedBelowPublish(t *testing.T) {
 		t.Errorf("as-of 0=6,1=3: exit %d, want 2: main held orders/1 [0, 3) at that position, and its history no longer reaches it\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestReviewS67LookAsOfTimeAbortedStartPublish: a replay --from a time
+// that ListOffsets places on an aborted transaction (its records are
+// stamped at or after the time) begins main's ledger, once published, at
+// the aborted records; main held the records before them. floe as-of
+// --time of an earlier time, from the table's column (no brokers), cut
+// the partition at its first row, past the aborted records and the
+// marker, so past main's first offset: the table as of that time was
+// answered as holding none of the partition, where main held its records
+// stamped before the time; with the brokers the same question is refused
+// (main's history no longer reaches it), and so must it be without.
+func TestReviewS67LookAsOfTimeAbortedStartPublish(t *testing.T) {
+	const topic = "orders"
+	st, brokers, loc := partitionedStack(t, topic, 1)
+	l := newS67Log(topic)
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	l.produce(t, st.Brokers, 0, 10, func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) })
+	l.txn(t, st.Brokers, 0, 3, false, base.Add(100*time.Second))
+	l.produce(t, st.Brokers, 0, 4, func(i int) time.Time { return base.Add(time.Duration(101+i) * time.Second) })
+	if code, out, errs := floe(t, append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.orders", "--stop-at-end"}, loc...)...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	code, out, errs := floe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.orders", "--branch", "rb",
+		"--from", base.Add(50 * time.Second).UTC().Format(time.RFC3339), "--publish", "--publish-different"}, loc...)...)
+	if code != 0 || !strings.Contains(out, "orders/0: [10, 18)") {
+		t.Fatalf("replay: %d %s %s", code, out, errs)
+	}
+	when := base.Add(5 * time.Second).UTC().Format(time.RFC3339)
+	if code, out, errs := floe(t, append([]string{"as-of", "--table", "lake.orders", "--time", when, "--brokers", brokers}, loc...)...); code != 2 {
+		t.Errorf("as-of --time %s --brokers: exit %d, want 2\n%s\n%s", when, code, out, errs)
+	}
+	if code, out, errs := floe(t, append([]string{"as-of", "--table", "lake.orders", "--time", when, "--rows", "--json"}, loc...)...); code != 2 {
+		t.Errorf("as-of --time %s: exit %d, want 2: main held orders/0 [0, 6) as of that time, and its history no longer reaches it\n%s\n%s", when, code, out, errs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -374,5 +375,252 @@ func TestReviewS67LookAsOfTimeAbortedStartPublish(t *testing.T) {
 	}
 	if code, out, errs := floe(t, append([]string{"as-of", "--table", "lake.orders", "--time", when, "--rows", "--json"}, loc...)...); code != 2 {
 		t.Errorf("as-of --time %s: exit %d, want 2: main held orders/0 [0, 6) as of that time, and its history no longer reaches it\n%s\n%s", when, code, out, errs)
+	}
+}
+
+// TestReviewS67LookHoldsTwoTopicsSharedPrefix: two topics whose names share
+// their first 16 characters (Iceberg truncates the topic column's bounds
+// there) into one table, the same partition numbers at overlapping
+// offsets, file groups, compaction and expiry: where and as-of give each
+// topic's own answer.
+func TestReviewS67LookHoldsTwoTopicsSharedPrefix(t *testing.T) {
+	const a, b = "customer-events-alpha", "customer-events-beta"
+	const parts = 6
+	st, brokers, loc := partitionedStack(t, a, parts)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, b, parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logs := []*s67Log{newS67Log(a), newS67Log(b)}
+	base := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	round := func(r int) {
+		for li, l := range logs {
+			for p := int32(0); p < parts; p++ {
+				n := 2 + int(p)%3
+				if p == 0 && li == 0 {
+					n = 50
+				}
+				l.produce(t, st.Brokers, p, n, func(i int) time.Time {
+					return base.Add(time.Duration(r*1000+li*7+i*3+int(p)) * time.Second)
+				})
+			}
+		}
+		logs[1].txn(t, st.Brokers, 1, 2, false, base.Add(time.Duration(r*1000+400)*time.Second))
+	}
+	sink := append([]string{"sink", "--brokers", brokers, "-t", a, "-t", b, "--table", "lake.ce", "--stop-at-end", "--flush-records", "30"}, loc...)
+	for r := range 3 {
+		round(r)
+		if code, out, errs := floe(t, sink...); code != 0 {
+			t.Fatalf("sink: %d %s %s", code, out, errs)
+		}
+	}
+	if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.ce", "--compact", "--expire-older-than", "0s", "--retain-last", "1"}, loc...)...); code != 0 {
+		t.Fatalf("maintain: %d %s %s", code, out, errs)
+	}
+	round(3)
+	if code, out, errs := floe(t, sink...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	for _, l := range logs {
+		s67CheckWhere(t, l, loc, "lake.ce")
+	}
+	for _, frac := range []int{0, 4, 7, 10} {
+		var items []string
+		want := map[string]bool{}
+		for _, l := range logs {
+			cut := map[int32]int64{}
+			for p := int32(0); p < parts; p++ {
+				cut[p] = l.next[p] * int64(frac) / 10
+				items = append(items, fmt.Sprintf("%s/%d=%d", l.topic, p, cut[p]))
+			}
+			for k := range l.rowsBelow(cut) {
+				want[k] = true
+			}
+		}
+		got, _ := s67AsOfRows(t, dir, append([]string{"--table", "lake.ce", "--offsets", strings.Join(items, ",")}, loc...)...)
+		s67Diff(t, fmt.Sprintf("as-of --offsets at %d/10", frac), got, want)
+	}
+	for _, sec := range []int{0, 1003, 2400, 3010} {
+		when := base.Add(time.Duration(sec) * time.Second)
+		want := map[string]bool{}
+		for _, l := range logs {
+			for k := range l.rowsBelow(l.timeCut(when, true)) {
+				want[k] = true
+			}
+		}
+		got, out := s67AsOfRows(t, dir, append([]string{"--table", "lake.ce", "--time", when.UTC().Format(time.RFC3339)}, loc...)...)
+		s67Diff(t, fmt.Sprintf("as-of --time +%ds: %s", sec, out), got, want)
+	}
+	// floe files: each listed file of one partition names its topic, and
+	// its offsets hold the rows the file has.
+	code, out, errs := floe(t, append([]string{"files", "--table", "lake.ce", "--json"}, loc...)...)
+	if code != 0 {
+		t.Fatalf("files: %d %s %s", code, out, errs)
+	}
+	var res lookup.FilesResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	grouped, single := 0, 0
+	for _, f := range res.Files {
+		if f.Group != nil {
+			grouped++
+		}
+		if f.Partition != nil {
+			single++
+			l := logs[0]
+			if f.Topic == b {
+				l = logs[1]
+			} else if f.Topic != a {
+				t.Errorf("file %s of partition %d: topic %q", f.Path, *f.Partition, f.Topic)
+				continue
+			}
+			if *f.MaxOffset >= l.next[*f.Partition] {
+				t.Errorf("file %s: %s/%d [%d, %d], past the log's end %d", f.Path, f.Topic, *f.Partition, *f.MinOffset, *f.MaxOffset, l.next[*f.Partition])
+			}
+		}
+	}
+	t.Logf("%d files: %d of one partition, %d of file groups", len(res.Files), single, grouped)
+}
+
+// s67Keyed is a keyed log: per partition, each offset's key and whether
+// its value is null (a tombstone); aborted records and markers are not in
+// it (no row, no change).
+type s67Keyed struct {
+	topic string
+	recs  map[int32]map[int64]*kgo.Record
+	next  map[int32]int64
+}
+
+func (k *s67Keyed) produce(t *testing.T, brokers []string, recs []*kgo.Record) {
+	t.Helper()
+	if err := localstack.Produce(t.Context(), brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if k.recs[r.Partition] == nil {
+			k.recs[r.Partition] = map[int64]*kgo.Record{}
+		}
+		k.recs[r.Partition][r.Offset] = r
+		k.next[r.Partition] = max(k.next[r.Partition], r.Offset+1)
+	}
+}
+
+// fold is the state below cut: key -> the offset of its latest record.
+func (k *s67Keyed) fold(cut map[int32]int64) map[string]int64 {
+	out := map[string]int64{}
+	for p, recs := range k.recs {
+		offs := slices.Sorted(maps.Keys(recs))
+		for _, off := range offs {
+			if c, ok := cut[p]; ok && off >= c {
+				break
+			}
+			r := recs[off]
+			if r.Value == nil {
+				delete(out, string(r.Key))
+			} else {
+				out[string(r.Key)] = off
+			}
+		}
+	}
+	return out
+}
+
+// TestReviewS67LookHoldsUpsertAsOf: an upsert table keyed by the Kafka
+// key, over several partitions, sunk in many small commits with
+// tombstones, compacted between: floe as-of --offsets gives the fold of
+// the log at the boundary it names, key by key.
+func TestReviewS67LookHoldsUpsertAsOf(t *testing.T) {
+	const topic = "accounts"
+	const parts = 4
+	st, brokers, loc := partitionedStack(t, topic, parts)
+	k := &s67Keyed{topic: topic, recs: map[int32]map[int64]*kgo.Record{}, next: map[int32]int64{}}
+	base := time.Now().Add(-time.Hour)
+	n := 0
+	round := func() {
+		var recs []*kgo.Record
+		for p := int32(0); p < parts; p++ {
+			for i := range 25 {
+				n++
+				key := fmt.Appendf(nil, "p%d-k%d", p, (i*7+n)%9)
+				var val []byte
+				if n%6 != 0 {
+					val = fmt.Appendf(nil, "v%d", n)
+				}
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: key, Value: val, Timestamp: base.Add(time.Duration(n) * time.Second)})
+			}
+		}
+		k.produce(t, st.Brokers, recs)
+	}
+	sink := append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.acc", "--mode", "upsert", "--key", "string", "--stop-at-end", "--flush-records", "40"}, loc...)
+	for r := range 4 {
+		round()
+		if code, out, errs := floe(t, sink...); code != 0 {
+			t.Fatalf("sink: %d %s %s", code, out, errs)
+		}
+		if r == 1 {
+			if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.acc", "--compact"}, loc...)...); code != 0 {
+				t.Fatalf("maintain: %d %s %s", code, out, errs)
+			}
+		}
+	}
+	var asks [][]string
+	for _, frac := range []int{1, 3, 5, 8, 10} {
+		var items []string
+		for p := int32(0); p < parts; p++ {
+			items = append(items, fmt.Sprintf("%d=%d", p, min(k.next[p], k.next[p]*int64(frac)/10+int64(p))))
+		}
+		asks = append(asks, []string{"--offsets", strings.Join(items, ",")})
+	}
+	for _, sec := range []int{1, 30, 101, 250, 399, 401} {
+		asks = append(asks, []string{"--time", base.Add(time.Duration(sec) * time.Second).UTC().Format(time.RFC3339Nano), "--brokers", brokers})
+	}
+	for _, ask := range asks {
+		items := ask
+		code, out, errs := floe(t, append(append([]string{"as-of", "--table", "lake.acc", "--rows", "--json"}, ask...), loc...)...)
+		if code != 0 {
+			t.Fatalf("as-of: %d %s %s", code, out, errs)
+		}
+		var res struct {
+			lookup.AsOfResult
+			Rows []struct {
+				Offset int64  `json:"kafka_offset"`
+				Key    string `json:"kafka_key"`
+			} `json:"rows"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		at := map[int32]int64{}
+		for _, b := range res.Boundary {
+			at[b.Partition] = b.Offset
+		}
+		for _, p := range res.Positions {
+			if at[p.Partition] > p.Offset {
+				t.Errorf("as-of %v: boundary %v past the position %v", ask, res.Boundary, res.Positions)
+			}
+		}
+		if ask[0] == "--time" {
+			when, _ := time.Parse(time.RFC3339Nano, ask[1])
+			for _, p := range res.Positions {
+				want := k.next[p.Partition]
+				for off, r := range k.recs[p.Partition] {
+					if !r.Timestamp.Before(when) && off < want {
+						want = off
+					}
+				}
+				if p.Offset != want {
+					t.Errorf("as-of %v: %d=%d, want %d", ask, p.Partition, p.Offset, want)
+				}
+			}
+		}
+		want := k.fold(at)
+		got := map[string]int64{}
+		for _, r := range res.Rows {
+			got[r.Key] = r.Offset
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("as-of %s (boundary %v): %d keys, want the fold's %d\ngot  %v\nwant %v", strings.Join(items, " "), at, len(got), len(want), got, want)
+		}
 	}
 }

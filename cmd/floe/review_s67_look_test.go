@@ -126,13 +126,21 @@ func s67AsOfRows(t *testing.T, dir string, args ...string) (map[string]bool, str
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var r struct {
+		// A raw table's rows, or a typed table's (its columns' names).
+		var r, typed struct {
 			Topic     string `json:"topic"`
 			Partition int32  `json:"partition"`
 			Offset    int64  `json:"offset"`
+			KTopic    string `json:"kafka_topic"`
+			KPart     int32  `json:"kafka_partition"`
+			KOffset   int64  `json:"kafka_offset"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		if err := json.Unmarshal(sc.Bytes(), &typed); err != nil {
 			t.Fatal(err)
+		}
+		r = typed
+		if r.Topic == "" {
+			r.Topic, r.Partition, r.Offset = typed.KTopic, typed.KPart, typed.KOffset
 		}
 		k := fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)
 		if got[k] {
@@ -621,6 +629,89 @@ func TestReviewS67LookHoldsUpsertAsOf(t *testing.T) {
 		}
 		if !maps.Equal(got, want) {
 			t.Errorf("as-of %s (boundary %v): %d keys, want the fold's %d\ngot  %v\nwant %v", strings.Join(items, " "), at, len(got), len(want), got, want)
+		}
+	}
+}
+
+// TestReviewS67LookHoldsDeadLetters: a typed table (--value json) whose
+// malformed records go to the dead-letter table, sunk in small commits,
+// compacted (both tables) and expired, then sunk again: where names each
+// dead letter, and as-of --time counts the dead letters' times.
+func TestReviewS67LookHoldsDeadLetters(t *testing.T) {
+	const topic = "typed"
+	const parts = 3
+	st, brokers, loc := partitionedStack(t, topic, parts)
+	dir := t.TempDir()
+	l := newS67Log(topic)
+	dead := map[string]bool{}
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	n := 0
+	round := func() {
+		for p := int32(0); p < parts; p++ {
+			var recs []*kgo.Record
+			for i := range 20 {
+				n++
+				v := fmt.Appendf(nil, `{"n":%d,"p":%d}`, n, p)
+				if n%5 == 0 {
+					v = fmt.Appendf(nil, "not json %d", n)
+				}
+				// Out of order: every fourth record stamped early.
+				sec := n
+				if i%4 == 3 {
+					sec -= 30
+				}
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: v, Timestamp: base.Add(time.Duration(sec) * time.Second)})
+			}
+			if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+				t.Fatal(err)
+			}
+			l.note(p, recs, true)
+			for _, r := range recs {
+				if r.Value[0] != '{' {
+					dead[fmt.Sprintf("%s/%d@%d", topic, p, r.Offset)] = true
+				}
+			}
+		}
+	}
+	sink := append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.typed", "--value", "json", "--stop-at-end", "--flush-records", "25"}, loc...)
+	for r := range 3 {
+		round()
+		if code, out, errs := floe(t, sink...); code != 0 {
+			t.Fatalf("sink: %d %s %s", code, out, errs)
+		}
+		if r == 1 {
+			if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.typed", "--compact", "--expire-older-than", "0s", "--retain-last", "1"}, loc...)...); code != 0 {
+				t.Fatalf("maintain: %d %s %s", code, out, errs)
+			}
+		}
+	}
+	tbl := openTable(t, catalogOf(loc), "lake.typed")
+	for p, recs := range l.offsets {
+		tp := mapping.TopicPartition{Topic: topic, Partition: p}
+		for off := range recs {
+			w, err := lookup.Where(t.Context(), tbl, nil, tp, off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, kind := lookup.StatusRow, ""
+			if dead[fmt.Sprintf("%s/%d@%d", topic, p, off)] {
+				want, kind = lookup.StatusNoRow, lookup.KindDeadLetter
+			}
+			if w.Status != want || w.Kind != kind {
+				t.Errorf("where %s@%d: %s %s, want %s %s (%s)", tp, off, w.Status, w.Kind, want, kind, w.Explanation)
+			}
+		}
+	}
+	for _, sec := range []int{30, 44, 45, 46, 100, 150, 179} {
+		when := base.Add(time.Duration(sec) * time.Second)
+		cut := l.timeCut(when, false)
+		want := l.rowsBelow(cut)
+		for k := range dead {
+			delete(want, k)
+		}
+		for _, b := range [][]string{nil, {"--brokers", brokers}} {
+			got, out := s67AsOfRows(t, dir, append(append([]string{"--table", "lake.typed", "--time", when.UTC().Format(time.RFC3339)}, loc...), b...)...)
+			s67Diff(t, fmt.Sprintf("as-of --time +%ds (brokers %v): %s", sec, b != nil, out), got, want)
 		}
 	}
 }

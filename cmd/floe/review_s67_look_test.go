@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
 	"github.com/floe-dev/floe/mapping"
@@ -714,4 +715,121 @@ func TestReviewS67LookHoldsDeadLetters(t *testing.T) {
 			s67Diff(t, fmt.Sprintf("as-of --time +%ds (brokers %v): %s", sec, b != nil, out), got, want)
 		}
 	}
+}
+
+// s67Table is what a reader sees of a floe table: its rows (position ->
+// value columns), its dead letters, and where's answer for every offset.
+func s67Table(t *testing.T, loc []string, name string, logs ...*s67Log) (rows map[string]string, dead []string, where map[string]string) {
+	t.Helper()
+	tbl := openTable(t, catalogOf(loc), name)
+	rows = map[string]string{}
+	for _, r := range floetest.Rows(t, tbl) {
+		k := fmt.Sprintf("%s/%d@%d", r.TP.Topic, r.TP.Partition, r.Offset)
+		cols := slices.Sorted(maps.Keys(r.Columns))
+		var vals []string
+		for _, c := range cols {
+			vals = append(vals, c+"="+r.Columns[c])
+		}
+		rows[k] = fmt.Sprintf("key=%q ts=%d %s", r.Key, r.TS, strings.Join(vals, " "))
+	}
+	dead = positions(deadLettersJSON(t, append([]string{"--table", name, "--limit", "0"}, loc...)...))
+	where = map[string]string{}
+	for _, l := range logs {
+		for p, recs := range l.offsets {
+			tp := mapping.TopicPartition{Topic: l.topic, Partition: p}
+			for off := range recs {
+				w, err := lookup.Where(t.Context(), tbl, nil, tp, off)
+				if err != nil {
+					t.Fatal(err)
+				}
+				where[fmt.Sprintf("%s@%d", tp, off)] = w.Status + " " + w.Kind
+			}
+		}
+	}
+	return rows, dead, where
+}
+
+// TestReviewS67LookHoldsPublishLikeFresh: a typed table sunk in small
+// commits (dead letters, a column appearing late, an aborted transaction,
+// a partition spec), compacted, then rebuilt on a branch and published:
+// main reads as a fresh sink of the same log does (rows, dead letters,
+// where), and so after both sink more.
+func TestReviewS67LookHoldsPublishLikeFresh(t *testing.T) {
+	const topic = "pub"
+	const parts = 5
+	st, brokers, loc := partitionedStack(t, topic, parts)
+	l := newS67Log(topic)
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	n := 0
+	round := func(extra bool) {
+		for p := int32(0); p < parts; p++ {
+			var recs []*kgo.Record
+			for range 4 + 6*int(p%2) {
+				n++
+				v := fmt.Appendf(nil, `{"n":%d,"p":%d}`, n, p)
+				switch {
+				case n%7 == 0:
+					v = fmt.Appendf(nil, "bad %d", n)
+				case n%11 == 0:
+					v = fmt.Appendf(nil, `{"n":"text %d"}`, n)
+				case extra:
+					v = fmt.Appendf(nil, `{"n":%d,"p":%d,"late":"x%d"}`, n, p, n)
+				}
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%d", n%3), Value: v, Timestamp: base.Add(time.Duration(n) * time.Second)})
+			}
+			if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+				t.Fatal(err)
+			}
+			l.note(p, recs, true)
+		}
+		l.txn(t, st.Brokers, 1, 2, false, base.Add(time.Duration(n)*time.Second))
+	}
+	flags := []string{"--value", "json", "--partition-by", "bucket(4, kafka_key)"}
+	sink := func(table string) {
+		t.Helper()
+		if code, out, errs := floe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", table, "--stop-at-end", "--flush-records", "13"}, flags, loc)...); code != 0 {
+			t.Fatalf("sink %s: %d %s %s", table, code, out, errs)
+		}
+	}
+	round(false)
+	sink("lake.pub")
+	round(true)
+	sink("lake.pub")
+	if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.pub", "--compact"}, loc...)...); code != 0 {
+		t.Fatalf("maintain: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := floe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.pub", "--branch", "rb", "--publish"}, loc...)...); code != 0 {
+		t.Fatalf("replay: %d %s %s", code, out, errs)
+	}
+	sink("lake.fresh")
+	compare := func(stage string) {
+		t.Helper()
+		mr, md, mw := s67Table(t, loc, "lake.pub", l)
+		fr, fd, fw := s67Table(t, loc, "lake.fresh", l)
+		if !maps.Equal(mr, fr) {
+			for k := range fr {
+				if mr[k] != fr[k] {
+					t.Errorf("%s: main %s: %q, fresh %q", stage, k, mr[k], fr[k])
+					break
+				}
+			}
+			t.Errorf("%s: main has %d rows, fresh %d, not the same", stage, len(mr), len(fr))
+		}
+		if !slices.Equal(md, fd) {
+			t.Errorf("%s: dead letters: main %v, fresh %v", stage, md, fd)
+		}
+		for k := range fw {
+			if mw[k] != fw[k] {
+				t.Errorf("%s: where %s: main %q, fresh %q", stage, k, mw[k], fw[k])
+			}
+		}
+	}
+	if _, md, _ := s67Table(t, loc, "lake.pub", l); len(md) == 0 {
+		t.Fatal("no dead letters: the scenario lost its point")
+	}
+	compare("published")
+	round(true)
+	sink("lake.pub")
+	sink("lake.fresh")
+	compare("sunk since")
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
@@ -259,6 +261,8 @@ func TestReviewS67LookHoldsLongAppend(t *testing.T) {
 	}
 
 	s67CheckWhere(t, l, loc, "lake.events")
+	g, one := s67CheckFiles(t, loc, "lake.events")
+	t.Logf("files: %d of groups, %d of one partition", g, one)
 
 	// as-of --offsets, every partition named (rows from the head once the
 	// snapshot expired).
@@ -433,6 +437,7 @@ func TestReviewS67LookHoldsTwoTopicsSharedPrefix(t *testing.T) {
 	for _, l := range logs {
 		s67CheckWhere(t, l, loc, "lake.ce")
 	}
+	s67CheckFiles(t, loc, "lake.ce")
 	for _, frac := range []int{0, 4, 7, 10} {
 		var items []string
 		want := map[string]bool{}
@@ -832,4 +837,105 @@ func TestReviewS67LookHoldsPublishLikeFresh(t *testing.T) {
 	sink("lake.pub")
 	sink("lake.fresh")
 	compare("sunk since")
+	s67CheckFiles(t, loc, "lake.pub")
+	s67CheckFiles(t, loc, "lake.fresh")
+}
+
+// s67FilePositions reads every live data file of table's head: file path ->
+// the positions of its rows.
+func s67FilePositions(t *testing.T, loc []string, name string) map[string][]string {
+	t.Helper()
+	tbl := openTable(t, catalogOf(loc), name)
+	scan := tbl.Iceberg().Scan(table.WithSelectedFields(mapping.ColTopic, mapping.ColPartition, mapping.ColOffset))
+	tasks, err := scan.PlanFiles(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, task := range tasks {
+		_, it, err := scan.ReadTasks(t.Context(), []table.FileScanTask{task})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b, err := range it {
+			if err != nil {
+				t.Fatal(err)
+			}
+			topic := b.Column(b.Schema().FieldIndices(mapping.ColTopic)[0]).(*array.String)
+			part := b.Column(b.Schema().FieldIndices(mapping.ColPartition)[0]).(*array.Int32)
+			off := b.Column(b.Schema().FieldIndices(mapping.ColOffset)[0]).(*array.Int64)
+			for i := range int(b.NumRows()) {
+				out[task.File.FilePath()] = append(out[task.File.FilePath()], fmt.Sprintf("%s/%d@%d", topic.Value(i), part.Value(i), off.Value(i)))
+			}
+			b.Release()
+		}
+	}
+	return out
+}
+
+// s67CheckFiles checks floe files --json against the files' rows: a reader
+// that picks the files whose listing (a file's partition and offsets, or
+// its group's spans) covers a position finds the position's row among
+// them, and no listing names a position its file (or group) lacks a row
+// of while another file holds it.
+func s67CheckFiles(t *testing.T, loc []string, name string) (groups, singles int) {
+	t.Helper()
+	code, out, errs := floe(t, append([]string{"files", "--table", name, "--json"}, loc...)...)
+	if code != 0 {
+		t.Fatalf("files: %d %s %s", code, out, errs)
+	}
+	var res lookup.FilesResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	actual := s67FilePositions(t, loc, name)
+	holder := map[string]string{}
+	for f, ps := range actual {
+		for _, p := range ps {
+			holder[p] = f
+		}
+	}
+	covers := func(f lookup.File, topic string, p int32, off int64) bool {
+		if f.Group != nil {
+			for _, s := range f.Group.Spans {
+				if s.Topic == topic && s.Partition == p && s.Low <= off && off < s.High {
+					return true
+				}
+			}
+			return false
+		}
+		if f.Partition != nil {
+			return (f.Topic == "" || f.Topic == topic) && *f.Partition == p && *f.MinOffset <= off && off <= *f.MaxOffset
+		}
+		return f.MinPartition == nil || *f.MinPartition <= p && p <= *f.MaxPartition
+	}
+	bad := 0
+	for pos, file := range holder {
+		var topic string
+		var p int32
+		var off int64
+		i := strings.LastIndex(pos, "/")
+		topic = pos[:i]
+		fmt.Sscanf(pos[i+1:], "%d@%d", &p, &off)
+		var picked []string
+		for _, f := range res.Files {
+			if covers(f, topic, p, off) {
+				picked = append(picked, f.Path)
+			}
+		}
+		if !slices.Contains(picked, file) {
+			bad++
+			if bad < 4 {
+				t.Errorf("files of %s: no listing covers %s, which %s holds", name, pos, file)
+			}
+		}
+	}
+	for _, f := range res.Files {
+		if f.Group != nil {
+			groups++
+		} else if f.Partition != nil {
+			singles++
+		}
+	}
+	return groups, singles
 }

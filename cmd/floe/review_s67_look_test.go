@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
+	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/internal/floetest"
 	"github.com/floe-dev/floe/localstack"
 	"github.com/floe-dev/floe/lookup"
@@ -575,6 +576,34 @@ func TestReviewS67LookHoldsUpsertAsOf(t *testing.T) {
 		if r == 1 {
 			if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.acc", "--compact"}, loc...)...); code != 0 {
 				t.Fatalf("maintain: %d %s %s", code, out, errs)
+			}
+		}
+	}
+	// where, with the brokers: a row exactly where the fold of the whole
+	// log keeps the record, else a superseded record or a tombstone.
+	tbl := openTable(t, catalogOf(loc), "lake.acc")
+	b, err := connector.Dial(t.Context(), st.Brokers, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	head := k.fold(nil)
+	for p, recs := range k.recs {
+		if p > 1 {
+			continue // two partitions are enough, and each lookup reads the log
+		}
+		tp := mapping.TopicPartition{Topic: topic, Partition: p}
+		for off, r := range recs {
+			w, err := lookup.Where(t.Context(), tbl, b, tp, off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, kind := lookup.StatusNoRow, lookup.KindSuperseded
+			if h, ok := head[string(r.Key)]; ok && r.Value != nil && h == off {
+				want, kind = lookup.StatusRow, ""
+			}
+			if w.Status != want || w.Kind != kind {
+				t.Errorf("where %s@%d (key %s): %s %s, want %s %s (%s)", tp, off, r.Key, w.Status, w.Kind, want, kind, w.Explanation)
 			}
 		}
 	}

@@ -968,3 +968,101 @@ func s67CheckFiles(t *testing.T, loc []string, name string) (groups, singles int
 	}
 	return groups, singles
 }
+
+// s67Status runs floe status --json and returns its partitions by number.
+func s67Status(t *testing.T, args ...string) map[int32]lookup.PartitionStatus {
+	t.Helper()
+	code, out, errs := floe(t, append([]string{"status", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("status: %d %s %s", code, out, errs)
+	}
+	var st lookup.TableStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ps := map[int32]lookup.PartitionStatus{}
+	for _, p := range st.Partitions {
+		ps[p.Partition] = p
+	}
+	return ps
+}
+
+// TestReviewS67LookHoldsStatusLost: floe status's lag and lost offsets
+// when retention deleted unsunk offsets: part of an aborted transaction
+// (no loss), or committed records.
+func TestReviewS67LookHoldsStatusLost(t *testing.T) {
+	const topic = "st"
+	st, brokers, loc := partitionedStack(t, topic, 3)
+	l := newS67Log(topic)
+	base := time.Now().Add(-time.Hour)
+	for p := int32(0); p < 3; p++ {
+		l.produce(t, st.Brokers, p, 10, func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) })
+	}
+	sink := append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.st", "--stop-at-end"}, loc...)
+	if code, out, errs := floe(t, sink...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	for p := int32(0); p < 3; p++ {
+		l.txn(t, st.Brokers, p, 3, false, base.Add(time.Minute)) // 10..12, marker 13
+		l.produce(t, st.Brokers, p, 6, func(i int) time.Time { return base.Add(time.Duration(70+i) * time.Second) })
+	}
+	// p0: retention deletes part of the aborted transaction (its marker
+	// and a record stay: the evidence); p1: the whole transaction and two
+	// committed records; p2: nothing.
+	if err := st.Cluster.DeleteRecords(topic, 0, 12); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Cluster.DeleteRecords(topic, 1, 16); err != nil {
+		t.Fatal(err)
+	}
+	ps := s67Status(t, append([]string{"--table", "lake.st", "--brokers", brokers}, loc...)...)
+	for p, want := range map[int32][2]int64{0: {8, 0}, 1: {4, 6}, 2: {10, 0}} {
+		got := ps[p]
+		lag, lost := int64(-1), int64(0)
+		if got.Lag != nil {
+			lag = *got.Lag
+		}
+		if got.Lost != nil {
+			lost = *got.Lost
+		}
+		if lag != want[0] || lost != want[1] {
+			t.Errorf("status of %s/%d: lag %d lost %d, want lag %d lost %d", topic, p, lag, lost, want[0], want[1])
+		}
+	}
+	if code, out, errs := floe(t, append(sink, "--on-data-loss", "record")...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	check := func(stage string) {
+		t.Helper()
+		tbl := openTable(t, catalogOf(loc), "lake.st")
+		for p, recs := range l.offsets {
+			tp := mapping.TopicPartition{Topic: topic, Partition: p}
+			for off, r := range recs {
+				w, err := lookup.Where(t.Context(), tbl, nil, tp, off)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := lookup.StatusNoRow
+				switch {
+				case p == 1 && off >= 10 && off < 16:
+					want = lookup.StatusLost
+				case r.row:
+					want = lookup.StatusRow
+				}
+				if w.Status != want {
+					t.Errorf("%s: where %s@%d: %s, want %s (%s)", stage, tp, off, w.Status, want, w.Explanation)
+				}
+			}
+		}
+		for p, s := range s67Status(t, append([]string{"--table", "lake.st", "--brokers", brokers}, loc...)...) {
+			if s.Lag == nil || *s.Lag != 0 || s.Lost != nil {
+				t.Errorf("%s: status of %s/%d: lag %v lost %v, want 0 and none", stage, topic, p, s.Lag, s.Lost)
+			}
+		}
+	}
+	check("sunk")
+	if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.st", "--expire-older-than", "0s", "--retain-last", "1"}, loc...)...); code != 0 {
+		t.Fatalf("maintain: %d %s %s", code, out, errs)
+	}
+	check("expired")
+}

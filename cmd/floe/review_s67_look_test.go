@@ -1066,3 +1066,71 @@ func TestReviewS67LookHoldsStatusLost(t *testing.T) {
 	}
 	check("expired")
 }
+
+// TestReviewS67LookHoldsDebeziumKeys: a Debezium table of several
+// partitions sunk in small commits, compacted in between: where --key
+// names each customer's row at its latest event, and never a row of a
+// deleted one; as-of --offsets at the head is the customers table.
+func TestReviewS67LookHoldsDebeziumKeys(t *testing.T) {
+	const topic = "dbserver1.inventory.customers"
+	c := floetest.NewCustomers(topic, 3)
+	c.Story(30, 150, 67)
+	recs := c.Records(t, floetest.CDCConnectJSON, "")
+	st, brokers, loc := partitionedStack(t, topic, 3)
+	sink := append([]string{"sink", "-b", brokers, "-t", topic, "--stop-at-end", "--table", "lake.cust", "--envelope", "debezium", "--value", "json", "--key", "json", "--flush-records", "20"}, loc...)
+	half := len(recs) / 2
+	if err := localstack.Produce(t.Context(), st.Brokers, recs[:half]); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := floe(t, sink...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := floe(t, append([]string{"maintain", "--table", "lake.cust", "--compact"}, loc...)...); code != 0 {
+		t.Fatalf("maintain: %d %s %s", code, out, errs)
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs[half:]); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := floe(t, sink...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	// The latest event (not a tombstone) of each id, by its key.
+	latest := map[int32]*kgo.Record{}
+	for _, r := range recs {
+		if r.Value == nil {
+			continue
+		}
+		var k struct {
+			Payload struct {
+				ID int32 `json:"id"`
+			} `json:"payload"`
+		}
+		if err := json.Unmarshal(r.Key, &k); err != nil {
+			t.Fatal(err)
+		}
+		latest[k.Payload.ID] = r
+	}
+	state := c.State()
+	tbl := openTable(t, catalogOf(loc), "lake.cust")
+	b, err := connector.Dial(t.Context(), st.Brokers, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for id, r := range latest {
+		res, err := lookup.WhereKey(t.Context(), tbl, b, fmt.Sprintf(`{"id":%d}`, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, live := state[id]; live {
+			if res.Status != lookup.KeyStatusRow || res.Offset == nil || *res.Offset != r.Offset || *res.Partition != r.Partition {
+				t.Errorf("where --key id %d: %s %v/%v, want its row at %d@%d (%s)", id, res.Status, res.Partition, res.Offset, r.Partition, r.Offset, res.Explanation)
+			}
+			continue
+		}
+		if res.Status == lookup.KeyStatusRow || res.Status == lookup.KeyStatusNeverSeen {
+			t.Errorf("where --key id %d (deleted): %s (%s)", id, res.Status, res.Explanation)
+		}
+	}
+	c.CheckTable(t, floetest.Rows(t, tbl), floetest.CDCConnectJSON, false)
+}

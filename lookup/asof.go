@@ -174,8 +174,9 @@ func (e *BeforeHistoryError) Error() string {
 // r's position: r's own, or, when it has expired, the branch head (0, and
 // fromHead set) where that gives the same rows: an append table, whose
 // floe commits only add rows past each partition's next offset (its
-// compactions rewrite them unchanged), whose schema never changed, for a
-// cut naming every partition of its ledger. Otherwise an expired snapshot
+// compactions rewrite them unchanged), whose schema never changed (or
+// whose position is empty: no row to read), for a cut naming every
+// partition of its ledger. Otherwise an expired snapshot
 // is an *ExpiredError. A writer other than floe that removed rows since
 // would show in floe audit.
 func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snapshotID int64, fromHead bool, err error) {
@@ -194,8 +195,11 @@ func RowsSnapshot(ctx context.Context, tbl *snapshot.Table, r AsOfResult) (snaps
 	// rows add its columns to the schema it was created with, so every
 	// such table has two: the archive records the position's (found by a
 	// new user: every typed table was refused once its snapshot expired).
+	// An empty position (every cut at or below its partition's first
+	// offset) has no row to read otherwise: the schema does not matter
+	// (review s67: the empty table was refused).
 	meta := tbl.Iceberg().Metadata()
-	if n := len(meta.Schemas()); n > 1 {
+	if n := len(meta.Schemas()); n > 1 && !r.Empty {
 		id, known, err := tbl.SchemaOf(ctx, r.SnapshotID)
 		switch {
 		case err != nil:

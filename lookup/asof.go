@@ -380,20 +380,36 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 // replay published onto it (publishedOnto): that ledger began with the
 // replay, and the state before its first commit is not the state main had
 // then (a new user read 0 rows, as of an empty table).
+//
+// A cut above 0 and at or below that first offset in any partition is
+// refused too, as checkBeforePublished refuses it of an append table:
+// main may have held keys of those offsets before the publish, and the
+// answer was "the empty table" (review s67).
 func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, b mapping.Boundary) *BeforeHistoryError {
-	if beforeFirst(ledger, cut) || b.Next == nil {
-		return nil
+	below := false
+	for tp, o := range cut {
+		ps, ok := ledger.Partition(tp)
+		below = below || ok && o > 0 && o <= ps.First()
 	}
-	for tp := range cut {
-		if ps, ok := ledger.Partition(tp); ok && b.At[tp] > ps.First() {
+	if !below {
+		if beforeFirst(ledger, cut) || b.Next == nil {
 			return nil
+		}
+		for tp := range cut {
+			if ps, ok := ledger.Partition(tp); ok && b.At[tp] > ps.First() {
+				return nil
+			}
 		}
 	}
 	branch := publishedOnto(tbl)
 	if branch == "" {
 		return nil
 	}
-	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branch: branch, FirstSnapshot: b.Next.SnapshotID}
+	first := b.Commit.SnapshotID
+	if b.Next != nil {
+		first = b.Next.SnapshotID
+	}
+	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branch: branch, FirstSnapshot: first}
 }
 
 // publishedOnto returns the branch whose head, published onto main, main's

@@ -1169,3 +1169,39 @@ func TestReviewS67LookAsOfEmptyExpired(t *testing.T) {
 		t.Errorf("as-of before the first record, expired: exit %d, want 0 and 0 rows (the empty table)\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestReviewS67LookUpsertAsOfMixedBelowPublish is
+// TestReviewS67LookAsOfMixedBelowPublish on an upsert table: the state as
+// of a position past the replay's start in orders/0 and below it in
+// orders/1 held no key of orders/1, where main held orders/1's keys of
+// [0, 3) then.
+func TestReviewS67LookUpsertAsOfMixedBelowPublish(t *testing.T) {
+	const topic = "orders"
+	st, brokers, loc := partitionedStack(t, topic, 2)
+	base := time.Now().Add(-time.Hour)
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs,
+			&kgo.Record{Topic: topic, Partition: 0, Key: fmt.Appendf(nil, "a%d", i%4), Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(time.Duration(100+i) * time.Second)},
+			&kgo.Record{Topic: topic, Partition: 1, Key: fmt.Appendf(nil, "b%d", i%4), Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(time.Duration(i) * time.Second)})
+	}
+	if err := localstack.Produce(t.Context(), st.Brokers, recs); err != nil {
+		t.Fatal(err)
+	}
+	mode := []string{"--mode", "upsert", "--key", "string"}
+	if code, out, errs := floe(t, slices.Concat([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.orders", "--stop-at-end", "--flush-records", "4"}, mode, loc)...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	code, out, errs := floe(t, slices.Concat([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.orders", "--branch", "rb",
+		"--from", base.Add(5 * time.Second).UTC().Format(time.RFC3339Nano), "--publish", "--publish-different"}, loc)...)
+	if code != 0 {
+		t.Fatalf("replay: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=0,1=3", "--rows"}, loc...)...); code != 2 {
+		t.Errorf("as-of 0=0,1=3: exit %d, want 2 (main's history does not reach 1=3)\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=10,1=3", "--rows", "--json"}, loc...)...)
+	if code != 2 {
+		t.Errorf("as-of 0=10,1=3: exit %d, want 2: main held orders/1's keys of [0, 3) at that position, and its history no longer reaches it\n%s\n%s", code, out, errs)
+	}
+}

@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -332,7 +333,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		if err != nil {
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 		}
-		if err := checkInHistory(tbl, ledger, cut, b); err != nil {
+		if err := checkInHistory(tbl, ledger, heldFirst(ledger, lost), cut, b); err != nil {
 			err.Tags = tagsReaching(ctx, tbl, cut)
 			return res, err
 		}
@@ -364,7 +365,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	if err != nil {
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 	}
-	if err := checkBeforePublished(tbl, ledger, cut, c.SnapshotID); err != nil {
+	if err := checkBeforePublished(tbl, ledger, heldFirst(ledger, lost), cut, c.SnapshotID); err != nil {
 		err.Tags = tagsReaching(ctx, tbl, cut)
 		return res, err
 	}
@@ -385,11 +386,11 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 // refused too, as checkBeforePublished refuses it of an append table:
 // main may have held keys of those offsets before the publish, and the
 // answer was "the empty table" (review s67).
-func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, b mapping.Boundary) *BeforeHistoryError {
+func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, held map[mapping.TopicPartition]int64, cut mapping.Cut, b mapping.Boundary) *BeforeHistoryError {
 	below := false
 	for tp, o := range cut {
-		ps, ok := ledger.Partition(tp)
-		below = below || ok && o > 0 && o <= ps.First()
+		h, ok := held[tp]
+		below = below || ok && o > 0 && o <= h
 	}
 	if !below {
 		if beforeFirst(ledger, cut) || b.Next == nil {
@@ -437,11 +438,11 @@ func publishedOnto(tbl *snapshot.Table) string {
 // offset in another partition: the answer had that partition's rows and
 // none of this one's (review s67). first is main's first commit covering
 // the cut.
-func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mapping.Cut, first int64) *BeforeHistoryError {
+func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, held map[mapping.TopicPartition]int64, cut mapping.Cut, first int64) *BeforeHistoryError {
 	below := false
 	for tp, o := range cut {
-		ps, ok := ledger.Partition(tp)
-		below = below || ok && o > 0 && o <= ps.First()
+		h, ok := held[tp]
+		below = below || ok && o > 0 && o <= h
 	}
 	if !below {
 		return nil
@@ -451,6 +452,30 @@ func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, cut mappi
 		return nil
 	}
 	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branch: branch, FirstSnapshot: first}
+}
+
+// heldFirst is, per partition of the ledger, the first offset past the
+// lost ranges (lost, as lostRanges reads them) at the start of its
+// coverage: where main's own records begin. A replay from earliest
+// records what retention deleted as lost, also what main had sunk before
+// the replay was published onto it: a position within such a range is
+// below the publish, as one below a later start is (review s67: it was
+// answered with the range "lost before it was sunk").
+func heldFirst(ledger mapping.Summary, lost map[mapping.TopicPartition][]mapping.Interval) map[mapping.TopicPartition]int64 {
+	held := map[mapping.TopicPartition]int64{}
+	for _, tp := range ledger.Partitions() {
+		ps, _ := ledger.Partition(tp)
+		h := ps.First()
+		ivs := slices.Clone(lost[tp])
+		slices.SortFunc(ivs, func(a, b mapping.Interval) int { return cmp.Compare(a.Low, b.Low) })
+		for _, iv := range ivs {
+			if iv.Low <= h && h < iv.High {
+				h = iv.High
+			}
+		}
+		held[tp] = h
+	}
+	return held
 }
 
 // tagsReaching returns the table's tags whose ledger (their snapshot's

@@ -174,6 +174,14 @@ func Where(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, t
 		res.Status = StatusLost
 		res.Explanation = fmt.Sprintf("%s was deleted by retention before it was sunk; snapshot %d records [%d, %d) as lost",
 			at, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High)
+		if branch := publishedOnto(tbl); branch != "" {
+			// Main's ledger is a published replay's, which recorded as lost
+			// what retention had deleted before it read it: main may have
+			// sunk it before the publish (review s67: "before it was sunk"
+			// of a row main held).
+			res.Explanation = fmt.Sprintf("%s was deleted by retention before the replay published onto main (branch %s) read it; snapshot %d records [%d, %d) as lost. main's commits before the publish, which may have held it, are not in its history",
+				at, branch, loc.Commit.SnapshotID, loc.Range.Low, loc.Range.High)
+		}
 	case mapping.StatusAborted:
 		res.Status = StatusNoRow
 		res.Kind = KindAborted

@@ -207,21 +207,35 @@ func mainHeldBelow(ctx context.Context, t *snapshot.Table, mainFrom int64, topic
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger of main's previous head %d of %s: %w", mainFrom, t.Name(), err)
 	}
+	// Where each ledger's own records begin, past the lost ranges it
+	// begins with: a replay from earliest records as lost what retention
+	// deleted since main sank it (review s67: "the replay began where
+	// main's ledger did" of such a replay, whose history holds none of
+	// main's rows there).
+	wasHeld, err := t.HeldFirst(ctx, mainFrom, sum)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger of main's previous head %d of %s: %w", mainFrom, t.Name(), err)
+	}
+	nowHeld, err := t.HeldFirst(ctx, 0, published)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger of %s: %w", t.Name(), err)
+	}
 	var below map[int32]mapping.Interval
 	for _, tp := range sum.Partitions() {
 		was, _ := sum.Partition(tp)
-		if tp.Topic != topic || was.Next() <= was.First() {
+		low := wasHeld[tp]
+		if tp.Topic != topic || was.Next() <= low {
 			continue
 		}
 		high := was.Next()
-		if now, ok := published.Partition(tp); ok {
-			high = min(high, now.First())
+		if _, ok := published.Partition(tp); ok {
+			high = min(high, nowHeld[tp])
 		}
-		if was.First() < high {
+		if low < high {
 			if below == nil {
 				below = map[int32]mapping.Interval{}
 			}
-			below[tp.Partition] = mapping.Interval{Low: was.First(), High: high}
+			below[tp.Partition] = mapping.Interval{Low: low, High: high}
 		}
 	}
 	return below, nil

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1116,4 +1117,46 @@ func (t *Table) branchDeadLetterTables(meta table.Metadata, head int64, names ma
 		}
 	}
 	return nil
+}
+
+// HeldFirst returns, for every partition of the ledger as of a snapshot
+// (0: the branch head), the first offset past the ranges at the start of
+// its coverage that the ledger records as lost (retention deleted them
+// before this ledger's sink read them): where the ledger's own records
+// begin. It is the partition's first offset where the ledger begins with
+// no lost range. A published replay from earliest records what retention
+// deleted since main sank it as lost, so main's history no longer holds
+// rows main held there (review s67). The ledger's commits are read only
+// for partitions whose ranges do not tile their span.
+func (t *Table) HeldFirst(ctx context.Context, snapshotID int64, sum mapping.Summary) (map[mapping.TopicPartition]int64, error) {
+	out := map[mapping.TopicPartition]int64{}
+	lost := map[mapping.TopicPartition][]mapping.Interval{}
+	read := false
+	for _, tp := range sum.Partitions() {
+		ps, _ := sum.Partition(tp)
+		out[tp] = ps.First()
+		read = read || !ps.Tiled
+	}
+	if !read {
+		return out, nil
+	}
+	for c, err := range t.Commits(ctx, snapshotID) {
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range c.Ranges {
+			if r.Lost {
+				lost[r.TopicPartition] = append(lost[r.TopicPartition], r.Interval)
+			}
+		}
+	}
+	for tp, ivs := range lost {
+		slices.SortFunc(ivs, func(a, b mapping.Interval) int { return cmp.Compare(a.Low, b.Low) })
+		for _, iv := range ivs {
+			if iv.Low <= out[tp] && out[tp] < iv.High {
+				out[tp] = iv.High
+			}
+		}
+	}
+	return out, nil
 }

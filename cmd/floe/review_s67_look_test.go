@@ -1280,3 +1280,45 @@ func TestReviewS67LookHoldsUpsertPublishLikeFresh(t *testing.T) {
 	sink("lake.fresh")
 	compare("sunk since")
 }
+
+// TestReviewS67LookPublishedLostPrefix: main sank orders/0 [0, 20); then
+// retention deleted [0, 15), and a replay from earliest onto a branch
+// recorded [0, 15) as lost, and was published (--publish-different).
+// The publish said that the replay began where main's ledger did, "so
+// floe as-of reaches the positions it reached before"; it does not: as-of
+// 0=10 answered 0 rows, the table lacking [0, 10) "lost: retention
+// deleted them before they were sunk", and where of offset 5 "deleted by
+// retention before it was sunk", where main had sunk them and held their
+// rows until the publish. Main's history no longer reaches there: as-of
+// must refuse the position (as it does below a replay's later start), and
+// where must not say that the offset was never sunk.
+func TestReviewS67LookPublishedLostPrefix(t *testing.T) {
+	const topic = "orders"
+	st, brokers, loc := partitionedStack(t, topic, 1)
+	l := newS67Log(topic)
+	l.produce(t, st.Brokers, 0, 20, func(i int) time.Time { return time.Now().Add(-time.Hour + time.Duration(i)*time.Second) })
+	if code, out, errs := floe(t, append([]string{"sink", "--brokers", brokers, "--topic", topic, "--table", "lake.orders", "--stop-at-end"}, loc...)...); code != 0 {
+		t.Fatalf("sink: %d %s %s", code, out, errs)
+	}
+	if code, out, _ := floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=10", "--rows"}, loc...)...); code != 0 || !strings.Contains(out, "10 rows") {
+		t.Fatalf("as-of 0=10 before: exit %d\n%s", code, out)
+	}
+	if err := st.Cluster.DeleteRecords(topic, 0, 15); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := floe(t, append([]string{"replay", "--brokers", brokers, "--topic", topic, "--table", "lake.orders", "--branch", "rb", "--publish", "--publish-different"}, loc...)...)
+	if code != 0 {
+		t.Fatalf("replay: %d %s %s", code, out, errs)
+	}
+	if strings.Contains(out, "floe as-of reaches the positions it reached before") {
+		t.Errorf("the publish says as-of reaches the positions it reached before, which main's history no longer holds rows of:\n%s", out)
+	}
+	code, out, errs = floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=10", "--rows"}, loc...)...)
+	if code != 2 {
+		t.Errorf("as-of 0=10 after the publish: exit %d, want 2 (main held [0, 10) then; its history no longer reaches it)\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = floe(t, append([]string{"where", "--table", "lake.orders", "--partition", "0", "--offset", "5"}, loc...)...)
+	if code != 0 || strings.Contains(out, "before it was sunk") {
+		t.Errorf("where 0@5 after the publish: exit %d; main had sunk it, yet:\n%s\n%s", code, out, errs)
+	}
+}

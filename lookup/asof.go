@@ -1,7 +1,6 @@
 package lookup
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -465,15 +464,7 @@ func heldFirst(ledger mapping.Summary, lost map[mapping.TopicPartition][]mapping
 	held := map[mapping.TopicPartition]int64{}
 	for _, tp := range ledger.Partitions() {
 		ps, _ := ledger.Partition(tp)
-		h := ps.First()
-		ivs := slices.Clone(lost[tp])
-		slices.SortFunc(ivs, func(a, b mapping.Interval) int { return cmp.Compare(a.Low, b.Low) })
-		for _, iv := range ivs {
-			if iv.Low <= h && h < iv.High {
-				h = iv.High
-			}
-		}
-		held[tp] = h
+		held[tp] = mapping.PastLeadingLost(ps.First(), lost[tp])
 	}
 	return held
 }

@@ -174,6 +174,21 @@ func Cover(ranges []Range) Coverage {
 	return c
 }
 
+// PastLeadingLost returns first moved past the lost intervals (in any
+// order) that begin a partition's coverage at it, chained: where the
+// ledger's own records begin when its first ranges are lost. A published
+// replay from earliest records as lost what retention deleted since main
+// sank it, so main's history no longer reaches main's rows there.
+func PastLeadingLost(first int64, lost []Interval) int64 {
+	ivs := slices.SortedFunc(slices.Values(lost), func(a, b Interval) int { return cmp.Compare(a.Low, b.Low) })
+	for _, iv := range ivs {
+		if iv.Low <= first && first < iv.High {
+			first = iv.High
+		}
+	}
+	return first
+}
+
 // appendMerged appends iv to a sorted list of intervals, merging it with the
 // last one when they touch.
 func appendMerged(ivs []Interval, iv Interval) []Interval {

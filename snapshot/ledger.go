@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1151,12 +1150,7 @@ func (t *Table) HeldFirst(ctx context.Context, snapshotID int64, sum mapping.Sum
 		}
 	}
 	for tp, ivs := range lost {
-		slices.SortFunc(ivs, func(a, b mapping.Interval) int { return cmp.Compare(a.Low, b.Low) })
-		for _, iv := range ivs {
-			if iv.Low <= out[tp] && out[tp] < iv.High {
-				out[tp] = iv.High
-			}
-		}
+		out[tp] = mapping.PastLeadingLost(out[tp], ivs)
 	}
 	return out, nil
 }

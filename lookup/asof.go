@@ -279,7 +279,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	}
 	// The lost ranges, read once: a time's cut checks them, and the answer
 	// lists those below the position.
-	lost, err := lostRanges(ctx, tbl, ledger, ledger.Partitions())
+	lost, err := tbl.LostRanges(ctx, 0, ledger, ledger.Partitions())
 	if err != nil {
 		return res, err
 	}
@@ -332,7 +332,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 		if err != nil {
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 		}
-		if err := checkInHistory(tbl, ledger, heldFirst(ledger, lost), cut, b); err != nil {
+		if err := checkInHistory(tbl, ledger, ledger.HeldFirst(lost), cut, b); err != nil {
 			err.Tags = tagsReaching(ctx, tbl, cut)
 			return res, err
 		}
@@ -364,7 +364,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 	if err != nil {
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 	}
-	if err := checkBeforePublished(tbl, ledger, heldFirst(ledger, lost), cut, c.SnapshotID); err != nil {
+	if err := checkBeforePublished(tbl, ledger, ledger.HeldFirst(lost), cut, c.SnapshotID); err != nil {
 		err.Tags = tagsReaching(ctx, tbl, cut)
 		return res, err
 	}
@@ -453,22 +453,6 @@ func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, held map[
 	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branch: branch, FirstSnapshot: first}
 }
 
-// heldFirst is, per partition of the ledger, the first offset past the
-// lost ranges (lost, as lostRanges reads them) at the start of its
-// coverage: where main's own records begin. A replay from earliest
-// records what retention deleted as lost, also what main had sunk before
-// the replay was published onto it: a position within such a range is
-// below the publish, as one below a later start is (review s67: it was
-// answered with the range "lost before it was sunk").
-func heldFirst(ledger mapping.Summary, lost map[mapping.TopicPartition][]mapping.Interval) map[mapping.TopicPartition]int64 {
-	held := map[mapping.TopicPartition]int64{}
-	for _, tp := range ledger.Partitions() {
-		ps, _ := ledger.Partition(tp)
-		held[tp] = mapping.PastLeadingLost(ps.First(), lost[tp])
-	}
-	return held
-}
-
 // tagsReaching returns the table's tags whose ledger (their snapshot's
 // ancestry) reaches cut in every partition of it, sorted: floe as-of
 // --branch TAG answers from such a tag what main's history no longer
@@ -547,7 +531,7 @@ func sameTopic(ctx context.Context, table string, ledger mapping.Summary, broker
 // from the broker where it retains everything the table holds of a
 // partition, else from the table's timestamp column. It records each
 // partition's source in source; lost are the ledger's lost ranges
-// (lostRanges), past which the column cannot place a time. On a compacted topic the broker may no
+// (snapshot.Table.LostRanges), past which the column cannot place a time. On a compacted topic the broker may no
 // longer have a record the table holds, stamped at or after t: an append
 // table's column lowers the broker's cut to it; an upsert table's cannot
 // (its rows are each key's latest value), and compacted names the topics
@@ -688,34 +672,6 @@ func lowerToHistory(ctx context.Context, tbl *snapshot.Table, ledger mapping.Sum
 		}
 	}
 	return nil
-}
-
-// lostRanges returns the ranges the ledger of tbl records as lost, for the
-// partitions of tps whose summary does not say that their ranges tile
-// their span (mapping.PartitionSummary.Tiled): the ledger is read only
-// for those.
-func lostRanges(ctx context.Context, tbl *snapshot.Table, ledger mapping.Summary, tps []mapping.TopicPartition) (map[mapping.TopicPartition][]mapping.Interval, error) {
-	want := map[mapping.TopicPartition]bool{}
-	for _, tp := range tps {
-		if ps, ok := ledger.Partition(tp); ok && !ps.Tiled {
-			want[tp] = true
-		}
-	}
-	if len(want) == 0 {
-		return nil, nil
-	}
-	out := map[mapping.TopicPartition][]mapping.Interval{}
-	for c, err := range tbl.Commits(ctx, 0) {
-		if err != nil {
-			return nil, fmt.Errorf("read ledger of %s: %w", tbl.Name(), err)
-		}
-		for _, r := range c.Ranges {
-			if r.Lost && want[r.TopicPartition] {
-				out[r.TopicPartition] = append(out[r.TopicPartition], r.Interval)
-			}
-		}
-	}
-	return out, nil
 }
 
 // ExactAt checks that tbl's rows of snapshotID below cut are exactly the

@@ -270,6 +270,17 @@ func (s Summary) TopicsWithRecords() []string {
 	return topicsOf(tps)
 }
 
+// HeldFirst returns, per partition, where the ledger's own records begin:
+// its first offset moved past the lost ranges (lost, per partition) that
+// begin its coverage (PastLeadingLost).
+func (s Summary) HeldFirst(lost map[TopicPartition][]Interval) map[TopicPartition]int64 {
+	held := make(map[TopicPartition]int64, len(s.Parts))
+	for tp, p := range s.Parts {
+		held[tp] = PastLeadingLost(p.First(), lost[tp])
+	}
+	return held
+}
+
 // Next returns, per partition, the offset after the highest one the ledger
 // covers: where a writer resumes (Ledger.Next).
 func (s Summary) Next() map[TopicPartition]int64 {

@@ -1118,39 +1118,45 @@ func (t *Table) branchDeadLetterTables(meta table.Metadata, head int64, names ma
 	return nil
 }
 
-// HeldFirst returns, for every partition of the ledger as of a snapshot
-// (0: the branch head), the first offset past the ranges at the start of
-// its coverage that the ledger records as lost (retention deleted them
-// before this ledger's sink read them): where the ledger's own records
-// begin. It is the partition's first offset where the ledger begins with
-// no lost range. A published replay from earliest records what retention
-// deleted since main sank it as lost, so main's history no longer holds
-// rows main held there (review s67). The ledger's commits are read only
-// for partitions whose ranges do not tile their span.
-func (t *Table) HeldFirst(ctx context.Context, snapshotID int64, sum mapping.Summary) (map[mapping.TopicPartition]int64, error) {
-	out := map[mapping.TopicPartition]int64{}
-	lost := map[mapping.TopicPartition][]mapping.Interval{}
-	read := false
-	for _, tp := range sum.Partitions() {
-		ps, _ := sum.Partition(tp)
-		out[tp] = ps.First()
-		read = read || !ps.Tiled
+// LostRanges returns the ranges the ledger as of a snapshot (0: the
+// branch head) records as lost, for the partitions of tps whose summary
+// sum does not say that their ranges tile their span
+// (mapping.PartitionSummary.Tiled): the ledger is read only for those,
+// and not at all when there are none.
+func (t *Table) LostRanges(ctx context.Context, snapshotID int64, sum mapping.Summary, tps []mapping.TopicPartition) (map[mapping.TopicPartition][]mapping.Interval, error) {
+	want := map[mapping.TopicPartition]bool{}
+	for _, tp := range tps {
+		if ps, ok := sum.Partition(tp); ok && !ps.Tiled {
+			want[tp] = true
+		}
 	}
-	if !read {
-		return out, nil
+	if len(want) == 0 {
+		return nil, nil
 	}
+	out := map[mapping.TopicPartition][]mapping.Interval{}
 	for c, err := range t.Commits(ctx, snapshotID) {
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read the ledger of %s: %w", t.Name(), err)
 		}
 		for _, r := range c.Ranges {
-			if r.Lost {
-				lost[r.TopicPartition] = append(lost[r.TopicPartition], r.Interval)
+			if r.Lost && want[r.TopicPartition] {
+				out[r.TopicPartition] = append(out[r.TopicPartition], r.Interval)
 			}
 		}
 	}
-	for tp, ivs := range lost {
-		out[tp] = mapping.PastLeadingLost(out[tp], ivs)
-	}
 	return out, nil
+}
+
+// HeldFirst returns, for every partition of the ledger as of a snapshot
+// (0: the branch head), whose summary is sum, where the ledger's own
+// records begin (mapping.Summary.HeldFirst, from LostRanges). A published
+// replay from earliest records what retention deleted since main sank it
+// as lost, so main's history no longer holds rows main held there
+// (review s67).
+func (t *Table) HeldFirst(ctx context.Context, snapshotID int64, sum mapping.Summary) (map[mapping.TopicPartition]int64, error) {
+	lost, err := t.LostRanges(ctx, snapshotID, sum, sum.Partitions())
+	if err != nil {
+		return nil, err
+	}
+	return sum.HeldFirst(lost), nil
 }

@@ -386,12 +386,7 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 // main may have held keys of those offsets before the publish, and the
 // answer was "the empty table" (review s67).
 func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, held map[mapping.TopicPartition]int64, cut mapping.Cut, b mapping.Boundary) *BeforeHistoryError {
-	below := false
-	for tp, o := range cut {
-		h, ok := held[tp]
-		below = below || ok && o > 0 && o <= h
-	}
-	if !below {
+	if !belowHeld(cut, held) {
 		if beforeFirst(ledger, cut) || b.Next == nil {
 			return nil
 		}
@@ -410,6 +405,19 @@ func checkInHistory(tbl *snapshot.Table, ledger mapping.Summary, held map[mappin
 		first = b.Next.SnapshotID
 	}
 	return &BeforeHistoryError{Table: tbl.Name(), Cut: cut, Branch: branch, FirstSnapshot: first}
+}
+
+// belowHeld reports whether cut is, in some partition, above 0 and at or
+// below where main's ledger holds its own records (held,
+// mapping.Summary.HeldFirst): a position main's history no longer reaches
+// once a replay was published onto it.
+func belowHeld(cut mapping.Cut, held map[mapping.TopicPartition]int64) bool {
+	for tp, o := range cut {
+		if h, ok := held[tp]; ok && o > 0 && o <= h {
+			return true
+		}
+	}
+	return false
 }
 
 // publishedOnto returns the branch whose head, published onto main, main's
@@ -438,12 +446,7 @@ func publishedOnto(tbl *snapshot.Table) string {
 // none of this one's (review s67). first is main's first commit covering
 // the cut.
 func checkBeforePublished(tbl *snapshot.Table, ledger mapping.Summary, held map[mapping.TopicPartition]int64, cut mapping.Cut, first int64) *BeforeHistoryError {
-	below := false
-	for tp, o := range cut {
-		h, ok := held[tp]
-		below = below || ok && o > 0 && o <= h
-	}
-	if !below {
+	if !belowHeld(cut, held) {
 		return nil
 	}
 	branch := publishedOnto(tbl)

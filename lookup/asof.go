@@ -28,6 +28,8 @@ const (
 	// SourceCommit: a commit boundary of an upsert table
 	// (AsOfResult.Boundary).
 	SourceCommit = "commit"
+	// SourceLedger: where main's ledger begins (HistoryStart.Starts).
+	SourceLedger = "ledger"
 )
 
 // Position is one partition's cut in an AsOfResult.
@@ -90,6 +92,27 @@ type AsOfResult struct {
 	// (retention deleted them before they were sunk): the table as of the
 	// position lacks their records.
 	Lost []LostRange `json:"lost,omitempty"`
+	// Published is set when main's history begins with a replay
+	// published onto it that began past offset 0 in a partition of the
+	// position: the answer holds none of that partition's rows below
+	// where the replay began, which main may have held before the
+	// publish.
+	Published *HistoryStart `json:"published,omitempty"`
+}
+
+// HistoryStart is where main's history begins in the partitions of a
+// position when a replay was published onto main (AsOfResult.Published).
+type HistoryStart struct {
+	// Branch is the replay's branch (snapshot.Table.PublishedBranch).
+	Branch string `json:"branch"`
+	// Starts are, per partition of the position where it is above 0,
+	// the first offset main's ledger holds records of (past the lost
+	// ranges it begins with).
+	Starts []Position `json:"starts"`
+	// Tags are the table's tags whose ledger reaches the position: a tag
+	// of main's head before the publish (floe replay --tag-main) holds
+	// the rows main had then.
+	Tags []string `json:"tags,omitempty"`
 }
 
 // LostRange is a range of offsets [Low, High) of a partition the ledger
@@ -327,12 +350,13 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			}
 		}
 	}
+	held := ledger.HeldFirst(lost)
 	if res.Mode == mapping.ModeUpsert {
 		b, err := tbl.StateAt(ctx, 0, cut)
 		if err != nil {
 			return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 		}
-		if err := checkInHistory(tbl, ledger, ledger.HeldFirst(lost), cut, b); err != nil {
+		if err := checkInHistory(tbl, ledger, held, cut, b); err != nil {
 			err.Tags = tagsReaching(ctx, tbl, cut)
 			return res, err
 		}
@@ -358,19 +382,21 @@ func AsOf(ctx context.Context, tbl *snapshot.Table, broker *connector.Broker, q 
 			res.Boundary = append(res.Boundary, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: b.At[tp], Source: SourceCommit})
 		}
 		res.Expired = !res.Empty && tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
+		res.Published = historyStart(ctx, tbl, held, cut)
 		return res, nil
 	}
 	c, err := tbl.FirstCovering(ctx, 0, cut)
 	if err != nil {
 		return res, fmt.Errorf("%s as of %s: %w", tbl.Name(), cut, err)
 	}
-	if err := checkBeforePublished(tbl, ledger, ledger.HeldFirst(lost), cut, c.SnapshotID); err != nil {
+	if err := checkBeforePublished(tbl, ledger, held, cut, c.SnapshotID); err != nil {
 		err.Tags = tagsReaching(ctx, tbl, cut)
 		return res, err
 	}
 	res.SnapshotID, res.CommittedAt, res.Cut = c.SnapshotID, c.CommittedAt, cut
 	res.Expired = tbl.Iceberg().Metadata().SnapshotByID(res.SnapshotID) == nil
 	res.Empty = beforeFirst(ledger, cut)
+	res.Published = historyStart(ctx, tbl, held, cut)
 	return res, nil
 }
 
@@ -418,6 +444,29 @@ func belowHeld(cut mapping.Cut, held map[mapping.TopicPartition]int64) bool {
 		}
 	}
 	return false
+}
+
+// historyStart returns where main's history begins in the partitions of
+// cut, when a replay published onto main began past offset 0 in one of
+// them (AsOfResult.Published), or nil: an answer past that start held the
+// replay's rows only, and said nothing of those main may have held below
+// it before the publish (review s67). A position at or below the start is
+// refused (checkBeforePublished, checkInHistory), not answered.
+func historyStart(ctx context.Context, tbl *snapshot.Table, held map[mapping.TopicPartition]int64, cut mapping.Cut) *HistoryStart {
+	var starts []Position
+	for _, tp := range slices.SortedFunc(maps.Keys(cut), mapping.TopicPartition.Compare) {
+		if h := held[tp]; h > 0 && cut[tp] > h {
+			starts = append(starts, Position{Topic: tp.Topic, Partition: tp.Partition, Offset: h, Source: SourceLedger})
+		}
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+	branch := publishedOnto(tbl)
+	if branch == "" {
+		return nil
+	}
+	return &HistoryStart{Branch: branch, Starts: starts, Tags: tagsReaching(ctx, tbl, cut)}
 }
 
 // publishedOnto returns the branch whose head, published onto main, main's

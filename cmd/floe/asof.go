@@ -265,10 +265,33 @@ func printAsOf(w io.Writer, asJSON bool, r asOfResult) error {
 		fmt.Fprintf(w, "  lacks %s/%d %v: the ledger records those offsets as lost (retention deleted them before they were sunk)\n",
 			l.Topic, l.Partition, mapping.Interval{Low: l.Low, High: l.High})
 	}
+	if p := r.Published; p != nil {
+		printPublished(w, r.Table, r.Positions, *p)
+	}
 	if r.RowCount != nil {
 		fmt.Fprintf(w, "wrote %d rows to %s\n", *r.RowCount, r.Output)
 	}
 	return nil
+}
+
+// printPublished says that the answer holds no rows below where main's
+// history begins, a published replay's start: the publish warned, but a
+// later as-of answered the replay's rows as the table then, without a
+// word of those main may have held below (review s67).
+func printPublished(w io.Writer, table string, at []lookup.Position, p lookup.HistoryStart) {
+	starts := make([]string, len(p.Starts))
+	for i, s := range p.Starts {
+		starts[i] = fmt.Sprintf("%s/%d below %d", s.Topic, s.Partition, s.Offset)
+	}
+	fmt.Fprintf(w, "  lacks %s: main's history begins with the replay published from branch %s, which began there; rows main may have held below before the publish are not in it\n",
+		strings.Join(starts, ", "), p.Branch)
+	cut := mapping.Cut{}
+	for _, pos := range at {
+		cut[mapping.TopicPartition{Topic: pos.Topic, Partition: pos.Partition}] = pos.Offset
+	}
+	for _, tag := range p.Tags {
+		fmt.Fprintf(w, "  tag %s holds main's history before the publish: floe as-of --table %s --branch %s --offsets %s\n", tag, table, tag, cut)
+	}
 }
 
 // expiredNote says that the snapshot of r has expired, and what of its

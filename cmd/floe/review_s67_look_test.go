@@ -355,6 +355,15 @@ func TestReviewS67LookAsOfMixedBelowPublish(t *testing.T) {
 	if code != 2 {
 		t.Errorf("as-of 0=6,1=3: exit %d, want 2: main held orders/1 [0, 3) at that position, and its history no longer reaches it\n%s\n%s", code, out, errs)
 	}
+	// Past the start in both: answered, lacking orders/1 below 6, which
+	// the tag made before the publish holds.
+	out = mustFloe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=6,1=8"}, loc...)...)
+	for _, want := range []string{"lacks orders/1 below 6: main's history begins with the replay published from branch rb",
+		"tag before holds main's history before the publish: floe as-of --table lake.orders --branch before --offsets orders/0=6,orders/1=8"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("as-of 0=6,1=8 lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 // TestReviewS67LookAsOfTimeAbortedStartPublish: a replay --from a time
@@ -1203,6 +1212,10 @@ func TestReviewS67LookUpsertAsOfMixedBelowPublish(t *testing.T) {
 	code, out, errs = floe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=10,1=3", "--rows", "--json"}, loc...)...)
 	if code != 2 {
 		t.Errorf("as-of 0=10,1=3: exit %d, want 2: main held orders/1's keys of [0, 3) at that position, and its history no longer reaches it\n%s\n%s", code, out, errs)
+	}
+	// Past the start: the state lacks the keys main held below it.
+	if out := mustFloe(t, append([]string{"as-of", "--table", "lake.orders", "--offsets", "0=10,1=10"}, loc...)...); !strings.Contains(out, "lacks orders/1 below 6: main's history begins with the replay published from branch rb") {
+		t.Errorf("as-of 0=10,1=10 does not say it lacks orders/1 below the replay's start:\n%s", out)
 	}
 }
 

@@ -58,7 +58,12 @@ func runStackGuide(t *testing.T, doc, heading string) (out, work string) {
 	if testing.Short() {
 		t.Skip("builds the floe binary and runs a local stack; skipped with -short")
 	}
-	testenv.Tool(t, "kcat", "apt-get install kcat")
+	blocks := docBlocks(t, doc, heading)
+	for _, l := range strings.Split(strings.Join(blocks, "\n"), "\n") {
+		if code, _, _ := strings.Cut(l, "#"); strings.Contains(code, "kcat ") {
+			testenv.Tool(t, "kcat", "apt-get install kcat")
+		}
+	}
 	for _, port := range []int{localstack.DefaultKafkaPort, localstack.DefaultS3Port, localstack.DefaultRegistryPort} {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
@@ -66,7 +71,6 @@ func runStackGuide(t *testing.T, doc, heading string) (out, work string) {
 		}
 		l.Close()
 	}
-	blocks := docBlocks(t, doc, heading)
 	if len(blocks) != 2 {
 		t.Fatalf("%s, section %q, has %d sh blocks, want 2 (start the stack; use it)", doc, heading, len(blocks))
 	}
@@ -149,13 +153,14 @@ func runStackGuide(t *testing.T, doc, heading string) (out, work string) {
 }
 
 // TestDeploymentGuideLocalStack runs the local-stack section of
-// docs/deployment.md as written (runStackGuide): env.sh, kcat -P, curl to
+// docs/deployment.md as written (runStackGuide): env.sh, floe produce, curl to
 // the registry, floe sink, status and files, aws s3 ls.
 func TestDeploymentGuideLocalStack(t *testing.T) {
 	testenv.Tool(t, "aws", "pip install awscli, or apt-get install awscli")
 	testenv.Tool(t, "curl", "apt-get install curl")
 	out, _ := runStackGuide(t, "docs/deployment.md", "## The local stack")
 	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`produced 1 record to orders: orders/0 \[0, 1\)`),                                           // floe produce
 		regexp.MustCompile(`sink lake\.orders \(new table\): 1 row in \d+ commits \(1 file\)`),                         // floe sink
 		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1\s+1\s+0\s`),                                                     // floe status: log [0, 1), table next 1, lag 0
 		regexp.MustCompile(`lake\.orders snapshot \d+, committed .*: 1 data file, 1 row,`),                             // floe files
@@ -169,11 +174,12 @@ func TestDeploymentGuideLocalStack(t *testing.T) {
 }
 
 // TestReadmeWalkthrough runs the README's five-minute walkthrough as
-// written (runStackGuide): produce 1,000 orders with kcat, sink them,
+// written (runStackGuide): produce 1,000 orders with floe produce, sink them,
 // status, files, where, and an audit that writes its HTML report.
 func TestReadmeWalkthrough(t *testing.T) {
 	out, work := runStackGuide(t, "README.md", "## Five minutes on a local stack")
 	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`produced 1000 records to orders: orders/0 \[0, 1000\)`),                                          // floe produce, as the README quotes it
 		regexp.MustCompile(`sink lake\.orders \(new table\): 1000 rows in 2 commits \(1 file\)`),                             // floe sink, as the README quotes it
 		regexp.MustCompile(`(?m)^\s*orders\s+0\s+0\s+1000\s+1000\s+0\s`),                                                     // floe status: log [0, 1000), next 1000, lag 0
 		regexp.MustCompile(`(?m)^orders\s+0\s+\[0, 1000\)\s+1000\s+\d+\s+s3://warehouse/lake\.db/orders/data/\S+\.parquet$`), // floe files
@@ -245,10 +251,7 @@ func TestScheduledAuditScriptAsDocumented(t *testing.T) {
 	st, loc := sinkStack(t)
 	mustFloe(t, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
 
-	bin := filepath.Join(t.TempDir(), "floe")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build floe: %v\n%s", err, out)
-	}
+	bin := buildFloe(t)
 	dir := t.TempDir()
 	config, secrets, audits := filepath.Join(dir, "floe.yaml"), filepath.Join(dir, "secrets.env"), filepath.Join(dir, "audits")
 	cfg := st.Catalog()

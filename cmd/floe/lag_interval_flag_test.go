@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +20,7 @@ import (
 // in a goroutine and would take the test binary down.
 func TestLagIntervalZeroIsABadValue(t *testing.T) {
 	st, loc := sinkStack(t)
-	bin := filepath.Join(t.TempDir(), "floe")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build floe: %v\n%s", err, out)
-	}
+	bin := buildFloe(t)
 	for _, v := range []string{"0", "-5s"} {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, bin, append([]string{"sink", "-b", strings.Join(st.Brokers, ","), "-t", "orders",

@@ -257,8 +257,9 @@ Environment (also in %[1]s/env.sh):
 	}
 	fmt.Fprintf(w, `
 floe (flags; or --config %[1]s/floe.yaml, or the variables above):
-  floe sink   %[13]s --topic orders --table lake.orders
-  floe status %[13]s --table lake.orders
+  floe produce %[13]s --topic orders -K:      (then type key:value lines; Ctrl-D ends)
+  floe sink    %[13]s --topic orders --table lake.orders
+  floe status  %[13]s --table lake.orders
 
 Other clients:
 %[12]s  registry  curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' \

@@ -50,6 +50,12 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	return runInput(args, os.Stdin, stdout, stderr)
+}
+
+// runInput is run with stdin as the commands' standard input (floe
+// produce reads its records there).
+func runInput(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// SIGHUP is the terminal closing: a local stack or a sink in it stops
 	// as on Ctrl-C, keeping its data (it died at once, and a local stack
 	// lost its topics: found by a new user). Unless it was ignored (nohup):
@@ -69,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		<-watched
 	}()
 	root := newRoot(stdout, stderr)
+	root.SetIn(stdin)
 	root.SetArgs(args)
 	// Only a sink or a replay has consumed records to commit when asked to
 	// stop; the line said so for every command (a status --serve, a local
@@ -212,7 +219,7 @@ Start with 'floe demo': it runs the whole story on an embedded broker with nothi
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w%s%s (see --help)", err, parseHint(err), flagSuggestion(cmd, err))
 	})
-	root.AddCommand(newFilesCmd(), newLedgerCmd(), newDeadLettersCmd(), newDropCmd(), newRegisterCmd())
+	root.AddCommand(newFilesCmd(), newLedgerCmd(), newDeadLettersCmd(), newDropCmd(), newRegisterCmd(), newProduceCmd())
 	return root
 }
 

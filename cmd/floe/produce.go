@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/connector"
+	"github.com/floe-dev/floe/mapping"
+)
+
+// produceFlags are floe produce's, named as kcat's -P mode names them.
+type produceFlags struct {
+	brokerFlags
+	topic     string
+	delimiter string
+	key       string
+	nullEmpty bool
+	partition int32
+	headers   []string
+	json      bool
+}
+
+func newProduceCmd() *cobra.Command {
+	var f produceFlags
+	cmd := &cobra.Command{
+		Use:   "produce --topic NAME [--key-delimiter DELIM] [--null-empty] [--partition P] [--header NAME=VALUE] [FILE...]",
+		Short: "Write records to a topic, one a line of standard input or one a file (as kcat -P)",
+		Long: `Write records to a Kafka topic: one a line of standard input, or, given FILEs, one a file,
+whatever bytes it holds (a record framed for a schema registry, say). floe produce is there so
+that the local stack's walkthroughs and the docs' recipes need no producer installed; its flags
+are kcat's (-b, -t, -K, -Z, -p, -k, -H), and it reaches secured brokers with the --kafka-*
+flags every floe command takes.
+
+--key-delimiter (-K) splits each line at its first DELIM into key and value ("k1:{...}" with
+-K:); a line without it is refused, naming the line, where kcat would send it without a key.
+--null-empty (-Z) sends an empty key or value as null: "k1:" with -K: -Z is a tombstone, which
+deletes key k1 from an upsert table. --key (-k) gives every record one key.
+
+Records go to partitions by the key's hash, as the Java client places them (murmur2), records
+without a key spread; --partition (-p) sends every record to one. A topic the brokers lack is
+created when they create topics on first use (a local stack does), and refused otherwise.
+The records are acknowledged by every in-sync replica and written once each (an idempotent
+producer). The summary says which offsets of which partitions they took, as floe where and
+floe as-of take positions.`,
+		Example: `  for i in $(seq 1 1000); do echo "customer-$((i % 17)):{\"order\":$i}"; done | floe produce -t orders -K:
+  printf 'a1:\n' | floe produce -t accounts -K: -Z          # a tombstone for key a1
+  floe produce -t payments payment.bin                     # one record: the file's bytes`,
+		RunE: func(cmd *cobra.Command, files []string) error {
+			return runProduce(cmd, f, files)
+		},
+	}
+	fs := cmd.Flags()
+	f.brokerFlags.register(fs, " to produce to")
+	topicFlag(fs, &f.topic, "topic `NAME` to write to")
+	fs.StringVarP(&f.delimiter, "key-delimiter", "K", "", "split each line at its first `DELIM` into key and value")
+	fs.StringVarP(&f.key, "key", "k", "", "`KEY` of every record")
+	fs.BoolVarP(&f.nullEmpty, "null-empty", "Z", false, "send an empty key or value as null (an empty value is then a tombstone)")
+	fs.Int32VarP(&f.partition, "partition", "p", 0, "`PARTITION` of every record (default: by the key's hash)")
+	fs.StringArrayVarP(&f.headers, "header", "H", nil, "header `NAME=VALUE` of every record, repeatable")
+	fs.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	return cmd
+}
+
+func runProduce(cmd *cobra.Command, f produceFlags, files []string) error {
+	ctx := cmd.Context()
+	switch {
+	case f.topic == "":
+		return errors.New("missing --topic NAME (-t), the topic to write to")
+	case f.delimiter != "" && cmd.Flags().Changed("key"):
+		return errors.New("--key gives every record one key, --key-delimiter takes each line's own: give one or the other")
+	case f.delimiter != "" && len(files) > 0:
+		return fmt.Errorf("--key-delimiter splits lines of standard input; a FILE (%s) is one record, whole: give it its key with --key", files[0])
+	case cmd.Flags().Changed("partition") && f.partition < 0:
+		return fmt.Errorf("--partition %d: want a partition number, 0 or more", f.partition)
+	}
+	if len(f.brokers) == 0 {
+		return errNoBrokers
+	}
+	headers, err := parseHeaders(f.headers)
+	if err != nil {
+		return err
+	}
+	broker, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	var key []byte
+	if cmd.Flags().Changed("key") {
+		key = emptyAsNull([]byte(f.key), f.nullEmpty)
+	}
+	recordOf := func(value []byte) *kgo.Record {
+		return &kgo.Record{Key: key, Value: emptyAsNull(value, f.nullEmpty), Headers: headers}
+	}
+	var records iter.Seq2[*kgo.Record, error]
+	if len(files) > 0 {
+		records = fileRecords(files, recordOf)
+	} else {
+		if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) {
+			slog.Info("reading records from standard input, one a line; Ctrl-D ends")
+		}
+		records = lineRecords(cmd.InOrStdin(), f.delimiter, f.nullEmpty, recordOf)
+	}
+	partition := connector.ByKey
+	if cmd.Flags().Changed("partition") {
+		partition = f.partition
+	}
+	done, err := broker.Produce(ctx, f.topic, partition, records)
+	if done.Records == 0 && err != nil {
+		return err
+	}
+	if f.json {
+		if jerr := printJSON(cmd.OutOrStdout(), producedReport(f.topic, done)); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+		return err
+	}
+	printProduced(cmd.OutOrStdout(), f.topic, done)
+	return err
+}
+
+// produced is floe produce --json's summary.
+type produced struct {
+	Topic   string `json:"topic"`
+	Records int64  `json:"records"`
+	// Partitions are the offsets the records took, [low, high) a
+	// partition.
+	Partitions []producedRange `json:"partitions"`
+}
+
+type producedRange struct {
+	Partition int32 `json:"partition"`
+	Low       int64 `json:"low"`
+	High      int64 `json:"high"`
+}
+
+func producedReport(topic string, p connector.Produced) produced {
+	r := produced{Topic: topic, Records: p.Records, Partitions: []producedRange{}}
+	for _, tp := range slices.SortedFunc(maps.Keys(p.Offsets), mapping.TopicPartition.Compare) {
+		iv := p.Offsets[tp]
+		r.Partitions = append(r.Partitions, producedRange{Partition: tp.Partition, Low: iv.Low, High: iv.High})
+	}
+	return r
+}
+
+// isTerminal reports whether f is a terminal: a user who ran floe produce
+// without piping records in is told it waits for them.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// emptyAsNull is b, or null when it is empty and --null-empty was given.
+func emptyAsNull(b []byte, nullEmpty bool) []byte {
+	if nullEmpty && len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// parseHeaders reads --header NAME=VALUE items.
+func parseHeaders(items []string) ([]kgo.RecordHeader, error) {
+	var out []kgo.RecordHeader
+	for _, h := range items {
+		name, value, ok := strings.Cut(h, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--header %q: want NAME=VALUE", h)
+		}
+		out = append(out, kgo.RecordHeader{Key: name, Value: []byte(value)})
+	}
+	return out, nil
+}
+
+// lineRecords yields a record of each line of r (its newline left out;
+// the last line may lack one), split at its first delimiter into key and
+// value when delimiter is set. A line without the delimiter is an error
+// naming it: kcat sends it without a key, which an upsert table then
+// refuses as a dead letter far from the typo.
+func lineRecords(r io.Reader, delimiter string, nullEmpty bool, recordOf func(value []byte) *kgo.Record) iter.Seq2[*kgo.Record, error] {
+	return func(yield func(*kgo.Record, error) bool) {
+		br := bufio.NewReaderSize(r, 1<<16)
+		for n := 1; ; n++ {
+			line, err := br.ReadBytes('\n')
+			if len(line) == 0 && err != nil {
+				if err != io.EOF {
+					yield(nil, fmt.Errorf("read standard input: %w", err))
+				}
+				return
+			}
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			rec := recordOf(line)
+			if delimiter != "" {
+				k, v, ok := bytes.Cut(line, []byte(delimiter))
+				if !ok {
+					yield(nil, fmt.Errorf("line %d has no key delimiter %q (--key-delimiter): %.60q", n, delimiter, line))
+					return
+				}
+				rec = recordOf(v)
+				rec.Key = emptyAsNull(k, nullEmpty)
+			}
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
+
+// fileRecords yields a record of each file, its value the file's bytes.
+func fileRecords(files []string, recordOf func(value []byte) *kgo.Record) iter.Seq2[*kgo.Record, error] {
+	return func(yield func(*kgo.Record, error) bool) {
+		for _, name := range files {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				yield(nil, fmt.Errorf("read record file: %w", err))
+				return
+			}
+			if !yield(recordOf(b), nil) {
+				return
+			}
+		}
+	}
+}
+
+// printProduced says how many records went to topic, and which offsets
+// of which partitions they took.
+func printProduced(w io.Writer, topic string, p connector.Produced) {
+	fmt.Fprintf(w, "produced %s to %s", plural(int(p.Records), "record"), topic)
+	tps := slices.SortedFunc(maps.Keys(p.Offsets), mapping.TopicPartition.Compare)
+	for i, tp := range tps {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(w, "%s%s %v", sep, tp, p.Offsets[tp])
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-dev/floe/localstack"
+)
+
+// floeInput runs the CLI in-process with stdin as its standard input.
+func floeInput(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := runInput(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// consumeAll reads every record of topic's partitions with a plain
+// franz-go consumer, a reader floe produce does not share, in partition
+// and offset order.
+func consumeAll(t *testing.T, brokers []string, topic string, want int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		fs := cl.PollFetches(t.Context())
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fs.Records()...)
+	}
+	slices.SortFunc(got, func(a, b *kgo.Record) int {
+		if a.Partition != b.Partition {
+			return int(a.Partition - b.Partition)
+		}
+		return int(a.Offset - b.Offset)
+	})
+	return got
+}
+
+// TestProduceLinesAsKcat: floe produce writes a line of standard input a
+// record, split at -K's delimiter into key and value, with -Z's nulls and
+// -H's headers, keyed records of one key in one partition; its summary
+// names the offsets each partition's records took; a sink of them audits
+// complete. It exists so that the walkthroughs need no kcat.
+func TestProduceLinesAsKcat(t *testing.T) {
+	st, brokers, loc := partitionedStack(t, "orders", 3)
+	var in strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&in, "customer-%d:{\"order\":%d}\n", i%7, i)
+	}
+	in.WriteString("gone:\n:{\"order\":60}") // a tombstone and a null key; no last newline
+	code, out, errs := floeInput(t, in.String(), "produce", "--brokers", brokers, "-t", "orders", "-K:", "-Z", "-H", "source=cli", "-H", "n=1")
+	if code != 0 {
+		t.Fatalf("produce: exit %d\n%s%s", code, out, errs)
+	}
+	if !regexp.MustCompile(`^produced 62 records to orders: orders/0 \[0, \d+\)(, orders/\d \[0, \d+\))*\n$`).MatchString(out) {
+		t.Errorf("produce's summary: %q", out)
+	}
+	recs := consumeAll(t, st.Brokers, "orders", 62)
+	if len(recs) != 62 {
+		t.Fatalf("consumed %d records, want 62", len(recs))
+	}
+	partOf := map[string]int32{}
+	var tombstone, nullKey bool
+	for _, r := range recs {
+		if len(r.Headers) != 2 || r.Headers[0].Key != "source" || string(r.Headers[0].Value) != "cli" || r.Headers[1].Key != "n" {
+			t.Fatalf("record %d@%d headers %v, want source=cli and n=1", r.Partition, r.Offset, r.Headers)
+		}
+		switch {
+		case string(r.Key) == "gone":
+			tombstone = r.Value == nil
+		case r.Key == nil:
+			nullKey = string(r.Value) == `{"order":60}`
+		default:
+			if p, ok := partOf[string(r.Key)]; ok && p != r.Partition {
+				t.Errorf("key %s in partitions %d and %d", r.Key, p, r.Partition)
+			}
+			partOf[string(r.Key)] = r.Partition
+		}
+	}
+	if !tombstone || !nullKey {
+		t.Errorf("-Z: tombstone %v, null key %v; want both", tombstone, nullKey)
+	}
+	mustFloe(t, append([]string{"sink", "--brokers", brokers, "--topic", "orders", "--table", "lake.orders", "--stop-at-end"}, loc...)...)
+	if out := mustFloe(t, append([]string{"audit", "--table", "lake.orders", "--brokers", brokers, "--deep", "--verify-content"}, loc...)...); !strings.Contains(out, "verdict: COMPLETE") {
+		t.Errorf("audit of what floe produce wrote:\n%s", out)
+	}
+}
+
+// TestProduceRefusals: what floe produce refuses names the problem and
+// the fix, and records read before a bad line are produced and said.
+func TestProduceRefusals(t *testing.T) {
+	st, brokers, _ := partitionedStack(t, "orders", 3)
+	code, out, errs := floeInput(t, "a:1\nb:2\nno delimiter here\nc:3\n", "produce", "-b", brokers, "-t", "orders", "-K:", "-p", "1")
+	if code != exitError || !strings.Contains(errs, `line 3 has no key delimiter ":"`) || out != "produced 2 records to orders: orders/1 [0, 2)\n" {
+		t.Errorf("a line without the delimiter: exit %d\nstdout %q\nstderr %s", code, out, errs)
+	}
+	if recs := consumeAll(t, st.Brokers, "orders", 2); len(recs) != 2 || string(recs[1].Value) != "2" {
+		t.Errorf("records before the bad line: %d, want a:1 and b:2", len(recs))
+	}
+	code, out, errs = floeInput(t, "c:3\nd\n", "produce", "-b", brokers, "-t", "orders", "-K:", "-p", "1", "--json")
+	var rep struct {
+		Records    int64
+		Partitions []struct{ Partition, Low, High int64 }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitError || rep.Records != 1 || len(rep.Partitions) != 1 || rep.Partitions[0].Low != 2 || rep.Partitions[0].High != 3 {
+		t.Errorf("--json of a run stopped by a bad line: exit %d, %+v (%v)\n%s%s", code, rep, err, out, errs)
+	}
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"x\n", []string{"-t", "orders", "-p", "7"}, "topic orders has no partition 7: its partitions are 0-2"},
+		// The test stack's broker creates no topic on first use.
+		{"x\n", []string{"-t", "ordres"}, `topic "ordres" does not exist on brokers`},
+		{"x\n", []string{"-t", "ordres"}, "create it first"},
+		{"x\n", []string{"-p", "0"}, "missing --topic NAME"},
+		{"x\n", []string{"-t", "orders", "-K:", "-k", "a"}, "give one or the other"},
+		{"x\n", []string{"-t", "orders", "-H", "nameonly"}, `--header "nameonly": want NAME=VALUE`},
+	} {
+		code, out, errs := floeInput(t, c.stdin, append([]string{"produce", "-b", brokers}, c.args...)...)
+		if code != exitError || !strings.Contains(errs, c.want) {
+			t.Errorf("produce %v: exit %d, want 2 saying %q\n%s%s", c.args, code, c.want, out, errs)
+		}
+	}
+}
+
+// TestProduceFilesOnLocalStack: on the broker of floe localstack up, which
+// creates a topic on first use, each FILE is one record of its bytes (a
+// value with a newline and a leading NUL, as a registry's framing has),
+// with --key's key.
+func TestProduceFilesOnLocalStack(t *testing.T) {
+	l := upLocal(t, t.TempDir())
+	dir := t.TempDir()
+	values := [][]byte{{0, 0, 0, 0, 1, '\n', 2}, []byte("two\nlines")}
+	var files []string
+	for i, v := range values {
+		f := filepath.Join(dir, fmt.Sprintf("r%d.bin", i))
+		if err := os.WriteFile(f, v, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	code, out, errs := floeInput(t, "", append([]string{"produce", "-b", l.Brokers[0], "-t", "fresh", "-k", "k1"}, files...)...)
+	if code != 0 || !strings.HasPrefix(out, "produced 2 records to fresh: fresh/") {
+		t.Fatalf("produce files: exit %d\n%s%s", code, out, errs)
+	}
+	recs := consumeAll(t, l.Brokers, "fresh", 2)
+	if len(recs) != 2 || !bytes.Equal(recs[0].Value, values[0]) || !bytes.Equal(recs[1].Value, values[1]) || string(recs[1].Key) != "k1" {
+		t.Errorf("records of the files: %v", recs)
+	}
+}
+
+// TestProduceSecuredStack: floe produce reaches a broker that takes TLS
+// and SCRAM only, with the flags every floe command takes (here from the
+// secured local stack's floe.yaml), where kcat cannot log in to it; a
+// wrong password is refused naming it.
+func TestProduceSecuredStack(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := upOnFreePorts(t, localstack.UpOptions{Dir: dir, Secure: true})
+	t.Cleanup(l.Close)
+	if err := writeLocalFiles(l); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "floe.yaml")
+	code, out, errs := floeInput(t, "k1:{\"amount\":1}\nk2:{\"amount\":2}\n", "produce", "--config", config, "-t", "orders", "-K:")
+	if code != 0 || !strings.HasPrefix(out, "produced 2 records to orders: ") {
+		t.Fatalf("produce through TLS and SCRAM: exit %d\n%s%s", code, out, errs)
+	}
+	mustFloe(t, "sink", "--config", config, "--topic", "orders", "--table", "lake.orders", "--stop-at-end")
+	checkTable(t, l.Catalog(), "lake.orders", "orders", map[int32]int64{0: 2})
+	t.Setenv("FLOE_KAFKA_SASL_PASSWORD", "wrong")
+	code, out, errs = floeInput(t, "k3:{}\n", "produce", "--config", config, "-t", "orders", "-K:")
+	if code != exitError || !strings.Contains(errs, "wrong user or password") || out != "" {
+		t.Errorf("produce with a wrong password: exit %d, want 2 naming it\n%s%s", code, out, errs)
+	}
+}
+
+// buildFloe builds the floe binary into a temporary folder and returns
+// its path: for scripts and docs blocks that run floe as a user does.
+func buildFloe(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "floe")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build floe: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestUpsertDocExamplesRun: docs/upsert.md's first example (three keyed
+// topics produced with floe produce, sunk as upsert tables) and its
+// Debezium events (produced with -Z for the tombstone, sunk with the
+// example's first command), run as written with bash and floe on PATH
+// against a stack that creates topics on first use, as the local stack's
+// broker does, with the settings its env.sh gives.
+func TestUpsertDocExamplesRun(t *testing.T) {
+	blocks := docBlocks(t, "docs/upsert.md", "")
+	if len(blocks) < 3 || !strings.Contains(blocks[0], "floe produce -t accounts") || !strings.Contains(blocks[2], "floe produce -t dbserver1.inventory.customers") {
+		t.Fatalf("docs/upsert.md's first and third blocks are not the examples this test runs:\n%s", strings.Join(blocks[:min(3, len(blocks))], "\n---\n"))
+	}
+	debezium, _, _ := strings.Cut(blocks[1], "# or,")
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir(), Kfake: []kfake.Opt{kfake.AllowAutoTopicCreation()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	bin := buildFloe(t)
+	cfg := st.Catalog()
+	cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", blocks[0]+"\n"+blocks[2]+"\n"+debezium)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"FLOE_BROKERS="+strings.Join(st.Brokers, ","), "FLOE_CATALOG="+cfg.Catalog, "FLOE_WAREHOUSE="+cfg.Warehouse, "FLOE_SCHEMA_REGISTRY="+st.Registry)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the examples: %v\n%s", err, out)
+	}
+	for _, want := range []string{"produced 1 record to accounts: accounts/", "produced 5 records to dbserver1.inventory.customers: ",
+		"sink lake.accounts (new table): 1 upsert", "sink lake.customers (new table): 1 upsert", "sink lake.people (new table): 1 upsert",
+		"sink lake.inventory_customers (new table): 3 upserts, 2 deletes (1 row written)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the examples' output lacks %q:\n%s", want, out)
+		}
+	}
+	// Key 2 was created, deleted and tombstoned: ann's new email is the
+	// one row.
+	rows := mustFloe(t, "as-of", "--table", "lake.inventory_customers", "--time", "now", "--rows", "--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse)
+	if !strings.Contains(rows, "ann@new.example") || strings.Contains(rows, "bob@") {
+		t.Errorf("the Debezium table's rows:\n%s", rows)
+	}
+}

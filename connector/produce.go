@@ -1,0 +1,158 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-dev/floe/mapping"
+)
+
+// ByKey is the partition of Produce that partitions records by key.
+const ByKey int32 = -1
+
+// Produced is what Produce wrote: per partition, the offsets its records
+// took, from the first's to past the last's.
+type Produced struct {
+	Records int64
+	Offsets map[mapping.TopicPartition]mapping.Interval
+}
+
+// Produce writes the records of records to topic, in their order within
+// each partition, and returns once the brokers have acknowledged every
+// one (acks=all, idempotent): floe produce, the producer of the local
+// stack's walkthroughs and the docs' recipes, which need none installed
+// and is secured as every client of b is. partition is every record's
+// partition, or ByKey: by the key's hash as the Java client places it
+// (murmur2), records without a key spread. A topic the brokers lack is
+// created when they create topics on first use, and an error naming it
+// otherwise. The first error of records, or of a write, stops the
+// reading; Produced then counts the records the brokers acknowledged.
+func (b *Broker) Produce(ctx context.Context, topic string, partition int32, records iter.Seq2[*kgo.Record, error]) (Produced, error) {
+	done := Produced{Offsets: map[mapping.TopicPartition]mapping.Interval{}}
+	t, err := b.createdTopic(ctx, topic)
+	if err != nil {
+		return done, err
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(b.Seeds...)}
+	if partition != ByKey {
+		if !slices.Contains(t.Partitions, partition) {
+			return done, &CheckError{Settings: []Setting{SettingPartitions},
+				Err: fmt.Errorf("topic %s has no partition %d: its partitions are %s", topic, partition, partitionList(t.Partitions))}
+		}
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, err := kgo.NewClient(append(opts, b.opts...)...)
+	if err != nil {
+		return done, fmt.Errorf("produce to %s: %w", topic, err)
+	}
+	defer cl.Close()
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	failed := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	}
+	acked := func(r *kgo.Record, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			keep(b.authorization(err, "Write", topic, ""))
+			return
+		}
+		tp := mapping.TopicPartition{Topic: topic, Partition: r.Partition}
+		iv, ok := done.Offsets[tp]
+		if !ok {
+			iv = mapping.Interval{Low: r.Offset, High: r.Offset + 1}
+		}
+		done.Offsets[tp] = mapping.Interval{Low: min(iv.Low, r.Offset), High: max(iv.High, r.Offset+1)}
+		done.Records++
+	}
+	for r, err := range records {
+		if err != nil {
+			mu.Lock()
+			keep(err)
+			mu.Unlock()
+			break
+		}
+		if failed() != nil {
+			break
+		}
+		r.Topic = topic
+		if partition != ByKey {
+			r.Partition = partition
+		}
+		cl.Produce(ctx, r, acked)
+	}
+	// Every record handed over is acknowledged or failed once Flush
+	// returns; what a cancelled ctx cut short failed with it.
+	if err := cl.Flush(ctx); err != nil {
+		mu.Lock()
+		keep(err)
+		mu.Unlock()
+	}
+	if err := failed(); err != nil {
+		return done, fmt.Errorf("produce to %s: %w", topic, err)
+	}
+	return done, nil
+}
+
+// createdTopic describes topic, asking the brokers to create it first when
+// they lack it: they do when they create topics on first use
+// (auto.create.topics.enable), as a producer's metadata request asks.
+func (b *Broker) createdTopic(ctx context.Context, topic string) (Topic, error) {
+	t, err := b.Topic(ctx, topic)
+	if !errors.Is(err, ErrUnknownTopic) {
+		return t, err
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, merr := req.RequestWith(ctx, b.cl)
+	if merr != nil {
+		return t, fmt.Errorf("create topic %s: %w", topic, b.authorization(merr, "Create", topic, ""))
+	}
+	for _, rt := range resp.Topics {
+		if code := kerr.ErrorForCode(rt.ErrorCode); code != nil && !errors.Is(code, kerr.UnknownTopicOrPartition) && !errors.Is(code, kerr.LeaderNotAvailable) {
+			return t, fmt.Errorf("create topic %s: %w", topic, b.authorization(code, "Create", topic, ""))
+		}
+	}
+	if t, err2 := b.Topic(ctx, topic); err2 == nil {
+		return t, nil
+	}
+	return t, fmt.Errorf("%w; they do not create a topic when it is first written to: create it first (kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions N)",
+		err, b.Seeds[0], topic)
+}
+
+// partitionList says a topic's partitions: "0-3", or each one.
+func partitionList(ps []int32) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	if int(ps[len(ps)-1]-ps[0])+1 == len(ps) {
+		return fmt.Sprintf("%d-%d", ps[0], ps[len(ps)-1])
+	}
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ", ")
+}

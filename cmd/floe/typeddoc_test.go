@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,17 +20,9 @@ import (
 // newline: when the registry answered schema id 10, the newline byte, the
 // record went out as two (4 bytes, "too short for the 5-byte header", and
 // the JSON), both dead letters. The recipe's produce lines, run with the
-// ids 1, 10 and 255 and a kcat that does what kcat -P does (a file given
-// is one record; standard input is cut at newlines), make one record: the
-// magic byte, the id in four bytes, the JSON.
+// ids 1, 10 and 255 (floe produce on PATH, as a user runs them), make one
+// record each: the magic byte, the id in four bytes, the JSON.
 func TestTypedTablesRecipeOneRecordPerID(t *testing.T) {
-	testenv := func(name string) {
-		if _, err := exec.LookPath(name); err != nil {
-			t.Skipf("needs %s", name)
-		}
-	}
-	testenv("bash")
-	testenv("split")
 	var recipe string
 	for _, b := range docBlocks(t, "docs/typed-tables.md", "") {
 		if strings.Contains(b, "printf %o") {
@@ -45,7 +36,7 @@ func TestTypedTablesRecipeOneRecordPerID(t *testing.T) {
 	// here) and before the sink.
 	var produce []string
 	for _, l := range strings.Split(recipe, "\n") {
-		if strings.HasPrefix(l, "floe ") {
+		if strings.HasPrefix(l, "floe sink") {
 			break
 		}
 		if strings.HasPrefix(l, "id=") || strings.HasPrefix(l, " ") || produce == nil && !strings.HasPrefix(l, "printf") {
@@ -53,48 +44,43 @@ func TestTypedTablesRecipeOneRecordPerID(t *testing.T) {
 		}
 		produce = append(produce, l)
 	}
-	bin := t.TempDir()
-	// kcat -P: each file argument is one record; without one, standard
-	// input is cut into records at each newline (its default -D).
-	fake := `#!/bin/bash
-n=0; files=()
-while [ $# -gt 0 ]; do case "$1" in -b|-t|-k|-K|-D|-p) shift 2;; -*) shift;; *) files+=("$1"); shift;; esac; done
-if [ ${#files[@]} -gt 0 ]; then for f in "${files[@]}"; do cp "$f" "$KCAT_OUT/$n"; n=$((n+1)); done; exit 0; fi
-split -l 1 -a 4 - "$KCAT_OUT/line"
-for f in "$KCAT_OUT"/line*; do [ -e "$f" ] || continue; head -c -1 "$f" > "$KCAT_OUT/$n"; rm "$f"; n=$((n+1)); done
-`
-	if err := os.WriteFile(filepath.Join(bin, "kcat"), []byte(fake), 0o755); err != nil {
+	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir(), Kfake: []kfake.Opt{kfake.AllowAutoTopicCreation()}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(st.Close)
+	bin := buildFloe(t)
+	want := map[string]bool{}
 	for _, id := range []int{1, 10, 255} {
-		out, work := t.TempDir(), t.TempDir()
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", fmt.Sprintf("id=%d\n%s", id, strings.Join(produce, "\n")))
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "KCAT_OUT="+out, "FLOE_BROKERS=127.0.0.1:9")
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "FLOE_BROKERS="+strings.Join(st.Brokers, ","))
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("id %d: the recipe's produce lines %q: %v\n%s", id, produce, err, b)
 		}
-		recs, _ := filepath.Glob(filepath.Join(out, "*"))
-		want := append([]byte{0, 0, 0, 0, byte(id)}, `{"id":1,"amount":2.5}`...)
-		if len(recs) != 1 {
-			t.Errorf("id %d: the recipe produced %d records, want 1", id, len(recs))
-			continue
+		want[string(append([]byte{0, 0, 0, 0, byte(id)}, `{"id":1,"amount":2.5}`...))] = true
+	}
+	recs := consumeAll(t, st.Brokers, "payments", 3)
+	if len(recs) != 3 {
+		t.Fatalf("the recipe run with 3 ids produced %d records, want 3", len(recs))
+	}
+	for _, r := range recs {
+		if !want[string(r.Value)] {
+			t.Errorf("record %q is none of the three framed values", r.Value)
 		}
-		if got, _ := os.ReadFile(recs[0]); !bytes.Equal(bytes.TrimRight(got, "\n"), want) {
-			t.Errorf("id %d: the record is %q, want %q", id, got, want)
-		}
+		delete(want, string(r.Value))
 	}
 }
 
 // TestTypedTablesFirstExampleRuns (from a new-user run): the first
 // command of docs/typed-tables.md sank a topic nothing had produced to
 // (topic "shipments" does not exist). Its first block, run as written on a
-// local stack (kcat with FLOE_BROKERS, floe in-process with the stack's
+// local stack (bash with floe on PATH and FLOE_BROKERS, floe sink in-process with the stack's
 // catalog; topics created on first use, as floe localstack up's are),
 // produces the topic and sinks it.
 func TestTypedTablesFirstExampleRuns(t *testing.T) {
-	testenv.Tool(t, "kcat", "apt-get install kcat")
 	blocks := docBlocks(t, "docs/typed-tables.md", "")
+	bin := buildFloe(t)
 	st, err := localstack.Start(t.Context(), localstack.Options{Dir: t.TempDir(), Kfake: []kfake.Opt{kfake.AllowAutoTopicCreation()}})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +97,9 @@ func TestTypedTablesFirstExampleRuns(t *testing.T) {
 			}
 			continue
 		}
-		if out, err := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", line).CombinedOutput(); err != nil {
+		sh := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", line)
+		sh.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		if out, err := sh.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, out)
 		}
 	}
@@ -121,11 +109,10 @@ func TestTypedTablesFirstExampleRuns(t *testing.T) {
 // said Avro needed a client library to produce on the local stack, which
 // left a user without one no way to try --value registry with Avro. Its
 // recipe of an Avro record written by hand, run as written on a local
-// stack (bash with curl and kcat, floe in-process with the stack's
+// stack (bash with curl and floe produce, floe sink in-process with the stack's
 // catalog), registers the schema, produces one record and sinks it into a
 // row whose columns hold the record's fields, with no dead letter.
 func TestTypedTablesAvroRecipeRuns(t *testing.T) {
-	testenv.Tool(t, "kcat", "apt-get install kcat")
 	testenv.Tool(t, "curl", "apt-get install curl")
 	var recipe string
 	for _, b := range docBlocks(t, "docs/typed-tables.md", "") {
@@ -136,7 +123,7 @@ func TestTypedTablesAvroRecipeRuns(t *testing.T) {
 	if recipe == "" {
 		t.Fatal("docs/typed-tables.md has no block producing an Avro record by hand (clicks-value)")
 	}
-	script, sink, ok := strings.Cut(recipe, "\nfloe ")
+	script, sink, ok := strings.Cut(recipe, "\nfloe sink ")
 	if !ok {
 		t.Fatalf("the Avro recipe has no floe line:\n%s", recipe)
 	}
@@ -148,15 +135,16 @@ func TestTypedTablesAvroRecipeRuns(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = t.TempDir()
 	// As the stack's env.sh sets them.
-	cmd.Env = append(os.Environ(), "FLOE_BROKERS="+strings.Join(st.Brokers, ","), "FLOE_SCHEMA_REGISTRY="+st.Registry)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(buildFloe(t))+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"FLOE_BROKERS="+strings.Join(st.Brokers, ","), "FLOE_SCHEMA_REGISTRY="+st.Registry)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the recipe's lines before floe sink: %v\n%s", err, out)
 	}
 	cfg := st.Catalog()
 	loc := []string{"--brokers", strings.Join(st.Brokers, ","), "--schema-registry", st.Registry, "--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse}
-	code, out, errs := floe(t, append(strings.Fields(strings.TrimSpace(sink)), loc...)...)
+	code, out, errs := floe(t, append(append([]string{"sink"}, strings.Fields(strings.TrimSpace(sink))...), loc...)...)
 	if code != 0 || !strings.Contains(out, "1 row in") || strings.Contains(out, "dead letter") {
-		t.Fatalf("floe %s: exit %d, want one row and no dead letter\n%s\n%s", strings.TrimSpace(sink), code, out, errs)
+		t.Fatalf("floe sink %s: exit %d, want one row and no dead letter\n%s\n%s", strings.TrimSpace(sink), code, out, errs)
 	}
 	rows := mustFloe(t, "as-of", "--table", "lake.clicks", "--time", "now", "--rows", "--catalog", cfg.Catalog)
 	if !strings.Contains(rows, `"id":1,`) || !strings.Contains(rows, `"page":"home"`) {

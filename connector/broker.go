@@ -202,12 +202,7 @@ type Topic struct {
 // franz-go's cached metadata (which kadm uses) can name a topic that was
 // deleted and recreated seconds ago by its old ID.
 func (b *Broker) Topic(ctx context.Context, topic string) (Topic, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	req.AllowAutoTopicCreation = false
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, b.cl)
+	resp, err := b.topicMetadata(ctx, topic, false)
 	if err != nil {
 		return Topic{}, fmt.Errorf("describe topic %s: %w", topic, b.authorization(err, "Describe", topic, ""))
 	}
@@ -234,6 +229,17 @@ func (b *Broker) Topic(ctx context.Context, topic string) (Topic, error) {
 		have = "; the brokers have " + listSome(topics, 10)
 	}
 	return Topic{}, unknownTopic(topic, b.Seeds, have)
+}
+
+// topicMetadata asks the brokers for topic's metadata, and, when create is
+// set, to create it if they create topics on first use.
+func (b *Broker) topicMetadata(ctx context.Context, topic string, create bool) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = create
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	return req.RequestWith(ctx, b.cl)
 }
 
 // Topics lists the topics on the brokers, sorted, without Kafka's internal

@@ -11,7 +11,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-dev/floe/mapping"
 )
@@ -121,12 +120,7 @@ func (b *Broker) createdTopic(ctx context.Context, topic string) (Topic, error) 
 	if !errors.Is(err, ErrUnknownTopic) {
 		return t, err
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	req.AllowAutoTopicCreation = true
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, merr := req.RequestWith(ctx, b.cl)
+	resp, merr := b.topicMetadata(ctx, topic, true)
 	if merr != nil {
 		return t, fmt.Errorf("create topic %s: %w", topic, b.authorization(merr, "Create", topic, ""))
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,6 +50,9 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 		}
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
+	// A record not acknowledged by then fails, where the client would
+	// retry it for as long as the brokers stay away, without a word.
+	opts = append(opts, kgo.RecordDeliveryTimeout(ProduceTimeout))
 	cl, err := kgo.NewClient(append(opts, b.opts...)...)
 	if err != nil {
 		return done, fmt.Errorf("produce to %s: %w", topic, err)
@@ -59,6 +63,8 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 		first error
 	)
 	keep := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if first == nil {
 			first = err
 		}
@@ -69,12 +75,15 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 		return first
 	}
 	acked := func(r *kgo.Record, err error) {
-		mu.Lock()
-		defer mu.Unlock()
 		if err != nil {
+			if errors.Is(err, kgo.ErrRecordTimeout) {
+				err = fmt.Errorf("the brokers did not acknowledge a record within %s: %w", ProduceTimeout, err)
+			}
 			keep(b.authorization(err, "Write", topic, ""))
 			return
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		tp := mapping.TopicPartition{Topic: topic, Partition: r.Partition}
 		iv, ok := done.Offsets[tp]
 		if !ok {
@@ -83,11 +92,16 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 		done.Offsets[tp] = mapping.Interval{Low: min(iv.Low, r.Offset), High: max(iv.High, r.Offset+1)}
 		done.Records++
 	}
+	// An interrupt (ctx) ends the reading, not the writes: a record
+	// handed over is written or fails on its own, and the summary counts
+	// what was written, as kcat flushes what it read on Ctrl-C.
+	write := context.WithoutCancel(ctx)
 	for r, err := range records {
+		if err == nil && ctx.Err() != nil {
+			err = fmt.Errorf("interrupted: %w", context.Cause(ctx))
+		}
 		if err != nil {
-			mu.Lock()
 			keep(err)
-			mu.Unlock()
 			break
 		}
 		if failed() != nil {
@@ -97,20 +111,22 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 		if partition != ByKey {
 			r.Partition = partition
 		}
-		cl.Produce(ctx, r, acked)
+		cl.Produce(write, r, acked)
 	}
 	// Every record handed over is acknowledged or failed once Flush
-	// returns; what a cancelled ctx cut short failed with it.
-	if err := cl.Flush(ctx); err != nil {
-		mu.Lock()
+	// returns (RecordDeliveryTimeout bounds it).
+	if err := cl.Flush(write); err != nil {
 		keep(err)
-		mu.Unlock()
 	}
 	if err := failed(); err != nil {
 		return done, fmt.Errorf("produce to %s: %w", topic, err)
 	}
 	return done, nil
 }
+
+// ProduceTimeout is how long Produce waits for the brokers to acknowledge
+// a record.
+const ProduceTimeout = 30 * time.Second
 
 // createdTopic describes topic, asking the brokers to create it first when
 // they lack it: they do when they create topics on first use

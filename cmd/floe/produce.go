@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ func runProduce(cmd *cobra.Command, f produceFlags, files []string) error {
 		if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) {
 			slog.Info("reading records from standard input, one a line; Ctrl-D ends")
 		}
-		records = lineRecords(cmd.InOrStdin(), f.delimiter, f.nullEmpty, recordOf)
+		records = lineRecords(ctx, cmd.InOrStdin(), f.delimiter, f.nullEmpty, recordOf)
 	}
 	partition := connector.ByKey
 	if cmd.Flags().Changed("partition") {
@@ -187,34 +188,68 @@ func parseHeaders(items []string) ([]kgo.RecordHeader, error) {
 // the last line may lack one), split at its first delimiter into key and
 // value when delimiter is set. A line without the delimiter is an error
 // naming it: kcat sends it without a key, which an upsert table then
-// refuses as a dead letter far from the typo.
-func lineRecords(r io.Reader, delimiter string, nullEmpty bool, recordOf func(value []byte) *kgo.Record) iter.Seq2[*kgo.Record, error] {
+// refuses as a dead letter far from the typo. r is read by a goroutine of
+// its own, so that an interrupt (ctx) ends a wait for a terminal's next
+// line: the records read before it are still written.
+func lineRecords(ctx context.Context, r io.Reader, delimiter string, nullEmpty bool, recordOf func(value []byte) *kgo.Record) iter.Seq2[*kgo.Record, error] {
+	type read struct {
+		line []byte
+		err  error
+	}
 	return func(yield func(*kgo.Record, error) bool) {
-		br := bufio.NewReaderSize(r, 1<<16)
-		for n := 1; ; n++ {
-			line, err := br.ReadBytes('\n')
-			if len(line) == 0 && err != nil {
-				if err != io.EOF {
-					yield(nil, fmt.Errorf("read standard input: %w", err))
-				}
-				return
-			}
-			line = bytes.TrimSuffix(line, []byte("\n"))
-			rec := recordOf(line)
-			if delimiter != "" {
-				k, v, ok := bytes.Cut(line, []byte(delimiter))
-				if !ok {
-					yield(nil, fmt.Errorf("line %d has no key delimiter %q (--key-delimiter): %.60q", n, delimiter, line))
+		lines, stop := make(chan read, 256), make(chan struct{})
+		defer close(stop)
+		go func() {
+			br := bufio.NewReaderSize(r, 1<<16)
+			for {
+				line, err := br.ReadBytes('\n')
+				select {
+				case lines <- read{line, err}:
+				case <-stop:
 					return
 				}
-				rec = recordOf(v)
-				rec.Key = emptyAsNull(k, nullEmpty)
+				if err != nil {
+					return
+				}
 			}
-			if !yield(rec, nil) {
+		}()
+		for n := 1; ; n++ {
+			var l read
+			select {
+			case <-ctx.Done():
+				yield(nil, fmt.Errorf("interrupted while reading standard input: %w", context.Cause(ctx)))
+				return
+			case l = <-lines:
+			}
+			if len(l.line) > 0 {
+				rec, err := lineRecord(l.line, n, delimiter, nullEmpty, recordOf)
+				if !yield(rec, err) || err != nil {
+					return
+				}
+			}
+			if l.err != nil {
+				if l.err != io.EOF {
+					yield(nil, fmt.Errorf("read standard input: %w", l.err))
+				}
 				return
 			}
 		}
 	}
+}
+
+// lineRecord is the record of line n of standard input (lineRecords).
+func lineRecord(line []byte, n int, delimiter string, nullEmpty bool, recordOf func(value []byte) *kgo.Record) (*kgo.Record, error) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	if delimiter == "" {
+		return recordOf(line), nil
+	}
+	k, v, ok := bytes.Cut(line, []byte(delimiter))
+	if !ok {
+		return nil, fmt.Errorf("line %d has no key delimiter %q (--key-delimiter): %.60q", n, delimiter, line)
+	}
+	rec := recordOf(v)
+	rec.Key = emptyAsNull(k, nullEmpty)
+	return rec, nil
 }
 
 // fileRecords yields a record of each file, its value the file's bytes.

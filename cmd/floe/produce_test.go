@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,5 +247,44 @@ func TestUpsertDocExamplesRun(t *testing.T) {
 	rows := mustFloe(t, "as-of", "--table", "lake.inventory_customers", "--time", "now", "--rows", "--catalog", cfg.Catalog, "--warehouse", cfg.Warehouse)
 	if !strings.Contains(rows, "ann@new.example") || strings.Contains(rows, "bob@") {
 		t.Errorf("the Debezium table's rows:\n%s", rows)
+	}
+}
+
+// TestProduceInterruptedWhileReading: an interrupt while floe produce waits
+// for its next line (a terminal, or a pipe held open) ends it at once,
+// after writing what it read, which its summary names; it waited for a
+// line that would never come, every interrupt but the second swallowed.
+func TestProduceInterruptedWhileReading(t *testing.T) {
+	st, brokers, _ := partitionedStack(t, "orders", 1)
+	cmd := exec.CommandContext(t.Context(), buildFloe(t), "produce", "-b", brokers, "-t", "orders", "-K:")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if _, err := io.WriteString(stdin, "a:1\nb:2\n"); err != nil {
+		t.Fatal(err)
+	}
+	if recs := consumeAll(t, st.Brokers, "orders", 2); len(recs) != 2 {
+		t.Fatalf("the two lines written: %d records", len(recs))
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("floe produce still waits for input 10 s after an interrupt\n%s%s", out.String(), errs.String())
+	}
+	if !strings.Contains(out.String(), "produced 2 records to orders: orders/0 [0, 2)") || !strings.Contains(errs.String(), "interrupted while reading standard input") {
+		t.Errorf("an interrupted produce's output:\n%s%s", out.String(), errs.String())
 	}
 }

@@ -154,15 +154,20 @@ func (w *authWatch) saslRefusal() error {
 // watchAuth is ctx, cancelled with authRefused's error once it has one
 // (the sink's requests would otherwise wait on the refused connections
 // without end), and the function that stops the watch. While a refusal
-// lasts the pipeline reads as retrying (Config.OnRetry, with the error),
-// and as running again once a connection is accepted (Config.OnSession):
-// the sink reads nothing meanwhile.
+// lasts, or brokers do not answer (Broker.hungBrokers), the pipeline
+// reads as retrying (Config.OnRetry, with the error), and as running
+// again once a connection is accepted and the brokers answer
+// (Config.OnSession): the sink reads nothing meanwhile. A hang does not
+// end the session: franz-go retries its requests, and one that answers
+// again within them loses nothing; the session ends when a request has
+// kept failing for franz-go's RetryTimeout.
 func (s *Sink) watchAuth(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	tick := time.NewTicker(time.Second)
 	go func() {
 		defer tick.Stop()
-		refusing := false
+		failing := false
+		var hung error
 		for {
 			select {
 			case <-ctx.Done():
@@ -173,17 +178,37 @@ func (s *Sink) watchAuth(ctx context.Context) (context.Context, func()) {
 					cancel(err)
 					return
 				}
+				hung = s.logHung(hung)
+				fails := refused
+				if fails == nil {
+					fails = hung
+				}
 				switch {
-				case refused != nil && !refusing && s.cfg.OnRetry != nil:
-					s.cfg.OnRetry(refused, time.Second)
-				case refused == nil && refusing && s.cfg.OnSession != nil:
+				case fails != nil && !failing && s.cfg.OnRetry != nil:
+					s.cfg.OnRetry(fails, time.Second)
+				case fails == nil && failing && s.cfg.OnSession != nil:
 					s.cfg.OnSession()
 				}
-				refusing = refused != nil
+				failing = fails != nil
 			}
 		}
 	}()
 	return ctx, func() { cancel(nil) }
+}
+
+// logHung returns the error naming the brokers that do not answer now
+// (nil when all do), logging a WARN line when they stop answering and an
+// INFO line when they answer again; was is its last result.
+func (s *Sink) logHung(was error) error {
+	hung := s.broker.hungBrokers()
+	switch {
+	case hung != nil && was == nil:
+		s.log.Warn("a broker does not answer: nothing is read from it until it does, and the pipeline reads as retrying (/readyz 503); the sink goes on once it answers, or gives up after retrying for gives_up_after",
+			"err", hung, "gives_up_after", s.cfg.RetryFor)
+	case hung == nil && was != nil:
+		s.log.Info("the brokers answer again")
+	}
+	return hung
 }
 
 // authRefused logs one ERROR line when the brokers start refusing the

@@ -32,8 +32,10 @@ type Broker struct {
 	// authorization errors ("" when unknown).
 	principal string
 	// auth notices the brokers refusing the connections' authentication,
-	// on every client made with opts.
-	auth *authWatch
+	// and hangs the brokers that do not answer, on every client made with
+	// opts.
+	auth  *authWatch
+	hangs *hangWatch
 }
 
 // DefaultDialTimeout bounds the first request to the cluster: how long
@@ -41,6 +43,15 @@ type Broker struct {
 // beside floe), and for an answer, so that an unreachable broker is an
 // error rather than a hang.
 const DefaultDialTimeout = 15 * time.Second
+
+// DefaultRequestTimeout is how long a request to a broker may go
+// unanswered (on top of the wait a request such as a fetch asks the
+// broker for) before its connection is dropped and the request tried
+// again: franz-go's RequestTimeoutOverhead, whose default it is. A
+// broker that lets one pass counts as not answering (a running sink's
+// /readyz says so). Give another with kgo.RequestTimeoutOverhead among
+// Dial's options.
+const DefaultRequestTimeout = 10 * time.Second
 
 // Dial connects to the cluster in plaintext and checks that it answers
 // within timeout, trying again while no broker takes a connection. Extra
@@ -75,14 +86,14 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 	if err != nil {
 		return nil, err
 	}
-	auth := &authWatch{explain: sec.refusal}
-	opts = append(append(secOpts, kgo.WithHooks(auth)), opts...)
+	auth, hangs := &authWatch{explain: sec.refusal}, &hangWatch{}
+	opts = append(append(secOpts, kgo.WithHooks(auth, hangs)), opts...)
 	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTimeout(min(timeout, 10*time.Second))}, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("brokers %s: %w", strings.Join(seeds, ","), err)
 	}
-	b := &Broker{Seeds: seeds, cl: cl, adm: kadm.NewClient(cl), opts: opts, principal: sec.Principal(), auth: auth}
+	b := &Broker{Seeds: seeds, cl: cl, adm: kadm.NewClient(cl), opts: opts, principal: sec.Principal(), auth: auth, hangs: hangs}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := ping(pctx, cl, seeds, timeout); err != nil {
@@ -101,8 +112,7 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 			// Kafka protocol is most often another service's.
 			tried = fmt.Sprintf("no answer within %s; is Kafka running there, and is it the broker's port, not another service's (an S3 endpoint, a schema registry)?", timeout)
 		}
-		return nil, &CheckError{Settings: []Setting{SettingBrokers},
-			Err: fmt.Errorf("cannot reach brokers %s (%s): %w", strings.Join(seeds, ","), tried, err)}
+		return nil, &CheckError{Settings: []Setting{SettingBrokers}, Err: cannotReach(seeds, tried, err)}
 	}
 	if err := b.checkAdvertised(pctx, seeds); err != nil {
 		cl.Close()
@@ -176,6 +186,33 @@ func (b *Broker) checkAdvertised(ctx context.Context, seeds []string) error {
 	}
 	return &CheckError{Settings: []Setting{SettingBrokers},
 		Err: fmt.Errorf("brokers %s answer, but advertise %s, which this host cannot reach: the brokers' advertised.listeners must name an address their clients can reach (with Docker, the host's address and a port published to it)", strings.Join(seeds, ","), strings.Join(addrs, ","))}
+}
+
+// requestTimeout is the clients' RequestTimeoutOverhead.
+func (b *Broker) requestTimeout() time.Duration {
+	if d, ok := b.cl.OptValue(kgo.RequestTimeoutOverhead).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return DefaultRequestTimeout
+}
+
+// hangWindow is how long after its last timeout a broker that has not
+// answered since still counts as not answering: while it hangs, a sink's
+// requests time out again at least once a request timeout after each
+// pause between its sessions (at most maxRetryWait), or the next lag
+// poll's do.
+func (b *Broker) hangWindow() time.Duration {
+	return 2*b.requestTimeout() + maxRetryWait
+}
+
+// hungBrokers names the brokers that do not answer now, nil when all do:
+// the error a running sink reports while they hang.
+func (b *Broker) hungBrokers() error {
+	addrs, since, waited, cause := b.hangs.hungBrokers(b.hangWindow())
+	if len(addrs) == 0 {
+		return nil
+	}
+	return cannotReach(addrs, notAnswering(since, waited), cause)
 }
 
 // Close closes the admin connection.

@@ -593,6 +593,19 @@ func (s *Sink) Run(ctx context.Context) (Stats, error) {
 	return stats, err
 }
 
+// maxRetryWait bounds the pause before a session after a failure.
+const maxRetryWait = 15 * time.Second
+
+// brokersHung names the brokers that do not answer, when err, which ended
+// a session, is a request to one of them timing out: nil otherwise.
+func (s *Sink) brokersHung(err error) (addrs []string, why string) {
+	addrs, since, waited := s.broker.hangs.hungOn(err, s.broker.hangWindow())
+	if len(addrs) == 0 {
+		return nil, ""
+	}
+	return addrs, notAnswering(since, waited)
+}
+
 // brokersDown reports whether err, which ended a session, is a failed
 // dial to a broker while no broker takes a connection: the brokers, not
 // the storage or the catalog, are out of reach.
@@ -809,7 +822,7 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 	// those whose flush found a file it wrote deleted.
 	moved, gone := 0, 0
 	wait := backoff.NewExponentialBackOff()
-	wait.InitialInterval, wait.MaxInterval = 250*time.Millisecond, 15*time.Second
+	wait.InitialInterval, wait.MaxInterval = 250*time.Millisecond, maxRetryWait
 	for {
 		commits := s.stats.Commits
 		s.caughtUp = false
@@ -870,6 +883,13 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 				}
 				if s.brokersDown(err) {
 					what = "no broker takes a connection (" + strings.Join(s.broker.Seeds, ",") + ")"
+				} else if hung, why := s.brokersHung(err); hung != nil {
+					// Named as a starting sink names brokers that do
+					// not answer: franz-go says only "i/o timeout", or
+					// "unable to dial: context deadline exceeded" (a
+					// deploy walker's stopped broker).
+					what = "brokers " + strings.Join(hung, ",") + " do not answer"
+					err = cannotReach(hung, why, err)
 				}
 				s.log.Warn(what+"; starting again from the ledger after a pause",
 					"err", err, "retry_in", d.Round(time.Millisecond), "failing_for", failed.Round(time.Millisecond), "gives_up_after", s.cfg.RetryFor)
@@ -884,12 +904,19 @@ func (s *Sink) run(ctx context.Context) (Stats, error) {
 			if refused != nil {
 				return s.stats, refusedFor(s.broker.Seeds, s.cfg.RetryFor, refused)
 			}
+			// Brokers out of reach are named as a starting sink names
+			// them (a user saw only franz-go's "unable to dial", a deploy
+			// walker only "i/o timeout").
+			var unreached error
 			if s.brokersDown(err) {
-				// Named as a starting sink names them (a user saw only
-				// franz-go's "unable to dial").
+				unreached = cannotReach(s.broker.Seeds, fmt.Sprintf("none has taken a connection since %s; is Kafka running there?",
+					s.broker.auth.unreachableSince(err).Format(time.TimeOnly)), err)
+			} else if hung, why := s.brokersHung(err); hung != nil {
+				unreached = cannotReach(hung, why, err)
+			}
+			if unreached != nil {
 				return s.stats, &CheckError{Settings: []Setting{SettingBrokers},
-					Err: fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log: cannot reach brokers %s (none has taken a connection since %s; is Kafka running there?): %w",
-						s.cfg.RetryFor, strings.Join(s.broker.Seeds, ","), s.broker.auth.unreachableSince(err).Format(time.TimeOnly), err)}
+					Err: fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log: %w", s.cfg.RetryFor, unreached)}
 			}
 			return s.stats, fmt.Errorf("gave up after retrying for %s without a commit or catching up with the log: %w", s.cfg.RetryFor, err)
 		}

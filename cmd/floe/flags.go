@@ -12,6 +12,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-dev/floe/catalog"
 	"github.com/floe-dev/floe/connector"
@@ -230,16 +231,21 @@ func errMissingTable(ctx context.Context) error {
 // brokerFlags say how to reach the Kafka brokers: -b like kcat, and how
 // to secure the connection (kafkasec.go).
 type brokerFlags struct {
-	brokers     []string
-	dialTimeout time.Duration
+	brokers        []string
+	dialTimeout    time.Duration
+	requestTimeout time.Duration
 	kafkaSecurityFlags
 }
 
-// register adds --brokers (-b) with usage, --dial-timeout and the Kafka
-// security flags.
+// minRequestTimeout is the least --request-timeout franz-go takes.
+const minRequestTimeout = 100 * time.Millisecond
+
+// register adds --brokers (-b) with usage, --dial-timeout,
+// --request-timeout and the Kafka security flags.
 func (f *brokerFlags) register(fs *pflag.FlagSet, usage string) {
 	fs.StringSliceVarP(&f.brokers, "brokers", "b", nil, "Kafka bootstrap brokers `HOST:PORT[,HOST:PORT]`"+usage)
 	fs.DurationVar(&f.dialTimeout, "dial-timeout", connector.DefaultDialTimeout, "at start, how long to wait for the brokers to take connections (a broker starting beside floe) and answer; 0 or less means the default")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", connector.DefaultRequestTimeout, "how long a request to a broker may go unanswered (beyond the wait a fetch asks for) before it is tried again on a new connection; a broker that lets one pass counts as not answering, which a sink's /readyz reports; 0 or less means the default")
 	f.kafkaSecurityFlags.register(fs)
 }
 
@@ -255,7 +261,14 @@ func (f *brokerFlags) dial(ctx context.Context) (*connector.Broker, error) {
 	if err != nil {
 		return nil, settingsError{err}
 	}
-	return connector.DialSecure(ctx, f.brokers, f.dialTimeout, sec)
+	timeout := f.requestTimeout
+	if timeout <= 0 {
+		timeout = connector.DefaultRequestTimeout
+	}
+	if timeout < minRequestTimeout {
+		return nil, settingsError{fmt.Errorf("--request-timeout %s: want at least %s", f.requestTimeout, minRequestTimeout)}
+	}
+	return connector.DialSecure(ctx, f.brokers, f.dialTimeout, sec, kgo.RequestTimeoutOverhead(timeout))
 }
 
 // settingsError is a Kafka security setting (a --kafka-config file that

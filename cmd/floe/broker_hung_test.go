@@ -37,6 +37,13 @@ func readyCode(addr string) (int, string) {
 // seconds past --request-timeout naming it, and once the broker answers
 // again the sink is ready and commits the rest exactly once.
 func TestMidRunBrokerHung(t *testing.T) {
+	t.Run("static", func(t *testing.T) { sinkThroughHang(t, nil) })
+	t.Run("group", func(t *testing.T) { sinkThroughHang(t, []string{"--group", "g-hung"}) })
+}
+
+// sinkThroughHang runs a sink (extra: more flags) while its broker hangs
+// and answers again.
+func sinkThroughHang(t *testing.T, extra []string) {
 	proxy := floetest.NewHungProxy(t)
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(proxy.ListenBehind), kfake.SeedTopics(1, "orders"))
 	if err != nil {
@@ -62,7 +69,7 @@ func TestMidRunBrokerHung(t *testing.T) {
 	defer cancel()
 	const requestTimeout = time.Second
 	done := liveFloe(ctx, append([]string{"sink", "--brokers", broker, "--topic", topic, "--table", "lake.orders",
-		"--flush-interval", "200ms", "--retry-for", "5m", "--request-timeout", requestTimeout.String(), "--metrics-addr", metricsAddr}, catFlags...)...)
+		"--flush-interval", "200ms", "--retry-for", "5m", "--request-timeout", requestTimeout.String(), "--metrics-addr", metricsAddr}, append(extra, catFlags...)...)...)
 	stopped := false
 	defer func() {
 		cancel()

@@ -215,6 +215,18 @@ func (b *Broker) hungBrokers() error {
 	return cannotReach(addrs, notAnswering(since, waited), cause)
 }
 
+// NameHung names the brokers that do not answer in err, an error of a
+// request to them, as a running sink names them: franz-go says only "i/o
+// timeout" or "unable to dial: context deadline exceeded". Any other
+// error is returned as it is.
+func (b *Broker) NameHung(err error) error {
+	addrs, since, waited := b.hangs.hungOn(err, b.hangWindow())
+	if len(addrs) == 0 {
+		return err
+	}
+	return cannotReach(addrs, notAnswering(since, waited), err)
+}
+
 // Close closes the admin connection.
 func (b *Broker) Close() { b.cl.Close() }
 

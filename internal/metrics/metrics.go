@@ -438,6 +438,9 @@ func (p *Pipeline) WatchLag(ctx context.Context, b *connector.Broker, interval t
 			what := "the broker's offsets"
 			if ledgerDown {
 				what = ledgerFailing
+			} else {
+				// franz-go's timeout names no broker (a deploy walker's).
+				err = b.NameHung(err)
 			}
 			if what != failing {
 				if failing != "" {

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-dev/floe/mapping"
 )
 
 // ReadLogTimeout bounds a ReadLog whose context has no deadline of its own.
@@ -144,6 +146,8 @@ func (b *Broker) ReadLog(ctx context.Context, topic string, partition int32, fro
 			if rec.Offset < offset {
 				continue
 			}
+			// franz-go's time of a timestamp outside 1677..2262 overflowed.
+			rec.Timestamp = mapping.RecordTime(rec.Timestamp)
 			if rec.Offset >= to || !fn(rec, fp.LogStartOffset) || rec.Offset >= to-1 {
 				return nil
 			}

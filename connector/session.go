@@ -755,6 +755,8 @@ func (ss *session) poll(ctx context.Context) error {
 		}
 		fetches = ss.cl.PollRecords(pctx, min(10_000, max(1, s.cfg.FlushRecords-ss.pending)))
 		cancel()
+		// franz-go's time of a timestamp outside 1677..2262 overflowed.
+		fetches.EachRecord(func(r *kgo.Record) { r.Timestamp = mapping.RecordTime(r.Timestamp) })
 		if ss.gm != nil {
 			ss.gm.mu.Lock()
 		}

@@ -315,6 +315,7 @@ func s68Check(t *testing.T, st *localstack.Stack, brokers string, cat []string, 
 			}
 		}
 	}
+	s68CheckFiles(t, cat, name, fileOf)
 	code, out, errs := floe(t, append([]string{"audit", "--table", name, "--deep", "--verify-content", "--brokers", brokers, "--json"}, cat...)...)
 	var rep struct {
 		Verdict  string `json:"verdict"`
@@ -1023,5 +1024,49 @@ func TestReviewS68HoldsRangeEndsBeforeMarker(t *testing.T) {
 	t.Logf("audit exit %d:\n%s\n%s", code, out, errs)
 	if code != 0 {
 		t.Errorf("audit exit %d", code)
+	}
+}
+
+// s68CheckFiles checks floe files --json against the rows each file holds
+// (fileOf: the file of each row): a file's topic, partition, offsets and
+// group spans must hold every row of it.
+func s68CheckFiles(t *testing.T, cat []string, name string, fileOf map[mapping.TopicPartition]map[int64]string) {
+	t.Helper()
+	out := mustFloe(t, append([]string{"files", "--table", name, "--json"}, cat...)...)
+	var rep lookup.FilesResult
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("floe files --json: %v\n%s", err, out)
+	}
+	files := map[string]lookup.File{}
+	for _, f := range rep.Files {
+		files[f.Path] = f
+	}
+	bad := 0
+	for tp, offs := range fileOf {
+		for o, path := range offs {
+			f, ok := files[path]
+			var why string
+			switch {
+			case !ok:
+				why = "not listed"
+			case f.Topic != "" && f.Topic != tp.Topic:
+				why = "listed with topic " + f.Topic
+			case f.Partition != nil && *f.Partition != tp.Partition:
+				why = fmt.Sprintf("listed with partition %d", *f.Partition)
+			case f.MinOffset != nil && (o < *f.MinOffset || o > *f.MaxOffset):
+				why = fmt.Sprintf("listed with offsets %d-%d", *f.MinOffset, *f.MaxOffset)
+			case f.Group != nil && !slices.ContainsFunc(f.Group.Spans, func(sp lookup.Span) bool {
+				return sp.Topic == tp.Topic && sp.Partition == tp.Partition && sp.Low <= o && o < sp.High
+			}):
+				why = fmt.Sprintf("in no span of its group %+v", f.Group.Spans)
+			}
+			if why != "" {
+				bad++
+				if bad < 6 {
+					b, _ := json.Marshal(f)
+					t.Errorf("floe files: row %s@%d of %s: %s (%s)", tp, o, path, why, b)
+				}
+			}
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1068,5 +1069,103 @@ func s68CheckFiles(t *testing.T, cat []string, name string, fileOf map[mapping.T
 				}
 			}
 		}
+	}
+}
+
+// TestReviewS68HoldsRegexNewAndRecreatedTopic: a live floe sink
+// --topic-regex into one table picks up a topic created while it runs
+// (records produced before it looked included); that topic deleted and
+// created again with more records than before: its pipeline stops, the
+// other topic's goes on, no record of the new incarnation reaches the
+// table, and the audit against the brokers says topic-recreated.
+func TestReviewS68HoldsRegexNewAndRecreatedTopic(t *testing.T) {
+	crashScenario(t)
+	st, brokers, cat := partitionedStack(t, "rx1", 2)
+	c1, c2 := map[int32]int64{}, map[int32]int64{}
+	produceRound(t, st.Brokers, "rx1", 2, 20, c1)
+	sink := s65Start(t, append([]string{"sink", "--brokers", brokers, "--topic-regex", "rx.*", "--table", "lake.rx", "--topic-check", "1s", "--flush-interval", "200ms"}, cat...)...)
+	waitNext := func(topic string, want map[int32]int64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if code, _, _ := floe(t, append([]string{"ledger", "--table", "lake.rx"}, cat...)...); code != 0 {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			tbl := openTable(t, st.Catalog(), "lake.rx")
+			l, err := tbl.Ledger()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok := true
+			for p, n := range want {
+				if l.Next()[mapping.TopicPartition{Topic: topic, Partition: p}] < n {
+					ok = false
+				}
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: ledger %v, want %v", topic, l.Next(), want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitNext("rx1", c1)
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "rx2", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRound(t, st.Brokers, "rx2", 2, 30, c2)
+	waitNext("rx2", c2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(st.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).DeleteTopics(t.Context(), "rx2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := localstack.CreateTopic(t.Context(), st.Brokers, "rx2", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	c2b := map[int32]int64{}
+	produceRound(t, st.Brokers, "rx2", 2, 80, c2b)
+	produceRound(t, st.Brokers, "rx1", 2, 20, c1)
+	waitNext("rx1", c1)
+	recreated := time.Now()
+	for !strings.Contains(sink.stderr.String(), "level=ERROR") && time.Since(recreated) < 150*time.Second {
+		time.Sleep(time.Second)
+	}
+	t.Logf("ERROR after %s", time.Since(recreated))
+	stopping := time.Now()
+	_ = sink.cmd.Process.Signal(syscall.SIGTERM)
+	err = <-sink.done
+	var said []string
+	for _, l := range strings.Split(sink.stderr.String(), "\n") {
+		if strings.Contains(l, "rx2") && !strings.Contains(l, "msg=committed") || strings.Contains(l, "level=ERROR") || strings.Contains(l, "level=WARN") {
+			said = append(said, l)
+		}
+	}
+	t.Logf("sink: %v (stopped in %s)\n%s", err, time.Since(stopping), strings.Join(said, "\n"))
+	if !strings.Contains(sink.stderr.String(), "level=ERROR") {
+		t.Errorf("the sink said nothing of the recreated topic at ERROR")
+	}
+	rows := rowsByOffset(t, openTable(t, st.Catalog(), "lake.rx"))
+	for p := range int32(2) {
+		tp := mapping.TopicPartition{Topic: "rx2", Partition: p}
+		for o := range rows[tp] {
+			if o >= c2[p] {
+				t.Errorf("%s@%d: a row of the recreated topic", tp, o)
+			}
+		}
+		if int64(len(rows[tp])) != c2[p] {
+			t.Errorf("%s: %d rows, want the first incarnation's %d", tp, len(rows[tp]), c2[p])
+		}
+	}
+	code, out, errs := floe(t, append([]string{"audit", "--table", "lake.rx", "--deep", "--brokers", brokers}, cat...)...)
+	t.Logf("audit exit %d:\n%s\n%s", code, out, errs)
+	if code != 1 || !strings.Contains(out, "topic-recreated") && !strings.Contains(out, "recreated") {
+		t.Errorf("audit exit %d, want the recreated topic reported", code)
 	}
 }

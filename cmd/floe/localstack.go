@@ -252,12 +252,16 @@ Environment (also in %[1]s/env.sh):
 	// take them all from the config file instead.
 	conn := fmt.Sprintf("--brokers %s --catalog %s --warehouse %s --s3-endpoint %s --s3-access-key-id %s --s3-secret-access-key %s",
 		broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint, localstack.AccessKeyID, localstack.SecretAccessKey)
+	// floe produce takes the Kafka flags only: the catalog's and S3's
+	// are unknown flags to it (a new user ran the line as printed).
+	produceConn := "--brokers " + broker
 	if l.Password != "" {
 		conn = "--config " + filepath.Join(l.Dir, "floe.yaml")
+		produceConn = conn
 	}
 	fmt.Fprintf(w, `
 floe (flags; or --config %[1]s/floe.yaml, or the variables above):
-  floe produce %[13]s --topic orders -K:      (then type key:value lines; Ctrl-D ends)
+  floe produce %[14]s --topic orders -K:      (then type key:value lines; Ctrl-D ends)
   floe sink    %[13]s --topic orders --table lake.orders
   floe status  %[13]s --table lake.orders
 
@@ -272,7 +276,7 @@ Other clients:
             SELECT * FROM iceberg_scan('METADATA');   -- METADATA: the "metadata" line of floe status
 `, l.Dir, broker, l.CatalogPath(), l.Warehouse(), l.S3.Endpoint, localstack.Bucket,
 		localstack.AccessKeyID, localstack.SecretAccessKey, localstack.Region, strings.TrimPrefix(l.S3.Endpoint, "http://"),
-		l.Registry, localKafkaClients(l), conn)
+		l.Registry, localKafkaClients(l), conn, produceConn)
 }
 
 // localPlaintextLine is the usage's line of a secured stack's plaintext

@@ -235,6 +235,41 @@ func TestLocalstackUpSinkLineRuns(t *testing.T) {
 	}
 }
 
+// TestLocalstackUpProduceLineRuns: the floe produce line 'floe localstack
+// up' prints runs as printed, on a plain stack and on a secured one (a
+// new user ran it: it carried the catalog's and S3's flags, which floe
+// produce does not take, and failed with "unknown flag: --catalog").
+func TestLocalstackUpProduceLineRuns(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("secure=%v", secure), func(t *testing.T) {
+			for _, v := range []string{"FLOE_BROKERS", "FLOE_KAFKA_TLS_CA", "FLOE_KAFKA_SASL_MECHANISM", "FLOE_KAFKA_SASL_USER", "FLOE_KAFKA_SASL_PASSWORD"} {
+				t.Setenv(v, "")
+			}
+			dir := t.TempDir()
+			l, _ := upOnFreePorts(t, localstack.UpOptions{Dir: dir, Secure: secure})
+			t.Cleanup(l.Close)
+			if err := writeLocalFiles(l); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			printLocalUsage(&out, l)
+			var line string
+			for l := range strings.Lines(out.String()) {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "floe produce "); ok {
+					line, _, _ = strings.Cut(rest, "(then")
+				}
+			}
+			if line == "" {
+				t.Fatalf("no floe produce line:\n%s", out.String())
+			}
+			args := append([]string{"produce"}, strings.Fields(line)...)
+			if code, stdout, errs := floeInput(t, "k1:{\"amount\":3}\n", args...); code != 0 || !strings.HasPrefix(stdout, "produced 1 record to orders: ") {
+				t.Fatalf("floe produce %s: exit %d\n%s\n%s", line, code, stdout, errs)
+			}
+		})
+	}
+}
+
 // upOnFreePorts starts a local stack with opts on free ports, picking new
 // ones when a port picked as free was taken before the stack bound it
 // (they lie in Linux's range for outgoing connections: another

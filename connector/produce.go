@@ -16,6 +16,9 @@ import (
 	"github.com/floe-dev/floe/mapping"
 )
 
+// ErrNoPartition is Produce's error for a partition the topic lacks.
+var ErrNoPartition = errors.New("no partition")
+
 // ByKey is the partition of Produce that partitions records by key.
 const ByKey int32 = -1
 
@@ -45,8 +48,7 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 	opts := []kgo.Opt{kgo.SeedBrokers(b.Seeds...)}
 	if partition != ByKey {
 		if !slices.Contains(t.Partitions, partition) {
-			return done, &CheckError{Settings: []Setting{SettingPartitions},
-				Err: fmt.Errorf("topic %s has no partition %d: its partitions are %s", topic, partition, partitionList(t.Partitions))}
+			return done, fmt.Errorf("topic %s has %w %d: its partitions are %s", topic, ErrNoPartition, partition, partitionList(t.Partitions))
 		}
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
@@ -156,6 +158,9 @@ func (b *Broker) createdTopic(ctx context.Context, topic string) (Topic, error) 
 func partitionList(ps []int32) string {
 	if len(ps) == 0 {
 		return "none"
+	}
+	if len(ps) == 1 {
+		return fmt.Sprint(ps[0])
 	}
 	if int(ps[len(ps)-1]-ps[0])+1 == len(ps) {
 		return fmt.Sprintf("%d-%d", ps[0], ps[len(ps)-1])

@@ -12,10 +12,12 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/term"
 
 	"github.com/floe-dev/floe/connector"
 	"github.com/floe-dev/floe/mapping"
@@ -44,8 +46,11 @@ that the local stack's walkthroughs and the docs' recipes need no producer insta
 are kcat's (-b, -t, -K, -Z, -p, -k, -H), and it reaches secured brokers with the --kafka-*
 flags every floe command takes.
 
+A line ends at \n or \r\n, and an empty line is no record (as kcat skips it; an empty value
+comes from an empty FILE, or "k1:" with -K:).
 --key-delimiter (-K) splits each line at its first DELIM into key and value ("k1:{...}" with
--K:); a line without it is refused, naming the line, where kcat would send it without a key.
+-K:; DELIM reads \t, \r, \\ and \xNN as kcat does: -K '\t' for tab-separated lines); a line
+without it is refused, naming the line, where kcat would send it without a key.
 --null-empty (-Z) sends an empty key or value as null: "k1:" with -K: -Z is a tombstone, which
 deletes key k1 from an upsert table. --key (-k) gives every record one key.
 
@@ -84,14 +89,27 @@ func runProduce(cmd *cobra.Command, f produceFlags, files []string) error {
 	case f.delimiter != "" && len(files) > 0:
 		return fmt.Errorf("--key-delimiter splits lines of standard input; a FILE (%s) is one record, whole: give it its key with --key", files[0])
 	case cmd.Flags().Changed("partition") && f.partition < 0:
-		return fmt.Errorf("--partition %d: want a partition number, 0 or more", f.partition)
+		return fmt.Errorf("--partition %d: want a partition number, 0 or more; leave --partition out to place records by key (kcat's -p -1)", f.partition)
 	}
 	if len(f.brokers) == 0 {
 		return errNoBrokers
 	}
+	delimiter, err := parseDelimiter(f.delimiter)
+	if err != nil {
+		return err
+	}
 	headers, err := parseHeaders(f.headers)
 	if err != nil {
 		return err
+	}
+	// A FILE that cannot be read is refused before the brokers are asked
+	// for the topic, which they may create on first use.
+	for _, name := range files {
+		if st, err := os.Stat(name); err != nil {
+			return fmt.Errorf("record file: %w", err)
+		} else if st.IsDir() {
+			return fmt.Errorf("record file %s is a folder: give the files in it (%s/*)", name, name)
+		}
 	}
 	broker, err := f.dial(ctx)
 	if err != nil {
@@ -112,13 +130,16 @@ func runProduce(cmd *cobra.Command, f produceFlags, files []string) error {
 		if in, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(in) {
 			slog.Info("reading records from standard input, one a line; Ctrl-D ends")
 		}
-		records = lineRecords(ctx, cmd.InOrStdin(), f.delimiter, f.nullEmpty, recordOf)
+		records = lineRecords(ctx, cmd.InOrStdin(), delimiter, f.nullEmpty, recordOf)
 	}
 	partition := connector.ByKey
 	if cmd.Flags().Changed("partition") {
 		partition = f.partition
 	}
 	done, err := broker.Produce(ctx, f.topic, partition, records)
+	if errors.Is(err, connector.ErrNoPartition) {
+		err = fmt.Errorf("%w: give one of those with --partition (-p), or leave --partition out to place records by key", err)
+	}
 	if done.Records == 0 && err != nil {
 		return err
 	}
@@ -158,9 +179,10 @@ func producedReport(topic string, p connector.Produced) produced {
 
 // isTerminal reports whether f is a terminal: a user who ran floe produce
 // without piping records in is told it waits for them.
+// A character device is not enough: /dev/null is one, and a script's
+// </dev/null was told to press Ctrl-D.
 func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // emptyAsNull is b, or null when it is empty and --null-empty was given.
@@ -169,6 +191,47 @@ func emptyAsNull(b []byte, nullEmpty bool) []byte {
 		return nil
 	}
 	return b
+}
+
+// parseDelimiter reads --key-delimiter as kcat reads -K: \t, \n, \r,
+// \\ and \xNN stand for the byte they name, so that -K '\t' splits
+// tab-separated lines (taken literally, every line was refused).
+func parseDelimiter(s string) ([]byte, error) {
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			out = append(out, s[i])
+			continue
+		}
+		i++
+		switch s[i] {
+		case 't':
+			out = append(out, '\t')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case '\\':
+			out = append(out, '\\')
+		case 'x':
+			j := i + 1
+			for j < len(s) && j < i+3 && strings.ContainsRune("0123456789abcdefABCDEF", rune(s[j])) {
+				j++
+			}
+			if j == i+1 {
+				return nil, fmt.Errorf("--key-delimiter %q: \\x wants a hex byte (\\x09 is a tab)", s)
+			}
+			b, _ := strconv.ParseUint(s[i+1:j], 16, 8)
+			out = append(out, byte(b))
+			i = j - 1
+		default:
+			out = append(out, '\\', s[i])
+		}
+	}
+	if bytes.Contains(out, []byte("\n")) {
+		return nil, fmt.Errorf("--key-delimiter %q holds a newline, which ends each line before it", s)
+	}
+	return out, nil
 }
 
 // parseHeaders reads --header NAME=VALUE items.
@@ -184,14 +247,15 @@ func parseHeaders(items []string) ([]kgo.RecordHeader, error) {
 	return out, nil
 }
 
-// lineRecords yields a record of each line of r (its newline left out;
-// the last line may lack one), split at its first delimiter into key and
-// value when delimiter is set. A line without the delimiter is an error
-// naming it: kcat sends it without a key, which an upsert table then
-// refuses as a dead letter far from the typo. r is read by a goroutine of
-// its own, so that an interrupt (ctx) ends a wait for a terminal's next
-// line: the records read before it are still written.
-func lineRecords(ctx context.Context, r io.Reader, delimiter string, nullEmpty bool, recordOf func(value []byte) *kgo.Record) iter.Seq2[*kgo.Record, error] {
+// lineRecords yields a record of each line of r (its newline, or \r\n,
+// left out; the last line may lack one; an empty line none, as kcat),
+// split at its first delimiter into key and value when delimiter is set.
+// A line without the delimiter is an error naming it: kcat sends it
+// without a key, which an upsert table then refuses as a dead letter far
+// from the typo. r is read by a goroutine of its own, so that an
+// interrupt (ctx) ends a wait for a terminal's next line, which a read is
+// deaf to: the records read before it are still written.
+func lineRecords(ctx context.Context, r io.Reader, delimiter []byte, nullEmpty bool, recordOf func(value []byte) *kgo.Record) iter.Seq2[*kgo.Record, error] {
 	type read struct {
 		line []byte
 		err  error
@@ -217,12 +281,11 @@ func lineRecords(ctx context.Context, r io.Reader, delimiter string, nullEmpty b
 			var l read
 			select {
 			case <-ctx.Done():
-				yield(nil, fmt.Errorf("interrupted while reading standard input: %w", context.Cause(ctx)))
+				yield(nil, fmt.Errorf("interrupted while reading standard input: %w (the summary names the records written before)", context.Cause(ctx)))
 				return
 			case l = <-lines:
 			}
-			if len(l.line) > 0 {
-				rec, err := lineRecord(l.line, n, delimiter, nullEmpty, recordOf)
+			if rec, err := lineRecord(l.line, n, delimiter, nullEmpty, recordOf); rec != nil || err != nil {
 				if !yield(rec, err) || err != nil {
 					return
 				}
@@ -237,13 +300,23 @@ func lineRecords(ctx context.Context, r io.Reader, delimiter string, nullEmpty b
 	}
 }
 
-// lineRecord is the record of line n of standard input (lineRecords).
-func lineRecord(line []byte, n int, delimiter string, nullEmpty bool, recordOf func(value []byte) *kgo.Record) (*kgo.Record, error) {
+// lineRecord is the record of line n of standard input (lineRecords),
+// none for an empty line.
+func lineRecord(line []byte, n int, delimiter []byte, nullEmpty bool, recordOf func(value []byte) *kgo.Record) (*kgo.Record, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
-	if delimiter == "" {
+	// A Windows line ending is the line's end too: its \r kept would end
+	// every value, and "k1:\r" with -K: -Z would upsert k1 rather than
+	// delete it.
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(line) == 0 {
+		// An empty line is no record, as kcat skips it: a blank line at
+		// a file's end made an empty record.
+		return nil, nil
+	}
+	if len(delimiter) == 0 {
 		return recordOf(line), nil
 	}
-	k, v, ok := bytes.Cut(line, []byte(delimiter))
+	k, v, ok := bytes.Cut(line, delimiter)
 	if !ok {
 		return nil, fmt.Errorf("line %d has no key delimiter %q (--key-delimiter): %.60q", n, delimiter, line)
 	}

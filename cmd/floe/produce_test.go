@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -131,7 +132,7 @@ func TestProduceRefusals(t *testing.T) {
 		args  []string
 		want  string
 	}{
-		{"x\n", []string{"-t", "orders", "-p", "7"}, "topic orders has no partition 7: its partitions are 0-2"},
+		{"x\n", []string{"-t", "orders", "-p", "7"}, "topic orders has no partition 7: its partitions are 0-2: give one of those with --partition (-p)"},
 		// The test stack's broker creates no topic on first use.
 		{"x\n", []string{"-t", "ordres"}, `topic "ordres" does not exist on brokers`},
 		{"x\n", []string{"-t", "ordres"}, "create it first"},
@@ -286,5 +287,87 @@ func TestProduceInterruptedWhileReading(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "produced 2 records to orders: orders/0 [0, 2)") || !strings.Contains(errs.String(), "interrupted while reading standard input") {
 		t.Errorf("an interrupted produce's output:\n%s%s", out.String(), errs.String())
+	}
+}
+
+// TestProduceLinesAsTyped: lines as a newcomer types or saves them are
+// records as kcat makes them. An empty line is none (it made an empty
+// record, or with -K was refused as a line without the delimiter); a
+// Windows line ending is not part of the value (with -K: -Z, "a1:\r\n"
+// upserted "\r" rather than deleting a1); -K '\t' splits at a tab, as
+// kcat reads it (taken literally, every line was refused).
+func TestProduceLinesAsTyped(t *testing.T) {
+	st, brokers, _ := partitionedStack(t, "orders", 1)
+	code, out, errs := floeInput(t, "k1:{\"a\":1}\r\n\r\n\nk2:{\"a\":2}\r\na1:\r\nk3\tv3\n\n", "produce", "-b", brokers, "-t", "orders", "-K:", "-Z")
+	if code != exitError || !strings.Contains(errs, `line 6 has no key delimiter ":"`) || out != "produced 3 records to orders: orders/0 [0, 3)\n" {
+		t.Fatalf("produce: exit %d\nstdout %q\nstderr %s", code, out, errs)
+	}
+	code, out, errs = floeInput(t, "k3\tv3\r\n\n", "produce", "-b", brokers, "-t", "orders", `-K\t`)
+	if code != 0 || out != "produced 1 record to orders: orders/0 [3, 4)\n" {
+		t.Fatalf("produce -K '\\t': exit %d\nstdout %q\nstderr %s", code, out, errs)
+	}
+	recs := consumeAll(t, st.Brokers, "orders", 4)
+	want := []struct{ key, value string }{{"k1", `{"a":1}`}, {"k2", `{"a":2}`}, {"a1", ""}, {"k3", "v3"}}
+	if len(recs) != len(want) {
+		t.Fatalf("consumed %d records, want %d", len(recs), len(want))
+	}
+	for i, w := range want {
+		if string(recs[i].Key) != w.key || string(recs[i].Value) != w.value {
+			t.Errorf("record %d: key %q value %q, want %q %q", i, recs[i].Key, recs[i].Value, w.key, w.value)
+		}
+	}
+	if recs[2].Value != nil {
+		t.Errorf("a1:\\r\\n with -Z: value %q, want a tombstone", recs[2].Value)
+	}
+	for _, c := range []struct{ delim, want string }{{`\x`, `\x wants a hex byte`}, {`\n`, "holds a newline"}} {
+		if code, _, errs := floeInput(t, "x\n", "produce", "-b", brokers, "-t", "orders", "-K", c.delim); code != exitError || !strings.Contains(errs, c.want) {
+			t.Errorf("-K %s: exit %d, want 2 saying %q\n%s", c.delim, code, c.want, errs)
+		}
+	}
+}
+
+// TestProduceRefusalsNameTheFlag: a partition the topic lacks is refused
+// naming floe produce's --partition (it said "check --partitions", floe
+// sink's flag, and a topic of one partition had "partitions 0-0"); a FILE
+// that cannot be read is refused before the brokers create the topic.
+func TestProduceRefusalsNameTheFlag(t *testing.T) {
+	l := upLocal(t, t.TempDir())
+	b := l.Brokers[0]
+	code, _, errs := floeInput(t, "x\n", "produce", "-b", b, "-t", "one", "-p", "3")
+	if code != exitError || !strings.Contains(errs, "its partitions are 0: give one of those with --partition (-p), or leave --partition out") || strings.Contains(errs, "--partitions") {
+		t.Errorf("-p 3 on a topic of one partition: exit %d\n%s", code, errs)
+	}
+	code, _, errs = floeInput(t, "", "produce", "-b", b, "-t", "never", filepath.Join(t.TempDir(), "missing.bin"))
+	if code != exitError || !strings.Contains(errs, "record file: stat ") || !strings.Contains(errs, "no such file") {
+		t.Errorf("a missing FILE: exit %d\n%s", code, errs)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics, err := kadm.NewClient(cl).ListTopics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics.Has("never") {
+		t.Errorf("a produce refused for its missing FILE created topic never")
+	}
+}
+
+// TestProduceDevNullIsNoTerminal: a script's </dev/null, a character
+// device, is not a terminal: floe produce does not tell it to press
+// Ctrl-D.
+func TestProduceDevNullIsNoTerminal(t *testing.T) {
+	_, brokers, _ := partitionedStack(t, "orders", 1)
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	var out, errb bytes.Buffer
+	code := runInput([]string{"produce", "-b", brokers, "-t", "orders"}, null, &out, &errb)
+	if code != 0 || out.String() != "produced 0 records to orders\n" || strings.Contains(errb.String(), "Ctrl-D") {
+		t.Errorf("produce </dev/null: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }

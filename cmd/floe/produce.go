@@ -49,7 +49,7 @@ flags every floe command takes.
 A line ends at \n or \r\n, and an empty line is no record (as kcat skips it; an empty value
 comes from an empty FILE, or "k1:" with -K:).
 --key-delimiter (-K) splits each line at its first DELIM into key and value ("k1:{...}" with
--K:; DELIM reads \t, \r, \\ and \xNN as kcat does: -K '\t' for tab-separated lines); a line
+-K:; DELIM reads \t and \xNN as kcat does, and \r and \\: -K '\t' for tab-separated lines); a line
 without it is refused, naming the line, where kcat would send it without a key.
 --null-empty (-Z) sends an empty key or value as null: "k1:" with -K: -Z is a tombstone, which
 deletes key k1 from an upsert table. --key (-k) gives every record one key.
@@ -74,7 +74,7 @@ floe as-of take positions.`,
 	fs.StringVarP(&f.key, "key", "k", "", "`KEY` of every record")
 	fs.BoolVarP(&f.nullEmpty, "null-empty", "Z", false, "send an empty key or value as null (an empty value is then a tombstone)")
 	fs.Int32VarP(&f.partition, "partition", "p", 0, "`PARTITION` of every record (default: by the key's hash)")
-	fs.StringArrayVarP(&f.headers, "header", "H", nil, "header `NAME=VALUE` of every record, repeatable")
+	fs.StringArrayVarP(&f.headers, "header", "H", nil, "header `NAME=VALUE` of every record (NAME alone: without a value, as kcat), repeatable")
 	fs.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	return cmd
 }
@@ -193,9 +193,10 @@ func emptyAsNull(b []byte, nullEmpty bool) []byte {
 	return b
 }
 
-// parseDelimiter reads --key-delimiter as kcat reads -K: \t, \n, \r,
-// \\ and \xNN stand for the byte they name, so that -K '\t' splits
-// tab-separated lines (taken literally, every line was refused).
+// parseDelimiter reads --key-delimiter as kcat reads -K: \t, \n and \xNN
+// (and \r and \\, which kcat leaves as they are) stand for the byte they
+// name, so that -K '\t' splits tab-separated lines (taken literally, every
+// line was refused).
 func parseDelimiter(s string) ([]byte, error) {
 	var out []byte
 	for i := 0; i < len(s); i++ {
@@ -234,15 +235,20 @@ func parseDelimiter(s string) ([]byte, error) {
 	return out, nil
 }
 
-// parseHeaders reads --header NAME=VALUE items.
+// parseHeaders reads --header NAME=VALUE items, and NAME alone as kcat's
+// -H NAME: a header without a value (null), where NAME= has an empty one.
 func parseHeaders(items []string) ([]kgo.RecordHeader, error) {
 	var out []kgo.RecordHeader
 	for _, h := range items {
 		name, value, ok := strings.Cut(h, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--header %q: want NAME=VALUE", h)
+		if name == "" {
+			return nil, fmt.Errorf("--header %q: want NAME=VALUE, or NAME for a header without a value", h)
 		}
-		out = append(out, kgo.RecordHeader{Key: name, Value: []byte(value)})
+		hd := kgo.RecordHeader{Key: name}
+		if ok {
+			hd.Value = []byte(value)
+		}
+		out = append(out, hd)
 	}
 	return out, nil
 }

@@ -138,7 +138,7 @@ func TestProduceRefusals(t *testing.T) {
 		{"x\n", []string{"-t", "ordres"}, "create it first"},
 		{"x\n", []string{"-p", "0"}, "missing --topic NAME"},
 		{"x\n", []string{"-t", "orders", "-K:", "-k", "a"}, "give one or the other"},
-		{"x\n", []string{"-t", "orders", "-H", "nameonly"}, `--header "nameonly": want NAME=VALUE`},
+		{"x\n", []string{"-t", "orders", "-H", "=v"}, `--header "=v": want NAME=VALUE`},
 	} {
 		code, out, errs := floeInput(t, c.stdin, append([]string{"produce", "-b", brokers}, c.args...)...)
 		if code != exitError || !strings.Contains(errs, c.want) {
@@ -369,5 +369,19 @@ func TestProduceDevNullIsNoTerminal(t *testing.T) {
 	code := runInput([]string{"produce", "-b", brokers, "-t", "orders"}, null, &out, &errb)
 	if code != 0 || out.String() != "produced 0 records to orders\n" || strings.Contains(errb.String(), "Ctrl-D") {
 		t.Errorf("produce </dev/null: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+// TestProduceHeaderWithoutValue: -H NAME is a header without a value, as
+// kcat's (it was refused as "want NAME=VALUE"); NAME= has an empty one.
+func TestProduceHeaderWithoutValue(t *testing.T) {
+	st, brokers, _ := partitionedStack(t, "orders", 1)
+	if code, out, errs := floeInput(t, "x\n", "produce", "-b", brokers, "-t", "orders", "-H", "trace", "-H", "empty="); code != 0 {
+		t.Fatalf("produce -H trace: exit %d\n%s%s", code, out, errs)
+	}
+	recs := consumeAll(t, st.Brokers, "orders", 1)
+	if len(recs) != 1 || len(recs[0].Headers) != 2 || recs[0].Headers[0].Key != "trace" || recs[0].Headers[0].Value != nil ||
+		recs[0].Headers[1].Key != "empty" || recs[0].Headers[1].Value == nil {
+		t.Errorf("headers %+v, want trace without a value and empty with an empty one", recs[0].Headers)
 	}
 }

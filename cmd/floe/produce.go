@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/term"
 
@@ -137,8 +138,14 @@ func runProduce(cmd *cobra.Command, f produceFlags, files []string) error {
 		partition = f.partition
 	}
 	done, err := broker.Produce(ctx, f.topic, partition, records)
-	if errors.Is(err, connector.ErrNoPartition) {
+	switch {
+	case errors.Is(err, connector.ErrNoPartition):
 		err = fmt.Errorf("%w: give one of those with --partition (-p), or leave --partition out to place records by key", err)
+	case errors.Is(err, kerr.MessageTooLarge):
+		// franz-go's own limit (a batch of 1,000,012 bytes, as Kafka's
+		// default max.message.bytes) or the topic's: its error said
+		// neither, nor which record.
+		err = fmt.Errorf("%w: a record is larger than floe produce sends (about 1 MB, Kafka's default max.message.bytes) or the topic takes; the summary names the records written before it, the rest were not", err)
 	}
 	if done.Records == 0 && err != nil {
 		return err

@@ -385,3 +385,16 @@ func TestProduceHeaderWithoutValue(t *testing.T) {
 		t.Errorf("headers %+v, want trace without a value and empty with an empty one", recs[0].Headers)
 	}
 }
+
+// TestProduceTooLarge: a line over the producer's limit is refused
+// saying the limit and that the records before it were written (it said
+// MESSAGE_TOO_LARGE and a size only); a 100 KiB line, past bufio's
+// default 64 KiB, is a record.
+func TestProduceTooLarge(t *testing.T) {
+	_, brokers, _ := partitionedStack(t, "orders", 1)
+	in := "k1:" + strings.Repeat("x", 100<<10) + "\nk2:" + strings.Repeat("y", 2<<20) + "\n"
+	code, out, errs := floeInput(t, in, "produce", "-b", brokers, "-t", "orders", "-K:")
+	if code != exitError || out != "produced 1 record to orders: orders/0 [0, 1)\n" || !strings.Contains(errs, "larger than floe produce sends (about 1 MB") {
+		t.Errorf("a 2 MiB line after a 100 KiB one: exit %d\nstdout %q\nstderr %s", code, out, errs)
+	}
+}

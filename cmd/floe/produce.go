@@ -44,8 +44,8 @@ func newProduceCmd() *cobra.Command {
 		Long: `Write records to a Kafka topic: one a line of standard input, or, given FILEs, one a file,
 whatever bytes it holds (a record framed for a schema registry, say). floe produce is there so
 that the local stack's walkthroughs and the docs' recipes need no producer installed; its flags
-are kcat's (-b, -t, -K, -Z, -p, -k, -H), and it reaches secured brokers with the --kafka-*
-flags every floe command takes.
+are kcat's (-b, -t, -K, -Z, -p, -k, -H; kcat's -P is taken too), and it reaches secured
+brokers with the --kafka-* flags every floe command takes.
 
 A line ends at \n or \r\n, and an empty line is no record (as kcat skips it; an empty value
 comes from an empty FILE, or "k1:" with -K:).
@@ -77,6 +77,10 @@ floe as-of take positions.`,
 	fs.Int32VarP(&f.partition, "partition", "p", 0, "`PARTITION` of every record (default: by the key's hash)")
 	fs.StringArrayVarP(&f.headers, "header", "H", nil, "header `NAME=VALUE` of every record (NAME alone: without a value, as kcat), repeatable")
 	fs.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	// kcat's -P, its produce mode, which floe produce is: a kcat line with
+	// floe produce for kcat keeps it (it was an unknown flag).
+	fs.BoolP("produce", "P", false, "kcat's produce mode, which floe produce is: taken, and changes nothing")
+	_ = fs.MarkHidden("produce")
 	return cmd
 }
 

@@ -398,3 +398,12 @@ func TestProduceTooLarge(t *testing.T) {
 		t.Errorf("a 2 MiB line after a 100 KiB one: exit %d\nstdout %q\nstderr %s", code, out, errs)
 	}
 }
+
+// TestProduceTakesKcatP: a kcat line with floe produce for kcat keeps
+// kcat's -P (produce mode), which was an unknown flag.
+func TestProduceTakesKcatP(t *testing.T) {
+	_, brokers, _ := partitionedStack(t, "orders", 1)
+	if code, out, errs := floeInput(t, "k1:v1\n", "produce", "-b", brokers, "-t", "orders", "-P", "-K:"); code != 0 || out != "produced 1 record to orders: orders/0 [0, 1)\n" {
+		t.Errorf("produce -P: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -298,7 +298,7 @@ func lineRecords(ctx context.Context, r io.Reader, delimiter []byte, nullEmpty b
 			var l read
 			select {
 			case <-ctx.Done():
-				yield(nil, fmt.Errorf("interrupted while reading standard input: %w (the summary names the records written before)", context.Cause(ctx)))
+				yield(nil, fmt.Errorf("interrupted before the end of the input (Ctrl-D ends typed input), %w: the summary names the records written, the rest were not", context.Cause(ctx)))
 				return
 			case l = <-lines:
 			}

@@ -285,7 +285,7 @@ func TestProduceInterruptedWhileReading(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("floe produce still waits for input 10 s after an interrupt\n%s%s", out.String(), errs.String())
 	}
-	if !strings.Contains(out.String(), "produced 2 records to orders: orders/0 [0, 2)") || !strings.Contains(errs.String(), "interrupted while reading standard input") {
+	if !strings.Contains(out.String(), "produced 2 records to orders: orders/0 [0, 2)") || !strings.Contains(errs.String(), "interrupted before the end of the input (Ctrl-D ends typed input)") {
 		t.Errorf("an interrupted produce's output:\n%s%s", out.String(), errs.String())
 	}
 }

@@ -59,8 +59,10 @@ Records go to partitions by the key's hash, as the Java client places them (murm
 without a key spread; --partition (-p) sends every record to one. A topic the brokers lack is
 created when they create topics on first use (a local stack does), and refused otherwise.
 The records are acknowledged by every in-sync replica and written once each (an idempotent
-producer). The summary says which offsets of which partitions they took, as floe where and
-floe as-of take positions.`,
+producer), or fail after 30 s unacknowledged. The summary says which offsets of which
+partitions they took, as floe where and floe as-of take positions. Ctrl-D ends typed input; an
+interrupt (Ctrl-C) ends the reading at once, the records read before it are written and the
+summary names them (exit 2).`,
 		Example: `  for i in $(seq 1 1000); do echo "customer-$((i % 17)):{\"order\":$i}"; done | floe produce -t orders -K:
   printf 'a1:\n' | floe produce -t accounts -K: -Z          # a tombstone for key a1
   floe produce -t payments payment.bin                     # one record: the file's bytes`,

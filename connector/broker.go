@@ -111,6 +111,11 @@ func DialSecure(ctx context.Context, seeds []string, timeout time.Duration, sec 
 			// A port that takes the connection and never answers the
 			// Kafka protocol is most often another service's.
 			tried = fmt.Sprintf("no answer within %s; is Kafka running there, and is it the broker's port, not another service's (an S3 endpoint, a schema registry)?", timeout)
+			if addrs, _, _ := hangs.hungOn(err, timeout); len(addrs) > 0 {
+				// Taken connections and timed-out requests: a broker
+				// that hangs reads the same (found by review s68b).
+				tried += " A broker whose process is stopped or overloaded takes connections and answers nothing too"
+			}
 		}
 		return nil, &CheckError{Settings: []Setting{SettingBrokers}, Err: cannotReach(seeds, tried, err)}
 	}
@@ -136,11 +141,21 @@ func ping(ctx context.Context, cl *kgo.Client, seeds []string, timeout time.Dura
 	wait := 100 * time.Millisecond
 	for logged := false; ; logged = true {
 		err := cl.Ping(ctx)
-		if err == nil || !unreachable(err) || ctx.Err() != nil {
+		// A request that timed out is tried again as well: a broker that
+		// takes the connection and does not answer within the request
+		// timeout (its process paused at a pod's start, a long GC) may
+		// answer within timeout; with a --request-timeout under half of
+		// it, the first run of the client's retries gave up before the
+		// dial timeout (found by review s68b).
+		if err == nil || !(unreachable(err) || timedOut(err)) || ctx.Err() != nil {
 			return err
 		}
 		if !logged {
-			slog.Info("waiting for the brokers to take connections", "brokers", strings.Join(seeds, ","), "dial_timeout", timeout, "err", err)
+			what := "waiting for the brokers to take connections"
+			if !unreachable(err) {
+				what = "waiting for the brokers to answer"
+			}
+			slog.Info(what, "brokers", strings.Join(seeds, ","), "dial_timeout", timeout, "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -247,7 +247,8 @@ func TestReviewS68bLeaderHungAtStart(t *testing.T) {
 			was200 = true
 			codes = append(codes, fmt.Sprintf("%s: 200 %s", time.Since(start).Round(100*time.Millisecond), body))
 		}
-		if c == http.StatusServiceUnavailable {
+		if c == http.StatusServiceUnavailable && strings.Contains(body, "not answering") {
+			// A 503 before (state starting) is not the watch's.
 			was503, last = true, body
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -344,4 +345,52 @@ func TestReviewS68bStartOnHungBroker(t *testing.T) {
 		!strings.Contains(errs, "stopped or overloaded") {
 		t.Errorf("floe sink on a hung broker (--dial-timeout 3s, --request-timeout 1s): exit %d after %s\n%s", code, took.Round(100*time.Millisecond), errs)
 	}
+}
+
+// TestReviewS68bSlowBrokerNotHung: a broker that answers every request,
+// but each up to 400 ms late (under --request-timeout 1s), is not "not
+// answering": /readyz stays 200 and the sink commits what comes.
+func TestReviewS68bSlowBrokerNotHung(t *testing.T) {
+	const topic = "slow"
+	_, proxies := s68bCluster(t, 1, topic, 1)
+	p := proxies[0]
+	s68bProduce(t, p.Addr(), topic, 0, 0, 10)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	metricsAddr, done, sunk := s68bSink(t, ctx, p.Addr(), topic)
+	defer func() { cancel(); <-done }()
+	waitFor(t, 15*time.Second, "the first commit", func() bool { return sunk() == 10 })
+	waitFor(t, 5*time.Second, "/readyz 200", func() bool { c, _ := readyCode(metricsAddr); return c == http.StatusOK })
+	stop := make(chan struct{})
+	slowed := make(chan struct{})
+	go func() {
+		defer close(slowed)
+		for {
+			select {
+			case <-stop:
+				p.Resume()
+				return
+			default:
+			}
+			p.Pause()
+			time.Sleep(400 * time.Millisecond)
+			p.Resume()
+			time.Sleep(30 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	var bad []string
+	for time.Since(start) < 10*time.Second {
+		if c, body := readyCode(metricsAddr); c != http.StatusOK {
+			bad = append(bad, fmt.Sprintf("%s: %d %s", time.Since(start).Round(100*time.Millisecond), c, body))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	close(stop)
+	<-slowed
+	if len(bad) > 0 {
+		t.Errorf("/readyz not 200 %d times while the broker answered within 400 ms (--request-timeout 1s); first: %s", len(bad), bad[0])
+	}
+	s68bProduce(t, p.Addr(), topic, 0, 10, 5)
+	waitFor(t, 15*time.Second, "the commit after", func() bool { return sunk() == 15 })
 }

@@ -220,10 +220,11 @@ func (b *Broker) hangWindow() time.Duration {
 	return 2*b.requestTimeout() + maxRetryWait
 }
 
-// hungBrokers names the brokers that do not answer now, nil when all do:
-// the error a running sink reports while they hang.
+// hungBrokers names the brokers that do not answer now and hold a sink
+// up (hangWatch.hungBrokers with read), nil when none does: the error a
+// running sink reports while they hang.
 func (b *Broker) hungBrokers() error {
-	addrs, since, waited, cause := b.hangs.hungBrokers(b.hangWindow())
+	addrs, since, waited, cause := b.hangs.hungBrokers(b.hangWindow(), true)
 	if len(addrs) == 0 {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // hangWatch is a franz-go hook noticing brokers that do not answer: their
@@ -27,6 +28,14 @@ import (
 type hangWatch struct {
 	mu   sync.Mutex
 	hung map[string]*hang // by the broker's HOST:PORT as its metadata names it
+	// fetched is when each broker was last sent a fetch, answered or not,
+	// and fetchAnswered when one last answered one: the brokers a sink
+	// reads from (its partitions' leaders) are those it fetches from. A
+	// broker that leads none of them gets only metadata requests, which
+	// franz-go sends to every broker in turn; its hang does not stop the
+	// sink, and must not take it out of service (review s68b).
+	fetched       map[string]time.Time
+	fetchAnswered time.Time
 }
 
 // hang is a broker's run of timeouts since its last answer.
@@ -51,8 +60,27 @@ func (w *hangWatch) OnBrokerConnect(meta kgo.BrokerMetadata, d time.Duration, _ 
 
 // OnBrokerE2E implements kgo.HookBrokerE2E: the end of every request, its
 // answer read or its write or read failed.
-func (w *hangWatch) OnBrokerE2E(meta kgo.BrokerMetadata, _ int16, e kgo.BrokerE2E) {
+func (w *hangWatch) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
+	if key == kmsg.Fetch.Int16() {
+		w.noteFetch(meta, e.Err() == nil)
+	}
 	w.note(meta, e.TimeToWrite+e.ReadWait+e.TimeToRead, e.Err())
+}
+
+// noteFetch records a fetch sent to the broker of meta, and whether it
+// answered.
+func (w *hangWatch) noteFetch(meta kgo.BrokerMetadata, answered bool) {
+	addr := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fetched == nil {
+		w.fetched = map[string]time.Time{}
+	}
+	w.fetched[addr] = now
+	if answered {
+		w.fetchAnswered = now
+	}
 }
 
 // note records the end of a connection's setup or of a request to the
@@ -106,13 +134,19 @@ func remoteAddr(err error) string {
 // earliest since, the longest wait and the latest cause among them. A
 // broker whose last timeout is older than window is no longer taken to
 // hang: the client stopped asking it (another broker leads its
-// partitions now), and it would never answer to clear it.
-func (w *hangWatch) hungBrokers(window time.Duration) (addrs []string, since time.Time, waited time.Duration, cause error) {
+// partitions now), and it would never answer to clear it. With read set,
+// only those that hold a sink up: while some broker answers its fetches,
+// the brokers it fetches from.
+func (w *hangWatch) hungBrokers(window time.Duration, read bool) (addrs []string, since time.Time, waited time.Duration, cause error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var last time.Time
+	// While some broker answers the sink's fetches, only the brokers it
+	// fetches from hold it up; while none does (a leader hung before its
+	// first fetch went out, say), every broker that does not answer may.
+	reading := read && time.Since(w.fetchAnswered) <= window
 	for addr, h := range w.hung {
-		if time.Since(h.last) > window {
+		if time.Since(h.last) > window || reading && time.Since(w.fetched[addr]) > window {
 			continue
 		}
 		addrs = append(addrs, addr)
@@ -143,7 +177,7 @@ func (w *hangWatch) hungOn(err error, window time.Duration) (addrs []string, sin
 		// while one was in its window (found by review s68b).
 		return nil, time.Time{}, 0
 	}
-	addrs, since, waited, _ = w.hungBrokers(window)
+	addrs, since, waited, _ = w.hungBrokers(window, false)
 	if r := remoteAddr(err); r != "" && len(addrs) > 0 {
 		w.mu.Lock()
 		ours := false

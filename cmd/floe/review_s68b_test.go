@@ -142,6 +142,7 @@ func TestReviewS68bHungBrokerLeadingNothing(t *testing.T) {
 // hangWindow (2 request timeouts + 15 s): /readyz must stay 503 for as
 // long as it hangs, and the sink resume exactly once after.
 func TestReviewS68bLongHangStays503(t *testing.T) {
+	crashScenario(t)
 	const topic = "long"
 	_, proxies := s68bCluster(t, 1, topic, 1)
 	p := proxies[0]
@@ -179,6 +180,7 @@ func TestReviewS68bLongHangStays503(t *testing.T) {
 // (which needs only the catalog) must not turn it back to 200 while the
 // broker still hangs and nothing more can be read.
 func TestReviewS68bCommitDuringHangKeeps503(t *testing.T) {
+	crashScenario(t)
 	const topic = "held"
 	_, proxies := s68bCluster(t, 1, topic, 1)
 	p := proxies[0]
@@ -267,6 +269,7 @@ func TestReviewS68bLeaderHungAtStart(t *testing.T) {
 // no member may read as "not answering" meanwhile, and the table ends
 // complete.
 func TestReviewS68bGroupRebalanceNotHung(t *testing.T) {
+	crashScenario(t)
 	const topic = "grp"
 	_, proxies := s68bCluster(t, 1, topic, 4)
 	p := proxies[0]
@@ -351,6 +354,7 @@ func TestReviewS68bStartOnHungBroker(t *testing.T) {
 // but each up to 400 ms late (under --request-timeout 1s), is not "not
 // answering": /readyz stays 200 and the sink commits what comes.
 func TestReviewS68bSlowBrokerNotHung(t *testing.T) {
+	crashScenario(t)
 	const topic = "slow"
 	_, proxies := s68bCluster(t, 1, topic, 1)
 	p := proxies[0]

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -189,7 +188,7 @@ func (b *Broker) checkAdvertised(ctx context.Context, seeds []string) error {
 	var d net.Dialer
 	var addrs []string
 	for _, br := range md.Brokers {
-		addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+		addr := brokerAddr(br)
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		c, err := d.DialContext(dctx, "tcp", addr)
 		cancel()

@@ -70,7 +70,7 @@ func (w *hangWatch) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e kgo.Broker
 // noteFetch records a fetch sent to the broker of meta, and whether it
 // answered.
 func (w *hangWatch) noteFetch(meta kgo.BrokerMetadata, answered bool) {
-	addr := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
+	addr := brokerAddr(meta)
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -88,7 +88,7 @@ func (w *hangWatch) noteFetch(meta kgo.BrokerMetadata, answered bool) {
 // it. Other errors (a refusal, a connection closed under a request) say
 // nothing of whether it answers.
 func (w *hangWatch) note(meta kgo.BrokerMetadata, waited time.Duration, err error) {
-	addr := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
+	addr := brokerAddr(meta)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
@@ -111,6 +111,11 @@ func (w *hangWatch) note(meta kgo.BrokerMetadata, waited time.Duration, err erro
 	if r := remoteAddr(err); r != "" {
 		h.remote = r
 	}
+}
+
+// brokerAddr is a broker's HOST:PORT as its metadata names it.
+func brokerAddr(meta kgo.BrokerMetadata) string {
+	return net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
 }
 
 // timedOut reports whether err is a timeout: a read or write past its

@@ -156,13 +156,14 @@ func runProduce(cmd *cobra.Command, f produceFlags, files []string) error {
 	if done.Records == 0 && err != nil {
 		return err
 	}
+	report := producedReport(f.topic, done)
 	if f.json {
-		if jerr := printJSON(cmd.OutOrStdout(), producedReport(f.topic, done)); jerr != nil {
+		if jerr := printJSON(cmd.OutOrStdout(), report); jerr != nil {
 			return errors.Join(err, jerr)
 		}
 		return err
 	}
-	printProduced(cmd.OutOrStdout(), f.topic, done)
+	printProduced(cmd.OutOrStdout(), report)
 	return err
 }
 
@@ -360,17 +361,16 @@ func fileRecords(files []string, recordOf func(value []byte) *kgo.Record) iter.S
 	}
 }
 
-// printProduced says how many records went to topic, and which offsets
-// of which partitions they took.
-func printProduced(w io.Writer, topic string, p connector.Produced) {
-	fmt.Fprintf(w, "produced %s to %s", plural(int(p.Records), "record"), topic)
-	tps := slices.SortedFunc(maps.Keys(p.Offsets), mapping.TopicPartition.Compare)
-	for i, tp := range tps {
+// printProduced says how many records went to the topic, and which
+// offsets of which partitions they took.
+func printProduced(w io.Writer, r produced) {
+	fmt.Fprintf(w, "produced %s to %s", plural(int(r.Records), "record"), r.Topic)
+	for i, p := range r.Partitions {
 		sep := ", "
 		if i == 0 {
 			sep = ": "
 		}
-		fmt.Fprintf(w, "%s%s %v", sep, tp, p.Offsets[tp])
+		fmt.Fprintf(w, "%s%s %v", sep, mapping.TopicPartition{Topic: r.Topic, Partition: p.Partition}, mapping.Interval{Low: p.Low, High: p.High})
 	}
 	fmt.Fprintln(w)
 }
